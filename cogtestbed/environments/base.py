@@ -57,6 +57,86 @@ class ParseResult:
         return cls(action=None, error=reason)
 
 
+@dataclass(frozen=True)
+class TextResponse:
+    """Response kind of a step answered in free text and read by the environment's parser.
+
+    This is the default: a step whose observation carries no ``"response"`` key is a text step.
+    """
+
+    kind: ClassVar[str] = "text"
+
+
+@dataclass(frozen=True)
+class ScoredResponse:
+    """Response kind of a step answered with a probability distribution over ``continuations``.
+
+    An LLM subject obtains the exact teacher-forced log-probability of each continuation after
+    the prompt (``LLMClient.score``); a backend that cannot score is sampled ``n_samples`` times
+    at temperature 1 and the empirical distribution is recorded as an estimate (with its N).
+    A synthetic subject returns the same :class:`ScoredAnswer`.
+    """
+
+    continuations: tuple[str, ...]
+    #: Completions drawn where a backend cannot score (the estimate records this N).
+    n_samples: int = 100
+    kind: ClassVar[str] = "scored"
+
+    def __post_init__(self) -> None:
+        if len(self.continuations) < 2:
+            raise ValueError("a scored response needs at least two continuations")
+        if len(set(self.continuations)) != len(self.continuations):
+            raise ValueError(f"continuations must be distinct, got {self.continuations!r}")
+        if self.n_samples < 1:
+            raise ValueError("n_samples must be at least 1")
+
+
+ResponseKind = TextResponse | ScoredResponse
+
+
+@dataclass(frozen=True)
+class ScoredAnswer:
+    """The answer to a :class:`ScoredResponse` step.
+
+    ``logprobs[k]`` is log P(continuation k | prompt) as the subject gave it (teacher-forced and
+    unnormalised for an exact score; log of the sample share for an estimate, ``-inf`` where a
+    continuation was never drawn).  ``mass_outside`` is the probability outside the listed
+    continuations where known.  ``method`` is ``"exact"`` or ``"sampled"``; ``n_samples`` the N
+    of a sampled estimate.
+    """
+
+    logprobs: np.ndarray
+    method: str = "exact"
+    mass_outside: float | None = None
+    n_samples: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.method not in ("exact", "sampled"):
+            raise ValueError(f"method must be 'exact' or 'sampled', got {self.method!r}")
+        if self.method == "sampled" and (self.n_samples is None or self.n_samples < 1):
+            raise ValueError("a sampled answer needs n_samples >= 1")
+
+    @property
+    def probabilities(self) -> np.ndarray:
+        """The distribution renormalised over the continuations (log-sum-exp)."""
+        lp = np.asarray(self.logprobs, dtype=np.float64)
+        top = np.max(lp)
+        if not np.isfinite(top):
+            raise ValueError("a scored answer needs at least one finite log-probability")
+        w = np.exp(lp - top)
+        return w / w.sum()
+
+    @classmethod
+    def from_counts(cls, counts: np.ndarray) -> ScoredAnswer:
+        """A sampled estimate from counts of each continuation among N draws."""
+        counts = np.asarray(counts, dtype=np.float64)
+        n = int(counts.sum())
+        if n < 1:
+            raise ValueError("no sample matched any continuation")
+        with np.errstate(divide="ignore"):
+            return cls(np.log(counts / n), method="sampled", n_samples=n)
+
+
 class Design(BaseModel):
     """Base class of experiment designs: frozen, validated, with the published defaults.
 

@@ -68,7 +68,7 @@ def test_collider_metric_validity_and_metric_power(capsys, monkeypatch) -> None:
 
 @pytest.mark.timeout(600)
 def test_collider_sbc_tiny(capsys, monkeypatch) -> None:
-    out = _json(["sbc", "cbn-3p", "-e", "collider", "--subjects", "2", "--reps", "1", "--draws", "30",
+    out = _json(["sbc", "cbn-3p", "-e", "collider", "--subjects", "2", "--reps", "1", "--draws", "100",
                  "--chains", "1", "--backend", "pymc", "--design", "content=rw17", "--design", "scope=cell"],
                 capsys, monkeypatch)
     assert {"b_mu", "m_sigma", "p_c[0]", "kappa", "pi[0]", "pi[1]"} <= set(out["sbc"])

@@ -33,7 +33,6 @@ the trial's posterior accuracy 1 − |posterior − estimate|.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -43,6 +42,7 @@ from gymnasium import spaces
 from pydantic import field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.parsing import parse_decimal_digits
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "probabilistic-reasoning"
@@ -97,26 +97,6 @@ def bayes_posterior(prior: np.ndarray | float, likelihood: np.ndarray | float) -
     p = np.asarray(prior, dtype=np.float64)
     lik = np.asarray(likelihood, dtype=np.float64)
     return p * lik / (p * lik + (1.0 - p) * (1.0 - lik))
-
-
-# ----------------------------------------------------------------------------- parsing
-_DECIMALS = re.compile(r"^\s*(?:0?\.(?=\d))?(\d+)")
-
-
-def parse_decimal_digits(text: str | None, what: str = "probability") -> ParseResult:
-    """Read the digits completing an answer prefix that ends in ``"0."`` as a number in [0, 1).
-
-    ``"33"`` → 0.33, ``"5"`` → 0.5, ``"07."`` → 0.07; a restated ``"0.33"`` is read as 0.33
-    (CogBench strips ``"0."`` for the same reason).  Anything after the digits is ignored; a
-    completion that continues into a new ``"Q:"`` turn is cut there first.  No digits → failure.
-    """
-    if text is None or not text.strip():
-        return ParseResult.failure("empty answer")
-    head = text.split(Q_PREFIX)[0]
-    match = _DECIMALS.match(head)
-    if match is None:
-        return ParseResult.failure(f"no {what} digits found in {head.strip()[:40]!r} (expected e.g. '35')")
-    return ParseResult.success(float("0." + match.group(1)))
 
 
 # ----------------------------------------------------------------------------- environment

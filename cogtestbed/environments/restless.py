@@ -39,8 +39,7 @@ from gymnasium import spaces
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
-from cogtestbed.environments.horizon import parse_machine
-from cogtestbed.environments.probabilistic import parse_decimal_digits
+from cogtestbed.environments.parsing import parse_decimal_digits, parse_machine
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "restless-bandit"

@@ -56,6 +56,7 @@ from numba import njit
 from scipy import stats
 
 from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.numerics import sigmoid as _sig
 from cogtestbed.parameters import Parameter, ParameterSet
 
 EXPERIMENT = "collider"
@@ -99,14 +100,6 @@ def noisy_or_probs(b: float, m1: float, m2: float, pc1: float, pc2: float, out: 
     e11 = 1 - (1 - b) * (1 - m1) * (1 - m2)
     task_probs_general(e00, e01, e10, e11, pc1 * pc2, pc1 * (1 - pc2), (1 - pc1) * pc2,
                        (1 - pc1) * (1 - pc2), out)
-
-
-@njit(cache=True)
-def _sig(x: float) -> float:
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1.0 + e)
 
 
 @njit(cache=True)

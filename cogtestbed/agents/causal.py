@@ -210,7 +210,7 @@ def simulate_kernel(kind: int, theta: np.ndarray, resp: np.ndarray, gamma: np.nd
 
 
 # ----------------------------------------------------------------------------- agents
-class ColliderAgent(SyntheticAgent):
+class ColliderAgent(SyntheticAgent[CausalDesign, CausalSessions]):
     """Shared step and batch paths; subclasses set :attr:`kind` and their model parameters."""
 
     experiment: ClassVar[str] = EXPERIMENT
@@ -242,7 +242,7 @@ class ColliderAgent(SyntheticAgent):
         return float(respond(p, resp, float(u[0]), float(u[1]), float(u[2]), lapse))
 
     @classmethod
-    def simulate_batch(cls, design: CausalDesign, sessions: CausalSessions,  # type: ignore[override]
+    def simulate_batch(cls, design: CausalDesign, sessions: CausalSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
         n = sessions.n_subjects
         full = {k: np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for k, v in params.items()}

@@ -93,12 +93,12 @@ def simulate_restless_kernel(rewards: np.ndarray, n_trials: np.ndarray, drift: n
     return action, reward, played
 
 
-class _RestlessAgent(SyntheticAgent):
+class _RestlessAgent(SyntheticAgent[RestlessDesign, RestlessSessions]):
     experiment: ClassVar[str] = EXPERIMENT
     _random: ClassVar[bool] = False
 
     @classmethod
-    def simulate_batch(cls, design: RestlessDesign, sessions: RestlessSessions,  # type: ignore[override]
+    def simulate_batch(cls, design: RestlessDesign, sessions: RestlessSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
         n = sessions.n_subjects
 

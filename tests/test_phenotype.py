@@ -9,7 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cogtestbed.cli import app
-from cogtestbed.inference.phenotype import (
+from cogtestbed.registry import experiment_names
+from cogtestbed.simulation import simulate
+from cogtestbed.trials import write_trials
+from cogtestbed.validation.phenotype import (
     AgentMetrics,
     available_references,
     experiment_for_csv,
@@ -18,9 +21,6 @@ from cogtestbed.inference.phenotype import (
     references,
     table_flags,
 )
-from cogtestbed.registry import experiment_names
-from cogtestbed.simulation import simulate
-from cogtestbed.trials import write_trials
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cogbench"
 

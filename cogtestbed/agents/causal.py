@@ -1,4 +1,5 @@
-"""Synthetic reasoners for the collider task (seed 001 §6.2), each with a numba batch path.
+"""Synthetic reasoners for the collider task (after Dettki 2025, the CBN closed forms of App. A.3),
+each with a numba batch path.
 
 Every agent maps the 11 Roman tasks to probabilities p_t and answers through one shared
 **response model** (all agents have its parameters):

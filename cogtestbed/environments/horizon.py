@@ -10,7 +10,7 @@ starts with 4 forced choices shown in the prompt as past outcomes, then 1 (horiz
 * rewards ``round(N(mean, sd = 8))``, pre-drawn for both arms on every trial;
 * forced choices: unequal = shuffled [0,0,0,1] or [0,1,1,1]; equal = shuffled [0,0,1,1].
 
-Prompt: CogBench's ``query.py`` (seed 002 §2.2): the forced outcomes and every free outcome are
+Prompt: CogBench's ``query.py`` (Coda-Forno et al. 2024): the forced outcomes and every free outcome are
 listed as ``- Machine X delivered R dollars.``, the goal line counts the remaining rounds, and the
 query specification ``(Give your answe in the format 'Machine <your choice>')`` (sic) precedes the
 ``Machine `` answer prefix.  The ``"paper"`` variant omits the specification.  An invalid answer is

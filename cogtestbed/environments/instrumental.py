@@ -6,7 +6,7 @@ dollar with its probability, else 0, from pre-sampled Bernoulli outcomes.  The 8
 are drawn without replacement from ``ABCDEFGHJKLMNOPQRSTVW``; trial order is a random permutation;
 the order in which the two machines are named in the question is randomised on every trial.
 
-Prompt: CogBench's released code (``query.py`` + ``LLM.generate``), see seed 002 §2.4.  The
+Prompt: CogBench's released code (``query.py`` + ``LLM.generate``) (Coda-Forno et al. 2024).  The
 ``"paper"`` variant uses the paper's printed wording instead.  Known code quirks not reproduced:
 the first trial's option order is randomised like every other trial (CogBench leaves it fixed),
 and rows are never appended twice.

@@ -5,7 +5,7 @@ red/blue balls (the likelihood); one ball is drawn and the subject reports P(urn
 ball colour).  Each session is CogBench's *run*: two one-shot judgements without history, first an
 informative-likelihood trial, then an informative-prior trial.
 
-Design (released code, ``query.py`` + ``envs/urns_exp.py``; seed 002 §2.1):
+Design (released code, ``query.py`` + ``envs/urns_exp.py``; Coda-Forno et al. 2024):
 
 * informative side — P(red | left urn) or P(left urn) — drawn from {.1, .2, .3, .7, .8, .9};
   the uninformative side from {.4, .5, .5, .6} (0.5 twice: CogBench's own weighting);
@@ -93,7 +93,7 @@ class ProbabilisticSessions(Sessions):
 
 
 def bayes_posterior(prior: np.ndarray | float, likelihood: np.ndarray | float) -> np.ndarray:
-    """P(left | ball) = p·l / (p·l + (1−p)(1−l)), l = P(observed colour | left) (seed §2.1)."""
+    """P(left | ball) = p·l / (p·l + (1−p)(1−l)), l = P(observed colour | left) (Bayes' rule; Dasgupta et al. 2020)."""
     p = np.asarray(prior, dtype=np.float64)
     lik = np.asarray(likelihood, dtype=np.float64)
     return p * lik / (p * lik + (1.0 - p) * (1.0 - lik))

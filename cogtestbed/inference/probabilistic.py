@@ -1,4 +1,5 @@
-"""Probabilistic reasoning: CogBench's scores and the generalised-Bayes model (seed 002 §2.1, §4.1).
+"""Probabilistic reasoning: CogBench's scores and the generalised-Bayes model (Coda-Forno et al.
+2024; Dasgupta et al. 2020).
 
 Generalised Bayes (Massey & Wu 2005; CogBench eq. in §2.1), in log-odds::
 

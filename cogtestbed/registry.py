@@ -267,6 +267,26 @@ def _collider() -> Experiment:
     )
 
 
+def _magnitude() -> Experiment:
+    from cogtestbed.agents.magnitude import AGENTS
+    from cogtestbed.environments.magnitude import MagnitudeEnv
+    from cogtestbed.inference.magnitude import MODELS, VARIANCE_READINGS, magnitude_metrics
+
+    return Experiment(
+        name="magnitude",
+        description="BayesBench magnitude estimation: 4 tasks x 3 sessions, ablations, text/image "
+        "(Ma, Wang & Fountas 2025)",
+        env_cls=MagnitudeEnv, agents=AGENTS, metrics=magnitude_metrics, models=MODELS,
+        metrics_options={
+            "bootstrap": MetricOption("bootstrap", "bootstrap rounds (0: none)", 30, None, int),
+            "seed": MetricOption("seed", "seed of the bootstrap", 0, None, int),
+            "variance": MetricOption("variance", "Non-Oracle variance reading", "raw", VARIANCE_READINGS),
+            "evidence_condition": MetricOption("evidence_condition", "condition of the factor evidence",
+                                               "base"),
+        },
+    )
+
+
 _BUILDERS: dict[str, Callable[[], Experiment]] = {
     "instrumental-learning": _instrumental_learning,
     "probabilistic-reasoning": _probabilistic_reasoning,
@@ -277,6 +297,7 @@ _BUILDERS: dict[str, Callable[[], Experiment]] = {
     "bart": _bart,
 }
 _BUILDERS["collider"] = _collider
+_BUILDERS["magnitude"] = _magnitude
 _CACHE: dict[str, Experiment] = {}
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -133,6 +133,13 @@ class Block:
                 "numerical-biased": STEER_BIASED}.get(self.condition, STEER_NONE)
 
 
+@lru_cache(maxsize=64)
+def _blocks(tasks: tuple[str, ...], conditions: tuple[str, ...], modalities: tuple[str, ...],
+            ranges: tuple[str, ...]) -> tuple[Block, ...]:
+    return tuple(Block(t, c, m, r) for t in tasks for c in conditions
+                 for m in modalities if TASKS[t].visual or m == "text" for r in ranges)
+
+
 def _tuple(v: Any) -> Any:
     if isinstance(v, str):
         return tuple(s.strip() for s in v.split(",") if s.strip())
@@ -194,11 +201,10 @@ class MagnitudeDesign(Design):
     def tasks(self) -> tuple[str, ...]:
         return TASK_NAMES if self.task == "all" else (self.task,)
 
-    @cached_property
+    @property
     def blocks(self) -> tuple[Block, ...]:
         """The sessions a subject plays, in order (duration only in the text modality)."""
-        return tuple(Block(t, c, m, r) for t in self.tasks for c in self.conditions
-                     for m in self.modalities if TASKS[t].visual or m == "text" for r in self.ranges)
+        return _blocks(self.tasks, self.conditions, self.modalities, self.ranges)
 
     @property
     def n_trials(self) -> int:
@@ -219,19 +225,14 @@ class MagnitudeSessions(Sessions):
 def sample_stimuli(design: MagnitudeDesign, n: int, rng: np.random.Generator) -> MagnitudeSessions:
     """Uniform stimuli per (task, range) and a render seed per stimulus (Sec. 3.1).
 
-    Maze and AMI-duration values are replaced by the exact value of the rendered stimulus (the
-    rounded path's distance, the cut extract's duration)."""
+    AMI-duration values are replaced by the exact duration of the cut extract."""
     shape = (n, len(design.tasks), len(design.ranges), design.trials_per_session)
     lo = np.array([[TASKS[t].ranges[r][0] for r in design.ranges] for t in design.tasks])
     hi = np.array([[TASKS[t].ranges[r][1] for r in design.ranges] for t in design.tasks])
     x = lo[None, :, :, None] + (hi - lo)[None, :, :, None] * rng.random(shape)
     seeds = rng.integers(0, 2**62, size=shape, dtype=np.int64)
     for k, task in enumerate(design.tasks):
-        if task == "maze-distance":
-            sub = x[:, k]
-            for idx in np.ndindex(sub.shape):
-                sub[idx] = stim.maze_distance(stim.maze_path(float(sub[idx]), int(seeds[:, k][idx])))
-        elif task == "duration" and design.duration_corpus is not None:
+        if task == "duration" and design.duration_corpus is not None:
             corpus = stim.ami_corpus(design.duration_corpus)
             sub = x[:, k]
             for idx in np.ndindex(sub.shape):

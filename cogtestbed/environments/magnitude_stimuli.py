@@ -11,8 +11,8 @@ Choices where the paper is silent (named constants, listed in the design docstri
 * images :data:`IMAGE_SIZE` px square, white background, 3-px black lines, red marker;
   blur = Pillow's Gaussian blur with radius = σ in pixels;
 * maze paths: :data:`MAZE_SEGMENTS` segments, lateral wiggle ±:data:`MAZE_WIGGLE` units around the
-  start–end axis with monotone progress along it (so the path never crosses itself), moves
-  rounded to 0.01 unit; ``x`` is the exact start–end distance of the rounded path;
+  start–end axis with monotone progress along it (so the path never crosses itself); the end
+  lies exactly at distance ``x``; the text gives the moves to 0.01 unit;
 * dialogue extracts: the speaking-rate model of :func:`dialogue_extract`;
 * AMI Meeting Corpus word files (NXT ``*.words.xml``) can replace generated extracts
   (:func:`read_ami_words`, :func:`ami_extract`).
@@ -155,7 +155,8 @@ def maze_path(target: float, seed: int) -> np.ndarray:
     In the frame of the start–end axis the vertices advance monotonically (sorted uniform
     positions along the axis) with lateral offsets U(−MAZE_WIGGLE, MAZE_WIGGLE): the path is the
     graph of a function in that frame and cannot cross itself.  The frame is rotated by a uniform
-    angle and the vertices rounded to 0.01 unit (the text's precision).
+    angle.  The end point lies exactly at distance ``target``; the interior vertices are rounded
+    to 0.01 unit (the text's precision, so the text's moves sum to the end within 0.01).
     """
     rng = _rng(seed)
     along = np.concatenate([[0.0], np.sort(rng.uniform(0.0, target, MAZE_SEGMENTS - 1)), [target]])
@@ -163,7 +164,8 @@ def maze_path(target: float, seed: int) -> np.ndarray:
     theta = rng.uniform(0.0, 2.0 * math.pi)
     c, s = math.cos(theta), math.sin(theta)
     pts = np.column_stack([along * c - side * s, along * s + side * c])
-    return np.round(pts, 2)
+    pts[1:-1] = np.round(pts[1:-1], 2)
+    return pts
 
 
 def maze_distance(path: np.ndarray) -> float:

@@ -110,7 +110,7 @@ def frozen_normal(seed: int, channel: int) -> float:
 
 @njit(cache=True, inline="always")
 def _in(code: int, codes: np.ndarray) -> bool:
-    for c in codes:
+    for c in codes:  # noqa: SIM110 - a loop numba compiles (no generator any())
         if c == code:
             return True
     return False
@@ -291,6 +291,7 @@ AGENTS: dict[str, type[SyntheticAgent]] = {a.name: a for a in (
     _agent("combiner-alpha", (*_COMB, Parameter.unit("alpha", 0.5, "weight on the text percept")),
            "Text+image answer = α·text + (1 − α)·image."),
     _agent("combiner-optimal", _COMB, "Reliability-weighted fusion w_text = σ_i²/(σ_t² + σ_i²)."),
-    _agent("combiner-underweight", (*_COMB, Parameter.unit("underweight", 0.3, "fraction λ of the optimal text weight")),
+    _agent("combiner-underweight",
+           (*_COMB, Parameter.unit("underweight", 0.3, "fraction λ of the optimal text weight")),
            "Fusion with text weight λ·w_opt: a reliable text cue under-weighted (GPT-5 Mini, App. A.12)."),
 )}

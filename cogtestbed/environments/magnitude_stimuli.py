@@ -57,14 +57,15 @@ SPEAKER_RATE_LOG_SD = 0.2
 TURN_GAP_S = 0.4
 WORDS_PER_TURN = (3, 12)
 SPEAKERS = ("A", "B", "C", "D")
-_MEETING_WORDS = (
-    "okay so um we should probably look at the budget first and then the design yeah right i "
-    "think that the remote control needs a bigger button maybe we could go with rubber or plastic "
-    "the marketing report says people want something fancy and easy to use so uh let us decide "
-    "on the colour and the shape today well i am not sure about the cost of the battery but the "
-    "kinetic one is nice mm hmm exactly and what about the speech recognition that would be cool "
-    "though expensive we have twelve euros fifty per unit alright let me show the next slide"
-).split()
+_MEETING_TEXT = (
+    "okay so um we should probably look at the budget first and then the design yeah right i think "
+    "that the remote control needs a bigger button maybe we could go with rubber or plastic the "
+    "marketing report says people want something fancy and easy to use so uh let us decide on the "
+    "colour and the shape today well i am not sure about the cost of the battery but the kinetic one "
+    "is nice mm hmm exactly and what about the speech recognition that would be cool though "
+    "expensive we have twelve euros fifty per unit alright let me show the next slide"
+)
+_MEETING_WORDS = tuple(_MEETING_TEXT.split(" "))
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -459,7 +459,8 @@ def magnitude_metrics(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP_ROUNDS, s
         "metrics": headline, "per_subject": per, "n_invalid": n_invalid, "flags": flags,
         "choices": {"nrmse_baseline": NRMSE_BASELINE, "a_modality": A_MODALITY, "w_pooling": W_POOLING,
                     "variance": variance, "bootstrap_rounds": bootstrap,
-                    "bootstrap_interval": list(BOOTSTRAP_INTERVAL), "aic_params": dict(zip(VARIANTS, AIC_PARAMS.tolist(), strict=True)),
+                    "bootstrap_interval": list(BOOTSTRAP_INTERVAL),
+                    "aic_params": dict(zip(VARIANTS, AIC_PARAMS.tolist(), strict=True)),
                     "factors": list(FACTOR_NAMES)},
     })
 

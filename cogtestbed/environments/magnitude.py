@@ -33,7 +33,7 @@ from gymnasium import spaces
 from pydantic import Field, field_validator, model_validator
 
 from cogtestbed.environments import magnitude_stimuli as stim
-from cogtestbed.environments.base import Design, Outcomes, ParseResult, Sessions, TextEnv
+from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "magnitude"
@@ -392,12 +392,13 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
 
     def __init__(self, design: MagnitudeDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
-        self.action_space = spaces.Box(-np.inf, np.inf, shape=(), dtype=np.float64)
         self.observation_space = spaces.Dict({
             "x": spaces.Box(-np.inf, np.inf, shape=(), dtype=np.float64),
             "session": spaces.Discrete(len(self.design.blocks) + 1),
             "trial": spaces.Discrete(self.design.trials_per_session + 1),
         })
+        self.declare_phases(Phase("estimate", spaces.Box(-np.inf, np.inf, shape=(), dtype=np.float64),
+                                  self.parse_estimate))
         self._steps: StepArrays | None = None
         self._images: dict[int, bytes] = {}
 
@@ -417,15 +418,6 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
     @property
     def block(self) -> Block:
         return self.design.blocks[self._pos() // self.design.trials_per_session]
-
-    def _action_value(self, action: Any) -> float:
-        try:
-            value = float(action)
-        except (TypeError, ValueError):
-            raise ValueError(f"invalid answer {action!r}: expected a number") from None
-        if not np.isfinite(value):
-            raise ValueError(f"invalid answer {value!r}: not finite")
-        return value
 
     def _play(self, action: Any) -> float:
         return float("nan")  # no feedback: the history shows only the subject's own answers
@@ -507,7 +499,7 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
     def _info(self) -> dict[str, Any]:
         return {"trial": self.t, "x": float(self._value("x", self._pos()))}
 
-    def parse(self, text: str) -> ParseResult:
+    def parse_estimate(self, text: str) -> ParseResult:
         """See :func:`parse_magnitude` (the current block's task)."""
         return parse_magnitude(text, self.block.task)
 

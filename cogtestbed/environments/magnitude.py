@@ -400,7 +400,8 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         self.declare_phases(Phase("estimate", spaces.Box(-np.inf, np.inf, shape=(), dtype=np.float64),
                                   self.parse_estimate))
         self._steps: StepArrays | None = None
-        self._images: dict[int, bytes] = {}
+        self._images: dict[tuple[str, int, float], bytes] = {}
+        self._users: dict[int, dict[str, Any]] = {}
 
     @classmethod
     def sample_sessions(cls, design: MagnitudeDesign, n: int, rng: np.random.Generator) -> MagnitudeSessions:
@@ -410,7 +411,7 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
     def _start(self) -> None:
         assert self.session is not None
         self._steps = step_arrays(self.design, self.session)
-        self._images = {}
+        self._images, self._users = {}, {}
 
     def _pos(self) -> int:
         return min(self.t, self.design.n_trials - 1)
@@ -428,16 +429,20 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         return getattr(self._steps, name)[0, step]
 
     def image(self, step: int) -> bytes:
-        """PNG of the stimulus shown at ``step`` (cached for the session)."""
-        if step not in self._images:
-            blk = self.design.blocks[step // self.design.trials_per_session]
-            self._images[step] = stimulus_image(blk.task, float(self._value("x", step)),
-                                                int(self._value("render_seed", step)),
-                                                float(self._value("blur", step)))
-        return self._images[step]
+        """PNG of the stimulus shown at ``step``; cached by (task, render seed, blur) for the
+        session, since the image and text+image sessions of every condition show the same
+        stimuli and most of them unblurred."""
+        blk = self.design.blocks[step // self.design.trials_per_session]
+        seed, blur = int(self._value("render_seed", step)), float(self._value("blur", step))
+        key = (blk.task, seed, blur)
+        if key not in self._images:
+            self._images[key] = stimulus_image(blk.task, float(self._value("x", step)), seed, blur)
+        return self._images[key]
 
     def user_message(self, step: int) -> dict[str, Any]:
-        """The user turn that shows the stimulus of ``step`` in the block's modality."""
+        """The user turn that shows the stimulus of ``step`` in the block's modality (cached)."""
+        if step in self._users:
+            return dict(self._users[step])
         blk = self.design.blocks[step // self.design.trials_per_session]
         msg: dict[str, Any] = {"role": "user", "content": ""}
         if blk.modality != "image":
@@ -445,7 +450,8 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
                                            int(self._value("render_seed", step)), self.design.duration_corpus)
         if blk.modality != "text":
             msg["images"] = (self.image(step),)
-        return msg
+        self._users[step] = msg
+        return dict(msg)
 
     def _answer_text(self, step: int) -> str:
         raw = self.outcomes.raw_response[0, step]  # type: ignore[index]

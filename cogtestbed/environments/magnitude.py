@@ -404,6 +404,11 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         self._users: dict[int, dict[str, Any]] = {}
 
     @classmethod
+    def uses_images(cls, design: Design) -> bool:
+        assert isinstance(design, MagnitudeDesign)
+        return any(b.modality != "text" for b in design.blocks)
+
+    @classmethod
     def sample_sessions(cls, design: MagnitudeDesign, n: int, rng: np.random.Generator) -> MagnitudeSessions:
         return sample_stimuli(design, n, rng)
 

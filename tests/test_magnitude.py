@@ -83,7 +83,7 @@ def _play(design: MagnitudeDesign, steps: int, seed: int = 0) -> tuple[Magnitude
     obs, _ = env.reset(options={"session": sessions})
     seen = [obs]
     for _ in range(steps):
-        obs, *_ = env.step(round(obs["x"], 3))
+        obs, *_ = env.step(round(float(obs["x"]), 3))
         seen.append(obs)
     return env, seen
 

@@ -22,6 +22,7 @@ context, render_seed`` plus the standard outcome columns (``action`` = the numer
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -374,6 +375,49 @@ def stimulus_image(task: str, x: float, seed: int, blur: float = 0.0) -> bytes:
     raise ValueError(f"the {task} task has no image modality")
 
 
+def _real(v: Any) -> np.ndarray:
+    """A real observation entry as the 0-d float64 array its Box space holds."""
+    return np.asarray(v, dtype=np.float64)
+
+
+class ImagesSpace(spaces.Space[tuple[bytes, ...]]):
+    """Gymnasium space of a tuple of PNG images (bytes)."""
+
+    def __init__(self) -> None:
+        super().__init__(shape=None, dtype=None)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, tuple) and all(isinstance(b, bytes) and b[:8] == b"\x89PNG\r\n\x1a\n" for b in x)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> tuple[bytes, ...]:
+        return (stim.marker_image(float(self.np_random.random()), int(self.np_random.integers(2**31))),)
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+
+class ChatSpace(spaces.Space[list[dict[str, Any]]]):
+    """Gymnasium space of a chat prompt: messages with a role, text content and optional images."""
+
+    def __init__(self) -> None:
+        super().__init__(shape=None, dtype=None)
+        self._images = ImagesSpace()
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, list) and len(x) > 0 and all(
+            isinstance(m, dict) and m.get("role") in ("system", "user", "assistant")
+            and isinstance(m.get("content"), str) and self._images.contains(tuple(m.get("images", ())))
+            for m in x)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": f"{self.np_random.random():.3f}"}]
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+
 class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
     """BayesBench magnitude estimation (see module docstring).
 
@@ -392,10 +436,16 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
 
     def __init__(self, design: MagnitudeDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
+        name = spaces.Text(max_length=32, min_length=1, charset=frozenset(string.ascii_lowercase + "-+"))
+        real = spaces.Box(-np.inf, np.inf, shape=(), dtype=np.float64)
         self.observation_space = spaces.Dict({
-            "x": spaces.Box(-np.inf, np.inf, shape=(), dtype=np.float64),
-            "session": spaces.Discrete(len(self.design.blocks) + 1),
-            "trial": spaces.Discrete(self.design.trials_per_session + 1),
+            "task": name, "condition": name, "modality": name, "range": name,
+            "session": spaces.Discrete(len(self.design.blocks)),
+            "trial": spaces.Discrete(self.design.trials_per_session),
+            "x": real, "range_low": real, "range_high": real, "blur": real,
+            "context": spaces.Discrete(max(self.design.context, LONG_CONTEXT) + 1),
+            "steering": spaces.Discrete(4), "render_seed": spaces.Discrete(2**62),
+            "images": ImagesSpace(), "prompt": ChatSpace(),
         })
         self.declare_phases(Phase("estimate", spaces.Box(-np.inf, np.inf, shape=(), dtype=np.float64),
                                   self.parse_estimate))
@@ -499,8 +549,8 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         return {
             "task": blk.task, "condition": blk.condition, "modality": blk.modality, "range": blk.range,
             "session": step // self.design.trials_per_session, "trial": step % self.design.trials_per_session,
-            "x": float(self._value("x", step)), "range_low": float(self._value("low", step)),
-            "range_high": float(self._value("high", step)), "blur": float(self._value("blur", step)),
+            "x": _real(self._value("x", step)), "range_low": _real(self._value("low", step)),
+            "range_high": _real(self._value("high", step)), "blur": _real(self._value("blur", step)),
             "context": int(self._value("context", step)), "steering": int(self._value("steering", step)),
             "render_seed": int(self._value("render_seed", step)),
             "images": tuple(messages[-1].get("images", ())),

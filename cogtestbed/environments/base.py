@@ -145,14 +145,22 @@ class ScoredAnswer:
         return w / w.sum()
 
     @classmethod
-    def from_counts(cls, counts: np.ndarray) -> ScoredAnswer:
-        """A sampled estimate from counts of each continuation among N draws."""
+    def from_counts(cls, counts: np.ndarray, n_drawn: int | None = None) -> ScoredAnswer:
+        """A sampled estimate from counts of each continuation among the draws.
+
+        ``n_drawn`` is the number of completions drawn (default: the matched ones); draws that
+        matched no continuation give ``mass_outside`` = unmatched / ``n_drawn``.
+        """
         counts = np.asarray(counts, dtype=np.float64)
-        n = int(counts.sum())
-        if n < 1:
+        matched = int(counts.sum())
+        if matched < 1:
             raise ValueError("no sample matched any continuation")
+        n = matched if n_drawn is None else int(n_drawn)
+        if n < matched:
+            raise ValueError(f"n_drawn={n} is below the {matched} matched samples")
         with np.errstate(divide="ignore"):
-            return cls(np.log(counts / n), method="sampled", n_samples=n)
+            return cls(np.log(counts / matched), method="sampled", n_samples=n,
+                       mass_outside=(n - matched) / n)
 
 
 @dataclass(frozen=True)

@@ -94,10 +94,10 @@ def test_history_is_rendered_as_chat_turns_and_resets_per_session() -> None:
     _, seen = _play(d, 11)
     msgs = seen[5]["prompt"]  # trial 5 of the base session: the last 5 trials (context 10)
     assert [m["role"] for m in msgs] == ["system"] + ["user", "assistant"] * 5 + ["user"]
-    assert msgs[2]["content"] == f"{round(seen[0]['x'], 3):.4g}"
+    assert msgs[2]["content"] == f"{round(float(seen[0]['x']), 3):.4g}"
     assert len(seen[6]["prompt"]) == 2  # a new session starts with no history
     assert len(seen[11]["prompt"]) == 1 + 2 * 3 + 1  # context-short keeps 3 trials
-    assert msgs[-1]["content"] == stim.ratio_text(seen[5]["x"], seen[5]["render_seed"])
+    assert msgs[-1]["content"] == stim.ratio_text(float(seen[5]["x"]), seen[5]["render_seed"])
 
 
 def test_images_are_deterministic_pngs_blurred_by_the_noise_ablation() -> None:

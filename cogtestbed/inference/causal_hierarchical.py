@@ -118,9 +118,14 @@ def _prod(w: np.ndarray, i: int, j: int, out: int, compl_i: bool) -> None:
         w[out, k] = a0 * w[j, k] + sg * w[i, k] * w[j, 0]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _ratio(w: np.ndarray, n1: int, n2: int, m1: int, m2: int, out: np.ndarray) -> None:
-    """out = N / (N + M) with N = w[n1] (+ w[n2]) and M = w[m1] (+ w[m2]) (index −1: absent)."""
+    """out = N / (N + M) with N = w[n1] (+ w[n2]) and M = w[m1] (+ w[m2]) (index −1: absent).
+
+    N + M = 0 only where parameters round to exactly 0 or 1 (a sampler far out in logit space):
+    the quotient is then NaN (numpy semantics), so the log-density is NaN and the proposal is
+    rejected instead of the sampler crashing.
+    """
     for k in range(_NC + 1):
         nv = w[n1, k] + (w[n2, k] if n2 >= 0 else 0.0)
         mv = w[m1, k] + (w[m2, k] if m2 >= 0 else 0.0)

@@ -291,3 +291,21 @@ def get_experiment(name: str) -> Experiment:
     if name not in _CACHE:
         _CACHE[name] = _BUILDERS[name]()
     return _CACHE[name]
+
+
+def _revealed_belief() -> Experiment:
+    from cogtestbed.agents.revealed import AGENTS
+    from cogtestbed.environments.revealed import RevealedBeliefEnv
+    from cogtestbed.inference.revealed import METRIC_OPTIONS, revealed_metrics
+    from cogtestbed.inference.revealed_model import MODELS
+
+    return Experiment(
+        name="revealed-belief",
+        description="Revealed belief (next-token distribution) vs stated answer (MCQ) on dice, coins, "
+        "choice and preference items (Cognitive dissonance in LLMs, 2024)",
+        env_cls=RevealedBeliefEnv, agents=AGENTS, metrics=revealed_metrics, models=MODELS,
+        metrics_options=METRIC_OPTIONS,
+    )
+
+
+_BUILDERS["revealed-belief"] = _revealed_belief

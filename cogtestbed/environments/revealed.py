@@ -52,6 +52,7 @@ from cogtestbed.environments.base import (
     TextEnv,
 )
 from cogtestbed.environments.revealed_items import (
+    MARKED_LABELS,
     MAX_OUTCOMES,
     PAIR_OBSERVATIONS,
     SCENARIOS,
@@ -230,38 +231,56 @@ def parse_outcome(text: str, labels: tuple[str, ...]) -> ParseResult:
 
 
 # ----------------------------------------------------------------------------- item arrays
+#: Feature rows of an item, in this order (what the dissonant agent's biases act on).
+FEATURES = ("first", "marked", "anchor", "round", "mid", "excluded")
+
+
+def item_features(labels: Any, p_star: Any, prior: Any, anchor: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ln prior, feature matrix (len(FEATURES), K)) of one RevB item, from what the trial table
+    stores: outcome labels, ground truth, the pre-observation distribution and the anchored
+    outcome's index (−1: none).  ``round``: a numeric label that is a non-zero multiple of 10;
+    ``mid``: the lower median of a numeric outcome set; ``marked``: Left / Heads."""
+    labels = [str(x) for x in labels]
+    k = len(labels)
+    numeric = all(lab.isdigit() for lab in labels)
+    f = np.zeros((len(FEATURES), k))
+    f[0, 0] = 1.0
+    f[1] = [lab in MARKED_LABELS for lab in labels]
+    if anchor >= 0:
+        f[2, anchor] = 1.0
+    if numeric:
+        f[3] = [int(lab) % 10 == 0 and int(lab) != 0 for lab in labels]
+        f[4, (k - 1) // 2] = 1.0
+    f[5] = np.asarray(p_star, dtype=np.float64) == 0.0
+    return np.log(np.asarray(prior, dtype=np.float64)), f
+
+
+def anchor_index(item: Item) -> int:
+    return item.anchor.index(True) if any(item.anchor) else -1
+
+
 @dataclass(frozen=True)
 class ItemArrays:
-    """The items as padded arrays (numba kernels): ``(n_items, MAX_OUTCOMES)``."""
+    """The items as padded arrays for the numba kernels: ``n_outcomes`` (n_items,),
+    ``prior_logp`` (n_items, MAX_OUTCOMES) and ``features`` (n_items, len(FEATURES), MAX_OUTCOMES)."""
 
     n_outcomes: np.ndarray
-    p_star: np.ndarray
     prior_logp: np.ndarray
-    first: np.ndarray
-    marked: np.ndarray
-    anchor: np.ndarray
-    round: np.ndarray
-    mid: np.ndarray
-    excluded: np.ndarray
+    features: np.ndarray
 
 
 @cache
 def _arrays_cached(key: tuple[Any, ...]) -> ItemArrays:
     items = build_items(*key)
     n = len(items)
-    shape = (n, MAX_OUTCOMES)
-    arr = {name: np.zeros(shape) for name in ("p_star", "prior_logp", "first", "marked", "anchor", "round",
-                                              "mid", "excluded")}
-    k_of = np.zeros(n, dtype=np.int64)
+    k_of = np.array([it.n_outcomes for it in items], dtype=np.int64)
+    base = np.zeros((n, MAX_OUTCOMES))
+    feats = np.zeros((n, len(FEATURES), MAX_OUTCOMES))
     for i, it in enumerate(items):
-        k = it.n_outcomes
-        k_of[i] = k
-        arr["p_star"][i, :k] = it.p_star
-        arr["prior_logp"][i, :k] = np.log(it.prior)
-        arr["first"][i, 0] = 1.0
-        for name in ("marked", "anchor", "round", "mid", "excluded"):
-            arr[name][i, :k] = getattr(it, name)
-    return ItemArrays(n_outcomes=k_of, **arr)
+        b, f = item_features(it.labels, it.p_star, it.prior, anchor_index(it))
+        base[i, : it.n_outcomes] = b
+        feats[i, :, : it.n_outcomes] = f
+    return ItemArrays(k_of, base, feats)
 
 
 def item_arrays(design: RevealedDesign) -> ItemArrays:
@@ -421,6 +440,10 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
             "prompt": "(session finished)" if done else self.render_prompt(),
         }
         if not done:
+            arrays = item_arrays(self.design)
+            i, k = obs["item"], obs["n_outcomes"]
+            obs["prior_logp"] = arrays.prior_logp[i, :k]
+            obs["features"] = arrays.features[i, :, :k]
             if self.current_channel() == "staa":
                 obs["prompt"] = [{"role": "user", "content": obs["prompt"]}]
             response = self.response()
@@ -467,6 +490,7 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
             stimulus[a] = pd.Categorical.from_codes(codes[item].reshape(-1), categories=cats)
         stimulus["channel"] = pd.Categorical.from_codes(channel.reshape(-1), categories=list(CHANNELS))
         stimulus["n_outcomes"] = np.where(channel == 0, k_of[item], 5)
+        stimulus["anchor"] = np.where(channel == 0, np.array([anchor_index(it) for it in items])[item], -1)
         stimulus["target"] = sessions.target
         stimulus["correct_option"] = sessions.correct
         table = finish_table(EXPERIMENT, stimulus, outcomes.action, outcomes.reward, outcomes.valid, agent=agent,
@@ -496,12 +520,15 @@ def _list_columns(design: RevealedDesign, item: np.ndarray, channel: np.ndarray,
     pstar = [list(it.p_star) for it in items]
     staa_labels = list(MCQ_OPTIONS)
     eye = np.eye(5)
-    out: dict[str, list[Any]] = {"outcomes": [], "p_star": [], "mcq_values": [], "logprobs": [], "probs": []}
+    prior = [list(it.prior) for it in items]
+    out: dict[str, list[Any]] = {"outcomes": [], "p_star": [], "prior": [], "mcq_values": [], "logprobs": [],
+                                 "probs": []}
     for r in range(item.shape[0]):
         revb = channel[r] == 0
         k = len(labels[item[r]]) if revb else 5
         out["outcomes"].append(labels[item[r]] if revb else staa_labels)
         out["p_star"].append(pstar[item[r]] if revb else eye[correct[r]].tolist())
+        out["prior"].append(prior[item[r]] if revb else [])
         out["mcq_values"].append([] if revb else values[r].tolist())
         row = lp[r, :k]
         out["logprobs"].append(row.tolist())

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cogtestbed.registry import MetricOption
+from cogtestbed.experiments.spec import MetricOption
 
 #: Floor of both distributions in the symmetric KL (then renormalised); see module docstring.
 SYMKL_EPS = 1e-9

@@ -8,15 +8,16 @@ Every item is asked on up to two channels, one step each (``design.channels``):
 
 * **RevB** (§3): the context ends where the outcome token comes; the step is a
   :class:`~cogtestbed.environments.base.ScoredResponse` over the outcome labels with a leading
-  space (" 3", " Left").  An LLM answers with the teacher-forced log-probability of each
+  space (" 3", " Left"), scored on the raw text even for a chat model (``raw=True``: the paper
+  probes the next token of the story, no chat template).  An LLM answers with the teacher-forced log-probability of each
   continuation; the recorded distribution is renormalised over the outcome set (the paper's
   ``p_RevB(o) = P(o|ctx) / Σ_o' P(o'|ctx)``) and the raw mass outside the set, 1 − Σ P(o|ctx),
   is recorded (``mass_outside``).  **Terminator rule** (the paper is silent on prefix
   ambiguity): when one outcome label is a prefix of another (" 1" and " 10"), every
   continuation of that item is followed by :data:`TERMINATOR` (". "), so " 1." and " 10." are
   disjoint events; other items are scored without it.
-* **StaA** (App. A): the 5-option MCQ in the paper's wording, sent as a chat message (the chat
-  template adds the user/assistant tokens).  The target outcome, the correct position and the
+* **StaA** (App. A): the 5-option MCQ in the paper's wording; a chat model gets it as a user
+  message (its chat template adds the user/assistant tokens), a completion model as raw text.  The target outcome, the correct position and the
   four distractors (from :data:`DISTRACTOR_POOL`, values equal to the correct one excluded) are
   drawn per session.  ``staa_mode="scored"``: the step is scored over "[A]".."[E]" (raw and
   renormalised P(option) are both kept); ``"generated"``: the model writes its answer and
@@ -323,7 +324,7 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
     """The revealed-belief family (see module docstring).
 
     Observation: ``item``, ``channel`` (0 RevB, 1 StaA), ``n_outcomes``, ``correct`` (StaA), ``trial``,
-    ``prompt`` (text for RevB, chat messages for StaA) and ``response`` (a ScoredResponse, absent
+    ``prompt`` (the RevB context, scored raw even on a chat model, or the MCQ) and ``response`` (a ScoredResponse, absent
     on a generated StaA step).  ``info`` holds the ground truth ``p_star``.
     """
 
@@ -393,7 +394,7 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
     def response(self) -> ScoredResponse | None:
         """The response kind of the current step (None: a text step)."""
         if self.current_channel() == "revb":
-            return ScoredResponse(continuations(self.current_item()), n_samples=self.design.n_samples)
+            return ScoredResponse(continuations(self.current_item()), n_samples=self.design.n_samples, raw=True)
         if self.design.staa_mode == "scored":
             return ScoredResponse(tuple(f"[{c}]" for c in MCQ_OPTIONS), n_samples=self.design.n_samples)
         return None
@@ -444,8 +445,6 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
             i, k = obs["item"], obs["n_outcomes"]
             obs["prior_logp"] = arrays.prior_logp[i, :k]
             obs["features"] = arrays.features[i, :, :k]
-            if self.current_channel() == "staa":
-                obs["prompt"] = [{"role": "user", "content": obs["prompt"]}]
             response = self.response()
             if response is not None:
                 obs["response"] = response

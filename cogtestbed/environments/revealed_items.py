@@ -10,9 +10,11 @@ StaA scenario is every sentence but the stem (App. A's MCQ example).
 Verbatim templates (App. A) are used where the paper prints them; the others are documented
 defaults, each named below (``*_TEMPLATE`` constants):
 
-* dice with several dice, the dice Independent variant and the observation sentences (the paper
-  prints only "smaller than 3");
-* the coins Independent variant;
+* dice with several dice and the observation sentences (the paper prints only "smaller than 3");
+* the dice Independent variant follows App. A's MCQ example ("The die lands on face number 1. The
+  die is cast again."), then the Regular stem; the coins Independent variant is written the same
+  way ("… flipped a first time … is 0. The coins are flipped again and the resulting number of
+  Heads is equal to");
 * the observation thresholds: "smaller than t" with t = ⌊(min+max)/2⌋ + 1 and "larger than t'"
   with t' = ⌊(min+max)/2⌋ (App. A's d4 example "smaller than 3"); "first" is the smallest
   outcome and "middle" the lower median outcome.
@@ -56,9 +58,6 @@ DIE_1_TEMPLATE = "A die has {f} faces. The die is equally likely to land on any 
 #: Documented default: the paper shows one die only.
 DICE_N_TEMPLATE = ("There are {n} dice. Each die has {f} faces. Each die is equally likely to land on "
                    "any of its faces.")
-#: Documented default for the Independent variants (the paper only says the previous outcome is
-#: "explicitly stated as having no bearing on the new outcome").
-NO_BEARING = "The first result has no bearing on the second one."
 COINS_FAIR = "There are {n} coins. Each coin is fair and is equally likely to land on Heads and Tails."
 COINS_BIASED = ("There are {n} coins. Each coin is biased and is {k} times more likely to land on Heads "
                 "than on Tails.")
@@ -199,7 +198,7 @@ def dice_items(faces: tuple[int, ...], n_dice: tuple[int, ...], variants: tuple[
                 if "independent" in variants:
                     items.append(_numeric_item(
                         "dice", "independent", f"Independent{sep}{_dice_suffix(n)}", f"{setting} prev={prev}",
-                        [intro, cast, first, again, NO_BEARING, stem], values, pmf, pmf, q_reg,
+                        [intro, cast, first, again, stem], values, pmf, pmf, q_reg,
                         anchor_value=prev))
                 if "dependent" in variants:
                     dep_values = values + prev
@@ -258,7 +257,7 @@ def coin_items(n_coins: tuple[int, ...], biases: tuple[int, ...], variants: tupl
                     if "independent" in variants:
                         items.append(_numeric_item(
                             "coins", "independent", f"{n} coins Independent{bias_title}", f"{setting} prev={prev}",
-                            [intro, first, NO_BEARING,
+                            [intro, first,
                              f"The coins are flipped again and the resulting number of {face} is equal to"],
                             values, pmf, pmf, q, anchor_value=prev))
                     if "dependent" in variants:

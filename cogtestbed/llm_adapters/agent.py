@@ -9,18 +9,26 @@ Re-asking (``reask=n``): after an unparseable answer the model is asked again up
 Chat models see their previous answer and a short correction request; completion models get the
 same prompt again as a new sample (distinct ``seed``), which only differs at ``temperature > 0``.
 Every attempt is kept in :attr:`LLMAgent.attempts`; the trial records the last one.
+
+Scored steps (the observation's ``response`` is a
+:class:`~cogtestbed.environments.base.ScoredResponse`): a client that can score returns the exact
+teacher-forced log-probability of every continuation (``method="exact"``, with the mass outside
+the continuations where known); one that cannot is sampled ``n_samples`` times at temperature 1,
+each completion read by the environment's parser, and the empirical distribution is the answer
+(``method="sampled"``, its N = the samples that parsed; the others are the mass outside).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-from cogtestbed.environments.base import NO_ACTION, TextEnv
-from cogtestbed.llm_adapters.base import GenerateRequest, LLMClient, Prompt, run_sync
+from cogtestbed.environments.base import NO_ACTION, ScoredAnswer, ScoredResponse, TextEnv
+from cogtestbed.llm_adapters.base import GenerateRequest, LLMClient, Prompt, ScoringNotSupported, run_sync
 
 REASK_TEMPLATE = ("Your answer could not be read ({reason}). Please answer again, exactly in the "
                   "form the question asks for.")
@@ -96,6 +104,9 @@ class LLMAgent:
     async def aact(self, obs: Mapping[str, Any]) -> Any:
         """Ask, parse, maybe re-ask; record the answer on the env; return the action."""
         prompt = obs["prompt"]
+        response = obs.get("response")
+        if isinstance(response, ScoredResponse):
+            return await self._ascored(prompt, response)
         step = self.env.t
         retry_of: tuple[str, str] | None = None
         errors: list[str] = []
@@ -116,6 +127,49 @@ class LLMAgent:
         reason = errors[-1] if len(errors) == 1 else f"{len(errors)} attempts failed; last: {errors[-1]}"
         self.env.record_response(retry_of[0] if retry_of else None, reason)
         return NO_ACTION
+
+    async def _ascored(self, prompt: Prompt, response: ScoredResponse) -> Any:
+        """A scored step: exact scores where the client can, else N samples (module docstring)."""
+        if self.client.can_score:
+            try:
+                result = await self.client.ascore(prompt, response.continuations, response.raw)
+            except ScoringNotSupported:
+                pass
+            else:
+                raw = json.dumps({"logprobs": result.logprobs})
+                self._log_scored(prompt, raw, True, None)
+                self.env.record_response(raw, None)
+                return ScoredAnswer(np.array(result.logprobs, dtype=np.float64), "exact", result.mass_outside)
+        return await self._asampled(prompt, response)
+
+    async def _asampled(self, prompt: Prompt, response: ScoredResponse) -> Any:
+        step = self.env.t
+        counts = np.zeros(len(response.continuations))
+        last = ""
+        for i in range(response.n_samples):
+            seed = int(np.random.SeedSequence([self.sample_seed, step, i]).generate_state(1, np.uint32)[0] >> 1)
+            req = self.request(prompt, step, 0)
+            req = GenerateRequest(req.prompt, self.max_tokens, 1.0, self.stop, seed, None)
+            gen = await self.client.agenerate(req)
+            parsed = self.env.parse(gen.text)
+            last = gen.text
+            if parsed.ok:
+                counts[int(parsed.action)] += 1
+        n = int(counts.sum())
+        raw = json.dumps({"counts": counts.tolist(), "drawn": response.n_samples})
+        if n == 0:
+            error = f"none of {response.n_samples} samples named a continuation (last: {last[:30]!r})"
+            self._log_scored(prompt, raw, False, error)
+            self.env.record_response(raw, error)
+            return NO_ACTION
+        self._log_scored(prompt, raw, True, None)
+        self.env.record_response(raw, None)
+        with np.errstate(divide="ignore"):
+            return ScoredAnswer(np.log(counts / n), "sampled", 1.0 - n / response.n_samples, n)
+
+    def _log_scored(self, prompt: Prompt, raw: str, ok: bool, error: str | None) -> None:
+        self.attempts.append(Attempt(self.subject, self.env.t, 0, _as_text(prompt), raw, ok, error, False,
+                                     None, None, None))
 
     def act(self, obs: Mapping[str, Any]) -> Any:
         """Synchronous :meth:`aact` (for :func:`cogtestbed.simulation.run_stepwise`)."""

@@ -260,8 +260,9 @@ class LLMClient(ABC):
     async def agenerate(self, request: GenerateRequest) -> Generation:
         """Generate a completion (retries and stop strings handled by the backend)."""
 
-    async def ascore(self, context: Prompt, continuations: Sequence[str]) -> ScoreResult:
-        """Exact log-probability of each continuation given ``context``."""
+    async def ascore(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
+        """Exact log-probability of each continuation given ``context``; ``raw``: a text context
+        is continued as is, without the chat template of a chat model."""
         raise ScoringNotSupported(
             f"backend {self.backend!r} cannot score continuations (exact log-probabilities need "
             "a local model or an OpenAI-compatible completions server with echo + logprobs)"
@@ -288,9 +289,9 @@ class LLMClient(ABC):
         req = GenerateRequest(prompt, max_tokens, temperature, tuple(stop), seed, top_logprobs)
         return run_sync(self.agenerate(req))
 
-    def score(self, context: Prompt, continuations: Sequence[str]) -> ScoreResult:
+    def score(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
         """Synchronous :meth:`ascore`."""
-        return run_sync(self.ascore(context, continuations))
+        return run_sync(self.ascore(context, continuations, raw))
 
     async def aclose(self) -> None:  # noqa: B027 - clients without resources keep the default
         """Release network resources."""

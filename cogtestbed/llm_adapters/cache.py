@@ -114,8 +114,8 @@ class CachedClient(LLMClient):
             self.budget.settle(booking, *usage, succeeded=ok)
         return generation
 
-    async def ascore(self, context: Prompt, continuations: Sequence[str]) -> ScoreResult:
-        return await self.inner.ascore(context, continuations)
+    async def ascore(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
+        return await self.inner.ascore(context, continuations, raw)
 
     def count_tokens(self, text: str) -> tuple[int, bool]:
         return self.inner.count_tokens(text)

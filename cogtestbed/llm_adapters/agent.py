@@ -137,7 +137,7 @@ class LLMAgent:
                 pass
             else:
                 raw = json.dumps({"logprobs": result.logprobs})
-                self._log_scored(prompt, raw, True, None)
+                self._log_scored(prompt, raw, True, None, result.cached)
                 self.env.record_response(raw, None)
                 return ScoredAnswer(np.array(result.logprobs, dtype=np.float64), "exact", result.mass_outside)
         return await self._asampled(prompt, response)
@@ -167,8 +167,8 @@ class LLMAgent:
         with np.errstate(divide="ignore"):
             return ScoredAnswer(np.log(counts / n), "sampled", 1.0 - n / response.n_samples, n)
 
-    def _log_scored(self, prompt: Prompt, raw: str, ok: bool, error: str | None) -> None:
-        self.attempts.append(Attempt(self.subject, self.env.t, 0, _as_text(prompt), raw, ok, error, False,
+    def _log_scored(self, prompt: Prompt, raw: str, ok: bool, error: str | None, cached: bool = False) -> None:
+        self.attempts.append(Attempt(self.subject, self.env.t, 0, _as_text(prompt), raw, ok, error, cached,
                                      None, None, None))
 
     def act(self, obs: Mapping[str, Any]) -> Any:

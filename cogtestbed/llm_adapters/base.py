@@ -171,6 +171,8 @@ class ScoreResult:
     scores: list[ContinuationScore]
     total_prob: float
     mass_outside: float | None
+    #: Set by the response cache: True when this came from the cache (no backend call).
+    cached: bool = False
 
     @property
     def logprobs(self) -> list[float]:
@@ -178,6 +180,16 @@ class ScoreResult:
 
     def as_dict(self) -> dict[str, float]:
         return {s.continuation: s.logprob for s in self.scores}
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("cached")
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], cached: bool = False) -> ScoreResult:
+        return cls(context=d["context"], scores=[ContinuationScore(**s) for s in d["scores"]],
+                   total_prob=d["total_prob"], mass_outside=d["mass_outside"], cached=cached)
 
 
 def apply_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:

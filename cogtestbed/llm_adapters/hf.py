@@ -100,6 +100,10 @@ def build_tiny_random(chat: bool = False, seed: int = 0) -> tuple[Any, Any]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)
+    # float64: the smoke-test model's scores then agree to ~1e-12 whatever the batching or KV
+    # caching of the forward pass (float32 paths differ by ~1e-6 with its wide init), so exact
+    # scoring can be checked against the logits to 1e-6.
+    model = model.to(torch.float64)
     model.eval()
     return model, tokenizer
 

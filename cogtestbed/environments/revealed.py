@@ -47,10 +47,13 @@ from cogtestbed.environments.base import (
     Design,
     Outcomes,
     ParseResult,
+    Phase,
+    ResponseKind,
     ScoredAnswer,
     ScoredResponse,
     Sessions,
     TextEnv,
+    TextResponse,
 )
 from cogtestbed.environments.revealed_items import (
     MARKED_LABELS,
@@ -320,6 +323,23 @@ def draw_mcq(p_target: np.ndarray, correct: np.ndarray, keys: np.ndarray) -> np.
     return out
 
 
+class AnyResponseSpace(spaces.Space[Any]):
+    """The ``response`` entry of the observation: a text step or a scored step over any outcome set."""
+
+    def __init__(self) -> None:
+        super().__init__(shape=None, dtype=None)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, (TextResponse, ScoredResponse))
+
+    def sample(self, mask: Any = None, probability: Any = None) -> ResponseKind:
+        return TextResponse()
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+
 class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
     """The revealed-belief family (see module docstring).
 
@@ -342,6 +362,33 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
             "trial": spaces.Discrete(self.design.n_trials + 1),
             "prompt": self.prompt_space(4000),
         })
+        self.declare_phases(*(self._phase(ch) for ch in self.design.channels))
+        # RevB continuations differ by item: the observation carries the current item's
+        self.observation_space.spaces["response"] = AnyResponseSpace()  # type: ignore[attr-defined]
+
+    def _phase(self, channel: str) -> Phase:
+        """The phase of one channel (RevB's declared continuations are the first RevB item's; each
+        observation carries its own item's)."""
+        if channel == "revb":
+            first = next(it for it in self.design.items)
+            return Phase("revb", spaces.Discrete(MAX_OUTCOMES), self._parse_revb,
+                         ScoredResponse(continuations(first), self.design.n_samples, raw=True))
+        kind: ResponseKind = (ScoredResponse(tuple(f"[{c}]" for c in MCQ_OPTIONS), self.design.n_samples)
+                              if self.design.staa_mode == "scored" else TextResponse())
+        return Phase("staa", spaces.Discrete(5), parse_mcq, kind)
+
+    def _phase_observation(self) -> dict[str, Any]:
+        obs = super()._phase_observation()
+        if not self._terminated():
+            response = self.response()
+            if response is None:
+                obs["response"] = TextResponse()
+            else:
+                obs["response"] = response
+        return obs
+
+    def _parse_revb(self, text: str) -> ParseResult:
+        return parse_outcome(text, self.current_item().labels)
 
     @classmethod
     def sample_sessions(cls, design: RevealedDesign, n: int, rng: np.random.Generator) -> RevealedSessions:
@@ -445,9 +492,6 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
             i, k = obs["item"], obs["n_outcomes"]
             obs["prior_logp"] = arrays.prior_logp[i, :k]
             obs["features"] = arrays.features[i, :, :k]
-            response = self.response()
-            if response is not None:
-                obs["response"] = response
         return obs
 
     def _info(self) -> dict[str, Any]:

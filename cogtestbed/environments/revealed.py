@@ -59,6 +59,7 @@ from cogtestbed.environments.revealed_items import (
     MARKED_LABELS,
     MAX_OUTCOMES,
     PAIR_OBSERVATIONS,
+    PREFERENCE_ORDERS,
     SCENARIOS,
     SINGLE_OBSERVATIONS,
     VARIANTS,
@@ -109,6 +110,8 @@ class RevealedDesign(Design):
     coin_biases: tuple[int, ...] = (1, 3, 5)
     choice_options: tuple[int, ...] = (2, 4, 6)
     preference_biases: tuple[int, ...] = (1, 2, 3)
+    #: Orders of the preference options (both: β_first and β_label are separately identifiable).
+    preference_orders: tuple[str, ...] = PREFERENCE_ORDERS
     channels: tuple[str, ...] = CHANNELS
     staa_mode: Literal["scored", "generated"] = "scored"
     n_samples: int = DEFAULT_N_SAMPLES
@@ -116,7 +119,7 @@ class RevealedDesign(Design):
     shuffle: bool = False
 
     _split_fields = field_validator("scenarios", "variants", "dice_faces", "n_dice", "observations", "n_coins",
-                                    "coin_biases", "choice_options", "preference_biases", "channels",
+                                    "coin_biases", "choice_options", "preference_biases", "preference_orders", "channels",
                                     mode="before")(_split)
 
     @model_validator(mode="after")
@@ -129,6 +132,7 @@ class RevealedDesign(Design):
         sub("scenarios", self.scenarios, SCENARIOS)
         sub("variants", self.variants, VARIANTS)
         sub("channels", self.channels, CHANNELS)
+        sub("preference_orders", self.preference_orders, PREFERENCE_ORDERS)
         sub("dice_faces", self.dice_faces, tuple(range(4, 13)))
         sub("n_dice", self.n_dice, (1, 2, 3))
         sub("n_coins", self.n_coins, (1, 2, 3, 4, 5))
@@ -163,7 +167,7 @@ class RevealedDesign(Design):
 
 
 _GRID_FIELDS = ("scenarios", "variants", "dice_faces", "n_dice", "observations", "n_coins", "coin_biases",
-                "choice_options", "preference_biases")
+                "choice_options", "preference_biases", "preference_orders")
 
 
 def _grid_key(design: RevealedDesign) -> tuple[Any, ...]:
@@ -179,7 +183,7 @@ def items_for(design: RevealedDesign) -> tuple[Item, ...]:
 def build_items(scenarios: tuple[str, ...], variants: tuple[str, ...], dice_faces: tuple[int, ...],
                 n_dice: tuple[int, ...], observations: tuple[str, ...], n_coins: tuple[int, ...],
                 coin_biases: tuple[int, ...], choice_options: tuple[int, ...],
-                preference_biases: tuple[int, ...]) -> tuple[Item, ...]:
+                preference_biases: tuple[int, ...], preference_orders: tuple[str, ...]) -> tuple[Item, ...]:
     """Every item of a grid, scenario by scenario."""
     out: list[Item] = []
     obs = tuple(tuple(o.split("+")) for o in observations)
@@ -190,7 +194,7 @@ def build_items(scenarios: tuple[str, ...], variants: tuple[str, ...], dice_face
     if "choice" in scenarios:
         out += choice_items(choice_options, variants)
     if "preference" in scenarios:
-        out += preference_items(preference_biases, variants)
+        out += preference_items(preference_biases, variants, preference_orders)
     return tuple(out)
 
 

@@ -306,11 +306,18 @@ def choice_items(n_options: tuple[int, ...], variants: tuple[str, ...]) -> list[
     return items
 
 
-def preference_items(biases: tuple[int, ...], variants: tuple[str, ...]) -> list[Item]:
-    """Two labelled options (§4.1.4) in both orders, fair or b× favouring either label."""
+#: Option orders of the preference items: the marked label (Left / Heads) listed first or second.
+PREFERENCE_ORDERS = ("marked-first", "marked-second")
+
+
+def preference_items(biases: tuple[int, ...], variants: tuple[str, ...],
+                     orders: tuple[str, ...] = PREFERENCE_ORDERS) -> list[Item]:
+    """Two labelled options (§4.1.4) in the given orders (both by default: the paper's Figure 6
+    swap, which separates a label bias from a first-option bias), fair or b× favouring either."""
     items: list[Item] = []
     for a_marked, b_plain in PREFERENCE_PAIRS:
-        for order in ((a_marked, b_plain), (b_plain, a_marked)):
+        pairs = {"marked-first": (a_marked, b_plain), "marked-second": (b_plain, a_marked)}
+        for order in (pairs[o] for o in orders):
             favours: list[tuple[int, str | None]] = [(1, None)] + [
                 (b, x) for b in biases if b > 1 for x in (a_marked, b_plain)]
             for b, fav in favours:

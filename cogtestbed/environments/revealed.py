@@ -17,8 +17,9 @@ Every item is asked on up to two channels, one step each (``design.channels``):
   continuation of that item is followed by :data:`TERMINATOR` (". "), so " 1." and " 10." are
   disjoint events; other items are scored without it.
 * **StaA** (App. A): the 5-option MCQ in the paper's wording; a chat model gets it as a user
-  message (its chat template adds the user/assistant tokens), a completion model as raw text.  The target outcome, the correct position and the
-  four distractors (from :data:`DISTRACTOR_POOL`, values equal to the correct one excluded) are
+  message (its chat template adds the user/assistant tokens), a completion model as raw text.
+  The target outcome, the correct position and the four distractors (from
+  :data:`DISTRACTOR_POOL`, values equal to the correct one excluded) are
   drawn per session.  ``staa_mode="scored"``: the step is scored over "[A]".."[E]" (raw and
   renormalised P(option) are both kept); ``"generated"``: the model writes its answer and
   :func:`parse_mcq` reads "[C]" (recorded as a one-hot distribution, ``method="generated"``).
@@ -119,8 +120,8 @@ class RevealedDesign(Design):
     shuffle: bool = False
 
     _split_fields = field_validator("scenarios", "variants", "dice_faces", "n_dice", "observations", "n_coins",
-                                    "coin_biases", "choice_options", "preference_biases", "preference_orders", "channels",
-                                    mode="before")(_split)
+                                    "coin_biases", "choice_options", "preference_biases", "preference_orders",
+                                    "channels", mode="before")(_split)
 
     @model_validator(mode="after")
     def _check(self) -> RevealedDesign:
@@ -347,9 +348,10 @@ class AnyResponseSpace(spaces.Space[Any]):
 class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
     """The revealed-belief family (see module docstring).
 
-    Observation: ``item``, ``channel`` (0 RevB, 1 StaA), ``n_outcomes``, ``correct`` (StaA), ``trial``,
-    ``prompt`` (the RevB context, scored raw even on a chat model, or the MCQ) and ``response`` (a ScoredResponse, absent
-    on a generated StaA step).  ``info`` holds the ground truth ``p_star``.
+    Observation: ``item``, ``channel`` (0 RevB, 1 StaA), ``n_outcomes``, ``correct`` (StaA),
+    ``trial``, ``prior_logp`` and ``features`` (what the dissonant agent reads), ``prompt`` (the
+    RevB context, scored raw even on a chat model, or the MCQ) and ``response`` (this step's
+    response kind).  ``info`` holds the ground truth ``p_star``.
     """
 
     experiment: ClassVar[str] = EXPERIMENT

@@ -38,7 +38,8 @@ def cache_key(client: LLMClient, request: GenerateRequest) -> str:
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 
-def score_key(client: LLMClient, context: Prompt, continuations: Sequence[str], raw: bool) -> tuple[str, dict[str, Any]]:
+def score_key(client: LLMClient, context: Prompt, continuations: Sequence[str],
+              raw: bool) -> tuple[str, dict[str, Any]]:
     """(cache key, request JSON) of a score call: backend, model, fingerprint, context,
     continuations and the raw flag."""
     request = {"score": {"context": context if isinstance(context, str) else [dict(m) for m in context],

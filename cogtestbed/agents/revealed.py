@@ -127,7 +127,7 @@ def _weights(params: Mapping[str, Any], n: int) -> np.ndarray:
                                           for p in names], axis=1))
 
 
-class _RevealedAgent(SyntheticAgent):
+class _RevealedAgent(SyntheticAgent[RevealedDesign, RevealedSessions]):
     """Shared step and batch paths (subclasses set :attr:`mode` and the parameters)."""
 
     experiment: ClassVar[str] = EXPERIMENT
@@ -154,7 +154,7 @@ class _RevealedAgent(SyntheticAgent):
         return _answer(out[:k], self.mode, self.draws_per_trial)
 
     @classmethod
-    def simulate_batch(cls, design: RevealedDesign, sessions: RevealedSessions,  # type: ignore[override]
+    def simulate_batch(cls, design: RevealedDesign, sessions: RevealedSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
         arrays = item_arrays(design)
         n, t = sessions.item.shape

@@ -370,7 +370,8 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
         })
         self.declare_phases(*(self._phase(ch) for ch in self.design.channels))
         # RevB continuations differ by item: the observation carries the current item's
-        self.observation_space.spaces["response"] = AnyResponseSpace()  # type: ignore[attr-defined]
+        assert isinstance(self.observation_space, spaces.Dict)
+        self.observation_space.spaces["response"] = AnyResponseSpace()
 
     def _phase(self, channel: str) -> Phase:
         """The phase of one channel (RevB's declared continuations are the first RevB item's; each

@@ -29,7 +29,6 @@ from cogtestbed.agents.causal import _gamma, _splitmix
 from cogtestbed.environments.base import Outcomes, ScoredAnswer
 from cogtestbed.environments.revealed import (
     EXPERIMENT,
-    FEATURES,
     RevealedDesign,
     RevealedSessions,
     item_arrays,
@@ -142,11 +141,8 @@ class _RevealedAgent(SyntheticAgent[RevealedDesign, RevealedSessions]):
 
     def act(self, obs: Mapping[str, Any]) -> ScoredAnswer:
         k = int(obs["n_outcomes"]) if obs["channel"] == 0 else 5
-        base = np.zeros(MAX_OUTCOMES)
-        feat = np.zeros((len(FEATURES), MAX_OUTCOMES))
-        if obs["channel"] == 0:
-            base[:k] = obs["prior_logp"]
-            feat[:, :k] = obs["features"]
+        base = np.ascontiguousarray(obs["prior_logp"], dtype=np.float64)
+        feat = np.ascontiguousarray(obs["features"], dtype=np.float64)
         out = np.full(MAX_OUTCOMES, np.nan)
         u = self.uniforms()
         step_logprobs(self.mode, self._w(), int(obs["channel"]), k, base, feat, int(obs["correct"]),

@@ -366,6 +366,8 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
             "n_outcomes": spaces.Discrete(MAX_OUTCOMES + 1),
             "correct": spaces.Discrete(5),
             "trial": spaces.Discrete(self.design.n_trials + 1),
+            "prior_logp": spaces.Box(-np.inf, 0.0, shape=(MAX_OUTCOMES,), dtype=np.float64),
+            "features": spaces.Box(0.0, 1.0, shape=(len(FEATURES), MAX_OUTCOMES), dtype=np.float64),
             "prompt": self.prompt_space(4000),
         })
         self.declare_phases(*(self._phase(ch) for ch in self.design.channels))
@@ -453,6 +455,18 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
             return ScoredResponse(tuple(f"[{c}]" for c in MCQ_OPTIONS), n_samples=self.design.n_samples)
         return None
 
+    def _is_no_action(self, action: Any) -> bool:  # type: ignore[override]
+        """No answer, or a bare index outside this item's outcome set (the action space is sized
+        for the largest set): the latter is recorded as an invalid answer with its reason."""
+        if TextEnv._is_no_action(action):
+            return True
+        if isinstance(action, ScoredAnswer) or self.session is None or self._terminated():
+            return False
+        if not 0 <= int(action) < self.n_choices():
+            self.record_response(None, f"answer {int(action)} is outside the {self.n_choices()} outcomes")
+            return True
+        return False
+
     def _action_value(self, action: Any) -> int:
         k = self.n_choices()
         if isinstance(action, ScoredAnswer):
@@ -494,11 +508,10 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
             "trial": self.t,
             "prompt": "(session finished)" if done else self.render_prompt(),
         }
-        if not done:
-            arrays = item_arrays(self.design)
-            i, k = obs["item"], obs["n_outcomes"]
-            obs["prior_logp"] = arrays.prior_logp[i, :k]
-            obs["features"] = arrays.features[i, :, :k]
+        # the item's RevB inputs, padded to MAX_OUTCOMES (the first n_outcomes entries are used)
+        arrays = item_arrays(self.design)
+        obs["prior_logp"] = arrays.prior_logp[obs["item"]].copy()
+        obs["features"] = arrays.features[obs["item"]].copy()
         return obs
 
     def _info(self) -> dict[str, Any]:

@@ -76,8 +76,9 @@ def kalman(seed: int, n: int = 300) -> None:
     for lo, hi in zip(edges[:-1], edges[1:], strict=True):
         k = (lt >= lo) & (lt < hi)
         k_inf = (math.sqrt(10 ** (2 * lo) + 4 * 10 ** lo) + 10 ** lo) / 2
-        print(f"  true log10 q/r in [{lo:+.0f}, {hi:+.0f}): n = {k.sum():3d}, RMSE {np.sqrt(np.mean((le[k] - lt[k]) ** 2)):.3f}"
-              f", median |error| {np.median(np.abs(le[k] - lt[k])):.3f}; steady-state gain at the low end "
+        rmse = np.sqrt(np.mean((le[k] - lt[k]) ** 2))
+        print(f"  true log10 q/r in [{lo:+.0f}, {hi:+.0f}): n = {k.sum():3d}, RMSE {rmse:.3f}, "
+              f"median |error| {np.median(np.abs(le[k] - lt[k])):.3f}; steady-state gain at the low end "
               f"{k_inf / (k_inf + 1):.3f}")
 
 

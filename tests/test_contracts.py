@@ -1,4 +1,4 @@
-"""Every registered experiment keeps the same contracts (DESIGN.md), checked generically."""
+"""Every registered experiment keeps the same contracts, checked generically."""
 
 from __future__ import annotations
 

@@ -218,7 +218,7 @@ def simulate_kernel(kind: int, params: np.ndarray, x: np.ndarray, lo: np.ndarray
 
 
 # ----------------------------------------------------------------------------- agents
-class MagnitudeAgent(SyntheticAgent):
+class MagnitudeAgent(SyntheticAgent[MagnitudeDesign, MagnitudeSessions]):
     """Base of the magnitude agents: one numba response function per kind (see :func:`respond`)."""
 
     experiment: ClassVar[str] = EXPERIMENT
@@ -239,7 +239,7 @@ class MagnitudeAgent(SyntheticAgent):
         return float(y)
 
     @classmethod
-    def simulate_batch(cls, design: MagnitudeDesign, sessions: MagnitudeSessions,  # type: ignore[override]
+    def simulate_batch(cls, design: MagnitudeDesign, sessions: MagnitudeSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
         s = step_arrays(design, sessions)
         n = sessions.n_subjects

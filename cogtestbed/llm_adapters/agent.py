@@ -3,7 +3,7 @@
 On every step it sends the observation's ``prompt`` (the exact text, answer prefix included) to
 the client, records the raw answer with :meth:`TextEnv.record_response`, parses it with the
 environment's own :meth:`TextEnv.parse`, and returns the action — or :data:`NO_ACTION` with the
-parse error recorded.  It never substitutes a random choice (CogBench does; seed 002 §1).
+parse error recorded.  It never substitutes a random choice (CogBench's released code does; Coda-Forno et al. 2024).
 
 Re-asking (``reask=n``): after an unparseable answer the model is asked again up to ``n`` times.
 Chat models see their previous answer and a short correction request; completion models get the

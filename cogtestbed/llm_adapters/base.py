@@ -5,8 +5,9 @@
   them);
 * :meth:`LLMClient.score` — a context and candidate continuations → :class:`ScoreResult`, the
   exact teacher-forced log-probability of each continuation,
-  ``log P(o | ctx) = Σ_j log P(t_j | ctx, t_<j)`` (seed 004 §5, point 2), summed over the
-  continuation's tokens.  Backends that cannot score raise :class:`ScoringNotSupported`.
+  ``log P(o | ctx) = Σ_j log P(t_j | ctx, t_<j)``, summed over the continuation's tokens (the
+  revealed-belief probe of *Do Large Language Models Exhibit Cognitive Dissonance?*, 2024).
+  Backends that cannot score raise :class:`ScoringNotSupported`.
 
 Both operations are coroutines (``agenerate``/``ascore``) so that many subjects can run
 concurrently; the synchronous ``generate``/``score`` wrappers run them on a private event loop,
@@ -222,7 +223,8 @@ class ContinuationScore:
 class ScoreResult:
     """Scores of all continuations of one context.
 
-    ``total_prob`` is ``Z = Σ_o P(o | ctx)`` over the listed continuations (seed 004 §5, point 5).
+    ``total_prob`` is ``Z = Σ_o P(o | ctx)`` over the listed continuations (the outcome mass a
+    revealed-belief distribution is renormalised by).
     ``mass_outside`` is ``1 - Z``, the probability of continuing with none of them; it is given only
     when the backend exposes the full next-token distribution *and* the continuations are
     disjoint events (no continuation's tokens are a prefix of another's), else ``None``.

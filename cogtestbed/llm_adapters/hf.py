@@ -1,11 +1,12 @@
 """Local Hugging Face ``transformers`` models, and ``hf:tiny-random``, a smoke-test model.
 
 * Instruct models (a tokenizer with a chat template) get their chat template; base models get the
-  raw prompt (seed 004 §5, points 1 and 4).  ``chat=`` overrides the choice.
+  raw prompt (as *Do Large Language Models Exhibit Cognitive Dissonance?*, 2024, prompts base and
+  instruct models).  ``chat=`` overrides the choice.
 * :meth:`HFClient.ascore` is exact: one teacher-forced forward pass per continuation over
   ``context + continuation``, log-softmax in float32, the continuation's token log-probabilities
   summed.  The continuation's tokens are found by tokenising ``context + continuation`` jointly
-  and removing the context's tokens (seed 004 §5, "space tokens"), so ``" 1"`` after
+  and removing the context's tokens (tokenizers differ in where a leading space goes), so ``" 1"`` after
   ``"equal to"`` is scored as whatever tokens the tokenizer really produces (``["Ġ1"]`` or
   ``["Ġ", "1"]``).  Where the tokenizer merges across the boundary (the joint tokens do not start
   with the context's tokens) the continuation is tokenised on its own and appended, and the

@@ -174,7 +174,7 @@ def _restless_bandit() -> Experiment:
     from cogtestbed.agents.restless import AGENTS
     from cogtestbed.data.cogbench import RESTLESS_COLUMNS, import_restless
     from cogtestbed.environments.restless import RestlessBanditEnv
-    from cogtestbed.inference.restless import cogbench_metrics
+    from cogtestbed.inference.restless import MODELS, cogbench_metrics
 
     return Experiment(
         name="restless-bandit",
@@ -183,6 +183,7 @@ def _restless_bandit() -> Experiment:
         env_cls=RestlessBanditEnv,
         agents=AGENTS,
         metrics=cogbench_metrics,
+        models=MODELS,
         importers=_cogbench_importer(import_restless, RESTLESS_COLUMNS),
     )
 

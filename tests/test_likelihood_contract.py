@@ -17,14 +17,21 @@ from cogtestbed.inference.optim import search_objective
 from cogtestbed.registry import experiment_names, get_experiment
 from cogtestbed.simulation import simulate
 
-MODELS = [(e, m) for e in experiment_names() for m in get_experiment(e).models]
-#: Models whose agent has another name or more parameters: agent and parameter map.
-AGENT_FOR: dict[str, tuple[str, Any]] = {
-    "cbn-3p": ("cbn", lambda p: {"b": p["b"], "m1": p["m"], "m2": p["m"], "pc1": p["p_c"],
-                                 "pc2": p["p_c"], "noise_sd": p["noise_sd"]}),
-    "cbn-4p": ("cbn", lambda p: {"b": p["b"], "m1": p["m1"], "m2": p["m2"], "pc1": p["p_c"],
-                                 "pc2": p["p_c"], "noise_sd": p["noise_sd"]}),
-}
+
+
+def _cases() -> list[Any]:
+    """Every registered model; one that does not declare a pointwise kernel yet is an expected
+    failure (it predates the contract) until it does."""
+    out = []
+    for e in experiment_names():
+        for name, model in get_experiment(e).models.items():
+            marks = [] if model.kernel() is not None else [pytest.mark.xfail(
+                reason=f"{name} declares no pointwise_kernel yet (old likelihood contract)")]
+            out.append(pytest.param(e, name, marks=marks, id=f"{e}:{name}"))
+    return out
+
+
+MODELS = _cases()
 N_SUBJECTS = 3
 
 
@@ -36,11 +43,12 @@ def _draw(model: CognitiveModel, rng: np.random.Generator, n: int) -> dict[str, 
 
 @cache
 def _case(experiment: str, name: str) -> tuple[CognitiveModel, pd.DataFrame, dict[str, np.ndarray]]:
+    """Three subjects simulated from the model through the experiment's generator map."""
     exp = get_experiment(experiment)
     model = exp.model(name)
     params = _draw(model, np.random.default_rng(0), N_SUBJECTS)
-    agent, mapping = AGENT_FOR.get(name, (name, lambda p: p))
-    trials = simulate(exp, agent, N_SUBJECTS, 1, mapping(params))
+    gen = exp.generator(name)
+    trials = simulate(exp, gen.agent, N_SUBJECTS, 1, gen.agent_params(params))
     return model, trials, params
 
 

@@ -1,4 +1,5 @@
-"""``cogtestbed phenotype``: normalisation against seed §6 references, flags, figure, generic registry use."""
+"""``cogtestbed phenotype``: normalisation against the references of Coda-Forno et al. 2024, flags,
+figure, generic registry use."""
 
 from __future__ import annotations
 
@@ -9,24 +10,24 @@ import pytest
 from typer.testing import CliRunner
 
 from cogtestbed.cli import app
-from cogtestbed.inference.phenotype import (
-    REFERENCES,
+from cogtestbed.registry import experiment_names
+from cogtestbed.simulation import simulate
+from cogtestbed.trials import write_trials
+from cogtestbed.validation.phenotype import (
     AgentMetrics,
     available_references,
     experiment_for_csv,
     normalise,
     phenotype_table,
+    references,
     table_flags,
 )
-from cogtestbed.registry import experiment_names
-from cogtestbed.simulation import simulate
-from cogtestbed.trials import write_trials
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cogbench"
 
 
 def ref(experiment: str, key: str):
-    return next(r for r in REFERENCES if r.experiment == experiment and r.key == key)
+    return next(r for r in references() if r.experiment == experiment and r.key == key)
 
 
 def test_signed_and_absolute_normalisation():
@@ -39,7 +40,7 @@ def test_signed_and_absolute_normalisation():
 
 
 def test_tiny_denominator_flags_optimism_bias_only_among_behaviour():
-    tiny = {r.key for r in REFERENCES if r.kind == "behaviour" and r.tiny_denominator}
+    tiny = {r.key for r in references() if r.kind == "behaviour" and r.tiny_denominator}
     assert tiny == {"optimism_bias"}
     assert ref("horizon", "performance").tiny_denominator  # 51.61 vs 50.43 dollars
 
@@ -49,7 +50,7 @@ def test_references_cover_every_registered_cogbench_experiment():
     assert {r.experiment for r in refs} <= set(experiment_names())
     for name in ("two-step", "temporal-discounting", "bart"):
         assert name in {r.experiment for r in refs}
-    assert len(REFERENCES) == 16  # 10 behavioural + 6 performance metrics
+    assert len(references()) == 16  # 10 behavioural + 6 performance metrics
 
 
 def test_table_and_flags_from_metrics():
@@ -79,7 +80,7 @@ def test_cli_on_real_files_and_a_synthetic_parquet(tmp_path):
     assert payload["agents"] == ["gpt-4", "model-based"]
     rows = {(r["agent"], r["metric"], r["experiment"]): r for r in payload["rows"]}
     mb = rows[("gpt-4", "model_basedness", "two-step")]
-    assert mb["value"] == pytest.approx(0.160, abs=1e-3)  # seed §5 table: GPT-4 0.160
+    assert mb["value"] == pytest.approx(0.160, abs=1e-3)  # Coda-Forno et al. 2024: GPT-4 0.160
     td = rows[("gpt-4", "score", "temporal-discounting")]
     assert td["signed"] == pytest.approx((10 - 9.106) / (10.3 - 9.106))
     for name in ("phenotype.csv", "phenotype.json", "phenotype_behaviour.png", "phenotype_performance.png"):

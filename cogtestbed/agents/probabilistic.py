@@ -52,12 +52,11 @@ def _outcomes(sessions: ProbabilisticSessions, estimate: np.ndarray) -> Outcomes
     likelihood = np.where(sessions.red, sessions.lh, 1.0 - sessions.lh)
     reward = 1.0 - np.abs(bayes_posterior(sessions.prior, likelihood) - estimate)
     n, t = estimate.shape
-    return Outcomes(action=np.rint(estimate * 100).astype(np.int64), reward=reward,
-                    valid=np.ones((n, t), dtype=bool), extra={"estimate": estimate},
-                    played=np.ones((n, t), dtype=bool))
+    return Outcomes(action=np.asarray(estimate, dtype=np.float64), reward=reward,
+                    valid=np.ones((n, t), dtype=bool), played=np.ones((n, t), dtype=bool))
 
 
-class RandomAgent(SyntheticAgent):
+class RandomAgent(SyntheticAgent[ProbabilisticDesign, ProbabilisticSessions]):
     """CogBench's random agent: a uniform integer 1–99 as the probability in hundredths."""
 
     name: ClassVar[str] = "random"
@@ -72,13 +71,13 @@ class RandomAgent(SyntheticAgent):
         return float(random_estimate(float(self.uniforms()[0])))
 
     @classmethod
-    def simulate_batch(cls, design: ProbabilisticDesign, sessions: ProbabilisticSessions,  # type: ignore[override]
+    def simulate_batch(cls, design: ProbabilisticDesign, sessions: ProbabilisticSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
         estimate = (1.0 + np.floor(99.0 * uniforms)) / 100.0
         return _outcomes(sessions, estimate)
 
 
-class GeneralisedBayesAgent(SyntheticAgent):
+class GeneralisedBayesAgent(SyntheticAgent[ProbabilisticDesign, ProbabilisticSessions]):
     """Generalised-Bayes reporter with Gaussian log-odds noise (β1, β2, β0, σ)."""
 
     name: ClassVar[str] = "generalised-bayes"
@@ -98,7 +97,7 @@ class GeneralisedBayesAgent(SyntheticAgent):
                             prior, lik, float(u[0]), float(u[1])))
 
     @classmethod
-    def simulate_batch(cls, design: ProbabilisticDesign, sessions: ProbabilisticSessions,  # type: ignore[override]
+    def simulate_batch(cls, design: ProbabilisticDesign, sessions: ProbabilisticSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
         n = sessions.n_subjects
 

@@ -33,7 +33,6 @@ type), ``break_point`` (hidden ground truth), ``pumps``, ``exploded``, ``n_decis
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -43,7 +42,8 @@ from gymnasium import spaces
 from numba import njit
 from pydantic import Field, field_validator
 
-from cogtestbed.environments.base import Design, Outcomes, ParseResult, Sessions, TextEnv
+from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.parsing import parse_option_number
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "bart"
@@ -156,7 +156,6 @@ class BartEnv(TextEnv[BartDesign, BartSessions]):
     def __init__(self, design: BartDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
         d = self.design
-        self.action_space = spaces.Discrete(2)
         self.observation_space = spaces.Dict(
             {
                 "balloon": spaces.Discrete(d.n_balloons + 1),
@@ -166,6 +165,7 @@ class BartEnv(TextEnv[BartDesign, BartSessions]):
                 "prompt": self.prompt_space(2000 + 120 * d.n_balloons),
             }
         )
+        self.declare_phases(Phase("answer", spaces.Discrete(2), self.parse_answer))
         self._history = ""
         self._observations = ""
         self._balloon = 0
@@ -299,17 +299,14 @@ class BartEnv(TextEnv[BartDesign, BartSessions]):
             f"for 'inflate')" + f"{A_PREFIX} {self.answer_prefix}"
         )
 
-    _NUMBER = re.compile(r"^[\s\W]*(?:option\s*)?([12])(?!\d)", re.IGNORECASE)
 
-    def parse(self, text: str) -> ParseResult:
+    def parse_answer(self, text: str) -> ParseResult:
         """Read the option number ("1"/"2" after "Option ") and map it to skip/inflate."""
-        if text is None or not text.strip():
-            return ParseResult.failure("empty answer")
-        m = self._NUMBER.match(text)
-        if m is None:
-            return ParseResult.failure(f"no option 1 or 2 at the start of {text.strip()[:40]!r}")
+        parsed = parse_option_number(text)
+        if parsed.action is None:
+            return parsed
         skip, _ = self.option_numbers()
-        return ParseResult.success(SKIP if int(m.group(1)) == skip else INFLATE)
+        return ParseResult.success(SKIP if int(parsed.action) + 1 == skip else INFLATE)
 
     # -- trial table -----------------------------------------------------------------------
     @classmethod

@@ -51,7 +51,6 @@ Trial-table stimulus columns (one row per question): ``item`` (question name, e.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -60,7 +59,8 @@ import pandas as pd
 from gymnasium import spaces
 from pydantic import Field
 
-from cogtestbed.environments.base import Design, Outcomes, ParseResult, Sessions, TextEnv
+from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.parsing import parse_option_number
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "temporal-discounting"
@@ -260,7 +260,6 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
 
     def __init__(self, design: DiscountingDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
-        self.action_space = spaces.Discrete(2)
         big = float(self.design.base_pay * self.design.magnitude_factor * 2)
         self.observation_space = spaces.Dict(
             {
@@ -271,6 +270,7 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
                 "prompt": self.prompt_space(300 * (MAX_QUESTIONS + 1)),
             }
         )
+        self.declare_phases(Phase("answer", spaces.Discrete(2), self.parse_answer))
         self._state = StaircaseState()
         self._aborted = False
         self._transcript: list[str] = []
@@ -332,16 +332,10 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
         """The exact string CogBench sends (question + answer prefix; no history in the code)."""
         return "".join(self._transcript) + self._question_text() + f"{A_PREFIX} {self.answer_prefix}"
 
-    _OPTION = re.compile(r"^[\s\W]*(?:option\s*)?([12])(?!\d)", re.IGNORECASE)
 
-    def parse(self, text: str) -> ParseResult:
+    def parse_answer(self, text: str) -> ParseResult:
         """Read "1" / "2" (after "I prefer option "), e.g. ``"1"``, ``" 2."``, ``"1 because"``."""
-        if text is None or not text.strip():
-            return ParseResult.failure("empty answer")
-        m = self._OPTION.match(text)
-        if m is None:
-            return ParseResult.failure(f"no option 1 or 2 at the start of {text.strip()[:40]!r}")
-        return ParseResult.success(int(m.group(1)) - 1)
+        return parse_option_number(text)
 
     # -- trial table -----------------------------------------------------------------------
     @classmethod

@@ -2,7 +2,7 @@
 
 The CBN's closed forms and their exact gradient live in :mod:`cogtestbed.inference.cbn`.
 
-**Point fit, exactly as the thesis** (§4.3.2, seed 001 §3): per agent × condition, rows =
+**Point fit, exactly as the thesis** (Dettki 2025 §4.3.2): per agent × condition, rows =
 individual judgments y ∈ [0, 1] (ratings / 100), each paired with the prediction of its Roman
 task; loss = ½·MSE (≡ Huber with δ = 1 on [0, 1]); every parameter is σ(θ) of an unconstrained θ;
 multi-start from θ ~ N(0, 0.1²) with seeds ``seed + r`` (R = 5 restarts; LOOCV refits use
@@ -21,7 +21,7 @@ Scheme selection (``scheme="auto"``): the larger pooled LOOCV R²; fallbacks whe
 finite: in-sample R², then lower BIC, then lower AIC; ties within 1e-6 go to the lower LOOCV
 RMSE, then BIC, AIC and loss.
 
-**Metrics on raw judgments** (task means of the normalised ratings, seed 001 §4):
+**Metrics on raw judgments** (task means of the normalised ratings, Dettki 2025 Eq. 2.3.2 and 4.3, Fig. 4.2):
 EA = VIII − VI (causAIign's code; reproduces the human .100), EA_half = VII − VI (the thesis's
 equation), MV = IV − V, LAD = mean(m1, m2) − b of the winning CBN, normative reasoner iff
 EA > 0.3, |MV| ≤ 0.05 and LOOCV R² ≥ 0.89; alignment = Spearman ρ between the agent's judgments

@@ -1,5 +1,5 @@
-"""Restless bandit: CogBench's per-run scores (``store.py``), the Kalman chooser's numba
-primitives and its likelihood (the ``kalman`` model).
+"""Restless bandit: CogBench's per-run scores (Coda-Forno et al. 2024, ``store.py``; Ershadmanesh
+et al. 2023), the Kalman chooser's numba primitives and its likelihood (the ``kalman`` model).
 
 Per run (``StoringScores.get_all_scores`` loops ``run = 0 … max(run)``):
 

@@ -26,7 +26,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from numba import njit
 from scipy.optimize import minimize
 
 from cogtestbed.inference.optim import EXP, IDENTITY, SINE, bfgs_from_starts, search_objective
@@ -192,11 +191,17 @@ class CognitiveModel(ABC):
         return self.nll_grad(theta, data)[0]
 
     def nll_many(self, thetas: np.ndarray, data: Any) -> np.ndarray:
-        """NLL at each row of ``thetas`` (one numba loop over the kernel)."""
+        """NLL at each row of ``thetas``: one kernel call that treats every row as a subject
+        with a copy of ``data`` (the kernel's own multi-subject path; no extra compilation)."""
         arrays = self.kernel_arrays(data)
-        n = arrays[0].shape[0] if arrays else 0
         full = np.ascontiguousarray(self.kernel_theta(np.atleast_2d(thetas)))
-        return _nll_many(self._kernel())(full, np.zeros(n, dtype=np.int64), arrays)
+        m = full.shape[0]
+        n = arrays[0].shape[0] if arrays else 0
+        if n == 0:
+            return np.zeros(m)
+        tiled = tuple(np.ascontiguousarray(np.tile(a, (m,) + (1,) * (a.ndim - 1))) for a in arrays)
+        ll, _ = self._kernel()(full, np.repeat(np.arange(m, dtype=np.int64), n), *tiled)
+        return -ll.reshape(m, n).sum(axis=1)
 
     # -- Bayesian ---------------------------------------------------------------------
     def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
@@ -402,22 +407,3 @@ class CognitiveModel(ABC):
             )
         return pd.DataFrame(rows)
 
-
-_NLL_MANY: dict[int, Any] = {}
-
-
-def _nll_many(kernel: Any) -> Any:
-    """``@njit f(thetas (m, K), obs_subject, arrays) -> (m,)`` NLLs from ``kernel`` (cached)."""
-    key = id(kernel)
-    if key not in _NLL_MANY:
-
-        @njit
-        def nll_many(thetas, obs_subject, arrays):  # type: ignore[no-untyped-def]
-            out = np.empty(thetas.shape[0])
-            for r in range(thetas.shape[0]):
-                ll, _ = kernel(thetas[r : r + 1], obs_subject, *arrays)
-                out[r] = -ll.sum()
-            return out
-
-        _NLL_MANY[key] = (kernel, nll_many)
-    return _NLL_MANY[key][1]

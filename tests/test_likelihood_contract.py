@@ -18,7 +18,6 @@ from cogtestbed.registry import experiment_names, get_experiment
 from cogtestbed.simulation import simulate
 
 
-
 def _cases() -> list[Any]:
     """Every registered model; one that does not declare a pointwise kernel yet is an expected
     failure (it predates the contract) until it does."""

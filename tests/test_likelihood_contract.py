@@ -106,8 +106,14 @@ def test_search_objective_is_the_chain_rule(experiment: str, name: str) -> None:
         assert grad[j] == pytest.approx(fd, rel=1e-4, abs=1e-5), model.parameters.names[j]
 
 
+#: Models whose hierarchical model is on purpose another likelihood than the MLE's.
+OTHER_BAYES_LIKELIHOOD = {"cbn-3p": "ZOIB response model", "cbn-4p": "ZOIB response model"}
+
+
 @pytest.mark.parametrize("experiment,name", MODELS)
 def test_pymc_logp_equals_minus_nll(experiment: str, name: str) -> None:
+    if name in OTHER_BAYES_LIKELIHOOD:
+        pytest.skip(f"{name}: the hierarchical model is the {OTHER_BAYES_LIKELIHOOD[name]}")
     model, trials, params = _case(experiment, name)
     pm_model = model.pymc_model(trials, hierarchical=False)
     data = model.subject_data(trials)

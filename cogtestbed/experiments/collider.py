@@ -17,16 +17,24 @@ from cogtestbed.inference.causal import MODELS, collider_metrics
 
 
 def _from_3p(theta: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """cbn-3p (b, m, p_c, noise_sd) as the cbn agent: m1 = m2 = m, pC1 = pC2 = p_c (Dettki 2025,
-    3p scheme), Gaussian judgment noise of SD noise_sd."""
-    return {"b": theta["b"], "m1": theta["m"], "m2": theta["m"], "pc1": theta["p_c"], "pc2": theta["p_c"],
-            "noise_sd": theta["noise_sd"]}
+    """cbn-3p (b, m, p_c) as the cbn agent: m1 = m2 = m, pC1 = pC2 = p_c (Dettki 2025, 3p scheme)."""
+    return {"b": theta["b"], "m1": theta["m"], "m2": theta["m"], "pc1": theta["p_c"], "pc2": theta["p_c"]}
 
 
 def _from_4p(theta: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """cbn-4p (b, m1, m2, p_c, noise_sd) as the cbn agent: pC1 = pC2 = p_c (Dettki 2025, 4p scheme)."""
-    return {"b": theta["b"], "m1": theta["m1"], "m2": theta["m2"], "pc1": theta["p_c"], "pc2": theta["p_c"],
-            "noise_sd": theta["noise_sd"]}
+    """cbn-4p (b, m1, m2, p_c) as the cbn agent: pC1 = pC2 = p_c (Dettki 2025, 4p scheme)."""
+    return {"b": theta["b"], "m1": theta["m1"], "m2": theta["m2"], "pc1": theta["p_c"], "pc2": theta["p_c"]}
+
+
+#: Response noise of simulated judgments (Gaussian SD on the 0–1 scale); the thesis's recovery
+#: studies use SD .05–.2, and .1 is their middle setting.
+SIMULATION_NOISE_SD = 0.1
+
+#: True values of the thesis's recovery studies: b ∈ [0, .5], m ∈ [.3, 1], pC ∈ [.2, .8] (uniform).
+THESIS_RANGES = {"b": (0.0, 0.5), "m": (0.3, 1.0), "p_c": (0.2, 0.8)}
+
+#: Rehder & Waldmann's human design (one cell of 20 judgments per subject) as design fields.
+HUMAN_DESIGN = {"content": "rw17", "scope": "cell"}
 
 SPEC = ExperimentSpec(
     name="collider",
@@ -39,8 +47,8 @@ SPEC = ExperimentSpec(
     agents=AGENTS,
     models=MODELS,
     generators={
-        "cbn-3p": Generator("cbn", _from_3p),
-        "cbn-4p": Generator("cbn", _from_4p),
+        "cbn-3p": Generator("cbn", _from_3p, {"noise_sd": SIMULATION_NOISE_SD}),
+        "cbn-4p": Generator("cbn", _from_4p, {"noise_sd": SIMULATION_NOISE_SD}),
     },
     metrics=MetricsSpec(
         collider_metrics, unit="per_subject", headline=("lad", "loocv_r2", "ea", "mv"),
@@ -61,13 +69,20 @@ SPEC = ExperimentSpec(
     },
     pooling_unit="subject",
     studies=(
-        StudyDecl("recovery", "CBN 3p parameters at the thesis design (240 rows)", model="cbn-3p"),
-        StudyDecl("recovery", "CBN 4p parameters", model="cbn-4p"),
-        StudyDecl("model-recovery", "3p vs 4p scheme", models=("cbn-3p", "cbn-4p")),
+        StudyDecl("recovery", "CBN 3p at the thesis design (240 rows), judgment noise SD .05", model="cbn-3p",
+                  subjects=(20,), sampler="uniform", ranges=THESIS_RANGES, params={"noise_sd": 0.05}),
+        StudyDecl("recovery", "CBN 3p at the thesis design (240 rows), judgment noise SD .2", model="cbn-3p",
+                  subjects=(20,), sampler="uniform", ranges=THESIS_RANGES, params={"noise_sd": 0.2}),
+        StudyDecl("recovery", "CBN 4p parameters", model="cbn-4p", subjects=(20,), sampler="uniform",
+                  ranges={"b": (0.0, 0.5), "m1": (0.3, 1.0), "m2": (0.3, 1.0), "p_c": (0.2, 0.8)}),
+        StudyDecl("model-recovery", "3p vs 4p scheme (AIC/BIC)", models=("cbn-3p", "cbn-4p"), subjects=(20,),
+                  sampler="uniform", ranges={**THESIS_RANGES, "m1": (0.3, 1.0), "m2": (0.3, 1.0)}),
+        StudyDecl("sbc", "hierarchical zero-one-inflated Beta CBN 3p on synthetic humans (human design)",
+                  model="cbn-3p", subjects=(12,), design=HUMAN_DESIGN),
         StudyDecl("metric-validity", "LAD tracks the leak b", metric="lad", agent="cbn", parameter="b",
                   values=(0.05, 0.2, 0.4, 0.6), direction="decreasing",
                   params={"m1": 0.7, "m2": 0.7, "pc1": 0.5, "pc2": 0.5, "noise_sd": 0.1}),
         StudyDecl("metric-power", "explaining away: weak-EA w 0.5 vs normative", metric="ea", agent="weak-ea",
-                  compare=({"w": 0.5, "noise_sd": 0.1}, {"w": 1.0, "noise_sd": 0.1})),
+                  compare=({"w": 0.5, "noise_sd": 0.1}, {"w": 1.0, "noise_sd": 0.1}), runs=(5, 10, 20)),
     ),
 )

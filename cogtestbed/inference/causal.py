@@ -47,7 +47,6 @@ from cogtestbed.inference.cbn import (
     M2,
     M_,
     N_TASKS,
-    NOISE_SD,
     PC,
     ROMAN,
     B,
@@ -447,7 +446,7 @@ def cbn_gaussian_kernel(theta: np.ndarray, obs_subject: np.ndarray, y: np.ndarra
     """The CBN models' likelihood: y ~ N(CBN_task(b, m1, m2, p_c), s²) per judgment.
 
     The Gaussian likelihood whose maximum in (b, m1, m2, p_c) is the thesis's least-squares fit
-    (with ŝ² = SSE/n).  ``theta`` columns (b, m1, m2, p_c, s); ∂ℓ/∂μ = r/s² (r = y − μ) times
+    for any s.  ``theta`` columns (b, m1, m2, p_c, s); ∂ℓ/∂μ = r/s² (r = y − μ) times
     the closed forms' derivatives (:func:`~cogtestbed.inference.cbn.noisy_or_table_grad`,
     computed once per subject), ∂ℓ/∂s = −1/s + r²/s³.
     """
@@ -481,12 +480,20 @@ class ColliderData:
     y: np.ndarray
 
 
+#: SD of the Gaussian judgment noise of the CBN models' likelihood (a fixed constant, so the
+#: MLE of the CBN parameters is the thesis's least-squares fit whatever its value; 0.1 is the
+#: middle setting of the thesis's recovery simulations and the collider generator's noise).
+RESPONSE_SD = 0.1
+
+
 class CBNModel(CognitiveModel):
-    """The thesis's CBN as a :class:`CognitiveModel`: judgments y ~ N(CBN_task(θ), s²)
-    (:func:`cbn_gaussian_kernel`), the likelihood that makes least squares the MLE (so the CBN
-    parameters of ``fit_mle`` are the ½MSE optimum and AIC/BIC agree with the thesis's up to a
-    constant).  The full thesis pipeline with LOOCV is :func:`fit_cbn`; the hierarchical
-    zero-one-inflated Beta model is :mod:`cogtestbed.inference.causal_hierarchical`.
+    """The thesis's CBN as a :class:`CognitiveModel`: judgments y ~ N(CBN_task(θ), s²) with
+    s = :data:`RESPONSE_SD` (:func:`cbn_gaussian_kernel`), the likelihood whose maximum is the
+    least-squares fit (``fit_mle`` returns the ½MSE optimum; AIC/BIC rank schemes as the thesis's
+    do).  The full thesis pipeline with LOOCV is :func:`fit_cbn`.  The hierarchical model
+    (:meth:`pymc_model`) is the zero-one-inflated Beta response model of
+    :mod:`cogtestbed.inference.causal_hierarchical`, a different likelihood on purpose: slider
+    judgments have exact 0s and 1s, and the ``cbn`` agent's response model is that one.
     """
 
     experiment: ClassVar[str] = EXPERIMENT
@@ -509,18 +516,37 @@ class CBNModel(CognitiveModel):
         b, m1, m2, pc = self.kernel_theta(theta)[:4]
         return cbn_predictions(b, m1, m2, pc)
 
+    def sample_nuisance(self, rng: np.random.Generator) -> tuple[dict[str, float], dict[str, float]]:
+        """The zero-one-inflated Beta response model's κ and (π0, π1) drawn from their priors
+        (log κ normal, π Dirichlet), and the same values as the ``cbn`` agent's response model."""
+        from cogtestbed.inference.causal_hierarchical import INFLATION_PRIOR, LOG_KAPPA_PRIOR
+
+        kappa = float(np.exp(rng.normal(*LOG_KAPPA_PRIOR)))
+        pi = rng.dirichlet(INFLATION_PRIOR)
+        truth = {"kappa": kappa, "pi[0]": float(pi[0]), "pi[1]": float(pi[1])}
+        return truth, {"kappa": max(kappa, 1e-3), "pi0": float(pi[0]), "pi100": float(pi[1]), "noise_sd": 0.0}
+
+    def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
+        """The hierarchical zero-one-inflated Beta model (:mod:`cogtestbed.inference.causal_hierarchical`):
+        slider judgments have exact 0s and 1s that the Gaussian least-squares likelihood ignores,
+        and the ``cbn`` agent's response model is this one, so SBC is exact."""
+        from cogtestbed.inference.causal_hierarchical import build_model
+
+        return build_model(trials, self.scheme, pooling="partial" if hierarchical else "none")
+
 
 class CBN3p(CBNModel):
     name: ClassVar[str] = "cbn-3p"
     scheme: ClassVar[str] = "3p"
-    parameters: ClassVar[ParameterSet] = ParameterSet((B, M_, PC, NOISE_SD), "cbn-3p")
-    kernel_columns: ClassVar[tuple[str | float, ...] | None] = ("b", "m", "m", "p_c", "noise_sd")
+    parameters: ClassVar[ParameterSet] = ParameterSet((B, M_, PC), "cbn-3p")
+    kernel_columns: ClassVar[tuple[str | float, ...] | None] = ("b", "m", "m", "p_c", RESPONSE_SD)
 
 
 class CBN4p(CBNModel):
     name: ClassVar[str] = "cbn-4p"
     scheme: ClassVar[str] = "4p"
-    parameters: ClassVar[ParameterSet] = ParameterSet((B, M1, M2, PC, NOISE_SD), "cbn-4p")
+    parameters: ClassVar[ParameterSet] = ParameterSet((B, M1, M2, PC), "cbn-4p")
+    kernel_columns: ClassVar[tuple[str | float, ...] | None] = ("b", "m1", "m2", "p_c", RESPONSE_SD)
 
 
 MODELS: dict[str, CognitiveModel] = {"cbn-3p": CBN3p(), "cbn-4p": CBN4p()}

@@ -181,9 +181,7 @@ M_ = Parameter.unit("m", 0.7, "causal strength (m1 = m2)", prior_mean=0.5, prior
 M1 = Parameter.unit("m1", 0.7, "strength of the queried cause", prior_mean=0.5, prior_sd=1.5)
 M2 = Parameter.unit("m2", 0.7, "strength of the alternative cause", prior_mean=0.5, prior_sd=1.5)
 PC = Parameter.unit("p_c", 0.5, "prior P(C=1) of each cause", prior_mean=0.0, prior_sd=1.0)
-NOISE_SD = Parameter.positive("noise_sd", 0.2, upper=5.0,
-                              description="SD of the Gaussian judgment noise (probability scale)",
-                              prior_mean=-1.6, prior_sd=0.75, search_floor=1e-3, search_ceiling=5.0)
+
 
 
 def valid_judgments(trials: pd.DataFrame) -> pd.DataFrame:

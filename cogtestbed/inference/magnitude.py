@@ -708,8 +708,8 @@ def w_prior_hierarchy(trials: pd.DataFrame, draws: int = 1000, tune: int = 1000,
                       seed: int = 0, sampler: str = "auto") -> dict[str, Any]:
     """Hierarchical static-Bayes model of one subject's w_prior over sessions, tasks, ablations.
 
-    Cell j = (task, condition, modality, range) answers v ~ N((1 − w_j)u + w_j·μ_j, σ_j²) on the
-    normalised scale, with logit w_j = α + τ_task + γ_condition + ε_j: task effects
+    Cell j = (task, condition, modality, range) answers v ~ N((1 − w_j)u + c_j, σ_j²) on the
+    normalised scale (c_j = w_j·μ_p,j, sampled directly), with logit w_j = α + τ_task + γ_condition + ε_j: task effects
     τ = σ_τ·z (non-centred), condition effects γ (γ_base = 0, Normal(0, 1.5)), and cell
     deviations ε = σ_ε·z_j (non-centred).  Since the logistic map is monotone,
     P(Δw_prior > 0 | data) for an ablation is P(γ_ablation > 0) at any task and cell.
@@ -747,9 +747,10 @@ def w_prior_hierarchy(trials: pd.DataFrame, draws: int = 1000, tune: int = 1000,
         gamma_full = pm.math.concatenate([pm.math.zeros((1,)), gamma])
         logit_w = alpha + sigma_task * z_task[cell_task] + gamma_full[cell_cond] + sigma_cell * z_cell
         w = pm.Deterministic("w_prior", pm.math.sigmoid(logit_w), dims="cell")
-        mu_p = pm.Normal("mu_p", 0.5, 0.5, dims="cell")
+        # the intercept w·μ_p is sampled directly: (w, μ_p) form a banana when w is small
+        intercept = pm.Normal("intercept", 0.25, 0.5, dims="cell")
         log_sigma = pm.Normal("log_sigma", math.log(0.1), 1.0, dims="cell")
-        mean = (1 - w[cell_codes]) * u + w[cell_codes] * mu_p[cell_codes]
+        mean = (1 - w[cell_codes]) * u + intercept[cell_codes]
         pm.Normal("v", mean, pm.math.exp(log_sigma)[cell_codes], observed=v, dims="obs")
     fit = fit_hierarchical(model, trials, draws=draws, tune=tune, chains=chains, seed=seed,
                            sampler=sampler, warn=False, log_likelihood=False)  # type: ignore[arg-type]

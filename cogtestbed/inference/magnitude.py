@@ -71,6 +71,8 @@ VARIANCE_BINS = 5
 #: Fitted modality per ablation for BCS (App. A.10): image for noise, text+image otherwise.
 BCS_MODALITY = {"verbal": "text+image", "numerical": "text+image", "noise-constant": "image",
                 "noise-gradual": "image", "context-long": "text+image"}
+#: NUTS target acceptance of the w_prior hierarchy (few tasks: a tight σ_task funnel tail).
+HIERARCHY_TARGET_ACCEPT = 0.97
 _K, _C, _M, _R = len(TASK_NAMES), len(CONDITIONS), len(MODALITIES), len(RANGES)
 _BASE = CONDITIONS.index("base")
 
@@ -705,7 +707,8 @@ MODELS: dict[str, CognitiveModel] = {m.name: m for m in (StaticBayesModel(), Lin
 
 # ============================================================================ hierarchical w_prior
 def w_prior_hierarchy(trials: pd.DataFrame, draws: int = 1000, tune: int = 1000, chains: int = 4,
-                      seed: int = 0, sampler: str = "auto") -> dict[str, Any]:
+                      seed: int = 0, sampler: str = "auto", target_accept: float = HIERARCHY_TARGET_ACCEPT
+                      ) -> dict[str, Any]:
     """Hierarchical static-Bayes model of one subject's w_prior over sessions, tasks, ablations.
 
     Cell j = (task, condition, modality, range) answers v ~ N((1 − w_j)u + c_j, σ_j²) on the
@@ -753,7 +756,8 @@ def w_prior_hierarchy(trials: pd.DataFrame, draws: int = 1000, tune: int = 1000,
         mean = (1 - w[cell_codes]) * u + intercept[cell_codes]
         pm.Normal("v", mean, pm.math.exp(log_sigma)[cell_codes], observed=v, dims="obs")
     fit = fit_hierarchical(model, trials, draws=draws, tune=tune, chains=chains, seed=seed,
-                           sampler=sampler, warn=False, log_likelihood=False)  # type: ignore[arg-type]
+                           sampler=sampler, warn=False, log_likelihood=False,  # type: ignore[arg-type]
+                           target_accept=target_accept)
     gam = fit.idata.posterior["gamma"].values.reshape(-1, len(conds))
     d = fit.diagnostics
     return {

@@ -744,12 +744,13 @@ def w_prior_hierarchy(trials: pd.DataFrame, draws: int = 1000, tune: int = 1000,
     coords = {"cell": list(cell_names), "task": list(task_names), "ablation": conds, "obs": np.arange(u.size)}
     with pm.Model(coords=coords) as model:
         alpha = pm.Normal("alpha", -0.5, 1.5)
-        sigma_task = pm.HalfNormal("sigma_task", 1.0)
-        z_task = pm.Normal("z_task", 0, 1, dims="task")
         gamma = pm.Normal("gamma", 0, 1.5, dims="ablation")
         sigma_cell = pm.HalfNormal("sigma_cell", 0.5)
         gamma_full = pm.math.concatenate([pm.math.zeros((1,)), gamma])
-        centre = alpha + sigma_task * z_task[cell_task] + gamma_full[cell_cond]
+        centre = alpha + gamma_full[cell_cond]
+        if len(task_names) > 1:  # one task: its effect would only duplicate alpha
+            sigma_task = pm.HalfNormal("sigma_task", 1.0)
+            centre = centre + sigma_task * pm.Normal("z_task", 0, 1, dims="task")[cell_task]
         if centred_cells:
             logit_w = pm.Normal("logit_w", centre, sigma_cell, dims="cell")
         else:

@@ -30,7 +30,8 @@ SPEC = ExperimentSpec(
     pooling_unit="subject",
     trials_field="trials_per_session",
     studies=(
-        StudyDecl("recovery", "static Bayes w_prior, mu_p, sigma_dec", model="static-bayes", trials=(50,)),
+        StudyDecl("recovery", "static Bayes w_prior, mu_p, sigma_dec", model="static-bayes",
+                  design={"trials_per_session": 50}),
         StudyDecl("recovery", "Kalman q/r (weakly identified when the gain saturates)", model="kalman"),
         StudyDecl("model-recovery", "linear vs static Bayes vs Kalman (AIC)",
                   models=("linear", "static-bayes", "kalman")),

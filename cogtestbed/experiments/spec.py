@@ -170,7 +170,8 @@ class StudyDecl:
     ``compare``; ``test-size`` / ``test-power`` measure how often the statistical ``test`` (a key
     of the metrics result whose value carries a ``p_value`` or ``reject``) rejects under ``agent``.
     ``runs`` / ``trials`` / ``subjects`` / ``design`` (design fields) give the design the study is
-    meaningful at; ``sampler``
+    meaningful at (``trials``: the design's ``n_trials``, which the study driver reaches through
+    the spec's ``trials_field``; to set that field itself, use ``design``); ``sampler``
     (``prior`` or ``uniform`` on ``ranges``) and ``fixed`` say where the true model parameters of
     recovery / model-recovery come from; ``values`` holds a power study's effect size.
     """

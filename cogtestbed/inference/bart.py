@@ -177,9 +177,9 @@ class BartData:
     exploded: np.ndarray
 
 
-def bart_data(trials: pd.DataFrame, pool: bool = False) -> dict[Hashable, BartData]:
+def bart_data(trials: pd.DataFrame) -> dict[Hashable, BartData]:
     ordered = trials.sort_values(["subject", "session", "trial"], kind="stable")
-    groups = [(0, ordered)] if pool else list(ordered.groupby("subject", sort=False))
+    groups = list(ordered.groupby("subject", sort=False))
     lookup = {m: j for j, m in enumerate(TYPES)}
     out: dict[Hashable, BartData] = {}
     for key, df in groups:
@@ -200,21 +200,15 @@ class TargetModel(CognitiveModel):
     pointwise_kernel: ClassVar[Any] = target_pointwise_kernel
     observation_fields: ClassVar[tuple[str, ...]] = ("pumps", "type_idx", "exploded")
     observed_name: ClassVar[str] = "balloon"
-    pool: bool = False
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
-        return bart_data(trials, pool=self.pool)
+        return bart_data(trials)
 
     def n_observations(self, data: BartData) -> int:
         return int(np.sum(data.type_idx >= 0))
 
     def observation_mask(self, data: BartData) -> np.ndarray:
         return data.type_idx >= 0
-
-    def pooled(self) -> TargetModel:
-        clone = TargetModel()
-        clone.pool = True
-        return clone
 
 
 MODELS: dict[str, CognitiveModel] = {"target": TargetModel()}

@@ -203,11 +203,11 @@ class DiscountingData:
     choice: np.ndarray  # (n,) 0/1, −1 invalid
 
 
-def discounting_data(trials: pd.DataFrame, pool: bool = False) -> dict[Hashable, DiscountingData]:
+def discounting_data(trials: pd.DataFrame) -> dict[Hashable, DiscountingData]:
     """Per-subject question rows and choices (imported summary rows carry no choices)."""
     rows = trials[trials["item"].astype("string") != SUMMARY_ITEM] if "item" in trials else trials
     rows = rows.sort_values(["subject", "session", "trial"], kind="stable")
-    groups = [(0, rows)] if pool else list(rows.groupby("subject", sort=False))
+    groups = list(rows.groupby("subject", sort=False))
     out: dict[Hashable, DiscountingData] = {}
     for key, df in groups:
         q = df[["amount1", "delay1", "amount2", "delay2", "scale"]].to_numpy(dtype=np.float64)
@@ -230,21 +230,15 @@ class HyperbolicModel(CognitiveModel):
     pointwise_kernel: ClassVar[Any] = hyperbolic_pointwise_kernel
     observation_fields: ClassVar[tuple[str, ...]] = ("choice", "questions")
     observed_name: ClassVar[str] = "answer"
-    pool: bool = False
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
-        return discounting_data(trials, pool=self.pool)
+        return discounting_data(trials)
 
     def n_observations(self, data: DiscountingData) -> int:
         return int(np.sum(data.choice >= 0))
 
     def observation_mask(self, data: DiscountingData) -> np.ndarray:
         return data.choice >= 0
-
-    def pooled(self) -> HyperbolicModel:
-        clone = HyperbolicModel()
-        clone.pool = True
-        return clone
 
 
 MODELS: dict[str, CognitiveModel] = {"hyperbolic": HyperbolicModel()}

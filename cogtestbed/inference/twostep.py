@@ -245,10 +245,10 @@ def _int_col(df: pd.DataFrame, name: str) -> np.ndarray:
     return pd.to_numeric(df[name], errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
 
 
-def twostep_data(trials: pd.DataFrame, pool: bool = False) -> dict[Hashable, TwoStepData]:
-    """Per-subject arrays; ``pool=True`` treats every subject (run) as a session of one subject."""
+def twostep_data(trials: pd.DataFrame) -> dict[Hashable, TwoStepData]:
+    """Per-subject arrays over all of a subject's sessions (values reset at each new session)."""
     ordered = trials.sort_values(["subject", "session", "trial"], kind="stable")
-    groups = [(0, ordered)] if pool else list(ordered.groupby("subject", sort=False))
+    groups = list(ordered.groupby("subject", sort=False))
     out: dict[Hashable, TwoStepData] = {}
     for key, df in groups:
         sess = df["subject"].astype(str) + "/" + df["session"].astype(str)
@@ -284,19 +284,12 @@ class _TwoStepModel(CognitiveModel):
     observed_name: ClassVar[str] = "choice"
     #: Values of the kernel parameters that this model fixes (shared with its agent).
     fixed: ClassVar[dict[str, float]] = {}
-    pool: bool = False
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
-        return twostep_data(trials, pool=self.pool)
+        return twostep_data(trials)
 
     def n_observations(self, data: TwoStepData) -> int:
         return int(np.sum(data.a1 >= 0) + np.sum(data.a2 >= 0))
-
-    def pooled(self) -> _TwoStepModel:
-        """The same model fitting all runs of a table as sessions of one subject."""
-        clone = type(self)()
-        clone.pool = True
-        return clone
 
 
 class HybridModel(_TwoStepModel):

@@ -58,7 +58,7 @@ from cogtestbed.inference.hierarchical import (
 )
 from cogtestbed.parameters import Parameter
 from cogtestbed.registry import get_experiment
-from cogtestbed.simulation import simulate
+from cogtestbed.simulation import as_sessions, simulate
 
 Kind = Literal["recovery", "model-recovery", "sbc", "power",
                "metric-validity", "metric-power", "test-size", "test-power"]
@@ -299,12 +299,6 @@ def simulate_runs(exp: ExperimentSpec, agent: str, n: int, seed: int, params: Ma
     rep = {k: np.repeat(np.asarray(v, dtype=np.float64), runs) if np.ndim(v) else v
            for k, v in params.items()}
     return as_sessions(simulate(exp, agent, n * runs, seed, rep, design=design), runs)
-
-
-def as_sessions(table: pd.DataFrame, runs: int) -> pd.DataFrame:
-    """Relabel a simulated table's runs ``k`` as session ``k % runs`` of subject ``k // runs``."""
-    run = table["subject"].to_numpy(dtype=np.int64)
-    return table.assign(subject=run // runs, session=run % runs)
 
 
 def _uniform_range(p: Parameter) -> tuple[float, float]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,7 +34,6 @@ from numba import njit
 from cogtestbed.environments.revealed import EXPERIMENT, FEATURES, MCQ_OPTIONS, item_features
 from cogtestbed.environments.revealed_items import MAX_OUTCOMES
 from cogtestbed.inference.base import CognitiveModel
-from cogtestbed.inference.optim import bounded_from_search, positive_from_search
 from cogtestbed.numerics import logsumexp
 from cogtestbed.parameters import Parameter, ParameterSet
 
@@ -99,77 +99,75 @@ def eta_row(w: np.ndarray, channel: int, k: int, base: np.ndarray, feat: np.ndar
 
 
 @njit(cache=True)
-def nll_grad_kernel(theta: np.ndarray, channel: np.ndarray, kk: np.ndarray, correct: np.ndarray,
-                    method: np.ndarray, nsamp: np.ndarray, base: np.ndarray, feat: np.ndarray,
-                    x: np.ndarray, lx: np.ndarray) -> tuple[float, np.ndarray]:
-    """Negative log-likelihood of every step and its gradient at natural-scale ``theta``
-    (``x`` observed probabilities, ``lx`` their logarithms)."""
-    grad = np.zeros(theta.shape[0])
-    nu = max(theta[9], NOISE_FLOOR)
-    c = 1.0 / nu
+def dissonant_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, x: np.ndarray, lx: np.ndarray,
+                               channel: np.ndarray, kk: np.ndarray, correct: np.ndarray, method: np.ndarray,
+                               nsamp: np.ndarray, base: np.ndarray, feat: np.ndarray
+                               ) -> tuple[np.ndarray, np.ndarray]:
+    """Log-likelihood of every step (one item of one channel) and its exact gradient with respect
+    to its subject's natural-scale parameters (``theta`` row ``obs_subject[r]``; module docstring).
+
+    ``x`` are the observed probabilities padded to :data:`MAX_OUTCOMES` (``kk`` real outcomes per
+    row) and ``lx`` their logarithms.  Exact rows: Dirichlet log-density of ``x`` at concentration
+    c·q̃ (ε floor :data:`SMOOTH_EPS`); sampled and generated rows: multinomial log-probability of
+    the counts N·x (without the constant multinomial coefficient)."""
+    n = obs_subject.shape[0]
+    ll = np.zeros(n)
+    grad = np.zeros((n, theta.shape[1]))
     eta = np.empty(MAX_OUTCOMES)
     dl = np.empty(MAX_OUTCOMES)
-    total = 0.0
-    dc = 0.0
-    psi_c = digamma(c)
-    lg_c = math.lgamma(c)
-    for r in range(channel.shape[0]):
+    prev = -1
+    nu = c = psi_c = lg_c = 1.0
+    for r in range(n):
+        s = obs_subject[r]
+        w = theta[s]
+        if s != prev:  # the noise terms are constant within a subject
+            prev = s
+            nu = max(w[9], NOISE_FLOOR)
+            c = 1.0 / nu
+            psi_c = digamma(c)
+            lg_c = math.lgamma(c)
         k = kk[r]
-        eta_row(theta, channel[r], k, base[r], feat[r], correct[r], eta)
+        eta_row(w, channel[r], k, base[r], feat[r], correct[r], eta)
         lse = logsumexp(eta[:k])
         if method[r] == 0:
-            ll = lg_c
-            s = 0.0
+            value = lg_c
+            dsum = 0.0
+            dc = psi_c
             shrink = 1.0 - k * SMOOTH_EPS
             for j in range(k):
                 q = math.exp(eta[j] - lse)
                 qs = shrink * q + SMOOTH_EPS
                 cq = c * qs
                 g = lx[r, j] - digamma(cq)
-                ll += (cq - 1.0) * lx[r, j] - math.lgamma(cq)
+                value += (cq - 1.0) * lx[r, j] - math.lgamma(cq)
                 dl[j] = shrink * c * g * q
-                s += shrink * c * g * q
+                dsum += shrink * c * g * q
                 dc += qs * g
             for j in range(k):
-                dl[j] -= math.exp(eta[j] - lse) * s
-            dc += psi_c
+                dl[j] -= math.exp(eta[j] - lse) * dsum
+            # dℓ/dν = dℓ/dc · dc/dν with dc/dν = −1/ν²; zero below the floor (ν is clipped there)
+            grad[r, 9] = -dc / (nu * nu) if w[9] > NOISE_FLOOR else 0.0
         else:
-            n = nsamp[r]
-            ll = 0.0
+            cnt_n = nsamp[r]
+            value = 0.0
             for j in range(k):
                 lq = eta[j] - lse
-                cnt = x[r, j] * n
+                cnt = x[r, j] * cnt_n
                 if cnt > 0.0:
-                    ll += cnt * lq
-                dl[j] = cnt - n * math.exp(lq)
-        total += ll
-        if channel[r] == 0:
+                    value += cnt * lq
+                dl[j] = cnt - cnt_n * math.exp(lq)
+        ll[r] = value
+        if channel[r] == 0:  # ∂η_j/∂w is the design matrix of eta_row
             for j in range(k):
                 d = dl[j]
-                grad[0] -= d * base[r, j]
+                grad[r, 0] += d * base[r, j]
                 for f in range(5):
-                    grad[1 + f] -= d * feat[r, f, j]
-                grad[6] += d * feat[r, 5, j]
+                    grad[r, 1 + f] += d * feat[r, f, j]
+                grad[r, 6] -= d * feat[r, 5, j]
         else:
-            grad[7] -= dl[correct[r]]
-            grad[8] -= dl[0]
-    # dℓ/dν = dℓ/dc · dc/dν with dc/dν = −1/ν²; zero below the floor (ν is clipped there)
-    grad[9] = dc / (nu * nu) if theta[9] > NOISE_FLOOR else 0.0
-    return -total, grad
-
-
-@njit(cache=True)
-def _objective(z: np.ndarray, args: Any) -> tuple[float, np.ndarray]:
-    lo, hi, kind, channel, kk, correct, method, nsamp, base, feat, x, lx = args
-    theta = np.empty(z.shape[0])
-    jac = np.empty(z.shape[0])
-    for i in range(z.shape[0]):
-        if kind[i] == 0:
-            theta[i], jac[i] = bounded_from_search(z[i], lo[i], hi[i])
-        else:
-            theta[i], jac[i] = positive_from_search(z[i], lo[i], hi[i])
-    value, g = nll_grad_kernel(theta, channel, kk, correct, method, nsamp, base, feat, x, lx)
-    return value, g * jac
+            grad[r, 7] = dl[correct[r]]
+            grad[r, 8] = dl[0]
+    return ll, grad
 
 
 # ----------------------------------------------------------------------------- data
@@ -206,13 +204,27 @@ def subject_arrays(rows: pd.DataFrame) -> dict[str, np.ndarray]:
     return out
 
 
-def _args(data: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
-    return (data["channel"], data["k"], data["correct"], data["method"], data["nsamp"], data["base"],
-            data["feat"], data["x"], data["lx"])
+@dataclass(frozen=True)
+class RevealedData:
+    """One subject's valid steps (:func:`subject_arrays`), one row per item and channel; the
+    per-item outcome vectors are padded to :data:`MAX_OUTCOMES` with their length in ``k``."""
+
+    x: np.ndarray
+    lx: np.ndarray
+    channel: np.ndarray
+    k: np.ndarray
+    correct: np.ndarray
+    method: np.ndarray
+    nsamp: np.ndarray
+    base: np.ndarray
+    feat: np.ndarray
 
 
 class DissonantModel(CognitiveModel):
-    """Maximum likelihood (and hierarchical PyMC) for the dissonant agent (module docstring)."""
+    """Maximum likelihood (and hierarchical PyMC) for the dissonant agent (module docstring).
+
+    The one likelihood is :func:`dissonant_pointwise_kernel` (one observation = one item of one
+    channel); the NLL, its gradient and the MLE objective are the base class's, derived from it."""
 
     name: ClassVar[str] = "dissonant"
     experiment: ClassVar[str] = EXPERIMENT
@@ -220,17 +232,15 @@ class DissonantModel(CognitiveModel):
     #: One BFGS run from the best of the start points: the likelihood is smooth in the linear
     #: parameters and every recovery fit converged from it (studies in cogtestbed.validation).
     n_starts: ClassVar[int] = 1
-    numba_objective: ClassVar[Any] = _objective
+    pointwise_kernel: ClassVar[Any] = dissonant_pointwise_kernel
+    observation_fields: ClassVar[tuple[str, ...]] = ("x", "lx", "channel", "k", "correct", "method", "nsamp",
+                                                     "base", "feat")
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
-        return {s: subject_arrays(g) for s, g in trials.groupby("subject", sort=False)}
+        return {s: RevealedData(**subject_arrays(g)) for s, g in trials.groupby("subject", sort=False)}
 
     def n_observations(self, data: Any) -> int:
-        return int(data["channel"].shape[0])
-
-    def nll_grad(self, theta: np.ndarray, data: Any) -> tuple[float, np.ndarray]:
-        value, grad = nll_grad_kernel(np.asarray(theta, dtype=np.float64), *_args(data))
-        return float(value), grad
+        return int(data.channel.shape[0])
 
     def start_grid(self) -> np.ndarray:
         """A handful of starts (the product grid of 10 parameters would be 7¹⁰ points): the
@@ -243,17 +253,14 @@ class DissonantModel(CognitiveModel):
         alt2[P["beta_first"]], alt2[P["theta"]] = 2.0, 0.0
         return np.array([base, alt, alt2])
 
-    def objective_args(self, data: Any) -> tuple[Any, ...]:
-        lo = np.array([p.lower for p in self.parameters])
-        hi = np.array([p.upper for p in self.parameters])
-        kind = np.array([0 if self._sine_scaled(p) else 1 for p in self.parameters], dtype=np.int64)
-        return (lo, hi, kind, *_args(data))
-
     def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
+        """The scenario-pooled hierarchical model of :mod:`cogtestbed.inference.revealed_hierarchical`
+        (same likelihood as the kernel, with per-scenario bias deviations on top)."""
         from cogtestbed.inference.revealed_hierarchical import dissonant_pymc_model
 
         return dissonant_pymc_model(self, trials, hierarchical)
 
 
 MODELS: dict[str, CognitiveModel] = {"dissonant": DissonantModel()}
-__all__ = ["DISSONANT_PARAMETERS", "MCQ_OPTIONS", "MODELS", "DissonantModel", "eta_row", "nll_grad_kernel"]
+__all__ = ["DISSONANT_PARAMETERS", "MCQ_OPTIONS", "MODELS", "DissonantModel", "RevealedData",
+           "dissonant_pointwise_kernel", "eta_row"]

@@ -29,7 +29,8 @@ AGENT = "info-bonus"
 
 
 def _metrics(params: dict[str, float], runs: int, seed: int) -> dict[str, Any]:
-    return cogbench_metrics(simulate("horizon", AGENT, runs, seed, params))["metrics"]
+    result = cogbench_metrics(simulate("horizon", AGENT, runs, seed, params))
+    return {**result["metrics"], "flags": result["flags"]}
 
 
 def metric_validity(bonuses: tuple[float, ...] = (0.0, 2.5, 5.0, 10.0, 15.0, 20.0),

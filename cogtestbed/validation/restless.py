@@ -34,7 +34,7 @@ SWEEPS = (
 
 
 def _metrics(params: dict[str, float], runs: int, seed: int) -> dict[str, Any]:
-    return cogbench_metrics(simulate("restless-bandit", AGENT, runs, seed, params))
+    return dict(cogbench_metrics(simulate("restless-bandit", AGENT, runs, seed, params)))
 
 
 def metric_validity(reps: int = 50, runs: int = RUNS, seed: int = 0, out_dir: Any = None) -> dict[str, Any]:

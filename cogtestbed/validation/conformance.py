@@ -436,8 +436,6 @@ class ScriptedClient(LLMClient):
 def check_garbage_answers(spec: ExperimentSpec, config: CheckConfig) -> None:
     """Garbage answers are invalid with a reason at every step, and an LLM subject that only
     answers garbage gets an all-invalid table: never a random fallback."""
-    from cogtestbed.simulation import run_stepwise, seed_streams
-
     design = small_design(spec, config)
     problems: list[str] = []
 
@@ -457,36 +455,59 @@ def check_garbage_answers(spec: ExperimentSpec, config: CheckConfig) -> None:
     _fail(problems, f"{spec.name}: the parser accepts garbage")
 
     for chat in (False, True):
-        client = ScriptedClient(GARBAGE_ANSWERS, chat=chat)
-        env = spec.env_cls(design)
-        env_rng, _ = seed_streams(config.seed)
-        sessions = spec.env_cls.sample_sessions(design, 1, env_rng)
-        outcomes = run_stepwise(env, sessions, _llm_subject(client, env))
-        table = spec.env_cls.trials_table(design, sessions, outcomes, agent="conformance:garbage")
-        mode = "chat" if chat else "completion"
-        # rows the subject answered (an environment may also record steps it plays itself,
-        # such as the forced choices of the horizon task)
-        answered = table[table["raw_response"].notna()]
-        if len(answered) != len(client.requests):
-            problems.append(f"{mode} LLM subject gave {len(client.requests)} answers but the trial table records "
-                            f"{len(answered)} raw answers")
-        if answered["valid"].astype(bool).any():
-            rows = answered.index[answered["valid"].astype(bool)].tolist()[:5]
-            problems.append(f"{mode} LLM subject answering only garbage has valid trials (rows {rows}): a fallback "
-                            "replaced the answer")
-        if answered["parse_error"].isna().any():
-            problems.append(f"{mode} LLM subject: an invalid answer has no parse_error")
-        if answered["action"].notna().any():
-            problems.append(f"{mode} LLM subject: an invalid answer has an action recorded")
-        problems.extend(f"{mode} request {i}: {p}" for i, req in enumerate(client.requests[:50])
-                        for p in _request_problems(req, chat))
+        problems += _garbage_subject_problems(spec, design, config, chat)
     _fail(problems, f"{spec.name}: invalid answers are not recorded as invalid")
 
 
-def _llm_subject(client: LLMClient, env: TextEnv[Any, Any]) -> Callable[[int], Any]:
-    from cogtestbed.llm_adapters.agent import LLMAgent
+class _AskedSteps:
+    """Wraps a subject and records the steps it was asked to answer."""
 
-    return lambda i: LLMAgent(client, env, subject=i)
+    def __init__(self, subject: Any, env: TextEnv[Any, Any], asked: list[int]) -> None:
+        self.subject, self.env, self.asked = subject, env, asked
+
+    def act(self, obs: Mapping[str, Any]) -> Any:
+        self.asked.append(self.env.t)
+        return self.subject.act(obs)
+
+    def update(self, obs: Any, action: Any, reward: float, next_obs: Any) -> None:
+        self.subject.update(obs, action, reward, next_obs)
+
+
+def _garbage_subject_problems(spec: ExperimentSpec, design: Design, config: CheckConfig, chat: bool) -> list[str]:
+    """One session of an LLM subject (scripted client) that answers nothing but garbage."""
+    from cogtestbed.llm_adapters.agent import LLMAgent
+    from cogtestbed.simulation import run_stepwise, seed_streams
+
+    mode = "chat" if chat else "completion"
+    client = ScriptedClient(GARBAGE_ANSWERS, chat=chat)
+    env = spec.env_cls(design)
+    sessions = spec.env_cls.sample_sessions(design, 1, seed_streams(config.seed)[0])
+    asked: list[int] = []
+    outcomes = run_stepwise(env, sessions, lambda i: _AskedSteps(LLMAgent(client, env, subject=i), env, asked))
+    problems = [f"{mode} request {i}: {p}" for i, req in enumerate(client.requests[:50])
+                for p in _request_problems(req, chat)]
+    if not asked:
+        return [*problems, f"{mode} LLM subject was never asked anything"]
+    valid = outcomes.valid[0, asked]
+    if valid.any():
+        steps = [t for t, v in zip(asked, valid, strict=True) if v][:5]
+        problems.append(f"{mode} LLM subject answering only garbage has valid steps {steps}: a fallback replaced "
+                        "the answer")
+    errors = outcomes.parse_error[0, asked] if outcomes.parse_error is not None else np.array([None])
+    if any(not (isinstance(e, str) and e.strip()) for e in errors):
+        problems.append(f"{mode} LLM subject: a step answered with garbage records no parse error")
+    table = spec.env_cls.trials_table(design, sessions, outcomes, agent="conformance:garbage")
+    # rows the subject answered (an environment may also record steps it plays itself, such
+    # as the forced choices of the horizon task)
+    answered = table[table["raw_response"].notna() | table["parse_error"].notna()]
+    if answered.empty:
+        problems.append(f"{mode} LLM subject: the trial table records none of its answers")
+    if answered["valid"].astype(bool).any() or answered["action"].notna().any():
+        rows = answered.index[answered["valid"].astype(bool) | answered["action"].notna()].tolist()[:5]
+        problems.append(f"{mode} LLM subject: trial-table rows {rows} hold a valid action for a garbage answer")
+    if answered["parse_error"].isna().any():
+        problems.append(f"{mode} LLM subject: a trial-table row with a garbage answer has no parse_error")
+    return problems
 
 
 def _request_problems(request: GenerateRequest, chat: bool) -> list[str]:

@@ -104,25 +104,21 @@ def test_a_batch_kernel_that_differs_from_the_step_path_is_caught() -> None:
 
 
 def test_a_metrics_function_with_the_wrong_shape_is_caught() -> None:
-    spec = get_experiment("instrumental-learning")
+    from cogtestbed.simulation import simulate
+
+    spec = get_experiment("bart")
 
     def untyped(trials: Any) -> dict[str, Any]:
         return {"metrics": spec.metrics.fn(trials)["metrics"], "per_subject": []}
 
-    broken = _spec(metrics=MetricsSpec(untyped, unit="per_run", headline=spec.metrics.headline))
+    broken = _spec("bart", metrics=MetricsSpec(untyped, unit="per_run", headline=spec.metrics.headline))
     with pytest.raises(ConformanceError) as info:
         check_metrics_result(broken, CheckConfig())
     for expected in ("missing key 'n_invalid'", "missing key 'flags'", "missing key 'per_run'",
                      "has 'per_subject' but the experiment declares unit 'per_run'"):
         assert expected in str(info.value)
     with pytest.raises(TypeError, match="does not return a MetricsResult"):
-        broken.metrics(_tiny_table())
-
-
-def _tiny_table() -> Any:
-    from cogtestbed.simulation import simulate
-
-    return simulate("instrumental-learning", "rw", 1, seed=0)
+        broken.metrics(simulate("bart", "target", 1, seed=0))
 
 
 def test_expected_failures_are_xfail_and_a_passing_one_is_xpass() -> None:
@@ -178,3 +174,18 @@ def test_metrics_result_helpers() -> None:
         "'n_invalid' must be a non-negative int, got -1"]
     with pytest.raises(ValueError, match="unit must be one of"):
         metrics_result({}, "per_trial", [], 0)  # type: ignore[arg-type]
+
+
+def test_cli_check_prints_each_check() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from cogtestbed.cli import app
+
+    result = CliRunner().invoke(app, ["check", "restless-bandit", "--check", "spec_declaration",
+                                      "--check", "parameter_bounds", "--json"])
+    assert result.exit_code == 0, result.output
+    got = json.loads(result.stdout)
+    assert got["ok"] and [r["check"] for r in got["results"]] == ["spec_declaration", "parameter_bounds"]
+    assert {r["status"] for r in got["results"]} == {"passed"}

@@ -20,7 +20,7 @@ from cogtestbed.validation.causal import (
 def test_power_matches_digest(shared_data: Path) -> None:
     human = import_rw17_human(shared_data / "causal" / "human" / "rw17_collider_ce.csv")
     _, summary = power_study(human, ns=(45, 62), sims=500)
-    # seed 001 §6.3: ≈ 62 subjects for EA (d = .36) and ≈ 45 for MV (d = .43) at 80 %
+    # power for the effects of Dettki 2025: ≈ 62 subjects for EA (d = .36) and ≈ 45 for MV (d = .43) at 80 %
     assert abs(summary["ea"]["n80_analytic"] - 62) <= 2
     assert abs(summary["mv"]["n80_analytic"] - 45) <= 2
 

@@ -132,7 +132,7 @@ def test_score_is_not_monotone_in_k():
 
 def test_random_agent_matches_cogbench_random_file_mean():
     m = cogbench_metrics(simulate("temporal-discounting", "random", 4000, 0))["metrics"]
-    # CogBench's random.csv (1000 runs) scores 9.106; the seed §6 reference is 9.106
+    # CogBench's random.csv (1000 runs) scores 9.106; the reference in Coda-Forno et al. 2024 is 9.106
     assert m["score"] == pytest.approx(9.1, abs=0.2)
 
 

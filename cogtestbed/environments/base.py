@@ -350,6 +350,12 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
             })
 
     @classmethod
+    def uses_images(cls, design: Design) -> bool:
+        """Whether prompts of ``design`` carry images (chat messages with ``"images"``), so an LLM
+        subject must be a vision-language model; checked before any call is made."""
+        return False
+
+    @classmethod
     def max_steps(cls, design: Design) -> int:
         """Most steps (subject responses) a session can take; sizes the outcome arrays.
 

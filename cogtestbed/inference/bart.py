@@ -34,6 +34,7 @@ from numba import njit
 from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.inference.twostep import numeric_grad
+from cogtestbed.numerics import sigmoid as _sigmoid
 from cogtestbed.parameters import Parameter, ParameterSet
 
 EXPERIMENT = "bart"
@@ -305,16 +306,6 @@ def target_pointwise_kernel(
         grad[j, k] = g_mu
         grad[j, 3] = g_s
     return ll, grad
-
-
-@njit(cache=True, inline="always")
-def _sigmoid(x: float) -> float:
-    if x >= 0.0:
-        return 1.0 / (1.0 + np.exp(-x))
-    e = np.exp(x)
-    return e / (1.0 + e)
-
-
 
 
 def target_pymc_model(model: TargetModel, trials: pd.DataFrame, hierarchical: bool) -> Any:

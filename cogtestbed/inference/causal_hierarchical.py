@@ -1,4 +1,4 @@
-"""Hierarchical PyMC model of the collider judgments (not in the thesis; seed 001 §6.3).
+"""Hierarchical PyMC model of the collider judgments (an extension of Dettki 2025, which fits points only).
 
 Subject s has CBN parameters θ_s = (b, m, p_c) (3p) or (b, m1, m2, p_c) (4p), each
 σ(μ + σ_pop·z_s) with non-centred offsets z_s ~ N(0, 1) (declared by

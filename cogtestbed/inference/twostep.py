@@ -40,6 +40,8 @@ from numba import njit
 
 from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.numerics import log_sigmoid as _log_sigmoid
+from cogtestbed.numerics import sigmoid as _sigmoid
 from cogtestbed.parameters import Parameter, ParameterSet
 
 EXPERIMENT = "two-step"
@@ -60,21 +62,6 @@ PERSEVERATION = Parameter("persev", -5.0, 5.0, 0.0, "first-stage stickiness (+: 
 
 
 # ----------------------------------------------------------------------------- kernels
-@njit(cache=True, inline="always")
-def _sigmoid(x: float) -> float:
-    if x >= 0.0:
-        return 1.0 / (1.0 + np.exp(-x))
-    e = np.exp(x)
-    return e / (1.0 + e)
-
-
-@njit(cache=True, inline="always")
-def _log_sigmoid(x: float) -> float:
-    if x >= 0.0:
-        return -np.log1p(np.exp(-x))
-    return x - np.log1p(np.exp(x))
-
-
 @njit(cache=True, inline="always")
 def _stage1_logit(qmf: np.ndarray, q2: np.ndarray, w: float, beta: float, persev: float,
                   prev: int, common: float) -> float:

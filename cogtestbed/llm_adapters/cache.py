@@ -85,7 +85,7 @@ class CachedClient(LLMClient):
         self.budget = budget or Budget()
         self.limiter = limiter or RateLimiter()
         self.backend, self.model = inner.backend, inner.model
-        self.chat, self.can_score = inner.chat, inner.can_score
+        self.chat, self.can_score, self.vision = inner.chat, inner.can_score, inner.vision
         self.hits = 0
 
     @property
@@ -93,6 +93,7 @@ class CachedClient(LLMClient):
         return self.inner.fingerprint
 
     async def agenerate(self, request: GenerateRequest) -> Generation:
+        self.inner.check_images(request.n_images)
         key = cache_key(self.inner, request)
         stored = self.cache.get(key)
         if stored is not None:

@@ -1,4 +1,4 @@
-"""Validation studies of the collider suite (issue 6; seed 001 §6.3).
+"""Validation studies of the collider suite (the models of Dettki 2025).
 
 * :func:`recovery_study` — point-estimate recovery of (b, m, pC) and LAD at the thesis's design
   (240 judgments per agent, Gaussian judgment noise SD .05 and .2), true values uniform on

@@ -64,6 +64,8 @@ GARBAGE_ANSWERS: tuple[str, ...] = ("", "   \n", "banana", "\u2182\u2603\u200b\U
                                     "-999999", "NaN")
 #: Answers a step with a discrete action space (a choice among named options) must reject.
 GARBAGE_DISCRETE: tuple[str, ...] = ("999999",)
+#: Most steps per session of the quick mode's designs (where ``trials_field`` can lower them).
+QUICK_MAX_STEPS = 240
 #: Subjects (CogBench runs) of an imported file whose metrics the quick importer check computes.
 QUICK_IMPORT_UNITS = 2
 #: Relative step of the central finite differences of the gradient check.
@@ -182,12 +184,35 @@ def _fail(problems: Sequence[str], what: str) -> None:
 
 
 def small_design(spec: ExperimentSpec, config: CheckConfig) -> Design:
-    """The default design, with ``trials_field`` divided by ``config.design_divisor`` (≥ 1)."""
+    """The default design, with ``trials_field`` divided by ``config.design_divisor`` and, in
+    quick mode, lowered further until a session has at most :data:`QUICK_MAX_STEPS` steps (≥ 1)."""
     design = spec.design_cls()
     if spec.trials_field is None or config.design_divisor == 1:
         return design
-    value = getattr(design, spec.trials_field)
-    return spec.design_cls(**{**design.model_dump(), spec.trials_field: max(1, int(value) // config.design_divisor)})
+    value = max(1, int(getattr(design, spec.trials_field)) // config.design_divisor)
+    small = _with_field(spec, design, value)
+    steps = spec.env_cls.max_steps(small)
+    if steps > QUICK_MAX_STEPS:
+        small = _with_field(spec, design, max(1, value * QUICK_MAX_STEPS // steps))
+    return small
+
+
+def _with_field(spec: ExperimentSpec, design: Design, value: int) -> Design:
+    assert spec.trials_field is not None
+    return spec.design_cls(**{**design.model_dump(), spec.trials_field: value})
+
+
+def design_with_trials(spec: ExperimentSpec, trials: int) -> Design:
+    """The default design with ``trials`` trials per subject where ``trials_field`` scales the
+    count proportionally, else with ``trials_field = trials`` (a declared count per block)."""
+    design = spec.design_cls()
+    if spec.trials_field is None or trials == design.n_trials:
+        return design
+    one, two = _with_field(spec, design, 1).n_trials, _with_field(spec, design, 2).n_trials
+    per = two - one
+    if per > 0 and one == per and trials % per == 0:
+        return _with_field(spec, design, trials // per)
+    return _with_field(spec, design, trials)
 
 
 def prior_draws(parameters: ParameterSet, n: int, rng: np.random.Generator,
@@ -236,6 +261,12 @@ def first_difference(a: pd.DataFrame, b: pd.DataFrame) -> str:
 
 def _agents(spec: ExperimentSpec) -> list[str]:
     return sorted(spec.agents)
+
+
+def _declared_agents(spec: ExperimentSpec) -> list[str]:
+    """Agents the spec's generators and studies name (all agents where none is named)."""
+    named = {g.agent for g in spec.generators.values()} | {s.agent for s in spec.studies if s.agent}
+    return sorted(named) or _agents(spec)
 
 
 def _step_space(env: TextEnv[Any, Any]) -> spaces.Space[Any]:
@@ -405,7 +436,7 @@ def check_prompt_continuation(spec: ExperimentSpec, config: CheckConfig) -> None
     def inspect(env: TextEnv[Any, Any], obs: dict[str, Any], t: int) -> None:
         where = f"agent {agent!r}, step {t}"
         problems.extend(f"{where}: {p}" for p in prompt_form_problems(obs.get("prompt"), _step_prefix(env)))
-        if obs.get("prompt") != env.render_prompt():
+        if isinstance(obs.get("prompt"), str) and obs["prompt"] != env.render_prompt():
             problems.append(f"{where}: obs['prompt'] differs from env.render_prompt()")
         if not env.observation_space.contains(obs):
             entries = getattr(env.observation_space, "spaces", {})
@@ -418,9 +449,11 @@ def check_prompt_continuation(spec: ExperimentSpec, config: CheckConfig) -> None
 
 
 class ScriptedClient(LLMClient):
-    """An in-process LLM client answering from a fixed list (cycled); it records every request."""
+    """An in-process LLM client answering from a fixed list (cycled); it records every request.
+    It takes chat or raw text, with or without images."""
 
     backend, model = "conformance", "scripted"
+    vision = True
 
     def __init__(self, answers: Sequence[str], chat: bool = False) -> None:
         if not answers:
@@ -454,7 +487,9 @@ def check_garbage_answers(spec: ExperimentSpec, config: CheckConfig) -> None:
     play_episode(spec, design, agent, config.seed, probe)
     _fail(problems, f"{spec.name}: the parser accepts garbage")
 
-    for chat in (False, True):
+    first_prompt = spec.env_cls(design).reset(seed=config.seed)[0]["prompt"]
+    # a completion model is only asked text prompts (chat messages need a chat model)
+    for chat in (False, True) if isinstance(first_prompt, str) else (True,):
         problems += _garbage_subject_problems(spec, design, config, chat)
     _fail(problems, f"{spec.name}: invalid answers are not recorded as invalid")
 
@@ -712,11 +747,7 @@ def recovery_design(spec: ExperimentSpec, model: str, config: CheckConfig) -> tu
     pick = (lambda xs: min([x for x in xs if x > 1] or xs)) if config.quick else max
     trials = [t for s in decls for t in s.trials]
     runs = [r for s in decls for r in s.runs]
-    design = spec.design_cls()
-    if trials:
-        from cogtestbed.validation.studies import design_for_trials
-
-        design = design_for_trials(spec, pick(trials), {})
+    design = design_with_trials(spec, pick(trials)) if trials else spec.design_cls()
     return design, (pick(runs) if runs else 1)
 
 
@@ -871,12 +902,13 @@ def _metrics_problems(spec: ExperimentSpec, table: pd.DataFrame, require_finite:
 
 def check_metrics_result(spec: ExperimentSpec, config: CheckConfig) -> None:
     """The metrics return the typed MetricsResult (declared unit key, n_invalid, flags) with every
-    headline key present and finite, for every agent's simulated table."""
+    headline key present and finite on the default design, for every agent's simulated table
+    (quick mode: the agents the spec's generators and studies name)."""
     from cogtestbed.simulation import simulate
 
     design = spec.design_cls()
     problems = []
-    for agent in _agents(spec):
+    for agent in _declared_agents(spec) if config.quick else _agents(spec):
         table = simulate(spec, agent, config.n_subjects, config.seed, design=design)
         problems += [f"agent {agent!r}: {p}" for p in _metrics_problems(spec, table)]
     _fail(problems, f"{spec.name}: the metrics do not return a conforming MetricsResult")

@@ -320,3 +320,18 @@ def test_cli_simulate_and_metrics(tmp_path) -> None:  # type: ignore[no-untyped-
     assert set(m) >= {"nrmse", "bcs", "bcs_per_task", "w_prior", "factor_evidence", "rre", "bayesbench"}
     assert m["w_prior"]["line-ratio"]["base"]["image"] == pytest.approx(0.4, abs=0.05)
     assert set(m["bootstrap"]["bcs"]) == {"mean", "lo", "hi"}
+
+
+@pytest.mark.slow
+def test_w_prior_hierarchy_finds_the_bayes_consistent_shifts() -> None:
+    from cogtestbed.inference.magnitude import w_prior_hierarchy
+
+    d = MagnitudeDesign(task="line-ratio", conditions="base,noise-constant,context-long", modalities="image",
+                        trials_per_session=30)
+    t = simulate("magnitude", "observer", 1, 2, {"sigma_dec": 0.03, "blur_gain": 0.1, "context_gain": 1.0},
+                 design=d)
+    res = w_prior_hierarchy(t, draws=300, tune=300, chains=2, seed=1)
+    assert res["p_delta_w_positive"]["noise-constant"] > 0.95
+    assert res["p_delta_w_positive"]["context-long"] > 0.95
+    diag = res["diagnostics"]
+    assert diag["max_rhat"] < 1.05 and diag["divergences"] <= 5

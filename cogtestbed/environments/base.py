@@ -98,6 +98,9 @@ class ScoredResponse:
     continuations: tuple[str, ...]
     #: Completions drawn where a backend cannot score (the estimate records this N).
     n_samples: int = 100
+    #: Score the prompt as raw text even on a chat model: the continuation completes the text
+    #: itself (a next-token probe), so no chat template is applied.
+    raw: bool = False
     kind: ClassVar[str] = "scored"
 
     def __post_init__(self) -> None:

@@ -170,16 +170,17 @@ class LLMAgent:
     async def _ascored(self, prompt: Prompt, response: ScoredResponse) -> Any:
         """Exact scores of the continuations, or a sampled estimate where the backend cannot score."""
         step = self.env.t
-        context: Prompt = prompt if (isinstance(prompt, str) and not self.client.chat) else (
+        # a raw scored step continues the text itself (a next-token probe), even on a chat model
+        context: Prompt = prompt if (isinstance(prompt, str) and (response.raw or not self.client.chat)) else (
             [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt)
         try:
-            result = await self.client.ascore(context, list(response.continuations))
+            result = await self.client.ascore(context, list(response.continuations), response.raw)
         except ScoringNotSupported:
             return await self._asampled(prompt, response, step)
         answer = ScoredAnswer(np.asarray(result.logprobs, dtype=np.float64), method="exact",
                               mass_outside=result.mass_outside)
         self.attempts.append(Attempt(
-            self.subject, step, 0, _as_text(context), "", True, None, False, None, None, None,
+            self.subject, step, 0, _as_text(context), "", True, None, result.cached, None, None, None,
             kind="score", continuations=list(response.continuations),
             score_logprobs=[float(x) for x in answer.logprobs], score_method="exact",
             mass_outside=result.mass_outside,

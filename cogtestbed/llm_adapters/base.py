@@ -234,6 +234,8 @@ class ScoreResult:
     scores: list[ContinuationScore]
     total_prob: float
     mass_outside: float | None
+    #: Set by the response cache: True when this came from the cache (no backend call).
+    cached: bool = False
 
     @property
     def logprobs(self) -> list[float]:
@@ -241,6 +243,16 @@ class ScoreResult:
 
     def as_dict(self) -> dict[str, float]:
         return {s.continuation: s.logprob for s in self.scores}
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("cached")
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], cached: bool = False) -> ScoreResult:
+        return cls(context=d["context"], scores=[ContinuationScore(**s) for s in d["scores"]],
+                   total_prob=d["total_prob"], mass_outside=d["mass_outside"], cached=cached)
 
 
 def apply_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
@@ -326,8 +338,9 @@ class LLMClient(ABC):
     async def agenerate(self, request: GenerateRequest) -> Generation:
         """Generate a completion (retries and stop strings handled by the backend)."""
 
-    async def ascore(self, context: Prompt, continuations: Sequence[str]) -> ScoreResult:
-        """Exact log-probability of each continuation given ``context``."""
+    async def ascore(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
+        """Exact log-probability of each continuation given ``context``; ``raw``: a text context
+        is continued as is, without the chat template of a chat model."""
         raise ScoringNotSupported(
             f"backend {self.backend!r} cannot score continuations (exact log-probabilities need "
             "a local model or an OpenAI-compatible completions server with echo + logprobs)"
@@ -360,9 +373,9 @@ class LLMClient(ABC):
         req = GenerateRequest(prompt, max_tokens, temperature, tuple(stop), seed, top_logprobs)
         return run_sync(self.agenerate(req))
 
-    def score(self, context: Prompt, continuations: Sequence[str]) -> ScoreResult:
+    def score(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
         """Synchronous :meth:`ascore`."""
-        return run_sync(self.ascore(context, continuations))
+        return run_sync(self.ascore(context, continuations, raw))
 
     async def aclose(self) -> None:  # noqa: B027 - clients without resources keep the default
         """Release network resources."""

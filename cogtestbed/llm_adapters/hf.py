@@ -53,6 +53,8 @@ from cogtestbed.llm_adapters.base import (
 )
 
 TINY_RANDOM = "tiny-random"
+#: Continuations scored in one batched forward pass (see ``HFClient._batched_token_logprobs``).
+SCORE_BATCH = 64
 TINY_RANDOM_CHAT = "tiny-random-chat"
 TINY_RANDOM_VLM = "tiny-random-vlm"
 #: Chat template of ``hf:tiny-random-vlm``: message content is a string or a list of parts.
@@ -119,6 +121,10 @@ def build_tiny_random(chat: bool = False, seed: int = 0) -> tuple[Any, Any]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)
+    # float64: the smoke-test model's scores then agree to ~1e-12 whatever the batching or KV
+    # caching of the forward pass (float32 paths differ by ~1e-6 with its wide init), so exact
+    # scoring can be checked against the logits to 1e-6.
+    model = model.to(torch.float64)
     model.eval()
     return model, tokenizer
 
@@ -342,8 +348,37 @@ class HFClient(LLMClient):
         return out
 
     # -- score -----------------------------------------------------------------------------
-    async def ascore(self, context: Prompt, continuations: Sequence[str]) -> ScoreResult:
-        return await asyncio.to_thread(self.score_sync, context, continuations)
+    def _batched_token_logprobs(self, ctx_ids: list[int], conts: list[list[int]]) -> list[list[float]]:
+        """log P of every continuation token, teacher-forced: one forward pass of the context
+        (its KV cache kept), then all continuations at once on copies of that cache (right-padded;
+        padding after a sequence's last real token cannot change its logits under causal
+        attention).  Chunks of :data:`SCORE_BATCH` continuations bound the memory."""
+        import copy
+
+        torch = self.torch
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        out: list[list[float]] = []
+        with self._lock, torch.no_grad():
+            ctx = self.hf_model(torch.tensor([ctx_ids], device=self.device), use_cache=True)
+            first = torch.log_softmax(ctx.logits[0, -1].float(), dim=-1)
+            for lo in range(0, len(conts), SCORE_BATCH):
+                chunk = conts[lo:lo + SCORE_BATCH]
+                longest = max(len(c) for c in chunk)
+                rest: Any = None
+                if longest > 1:
+                    cache = copy.deepcopy(ctx.past_key_values)
+                    cache.batch_repeat_interleave(len(chunk))
+                    inp = torch.tensor([c[:-1] + [pad] * (longest - len(c)) for c in chunk], device=self.device)
+                    logits = self.hf_model(input_ids=inp, past_key_values=cache, use_cache=True).logits
+                    rest = torch.log_softmax(logits.float(), dim=-1)
+                for i, c in enumerate(chunk):
+                    lps = [float(first[c[0]])]
+                    lps += [float(rest[i, j - 1, c[j]]) for j in range(1, len(c))]
+                    out.append(lps)
+        return out
+
+    async def ascore(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
+        return await asyncio.to_thread(self.score_sync, context, continuations, raw)
 
     def continuation_ids(self, context_ids: list[int], text: str, continuation: str,
                          rendered_chat: bool) -> tuple[list[int], bool]:
@@ -353,29 +388,28 @@ class HFClient(LLMClient):
             return joint[len(context_ids):], False
         return list(self.tokenizer(continuation, add_special_tokens=False)["input_ids"]), True
 
-    def score_sync(self, context: Prompt, continuations: Sequence[str]) -> ScoreResult:
-        """Exact teacher-forced log-probabilities (see module docstring)."""
-        torch = self.torch
+    def score_sync(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
+        """Exact teacher-forced log-probabilities (see module docstring); ``raw``: a text context
+        is scored as is, even on a chat model."""
         if not continuations:
             raise ValueError("score needs at least one continuation")
-        rendered_chat = not isinstance(context, str) or self.chat
+        if raw and not isinstance(context, str):
+            raise ValueError("a raw score takes a text context")
+        rendered_chat = not isinstance(context, str) or (self.chat and not raw)
         text = self.render(context) if rendered_chat else str(context)
         ctx_ids = self.encode(text, rendered_chat=rendered_chat)
         if not ctx_ids:
             raise ValueError("the context has no tokens (and the tokenizer adds no BOS): nothing "
                              "to condition the first continuation token on")
-        scores, all_ids = [], []
+        conts, merged = [], []
         for cont in continuations:
-            cont_ids, merged = self.continuation_ids(ctx_ids, text, cont, rendered_chat)
+            cont_ids, was_merged = self.continuation_ids(ctx_ids, text, cont, rendered_chat)
             if not cont_ids:
                 raise ValueError(f"continuation {cont!r} has no tokens")
-            ids = ctx_ids + cont_ids
-            with self._lock, torch.no_grad():
-                logits = self.hf_model(torch.tensor([ids], device=self.device)).logits[0]
-            lp = torch.log_softmax(logits.float(), dim=-1)
-            positions = torch.arange(len(ctx_ids) - 1, len(ids) - 1, device=self.device)
-            token_lps = lp[positions, torch.tensor(cont_ids, device=self.device)].tolist()
-            tokens = [self.tokenizer.decode([t]) for t in cont_ids]
-            scores.append(ContinuationScore(cont, float(sum(token_lps)), tokens, token_lps, merged))
-            all_ids.append(cont_ids)
+            conts.append(cont_ids)
+            merged.append(was_merged)
+        token_lps = self._batched_token_logprobs(ctx_ids, conts)
+        scores = [ContinuationScore(cont, float(sum(lps)), [self.tokenizer.decode([t]) for t in ids], lps, m)
+                  for cont, ids, lps, m in zip(continuations, conts, token_lps, merged, strict=True)]
+        all_ids = conts
         return finish_score(text, scores, all_ids, full_distribution=True)

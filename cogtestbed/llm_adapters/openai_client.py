@@ -178,7 +178,8 @@ class OpenAIClient(LLMClient):
         )
 
     # -- score -----------------------------------------------------------------------------
-    async def ascore(self, context: Prompt, continuations: Sequence[str]) -> ScoreResult:
+    async def ascore(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
+        """Scores through ``echo`` + ``logprobs`` (a completions endpoint continues text raw)."""
         if self.mode != "completions":
             raise ScoringNotSupported(
                 "scoring needs the completions endpoint with echo + logprobs (mode='completions', "

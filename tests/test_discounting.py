@@ -15,7 +15,7 @@ from cogtestbed.environments.discounting import (
     score_answers,
 )
 from cogtestbed.inference.discounting import MODELS, cogbench_metrics, expected_score
-from cogtestbed.simulation import simulate
+from cogtestbed.simulation import as_sessions, simulate
 
 
 def play(answers: list[int], design: DiscountingDesign | None = None) -> list[str]:
@@ -138,5 +138,5 @@ def test_random_agent_matches_cogbench_random_file_mean():
 
 def test_mle_recovers_k_from_pooled_runs():
     t = simulate("temporal-discounting", "hyperbolic", 40, 4, {"k": 0.15, "temperature": 0.05})
-    fit = MODELS["hyperbolic"].pooled().fit_mle(t).iloc[0]
+    fit = MODELS["hyperbolic"].fit_mle(as_sessions(t, t["subject"].nunique())).iloc[0]
     assert fit["k"] == pytest.approx(0.15, rel=0.3)

@@ -330,7 +330,7 @@ def test_w_prior_hierarchy_finds_the_bayes_consistent_shifts() -> None:
                         trials_per_session=30)
     t = simulate("magnitude", "observer", 1, 2, {"sigma_dec": 0.03, "blur_gain": 0.1, "context_gain": 1.0},
                  design=d)
-    res = w_prior_hierarchy(t, draws=300, tune=300, chains=2, seed=1)
+    res = w_prior_hierarchy(t, draws=500, tune=500, chains=2, seed=1)
     assert res["p_delta_w_positive"]["noise-constant"] > 0.95
     assert res["p_delta_w_positive"]["context-long"] > 0.95
     diag = res["diagnostics"]

@@ -209,7 +209,7 @@ def hierarchical(seed: int) -> None:
     t = simulate("magnitude", "observer", 1, seed, {"sigma_dec": 0.05}, design=design)
     t = t[t["task"] != "duration"]
     start = time.perf_counter()
-    res = w_prior_hierarchy(t, draws=500, tune=500, chains=2, seed=seed)
+    res = w_prior_hierarchy(t, draws=1000, tune=1000, chains=2, seed=seed)
     print(f"w_prior hierarchy ({time.perf_counter() - start:.0f} s): P(dw_prior > 0) "
           + ", ".join(f"{k} {v:.3f}" for k, v in res["p_delta_w_positive"].items()))
     print(f"  diagnostics: {res['diagnostics']}")

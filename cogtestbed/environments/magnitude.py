@@ -452,6 +452,8 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         self._steps: StepArrays | None = None
         self._images: dict[tuple[str, int, float], bytes] = {}
         self._users: dict[int, dict[str, Any]] = {}
+        self._answers: dict[int, str] = {}
+        self._blocks = self.design.blocks
 
     @classmethod
     def uses_images(cls, design: Design) -> bool:
@@ -466,14 +468,14 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
     def _start(self) -> None:
         assert self.session is not None
         self._steps = step_arrays(self.design, self.session)
-        self._images, self._users = {}, {}
+        self._images, self._users, self._answers = {}, {}, {}
 
     def _pos(self) -> int:
         return min(self.t, self.design.n_trials - 1)
 
     @property
     def block(self) -> Block:
-        return self.design.blocks[self._pos() // self.design.trials_per_session]
+        return self._blocks[self._pos() // self.design.trials_per_session]
 
     def _play(self, action: Any) -> float:
         return float("nan")  # no feedback: the history shows only the subject's own answers
@@ -487,7 +489,7 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         """PNG of the stimulus shown at ``step``; cached by (task, render seed, blur) for the
         session, since the image and text+image sessions of every condition show the same
         stimuli and most of them unblurred."""
-        blk = self.design.blocks[step // self.design.trials_per_session]
+        blk = self._blocks[step // self.design.trials_per_session]
         seed, blur = int(self._value("render_seed", step)), float(self._value("blur", step))
         key = (blk.task, seed, blur)
         if key not in self._images:
@@ -498,7 +500,7 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         """The user turn that shows the stimulus of ``step`` in the block's modality (cached)."""
         if step in self._users:
             return dict(self._users[step])
-        blk = self.design.blocks[step // self.design.trials_per_session]
+        blk = self._blocks[step // self.design.trials_per_session]
         msg: dict[str, Any] = {"role": "user", "content": ""}
         if blk.modality != "image":
             msg["content"] = stimulus_text(blk.task, float(self._value("x", step)),
@@ -508,7 +510,13 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         self._users[step] = msg
         return dict(msg)
 
+    def _record(self, t: int, action: Any, reward: float) -> None:
+        self._answers[t] = self._answer_text(t)
+
     def _answer_text(self, step: int) -> str:
+        """The subject's own earlier answer as the history shows it (raw text, else the number)."""
+        if step in self._answers:
+            return self._answers[step]
         raw = self.outcomes.raw_response[0, step]  # type: ignore[index]
         if raw is not None:
             return str(raw)

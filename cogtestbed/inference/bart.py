@@ -157,9 +157,9 @@ class BartData:
     exploded: np.ndarray
 
 
-def bart_data(trials: pd.DataFrame, pool: bool = False) -> dict[Hashable, BartData]:
+def bart_data(trials: pd.DataFrame) -> dict[Hashable, BartData]:
     ordered = trials.sort_values(["subject", "session", "trial"], kind="stable")
-    groups = [(0, ordered)] if pool else list(ordered.groupby("subject", sort=False))
+    groups = list(ordered.groupby("subject", sort=False))
     lookup = {m: j for j, m in enumerate(TYPES)}
     out: dict[Hashable, BartData] = {}
     for key, df in groups:
@@ -177,10 +177,9 @@ class TargetModel(CognitiveModel):
     experiment: ClassVar[str] = EXPERIMENT
     parameters: ClassVar[ParameterSet] = ParameterSet((*TARGETS, NOISE), "target")
     grid_points: ClassVar[int] = 6
-    pool: bool = False
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
-        return bart_data(trials, pool=self.pool)
+        return bart_data(trials)
 
     def n_observations(self, data: BartData) -> int:
         return int(np.sum(data.type_idx >= 0))
@@ -201,11 +200,6 @@ class TargetModel(CognitiveModel):
     def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
         """Hierarchical (or independent-subject) PyMC model, see :func:`target_pymc_model`."""
         return target_pymc_model(self, trials, hierarchical)
-
-    def pooled(self) -> TargetModel:
-        clone = TargetModel()
-        clone.pool = True
-        return clone
 
 
 MODELS: dict[str, CognitiveModel] = {"target": TargetModel()}

@@ -602,6 +602,16 @@ class CBNModel(CognitiveModel):
             g[j] = (nll(tp) - nll(tm)) / (tp[j] - tm[j])
         return f, g
 
+    def sample_nuisance(self, rng: np.random.Generator) -> tuple[dict[str, float], dict[str, float]]:
+        """The zero-one-inflated Beta response model's κ and (π0, π1) drawn from their priors
+        (log κ normal, π Dirichlet), and the same values as the ``cbn`` agent's response model."""
+        from cogtestbed.inference.causal_hierarchical import INFLATION_PRIOR, LOG_KAPPA_PRIOR
+
+        kappa = float(np.exp(rng.normal(*LOG_KAPPA_PRIOR)))
+        pi = rng.dirichlet(INFLATION_PRIOR)
+        truth = {"kappa": kappa, "pi[0]": float(pi[0]), "pi[1]": float(pi[1])}
+        return truth, {"kappa": max(kappa, 1e-3), "pi0": float(pi[0]), "pi100": float(pi[1]), "noise_sd": 0.0}
+
     def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
         from cogtestbed.inference.causal_hierarchical import build_model
 

@@ -20,6 +20,7 @@ sessions with a per-session intercept (:data:`W_POOLING`); Non-Oracle variance r
 from __future__ import annotations
 
 import math
+import warnings
 from abc import abstractmethod
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -71,6 +72,8 @@ VARIANCE_BINS = 5
 #: Fitted modality per ablation for BCS (App. A.10): image for noise, text+image otherwise.
 BCS_MODALITY = {"verbal": "text+image", "numerical": "text+image", "noise-constant": "image",
                 "noise-gradual": "image", "context-long": "text+image"}
+#: NUTS target acceptance of the w_prior hierarchy.
+HIERARCHY_TARGET_ACCEPT = 0.9
 _K, _C, _M, _R = len(TASK_NAMES), len(CONDITIONS), len(MODALITIES), len(RANGES)
 _BASE = CONDITIONS.index("base")
 
@@ -189,11 +192,12 @@ def bcs_scores(w: np.ndarray, present: np.ndarray) -> dict[str, dict[str, int]]:
 
 # ============================================================================ cue combination
 def _variance(y: np.ndarray, x: np.ndarray, reading: str) -> np.ndarray:
-    """Per-session response variance (rows = sessions, NaN-aware) under one reading."""
-    if reading == "raw":
-        return np.nanvar(y, axis=-1, ddof=1)
-    if reading == "residual":
-        return np.nanvar(y - x, axis=-1, ddof=1)
+    """Per-session response variance (rows = sessions, NaN-aware; NaN for a session not played)
+    under one reading."""
+    if reading in ("raw", "residual"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # sessions the design does not play
+            return np.nanvar(y if reading == "raw" else y - x, axis=-1, ddof=1)
     out = np.full(y.shape[0], np.nan)
     for r in range(y.shape[0]):
         ok = ~np.isnan(y[r])
@@ -705,14 +709,17 @@ MODELS: dict[str, CognitiveModel] = {m.name: m for m in (StaticBayesModel(), Lin
 
 # ============================================================================ hierarchical w_prior
 def w_prior_hierarchy(trials: pd.DataFrame, draws: int = 1000, tune: int = 1000, chains: int = 4,
-                      seed: int = 0, sampler: str = "auto") -> dict[str, Any]:
+                      seed: int = 0, sampler: str = "auto", target_accept: float = HIERARCHY_TARGET_ACCEPT,
+                      centred_cells: bool = False) -> dict[str, Any]:
     """Hierarchical static-Bayes model of one subject's w_prior over sessions, tasks, ablations.
 
-    Cell j = (task, condition, modality, range) answers v ~ N((1 − w_j)u + w_j·μ_j, σ_j²) on the
-    normalised scale, with logit w_j = α + τ_task + γ_condition + ε_j: task effects
-    τ = σ_τ·z (non-centred), condition effects γ (γ_base = 0, Normal(0, 1.5)), and cell
-    deviations ε = σ_ε·z_j (non-centred).  Since the logistic map is monotone,
-    P(Δw_prior > 0 | data) for an ablation is P(γ_ablation > 0) at any task and cell.
+    Cell j = (task, condition, modality, range) answers v ~ N((1 − w_j)u + c_j, σ_j²) on the
+    normalised scale (c_j = w_j·μ_p,j, sampled directly), with logit w_j ~ N(α + τ_task + γ_condition,
+    σ_ε²): task effects τ = σ_τ·z (non-centred), condition effects γ (γ_base = 0, Normal(0, 1.5)).
+    Cell deviations are non-centred, ε = σ_ε·z_j; ``centred_cells=True`` centres them (the
+    geometry Betancourt & Girolami 2015 recommend for strongly identified groups).  Since the
+    logistic map is monotone, the population-level P(Δw_prior > 0 | data) of an ablation is
+    P(γ_ablation > 0), the same at every task.
     Returns those probabilities, γ summaries and the diagnostics (R-hat, ESS, divergences).
     """
     import pymc as pm
@@ -739,20 +746,26 @@ def w_prior_hierarchy(trials: pd.DataFrame, draws: int = 1000, tune: int = 1000,
     coords = {"cell": list(cell_names), "task": list(task_names), "ablation": conds, "obs": np.arange(u.size)}
     with pm.Model(coords=coords) as model:
         alpha = pm.Normal("alpha", -0.5, 1.5)
-        sigma_task = pm.HalfNormal("sigma_task", 1.0)
-        z_task = pm.Normal("z_task", 0, 1, dims="task")
         gamma = pm.Normal("gamma", 0, 1.5, dims="ablation")
         sigma_cell = pm.HalfNormal("sigma_cell", 0.5)
-        z_cell = pm.Normal("z_cell", 0, 1, dims="cell")
         gamma_full = pm.math.concatenate([pm.math.zeros((1,)), gamma])
-        logit_w = alpha + sigma_task * z_task[cell_task] + gamma_full[cell_cond] + sigma_cell * z_cell
+        centre = alpha + gamma_full[cell_cond]
+        if len(task_names) > 1:  # one task: its effect would only duplicate alpha
+            sigma_task = pm.HalfNormal("sigma_task", 1.0)
+            centre = centre + sigma_task * pm.Normal("z_task", 0, 1, dims="task")[cell_task]
+        if centred_cells:
+            logit_w = pm.Normal("logit_w", centre, sigma_cell, dims="cell")
+        else:
+            logit_w = centre + sigma_cell * pm.Normal("z_cell", 0, 1, dims="cell")
         w = pm.Deterministic("w_prior", pm.math.sigmoid(logit_w), dims="cell")
-        mu_p = pm.Normal("mu_p", 0.5, 0.5, dims="cell")
+        # the intercept w·μ_p is sampled directly: (w, μ_p) form a banana when w is small
+        intercept = pm.Normal("intercept", 0.25, 0.5, dims="cell")
         log_sigma = pm.Normal("log_sigma", math.log(0.1), 1.0, dims="cell")
-        mean = (1 - w[cell_codes]) * u + w[cell_codes] * mu_p[cell_codes]
+        mean = (1 - w[cell_codes]) * u + intercept[cell_codes]
         pm.Normal("v", mean, pm.math.exp(log_sigma)[cell_codes], observed=v, dims="obs")
     fit = fit_hierarchical(model, trials, draws=draws, tune=tune, chains=chains, seed=seed,
-                           sampler=sampler, warn=False, log_likelihood=False)  # type: ignore[arg-type]
+                           sampler=sampler, warn=False, log_likelihood=False,  # type: ignore[arg-type]
+                           target_accept=target_accept)
     gam = fit.idata.posterior["gamma"].values.reshape(-1, len(conds))
     d = fit.diagnostics
     return {

@@ -32,6 +32,9 @@ from cogtestbed.validation.conformance import (
 )
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+#: Checks too long for the default suite (each declared study runs once: minutes per experiment);
+#: they run with ``-m slow`` and in ``cogtestbed check``.
+SLOW_CHECKS = frozenset({"declared_studies"})
 
 
 def _cases() -> list[Any]:
@@ -41,6 +44,8 @@ def _cases() -> list[Any]:
         for check in experiment_checks(spec, quick=True, data_dir=DATA):
             reason = spec.expected_failures.get(check.name)
             marks = [pytest.mark.xfail(strict=True, reason=reason, raises=ConformanceError)] if reason else []
+            if check.name in SLOW_CHECKS:
+                marks.append(pytest.mark.slow)
             cases.append(pytest.param(name, check, id=f"{name}-{check.name}", marks=marks))
     return cases
 

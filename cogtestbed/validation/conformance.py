@@ -41,7 +41,7 @@ import pandas as pd
 from gymnasium import spaces
 
 from cogtestbed.environments.base import Design, TextEnv
-from cogtestbed.experiments.spec import ExperimentSpec, metrics_result_problems
+from cogtestbed.experiments.spec import ExperimentSpec, StudyDecl, metrics_result_problems
 from cogtestbed.llm_adapters.base import GenerateRequest, Generation, LLMClient
 from cogtestbed.parameters import Parameter, ParameterError, ParameterSet
 
@@ -64,6 +64,9 @@ GARBAGE_ANSWERS: tuple[str, ...] = ("", "   \n", "banana", "\u2182\u2603\u200b\U
                                     "-999999", "NaN")
 #: Answers a step with a discrete action space (a choice among named options) must reject.
 GARBAGE_DISCRETE: tuple[str, ...] = ("999999",)
+#: Subjects per data set of a quick smoke run of a declared study, and draws of its SBC chains.
+QUICK_STUDY_SUBJECTS = 4
+QUICK_SBC_DRAWS = 50
 #: Most steps per session of the quick mode's designs (where ``trials_field`` can lower them).
 QUICK_MAX_STEPS = 240
 #: Subjects (CogBench runs) of an imported file whose metrics the quick importer check computes.
@@ -951,23 +954,44 @@ def check_metrics_result(spec: ExperimentSpec, config: CheckConfig) -> None:
     _fail(problems, f"{spec.name}: the metrics do not return a conforming MetricsResult")
 
 
+def study_overrides(decl: StudyDecl, config: CheckConfig) -> dict[str, Any]:
+    """Settings of a reps = 1 smoke run of a declared study: quick mode keeps the smallest declared
+    design point, :data:`QUICK_STUDY_SUBJECTS` subjects and short chains."""
+    if not config.quick:
+        return {}
+    out: dict[str, Any] = {"subjects": (QUICK_STUDY_SUBJECTS,)}
+    if decl.runs:
+        out["runs"] = (min(decl.runs),)
+    if decl.trials:
+        out["trials"] = (min(decl.trials),)
+    if decl.kind == "sbc":
+        out.update(draws=QUICK_SBC_DRAWS, tune=QUICK_SBC_DRAWS, chains=1)
+    return out
+
+
 def check_declared_studies(spec: ExperimentSpec, config: CheckConfig) -> None:
-    """Each declared study runs once (reps = 1) through the generic study driver."""
+    """Each declared study runs once (reps = 1) through the generic study driver and gives a
+    non-empty results table and summary (quick mode: at its smallest declared design)."""
     if not spec.studies:
         raise NotApplicable(f"{spec.name} declares no studies")
     from cogtestbed.validation import studies
 
     runner = getattr(studies, "run_declared_study", None)
     if runner is None:
-        raise NotApplicable("the study driver has no generic entry for declared studies yet "
-                            "(cogtestbed.validation.studies.run_declared_study)")
+        raise ConformanceError("the study driver has no generic entry for declared studies "
+                               "(cogtestbed.validation.studies.run_declared_study)")
     problems = []
     for i, decl in enumerate(spec.studies):
+        what = f"study {i} ({decl.kind}: {decl.description or decl.model or decl.metric})"
         try:
-            runner(spec, decl, reps=1, seed=config.seed)
+            result = runner(spec, decl, reps=1, seed=config.seed, **study_overrides(decl, config))
         except Exception as exc:  # noqa: BLE001 - any failure is the finding
-            problems.append(f"study {i} ({decl.kind}: {decl.description or decl.model or decl.metric}): "
-                            f"{type(exc).__name__}: {exc}")
+            problems.append(f"{what}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            continue
+        if getattr(result, "table", None) is None or result.table.empty:
+            problems.append(f"{what}: the results table is empty")
+        if not getattr(result, "summary", None):
+            problems.append(f"{what}: the summary is empty")
     _fail(problems, f"{spec.name}: declared studies do not run")
 
 

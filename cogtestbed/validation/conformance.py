@@ -717,6 +717,11 @@ def check_pointwise_likelihood(spec: ExperimentSpec, config: CheckConfig) -> Non
         if not callable(pointwise):
             continue
         checked += 1
+        kernel = getattr(type(m), "kernel", None)
+        if callable(kernel) and kernel() is None:
+            problems.append(f"model {name!r} has no pointwise likelihood kernel (CognitiveModel.pointwise_kernel): "
+                            "its NLL, gradient and PyMC Op are not derived from one likelihood")
+            continue
         for theta in _test_points(m.parameters, config.seed):
             ll, grad = pointwise(theta, data)
             nll, g = m.nll_grad(theta, data)

@@ -277,6 +277,23 @@ _BUILDERS: dict[str, Callable[[], Experiment]] = {
     "bart": _bart,
 }
 _BUILDERS["collider"] = _collider
+
+
+def _belief_coherence() -> Experiment:
+    from cogtestbed.agents.belief import AGENTS
+    from cogtestbed.environments.belief import BeliefCoherenceEnv
+    from cogtestbed.inference.belief import METRIC_OPTIONS, MODELS, belief_metrics
+
+    return Experiment(
+        name="belief-coherence",
+        description="Belief coherence: elicit P(condition | evidence) from a Bayesian network, decide "
+        "Yes/No/Defer; rationality tests T1-T4 (Yamin et al. 2026)",
+        env_cls=BeliefCoherenceEnv, agents=AGENTS, metrics=belief_metrics, models=MODELS,
+        metrics_options=METRIC_OPTIONS,
+    )
+
+
+_BUILDERS["belief-coherence"] = _belief_coherence
 _CACHE: dict[str, Experiment] = {}
 
 

@@ -282,7 +282,8 @@ _BUILDERS["collider"] = _collider
 def _belief_coherence() -> Experiment:
     from cogtestbed.agents.belief import AGENTS
     from cogtestbed.environments.belief import BeliefCoherenceEnv
-    from cogtestbed.inference.belief import METRIC_OPTIONS, MODELS, belief_metrics
+    from cogtestbed.inference.belief import METRIC_OPTIONS, belief_metrics
+    from cogtestbed.inference.belief_models import MODELS
 
     return Experiment(
         name="belief-coherence",

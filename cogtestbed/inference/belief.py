@@ -76,8 +76,15 @@ def paired_rows(table: pd.DataFrame, renormalise: bool = False) -> pd.DataFrame:
     rows["a"] = rows["decision"].astype(str).map(DECISION_CODES).astype(np.int64)
     rows["p"] = rows["p"].astype(np.float64)
     rows["theta"] = rows["theta"].astype(np.int64)
-    rows["group"] = pd.factorize(list(zip(rows["subject"], rows["context_id"], strict=True)))[0]
+    rows["group"] = group_ids(rows)
     return rows.reset_index(drop=True)
+
+
+def group_ids(frame: pd.DataFrame) -> np.ndarray:
+    """Dense id of each row's (subject, context)."""
+    key = frame["subject"].to_numpy(np.int64) * (int(frame["context_id"].max()) + 1 if len(frame) else 1) \
+        + frame["context_id"].to_numpy(np.int64)
+    return pd.factorize(key)[0]
 
 
 def _result(estimate: float, p_value: float | None, level: float, interval: tuple[float, float] | None = None,
@@ -171,12 +178,16 @@ def _count_within(key: np.ndarray, centre: np.ndarray, radius: np.ndarray) -> np
     return np.searchsorted(key, centre + radius, side="right") - np.searchsorted(key, centre - radius, side="left")
 
 
+#: Widening of kNN radii when counting on a shifted sort key (see :func:`cmi_knn`).
+RADIUS_SLACK = 1e-12
+
+
 def cmi_knn(a: np.ndarray, theta: np.ndarray, p: np.ndarray, k: int = CMI_K) -> float:
     """kNN estimate of I(A; θ | p) for discrete A, θ and continuous p (see module docstring).
 
-    ξ_i = ψ(k̃_i) − ψ(n_Ap,i + 1) − ψ(n_θp,i + 1) + ψ(n_p,i + 1): ρ_i is the distance in p to the
+    ξ_i = ψ(k̃_i) − ψ(n_Ap,i) − ψ(n_θp,i) + ψ(n_p,i) (Mesner & Shalizi 2020): ρ_i is the distance in p to the
     k-th neighbour with the same (A, θ); k̃_i = k, or the number of ties when ρ_i = 0; the n count
-    the other points within ρ_i (≤) with the same A, the same θ, and overall.  Points alone in
+    the other points (i excluded) within ρ_i (≤) with the same A, the same θ, and overall.  Points alone in
     their (A, θ) cell are skipped.
     """
     n = p.size
@@ -194,25 +205,27 @@ def cmi_knn(a: np.ndarray, theta: np.ndarray, p: np.ndarray, k: int = CMI_K) -> 
     offsets = np.concatenate([np.arange(-k, 0), np.arange(1, k + 1)])
     idx = pos[:, None] + offsets[None, :]
     inside = (idx >= start[:, None]) & (idx < stop[:, None])
-    dist = np.where(inside, np.abs(key[np.clip(idx, 0, n - 1)] - (cell * off + p)[:, None]), np.inf)
+    dist = np.where(inside, np.abs(p[order][np.clip(idx, 0, n - 1)] - p[:, None]), np.inf)
     dist.sort(axis=1)
     k_eff = np.minimum(k, size - 1)
     use = k_eff >= 1
     rho = np.where(use, dist[np.arange(n), np.maximum(k_eff - 1, 0)], 0.0)
-    centre = cell * off + p
-    ties = _count_within(key, centre, np.zeros(n)) - 1
+    ties = _count_within(key, cell * off + p, np.zeros(n)) - 1
     k_tilde = np.where(rho > 0, k_eff, ties)
+    # searching a shifted key: widen by far more than its rounding error (~1e-15) so that points
+    # at exactly ρ in p count, as in the definition
+    radius = np.where(rho > 0, rho + RADIUS_SLACK, 0.0)
 
     def counts(groups: np.ndarray) -> np.ndarray:
         o = np.lexsort((p, groups))
         gk = groups[o] * off + p[o]
-        return _count_within(gk, groups * off + p, rho) - 1
+        return _count_within(gk, groups * off + p, radius) - 1
 
     n_a = counts(a.astype(np.int64))
     n_t = counts(theta.astype(np.int64))
     n_p = counts(np.zeros(n, dtype=np.int64))
-    xi = special.digamma(np.maximum(k_tilde, 1)) - special.digamma(n_a + 1) - special.digamma(n_t + 1) \
-        + special.digamma(n_p + 1)
+    xi = special.digamma(np.maximum(k_tilde, 1)) - special.digamma(n_a) - special.digamma(n_t) \
+        + special.digamma(n_p)
     return float(np.mean(np.where(use, xi, 0.0)))
 
 
@@ -429,7 +442,7 @@ def t3(table: pd.DataFrame, level: float = LEVEL, n_perm: int = N_PERM, seed: in
     squared difference of context means); reject if any variant's Bonferroni p < level."""
     bel = table.loc[(table["phase"] == "belief") & table["valid"],
                     ["subject", "context_id", "rep", "variant", "p_elicited"]].dropna()
-    bel = bel.assign(group=pd.factorize(list(zip(bel["subject"], bel["context_id"], strict=True)))[0])
+    bel = bel.assign(group=group_ids(bel))
     pi0 = bel[bel["variant"] == "pi0"]
     mean0 = pi0.groupby("group")["p_elicited"].mean()
     sd0 = float(np.sqrt(pi0.groupby("group")["p_elicited"].var(ddof=1).mean())) if len(pi0) else math.nan
@@ -564,7 +577,7 @@ def t4(table: pd.DataFrame, level: float = LEVEL, n_boot: int = N_BOOT, seed: in
     ratio = lie["ratio"].to_numpy()
     est = float(np.median(ratio))
     rng = np.random.default_rng(np.random.SeedSequence([seed, 5]))
-    g = pd.factorize(list(zip(lie["subject"], lie["context_id"], strict=True)))[0]
+    g = group_ids(lie)
     members = [np.flatnonzero(g == i) for i in range(g.max() + 1)]
     boots = np.empty(n_boot)
     for b in range(n_boot):
@@ -649,5 +662,3 @@ def belief_metrics(table: pd.DataFrame, level: float = LEVEL, k: int = CMI_K, n_
     return {"metrics": metrics, "per_subject": per_subject, "n_invalid": int((~table["valid"]).sum()),
             "flags": flags}
 
-
-MODELS: dict[str, Any] = {}

@@ -18,6 +18,11 @@ Columns every table has (DESIGN.md "Trials"):
 ``param_<name>``   generating parameters, for synthetic subjects
 =================  ====================================================================
 
+Experiments with a scored phase add that phase's distribution with :func:`scored_columns`:
+``<prefix>_p<k>`` (probability of continuation k, renormalised over the continuations),
+``<prefix>_method`` (``"exact"`` teacher-forced scores or ``"sampled"``) and ``<prefix>_n`` (the
+number of samples of a sampled estimate; NaN for an exact score).
+
 Tables are saved as Parquet next to a JSON manifest (config, seed, package versions) with an
 atomic write: a failed run never leaves a half-written file.
 """
@@ -115,6 +120,27 @@ def finish_table(
     for name, per_subject in (params or {}).items():
         cols[PARAM_PREFIX + name] = np.repeat(np.asarray(per_subject, dtype=np.float64), n_trials)
     return pd.DataFrame(cols)
+
+
+def scored_columns(scored: np.ndarray | None, n_continuations: int, shape: tuple[int, int],
+                   prefix: str = "score") -> dict[str, np.ndarray]:
+    """Stimulus-style columns holding the :class:`~cogtestbed.environments.base.ScoredAnswer` s of
+    a scored phase, from an (n_subjects, n_trials) object array (None where not answered)."""
+    probs = np.full((*shape, n_continuations), np.nan)
+    method = np.full(shape, None, dtype=object)
+    n_samples = np.full(shape, np.nan)
+    if scored is not None:
+        for idx in np.ndindex(*shape):
+            answer: Any = scored[idx]
+            if answer is None:
+                continue
+            probs[idx] = answer.probabilities
+            method[idx] = answer.method
+            n_samples[idx] = np.nan if answer.n_samples is None else answer.n_samples
+    cols: dict[str, np.ndarray] = {f"{prefix}_p{k}": probs[..., k] for k in range(n_continuations)}
+    cols[f"{prefix}_method"] = method
+    cols[f"{prefix}_n"] = n_samples
+    return cols
 
 
 def _object_column(values: np.ndarray | None, n: int) -> Any:

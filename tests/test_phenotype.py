@@ -10,12 +10,12 @@ from typer.testing import CliRunner
 
 from cogtestbed.cli import app
 from cogtestbed.inference.phenotype import (
-    REFERENCES,
     AgentMetrics,
     available_references,
     experiment_for_csv,
     normalise,
     phenotype_table,
+    references,
     table_flags,
 )
 from cogtestbed.registry import experiment_names
@@ -26,7 +26,7 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cogbench"
 
 
 def ref(experiment: str, key: str):
-    return next(r for r in REFERENCES if r.experiment == experiment and r.key == key)
+    return next(r for r in references() if r.experiment == experiment and r.key == key)
 
 
 def test_signed_and_absolute_normalisation():
@@ -39,7 +39,7 @@ def test_signed_and_absolute_normalisation():
 
 
 def test_tiny_denominator_flags_optimism_bias_only_among_behaviour():
-    tiny = {r.key for r in REFERENCES if r.kind == "behaviour" and r.tiny_denominator}
+    tiny = {r.key for r in references() if r.kind == "behaviour" and r.tiny_denominator}
     assert tiny == {"optimism_bias"}
     assert ref("horizon", "performance").tiny_denominator  # 51.61 vs 50.43 dollars
 
@@ -49,7 +49,7 @@ def test_references_cover_every_registered_cogbench_experiment():
     assert {r.experiment for r in refs} <= set(experiment_names())
     for name in ("two-step", "temporal-discounting", "bart"):
         assert name in {r.experiment for r in refs}
-    assert len(REFERENCES) == 16  # 10 behavioural + 6 performance metrics
+    assert len(references()) == 16  # 10 behavioural + 6 performance metrics
 
 
 def test_table_and_flags_from_metrics():

@@ -52,9 +52,8 @@ def _outcomes(sessions: ProbabilisticSessions, estimate: np.ndarray) -> Outcomes
     likelihood = np.where(sessions.red, sessions.lh, 1.0 - sessions.lh)
     reward = 1.0 - np.abs(bayes_posterior(sessions.prior, likelihood) - estimate)
     n, t = estimate.shape
-    return Outcomes(action=np.rint(estimate * 100).astype(np.int64), reward=reward,
-                    valid=np.ones((n, t), dtype=bool), extra={"estimate": estimate},
-                    played=np.ones((n, t), dtype=bool))
+    return Outcomes(action=np.asarray(estimate, dtype=np.float64), reward=reward,
+                    valid=np.ones((n, t), dtype=bool), played=np.ones((n, t), dtype=bool))
 
 
 class RandomAgent(SyntheticAgent):

@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from cogtestbed.agents.base import SyntheticAgent
-from cogtestbed.environments.base import NO_ACTION, Outcomes
+from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.restless import CONFIDENCE, EXPERIMENT, RestlessDesign, RestlessSessions
 from cogtestbed.inference.probabilistic import std_normal
 from cogtestbed.inference.restless import PRIOR_MEAN, PRIOR_SD, kalman_confidence, kalman_update
@@ -57,14 +57,17 @@ def kalman_choice(m0: float, m1: float, beta: float, u: float) -> int:
 def simulate_restless_kernel(rewards: np.ndarray, n_trials: np.ndarray, drift: np.ndarray,
                              beta: np.ndarray, gain: np.ndarray, bias: np.ndarray,
                              noise: np.ndarray, uniforms: np.ndarray, dpt: int, random: bool
-                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Play N sessions; returns (action, reward, played, confidence) of shape (N, 2·T_max)."""
+                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Play N sessions; returns (action, reward, played) of shape (N, 2·T_max).
+
+    ``action`` holds the arm on choice steps and the confidence on confidence steps (floats, as
+    the environment records a trial with a continuous phase).
+    """
     n = rewards.shape[0]
     steps = 2 * rewards.shape[1]
-    action = np.full((n, steps), NO_ACTION, dtype=np.int64)
+    action = np.full((n, steps), np.nan)
     reward = np.full((n, steps), np.nan)
     played = np.zeros((n, steps), dtype=np.bool_)
-    confidence = np.full((n, steps), np.nan)
     m = np.empty(2)
     v = np.empty(2)
     for i in range(n):
@@ -85,11 +88,10 @@ def simulate_restless_kernel(rewards: np.ndarray, n_trials: np.ndarray, drift: n
             action[i, s] = a
             reward[i, s] = r
             played[i, s] = True
-            action[i, s + 1] = int(round(c * 100))
+            action[i, s + 1] = c
             reward[i, s + 1] = 0.0
             played[i, s + 1] = True
-            confidence[i, s + 1] = c
-    return action, reward, played, confidence
+    return action, reward, played
 
 
 class _RestlessAgent(SyntheticAgent):
@@ -105,13 +107,12 @@ class _RestlessAgent(SyntheticAgent):
             value = np.zeros(n) if cls._random else params[name]
             return np.ascontiguousarray(np.broadcast_to(value, (n,)), dtype=np.float64)
 
-        action, reward, played, confidence = simulate_restless_kernel(
+        action, reward, played = simulate_restless_kernel(
             np.ascontiguousarray(sessions.rewards), sessions.block_lengths.sum(axis=1),
             arr("drift_sd"), arr("beta"), arr("confidence_gain"), arr("confidence_bias"),
             arr("confidence_noise"), np.ascontiguousarray(uniforms), cls.draws_per_trial, cls._random,
         )
-        return Outcomes(action=action, reward=reward, valid=played.copy(), played=played,
-                        extra={"confidence": confidence})
+        return Outcomes(action=action, reward=reward, valid=played.copy(), played=played)
 
 
 class RandomAgent(_RestlessAgent):

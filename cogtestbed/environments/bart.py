@@ -43,7 +43,7 @@ from gymnasium import spaces
 from numba import njit
 from pydantic import Field, field_validator
 
-from cogtestbed.environments.base import Design, Outcomes, ParseResult, Sessions, TextEnv
+from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "bart"
@@ -156,7 +156,6 @@ class BartEnv(TextEnv[BartDesign, BartSessions]):
     def __init__(self, design: BartDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
         d = self.design
-        self.action_space = spaces.Discrete(2)
         self.observation_space = spaces.Dict(
             {
                 "balloon": spaces.Discrete(d.n_balloons + 1),
@@ -166,6 +165,7 @@ class BartEnv(TextEnv[BartDesign, BartSessions]):
                 "prompt": self.prompt_space(2000 + 120 * d.n_balloons),
             }
         )
+        self.declare_phases(Phase("answer", spaces.Discrete(2), self.parse_answer))
         self._history = ""
         self._observations = ""
         self._balloon = 0
@@ -301,7 +301,7 @@ class BartEnv(TextEnv[BartDesign, BartSessions]):
 
     _NUMBER = re.compile(r"^[\s\W]*(?:option\s*)?([12])(?!\d)", re.IGNORECASE)
 
-    def parse(self, text: str) -> ParseResult:
+    def parse_answer(self, text: str) -> ParseResult:
         """Read the option number ("1"/"2" after "Option ") and map it to skip/inflate."""
         if text is None or not text.strip():
             return ParseResult.failure("empty answer")

@@ -6,6 +6,24 @@ as the seed paper does).  Every environment owns :meth:`TextEnv.parse`, which tu
 into an action or a :class:`ParseResult` failure with its reason: nothing is ever silently
 replaced by a random choice.  Ground truth the subject must not see lives in ``info``.
 
+**Steps and phases.**  A *step* is one response of the subject (one LLM call).  A trial is one or
+more :class:`Phase` s, played as consecutive steps; each phase declares its action space, its
+parser and its response kind (:class:`TextResponse` or :class:`ScoredResponse`).  The base
+:meth:`TextEnv.step` handles every phase the same way, and the observation carries ``phase`` (the
+index into :attr:`TextEnv.phases`) and ``response`` (the phase's response kind), so any subject
+can dispatch on them.  Every step is rendered as a complete prompt: a phase never relies on a
+context window the subject kept from an earlier phase.
+
+**Answers.**  A discrete answer is recorded in ``outcomes.action`` as an integer; a continuous
+answer (a :class:`gymnasium.spaces.Box` phase) is recorded there as a float, which needs
+``action_dtype = np.float64`` (missing answers are then NaN).  A scored answer
+(:class:`ScoredAnswer`) records the index of its most probable continuation in
+``outcomes.action`` and the full answer in ``outcomes.scored``.
+
+**info.**  ``reset`` returns the hidden ground truth of the first step; ``step`` returns that of
+the step just played, taken before the answer is applied.  So ``info`` always describes the step
+whose prompt the subject answered, and never reveals a step that has not been answered yet.
+
 Randomness is split in two so that a synthetic subject and an LLM subject with the same seed meet
 the *same* realised session:
 
@@ -19,7 +37,7 @@ from __future__ import annotations
 
 import string
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
@@ -127,14 +145,67 @@ class ScoredAnswer:
         return w / w.sum()
 
     @classmethod
-    def from_counts(cls, counts: np.ndarray) -> ScoredAnswer:
-        """A sampled estimate from counts of each continuation among N draws."""
+    def from_counts(cls, counts: np.ndarray, n_drawn: int | None = None) -> ScoredAnswer:
+        """A sampled estimate from counts of each continuation among the draws.
+
+        ``n_drawn`` is the number of completions drawn (default: the matched ones); draws that
+        matched no continuation give ``mass_outside`` = unmatched / ``n_drawn``.
+        """
         counts = np.asarray(counts, dtype=np.float64)
-        n = int(counts.sum())
-        if n < 1:
+        matched = int(counts.sum())
+        if matched < 1:
             raise ValueError("no sample matched any continuation")
+        n = matched if n_drawn is None else int(n_drawn)
+        if n < matched:
+            raise ValueError(f"n_drawn={n} is below the {matched} matched samples")
         with np.errstate(divide="ignore"):
-            return cls(np.log(counts / n), method="sampled", n_samples=n)
+            return cls(np.log(counts / matched), method="sampled", n_samples=n,
+                       mass_outside=(n - matched) / n)
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One response within a trial: its action space, parser and response kind.
+
+    ``parse`` turns the completion of this phase's prompt into an action (usually a bound method
+    of the environment, since what is offered can depend on the trial).  ``skip_rest_if_invalid``
+    marks a phase whose answer the trial's later phases need (a choice that a confidence report
+    refers to): when its answer is invalid the remaining phases of the trial are not asked.
+    """
+
+    name: str
+    action_space: spaces.Space[Any]
+    parse: Callable[[str], ParseResult]
+    response: ResponseKind = field(default_factory=TextResponse)
+    skip_rest_if_invalid: bool = False
+
+
+class ResponseKindSpace(spaces.Space[Any]):
+    """Gymnasium space of the ``response`` observation entry: one of the declared response kinds."""
+
+    def __init__(self, kinds: tuple[ResponseKind, ...], seed: int | None = None) -> None:
+        if not kinds:
+            raise ValueError("at least one response kind is needed")
+        self.kinds = tuple(dict.fromkeys(kinds))
+        super().__init__(shape=None, dtype=None, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return any(x == k for k in self.kinds)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> ResponseKind:
+        return self.kinds[int(self.np_random.integers(len(self.kinds)))]
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"ResponseKindSpace({self.kinds!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ResponseKindSpace) and self.kinds == other.kinds
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class Design(BaseModel):
@@ -175,9 +246,10 @@ SessionsT = TypeVar("SessionsT", bound=Sessions)
 class Outcomes:
     """What happened on each trial of ``n`` sessions, as arrays of shape (n_subjects, n_trials).
 
-    ``action`` holds :data:`NO_ACTION` where the subject gave no valid answer; ``played`` is
-    False for steps a variable-length session never reached; ``extra`` holds
-    experiment-specific per-step values (e.g. a confidence report).
+    ``action`` holds :data:`NO_ACTION` (NaN for a float ``action``) where the subject gave no
+    valid answer; ``played`` is False for steps a variable-length session never reached; ``extra``
+    holds experiment-specific per-step values (e.g. a confidence report); ``scored`` holds the
+    :class:`ScoredAnswer` of each scored step (None elsewhere).
     """
 
     action: np.ndarray
@@ -187,6 +259,7 @@ class Outcomes:
     parse_error: np.ndarray | None = None
     extra: dict[str, np.ndarray] = field(default_factory=dict)
     played: np.ndarray | None = None
+    scored: np.ndarray | None = None
 
     @classmethod
     def empty(cls, n_subjects: int, n_trials: int, action_dtype: Any = np.int64) -> Outcomes:
@@ -200,6 +273,7 @@ class Outcomes:
             raw_response=np.full((n_subjects, n_trials), None, dtype=object),
             parse_error=np.full((n_subjects, n_trials), None, dtype=object),
             played=np.zeros((n_subjects, n_trials), dtype=bool),
+            scored=np.full((n_subjects, n_trials), None, dtype=object),
         )
 
     @classmethod
@@ -218,15 +292,18 @@ class Outcomes:
             parse_error=cat("parse_error") if parts and parts[0].parse_error is not None else None,
             extra={k: np.concatenate([p.extra[k] for p in parts], axis=0) for k in extra_keys},
             played=cat("played") if parts and parts[0].played is not None else None,
+            scored=cat("scored") if parts and parts[0].scored is not None else None,
         )
 
 
 class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     """Gymnasium environment with a rendered prompt and a parser (see module docstring).
 
-    Subclasses set :attr:`experiment` and :attr:`design_cls`, and implement
-    :meth:`sample_sessions`, :meth:`_start`, :meth:`_play`, :meth:`_observation`,
-    :meth:`render_prompt`, :meth:`parse` and :meth:`trials_table`.
+    Subclasses set :attr:`experiment` and :attr:`design_cls`; in ``__init__`` they set
+    ``observation_space`` and then declare their phases with :meth:`declare_phases` (which also
+    sets ``action_space`` and adds the ``phase``/``response`` entries to the observation space).
+    They implement :meth:`sample_sessions`, :meth:`_start`, :meth:`_play`, :meth:`_observation`,
+    :meth:`render_prompt` and :meth:`trials_table`; each phase brings its own parser.
     """
 
     metadata = {"render_modes": ["ansi"]}  # noqa: RUF012 - gymnasium declares it mutable
@@ -235,8 +312,8 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     design_cls: ClassVar[type[Design]]
     #: Text an LLM's completion continues from (CogBench's ``format_answer``).
     answer_prefix: ClassVar[str] = ""
-    #: dtype of the recorded action: integer choices by default; tasks whose answer is a number
-    #: on a scale (ratings) use ``np.float64`` and mark missing actions with NaN.
+    #: dtype of the recorded action: integer choices by default; tasks with a continuous answer
+    #: (a Box phase: a rating, a probability) use ``np.float64`` and mark missing actions with NaN.
     action_dtype: ClassVar[Any] = np.int64
 
     def __init__(self, design: DesignT | None = None, render_mode: str | None = None) -> None:
@@ -244,20 +321,65 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
         self.render_mode = render_mode
         self.session: SessionsT | None = None
         self.t = 0
+        self.phases: tuple[Phase, ...] = ()
         self.outcomes = Outcomes.empty(1, self.max_steps(self.design), self.action_dtype)
+
+    def declare_phases(self, *phases: Phase) -> None:
+        """Declare the phases of a trial (in the order they are played).
+
+        ``action_space`` becomes the phases' common space, or a ``Dict`` keyed by phase name when
+        they differ (:meth:`step` then takes the current phase's plain value or such a dict).
+        """
+        if not phases:
+            raise ValueError("a trial needs at least one phase")
+        names = [p.name for p in phases]
+        if len(set(names)) != len(names):
+            raise ValueError(f"phase names must be distinct, got {names}")
+        self.phases = tuple(phases)
+        first = phases[0].action_space
+        if all(p.action_space == first for p in phases):
+            self.action_space = first
+        else:
+            self.action_space = spaces.Dict({p.name: p.action_space for p in phases})
+        obs_space = getattr(self, "observation_space", None)
+        if isinstance(obs_space, spaces.Dict):
+            self.observation_space = spaces.Dict({
+                **obs_space.spaces,
+                "phase": spaces.Discrete(len(phases)),
+                "response": ResponseKindSpace(tuple(p.response for p in phases)),
+            })
 
     @classmethod
     def max_steps(cls, design: Design) -> int:
         """Most steps (subject responses) a session can take; sizes the outcome arrays.
 
         A step is one response of the subject (one LLM call).  Fixed-length tasks have
-        ``design.n_trials`` steps; variable-length tasks override this and :meth:`_terminated`.
+        ``design.n_trials`` trials of ``n_phases`` steps; variable-length tasks override this and
+        :meth:`_terminated`.
         """
         return design.n_trials
 
     def _terminated(self) -> bool:
         """Whether the session is over after ``self.t`` steps."""
         return self.t >= self.max_steps(self.design)
+
+    # -- phases --------------------------------------------------------------------------
+    @property
+    def phase_index(self) -> int:
+        """Index of the current step's phase (trials play their phases in order)."""
+        return self.t % max(1, len(self.phases))
+
+    @property
+    def phase(self) -> Phase:
+        """The current step's :class:`Phase`."""
+        if not self.phases:
+            raise RuntimeError(f"{type(self).__name__} declared no phases (call declare_phases)")
+        return self.phases[self.phase_index]
+
+    @property
+    def trial(self) -> int:
+        """Index of the current trial (steps divided by phases per trial)."""
+        return self.t // max(1, len(self.phases))
 
     # -- stochastic design -------------------------------------------------------------
     @classmethod
@@ -269,7 +391,10 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     def reset(
         self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Start a session: ``options["session"]`` if given, else one drawn from ``seed``."""
+        """Start a session: ``options["session"]`` if given, else one drawn from ``seed``.
+
+        ``info`` is the hidden ground truth of the first step.
+        """
         super().reset(seed=seed)
         if options is not None and "session" in options:
             session = options["session"]
@@ -281,30 +406,44 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
         self.t = 0
         self.outcomes = Outcomes.empty(1, self.max_steps(self.design), self.action_dtype)
         self._start()
-        return self._observation(), self._info()
+        return self._phase_observation(), self._info()
 
     def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        """Play ``action`` (or :data:`NO_ACTION`) on the current trial and advance."""
+        """Play ``action`` (or :data:`NO_ACTION`) in the current phase and advance.
+
+        ``info`` is the hidden ground truth of the step just played.  An invalid answer in a
+        phase with ``skip_rest_if_invalid`` leaves the trial's remaining phases unplayed.
+        """
         if self.session is None:
             raise RuntimeError("call reset() before step()")
         if self._terminated():
             raise RuntimeError("episode is over; call reset()")
-        t = self.t
-        if self._is_no_action(action):
+        t, phase = self.t, self.phase
+        if isinstance(action, Mapping) and isinstance(self.action_space, spaces.Dict):
+            action = action[phase.name]
+        info = self._info()
+        invalid = self._is_no_action(action)
+        if invalid:
             reward = float("nan")
         else:
             value = self._action_value(action)
             reward = self._play(action)
             self.outcomes.action[0, t] = value
             self.outcomes.valid[0, t] = True
+            if isinstance(action, ScoredAnswer):
+                self.outcomes.scored[0, t] = action  # type: ignore[index]
         self.outcomes.reward[0, t] = reward
         self.outcomes.played[0, t] = True  # type: ignore[index]
         self._record(t, action, reward)
-        self.t += 1
+        skipped = len(self.phases) - 1 - self.phase_index if invalid and phase.skip_rest_if_invalid else 0
+        self.t += 1 + skipped
         terminated = self._terminated()
-        obs = self._observation()
-        info = self._info()
-        return obs, 0.0 if np.isnan(reward) else float(reward), terminated, False, info
+        return self._phase_observation(), 0.0 if np.isnan(reward) else float(reward), terminated, False, info
+
+    def parse(self, text: str) -> ParseResult:
+        """Turn an answer (the completion after the answer prefix) into an action with the
+        current phase's parser."""
+        return self.phase.parse(text)
 
     def record_response(self, raw_response: str | None, parse_error: str | None) -> None:
         """Attach an LLM's raw text and parse error to the trial about to be stepped."""
@@ -313,6 +452,14 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
 
     def render(self) -> str:
         return str(self._observation()["prompt"])
+
+    def _phase_observation(self) -> dict[str, Any]:
+        """The experiment's observation plus the current ``phase`` index and ``response`` kind."""
+        obs = self._observation()
+        index = 0 if self._terminated() else self.phase_index
+        obs["phase"] = index
+        obs["response"] = self.phases[index].response
+        return obs
 
     @staticmethod
     def _is_no_action(action: Any) -> bool:
@@ -323,17 +470,26 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
         try:
             value = float(action)
         except (TypeError, ValueError):
-            return False  # a structured action (e.g. a rating with a confidence)
+            return False  # a structured action (a scored answer, a rating with a confidence)
         return bool(np.isnan(value)) or value == NO_ACTION
 
     def _action_value(self, action: Any) -> Any:
-        """Check a valid action and return what the outcome table records for it.
+        """Check a valid action against the current phase and return what ``outcomes.action``
+        records: an integer for a discrete choice, a float for a continuous (Box) answer, the
+        index of the most probable continuation for a scored answer.  A scored phase also
+        accepts a bare choice from its action space (one continuation, no distribution recorded).
 
-        Default: an element of :attr:`action_space`, recorded as an integer.  Environments
-        whose actions carry more than one number (e.g. a rating plus a confidence) override it.
+        Environments whose actions carry more than one number (a rating plus a confidence)
+        override it to pick the recorded number and call this.
         """
-        if not self.action_space.contains(action):
-            raise ValueError(f"invalid action {action!r} for {self.action_space}")
+        phase = self.phase
+        if isinstance(phase.response, ScoredResponse) and isinstance(action, ScoredAnswer):
+            return scored_action_value(action, phase)
+        space = phase.action_space
+        if isinstance(space, spaces.Box):
+            return box_action_value(action, space, phase.name)
+        if not space.contains(action):
+            raise ValueError(f"invalid action {action!r} for phase {phase.name!r} ({space})")
         return int(action)
 
     # -- experiment-specific hooks -----------------------------------------------------
@@ -353,16 +509,12 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
         """Structured state plus ``prompt`` for the current trial."""
 
     def _info(self) -> dict[str, Any]:
-        """Hidden ground truth for the current trial (override to add more)."""
+        """Hidden ground truth of the current step, before it is played (override to add more)."""
         return {"trial": self.t}
 
     @abstractmethod
     def render_prompt(self) -> str:
         """The exact text an LLM sees on the current trial."""
-
-    @abstractmethod
-    def parse(self, text: str) -> ParseResult:
-        """Turn an answer (the completion after :attr:`answer_prefix`) into an action."""
 
     @classmethod
     @abstractmethod
@@ -385,3 +537,27 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     def prompt_space(max_length: int) -> spaces.Text:
         """Gymnasium space for a rendered prompt of at most ``max_length`` characters."""
         return spaces.Text(max_length=max_length, min_length=1, charset=PROMPT_CHARSET)
+
+
+def box_action_value(action: Any, space: spaces.Box, phase: str) -> float:
+    """A continuous answer as a float, checked against the phase's bounds (one clear error)."""
+    try:
+        value = float(np.asarray(action, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise ValueError(f"invalid action {action!r} for phase {phase!r}: expected a number") from None
+    low, high = float(np.min(space.low)), float(np.max(space.high))
+    if not low <= value <= high:
+        raise ValueError(f"invalid action {action!r} for phase {phase!r}: expected a number in [{low:g}, {high:g}]")
+    return value
+
+
+def scored_action_value(action: ScoredAnswer, phase: Phase) -> int:
+    """Index of the most probable continuation of a :class:`ScoredAnswer` (checked for size)."""
+    response = phase.response
+    assert isinstance(response, ScoredResponse)
+    if not isinstance(action, ScoredAnswer):
+        raise ValueError(f"phase {phase.name!r} is scored: expected a ScoredAnswer, got {action!r}")
+    if np.shape(action.logprobs) != (len(response.continuations),):
+        raise ValueError(f"phase {phase.name!r} scores {len(response.continuations)} continuations, "
+                         f"the answer has {np.size(action.logprobs)} log-probabilities")
+    return int(np.argmax(action.probabilities))

@@ -78,7 +78,7 @@ from gymnasium import spaces
 from pydantic import model_validator
 
 from cogtestbed.environments import causal_materials as M
-from cogtestbed.environments.base import Design, Outcomes, ParseResult, Sessions, TextEnv
+from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "collider"
@@ -492,7 +492,6 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
 
     def __init__(self, design: CausalDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
-        self.action_space = spaces.Box(0.0, 100.0, shape=(), dtype=np.float64)
         text = spaces.Text(max_length=64, min_length=0, charset=frozenset(string.printable))
         self.observation_space = spaces.Dict({
             "task": spaces.Discrete(11),
@@ -508,6 +507,8 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
             "cntbl_cond": text,
             "prompt": self.prompt_space(20_000),
         })
+        self.declare_phases(Phase("rating", spaces.Box(0.0, 100.0, shape=(), dtype=np.float64),
+                                  self.parse_rating))
         self._cells: dict[tuple[int, int], CellText] = {}
 
     # -- stochastic design ---------------------------------------------------------------
@@ -558,14 +559,8 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
         return self._cells[key]
 
     def _action_value(self, action: Any) -> float:
-        rating = action.rating if isinstance(action, CausalAnswer) else action
-        try:
-            value = float(rating)
-        except (TypeError, ValueError):
-            raise ValueError(f"invalid rating {action!r}: expected a number in [0, 100]") from None
-        if not 0.0 <= value <= 100.0:
-            raise ValueError(f"invalid rating {value!r}: outside [0, 100]")
-        return value
+        """The rating (of a bare number or a :class:`CausalAnswer`), checked against [0, 100]."""
+        return float(super()._action_value(action.rating if isinstance(action, CausalAnswer) else action))
 
     def _play(self, action: Any) -> float:
         return float("nan")  # no feedback in this task
@@ -603,7 +598,7 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
     def render_prompt(self) -> str:
         return render_item(self.current_cell(), self.current_item(), self.design.prompt_type)
 
-    def parse(self, text: str) -> ParseResult:
+    def parse_rating(self, text: str) -> ParseResult:
         """See :func:`parse_answer` (the design's prompt type and probability-answer policy)."""
         return parse_answer(text, self.design.prompt_type, self.design.probability_answers)
 

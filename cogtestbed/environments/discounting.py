@@ -60,7 +60,7 @@ import pandas as pd
 from gymnasium import spaces
 from pydantic import Field
 
-from cogtestbed.environments.base import Design, Outcomes, ParseResult, Sessions, TextEnv
+from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "temporal-discounting"
@@ -260,7 +260,6 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
 
     def __init__(self, design: DiscountingDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
-        self.action_space = spaces.Discrete(2)
         big = float(self.design.base_pay * self.design.magnitude_factor * 2)
         self.observation_space = spaces.Dict(
             {
@@ -271,6 +270,7 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
                 "prompt": self.prompt_space(300 * (MAX_QUESTIONS + 1)),
             }
         )
+        self.declare_phases(Phase("answer", spaces.Discrete(2), self.parse_answer))
         self._state = StaircaseState()
         self._aborted = False
         self._transcript: list[str] = []
@@ -334,7 +334,7 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
 
     _OPTION = re.compile(r"^[\s\W]*(?:option\s*)?([12])(?!\d)", re.IGNORECASE)
 
-    def parse(self, text: str) -> ParseResult:
+    def parse_answer(self, text: str) -> ParseResult:
         """Read "1" / "2" (after "I prefer option "), e.g. ``"1"``, ``" 2."``, ``"1 because"``."""
         if text is None or not text.strip():
             return ParseResult.failure("empty answer")

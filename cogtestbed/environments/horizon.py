@@ -33,7 +33,7 @@ import pandas as pd
 from gymnasium import spaces
 from pydantic import Field, field_validator
 
-from cogtestbed.environments.base import Design, Outcomes, ParseResult, Sessions, TextEnv
+from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "horizon"
@@ -103,7 +103,6 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
     def __init__(self, design: HorizonDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
         d = self.design
-        self.action_space = spaces.Discrete(2)
         big = spaces.Box(-1e6, 1e6, shape=(2,), dtype=np.float64)
         self.observation_space = spaces.Dict(
             {
@@ -116,6 +115,7 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
                 "prompt": self.prompt_space(1000 + 40 * d.n_trials),
             }
         )
+        self.declare_phases(Phase("answer", spaces.Discrete(2), self.parse_answer))
         self._history: list[str] = []
         self._counts = np.zeros(2)
         self._sums = np.zeros(2)
@@ -213,7 +213,7 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
     _MACHINE = re.compile(r"machine\s+([A-Za-z])\b", re.IGNORECASE)
     _BARE = re.compile(r"^\W*([A-Za-z])\W*$")
 
-    def parse(self, text: str) -> ParseResult:
+    def parse_answer(self, text: str) -> ParseResult:
         """Read "Machine F/J" or a bare "F"/"J" (after the "Machine " prefix)."""
         return parse_machine(text, ARMS)
 

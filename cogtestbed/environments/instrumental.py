@@ -28,7 +28,7 @@ import pandas as pd
 from gymnasium import spaces
 from pydantic import Field, field_validator
 
-from cogtestbed.environments.base import Design, Outcomes, ParseResult, Sessions, TextEnv
+from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "instrumental-learning"
@@ -98,7 +98,6 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
     def __init__(self, design: InstrumentalDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
         d = self.design
-        self.action_space = spaces.Discrete(2)
         # History lines are ~45 characters; the fixed text is < 700.
         self.observation_space = spaces.Dict(
             {
@@ -107,6 +106,7 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
                 "prompt": self.prompt_space(1000 + 60 * d.n_trials),
             }
         )
+        self.declare_phases(Phase("answer", spaces.Discrete(2), self.parse_answer))
         self._history: list[str] = []
 
     # -- stochastic design -----------------------------------------------------------------
@@ -208,7 +208,7 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
     _MACHINE = re.compile(r"machine\s+([A-Za-z])\b", re.IGNORECASE)
     _BARE = re.compile(r"^\W*([A-Za-z])\W*$")
 
-    def parse(self, text: str) -> ParseResult:
+    def parse_answer(self, text: str) -> ParseResult:
         """Read "Machine X" / "X" (after the "Machine " prefix); X must be offered now.
 
         A completion that runs on into a new "Q:" turn is cut there first (models without a

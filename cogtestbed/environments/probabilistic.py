@@ -42,7 +42,7 @@ import pandas as pd
 from gymnasium import spaces
 from pydantic import field_validator
 
-from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ParseResult, Sessions, TextEnv
+from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "probabilistic-reasoning"
@@ -125,16 +125,16 @@ class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessio
 
     Observation: ``trial`` (0/1), ``trial_type`` (0 informative likelihood, 1 informative prior),
     ``prior`` (P(left urn)), ``lh`` (P(red | left urn)), ``red`` (0/1) and ``prompt``.  Action:
-    the reported P(left urn | ball) in [0, 1].  ``info`` holds the Bayes ``posterior`` and the
-    hidden ``urn_left``.
+    the reported P(left urn | ball) in [0, 1] (one continuous phase, recorded as a float in
+    ``outcomes.action``).  ``info`` holds the Bayes ``posterior`` and the hidden ``urn_left``.
     """
 
     experiment: ClassVar[str] = EXPERIMENT
     design_cls: ClassVar[type[Design]] = ProbabilisticDesign
+    action_dtype: ClassVar[Any] = np.float64
 
     def __init__(self, design: ProbabilisticDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
-        self.action_space = spaces.Box(0.0, 1.0, shape=(), dtype=np.float64)
         unit = spaces.Box(0.0, 1.0, shape=(), dtype=np.float64)
         self.observation_space = spaces.Dict(
             {
@@ -146,7 +146,7 @@ class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessio
                 "prompt": self.prompt_space(1500),
             }
         )
-        self.estimates = np.full((1, self.design.n_trials), np.nan)
+        self.declare_phases(Phase("estimate", spaces.Box(0.0, 1.0, shape=(), dtype=np.float64), self.parse_estimate))
 
     # -- stochastic design -----------------------------------------------------------------
     @classmethod
@@ -176,8 +176,7 @@ class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessio
         return self.session
 
     def _start(self) -> None:
-        self.estimates = np.full((1, self.design.n_trials), np.nan)
-        self.outcomes.extra["estimate"] = self.estimates
+        """Nothing to prepare: each judgement is a one-shot prompt."""
 
     def _cur(self) -> int:
         return min(self.t, self.design.n_trials - 1)
@@ -192,44 +191,8 @@ class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessio
         return float(bayes_posterior(self._s.prior[0, self._cur()], self.likelihood()))
 
     def _play(self, action: Any) -> float:
-        estimate = float(action)
-        self.estimates[0, self.t] = estimate
-        return 1.0 - abs(self.posterior() - estimate)
-
-    def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        """Record a reported probability (or :data:`NO_ACTION`) and move to the next trial.
-
-        The base class stores integer actions; here the action is continuous, so the estimate is
-        kept in :attr:`estimates` (``outcomes.extra["estimate"]``) and ``outcomes.action`` holds
-        it in hundredths.
-        """
-        if self.session is None:
-            raise RuntimeError("call reset() before step()")
-        if self._terminated():
-            raise RuntimeError("episode is over; call reset()")
-        t = self.t
-        if self._is_no_action(action):
-            reward = float("nan")
-        else:
-            value = float(np.asarray(action, dtype=np.float64))
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"invalid action {action!r}: a probability in [0, 1] is expected")
-            reward = self._play(value)
-            self.outcomes.action[0, t] = int(round(value * 100))
-            self.outcomes.valid[0, t] = True
-        self.outcomes.reward[0, t] = reward
-        self.outcomes.played[0, t] = True  # type: ignore[index]
-        info = self._info()
-        self.t += 1
-        terminated = self._terminated()
-        obs = self._observation()
-        return obs, 0.0 if np.isnan(reward) else float(reward), terminated, False, info
-
-    @staticmethod
-    def _is_no_action(action: Any) -> bool:
-        if action is None:
-            return True
-        return bool(np.ndim(action) == 0 and float(action) == NO_ACTION)
+        """Posterior accuracy of the reported probability: 1 − |posterior − estimate|."""
+        return 1.0 - abs(self.posterior() - float(action))
 
     def _observation(self) -> dict[str, Any]:
         t = self._cur()
@@ -288,7 +251,7 @@ class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessio
         )
         return instructions + query + f"{A_PREFIX} " + self.answer_prefix_text()
 
-    def parse(self, text: str) -> ParseResult:
+    def parse_estimate(self, text: str) -> ParseResult:
         """Read the digits completing ``"... to be 0."`` (see :func:`parse_decimal_digits`)."""
         return parse_decimal_digits(text, "probability")
 
@@ -300,8 +263,7 @@ class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessio
     ) -> pd.DataFrame:
         """One row per judgement in the schema of :mod:`cogtestbed.trials`."""
         n = sessions.n_subjects
-        estimate = outcomes.extra.get("estimate", np.full((n, 2), np.nan))
-        estimate = np.where(outcomes.valid, estimate, np.nan)
+        estimate = np.where(outcomes.valid, np.asarray(outcomes.action, dtype=np.float64), np.nan)
         informative_lh = np.broadcast_to(np.array([True, False]), (n, 2))
         return stimulus_table(
             sessions.prior, sessions.lh, sessions.red, informative_lh, sessions.left_is_f, estimate,

@@ -38,7 +38,7 @@ import pandas as pd
 from gymnasium import spaces
 from pydantic import Field, field_validator
 
-from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ParseResult, Sessions, TextEnv
+from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.horizon import parse_machine
 from cogtestbed.environments.probabilistic import parse_decimal_digits
 from cogtestbed.trials import finish_table
@@ -149,15 +149,14 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
 
     experiment: ClassVar[str] = EXPERIMENT
     design_cls: ClassVar[type[Design]] = RestlessDesign
+    #: The confidence phase's answer is continuous, so actions are recorded as floats.
+    action_dtype: ClassVar[Any] = np.float64
 
     def __init__(self, design: RestlessDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
         t_max = self.design.n_trials
-        self._choice_space = spaces.Discrete(2)
-        self._confidence_space = spaces.Box(0.0, 1.0, shape=(), dtype=np.float64)
         self.observation_space = spaces.Dict(
             {
-                "phase": spaces.Discrete(2),
                 "trial": spaces.Discrete(t_max + 1),
                 "choice": spaces.Discrete(3, start=-1),
                 "last_choice": spaces.Discrete(3, start=-1),
@@ -166,13 +165,13 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
                 "prompt": self.prompt_space(2500 + 110 * t_max),
             }
         )
+        self.declare_phases(
+            Phase("choice", spaces.Discrete(2), self.parse_choice, skip_rest_if_invalid=True),
+            Phase("confidence", spaces.Box(0.0, 1.0, shape=(), dtype=np.float64), self.parse_confidence),
+        )
         self._history: list[str] = []
         self._choice = NO_ACTION
         self._last = (NO_ACTION, float("nan"))
-
-        # Phase-dependent actions as one fixed space (so gymnasium's checker can sample it):
-        # step() takes the current phase's plain value, or such a dict and uses its phase's entry.
-        self.action_space = spaces.Dict({"choice": self._choice_space, "confidence": self._confidence_space})
 
     @classmethod
     def max_steps(cls, design: Design) -> int:
@@ -216,11 +215,6 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
         self._history = []
         self._choice = NO_ACTION
         self._last = (NO_ACTION, float("nan"))
-        self.outcomes.extra["confidence"] = np.full((1, self.max_steps(self.design)), np.nan)
-
-    @property
-    def trial(self) -> int:
-        return self.t // 2
 
     def best_arm(self, trial: int | None = None) -> int:
         t = self.trial if trial is None else trial
@@ -228,66 +222,30 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
         return int(best_arms(self._s.first_best, block, within, self._s.block_lengths,
                              self.design.accuracy_rule)[0, t])
 
-    def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        """Play a choice or a confidence report (or :data:`NO_ACTION`) and advance.
+    def _play(self, action: Any) -> float:
+        """Choice phase: the chosen arm's pre-drawn reward; confidence phase: no reward (0)."""
+        if self.phase_index == CHOICE:
+            self._choice = int(action)
+            return float(self._s.rewards[0, self.trial, self._choice])
+        return 0.0
 
-        The reward is delivered on the choice step; the confidence step's reward is 0.  An
-        invalid choice skips the trial's confidence step.
-        """
-        if self.session is None:
-            raise RuntimeError("call reset() before step()")
-        if self._terminated():
-            raise RuntimeError("episode is over; call reset()")
-        s, t = self.outcomes, self.t
-        trial = self.trial
-        if isinstance(action, dict):
-            action = action["confidence" if t % 2 == CONFIDENCE else "choice"]
-        invalid = action is None or (np.ndim(action) == 0 and float(action) == NO_ACTION)
-        info = self._info()
-        reward = float("nan")
-        if t % 2 == CHOICE:
-            if not invalid:
-                if not self._choice_space.contains(action):
-                    raise ValueError(f"invalid action {action!r} for the choice step (0 or 1)")
-                self._choice = int(action)
-                reward = float(self._s.rewards[0, trial, self._choice])
-                s.action[0, t] = self._choice
-                s.valid[0, t] = True
-            s.reward[0, t] = reward
-            s.played[0, t] = True  # type: ignore[index]
-            self.t += 1 if not invalid else 2
-        else:
-            confidence = float("nan")
-            if not invalid:
-                confidence = float(np.asarray(action, dtype=np.float64))
-                if not 0.0 <= confidence <= 1.0:
-                    raise ValueError(f"invalid action {action!r}: a confidence in [0, 1] is expected")
-                s.action[0, t] = int(round(confidence * 100))
-                s.valid[0, t] = True
-                s.extra["confidence"][0, t] = confidence
-            s.reward[0, t] = 0.0
-            s.played[0, t] = True  # type: ignore[index]
-            shown = 0.0 if invalid else confidence  # CogBench's prompt shows 0.0 when unparsed
-            rew = float(s.reward[0, t - 1])
-            self._history.append(
-                f"t={trial + 1}: You chose {ARMS[self._choice]} with a reported confidence of "
-                f"{shown!r}. It rewarded {int(rew)} $.\n"
-            )
-            self._last = (self._choice, rew)
-            self._choice = NO_ACTION
-            self.t += 1
-            reward = 0.0
-        terminated = self._terminated()
-        obs = self._observation()
-        return obs, 0.0 if np.isnan(reward) else reward, terminated, False, info
-
-    def _play(self, action: Any) -> float:  # pragma: no cover - step is overridden
-        raise NotImplementedError
+    def _record(self, t: int, action: Any, reward: float) -> None:
+        """After the confidence phase, add the trial's history line (an invalid confidence is
+        shown as CogBench's prompt shows it, ``0.0``; an invalid choice adds no line)."""
+        if t % 2 != CONFIDENCE:
+            return
+        shown = 0.0 if self._is_no_action(action) else float(action)
+        rew = float(self.outcomes.reward[0, t - 1])
+        self._history.append(
+            f"t={self.trial + 1}: You chose {ARMS[self._choice]} with a reported confidence of "
+            f"{shown!r}. It rewarded {int(rew)} $.\n"
+        )
+        self._last = (self._choice, rew)
+        self._choice = NO_ACTION
 
     def _observation(self) -> dict[str, Any]:
         done = self._terminated()
         return {
-            "phase": self.t % 2,
             "trial": self.trial,
             "choice": self._choice,
             "last_choice": self._last[0],
@@ -340,10 +298,12 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
         spec = CHOICE_SPEC if self.t % 2 == CHOICE else CONFIDENCE_SPEC
         return self.base_text() + spec + f"{A_PREFIX} " + self.answer_prefix_text()
 
-    def parse(self, text: str) -> ParseResult:
-        """Choice phase: "Machine F/J" or "F"/"J"; confidence phase: digits after "0."."""
-        if self.t % 2 == CHOICE:
-            return parse_machine(text, ARMS)
+    def parse_choice(self, text: str) -> ParseResult:
+        """Choice phase: "Machine F/J" or "F"/"J"."""
+        return parse_machine(text, ARMS)
+
+    def parse_confidence(self, text: str) -> ParseResult:
+        """Confidence phase: the digits after "0." (a restated "Machine X with confidence" is cut)."""
         if text is not None:
             for arm in ARMS:  # a model may restate the prefix
                 text = text.replace(f"Machine {arm} with confidence ", "")
@@ -357,11 +317,10 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
     ) -> pd.DataFrame:
         """One row per trial (both calls) in the schema of :mod:`cogtestbed.trials`."""
         n, t_max = sessions.n_subjects, design.n_trials
-        choice = outcomes.action[:, 0::2]
         valid = outcomes.valid[:, 0::2]
+        choice = np.where(valid, np.nan_to_num(outcomes.action[:, 0::2]), NO_ACTION).astype(np.int64)
         conf_valid = outcomes.valid[:, 1::2] & valid
-        confidence = outcomes.extra.get("confidence", np.full((n, 2 * t_max), np.nan))[:, 1::2]
-        confidence = np.where(conf_valid, confidence, np.nan)
+        confidence = np.where(conf_valid, np.asarray(outcomes.action[:, 1::2], dtype=np.float64), np.nan)
         block, within = block_index(sessions.block_lengths, t_max)
         best = best_arms(sessions.first_best, block, within, sessions.block_lengths, design.accuracy_rule)
         true_best = best_arms(sessions.first_best, block, within, sessions.block_lengths, "correct")

@@ -44,7 +44,7 @@ import pandas as pd
 from gymnasium import spaces
 from pydantic import Field, model_validator
 
-from cogtestbed.environments.base import Design, Outcomes, ParseResult, Sessions, TextEnv
+from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "two-step"
@@ -142,7 +142,6 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
     def __init__(self, design: TwoStepDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
         d = self.design
-        self.action_space = spaces.Discrete(2)
         # History lines are < 130 characters; the fixed text is < 600.
         self.observation_space = spaces.Dict(
             {
@@ -151,6 +150,10 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
                 "planet": spaces.Discrete(3, start=-1),
                 "prompt": self.prompt_space(1000 + 140 * d.n_trials),
             }
+        )
+        self.declare_phases(
+            Phase("spaceship", spaces.Discrete(2), self.parse_spaceship, skip_rest_if_invalid=True),
+            Phase("alien", spaces.Discrete(2), self.parse_alien),
         )
         self._history: list[str] = []
         self._planet = -1
@@ -184,11 +187,8 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
 
     @property
     def stage(self) -> int:
-        return self.t % 2
-
-    @property
-    def trial(self) -> int:
-        return self.t // 2
+        """0: the spaceship question; 1: the alien question (the phase index)."""
+        return self.phase_index
 
     def _start(self) -> None:
         self._history = []
@@ -204,20 +204,12 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
         alien = 2 * self._planet + a
         return float(self._s.reward_u[0, t] < self._s.probs[0, t, alien])
 
-    def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        """Play one stage; an invalid first-stage answer skips the trial's second stage."""
-        skip_second = self.session is not None and self.stage == 0 and self._is_no_action(action)
-        if skip_second:
-            self._planet, self._action1 = -1, -1
-        obs, reward, terminated, truncated, info = super().step(action)
-        if skip_second:
-            self.t += 1  # the second question is never asked; its step stays unplayed
-            terminated = self._terminated()
-            obs, info = self._observation(), self._info()
-        return obs, reward, terminated, truncated, info
-
     def _record(self, t: int, action: Any, reward: float) -> None:
-        if t % 2 == 0 or self._is_no_action(action) or self._planet < 0:
+        if t % 2 == 0:
+            if self._is_no_action(action):  # the alien question is never asked
+                self._planet, self._action1 = -1, -1
+            return
+        if self._is_no_action(action) or self._planet < 0:
             return
         x, planet = PLANETS[self._action1], PLANETS[self._planet]
         alien = ALIENS[self._planet][int(action)]
@@ -269,10 +261,12 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
                  f"{Q_PREFIX} Do you want to trade with alien {first} or {second}?\n")
         return text + f"{A_PREFIX} Alien "
 
-    def parse(self, text: str) -> ParseResult:
-        """Stage 0: "X"/"Y" (after "Planet "); stage 1: one of the planet's two aliens."""
-        if self.stage == 0:
-            return parse_option_letter(text, PLANETS, "planet")
+    def parse_spaceship(self, text: str) -> ParseResult:
+        """Stage 0: "X"/"Y" (after "Planet ")."""
+        return parse_option_letter(text, PLANETS, "planet")
+
+    def parse_alien(self, text: str) -> ParseResult:
+        """Stage 1: one of the reached planet's two aliens (after "Alien ")."""
         return parse_option_letter(text, ALIENS[self._planet], "alien")
 
     # -- trial table -----------------------------------------------------------------------

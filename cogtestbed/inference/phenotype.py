@@ -6,8 +6,8 @@ Each agent's metric ``x`` is normalised against CogBench's random-agent and huma
     absolute = |x − x_random| / |x_human − x_random|        (later code; loses the sign)
 
 so 0 is the random agent and 1 the average human.  The references are the raw values of
-CogBench's ``Analysis/data/behaviour.csv`` / ``performance.csv`` (seed 002 §6), keyed here by our
-registry's experiment names and metric keys; an experiment takes part as soon as it is
+CogBench's ``Analysis/data/behaviour.csv`` / ``performance.csv`` (Fig. 2), declared in each experiment's spec
+(``ExperimentSpec.phenotype``); an experiment takes part as soon as it is
 registered (:func:`cogtestbed.registry.experiment_names`) — generic code, no per-experiment
 branches.
 
@@ -58,50 +58,23 @@ class ReferenceMetric:
         return abs(self.gap) < TINY_RELATIVE_GAP * scale
 
 
-#: Seed 002 §6 (CogBench Analysis/data/behaviour.csv and performance.csv), in Fig. 2's order.
-REFERENCES: tuple[ReferenceMetric, ...] = (
-    ReferenceMetric("probabilistic-reasoning", "prior_weighting", "Prior weighting", "behaviour",
-                    0.876, -0.004, "ProbabilisticReasoning"),
-    ReferenceMetric("probabilistic-reasoning", "likelihood_weighting", "Likelihood weighting", "behaviour",
-                    0.913, 0.019, "ProbabilisticReasoning"),
-    ReferenceMetric("horizon", "directed_exploration", "Directed exploration", "behaviour",
-                    0.326, -0.044, "HorizonTask"),
-    ReferenceMetric("horizon", "random_exploration", "Random exploration", "behaviour",
-                    0.0174, 0.0010, "HorizonTask"),
-    ReferenceMetric("restless-bandit", "metacognition", "Meta-cognition", "behaviour",
-                    0.765, 0.664, "RestlessBandit"),
-    ReferenceMetric("instrumental-learning", "learning_rate", "Learning rate", "behaviour",
-                    0.185, 0.425, "InstrumentalLearning"),
-    ReferenceMetric("instrumental-learning", "optimism_bias", "Optimism bias", "behaviour",
-                    0.186, 0.184, "InstrumentalLearning"),
-    ReferenceMetric("two-step", "model_basedness", "Model-basedness", "behaviour",
-                    0.0263, 0.0009, "TwoStepTask"),
-    ReferenceMetric("temporal-discounting", "score", "Temporal discounting", "behaviour",
-                    10.3, 9.106, "TemporalDiscounting"),
-    ReferenceMetric("bart", "risk", "Risk taking", "behaviour",
-                    17.22, 0.99, "BART"),
-    ReferenceMetric("probabilistic-reasoning", "performance", "Probabilistic reasoning", "performance",
-                    0.828, 0.656, "ProbabilisticReasoning"),
-    ReferenceMetric("horizon", "performance", "Horizon task", "performance",
-                    51.61, 50.43, "HorizonTask"),
-    ReferenceMetric("restless-bandit", "performance", "Restless bandit", "performance",
-                    54.88, 49.98, "RestlessBandit"),
-    ReferenceMetric("instrumental-learning", "performance", "Instrumental learning", "performance",
-                    0.552, 0.498, "InstrumentalLearning"),
-    ReferenceMetric("two-step", "performance", "Two-step task", "performance",
-                    0.527, 0.500, "TwoStepTask"),
-    ReferenceMetric("bart", "performance", "BART", "performance",
-                    12.8, 0.88, "BART"),
-)
+def references() -> tuple[ReferenceMetric, ...]:
+    """Every registered experiment's phenotype references (its spec's ``phenotype``).
+
+    Behavioural metrics first, then performance, each in registry order; the raw values are
+    CogBench's ``Analysis/data/behaviour.csv`` / ``performance.csv`` (Coda-Forno et al. 2024, Fig. 2).
+    """
+    from cogtestbed.registry import experiment_names, get_experiment
+
+    refs = [ReferenceMetric(name, r.key, r.label, r.kind, r.human, r.random, r.source_task)
+            for name in experiment_names() for r in get_experiment(name).phenotype]
+    return tuple(sorted(refs, key=lambda r: r.kind != "behaviour"))
 
 
 def available_references(kinds: Iterable[str] = ("behaviour", "performance")) -> list[ReferenceMetric]:
     """References of the registered experiments, in Fig. 2's order."""
-    from cogtestbed.registry import experiment_names
-
-    registered = set(experiment_names())
     wanted = set(kinds)
-    return [r for r in REFERENCES if r.experiment in registered and r.kind in wanted]
+    return [r for r in references() if r.kind in wanted]
 
 
 def normalise(x: float, ref: ReferenceMetric) -> tuple[float, float]:
@@ -133,7 +106,7 @@ def experiment_for_csv(path: Path, forced: str | None = None) -> str:
     if forced is not None:
         get_experiment(forced)
         return forced
-    by_folder = {r.cogbench_task: r.experiment for r in REFERENCES if r.experiment in names}
+    by_folder = {r.cogbench_task: r.experiment for r in references()}
     if path.parent.name in by_folder:
         return by_folder[path.parent.name]
     matches = [n for n in names
@@ -302,4 +275,4 @@ def plot_phenotype(table: pd.DataFrame, path: Path, kind: Kind,
 
 def references_table() -> pd.DataFrame:
     """All reference values (registered or not), for documentation and the CLI."""
-    return pd.DataFrame([asdict(r) | {"tiny_denominator": r.tiny_denominator} for r in REFERENCES])
+    return pd.DataFrame([asdict(r) | {"tiny_denominator": r.tiny_denominator} for r in references()])

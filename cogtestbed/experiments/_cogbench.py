@@ -1,0 +1,30 @@
+"""Pieces shared by the CogBench experiment declarations (Coda-Forno et al. 2024)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from cogtestbed.experiments.spec import Importer, PhenotypeReference
+
+CITATION = ("Coda-Forno, J., Binz, M., Wang, J. X. & Schulz, E. (2024). CogBench: a large language "
+            "model walks into a psychology lab. ICML 2024.")
+
+
+def cogbench_importer(load: Callable[[Path], pd.DataFrame], columns: tuple[str, ...]) -> dict[str, Importer]:
+    """The ``cogbench`` importer of a task: ``load``, recognising files by their ``columns``."""
+    from cogtestbed.data.cogbench import looks_like_cogbench
+
+    return {"cogbench": Importer("cogbench", load, lambda p: looks_like_cogbench(p, columns))}
+
+
+def behaviour(key: str, label: str, human: float, random: float, task: str) -> PhenotypeReference:
+    """A behavioural phenotype metric with CogBench's human / random raw values (Fig. 2)."""
+    return PhenotypeReference(key, label, "behaviour", human, random, task)
+
+
+def performance(label: str, human: float, random: float, task: str) -> PhenotypeReference:
+    """The performance phenotype metric of a task with CogBench's human / random raw values."""
+    return PhenotypeReference("performance", label, "performance", human, random, task)

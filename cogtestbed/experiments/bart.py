@@ -1,0 +1,41 @@
+"""Balloon analogue risk task (CogBench; Lejuez et al. 2002): 3 balloon types × 15."""
+
+from cogtestbed.agents.bart import AGENTS
+from cogtestbed.data.cogbench import BART_COLUMNS, import_bart
+from cogtestbed.environments.bart import BartEnv
+from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
+from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, same_name_generators
+from cogtestbed.inference.bart import MODELS, cogbench_metrics
+
+
+def _targets(f: float, noise: float = 2.0) -> dict[str, float]:
+    """Target pumps at fraction ``f`` of each balloon's expected-value optimum M/2 (capped at M)."""
+    return {**{f"target_{m}": min(f * m / 2, float(m)) for m in (128, 32, 8)}, "noise": noise}
+
+
+SPEC = ExperimentSpec(
+    name="bart",
+    citation=CITATION + " Task: Lejuez, C. W. et al. (2002). Evaluation of a behavioral measure of risk "
+    "taking: the Balloon Analogue Risk Task. J. Exp. Psychol. Appl. 8, 75.",
+    description="CogBench BART: 3 balloon types (M = 128, 32, 8) x 15, one call per pump",
+    env_cls=BartEnv,
+    agents=AGENTS,
+    models=MODELS,
+    generators=same_name_generators(MODELS),
+    metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("performance", "risk")),
+    importers=cogbench_importer(import_bart, BART_COLUMNS),
+    pooling_unit="session",
+    trials_field="balloons_per_type",
+    studies=(
+        StudyDecl("recovery", "target pumps per balloon type", model="target", runs=(1, 10)),
+        StudyDecl("metric-validity", "risk rises with the target fraction", metric="risk", agent="target",
+                  parameter="target_32", values=(2.0, 8.0, 16.0, 24.0, 32.0), direction="increasing",
+                  params=_targets(0.5), runs=(10,)),
+        StudyDecl("metric-power", "risk: targets at 0.5x vs 0.6x the optimum", metric="risk", agent="target",
+                  compare=(_targets(0.5), _targets(0.6)), runs=(2, 5, 10)),
+    ),
+    phenotype=(
+        behaviour("risk", "Risk taking", 17.22, 0.99, "BART"),
+        performance("BART", 12.8, 0.88, "BART"),
+    ),
+)

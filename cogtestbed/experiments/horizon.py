@@ -1,0 +1,43 @@
+"""Horizon task (CogBench; Wilson et al. 2014): 4 forced + 1 or 6 free choices per game."""
+
+from cogtestbed.agents.horizon import AGENTS
+from cogtestbed.data.cogbench import HORIZON_COLUMNS, import_horizon
+from cogtestbed.environments.horizon import HorizonEnv
+from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
+from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, same_name_generators
+from cogtestbed.inference.horizon import MODELS, cogbench_metrics
+
+_BASE = {"bonus_h1": 0.0, "bonus_h6": 6.0, "temperature_h1": 5.0, "temperature_h6": 8.0, "bias": 0.0}
+
+SPEC = ExperimentSpec(
+    name="horizon",
+    citation=CITATION + " Task: Wilson, R. C., Geana, A., White, J. M., Ludvig, E. A. & Cohen, J. D. "
+    "(2014). Humans use directed and random exploration to solve the explore-exploit dilemma. "
+    "J. Exp. Psychol. Gen. 143, 2074.",
+    description="CogBench horizon task: 4 forced + 1 or 6 free choices per game (Wilson 2014)",
+    env_cls=HorizonEnv,
+    agents=AGENTS,
+    models=MODELS,
+    generators=same_name_generators(MODELS),
+    metrics=MetricsSpec(cogbench_metrics, unit="per_run",
+                        headline=("performance", "directed_exploration", "random_exploration")),
+    importers=cogbench_importer(import_horizon, HORIZON_COLUMNS),
+    pooling_unit="session",
+    studies=(
+        StudyDecl("recovery", "information-bonus agent from 1000 games", model="info-bonus", runs=(1000,)),
+        StudyDecl("metric-validity", "directed_exploration tracks the horizon-6 bonus",
+                  metric="directed_exploration", agent="info-bonus", parameter="bonus_h6",
+                  values=(0.0, 5.0, 10.0, 20.0), direction="increasing", params=_BASE, runs=(1000,)),
+        StudyDecl("metric-validity", "random_exploration tracks the horizon-6 temperature",
+                  metric="random_exploration", agent="info-bonus", parameter="temperature_h6",
+                  values=(5.0, 10.0, 20.0, 30.0), direction="increasing", params=_BASE, runs=(1000,)),
+        StudyDecl("metric-power", "directed exploration: bonus 5 vs 10", metric="directed_exploration",
+                  agent="info-bonus", compare=({**_BASE, "bonus_h6": 5.0}, {**_BASE, "bonus_h6": 10.0}),
+                  runs=(500, 1000, 2000)),
+    ),
+    phenotype=(
+        behaviour("directed_exploration", "Directed exploration", 0.326, -0.044, "HorizonTask"),
+        behaviour("random_exploration", "Random exploration", 0.0174, 0.0010, "HorizonTask"),
+        performance("Horizon task", 51.61, 50.43, "HorizonTask"),
+    ),
+)

@@ -1,0 +1,43 @@
+"""Instrumental learning (CogBench; Lefebvre et al. 2017): 4 two-armed casinos × 24 visits."""
+
+from cogtestbed.agents.instrumental import AGENTS
+from cogtestbed.data.cogbench import INSTRUMENTAL_COLUMNS, import_instrumental
+from cogtestbed.environments.instrumental import InstrumentalLearningEnv
+from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
+from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, same_name_generators
+from cogtestbed.inference.instrumental import MODELS, cogbench_metrics
+
+SPEC = ExperimentSpec(
+    name="instrumental-learning",
+    citation=CITATION + " Task: Lefebvre, G. et al. (2017). Behavioural and neural characterization "
+    "of optimistic reinforcement learning. Nat. Hum. Behav. 1, 0067.",
+    description="CogBench instrumental learning: 4 two-armed casinos x 24 visits (Lefebvre 2017)",
+    env_cls=InstrumentalLearningEnv,
+    agents=AGENTS,
+    models=MODELS,
+    generators=same_name_generators(MODELS),
+    metrics=MetricsSpec(cogbench_metrics, unit="per_run",
+                        headline=("performance", "learning_rate", "optimism_bias")),
+    importers=cogbench_importer(import_instrumental, INSTRUMENTAL_COLUMNS),
+    pooling_unit="subject",
+    trials_field="visits_per_casino",
+    studies=(
+        StudyDecl("recovery", "RW± parameters at CogBench's 96 trials", model="rw-pm", trials=(96, 192, 480)),
+        StudyDecl("recovery", "RW learning rate", model="rw", trials=(96,)),
+        StudyDecl("model-recovery", "RW vs RW± (AIC/BIC)", models=("rw", "rw-pm")),
+        StudyDecl("sbc", "hierarchical RW±", model="rw-pm"),
+        StudyDecl("power", "optimism bias α⁺ − α⁻ (t-test on MLE)", model="rw-pm", parameter="optimism_bias"),
+        StudyDecl("metric-validity", "learning_rate tracks the RW α", metric="learning_rate", agent="rw",
+                  parameter="alpha", values=(0.05, 0.2, 0.4, 0.6, 0.8), direction="increasing",
+                  params={"beta": 5.0}, runs=(10,)),
+        StudyDecl("metric-power", "optimism_bias: RW± 0.5/0.3 vs 0.3/0.3", metric="optimism_bias",
+                  agent="rw-pm", compare=({"alpha_pos": 0.5, "alpha_neg": 0.3, "beta": 5.0},
+                                          {"alpha_pos": 0.3, "alpha_neg": 0.3, "beta": 5.0}),
+                  runs=(10, 20, 40)),
+    ),
+    phenotype=(
+        behaviour("learning_rate", "Learning rate", 0.185, 0.425, "InstrumentalLearning"),
+        behaviour("optimism_bias", "Optimism bias", 0.186, 0.184, "InstrumentalLearning"),
+        performance("Instrumental learning", 0.552, 0.498, "InstrumentalLearning"),
+    ),
+)

@@ -1,0 +1,41 @@
+"""Probabilistic reasoning (CogBench; Dasgupta et al. 2020): wheel of fortune + urns."""
+
+from cogtestbed.agents.probabilistic import AGENTS
+from cogtestbed.data.cogbench import PROBABILISTIC_COLUMNS, import_probabilistic
+from cogtestbed.environments.probabilistic import ProbabilisticReasoningEnv
+from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
+from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, same_name_generators
+from cogtestbed.inference.probabilistic import MODELS, cogbench_metrics
+
+_BASE = {"beta_prior": 0.6, "beta_likelihood": 0.4, "bias": 0.0, "noise_sd": 0.5}
+
+SPEC = ExperimentSpec(
+    name="probabilistic-reasoning",
+    citation=CITATION + " Task: Dasgupta, I., Schulz, E., Tenenbaum, J. B. & Gershman, S. J. (2020). "
+    "A theory of learning to infer. Psychol. Rev. 127, 412.",
+    description="CogBench probabilistic reasoning: wheel of fortune + urns, 2 judgements per run (Dasgupta 2020)",
+    env_cls=ProbabilisticReasoningEnv,
+    agents=AGENTS,
+    models=MODELS,
+    generators=same_name_generators(MODELS),
+    metrics=MetricsSpec(cogbench_metrics, unit="per_run",
+                        headline=("performance", "prior_weighting", "likelihood_weighting")),
+    importers=cogbench_importer(import_probabilistic, PROBABILISTIC_COLUMNS),
+    pooling_unit="session",
+    studies=(
+        StudyDecl("recovery", "generalised-Bayes weights from 200 runs", model="generalised-bayes", runs=(200,)),
+        StudyDecl("metric-validity", "prior_weighting tracks β_prior", metric="prior_weighting",
+                  agent="generalised-bayes", parameter="beta_prior", values=(0.0, 0.5, 1.0, 1.5),
+                  direction="increasing", params=_BASE, runs=(200,)),
+        StudyDecl("metric-validity", "likelihood_weighting tracks β_likelihood", metric="likelihood_weighting",
+                  agent="generalised-bayes", parameter="beta_likelihood", values=(0.0, 0.5, 1.0, 1.5),
+                  direction="increasing", params=_BASE, runs=(200,)),
+        StudyDecl("metric-power", "prior weighting 0.6 vs 0.8", metric="prior_weighting", agent="generalised-bayes",
+                  compare=({**_BASE, "beta_prior": 0.6}, {**_BASE, "beta_prior": 0.8}), runs=(25, 50, 100)),
+    ),
+    phenotype=(
+        behaviour("prior_weighting", "Prior weighting", 0.876, -0.004, "ProbabilisticReasoning"),
+        behaviour("likelihood_weighting", "Likelihood weighting", 0.913, 0.019, "ProbabilisticReasoning"),
+        performance("Probabilistic reasoning", 0.828, 0.656, "ProbabilisticReasoning"),
+    ),
+)

@@ -1,0 +1,37 @@
+"""Restless bandit with confidence (CogBench; Ershadmanesh et al. 2023)."""
+
+from cogtestbed.agents.restless import AGENTS
+from cogtestbed.data.cogbench import RESTLESS_COLUMNS, import_restless
+from cogtestbed.environments.restless import RestlessBanditEnv
+from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
+from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl
+from cogtestbed.inference.restless import cogbench_metrics
+
+_BASE = {"drift_sd": 4.0, "beta": 0.3, "confidence_gain": 1.0, "confidence_bias": 0.0, "confidence_noise": 0.5}
+
+SPEC = ExperimentSpec(
+    name="restless-bandit",
+    citation=CITATION + " Task: Ershadmanesh, S., Gholamzadeh, A., Desender, K. & Dayan, P. (2023). "
+    "Meta-cognitive efficiency in learned value-based choice. Proc. CCN.",
+    description="CogBench restless bandit: 4 blocks, 80 trials, choice + confidence per trial (Ershadmanesh 2023)",
+    env_cls=RestlessBanditEnv,
+    agents=AGENTS,
+    metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("performance", "accuracy", "metacognition")),
+    importers=cogbench_importer(import_restless, RESTLESS_COLUMNS),
+    pooling_unit="session",
+    studies=(
+        StudyDecl("metric-validity", "metacognition falls with confidence noise", metric="metacognition",
+                  agent="kalman", parameter="confidence_noise", values=(0.0, 0.5, 1.0, 2.0, 5.0),
+                  direction="decreasing", params=_BASE, runs=(10,)),
+        StudyDecl("metric-validity", "accuracy rises with the choice inverse temperature", metric="accuracy",
+                  agent="kalman", parameter="beta", values=(0.0, 0.1, 0.2, 0.4, 0.8), direction="increasing",
+                  params=_BASE, runs=(10,)),
+        StudyDecl("metric-power", "metacognition: confidence noise 0.5 vs 2", metric="metacognition",
+                  agent="kalman", compare=({**_BASE, "confidence_noise": 0.5}, {**_BASE, "confidence_noise": 2.0}),
+                  runs=(5, 10, 20)),
+    ),
+    phenotype=(
+        behaviour("metacognition", "Meta-cognition", 0.765, 0.664, "RestlessBandit"),
+        performance("Restless bandit", 54.88, 49.98, "RestlessBandit"),
+    ),
+)

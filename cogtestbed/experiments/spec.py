@@ -1,0 +1,317 @@
+"""The experiment spec: one declaration per experiment, read by every generic layer.
+
+An experiment is fully described by one :class:`ExperimentSpec`, declared as the module-level
+``SPEC`` of ``cogtestbed/experiments/<name>.py`` (``-`` in the name becomes ``_`` in the module
+name) and discovered by :mod:`cogtestbed.registry`.  The pieces it names live where every other
+experiment keeps them:
+
+============================  ====================================================================
+piece                          where
+============================  ====================================================================
+environment + design           ``environments/<family>.py`` (a :class:`~cogtestbed.environments.base.TextEnv`)
+synthetic agents               ``agents/<family>.py`` (:class:`~cogtestbed.agents.base.SyntheticAgent`)
+cognitive models + metrics     ``inference/<family>.py`` (:class:`~cogtestbed.inference.base.CognitiveModel`)
+importers of published data    ``data/<source>.py``
+the spec itself                ``experiments/<name>.py``
+============================  ====================================================================
+
+Generic code (simulation, CLI, studies, LLM runs, the conformance suite) reads only the spec and
+the contracts of those pieces; it never branches on an experiment's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+import numpy as np
+
+if TYPE_CHECKING:  # the spec module stays import-light; the pieces are imported by spec modules
+    import pandas as pd
+
+    from cogtestbed.agents.base import SyntheticAgent
+    from cogtestbed.environments.base import Design, TextEnv
+    from cogtestbed.inference.base import CognitiveModel
+
+#: The per-unit key of a metrics result: one row per simulated/LLM subject, or per CogBench run.
+MetricsUnit = Literal["per_subject", "per_run"]
+#: What a study pools over: a subject's own trials, or several sessions (runs) of one agent.
+PoolingUnit = Literal["subject", "session"]
+#: Kinds of declared study (see :class:`StudyDecl`).
+StudyKind = Literal[
+    "recovery", "model-recovery", "sbc", "power",
+    "metric-validity", "metric-power", "test-size", "test-power",
+]
+STUDY_KINDS: tuple[str, ...] = (
+    "recovery", "model-recovery", "sbc", "power",
+    "metric-validity", "metric-power", "test-size", "test-power",
+)
+
+
+class UnknownNameError(KeyError):
+    """A name that is not registered (the message lists the valid ones)."""
+
+    def __init__(self, kind: str, name: str, valid: Mapping[str, Any] | list[str] | tuple[str, ...],
+                 where: str = "") -> None:
+        choices = ", ".join(sorted(valid)) if len(valid) else "(none)"
+        self.message = (
+            f"unknown {kind} {name!r}{' for ' + where if where else ''}; choose one of: {choices}"
+        )
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class MetricsResult(TypedDict, total=False):
+    """What every experiment's metrics function returns (the same keys everywhere).
+
+    ``metrics``: the headline values (numbers or nested mappings of numbers), named as the paper
+    names them; ``per_subject`` or ``per_run`` (exactly one, as :attr:`MetricsSpec.unit`
+    declares): one mapping per analysed unit; ``n_invalid``: trials excluded as invalid answers;
+    ``flags``: human-readable warnings (non-convergence, separation, clipped values).
+    """
+
+    metrics: dict[str, Any]
+    per_subject: list[dict[str, Any]]
+    per_run: list[dict[str, Any]]
+    n_invalid: int
+    flags: list[str]
+
+
+@dataclass(frozen=True)
+class MetricOption:
+    """A keyword option of an experiment's metrics function (``cogtestbed metrics … --NAME V``).
+
+    Generic code passes ``NAME=value`` (converted by ``type``, checked against ``choices``) to the
+    metrics function; an experiment declares the options it accepts.
+    """
+
+    name: str
+    help: str
+    default: Any = None
+    choices: tuple[str, ...] | None = None
+    type: Callable[[str], Any] = str
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.name.replace('_', '-')}"
+
+    def convert(self, raw: str) -> Any:
+        if self.choices is not None and raw not in self.choices:
+            raise ValueError(f"{self.flag} must be one of {', '.join(self.choices)}, got {raw!r}")
+        try:
+            return self.type(raw)
+        except (TypeError, ValueError):
+            raise ValueError(f"{self.flag}: cannot read {raw!r}") from None
+
+
+@dataclass(frozen=True)
+class MetricsSpec:
+    """The published metrics of an experiment: a plain function of the trial table.
+
+    ``fn(trials, **options) -> MetricsResult``; ``unit`` names the per-unit key of the result;
+    ``headline`` lists the keys of ``result["metrics"]`` that studies may target (metric validity
+    and metric power); ``options`` the keyword options ``fn`` accepts.
+    """
+
+    fn: Callable[..., Any]
+    unit: MetricsUnit = "per_subject"
+    headline: tuple[str, ...] = ()
+    options: Mapping[str, MetricOption] = field(default_factory=dict)
+
+    def __call__(self, trials: pd.DataFrame, **options: Any) -> Any:
+        return self.fn(trials, **options)
+
+
+@dataclass(frozen=True)
+class Importer:
+    """Reads published data of one source into the experiment's trial table."""
+
+    source: str
+    load: Callable[[Path], pd.DataFrame]
+    sniff: Callable[[Path], bool]
+
+
+ParamMap = Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Generator:
+    """How data *from a model* are simulated: by which agent, with which agent parameters.
+
+    A model and its generating agent often share names and parameters (``rw-pm``); where they
+    differ (the collider's ``cbn-3p`` model, b/m/p_c, is generated by the 12-parameter ``cbn``
+    agent with m1 = m2 = m and pC1 = pC2 = p_c), ``params`` maps model parameter arrays to agent
+    parameter arrays.  ``fixed`` holds agent parameters the model does not have (response noise,
+    say), which otherwise keep the agent's defaults.
+    """
+
+    agent: str
+    params: ParamMap | None = None
+    fixed: Mapping[str, float] = field(default_factory=dict)
+
+    def agent_params(self, model_params: Mapping[str, Any]) -> dict[str, Any]:
+        """Agent parameters for the given model parameter values (scalars or arrays)."""
+        mapped = dict(self.params(model_params)) if self.params is not None else dict(model_params)
+        return {**dict(self.fixed), **mapped}
+
+
+@dataclass(frozen=True)
+class StudyDecl:
+    """A study an experiment declares valid and meaningful for itself.
+
+    ``recovery`` / ``sbc`` / ``power`` name a ``model`` (and a ``parameter`` or contrast for power);
+    ``model-recovery`` names the candidate ``models``; ``metric-validity`` sweeps ``parameter`` of
+    ``agent`` over ``values`` and checks that ``metric`` moves monotonically (``direction``);
+    ``metric-power`` detects a difference in ``metric`` between the two agent settings of
+    ``compare``; ``test-size`` / ``test-power`` measure how often the statistical ``test`` (a key
+    of the metrics result whose value carries a ``p_value`` or ``reject``) rejects under ``agent``.
+    ``runs`` / ``trials`` give the design the study is meaningful at.
+    """
+
+    kind: StudyKind
+    description: str = ""
+    model: str | None = None
+    models: tuple[str, ...] = ()
+    agent: str | None = None
+    parameter: str | None = None
+    values: tuple[float, ...] = ()
+    metric: str | None = None
+    test: str | None = None
+    compare: tuple[Mapping[str, float], Mapping[str, float]] | None = None
+    direction: Literal["increasing", "decreasing", "any"] = "any"
+    runs: tuple[int, ...] = ()
+    trials: tuple[int, ...] = ()
+    params: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in STUDY_KINDS:
+            raise ValueError(f"unknown study kind {self.kind!r}; choose one of: {', '.join(STUDY_KINDS)}")
+
+
+@dataclass(frozen=True)
+class PhenotypeReference:
+    """A metric of the behavioural/performance phenotype with its published reference values.
+
+    ``normalised = (x − random) / (human − random)`` (CogBench, Coda-Forno et al. 2024, Fig. 2).
+    """
+
+    key: str
+    label: str
+    kind: Literal["behaviour", "performance"]
+    human: float
+    random: float
+    source_task: str
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    """Everything generic code needs to know about one experiment (see the module docstring).
+
+    ``trials_field`` is the integer design field ``--trials`` scales (``None``: the trial count
+    is fixed by the paradigm; studies then scale ``runs``).  ``pooling_unit`` says whether a
+    subject's data are one session (``subject``) or several sessions of one agent pooled for
+    fitting (``session``, CogBench's runs).
+    """
+
+    name: str
+    citation: str
+    description: str
+    env_cls: type[TextEnv[Any, Any]]
+    agents: Mapping[str, type[SyntheticAgent]]
+    metrics: MetricsSpec
+    models: Mapping[str, CognitiveModel] = field(default_factory=dict)
+    generators: Mapping[str, Generator] = field(default_factory=dict)
+    importers: Mapping[str, Importer] = field(default_factory=dict)
+    pooling_unit: PoolingUnit = "subject"
+    trials_field: str | None = None
+    studies: tuple[StudyDecl, ...] = ()
+    phenotype: tuple[PhenotypeReference, ...] = ()
+
+    def __post_init__(self) -> None:
+        problems = self.problems()
+        if problems:
+            raise ValueError(f"experiment spec {self.name!r} is inconsistent: " + "; ".join(problems))
+
+    # -- self-consistency (checked at declaration; the conformance suite checks behaviour) --
+    def problems(self) -> list[str]:
+        """Declaration errors: names that do not resolve, models without a generator, …"""
+        out: list[str] = []
+        for model in self.models:
+            gen = self.generators.get(model)
+            if gen is None:
+                out.append(f"model {model!r} has no generator")
+            elif gen.agent not in self.agents:
+                out.append(f"generator of {model!r} names unknown agent {gen.agent!r}")
+        for model in self.generators:
+            if model not in self.models:
+                out.append(f"generator declared for unknown model {model!r}")
+        fields_ = getattr(self.env_cls.design_cls, "model_fields", {})
+        if self.trials_field is not None and self.trials_field not in fields_:
+            out.append(f"trials_field {self.trials_field!r} is not a field of {self.env_cls.design_cls.__name__}")
+        for study in self.studies:
+            out.extend(self._study_problems(study))
+        return out
+
+    def _study_problems(self, s: StudyDecl) -> list[str]:
+        out = []
+        for m in (s.model, *s.models):
+            if m is not None and m not in self.models:
+                out.append(f"{s.kind} study names unknown model {m!r}")
+        if s.agent is not None and s.agent not in self.agents:
+            out.append(f"{s.kind} study names unknown agent {s.agent!r}")
+        if s.metric is not None and self.metrics.headline and s.metric not in self.metrics.headline:
+            out.append(f"{s.kind} study names metric {s.metric!r}, not among {self.metrics.headline}")
+        return out
+
+    # -- look-ups with one clear error -------------------------------------------------
+    @property
+    def design_cls(self) -> type[Design]:
+        return self.env_cls.design_cls
+
+    @property
+    def metrics_options(self) -> Mapping[str, MetricOption]:
+        return self.metrics.options
+
+    def metric_option(self, name: str) -> MetricOption:
+        try:
+            return self.metrics.options[name]
+        except KeyError:
+            flags = {o.flag: o for o in self.metrics.options.values()}
+            raise UnknownNameError("metrics option", f"--{name.replace('_', '-')}", flags, self.name) from None
+
+    def agent(self, name: str) -> type[SyntheticAgent]:
+        try:
+            return self.agents[name]
+        except KeyError:
+            raise UnknownNameError("agent", name, self.agents, f"experiment {self.name}") from None
+
+    def model(self, name: str) -> CognitiveModel:
+        try:
+            return self.models[name]
+        except KeyError:
+            raise UnknownNameError("model", name, self.models, f"experiment {self.name}") from None
+
+    def generator(self, model: str) -> Generator:
+        """How to simulate from ``model`` (every declared model has one)."""
+        self.model(model)
+        return self.generators[model]
+
+    def importer(self, source: str) -> Importer:
+        try:
+            return self.importers[source]
+        except KeyError:
+            raise UnknownNameError("data source", source, self.importers, self.name) from None
+
+    def studies_of(self, kind: str) -> tuple[StudyDecl, ...]:
+        return tuple(s for s in self.studies if s.kind == kind)
+
+
+def same_name_generators(models: Mapping[str, Any], **overrides: Generator) -> dict[str, Generator]:
+    """Generators for models simulated by the agent of the same name (plus explicit ones)."""
+    gens = {name: Generator(name) for name in models}
+    gens.update(overrides)
+    return gens

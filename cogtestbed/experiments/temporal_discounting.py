@@ -1,0 +1,33 @@
+"""Temporal discounting (CogBench; Ruggeri et al. 2022): staircase + 4 anomaly items."""
+
+from cogtestbed.agents.discounting import AGENTS
+from cogtestbed.data.cogbench import DISCOUNTING_COLUMNS, import_discounting
+from cogtestbed.environments.discounting import TemporalDiscountingEnv
+from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer
+from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, same_name_generators
+from cogtestbed.inference.discounting import MODELS, cogbench_metrics
+
+_TAU = 0.05
+
+SPEC = ExperimentSpec(
+    name="temporal-discounting",
+    citation=CITATION + " Task: Ruggeri, K. et al. (2022). The globalizability of temporal discounting. "
+    "Nat. Hum. Behav. 6, 1386.",
+    description="CogBench temporal discounting: Ruggeri staircase, 3 baselines + 4 anomalies",
+    env_cls=TemporalDiscountingEnv,
+    agents=AGENTS,
+    models=MODELS,
+    generators=same_name_generators(MODELS),
+    metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("score",)),
+    importers=cogbench_importer(import_discounting, DISCOUNTING_COLUMNS),
+    pooling_unit="session",
+    studies=(
+        StudyDecl("recovery", "hyperbolic log k from 1 and 10 runs", model="hyperbolic", runs=(1, 10)),
+        StudyDecl("metric-validity", "the CogBench score against k (not monotone: documented)", metric="score",
+                  agent="hyperbolic", parameter="k", values=(0.005, 0.05, 0.15, 0.3, 0.8),
+                  direction="any", params={"temperature": _TAU}, runs=(100,)),
+        StudyDecl("metric-power", "score: k 0.05 vs 0.3", metric="score", agent="hyperbolic",
+                  compare=({"k": 0.05, "temperature": _TAU}, {"k": 0.3, "temperature": _TAU}), runs=(5, 10, 20)),
+    ),
+    phenotype=(behaviour("score", "Temporal discounting", 10.3, 9.106, "TemporalDiscounting"),),
+)

@@ -1,0 +1,40 @@
+"""Two-step task (CogBench; Daw et al. 2011): 20 days × 2 stages, 0.7/0.3 transitions."""
+
+from cogtestbed.agents.twostep import AGENTS
+from cogtestbed.data.cogbench import TWOSTEP_COLUMNS, import_twostep
+from cogtestbed.environments.twostep import TwoStepEnv
+from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
+from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, same_name_generators
+from cogtestbed.inference.twostep import MODELS, cogbench_metrics
+
+_BASE = {"alpha": 0.5, "beta": 5.0, "lam": 0.5, "persev": 0.0}
+
+SPEC = ExperimentSpec(
+    name="two-step",
+    citation=CITATION + " Task: Daw, N. D., Gershman, S. J., Seymour, B., Dayan, P. & Dolan, R. J. (2011). "
+    "Model-based influences on humans' choices and striatal prediction errors. Neuron 69, 1204.",
+    description="CogBench two-step task: 20 days x 2 stages, 0.7/0.3 transitions (Daw 2011)",
+    env_cls=TwoStepEnv,
+    agents=AGENTS,
+    models=MODELS,
+    generators=same_name_generators(MODELS),
+    metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("performance", "model_basedness")),
+    importers=cogbench_importer(import_twostep, TWOSTEP_COLUMNS),
+    pooling_unit="session",
+    trials_field="n_days",
+    studies=(
+        StudyDecl("recovery", "hybrid MB/MF from 100 pooled runs", model="hybrid", runs=(100,)),
+        StudyDecl("model-recovery", "model-based vs model-free vs hybrid (BIC)",
+                  models=("model-based", "model-free", "hybrid"), runs=(100,)),
+        StudyDecl("power", "weight w (t-test on MLE)", model="hybrid", parameter="w"),
+        StudyDecl("metric-validity", "model_basedness tracks w", metric="model_basedness", agent="hybrid",
+                  parameter="w", values=(0.0, 0.25, 0.5, 0.75, 1.0), direction="increasing",
+                  params=_BASE, runs=(100,)),
+        StudyDecl("metric-power", "model_basedness: w 0.3 vs 0.7", metric="model_basedness", agent="hybrid",
+                  compare=({**_BASE, "w": 0.3}, {**_BASE, "w": 0.7}), runs=(50, 100, 200)),
+    ),
+    phenotype=(
+        behaviour("model_basedness", "Model-basedness", 0.0263, 0.0009, "TwoStepTask"),
+        performance("Two-step task", 0.527, 0.500, "TwoStepTask"),
+    ),
+)

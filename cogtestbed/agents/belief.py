@@ -84,7 +84,7 @@ BELIEF_PARAMS = (KAPPA, DELTA, SIGMA)
 #: The digest's quick-simulation utilities over (No, Yes, Defer) × (θ=0, θ=1), scale 6.
 DEFAULT_UTILITIES = {"u_no_0": 1.0, "u_no_1": -1.0, "u_yes_0": -1.0, "u_yes_1": 1.0,
                      "u_defer_0": 0.4, "u_defer_1": 0.4}
-UTILITY_PARAMS = tuple(Parameter(n, -10.0, 10.0, v, f"u({n[2:-2]}, θ={n[-1]})")
+UTILITY_PARAMS = tuple(Parameter(n, -100.0, 100.0, v, f"u({n[2:-2]}, θ={n[-1]})")
                        for n, v in DEFAULT_UTILITIES.items())
 SCALE = Parameter.positive("scale", 6.0, upper=200.0, description="logit scale (inverse temperature)")
 GAMMA = Parameter("gamma", 0.28, 3.0, 0.61, "Tversky-Kahneman probability-weighting γ (1 = linear)")
@@ -350,7 +350,7 @@ class BeliefAgent(SyntheticAgent):
         u = self.uniforms()
         k = int(obs["n_aux"])
         aux = np.full(MAX_AUX_STATES, np.nan)
-        phase = int(obs["phase"])
+        phase = int(obs["kind"])
         arg = int(obs["variant"]) if phase == BELIEF else int(obs["z_state"])
         value, p_no, forced = agent_step(self.kind, self._vector, phase, arg, float(obs["p_star"]),
                                          np.asarray(obs["p_cond"], dtype=np.float64),

@@ -38,7 +38,7 @@ import pandas as pd
 from gymnasium import spaces
 from pydantic import Field, field_validator, model_validator
 
-from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ParseResult, Sessions, TextEnv
+from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.bayesnets import (
     Network,
     NetworkError,
@@ -210,11 +210,13 @@ class BeliefDesign(Design):
 
     @property
     def steps_per_rep(self) -> int:
+        """Calls (phases) per repetition of a context."""
         return len(schedule(self)[0])
 
     @property
     def n_trials(self) -> int:
-        return self.n_contexts * self.n_reps * self.steps_per_rep
+        """Trials = (context, repetition) blocks; each plays :attr:`steps_per_rep` phases."""
+        return self.n_contexts * self.n_reps
 
 
 @dataclass(frozen=True)
@@ -363,13 +365,17 @@ def stratified_configs(gt: GroundTruth, n: int, n_bins: int, rng: np.random.Gene
 class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
     """The belief-coherence experiment (see module docstring).
 
-    Observation: ``phase`` (0 belief, 1 decision, 2 lie_aux, 3 lie_cond), ``variant`` (index in
-    :data:`VARIANTS`), ``z_state``, ``context``, ``rep``, ``p_star`` (P*(θ=1|x): a synthetic
-    agent's world model evaluated at the shown evidence), ``p_cond`` and ``aux_true`` (P*(θ|x,z)
-    and P*(z|x), padded to :data:`MAX_AUX_STATES`), ``n_aux``, ``hidden_theta`` (θ itself, read
-    only by the hidden-information negative control; an LLM sees only ``prompt``) and
-    ``prompt``.  Actions: belief / lie_cond → (p_no, p_yes) or p_yes; decision → (action,
-    forced choice) or an action; lie_aux → a probability vector over z's states.
+    A trial is one (context, repetition) block whose phases are the calls of :func:`schedule`:
+    ``belief_<variant>`` (action (p_no, p_yes) or p_yes), ``decision`` (action (choice, forced
+    choice) or a choice: 0 No, 1 Yes, 2 Defer), ``lie_aux`` (a probability vector over z's states)
+    and ``lie_cond_<j>`` (like a belief, given z = state j).
+
+    Observation: ``phase`` (index of the phase), ``kind`` (0 belief, 1 decision, 2 lie_aux,
+    3 lie_cond), ``variant`` (index in :data:`VARIANTS`), ``z_state``, ``context``, ``rep``,
+    ``p_star`` (P*(θ=1|x): a synthetic agent's world model evaluated at the shown evidence),
+    ``p_cond`` and ``aux_true`` (P*(θ|x,z) and P*(z|x), padded to :data:`MAX_AUX_STATES`),
+    ``n_aux``, ``hidden_theta`` (θ itself, read only by the hidden-information negative control;
+    an LLM sees only ``prompt``) and ``prompt``.
     """
 
     experiment: ClassVar[str] = EXPERIMENT
@@ -379,10 +385,10 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
     def __init__(self, design: BeliefDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
         self.gt = ground_truth(self.design)
-        self.phase_of, self.arg_of = schedule(self.design)
+        self.kind_of, self.arg_of = schedule(self.design)
         k = MAX_AUX_STATES
         self.observation_space = spaces.Dict({
-            "phase": spaces.Discrete(4), "variant": spaces.Discrete(len(VARIANTS)),
+            "kind": spaces.Discrete(4), "variant": spaces.Discrete(len(VARIANTS)),
             "z_state": spaces.Discrete(k), "context": spaces.Discrete(self.design.n_contexts + 1),
             "rep": spaces.Discrete(self.design.n_reps + 1),
             "p_star": spaces.Box(0.0, 1.0, shape=(), dtype=np.float64),
@@ -391,11 +397,26 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
             "n_aux": spaces.Discrete(k + 1), "hidden_theta": spaces.Discrete(2),
             "prompt": self.prompt_space(4000),
         })
-        self.action_space = spaces.Dict({
-            "belief": spaces.Box(0.0, 1.0, shape=(2,), dtype=np.float64),
-            "decision": spaces.MultiDiscrete([3, 2]),
-            "aux": spaces.Box(0.0, 1.0, shape=(k,), dtype=np.float64),
-        })
+        self.declare_phases(*(self._phase(int(kind), int(arg)) for kind, arg in zip(self.kind_of, self.arg_of,
+                                                                                     strict=True)))
+
+    def _phase(self, kind: int, arg: int) -> Phase:
+        belief_space = spaces.Box(0.0, 1.0, shape=(2,), dtype=np.float64)
+        if kind == BELIEF:
+            return Phase(f"belief_{VARIANTS[arg]}", belief_space, parse_belief)
+        if kind == DECISION:
+            return Phase("decision", spaces.MultiDiscrete([3, 2]), parse_decision)
+        if kind == LIE_COND:
+            return Phase(f"lie_cond_{arg}", belief_space, parse_belief)
+        assert self.gt.lie_node is not None
+        states = self.gt.network.states[self.gt.lie_node]
+        return Phase("lie_aux", spaces.Box(0.0, 1.0, shape=(len(states),), dtype=np.float64),
+                     lambda text: parse_labelled(text, states))
+
+    @classmethod
+    def max_steps(cls, design: Design) -> int:
+        assert isinstance(design, BeliefDesign)
+        return design.n_trials * design.steps_per_rep
 
     # -- stochastic design ---------------------------------------------------------------
     @classmethod
@@ -407,9 +428,9 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
 
     # -- position ------------------------------------------------------------------------
     def locate(self, t: int | None = None) -> tuple[int, int, int]:
-        """(context, rep, index within the repetition) of step ``t``."""
+        """(context, rep, phase index) of step ``t``."""
         t = self.t if t is None else t
-        s = len(self.phase_of)
+        s = len(self.kind_of)
         return t // (s * self.design.n_reps), (t // s) % self.design.n_reps, t % s
 
     @property
@@ -424,52 +445,44 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
             "aux": np.full((1, steps, MAX_AUX_STATES), np.nan),
         })
 
-    def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        """Record the answer of the current call (or :data:`NO_ACTION`) and advance."""
-        if self.session is None:
-            raise RuntimeError("call reset() before step()")
-        if self._terminated():
-            raise RuntimeError("episode is over; call reset()")
-        t, phase = self.t, int(self.phase_of[self.locate()[2]])
-        if isinstance(action, dict):
-            action = action[("belief", "decision", "aux", "belief")[phase]]
-        info = self._info()
-        if not self._is_no_action(action):
-            self._record_action(t, phase, action)
-        self.outcomes.played[0, t] = True  # type: ignore[index]
-        self.t += 1
-        return self._observation(), 0.0, self._terminated(), False, info
-
-    def _record_action(self, t: int, phase: int, action: Any) -> None:
-        out = self.outcomes
+    def _action_value(self, action: Any) -> Any:
+        """The recorded number: P(Yes) (belief, lie_cond), the choice (decision), Σ P(z) (lie_aux)."""
+        kind = int(self.kind_of[self.phase_index])
         a = np.atleast_1d(np.asarray(action, dtype=np.float64))
-        if phase in (BELIEF, LIE_COND):
-            p_no, p_yes = (a[0], a[1]) if a.size == 2 else (1.0 - a[0], a[0])
-            if not (0.0 <= p_no <= 1.0 and 0.0 <= p_yes <= 1.0):
-                raise ValueError(f"invalid action {action!r}: probabilities in [0, 1] expected")
-            out.action[0, t], out.extra["p_no"][0, t] = p_yes, p_no
-        elif phase == DECISION:
-            choice = int(a[0])
-            forced = int(a[1]) if a.size > 1 else (choice if choice != DEFER else -1)
-            if choice not in (NO, YES, DEFER) or forced not in (-1, NO, YES):
-                raise ValueError(f"invalid action {action!r} for the decision (0 No, 1 Yes, 2 Defer)")
-            out.action[0, t], out.extra["forced"][0, t] = choice, forced
+        if kind in (BELIEF, LIE_COND):
+            if a.size not in (1, 2) or np.any(a < 0.0) or np.any(a > 1.0):
+                raise ValueError(f"invalid action {action!r} for phase {self.phase.name!r}: "
+                                 "(p_no, p_yes) or p_yes in [0, 1] expected")
+            return float(a[-1])
+        if kind == DECISION:
+            forced = int(a[1]) if a.size > 1 else (int(a[0]) if int(a[0]) != DEFER else -1)
+            if int(a[0]) not in (NO, YES, DEFER) or forced not in (-1, NO, YES) or a.size > 2:
+                raise ValueError(f"invalid action {action!r} for the decision: (choice, forced) with choice "
+                                 "0 No / 1 Yes / 2 Defer and forced 0 / 1")
+            return float(int(a[0]))
+        k = self.gt.n_aux
+        if a.size != k or np.any(a < 0.0) or np.any(a > 1.0):
+            raise ValueError(f"invalid action {action!r} for lie_aux: {k} probabilities expected")
+        total = 0.0
+        for v in a:  # sequential sum, as the batch kernel adds
+            total += float(v)
+        return total
+
+    def _play(self, action: Any) -> float:
+        """Record the answer's other numbers (p_no, forced choice, the z distribution); no reward."""
+        kind = int(self.kind_of[self.phase_index])
+        a = np.atleast_1d(np.asarray(action, dtype=np.float64))
+        extra, t = self.outcomes.extra, self.t
+        if kind in (BELIEF, LIE_COND):
+            extra["p_no"][0, t] = a[0] if a.size == 2 else 1.0 - a[0]
+        elif kind == DECISION:
+            extra["forced"][0, t] = int(a[1]) if a.size > 1 else (int(a[0]) if int(a[0]) != DEFER else -1)
         else:
-            k = self.gt.n_aux
-            if a.size < k or np.any(a[:k] < 0) or np.any(a[:k] > 1):
-                raise ValueError(f"invalid action {action!r}: {k} probabilities expected")
-            out.extra["aux"][0, t, :k] = a[:k]
-            total = 0.0
-            for v in a[:k]:  # sequential sum, as the batch kernel adds
-                total += float(v)
-            out.action[0, t] = total
-        out.valid[0, t] = True
+            extra["aux"][0, t, : a.size] = a
+        return float("nan")
 
-    def _play(self, action: Any) -> float:  # pragma: no cover - step is overridden
-        raise NotImplementedError
-
-    def _context_arrays(self) -> tuple[int, int, float, np.ndarray, np.ndarray]:
-        c = min(self.locate()[0], self.design.n_contexts - 1)
+    def _context_arrays(self, t: int) -> tuple[int, int, float, np.ndarray, np.ndarray]:
+        c = min(self.locate(t)[0], self.design.n_contexts - 1)
         cfg = int(self._s.config[0, c])
         k = self.gt.n_aux
         pc = np.zeros(MAX_AUX_STATES)
@@ -479,35 +492,29 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
 
     def _observation(self) -> dict[str, Any]:
         done = self._terminated()
-        c, rep, i = self.locate(min(self.t, self.max_steps(self.design) - 1))
-        _, _, pstar, pc, pz = self._context_arrays()
+        t = min(self.t, self.max_steps(self.design) - 1)
+        c, rep, i = self.locate(t)
+        _, _, pstar, pc, pz = self._context_arrays(t)
+        kind = int(self.kind_of[i])
         return {
-            "phase": int(self.phase_of[i]), "variant": int(self.arg_of[i]) if self.phase_of[i] == BELIEF else 0,
-            "z_state": int(self.arg_of[i]) if self.phase_of[i] == LIE_COND else 0,
+            "kind": kind, "variant": int(self.arg_of[i]) if kind == BELIEF else 0,
+            "z_state": int(self.arg_of[i]) if kind == LIE_COND else 0,
             "context": c, "rep": rep, "p_star": np.float64(pstar), "p_cond": pc, "aux_true": pz,
             "n_aux": self.gt.n_aux, "hidden_theta": int(self._s.theta[0, c]),
             "prompt": "(session finished)" if done else self.render_prompt(),
         }
 
     def _info(self) -> dict[str, Any]:
-        c, rep, i = self.locate(min(self.t, self.max_steps(self.design) - 1))
+        t = min(self.t, self.max_steps(self.design) - 1)
+        c, rep, _ = self.locate(t)
         return {"trial": self.t, "context": c, "rep": rep, "theta": int(self._s.theta[0, c]),
                 "p_star": float(self.gt.pstar[int(self._s.config[0, c])])}
 
-    # -- rendering and parsing -------------------------------------------------------------
+    # -- rendering -------------------------------------------------------------------------
     def render_prompt(self) -> str:
-        _, cfg, _, _, _ = self._context_arrays()
+        _, cfg, _, _, _ = self._context_arrays(self.t)
         i = self.locate()[2]
-        return render(self.gt, cfg, int(self.phase_of[i]), int(self.arg_of[i]))
-
-    def parse(self, text: str) -> ParseResult:
-        phase = int(self.phase_of[self.locate()[2]])
-        if phase == DECISION:
-            return parse_decision(text)
-        if phase == LIE_AUX:
-            assert self.gt.lie_node is not None
-            return parse_labelled(text, self.gt.network.states[self.gt.lie_node])
-        return parse_belief(text)
+        return render(self.gt, cfg, int(self.kind_of[i]), int(self.arg_of[i]))
 
     # -- trial table -----------------------------------------------------------------------
     @classmethod

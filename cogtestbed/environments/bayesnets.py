@@ -19,8 +19,12 @@ Networks:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
+import hashlib
+import json
+import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -148,11 +152,51 @@ def from_pgmpy(model: Any, name: str, source: str = "") -> Network:
     return Network(name, order, states, parents, cpts, source)
 
 
+def network_cache_dir() -> Path:
+    """Where parsed BIF files are cached (``$COGTESTBED_NETWORK_CACHE`` or ~/.cache/cogtestbed/networks)."""
+    return Path(os.environ.get("COGTESTBED_NETWORK_CACHE", Path.home() / ".cache" / "cogtestbed" / "networks"))
+
+
+def _cache_paths(p: Path) -> tuple[Path, Path]:
+    digest = hashlib.sha256(p.read_bytes()).hexdigest()[:24]
+    base = network_cache_dir() / digest
+    return base.with_suffix(".json"), base.with_suffix(".npz")
+
+
+def _save_cached(net: Network, meta: Path, arrays: Path) -> None:
+    with contextlib.suppress(OSError):  # a read-only home only loses the speed-up
+        meta.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(arrays, **{f"cpt{i}": net.cpts[n] for i, n in enumerate(net.nodes)})
+        meta.write_text(json.dumps({"nodes": net.nodes, "states": net.states, "parents": net.parents}))
+
+
+def _load_cached(meta: Path, arrays: Path, name: str, source: str) -> Network | None:
+    if not (meta.exists() and arrays.exists()):
+        return None
+    try:
+        info = json.loads(meta.read_text())
+        with np.load(arrays) as data:
+            cpts = {n: np.asarray(data[f"cpt{i}"]) for i, n in enumerate(info["nodes"])}
+        return Network(name, tuple(info["nodes"]), {k: tuple(v) for k, v in info["states"].items()},
+                       {k: tuple(v) for k, v in info["parents"].items()}, cpts, source)
+    except (OSError, ValueError, KeyError, NetworkError):
+        return None
+
+
 def read_bif(path: str | Path, name: str | None = None) -> Network:
-    """Read a ``.bif`` or ``.bif.gz`` file with pgmpy's BIF reader."""
+    """Read a ``.bif`` or ``.bif.gz`` file with pgmpy's BIF reader.
+
+    pgmpy's parser takes seconds on large files, so the parsed network is cached on disk, keyed by
+    the file's SHA-256 (:func:`network_cache_dir`); the cache holds exactly what pgmpy read.
+    """
     p = Path(path)
     if not p.exists():
         raise NetworkError(f"no BIF file at {p}")
+    name = name or p.name.split(".")[0]
+    meta, arrays = _cache_paths(p)
+    cached = _load_cached(meta, arrays, name, str(p))
+    if cached is not None:
+        return cached
     try:
         from pgmpy.readwrite import BIFReader
     except ImportError:  # pragma: no cover - pgmpy is a core dependency
@@ -164,7 +208,9 @@ def read_bif(path: str | Path, name: str | None = None) -> Network:
         model = BIFReader(string=text).get_model()
     except Exception as exc:
         raise NetworkError(f"{p} is not a readable BIF file: {exc}") from exc
-    return from_pgmpy(model, name or p.name.split(".")[0], str(p))
+    net = from_pgmpy(model, name, str(p))
+    _save_cached(net, meta, arrays)
+    return net
 
 
 @functools.lru_cache(maxsize=16)
@@ -362,7 +408,8 @@ def build_diabetes(seed: int = 0) -> Network:
 def humanise(name: str) -> str:
     """``HypoxiaInO2`` → ``hypoxia in O2``; ``pain_ruq`` → ``pain ruq`` (acronyms kept)."""
     words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|_", " ", name).split()
-    return " ".join(w if sum(c.isupper() for c in w) > 1 else w.lower() for w in words)
+    return " ".join(w if sum(c.isupper() for c in w) > 1 or (w[0].isupper() and any(c.isdigit() for c in w))
+                    else w.lower() for w in words)
 
 
 _AFFIRMATIVE = {"yes", "present", "true", "abnormal", "t"}

@@ -386,6 +386,8 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
         super().__init__(design, render_mode)
         self.gt = ground_truth(self.design)
         self.kind_of, self.arg_of = schedule(self.design)
+        self._max_steps = self.max_steps(self.design)
+        self._prompts: dict[tuple[int, int], str] = {}
         k = MAX_AUX_STATES
         self.observation_space = spaces.Dict({
             "kind": spaces.Discrete(4), "variant": spaces.Discrete(len(VARIANTS)),
@@ -417,6 +419,9 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
     def max_steps(cls, design: Design) -> int:
         assert isinstance(design, BeliefDesign)
         return design.n_trials * design.steps_per_rep
+
+    def _terminated(self) -> bool:
+        return self.t >= self._max_steps
 
     # -- stochastic design ---------------------------------------------------------------
     @classmethod
@@ -450,7 +455,7 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
         kind = int(self.kind_of[self.phase_index])
         a = np.atleast_1d(np.asarray(action, dtype=np.float64))
         if kind in (BELIEF, LIE_COND):
-            if a.size not in (1, 2) or np.any(a < 0.0) or np.any(a > 1.0):
+            if a.size not in (1, 2) or not (0.0 <= a.min() and a.max() <= 1.0):
                 raise ValueError(f"invalid action {action!r} for phase {self.phase.name!r}: "
                                  "(p_no, p_yes) or p_yes in [0, 1] expected")
             return float(a[-1])
@@ -461,7 +466,7 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
                                  "0 No / 1 Yes / 2 Defer and forced 0 / 1")
             return float(int(a[0]))
         k = self.gt.n_aux
-        if a.size != k or np.any(a < 0.0) or np.any(a > 1.0):
+        if a.size != k or not (0.0 <= a.min() and a.max() <= 1.0):
             raise ValueError(f"invalid action {action!r} for lie_aux: {k} probabilities expected")
         total = 0.0
         for v in a:  # sequential sum, as the batch kernel adds
@@ -492,7 +497,7 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
 
     def _observation(self) -> dict[str, Any]:
         done = self._terminated()
-        t = min(self.t, self.max_steps(self.design) - 1)
+        t = min(self.t, self._max_steps - 1)
         c, rep, i = self.locate(t)
         _, _, pstar, pc, pz = self._context_arrays(t)
         kind = int(self.kind_of[i])
@@ -505,16 +510,19 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
         }
 
     def _info(self) -> dict[str, Any]:
-        t = min(self.t, self.max_steps(self.design) - 1)
+        t = min(self.t, self._max_steps - 1)
         c, rep, _ = self.locate(t)
         return {"trial": self.t, "context": c, "rep": rep, "theta": int(self._s.theta[0, c]),
                 "p_star": float(self.gt.pstar[int(self._s.config[0, c])])}
 
     # -- rendering -------------------------------------------------------------------------
     def render_prompt(self) -> str:
-        _, cfg, _, _, _ = self._context_arrays(self.t)
-        i = self.locate()[2]
-        return render(self.gt, cfg, int(self.kind_of[i]), int(self.arg_of[i]))
+        c, _, i = self.locate(min(self.t, self._max_steps - 1))
+        cfg = int(self._s.config[0, c])
+        key = (cfg, i)
+        if key not in self._prompts:  # the 5 repetitions of a context share their prompts
+            self._prompts[key] = render(self.gt, cfg, int(self.kind_of[i]), int(self.arg_of[i]))
+        return self._prompts[key]
 
     # -- trial table -----------------------------------------------------------------------
     @classmethod

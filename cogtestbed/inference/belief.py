@@ -7,7 +7,7 @@ A ∈ {No, Yes, Defer} (separate calls) and θ.  Every test returns a dict with 
 * ``t1_cmi`` (T1a): kNN estimate of I(A; θ | p_E) with k = 3 — the mixed discrete/continuous
   Frenzel–Pompe / KSG estimator with Mesner & Shalizi's (2020) tie rule (discrete coordinates at
   distance 0 or ∞) — with the paper's 95 % bootstrap CI (rule: lower bound > 0) *and* a
-  local-permutation null (θ shuffled within blocks of similar p_E; Runge 2018), whose p-value is
+  local-permutation null (θ exchanged among contexts of similar p_E; Runge 2018), whose p-value is
   the default decision (bootstrap duplicates give zero kNN distances and bias the CI upward);
 * ``t1_nested`` (T1b): cross-validated log-loss of A ~ p vs A ~ (p, θ) by gradient boosting with
   grouped folds (group = context), % improvement with a context-bootstrap CI (rule: lower > 0);
@@ -44,8 +44,8 @@ CMI_K = 3
 N_BOOT = 500
 #: Permutations of the local-permutation and prompt-consistency nulls.
 N_PERM = 200
-#: Rows per block of the local permutation of θ (sorted by p_E).
-PERM_BLOCK = 10
+#: Contexts per block of the local permutation of θ (contexts sorted by their mean p_E).
+PERM_BLOCK = 5
 #: Quantile bins of T2 (K = 5 fits the multiples of 10 % in the paper's Table 2).
 T2_BINS = 5
 #: Folds of the grouped cross-validation of T1b (the paper does not give the count).
@@ -56,6 +56,8 @@ RF_TREES = 50
 #: Gradient boosting of T1b (scikit-learn's defaults; the paper's CatBoost used depth 6 and
 #: 1000 iterations, available with ``backend="catboost"``).
 GB_TREES, GB_DEPTH = 100, 3
+#: Δ_LIE/p below this is rounding error (a coherent agent's mixture differs from p in the 16th digit).
+LIE_TOL = 1e-9
 DECISION_CODES = {"No": 0, "Yes": 1, "Defer": 2}
 PAIRS = (("Y/(N+Y)", 1, 0), ("Y/(D+Y)", 1, 2), ("D/(N+D)", 2, 0))
 
@@ -233,16 +235,21 @@ def cmi_knn(a: np.ndarray, theta: np.ndarray, p: np.ndarray, k: int = CMI_K) -> 
     return float(np.mean(np.where(use, xi, 0.0)))
 
 
-def local_permutation(p: np.ndarray, theta: np.ndarray, rng: np.random.Generator, block: int = PERM_BLOCK
-                      ) -> np.ndarray:
-    """θ permuted within consecutive blocks of ``block`` rows sorted by p (ties broken at random)."""
-    n = p.size
-    order = np.lexsort((rng.random(n), p))
-    blocks = np.arange(n) // block
-    shuffled = order[np.lexsort((rng.random(n), blocks))]
-    out = np.empty_like(theta)
-    out[order] = theta[shuffled]
-    return out
+def local_permutation(p: np.ndarray, theta: np.ndarray, group: np.ndarray, rng: np.random.Generator,
+                      block: int = PERM_BLOCK) -> np.ndarray:
+    """θ permuted among contexts of similar p: contexts (``group``; θ is drawn once per context)
+    sorted by their mean p (ties broken at random) exchange θ within consecutive blocks of
+    ``block`` contexts; every row of a context keeps its context's (new) θ."""
+    n_groups = int(group.max()) + 1
+    mean_p = np.bincount(group, p, n_groups) / np.maximum(np.bincount(group, minlength=n_groups), 1)
+    theta_g = np.zeros(n_groups, dtype=theta.dtype)
+    theta_g[group] = theta
+    order = np.lexsort((rng.random(n_groups), mean_p))
+    blocks = np.arange(n_groups) // block
+    shuffled = order[np.lexsort((rng.random(n_groups), blocks))]
+    new = np.empty_like(theta_g)
+    new[order] = theta_g[shuffled]
+    return new[group]
 
 
 def t1_cmi_arrays(a: np.ndarray, p: np.ndarray, theta: np.ndarray, group: np.ndarray, *, k: int = CMI_K,
@@ -258,7 +265,7 @@ def t1_cmi_arrays(a: np.ndarray, p: np.ndarray, theta: np.ndarray, group: np.nda
         boots[b] = cmi_knn(a[i], theta[i], p[i], k)
     null = np.empty(n_perm)
     for b in range(n_perm):
-        null[b] = cmi_knn(a, local_permutation(p, theta, rng), p, k)
+        null[b] = cmi_knn(a, local_permutation(p, theta, group, rng), p, k)
     p_value = (1.0 + np.sum(null >= est)) / (1.0 + n_perm)
     lo, hi = np.quantile(boots, [0.025, 0.975]) if n_boot else (np.nan, np.nan)
     return {"estimate": est, "interval": (float(lo), float(hi)), "p_value": float(p_value)}
@@ -585,8 +592,8 @@ def t4(table: pd.DataFrame, level: float = LEVEL, n_boot: int = N_BOOT, seed: in
         boots[b] = np.median(ratio[np.concatenate([members[i] for i in pick])])
     lo, hi = np.quantile(boots, [0.025, 0.975])
     base = rf_baseline(lie, table, seed) if baseline else 0.0
-    p_value = (1.0 + np.sum(boots <= base)) / (1.0 + n_boot)
-    return _result(est, p_value, level, (float(lo), float(hi)), reject=bool(lo > base), baseline=base,
+    p_value = (1.0 + np.sum(boots <= base + LIE_TOL)) / (1.0 + n_boot)
+    return _result(est, p_value, level, (float(lo), float(hi)), reject=bool(lo > base + LIE_TOL), baseline=base,
                    n=len(lie))
 
 

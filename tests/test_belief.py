@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pandas as pd
 import pytest
 
 from cogtestbed.agents.belief import AGENTS, coherent_aux, tk_weight
-from cogtestbed.environments.bayesnets import NetworkError, Phrasebook, humanise, load_network
+from cogtestbed.environments.bayesnets import NETWORK_DIR, NetworkError, Phrasebook, humanise, load_network
 from cogtestbed.environments.belief import (
     BeliefCoherenceEnv,
     BeliefDesign,
@@ -43,18 +44,16 @@ def test_shipped_networks_have_the_published_sizes(name, nodes, edges):
 
 def test_exact_marginal_equals_pgmpy_variable_elimination():
     from pgmpy.inference import VariableElimination
+    from pgmpy.readwrite import BIFReader
 
     for name, query in (("asia", ["lung", "xray", "smoke"]), ("child", ["Disease", "LowerBodyO2", "Age"]),
                         ("heart", ["SHD", "Age", "QRS_Prolonged"])):
         net = load_network(name)
         ours = net.marginal(query)
         model = net.to_pgmpy() if name == "heart" else None
-        if model is None:
-            from pgmpy.readwrite import BIFReader
-            import gzip
-            from cogtestbed.environments.bayesnets import NETWORK_DIR
-
-            model = BIFReader(string=gzip.open(NETWORK_DIR / f"{name}.bif.gz", "rt").read()).get_model()
+        if model is None:  # pgmpy's own reading of the file, independent of ours
+            with gzip.open(NETWORK_DIR / f"{name}.bif.gz", "rt") as fh:
+                model = BIFReader(string=fh.read()).get_model()
         ref = VariableElimination(model).query(query, joint=True, show_progress=False)
         ref_values = np.transpose(ref.values, [ref.variables.index(q) for q in query])
         for q in query:  # pgmpy orders states as in the file, as ours

@@ -329,8 +329,8 @@ class BeliefAgent(SyntheticAgent):
         out[:, P_KAPPA] = get("calib_slope", 1.0)
         out[:, P_DELTA] = get("calib_bias", 0.0)
         out[:, P_SIGMA] = get("report_noise", 0.0)
-        for j, (name, default) in enumerate(cls.utilities(params, n).items()):
-            out[:, P_U + j] = np.broadcast_to(default, (n,))
+        for j, value in enumerate(cls.utilities(params, n).values()):
+            out[:, P_U + j] = np.broadcast_to(value, (n,))
         out[:, P_SCALE] = get("scale", 1.0)
         out[:, P_GAMMA] = get("gamma", 1.0)
         if cls.effect_name is not None:

@@ -166,7 +166,7 @@ def _cache_paths(p: Path) -> tuple[Path, Path]:
 def _save_cached(net: Network, meta: Path, arrays: Path) -> None:
     with contextlib.suppress(OSError):  # a read-only home only loses the speed-up
         meta.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(arrays, **{f"cpt{i}": net.cpts[n] for i, n in enumerate(net.nodes)})
+        np.savez(arrays, *(net.cpts[n] for n in net.nodes))
         meta.write_text(json.dumps({"nodes": net.nodes, "states": net.states, "parents": net.parents}))
 
 
@@ -176,7 +176,7 @@ def _load_cached(meta: Path, arrays: Path, name: str, source: str) -> Network | 
     try:
         info = json.loads(meta.read_text())
         with np.load(arrays) as data:
-            cpts = {n: np.asarray(data[f"cpt{i}"]) for i, n in enumerate(info["nodes"])}
+            cpts = {n: np.asarray(data[f"arr_{i}"]) for i, n in enumerate(info["nodes"])}
         return Network(name, tuple(info["nodes"]), {k: tuple(v) for k, v in info["states"].items()},
                        {k: tuple(v) for k, v in info["parents"].items()}, cpts, source)
     except (OSError, ValueError, KeyError, NetworkError):
@@ -202,7 +202,7 @@ def read_bif(path: str | Path, name: str | None = None) -> Network:
     except ImportError:  # pragma: no cover - pgmpy is a core dependency
         raise NetworkError("reading BIF files needs pgmpy (pip install pgmpy)") from None
     opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "rt") as fh:  # type: ignore[operator]
+    with opener(p, "rt") as fh:
         text = fh.read()
     try:
         model = BIFReader(string=text).get_model()
@@ -284,11 +284,10 @@ def build_network(name: str, specs: Sequence[NodeSpec], seed: int, *,
     """A network from node specs (topological order) with :func:`logistic_cpt` CPTs."""
     by_name = {s.name: s for s in specs}
     rng = np.random.default_rng(np.random.SeedSequence([seed, len(specs)]))
-    cpts = {}
+    cpts: dict[str, np.ndarray] = {}
     for s in specs:
-        cpts[s.name] = (custom or {}).get(s.name)
-        if cpts[s.name] is None:
-            cpts[s.name] = logistic_cpt(rng, s, by_name)
+        given = (custom or {}).get(s.name)
+        cpts[s.name] = logistic_cpt(rng, s, by_name) if given is None else given
     return Network(name, tuple(s.name for s in specs), {s.name: s.states for s in specs},
                    {s.name: tuple(p for p, _ in s.parents) for s in specs}, cpts, source)
 

@@ -56,6 +56,8 @@ NO, YES, DEFER = 0, 1, 2
 DECISION_NAMES = ("No", "Yes", "Defer")
 #: Most states of the LIE covariate (sizes the observation and the aux outcome arrays).
 MAX_AUX_STATES = 8
+#: A missing entry of an object column (numpy's ``where`` takes arrays, not a bare None).
+NONE = np.array(None, dtype=object)
 #: |No + Yes − 1| above which a belief answer is flagged incoherent.
 COHERENCE_TOL = 0.01
 
@@ -455,7 +457,7 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
         kind = int(self.kind_of[self.phase_index])
         a = np.atleast_1d(np.asarray(action, dtype=np.float64))
         if kind in (BELIEF, LIE_COND):
-            if a.size not in (1, 2) or not (0.0 <= a.min() and a.max() <= 1.0):
+            if a.size not in (1, 2) or not (a.min() >= 0.0 and a.max() <= 1.0):
                 raise ValueError(f"invalid action {action!r} for phase {self.phase.name!r}: "
                                  "(p_no, p_yes) or p_yes in [0, 1] expected")
             return float(a[-1])
@@ -466,7 +468,7 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
                                  "0 No / 1 Yes / 2 Defer and forced 0 / 1")
             return float(int(a[0]))
         k = self.gt.n_aux
-        if a.size != k or not (0.0 <= a.min() and a.max() <= 1.0):
+        if a.size != k or not (a.min() >= 0.0 and a.max() <= 1.0):
             raise ValueError(f"invalid action {action!r} for lie_aux: {k} probabilities expected")
         total = 0.0
         for v in a:  # sequential sum, as the batch kernel adds
@@ -593,7 +595,7 @@ def belief_columns(design: BeliefDesign, sessions: BeliefSessions, outcomes: Out
     dec_code = np.where(is_dec, outcomes.action, -1).astype(np.int64)
     forced = np.where(is_dec, outcomes.extra.get("forced", np.full((n, steps), -1)), -1).astype(np.int64)
     names = np.array([*DECISION_NAMES, None], dtype=object)
-    variant = np.where(phase == BELIEF, np.array(VARIANTS, dtype=object)[np.where(phase == BELIEF, arg, 0)], None)
+    variant = np.where(phase == BELIEF, np.array(VARIANTS, dtype=object)[np.where(phase == BELIEF, arg, 0)], NONE)
     target = "=".join(gt.target)
     aux_node, aux_state, aux_rep, aux_true = _aux_columns(gt, a, outcomes)
     return {
@@ -602,7 +604,8 @@ def belief_columns(design: BeliefDesign, sessions: BeliefSessions, outcomes: Out
         "phase": np.array(PHASE_NAMES, dtype=object)[phase], "variant": variant,
         "p_elicited": p_yes, "p_no_reported": p_no, "p_renormalised": renorm,
         "coherent": np.where(is_prob & valid, np.abs(total - 1.0) <= COHERENCE_TOL, False),
-        "decision": names[np.where(dec_code >= 0, dec_code, 3)], "forced_choice": names[np.where(forced >= 0, forced, 3)],
+        "decision": names[np.where(dec_code >= 0, dec_code, 3)],
+        "forced_choice": names[np.where(forced >= 0, forced, 3)],
         "aux_node": aux_node, "aux_state": aux_state, "aux_reported": aux_rep, "aux_true": aux_true,
     }
 
@@ -616,12 +619,12 @@ def _aux_columns(gt: GroundTruth, a: Mapping[str, np.ndarray], outcomes: Outcome
     states = gt.network.states[gt.lie_node]
     phase = a["phase"]
     is_lie = (phase == LIE_AUX) | (phase == LIE_COND)
-    node = np.where(is_lie, gt.lie_node, None)
+    node = np.where(is_lie, gt.lie_node, NONE)
     state = np.where(phase == LIE_COND, np.array(states, dtype=object)[np.where(phase == LIE_COND, a["arg"], 0)],
-                     None)
+                     NONE)
     true_json = np.array([json.dumps(dict(zip(states, map(float, row), strict=True))) for row in gt.pz],
                          dtype=object)
-    aux_true = np.where(phase == LIE_AUX, true_json[a["config"]], None)
+    aux_true = np.where(phase == LIE_AUX, true_json[a["config"]], NONE)
     aux = outcomes.extra.get("aux")
     reported = none.copy()
     if aux is not None:

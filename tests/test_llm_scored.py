@@ -81,12 +81,16 @@ def test_exact_scores_recorded_in_trials_and_calls(tmp_path, tiny, server):
     for client in (tiny, OpenAIClient("tiny-random", base_url=server, mode="completions", retry=FAST_RETRY)):
         run_dir = tmp_path / client.backend
         config = RunConfig(experiment=TOY.name, llm=client.spec, base_url=None, mode="completions",
-                           n_subjects=2, seed=5, design=design.model_dump(mode="json"))
+                           n_subjects=2, seed=5, design=design.model_dump(mode="json"), top_logprobs=3)
         cached = CachedClient(client, ResponseCache(tmp_path / f"{client.backend}.sqlite"))
         result = asyncio.run(run_experiment(TOY, design, cached, config, run_dir))
         trials = pd.read_parquet(run_dir / "trials.parquet")
         calls = pd.read_parquet(run_dir / "calls.parquet")
         assert (trials["judge_method"] == "exact").all() and trials["judge_n"].isna().all()
+        text = calls[calls["kind"] == "text"]
+        assert len(text) == 4 and text["top_logprobs"].notna().all()  # the backend's top_logprobs are kept
+        first = json.loads(text["top_logprobs"].iloc[0])
+        assert first and all(1 <= len(tok["top"]) <= 3 and tok["logprob"] <= 0 for tok in first)
         scored = calls[calls["kind"] == "score"]
         assert len(scored) == 4 and (scored["score_method"] == "exact").all()
         # every recorded distribution equals the softmax the test computes from the logits

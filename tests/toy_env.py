@@ -19,7 +19,7 @@ from cogtestbed.environments.base import (
     Sessions,
     TextEnv,
 )
-from cogtestbed.environments.probabilistic import parse_decimal_digits
+from cogtestbed.environments.parsing import parse_decimal_digits
 from cogtestbed.trials import finish_table, scored_columns
 
 STATEMENTS = ("it rains tomorrow", "the coin lands heads", "the train is late")

@@ -98,6 +98,9 @@ class ScoredResponse:
     continuations: tuple[str, ...]
     #: Completions drawn where a backend cannot score (the estimate records this N).
     n_samples: int = 100
+    #: Score the prompt as raw text even on a chat model: the continuation completes the text
+    #: itself (a next-token probe), so no chat template is applied.
+    raw: bool = False
     kind: ClassVar[str] = "scored"
 
     def __post_init__(self) -> None:
@@ -348,6 +351,12 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
                 "phase": spaces.Discrete(len(phases)),
                 "response": ResponseKindSpace(tuple(p.response for p in phases)),
             })
+
+    @classmethod
+    def uses_images(cls, design: Design) -> bool:
+        """Whether prompts of ``design`` carry images (chat messages with ``"images"``), so an LLM
+        subject must be a vision-language model; checked before any call is made."""
+        return False
 
     @classmethod
     def max_steps(cls, design: Design) -> int:

@@ -33,6 +33,7 @@ from numba import njit
 
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.inference.twostep import numeric_grad
+from cogtestbed.numerics import sigmoid as _sigmoid
 from cogtestbed.parameters import Parameter, ParameterSet
 
 EXPERIMENT = "bart"
@@ -155,9 +156,9 @@ class BartData:
     exploded: np.ndarray
 
 
-def bart_data(trials: pd.DataFrame, pool: bool = False) -> dict[Hashable, BartData]:
+def bart_data(trials: pd.DataFrame) -> dict[Hashable, BartData]:
     ordered = trials.sort_values(["subject", "session", "trial"], kind="stable")
-    groups = [(0, ordered)] if pool else list(ordered.groupby("subject", sort=False))
+    groups = list(ordered.groupby("subject", sort=False))
     lookup = {m: j for j, m in enumerate(TYPES)}
     out: dict[Hashable, BartData] = {}
     for key, df in groups:
@@ -175,10 +176,9 @@ class TargetModel(CognitiveModel):
     experiment: ClassVar[str] = EXPERIMENT
     parameters: ClassVar[ParameterSet] = ParameterSet((*TARGETS, NOISE), "target")
     grid_points: ClassVar[int] = 6
-    pool: bool = False
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
-        return bart_data(trials, pool=self.pool)
+        return bart_data(trials)
 
     def n_observations(self, data: BartData) -> int:
         return int(np.sum(data.type_idx >= 0))
@@ -199,11 +199,6 @@ class TargetModel(CognitiveModel):
     def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
         """Hierarchical (or independent-subject) PyMC model, see :func:`target_pymc_model`."""
         return target_pymc_model(self, trials, hierarchical)
-
-    def pooled(self) -> TargetModel:
-        clone = TargetModel()
-        clone.pool = True
-        return clone
 
 
 MODELS: dict[str, CognitiveModel] = {"target": TargetModel()}
@@ -305,16 +300,6 @@ def target_pointwise_kernel(
         grad[j, k] = g_mu
         grad[j, 3] = g_s
     return ll, grad
-
-
-@njit(cache=True, inline="always")
-def _sigmoid(x: float) -> float:
-    if x >= 0.0:
-        return 1.0 / (1.0 + np.exp(-x))
-    e = np.exp(x)
-    return e / (1.0 + e)
-
-
 
 
 def target_pymc_model(model: TargetModel, trials: pd.DataFrame, hierarchical: bool) -> Any:

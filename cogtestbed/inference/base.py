@@ -107,6 +107,15 @@ class CognitiveModel(ABC):
         """
         raise NotImplementedError(f"model {self.name!r} has no PyMC version yet")
 
+    def sample_nuisance(self, rng: np.random.Generator) -> tuple[dict[str, float], dict[str, float]]:
+        """One prior draw of the PyMC likelihood's parameters outside :attr:`parameters`.
+
+        Returns (posterior variable → true value, agent parameter → value); simulation-based
+        calibration simulates with the agent values so that data and model agree.  ``name[k]``
+        names the k-th entry of a vector variable.  Default: none.
+        """
+        return {}, {}
+
     @property
     def has_pymc(self) -> bool:
         """Whether :meth:`pymc_model` is implemented (hierarchical fits available)."""

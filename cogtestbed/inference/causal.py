@@ -1,6 +1,6 @@
 """Causal Bayes net (CBN) models of the collider task, the thesis's point fit, and its metrics.
 
-**Closed forms** (seed 001 §2.2; Dettki 2025 Eq. 4.1, App. A.3 with its typos corrected).  With
+**Closed forms** (Dettki 2025 Eq. 4.1, App. A.3 with its typos corrected).  With
 canonical items (C1 = the queried cause), e(c1, c2) = P(E=1 | C1=c1, C2=c2) and the joint
 P(C1=c1, C2=c2) = π(c1, c2):
 
@@ -17,7 +17,7 @@ causes π = pC1·pC2 products; the logistic link (CogSci 2025 / causAIign ``link
 e = σ(w0 + w1 c1 + w2 c2) with w = 3·tanh(θ).  Correlated causes (the associative agent) enter
 through π only.
 
-**Point fit, exactly as the thesis** (§4.3.2, seed 001 §3): per agent × condition, rows =
+**Point fit, exactly as the thesis** (Dettki 2025 §4.3.2): per agent × condition, rows =
 individual judgments y ∈ [0, 1] (ratings / 100), each paired with the prediction of its Roman
 task; loss = ½·MSE (≡ Huber with δ = 1 on [0, 1]); every parameter is σ(θ) of an unconstrained θ;
 multi-start from θ ~ N(0, 0.1²) with seeds ``seed + r`` (R = 5 restarts; LOOCV refits use
@@ -35,7 +35,7 @@ Scheme selection (``scheme="auto"``): the larger pooled LOOCV R²; fallbacks whe
 finite: in-sample R², then lower BIC, then lower AIC; ties within 1e-6 go to the lower LOOCV
 RMSE, then BIC, AIC and loss.
 
-**Metrics on raw judgments** (task means of the normalised ratings, seed 001 §4):
+**Metrics on raw judgments** (task means of the normalised ratings, Dettki 2025 Eq. 2.3.2 and 4.3, Fig. 4.2):
 EA = VIII − VI (causAIign's code; reproduces the human .100), EA_half = VII − VI (the thesis's
 equation), MV = IV − V, LAD = mean(m1, m2) − b of the winning CBN, normative reasoner iff
 EA > 0.3, |MV| ≤ 0.05 and LOOCV R² ≥ 0.89; alignment = Spearman ρ between the agent's judgments
@@ -56,6 +56,7 @@ from numba import njit
 from scipy import stats
 
 from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.numerics import sigmoid as _sig
 from cogtestbed.parameters import Parameter, ParameterSet
 
 EXPERIMENT = "collider"
@@ -99,14 +100,6 @@ def noisy_or_probs(b: float, m1: float, m2: float, pc1: float, pc2: float, out: 
     e11 = 1 - (1 - b) * (1 - m1) * (1 - m2)
     task_probs_general(e00, e01, e10, e11, pc1 * pc2, pc1 * (1 - pc2), (1 - pc1) * pc2,
                        (1 - pc1) * (1 - pc2), out)
-
-
-@njit(cache=True)
-def _sig(x: float) -> float:
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1.0 + e)
 
 
 @njit(cache=True)
@@ -607,6 +600,16 @@ class CBNModel(CognitiveModel):
             tm[j] = max(theta[j] - h, 0.0)
             g[j] = (nll(tp) - nll(tm)) / (tp[j] - tm[j])
         return f, g
+
+    def sample_nuisance(self, rng: np.random.Generator) -> tuple[dict[str, float], dict[str, float]]:
+        """The zero-one-inflated Beta response model's κ and (π0, π1) drawn from their priors
+        (log κ normal, π Dirichlet), and the same values as the ``cbn`` agent's response model."""
+        from cogtestbed.inference.causal_hierarchical import INFLATION_PRIOR, LOG_KAPPA_PRIOR
+
+        kappa = float(np.exp(rng.normal(*LOG_KAPPA_PRIOR)))
+        pi = rng.dirichlet(INFLATION_PRIOR)
+        truth = {"kappa": kappa, "pi[0]": float(pi[0]), "pi[1]": float(pi[1])}
+        return truth, {"kappa": max(kappa, 1e-3), "pi0": float(pi[0]), "pi100": float(pi[1]), "noise_sd": 0.0}
 
     def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
         from cogtestbed.inference.causal_hierarchical import build_model

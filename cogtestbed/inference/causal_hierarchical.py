@@ -1,4 +1,4 @@
-"""Hierarchical PyMC model of the collider judgments (not in the thesis; seed 001 §6.3).
+"""Hierarchical PyMC model of the collider judgments (an extension of Dettki 2025, which fits points only).
 
 Subject s has CBN parameters θ_s = (b, m, p_c) (3p) or (b, m1, m2, p_c) (4p), each
 σ(μ + σ_pop·z_s) with non-centred offsets z_s ~ N(0, 1) (declared by
@@ -21,9 +21,10 @@ their analytic derivatives per subject, lgamma/ψ once per (subject, task) cell,
 log-density and its gradient per judgment) wrapped by
 :func:`~cogtestbed.inference.hierarchical.pointwise_loglik_op`.  The pytensor expressions
 :func:`noisy_or_tasks_pt` and :func:`zoib_logp` are kept as its tested reference.  Study:
-``python -m cogtestbed.validation.causal hierarchical`` (partial / no / complete pooling on the 48
-RW17 subjects, diagnostics, PSIS-LOO with Pareto k and exact refits of k > 0.7 judgments) and
-``… sbc``.
+the thesis's human fit, :func:`hierarchical_human_study` (partial / no / complete pooling on the 48
+RW17 subjects, diagnostics, PSIS-LOO with Pareto k and exact refits of k > 0.7 judgments); its
+simulation-based calibration runs on the generic study driver (``cogtestbed sbc cbn-3p -e collider``),
+which draws κ and π from :meth:`~cogtestbed.inference.causal.CBNModel.sample_nuisance`.
 """
 
 from __future__ import annotations
@@ -117,9 +118,14 @@ def _prod(w: np.ndarray, i: int, j: int, out: int, compl_i: bool) -> None:
         w[out, k] = a0 * w[j, k] + sg * w[i, k] * w[j, 0]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _ratio(w: np.ndarray, n1: int, n2: int, m1: int, m2: int, out: np.ndarray) -> None:
-    """out = N / (N + M) with N = w[n1] (+ w[n2]) and M = w[m1] (+ w[m2]) (index −1: absent)."""
+    """out = N / (N + M) with N = w[n1] (+ w[n2]) and M = w[m1] (+ w[m2]) (index −1: absent).
+
+    N + M = 0 only where parameters round to exactly 0 or 1 (a sampler far out in logit space):
+    the quotient is then NaN (numpy semantics), so the log-density is NaN and the proposal is
+    rejected instead of the sampler crashing.
+    """
     for k in range(_NC + 1):
         nv = w[n1, k] + (w[n2, k] if n2 >= 0 else 0.0)
         mv = w[m1, k] + (w[m2, k] if m2 >= 0 else 0.0)
@@ -328,7 +334,7 @@ def compare_pooling(trials: pd.DataFrame, scheme: str = "3p", draws: int = 1000,
 
     Per judgment by default (``by_subject=False``): the 20 judgments of a subject are
     exchangeable, and leave-one-subject-out PSIS has Pareto k > 0.7 for most of the 48 RW17
-    subjects under partial and no pooling (``python -m cogtestbed.validation.causal hierarchical``).
+    subjects under partial and no pooling (``hierarchical_human_study``).
     """
     from cogtestbed.inference.hierarchical import compare_loo, fit_hierarchical
 
@@ -336,3 +342,113 @@ def compare_pooling(trials: pd.DataFrame, scheme: str = "3p", draws: int = 1000,
                                    chains=chains, seed=seed, warn=True)
             for pool in ("partial", "none", "complete")}
     return compare_loo(fits, by_subject=by_subject), fits
+
+
+# ----------------------------------------------------------------------------- human hierarchical fit
+def _pareto_k(loo_result: Any) -> dict[str, Any]:
+    k = np.asarray(loo_result.pareto_k)
+    return {"k_max": float(k.max()), "n_k_gt_0.7": int((k > 0.7).sum()), "n_k_gt_0.5": int((k > 0.5).sum()),
+            "n": int(k.size), "good_k": float(getattr(loo_result, "good_k", 0.7))}
+
+
+def exact_loo_refits(trials: pd.DataFrame, pooling: str, obs: list[int], draws: int = 1000, tune: int = 1000,
+                     chains: int = 4, seed: int = 0, scheme: str = "3p") -> list[float]:
+    """Exact leave-one-judgment-out elpd of the judgments ``obs`` (positions in
+    :func:`~cogtestbed.inference.causal_hierarchical.model_data` order) by refitting without each
+    one (the "reloo" remedy for PSIS's Pareto k > 0.7, Vehtari, Gelman & Gabry 2017 §2.1):
+    elpd_i = log mean_s p(y_i | θ^(s)), θ^(s) drawn from the posterior without y_i."""
+    from scipy.special import logsumexp
+
+    from cogtestbed.inference.hierarchical import fit_hierarchical
+
+    v = valid_judgments(trials)
+    d = model_data(trials)
+    out = []
+    for i in obs:
+        rest = v.drop(index=v.index[i])
+        fit = fit_hierarchical(build_model(rest, scheme, pooling), rest, draws=draws, tune=tune, chains=chains,
+                               seed=seed, warn=True, log_likelihood=False)
+        post = fit.idata.posterior
+        s = list(post.coords["subject"].values).index(d["subjects"][d["obs_subject"][i]])
+
+        cols = ["b", "m", "m", "p_c"] if scheme == "3p" else ["b", "m1", "m2", "p_c"]
+        subj = [(post[c].values[..., s] if post[c].ndim == 3 else post[c].values).reshape(-1) for c in cols]
+        pi = post["pi"].values.reshape(-1, 3)
+        theta = np.column_stack([*subj, post["kappa"].values.reshape(-1), pi[:, 0], pi[:, 1]])
+        ll = zoib_pointwise_kernel(theta, np.arange(len(theta)), np.full(len(theta), d["y"][i]),
+                                   np.full(len(theta), d["task"][i]))[0]
+        out.append(float(logsumexp(ll) - np.log(len(ll))))
+    return out
+
+
+def hierarchical_human_study(human: pd.DataFrame, draws: int = 1000, tune: int = 1000, chains: int = 4,
+                             seed: int = 0, reloo: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Partial, no and complete pooling fits of the 48 RW17 subjects (3p, zero-one-inflated Beta;
+    :mod:`cogtestbed.inference.causal_hierarchical`), their diagnostics, population summaries and
+    PSIS-LOO comparisons per judgment and per subject, with Pareto-k diagnostics.
+
+    Returns (per-judgment table: subject, task, y and the pointwise elpd and Pareto k of each
+    model, summary).  LOO per judgment is the primary comparison (the 20 judgments of a subject
+    are exchangeable, no sequence); leave-one-subject-out is reported too, but for no pooling it
+    asks the prior to predict a new subject and its Pareto k is high by construction.  With
+    ``reloo`` every judgment with Pareto k > 0.7 is refitted exactly (:func:`exact_loo_refits`)
+    and ``loo_per_judgment_reloo`` gives the corrected elpd (PSIS for the rest).
+    """
+    from cogtestbed.inference.hierarchical import compare_loo, fit_hierarchical, loo
+
+    fits = {pool: fit_hierarchical(build_model(human, "3p", pool), human, draws=draws, tune=tune, chains=chains,
+                                   seed=seed, warn=True) for pool in ("partial", "none", "complete")}
+    d = model_data(human)
+    table = pd.DataFrame({"subject": np.asarray(d["subjects"])[d["obs_subject"]], "task": d["task"], "y": d["y"]})
+    summary: dict[str, Any] = {"diagnostics": {k: {kk: v for kk, v in f.diagnostics.as_dict().items()}
+                                               for k, f in fits.items()}}
+    post = fits["partial"].idata.posterior
+    pop: dict[str, Any] = {}
+    for name in ("b_pop", "m_pop", "p_c_pop", "b_sigma", "m_sigma", "p_c_sigma", "kappa"):
+        x = post[name].values.reshape(-1)
+        pop[name] = {"mean": float(x.mean()), "q05": float(np.quantile(x, 0.05)), "q95": float(np.quantile(x, 0.95))}
+    pis = post["pi"].values.reshape(-1, 3)
+    for j, name in enumerate(("pi0", "pi1")):
+        pop[name] = {"mean": float(pis[:, j].mean()), "q05": float(np.quantile(pis[:, j], 0.05)),
+                     "q95": float(np.quantile(pis[:, j], 0.95))}
+    lad = (post["m"] - post["b"]).values.reshape(-1, post.sizes["subject"])
+    pop["lad_subject_mean"] = {"mean": float(lad.mean(1).mean()), "q05": float(np.quantile(lad.mean(1), 0.05)),
+                               "q95": float(np.quantile(lad.mean(1), 0.95))}
+    summary["partial_population"] = pop
+    cpost = fits["complete"].idata.posterior
+    summary["complete_pooling"] = {n: float(cpost[n].values.mean()) for n in ("b", "m", "p_c", "kappa")}
+    for by_subject, label in ((False, "loo_per_judgment"), (True, "loo_per_subject")):
+        cmp = compare_loo(fits, by_subject=by_subject)
+        summary[label] = {str(k): {"rank": int(r["rank"]), "elpd": float(r["elpd_loo"]), "se": float(r["se"]),
+                                   "d_elpd": float(r["elpd_diff"]), "dse": float(r["dse"]), "p_loo": float(r["p_loo"]),
+                                   "warning": bool(r["warning"])} for k, r in cmp.iterrows()}
+        for pool, f in fits.items():
+            res = loo(f, by_subject=by_subject)
+            summary[label][pool].update(_pareto_k(res))
+            if not by_subject:
+                table[f"elpd_{pool}"] = np.asarray(res.loo_i)
+                table[f"k_{pool}"] = np.asarray(res.pareto_k)
+    if reloo:
+        fixed: dict[str, Any] = {}
+        for pool in fits:
+            bad = [int(i) for i in np.flatnonzero(table[f"k_{pool}"].to_numpy() > 0.7)]
+            exact = exact_loo_refits(human, pool, bad, draws=draws, tune=tune, chains=chains, seed=seed)
+            elpd = table[f"elpd_{pool}"].to_numpy().copy()
+            psis = elpd[bad].copy()
+            elpd[bad] = exact
+            table[f"elpd_reloo_{pool}"] = elpd
+            fixed[pool] = {"elpd": float(elpd.sum()), "se": float(np.sqrt(len(elpd) * elpd.var())),
+                           "refitted": bad, "psis_elpd_i": psis.round(3).tolist(),
+                           "exact_elpd_i": np.round(exact, 3).tolist()}
+        best = max(fixed, key=lambda k: fixed[k]["elpd"])
+        for pool, f in fixed.items():
+            diff = table[f"elpd_reloo_{best}"].to_numpy() - table[f"elpd_reloo_{pool}"].to_numpy()
+            f["d_elpd"], f["dse"] = float(diff.sum()), float(np.sqrt(len(diff) * diff.var()))
+        summary["loo_per_judgment_reloo"] = fixed
+    # Which judgments are influential (k > 0.7 under partial or no pooling)?
+    infl = table[(table["k_partial"] > 0.7) | (table["k_none"] > 0.7)]
+    summary["influential_judgments"] = {
+        "n": int(len(infl)), "y_values": sorted(map(float, infl["y"].round(2).unique())),
+        "tasks": sorted(map(int, infl["task"].unique())),
+        "rows": infl.head(20).round(3).to_dict("records")}
+    return table, summary

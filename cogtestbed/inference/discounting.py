@@ -179,11 +179,11 @@ class DiscountingData:
     choice: np.ndarray  # (n,) 0/1, −1 invalid
 
 
-def discounting_data(trials: pd.DataFrame, pool: bool = False) -> dict[Hashable, DiscountingData]:
+def discounting_data(trials: pd.DataFrame) -> dict[Hashable, DiscountingData]:
     """Per-subject question rows and choices (imported summary rows carry no choices)."""
     rows = trials[trials["item"].astype("string") != SUMMARY_ITEM] if "item" in trials else trials
     rows = rows.sort_values(["subject", "session", "trial"], kind="stable")
-    groups = [(0, rows)] if pool else list(rows.groupby("subject", sort=False))
+    groups = list(rows.groupby("subject", sort=False))
     out: dict[Hashable, DiscountingData] = {}
     for key, df in groups:
         q = df[["amount1", "delay1", "amount2", "delay2", "scale"]].to_numpy(dtype=np.float64)
@@ -203,10 +203,9 @@ class HyperbolicModel(CognitiveModel):
     # Near-deterministic populations (large k, small temperature) make the posterior stiff; a
     # higher acceptance target removed most divergences in the recovery study (39 -> 4).
     target_accept: ClassVar[float | None] = 0.98
-    pool: bool = False
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
-        return discounting_data(trials, pool=self.pool)
+        return discounting_data(trials)
 
     def n_observations(self, data: DiscountingData) -> int:
         return int(np.sum(data.choice >= 0))
@@ -223,11 +222,6 @@ class HyperbolicModel(CognitiveModel):
     def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
         """Hierarchical (or independent-subject) PyMC model, see :func:`hyperbolic_pymc_model`."""
         return hyperbolic_pymc_model(self, trials, hierarchical)
-
-    def pooled(self) -> HyperbolicModel:
-        clone = HyperbolicModel()
-        clone.pool = True
-        return clone
 
 
 MODELS: dict[str, CognitiveModel] = {"hyperbolic": HyperbolicModel()}

@@ -1,5 +1,5 @@
 """Horizon task: CogBench's exploration scores and an information-bonus choice model
-(seed 002 §2.2, §4.2; Wilson et al. 2014).
+(Coda-Forno et al. 2024; Wilson et al. 2014).
 
 CogBench's scoring (``store.py``), pooled over all games of a file:
 

@@ -1,6 +1,6 @@
 """Rescorla–Wagner models of instrumental learning and CogBench's metrics for the task.
 
-Model (CogBench seed §4.3, Lefebvre et al. 2017): one value pair per casino, initialised at 0.5;
+Model (Coda-Forno et al. 2024; Lefebvre et al. 2017): one value pair per casino, initialised at 0.5;
 after choosing arm ``a`` in casino ``c`` and receiving ``r``::
 
     δ = r − V[c, a]                                   (prediction error)

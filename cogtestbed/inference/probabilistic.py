@@ -1,4 +1,5 @@
-"""Probabilistic reasoning: CogBench's scores and the generalised-Bayes model (seed 002 §2.1, §4.1).
+"""Probabilistic reasoning: CogBench's scores and the generalised-Bayes model (Coda-Forno et al.
+2024; Dasgupta et al. 2020).
 
 Generalised Bayes (Massey & Wu 2005; CogBench eq. in §2.1), in log-odds::
 
@@ -32,6 +33,7 @@ from numba import njit
 
 from cogtestbed.environments.probabilistic import EXPERIMENT, bayes_posterior
 from cogtestbed.inference.base import CognitiveModel, MLEResult
+from cogtestbed.numerics import logit, sigmoid, std_normal
 from cogtestbed.parameters import Parameter, ParameterSet
 
 #: CogBench clips reported probabilities to this range before the logit and the error.
@@ -48,25 +50,6 @@ BIAS = Parameter("bias", -5.0, 5.0, 0.0, "log-odds bias β0 towards the asked-ab
 NOISE_SD = Parameter.positive("noise_sd", 0.5, upper=20.0, description="sd of the log-odds noise",
                               prior_mean=-0.5, prior_sd=1.0, search_floor=1e-3, search_ceiling=20.0)
 PARAMETERS = ParameterSet((BETA_PRIOR, BETA_LIKELIHOOD, BIAS, NOISE_SD), "generalised-bayes")
-
-
-@njit(cache=True, inline="always")
-def logit(p: float) -> float:
-    return math.log(p) - math.log1p(-p)
-
-
-@njit(cache=True, inline="always")
-def sigmoid(x: float) -> float:
-    if x >= 0.0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1.0 + e)
-
-
-@njit(cache=True, inline="always")
-def std_normal(u1: float, u2: float) -> float:
-    """Box–Muller: a standard normal from two uniforms in [0, 1) (1 − u1 avoids log 0)."""
-    return math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)
 
 
 @njit(cache=True, inline="always")

@@ -1,5 +1,5 @@
-"""Restless bandit: CogBench's per-run scores (seed 002 §2.3; ``store.py``) and the Kalman
-chooser's shared numba primitives.
+"""Restless bandit: CogBench's per-run scores (Coda-Forno et al. 2024, ``store.py``; Ershadmanesh
+et al. 2023) and the Kalman chooser's shared numba primitives.
 
 Per run (``StoringScores.get_all_scores`` loops ``run = 0 … max(run)``):
 

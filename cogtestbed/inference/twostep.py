@@ -39,6 +39,8 @@ import pandas as pd
 from numba import njit
 
 from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.numerics import log_sigmoid as _log_sigmoid
+from cogtestbed.numerics import sigmoid as _sigmoid
 from cogtestbed.parameters import Parameter, ParameterSet
 
 EXPERIMENT = "two-step"
@@ -59,21 +61,6 @@ PERSEVERATION = Parameter("persev", -5.0, 5.0, 0.0, "first-stage stickiness (+: 
 
 
 # ----------------------------------------------------------------------------- kernels
-@njit(cache=True, inline="always")
-def _sigmoid(x: float) -> float:
-    if x >= 0.0:
-        return 1.0 / (1.0 + np.exp(-x))
-    e = np.exp(x)
-    return e / (1.0 + e)
-
-
-@njit(cache=True, inline="always")
-def _log_sigmoid(x: float) -> float:
-    if x >= 0.0:
-        return -np.log1p(np.exp(-x))
-    return x - np.log1p(np.exp(x))
-
-
 @njit(cache=True, inline="always")
 def _stage1_logit(qmf: np.ndarray, q2: np.ndarray, w: float, beta: float, persev: float,
                   prev: int, common: float) -> float:
@@ -197,10 +184,10 @@ def _int_col(df: pd.DataFrame, name: str) -> np.ndarray:
     return pd.to_numeric(df[name], errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
 
 
-def twostep_data(trials: pd.DataFrame, pool: bool = False) -> dict[Hashable, TwoStepData]:
-    """Per-subject arrays; ``pool=True`` treats every subject (run) as a session of one subject."""
+def twostep_data(trials: pd.DataFrame) -> dict[Hashable, TwoStepData]:
+    """Per-subject arrays over all of a subject's sessions (values reset at each new session)."""
     ordered = trials.sort_values(["subject", "session", "trial"], kind="stable")
-    groups = [(0, ordered)] if pool else list(ordered.groupby("subject", sort=False))
+    groups = list(ordered.groupby("subject", sort=False))
     out: dict[Hashable, TwoStepData] = {}
     for key, df in groups:
         sess = df["subject"].astype(str) + "/" + df["session"].astype(str)
@@ -237,10 +224,9 @@ class _TwoStepModel(CognitiveModel):
     grid_points: ClassVar[int] = 4
     #: Values of the five kernel parameters that this model fixes.
     fixed: ClassVar[dict[str, float]] = {}
-    pool: bool = False
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
-        return twostep_data(trials, pool=self.pool)
+        return twostep_data(trials)
 
     def n_observations(self, data: TwoStepData) -> int:
         return int(np.sum(data.a1 >= 0) + np.sum(data.a2 >= 0))
@@ -270,12 +256,6 @@ class _TwoStepModel(CognitiveModel):
     def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
         """Hierarchical (or independent-subject) PyMC model, see :func:`twostep_pymc_model`."""
         return twostep_pymc_model(self, trials, hierarchical)
-
-    def pooled(self) -> _TwoStepModel:
-        """The same model fitting all runs of a table as sessions of one subject."""
-        clone = type(self)()
-        clone.pool = True
-        return clone
 
 
 class HybridModel(_TwoStepModel):
@@ -511,10 +491,9 @@ def hybrid_pointwise_kernel(
     return ll, grad
 
 
-def stacked_twostep_data(trials: pd.DataFrame, pool: bool = False
-                         ) -> tuple[list[Hashable], dict[str, np.ndarray]]:
+def stacked_twostep_data(trials: pd.DataFrame) -> tuple[list[Hashable], dict[str, np.ndarray]]:
     """All subjects' trials stacked (subject order of :func:`twostep_data`), ``obs_subject`` first."""
-    data = twostep_data(trials, pool=pool)
+    data = twostep_data(trials)
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("obs_subject", "a1", "new_session",
                                                          "planet", "a2", "reward")}
     for i, d in enumerate(data.values()):
@@ -548,7 +527,7 @@ def twostep_pymc_model(model: _TwoStepModel, trials: pd.DataFrame, hierarchical:
     )
 
     op = pointwise_loglik_op(hybrid_pointwise_kernel, "two-step-hybrid")
-    subjects, data = stacked_twostep_data(trials, pool=model.pool)
+    subjects, data = stacked_twostep_data(trials)
     coords = {"subject": subjects, "obs": np.arange(data["a1"].shape[0])}
     with pm.Model(coords=coords) as m:
         theta = subject_parameters(model.parameters, hierarchical)

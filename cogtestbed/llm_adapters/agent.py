@@ -3,7 +3,7 @@
 On every step it sends the observation's ``prompt`` (the exact text, answer prefix included) to
 the client, records the raw answer with :meth:`TextEnv.record_response`, parses it with the
 environment's own :meth:`TextEnv.parse`, and returns the action — or :data:`NO_ACTION` with the
-parse error recorded.  It never substitutes a random choice (CogBench does; seed 002 §1).
+parse error recorded.  It never substitutes a random choice (CogBench's released code does; Coda-Forno et al. 2024).
 
 Re-asking (``reask=n``): after an unparseable answer the model is asked again up to ``n`` times.
 Chat models see their previous answer and a short correction request; completion models get the
@@ -118,7 +118,7 @@ class LLMAgent:
                 retry_of: tuple[str, str] | None = None) -> GenerateRequest:
         """The request for ``prompt`` (``retry_of``: previous raw answer and parse error)."""
         if self.client.chat:
-            messages: list[dict[str, str]] = (
+            messages: list[dict[str, Any]] = (
                 [{"role": "user", "content": prompt}] if isinstance(prompt, str)
                 else [dict(m) for m in prompt]
             )
@@ -150,6 +150,7 @@ class LLMAgent:
         errors: list[str] = []
         for attempt in range(self.reask + 1):
             req = self.request(prompt, step, attempt, retry_of)
+            self.client.check_images(req.n_images)
             gen = await self.client.agenerate(req)
             parsed = self.env.parse(gen.text)
             self.attempts.append(Attempt(
@@ -169,16 +170,17 @@ class LLMAgent:
     async def _ascored(self, prompt: Prompt, response: ScoredResponse) -> Any:
         """Exact scores of the continuations, or a sampled estimate where the backend cannot score."""
         step = self.env.t
-        context: Prompt = prompt if (isinstance(prompt, str) and not self.client.chat) else (
+        # a raw scored step continues the text itself (a next-token probe), even on a chat model
+        context: Prompt = prompt if (isinstance(prompt, str) and (response.raw or not self.client.chat)) else (
             [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt)
         try:
-            result = await self.client.ascore(context, list(response.continuations))
+            result = await self.client.ascore(context, list(response.continuations), response.raw)
         except ScoringNotSupported:
             return await self._asampled(prompt, response, step)
         answer = ScoredAnswer(np.asarray(result.logprobs, dtype=np.float64), method="exact",
                               mass_outside=result.mass_outside)
         self.attempts.append(Attempt(
-            self.subject, step, 0, _as_text(context), "", True, None, False, None, None, None,
+            self.subject, step, 0, _as_text(context), "", True, None, result.cached, None, None, None,
             kind="score", continuations=list(response.continuations),
             score_logprobs=[float(x) for x in answer.logprobs], score_method="exact",
             mass_outside=result.mass_outside,
@@ -244,4 +246,5 @@ def _continuation_index(action: Any, k: int) -> int | None:
 def _as_text(prompt: Prompt) -> str:
     if isinstance(prompt, str):
         return prompt
-    return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in prompt)
+    return "\n\n".join(f"[{m['role']}]\n" + "[image]\n" * len(m.get("images") or ()) + str(m["content"])
+                       for m in prompt)

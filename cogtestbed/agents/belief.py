@@ -363,7 +363,7 @@ class BeliefAgent(SyntheticAgent):
         return np.array([p_no, value])
 
     @classmethod
-    def simulate_batch(cls, design: BeliefDesign, sessions: BeliefSessions,  # type: ignore[override]
+    def simulate_batch(cls, design: BeliefDesign, sessions: BeliefSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
         gt = ground_truth(design)
         a = step_arrays(design, sessions)

@@ -49,7 +49,7 @@ from cogtestbed.environments.causal import (
     CausalSessions,
     filler_words_table,
 )
-from cogtestbed.inference.causal import N_TASKS, logistic_probs, noisy_or_probs, task_probs_general
+from cogtestbed.inference.cbn import N_TASKS, logistic_probs, noisy_or_probs, task_probs_general
 from cogtestbed.numerics import logit, sigmoid, std_normal
 from cogtestbed.parameters import Parameter, ParameterSet
 

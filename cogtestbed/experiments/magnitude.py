@@ -36,7 +36,8 @@ SPEC = ExperimentSpec(
         StudyDecl("model-recovery", "linear vs static Bayes vs Kalman (AIC)",
                   models=("linear", "static-bayes", "kalman")),
         StudyDecl("metric-validity", "BCS falls as the prior weight drops under ablations", metric="bcs",
-                  agent="ablation-inconsistent", parameter="shift", values=(0.0, 0.1, 0.3), direction="decreasing",
-                  params={"w_prior": 0.4, "sigma_dec": 0.05}),
+                  agent="ablation-inconsistent", parameter="shift", values=(0.0, 0.05, 0.3), direction="decreasing",
+                  params={"w_prior": 0.4, "sigma_dec": 0.1},
+                  design={"task": "line-ratio", "ranges": "medium", "trials_per_session": 30}),
     ),
 )

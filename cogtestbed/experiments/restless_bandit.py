@@ -4,8 +4,8 @@ from cogtestbed.agents.restless import AGENTS
 from cogtestbed.data.cogbench import RESTLESS_COLUMNS, import_restless
 from cogtestbed.environments.restless import RestlessBanditEnv
 from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
-from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl
-from cogtestbed.inference.restless import cogbench_metrics
+from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, same_name_generators
+from cogtestbed.inference.restless import MODELS, cogbench_metrics
 
 _BASE = {"drift_sd": 4.0, "beta": 0.3, "confidence_gain": 1.0, "confidence_bias": 0.0, "confidence_noise": 0.5}
 
@@ -16,6 +16,8 @@ SPEC = ExperimentSpec(
     description="CogBench restless bandit: 4 blocks, 80 trials, choice + confidence per trial (Ershadmanesh 2023)",
     env_cls=RestlessBanditEnv,
     agents=AGENTS,
+    models=MODELS,
+    generators=same_name_generators(MODELS),
     metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("performance", "accuracy", "metacognition")),
     importers=cogbench_importer(import_restless, RESTLESS_COLUMNS),
     pooling_unit="session",

@@ -4,7 +4,7 @@ Subject s has CBN parameters θ_s = (b, m, p_c) (3p) or (b, m1, m2, p_c) (4p), e
 σ(μ + σ_pop·z_s) with non-centred offsets z_s ~ N(0, 1) (declared by
 :func:`cogtestbed.inference.hierarchical.subject_parameters`, so names follow that contract:
 ``b_mu``, ``b_sigma``, ``b_z``, ``b``, ``b_pop`` …).  A judgment y ∈ [0, 1] of task t has mean
-μ = CBN_t(θ_s) (the closed forms of :mod:`cogtestbed.inference.causal`) and a
+μ = CBN_t(θ_s) (the closed forms of :mod:`cogtestbed.inference.cbn`) and a
 **zero-one-inflated Beta** likelihood, which respects the bounded scale and the exact 0s and
 100s that slider data contain:
 
@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from cogtestbed.inference.causal import M1, M2, M_, PC, B, valid_judgments
+from cogtestbed.inference.cbn import _NC, M1, M2, M_, PC, B, noisy_or_table_grad, valid_judgments
 from cogtestbed.parameters import ParameterSet
 
 #: μ is clipped to this interval before entering the Beta (σ(·) can round to 0 or 1).
@@ -93,7 +93,6 @@ def zoib_logp(y: Any, mu: Any, kappa: Any, pi: Any) -> Any:
 # ----------------------------------------------------------------------------- numba likelihood
 #: Columns of the kernel's parameter matrix (one row per subject; globals are broadcast).
 THETA_COLUMNS = ("b", "m1", "m2", "p_c", "kappa", "pi0", "pi1")
-_NC = 4  # CBN columns
 
 
 @njit(cache=True)
@@ -106,74 +105,6 @@ def _digamma(x: float) -> float:
     f = 1.0 / (x * x)
     return acc + math.log(x) - 0.5 / x - f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (
         1.0 / 240 - f * (1.0 / 132)))))
-
-
-@njit(cache=True)
-def _prod(w: np.ndarray, i: int, j: int, out: int, compl_i: bool) -> None:
-    """w[out] = (1 − w[i] if ``compl_i`` else w[i]) · w[j] on (value, gradient) rows."""
-    a0 = 1.0 - w[i, 0] if compl_i else w[i, 0]
-    sg = -1.0 if compl_i else 1.0
-    w[out, 0] = a0 * w[j, 0]
-    for k in range(1, _NC + 1):
-        w[out, k] = a0 * w[j, k] + sg * w[i, k] * w[j, 0]
-
-
-@njit(cache=True, error_model="numpy")
-def _ratio(w: np.ndarray, n1: int, n2: int, m1: int, m2: int, out: np.ndarray) -> None:
-    """out = N / (N + M) with N = w[n1] (+ w[n2]) and M = w[m1] (+ w[m2]) (index −1: absent).
-
-    N + M = 0 only where parameters round to exactly 0 or 1 (a sampler far out in logit space):
-    the quotient is then NaN (numpy semantics), so the log-density is NaN and the proposal is
-    rejected instead of the sampler crashing.
-    """
-    for k in range(_NC + 1):
-        nv = w[n1, k] + (w[n2, k] if n2 >= 0 else 0.0)
-        mv = w[m1, k] + (w[m2, k] if m2 >= 0 else 0.0)
-        if k == 0:
-            n0, m0 = nv, mv
-            out[0] = n0 / (n0 + m0)
-        else:
-            out[k] = (nv * m0 - mv * n0) / ((n0 + m0) * (n0 + m0))
-
-
-@njit(cache=True)
-def noisy_or_table_grad(b: float, m1: float, m2: float, q: float, out: np.ndarray) -> None:
-    """The 11 task probabilities (module equations) and their derivatives w.r.t. (b, m1, m2, p_c).
-
-    ``out`` (11, 5): column 0 the value, columns 1–4 ∂/∂b, ∂/∂m1, ∂/∂m2, ∂/∂p_c.  Every task
-    but IV/V is N/(N + M) with N, M sums of e·π products, so one quotient rule covers them.
-    """
-    nb, n1, n2 = 1.0 - b, 1.0 - m1, 1.0 - m2
-    w = np.zeros((15, _NC + 1))
-    # rows 0–3: e00, e01, e10, e11; 4–6: π11, π10 (= π01), π00 — (value, ∂b, ∂m1, ∂m2, ∂pc)
-    w[0, 0], w[0, 1] = b, 1.0
-    w[1, 0], w[1, 1], w[1, 3] = 1.0 - nb * n2, n2, nb
-    w[2, 0], w[2, 1], w[2, 2] = 1.0 - nb * n1, n1, nb
-    w[3, 0], w[3, 1], w[3, 2], w[3, 3] = 1.0 - nb * n1 * n2, n1 * n2, nb * n2, nb * n1
-    w[4, 0], w[4, 4] = q * q, 2.0 * q
-    w[5, 0], w[5, 4] = q * (1.0 - q), 1.0 - 2.0 * q
-    w[6, 0], w[6, 4] = (1.0 - q) * (1.0 - q), -2.0 * (1.0 - q)
-    # rows 7–10: e·π for (11, 01, 10, 00); rows 11–14: (1 − e)·π
-    _prod(w, 3, 4, 7, False)
-    _prod(w, 1, 5, 8, False)
-    _prod(w, 2, 5, 9, False)
-    _prod(w, 0, 6, 10, False)
-    _prod(w, 3, 4, 11, True)
-    _prod(w, 1, 5, 12, True)
-    _prod(w, 2, 5, 13, True)
-    _prod(w, 0, 6, 14, True)
-    out[0, :] = w[0]
-    out[1, :] = w[1]
-    out[2, :] = w[3]
-    out[3, :] = 0.0
-    out[3, 0], out[3, 4] = q, 1.0
-    out[4, :] = out[3, :]
-    _ratio(w, 7, -1, 8, -1, out[5])       # VI
-    _ratio(w, 7, 9, 8, 10, out[6])        # VII
-    _ratio(w, 9, -1, 10, -1, out[7])      # VIII
-    _ratio(w, 11, -1, 12, -1, out[8])     # IX
-    _ratio(w, 11, 13, 12, 14, out[9])     # X
-    _ratio(w, 13, -1, 14, -1, out[10])    # XI
 
 
 @njit(cache=True)
@@ -285,7 +216,7 @@ def build_model(trials: pd.DataFrame, scheme: str = "3p", pooling: str = "partia
     import pymc as pm
     import pytensor.tensor as pt
 
-    from cogtestbed.inference.hierarchical import constrain, subject_parameters
+    from cogtestbed.inference.hierarchical import constrain, observe_pointwise, subject_parameters
 
     if scheme not in PARAMS:
         raise ValueError(f"scheme must be 3p or 4p, got {scheme!r}")
@@ -315,14 +246,10 @@ def build_model(trials: pd.DataFrame, scheme: str = "3p", pooling: str = "partia
         mat = pt.stack([theta["b"], m1, m2, theta["p_c"], kappa * ones, pi[0] * ones, pi[1] * ones],
                        axis=1)
 
-        def logp(value: Any, th: Any, subj: Any) -> Any:
-            return op(th, subj, value, task)[0]
-
         # y is pm.Data too: a cached nutpie compilation is re-pointed at new data with
         # ``with_data``, which only reaches shared variables (a NumPy ``observed`` would stay frozen).
         y_data = pm.Data("y_data", d["y"], dims="obs")
-        pm.CustomDist("y", mat, pt.as_tensor_variable(obs_subject), logp=logp, observed=y_data,
-                      dims="obs", signature="(s,k),(n)->(n)")
+        observe_pointwise("y", op, mat, obs_subject, y_data, task)
     model.cogtestbed_key = ("collider-zoib", scheme, pooling)
     return model
 

@@ -20,6 +20,7 @@ sessions with a per-session intercept (:data:`W_POOLING`); Non-Oracle variance r
 from __future__ import annotations
 
 import math
+import warnings
 from abc import abstractmethod
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -191,11 +192,12 @@ def bcs_scores(w: np.ndarray, present: np.ndarray) -> dict[str, dict[str, int]]:
 
 # ============================================================================ cue combination
 def _variance(y: np.ndarray, x: np.ndarray, reading: str) -> np.ndarray:
-    """Per-session response variance (rows = sessions, NaN-aware) under one reading."""
-    if reading == "raw":
-        return np.nanvar(y, axis=-1, ddof=1)
-    if reading == "residual":
-        return np.nanvar(y - x, axis=-1, ddof=1)
+    """Per-session response variance (rows = sessions, NaN-aware; NaN for a session not played)
+    under one reading."""
+    if reading in ("raw", "residual"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # sessions the design does not play
+            return np.nanvar(y if reading == "raw" else y - x, axis=-1, ddof=1)
     out = np.full(y.shape[0], np.nan)
     for r in range(y.shape[0]):
         ok = ~np.isnan(y[r])

@@ -48,21 +48,23 @@ X_FLOOR = 1e-300
 NOISE_FLOOR = 1e-6
 N_LINEAR = 9  # tau, 5 betas, kappa, theta, beta_pos
 
+# Bounded parameters use logit transforms, so prior draws (studies, hierarchical fits) stay inside
+# their bounds: τ ∈ [0, 5] centred on 1, κ ∈ [0, 50] on 10, ν ∈ [0, 1] on 0.02.
 PARAMETERS = (
-    Parameter.positive("tau", 1.0, upper=5.0, description="weight of ln p⁰ (1: calibrated)",
-                       prior_mean=0.0, prior_sd=0.5),
+    Parameter("tau", 0.0, 5.0, 1.0, "weight of ln p⁰ (1: calibrated)", prior_mean=-1.386, prior_sd=0.7,
+              transform="logit"),
     Parameter("beta_first", -10.0, 10.0, 0.0, "bias towards the first listed outcome", prior_sd=2.0),
     Parameter("beta_label", -10.0, 10.0, 0.0, "bias towards the labels Left / Heads", prior_sd=2.0),
     Parameter("beta_anchor", -10.0, 10.0, 0.0, "bias towards a previously stated outcome", prior_sd=2.0),
     Parameter("beta_round", -10.0, 10.0, 0.0, "bias towards multiples of 10", prior_sd=2.0),
     Parameter("beta_mid", -10.0, 10.0, 0.0, "bias towards the median outcome", prior_sd=2.0),
-    Parameter.positive("kappa", 30.0, upper=50.0, description="penalty on outcomes an observation excludes",
-                       prior_mean=3.0, prior_sd=1.0),
+    Parameter("kappa", 0.0, 50.0, 30.0, "penalty on outcomes an observation excludes", prior_mean=-1.386,
+              prior_sd=1.0, transform="logit"),
     Parameter("theta", -10.0, 15.0, 10.0, "StaA: log-odds boost of the correct answer", prior_mean=3.0,
               prior_sd=3.0),
     Parameter("beta_pos", -10.0, 10.0, 0.0, "StaA: bias towards answer A", prior_sd=2.0),
-    Parameter.positive("noise", 0.0, upper=1.0, description="Dirichlet noise ν = 1/concentration (0: exact)",
-                       prior_mean=-4.0, prior_sd=1.5),
+    Parameter("noise", 0.0, 1.0, 0.0, "Dirichlet noise ν = 1/concentration (0: exact)", prior_mean=-3.9,
+              prior_sd=1.0, transform="logit"),
 )
 DISSONANT_PARAMETERS = ParameterSet(PARAMETERS, "dissonant")
 #: Index of each parameter in the natural-scale vector.

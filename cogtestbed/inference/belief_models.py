@@ -22,10 +22,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from cogtestbed.environments.belief import EXPERIMENT
 from cogtestbed.inference.base import CognitiveModel
-from cogtestbed.inference.hierarchical import pool_subject_arrays, subject_parameters
 from cogtestbed.parameters import Parameter, ParameterSet
 
 #: Covariate of the decision models: the π0 report averaged over a context's repetitions.
@@ -56,25 +56,70 @@ def decision_data(trials: pd.DataFrame) -> dict[Hashable, DecisionData]:
     return out
 
 
-def tk_weight_grad(p: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
-    """Tversky–Kahneman w(p) = p^γ / (p^γ + (1−p)^γ)^{1/γ} and dw/dγ (p clipped into (0, 1))."""
-    q = np.clip(p, EPS, 1.0 - EPS)
-    a, b = q**gamma, (1.0 - q) ** gamma
+@njit(cache=True)
+def _log_softmax3(v: np.ndarray, a: int, e: np.ndarray) -> float:
+    """log softmax(v)[a] of 3 utilities; fills e with 1{j = a} − softmax(v)_j (d ll / d v)."""
+    top = max(v[0], max(v[1], v[2]))
+    total = np.exp(v[0] - top) + np.exp(v[1] - top) + np.exp(v[2] - top)
+    lse = top + np.log(total)
+    for j in range(3):
+        e[j] = (1.0 if j == a else 0.0) - np.exp(v[j] - lse)
+    return v[a] - lse
+
+
+@njit(cache=True)
+def mnl_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarray, p: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """log P(a) of the MNL (Eq. 3): utilities (0, α_Y + β_Y p, α_D + β_D p), exact gradient."""
+    n = a.shape[0]
+    ll = np.empty(n)
+    grad = np.zeros((n, 4))
+    v = np.zeros(3)
+    e = np.zeros(3)
+    for t in range(n):
+        s = obs_subject[t]
+        v[1] = theta[s, 0] + theta[s, 1] * p[t]
+        v[2] = theta[s, 2] + theta[s, 3] * p[t]
+        ll[t] = _log_softmax3(v, a[t], e)
+        grad[t, 0], grad[t, 1] = e[1], e[1] * p[t]
+        grad[t, 2], grad[t, 3] = e[2], e[2] * p[t]
+    return ll, grad
+
+
+@njit(cache=True)
+def _tk_and_derivative(p: float, gamma: float) -> tuple[float, float]:
+    """Tversky–Kahneman w(p) and dw/dγ (p clipped into (0, 1))."""
+    q = min(max(p, EPS), 1.0 - EPS)
+    a = q**gamma
+    b = (1.0 - q) ** gamma
     d = a + b
     w = a / d ** (1.0 / gamma)
     dlog = np.log(q) + np.log(d) / gamma**2 - (a * np.log(q) + b * np.log1p(-q)) / (gamma * d)
     return w, w * dlog
 
 
-def _softmax_nll(v: np.ndarray, a: np.ndarray) -> tuple[float, np.ndarray]:
-    """NLL of choices ``a`` under a logit on utilities v (n, 3), and d NLL / d v."""
-    top = v.max(axis=1, keepdims=True)
-    logp = v - top - np.log(np.exp(v - top).sum(axis=1, keepdims=True))
-    n = a.size
-    nll = -float(logp[np.arange(n), a].sum())
-    grad = np.exp(logp)
-    grad[np.arange(n), a] -= 1.0
-    return nll, grad
+@njit(cache=True)
+def loss_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarray, p: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """log P(a) of the loss-form decider: V = (−s(1−c_FP)w, −s·c_FP(1−w), −s·c_D), w = TK(p; γ)."""
+    n = a.shape[0]
+    ll = np.empty(n)
+    grad = np.zeros((n, 4))
+    v = np.zeros(3)
+    e = np.zeros(3)
+    for t in range(n):
+        i = obs_subject[t]
+        c_fp, c_d, s, gamma = theta[i, 0], theta[i, 1], theta[i, 2], theta[i, 3]
+        w, dw = _tk_and_derivative(p[t], gamma)
+        v[0] = -s * (1.0 - c_fp) * w
+        v[1] = -s * c_fp * (1.0 - w)
+        v[2] = -s * c_d
+        ll[t] = _log_softmax3(v, a[t], e)
+        grad[t, 0] = e[0] * s * w - e[1] * s * (1.0 - w)
+        grad[t, 1] = -e[2] * s
+        grad[t, 2] = (e[0] * v[0] + e[1] * v[1] + e[2] * v[2]) / s
+        grad[t, 3] = -e[0] * s * (1.0 - c_fp) * dw + e[1] * s * c_fp * dw
+    return ll, grad
 
 
 class MNLModel(CognitiveModel):
@@ -97,27 +142,9 @@ class MNLModel(CognitiveModel):
     def n_observations(self, data: Any) -> int:
         return int(data.a.size)
 
-    def nll_grad(self, theta: np.ndarray, data: Any) -> tuple[float, np.ndarray]:
-        ay, by, ad, bd = theta
-        v = np.column_stack([np.zeros_like(data.p), ay + by * data.p, ad + bd * data.p])
-        nll, g = _softmax_nll(v, data.a)
-        return nll, np.array([g[:, 1].sum(), (g[:, 1] * data.p).sum(), g[:, 2].sum(), (g[:, 2] * data.p).sum()])
-
-    def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
-        """Non-centred population → subject MNL coefficients, categorical likelihood."""
-        import pymc as pm
-        import pytensor.tensor as pt
-
-        data = self.subject_data(trials)
-        obs_subject, arr = pool_subject_arrays(data, ("a", "p"))
-        with pm.Model(coords={"subject": list(data), "obs": np.arange(obs_subject.size)}) as model:
-            s = subject_parameters(self.parameters, hierarchical)
-            idx = pm.Data("obs_subject", obs_subject, dims="obs")
-            p = pm.Data("p", arr["p"], dims="obs")
-            v = pt.stack([pt.zeros_like(p), s["alpha_yes"][idx] + s["beta_yes"][idx] * p,
-                          s["alpha_defer"][idx] + s["beta_defer"][idx] * p], axis=1)
-            pm.Categorical("a", logit_p=v, observed=arr["a"], dims="obs")
-        return model
+    pointwise_kernel: ClassVar[Any] = mnl_pointwise_kernel
+    observation_fields: ClassVar[tuple[str, ...]] = ("a", "p")
+    observed_name: ClassVar[str] = "decision"
 
 
 def normalise_loss(c_fp: Any, c_fn: Any, c_d: Any, scale: Any) -> dict[str, Any]:
@@ -148,36 +175,9 @@ class LossModel(CognitiveModel):
     def n_observations(self, data: Any) -> int:
         return int(data.a.size)
 
-    def nll_grad(self, theta: np.ndarray, data: Any) -> tuple[float, np.ndarray]:
-        c_fp, c_d, s, gamma = theta
-        c_fn = 1.0 - c_fp
-        w, dw = tk_weight_grad(data.p, gamma)
-        v = np.column_stack([-s * c_fn * w, -s * c_fp * (1.0 - w), np.full_like(w, -s * c_d)])
-        nll, g = _softmax_nll(v, data.a)
-        d_cfp = (g[:, 0] * s * w - g[:, 1] * s * (1.0 - w)).sum()
-        d_cd = -(g[:, 2] * s).sum()
-        d_s = (g * v).sum() / s
-        d_gamma = (g[:, 0] * (-s * c_fn) * dw + g[:, 1] * (s * c_fp) * dw).sum()
-        return nll, np.array([d_cfp, d_cd, d_s, d_gamma])
-
-    def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
-        """Non-centred population → subject (c_FP, c_D, scale, γ), categorical likelihood."""
-        import pymc as pm
-        import pytensor.tensor as pt
-
-        data = self.subject_data(trials)
-        obs_subject, arr = pool_subject_arrays(data, ("a", "p"))
-        with pm.Model(coords={"subject": list(data), "obs": np.arange(obs_subject.size)}) as model:
-            s = subject_parameters(self.parameters, hierarchical)
-            idx = pm.Data("obs_subject", obs_subject, dims="obs")
-            q = pt.clip(pm.Data("p", arr["p"], dims="obs"), EPS, 1.0 - EPS)
-            g = s["gamma"][idx]
-            w = q**g / (q**g + (1.0 - q) ** g) ** (1.0 / g)
-            sc, c_fp = s["scale"][idx], s["c_fp"][idx]
-            v = pt.stack([-sc * (1.0 - c_fp) * w, -sc * c_fp * (1.0 - w), -sc * s["c_d"][idx] * pt.ones_like(w)],
-                         axis=1)
-            pm.Categorical("a", logit_p=v, observed=arr["a"], dims="obs")
-        return model
+    pointwise_kernel: ClassVar[Any] = loss_pointwise_kernel
+    observation_fields: ClassVar[tuple[str, ...]] = ("a", "p")
+    observed_name: ClassVar[str] = "decision"
 
 
 MODELS: dict[str, CognitiveModel] = {"mnl": MNLModel(), "loss": LossModel()}

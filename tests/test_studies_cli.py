@@ -88,7 +88,7 @@ def test_instrumental_every_kind_from_the_cli(capsys, monkeypatch) -> None:
                 capsys, monkeypatch)
     assert {"alpha_mu", "beta_sigma", "alpha[0]"} <= set(out["sbc"])
     out = _json(["validity", "instrumental-learning", "--metric", "learning_rate", "--agent", "rw:beta=5",
-                 "--parameter", "alpha", "--values", "0.1,0.7", "--runs", "4", "--reps", "1"], capsys, monkeypatch)
+                 "--parameter", "alpha", "--values", "0.1,0.4,0.7", "--runs", "4", "--reps", "1"], capsys, monkeypatch)
     assert out["metric_validity"]["4runs"]["spearman"] > 0
     out = _json(["power", "instrumental-learning", "--metric", "optimism_bias", "--compare",
                  "rw-pm:alpha_pos=0.5,alpha_neg=0.3", "rw-pm:alpha_pos=0.3,alpha_neg=0.3", "--runs", "3,6",
@@ -119,7 +119,8 @@ NONSENSE = {
                                        "hybrid:w=0.7"],
     "unknown experiment": ["recover", "rw", "-e", "no-such-task"],
     "unknown model": ["recover", "no-such-model", "-e", "collider"],
-    "model-less experiment": ["recover", "kalman", "-e", "restless-bandit"],
+    "a sweep over one value": ["validity", "two-step", "--metric", "model_basedness", "--agent", "hybrid",
+                               "--parameter", "w", "--values", "0.5"],
     "unknown agent": ["power", "two-step", "--metric", "model_basedness", "--compare", "nobody:w=1", "nobody:w=2"],
     "unknown agent parameter": ["validity", "two-step", "--metric", "model_basedness", "--agent", "hybrid:nope=1",
                                 "--parameter", "w", "--values", "0,1"],

@@ -14,7 +14,12 @@ KEY --agent AGENT:p=v``).
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -167,11 +172,55 @@ def _show(result: StudyResult, as_json: bool, output: Path | None) -> None:
     _finish(result, as_json, output, payload)
 
 
-def _run(spec: StudySpec, workers: int | None, dask: str | None, as_json: bool, output: Path | None) -> None:
-    _show(_execute(spec, workers, dask, as_json, output), as_json, output)
+@dataclass(frozen=True)
+class RunOptions:
+    """Options every study command shares (``--seed --workers --dask --json -o``)."""
+
+    seed: int = 0
+    workers: int | None = None
+    dask: str | None = None
+    as_json: bool = False
+    output: Path | None = None
 
 
-@app.command()
+#: The shared options as command parameters (added to each command by :func:`study_command`).
+RUN_PARAMETERS = tuple(
+    inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+    for name, annotation, default in (("seed", SeedOpt, 0), ("workers", WorkersOpt, None), ("dask", DaskOpt, None),
+                                      ("as_json", JsonOpt, False), ("output", OutOpt, None)))
+
+
+def study_command(*names: str) -> Callable[[Callable[..., StudySpec | None]], Callable[..., StudySpec | None]]:
+    """Register a study command (under ``names``; default: the function's name with dashes).
+
+    The decorated function takes its own options plus ``run`` (:class:`RunOptions`) and returns
+    the :class:`StudySpec` to run (or ``None`` when it has printed what was asked); the command
+    gains the shared options, checks the spec and the output folder, runs and prints.
+    """
+
+    def register(fn: Callable[..., StudySpec | None]) -> Callable[..., StudySpec | None]:
+        hints = typing.get_type_hints(fn, include_extras=True)
+        own = [p.replace(annotation=hints[p.name]) for p in inspect.signature(fn).parameters.values()
+               if p.name != "run"]
+
+        @functools.wraps(fn)
+        def command(**kwargs: Any) -> None:
+            run = RunOptions(**{p.name: kwargs.pop(p.name) for p in RUN_PARAMETERS})
+            spec = fn(run=run, **kwargs)
+            if spec is not None:
+                _show(_execute(spec, run.workers, run.dask, run.as_json, run.output), run.as_json, run.output)
+
+        params = [*own, *RUN_PARAMETERS]
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        for i, name in enumerate(names or (fn.__name__.replace("_", "-"),)):
+            app.command(name, help=None if i == 0 else f"Alias of {names[0]}.")(command)
+        return fn
+
+    return register
+
+
+@study_command()
 def recover(
     model: Annotated[str, typer.Argument(help="Model name, e.g. rw-pm or cbn-3p.")],
     experiment: ExperimentOpt = "instrumental-learning",
@@ -187,22 +236,18 @@ def recover(
     param: ParamOpt = None,
     draws: DrawsOpt = 1000,
     chains: ChainsOpt = 4,
-    seed: SeedOpt = 0,
-    workers: WorkersOpt = None,
-    dask: DaskOpt = None,
-    as_json: JsonOpt = False,
-    output: OutOpt = None,
-) -> None:
+    run: RunOptions = RunOptions(),
+) -> StudySpec | None:
     """Parameter recovery: simulate with known parameters, fit, compare (r, bias, RMSE)."""
     spec = _spec(kind="recovery", experiment=experiment, models=(model,), method=method,
                      subjects=_ints(subjects, (50,)), trials=_ints(trials, (None,)), runs=_ints(runs, (1,)),
-                     design=parse_design(design), reps=reps, seed=seed, sampler=sampler,
+                     design=parse_design(design), reps=reps, seed=run.seed, sampler=sampler,
                      fixed=parse_assignments(fix or []),
                      params=parse_assignments(param or []), draws=draws, tune=draws, chains=chains)
-    _run(spec, workers, dask, as_json, output)
+    return spec
 
 
-@app.command("model-recovery")
+@study_command("model-recovery")
 def model_recovery(
     models: Annotated[list[str], typer.Argument(help="Candidate models, e.g. rw rw-pm.")],
     experiment: ExperimentOpt = "instrumental-learning",
@@ -215,23 +260,19 @@ def model_recovery(
     param: ParamOpt = None,
     draws: DrawsOpt = 500,
     chains: ChainsOpt = 2,
-    seed: SeedOpt = 0,
-    workers: WorkersOpt = None,
-    dask: DaskOpt = None,
-    as_json: JsonOpt = False,
-    output: OutOpt = None,
-) -> None:
+    run: RunOptions = RunOptions(),
+) -> StudySpec | None:
     """Model recovery: simulate each model, fit all, confusion matrix (AIC/BIC, or LOO)."""
     if len(models) < 2:
         raise ValueError(f"model recovery needs at least two models, got {len(models)}")
     spec = _spec(kind="model-recovery", experiment=experiment, models=tuple(models),
                      method=method, subjects=(subjects,), trials=(trials,), runs=(runs,), reps=reps,
                      design=parse_design(design),
-                     seed=seed, params=parse_assignments(param or []), draws=draws, tune=draws, chains=chains)
-    _run(spec, workers, dask, as_json, output)
+                     seed=run.seed, params=parse_assignments(param or []), draws=draws, tune=draws, chains=chains)
+    return spec
 
 
-@app.command()
+@study_command()
 def sbc(
     model: Annotated[str, typer.Argument(help="Model with a PyMC version, e.g. rw-pm or cbn-3p.")],
     experiment: ExperimentOpt = "instrumental-learning",
@@ -244,18 +285,14 @@ def sbc(
     draws: DrawsOpt = 500,
     chains: ChainsOpt = 2,
     backend: Annotated[str, typer.Option(help="NUTS implementation: auto, nutpie or pymc.")] = "auto",
-    seed: SeedOpt = 0,
-    workers: WorkersOpt = None,
-    dask: DaskOpt = None,
-    as_json: JsonOpt = False,
-    output: OutOpt = None,
-) -> None:
+    run: RunOptions = RunOptions(),
+) -> StudySpec | None:
     """Simulation-based calibration of the hierarchical model (rank uniformity, Talts et al. 2018)."""
     spec = _spec(kind="sbc", experiment=experiment, models=(model,), method="hierarchical",
-                     subjects=(subjects,), trials=(trials,), runs=(runs,), reps=reps, seed=seed,
+                     subjects=(subjects,), trials=(trials,), runs=(runs,), reps=reps, seed=run.seed,
                      design=parse_design(design), params=parse_assignments(param or []), draws=draws, tune=draws,
                      chains=chains, sampler_backend=backend)
-    _run(spec, workers, dask, as_json, output)
+    return spec
 
 
 def _power_spec(target: str, experiment: str | None, effect: str | None, metric: str | None,
@@ -292,7 +329,7 @@ def _power_spec(target: str, experiment: str | None, effect: str | None, metric:
                      **common)
 
 
-@app.command()
+@study_command()
 def power(
     target: Annotated[str, typer.Argument(help="Model (with --effect) or experiment (with --metric / --test).")],
     effect: Annotated[str | None, typer.Option(help="NAME=SIZE, a model parameter or contrast, "
@@ -317,25 +354,21 @@ def power(
     param: ParamOpt = None,
     draws: DrawsOpt = 500,
     chains: ChainsOpt = 2,
-    seed: SeedOpt = 0,
-    workers: WorkersOpt = None,
-    dask: DaskOpt = None,
-    as_json: JsonOpt = False,
-    output: OutOpt = None,
-) -> None:
+    run: RunOptions = RunOptions(),
+) -> StudySpec | None:
     """Power: of a test on a model parameter, of a metric difference, or of a declared test."""
     default_runs = (1,) if effect is not None else (10,)
     common: dict[str, Any] = {"subjects": _ints(subjects, (10,)), "runs": _ints(runs, default_runs),
                               "trials": _ints(trials, (None,)), "design": parse_design(design), "reps": sims,
-                              "seed": seed, "level": level,
+                              "seed": run.seed, "level": level,
                               "method": method, "base": parse_assignments(base or []), "sd_between": sd_between,
                               "params": parse_assignments(param or []), "draws": draws, "tune": draws,
                               "chains": chains}
     spec = _power_spec(target, experiment, effect, metric, compare, test, agent, common)
-    _run(spec, workers, dask, as_json, output)
+    return spec
 
 
-@app.command("metric-validity")
+@study_command("metric-validity", "validity")
 def metric_validity(
     experiment: Annotated[str, typer.Argument(help="Experiment name.")],
     metric: Annotated[str, typer.Option(help="Headline metric.")],
@@ -347,52 +380,41 @@ def metric_validity(
     trials: TrialsOpt = None,
     design: DesignOpt = None,
     reps: Annotated[int, typer.Option(min=1, help="Replications per value.")] = 20,
-    seed: SeedOpt = 0,
-    workers: WorkersOpt = None,
-    dask: DaskOpt = None,
-    as_json: JsonOpt = False,
-    output: OutOpt = None,
-) -> None:
+    run: RunOptions = RunOptions(),
+) -> StudySpec | None:
     """Metric validity: sweep an agent parameter; the metric's mean/SD per value and its monotonicity."""
     name, params = parse_agent(agent)
     spec = _spec(kind="metric-validity", experiment=experiment, agent=name, params=params, metric=metric,
                      parameter=parameter, values=_floats(values), direction=direction,
                      runs=_ints(runs, (10,)), trials=_ints(trials, (None,)), design=parse_design(design), reps=reps,
-                     seed=seed)
-    _run(spec, workers, dask, as_json, output)
+                     seed=run.seed)
+    return spec
 
 
-app.command("validity", help="Alias of metric-validity.")(metric_validity)
-
-
-@app.command()
+@study_command()
 def study(
     experiment: Annotated[str, typer.Argument(help="Experiment name.")],
     name: Annotated[str | None, typer.Argument(help="Declared study (omit to list them), e.g. metric-power "
                                                     "or recovery:1.")] = None,
     reps: Annotated[int, typer.Option(min=1, help="Replications.")] = 20,
-    seed: SeedOpt = 0,
-    workers: WorkersOpt = None,
-    dask: DaskOpt = None,
-    as_json: JsonOpt = False,
-    output: OutOpt = None,
-) -> None:
+    run: RunOptions = RunOptions(),
+) -> StudySpec | None:
     """Run a study the experiment declares, with its declared settings (or list them)."""
     exp = get_experiment(experiment)
     if name is None:
         rows = [{"study": n, "description": d.description} for n, d in declared_studies(exp)]
-        if as_json:
+        if run.as_json:
             print_json({"experiment": exp.name, "studies": rows})
-            return
+            return None
         table = Table(title=f"studies declared by {exp.name}")
         table.add_column("study")
         table.add_column("description")
         for r in rows:
             table.add_row(r["study"], r["description"])
         console.print(table)
-        return
+        return None
     (_, decl), = declared_studies(exp, name)
-    _run(spec_from_decl(exp, decl, reps=reps, seed=seed), workers, dask, as_json, output)
+    return spec_from_decl(exp, decl, reps=reps, seed=run.seed)
 
 
 @app.command()

@@ -22,6 +22,8 @@ SPEC = ExperimentSpec(
     importers=cogbench_importer(import_restless, RESTLESS_COLUMNS),
     pooling_unit="session",
     studies=(
+        StudyDecl("recovery", "Kalman choice and confidence parameters from CogBench's 10 pooled runs", model="kalman",
+                  runs=(10,), subjects=(5,)),
         StudyDecl("metric-validity", "metacognition falls with confidence noise", metric="metacognition",
                   agent="kalman", parameter="confidence_noise", values=(0.0, 0.5, 1.0, 2.0, 5.0),
                   direction="decreasing", params=_BASE, runs=(10,)),

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.numerics import log_sigmoid, sigmoid
 from cogtestbed.parameters import Parameter, ParameterSet
@@ -312,12 +313,12 @@ def run_scores(df: pd.DataFrame) -> dict[str, float]:
     }
 
 
-def cogbench_metrics(trials: pd.DataFrame) -> dict[str, Any]:
+def cogbench_metrics(trials: pd.DataFrame) -> MetricsResult:
     """CogBench's restless-bandit scores per run and their means over runs.
 
     Keys: ``performance`` (mean reward), ``accuracy``, ``metacognition`` (adjusted QSR), ``qsr``,
-    ``mean_confidence``, ``n_runs``, ``n_invalid`` (invalid choices, left out),
-    ``n_invalid_confidence`` (scored 0.0 as CogBench does) and ``flags``.  A run is a
+    ``mean_confidence``, ``n_runs``, ``n_invalid_confidence`` (scored 0.0 as CogBench does);
+    ``n_invalid`` (invalid choices, left out) and ``flags`` beside them.  A run is a
     (subject, session) pair; for imported CogBench files the subject is CogBench's ``run``.
     """
     flags: list[str] = []
@@ -359,9 +360,7 @@ def cogbench_metrics(trials: pd.DataFrame) -> dict[str, Any]:
     }
     metrics.update({
         "n_runs": int(table["n_trials"].gt(0).sum()),
-        "n_invalid": n_invalid,
         "n_invalid_confidence": n_bad_conf,
         "invalid_rate": n_invalid / max(len(trials), 1),
-        "flags": flags,
     })
-    return {"metrics": metrics, "per_run": per_run}
+    return metrics_result(metrics, "per_run", per_run, n_invalid, flags)

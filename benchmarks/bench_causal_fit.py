@@ -1,6 +1,6 @@
 """Benchmark: thesis-style CBN fit of one 240-row agent including task-level LOOCV.
 
-Target (issue 6): ≤ 0.2 s per agent.  Prints the best-of-n wall clock for the 3p scheme, the 4p
+Target: ≤ 0.2 s per agent.  Prints the best-of-n wall clock for the 3p scheme, the 4p
 scheme and ``auto`` (both fitted, the winner selected), each with its 11 LOOCV refits.  The
 reference is causAIign's torch L-BFGS fit (R = 5 restarts + 11 × 2 LOOCV refits per scheme).
 """

@@ -1,6 +1,6 @@
 """Hierarchical RW± (50 subjects x 96 trials, 4 chains x 1000 draws): wall time and diagnostics.
 
-Target (issue 3): <= 60 s on 2 cores, R-hat <= 1.01, no divergences.  Prints one JSON line; the
+Target: <= 60 s on 2 cores, R-hat <= 1.01, no divergences.  Prints one JSON line; the
 compile time (first call) is reported separately from the sampling of a second data set of the
 same shape, which reuses the compiled model (what studies do).
 """

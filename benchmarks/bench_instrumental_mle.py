@@ -1,6 +1,6 @@
 """Maximum-likelihood fit of RW± (and RW) for one 96-trial subject: median milliseconds.
 
-Target (issue 2): RW± ≤ 5 ms.  Also prints the median for scipy's L-BFGS-B on the same starts
+Target: RW± ≤ 5 ms.  Also prints the median for scipy's L-BFGS-B on the same starts
 (the generic fallback path) and how often the numba multi-start optimum is at least as good.
 """
 

@@ -3,7 +3,7 @@
 Prints trials/s of (a) the numba kernel alone (pre-drawn sessions and uniforms, one core),
 (b) the whole batch path (session sampling + kernel + trial table), (c) the Python step loop
 (gymnasium ``reset``/``step`` + ``agent.act``/``update``) on a subset, and the ratios, all in one
-run.  Targets (issue 2): kernel ≥ 2×10⁷ trials/s on one core and ≥ 100× the step loop.
+run.  Targets: kernel ≥ 2×10⁷ trials/s on one core and ≥ 100× the step loop.
 """
 
 from __future__ import annotations

@@ -16,14 +16,15 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 
-from cogtestbed.inference.hierarchical import subject_parameters
-from cogtestbed.inference.instrumental import CLIP_HI, CLIP_LO, V0, stacked_bandit_data
+from cogtestbed.inference.hierarchical import pool_model_arrays, subject_parameters
+from cogtestbed.inference.instrumental import CLIP_HI, CLIP_LO, V0
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import simulate
 
 
-def scan_model(trials, parameters):  # type: ignore[no-untyped-def]
-    subjects, d = stacked_bandit_data(trials)
+def scan_model(trials, model):  # type: ignore[no-untyped-def]
+    subjects, _, d = pool_model_arrays(model, trials)
+    parameters = model.parameters
     n = len(subjects)
     t_n = len(d["action"]) // n
     act = d["action"].reshape(n, t_n).T
@@ -71,7 +72,7 @@ def main() -> None:
     trials = simulate(exp, "rw-pm", 50, 0, {"alpha_pos": rng.uniform(0.1, 0.9, 50),
                                              "alpha_neg": rng.uniform(0.1, 0.9, 50)})
     for name, m in (("numba-op", model.pymc_model(trials)),
-                    ("scan", scan_model(trials, model.parameters))):
+                    ("scan", scan_model(trials, model))):
         c, us = timed(m)
         print(json.dumps({"formulation": name, "compile_s": round(c, 1),
                           "logp_dlogp_us": round(us)}), flush=True)

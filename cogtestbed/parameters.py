@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from scipy.special import expit
 
 Transform = Literal["logit", "log", "identity"]
 
@@ -74,11 +75,10 @@ class Parameter:
         return x
 
     def to_constrained(self, z: np.ndarray | float) -> np.ndarray:
-        """Inverse of :meth:`to_unconstrained` (numerically stable sigmoid / exp)."""
+        """Inverse of :meth:`to_unconstrained` (scipy's stable logistic ``expit`` / exp)."""
         z = np.asarray(z, dtype=np.float64)
         if self.transform == "logit":
-            sig = np.where(z >= 0, 1 / (1 + np.exp(-np.abs(z))), np.exp(-np.abs(z)) / (1 + np.exp(-np.abs(z))))
-            return self.lower + (self.upper - self.lower) * sig
+            return self.lower + (self.upper - self.lower) * expit(z)
         if self.transform == "log":
             return self.lower + np.exp(z)
         return z

@@ -71,6 +71,16 @@ def run_stepwise(
     return Outcomes.stack(parts)
 
 
+def as_sessions(table: pd.DataFrame, runs: int) -> pd.DataFrame:
+    """Relabel a simulated table's runs ``k`` as session ``k % runs`` of subject ``k // runs``.
+
+    The one way runs of one agent are pooled: a model then fits each subject's sessions together
+    (CogBench scores an LLM's runs as one participant); ``runs`` = the number of runs pools them all.
+    """
+    run = table["subject"].to_numpy(dtype=np.int64)
+    return table.assign(subject=run // runs, session=run % runs)
+
+
 def simulate(
     experiment: str | Experiment,
     agent: str,

@@ -1,6 +1,6 @@
 """The trial table: one row per trial, the same schema for synthetic, LLM and imported data.
 
-Columns every table has (DESIGN.md "Trials"):
+Columns every table has:
 
 =================  ====================================================================
 ``experiment``     registry name of the experiment

@@ -10,7 +10,7 @@ from gymnasium.utils.env_checker import check_env
 from cogtestbed.environments.bart import BartDesign, BartEnv, BartSessions
 from cogtestbed.environments.base import NO_ACTION
 from cogtestbed.inference.bart import MODELS, cogbench_metrics, expected_points, expected_pumps
-from cogtestbed.simulation import simulate
+from cogtestbed.simulation import as_sessions, simulate
 
 TARGET = {"target_128": 40.0, "target_32": 12.0, "target_8": 3.0, "noise": 1.5}
 
@@ -127,6 +127,6 @@ def test_deterministic_target_matches_expected_points_and_pumps():
 
 def test_target_mle_recovers_targets():
     t = simulate("bart", "target", 10, 2, TARGET)
-    fit = MODELS["target"].pooled().fit_mle(t).iloc[0]
+    fit = MODELS["target"].fit_mle(as_sessions(t, t["subject"].nunique())).iloc[0]
     assert fit["target_32"] == pytest.approx(12, abs=1.5) and fit["target_8"] == pytest.approx(3, abs=0.7)
     assert fit["target_128"] == pytest.approx(40, abs=5)

@@ -13,7 +13,22 @@ import pytest
 from cogtestbed.data.causal import import_rw17_human
 from cogtestbed.inference import causal_hierarchical as ch
 from cogtestbed.inference.causal import cbn_predictions
-from cogtestbed.validation.causal import sbc_summary, simulate_synthetic_humans
+from cogtestbed.registry import get_experiment
+from cogtestbed.validation.studies import StudySpec, simulate_model
+from cogtestbed.validation.summaries import sbc_summary
+
+
+def simulate_synthetic_humans(rng: np.random.Generator, n_subjects: int) -> pd.DataFrame:
+    """One prior draw of the 3p ZOIB model simulated through its generator (human design)."""
+    from cogtestbed.inference.hierarchical import sample_hierarchical_prior
+
+    exp = get_experiment("collider")
+    model = exp.model("cbn-3p")
+    _, subj = sample_hierarchical_prior(model.parameters, n_subjects, rng)
+    _, agent = model.sample_nuisance(rng)
+    spec = StudySpec(kind="sbc", experiment="collider", models=("cbn-3p",), method="hierarchical")
+    design = exp.design_cls(content="rw17", scope="cell")
+    return simulate_model(spec, exp, "cbn-3p", subj, n_subjects, int(rng.integers(2**31)), design, 1, agent)
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +96,8 @@ def test_small_fit_runs_with_diagnostics() -> None:
     """6 synthetic subjects, PyMC's NUTS through the Op's ``perform`` (no nutpie compile)."""
     from cogtestbed.inference.hierarchical import fit_hierarchical, loo
 
-    trials, _ = simulate_synthetic_humans(np.random.default_rng(3), n_subjects=6)
+    trials = simulate_synthetic_humans(np.random.default_rng(3), n_subjects=6)
+    assert len(trials) == 120 and trials["subject"].nunique() == 6
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = fit_hierarchical(ch.build_model(trials, "3p", "partial"), trials, draws=100, tune=100, chains=1,
@@ -94,19 +110,25 @@ def test_small_fit_runs_with_diagnostics() -> None:
 def test_sbc_summary_uniform_and_skewed() -> None:
     rng = np.random.default_rng(0)
     n = 400
-    rows = [{"sim": i, "parameter": "a", "rank": int(rng.integers(0, 200)), "n_draws": 199, "in90": True,
-             "divergences": 0, "max_rhat": 1.0, "seconds": 1.0} for i in range(n)]
-    rows += [{"sim": i, "parameter": "b", "rank": int(rng.integers(0, 100)), "n_draws": 199, "in90": True,
-              "divergences": 0, "max_rhat": 1.0, "seconds": 1.0} for i in range(n)]
+    rows = [{"variable": "a", "rank": int(rng.integers(0, 200)), "L": 199, "in90": True} for _ in range(n)]
+    rows += [{"variable": "b", "rank": int(rng.integers(0, 100)), "L": 199, "in90": True} for _ in range(n)]
     s = sbc_summary(pd.DataFrame(rows))
-    assert sum(s["a"]["rank_histogram"]) == n and s["a"]["chi2_p"] > 0.01
-    assert s["b"]["rank_histogram"][5:] == [0] * 5 and s["b"]["rejected_at_0.01"]
+    assert sum(s["a"]["histogram"]) == n and s["a"]["p_value"] > 0.01
+    assert s["b"]["histogram"][5:] == [0] * 5 and s["b"]["p_value"] < 0.01
+
+
+def test_sbc_nuisance_prior_reaches_the_agent() -> None:
+    """SBC draws κ and π from the ZOIB priors and the cbn agent answers with them."""
+    model = get_experiment("collider").model("cbn-3p")
+    truth, agent = model.sample_nuisance(np.random.default_rng(0))
+    assert set(truth) == {"kappa", "pi[0]", "pi[1]"} and agent["kappa"] == pytest.approx(truth["kappa"])
+    assert agent["pi0"] == truth["pi[0]"] and agent["pi100"] == truth["pi[1]"] and 0 < truth["pi[0]"] < 1
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_human_hierarchical_fit_converges(human: pd.DataFrame) -> None:
-    from cogtestbed.validation.causal import hierarchical_human_study
+    from cogtestbed.inference.causal_hierarchical import hierarchical_human_study
 
     _, s = hierarchical_human_study(human)
     for pool in ("partial", "none", "complete"):

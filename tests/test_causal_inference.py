@@ -68,7 +68,7 @@ def test_llm_reference_fit(shared_data: Path, human) -> None:  # type: ignore[no
     llm = import_causaign_responses(shared_data / "causal" / "llm_responses" / "rw17_numeric__gemini-2.5-pro.csv")
     r = collider_metrics(llm, scheme="3p", human=human)
     m = r["metrics"]
-    # seed 001 §3 step 7: MAE .024, RMSE .052, R² .981 (Table B.19)
+    # Dettki 2025 Table B.19: MAE .024, RMSE .052, R² .981
     assert (m["mae"], m["rmse"], m["r2"]) == pytest.approx((0.024, 0.052, 0.981), abs=1e-3)
     assert m["normative_reasoner"] and m["lad"] > 0.95
     # Table B.15: pooled ρ = .849 [.838, .858] for gemini-2.5-pro numeric

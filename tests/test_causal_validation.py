@@ -1,58 +1,64 @@
-"""Collider validation studies: fast smoke runs in the default suite, full studies marked slow."""
+"""Collider studies on the generic driver: fast smoke runs in the default suite, full studies slow.
+
+The human-data power analysis and the misspecification flags are collider-specific analyses kept
+in ``benchmarks/studies/collider.py``.
+"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 from cogtestbed.data.causal import import_rw17_human
-from cogtestbed.validation.causal import (
-    misspecification_study,
-    model_recovery_study,
-    power_study,
-    recovery_study,
-    sbc_study,
-    simulate_synthetic_humans,
-)
+from cogtestbed.registry import get_experiment
+from cogtestbed.validation.studies import StudySpec, declared_studies, run_declared_study, run_study
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "studies"))
+import collider as collider_studies  # noqa: E402
+
+EXP = get_experiment("collider")
+
+
+def _declared(description_start: str) -> object:
+    return next(d for _, d in declared_studies(EXP) if d.description.startswith(description_start))
 
 
 def test_power_matches_digest(shared_data: Path) -> None:
     human = import_rw17_human(shared_data / "causal" / "human" / "rw17_collider_ce.csv")
-    _, summary = power_study(human, ns=(45, 62), sims=500)
-    # seed 001 §6.3: ≈ 62 subjects for EA (d = .36) and ≈ 45 for MV (d = .43) at 80 %
+    summary = collider_studies.human_power(human, ns=(45, 62), sims=500)
+    # the humans' effect sizes (EA d = .36, MV d = .43) need ≈ 62 and ≈ 45 subjects for 80 % power
     assert abs(summary["ea"]["n80_analytic"] - 62) <= 2
     assert abs(summary["mv"]["n80_analytic"] - 45) <= 2
 
 
 def test_recovery_smoke() -> None:
-    _, summary = recovery_study(reps=40, noise_sds=(0.05,))
-    assert all(summary["sd=0.05"][p]["r"] > 0.95 for p in ("b", "m", "p_c", "lad"))
-
-
-def test_synthetic_humans_shape() -> None:
-    import numpy as np
-
-    trials, truth = simulate_synthetic_humans(np.random.default_rng(0), n_subjects=10)
-    assert len(trials) == 200 and trials["subject"].nunique() == 10 and "b_mu" in truth
+    decl = _declared("CBN 3p at the thesis design (240 rows), judgment noise SD .05")
+    res = run_declared_study(EXP, decl, reps=1, subjects=(12,))
+    params = res.summary["12x240"]["parameters"]
+    assert all(params[p]["r"] > 0.95 for p in ("b", "m", "p_c"))
+    assert "uniform draws (b in [0, 0.5]" in res.verdict
 
 
 @pytest.mark.slow
 def test_recovery_full() -> None:
-    _, s = recovery_study(reps=200)
-    assert all(s["sd=0.05"][p]["r"] > 0.99 for p in ("b", "m", "p_c", "lad"))
-    assert all(s["sd=0.2"][p]["r"] > 0.9 for p in ("b", "m", "p_c", "lad"))
+    for noise, r_min in (("SD .05", 0.99), ("SD .2", 0.9)):
+        res = run_declared_study(EXP, _declared(f"CBN 3p at the thesis design (240 rows), judgment noise {noise}"),
+                                 reps=10, workers=None)
+        assert all(v["r"] > r_min for v in res.summary["20x240"]["parameters"].values())
 
 
 @pytest.mark.slow
 def test_model_recovery_full() -> None:
-    _, s = model_recovery_study(reps=200)
-    assert s["by_loocv"]["3p"]["3p"] > 0.7 and s["by_loocv"]["4p"]["4p"] > 0.7
+    res = run_declared_study(EXP, _declared("3p vs 4p"), reps=10, workers=None)
+    probs = res.summary["bic"]["probabilities"]
+    assert probs[0][0] > 0.7 and probs[1][1] > 0.7
 
 
 @pytest.mark.slow
 def test_misspecification_flags() -> None:
-    _, s = misspecification_study(reps=100)
+    s = collider_studies.misspecification(reps=100)
     assert s["weak-ea w=.5"]["flag_weak_ea"] > 0.8 and s["cbn"]["flag_weak_ea"] < 0.1
     assert s["associative delta=.1"]["flag_mv"] > 0.8 and s["cbn"]["flag_mv"] < 0.15
 
@@ -60,9 +66,10 @@ def test_misspecification_flags() -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(7200)
 def test_sbc_hierarchical() -> None:
-    _, s = sbc_study(sims=100)
-    params = {k: v for k, v in s.items() if k != "fits"}
-    assert len(params) == 9
-    # Bonferroni over the 9 population parameters: a correct sampler fails this ~1 % of the time
-    assert all(v["chi2_p"] > 0.01 / len(params) for v in params.values())
-    assert s["fits"]["with_divergences"] <= 5
+    spec = StudySpec(kind="sbc", experiment="collider", models=("cbn-3p",), method="hierarchical",
+                     subjects=(48,), design={"content": "rw17", "scope": "cell"}, reps=100, draws=500, tune=500,
+                     chains=2)
+    s = run_study(spec).summary
+    assert len(s) == 3 * 3 + 3
+    # Bonferroni over the variables: a correct sampler fails this ~1 % of the time
+    assert all(v["p_value"] > 0.01 / len(s) for v in s.values())

@@ -303,9 +303,9 @@ def test_importers_keep_cogbench_columns_and_schema() -> None:
 
 
 def test_importer_rejects_other_files(tmp_path: Path) -> None:
-    from cogtestbed.data.cogbench import ImportError_, import_horizon
+    from cogtestbed.data.cogbench import DataFormatError, import_horizon
 
     bad = tmp_path / "x.csv"
     bad.write_text("a,b\n1,2\n")
-    with pytest.raises(ImportError_, match="missing column"):
+    with pytest.raises(DataFormatError, match="missing column"):
         import_horizon(bad)

@@ -386,9 +386,13 @@ def test_every_registered_experiment_runs_through_the_llm_path(tmp_path, tiny, n
     """Generic over the registry: a few real calls per experiment, then a clean budget stop."""
     exp = get_experiment(name)
     design = exp.env_cls.design_cls()
-    config = RunConfig(experiment=name, llm=tiny.spec, base_url=None, mode="completions", n_subjects=2,
-                       seed=0, design=design.model_dump(mode="json"))
-    cached = CachedClient(tiny, ResponseCache(tmp_path / "c.sqlite"), Budget(max_calls=4))
+    # chat prompts need a chat model, pictures a vision-language model (both tiny and local)
+    chat = not isinstance(exp.env_cls(design).reset(seed=0)[0]["prompt"], str)
+    client = (HFClient.tiny_random_vlm() if exp.env_cls.uses_images(design)
+              else HFClient.tiny_random(chat=True) if chat else tiny)
+    config = RunConfig(experiment=name, llm=client.spec, base_url=None, mode="chat" if chat else "completions",
+                       n_subjects=2, seed=0, design=design.model_dump(mode="json"))
+    cached = CachedClient(client, ResponseCache(tmp_path / "c.sqlite"), Budget(max_calls=4))
     result = asyncio.run(run_experiment(exp, design, cached, config, tmp_path / "run"))
     # Identical prompts (e.g. every subject's first) are served from the cache, so a run may
     # hold more calls than the 4 new ones the budget allows.

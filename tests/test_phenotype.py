@@ -1,4 +1,5 @@
-"""``cogtestbed phenotype``: normalisation against seed §6 references, flags, figure, generic registry use."""
+"""``cogtestbed phenotype``: normalisation against the references of Coda-Forno et al. 2024, flags,
+figure, generic registry use."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cogtestbed.cli import app
-from cogtestbed.inference.phenotype import (
+from cogtestbed.registry import experiment_names
+from cogtestbed.simulation import simulate
+from cogtestbed.trials import write_trials
+from cogtestbed.validation.phenotype import (
     AgentMetrics,
     available_references,
     experiment_for_csv,
@@ -18,9 +22,6 @@ from cogtestbed.inference.phenotype import (
     references,
     table_flags,
 )
-from cogtestbed.registry import experiment_names
-from cogtestbed.simulation import simulate
-from cogtestbed.trials import write_trials
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cogbench"
 
@@ -79,7 +80,7 @@ def test_cli_on_real_files_and_a_synthetic_parquet(tmp_path):
     assert payload["agents"] == ["gpt-4", "model-based"]
     rows = {(r["agent"], r["metric"], r["experiment"]): r for r in payload["rows"]}
     mb = rows[("gpt-4", "model_basedness", "two-step")]
-    assert mb["value"] == pytest.approx(0.160, abs=1e-3)  # seed §5 table: GPT-4 0.160
+    assert mb["value"] == pytest.approx(0.160, abs=1e-3)  # Coda-Forno et al. 2024: GPT-4 0.160
     td = rows[("gpt-4", "score", "temporal-discounting")]
     assert td["signed"] == pytest.approx((10 - 9.106) / (10.3 - 9.106))
     for name in ("phenotype.csv", "phenotype.json", "phenotype_behaviour.png", "phenotype_performance.png"):

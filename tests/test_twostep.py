@@ -10,7 +10,7 @@ from gymnasium.utils.env_checker import check_env
 from cogtestbed.environments.base import NO_ACTION
 from cogtestbed.environments.twostep import TwoStepDesign, TwoStepEnv, TwoStepSessions
 from cogtestbed.inference.twostep import MODELS, cogbench_metrics
-from cogtestbed.simulation import simulate
+from cogtestbed.simulation import as_sessions, simulate
 
 START = (
     "You will travel to foreign planets in search of treasures.\n"
@@ -143,6 +143,6 @@ def test_model_basedness_separates_model_based_from_model_free():
 def test_hybrid_mle_recovers_w_from_pooled_runs():
     true = {"w": 0.8, "alpha": 0.5, "beta": 6.0, "lam": 0.5, "persev": 0.3}
     t = simulate("two-step", "hybrid", 300, 5, true)
-    fit = MODELS["hybrid"].pooled().fit_mle(t).iloc[0]
+    fit = MODELS["hybrid"].fit_mle(as_sessions(t, t["subject"].nunique())).iloc[0]
     assert fit["w"] == pytest.approx(0.8, abs=0.15)
     assert fit["beta"] == pytest.approx(6.0, rel=0.35)

@@ -19,7 +19,7 @@ from cogtestbed.environments.base import (
     Sessions,
     TextEnv,
 )
-from cogtestbed.environments.probabilistic import parse_decimal_digits
+from cogtestbed.environments.parsing import parse_decimal_digits
 from cogtestbed.trials import finish_table, scored_columns
 
 STATEMENTS = ("it rains tomorrow", "the coin lands heads", "the train is late")
@@ -28,6 +28,12 @@ JUDGEMENTS = (" Yes", " No", " Defer")
 
 class ToyDesign(Design):
     n_questions: int = 2
+    #: Continuations of the scored judgement.
+    judgements: tuple[str, ...] = JUDGEMENTS
+    #: An invalid probability skips the judgement (the trial's later phase needs it).
+    gate: bool = True
+    #: Completions drawn where a backend cannot score.
+    n_samples: int = 40
 
     @property
     def n_trials(self) -> int:
@@ -52,9 +58,9 @@ class ElicitJudgeEnv(TextEnv[ToyDesign, ToySessions]):
                                               "prompt": self.prompt_space(500)})
         self.declare_phases(
             Phase("elicit", spaces.Box(0.0, 1.0, shape=(), dtype=np.float64), self.parse_probability,
-                  skip_rest_if_invalid=True),
-            Phase("judge", spaces.Discrete(len(JUDGEMENTS)), self.parse_judgement,
-                  response=ScoredResponse(JUDGEMENTS, n_samples=40)),
+                  skip_rest_if_invalid=self.design.gate),
+            Phase("judge", spaces.Discrete(len(self.design.judgements)), self.parse_judgement,
+                  response=ScoredResponse(self.design.judgements, n_samples=self.design.n_samples)),
         )
 
     @classmethod
@@ -88,10 +94,13 @@ class ElicitJudgeEnv(TextEnv[ToyDesign, ToySessions]):
         return parse_decimal_digits(text)
 
     def parse_judgement(self, text: str) -> ParseResult:
-        word = (text or "").strip().split(" ")[0].strip(".").capitalize()
-        if word not in ("Yes", "No", "Defer"):
-            return ParseResult.failure(f"expected Yes, No or Defer, got {text!r}")
-        return ParseResult.success(("Yes", "No", "Defer").index(word))
+        """The continuation the answer starts with (the longest, ignoring surrounding spaces)."""
+        head = (text or "").strip()
+        options = [(len(c.strip()), k) for k, c in enumerate(self.design.judgements)
+                   if c.strip() and head.startswith(c.strip())]
+        if not options:
+            return ParseResult.failure(f"expected one of {self.design.judgements}, got {text!r}")
+        return ParseResult.success(max(options)[1])
 
     @classmethod
     def trials_table(cls, design: ToyDesign, sessions: ToySessions, outcomes: Outcomes, *,
@@ -99,7 +108,7 @@ class ElicitJudgeEnv(TextEnv[ToyDesign, ToySessions]):
         shape = (sessions.n_subjects, design.n_trials)
         scored = None if outcomes.scored is None else outcomes.scored[:, 1::2]
         stimulus = {"statement": sessions.statement,
-                    **scored_columns(scored, len(JUDGEMENTS), shape, prefix="judge")}
+                    **scored_columns(scored, len(design.judgements), shape, prefix="judge")}
         return finish_table(cls.experiment, stimulus, outcomes.action[:, 0::2], outcomes.reward[:, 0::2],
                             outcomes.valid[:, 0::2], agent=agent, raw_response=outcomes.raw_response[:, 0::2]
                             if outcomes.raw_response is not None else None, params=params)

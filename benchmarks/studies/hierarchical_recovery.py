@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cogtestbed.validation.studies import StudySpec, recovery_summary, run_study
+from cogtestbed.validation.studies import StudySpec, run_study
 
 #: model -> (experiment, subjects, runs per subject).  Runs are CogBench's sessions: two-step 20
 #: trials, BART 45 balloons, horizon one game, urn task 2 judgements, discounting one staircase.
@@ -90,14 +90,14 @@ def study(model: str, reps: int = 4, subjects: int | None = None, runs: int | No
     """Run one model's recovery study; returns the summary plus per-fit diagnostics."""
     experiment, n_default, runs_default = CONFIGS[model]
     spec = StudySpec(kind="recovery", experiment=experiment, models=(model,), method="hierarchical",
-                     subjects=(subjects or n_default,), runs=runs or runs_default,
+                     subjects=(subjects or n_default,), runs=(runs or runs_default,),
                      population=True, reps=reps,
                      seed=seed, draws=draws, tune=draws, chains=chains)
     start = time.perf_counter()
     result = run_study(spec, workers=workers)
     return {"model": model, "experiment": experiment, "subjects": spec.subjects[0],
-            "runs": spec.runs, "reps": reps, "draws": draws, "chains": chains,
-            "seconds": time.perf_counter() - start, "summary": recovery_summary(result.table),
+            "runs": spec.runs[0], "reps": reps, "draws": draws, "chains": chains,
+            "seconds": time.perf_counter() - start, "summary": result.summary,
             "diagnostics": diagnostics(result.table)}
 
 

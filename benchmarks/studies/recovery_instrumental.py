@@ -1,4 +1,4 @@
-"""Instrumental learning recovery numbers of issue 3 (MLE), printed as JSON lines.
+"""Instrumental learning recovery numbers (MLE), printed as JSON lines.
 
 1. MLE recovery study, RW±, 100 reps x 50 subjects, prior-sampled parameters: wall time
    (target <= 30 s on 2 cores) on the default local process pool.

@@ -18,7 +18,7 @@ from cogtestbed.inference.bart import TYPES, TargetModel, draw_target, simulate_
 from cogtestbed.parameters import ParameterSet
 
 
-class _BartAgent(SyntheticAgent):
+class _BartAgent(SyntheticAgent[BartDesign, BartSessions]):
     experiment: ClassVar[str] = EXPERIMENT
     #: P(inflate) on every decision, or −1 to follow the target rule.
     p_inflate: ClassVar[float] = -1.0
@@ -45,8 +45,8 @@ class _BartAgent(SyntheticAgent):
     @classmethod
     def simulate_batch(
         cls,
-        design: BartDesign,  # type: ignore[override]
-        sessions: BartSessions,  # type: ignore[override]
+        design: BartDesign,
+        sessions: BartSessions,
         params: Mapping[str, np.ndarray],
         uniforms: np.ndarray,
     ) -> Outcomes:

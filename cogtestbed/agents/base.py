@@ -19,16 +19,17 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic
 
 import numpy as np
 
-from cogtestbed.environments.base import Design, Outcomes, Sessions
+from cogtestbed.environments.base import DesignT, Outcomes, SessionsT
 from cogtestbed.parameters import ParameterSet
 
 
-class SyntheticAgent(ABC):
-    """Base class of agents with known parameters.
+class SyntheticAgent(ABC, Generic[DesignT, SessionsT]):
+    """Base class of agents with known parameters, generic over the experiment's design and
+    pre-drawn sessions (``SyntheticAgent[InstrumentalDesign, InstrumentalSessions]``).
 
     Subclasses set :attr:`name`, :attr:`experiment` and :attr:`parameters`, and implement
     :meth:`act`, :meth:`update` and :meth:`simulate_batch`.
@@ -89,8 +90,8 @@ class SyntheticAgent(ABC):
     @abstractmethod
     def simulate_batch(
         cls,
-        design: Design,
-        sessions: Sessions,
+        design: DesignT,
+        sessions: SessionsT,
         params: Mapping[str, np.ndarray],
         uniforms: np.ndarray,
     ) -> Outcomes:

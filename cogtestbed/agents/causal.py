@@ -1,4 +1,5 @@
-"""Synthetic reasoners for the collider task (seed 001 §6.2), each with a numba batch path.
+"""Synthetic reasoners for the collider task (after Dettki 2025, the CBN closed forms of App. A.3),
+each with a numba batch path.
 
 Every agent maps the 11 Roman tasks to probabilities p_t and answers through one shared
 **response model** (all agents have its parameters):
@@ -48,7 +49,8 @@ from cogtestbed.environments.causal import (
     CausalSessions,
     filler_words_table,
 )
-from cogtestbed.inference.causal import N_TASKS, logistic_probs, noisy_or_probs, task_probs_general
+from cogtestbed.inference.cbn import N_TASKS, logistic_probs, noisy_or_probs, task_probs_general
+from cogtestbed.numerics import logit, sigmoid, std_normal
 from cogtestbed.parameters import Parameter, ParameterSet
 
 # ----------------------------------------------------------------------------- parameters
@@ -138,7 +140,7 @@ def _gamma(a: float, state: np.uint64) -> tuple[np.uint64, float]:
     while True:
         state, u1 = _splitmix(state)
         state, u2 = _splitmix(state)
-        x = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+        x = std_normal(u1, u2)
         v = (1.0 + c * x) ** 3
         if v <= 0:
             continue
@@ -180,11 +182,10 @@ def respond(p: float, resp: np.ndarray, u1: float, u2: float, u3: float, lapse: 
             # rounds to 1.0 in floating point would otherwise be scored as an endpoint; SBC caught it)
             y = min(max(y, BETA_INTERIOR_EPS), 1.0 - BETA_INTERIOR_EPS)
         else:
-            z = math.sqrt(-2.0 * math.log(1.0 - u2)) * math.cos(2.0 * math.pi * u3)
+            z = std_normal(u2, u3)
             if logit_noise >= 0.5:
                 pc = min(max(p, 1e-9), 1 - 1e-9)
-                x = math.log(pc) - math.log1p(-pc) + sd * z
-                y = 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+                y = sigmoid(logit(pc) + sd * z)
             else:
                 y = min(1.0, max(0.0, p + sd * z))
     rating = 100.0 * y
@@ -210,7 +211,7 @@ def simulate_kernel(kind: int, theta: np.ndarray, resp: np.ndarray, gamma: np.nd
 
 
 # ----------------------------------------------------------------------------- agents
-class ColliderAgent(SyntheticAgent):
+class ColliderAgent(SyntheticAgent[CausalDesign, CausalSessions]):
     """Shared step and batch paths; subclasses set :attr:`kind` and their model parameters."""
 
     experiment: ClassVar[str] = EXPERIMENT
@@ -242,7 +243,7 @@ class ColliderAgent(SyntheticAgent):
         return float(respond(p, resp, float(u[0]), float(u[1]), float(u[2]), lapse))
 
     @classmethod
-    def simulate_batch(cls, design: CausalDesign, sessions: CausalSessions,  # type: ignore[override]
+    def simulate_batch(cls, design: CausalDesign, sessions: CausalSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
         n = sessions.n_subjects
         full = {k: np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for k, v in params.items()}

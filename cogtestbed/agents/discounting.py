@@ -28,7 +28,7 @@ from cogtestbed.inference.discounting import (
 from cogtestbed.parameters import ParameterSet
 
 
-class _DiscountingAgent(SyntheticAgent):
+class _DiscountingAgent(SyntheticAgent[DiscountingDesign, DiscountingSessions]):
     experiment: ClassVar[str] = EXPERIMENT
     #: P(Option 1) on every question, or −1 to use the hyperbolic rule.
     p_random: ClassVar[float] = -1.0
@@ -49,8 +49,8 @@ class _DiscountingAgent(SyntheticAgent):
     @classmethod
     def simulate_batch(
         cls,
-        design: DiscountingDesign,  # type: ignore[override]
-        sessions: DiscountingSessions,  # type: ignore[override]
+        design: DiscountingDesign,
+        sessions: DiscountingSessions,
         params: Mapping[str, np.ndarray],
         uniforms: np.ndarray,
     ) -> Outcomes:

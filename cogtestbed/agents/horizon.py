@@ -65,7 +65,7 @@ def simulate_horizon_kernel(horizon: np.ndarray, forced: np.ndarray, rewards: np
     return action, reward, played
 
 
-class _HorizonAgent(SyntheticAgent):
+class _HorizonAgent(SyntheticAgent[HorizonDesign, HorizonSessions]):
     experiment: ClassVar[str] = EXPERIMENT
     draws_per_trial: ClassVar[int] = 1
     _random: ClassVar[bool] = False
@@ -74,7 +74,7 @@ class _HorizonAgent(SyntheticAgent):
         pass
 
     @classmethod
-    def simulate_batch(cls, design: HorizonDesign, sessions: HorizonSessions,  # type: ignore[override]
+    def simulate_batch(cls, design: HorizonDesign, sessions: HorizonSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
         n = sessions.n_subjects
 

@@ -31,7 +31,7 @@ from cogtestbed.inference.instrumental import (
 from cogtestbed.parameters import ParameterSet
 
 
-class _BanditAgent(SyntheticAgent):
+class _BanditAgent(SyntheticAgent[InstrumentalDesign, InstrumentalSessions]):
     """Shared state and batch path: a (casino × arm) value table updated by RW±."""
 
     experiment: ClassVar[str] = EXPERIMENT
@@ -66,8 +66,8 @@ class _BanditAgent(SyntheticAgent):
     @classmethod
     def simulate_batch(
         cls,
-        design: InstrumentalDesign,  # type: ignore[override]
-        sessions: InstrumentalSessions,  # type: ignore[override]
+        design: InstrumentalDesign,
+        sessions: InstrumentalSessions,
         params: Mapping[str, np.ndarray],
         uniforms: np.ndarray,
     ) -> Outcomes:

@@ -56,7 +56,7 @@ def _outcomes(sessions: ProbabilisticSessions, estimate: np.ndarray) -> Outcomes
                     valid=np.ones((n, t), dtype=bool), played=np.ones((n, t), dtype=bool))
 
 
-class RandomAgent(SyntheticAgent):
+class RandomAgent(SyntheticAgent[ProbabilisticDesign, ProbabilisticSessions]):
     """CogBench's random agent: a uniform integer 1–99 as the probability in hundredths."""
 
     name: ClassVar[str] = "random"
@@ -71,13 +71,13 @@ class RandomAgent(SyntheticAgent):
         return float(random_estimate(float(self.uniforms()[0])))
 
     @classmethod
-    def simulate_batch(cls, design: ProbabilisticDesign, sessions: ProbabilisticSessions,  # type: ignore[override]
+    def simulate_batch(cls, design: ProbabilisticDesign, sessions: ProbabilisticSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
         estimate = (1.0 + np.floor(99.0 * uniforms)) / 100.0
         return _outcomes(sessions, estimate)
 
 
-class GeneralisedBayesAgent(SyntheticAgent):
+class GeneralisedBayesAgent(SyntheticAgent[ProbabilisticDesign, ProbabilisticSessions]):
     """Generalised-Bayes reporter with Gaussian log-odds noise (β1, β2, β0, σ)."""
 
     name: ClassVar[str] = "generalised-bayes"
@@ -97,7 +97,7 @@ class GeneralisedBayesAgent(SyntheticAgent):
                             prior, lik, float(u[0]), float(u[1])))
 
     @classmethod
-    def simulate_batch(cls, design: ProbabilisticDesign, sessions: ProbabilisticSessions,  # type: ignore[override]
+    def simulate_batch(cls, design: ProbabilisticDesign, sessions: ProbabilisticSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
         n = sessions.n_subjects
 

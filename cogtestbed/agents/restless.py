@@ -26,19 +26,15 @@ from numba import njit
 from cogtestbed.agents.base import SyntheticAgent
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.restless import CONFIDENCE, EXPERIMENT, RestlessDesign, RestlessSessions
-from cogtestbed.inference.probabilistic import std_normal
-from cogtestbed.inference.restless import PRIOR_MEAN, PRIOR_SD, kalman_confidence, kalman_update
-from cogtestbed.parameters import Parameter, ParameterSet
-
-DRIFT_SD = Parameter.positive("drift_sd", 4.0, upper=50.0, description="assumed drift sd per trial ($)")
-BETA = Parameter.positive("beta", 0.3, upper=10.0, description="softmax inverse temperature (1/$)")
-CONF_GAIN = Parameter.positive("confidence_gain", 1.0, upper=10.0,
-                               description="slope κ of the confidence map in log-odds (1 = calibrated)")
-CONF_BIAS = Parameter("confidence_bias", -5.0, 5.0, 0.0, "offset δ of the confidence map in log-odds",
-                      transform="logit")
-CONF_NOISE = Parameter.positive("confidence_noise", 0.0, upper=10.0,
-                                description="sd σ_c of log-odds noise on the confidence report")
-KALMAN_PARAMETERS = ParameterSet((DRIFT_SD, BETA, CONF_GAIN, CONF_BIAS, CONF_NOISE), "kalman")
+from cogtestbed.inference.restless import (
+    KALMAN_PARAMETERS,
+    PRIOR_MEAN,
+    PRIOR_SD,
+    kalman_confidence,
+    kalman_update,
+)
+from cogtestbed.numerics import sigmoid, std_normal
+from cogtestbed.parameters import ParameterSet
 
 
 @njit(cache=True, inline="always")
@@ -49,8 +45,7 @@ def random_confidence(u: float) -> float:
 @njit(cache=True, inline="always")
 def kalman_choice(m0: float, m1: float, beta: float, u: float) -> int:
     x = beta * (m1 - m0)
-    p1 = 1.0 / (1.0 + np.exp(-x)) if x >= 0.0 else np.exp(x) / (1.0 + np.exp(x))
-    return 1 if u < p1 else 0
+    return 1 if u < sigmoid(x) else 0
 
 
 @njit(cache=True)
@@ -94,12 +89,12 @@ def simulate_restless_kernel(rewards: np.ndarray, n_trials: np.ndarray, drift: n
     return action, reward, played
 
 
-class _RestlessAgent(SyntheticAgent):
+class _RestlessAgent(SyntheticAgent[RestlessDesign, RestlessSessions]):
     experiment: ClassVar[str] = EXPERIMENT
     _random: ClassVar[bool] = False
 
     @classmethod
-    def simulate_batch(cls, design: RestlessDesign, sessions: RestlessSessions,  # type: ignore[override]
+    def simulate_batch(cls, design: RestlessDesign, sessions: RestlessSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
         n = sessions.n_subjects
 

@@ -32,7 +32,7 @@ from cogtestbed.parameters import ParameterSet
 KERNEL_PARAMS = ("w", "alpha", "beta", "lam", "persev")
 
 
-class _TwoStepAgent(SyntheticAgent):
+class _TwoStepAgent(SyntheticAgent[TwoStepDesign, TwoStepSessions]):
     """Hybrid learner; subclasses fix some of (w, α, β, λ, p)."""
 
     experiment: ClassVar[str] = EXPERIMENT
@@ -78,8 +78,8 @@ class _TwoStepAgent(SyntheticAgent):
     @classmethod
     def simulate_batch(
         cls,
-        design: TwoStepDesign,  # type: ignore[override]
-        sessions: TwoStepSessions,  # type: ignore[override]
+        design: TwoStepDesign,
+        sessions: TwoStepSessions,
         params: Mapping[str, np.ndarray],
         uniforms: np.ndarray,
     ) -> Outcomes:

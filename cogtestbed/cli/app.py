@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from cogtestbed.data.cogbench import ImportError_
+from cogtestbed.data.cogbench import DataFormatError
 from cogtestbed.llm_adapters.base import BackendUnavailable
 from cogtestbed.parameters import ParameterError
 from cogtestbed.registry import UnknownNameError
@@ -33,7 +33,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     ParameterError,
     UnknownNameError,
     TrialTableError,
-    ImportError_,
+    DataFormatError,
     BackendUnavailable,
     FileNotFoundError,
     FileExistsError,

@@ -9,13 +9,13 @@ import typer
 from rich.table import Table
 
 from cogtestbed.cli.app import app, console, console_err, print_json
-from cogtestbed.inference.phenotype import (
+from cogtestbed.trials import atomic_write_bytes, write_json_atomic
+from cogtestbed.validation.phenotype import (
     metrics_from_files,
     phenotype_table,
     plot_phenotype,
     table_flags,
 )
-from cogtestbed.trials import atomic_write_bytes, write_json_atomic
 
 
 @app.command()

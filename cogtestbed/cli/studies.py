@@ -1,13 +1,25 @@
-"""``cogtestbed recover | model-recovery | power | fit``: studies and Bayesian fits from the shell.
+"""``cogtestbed recover | model-recovery | power | sbc | metric-validity | study | fit``.
 
-Each command builds a :class:`~cogtestbed.validation.studies.StudySpec`, runs it (local process
-pool, or ``--dask SCHEDULER_ADDRESS``) with a progress bar, prints a table or one JSON object, and
-with ``-o DIR`` writes results.parquet, summary.json, PNG plots and report.html.
+Every study command builds a :class:`~cogtestbed.validation.studies.StudySpec`, checks it
+against the experiment spec *before* computing (a nonsense combination is one line on stderr,
+exit status 2), runs it (local process pool, or ``--dask SCHEDULER_ADDRESS``) with a progress
+bar, prints a table or one JSON object (``--json``), and with ``-o DIR`` writes
+results.parquet, summary.json, PNG plots and report.html (each atomically).
+
+``power`` has three forms: a model parameter or contrast (``power MODEL --effect NAME=SIZE``), a
+metric difference between two agent settings (``power EXPERIMENT --metric M --compare
+AGENT:p=v AGENT:p=v --runs 50,100``) and a declared statistical test (``power EXPERIMENT --test
+KEY --agent AGENT:p=v``).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,30 +29,95 @@ from rich.table import Table
 from cogtestbed.cli.app import app, console, console_err, print_json
 from cogtestbed.parameters import parse_assignments
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies import StudyResult, StudySpec, run_study
+from cogtestbed.validation.studies import (
+    StudyResult,
+    StudySpec,
+    check_study,
+    declared_studies,
+    run_study,
+    spec_from_decl,
+)
 
 ExperimentOpt = Annotated[str, typer.Option("--experiment", "-e", help="Experiment name.")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of the whole study.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (the summary).")]
 OutOpt = Annotated[Path | None, typer.Option("--output", "-o",
-                                             help="Write results, plots and report.html here.")]
+                                             help="Write results.parquet, summary.json, plots and report.html here.")]
 DaskOpt = Annotated[str | None, typer.Option("--dask", help="Dask scheduler address.")]
 WorkersOpt = Annotated[int | None, typer.Option(help="Local worker processes (default: CPUs).")]
 MethodOpt = Annotated[str, typer.Option(help="mle or hierarchical.")]
 DrawsOpt = Annotated[int, typer.Option(help="Posterior draws per chain (hierarchical).")]
 ChainsOpt = Annotated[int, typer.Option(help="Chains (hierarchical).")]
+TrialsOpt = Annotated[str | None, typer.Option(help="Trials per session (comma list), set through the "
+                                                    "experiment's trials field.")]
+DesignOpt = Annotated[list[str] | None, typer.Option("--design", help="Design field NAME=VALUE (repeatable), "
+                                                                      "e.g. scope=cell.")]
+ParamOpt = Annotated[list[str] | None, typer.Option("--param", help="Agent parameter NAME=VALUE (repeatable): "
+                                                                    "settings the model lacks, or the agent's base.")]
 
 
-def _ints(text: str) -> tuple[int, ...]:
+def _ints(text: str | None, default: tuple[Any, ...]) -> tuple[Any, ...]:
+    if text is None:
+        return default
     try:
-        return tuple(int(x) for x in text.split(",") if x.strip())
+        values = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise ValueError(f"expected comma-separated integers, got {text!r}") from None
+    if not values:
+        raise ValueError(f"expected comma-separated integers, got {text!r}")
+    return values
 
 
-def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bool) -> StudyResult:
+def _spec(**fields: Any) -> StudySpec:
+    """A :class:`StudySpec` from the command's options; a validation error becomes one line."""
+    from pydantic import ValidationError
+
+    try:
+        return StudySpec(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise ValueError(f"{where + ': ' if where else ''}{first['msg']}") from None
+
+
+def parse_design(items: list[str] | None) -> dict[str, Any]:
+    """``NAME=VALUE`` design fields; a value is read as JSON where it parses (numbers, lists), else text."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"--design expects NAME=VALUE, got {item!r}")
+        try:
+            out[name.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[name.strip()] = value
+    return out
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"expected comma-separated numbers, got {text!r}") from None
+
+
+def parse_agent(text: str) -> tuple[str, dict[str, float]]:
+    """``AGENT[:p=v,q=w]`` → (agent name, parameter values)."""
+    name, _, rest = text.partition(":")
+    if not name.strip():
+        raise ValueError(f"expected AGENT[:NAME=VALUE,...], got {text!r}")
+    return name.strip(), parse_assignments([x for x in rest.split(",") if x.strip()])
+
+
+def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bool,
+             output: Path | None) -> StudyResult:
+    """Check the spec and the output folder, then run with a progress bar."""
     from cogtestbed.cli.app import progress
+    from cogtestbed.validation.report import check_output_dir
 
+    check_study(spec)
+    if output is not None:
+        check_output_dir(output)
     total = len(spec.tasks())
     done = iter(progress(range(total), f"{spec.kind} ({total} tasks)", total=total,
                          enabled=not as_json or console_err.is_terminal))
@@ -72,135 +149,272 @@ def _finish(result: StudyResult, as_json: bool, output: Path | None, payload: di
         console_err.print(f"wrote {output}/report.html")
 
 
-def _recovery_payload(result: StudyResult) -> dict[str, Any]:
-    cells = list(result.summary.values())
-    if len(cells) == 1:
-        return {"parameters": cells[0]["parameters"]}
-    return {"cells": cells}
-
-
-@app.command()
-def recover(
-    model: Annotated[str, typer.Argument(help="Model (and agent) name, e.g. rw-pm.")],
-    experiment: ExperimentOpt = "instrumental-learning",
-    subjects: Annotated[str, typer.Option(help="Subjects per data set (comma list).")] = "50",
-    trials: Annotated[str | None, typer.Option(help="Trials per subject (comma list).")] = None,
-    runs: Annotated[int, typer.Option(min=1, help="Sessions (runs) each subject plays, e.g. "
-                                                  "CogBench's 100 two-step runs.")] = 1,
-    reps: Annotated[int, typer.Option(min=1, help="Simulated data sets.")] = 100,
-    method: MethodOpt = "mle",
-    sampler: Annotated[str, typer.Option(help="prior (hierarchical prior) or uniform.")] = "prior",
-    fix: Annotated[list[str] | None, typer.Option("--fix", help="Hold NAME=VALUE fixed.")] = None,
-    draws: DrawsOpt = 1000,
-    chains: ChainsOpt = 4,
-    seed: SeedOpt = 0,
-    workers: WorkersOpt = None,
-    dask: DaskOpt = None,
-    as_json: JsonOpt = False,
-    output: OutOpt = None,
-) -> None:
-    """Parameter recovery: simulate with known parameters, fit, compare (r, bias, RMSE)."""
-    get_experiment(experiment).model(model)
-    spec = StudySpec(kind="recovery", experiment=experiment, models=(model,), method=method,
-                     subjects=_ints(subjects), trials=_ints(trials) if trials else (None,),
-                     runs=runs, reps=reps, seed=seed, sampler=sampler,
-                     fixed=parse_assignments(fix or []),
-                     draws=draws, tune=draws, chains=chains)
-    result = _execute(spec, workers, dask, as_json)
-    payload = _recovery_payload(result)
+def _show(result: StudyResult, as_json: bool, output: Path | None) -> None:
+    """Print the study's table (unless ``--json``) and finish with the summary payload."""
+    s, kind = result.summary, result.spec.kind
+    if kind == "recovery":
+        cells = list(s.values())
+        payload: dict[str, Any] = {"parameters": cells[0]["parameters"]} if len(cells) == 1 else {"cells": cells}
+    else:
+        payload = {{"model-recovery": "confusion", "power": "power", "sbc": "sbc"}.get(kind, kind.replace("-", "_")):
+                   s}
     if not as_json:
-        for cell in result.summary.values():
-            table = Table(title=f"{model}: {cell['n_subjects']} subjects x {cell['n_trials']} trials")
-            cols = ["r", "bias", "rmse", "coverage50", "coverage90"]
-            table.add_column("parameter")
-            for c in cols:
-                table.add_column(c, justify="right")
-            for name, v in cell["parameters"].items():
-                table.add_row(name, *(f"{v[c]:.3f}" if c in v else "" for c in cols))
+        from cogtestbed.validation.report import _summary_tables
+
+        for caption, frame in _summary_tables(result):
+            table = Table(title=caption)
+            table.add_column("")
+            for c in frame.columns:
+                table.add_column(str(c), justify="right")
+            for idx, row in frame.iterrows():
+                table.add_row(str(idx), *(f"{v:.3g}" if isinstance(v, float) else str(v) for v in row))
             console.print(table)
     _finish(result, as_json, output, payload)
 
 
-@app.command("model-recovery")
+@dataclass(frozen=True)
+class RunOptions:
+    """Options every study command shares (``--seed --workers --dask --json -o``)."""
+
+    seed: int = 0
+    workers: int | None = None
+    dask: str | None = None
+    as_json: bool = False
+    output: Path | None = None
+
+
+#: The shared options as command parameters (added to each command by :func:`study_command`).
+RUN_PARAMETERS = tuple(
+    inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+    for name, annotation, default in (("seed", SeedOpt, 0), ("workers", WorkersOpt, None), ("dask", DaskOpt, None),
+                                      ("as_json", JsonOpt, False), ("output", OutOpt, None)))
+
+
+def study_command(*names: str) -> Callable[[Callable[..., StudySpec | None]], Callable[..., StudySpec | None]]:
+    """Register a study command (under ``names``; default: the function's name with dashes).
+
+    The decorated function takes its own options plus ``run`` (:class:`RunOptions`) and returns
+    the :class:`StudySpec` to run (or ``None`` when it has printed what was asked); the command
+    gains the shared options, checks the spec and the output folder, runs and prints.
+    """
+
+    def register(fn: Callable[..., StudySpec | None]) -> Callable[..., StudySpec | None]:
+        hints = typing.get_type_hints(fn, include_extras=True)
+        own = [p.replace(annotation=hints[p.name]) for p in inspect.signature(fn).parameters.values()
+               if p.name != "run"]
+
+        @functools.wraps(fn)
+        def command(**kwargs: Any) -> None:
+            run = RunOptions(**{p.name: kwargs.pop(p.name) for p in RUN_PARAMETERS})
+            spec = fn(run=run, **kwargs)
+            if spec is not None:
+                _show(_execute(spec, run.workers, run.dask, run.as_json, run.output), run.as_json, run.output)
+
+        params = [*own, *RUN_PARAMETERS]
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        for i, name in enumerate(names or (fn.__name__.replace("_", "-"),)):
+            app.command(name, help=None if i == 0 else f"Alias of {names[0]}.")(command)
+        return fn
+
+    return register
+
+
+@study_command()
+def recover(
+    model: Annotated[str, typer.Argument(help="Model name, e.g. rw-pm or cbn-3p.")],
+    experiment: ExperimentOpt = "instrumental-learning",
+    subjects: Annotated[str, typer.Option(help="Subjects per data set (comma list).")] = "50",
+    trials: TrialsOpt = None,
+    design: DesignOpt = None,
+    runs: Annotated[str, typer.Option(help="Sessions each subject plays, pooled in the fit (comma list; "
+                                           "experiments that pool sessions).")] = "1",
+    reps: Annotated[int, typer.Option(min=1, help="Simulated data sets.")] = 100,
+    method: MethodOpt = "mle",
+    sampler: Annotated[str, typer.Option(help="prior (hierarchical prior) or uniform.")] = "prior",
+    fix: Annotated[list[str] | None, typer.Option("--fix", help="Hold model parameter NAME=VALUE fixed.")] = None,
+    param: ParamOpt = None,
+    draws: DrawsOpt = 1000,
+    chains: ChainsOpt = 4,
+    run: RunOptions = RunOptions(),
+) -> StudySpec | None:
+    """Parameter recovery: simulate with known parameters, fit, compare (r, bias, RMSE)."""
+    spec = _spec(kind="recovery", experiment=experiment, models=(model,), method=method,
+                     subjects=_ints(subjects, (50,)), trials=_ints(trials, (None,)), runs=_ints(runs, (1,)),
+                     design=parse_design(design), reps=reps, seed=run.seed, sampler=sampler,
+                     fixed=parse_assignments(fix or []),
+                     params=parse_assignments(param or []), draws=draws, tune=draws, chains=chains)
+    return spec
+
+
+@study_command("model-recovery")
 def model_recovery(
     models: Annotated[list[str], typer.Argument(help="Candidate models, e.g. rw rw-pm.")],
     experiment: ExperimentOpt = "instrumental-learning",
     subjects: Annotated[int, typer.Option(min=1)] = 30,
-    trials: Annotated[int | None, typer.Option(help="Trials per subject.")] = None,
+    trials: Annotated[int | None, typer.Option(help="Trials per session.")] = None,
+    design: DesignOpt = None,
+    runs: Annotated[int, typer.Option(min=1, help="Sessions per subject (experiments that pool sessions).")] = 1,
     reps: Annotated[int, typer.Option(min=1)] = 50,
     method: MethodOpt = "mle",
+    param: ParamOpt = None,
     draws: DrawsOpt = 500,
     chains: ChainsOpt = 2,
-    seed: SeedOpt = 0,
-    workers: WorkersOpt = None,
-    dask: DaskOpt = None,
-    as_json: JsonOpt = False,
-    output: OutOpt = None,
-) -> None:
+    run: RunOptions = RunOptions(),
+) -> StudySpec | None:
     """Model recovery: simulate each model, fit all, confusion matrix (AIC/BIC, or LOO)."""
-    exp = get_experiment(experiment)
-    for m in models:
-        exp.model(m)
     if len(models) < 2:
-        raise ValueError("model recovery needs at least two models")
-    spec = StudySpec(kind="model-recovery", experiment=experiment, models=tuple(models),
-                     method=method, subjects=(subjects,), trials=(trials,), reps=reps, seed=seed,
-                     draws=draws, tune=draws, chains=chains)
-    result = _execute(spec, workers, dask, as_json)
-    if not as_json:
-        for crit, m in result.summary.items():
-            table = Table(title=f"{crit.upper()}: P(best fit | generator)")
-            table.add_column("generator")
-            for name in m["models"]:
-                table.add_column(name, justify="right")
-            for name, row in zip(m["models"], m["probabilities"], strict=True):
-                table.add_row(name, *(f"{x:.2f}" for x in row))
-            console.print(table)
-    _finish(result, as_json, output, {"confusion": result.summary})
+        raise ValueError(f"model recovery needs at least two models, got {len(models)}")
+    spec = _spec(kind="model-recovery", experiment=experiment, models=tuple(models),
+                     method=method, subjects=(subjects,), trials=(trials,), runs=(runs,), reps=reps,
+                     design=parse_design(design),
+                     seed=run.seed, params=parse_assignments(param or []), draws=draws, tune=draws, chains=chains)
+    return spec
 
 
-@app.command()
-def power(
-    model: Annotated[str, typer.Argument(help="Model (and agent) name, e.g. rw-pm.")],
-    effect: Annotated[str, typer.Option(help="NAME=SIZE, a parameter or contrast, "
-                                             "e.g. optimism_bias=0.2.")],
+@study_command()
+def sbc(
+    model: Annotated[str, typer.Argument(help="Model with a PyMC version, e.g. rw-pm or cbn-3p.")],
     experiment: ExperimentOpt = "instrumental-learning",
-    subjects: Annotated[str, typer.Option(help="Subjects grid (comma list).")] = "10,20,40,80",
-    trials: Annotated[str | None, typer.Option(help="Trials grid (comma list).")] = None,
+    subjects: Annotated[int, typer.Option(min=1)] = 20,
+    trials: Annotated[int | None, typer.Option(help="Trials per session.")] = None,
+    design: DesignOpt = None,
+    runs: Annotated[int, typer.Option(min=1, help="Sessions per subject (experiments that pool sessions).")] = 1,
+    reps: Annotated[int, typer.Option(min=1, help="Simulated data sets (prior draws).")] = 100,
+    param: ParamOpt = None,
+    draws: DrawsOpt = 500,
+    chains: ChainsOpt = 2,
+    backend: Annotated[str, typer.Option(help="NUTS implementation: auto, nutpie or pymc.")] = "auto",
+    run: RunOptions = RunOptions(),
+) -> StudySpec | None:
+    """Simulation-based calibration of the hierarchical model (rank uniformity, Talts et al. 2018)."""
+    spec = _spec(kind="sbc", experiment=experiment, models=(model,), method="hierarchical",
+                     subjects=(subjects,), trials=(trials,), runs=(runs,), reps=reps, seed=run.seed,
+                     design=parse_design(design), params=parse_assignments(param or []), draws=draws, tune=draws,
+                     chains=chains, sampler_backend=backend)
+    return spec
+
+
+def _power_spec(target: str, experiment: str | None, effect: str | None, metric: str | None,
+                compare: tuple[str, str] | None, test: str | None, agent: str | None,
+                common: dict[str, Any]) -> StudySpec:
+    """The power study one of the three CLI forms asks for (one clear error for any other mix)."""
+    forms = [name for name, given in (("--effect", effect), ("--metric", metric), ("--test", test)) if given]
+    if len(forms) != 1:
+        raise ValueError("power needs exactly one of --effect NAME=SIZE (model parameter), --metric M --compare A B, "
+                         f"or --test KEY --agent A; got {', '.join(forms) or 'none'}")
+    if effect is not None:
+        if compare is not None or agent is not None:
+            raise ValueError("--compare and --agent belong to metric and test power, not to --effect")
+        (name, size), = parse_assignments([effect]).items()
+        return _spec(kind="power", experiment=experiment or "instrumental-learning", models=(target,),
+                         effect=name, effect_size=size, **common)
+    if experiment is not None and experiment != target:
+        raise ValueError(f"metric and test power take the experiment as argument; got {target!r} and "
+                         f"--experiment {experiment!r}")
+    common = {k: v for k, v in common.items() if k not in ("subjects", "base", "sd_between", "method")}
+    base = common.pop("params")
+    if metric is not None:
+        if compare is None or agent is not None:
+            raise ValueError("metric power takes --compare AGENT:p=v AGENT:p=v (and no --agent)")
+        (name_a, a), (name_b, b) = parse_agent(compare[0]), parse_agent(compare[1])
+        if name_a != name_b:
+            raise ValueError(f"--compare takes two settings of one agent, got {name_a!r} and {name_b!r}")
+        return _spec(kind="metric-power", experiment=target, agent=name_a, metric=metric, compare=(a, b),
+                         params=base, **common)
+    if agent is None or compare is not None:
+        raise ValueError("test power takes --agent AGENT[:p=v,...] (and no --compare)")
+    name, params = parse_agent(agent)
+    return _spec(kind="test-power", experiment=target, agent=name, test=test, params={**base, **params},
+                     **common)
+
+
+@study_command()
+def power(
+    target: Annotated[str, typer.Argument(help="Model (with --effect) or experiment (with --metric / --test).")],
+    effect: Annotated[str | None, typer.Option(help="NAME=SIZE, a model parameter or contrast, "
+                                                    "e.g. optimism_bias=0.2 (0: the type-I error rate).")] = None,
+    metric: Annotated[str | None, typer.Option(help="Headline metric whose difference is detected.")] = None,
+    compare: Annotated[tuple[str, str] | None, typer.Option(
+        help="Two settings of one agent, AGENT:p=v,... AGENT:p=v,... (with --metric).")] = None,
+    test: Annotated[str | None, typer.Option(help="Key of the metrics result holding a test (p_value/reject).")] = None,
+    agent: Annotated[str | None, typer.Option(help="AGENT[:p=v,...] under which --test runs.")] = None,
+    experiment: Annotated[str | None, typer.Option("--experiment", "-e", help="Experiment (with --effect).")] = None,
+    subjects: Annotated[str, typer.Option(help="Subjects grid (comma list; --effect).")] = "10,20,40,80",
+    runs: Annotated[str | None, typer.Option(help="Runs grid (comma list): units per setting (--metric, "
+                                                  "--test) or sessions per subject (--effect).")] = None,
+    trials: TrialsOpt = None,
+    design: DesignOpt = None,
     sims: Annotated[int, typer.Option(min=1, help="Simulated studies per cell.")] = 200,
     method: MethodOpt = "mle",
-    level: Annotated[float, typer.Option(help="Test level alpha.")] = 0.05,
+    level: Annotated[float, typer.Option(help="Test level alpha (two-sided).")] = 0.05,
     base: Annotated[list[str] | None, typer.Option(
         "--base", help="Population median NAME=VALUE before the effect (repeatable).")] = None,
     sd_between: Annotated[float, typer.Option(help="Between-subject SD, unconstrained scale.")] = 0.5,
+    param: ParamOpt = None,
     draws: DrawsOpt = 500,
     chains: ChainsOpt = 2,
-    seed: SeedOpt = 0,
-    workers: WorkersOpt = None,
-    dask: DaskOpt = None,
-    as_json: JsonOpt = False,
-    output: OutOpt = None,
-) -> None:
-    """Power: probability of detecting an effect over a subjects x trials grid."""
-    eff = parse_assignments([effect])
-    (name, size), = eff.items()
-    spec = StudySpec(kind="power", experiment=experiment, models=(model,), method=method,
-                     subjects=_ints(subjects), trials=_ints(trials) if trials else (None,),
-                     reps=sims, seed=seed, effect=name, effect_size=size, level=level,
-                     base=parse_assignments(base or []), sd_between=sd_between, draws=draws,
-                     tune=draws, chains=chains)
-    get_experiment(experiment).model(model).contrast(name, {p: 0.0 for p in
-                                                            get_experiment(experiment).model(model).parameters.names})
-    result = _execute(spec, workers, dask, as_json)
-    if not as_json:
-        table = Table(title=f"power: {name} = {size:g} ({result.summary['test']})")
-        for c in ("subjects", "trials", "power", "MC SE"):
-            table.add_column(c, justify="right")
-        for c in result.summary["cells"]:
-            table.add_row(str(c["n_subjects"]), str(c["n_trials"]), f"{c['power']:.2f}",
-                          f"{c['mc_se']:.3f}")
+    run: RunOptions = RunOptions(),
+) -> StudySpec | None:
+    """Power: of a test on a model parameter, of a metric difference, or of a declared test."""
+    default_runs = (1,) if effect is not None else (10,)
+    common: dict[str, Any] = {"subjects": _ints(subjects, (10,)), "runs": _ints(runs, default_runs),
+                              "trials": _ints(trials, (None,)), "design": parse_design(design), "reps": sims,
+                              "seed": run.seed, "level": level,
+                              "method": method, "base": parse_assignments(base or []), "sd_between": sd_between,
+                              "params": parse_assignments(param or []), "draws": draws, "tune": draws,
+                              "chains": chains}
+    spec = _power_spec(target, experiment, effect, metric, compare, test, agent, common)
+    return spec
+
+
+@study_command("metric-validity", "validity")
+def metric_validity(
+    experiment: Annotated[str, typer.Argument(help="Experiment name.")],
+    metric: Annotated[str, typer.Option(help="Headline metric.")],
+    agent: Annotated[str, typer.Option(help="AGENT[:p=v,...]: the agent and its base setting.")],
+    parameter: Annotated[str, typer.Option(help="Agent parameter swept.")],
+    values: Annotated[str, typer.Option(help="Values of the parameter (comma list).")],
+    direction: Annotated[str, typer.Option(help="increasing, decreasing or any.")] = "any",
+    runs: Annotated[str, typer.Option(help="Runs (units) the metric is computed over (comma list).")] = "10",
+    trials: TrialsOpt = None,
+    design: DesignOpt = None,
+    reps: Annotated[int, typer.Option(min=1, help="Replications per value.")] = 20,
+    run: RunOptions = RunOptions(),
+) -> StudySpec | None:
+    """Metric validity: sweep an agent parameter; the metric's mean/SD per value and its monotonicity."""
+    name, params = parse_agent(agent)
+    spec = _spec(kind="metric-validity", experiment=experiment, agent=name, params=params, metric=metric,
+                     parameter=parameter, values=_floats(values), direction=direction,
+                     runs=_ints(runs, (10,)), trials=_ints(trials, (None,)), design=parse_design(design), reps=reps,
+                     seed=run.seed)
+    return spec
+
+
+@study_command()
+def study(
+    experiment: Annotated[str, typer.Argument(help="Experiment name.")],
+    name: Annotated[str | None, typer.Argument(help="Declared study (omit to list them), e.g. metric-power "
+                                                    "or recovery:1.")] = None,
+    reps: Annotated[int, typer.Option(min=1, help="Replications.")] = 20,
+    run: RunOptions = RunOptions(),
+) -> StudySpec | None:
+    """Run a study the experiment declares, with its declared settings (or list them)."""
+    exp = get_experiment(experiment)
+    if name is None:
+        rows = [{"study": n, "description": d.description} for n, d in declared_studies(exp)]
+        if run.as_json:
+            print_json({"experiment": exp.name, "studies": rows})
+            return None
+        table = Table(title=f"studies declared by {exp.name}")
+        table.add_column("study")
+        table.add_column("description")
+        for r in rows:
+            table.add_row(r["study"], r["description"])
         console.print(table)
-    _finish(result, as_json, output, {"power": result.summary})
+        return None
+    (_, decl), = declared_studies(exp, name)
+    return spec_from_decl(exp, decl, reps=reps, seed=run.seed)
 
 
 @app.command()
@@ -218,9 +432,12 @@ def fit(
 ) -> None:
     """Fit a model to a trial file: InferenceData (netCDF) + summary (hierarchical), or MLE table."""
     from cogtestbed.cli.metrics import load_table
+    from cogtestbed.trials import atomic_write_bytes
 
     exp = get_experiment(experiment)
     cog = exp.model(model)
+    if method not in ("mle", "hierarchical"):
+        raise ValueError(f"method must be mle or hierarchical, got {method!r}")
     table, detected = load_table(exp, path, source)
     output.mkdir(parents=True, exist_ok=True)
     payload: dict[str, Any] = {"model": model, "path": str(path), "source": detected,
@@ -228,46 +445,44 @@ def fit(
     if method == "mle":
         fits = cog.fit_mle(table)
         dest = output / "mle.csv"
-        fits.to_csv(dest.with_suffix(".tmp"), index=False)
-        dest.with_suffix(".tmp").replace(dest)
-        payload.update({"files": [str(dest)], "mean": {p: float(fits[p].mean())
-                                                       for p in cog.parameters.names},
+        atomic_write_bytes(dest, lambda tmp: fits.to_csv(tmp, index=False))
+        payload.update({"files": [str(dest)], "mean": {p: float(fits[p].mean()) for p in cog.parameters.names},
                         "aic": float(fits["aic"].sum()), "bic": float(fits["bic"].sum())})
-    elif method == "hierarchical":
-        from cogtestbed.inference.hierarchical import fit_hierarchical, loo
-
-        console_err.print(f"sampling {model} on {payload['n_subjects']} subjects "
-                          f"({chains} chains x {draws} draws)...")
-        res = fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed,
-                               progressbar=console_err.is_terminal and not as_json)
-        nc = output / "posterior.nc"
-        res.idata.to_netcdf(str(nc.with_suffix(".tmp")))
-        nc.with_suffix(".tmp").replace(nc)
-        post = res.idata.posterior
-        pop = {p: {"median": float(post[f"{p}_pop"].median()),
-                   "lo90": float(post[f"{p}_pop"].quantile(0.05)),
-                   "hi90": float(post[f"{p}_pop"].quantile(0.95))}
-               for p in cog.parameters.names}
-        for cname in cog.contrasts:
-            draws_c = cog.contrast(cname, {p: post[f"{p}_pop"] for p in cog.parameters.names})
-            pop[cname] = {"median": float(draws_c.median()), "lo90": float(draws_c.quantile(0.05)),
-                          "hi90": float(draws_c.quantile(0.95))}
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            lo = loo(res)
-        subj = res.subject_summary()
-        subj.to_csv(output / "subjects.csv", index=False)
-        payload.update({"population": pop, "diagnostics": res.diagnostics.as_dict(),
-                        "elpd_loo": float(lo.elpd_loo), "files": [str(nc), str(output / "subjects.csv")]})
-        res.diagnostics.table.to_csv(output / "diagnostics.csv")
     else:
-        raise ValueError(f"method must be mle or hierarchical, got {method!r}")
+        payload.update(_fit_hierarchical(cog, table, output, draws, chains, seed, as_json, payload["n_subjects"]))
     summary = output / "summary.json"
-    summary.with_suffix(".tmp").write_text(json.dumps(payload, indent=1, default=str))
-    summary.with_suffix(".tmp").replace(summary)
+    atomic_write_bytes(summary, lambda tmp: tmp.write_text(json.dumps(payload, indent=1, default=str)))
     if as_json:
         print_json(payload)
         return
     console.print_json(json.dumps(payload, default=str))
+
+
+def _fit_hierarchical(cog: Any, table: Any, output: Path, draws: int, chains: int, seed: int, as_json: bool,
+                      n_subjects: int) -> dict[str, Any]:
+    import warnings
+
+    from cogtestbed.inference.hierarchical import fit_hierarchical, loo
+    from cogtestbed.trials import atomic_write_bytes
+
+    console_err.print(f"sampling {cog.name} on {n_subjects} subjects ({chains} chains x {draws} draws)...")
+    res = fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed,
+                           progressbar=console_err.is_terminal and not as_json)
+    nc = output / "posterior.nc"
+    atomic_write_bytes(nc, lambda tmp: res.idata.to_netcdf(str(tmp)))
+    post = res.idata.posterior
+    pop = {p: {"median": float(post[f"{p}_pop"].median()), "lo90": float(post[f"{p}_pop"].quantile(0.05)),
+               "hi90": float(post[f"{p}_pop"].quantile(0.95))} for p in cog.parameters.names}
+    for cname in cog.contrasts:
+        draws_c = cog.contrast(cname, {p: post[f"{p}_pop"] for p in cog.parameters.names})
+        pop[cname] = {"median": float(draws_c.median()), "lo90": float(draws_c.quantile(0.05)),
+                      "hi90": float(draws_c.quantile(0.95))}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lo = loo(res)
+    subj = res.subject_summary()
+    subjects_csv = output / "subjects.csv"
+    atomic_write_bytes(subjects_csv, lambda tmp: subj.to_csv(tmp, index=False))
+    atomic_write_bytes(output / "diagnostics.csv", lambda tmp: res.diagnostics.table.to_csv(tmp))
+    return {"population": pop, "diagnostics": res.diagnostics.as_dict(), "elpd_loo": float(lo.elpd_loo),
+            "files": [str(nc), str(subjects_csv)]}

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cogtestbed.data.cogbench import ImportError_
+from cogtestbed.data.cogbench import DataFormatError
 from cogtestbed.environments.causal import (
     CB_ID_OFFSET,
     EXPERIMENT,
@@ -49,7 +49,7 @@ def _read_semicolon(path: str | Path) -> pd.DataFrame:
     try:
         return pd.read_csv(p, sep=";", encoding="utf-8-sig", decimal=",", dtype={"response": str})
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ImportError_(f"{p} is not a readable ';'-separated CSV: {exc}") from exc
+        raise DataFormatError(f"{p} is not a readable ';'-separated CSV: {exc}") from exc
 
 
 def _header(path: str | Path) -> list[str]:
@@ -74,7 +74,7 @@ def _item_index(study_type: str) -> int:
     for i, it in enumerate(ITEMS):
         if it.query == query and frozenset(it.observed) == observed:
             return i
-    raise ImportError_(f"unknown study.type {study_type!r}")
+    raise DataFormatError(f"unknown study.type {study_type!r}")
 
 
 def import_rw17_human(path: str | Path) -> pd.DataFrame:
@@ -82,24 +82,24 @@ def import_rw17_human(path: str | Path) -> pd.DataFrame:
     df = _read_semicolon(path)
     missing = [c for c in HUMAN_COLUMNS if c not in df.columns]
     if missing:
-        raise ImportError_(f"{Path(path).name} is not the RW17 human CSV: missing {', '.join(missing)}")
+        raise DataFormatError(f"{Path(path).name} is not the RW17 human CSV: missing {', '.join(missing)}")
     df = df.sort_values(["s", "trial"], kind="stable").reset_index(drop=True)
     df["domain"] = df["domain"].replace(HUMAN_DOMAIN_NAMES)
     sizes = df.groupby("s").size()
     if sizes.nunique() != 1:
-        raise ImportError_(f"{Path(path).name}: subjects have unequal judgment counts")
+        raise DataFormatError(f"{Path(path).name}: subjects have unequal judgment counts")
     n_sub, n_t = len(sizes), int(sizes.iloc[0])
     design = CausalDesign.human()
     doms = list(design.domain_list)
     bad = set(df["domain"]) - set(doms)
     if bad:
-        raise ImportError_(f"{Path(path).name}: unknown domain(s) {sorted(bad)}")
+        raise DataFormatError(f"{Path(path).name}: unknown domain(s) {sorted(bad)}")
     variant = df["domain"].map(doms.index).to_numpy(np.int64).reshape(n_sub, n_t)
     cb = df["attr.polarity"].map(list(design.cntbl_conds).index).to_numpy(np.int64).reshape(n_sub, n_t)
     item = np.array([_item_index(s) for s in df["study.type"]], dtype=np.int64).reshape(n_sub, n_t)
     letters = np.array([ITEMS[i].letter for i in item.ravel()])
     if not np.array_equal(letters, df["letter.type"].str.lower().to_numpy()):
-        raise ImportError_(f"{Path(path).name}: letter.type disagrees with study.type")
+        raise DataFormatError(f"{Path(path).name}: letter.type disagrees with study.type")
     stim = stimulus_columns(design, variant, cb, item)
     stim["prompt_type"] = pd.Categorical(["human"] * item.size)
     y = df["y"].to_numpy(np.float64).reshape(n_sub, n_t)
@@ -127,7 +127,7 @@ def design_for_labels(labels: set[str], prompt_type: Any) -> CausalDesign:
         names = {domain_label(d, a, f) for a, f in d.variants}
         if labels <= names:
             return d
-    raise ImportError_(f"unknown causAIign domain(s): {sorted(labels)}")
+    raise DataFormatError(f"unknown causAIign domain(s): {sorted(labels)}")
 
 
 def prompt_type_of(category: str) -> str:
@@ -144,7 +144,7 @@ def import_causaign_responses(path: str | Path) -> pd.DataFrame:
     df = _read_semicolon(path)
     missing = [c for c in RESPONSE_COLUMNS if c not in df.columns]
     if missing:
-        raise ImportError_(f"{Path(path).name} is not a causAIign response CSV: missing {', '.join(missing)}")
+        raise DataFormatError(f"{Path(path).name} is not a causAIign response CSV: missing {', '.join(missing)}")
     category = df["prompt_category"].iloc[0] if "prompt_category" in df.columns else "numeric"
     ptype = prompt_type_of(category)
     known = df["domain"].notna()
@@ -158,14 +158,14 @@ def import_causaign_responses(path: str | Path) -> pd.DataFrame:
     offs = np.array([CB_ID_OFFSET[c] for c in cb_names])
     cb = df["cntbl_cond"].map(lambda c: cb_names.index(c) if c in cb_names else -1).to_numpy(np.int64)
     if np.any(cb < 0) or np.any(variant < 0):
-        raise ImportError_(f"{Path(path).name}: rows without a known domain or cntbl_cond")
+        raise DataFormatError(f"{Path(path).name}: rows without a known domain or cntbl_cond")
     item = (ids - 1) - 160 * variant - offs[cb]
     if np.any((item < 0) | (item >= len(ITEMS))):
-        raise ImportError_(f"{Path(path).name}: prompt ids do not follow causAIign's layout")
+        raise DataFormatError(f"{Path(path).name}: prompt ids do not follow causAIign's layout")
     letters = np.array([ITEMS[i].letter for i in item])
     has_task = df["task"].notna().to_numpy()
     if not np.array_equal(letters[has_task], df["task"][has_task].astype(str).str.lower().to_numpy()):
-        raise ImportError_(f"{Path(path).name}: task letters disagree with the prompt ids")
+        raise DataFormatError(f"{Path(path).name}: task letters disagree with the prompt ids")
     temp = df["temperature"].astype(str) if "temperature" in df.columns else pd.Series("", index=df.index)
     group = df["subject"].astype(str) + "|" + temp
     replicate = df.assign(_g=group).groupby(["_g", "id"]).cumcount()

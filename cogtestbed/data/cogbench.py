@@ -15,7 +15,7 @@ import pandas as pd
 from cogtestbed.trials import finish_table
 
 
-class ImportError_(ValueError):
+class DataFormatError(ValueError):
     """A file is not in the format the importer expects (one clear message)."""
 
 
@@ -27,10 +27,10 @@ def read_cogbench_csv(path: str | Path, required: tuple[str, ...]) -> pd.DataFra
     try:
         df = pd.read_csv(p, encoding="utf-8-sig")
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ImportError_(f"{p} is not a readable CSV: {exc}") from exc
+        raise DataFormatError(f"{p} is not a readable CSV: {exc}") from exc
     missing = [c for c in required if c not in df.columns]
     if missing:
-        raise ImportError_(
+        raise DataFormatError(
             f"{p.name} is not a CogBench file for this experiment: missing column(s) "
             f"{', '.join(missing)} (found {', '.join(map(str, df.columns))})"
         )
@@ -72,12 +72,12 @@ def import_instrumental(path: str | Path) -> pd.DataFrame:
     runs = np.sort(df["run"].unique())
     sizes = df.groupby("run").size()
     if sizes.nunique() != 1:
-        raise ImportError_(f"{Path(path).name}: runs have unequal trial counts {sorted(set(sizes))}")
+        raise DataFormatError(f"{Path(path).name}: runs have unequal trial counts {sorted(set(sizes))}")
     n_trials = int(sizes.iloc[0])
     shape = (len(runs), n_trials)
     casino = df["task"].to_numpy(dtype=np.int64).reshape(shape)
     if casino.min() < 1 or casino.max() > 4:
-        raise ImportError_(f"{Path(path).name}: casino ('task') outside 1-4")
+        raise DataFormatError(f"{Path(path).name}: casino ('task') outside 1-4")
     means = INSTRUMENTAL_PROBS[casino - 1]
     if "mean0" in df.columns:
         means = np.stack([df["mean0"].to_numpy().reshape(shape), df["mean1"].to_numpy().reshape(shape)], -1)
@@ -154,13 +154,13 @@ def import_horizon(path: str | Path) -> pd.DataFrame:
     name = Path(path).name
     sizes = df.groupby("run").size()
     if not sizes.isin([5, 10]).all():
-        raise ImportError_(f"{name}: games must have 5 or 10 trials, found {sorted(set(sizes))}")
+        raise DataFormatError(f"{name}: games must have 5 or 10 trials, found {sorted(set(sizes))}")
     runs = sizes.index.to_numpy(np.int64)
     n, t_max = len(runs), 10
     row = np.repeat(np.arange(n), sizes.to_numpy())
     col = df["trial"].to_numpy(np.int64)
     if col.min() < 0 or col.max() >= t_max or df.duplicated(["run", "trial"]).any():
-        raise ImportError_(f"{name}: trial indices must be unique 0-9 within each game")
+        raise DataFormatError(f"{name}: trial indices must be unique 0-9 within each game")
 
     def grid(column: str, fill: float = np.nan) -> np.ndarray:
         out = np.full((n, t_max), fill)
@@ -194,7 +194,7 @@ def import_restless(path: str | Path) -> pd.DataFrame:
 
     df = read_cogbench_csv(path, RESTLESS_COLUMNS).sort_values(["run", "trial"], kind="stable")
     if df.duplicated(["run", "trial"]).any():
-        raise ImportError_(f"{Path(path).name}: duplicated (run, trial) rows")
+        raise DataFormatError(f"{Path(path).name}: duplicated (run, trial) rows")
     choice = df["choice"].to_numpy(np.int64)[:, None]
     accurate = df["accurate"].to_numpy(np.float64)[:, None]
     conf = df["confidence"].to_numpy(np.float64)[:, None]
@@ -226,7 +226,7 @@ def _runs_grid(df: pd.DataFrame, name: str) -> tuple[np.ndarray, int]:
     """Run ids and the common run length (CogBench files hold equal-length runs)."""
     sizes = df.groupby("run", sort=False).size()
     if sizes.nunique() != 1:
-        raise ImportError_(f"{name}: runs have unequal trial counts {sorted(set(sizes))}")
+        raise DataFormatError(f"{name}: runs have unequal trial counts {sorted(set(sizes))}")
     return df["run"].unique(), int(sizes.iloc[0])
 
 

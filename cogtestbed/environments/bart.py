@@ -33,7 +33,6 @@ type), ``break_point`` (hidden ground truth), ``pumps``, ``exploded``, ``n_decis
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -44,6 +43,7 @@ from numba import njit
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.parsing import parse_option_number
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "bart"
@@ -299,17 +299,14 @@ class BartEnv(TextEnv[BartDesign, BartSessions]):
             f"for 'inflate')" + f"{A_PREFIX} {self.answer_prefix}"
         )
 
-    _NUMBER = re.compile(r"^[\s\W]*(?:option\s*)?([12])(?!\d)", re.IGNORECASE)
 
     def parse_answer(self, text: str) -> ParseResult:
         """Read the option number ("1"/"2" after "Option ") and map it to skip/inflate."""
-        if text is None or not text.strip():
-            return ParseResult.failure("empty answer")
-        m = self._NUMBER.match(text)
-        if m is None:
-            return ParseResult.failure(f"no option 1 or 2 at the start of {text.strip()[:40]!r}")
+        parsed = parse_option_number(text)
+        if parsed.action is None:
+            return parsed
         skip, _ = self.option_numbers()
-        return ParseResult.success(SKIP if int(m.group(1)) == skip else INFLATE)
+        return ParseResult.success(SKIP if int(parsed.action) + 1 == skip else INFLATE)
 
     # -- trial table -----------------------------------------------------------------------
     @classmethod

@@ -98,6 +98,9 @@ class ScoredResponse:
     continuations: tuple[str, ...]
     #: Completions drawn where a backend cannot score (the estimate records this N).
     n_samples: int = 100
+    #: Score the prompt as raw text even on a chat model: the continuation completes the text
+    #: itself (a next-token probe), so no chat template is applied.
+    raw: bool = False
     kind: ClassVar[str] = "scored"
 
     def __post_init__(self) -> None:
@@ -145,14 +148,22 @@ class ScoredAnswer:
         return w / w.sum()
 
     @classmethod
-    def from_counts(cls, counts: np.ndarray) -> ScoredAnswer:
-        """A sampled estimate from counts of each continuation among N draws."""
+    def from_counts(cls, counts: np.ndarray, n_drawn: int | None = None) -> ScoredAnswer:
+        """A sampled estimate from counts of each continuation among the draws.
+
+        ``n_drawn`` is the number of completions drawn (default: the matched ones); draws that
+        matched no continuation give ``mass_outside`` = unmatched / ``n_drawn``.
+        """
         counts = np.asarray(counts, dtype=np.float64)
-        n = int(counts.sum())
-        if n < 1:
+        matched = int(counts.sum())
+        if matched < 1:
             raise ValueError("no sample matched any continuation")
+        n = matched if n_drawn is None else int(n_drawn)
+        if n < matched:
+            raise ValueError(f"n_drawn={n} is below the {matched} matched samples")
         with np.errstate(divide="ignore"):
-            return cls(np.log(counts / n), method="sampled", n_samples=n)
+            return cls(np.log(counts / matched), method="sampled", n_samples=n,
+                       mass_outside=(n - matched) / n)
 
 
 @dataclass(frozen=True)
@@ -340,6 +351,12 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
                 "phase": spaces.Discrete(len(phases)),
                 "response": ResponseKindSpace(tuple(p.response for p in phases)),
             })
+
+    @classmethod
+    def uses_images(cls, design: Design) -> bool:
+        """Whether prompts of ``design`` carry images (chat messages with ``"images"``), so an LLM
+        subject must be a vision-language model; checked before any call is made."""
+        return False
 
     @classmethod
     def max_steps(cls, design: Design) -> int:

@@ -3,8 +3,8 @@
 Each judgment asks for P(query = 1 | observed states) on a 0–100 scale.  There are 11 query
 types (Roman I–XI, causAIign letters a–k) and **20 items per (domain, counterbalancing) cell**:
 every task except I and III comes in two mirror items, one querying C1 given C2 and one querying
-C2 given C1 (seed 001 §1.1).  Items are *canonicalised* so that the queried cause is C1; the
-Roman task is what every model and metric reads.
+C2 given C1 (Rehder & Waldmann 2017; Dettki 2025 App. A.3).  Items are *canonicalised* so that
+the queried cause is C1; the Roman task is what every model and metric reads.
 
 ==========  ======  =====================================  ==================================
 Roman       letter  query (canonical)                      causAIign item order in a cell

@@ -51,7 +51,6 @@ Trial-table stimulus columns (one row per question): ``item`` (question name, e.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -61,6 +60,7 @@ from gymnasium import spaces
 from pydantic import Field
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.parsing import parse_option_number
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "temporal-discounting"
@@ -332,16 +332,10 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
         """The exact string CogBench sends (question + answer prefix; no history in the code)."""
         return "".join(self._transcript) + self._question_text() + f"{A_PREFIX} {self.answer_prefix}"
 
-    _OPTION = re.compile(r"^[\s\W]*(?:option\s*)?([12])(?!\d)", re.IGNORECASE)
 
     def parse_answer(self, text: str) -> ParseResult:
         """Read "1" / "2" (after "I prefer option "), e.g. ``"1"``, ``" 2."``, ``"1 because"``."""
-        if text is None or not text.strip():
-            return ParseResult.failure("empty answer")
-        m = self._OPTION.match(text)
-        if m is None:
-            return ParseResult.failure(f"no option 1 or 2 at the start of {text.strip()[:40]!r}")
-        return ParseResult.success(int(m.group(1)) - 1)
+        return parse_option_number(text)
 
     # -- trial table -----------------------------------------------------------------------
     @classmethod

@@ -10,7 +10,7 @@ starts with 4 forced choices shown in the prompt as past outcomes, then 1 (horiz
 * rewards ``round(N(mean, sd = 8))``, pre-drawn for both arms on every trial;
 * forced choices: unequal = shuffled [0,0,0,1] or [0,1,1,1]; equal = shuffled [0,0,1,1].
 
-Prompt: CogBench's ``query.py`` (seed 002 §2.2): the forced outcomes and every free outcome are
+Prompt: CogBench's ``query.py`` (Coda-Forno et al. 2024): the forced outcomes and every free outcome are
 listed as ``- Machine X delivered R dollars.``, the goal line counts the remaining rounds, and the
 query specification ``(Give your answe in the format 'Machine <your choice>')`` (sic) precedes the
 ``Machine `` answer prefix.  The ``"paper"`` variant omits the specification.  An invalid answer is
@@ -24,7 +24,6 @@ arm (CogBench's ``choice``).  Rows past a horizon-1 game's fifth trial do not ex
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -34,6 +33,7 @@ from gymnasium import spaces
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "horizon"
@@ -210,8 +210,6 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         return (instructions + "".join(self._history) + "\n" + goal + question + spec
                 + f"{A_PREFIX} {self.answer_prefix}")
 
-    _MACHINE = re.compile(r"machine\s+([A-Za-z])\b", re.IGNORECASE)
-    _BARE = re.compile(r"^\W*([A-Za-z])\W*$")
 
     def parse_answer(self, text: str) -> ParseResult:
         """Read "Machine F/J" or a bare "F"/"J" (after the "Machine " prefix)."""
@@ -265,24 +263,3 @@ def game_table(
     table = finish_table(EXPERIMENT, stimulus, action, reward, valid, agent=agent,
                          raw_response=raw_response, parse_error=parse_error, params=params)
     return table.loc[np.asarray(exists).reshape(-1)].reset_index(drop=True)
-
-
-def parse_machine(text: str | None, arms: tuple[str, ...]) -> ParseResult:
-    """Read "Machine X" / bare "X" with X one of ``arms``; return the arm index or the reason."""
-    if text is None or not text.strip():
-        return ParseResult.failure("empty answer")
-    text = text.split(Q_PREFIX)[0]
-    named = {m.upper() for m in HorizonEnv._MACHINE.findall(text)}
-    if not named:
-        bare = HorizonEnv._BARE.match(text)
-        if bare is None:
-            return ParseResult.failure(
-                f"no machine letter found in {text.strip()[:40]!r} (expected one of {', '.join(arms)})"
-            )
-        named = {bare.group(1).upper()}
-    if len(named) > 1:
-        return ParseResult.failure(f"ambiguous answer naming machines {', '.join(sorted(named))}")
-    letter = named.pop()
-    if letter not in arms:
-        return ParseResult.failure(f"machine {letter} does not exist (expected one of {', '.join(arms)})")
-    return ParseResult.success(arms.index(letter))

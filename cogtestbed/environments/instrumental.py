@@ -6,7 +6,7 @@ dollar with its probability, else 0, from pre-sampled Bernoulli outcomes.  The 8
 are drawn without replacement from ``ABCDEFGHJKLMNOPQRSTVW``; trial order is a random permutation;
 the order in which the two machines are named in the question is randomised on every trial.
 
-Prompt: CogBench's released code (``query.py`` + ``LLM.generate``), see seed 002 §2.4.  The
+Prompt: CogBench's released code (``query.py`` + ``LLM.generate``) (Coda-Forno et al. 2024).  The
 ``"paper"`` variant uses the paper's printed wording instead.  Known code quirks not reproduced:
 the first trial's option order is randomised like every other trial (CogBench leaves it fixed),
 and rows are never appended twice.
@@ -19,7 +19,6 @@ probabilities), ``reward0`` / ``reward1`` (pre-sampled outcomes).  ``action`` is
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -29,6 +28,7 @@ from gymnasium import spaces
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "instrumental-learning"
@@ -205,34 +205,16 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
         return (instructions + goal + "\n" + history + "\n" + question + spec
                 + f"{A_PREFIX} {self.answer_prefix}")
 
-    _MACHINE = re.compile(r"machine\s+([A-Za-z])\b", re.IGNORECASE)
-    _BARE = re.compile(r"^\W*([A-Za-z])\W*$")
-
     def parse_answer(self, text: str) -> ParseResult:
         """Read "Machine X" / "X" (after the "Machine " prefix); X must be offered now.
 
-        A completion that runs on into a new "Q:" turn is cut there first (models without a
-        stop sequence often continue the dialogue).
+        The action is the arm index of the named machine in the current casino.
         """
-        if text is None or not text.strip():
-            return ParseResult.failure("empty answer")
-        text = text.split(Q_PREFIX)[0]
         offered = self.offered_letters()
-        named = {m.upper() for m in self._MACHINE.findall(text)}
-        if not named:
-            bare = self._BARE.match(text)
-            if bare is None:
-                return ParseResult.failure(
-                    f"no machine letter found in {text.strip()[:40]!r} (expected one of {', '.join(offered)})"
-                )
-            named = {bare.group(1).upper()}
-        if len(named) > 1:
-            return ParseResult.failure(f"ambiguous answer naming machines {', '.join(sorted(named))}")
-        letter = named.pop()
-        if letter not in offered:
-            return ParseResult.failure(
-                f"machine {letter} is not offered in this casino (expected one of {', '.join(offered)})"
-            )
+        parsed = parse_machine(text, offered, absent="is not offered in this casino")
+        if parsed.action is None:
+            return parsed
+        letter = offered[int(parsed.action)]
         casino = self._current_casino()
         return ParseResult.success(int(list(self._s.letters[0, casino - 1]).index(letter)))
 

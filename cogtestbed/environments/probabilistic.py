@@ -5,7 +5,7 @@ red/blue balls (the likelihood); one ball is drawn and the subject reports P(urn
 ball colour).  Each session is CogBench's *run*: two one-shot judgements without history, first an
 informative-likelihood trial, then an informative-prior trial.
 
-Design (released code, ``query.py`` + ``envs/urns_exp.py``; seed 002 §2.1):
+Design (released code, ``query.py`` + ``envs/urns_exp.py``; Coda-Forno et al. 2024):
 
 * informative side — P(red | left urn) or P(left urn) — drawn from {.1, .2, .3, .7, .8, .9};
   the uninformative side from {.4, .5, .5, .6} (0.5 twice: CogBench's own weighting);
@@ -33,7 +33,6 @@ the trial's posterior accuracy 1 − |posterior − estimate|.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -43,6 +42,7 @@ from gymnasium import spaces
 from pydantic import field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.parsing import parse_decimal_digits
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "probabilistic-reasoning"
@@ -93,30 +93,10 @@ class ProbabilisticSessions(Sessions):
 
 
 def bayes_posterior(prior: np.ndarray | float, likelihood: np.ndarray | float) -> np.ndarray:
-    """P(left | ball) = p·l / (p·l + (1−p)(1−l)), l = P(observed colour | left) (seed §2.1)."""
+    """P(left | ball) = p·l / (p·l + (1−p)(1−l)), l = P(observed colour | left) (Bayes' rule; Dasgupta et al. 2020)."""
     p = np.asarray(prior, dtype=np.float64)
     lik = np.asarray(likelihood, dtype=np.float64)
     return p * lik / (p * lik + (1.0 - p) * (1.0 - lik))
-
-
-# ----------------------------------------------------------------------------- parsing
-_DECIMALS = re.compile(r"^\s*(?:0?\.(?=\d))?(\d+)")
-
-
-def parse_decimal_digits(text: str | None, what: str = "probability") -> ParseResult:
-    """Read the digits completing an answer prefix that ends in ``"0."`` as a number in [0, 1).
-
-    ``"33"`` → 0.33, ``"5"`` → 0.5, ``"07."`` → 0.07; a restated ``"0.33"`` is read as 0.33
-    (CogBench strips ``"0."`` for the same reason).  Anything after the digits is ignored; a
-    completion that continues into a new ``"Q:"`` turn is cut there first.  No digits → failure.
-    """
-    if text is None or not text.strip():
-        return ParseResult.failure("empty answer")
-    head = text.split(Q_PREFIX)[0]
-    match = _DECIMALS.match(head)
-    if match is None:
-        return ParseResult.failure(f"no {what} digits found in {head.strip()[:40]!r} (expected e.g. '35')")
-    return ParseResult.success(float("0." + match.group(1)))
 
 
 # ----------------------------------------------------------------------------- environment

@@ -3,7 +3,7 @@ CogBench (``metacognition-v0``).
 
 Two machines (F = arm 0, J = arm 1); one pays N(60, 8), the other N(40, 8) (sd 8, rounded to two
 decimals, shown truncated to whole dollars); the better arm switches at every block boundary,
-unannounced.  Released code (seed 002 §2.3): 4 blocks of fixed lengths [21, 20, 20, 19] = 80
+unannounced.  Released code (Coda-Forno et al. 2024): 4 blocks of fixed lengths [21, 20, 20, 19] = 80
 trials, although the prompt says "every 18 to 22 trials"; the ``"paper"`` variant draws each
 block length uniformly from 18–22 (the total then varies; the prompt still says 80 as CogBench's).
 
@@ -39,8 +39,7 @@ from gymnasium import spaces
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
-from cogtestbed.environments.horizon import parse_machine
-from cogtestbed.environments.probabilistic import parse_decimal_digits
+from cogtestbed.environments.parsing import parse_decimal_digits, parse_machine
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "restless-bandit"

@@ -35,7 +35,6 @@ probabilities on the trial, CogBench's ``probsA..D``).  ``action`` is the first-
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -45,6 +44,7 @@ from gymnasium import spaces
 from pydantic import Field, model_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.parsing import parse_option_letter
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "two-step"
@@ -99,31 +99,6 @@ class TwoStepSessions(Sessions):
 def reached_planet(action1: int, transition_u: float, common_prob: float) -> int:
     """Planet reached from spaceship ``action1`` (common iff ``u < common_prob``)."""
     return action1 if transition_u < common_prob else 1 - action1
-
-
-_LETTER = re.compile(r"(?<![A-Za-z])([A-Za-z])(?![A-Za-z])")
-
-
-def parse_option_letter(text: str | None, options: tuple[str, ...], noun: str) -> ParseResult:
-    """Read a one-letter option (``"X"``, ``" Y."``, ``"Planet X"``) among ``options``.
-
-    Standalone letters are collected (case-insensitively); exactly one distinct offered letter
-    must appear.  CogBench instead keeps the last character of the reply that is an option and
-    picks at random when there is none; here that case is a parse failure with its reason.
-    """
-    if text is None or not text.strip():
-        return ParseResult.failure("empty answer")
-    found = {m.upper() for m in _LETTER.findall(text)}
-    offered = found & set(options)
-    if len(offered) > 1:
-        return ParseResult.failure(f"ambiguous answer naming {noun}s {', '.join(sorted(offered))}")
-    if not offered:
-        other = sorted(found - set(options))
-        what = f"{noun} {other[0]} is not offered" if other else f"no {noun} letter found"
-        return ParseResult.failure(
-            f"{what} in {text.strip()[:40]!r} (expected one of {', '.join(options)})"
-        )
-    return ParseResult.success(options.index(offered.pop()))
 
 
 class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):

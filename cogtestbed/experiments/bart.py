@@ -13,6 +13,9 @@ def _targets(f: float, noise: float = 2.0) -> dict[str, float]:
     return {**{f"target_{m}": min(f * m / 2, float(m)) for m in (128, 32, 8)}, "noise": noise}
 
 
+#: True targets of the recovery study: each type's target uniform on [0.05, 0.9]·M, noise on [0.5, 4].
+_TARGET_RANGES = {**{f"target_{m}": (0.05 * m, 0.9 * m) for m in (128, 32, 8)}, "noise": (0.5, 4.0)}
+
 SPEC = ExperimentSpec(
     name="bart",
     citation=CITATION + " Task: Lejuez, C. W. et al. (2002). Evaluation of a behavioral measure of risk "
@@ -27,12 +30,13 @@ SPEC = ExperimentSpec(
     pooling_unit="session",
     trials_field="balloons_per_type",
     studies=(
-        StudyDecl("recovery", "target pumps per balloon type", model="target", runs=(1, 10)),
+        StudyDecl("recovery", "target pumps per balloon type from 1 and 10 pooled runs", model="target",
+                  runs=(1, 10), subjects=(10,), sampler="uniform", ranges=_TARGET_RANGES),
         StudyDecl("metric-validity", "risk rises with the target fraction", metric="risk", agent="target",
                   parameter="target_32", values=(2.0, 8.0, 16.0, 24.0, 32.0), direction="increasing",
                   params=_targets(0.5), runs=(10,)),
         StudyDecl("metric-power", "risk: targets at 0.5x vs 0.6x the optimum", metric="risk", agent="target",
-                  compare=(_targets(0.5), _targets(0.6)), runs=(2, 5, 10)),
+                  compare=(_targets(0.5), _targets(0.6)), runs=(2, 5, 10, 20, 40)),
     ),
     phenotype=(
         behaviour("risk", "Risk taking", 17.22, 0.99, "BART"),

@@ -30,6 +30,12 @@ def _from_4p(theta: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 #: studies use SD .05–.2, and .1 is their middle setting.
 SIMULATION_NOISE_SD = 0.1
 
+#: True values of the thesis's recovery studies: b ∈ [0, .5], m ∈ [.3, 1], pC ∈ [.2, .8] (uniform).
+THESIS_RANGES = {"b": (0.0, 0.5), "m": (0.3, 1.0), "p_c": (0.2, 0.8)}
+
+#: Rehder & Waldmann's human design (one cell of 20 judgments per subject) as design fields.
+HUMAN_DESIGN = {"content": "rw17", "scope": "cell"}
+
 SPEC = ExperimentSpec(
     name="collider",
     citation="Rehder, B. & Waldmann, M. R. (2017). Failures of explaining away and screening off in "
@@ -63,13 +69,20 @@ SPEC = ExperimentSpec(
     },
     pooling_unit="subject",
     studies=(
-        StudyDecl("recovery", "CBN 3p parameters at the thesis design (240 rows)", model="cbn-3p"),
-        StudyDecl("recovery", "CBN 4p parameters", model="cbn-4p"),
-        StudyDecl("model-recovery", "3p vs 4p scheme", models=("cbn-3p", "cbn-4p")),
+        StudyDecl("recovery", "CBN 3p at the thesis design (240 rows), judgment noise SD .05", model="cbn-3p",
+                  subjects=(20,), sampler="uniform", ranges=THESIS_RANGES, params={"noise_sd": 0.05}),
+        StudyDecl("recovery", "CBN 3p at the thesis design (240 rows), judgment noise SD .2", model="cbn-3p",
+                  subjects=(20,), sampler="uniform", ranges=THESIS_RANGES, params={"noise_sd": 0.2}),
+        StudyDecl("recovery", "CBN 4p parameters", model="cbn-4p", subjects=(20,), sampler="uniform",
+                  ranges={"b": (0.0, 0.5), "m1": (0.3, 1.0), "m2": (0.3, 1.0), "p_c": (0.2, 0.8)}),
+        StudyDecl("model-recovery", "3p vs 4p scheme (AIC/BIC)", models=("cbn-3p", "cbn-4p"), subjects=(20,),
+                  sampler="uniform", ranges={**THESIS_RANGES, "m1": (0.3, 1.0), "m2": (0.3, 1.0)}),
+        StudyDecl("sbc", "hierarchical zero-one-inflated Beta CBN 3p on synthetic humans (human design)",
+                  model="cbn-3p", subjects=(12,), design=HUMAN_DESIGN),
         StudyDecl("metric-validity", "LAD tracks the leak b", metric="lad", agent="cbn", parameter="b",
                   values=(0.05, 0.2, 0.4, 0.6), direction="decreasing",
                   params={"m1": 0.7, "m2": 0.7, "pc1": 0.5, "pc2": 0.5, "noise_sd": 0.1}),
         StudyDecl("metric-power", "explaining away: weak-EA w 0.5 vs normative", metric="ea", agent="weak-ea",
-                  compare=({"w": 0.5, "noise_sd": 0.1}, {"w": 1.0, "noise_sd": 0.1})),
+                  compare=({"w": 0.5, "noise_sd": 0.1}, {"w": 1.0, "noise_sd": 0.1}), runs=(5, 10, 20)),
     ),
 )

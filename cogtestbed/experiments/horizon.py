@@ -24,7 +24,10 @@ SPEC = ExperimentSpec(
     importers=cogbench_importer(import_horizon, HORIZON_COLUMNS),
     pooling_unit="session",
     studies=(
-        StudyDecl("recovery", "information-bonus agent from 1000 games", model="info-bonus", runs=(1000,)),
+        StudyDecl("recovery", "information-bonus agent from 1000 pooled games", model="info-bonus", runs=(1000,),
+                  subjects=(5,), sampler="uniform",
+                  ranges={"bonus_h1": (-5.0, 5.0), "bonus_h6": (0.0, 20.0), "temperature_h1": (2.0, 10.0),
+                          "temperature_h6": (2.0, 20.0), "bias": (-3.0, 3.0)}),
         StudyDecl("metric-validity", "directed_exploration tracks the horizon-6 bonus",
                   metric="directed_exploration", agent="info-bonus", parameter="bonus_h6",
                   values=(0.0, 5.0, 10.0, 20.0), direction="increasing", params=_BASE, runs=(1000,)),
@@ -33,7 +36,7 @@ SPEC = ExperimentSpec(
                   values=(5.0, 10.0, 20.0, 30.0), direction="increasing", params=_BASE, runs=(1000,)),
         StudyDecl("metric-power", "directed exploration: bonus 5 vs 10", metric="directed_exploration",
                   agent="info-bonus", compare=({**_BASE, "bonus_h6": 5.0}, {**_BASE, "bonus_h6": 10.0}),
-                  runs=(500, 1000, 2000)),
+                  runs=(250, 500, 1000, 2000)),
     ),
     phenotype=(
         behaviour("directed_exploration", "Directed exploration", 0.326, -0.044, "HorizonTask"),

@@ -23,7 +23,10 @@ SPEC = ExperimentSpec(
     importers=cogbench_importer(import_probabilistic, PROBABILISTIC_COLUMNS),
     pooling_unit="session",
     studies=(
-        StudyDecl("recovery", "generalised-Bayes weights from 200 runs", model="generalised-bayes", runs=(200,)),
+        StudyDecl("recovery", "generalised-Bayes weights from 200 pooled runs", model="generalised-bayes",
+                  runs=(200,), subjects=(10,), sampler="uniform",
+                  ranges={"beta_prior": (-0.5, 1.5), "beta_likelihood": (-0.5, 1.5), "bias": (-0.5, 0.5),
+                          "noise_sd": (0.2, 1.5)}),
         StudyDecl("metric-validity", "prior_weighting tracks β_prior", metric="prior_weighting",
                   agent="generalised-bayes", parameter="beta_prior", values=(0.0, 0.5, 1.0, 1.5),
                   direction="increasing", params=_BASE, runs=(200,)),
@@ -31,7 +34,8 @@ SPEC = ExperimentSpec(
                   agent="generalised-bayes", parameter="beta_likelihood", values=(0.0, 0.5, 1.0, 1.5),
                   direction="increasing", params=_BASE, runs=(200,)),
         StudyDecl("metric-power", "prior weighting 0.6 vs 0.8", metric="prior_weighting", agent="generalised-bayes",
-                  compare=({**_BASE, "beta_prior": 0.6}, {**_BASE, "beta_prior": 0.8}), runs=(25, 50, 100)),
+                  compare=({**_BASE, "beta_prior": 0.6}, {**_BASE, "beta_prior": 0.8}),
+                  runs=(25, 50, 100, 200, 400)),
     ),
     phenotype=(
         behaviour("prior_weighting", "Prior weighting", 0.876, -0.004, "ProbabilisticReasoning"),

@@ -4,8 +4,8 @@ from cogtestbed.agents.restless import AGENTS
 from cogtestbed.data.cogbench import RESTLESS_COLUMNS, import_restless
 from cogtestbed.environments.restless import RestlessBanditEnv
 from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
-from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl
-from cogtestbed.inference.restless import cogbench_metrics
+from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, same_name_generators
+from cogtestbed.inference.restless import MODELS, cogbench_metrics
 
 _BASE = {"drift_sd": 4.0, "beta": 0.3, "confidence_gain": 1.0, "confidence_bias": 0.0, "confidence_noise": 0.5}
 
@@ -16,19 +16,29 @@ SPEC = ExperimentSpec(
     description="CogBench restless bandit: 4 blocks, 80 trials, choice + confidence per trial (Ershadmanesh 2023)",
     env_cls=RestlessBanditEnv,
     agents=AGENTS,
+    models=MODELS,
+    generators=same_name_generators(MODELS),
     metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("performance", "accuracy", "metacognition")),
     importers=cogbench_importer(import_restless, RESTLESS_COLUMNS),
     pooling_unit="session",
     studies=(
+        StudyDecl("recovery", "Kalman choice and confidence parameters from CogBench's 10 pooled runs", model="kalman",
+                  runs=(10,), subjects=(5,)),
         StudyDecl("metric-validity", "metacognition falls with confidence noise", metric="metacognition",
                   agent="kalman", parameter="confidence_noise", values=(0.0, 0.5, 1.0, 2.0, 5.0),
                   direction="decreasing", params=_BASE, runs=(10,)),
+        StudyDecl("metric-validity", "metacognition against the confidence gain (calibration; no direction)",
+                  metric="metacognition", agent="kalman", parameter="confidence_gain",
+                  values=(0.1, 0.25, 0.5, 1.0, 2.0, 4.0), params=_BASE, runs=(10,)),
+        StudyDecl("metric-validity", "performance rises with the choice inverse temperature", metric="performance",
+                  agent="kalman", parameter="beta", values=(0.0, 0.1, 0.2, 0.4, 0.8), direction="increasing",
+                  params=_BASE, runs=(10,)),
         StudyDecl("metric-validity", "accuracy rises with the choice inverse temperature", metric="accuracy",
                   agent="kalman", parameter="beta", values=(0.0, 0.1, 0.2, 0.4, 0.8), direction="increasing",
                   params=_BASE, runs=(10,)),
         StudyDecl("metric-power", "metacognition: confidence noise 0.5 vs 2", metric="metacognition",
                   agent="kalman", compare=({**_BASE, "confidence_noise": 0.5}, {**_BASE, "confidence_noise": 2.0}),
-                  runs=(5, 10, 20)),
+                  runs=(5, 10, 20, 40)),
     ),
     phenotype=(
         behaviour("metacognition", "Meta-cognition", 0.765, 0.664, "RestlessBandit"),

@@ -169,7 +169,11 @@ class StudyDecl:
     ``metric-power`` detects a difference in ``metric`` between the two agent settings of
     ``compare``; ``test-size`` / ``test-power`` measure how often the statistical ``test`` (a key
     of the metrics result whose value carries a ``p_value`` or ``reject``) rejects under ``agent``.
-    ``runs`` / ``trials`` give the design the study is meaningful at.
+    ``runs`` / ``trials`` / ``subjects`` / ``design`` (design fields) give the design the study is
+    meaningful at (``trials``: the design's ``n_trials``, which the study driver reaches through
+    the spec's ``trials_field``; to set that field itself, use ``design``); ``sampler``
+    (``prior`` or ``uniform`` on ``ranges``) and ``fixed`` say where the true model parameters of
+    recovery / model-recovery come from; ``values`` holds a power study's effect size.
     """
 
     kind: StudyKind
@@ -186,6 +190,11 @@ class StudyDecl:
     runs: tuple[int, ...] = ()
     trials: tuple[int, ...] = ()
     params: Mapping[str, float] = field(default_factory=dict)
+    subjects: tuple[int, ...] = ()
+    sampler: Literal["prior", "uniform"] = "prior"
+    ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    fixed: Mapping[str, float] = field(default_factory=dict)
+    design: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in STUDY_KINDS:

@@ -22,12 +22,15 @@ SPEC = ExperimentSpec(
     importers=cogbench_importer(import_discounting, DISCOUNTING_COLUMNS),
     pooling_unit="session",
     studies=(
-        StudyDecl("recovery", "hyperbolic log k from 1 and 10 runs", model="hyperbolic", runs=(1, 10)),
+        StudyDecl("recovery", "hyperbolic log k from 1 and 10 pooled runs (tau = 0.05)", model="hyperbolic",
+                  runs=(1, 10), subjects=(20,), sampler="uniform", ranges={"k": (0.005, 1.0)},
+                  fixed={"temperature": _TAU}),
         StudyDecl("metric-validity", "the CogBench score against k (not monotone: documented)", metric="score",
                   agent="hyperbolic", parameter="k", values=(0.005, 0.05, 0.15, 0.3, 0.8),
                   direction="any", params={"temperature": _TAU}, runs=(100,)),
         StudyDecl("metric-power", "score: k 0.05 vs 0.3", metric="score", agent="hyperbolic",
-                  compare=({"k": 0.05, "temperature": _TAU}, {"k": 0.3, "temperature": _TAU}), runs=(5, 10, 20)),
+                  compare=({"k": 0.05, "temperature": _TAU}, {"k": 0.3, "temperature": _TAU}),
+                  runs=(2, 3, 5, 10, 20)),
     ),
     phenotype=(behaviour("score", "Temporal discounting", 10.3, 9.106, "TemporalDiscounting"),),
 )

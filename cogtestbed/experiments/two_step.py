@@ -8,6 +8,8 @@ from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, 
 from cogtestbed.inference.twostep import MODELS, cogbench_metrics
 
 _BASE = {"alpha": 0.5, "beta": 5.0, "lam": 0.5, "persev": 0.0}
+#: True parameters of recovery and model recovery (each model draws those it has).
+_RANGES = {"w": (0.0, 1.0), "alpha": (0.2, 0.8), "beta": (2.0, 8.0), "lam": (0.0, 1.0), "persev": (-0.5, 0.5)}
 
 SPEC = ExperimentSpec(
     name="two-step",
@@ -23,15 +25,18 @@ SPEC = ExperimentSpec(
     pooling_unit="session",
     trials_field="n_days",
     studies=(
-        StudyDecl("recovery", "hybrid MB/MF from 100 pooled runs", model="hybrid", runs=(100,)),
+        StudyDecl("recovery", "hybrid MB/MF from 100 pooled runs", model="hybrid", runs=(100,), subjects=(10,),
+                  sampler="uniform", ranges=_RANGES),
         StudyDecl("model-recovery", "model-based vs model-free vs hybrid (BIC)",
-                  models=("model-based", "model-free", "hybrid"), runs=(100,)),
-        StudyDecl("power", "weight w (t-test on MLE)", model="hybrid", parameter="w"),
+                  models=("model-based", "model-free", "hybrid"), runs=(100,), subjects=(4,), sampler="uniform",
+                  ranges=_RANGES),
+        StudyDecl("power", "weight w + 0.2 (t-test on MLE, 20 pooled runs per subject)", model="hybrid",
+                  parameter="w", values=(0.2,), runs=(20,), subjects=(5, 10, 20)),
         StudyDecl("metric-validity", "model_basedness tracks w", metric="model_basedness", agent="hybrid",
                   parameter="w", values=(0.0, 0.25, 0.5, 0.75, 1.0), direction="increasing",
                   params=_BASE, runs=(100,)),
         StudyDecl("metric-power", "model_basedness: w 0.3 vs 0.7", metric="model_basedness", agent="hybrid",
-                  compare=({**_BASE, "w": 0.3}, {**_BASE, "w": 0.7}), runs=(50, 100, 200)),
+                  compare=({**_BASE, "w": 0.3}, {**_BASE, "w": 0.7}), runs=(10, 25, 50, 100, 200)),
     ),
     phenotype=(
         behaviour("model_basedness", "Model-basedness", 0.0263, 0.0009, "TwoStepTask"),

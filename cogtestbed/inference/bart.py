@@ -32,7 +32,7 @@ import pandas as pd
 from numba import njit
 
 from cogtestbed.inference.base import CognitiveModel
-from cogtestbed.inference.twostep import numeric_grad
+from cogtestbed.numerics import log_sigmoid, sigmoid
 from cogtestbed.parameters import Parameter, ParameterSet
 
 EXPERIMENT = "bart"
@@ -47,13 +47,6 @@ TARGETS = tuple(
 )
 NOISE = Parameter.positive("noise", 1.0, upper=100.0, description="logistic scale of the target",
                            prior_mean=0.0, prior_sd=1.0, search_floor=0.05, search_ceiling=100.0)
-
-
-@njit(cache=True, inline="always")
-def _log_sigmoid(x: float) -> float:
-    if x >= 0.0:
-        return -np.log1p(np.exp(-x))
-    return x - np.log1p(np.exp(x))
 
 
 @njit(cache=True)
@@ -72,13 +65,13 @@ def draw_target(mu: float, noise: float, u: float) -> int:
 def log_p_target(mu: float, noise: float, pumps: int, exploded: bool) -> float:
     """log P(T = pumps) (kept) or log P(T ≥ pumps) (popped) under the discretised logistic."""
     if exploded:
-        return _log_sigmoid(-((pumps - 0.5 - mu) / noise))
+        return log_sigmoid(-((pumps - 0.5 - mu) / noise))
     hi = (pumps + 0.5 - mu) / noise
     if pumps == 0:
-        return _log_sigmoid(hi)
+        return log_sigmoid(hi)
     lo = (pumps - 0.5 - mu) / noise
     # σ(b) − σ(a) = σ(b)·σ(−a)·(1 − e^(a−b)), stable for any a < b
-    return _log_sigmoid(hi) + _log_sigmoid(-lo) + np.log1p(-np.exp(lo - hi))
+    return log_sigmoid(hi) + log_sigmoid(-lo) + np.log1p(-np.exp(lo - hi))
 
 
 @njit(cache=True)
@@ -125,27 +118,56 @@ def simulate_bart_kernel(
     return actions, rewards, played
 
 
+# ----------------------------------------------------------------------------- likelihood kernel
 @njit(cache=True)
-def target_nll_kernel(theta: np.ndarray, type_idx: np.ndarray, pumps: np.ndarray,
-                      exploded: np.ndarray) -> float:
-    """NLL of balloons' pumps; ``theta`` = (μ_128, μ_32, μ_8, s), ``type_idx`` indexes μ."""
-    s = theta[3]
-    nll = 0.0
-    for j in range(pumps.shape[0]):
-        if type_idx[j] < 0:
+def target_pointwise_kernel(
+    theta: np.ndarray, obs_subject: np.ndarray, pumps: np.ndarray, type_idx: np.ndarray,
+    exploded: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The target model's likelihood: per-balloon log-likelihood and its gradient in
+    (μ_128, μ_32, μ_8, s).
+
+    :func:`log_p_target` (clipped below at 1e-12, no gradient there) with analytic derivatives:
+    for ``h = (t + ½ − μ)/s`` and ``l = (t − ½ − μ)/s``,
+    ∂ log σ(h)/∂μ = −σ(−h)/s, ∂ log σ(−l)/∂μ = σ(l)/s, ∂/∂s of each = the same times h (or l),
+    and ∂ log(1 − e^(−1/s))/∂s = −1/(s²·(e^(1/s) − 1)).  Only valid balloons are passed in.
+    """
+    n = pumps.shape[0]
+    ll = np.empty(n)
+    grad = np.zeros((n, 4))
+    log_clip = np.log(CLIP)
+    for j in range(n):
+        i = obs_subject[j]
+        k = type_idx[j]
+        mu, s = theta[i, k], theta[i, 3]
+        b = pumps[j]
+        lp = log_p_target(mu, s, b, exploded[j])
+        if lp <= log_clip:
+            ll[j] = log_clip
             continue
-        lp = log_p_target(theta[type_idx[j]], s, pumps[j], exploded[j])
-        nll -= max(lp, np.log(CLIP))
-    return nll
-
-
-@njit(cache=True)
-def target_nll_many(thetas: np.ndarray, type_idx: np.ndarray, pumps: np.ndarray,
-                    exploded: np.ndarray) -> np.ndarray:
-    out = np.empty(thetas.shape[0])
-    for k in range(thetas.shape[0]):
-        out[k] = target_nll_kernel(thetas[k], type_idx, pumps, exploded)
-    return out
+        ll[j] = lp
+        g_mu = 0.0
+        g_s = 0.0
+        if exploded[j]:
+            lo = (b - 0.5 - mu) / s  # log σ(−lo)
+            sl = sigmoid(lo)
+            g_mu = sl / s
+            g_s = sl * lo / s
+        else:
+            hi = (b + 0.5 - mu) / s  # log σ(hi)
+            sh = sigmoid(-hi)
+            g_mu = -sh / s
+            g_s = -sh * hi / s
+            if b > 0:
+                lo = (b - 0.5 - mu) / s
+                sl = sigmoid(lo)
+                g_mu += sl / s
+                g_s += sl * lo / s
+                inv = 1.0 / s
+                g_s -= inv * inv / np.expm1(inv) if inv < 700.0 else 0.0
+        grad[j, k] = g_mu
+        grad[j, 3] = g_s
+    return ll, grad
 
 
 @dataclass(frozen=True)
@@ -155,9 +177,9 @@ class BartData:
     exploded: np.ndarray
 
 
-def bart_data(trials: pd.DataFrame, pool: bool = False) -> dict[Hashable, BartData]:
+def bart_data(trials: pd.DataFrame) -> dict[Hashable, BartData]:
     ordered = trials.sort_values(["subject", "session", "trial"], kind="stable")
-    groups = [(0, ordered)] if pool else list(ordered.groupby("subject", sort=False))
+    groups = list(ordered.groupby("subject", sort=False))
     lookup = {m: j for j, m in enumerate(TYPES)}
     out: dict[Hashable, BartData] = {}
     for key, df in groups:
@@ -175,35 +197,18 @@ class TargetModel(CognitiveModel):
     experiment: ClassVar[str] = EXPERIMENT
     parameters: ClassVar[ParameterSet] = ParameterSet((*TARGETS, NOISE), "target")
     grid_points: ClassVar[int] = 6
-    pool: bool = False
+    pointwise_kernel: ClassVar[Any] = target_pointwise_kernel
+    observation_fields: ClassVar[tuple[str, ...]] = ("pumps", "type_idx", "exploded")
+    observed_name: ClassVar[str] = "balloon"
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
-        return bart_data(trials, pool=self.pool)
+        return bart_data(trials)
 
     def n_observations(self, data: BartData) -> int:
         return int(np.sum(data.type_idx >= 0))
 
-    def nll(self, theta: np.ndarray, data: BartData) -> float:
-        return float(target_nll_kernel(np.asarray(theta, dtype=np.float64), data.type_idx,
-                                       data.pumps, data.exploded))
-
-    def nll_grad(self, theta: np.ndarray, data: BartData) -> tuple[float, np.ndarray]:
-        theta = np.asarray(theta, dtype=np.float64)
-        lo = np.array([p.lower for p in self.parameters])
-        hi = np.array([p.upper for p in self.parameters])
-        return self.nll(theta, data), numeric_grad(lambda t: self.nll(t, data), theta, lo, hi)
-
-    def nll_many(self, thetas: np.ndarray, data: BartData) -> np.ndarray:
-        return target_nll_many(np.ascontiguousarray(thetas), data.type_idx, data.pumps, data.exploded)
-
-    def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
-        """Hierarchical (or independent-subject) PyMC model, see :func:`target_pymc_model`."""
-        return target_pymc_model(self, trials, hierarchical)
-
-    def pooled(self) -> TargetModel:
-        clone = TargetModel()
-        clone.pool = True
-        return clone
+    def observation_mask(self, data: BartData) -> np.ndarray:
+        return data.type_idx >= 0
 
 
 MODELS: dict[str, CognitiveModel] = {"target": TargetModel()}
@@ -254,90 +259,3 @@ def cogbench_metrics(trials: pd.DataFrame) -> dict[str, Any]:
         metrics["flags"] = [f"adjusted_risk undefined in {n_nan} run(s) where every balloon "
                             "popped; the mean skips them as CogBench does"]
     return {"metrics": metrics, "per_run": per_run}
-
-
-# ----------------------------------------------------------------------------- PyMC model
-@njit(cache=True)
-def target_pointwise_kernel(
-    theta: np.ndarray, obs_subject: np.ndarray, pumps: np.ndarray, type_idx: np.ndarray,
-    exploded: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-balloon log-likelihood of the target model and its gradient in (μ_128, μ_32, μ_8, s).
-
-    :func:`log_p_target` (clipped at 1e-12 like :func:`target_nll_kernel`) with analytic
-    derivatives: for ``h = (t + ½ − μ)/s`` and ``l = (t − ½ − μ)/s``,
-    ∂ log σ(h)/∂μ = −σ(−h)/s, ∂ log σ(−l)/∂μ = σ(l)/s, ∂/∂s of each = the same times h (or l),
-    and ∂ log(1 − e^(−1/s))/∂s = −1/(s²·(e^(1/s) − 1)).  Only valid balloons are passed in.
-    """
-    n = pumps.shape[0]
-    ll = np.empty(n)
-    grad = np.zeros((n, 4))
-    log_clip = np.log(CLIP)
-    for j in range(n):
-        i = obs_subject[j]
-        k = type_idx[j]
-        mu, s = theta[i, k], theta[i, 3]
-        b = pumps[j]
-        lp = log_p_target(mu, s, b, exploded[j])
-        if lp <= log_clip:
-            ll[j] = log_clip
-            continue
-        ll[j] = lp
-        g_mu = 0.0
-        g_s = 0.0
-        if exploded[j]:
-            lo = (b - 0.5 - mu) / s  # log σ(−lo)
-            sl = _sigmoid(lo)
-            g_mu = sl / s
-            g_s = sl * lo / s
-        else:
-            hi = (b + 0.5 - mu) / s  # log σ(hi)
-            sh = _sigmoid(-hi)
-            g_mu = -sh / s
-            g_s = -sh * hi / s
-            if b > 0:
-                lo = (b - 0.5 - mu) / s
-                sl = _sigmoid(lo)
-                g_mu += sl / s
-                g_s += sl * lo / s
-                inv = 1.0 / s
-                g_s -= inv * inv / np.expm1(inv) if inv < 700.0 else 0.0
-        grad[j, k] = g_mu
-        grad[j, 3] = g_s
-    return ll, grad
-
-
-@njit(cache=True, inline="always")
-def _sigmoid(x: float) -> float:
-    if x >= 0.0:
-        return 1.0 / (1.0 + np.exp(-x))
-    e = np.exp(x)
-    return e / (1.0 + e)
-
-
-
-
-def target_pymc_model(model: TargetModel, trials: pd.DataFrame, hierarchical: bool) -> Any:
-    """PyMC target model: non-centred logit(μ_M/M) and log s per subject, numba likelihood Op."""
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    from cogtestbed.inference.hierarchical import (
-        observe_pointwise,
-        pointwise_loglik_op,
-        pool_subject_arrays,
-        subject_parameters,
-    )
-
-    op = pointwise_loglik_op(target_pointwise_kernel, "bart-target")
-    data = model.subject_data(trials)
-    idx, cols = pool_subject_arrays(data, ("pumps", "type_idx", "exploded"), lambda d: d.type_idx >= 0)
-    with pm.Model(coords={"subject": list(data), "obs": np.arange(idx.shape[0])}) as m:
-        theta = subject_parameters(model.parameters, hierarchical)
-        mat = pt.stack([theta[p] for p in model.parameters.names], axis=1)
-        subj = pm.Data("obs_subject", idx, dims="obs")
-        obs = pm.Data("pumps", cols["pumps"].astype(np.int64), dims="obs")
-        kind = pm.Data("type_idx", cols["type_idx"].astype(np.int64), dims="obs")
-        popped = pm.Data("exploded", cols["exploded"].astype(np.int64), dims="obs")
-        observe_pointwise("balloon", op, mat, subj, obs, kind, popped)
-    return m

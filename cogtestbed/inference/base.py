@@ -2,17 +2,18 @@
 
 A :class:`CognitiveModel` declares its parameters (names, bounds, transforms, priors: see
 :mod:`cogtestbed.parameters`), turns a trial table into per-subject arrays
-(:meth:`CognitiveModel.subject_data`) and evaluates a numba negative log-likelihood with its
-gradient.  The same object drives the synthetic agent that simulates it, so a parameter means one
-thing everywhere.
+(:meth:`CognitiveModel.subject_data`) and has **one likelihood**: a numba *pointwise kernel*
+with exact gradient (see the class docstring).  Everything else is derived from that kernel:
+the NLL and its gradient, the start-grid NLL (:meth:`CognitiveModel.nll_many`), the MLE
+objective on the search scale of :mod:`cogtestbed.inference.optim` (chain rule, generic), and
+the PyMC model (:func:`cogtestbed.inference.hierarchical.kernel_pymc_model`, the kernel wrapped
+in a pytensor Op).  The same parameters drive the synthetic agent that simulates the model, so a
+parameter means one thing everywhere.
 
 Maximum likelihood (:meth:`CognitiveModel.fit_mle`) does not rely on a stochastic global
-optimiser's luck: it evaluates the NLL on a grid spanning the whole parameter box, then runs a
-gradient optimiser from the best ``n_starts`` grid points and keeps the best optimum.  Models that
-provide a numba objective on the unconstrained scale (:attr:`CognitiveModel.numba_objective`) run
-the whole search inside numba (:mod:`cogtestbed.inference.optim`, BFGS); others use scipy's
-L-BFGS-B on the box with the analytic gradient of :meth:`CognitiveModel.nll_grad`.
-AIC = 2k + 2·NLL and BIC = k·ln(n) + 2·NLL (Schwarz 1978).
+optimiser's luck: it evaluates the NLL on a grid spanning the whole parameter box, then runs the
+numba BFGS (:mod:`cogtestbed.inference.optim`) from the best ``n_starts`` grid points and keeps
+the best optimum.  AIC = 2k + 2·NLL and BIC = k·ln(n) + 2·NLL (Schwarz 1978).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize
 
+from cogtestbed.inference.optim import EXP, IDENTITY, SINE, bfgs_from_starts, search_objective
 from cogtestbed.parameters import Parameter, ParameterSet
 
 #: Half-width, in logit units, of the start grid of a logit-transformed parameter.
@@ -53,7 +55,33 @@ class MLEResult:
 
 
 class CognitiveModel(ABC):
-    """A model with a likelihood: parameters, data preparation, NLL (+ gradient) and MLE."""
+    """A model with a likelihood: parameters, data preparation, one pointwise kernel, MLE, PyMC.
+
+    **The likelihood contract.**  A model sets :attr:`pointwise_kernel`, an ``@njit`` function::
+
+        kernel(theta, obs_subject, *arrays) -> (ll, grad)
+
+    * ``theta`` (n_subjects, K): natural-scale values of the kernel's K columns per subject
+      (:attr:`kernel_columns`; by default the model's parameters in order);
+    * ``obs_subject`` (n,) int64: the subject (row of ``theta``) of every observation, sorted,
+      so a change of index starts a new subject (sequential models reset their state there);
+    * ``arrays``: the observation arrays named by :attr:`observation_fields` (attributes of the
+      per-subject data object, first axis = observation, masked by :meth:`observation_mask`;
+      the first field is the observed variable of the PyMC model);
+    * ``ll`` (n,): the log-likelihood of every observation, ``grad`` (n, K): its exact
+      derivative with respect to that observation's subject's K columns (forward mode for
+      sequential models).  Clipped probabilities contribute a constant and no gradient.
+
+    The MLE calls the kernel with one subject (``theta`` of shape (1, K), ``obs_subject`` all
+    zeros); PyMC calls it once for all subjects stacked.  From it the base class derives
+    :meth:`pointwise`, :meth:`nll_grad` (NLL = −Σ ll), :meth:`nll`, :meth:`nll_many` (start
+    grid), the numba MLE objective (:func:`~cogtestbed.inference.optim.search_objective`) and
+    :meth:`pymc_model` (non-centred hierarchical, generic).  A model therefore writes: its
+    parameters, ``subject_data``, ``n_observations``, the kernel and the three class attributes
+    :attr:`pointwise_kernel`, :attr:`observation_fields` (+ :meth:`observation_mask`) and, when
+    its kernel has columns the model fixes or ties, :attr:`kernel_columns`.  Tested for every
+    registered model: NLL = −Σ pointwise, gradient = finite differences, PyMC logp = −NLL.
+    """
 
     #: Registry name (shared with the agent that simulates it), e.g. ``"rw-pm"``.
     name: ClassVar[str]
@@ -67,10 +95,17 @@ class CognitiveModel(ABC):
     #: Named linear contrasts of parameters that studies may test (power analysis), e.g.
     #: ``{"optimism_bias": {"alpha_pos": 1.0, "alpha_neg": -1.0}}`` for α⁺ − α⁻.
     contrasts: ClassVar[Mapping[str, Mapping[str, float]]] = {}
-    #: Optional ``@njit`` objective ``fun(z, args) -> (nll, grad_z)`` on the search scale of
-    #: :mod:`cogtestbed.inference.optim` (sine map for bounded, exp for log-transformed
-    #: parameters; :meth:`to_search` / :meth:`to_natural`); ``args`` from :meth:`objective_args`.
-    numba_objective: ClassVar[Any] = None
+    #: The model's likelihood: ``@njit kernel(theta, obs_subject, *arrays) -> (ll, grad)`` (see
+    #: the class docstring).  None only for models without a likelihood.
+    pointwise_kernel: ClassVar[Any] = None
+    #: Attribute names of the per-subject data object passed to the kernel after
+    #: ``obs_subject``, in order; the first is the PyMC model's observed variable.
+    observation_fields: ClassVar[tuple[str, ...]] = ()
+    #: The kernel's columns: each the name of a free parameter or a constant the model fixes
+    #: (e.g. RW's ``("alpha", "alpha", "beta")`` into the RW± kernel).  None: the parameters.
+    kernel_columns: ClassVar[tuple[str | float, ...] | None] = None
+    #: Name of the observed variable of the PyMC model.
+    observed_name: ClassVar[str] = "y"
     #: NUTS target acceptance for hierarchical fits (None: the sampler default of
     #: :func:`cogtestbed.inference.hierarchical.fit_hierarchical`).
     target_accept: ClassVar[float | None] = None
@@ -84,33 +119,119 @@ class CognitiveModel(ABC):
     def n_observations(self, data: Any) -> int:
         """Number of observations that enter the likelihood (for BIC)."""
 
-    # -- likelihood ---------------------------------------------------------------------
-    @abstractmethod
+    def observation_mask(self, data: Any) -> np.ndarray | None:
+        """Which observations of ``data`` enter the kernel (None: all)."""
+        return None
+
+    # -- the likelihood (derived from the pointwise kernel) -----------------------------
+    def kernel_arrays(self, data: Any) -> tuple[np.ndarray, ...]:
+        """One subject's kernel arrays (:attr:`observation_fields`, masked, contiguous)."""
+        mask = self.observation_mask(data)
+        out = []
+        for name in self.observation_fields:
+            arr = np.asarray(getattr(data, name))
+            out.append(np.ascontiguousarray(arr if mask is None else arr[mask]))
+        return tuple(out)
+
+    def embedding(self) -> tuple[np.ndarray, np.ndarray]:
+        """(E, c): the kernel's columns are ``c + θ·E`` (E (k, K) 0/1, c the fixed constants)."""
+        cached = getattr(self, "_embedding", None)
+        if cached is not None:
+            return cached
+        names = self.parameters.names
+        columns = names if self.kernel_columns is None else self.kernel_columns
+        embed = np.zeros((len(names), len(columns)))
+        offset = np.zeros(len(columns))
+        for c, col in enumerate(columns):
+            if isinstance(col, str):
+                if col not in names:
+                    raise ValueError(f"{self.name}: kernel column {col!r} is not a parameter ({', '.join(names)})")
+                embed[names.index(col), c] = 1.0
+            else:
+                offset[c] = float(col)
+        self._embedding: tuple[np.ndarray, np.ndarray] = (embed, offset)
+        return self._embedding
+
+    def kernel_theta(self, theta: np.ndarray) -> np.ndarray:
+        """Free parameters (k,) or (m, k) → the kernel's columns (K,) or (m, K)."""
+        embed, offset = self.embedding()
+        return offset + np.asarray(theta, dtype=np.float64) @ embed
+
+    @classmethod
+    def kernel(cls) -> Any:
+        """The :attr:`pointwise_kernel` itself (read from the class: a numba dispatcher read
+        through an instance would bind it like a method), or None."""
+        for klass in cls.__mro__:
+            if "pointwise_kernel" in klass.__dict__:
+                k = klass.__dict__["pointwise_kernel"]
+                return k.__func__ if isinstance(k, staticmethod) else k
+        return None
+
+    def _kernel(self) -> Any:
+        kernel = self.kernel()
+        if kernel is None:
+            raise NotImplementedError(f"model {self.name!r} has no pointwise likelihood kernel")
+        return kernel
+
+    def pointwise(self, theta: np.ndarray, data: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Per-observation log-likelihood (n,) and its gradient (n, k) in the free parameters."""
+        arrays = self.kernel_arrays(data)
+        n = arrays[0].shape[0] if arrays else 0
+        full = np.ascontiguousarray(self.kernel_theta(theta)[None, :])
+        ll, grad = self._kernel()(full, np.zeros(n, dtype=np.int64), *arrays)
+        embed, _ = self.embedding()
+        return ll, grad @ embed.T
+
     def nll_grad(self, theta: np.ndarray, data: Any) -> tuple[float, np.ndarray]:
-        """Negative log-likelihood and its gradient at natural-scale ``theta``."""
+        """Negative log-likelihood −Σ ll and its gradient at natural-scale ``theta``."""
+        ll, grad = self.pointwise(theta, data)
+        return float(-ll.sum()), -grad.sum(axis=0)
 
     def nll(self, theta: np.ndarray, data: Any) -> float:
         return self.nll_grad(theta, data)[0]
 
     def nll_many(self, thetas: np.ndarray, data: Any) -> np.ndarray:
-        """NLL at each row of ``thetas`` (override with a numba kernel for speed)."""
-        return np.array([self.nll(t, data) for t in thetas])
+        """NLL at each row of ``thetas``: one kernel call that treats every row as a subject
+        with a copy of ``data`` (the kernel's own multi-subject path; no extra compilation)."""
+        arrays = self.kernel_arrays(data)
+        full = np.ascontiguousarray(self.kernel_theta(np.atleast_2d(thetas)))
+        m = full.shape[0]
+        n = arrays[0].shape[0] if arrays else 0
+        if n == 0:
+            return np.zeros(m)
+        tiled = tuple(np.ascontiguousarray(np.tile(a, (m,) + (1,) * (a.ndim - 1))) for a in arrays)
+        ll, _ = self._kernel()(full, np.repeat(np.arange(m, dtype=np.int64), n), *tiled)
+        return -ll.reshape(m, n).sum(axis=1)
 
     # -- Bayesian ---------------------------------------------------------------------
     def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
         """The model as a ``pm.Model`` for the subjects of ``trials``.
 
-        Contract (see :mod:`cogtestbed.inference.hierarchical`): declare the parameters with
-        ``subject_parameters(self.parameters, hierarchical)`` (non-centred population → subject
-        values, coords ``subject``), then one observed variable (dims ``obs``) and a
+        Generic (:func:`cogtestbed.inference.hierarchical.kernel_pymc_model`): non-centred
+        ``subject_parameters``, the pooled kernel arrays as ``pm.Data`` and the pointwise Op.
+        Contract for overrides: declare the parameters with ``subject_parameters``
+        (coords ``subject``), then one observed variable (dims ``obs``) and a
         ``pm.Data("obs_subject", ...)`` mapping each observation to its subject index.
         """
-        raise NotImplementedError(f"model {self.name!r} has no PyMC version yet")
+        if self.kernel() is None:
+            raise NotImplementedError(f"model {self.name!r} has no PyMC version yet")
+        from cogtestbed.inference.hierarchical import kernel_pymc_model
+
+        return kernel_pymc_model(self, trials, hierarchical)
+
+    def sample_nuisance(self, rng: np.random.Generator) -> tuple[dict[str, float], dict[str, float]]:
+        """One prior draw of the PyMC likelihood's parameters outside :attr:`parameters`.
+
+        Returns (posterior variable → true value, agent parameter → value); simulation-based
+        calibration simulates with the agent values so that data and model agree.  ``name[k]``
+        names the k-th entry of a vector variable.  Default: none.
+        """
+        return {}, {}
 
     @property
     def has_pymc(self) -> bool:
-        """Whether :meth:`pymc_model` is implemented (hierarchical fits available)."""
-        return type(self).pymc_model is not CognitiveModel.pymc_model
+        """Whether :meth:`pymc_model` is available (hierarchical fits)."""
+        return self.kernel() is not None or type(self).pymc_model is not CognitiveModel.pymc_model
 
     def contrast(self, name: str, values: Mapping[str, Any]) -> Any:
         """Value of the named contrast for parameter values (arrays or scalars)."""
@@ -150,9 +271,27 @@ class CognitiveModel(ABC):
         self._grid: np.ndarray = np.array(list(itertools.product(*axes)), dtype=np.float64)
         return self._grid
 
+    def search_codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-parameter search map of :func:`~cogtestbed.inference.optim.natural_from_search`:
+        (codes, lower, upper-or-cap)."""
+        cached = getattr(self, "_search_codes", None)
+        if cached is not None:
+            return cached
+        codes, lo, hi = [], [], []
+        for p in self.parameters:
+            codes.append(SINE if self._sine_scaled(p) else EXP if p.transform == "log" else IDENTITY)
+            lo.append(p.lower)
+            hi.append(p.upper)
+        self._search_codes: tuple[np.ndarray, np.ndarray, np.ndarray] = (
+            np.array(codes, dtype=np.int64), np.array(lo), np.array(hi))
+        return self._search_codes
+
     def objective_args(self, data: Any) -> tuple[Any, ...]:
-        """Arguments of :attr:`numba_objective` for one subject's data."""
-        raise NotImplementedError(f"{type(self).__name__} has no numba objective")
+        """Arguments of the derived search-scale objective for one subject's data."""
+        arrays = self.kernel_arrays(data)
+        n = arrays[0].shape[0] if arrays else 0
+        embed, offset = self.embedding()
+        return (*self.search_codes(), embed, offset, np.zeros(n, dtype=np.int64), arrays)
 
     @staticmethod
     def _sine_scaled(p: Parameter) -> bool:
@@ -187,9 +326,7 @@ class CognitiveModel(ABC):
     def fit_subject(self, data: Any, n_starts: int | None = None) -> MLEResult:
         """Multi-start fit of one subject (see module docstring)."""
         n_starts = self.n_starts if n_starts is None else n_starts
-        if self.numba_objective is not None:
-            return self._fit_numba(data, n_starts)
-        return self._fit_scipy(data, n_starts)
+        return self._fit_numba(data, n_starts)
 
     def _result(self, theta: np.ndarray, nll: float, converged: bool, data: Any) -> MLEResult:
         return MLEResult(
@@ -226,16 +363,15 @@ class CognitiveModel(ABC):
         return np.concatenate([order[flat_min[order]], order[~flat_min[order]]])
 
     def _fit_numba(self, data: Any, n_starts: int) -> MLEResult:
-        from cogtestbed.inference.optim import bfgs_from_starts
-
         grid_nll = self.nll_many(self.start_grid(), data)
         starts = self._unconstrained_grid()[self.start_order(grid_nll)[:n_starts]]
         z, value, converged = bfgs_from_starts(
-            self.numba_objective, np.ascontiguousarray(starts), self.objective_args(data)
+            search_objective(self._kernel()), np.ascontiguousarray(starts), self.objective_args(data)
         )
         return self._result(self.to_natural(z), value, converged, data)
 
     def _fit_scipy(self, data: Any, n_starts: int) -> MLEResult:
+        """Reference path: scipy's L-BFGS-B on the box with :meth:`nll_grad` (benchmarks)."""
         params = self.parameters.parameters
         grid = self.start_grid()
         grid_nll = self.nll_many(grid, data)
@@ -279,3 +415,4 @@ class CognitiveModel(ABC):
                 }
             )
         return pd.DataFrame(rows)
+

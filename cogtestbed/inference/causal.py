@@ -1,31 +1,17 @@
 """Causal Bayes net (CBN) models of the collider task, the thesis's point fit, and its metrics.
 
-**Closed forms** (seed 001 §2.2; Dettki 2025 Eq. 4.1, App. A.3 with its typos corrected).  With
-canonical items (C1 = the queried cause), e(c1, c2) = P(E=1 | C1=c1, C2=c2) and the joint
-P(C1=c1, C2=c2) = π(c1, c2):
+The CBN's closed forms and their exact gradient live in :mod:`cogtestbed.inference.cbn`.
 
-    I = e00    II = e01    III = e11
-    IV = π11 / (π11 + π01)                 V = π10 / (π10 + π00)
-    VI = e11 π11 / (e11 π11 + e01 π01)     VIII = e10 π10 / (e10 π10 + e00 π00)
-    VII = (e11 π11 + e10 π10) / Z,  Z = Σ e·π
-    IX = (1−e11) π11 / ((1−e11) π11 + (1−e01) π01)
-    X = ((1−e11) π11 + (1−e10) π10) / (1 − Z)
-    XI = (1−e10) π10 / ((1−e10) π10 + (1−e00) π00)
-
-The leaky noisy-OR (Eq. 2.1) is e(c1, c2) = 1 − (1−b)(1−m1)^c1 (1−m2)^c2 with independent
-causes π = pC1·pC2 products; the logistic link (CogSci 2025 / causAIign ``link="logistic"``) is
-e = σ(w0 + w1 c1 + w2 c2) with w = 3·tanh(θ).  Correlated causes (the associative agent) enter
-through π only.
-
-**Point fit, exactly as the thesis** (§4.3.2, seed 001 §3): per agent × condition, rows =
+**Point fit, exactly as the thesis** (Dettki 2025 §4.3.2): per agent × condition, rows =
 individual judgments y ∈ [0, 1] (ratings / 100), each paired with the prediction of its Roman
 task; loss = ½·MSE (≡ Huber with δ = 1 on [0, 1]); every parameter is σ(θ) of an unconstrained θ;
 multi-start from θ ~ N(0, 0.1²) with seeds ``seed + r`` (R = 5 restarts; LOOCV refits use
-max(1, R//2)); schemes 3p (b, m, pC) and 4p (b, m1, m2, pC).  The optimiser is a BFGS with
-Armijo backtracking compiled with numba (the thesis used torch L-BFGS; the optimum is the
-same, we also add two spread starts at θ = ±1 so that an unlucky init cannot decide it).  The
-loss depends on the rows only through per-task counts, sums and sums of squares, so a fit costs
-microseconds.  Reported (row level, n rows, k parameters): MAE, RMSE, R² = 1 − SSE/SST,
+max(1, R//2)); schemes 3p (b, m, pC) and 4p (b, m1, m2, pC).  The optimiser is the package's
+numba BFGS (:mod:`cogtestbed.inference.optim`; the thesis used torch L-BFGS; the optimum is the
+same, we also add two spread starts at θ = ±1 so that an unlucky init cannot decide it) on the
+exact gradient of the closed forms.  The loss depends on the rows only through per-task counts,
+sums and sums of squares, so a fit costs microseconds.  Reported (row level, n rows, k
+parameters): MAE, RMSE, R² = 1 − SSE/SST,
 AIC = n·ln(SSE/n) + 2k, BIC = n·ln(SSE/n) + k·ln n.  Task-level LOOCV: drop each Roman task,
 refit on the other 10, predict its mean; pool the 11 (prediction, mean) pairs into RMSE, MAE and
 R² = 1 − SS_res/SS_tot (SS_tot around the mean of the 11 held-out means).  The init-time "loss"
@@ -35,7 +21,7 @@ Scheme selection (``scheme="auto"``): the larger pooled LOOCV R²; fallbacks whe
 finite: in-sample R², then lower BIC, then lower AIC; ties within 1e-6 go to the lower LOOCV
 RMSE, then BIC, AIC and loss.
 
-**Metrics on raw judgments** (task means of the normalised ratings, seed 001 §4):
+**Metrics on raw judgments** (task means of the normalised ratings, Dettki 2025 Eq. 2.3.2 and 4.3, Fig. 4.2):
 EA = VIII − VI (causAIign's code; reproduces the human .100), EA_half = VII − VI (the thesis's
 equation), MV = IV − V, LAD = mean(m1, m2) − b of the winning CBN, normative reasoner iff
 EA > 0.3, |MV| ≤ 0.05 and LOOCV R² ≥ 0.89; alignment = Spearman ρ between the agent's judgments
@@ -56,11 +42,24 @@ from numba import njit
 from scipy import stats
 
 from cogtestbed.inference.base import CognitiveModel
-from cogtestbed.parameters import Parameter, ParameterSet
+from cogtestbed.inference.cbn import (
+    M1,
+    M2,
+    M_,
+    N_TASKS,
+    PC,
+    ROMAN,
+    B,
+    cbn_predictions,
+    logistic_table_grad,
+    noisy_or_table_grad,
+    valid_judgments,
+)
+from cogtestbed.inference.optim import bfgs_from_starts
+from cogtestbed.numerics import sigmoid
+from cogtestbed.parameters import ParameterSet
 
 EXPERIMENT = "collider"
-N_TASKS = 11
-ROMAN = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI")
 #: Task indices used by the metrics.
 I_IV, I_V, I_VI, I_VII, I_VIII = 3, 4, 5, 6, 7
 #: The repo's normative-reasoner thresholds.
@@ -68,176 +67,80 @@ EA_STRICT, MV_EPS, LOOCV_R2_MIN = 0.3, 0.05, 0.89
 TIE_EPS = 1e-6
 #: Scheme codes of the numba kernels: (link, n_params).
 SCHEMES = {"3p": (0, 3), "4p": (0, 4), "logistic-3p": (1, 3), "logistic-4p": (1, 4)}
-_EPS = 1e-300
-
-
-# ----------------------------------------------------------------------------- closed forms
-@njit(cache=True)
-def task_probs_general(e00: float, e01: float, e10: float, e11: float, p11: float, p10: float,
-                       p01: float, p00: float, out: np.ndarray) -> None:
-    """The 11 task probabilities for likelihoods e_c1c2 and cause joint π_c1c2 (module eqs.)."""
-    out[0] = e00
-    out[1] = e01
-    out[2] = e11
-    out[3] = p11 / max(p11 + p01, _EPS)
-    out[4] = p10 / max(p10 + p00, _EPS)
-    out[5] = e11 * p11 / max(e11 * p11 + e01 * p01, _EPS)
-    z = e11 * p11 + e10 * p10 + e01 * p01 + e00 * p00
-    out[6] = (e11 * p11 + e10 * p10) / max(z, _EPS)
-    out[7] = e10 * p10 / max(e10 * p10 + e00 * p00, _EPS)
-    out[8] = (1 - e11) * p11 / max((1 - e11) * p11 + (1 - e01) * p01, _EPS)
-    out[9] = ((1 - e11) * p11 + (1 - e10) * p10) / max(1 - z, _EPS)
-    out[10] = (1 - e10) * p10 / max((1 - e10) * p10 + (1 - e00) * p00, _EPS)
-
-
-@njit(cache=True)
-def noisy_or_probs(b: float, m1: float, m2: float, pc1: float, pc2: float, out: np.ndarray) -> None:
-    """Leaky noisy-OR CBN with independent causes (thesis Eq. 2.1 / 4.1)."""
-    e00 = b
-    e01 = 1 - (1 - b) * (1 - m2)
-    e10 = 1 - (1 - b) * (1 - m1)
-    e11 = 1 - (1 - b) * (1 - m1) * (1 - m2)
-    task_probs_general(e00, e01, e10, e11, pc1 * pc2, pc1 * (1 - pc2), (1 - pc1) * pc2,
-                       (1 - pc1) * (1 - pc2), out)
-
-
-@njit(cache=True)
-def _sig(x: float) -> float:
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1.0 + e)
-
-
-@njit(cache=True)
-def logistic_probs(w0: float, w1: float, w2: float, pc1: float, pc2: float, out: np.ndarray) -> None:
-    """Logistic-link CBN: e(c1, c2) = σ(w0 + w1·c1 + w2·c2), independent causes."""
-    task_probs_general(_sig(w0), _sig(w0 + w2), _sig(w0 + w1), _sig(w0 + w1 + w2),
-                       pc1 * pc2, pc1 * (1 - pc2), (1 - pc1) * pc2, (1 - pc1) * (1 - pc2), out)
-
-
-def cbn_predictions(b: float, m1: float, m2: float, pc1: float, pc2: float | None = None) -> np.ndarray:
-    """The 11 noisy-OR predictions (I…XI) as an array (``pc2`` defaults to ``pc1``)."""
-    out = np.empty(N_TASKS)
-    noisy_or_probs(b, m1, m2, pc1, pc1 if pc2 is None else pc2, out)
-    return out
+#: Point-fit optimiser settings (the thesis's fit: converged to machine precision).
+GTOL, FTOL = 1e-10, 1e-15
+#: |θ| ≤ 30 keeps σ(θ) ∈ [1e-13, 1 − 1e-13], where the loss is not numerically flat.
+THETA_BOUND = 30.0
 
 
 # ----------------------------------------------------------------------------- fit kernels
 @njit(cache=True)
-def _predict(theta: np.ndarray, link: int, k: int, out: np.ndarray) -> None:
+def _table(theta: np.ndarray, link: int, k: int, table: np.ndarray, dinput: np.ndarray) -> None:
+    """Task table (values + derivatives w.r.t. the 4 CBN inputs) at unconstrained ``theta`` and
+    ``dinput[c, j]`` = ∂input_c/∂θ_j: σ(θ) for noisy-OR inputs (b, m1, m2, p_c), 3·tanh(θ) for
+    the logistic weights (w0, w1, w2); the 3p schemes share θ₁ between the two causes."""
+    dinput[:, :] = 0.0
+    j2 = 1 if k == 3 else 2
+    x = np.empty(4)
+    for c, j in ((0, 0), (1, 1), (2, j2), (3, k - 1)):
+        if link == 0 or c == 3:
+            v = sigmoid(theta[j])
+            x[c] = v
+            dinput[c, j] += v * (1.0 - v)
+        else:
+            t = math.tanh(theta[j])
+            x[c] = 3.0 * t
+            dinput[c, j] += 3.0 * (1.0 - t * t)
     if link == 0:
-        b = _sig(theta[0])
-        m1 = _sig(theta[1])
-        m2 = m1 if k == 3 else _sig(theta[2])
-        pc = _sig(theta[k - 1])
-        noisy_or_probs(b, m1, m2, pc, pc, out)
+        noisy_or_table_grad(x[0], x[1], x[2], x[3], table)
     else:
-        w0 = 3 * math.tanh(theta[0])
-        w1 = 3 * math.tanh(theta[1])
-        w2 = w1 if k == 3 else 3 * math.tanh(theta[2])
-        pc = _sig(theta[k - 1])
-        logistic_probs(w0, w1, w2, pc, pc, out)
+        logistic_table_grad(x[0], x[1], x[2], x[3], table)
 
 
 @njit(cache=True)
-def _loss_grad(theta: np.ndarray, link: int, k: int, cnt: np.ndarray, s1: np.ndarray,
-               s2: np.ndarray, mask: np.ndarray, n: float, grad: np.ndarray) -> float:
-    """½·MSE over the rows of the unmasked tasks, and its gradient (central differences on the
-    11 closed forms, which is exact to ~1e-10 and cheaper than symbolic derivatives here)."""
-    pred = np.empty(N_TASKS)
-    _predict(theta, link, k, pred)
+def _predict(theta: np.ndarray, link: int, k: int, out: np.ndarray) -> None:
+    table = np.empty((N_TASKS, 5))
+    _table(theta, link, k, table, np.empty((4, k)))
+    out[:] = table[:, 0]
+
+
+@njit(cache=True)
+def half_mse(theta: np.ndarray, args: tuple) -> tuple[float, np.ndarray]:
+    """½·MSE over the rows of the unmasked tasks and its exact gradient in θ.
+
+    From per-task sufficient statistics (count, Σy, Σy²): Σ_rows (y − p_t)² = Σy² − 2p_tΣy +
+    n_t p_t², so ∂/∂p_t = (n_t p_t − Σy)/n; the chain rule runs through the closed forms'
+    derivatives (:func:`~cogtestbed.inference.cbn.noisy_or_table_grad`)."""
+    link, k, cnt, s1, s2, mask, n = args
+    table = np.empty((N_TASKS, 5))
+    dinput = np.empty((4, k))
+    _table(theta, link, k, table, dinput)
     loss = 0.0
+    grad = np.zeros(k)
     for t in range(N_TASKS):
         if mask[t]:
-            loss += s2[t] - 2 * pred[t] * s1[t] + cnt[t] * pred[t] * pred[t]
-    h = 1e-6
-    tp = theta.copy()
-    pp = np.empty(N_TASKS)
-    pm = np.empty(N_TASKS)
-    for j in range(k):
-        tp[j] = theta[j] + h
-        _predict(tp, link, k, pp)
-        tp[j] = theta[j] - h
-        _predict(tp, link, k, pm)
-        tp[j] = theta[j]
-        g = 0.0
-        for t in range(N_TASKS):
-            if mask[t]:
-                dp = (pp[t] - pm[t]) / (2 * h)
-                g += (cnt[t] * pred[t] - s1[t]) * dp
-        grad[j] = g / n
-    return 0.5 * loss / n
+            p = table[t, 0]
+            loss += s2[t] - 2 * p * s1[t] + cnt[t] * p * p
+            dp = (cnt[t] * p - s1[t]) / n
+            for c in range(4):
+                for j in range(k):
+                    grad[j] += dp * table[t, c + 1] * dinput[c, j]
+    return 0.5 * loss / n, grad
 
 
-@njit(cache=True)
-def _bfgs(theta0: np.ndarray, link: int, k: int, cnt: np.ndarray, s1: np.ndarray,
-          s2: np.ndarray, mask: np.ndarray, n: float, max_iter: int) -> tuple[np.ndarray, float]:
-    """BFGS with Armijo backtracking (Nocedal & Wright eq. 6.17, 3.6a) on the unconstrained θ."""
-    theta = theta0.copy()
-    g = np.empty(k)
-    f = _loss_grad(theta, link, k, cnt, s1, s2, mask, n, g)
-    h = np.eye(k)
-    g_new = np.empty(k)
-    for _ in range(max_iter):
-        if np.max(np.abs(g)) < 1e-10:
-            break
-        d = -h @ g
-        slope = g @ d
-        if slope >= 0:
-            h = np.eye(k)
-            d = -g
-            slope = g @ d
-        step = 1.0
-        ok = False
-        for _ in range(60):
-            cand = theta + step * d
-            f_new = _loss_grad(cand, link, k, cnt, s1, s2, mask, n, g_new)
-            if np.isfinite(f_new) and f_new <= f + 1e-4 * step * slope:
-                ok = True
-                break
-            step *= 0.5
-        if not ok:
-            break
-        s = cand - theta
-        y = g_new - g
-        decrease = f - f_new
-        theta = cand
-        f = f_new
-        g[:] = g_new
-        sy = s @ y
-        if sy > 1e-16:
-            rho = 1.0 / sy
-            hy = h @ y
-            h = h + ((sy + y @ hy) * rho * rho) * np.outer(s, s) - rho * (np.outer(hy, s) + np.outer(s, hy))
-        else:
-            h = np.eye(k)
-        if decrease <= 1e-15 * (1.0 + abs(f)):
-            break
-        # keep θ in a range where σ(θ) is not numerically flat (|θ| ≤ 30 ⇒ σ ∈ [1e-13, 1 − 1e-13])
-        for j in range(k):
-            theta[j] = min(30.0, max(-30.0, theta[j]))
-    return theta, f
-
-
-@njit(cache=True)
+@njit
 def _multistart(starts: np.ndarray, link: int, k: int, cnt: np.ndarray, s1: np.ndarray,
                 s2: np.ndarray, mask: np.ndarray, max_iter: int) -> tuple[np.ndarray, float]:
     n = 0.0
     for t in range(N_TASKS):
         if mask[t]:
             n += cnt[t]
-    best = starts[0].copy()
-    best_f = np.inf
-    for r in range(starts.shape[0]):
-        theta, f = _bfgs(starts[r], link, k, cnt, s1, s2, mask, n, max_iter)
-        if f < best_f:
-            best_f = f
-            best = theta
-    return best, best_f
+    theta, f, _ = bfgs_from_starts(half_mse, starts, (link, k, cnt, s1, s2, mask, n), max_iter,
+                                   GTOL, FTOL, THETA_BOUND)
+    return theta, f
 
 
-@njit(cache=True)
+@njit
 def fit_kernel(starts: np.ndarray, cv_starts: np.ndarray, link: int, k: int, cnt: np.ndarray,
                s1: np.ndarray, s2: np.ndarray, max_iter: int, cv_max_iter: int
                ) -> tuple[np.ndarray, float, np.ndarray]:
@@ -340,17 +243,17 @@ def fit_cbn(task: np.ndarray, y: np.ndarray, scheme: str = "3p", restarts: int =
     r_cv = means[has] - held[has]
     ss_tot_cv = float(((means[has] - means[has].mean()) ** 2).sum())
     if link == 0:
-        b, m1 = _sig(theta[0]), _sig(theta[1])
-        m2 = m1 if k == 3 else _sig(theta[2])
+        b, m1 = sigmoid(theta[0]), sigmoid(theta[1])
+        m2 = m1 if k == 3 else sigmoid(theta[2])
     else:  # logistic: report the implied leak and powers (b = e00, m_i = Cheng's power)
         w0 = 3 * math.tanh(theta[0])
         w1 = 3 * math.tanh(theta[1])
         w2 = w1 if k == 3 else 3 * math.tanh(theta[2])
-        b = _sig(w0)
-        m1 = (_sig(w0 + w1) - b) / max(1 - b, 1e-12)
-        m2 = (_sig(w0 + w2) - b) / max(1 - b, 1e-12)
+        b = sigmoid(w0)
+        m1 = (sigmoid(w0 + w1) - b) / max(1 - b, 1e-12)
+        m2 = (sigmoid(w0 + w2) - b) / max(1 - b, 1e-12)
     return CBNFit(
-        scheme=scheme, b=float(b), m1=float(m1), m2=float(m2), p_c=float(_sig(theta[k - 1])),
+        scheme=scheme, b=float(b), m1=float(m1), m2=float(m2), p_c=float(sigmoid(theta[k - 1])),
         loss=float(loss), mae=float(np.abs(resid).mean()), rmse=math.sqrt(sse / n),
         r2=1 - sse / sst if sst > 0 else float("nan"),
         aic=n * math.log(sse_safe / n) + 2 * k, bic=n * math.log(sse_safe / n) + k * math.log(n),
@@ -404,14 +307,6 @@ def is_normative(ea: float, mv: float, loocv_r2: float) -> bool:
 
 
 CELL_KEYS = ("domain_label", "cntbl_cond", "item")
-
-
-def valid_judgments(trials: pd.DataFrame) -> pd.DataFrame:
-    """Valid rows with ``y`` = rating / 100."""
-    ok = trials["valid"].astype(bool) & trials["action"].notna()
-    out = trials.loc[ok].copy()
-    out["y"] = out["action"].astype(float) / 100.0
-    return out
 
 
 def aggregate_cells(trials: pd.DataFrame) -> pd.DataFrame:
@@ -545,14 +440,36 @@ def _plain(x: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------- model objects
-B = Parameter.unit("b", 0.2, "leak: P(E=1) with no cause present", prior_mean=-1.0, prior_sd=1.5)
-M_ = Parameter.unit("m", 0.7, "causal strength (m1 = m2)", prior_mean=0.5, prior_sd=1.5)
-M1 = Parameter.unit("m1", 0.7, "strength of the queried cause", prior_mean=0.5, prior_sd=1.5)
-M2 = Parameter.unit("m2", 0.7, "strength of the alternative cause", prior_mean=0.5, prior_sd=1.5)
-PC = Parameter.unit("p_c", 0.5, "prior P(C=1) of each cause", prior_mean=0.0, prior_sd=1.0)
-#: Precision of the Beta response distribution (hierarchical model only).
-KAPPA = Parameter.positive("kappa", 8.0, upper=1e4, description="Beta precision of judgments",
-                           prior_mean=2.0, prior_sd=1.0)
+@njit(cache=True)
+def cbn_gaussian_kernel(theta: np.ndarray, obs_subject: np.ndarray, y: np.ndarray, task: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """The CBN models' likelihood: y ~ N(CBN_task(b, m1, m2, p_c), s²) per judgment.
+
+    The Gaussian likelihood whose maximum in (b, m1, m2, p_c) is the thesis's least-squares fit
+    for any s.  ``theta`` columns (b, m1, m2, p_c, s); ∂ℓ/∂μ = r/s² (r = y − μ) times
+    the closed forms' derivatives (:func:`~cogtestbed.inference.cbn.noisy_or_table_grad`,
+    computed once per subject), ∂ℓ/∂s = −1/s + r²/s³.
+    """
+    n = y.shape[0]
+    ll = np.empty(n)
+    grad = np.empty((n, 5))
+    table = np.empty((N_TASKS, 5))
+    half_log_2pi = 0.5 * math.log(2.0 * math.pi)
+    last = -1
+    for i in range(n):
+        s = obs_subject[i]
+        if s != last:
+            noisy_or_table_grad(theta[s, 0], theta[s, 1], theta[s, 2], theta[s, 3], table)
+            last = s
+        sd = theta[s, 4]
+        t = task[i]
+        r = y[i] - table[t, 0]
+        var = sd * sd
+        ll[i] = -math.log(sd) - half_log_2pi - 0.5 * r * r / var
+        for j in range(4):
+            grad[i, j] = r / var * table[t, j + 1]
+        grad[i, 4] = -1.0 / sd + r * r / (var * sd)
+    return ll, grad
 
 
 @dataclass(frozen=True)
@@ -563,16 +480,28 @@ class ColliderData:
     y: np.ndarray
 
 
+#: SD of the Gaussian judgment noise of the CBN models' likelihood (a fixed constant, so the
+#: MLE of the CBN parameters is the thesis's least-squares fit whatever its value; 0.1 is the
+#: middle setting of the thesis's recovery simulations and the collider generator's noise).
+RESPONSE_SD = 0.1
+
+
 class CBNModel(CognitiveModel):
-    """The thesis's CBN as a :class:`CognitiveModel`: its "likelihood" is the Gaussian one that
-    makes least squares the MLE, NLL = n/2·ln(2π s²) + SSE/(2 s²) at s² = SSE/n (so AIC/BIC agree
-    with the thesis's up to a constant).  ``fit_mle`` therefore returns the ½MSE optimum; the
-    full thesis pipeline with LOOCV is :func:`fit_cbn`.  The hierarchical version
-    (:meth:`pymc_model`) lives in :mod:`cogtestbed.inference.causal_hierarchical`.
+    """The thesis's CBN as a :class:`CognitiveModel`: judgments y ~ N(CBN_task(θ), s²) with
+    s = :data:`RESPONSE_SD` (:func:`cbn_gaussian_kernel`), the likelihood whose maximum is the
+    least-squares fit (``fit_mle`` returns the ½MSE optimum; AIC/BIC rank schemes as the thesis's
+    do).  The full thesis pipeline with LOOCV is :func:`fit_cbn`.  The hierarchical model
+    (:meth:`pymc_model`) is the zero-one-inflated Beta response model of
+    :mod:`cogtestbed.inference.causal_hierarchical`, a different likelihood on purpose: slider
+    judgments have exact 0s and 1s, and the ``cbn`` agent's response model is that one.
     """
 
     experiment: ClassVar[str] = EXPERIMENT
     scheme: ClassVar[str] = "3p"
+    grid_points: ClassVar[int] = 5
+    pointwise_kernel: ClassVar[Any] = cbn_gaussian_kernel
+    observation_fields: ClassVar[tuple[str, ...]] = ("y", "task")
+    observed_name: ClassVar[str] = "judgment"
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
         v = valid_judgments(trials)
@@ -582,33 +511,25 @@ class CBNModel(CognitiveModel):
     def n_observations(self, data: ColliderData) -> int:
         return len(data.y)
 
-    def _theta_to_unconstrained(self, theta: np.ndarray) -> np.ndarray:
-        return np.array([p.to_unconstrained(v) for p, v in zip(self.parameters, theta, strict=True)])
-
     def predictions(self, theta: np.ndarray) -> np.ndarray:
-        th = np.asarray(theta, dtype=float)
-        if self.scheme == "3p":
-            return cbn_predictions(th[0], th[1], th[1], th[2])
-        return cbn_predictions(th[0], th[1], th[2], th[3])
+        """The 11 task predictions at natural-scale ``theta``."""
+        b, m1, m2, pc = self.kernel_theta(theta)[:4]
+        return cbn_predictions(b, m1, m2, pc)
 
-    def nll_grad(self, theta: np.ndarray, data: ColliderData) -> tuple[float, np.ndarray]:
-        def nll(th: np.ndarray) -> float:
-            r = data.y - self.predictions(th)[data.task]
-            n = len(r)
-            s2 = max(float(r @ r) / n, 1e-12)
-            return 0.5 * n * (math.log(2 * math.pi * s2) + 1.0)
+    def sample_nuisance(self, rng: np.random.Generator) -> tuple[dict[str, float], dict[str, float]]:
+        """The zero-one-inflated Beta response model's κ and (π0, π1) drawn from their priors
+        (log κ normal, π Dirichlet), and the same values as the ``cbn`` agent's response model."""
+        from cogtestbed.inference.causal_hierarchical import INFLATION_PRIOR, LOG_KAPPA_PRIOR
 
-        f = nll(theta)
-        g = np.zeros(len(theta))
-        for j in range(len(theta)):
-            h = 1e-6
-            tp, tm = theta.copy(), theta.copy()
-            tp[j] = min(theta[j] + h, 1.0)
-            tm[j] = max(theta[j] - h, 0.0)
-            g[j] = (nll(tp) - nll(tm)) / (tp[j] - tm[j])
-        return f, g
+        kappa = float(np.exp(rng.normal(*LOG_KAPPA_PRIOR)))
+        pi = rng.dirichlet(INFLATION_PRIOR)
+        truth = {"kappa": kappa, "pi[0]": float(pi[0]), "pi[1]": float(pi[1])}
+        return truth, {"kappa": max(kappa, 1e-3), "pi0": float(pi[0]), "pi100": float(pi[1]), "noise_sd": 0.0}
 
     def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
+        """The hierarchical zero-one-inflated Beta model (:mod:`cogtestbed.inference.causal_hierarchical`):
+        slider judgments have exact 0s and 1s that the Gaussian least-squares likelihood ignores,
+        and the ``cbn`` agent's response model is this one, so SBC is exact."""
         from cogtestbed.inference.causal_hierarchical import build_model
 
         return build_model(trials, self.scheme, pooling="partial" if hierarchical else "none")
@@ -618,12 +539,14 @@ class CBN3p(CBNModel):
     name: ClassVar[str] = "cbn-3p"
     scheme: ClassVar[str] = "3p"
     parameters: ClassVar[ParameterSet] = ParameterSet((B, M_, PC), "cbn-3p")
+    kernel_columns: ClassVar[tuple[str | float, ...] | None] = ("b", "m", "m", "p_c", RESPONSE_SD)
 
 
 class CBN4p(CBNModel):
     name: ClassVar[str] = "cbn-4p"
     scheme: ClassVar[str] = "4p"
     parameters: ClassVar[ParameterSet] = ParameterSet((B, M1, M2, PC), "cbn-4p")
+    kernel_columns: ClassVar[tuple[str | float, ...] | None] = ("b", "m1", "m2", "p_c", RESPONSE_SD)
 
 
 MODELS: dict[str, CognitiveModel] = {"cbn-3p": CBN3p(), "cbn-4p": CBN4p()}

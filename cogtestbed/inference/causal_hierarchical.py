@@ -1,10 +1,10 @@
-"""Hierarchical PyMC model of the collider judgments (not in the thesis; seed 001 §6.3).
+"""Hierarchical PyMC model of the collider judgments (an extension of Dettki 2025, which fits points only).
 
 Subject s has CBN parameters θ_s = (b, m, p_c) (3p) or (b, m1, m2, p_c) (4p), each
 σ(μ + σ_pop·z_s) with non-centred offsets z_s ~ N(0, 1) (declared by
 :func:`cogtestbed.inference.hierarchical.subject_parameters`, so names follow that contract:
 ``b_mu``, ``b_sigma``, ``b_z``, ``b``, ``b_pop`` …).  A judgment y ∈ [0, 1] of task t has mean
-μ = CBN_t(θ_s) (the closed forms of :mod:`cogtestbed.inference.causal`) and a
+μ = CBN_t(θ_s) (the closed forms of :mod:`cogtestbed.inference.cbn`) and a
 **zero-one-inflated Beta** likelihood, which respects the bounded scale and the exact 0s and
 100s that slider data contain:
 
@@ -21,9 +21,10 @@ their analytic derivatives per subject, lgamma/ψ once per (subject, task) cell,
 log-density and its gradient per judgment) wrapped by
 :func:`~cogtestbed.inference.hierarchical.pointwise_loglik_op`.  The pytensor expressions
 :func:`noisy_or_tasks_pt` and :func:`zoib_logp` are kept as its tested reference.  Study:
-``python -m cogtestbed.validation.causal hierarchical`` (partial / no / complete pooling on the 48
-RW17 subjects, diagnostics, PSIS-LOO with Pareto k and exact refits of k > 0.7 judgments) and
-``… sbc``.
+the thesis's human fit, :func:`hierarchical_human_study` (partial / no / complete pooling on the 48
+RW17 subjects, diagnostics, PSIS-LOO with Pareto k and exact refits of k > 0.7 judgments); its
+simulation-based calibration runs on the generic study driver (``cogtestbed sbc cbn-3p -e collider``),
+which draws κ and π from :meth:`~cogtestbed.inference.causal.CBNModel.sample_nuisance`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from cogtestbed.inference.causal import M1, M2, M_, PC, B, valid_judgments
+from cogtestbed.inference.cbn import _NC, M1, M2, M_, PC, B, noisy_or_table_grad, valid_judgments
 from cogtestbed.parameters import ParameterSet
 
 #: μ is clipped to this interval before entering the Beta (σ(·) can round to 0 or 1).
@@ -92,7 +93,6 @@ def zoib_logp(y: Any, mu: Any, kappa: Any, pi: Any) -> Any:
 # ----------------------------------------------------------------------------- numba likelihood
 #: Columns of the kernel's parameter matrix (one row per subject; globals are broadcast).
 THETA_COLUMNS = ("b", "m1", "m2", "p_c", "kappa", "pi0", "pi1")
-_NC = 4  # CBN columns
 
 
 @njit(cache=True)
@@ -105,69 +105,6 @@ def _digamma(x: float) -> float:
     f = 1.0 / (x * x)
     return acc + math.log(x) - 0.5 / x - f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (
         1.0 / 240 - f * (1.0 / 132)))))
-
-
-@njit(cache=True)
-def _prod(w: np.ndarray, i: int, j: int, out: int, compl_i: bool) -> None:
-    """w[out] = (1 − w[i] if ``compl_i`` else w[i]) · w[j] on (value, gradient) rows."""
-    a0 = 1.0 - w[i, 0] if compl_i else w[i, 0]
-    sg = -1.0 if compl_i else 1.0
-    w[out, 0] = a0 * w[j, 0]
-    for k in range(1, _NC + 1):
-        w[out, k] = a0 * w[j, k] + sg * w[i, k] * w[j, 0]
-
-
-@njit(cache=True)
-def _ratio(w: np.ndarray, n1: int, n2: int, m1: int, m2: int, out: np.ndarray) -> None:
-    """out = N / (N + M) with N = w[n1] (+ w[n2]) and M = w[m1] (+ w[m2]) (index −1: absent)."""
-    for k in range(_NC + 1):
-        nv = w[n1, k] + (w[n2, k] if n2 >= 0 else 0.0)
-        mv = w[m1, k] + (w[m2, k] if m2 >= 0 else 0.0)
-        if k == 0:
-            n0, m0 = nv, mv
-            out[0] = n0 / (n0 + m0)
-        else:
-            out[k] = (nv * m0 - mv * n0) / ((n0 + m0) * (n0 + m0))
-
-
-@njit(cache=True)
-def noisy_or_table_grad(b: float, m1: float, m2: float, q: float, out: np.ndarray) -> None:
-    """The 11 task probabilities (module equations) and their derivatives w.r.t. (b, m1, m2, p_c).
-
-    ``out`` (11, 5): column 0 the value, columns 1–4 ∂/∂b, ∂/∂m1, ∂/∂m2, ∂/∂p_c.  Every task
-    but IV/V is N/(N + M) with N, M sums of e·π products, so one quotient rule covers them.
-    """
-    nb, n1, n2 = 1.0 - b, 1.0 - m1, 1.0 - m2
-    w = np.zeros((15, _NC + 1))
-    # rows 0–3: e00, e01, e10, e11; 4–6: π11, π10 (= π01), π00 — (value, ∂b, ∂m1, ∂m2, ∂pc)
-    w[0, 0], w[0, 1] = b, 1.0
-    w[1, 0], w[1, 1], w[1, 3] = 1.0 - nb * n2, n2, nb
-    w[2, 0], w[2, 1], w[2, 2] = 1.0 - nb * n1, n1, nb
-    w[3, 0], w[3, 1], w[3, 2], w[3, 3] = 1.0 - nb * n1 * n2, n1 * n2, nb * n2, nb * n1
-    w[4, 0], w[4, 4] = q * q, 2.0 * q
-    w[5, 0], w[5, 4] = q * (1.0 - q), 1.0 - 2.0 * q
-    w[6, 0], w[6, 4] = (1.0 - q) * (1.0 - q), -2.0 * (1.0 - q)
-    # rows 7–10: e·π for (11, 01, 10, 00); rows 11–14: (1 − e)·π
-    _prod(w, 3, 4, 7, False)
-    _prod(w, 1, 5, 8, False)
-    _prod(w, 2, 5, 9, False)
-    _prod(w, 0, 6, 10, False)
-    _prod(w, 3, 4, 11, True)
-    _prod(w, 1, 5, 12, True)
-    _prod(w, 2, 5, 13, True)
-    _prod(w, 0, 6, 14, True)
-    out[0, :] = w[0]
-    out[1, :] = w[1]
-    out[2, :] = w[3]
-    out[3, :] = 0.0
-    out[3, 0], out[3, 4] = q, 1.0
-    out[4, :] = out[3, :]
-    _ratio(w, 7, -1, 8, -1, out[5])       # VI
-    _ratio(w, 7, 9, 8, 10, out[6])        # VII
-    _ratio(w, 9, -1, 10, -1, out[7])      # VIII
-    _ratio(w, 11, -1, 12, -1, out[8])     # IX
-    _ratio(w, 11, 13, 12, 14, out[9])     # X
-    _ratio(w, 13, -1, 14, -1, out[10])    # XI
 
 
 @njit(cache=True)
@@ -279,7 +216,7 @@ def build_model(trials: pd.DataFrame, scheme: str = "3p", pooling: str = "partia
     import pymc as pm
     import pytensor.tensor as pt
 
-    from cogtestbed.inference.hierarchical import constrain, subject_parameters
+    from cogtestbed.inference.hierarchical import constrain, observe_pointwise, subject_parameters
 
     if scheme not in PARAMS:
         raise ValueError(f"scheme must be 3p or 4p, got {scheme!r}")
@@ -309,14 +246,10 @@ def build_model(trials: pd.DataFrame, scheme: str = "3p", pooling: str = "partia
         mat = pt.stack([theta["b"], m1, m2, theta["p_c"], kappa * ones, pi[0] * ones, pi[1] * ones],
                        axis=1)
 
-        def logp(value: Any, th: Any, subj: Any) -> Any:
-            return op(th, subj, value, task)[0]
-
         # y is pm.Data too: a cached nutpie compilation is re-pointed at new data with
         # ``with_data``, which only reaches shared variables (a NumPy ``observed`` would stay frozen).
         y_data = pm.Data("y_data", d["y"], dims="obs")
-        pm.CustomDist("y", mat, pt.as_tensor_variable(obs_subject), logp=logp, observed=y_data,
-                      dims="obs", signature="(s,k),(n)->(n)")
+        observe_pointwise("y", op, mat, obs_subject, y_data, task)
     model.cogtestbed_key = ("collider-zoib", scheme, pooling)
     return model
 
@@ -328,7 +261,7 @@ def compare_pooling(trials: pd.DataFrame, scheme: str = "3p", draws: int = 1000,
 
     Per judgment by default (``by_subject=False``): the 20 judgments of a subject are
     exchangeable, and leave-one-subject-out PSIS has Pareto k > 0.7 for most of the 48 RW17
-    subjects under partial and no pooling (``python -m cogtestbed.validation.causal hierarchical``).
+    subjects under partial and no pooling (``hierarchical_human_study``).
     """
     from cogtestbed.inference.hierarchical import compare_loo, fit_hierarchical
 
@@ -336,3 +269,113 @@ def compare_pooling(trials: pd.DataFrame, scheme: str = "3p", draws: int = 1000,
                                    chains=chains, seed=seed, warn=True)
             for pool in ("partial", "none", "complete")}
     return compare_loo(fits, by_subject=by_subject), fits
+
+
+# ----------------------------------------------------------------------------- human hierarchical fit
+def _pareto_k(loo_result: Any) -> dict[str, Any]:
+    k = np.asarray(loo_result.pareto_k)
+    return {"k_max": float(k.max()), "n_k_gt_0.7": int((k > 0.7).sum()), "n_k_gt_0.5": int((k > 0.5).sum()),
+            "n": int(k.size), "good_k": float(getattr(loo_result, "good_k", 0.7))}
+
+
+def exact_loo_refits(trials: pd.DataFrame, pooling: str, obs: list[int], draws: int = 1000, tune: int = 1000,
+                     chains: int = 4, seed: int = 0, scheme: str = "3p") -> list[float]:
+    """Exact leave-one-judgment-out elpd of the judgments ``obs`` (positions in
+    :func:`~cogtestbed.inference.causal_hierarchical.model_data` order) by refitting without each
+    one (the "reloo" remedy for PSIS's Pareto k > 0.7, Vehtari, Gelman & Gabry 2017 §2.1):
+    elpd_i = log mean_s p(y_i | θ^(s)), θ^(s) drawn from the posterior without y_i."""
+    from scipy.special import logsumexp
+
+    from cogtestbed.inference.hierarchical import fit_hierarchical
+
+    v = valid_judgments(trials)
+    d = model_data(trials)
+    out = []
+    for i in obs:
+        rest = v.drop(index=v.index[i])
+        fit = fit_hierarchical(build_model(rest, scheme, pooling), rest, draws=draws, tune=tune, chains=chains,
+                               seed=seed, warn=True, log_likelihood=False)
+        post = fit.idata.posterior
+        s = list(post.coords["subject"].values).index(d["subjects"][d["obs_subject"][i]])
+
+        cols = ["b", "m", "m", "p_c"] if scheme == "3p" else ["b", "m1", "m2", "p_c"]
+        subj = [(post[c].values[..., s] if post[c].ndim == 3 else post[c].values).reshape(-1) for c in cols]
+        pi = post["pi"].values.reshape(-1, 3)
+        theta = np.column_stack([*subj, post["kappa"].values.reshape(-1), pi[:, 0], pi[:, 1]])
+        ll = zoib_pointwise_kernel(theta, np.arange(len(theta)), np.full(len(theta), d["y"][i]),
+                                   np.full(len(theta), d["task"][i]))[0]
+        out.append(float(logsumexp(ll) - np.log(len(ll))))
+    return out
+
+
+def hierarchical_human_study(human: pd.DataFrame, draws: int = 1000, tune: int = 1000, chains: int = 4,
+                             seed: int = 0, reloo: bool = True) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Partial, no and complete pooling fits of the 48 RW17 subjects (3p, zero-one-inflated Beta;
+    :mod:`cogtestbed.inference.causal_hierarchical`), their diagnostics, population summaries and
+    PSIS-LOO comparisons per judgment and per subject, with Pareto-k diagnostics.
+
+    Returns (per-judgment table: subject, task, y and the pointwise elpd and Pareto k of each
+    model, summary).  LOO per judgment is the primary comparison (the 20 judgments of a subject
+    are exchangeable, no sequence); leave-one-subject-out is reported too, but for no pooling it
+    asks the prior to predict a new subject and its Pareto k is high by construction.  With
+    ``reloo`` every judgment with Pareto k > 0.7 is refitted exactly (:func:`exact_loo_refits`)
+    and ``loo_per_judgment_reloo`` gives the corrected elpd (PSIS for the rest).
+    """
+    from cogtestbed.inference.hierarchical import compare_loo, fit_hierarchical, loo
+
+    fits = {pool: fit_hierarchical(build_model(human, "3p", pool), human, draws=draws, tune=tune, chains=chains,
+                                   seed=seed, warn=True) for pool in ("partial", "none", "complete")}
+    d = model_data(human)
+    table = pd.DataFrame({"subject": np.asarray(d["subjects"])[d["obs_subject"]], "task": d["task"], "y": d["y"]})
+    summary: dict[str, Any] = {"diagnostics": {k: {kk: v for kk, v in f.diagnostics.as_dict().items()}
+                                               for k, f in fits.items()}}
+    post = fits["partial"].idata.posterior
+    pop: dict[str, Any] = {}
+    for name in ("b_pop", "m_pop", "p_c_pop", "b_sigma", "m_sigma", "p_c_sigma", "kappa"):
+        x = post[name].values.reshape(-1)
+        pop[name] = {"mean": float(x.mean()), "q05": float(np.quantile(x, 0.05)), "q95": float(np.quantile(x, 0.95))}
+    pis = post["pi"].values.reshape(-1, 3)
+    for j, name in enumerate(("pi0", "pi1")):
+        pop[name] = {"mean": float(pis[:, j].mean()), "q05": float(np.quantile(pis[:, j], 0.05)),
+                     "q95": float(np.quantile(pis[:, j], 0.95))}
+    lad = (post["m"] - post["b"]).values.reshape(-1, post.sizes["subject"])
+    pop["lad_subject_mean"] = {"mean": float(lad.mean(1).mean()), "q05": float(np.quantile(lad.mean(1), 0.05)),
+                               "q95": float(np.quantile(lad.mean(1), 0.95))}
+    summary["partial_population"] = pop
+    cpost = fits["complete"].idata.posterior
+    summary["complete_pooling"] = {n: float(cpost[n].values.mean()) for n in ("b", "m", "p_c", "kappa")}
+    for by_subject, label in ((False, "loo_per_judgment"), (True, "loo_per_subject")):
+        cmp = compare_loo(fits, by_subject=by_subject)
+        summary[label] = {str(k): {"rank": int(r["rank"]), "elpd": float(r["elpd_loo"]), "se": float(r["se"]),
+                                   "d_elpd": float(r["elpd_diff"]), "dse": float(r["dse"]), "p_loo": float(r["p_loo"]),
+                                   "warning": bool(r["warning"])} for k, r in cmp.iterrows()}
+        for pool, f in fits.items():
+            res = loo(f, by_subject=by_subject)
+            summary[label][pool].update(_pareto_k(res))
+            if not by_subject:
+                table[f"elpd_{pool}"] = np.asarray(res.loo_i)
+                table[f"k_{pool}"] = np.asarray(res.pareto_k)
+    if reloo:
+        fixed: dict[str, Any] = {}
+        for pool in fits:
+            bad = [int(i) for i in np.flatnonzero(table[f"k_{pool}"].to_numpy() > 0.7)]
+            exact = exact_loo_refits(human, pool, bad, draws=draws, tune=tune, chains=chains, seed=seed)
+            elpd = table[f"elpd_{pool}"].to_numpy().copy()
+            psis = elpd[bad].copy()
+            elpd[bad] = exact
+            table[f"elpd_reloo_{pool}"] = elpd
+            fixed[pool] = {"elpd": float(elpd.sum()), "se": float(np.sqrt(len(elpd) * elpd.var())),
+                           "refitted": bad, "psis_elpd_i": psis.round(3).tolist(),
+                           "exact_elpd_i": np.round(exact, 3).tolist()}
+        best = max(fixed, key=lambda k: fixed[k]["elpd"])
+        for pool, f in fixed.items():
+            diff = table[f"elpd_reloo_{best}"].to_numpy() - table[f"elpd_reloo_{pool}"].to_numpy()
+            f["d_elpd"], f["dse"] = float(diff.sum()), float(np.sqrt(len(diff) * diff.var()))
+        summary["loo_per_judgment_reloo"] = fixed
+    # Which judgments are influential (k > 0.7 under partial or no pooling)?
+    infl = table[(table["k_partial"] > 0.7) | (table["k_none"] > 0.7)]
+    summary["influential_judgments"] = {
+        "n": int(len(infl)), "y_values": sorted(map(float, infl["y"].round(2).unique())),
+        "tasks": sorted(map(int, infl["task"].unique())),
+        "rows": infl.head(20).round(3).to_dict("records")}
+    return table, summary

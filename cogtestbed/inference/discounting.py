@@ -43,7 +43,6 @@ from cogtestbed.environments.discounting import (
     score_answers,
 )
 from cogtestbed.inference.base import CognitiveModel
-from cogtestbed.inference.twostep import numeric_grad
 from cogtestbed.parameters import Parameter, ParameterSet
 
 EXPERIMENT = "temporal-discounting"
@@ -159,17 +158,42 @@ def simulate_staircase_kernel(
     return actions, played
 
 
+# ----------------------------------------------------------------------------- likelihood kernel
 @njit(cache=True)
-def hyperbolic_nll_kernel(k: float, tau: float, q: np.ndarray, choice: np.ndarray) -> float:
-    """NLL of the choices (0 = Option 1) given question rows (a1, d1, a2, d2, scale)."""
-    nll = 0.0
-    for t in range(choice.shape[0]):
-        if choice[t] < 0:
+def hyperbolic_pointwise_kernel(
+    theta: np.ndarray, obs_subject: np.ndarray, choice: np.ndarray, questions: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The hyperbolic model's likelihood: per-answer log P(choice) and its gradient in (k, τ).
+
+    ``log P(choice)`` with P(Option 1) = σ(z), z = (V1 − V2)/(τ·S), V = A/(1 + k·D)
+    (:func:`prob_option1`), clipped below at 1e-10 (no gradient there);
+    ∂z/∂k = Σ ∓A·D/(1 + k·D)² /(τ·S), ∂z/∂τ = −z/τ.  Only valid answers are passed in.
+    """
+    n = choice.shape[0]
+    ll = np.empty(n)
+    grad = np.zeros((n, 2))
+    log_clip = np.log(CLIP)
+    for t in range(n):
+        s = obs_subject[t]
+        k, tau = theta[s, 0], theta[s, 1]
+        a1, d1, a2, d2, scale = (questions[t, 0], questions[t, 1], questions[t, 2],
+                                 questions[t, 3], questions[t, 4])
+        x = (a1 / (1.0 + k * d1) - a2 / (1.0 + k * d2)) / scale
+        dx_dk = (-a1 * d1 / (1.0 + k * d1) ** 2 + a2 * d2 / (1.0 + k * d2) ** 2) / scale
+        z = x / tau
+        u = z if choice[t] == 0 else -z  # log P = log σ(u)
+        lp = -np.log1p(np.exp(-u)) if u >= 0.0 else u - np.log1p(np.exp(u))
+        if lp <= log_clip:
+            ll[t] = log_clip
             continue
-        p1 = prob_option1(k, tau, q[t, 0], q[t, 1], q[t, 2], q[t, 3], q[t, 4])
-        p = p1 if choice[t] == 0 else 1.0 - p1
-        nll -= np.log(max(p, CLIP))
-    return nll
+        ll[t] = lp
+        e = np.exp(-abs(u))
+        slope = e / (1.0 + e) if u >= 0.0 else 1.0 / (1.0 + e)  # σ(−u) = d log σ(u)/du
+        if choice[t] != 0:
+            slope = -slope
+        grad[t, 0] = slope * dx_dk / tau
+        grad[t, 1] = -slope * z / tau
+    return ll, grad
 
 
 # ----------------------------------------------------------------------------- model
@@ -179,11 +203,11 @@ class DiscountingData:
     choice: np.ndarray  # (n,) 0/1, −1 invalid
 
 
-def discounting_data(trials: pd.DataFrame, pool: bool = False) -> dict[Hashable, DiscountingData]:
+def discounting_data(trials: pd.DataFrame) -> dict[Hashable, DiscountingData]:
     """Per-subject question rows and choices (imported summary rows carry no choices)."""
     rows = trials[trials["item"].astype("string") != SUMMARY_ITEM] if "item" in trials else trials
     rows = rows.sort_values(["subject", "session", "trial"], kind="stable")
-    groups = [(0, rows)] if pool else list(rows.groupby("subject", sort=False))
+    groups = list(rows.groupby("subject", sort=False))
     out: dict[Hashable, DiscountingData] = {}
     for key, df in groups:
         q = df[["amount1", "delay1", "amount2", "delay2", "scale"]].to_numpy(dtype=np.float64)
@@ -203,31 +227,18 @@ class HyperbolicModel(CognitiveModel):
     # Near-deterministic populations (large k, small temperature) make the posterior stiff; a
     # higher acceptance target removed most divergences in the recovery study (39 -> 4).
     target_accept: ClassVar[float | None] = 0.98
-    pool: bool = False
+    pointwise_kernel: ClassVar[Any] = hyperbolic_pointwise_kernel
+    observation_fields: ClassVar[tuple[str, ...]] = ("choice", "questions")
+    observed_name: ClassVar[str] = "answer"
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
-        return discounting_data(trials, pool=self.pool)
+        return discounting_data(trials)
 
     def n_observations(self, data: DiscountingData) -> int:
         return int(np.sum(data.choice >= 0))
 
-    def nll(self, theta: np.ndarray, data: DiscountingData) -> float:
-        return float(hyperbolic_nll_kernel(float(theta[0]), float(theta[1]), data.questions, data.choice))
-
-    def nll_grad(self, theta: np.ndarray, data: DiscountingData) -> tuple[float, np.ndarray]:
-        theta = np.asarray(theta, dtype=np.float64)
-        lo = np.array([p.lower for p in self.parameters])
-        hi = np.array([p.upper for p in self.parameters])
-        return self.nll(theta, data), numeric_grad(lambda t: self.nll(t, data), theta, lo, hi)
-
-    def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
-        """Hierarchical (or independent-subject) PyMC model, see :func:`hyperbolic_pymc_model`."""
-        return hyperbolic_pymc_model(self, trials, hierarchical)
-
-    def pooled(self) -> HyperbolicModel:
-        clone = HyperbolicModel()
-        clone.pool = True
-        return clone
+    def observation_mask(self, data: DiscountingData) -> np.ndarray:
+        return data.choice >= 0
 
 
 MODELS: dict[str, CognitiveModel] = {"hyperbolic": HyperbolicModel()}
@@ -290,70 +301,3 @@ def cogbench_metrics(trials: pd.DataFrame) -> dict[str, Any]:
 
 
 __all__ = ["MVF_NONE", "MVF_VALUES", "HyperbolicModel", "cogbench_metrics", "expected_score"]
-
-
-# ----------------------------------------------------------------------------- PyMC model
-@njit(cache=True)
-def hyperbolic_pointwise_kernel(
-    theta: np.ndarray, obs_subject: np.ndarray, choice: np.ndarray, questions: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-answer log-likelihood of the hyperbolic model and its gradient in (k, τ).
-
-    ``log P(choice)`` with P(Option 1) = σ(z), z = (V1 − V2)/(τ·S), V = A/(1 + k·D)
-    (:func:`prob_option1`), clipped at 1e-10 like :func:`hyperbolic_nll_kernel`;
-    ∂z/∂k = Σ ∓A·D/(1 + k·D)² /(τ·S), ∂z/∂τ = −z/τ.  Only valid answers are passed in.
-    """
-    n = choice.shape[0]
-    ll = np.empty(n)
-    grad = np.zeros((n, 2))
-    log_clip = np.log(CLIP)
-    for t in range(n):
-        s = obs_subject[t]
-        k, tau = theta[s, 0], theta[s, 1]
-        a1, d1, a2, d2, scale = (questions[t, 0], questions[t, 1], questions[t, 2],
-                                 questions[t, 3], questions[t, 4])
-        x = (a1 / (1.0 + k * d1) - a2 / (1.0 + k * d2)) / scale
-        dx_dk = (-a1 * d1 / (1.0 + k * d1) ** 2 + a2 * d2 / (1.0 + k * d2) ** 2) / scale
-        z = x / tau
-        u = z if choice[t] == 0 else -z  # log P = log σ(u)
-        lp = -np.log1p(np.exp(-u)) if u >= 0.0 else u - np.log1p(np.exp(u))
-        if lp <= log_clip:
-            ll[t] = log_clip
-            continue
-        ll[t] = lp
-        e = np.exp(-abs(u))
-        slope = e / (1.0 + e) if u >= 0.0 else 1.0 / (1.0 + e)  # σ(−u) = d log σ(u)/du
-        if choice[t] != 0:
-            slope = -slope
-        grad[t, 0] = slope * dx_dk / tau
-        grad[t, 1] = -slope * z / tau
-    return ll, grad
-
-
-
-
-def hyperbolic_pymc_model(model: HyperbolicModel, trials: pd.DataFrame, hierarchical: bool) -> Any:
-    """PyMC hyperbolic model: non-centred (log k, log τ) per subject, numba likelihood Op."""
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    from cogtestbed.inference.hierarchical import (
-        observe_pointwise,
-        pointwise_loglik_op,
-        pool_subject_arrays,
-        subject_parameters,
-    )
-
-    op = pointwise_loglik_op(hyperbolic_pointwise_kernel, "hyperbolic")
-    data = model.subject_data(trials)
-    idx, cols = pool_subject_arrays(data, ("choice", "questions"), lambda d: d.choice >= 0)
-    choice, questions = cols["choice"], cols["questions"]
-    with pm.Model(coords={"subject": list(data), "obs": np.arange(choice.shape[0])}) as m:
-        theta = subject_parameters(model.parameters, hierarchical)
-        mat = pt.stack([theta["k"], theta["temperature"]], axis=1)
-        # All data as pm.Data: a cached nutpie compilation is re-pointed at new data (studies).
-        subj = pm.Data("obs_subject", idx, dims="obs")
-        obs = pm.Data("action", choice, dims="obs")
-        q = pm.Data("questions", questions)
-        observe_pointwise("choice", op, mat, subj, obs, q)
-    return m

@@ -32,8 +32,11 @@ kept small by this module doing the generic part:
 
 3. :func:`loo` / :func:`compare_loo` compare fits by PSIS-LOO (Vehtari, Gelman & Gabry 2017).
 
-To add a model: implement ``pymc_model`` as in :mod:`cogtestbed.inference.instrumental`
-(``with pm.Model(coords=...) as m: theta = subject_parameters(...); <likelihood>``).
+4. :func:`kernel_pymc_model` is the one PyMC builder of every model with a likelihood: the
+   model's pointwise kernel (the :class:`~cogtestbed.inference.base.CognitiveModel` contract)
+   wrapped in :func:`pointwise_loglik_op`, the subject arrays pooled by
+   :func:`pool_model_arrays`, the parameters from :func:`subject_parameters`.  A model declares
+   only its data packing (``observation_fields``, ``observation_mask``, ``kernel_columns``).
 """
 
 from __future__ import annotations
@@ -146,12 +149,61 @@ def pool_subject_arrays(
     ``subject_data``); ``keep(d)`` optionally masks the observations that enter the likelihood.
     Returns the subject index of every observation (in ``data`` order, sorted) and the arrays.
     """
-    masks = [np.ones(len(getattr(d, fields[0])), dtype=bool) if keep is None else keep(d)
-             for d in data.values()]
+    if not data:
+        raise ValueError("no subjects with observations to pool")
+    masks = []
+    for d in data.values():
+        m = None if keep is None else keep(d)
+        masks.append(np.ones(len(getattr(d, fields[0])), dtype=bool) if m is None else np.asarray(m, dtype=bool))
     obs_subject = np.concatenate([np.full(int(m.sum()), i, dtype=np.int64) for i, m in enumerate(masks)])
-    arrays = {name: np.concatenate([getattr(d, name)[m] for d, m in zip(data.values(), masks, strict=True)])
-              for name in fields}
+    arrays = {name: np.ascontiguousarray(np.concatenate(
+        [np.asarray(getattr(d, name))[m] for d, m in zip(data.values(), masks, strict=True)]))
+        for name in fields}
     return obs_subject, arrays
+
+
+def pool_model_arrays(model: Any, trials: pd.DataFrame
+                      ) -> tuple[list[Any], np.ndarray, dict[str, np.ndarray]]:
+    """A model's kernel arrays of all subjects of ``trials``, stacked for the pointwise Op.
+
+    Returns the subject ids (``subject_data`` order), the subject index of every observation and
+    the arrays by :attr:`~cogtestbed.inference.base.CognitiveModel.observation_fields` name.
+    """
+    data = model.subject_data(trials)
+    idx, arrays = pool_subject_arrays(data, model.observation_fields, model.observation_mask)
+    return list(data), idx, arrays
+
+
+def kernel_pymc_model(model: Any, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
+    """The generic PyMC model of a :class:`~cogtestbed.inference.base.CognitiveModel`.
+
+    Non-centred subject parameters (:func:`subject_parameters`), stacked into the kernel's
+    columns (``kernel_columns``: free parameters or constants), the pooled observation arrays as
+    ``pm.Data`` (so a cached nutpie compilation is re-pointed at new data of the same shape), and
+    one observed variable ``model.observed_name`` whose pointwise logp is the model's kernel
+    through :func:`pointwise_loglik_op` (exact gradients for NUTS, per-observation
+    log-likelihood for PSIS-LOO).  The first observation field is the observed value.
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    kernel = model.kernel()
+    if kernel is None:
+        raise NotImplementedError(f"model {model.name!r} has no pointwise likelihood kernel")
+    op = pointwise_loglik_op(kernel, model.name)
+    subjects, idx, arrays = pool_model_arrays(model, trials)
+    columns = model.kernel_columns or model.parameters.names
+    with pm.Model(coords={"subject": subjects, "obs": np.arange(idx.shape[0])}) as m:
+        theta = subject_parameters(model.parameters, hierarchical)
+        first = theta[model.parameters.names[0]]
+        mat = pt.stack([theta[c] if isinstance(c, str) else pt.zeros_like(first) + float(c)
+                        for c in columns], axis=1)
+        subj = pm.Data("obs_subject", idx, dims="obs")
+        data = [pm.Data(name, arr, dims="obs" if arr.ndim == 1 else None)
+                for name, arr in arrays.items()]
+        observe_pointwise(model.observed_name, op, mat, subj, *data)
+    m.cogtestbed_key = ("kernel", model.name, hierarchical)
+    return m
 
 
 # ----------------------------------------------------------------------------- numba likelihood op
@@ -262,8 +314,10 @@ def observe_pointwise(name: str, op: Any, theta: Any, obs_subject: Any,
     import pymc as pm
     import pytensor.tensor as pt
 
+    dtype = getattr(observed, "dtype", "int64")
+
     def logp(value: Any, th: Any, subj: Any) -> Any:
-        return op(th, subj, pt.cast(value, "int64"), *data)[0]
+        return op(th, subj, pt.cast(value, dtype), *data)[0]
 
     # obs_subject is a distribution parameter so PyMC can infer the support shape (n).
     return pm.CustomDist(name, theta, pt.as_tensor_variable(obs_subject), logp=logp,

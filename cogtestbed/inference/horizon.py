@@ -1,5 +1,5 @@
 """Horizon task: CogBench's exploration scores and an information-bonus choice model
-(seed 002 §2.2, §4.2; Wilson et al. 2014).
+(Coda-Forno et al. 2024; Wilson et al. 2014).
 
 CogBench's scoring (``store.py``), pooled over all games of a file:
 
@@ -40,6 +40,7 @@ from numba import njit
 
 from cogtestbed.environments.horizon import EXPERIMENT
 from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.numerics import log_sigmoid, sigmoid
 from cogtestbed.parameters import Parameter, ParameterSet
 
 N_FORCED = 4
@@ -84,37 +85,30 @@ def info_diff(count_f: float, count_j: float) -> float:
 
 
 @njit(cache=True)
-def bonus_nll_grad(theta: np.ndarray, dm: np.ndarray, di: np.ndarray, h6: np.ndarray,
-                   y: np.ndarray) -> tuple[float, np.ndarray]:
-    """NLL of first free choices and its gradient in (A_1, A_6, T_1, T_6, b).
+def bonus_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, y: np.ndarray, dm: np.ndarray,
+                           di: np.ndarray, h6: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The information-bonus model's likelihood: per-game log P(first free choice) and its
+    gradient in (A_1, A_6, T_1, T_6, b).
 
-    x = (Δm + A_h·ΔI + b)/T_h; −log P(y) = softplus(−x) for y = 1 and softplus(x) for y = 0;
-    dNLL/dx = σ(x) − y.
+    x = (Δm + A_h·ΔI + b)/T_h (Wilson et al. 2014, eq. 1); log P(y) = log σ(x) for y = 1 (J)
+    and log σ(−x) for y = 0; d log P / dx = y − σ(x), so ∂/∂A_h = (y − σ)·ΔI/T_h,
+    ∂/∂T_h = −(y − σ)·(Δm + A_h·ΔI + b)/T_h², ∂/∂b = (y − σ)/T_h.
     """
-    g = np.zeros(5)
-    nll = 0.0
-    for i in range(y.shape[0]):
+    n = y.shape[0]
+    ll = np.empty(n)
+    grad = np.zeros((n, 5))
+    for i in range(n):
+        s = obs_subject[i]
         k = 1 if h6[i] else 0
-        a, t = theta[k], theta[2 + k]
-        q = dm[i] + a * di[i] + theta[4]
+        a, t = theta[s, k], theta[s, 2 + k]
+        q = dm[i] + a * di[i] + theta[s, 4]
         x = q / t
-        z = -x if y[i] == 1 else x  # nll term = softplus(z)
-        nll += z + math.log1p(math.exp(-z)) if z > 0.0 else math.log1p(math.exp(z))
-        s = 1.0 / (1.0 + math.exp(-x)) if x >= 0.0 else math.exp(x) / (1.0 + math.exp(x))
-        d = s - y[i]
-        g[k] += d * di[i] / t
-        g[2 + k] -= d * q / (t * t)
-        g[4] += d / t
-    return nll, g
-
-
-@njit(cache=True)
-def bonus_nll_many(thetas: np.ndarray, dm: np.ndarray, di: np.ndarray, h6: np.ndarray,
-                   y: np.ndarray) -> np.ndarray:
-    out = np.empty(thetas.shape[0])
-    for k in range(thetas.shape[0]):
-        out[k] = bonus_nll_grad(thetas[k], dm, di, h6, y)[0]
-    return out
+        ll[i] = log_sigmoid(x) if y[i] == 1 else log_sigmoid(-x)
+        d = y[i] - sigmoid(x)
+        grad[i, k] = d * di[i] / t
+        grad[i, 2 + k] = -d * q / (t * t)
+        grad[i, 4] = d / t
+    return ll, grad
 
 
 # ----------------------------------------------------------------------------- data
@@ -175,41 +169,15 @@ class InformationBonus(CognitiveModel):
     experiment: ClassVar[str] = EXPERIMENT
     parameters: ClassVar[ParameterSet] = PARAMETERS
     grid_points: ClassVar[int] = 4
+    pointwise_kernel: ClassVar[Any] = bonus_pointwise_kernel
+    observation_fields: ClassVar[tuple[str, ...]] = ("y", "dm", "di", "h6")
+    observed_name: ClassVar[str] = "choice"
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
         return choice_data(trials)
 
     def n_observations(self, data: ChoiceData) -> int:
         return int(data.y.shape[0])
-
-    def nll_grad(self, theta: np.ndarray, data: ChoiceData) -> tuple[float, np.ndarray]:
-        return bonus_nll_grad(np.asarray(theta, dtype=np.float64), data.dm, data.di, data.h6, data.y)
-
-    def nll_many(self, thetas: np.ndarray, data: ChoiceData) -> np.ndarray:
-        return bonus_nll_many(np.ascontiguousarray(thetas), data.dm, data.di, data.h6, data.y)
-
-    def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
-        """Hierarchical (or independent) PyMC version: y ~ Bernoulli(σ((Δm + A_h·ΔI + b)/T_h))."""
-        import pymc as pm
-        import pytensor.tensor as pt
-
-        from cogtestbed.inference.hierarchical import pool_subject_arrays, subject_parameters
-
-        data = self.subject_data(trials)
-        idx, arrays = pool_subject_arrays(data, ("dm", "di", "h6", "y"))
-        with pm.Model(coords={"subject": list(data), "obs": np.arange(idx.shape[0])}) as model:
-            th = subject_parameters(self.parameters, hierarchical)
-            # All data as pm.Data: a cached nutpie compilation is re-pointed at new data.
-            subj = pm.Data("obs_subject", idx, dims="obs")
-            dm = pm.Data("dm", arrays["dm"], dims="obs")
-            di = pm.Data("di", arrays["di"], dims="obs")
-            h6 = pm.Data("h6", arrays["h6"].astype(np.int64), dims="obs")
-            y = pm.Data("choice", arrays["y"].astype(np.int64), dims="obs")
-            bonus = pt.switch(h6, th["bonus_h6"][subj], th["bonus_h1"][subj])
-            temp = pt.switch(h6, th["temperature_h6"][subj], th["temperature_h1"][subj])
-            pm.Bernoulli("y", logit_p=(dm + bonus * di + th["bias"][subj]) / temp, observed=y,
-                         dims="obs")
-        return model
 
 
 MODELS: dict[str, CognitiveModel] = {"info-bonus": InformationBonus()}

@@ -1,4 +1,5 @@
-"""Probabilistic reasoning: CogBench's scores and the generalised-Bayes model (seed 002 §2.1, §4.1).
+"""Probabilistic reasoning: CogBench's scores and the generalised-Bayes model (Coda-Forno et al.
+2024; Dasgupta et al. 2020).
 
 Generalised Bayes (Massey & Wu 2005; CogBench eq. in §2.1), in log-odds::
 
@@ -32,6 +33,7 @@ from numba import njit
 
 from cogtestbed.environments.probabilistic import EXPERIMENT, bayes_posterior
 from cogtestbed.inference.base import CognitiveModel, MLEResult
+from cogtestbed.numerics import logit, sigmoid, std_normal
 from cogtestbed.parameters import Parameter, ParameterSet
 
 #: CogBench clips reported probabilities to this range before the logit and the error.
@@ -51,25 +53,6 @@ PARAMETERS = ParameterSet((BETA_PRIOR, BETA_LIKELIHOOD, BIAS, NOISE_SD), "genera
 
 
 @njit(cache=True, inline="always")
-def logit(p: float) -> float:
-    return math.log(p) - math.log1p(-p)
-
-
-@njit(cache=True, inline="always")
-def sigmoid(x: float) -> float:
-    if x >= 0.0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1.0 + e)
-
-
-@njit(cache=True, inline="always")
-def std_normal(u1: float, u2: float) -> float:
-    """Box–Muller: a standard normal from two uniforms in [0, 1) (1 − u1 avoids log 0)."""
-    return math.sqrt(-2.0 * math.log(1.0 - u1)) * math.cos(2.0 * math.pi * u2)
-
-
-@njit(cache=True, inline="always")
 def report(beta_prior: float, beta_lik: float, bias: float, noise_sd: float, prior: float,
            likelihood: float, u1: float, u2: float) -> float:
     """The generalised-Bayes report: σ(β0 + β1·logit p + β2·logit l + σ·z)."""
@@ -80,26 +63,26 @@ def report(beta_prior: float, beta_lik: float, bias: float, noise_sd: float, pri
 
 
 @njit(cache=True)
-def gaussian_nll_grad(theta: np.ndarray, x1: np.ndarray, x2: np.ndarray, y: np.ndarray
-                      ) -> tuple[float, np.ndarray]:
-    """NLL of y ~ N(β0 + β1·x1 + β2·x2, σ²) and its gradient in (β1, β2, β0, σ)."""
-    b1, b2, b0, sd = theta[0], theta[1], theta[2], theta[3]
+def gaussian_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, y: np.ndarray, x1: np.ndarray,
+                              x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The generalised-Bayes likelihood: per-judgement log N(y; β0 + β1·x1 + β2·x2, σ²) and its
+    gradient in (β1, β2, β0, σ): with r = y − μ, ∂/∂β = r·x/σ² (x = x1, x2, 1) and
+    ∂/∂σ = −1/σ + r²/σ³."""
     n = y.shape[0]
-    rss = 0.0
-    g = np.zeros(4)
+    ll = np.empty(n)
+    grad = np.empty((n, 4))
+    half_log_2pi = 0.5 * math.log(2.0 * math.pi)
     for i in range(n):
+        s = obs_subject[i]
+        b1, b2, b0, sd = theta[s, 0], theta[s, 1], theta[s, 2], theta[s, 3]
         r = y[i] - (b0 + b1 * x1[i] + b2 * x2[i])
-        rss += r * r
-        g[0] -= r * x1[i]
-        g[1] -= r * x2[i]
-        g[2] -= r
-    var = sd * sd
-    nll = n * math.log(sd) + 0.5 * n * math.log(2.0 * math.pi) + 0.5 * rss / var
-    g[0] /= var
-    g[1] /= var
-    g[2] /= var
-    g[3] = n / sd - rss / (var * sd)
-    return nll, g
+        var = sd * sd
+        ll[i] = -math.log(sd) - half_log_2pi - 0.5 * r * r / var
+        grad[i, 0] = r * x1[i] / var
+        grad[i, 1] = r * x2[i] / var
+        grad[i, 2] = r / var
+        grad[i, 3] = -1.0 / sd + r * r / (var * sd)
+    return ll, grad
 
 
 # ----------------------------------------------------------------------------- data
@@ -141,15 +124,15 @@ class GeneralisedBayes(CognitiveModel):
     name: ClassVar[str] = "generalised-bayes"
     experiment: ClassVar[str] = EXPERIMENT
     parameters: ClassVar[ParameterSet] = PARAMETERS
+    pointwise_kernel: ClassVar[Any] = gaussian_pointwise_kernel
+    observation_fields: ClassVar[tuple[str, ...]] = ("y", "x1", "x2")
+    observed_name: ClassVar[str] = "report"
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
         return judgement_data(trials)
 
     def n_observations(self, data: JudgementData) -> int:
         return int(data.y.shape[0])
-
-    def nll_grad(self, theta: np.ndarray, data: JudgementData) -> tuple[float, np.ndarray]:
-        return gaussian_nll_grad(np.asarray(theta, dtype=np.float64), data.x1, data.x2, data.y)
 
     def fit_subject(self, data: JudgementData, n_starts: int | None = None) -> MLEResult:
         """Closed form: OLS in log-odds is the Gaussian MLE (``n_starts`` is not needed)."""
@@ -170,25 +153,6 @@ class GeneralisedBayes(CognitiveModel):
         return MLEResult(params=dict(zip(self.parameters.names, map(float, theta), strict=True)),
                          nll=float(nll), n_obs=self.n_observations(data), converged=converged,
                          n_params=len(self.parameters))
-
-    def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
-        """Hierarchical (or independent) PyMC version: y ~ Normal(β0 + β1·x1 + β2·x2, σ) per subject."""
-        import pymc as pm
-
-        from cogtestbed.inference.hierarchical import pool_subject_arrays, subject_parameters
-
-        data = self.subject_data(trials)
-        idx, arrays = pool_subject_arrays(data, ("x1", "x2", "y"))
-        with pm.Model(coords={"subject": list(data), "obs": np.arange(idx.shape[0])}) as model:
-            th = subject_parameters(self.parameters, hierarchical)
-            # All data as pm.Data: a cached nutpie compilation is re-pointed at new data.
-            subj = pm.Data("obs_subject", idx, dims="obs")
-            x1 = pm.Data("x1", arrays["x1"], dims="obs")
-            x2 = pm.Data("x2", arrays["x2"], dims="obs")
-            y = pm.Data("log_odds", arrays["y"], dims="obs")
-            mu = th["bias"][subj] + th["beta_prior"][subj] * x1 + th["beta_likelihood"][subj] * x2
-            pm.Normal("y", mu, th["noise_sd"][subj], observed=y, dims="obs")
-        return model
 
 
 MODELS: dict[str, CognitiveModel] = {"generalised-bayes": GeneralisedBayes()}

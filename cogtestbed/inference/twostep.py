@@ -39,6 +39,8 @@ import pandas as pd
 from numba import njit
 
 from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.numerics import log_sigmoid as _log_sigmoid
+from cogtestbed.numerics import sigmoid as _sigmoid
 from cogtestbed.parameters import Parameter, ParameterSet
 
 EXPERIMENT = "two-step"
@@ -59,21 +61,6 @@ PERSEVERATION = Parameter("persev", -5.0, 5.0, 0.0, "first-stage stickiness (+: 
 
 
 # ----------------------------------------------------------------------------- kernels
-@njit(cache=True, inline="always")
-def _sigmoid(x: float) -> float:
-    if x >= 0.0:
-        return 1.0 / (1.0 + np.exp(-x))
-    e = np.exp(x)
-    return e / (1.0 + e)
-
-
-@njit(cache=True, inline="always")
-def _log_sigmoid(x: float) -> float:
-    if x >= 0.0:
-        return -np.log1p(np.exp(-x))
-    return x - np.log1p(np.exp(x))
-
-
 @njit(cache=True, inline="always")
 def _stage1_logit(qmf: np.ndarray, q2: np.ndarray, w: float, beta: float, persev: float,
                   prev: int, common: float) -> float:
@@ -134,51 +121,112 @@ def simulate_hybrid_kernel(
     return actions, rewards
 
 
+# ----------------------------------------------------------------------------- likelihood kernel
 @njit(cache=True)
-def hybrid_nll_kernel(
-    w: float, alpha: float, beta: float, lam: float, persev: float,
-    new_session: np.ndarray, a1: np.ndarray, planet: np.ndarray, a2: np.ndarray,
-    reward: np.ndarray, common: float,
-) -> float:
-    """NLL of both stages' choices.  Trials with ``a1 < 0`` are skipped (and break stickiness);
-    a trial with a valid first stage but no second-stage answer contributes only its first stage."""
-    nll = 0.0
+def hybrid_pointwise_kernel(
+    theta: np.ndarray, obs_subject: np.ndarray, a1: np.ndarray, new_session: np.ndarray,
+    planet: np.ndarray, a2: np.ndarray, reward: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The two-step models' likelihood: per-trial log P(both stages) and its gradient.
+
+    ``theta`` (n_subjects, 5) holds (w, α, β, λ, p) per subject (model-based and model-free fix
+    some columns); rows are trials sorted by subject, values reset at a new subject or session.
+    Each stage's probability is clipped below at 1e-10.  A trial with ``a1 < 0`` contributes 0
+    and breaks stickiness; a valid first stage without a second-stage answer contributes only
+    its first stage (and does not learn).  Derivatives are carried forward alongside the values
+    (∂Q/∂α, ∂Q/∂λ; the max in Q_MB is differentiated through its argmax).
+    """
+    n = a1.shape[0]
+    ll = np.zeros(n)
+    grad = np.zeros((n, 5))
     qmf = np.full(2, Q0)
     q2 = np.full((2, 2), Q0)
+    dqmf = np.zeros((2, 5))
+    dq2 = np.zeros((2, 2, 5))
+    dx = np.zeros(5)
+    dd = np.zeros(5)
+    log_clip = np.log(CLIP)
+    c_mb = 2.0 * COMMON_PROB - 1.0  # Q_MB[0] − Q_MB[1] = (2P − 1)(max Q2[0] − max Q2[1])
+    current = -1
     prev = -1
-    for t in range(a1.shape[0]):
-        if new_session[t]:
+    for t in range(n):
+        s_i = obs_subject[t]
+        if s_i != current or new_session[t]:
+            current = s_i
             qmf[:] = Q0
             q2[:, :] = Q0
+            dqmf[:, :] = 0.0
+            dq2[:, :, :] = 0.0
             prev = -1
+        w, alpha, beta, lam, persev = (theta[s_i, 0], theta[s_i, 1], theta[s_i, 2],
+                                       theta[s_i, 3], theta[s_i, 4])
         a = a1[t]
         if a < 0:
             prev = -1
             continue
-        x = _stage1_logit(qmf, q2, w, beta, persev, prev, common)
-        lp = _log_sigmoid(x) if a == 0 else _log_sigmoid(-x)
-        nll -= max(lp, np.log(CLIP))
+        # stage 1: x = β·(w·c·(m0 − m1) + (1 − w)·(Qmf0 − Qmf1)) ± p
+        j0 = 0 if q2[0, 0] >= q2[0, 1] else 1
+        j1 = 0 if q2[1, 0] >= q2[1, 1] else 1
+        d_mb = c_mb * (q2[0, j0] - q2[1, j1])
+        d_mf = qmf[0] - qmf[1]
+        v = w * d_mb + (1.0 - w) * d_mf
+        x = beta * v
+        for k in range(5):
+            dd[k] = (w * c_mb * (dq2[0, j0, k] - dq2[1, j1, k])
+                     + (1.0 - w) * (dqmf[0, k] - dqmf[1, k]))
+            dx[k] = beta * dd[k]
+        dx[0] = beta * (d_mb - d_mf)
+        dx[2] = v
+        dx[4] = 0.0
+        if prev == 0:
+            x += persev
+            dx[4] = 1.0
+        elif prev == 1:
+            x -= persev
+            dx[4] = -1.0
+        z = x if a == 0 else -x
+        lp = _log_sigmoid(z)
+        if lp > log_clip:
+            ll[t] += lp
+            slope = _sigmoid(-z) if a == 0 else -_sigmoid(-z)  # d log σ(±x) / dx
+            for k in range(5):
+                grad[t, k] += slope * dx[k]
+        else:
+            ll[t] += log_clip
         prev = a
         c = a2[t]
         if c < 0:
             continue
         s = planet[t]
-        y = beta * (q2[s, 0] - q2[s, 1])
-        lp2 = _log_sigmoid(y) if c == 0 else _log_sigmoid(-y)
-        nll -= max(lp2, np.log(CLIP))
-        _learn(qmf, q2, a, s, c, reward[t], alpha, lam)
-    return nll
-
-
-@njit(cache=True)
-def hybrid_nll_many(thetas: np.ndarray, new_session: np.ndarray, a1: np.ndarray,
-                    planet: np.ndarray, a2: np.ndarray, reward: np.ndarray,
-                    common: float) -> np.ndarray:
-    out = np.empty(thetas.shape[0])
-    for k in range(thetas.shape[0]):
-        out[k] = hybrid_nll_kernel(thetas[k, 0], thetas[k, 1], thetas[k, 2], thetas[k, 3],
-                                   thetas[k, 4], new_session, a1, planet, a2, reward, common)
-    return out
+        # stage 2: y = β·(Q2[s,0] − Q2[s,1])
+        diff2 = q2[s, 0] - q2[s, 1]
+        y = beta * diff2
+        z2 = y if c == 0 else -y
+        lp2 = _log_sigmoid(z2)
+        if lp2 > log_clip:
+            ll[t] += lp2
+            slope2 = _sigmoid(-z2) if c == 0 else -_sigmoid(-z2)
+            for k in range(5):
+                grad[t, k] += slope2 * beta * (dq2[s, 0, k] - dq2[s, 1, k])
+            grad[t, 2] += slope2 * diff2
+        else:
+            ll[t] += log_clip
+        # learning (as _learn), derivatives first (they read the old values)
+        r = reward[t]
+        d1 = q2[s, c] - qmf[a]
+        d2 = r - q2[s, c]
+        for k in range(5):
+            dqmf_k = dqmf[a, k] + alpha * (dq2[s, c, k] - dqmf[a, k])  # after δ1 step
+            dqmf_k += alpha * lam * (-dq2[s, c, k])
+            dqmf[a, k] = dqmf_k
+            dq2[s, c, k] = (1.0 - alpha) * dq2[s, c, k]
+        dqmf[a, 1] += d1 + lam * d2
+        dqmf[a, 3] += alpha * d2
+        dq2[s, c, 1] += d2
+        qmf[a] += alpha * d1
+        q2[s, c] += alpha * d2
+        qmf[a] += alpha * lam * d2
+    return ll, grad
 
 
 # ----------------------------------------------------------------------------- data
@@ -197,10 +245,10 @@ def _int_col(df: pd.DataFrame, name: str) -> np.ndarray:
     return pd.to_numeric(df[name], errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
 
 
-def twostep_data(trials: pd.DataFrame, pool: bool = False) -> dict[Hashable, TwoStepData]:
-    """Per-subject arrays; ``pool=True`` treats every subject (run) as a session of one subject."""
+def twostep_data(trials: pd.DataFrame) -> dict[Hashable, TwoStepData]:
+    """Per-subject arrays over all of a subject's sessions (values reset at each new session)."""
     ordered = trials.sort_values(["subject", "session", "trial"], kind="stable")
-    groups = [(0, ordered)] if pool else list(ordered.groupby("subject", sort=False))
+    groups = list(ordered.groupby("subject", sort=False))
     out: dict[Hashable, TwoStepData] = {}
     for key, df in groups:
         sess = df["subject"].astype(str) + "/" + df["session"].astype(str)
@@ -211,71 +259,37 @@ def twostep_data(trials: pd.DataFrame, pool: bool = False) -> dict[Hashable, Two
         bad = (a1 < 0) | (planet < 0)
         a1 = np.where(bad, -1, a1)
         a2 = np.where(bad | ~df["valid"].to_numpy(dtype=bool), -1, a2)
-        out[key] = TwoStepData(new_session=new, a1=a1, planet=np.maximum(planet, 0), a2=a2,
+        out[key] = TwoStepData(new_session=new.astype(np.int64), a1=a1, planet=np.maximum(planet, 0), a2=a2,
                                reward=df["reward"].fillna(0.0).to_numpy(dtype=np.float64))
     return out
 
 
 # ----------------------------------------------------------------------------- models
-def numeric_grad(f: Any, theta: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                 h: float = 1e-6) -> np.ndarray:
-    """Central finite-difference gradient that stays inside the bounds (one-sided at a bound)."""
-    g = np.empty_like(theta)
-    for j in range(theta.size):
-        step = h * max(1.0, abs(theta[j]))
-        up, dn = theta.copy(), theta.copy()
-        up[j] = min(theta[j] + step, upper[j])
-        dn[j] = max(theta[j] - step, lower[j])
-        g[j] = (f(up) - f(dn)) / (up[j] - dn[j]) if up[j] > dn[j] else 0.0
-    return g
+#: The columns of :func:`hybrid_pointwise_kernel`.
+KERNEL_PARAMETERS = ("w", "alpha", "beta", "lam", "persev")
+
+
+def kernel_columns_fixing(fixed: dict[str, float]) -> tuple[str | float, ...]:
+    """Kernel columns of a two-step model that fixes ``fixed`` (the others are free)."""
+    return tuple(fixed.get(k, k) for k in KERNEL_PARAMETERS)
 
 
 class _TwoStepModel(CognitiveModel):
-    """Shared data handling; subclasses fix some of (w, α, β, λ, p)."""
+    """Shared data handling; subclasses fix some of the kernel's (w, α, β, λ, p)."""
 
     experiment: ClassVar[str] = EXPERIMENT
     grid_points: ClassVar[int] = 4
-    #: Values of the five kernel parameters that this model fixes.
+    pointwise_kernel: ClassVar[Any] = hybrid_pointwise_kernel
+    observation_fields: ClassVar[tuple[str, ...]] = ("a1", "new_session", "planet", "a2", "reward")
+    observed_name: ClassVar[str] = "choice"
+    #: Values of the kernel parameters that this model fixes (shared with its agent).
     fixed: ClassVar[dict[str, float]] = {}
-    pool: bool = False
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
-        return twostep_data(trials, pool=self.pool)
+        return twostep_data(trials)
 
     def n_observations(self, data: TwoStepData) -> int:
         return int(np.sum(data.a1 >= 0) + np.sum(data.a2 >= 0))
-
-    def full(self, theta: np.ndarray) -> np.ndarray:
-        """Free parameters → the kernel's (w, α, β, λ, p)."""
-        values = dict(zip(self.parameters.names, theta, strict=True))
-        return np.array([values.get(k, self.fixed.get(k, 0.0))
-                         for k in ("w", "alpha", "beta", "lam", "persev")], dtype=np.float64)
-
-    def nll(self, theta: np.ndarray, data: TwoStepData) -> float:
-        f = self.full(np.asarray(theta, dtype=np.float64))
-        return float(hybrid_nll_kernel(f[0], f[1], f[2], f[3], f[4], data.new_session, data.a1,
-                                       data.planet, data.a2, data.reward, COMMON_PROB))
-
-    def nll_grad(self, theta: np.ndarray, data: TwoStepData) -> tuple[float, np.ndarray]:
-        lo = np.array([p.lower for p in self.parameters])
-        hi = np.array([p.upper for p in self.parameters])
-        theta = np.asarray(theta, dtype=np.float64)
-        return self.nll(theta, data), numeric_grad(lambda t: self.nll(t, data), theta, lo, hi)
-
-    def nll_many(self, thetas: np.ndarray, data: TwoStepData) -> np.ndarray:
-        full = np.array([self.full(t) for t in thetas])
-        return hybrid_nll_many(full, data.new_session, data.a1, data.planet, data.a2, data.reward,
-                               COMMON_PROB)
-
-    def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
-        """Hierarchical (or independent-subject) PyMC model, see :func:`twostep_pymc_model`."""
-        return twostep_pymc_model(self, trials, hierarchical)
-
-    def pooled(self) -> _TwoStepModel:
-        """The same model fitting all runs of a table as sessions of one subject."""
-        clone = type(self)()
-        clone.pool = True
-        return clone
 
 
 class HybridModel(_TwoStepModel):
@@ -291,6 +305,7 @@ class ModelBasedModel(_TwoStepModel):
     name: ClassVar[str] = "model-based"
     parameters: ClassVar[ParameterSet] = ParameterSet((ALPHA, BETA, PERSEVERATION), "model-based")
     fixed: ClassVar[dict[str, float]] = {"w": 1.0, "lam": 0.0}
+    kernel_columns: ClassVar[tuple[str | float, ...] | None] = kernel_columns_fixing(fixed)
     grid_points: ClassVar[int] = 6
 
 
@@ -300,6 +315,7 @@ class ModelFreeModel(_TwoStepModel):
     name: ClassVar[str] = "model-free"
     parameters: ClassVar[ParameterSet] = ParameterSet((ALPHA, BETA, LAMBDA, PERSEVERATION), "model-free")
     fixed: ClassVar[dict[str, float]] = {"w": 0.0}
+    kernel_columns: ClassVar[tuple[str | float, ...] | None] = kernel_columns_fixing(fixed)
     grid_points: ClassVar[int] = 5
 
 
@@ -402,161 +418,3 @@ def cogbench_metrics(trials: pd.DataFrame) -> dict[str, Any]:
         "flags": reg["flags"],
     }
     return {"metrics": metrics, "per_run": per_run}
-
-
-# ----------------------------------------------------------------------------- PyMC model
-@njit(cache=True)
-def hybrid_pointwise_kernel(
-    theta: np.ndarray, obs_subject: np.ndarray, a1: np.ndarray, new_session: np.ndarray,
-    planet: np.ndarray, a2: np.ndarray, reward: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-trial log-likelihood (both stages) of the hybrid model and its gradient.
-
-    ``theta`` (n_subjects, 5) holds (w, α, β, λ, p) per subject; rows are trials sorted by
-    subject, values reset at a new subject or session.  The recursion, clipping (1e-10) and
-    skipping of invalid answers are those of :func:`hybrid_nll_kernel`; derivatives are carried
-    forward alongside the values (∂Q/∂α, ∂Q/∂λ; the max in Q_MB is differentiated through its
-    argmax).  Kernel of :func:`~cogtestbed.inference.hierarchical.pointwise_loglik_op`.
-    """
-    n = a1.shape[0]
-    ll = np.zeros(n)
-    grad = np.zeros((n, 5))
-    qmf = np.full(2, Q0)
-    q2 = np.full((2, 2), Q0)
-    dqmf = np.zeros((2, 5))
-    dq2 = np.zeros((2, 2, 5))
-    dx = np.zeros(5)
-    dd = np.zeros(5)
-    log_clip = np.log(CLIP)
-    c_mb = 2.0 * COMMON_PROB - 1.0  # Q_MB[0] − Q_MB[1] = (2P − 1)(max Q2[0] − max Q2[1])
-    current = -1
-    prev = -1
-    for t in range(n):
-        s_i = obs_subject[t]
-        if s_i != current or new_session[t]:
-            current = s_i
-            qmf[:] = Q0
-            q2[:, :] = Q0
-            dqmf[:, :] = 0.0
-            dq2[:, :, :] = 0.0
-            prev = -1
-        w, alpha, beta, lam, persev = (theta[s_i, 0], theta[s_i, 1], theta[s_i, 2],
-                                       theta[s_i, 3], theta[s_i, 4])
-        a = a1[t]
-        if a < 0:
-            prev = -1
-            continue
-        # stage 1: x = β·(w·c·(m0 − m1) + (1 − w)·(Qmf0 − Qmf1)) ± p
-        j0 = 0 if q2[0, 0] >= q2[0, 1] else 1
-        j1 = 0 if q2[1, 0] >= q2[1, 1] else 1
-        d_mb = c_mb * (q2[0, j0] - q2[1, j1])
-        d_mf = qmf[0] - qmf[1]
-        v = w * d_mb + (1.0 - w) * d_mf
-        x = beta * v
-        for k in range(5):
-            dd[k] = (w * c_mb * (dq2[0, j0, k] - dq2[1, j1, k])
-                     + (1.0 - w) * (dqmf[0, k] - dqmf[1, k]))
-            dx[k] = beta * dd[k]
-        dx[0] = beta * (d_mb - d_mf)
-        dx[2] = v
-        dx[4] = 0.0
-        if prev == 0:
-            x += persev
-            dx[4] = 1.0
-        elif prev == 1:
-            x -= persev
-            dx[4] = -1.0
-        z = x if a == 0 else -x
-        lp = _log_sigmoid(z)
-        if lp > log_clip:
-            ll[t] += lp
-            slope = _sigmoid(-z) if a == 0 else -_sigmoid(-z)  # d log σ(±x) / dx
-            for k in range(5):
-                grad[t, k] += slope * dx[k]
-        else:
-            ll[t] += log_clip
-        prev = a
-        c = a2[t]
-        if c < 0:
-            continue
-        s = planet[t]
-        # stage 2: y = β·(Q2[s,0] − Q2[s,1])
-        diff2 = q2[s, 0] - q2[s, 1]
-        y = beta * diff2
-        z2 = y if c == 0 else -y
-        lp2 = _log_sigmoid(z2)
-        if lp2 > log_clip:
-            ll[t] += lp2
-            slope2 = _sigmoid(-z2) if c == 0 else -_sigmoid(-z2)
-            for k in range(5):
-                grad[t, k] += slope2 * beta * (dq2[s, 0, k] - dq2[s, 1, k])
-            grad[t, 2] += slope2 * diff2
-        else:
-            ll[t] += log_clip
-        # learning (as _learn), derivatives first (they read the old values)
-        r = reward[t]
-        d1 = q2[s, c] - qmf[a]
-        d2 = r - q2[s, c]
-        for k in range(5):
-            dqmf_k = dqmf[a, k] + alpha * (dq2[s, c, k] - dqmf[a, k])  # after δ1 step
-            dqmf_k += alpha * lam * (-dq2[s, c, k])
-            dqmf[a, k] = dqmf_k
-            dq2[s, c, k] = (1.0 - alpha) * dq2[s, c, k]
-        dqmf[a, 1] += d1 + lam * d2
-        dqmf[a, 3] += alpha * d2
-        dq2[s, c, 1] += d2
-        qmf[a] += alpha * d1
-        q2[s, c] += alpha * d2
-        qmf[a] += alpha * lam * d2
-    return ll, grad
-
-
-def stacked_twostep_data(trials: pd.DataFrame, pool: bool = False
-                         ) -> tuple[list[Hashable], dict[str, np.ndarray]]:
-    """All subjects' trials stacked (subject order of :func:`twostep_data`), ``obs_subject`` first."""
-    data = twostep_data(trials, pool=pool)
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("obs_subject", "a1", "new_session",
-                                                         "planet", "a2", "reward")}
-    for i, d in enumerate(data.values()):
-        parts["obs_subject"].append(np.full(d.a1.shape[0], i, dtype=np.int64))
-        parts["a1"].append(d.a1)
-        parts["new_session"].append(d.new_session.astype(np.int64))
-        parts["planet"].append(d.planet)
-        parts["a2"].append(d.a2)
-        parts["reward"].append(d.reward)
-    return list(data), {k: np.concatenate(v) for k, v in parts.items()}
-
-
-KERNEL_PARAMETERS = ("w", "alpha", "beta", "lam", "persev")
-
-
-def twostep_pymc_model(model: _TwoStepModel, trials: pd.DataFrame, hierarchical: bool) -> Any:
-    """PyMC version of a two-step model (hybrid, model-based or model-free).
-
-    Non-centred subject parameters from :func:`~cogtestbed.inference.hierarchical.subject_parameters`;
-    parameters the model fixes (w = 1 and λ = 0 for model-based, w = 0 for model-free) enter
-    the kernel as constants.  One observation per trial (its log-likelihood sums both stages),
-    from the numba kernel :func:`hybrid_pointwise_kernel` with exact forward-mode gradients.
-    """
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    from cogtestbed.inference.hierarchical import (
-        observe_pointwise,
-        pointwise_loglik_op,
-        subject_parameters,
-    )
-
-    op = pointwise_loglik_op(hybrid_pointwise_kernel, "two-step-hybrid")
-    subjects, data = stacked_twostep_data(trials, pool=model.pool)
-    coords = {"subject": subjects, "obs": np.arange(data["a1"].shape[0])}
-    with pm.Model(coords=coords) as m:
-        theta = subject_parameters(model.parameters, hierarchical)
-        first = theta[model.parameters.names[0]]
-        cols = [theta[k] if k in model.parameters.names
-                else pt.zeros_like(first) + model.fixed.get(k, 0.0) for k in KERNEL_PARAMETERS]
-        mat = pt.stack(cols, axis=1)
-        d = {k: pm.Data(k, v, dims="obs") for k, v in data.items()}
-        observe_pointwise("choice", op, mat, d["obs_subject"], d["a1"],
-                          d["new_session"], d["planet"], d["a2"], d["reward"])
-    return m

@@ -3,27 +3,51 @@
 On every step it sends the observation's ``prompt`` (the exact text, answer prefix included) to
 the client, records the raw answer with :meth:`TextEnv.record_response`, parses it with the
 environment's own :meth:`TextEnv.parse`, and returns the action — or :data:`NO_ACTION` with the
-parse error recorded.  It never substitutes a random choice (CogBench does; seed 002 §1).
+parse error recorded.  It never substitutes a random choice (CogBench's released code does; Coda-Forno et al. 2024).
 
 Re-asking (``reask=n``): after an unparseable answer the model is asked again up to ``n`` times.
 Chat models see their previous answer and a short correction request; completion models get the
 same prompt again as a new sample (distinct ``seed``), which only differs at ``temperature > 0``.
 Every attempt is kept in :attr:`LLMAgent.attempts`; the trial records the last one.
+
+Scored steps (the observation's ``response`` is a :class:`ScoredResponse`): the agent asks the
+client for the exact teacher-forced log-probability of each declared continuation
+(``LLMClient.ascore``) and answers with an exact :class:`ScoredAnswer`.  Where the backend raises
+:class:`ScoringNotSupported` it draws ``n_samples`` completions at temperature 1 (seeded, so a
+rerun is served from the cache), maps each to a continuation with the phase's own parser, and
+answers with the empirical distribution (``method="sampled"``, N recorded; completions that
+match no continuation are the ``mass_outside``).  Each call is an :class:`Attempt` row; rows of a
+scored step carry the step's distribution, method and N.  Token log-probabilities a backend
+returns (``top_logprobs``) are kept on the row as JSON.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-from cogtestbed.environments.base import NO_ACTION, TextEnv
-from cogtestbed.llm_adapters.base import GenerateRequest, LLMClient, Prompt, run_sync
+from cogtestbed.environments.base import NO_ACTION, ScoredAnswer, ScoredResponse, TextEnv
+from cogtestbed.llm_adapters.base import (
+    GenerateRequest,
+    Generation,
+    LLMClient,
+    Prompt,
+    ScoringNotSupported,
+    run_sync,
+)
 
 REASK_TEMPLATE = ("Your answer could not be read ({reason}). Please answer again, exactly in the "
                   "form the question asks for.")
+#: Temperature of the completions that estimate a scored distribution where a backend cannot
+#: score: 1, so that the sample shares estimate the model's own next-token distribution.
+SAMPLING_TEMPERATURE = 1.0
+#: Offset of the attempt index in the sampling seeds of a scored step (keeps them apart from the
+#: seeds of text re-asks of the same step).
+SAMPLE_SEED_KEY = 1_000_003
 
 
 @dataclass
@@ -41,9 +65,28 @@ class Attempt:
     prompt_tokens: int | None
     completion_tokens: int | None
     finish_reason: str | None
+    #: ``"text"`` (a generation), ``"score"`` (an exact score) or ``"sample"`` (one draw of a
+    #: sampled estimate).
+    kind: str = "text"
+    #: Generated tokens with their top alternatives, as JSON (where the backend returned them).
+    top_logprobs: str | None = None
+    #: Scored steps: the continuations, the answer's log-probabilities, ``"exact"`` or
+    #: ``"sampled"``, the N of a sampled estimate, and the mass outside the continuations.
+    continuations: list[str] | None = None
+    score_logprobs: list[float] | None = None
+    score_method: str | None = None
+    score_n: int | None = None
+    mass_outside: float | None = None
 
     def as_row(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def top_logprobs_json(gen: Generation) -> str | None:
+    """The generation's token log-probabilities (with their top alternatives) as JSON."""
+    if gen.logprobs is None:
+        return None
+    return json.dumps([asdict(t) for t in gen.logprobs], ensure_ascii=False)
 
 
 class LLMAgent:
@@ -65,8 +108,8 @@ class LLMAgent:
         self.attempts: list[Attempt] = []
 
     # -- requests --------------------------------------------------------------------------
-    def _seed(self, step: int, attempt: int) -> int | None:
-        if self.temperature == 0:
+    def _seed(self, step: int, attempt: int, temperature: float | None = None) -> int | None:
+        if (self.temperature if temperature is None else temperature) == 0:
             return None  # greedy decoding: identical prompts rightly share one answer
         seq = np.random.SeedSequence([self.sample_seed, step, attempt])
         return int(seq.generate_state(1, np.uint32)[0] >> 1)
@@ -75,7 +118,7 @@ class LLMAgent:
                 retry_of: tuple[str, str] | None = None) -> GenerateRequest:
         """The request for ``prompt`` (``retry_of``: previous raw answer and parse error)."""
         if self.client.chat:
-            messages: list[dict[str, str]] = (
+            messages: list[dict[str, Any]] = (
                 [{"role": "user", "content": prompt}] if isinstance(prompt, str)
                 else [dict(m) for m in prompt]
             )
@@ -94,19 +137,26 @@ class LLMAgent:
 
     # -- the agent interface -----------------------------------------------------------------
     async def aact(self, obs: Mapping[str, Any]) -> Any:
-        """Ask, parse, maybe re-ask; record the answer on the env; return the action."""
+        """Ask, parse, maybe re-ask; record the answer on the env; return the action.
+
+        A scored step is answered with a :class:`ScoredAnswer` instead (see module docstring).
+        """
+        response = obs.get("response")
+        if isinstance(response, ScoredResponse):
+            return await self._ascored(obs["prompt"], response)
         prompt = obs["prompt"]
         step = self.env.t
         retry_of: tuple[str, str] | None = None
         errors: list[str] = []
         for attempt in range(self.reask + 1):
             req = self.request(prompt, step, attempt, retry_of)
+            self.client.check_images(req.n_images)
             gen = await self.client.agenerate(req)
             parsed = self.env.parse(gen.text)
             self.attempts.append(Attempt(
                 self.subject, step, attempt, _as_text(req.prompt), gen.text, parsed.ok,
                 parsed.error, gen.cached, gen.prompt_tokens, gen.completion_tokens,
-                gen.finish_reason,
+                gen.finish_reason, top_logprobs=top_logprobs_json(gen),
             ))
             if parsed.ok:
                 self.env.record_response(gen.text, None)
@@ -117,6 +167,65 @@ class LLMAgent:
         self.env.record_response(retry_of[0] if retry_of else None, reason)
         return NO_ACTION
 
+    async def _ascored(self, prompt: Prompt, response: ScoredResponse) -> Any:
+        """Exact scores of the continuations, or a sampled estimate where the backend cannot score."""
+        step = self.env.t
+        # a raw scored step continues the text itself (a next-token probe), even on a chat model
+        context: Prompt = prompt if (isinstance(prompt, str) and (response.raw or not self.client.chat)) else (
+            [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt)
+        try:
+            result = await self.client.ascore(context, list(response.continuations), response.raw)
+        except ScoringNotSupported:
+            return await self._asampled(prompt, response, step)
+        answer = ScoredAnswer(np.asarray(result.logprobs, dtype=np.float64), method="exact",
+                              mass_outside=result.mass_outside)
+        self.attempts.append(Attempt(
+            self.subject, step, 0, _as_text(context), "", True, None, result.cached, None, None, None,
+            kind="score", continuations=list(response.continuations),
+            score_logprobs=[float(x) for x in answer.logprobs], score_method="exact",
+            mass_outside=result.mass_outside,
+        ))
+        self.env.record_response(None, None)
+        return answer
+
+    async def _asampled(self, prompt: Prompt, response: ScoredResponse, step: int) -> Any:
+        """``n_samples`` completions at temperature 1, each mapped to a continuation by the phase's
+        parser; the empirical distribution (and the unmatched share) is the answer."""
+        k = len(response.continuations)
+        counts = np.zeros(k, dtype=np.int64)
+        rows: list[Attempt] = []
+        for draw in range(response.n_samples):
+            req = self.request(prompt, step, 0)
+            req = GenerateRequest(req.prompt, self.max_tokens, SAMPLING_TEMPERATURE, self.stop,
+                                  self._seed(step, SAMPLE_SEED_KEY + draw, SAMPLING_TEMPERATURE),
+                                  self.top_logprobs)
+            gen = await self.client.agenerate(req)
+            parsed = self.env.parse(gen.text)
+            index = _continuation_index(parsed.action, k) if parsed.ok else None
+            if index is not None:
+                counts[index] += 1
+            rows.append(Attempt(
+                self.subject, step, draw, _as_text(req.prompt), gen.text, index is not None,
+                parsed.error if index is None else None, gen.cached, gen.prompt_tokens,
+                gen.completion_tokens, gen.finish_reason, kind="sample",
+                top_logprobs=top_logprobs_json(gen), continuations=list(response.continuations),
+            ))
+        try:
+            answer = ScoredAnswer.from_counts(counts, n_drawn=response.n_samples)
+        except ValueError:
+            reason = f"none of {response.n_samples} sampled answers matched a continuation"
+            for row in rows:
+                row.score_method, row.score_n = "sampled", response.n_samples
+            self.attempts.extend(rows)
+            self.env.record_response(rows[-1].raw_response if rows else None, reason)
+            return NO_ACTION
+        for row in rows:
+            row.score_logprobs = [float(x) for x in answer.logprobs]
+            row.score_method, row.score_n, row.mass_outside = "sampled", answer.n_samples, answer.mass_outside
+        self.attempts.extend(rows)
+        self.env.record_response(None, None)
+        return answer
+
     def act(self, obs: Mapping[str, Any]) -> Any:
         """Synchronous :meth:`aact` (for :func:`cogtestbed.simulation.run_stepwise`)."""
         return run_sync(self.aact(obs))
@@ -125,7 +234,17 @@ class LLMAgent:
         """In-context learning only: the history is in the next prompt."""
 
 
+def _continuation_index(action: Any, k: int) -> int | None:
+    """The continuation a parsed sample names (an index below ``k``), or None."""
+    try:
+        index = int(action)
+    except (TypeError, ValueError):
+        return None
+    return index if 0 <= index < k else None
+
+
 def _as_text(prompt: Prompt) -> str:
     if isinstance(prompt, str):
         return prompt
-    return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in prompt)
+    return "\n\n".join(f"[{m['role']}]\n" + "[image]\n" * len(m.get("images") or ()) + str(m["content"])
+                       for m in prompt)

@@ -12,6 +12,7 @@ independent samples apart in the cache.  The API returns no log-probabilities: `
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -22,8 +23,28 @@ from cogtestbed.llm_adapters.base import (
     Generation,
     LLMClient,
     apply_stop,
+    image_media_type,
+    message_images,
 )
 from cogtestbed.llm_adapters.retry import RetryPolicy, call_with_retries
+
+
+def anthropic_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages for the Anthropic SDK: a message with images becomes content blocks, each image
+    a base64 ``image`` block, followed by the text block."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        images = message_images(m)
+        if not images:
+            out.append({"role": m["role"], "content": m["content"]})
+            continue
+        blocks: list[dict[str, Any]] = [
+            {"type": "image", "source": {"type": "base64", "media_type": image_media_type(b),
+                                         "data": base64.b64encode(b).decode("ascii")}} for b in images]
+        if m["content"]:
+            blocks.append({"type": "text", "text": m["content"]})
+        out.append({"role": m["role"], "content": blocks})
+    return out
 
 
 class AnthropicClient(LLMClient):
@@ -31,6 +52,7 @@ class AnthropicClient(LLMClient):
 
     backend = "anthropic"
     chat = True
+    vision = True
 
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "ANTHROPIC_API_KEY", timeout: float = 60.0,
@@ -69,7 +91,7 @@ class AnthropicClient(LLMClient):
         kwargs: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_tokens,
-            "messages": [m for m in messages if m["role"] != "system"],
+            "messages": anthropic_messages([m for m in messages if m["role"] != "system"]),
             "extra_body": {"temperature": request.temperature},
         }
         if system:

@@ -5,8 +5,9 @@
   them);
 * :meth:`LLMClient.score` — a context and candidate continuations → :class:`ScoreResult`, the
   exact teacher-forced log-probability of each continuation,
-  ``log P(o | ctx) = Σ_j log P(t_j | ctx, t_<j)`` (seed 004 §5, point 2), summed over the
-  continuation's tokens.  Backends that cannot score raise :class:`ScoringNotSupported`.
+  ``log P(o | ctx) = Σ_j log P(t_j | ctx, t_<j)``, summed over the continuation's tokens (the
+  revealed-belief probe of *Do Large Language Models Exhibit Cognitive Dissonance?*, 2024).
+  Backends that cannot score raise :class:`ScoringNotSupported`.
 
 Both operations are coroutines (``agenerate``/``ascore``) so that many subjects can run
 concurrently; the synchronous ``generate``/``score`` wrappers run them on a private event loop,
@@ -20,6 +21,8 @@ of a request, a client's repr, or anything a client writes.
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import threading
 from abc import ABC, abstractmethod
@@ -27,8 +30,11 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
-#: A chat message: ``{"role": "user" | "assistant" | "system", "content": str}``.
-Message = Mapping[str, str]
+#: A chat message: ``{"role": "user" | "assistant" | "system", "content": str}``, optionally with
+#: ``"images"``: a tuple of PNG/JPEG bytes shown before the text (vision-language models).
+Message = Mapping[str, Any]
+#: Key of a chat message holding the images it shows.
+IMAGES_KEY = "images"
 Prompt = str | Sequence[Message]
 
 T = TypeVar("T")
@@ -47,10 +53,48 @@ class BackendUnavailable(LLMError):
 
 
 def freeze_prompt(prompt: Prompt) -> str | tuple[tuple[tuple[str, str], ...], ...]:
-    """A hashable, canonical form of a prompt (messages become tuples of sorted items)."""
+    """A hashable, canonical form of a prompt (messages become tuples of sorted items; images
+    their SHA-256 digests)."""
     if isinstance(prompt, str):
         return prompt
-    return tuple(tuple(sorted((str(k), str(v)) for k, v in m.items())) for m in prompt)
+    return tuple(tuple(sorted((str(k), str([image_digest(b) for b in v]) if k == IMAGES_KEY else str(v))
+                              for k, v in m.items())) for m in prompt)
+
+
+def message_images(message: Mapping[str, Any]) -> tuple[bytes, ...]:
+    """The images of a chat message (empty when it has none)."""
+    return tuple(message.get(IMAGES_KEY) or ())
+
+
+def image_digest(data: bytes) -> str:
+    """``sha256:<hex>`` of an image's bytes: what the cache key and stored requests hold."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def image_media_type(data: bytes) -> str:
+    """MIME type of PNG / JPEG / GIF / WebP bytes (by signature; ValueError otherwise)."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "image/png"
+    if data[:3] == b"\xff\xd8\xff":
+        return "image/jpeg"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    raise ValueError("an image must be PNG, JPEG, GIF or WebP bytes")
+
+
+def image_data_url(data: bytes) -> str:
+    """The image as a ``data:`` URL (OpenAI's ``image_url`` content part)."""
+    return f"data:{image_media_type(data)};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def decode_data_url(url: str) -> bytes:
+    """Bytes of a base64 ``data:`` URL (the local server accepts no remote image URLs)."""
+    head, sep, payload = url.partition(",")
+    if not (url.startswith("data:") and sep and head.endswith(";base64")):
+        raise ValueError("only base64 data: URLs are accepted as images")
+    return base64.b64decode(payload)
 
 
 @dataclass(frozen=True)
@@ -78,6 +122,10 @@ class GenerateRequest:
             for m in self.prompt:
                 if "role" not in m or "content" not in m:
                     raise ValueError(f"chat messages need 'role' and 'content', got {dict(m)!r}")
+                for image in message_images(m):
+                    if not isinstance(image, bytes):
+                        raise ValueError(f"message images must be bytes, got {type(image).__name__}")
+                    image_media_type(image)
         object.__setattr__(self, "stop", tuple(self.stop))
 
     @property
@@ -85,11 +133,23 @@ class GenerateRequest:
         return not isinstance(self.prompt, str)
 
     @property
-    def messages(self) -> list[dict[str, str]]:
-        """The prompt as chat messages (raw text becomes one user message, as CogBench does)."""
+    def messages(self) -> list[dict[str, Any]]:
+        """The prompt as chat messages (raw text becomes one user message, as CogBench does);
+        a message with images keeps them under ``"images"``."""
         if isinstance(self.prompt, str):
             return [{"role": "user", "content": self.prompt}]
-        return [{"role": str(m["role"]), "content": str(m["content"])} for m in self.prompt]
+        out: list[dict[str, Any]] = []
+        for m in self.prompt:
+            msg: dict[str, Any] = {"role": str(m["role"]), "content": str(m["content"])}
+            if message_images(m):
+                msg[IMAGES_KEY] = message_images(m)
+            out.append(msg)
+        return out
+
+    @property
+    def n_images(self) -> int:
+        """Images the prompt carries (0 for text)."""
+        return 0 if isinstance(self.prompt, str) else sum(len(message_images(m)) for m in self.prompt)
 
     @property
     def prompt_text(self) -> str:
@@ -100,7 +160,9 @@ class GenerateRequest:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        d["prompt"] = self.prompt if isinstance(self.prompt, str) else self.messages
+        d["prompt"] = self.prompt if isinstance(self.prompt, str) else [
+            {**m, IMAGES_KEY: [image_digest(b) for b in m[IMAGES_KEY]]} if IMAGES_KEY in m else m
+            for m in self.messages]
         d["stop"] = list(self.stop)
         return d
 
@@ -161,7 +223,8 @@ class ContinuationScore:
 class ScoreResult:
     """Scores of all continuations of one context.
 
-    ``total_prob`` is ``Z = Σ_o P(o | ctx)`` over the listed continuations (seed 004 §5, point 5).
+    ``total_prob`` is ``Z = Σ_o P(o | ctx)`` over the listed continuations (the outcome mass a
+    revealed-belief distribution is renormalised by).
     ``mass_outside`` is ``1 - Z``, the probability of continuing with none of them; it is given only
     when the backend exposes the full next-token distribution *and* the continuations are
     disjoint events (no continuation's tokens are a prefix of another's), else ``None``.
@@ -171,6 +234,8 @@ class ScoreResult:
     scores: list[ContinuationScore]
     total_prob: float
     mass_outside: float | None
+    #: Set by the response cache: True when this came from the cache (no backend call).
+    cached: bool = False
 
     @property
     def logprobs(self) -> list[float]:
@@ -178,6 +243,16 @@ class ScoreResult:
 
     def as_dict(self) -> dict[str, float]:
         return {s.continuation: s.logprob for s in self.scores}
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("cached")
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], cached: bool = False) -> ScoreResult:
+        return cls(context=d["context"], scores=[ContinuationScore(**s) for s in d["scores"]],
+                   total_prob=d["total_prob"], mass_outside=d["mass_outside"], cached=cached)
 
 
 def apply_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
@@ -243,6 +318,9 @@ class LLMClient(ABC):
     chat: bool = False
     #: Exact scoring available (:meth:`ascore` implemented).
     can_score: bool = False
+    #: The model accepts images in chat messages (a vision-language model).  Hosted backends
+    #: pass images on and let the service decide; local models know.
+    vision: bool = False
 
     @property
     def fingerprint(self) -> str:
@@ -260,12 +338,19 @@ class LLMClient(ABC):
     async def agenerate(self, request: GenerateRequest) -> Generation:
         """Generate a completion (retries and stop strings handled by the backend)."""
 
-    async def ascore(self, context: Prompt, continuations: Sequence[str]) -> ScoreResult:
-        """Exact log-probability of each continuation given ``context``."""
+    async def ascore(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
+        """Exact log-probability of each continuation given ``context``; ``raw``: a text context
+        is continued as is, without the chat template of a chat model."""
         raise ScoringNotSupported(
             f"backend {self.backend!r} cannot score continuations (exact log-probabilities need "
             "a local model or an OpenAI-compatible completions server with echo + logprobs)"
         )
+
+    def check_images(self, n_images: int) -> None:
+        """Raise one clear ValueError when images would be sent to a text-only model."""
+        if n_images and not self.vision:
+            raise ValueError(f"{self.spec} is a text-only model but the prompts carry images; use a "
+                             "vision-language model (e.g. hf:tiny-random-vlm or a multimodal API model)")
 
     def check_ready(self) -> None:  # noqa: B027 - local backends are always ready
         """Raise :class:`BackendUnavailable` now if a call could not be made (e.g. no key)."""
@@ -288,9 +373,9 @@ class LLMClient(ABC):
         req = GenerateRequest(prompt, max_tokens, temperature, tuple(stop), seed, top_logprobs)
         return run_sync(self.agenerate(req))
 
-    def score(self, context: Prompt, continuations: Sequence[str]) -> ScoreResult:
+    def score(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
         """Synchronous :meth:`ascore`."""
-        return run_sync(self.ascore(context, continuations))
+        return run_sync(self.ascore(context, continuations, raw))
 
     async def aclose(self) -> None:  # noqa: B027 - clients without resources keep the default
         """Release network resources."""

@@ -38,6 +38,17 @@ def cache_key(client: LLMClient, request: GenerateRequest) -> str:
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 
+def score_key(client: LLMClient, context: Prompt, continuations: Sequence[str],
+              raw: bool) -> tuple[str, dict[str, Any]]:
+    """(cache key, request JSON) of a score call: backend, model, fingerprint, context,
+    continuations and the raw flag."""
+    request = {"score": {"context": context if isinstance(context, str) else [dict(m) for m in context],
+                         "continuations": list(continuations), "raw": raw}}
+    payload = {"format": CACHE_FORMAT, "backend": client.backend, "model": client.model,
+               "fingerprint": client.fingerprint, "request": request}
+    return hashlib.sha256(canonical_json(payload).encode()).hexdigest(), request
+
+
 class ResponseCache:
     """Key → response JSON in one SQLite file (WAL; one commit per response)."""
 
@@ -64,6 +75,14 @@ class ResponseCache:
              canonical_json(generation.to_json()), datetime.now(UTC).isoformat(timespec="seconds")),
         )
 
+    def put_json(self, key: str, client: LLMClient, request: dict[str, Any], response: dict[str, Any]) -> None:
+        """Store any JSON response (score calls) under ``key``."""
+        self.db.execute(
+            "INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
+            (key, client.backend, client.model, canonical_json(request), canonical_json(response),
+             datetime.now(UTC).isoformat(timespec="seconds")),
+        )
+
     def __len__(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
@@ -85,7 +104,7 @@ class CachedClient(LLMClient):
         self.budget = budget or Budget()
         self.limiter = limiter or RateLimiter()
         self.backend, self.model = inner.backend, inner.model
-        self.chat, self.can_score = inner.chat, inner.can_score
+        self.chat, self.can_score, self.vision = inner.chat, inner.can_score, inner.vision
         self.hits = 0
 
     @property
@@ -93,6 +112,7 @@ class CachedClient(LLMClient):
         return self.inner.fingerprint
 
     async def agenerate(self, request: GenerateRequest) -> Generation:
+        self.inner.check_images(request.n_images)
         key = cache_key(self.inner, request)
         stored = self.cache.get(key)
         if stored is not None:
@@ -114,8 +134,27 @@ class CachedClient(LLMClient):
             self.budget.settle(booking, *usage, succeeded=ok)
         return generation
 
-    async def ascore(self, context: Prompt, continuations: Sequence[str]) -> ScoreResult:
-        return await self.inner.ascore(context, continuations)
+    async def ascore(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
+        """A score call through the cache and the budget (one call; its prompt tokens are the
+        context's, counted once per continuation scored)."""
+        key, request = score_key(self.inner, context, continuations, raw)
+        stored = self.cache.get(key)
+        if stored is not None:
+            self.hits += 1
+            return ScoreResult.from_json(stored, cached=True)
+        text = context if isinstance(context, str) else "\n".join(str(m["content"]) for m in context)
+        per, _ = self.inner.count_tokens(text)
+        estimate = per * len(continuations)
+        booking = self.budget.reserve(estimate, 0)
+        ok = False
+        try:
+            await self.limiter.acquire(estimate)
+            result = await self.inner.ascore(context, continuations, raw)
+            self.cache.put_json(key, self.inner, request, result.to_json())
+            ok = True
+        finally:
+            self.budget.settle(booking, estimate, 0, succeeded=ok)
+        return result
 
     def count_tokens(self, text: str) -> tuple[int, bool]:
         return self.inner.count_tokens(text)

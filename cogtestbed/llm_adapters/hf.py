@@ -1,11 +1,12 @@
 """Local Hugging Face ``transformers`` models, and ``hf:tiny-random``, a smoke-test model.
 
 * Instruct models (a tokenizer with a chat template) get their chat template; base models get the
-  raw prompt (seed 004 §5, points 1 and 4).  ``chat=`` overrides the choice.
+  raw prompt (as *Do Large Language Models Exhibit Cognitive Dissonance?*, 2024, prompts base and
+  instruct models).  ``chat=`` overrides the choice.
 * :meth:`HFClient.ascore` is exact: one teacher-forced forward pass per continuation over
   ``context + continuation``, log-softmax in float32, the continuation's token log-probabilities
   summed.  The continuation's tokens are found by tokenising ``context + continuation`` jointly
-  and removing the context's tokens (seed 004 §5, "space tokens"), so ``" 1"`` after
+  and removing the context's tokens (tokenizers differ in where a leading space goes), so ``" 1"`` after
   ``"equal to"`` is scored as whatever tokens the tokenizer really produces (``["Ġ1"]`` or
   ``["Ġ", "1"]``).  Where the tokenizer merges across the boundary (the joint tokens do not start
   with the context's tokens) the continuation is tokenised on its own and appended, and the
@@ -17,13 +18,22 @@
 tokenizer trained in code on a fixed sentence list: no download, deterministic, a few hundred
 kilobytes of weights.  It answers nonsense — it exists to exercise the whole pipeline (prompts,
 parsing, invalid answers, caching, scoring, the HTTP server) in seconds.  ``hf:tiny-random-chat``
-is the same model with a minimal chat template, for the chat path.
+is the same model with a minimal chat template, for the chat path.  ``hf:tiny-random-vlm`` is a
+randomly initialised LLaVA (Liu et al. 2023: a 2-layer CLIP vision tower on 32×32 inputs, a
+projector and the same tiny Llama) with a processor built in code: it exercises the image path
+(content parts, the processor, pixel values reaching the model) without a download.
+
+Vision-language models: a model whose config is one of transformers' image-text-to-text classes
+is loaded with ``AutoModelForImageTextToText`` and ``AutoProcessor``; chat messages with images are
+rendered with the processor's chat template (one ``{"type": "image"}`` part per image before the
+text) and the images go through the processor as pixel values.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import io
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -39,10 +49,23 @@ from cogtestbed.llm_adapters.base import (
     TokenLogprob,
     apply_stop,
     finish_score,
+    message_images,
 )
 
 TINY_RANDOM = "tiny-random"
+#: Continuations scored in one batched forward pass (see ``HFClient._batched_token_logprobs``).
+SCORE_BATCH = 64
 TINY_RANDOM_CHAT = "tiny-random-chat"
+TINY_RANDOM_VLM = "tiny-random-vlm"
+#: Chat template of ``hf:tiny-random-vlm``: message content is a string or a list of parts.
+TINY_VLM_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>\n{% if m['content'] is string %}"
+    "{{ m['content'] }}{% else %}{% for p in m['content'] %}{% if p['type'] == 'image' %}<image>"
+    "{% else %}{{ p['text'] }}{% endif %}{% endfor %}{% endif %}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+#: Input side and patch size of the tiny vision tower (16 patches per image).
+TINY_VLM_IMAGE, TINY_VLM_PATCH = 32, 8
 #: The minimal chat template of ``hf:tiny-random-chat``.
 TINY_CHAT_TEMPLATE = (
     "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}"
@@ -98,8 +121,54 @@ def build_tiny_random(chat: bool = False, seed: int = 0) -> tuple[Any, Any]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)
+    # float64: the smoke-test model's scores then agree to ~1e-12 whatever the batching or KV
+    # caching of the forward pass (float32 paths differ by ~1e-6 with its wide init), so exact
+    # scoring can be checked against the logits to 1e-6.
+    model = model.to(torch.float64)
     model.eval()
     return model, tokenizer
+
+
+def build_tiny_random_vlm(seed: int = 0) -> tuple[Any, Any]:
+    """(model, processor) of ``hf:tiny-random-vlm``: a LLaVA built from a config in code."""
+    torch = _torch()
+    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
+    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
+
+    _, tokenizer = build_tiny_random(chat=True)
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<image>"]})
+    tokenizer.chat_template = TINY_VLM_TEMPLATE
+    image_id = tokenizer.convert_tokens_to_ids("<image>")
+    n_patches = (TINY_VLM_IMAGE // TINY_VLM_PATCH) ** 2
+    config = LlavaConfig(
+        vision_config=CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                       num_attention_heads=4, image_size=TINY_VLM_IMAGE,
+                                       patch_size=TINY_VLM_PATCH),
+        text_config=LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                                num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                max_position_embeddings=65536, bos_token_id=0, eos_token_id=1, pad_token_id=1,
+                                tie_word_embeddings=False, initializer_range=0.5),
+        image_token_index=image_id, vision_feature_layer=-1, vision_feature_select_strategy="default",
+        image_seq_length=n_patches,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlavaForConditionalGeneration(config)
+    model.eval()
+    image_processor = CLIPImageProcessorPil(size={"shortest_edge": TINY_VLM_IMAGE},
+                                            crop_size={"height": TINY_VLM_IMAGE, "width": TINY_VLM_IMAGE})
+    processor = LlavaProcessor(image_processor=image_processor, tokenizer=tokenizer, patch_size=TINY_VLM_PATCH,
+                               vision_feature_select_strategy="default", chat_template=TINY_VLM_TEMPLATE,
+                               num_additional_image_tokens=1)
+    return model, processor
+
+
+def _is_image_text_to_text(name: str) -> bool:
+    """Whether a hub id / path names a model of transformers' image-text-to-text classes."""
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    return AutoConfig.from_pretrained(name).model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
 
 class HFClient(LLMClient):
@@ -109,7 +178,7 @@ class HFClient(LLMClient):
     can_score = True
 
     def __init__(self, model: Any, tokenizer: Any, name: str, *, chat: bool | None = None,
-                 device: str | None = None, fingerprint: str | None = None) -> None:
+                 device: str | None = None, fingerprint: str | None = None, processor: Any = None) -> None:
         torch = _torch()
         self.torch = torch
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -122,6 +191,9 @@ class HFClient(LLMClient):
             raise ValueError(f"{name}: chat=True but the tokenizer has no chat template")
         self.chat = has_template if chat is None else chat
         self._fingerprint = fingerprint
+        #: The multimodal processor of a vision-language model (None for a text-only model).
+        self.processor = processor
+        self.vision = processor is not None
         # One forward pass at a time: generate() is not safe to interleave on one model.
         self._lock = threading.Lock()
 
@@ -133,24 +205,38 @@ class HFClient(LLMClient):
                    device=device)
 
     @classmethod
+    def tiny_random_vlm(cls, device: str | None = None) -> HFClient:
+        model, processor = build_tiny_random_vlm()
+        return cls(model, processor.tokenizer, TINY_RANDOM_VLM, chat=True, device=device, processor=processor)
+
+    @classmethod
     def from_pretrained(cls, name: str, *, chat: bool | None = None, device: str | None = None,
                         dtype: str = "auto") -> HFClient:
-        """Load a hub id or local directory (``hf:tiny-random[-chat]`` are built instead)."""
+        """Load a hub id or local directory (``hf:tiny-random[-chat|-vlm]`` are built instead);
+        image-text-to-text models come with their processor."""
         if name in (TINY_RANDOM, TINY_RANDOM_CHAT):
             return cls.tiny_random(chat=(name == TINY_RANDOM_CHAT) if chat is None else chat,
                                    device=device)
+        if name == TINY_RANDOM_VLM:
+            return cls.tiny_random_vlm(device=device)
         torch = _torch()
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
 
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         # bf16 on the GPU as CogBench ran its HF models; float32 on the CPU (bf16 matmuls are slow).
         torch_dtype: Any = (torch.bfloat16 if device.startswith("cuda") else torch.float32) \
             if dtype == "auto" else getattr(torch, dtype)
-        tokenizer = AutoTokenizer.from_pretrained(name)
-        model = AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype)
+        processor = None
+        if _is_image_text_to_text(name):
+            processor = AutoProcessor.from_pretrained(name)
+            tokenizer = processor.tokenizer
+            model = AutoModelForImageTextToText.from_pretrained(name, dtype=torch_dtype)
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(name)
+            model = AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype)
         revision = getattr(model.config, "_commit_hash", None) or ""
         return cls(model, tokenizer, name, chat=chat, device=device,
-                   fingerprint=f"{revision}:{torch_dtype}")
+                   fingerprint=f"{revision}:{torch_dtype}", processor=processor)
 
     @property
     def fingerprint(self) -> str:
@@ -170,8 +256,13 @@ class HFClient(LLMClient):
         if not self.chat:
             raise ValueError(f"{self.model} is a completion model (no chat template); send raw text")
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
-        return str(self.tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                                      tokenize=False))
+        if self.processor is not None:  # content parts: one image placeholder per image, then the text
+            parts = [{"role": m["role"], "content": [{"type": "image"} for _ in message_images(m)]
+                      + ([{"type": "text", "text": str(m["content"])}] if m["content"] else [])} for m in messages]
+            return str(self.processor.apply_chat_template(parts, add_generation_prompt=True, tokenize=False))
+        return str(self.tokenizer.apply_chat_template(
+            [{"role": m["role"], "content": m["content"]} for m in messages], add_generation_prompt=True,
+            tokenize=False))
 
     def encode(self, text: str, *, rendered_chat: bool = False) -> list[int]:
         """Token ids; a chat-templated text already holds its special tokens."""
@@ -189,8 +280,18 @@ class HFClient(LLMClient):
         torch = self.torch
         if raw and not isinstance(request.prompt, str):
             raise ValueError("a raw completion takes a text prompt")
+        self.check_images(request.n_images)
         text = request.prompt if raw else self.render(request.prompt)
-        ids = self.encode(str(text), rendered_chat=self.chat and not raw)
+        extra: dict[str, Any] = {}
+        if request.n_images:
+            from PIL import Image
+
+            images = [Image.open(io.BytesIO(b)).convert("RGB") for m in request.messages for b in message_images(m)]
+            enc = self.processor(text=str(text), images=images, return_tensors="pt", add_special_tokens=False)
+            ids = enc["input_ids"][0].tolist()
+            extra = {k: v.to(self.device) for k, v in enc.items() if k not in ("input_ids", "attention_mask")}
+        else:
+            ids = self.encode(str(text), rendered_chat=self.chat and not raw)
         input_ids = torch.tensor([ids], device=self.device)
         sample = request.temperature > 0
         kwargs: dict[str, Any] = dict(
@@ -203,7 +304,7 @@ class HFClient(LLMClient):
         with self._lock, torch.no_grad(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(request.seed if request.seed is not None else 0)
             out = self.hf_model.generate(input_ids=input_ids,
-                                         attention_mask=torch.ones_like(input_ids), **kwargs)
+                                         attention_mask=torch.ones_like(input_ids), **extra, **kwargs)
         new = out.sequences[0, len(ids):].tolist()
         eos = self.tokenizer.eos_token_id
         finish = "length"
@@ -247,8 +348,37 @@ class HFClient(LLMClient):
         return out
 
     # -- score -----------------------------------------------------------------------------
-    async def ascore(self, context: Prompt, continuations: Sequence[str]) -> ScoreResult:
-        return await asyncio.to_thread(self.score_sync, context, continuations)
+    def _batched_token_logprobs(self, ctx_ids: list[int], conts: list[list[int]]) -> list[list[float]]:
+        """log P of every continuation token, teacher-forced: one forward pass of the context
+        (its KV cache kept), then all continuations at once on copies of that cache (right-padded;
+        padding after a sequence's last real token cannot change its logits under causal
+        attention).  Chunks of :data:`SCORE_BATCH` continuations bound the memory."""
+        import copy
+
+        torch = self.torch
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        out: list[list[float]] = []
+        with self._lock, torch.no_grad():
+            ctx = self.hf_model(torch.tensor([ctx_ids], device=self.device), use_cache=True)
+            first = torch.log_softmax(ctx.logits[0, -1].float(), dim=-1)
+            for lo in range(0, len(conts), SCORE_BATCH):
+                chunk = conts[lo:lo + SCORE_BATCH]
+                longest = max(len(c) for c in chunk)
+                rest: Any = None
+                if longest > 1:
+                    cache = copy.deepcopy(ctx.past_key_values)
+                    cache.batch_repeat_interleave(len(chunk))
+                    inp = torch.tensor([c[:-1] + [pad] * (longest - len(c)) for c in chunk], device=self.device)
+                    logits = self.hf_model(input_ids=inp, past_key_values=cache, use_cache=True).logits
+                    rest = torch.log_softmax(logits.float(), dim=-1)
+                for i, c in enumerate(chunk):
+                    lps = [float(first[c[0]])]
+                    lps += [float(rest[i, j - 1, c[j]]) for j in range(1, len(c))]
+                    out.append(lps)
+        return out
+
+    async def ascore(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
+        return await asyncio.to_thread(self.score_sync, context, continuations, raw)
 
     def continuation_ids(self, context_ids: list[int], text: str, continuation: str,
                          rendered_chat: bool) -> tuple[list[int], bool]:
@@ -258,29 +388,28 @@ class HFClient(LLMClient):
             return joint[len(context_ids):], False
         return list(self.tokenizer(continuation, add_special_tokens=False)["input_ids"]), True
 
-    def score_sync(self, context: Prompt, continuations: Sequence[str]) -> ScoreResult:
-        """Exact teacher-forced log-probabilities (see module docstring)."""
-        torch = self.torch
+    def score_sync(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
+        """Exact teacher-forced log-probabilities (see module docstring); ``raw``: a text context
+        is scored as is, even on a chat model."""
         if not continuations:
             raise ValueError("score needs at least one continuation")
-        rendered_chat = not isinstance(context, str) or self.chat
+        if raw and not isinstance(context, str):
+            raise ValueError("a raw score takes a text context")
+        rendered_chat = not isinstance(context, str) or (self.chat and not raw)
         text = self.render(context) if rendered_chat else str(context)
         ctx_ids = self.encode(text, rendered_chat=rendered_chat)
         if not ctx_ids:
             raise ValueError("the context has no tokens (and the tokenizer adds no BOS): nothing "
                              "to condition the first continuation token on")
-        scores, all_ids = [], []
+        conts, merged = [], []
         for cont in continuations:
-            cont_ids, merged = self.continuation_ids(ctx_ids, text, cont, rendered_chat)
+            cont_ids, was_merged = self.continuation_ids(ctx_ids, text, cont, rendered_chat)
             if not cont_ids:
                 raise ValueError(f"continuation {cont!r} has no tokens")
-            ids = ctx_ids + cont_ids
-            with self._lock, torch.no_grad():
-                logits = self.hf_model(torch.tensor([ids], device=self.device)).logits[0]
-            lp = torch.log_softmax(logits.float(), dim=-1)
-            positions = torch.arange(len(ctx_ids) - 1, len(ids) - 1, device=self.device)
-            token_lps = lp[positions, torch.tensor(cont_ids, device=self.device)].tolist()
-            tokens = [self.tokenizer.decode([t]) for t in cont_ids]
-            scores.append(ContinuationScore(cont, float(sum(token_lps)), tokens, token_lps, merged))
-            all_ids.append(cont_ids)
+            conts.append(cont_ids)
+            merged.append(was_merged)
+        token_lps = self._batched_token_logprobs(ctx_ids, conts)
+        scores = [ContinuationScore(cont, float(sum(lps)), [self.tokenizer.decode([t]) for t in ids], lps, m)
+                  for cont, ids, lps, m in zip(continuations, conts, token_lps, merged, strict=True)]
+        all_ids = conts
         return finish_score(text, scores, all_ids, full_distribution=True)

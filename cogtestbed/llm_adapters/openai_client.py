@@ -37,10 +37,29 @@ from cogtestbed.llm_adapters.base import (
     TokenLogprob,
     apply_stop,
     finish_score,
+    image_data_url,
+    message_images,
 )
 from cogtestbed.llm_adapters.retry import RetryPolicy, call_with_retries
 
 Mode = Literal["chat", "completions"]
+
+
+def openai_messages(request: GenerateRequest) -> list[dict[str, Any]]:
+    """Chat messages for the OpenAI SDK: a message with images becomes content parts, the images
+    as base64 ``image_url`` data URLs followed by the text."""
+    out: list[dict[str, Any]] = []
+    for m in request.messages:
+        images = message_images(m)
+        if not images:
+            out.append({"role": m["role"], "content": m["content"]})
+            continue
+        parts: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": image_data_url(b)}}
+                                       for b in images]
+        if m["content"]:
+            parts.append({"type": "text", "text": m["content"]})
+        out.append({"role": m["role"], "content": parts})
+    return out
 
 
 def redact_url(url: str | None) -> str | None:
@@ -57,6 +76,11 @@ class OpenAIClient(LLMClient):
     """Chat or completions against an OpenAI-compatible endpoint (see module docstring)."""
 
     backend = "openai"
+
+    @property
+    def vision(self) -> bool:  # type: ignore[override]
+        """Chat mode passes images on (the service decides whether the model accepts them)."""
+        return self.mode == "chat"
 
     def __init__(self, model: str, *, base_url: str | None = None, mode: Mode = "chat",
                  api_key_env: str = "OPENAI_API_KEY", timeout: float = 60.0,
@@ -118,7 +142,7 @@ class OpenAIClient(LLMClient):
         if self.mode == "chat":
             # OpenAI's own endpoint wants max_completion_tokens; compatible servers max_tokens.
             limit = "max_completion_tokens" if self.base_url is None else "max_tokens"
-            kwargs = {**common, "messages": request.messages, limit: request.max_tokens}
+            kwargs = {**common, "messages": openai_messages(request), limit: request.max_tokens}
             if request.top_logprobs is not None:
                 kwargs.update(logprobs=True, top_logprobs=request.top_logprobs)
             resp = await self._call(lambda: client.chat.completions.create(**kwargs))
@@ -154,7 +178,8 @@ class OpenAIClient(LLMClient):
         )
 
     # -- score -----------------------------------------------------------------------------
-    async def ascore(self, context: Prompt, continuations: Sequence[str]) -> ScoreResult:
+    async def ascore(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
+        """Scores through ``echo`` + ``logprobs`` (a completions endpoint continues text raw)."""
         if self.mode != "completions":
             raise ScoringNotSupported(
                 "scoring needs the completions endpoint with echo + logprobs (mode='completions', "

@@ -168,6 +168,8 @@ async def run_experiment(
     extra_manifest: dict[str, Any] | None = None,
 ) -> RunResult:
     """Play the run and write its tables (see module docstring)."""
+    if exp.env_cls.uses_images(design):  # fail before any call, not at the first picture
+        client.inner.check_images(1)
     prepare_run_dir(run_dir, config, resume)
     try:
         sessions, outcomes, complete, attempts, stop = await play_subjects(
@@ -203,8 +205,11 @@ def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfi
     Prompts depend on earlier answers, so each session is played with valid random actions
     (``env.action_space``, seeded): the history grows as it does for a subject who always
     answers.  Completion tokens are counted at their maximum (``max_tokens`` per call), and the
-    re-ask worst case is reported separately.  Cache hits are not subtracted.
+    re-ask worst case is reported separately.  Cache hits are not subtracted; image tokens are
+    not counted (they depend on the provider's image tiling).
     """
+    if exp.env_cls.uses_images(design):
+        client.check_images(1)
     sessions = draw_sessions(exp, design, config.n_subjects, config.seed)
     calls = prompt_tokens = 0
     exact = True

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import socket
 import threading
 import time
@@ -30,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from cogtestbed.llm_adapters.base import GenerateRequest, Generation
+from cogtestbed.llm_adapters.base import IMAGES_KEY, GenerateRequest, Generation, decode_data_url
 from cogtestbed.llm_adapters.hf import HFClient
 
 
@@ -126,7 +127,8 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
             return error(400, f"model {body['model']!r} has no chat template; use /v1/completions")
         want = body.get("logprobs")
         limit = body.get("max_completion_tokens") or body.get("max_tokens") or 16
-        req = GenerateRequest(body["messages"], int(limit), float(body.get("temperature") or 0.0),
+        req = GenerateRequest([_openai_message(m) for m in body["messages"]], int(limit),
+                              float(body.get("temperature") or 0.0),
                               stops(body), body.get("seed"),
                               max(1, int(body.get("top_logprobs") or 1)) if want else None)
         gen = await client.agenerate(req)
@@ -147,8 +149,7 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
     async def messages(request: Request) -> JSONResponse:
         body = await request.json()
         client = model_of(body)
-        msgs = [{"role": m["role"], "content": m["content"] if isinstance(m["content"], str)
-                 else "".join(b.get("text", "") for b in m["content"])} for m in body["messages"]]
+        msgs = [_anthropic_message(m) for m in body["messages"]]
         if body.get("system"):
             msgs.insert(0, {"role": "system", "content": body["system"]})
         req = GenerateRequest(msgs, int(body["max_tokens"]), float(body.get("temperature") or 0.0),
@@ -214,6 +215,37 @@ class _FaultMiddleware:
             raise ValueError(f"unknown fault kind {fault.kind!r}")
 
 
+def _openai_message(m: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat message of the OpenAI API (string or content parts with base64 ``image_url`` data
+    URLs) as a :class:`GenerateRequest` message."""
+    if isinstance(m["content"], str):
+        return {"role": m["role"], "content": m["content"]}
+    text, images = "", []
+    for part in m["content"]:
+        if part.get("type") == "text":
+            text += part.get("text", "")
+        elif part.get("type") == "image_url":
+            images.append(decode_data_url(part["image_url"]["url"]))
+        else:
+            raise ValueError(f"unsupported content part {part.get('type')!r}")
+    return {"role": m["role"], "content": text, **({IMAGES_KEY: tuple(images)} if images else {})}
+
+
+def _anthropic_message(m: Mapping[str, Any]) -> dict[str, Any]:
+    """A message of the Anthropic Messages API (string or text / base64 image blocks)."""
+    if isinstance(m["content"], str):
+        return {"role": m["role"], "content": m["content"]}
+    text, images = "", []
+    for block in m["content"]:
+        if block.get("type") == "text":
+            text += block.get("text", "")
+        elif block.get("type") == "image" and block.get("source", {}).get("type") == "base64":
+            images.append(base64.b64decode(block["source"]["data"]))
+        else:
+            raise ValueError(f"unsupported content block {block.get('type')!r}")
+    return {"role": m["role"], "content": text, **({IMAGES_KEY: tuple(images)} if images else {})}
+
+
 def _usage(gen: Generation) -> dict[str, int]:
     p, c = gen.prompt_tokens or 0, gen.completion_tokens or 0
     return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
@@ -263,7 +295,7 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", required=True,
-                        help="hub id, local path, tiny-random or tiny-random-chat (repeatable)")
+                        help="hub id, local path, tiny-random, tiny-random-chat or tiny-random-vlm (repeatable)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)

@@ -1,96 +1,129 @@
-"""Small helpers shared by the CogBench metric studies (recovery, metric validity, power).
+"""Tasks of the metric-level studies: metric validity, metric power, test size and test power.
 
-Kept deliberately plain (numpy/scipy): a study module simulates with the batch path, scores with
-the published metric or fits a :class:`~cogtestbed.inference.base.CognitiveModel`, and summarises
-with these functions.  Monte-Carlo standard errors accompany every power estimate.
+They score *agents* (not models) with the experiment's published metrics function, on the same
+task / seed / pool machinery as the model studies (:mod:`cogtestbed.validation.studies`).  One
+task simulates ``runs`` runs of an agent setting — the units the metric is computed over:
+CogBench's runs of one LLM where the experiment pools sessions, simulated subjects elsewhere.
+
+Metric power picks the test the metric's form allows (:func:`difference_test`): a Welch t-test
+on the per-unit values where the metrics result lists the metric per run/subject, else a z-test
+on the two pooled estimates with their standard errors (``{metric}_se``, or the 95 % half-width
+``{metric}_ci`` / 1.96) where the metric is one pooled fit (CogBench's two-step, horizon and
+probabilistic-reasoning regressions).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import time
-import warnings
-from collections.abc import Callable, Mapping, Sequence
+import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from cogtestbed.experiments.spec import ExperimentSpec
+from cogtestbed.validation.studies import StudySpec, TaskFn, seed_of, simulate_runs, welch_p
 
-def recovery_stats(true: np.ndarray, est: np.ndarray) -> dict[str, float]:
-    """Pearson r, bias (mean est − true) and RMSE of estimates against true values."""
-    true, est = np.asarray(true, float), np.asarray(est, float)
-    ok = np.isfinite(true) & np.isfinite(est)
-    t, e = true[ok], est[ok]
-    r = float(np.corrcoef(t, e)[0, 1]) if t.size > 2 and t.std() > 0 and e.std() > 0 else float("nan")
-    return {"r": r, "bias": float(np.mean(e - t)), "rmse": float(np.sqrt(np.mean((e - t) ** 2))),
-            "n": int(ok.sum())}
+#: z quantile of the 95 % intervals whose half-widths metrics functions report as ``{metric}_ci``.
+Z95 = float(stats.norm.ppf(0.975))
 
 
-def monotonicity(x: Sequence[float], y: Sequence[float]) -> dict[str, Any]:
-    """Spearman ρ of a metric's means against the parameter, and whether the means are monotone."""
-    x_arr, y_arr = np.asarray(x, float), np.asarray(y, float)
-    order = np.argsort(x_arr)
-    d = np.diff(y_arr[order])
-    rho = float(stats.spearmanr(x_arr, y_arr).statistic) if len(x_arr) > 2 else float("nan")
-    return {"spearman": rho, "increasing": bool(np.all(d > 0)), "decreasing": bool(np.all(d < 0))}
+def score(spec: StudySpec, exp: ExperimentSpec, params: Mapping[str, float], runs: int, seed: int,
+          design: Any) -> dict[str, Any]:
+    """The metrics result of ``runs`` simulated runs of the study's agent at ``params``."""
+    assert spec.agent is not None
+    trials = simulate_runs(exp, spec.agent, runs, seed, params, design)
+    return dict(exp.metrics(trials, **spec.metric_options))
 
 
-def power_point(detect: Callable[[np.random.Generator], bool], sims: int, seed: int) -> dict[str, float]:
-    """Share of ``sims`` simulated experiments in which ``detect`` fires, with its MC SE."""
-    rng = np.random.default_rng(seed)
-    hits = np.array([detect(rng) for _ in range(sims)], dtype=float)
-    p = float(hits.mean())
-    return {"power": p, "mc_se": float(np.sqrt(p * (1 - p) / sims)), "sims": sims}
+def metric_value(result: Mapping[str, Any], metric: str) -> float:
+    """The headline value of ``metric`` (a number; NaN when the metric could not be computed)."""
+    value = result["metrics"].get(metric, float("nan"))
+    if isinstance(value, Mapping):
+        raise ValueError(f"metric {metric!r} is a nested mapping, not a number: study one of its entries")
+    return float(value) if value is not None else float("nan")
 
 
-def welch_p(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sided Welch t-test p-value (NaN-safe; 1.0 when a group has < 2 values or no spread)."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    if a.size < 2 or b.size < 2 or (a.std() == 0 and b.std() == 0):
-        return 0.0 if a.size and b.size and a.mean() != b.mean() and a.std() == b.std() == 0 else 1.0
-    with warnings.catch_warnings():  # near-identical scores: scipy warns about precision
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+def unit_values(result: Mapping[str, Any], metric: str, unit: str) -> np.ndarray:
+    """The metric per run/subject (empty when the metrics result does not list it per unit)."""
+    rows = result.get(unit) or []
+    return np.array([float(r[metric]) for r in rows if metric in r and r[metric] is not None], dtype=float)
 
 
-def save(table: pd.DataFrame, out_dir: Any, name: str) -> None:
-    """Write ``table`` as CSV under ``out_dir`` (created) when a folder is given."""
-    if out_dir is None:
-        return
-    from pathlib import Path
-
-    from cogtestbed.trials import atomic_write_bytes
-
-    path = Path(out_dir) / f"{name}.csv"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, lambda tmp: table.to_csv(tmp, index=False))
+def pooled_se(result: Mapping[str, Any], metric: str) -> float:
+    """Standard error of a pooled metric (``{metric}_se``, or ``{metric}_ci`` / 1.96); NaN if none."""
+    m = result["metrics"]
+    if f"{metric}_se" in m:
+        return float(m[f"{metric}_se"])
+    if f"{metric}_ci" in m:
+        return float(m[f"{metric}_ci"]) / Z95
+    return float("nan")
 
 
-def run_studies(
-    doc: str | None,
-    argv: list[str] | None,
-    studies: Callable[[argparse.Namespace], Mapping[str, Callable[[], dict[str, Any]]]],
-    reps: int,
-    sims: int,
-) -> dict[str, dict[str, Any]]:
-    """Command-line driver shared by the study modules (``python -m cogtestbed.validation.X``).
+def difference_test(a: Mapping[str, Any], b: Mapping[str, Any], metric: str, unit: str) -> tuple[str, float]:
+    """(test name, two-sided p-value) for a difference in ``metric`` between two metrics results."""
+    va, vb = unit_values(a, metric, unit), unit_values(b, metric, unit)
+    if va.size and vb.size:
+        return "Welch t-test on per-unit values", welch_p(va, vb)
+    has_se = any(f"{metric}_{s}" in a["metrics"] for s in ("se", "ci"))
+    if not has_se:
+        raise ValueError(f"metric {metric!r} has neither per-{unit[4:]} values nor a standard error: "
+                         "no test of a difference")
+    se = math.hypot(pooled_se(a, metric), pooled_se(b, metric))
+    diff = metric_value(b, metric) - metric_value(a, metric)
+    p = float(2 * stats.norm.sf(abs(diff / se))) if np.isfinite(se) and se > 0 else float("nan")
+    return "z-test on two pooled estimates", p
 
-    Parses ``-o/--output``, ``--reps`` and ``--sims``, runs each named study returned by
-    ``studies(args)`` in order and prints one JSON line per study with its wall-clock seconds.
+
+def test_outcome(result: Mapping[str, Any], test: str, level: float) -> tuple[bool, float]:
+    """(rejected, p-value) of the statistical test ``test`` the metrics result reports.
+
+    ``test`` names a key of the result (or of its ``metrics``) whose value carries ``reject``
+    and/or ``p_value``; without ``reject`` the test rejects when p < ``level``.
     """
-    ap = argparse.ArgumentParser(description=(doc or "").splitlines()[0] if doc else None)
-    ap.add_argument("-o", "--output", default=None, help="folder for the study tables (CSV)")
-    ap.add_argument("--reps", type=int, default=reps, help="replications per design point")
-    ap.add_argument("--sims", type=int, default=sims, help="simulated experiments per power point")
-    args = ap.parse_args(argv)
-    results: dict[str, dict[str, Any]] = {}
-    for name, study in studies(args).items():
-        start = time.perf_counter()
-        results[name] = study()
-        results[name]["seconds"] = round(time.perf_counter() - start, 1)
-        print(json.dumps({name: results[name]}, default=float), flush=True)
-    return results
+    value = result.get(test, result["metrics"].get(test))
+    if not isinstance(value, Mapping) or not ({"reject", "p_value"} & set(value)):
+        raise ValueError(f"{test!r} is not a statistical test of the metrics result "
+                         "(a mapping with 'p_value' or 'reject')")
+    p = float(value.get("p_value", float("nan")))
+    reject = bool(value["reject"]) if "reject" in value else bool(p < level)
+    return reject, p
+
+
+def task_metric_validity(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
+                         rng: np.random.Generator, sim_seq: np.random.SeedSequence,
+                         fit_seed: int) -> pd.DataFrame:
+    assert spec.parameter is not None and spec.metric is not None
+    value = float(task["value"])
+    result = score(spec, exp, {**spec.params, spec.parameter: value}, int(task["runs"]), seed_of(sim_seq), design)
+    per_unit = unit_values(result, spec.metric, exp.metrics.unit)
+    return pd.DataFrame([{"parameter": spec.parameter, "value": value, "metric": spec.metric,
+                          "estimate": metric_value(result, spec.metric),
+                          "unit_sd": float(per_unit.std(ddof=1)) if per_unit.size > 1 else float("nan"),
+                          "n_flags": len(result.get("flags", result["metrics"].get("flags", [])) or [])}])
+
+
+def task_metric_power(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
+                      rng: np.random.Generator, sim_seq: np.random.SeedSequence, fit_seed: int) -> pd.DataFrame:
+    assert spec.compare is not None and spec.metric is not None
+    seq_a, seq_b = sim_seq.spawn(2)
+    runs = int(task["runs"])
+    a = score(spec, exp, {**spec.params, **spec.compare[0]}, runs, seed_of(seq_a), design)
+    b = score(spec, exp, {**spec.params, **spec.compare[1]}, runs, seed_of(seq_b), design)
+    test, p = difference_test(a, b, spec.metric, exp.metrics.unit)
+    ea, eb = metric_value(a, spec.metric), metric_value(b, spec.metric)
+    return pd.DataFrame([{"metric": spec.metric, "estimate_a": ea, "estimate_b": eb, "difference": eb - ea,
+                          "p_value": p, "detected": bool(p < spec.level), "test": test}])
+
+
+def task_test(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
+              rng: np.random.Generator, sim_seq: np.random.SeedSequence, fit_seed: int) -> pd.DataFrame:
+    assert spec.test is not None
+    result = score(spec, exp, spec.params, int(task["runs"]), seed_of(sim_seq), design)
+    reject, p = test_outcome(result, spec.test, spec.level)
+    return pd.DataFrame([{"test": spec.test, "p_value": p, "rejected": reject}])
+
+
+METRIC_TASKS: dict[str, TaskFn] = {"metric-validity": task_metric_validity, "metric-power": task_metric_power,
+                                   "test-size": task_test, "test-power": task_test}

@@ -139,58 +139,149 @@ def plot_sbc(summary: dict[str, Any], out: Path) -> list[Path]:
 
 # ----------------------------------------------------------------------------- verdict
 def verdict(result: Any) -> str:
-    """One paragraph: what is recoverable / detectable, at which n."""
+    """One paragraph: what is recoverable / detectable / valid, at which n, under which truth."""
+    spec = result.spec
+    text = {"recovery": _verdict_recovery, "model-recovery": _verdict_model_recovery, "power": _verdict_power,
+            "sbc": _verdict_sbc, "metric-validity": _verdict_validity, "metric-power": _verdict_metric_power,
+            "test-size": _verdict_test, "test-power": _verdict_test}[spec.kind](result)
+    return f"{text} True parameters: {spec.true_distribution}."
+
+
+def _verdict_recovery(result: Any) -> str:
     spec, s = result.spec, result.summary
-    model = ", ".join(spec.models)
-    if spec.kind == "recovery":
-        parts = []
-        for cell in s.values():
-            good = [k for k, v in cell["parameters"].items() if v["r"] >= R_GOOD]
-            poor = [k for k, v in cell["parameters"].items() if not v["r"] >= R_POOR]
-            mid = [k for k in cell["parameters"] if k not in good and k not in poor]
-            rs = ", ".join(f"{k} r={v['r']:.2f}" for k, v in cell["parameters"].items())
-            txt = (f"With {cell['n_subjects']} subjects x {cell['n_trials']} trials ({rs}): "
-                   f"{', '.join(good) or 'no parameter'} recovered well (r >= {R_GOOD})")
-            if mid:
-                txt += f"; {', '.join(mid)} moderately"
-            if poor:
-                txt += f"; {', '.join(poor)} poorly (r < {R_POOR}) — do not interpret individual estimates"
-            covs = [f"{k} {v['coverage90']:.0%}" for k, v in cell["parameters"].items()
-                    if "coverage90" in v]
-            if covs:
-                txt += f"; 90% interval coverage {', '.join(covs)}"
-            parts.append(txt + ".")
-        return f"Parameter recovery of {model} ({spec.method}, {spec.reps} reps). " + " ".join(parts)
-    if spec.kind == "model-recovery":
-        parts = [f"{c.upper()} picks the generating model {m['accuracy']:.0%} of the time" for c, m in s.items()]
-        worst = []
-        for c, m in s.items():
-            p = np.asarray(m["probabilities"])
-            for i, g in enumerate(m["models"]):
-                if p[i, i] < 0.7:
-                    worst.append(f"{g} is recognised only {p[i, i]:.0%} of the time by {c.upper()}")
-        return f"Model recovery among {model}: " + "; ".join(parts + worst) + "."
-    if spec.kind == "power":
-        cells = pd.DataFrame(s["cells"])
-        parts = []
-        for t, g in cells.groupby("n_trials"):
-            ok = g[g["power"] >= 0.8]
-            if len(ok):
-                parts.append(f"with {t} trials, {int(ok['n_subjects'].min())} subjects reach 80% power")
-            else:
-                parts.append(f"with {t} trials, none of {sorted(g['n_subjects'].tolist())} subjects "
-                             f"reaches 80% power (max {g['power'].max():.0%})")
-        return (f"Power to detect {s['effect']} = {s['effect_size']:g} for {model} ({s['test']}, "
-                f"level {spec.level}): " + "; ".join(parts) + ".")
+    parts = []
+    for cell in s.values():
+        good = [k for k, v in cell["parameters"].items() if v["r"] >= R_GOOD]
+        poor = [k for k, v in cell["parameters"].items() if not v["r"] >= R_POOR]
+        mid = [k for k in cell["parameters"] if k not in good and k not in poor]
+        rs = ", ".join(f"{k} r={v['r']:.2f}" for k, v in cell["parameters"].items())
+        runs = f" ({cell['runs']} runs pooled)" if cell.get("runs", 1) > 1 else ""
+        txt = (f"With {cell['n_subjects']} subjects x {cell['n_trials']} trials{runs} ({rs}): "
+               f"{', '.join(good) or 'no parameter'} recovered well (r >= {R_GOOD})")
+        if mid:
+            txt += f"; {', '.join(mid)} moderately"
+        if poor:
+            txt += f"; {', '.join(poor)} poorly (r < {R_POOR}) — do not interpret individual estimates"
+        covs = [f"{k} {v['coverage90']:.0%}" for k, v in cell["parameters"].items() if "coverage90" in v]
+        if covs:
+            txt += f"; 90% interval coverage {', '.join(covs)}"
+        parts.append(txt + ".")
+    return f"Parameter recovery of {spec.models[0]} ({spec.method}, {spec.reps} reps). " + " ".join(parts)
+
+
+def _verdict_model_recovery(result: Any) -> str:
+    s = result.summary
+    parts = [f"{c.upper()} picks the generating model {m['accuracy']:.0%} of the time" for c, m in s.items()]
+    for c, m in s.items():
+        p = np.asarray(m["probabilities"])
+        for i, g in enumerate(m["models"]):
+            if p[i, i] < 0.7:
+                parts.append(f"{g} is recognised only {p[i, i]:.0%} of the time by {c.upper()}")
+    return f"Model recovery among {', '.join(result.spec.models)}: " + "; ".join(parts) + "."
+
+
+def _reach(cells: pd.DataFrame, by: str, size: str, value: str, what: str) -> list[str]:
+    parts = []
+    for t, g in cells.groupby(by):
+        ok = g[g[value] >= 0.8]
+        if len(ok):
+            parts.append(f"with {t} trials, {int(ok[size].min())} {what} reach 80% power")
+        else:
+            parts.append(f"with {t} trials, none of {sorted(g[size].tolist())} {what} reaches 80% power "
+                         f"(max {g[value].max():.0%})")
+    return parts
+
+
+def _verdict_power(result: Any) -> str:
+    spec, s = result.spec, result.summary
+    parts = _reach(pd.DataFrame(s["cells"]), "n_trials", "n_subjects", "power", "subjects")
+    head = (f"Power to detect {s['effect']} = {s['effect_size']:g} for {spec.models[0]} ({s['test']}, "
+            f"level {spec.level})")
+    if s["effect_size"] == 0:
+        rates = ", ".join(f"{c['power']:.3f} ± {c['mc_se']:.3f}" for c in s["cells"])
+        return f"{head}: at effect 0 this is the type-I error rate (two-sided rejections): {rates}."
+    return head + ": " + "; ".join(parts) + "."
+
+
+def _verdict_sbc(result: Any) -> str:
+    spec, s = result.spec, result.summary
     bad = [k for k, v in s.items() if v["p_value"] < 0.01]
-    return (f"SBC for hierarchical {model} ({spec.reps} data sets): "
-            + (f"uniformity rejected at p < 0.01 for {', '.join(bad)} — the sampler or the "
-               "model code is miscalibrated there." if bad else
+    return (f"SBC for hierarchical {spec.models[0]} ({spec.reps} data sets): "
+            + (f"uniformity rejected at p < 0.01 for {', '.join(bad)} — the sampler or the model code is "
+               "miscalibrated there." if bad else
                "rank uniformity not rejected at p = 0.01 for any variable (min p = "
                f"{min(v['p_value'] for v in s.values()):.3f})."))
 
 
+def _verdict_validity(result: Any) -> str:
+    spec, s = result.spec, result.summary
+    parts = []
+    for cell in s.values():
+        means = ", ".join(f"{r['value']:g}: {r['mean']:.3g} ± {r['sd']:.2g}" for r in cell["by_value"])
+        shape = ("increasing" if cell["increasing"] else "decreasing" if cell["decreasing"] else "not monotone")
+        if cell["passed"] is None:
+            call = f"means {shape} (no direction declared)"
+        else:
+            call = f"{'PASS' if cell['passed'] else 'FAIL'}: expected {cell['direction']}, means {shape}"
+        parts.append(f"at {cell['runs']} runs, Spearman rho = {cell['spearman']:.2f}, {call} [{means}]")
+    return (f"Metric validity of {spec.metric} against {spec.agent}'s {spec.parameter} ({spec.reps} reps): "
+            + "; ".join(parts) + ".")
+
+
+def _verdict_metric_power(result: Any) -> str:
+    spec, s = result.spec, result.summary
+    assert spec.compare is not None
+    a, b = (", ".join(f"{k}={v:g}" for k, v in side.items()) for side in spec.compare)
+    cells = pd.DataFrame(s["cells"])
+    ok = cells[cells["power"] >= 0.8]
+    reach = (f"{int(ok['runs'].min())} runs per setting reach 80% power" if len(ok) else
+             f"none of {sorted(cells['runs'].tolist())} runs reaches 80% power (max {cells['power'].max():.0%})")
+    rates = ", ".join(f"{c['runs']} runs {c['power']:.2f} ± {c['mc_se']:.2f}" for c in s["cells"])
+    return (f"Power to detect a difference in {s['metric']} between {spec.agent} ({a}) and ({b}) "
+            f"({s['test']}, two-sided, level {spec.level}): {rates}; {reach}.")
+
+
+def _verdict_test(result: Any) -> str:
+    spec, s = result.spec, result.summary
+    rates = ", ".join(f"{c['runs']} runs {c['rejection_rate']:.3f} ± {c['mc_se']:.3f}" for c in s["cells"])
+    setting = ", ".join(f"{k}={v:g}" for k, v in spec.params.items()) or "defaults"
+    if spec.kind == "test-size":
+        off = [c for c in s["cells"] if abs(c["rejection_rate"] - spec.level) > 2 * max(c["mc_se"], 1e-9)]
+        call = ("size differs from the nominal level by more than 2 MC SE at "
+                + ", ".join(f"{c['runs']} runs" for c in off) if off else
+                f"size consistent with the nominal {spec.level} (within 2 MC SE)")
+        return f"Size of {s['test']} under {spec.agent} ({setting}): rejection rate {rates}; {call}."
+    return f"Power of {s['test']} under {spec.agent} ({setting}): rejection rate {rates}."
+
+
 # ----------------------------------------------------------------------------- outputs
+def plot_validity(summary: dict[str, Any], out: Path) -> list[Path]:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for cell in summary.values():
+        rows = pd.DataFrame(cell["by_value"])
+        ax.errorbar(rows["value"], rows["mean"], yerr=rows["sd"].fillna(0), marker="o", capsize=3,
+                    label=f"{cell['runs']} runs")
+        ax.set_xlabel(cell["parameter"])
+        ax.set_ylabel(cell["metric"])
+    ax.legend()
+    ax.set_title("metric validity: mean ± SD across replications", fontsize=9)
+    return [_save(fig, out / "metric_validity.png")]
+
+
+def plot_rate(summary: dict[str, Any], out: Path, value: str, name: str) -> list[Path]:
+    plt = _plt()
+    cells = pd.DataFrame(summary["cells"])
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    ax.errorbar(cells["runs"], cells[value], yerr=1.96 * cells["mc_se"], marker="o", capsize=3)
+    ax.axhline(0.8 if value == "power" else 0.05, color="grey", ls=":", lw=1)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("runs per setting")
+    ax.set_ylabel(value.replace("_", " "))
+    ax.set_title(summary["test"], fontsize=9)
+    return [_save(fig, out / f"{name}.png")]
+
+
 def plots(result: Any, out: Path) -> list[Path]:
     kind = result.spec.kind
     if kind == "recovery":
@@ -199,23 +290,30 @@ def plots(result: Any, out: Path) -> list[Path]:
         return plot_confusion(result.summary, out)
     if kind == "power":
         return plot_power(result.summary, out)
-    return plot_sbc(result.summary, out)
+    if kind == "sbc":
+        return plot_sbc(result.summary, out)
+    if kind == "metric-validity":
+        return plot_validity(result.summary, out)
+    if kind == "metric-power":
+        return plot_rate(result.summary, out, "power", "metric_power")
+    return plot_rate(result.summary, out, "rejection_rate", kind.replace("-", "_"))
 
 
 def _summary_tables(result: Any) -> list[tuple[str, pd.DataFrame]]:
     s, kind = result.summary, result.spec.kind
     if kind == "recovery":
-        return [(f"{c['n_subjects']} subjects x {c['n_trials']} trials",
-                 pd.DataFrame(c["parameters"]).T) for c in s.values()]
+        return [(f"{c['n_subjects']} subjects x {c['n_trials']} trials", pd.DataFrame(c["parameters"]).T)
+                for c in s.values()]
     if kind == "model-recovery":
         return [(f"confusion ({k.upper()}, row = generating model)",
-                 pd.DataFrame(m["probabilities"], index=m["models"], columns=m["models"]))
-                for k, m in s.items()]
-    if kind == "power":
-        return [("power", pd.DataFrame(s["cells"]))]
-    return [("SBC uniformity (chi-square)", pd.DataFrame({k: {"p_value": v["p_value"],
-                                                              "reps": v["reps"], "L": v["L"]}
-                                                          for k, v in s.items()}).T)]
+                 pd.DataFrame(m["probabilities"], index=m["models"], columns=m["models"])) for k, m in s.items()]
+    if kind == "sbc":
+        return [("SBC uniformity (chi-square)", pd.DataFrame({k: {"p_value": v["p_value"], "reps": v["reps"],
+                                                                  "L": v["L"]} for k, v in s.items()}).T)]
+    if kind == "metric-validity":
+        return [(f"{c['metric']} by {c['parameter']}, {c['runs']} runs", pd.DataFrame(c["by_value"]))
+                for c in s.values()]
+    return [(kind, pd.DataFrame(s["cells"]))]
 
 
 def html_report(title: str, sections: list[dict[str, Any]]) -> str:
@@ -248,32 +346,47 @@ def html_report(title: str, sections: list[dict[str, Any]]) -> str:
 def study_section(result: Any, plot_paths: list[Path]) -> dict[str, Any]:
     details = json.dumps({"spec": result.spec.model_dump(), "seconds": round(result.seconds, 2)},
                          indent=1, default=str)
-    return {"title": f"{result.spec.kind}: {', '.join(result.spec.models)} "
-                     f"({result.spec.experiment}, {result.spec.method})",
+    spec = result.spec
+    subject = ", ".join(spec.models) if spec.models else f"{spec.agent}: {spec.metric or spec.test}"
+    return {"title": f"{spec.kind}: {subject} ({spec.experiment}, {spec.method})",
             "verdict": result.verdict, "tables": _summary_tables(result), "plots": plot_paths,
             "details": details}
 
 
 def _atomic_write(path: Path, data: str | bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    if isinstance(data, str):
-        tmp.write_text(data, encoding="utf-8")
-    else:
-        tmp.write_bytes(data)
-    os.replace(tmp, path)
+    from cogtestbed.trials import atomic_write_bytes
+
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    atomic_write_bytes(path, lambda tmp: tmp.write_bytes(payload))
+
+
+def check_output_dir(out: Path) -> Path:
+    """Create ``out`` (a folder for study outputs) and check it is writable, before any computation."""
+    import tempfile
+
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"output {out} exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"cannot write to output folder {out}: {exc.strerror or exc}") from None
+    return out
 
 
 def write_study(result: Any, out: Path) -> dict[str, Path]:
-    """results.parquet, summary.json, PNG plots and report.html in ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
+    """results.parquet, summary.json, PNG plots and report.html in ``out`` (each written to a
+    temporary file and renamed, so a failure leaves no half file)."""
+    from cogtestbed.trials import atomic_write_bytes
+
+    check_output_dir(out)
     table = out / "results.parquet"
-    tmp = out / "results.parquet.tmp"
     frame = result.table.copy()
     for c in frame.columns:
         if frame[c].dtype == object:
             frame[c] = frame[c].astype(str)
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, table)
+    atomic_write_bytes(table, lambda tmp: frame.to_parquet(tmp, index=False))
     summary = out / "summary.json"
     _atomic_write(summary, json.dumps({"spec": result.spec.model_dump(), "summary": result.summary,
                                        "verdict": result.verdict, "seconds": result.seconds},

@@ -1,0 +1,261 @@
+"""Magnitude estimation (BayesBench) studies on synthetic agents; each prints its figures.
+
+    python benchmarks/studies/magnitude_studies.py recovery      # w_prior, mu_p, sigma_dec (MLE)
+    python benchmarks/studies/magnitude_studies.py kalman        # q/r: where it is identifiable
+    python benchmarks/studies/magnitude_studies.py cue           # alpha and w_text recovery
+    python benchmarks/studies/magnitude_studies.py model         # factor-evidence confusion
+    python benchmarks/studies/magnitude_studies.py power [-o PNG]  # BCS sign power vs Phi(|dw|/SE)
+    python benchmarks/studies/magnitude_studies.py coverage      # 68 % bootstrap intervals
+    python benchmarks/studies/magnitude_studies.py hierarchical  # PyMC w_prior hierarchy + recovery
+    python benchmarks/studies/magnitude_studies.py stimuli -o PNG  # a sheet of the image stimuli
+
+Every study seeds itself from one integer (``--seed``) and uses the library's own simulation,
+fitters and metrics.  BCS power: SE_Δ = √2·σ_dec·√12/(W·√n) and P(correct sign) = Φ(|Δw|/SE_Δ)
+(the OLS slope of a uniform stimulus of width W, two independent fits).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from cogtestbed.environments.magnitude import MagnitudeDesign
+from cogtestbed.inference.magnitude import (
+    MODELS,
+    Cube,
+    build_cube,
+    cue_combination,
+    evidence_table,
+    pooled_w_prior,
+    session_fits,
+    w_prior_hierarchy,
+)
+from cogtestbed.simulation import simulate
+
+TEXT_BASE = {"task": "line-ratio", "conditions": "base", "modalities": "text"}
+
+
+def _r(true: np.ndarray, est: np.ndarray) -> str:
+    return (f"r = {np.corrcoef(true, est)[0, 1]:.3f}, bias {np.mean(est - true):+.4f}, "
+            f"RMSE {np.sqrt(np.mean((est - true) ** 2)):.4f}")
+
+
+def recovery(seed: int, n: int = 200) -> None:
+    """w_prior recovery at 50 trials per session, σ_dec/W = 0.1 (and 0.2): one fit per session
+    (50 trials) and one per subject (3 sessions, shared parameters)."""
+    rng = np.random.default_rng(seed)
+    for sd in (0.1, 0.2):
+        w, m = rng.uniform(0.05, 0.95, n), rng.uniform(0.3, 0.7, n)
+        design = MagnitudeDesign(**TEXT_BASE, trials_per_session=50)
+        t = simulate("magnitude", "static-bayes", n, seed, {"w_prior": w, "mu_p": m, "sigma_dec": sd}, design=design)
+        fits = MODELS["static-bayes"].fit_mle(t)
+        print(f"sigma_dec/W = {sd}: subject fit (3 sessions x 50 trials): w_prior {_r(w, fits['w_prior'].to_numpy())}; "
+              f"mu_p {_r(m, fits['mu_p'].to_numpy())}")
+        single = t[t["range"] == "medium"]
+        fits1 = MODELS["static-bayes"].fit_mle(single)
+        print(f"sigma_dec/W = {sd}: one session (50 trials): w_prior {_r(w, fits1['w_prior'].to_numpy())}")
+
+
+def kalman(seed: int, n: int = 300) -> None:
+    """q/r recovery (log scale) by true q/r: the gain saturates at large q/r and the filter is a
+    running mean at small q/r, where q/r is not identifiable."""
+    rng = np.random.default_rng(seed)
+    qr = 10 ** rng.uniform(-3, 2, n)
+    design = MagnitudeDesign(**TEXT_BASE, trials_per_session=50)
+    t = simulate("magnitude", "kalman", n, seed, {"q_over_r": qr, "sigma_dec": 0.1}, design=design)
+    est = MODELS["kalman"].fit_mle(t)["q_over_r"].to_numpy()
+    lt, le = np.log10(qr), np.log10(np.maximum(est, 1e-12))
+    print(f"log10 q/r overall: {_r(lt, le)}")
+    edges = np.arange(-3, 2.5, 1.0)
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        k = (lt >= lo) & (lt < hi)
+        k_inf = (math.sqrt(10 ** (2 * lo) + 4 * 10 ** lo) + 10 ** lo) / 2
+        rmse = np.sqrt(np.mean((le[k] - lt[k]) ** 2))
+        print(f"  true log10 q/r in [{lo:+.0f}, {hi:+.0f}): n = {k.sum():3d}, RMSE {rmse:.3f}, "
+              f"median |error| {np.median(np.abs(le[k] - lt[k])):.3f}; steady-state gain at the low end "
+              f"{k_inf / (k_inf + 1):.3f}")
+
+
+def cue(seed: int, n: int = 150) -> None:
+    """α (combiner-alpha) and the Oracle text weight (combiner-optimal) recovered by the cue-combination fits."""
+    rng = np.random.default_rng(seed)
+    alpha = rng.uniform(0, 1, n)
+    design = MagnitudeDesign(task="line-ratio", conditions="base", trials_per_session=50)
+    t = simulate("magnitude", "combiner-alpha", n, seed, {"alpha": alpha, "sigma_dec": 0.02}, design=design)
+    est = np.array([cue_combination(build_cube(g), 1)["alpha"] for _, g in t.groupby("subject")])  # type: ignore[index]
+    print(f"alpha (sigma_text = 0.15, sigma_image = 0.1, sigma_dec = 0.02, 3 x 50 trials): {_r(alpha, est)}")
+    st, si = rng.uniform(0.05, 0.3, n), rng.uniform(0.05, 0.3, n)
+    t = simulate("magnitude", "combiner-optimal", n, seed, {"sigma_text": st, "sigma_image": si, "sigma_dec": 0.02},
+                 design=design)
+    w_true = si**2 / (st**2 + si**2)
+    res = [cue_combination(build_cube(g), 1) for _, g in t.groupby("subject")]
+    for key in ("raw", "per_stimulus", "residual"):
+        est = np.array([r["w_text_non_oracle"][key] for r in res])  # type: ignore[index]
+        print(f"w_text Non-Oracle ({key}): {_r(w_true, est)}")
+    print(f"w_text Oracle GLS: {_r(w_true, np.array([r['w_text_oracle'] for r in res]))}")  # type: ignore[index]
+
+
+def model(seed: int, n: int = 100) -> None:
+    """Confusion of the factor-evidence procedure (App. A.8) over generating agents."""
+    rng = np.random.default_rng(seed)
+    design = MagnitudeDesign(task="marker-location", conditions="base", modalities="text", trials_per_session=50)
+    agents: dict[str, dict[str, Any]] = {
+        "linear": {"w": rng.uniform(0.5, 1.5, n), "b": rng.uniform(-0.1, 0.3, n), "sigma_dec": 0.1},
+        "static-bayes": {"w_prior": rng.uniform(0.1, 0.7, n), "sigma_dec": 0.1},
+        "kalman": {"q_over_r": 10 ** rng.uniform(-2, 0, n), "sigma_dec": 0.1},
+        "static-bayes-log": {"w_prior": rng.uniform(0.1, 0.7, n), "sigma_dec": 0.1},
+    }
+    rows = []
+    for agent, params in agents.items():
+        t = simulate("magnitude", agent, n, seed, params, design=design)
+        for _, g in t.groupby("subject"):
+            ev = evidence_table(session_fits(build_cube(g)))["marker-location"]["base"]["text"]
+            rows.append({"agent": agent, **ev})
+    df = pd.DataFrame(rows)
+    share = df.groupby("agent", sort=False)[["BAYESIAN", "WEBER", "SEQUENTIAL", "GAIN"]].agg(lambda v: (v > 0.5).mean())
+    mean = df.groupby("agent", sort=False)[["BAYESIAN", "WEBER", "SEQUENTIAL", "GAIN"]].mean()
+    print("share of subjects with P(factor) > 0.5 (rows: generating agent; 3 sessions x 50 trials, sigma_dec/W = 0.1):")
+    print(share.round(2).to_string())
+    print("mean P(factor):")
+    print(mean.round(3).to_string())
+
+
+def _bcs_power_cell(sd: float, n: int, dw: float, subjects: int, seed: int) -> tuple[float, float]:
+    design = MagnitudeDesign(task="line-ratio", conditions="base,verbal", modalities="text+image", ranges="medium",
+                             trials_per_session=n)
+    t = simulate("magnitude", "ablation-inconsistent", subjects, seed,
+                 {"w_prior": 0.5, "shift": dw, "sigma_dec": sd}, design=design)
+    x = t["x"].to_numpy().reshape(subjects, 2, 1, n)
+    y = t["action"].to_numpy(dtype=np.float64).reshape(subjects, 2, 1, n)
+    w, _ = pooled_w_prior(Cube(x, y, np.empty(0), np.empty(0)))
+    correct = (w[:, 1] - w[:, 0]) < 0  # the agent's prior weight drops by dw under the ablation
+    se = math.sqrt(2) * sd * math.sqrt(12) / math.sqrt(n)
+    return float(correct.mean()), float(stats.norm.cdf(dw / se))
+
+
+def power(seed: int, subjects: int = 4000, png: str | None = None) -> None:
+    """BCS sign power (one ablation, one task) against Φ(|Δw|/SE_Δ) on the grid of the issue."""
+    rows = []
+    for sd in (0.1, 0.2):
+        for n in (30, 50, 100):
+            for dw in (0.05, 0.1):
+                sim, ana = _bcs_power_cell(sd, n, dw, subjects, seed + len(rows))
+                mc = math.sqrt(sim * (1 - sim) / subjects)
+                rows.append({"sigma_dec/W": sd, "n": n, "dw": dw, "simulated": sim, "mc_se": mc, "analytic": ana,
+                             "diff": sim - ana})
+    df = pd.DataFrame(rows)
+    print(df.round(4).to_string(index=False))
+    print(f"max |simulated - analytic| = {df['diff'].abs().max():.4f} ({subjects} subjects per cell)")
+    if png:
+        _power_plot(df, png, seed, subjects)
+
+
+def _power_plot(df: pd.DataFrame, png: str, seed: int, subjects: int) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ns = np.arange(10, 201)
+    for (sd, dw), colour in zip([(0.1, 0.05), (0.1, 0.1), (0.2, 0.05), (0.2, 0.1)], ["C0", "C1", "C2", "C3"],
+                                strict=True):
+        se = math.sqrt(2) * sd * math.sqrt(12) / np.sqrt(ns)
+        ax.plot(ns, stats.norm.cdf(dw / se), color=colour, label=f"σ_dec/W={sd}, Δw={dw}")
+        cell = df[(df["sigma_dec/W"] == sd) & (df["dw"] == dw)]
+        ax.errorbar(cell["n"], cell["simulated"], yerr=2 * cell["mc_se"], fmt="o", color=colour)
+    ax.set_xlabel("trials per session (n)")
+    ax.set_ylabel("P(correct sign of Δw_prior)")
+    ax.set_title(f"BCS sign power: simulation (points, {subjects} subjects) vs Φ(|Δw|/SE_Δ)")
+    ax.title.set_fontsize(9)
+    ax.legend(fontsize=8)
+    ax.set_ylim(0.45, 1.01)
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    print(f"wrote {png}")
+
+
+def coverage(seed: int, n: int = 300, rounds: int = 30) -> None:
+    """Coverage of the 68 % session-preserving bootstrap interval of w_prior (static Bayes agent)."""
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(0.1, 0.8, n)
+    design = MagnitudeDesign(task="line-ratio", conditions="base", modalities="text", trials_per_session=50)
+    t = simulate("magnitude", "static-bayes", n, seed, {"w_prior": w, "sigma_dec": 0.15}, design=design)
+    hits = []
+    for (sid, g), brng in zip(t.groupby("subject"), np.random.default_rng(seed + 1).spawn(n), strict=True):
+        cube = build_cube(g)
+        T = cube.X.shape[-1]
+        draws = []
+        for _ in range(rounds):
+            idx = np.sort(brng.integers(0, T, size=(*cube.X.shape[:2], cube.X.shape[3], T)), axis=-1)
+            draws.append(pooled_w_prior(cube.resample(idx))[0][1, 0, 0])
+        lo, hi = np.percentile(draws, [16, 84])
+        hits.append(lo <= w[int(sid)] <= hi)
+    p = float(np.mean(hits))
+    print(f"68 % bootstrap interval of w_prior ({rounds} rounds, 3 x 50 trials, sigma_dec/W = 0.15): coverage "
+          f"{p:.3f} ± {math.sqrt(p * (1 - p) / n):.3f} over {n} subjects")
+
+
+def hierarchical(seed: int) -> None:
+    """The PyMC w_prior hierarchy on one observer (BCS ablations, 3 visual tasks) and the MLE vs
+    hierarchical recovery of static-Bayes w_prior (20 subjects, 3 sessions x 50 trials)."""
+    design = MagnitudeDesign(task="all", modalities="text+image", trials_per_session=30)
+    t = simulate("magnitude", "observer", 1, seed, {"sigma_dec": 0.05}, design=design)
+    t = t[t["task"] != "duration"]
+    start = time.perf_counter()
+    res = w_prior_hierarchy(t, draws=1000, tune=1000, chains=2, seed=seed)
+    print(f"w_prior hierarchy ({time.perf_counter() - start:.0f} s): P(dw_prior > 0) "
+          + ", ".join(f"{k} {v:.3f}" for k, v in res["p_delta_w_positive"].items()))
+    print(f"  diagnostics: {res['diagnostics']}")
+    from cogtestbed.inference.hierarchical import fit_hierarchical
+
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(0.1, 0.8, 20)
+    tt = simulate("magnitude", "static-bayes", 20, seed, {"w_prior": w, "sigma_dec": 0.1},
+                  design=MagnitudeDesign(**TEXT_BASE, trials_per_session=50))
+    fit = fit_hierarchical(MODELS["static-bayes"], tt, draws=500, tune=500, chains=2, seed=seed, warn=False)
+    est = fit.idata.posterior["w_prior"].mean(("chain", "draw")).to_numpy()
+    d = fit.diagnostics
+    print(f"hierarchical static-Bayes w_prior: {_r(w, est)}; max R-hat {d.max_rhat:.3f}, min ESS {d.min_ess_bulk:.0f},"
+          f" divergences {d.divergences}")
+
+
+def stimuli(seed: int, png: str | None = None) -> None:
+    """A picture of the image stimuli (marker, line ratio, maze; unblurred and σ = 2 px blur)."""
+    import io
+
+    from PIL import Image
+
+    from cogtestbed.environments.magnitude import stimulus_image
+
+    cases = [("marker-location", 0.7), ("line-ratio", 0.4), ("maze-distance", 7.0)]
+    tiles = [Image.open(io.BytesIO(stimulus_image(task, x, seed, blur))).convert("RGB")
+             for blur in (0.0, 2.0) for task, x in cases]
+    size = tiles[0].size[0]
+    sheet = Image.new("RGB", (3 * size + 4, 2 * size + 2), "grey")
+    for k, tile in enumerate(tiles):
+        sheet.paste(tile, ((k % 3) * (size + 2), (k // 3) * (size + 2)))
+    out = png or "magnitude_stimuli.png"
+    sheet.save(out)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("study", choices=["recovery", "kalman", "cue", "model", "power", "coverage", "hierarchical",
+                                        "stimuli"])
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("-o", "--output", default=None, help="PNG of the power curve (power study)")
+    args = ap.parse_args()
+    if args.study == "power":
+        power(args.seed, png=args.output)
+    elif args.study == "stimuli":
+        stimuli(args.seed, args.output)
+    else:
+        globals()[args.study](args.seed)

@@ -1,0 +1,634 @@
+"""Belief coherence: elicit a probability, decide Yes / No / Defer (Yamin et al. 2026).
+
+Ground truth comes from a Bayesian network (:mod:`cogtestbed.environments.bayesnets`): a binary
+state θ = [target node = target state] and evidence x, a full assignment of the design's
+evidence nodes, rendered in natural language by the network's phrasebook.  p*(x) = P*(θ=1|x) is
+exact.  Each subject meets ``n_contexts`` contexts whose p*(x) is stratified over ``n_bins``
+equal-width bins (§1 / App. C: "20 equal-width bins of p*"), with θ ~ Bernoulli(p*(x)) drawn
+once per context, and every context is asked ``n_reps`` times.
+
+Each repetition is a block of phases, each a separate call (a fresh context window):
+
+* ``belief`` with the variants π0, π_MSE, π_ABS, π_Bayes (§1; the variants are π0 prefixed with
+  one "IMPORTANT:" sentence): "No: <p> / Yes: <p>", p_E is the Yes value;
+* ``decision``: "Can decide: <Yes|No> / Decision: <Yes|No>"; Can decide = No → Defer,
+  otherwise the Decision; the forced choice is recorded too;
+* ``lie_aux``: the distribution of a withheld covariate z given x; ``lie_cond``: π0 with
+  " and <z condition>" added, once per state of z (law of iterated expectations, Eq. 6).
+
+Parsers return reasons.  A belief answer whose No and Yes do not sum to one ("No: 0.3 /
+Yes: 0.8") is recorded as reported (``p_elicited`` = the Yes value, ``p_no_reported``), flagged
+``coherent`` = False, and its renormalised value Yes/(No+Yes) goes to ``p_renormalised``.
+
+The paper gives the prompts' core words; the glue sentences marked [ours] in the templates are
+a documented reconstruction.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from gymnasium import spaces
+from pydantic import Field, field_validator, model_validator
+
+from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.bayesnets import (
+    Network,
+    NetworkError,
+    Phrasebook,
+    default_phrasebook,
+    load_network,
+)
+from cogtestbed.trials import finish_table
+
+EXPERIMENT = "belief-coherence"
+BELIEF, DECISION, LIE_AUX, LIE_COND = 0, 1, 2, 3
+PHASE_NAMES = ("belief", "decision", "lie_aux", "lie_cond")
+VARIANTS = ("pi0", "mse", "abs", "bayes")
+NO, YES, DEFER = 0, 1, 2
+DECISION_NAMES = ("No", "Yes", "Defer")
+#: Most states of the LIE covariate (sizes the observation and the aux outcome arrays).
+MAX_AUX_STATES = 8
+#: A missing entry of an object column (numpy's ``where`` takes arrays, not a bare None).
+NONE = np.array(None, dtype=object)
+#: |No + Yes − 1| above which a belief answer is flagged incoherent.
+COHERENCE_TOL = 0.01
+
+#: Default target, evidence nodes and LIE covariate of each shipped network (chosen so that p*
+#: covers most of the 20 bins; the paper does not say which covariate it withheld).
+NETWORK_DEFAULTS: dict[str, tuple[str, tuple[str, ...], str | None]] = {
+    "child": ("Disease=Fallot", ("LowerBodyO2", "RUQO2", "CO2Report", "XrayReport", "GruntingReport",
+                                 "LVHreport", "Age"), "BirthAsphyxia"),
+    "alarm": ("HYPOVOLEMIA=TRUE", ("HISTORY", "CVP", "PCWP", "BP", "HR", "HREKG"), "CO"),
+    "hepar2": ("PBC=present", ("sex", "age", "ama", "phosphatase", "cholesterol", "itching", "jaundice"),
+               "le_cells"),
+    "asia": ("lung=yes", ("asia", "smoke", "xray", "dysp"), "bronc"),
+    "cancer": ("Cancer=True", ("Pollution", "Smoker", "Xray"), "Dyspnoea"),
+    "heart": ("SHD=yes", ("Age", "Sex", "Location", "ECG_LVH", "STT_Abnormal", "QRS_Prolonged"),
+              "QTc_Prolonged"),
+    "diabetes": ("Diabetes_binary=yes", ("Age", "BMI", "HighBP", "HighChol", "GenHlth", "PhysActivity"),
+                 "HeartDiseaseorAttack"),
+}
+
+# -- prompts (§1; glue text [ours]) ---------------------------------------------------------
+BELIEF_TEMPLATE = (
+    "There is a patient who {description}. What is the probability that they {question}? "
+    "Return probabilities for: No and Yes. Respond with exactly 2 lines, one per label, in the "
+    "format '<label>: <number between 0 and 1>'. Labels: [No, Yes]\nExample:\nNo: 0.50\nYes: 0.50"
+)
+VARIANT_PREFIX = {
+    "pi0": "",
+    "mse": ("IMPORTANT: Your answer will be evaluated according to the Mean Squared Error (MSE) scoring "
+            "rule, i.e. the squared difference between your probability and the true outcome.\n"),
+    "abs": ("IMPORTANT: Your answer will be evaluated according to the Absolute Loss scoring rule, i.e. "
+            "the absolute difference between your probability and the true outcome.\n"),
+    "bayes": ("IMPORTANT: Use proper Bayesian reasoning. Consider the prior probability of the condition "
+              "in the general population, then update this prior based on the evidence.\n"),
+}
+DECISION_TEMPLATE = (
+    "There is a patient who {description}.\nQuestion: Do they {question}?\n"
+    "Line 1: Can you make a decision about whether or not the patient is likely to {question}? "
+    "Answer 'Yes' or 'No'.\n"
+    "Line 2: If you had to make a decision, what would it be? Answer 'Yes' or 'No'.\n"
+    "Respond with exactly 2 lines in the format:\nCan decide: <Yes or No>\nDecision: <Yes or No>"
+)
+AUX_TEMPLATE = (
+    "There is a patient who {description}. What is the probability distribution over their {aux_name}? "
+    "Return probabilities for: {labels}. Respond with exactly {k} lines, one per label, in the format "
+    "'<label>: <number between 0 and 1>'."
+)
+
+_NUMBER = r"([0-9]*\.?[0-9]+)\s*(%?)"
+
+
+def _number(text: str, pct: str) -> float:
+    value = float(text)
+    return value / 100.0 if pct else value
+
+
+def parse_labelled(text: str | None, labels: tuple[str, ...]) -> ParseResult:
+    """Lines ``<label>: <number>`` for every label → the numbers in label order.
+
+    Numbers may be percentages ("80%" → 0.8); each must lie in [0, 1]; a label given twice with
+    different values, or missing, is a failure with its reason.
+    """
+    if text is None or not text.strip():
+        return ParseResult.failure("empty answer")
+    found: dict[str, float] = {}
+    for label in labels:
+        pattern = re.compile(rf"^\W*{re.escape(label)}\W*\s*[:=]\s*{_NUMBER}", re.IGNORECASE | re.MULTILINE)
+        values = {_number(m.group(1), m.group(2)) for m in pattern.finditer(text)}
+        if not values:
+            return ParseResult.failure(f"no '{label}: <number>' line")
+        if len(values) > 1:
+            return ParseResult.failure(f"label '{label}' given several values {sorted(values)}")
+        value = values.pop()
+        if not 0.0 <= value <= 1.0:
+            return ParseResult.failure(f"'{label}' = {value:g} is not a probability in [0, 1]")
+        found[label] = value
+    return ParseResult.success(np.array([found[label] for label in labels]))
+
+
+def parse_belief(text: str | None) -> ParseResult:
+    """"No: <p> / Yes: <p>" → array (p_no, p_yes), kept as reported (no renormalisation)."""
+    return parse_labelled(text, ("No", "Yes"))
+
+
+def parse_decision(text: str | None) -> ParseResult:
+    """"Can decide: <Yes|No> / Decision: <Yes|No>" → array (action, forced choice).
+
+    Can decide = No → Defer (2); otherwise the Decision, No (0) or Yes (1).
+    """
+    if text is None or not text.strip():
+        return ParseResult.failure("empty answer")
+    out = []
+    for label in ("Can decide", "Decision"):
+        pattern = re.compile(rf"^\W*{label}\W*\s*[:=]\s*\W*(yes|no)\b", re.IGNORECASE | re.MULTILINE)
+        values = {m.group(1).lower() for m in pattern.finditer(text)}
+        if not values:
+            return ParseResult.failure(f"no '{label}: Yes/No' line")
+        if len(values) > 1:
+            return ParseResult.failure(f"'{label}' answered both Yes and No")
+        out.append(YES if values.pop() == "yes" else NO)
+    can, forced = out
+    return ParseResult.success(np.array([forced if can == YES else DEFER, forced]))
+
+
+# -- design ---------------------------------------------------------------------------------
+def _split(v: Any) -> Any:
+    if isinstance(v, str):
+        return tuple(s.strip() for s in v.split(",") if s.strip())
+    return v
+
+
+class BeliefDesign(Design):
+    """Design of the belief-coherence experiment; defaults are the paper's 200 contexts × 5 reps."""
+
+    network: str = "child"
+    #: "node=state"; None: the network's default (:data:`NETWORK_DEFAULTS`).
+    target: str | None = None
+    evidence: tuple[str, ...] | None = None
+    #: Withheld covariate z of the LIE prompts; None: the network's default; "none": no LIE phases.
+    lie_node: str | None = None
+    phrasebook: str | None = None
+    #: Seed of the CPT generator of code-built networks (heart, diabetes).
+    network_seed: int = Field(0, ge=0)
+    n_contexts: int = Field(200, ge=1)
+    n_reps: int = Field(5, ge=1)
+    n_bins: int = Field(20, ge=1, le=1000)
+    #: Evidence configurations with P*(x) below this are never drawn: the paper drops covariate
+    #: strata with fewer than 100 patients; 1e-4 plays that role for a population of 10^6.
+    min_config_prob: float = Field(1e-4, ge=0.0, lt=1.0)
+    variants: tuple[str, ...] = VARIANTS
+    decision: bool = True
+
+    @field_validator("evidence", "variants", mode="before")
+    @classmethod
+    def _split_lists(cls, v: Any) -> Any:
+        return _split(v)
+
+    @field_validator("variants")
+    @classmethod
+    def _variants(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [x for x in v if x not in VARIANTS]
+        if bad or "pi0" not in v or len(set(v)) != len(v):
+            raise ValueError(f"variants must be distinct names from {VARIANTS} including pi0, got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _network_ok(self) -> BeliefDesign:
+        try:
+            ground_truth(self)
+        except NetworkError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+    @property
+    def steps_per_rep(self) -> int:
+        """Calls (phases) per repetition of a context."""
+        return len(schedule(self)[0])
+
+    @property
+    def n_trials(self) -> int:
+        """Trials = (context, repetition) blocks; each plays :attr:`steps_per_rep` phases."""
+        return self.n_contexts * self.n_reps
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """Exact quantities of a design's network, per evidence configuration.
+
+    ``configs`` (n_cfg, n_evidence) state indices; ``px`` P*(x); ``pstar`` P*(θ=1|x);
+    ``pz`` P*(z|x) (n_cfg, K); ``pcond`` P*(θ=1|x, z) (n_cfg, K) (K = 0 without LIE).
+    """
+
+    network: Network
+    target: tuple[str, str]
+    evidence: tuple[str, ...]
+    lie_node: str | None
+    phrasebook: Phrasebook
+    configs: np.ndarray
+    px: np.ndarray
+    pstar: np.ndarray
+    pz: np.ndarray
+    pcond: np.ndarray
+
+    @property
+    def n_aux(self) -> int:
+        return 0 if self.lie_node is None else self.network.card(self.lie_node)
+
+    def evidence_dict(self, cfg: int) -> dict[str, str]:
+        return {n: self.network.states[n][int(s)] for n, s in zip(self.evidence, self.configs[cfg], strict=True)}
+
+    @functools.cached_property
+    def evidence_json(self) -> np.ndarray:
+        return np.array([json.dumps(self.evidence_dict(i)) for i in range(len(self.px))], dtype=object)
+
+    def bins(self, n_bins: int) -> np.ndarray:
+        """Equal-width bin of each configuration's p*."""
+        return np.minimum((self.pstar * n_bins).astype(np.int64), n_bins - 1)
+
+
+def _resolve(design: BeliefDesign, net: Network) -> tuple[tuple[str, str], tuple[str, ...], str | None]:
+    default = NETWORK_DEFAULTS.get(net.name)
+    target_s = design.target or (default[0] if default else None)
+    evidence = design.evidence or (default[1] if default else None)
+    if target_s is None or evidence is None:
+        raise NetworkError(f"network {net.name!r} has no defaults: set target=NODE=STATE and evidence=A,B,...")
+    node, sep, state = target_s.partition("=")
+    if not sep:
+        raise NetworkError(f"target must look like NODE=STATE, got {target_s!r}")
+    net.state_index(node, state)
+    for e in evidence:
+        net.check_node(e)
+    if node in evidence or len(set(evidence)) != len(evidence):
+        raise NetworkError("evidence nodes must be distinct and must not include the target")
+    lie: str | None = design.lie_node if design.lie_node is not None else (default[2] if default else None)
+    if lie is not None and lie.lower() == "none":
+        lie = None
+    if lie is not None:
+        net.check_node(lie)
+        if lie in evidence or lie == node:
+            raise NetworkError(f"the LIE covariate {lie!r} must be neither evidence nor the target")
+        if net.card(lie) > MAX_AUX_STATES:
+            raise NetworkError(f"the LIE covariate {lie!r} has more than {MAX_AUX_STATES} states")
+    return (node, state), tuple(evidence), lie
+
+
+def ground_truth(design: BeliefDesign) -> GroundTruth:
+    """Exact p*(x), P*(z|x), P*(θ|x,z) for every evidence configuration (cached per design)."""
+    return _ground_truth(design.network, design.network_seed, design.target, design.evidence,
+                         design.lie_node, design.phrasebook, design.min_config_prob)
+
+
+@functools.lru_cache(maxsize=32)
+def _ground_truth(network: str, seed: int, target: str | None, evidence: tuple[str, ...] | None,
+                  lie_node: str | None, phrasebook: str | None, min_prob: float) -> GroundTruth:
+    net = load_network(network, seed)
+    probe = BeliefDesign.model_construct(target=target, evidence=evidence, lie_node=lie_node)
+    (node, state), ev, lie = _resolve(probe, net)
+    query = [node, *ev] + ([lie] if lie else [])
+    joint = net.marginal(query)
+    if lie is None:
+        joint = joint[..., None]
+    k = joint.shape[-1]
+    joint = joint.reshape(net.card(node), -1, k)  # (θ states, configs, z)
+    t = net.state_index(node, state)
+    pxz = joint.sum(axis=0)
+    px = pxz.sum(axis=1)
+    keep = np.flatnonzero(px >= max(min_prob, 1e-300))
+    if keep.size == 0:
+        raise NetworkError(f"no evidence configuration has P*(x) >= {min_prob}")
+    pos = joint[t][keep]
+    pxz = pxz[keep]
+    px = px[keep]
+    configs = np.stack(np.unravel_index(keep, [net.card(e) for e in ev]), axis=1).astype(np.int64)
+    pstar = pos.sum(axis=1) / px
+    pz = pxz / px[:, None] if lie else np.zeros((len(keep), 0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pcond = np.where(pxz > 0, pos / np.where(pxz > 0, pxz, 1.0), pstar[:, None]) if lie else pz
+    book = Phrasebook.from_toml(phrasebook) if phrasebook else default_phrasebook(network)
+    return GroundTruth(net, (node, state), ev, lie, book, configs, px, np.clip(pstar, 0.0, 1.0), pz,
+                       np.clip(pcond, 0.0, 1.0))
+
+
+@functools.lru_cache(maxsize=32)
+def _schedule(variants: tuple[str, ...], decision: bool, n_aux: int) -> tuple[np.ndarray, np.ndarray]:
+    phase = [BELIEF] * len(variants) + ([DECISION] if decision else [])
+    arg = [VARIANTS.index(v) for v in variants] + ([0] if decision else [])
+    if n_aux:
+        phase += [LIE_AUX] + [LIE_COND] * n_aux
+        arg += [0, *range(n_aux)]
+    return np.array(phase, dtype=np.int64), np.array(arg, dtype=np.int64)
+
+
+def schedule(design: BeliefDesign) -> tuple[np.ndarray, np.ndarray]:
+    """(phase, argument) of each call within one repetition; the argument is the variant index
+    (belief), or the z state (lie_cond)."""
+    return _schedule(design.variants, design.decision, ground_truth(design).n_aux)
+
+
+@dataclass(frozen=True)
+class BeliefSessions(Sessions):
+    """Pre-drawn contexts of N sessions: evidence configuration and θ (N, n_contexts)."""
+
+    config: np.ndarray
+    theta: np.ndarray
+
+
+def stratified_configs(gt: GroundTruth, n: int, n_bins: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` configurations with p* stratified over ``n_bins`` equal-width bins.
+
+    Every non-empty bin gets ⌊n / #bins⌋ contexts, the remainder going to bins drawn without
+    replacement; within a bin configurations are drawn with probability ∝ P*(x) (with
+    replacement, as patients of a stratum).  The order is then shuffled.
+    """
+    bins = gt.bins(n_bins)
+    filled = np.unique(bins)
+    quota = np.full(filled.size, n // filled.size)
+    quota[rng.choice(filled.size, size=n % filled.size, replace=False)] += 1
+    out = []
+    for b, q in zip(filled, quota, strict=True):
+        members = np.flatnonzero(bins == b)
+        w = gt.px[members] / gt.px[members].sum()
+        out.append(members[rng.choice(members.size, size=q, p=w)])
+    chosen = np.concatenate(out)
+    return chosen[rng.permutation(chosen.size)]
+
+
+# -- environment ----------------------------------------------------------------------------
+class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
+    """The belief-coherence experiment (see module docstring).
+
+    A trial is one (context, repetition) block whose phases are the calls of :func:`schedule`:
+    ``belief_<variant>`` (action (p_no, p_yes) or p_yes), ``decision`` (action (choice, forced
+    choice) or a choice: 0 No, 1 Yes, 2 Defer), ``lie_aux`` (a probability vector over z's states)
+    and ``lie_cond_<j>`` (like a belief, given z = state j).
+
+    Observation: ``phase`` (index of the phase), ``kind`` (0 belief, 1 decision, 2 lie_aux,
+    3 lie_cond), ``variant`` (index in :data:`VARIANTS`), ``z_state``, ``context``, ``rep``,
+    ``p_star`` (P*(θ=1|x): a synthetic agent's world model evaluated at the shown evidence),
+    ``p_cond`` and ``aux_true`` (P*(θ|x,z) and P*(z|x), padded to :data:`MAX_AUX_STATES`),
+    ``n_aux``, ``hidden_theta`` (θ itself, read only by the hidden-information negative control;
+    an LLM sees only ``prompt``) and ``prompt``.
+    """
+
+    experiment: ClassVar[str] = EXPERIMENT
+    design_cls: ClassVar[type[Design]] = BeliefDesign
+    action_dtype: ClassVar[Any] = np.float64
+
+    def __init__(self, design: BeliefDesign | None = None, render_mode: str | None = None):
+        super().__init__(design, render_mode)
+        self.gt = ground_truth(self.design)
+        self.kind_of, self.arg_of = schedule(self.design)
+        self._max_steps = self.max_steps(self.design)
+        self._prompts: dict[tuple[int, int], str] = {}
+        k = MAX_AUX_STATES
+        self.observation_space = spaces.Dict({
+            "kind": spaces.Discrete(4), "variant": spaces.Discrete(len(VARIANTS)),
+            "z_state": spaces.Discrete(k), "context": spaces.Discrete(self.design.n_contexts + 1),
+            "rep": spaces.Discrete(self.design.n_reps + 1),
+            "p_star": spaces.Box(0.0, 1.0, shape=(), dtype=np.float64),
+            "p_cond": spaces.Box(0.0, 1.0, shape=(k,), dtype=np.float64),
+            "aux_true": spaces.Box(0.0, 1.0, shape=(k,), dtype=np.float64),
+            "n_aux": spaces.Discrete(k + 1), "hidden_theta": spaces.Discrete(2),
+            "prompt": self.prompt_space(4000),
+        })
+        self.declare_phases(*(self._phase(int(kind), int(arg)) for kind, arg in zip(self.kind_of, self.arg_of,
+                                                                                     strict=True)))
+
+    def _phase(self, kind: int, arg: int) -> Phase:
+        belief_space = spaces.Box(0.0, 1.0, shape=(2,), dtype=np.float64)
+        if kind == BELIEF:
+            return Phase(f"belief_{VARIANTS[arg]}", belief_space, parse_belief)
+        if kind == DECISION:
+            return Phase("decision", spaces.MultiDiscrete([3, 2]), parse_decision)
+        if kind == LIE_COND:
+            return Phase(f"lie_cond_{arg}", belief_space, parse_belief)
+        assert self.gt.lie_node is not None
+        states = self.gt.network.states[self.gt.lie_node]
+        return Phase("lie_aux", spaces.Box(0.0, 1.0, shape=(len(states),), dtype=np.float64),
+                     lambda text: parse_labelled(text, states))
+
+    @classmethod
+    def max_steps(cls, design: Design) -> int:
+        assert isinstance(design, BeliefDesign)
+        return design.n_trials * design.steps_per_rep
+
+    def _terminated(self) -> bool:
+        return self.t >= self._max_steps
+
+    # -- stochastic design ---------------------------------------------------------------
+    @classmethod
+    def sample_sessions(cls, design: BeliefDesign, n: int, rng: np.random.Generator) -> BeliefSessions:
+        gt = ground_truth(design)
+        config = np.stack([stratified_configs(gt, design.n_contexts, design.n_bins, rng) for _ in range(n)])
+        theta = (rng.random(config.shape) < gt.pstar[config]).astype(np.int64)
+        return BeliefSessions(config=config, theta=theta)
+
+    # -- position ------------------------------------------------------------------------
+    def locate(self, t: int | None = None) -> tuple[int, int, int]:
+        """(context, rep, phase index) of step ``t``."""
+        t = self.t if t is None else t
+        s = len(self.kind_of)
+        return t // (s * self.design.n_reps), (t // s) % self.design.n_reps, t % s
+
+    @property
+    def _s(self) -> BeliefSessions:
+        assert self.session is not None
+        return self.session
+
+    def _start(self) -> None:
+        steps = self.max_steps(self.design)
+        self.outcomes.extra.update({
+            "p_no": np.full((1, steps), np.nan), "forced": np.full((1, steps), -1, dtype=np.int64),
+            "aux": np.full((1, steps, MAX_AUX_STATES), np.nan),
+        })
+
+    def _action_value(self, action: Any) -> Any:
+        """The recorded number: P(Yes) (belief, lie_cond), the choice (decision), Σ P(z) (lie_aux)."""
+        kind = int(self.kind_of[self.phase_index])
+        a = np.atleast_1d(np.asarray(action, dtype=np.float64))
+        if kind in (BELIEF, LIE_COND):
+            if a.size not in (1, 2) or not (a.min() >= 0.0 and a.max() <= 1.0):
+                raise ValueError(f"invalid action {action!r} for phase {self.phase.name!r}: "
+                                 "(p_no, p_yes) or p_yes in [0, 1] expected")
+            return float(a[-1])
+        if kind == DECISION:
+            forced = int(a[1]) if a.size > 1 else (int(a[0]) if int(a[0]) != DEFER else -1)
+            if int(a[0]) not in (NO, YES, DEFER) or forced not in (-1, NO, YES) or a.size > 2:
+                raise ValueError(f"invalid action {action!r} for the decision: (choice, forced) with choice "
+                                 "0 No / 1 Yes / 2 Defer and forced 0 / 1")
+            return float(int(a[0]))
+        k = self.gt.n_aux
+        if a.size != k or not (a.min() >= 0.0 and a.max() <= 1.0):
+            raise ValueError(f"invalid action {action!r} for lie_aux: {k} probabilities expected")
+        total = 0.0
+        for v in a:  # sequential sum, as the batch kernel adds
+            total += float(v)
+        return total
+
+    def _play(self, action: Any) -> float:
+        """Record the answer's other numbers (p_no, forced choice, the z distribution); no reward."""
+        kind = int(self.kind_of[self.phase_index])
+        a = np.atleast_1d(np.asarray(action, dtype=np.float64))
+        extra, t = self.outcomes.extra, self.t
+        if kind in (BELIEF, LIE_COND):
+            extra["p_no"][0, t] = a[0] if a.size == 2 else 1.0 - a[0]
+        elif kind == DECISION:
+            extra["forced"][0, t] = int(a[1]) if a.size > 1 else (int(a[0]) if int(a[0]) != DEFER else -1)
+        else:
+            extra["aux"][0, t, : a.size] = a
+        return float("nan")
+
+    def _context_arrays(self, t: int) -> tuple[int, int, float, np.ndarray, np.ndarray]:
+        c = min(self.locate(t)[0], self.design.n_contexts - 1)
+        cfg = int(self._s.config[0, c])
+        k = self.gt.n_aux
+        pc = np.zeros(MAX_AUX_STATES)
+        pz = np.zeros(MAX_AUX_STATES)
+        pc[:k], pz[:k] = self.gt.pcond[cfg], self.gt.pz[cfg]
+        return c, cfg, float(self.gt.pstar[cfg]), pc, pz
+
+    def _observation(self) -> dict[str, Any]:
+        done = self._terminated()
+        t = min(self.t, self._max_steps - 1)
+        c, rep, i = self.locate(t)
+        _, _, pstar, pc, pz = self._context_arrays(t)
+        kind = int(self.kind_of[i])
+        return {
+            "kind": kind, "variant": int(self.arg_of[i]) if kind == BELIEF else 0,
+            "z_state": int(self.arg_of[i]) if kind == LIE_COND else 0,
+            "context": c, "rep": rep, "p_star": np.float64(pstar), "p_cond": pc, "aux_true": pz,
+            "n_aux": self.gt.n_aux, "hidden_theta": int(self._s.theta[0, c]),
+            "prompt": "(session finished)" if done else self.render_prompt(),
+        }
+
+    def _info(self) -> dict[str, Any]:
+        t = min(self.t, self._max_steps - 1)
+        c, rep, _ = self.locate(t)
+        return {"trial": self.t, "context": c, "rep": rep, "theta": int(self._s.theta[0, c]),
+                "p_star": float(self.gt.pstar[int(self._s.config[0, c])])}
+
+    # -- rendering -------------------------------------------------------------------------
+    def render_prompt(self) -> str:
+        c, _, i = self.locate(min(self.t, self._max_steps - 1))
+        cfg = int(self._s.config[0, c])
+        key = (cfg, i)
+        if key not in self._prompts:  # the 5 repetitions of a context share their prompts
+            self._prompts[key] = render(self.gt, cfg, int(self.kind_of[i]), int(self.arg_of[i]))
+        return self._prompts[key]
+
+    # -- trial table -----------------------------------------------------------------------
+    @classmethod
+    def trials_table(cls, design: BeliefDesign, sessions: BeliefSessions, outcomes: Outcomes,
+                     *, agent: str = "unknown", params: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
+        """One row per call with the columns of the module docstring (see :func:`belief_columns`)."""
+        stimulus = belief_columns(design, sessions, outcomes)
+        return finish_table(EXPERIMENT, stimulus, outcomes.action, np.full(outcomes.action.shape, np.nan),
+                            outcomes.valid, agent=agent, raw_response=outcomes.raw_response,
+                            parse_error=outcomes.parse_error, params=params)
+
+
+def render(gt: GroundTruth, cfg: int, phase: int, arg: int) -> str:
+    """The prompt of one call for evidence configuration ``cfg``."""
+    book = gt.phrasebook
+    description = book.describe(gt.evidence_dict(cfg))
+    question = book.question(*gt.target)
+    if phase == DECISION:
+        return DECISION_TEMPLATE.format(description=description, question=question)
+    if phase == LIE_AUX:
+        assert gt.lie_node is not None
+        labels = gt.network.states[gt.lie_node]
+        return AUX_TEMPLATE.format(description=description, aux_name=book.name(gt.lie_node),
+                                   labels=", ".join(labels), k=len(labels))
+    if phase == LIE_COND:
+        assert gt.lie_node is not None
+        state = gt.network.states[gt.lie_node][arg]
+        description = f"{description} and {book.phrase(gt.lie_node, state)}"
+        return BELIEF_TEMPLATE.format(description=description, question=question)
+    return VARIANT_PREFIX[VARIANTS[arg]] + BELIEF_TEMPLATE.format(description=description, question=question)
+
+
+def step_arrays(design: BeliefDesign, sessions: BeliefSessions) -> dict[str, np.ndarray]:
+    """Per-step (n, steps) arrays: context, rep, phase, argument, configuration, θ, p_true."""
+    gt = ground_truth(design)
+    phase_of, arg_of = schedule(design)
+    s, r = len(phase_of), design.n_reps
+    steps = design.n_contexts * r * s
+    t = np.arange(steps)
+    context, rep, k = t // (s * r), (t // s) % r, t % s
+    phase, arg = phase_of[k], arg_of[k]
+    cfg = sessions.config[:, context]
+    theta = sessions.theta[:, context]
+    p_true = gt.pstar[cfg]
+    if gt.n_aux:
+        cond = phase == LIE_COND
+        p_true = np.where(cond[None, :], gt.pcond[cfg, np.where(cond, arg, 0)[None, :]], p_true)
+        p_true = np.where((phase == LIE_AUX)[None, :], np.nan, p_true)
+    n = sessions.n_subjects
+    return {"context": np.broadcast_to(context, (n, steps)), "rep": np.broadcast_to(rep, (n, steps)),
+            "phase": np.broadcast_to(phase, (n, steps)), "arg": np.broadcast_to(arg, (n, steps)),
+            "config": cfg, "theta": theta, "p_true": p_true}
+
+
+def belief_columns(design: BeliefDesign, sessions: BeliefSessions, outcomes: Outcomes) -> dict[str, Any]:
+    """The stimulus and answer columns of the trial table as (n, steps) arrays."""
+    gt = ground_truth(design)
+    a = step_arrays(design, sessions)
+    n, steps = a["phase"].shape
+    phase, arg, valid = a["phase"], a["arg"], outcomes.valid
+    is_prob = (phase == BELIEF) | (phase == LIE_COND)
+    p_yes = np.where(is_prob & valid, outcomes.action, np.nan)
+    p_no = np.where(is_prob & valid, outcomes.extra.get("p_no", np.full((n, steps), np.nan)), np.nan)
+    total = p_no + p_yes
+    with np.errstate(invalid="ignore", divide="ignore"):
+        renorm = np.where(total > 0, p_yes / total, np.nan)
+    is_dec = (phase == DECISION) & valid
+    dec_code = np.where(is_dec, outcomes.action, -1).astype(np.int64)
+    forced = np.where(is_dec, outcomes.extra.get("forced", np.full((n, steps), -1)), -1).astype(np.int64)
+    names = np.array([*DECISION_NAMES, None], dtype=object)
+    variant = np.where(phase == BELIEF, np.array(VARIANTS, dtype=object)[np.where(phase == BELIEF, arg, 0)], NONE)
+    target = "=".join(gt.target)
+    aux_node, aux_state, aux_rep, aux_true = _aux_columns(gt, a, outcomes)
+    return {
+        "context_id": a["context"], "rep": a["rep"], "evidence": gt.evidence_json[a["config"]],
+        "target": np.full((n, steps), target, dtype=object), "p_true": a["p_true"], "theta": a["theta"],
+        "phase": np.array(PHASE_NAMES, dtype=object)[phase], "variant": variant,
+        "p_elicited": p_yes, "p_no_reported": p_no, "p_renormalised": renorm,
+        "coherent": np.where(is_prob & valid, np.abs(total - 1.0) <= COHERENCE_TOL, False),
+        "decision": names[np.where(dec_code >= 0, dec_code, 3)],
+        "forced_choice": names[np.where(forced >= 0, forced, 3)],
+        "aux_node": aux_node, "aux_state": aux_state, "aux_reported": aux_rep, "aux_true": aux_true,
+    }
+
+
+def _aux_columns(gt: GroundTruth, a: Mapping[str, np.ndarray], outcomes: Outcomes
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    n, steps = a["phase"].shape
+    none = np.full((n, steps), None, dtype=object)
+    if gt.lie_node is None:
+        return none, none, none.copy(), none.copy()
+    states = gt.network.states[gt.lie_node]
+    phase = a["phase"]
+    is_lie = (phase == LIE_AUX) | (phase == LIE_COND)
+    node = np.where(is_lie, gt.lie_node, NONE)
+    state = np.where(phase == LIE_COND, np.array(states, dtype=object)[np.where(phase == LIE_COND, a["arg"], 0)],
+                     NONE)
+    true_json = np.array([json.dumps(dict(zip(states, map(float, row), strict=True))) for row in gt.pz],
+                         dtype=object)
+    aux_true = np.where(phase == LIE_AUX, true_json[a["config"]], NONE)
+    aux = outcomes.extra.get("aux")
+    reported = none.copy()
+    if aux is not None:
+        rows, cols = np.nonzero((phase == LIE_AUX) & outcomes.valid)
+        for i, j in zip(rows, cols, strict=True):
+            reported[i, j] = json.dumps(dict(zip(states, map(float, aux[i, j, : len(states)]), strict=True)))
+    return node, state, reported, aux_true

@@ -1,0 +1,602 @@
+"""Magnitude estimation (BayesBench): Ma, Wang & Fountas (2025), "Emergent Bayesian behaviour and
+optimal cue combination in LLMs", arXiv:2512.02719, Sec. 3 and App. A.3.
+
+Psychophysics identity mapping: on every trial the subject sees a stimulus of magnitude ``x`` and
+answers ``y ≈ x``.  Four tasks (Fig. 2): marker location, line-length ratio, maze distance (the
+Euclidean start–end distance of a non-self-intersecting path) and dialogue duration.  Each task
+has three sessions (short / medium / long) whose stimuli are drawn uniformly from overlapping
+ranges.  Every call is stateless, so each prompt carries the system prompt, the last ``k`` trials of
+the current session as alternating user (stimulus) and assistant (the subject's own answer) chat
+turns, and the current stimulus — as text, as an image, or both (duration is text only).
+
+One *session* of the trial table (column ``session``) is one block (task, condition, modality,
+range) of ``trials_per_session`` trials; the history resets between blocks.  A block's stimuli are
+shared by all modalities and conditions of the same (task, range) — the paired design the
+cue-combination fits need (the multimodal answer is modelled from the unimodal answers to the same
+stimulus, Sec. 3.3) — and ``order-reversal`` plays them in reverse.
+
+Columns of the trial table: ``task, condition, modality, range, x, range_low, range_high, blur,
+context, render_seed`` plus the standard outcome columns (``action`` = the numeric answer).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from gymnasium import spaces
+from pydantic import Field, field_validator, model_validator
+
+from cogtestbed.environments import magnitude_stimuli as stim
+from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.trials import finish_table
+
+EXPERIMENT = "magnitude"
+
+MODALITIES = ("text", "image", "text+image")
+RANGES = ("short", "medium", "long")
+#: Every ablation of App. A.3 plus the base experiment.
+CONDITIONS = ("base", "verbal", "numerical", "numerical-biased", "noise-constant", "noise-gradual",
+              "context-short", "context-long", "order-reversal")
+#: The five ablations BCS sums over (Sec. 3.5): all expected to raise the prior weight.
+BCS_ABLATIONS = ("verbal", "numerical", "noise-constant", "noise-gradual", "context-long")
+#: Default conditions a subject plays: the base experiment and the five BCS ablations.
+DEFAULT_CONDITIONS = ("base", *BCS_ABLATIONS)
+
+#: [gap] default history window (the numerical-steering prompt speaks of 10 observations).
+DEFAULT_CONTEXT = 10
+#: Windows of the short- and long-context ablations (App. A.3).
+SHORT_CONTEXT, LONG_CONTEXT = 3, 20
+#: [gap] blur σ (pixels) of the constant-noise ablation, and the final σ of the gradual ablation's
+#: linear ramp from 0 (Fig. 12 shows blur rising over trials; the levels are not given).
+BLUR_CONSTANT = 2.0
+BLUR_GRADUAL_MAX = 4.0
+#: Observations the numerical-steering prompt summarises ("For 10 previous observations ...").
+STEERING_WINDOW = 10
+#: [gap] shift of the biased numerical-steering range, as a fraction of the session width W
+#: (the stated range is the true one moved up by 0.5 W).
+NUMERICAL_BIAS = 0.5
+#: [gap] trials per session (the paper gives none; the BCS power analysis favours ≥ 50).
+DEFAULT_TRIALS = 50
+
+#: Steering codes carried by the observation (0 none, 1 verbal, 2 numerical, 3 biased numerical).
+STEER_NONE, STEER_VERBAL, STEER_NUMERICAL, STEER_BIASED = 0, 1, 2, 3
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(\s*%)?")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task: its role sentence, answer instruction, session ranges and valid answers."""
+
+    name: str
+    role: str
+    instruction: str
+    ranges: Mapping[str, tuple[float, float]]
+    valid: tuple[float, float]
+    visual: bool
+    #: Whether "30%" reads as 0.30 (unit-interval answers).
+    percent: bool = False
+    fmt: str = "{:.2f}"
+
+
+#: [gap] session ranges: width 0.4 of the task span with overlapping neighbours (the paper shows
+#: only Fig. 5); maze distances in path units, durations in seconds.
+TASKS: dict[str, TaskSpec] = {
+    "marker-location": TaskSpec(
+        "marker-location", "marker location estimator",
+        "Estimate the position of the marker along the line as a decimal number between 0 (left "
+        "end) and 1 (right end).",
+        {"short": (0.05, 0.45), "medium": (0.3, 0.7), "long": (0.55, 0.95)}, (0.0, 1.0), True, True),
+    "line-ratio": TaskSpec(  # the paper's verbatim example prompt (Sec. 3.1)
+        "line-ratio", "line-length ratio estimator",
+        "Estimate the ratio of the shorter line to the longer line as a decimal number between 0 "
+        "and 1.",
+        {"short": (0.05, 0.45), "medium": (0.3, 0.7), "long": (0.55, 0.95)}, (0.0, 1.0), True, True),
+    "maze-distance": TaskSpec(
+        "maze-distance", "maze distance estimator",
+        "Estimate the straight-line (Euclidean) distance between the start and the end of the path, "
+        "in units, as a decimal number.",
+        {"short": (2.0, 6.0), "medium": (4.0, 8.0), "long": (6.0, 10.0)}, (0.0, 100.0), True),
+    "duration": TaskSpec(
+        "duration", "dialogue duration estimator",
+        "Estimate how many seconds the following meeting dialogue extract lasts when spoken, as a "
+        "decimal number.",
+        {"short": (2.0, 10.0), "medium": (6.0, 14.0), "long": (10.0, 18.0)}, (0.0, 600.0), False,
+        fmt="{:.1f}"),
+}
+TASK_NAMES = tuple(TASKS)
+VISUAL_TASKS = tuple(t for t in TASK_NAMES if TASKS[t].visual)
+DO_NOT_REASON = "Do not explain or reason. Only output the final answer."
+
+
+@dataclass(frozen=True)
+class Block:
+    """One session of trials: a (task, condition, modality, range) cell."""
+
+    task: str
+    condition: str
+    modality: str
+    range: str
+
+    @property
+    def context(self) -> int:
+        return {"context-short": SHORT_CONTEXT, "context-long": LONG_CONTEXT}.get(self.condition, -1)
+
+    @property
+    def steering(self) -> int:
+        return {"verbal": STEER_VERBAL, "numerical": STEER_NUMERICAL,
+                "numerical-biased": STEER_BIASED}.get(self.condition, STEER_NONE)
+
+
+@lru_cache(maxsize=64)
+def _blocks(tasks: tuple[str, ...], conditions: tuple[str, ...], modalities: tuple[str, ...],
+            ranges: tuple[str, ...]) -> tuple[Block, ...]:
+    return tuple(Block(t, c, m, r) for t in tasks for c in conditions
+                 for m in modalities if TASKS[t].visual or m == "text" for r in ranges)
+
+
+def _tuple(v: Any) -> Any:
+    if isinstance(v, str):
+        return tuple(s.strip() for s in v.split(",") if s.strip())
+    return v
+
+
+class MagnitudeDesign(Design):
+    """A BayesBench design (defaults for the paper's gaps, Ma et al. 2025 §3, App. A.3).
+
+    Documented defaults where the paper is silent:
+
+    * ``trials_per_session`` = DEFAULT_TRIALS (50); history window ``context`` = 10 (3 / 20 in the
+      context ablations); history as alternating user / assistant chat turns;
+    * session ranges per task: :data:`TASKS` (overlapping uniform ranges of width 0.4 of the task
+      span: marker and ratio U[.05,.45], U[.3,.7], U[.55,.95]; maze U[2,6], U[4,8], U[6,10] units;
+      duration U[2,10], U[6,14], U[10,18] s);
+    * blur: Gaussian, σ = BLUR_CONSTANT = 2 px (constant noise), a linear ramp 0 → BLUR_GRADUAL_MAX
+      = 4 px over the session (gradual noise); blur touches images only;
+    * numerical steering states the min–max of the previous STEERING_WINDOW = 10 stimuli (the
+      session range before any trial); the biased version moves it up by NUMERICAL_BIAS = 0.5 W;
+    * ASCII resolution 50 cells, images 224 px (:mod:`magnitude_stimuli`); maze path of 8
+      segments; dialogue from the documented speaking-rate model, or AMI extracts
+      (``duration_corpus``: a directory of AMI ``*.words.xml`` files);
+    * block order fixed: task, condition, modality, range (each block an independent context);
+    * parsing: the first number in the answer; it must lie in the task's valid range; "30%" reads
+      as 0.30 for unit-interval tasks; anything else is invalid with a reason.
+    """
+
+    task: str = Field("all", description="one of TASKS, or 'all' (the four tasks in turn)")
+    conditions: tuple[str, ...] = DEFAULT_CONDITIONS
+    modalities: tuple[str, ...] = MODALITIES
+    ranges: tuple[str, ...] = RANGES
+    trials_per_session: int = Field(DEFAULT_TRIALS, ge=1)
+    context: int = Field(DEFAULT_CONTEXT, ge=0)
+    blur_constant: float = Field(BLUR_CONSTANT, ge=0.0)
+    blur_gradual_max: float = Field(BLUR_GRADUAL_MAX, ge=0.0)
+    numerical_bias: float = NUMERICAL_BIAS
+    duration_corpus: str | None = None
+
+    _split = field_validator("conditions", "modalities", "ranges", mode="before")(_tuple)
+
+    @model_validator(mode="after")
+    def _check(self) -> MagnitudeDesign:
+        if self.task != "all" and self.task not in TASKS:
+            raise ValueError(f"unknown task {self.task!r}; choose one of: all, {', '.join(TASKS)}")
+        for name, values, known in (("condition", self.conditions, CONDITIONS),
+                                    ("modality", self.modalities, MODALITIES),
+                                    ("range", self.ranges, RANGES)):
+            if not values:
+                raise ValueError(f"a design needs at least one {name}")
+            bad = [v for v in values if v not in known]
+            if bad or len(set(values)) != len(values):
+                raise ValueError(f"{name}s must be distinct values of {', '.join(known)}; got {values}")
+        if not self.blocks:
+            raise ValueError("no block to play: the duration task has only the text modality")
+        return self
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return TASK_NAMES if self.task == "all" else (self.task,)
+
+    @property
+    def blocks(self) -> tuple[Block, ...]:
+        """The sessions a subject plays, in order (duration only in the text modality)."""
+        return _blocks(self.tasks, self.conditions, self.modalities, self.ranges)
+
+    @property
+    def n_trials(self) -> int:
+        return len(self.blocks) * self.trials_per_session
+
+    def block_context(self, block: Block) -> int:
+        return self.context if block.context < 0 else block.context
+
+
+@dataclass(frozen=True)
+class MagnitudeSessions(Sessions):
+    """Stimuli of ``n`` subjects: ``x`` and ``render_seed`` of shape (n, tasks, ranges, trials)."""
+
+    x: np.ndarray
+    render_seed: np.ndarray
+
+
+def sample_stimuli(design: MagnitudeDesign, n: int, rng: np.random.Generator) -> MagnitudeSessions:
+    """Uniform stimuli per (task, range) and a render seed per stimulus (Sec. 3.1).
+
+    AMI-duration values are replaced by the exact duration of the cut extract."""
+    shape = (n, len(design.tasks), len(design.ranges), design.trials_per_session)
+    lo = np.array([[TASKS[t].ranges[r][0] for r in design.ranges] for t in design.tasks])
+    hi = np.array([[TASKS[t].ranges[r][1] for r in design.ranges] for t in design.tasks])
+    x = lo[None, :, :, None] + (hi - lo)[None, :, :, None] * rng.random(shape)
+    seeds = rng.integers(0, 2**62, size=shape, dtype=np.int64)
+    for k, task in enumerate(design.tasks):
+        if task == "duration" and design.duration_corpus is not None:
+            corpus = stim.ami_corpus(design.duration_corpus)
+            sub = x[:, k]
+            for idx in np.ndindex(sub.shape):
+                words = stim.ami_extract(corpus, float(sub[idx]), int(seeds[:, k][idx]))
+                sub[idx] = stim.extract_duration(words)
+    return MagnitudeSessions(x=x, render_seed=seeds)
+
+
+@dataclass(frozen=True)
+class StepArrays:
+    """Per-step arrays of shape (n_subjects, n_steps) that agents' batch kernels read."""
+
+    x: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    blur: np.ndarray
+    context: np.ndarray
+    steering: np.ndarray
+    modality: np.ndarray
+    condition: np.ndarray
+    block: np.ndarray
+    trial: np.ndarray
+    render_seed: np.ndarray
+
+
+def block_schedule(design: MagnitudeDesign) -> dict[str, np.ndarray]:
+    """Per-step design quantities (n_steps,): block index, trial, stimulus slot, blur, ..."""
+    T = design.trials_per_session
+    rows: dict[str, list[Any]] = {k: [] for k in ("block", "trial", "task", "range", "slot_t", "blur",
+                                                   "context", "steering", "modality", "condition")}
+    for b, blk in enumerate(design.blocks):
+        t = np.arange(T)
+        image = blk.modality != "text"
+        if blk.condition == "noise-constant" and image:
+            blur = np.full(T, design.blur_constant)
+        elif blk.condition == "noise-gradual" and image:
+            blur = design.blur_gradual_max * t / max(T - 1, 1)
+        else:
+            blur = np.zeros(T)
+        rows["block"].append(np.full(T, b))
+        rows["trial"].append(t)
+        rows["task"].append(np.full(T, design.tasks.index(blk.task)))
+        rows["range"].append(np.full(T, design.ranges.index(blk.range)))
+        rows["slot_t"].append(t[::-1] if blk.condition == "order-reversal" else t)
+        rows["blur"].append(blur)
+        rows["context"].append(np.full(T, design.block_context(blk)))
+        rows["steering"].append(np.full(T, blk.steering))
+        rows["modality"].append(np.full(T, MODALITIES.index(blk.modality)))
+        rows["condition"].append(np.full(T, CONDITIONS.index(blk.condition)))
+    return {k: np.concatenate(v) for k, v in rows.items()}
+
+
+def step_arrays(design: MagnitudeDesign, sessions: MagnitudeSessions) -> StepArrays:
+    """The per-step stimulus stream every subject meets (batch kernels and the table)."""
+    s = block_schedule(design)
+    n = sessions.n_subjects
+    x = sessions.x[:, s["task"], s["range"], s["slot_t"]]
+    seeds = sessions.render_seed[:, s["task"], s["range"], s["slot_t"]]
+    lo = np.array([TASKS[design.tasks[k]].ranges[design.ranges[r]][0] for k, r in zip(s["task"], s["range"],
+                                                                                        strict=True)])
+    hi = np.array([TASKS[design.tasks[k]].ranges[design.ranges[r]][1] for k, r in zip(s["task"], s["range"],
+                                                                                        strict=True)])
+
+    def tile(a: np.ndarray, dtype: Any) -> np.ndarray:
+        return np.ascontiguousarray(np.broadcast_to(a.astype(dtype), (n, a.shape[0])))
+
+    return StepArrays(
+        x=np.ascontiguousarray(x, dtype=np.float64), low=tile(lo, np.float64), high=tile(hi, np.float64),
+        blur=tile(s["blur"], np.float64), context=tile(s["context"], np.int64),
+        steering=tile(s["steering"], np.int64), modality=tile(s["modality"], np.int64),
+        condition=tile(s["condition"], np.int64), block=tile(s["block"], np.int64),
+        trial=tile(s["trial"], np.int64), render_seed=np.ascontiguousarray(seeds, dtype=np.int64),
+    )
+
+
+def parse_magnitude(text: str, task: str) -> ParseResult:
+    """The first number of the answer, if it lies in the task's valid range (else a reason)."""
+    spec = TASKS[task]
+    m = _NUMBER.search(text or "")
+    if m is None:
+        return ParseResult.failure(f"no number in the answer {text[:40]!r}")
+    value = float(m.group(0).rstrip("% \t"))
+    if m.group(1):
+        if not spec.percent:
+            return ParseResult.failure(f"a percentage ({m.group(0).strip()}) is not a {task} answer")
+        value /= 100.0
+    lo, hi = spec.valid
+    if not (np.isfinite(value) and lo <= value <= hi):
+        return ParseResult.failure(f"first number {value:g} outside the valid range [{lo:g}, {hi:g}]")
+    return ParseResult.success(value)
+
+
+def system_prompt(task: str, steering: int, recent: np.ndarray | None = None,
+                  bounds: tuple[float, float] | None = None, bias: float = 0.0) -> str:
+    """System prompt of Sec. 3.1 / App. A.3 (role, steering sentence, answer format).
+
+    ``recent``: the previous stimuli (numerical steering states their min–max; the session
+    ``bounds`` before any trial); ``bias``: the shift of the stated range (biased version).
+    """
+    spec = TASKS[task]
+    head = f"You are a {spec.role}."
+    if steering == STEER_VERBAL:
+        head += (" The given data is noisy and may contain artifacts. You should behave like a Bayesian "
+                 "observer and take into account prior and likelihood in your predictions.")
+    elif steering in (STEER_NUMERICAL, STEER_BIASED):
+        lo, hi = (float(np.min(recent)), float(np.max(recent))) if recent is not None and len(recent) \
+            else bounds or spec.ranges["medium"]
+        lo, hi = lo + bias, hi + bias
+        head += (" The given data is noisy and may contain artifacts. For 10 previous observations, the "
+                 f"values were observed to lie in the range of {spec.fmt.format(lo)} to {spec.fmt.format(hi)}.")
+    return f"{head} {spec.instruction} {DO_NOT_REASON}"
+
+
+def stimulus_text(task: str, x: float, seed: int, corpus: str | None = None) -> str:
+    """The text rendering of one stimulus (Fig. 2, text mode)."""
+    if task == "marker-location":
+        return stim.marker_text(x)
+    if task == "line-ratio":
+        return stim.ratio_text(x, seed)
+    if task == "maze-distance":
+        return stim.maze_text(stim.maze_path(x, seed))
+    return stim.dialogue_text(duration_words(x, seed, corpus))
+
+
+def duration_words(x: float, seed: int, corpus: str | None = None) -> tuple[stim.Word, ...]:
+    if corpus is None:
+        return stim.dialogue_extract(x, seed)
+    return stim.ami_extract(stim.ami_corpus(corpus), x, seed)
+
+
+def stimulus_image(task: str, x: float, seed: int, blur: float = 0.0) -> bytes:
+    """The PNG rendering of one stimulus (Fig. 2, image mode) with Gaussian blur σ = ``blur`` px."""
+    if task == "marker-location":
+        return stim.marker_image(x, seed, blur)
+    if task == "line-ratio":
+        return stim.ratio_image(x, seed, blur)
+    if task == "maze-distance":
+        return stim.maze_image(stim.maze_path(x, seed), blur)
+    raise ValueError(f"the {task} task has no image modality")
+
+
+def _real(v: Any) -> np.ndarray:
+    """A real observation entry as the 0-d float64 array its Box space holds."""
+    return np.asarray(v, dtype=np.float64)
+
+
+class ImagesSpace(spaces.Space[tuple[bytes, ...]]):
+    """Gymnasium space of a tuple of PNG images (bytes)."""
+
+    def __init__(self) -> None:
+        super().__init__(shape=None, dtype=None)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, tuple) and all(isinstance(b, bytes) and b[:8] == b"\x89PNG\r\n\x1a\n" for b in x)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> tuple[bytes, ...]:
+        return (stim.marker_image(float(self.np_random.random()), int(self.np_random.integers(2**31))),)
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+
+class ChatSpace(spaces.Space[list[dict[str, Any]]]):
+    """Gymnasium space of a chat prompt: messages with a role, text content and optional images."""
+
+    def __init__(self) -> None:
+        super().__init__(shape=None, dtype=None)
+        self._images = ImagesSpace()
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, list) and len(x) > 0 and all(
+            isinstance(m, dict) and m.get("role") in ("system", "user", "assistant")
+            and isinstance(m.get("content"), str) and self._images.contains(tuple(m.get("images", ())))
+            for m in x)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": f"{self.np_random.random():.3f}"}]
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+
+class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
+    """BayesBench magnitude estimation (see module docstring).
+
+    Observation: ``task``, ``condition``, ``modality``, ``range`` (names), ``session`` (block
+    index), ``trial`` (within the block), ``x`` (the true magnitude: synthetic agents read it),
+    ``range_low``/``range_high``, ``blur`` (px), ``context`` (window k), ``steering`` (code),
+    ``render_seed``, ``images`` (PNG bytes of the current stimulus, empty for text) and ``prompt``:
+    chat messages — system, then the last k trials as user / assistant turns, then the current
+    stimulus; a user message that shows a picture carries its PNG bytes under ``"images"``.
+    Action: the numeric answer (float).
+    """
+
+    experiment: ClassVar[str] = EXPERIMENT
+    design_cls: ClassVar[type[Design]] = MagnitudeDesign
+    action_dtype: ClassVar[Any] = np.float64
+
+    def __init__(self, design: MagnitudeDesign | None = None, render_mode: str | None = None):
+        super().__init__(design, render_mode)
+        name = spaces.Text(max_length=32, min_length=1, charset=frozenset(string.ascii_lowercase + "-+"))
+        real = spaces.Box(-np.inf, np.inf, shape=(), dtype=np.float64)
+        self.observation_space = spaces.Dict({
+            "task": name, "condition": name, "modality": name, "range": name,
+            "session": spaces.Discrete(len(self.design.blocks)),
+            "trial": spaces.Discrete(self.design.trials_per_session),
+            "x": real, "range_low": real, "range_high": real, "blur": real,
+            "context": spaces.Discrete(max(self.design.context, LONG_CONTEXT) + 1),
+            "steering": spaces.Discrete(4), "render_seed": spaces.Discrete(2**62),
+            "images": ImagesSpace(), "prompt": ChatSpace(),
+        })
+        self.declare_phases(Phase("estimate", spaces.Box(-np.inf, np.inf, shape=(), dtype=np.float64),
+                                  self.parse_estimate))
+        self._steps: StepArrays | None = None
+        self._images: dict[tuple[str, int, float], bytes] = {}
+        self._users: dict[int, dict[str, Any]] = {}
+        self._answers: dict[int, str] = {}
+        self._blocks = self.design.blocks
+
+    @classmethod
+    def uses_images(cls, design: Design) -> bool:
+        assert isinstance(design, MagnitudeDesign)
+        return any(b.modality != "text" for b in design.blocks)
+
+    @classmethod
+    def sample_sessions(cls, design: MagnitudeDesign, n: int, rng: np.random.Generator) -> MagnitudeSessions:
+        return sample_stimuli(design, n, rng)
+
+    # -- dynamics --------------------------------------------------------------------------
+    def _start(self) -> None:
+        assert self.session is not None
+        self._steps = step_arrays(self.design, self.session)
+        self._images, self._users, self._answers = {}, {}, {}
+
+    def _pos(self) -> int:
+        return min(self.t, self.design.n_trials - 1)
+
+    @property
+    def block(self) -> Block:
+        return self._blocks[self._pos() // self.design.trials_per_session]
+
+    def _play(self, action: Any) -> float:
+        return float("nan")  # no feedback: the history shows only the subject's own answers
+
+    # -- rendering -------------------------------------------------------------------------
+    def _value(self, name: str, step: int) -> Any:
+        assert self._steps is not None
+        return getattr(self._steps, name)[0, step]
+
+    def image(self, step: int) -> bytes:
+        """PNG of the stimulus shown at ``step``; cached by (task, render seed, blur) for the
+        session, since the image and text+image sessions of every condition show the same
+        stimuli and most of them unblurred."""
+        blk = self._blocks[step // self.design.trials_per_session]
+        seed, blur = int(self._value("render_seed", step)), float(self._value("blur", step))
+        key = (blk.task, seed, blur)
+        if key not in self._images:
+            self._images[key] = stimulus_image(blk.task, float(self._value("x", step)), seed, blur)
+        return self._images[key]
+
+    def user_message(self, step: int) -> dict[str, Any]:
+        """The user turn that shows the stimulus of ``step`` in the block's modality (cached)."""
+        if step in self._users:
+            return dict(self._users[step])
+        blk = self._blocks[step // self.design.trials_per_session]
+        msg: dict[str, Any] = {"role": "user", "content": ""}
+        if blk.modality != "image":
+            msg["content"] = stimulus_text(blk.task, float(self._value("x", step)),
+                                           int(self._value("render_seed", step)), self.design.duration_corpus)
+        if blk.modality != "text":
+            msg["images"] = (self.image(step),)
+        self._users[step] = msg
+        return dict(msg)
+
+    def _record(self, t: int, action: Any, reward: float) -> None:
+        self._answers[t] = self._answer_text(t)
+
+    def _answer_text(self, step: int) -> str:
+        """The subject's own earlier answer as the history shows it (raw text, else the number)."""
+        if step in self._answers:
+            return self._answers[step]
+        raw = self.outcomes.raw_response[0, step]  # type: ignore[index]
+        if raw is not None:
+            return str(raw)
+        value = self.outcomes.action[0, step]
+        return "" if np.isnan(value) else f"{float(value):.4g}"
+
+    def messages(self) -> list[dict[str, Any]]:
+        """System prompt, the last k trials of this block as chat turns, the current stimulus."""
+        step = self._pos()
+        T = self.design.trials_per_session
+        start = step - step % T
+        blk = self.block
+        k = self.design.block_context(blk)
+        first = max(start, step - k)
+        recent = np.array([self._value("x", j) for j in range(max(start, step - STEERING_WINDOW), step)])
+        lo, hi = TASKS[blk.task].ranges[blk.range]
+        bias = self.design.numerical_bias * (hi - lo) if blk.steering == STEER_BIASED else 0.0
+        out: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(
+            blk.task, blk.steering, recent, (lo, hi), bias)}]
+        for j in range(first, step):
+            out += [self.user_message(j), {"role": "assistant", "content": self._answer_text(j)}]
+        out.append(self.user_message(step))
+        return out
+
+    def render_prompt(self) -> str:
+        """The chat as text (images shown as ``[image]``), for display and token estimates."""
+        parts = []
+        for m in self.messages():
+            body = ("[image]\n" * len(m.get("images", ()))) + str(m["content"])
+            parts.append(f"[{m['role']}]\n{body.strip()}")
+        return "\n\n".join(parts)
+
+    def _observation(self) -> dict[str, Any]:
+        step = self._pos()
+        blk = self.block
+        done = self.t >= self.design.n_trials
+        messages = self.messages()
+        return {
+            "task": blk.task, "condition": blk.condition, "modality": blk.modality, "range": blk.range,
+            "session": step // self.design.trials_per_session, "trial": step % self.design.trials_per_session,
+            "x": _real(self._value("x", step)), "range_low": _real(self._value("low", step)),
+            "range_high": _real(self._value("high", step)), "blur": _real(self._value("blur", step)),
+            "context": int(self._value("context", step)), "steering": int(self._value("steering", step)),
+            "render_seed": int(self._value("render_seed", step)),
+            "images": tuple(messages[-1].get("images", ())),
+            "prompt": [{"role": "user", "content": "(session finished)"}] if done else messages,
+        }
+
+    def _info(self) -> dict[str, Any]:
+        return {"trial": self.t, "x": float(self._value("x", self._pos()))}
+
+    def parse_estimate(self, text: str) -> ParseResult:
+        """See :func:`parse_magnitude` (the current block's task)."""
+        return parse_magnitude(text, self.block.task)
+
+    # -- trial table -----------------------------------------------------------------------
+    @classmethod
+    def trials_table(
+        cls, design: MagnitudeDesign, sessions: MagnitudeSessions, outcomes: Outcomes,
+        *, agent: str = "unknown", params: dict[str, np.ndarray] | None = None,
+    ) -> pd.DataFrame:
+        """One row per trial (columns in the module docstring); ``session`` = block."""
+        s = step_arrays(design, sessions)
+        n, steps = s.x.shape
+        blocks = design.blocks
+
+        def cat(values: tuple[str, ...], attr: str) -> pd.Categorical:
+            codes = np.array([values.index(getattr(b, attr)) for b in blocks], dtype=np.int16)
+            return pd.Categorical.from_codes(np.tile(np.repeat(codes, design.trials_per_session), n),
+                                             categories=list(values))
+
+        stimulus: dict[str, Any] = {
+            "task": cat(TASK_NAMES, "task"), "condition": cat(CONDITIONS, "condition"),
+            "modality": cat(MODALITIES, "modality"), "range": cat(RANGES, "range"),
+            "x": s.x, "range_low": s.low, "range_high": s.high, "blur": s.blur, "context": s.context,
+            "render_seed": s.render_seed,
+        }
+        table = finish_table(EXPERIMENT, stimulus, np.asarray(outcomes.action, dtype=np.float64),
+                             outcomes.reward, outcomes.valid, agent=agent, raw_response=outcomes.raw_response,
+                             parse_error=outcomes.parse_error, params=params)
+        table["session"] = s.block.reshape(-1)
+        table["trial"] = s.trial.reshape(-1)
+        return table

@@ -1,0 +1,608 @@
+"""Revealed belief (RevB) vs stated answer (StaA) on toy probability scenarios.
+
+Source: *Do Large Language Models Exhibit Cognitive Dissonance? Studying the Difference Between
+Revealed Beliefs and Stated Answers* (anonymous ACL submission, 2024).  Items and ground truth:
+:mod:`cogtestbed.environments.revealed_items`.
+
+Every item is asked on up to two channels, one step each (``design.channels``):
+
+* **RevB** (§3): the context ends where the outcome token comes; the step is a
+  :class:`~cogtestbed.environments.base.ScoredResponse` over the outcome labels with a leading
+  space (" 3", " Left"), scored on the raw text even for a chat model (``raw=True``: the paper
+  probes the next token of the story, no chat template).  An LLM answers with the teacher-forced log-probability of each
+  continuation; the recorded distribution is renormalised over the outcome set (the paper's
+  ``p_RevB(o) = P(o|ctx) / Σ_o' P(o'|ctx)``) and the raw mass outside the set, 1 − Σ P(o|ctx),
+  is recorded (``mass_outside``).  **Terminator rule** (the paper is silent on prefix
+  ambiguity): when one outcome label is a prefix of another (" 1" and " 10"), every
+  continuation of that item is followed by :data:`TERMINATOR` (". "), so " 1." and " 10." are
+  disjoint events; other items are scored without it.
+* **StaA** (App. A): the 5-option MCQ in the paper's wording; a chat model gets it as a user
+  message (its chat template adds the user/assistant tokens), a completion model as raw text.
+  The target outcome, the correct position and the four distractors (from
+  :data:`DISTRACTOR_POOL`, values equal to the correct one excluded) are
+  drawn per session.  ``staa_mode="scored"``: the step is scored over "[A]".."[E]" (raw and
+  renormalised P(option) are both kept); ``"generated"``: the model writes its answer and
+  :func:`parse_mcq` reads "[C]" (recorded as a one-hot distribution, ``method="generated"``).
+
+Trial table: one row per step with ``item, scenario, variant, condition, setting, channel,
+n_outcomes``, list columns ``outcomes`` (labels; "A".."E" on StaA rows), ``p_star`` (ground
+truth; the one-hot correct answer on StaA rows), ``mcq_values``, ``logprobs`` (as the subject
+gave them) and ``probs`` (renormalised), and ``target``, ``correct_option``, ``mass_outside``,
+``method`` (exact | sampled | generated) and ``n_samples``.  ``action`` is the index of the most
+probable outcome (option).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import pandas as pd
+from gymnasium import spaces
+from pydantic import field_validator, model_validator
+
+from cogtestbed.environments.base import (
+    Design,
+    Outcomes,
+    ParseResult,
+    Phase,
+    ResponseKind,
+    ScoredAnswer,
+    ScoredResponse,
+    Sessions,
+    TextEnv,
+    TextResponse,
+)
+from cogtestbed.environments.revealed_items import (
+    MARKED_LABELS,
+    MAX_OUTCOMES,
+    PAIR_OBSERVATIONS,
+    PREFERENCE_ORDERS,
+    SCENARIOS,
+    SINGLE_OBSERVATIONS,
+    VARIANTS,
+    Item,
+    choice_items,
+    coin_items,
+    dice_items,
+    preference_items,
+)
+from cogtestbed.trials import finish_table
+
+EXPERIMENT = "revealed-belief"
+CHANNELS = ("revb", "staa")
+#: Appended to every continuation of a prefix-ambiguous item (see module docstring).
+TERMINATOR = "."
+#: Distractor values of the MCQ (App. A's printed items; values above 1 included as printed).
+DISTRACTOR_POOL = (0.083, 0.125, 0.167, 0.250, 0.500, 0.750, 1.000, 1.500)
+MCQ_OPTIONS = "ABCDE"
+#: App. A's instruction header, verbatim.
+MCQ_HEADER = ("You are given a Scenario, a Question, and a set of possible Answers. Select one Answer as your "
+              "reply. The Answers are A, B, C, D, E. Your selected Answer will be contained within square "
+              "brackets: [A], [B], [C], [D], [E] and your reply will contain nothing else.")
+#: Completions drawn per item where a backend cannot score (the noise floor of §8 applies).
+DEFAULT_N_SAMPLES = 100
+METHODS = ("exact", "sampled", "generated")
+
+
+def _split(v: Any) -> Any:
+    """``--design scenarios=dice,coins`` arrives as one string."""
+    if isinstance(v, str):
+        return tuple(x.strip() for x in v.split(",") if x.strip())
+    return v
+
+
+class RevealedDesign(Design):
+    """The item grid and the channels (defaults: the paper's ≈ 500 settings, both channels).
+
+    Any sub-grid is selected by narrowing a field (e.g. ``scenarios=("choice",)``).
+    """
+
+    scenarios: tuple[str, ...] = SCENARIOS
+    variants: tuple[str, ...] = VARIANTS
+    dice_faces: tuple[int, ...] = (4, 6, 8, 10, 12)
+    n_dice: tuple[int, ...] = (1, 2, 3)
+    #: Observation types; pairs written "smaller+even".
+    observations: tuple[str, ...] = SINGLE_OBSERVATIONS + tuple("+".join(p) for p in PAIR_OBSERVATIONS)
+    n_coins: tuple[int, ...] = (2, 3)
+    coin_biases: tuple[int, ...] = (1, 3, 5)
+    choice_options: tuple[int, ...] = (2, 4, 6)
+    preference_biases: tuple[int, ...] = (1, 2, 3)
+    #: Orders of the preference options (both: β_first and β_label are separately identifiable).
+    preference_orders: tuple[str, ...] = PREFERENCE_ORDERS
+    channels: tuple[str, ...] = CHANNELS
+    staa_mode: Literal["scored", "generated"] = "scored"
+    n_samples: int = DEFAULT_N_SAMPLES
+    #: Shuffle the item order per session (False: the grid order).
+    shuffle: bool = False
+
+    _split_fields = field_validator("scenarios", "variants", "dice_faces", "n_dice", "observations", "n_coins",
+                                    "coin_biases", "choice_options", "preference_biases", "preference_orders",
+                                    "channels", mode="before")(_split)
+
+    @model_validator(mode="after")
+    def _check(self) -> RevealedDesign:
+        def sub(name: str, values: tuple[Any, ...], allowed: tuple[Any, ...]) -> None:
+            bad = [v for v in values if v not in allowed]
+            if bad:
+                raise ValueError(f"{name}: unknown {bad!r}; choose from {', '.join(map(str, allowed))}")
+
+        sub("scenarios", self.scenarios, SCENARIOS)
+        sub("variants", self.variants, VARIANTS)
+        sub("channels", self.channels, CHANNELS)
+        sub("preference_orders", self.preference_orders, PREFERENCE_ORDERS)
+        sub("dice_faces", self.dice_faces, tuple(range(4, 13)))
+        sub("n_dice", self.n_dice, (1, 2, 3))
+        sub("n_coins", self.n_coins, (1, 2, 3, 4, 5))
+        sub("choice_options", self.choice_options, tuple(range(2, 13)))
+        for name in ("coin_biases", "preference_biases"):
+            if any(b < 1 for b in getattr(self, name)):
+                raise ValueError(f"{name}: biases are integers >= 1 (1 = fair)")
+        known = set(SINGLE_OBSERVATIONS)
+        for o in self.observations:
+            if not set(o.split("+")) <= known:
+                raise ValueError(f"observations: unknown {o!r}; use {', '.join(SINGLE_OBSERVATIONS)} "
+                                 "or pairs joined by '+'")
+        if not self.channels or not self.scenarios or not self.variants:
+            raise ValueError("a design needs at least one scenario, variant and channel")
+        if self.n_samples < 1:
+            raise ValueError("n_samples must be at least 1")
+        if not items_for(self):
+            raise ValueError("this design selects no item")
+        return self
+
+    @property
+    def items(self) -> tuple[Item, ...]:
+        return items_for(self)
+
+    @property
+    def n_items(self) -> int:
+        return len(self.items)
+
+    @property
+    def n_trials(self) -> int:
+        return self.n_items * len(self.channels)
+
+
+_GRID_FIELDS = ("scenarios", "variants", "dice_faces", "n_dice", "observations", "n_coins", "coin_biases",
+                "choice_options", "preference_biases", "preference_orders")
+
+
+def _grid_key(design: RevealedDesign) -> tuple[Any, ...]:
+    return tuple(getattr(design, f) for f in _GRID_FIELDS)
+
+
+def items_for(design: RevealedDesign) -> tuple[Item, ...]:
+    """The design's items (cached per grid)."""
+    return build_items(*_grid_key(design))
+
+
+@cache
+def build_items(scenarios: tuple[str, ...], variants: tuple[str, ...], dice_faces: tuple[int, ...],
+                n_dice: tuple[int, ...], observations: tuple[str, ...], n_coins: tuple[int, ...],
+                coin_biases: tuple[int, ...], choice_options: tuple[int, ...],
+                preference_biases: tuple[int, ...], preference_orders: tuple[str, ...]) -> tuple[Item, ...]:
+    """Every item of a grid, scenario by scenario."""
+    out: list[Item] = []
+    obs = tuple(tuple(o.split("+")) for o in observations)
+    if "dice" in scenarios:
+        out += dice_items(dice_faces, n_dice, variants, obs)
+    if "coins" in scenarios:
+        out += coin_items(n_coins, coin_biases, variants)
+    if "choice" in scenarios:
+        out += choice_items(choice_options, variants)
+    if "preference" in scenarios:
+        out += preference_items(preference_biases, variants, preference_orders)
+    return tuple(out)
+
+
+def continuations(item: Item) -> tuple[str, ...]:
+    """Scored continuations of a RevB item: leading space, plus the terminator when one label is a
+    prefix of another (module docstring)."""
+    labels = item.labels
+    ambiguous = any(a != b and b.startswith(a) for a in labels for b in labels)
+    return tuple(" " + lab + (TERMINATOR if ambiguous else "") for lab in labels)
+
+
+def format_value(p: float) -> str:
+    return f"{p:.3f}"
+
+
+def render_mcq(item: Item, target: int, values: np.ndarray) -> str:
+    """App. A's MCQ text for ``item`` asking about outcome ``target`` with option ``values``."""
+    answers = " ".join(f"{MCQ_OPTIONS[j]}) {format_value(v)}" for j, v in enumerate(values))
+    question = item.question.format(o=item.labels[target])
+    return f"{MCQ_HEADER}\n\nScenario: {item.scenario_text}\n\nQuestion: {question}\n\nAnswers: {answers}"
+
+
+_MCQ_RE = re.compile(r"\[\s*([A-Ea-e])\s*\]")
+_BARE_RE = re.compile(r"^\W*([A-E])\b")
+
+
+def parse_mcq(text: str) -> ParseResult:
+    """The option in "[C]" (first bracketed letter), else a leading bare letter "C)"."""
+    m = _MCQ_RE.search(text) or _BARE_RE.search(text.strip())
+    if m is None:
+        return ParseResult.failure(f"no answer [A]-[E] in {text[:40]!r}")
+    return ParseResult.success(MCQ_OPTIONS.index(m.group(1).upper()))
+
+
+def parse_outcome(text: str, labels: tuple[str, ...]) -> ParseResult:
+    """A sampled RevB completion → outcome index: its first word must be a label (the longest
+    match wins, so "10" is not read as "1")."""
+    m = re.match(r"\s*([A-Za-z]+|\d+)", text)
+    if m is None or m.group(1) not in labels:
+        return ParseResult.failure(f"completion {text[:20]!r} starts with no outcome of {', '.join(labels)}")
+    return ParseResult.success(labels.index(m.group(1)))
+
+
+# ----------------------------------------------------------------------------- item arrays
+#: Feature rows of an item, in this order (what the dissonant agent's biases act on).
+FEATURES = ("first", "marked", "anchor", "round", "mid", "excluded")
+
+
+def item_features(labels: Any, p_star: Any, prior: Any, anchor: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ln prior, feature matrix (len(FEATURES), K)) of one RevB item, from what the trial table
+    stores: outcome labels, ground truth, the pre-observation distribution and the anchored
+    outcome's index (−1: none).  ``round``: a numeric label that is a non-zero multiple of 10;
+    ``mid``: the lower median of a numeric outcome set; ``marked``: Left / Heads."""
+    labels = [str(x) for x in labels]
+    k = len(labels)
+    numeric = all(lab.isdigit() for lab in labels)
+    f = np.zeros((len(FEATURES), k))
+    f[0, 0] = 1.0
+    f[1] = [lab in MARKED_LABELS for lab in labels]
+    if anchor >= 0:
+        f[2, anchor] = 1.0
+    if numeric:
+        f[3] = [int(lab) % 10 == 0 and int(lab) != 0 for lab in labels]
+        f[4, (k - 1) // 2] = 1.0
+    f[5] = np.asarray(p_star, dtype=np.float64) == 0.0
+    return np.log(np.asarray(prior, dtype=np.float64)), f
+
+
+def anchor_index(item: Item) -> int:
+    return item.anchor.index(True) if any(item.anchor) else -1
+
+
+@dataclass(frozen=True)
+class ItemArrays:
+    """The items as padded arrays for the numba kernels: ``n_outcomes`` (n_items,),
+    ``prior_logp`` (n_items, MAX_OUTCOMES) and ``features`` (n_items, len(FEATURES), MAX_OUTCOMES)."""
+
+    n_outcomes: np.ndarray
+    prior_logp: np.ndarray
+    features: np.ndarray
+
+
+@cache
+def _arrays_cached(key: tuple[Any, ...]) -> ItemArrays:
+    items = build_items(*key)
+    n = len(items)
+    k_of = np.array([it.n_outcomes for it in items], dtype=np.int64)
+    base = np.zeros((n, MAX_OUTCOMES))
+    feats = np.zeros((n, len(FEATURES), MAX_OUTCOMES))
+    for i, it in enumerate(items):
+        b, f = item_features(it.labels, it.p_star, it.prior, anchor_index(it))
+        base[i, : it.n_outcomes] = b
+        feats[i, :, : it.n_outcomes] = f
+    return ItemArrays(k_of, base, feats)
+
+
+def item_arrays(design: RevealedDesign) -> ItemArrays:
+    return _arrays_cached(_grid_key(design))
+
+
+# ----------------------------------------------------------------------------- sessions
+@dataclass(frozen=True)
+class RevealedSessions(Sessions):
+    """Pre-drawn parts of N sessions (first axis: subject; T = n_trials)."""
+
+    item: np.ndarray  # (N, T) int64, index into design.items
+    channel: np.ndarray  # (N, T) int64, index into CHANNELS
+    target: np.ndarray  # (N, T) int64, outcome asked about in the MCQ
+    correct: np.ndarray  # (N, T) int64, position 0-4 of the correct MCQ answer
+    mcq_values: np.ndarray  # (N, T, 5) float64, the answers' values in option order
+
+
+def draw_mcq(p_target: np.ndarray, correct: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Option values: the correct value at ``correct``, four pool distractors elsewhere (vectorised).
+
+    ``keys`` (…, len(pool)) are uniforms ranking the pool; values equal (to 3 decimals) to the
+    correct one are never drawn.
+    """
+    pool = np.asarray(DISTRACTOR_POOL)
+    right = np.round(p_target, 3)
+    keys = np.where(np.isclose(pool, right[..., None]), np.inf, keys)
+    distract = pool[np.argsort(keys, axis=-1)[..., :4]]
+    out = np.empty((*p_target.shape, 5))
+    slot = np.arange(5)
+    for j in range(5):
+        k = j - (j > correct)  # distractor index for slot j
+        out[..., j] = np.where(correct == j, right, np.take_along_axis(distract, np.clip(k, 0, 3)[..., None],
+                                                                       axis=-1)[..., 0])
+    del slot
+    return out
+
+
+class AnyResponseSpace(spaces.Space[Any]):
+    """The ``response`` entry of the observation: a text step or a scored step over any outcome set."""
+
+    def __init__(self) -> None:
+        super().__init__(shape=None, dtype=None)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, (TextResponse, ScoredResponse))
+
+    def sample(self, mask: Any = None, probability: Any = None) -> ResponseKind:
+        return TextResponse()
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+
+class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
+    """The revealed-belief family (see module docstring).
+
+    Observation: ``item``, ``channel`` (0 RevB, 1 StaA), ``n_outcomes``, ``correct`` (StaA),
+    ``trial``, ``prior_logp`` and ``features`` (what the dissonant agent reads), ``prompt`` (the
+    RevB context, scored raw even on a chat model, or the MCQ) and ``response`` (this step's
+    response kind).  ``info`` holds the ground truth ``p_star``.
+    """
+
+    experiment: ClassVar[str] = EXPERIMENT
+    design_cls: ClassVar[type[Design]] = RevealedDesign
+
+    def __init__(self, design: RevealedDesign | None = None, render_mode: str | None = None):
+        super().__init__(design, render_mode)
+        self.action_space = spaces.Discrete(MAX_OUTCOMES)
+        self.observation_space = spaces.Dict({
+            "item": spaces.Discrete(self.design.n_items),
+            "channel": spaces.Discrete(2),
+            "n_outcomes": spaces.Discrete(MAX_OUTCOMES + 1),
+            "correct": spaces.Discrete(5),
+            "trial": spaces.Discrete(self.design.n_trials + 1),
+            "prior_logp": spaces.Box(-np.inf, 0.0, shape=(MAX_OUTCOMES,), dtype=np.float64),
+            "features": spaces.Box(0.0, 1.0, shape=(len(FEATURES), MAX_OUTCOMES), dtype=np.float64),
+            "prompt": self.prompt_space(4000),
+        })
+        self.declare_phases(*(self._phase(ch) for ch in self.design.channels))
+        # RevB continuations differ by item: the observation carries the current item's
+        assert isinstance(self.observation_space, spaces.Dict)
+        self.observation_space.spaces["response"] = AnyResponseSpace()
+
+    def _phase(self, channel: str) -> Phase:
+        """The phase of one channel (RevB's declared continuations are the first RevB item's; each
+        observation carries its own item's)."""
+        if channel == "revb":
+            first = next(it for it in self.design.items)
+            return Phase("revb", spaces.Discrete(MAX_OUTCOMES), self._parse_revb,
+                         ScoredResponse(continuations(first), self.design.n_samples, raw=True))
+        kind: ResponseKind = (ScoredResponse(tuple(f"[{c}]" for c in MCQ_OPTIONS), self.design.n_samples)
+                              if self.design.staa_mode == "scored" else TextResponse())
+        return Phase("staa", spaces.Discrete(5), parse_mcq, kind)
+
+    def _phase_observation(self) -> dict[str, Any]:
+        obs = super()._phase_observation()
+        if not self._terminated():
+            response = self.response()
+            if response is None:
+                obs["response"] = TextResponse()
+            else:
+                obs["response"] = response
+        return obs
+
+    def _parse_revb(self, text: str) -> ParseResult:
+        return parse_outcome(text, self.current_item().labels)
+
+    @classmethod
+    def sample_sessions(cls, design: RevealedDesign, n: int, rng: np.random.Generator) -> RevealedSessions:
+        """Item order (shuffled if asked), MCQ target, correct position and distractors per item."""
+        items = design.items
+        n_items, n_ch = len(items), len(design.channels)
+        order = (rng.random((n, n_items)).argsort(axis=1) if design.shuffle
+                 else np.broadcast_to(np.arange(n_items), (n, n_items)).copy())
+        k_of = np.array([it.n_outcomes for it in items])
+        target_i = np.floor(rng.random((n, n_items)) * k_of[None, :]).astype(np.int64)
+        correct_i = rng.integers(0, 5, size=(n, n_items))
+        keys = rng.random((n, n_items, len(DISTRACTOR_POOL)))
+        p_target = np.array([[items[i].p_star[t] for i, t in enumerate(row)] for row in target_i])
+        values_i = draw_mcq(p_target, correct_i, keys)
+        # per trial: items in session order, each asked on every channel in turn
+        item = np.repeat(order, n_ch, axis=1)
+        ch_idx = np.array([CHANNELS.index(c) for c in design.channels])
+        channel = np.tile(ch_idx, (n, n_items))
+        rows = np.arange(n)[:, None]
+        return RevealedSessions(
+            item=item.astype(np.int64), channel=channel.astype(np.int64),
+            target=target_i[rows, item].astype(np.int64), correct=correct_i[rows, item].astype(np.int64),
+            mcq_values=values_i[rows, item],
+        )
+
+    # -- dynamics --------------------------------------------------------------------------
+    def _start(self) -> None:
+        t = self.max_steps(self.design)
+        self.outcomes.extra.update(
+            logprobs=np.full((1, t, MAX_OUTCOMES), np.nan), mass_outside=np.full((1, t), np.nan),
+            method=np.full((1, t), -1, dtype=np.int64), n_samples=np.zeros((1, t), dtype=np.int64))
+
+    @property
+    def _s(self) -> RevealedSessions:
+        assert self.session is not None
+        return self.session
+
+    def _pos(self) -> int:
+        return min(self.t, self.design.n_trials - 1)
+
+    def current_item(self) -> Item:
+        return self.design.items[int(self._s.item[0, self._pos()])]
+
+    def current_channel(self) -> str:
+        return CHANNELS[int(self._s.channel[0, self._pos()])]
+
+    def n_choices(self) -> int:
+        return self.current_item().n_outcomes if self.current_channel() == "revb" else 5
+
+    def response(self) -> ScoredResponse | None:
+        """The response kind of the current step (None: a text step)."""
+        if self.current_channel() == "revb":
+            return ScoredResponse(continuations(self.current_item()), n_samples=self.design.n_samples, raw=True)
+        if self.design.staa_mode == "scored":
+            return ScoredResponse(tuple(f"[{c}]" for c in MCQ_OPTIONS), n_samples=self.design.n_samples)
+        return None
+
+    def _is_no_action(self, action: Any) -> bool:  # type: ignore[override]
+        """No answer, or a bare index outside this item's outcome set (the action space is sized
+        for the largest set): the latter is recorded as an invalid answer with its reason."""
+        if TextEnv._is_no_action(action):
+            return True
+        if isinstance(action, ScoredAnswer) or self.session is None or self._terminated():
+            return False
+        if not 0 <= int(action) < self.n_choices():
+            self.record_response(None, f"answer {int(action)} is outside the {self.n_choices()} outcomes")
+            return True
+        return False
+
+    def _action_value(self, action: Any) -> int:
+        k = self.n_choices()
+        if isinstance(action, ScoredAnswer):
+            lp = np.asarray(action.logprobs, dtype=np.float64)
+            if lp.shape != (k,):
+                raise ValueError(f"a scored answer needs {k} log-probabilities, got shape {lp.shape}")
+            return int(np.argmax(lp))
+        value = int(action)
+        if not 0 <= value < k:
+            raise ValueError(f"invalid answer {action!r}: expected an index in 0..{k - 1}")
+        return value
+
+    def _play(self, action: Any) -> float:
+        return float("nan")  # no feedback in this task
+
+    def _record(self, t: int, action: Any, reward: float) -> None:
+        if self._is_no_action(action):
+            return
+        k = self.n_choices()
+        ex = self.outcomes.extra
+        if isinstance(action, ScoredAnswer):
+            ex["logprobs"][0, t, :k] = action.logprobs
+            ex["method"][0, t] = METHODS.index(action.method)
+            ex["n_samples"][0, t] = action.n_samples or 0
+            if action.mass_outside is not None:
+                ex["mass_outside"][0, t] = action.mass_outside
+        else:  # a generated MCQ answer: one-hot
+            ex["logprobs"][0, t, :k] = np.where(np.arange(k) == int(action), 0.0, -np.inf)
+            ex["method"][0, t] = METHODS.index("generated")
+
+    def _observation(self) -> dict[str, Any]:
+        done = self.t >= self.design.n_trials
+        t = self._pos()
+        obs: dict[str, Any] = {
+            "item": int(self._s.item[0, t]),
+            "channel": int(self._s.channel[0, t]),
+            "n_outcomes": self.current_item().n_outcomes,
+            "correct": int(self._s.correct[0, t]),
+            "trial": self.t,
+            "prompt": "(session finished)" if done else self.render_prompt(),
+        }
+        # the item's RevB inputs, padded to MAX_OUTCOMES (the first n_outcomes entries are used)
+        arrays = item_arrays(self.design)
+        obs["prior_logp"] = arrays.prior_logp[obs["item"]].copy()
+        obs["features"] = arrays.features[obs["item"]].copy()
+        return obs
+
+    def _info(self) -> dict[str, Any]:
+        item = self.current_item()
+        return {"trial": self.t, "p_star": np.asarray(item.p_star), "condition": item.condition,
+                "target": int(self._s.target[0, self._pos()])}
+
+    # -- rendering and parsing -------------------------------------------------------------
+    def render_prompt(self) -> str:
+        item = self.current_item()
+        if self.current_channel() == "revb":
+            return item.context
+        t = self._pos()
+        return render_mcq(item, int(self._s.target[0, t]), self._s.mcq_values[0, t])
+
+    def parse(self, text: str) -> ParseResult:
+        """StaA: the bracketed option; RevB (a sampled completion): the outcome it starts with."""
+        if self.current_channel() == "staa":
+            return parse_mcq(text)
+        return parse_outcome(text, self.current_item().labels)
+
+    # -- trial table -----------------------------------------------------------------------
+    @classmethod
+    def trials_table(
+        cls, design: RevealedDesign, sessions: RevealedSessions, outcomes: Outcomes,
+        *, agent: str = "unknown", params: dict[str, np.ndarray] | None = None,
+    ) -> pd.DataFrame:
+        """One row per step (columns in the module docstring)."""
+        items = design.items
+        item, channel = sessions.item, sessions.channel
+        n, t = item.shape
+        attrs = {a: np.array([getattr(it, a) for it in items]) for a in ("scenario", "variant", "condition",
+                                                                          "setting")}
+        k_of = np.array([it.n_outcomes for it in items])
+        stimulus: dict[str, Any] = {"item": item}
+        for a, values in attrs.items():
+            cats = sorted(set(values.tolist()))
+            codes = np.searchsorted(np.array(cats), values)
+            stimulus[a] = pd.Categorical.from_codes(codes[item].reshape(-1), categories=cats)
+        stimulus["channel"] = pd.Categorical.from_codes(channel.reshape(-1), categories=list(CHANNELS))
+        stimulus["n_outcomes"] = np.where(channel == 0, k_of[item], 5)
+        stimulus["anchor"] = np.where(channel == 0, np.array([anchor_index(it) for it in items])[item], -1)
+        stimulus["target"] = sessions.target
+        stimulus["correct_option"] = sessions.correct
+        table = finish_table(EXPERIMENT, stimulus, outcomes.action, outcomes.reward, outcomes.valid, agent=agent,
+                             raw_response=outcomes.raw_response, parse_error=outcomes.parse_error, params=params)
+        ex = outcomes.extra
+        lp = ex.get("logprobs", np.full((n, t, MAX_OUTCOMES), np.nan)).reshape(n * t, MAX_OUTCOMES)
+        method = ex.get("method", np.full((n, t), -1)).reshape(-1)
+        lists = _list_columns(design, item.reshape(-1), channel.reshape(-1), sessions.correct.reshape(-1),
+                              sessions.target.reshape(-1), sessions.mcq_values.reshape(n * t, 5), lp)
+        pos = table.columns.get_loc("action")
+        for name, col in lists.items():
+            table.insert(pos, name, col)
+            pos += 1
+        table.insert(pos, "mass_outside", ex.get("mass_outside", np.full((n, t), np.nan)).reshape(-1))
+        table.insert(pos + 1, "method", pd.Categorical.from_codes(
+            method, categories=list(METHODS)) if (method >= 0).all() else pd.Series(
+            [METHODS[m] if m >= 0 else None for m in method], dtype="string"))
+        table.insert(pos + 2, "n_samples", ex.get("n_samples", np.zeros((n, t), dtype=np.int64)).reshape(-1))
+        return table
+
+
+def _list_columns(design: RevealedDesign, item: np.ndarray, channel: np.ndarray, correct: np.ndarray,
+                  target: np.ndarray, values: np.ndarray, lp: np.ndarray) -> dict[str, list[Any]]:
+    """Per-row lists: outcome labels, ground truth, MCQ values, log-probabilities and probabilities."""
+    items = design.items
+    labels = [list(it.labels) for it in items]
+    pstar = [list(it.p_star) for it in items]
+    staa_labels = list(MCQ_OPTIONS)
+    eye = np.eye(5)
+    prior = [list(it.prior) for it in items]
+    out: dict[str, list[Any]] = {"outcomes": [], "p_star": [], "prior": [], "mcq_values": [], "logprobs": [],
+                                 "probs": []}
+    for r in range(item.shape[0]):
+        revb = channel[r] == 0
+        k = len(labels[item[r]]) if revb else 5
+        out["outcomes"].append(labels[item[r]] if revb else staa_labels)
+        out["p_star"].append(pstar[item[r]] if revb else eye[correct[r]].tolist())
+        out["prior"].append(prior[item[r]] if revb else [])
+        out["mcq_values"].append([] if revb else values[r].tolist())
+        row = lp[r, :k]
+        out["logprobs"].append(row.tolist())
+        out["probs"].append(normalise_logprobs(row).tolist())
+    return out
+
+
+def normalise_logprobs(lp: np.ndarray) -> np.ndarray:
+    """exp(lp) renormalised (log-sum-exp); all NaN for an unanswered step."""
+    lp = np.asarray(lp, dtype=np.float64)
+    if np.isnan(lp).any() or not np.isfinite(np.max(lp)):
+        return np.full(lp.shape, np.nan)
+    w = np.exp(lp - np.max(lp))
+    return w / w.sum()

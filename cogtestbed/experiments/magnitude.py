@@ -1,0 +1,43 @@
+"""Magnitude estimation (BayesBench; Ma, Wang & Fountas 2025): four tasks, three sessions, ablations."""
+
+from cogtestbed.agents.magnitude import AGENTS
+from cogtestbed.environments.magnitude import MagnitudeEnv
+from cogtestbed.experiments.spec import ExperimentSpec, MetricOption, MetricsSpec, StudyDecl, same_name_generators
+from cogtestbed.inference.magnitude import CONDITIONS, MODELS, VARIANCE_READINGS, magnitude_metrics
+
+SPEC = ExperimentSpec(
+    name="magnitude",
+    citation="Ma, J., Wang, J. & Fountas, Z. (2025). Emergent Bayesian behaviour and optimal cue combination "
+    "in LLMs. arXiv:2512.02719 (BayesBench).",
+    description="BayesBench magnitude estimation: marker, line ratio, maze distance, duration; 3 sessions; "
+    "ablations; text / image / text+image (Ma, Wang & Fountas 2025)",
+    env_cls=MagnitudeEnv,
+    agents=AGENTS,
+    models=MODELS,
+    generators=same_name_generators(MODELS),
+    metrics=MetricsSpec(
+        magnitude_metrics, unit="per_subject", headline=("nrmse", "bcs", "bcs_per_task", "w_prior",
+                                                         "factor_evidence", "rre", "bayesbench"),
+        options={
+            "bootstrap": MetricOption("bootstrap", "session-preserving bootstrap rounds (0: none)", 30, None, int),
+            "seed": MetricOption("seed", "seed of the bootstrap", 0, None, int),
+            "variance": MetricOption("variance", "Non-Oracle variance reading of RRE and E", "raw",
+                                     VARIANCE_READINGS),
+            "evidence_condition": MetricOption("evidence_condition", "condition of the factor evidence", "base",
+                                               CONDITIONS),
+        },
+    ),
+    pooling_unit="subject",
+    trials_field="trials_per_session",
+    studies=(
+        StudyDecl("recovery", "static Bayes w_prior, mu_p, sigma_dec", model="static-bayes",
+                  design={"trials_per_session": 50}),
+        StudyDecl("recovery", "Kalman q/r (weakly identified when the gain saturates)", model="kalman"),
+        StudyDecl("model-recovery", "linear vs static Bayes vs Kalman (AIC)",
+                  models=("linear", "static-bayes", "kalman")),
+        StudyDecl("metric-validity", "BCS falls as the prior weight drops under ablations", metric="bcs",
+                  agent="ablation-inconsistent", parameter="shift", values=(0.0, 0.05, 0.3), direction="decreasing",
+                  params={"w_prior": 0.4, "sigma_dec": 0.1},
+                  design={"task": "line-ratio", "ranges": "medium", "trials_per_session": 30}),
+    ),
+)

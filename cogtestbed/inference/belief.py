@@ -1,0 +1,683 @@
+"""Rationality tests of belief coherence (Yamin et al. 2026, §3) as plain functions of a trial table.
+
+Data unit: one row per (subject, context, repetition) pairing the π0 belief p_E with the decision
+A ∈ {No, Yes, Defer} (separate calls) and θ.  Every test returns a dict with ``estimate``, an
+``interval`` and/or ``p_value``, and ``reject`` at ``level``:
+
+* ``t1_cmi`` (T1a): kNN estimate of I(A; θ | p_E) with k = 3 — the mixed discrete/continuous
+  Frenzel–Pompe / KSG estimator with Mesner & Shalizi's (2020) tie rule (discrete coordinates at
+  distance 0 or ∞) — with the paper's 95 % bootstrap CI (rule: lower bound > 0) *and* a
+  local-permutation null (θ exchanged among contexts of similar p_E; Runge 2018), whose p-value is
+  the default decision (bootstrap duplicates give zero kNN distances and bias the CI upward);
+* ``t1_nested`` (T1b): cross-validated log-loss of A ~ p vs A ~ (p, θ) by gradient boosting with
+  grouped folds (group = context), % improvement with a context-bootstrap CI (rule: lower > 0);
+* ``t1_lr`` (T1c): likelihood-ratio test of the multinomial logit A ~ 1 + p against
+  A ~ 1 + p + θ (exact Newton–Raphson, χ² with (#actions − 1) df);
+* ``t2``: monotone pairwise shares (Prop. 3.6, Eq. 5) in K quantile bins of p_E, one-sided exact
+  (Fisher) tests for every bin pair that violates the direction, % of violating pairs; directions
+  "increasing" (the paper) or "either" (Prop. 3.6: reject only if both directions are rejected);
+  optional Holm correction;
+* ``t3``: prompt consistency — RMSE of each variant's reports against the π0 mean of the same
+  context, with the within-π0 SD; permutation test exchanging variant labels within contexts;
+* ``t4``: law of iterated expectations (Eq. 6) — median Δ_LIE/p with a bootstrap CI, against a
+  cross-validated random-forest baseline trained on patients drawn from the ground truth;
+* ``accuracy``: RMSE of p_E against p* by variant, with a bias test.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import special, stats
+
+from cogtestbed.experiments.spec import MetricOption
+
+#: Default test level.
+LEVEL = 0.05
+#: kNN neighbours of the CMI estimator (the paper's k).
+CMI_K = 3
+#: Bootstrap resamples of the paper's CMI CI and of the other intervals.
+N_BOOT = 500
+#: Permutations of the local-permutation and prompt-consistency nulls.
+N_PERM = 200
+#: Contexts per block of the local permutation of θ (contexts sorted by their mean p_E).
+PERM_BLOCK = 5
+#: Quantile bins of T2 (K = 5 fits the multiples of 10 % in the paper's Table 2).
+T2_BINS = 5
+#: Folds of the grouped cross-validation of T1b (the paper does not give the count).
+CV_FOLDS = 5
+#: Patients simulated per context for the T4 random-forest baseline, and its forest size.
+T4_BASELINE_PATIENTS = 10
+RF_TREES = 50
+#: Gradient boosting of T1b (scikit-learn's histogram gradient boosting, single-threaded; the
+#: paper's CatBoost used depth 6 and 1000 iterations, available with ``backend="catboost"``).
+GB_TREES, GB_DEPTH = 100, 3
+#: Δ_LIE/p below this is rounding error (a coherent agent's mixture differs from p in the 16th digit).
+LIE_TOL = 1e-9
+DECISION_CODES = {"No": 0, "Yes": 1, "Defer": 2}
+PAIRS = (("Y/(N+Y)", 1, 0), ("Y/(D+Y)", 1, 2), ("D/(N+D)", 2, 0))
+
+
+# ----------------------------------------------------------------------------- data
+def paired_rows(table: pd.DataFrame, renormalise: bool = False) -> pd.DataFrame:
+    """One row per (subject, context, rep) with p (π0 report), a (0 No, 1 Yes, 2 Defer), θ, p*.
+
+    Rows whose belief or decision call was invalid are dropped; ``group`` identifies the
+    (subject, context) for grouped resampling and cross-validation.
+    """
+    need = {"phase", "variant", "context_id", "rep", "p_elicited", "decision", "theta", "p_true", "subject"}
+    missing = need - set(table.columns)
+    if missing:
+        raise ValueError(f"not a belief-coherence trial table: lacks {', '.join(sorted(missing))}")
+    col = "p_renormalised" if renormalise else "p_elicited"
+    keys = ["subject", "context_id", "rep"]
+    belief = table.loc[(table["phase"] == "belief") & (table["variant"] == "pi0") & table["valid"],
+                       [*keys, col, "theta", "p_true"]].rename(columns={col: "p"})
+    decision = table.loc[(table["phase"] == "decision") & table["valid"], [*keys, "decision"]]
+    rows = belief.merge(decision, on=keys, how="inner").dropna(subset=["p", "decision"])
+    rows["a"] = rows["decision"].astype(str).map(DECISION_CODES).astype(np.int64)
+    rows["p"] = rows["p"].astype(np.float64)
+    rows["theta"] = rows["theta"].astype(np.int64)
+    rows["group"] = group_ids(rows)
+    return rows.reset_index(drop=True)
+
+
+def group_ids(frame: pd.DataFrame) -> np.ndarray:
+    """Dense id of each row's (subject, context)."""
+    key = frame["subject"].to_numpy(np.int64) * (int(frame["context_id"].max()) + 1 if len(frame) else 1) \
+        + frame["context_id"].to_numpy(np.int64)
+    return pd.factorize(key)[0]
+
+
+def _result(estimate: float, p_value: float | None, level: float, interval: tuple[float, float] | None = None,
+            reject: bool | None = None, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"estimate": _f(estimate)}
+    if interval is not None:
+        out["interval"] = [_f(interval[0]), _f(interval[1])]
+    out["p_value"] = None if p_value is None else _f(p_value)
+    if reject is None:
+        reject = p_value is not None and bool(p_value < level)
+    out["reject"] = bool(reject)
+    out.update(extra)
+    return out
+
+
+def _f(x: Any) -> float | None:
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+# ----------------------------------------------------------------------------- T1c
+def mnl_loglik(y: np.ndarray, x: np.ndarray, max_iter: int = 50, tol: float = 1e-10,
+               start: np.ndarray | None = None) -> tuple[float, bool, np.ndarray]:
+    """Maximised log-likelihood of a multinomial logit of classes ``y`` (0..C−1, all present) on
+    design ``x`` (n, d), by Newton–Raphson with step halving; returns (loglik, converged).
+
+    Separation shows as a coefficient norm beyond 50 (flagged as not converged).  ``start``: the
+    initial coefficients (d, C−1); the fitted ones are returned too.
+    """
+    n, d = x.shape
+    c = int(y.max()) + 1
+    m = c - 1
+    beta = np.zeros(d * m) if start is None else np.asarray(start, dtype=np.float64).T.reshape(-1).copy()
+    onehot = np.zeros((n, c))
+    onehot[np.arange(n), y] = 1.0
+
+    def loglik(b: np.ndarray) -> tuple[float, np.ndarray]:
+        eta = np.concatenate([np.zeros((n, 1)), x @ b.reshape(m, d).T], axis=1)
+        top = eta.max(axis=1, keepdims=True)
+        logp = eta - top - np.log(np.exp(eta - top).sum(axis=1, keepdims=True))
+        return float((onehot * logp).sum()), np.exp(logp)
+
+    ll, prob = loglik(beta)
+    for _ in range(max_iter):
+        resid = onehot[:, 1:] - prob[:, 1:]
+        grad = (resid.T @ x).reshape(-1)
+        hess = np.empty((d * m, d * m))
+        for j in range(m):
+            for k in range(m):
+                w = prob[:, j + 1] * ((j == k) - prob[:, k + 1])
+                hess[j * d:(j + 1) * d, k * d:(k + 1) * d] = (x * w[:, None]).T @ x
+        try:
+            step = np.linalg.solve(hess + 1e-10 * np.eye(d * m), grad)
+        except np.linalg.LinAlgError:
+            return ll, False, beta.reshape(m, d).T
+        t = 1.0
+        while True:
+            new = beta + t * step
+            ll_new, prob_new = loglik(new)
+            if ll_new >= ll - 1e-12 or t < 1e-6:
+                break
+            t *= 0.5
+        done = abs(ll_new - ll) < tol
+        beta, ll, prob = new, ll_new, prob_new
+        if done:
+            return ll, bool(np.linalg.norm(beta) < 50.0), beta.reshape(m, d).T
+    return ll, False, beta.reshape(m, d).T
+
+
+def t1_lr_arrays(a: np.ndarray, p: np.ndarray, theta: np.ndarray) -> dict[str, Any]:
+    """T1c on arrays: LR statistic, df, p-value and convergence of A ~ p vs A ~ (p, θ)."""
+    classes, y = np.unique(a, return_inverse=True)
+    if classes.size < 2:
+        return {"statistic": 0.0, "df": 0, "p_value": 1.0, "converged": True}
+    ones = np.ones_like(p)
+    ll0, ok0, b0 = mnl_loglik(y, np.column_stack([ones, p]))
+    # the nested fit starts from the null fit with a zero θ coefficient (a few Newton steps)
+    ll1, ok1, _ = mnl_loglik(y, np.column_stack([ones, p, theta.astype(np.float64)]),
+                             start=np.vstack([b0, np.zeros((1, b0.shape[1]))]))
+    stat = max(2.0 * (ll1 - ll0), 0.0)
+    df = classes.size - 1
+    return {"statistic": stat, "df": df, "p_value": float(stats.chi2.sf(stat, df)), "converged": ok0 and ok1}
+
+
+def t1_lr(table: pd.DataFrame, level: float = LEVEL, renormalise: bool = False, **_: Any) -> dict[str, Any]:
+    """T1c: likelihood-ratio test of the multinomial logit A ~ p vs A ~ (p, θ)."""
+    rows = paired_rows(table, renormalise)
+    r = t1_lr_arrays(rows["a"].to_numpy(), rows["p"].to_numpy(), rows["theta"].to_numpy())
+    return _result(r["statistic"], r["p_value"], level, df=r["df"], converged=r["converged"], n=len(rows))
+
+
+# ----------------------------------------------------------------------------- T1a
+def _count_within(key: np.ndarray, centre: np.ndarray, radius: np.ndarray) -> np.ndarray:
+    """For sorted ``key``: number of entries in [centre − radius, centre + radius]."""
+    return np.searchsorted(key, centre + radius, side="right") - np.searchsorted(key, centre - radius, side="left")
+
+
+#: Widening of kNN radii when counting on a shifted sort key (see :func:`cmi_knn`).
+RADIUS_SLACK = 1e-12
+
+
+def cmi_knn(a: np.ndarray, theta: np.ndarray, p: np.ndarray, k: int = CMI_K) -> float:
+    """kNN estimate of I(A; θ | p) for discrete A, θ and continuous p (see module docstring).
+
+    ξ_i = ψ(k̃_i) − ψ(n_Ap,i) − ψ(n_θp,i) + ψ(n_p,i) (Mesner & Shalizi 2020): ρ_i is the distance in p to the
+    k-th neighbour with the same (A, θ); k̃_i = k, or the number of ties when ρ_i = 0; the n count
+    the other points (i excluded) within ρ_i (≤) with the same A, the same θ, and overall.  Points alone in
+    their (A, θ) cell are skipped.
+    """
+    n = p.size
+    if n < 2:
+        return 0.0
+    cell = a.astype(np.int64) * 2 + theta.astype(np.int64)
+    off = 4.0  # p lies in [0, 1] and radii are at most 1: groups never overlap after the shift
+    order = np.lexsort((p, cell))
+    key = cell[order] * off + p[order]
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n)
+    start = np.searchsorted(cell[order], cell, side="left")
+    stop = np.searchsorted(cell[order], cell, side="right")
+    size = stop - start
+    offsets = np.concatenate([np.arange(-k, 0), np.arange(1, k + 1)])
+    idx = pos[:, None] + offsets[None, :]
+    inside = (idx >= start[:, None]) & (idx < stop[:, None])
+    dist = np.where(inside, np.abs(p[order][np.clip(idx, 0, n - 1)] - p[:, None]), np.inf)
+    dist.sort(axis=1)
+    k_eff = np.minimum(k, size - 1)
+    use = k_eff >= 1
+    rho = np.where(use, dist[np.arange(n), np.maximum(k_eff - 1, 0)], 0.0)
+    ties = _count_within(key, cell * off + p, np.zeros(n)) - 1
+    k_tilde = np.where(rho > 0, k_eff, ties)
+    # searching a shifted key: widen by far more than its rounding error (~1e-15) so that points
+    # at exactly ρ in p count, as in the definition
+    radius = np.where(rho > 0, rho + RADIUS_SLACK, 0.0)
+
+    def counts(groups: np.ndarray) -> np.ndarray:
+        o = np.lexsort((p, groups))
+        gk = groups[o] * off + p[o]
+        return _count_within(gk, groups * off + p, radius) - 1
+
+    n_a = counts(a.astype(np.int64))
+    n_t = counts(theta.astype(np.int64))
+    n_p = counts(np.zeros(n, dtype=np.int64))
+    xi = special.digamma(np.maximum(k_tilde, 1)) - special.digamma(n_a) - special.digamma(n_t) \
+        + special.digamma(n_p)
+    return float(np.mean(np.where(use, xi, 0.0)))
+
+
+def local_permutation(p: np.ndarray, theta: np.ndarray, group: np.ndarray, rng: np.random.Generator,
+                      block: int = PERM_BLOCK) -> np.ndarray:
+    """θ permuted among contexts of similar p: contexts (``group``; θ is drawn once per context)
+    sorted by their mean p (ties broken at random) exchange θ within consecutive blocks of
+    ``block`` contexts; every row of a context keeps its context's (new) θ."""
+    n_groups = int(group.max()) + 1
+    mean_p = np.bincount(group, p, n_groups) / np.maximum(np.bincount(group, minlength=n_groups), 1)
+    theta_g = np.zeros(n_groups, dtype=theta.dtype)
+    theta_g[group] = theta
+    order = np.lexsort((rng.random(n_groups), mean_p))
+    blocks = np.arange(n_groups) // block
+    shuffled = order[np.lexsort((rng.random(n_groups), blocks))]
+    new = np.empty_like(theta_g)
+    new[order] = theta_g[shuffled]
+    return new[group]
+
+
+def t1_cmi_arrays(a: np.ndarray, p: np.ndarray, theta: np.ndarray, group: np.ndarray, *, k: int = CMI_K,
+                  n_boot: int = N_BOOT, n_perm: int = N_PERM, seed: int = 0) -> dict[str, Any]:
+    """T1a on arrays: estimate, bootstrap 95 % CI (rows resampled, as the paper) and the
+    local-permutation p-value."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 1]))
+    est = cmi_knn(a, theta, p, k)
+    n = p.size
+    boots = np.empty(n_boot)
+    for b in range(n_boot):
+        i = rng.integers(0, n, n)
+        boots[b] = cmi_knn(a[i], theta[i], p[i], k)
+    null = np.empty(n_perm)
+    for b in range(n_perm):
+        null[b] = cmi_knn(a, local_permutation(p, theta, group, rng), p, k)
+    p_value = (1.0 + np.sum(null >= est)) / (1.0 + n_perm)
+    lo, hi = np.quantile(boots, [0.025, 0.975]) if n_boot else (np.nan, np.nan)
+    return {"estimate": est, "interval": (float(lo), float(hi)), "p_value": float(p_value)}
+
+
+def t1_cmi(table: pd.DataFrame, level: float = LEVEL, k: int = CMI_K, n_boot: int = N_BOOT,
+           n_perm: int = N_PERM, seed: int = 0, renormalise: bool = False, **_: Any) -> dict[str, Any]:
+    """T1a: kNN CMI with the bootstrap CI (paper) and the local-permutation p-value (decision)."""
+    rows = paired_rows(table, renormalise)
+    r = t1_cmi_arrays(rows["a"].to_numpy(), rows["p"].to_numpy(), rows["theta"].to_numpy(),
+                      rows["group"].to_numpy(), k=k, n_boot=n_boot, n_perm=n_perm, seed=seed)
+    return _result(r["estimate"], r["p_value"], level, r["interval"], k=k,
+                   reject_bootstrap=bool(r["interval"][0] > 0), n=len(rows))
+
+
+# ----------------------------------------------------------------------------- T1b
+def _classifier(backend: str, seed: int) -> Any:
+    if backend == "catboost":
+        try:
+            from catboost import CatBoostClassifier
+        except ImportError:
+            raise ValueError("the catboost backend needs the catboost package (pip install catboost)") from None
+        return CatBoostClassifier(depth=6, iterations=1000, verbose=False, random_seed=seed, thread_count=1)
+    if backend != "sklearn":
+        raise ValueError(f"backend must be 'sklearn' or 'catboost', got {backend!r}")
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    return HistGradientBoostingClassifier(max_iter=GB_TREES, max_depth=GB_DEPTH, learning_rate=0.1,
+                                          min_samples_leaf=10, early_stopping=False, random_state=seed)
+
+
+def cv_log_loss(features: np.ndarray, y: np.ndarray, groups: np.ndarray, backend: str, seed: int,
+                folds: int = CV_FOLDS) -> np.ndarray:
+    """Per-row out-of-fold log-loss of a gradient-boosting classifier, folds grouped by context."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):  # small fits: threads only contend on a shared machine
+        return _cv_log_loss(features, y, groups, backend, seed, folds)
+
+
+def _cv_log_loss(features: np.ndarray, y: np.ndarray, groups: np.ndarray, backend: str, seed: int,
+                 folds: int) -> np.ndarray:
+    from sklearn.model_selection import GroupKFold
+
+    classes = np.unique(y)
+    loss = np.empty(y.size)
+    n_folds = min(folds, np.unique(groups).size)
+    for train, test in GroupKFold(n_splits=n_folds).split(features, y, groups):
+        prob = np.full((test.size, classes.size), 1e-15)
+        seen = np.unique(y[train])
+        if seen.size == 1:
+            prob[:, np.searchsorted(classes, seen[0])] = 1.0
+        else:
+            model = _classifier(backend, seed).fit(features[train], y[train])
+            prob[:, np.searchsorted(classes, np.asarray(model.classes_).ravel())] = model.predict_proba(features[test])
+        prob = np.clip(prob, 1e-15, 1.0)
+        prob /= prob.sum(axis=1, keepdims=True)
+        loss[test] = -np.log(prob[np.arange(test.size), np.searchsorted(classes, y[test])])
+    return loss
+
+
+def t1_nested_arrays(a: np.ndarray, p: np.ndarray, theta: np.ndarray, group: np.ndarray, *,
+                     context: np.ndarray | None = None, backend: str = "sklearn", n_boot: int = N_BOOT,
+                     seed: int = 0) -> dict[str, Any]:
+    """T1b on arrays: % log-loss improvement of A ~ (p, θ) over A ~ p (+ context features)."""
+    base = p[:, None] if context is None else np.column_stack([p, context])
+    l0 = cv_log_loss(base, a, group, backend, seed)
+    l1 = cv_log_loss(np.column_stack([base, theta]), a, group, backend, seed)
+    est = 100.0 * (l0.mean() - l1.mean()) / l0.mean()
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 2]))
+    uniq, inv = np.unique(group, return_inverse=True)
+    s0 = np.bincount(inv, l0)
+    s1 = np.bincount(inv, l1)
+    boots = np.empty(n_boot)
+    for b in range(n_boot):
+        w = np.bincount(rng.integers(0, uniq.size, uniq.size), minlength=uniq.size)
+        boots[b] = 100.0 * (w @ s0 - w @ s1) / (w @ s0)
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    p_value = (1.0 + np.sum(boots <= 0.0)) / (1.0 + n_boot)
+    return {"estimate": est, "interval": (float(lo), float(hi)), "p_value": float(p_value),
+            "log_loss": (float(l0.mean()), float(l1.mean()))}
+
+
+def _context_features(table: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
+    import json
+
+    ev = table.loc[table["phase"] == "decision", ["subject", "context_id", "evidence"]].drop_duplicates(
+        ["subject", "context_id"])
+    merged = rows[["subject", "context_id"]].merge(ev, on=["subject", "context_id"], how="left")
+    frame = pd.DataFrame([json.loads(e) for e in merged["evidence"]])
+    return pd.get_dummies(frame, dtype=np.float64).to_numpy()
+
+
+def t1_nested(table: pd.DataFrame, level: float = LEVEL, backend: str = "sklearn", context: bool = False,
+              n_boot: int = N_BOOT, seed: int = 0, renormalise: bool = False, **_: Any) -> dict[str, Any]:
+    """T1b: nested prediction A ~ p vs A ~ (p, θ) (``context``: A ~ (p, x) vs A ~ (p, x, θ))."""
+    rows = paired_rows(table, renormalise)
+    ctx = _context_features(table, rows) if context else None
+    r = t1_nested_arrays(rows["a"].to_numpy(), rows["p"].to_numpy(), rows["theta"].to_numpy(),
+                         rows["group"].to_numpy(), context=ctx, backend=backend, n_boot=n_boot, seed=seed)
+    return _result(r["estimate"], r["p_value"], level, r["interval"], reject=bool(r["interval"][0] > 0),
+                   log_loss_p=r["log_loss"][0], log_loss_p_theta=r["log_loss"][1], backend=backend,
+                   context=context, folds=CV_FOLDS, n=len(rows))
+
+
+# ----------------------------------------------------------------------------- T2
+def quantile_bins(p: np.ndarray, k: int) -> np.ndarray:
+    """Bin index of each p in K quantile bins; tied edges merge (fewer bins, in order)."""
+    edges = np.unique(np.quantile(p, np.linspace(0.0, 1.0, k + 1)[1:-1]))
+    return np.searchsorted(edges, p, side="right")
+
+
+def pair_violations(a: np.ndarray, bins: np.ndarray, a1: int, a2: int) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided exact p-values of every bin pair j < k for s = Pr(a1 | a1 or a2).
+
+    Returns (p_increasing, p_decreasing): p-values of H0 s_j ≤ s_k (a violation of increasing
+    shares) and of H0 s_j ≥ s_k, by Fisher's exact test (hypergeometric tail); a bin pair with
+    an empty bin gets p = 1.
+    """
+    nb = int(bins.max()) + 1 if bins.size else 0
+    sel = (a == a1) | (a == a2)
+    hits = np.bincount(bins[sel & (a == a1)], minlength=nb).astype(np.int64)
+    tot = np.bincount(bins[sel], minlength=nb).astype(np.int64)
+    j, k = np.triu_indices(nb, 1)
+    big_m = tot[j] + tot[k]
+    succ = hits[j] + hits[k]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_inc = stats.hypergeom.sf(hits[j] - 1, big_m, succ, tot[j])  # P(X ≥ hits_j): s_j > s_k
+        p_dec = stats.hypergeom.cdf(hits[j], big_m, succ, tot[j])  # P(X ≤ hits_j): s_j < s_k
+    empty = (tot[j] == 0) | (tot[k] == 0)
+    return np.where(empty, 1.0, p_inc), np.where(empty, 1.0, p_dec)
+
+
+def holm(p: np.ndarray) -> np.ndarray:
+    """Holm step-down adjusted p-values."""
+    m = p.size
+    if m == 0:
+        return p
+    order = np.argsort(p)
+    adj = np.maximum.accumulate(np.minimum((m - np.arange(m)) * p[order], 1.0))
+    out = np.empty(m)
+    out[order] = adj
+    return out
+
+
+def t2_arrays(a: np.ndarray, p: np.ndarray, *, k: int = T2_BINS, direction: str = "increasing",
+              use_holm: bool = False, level: float = LEVEL) -> dict[str, Any]:
+    """T2 on arrays: per choice pair the % of bin pairs with a significant violation."""
+    if direction not in ("increasing", "either"):
+        raise ValueError(f"direction must be 'increasing' or 'either', got {direction!r}")
+    bins = quantile_bins(p, k)
+    out: dict[str, Any] = {}
+    p_all = []
+    for name, a1, a2 in PAIRS:
+        p_inc, p_dec = pair_violations(a, bins, a1, a2)
+        if use_holm:
+            p_inc, p_dec = holm(p_inc), holm(p_dec)
+        n_pairs = p_inc.size
+        pct_inc = 100.0 * float(np.mean(p_inc < level)) if n_pairs else 0.0
+        pct_dec = 100.0 * float(np.mean(p_dec < level)) if n_pairs else 0.0
+        min_inc = float(p_inc.min()) if n_pairs else 1.0
+        min_dec = float(p_dec.min()) if n_pairs else 1.0
+        # "either": monotone decreasing is rational too, so a pair is rejected only when both
+        # directions are (intersection-union test: p = max of the two)
+        p_pair = min_inc if direction == "increasing" else max(min_inc, min_dec)
+        p_all.append(p_pair)
+        out[name] = {"pct_violating": pct_inc if direction == "increasing" else min(pct_inc, pct_dec),
+                     "pct_violating_increasing": pct_inc, "pct_violating_decreasing": pct_dec,
+                     "p_value": p_pair, "n_bin_pairs": int(n_pairs)}
+    return {"pairs": out, "p_value": float(min(p_all)), "n_bins": int(bins.max()) + 1 if bins.size else 0}
+
+
+def t2(table: pd.DataFrame, level: float = LEVEL, t2_bins: int = T2_BINS, direction: str = "increasing",
+       use_holm: bool = False, renormalise: bool = False, **_: Any) -> dict[str, Any]:
+    """T2: monotone pairwise choice shares (Prop. 3.6).  ``estimate`` is the largest % of violating
+    bin pairs over the three choice pairs; reject when any pair has a significant violation
+    (no multiplicity correction across pairs, as the paper; ``use_holm`` corrects within a pair)."""
+    rows = paired_rows(table, renormalise)
+    r = t2_arrays(rows["a"].to_numpy(), rows["p"].to_numpy(), k=t2_bins, direction=direction,
+                  use_holm=use_holm, level=level)
+    est = max(v["pct_violating"] for v in r["pairs"].values())
+    flags = [] if r["n_bins"] == t2_bins else [f"t2: tied quantile edges merged {t2_bins} bins into {r['n_bins']}"]
+    return _result(est, r["p_value"], level, pairs=r["pairs"], n_bins=r["n_bins"], direction=direction,
+                   holm=use_holm, flags=flags)
+
+
+# ----------------------------------------------------------------------------- T3
+def t3(table: pd.DataFrame, level: float = LEVEL, n_perm: int = N_PERM, seed: int = 0, **_: Any
+       ) -> dict[str, Any]:
+    """T3: prompt consistency.  Per variant: RMSE of its reports (per repetition) against the π0
+    mean of the same context, next to the within-π0 SD across repetitions; p-value of a
+    permutation test exchanging the variant/π0 labels within each context (statistic: mean
+    squared difference of context means); reject if any variant's Bonferroni p < level."""
+    bel = table.loc[(table["phase"] == "belief") & table["valid"],
+                    ["subject", "context_id", "rep", "variant", "p_elicited"]].dropna()
+    bel = bel.assign(group=group_ids(bel))
+    pi0 = bel[bel["variant"] == "pi0"]
+    mean0 = pi0.groupby("group")["p_elicited"].mean()
+    sd0 = float(np.sqrt(pi0.groupby("group")["p_elicited"].var(ddof=1).mean())) if len(pi0) else math.nan
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 3]))
+    variants: dict[str, Any] = {}
+    for v in sorted(set(bel["variant"]) - {"pi0"}):
+        alt = bel[bel["variant"] == v]
+        common = np.intersect1d(alt["group"].unique(), pi0["group"].unique())
+        alt = alt[alt["group"].isin(common)]
+        rmse = float(np.sqrt(np.mean((alt["p_elicited"].to_numpy() - mean0.loc[alt["group"]].to_numpy()) ** 2)))
+        p_value = _variant_permutation(pi0[pi0["group"].isin(common)], alt, n_perm, rng)
+        variants[v] = {"rmse": rmse, "p_value": p_value, "ratio_to_sd": rmse / sd0 if sd0 > 0 else math.inf}
+    if not variants:
+        return _result(math.nan, None, level, sd_pi0=sd0, variants={}, flags=["t3: no prompt variants"])
+    m = len(variants)
+    p_min = min(1.0, m * min(x["p_value"] for x in variants.values()))
+    est = max(x["rmse"] for x in variants.values())
+    return _result(est, p_min, level, sd_pi0=sd0, variants=variants)
+
+
+def _variant_permutation(pi0: pd.DataFrame, alt: pd.DataFrame, n_perm: int, rng: np.random.Generator) -> float:
+    """Permutation p-value of mean_x (mean_alt(x) − mean_π0(x))² with labels exchanged in context."""
+    both = pd.concat([pi0.assign(lab=0), alt.assign(lab=1)]).sort_values(["group", "lab", "rep"])
+    g = pd.factorize(both["group"])[0]
+    y = both["p_elicited"].to_numpy(dtype=np.float64)
+    lab = both["lab"].to_numpy()
+    ng = g.max() + 1
+    n1 = np.bincount(g, lab == 1, ng)
+    n0 = np.bincount(g, lab == 0, ng)
+
+    def stat(labels: np.ndarray) -> float:
+        s1 = np.bincount(g, y * (labels == 1), ng)
+        s0 = np.bincount(g, y * (labels == 0), ng)
+        return float(np.mean((s1 / n1 - s0 / n0) ** 2))
+
+    obs = stat(lab)
+    count = 0
+    for _ in range(n_perm):
+        perm = lab[np.lexsort((rng.random(lab.size), g))]  # shuffle labels within each context
+        count += stat(perm) >= obs - 1e-15
+    return (1.0 + count) / (1.0 + n_perm)
+
+
+# ----------------------------------------------------------------------------- T4
+def lie_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (subject, context, rep): p0 = π0 report, Σ_j P_E(θ|x,z_j) P_E(z_j|x), and truth."""
+    import json
+
+    keys = ["subject", "context_id", "rep"]
+    if "aux_reported" not in table.columns or not (table["phase"] == "lie_aux").any():
+        return pd.DataFrame(columns=[*keys, "p0", "mixture", "ratio"])
+    p0 = table.loc[(table["phase"] == "belief") & (table["variant"] == "pi0") & table["valid"],
+                   [*keys, "p_elicited"]].rename(columns={"p_elicited": "p0"})
+    aux = table.loc[(table["phase"] == "lie_aux") & table["valid"], [*keys, "aux_reported", "aux_true"]]
+    cond = table.loc[(table["phase"] == "lie_cond") & table["valid"], [*keys, "aux_state", "p_elicited", "p_true"]]
+    wide = cond.pivot_table(index=keys, columns="aux_state", values="p_elicited", aggfunc="first")
+    truth = cond.pivot_table(index=keys, columns="aux_state", values="p_true", aggfunc="first")
+    rows = []
+    for rec in aux.itertuples(index=False):
+        key = (rec.subject, rec.context_id, rec.rep)
+        if key not in wide.index:
+            continue
+        dist = json.loads(str(rec.aux_reported))
+        conds = wide.loc[key]
+        if any(pd.isna(conds.get(s)) for s in dist):
+            continue
+        mixture = sum(float(conds[s]) * w for s, w in dist.items())
+        true_z = json.loads(str(rec.aux_true))
+        rows.append((*key, mixture, json.dumps({s: float(truth.loc[key][s]) for s in true_z}), rec.aux_true))
+    frame = pd.DataFrame(rows, columns=[*keys, "mixture", "p_cond_true", "p_z_true"])
+    out = frame.merge(p0, on=keys, how="inner")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["ratio"] = np.abs(out["p0"] - out["mixture"]) / out["p0"]
+    return out.replace([np.inf], np.nan).dropna(subset=["ratio"])
+
+
+def rf_baseline(lie: pd.DataFrame, table: pd.DataFrame, seed: int, patients: int = T4_BASELINE_PATIENTS) -> float:
+    """Median Δ̂_LIE/p̂ of cross-validated random forests fitted to patients drawn from the
+    ground truth of the table's contexts (z ~ P*(z|x), θ ~ P*(θ|x,z)): p̂(x), p̂(x,z), P̂(z|x)."""
+    import json
+
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.model_selection import GroupKFold, cross_val_predict
+
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 4]))
+    ctx = lie.drop_duplicates(["subject", "context_id"])
+    ev = table.loc[table["phase"] == "belief", ["subject", "context_id", "evidence"]].drop_duplicates(
+        ["subject", "context_id"])
+    ctx = ctx.merge(ev, on=["subject", "context_id"], how="left").drop_duplicates("evidence")
+    x_frame = pd.get_dummies(pd.DataFrame([json.loads(e) for e in ctx["evidence"]]), dtype=np.float64)
+    x_ctx = x_frame.to_numpy()
+    zs = list(json.loads(str(ctx["p_z_true"].iloc[0])))
+    pz = np.array([[json.loads(str(r))[s] for s in zs] for r in ctx["p_z_true"]])
+    pc = np.array([[json.loads(str(r))[s] for s in zs] for r in ctx["p_cond_true"]])
+    n_ctx = len(ctx)
+    c_idx = np.repeat(np.arange(n_ctx), patients)
+    cum = np.cumsum(pz[c_idx], axis=1)
+    z = np.minimum((rng.random(c_idx.size)[:, None] > cum).sum(axis=1), len(zs) - 1)
+    theta = (rng.random(c_idx.size) < pc[c_idx, z]).astype(int)
+    x = x_ctx[c_idx]
+    z_onehot = np.eye(len(zs))[z]
+
+    def forest() -> RandomForestClassifier:
+        return RandomForestClassifier(n_estimators=RF_TREES, min_samples_leaf=5, random_state=seed, n_jobs=1)
+
+    cv = GroupKFold(n_splits=min(CV_FOLDS, n_ctx))
+    p_x = cross_val_predict(forest(), x, theta, cv=cv, groups=c_idx, method="predict_proba")[:, -1]
+    p_z = cross_val_predict(forest(), x, z, cv=cv, groups=c_idx, method="predict_proba")
+    m = forest().fit(np.column_stack([x, z_onehot]), theta)
+    mix = np.zeros(c_idx.size)
+    for j in range(min(len(zs), p_z.shape[1])):
+        zj = np.zeros_like(z_onehot)
+        zj[:, j] = 1.0
+        mix += p_z[:, j] * m.predict_proba(np.column_stack([x, zj]))[:, -1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.abs(p_x - mix) / p_x
+    per_ctx = pd.Series(ratio).groupby(c_idx).mean()
+    return float(np.nanmedian(per_ctx.to_numpy()))
+
+
+def t4(table: pd.DataFrame, level: float = LEVEL, n_boot: int = N_BOOT, seed: int = 0, baseline: bool = True,
+       **_: Any) -> dict[str, Any]:
+    """T4: median Δ_LIE/p with a context-bootstrap CI; reject when the CI's lower bound exceeds
+    the random-forest baseline (0 without a baseline); p-value = bootstrap share ≤ baseline."""
+    lie = lie_rows(table)
+    if lie.empty:
+        return _result(math.nan, None, level, flags=["t4: no LIE phases in the table"])
+    ratio = lie["ratio"].to_numpy()
+    est = float(np.median(ratio))
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 5]))
+    g = group_ids(lie)
+    members = [np.flatnonzero(g == i) for i in range(g.max() + 1)]
+    boots = np.empty(n_boot)
+    for b in range(n_boot):
+        pick = rng.integers(0, len(members), len(members))
+        boots[b] = np.median(ratio[np.concatenate([members[i] for i in pick])])
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    base = rf_baseline(lie, table, seed) if baseline else 0.0
+    p_value = (1.0 + np.sum(boots <= base + LIE_TOL)) / (1.0 + n_boot)
+    return _result(est, p_value, level, (float(lo), float(hi)), reject=bool(lo > base + LIE_TOL), baseline=base,
+                   n=len(lie))
+
+
+# ----------------------------------------------------------------------------- accuracy
+def accuracy(table: pd.DataFrame, level: float = LEVEL, **_: Any) -> dict[str, Any]:
+    """RMSE of p_E against p* per variant (π0 the estimate); bias test of π0 (mean p_E − p*,
+    t-test on context means)."""
+    bel = table.loc[(table["phase"] == "belief") & table["valid"]].dropna(subset=["p_elicited"])
+    err = bel["p_elicited"].astype(float) - bel["p_true"].astype(float)
+    by_variant = {str(v): float(np.sqrt(np.mean(e**2))) for v, e in err.groupby(bel["variant"])}
+    pi0 = bel["variant"] == "pi0"
+    ctx_bias = err[pi0].groupby([bel.loc[pi0, "subject"], bel.loc[pi0, "context_id"]]).mean()
+    p_value = float(stats.ttest_1samp(ctx_bias, 0.0).pvalue) if len(ctx_bias) > 1 and ctx_bias.std() > 0 else 1.0
+    return _result(by_variant.get("pi0", math.nan), p_value, level, by_variant=by_variant,
+                   bias=float(ctx_bias.mean()) if len(ctx_bias) else math.nan)
+
+
+# ----------------------------------------------------------------------------- all metrics
+#: The tests as plain functions of a trial table (each returns ``p_value`` and ``reject``).
+TESTS: dict[str, Callable[..., dict[str, Any]]] = {
+    "t1_cmi": t1_cmi, "t1_nested": t1_nested, "t1_lr": t1_lr, "t2": t2, "t3": t3, "t4": t4, "accuracy": accuracy,
+}
+
+METRIC_OPTIONS = {
+    "level": MetricOption("level", "test level α", LEVEL, None, float),
+    "k": MetricOption("k", "neighbours of the kNN CMI (T1a)", CMI_K, None, int),
+    "n_boot": MetricOption("n_boot", "bootstrap resamples", N_BOOT, None, int),
+    "n_perm": MetricOption("n_perm", "permutations (T1a local permutation, T3)", N_PERM, None, int),
+    "t2_bins": MetricOption("t2_bins", "quantile bins K of T2", T2_BINS, None, int),
+    "direction": MetricOption("direction", "T2 monotone direction: increasing (paper) or either",
+                              "increasing", ("increasing", "either")),
+    "holm": MetricOption("holm", "Holm correction within each T2 choice pair", "no", ("yes", "no")),
+    "backend": MetricOption("backend", "T1b learner: sklearn gradient boosting or catboost", "sklearn",
+                            ("sklearn", "catboost")),
+    "context": MetricOption("context", "T1b with context features (A~(p,x) vs A~(p,x,θ))", "no", ("yes", "no")),
+    "baseline": MetricOption("baseline", "T4 random-forest baseline", "yes", ("yes", "no")),
+    "renormalise": MetricOption("renormalise", "use Yes/(No+Yes) instead of the reported Yes", "no",
+                                ("yes", "no")),
+    "seed": MetricOption("seed", "seed of bootstraps and permutations", 0, None, int),
+}
+
+
+def belief_metrics(table: pd.DataFrame, level: float = LEVEL, k: int = CMI_K, n_boot: int = N_BOOT,
+                   n_perm: int = N_PERM, t2_bins: int = T2_BINS, direction: str = "increasing",
+                   holm: str = "no", backend: str = "sklearn", context: str = "no", baseline: str = "yes",
+                   renormalise: str = "no", seed: int = 0) -> dict[str, Any]:
+    """All tests (pooled over subjects: a mixture of RUMs whose types are independent of θ is a
+    RUM) plus per-subject T1c and accuracy."""
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    renorm = renormalise == "yes"
+    metrics = {
+        "t1_cmi": t1_cmi(table, level, k=k, n_boot=n_boot, n_perm=n_perm, seed=seed, renormalise=renorm),
+        "t1_nested": t1_nested(table, level, backend=backend, context=context == "yes", n_boot=n_boot,
+                               seed=seed, renormalise=renorm),
+        "t1_lr": t1_lr(table, level, renormalise=renorm),
+        "t2": t2(table, level, t2_bins=t2_bins, direction=direction, use_holm=holm == "yes", renormalise=renorm),
+        "t3": t3(table, level, n_perm=n_perm, seed=seed),
+        "t4": t4(table, level, n_boot=n_boot, seed=seed, baseline=baseline == "yes"),
+        "accuracy": accuracy(table, level),
+    }
+    flags = [f for m in metrics.values() for f in m.pop("flags", [])]
+    incoherent = table.loc[table["phase"].isin(["belief", "lie_cond"]) & table["valid"], "coherent"]
+    if len(incoherent) and not incoherent.all():
+        flags.append(f"{int((~incoherent.astype(bool)).sum())} belief answers do not sum to one "
+                     "(recorded as reported; see p_renormalised)")
+    if not metrics["t1_lr"]["converged"]:
+        flags.append("t1_lr: a multinomial logit did not converge (separation?)")
+    per_subject = []
+    for subject, part in table.groupby("subject", sort=True):
+        per_subject.append({"subject": int(subject), "t1_lr": t1_lr(part, level, renormalise=renorm),
+                            "accuracy": accuracy(part, level)})
+    return {"metrics": metrics, "per_subject": per_subject, "n_invalid": int((~table["valid"]).sum()),
+            "flags": flags}
+

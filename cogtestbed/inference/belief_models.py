@@ -1,0 +1,195 @@
+"""Decision models of the belief-coherence experiment: MLE and hierarchical PyMC fits.
+
+The paper estimates no utilities; these parametric forms (Yamin et al. 2026, Eq. 3 and the
+loss form of §2) let a user recover a decider's parameters from the same trial table.
+
+* ``mnl``: the 4-parameter multinomial logit of the logit RUM (Eq. 3): log-odds against No are
+  α_Yes + β_Yes·p and α_Defer + β_Defer·p (u(No, ·) = 0 and the Gumbel scale absorbed).
+* ``loss``: the loss-form decider: V_No = −s·c_FN·w(p), V_Yes = −s·c_FP·(1 − w(p)),
+  V_Defer = −s·c_D with TK weighting w (γ) and logit choice.  Losses are only identified up to
+  scale, so they are normalised to c_FP + c_FN = 1 (:func:`normalise_loss`): parameters c_fp
+  (the Yes/No threshold t* at γ = 1), c_d, scale s and γ.
+
+The belief p entering the likelihood is the subject's π0 report averaged over the repetitions of
+the context (:data:`BELIEF_COVARIATE`), which shrinks report noise by √r.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from numba import njit
+
+from cogtestbed.environments.belief import EXPERIMENT
+from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.parameters import Parameter, ParameterSet
+
+#: Covariate of the decision models: the π0 report averaged over a context's repetitions.
+BELIEF_COVARIATE = "mean_pi0"
+DECISION_CODES = {"No": 0, "Yes": 1, "Defer": 2}
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class DecisionData:
+    """One subject's decisions ``a`` (0 No, 1 Yes, 2 Defer) and beliefs ``p``."""
+
+    a: np.ndarray
+    p: np.ndarray
+
+
+def decision_data(trials: pd.DataFrame) -> dict[Hashable, DecisionData]:
+    """Per subject: valid decisions with the mean π0 report of their context."""
+    keys = ["subject", "context_id"]
+    belief = trials.loc[(trials["phase"] == "belief") & (trials["variant"] == "pi0") & trials["valid"]]
+    mean_p = belief.groupby(keys)["p_elicited"].mean().rename("p").reset_index()
+    dec = trials.loc[(trials["phase"] == "decision") & trials["valid"], [*keys, "decision"]]
+    rows = dec.merge(mean_p, on=keys, how="inner").dropna()
+    out: dict[Hashable, DecisionData] = {}
+    for subject, part in rows.groupby("subject", sort=True):
+        out[subject] = DecisionData(part["decision"].astype(str).map(DECISION_CODES).to_numpy(np.int64),
+                                    np.clip(part["p"].to_numpy(np.float64), 0.0, 1.0))
+    return out
+
+
+@njit(cache=True)
+def _log_softmax3(v: np.ndarray, a: int, e: np.ndarray) -> float:
+    """log softmax(v)[a] of 3 utilities; fills e with 1{j = a} − softmax(v)_j (d ll / d v)."""
+    top = max(v[0], max(v[1], v[2]))
+    total = np.exp(v[0] - top) + np.exp(v[1] - top) + np.exp(v[2] - top)
+    lse = top + np.log(total)
+    for j in range(3):
+        e[j] = (1.0 if j == a else 0.0) - np.exp(v[j] - lse)
+    return v[a] - lse
+
+
+@njit(cache=True)
+def mnl_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarray, p: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """log P(a) of the MNL (Eq. 3): utilities (0, α_Y + β_Y p, α_D + β_D p), exact gradient."""
+    n = a.shape[0]
+    ll = np.empty(n)
+    grad = np.zeros((n, 4))
+    v = np.zeros(3)
+    e = np.zeros(3)
+    for t in range(n):
+        s = obs_subject[t]
+        v[1] = theta[s, 0] + theta[s, 1] * p[t]
+        v[2] = theta[s, 2] + theta[s, 3] * p[t]
+        ll[t] = _log_softmax3(v, a[t], e)
+        grad[t, 0], grad[t, 1] = e[1], e[1] * p[t]
+        grad[t, 2], grad[t, 3] = e[2], e[2] * p[t]
+    return ll, grad
+
+
+@njit(cache=True)
+def _tk_and_derivative(p: float, gamma: float) -> tuple[float, float]:
+    """Tversky–Kahneman w(p) and dw/dγ (p clipped into (0, 1))."""
+    q = min(max(p, EPS), 1.0 - EPS)
+    a = q**gamma
+    b = (1.0 - q) ** gamma
+    d = a + b
+    w = a / d ** (1.0 / gamma)
+    dlog = np.log(q) + np.log(d) / gamma**2 - (a * np.log(q) + b * np.log1p(-q)) / (gamma * d)
+    return w, w * dlog
+
+
+@njit(cache=True)
+def loss_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarray, p: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """log P(a) of the loss-form decider: V = (−s(1−c_FP)w, −s·c_FP(1−w), −s·c_D), w = TK(p; γ)."""
+    n = a.shape[0]
+    ll = np.empty(n)
+    grad = np.zeros((n, 4))
+    v = np.zeros(3)
+    e = np.zeros(3)
+    for t in range(n):
+        i = obs_subject[t]
+        c_fp, c_d, s, gamma = theta[i, 0], theta[i, 1], theta[i, 2], theta[i, 3]
+        w, dw = _tk_and_derivative(p[t], gamma)
+        v[0] = -s * (1.0 - c_fp) * w
+        v[1] = -s * c_fp * (1.0 - w)
+        v[2] = -s * c_d
+        ll[t] = _log_softmax3(v, a[t], e)
+        grad[t, 0] = e[0] * s * w - e[1] * s * (1.0 - w)
+        grad[t, 1] = -e[2] * s
+        grad[t, 2] = (e[0] * v[0] + e[1] * v[1] + e[2] * v[2]) / s
+        grad[t, 3] = -e[0] * s * (1.0 - c_fp) * dw + e[1] * s * c_fp * dw
+    return ll, grad
+
+
+class MNLModel(CognitiveModel):
+    """The 4-parameter multinomial logit (Eq. 3): a concave log-likelihood, one start suffices."""
+
+    name: ClassVar[str] = "mnl"
+    experiment: ClassVar[str] = EXPERIMENT
+    parameters: ClassVar[ParameterSet] = ParameterSet(tuple(
+        Parameter(n, -100.0, 100.0, d, desc, prior_mean=0.0, prior_sd=15.0) for n, d, desc in (
+            ("alpha_yes", -12.0, "log-odds of Yes vs No at p = 0"),
+            ("beta_yes", 24.0, "slope in p of the Yes vs No log-odds"),
+            ("alpha_defer", -3.6, "log-odds of Defer vs No at p = 0"),
+            ("beta_defer", 12.0, "slope in p of the Defer vs No log-odds"))), "mnl")
+    grid_points: ClassVar[int] = 3
+    n_starts: ClassVar[int] = 1
+
+    def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
+        return decision_data(trials)
+
+    def n_observations(self, data: Any) -> int:
+        return int(data.a.size)
+
+    pointwise_kernel: ClassVar[Any] = mnl_pointwise_kernel
+    observation_fields: ClassVar[tuple[str, ...]] = ("a", "p")
+    observed_name: ClassVar[str] = "decision"
+
+
+def normalise_loss(c_fp: Any, c_fn: Any, c_d: Any, scale: Any) -> dict[str, Any]:
+    """Losses rescaled to c_FP + c_FN = 1 (the logit scale absorbs the factor)."""
+    total = c_fp + c_fn
+    return {"c_fp": c_fp / total, "c_d": c_d / total, "scale": scale * total}
+
+
+class LossModel(CognitiveModel):
+    """Loss-form decider with TK weighting (see module docstring)."""
+
+    name: ClassVar[str] = "loss"
+    experiment: ClassVar[str] = EXPERIMENT
+    parameters: ClassVar[ParameterSet] = ParameterSet((
+        Parameter.unit("c_fp", 0.5, "normalised false-positive loss (c_FP + c_FN = 1)"),
+        Parameter.unit("c_d", 0.15, "normalised loss of deferring"),
+        Parameter.positive("scale", 20.0, upper=1000.0, description="logit scale",
+                           prior_mean=2.5, prior_sd=1.0, search_floor=0.1, search_ceiling=1000.0),
+        Parameter("gamma", 0.28, 3.0, 1.0, "Tversky-Kahneman γ", transform="logit", prior_mean=0.0,
+                  prior_sd=1.0),
+    ), "loss")
+    grid_points: ClassVar[int] = 4
+    n_starts: ClassVar[int] = 4
+
+    def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
+        return decision_data(trials)
+
+    def n_observations(self, data: Any) -> int:
+        return int(data.a.size)
+
+    pointwise_kernel: ClassVar[Any] = loss_pointwise_kernel
+    observation_fields: ClassVar[tuple[str, ...]] = ("a", "p")
+    observed_name: ClassVar[str] = "decision"
+
+
+MODELS: dict[str, CognitiveModel] = {"mnl": MNLModel(), "loss": LossModel()}
+
+
+def generating_values(agent: str, params: Mapping[str, float]) -> dict[str, float]:
+    """The model parameters that an agent's parameters imply (for recovery studies)."""
+    from cogtestbed.agents.belief import mnl_coefficients
+
+    if agent in ("logit-rum",):
+        return {k: float(v) for k, v in mnl_coefficients(params, params["scale"]).items()}
+    if agent == "loss-rum":
+        out = normalise_loss(params["c_fp"], params["c_fn"], params["c_d"], params["scale"])
+        return {**{k: float(v) for k, v in out.items()}, "gamma": float(params["gamma"])}
+    raise ValueError(f"no model parameters for agent {agent!r} (logit-rum or loss-rum)")

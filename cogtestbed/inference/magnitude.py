@@ -1,0 +1,777 @@
+"""Models and metrics of magnitude estimation (BayesBench; Ma, Wang & Fountas 2025, Sec. 3.2–3.6).
+
+* :class:`StaticBayesModel`, :class:`LinearModel`, :class:`KalmanModel`: the observer models as
+  :class:`~cogtestbed.inference.base.CognitiveModel` s with the synthetic agents' parameters (one
+  parameter set per subject, on the session-normalised scale of :mod:`cogtestbed.agents.magnitude`),
+  pointwise log-likelihood kernels with exact gradients, closed-form / profile MLE.
+* :func:`magnitude_metrics`: NRMSE, w_prior, BCS (s_a = 0 rule), factor evidence, the four
+  cue-combination fits, RRE, A / E / C and the BayesBench score (both readings of C), and the
+  30-round session-preserving bootstrap with 68 % intervals (Sec. 3.5–3.6, Eq. 5, App. A.7–A.10).
+* :func:`w_prior_hierarchy`: hierarchical PyMC model of w_prior pooled over sessions, tasks and
+  ablations reporting P(Δw_prior > 0) per ablation (non-centred; R-hat, ESS, divergences).
+
+Documented choices where the paper is silent (constants below): NRMSE baseline = the session
+midpoint (:data:`NRMSE_BASELINE`); A from the mean NRMSE over the modalities played
+(:data:`A_MODALITY`); w_prior of a (task, condition, modality) cell = one slope shared by its
+sessions with a per-session intercept (:data:`W_POOLING`); Non-Oracle variance reading
+:data:`DEFAULT_VARIANCE`; cue-combination fits and RRE on the base condition.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from abc import abstractmethod
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from numba import njit
+
+from cogtestbed.agents.magnitude import AGENTS, KALMAN_P0
+from cogtestbed.environments.magnitude import (
+    BCS_ABLATIONS,
+    CONDITIONS,
+    EXPERIMENT,
+    MODALITIES,
+    RANGES,
+    TASK_NAMES,
+    VISUAL_TASKS,
+)
+from cogtestbed.inference.base import CognitiveModel, MLEResult
+from cogtestbed.inference.magnitude_fits import (
+    AIC_PARAMS,
+    FACTOR_NAMES,
+    VARIANTS,
+    factor_evidence,
+    fit_sessions,
+    gauss_nll,
+)
+from cogtestbed.parameters import ParameterSet
+
+#: [gap] NRMSE's constant predictor: the midpoint of the *session's* range (Sec. 3.5).
+NRMSE_BASELINE = "session midpoint"
+#: [gap] which modality's NRMSE enters A: the mean over the modalities played.
+A_MODALITY = "mean over modalities"
+#: [gap] w_prior of a cell: a slope shared by its sessions, intercept per session (OLS).
+W_POOLING = "shared slope, per-session intercept"
+#: w_prior above which an ablation scores s_a = 0 (prior-dominant regime, Sec. 3.5).
+PRIOR_DOMINANT = 0.9
+#: Bootstrap rounds and interval (Sec. 3.6: 30 rounds, 68 % percentile intervals).
+BOOTSTRAP_ROUNDS = 30
+BOOTSTRAP_INTERVAL = (16.0, 84.0)
+#: Readings of the Non-Oracle "variance of responses" (App. A.7): across trials of a session,
+#: within stimulus bins (per-stimulus), of the error y − x (residual).
+VARIANCE_READINGS = ("raw", "per_stimulus", "residual")
+#: [gap] the reading RRE(Non-Oracle) and E use by default (the paper's literal wording).
+DEFAULT_VARIANCE = "raw"
+#: Stimulus bins per session for the per-stimulus variance reading.
+VARIANCE_BINS = 5
+#: Fitted modality per ablation for BCS (App. A.10): image for noise, text+image otherwise.
+BCS_MODALITY = {"verbal": "text+image", "numerical": "text+image", "noise-constant": "image",
+                "noise-gradual": "image", "context-long": "text+image"}
+#: NUTS target acceptance of the w_prior hierarchy.
+HIERARCHY_TARGET_ACCEPT = 0.9
+_K, _C, _M, _R = len(TASK_NAMES), len(CONDITIONS), len(MODALITIES), len(RANGES)
+_BASE = CONDITIONS.index("base")
+
+
+# ============================================================================ data cube
+@dataclass
+class Cube:
+    """One subject's trials as arrays (task, condition, modality, range, trial); NaN = missing.
+
+    ``Y`` is NaN for invalid answers; ``X`` holds every presented stimulus."""
+
+    X: np.ndarray
+    Y: np.ndarray
+    LO: np.ndarray
+    HI: np.ndarray
+
+    @property
+    def present(self) -> np.ndarray:
+        return ~np.all(np.isnan(self.X), axis=-1)
+
+    def resample(self, idx: np.ndarray) -> Cube:
+        """Trials ``idx`` (task, condition, range, T) of every session, all modalities alike."""
+        full = np.broadcast_to(idx[:, :, None, :, :], self.X.shape)
+        return Cube(np.take_along_axis(self.X, full, -1), np.take_along_axis(self.Y, full, -1), self.LO, self.HI)
+
+
+def _codes(col: pd.Series, categories: tuple[str, ...]) -> np.ndarray:
+    codes = pd.Categorical(col.astype(str), categories=list(categories)).codes
+    if (codes < 0).any():
+        bad = sorted(set(col.astype(str)) - set(categories))
+        raise ValueError(f"unknown values {bad} in column {col.name!r}")
+    return np.asarray(codes, dtype=np.int64)
+
+
+def build_cube(g: pd.DataFrame) -> Cube:
+    """The cube of one subject's rows (columns of the magnitude trial table)."""
+    T = int(g["trial"].max()) + 1
+    k, c = _codes(g["task"], TASK_NAMES), _codes(g["condition"], CONDITIONS)
+    m, r = _codes(g["modality"], MODALITIES), _codes(g["range"], RANGES)
+    t = g["trial"].to_numpy(dtype=np.int64)
+    X = np.full((_K, _C, _M, _R, T), np.nan)
+    Y = np.full_like(X, np.nan)
+    LO = np.full((_K, _C, _M, _R), np.nan)
+    HI = np.full_like(LO, np.nan)
+    X[k, c, m, r, t] = g["x"].to_numpy(dtype=np.float64)
+    valid = g["valid"].to_numpy(dtype=bool)
+    Y[k[valid], c[valid], m[valid], r[valid], t[valid]] = g["action"].to_numpy(dtype=np.float64,
+                                                                            na_value=np.nan)[valid]
+    LO[k, c, m, r] = g["range_low"].to_numpy(dtype=np.float64)
+    HI[k, c, m, r] = g["range_high"].to_numpy(dtype=np.float64)
+    return Cube(X, Y, LO, HI)
+
+
+# ============================================================================ point metrics
+def pooled_w_prior(cube: Cube) -> tuple[np.ndarray, np.ndarray]:
+    """(w_prior, slope SE) per (task, condition, modality): static Bayes with a shared slope
+    1 − w_prior ∈ [0, 1] and a per-session intercept w_prior·μ_p (OLS with session effects)."""
+    valid = ~np.isnan(cube.Y)
+    n_r = valid.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        xm = np.where(valid, cube.X, 0).sum(-1) / n_r
+        ym = np.where(valid, cube.Y, 0).sum(-1) / n_r
+        dx = np.where(valid, cube.X - xm[..., None], 0.0)
+        dy = np.where(valid, cube.Y - ym[..., None], 0.0)
+        sxx, sxy = (dx * dx).sum((-1, -2)), (dx * dy).sum((-1, -2))
+        beta = sxy / sxx
+        rss = ((dy - beta[..., None, None] * dx) ** 2).sum((-1, -2))
+        dof = valid.sum((-1, -2)) - (n_r > 0).sum(-1) - 1
+        se = np.sqrt(rss / np.maximum(dof, 1) / sxx)
+    w = 1.0 - np.clip(beta, 0.0, 1.0)
+    w[sxx <= 0] = np.nan
+    return w, se
+
+
+def nrmse(cube: Cube) -> np.ndarray:
+    """NRMSE per (task, condition, modality) = RMSE(y − x) / RMSE(midpoint − x) over valid trials,
+    the baseline being each session's range midpoint (Sec. 3.5)."""
+    valid = ~np.isnan(cube.Y)
+    mid = ((cube.LO + cube.HI) / 2.0)[..., None]
+    num = np.where(valid, (cube.Y - cube.X) ** 2, 0.0).sum((-1, -2))
+    den = np.where(valid, (mid - cube.X) ** 2, 0.0).sum((-1, -2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.sqrt(num / den)
+
+
+def _bcs_modality(cube_present: np.ndarray, k: int, ablation: str) -> int | None:
+    """The modality BCS fits for ``ablation`` (App. A.10), falling back to any modality where
+    both the ablation and the base were played."""
+    a = CONDITIONS.index(ablation)
+    order = [BCS_MODALITY[ablation], "image", "text+image", "text"]
+    for name in order:
+        m = MODALITIES.index(name)
+        if cube_present[k, a, m].any() and cube_present[k, _BASE, m].any():
+            return m
+    return None
+
+
+def bcs_scores(w: np.ndarray, present: np.ndarray) -> dict[str, dict[str, int]]:
+    """s_a per visual task and BCS ablation: +1 if Δw_prior ≥ 0, −1 if < 0, 0 if w_abl > 0.9."""
+    out: dict[str, dict[str, int]] = {}
+    for task in VISUAL_TASKS:
+        k = TASK_NAMES.index(task)
+        scores = {}
+        for abl in BCS_ABLATIONS:
+            m = _bcs_modality(present, k, abl)
+            if m is None:
+                continue
+            wa, wb = w[k, CONDITIONS.index(abl), m], w[k, _BASE, m]
+            if np.isnan(wa) or np.isnan(wb):
+                continue
+            scores[abl] = 0 if wa > PRIOR_DOMINANT else (1 if wa - wb >= 0 else -1)
+        if scores:
+            out[task] = scores
+    return out
+
+
+# ============================================================================ cue combination
+def _variance(y: np.ndarray, x: np.ndarray, reading: str) -> np.ndarray:
+    """Per-session response variance (rows = sessions, NaN-aware; NaN for a session not played)
+    under one reading."""
+    if reading in ("raw", "residual"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # sessions the design does not play
+            return np.nanvar(y if reading == "raw" else y - x, axis=-1, ddof=1)
+    out = np.full(y.shape[0], np.nan)
+    for r in range(y.shape[0]):
+        ok = ~np.isnan(y[r])
+        if ok.sum() < 2 * VARIANCE_BINS:
+            continue
+        edges = np.quantile(x[r, ok], np.linspace(0, 1, VARIANCE_BINS + 1))
+        b = np.clip(np.searchsorted(edges, x[r, ok], side="right") - 1, 0, VARIANCE_BINS - 1)
+        ss = sum(float(((y[r, ok][b == j] - y[r, ok][b == j].mean()) ** 2).sum()) for j in range(VARIANCE_BINS)
+                 if (b == j).sum() > 1)
+        out[r] = ss / max(int(ok.sum()) - VARIANCE_BINS, 1)
+    return out
+
+
+def _oracle(x: np.ndarray, yt: np.ndarray, yi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Oracle GLS combiner per session (App. A.7): calibrate each modality to ground truth
+    (μ' = a·y + c), weights Σ⁻¹1/(1ᵀΣ⁻¹1) from the calibrated residual covariance Σ."""
+    pred = np.full_like(x, np.nan)
+    weights = np.full((x.shape[0], 2), np.nan)
+    for r in range(x.shape[0]):
+        ok = ~(np.isnan(x[r]) | np.isnan(yt[r]) | np.isnan(yi[r]))
+        if ok.sum() < 4:
+            continue
+        cal = []
+        for y in (yt[r, ok], yi[r, ok]):
+            A = np.column_stack([y, np.ones(ok.sum())])
+            coef = np.linalg.lstsq(A, x[r, ok], rcond=None)[0]
+            cal.append(A @ coef)
+        mu = np.array(cal)
+        S = np.cov(mu - x[r, ok])
+        try:
+            si = np.linalg.solve(S, np.ones(2))
+        except np.linalg.LinAlgError:
+            si = np.linalg.pinv(S) @ np.ones(2)
+        w = si / si.sum()
+        weights[r] = w
+        pred[r, ok] = w @ mu
+    return pred, weights
+
+
+def cue_combination(cube: Cube, k: int, condition: int = _BASE, variance: str = DEFAULT_VARIANCE,
+                    readings: tuple[str, ...] = VARIANCE_READINGS) -> dict[str, Any] | None:
+    """The four combiners of Table 1 on one task: equal, α (least squares, α ∈ [0, 1]),
+    Non-Oracle (three variance readings) and Oracle GLS; their RMSE against the multimodal
+    answers, their NRMSE against ground truth, and RRE = NRMSE_ref / NRMSE_LLM (Sec. 3.5)."""
+    t, i, b = (MODALITIES.index(m) for m in ("text", "image", "text+image"))
+    if not (cube.present[k, condition, t].any() and cube.present[k, condition, i].any()
+            and cube.present[k, condition, b].any()):
+        return None
+    x = cube.X[k, condition, t]
+    yt, yi, yc = cube.Y[k, condition, t], cube.Y[k, condition, i], cube.Y[k, condition, b]
+    ok = ~(np.isnan(yt) | np.isnan(yi) | np.isnan(yc) | np.isnan(x))
+    if ok.sum() < 6:
+        return None
+    yt, yi, yc = (np.where(ok, a, np.nan) for a in (yt, yi, yc))
+    mid = ((cube.LO[k, condition, t] + cube.HI[k, condition, t]) / 2.0)[:, None]
+    base = float(np.sqrt(np.nanmean(np.where(ok, (mid - x) ** 2, np.nan))))
+
+    def nr(pred: np.ndarray) -> float:
+        return float(np.sqrt(np.nanmean(np.where(ok, (pred - x) ** 2, np.nan)))) / base
+
+    def fit(pred: np.ndarray) -> float:
+        return float(np.sqrt(np.nanmean(np.where(ok, (pred - yc) ** 2, np.nan))))
+
+    dt, dc = np.where(ok, yt - yi, 0.0), np.where(ok, yc - yi, 0.0)
+    alpha = float(np.clip((dt * dc).sum() / (dt * dt).sum(), 0, 1)) if (dt * dt).sum() > 0 else 0.5
+    preds = {"equal": 0.5 * (yt + yi), "alpha": alpha * yt + (1 - alpha) * yi}
+    w_text = {}
+    for reading in dict.fromkeys((*readings, variance)):
+        vt, vi = _variance(yt, x, reading), _variance(yi, x, reading)
+        wt = (1 / vt) / (1 / vt + 1 / vi)
+        w_text[reading] = float(np.nanmean(wt))
+        preds[f"non_oracle_{reading}"] = wt[:, None] * yt + (1 - wt[:, None]) * yi
+    preds["oracle"], ow = _oracle(x, yt, yi)
+    llm = nr(yc)
+    nrmse_ref = {name: nr(p) for name, p in preds.items()}
+    return {
+        "alpha": alpha, "w_text_non_oracle": w_text,
+        "w_text_oracle": float(np.nanmean(ow[:, 0])),
+        "fit_rmse": {name: fit(p) for name, p in preds.items()},
+        "nrmse_reference": nrmse_ref, "nrmse_multimodal": llm,
+        "nrmse_text": nr(yt), "nrmse_image": nr(yi),
+        "rre": {"oracle": nrmse_ref["oracle"] / llm, "non_oracle": nrmse_ref[f"non_oracle_{variance}"] / llm},
+    }
+
+
+# ============================================================================ factor evidence
+def session_fits(cube: Cube, condition: int | None = None) -> pd.DataFrame:
+    """All 10 observer variants per session (numba), one row per (task, condition, modality,
+    range, variant) with NLL, AIC and three parameters (see :func:`fit_session`)."""
+    present = cube.present
+    if condition is not None:
+        keep = np.zeros_like(present)
+        keep[:, condition] = present[:, condition]
+        present = keep
+    idx = np.argwhere(present)
+    if len(idx) == 0:
+        return pd.DataFrame()
+    sel = tuple(idx.T)
+    nll, par = fit_sessions(np.ascontiguousarray(cube.X[sel]), np.ascontiguousarray(cube.Y[sel]),
+                            np.ascontiguousarray(cube.LO[sel]), np.ascontiguousarray(cube.HI[sel]))
+    rows = np.repeat(idx, len(VARIANTS), axis=0)
+    return pd.DataFrame({
+        "task": np.array(TASK_NAMES)[rows[:, 0]], "condition": np.array(CONDITIONS)[rows[:, 1]],
+        "modality": np.array(MODALITIES)[rows[:, 2]], "range": np.array(RANGES)[rows[:, 3]],
+        "variant": np.tile(VARIANTS, len(idx)), "nll": nll.reshape(-1),
+        "aic": (2 * nll + 2 * AIC_PARAMS[None, :]).reshape(-1),
+        "p0": par[:, :, 0].reshape(-1), "p1": par[:, :, 1].reshape(-1), "p2": par[:, :, 2].reshape(-1),
+    })
+
+
+def evidence_table(fits: pd.DataFrame) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+    """Factor evidence per (task, condition, modality): AIC summed over sessions, App. A.8."""
+    if fits.empty:
+        return {}
+    aic = fits.groupby(["task", "condition", "modality", "variant"], sort=False)["aic"].sum()
+    out: dict[str, Any] = {}
+    for (task, cond, mod), s in aic.groupby(level=[0, 1, 2], sort=False):
+        vec = s.droplevel([0, 1, 2]).reindex(list(VARIANTS)).to_numpy(dtype=np.float64)
+        out.setdefault(task, {}).setdefault(cond, {})[mod] = factor_evidence(np.nan_to_num(vec, nan=np.inf))
+    return out
+
+
+# ============================================================================ summary
+def _nested(arr: np.ndarray, present: np.ndarray) -> dict[str, dict[str, dict[str, float]]]:
+    out: dict[str, Any] = {}
+    for k, c, m in np.argwhere(present.any(-1)):
+        if not np.isnan(arr[k, c, m]):
+            out.setdefault(TASK_NAMES[k], {}).setdefault(CONDITIONS[c], {})[MODALITIES[m]] = float(arr[k, c, m])
+    return out
+
+
+def summary(cube: Cube, variance: str = DEFAULT_VARIANCE, readings: tuple[str, ...] = VARIANCE_READINGS
+            ) -> dict[str, Any]:
+    """The point metrics of one subject (no bootstrap, no factor evidence); ``readings``: the
+    Non-Oracle variance readings reported besides ``variance``."""
+    present = cube.present
+    w, se = pooled_w_prior(cube)
+    nr = nrmse(cube)
+    scores = bcs_scores(w, present)
+    per_task = {t: float(sum(s.values())) for t, s in scores.items()}
+    bcs = float(sum(per_task.values()))
+    cue = {}
+    for task in VISUAL_TASKS:
+        res = cue_combination(cube, TASK_NAMES.index(task), variance=variance, readings=readings)
+        if res is not None:
+            cue[task] = res
+    base_nr = {t: float(np.nanmean(nr[TASK_NAMES.index(t), _BASE])) for t in TASK_NAMES
+               if present[TASK_NAMES.index(t), _BASE].any() and not np.all(np.isnan(nr[TASK_NAMES.index(t), _BASE]))}
+    A = float(np.mean([1 - min(max(v, 0.0), 2.0) / 2.0 for v in base_nr.values()])) if base_nr else math.nan
+    E = float(np.mean([(c["rre"]["oracle"] + c["rre"]["non_oracle"]) / 2 for c in cue.values()])) if cue else math.nan
+    c_sum = (bcs + 15.0) / 30.0 if scores else math.nan
+    c_mean = (bcs / max(len(per_task), 1) + 15.0) / 30.0 if scores else math.nan
+    return {
+        "nrmse": {t: {m: float(nr[TASK_NAMES.index(t), _BASE, MODALITIES.index(m)]) for m in MODALITIES
+                      if present[TASK_NAMES.index(t), _BASE, MODALITIES.index(m)].any()} for t in base_nr},
+        "nrmse_all": _nested(nr, present),
+        "w_prior": _nested(w, present), "w_prior_se": _nested(se, present),
+        "bcs": bcs, "bcs_per_task": per_task, "bcs_signs": scores,
+        "rre": {t: c["rre"] for t, c in cue.items()}, "cue_combination": cue,
+        "bayesbench": {"score": (A + E + c_sum) / 3.0, "score_c_mean": (A + E + c_mean) / 3.0,
+                       "A": A, "E": E, "C_sum": c_sum, "C_mean": c_mean},
+    }
+
+
+def bootstrap(cube: Cube, rng: np.random.Generator, rounds: int = BOOTSTRAP_ROUNDS,
+              variance: str = DEFAULT_VARIANCE) -> dict[str, Any]:
+    """Session-preserving bootstrap (Sec. 3.6): each session's trials resampled with replacement
+    and put back in time order (the same indices for every modality, keeping the pairing);
+    means and 68 % percentile intervals of BCS, BCS per task and the BayesBench score."""
+    T = cube.X.shape[-1]
+    draws: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        idx = np.sort(rng.integers(0, T, size=(_K, _C, _R, T)), axis=-1)
+        s = summary(cube.resample(idx), variance, readings=())
+        vals = {"bcs": s["bcs"], "bayesbench": s["bayesbench"]["score"], "A": s["bayesbench"]["A"],
+                "E": s["bayesbench"]["E"], **{f"bcs_per_task.{t}": v for t, v in s["bcs_per_task"].items()}}
+        for key, v in vals.items():
+            draws.setdefault(key, []).append(v)
+    lo, hi = BOOTSTRAP_INTERVAL
+    out: dict[str, Any] = {}
+    for key, v in draws.items():
+        arr = np.asarray(v, dtype=np.float64)
+        arr = arr[np.isfinite(arr)]
+        stats = ({"mean": float(arr.mean()), "lo": float(np.percentile(arr, lo)), "hi": float(np.percentile(arr, hi))}
+                 if arr.size else {"mean": math.nan, "lo": math.nan, "hi": math.nan})
+        if key.startswith("bcs_per_task."):
+            out.setdefault("bcs_per_task", {})[key.split(".", 1)[1]] = stats
+        else:
+            out[key] = stats
+    return out
+
+
+def _mean_nested(items: list[Any]) -> Any:
+    """Leafwise mean over subjects (NaN-aware) of nested dicts of numbers."""
+    first = next((i for i in items if i is not None), None)
+    if isinstance(first, dict):
+        keys = list(dict.fromkeys(k for i in items if isinstance(i, dict) for k in i))
+        return {k: _mean_nested([i.get(k) for i in items if isinstance(i, dict)]) for k in keys}
+    vals = np.array([float(i) for i in items if isinstance(i, (int, float, np.floating))], dtype=np.float64)
+    vals = vals[np.isfinite(vals)]
+    return float(vals.mean()) if vals.size else None
+
+
+def _clean(obj: Any) -> Any:
+    """NaN → None (JSON)."""
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def subject_metrics(g: pd.DataFrame, rng: np.random.Generator, bootstrap_rounds: int = BOOTSTRAP_ROUNDS,
+                    variance: str = DEFAULT_VARIANCE, evidence_condition: str = "base") -> dict[str, Any]:
+    """Every metric of one subject (see module docstring)."""
+    cube = build_cube(g)
+    out = summary(cube, variance)
+    fits = session_fits(cube, CONDITIONS.index(evidence_condition))
+    ev = evidence_table(fits)
+    out["factor_evidence"] = {t: c.get(evidence_condition, {}) for t, c in ev.items()}
+    if bootstrap_rounds > 0:
+        out["bootstrap"] = bootstrap(cube, rng, bootstrap_rounds, variance)
+    return out
+
+
+def magnitude_metrics(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP_ROUNDS, seed: int = 0,
+                      variance: str = DEFAULT_VARIANCE, evidence_condition: str = "base") -> dict[str, Any]:
+    """BayesBench metrics per subject and their mean over subjects (Ma et al. 2025, Sec. 3.5–3.6).
+
+    ``metrics``: nrmse {task: {modality}} (base condition), bcs (sum of s_a), bcs_per_task,
+    w_prior {task: {condition: {modality}}}, factor_evidence {task: {modality: {factor: P}}},
+    rre {task: {oracle, non_oracle}}, bayesbench {score (C_sum), score_c_mean, A, E, C_sum, C_mean},
+    plus cue_combination and the bootstrap intervals.  ``per_subject`` holds each subject's dict.
+    """
+    if variance not in VARIANCE_READINGS:
+        raise ValueError(f"variance must be one of {', '.join(VARIANCE_READINGS)}, got {variance!r}")
+    if evidence_condition not in CONDITIONS:
+        raise ValueError(f"evidence_condition must be one of {', '.join(CONDITIONS)}")
+    missing = [c for c in ("task", "condition", "modality", "range", "x", "range_low", "range_high")
+               if c not in trials.columns]
+    if missing:
+        raise ValueError(f"not a magnitude trial table: missing columns {', '.join(missing)}")
+    seq = np.random.SeedSequence(seed)
+    subjects = list(trials.groupby("subject", sort=False))
+    rngs = [np.random.default_rng(s) for s in seq.spawn(len(subjects))]
+    per = []
+    for (sid, g), rng in zip(subjects, rngs, strict=True):
+        res = subject_metrics(g, rng, bootstrap, variance, evidence_condition)
+        per.append({"subject": sid.item() if hasattr(sid, "item") else sid, **res})
+    keys = ("nrmse", "bcs", "bcs_per_task", "w_prior", "factor_evidence", "rre", "bayesbench",
+            "cue_combination", "bootstrap")
+    headline = {k: _mean_nested([p.get(k) for p in per]) for k in keys}
+    n_invalid = int((~trials["valid"].astype(bool)).sum())
+    flags = []
+    if n_invalid:
+        flags.append(f"{n_invalid} invalid answers excluded from every fit")
+    tasks = set(trials["task"].astype(str)) & set(VISUAL_TASKS)
+    if len(tasks) < len(VISUAL_TASKS):
+        flags.append(f"BCS over {len(tasks)} visual task(s): C_sum still normalises by ±15 (three tasks)")
+    if not headline["rre"]:
+        flags.append("no base session in all three modalities: cue combination, RRE and E unavailable")
+    return _clean({
+        "metrics": headline, "per_subject": per, "n_invalid": n_invalid, "flags": flags,
+        "choices": {"nrmse_baseline": NRMSE_BASELINE, "a_modality": A_MODALITY, "w_pooling": W_POOLING,
+                    "variance": variance, "bootstrap_rounds": bootstrap,
+                    "bootstrap_interval": list(BOOTSTRAP_INTERVAL),
+                    "aic_params": dict(zip(VARIANTS, AIC_PARAMS.tolist(), strict=True)),
+                    "factors": list(FACTOR_NAMES)},
+    })
+
+
+# ============================================================================ cognitive models
+@dataclass(frozen=True)
+class MagnitudeData:
+    """One subject's trials on the session-normalised scale, in time order.
+
+    ``u``/``v``: (x − a)/W and (y − a)/W; ``valid``: the answer parsed; ``log_w``: log W per
+    trial (the Jacobian back to the y scale); ``first``: the trial opens a session."""
+
+    u: np.ndarray
+    v: np.ndarray
+    valid: np.ndarray
+    log_w: np.ndarray
+    first: np.ndarray
+
+
+@njit(cache=True)
+def static_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, u: np.ndarray,
+                     log_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-observation log-likelihood of y and its gradient in (w_prior, mu_p, sigma_dec):
+    v ~ N((1 − w)u + w·μ_p, σ²), ll_y = ll_v − log W (Sec. 3.2, model 2)."""
+    n = v.shape[0]
+    ll = np.empty(n)
+    grad = np.empty((n, 3))
+    for i in range(n):
+        w, m, s = theta[obs_subject[i], 0], theta[obs_subject[i], 1], theta[obs_subject[i], 2]
+        r = v[i] - (1.0 - w) * u[i] - w * m
+        ll[i] = -0.5 * math.log(2 * math.pi) - math.log(s) - 0.5 * r * r / (s * s) - log_w[i]
+        grad[i, 0] = r / (s * s) * (m - u[i])
+        grad[i, 1] = r / (s * s) * w
+        grad[i, 2] = -1.0 / s + r * r / (s * s * s)
+    return ll, grad
+
+
+@njit(cache=True)
+def linear_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, u: np.ndarray,
+                     log_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-observation log-likelihood and gradient in (w, b, sigma_dec): v ~ N(w·u + b, σ²)."""
+    n = v.shape[0]
+    ll = np.empty(n)
+    grad = np.empty((n, 3))
+    for i in range(n):
+        w, b, s = theta[obs_subject[i], 0], theta[obs_subject[i], 1], theta[obs_subject[i], 2]
+        r = v[i] - w * u[i] - b
+        ll[i] = -0.5 * math.log(2 * math.pi) - math.log(s) - 0.5 * r * r / (s * s) - log_w[i]
+        grad[i, 0] = r / (s * s) * u[i]
+        grad[i, 1] = r / (s * s)
+        grad[i, 2] = -1.0 / s + r * r / (s * s * s)
+    return ll, grad
+
+
+@njit(cache=True)
+def kalman_pointwise(theta: np.ndarray, u: np.ndarray, v: np.ndarray, valid: np.ndarray,
+                     log_w: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-trial log-likelihood (0 for invalid trials) and gradient in (q_over_r, sigma_dec) of
+    the Kalman observer; dμ/dq by forward-mode differentiation of the filter recursion."""
+    q, s = theta[0], theta[1]
+    n = u.shape[0]
+    ll = np.zeros(n)
+    grad = np.zeros((n, 2))
+    mu, P, dmu, dP = 0.5, KALMAN_P0, 0.0, 0.0
+    for t in range(n):
+        if first[t]:
+            mu, P, dmu, dP = 0.5, KALMAN_P0, 0.0, 0.0
+        Pm, dPm = P + q, dP + 1.0
+        K = Pm / (Pm + 1.0)
+        dK = dPm / (Pm + 1.0) ** 2
+        dmu = (1.0 - K) * dmu + dK * (u[t] - mu)
+        mu = mu + K * (u[t] - mu)
+        dP = -dK * Pm + (1.0 - K) * dPm
+        P = (1.0 - K) * Pm
+        if valid[t]:
+            r = v[t] - mu
+            ll[t] = -0.5 * math.log(2 * math.pi) - math.log(s) - 0.5 * r * r / (s * s) - log_w[t]
+            grad[t, 0] = r / (s * s) * dmu
+            grad[t, 1] = -1.0 / s + r * r / (s * s * s)
+    return ll, grad
+
+
+class _MagnitudeModel(CognitiveModel):
+    experiment: ClassVar[str] = EXPERIMENT
+
+    def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, MagnitudeData]:
+        out: dict[Hashable, MagnitudeData] = {}
+        for sid, g in trials.groupby("subject", sort=False):
+            g = g.sort_values(["session", "trial"], kind="stable")
+            lo, hi = g["range_low"].to_numpy(np.float64), g["range_high"].to_numpy(np.float64)
+            y = g["action"].to_numpy(dtype=np.float64, na_value=np.nan)
+            valid = g["valid"].to_numpy(bool) & np.isfinite(y)
+            out[sid] = MagnitudeData(
+                u=(g["x"].to_numpy(np.float64) - lo) / (hi - lo), v=np.where(valid, (y - lo) / (hi - lo), 0.0),
+                valid=valid, log_w=np.log(hi - lo), first=(g["trial"].to_numpy() == 0))
+        return out
+
+    def n_observations(self, data: MagnitudeData) -> int:
+        return int(data.valid.sum())
+
+    def _pointwise(self, theta: np.ndarray, d: MagnitudeData) -> tuple[np.ndarray, np.ndarray]:
+        kernel = static_pointwise if self.name == "static-bayes" else linear_pointwise
+        ok = d.valid
+        return kernel(theta[None, :].astype(np.float64), np.zeros(int(ok.sum()), dtype=np.int64), d.v[ok], d.u[ok],
+                      d.log_w[ok])
+
+    def nll_grad(self, theta: np.ndarray, data: MagnitudeData) -> tuple[float, np.ndarray]:
+        ll, grad = self._pointwise(np.asarray(theta, dtype=np.float64), data)
+        return float(-ll.sum()), -grad.sum(axis=0)
+
+    def _line_fit(self, data: MagnitudeData, lo: float, hi: float) -> tuple[float, float, float, float]:
+        u, v = data.u[data.valid], data.v[data.valid]
+        n = u.size
+        if n < 3:
+            raise ValueError("a magnitude fit needs at least 3 valid answers")
+        du = u - u.mean()
+        beta = float(np.clip((du @ (v - v.mean())) / (du @ du), lo, hi))
+        c = float(v.mean() - beta * u.mean())
+        rss = float(((v - beta * u - c) ** 2).sum())
+        return beta, c, rss, float(gauss_nll(rss, n) + data.log_w[data.valid].sum())
+
+    def fit_subject(self, data: MagnitudeData, n_starts: int | None = None) -> MLEResult:
+        theta, nll = self._closed_form_fit(data)
+        return self._result(theta, nll, True, data)
+
+    @abstractmethod
+    def _closed_form_fit(self, data: MagnitudeData) -> tuple[np.ndarray, float]:
+        """(natural-scale MLE, NLL) without a numerical search (closed form or 1-D profile)."""
+
+    def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
+        """Gaussian observer with non-centred subject parameters (closed-form likelihood)."""
+        import pymc as pm
+
+        from cogtestbed.inference.hierarchical import pool_subject_arrays, subject_parameters
+
+        data = self.subject_data(trials)
+        obs_subject, arr = pool_subject_arrays(data, ("u", "v", "log_w"), keep=lambda d: d.valid)
+        with pm.Model(coords={"subject": list(data), "obs": np.arange(obs_subject.size)}) as model:
+            th = subject_parameters(self.parameters, hierarchical)
+            s = pm.Data("obs_subject", obs_subject, dims="obs")
+            u = pm.Data("u", arr["u"], dims="obs")
+            names = self.parameters.names
+            a, b, sd = (th[n][s] for n in names)
+            mu = (1 - a) * u + a * b if self.name == "static-bayes" else a * u + b
+            pm.Normal("v", mu, sd, observed=arr["v"], dims="obs")
+        return model
+
+
+class StaticBayesModel(_MagnitudeModel):
+    """Static Bayesian observer (w_prior, mu_p, sigma_dec) shared over a subject's sessions.
+
+    MLE in closed form: least squares with the slope 1 − w_prior clipped to [0, 1], then
+    μ_p = intercept / w_prior (clipped to its bounds) and σ̂² = RSS/n."""
+
+    name: ClassVar[str] = "static-bayes"
+    parameters: ClassVar[ParameterSet] = AGENTS["static-bayes"].parameters
+
+    def _closed_form_fit(self, data: MagnitudeData) -> tuple[np.ndarray, float]:
+        beta, c, rss, nll = self._line_fit(data, 0.0, 1.0)
+        w = 1.0 - beta
+        mp = self.parameters["mu_p"]
+        m = float(np.clip(c / w, mp.lower, mp.upper)) if w > 1e-9 else mp.default
+        theta = np.array([w, m, 0.0])
+        u, v = data.u[data.valid], data.v[data.valid]
+        rss = float(((v - (1 - w) * u - w * m) ** 2).sum())
+        theta[2] = max(math.sqrt(rss / u.size), 1e-6)
+        return theta, self.nll_grad(theta, data)[0]
+
+
+class LinearModel(_MagnitudeModel):
+    """Linear observer (w, b, sigma_dec) shared over a subject's sessions (OLS)."""
+
+    name: ClassVar[str] = "linear"
+    parameters: ClassVar[ParameterSet] = AGENTS["linear"].parameters
+
+    def _closed_form_fit(self, data: MagnitudeData) -> tuple[np.ndarray, float]:
+        pw, pb = self.parameters["w"], self.parameters["b"]
+        beta, c, rss, nll = self._line_fit(data, pw.lower, pw.upper)
+        theta = np.array([beta, float(np.clip(c, pb.lower, pb.upper)), 0.0])
+        u, v = data.u[data.valid], data.v[data.valid]
+        theta[2] = max(math.sqrt(float(((v - theta[0] * u - theta[1]) ** 2).sum()) / u.size), 1e-6)
+        return theta, self.nll_grad(theta, data)[0]
+
+
+class KalmanModel(_MagnitudeModel):
+    """Kalman observer (q_over_r, sigma_dec), reset per session: profile MLE over q/r.
+
+    Only q/r is identifiable (scaling q, r and P0 together leaves the gain unchanged), and q/r
+    itself is weakly identified once the gain saturates (q/r ≳ 10: K ≈ 1, the answers track x)
+    or the filter settles to a running mean (q/r ≲ 1e-3 over 50 trials)."""
+
+    name: ClassVar[str] = "kalman"
+    parameters: ClassVar[ParameterSet] = AGENTS["kalman"].parameters
+
+    def _pointwise(self, theta: np.ndarray, d: MagnitudeData) -> tuple[np.ndarray, np.ndarray]:
+        return kalman_pointwise(np.asarray(theta, dtype=np.float64), d.u, d.v, d.valid, d.log_w, d.first)
+
+    def _closed_form_fit(self, data: MagnitudeData) -> tuple[np.ndarray, float]:
+        # sessions are concatenated; the filter resets at each `first`, so profile over q/r on the
+        # whole sequence by running the session-wise filter inside the golden-section search.
+        best = (math.inf, 0.1)
+        starts = np.flatnonzero(data.first)
+        bounds = [*starts.tolist(), data.u.size]
+        grid = np.linspace(-4.0, 3.0, 29)
+        for lq in grid:
+            rss = self._rss(data, 10.0 ** lq, bounds)
+            if rss < best[0]:
+                best = (rss, 10.0 ** lq)
+        from scipy.optimize import minimize_scalar
+
+        lq0 = math.log10(best[1])
+        res = minimize_scalar(lambda z: self._rss(data, 10.0 ** z, bounds), bounds=(lq0 - 0.25, lq0 + 0.25),
+                              method="bounded", options={"xatol": 1e-6})
+        qr = float(10.0 ** res.x) if res.fun <= best[0] else best[1]
+        p = self.parameters["q_over_r"]
+        qr = float(np.clip(qr, 1e-12, p.upper))
+        n = int(data.valid.sum())
+        theta = np.array([qr, max(math.sqrt(self._rss(data, qr, bounds) / n), 1e-6)])
+        return theta, self.nll_grad(theta, data)[0]
+
+    @staticmethod
+    def _rss(data: MagnitudeData, qr: float, bounds: list[int]) -> float:
+        from cogtestbed.inference.magnitude_fits import kalman_means
+
+        rss = 0.0
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            m = kalman_means(data.u[a:b], 0.5, qr)
+            ok = data.valid[a:b]
+            rss += float(((data.v[a:b][ok] - m[ok]) ** 2).sum())
+        return rss
+
+    @property
+    def has_pymc(self) -> bool:
+        return False
+
+    def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
+        raise NotImplementedError("the Kalman observer has no PyMC version (its recursion needs a scan Op)")
+
+
+MODELS: dict[str, CognitiveModel] = {m.name: m for m in (StaticBayesModel(), LinearModel(), KalmanModel())}
+
+
+# ============================================================================ hierarchical w_prior
+def w_prior_hierarchy(trials: pd.DataFrame, draws: int = 1000, tune: int = 1000, chains: int = 4,
+                      seed: int = 0, sampler: str = "auto", target_accept: float = HIERARCHY_TARGET_ACCEPT,
+                      centred_cells: bool = False) -> dict[str, Any]:
+    """Hierarchical static-Bayes model of one subject's w_prior over sessions, tasks, ablations.
+
+    Cell j = (task, condition, modality, range) answers v ~ N((1 − w_j)u + c_j, σ_j²) on the
+    normalised scale (c_j = w_j·μ_p,j, sampled directly), with logit w_j ~ N(α + τ_task + γ_condition,
+    σ_ε²): task effects τ = σ_τ·z (non-centred), condition effects γ (γ_base = 0, Normal(0, 1.5)).
+    Cell deviations are non-centred, ε = σ_ε·z_j; ``centred_cells=True`` centres them (the
+    geometry Betancourt & Girolami 2015 recommend for strongly identified groups).  Since the
+    logistic map is monotone, the population-level P(Δw_prior > 0 | data) of an ablation is
+    P(γ_ablation > 0), the same at every task.
+    Returns those probabilities, γ summaries and the diagnostics (R-hat, ESS, divergences).
+    """
+    import pymc as pm
+
+    from cogtestbed.inference.hierarchical import fit_hierarchical
+
+    g = trials[trials["valid"].astype(bool)]
+    if g["subject"].nunique() != 1:
+        raise ValueError("w_prior_hierarchy fits one subject (an LLM's run); select it first")
+    lo, hi = g["range_low"].to_numpy(np.float64), g["range_high"].to_numpy(np.float64)
+    u = (g["x"].to_numpy(np.float64) - lo) / (hi - lo)
+    v = (g["action"].to_numpy(np.float64, na_value=np.nan) - lo) / (hi - lo)
+    cells = g[["task", "condition", "modality", "range"]].astype(str).agg("|".join, axis=1)
+    cell_codes, cell_names = pd.factorize(cells)
+    tasks, task_names = pd.factorize(g["task"].astype(str))
+    conds = [c for c in CONDITIONS if c in set(g["condition"].astype(str)) and c != "base"]
+    if not conds or "base" not in set(g["condition"].astype(str)):
+        raise ValueError("the hierarchy needs the base condition and at least one ablation")
+    cond_code = np.array([conds.index(c) + 1 if c != "base" else 0 for c in g["condition"].astype(str)])
+    cell_task = np.zeros(len(cell_names), dtype=np.int64)
+    cell_cond = np.zeros(len(cell_names), dtype=np.int64)
+    cell_task[cell_codes] = tasks
+    cell_cond[cell_codes] = cond_code
+    coords = {"cell": list(cell_names), "task": list(task_names), "ablation": conds, "obs": np.arange(u.size)}
+    with pm.Model(coords=coords) as model:
+        alpha = pm.Normal("alpha", -0.5, 1.5)
+        gamma = pm.Normal("gamma", 0, 1.5, dims="ablation")
+        sigma_cell = pm.HalfNormal("sigma_cell", 0.5)
+        gamma_full = pm.math.concatenate([pm.math.zeros((1,)), gamma])
+        centre = alpha + gamma_full[cell_cond]
+        if len(task_names) > 1:  # one task: its effect would only duplicate alpha
+            sigma_task = pm.HalfNormal("sigma_task", 1.0)
+            centre = centre + sigma_task * pm.Normal("z_task", 0, 1, dims="task")[cell_task]
+        if centred_cells:
+            logit_w = pm.Normal("logit_w", centre, sigma_cell, dims="cell")
+        else:
+            logit_w = centre + sigma_cell * pm.Normal("z_cell", 0, 1, dims="cell")
+        w = pm.Deterministic("w_prior", pm.math.sigmoid(logit_w), dims="cell")
+        # the intercept w·μ_p is sampled directly: (w, μ_p) form a banana when w is small
+        intercept = pm.Normal("intercept", 0.25, 0.5, dims="cell")
+        log_sigma = pm.Normal("log_sigma", math.log(0.1), 1.0, dims="cell")
+        mean = (1 - w[cell_codes]) * u + intercept[cell_codes]
+        pm.Normal("v", mean, pm.math.exp(log_sigma)[cell_codes], observed=v, dims="obs")
+    fit = fit_hierarchical(model, trials, draws=draws, tune=tune, chains=chains, seed=seed,
+                           sampler=sampler, warn=False, log_likelihood=False,  # type: ignore[arg-type]
+                           target_accept=target_accept)
+    gam = fit.idata.posterior["gamma"].values.reshape(-1, len(conds))
+    d = fit.diagnostics
+    return {
+        "p_delta_w_positive": {c: float((gam[:, j] > 0).mean()) for j, c in enumerate(conds)},
+        "gamma": {c: {"mean": float(gam[:, j].mean()), "lo": float(np.quantile(gam[:, j], 0.05)),
+                      "hi": float(np.quantile(gam[:, j], 0.95))} for j, c in enumerate(conds)},
+        "diagnostics": {"max_rhat": d.max_rhat, "min_ess_bulk": d.min_ess_bulk, "min_ess_tail": d.min_ess_tail,
+                        "divergences": d.divergences, "ok": d.ok, "sampler": d.sampler, "seconds": d.seconds},
+    }

@@ -1,0 +1,259 @@
+"""The dissonant softmax agent's model: parameters, the η kernel, likelihood and MLE.
+
+Model (after the paper's findings §5, written as a softmax over outcome scores): on a RevB item
+with outcomes k = 1..K,
+
+    η_k = τ·ln p⁰_k + β_first·1[k = 1] + β_label·1[o_k ∈ {Left, Heads}] + β_anchor·1[o_k = prev]
+          + β_round·1[o_k mod 10 = 0] + β_mid·1[o_k = median] − κ·1[o_k excluded]
+    q = softmax(η)
+
+where p⁰ is the distribution *before* any observation (so κ → ∞ with τ = 1 and every β = 0 is the
+rational observer, q = p*, and κ = 0 ignores the observation).  On a StaA item (5 options, the
+correct one at c): ``P(option j) = softmax(θ·1[j = c] + β_pos·1[j = A])``.  The two channels share
+no parameter: "dissonance" is large θ with β_first ≈ 2.
+
+Noise: an exact distribution is observed as ``x ~ Dirichlet(q̃ / ν)`` (``noise`` ν; ν = 0 is the
+exact, noiseless agent; q̃ = (1 − Kε)q + ε with ε = :data:`SMOOTH_EPS`); a sampled estimate of N
+draws as ``N·x ~ Multinomial(N, q)``; a generated MCQ answer as one categorical draw.  η is
+linear in the parameters (the features are the design
+matrix), so the gradient is exact and cheap: ∂ℓ/∂η_j = Σ_k g_k q_k(δ_kj − q_j) with
+g_k = c(ln x_k − ψ(c q_k)), c = 1/ν, for the Dirichlet; n_j − N q_j for the multinomial.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from numba import njit
+
+from cogtestbed.environments.revealed import EXPERIMENT, FEATURES, MCQ_OPTIONS, item_features
+from cogtestbed.environments.revealed_items import MAX_OUTCOMES
+from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.inference.optim import bounded_from_search, positive_from_search
+from cogtestbed.numerics import logsumexp
+from cogtestbed.parameters import Parameter, ParameterSet
+
+#: Concentration floor of the Dirichlet noise: x ~ Dir(c·q̃) with q̃ = (1 − Kε)·q + ε.  Without
+#: it an excluded outcome at q ≈ e^−30 has a concentration near 1e-11 and log-densities of order
+#: 1e11 that swamp every other term; the agent draws from the same q̃, so the likelihood stays
+#: exact (and κ beyond ≈ ln(1/ε) ≈ 14 is hard to tell from ∞ under noise).
+SMOOTH_EPS = 1e-6
+#: An observed probability of exactly zero (no agent draws one; a backend may) is read as this.
+X_FLOOR = 1e-300
+#: Smallest Dirichlet noise ν used in the likelihood (concentration at most 1/NOISE_FLOOR).
+NOISE_FLOOR = 1e-6
+N_LINEAR = 9  # tau, 5 betas, kappa, theta, beta_pos
+
+# Bounded parameters use logit transforms, so prior draws (studies, hierarchical fits) stay inside
+# their bounds: τ ∈ [0, 5] centred on 1, κ ∈ [0, 50] on 10, ν ∈ [0, 1] on 0.02.
+PARAMETERS = (
+    Parameter("tau", 0.0, 5.0, 1.0, "weight of ln p⁰ (1: calibrated)", prior_mean=-1.386, prior_sd=0.7,
+              transform="logit"),
+    Parameter("beta_first", -10.0, 10.0, 0.0, "bias towards the first listed outcome", prior_sd=2.0),
+    Parameter("beta_label", -10.0, 10.0, 0.0, "bias towards the labels Left / Heads", prior_sd=2.0),
+    Parameter("beta_anchor", -10.0, 10.0, 0.0, "bias towards a previously stated outcome", prior_sd=2.0),
+    Parameter("beta_round", -10.0, 10.0, 0.0, "bias towards multiples of 10", prior_sd=2.0),
+    Parameter("beta_mid", -10.0, 10.0, 0.0, "bias towards the median outcome", prior_sd=2.0),
+    Parameter("kappa", 0.0, 50.0, 30.0, "penalty on outcomes an observation excludes", prior_mean=-1.386,
+              prior_sd=1.0, transform="logit"),
+    Parameter("theta", -10.0, 15.0, 10.0, "StaA: log-odds boost of the correct answer", prior_mean=3.0,
+              prior_sd=3.0),
+    Parameter("beta_pos", -10.0, 10.0, 0.0, "StaA: bias towards answer A", prior_sd=2.0),
+    Parameter("noise", 0.0, 1.0, 0.0, "Dirichlet noise ν = 1/concentration (0: exact)", prior_mean=-3.9,
+              prior_sd=1.0, transform="logit"),
+)
+DISSONANT_PARAMETERS = ParameterSet(PARAMETERS, "dissonant")
+#: Index of each parameter in the natural-scale vector.
+P = {p.name: i for i, p in enumerate(PARAMETERS)}
+METHOD_CODE = {"exact": 0, "sampled": 1, "generated": 2}
+
+
+# ----------------------------------------------------------------------------- kernels
+@njit(cache=True)
+def digamma(x: float) -> float:
+    """ψ(x) for x > 0: recurrence up to x ≥ 6, then the asymptotic series (Abramowitz & Stegun 6.3.18)."""
+    r = 0.0
+    while x < 6.0:
+        r -= 1.0 / x
+        x += 1.0
+    f = 1.0 / (x * x)
+    return r + math.log(x) - 0.5 / x - f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240
+                                                                                          - f / 132))))
+
+
+@njit(cache=True)
+def eta_row(w: np.ndarray, channel: int, k: int, base: np.ndarray, feat: np.ndarray, correct: int,
+            out: np.ndarray) -> None:
+    """η of one step into ``out[:k]`` (module docstring); ``w`` = the 9 linear parameters."""
+    if channel == 0:
+        for j in range(k):
+            out[j] = (w[0] * base[j] + w[1] * feat[0, j] + w[2] * feat[1, j] + w[3] * feat[2, j]
+                      + w[4] * feat[3, j] + w[5] * feat[4, j] - w[6] * feat[5, j])
+    else:
+        for j in range(k):
+            out[j] = w[7] * (1.0 if j == correct else 0.0) + w[8] * (1.0 if j == 0 else 0.0)
+
+
+@njit(cache=True)
+def nll_grad_kernel(theta: np.ndarray, channel: np.ndarray, kk: np.ndarray, correct: np.ndarray,
+                    method: np.ndarray, nsamp: np.ndarray, base: np.ndarray, feat: np.ndarray,
+                    x: np.ndarray, lx: np.ndarray) -> tuple[float, np.ndarray]:
+    """Negative log-likelihood of every step and its gradient at natural-scale ``theta``
+    (``x`` observed probabilities, ``lx`` their logarithms)."""
+    grad = np.zeros(theta.shape[0])
+    nu = max(theta[9], NOISE_FLOOR)
+    c = 1.0 / nu
+    eta = np.empty(MAX_OUTCOMES)
+    dl = np.empty(MAX_OUTCOMES)
+    total = 0.0
+    dc = 0.0
+    psi_c = digamma(c)
+    lg_c = math.lgamma(c)
+    for r in range(channel.shape[0]):
+        k = kk[r]
+        eta_row(theta, channel[r], k, base[r], feat[r], correct[r], eta)
+        lse = logsumexp(eta[:k])
+        if method[r] == 0:
+            ll = lg_c
+            s = 0.0
+            shrink = 1.0 - k * SMOOTH_EPS
+            for j in range(k):
+                q = math.exp(eta[j] - lse)
+                qs = shrink * q + SMOOTH_EPS
+                cq = c * qs
+                g = lx[r, j] - digamma(cq)
+                ll += (cq - 1.0) * lx[r, j] - math.lgamma(cq)
+                dl[j] = shrink * c * g * q
+                s += shrink * c * g * q
+                dc += qs * g
+            for j in range(k):
+                dl[j] -= math.exp(eta[j] - lse) * s
+            dc += psi_c
+        else:
+            n = nsamp[r]
+            ll = 0.0
+            for j in range(k):
+                lq = eta[j] - lse
+                cnt = x[r, j] * n
+                if cnt > 0.0:
+                    ll += cnt * lq
+                dl[j] = cnt - n * math.exp(lq)
+        total += ll
+        if channel[r] == 0:
+            for j in range(k):
+                d = dl[j]
+                grad[0] -= d * base[r, j]
+                for f in range(5):
+                    grad[1 + f] -= d * feat[r, f, j]
+                grad[6] += d * feat[r, 5, j]
+        else:
+            grad[7] -= dl[correct[r]]
+            grad[8] -= dl[0]
+    # dℓ/dν = dℓ/dc · dc/dν with dc/dν = −1/ν²; zero below the floor (ν is clipped there)
+    grad[9] = dc / (nu * nu) if theta[9] > NOISE_FLOOR else 0.0
+    return -total, grad
+
+
+@njit(cache=True)
+def _objective(z: np.ndarray, args: Any) -> tuple[float, np.ndarray]:
+    lo, hi, kind, channel, kk, correct, method, nsamp, base, feat, x, lx = args
+    theta = np.empty(z.shape[0])
+    jac = np.empty(z.shape[0])
+    for i in range(z.shape[0]):
+        if kind[i] == 0:
+            theta[i], jac[i] = bounded_from_search(z[i], lo[i], hi[i])
+        else:
+            theta[i], jac[i] = positive_from_search(z[i], lo[i], hi[i])
+    value, g = nll_grad_kernel(theta, channel, kk, correct, method, nsamp, base, feat, x, lx)
+    return value, g * jac
+
+
+# ----------------------------------------------------------------------------- data
+def subject_arrays(rows: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Padded arrays of one subject's valid steps (what the likelihood reads)."""
+    rows = rows[rows["valid"].to_numpy(dtype=bool)]
+    n = len(rows)
+    out = {
+        "channel": (rows["channel"].astype(str).to_numpy() == "staa").astype(np.int64),
+        "k": rows["n_outcomes"].to_numpy(dtype=np.int64),
+        "correct": rows["correct_option"].to_numpy(dtype=np.int64),
+        "method": np.array([METHOD_CODE[m] for m in rows["method"].astype(str)], dtype=np.int64),
+        "nsamp": np.where(rows["method"].astype(str).to_numpy() == "generated", 1.0,
+                          rows["n_samples"].to_numpy(dtype=np.float64)),
+        "base": np.zeros((n, MAX_OUTCOMES)),
+        "feat": np.zeros((n, len(FEATURES), MAX_OUTCOMES)),
+        "x": np.ones((n, MAX_OUTCOMES)),
+        "lx": np.zeros((n, MAX_OUTCOMES)),
+    }
+    for r, (ch, labels, p_star, prior, anchor, logprobs, method) in enumerate(zip(
+            out["channel"], rows["outcomes"], rows["p_star"], rows["prior"], rows["anchor"], rows["logprobs"],
+            out["method"], strict=True)):
+        k = len(labels)
+        if ch == 0:
+            b, f = item_features(labels, p_star, prior, int(anchor))
+            out["base"][r, :k] = b
+            out["feat"][r, :, :k] = f
+        lp = np.asarray(logprobs, dtype=np.float64)
+        lp = lp - logsumexp(lp)
+        if method == 0:  # a zero observed probability is floored (module docstring)
+            lp = np.where(np.isfinite(lp), lp, math.log(X_FLOOR))
+        out["lx"][r, :k] = lp
+        out["x"][r, :k] = np.exp(lp)
+    return out
+
+
+def _args(data: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    return (data["channel"], data["k"], data["correct"], data["method"], data["nsamp"], data["base"],
+            data["feat"], data["x"], data["lx"])
+
+
+class DissonantModel(CognitiveModel):
+    """Maximum likelihood (and hierarchical PyMC) for the dissonant agent (module docstring)."""
+
+    name: ClassVar[str] = "dissonant"
+    experiment: ClassVar[str] = EXPERIMENT
+    parameters: ClassVar[ParameterSet] = DISSONANT_PARAMETERS
+    #: One BFGS run from the best of the start points: the likelihood is smooth in the linear
+    #: parameters and every recovery fit converged from it (studies in cogtestbed.validation).
+    n_starts: ClassVar[int] = 1
+    numba_objective: ClassVar[Any] = _objective
+
+    def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
+        return {s: subject_arrays(g) for s, g in trials.groupby("subject", sort=False)}
+
+    def n_observations(self, data: Any) -> int:
+        return int(data["channel"].shape[0])
+
+    def nll_grad(self, theta: np.ndarray, data: Any) -> tuple[float, np.ndarray]:
+        value, grad = nll_grad_kernel(np.asarray(theta, dtype=np.float64), *_args(data))
+        return float(value), grad
+
+    def start_grid(self) -> np.ndarray:
+        """A handful of starts (the product grid of 10 parameters would be 7¹⁰ points): the
+        defaults with a moderate noise, a flattened-τ variant and a weak-StaA variant."""
+        base = self.parameters.vector({p.name: p.default for p in self.parameters})
+        base[P["noise"]] = 0.05
+        alt = base.copy()
+        alt[P["tau"]], alt[P["theta"]], alt[P["kappa"]] = 0.5, 2.0, 5.0
+        alt2 = base.copy()
+        alt2[P["beta_first"]], alt2[P["theta"]] = 2.0, 0.0
+        return np.array([base, alt, alt2])
+
+    def objective_args(self, data: Any) -> tuple[Any, ...]:
+        lo = np.array([p.lower for p in self.parameters])
+        hi = np.array([p.upper for p in self.parameters])
+        kind = np.array([0 if self._sine_scaled(p) else 1 for p in self.parameters], dtype=np.int64)
+        return (lo, hi, kind, *_args(data))
+
+    def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
+        from cogtestbed.inference.revealed_hierarchical import dissonant_pymc_model
+
+        return dissonant_pymc_model(self, trials, hierarchical)
+
+
+MODELS: dict[str, CognitiveModel] = {"dissonant": DissonantModel()}
+__all__ = ["DISSONANT_PARAMETERS", "MCQ_OPTIONS", "MODELS", "DissonantModel", "eta_row", "nll_grad_kernel"]

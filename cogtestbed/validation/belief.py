@@ -1,0 +1,295 @@
+"""Size, power and recovery studies of the belief-coherence tests (Yamin et al. 2026).
+
+A *cell* simulates ``n_sims`` independent studies (one subject each: ``n_contexts`` × ``n_reps``
+rows) and reports how often a test rejects at ``level`` with its Monte-Carlo SE.  T1c, T1a and T2
+run on the π0 and decision arrays of one batch simulation (no trial table: the batch kernel plays
+all studies at once); T1b, T3 and T4 build each study's trial table and call the same functions
+the ``metrics`` command uses.
+
+Studies (``python -m cogtestbed.validation.belief size|power|recovery -o DIR``):
+
+* ``size``: rejection rates of every test on a calibrated logit RUM (the paper's quick-simulation
+  utilities, scale 6) over report noise σ ∈ {0, .05, .10, .15}, plus ``t1_lr_mean``, the
+  repetition-averaged variant (A ~ p̄ with p̄ the mean of the context's π0 reports);
+* ``power``: T1c against the hidden-information leak by leak size, contexts (50–400),
+  repetitions (1–10) and Defer-band width; T2 against a non-monotone deferral rule by K.
+* ``recovery``: MLE of the 4-parameter MNL and of the loss-form decider at the paper design;
+* ``hierarchical``: non-centred PyMC fit of either model to subjects from its population prior,
+  with R-hat, ESS and divergences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cogtestbed.agents.belief import AGENTS
+from cogtestbed.environments.belief import BeliefDesign, BeliefSessions, schedule
+from cogtestbed.inference import belief as tests
+from cogtestbed.simulation import seed_streams, subject_params
+
+#: Tests that run on arrays of one batch simulation.
+ARRAY_TESTS = ("t1_lr", "t1_lr_mean", "t1_cmi", "t2")
+#: Tests that need each study's trial table.
+TABLE_TESTS = ("t1_nested", "t3", "t4")
+#: Permutations of T1a inside studies (the paper's bootstrap CI is skipped: it is not the decision).
+STUDY_PERM = 100
+SIGMAS = (0.0, 0.05, 0.10, 0.15)
+#: Leak size of the power sweeps over contexts, repetitions and Defer band (power ≈ .5 at 200 × 5).
+POWER_LEAK = 0.03
+
+
+def study_design(test: str, **fields: Any) -> BeliefDesign:
+    """The smallest design a test needs: π0 + decision; T3 adds the variants, T4 the LIE phases."""
+    base: dict[str, Any] = {"variants": ("pi0",), "lie_node": "none"}
+    if test == "t3":
+        base["variants"] = ("pi0", "mse", "abs", "bayes")
+    if test == "t4":
+        base.pop("lie_node")
+    return BeliefDesign(**{**base, **fields})
+
+
+def simulate_outcomes(agent: str, params: Mapping[str, Any], design: BeliefDesign, n: int, seed: int
+                      ) -> tuple[BeliefSessions, Any, dict[str, np.ndarray]]:
+    """Batch-simulate ``n`` studies (subjects) of ``agent``; returns sessions, outcomes, parameters."""
+    from cogtestbed.environments.belief import BeliefCoherenceEnv
+
+    agent_cls = AGENTS[agent]
+    per = subject_params(agent_cls, params, n)
+    env_rng, agent_rng = seed_streams(seed)
+    sessions = BeliefCoherenceEnv.sample_sessions(design, n, env_rng)
+    uniforms = agent_rng.random((n, BeliefCoherenceEnv.max_steps(design) * agent_cls.draws_per_trial))
+    return sessions, agent_cls.simulate_batch(design, sessions, per, uniforms), per
+
+
+def study_arrays(design: BeliefDesign, sessions: BeliefSessions, outcomes: Any) -> list[dict[str, np.ndarray]]:
+    """Per study: p (π0 report), a (decision), θ, group (context) per (context, rep) row."""
+    kind, arg = schedule(design)
+    s = kind.size
+    i_belief = int(np.flatnonzero((kind == 0) & (arg == 0))[0])
+    i_dec = int(np.flatnonzero(kind == 1)[0])
+    r, c = design.n_reps, design.n_contexts
+    p = outcomes.action[:, i_belief::s]
+    a = outcomes.action[:, i_dec::s].astype(np.int64)
+    group = np.repeat(np.arange(c), r)
+    return [{"p": p[i], "a": a[i], "theta": np.repeat(sessions.theta[i], r), "group": group}
+            for i in range(sessions.n_subjects)]
+
+
+def array_p_value(test: str, d: Mapping[str, np.ndarray], design: BeliefDesign, seed: int, level: float,
+                  k_bins: int = tests.T2_BINS) -> float:
+    """p-value of ``test`` on one study's arrays."""
+    if test == "t1_lr":
+        return float(tests.t1_lr_arrays(d["a"], d["p"], d["theta"])["p_value"])
+    if test == "t1_lr_mean":
+        pbar = np.bincount(d["group"], d["p"]) / np.bincount(d["group"])
+        return float(tests.t1_lr_arrays(d["a"], pbar[d["group"]], d["theta"])["p_value"])
+    if test == "t1_cmi":
+        return float(tests.t1_cmi_arrays(d["a"], d["p"], d["theta"], d["group"], n_boot=0, n_perm=STUDY_PERM,
+                                         seed=seed)["p_value"])
+    if test == "t2":
+        return float(tests.t2_arrays(d["a"], d["p"], k=k_bins, level=level)["p_value"])
+    raise ValueError(f"unknown array test {test!r}; choose one of {ARRAY_TESTS}")
+
+
+def rejection_rate(test: str, agent: str, params: Mapping[str, Any], design: BeliefDesign, n_sims: int,
+                   seed: int, level: float = tests.LEVEL, k_bins: int = tests.T2_BINS) -> dict[str, Any]:
+    """Share of ``n_sims`` simulated studies in which ``test`` rejects at ``level`` (± MC SE)."""
+    start = time.perf_counter()
+    sessions, outcomes, _ = simulate_outcomes(agent, params, design, n_sims, seed)
+    rejects = np.zeros(n_sims, dtype=bool)
+    if test in ARRAY_TESTS:
+        for i, d in enumerate(study_arrays(design, sessions, outcomes)):
+            p = array_p_value(test, d, design, seed + i, level, k_bins)
+            rejects[i] = p < level
+    elif test in TABLE_TESTS:
+        from cogtestbed.environments.belief import BeliefCoherenceEnv
+
+        table = BeliefCoherenceEnv.trials_table(design, sessions, outcomes, agent=agent)
+        fn: Callable[..., dict[str, Any]] = tests.TESTS[test]
+        for i, (_, part) in enumerate(table.groupby("subject", sort=True)):
+            kw = {"n_boot": 200, "seed": seed + i} if test != "t3" else {"n_perm": STUDY_PERM, "seed": seed + i}
+            rejects[i] = bool(fn(part, level, **kw)["reject"])
+    else:
+        raise ValueError(f"unknown test {test!r}; choose one of {ARRAY_TESTS + TABLE_TESTS}")
+    rate = float(rejects.mean())
+    return {"test": test, "agent": agent, "rate": rate, "mc_se": float(np.sqrt(rate * (1 - rate) / n_sims)),
+            "n_sims": n_sims, "seconds": time.perf_counter() - start}
+
+
+# ----------------------------------------------------------------------------- studies
+def size_study(tests_: Sequence[str] = ("t1_lr", "t1_lr_mean", "t1_cmi", "t2"), sigmas: Sequence[float] = SIGMAS,
+               n_sims: int = 500, seed: int = 0, network: str = "child", level: float = tests.LEVEL
+               ) -> pd.DataFrame:
+    """Size of each test on a calibrated logit RUM across report noise σ (paper design 200 × 5)."""
+    rows = []
+    for j, test in enumerate(tests_):
+        design = study_design(test, network=network)
+        for sigma in sigmas:
+            r = rejection_rate(test, "logit-rum", {"report_noise": sigma}, design, n_sims, seed + 1000 * j, level)
+            rows.append({**r, "report_noise": sigma})
+    return pd.DataFrame(rows)
+
+
+def band_width(u_defer: float, scale: float = 6.0) -> float:
+    """Width of the p-interval where Defer is the modal action of the default logit RUM with a
+    Defer utility ``u_defer`` in both states (No: (1, −1), Yes: (−1, 1)): ``u_defer`` for u in [0, 1]."""
+    grid = np.linspace(0.0, 1.0, 2001)
+    v_no, v_yes = 1.0 - 2.0 * grid, 2.0 * grid - 1.0
+    return float(np.mean((u_defer > v_no) & (u_defer > v_yes)))
+
+
+def power_study(n_sims: int = 200, seed: int = 0, network: str = "child", level: float = tests.LEVEL
+                ) -> pd.DataFrame:
+    """Power of T1c against the leak (size, contexts, repetitions, Defer band) and of T2 by K."""
+    rows = []
+    for leak in (0.0, 0.01, 0.02, 0.03, 0.05, 0.1):
+        r = rejection_rate("t1_lr", "leak", {"leak": leak}, study_design("t1_lr", network=network), n_sims,
+                           seed, level)
+        rows.append({**r, "factor": "leak", "value": leak})
+    for n_ctx in (50, 100, 200, 400):
+        r = rejection_rate("t1_lr", "leak", {"leak": POWER_LEAK}, study_design("t1_lr", network=network,
+                                                                          n_contexts=n_ctx), n_sims, seed + 1, level)
+        rows.append({**r, "factor": "contexts", "value": n_ctx})
+    for reps in (1, 2, 5, 10):
+        r = rejection_rate("t1_lr", "leak", {"leak": POWER_LEAK}, study_design("t1_lr", network=network, n_reps=reps),
+                           n_sims, seed + 2, level)
+        rows.append({**r, "factor": "reps", "value": reps})
+    for u_d in (0.1, 0.3, 0.6, 0.9):
+        r = rejection_rate("t1_lr", "leak", {"leak": POWER_LEAK, "u_defer_0": u_d, "u_defer_1": u_d},
+                           study_design("t1_lr", network=network), n_sims, seed + 3, level)
+        rows.append({**r, "factor": "defer_band", "value": band_width(u_d)})
+    for k in (3, 5, 10):
+        r = rejection_rate("t2", "nonmono-defer", {"bump": 4.0}, study_design("t2", network=network), n_sims,
+                           seed + 4, level, k_bins=k)
+        rows.append({**r, "factor": "t2_bins", "value": k})
+    return pd.DataFrame(rows)
+
+
+def recovery_study(n_subjects: int = 50, seed: int = 0, network: str = "child") -> pd.DataFrame:
+    """MLE recovery of the MNL (logit-rum) and loss-form (loss-rum) deciders at 200 × 5, σ = 0."""
+    from cogtestbed.inference.belief_models import MODELS, generating_values
+    from cogtestbed.simulation import simulate
+
+    rng = np.random.default_rng(seed)
+    design = study_design("t1_lr", network=network)
+    out = []
+    draws = {
+        "logit-rum": {"u_yes_0": rng.uniform(-2, 0, n_subjects), "u_yes_1": rng.uniform(0, 2, n_subjects),
+                      "u_defer_0": rng.uniform(0, 0.8, n_subjects), "u_defer_1": rng.uniform(0, 0.8, n_subjects),
+                      "scale": rng.uniform(3, 8, n_subjects)},
+        "loss-rum": {"c_fp": rng.uniform(0.5, 2, n_subjects), "c_fn": rng.uniform(0.5, 2, n_subjects),
+                     "c_d": rng.uniform(0.1, 0.4, n_subjects), "scale": rng.uniform(5, 20, n_subjects),
+                     "gamma": rng.uniform(0.5, 1.5, n_subjects)},
+    }
+    for agent, model in (("logit-rum", "mnl"), ("loss-rum", "loss")):
+        table = simulate("belief-coherence", agent, n_subjects, seed, draws[agent], design=design)
+        fits = MODELS[model].fit_mle(table)
+        full = AGENTS[agent].parameters.validate_array(draws[agent])
+        for i, row in fits.iterrows():
+            truth = generating_values(agent, {k: float(np.broadcast_to(v, (n_subjects,))[i]) for k, v in full.items()})
+            for name, value in truth.items():
+                out.append({"model": model, "subject": i, "parameter": name, "true": value,
+                            "estimate": float(row[name])})
+    return pd.DataFrame(out)
+
+
+def hierarchical_study(model: str = "mnl", n_subjects: int = 20, n_contexts: int = 200, n_reps: int = 5,
+                       draws: int = 500, chains: int = 2, seed: int = 0, network: str = "child"
+                       ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Hierarchical (non-centred) PyMC fit of ``model`` to subjects drawn from its population prior.
+
+    Returns per-subject posterior means against the truth, and the diagnostics (max R-hat, min
+    bulk/tail ESS, divergences).
+    """
+    from cogtestbed.experiments.belief_coherence import SPEC
+    from cogtestbed.inference.hierarchical import fit_hierarchical, sample_hierarchical_prior
+    from cogtestbed.simulation import simulate
+
+    cm = SPEC.model(model)
+    _, truth = sample_hierarchical_prior(cm.parameters, n_subjects, np.random.default_rng(seed))
+    agent_params = SPEC.generator(model).agent_params(truth)
+    design = study_design("t1_lr", network=network, n_contexts=n_contexts, n_reps=n_reps)
+    table = simulate("belief-coherence", SPEC.generator(model).agent, n_subjects, seed, agent_params, design=design)
+    fit = fit_hierarchical(cm, table, draws=draws, tune=draws, chains=chains, seed=seed, warn=False)
+    post = fit.idata.posterior
+    rows = [{"model": model, "subject": i, "parameter": name, "true": float(truth[name][i]),
+             "estimate": float(post[name].values.reshape(-1, n_subjects)[:, i].mean())}
+            for name in cm.parameters.names for i in range(n_subjects)]
+    return pd.DataFrame(rows), fit.diagnostics.as_dict()
+
+
+def recovery_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    def stats_(g: pd.DataFrame) -> pd.Series:
+        return pd.Series({"r": float(np.corrcoef(g["true"], g["estimate"])[0, 1]),
+                          "bias": float((g["estimate"] - g["true"]).median()),
+                          "rmse": float(np.sqrt(np.mean((g["estimate"] - g["true"]) ** 2)))})
+
+    return frame.groupby(["model", "parameter"]).apply(stats_, include_groups=False).reset_index()
+
+
+def plot_size(frame: pd.DataFrame, path: Path, level: float = tests.LEVEL) -> None:
+    """Rejection rate vs report noise per test, with the nominal level."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for test, g in frame.groupby("test"):
+        ax.errorbar(g["report_noise"], g["rate"], yerr=1.96 * g["mc_se"], marker="o", capsize=3, label=str(test))
+    ax.axhline(level, color="grey", ls="--", lw=1, label=f"α = {level}")
+    ax.set_xlabel("report noise σ")
+    ax.set_ylabel("rejection rate (rational logit RUM)")
+    ax.set_title("Belief coherence: test size vs report noise (200 contexts × 5)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m cogtestbed.validation.belief", description=__doc__.split("\n")[0])
+    parser.add_argument("study", choices=("size", "power", "recovery", "hierarchical"))
+    parser.add_argument("--model", default="mnl", help="hierarchical: mnl or loss")
+    parser.add_argument("--subjects", type=int, default=20)
+    parser.add_argument("--sims", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--network", default="child")
+    parser.add_argument("--tests", default="t1_lr,t1_lr_mean,t1_cmi,t2")
+    parser.add_argument("-o", "--output", type=Path, default=None)
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    if args.study == "size":
+        frame = size_study(tuple(args.tests.split(",")), n_sims=args.sims, seed=args.seed, network=args.network)
+        print(frame.pivot(index="report_noise", columns="test", values="rate").to_string())
+    elif args.study == "power":
+        frame = power_study(n_sims=args.sims, seed=args.seed, network=args.network)
+        print(frame[["factor", "value", "test", "rate", "mc_se"]].to_string(index=False))
+    elif args.study == "recovery":
+        frame = recovery_study(seed=args.seed, network=args.network)
+        print(recovery_summary(frame).to_string(index=False))
+    else:
+        frame, diagnostics = hierarchical_study(args.model, args.subjects, seed=args.seed, network=args.network)
+        print(recovery_summary(frame).to_string(index=False))
+        print(json.dumps(diagnostics, default=float))
+    print(f"({time.perf_counter() - start:.1f} s)")
+    if args.output is not None:
+        args.output.mkdir(parents=True, exist_ok=True)
+        frame.to_parquet(args.output / "results.parquet", index=False)
+        (args.output / "summary.json").write_text(json.dumps(frame.to_dict(orient="records"), indent=1,
+                                                             default=float))
+        if args.study == "size":
+            plot_size(frame, args.output / "size_vs_noise.png")
+
+
+if __name__ == "__main__":
+    main()

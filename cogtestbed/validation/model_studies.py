@@ -1,0 +1,259 @@
+"""Tasks of the model-level studies: parameter recovery, model recovery, power and SBC.
+
+Each task function takes ``(spec, exp, task, design, rng, sim_seq, fit_seed)`` (see
+:func:`cogtestbed.validation.studies.run_task`), simulates data from a model through its
+generator (:func:`~cogtestbed.validation.studies.simulate_model`) and returns tidy rows.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from cogtestbed.experiments.spec import ExperimentSpec
+from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.inference.hierarchical import (
+    SD_SCALE,
+    ConvergenceWarning,
+    fit_hierarchical,
+    loo,
+    sample_hierarchical_prior,
+)
+from cogtestbed.validation.studies import (
+    SBC_RANKS,
+    StudySpec,
+    TaskFn,
+    draw_true_parameters,
+    seed_of,
+    simulate_model,
+)
+
+
+def _estimates_mle(model: CognitiveModel, trials: pd.DataFrame) -> pd.DataFrame:
+    fits = model.fit_mle(trials)
+    long = fits.melt(id_vars="subject", value_vars=list(model.parameters.names), var_name="parameter",
+                     value_name="estimate")
+    order = {s: i for i, s in enumerate(fits["subject"])}
+    return long.assign(_o=long["subject"].map(order)).sort_values(["_o"], kind="stable").drop(columns="_o")
+
+
+def _fit_bayes(model: CognitiveModel, trials: pd.DataFrame, spec: StudySpec, seed: int) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return fit_hierarchical(model, trials, draws=spec.draws, tune=spec.tune, chains=spec.chains,
+                                seed=seed, sampler=spec.sampler_backend, warn=False)
+
+
+def _estimates_bayes(model: CognitiveModel, fit: Any) -> pd.DataFrame:
+    summ = fit.subject_summary()
+    return summ[summ["parameter"].isin(model.parameters.names)].rename(columns={"mean": "estimate"})
+
+
+def _with_contrasts(df: pd.DataFrame, model: CognitiveModel, cols: Iterable[str]) -> pd.DataFrame:
+    """Append rows for each named contrast (computed from true values and point estimates)."""
+    if not model.contrasts:
+        return df
+    wide = df.pivot_table(index="subject", columns="parameter", values=list(cols), aggfunc="first")
+    extra = []
+    for name in model.contrasts:
+        row = pd.DataFrame({"subject": wide.index, "parameter": name})
+        for c in cols:
+            row[c] = np.asarray(model.contrast(name, {p: wide[(c, p)] for p in model.parameters.names}))
+        extra.append(row)
+    return pd.concat([df, *extra], ignore_index=True)
+
+
+def _population_rows(model: CognitiveModel, pop: Mapping[str, float], fit: Any) -> pd.DataFrame:
+    """Recovery rows of the population medians ``{p}_pop`` (true = the drawn population value)."""
+    post = fit.idata.posterior
+    rows = []
+    for p in model.parameters:
+        var = f"{p.name}_pop"
+        if var not in post or var not in pop:
+            continue
+        d = post[var].values.ravel()
+        q = np.quantile(d, [0.25, 0.75, 0.05, 0.95])
+        rows.append({"subject": "population", "parameter": var, "true": float(pop[var]),
+                     "estimate": float(d.mean()), "lo50": q[0], "hi50": q[1], "lo90": q[2], "hi90": q[3]})
+    return pd.DataFrame(rows)
+
+
+def task_recovery(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
+                  rng: np.random.Generator, sim_seq: np.random.SeedSequence, fit_seed: int) -> pd.DataFrame:
+    model = exp.model(spec.models[0])
+    n = int(task["n_subjects"])
+    pop, true = draw_true_parameters(spec, model, n, rng)
+    trials = simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, int(task["runs"]))
+    fit = None
+    if spec.method == "mle":
+        est = _estimates_mle(model, trials)
+        cols = ["true", "estimate"]
+    else:
+        fit = _fit_bayes(model, trials, spec, fit_seed)
+        est = _estimates_bayes(model, fit)
+        cols = ["true", "estimate", "lo50", "hi50", "lo90", "hi90"]
+    order = {s: i for i, s in enumerate(sorted(trials["subject"].unique()))}
+    est = est.assign(true=[true[p][order[s]] for s, p in zip(est["subject"], est["parameter"], strict=True)])
+    # Contrast intervals need draws: Bayesian contrasts carry point values only.
+    est = _with_contrasts(est[["subject", "parameter", *cols]], model,
+                          cols if fit is None else ["true", "estimate"])
+    if fit is not None and spec.population and spec.sampler == "prior":
+        est = pd.concat([est, _population_rows(model, pop, fit)], ignore_index=True)
+        est["subject"] = est["subject"].astype(str)  # one type per column (Parquet)
+    # Fixed parameters are not recovered; log-scale parameters are scored on the log scale.
+    fixed = [*spec.fixed, *(f"{p}_pop" for p in spec.fixed)]
+    est = est[~est["parameter"].isin(fixed)].reset_index(drop=True)
+    logs = {q for p in model.parameters if p.transform == "log" for q in (p.name, f"{p.name}_pop")}
+    est["scale"] = np.where(est["parameter"].isin(list(logs)), "log", "natural")
+    if fit is not None:  # every row carries its fit's sampler diagnostics
+        d = fit.diagnostics
+        est = est.assign(max_rhat=d.max_rhat, min_ess_bulk=d.min_ess_bulk, divergences=d.divergences,
+                         fit_seconds=d.seconds)
+    return est
+
+
+def task_model_recovery(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
+                        rng: np.random.Generator, sim_seq: np.random.SeedSequence,
+                        fit_seed: int) -> pd.DataFrame:
+    gen = exp.model(task["generator"])
+    n = int(task["n_subjects"])
+    own = set(gen.parameters.names)  # each generating model draws only the parameters it has
+    mine = spec.model_copy(update={"fixed": {k: v for k, v in spec.fixed.items() if k in own},
+                                   "ranges": {k: v for k, v in spec.ranges.items() if k in own}})
+    _, true = draw_true_parameters(mine, gen, n, rng)
+    trials = simulate_model(spec, exp, gen.name, true, n, seed_of(sim_seq), design, int(task["runs"]))
+    rows = []
+    for name in spec.models:
+        model = exp.model(name)
+        if spec.method == "mle":
+            fits = model.fit_mle(trials)
+            for _, r in fits.iterrows():
+                rows.append({"generator": gen.name, "model": name, "subject": r["subject"],
+                             "aic": r["aic"], "bic": r["bic"], "elpd_loo": np.nan})
+        else:
+            fit = _fit_bayes(model, trials, spec, fit_seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = loo(fit)
+            rows.append({"generator": gen.name, "model": name, "subject": "all", "aic": np.nan,
+                         "bic": np.nan, "elpd_loo": float(res.elpd_loo)})
+    out = pd.DataFrame(rows)
+    out["subject"] = out["subject"].astype(str)
+    return out
+
+
+def power_parameters(spec: StudySpec, model: CognitiveModel, n: int,
+                     rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Subject parameters whose population medians carry the effect.
+
+    The medians start at ``spec.base`` (defaults otherwise) and move by ``effect_size`` along
+    the named contrast (minimum-norm shift: α⁺ − α⁻ = d gives α⁺ = b + d/2, α⁻ = b − d/2);
+    subjects scatter around them with SD ``sd_between`` on the unconstrained scale.
+    """
+    assert spec.effect is not None
+    params = model.parameters
+    median = {p.name: float(spec.base.get(p.name, p.default)) for p in params}
+    weights: Mapping[str, float] = model.contrasts.get(spec.effect) or {spec.effect: 1.0}
+    norm = sum(w * w for w in weights.values())
+    for name, w in weights.items():
+        median[name] += spec.effect_size * w / norm
+    out = {}
+    for p in params:
+        if not p.lower <= median[p.name] <= p.upper:
+            raise ValueError(f"effect pushes {p.name} to {median[p.name]:.3g}, outside its bounds")
+        if p.name in spec.fixed:
+            out[p.name] = np.full(n, float(spec.fixed[p.name]))
+            continue
+        u = p.to_unconstrained(median[p.name]) + spec.sd_between * rng.normal(size=n)
+        out[p.name] = np.asarray(p.to_constrained(u), dtype=np.float64)
+    return out
+
+
+def detected(p_value: float, estimate: float, effect_size: float, level: float) -> bool:
+    """A two-sided test's rejection, counted as a detection.
+
+    At effect 0 every rejection counts (so the rate is the type-I error rate, ≈ level); at a
+    non-zero effect only rejections in the effect's direction do (a wrong-sign rejection is a
+    type-III error, not power).
+    """
+    if not p_value < level:
+        return False
+    return effect_size == 0 or bool(np.sign(estimate) == np.sign(effect_size))
+
+
+def task_power(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
+               rng: np.random.Generator, sim_seq: np.random.SeedSequence, fit_seed: int) -> pd.DataFrame:
+    assert spec.effect is not None
+    model = exp.model(spec.models[0])
+    n = int(task["n_subjects"])
+    true = power_parameters(spec, model, n, rng)
+    trials = simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, int(task["runs"]))
+    if spec.method == "mle":
+        fits = model.fit_mle(trials)
+        values = np.asarray(model.contrast(spec.effect, {p: fits[p].to_numpy() for p in model.parameters.names}))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            p_value = float(stats.ttest_1samp(values, 0.0).pvalue) if len(values) > 1 else float("nan")
+        estimate, lo, hi = float(values.mean()), np.nan, np.nan
+        test = "two-sided one-sample t-test on per-subject MLE"
+    else:
+        post = _fit_bayes(model, trials, spec, fit_seed).idata.posterior
+        draws = np.asarray(model.contrast(spec.effect, {p: post[f"{p}_pop"].values.ravel()
+                                                        for p in model.parameters.names if f"{p}_pop" in post}))
+        lo, hi = np.quantile(draws, [spec.level / 2, 1 - spec.level / 2])
+        estimate = float(np.median(draws))
+        # Two-sided posterior tail probability: rejects exactly when the interval excludes 0.
+        p_value = float(2 * min((draws <= 0).mean(), (draws >= 0).mean()))
+        test = f"{100 * (1 - spec.level):.0f}% population posterior interval excludes 0"
+    return pd.DataFrame([{"effect": spec.effect, "effect_size": spec.effect_size, "estimate": estimate,
+                          "p_value": p_value, "lo": lo, "hi": hi,
+                          "detected": detected(p_value, estimate, spec.effect_size, spec.level), "test": test}])
+
+
+def _ranked(post: Any, var: str) -> np.ndarray:
+    """Posterior draws of ``var`` (``name`` or ``name[k]``: the k-th of a vector variable)."""
+    name, _, idx = var.partition("[")
+    values = post[name].values
+    total = post.sizes["chain"] * post.sizes["draw"]
+    values = values.reshape(total, -1)
+    return values[:, int(idx.rstrip("]"))] if idx else values[:, 0]
+
+
+def task_sbc(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
+             rng: np.random.Generator, sim_seq: np.random.SeedSequence, fit_seed: int) -> pd.DataFrame:
+    """SBC (Talts et al. 2018): draw from the model's full prior, simulate, fit, rank the truth.
+
+    The prior covers the hierarchical parameters (``{p}_mu``, ``{p}_sigma``, the first subject's
+    value) and any likelihood parameters outside ``model.parameters``
+    (:meth:`~cogtestbed.inference.base.CognitiveModel.sample_nuisance`, e.g. a response
+    precision), which the simulating agent receives too, so data and model agree exactly.
+    """
+    model = exp.model(spec.models[0])
+    n = int(task["n_subjects"])
+    pop, true = sample_hierarchical_prior(model.parameters, n, rng, SD_SCALE)
+    nuisance_truth, nuisance_agent = model.sample_nuisance(rng)
+    trials = simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, int(task["runs"]),
+                            extra=nuisance_agent)
+    post = _fit_bayes(model, trials, spec, fit_seed).idata.posterior
+    truths: dict[str, float] = {}
+    for p in model.parameters:
+        truths[f"{p.name}_mu"] = pop[f"{p.name}_mu"]
+        truths[f"{p.name}_sigma"] = pop[f"{p.name}_sigma"]
+        truths[f"{p.name}[0]"] = float(true[p.name][0])
+    truths.update(nuisance_truth)
+    rows = []
+    for var, truth in truths.items():
+        d = _ranked(post, var)
+        d = d[:: max(1, len(d) // SBC_RANKS)]
+        rows.append({"variable": var, "rank": int((d < truth).sum()), "L": len(d), "true": float(truth),
+                     "in90": bool(np.quantile(d, 0.05) <= truth <= np.quantile(d, 0.95))})
+    return pd.DataFrame(rows)
+
+
+MODEL_TASKS: dict[str, TaskFn] = {"recovery": task_recovery, "model-recovery": task_model_recovery,
+                                  "power": task_power, "sbc": task_sbc}

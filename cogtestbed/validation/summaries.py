@@ -1,0 +1,169 @@
+"""Summary statistics of every study kind (the ``summary`` of a :class:`StudyResult`).
+
+Recovery: Pearson r, bias = mean(est − true), RMSE per parameter (log scale for log-transformed
+parameters) and, for Bayesian fits, the coverage of the central 50 % / 90 % intervals.  Model
+recovery: row-normalised confusion matrices (Wilson & Collins 2019).  SBC: χ² test of uniform
+ranks (Talts et al. 2018).  Power, metric power, test size/power: rejection rate with its
+Monte-Carlo SE.  Metric validity: mean and SD of the metric per parameter value, Spearman ρ over
+all replications and whether the means move monotonically in the declared direction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from cogtestbed.validation.studies import StudySpec, rate
+
+
+def summarise(spec: StudySpec, table: pd.DataFrame) -> dict[str, Any]:
+    if spec.kind == "metric-validity":
+        return metric_validity_summary(table, spec.direction)
+    fn = {"recovery": recovery_summary, "model-recovery": model_recovery_summary, "power": power_summary,
+          "sbc": sbc_summary, "metric-power": metric_power_summary, "test-size": test_summary,
+          "test-power": test_summary}[spec.kind]
+    return fn(table)
+
+
+def _cell_key(n: int, t: int, runs: int) -> str:
+    return f"{n}x{t}" if runs == 1 else f"{n}x{t}x{runs}runs"
+
+
+def recovery_summary(table: pd.DataFrame) -> dict[str, Any]:
+    """Per design cell and parameter: r, bias, RMSE (+ 50/90 % coverage for Bayesian fits)."""
+    out: dict[str, Any] = {}
+    for (n, runs, t), cell in table.groupby(["n_subjects", "runs", "n_trials"], sort=True):
+        params: dict[str, Any] = {}
+        for name, g in cell.groupby("parameter", sort=False):
+            params[str(name)] = _recovery_entry(g)
+        out[_cell_key(int(n), int(t), int(runs))] = {"n_subjects": int(n), "runs": int(runs), "n_trials": int(t),
+                                                     "parameters": params}
+    return out
+
+
+def _recovery_entry(g: pd.DataFrame) -> dict[str, Any]:
+    true, est = g["true"].to_numpy(float), g["estimate"].to_numpy(float)
+    log = "scale" in g and bool((g["scale"] == "log").all())
+    if log:  # e.g. β: errors are multiplicative, score log β
+        true, est = np.log(true), np.log(est)
+    ok = np.isfinite(true) & np.isfinite(est)
+    err = est[ok] - true[ok]
+    r = (float(np.corrcoef(true[ok], est[ok])[0, 1])
+         if ok.sum() > 2 and np.std(true[ok]) > 0 and np.std(est[ok]) > 0 else float("nan"))
+    entry: dict[str, Any] = {"r": r, "bias": float(err.mean()) if err.size else float("nan"),
+                             "rmse": float(np.sqrt((err ** 2).mean())) if err.size else float("nan"), "n": len(g)}
+    if "lo90" in g and g["lo90"].notna().any():
+        t_nat = g["true"].to_numpy(float)
+        for q in (50, 90):
+            lo, hi = g[f"lo{q}"].to_numpy(float), g[f"hi{q}"].to_numpy(float)
+            has = ~np.isnan(lo)
+            entry[f"coverage{q}"] = float(((t_nat >= lo) & (t_nat <= hi))[has].mean())
+    entry["scale"] = "log" if log else "natural"
+    return entry
+
+
+def model_recovery_summary(table: pd.DataFrame) -> dict[str, Any]:
+    """Row-normalised confusion matrices: P(winning model | generating model) per criterion."""
+    out: dict[str, Any] = {}
+    models = list(dict.fromkeys(table["model"]))
+    keys = ["n_subjects", "runs", "n_trials", "generator", "rep", "subject"]
+    for crit, better in (("aic", "min"), ("bic", "min"), ("elpd_loo", "max")):
+        if table[crit].isna().all():
+            continue
+        grouped = table.groupby(keys)[crit]
+        idx = grouped.idxmin() if better == "min" else grouped.idxmax()
+        winners = table.loc[idx.to_numpy(), ["generator", "model"]]
+        counts = pd.crosstab(winners["generator"], winners["model"]).reindex(index=models, columns=models,
+                                                                             fill_value=0)
+        probs = counts.div(counts.sum(axis=1).replace(0, np.nan), axis=0)
+        out["loo" if crit == "elpd_loo" else crit] = {
+            "models": models, "counts": counts.to_numpy().tolist(),
+            "probabilities": probs.fillna(0.0).to_numpy().tolist(),
+            "accuracy": float(np.trace(counts.to_numpy()) / max(counts.to_numpy().sum(), 1)),
+        }
+    return out
+
+
+def power_summary(table: pd.DataFrame) -> dict[str, Any]:
+    """Power per (subjects, runs, trials) cell with its Monte-Carlo standard error."""
+    cells = []
+    for (n, runs, t), g in table.groupby(["n_subjects", "runs", "n_trials"], sort=True):
+        r = rate(g["detected"])
+        cells.append({"n_subjects": int(n), "runs": int(runs), "n_trials": int(t), "power": r["rate"],
+                      "mc_se": r["mc_se"], "sims": r["sims"], "mean_estimate": float(g["estimate"].mean())})
+    first = table.iloc[0]
+    return {"effect": str(first["effect"]), "effect_size": float(first["effect_size"]),
+            "test": str(first["test"]), "cells": cells}
+
+
+def sbc_summary(table: pd.DataFrame, bins: int = 10) -> dict[str, Any]:
+    """χ² uniformity test of the SBC ranks per variable (ranks 0..L binned into ``bins``)."""
+    out: dict[str, Any] = {}
+    for var, g in table.groupby("variable", sort=False):
+        L = int(g["L"].iloc[0])
+        hist = np.bincount(np.asarray(g["rank"]) * bins // (L + 1), minlength=bins)
+        entry = {"p_value": float(stats.chisquare(hist).pvalue), "histogram": hist.tolist(), "L": L,
+                 "reps": len(g)}
+        if "in90" in g:
+            entry["coverage90"] = float(g["in90"].mean())
+        out[str(var)] = entry
+    return out
+
+
+def monotonicity(x: Sequence[float], y: Sequence[float]) -> dict[str, Any]:
+    """Spearman ρ of ``y`` against ``x`` and whether the means of ``y`` per ``x`` are strictly monotone."""
+    frame = pd.DataFrame({"x": np.asarray(x, float), "y": np.asarray(y, float)}).dropna()
+    means = frame.groupby("x", sort=True)["y"].mean().to_numpy()
+    d = np.diff(means)
+    rho = float(stats.spearmanr(frame["x"], frame["y"]).statistic) if len(frame) > 2 else float("nan")
+    return {"spearman": rho, "increasing": bool(d.size and np.all(d > 0)),
+            "decreasing": bool(d.size and np.all(d < 0))}
+
+
+def metric_validity_summary(table: pd.DataFrame, direction: str = "any") -> dict[str, Any]:
+    """Per runs cell: the metric's mean / SD (across reps) / mean per-unit SD per value, Spearman ρ
+    over all replications, monotonicity of the means, and the verdict in the declared direction."""
+    out: dict[str, Any] = {}
+    for (runs, t), cell in table.groupby(["runs", "n_trials"], sort=True):
+        by = cell.groupby("value", sort=True).agg(mean=("estimate", "mean"), sd=("estimate", "std"),
+                                                  unit_sd=("unit_sd", "mean"), reps=("estimate", "size"),
+                                                  nan=("estimate", lambda s: int(s.isna().sum())))
+        mono = monotonicity(cell["value"], cell["estimate"])
+        passed = None if direction == "any" else bool(mono[direction] and (
+            mono["spearman"] > 0 if direction == "increasing" else mono["spearman"] < 0))
+        out[f"{int(runs)}runs"] = {"runs": int(runs), "n_trials": int(t), "metric": str(cell["metric"].iloc[0]),
+                                   "parameter": str(cell["parameter"].iloc[0]),
+                                   "by_value": by.reset_index().to_dict(orient="records"), **mono,
+                                   "direction": direction, "passed": passed}
+    return out
+
+
+def metric_power_summary(table: pd.DataFrame) -> dict[str, Any]:
+    """Power per runs cell (MC SE), the mean difference B − A and the test used."""
+    cells = []
+    for (runs, t), g in table.groupby(["runs", "n_trials"], sort=True):
+        r = rate(g["detected"])
+        cells.append({"runs": int(runs), "n_trials": int(t), "power": r["rate"], "mc_se": r["mc_se"],
+                      "sims": r["sims"], "mean_difference": float(g["difference"].mean()),
+                      "untestable": int(g["p_value"].isna().sum())})
+    return {"metric": str(table["metric"].iloc[0]), "test": str(table["test"].iloc[0]), "cells": cells}
+
+
+def test_summary(table: pd.DataFrame) -> dict[str, Any]:
+    """Rejection rate per runs cell with its MC SE."""
+    cells = []
+    for (runs, t), g in table.groupby(["runs", "n_trials"], sort=True):
+        r = rate(g["rejected"])
+        cells.append({"runs": int(runs), "n_trials": int(t), "rejection_rate": r["rate"], "mc_se": r["mc_se"],
+                      "sims": r["sims"], "median_p": float(g["p_value"].median())})
+    return {"test": str(table["test"].iloc[0]), "cells": cells}
+
+
+def mc_interval(p: float, se: float) -> tuple[float, float]:
+    """±1.96 MC SE interval of a rate, clipped to [0, 1]."""
+    return max(0.0, p - 1.96 * se), min(1.0, p + 1.96 * se) if math.isfinite(se) else 1.0

@@ -1,0 +1,338 @@
+"""Belief coherence (Yamin et al. 2026): networks, environment, agents, tests T1-T4, models, CLI."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cogtestbed.agents.belief import AGENTS, coherent_aux, tk_weight
+from cogtestbed.environments.bayesnets import NETWORK_DIR, NetworkError, Phrasebook, humanise, load_network
+from cogtestbed.environments.belief import (
+    BeliefCoherenceEnv,
+    BeliefDesign,
+    ground_truth,
+    parse_belief,
+    parse_decision,
+    parse_labelled,
+)
+from cogtestbed.inference import belief as B
+from cogtestbed.simulation import simulate
+
+SMALL = BeliefDesign(n_contexts=12, n_reps=2)
+
+
+def sim(agent: str, params: dict | None = None, design: BeliefDesign | None = None, n: int = 1, seed: int = 3,
+        method: str = "batch") -> pd.DataFrame:
+    return simulate("belief-coherence", agent, n, seed, params, design=design or SMALL, method=method)
+
+
+# ----------------------------------------------------------------------------- networks
+@pytest.mark.parametrize(("name", "nodes", "edges"), [("child", 20, 25), ("alarm", 37, 46), ("hepar2", 70, 123),
+                                                      ("asia", 8, 8), ("cancer", 5, 4), ("heart", 20, 121),
+                                                      ("diabetes", 22, 77)])
+def test_shipped_networks_have_the_published_sizes(name, nodes, edges):
+    net = load_network(name)
+    assert (len(net.nodes), net.n_edges) == (nodes, edges)
+
+
+def test_exact_marginal_equals_pgmpy_variable_elimination():
+    from pgmpy.inference import VariableElimination
+    from pgmpy.readwrite import BIFReader
+
+    for name, query in (("asia", ["lung", "xray", "smoke"]), ("child", ["Disease", "LowerBodyO2", "Age"]),
+                        ("heart", ["SHD", "Age", "QRS_Prolonged"])):
+        net = load_network(name)
+        ours = net.marginal(query)
+        model = net.to_pgmpy() if name == "heart" else None
+        if model is None:  # pgmpy's own reading of the file, independent of ours
+            with gzip.open(NETWORK_DIR / f"{name}.bif.gz", "rt") as fh:
+                model = BIFReader(string=fh.read()).get_model()
+        ref = VariableElimination(model).query(query, joint=True, show_progress=False)
+        ref_values = np.transpose(ref.values, [ref.variables.index(q) for q in query])
+        for q in query:  # pgmpy orders states as in the file, as ours
+            assert list(ref.state_names[q]) == list(net.states[q])
+        np.testing.assert_allclose(ours, ref_values, atol=1e-12)
+
+
+def test_code_networks_are_seeded_and_heart_shd_is_noisy_or():
+    a, b = load_network("heart", 0), load_network("heart", 0)
+    c = load_network("heart", 1)
+    assert all(np.array_equal(a.cpts[n], b.cpts[n]) for n in a.nodes)
+    assert not np.array_equal(a.cpts["ECG_LVH"], c.cpts["ECG_LVH"])
+    shd = a.cpts["SHD"]
+    assert shd[(0,) * 11 + (1,)] == pytest.approx(0.02)  # the leak alone when no flag is set
+    assert len(a.parents["LVEF_le45"]) == 8 and len(a.parents["QRS_Prolonged"]) == 7
+
+
+def test_exact_posterior_of_1000_hepar2_contexts_is_fast():
+    design = BeliefDesign(network="hepar2", n_contexts=1000, n_reps=1)
+    load_network("hepar2")  # parsing the BIF file is not inference
+    from cogtestbed.environments import belief as env_mod
+
+    env_mod._ground_truth.cache_clear()
+    load_network("hepar2")._cache.clear()
+    start = time.perf_counter()
+    gt = ground_truth(design)
+    sessions = BeliefCoherenceEnv.sample_sessions(design, 1, np.random.default_rng(0))
+    p = gt.pstar[sessions.config[0]]
+    assert time.perf_counter() - start < 2.0
+    assert p.shape == (1000,) and np.all((p >= 0) & (p <= 1))
+
+
+def test_contexts_are_stratified_over_the_bins():
+    design = BeliefDesign()
+    gt = ground_truth(design)
+    cfg = BeliefCoherenceEnv.sample_sessions(design, 1, np.random.default_rng(1)).config[0]
+    counts = np.bincount(gt.bins(20)[cfg], minlength=20)
+    filled = np.unique(gt.bins(20))
+    assert counts[filled].min() >= 200 // filled.size and counts.sum() == 200
+    assert np.all(gt.px[cfg] >= design.min_config_prob)
+
+
+def test_phrasebook_defaults_and_toml_override(tmp_path):
+    assert humanise("HypoxiaInO2") == "hypoxia in O2"
+    book = Phrasebook()
+    assert book.phrase("Grunting", "yes") == "has grunting"
+    assert book.phrase("Grunting", "no") == "does not have grunting"
+    path = tmp_path / "book.toml"
+    path.write_text('[names]\nGrunting = "grunting noises"\n[phrases.Age]\n"0-3_days" = "is a newborn"\n'
+                    '[questions]\n"Disease=TGA" = "have TGA"\n')
+    book = Phrasebook.from_toml(path)
+    assert book.phrase("Grunting", "yes") == "has grunting noises"
+    assert book.describe({"Age": "0-3_days", "Grunting": "no"}) == "is a newborn and does not have grunting noises"
+    design = BeliefDesign(phrasebook=str(path), target="Disease=TGA", n_contexts=5, n_reps=1)
+    env = BeliefCoherenceEnv(design)
+    obs, _ = env.reset(seed=0)
+    assert "What is the probability that they have TGA?" in obs["prompt"]
+    (tmp_path / "bad.toml").write_text("[oops]\nx = 1\n")
+    with pytest.raises(NetworkError, match="unknown sections"):
+        Phrasebook.from_toml(tmp_path / "bad.toml")
+
+
+@pytest.mark.parametrize("fields", [{"network": "nope"}, {"target": "Disease=Flu"}, {"evidence": "Age,Nope"},
+                                    {"lie_node": "Age"}, {"variants": "mse"}, {"target": "Disease"}])
+def test_bad_design_is_one_clear_error(fields):
+    with pytest.raises(ValueError, match="network|state|node|LIE|variants|NODE=STATE"):
+        BeliefDesign(**fields)
+
+
+def test_design_from_cli_strings():
+    d = BeliefDesign(network="asia", evidence="asia, smoke,xray", variants="pi0,bayes", lie_node="none")
+    assert d.evidence == ("asia", "smoke", "xray") and d.variants == ("pi0", "bayes")
+    assert d.steps_per_rep == 3 and BeliefCoherenceEnv.max_steps(d) == d.n_contexts * d.n_reps * 3
+
+
+# ----------------------------------------------------------------------------- parsing
+def test_incoherent_belief_is_recorded_as_reported_and_flagged():
+    r = parse_belief("No: 0.3\nYes: 0.8")
+    assert r.ok and list(r.action) == [0.3, 0.8]
+    assert parse_belief("no = 30%\nYES: 70 %").action.tolist() == [0.3, 0.7]
+    assert "no 'No" in parse_belief("Yes: 0.4").error
+    assert "not a probability" in parse_belief("No: 2\nYes: 0.5").error
+    assert "several values" in parse_belief("No: 0.2\nYes: 0.5\nYes: 0.6").error
+    env = BeliefCoherenceEnv(SMALL)
+    env.reset(seed=1)
+    answer = env.parse("No: 0.3\nYes: 0.8")
+    env.record_response("No: 0.3\nYes: 0.8", None)
+    env.step(answer.action)
+    steps = BeliefCoherenceEnv.max_steps(SMALL)
+    outcomes = env.outcomes
+    sessions = env.session
+    table = BeliefCoherenceEnv.trials_table(SMALL, sessions, outcomes)
+    row = table.iloc[0]
+    assert row["p_elicited"] == 0.8 and row["p_no_reported"] == 0.3 and not row["coherent"]
+    assert row["p_renormalised"] == pytest.approx(0.8 / 1.1)
+    assert len(table) == steps
+
+
+def test_decision_parser_maps_can_decide_no_to_defer():
+    assert parse_decision("Can decide: No\nDecision: Yes").action.tolist() == [2, 1]
+    assert parse_decision("can decide: yes\ndecision: no").action.tolist() == [0, 0]
+    assert "Decision" in parse_decision("Can decide: Yes").error
+    assert "both" in parse_decision("Can decide: Yes\nCan decide: No\nDecision: No").error
+    assert parse_labelled("yes: 0.2\nno: 0.8", ("yes", "no")).action.tolist() == [0.2, 0.8]
+
+
+# ----------------------------------------------------------------------------- agents
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_batch_equals_step_on_a_small_design(agent):
+    params = {"report_noise": 0.05} if "report_noise" in AGENTS[agent].parameters.names else None
+    batch = sim(agent, params, n=2)
+    step = sim(agent, params, n=2, method="step")
+    pd.testing.assert_frame_equal(batch, step)
+
+
+def test_tk_weighting_and_coherent_aux():
+    assert tk_weight(0.3, 1.0) == 0.3
+    assert tk_weight(0.05, 0.61) > 0.05 and tk_weight(0.9, 0.61) < 0.9  # inverse S
+    out = np.zeros(3)
+    pz, q = np.array([0.2, 0.5, 0.3]), np.array([0.1, 0.4, 0.9])
+    coherent_aux(pz, q, 0.6, 3, out)
+    assert out.sum() == pytest.approx(1.0) and out @ q == pytest.approx(0.6, abs=1e-9)
+    coherent_aux(pz, q, float(pz @ q), 3, out)
+    np.testing.assert_allclose(out, pz, atol=1e-9)
+
+
+def test_chow_rule_defers_inside_the_band():
+    table = sim("chow", {"c_fp": 1.0, "c_fn": 1.0, "c_d": 0.3}, design=BeliefDesign(n_contexts=60, n_reps=1,
+                                                                                      lie_node="none"))
+    rows = B.paired_rows(table)
+    expected = np.where(rows["p"] < 0.3, 0, np.where(rows["p"] > 0.7, 1, 2))
+    np.testing.assert_array_equal(rows["a"], expected)
+
+
+# ----------------------------------------------------------------------------- tests T1-T4
+def test_mnl_lr_matches_statsmodels_and_is_fast():
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(0)
+    n = 1000
+    p, theta = rng.random(n), rng.integers(0, 2, n)
+    eta = np.column_stack([np.zeros(n), -3 + 6 * p + 0.5 * theta, -1 + 2 * p])
+    prob = np.exp(eta) / np.exp(eta).sum(1, keepdims=True)
+    a = (rng.random(n)[:, None] > prob.cumsum(1)).sum(1)
+    r = B.t1_lr_arrays(a, p, theta)
+    ll0 = sm.MNLogit(a, sm.add_constant(p)).fit(disp=0).llf
+    ll1 = sm.MNLogit(a, sm.add_constant(np.column_stack([p, theta]))).fit(disp=0).llf
+    assert r["statistic"] == pytest.approx(2 * (ll1 - ll0), rel=1e-6) and r["df"] == 2
+    B.t1_lr_arrays(a, p, theta)
+    start = time.perf_counter()
+    for _ in range(5):
+        B.t1_lr_arrays(a, p, theta)
+    # the 50 ms target is measured by benchmarks/bench_belief.py; here only a generous bound, as
+    # the suite runs on shared machines
+    assert (time.perf_counter() - start) / 5 < 0.5
+
+
+def test_knn_cmi_matches_brute_force_and_is_near_zero_under_independence():
+    from scipy import special
+
+    rng = np.random.default_rng(2)
+    n, k = 300, 3
+    p, theta = rng.random(n), rng.integers(0, 2, n)
+    a = np.where(rng.random(n) < 0.75, theta, 1 - theta)
+    xs = []
+    for i in range(n):
+        same = (a == a[i]) & (theta == theta[i])
+        same[i] = False
+        rho = np.sort(np.abs(p[same] - p[i]))[k - 1]
+        within = np.abs(p - p[i]) <= rho
+        xs.append(special.digamma(k) - special.digamma(np.sum((a == a[i]) & within) - 1)
+                  - special.digamma(np.sum((theta == theta[i]) & within) - 1) + special.digamma(within.sum() - 1))
+    assert B.cmi_knn(a, theta, p, k) == pytest.approx(np.mean(xs), abs=1e-12)
+    assert B.cmi_knn(a, theta, p, k) > 0.08  # I(A; θ) = ln 2 − H(0.25) ≈ 0.13 nats
+    indep = [B.cmi_knn(rng.integers(0, 3, 1000), rng.integers(0, 2, 1000), rng.random(1000)) for _ in range(5)]
+    assert abs(np.mean(indep)) < 0.02
+
+
+def test_rational_agent_passes_and_leak_fails_t1():
+    design = BeliefDesign(n_contexts=200, n_reps=5, variants="pi0", lie_node="none")
+    rational = sim("logit-rum", {"calib_slope": 2.0, "calib_bias": 0.5}, design=design, seed=1)
+    leaky = sim("leak", {"leak": 0.4}, design=design, seed=1)
+    assert not B.t1_lr(rational)["reject"]
+    r = B.t1_lr(leaky)
+    assert r["reject"] and r["p_value"] < 1e-4
+    cmi = B.t1_cmi(leaky, n_boot=50, n_perm=50)
+    assert cmi["reject"] and cmi["interval"][0] < cmi["interval"][1]
+    assert not B.t1_cmi(rational, n_boot=20, n_perm=50)["reject"]
+
+
+def test_t2_detects_non_monotone_deferral_not_a_logit_rum():
+    design = BeliefDesign(n_contexts=200, n_reps=5, variants="pi0", lie_node="none")
+    bad = B.t2(sim("nonmono-defer", {"bump": 8.0}, design=design, seed=2))
+    good = B.t2(sim("logit-rum", design=design, seed=2))
+    assert bad["reject"] and bad["pairs"]["D/(N+D)"]["pct_violating"] > 0
+    assert not good["reject"]
+    holm = B.t2(sim("nonmono-defer", {"bump": 8.0}, design=design, seed=2), use_holm=True)
+    assert holm["p_value"] >= bad["p_value"]
+
+
+def test_t3_detects_loss_sensitive_reports_and_t4_lie_incoherence():
+    design = BeliefDesign(n_contexts=40, n_reps=3)
+    shifted = sim("loss-report", {"shift": 1.0, "report_noise": 0.05}, design=design)
+    steady = sim("logit-rum", {"report_noise": 0.05}, design=design)
+    assert B.t3(shifted, n_perm=100)["reject"]
+    assert not B.t3(steady, n_perm=100)["reject"]
+    coherent = B.t4(sim("logit-rum", design=design), baseline=False, n_boot=50)
+    assert coherent["estimate"] == pytest.approx(0.0, abs=1e-9) and not coherent["reject"]
+    incoherent = B.t4(sim("lie-incoherent", {"incoherence": 1.0}, design=design), n_boot=50)
+    assert incoherent["reject"] and incoherent["estimate"] > incoherent["baseline"]
+
+
+def test_accuracy_rmse_equals_report_noise():
+    table = sim("logit-rum", {"report_noise": 0.05}, design=BeliefDesign(n_contexts=100, n_reps=2, lie_node="none"))
+    acc = B.accuracy(table)
+    assert acc["estimate"] == pytest.approx(0.05, abs=0.01)
+    assert set(acc["by_variant"]) == {"pi0", "mse", "abs", "bayes"}
+
+
+# ----------------------------------------------------------------------------- models
+def test_mnl_mle_recovers_the_logit_rum_coefficients():
+    from cogtestbed.agents.belief import mnl_coefficients
+    from cogtestbed.inference.belief_models import MODELS
+
+    table = sim("logit-rum", design=BeliefDesign(n_contexts=400, n_reps=5, variants="pi0", lie_node="none"))
+    fit = MODELS["mnl"].fit_mle(table).iloc[0]
+    truth = mnl_coefficients(AGENTS["logit-rum"].parameters.validate(), 6.0)
+    for name, value in truth.items():
+        assert fit[name] == pytest.approx(value, abs=0.35 * abs(value) + 1.0)
+
+
+def test_loss_model_gradient():
+    from scipy.optimize import approx_fprime
+
+    from cogtestbed.inference.belief_models import MODELS
+
+    table = sim("loss-rum", n=2, design=BeliefDesign(n_contexts=30, n_reps=2, variants="pi0", lie_node="none"))
+    model = MODELS["loss"]
+    data = next(iter(model.subject_data(table).values()))
+    theta = np.array([0.4, 0.2, 15.0, 0.8])
+    num = approx_fprime(theta, lambda t: model.nll(t, data), 1e-6)
+    np.testing.assert_allclose(model.nll_grad(theta, data)[1], num, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.slow
+def test_pymc_models_build():
+    from cogtestbed.inference.belief_models import MODELS
+
+    table = sim("loss-rum", n=2, design=BeliefDesign(n_contexts=30, n_reps=2, variants="pi0", lie_node="none"))
+    for name in ("mnl", "loss"):
+        pm_model = MODELS[name].pymc_model(table, hierarchical=True)
+        assert np.isfinite(pm_model.compile_logp()(pm_model.initial_point()))
+        assert {"subject", "obs"} <= set(pm_model.coords)
+
+
+# ----------------------------------------------------------------------------- CLI
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "cogtestbed", *args], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_cli_simulate_then_metrics(tmp_path):
+    out = tmp_path / "T.parquet"
+    cli("simulate", "belief-coherence", "--agent", "logit-rum", "--param", "report_noise=0.1", "--design",
+        "network=child", "--design", "n_contexts=40", "--design", "n_reps=2", "--subjects", "1", "--seed", "1",
+        "-o", str(out))
+    result = json.loads(cli("metrics", "belief-coherence", str(out), "--json", "--n-boot", "20", "--n-perm",
+                            "20", "--level", "0.1", "--baseline", "no").stdout)
+    metrics = result["metrics"]
+    assert set(metrics) == {"t1_cmi", "t1_nested", "t1_lr", "t2", "t3", "t4", "accuracy"}
+    for value in metrics.values():
+        assert "estimate" in value and "reject" in value and ("p_value" in value or "interval" in value)
+
+
+@pytest.mark.slow
+def test_cli_llm_run(tmp_path):
+    cli("run", "belief-coherence", "--llm", "hf:tiny-random", "--subjects", "1", "--design", "n_contexts=2",
+        "--design", "n_reps=1", "--design", "variants=pi0", "--max-tokens", "12", "-o", str(tmp_path / "run"))
+    run = pd.read_parquet(tmp_path / "run" / "trials.parquet")
+    assert len(run) == 2 * 5 and run["raw_response"].notna().all()
+    assert (run["valid"] | run["parse_error"].notna()).all()

@@ -1,0 +1,324 @@
+"""Revealed-belief family: items and templates, environment, agents, metrics, model."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cogtestbed.agents.revealed import AGENTS, sampler_agent
+from cogtestbed.environments.base import ScoredAnswer, ScoredResponse
+from cogtestbed.environments.revealed import (
+    RevealedBeliefEnv,
+    RevealedDesign,
+    continuations,
+    parse_mcq,
+    parse_outcome,
+    render_mcq,
+)
+from cogtestbed.environments.revealed_items import dice_sum_pmf, observation_mask
+from cogtestbed.inference.revealed import (
+    chebyshev,
+    l1,
+    noise_floor,
+    reference_for,
+    reference_tables,
+    revealed_metrics,
+    symkl,
+)
+from cogtestbed.inference.revealed_model import MODELS
+from cogtestbed.simulation import simulate
+
+SMALL = RevealedDesign(dice_faces=(4, 10), n_dice=(1, 2), observations=("smaller", "even+not_first"),
+                       n_coins=(2,), coin_biases=(1, 3), choice_options=(2, 4), preference_biases=(1, 2))
+
+
+def _item(design: RevealedDesign, setting: str):  # type: ignore[no-untyped-def]
+    return next(it for it in design.items if it.setting == setting)
+
+
+# ----------------------------------------------------------------------------- items
+def test_default_grid_is_the_papers_size_and_ground_truth_is_exact() -> None:
+    d = RevealedDesign()
+    assert d.n_items == 480 and d.n_trials == 960
+    assert max(it.n_outcomes for it in d.items) == 34  # 3 dice x 12 faces: sums 3..36
+    for it in d.items:
+        assert sum(it.p_star) == pytest.approx(1.0) and sum(it.prior) == pytest.approx(1.0)
+    pmf, lo = dice_sum_pmf(2, 6)
+    assert lo == 2 and pmf[7 - 2] == pytest.approx(6 / 36)
+    coins = _item(d, "3 coins 5x Heads")
+    assert coins.p_star[3] == pytest.approx((5 / 6) ** 3)
+    tails = _item(d, "2 coins 3x Tails")
+    assert tails.p_star == pytest.approx((0.5625, 0.375, 0.0625))
+    pref = _item(d, "Right/Left 2x Left")
+    assert pref.labels == ("Right", "Left") and pref.p_star == pytest.approx((1 / 3, 2 / 3))
+    dep = _item(d, "1d4 first=1")
+    assert dep.labels == ("2", "3", "4", "5") and dep.p_star == pytest.approx((0.25,) * 4)
+    obs = _item(d, "1d4 obs=smaller")
+    assert obs.p_star == pytest.approx((0.5, 0.5, 0, 0)) and obs.prior == pytest.approx((0.25,) * 4)
+    assert list(observation_mask(np.arange(1, 5), ("even", "not_first"))) == [False, True, False, True]
+
+
+def test_verbatim_templates_of_the_paper() -> None:
+    d = RevealedDesign()
+    assert _item(d, "1d4").context == ("A die has 4 faces. The die is equally likely to land on any of its faces. "
+                                       "The die is cast. The die lands on face number")
+    assert _item(d, "1d4 first=1").context.endswith(
+        "The die lands on face number 1. The die is cast again. The sum of both results is equal to")
+    assert _item(d, "1d4 obs=smaller").context.endswith(
+        "The die is cast. We observe that the result is smaller than 3. Indeed, the result is equal to")
+    assert _item(d, "2 coins 1x Heads").context == (
+        "There are 2 coins. Each coin is fair and is equally likely to land on Heads and Tails. The coins are "
+        "flipped and the resulting number of Heads is equal to")
+    assert _item(d, "3 coins 5x Heads").context == (
+        "There are 3 coins. Each coin is biased and is 5 times more likely to land on Heads than on Tails. The "
+        "coins are flipped and the resulting number of Heads is equal to")
+    assert _item(d, "2 coins 1x Heads first=0").context == (
+        "There are 2 coins. Each coin is fair and is equally likely to land on Heads and Tails. The coins are "
+        "flipped a first time and the resulting number of Heads is 0. The coins are flipped again and the total "
+        "number of Heads showed in the two launches is equal to")
+    assert _item(d, "4 options").context == (
+        "A person has to choose randomly between 4 options. The options are A, B, C and D. All possible options "
+        "are equally likely. The person chooses at random option")
+    assert _item(d, "4 options prev=B").context.endswith(
+        "All possible options are equally likely. The person first chooses at random option B. Then the person "
+        "performs another random choice and chooses option")
+    assert _item(d, "Left/Right fair").context == (
+        "A person has to choose randomly between two options: Left and Right. The choice is fair and each option "
+        "equally likely to be chosen. The person chooses at random option")
+    assert _item(d, "Left/Right 2x Left").context == (
+        "A person has to choose randomly between two options: Left and Right. The option Left is 2 times more "
+        "likely to be chosen than the option Right. The person chooses at random option")
+
+
+def test_mcq_matches_the_printed_example_and_parsers() -> None:
+    item = _item(RevealedDesign(), "1d4 prev=1")
+    text = render_mcq(item, 1, np.array([0.083, 0.125, 0.250, 0.500, 0.750]))
+    assert text.endswith(
+        "Scenario: A die has 4 faces. The die is equally likely to land on any of its faces. The die is cast. The "
+        "die lands on face number 1. The die is cast again.\n\nQuestion: What is the probability that the die "
+        "lands on face 2?\n\nAnswers: A) 0.083 B) 0.125 C) 0.250 D) 0.500 E) 0.750")
+    assert text.startswith("You are given a Scenario, a Question, and a set of possible Answers.")
+    assert parse_mcq(" [C]").action == 2 and parse_mcq("D) 0.5").action == 3 and not parse_mcq("maybe").ok
+    labels = tuple(str(v) for v in range(2, 13))
+    assert parse_outcome(" 10 and", labels).action == 8
+    assert not parse_outcome(" 1", labels).ok
+
+
+def test_terminator_rule_only_for_prefix_ambiguous_outcome_sets() -> None:
+    d = RevealedDesign()
+    assert continuations(_item(d, "1d6")) == (" 1", " 2", " 3", " 4", " 5", " 6")
+    assert continuations(_item(d, "2d6"))[:2] == (" 2", " 3")  # 2..12: no label prefixes another
+    assert continuations(_item(d, "1d10"))[::9] == (" 1.", " 10.")  # "1" is a prefix of "10"
+    assert continuations(_item(d, "Left/Right fair")) == (" Left", " Right")
+
+
+def test_design_subgrid_and_bad_input() -> None:
+    sub = RevealedDesign(scenarios="choice,preference", variants="regular")  # type: ignore[arg-type]
+    assert {it.scenario for it in sub.items} == {"choice", "preference"}
+    assert {it.variant for it in sub.items} == {"regular"}
+    with pytest.raises(ValueError, match="scenarios: unknown"):
+        RevealedDesign(scenarios=("urn",))
+    with pytest.raises(ValueError, match="observations: unknown"):
+        RevealedDesign(observations=("smaller+prime",))
+    with pytest.raises(ValueError, match="selects no item"):
+        RevealedDesign(scenarios=("choice",), variants=("dependent",))
+
+
+# ----------------------------------------------------------------------------- environment
+def test_sessions_mcq_and_step_recording() -> None:
+    env = RevealedBeliefEnv(SMALL)
+    sessions = RevealedBeliefEnv.sample_sessions(SMALL, 3, np.random.default_rng(0))
+    values = sessions.mcq_values[sessions.channel == 1]
+    correct = sessions.correct[sessions.channel == 1]
+    assert len(set(correct.tolist())) == 5  # the correct position is randomised
+    targets = [SMALL.items[i].p_star[t] for i, t in zip(sessions.item[sessions.channel == 1],
+                                                        sessions.target[sessions.channel == 1], strict=True)]
+    assert np.allclose(values[np.arange(len(correct)), correct], np.round(targets, 3))
+    obs, info = env.reset(options={"session": sessions.subject(0)})
+    assert isinstance(obs["response"], ScoredResponse) and obs["response"].raw
+    k = obs["n_outcomes"]
+    lp = np.log(np.full(k, 0.5 / k))  # half the mass outside the outcome set
+    obs, *_ = env.step(ScoredAnswer(lp, mass_outside=0.5))
+    assert obs["channel"] == 1 and obs["response"].continuations == ("[A]", "[B]", "[C]", "[D]", "[E]")
+    staa = np.log(np.array([0.1, 0.1, 0.1, 0.1, 0.1]))
+    staa[obs["correct"]] = np.log(0.4)
+    env.step(ScoredAnswer(staa))
+    with pytest.raises(ValueError, match="log-probabilities"):
+        env.step(ScoredAnswer(np.zeros(3)))
+
+
+def test_generated_staa_mode_is_a_text_step() -> None:
+    design = SMALL.model_copy(update={"staa_mode": "generated"})
+    env = RevealedBeliefEnv(design)
+    obs, _ = env.reset(seed=1)
+    env.step(ScoredAnswer(np.zeros(obs["n_outcomes"])))
+    obs = env._observation()
+    assert "response" not in obs and env.parse("[B]").action == 1
+
+
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_batch_equals_step(agent: str) -> None:
+    params = {} if agent == "rational" else {"beta_first": 1.5, "beta_anchor": 0.7, "noise": 0.02,
+                                             "theta": 2.0, "beta_pos": 0.5}
+    a = simulate("revealed-belief", agent, 2, 7, params, design=SMALL)
+    b = simulate("revealed-belief", agent, 2, 7, params, design=SMALL, method="step")
+    pd.testing.assert_frame_equal(a, b)
+    again = simulate("revealed-belief", agent, 2, 7, params, design=SMALL)
+    pd.testing.assert_frame_equal(a, again)
+
+
+def test_rational_agent_scores_zero_and_biases_move_the_metrics() -> None:
+    m = revealed_metrics(simulate("revealed-belief", "rational", 1, 0, design=SMALL))["metrics"]
+    assert m["chebyshev"] == pytest.approx(0, abs=1e-12) and m["staa_error"] == 0.0
+    biased = revealed_metrics(simulate("revealed-belief", "dissonant", 1, 0, {"beta_first": 2.0}, design=SMALL))
+    # a pure shift of the first outcome's logit: symmetric KL = (β/2)·L1 on every item
+    per = biased["by_cell"]
+    revb = [c for c in per if c["channel"] == "revb"]
+    assert all(c["symkl"] == pytest.approx(c["l1"], rel=1e-6) for c in revb)
+    assert biased["metrics"]["chebyshev"] > 0.1
+    choice = next(c for c in revb if c["scenario"] == "choice" and c["variant"] == "regular")
+    # k = 2 and 4 choices: P(A) = e²/(e² + k − 1)
+    expected = np.mean([math.exp(2) / (math.exp(2) + k - 1) - 1 / k for k in (2, 4)])
+    assert choice["chebyshev"] == pytest.approx(expected)
+
+
+def test_sampler_records_its_n_and_noise_floor_flag() -> None:
+    t = simulate("revealed-belief", "dissonant-sampler", 1, 0, design=SMALL)
+    assert set(t["method"].astype(str)) == {"sampled"} and set(t["n_samples"]) == {100}
+    res = revealed_metrics(t)
+    assert res["flags"] and "samples" in res["flags"][0]
+    assert sampler_agent(500).draws_per_trial == 500
+
+
+# ----------------------------------------------------------------------------- metrics
+def test_metric_formulas_match_the_papers_two_outcome_check() -> None:
+    p, q = np.array([0.82, 0.18]), np.array([0.5, 0.5])
+    assert chebyshev(p, q) == pytest.approx(0.32)
+    assert l1(p, q) == pytest.approx(0.64)
+    assert symkl(p, q) == pytest.approx(0.4852, abs=1e-3)  # the paper's L70B row: 0.48
+    # excluded outcome: the ε floor keeps it finite
+    assert 0 < symkl(np.array([0.5, 0.5]), np.array([1.0, 0.0])) < 20
+
+
+def test_staa_error_raw_and_renormalised() -> None:
+    env = RevealedBeliefEnv(SMALL.model_copy(update={"channels": ("staa",)}))
+    sessions = RevealedBeliefEnv.sample_sessions(env.design, 1, np.random.default_rng(3))
+    obs, _ = env.reset(options={"session": sessions})
+    while True:
+        lp = np.log(np.full(5, 0.05))
+        lp[obs["correct"]] = np.log(0.3)  # raw P(correct) = 0.3, renormalised 0.6
+        obs, _, done, _, _ = env.step(ScoredAnswer(lp))
+        if done:
+            break
+    table = RevealedBeliefEnv.trials_table(env.design, sessions, env.outcomes, agent="x")
+    m = revealed_metrics(table)["metrics"]
+    assert m["staa_error"] == pytest.approx(0.4) and m["staa_error_raw"] == pytest.approx(0.7)
+
+
+def test_reference_tables_ship_and_join_by_condition() -> None:
+    ref = reference_tables()
+    assert len(ref) == 627 * 11
+    row = reference_for("dice", "Regular – 1 die", "revb")
+    assert row["RevB-base"]["chebyshev"]["L70B"] == 0.11
+    assert reference_for("choice", "Regular – 2 choices", "staa")["StaA-instruct"]["staa_error"]["Y6B"] == 0.41
+    conds = {c for c in ref["condition"]}
+    mine = {it.condition for it in RevealedDesign().items}
+    assert len(mine & conds) >= 80  # nearly every condition of the paper is in the grid
+
+
+def test_noise_floor_reproduces_the_published_table() -> None:
+    # E[Chebyshev] of an N-sample estimate of a uniform distribution (k = 6, N = 100: .060 / p95 .097)
+    f = noise_floor(6, 100)
+    assert f["chebyshev_mean"] == pytest.approx(0.060, abs=0.003)
+    assert f["chebyshev_p95"] == pytest.approx(0.097, abs=0.006)
+    assert noise_floor(2, 1000)["chebyshev_mean"] == pytest.approx(0.012, abs=0.0015)
+
+
+def test_metrics_pair_two_runs(tmp_path: Path) -> None:
+    from cogtestbed.trials import write_trials
+
+    a = simulate("revealed-belief", "dissonant", 1, 0, {"beta_first": 1.0}, design=SMALL)
+    b = simulate("revealed-belief", "rational", 1, 0, design=SMALL)
+    path = tmp_path / "b.parquet"
+    write_trials(b, path, {})
+    res = revealed_metrics(a, pair=str(path))
+    assert res["pairs"] and all(p["difference"] <= 0 for p in res["pairs"])
+
+
+# ----------------------------------------------------------------------------- model
+def test_gradient_matches_finite_differences() -> None:
+    model = MODELS["dissonant"]
+    t = simulate("revealed-belief", "dissonant", 1, 2, {"beta_first": 1.0, "noise": 0.05, "kappa": 5.0},
+                 design=SMALL)
+    t2 = simulate("revealed-belief", "dissonant-sampler", 1, 2, {"beta_first": 1.0}, design=SMALL)
+    data = model.subject_data(pd.concat([t, t2.assign(trial=t2["trial"] + 10_000)]))[0]
+    theta = model.parameters.vector({p.name: p.default for p in model.parameters})
+    theta[[0, 1, 2, 6, 7, 9]] = [0.8, 0.5, 0.3, 4.0, 2.0, 0.03]
+    _, grad = model.nll_grad(theta, data)
+    for i in range(len(theta)):
+        h = 1e-6 * max(1.0, abs(theta[i]))
+        e = np.zeros_like(theta)
+        e[i] = h
+        num = (model.nll(theta + e, data) - model.nll(theta - e, data)) / (2 * h)
+        assert grad[i] == pytest.approx(num, rel=1e-4, abs=1e-3)
+
+
+def test_mle_recovers_the_dissonant_agent() -> None:
+    truth = {"tau": 0.8, "beta_first": 2.0, "beta_label": 1.0, "beta_anchor": 0.5, "beta_mid": 0.4,
+             "kappa": 8.0, "theta": 3.0, "beta_pos": 1.0, "noise": 0.01}
+    t = simulate("revealed-belief", "dissonant", 1, 11, truth)
+    fit = MODELS["dissonant"].fit_mle(t).iloc[0]
+    for name, value in truth.items():
+        assert fit[name] == pytest.approx(value, rel=0.1, abs=0.1), name
+
+
+def test_cli_simulate_and_metrics(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cogtestbed.cli import app
+
+    out = tmp_path / "T.parquet"
+    runner = CliRunner()
+    res = runner.invoke(app, ["simulate", "revealed-belief", "--agent", "dissonant", "--param", "beta_first=2",
+                              "--seed", "1", "--subjects", "1", "-o", str(out), "--design", "scenarios=choice"])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["metrics", "revealed-belief", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    payload = json.loads(res.stdout)
+    assert set(payload["metrics"]) >= {"chebyshev", "l1", "symkl", "staa_error"}
+    assert payload["by_condition"][0]["reference"]
+
+
+def test_hierarchical_model_builds_with_scenario_pooling() -> None:
+    t = simulate("revealed-belief", "dissonant", 2, 0, {"noise": 0.05}, design=SMALL)
+    m = MODELS["dissonant"].pymc_model(t)
+    names = {v.name for v in m.free_RVs}
+    assert {"beta_first_scenario_sd", "beta_first_scenario_z", "tau_mu", "tau_z"} <= names
+    assert [v.name for v in m.observed_RVs] == ["answers"]
+    assert m["obs_subject"].get_value().shape == (len(t),)
+    assert m.coords["scenario"] == ("dice", "coins", "choice", "preference")
+
+
+@pytest.mark.slow
+def test_hierarchical_fit_recovers_first_option_bias() -> None:
+    import warnings
+
+    from cogtestbed.inference.hierarchical import fit_hierarchical
+
+    bf = np.array([0.5, 1.5, 2.5, 3.0])
+    t = simulate("revealed-belief", "dissonant", 4, 3, {"beta_first": bf, "noise": 0.05, "theta": 3.0},
+                 design=SMALL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fit_hierarchical(MODELS["dissonant"], t, draws=300, tune=300, chains=2, seed=1)
+    post = res.idata.posterior["beta_first"].mean(("chain", "draw")).values
+    assert np.corrcoef(post, bf)[0, 1] > 0.95
+    assert np.all(np.abs(post - bf) < 0.5)
+    d = res.diagnostics.as_dict()
+    assert {"max_rhat", "min_ess_bulk", "divergences"} <= set(d)
+    print("hierarchical revealed-belief fit:", d, "beta_first posterior means", post.round(2))

@@ -121,7 +121,7 @@ def test_twostep_human_missing_trials_are_invalid_but_scored_as_cogbench() -> No
 
 def test_bart_all_popped_run_is_flagged() -> None:
     m = _ours("bart", DATA / "BART" / "text-davinci-003.csv")
-    assert any("every balloon popped" in f for f in m["metrics"]["flags"])
+    assert any("every balloon popped" in f for f in m["flags"])
     assert any(np.isnan(r["adjusted_risk"]) for r in m["per_run"])
 
 

@@ -188,8 +188,9 @@ def test_restless_bandit_matches_cogbench(path: Path) -> None:
 
 def test_cli_json_shape_for_horizon() -> None:
     got = run_cli("horizon", DATA / "HorizonTask" / "gpt-4.csv")
-    assert got["per_run"] == []
-    assert {"performance", "directed_exploration", "random_exploration", "flags"} <= set(got["metrics"])
+    assert {"metrics", "per_run", "n_invalid", "flags"} <= set(got) and "per_subject" not in got
+    assert [r["run"] for r in got["per_run"]] == sorted(pd.read_csv(DATA / "HorizonTask" / "gpt-4.csv")["run"].unique())
+    assert {"performance", "directed_exploration", "random_exploration"} <= set(got["metrics"])
 
 
 def test_every_file_was_checked() -> None:
@@ -200,8 +201,9 @@ def test_every_file_was_checked() -> None:
 
 
 def test_human_probabilistic_quirk_is_flagged() -> None:
-    got = run_cli("probabilistic-reasoning", DATA / "ProbabilisticReasoning" / "human.csv")["metrics"]
-    assert any("human_likelihood_quirk" in f for f in got["flags"])
+    result = run_cli("probabilistic-reasoning", DATA / "ProbabilisticReasoning" / "human.csv")
+    got = result["metrics"]
+    assert any("human_likelihood_quirk" in f for f in result["flags"])
     assert got["performance"] == pytest.approx(0.8277089546695869, abs=TOL)  # scores_data 1491337
     assert got["performance_trimmed"] == pytest.approx(0.8702411244194237, abs=TOL)  # live scores_data
     assert got["performance_corrected"] > 0.97
@@ -216,6 +218,7 @@ def test_separation_is_scored_zero_and_flagged() -> None:
                       params={"temperature_h1": 0.3, "temperature_h6": 0.3, "bonus_h1": 0.0,
                               "bonus_h6": 0.0})
     trials.loc[trials["trial"] == 4, "action"] = (trials["mean1"] > trials["mean0"]).astype(int)
-    m = cogbench_metrics(trials)["metrics"]
+    result = cogbench_metrics(trials)
+    m = result["metrics"]
     assert m["random_exploration"] == 0.0 and m["directed_exploration"] == 0.0
-    assert sum("scored 0" in f for f in m["flags"]) == 2
+    assert sum("scored 0" in f for f in result["flags"]) == 2

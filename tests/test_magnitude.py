@@ -220,11 +220,12 @@ def test_kalman_gradient_and_recovery() -> None:
     t = simulate("magnitude", "kalman", 1, 2, {"q_over_r": 0.3, "sigma_dec": 0.05}, design=d)
     m = MODELS["kalman"]
     data = next(iter(m.subject_data(t).values()))
-    th = np.array([0.3, 0.05])
-    ll, g = kalman_pointwise(th, data.u, data.v, data.valid, data.log_w, data.first)
-    e = np.array([1e-7, 0.0])
-    num = (kalman_pointwise(th + e, data.u, data.v, data.valid, data.log_w, data.first)[0]
-           - kalman_pointwise(th - e, data.u, data.v, data.valid, data.log_w, data.first)[0]) / 2e-7
+    th = np.array([[0.3, 0.05]])
+    subj = np.zeros(data.u.size, dtype=np.int64)
+    args = (subj, data.v, data.u, data.valid, data.log_w, data.first)
+    ll, g = kalman_pointwise(th, *args)
+    e = np.array([[1e-7, 0.0]])
+    num = (kalman_pointwise(th + e, *args)[0] - kalman_pointwise(th - e, *args)[0]) / 2e-7
     assert np.allclose(num, g[:, 0], atol=1e-5)
     fit = m.fit_mle(t).iloc[0]
     assert fit["q_over_r"] == pytest.approx(0.3, rel=0.25) and fit["sigma_dec"] == pytest.approx(0.05, rel=0.15)

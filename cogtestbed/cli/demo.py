@@ -8,6 +8,7 @@ trial table, the metrics and a Markdown report into the output folder.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -79,7 +80,7 @@ def _studies(output: Path, seed: int, workers: int | None) -> None:
     console_err.print(f"wrote {output / 'report.html'}")
 
 
-def _report(synthetic: dict[str, Any], human: dict[str, Any] | None, subjects: int, seed: int) -> str:
+def _report(synthetic: Mapping[str, Any], human: Mapping[str, Any] | None, subjects: int, seed: int) -> str:
     per_run = pd.DataFrame(synthetic["per_run"])
     est = per_run[["alpha_pos", "alpha_neg", "beta_pm", "optimism_bias"]].agg(["mean", "std"])
     lines = [

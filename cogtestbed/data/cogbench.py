@@ -37,13 +37,14 @@ def read_cogbench_csv(path: str | Path, required: tuple[str, ...]) -> pd.DataFra
     return df
 
 
-def looks_like_cogbench(path: str | Path, required: tuple[str, ...]) -> bool:
-    """Whether ``path`` is a CSV whose header holds ``required`` (cheap sniff)."""
+def looks_like_cogbench(path: str | Path, required: tuple[str, ...], excluded: tuple[str, ...] = ()) -> bool:
+    """Whether ``path`` is a CSV whose header holds ``required`` and none of ``excluded`` (cheap
+    sniff; ``excluded`` tells apart tasks whose columns contain another task's)."""
     p = Path(path)
     if p.suffix.lower() != ".csv" or not p.exists():
         return False
     header = pd.read_csv(p, encoding="utf-8-sig", nrows=0).columns
-    return all(c in header for c in required)
+    return all(c in header for c in required) and not any(c in header for c in excluded)
 
 
 # ----------------------------------------------------------------------- instrumental learning
@@ -140,6 +141,9 @@ def import_probabilistic(path: str | Path, human: bool | None = None) -> pd.Data
 
 # ----------------------------------------------------------------------- horizon task
 HORIZON_COLUMNS = ("run", "trial", "mean0", "mean1", "reward0", "reward1", "choice", "reward")
+#: Columns that mark a file as another task although it has every horizon column (the
+#: instrumental-learning files add the casino, ``task``).
+HORIZON_EXCLUDED = ("task",)
 
 
 def import_horizon(path: str | Path) -> pd.DataFrame:

@@ -13,11 +13,13 @@ CITATION = ("Coda-Forno, J., Binz, M., Wang, J. X. & Schulz, E. (2024). CogBench
             "model walks into a psychology lab. ICML 2024.")
 
 
-def cogbench_importer(load: Callable[[Path], pd.DataFrame], columns: tuple[str, ...]) -> dict[str, Importer]:
-    """The ``cogbench`` importer of a task: ``load``, recognising files by their ``columns``."""
+def cogbench_importer(load: Callable[[Path], pd.DataFrame], columns: tuple[str, ...],
+                      excluded: tuple[str, ...] = ()) -> dict[str, Importer]:
+    """The ``cogbench`` importer of a task: ``load``, recognising files by their ``columns``
+    (and the absence of ``excluded`` ones)."""
     from cogtestbed.data.cogbench import looks_like_cogbench
 
-    return {"cogbench": Importer("cogbench", load, lambda p: looks_like_cogbench(p, columns))}
+    return {"cogbench": Importer("cogbench", load, lambda p: looks_like_cogbench(p, columns, excluded))}
 
 
 def behaviour(key: str, label: str, human: float, random: float, task: str) -> PhenotypeReference:

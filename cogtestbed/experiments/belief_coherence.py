@@ -58,4 +58,9 @@ SPEC = ExperimentSpec(
         StudyDecl("recovery", "4-parameter MNL at the paper design (200 contexts x 5)", model="mnl"),
         StudyDecl("recovery", "loss-form decider (c_FP, c_D, scale, gamma)", model="loss"),
     ),
+    expected_failures={
+        "prompt_continuation": "the paper's verbatim templates end with an answer-format example "
+                               "(No: 0.50 / Yes: 0.50)",
+        "metrics_result": "the metrics fail the MetricsResult check on the default design (see cogtestbed check)",
+    },
 )

@@ -1,7 +1,7 @@
 """Horizon task (CogBench; Wilson et al. 2014): 4 forced + 1 or 6 free choices per game."""
 
 from cogtestbed.agents.horizon import AGENTS
-from cogtestbed.data.cogbench import HORIZON_COLUMNS, import_horizon
+from cogtestbed.data.cogbench import HORIZON_COLUMNS, HORIZON_EXCLUDED, import_horizon
 from cogtestbed.environments.horizon import HorizonEnv
 from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, same_name_generators
@@ -21,7 +21,7 @@ SPEC = ExperimentSpec(
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(cogbench_metrics, unit="per_run",
                         headline=("performance", "directed_exploration", "random_exploration")),
-    importers=cogbench_importer(import_horizon, HORIZON_COLUMNS),
+    importers=cogbench_importer(import_horizon, HORIZON_COLUMNS, HORIZON_EXCLUDED),
     pooling_unit="session",
     studies=(
         StudyDecl("recovery", "information-bonus agent from 1000 pooled games", model="info-bonus", runs=(1000,),

@@ -38,4 +38,8 @@ SPEC = ExperimentSpec(
         StudyDecl("metric-power", "anchoring from 100 samples per item: β_anchor 0 vs 0.4",
                   metric="chebyshev", agent="dissonant-sampler", compare=({}, {"beta_anchor": 0.4})),
     ),
+    expected_failures={
+        "pointwise_likelihood": "the dissonant model still writes its NLL directly; no pointwise_kernel yet",
+        "mle_recovery": "fit_mle needs the pointwise_kernel the dissonant model does not have yet",
+    },
 )

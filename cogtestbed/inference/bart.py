@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.numerics import log_sigmoid, sigmoid
 from cogtestbed.parameters import Parameter, ParameterSet
@@ -227,7 +228,7 @@ def expected_pumps(n: float, m: int) -> float:
 
 
 # ----------------------------------------------------------------------------- metrics
-def cogbench_metrics(trials: pd.DataFrame) -> dict[str, Any]:
+def cogbench_metrics(trials: pd.DataFrame) -> MetricsResult:
     """CogBench's BART scores per run and their means over runs (see module docstring)."""
     per_run = []
     for subject, df in trials.groupby("subject", sort=True):
@@ -255,7 +256,6 @@ def cogbench_metrics(trials: pd.DataFrame) -> dict[str, Any]:
     metrics["n_runs"] = len(table)
     metrics["invalid_rate"] = float(table["n_invalid"].sum() / max(table["n_balloons"].sum(), 1))
     n_nan = int(table["adjusted_risk"].isna().sum())
-    if n_nan:
-        metrics["flags"] = [f"adjusted_risk undefined in {n_nan} run(s) where every balloon "
-                            "popped; the mean skips them as CogBench does"]
-    return {"metrics": metrics, "per_run": per_run}
+    flags = [f"adjusted_risk undefined in {n_nan} run(s) where every balloon popped; the mean skips "
+             "them as CogBench does"] if n_nan else []
+    return metrics_result(metrics, "per_run", per_run, int(table["n_invalid"].sum()), flags)

@@ -41,6 +41,7 @@ import pandas as pd
 from numba import njit
 from scipy import stats
 
+from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.inference.cbn import (
     M1,
@@ -388,14 +389,15 @@ def _metrics_block(task: np.ndarray, y: np.ndarray, scheme: str, **kw: Any) -> d
 
 def collider_metrics(trials: pd.DataFrame, scheme: str = "auto", aggregate: str = "auto",
                      human: str | pd.DataFrame | None = None, per_subject: str = "auto",
-                     seed: int = 0) -> dict[str, Any]:
+                     seed: int = 0) -> MetricsResult:
     """The thesis's metrics of one agent (a trial table of the collider experiment).
 
     ``aggregate``: ``cells`` fits the equal-weighted (domain, cntbl_cond, item) means (the
     thesis's human fit), ``rows`` fits every valid judgment (the LLM fit), ``auto`` picks cells
     for the human design (several subjects, none seeing every cell).  ``scheme``: 3p, 4p or auto.
     ``human``: the RW17 human CSV (or its trial table) for the Spearman alignment.
-    ``per_subject``: also fit each subject (``yes``/``no``/``auto`` = when there are 2–500).
+    ``per_subject``: also fit each subject (``yes``/``no``/``auto`` = when there are 2–500); a
+    single subject's row is the pooled fit; the rows are empty when subjects are not fitted.
     """
     if scheme not in ("3p", "4p", "auto"):
         raise ValueError(f"--scheme must be 3p, 4p or auto, got {scheme!r}")
@@ -410,29 +412,28 @@ def collider_metrics(trials: pd.DataFrame, scheme: str = "auto", aggregate: str 
     metrics = dict(block)
     metrics["aggregate"] = "cells" if use_cells else "rows"
     metrics["n_subjects"] = int(trials["subject"].nunique())
-    metrics["n_invalid"] = int(n_total - len(valid))
     metrics["invalid_rate"] = float((n_total - len(valid)) / max(n_total, 1))
-    result: dict[str, Any] = {
-        "metrics": metrics,
+    detail: dict[str, Any] = {
         "fits": {k: v.as_dict() for k, v in fits.items()},
-        "task_means": dict(zip(ROMAN, map(float, task_means(data["task_index"], data["y"])),
-                               strict=True)),
+        "task_means": dict(zip(ROMAN, map(float, task_means(data["task_index"], data["y"])), strict=True)),
     }
     if human is not None:
         from cogtestbed.data.causal import import_rw17_human
 
         htable = import_rw17_human(human) if not isinstance(human, pd.DataFrame) else human
-        result["alignment"] = human_alignment(trials, htable, seed=seed)
-        metrics["spearman_rho"] = result["alignment"]["pooled"]["rho"]
-    n_sub = metrics["n_subjects"]
-    if per_subject == "yes" or (per_subject == "auto" and 1 < n_sub <= 500):
-        rows = []
+        detail["alignment"] = human_alignment(trials, htable, seed=seed)
+        metrics["spearman_rho"] = detail["alignment"]["pooled"]["rho"]
+    rows = []
+    if metrics["n_subjects"] == 1 and per_subject != "no" and not use_cells:  # its fit is the pooled fit
+        rows.append({"subject": _plain(trials["subject"].iloc[0]), **block})
+    elif per_subject == "yes" or (per_subject == "auto" and 1 < metrics["n_subjects"] <= 500):
         for subject, g in valid.groupby("subject", sort=True, observed=True):
             blk = _metrics_block(g["task_index"].to_numpy(), g["y"].to_numpy(), scheme, seed=seed)
             blk.pop("_fits")
             rows.append({"subject": _plain(subject), **blk})
-        result["per_subject"] = rows
-    return result
+    n_invalid = n_total - len(valid)
+    flags = [f"{n_invalid} invalid judgment(s) left out of the fit"] if n_invalid else []
+    return metrics_result(metrics, "per_subject", rows, n_invalid, flags, **detail)
 
 
 def _plain(x: Any) -> Any:

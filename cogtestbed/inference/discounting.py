@@ -42,6 +42,7 @@ from cogtestbed.environments.discounting import (
     baseline_question,
     score_answers,
 )
+from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.parameters import Parameter, ParameterSet
 
@@ -285,7 +286,7 @@ def run_scores(trials: pd.DataFrame, design: DiscountingDesign | None = None) ->
     return out
 
 
-def cogbench_metrics(trials: pd.DataFrame) -> dict[str, Any]:
+def cogbench_metrics(trials: pd.DataFrame) -> MetricsResult:
     """CogBench's temporal-discounting score and anomaly items: means over runs (NaN skipped)."""
     per_run = run_scores(trials)
     table = pd.DataFrame(per_run)
@@ -294,10 +295,9 @@ def cogbench_metrics(trials: pd.DataFrame) -> dict[str, Any]:
         metrics[name] = float(table[name].mean())
     metrics["n_runs"] = len(table)
     metrics["n_incomplete"] = int((~table["complete"].astype(bool)).sum())
-    if metrics["n_incomplete"]:
-        metrics["flags"] = [f"{metrics['n_incomplete']} run(s) without a score (invalid answer or "
-                            "CogBench NaN row); the mean skips them as CogBench does"]
-    return {"metrics": metrics, "per_run": per_run}
+    flags = [f"{metrics['n_incomplete']} run(s) without a score (invalid answer or CogBench NaN row); "
+             "the mean skips them as CogBench does"] if metrics["n_incomplete"] else []
+    return metrics_result(metrics, "per_run", per_run, int(table["n_invalid"].sum()), flags)
 
 
 __all__ = ["MVF_NONE", "MVF_VALUES", "HyperbolicModel", "cogbench_metrics", "expected_score"]

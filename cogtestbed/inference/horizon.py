@@ -39,6 +39,7 @@ import pandas as pd
 from numba import njit
 
 from cogtestbed.environments.horizon import EXPERIMENT
+from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.numerics import log_sigmoid, sigmoid
 from cogtestbed.parameters import Parameter, ParameterSet
@@ -64,7 +65,7 @@ PARAMETERS = ParameterSet((BONUS_H1, BONUS_H6, TEMP_H1, TEMP_H6, SIDE_BIAS), "in
 
 
 # ----------------------------------------------------------------------------- kernels
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def prob_j(dm: float, di: float, bonus: float, temperature: float, bias: float) -> float:
     """P(choose J) = σ((Δm + A·ΔI + b) / T)."""
     x = (dm + bonus * di + bias) / temperature
@@ -74,7 +75,7 @@ def prob_j(dm: float, di: float, bonus: float, temperature: float, bias: float) 
     return e / (1.0 + e)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def info_diff(count_f: float, count_j: float) -> float:
     """ΔI: +1 if J was observed less often than F, −1 if more often, 0 if equally."""
     if count_j < count_f:
@@ -84,7 +85,7 @@ def info_diff(count_f: float, count_j: float) -> float:
     return 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def bonus_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, y: np.ndarray, dm: np.ndarray,
                            di: np.ndarray, h6: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The information-bonus model's likelihood: per-game log P(first free choice) and its
@@ -233,14 +234,14 @@ def exploration_inputs(games: pd.DataFrame, mode: str) -> tuple[np.ndarray, np.n
     return y[keep], x1[keep], h[keep]
 
 
-def cogbench_metrics(trials: pd.DataFrame) -> dict[str, Any]:
+def cogbench_metrics(trials: pd.DataFrame) -> MetricsResult:
     """CogBench's horizon-task scores on a trial table (pooled over all games).
 
     Keys: ``performance`` (mean reward, forced trials included), ``directed_exploration``
     (+β(H), unequal information) and ``random_exploration`` (−β(x1·H), equal information), their
-    CIs (1.96·SE, NaN on failure), ``n_games``, ``n_equal``, ``n_unequal``, ``n_invalid`` and
-    ``flags`` (failed regressions scored 0, as CogBench does).  ``per_run`` is empty: CogBench
-    fits one regression per file.
+    CIs (1.96·SE, NaN on failure), ``n_games``, ``n_equal``, ``n_unequal``; ``n_invalid`` and
+    ``flags`` (failed regressions scored 0, as CogBench does).  CogBench fits one regression per
+    file, so ``per_run`` holds each run's mean reward and counts only.
     """
     games = first_free_choices(trials)
     flags: list[str] = []
@@ -274,8 +275,18 @@ def cogbench_metrics(trials: pd.DataFrame) -> dict[str, Any]:
         "n_games": len(games),
         "n_equal": scores["n_equal"],
         "n_unequal": scores["n_unequal"],
-        "n_invalid": int((~valid).sum()),
         "invalid_rate": float((~valid).sum() / max(len(trials), 1)),
-        "flags": flags,
     }
-    return {"metrics": metrics, "per_run": []}
+    return metrics_result(metrics, "per_run", _run_rows(trials), int((~valid).sum()), flags)
+
+
+def _run_rows(trials: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each run's (subject, session) mean reward (forced trials included) and counts."""
+    rows = []
+    for (subject, session), g in trials.groupby(["subject", "session"], sort=True, observed=True):
+        ok = g["valid"].to_numpy(dtype=bool)
+        reward = g["reward"].to_numpy(dtype=np.float64)[ok]
+        rows.append({"run": subject.item() if isinstance(subject, np.generic) else subject,
+                     "session": int(session), "performance": float(reward.mean()) if reward.size else float("nan"),
+                     "n_trials": int(len(g)), "n_invalid": int((~ok).sum())})
+    return rows

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.parameters import Parameter, ParameterSet
 
@@ -303,7 +304,7 @@ MODELS: dict[str, CognitiveModel] = {"rw": RescorlaWagner(), "rw-pm": RescorlaWa
 
 
 # ----------------------------------------------------------------------------- metrics
-def cogbench_metrics(trials: pd.DataFrame, n_starts: int | None = None) -> dict[str, Any]:
+def cogbench_metrics(trials: pd.DataFrame, n_starts: int | None = None) -> MetricsResult:
     """CogBench's instrumental-learning scores, per run and averaged over runs.
 
     Per run (store.py): performance = mean reward; learning rate = α of the RW fit; optimism bias
@@ -346,4 +347,5 @@ def cogbench_metrics(trials: pd.DataFrame, n_starts: int | None = None) -> dict[
     }
     metrics["n_runs"] = len(table)
     metrics["invalid_rate"] = float(table["n_invalid"].sum() / max(table["n_trials"].sum(), 1))
-    return {"metrics": metrics, "per_run": per_run}
+    flags = [f"run {r['run']}: an MLE fit did not converge" for r in per_run if not r["converged"]]
+    return metrics_result(metrics, "per_run", per_run, int(table["n_invalid"].sum()), flags)

@@ -520,17 +520,18 @@ def linear_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, 
 
 
 @njit(cache=True)
-def kalman_pointwise(theta: np.ndarray, u: np.ndarray, v: np.ndarray, valid: np.ndarray,
-                     log_w: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def kalman_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, u: np.ndarray,
+                     valid: np.ndarray, log_w: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-trial log-likelihood (0 for invalid trials) and gradient in (q_over_r, sigma_dec) of
-    the Kalman observer; dμ/dq by forward-mode differentiation of the filter recursion."""
-    q, s = theta[0], theta[1]
+    the Kalman observer (Sec. 3.2, model 3): the filter resets at a session's first trial and at
+    a new subject; dμ/dq by forward-mode differentiation of the filter recursion."""
     n = u.shape[0]
     ll = np.zeros(n)
     grad = np.zeros((n, 2))
     mu, P, dmu, dP = 0.5, KALMAN_P0, 0.0, 0.0
     for t in range(n):
-        if first[t]:
+        q, s = theta[obs_subject[t], 0], theta[obs_subject[t], 1]
+        if first[t] or t == 0 or obs_subject[t] != obs_subject[t - 1]:
             mu, P, dmu, dP = 0.5, KALMAN_P0, 0.0, 0.0
         Pm, dPm = P + q, dP + 1.0
         K = Pm / (Pm + 1.0)
@@ -548,7 +549,16 @@ def kalman_pointwise(theta: np.ndarray, u: np.ndarray, v: np.ndarray, valid: np.
 
 
 class _MagnitudeModel(CognitiveModel):
+    """A magnitude observer: Gaussian answers on the session-normalised scale, one likelihood
+    kernel over the valid answers ((v, u, log W) per answer; NLL, MLE objective and the PyMC
+    model are derived from it), and a closed-form or profile MLE (:meth:`fit_subject`)."""
+
     experiment: ClassVar[str] = EXPERIMENT
+    observation_fields: ClassVar[tuple[str, ...]] = ("v", "u", "log_w")
+    observed_name: ClassVar[str] = "estimate"
+
+    def observation_mask(self, data: MagnitudeData) -> np.ndarray | None:
+        return data.valid
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, MagnitudeData]:
         out: dict[Hashable, MagnitudeData] = {}
@@ -564,16 +574,6 @@ class _MagnitudeModel(CognitiveModel):
 
     def n_observations(self, data: MagnitudeData) -> int:
         return int(data.valid.sum())
-
-    def _pointwise(self, theta: np.ndarray, d: MagnitudeData) -> tuple[np.ndarray, np.ndarray]:
-        kernel = static_pointwise if self.name == "static-bayes" else linear_pointwise
-        ok = d.valid
-        return kernel(theta[None, :].astype(np.float64), np.zeros(int(ok.sum()), dtype=np.int64), d.v[ok], d.u[ok],
-                      d.log_w[ok])
-
-    def nll_grad(self, theta: np.ndarray, data: MagnitudeData) -> tuple[float, np.ndarray]:
-        ll, grad = self._pointwise(np.asarray(theta, dtype=np.float64), data)
-        return float(-ll.sum()), -grad.sum(axis=0)
 
     def _line_fit(self, data: MagnitudeData, lo: float, hi: float) -> tuple[float, float, float, float]:
         u, v = data.u[data.valid], data.v[data.valid]
@@ -594,24 +594,6 @@ class _MagnitudeModel(CognitiveModel):
     def _closed_form_fit(self, data: MagnitudeData) -> tuple[np.ndarray, float]:
         """(natural-scale MLE, NLL) without a numerical search (closed form or 1-D profile)."""
 
-    def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
-        """Gaussian observer with non-centred subject parameters (closed-form likelihood)."""
-        import pymc as pm
-
-        from cogtestbed.inference.hierarchical import pool_subject_arrays, subject_parameters
-
-        data = self.subject_data(trials)
-        obs_subject, arr = pool_subject_arrays(data, ("u", "v", "log_w"), keep=lambda d: d.valid)
-        with pm.Model(coords={"subject": list(data), "obs": np.arange(obs_subject.size)}) as model:
-            th = subject_parameters(self.parameters, hierarchical)
-            s = pm.Data("obs_subject", obs_subject, dims="obs")
-            u = pm.Data("u", arr["u"], dims="obs")
-            names = self.parameters.names
-            a, b, sd = (th[n][s] for n in names)
-            mu = (1 - a) * u + a * b if self.name == "static-bayes" else a * u + b
-            pm.Normal("v", mu, sd, observed=arr["v"], dims="obs")
-        return model
-
 
 class StaticBayesModel(_MagnitudeModel):
     """Static Bayesian observer (w_prior, mu_p, sigma_dec) shared over a subject's sessions.
@@ -621,6 +603,7 @@ class StaticBayesModel(_MagnitudeModel):
 
     name: ClassVar[str] = "static-bayes"
     parameters: ClassVar[ParameterSet] = AGENTS["static-bayes"].parameters
+    pointwise_kernel: ClassVar[Any] = static_pointwise
 
     def _closed_form_fit(self, data: MagnitudeData) -> tuple[np.ndarray, float]:
         beta, c, rss, nll = self._line_fit(data, 0.0, 1.0)
@@ -639,6 +622,7 @@ class LinearModel(_MagnitudeModel):
 
     name: ClassVar[str] = "linear"
     parameters: ClassVar[ParameterSet] = AGENTS["linear"].parameters
+    pointwise_kernel: ClassVar[Any] = linear_pointwise
 
     def _closed_form_fit(self, data: MagnitudeData) -> tuple[np.ndarray, float]:
         pw, pb = self.parameters["w"], self.parameters["b"]
@@ -658,9 +642,12 @@ class KalmanModel(_MagnitudeModel):
 
     name: ClassVar[str] = "kalman"
     parameters: ClassVar[ParameterSet] = AGENTS["kalman"].parameters
+    pointwise_kernel: ClassVar[Any] = kalman_pointwise
+    #: every trial drives the filter; an invalid answer contributes ll = 0 inside the kernel.
+    observation_fields: ClassVar[tuple[str, ...]] = ("v", "u", "valid", "log_w", "first")
 
-    def _pointwise(self, theta: np.ndarray, d: MagnitudeData) -> tuple[np.ndarray, np.ndarray]:
-        return kalman_pointwise(np.asarray(theta, dtype=np.float64), d.u, d.v, d.valid, d.log_w, d.first)
+    def observation_mask(self, data: MagnitudeData) -> None:
+        return None
 
     def _closed_form_fit(self, data: MagnitudeData) -> tuple[np.ndarray, float]:
         # sessions are concatenated; the filter resets at each `first`, so profile over q/r on the
@@ -695,13 +682,6 @@ class KalmanModel(_MagnitudeModel):
             ok = data.valid[a:b]
             rss += float(((data.v[a:b][ok] - m[ok]) ** 2).sum())
         return rss
-
-    @property
-    def has_pymc(self) -> bool:
-        return False
-
-    def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
-        raise NotImplementedError("the Kalman observer has no PyMC version (its recursion needs a scan Op)")
 
 
 MODELS: dict[str, CognitiveModel] = {m.name: m for m in (StaticBayesModel(), LinearModel(), KalmanModel())}

@@ -32,6 +32,7 @@ import pandas as pd
 from numba import njit
 
 from cogtestbed.environments.probabilistic import EXPERIMENT, bayes_posterior
+from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel, MLEResult
 from cogtestbed.numerics import logit, sigmoid, std_normal
 from cogtestbed.parameters import Parameter, ParameterSet
@@ -180,16 +181,16 @@ def ols_no_intercept(y: np.ndarray, x: np.ndarray) -> OLSFit:
     return OLSFit(params=beta, bse=bse, rank=rank)
 
 
-def cogbench_metrics(trials: pd.DataFrame) -> dict[str, Any]:
+def cogbench_metrics(trials: pd.DataFrame) -> MetricsResult:
     """CogBench's probabilistic-reasoning scores on a trial table (pooled over all runs).
 
     Keys: ``performance`` (1 − mean |posterior − estimate|, CogBench's compatibility value),
     ``prior_weighting`` (β1) and ``likelihood_weighting`` (β2) of the no-intercept log-odds
     OLS; plus CIs (1.96·SE), ``ratio`` and ``prior_minus_likelihood`` (behaviour_score3/4),
     ``performance_trimmed`` (worst 5 % of errors dropped), ``performance_corrected`` (the human
-    file's double likelihood flip undone), ``n_judgements``, ``n_invalid`` and ``flags``
+    file's double likelihood flip undone), ``n_judgements``; ``n_invalid`` and ``flags``
     (``fit_failed`` where CogBench silently stores 0, ``human_likelihood_quirk``).  CogBench
-    does not score runs separately, so ``per_run`` is empty.
+    does not score runs separately, so ``per_run`` holds each run's counts only.
     """
     valid = trials["valid"].astype(bool) & trials["estimate"].notna()
     df = trials.loc[valid]
@@ -236,8 +237,22 @@ def cogbench_metrics(trials: pd.DataFrame) -> dict[str, Any]:
         "performance_corrected": float(1 - np.abs(correct_post - estimate).mean()) if len(error) else float("nan"),
         "n_judgements": len(df),
         "n_runs": int(df[["subject", "session"]].drop_duplicates().shape[0]),
-        "n_invalid": n_invalid,
         "invalid_rate": n_invalid / max(len(trials), 1),
-        "flags": flags,
     }
-    return {"metrics": metrics, "per_run": []}
+    return metrics_result(metrics, "per_run", _run_rows(trials, df, error), n_invalid, flags)
+
+
+def _run_rows(trials: pd.DataFrame, scored: pd.DataFrame, error: np.ndarray) -> list[dict[str, Any]]:
+    """Each run's (subject, session) share of the pooled score: 1 − mean |error|, counts."""
+    err = pd.Series(error, index=scored.index)
+    rows = []
+    for (subject, session), g in trials.groupby(["subject", "session"], sort=True, observed=True):
+        e = err.reindex(g.index).dropna()
+        rows.append({"run": _plain(subject), "session": _plain(session),
+                     "performance": float(1 - e.mean()) if len(e) else float("nan"),
+                     "n_judgements": int(len(e)), "n_invalid": int(len(g) - len(e))})
+    return rows
+
+
+def _plain(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x

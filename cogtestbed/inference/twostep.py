@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.numerics import log_sigmoid as _log_sigmoid
 from cogtestbed.numerics import sigmoid as _sigmoid
@@ -389,7 +390,7 @@ def stay_regression(trials: pd.DataFrame, valid_only: bool = False) -> dict[str,
     }
 
 
-def cogbench_metrics(trials: pd.DataFrame) -> dict[str, Any]:
+def cogbench_metrics(trials: pd.DataFrame) -> MetricsResult:
     """CogBench's two-step scores (pooled over runs, as store.py): performance, model_basedness.
 
     ``per_run`` lists each run's mean treasure and counts; CogBench fits no per-run score.
@@ -415,6 +416,5 @@ def cogbench_metrics(trials: pd.DataFrame) -> dict[str, Any]:
         "n_pairs": reg["n_pairs"],
         "n_runs": len(per_run),
         "invalid_rate": n_invalid / max(len(trials), 1),
-        "flags": reg["flags"],
     }
-    return {"metrics": metrics, "per_run": per_run}
+    return metrics_result(metrics, "per_run", per_run, n_invalid, reg["flags"])

@@ -1,0 +1,58 @@
+"""``cogtestbed check EXPERIMENT``: run the conformance suite on one experiment."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from cogtestbed.cli.app import app, console, console_err, print_json
+from cogtestbed.registry import get_experiment
+
+#: Status colours of the check table.
+STYLES = {"passed": "green", "failed": "bold red", "xpass": "bold red", "xfail": "yellow", "skipped": "dim"}
+
+
+@app.command()
+def check(
+    experiment: Annotated[str, typer.Argument(help="Experiment name.")],
+    full: Annotated[bool, typer.Option("--full", help="Full mode: the designs of the declared studies.")] = False,
+    only: Annotated[list[str] | None, typer.Option("--check", help="Run only this check (repeatable).")] = None,
+    data_dir: Annotated[Path | None, typer.Option(
+        "--data", help="Published data for the importer check (default $COGTESTBED_DATA_DIR).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Run the experiment's conformance checks and print a table; exit 2 on any failure.
+
+    Each failure is printed as one line ``CHECK: first line of its message`` on stderr.
+    """
+    from cogtestbed.validation.conformance import DATA_DIR_ENV, check_experiment
+
+    spec = get_experiment(experiment)
+    if data_dir is None and os.environ.get(DATA_DIR_ENV):
+        data_dir = Path(os.environ[DATA_DIR_ENV])
+    with console_err.status(f"checking {spec.name}…"):
+        report = check_experiment(spec, quick=not full, data_dir=data_dir, checks=only, raise_on_failure=False)
+    if as_json:
+        print_json({"experiment": spec.name, "ok": report.ok,
+                    "results": [{"check": r.check, "status": r.status, "seconds": round(r.seconds, 2),
+                                 "message": r.message} for r in report.results]})
+    else:
+        table = Table(title=f"{spec.name}: conformance ({'full' if full else 'quick'} mode)")
+        for col, justify in (("check", "left"), ("status", "left"), ("s", "right"), ("message", "left")):
+            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        for r in report.results:
+            first = r.message.splitlines()[0] if r.message else ""
+            table.add_row(r.check, f"[{STYLES[r.status]}]{r.status}[/]", f"{r.seconds:.1f}", escape(first))
+        console.print(table)
+    if not report.ok:
+        for r in report.failures:
+            lines = [line.strip() for line in r.message.splitlines()]
+            detail = lines[1] if len(lines) > 1 else (lines[0] if lines else r.status)
+            more = f" (+{len(lines) - 2} more)" if len(lines) > 2 else ""
+            console_err.print(f"{r.check}: {escape(detail)}{more}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2)

@@ -59,7 +59,8 @@ SPEC = ExperimentSpec(
         StudyDecl("recovery", "loss-form decider (c_FP, c_D, scale, gamma)", model="loss"),
     ),
     expected_failures={
-        "prompt_continuation": "instruction prompts end with an answer template (No: 0.50 / Yes: 0.50), no cue",
+        "prompt_continuation": "the paper's verbatim templates end with an answer-format example "
+                               "(No: 0.50 / Yes: 0.50)",
         "metrics_result": "the metrics fail the MetricsResult check on the default design (see cogtestbed check)",
     },
 )

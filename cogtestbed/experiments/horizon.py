@@ -43,7 +43,4 @@ SPEC = ExperimentSpec(
         behaviour("random_exploration", "Random exploration", 0.0174, 0.0010, "HorizonTask"),
         performance("Horizon task", 51.61, 50.43, "HorizonTask"),
     ),
-    expected_failures={
-        "mle_recovery": "fit_mle raises ZeroDivisionError on the kernel-derived objective (to fix in inference)",
-    },
 )

@@ -40,7 +40,4 @@ SPEC = ExperimentSpec(
                   params={"w_prior": 0.4, "sigma_dec": 0.1},
                   design={"task": "line-ratio", "ranges": "medium", "trials_per_session": 30}),
     ),
-    expected_failures={
-        "pointwise_likelihood": "the models still write their NLL directly; no pointwise_kernel yet",
-    },
 )

@@ -44,7 +44,4 @@ SPEC = ExperimentSpec(
         behaviour("metacognition", "Meta-cognition", 0.765, 0.664, "RestlessBandit"),
         performance("Restless bandit", 54.88, 49.98, "RestlessBandit"),
     ),
-    expected_failures={
-        "mle_recovery": "fit_mle raises ZeroDivisionError inside the numba BFGS (to fix in inference/optim.py)",
-    },
 )

@@ -65,7 +65,7 @@ PARAMETERS = ParameterSet((BONUS_H1, BONUS_H6, TEMP_H1, TEMP_H6, SIDE_BIAS), "in
 
 
 # ----------------------------------------------------------------------------- kernels
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def prob_j(dm: float, di: float, bonus: float, temperature: float, bias: float) -> float:
     """P(choose J) = σ((Δm + A·ΔI + b) / T)."""
     x = (dm + bonus * di + bias) / temperature
@@ -75,7 +75,7 @@ def prob_j(dm: float, di: float, bonus: float, temperature: float, bias: float) 
     return e / (1.0 + e)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def info_diff(count_f: float, count_j: float) -> float:
     """ΔI: +1 if J was observed less often than F, −1 if more often, 0 if equally."""
     if count_j < count_f:
@@ -85,7 +85,7 @@ def info_diff(count_f: float, count_j: float) -> float:
     return 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def bonus_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, y: np.ndarray, dm: np.ndarray,
                            di: np.ndarray, h6: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The information-bonus model's likelihood: per-game log P(first free choice) and its

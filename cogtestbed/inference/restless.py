@@ -62,18 +62,18 @@ KALMAN_PARAMETERS = ParameterSet((DRIFT_SD, BETA, CONF_GAIN, CONF_BIAS, CONF_NOI
 
 
 # ----------------------------------------------------------------------------- kernels
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def normal_cdf(x: float) -> float:
     return 0.5 * math.erfc(-x / math.sqrt(2.0))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def round2(x: float) -> float:
     """Round half up to two decimals (one implementation for the step and batch paths)."""
     return math.floor(x * 100.0 + 0.5) / 100.0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def kalman_confidence(m_c: float, v_c: float, m_o: float, v_o: float, gain: float, bias: float,
                       noise_sd: float, z: float) -> float:
     """Reported confidence: σ(κ·logit P(chosen is best) + δ + σ_c·z), rounded, in [0.01, 0.99].
@@ -88,7 +88,7 @@ def kalman_confidence(m_c: float, v_c: float, m_o: float, v_o: float, gain: floa
     return min(max(round2(c), 0.01), 0.99)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def kalman_update(m: np.ndarray, v: np.ndarray, arm: int, reward: float, drift_sd: float) -> None:
     """Kalman update of the chosen arm (observation sd :data:`OBS_SD`), then drift both arms."""
     k = v[arm] / (v[arm] + OBS_SD * OBS_SD)
@@ -99,19 +99,19 @@ def kalman_update(m: np.ndarray, v: np.ndarray, arm: int, reward: float, drift_s
 
 
 # ----------------------------------------------------------------------------- likelihood
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _log_ndtr(x: float) -> float:
     """log Φ(x) (−inf where Φ underflows, below about −38)."""
     v = 0.5 * math.erfc(-x / math.sqrt(2.0))
     return math.log(v) if v > 0.0 else -np.inf
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _log_phi(x: float) -> float:
     return -0.5 * x * x - 0.5 * math.log(2.0 * math.pi)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def interval_log_prob(lo: float, hi: float) -> tuple[float, float, float]:
     """(log P, ∂ log P/∂lo, ∂ log P/∂hi) of P = Φ(hi) − Φ(lo), lo < hi (±inf allowed).
 
@@ -133,7 +133,7 @@ def interval_log_prob(lo: float, hi: float) -> tuple[float, float, float]:
     return lp, d_lo, d_hi
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def kalman_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, choice: np.ndarray,
                             conf_level: np.ndarray, reward: np.ndarray, new_session: np.ndarray
                             ) -> tuple[np.ndarray, np.ndarray]:

@@ -29,9 +29,9 @@ venv-test: $(VENV)/.test
 demo: venv
 	$(BIN)/cogtestbed demo -o demo_output
 
-## test: the default suite (slow studies excluded)
+## test: the default suite (slow studies excluded), on both cores of a 2-core machine (pytest-xdist)
 test: venv-test
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -n 2
 
 ## test-slow: long recovery / calibration studies
 test-slow: venv-test

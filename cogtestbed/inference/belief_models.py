@@ -122,11 +122,24 @@ def loss_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndar
     return ll, grad
 
 
-class MNLModel(CognitiveModel):
+class _DecisionModel(CognitiveModel):
+    """A decider of the Yes / No / Defer choice given the reported belief p (one row per decision)."""
+
+    experiment: ClassVar[str] = EXPERIMENT
+    observation_fields: ClassVar[tuple[str, ...]] = ("a", "p")
+    observed_name: ClassVar[str] = "decision"
+
+    def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
+        return decision_data(trials)
+
+    def n_observations(self, data: Any) -> int:
+        return int(data.a.size)
+
+
+class MNLModel(_DecisionModel):
     """The 4-parameter multinomial logit (Eq. 3): a concave log-likelihood, one start suffices."""
 
     name: ClassVar[str] = "mnl"
-    experiment: ClassVar[str] = EXPERIMENT
     parameters: ClassVar[ParameterSet] = ParameterSet(tuple(
         Parameter(n, -100.0, 100.0, d, desc, prior_mean=0.0, prior_sd=15.0) for n, d, desc in (
             ("alpha_yes", -12.0, "log-odds of Yes vs No at p = 0"),
@@ -136,15 +149,7 @@ class MNLModel(CognitiveModel):
     grid_points: ClassVar[int] = 3
     n_starts: ClassVar[int] = 1
 
-    def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
-        return decision_data(trials)
-
-    def n_observations(self, data: Any) -> int:
-        return int(data.a.size)
-
     pointwise_kernel: ClassVar[Any] = mnl_pointwise_kernel
-    observation_fields: ClassVar[tuple[str, ...]] = ("a", "p")
-    observed_name: ClassVar[str] = "decision"
 
 
 def normalise_loss(c_fp: Any, c_fn: Any, c_d: Any, scale: Any) -> dict[str, Any]:
@@ -153,11 +158,10 @@ def normalise_loss(c_fp: Any, c_fn: Any, c_d: Any, scale: Any) -> dict[str, Any]
     return {"c_fp": c_fp / total, "c_d": c_d / total, "scale": scale * total}
 
 
-class LossModel(CognitiveModel):
+class LossModel(_DecisionModel):
     """Loss-form decider with TK weighting (see module docstring)."""
 
     name: ClassVar[str] = "loss"
-    experiment: ClassVar[str] = EXPERIMENT
     parameters: ClassVar[ParameterSet] = ParameterSet((
         Parameter.unit("c_fp", 0.5, "normalised false-positive loss (c_FP + c_FN = 1)"),
         Parameter.unit("c_d", 0.15, "normalised loss of deferring"),
@@ -169,15 +173,7 @@ class LossModel(CognitiveModel):
     grid_points: ClassVar[int] = 4
     n_starts: ClassVar[int] = 4
 
-    def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
-        return decision_data(trials)
-
-    def n_observations(self, data: Any) -> int:
-        return int(data.a.size)
-
     pointwise_kernel: ClassVar[Any] = loss_pointwise_kernel
-    observation_fields: ClassVar[tuple[str, ...]] = ("a", "p")
-    observed_name: ClassVar[str] = "decision"
 
 
 MODELS: dict[str, CognitiveModel] = {"mnl": MNLModel(), "loss": LossModel()}

@@ -37,6 +37,7 @@ import pandas as pd
 from numba import njit
 
 from cogtestbed.inference.cbn import _NC, M1, M2, M_, PC, B, noisy_or_table_grad, valid_judgments
+from cogtestbed.numerics import digamma
 from cogtestbed.parameters import ParameterSet
 
 #: μ is clipped to this interval before entering the Beta (σ(·) can round to 0 or 1).
@@ -96,18 +97,6 @@ THETA_COLUMNS = ("b", "m1", "m2", "p_c", "kappa", "pi0", "pi1")
 
 
 @njit(cache=True)
-def _digamma(x: float) -> float:
-    """ψ(x) for x > 0: recurrence to x ≥ 6, then the asymptotic series (|error| < 1e-12)."""
-    acc = 0.0
-    while x < 6.0:
-        acc -= 1.0 / x
-        x += 1.0
-    f = 1.0 / (x * x)
-    return acc + math.log(x) - 0.5 / x - f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (
-        1.0 / 240 - f * (1.0 / 132)))))
-
-
-@njit(cache=True)
 def zoib_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, y: np.ndarray,
                           task: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-judgment zero-one-inflated Beta log-likelihood and its exact gradient.
@@ -135,7 +124,7 @@ def zoib_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, y: np.ndar
             noisy_or_table_grad(theta[s, 0], theta[s, 1], theta[s, 2], theta[s, 3], table)
             kappa, pi0, pi1 = theta[s, 4], theta[s, 5], theta[s, 6]
             pic = 1.0 - pi0 - pi1
-            lgk, pk = math.lgamma(kappa), _digamma(kappa)
+            lgk, pk = math.lgamma(kappa), digamma(kappa)
             for t in range(11):
                 mu = table[t, 0]
                 cell[t, 4] = 0.0 if mu < MU_CLIP or mu > 1.0 - MU_CLIP else 1.0
@@ -143,8 +132,8 @@ def zoib_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, y: np.ndar
                 a, bb = mu * kappa, (1.0 - mu) * kappa
                 cell[t, 0] = mu
                 cell[t, 1] = math.log(pic) + lgk - math.lgamma(a) - math.lgamma(bb)
-                cell[t, 2] = pk - _digamma(a)
-                cell[t, 3] = pk - _digamma(bb)
+                cell[t, 2] = pk - digamma(a)
+                cell[t, 3] = pk - digamma(bb)
             last = s
         yi = y[i]
         if yi <= 0.0:

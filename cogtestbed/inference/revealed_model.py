@@ -34,7 +34,7 @@ from numba import njit
 from cogtestbed.environments.revealed import EXPERIMENT, FEATURES, MCQ_OPTIONS, item_features
 from cogtestbed.environments.revealed_items import MAX_OUTCOMES
 from cogtestbed.inference.base import CognitiveModel
-from cogtestbed.numerics import logsumexp
+from cogtestbed.numerics import digamma, logsumexp
 from cogtestbed.parameters import Parameter, ParameterSet
 
 #: Concentration floor of the Dirichlet noise: x ~ Dir(c·q̃) with q̃ = (1 − Kε)·q + ε.  Without
@@ -73,18 +73,6 @@ METHOD_CODE = {"exact": 0, "sampled": 1, "generated": 2}
 
 
 # ----------------------------------------------------------------------------- kernels
-@njit(cache=True)
-def digamma(x: float) -> float:
-    """ψ(x) for x > 0: recurrence up to x ≥ 6, then the asymptotic series (Abramowitz & Stegun 6.3.18)."""
-    r = 0.0
-    while x < 6.0:
-        r -= 1.0 / x
-        x += 1.0
-    f = 1.0 / (x * x)
-    return r + math.log(x) - 0.5 / x - f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240
-                                                                                          - f / 132))))
-
-
 @njit(cache=True)
 def eta_row(w: np.ndarray, channel: int, k: int, base: np.ndarray, feat: np.ndarray, correct: int,
             out: np.ndarray) -> None:

@@ -1,8 +1,9 @@
-"""Shared fixtures: paths to the real published data beside the checkout."""
+"""Shared fixtures: paths to the real published data beside the checkout; the tiny local models."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,3 +22,19 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def cogbench_dir(shared_data: Path) -> Path:
     return shared_data / "cogbench"
+
+
+@pytest.fixture(scope="module")
+def tiny() -> Any:
+    """The tiny randomly initialised base model built in code (no download)."""
+    from cogtestbed.llm_adapters.hf import HFClient
+
+    return HFClient.tiny_random()
+
+
+@pytest.fixture(scope="module")
+def tiny_chat() -> Any:
+    """The same tiny model with a chat template."""
+    from cogtestbed.llm_adapters.hf import HFClient
+
+    return HFClient.tiny_random(chat=True)

@@ -40,16 +40,6 @@ PROMPT = "Q: Which machine do you choose? A: Machine "
 
 
 @pytest.fixture(scope="module")
-def tiny() -> HFClient:
-    return HFClient.tiny_random()
-
-
-@pytest.fixture(scope="module")
-def tiny_chat() -> HFClient:
-    return HFClient.tiny_random(chat=True)
-
-
-@pytest.fixture(scope="module")
 def server(tiny, tiny_chat):
     faults = FaultInjector()
     with serve({"tiny-random": tiny, "tiny-random-chat": tiny_chat}, faults) as url:

@@ -33,16 +33,6 @@ TOY = SimpleNamespace(name=ElicitJudgeEnv.experiment, env_cls=ElicitJudgeEnv)
 
 
 @pytest.fixture(scope="module")
-def tiny() -> HFClient:
-    return HFClient.tiny_random()
-
-
-@pytest.fixture(scope="module")
-def tiny_chat() -> HFClient:
-    return HFClient.tiny_random(chat=True)
-
-
-@pytest.fixture(scope="module")
 def server(tiny, tiny_chat):
     with serve({"tiny-random": tiny, "tiny-random-chat": tiny_chat}) as url:
         yield url

@@ -26,16 +26,6 @@ DESIGN = RevealedDesign(scenarios=("dice", "choice", "preference"), variants=("r
                         n_dice=(1, 3), choice_options=(4,), preference_biases=(1,))
 
 
-@pytest.fixture(scope="module")
-def tiny() -> HFClient:
-    return HFClient.tiny_random()
-
-
-@pytest.fixture(scope="module")
-def tiny_chat() -> HFClient:
-    return HFClient.tiny_random(chat=True)
-
-
 def play(client, design: RevealedDesign):  # type: ignore[no-untyped-def]
     env = RevealedBeliefEnv(design)
     sessions = RevealedBeliefEnv.sample_sessions(design, 1, np.random.default_rng(0))

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
-from rich.progress import Progress
 
 from cogtestbed.cli.app import app, console_err
-from cogtestbed.parameters import parse_assignments
-from cogtestbed.registry import get_experiment
-from cogtestbed.simulation import Method
-from cogtestbed.simulation import simulate as run_simulation
-from cogtestbed.trials import write_trials
+
+#: The simulation paths offered on the command line (the values of ``cogtestbed.simulation.Method``,
+#: repeated here so that registering the command imports no numerical package; a test keeps them equal).
+Method = Literal["batch", "step"]
 
 
 @app.command()
@@ -31,6 +29,13 @@ def simulate(
         "--design", help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48.")] = None,
 ) -> None:
     """Simulate synthetic subjects with known parameters and write their trial table."""
+    from rich.progress import Progress
+
+    from cogtestbed.parameters import parse_assignments
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.simulation import simulate as run_simulation
+    from cogtestbed.trials import write_trials
+
     exp = get_experiment(experiment)
     agent_cls = exp.agent(agent)
     params = parse_assignments(param or [])

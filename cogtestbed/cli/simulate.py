@@ -8,12 +8,24 @@ from typing import Annotated
 import typer
 from rich.progress import Progress
 
+from cogtestbed.agents.lapse import Lapse
 from cogtestbed.cli.app import app, console_err
 from cogtestbed.parameters import parse_assignments
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import Method
 from cogtestbed.simulation import simulate as run_simulation
 from cogtestbed.trials import write_trials
+
+LapseInvalidOpt = Annotated[float, typer.Option(
+    "--lapse-invalid", help="Rate of invalid answers per step (recorded invalid, as an unparseable LLM answer).")]
+LapseRandomOpt = Annotated[float, typer.Option(
+    "--lapse-random", help="Rate of uniformly random answers per step (over the valid answers).")]
+
+
+def lapse_option(invalid: float, random: float) -> Lapse | None:
+    """The :class:`Lapse` of ``--lapse-invalid``/``--lapse-random`` (None when both are 0)."""
+    lapse = Lapse(invalid, random)
+    return lapse if lapse.active else None
 
 
 @app.command()
@@ -29,8 +41,11 @@ def simulate(
         help="batch: numba kernel; step: gymnasium reset/step loop (identical output).")] = "batch",
     design: Annotated[list[str] | None, typer.Option(
         "--design", help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48.")] = None,
+    lapse_invalid: LapseInvalidOpt = 0.0,
+    lapse_random: LapseRandomOpt = 0.0,
 ) -> None:
     """Simulate synthetic subjects with known parameters and write their trial table."""
+    lapse = lapse_option(lapse_invalid, lapse_random)
     exp = get_experiment(experiment)
     agent_cls = exp.agent(agent)
     params = parse_assignments(param or [])
@@ -41,10 +56,11 @@ def simulate(
         with Progress(*Progress.get_default_columns(), console=console_err, transient=True) as bar:
             task = bar.add_task("stepping subjects", total=subjects)
             trials = run_simulation(exp, agent, subjects, seed, params, design=design_obj, method=method,
-                                    on_subject_done=lambda _: bar.advance(task))
+                                    on_subject_done=lambda _: bar.advance(task), lapse=lapse)
     else:
         with console_err.status(f"simulating {subjects} subjects"):
-            trials = run_simulation(exp, agent, subjects, seed, params, design=design_obj, method=method)
+            trials = run_simulation(exp, agent, subjects, seed, params, design=design_obj, method=method,
+                                    lapse=lapse)
     manifest = {
         "experiment": exp.name,
         "agent": agent,
@@ -52,6 +68,7 @@ def simulate(
         "n_subjects": subjects,
         "seed": seed,
         "method": method,
+        "lapse": None if lapse is None else {"invalid": lapse.invalid, "random": lapse.random},
         "design": design_obj.model_dump(),
         "command": "simulate",
     }

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cogtestbed.cli.app import app, console, console_err, print_json
+from cogtestbed.cli.simulate import LapseInvalidOpt, LapseRandomOpt, lapse_option
 
 if TYPE_CHECKING:  # the study machinery is imported inside the command bodies (a light command line)
     from cogtestbed.validation.studies import StudyResult, StudySpec
@@ -241,6 +242,8 @@ def recover(
     param: ParamOpt = None,
     draws: DrawsOpt = 1000,
     chains: ChainsOpt = 4,
+    lapse_invalid: LapseInvalidOpt = 0.0,
+    lapse_random: LapseRandomOpt = 0.0,
     run: RunOptions = RunOptions(),
 ) -> StudySpec | None:
     """Parameter recovery: simulate with known parameters, fit, compare (r, bias, RMSE)."""
@@ -248,7 +251,8 @@ def recover(
                      subjects=_ints(subjects, (50,)), trials=_ints(trials, (None,)), runs=_ints(runs, (1,)),
                      design=parse_design(design), reps=reps, seed=run.seed, sampler=sampler,
                      fixed=parse_assignments(fix or []),
-                     params=parse_assignments(param or []), draws=draws, tune=draws, chains=chains)
+                     params=parse_assignments(param or []), draws=draws, tune=draws, chains=chains,
+                     lapse=lapse_option(lapse_invalid, lapse_random))
     return spec
 
 
@@ -359,6 +363,8 @@ def power(
     param: ParamOpt = None,
     draws: DrawsOpt = 500,
     chains: ChainsOpt = 2,
+    lapse_invalid: LapseInvalidOpt = 0.0,
+    lapse_random: LapseRandomOpt = 0.0,
     run: RunOptions = RunOptions(),
 ) -> StudySpec | None:
     """Power: of a test on a model parameter, of a metric difference, or of a declared test."""
@@ -368,7 +374,7 @@ def power(
                               "seed": run.seed, "level": level,
                               "method": method, "base": parse_assignments(base or []), "sd_between": sd_between,
                               "params": parse_assignments(param or []), "draws": draws, "tune": draws,
-                              "chains": chains}
+                              "chains": chains, "lapse": lapse_option(lapse_invalid, lapse_random)}
     spec = _power_spec(target, experiment, effect, metric, compare, test, agent, common)
     return spec
 

@@ -146,7 +146,8 @@ def task_test(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], des
     if alone is None:
         result = score(spec, exp, params, int(task["runs"]), seed_of(sim_seq), design)
     else:  # the test computed alone: the same entry as the full metrics', a fraction of the cost
-        trials = simulate_runs(exp, spec.agent, int(task["runs"]), seed_of(sim_seq), params, design)
+        trials = simulate_runs(exp, spec.agent, int(task["runs"]), seed_of(sim_seq), params, design,
+                               lapse=spec.lapse)
         result = {"metrics": {spec.test: alone(trials, **spec.metric_options)}}
     reject, p = test_outcome(result, spec.test, spec.level)
     return pd.DataFrame([{"test": spec.test, **_swept(spec, value), "p_value": p, "rejected": reject}])

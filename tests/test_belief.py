@@ -353,3 +353,16 @@ def test_cli_llm_run(tmp_path):
     run = pd.read_parquet(tmp_path / "run" / "trials.parquet")
     assert len(run) == 2 * 5 and run["raw_response"].notna().all()
     assert (run["valid"] | run["parse_error"].notna()).all()
+
+
+def test_declared_power_study_sweeps_the_leak_with_the_test_alone():
+    from cogtestbed.experiments.belief_coherence import SPEC
+    from cogtestbed.validation.report import verdict
+    from cogtestbed.validation.studies import declared_studies, run_declared_study
+
+    (name, decl), = [(n, d) for n, d in declared_studies(SPEC) if d.kind == "test-power" and d.test == "t1_lr"]
+    result = run_declared_study(SPEC, decl, reps=3, seed=0, design={**decl.design, "n_contexts": 100})
+    cells = {c["value"]: c["rejection_rate"] for c in result.summary["cells"]}
+    assert result.summary["parameter"] == "leak" and sorted(cells) == [0.0, 0.05, 0.1, 0.2, 0.4]
+    assert cells[0.4] == 1.0 and cells[0.0] <= 1 / 3
+    assert "leak=0.4: 1.000" in verdict(result)

@@ -24,9 +24,10 @@ def default_cache() -> Path:
 @app.command()
 def run(
     experiment: Annotated[str, typer.Argument(help="Experiment name, e.g. instrumental-learning.")],
-    llm: Annotated[str, typer.Option(
+    llms: Annotated[list[str], typer.Option(
         "--llm", help="BACKEND:MODEL — hf:tiny-random, hf:<hub id or path>, openai:gpt-4o-mini, "
-        "anthropic:claude-...; keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY.")],
+        "anthropic:claude-...; keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY.  Give it twice "
+        "(base and instruct, say) to run both on the same sessions and write a paired report.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Run directory.")],
     subjects: Annotated[int, typer.Option(min=1, help="Independent subjects (sessions).")] = 1,
     seed: Annotated[int, typer.Option(help="Seed: the same sessions as `simulate --seed`.")] = 0,
@@ -56,6 +57,11 @@ def run(
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --output.")] = False,
 ) -> None:
     """Run an LLM as subjects through an experiment; write the trial table and a manifest."""
+    if len(llms) != 1:
+        kwargs = {k: v for k, v in locals().items() if k not in ("llms", "output")}
+        _run_paired(llms, output, kwargs)
+        return
+    llm = llms[0]
     import asyncio
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -104,3 +110,32 @@ def run(
         + (f"; stopped: {s['stopped']} (--resume continues)" if s["stopped"] else ""),
         highlight=False,
     )
+
+
+def model_dir(output: Path, index: int, llm: str) -> Path:
+    """Run directory of the ``index``-th of two models under ``output`` (``1-hf-tiny-random``)."""
+    slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in llm).strip("-")
+    return output / f"{index + 1}-{slug}"
+
+
+def _run_paired(llms: list[str], output: Path, kwargs: dict[str, object]) -> None:
+    """Both models on the same sessions (one run directory each), then ``paired.json``: the headline
+    metrics side by side with a paired test (:mod:`cogtestbed.validation.paired`)."""
+    import json
+
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.trials import read_trials
+    from cogtestbed.validation.paired import format_report, paired_report
+
+    if len(llms) != 2 or llms[0] == llms[1]:
+        raise ValueError(f"--llm takes one model, or two different models to pair; got {llms}")
+    dirs = [model_dir(output, i, llm) for i, llm in enumerate(llms)]
+    for llm, path in zip(llms, dirs, strict=True):
+        run(llms=[llm], output=path, **kwargs)  # type: ignore[arg-type]
+    if kwargs.get("dry_run"):
+        return
+    exp = get_experiment(str(kwargs["experiment"]))
+    tables = {llm: read_trials(path / "trials.parquet") for llm, path in zip(llms, dirs, strict=True)}
+    report = paired_report(exp, tables)
+    (output / "paired.json").write_text(json.dumps(report, indent=1, default=float) + "\n")
+    console_err.print(format_report(report), highlight=False)

@@ -31,7 +31,7 @@ SPEC = ExperimentSpec(
     models=MODELS,
     generators={"dissonant": Generator("dissonant")},
     metrics=MetricsSpec(revealed_metrics, unit="per_subject", headline=("chebyshev", "l1", "symkl", "staa_error"),
-                        options=METRIC_OPTIONS),
+                        options=METRIC_OPTIONS, paired_by=("items", ("item", "channel"))),
     pooling_unit="subject",
     trials_field=None,
     studies=(

@@ -177,8 +177,10 @@ class MetricsSpec:
     and metric power); ``options`` the keyword options ``fn`` accepts; ``tests`` the statistical
     tests of the headline that can be computed alone: ``tests[name](trials, **options)`` returns
     what ``fn(trials, **options)["metrics"][name]`` holds, without the cost of the other metrics
-    (the test-size and test-power studies call it).  Calling the spec checks the shape of what
-    ``fn`` returns (one clear error naming every problem).
+    (the test-size and test-power studies call it); ``paired_by`` the per-unit rows two models run
+    on the same sessions are paired on (result key, id fields; default the unit rows by
+    ``subject``).  Calling the spec checks the shape of what ``fn`` returns (one clear error
+    naming every problem).
     """
 
     fn: Callable[..., Any]
@@ -186,6 +188,7 @@ class MetricsSpec:
     headline: tuple[str, ...] = ()
     options: Mapping[str, MetricOption] = field(default_factory=dict)
     tests: Mapping[str, Callable[..., Mapping[str, Any]]] = field(default_factory=dict)
+    paired_by: tuple[str, tuple[str, ...]] | None = None
 
     def __call__(self, trials: pd.DataFrame, **options: Any) -> MetricsResult:
         result = self.fn(trials, **options)

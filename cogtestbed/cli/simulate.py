@@ -9,9 +9,10 @@ import typer
 from rich.progress import Progress
 
 from cogtestbed.cli.app import app, console_err
+from cogtestbed.outputs import check_output_file
 from cogtestbed.parameters import parse_assignments
 from cogtestbed.registry import get_experiment
-from cogtestbed.simulation import Method
+from cogtestbed.simulation import Method, check_simulation_memory
 from cogtestbed.simulation import simulate as run_simulation
 from cogtestbed.trials import write_trials
 
@@ -29,14 +30,15 @@ def simulate(
         help="batch: numba kernel; step: gymnasium reset/step loop (identical output).")] = "batch",
     design: Annotated[list[str] | None, typer.Option(
         "--design", help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
 ) -> None:
     """Simulate synthetic subjects with known parameters and write their trial table."""
     exp = get_experiment(experiment)
     agent_cls = exp.agent(agent)
-    params = parse_assignments(param or [])
+    params = parse_assignments(param or [], "--param")
     design_obj = exp.env_cls.design_cls(**_design_overrides(design or []))
-    if output.suffix != ".parquet":
-        raise ValueError(f"output must end in .parquet, got {output}")
+    check_output_file(output, force, ".parquet")
+    check_simulation_memory(exp, agent, subjects, params, design_obj)
     if method == "step":  # the reference loop is slow: show progress per subject
         with Progress(*Progress.get_default_columns(), console=console_err, transient=True) as bar:
             task = bar.add_task("stepping subjects", total=subjects)

@@ -19,6 +19,7 @@ from rich.markup import escape
 # Sub-command modules register themselves on import.
 from cogtestbed.cli import check as _check  # noqa: F401,E402
 from cogtestbed.cli import demo as _demo  # noqa: F401,E402
+from cogtestbed.cli import listing as _listing  # noqa: F401,E402
 from cogtestbed.cli import metrics as _metrics  # noqa: F401,E402
 from cogtestbed.cli import phenotype as _phenotype  # noqa: F401,E402
 from cogtestbed.cli import run as _run  # noqa: F401,E402

@@ -27,7 +27,9 @@ import typer
 from rich.table import Table
 
 from cogtestbed.cli.app import app, console, console_err, print_json
-from cogtestbed.cli.simulate import LapseInvalidOpt, LapseRandomOpt, lapse_option
+from cogtestbed.cli.simulate import LapseInvalidOpt, LapseRandomOpt
+from cogtestbed.cli.simulate import lapse_option as sim_lapse
+from cogtestbed.inference.base import invalid_rate, lapse_option, with_lapse
 from cogtestbed.parameters import parse_assignments
 from cogtestbed.registry import get_experiment
 from cogtestbed.validation.studies import (
@@ -53,6 +55,8 @@ TrialsOpt = Annotated[str | None, typer.Option(help="Trials per session (comma l
                                                     "experiment's trials field.")]
 DesignOpt = Annotated[list[str] | None, typer.Option("--design", help="Design field NAME=VALUE (repeatable), "
                                                                       "e.g. scope=cell.")]
+LapseFitOpt = Annotated[str, typer.Option(
+    "--lapse", help="Lapse term of the fitted model: none, fit (rate fitted) or fixed=E.")]
 ParamOpt = Annotated[list[str] | None, typer.Option("--param", help="Agent parameter NAME=VALUE (repeatable): "
                                                                     "settings the model lacks, or the agent's base.")]
 
@@ -239,6 +243,7 @@ def recover(
     chains: ChainsOpt = 4,
     lapse_invalid: LapseInvalidOpt = 0.0,
     lapse_random: LapseRandomOpt = 0.0,
+    lapse: LapseFitOpt = "none",
     run: RunOptions = RunOptions(),
 ) -> StudySpec | None:
     """Parameter recovery: simulate with known parameters, fit, compare (r, bias, RMSE)."""
@@ -247,7 +252,7 @@ def recover(
                      design=parse_design(design), reps=reps, seed=run.seed, sampler=sampler,
                      fixed=parse_assignments(fix or []),
                      params=parse_assignments(param or []), draws=draws, tune=draws, chains=chains,
-                     lapse=lapse_option(lapse_invalid, lapse_random))
+                     lapse=sim_lapse(lapse_invalid, lapse_random), lapse_fit=lapse_option(lapse))
     return spec
 
 
@@ -369,7 +374,7 @@ def power(
                               "seed": run.seed, "level": level,
                               "method": method, "base": parse_assignments(base or []), "sd_between": sd_between,
                               "params": parse_assignments(param or []), "draws": draws, "tune": draws,
-                              "chains": chains, "lapse": lapse_option(lapse_invalid, lapse_random)}
+                              "chains": chains, "lapse": sim_lapse(lapse_invalid, lapse_random)}
     spec = _power_spec(target, experiment, effect, metric, compare, test, agent, common)
     return spec
 
@@ -435,19 +440,22 @@ def fit(
     chains: ChainsOpt = 4,
     seed: SeedOpt = 0,
     as_json: JsonOpt = False,
+    lapse: LapseFitOpt = "none",
 ) -> None:
     """Fit a model to a trial file: InferenceData (netCDF) + summary (hierarchical), or MLE table."""
     from cogtestbed.cli.metrics import load_table
     from cogtestbed.trials import atomic_write_bytes
 
     exp = get_experiment(experiment)
-    cog = exp.model(model)
+    cog = with_lapse(exp.model(model), lapse_option(lapse))
     if method not in ("mle", "hierarchical"):
         raise ValueError(f"method must be mle or hierarchical, got {method!r}")
     table, detected = load_table(exp, path, source)
     output.mkdir(parents=True, exist_ok=True)
     payload: dict[str, Any] = {"model": model, "path": str(path), "source": detected,
                                "n_subjects": int(table["subject"].nunique()), "method": method}
+    if lapse != "none":  # the lapse term models random answers; invalid ones are a binomial rate
+        payload.update({"lapse": lapse, "invalid_rate": invalid_rate(table)})
     if method == "mle":
         fits = cog.fit_mle(table)
         dest = output / "mle.csv"

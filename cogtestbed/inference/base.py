@@ -539,6 +539,20 @@ def lapse_option(text: str) -> float | None | str:
     raise ValueError(f"--lapse must be none, fit or fixed=E with E in [0, 1), got {text!r}")
 
 
+def invalid_rate(trials: pd.DataFrame) -> dict[str, float]:
+    """The invalid-answer rate of a trial table as a binomial proportion with its 95 % Wilson
+    interval (Wilson 1927): invalid answers carry no choice information, so a lapse mixture
+    leaves them out and their rate is estimated on its own."""
+    from scipy.stats import binomtest
+
+    valid = trials["valid"].to_numpy(dtype=bool)
+    n, k = int(valid.size), int((~valid).sum())
+    if n == 0:
+        raise ValueError("no trials: the invalid-answer rate is undefined")
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return {"estimate": k / n, "lo95": float(ci.low), "hi95": float(ci.high), "n_invalid": k, "n_trials": n}
+
+
 def with_lapse(model: CognitiveModel, lapse: float | str | None = "fit") -> CognitiveModel:
     """``model`` with a lapse mixture p(a) = (1 − ε)·p_model(a) + ε·u(a) on every observation.
 

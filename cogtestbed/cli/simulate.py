@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
-from rich.progress import Progress
 
-from cogtestbed.agents.lapse import Lapse
 from cogtestbed.cli.app import app, console_err
-from cogtestbed.parameters import parse_assignments
-from cogtestbed.registry import get_experiment
-from cogtestbed.simulation import Method
-from cogtestbed.simulation import simulate as run_simulation
-from cogtestbed.trials import write_trials
+
+if TYPE_CHECKING:  # the library is imported inside the command bodies (a light command line)
+    from cogtestbed.agents.lapse import Lapse
+
+#: The simulation paths offered on the command line (the values of ``cogtestbed.simulation.Method``,
+#: repeated here so that registering the command imports no numerical package; a test keeps them equal).
+Method = Literal["batch", "step"]
 
 LapseInvalidOpt = Annotated[float, typer.Option(
     "--lapse-invalid", help="Rate of invalid answers per step (recorded invalid, as an unparseable LLM answer).")]
@@ -24,6 +24,8 @@ LapseRandomOpt = Annotated[float, typer.Option(
 
 def lapse_option(invalid: float, random: float) -> Lapse | None:
     """The :class:`Lapse` of ``--lapse-invalid``/``--lapse-random`` (None when both are 0)."""
+    from cogtestbed.agents.lapse import Lapse
+
     lapse = Lapse(invalid, random)
     return lapse if lapse.active else None
 
@@ -45,6 +47,13 @@ def simulate(
     lapse_random: LapseRandomOpt = 0.0,
 ) -> None:
     """Simulate synthetic subjects with known parameters and write their trial table."""
+    from rich.progress import Progress
+
+    from cogtestbed.parameters import parse_assignments
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.simulation import simulate as run_simulation
+    from cogtestbed.trials import write_trials
+
     lapse = lapse_option(lapse_invalid, lapse_random)
     exp = get_experiment(experiment)
     agent_cls = exp.agent(agent)

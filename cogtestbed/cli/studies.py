@@ -458,9 +458,9 @@ def fit(
     lapse: LapseFitOpt = "none",
 ) -> None:
     """Fit a model to a trial file: InferenceData (netCDF) + summary (hierarchical), or MLE table."""
+    from cogtestbed.cli.metrics import load_table
     from cogtestbed.inference.base import invalid_rate, with_lapse
     from cogtestbed.inference.base import lapse_option as fit_lapse
-    from cogtestbed.cli.metrics import load_table
     from cogtestbed.registry import get_experiment
     from cogtestbed.trials import atomic_write_bytes
 

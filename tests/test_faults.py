@@ -262,19 +262,25 @@ def test_posterior_is_compressed_and_log_likelihood_optional(tmp_path: Path) -> 
 
 
 # ----------------------------------------------------------------------------- usability
-def test_fit_pools_runs_per_agent_as_the_experiment_declares(capsys, tmp_path: Path) -> None:
+def _fit_json(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
     import json
 
-    data = REPO.parent / "shared/data/cogbench/TwoStepTask/gpt-4.csv"
-    assert run_cli(["fit", "hybrid", str(data), "-e", "two-step", "--method", "mle", "-o", str(tmp_path / "a"),
-                    "--json"]) == 0
-    pooled = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert run_cli(["fit", "hybrid", str(REPO.parent / "shared/data/cogbench/TwoStepTask/gpt-4.csv"), "-e",
+                    "two-step", "--method", "mle", "--json", *args]) == 0
+    return dict(json.loads(capsys.readouterr().out.strip().splitlines()[-1]))
+
+
+def test_fit_pools_runs_per_agent_as_the_experiment_declares(capsys, tmp_path: Path) -> None:
+    pooled = _fit_json(["-o", str(tmp_path / "a")], capsys)
     assert pooled["n_subjects"] == 1 and pooled["unit"].startswith("agent")
     assert len(pd.read_csv(tmp_path / "a" / "mle.csv")) == 1
-    assert run_cli(["fit", "hybrid", str(data), "-e", "two-step", "--method", "mle", "-o", str(tmp_path / "b"),
-                    "--separate-runs", "--json"]) == 0
-    separate = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_fit_separate_runs_fits_each_run(capsys, tmp_path: Path) -> None:
+    separate = _fit_json(["-o", str(tmp_path / "b"), "--separate-runs"], capsys)
     assert separate["n_subjects"] == 100 and separate["unit"] == "run"
+    assert len(pd.read_csv(tmp_path / "b" / "mle.csv")) == 100
 
 
 def test_pool_runs_relabels_runs_as_sessions_of_one_agent() -> None:

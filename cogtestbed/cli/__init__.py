@@ -3,7 +3,9 @@
 Each sub-command lives in a module of this package that registers itself on :data:`app`;
 :func:`main` turns the library's input errors and click's usage errors into one line on stderr
 and exit status 2, and turns SIGTERM into an orderly exit (worker pools shut down, folders
-created for the failed command removed).
+created for the failed command removed).  Sub-command modules import the library inside their
+command bodies, so building the help loads no numerical package (``tests/test_cli_imports.py``
+guards the import set).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from cogtestbed.cli import phenotype as _phenotype  # noqa: F401,E402
 from cogtestbed.cli import run as _run  # noqa: F401,E402
 from cogtestbed.cli import simulate as _simulate  # noqa: F401,E402
 from cogtestbed.cli import studies as _studies  # noqa: F401,E402
-from cogtestbed.cli.app import USER_ERRORS, app, console_err, one_line
+from cogtestbed.cli.app import app, console_err, is_user_error, one_line
 
 #: Exit status of a command ended by SIGTERM (128 + signal number, the shell convention).
 SIGTERM_STATUS = 128 + signal.SIGTERM
@@ -54,7 +56,9 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     except typer.Abort:
         _error("aborted")
         return 1
-    except USER_ERRORS as exc:
+    except Exception as exc:
+        if not is_user_error(exc):
+            raise
         _error(one_line(exc))
         return 2
     return rv if isinstance(rv, int) else 0

@@ -13,14 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-import pandas as pd
 import typer
 
 from cogtestbed.cli.app import app, console_err
 from cogtestbed.outputs import atomic_write_bytes, output_dir
-from cogtestbed.registry import get_experiment
-from cogtestbed.simulation import simulate
-from cogtestbed.trials import write_json_atomic, write_trials
 
 DEMO_EXPERIMENT = "instrumental-learning"
 DEMO_AGENT = "rw-pm"
@@ -42,6 +38,10 @@ def demo(
 
 
 def _demo(output: Path, subjects: int, seed: int, workers: int | None) -> None:
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.simulation import simulate
+    from cogtestbed.trials import write_json_atomic, write_trials
+
     exp = get_experiment(DEMO_EXPERIMENT)
     trials = simulate(exp, DEMO_AGENT, subjects, seed, DEMO_PARAMS)
     write_trials(trials, output / "trials.parquet",
@@ -90,6 +90,8 @@ def _studies(output: Path, seed: int, workers: int | None) -> None:
 
 
 def _report(synthetic: Mapping[str, Any], human: Mapping[str, Any] | None, subjects: int, seed: int) -> str:
+    import pandas as pd
+
     per_run = pd.DataFrame(synthetic["per_run"])
     est = per_run[["alpha_pos", "alpha_neg", "beta_pm", "optimism_bias"]].agg(["mean", "std"])
     lines = [

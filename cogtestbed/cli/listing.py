@@ -8,12 +8,14 @@ Without an argument: every experiment with its description.  With one: its agent
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from cogtestbed.cli.app import app, console, print_json
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def _number(x: float) -> float | str:
@@ -56,6 +58,8 @@ def describe_experiment(exp: Any) -> dict[str, Any]:
 
 
 def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     for i, c in enumerate(columns):  # names never wrap
         table.add_column(c, no_wrap=i < 2, overflow="fold")

@@ -6,17 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from cogtestbed.cli.app import app, console, console_err, print_json
-from cogtestbed.outputs import atomic_write_bytes, output_dir
-from cogtestbed.trials import write_json_atomic
-from cogtestbed.validation.phenotype import (
-    metrics_from_files,
-    phenotype_table,
-    plot_phenotype,
-    table_flags,
-)
+from cogtestbed.outputs import output_dir
 
 
 @app.command()
@@ -47,6 +39,12 @@ def phenotype(
 
 def _phenotype(paths: list[Path], agents: list[str] | None, experiment: str | None, kinds: tuple[str, ...],
                normalisation: str, output: Path | None, as_json: bool) -> None:
+    from rich.table import Table
+
+    from cogtestbed.outputs import atomic_write_bytes
+    from cogtestbed.trials import write_json_atomic
+    from cogtestbed.validation.phenotype import metrics_from_files, phenotype_table, plot_phenotype, table_flags
+
     results = metrics_from_files(paths, agents, experiment, kinds)
     if not results:
         raise ValueError("no metrics found: no file matched a registered CogBench experiment/agent")

@@ -21,23 +21,16 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from cogtestbed.cli.app import app, console, console_err, print_json
+from cogtestbed.cli.simulate import LapseInvalidOpt, LapseRandomOpt, lapse_option
 from cogtestbed.outputs import output_dir
-from cogtestbed.parameters import parse_assignments
-from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies import (
-    StudyResult,
-    StudySpec,
-    check_study,
-    declared_studies,
-    run_study,
-    spec_from_decl,
-)
+
+if TYPE_CHECKING:  # the study machinery is imported inside the command bodies (a light command line)
+    from cogtestbed.validation.studies import StudyResult, StudySpec
 
 ExperimentOpt = Annotated[str, typer.Option("--experiment", "-e", help="Experiment name.")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of the whole study.")]
@@ -54,6 +47,8 @@ TrialsOpt = Annotated[str | None, typer.Option(help="Trials per session (comma l
                                                     "experiment's trials field.")]
 DesignOpt = Annotated[list[str] | None, typer.Option("--design", help="Design field NAME=VALUE (repeatable), "
                                                                       "e.g. scope=cell.")]
+LapseFitOpt = Annotated[str, typer.Option(
+    "--lapse", help="Lapse term of the fitted model: none, fit (rate fitted) or fixed=E.")]
 ParamOpt = Annotated[list[str] | None, typer.Option("--param", help="Agent parameter NAME=VALUE (repeatable): "
                                                                     "settings the model lacks, or the agent's base.")]
 
@@ -78,13 +73,22 @@ def _ints(text: str | None, default: tuple[Any, ...], option: str = "--subjects"
 
 #: CLI options whose name differs from the :class:`StudySpec` field they set.
 OPTION_OF_FIELD = {"models": "MODEL", "reps": "--reps/--sims", "fixed": "--fix", "params": "--param",
-                   "sampler_backend": "--backend", "effect": "--effect", "tune": "--draws"}
+                   "sampler_backend": "--backend", "effect": "--effect", "tune": "--draws", "lapse_fit": "--lapse"}
+
+
+def _lapse_fit(text: str) -> float | str | None:
+    """``--lapse`` → the fitted models' lapse term (:func:`cogtestbed.inference.base.lapse_option`)."""
+    from cogtestbed.inference.base import lapse_option as parse
+
+    return parse(text)
 
 
 def _spec(**fields: Any) -> StudySpec:
     """A :class:`StudySpec` from the command's options; a validation error becomes one line naming
     the option."""
     from pydantic import ValidationError
+
+    from cogtestbed.validation.studies import StudySpec
 
     try:
         return StudySpec(**fields)
@@ -118,6 +122,13 @@ def _floats(text: str) -> tuple[float, ...]:
         raise ValueError(f"expected comma-separated numbers, got {text!r}") from None
 
 
+def parse_assignments(items: list[str], option: str = "") -> dict[str, float]:
+    """``NAME=VALUE`` items → values (:func:`cogtestbed.parameters.parse_assignments`, imported on use)."""
+    from cogtestbed.parameters import parse_assignments as parse
+
+    return parse(items, option)
+
+
 def parse_agent(text: str) -> tuple[str, dict[str, float]]:
     """``AGENT[:p=v,q=w]`` → (agent name, parameter values)."""
     name, _, rest = text.partition(":")
@@ -129,7 +140,7 @@ def parse_agent(text: str) -> tuple[str, dict[str, float]]:
 def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bool) -> StudyResult:
     """Check the spec (and reach the Dask scheduler) before computing, then run with a progress bar."""
     from cogtestbed.cli.app import progress
-    from cogtestbed.validation.studies import dask_client
+    from cogtestbed.validation.studies import check_study, dask_client, run_study
 
     check_study(spec)
     client = dask_client(dask) if dask is not None else None
@@ -179,6 +190,8 @@ def _show(result: StudyResult, as_json: bool, output: Path | None) -> None:
         payload = {{"model-recovery": "confusion", "power": "power", "sbc": "sbc"}.get(kind, kind.replace("-", "_")):
                    s}
     if not as_json:
+        from rich.table import Table
+
         from cogtestbed.validation.report import _summary_tables
 
         for caption, frame in _summary_tables(result):
@@ -221,7 +234,8 @@ def study_command(*names: str) -> Callable[[Callable[..., StudySpec | None]], Ca
     """
 
     def register(fn: Callable[..., StudySpec | None]) -> Callable[..., StudySpec | None]:
-        hints = typing.get_type_hints(fn, include_extras=True)
+        # the return annotation names the study machinery, which registration must not import
+        hints = typing.get_type_hints(fn, localns={"StudySpec": object}, include_extras=True)
         own = [p.replace(annotation=hints[p.name]) for p in inspect.signature(fn).parameters.values()
                if p.name != "run"]
 
@@ -231,6 +245,8 @@ def study_command(*names: str) -> Callable[[Callable[..., StudySpec | None]], Ca
             spec = fn(run=run, **kwargs)
             if spec is None:
                 return
+            from cogtestbed.validation.studies import check_study
+
             check_study(spec)
             with output_dir(run.output, run.force):
                 _show(_execute(spec, run.workers, run.dask, run.as_json), run.as_json, run.output)
@@ -261,6 +277,9 @@ def recover(
     param: ParamOpt = None,
     draws: DrawsOpt = 1000,
     chains: ChainsOpt = 4,
+    lapse_invalid: LapseInvalidOpt = 0.0,
+    lapse_random: LapseRandomOpt = 0.0,
+    lapse: LapseFitOpt = "none",
     run: RunOptions = RunOptions(),
 ) -> StudySpec | None:
     """Parameter recovery: simulate with known parameters, fit, compare (r, bias, RMSE)."""
@@ -269,7 +288,8 @@ def recover(
                      runs=_ints(runs, (1,), "--runs"),
                      design=parse_design(design), reps=reps, seed=run.seed, sampler=sampler,
                      fixed=parse_assignments(fix or [], "--fix"),
-                     params=parse_assignments(param or [], "--param"), draws=draws, tune=draws, chains=chains)
+                     params=parse_assignments(param or [], "--param"), draws=draws, tune=draws, chains=chains,
+                     lapse=lapse_option(lapse_invalid, lapse_random), lapse_fit=_lapse_fit(lapse))
     return spec
 
 
@@ -382,6 +402,8 @@ def power(
     param: ParamOpt = None,
     draws: DrawsOpt = 500,
     chains: ChainsOpt = 2,
+    lapse_invalid: LapseInvalidOpt = 0.0,
+    lapse_random: LapseRandomOpt = 0.0,
     run: RunOptions = RunOptions(),
 ) -> StudySpec | None:
     """Power: of a test on a model parameter, of a metric difference, or of a declared test."""
@@ -393,7 +415,7 @@ def power(
                               "method": method, "base": parse_assignments(base or [], "--base"),
                               "sd_between": sd_between,
                               "params": parse_assignments(param or [], "--param"), "draws": draws, "tune": draws,
-                              "chains": chains}
+                              "chains": chains, "lapse": lapse_option(lapse_invalid, lapse_random)}
     spec = _power_spec(target, experiment, effect, metric, compare, test, agent, common)
     return spec
 
@@ -431,6 +453,11 @@ def study(
     run: RunOptions = RunOptions(),
 ) -> StudySpec | None:
     """Run a study the experiment declares, with its declared settings (or list them)."""
+    from rich.table import Table
+
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.studies import declared_studies, spec_from_decl
+
     exp = get_experiment(experiment)
     if name is None:
         rows = [{"study": n, "description": d.description} for n, d in declared_studies(exp)]
@@ -466,6 +493,7 @@ def fit(
         help="Keep the pointwise log-likelihood in posterior.nc (for LOO/WAIC later; large).")] = False,
     seed: SeedOpt = 0,
     as_json: JsonOpt = False,
+    lapse: LapseFitOpt = "none",
     force: ForceOpt = False,
 ) -> None:
     """Fit a model to a trial file: InferenceData (netCDF) + summary (hierarchical), or MLE table.
@@ -475,11 +503,14 @@ def fit(
     ``--separate-runs`` fits each run on its own.
     """
     from cogtestbed.cli.metrics import load_table
+    from cogtestbed.inference.base import invalid_rate, with_lapse
+    from cogtestbed.inference.base import lapse_option as fit_lapse
     from cogtestbed.outputs import atomic_write_bytes
+    from cogtestbed.registry import get_experiment
     from cogtestbed.simulation import pool_runs
 
     exp = get_experiment(experiment)
-    cog = exp.model(model)
+    cog = with_lapse(exp.model(model), fit_lapse(lapse))
     if method not in ("mle", "hierarchical"):
         raise ValueError(f"--method must be mle or hierarchical, got {method!r}")
     if method == "hierarchical" and not cog.has_pymc:
@@ -492,6 +523,8 @@ def fit(
         payload: dict[str, Any] = {"model": model, "path": str(path), "source": detected,
                                    "n_subjects": int(table["subject"].nunique()), "method": method,
                                    "unit": "agent (runs pooled as sessions)" if pooled else "run"}
+        if lapse != "none":  # the lapse term models random answers; invalid ones are a binomial rate
+            payload.update({"lapse": lapse, "invalid_rate": invalid_rate(table)})
         if method == "mle":
             fits = cog.fit_mle(table)
             dest = output / "mle.csv"

@@ -47,6 +47,8 @@ import pandas as pd
 from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict
 
+from cogtestbed.schema import TrialSchema
+
 #: Action passed to :meth:`TextEnv.step` when the subject gave no valid answer.  The trial is
 #: recorded as invalid and the episode moves on; the environment never substitutes a choice.
 NO_ACTION = -1
@@ -318,6 +320,10 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     #: dtype of the recorded action: integer choices by default; tasks with a continuous answer
     #: (a Box phase: a rating, a probability) use ``np.float64`` and mark missing actions with NaN.
     action_dtype: ClassVar[Any] = np.int64
+    #: What the trial table holds (values of a valid action, the reward's range, the stimulus
+    #: columns read downstream): every table and importer output is checked against it before
+    #: anything is computed (:func:`cogtestbed.trials.validate_trials`).
+    table_schema: ClassVar[TrialSchema]
 
     def __init__(self, design: DesignT | None = None, render_mode: str | None = None) -> None:
         self.design: DesignT = design if design is not None else self.design_cls()  # type: ignore[assignment]

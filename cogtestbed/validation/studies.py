@@ -49,6 +49,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy import stats
 
+from cogtestbed.agents.lapse import Lapse
 from cogtestbed.experiments.spec import STUDY_KINDS, ExperimentSpec, StudyDecl
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.inference.hierarchical import (
@@ -110,6 +111,8 @@ class StudySpec(BaseModel):
     #: Agent parameters: for model studies those the model lacks (override the generator's
     #: ``fixed``, e.g. response noise); for metric studies the agent's base setting.
     params: dict[str, float] = Field(default_factory=dict)
+    #: Invalid and random answers of the simulated subjects (:mod:`cogtestbed.agents.lapse`).
+    lapse: Lapse | None = None
     # -- power
     effect: str | None = None
     effect_size: float = 0.0
@@ -287,7 +290,7 @@ def design_for_trials(exp: ExperimentSpec, trials: int | None, extra: Mapping[st
 
 
 def simulate_runs(exp: ExperimentSpec, agent: str, n: int, seed: int, params: Mapping[str, Any],
-                  design: Any, runs: int = 1) -> pd.DataFrame:
+                  design: Any, runs: int = 1, lapse: Lapse | None = None) -> pd.DataFrame:
     """``n`` subjects, each playing ``runs`` sessions of ``design`` with its own agent parameters.
 
     The one pooling mechanism: sessions are simulated as ``n·runs`` independent runs
@@ -295,10 +298,10 @@ def simulate_runs(exp: ExperimentSpec, agent: str, n: int, seed: int, params: Ma
     fits each subject's runs together.
     """
     if runs == 1:
-        return simulate(exp, agent, n, seed, dict(params), design=design)
+        return simulate(exp, agent, n, seed, dict(params), design=design, lapse=lapse)
     rep = {k: np.repeat(np.asarray(v, dtype=np.float64), runs) if np.ndim(v) else v
            for k, v in params.items()}
-    return as_sessions(simulate(exp, agent, n * runs, seed, rep, design=design), runs)
+    return as_sessions(simulate(exp, agent, n * runs, seed, rep, design=design, lapse=lapse), runs)
 
 
 def _uniform_range(p: Parameter) -> tuple[float, float]:
@@ -328,7 +331,7 @@ def simulate_model(spec: StudySpec, exp: ExperimentSpec, model: str, true: Mappi
     """Data from ``model`` at ``true`` parameters, through its generator's agent."""
     gen = exp.generator(model)
     params = {**gen.agent_params(true), **spec.params, **dict(extra or {})}
-    return simulate_runs(exp, gen.agent, n, seed, params, design, runs)
+    return simulate_runs(exp, gen.agent, n, seed, params, design, runs, spec.lapse)
 
 
 # ----------------------------------------------------------------------------- tasks

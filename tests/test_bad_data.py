@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from typer.testing import CliRunner
 
 from cogtestbed.cli import app
@@ -186,3 +187,58 @@ def test_common_columns_checked_for_every_experiment():
     table = simulate("horizon", "random", 1, seed=0)
     with pytest.raises(TrialTableError, match="lacks column 'horizon'"):
         validate_trials(table.drop(columns="horizon"))
+
+
+# ------------------------------------------------------------------ 5. correlations need enough points
+def _recovery_table(n: int, rng: np.random.Generator) -> pd.DataFrame:
+    true = rng.uniform(0.1, 0.9, n)
+    return pd.DataFrame({"n_subjects": 1, "runs": 1, "n_trials": 96, "parameter": "alpha", "true": true,
+                         "estimate": true + rng.normal(0, 0.01, n), "scale": "natural"})
+
+
+def test_recovery_from_too_few_points_is_not_judged():
+    from types import SimpleNamespace
+
+    from cogtestbed.validation.report import verdict
+    from cogtestbed.validation.studies import StudySpec
+    from cogtestbed.validation.summaries import MIN_RECOVERY_POINTS, recovery_summary
+
+    spec = StudySpec(kind="recovery", experiment="instrumental-learning", models=("rw",), subjects=(1,), reps=2)
+    two = recovery_summary(_recovery_table(2, np.random.default_rng(0)))
+    entry = two["1x96"]["parameters"]["alpha"]
+    assert np.isnan(entry["r"]) and entry["r_note"].startswith("too few subjects to judge (n=2")
+    text = verdict(SimpleNamespace(spec=spec, summary=two))
+    assert "too few subjects to judge (n=2" in text and "recovered well" not in text
+    enough = recovery_summary(_recovery_table(MIN_RECOVERY_POINTS, np.random.default_rng(0)))
+    assert enough["1x96"]["parameters"]["alpha"]["r"] > 0.99
+    assert "alpha recovered well" in verdict(SimpleNamespace(spec=spec, summary=enough))
+    flat = _recovery_table(12, np.random.default_rng(1)).assign(true=0.5)
+    entry = recovery_summary(flat)["1x96"]["parameters"]["alpha"]
+    assert np.isnan(entry["r"]) and entry["r_note"] == "r undefined: true values constant"
+
+
+# ------------------------------------------------------------------ 6. effect 0 is the type-I error rate
+def test_power_at_effect_zero_is_a_two_sided_type_i_error_rate():
+    from types import SimpleNamespace
+
+    from cogtestbed.validation.model_studies import detected
+    from cogtestbed.validation.report import verdict
+    from cogtestbed.validation.studies import StudySpec
+    from cogtestbed.validation.summaries import power_summary
+
+    assert detected(0.01, -0.3, 0.0, 0.05) and detected(0.01, 0.3, 0.0, 0.05)  # either direction at 0
+    assert not detected(0.01, -0.3, 0.2, 0.05)  # a wrong-sign rejection is not power
+    rng = np.random.default_rng(0)
+    estimate = rng.normal(0, 1, 400)
+    p = 2 * stats.norm.sf(np.abs(estimate))
+    table = pd.DataFrame({"n_subjects": 10, "runs": 1, "n_trials": 96, "effect": "optimism_bias", "effect_size": 0.0,
+                          "estimate": estimate, "p_value": p, "test": "t",
+                          "detected": [detected(pv, e, 0.0, 0.05) for pv, e in zip(p, estimate, strict=True)]})
+    s = power_summary(table)
+    cell = s["cells"][0]
+    assert "power" not in cell and s["quantity"] == "type-I error rate"
+    assert cell["type_i_error"] == pytest.approx(np.mean(p < 0.05)) and 0.03 < cell["type_i_error"] < 0.08
+    spec = StudySpec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
+                     effect_size=0.0, subjects=(10,), reps=400)
+    text = verdict(SimpleNamespace(spec=spec, summary=s))
+    assert text.startswith("Type-I error rate of optimism_bias") and "Power" not in text

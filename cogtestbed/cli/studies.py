@@ -45,6 +45,8 @@ TrialsOpt = Annotated[str | None, typer.Option(help="Trials per session (comma l
                                                     "experiment's trials field.")]
 DesignOpt = Annotated[list[str] | None, typer.Option("--design", help="Design field NAME=VALUE (repeatable), "
                                                                       "e.g. scope=cell.")]
+LapseFitOpt = Annotated[str, typer.Option(
+    "--lapse", help="Lapse term of the fitted model: none, fit (rate fitted) or fixed=E.")]
 ParamOpt = Annotated[list[str] | None, typer.Option("--param", help="Agent parameter NAME=VALUE (repeatable): "
                                                                     "settings the model lacks, or the agent's base.")]
 
@@ -59,6 +61,13 @@ def _ints(text: str | None, default: tuple[Any, ...]) -> tuple[Any, ...]:
     if not values:
         raise ValueError(f"expected comma-separated integers, got {text!r}")
     return values
+
+
+def _lapse_fit(text: str) -> float | str | None:
+    """``--lapse`` → the fitted models' lapse term (:func:`cogtestbed.inference.base.lapse_option`)."""
+    from cogtestbed.inference.base import lapse_option as parse
+
+    return parse(text)
 
 
 def _spec(**fields: Any) -> StudySpec:
@@ -244,6 +253,7 @@ def recover(
     chains: ChainsOpt = 4,
     lapse_invalid: LapseInvalidOpt = 0.0,
     lapse_random: LapseRandomOpt = 0.0,
+    lapse: LapseFitOpt = "none",
     run: RunOptions = RunOptions(),
 ) -> StudySpec | None:
     """Parameter recovery: simulate with known parameters, fit, compare (r, bias, RMSE)."""
@@ -252,7 +262,7 @@ def recover(
                      design=parse_design(design), reps=reps, seed=run.seed, sampler=sampler,
                      fixed=parse_assignments(fix or []),
                      params=parse_assignments(param or []), draws=draws, tune=draws, chains=chains,
-                     lapse=lapse_option(lapse_invalid, lapse_random))
+                     lapse=lapse_option(lapse_invalid, lapse_random), lapse_fit=_lapse_fit(lapse))
     return spec
 
 
@@ -445,20 +455,25 @@ def fit(
     chains: ChainsOpt = 4,
     seed: SeedOpt = 0,
     as_json: JsonOpt = False,
+    lapse: LapseFitOpt = "none",
 ) -> None:
     """Fit a model to a trial file: InferenceData (netCDF) + summary (hierarchical), or MLE table."""
     from cogtestbed.cli.metrics import load_table
+    from cogtestbed.inference.base import invalid_rate, with_lapse
+    from cogtestbed.inference.base import lapse_option as fit_lapse
     from cogtestbed.registry import get_experiment
     from cogtestbed.trials import atomic_write_bytes
 
     exp = get_experiment(experiment)
-    cog = exp.model(model)
+    cog = with_lapse(exp.model(model), fit_lapse(lapse))
     if method not in ("mle", "hierarchical"):
         raise ValueError(f"method must be mle or hierarchical, got {method!r}")
     table, detected = load_table(exp, path, source)
     output.mkdir(parents=True, exist_ok=True)
     payload: dict[str, Any] = {"model": model, "path": str(path), "source": detected,
                                "n_subjects": int(table["subject"].nunique()), "method": method}
+    if lapse != "none":  # the lapse term models random answers; invalid ones are a binomial rate
+        payload.update({"lapse": lapse, "invalid_rate": invalid_rate(table)})
     if method == "mle":
         fits = cog.fit_mle(table)
         dest = output / "mle.csv"

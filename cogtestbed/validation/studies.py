@@ -51,7 +51,7 @@ from scipy import stats
 
 from cogtestbed.agents.lapse import Lapse
 from cogtestbed.experiments.spec import STUDY_KINDS, ExperimentSpec, StudyDecl
-from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.inference.base import CognitiveModel, with_lapse
 from cogtestbed.inference.hierarchical import (
     SD_SCALE,
     ConvergenceWarning,
@@ -113,6 +113,9 @@ class StudySpec(BaseModel):
     params: dict[str, float] = Field(default_factory=dict)
     #: Invalid and random answers of the simulated subjects (:mod:`cogtestbed.agents.lapse`).
     lapse: Lapse | None = None
+    #: The fitted models' lapse term (:func:`~cogtestbed.inference.base.with_lapse`): None (none),
+    #: ``"fit"`` (ε fitted, recovered against the simulated random-answer rate) or a fixed ε.
+    lapse_fit: Literal["fit"] | float | None = None
     # -- power
     effect: str | None = None
     effect_size: float = 0.0
@@ -155,6 +158,8 @@ class StudySpec(BaseModel):
             raise ValueError("metric power compares two agent settings (compare=(A, B))")
         if self.kind in ("test-size", "test-power") and self.test is None:
             raise ValueError(f"a {self.kind} study needs a test (a key of the metrics result)")
+        if isinstance(self.lapse_fit, float) and not 0.0 <= self.lapse_fit < 1.0:
+            raise ValueError(f"a fixed lapse rate must be in [0, 1), got {self.lapse_fit}")
         if any(n < 1 for n in (*self.subjects, *self.runs)):
             raise ValueError("subjects and runs must be at least 1")
         return self
@@ -324,6 +329,11 @@ def draw_true_parameters(spec: StudySpec, model: CognitiveModel, n: int,
         pop.pop(f"{name}_mu", None)
         pop.pop(f"{name}_sigma", None)
     return pop, subj
+
+
+def fitted_model(spec: StudySpec, model: CognitiveModel) -> CognitiveModel:
+    """The model a study fits: ``model`` with the spec's lapse term, if any."""
+    return with_lapse(model, spec.lapse_fit)
 
 
 def simulate_model(spec: StudySpec, exp: ExperimentSpec, model: str, true: Mapping[str, Any], n: int,

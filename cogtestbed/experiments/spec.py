@@ -56,11 +56,17 @@ class UnknownNameError(KeyError):
 
     def __init__(self, kind: str, name: str, valid: Mapping[str, Any] | list[str] | tuple[str, ...],
                  where: str = "") -> None:
-        choices = ", ".join(sorted(valid)) if len(valid) else "(none)"
-        self.message = (
-            f"unknown {kind} {name!r}{' for ' + where if where else ''}; choose one of: {choices}"
-        )
+        self._args = (kind, name, tuple(valid), where)
+        if len(valid):
+            hint = f"choose one of: {', '.join(sorted(valid))}"
+        else:
+            hint = f"there are none{' for ' + where if where else ''}"
+        self.message = f"unknown {kind} {name!r}{' for ' + where if where else ''}; {hint}"
         super().__init__(self.message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle by constructor arguments (the error crosses process boundaries from study workers)."""
+        return (type(self), self._args)
 
     def __str__(self) -> str:
         return self.message

@@ -60,13 +60,14 @@ class TrialTableError(ValueError):
 
 
 def validate_trials(trials: pd.DataFrame, experiment: str | None = None, source: str | os.PathLike[str] | None = None,
-                    ) -> pd.DataFrame:
+                    file_columns: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Check the table against the schema of its experiment; return it unchanged or raise
     :class:`TrialTableError` (one line naming ``source``, the column, row and value).
 
     The common columns are checked here; each experiment named in the ``experiment`` column is
     then checked against the schema its environment declares (:mod:`cogtestbed.schema`).  With
-    ``experiment`` given, a table of another experiment is refused.
+    ``experiment`` given, a table of another experiment is refused.  ``file_columns`` maps table
+    columns to the names the source file gives them (an importer's), used in the message.
     """
     where = f"{source}: " if source is not None else ""
     missing = [c for c in (*ID_COLUMNS, *OUTCOME_COLUMNS) if c not in trials.columns]
@@ -87,7 +88,8 @@ def validate_trials(trials: pd.DataFrame, experiment: str | None = None, source:
     for name in names:
         spec = get_experiment(name)
         rows = trials if len(names) <= 1 else trials[trials["experiment"].astype("string") == name]
-        check_table(rows, spec.env_cls.table_schema, spec.name, None if source is None else str(source))
+        check_table(rows, spec.env_cls.table_schema, spec.name, None if source is None else str(source),
+                    file_columns)
     return trials
 
 

@@ -182,11 +182,17 @@ class MetricsSpec:
 
 @dataclass(frozen=True)
 class Importer:
-    """Reads published data of one source into the experiment's trial table."""
+    """Reads published data of one source into the experiment's trial table.
+
+    ``file_columns`` maps trial-table columns to the columns of the published file they are read
+    from (``action`` ← CogBench's ``choice``), so that a validation error names what the file calls
+    the offending column.
+    """
 
     source: str
     load: Callable[[Path], pd.DataFrame]
     sniff: Callable[[Path], bool]
+    file_columns: Mapping[str, str] = field(default_factory=dict)
 
 
 ParamMap = Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
@@ -368,8 +374,9 @@ class ExperimentSpec:
                     f"cannot tell what {path} is: not a .parquet trial table and no importer of "
                     f"{self.name} ({', '.join(self.importers) or 'none'}) recognises it; pass --from")
             source = found.source
-        table = self.importer(source).load(path)
-        return validate_trials(table, self.name, source=path), source
+        importer = self.importer(source)
+        table = importer.load(path)
+        return validate_trials(table, self.name, source=path, file_columns=importer.file_columns), source
 
     @property
     def metrics_options(self) -> Mapping[str, MetricOption]:

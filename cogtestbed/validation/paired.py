@@ -2,13 +2,14 @@
 
 Two LLMs run with the same seed play the same sessions (the same stimuli, items and orders), so
 their answers pair unit by unit.  The unit is what the experiment's metrics result lists per
-unit (:attr:`~cogtestbed.experiments.spec.MetricsSpec.paired_by`: by default the unit rows,
+unit (:attr:`~cogtestbed.experiments.spec.MetricsSpec.paired_by`; by default the unit rows,
 ``per_subject`` by ``subject`` or ``per_run`` by ``run``; an experiment whose sessions repeat
-the same items deterministically pairs finer, e.g. revealed belief per item and channel).  For every headline metric listed in
-those rows the report gives both models' headline values, the mean difference B − A over the
-matched units and the Wilcoxon signed-rank test of a zero median difference (two-sided; Wilcoxon
-1945; scipy's exact null distribution for small samples, the normal approximation with ties
-otherwise).  Fewer than :data:`MIN_PAIRS` non-zero differences give no test (``p_value`` None).
+the same items deterministically pairs finer, e.g. revealed belief per item and channel).  For
+every headline metric listed in those rows the report gives both models' headline values, the
+mean difference B − A over the matched units and the Wilcoxon signed-rank test of a zero median
+difference (two-sided; Wilcoxon 1945; scipy's exact null distribution for small samples, the
+normal approximation with ties otherwise).  Fewer than :data:`MIN_PAIRS` non-zero differences
+give no test (``p_value`` None).
 """
 
 from __future__ import annotations

@@ -177,11 +177,18 @@ def atomic_write_bytes(path: Path, write: Any) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the umask's mode
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
@@ -190,19 +197,24 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     )
 
 
-def write_trials(
-    trials: pd.DataFrame, path: str | os.PathLike[str], manifest: Mapping[str, Any]
-) -> Path:
-    """Write ``trials`` as Parquet plus ``<path>.manifest.json``; return the Parquet path."""
+def trials_manifest(trials: pd.DataFrame, manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest written beside a trial table (the table is validated first)."""
     validate_trials(trials)
-    out = Path(path)
-    full_manifest = {
+    return {
         "schema_version": SCHEMA_VERSION,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "versions": package_versions(),
         "n_rows": len(trials),
         **manifest,
     }
+
+
+def write_trials(
+    trials: pd.DataFrame, path: str | os.PathLike[str], manifest: Mapping[str, Any]
+) -> Path:
+    """Write ``trials`` as Parquet plus ``<path>.manifest.json``; return the Parquet path."""
+    out = Path(path)
+    full_manifest = trials_manifest(trials, manifest)
     atomic_write_bytes(out, lambda tmp: trials.to_parquet(tmp, index=False))
     write_json_atomic(manifest_path(out), full_manifest)
     return out

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from cogtestbed.data.cogbench import DataFormatError
-from cogtestbed.llm_adapters.base import BackendUnavailable
+from cogtestbed.llm_adapters.base import BackendUnavailable, LLMError
 from cogtestbed.parameters import ParameterError
 from cogtestbed.registry import UnknownNameError
 from cogtestbed.trials import TrialTableError
@@ -35,6 +35,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     TrialTableError,
     DataFormatError,
     BackendUnavailable,
+    LLMError,
     FileNotFoundError,
     FileExistsError,
     ValidationError,

@@ -241,12 +241,16 @@ def execute_run(request: RunRequest) -> Any:
     return result
 
 
+class _StderrHandler(logging.Handler):
+    """One line per record on the current ``sys.stderr``."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sys.stderr.write(self.format(record) + "\n")
+
+
 def show_retries() -> None:
     """Retries and budget notes of the LLM adapters go to stderr, one line each."""
     log = logging.getLogger("cogtestbed.llm_adapters")
-    if not any(getattr(h, "_cogtestbed", False) for h in log.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        handler._cogtestbed = True  # type: ignore[attr-defined]
-        log.addHandler(handler)
+    if not any(isinstance(h, _StderrHandler) for h in log.handlers):
+        log.addHandler(_StderrHandler())
         log.setLevel(logging.INFO)

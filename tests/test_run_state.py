@@ -294,6 +294,17 @@ def test_a_persistent_503_mid_run_fails_cleanly_and_resume_continues(tmp_path, c
 
 
 # ----------------------------------------------------------------------------- the server's faults
+def test_the_cli_retry_default_is_the_library_one():
+    from cogtestbed.cli import run as run_cli
+    from cogtestbed.llm_adapters.base import DEFAULT_RETRY_WINDOW
+
+    assert run_cli.DEFAULT_RETRY_WINDOW == DEFAULT_RETRY_WINDOW
+    assert run_cli.parse_add_budget(["calls=5,usd=0.5", "usd=0.25"]) == (5, 0.75)
+    for bad in ("calls=-1", "usd=abc", "dollars=3", "5"):
+        with pytest.raises(ValueError, match="--add-budget"):
+            run_cli.parse_add_budget([bad])
+
+
 def test_server_command_line_exposes_fault_injection():
     injector = fault_injector(parse_args(["--model", "tiny-random", "--fail-rate", "0.2", "--status", "503",
                                           "--retry-after", "2"]))

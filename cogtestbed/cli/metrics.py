@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 import typer
-from rich.table import Table
 
 from cogtestbed.cli.app import app, console, console_err, print_json
-from cogtestbed.registry import Experiment, get_experiment
-from cogtestbed.trials import TrialTableError, read_trials
+
+if TYPE_CHECKING:  # the library is imported inside the command bodies (a light command line)
+    import pandas as pd
+
+    from cogtestbed.registry import Experiment
 
 
 def load_table(exp: Experiment, path: Path, source: str = "auto") -> tuple[pd.DataFrame, str]:
     """Read ``path`` as a trial table or through one of the experiment's importers."""
+    from cogtestbed.trials import TrialTableError, read_trials
+
     if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
     if source == "trials" or (source == "auto" and path.suffix == ".parquet"):
@@ -65,6 +68,10 @@ def metrics(
     Experiment-specific options follow as ``--NAME VALUE`` (e.g. ``cogtestbed metrics collider
     PATH --scheme 4p``); each experiment declares its own (an unknown one lists the valid ones).
     """
+    from rich.table import Table
+
+    from cogtestbed.registry import get_experiment
+
     exp = get_experiment(experiment)
     options = parse_metric_options(exp, list(ctx.args))
     table, detected = load_table(exp, path, source)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import logging
 import os
@@ -12,12 +11,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cogtestbed.cli.app import app, console_err, print_json
 from cogtestbed.cli.simulate import _design_overrides
-from cogtestbed.llm_adapters.base import DEFAULT_RETRY_WINDOW
-from cogtestbed.registry import get_experiment
 
 
 def default_cache() -> Path:
@@ -31,6 +27,9 @@ def default_cache() -> Path:
 #: Exit status of a run stopped by its budget (``--max-calls`` / ``--max-cost``): the tables hold
 #: the finished subjects; ``--resume --add-budget ...`` continues.  (2 is an input error, 1 a bug.)
 EXIT_BUDGET_STOP = 3
+#: Default ``--retry-for`` in seconds; equal to the library's ``DEFAULT_RETRY_WINDOW`` (not imported
+#: here: the command line imports the library only inside command bodies).
+DEFAULT_RETRY_WINDOW = 120.0
 #: Progress lines on a non-terminal stderr (logs, CI): one per this many finished subjects.
 PROGRESS_EVERY = 10
 
@@ -157,6 +156,7 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
     from cogtestbed.llm_adapters.openai_client import redact_url
     from cogtestbed.llm_adapters.retry import RetryPolicy
     from cogtestbed.llm_adapters.runner import RunConfig
+    from cogtestbed.registry import get_experiment
 
     exp = get_experiment(request.experiment)
     backend, _ = parse_spec(request.llm)
@@ -217,6 +217,10 @@ def execute_run(request: RunRequest) -> Any:
             console_err.print(f"{len(finished)}/{request.subjects} subjects done; {s['new_calls']} new calls"
                               + (f", ${s['cost_usd']:.4f}" if s["cost_usd"] is not None else ""),
                               highlight=False)
+
+    import asyncio
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),

@@ -383,6 +383,8 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
     experiment: ClassVar[str] = EXPERIMENT
     design_cls: ClassVar[type[Design]] = BeliefDesign
     action_dtype: ClassVar[Any] = np.float64
+    #: A random (lapse) answer needs one uniform per component of the widest phase (lie_aux).
+    lapse_draws: ClassVar[int] = MAX_AUX_STATES
 
     def __init__(self, design: BeliefDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)

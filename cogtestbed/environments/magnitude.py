@@ -480,6 +480,11 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
     def _play(self, action: Any) -> float:
         return float("nan")  # no feedback: the history shows only the subject's own answers
 
+    def random_answer(self, u: np.ndarray) -> float:
+        """A random lapse: uniform over the current task's valid answer range."""
+        lo, hi = TASKS[self.block.task].valid
+        return float(lo + float(u[0]) * (hi - lo))
+
     # -- rendering -------------------------------------------------------------------------
     def _value(self, name: str, step: int) -> Any:
         assert self._steps is not None

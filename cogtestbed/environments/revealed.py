@@ -44,6 +44,7 @@ import pandas as pd
 from gymnasium import spaces
 from pydantic import field_validator, model_validator
 
+from cogtestbed.agents.lapse import random_choice
 from cogtestbed.environments.base import (
     Design,
     Outcomes,
@@ -55,6 +56,7 @@ from cogtestbed.environments.base import (
     Sessions,
     TextEnv,
     TextResponse,
+    uniform_simplex_logprobs,
 )
 from cogtestbed.environments.revealed_items import (
     MARKED_LABELS,
@@ -353,6 +355,7 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
     RevB context, scored raw even on a chat model, or the MCQ) and ``response`` (this step's
     response kind).  ``info`` holds the ground truth ``p_star``.
     """
+    lapse_draws: ClassVar[int] = MAX_OUTCOMES  # a random scored answer: one uniform per continuation
 
     experiment: ClassVar[str] = EXPERIMENT
     design_cls: ClassVar[type[Design]] = RevealedDesign
@@ -446,6 +449,14 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
 
     def n_choices(self) -> int:
         return self.current_item().n_outcomes if self.current_channel() == "revb" else 5
+
+    def random_answer(self, u: np.ndarray) -> Any:
+        """A random lapse over this item's ``n_choices`` answers: a distribution drawn uniformly on
+        their simplex on a scored step, a uniform option on a text step."""
+        k = self.n_choices()
+        if self.response() is not None:
+            return ScoredAnswer(uniform_simplex_logprobs(np.asarray(u)[:k]))
+        return random_choice(float(u[0]), k)
 
     def response(self) -> ScoredResponse | None:
         """The response kind of the current step (None: a text step)."""

@@ -44,8 +44,12 @@ def server(tiny, tiny_chat):
         faults.pending.clear()
 
 
+_last_stdout = ""
+
+
 def cli(capsys, *args: str) -> tuple[int, str]:
-    """Run the CLI in this process: (exit status, stderr)."""
+    """Run the CLI in this process: (exit status, stderr); stdout is kept in ``_last_stdout``."""
+    global _last_stdout
     from cogtestbed.cli import main
 
     argv, sys.argv = sys.argv, ["cogtestbed", *args]
@@ -56,7 +60,9 @@ def cli(capsys, *args: str) -> tuple[int, str]:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
         sys.argv = argv
-    return code, capsys.readouterr().err
+    captured = capsys.readouterr()
+    _last_stdout = captured.out
+    return code, captured.err
 
 
 def error_lines(err: str) -> list[str]:
@@ -119,6 +125,13 @@ def test_budget_is_a_total_over_resumes_and_add_budget_raises_it(tmp_path, capsy
         code, err = cli(capsys, *base, "--resume")
     assert code == 2 and len(error_lines(err)) == 1 and "in use" in err
     assert (run / "trials.parquet").read_bytes() == before and manifest(run)["status"] == "complete"
+
+
+def test_dry_run_says_how_many_subjects_the_budget_allows(tmp_path, capsys):
+    code, _ = cli(capsys, "run", EXP, "--llm", "hf:tiny-random", "--subjects", "3", *SMALL, "--dry-run",
+                  "--max-calls", "20", "-o", str(tmp_path / "r"))
+    report = json.loads(_last_stdout)
+    assert code == 0 and report["worst_case_per_subject"]["calls"] == 8 and report["subjects_within_budget"] == 2
 
 
 def test_admission_is_in_subject_order_and_refuses_only_when_nothing_runs():

@@ -177,12 +177,15 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
 
 
 def estimate_run(request: RunRequest) -> dict[str, Any]:
-    """``--dry-run``: calls, tokens and cost, nothing called."""
-    from cogtestbed.llm_adapters.limits import PriceTable
+    """``--dry-run``: calls, tokens and cost, nothing called; with ``--max-calls`` / ``--max-cost``
+    also how many subjects the budget admits at their worst case."""
+    from cogtestbed.llm_adapters.limits import Budget, PriceTable
     from cogtestbed.llm_adapters.runner import dry_run as estimate
 
     exp, design_obj, client, config = _client_and_config(request)
-    return estimate(exp, design_obj, client, config, PriceTable(request.prices).lookup(request.llm))
+    price = PriceTable(request.prices).lookup(request.llm)
+    budget = Budget(request.max_calls, request.max_cost, price)
+    return estimate(exp, design_obj, client, config, price, budget)
 
 
 def execute_run(request: RunRequest) -> Any:

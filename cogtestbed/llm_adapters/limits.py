@@ -228,8 +228,13 @@ class Budget:
         return Need(1.0, self.call_cost(prompt_tokens, max_tokens))
 
     def describe(self, need: Need) -> str:
-        usd = f", ${need.usd:.4f}" if self.price is not None else ""
-        return f"{need.calls:.0f} calls{usd}"
+        """``need`` in words: its calls, and its cost where the model has a price (an unlimited
+        dimension of what is left reads "unlimited")."""
+        calls = "unlimited calls" if math.isinf(need.calls) else f"{need.calls:.0f} calls"
+        if self.price is None:
+            return calls
+        usd = "unlimited USD" if math.isinf(need.usd) else f"${need.usd:.4f}"
+        return f"{calls}, {usd}"
 
     # -- subjects ----------------------------------------------------------------------------
     def _condition(self) -> asyncio.Condition:

@@ -359,14 +359,16 @@ def _parquet_bytes(frame: pd.DataFrame) -> bytes:
 
 
 def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfig,
-            price: Price | None) -> dict[str, Any]:
+            price: Price | None, budget: Budget | None = None) -> dict[str, Any]:
     """Count the calls and tokens a run would spend, without calling the model.
 
     Prompts depend on earlier answers, so each session is played with valid random actions
     (``env.action_space``, seeded): the history grows as it does for a subject who always
     answers.  Completion tokens are counted at their maximum (``max_tokens`` per call), and the
     re-ask worst case is reported separately.  Cache hits are not subtracted; image tokens are
-    not counted (they depend on the provider's image tiling).
+    not counted (they depend on the provider's image tiling).  With a limited ``budget`` the
+    report adds each subject's worst case as the budget books it (:func:`subject_needs`) and how
+    many subjects the budget admits.
     """
     if exp.env_cls.uses_images(design):
         client.check_images(1)
@@ -394,4 +396,10 @@ def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfi
     }
     if config.reask:
         report["calls_with_all_reasks"] = calls * (1 + config.reask)
+    if budget is not None and budget.limited:
+        worst = [sum(subject_needs(exp, design, client, config, sessions, i, budget), Need())
+                 for i in range(config.n_subjects)]
+        report["worst_case_per_subject"] = {"calls": max(w.calls for w in worst),
+                                            "usd": round(max(w.usd for w in worst), 6)}
+        report["subjects_within_budget"] = budget_outlook(budget, worst)
     return report

@@ -46,6 +46,9 @@ DEFAULT_RETRY_WINDOW = 120.0
 #: prompt some templates inject, the generation prompt): the fixed part of
 #: :meth:`LLMClient.prompt_token_bound` where the model's tokenizer is unknown.
 PROMPT_OVERHEAD_TOKENS = 64
+#: Tokens a tokenizer may add around a raw (completions) prompt: BOS/EOS and a SentencePiece
+#: dummy prefix.
+RAW_PROMPT_OVERHEAD_TOKENS = 4
 #: Tokens a chat template may add per message (role markers, separators).
 MESSAGE_OVERHEAD_TOKENS = 8
 #: Tokens one image may cost where the provider's tiling is unknown (high-detail tiles of hosted
@@ -393,12 +396,15 @@ class LLMClient(ABC):
 
         Default, for a tokenizer that is not known here: one token per UTF-8 byte of the text —
         byte-level BPE and SentencePiece with byte fallback never make a token of less than one
-        byte — plus :data:`PROMPT_OVERHEAD_TOKENS`, :data:`MESSAGE_OVERHEAD_TOKENS` per chat
-        message and :data:`IMAGE_TOKEN_BOUND` per image.  Backends that know their tokenizer
-        override it with an exact count.
+        byte — plus :data:`RAW_PROMPT_OVERHEAD_TOKENS` for a raw prompt to a completion model, or
+        :data:`PROMPT_OVERHEAD_TOKENS`, :data:`MESSAGE_OVERHEAD_TOKENS` per chat message and
+        :data:`IMAGE_TOKEN_BOUND` per image.  Backends that know their tokenizer override it with
+        an exact count.
         """
+        if isinstance(prompt, str) and not self.chat:
+            return len(prompt.encode()) + RAW_PROMPT_OVERHEAD_TOKENS
         if isinstance(prompt, str):
-            return len(prompt.encode()) + PROMPT_OVERHEAD_TOKENS
+            prompt = [{"role": "user", "content": prompt}]
         return PROMPT_OVERHEAD_TOKENS + sum(
             len(str(m["content"]).encode()) + MESSAGE_OVERHEAD_TOKENS
             + IMAGE_TOKEN_BOUND * len(message_images(m)) for m in prompt)

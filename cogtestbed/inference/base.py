@@ -232,6 +232,7 @@ class CognitiveModel(ABC):
             raise NotImplementedError(f"model {self.name!r} has no PyMC version yet")
         from cogtestbed.inference.hierarchical import kernel_pymc_model
 
+        self.require_observations(self.subject_data(trials))
         return kernel_pymc_model(self, trials, hierarchical)
 
     def sample_nuisance(self, rng: np.random.Generator) -> tuple[dict[str, float], dict[str, float]]:
@@ -339,16 +340,27 @@ class CognitiveModel(ABC):
         return np.array(out)
 
     def fit_subject(self, data: Any, n_starts: int | None = None) -> MLEResult:
-        """Multi-start fit of one subject (see module docstring)."""
+        """Multi-start fit of one subject (see module docstring).  A subject without a valid
+        observation has no estimate: NaN parameters, ``converged`` False."""
+        if self.n_observations(data) == 0:
+            nan = float("nan")
+            return MLEResult({p: nan for p in self.parameters.names}, nan, 0, False, len(self.parameters))
         n_starts = self.n_starts if n_starts is None else n_starts
         return self._fit_numba(data, n_starts)
 
+    def require_observations(self, data: Mapping[Hashable, Any]) -> None:
+        """Refuse to fit data in which no subject has a valid observation (one clear error)."""
+        if not any(self.n_observations(d) > 0 for d in data.values()):
+            raise ValueError(f"no valid trials to fit {self.name!r} to: all {len(data)} subject(s) have only "
+                             "invalid (missing) answers")
+
     def _result(self, theta: np.ndarray, nll: float, converged: bool, data: Any) -> MLEResult:
+        n_obs = self.n_observations(data)
         return MLEResult(
             params=dict(zip(self.parameters.names, map(float, theta), strict=True)),
             nll=float(nll),
-            n_obs=self.n_observations(data),
-            converged=bool(converged),
+            n_obs=n_obs,
+            converged=bool(converged) and n_obs > 0,  # nothing was fitted to no observation
             n_params=len(self.parameters),
         )
 
@@ -414,6 +426,7 @@ class CognitiveModel(ABC):
     ) -> pd.DataFrame:
         """Fit every subject; one row per subject with estimates, NLL, AIC, BIC, convergence."""
         data = self.subject_data(trials)
+        self.require_observations(data)
         keys = list(data) if subjects is None else list(subjects)
         rows = []
         for key in keys:

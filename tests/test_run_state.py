@@ -237,14 +237,15 @@ def test_tables_and_manifest_are_one_unit_with_the_umask_mode(tmp_path, tiny, mo
         before = {p.name: p.read_bytes() for p in run.iterdir() if p.suffix == ".parquet"}
         trials_manifest = json.loads((run / "trials.parquet.manifest.json").read_text())
         assert trials_manifest["trials_sha256"] == hashlib.sha256(before["trials.parquet"]).hexdigest()
-        real_stage = rundir_mod._stage
+        real_write = rundir_mod.write_files_together
 
-        def failing(target, write):
-            if target.name == "calls.parquet":
-                raise OSError(28, "No space left on device")
-            return real_stage(target, write)
+        def disk_full(tmp):
+            raise OSError(28, "No space left on device")
 
-        monkeypatch.setattr(rundir_mod, "_stage", failing)
+        def failing(writers):  # the call log cannot be written: nothing may change
+            return real_write({p: disk_full if p.name == "calls.parquet" else w for p, w in writers.items()})
+
+        monkeypatch.setattr(rundir_mod, "write_files_together", failing)
         with pytest.raises(OSError, match="No space"):
             go(True)
         monkeypatch.undo()

@@ -13,8 +13,8 @@ retry window — free to change on ``--resume``), ``budget`` (the run's total ``
   it settles (:func:`cogtestbed.llm_adapters.limits.read_ledger`), so the totals survive a kill.
 * **Commit**: the tables and the manifest are first all written to temporary files beside their
   targets (the step that can fail: disk full, permissions, a bad value), then renamed into place
-  in one go, ``run.json`` last; a failed commit leaves the previous files untouched.  Files are
-  created with the permissions of the process's umask (0644 by default), like any other file.
+  in one go, ``run.json`` last; a failed commit leaves the previous files untouched.  Files get
+  the permissions of the process's umask (0644 by default), like any other file.
 * **Failure**: a run that fails before its first paid call leaves no trace (the files it created
   are removed, and the directory if it made it); one that fails later is marked ``failed`` with
   the error, and ``--resume`` continues it from the cache.
@@ -32,6 +32,8 @@ from typing import IO, Any
 from filelock import FileLock, Timeout
 
 from cogtestbed.llm_adapters.limits import Spend, read_ledger
+from cogtestbed.outputs import new_file_mode
+from cogtestbed.trials import write_files_together
 
 CONFIG_FILE, LEDGER_FILE, LOCK_FILE = "run.json", "spend.jsonl", ".lock"
 #: Settings that say how calls travel, not which calls a run makes: changing them on ``--resume``
@@ -42,17 +44,6 @@ STATUSES = ("running", "complete", "stopped", "failed")
 
 class RunDirError(ValueError):
     """The run directory cannot be used as asked (locked, exists, mismatched, unwritable)."""
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def file_mode() -> int:
-    """The mode a new file gets under the current umask (0644 with the usual 022)."""
-    return 0o666 & ~_umask()
 
 
 def check_run_dir(path: Path, resume: bool) -> None:
@@ -168,7 +159,7 @@ class RunDir:
         path = self.path / LEDGER_FILE
         fh = path.open("a")
         with contextlib.suppress(OSError):
-            os.chmod(path, file_mode())
+            os.chmod(path, new_file_mode())
         self._ledger = fh
 
         def write(event: dict[str, object]) -> None:
@@ -182,18 +173,11 @@ class RunDir:
         self.commit({}, self.manifest)
 
     def commit(self, files: Mapping[str, Callable[[Path], object]], manifest: Mapping[str, Any]) -> None:
-        """Write every file of ``files`` (name → writer of a path) and ``run.json`` as one unit."""
-        staged: list[tuple[str, str]] = []
-        try:
-            for name, write in [*files.items(), (CONFIG_FILE, _json_writer(manifest))]:
-                staged.append((_stage(self.path / name, write), name))
-        except BaseException:
-            for tmp, _ in staged:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
-            raise
-        for tmp, name in staged:  # renames within one directory: no partial content possible
-            os.replace(tmp, self.path / name)
+        """Write every file of ``files`` (name → writer of a path) and ``run.json`` (renamed last)
+        as one unit (:func:`~cogtestbed.trials.write_files_together`)."""
+        writers = {self.path / name: write for name, write in files.items()}
+        writers[self.path / CONFIG_FILE] = _json_writer(manifest)
+        write_files_together(writers)
         self.manifest = dict(manifest)
 
     def fail(self, error: BaseException) -> None:
@@ -229,12 +213,4 @@ class RunDir:
 
 def _json_writer(obj: Mapping[str, Any]) -> Callable[[Path], object]:
     return lambda tmp: tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str))
-
-
-def _stage(target: Path, write: Callable[[Path], object]) -> str:
-    """Write a temporary sibling of ``target`` with the umask's file mode; return its path."""
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    write(tmp)
-    os.chmod(tmp, file_mode())
-    return str(tmp)
 

@@ -60,12 +60,14 @@ class Values:
         """The permitted values in words (used in error messages)."""
         if self.allowed is not None:
             return "one of " + ", ".join(_fmt(v) for v in self.allowed)
-        low = "-inf" if self.low is None else _fmt(self.low)
-        high = "inf" if self.high is None else _fmt(self.high)
-        whole = "a whole number " if self.integral else "a number "
-        if self.low is None and self.high is None:
-            return whole + "(finite)"
-        return f"{whole}in [{low}, {high}]"
+        what = "a whole number" if self.integral or self.kind == "int" else "a number"
+        if self.low is not None and self.high is not None:
+            return f"{what} in [{_fmt(self.low)}, {_fmt(self.high)}]"
+        if self.low is not None:
+            return f"{what} >= {_fmt(self.low)}"
+        if self.high is not None:
+            return f"{what} <= {_fmt(self.high)}"
+        return f"a finite {what.removeprefix('a ')}"
 
     def checks(self) -> list[pa.Check]:
         """The pandera checks of this declaration (kind first, then values)."""

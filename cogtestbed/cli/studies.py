@@ -140,13 +140,15 @@ def parse_agent(text: str) -> tuple[str, dict[str, float]]:
 def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bool) -> StudyResult:
     """Check the spec (and reach the Dask scheduler) before computing, then run with a progress bar."""
     from cogtestbed.cli.app import progress
-    from cogtestbed.validation.studies import check_study, dask_client, run_study
+    from cogtestbed.validation.studies import check_study, check_study_memory, concurrent_tasks, dask_client, run_study
 
-    check_study(spec)
+    exp = check_study(spec)
+    if dask is None:  # before the progress bar: a refusal is the only line on stderr
+        check_study_memory(spec, exp, concurrent_tasks(spec, workers))
     client = dask_client(dask) if dask is not None else None
     total = len(spec.tasks())
     done = iter(progress(range(total), f"{spec.kind} ({total} tasks)", total=total,
-                         enabled=not as_json or console_err.is_terminal))
+                         enabled=console_err.is_terminal))  # a bar off a terminal is noise
     next(done, None)
 
     def tick(k: int) -> None:

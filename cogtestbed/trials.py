@@ -39,11 +39,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from pandas.api.extensions import ExtensionArray
 
 #: Columns every trial table starts with, in this order.
 ID_COLUMNS = ("experiment", "subject", "session", "trial")
@@ -104,7 +105,7 @@ class CodedStrings:
 
 #: A stimulus column: an (n_subjects, n_trials) array, :class:`CodedStrings`, a flat pandas array,
 #: or None for a text column with nothing recorded (all missing, like ``raw_response``).
-Column = np.ndarray | pd.Categorical | pd.api.extensions.ExtensionArray | CodedStrings | None
+Column: TypeAlias = np.ndarray | pd.Categorical | ExtensionArray | CodedStrings | None
 
 
 def finish_table(
@@ -190,7 +191,7 @@ class _ColumnMaker:
         if isinstance(values, CodedStrings):
             codes = self.numeric(np.asarray(values.codes, dtype=np.int64).reshape(self.n))
             return _coded_string_array(codes, values.vocabulary)
-        if isinstance(values, (pd.Categorical, pd.api.extensions.ExtensionArray)):
+        if isinstance(values, (pd.Categorical, ExtensionArray)):
             if len(values) != self.n:
                 raise ValueError(f"a flat stimulus column needs {self.n} rows, got {len(values)}")
             return values if self.rows is None else values.take(self.rows)

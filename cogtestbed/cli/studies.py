@@ -468,6 +468,7 @@ def _fit_hierarchical(cog: Any, table: Any, output: Path, draws: int, chains: in
     console_err.print(f"sampling {cog.name} on {n_subjects} subjects ({chains} chains x {draws} draws)...")
     res = fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed,
                            progressbar=console_err.is_terminal and not as_json)
+    console_err.print(f"diagnostics: {res.diagnostics.report()}", markup=False)
     nc = output / "posterior.nc"
     atomic_write_bytes(nc, lambda tmp: res.idata.to_netcdf(str(tmp)))
     post = res.idata.posterior

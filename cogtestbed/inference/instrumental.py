@@ -52,12 +52,12 @@ BETA = Parameter.positive("beta", 5.0, upper=BETA_MAX, description="softmax inve
 # ----------------------------------------------------------------------------- kernels
 @njit(cache=True, inline="always")
 def prob_arm0(beta: float, v0: float, v1: float) -> float:
-    """P(arm 0) = σ(β·(v0 − v1)), evaluated without overflow."""
+    """P(arm 0) = σ(β·(v0 − v1)), evaluated without overflow: with e = exp(−|x|), 1 / (1 + e)
+    for x ≥ 0 and e / (1 + e) below, one exponential and a select instead of a branch (the
+    same floating-point operations as the two-branch form, so the same bits)."""
     x = beta * (v0 - v1)
-    if x >= 0.0:
-        return 1.0 / (1.0 + np.exp(-x))
-    e = np.exp(x)
-    return e / (1.0 + e)
+    e = np.exp(-abs(x))
+    return (1.0 if x >= 0.0 else e) / (1.0 + e)
 
 
 @njit(cache=True, inline="always")
@@ -89,6 +89,8 @@ def simulate_rwpm_kernel(
 
     ``casino`` (N, T) holds 0-based casino indices, ``reward_draws`` (N, T, 2) the pre-sampled
     outcome of each arm, ``uniforms`` (N, T) the choice uniforms: arm 0 iff u < P(arm 0).
+    Branch-light: the choice, the reward read and the learning rate are selects, and both values
+    of the casino are written back every trial, so a store's address never waits on the choice.
     """
     n, t_max = casino.shape
     actions = np.empty((n, t_max), dtype=np.int64)
@@ -99,11 +101,15 @@ def simulate_rwpm_kernel(
         ap, an, b = alpha_pos[i], alpha_neg[i], beta[i]
         for t in range(t_max):
             c = casino[i, t]
-            a = 0 if uniforms[i, t] < prob_arm0(b, values[c, 0], values[c, 1]) else 1
-            r = reward_draws[i, t, a]
-            delta = r - values[c, a]
-            values[c, a] += rw_learning_rate(ap, an, delta) * delta
-            actions[i, t] = a
+            v0, v1 = values[c, 0], values[c, 1]
+            pick0 = uniforms[i, t] < prob_arm0(b, v0, v1)
+            r = reward_draws[i, t, 0] if pick0 else reward_draws[i, t, 1]
+            v = v0 if pick0 else v1
+            delta = r - v
+            updated = v + rw_learning_rate(ap, an, delta) * delta
+            values[c, 0] = updated if pick0 else v0
+            values[c, 1] = v1 if pick0 else updated
+            actions[i, t] = 0 if pick0 else 1
             rewards[i, t] = r
     return actions, rewards
 

@@ -5,6 +5,9 @@ the same seed.
 Seeding: ``SeedSequence(seed)`` is split into an *environment* stream, from which all sessions are
 drawn at once (:meth:`TextEnv.sample_sessions`), and an *agent* stream, from which subjects draw
 their choice uniforms in subject order.  An LLM run with the same seed meets the same sessions.
+An optional :class:`~cogtestbed.agents.lapse.Lapse` (invalid and random answers) draws its
+decisions from a third stream (:func:`~cogtestbed.agents.lapse.lapse_rng`), so the first two, and
+a lapse-free table, are unchanged by it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.agents.base import SyntheticAgent
-from cogtestbed.environments.base import Design, Outcomes, Sessions, TextEnv
+from cogtestbed.agents.lapse import INVALID, RANDOM, Lapse, LapseDraws, draw_lapses, lapse_rng
+from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, Sessions, TextEnv
 from cogtestbed.registry import Experiment, get_experiment
 
 Method = Literal["batch", "step"]
@@ -71,6 +75,79 @@ def run_stepwise(
     return Outcomes.stack(parts)
 
 
+#: Copies of a trial table's data alive at once while it is simulated and analysed (the session
+#: and outcome arrays, the table itself, a fitter's packed arrays): the memory estimate's factor.
+MEMORY_COPIES = 3
+
+
+class MemoryLimitError(ValueError):
+    """A job would need more memory than the machine has available (refused before it starts)."""
+
+
+def session_bytes(experiment: str | Experiment, agent: str, params: Mapping[str, Any] | None = None,
+                  design: Design | None = None) -> int:
+    """Bytes of one simulated subject-session's trial table, measured on a one-subject simulation."""
+    one = simulate(experiment, agent, 1, 0, params, design=design)
+    return int(one.memory_usage(deep=True).sum())
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes in the largest binary unit that keeps the figure >= 1 (e.g. ``1.8 TiB``)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.3g} PiB"  # pragma: no cover
+
+
+def check_memory(need: int, what: str, hint: str = "use fewer subjects") -> None:
+    """Refuse (:class:`MemoryLimitError`, with the estimate) a job whose estimated need ``need``
+    exceeds the memory available now."""
+    import psutil
+
+    available = int(psutil.virtual_memory().available)
+    if need > available:
+        raise MemoryLimitError(f"{what} needs about {format_bytes(need)} of memory and "
+                               f"{format_bytes(available)} is available: {hint}")
+
+
+def check_simulation_memory(experiment: str | Experiment, agent: str, n_sessions: int,
+                            params: Mapping[str, Any] | None = None, design: Design | None = None,
+                            copies: int = MEMORY_COPIES) -> int:
+    """Estimate the memory ``n_sessions`` simulated sessions take (``copies`` working copies of the
+    table) and refuse at once when it exceeds what is available; return the estimate in bytes."""
+    exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
+    fixed = {k: v for k, v in dict(params or {}).items() if not np.ndim(v)}
+    need = session_bytes(exp, agent, fixed, design) * int(n_sessions) * copies
+    check_memory(need, f"{n_sessions} simulated {exp.name} sessions ({copies} working copies)")
+    return need
+
+
+class LapsingSubject:
+    """A subject whose answers lapse as pre-drawn (the step path of a :class:`Lapse`).
+
+    ``act`` lets the subject choose (so it draws its own uniforms as on any step), then replaces
+    the answer on a lapsed step: :data:`NO_ACTION` (invalid, as an unparseable LLM answer) or the
+    environment's :meth:`~TextEnv.random_answer`.  ``update`` passes the answer actually given,
+    so a learning subject learns from a random answer's outcome.
+    """
+
+    def __init__(self, subject: Any, env: TextEnv[Any, Any], draws: LapseDraws) -> None:
+        self.subject, self.env, self.draws = subject, env, draws
+
+    def act(self, obs: Any) -> Any:
+        action = self.subject.act(obs)
+        kind = int(self.draws.kind[self.env.t])
+        if kind == INVALID:
+            return NO_ACTION
+        if kind == RANDOM:
+            return self.env.random_answer(self.draws.u[self.env.t])
+        return action
+
+    def update(self, obs: Any, action: Any, reward: float, next_obs: Any) -> None:
+        self.subject.update(obs, action, reward, next_obs)
+
+
 def as_sessions(table: pd.DataFrame, runs: int) -> pd.DataFrame:
     """Relabel a simulated table's runs ``k`` as session ``k % runs`` of subject ``k // runs``.
 
@@ -79,6 +156,23 @@ def as_sessions(table: pd.DataFrame, runs: int) -> pd.DataFrame:
     """
     run = table["subject"].to_numpy(dtype=np.int64)
     return table.assign(subject=run // runs, session=run % runs)
+
+
+def pool_runs(table: pd.DataFrame, by: str = "agent") -> pd.DataFrame:
+    """Relabel a table's runs (its ``subject``, ``session`` pairs) as sessions of one subject per
+    value of ``by`` (the agent): the pooling :func:`as_sessions` does for simulated runs, applied to
+    imported data (CogBench's runs of one LLM scored as one participant).
+
+    Subjects are numbered in order of first appearance of ``by``; sessions in the order of the
+    runs within it.
+    """
+    keys = table[by].astype(str) if by in table.columns else pd.Series("", index=table.index)
+    unit = pd.factorize(keys, sort=False)[0]
+    run = pd.factorize(pd.MultiIndex.from_arrays([table["subject"], table["session"]]), sort=False)[0]
+    frame = pd.DataFrame({"unit": unit, "run": run}, index=table.index)
+    first_run = frame.drop_duplicates("run").groupby("unit")["run"].rank(method="dense").astype(np.int64) - 1
+    session = frame["run"].map(pd.Series(first_run.to_numpy(), index=frame.drop_duplicates("run")["run"]))
+    return table.assign(subject=unit.astype(np.int64), session=session.to_numpy(dtype=np.int64))
 
 
 def simulate(
@@ -90,11 +184,16 @@ def simulate(
     design: Design | None = None,
     method: Method = "batch",
     on_subject_done: Callable[[int], None] | None = None,
+    lapse: Lapse | None = None,
 ) -> pd.DataFrame:
     """Simulate ``n_subjects`` synthetic subjects and return their trial table.
 
     ``params`` maps parameter names to scalars (shared) or arrays of shape (n_subjects,).
     ``method="step"`` plays the gymnasium environment trial by trial (slow, the reference).
+    ``lapse``: invalid and random answers (:mod:`cogtestbed.agents.lapse`).  The batch path plays
+    them in the agent's kernel where it supports lapses
+    (:meth:`SyntheticAgent.simulate_batch_lapsed`) and otherwise plays the step path, whose
+    environment defines what an invalid or random answer does; both give the same table.
     """
     exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
     if n_subjects < 1:
@@ -104,22 +203,28 @@ def simulate(
     per_subject = subject_params(agent_cls, params, n_subjects)
     env_rng, agent_rng = seed_streams(seed)
     sessions = exp.env_cls.sample_sessions(design, n_subjects, env_rng)
+    steps = exp.env_cls.max_steps(design)
+    draws = None
+    if lapse is not None and lapse.active:
+        draws = draw_lapses(lapse, lapse_rng(seed), n_subjects, steps, exp.env_cls.lapse_draws)
+    if method not in ("batch", "step"):
+        raise ValueError(f"method must be 'batch' or 'step', got {method!r}")
+    # Both paths read the same rows: on the step path a session that ends early (variable-length
+    # tasks) must not shift the next subject's draws.
+    rows = agent_rng.random((n_subjects, steps * agent_cls.draws_per_trial))
+    outcomes: Outcomes | None = None
     if method == "batch":
-        steps = exp.env_cls.max_steps(design)
-        uniforms = agent_rng.random((n_subjects, steps * agent_cls.draws_per_trial))
-        outcomes = agent_cls.simulate_batch(design, sessions, per_subject, uniforms)
-    elif method == "step":
+        if draws is None:
+            outcomes = agent_cls.simulate_batch(design, sessions, per_subject, rows)
+        else:  # None where the kernel does not play lapses: the step path below
+            outcomes = agent_cls.simulate_batch_lapsed(design, sessions, per_subject, rows, draws)
+    if outcomes is None:
         env = exp.env_cls(design)
-        # The same rows the batch path draws: a session that ends early (variable-length tasks)
-        # must not shift the next subject's draws.
-        rows = agent_rng.random((n_subjects, exp.env_cls.max_steps(design) * agent_cls.draws_per_trial))
 
-        def make_subject(i: int) -> SyntheticAgent:
+        def make_subject(i: int) -> Any:
             subject = agent_cls({k: float(v[i]) for k, v in per_subject.items()})
             subject.reset(agent_rng, uniforms=rows[i])
-            return subject
+            return subject if draws is None else LapsingSubject(subject, env, draws.subject(i))
 
         outcomes = run_stepwise(env, sessions, make_subject, on_subject_done)
-    else:
-        raise ValueError(f"method must be 'batch' or 'step', got {method!r}")
     return exp.env_cls.trials_table(design, sessions, outcomes, agent=agent, params=per_subject)

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.agents.lapse import lapsed_choice
 from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.parameters import Parameter, ParameterSet
@@ -84,34 +85,40 @@ def simulate_rwpm_kernel(
     beta: np.ndarray,
     uniforms: np.ndarray,
     n_casinos: int,
-) -> tuple[np.ndarray, np.ndarray]:
+    lapse_kind: np.ndarray,
+    lapse_u: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Play N pre-drawn sessions with RW± agents (RW: α⁺ = α⁻; random: β = 0).
 
     ``casino`` (N, T) holds 0-based casino indices, ``reward_draws`` (N, T, 2) the pre-sampled
     outcome of each arm, ``uniforms`` (N, T) the choice uniforms: arm 0 iff u < P(arm 0).
-    Branch-light: the choice, the reward read and the learning rate are selects, and both values
-    of the casino are written back every trial, so a store's address never waits on the choice.
+    ``lapse_kind``/``lapse_u`` (N, T): pre-drawn lapses (:mod:`cogtestbed.agents.lapse`); an
+    invalid step records −1, pays nothing and teaches nothing, a random arm is learned from.
+    Returns (action, reward, valid).
     """
     n, t_max = casino.shape
     actions = np.empty((n, t_max), dtype=np.int64)
     rewards = np.empty((n, t_max), dtype=np.float64)
+    valid = np.ones((n, t_max), dtype=np.bool_)
     values = np.empty((n_casinos, 2), dtype=np.float64)
     for i in range(n):
         values[:, :] = V0
         ap, an, b = alpha_pos[i], alpha_neg[i], beta[i]
         for t in range(t_max):
             c = casino[i, t]
-            v0, v1 = values[c, 0], values[c, 1]
-            pick0 = uniforms[i, t] < prob_arm0(b, v0, v1)
-            r = reward_draws[i, t, 0] if pick0 else reward_draws[i, t, 1]
-            v = v0 if pick0 else v1
-            delta = r - v
-            updated = v + rw_learning_rate(ap, an, delta) * delta
-            values[c, 0] = updated if pick0 else v0
-            values[c, 1] = v1 if pick0 else updated
-            actions[i, t] = 0 if pick0 else 1
+            a = 0 if uniforms[i, t] < prob_arm0(b, values[c, 0], values[c, 1]) else 1
+            a = lapsed_choice(lapse_kind[i, t], lapse_u[i, t], a, 2)
+            if a < 0:
+                actions[i, t] = -1
+                rewards[i, t] = np.nan
+                valid[i, t] = False
+                continue
+            r = reward_draws[i, t, a]
+            delta = r - values[c, a]
+            values[c, a] += rw_learning_rate(ap, an, delta) * delta
+            actions[i, t] = a
             rewards[i, t] = r
-    return actions, rewards
+    return actions, rewards, valid
 
 
 @njit(cache=True)
@@ -264,6 +271,7 @@ class _BanditModel(CognitiveModel):
     experiment: ClassVar[str] = EXPERIMENT
     observation_fields: ClassVar[tuple[str, ...]] = ("action", "casino", "reward")
     observed_name: ClassVar[str] = "choice"
+    lapse_options: ClassVar[int | None] = 2  # a lapse picks either machine
 
     pointwise_kernel: ClassVar[Any] = rwpm_pointwise_kernel
 

@@ -3,9 +3,10 @@
 For each experiment (its first declared generating agent, default parameters and design) prints
 trials/s of (a) the agent's numba kernel alone on pre-drawn sessions and uniforms and (b) the whole
 batch path :func:`cogtestbed.simulation.simulate` (session sampling + uniforms + kernel + trial
-table), and the ratio full / kernel (target ≥ 0.40 for every experiment).  Then the RW± kernel of
-instrumental learning in ns per trial on one core (target ≤ 15 ns).  Timings are the best of N
-process-CPU-time runs (the machine is shared).
+table), and the ratio full / kernel (target ≥ 0.40 for every experiment), with the CPU ns per
+trial of the two other stages (drawing the sessions, building the table) to show where the rest
+goes.  Then the RW± kernel of instrumental learning in ns per trial on one core (target ≤ 15 ns).
+Timings are the best of N process-CPU-time runs (the machine is shared).
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ def agent_of(spec: ExperimentSpec) -> str:
     return named[0] if named else sorted(spec.agents)[0]
 
 
-def bench(name: str) -> tuple[str, int, float, float]:
-    """(agent, trials, kernel s, full path s) of one experiment."""
+def bench(name: str) -> tuple[str, int, float, float, float, float]:
+    """(agent, trials, kernel s, full path s, sessions s, table s) of one experiment."""
     spec = get_experiment(name)
     agent = agent_of(spec)
     agent_cls = spec.agent(agent)
@@ -53,7 +54,11 @@ def bench(name: str) -> tuple[str, int, float, float]:
     trials = len(simulate(spec, agent, n, 0))
     kernel_s = best_cpu_of(lambda: agent_cls.simulate_batch(design, sessions, params, uniforms), REPEATS)
     full_s = best_cpu_of(lambda: simulate(spec, agent, n, 0), REPEATS)
-    return agent, trials, kernel_s, full_s
+    sessions_s = best_cpu_of(lambda: spec.env_cls.sample_sessions(design, n, seed_streams(0)[0]), REPEATS)
+    outcomes = agent_cls.simulate_batch(design, sessions, params, uniforms)
+    table_s = best_cpu_of(lambda: spec.env_cls.trials_table(design, sessions, outcomes, agent=agent, params=params),
+                          REPEATS)
+    return agent, trials, kernel_s, full_s, sessions_s, table_s
 
 
 def rw_ns_per_trial() -> float:
@@ -71,15 +76,16 @@ def rw_ns_per_trial() -> float:
 
 def main() -> None:
     print(f"{'experiment':24s} {'agent':18s} {'trials':>9s} {'kernel trials/s':>16s} {'full trials/s':>14s} "
-          f"{'ratio':>6s}")
+          f"{'ratio':>6s}        ns/trial: kernel sessions table")
     worst = float("inf")
     for name in experiment_names():
-        agent, trials, kernel_s, full_s = bench(name)
+        agent, trials, kernel_s, full_s, sessions_s, table_s = bench(name)
         ratio = kernel_s / full_s
         worst = min(worst, ratio)
         flag = "OK" if ratio >= RATIO_TARGET else "MISSED"
         print(f"{name:24s} {agent:18s} {trials:9d} {trials / kernel_s:16.3e} {trials / full_s:14.3e} "
-              f"{ratio:6.2f} {flag}", flush=True)
+              f"{ratio:6.2f} {flag:6s} {kernel_s / trials * 1e9:14.0f} {sessions_s / trials * 1e9:8.0f} "
+              f"{table_s / trials * 1e9:5.0f}", flush=True)
     print(f"worst full/kernel ratio: {worst:.2f} (target >= {RATIO_TARGET:.2f}) "
           f"[{'OK' if worst >= RATIO_TARGET else 'MISSED'}]")
     ns = rw_ns_per_trial()

@@ -311,19 +311,24 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     )
 
 
-def write_trials(
-    trials: pd.DataFrame, path: str | os.PathLike[str], manifest: Mapping[str, Any]
-) -> Path:
-    """Write ``trials`` as Parquet plus ``<path>.manifest.json``; return the Parquet path."""
+def trials_manifest(trials: pd.DataFrame, manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest written beside a trial table (the table is validated first)."""
     validate_trials(trials)
-    out = Path(path)
-    full_manifest = {
+    return {
         "schema_version": SCHEMA_VERSION,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "versions": package_versions(),
         "n_rows": len(trials),
         **manifest,
     }
+
+
+def write_trials(
+    trials: pd.DataFrame, path: str | os.PathLike[str], manifest: Mapping[str, Any]
+) -> Path:
+    """Write ``trials`` as Parquet plus ``<path>.manifest.json``; return the Parquet path."""
+    out = Path(path)
+    full_manifest = trials_manifest(trials, manifest)
     write_files_together({out: lambda tmp: trials.to_parquet(tmp, index=False),
                           manifest_path(out): lambda tmp: tmp.write_text(
                               json.dumps(full_manifest, indent=2, sort_keys=True, default=str))})

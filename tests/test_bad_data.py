@@ -139,7 +139,7 @@ def test_bart_negative_pumps_rejected(cogbench_dir, tmp_path):
     src = cogbench_dir / "BART" / "gpt-4.csv"
     bad = edited(src, tmp_path / "bad.csv", lambda df: df.__setitem__("pumps", df["pumps"].mask(df.index == 3, -2)))
     message = user_error(["metrics", "bart", str(bad)])
-    assert "value -2 is not a number in [0, inf]" in message and "bad.csv" in message
+    assert "value -2 is not a whole number >= 0" in message and "bad.csv" in message
     assert "column 'pumps'" in message or "column 'action' (file column 'pumps')" in message
 
 

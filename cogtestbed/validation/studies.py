@@ -245,8 +245,9 @@ def check_study(spec: StudySpec) -> ExperimentSpec:
         raise ValueError(f"experiment {exp.name} pools subjects, not sessions: runs > 1 needs an experiment "
                          "whose pooling unit is the session")
     if spec.metric is not None and spec.metric not in _headline(exp):
-        raise ValueError(f"{spec.metric!r} is not a headline metric of {exp.name}; choose one of: "
-                         f"{', '.join(_headline(exp))}")
+        valid = _headline(exp)
+        raise ValueError(f"{spec.metric!r} is not a headline metric of {exp.name}; "
+                         + (f"choose one of: {', '.join(valid)}" if valid else "it declares none"))
     for m in spec.models:
         _check_model_settings(spec, exp, exp.model(m))
     if spec.kind == "model-recovery":

@@ -585,6 +585,7 @@ def _fit_hierarchical(cog: Any, table: Any, output: Path, draws: int, chains: in
     console_err.print(f"sampling {cog.name} on {n_subjects} subjects ({chains} chains x {draws} draws)...")
     res = fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed,
                            progressbar=console_err.is_terminal and not as_json)
+    console_err.print(f"diagnostics: {res.diagnostics.report()}", markup=False)
     nc = write_posterior(res.idata, output / "posterior.nc", log_likelihood)
     post = res.idata.posterior
     pop = {p: {"median": float(post[f"{p}_pop"].median()), "lo90": float(post[f"{p}_pop"].quantile(0.05)),

@@ -263,6 +263,14 @@ def check_study(spec: StudySpec) -> ExperimentSpec:
     return exp
 
 
+def concurrent_tasks(spec: StudySpec, workers: int | None) -> int:
+    """Tasks of ``spec`` that run at once on ``workers`` local processes (default: the CPU count)."""
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    if n < 1:
+        raise ValueError(f"workers must be at least 1, got {n}")
+    return 1 if n == 1 else min(n, len(spec.tasks()))
+
+
 def check_study_memory(spec: StudySpec, exp: ExperimentSpec, concurrent: int = 1) -> int:
     """Estimate the memory of the study's largest task times ``concurrent`` tasks at once and refuse
     up front (:class:`~cogtestbed.simulation.MemoryLimitError`) when it exceeds what is available.
@@ -592,10 +600,8 @@ def run_study(
     payload = spec.model_dump_json()
     start = time.perf_counter()
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
-    if n_workers < 1:
-        raise ValueError(f"workers must be at least 1, got {n_workers}")
     if dask is None:
-        check_study_memory(spec, exp, 1 if n_workers <= 1 else min(n_workers, len(tasks)))
+        check_study_memory(spec, exp, concurrent_tasks(spec, workers))
 
     def tick(k: int) -> None:
         if on_task_done is not None:

@@ -127,14 +127,14 @@ def task_model_recovery(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str,
                                    "ranges": {k: v for k, v in spec.ranges.items() if k in own}})
     _, true = draw_true_parameters(mine, gen, n, rng)
     trials = simulate_model(spec, exp, gen.name, true, n, seed_of(sim_seq), design, int(task["runs"]))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in spec.models:
         model = exp.model(name)
         if spec.method == "mle":
             fits = model.fit_mle(trials)
-            for _, r in fits.iterrows():
-                rows.append({"generator": gen.name, "model": name, "subject": r["subject"],
-                             "aic": r["aic"], "bic": r["bic"], "elpd_loo": np.nan})
+            rows.extend({"generator": gen.name, "model": name, "subject": subject, "aic": aic, "bic": bic,
+                         "elpd_loo": np.nan}
+                        for subject, aic, bic in zip(fits["subject"], fits["aic"], fits["bic"], strict=True))
         else:
             fit = _fit_bayes(model, trials, spec, fit_seed)
             with warnings.catch_warnings():

@@ -44,6 +44,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from cogtestbed.outputs import atomic_write_bytes, new_file_mode
+
 #: Columns every trial table starts with, in this order.
 ID_COLUMNS = ("experiment", "subject", "session", "trial")
 #: Outcome columns every trial table has, after the stimulus fields.
@@ -57,13 +59,37 @@ class TrialTableError(ValueError):
     """A table does not follow the trial-table schema."""
 
 
-def validate_trials(trials: pd.DataFrame) -> pd.DataFrame:
-    """Check the schema; return the table unchanged or raise :class:`TrialTableError`."""
+def validate_trials(trials: pd.DataFrame, experiment: str | None = None, source: str | os.PathLike[str] | None = None,
+                    file_columns: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Check the table against the schema of its experiment; return it unchanged or raise
+    :class:`TrialTableError` (one line naming ``source``, the column, row and value).
+
+    The common columns are checked here; each experiment named in the ``experiment`` column is
+    then checked against the schema its environment declares (:mod:`cogtestbed.schema`).  With
+    ``experiment`` given, a table of another experiment is refused.  ``file_columns`` maps table
+    columns to the names the source file gives them (an importer's), used in the message.
+    """
+    where = f"{source}: " if source is not None else ""
     missing = [c for c in (*ID_COLUMNS, *OUTCOME_COLUMNS) if c not in trials.columns]
     if missing:
-        raise TrialTableError(f"trial table lacks required columns: {', '.join(missing)}")
+        raise TrialTableError(f"{where}trial table lacks required columns: {', '.join(missing)}")
+    if trials.empty:
+        return trials
+    names = [str(n) for n in pd.unique(trials["experiment"].astype("string").dropna())]
+    if not names:
+        raise TrialTableError(f"{where}trial table has no experiment name")
+    if experiment is not None and any(n != experiment for n in names):
+        raise TrialTableError(f"{where}holds trials of experiment {', '.join(sorted(names))}, not {experiment}")
     if trials.duplicated(["experiment", "subject", "session", "trial"]).any():
-        raise TrialTableError("trial table has duplicated (experiment, subject, session, trial) rows")
+        raise TrialTableError(f"{where}trial table has duplicated (experiment, subject, session, trial) rows")
+    from cogtestbed.registry import get_experiment  # the registry imports environments, which import this module
+    from cogtestbed.schema import check_table
+
+    for name in names:
+        spec = get_experiment(name)
+        rows = trials if len(names) <= 1 else trials[trials["experiment"].astype("string") == name]
+        check_table(rows, spec.env_cls.table_schema, spec.name, None if source is None else str(source),
+                    file_columns)
     return trials
 
 
@@ -170,20 +196,6 @@ def manifest_path(path: str | os.PathLike[str]) -> Path:
     return p.with_name(p.name + MANIFEST_SUFFIX)
 
 
-def atomic_write_bytes(path: Path, write: Any) -> None:
-    """Call ``write(tmp_path)`` then rename onto ``path`` (no half file on failure)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def write_json_atomic(path: Path, obj: Any) -> None:
     atomic_write_bytes(
         path, lambda tmp: tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str))
@@ -203,13 +215,35 @@ def write_trials(
         "n_rows": len(trials),
         **manifest,
     }
-    atomic_write_bytes(out, lambda tmp: trials.to_parquet(tmp, index=False))
-    write_json_atomic(manifest_path(out), full_manifest)
+    write_files_together({out: lambda tmp: trials.to_parquet(tmp, index=False),
+                          manifest_path(out): lambda tmp: tmp.write_text(
+                              json.dumps(full_manifest, indent=2, sort_keys=True, default=str))})
     return out
 
 
-def read_trials(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read a Parquet trial table written by :func:`write_trials` (schema checked)."""
+def write_files_together(writers: Mapping[Path, Any]) -> None:
+    """Write several files as one unit: every ``writer(tmp)`` runs first; only when all succeeded
+    are the temporary files renamed into place (a failure leaves the old files untouched)."""
+    tmps: dict[Path, Path] = {}
+    try:
+        for path, write in writers.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            os.close(fd)
+            tmps[path] = Path(name)
+            write(tmps[path])
+            os.chmod(tmps[path], new_file_mode())
+        for path, done in tmps.items():
+            os.replace(done, path)
+    finally:
+        for left in tmps.values():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(left)
+
+
+def read_trials(path: str | os.PathLike[str], experiment: str | None = None) -> pd.DataFrame:
+    """Read a Parquet trial table written by :func:`write_trials` (schema checked; with
+    ``experiment`` given, a table of another experiment is refused)."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no trial table at {p}")
@@ -217,7 +251,7 @@ def read_trials(path: str | os.PathLike[str]) -> pd.DataFrame:
         trials = pd.read_parquet(p)
     except Exception as exc:  # pyarrow raises several types for a non-Parquet file
         raise TrialTableError(f"{p} is not a Parquet trial table: {exc}") from exc
-    return validate_trials(trials)
+    return validate_trials(trials, experiment, source=p)
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:

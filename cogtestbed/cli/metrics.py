@@ -16,22 +16,9 @@ if TYPE_CHECKING:  # the library is imported inside the command bodies (a light 
 
 
 def load_table(exp: Experiment, path: Path, source: str = "auto") -> tuple[pd.DataFrame, str]:
-    """Read ``path`` as a trial table or through one of the experiment's importers."""
-    from cogtestbed.trials import TrialTableError, read_trials
-
-    if not path.exists():
-        raise FileNotFoundError(f"no such file: {path}")
-    if source == "trials" or (source == "auto" and path.suffix == ".parquet"):
-        return read_trials(path), "trials"
-    if source != "auto":
-        return exp.importer(source).load(path), source
-    for importer in exp.importers.values():
-        if importer.sniff(path):
-            return importer.load(path), importer.source
-    raise TrialTableError(
-        f"cannot tell what {path} is: not a .parquet trial table and no importer of "
-        f"{exp.name} ({', '.join(exp.importers) or 'none'}) recognises it; pass --from"
-    )
+    """Read ``path`` as a trial table or through one of the experiment's importers (validated
+    against the experiment's schema, :meth:`~cogtestbed.experiments.spec.ExperimentSpec.read`)."""
+    return exp.read(path, source)
 
 
 def parse_metric_options(exp: Experiment, args: list[str]) -> dict[str, Any]:

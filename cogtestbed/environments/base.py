@@ -48,6 +48,7 @@ from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict
 
 from cogtestbed.agents.lapse import random_choice
+from cogtestbed.schema import TrialSchema
 
 #: Action passed to :meth:`TextEnv.step` when the subject gave no valid answer.  The trial is
 #: recorded as invalid and the episode moves on; the environment never substitutes a choice.
@@ -320,6 +321,10 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     #: dtype of the recorded action: integer choices by default; tasks with a continuous answer
     #: (a Box phase: a rating, a probability) use ``np.float64`` and mark missing actions with NaN.
     action_dtype: ClassVar[Any] = np.int64
+    #: What the trial table holds (values of a valid action, the reward's range, the stimulus
+    #: columns read downstream): every table and importer output is checked against it before
+    #: anything is computed (:func:`cogtestbed.trials.validate_trials`).
+    table_schema: ClassVar[TrialSchema]
     #: Uniforms one random (lapse) answer needs (:meth:`random_answer`); environments whose
     #: answers are distributions over several continuations need one per continuation.
     lapse_draws: ClassVar[int] = 1

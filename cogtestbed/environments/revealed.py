@@ -72,6 +72,7 @@ from cogtestbed.environments.revealed_items import (
     dice_items,
     preference_items,
 )
+from cogtestbed.schema import RowRule, TrialSchema, Values
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "revealed-belief"
@@ -358,6 +359,15 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
     lapse_draws: ClassVar[int] = MAX_OUTCOMES  # a random scored answer: one uniform per continuation
 
     experiment: ClassVar[str] = EXPERIMENT
+    #: The index of the most probable outcome (option) among the item's ``n_outcomes``.
+    table_schema: ClassVar[TrialSchema] = TrialSchema(
+        action=Values("int", low=0),
+        reward=Values("float"),
+        stimulus={"n_outcomes": Values("int", low=2, nullable=False), "target": Values("int", low=0),
+                  "mass_outside": Values("float", low=0.0, high=1.0)},
+        rules=(RowRule("action < n_outcomes", ("action", "n_outcomes"),
+                       lambda t: (t["action"] < t["n_outcomes"]).fillna(False)),),
+    )
     design_cls: ClassVar[type[Design]] = RevealedDesign
 
     def __init__(self, design: RevealedDesign | None = None, render_mode: str | None = None):

@@ -253,11 +253,15 @@ def _remove_stale(compiled: Any, qualname: str) -> None:
 def _tag(fn: Any) -> str | None:
     """A name for the ``@njit`` function ``fn``, stable across processes and changing with its
     sources: its name and a digest of its module, qualified name and :func:`_sources_digest`
-    (a specialisation keeps its own tag); None for a closure or a function without a stable name."""
+    (a specialisation keeps its own tag).  None unless ``fn`` is what its module and qualified
+    name resolve to (closures, functions made by ``exec`` or in a factory are not)."""
     if id(fn) in _TAGS:
         return _TAGS[id(fn)]
     py_func = fn.py_func
-    if py_func.__closure__ is not None or "<" in py_func.__qualname__:
+    named: Any = sys.modules.get(py_func.__module__ or "")
+    for part in py_func.__qualname__.split("."):
+        named = getattr(named, part, None)
+    if named is not fn or py_func.__closure__ is not None:  # not reachable by its name: no stable tag
         return None
     ident = f"{py_func.__module__}.{py_func.__qualname__}:{_sources_digest(py_func.__module__)}"
     return f"{py_func.__name__}_{hashlib.sha256(ident.encode()).hexdigest()[:12]}"

@@ -26,11 +26,12 @@ def default_cache() -> Path:
 
 @app.command()
 def run(
-    experiment: Annotated[str, typer.Argument(help="Experiment name, e.g. instrumental-learning.")],
-    llm: Annotated[str, typer.Option(
-        "--llm", help="BACKEND:MODEL — hf:tiny-random, hf:<hub id or path>, openai:gpt-4o-mini, "
-        "anthropic:claude-...; keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Run directory.")],
+    experiment: Annotated[str | None, typer.Argument(
+        help="Experiment name, e.g. instrumental-learning (optional with --plan).")] = None,
+    llm: Annotated[str | None, typer.Option(
+        "--llm", help="BACKEND:MODEL — hf:tiny-random, hf:<hub id or path>, openai:gpt-4o-mini, "
+        "anthropic:claude-...; keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY.")] = None,
     subjects: Annotated[int, typer.Option(min=1, help="Independent subjects (sessions).")] = 1,
     seed: Annotated[int, typer.Option(help="Seed: the same sessions as `simulate --seed`.")] = 0,
     base_url: Annotated[str | None, typer.Option(
@@ -57,6 +58,9 @@ def run(
     timeout: Annotated[float, typer.Option(help="Seconds per HTTP request.")] = 60.0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report calls, tokens and cost; call nothing.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --output.")] = False,
+    plan: Annotated[Path | None, typer.Option(
+        help="plan.json of `cogtestbed plan`: its experiment, design, subjects, seed, answer settings and "
+        "limits (--llm may choose or replace its LLM).")] = None,
 ) -> None:
     """Run an LLM as subjects through an experiment; write the trial table and a manifest."""
     from cogtestbed.llm_adapters import make_client, parse_spec
@@ -66,9 +70,20 @@ def run(
     from cogtestbed.llm_adapters.runner import RunConfig, run_experiment
     from cogtestbed.llm_adapters.runner import dry_run as estimate
 
+    fields = _design_overrides(design or [])
+    if plan is not None:
+        from cogtestbed.validation.plan_report import plan_run_settings
+
+        p = plan_run_settings(plan, experiment, llm, subjects, seed, design)
+        experiment, llm, subjects, seed, fields = p["experiment"], p["llm"], p["subjects"], p["seed"], p["design"]
+        max_tokens, temperature, reask = p["max_tokens"], p["temperature"], p["reask"]
+        max_calls = max_calls if max_calls is not None else p["max_calls"]
+        max_cost = max_cost if max_cost is not None else p["max_cost"]
+    if experiment is None or llm is None:
+        raise ValueError("run needs an EXPERIMENT and --llm (or --plan)")
     exp = get_experiment(experiment)
     backend, _ = parse_spec(llm)
-    design_obj = exp.env_cls.design_cls(**_design_overrides(design or []))
+    design_obj = exp.env_cls.design_cls(**fields)
     stops = tuple(codecs.decode(s, "unicode_escape") for s in stop) if stop else ("\n",)
     options = {} if backend == "hf" else {"timeout": timeout}
     client = make_client(llm, base_url=base_url, mode=mode, **options)

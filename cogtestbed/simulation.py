@@ -5,6 +5,9 @@ the same seed.
 Seeding: ``SeedSequence(seed)`` is split into an *environment* stream, from which all sessions are
 drawn at once (:meth:`TextEnv.sample_sessions`), and an *agent* stream, from which subjects draw
 their choice uniforms in subject order.  An LLM run with the same seed meets the same sessions.
+An optional :class:`~cogtestbed.agents.lapse.Lapse` (invalid and random answers) draws its
+decisions from a third stream (:func:`~cogtestbed.agents.lapse.lapse_rng`), so the first two, and
+a lapse-free table, are unchanged by it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.agents.base import SyntheticAgent
-from cogtestbed.environments.base import Design, Outcomes, Sessions, TextEnv
+from cogtestbed.agents.lapse import INVALID, RANDOM, Lapse, LapseDraws, draw_lapses, lapse_rng
+from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, Sessions, TextEnv
 from cogtestbed.registry import Experiment, get_experiment
 
 Method = Literal["batch", "step"]
@@ -71,6 +75,31 @@ def run_stepwise(
     return Outcomes.stack(parts)
 
 
+class LapsingSubject:
+    """A subject whose answers lapse as pre-drawn (the step path of a :class:`Lapse`).
+
+    ``act`` lets the subject choose (so it draws its own uniforms as on any step), then replaces
+    the answer on a lapsed step: :data:`NO_ACTION` (invalid, as an unparseable LLM answer) or the
+    environment's :meth:`~TextEnv.random_answer`.  ``update`` passes the answer actually given,
+    so a learning subject learns from a random answer's outcome.
+    """
+
+    def __init__(self, subject: Any, env: TextEnv[Any, Any], draws: LapseDraws) -> None:
+        self.subject, self.env, self.draws = subject, env, draws
+
+    def act(self, obs: Any) -> Any:
+        action = self.subject.act(obs)
+        kind = int(self.draws.kind[self.env.t])
+        if kind == INVALID:
+            return NO_ACTION
+        if kind == RANDOM:
+            return self.env.random_answer(self.draws.u[self.env.t])
+        return action
+
+    def update(self, obs: Any, action: Any, reward: float, next_obs: Any) -> None:
+        self.subject.update(obs, action, reward, next_obs)
+
+
 def as_sessions(table: pd.DataFrame, runs: int) -> pd.DataFrame:
     """Relabel a simulated table's runs ``k`` as session ``k % runs`` of subject ``k // runs``.
 
@@ -90,11 +119,16 @@ def simulate(
     design: Design | None = None,
     method: Method = "batch",
     on_subject_done: Callable[[int], None] | None = None,
+    lapse: Lapse | None = None,
 ) -> pd.DataFrame:
     """Simulate ``n_subjects`` synthetic subjects and return their trial table.
 
     ``params`` maps parameter names to scalars (shared) or arrays of shape (n_subjects,).
     ``method="step"`` plays the gymnasium environment trial by trial (slow, the reference).
+    ``lapse``: invalid and random answers (:mod:`cogtestbed.agents.lapse`).  The batch path plays
+    them in the agent's kernel where it supports lapses
+    (:meth:`SyntheticAgent.simulate_batch_lapsed`) and otherwise plays the step path, whose
+    environment defines what an invalid or random answer does; both give the same table.
     """
     exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
     if n_subjects < 1:
@@ -104,22 +138,28 @@ def simulate(
     per_subject = subject_params(agent_cls, params, n_subjects)
     env_rng, agent_rng = seed_streams(seed)
     sessions = exp.env_cls.sample_sessions(design, n_subjects, env_rng)
+    steps = exp.env_cls.max_steps(design)
+    draws = None
+    if lapse is not None and lapse.active:
+        draws = draw_lapses(lapse, lapse_rng(seed), n_subjects, steps, exp.env_cls.lapse_draws)
+    if method not in ("batch", "step"):
+        raise ValueError(f"method must be 'batch' or 'step', got {method!r}")
+    # Both paths read the same rows: on the step path a session that ends early (variable-length
+    # tasks) must not shift the next subject's draws.
+    rows = agent_rng.random((n_subjects, steps * agent_cls.draws_per_trial))
+    outcomes: Outcomes | None = None
     if method == "batch":
-        steps = exp.env_cls.max_steps(design)
-        uniforms = agent_rng.random((n_subjects, steps * agent_cls.draws_per_trial))
-        outcomes = agent_cls.simulate_batch(design, sessions, per_subject, uniforms)
-    elif method == "step":
+        if draws is None:
+            outcomes = agent_cls.simulate_batch(design, sessions, per_subject, rows)
+        else:  # None where the kernel does not play lapses: the step path below
+            outcomes = agent_cls.simulate_batch_lapsed(design, sessions, per_subject, rows, draws)
+    if outcomes is None:
         env = exp.env_cls(design)
-        # The same rows the batch path draws: a session that ends early (variable-length tasks)
-        # must not shift the next subject's draws.
-        rows = agent_rng.random((n_subjects, exp.env_cls.max_steps(design) * agent_cls.draws_per_trial))
 
-        def make_subject(i: int) -> SyntheticAgent:
+        def make_subject(i: int) -> Any:
             subject = agent_cls({k: float(v[i]) for k, v in per_subject.items()})
             subject.reset(agent_rng, uniforms=rows[i])
-            return subject
+            return subject if draws is None else LapsingSubject(subject, env, draws.subject(i))
 
         outcomes = run_stepwise(env, sessions, make_subject, on_subject_done)
-    else:
-        raise ValueError(f"method must be 'batch' or 'step', got {method!r}")
     return exp.env_cls.trials_table(design, sessions, outcomes, agent=agent, params=per_subject)

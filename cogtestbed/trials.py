@@ -57,13 +57,35 @@ class TrialTableError(ValueError):
     """A table does not follow the trial-table schema."""
 
 
-def validate_trials(trials: pd.DataFrame) -> pd.DataFrame:
-    """Check the schema; return the table unchanged or raise :class:`TrialTableError`."""
+def validate_trials(trials: pd.DataFrame, experiment: str | None = None, source: str | os.PathLike[str] | None = None,
+                    ) -> pd.DataFrame:
+    """Check the table against the schema of its experiment; return it unchanged or raise
+    :class:`TrialTableError` (one line naming ``source``, the column, row and value).
+
+    The common columns are checked here; each experiment named in the ``experiment`` column is
+    then checked against the schema its environment declares (:mod:`cogtestbed.schema`).  With
+    ``experiment`` given, a table of another experiment is refused.
+    """
+    where = f"{source}: " if source is not None else ""
     missing = [c for c in (*ID_COLUMNS, *OUTCOME_COLUMNS) if c not in trials.columns]
     if missing:
-        raise TrialTableError(f"trial table lacks required columns: {', '.join(missing)}")
+        raise TrialTableError(f"{where}trial table lacks required columns: {', '.join(missing)}")
+    if trials.empty:
+        return trials
+    names = [str(n) for n in pd.unique(trials["experiment"].astype("string").dropna())]
+    if not names:
+        raise TrialTableError(f"{where}trial table has no experiment name")
+    if experiment is not None and any(n != experiment for n in names):
+        raise TrialTableError(f"{where}holds trials of experiment {', '.join(sorted(names))}, not {experiment}")
     if trials.duplicated(["experiment", "subject", "session", "trial"]).any():
-        raise TrialTableError("trial table has duplicated (experiment, subject, session, trial) rows")
+        raise TrialTableError(f"{where}trial table has duplicated (experiment, subject, session, trial) rows")
+    from cogtestbed.registry import get_experiment  # the registry imports environments, which import this module
+    from cogtestbed.schema import check_table
+
+    for name in names:
+        spec = get_experiment(name)
+        rows = trials if len(names) <= 1 else trials[trials["experiment"].astype("string") == name]
+        check_table(rows, spec.env_cls.table_schema, spec.name, None if source is None else str(source))
     return trials
 
 
@@ -208,8 +230,9 @@ def write_trials(
     return out
 
 
-def read_trials(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read a Parquet trial table written by :func:`write_trials` (schema checked)."""
+def read_trials(path: str | os.PathLike[str], experiment: str | None = None) -> pd.DataFrame:
+    """Read a Parquet trial table written by :func:`write_trials` (schema checked; with
+    ``experiment`` given, a table of another experiment is refused)."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no trial table at {p}")
@@ -217,7 +240,7 @@ def read_trials(path: str | os.PathLike[str]) -> pd.DataFrame:
         trials = pd.read_parquet(p)
     except Exception as exc:  # pyarrow raises several types for a non-Parquet file
         raise TrialTableError(f"{p} is not a Parquet trial table: {exc}") from exc
-    return validate_trials(trials)
+    return validate_trials(trials, experiment, source=p)
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:

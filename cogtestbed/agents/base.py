@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Generic
 
 import numpy as np
 
+from cogtestbed.agents.lapse import LapseDraws
 from cogtestbed.environments.base import DesignT, Outcomes, SessionsT
 from cogtestbed.parameters import ParameterSet
 
@@ -100,3 +101,23 @@ class SyntheticAgent(ABC, Generic[DesignT, SessionsT]):
         ``params`` maps each parameter name to an array of shape (n_subjects,) and ``uniforms``
         has shape (n_subjects, max_steps * draws_per_trial) (see ``TextEnv.max_steps``).
         """
+
+    @classmethod
+    def simulate_batch_lapsed(
+        cls,
+        design: DesignT,
+        sessions: SessionsT,
+        params: Mapping[str, np.ndarray],
+        uniforms: np.ndarray,
+        lapse: LapseDraws,
+    ) -> Outcomes | None:
+        """:meth:`simulate_batch` with pre-drawn lapses (:mod:`cogtestbed.agents.lapse`), or None
+        where the kernel does not play them (the simulator then plays the step path, which gives
+        the same table).
+
+        A kernel that supports lapses chooses as usual on every step (drawing its uniforms), then
+        applies :func:`~cogtestbed.agents.lapse.lapsed_choice` and plays the recorded answer
+        exactly as the environment does (learning from a random answer, skipping what the
+        environment skips after an invalid one).
+        """
+        return None

@@ -1,21 +1,21 @@
-"""The shared typer application, console helpers and the errors shown without a traceback."""
+"""The shared typer application, console helpers and the errors shown without a traceback.
+
+The command line imports nothing heavy up front: sub-command modules import the library inside
+their command bodies, and the user-error classes are named here by module and resolved only when
+an exception has to be classified (:func:`is_user_error`), so ``cogtestbed --help`` loads neither
+numpy, pandas, scipy nor numba.
+"""
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-from cogtestbed.data.cogbench import DataFormatError
-from cogtestbed.llm_adapters.base import BackendUnavailable
-from cogtestbed.parameters import ParameterError
-from cogtestbed.registry import UnknownNameError
-from cogtestbed.trials import TrialTableError
 
 app = typer.Typer(
     name="cogtestbed",
@@ -28,18 +28,48 @@ app = typer.Typer(
 console = Console()
 console_err = Console(stderr=True)
 
-#: Errors caused by the user's input: printed as one line, exit status 2, no traceback.
-USER_ERRORS: tuple[type[BaseException], ...] = (
-    ParameterError,
-    UnknownNameError,
-    TrialTableError,
-    DataFormatError,
-    BackendUnavailable,
-    FileNotFoundError,
-    FileExistsError,
-    ValidationError,
-    ValueError,
+#: Errors caused by the user's input, as ``module:Class``: printed as one line, exit status 2, no
+#: traceback.  Named rather than imported so the command line stays import-light.
+USER_ERROR_NAMES: tuple[str, ...] = (
+    "cogtestbed.parameters:ParameterError",
+    "cogtestbed.experiments.spec:UnknownNameError",
+    "cogtestbed.trials:TrialTableError",
+    "cogtestbed.data.cogbench:DataFormatError",
+    "cogtestbed.llm_adapters.base:BackendUnavailable",
+    "builtins:FileNotFoundError",
+    "builtins:FileExistsError",
+    "pydantic:ValidationError",
+    "builtins:ValueError",
 )
+
+
+def _resolve(name: str, load: bool) -> type[BaseException] | None:
+    module_name, _, cls = name.partition(":")
+    module = importlib.import_module(module_name) if load else sys.modules.get(module_name)
+    return getattr(module, cls) if module is not None else None
+
+
+def user_error_types(load: bool = False) -> tuple[type[BaseException], ...]:
+    """The classes of :data:`USER_ERROR_NAMES`; with ``load=False`` only those already imported.
+
+    An exception's class is always imported by the time it is raised, so classifying a raised
+    exception never needs to import anything.
+    """
+    resolved = (_resolve(name, load) for name in USER_ERROR_NAMES)
+    return tuple(cls for cls in resolved if cls is not None)
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is one of the user-input errors of :data:`USER_ERROR_NAMES`."""
+    return isinstance(exc, user_error_types())
+
+
+def __getattr__(name: str) -> Any:
+    """``USER_ERRORS``: every user-error class, imported on first access (kept for callers)."""
+    if name == "USER_ERRORS":
+        return user_error_types(load=True)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 T = TypeVar("T")
 
@@ -47,6 +77,8 @@ T = TypeVar("T")
 def progress(items: Iterable[T], description: str, total: int | None = None,
              enabled: bool = True) -> Iterator[T]:
     """Iterate with a rich progress bar on stderr (hidden when ``enabled`` is false)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
     with Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),

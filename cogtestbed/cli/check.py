@@ -8,10 +8,8 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from cogtestbed.cli.app import app, console, console_err, print_json
-from cogtestbed.registry import get_experiment
 
 #: Status colours of the check table.
 STYLES = {"passed": "green", "failed": "bold red", "xpass": "bold red", "xfail": "yellow", "skipped": "dim"}
@@ -30,6 +28,9 @@ def check(
 
     Each failure is printed as one line ``CHECK: first line of its message`` on stderr.
     """
+    from rich.table import Table
+
+    from cogtestbed.registry import get_experiment
     from cogtestbed.validation.conformance import DATA_DIR_ENV, check_experiment
 
     spec = get_experiment(experiment)

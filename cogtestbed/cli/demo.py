@@ -12,13 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-import pandas as pd
 import typer
 
 from cogtestbed.cli.app import app, console_err
-from cogtestbed.registry import get_experiment
-from cogtestbed.simulation import simulate
-from cogtestbed.trials import write_json_atomic, write_trials
 
 DEMO_EXPERIMENT = "instrumental-learning"
 DEMO_AGENT = "rw-pm"
@@ -34,6 +30,10 @@ def demo(
     workers: Annotated[int | None, typer.Option(help="Worker processes for the studies.")] = None,
 ) -> None:
     """Simulate -> metrics on built-in synthetic agents; writes a report to OUTPUT."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.simulation import simulate
+    from cogtestbed.trials import write_json_atomic, write_trials
+
     exp = get_experiment(DEMO_EXPERIMENT)
     output.mkdir(parents=True, exist_ok=True)
     trials = simulate(exp, DEMO_AGENT, subjects, seed, DEMO_PARAMS)
@@ -81,6 +81,8 @@ def _studies(output: Path, seed: int, workers: int | None) -> None:
 
 
 def _report(synthetic: Mapping[str, Any], human: Mapping[str, Any] | None, subjects: int, seed: int) -> str:
+    import pandas as pd
+
     per_run = pd.DataFrame(synthetic["per_run"])
     est = per_run[["alpha_pos", "alpha_neg", "beta_pm", "optimism_bias"]].agg(["mean", "std"])
     lines = [

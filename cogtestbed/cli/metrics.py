@@ -3,32 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 import typer
-from rich.table import Table
 
 from cogtestbed.cli.app import app, console, console_err, print_json
-from cogtestbed.registry import Experiment, get_experiment
-from cogtestbed.trials import TrialTableError, read_trials
+
+if TYPE_CHECKING:  # the library is imported inside the command bodies (a light command line)
+    import pandas as pd
+
+    from cogtestbed.registry import Experiment
 
 
 def load_table(exp: Experiment, path: Path, source: str = "auto") -> tuple[pd.DataFrame, str]:
-    """Read ``path`` as a trial table or through one of the experiment's importers."""
-    if not path.exists():
-        raise FileNotFoundError(f"no such file: {path}")
-    if source == "trials" or (source == "auto" and path.suffix == ".parquet"):
-        return read_trials(path), "trials"
-    if source != "auto":
-        return exp.importer(source).load(path), source
-    for importer in exp.importers.values():
-        if importer.sniff(path):
-            return importer.load(path), importer.source
-    raise TrialTableError(
-        f"cannot tell what {path} is: not a .parquet trial table and no importer of "
-        f"{exp.name} ({', '.join(exp.importers) or 'none'}) recognises it; pass --from"
-    )
+    """Read ``path`` as a trial table or through one of the experiment's importers (validated
+    against the experiment's schema, :meth:`~cogtestbed.experiments.spec.ExperimentSpec.read`)."""
+    return exp.read(path, source)
 
 
 def parse_metric_options(exp: Experiment, args: list[str]) -> dict[str, Any]:
@@ -65,6 +55,10 @@ def metrics(
     Experiment-specific options follow as ``--NAME VALUE`` (e.g. ``cogtestbed metrics collider
     PATH --scheme 4p``); each experiment declares its own (an unknown one lists the valid ones).
     """
+    from rich.table import Table
+
+    from cogtestbed.registry import get_experiment
+
     exp = get_experiment(experiment)
     options = parse_metric_options(exp, list(ctx.args))
     table, detected = load_table(exp, path, source)

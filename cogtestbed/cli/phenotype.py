@@ -6,16 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from cogtestbed.cli.app import app, console, console_err, print_json
-from cogtestbed.trials import atomic_write_bytes, write_json_atomic
-from cogtestbed.validation.phenotype import (
-    metrics_from_files,
-    phenotype_table,
-    plot_phenotype,
-    table_flags,
-)
 
 
 @app.command()
@@ -34,6 +26,11 @@ def phenotype(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Normalise agents' CogBench metrics (random = 0, human = 1) and plot them like Fig. 2."""
+    from rich.table import Table
+
+    from cogtestbed.trials import atomic_write_bytes, write_json_atomic
+    from cogtestbed.validation.phenotype import metrics_from_files, phenotype_table, plot_phenotype, table_flags
+
     if kind not in ("behaviour", "performance", "all"):
         raise ValueError(f"--kind must be behaviour, performance or all, got {kind!r}")
     if normalisation not in ("signed", "absolute"):

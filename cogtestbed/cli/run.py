@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cogtestbed.cli.app import app, console_err, print_json
 from cogtestbed.cli.simulate import _design_overrides
-from cogtestbed.registry import get_experiment
 
 
 def default_cache() -> Path:
@@ -63,12 +60,17 @@ def run(
         "limits (--llm may choose or replace its LLM).")] = None,
 ) -> None:
     """Run an LLM as subjects through an experiment; write the trial table and a manifest."""
+    import asyncio
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     from cogtestbed.llm_adapters import make_client, parse_spec
     from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache
     from cogtestbed.llm_adapters.limits import Budget, PriceTable, RateLimiter
     from cogtestbed.llm_adapters.openai_client import redact_url
     from cogtestbed.llm_adapters.runner import RunConfig, run_experiment
     from cogtestbed.llm_adapters.runner import dry_run as estimate
+    from cogtestbed.registry import get_experiment
 
     fields = _design_overrides(design or [])
     if plan is not None:

@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
-from rich.progress import Progress
 
 from cogtestbed.cli.app import app, console_err
-from cogtestbed.parameters import parse_assignments
-from cogtestbed.registry import get_experiment
-from cogtestbed.simulation import Method
-from cogtestbed.simulation import simulate as run_simulation
-from cogtestbed.trials import write_trials
+
+if TYPE_CHECKING:  # the library is imported inside the command bodies (a light command line)
+    from cogtestbed.agents.lapse import Lapse
+
+#: The simulation paths offered on the command line (the values of ``cogtestbed.simulation.Method``,
+#: repeated here so that registering the command imports no numerical package; a test keeps them equal).
+Method = Literal["batch", "step"]
+
+LapseInvalidOpt = Annotated[float, typer.Option(
+    "--lapse-invalid", help="Rate of invalid answers per step (recorded invalid, as an unparseable LLM answer).")]
+LapseRandomOpt = Annotated[float, typer.Option(
+    "--lapse-random", help="Rate of uniformly random answers per step (over the valid answers).")]
+
+
+def lapse_option(invalid: float, random: float) -> Lapse | None:
+    """The :class:`Lapse` of ``--lapse-invalid``/``--lapse-random`` (None when both are 0)."""
+    from cogtestbed.agents.lapse import Lapse
+
+    lapse = Lapse(invalid, random)
+    return lapse if lapse.active else None
 
 
 @app.command()
@@ -29,8 +43,18 @@ def simulate(
         help="batch: numba kernel; step: gymnasium reset/step loop (identical output).")] = "batch",
     design: Annotated[list[str] | None, typer.Option(
         "--design", help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48.")] = None,
+    lapse_invalid: LapseInvalidOpt = 0.0,
+    lapse_random: LapseRandomOpt = 0.0,
 ) -> None:
     """Simulate synthetic subjects with known parameters and write their trial table."""
+    from rich.progress import Progress
+
+    from cogtestbed.parameters import parse_assignments
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.simulation import simulate as run_simulation
+    from cogtestbed.trials import write_trials
+
+    lapse = lapse_option(lapse_invalid, lapse_random)
     exp = get_experiment(experiment)
     agent_cls = exp.agent(agent)
     params = parse_assignments(param or [])
@@ -41,10 +65,11 @@ def simulate(
         with Progress(*Progress.get_default_columns(), console=console_err, transient=True) as bar:
             task = bar.add_task("stepping subjects", total=subjects)
             trials = run_simulation(exp, agent, subjects, seed, params, design=design_obj, method=method,
-                                    on_subject_done=lambda _: bar.advance(task))
+                                    on_subject_done=lambda _: bar.advance(task), lapse=lapse)
     else:
         with console_err.status(f"simulating {subjects} subjects"):
-            trials = run_simulation(exp, agent, subjects, seed, params, design=design_obj, method=method)
+            trials = run_simulation(exp, agent, subjects, seed, params, design=design_obj, method=method,
+                                    lapse=lapse)
     manifest = {
         "experiment": exp.name,
         "agent": agent,
@@ -52,6 +77,7 @@ def simulate(
         "n_subjects": subjects,
         "seed": seed,
         "method": method,
+        "lapse": None if lapse is None else {"invalid": lapse.invalid, "random": lapse.random},
         "design": design_obj.model_dump(),
         "command": "simulate",
     }

@@ -21,22 +21,15 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from cogtestbed.cli.app import app, console, console_err, print_json
-from cogtestbed.parameters import parse_assignments
-from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies import (
-    StudyResult,
-    StudySpec,
-    check_study,
-    declared_studies,
-    run_study,
-    spec_from_decl,
-)
+from cogtestbed.cli.simulate import LapseInvalidOpt, LapseRandomOpt, lapse_option
+
+if TYPE_CHECKING:  # the study machinery is imported inside the command bodies (a light command line)
+    from cogtestbed.validation.studies import StudyResult, StudySpec
 
 ExperimentOpt = Annotated[str, typer.Option("--experiment", "-e", help="Experiment name.")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of the whole study.")]
@@ -52,6 +45,8 @@ TrialsOpt = Annotated[str | None, typer.Option(help="Trials per session (comma l
                                                     "experiment's trials field.")]
 DesignOpt = Annotated[list[str] | None, typer.Option("--design", help="Design field NAME=VALUE (repeatable), "
                                                                       "e.g. scope=cell.")]
+LapseFitOpt = Annotated[str, typer.Option(
+    "--lapse", help="Lapse term of the fitted model: none, fit (rate fitted) or fixed=E.")]
 ParamOpt = Annotated[list[str] | None, typer.Option("--param", help="Agent parameter NAME=VALUE (repeatable): "
                                                                     "settings the model lacks, or the agent's base.")]
 
@@ -68,9 +63,18 @@ def _ints(text: str | None, default: tuple[Any, ...]) -> tuple[Any, ...]:
     return values
 
 
+def _lapse_fit(text: str) -> float | str | None:
+    """``--lapse`` → the fitted models' lapse term (:func:`cogtestbed.inference.base.lapse_option`)."""
+    from cogtestbed.inference.base import lapse_option as parse
+
+    return parse(text)
+
+
 def _spec(**fields: Any) -> StudySpec:
     """A :class:`StudySpec` from the command's options; a validation error becomes one line."""
     from pydantic import ValidationError
+
+    from cogtestbed.validation.studies import StudySpec
 
     try:
         return StudySpec(**fields)
@@ -101,6 +105,13 @@ def _floats(text: str) -> tuple[float, ...]:
         raise ValueError(f"expected comma-separated numbers, got {text!r}") from None
 
 
+def parse_assignments(items: list[str]) -> dict[str, float]:
+    """``NAME=VALUE`` items → values (:func:`cogtestbed.parameters.parse_assignments`, imported on use)."""
+    from cogtestbed.parameters import parse_assignments as parse
+
+    return parse(items)
+
+
 def parse_agent(text: str) -> tuple[str, dict[str, float]]:
     """``AGENT[:p=v,q=w]`` → (agent name, parameter values)."""
     name, _, rest = text.partition(":")
@@ -114,6 +125,7 @@ def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bo
     """Check the spec and the output folder, then run with a progress bar."""
     from cogtestbed.cli.app import progress
     from cogtestbed.validation.report import check_output_dir
+    from cogtestbed.validation.studies import check_study, run_study
 
     check_study(spec)
     if output is not None:
@@ -159,6 +171,8 @@ def _show(result: StudyResult, as_json: bool, output: Path | None) -> None:
         payload = {{"model-recovery": "confusion", "power": "power", "sbc": "sbc"}.get(kind, kind.replace("-", "_")):
                    s}
     if not as_json:
+        from rich.table import Table
+
         from cogtestbed.validation.report import _summary_tables
 
         for caption, frame in _summary_tables(result):
@@ -199,7 +213,8 @@ def study_command(*names: str) -> Callable[[Callable[..., StudySpec | None]], Ca
     """
 
     def register(fn: Callable[..., StudySpec | None]) -> Callable[..., StudySpec | None]:
-        hints = typing.get_type_hints(fn, include_extras=True)
+        # the return annotation names the study machinery, which registration must not import
+        hints = typing.get_type_hints(fn, localns={"StudySpec": object}, include_extras=True)
         own = [p.replace(annotation=hints[p.name]) for p in inspect.signature(fn).parameters.values()
                if p.name != "run"]
 
@@ -236,6 +251,9 @@ def recover(
     param: ParamOpt = None,
     draws: DrawsOpt = 1000,
     chains: ChainsOpt = 4,
+    lapse_invalid: LapseInvalidOpt = 0.0,
+    lapse_random: LapseRandomOpt = 0.0,
+    lapse: LapseFitOpt = "none",
     run: RunOptions = RunOptions(),
 ) -> StudySpec | None:
     """Parameter recovery: simulate with known parameters, fit, compare (r, bias, RMSE)."""
@@ -243,7 +261,8 @@ def recover(
                      subjects=_ints(subjects, (50,)), trials=_ints(trials, (None,)), runs=_ints(runs, (1,)),
                      design=parse_design(design), reps=reps, seed=run.seed, sampler=sampler,
                      fixed=parse_assignments(fix or []),
-                     params=parse_assignments(param or []), draws=draws, tune=draws, chains=chains)
+                     params=parse_assignments(param or []), draws=draws, tune=draws, chains=chains,
+                     lapse=lapse_option(lapse_invalid, lapse_random), lapse_fit=_lapse_fit(lapse))
     return spec
 
 
@@ -354,6 +373,8 @@ def power(
     param: ParamOpt = None,
     draws: DrawsOpt = 500,
     chains: ChainsOpt = 2,
+    lapse_invalid: LapseInvalidOpt = 0.0,
+    lapse_random: LapseRandomOpt = 0.0,
     run: RunOptions = RunOptions(),
 ) -> StudySpec | None:
     """Power: of a test on a model parameter, of a metric difference, or of a declared test."""
@@ -363,7 +384,7 @@ def power(
                               "seed": run.seed, "level": level,
                               "method": method, "base": parse_assignments(base or []), "sd_between": sd_between,
                               "params": parse_assignments(param or []), "draws": draws, "tune": draws,
-                              "chains": chains}
+                              "chains": chains, "lapse": lapse_option(lapse_invalid, lapse_random)}
     spec = _power_spec(target, experiment, effect, metric, compare, test, agent, common)
     return spec
 
@@ -400,6 +421,11 @@ def study(
     run: RunOptions = RunOptions(),
 ) -> StudySpec | None:
     """Run a study the experiment declares, with its declared settings (or list them)."""
+    from rich.table import Table
+
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.studies import declared_studies, spec_from_decl
+
     exp = get_experiment(experiment)
     if name is None:
         rows = [{"study": n, "description": d.description} for n, d in declared_studies(exp)]
@@ -429,19 +455,25 @@ def fit(
     chains: ChainsOpt = 4,
     seed: SeedOpt = 0,
     as_json: JsonOpt = False,
+    lapse: LapseFitOpt = "none",
 ) -> None:
     """Fit a model to a trial file: InferenceData (netCDF) + summary (hierarchical), or MLE table."""
     from cogtestbed.cli.metrics import load_table
+    from cogtestbed.inference.base import invalid_rate, with_lapse
+    from cogtestbed.inference.base import lapse_option as fit_lapse
+    from cogtestbed.registry import get_experiment
     from cogtestbed.trials import atomic_write_bytes
 
     exp = get_experiment(experiment)
-    cog = exp.model(model)
+    cog = with_lapse(exp.model(model), fit_lapse(lapse))
     if method not in ("mle", "hierarchical"):
         raise ValueError(f"method must be mle or hierarchical, got {method!r}")
     table, detected = load_table(exp, path, source)
     output.mkdir(parents=True, exist_ok=True)
     payload: dict[str, Any] = {"model": model, "path": str(path), "source": detected,
                                "n_subjects": int(table["subject"].nunique()), "method": method}
+    if lapse != "none":  # the lapse term models random answers; invalid ones are a binomial rate
+        payload.update({"lapse": lapse, "invalid_rate": invalid_rate(table)})
     if method == "mle":
         fits = cog.fit_mle(table)
         dest = output / "mle.csv"

@@ -37,6 +37,25 @@ def read_cogbench_csv(path: str | Path, required: tuple[str, ...]) -> pd.DataFra
     return df
 
 
+def responses(df: pd.DataFrame, column: str, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A column of whole-number responses as (int64 values, 0 where missing; valid mask).
+
+    A missing response (empty cell, NaN) is an invalid trial, counted as such by the metrics; a
+    value that is not a whole number is an error naming the file's line (the header is line 1).
+    """
+    raw = df[column]
+    x = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    bad = (np.isnan(x) & raw.notna().to_numpy()) | np.isinf(x) | (np.isfinite(x) & (np.floor(x) != x))
+    if bad.any():
+        i = int(np.argmax(bad))
+        value = raw.iloc[i]
+        value = value.item() if isinstance(value, np.generic) else value
+        raise DataFormatError(f"{name}: column {column!r}, line {int(df.index[i]) + 2}: value {value!r} "
+                              "is not a whole number")
+    valid = np.isfinite(x)
+    return np.where(valid, x, 0.0).astype(np.int64), valid
+
+
 def looks_like_cogbench(path: str | Path, required: tuple[str, ...], excluded: tuple[str, ...] = ()) -> bool:
     """Whether ``path`` is a CSV whose header holds ``required`` and none of ``excluded`` (cheap
     sniff; ``excluded`` tells apart tasks whose columns contain another task's)."""
@@ -66,7 +85,8 @@ def drop_duplicated_trials(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 
 
 def import_instrumental(path: str | Path) -> pd.DataFrame:
-    """CogBench InstrumentalLearning CSV → trial table (duplicated rows dropped, see above)."""
+    """CogBench InstrumentalLearning CSV → trial table (duplicated rows dropped, see above; a
+    missing ``choice`` is an invalid trial)."""
     df = read_cogbench_csv(path, INSTRUMENTAL_COLUMNS)
     df, n_dropped = drop_duplicated_trials(df)
     df = df.sort_values(["run", "trial"], kind="stable")
@@ -93,14 +113,10 @@ def import_instrumental(path: str | Path) -> pd.DataFrame:
         "reward0": df["reward0"].to_numpy().reshape(shape) if "reward0" in df.columns else nan,
         "reward1": df["reward1"].to_numpy().reshape(shape) if "reward1" in df.columns else nan,
     }
-    table = finish_table(
-        "instrumental-learning",
-        stimulus,
-        df["choice"].to_numpy(dtype=np.int64).reshape(shape),
-        df["reward"].to_numpy(dtype=np.float64).reshape(shape),
-        np.ones(shape, dtype=bool),
-        agent=Path(path).stem,
-    )
+    choice, valid = responses(df, "choice", Path(path).name)
+    reward = np.where(valid, df["reward"].to_numpy(dtype=np.float64), np.nan)
+    table = finish_table("instrumental-learning", stimulus, choice.reshape(shape), reward.reshape(shape),
+                         valid.reshape(shape), agent=Path(path).stem)
     table["subject"] = np.repeat(runs, n_trials)
     table.attrs["duplicated_rows_dropped"] = n_dropped
     return table
@@ -150,7 +166,8 @@ def import_horizon(path: str | Path) -> pd.DataFrame:
     """CogBench HorizonTask CSV → trial table (one row per trial, forced trials included).
 
     A game (CogBench ``run``) has 5 (horizon 1) or 10 (horizon 6) rows; the first 4 are forced.
-    ``unequal`` is read from the forced choices (1 or 3 choices of J).
+    ``unequal`` is read from the forced choices (1 or 3 choices of J).  A missing ``choice`` is an
+    invalid trial.
     """
     from cogtestbed.environments.horizon import game_table
 
@@ -173,13 +190,15 @@ def import_horizon(path: str | Path) -> pd.DataFrame:
 
     exists = np.zeros((n, t_max), dtype=bool)
     exists[row, col] = True
-    choice = grid("choice", 0.0)
+    answered = np.zeros((n, t_max), dtype=bool)
+    answered[row, col] = responses(df, "choice", name)[1]
+    choice = np.where(answered, grid("choice", 0.0), 0.0)
     horizon = np.where(sizes.to_numpy() == 10, 6, 1)
     unequal = np.isin(choice[:, :4].sum(axis=1), (1, 3))
     means = np.column_stack([grid("mean0")[:, 0], grid("mean1")[:, 0]])
     rewards = np.stack([grid("reward0"), grid("reward1")], axis=-1)
-    table = game_table(horizon, unequal, means, rewards, choice.astype(np.int64), grid("reward"),
-                       exists, exists, 4, agent=Path(path).stem)
+    table = game_table(horizon, unequal, means, rewards, choice.astype(np.int64),
+                       np.where(answered, grid("reward"), np.nan), answered, exists, 4, agent=Path(path).stem)
     table["subject"] = np.repeat(runs, sizes.to_numpy())
     return table
 
@@ -192,14 +211,16 @@ def import_restless(path: str | Path) -> pd.DataFrame:
     """CogBench RestlessBandit CSV → trial table (one row per trial; choice and confidence).
 
     ``accurate`` is kept as stored (CogBench's rule, see :mod:`cogtestbed.environments.restless`);
-    ``best_arm`` is derived from it.  Means and unchosen rewards are not in the files (NaN).
+    ``best_arm`` is derived from it (−1 where unknown).  Means and unchosen rewards are not in the
+    files (NaN).  A missing ``choice`` is an invalid trial.
     """
     from cogtestbed.trials import finish_table as _finish
 
     df = read_cogbench_csv(path, RESTLESS_COLUMNS).sort_values(["run", "trial"], kind="stable")
     if df.duplicated(["run", "trial"]).any():
         raise DataFormatError(f"{Path(path).name}: duplicated (run, trial) rows")
-    choice = df["choice"].to_numpy(np.int64)[:, None]
+    choice_flat, valid_flat = responses(df, "choice", Path(path).name)
+    choice, valid = choice_flat[:, None], valid_flat[:, None]
     accurate = df["accurate"].to_numpy(np.float64)[:, None]
     conf = df["confidence"].to_numpy(np.float64)[:, None]
     nan = np.full_like(conf, np.nan)
@@ -207,7 +228,7 @@ def import_restless(path: str | Path) -> pd.DataFrame:
     stimulus = {
         "block": df["block"].to_numpy(np.int64)[:, None],
         "block_trial": df["block_trial"].to_numpy(np.int64)[:, None],
-        "best_arm": np.where(accurate == 1, choice, 1 - choice),
+        "best_arm": np.where(valid & np.isfinite(accurate), np.where(accurate == 1, choice, 1 - choice), -1),
         "mean0": nan, "mean1": nan, "reward0": nan, "reward1": nan,
         "confidence": conf,
         "confidence_valid": np.isfinite(conf),
@@ -215,8 +236,8 @@ def import_restless(path: str | Path) -> pd.DataFrame:
         "raw_confidence": none,
         "confidence_parse_error": none,
     }
-    table = _finish("restless-bandit", stimulus, choice, df["reward"].to_numpy(np.float64)[:, None],
-                    np.ones(conf.shape, dtype=bool), agent=Path(path).stem)
+    reward = np.where(valid, df["reward"].to_numpy(np.float64)[:, None], np.nan)
+    table = _finish("restless-bandit", stimulus, choice, reward, valid, agent=Path(path).stem)
     table["subject"] = df["run"].to_numpy(np.int64)
     table["trial"] = df["trial"].to_numpy(np.int64)
     return table
@@ -322,7 +343,8 @@ BART_COLUMNS = ("trial", "pumps", "reward", "run", "max_pumps", "exploded", "bal
 
 
 def import_bart(path: str | Path) -> pd.DataFrame:
-    """CogBench BART CSV → trial table (one row per balloon; break points unknown → NaN)."""
+    """CogBench BART CSV → trial table (one row per balloon; break points unknown → NaN).  A
+    missing ``pumps`` voids the balloon (an invalid trial, as in the environment)."""
     from cogtestbed.environments.bart import ALPHABET, EXPERIMENT
 
     df = read_cogbench_csv(path, BART_COLUMNS).sort_values(["run", "trial"], kind="stable")
@@ -330,20 +352,19 @@ def import_bart(path: str | Path) -> pd.DataFrame:
     shape = (len(runs), n_balloons)
     exploded = df["exploded"].astype(str).str.lower().eq("true").to_numpy()
     idx = df["balloon_idx"].to_numpy(np.int64)
+    pumps, valid = responses(df, "pumps", Path(path).name)
     stimulus = {
         "balloon": np.array(list(ALPHABET), dtype=object)[idx].reshape(shape),
         "balloon_idx": idx.reshape(shape),
         "max_pumps": df["max_pumps"].to_numpy(np.int64).reshape(shape),
         "balloon_trial": df["balloon_trial"].to_numpy(np.int64).reshape(shape),
         "break_point": np.full(shape, np.nan),
-        "pumps": df["pumps"].to_numpy(np.int64).reshape(shape),
-        "exploded": exploded.reshape(shape),
+        "pumps": pumps.reshape(shape),
+        "exploded": (exploded & valid).reshape(shape),
         "n_decisions": np.full(shape, -1, dtype=np.int64),
     }
-    table = finish_table(
-        EXPERIMENT, stimulus, df["pumps"].to_numpy(np.int64).reshape(shape),
-        df["reward"].to_numpy(np.float64).reshape(shape), np.ones(shape, dtype=bool),
-        agent=Path(path).stem,
-    )
+    reward = np.where(valid, df["reward"].to_numpy(np.float64), np.nan)
+    table = finish_table(EXPERIMENT, stimulus, pumps.reshape(shape), reward.reshape(shape), valid.reshape(shape),
+                         agent=Path(path).stem)
     table["subject"] = np.repeat(runs, n_balloons).astype(np.int64)
     return table

@@ -47,6 +47,9 @@ import pandas as pd
 from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict
 
+from cogtestbed.agents.lapse import random_choice
+from cogtestbed.schema import TrialSchema
+
 #: Action passed to :meth:`TextEnv.step` when the subject gave no valid answer.  The trial is
 #: recorded as invalid and the episode moves on; the environment never substitutes a choice.
 NO_ACTION = -1
@@ -318,6 +321,13 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     #: dtype of the recorded action: integer choices by default; tasks with a continuous answer
     #: (a Box phase: a rating, a probability) use ``np.float64`` and mark missing actions with NaN.
     action_dtype: ClassVar[Any] = np.int64
+    #: What the trial table holds (values of a valid action, the reward's range, the stimulus
+    #: columns read downstream): every table and importer output is checked against it before
+    #: anything is computed (:func:`cogtestbed.trials.validate_trials`).
+    table_schema: ClassVar[TrialSchema]
+    #: Uniforms one random (lapse) answer needs (:meth:`random_answer`); environments whose
+    #: answers are distributions over several continuations need one per continuation.
+    lapse_draws: ClassVar[int] = 1
 
     def __init__(self, design: DesignT | None = None, render_mode: str | None = None) -> None:
         self.design: DesignT = design if design is not None else self.design_cls()  # type: ignore[assignment]
@@ -501,6 +511,45 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
             raise ValueError(f"invalid action {action!r} for phase {phase.name!r} ({space})")
         return int(action)
 
+    def random_answer(self, u: np.ndarray) -> Any:
+        """A uniformly random valid answer to the current step from :attr:`lapse_draws` uniforms
+        ``u`` (a synthetic subject's random lapse, :mod:`cogtestbed.agents.lapse`).
+
+        Default, from the current phase: a discrete space gives a uniform option
+        (``start + ⌊u·n⌋``); a Box gives a uniform value over its range (one uniform per
+        component); a scored phase gives a distribution drawn uniformly on the simplex of its
+        continuations (normalised exponentials −log u, i.e. a flat Dirichlet).  Environments
+        whose valid answers depend on the trial override it.
+        """
+        phase = self.phase
+        u = np.asarray(u, dtype=np.float64)
+        if isinstance(phase.response, ScoredResponse):
+            k = len(phase.response.continuations)
+            if k > u.size:
+                raise ValueError(f"{type(self).__name__}: a random scored answer needs {k} uniforms, "
+                                 f"lapse_draws is {u.size}")
+            return ScoredAnswer(uniform_simplex_logprobs(u[:k]))
+        space = phase.action_space
+        if isinstance(space, spaces.Discrete):
+            return int(space.start) + random_choice(float(u[0]), int(space.n))
+        if isinstance(space, spaces.MultiDiscrete):
+            nvec = np.asarray(space.nvec).reshape(-1)
+            return np.array([random_choice(float(x), int(n)) for x, n in zip(u, nvec, strict=False)],
+                            dtype=np.int64).reshape(space.shape)
+        if isinstance(space, spaces.Box):
+            low, high = np.broadcast_to(space.low, space.shape), np.broadcast_to(space.high, space.shape)
+            if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+                raise NotImplementedError(f"{type(self).__name__}: phase {phase.name!r} has an unbounded answer "
+                                          "range; define random_answer")
+            if low.size > u.size:
+                raise ValueError(f"{type(self).__name__}: a random answer to {phase.name!r} needs {low.size} "
+                                 f"uniforms, lapse_draws is {u.size}")
+            if space.shape in ((), (1,)):
+                return float(low.reshape(-1)[0] + float(u[0]) * (high.reshape(-1)[0] - low.reshape(-1)[0]))
+            return low + u[: low.size].reshape(space.shape) * (high - low)
+        raise NotImplementedError(f"{type(self).__name__} must define random_answer for phase {phase.name!r} "
+                                  f"({space})")
+
     # -- experiment-specific hooks -----------------------------------------------------
     @abstractmethod
     def _start(self) -> None:
@@ -546,6 +595,13 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     def prompt_space(max_length: int) -> spaces.Text:
         """Gymnasium space for a rendered prompt of at most ``max_length`` characters."""
         return spaces.Text(max_length=max_length, min_length=1, charset=PROMPT_CHARSET)
+
+
+def uniform_simplex_logprobs(u: np.ndarray) -> np.ndarray:
+    """Log-probabilities of a point drawn uniformly on the simplex (flat Dirichlet) from one
+    uniform per coordinate: normalised standard exponentials −log u (Devroye 1986, XI.4)."""
+    e = -np.log(np.clip(np.asarray(u, dtype=np.float64), 1e-300, 1.0))
+    return np.log(e) - np.log(e.sum())
 
 
 def box_action_value(action: Any, space: spaces.Box, phase: str) -> float:

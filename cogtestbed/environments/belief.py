@@ -46,6 +46,7 @@ from cogtestbed.environments.bayesnets import (
     default_phrasebook,
     load_network,
 )
+from cogtestbed.schema import TrialSchema, Values
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "belief-coherence"
@@ -381,8 +382,17 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    #: Probabilities in [0, 1] (belief and lie calls) or a decision code 0–2 (Yes / Defer / No).
+    table_schema: ClassVar[TrialSchema] = TrialSchema(
+        action=Values("float", low=0.0, high=2.0),
+        reward=Values("float"),
+        stimulus={"p_true": Values("float", low=0.0, high=1.0), "p_elicited": Values("float", low=0.0, high=1.0),
+                  "theta": Values("int", allowed=(0, 1), nullable=False)},
+    )
     design_cls: ClassVar[type[Design]] = BeliefDesign
     action_dtype: ClassVar[Any] = np.float64
+    #: A random (lapse) answer needs one uniform per component of the widest phase (lie_aux).
+    lapse_draws: ClassVar[int] = MAX_AUX_STATES
 
     def __init__(self, design: BeliefDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)

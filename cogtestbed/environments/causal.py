@@ -79,6 +79,7 @@ from pydantic import model_validator
 
 from cogtestbed.environments import causal_materials as M
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.schema import TrialSchema, Values
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "collider"
@@ -487,6 +488,14 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    #: A rating on 0–100 (confidence too, where asked); observed states −1 (unobserved), 0, 1.
+    table_schema: ClassVar[TrialSchema] = TrialSchema(
+        action=Values("float", low=0.0, high=100.0),
+        reward=Values("float"),
+        stimulus={"confidence": Values("float", low=0.0, high=100.0, required=False),
+                  **{f"obs_{v}": Values("int", allowed=(-1, 0, 1), nullable=False) for v in "xyz"},
+                  "task_index": Values("int", low=0, high=10, nullable=False)},
+    )
     design_cls: ClassVar[type[Design]] = CausalDesign
     action_dtype: ClassVar[Any] = np.float64
 

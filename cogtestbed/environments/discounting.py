@@ -61,6 +61,7 @@ from pydantic import Field
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.parsing import parse_option_number
+from cogtestbed.schema import TrialSchema, Values
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "temporal-discounting"
@@ -255,6 +256,14 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    #: Option 1/2 as 0/1; published summary rows (``item == "summary"``) carry scores, no answer.
+    table_schema: ClassVar[TrialSchema] = TrialSchema(
+        action=Values("int", allowed=(0, 1)),
+        reward=Values("float"),
+        stimulus={"item": Values("text", nullable=False), "delay1": Values("float", low=0.0, required=False),
+                  "delay2": Values("float", low=0.0, required=False)},
+        answered=lambda t: t["item"].astype(str) != "summary",
+    )
     design_cls: ClassVar[type[Design]] = DiscountingDesign
     answer_prefix: ClassVar[str] = "I prefer option "
 

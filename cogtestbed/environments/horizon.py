@@ -34,6 +34,7 @@ from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.parsing import parse_machine
+from cogtestbed.schema import REWARDED, TrialSchema, Values
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "horizon"
@@ -97,6 +98,15 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    #: Arm 0/1; rewards are whole numbers of points (rounded Gaussian draws).
+    table_schema: ClassVar[TrialSchema] = TrialSchema(
+        action=Values("int", allowed=(0, 1)),
+        reward=Values("float", integral=True),
+        stimulus={"horizon": Values("int", low=1, nullable=False), "forced": Values("bool", nullable=False),
+                  "unequal": Values("bool", nullable=False), "mean0": Values("float"), "mean1": Values("float"),
+                  "reward0": Values("float", integral=True), "reward1": Values("float", integral=True)},
+        rules=(REWARDED,),
+    )
     design_cls: ClassVar[type[Design]] = HorizonDesign
     answer_prefix: ClassVar[str] = "Machine "
 

@@ -29,6 +29,7 @@ from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.parsing import parse_machine
+from cogtestbed.schema import REWARDED, TrialSchema, Values
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "instrumental-learning"
@@ -92,6 +93,15 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    #: Arm 0/1; rewards of 1 or 0 dollars; casinos 1–4 with reward probabilities in [0, 1].
+    table_schema: ClassVar[TrialSchema] = TrialSchema(
+        action=Values("int", allowed=(0, 1)),
+        reward=Values("float", allowed=(0.0, 1.0)),
+        stimulus={"casino": Values("int", low=1, high=4, nullable=False),
+                  "mean0": Values("float", low=0.0, high=1.0), "mean1": Values("float", low=0.0, high=1.0),
+                  "reward0": Values("float", allowed=(0.0, 1.0)), "reward1": Values("float", allowed=(0.0, 1.0))},
+        rules=(REWARDED,),
+    )
     design_cls: ClassVar[type[Design]] = InstrumentalDesign
     answer_prefix: ClassVar[str] = "Machine "
 

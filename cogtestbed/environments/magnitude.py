@@ -35,6 +35,7 @@ from pydantic import Field, field_validator, model_validator
 
 from cogtestbed.environments import magnitude_stimuli as stim
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.schema import RowRule, TrialSchema, Values
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "magnitude"
@@ -431,6 +432,15 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    #: A numeric estimate (any finite number: answers may overshoot the range).
+    table_schema: ClassVar[TrialSchema] = TrialSchema(
+        action=Values("float"),
+        reward=Values("float"),
+        stimulus={"x": Values("float", nullable=False), "range_low": Values("float", nullable=False),
+                  "range_high": Values("float", nullable=False), "blur": Values("float", low=0.0)},
+        rules=(RowRule("range_low <= x <= range_high", ("x", "range_low", "range_high"),
+                       lambda t: (t["range_low"] <= t["x"]) & (t["x"] <= t["range_high"]), only_valid=False),),
+    )
     design_cls: ClassVar[type[Design]] = MagnitudeDesign
     action_dtype: ClassVar[Any] = np.float64
 
@@ -479,6 +489,11 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
 
     def _play(self, action: Any) -> float:
         return float("nan")  # no feedback: the history shows only the subject's own answers
+
+    def random_answer(self, u: np.ndarray) -> float:
+        """A random lapse: uniform over the current task's valid answer range."""
+        lo, hi = TASKS[self.block.task].valid
+        return float(lo + float(u[0]) * (hi - lo))
 
     # -- rendering -------------------------------------------------------------------------
     def _value(self, name: str, step: int) -> Any:

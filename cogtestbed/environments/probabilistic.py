@@ -43,6 +43,7 @@ from pydantic import field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.parsing import parse_decimal_digits
+from cogtestbed.schema import RowRule, TrialSchema, Values
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "probabilistic-reasoning"
@@ -110,6 +111,14 @@ class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessio
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    #: The estimate in hundredths (0–100) and as a probability; reward = posterior accuracy in [0, 1].
+    table_schema: ClassVar[TrialSchema] = TrialSchema(
+        action=Values("number", low=0.0, high=100.0),
+        reward=Values("float", low=0.0, high=1.0),
+        stimulus={"estimate": Values("float", low=0.0, high=1.0), "prior": Values("float", low=0.0, high=1.0),
+                  "lh": Values("float", low=0.0, high=1.0), "red_observation": Values("bool", nullable=False)},
+        rules=(RowRule("a valid answer has an estimate", ("estimate",), lambda t: t["estimate"].notna()),),
+    )
     design_cls: ClassVar[type[Design]] = ProbabilisticDesign
     action_dtype: ClassVar[Any] = np.float64
 

@@ -44,6 +44,7 @@ import pandas as pd
 from gymnasium import spaces
 from pydantic import field_validator, model_validator
 
+from cogtestbed.agents.lapse import random_choice
 from cogtestbed.environments.base import (
     Design,
     Outcomes,
@@ -55,6 +56,7 @@ from cogtestbed.environments.base import (
     Sessions,
     TextEnv,
     TextResponse,
+    uniform_simplex_logprobs,
 )
 from cogtestbed.environments.revealed_items import (
     MARKED_LABELS,
@@ -70,6 +72,7 @@ from cogtestbed.environments.revealed_items import (
     dice_items,
     preference_items,
 )
+from cogtestbed.schema import RowRule, TrialSchema, Values
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "revealed-belief"
@@ -353,8 +356,18 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
     RevB context, scored raw even on a chat model, or the MCQ) and ``response`` (this step's
     response kind).  ``info`` holds the ground truth ``p_star``.
     """
+    lapse_draws: ClassVar[int] = MAX_OUTCOMES  # a random scored answer: one uniform per continuation
 
     experiment: ClassVar[str] = EXPERIMENT
+    #: The index of the most probable outcome (option) among the item's ``n_outcomes``.
+    table_schema: ClassVar[TrialSchema] = TrialSchema(
+        action=Values("int", low=0),
+        reward=Values("float"),
+        stimulus={"n_outcomes": Values("int", low=2, nullable=False), "target": Values("int", low=0),
+                  "mass_outside": Values("float", low=0.0, high=1.0)},
+        rules=(RowRule("action < n_outcomes", ("action", "n_outcomes"),
+                       lambda t: (t["action"] < t["n_outcomes"]).fillna(False)),),
+    )
     design_cls: ClassVar[type[Design]] = RevealedDesign
 
     def __init__(self, design: RevealedDesign | None = None, render_mode: str | None = None):
@@ -446,6 +459,14 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
 
     def n_choices(self) -> int:
         return self.current_item().n_outcomes if self.current_channel() == "revb" else 5
+
+    def random_answer(self, u: np.ndarray) -> Any:
+        """A random lapse over this item's ``n_choices`` answers: a distribution drawn uniformly on
+        their simplex on a scored step, a uniform option on a text step."""
+        k = self.n_choices()
+        if self.response() is not None:
+            return ScoredAnswer(uniform_simplex_logprobs(np.asarray(u)[:k]))
+        return random_choice(float(u[0]), k)
 
     def response(self) -> ScoredResponse | None:
         """The response kind of the current step (None: a text step)."""

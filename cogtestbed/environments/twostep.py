@@ -45,6 +45,7 @@ from pydantic import Field, model_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.parsing import parse_option_letter
+from cogtestbed.schema import REWARDED, RowRule, TrialSchema, Values
 from cogtestbed.trials import finish_table
 
 EXPERIMENT = "two-step"
@@ -111,6 +112,17 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    #: Spaceship 0/1 (``action``), alien 0/1 on the reached planet (−1: none), treasure 1/0.
+    table_schema: ClassVar[TrialSchema] = TrialSchema(
+        action=Values("int", allowed=(0, 1)),
+        reward=Values("float", allowed=(0.0, 1.0)),
+        stimulus={"planet": Values("int", allowed=(-1, 0, 1), nullable=False),
+                  "action2": Values("int", allowed=(-1, 0, 1), nullable=False),
+                  "common": Values("bool", nullable=False),
+                  **{f"p_{x}": Values("float", low=0.0, high=1.0) for x in ALIEN_LETTERS}},
+        rules=(REWARDED, RowRule("a valid trial reached a planet and chose an alien", ("planet", "action2"),
+                       lambda t: (t["planet"] >= 0) & (t["action2"] >= 0)),),
+    )
     design_cls: ClassVar[type[Design]] = TwoStepDesign
     answer_prefix: ClassVar[str] = "Planet "
 

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the spec module stays import-light; the pieces are imported
     from cogtestbed.agents.base import SyntheticAgent
     from cogtestbed.environments.base import Design, TextEnv
     from cogtestbed.inference.base import CognitiveModel
+    from cogtestbed.schema import TrialSchema
 
 #: The per-unit key of a metrics result: one row per simulated/LLM subject, or per CogBench run.
 MetricsUnit = Literal["per_subject", "per_run"]
@@ -309,6 +310,10 @@ class ExperimentSpec:
         for model in self.generators:
             if model not in self.models:
                 out.append(f"generator declared for unknown model {model!r}")
+        from cogtestbed.schema import TrialSchema
+
+        if not isinstance(getattr(self.env_cls, "table_schema", None), TrialSchema):
+            out.append(f"{self.env_cls.__name__} declares no table_schema (a TrialSchema)")
         fields_ = getattr(self.env_cls.design_cls, "model_fields", {})
         if self.trials_field is not None and self.trials_field not in fields_:
             out.append(f"trials_field {self.trials_field!r} is not a field of {self.env_cls.design_cls.__name__}")
@@ -334,6 +339,31 @@ class ExperimentSpec:
     @property
     def design_cls(self) -> type[Design]:
         return self.env_cls.design_cls
+
+    @property
+    def schema(self) -> TrialSchema:
+        """What this experiment's trial tables hold (declared by its environment)."""
+        return self.env_cls.table_schema
+
+    def read(self, path: Path, source: str = "auto") -> tuple[pd.DataFrame, str]:
+        """Read ``path`` as a trial table (``.parquet``) or through one of the importers
+        (``source`` names one; ``auto`` asks each importer's sniff) and validate it against
+        :attr:`schema` before anything is computed; returns the table and the source used."""
+        from cogtestbed.trials import TrialTableError, read_trials, validate_trials
+
+        if not path.exists():
+            raise FileNotFoundError(f"no such file: {path}")
+        if source == "trials" or (source == "auto" and path.suffix == ".parquet"):
+            return read_trials(path, self.name), "trials"
+        if source == "auto":
+            found = next((imp for imp in self.importers.values() if imp.sniff(path)), None)
+            if found is None:
+                raise TrialTableError(
+                    f"cannot tell what {path} is: not a .parquet trial table and no importer of "
+                    f"{self.name} ({', '.join(self.importers) or 'none'}) recognises it; pass --from")
+            source = found.source
+        table = self.importer(source).load(path)
+        return validate_trials(table, self.name, source=path), source
 
     @property
     def metrics_options(self) -> Mapping[str, MetricOption]:

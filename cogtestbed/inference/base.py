@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
+from numba import njit
 from scipy.optimize import minimize
 
 from cogtestbed.inference.optim import EXP, IDENTITY, SINE, bfgs_from_starts, search_objective
@@ -123,6 +124,20 @@ class CognitiveModel(ABC):
         """Which observations of ``data`` enter the kernel (None: all)."""
         return None
 
+    #: Number of valid answers of every observation, for the uniform of a lapse mixture
+    #: (:func:`with_lapse`); None: the model declares :meth:`lapse_log_uniform` itself.
+    lapse_options: ClassVar[int | None] = None
+
+    def lapse_log_uniform(self, data: Any) -> np.ndarray:
+        """log u of every observation of ``data`` (before :meth:`observation_mask`): the
+        probability 1/|A| of a uniformly random answer, or for a continuous answer the uniform
+        density 1/range over its answer range (a lapse mixture, :func:`with_lapse`)."""
+        if self.lapse_options is None:
+            raise ValueError(f"model {self.name!r} does not declare the answers a lapse is uniform over "
+                             "(lapse_options or lapse_log_uniform), so it cannot take a lapse term")
+        n = np.asarray(getattr(data, self.observation_fields[0])).shape[0]
+        return np.full(n, -np.log(self.lapse_options))
+
     # -- the likelihood (derived from the pointwise kernel) -----------------------------
     def kernel_arrays(self, data: Any) -> tuple[np.ndarray, ...]:
         """One subject's kernel arrays (:attr:`observation_fields`, masked, contiguous)."""
@@ -217,6 +232,7 @@ class CognitiveModel(ABC):
             raise NotImplementedError(f"model {self.name!r} has no PyMC version yet")
         from cogtestbed.inference.hierarchical import kernel_pymc_model
 
+        self.require_observations(self.subject_data(trials))
         return kernel_pymc_model(self, trials, hierarchical)
 
     def sample_nuisance(self, rng: np.random.Generator) -> tuple[dict[str, float], dict[str, float]]:
@@ -324,16 +340,27 @@ class CognitiveModel(ABC):
         return np.array(out)
 
     def fit_subject(self, data: Any, n_starts: int | None = None) -> MLEResult:
-        """Multi-start fit of one subject (see module docstring)."""
+        """Multi-start fit of one subject (see module docstring).  A subject without a valid
+        observation has no estimate: NaN parameters, ``converged`` False."""
+        if self.n_observations(data) == 0:
+            nan = float("nan")
+            return MLEResult({p: nan for p in self.parameters.names}, nan, 0, False, len(self.parameters))
         n_starts = self.n_starts if n_starts is None else n_starts
         return self._fit_numba(data, n_starts)
 
+    def require_observations(self, data: Mapping[Hashable, Any]) -> None:
+        """Refuse to fit data in which no subject has a valid observation (one clear error)."""
+        if not any(self.n_observations(d) > 0 for d in data.values()):
+            raise ValueError(f"no valid trials to fit {self.name!r} to: all {len(data)} subject(s) have only "
+                             "invalid (missing) answers")
+
     def _result(self, theta: np.ndarray, nll: float, converged: bool, data: Any) -> MLEResult:
+        n_obs = self.n_observations(data)
         return MLEResult(
             params=dict(zip(self.parameters.names, map(float, theta), strict=True)),
             nll=float(nll),
-            n_obs=self.n_observations(data),
-            converged=bool(converged),
+            n_obs=n_obs,
+            converged=bool(converged) and n_obs > 0,  # nothing was fitted to no observation
             n_params=len(self.parameters),
         )
 
@@ -399,6 +426,7 @@ class CognitiveModel(ABC):
     ) -> pd.DataFrame:
         """Fit every subject; one row per subject with estimates, NLL, AIC, BIC, convergence."""
         data = self.subject_data(trials)
+        self.require_observations(data)
         keys = list(data) if subjects is None else list(subjects)
         rows = []
         for key in keys:
@@ -416,3 +444,156 @@ class CognitiveModel(ABC):
             )
         return pd.DataFrame(rows)
 
+
+
+# ----------------------------------------------------------------------------- lapse mixture
+#: The lapse rate ε of a lapse mixture (:func:`with_lapse`): the share of answers drawn uniformly
+#: over the valid answers (Wichmann & Hill 2001's λ).  Logit-transformed; the prior's median
+#: logit −3 is ε ≈ 0.05, its SD 1.5 spans ε from about 0.003 to 0.5 at ±2 SD.
+LAPSE = Parameter("lapse", 0.0, 1.0, 0.05, "lapse rate: share of uniformly random answers",
+                  prior_mean=-3.0, prior_sd=1.5, transform="logit")
+#: Name of the per-observation uniform log-density array appended to a lapse model's kernel.
+LAPSE_FIELD = "lapse_log_uniform"
+
+
+@njit(cache=True)
+def lapse_mixture(eps: np.ndarray, obs_subject: np.ndarray, ll0: np.ndarray, g0: np.ndarray,
+                  log_u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """log p = log((1 − ε)·p_model + ε·u) per observation, by log-sum-exp, and its gradient.
+
+    ``eps`` (n_subjects,) the lapse rate of each subject, ``ll0``/``g0`` the model kernel's
+    log-likelihood and gradient, ``log_u`` the log of the uniform probability (1/|A|) or density
+    (1/range) of an answer.  With w = (1 − ε)·p_model / p, ∂log p/∂θ = w·∂ll0/∂θ and
+    ∂log p/∂ε = (u − p_model) / p (the last gradient column).
+    """
+    n, k = g0.shape
+    ll = np.empty(n)
+    grad = np.empty((n, k + 1))
+    for j in range(n):
+        e = eps[obs_subject[j]]
+        a = np.log1p(-e) + ll0[j] if e < 1.0 else -np.inf
+        b = np.log(e) + log_u[j] if e > 0.0 else -np.inf
+        top = max(a, b)
+        lp = top + np.log(np.exp(a - top) + np.exp(b - top))
+        w = np.exp(a - lp)
+        for c in range(k):
+            grad[j, c] = w * g0[j, c]
+        grad[j, k] = np.exp(log_u[j] - lp) - np.exp(ll0[j] - lp)
+        ll[j] = lp
+    return ll, grad
+
+
+_LAPSE_KERNELS: dict[tuple[int, int], Any] = {}
+
+
+def lapse_kernel(base_kernel: Any, n_fields: int) -> Any:
+    """The pointwise kernel of ``base_kernel`` mixed with a uniform lapse: its last theta column
+    is ε and its last array the per-observation uniform log-density (numba, built once)."""
+    key = (id(base_kernel), n_fields)
+    if key not in _LAPSE_KERNELS:
+        args = "".join(f"a{i}, " for i in range(n_fields))
+        src = (f"def kernel(theta, obs_subject, {args}log_u):\n"
+               f"    k = theta.shape[1] - 1\n"
+               f"    ll0, g0 = base(np.ascontiguousarray(theta[:, :k]), obs_subject, {args})\n"
+               f"    return lapse_mixture(np.ascontiguousarray(theta[:, k]), obs_subject, ll0, g0, log_u)\n")
+        namespace: dict[str, Any] = {"base": base_kernel, "np": np, "lapse_mixture": lapse_mixture}
+        exec(compile(src, f"<lapse kernel of {getattr(base_kernel, '__name__', 'kernel')}>", "exec"), namespace)
+        _LAPSE_KERNELS[key] = njit(namespace["kernel"])
+    return _LAPSE_KERNELS[key]
+
+
+class _LapseData:
+    """A subject's data with the uniform log-density of each observation (:data:`LAPSE_FIELD`)."""
+
+    def __init__(self, base: Any, log_uniform: np.ndarray) -> None:
+        self.base = base
+        self.lapse_log_uniform = np.asarray(log_uniform, dtype=np.float64)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["base"], name)
+
+
+class _LapseMixin(CognitiveModel):
+    """What a lapse model changes in its base model: data (plus the uniform log-density), and the
+    generic likelihood-derived methods (a base model's fast paths compute the lapse-free NLL)."""
+
+    base_model: ClassVar[CognitiveModel]
+    lapse_fixed: ClassVar[float | None]
+
+    def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
+        data = self.base_model.subject_data(trials)
+        return {k: _LapseData(d, self.base_model.lapse_log_uniform(d)) for k, d in data.items()}
+
+    def n_observations(self, data: Any) -> int:
+        return self.base_model.n_observations(data.base)
+
+    def observation_mask(self, data: Any) -> np.ndarray | None:
+        return self.base_model.observation_mask(data.base)
+
+    nll_many = CognitiveModel.nll_many
+    start_grid = CognitiveModel.start_grid
+    fit_subject = CognitiveModel.fit_subject
+    pymc_model = CognitiveModel.pymc_model
+
+
+def lapse_option(text: str) -> float | None | str:
+    """Parse ``--lapse``: ``none`` (no lapse term), ``fit`` (ε fitted) or ``fixed=E``."""
+    text = text.strip().lower()
+    if text in ("none", "fit"):
+        return None if text == "none" else "fit"
+    name, sep, value = text.partition("=")
+    if name == "fixed" and sep:
+        try:
+            eps = float(value)
+        except ValueError:
+            eps = float("nan")
+        if 0.0 <= eps < 1.0:
+            return eps
+    raise ValueError(f"--lapse must be none, fit or fixed=E with E in [0, 1), got {text!r}")
+
+
+def invalid_rate(trials: pd.DataFrame) -> dict[str, float]:
+    """The invalid-answer rate of a trial table as a binomial proportion with its 95 % Wilson
+    interval (Wilson 1927): invalid answers carry no choice information, so a lapse mixture
+    leaves them out and their rate is estimated on its own."""
+    from scipy.stats import binomtest
+
+    valid = trials["valid"].to_numpy(dtype=bool)
+    n, k = int(valid.size), int((~valid).sum())
+    if n == 0:
+        raise ValueError("no trials: the invalid-answer rate is undefined")
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return {"estimate": k / n, "lo95": float(ci.low), "hi95": float(ci.high), "n_invalid": k, "n_trials": n}
+
+
+def with_lapse(model: CognitiveModel, lapse: float | str | None = "fit") -> CognitiveModel:
+    """``model`` with a lapse mixture p(a) = (1 − ε)·p_model(a) + ε·u(a) on every observation.
+
+    ``u`` is uniform over the valid answers (1/|A|; for a continuous answer the uniform density
+    over its range), declared by the model's :meth:`CognitiveModel.lapse_log_uniform`.
+    ``lapse="fit"`` adds the parameter :data:`LAPSE` (ε, logit-transformed, so MLE, the PyMC
+    builder and every study see it as one more parameter); a number fixes ε; None returns
+    ``model``.  Invalid answers are already masked out of every likelihood (they carry no choice
+    information): their rate is estimated separately, as a binomial proportion of the trials.
+    The mixture acts on each observation of the model's kernel, i.e. on a whole trial where one
+    observation holds several answers (a two-step trial's two stages lapse together).
+    """
+    if lapse is None:
+        return model
+    if isinstance(model, _LapseMixin):
+        raise ValueError(f"model {model.name!r} already has a lapse term")
+    fixed = None if lapse == "fit" else float(lapse)
+    if fixed is not None and not 0.0 <= fixed < 1.0:
+        raise ValueError(f"a fixed lapse rate must be in [0, 1), got {lapse!r}")
+    base = type(model)
+    kernel = lapse_kernel(model._kernel(), len(model.observation_fields))
+    columns = tuple(model.kernel_columns or model.parameters.names)
+    params = model.parameters if fixed is not None else ParameterSet((*model.parameters, LAPSE), model.name)
+    attrs: dict[str, Any] = {
+        "base_model": model, "lapse_fixed": fixed, "parameters": params,
+        "pointwise_kernel": kernel, "observation_fields": (*model.observation_fields, LAPSE_FIELD),
+        "kernel_columns": (*columns, "lapse" if fixed is None else fixed),
+        "__doc__": f"{base.__doc__ or model.name} With a lapse mixture (ε {'fitted' if fixed is None else fixed}).",
+    }
+    cls = type(f"{base.__name__}Lapse", (_LapseMixin, base), attrs)
+    return cls()

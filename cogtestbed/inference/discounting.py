@@ -230,6 +230,7 @@ class HyperbolicModel(CognitiveModel):
     target_accept: ClassVar[float | None] = 0.98
     pointwise_kernel: ClassVar[Any] = hyperbolic_pointwise_kernel
     observation_fields: ClassVar[tuple[str, ...]] = ("choice", "questions")
+    lapse_options: ClassVar[int | None] = 2  # a lapse picks either option
     observed_name: ClassVar[str] = "answer"
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:

@@ -172,6 +172,7 @@ class InformationBonus(CognitiveModel):
     grid_points: ClassVar[int] = 4
     pointwise_kernel: ClassVar[Any] = bonus_pointwise_kernel
     observation_fields: ClassVar[tuple[str, ...]] = ("y", "dm", "di", "h6")
+    lapse_options: ClassVar[int | None] = 2  # a lapse picks either bandit
     observed_name: ClassVar[str] = "choice"
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:

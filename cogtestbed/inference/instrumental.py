@@ -258,6 +258,7 @@ class _BanditModel(CognitiveModel):
     experiment: ClassVar[str] = EXPERIMENT
     observation_fields: ClassVar[tuple[str, ...]] = ("action", "casino", "reward")
     observed_name: ClassVar[str] = "choice"
+    lapse_options: ClassVar[int | None] = 2  # a lapse picks either machine
 
     pointwise_kernel: ClassVar[Any] = rwpm_pointwise_kernel
 

@@ -292,6 +292,11 @@ class _TwoStepModel(CognitiveModel):
     def n_observations(self, data: TwoStepData) -> int:
         return int(np.sum(data.a1 >= 0) + np.sum(data.a2 >= 0))
 
+    def lapse_log_uniform(self, data: TwoStepData) -> np.ndarray:
+        """A trial (one kernel observation) lapses as a whole: 1/4 over both stages' answers, or
+        1/2 where only the spaceship was answered."""
+        return np.where(data.a2 >= 0, -np.log(4.0), -np.log(2.0))
+
 
 class HybridModel(_TwoStepModel):
     """Hybrid MB/MF learner: (w, α, β, λ, p)."""

@@ -33,7 +33,7 @@ def score(spec: StudySpec, exp: ExperimentSpec, params: Mapping[str, float], run
           design: Any) -> dict[str, Any]:
     """The metrics result of ``runs`` simulated runs of the study's agent at ``params``."""
     assert spec.agent is not None
-    trials = simulate_runs(exp, spec.agent, runs, seed, params, design)
+    trials = simulate_runs(exp, spec.agent, runs, seed, params, design, lapse=spec.lapse)
     return dict(exp.metrics(trials, **spec.metric_options))
 
 

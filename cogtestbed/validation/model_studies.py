@@ -29,6 +29,7 @@ from cogtestbed.validation.studies import (
     StudySpec,
     TaskFn,
     draw_true_parameters,
+    fitted_model,
     seed_of,
     simulate_model,
 )
@@ -89,13 +90,16 @@ def task_recovery(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any],
     n = int(task["n_subjects"])
     pop, true = draw_true_parameters(spec, model, n, rng)
     trials = simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, int(task["runs"]))
+    fitter = fitted_model(spec, model)
+    for name in set(fitter.parameters.names) - set(model.parameters.names):  # a fitted lapse rate ε
+        true[name] = np.full(n, spec.lapse.random if spec.lapse is not None else 0.0)
     fit = None
     if spec.method == "mle":
-        est = _estimates_mle(model, trials)
+        est = _estimates_mle(fitter, trials)
         cols = ["true", "estimate"]
     else:
-        fit = _fit_bayes(model, trials, spec, fit_seed)
-        est = _estimates_bayes(model, fit)
+        fit = _fit_bayes(fitter, trials, spec, fit_seed)
+        est = _estimates_bayes(fitter, fit)
         cols = ["true", "estimate", "lo50", "hi50", "lo90", "hi90"]
     order = {s: i for i, s in enumerate(sorted(trials["subject"].unique()))}
     est = est.assign(true=[true[p][order[s]] for s, p in zip(est["subject"], est["parameter"], strict=True)])
@@ -103,7 +107,7 @@ def task_recovery(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any],
     est = _with_contrasts(est[["subject", "parameter", *cols]], model,
                           cols if fit is None else ["true", "estimate"])
     if fit is not None and spec.population and spec.sampler == "prior":
-        est = pd.concat([est, _population_rows(model, pop, fit)], ignore_index=True)
+        est = pd.concat([est, _population_rows(fitter, pop, fit)], ignore_index=True)
         est["subject"] = est["subject"].astype(str)  # one type per column (Parquet)
     # Fixed parameters are not recovered; log-scale parameters are scored on the log scale.
     fixed = [*spec.fixed, *(f"{p}_pop" for p in spec.fixed)]
@@ -129,7 +133,7 @@ def task_model_recovery(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str,
     trials = simulate_model(spec, exp, gen.name, true, n, seed_of(sim_seq), design, int(task["runs"]))
     rows = []
     for name in spec.models:
-        model = exp.model(name)
+        model = fitted_model(spec, exp.model(name))
         if spec.method == "mle":
             fits = model.fit_mle(trials)
             for _, r in fits.iterrows():
@@ -193,8 +197,9 @@ def task_power(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], de
     n = int(task["n_subjects"])
     true = power_parameters(spec, model, n, rng)
     trials = simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, int(task["runs"]))
+    fitter = fitted_model(spec, model)
     if spec.method == "mle":
-        fits = model.fit_mle(trials)
+        fits = fitter.fit_mle(trials)
         values = np.asarray(model.contrast(spec.effect, {p: fits[p].to_numpy() for p in model.parameters.names}))
         estimate, lo, hi, p_value = float(values.mean()), np.nan, np.nan, float("nan")
         if len(values) > 1:
@@ -205,7 +210,7 @@ def task_power(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], de
             p_value, lo, hi = float(res.pvalue), float(ci.low), float(ci.high)
         test = "two-sided one-sample t-test on per-subject MLE"
     else:
-        post = _fit_bayes(model, trials, spec, fit_seed).idata.posterior
+        post = _fit_bayes(fitter, trials, spec, fit_seed).idata.posterior
         draws = np.asarray(model.contrast(spec.effect, {p: post[f"{p}_pop"].values.ravel()
                                                         for p in model.parameters.names if f"{p}_pop" in post}))
         lo, hi = np.quantile(draws, [spec.level / 2, 1 - spec.level / 2])

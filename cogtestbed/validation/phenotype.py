@@ -161,7 +161,7 @@ def metrics_from_files(
         if exp_name not in relevant:
             continue
         exp = get_experiment(exp_name)
-        table = exp.importer("cogbench").load(path)
+        table, _ = exp.read(path, "cogbench")
         out.append(AgentMetrics(agent, exp_name, str(path), exp.metrics(table)["metrics"]))
     return out
 

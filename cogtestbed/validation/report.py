@@ -107,13 +107,15 @@ def plot_power(summary: dict[str, Any], out: Path) -> list[Path]:
     plt = _plt()
     cells = pd.DataFrame(summary["cells"])
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    key = summary.get("rate_key", "power")
     for t, g in cells.groupby("n_trials"):
-        ax.errorbar(g["n_subjects"], g["power"], yerr=1.96 * g["mc_se"], marker="o", capsize=3,
+        ax.errorbar(g["n_subjects"], g[key], yerr=1.96 * g["mc_se"], marker="o", capsize=3,
                     label=f"{t} trials")
-    ax.axhline(0.8, color="grey", ls=":", lw=1)
+    if key == "power":
+        ax.axhline(0.8, color="grey", ls=":", lw=1)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("subjects")
-    ax.set_ylabel("power")
+    ax.set_ylabel(summary.get("quantity", "power"))
     ax.set_title(f"{summary['effect']} = {summary['effect_size']:g}\n{summary['test']}", fontsize=9)
     ax.legend()
     return [_save(fig, out / "power_curve.png")]
@@ -151,17 +153,25 @@ def _verdict_recovery(result: Any) -> str:
     spec, s = result.spec, result.summary
     parts = []
     for cell in s.values():
-        good = [k for k, v in cell["parameters"].items() if v["r"] >= R_GOOD]
-        poor = [k for k, v in cell["parameters"].items() if not v["r"] >= R_POOR]
-        mid = [k for k in cell["parameters"] if k not in good and k not in poor]
-        rs = ", ".join(f"{k} r={v['r']:.2f}" for k, v in cell["parameters"].items())
+        params = cell["parameters"]
         runs = f" ({cell['runs']} runs pooled)" if cell.get("runs", 1) > 1 else ""
-        txt = (f"With {cell['n_subjects']} subjects x {cell['n_trials']} trials{runs} ({rs}): "
-               f"{', '.join(good) or 'no parameter'} recovered well (r >= {R_GOOD})")
+        head = f"With {cell['n_subjects']} subjects x {cell['n_trials']} trials{runs}"
+        unjudged = {k: v["r_note"] for k, v in params.items() if v.get("r_note")}
+        if len(unjudged) == len(params):
+            parts.append(f"{head}: {'; '.join(f'{k}: {note}' for k, note in unjudged.items())}.")
+            continue
+        judged = {k: v for k, v in params.items() if k not in unjudged}
+        good = [k for k, v in judged.items() if v["r"] >= R_GOOD]
+        poor = [k for k, v in judged.items() if not v["r"] >= R_POOR]
+        mid = [k for k in judged if k not in good and k not in poor]
+        rs = ", ".join(f"{k} r={v['r']:.2f}" for k, v in judged.items())
+        txt = f"{head} ({rs}): {', '.join(good) or 'no parameter'} recovered well (r >= {R_GOOD})"
         if mid:
             txt += f"; {', '.join(mid)} moderately"
         if poor:
             txt += f"; {', '.join(poor)} poorly (r < {R_POOR}) — do not interpret individual estimates"
+        if unjudged:
+            txt += "; " + "; ".join(f"{k}: {note}" for k, note in unjudged.items())
         covs = [f"{k} {v['coverage90']:.0%}" for k, v in cell["parameters"].items() if "coverage90" in v]
         if covs:
             txt += f"; 90% interval coverage {', '.join(covs)}"
@@ -194,12 +204,14 @@ def _reach(cells: pd.DataFrame, by: str, size: str, value: str, what: str) -> li
 
 def _verdict_power(result: Any) -> str:
     spec, s = result.spec, result.summary
-    parts = _reach(pd.DataFrame(s["cells"]), "n_trials", "n_subjects", "power", "subjects")
     head = (f"Power to detect {s['effect']} = {s['effect_size']:g} for {spec.models[0]} ({s['test']}, "
             f"level {spec.level})")
     if s["effect_size"] == 0:
-        rates = ", ".join(f"{c['power']:.3f} ± {c['mc_se']:.3f}" for c in s["cells"])
-        return f"{head}: at effect 0 this is the type-I error rate (two-sided rejections): {rates}."
+        head = f"Type-I error rate of {s['effect']} for {spec.models[0]} ({s['test']}, level {spec.level})"
+        rates = ", ".join(f"{c['n_subjects']} subjects {c['type_i_error']:.3f} ± {c['mc_se']:.3f}"
+                          for c in s["cells"])
+        return f"{head}: at effect 0 every rejection, in either direction, is a false positive: {rates}."
+    parts = _reach(pd.DataFrame(s["cells"]), "n_trials", "n_subjects", "power", "subjects")
     return head + ": " + "; ".join(parts) + "."
 
 

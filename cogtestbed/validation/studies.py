@@ -49,8 +49,9 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy import stats
 
+from cogtestbed.agents.lapse import Lapse
 from cogtestbed.experiments.spec import STUDY_KINDS, ExperimentSpec, StudyDecl
-from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.inference.base import CognitiveModel, with_lapse
 from cogtestbed.inference.hierarchical import (
     SD_SCALE,
     ConvergenceWarning,
@@ -110,6 +111,11 @@ class StudySpec(BaseModel):
     #: Agent parameters: for model studies those the model lacks (override the generator's
     #: ``fixed``, e.g. response noise); for metric studies the agent's base setting.
     params: dict[str, float] = Field(default_factory=dict)
+    #: Invalid and random answers of the simulated subjects (:mod:`cogtestbed.agents.lapse`).
+    lapse: Lapse | None = None
+    #: The fitted models' lapse term (:func:`~cogtestbed.inference.base.with_lapse`): None (none),
+    #: ``"fit"`` (ε fitted, recovered against the simulated random-answer rate) or a fixed ε.
+    lapse_fit: Literal["fit"] | float | None = None
     # -- power
     effect: str | None = None
     effect_size: float = 0.0
@@ -152,6 +158,8 @@ class StudySpec(BaseModel):
             raise ValueError("metric power compares two agent settings (compare=(A, B))")
         if self.kind in ("test-size", "test-power") and self.test is None:
             raise ValueError(f"a {self.kind} study needs a test (a key of the metrics result)")
+        if isinstance(self.lapse_fit, float) and not 0.0 <= self.lapse_fit < 1.0:
+            raise ValueError(f"a fixed lapse rate must be in [0, 1), got {self.lapse_fit}")
         if any(n < 1 for n in (*self.subjects, *self.runs)):
             raise ValueError("subjects and runs must be at least 1")
         return self
@@ -287,7 +295,7 @@ def design_for_trials(exp: ExperimentSpec, trials: int | None, extra: Mapping[st
 
 
 def simulate_runs(exp: ExperimentSpec, agent: str, n: int, seed: int, params: Mapping[str, Any],
-                  design: Any, runs: int = 1) -> pd.DataFrame:
+                  design: Any, runs: int = 1, lapse: Lapse | None = None) -> pd.DataFrame:
     """``n`` subjects, each playing ``runs`` sessions of ``design`` with its own agent parameters.
 
     The one pooling mechanism: sessions are simulated as ``n·runs`` independent runs
@@ -295,10 +303,10 @@ def simulate_runs(exp: ExperimentSpec, agent: str, n: int, seed: int, params: Ma
     fits each subject's runs together.
     """
     if runs == 1:
-        return simulate(exp, agent, n, seed, dict(params), design=design)
+        return simulate(exp, agent, n, seed, dict(params), design=design, lapse=lapse)
     rep = {k: np.repeat(np.asarray(v, dtype=np.float64), runs) if np.ndim(v) else v
            for k, v in params.items()}
-    return as_sessions(simulate(exp, agent, n * runs, seed, rep, design=design), runs)
+    return as_sessions(simulate(exp, agent, n * runs, seed, rep, design=design, lapse=lapse), runs)
 
 
 def _uniform_range(p: Parameter) -> tuple[float, float]:
@@ -323,12 +331,17 @@ def draw_true_parameters(spec: StudySpec, model: CognitiveModel, n: int,
     return pop, subj
 
 
+def fitted_model(spec: StudySpec, model: CognitiveModel) -> CognitiveModel:
+    """The model a study fits: ``model`` with the spec's lapse term, if any."""
+    return with_lapse(model, spec.lapse_fit)
+
+
 def simulate_model(spec: StudySpec, exp: ExperimentSpec, model: str, true: Mapping[str, Any], n: int,
                    seed: int, design: Any, runs: int, extra: Mapping[str, float] | None = None) -> pd.DataFrame:
     """Data from ``model`` at ``true`` parameters, through its generator's agent."""
     gen = exp.generator(model)
     params = {**gen.agent_params(true), **spec.params, **dict(extra or {})}
-    return simulate_runs(exp, gen.agent, n, seed, params, design, runs)
+    return simulate_runs(exp, gen.agent, n, seed, params, design, runs, spec.lapse)
 
 
 # ----------------------------------------------------------------------------- tasks

@@ -20,6 +20,12 @@ from scipy import stats
 
 from cogtestbed.validation.studies import StudySpec, rate
 
+#: Fewest (true, estimate) pairs a recovery correlation is computed from: below it r says
+#: nothing (two points always give |r| = 1) and the verdict reports too few subjects to judge.
+#: 10 pairs give a 95 % interval of about ±0.15 around r = 0.9 (Fisher z), enough to separate
+#: good (r ≥ 0.8) from poor (r < 0.5) recovery.
+MIN_RECOVERY_POINTS = 10
+
 
 def summarise(spec: StudySpec, table: pd.DataFrame) -> dict[str, Any]:
     if spec.kind == "metric-validity":
@@ -53,10 +59,18 @@ def _recovery_entry(g: pd.DataFrame) -> dict[str, Any]:
         true, est = np.log(true), np.log(est)
     ok = np.isfinite(true) & np.isfinite(est)
     err = est[ok] - true[ok]
-    r = (float(np.corrcoef(true[ok], est[ok])[0, 1])
-         if ok.sum() > 2 and np.std(true[ok]) > 0 and np.std(est[ok]) > 0 else float("nan"))
+    n_ok = int(ok.sum())
+    if n_ok < MIN_RECOVERY_POINTS:
+        r, r_note = float("nan"), f"too few subjects to judge (n={n_ok}, need {MIN_RECOVERY_POINTS})"
+    elif np.std(true[ok]) > 0 and np.std(est[ok]) > 0:
+        r, r_note = float(np.corrcoef(true[ok], est[ok])[0, 1]), ""
+    else:
+        r, r_note = float("nan"), f"r undefined: {'true values' if np.std(true[ok]) == 0 else 'estimates'} constant"
     entry: dict[str, Any] = {"r": r, "bias": float(err.mean()) if err.size else float("nan"),
-                             "rmse": float(np.sqrt((err ** 2).mean())) if err.size else float("nan"), "n": len(g)}
+                             "rmse": float(np.sqrt((err ** 2).mean())) if err.size else float("nan"), "n": len(g),
+                             "n_finite": n_ok}
+    if r_note:
+        entry["r_note"] = r_note
     if "lo90" in g and g["lo90"].notna().any():
         t_nat = g["true"].to_numpy(float)
         for q in (50, 90):
@@ -90,15 +104,22 @@ def model_recovery_summary(table: pd.DataFrame) -> dict[str, Any]:
 
 
 def power_summary(table: pd.DataFrame) -> dict[str, Any]:
-    """Power per (subjects, runs, trials) cell with its Monte-Carlo standard error."""
+    """Power per (subjects, runs, trials) cell with its Monte-Carlo standard error.
+
+    At effect 0 the rejection rate of the two-sided test is the type-I error rate, reported
+    under that name (``type_i_error``), never as power.
+    """
+    first = table.iloc[0]
+    null = float(first["effect_size"]) == 0.0
+    key = "type_i_error" if null else "power"
     cells = []
     for (n, runs, t), g in table.groupby(["n_subjects", "runs", "n_trials"], sort=True):
         r = rate(g["detected"])
-        cells.append({"n_subjects": int(n), "runs": int(runs), "n_trials": int(t), "power": r["rate"],
+        cells.append({"n_subjects": int(n), "runs": int(runs), "n_trials": int(t), key: r["rate"],
                       "mc_se": r["mc_se"], "sims": r["sims"], "mean_estimate": float(g["estimate"].mean())})
-    first = table.iloc[0]
     return {"effect": str(first["effect"]), "effect_size": float(first["effect_size"]),
-            "test": str(first["test"]), "cells": cells}
+            "test": str(first["test"]), "quantity": "type-I error rate" if null else "power", "rate_key": key,
+            "cells": cells}
 
 
 def sbc_summary(table: pd.DataFrame, bins: int = 10) -> dict[str, Any]:

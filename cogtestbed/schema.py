@@ -1,0 +1,273 @@
+"""Declared trial-table schemas, checked with pandera before anything is computed.
+
+Every environment declares once what its trial table may hold (:class:`TrialSchema`, the
+environment's ``table_schema``): the values a valid ``action`` may take, the range of ``reward``,
+the stimulus columns the metrics and models read, and conditions across columns
+(:class:`RowRule`, e.g. a balloon's pumps never exceed its maximum).  :func:`check_table` turns
+the declaration plus the columns every trial table has (:mod:`cogtestbed.trials`) into a
+:class:`pandera.pandas.DataFrameSchema` and validates a table against it; the first problem is
+reported in one line naming the file, column, row (with its subject and trial) and value.
+
+Invalid answers are not errors: a row with ``valid == False`` has no action and is counted as
+invalid by the metrics.  A row with ``valid == True`` must have an action (a missing one there
+means the table was edited or built wrongly), and values out of the declared ranges are errors
+wherever they appear.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import pandera.pandas as pa
+from pandas.api import types as ptypes
+
+from cogtestbed.trials import TrialTableError
+
+#: Name of the check that a valid answer carries an action.
+ANSWERED = "a valid answer has an action"
+
+ColumnKind = Literal["int", "float", "number", "bool", "text"]
+
+#: Which failure the one-line message names first (the most basic; the others are counted).
+_PRIORITY = {"experiment": 0, "column_in_dataframe": 1, "kind": 2, "not_nullable": 3, "values": 4, ANSWERED: 5}
+
+
+@dataclass(frozen=True)
+class Values:
+    """What one column may hold.
+
+    ``kind``: ``int`` (NumPy or nullable integers), ``float``, ``number`` (either), ``bool`` or
+    ``text`` (strings, categories); ``low`` / ``high`` bound numbers (inclusive); ``allowed``
+    lists the only values permitted; ``integral`` requires whole numbers in a float column;
+    ``nullable``: missing values allowed; ``required``: the column must be present.  Numbers must
+    be finite wherever present.
+    """
+
+    kind: ColumnKind
+    low: float | None = None
+    high: float | None = None
+    allowed: tuple[Any, ...] | None = None
+    integral: bool = False
+    nullable: bool = True
+    required: bool = True
+
+    def describe(self) -> str:
+        """The permitted values in words (used in error messages)."""
+        if self.allowed is not None:
+            return "one of " + ", ".join(_fmt(v) for v in self.allowed)
+        low = "-inf" if self.low is None else _fmt(self.low)
+        high = "inf" if self.high is None else _fmt(self.high)
+        whole = "a whole number " if self.integral else "a number "
+        if self.low is None and self.high is None:
+            return whole + "(finite)"
+        return f"{whole}in [{low}, {high}]"
+
+    def checks(self) -> list[pa.Check]:
+        """The pandera checks of this declaration (kind first, then values)."""
+        out = [pa.Check(_KIND_TESTS[self.kind], element_wise=False, name="kind")]
+        if self.allowed is not None:
+            out.append(pa.Check.isin(list(self.allowed), name="values"))
+            return out
+        if self.kind in ("int", "float", "number"):
+            low = -math.inf if self.low is None else self.low
+            high = math.inf if self.high is None else self.high
+            integral = self.integral
+
+            def _within(s: pd.Series) -> pd.Series:
+                x = s.astype("float64")
+                ok = np.isfinite(x) & (x >= low) & (x <= high)
+                return ok & (np.floor(x) == x) if integral else ok
+
+            out.append(pa.Check(_within, name="values"))
+        return out
+
+    def column(self) -> pa.Column:
+        return pa.Column(None, self.checks(), nullable=self.nullable, required=self.required)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+def _is_bool(s: pd.Series) -> bool:
+    return ptypes.is_bool_dtype(s.dtype)
+
+
+def _is_int(s: pd.Series) -> bool:
+    return ptypes.is_integer_dtype(s.dtype) and not _is_bool(s)
+
+
+def _is_float(s: pd.Series) -> bool:
+    return ptypes.is_float_dtype(s.dtype)
+
+
+def _is_text(s: pd.Series) -> bool:
+    return (ptypes.is_string_dtype(s.dtype) or isinstance(s.dtype, pd.CategoricalDtype)
+            or ptypes.is_object_dtype(s.dtype))
+
+
+_KIND_TESTS: dict[str, Callable[[pd.Series], bool]] = {
+    "int": _is_int,
+    "float": _is_float,
+    "number": lambda s: _is_int(s) or _is_float(s),
+    "bool": _is_bool,
+    "text": _is_text,
+}
+
+
+@dataclass(frozen=True)
+class RowRule:
+    """A condition across columns that every row (``only_valid``: every valid row) satisfies.
+
+    ``holds(table)`` returns a boolean array, True where a row is fine; ``columns`` are the
+    columns the error message quotes.
+    """
+
+    description: str
+    columns: tuple[str, ...]
+    holds: Callable[[pd.DataFrame], Any]
+    only_valid: bool = True
+
+
+#: The rule of tasks that pay every valid trial: its reward is recorded.
+REWARDED = RowRule("a valid trial has a reward", ("reward",), lambda t: t["reward"].notna())
+
+
+@dataclass(frozen=True)
+class TrialSchema:
+    """What an experiment's trial table holds besides the columns every table has.
+
+    ``action``: the values of a valid answer; ``reward``: the values of the reward wherever it
+    is recorded; ``stimulus``: declared stimulus columns (others may be present and are not
+    checked); ``rules``: conditions across columns; ``answered``: which valid rows must carry
+    an action (default all; a summary row of published scores has none).
+    """
+
+    action: Values
+    reward: Values
+    stimulus: Mapping[str, Values] = field(default_factory=dict)
+    rules: tuple[RowRule, ...] = ()
+    answered: Callable[[pd.DataFrame], Any] | None = None
+
+    def pandera(self, experiment: str) -> pa.DataFrameSchema:
+        """The pandera schema of this experiment's tables (common columns included)."""
+        columns = {
+            "experiment": pa.Column(None, [pa.Check(_is_text, element_wise=False, name="kind"),
+                                           pa.Check.isin([experiment], name="experiment")], nullable=False),
+            "subject": Values("number", nullable=False).column(),
+            "session": Values("int", low=0, nullable=False).column(),
+            "trial": Values("int", low=0, nullable=False).column(),
+            "valid": Values("bool", nullable=False).column(),
+            "action": self.action.column(),
+            "reward": self.reward.column(),
+            "raw_response": Values("text").column(),
+            "parse_error": Values("text").column(),
+            "agent": Values("text").column(),
+            **{name: values.column() for name, values in self.stimulus.items()},
+        }
+        checks = [pa.Check(self._answered_check(), name=ANSWERED, ignore_na=False)]
+        checks += [pa.Check(_rule_check(rule), name=f"rule: {rule.description}", ignore_na=False)
+                   for rule in self.rules]
+        return pa.DataFrameSchema(columns, checks=checks, strict=False, name=experiment)
+
+    def _answered_check(self) -> Callable[[pd.DataFrame], Any]:
+        answered = self.answered
+
+        def _has_action(df: pd.DataFrame) -> pd.Series:
+            need = df["valid"].to_numpy(dtype=bool)
+            if answered is not None:
+                need = need & np.asarray(answered(df), dtype=bool)
+            return pd.Series(~(need & df["action"].isna().to_numpy()), index=df.index)
+
+        return _has_action
+
+
+def _rule_check(rule: RowRule) -> Callable[[pd.DataFrame], Any]:
+    def _rule_holds(df: pd.DataFrame) -> pd.Series:
+        ok = np.asarray(rule.holds(df), dtype=bool)
+        return pd.Series(ok | ~df["valid"].to_numpy(dtype=bool) if rule.only_valid else ok, index=df.index)
+
+    return _rule_holds
+
+
+_CACHE: dict[tuple[int, str], pa.DataFrameSchema] = {}
+
+
+def check_table(table: pd.DataFrame, schema: TrialSchema, experiment: str, source: str | None = None) -> None:
+    """Validate ``table`` against ``schema`` for ``experiment``; raise ``TrialTableError`` naming
+    the first problem (file, column, row, value) and how many more there are."""
+    key = (id(schema), experiment)
+    if key not in _CACHE:
+        _CACHE[key] = schema.pandera(experiment)
+    df = table.reset_index(drop=True)
+    try:
+        _CACHE[key].validate(df, lazy=True, inplace=True)
+    except pa.errors.SchemaErrors as exc:
+        raise TrialTableError(describe_failures(exc.failure_cases, df, schema, experiment, source)) from None
+
+
+def describe_failures(cases: pd.DataFrame, df: pd.DataFrame, schema: TrialSchema, experiment: str,
+                      source: str | None) -> str:
+    """One line for pandera's failure cases: the most basic problem first."""
+    where = f"{source}: " if source else ""
+    cases = cases.assign(_p=[_PRIORITY.get(str(c), 9) for c in cases["check"]]).sort_values("_p", kind="stable")
+    first = cases.iloc[0]
+    # a rule failing on one row is reported once per column by pandera: count (check, column, row) once
+    more = len(cases.assign(_c=cases["column"].where(cases["schema_context"] == "Column"))
+               .drop_duplicates(["check", "_c", "index"])) - 1
+    tail = f" (and {more} more problem{'s' * (more > 1)})" if more else ""
+    check, column = str(first["check"]), first["column"]
+    if check == "experiment":
+        found = ", ".join(sorted(map(str, df["experiment"].astype(str).unique())))
+        return f"{where}holds trials of experiment {found}, not {experiment}"
+    if check == "column_in_dataframe":
+        return f"{where}trial table of {experiment} lacks column {first['failure_case']!r}{tail}"
+    if check == "kind":
+        need = _kind_of(schema, column)
+        return f"{where}column {column!r} has dtype {df[column].dtype}, {experiment} needs {need}{tail}"
+    row = first["index"]
+    ident = _row_ident(df, row)
+    if check.startswith("rule: ") or check == ANSWERED:
+        cols = _rule_columns(schema, check)
+        values = ", ".join(f"{c}={_fmt(_scalar(df.at[row, c]))}" for c in cols if c in df.columns)
+        return f"{where}row {row} ({ident}): {check.removeprefix('rule: ')} fails ({values}){tail}"
+    declared = _declared(schema, str(column))
+    want = "a value" if check == "not_nullable" else (declared.describe() if declared else str(check))
+    return (f"{where}column {column!r}, row {row} ({ident}): value {_fmt(_scalar(df.at[row, column]))} "
+            f"is not {want}{tail}")
+
+
+def _scalar(v: Any) -> Any:
+    if v is pd.NA or v is None or (isinstance(v, float) and math.isnan(v)):
+        return "missing"
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _row_ident(df: pd.DataFrame, row: Any) -> str:
+    parts = [f"{c} {_fmt(_scalar(df.at[row, c]))}" for c in ("subject", "trial") if c in df.columns]
+    return ", ".join(parts)
+
+
+def _declared(schema: TrialSchema, column: str) -> Values | None:
+    if column in ("action", "reward"):
+        return getattr(schema, column)
+    return schema.stimulus.get(column)
+
+
+def _kind_of(schema: TrialSchema, column: Any) -> str:
+    declared = _declared(schema, str(column))
+    return f"{declared.kind} values" if declared else "another dtype"
+
+
+def _rule_columns(schema: TrialSchema, check: str) -> tuple[str, ...]:
+    for rule in schema.rules:
+        if check == f"rule: {rule.description}":
+            return rule.columns
+    return ("valid", "action")

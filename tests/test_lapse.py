@@ -1,0 +1,85 @@
+"""Lapses (invalid and random answers) of synthetic agents: rates, seeding, batch == step."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cogtestbed.agents.lapse import INVALID, NORMAL, RANDOM, Lapse, draw_lapses, lapse_rng, random_choice
+from cogtestbed.registry import experiment_names, get_experiment
+from cogtestbed.simulation import simulate
+from cogtestbed.validation.conformance import CheckConfig, small_design
+
+
+@pytest.mark.parametrize("bad", [(-0.1, 0.0), (0.0, 1.5), (0.6, 0.5), ("x", 0.0)])
+def test_lapse_rates_are_validated(bad: tuple) -> None:
+    with pytest.raises(ValueError, match="lapse rate"):
+        Lapse(*bad)
+
+
+def test_lapse_stream_is_the_third_child_of_the_seed() -> None:
+    child = np.random.SeedSequence(7).spawn(3)[2]
+    assert np.array_equal(lapse_rng(7).random(5), np.random.default_rng(child).random(5))
+
+
+def test_zero_lapse_reproduces_the_lapse_free_table() -> None:
+    for exp, agent in (("instrumental-learning", "rw-pm"), ("two-step", "hybrid"), ("horizon", "info-bonus")):
+        plain = simulate(exp, agent, 4, 3)
+        pd.testing.assert_frame_equal(simulate(exp, agent, 4, 3, lapse=Lapse()), plain)
+
+
+def test_lapse_does_not_shift_the_agents_own_draws() -> None:
+    """Steps that do not lapse keep the lapse-free answer (an agent that does not learn)."""
+    plain = simulate("temporal-discounting", "hyperbolic", 30, 2)
+    lapsed = simulate("temporal-discounting", "hyperbolic", 30, 2, lapse=Lapse(0.0, 0.3))
+    spec = get_experiment("temporal-discounting")
+    steps = spec.env_cls.max_steps(spec.env_cls.design_cls())
+    kind = draw_lapses(Lapse(0.0, 0.3), lapse_rng(2), 30, steps).kind
+    # the first question of every session is the same for both; later ones adapt to the answers
+    first = plain.groupby("subject").head(1).action.to_numpy()
+    first_lapsed = lapsed.groupby("subject").head(1).action.to_numpy()
+    keep = kind[:, 0] == NORMAL
+    assert keep.sum() > 10
+    assert np.array_equal(first[keep], first_lapsed[keep])
+
+
+def test_lapse_rates_and_answers_follow_the_draws() -> None:
+    """Instrumental learning (one step per trial): invalid steps are invalid, random steps answer
+    ⌊2u⌋, and the observed rates are within binomial error of the requested ones."""
+    lapse, n, seed = Lapse(0.08, 0.05), 400, 11
+    table = simulate("instrumental-learning", "rw-pm", n, seed, {"alpha_pos": 0.4, "alpha_neg": 0.2, "beta": 50.0},
+                     lapse=lapse)
+    steps = int(len(table) / n)
+    draws = draw_lapses(lapse, lapse_rng(seed), n, steps)
+    kind = draws.kind.reshape(-1)
+    valid = table["valid"].to_numpy()
+    action = table["action"].to_numpy()
+    assert np.array_equal(~valid, kind == INVALID)
+    rand = kind == RANDOM
+    expected = np.array([random_choice(u, 2) for u in draws.u[..., 0].reshape(-1)[rand]])
+    assert np.array_equal(action[rand], expected)
+    for rate, hit in ((lapse.invalid, kind == INVALID), (lapse.random, rand)):
+        se = np.sqrt(rate * (1 - rate) / hit.size)
+        assert abs(hit.mean() - rate) < 4 * se
+    assert np.all(np.isnan(table["reward"].to_numpy()[~valid]))
+
+
+def test_random_lapses_are_uniform_over_the_options() -> None:
+    """With every answer random, a β = 50 learner chooses each arm half the time."""
+    table = simulate("instrumental-learning", "rw-pm", 200, 4, {"alpha_pos": 0.4, "alpha_neg": 0.2, "beta": 50.0},
+                     lapse=Lapse(0.0, 1.0))
+    share = float((table["action"] == 0).mean())
+    assert abs(share - 0.5) < 4 * np.sqrt(0.25 / len(table))
+
+
+@pytest.mark.parametrize("name", experiment_names())
+def test_batch_equals_step_with_lapses(name: str) -> None:
+    spec = get_experiment(name)
+    design = small_design(spec, CheckConfig(quick=True))
+    agent = list(spec.agents)[-1]
+    lapse = Lapse(0.3, 0.2)
+    batch = simulate(spec, agent, 4, 9, design=design, lapse=lapse)
+    step = simulate(spec, agent, 4, 9, design=design, lapse=lapse, method="step")
+    pd.testing.assert_frame_equal(batch, step)
+    assert not batch["valid"].all()

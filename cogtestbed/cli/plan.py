@@ -67,7 +67,14 @@ def plan(
     from cogtestbed.parameters import parse_assignments
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.plan import Planner, Pricer, design_axes
-    from cogtestbed.validation.plan_report import apply_pilot, plan_payload, read_pilot, summary_line, write_plan
+    from cogtestbed.validation.plan_report import (
+        MAX_INVALID_RATE,
+        apply_pilot,
+        plan_payload,
+        read_pilot,
+        summary_line,
+        write_plan,
+    )
     from cogtestbed.validation.report import check_output_dir
 
     exp = get_experiment(experiment)
@@ -92,6 +99,10 @@ def plan(
     if pilot_info is not None:
         spec = apply_pilot(spec, exp, pilot_info, given_base, given_params)
     rate = invalid_rate if invalid_rate is not None else (pilot_info.invalid_rate if pilot_info else 0.0)
+    if rate > MAX_INVALID_RATE:
+        source = "--invalid-rate" if invalid_rate is not None else f"the pilot in {pilot}"
+        raise ValueError(f"{source} gives {rate:.0%} invalid answers (more than {MAX_INVALID_RATE:.0%}): fix the "
+                         "prompt or the answer settings first, or plan for an expected rate with --invalid-rate")
     if rate > 0 or random_rate > 0:
         from cogtestbed.agents.lapse import Lapse
 

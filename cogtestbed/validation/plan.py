@@ -59,7 +59,14 @@ import pandas as pd
 from scipy import stats
 
 from cogtestbed.experiments.spec import ExperimentSpec
-from cogtestbed.validation.studies import MODEL_KINDS, StudySpec, _run_chunk, check_study, design_for_trials
+from cogtestbed.validation.studies import (
+    MODEL_KINDS,
+    StudySpec,
+    _run_chunk,
+    check_study,
+    design_for_trials,
+    trials_step,
+)
 
 #: Largest Monte-Carlo SE of the power at the chosen design (binomial SE √(p(1−p)/sims)).
 DEFAULT_MC_SE = 0.03
@@ -180,7 +187,7 @@ def trials_values(spec: StudySpec, exp: ExperimentSpec, text: str | None) -> tup
     """Reachable trial counts in the requested range (default: the design's count to ×5)."""
     base = design_for_trials(exp, None, spec.design).n_trials
     assert exp.trials_field is not None
-    step = design_for_trials(exp, None, {**spec.design, exp.trials_field: 1}).n_trials
+    step = trials_step(design_for_trials(exp, None, spec.design), exp.trials_field)
     wanted = parse_range(text, (base, TRIALS_SPAN * base)) or ()
     values = tuple(v for v in wanted if v % step == 0)
     if not values:

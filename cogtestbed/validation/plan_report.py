@@ -23,6 +23,11 @@ from cogtestbed.validation.plan import Evaluated, PlanResult, Pricer, describe_t
 from cogtestbed.validation.studies import MODEL_KINDS, StudySpec, design_for_trials
 
 PLAN_FILE, REPORT_FILE, FRONTIER_PNG = "plan.json", "report.html", "frontier.png"
+#: Valid trials a pilot needs before its fitted parameters are used as the simulation's base.
+MIN_PILOT_VALID = 20
+#: Largest invalid-answer rate a plan sizes for: above it the data are mostly missing and the
+#: prompt or parser needs fixing before any budget is spent.
+MAX_INVALID_RATE = 0.9
 #: Version of the ``plan.json`` layout (``cogtestbed run --plan`` refuses other versions).
 PLAN_VERSION = 1
 
@@ -63,7 +68,7 @@ def read_pilot(path: Path, exp: ExperimentSpec, spec: StudySpec) -> Pilot:
     table = read_trials(trials_path)
     calls = pd.read_parquet(path / CALLS_FILE) if (path / CALLS_FILE).exists() else pd.DataFrame()
     valid = table["valid"].to_numpy(bool) if "valid" in table else np.ones(len(table), bool)
-    fitted, model_name = _pilot_fit(exp, spec, table)
+    fitted, model_name = _pilot_fit(exp, spec, table) if valid.sum() >= MIN_PILOT_VALID else ({}, None)
     return Pilot(path=str(path), llm=config.get("llm"), subjects=int(table["subject"].nunique()),
                  trials=len(table), calls=len(calls), invalid_rate=float(1 - valid.mean()) if valid.size else 0.0,
                  prompt_tokens_per_call=_mean_column(calls, "prompt_tokens"),

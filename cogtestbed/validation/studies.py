@@ -287,11 +287,18 @@ def design_for_trials(exp: ExperimentSpec, trials: int | None, extra: Mapping[st
     field_ = exp.trials_field
     if field_ is None:
         raise ValueError(f"experiment {exp.name} has a fixed number of trials per session (no trials field)")
-    per = cls(**{**extra, field_: 1}).n_trials
+    per = trials_step(base, field_)
     if per < 1 or trials % per:
         raise ValueError(f"cannot set {exp.name}'s design to {trials} trials per session "
                          f"({field_} scales it in steps of {per})")
     return cls(**{**extra, field_: trials // per})
+
+
+def trials_step(design: Any, field_: str) -> int:
+    """Trials per unit of the trials field (the count is proportional to it; read off the design
+    itself, since the field may have a lower bound above 1)."""
+    value = int(getattr(design, field_))
+    return design.n_trials // value if value > 0 and design.n_trials % value == 0 else 0
 
 
 def simulate_runs(exp: ExperimentSpec, agent: str, n: int, seed: int, params: Mapping[str, Any],

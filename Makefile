@@ -27,7 +27,7 @@ venv-test: $(VENV)/.test
 
 ## demo: simulate -> metrics on built-in synthetic agents, report in demo_output/
 demo: venv
-	$(BIN)/cogtestbed demo -o demo_output
+	$(BIN)/cogtestbed demo -o demo_output --force
 
 ## test: the default suite (slow studies excluded), on both cores of a 2-core machine (pytest-xdist)
 test: venv-test

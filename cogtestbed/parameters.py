@@ -179,15 +179,21 @@ class ParameterSet:
         return np.array([values[n] for n in self.names], dtype=np.float64)
 
 
-def parse_assignments(items: Sequence[str]) -> dict[str, float]:
-    """Parse CLI ``name=value`` pairs into a dict (one clear error per bad item)."""
+def parse_assignments(items: Sequence[str], option: str = "") -> dict[str, float]:
+    """Parse CLI ``name=value`` pairs into a dict (one clear error per bad item; a name given twice
+    is an error, since which value would win is a guess).  ``option`` names the flag in messages."""
     out: dict[str, float] = {}
+    flag = f"{option} " if option else ""
     for item in items:
         name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise ParameterError(f"expected NAME=VALUE, got {item!r}")
+        name = name.strip()
+        if not sep or not name:
+            raise ParameterError(f"{flag}expected NAME=VALUE, got {item!r}")
         try:
-            out[name.strip()] = float(value)
+            number = float(value)
         except ValueError:
-            raise ParameterError(f"value of {name.strip()!r} is not a number: {value!r}") from None
+            raise ParameterError(f"{flag}value of {name!r} is not a number: {value!r}") from None
+        if name in out:
+            raise ParameterError(f"{flag}sets {name} twice ({out[name]:g} and {number:g}); give it once")
+        out[name] = number
     return out

@@ -200,9 +200,11 @@ def _rule_check(rule: RowRule) -> Callable[[pd.DataFrame], Any]:
 _CACHE: dict[tuple[int, str], pa.DataFrameSchema] = {}
 
 
-def check_table(table: pd.DataFrame, schema: TrialSchema, experiment: str, source: str | None = None) -> None:
+def check_table(table: pd.DataFrame, schema: TrialSchema, experiment: str, source: str | None = None,
+                file_columns: Mapping[str, str] | None = None) -> None:
     """Validate ``table`` against ``schema`` for ``experiment``; raise ``TrialTableError`` naming
-    the first problem (file, column, row, value) and how many more there are."""
+    the first problem (file, column, row, value) and how many more there are.  ``file_columns``
+    maps table columns to what the source file calls them (named alongside in the message)."""
     key = (id(schema), experiment)
     if key not in _CACHE:
         _CACHE[key] = schema.pandera(experiment)
@@ -210,13 +212,18 @@ def check_table(table: pd.DataFrame, schema: TrialSchema, experiment: str, sourc
     try:
         _CACHE[key].validate(df, lazy=True, inplace=True)
     except pa.errors.SchemaErrors as exc:
-        raise TrialTableError(describe_failures(exc.failure_cases, df, schema, experiment, source)) from None
+        raise TrialTableError(describe_failures(exc.failure_cases, df, schema, experiment, source,
+                                                file_columns or {})) from None
 
 
 def describe_failures(cases: pd.DataFrame, df: pd.DataFrame, schema: TrialSchema, experiment: str,
-                      source: str | None) -> str:
+                      source: str | None, file_columns: Mapping[str, str]) -> str:
     """One line for pandera's failure cases: the most basic problem first."""
     where = f"{source}: " if source else ""
+
+    def name(col: Any) -> str:
+        return f"{col!r} (file column {file_columns[col]!r})" if col in file_columns else repr(col)
+
     cases = cases.assign(_p=[_PRIORITY.get(str(c), 9) for c in cases["check"]]).sort_values("_p", kind="stable")
     first = cases.iloc[0]
     # a rule failing on one row is reported once per column by pandera: count (check, column, row) once
@@ -231,16 +238,16 @@ def describe_failures(cases: pd.DataFrame, df: pd.DataFrame, schema: TrialSchema
         return f"{where}trial table of {experiment} lacks column {first['failure_case']!r}{tail}"
     if check == "kind":
         need = _kind_of(schema, column)
-        return f"{where}column {column!r} has dtype {df[column].dtype}, {experiment} needs {need}{tail}"
+        return f"{where}column {name(column)} has dtype {df[column].dtype}, {experiment} needs {need}{tail}"
     row = first["index"]
-    ident = _row_ident(df, row)
+    ident = _row_ident(df, row, file_columns)
     if check.startswith("rule: ") or check == ANSWERED:
         cols = _rule_columns(schema, check)
         values = ", ".join(f"{c}={_fmt(_scalar(df.at[row, c]))}" for c in cols if c in df.columns)
         return f"{where}row {row} ({ident}): {check.removeprefix('rule: ')} fails ({values}){tail}"
     declared = _declared(schema, str(column))
     want = "a value" if check == "not_nullable" else (declared.describe() if declared else str(check))
-    return (f"{where}column {column!r}, row {row} ({ident}): value {_fmt(_scalar(df.at[row, column]))} "
+    return (f"{where}column {name(column)}, row {row} ({ident}): value {_fmt(_scalar(df.at[row, column]))} "
             f"is not {want}{tail}")
 
 
@@ -250,8 +257,9 @@ def _scalar(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
 
 
-def _row_ident(df: pd.DataFrame, row: Any) -> str:
-    parts = [f"{c} {_fmt(_scalar(df.at[row, c]))}" for c in ("subject", "trial") if c in df.columns]
+def _row_ident(df: pd.DataFrame, row: Any, file_columns: Mapping[str, str]) -> str:
+    parts = [f"{file_columns.get(c, c)} {_fmt(_scalar(df.at[row, c]))}" for c in ("subject", "trial")
+             if c in df.columns]
     return ", ".join(parts)
 
 

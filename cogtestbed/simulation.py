@@ -75,6 +75,54 @@ def run_stepwise(
     return Outcomes.stack(parts)
 
 
+#: Copies of a trial table's data alive at once while it is simulated and analysed (the session
+#: and outcome arrays, the table itself, a fitter's packed arrays): the memory estimate's factor.
+MEMORY_COPIES = 3
+
+
+class MemoryLimitError(ValueError):
+    """A job would need more memory than the machine has available (refused before it starts)."""
+
+
+def session_bytes(experiment: str | Experiment, agent: str, params: Mapping[str, Any] | None = None,
+                  design: Design | None = None) -> int:
+    """Bytes of one simulated subject-session's trial table, measured on a one-subject simulation."""
+    one = simulate(experiment, agent, 1, 0, params, design=design)
+    return int(one.memory_usage(deep=True).sum())
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes in the largest binary unit that keeps the figure >= 1 (e.g. ``1.8 TiB``)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.3g} PiB"  # pragma: no cover
+
+
+def check_memory(need: int, what: str, hint: str = "use fewer subjects") -> None:
+    """Refuse (:class:`MemoryLimitError`, with the estimate) a job whose estimated need ``need``
+    exceeds the memory available now."""
+    import psutil
+
+    available = int(psutil.virtual_memory().available)
+    if need > available:
+        raise MemoryLimitError(f"{what} needs about {format_bytes(need)} of memory and "
+                               f"{format_bytes(available)} is available: {hint}")
+
+
+def check_simulation_memory(experiment: str | Experiment, agent: str, n_sessions: int,
+                            params: Mapping[str, Any] | None = None, design: Design | None = None,
+                            copies: int = MEMORY_COPIES) -> int:
+    """Estimate the memory ``n_sessions`` simulated sessions take (``copies`` working copies of the
+    table) and refuse at once when it exceeds what is available; return the estimate in bytes."""
+    exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
+    fixed = {k: v for k, v in dict(params or {}).items() if not np.ndim(v)}
+    need = session_bytes(exp, agent, fixed, design) * int(n_sessions) * copies
+    check_memory(need, f"{n_sessions} simulated {exp.name} sessions ({copies} working copies)")
+    return need
+
+
 class LapsingSubject:
     """A subject whose answers lapse as pre-drawn (the step path of a :class:`Lapse`).
 
@@ -108,6 +156,23 @@ def as_sessions(table: pd.DataFrame, runs: int) -> pd.DataFrame:
     """
     run = table["subject"].to_numpy(dtype=np.int64)
     return table.assign(subject=run // runs, session=run % runs)
+
+
+def pool_runs(table: pd.DataFrame, by: str = "agent") -> pd.DataFrame:
+    """Relabel a table's runs (its ``subject``, ``session`` pairs) as sessions of one subject per
+    value of ``by`` (the agent): the pooling :func:`as_sessions` does for simulated runs, applied to
+    imported data (CogBench's runs of one LLM scored as one participant).
+
+    Subjects are numbered in order of first appearance of ``by``; sessions in the order of the
+    runs within it.
+    """
+    keys = table[by].astype(str) if by in table.columns else pd.Series("", index=table.index)
+    unit = pd.factorize(keys, sort=False)[0]
+    run = pd.factorize(pd.MultiIndex.from_arrays([table["subject"], table["session"]]), sort=False)[0]
+    frame = pd.DataFrame({"unit": unit, "run": run}, index=table.index)
+    first_run = frame.drop_duplicates("run").groupby("unit")["run"].rank(method="dense").astype(np.int64) - 1
+    session = frame["run"].map(pd.Series(first_run.to_numpy(), index=frame.drop_duplicates("run")["run"]))
+    return table.assign(subject=unit.astype(np.int64), session=session.to_numpy(dtype=np.int64))
 
 
 def simulate(

@@ -44,6 +44,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from cogtestbed.outputs import atomic_write_bytes, new_file_mode
+
 #: Columns every trial table starts with, in this order.
 ID_COLUMNS = ("experiment", "subject", "session", "trial")
 #: Outcome columns every trial table has, after the stimulus fields.
@@ -58,13 +60,14 @@ class TrialTableError(ValueError):
 
 
 def validate_trials(trials: pd.DataFrame, experiment: str | None = None, source: str | os.PathLike[str] | None = None,
-                    ) -> pd.DataFrame:
+                    file_columns: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Check the table against the schema of its experiment; return it unchanged or raise
     :class:`TrialTableError` (one line naming ``source``, the column, row and value).
 
     The common columns are checked here; each experiment named in the ``experiment`` column is
     then checked against the schema its environment declares (:mod:`cogtestbed.schema`).  With
-    ``experiment`` given, a table of another experiment is refused.
+    ``experiment`` given, a table of another experiment is refused.  ``file_columns`` maps table
+    columns to the names the source file gives them (an importer's), used in the message.
     """
     where = f"{source}: " if source is not None else ""
     missing = [c for c in (*ID_COLUMNS, *OUTCOME_COLUMNS) if c not in trials.columns]
@@ -85,7 +88,8 @@ def validate_trials(trials: pd.DataFrame, experiment: str | None = None, source:
     for name in names:
         spec = get_experiment(name)
         rows = trials if len(names) <= 1 else trials[trials["experiment"].astype("string") == name]
-        check_table(rows, spec.env_cls.table_schema, spec.name, None if source is None else str(source))
+        check_table(rows, spec.env_cls.table_schema, spec.name, None if source is None else str(source),
+                    file_columns)
     return trials
 
 
@@ -192,20 +196,6 @@ def manifest_path(path: str | os.PathLike[str]) -> Path:
     return p.with_name(p.name + MANIFEST_SUFFIX)
 
 
-def atomic_write_bytes(path: Path, write: Any) -> None:
-    """Call ``write(tmp_path)`` then rename onto ``path`` (no half file on failure)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def write_json_atomic(path: Path, obj: Any) -> None:
     atomic_write_bytes(
         path, lambda tmp: tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str))
@@ -225,9 +215,30 @@ def write_trials(
         "n_rows": len(trials),
         **manifest,
     }
-    atomic_write_bytes(out, lambda tmp: trials.to_parquet(tmp, index=False))
-    write_json_atomic(manifest_path(out), full_manifest)
+    write_files_together({out: lambda tmp: trials.to_parquet(tmp, index=False),
+                          manifest_path(out): lambda tmp: tmp.write_text(
+                              json.dumps(full_manifest, indent=2, sort_keys=True, default=str))})
     return out
+
+
+def write_files_together(writers: Mapping[Path, Any]) -> None:
+    """Write several files as one unit: every ``writer(tmp)`` runs first; only when all succeeded
+    are the temporary files renamed into place (a failure leaves the old files untouched)."""
+    tmps: dict[Path, Path] = {}
+    try:
+        for path, write in writers.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            os.close(fd)
+            tmps[path] = Path(name)
+            write(tmps[path])
+            os.chmod(tmps[path], new_file_mode())
+        for path, done in tmps.items():
+            os.replace(done, path)
+    finally:
+        for left in tmps.values():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(left)
 
 
 def read_trials(path: str | os.PathLike[str], experiment: str | None = None) -> pd.DataFrame:

@@ -118,20 +118,20 @@ def test_validate_names_the_expected_experiment(instrumental_parquet):
 
 
 # ------------------------------------------------------------------ 4. impossible values
-@pytest.mark.parametrize(("column", "value", "table_column"), [
-    ("choice", 5, "action"), ("reward", 7.5, "reward"), ("reward", -1.0, "reward"),
+@pytest.mark.parametrize(("column", "value", "named"), [
+    ("choice", 5, "column 'action' (file column 'choice')"), ("reward", 7.5, "column 'reward'"),
+    ("reward", -1.0, "column 'reward'"),
 ])
-def test_instrumental_impossible_values_name_file_column_row_value(cogbench_dir, tmp_path, column, value,
-                                                                   table_column):
+def test_instrumental_impossible_values_name_file_column_row_value(cogbench_dir, tmp_path, column, value, named):
     src = cogbench_dir / "InstrumentalLearning" / "gpt-4.csv"
     bad = edited(src, tmp_path / "bad.csv", lambda df: df.__setitem__(column, df[column].mask(df.index == 10, value)))
     with pytest.raises(TrialTableError) as info:
         get_experiment("instrumental-learning").read(bad)
     message = str(info.value)
     raw = pd.read_csv(src)
-    assert str(bad) in message and f"column '{table_column}'" in message
-    assert f"value {value:g}" in message
-    assert f"subject {raw.loc[10, 'run']}, trial {raw.loc[10, 'trial']}" in message
+    assert str(bad) in message and named in message
+    assert f"value {value:g} is not one of " in message
+    assert f"(run {raw.loc[10, 'run']}, trial {raw.loc[10, 'trial']})" in message
     assert "\n" not in message
 
 
@@ -140,7 +140,7 @@ def test_bart_negative_pumps_rejected(cogbench_dir, tmp_path):
     bad = edited(src, tmp_path / "bad.csv", lambda df: df.__setitem__("pumps", df["pumps"].mask(df.index == 3, -2)))
     message = user_error(["metrics", "bart", str(bad)])
     assert "value -2 is not a number in [0, inf]" in message and "bad.csv" in message
-    assert "column 'pumps'" in message or "column 'action'" in message  # action = the balloon's pumps
+    assert "column 'pumps'" in message or "column 'action' (file column 'pumps')" in message
 
 
 def test_bart_pumps_above_the_balloon_maximum_rejected(cogbench_dir, tmp_path):

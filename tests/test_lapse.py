@@ -11,6 +11,8 @@ from cogtestbed.registry import experiment_names, get_experiment
 from cogtestbed.simulation import simulate
 from cogtestbed.validation.conformance import CheckConfig, small_design
 
+RWPM = {"alpha_pos": 0.4, "alpha_neg": 0.2, "beta": 50.0}
+
 
 @pytest.mark.parametrize("bad", [(-0.1, 0.0), (0.0, 1.5), (0.6, 0.5), ("x", 0.0)])
 def test_lapse_rates_are_validated(bad: tuple) -> None:
@@ -83,3 +85,16 @@ def test_batch_equals_step_with_lapses(name: str) -> None:
     step = simulate(spec, agent, 4, 9, design=design, lapse=lapse, method="step")
     pd.testing.assert_frame_equal(batch, step)
     assert not batch["valid"].all()
+
+
+def test_instrumental_kernel_plays_lapses_natively() -> None:
+    """The RW± batch kernel takes the lapse draws itself (no step-path fallback)."""
+    spec = get_experiment("instrumental-learning")
+    agent = spec.agent("rw-pm")
+    design = spec.design_cls()
+    sessions = spec.env_cls.sample_sessions(design, 2, np.random.default_rng(0))
+    draws = draw_lapses(Lapse(0.2, 0.2), np.random.default_rng(1), 2, design.n_trials)
+    out = agent.simulate_batch_lapsed(design, sessions, {k: np.full(2, v) for k, v in RWPM.items()},
+                                      np.random.default_rng(2).random((2, design.n_trials)), draws)
+    assert out is not None
+    assert np.array_equal(~out.valid, draws.kind == INVALID)

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from cogtestbed.agents.base import SyntheticAgent
+from cogtestbed.agents.lapse import LapseDraws
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.instrumental import (
     EXPERIMENT,
@@ -71,14 +72,27 @@ class _BanditAgent(SyntheticAgent[InstrumentalDesign, InstrumentalSessions]):
         params: Mapping[str, np.ndarray],
         uniforms: np.ndarray,
     ) -> Outcomes:
+        lapse = LapseDraws.none(sessions.n_subjects, uniforms.shape[1])
+        return cls.simulate_batch_lapsed(design, sessions, params, uniforms, lapse)
+
+    @classmethod
+    def simulate_batch_lapsed(
+        cls,
+        design: InstrumentalDesign,
+        sessions: InstrumentalSessions,
+        params: Mapping[str, np.ndarray],
+        uniforms: np.ndarray,
+        lapse: LapseDraws,
+    ) -> Outcomes:
         n = sessions.n_subjects
         alpha_pos, alpha_neg, beta = (np.ascontiguousarray(np.broadcast_to(x, (n,)), dtype=np.float64)
                                       for x in cls._batch_rates(params, n))
-        actions, rewards = simulate_rwpm_kernel(
+        actions, rewards, valid = simulate_rwpm_kernel(
             sessions.casino - 1, sessions.reward_draws, alpha_pos, alpha_neg, beta,
             np.ascontiguousarray(uniforms), design.n_casinos,
+            np.ascontiguousarray(lapse.kind), np.ascontiguousarray(lapse.u[..., 0]),
         )
-        return Outcomes(action=actions, reward=rewards, valid=np.ones_like(actions, dtype=bool))
+        return Outcomes(action=actions, reward=rewards, valid=valid)
 
 
 class RandomAgent(_BanditAgent):

@@ -7,6 +7,7 @@ trial table, the metrics and a Markdown report into the output folder.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from cogtestbed.cli.app import app, console_err
+from cogtestbed.outputs import atomic_write_bytes, output_dir
 
 DEMO_EXPERIMENT = "instrumental-learning"
 DEMO_AGENT = "rw-pm"
@@ -27,15 +29,20 @@ def demo(
     output: Annotated[Path, typer.Option("--output", "-o", help="Folder for the outputs.")] = Path("demo_output"),
     subjects: Annotated[int, typer.Option(min=2, help="Simulated subjects.")] = 50,
     seed: Annotated[int, typer.Option(help="Seed.")] = 1,
-    workers: Annotated[int | None, typer.Option(help="Worker processes for the studies.")] = None,
+    workers: Annotated[int | None, typer.Option(min=1, help="Worker processes for the studies.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the files of an earlier demo.")] = False,
 ) -> None:
     """Simulate -> metrics on built-in synthetic agents; writes a report to OUTPUT."""
+    with output_dir(output, force):
+        _demo(output, subjects, seed, workers)
+
+
+def _demo(output: Path, subjects: int, seed: int, workers: int | None) -> None:
     from cogtestbed.registry import get_experiment
     from cogtestbed.simulation import simulate
     from cogtestbed.trials import write_json_atomic, write_trials
 
     exp = get_experiment(DEMO_EXPERIMENT)
-    output.mkdir(parents=True, exist_ok=True)
     trials = simulate(exp, DEMO_AGENT, subjects, seed, DEMO_PARAMS)
     write_trials(trials, output / "trials.parquet",
                  {"experiment": exp.name, "agent": DEMO_AGENT, "params": DEMO_PARAMS, "seed": seed,
@@ -47,9 +54,14 @@ def demo(
         human_table = exp.importer("cogbench").load(HUMAN_DATA)
         results["cogbench_human"] = exp.metrics(human_table)
     write_json_atomic(output / "metrics.json", results)
-    (output / "report.md").write_text(_report(synthetic, results.get("cogbench_human"), subjects, seed))
+    report = _report(synthetic, results.get("cogbench_human"), subjects, seed)
+    atomic_write_bytes(output / "report.md", lambda tmp: tmp.write_text(report, encoding="utf-8"))
     console_err.print(f"wrote {output / 'report.md'}")
     _studies(output, seed, workers)
+
+
+def _to_parquet(table: Any, path: Path) -> None:
+    table.to_parquet(path, index=False)
 
 
 def _studies(output: Path, seed: int, workers: int | None) -> None:
@@ -69,14 +81,11 @@ def _studies(output: Path, seed: int, workers: int | None) -> None:
     for spec in progress(specs, "recovery + power studies", total=len(specs)):
         result = run_study(spec, workers=workers)
         folder = output / spec.kind
-        folder.mkdir(parents=True, exist_ok=True)
-        result.table.to_parquet(folder / "results.parquet", index=False)
+        atomic_write_bytes(folder / "results.parquet", functools.partial(_to_parquet, result.table))
         sections.append(study_section(result, plots(result, folder)))
         console_err.print(result.verdict)
     page = html_report("cogtestbed demo: RW± at CogBench's instrumental-learning design", sections)
-    tmp = output / "report.html.tmp"
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(output / "report.html")
+    atomic_write_bytes(output / "report.html", lambda tmp: tmp.write_text(page, encoding="utf-8"))
     console_err.print(f"wrote {output / 'report.html'}")
 
 

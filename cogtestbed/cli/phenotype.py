@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from cogtestbed.cli.app import app, console, console_err, print_json
+from cogtestbed.outputs import output_dir
 
 
 @app.command()
@@ -24,18 +25,26 @@ def phenotype(
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="Folder for phenotype.csv, phenotype.json and the PNG figures.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")] = False,
 ) -> None:
     """Normalise agents' CogBench metrics (random = 0, human = 1) and plot them like Fig. 2."""
-    from rich.table import Table
-
-    from cogtestbed.trials import atomic_write_bytes, write_json_atomic
-    from cogtestbed.validation.phenotype import metrics_from_files, phenotype_table, plot_phenotype, table_flags
-
     if kind not in ("behaviour", "performance", "all"):
         raise ValueError(f"--kind must be behaviour, performance or all, got {kind!r}")
     if normalisation not in ("signed", "absolute"):
         raise ValueError(f"--normalisation must be signed or absolute, got {normalisation!r}")
     kinds = ("behaviour", "performance") if kind == "all" else (kind,)
+    with output_dir(output, force):
+        _phenotype(paths, agents, experiment, kinds, normalisation, output, as_json)
+
+
+def _phenotype(paths: list[Path], agents: list[str] | None, experiment: str | None, kinds: tuple[str, ...],
+               normalisation: str, output: Path | None, as_json: bool) -> None:
+    from rich.table import Table
+
+    from cogtestbed.outputs import atomic_write_bytes
+    from cogtestbed.trials import write_json_atomic
+    from cogtestbed.validation.phenotype import metrics_from_files, phenotype_table, plot_phenotype, table_flags
+
     results = metrics_from_files(paths, agents, experiment, kinds)
     if not results:
         raise ValueError("no metrics found: no file matched a registered CogBench experiment/agent")

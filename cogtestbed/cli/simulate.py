@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from cogtestbed.cli.app import app, console_err
+from cogtestbed.outputs import check_output_file
 
 if TYPE_CHECKING:  # the library is imported inside the command bodies (a light command line)
     from cogtestbed.agents.lapse import Lapse
@@ -45,22 +46,24 @@ def simulate(
         "--design", help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48.")] = None,
     lapse_invalid: LapseInvalidOpt = 0.0,
     lapse_random: LapseRandomOpt = 0.0,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
 ) -> None:
     """Simulate synthetic subjects with known parameters and write their trial table."""
     from rich.progress import Progress
 
     from cogtestbed.parameters import parse_assignments
     from cogtestbed.registry import get_experiment
+    from cogtestbed.simulation import check_simulation_memory
     from cogtestbed.simulation import simulate as run_simulation
     from cogtestbed.trials import write_trials
 
     lapse = lapse_option(lapse_invalid, lapse_random)
     exp = get_experiment(experiment)
     agent_cls = exp.agent(agent)
-    params = parse_assignments(param or [])
+    params = parse_assignments(param or [], "--param")
     design_obj = exp.env_cls.design_cls(**_design_overrides(design or []))
-    if output.suffix != ".parquet":
-        raise ValueError(f"output must end in .parquet, got {output}")
+    check_output_file(output, force, ".parquet")
+    check_simulation_memory(exp, agent, subjects, params, design_obj)
     if method == "step":  # the reference loop is slow: show progress per subject
         with Progress(*Progress.get_default_columns(), console=console_err, transient=True) as bar:
             task = bar.add_task("stepping subjects", total=subjects)

@@ -27,6 +27,7 @@ import typer
 
 from cogtestbed.cli.app import app, console, console_err, print_json
 from cogtestbed.cli.simulate import LapseInvalidOpt, LapseRandomOpt, lapse_option
+from cogtestbed.outputs import output_dir
 
 if TYPE_CHECKING:  # the study machinery is imported inside the command bodies (a light command line)
     from cogtestbed.validation.studies import StudyResult, StudySpec
@@ -36,11 +37,12 @@ SeedOpt = Annotated[int, typer.Option(help="Seed of the whole study.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (the summary).")]
 OutOpt = Annotated[Path | None, typer.Option("--output", "-o",
                                              help="Write results.parquet, summary.json, plots and report.html here.")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")]
 DaskOpt = Annotated[str | None, typer.Option("--dask", help="Dask scheduler address.")]
-WorkersOpt = Annotated[int | None, typer.Option(help="Local worker processes (default: CPUs).")]
+WorkersOpt = Annotated[int | None, typer.Option(min=1, help="Local worker processes (default: CPUs).")]
 MethodOpt = Annotated[str, typer.Option(help="mle or hierarchical.")]
-DrawsOpt = Annotated[int, typer.Option(help="Posterior draws per chain (hierarchical).")]
-ChainsOpt = Annotated[int, typer.Option(help="Chains (hierarchical).")]
+DrawsOpt = Annotated[int, typer.Option(min=1, help="Posterior draws per chain (hierarchical).")]
+ChainsOpt = Annotated[int, typer.Option(min=1, help="Chains (hierarchical).")]
 TrialsOpt = Annotated[str | None, typer.Option(help="Trials per session (comma list), set through the "
                                                     "experiment's trials field.")]
 DesignOpt = Annotated[list[str] | None, typer.Option("--design", help="Design field NAME=VALUE (repeatable), "
@@ -51,16 +53,27 @@ ParamOpt = Annotated[list[str] | None, typer.Option("--param", help="Agent param
                                                                     "settings the model lacks, or the agent's base.")]
 
 
-def _ints(text: str | None, default: tuple[Any, ...]) -> tuple[Any, ...]:
+def _ints(text: str | None, default: tuple[Any, ...], option: str = "--subjects") -> tuple[Any, ...]:
+    """A comma list of positive integers (``10,20,40``); an empty item, a non-integer or a value
+    below 1 is one clear error naming ``option``."""
     if text is None:
         return default
+    items = [x.strip() for x in text.split(",")]
+    if not text.strip() or any(not x for x in items):
+        raise ValueError(f"{option} expects comma-separated integers, got {text!r} (an empty item)")
     try:
-        values = tuple(int(x) for x in text.split(",") if x.strip())
+        values = tuple(int(x) for x in items)
     except ValueError:
-        raise ValueError(f"expected comma-separated integers, got {text!r}") from None
-    if not values:
-        raise ValueError(f"expected comma-separated integers, got {text!r}")
+        raise ValueError(f"{option} expects comma-separated integers, got {text!r}") from None
+    low = [v for v in values if v < 1]
+    if low:
+        raise ValueError(f"{option} must be at least 1, got {low[0]}")
     return values
+
+
+#: CLI options whose name differs from the :class:`StudySpec` field they set.
+OPTION_OF_FIELD = {"models": "MODEL", "reps": "--reps/--sims", "fixed": "--fix", "params": "--param",
+                   "sampler_backend": "--backend", "effect": "--effect", "tune": "--draws", "lapse_fit": "--lapse"}
 
 
 def _lapse_fit(text: str) -> float | str | None:
@@ -71,7 +84,8 @@ def _lapse_fit(text: str) -> float | str | None:
 
 
 def _spec(**fields: Any) -> StudySpec:
-    """A :class:`StudySpec` from the command's options; a validation error becomes one line."""
+    """A :class:`StudySpec` from the command's options; a validation error becomes one line naming
+    the option."""
     from pydantic import ValidationError
 
     from cogtestbed.validation.studies import StudySpec
@@ -79,9 +93,12 @@ def _spec(**fields: Any) -> StudySpec:
     try:
         return StudySpec(**fields)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        raise ValueError(f"{where + ': ' if where else ''}{first['msg']}") from None
+        first = exc.errors(include_url=False)[0]
+        name = str(first["loc"][0]) if first["loc"] else ""
+        option = OPTION_OF_FIELD.get(name, "--" + name.replace("_", "-")) if name else ""
+        got = f" (got {first['input']!r})" if name else ""
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        raise ValueError(f"{option + ': ' if option else ''}{msg}{got}") from None
 
 
 def parse_design(items: list[str] | None) -> dict[str, Any]:
@@ -105,11 +122,11 @@ def _floats(text: str) -> tuple[float, ...]:
         raise ValueError(f"expected comma-separated numbers, got {text!r}") from None
 
 
-def parse_assignments(items: list[str]) -> dict[str, float]:
+def parse_assignments(items: list[str], option: str = "") -> dict[str, float]:
     """``NAME=VALUE`` items → values (:func:`cogtestbed.parameters.parse_assignments`, imported on use)."""
     from cogtestbed.parameters import parse_assignments as parse
 
-    return parse(items)
+    return parse(items, option)
 
 
 def parse_agent(text: str) -> tuple[str, dict[str, float]]:
@@ -120,16 +137,13 @@ def parse_agent(text: str) -> tuple[str, dict[str, float]]:
     return name.strip(), parse_assignments([x for x in rest.split(",") if x.strip()])
 
 
-def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bool,
-             output: Path | None) -> StudyResult:
-    """Check the spec and the output folder, then run with a progress bar."""
+def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bool) -> StudyResult:
+    """Check the spec (and reach the Dask scheduler) before computing, then run with a progress bar."""
     from cogtestbed.cli.app import progress
-    from cogtestbed.validation.report import check_output_dir
-    from cogtestbed.validation.studies import check_study, run_study
+    from cogtestbed.validation.studies import check_study, dask_client, run_study
 
     check_study(spec)
-    if output is not None:
-        check_output_dir(output)
+    client = dask_client(dask) if dask is not None else None
     total = len(spec.tasks())
     done = iter(progress(range(total), f"{spec.kind} ({total} tasks)", total=total,
                          enabled=not as_json or console_err.is_terminal))
@@ -139,7 +153,11 @@ def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bo
         for _ in range(k):
             next(done, None)
 
-    result = run_study(spec, workers=workers, dask=dask, on_task_done=tick)
+    try:
+        result = run_study(spec, workers=workers, dask=client, on_task_done=tick)
+    finally:
+        if client is not None:
+            client.close()
     for _ in done:
         pass
     return result
@@ -152,6 +170,7 @@ def _finish(result: StudyResult, as_json: bool, output: Path | None, payload: di
         files = write_study(result, output)
         payload["report"] = str(files["report"])
     payload["verdict"] = result.verdict
+    payload["true_parameters"] = result.spec.true_distribution
     payload["seconds"] = result.seconds
     if as_json:
         print_json(payload)
@@ -188,20 +207,22 @@ def _show(result: StudyResult, as_json: bool, output: Path | None) -> None:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """Options every study command shares (``--seed --workers --dask --json -o``)."""
+    """Options every study command shares (``--seed --workers --dask --json -o --force``)."""
 
     seed: int = 0
     workers: int | None = None
     dask: str | None = None
     as_json: bool = False
     output: Path | None = None
+    force: bool = False
 
 
 #: The shared options as command parameters (added to each command by :func:`study_command`).
 RUN_PARAMETERS = tuple(
     inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
     for name, annotation, default in (("seed", SeedOpt, 0), ("workers", WorkersOpt, None), ("dask", DaskOpt, None),
-                                      ("as_json", JsonOpt, False), ("output", OutOpt, None)))
+                                      ("as_json", JsonOpt, False), ("output", OutOpt, None),
+                                      ("force", ForceOpt, False)))
 
 
 def study_command(*names: str) -> Callable[[Callable[..., StudySpec | None]], Callable[..., StudySpec | None]]:
@@ -222,8 +243,13 @@ def study_command(*names: str) -> Callable[[Callable[..., StudySpec | None]], Ca
         def command(**kwargs: Any) -> None:
             run = RunOptions(**{p.name: kwargs.pop(p.name) for p in RUN_PARAMETERS})
             spec = fn(run=run, **kwargs)
-            if spec is not None:
-                _show(_execute(spec, run.workers, run.dask, run.as_json, run.output), run.as_json, run.output)
+            if spec is None:
+                return
+            from cogtestbed.validation.studies import check_study
+
+            check_study(spec)
+            with output_dir(run.output, run.force):
+                _show(_execute(spec, run.workers, run.dask, run.as_json), run.as_json, run.output)
 
         params = [*own, *RUN_PARAMETERS]
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
@@ -258,10 +284,11 @@ def recover(
 ) -> StudySpec | None:
     """Parameter recovery: simulate with known parameters, fit, compare (r, bias, RMSE)."""
     spec = _spec(kind="recovery", experiment=experiment, models=(model,), method=method,
-                     subjects=_ints(subjects, (50,)), trials=_ints(trials, (None,)), runs=_ints(runs, (1,)),
+                     subjects=_ints(subjects, (50,)), trials=_ints(trials, (None,), "--trials"),
+                     runs=_ints(runs, (1,), "--runs"),
                      design=parse_design(design), reps=reps, seed=run.seed, sampler=sampler,
-                     fixed=parse_assignments(fix or []),
-                     params=parse_assignments(param or []), draws=draws, tune=draws, chains=chains,
+                     fixed=parse_assignments(fix or [], "--fix"),
+                     params=parse_assignments(param or [], "--param"), draws=draws, tune=draws, chains=chains,
                      lapse=lapse_option(lapse_invalid, lapse_random), lapse_fit=_lapse_fit(lapse))
     return spec
 
@@ -287,7 +314,8 @@ def model_recovery(
     spec = _spec(kind="model-recovery", experiment=experiment, models=tuple(models),
                      method=method, subjects=(subjects,), trials=(trials,), runs=(runs,), reps=reps,
                      design=parse_design(design),
-                     seed=run.seed, params=parse_assignments(param or []), draws=draws, tune=draws, chains=chains)
+                     seed=run.seed, params=parse_assignments(param or [], "--param"), draws=draws, tune=draws,
+                     chains=chains)
     return spec
 
 
@@ -309,7 +337,8 @@ def sbc(
     """Simulation-based calibration of the hierarchical model (rank uniformity, Talts et al. 2018)."""
     spec = _spec(kind="sbc", experiment=experiment, models=(model,), method="hierarchical",
                      subjects=(subjects,), trials=(trials,), runs=(runs,), reps=reps, seed=run.seed,
-                     design=parse_design(design), params=parse_assignments(param or []), draws=draws, tune=draws,
+                     design=parse_design(design), params=parse_assignments(param or [], "--param"), draws=draws,
+                     tune=draws,
                      chains=chains, sampler_backend=backend)
     return spec
 
@@ -325,7 +354,7 @@ def _power_spec(target: str, experiment: str | None, effect: str | None, metric:
     if effect is not None:
         if compare is not None or agent is not None:
             raise ValueError("--compare and --agent belong to metric and test power, not to --effect")
-        (name, size), = parse_assignments([effect]).items()
+        (name, size), = parse_assignments([effect], "--effect").items()
         return _spec(kind="power", experiment=experiment or "instrumental-learning", models=(target,),
                          effect=name, effect_size=size, **common)
     if experiment is not None and experiment != target:
@@ -379,11 +408,13 @@ def power(
 ) -> StudySpec | None:
     """Power: of a test on a model parameter, of a metric difference, or of a declared test."""
     default_runs = (1,) if effect is not None else (10,)
-    common: dict[str, Any] = {"subjects": _ints(subjects, (10,)), "runs": _ints(runs, default_runs),
-                              "trials": _ints(trials, (None,)), "design": parse_design(design), "reps": sims,
+    common: dict[str, Any] = {"subjects": _ints(subjects, (10,)), "runs": _ints(runs, default_runs, "--runs"),
+                              "trials": _ints(trials, (None,), "--trials"), "design": parse_design(design),
+                              "reps": sims,
                               "seed": run.seed, "level": level,
-                              "method": method, "base": parse_assignments(base or []), "sd_between": sd_between,
-                              "params": parse_assignments(param or []), "draws": draws, "tune": draws,
+                              "method": method, "base": parse_assignments(base or [], "--base"),
+                              "sd_between": sd_between,
+                              "params": parse_assignments(param or [], "--param"), "draws": draws, "tune": draws,
                               "chains": chains, "lapse": lapse_option(lapse_invalid, lapse_random)}
     spec = _power_spec(target, experiment, effect, metric, compare, test, agent, common)
     return spec
@@ -407,7 +438,8 @@ def metric_validity(
     name, params = parse_agent(agent)
     spec = _spec(kind="metric-validity", experiment=experiment, agent=name, params=params, metric=metric,
                      parameter=parameter, values=_floats(values), direction=direction,
-                     runs=_ints(runs, (10,)), trials=_ints(trials, (None,)), design=parse_design(design), reps=reps,
+                     runs=_ints(runs, (10,), "--runs"), trials=_ints(trials, (None,), "--trials"),
+                     design=parse_design(design), reps=reps,
                      seed=run.seed)
     return spec
 
@@ -451,57 +483,107 @@ def fit(
     experiment: ExperimentOpt = "instrumental-learning",
     method: MethodOpt = "hierarchical",
     source: Annotated[str, typer.Option("--from", help="auto, trials or an importer.")] = "auto",
+    separate_runs: Annotated[bool, typer.Option(
+        "--separate-runs", help="Fit every run (subject of the file) on its own, even where the experiment "
+                                "pools an agent's runs into one fitted unit.")] = False,
     draws: DrawsOpt = 1000,
     chains: ChainsOpt = 4,
+    log_likelihood: Annotated[bool, typer.Option(
+        "--log-likelihood/--no-log-likelihood",
+        help="Keep the pointwise log-likelihood in posterior.nc (for LOO/WAIC later; large).")] = False,
     seed: SeedOpt = 0,
     as_json: JsonOpt = False,
     lapse: LapseFitOpt = "none",
+    force: ForceOpt = False,
 ) -> None:
-    """Fit a model to a trial file: InferenceData (netCDF) + summary (hierarchical), or MLE table."""
+    """Fit a model to a trial file: InferenceData (netCDF) + summary (hierarchical), or MLE table.
+
+    Where the experiment pools sessions (CogBench's runs of one LLM are one participant), the runs
+    of each agent in the file are fitted together as one subject, as the validation studies do;
+    ``--separate-runs`` fits each run on its own.
+    """
     from cogtestbed.cli.metrics import load_table
     from cogtestbed.inference.base import invalid_rate, with_lapse
     from cogtestbed.inference.base import lapse_option as fit_lapse
+    from cogtestbed.outputs import atomic_write_bytes
     from cogtestbed.registry import get_experiment
-    from cogtestbed.trials import atomic_write_bytes
+    from cogtestbed.simulation import pool_runs
 
     exp = get_experiment(experiment)
     cog = with_lapse(exp.model(model), fit_lapse(lapse))
     if method not in ("mle", "hierarchical"):
-        raise ValueError(f"method must be mle or hierarchical, got {method!r}")
-    table, detected = load_table(exp, path, source)
-    output.mkdir(parents=True, exist_ok=True)
-    payload: dict[str, Any] = {"model": model, "path": str(path), "source": detected,
-                               "n_subjects": int(table["subject"].nunique()), "method": method}
-    if lapse != "none":  # the lapse term models random answers; invalid ones are a binomial rate
-        payload.update({"lapse": lapse, "invalid_rate": invalid_rate(table)})
-    if method == "mle":
-        fits = cog.fit_mle(table)
-        dest = output / "mle.csv"
-        atomic_write_bytes(dest, lambda tmp: fits.to_csv(tmp, index=False))
-        payload.update({"files": [str(dest)], "mean": {p: float(fits[p].mean()) for p in cog.parameters.names},
-                        "aic": float(fits["aic"].sum()), "bic": float(fits["bic"].sum())})
-    else:
-        payload.update(_fit_hierarchical(cog, table, output, draws, chains, seed, as_json, payload["n_subjects"]))
-    summary = output / "summary.json"
-    atomic_write_bytes(summary, lambda tmp: tmp.write_text(json.dumps(payload, indent=1, default=str)))
+        raise ValueError(f"--method must be mle or hierarchical, got {method!r}")
+    if method == "hierarchical" and not cog.has_pymc:
+        raise ValueError(f"model {cog.name} has no PyMC version: use --method mle")
+    with output_dir(output, force):
+        table, detected = load_table(exp, path, source)
+        pooled = exp.pooling_unit == "session" and not separate_runs
+        if pooled:
+            table = pool_runs(table)
+        payload: dict[str, Any] = {"model": model, "path": str(path), "source": detected,
+                                   "n_subjects": int(table["subject"].nunique()), "method": method,
+                                   "unit": "agent (runs pooled as sessions)" if pooled else "run"}
+        if lapse != "none":  # the lapse term models random answers; invalid ones are a binomial rate
+            payload.update({"lapse": lapse, "invalid_rate": invalid_rate(table)})
+        if method == "mle":
+            fits = cog.fit_mle(table)
+            dest = output / "mle.csv"
+            atomic_write_bytes(dest, lambda tmp: fits.to_csv(tmp, index=False))
+            payload.update({"files": [str(dest)],
+                            "mean": {p: float(fits[p].mean()) for p in cog.parameters.names},
+                            "aic": float(fits["aic"].sum()), "bic": float(fits["bic"].sum())})
+        else:
+            payload.update(_fit_hierarchical(cog, table, output, draws, chains, seed, as_json,
+                                             payload["n_subjects"], log_likelihood))
+        summary = output / "summary.json"
+        atomic_write_bytes(summary, lambda tmp: tmp.write_text(json.dumps(payload, indent=1, default=str)))
     if as_json:
         print_json(payload)
         return
     console.print_json(json.dumps(payload, default=str))
 
 
+#: netCDF encoding of every numeric variable of ``posterior.nc``: zlib (deflate) level 4 after the
+#: HDF5 byte-shuffle filter, which groups the similar exponent bytes of float draws together.
+POSTERIOR_ENCODING = {"zlib": True, "complevel": 4, "shuffle": True}
+
+
+def write_posterior(idata: Any, path: Path, log_likelihood: bool = False) -> Path:
+    """Write ``idata`` as compressed netCDF (one group per InferenceData group, atomically).
+
+    The pointwise ``log_likelihood`` group (chains x draws x observations, most of the file) is
+    written only when asked for.
+    """
+    import numpy as np
+
+    from cogtestbed.outputs import atomic_write_bytes
+
+    groups = [g for g in idata.groups() if log_likelihood or g != "log_likelihood"]
+
+    def write(tmp: Path) -> None:
+        mode = "w"
+        for group in groups:
+            data = getattr(idata, group)
+            encoding = {name: dict(POSTERIOR_ENCODING) for name, var in data.variables.items()
+                        if np.issubdtype(var.dtype, np.number) and var.ndim > 0}
+            data.to_netcdf(str(tmp), mode=mode, group=group, engine="h5netcdf", encoding=encoding)
+            mode = "a"
+
+    atomic_write_bytes(path, write)
+    return path
+
+
 def _fit_hierarchical(cog: Any, table: Any, output: Path, draws: int, chains: int, seed: int, as_json: bool,
-                      n_subjects: int) -> dict[str, Any]:
+                      n_subjects: int, log_likelihood: bool = False) -> dict[str, Any]:
     import warnings
 
     from cogtestbed.inference.hierarchical import fit_hierarchical, loo
-    from cogtestbed.trials import atomic_write_bytes
+    from cogtestbed.outputs import atomic_write_bytes
 
     console_err.print(f"sampling {cog.name} on {n_subjects} subjects ({chains} chains x {draws} draws)...")
     res = fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed,
                            progressbar=console_err.is_terminal and not as_json)
-    nc = output / "posterior.nc"
-    atomic_write_bytes(nc, lambda tmp: res.idata.to_netcdf(str(tmp)))
+    nc = write_posterior(res.idata, output / "posterior.nc", log_likelihood)
     post = res.idata.posterior
     pop = {p: {"median": float(post[f"{p}_pop"].median()), "lo90": float(post[f"{p}_pop"].quantile(0.05)),
                "hi90": float(post[f"{p}_pop"].quantile(0.95))} for p in cog.parameters.names}

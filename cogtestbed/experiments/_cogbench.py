@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -14,12 +14,15 @@ CITATION = ("Coda-Forno, J., Binz, M., Wang, J. X. & Schulz, E. (2024). CogBench
 
 
 def cogbench_importer(load: Callable[[Path], pd.DataFrame], columns: tuple[str, ...],
-                      excluded: tuple[str, ...] = ()) -> dict[str, Importer]:
+                      excluded: tuple[str, ...] = (), file_columns: Mapping[str, str] | None = None,
+                      ) -> dict[str, Importer]:
     """The ``cogbench`` importer of a task: ``load``, recognising files by their ``columns``
-    (and the absence of ``excluded`` ones)."""
+    (and the absence of ``excluded`` ones); ``file_columns`` names the CogBench columns that
+    trial-table columns are read from (CogBench's ``run`` is always the ``subject``)."""
     from cogtestbed.data.cogbench import looks_like_cogbench
 
-    return {"cogbench": Importer("cogbench", load, lambda p: looks_like_cogbench(p, columns, excluded))}
+    names = {"subject": "run", **(file_columns or {})}
+    return {"cogbench": Importer("cogbench", load, lambda p: looks_like_cogbench(p, columns, excluded), names)}
 
 
 def behaviour(key: str, label: str, human: float, random: float, task: str) -> PhenotypeReference:

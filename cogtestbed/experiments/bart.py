@@ -26,7 +26,7 @@ SPEC = ExperimentSpec(
     models=MODELS,
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("performance", "risk")),
-    importers=cogbench_importer(import_bart, BART_COLUMNS),
+    importers=cogbench_importer(import_bart, BART_COLUMNS, file_columns={"action": "pumps"}),
     pooling_unit="session",
     trials_field="balloons_per_type",
     studies=(

@@ -21,7 +21,8 @@ SPEC = ExperimentSpec(
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(cogbench_metrics, unit="per_run",
                         headline=("performance", "directed_exploration", "random_exploration")),
-    importers=cogbench_importer(import_horizon, HORIZON_COLUMNS, HORIZON_EXCLUDED),
+    importers=cogbench_importer(import_horizon, HORIZON_COLUMNS, HORIZON_EXCLUDED,
+                                file_columns={"action": "choice"}),
     pooling_unit="session",
     studies=(
         StudyDecl("recovery", "information-bonus agent from 1000 pooled games", model="info-bonus", runs=(1000,),

@@ -18,7 +18,8 @@ SPEC = ExperimentSpec(
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(cogbench_metrics, unit="per_run",
                         headline=("performance", "learning_rate", "optimism_bias")),
-    importers=cogbench_importer(import_instrumental, INSTRUMENTAL_COLUMNS),
+    importers=cogbench_importer(import_instrumental, INSTRUMENTAL_COLUMNS,
+                                file_columns={"action": "choice", "casino": "task"}),
     pooling_unit="subject",
     trials_field="visits_per_casino",
     studies=(

@@ -19,7 +19,7 @@ SPEC = ExperimentSpec(
     models=MODELS,
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("performance", "accuracy", "metacognition")),
-    importers=cogbench_importer(import_restless, RESTLESS_COLUMNS),
+    importers=cogbench_importer(import_restless, RESTLESS_COLUMNS, file_columns={"action": "choice"}),
     pooling_unit="session",
     studies=(
         StudyDecl("recovery", "Kalman choice and confidence parameters from CogBench's 10 pooled runs", model="kalman",

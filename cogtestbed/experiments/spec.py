@@ -56,11 +56,17 @@ class UnknownNameError(KeyError):
 
     def __init__(self, kind: str, name: str, valid: Mapping[str, Any] | list[str] | tuple[str, ...],
                  where: str = "") -> None:
-        choices = ", ".join(sorted(valid)) if len(valid) else "(none)"
-        self.message = (
-            f"unknown {kind} {name!r}{' for ' + where if where else ''}; choose one of: {choices}"
-        )
+        self._args = (kind, name, tuple(valid), where)
+        if len(valid):
+            hint = f"choose one of: {', '.join(sorted(valid))}"
+        else:
+            hint = f"there are none{' for ' + where if where else ''}"
+        self.message = f"unknown {kind} {name!r}{' for ' + where if where else ''}; {hint}"
         super().__init__(self.message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle by constructor arguments (the error crosses process boundaries from study workers)."""
+        return (type(self), self._args)
 
     def __str__(self) -> str:
         return self.message
@@ -176,11 +182,17 @@ class MetricsSpec:
 
 @dataclass(frozen=True)
 class Importer:
-    """Reads published data of one source into the experiment's trial table."""
+    """Reads published data of one source into the experiment's trial table.
+
+    ``file_columns`` maps trial-table columns to the columns of the published file they are read
+    from (``action`` ← CogBench's ``choice``), so that a validation error names what the file calls
+    the offending column.
+    """
 
     source: str
     load: Callable[[Path], pd.DataFrame]
     sniff: Callable[[Path], bool]
+    file_columns: Mapping[str, str] = field(default_factory=dict)
 
 
 ParamMap = Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
@@ -362,8 +374,9 @@ class ExperimentSpec:
                     f"cannot tell what {path} is: not a .parquet trial table and no importer of "
                     f"{self.name} ({', '.join(self.importers) or 'none'}) recognises it; pass --from")
             source = found.source
-        table = self.importer(source).load(path)
-        return validate_trials(table, self.name, source=path), source
+        importer = self.importer(source)
+        table = importer.load(path)
+        return validate_trials(table, self.name, source=path, file_columns=importer.file_columns), source
 
     @property
     def metrics_options(self) -> Mapping[str, MetricOption]:

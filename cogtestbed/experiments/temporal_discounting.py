@@ -19,7 +19,7 @@ SPEC = ExperimentSpec(
     models=MODELS,
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("score",)),
-    importers=cogbench_importer(import_discounting, DISCOUNTING_COLUMNS),
+    importers=cogbench_importer(import_discounting, DISCOUNTING_COLUMNS, file_columns={"summary_score": "score"}),
     pooling_unit="session",
     studies=(
         StudyDecl("recovery", "hyperbolic log k from 1 and 10 pooled runs (tau = 0.05)", model="hyperbolic",

@@ -21,7 +21,7 @@ SPEC = ExperimentSpec(
     models=MODELS,
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("performance", "model_basedness")),
-    importers=cogbench_importer(import_twostep, TWOSTEP_COLUMNS),
+    importers=cogbench_importer(import_twostep, TWOSTEP_COLUMNS, file_columns={"action": "action1", "planet": "state"}),
     pooling_unit="session",
     trials_field="n_days",
     studies=(

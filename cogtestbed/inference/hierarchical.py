@@ -457,6 +457,9 @@ def fit_hierarchical(
     """
     import pymc as pm
 
+    if draws < 1 or chains < 1 or tune < 0:
+        raise ValueError(f"sampling needs draws >= 1, chains >= 1 and tune >= 0; got draws={draws}, "
+                         f"chains={chains}, tune={tune}")
     if target_accept is None:
         target_accept = float(getattr(model, "target_accept", None) or TARGET_ACCEPT)
     pm_model = model if isinstance(model, pm.Model) else model.pymc_model(trials, hierarchical)

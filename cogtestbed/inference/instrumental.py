@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.agents.lapse import lapsed_choice
 from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.parameters import Parameter, ParameterSet
@@ -84,15 +85,21 @@ def simulate_rwpm_kernel(
     beta: np.ndarray,
     uniforms: np.ndarray,
     n_casinos: int,
-) -> tuple[np.ndarray, np.ndarray]:
+    lapse_kind: np.ndarray,
+    lapse_u: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Play N pre-drawn sessions with RW± agents (RW: α⁺ = α⁻; random: β = 0).
 
     ``casino`` (N, T) holds 0-based casino indices, ``reward_draws`` (N, T, 2) the pre-sampled
     outcome of each arm, ``uniforms`` (N, T) the choice uniforms: arm 0 iff u < P(arm 0).
+    ``lapse_kind``/``lapse_u`` (N, T): pre-drawn lapses (:mod:`cogtestbed.agents.lapse`); an
+    invalid step records −1, pays nothing and teaches nothing, a random arm is learned from.
+    Returns (action, reward, valid).
     """
     n, t_max = casino.shape
     actions = np.empty((n, t_max), dtype=np.int64)
     rewards = np.empty((n, t_max), dtype=np.float64)
+    valid = np.ones((n, t_max), dtype=np.bool_)
     values = np.empty((n_casinos, 2), dtype=np.float64)
     for i in range(n):
         values[:, :] = V0
@@ -100,12 +107,18 @@ def simulate_rwpm_kernel(
         for t in range(t_max):
             c = casino[i, t]
             a = 0 if uniforms[i, t] < prob_arm0(b, values[c, 0], values[c, 1]) else 1
+            a = lapsed_choice(lapse_kind[i, t], lapse_u[i, t], a, 2)
+            if a < 0:
+                actions[i, t] = -1
+                rewards[i, t] = np.nan
+                valid[i, t] = False
+                continue
             r = reward_draws[i, t, a]
             delta = r - values[c, a]
             values[c, a] += rw_learning_rate(ap, an, delta) * delta
             actions[i, t] = a
             rewards[i, t] = r
-    return actions, rewards
+    return actions, rewards, valid
 
 
 @njit(cache=True)

@@ -401,7 +401,8 @@ def write_study(result: Any, out: Path) -> dict[str, Path]:
     atomic_write_bytes(table, lambda tmp: frame.to_parquet(tmp, index=False))
     summary = out / "summary.json"
     _atomic_write(summary, json.dumps({"spec": result.spec.model_dump(), "summary": result.summary,
-                                       "verdict": result.verdict, "seconds": result.seconds},
+                                       "verdict": result.verdict,
+                                       "true_parameters": result.spec.true_distribution, "seconds": result.seconds},
                                       indent=1, default=str))
     pngs = plots(result, out)
     report = out / "report.html"

@@ -34,14 +34,20 @@ Every rate comes with its Monte-Carlo SE √(p(1−p)/reps).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing
 import os
+import signal
+import sys
+import threading
 import time
+import traceback
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import as_completed as cf_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Literal
 
 import numpy as np
@@ -50,7 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy import stats
 
 from cogtestbed.agents.lapse import Lapse
-from cogtestbed.experiments.spec import STUDY_KINDS, ExperimentSpec, StudyDecl
+from cogtestbed.experiments.spec import STUDY_KINDS, ExperimentSpec, StudyDecl, UnknownNameError
 from cogtestbed.inference.base import CognitiveModel, with_lapse
 from cogtestbed.inference.hierarchical import (
     SD_SCALE,
@@ -60,6 +66,7 @@ from cogtestbed.inference.hierarchical import (
 from cogtestbed.parameters import Parameter
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import as_sessions, simulate
+from cogtestbed.validation.errors import StudyFailure, StudyInputError, WorkerDied
 
 Kind = Literal["recovery", "model-recovery", "sbc", "power",
                "metric-validity", "metric-power", "test-size", "test-power"]
@@ -131,9 +138,9 @@ class StudySpec(BaseModel):
     direction: Literal["increasing", "decreasing", "any"] = "any"
     metric_options: dict[str, Any] = Field(default_factory=dict)
     # -- Bayesian fits
-    draws: int = 1000
-    tune: int = 1000
-    chains: int = 4
+    draws: int = Field(1000, ge=1)
+    tune: int = Field(1000, ge=0)
+    chains: int = Field(4, ge=1)
     sampler_backend: Literal["auto", "nutpie", "pymc"] = "auto"
 
     @model_validator(mode="after")
@@ -142,6 +149,10 @@ class StudySpec(BaseModel):
             raise ValueError(f"a {self.kind} study needs a model")
         if self.kind == "model-recovery" and len(self.models) < 2:
             raise ValueError("model recovery needs at least two models")
+        repeated = sorted({m for m in self.models if self.models.count(m) > 1})
+        if repeated:
+            raise ValueError(f"model {', '.join(repeated)} is named twice: model recovery compares different "
+                             "candidate models (a model against itself always ties)")
         if self.kind in ("recovery", "sbc", "power") and len(self.models) != 1:
             raise ValueError(f"a {self.kind} study takes exactly one model, got {len(self.models)}")
         if self.kind in METRIC_KINDS and self.agent is None:
@@ -160,8 +171,12 @@ class StudySpec(BaseModel):
             raise ValueError(f"a {self.kind} study needs a test (a key of the metrics result)")
         if isinstance(self.lapse_fit, float) and not 0.0 <= self.lapse_fit < 1.0:
             raise ValueError(f"a fixed lapse rate must be in [0, 1), got {self.lapse_fit}")
-        if any(n < 1 for n in (*self.subjects, *self.runs)):
-            raise ValueError("subjects and runs must be at least 1")
+        for name in ("subjects", "runs", "trials"):
+            bad = [n for n in getattr(self, name) if n is not None and n < 1]
+            if bad:
+                raise ValueError(f"{name} must be at least 1, got {bad[0]}")
+        if not self.subjects or not self.runs or not self.trials:
+            raise ValueError("subjects, runs and trials need at least one value each")
         return self
 
     @property
@@ -242,11 +257,35 @@ def check_study(spec: StudySpec) -> ExperimentSpec:
     return exp
 
 
+def check_study_memory(spec: StudySpec, exp: ExperimentSpec, concurrent: int = 1) -> int:
+    """Estimate the memory of the study's largest task times ``concurrent`` tasks at once and refuse
+    up front (:class:`~cogtestbed.simulation.MemoryLimitError`) when it exceeds what is available.
+
+    The size of one session's trial table is measured on a one-subject simulation of the agent
+    that generates the data; a task holds ``subjects x runs`` sessions (twice that for a metric
+    comparison), :data:`~cogtestbed.simulation.MEMORY_COPIES` times over.  Returns the estimate.
+    """
+    from cogtestbed.simulation import MEMORY_COPIES, check_memory, session_bytes
+
+    if spec.kind in MODEL_KINDS:
+        gen = exp.generator(spec.models[0])
+        agent, params = gen.agent, {**dict(gen.fixed), **spec.params}
+        sessions = max(spec.subjects) * max(spec.runs)
+    else:
+        agent, params = str(spec.agent), dict(spec.params)
+        sessions = max(spec.runs) * (2 if spec.kind == "metric-power" else 1)
+    per = max(session_bytes(exp, agent, params, design_for_trials(exp, t, spec.design)) for t in spec.trials)
+    need = per * sessions * MEMORY_COPIES * concurrent
+    check_memory(need, f"this study ({sessions} sessions per task, {concurrent} task(s) at once)",
+                 "use fewer subjects, runs or trials, or fewer --workers")
+    return need
+
+
 def _check_names(values: Mapping[str, Any], valid: set[str], what: str) -> None:
     bad = sorted(set(values) - valid)
     if bad:
-        raise ValueError(f"{', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not parameters of {what} "
-                         f"({', '.join(sorted(valid))})")
+        noun = "is not a parameter" if len(bad) == 1 else "are not parameters"
+        raise ValueError(f"{', '.join(bad)} {noun} of {what}; valid: {', '.join(sorted(valid)) or '(none)'}")
 
 
 def _check_model_settings(spec: StudySpec, exp: ExperimentSpec, model: CognitiveModel) -> None:
@@ -255,6 +294,9 @@ def _check_model_settings(spec: StudySpec, exp: ExperimentSpec, model: Cognitive
         _check_names(spec.fixed, names, f"model {model.name}")
         _check_names(spec.ranges, names, f"model {model.name}")
         _check_names(spec.base, names, f"model {model.name}")
+    if spec.kind in ("recovery", "sbc") and names <= set(spec.fixed):
+        raise ValueError(f"every parameter of {model.name} is fixed ({', '.join(sorted(names))}): nothing is left "
+                         "to recover; drop a --fix")
     if spec.kind == "power" and spec.effect is not None:
         model.contrast(spec.effect, {p: 0.0 for p in model.parameters.names})
     if spec.method == "hierarchical" and not model.has_pymc:
@@ -284,6 +326,8 @@ def design_for_trials(exp: ExperimentSpec, trials: int | None, extra: Mapping[st
         raise ValueError(f"design of {exp.name}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     if trials is None or trials == base.n_trials:
         return base
+    if trials < 1:
+        raise ValueError(f"trials per session must be at least 1, got {trials}")
     field_ = exp.trials_field
     if field_ is None:
         raise ValueError(f"experiment {exp.name} has a fixed number of trials per session (no trials field)")
@@ -384,28 +428,122 @@ def seed_of(seq: np.random.SeedSequence) -> int:
 
 
 # ----------------------------------------------------------------------------- runner
+#: Seconds a study waits for a Dask scheduler to answer before giving up.
+DASK_CONNECT_TIMEOUT = 5.0
+#: Seconds between a pool worker's checks that its parent is alive (where PR_SET_PDEATHSIG is
+#: missing, or the parent died before it could be set).
+PARENT_POLL_SECONDS = 1.0
+#: ``prctl`` option asking Linux to signal this process when its parent dies.
+PR_SET_PDEATHSIG = 1
+
+
+class StudyTaskError(Exception):
+    """A task failed in a worker (process pool or Dask): its message, the task, and whether the
+    cause was bad input (:class:`ValueError` or an unknown name: one line for the CLI).
+
+    Carried as plain strings, so it crosses process boundaries even where the original exception
+    does not pickle; :func:`run_study` re-raises it as :class:`StudyInputError` or
+    :class:`StudyFailure`.
+    """
+
+    def __init__(self, message: str, user: bool, remote_traceback: str = "") -> None:
+        super().__init__(message, user, remote_traceback)
+        self.message, self.user, self.remote_traceback = message, user, remote_traceback
+
+    def __str__(self) -> str:
+        return self.message
+
+
 def _run_chunk(spec_json: str, tasks: list[dict[str, Any]]) -> pd.DataFrame:
     spec = StudySpec.model_validate_json(spec_json)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return pd.concat([run_task(spec, t) for t in tasks], ignore_index=True)
+        parts = []
+        for t in tasks:
+            try:
+                parts.append(run_task(spec, t))
+            except Exception as exc:
+                where = f"{spec.kind} task {t['index']} (rep {t['rep']})"
+                raise StudyTaskError(f"{where}: {' '.join(str(exc).split()) or type(exc).__name__}",
+                                     isinstance(exc, (ValueError, UnknownNameError)), traceback.format_exc()) from None
+        return pd.concat(parts, ignore_index=True)
+
+
+def _reraise(exc: StudyTaskError) -> BaseException:
+    if exc.user:
+        return StudyInputError(exc.message)
+    return StudyFailure(f"{exc.message}\n\nworker traceback:\n{exc.remote_traceback}")
+
+
+def _die_with_parent(parent: int) -> None:
+    """Pool-worker initializer: end this worker when the study's process ends.
+
+    Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``; everywhere: a daemon thread that exits the worker
+    once its parent id changes (re-parented after the parent died).  Ctrl-C goes to the parent,
+    which shuts the pool down, so workers ignore SIGINT and take SIGTERM's default action.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
+
+
+def dask_client(address: str | Any) -> Any:
+    """A ``distributed.Client`` for ``address`` (or ``address`` itself if it is one); a scheduler that
+    does not answer within :data:`DASK_CONNECT_TIMEOUT` seconds is one clear :class:`ValueError`."""
+    from distributed import Client
+
+    if isinstance(address, Client):
+        return address
+    try:
+        return Client(address, timeout=DASK_CONNECT_TIMEOUT)
+    except (OSError, TimeoutError) as exc:
+        raise ValueError(f"cannot reach the Dask scheduler at {address} within {DASK_CONNECT_TIMEOUT:g} s: "
+                         f"{' '.join(str(exc).split()) or type(exc).__name__}") from None
 
 
 def _run_dask(payload: str, tasks: list[dict[str, Any]], dask: Any,
               tick: Callable[[int], None]) -> list[pd.DataFrame]:
-    from distributed import Client, as_completed
+    from distributed import as_completed
 
-    client = dask if isinstance(dask, Client) else Client(dask)
+    client = dask_client(dask)
     parts = []
     try:
         futures = [client.submit(_run_chunk, payload, [t], pure=False) for t in tasks]
         for fut in as_completed(futures):
-            parts.append(fut.result())
+            try:
+                parts.append(fut.result())
+            except StudyTaskError as exc:
+                raise _reraise(exc) from None
             tick(1)
     finally:
-        if not isinstance(dask, Client):
+        if client is not dask:
             client.close()
     return parts
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel pending chunks and end running workers now (not after their current chunk)."""
+    procs = list(getattr(pool, "_processes", {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        with contextlib.suppress(Exception):
+            proc.terminate()
+    for proc in procs:
+        with contextlib.suppress(Exception):
+            proc.join(timeout=5)
 
 
 def _run_pool(payload: str, tasks: list[dict[str, Any]], workers: int,
@@ -416,11 +554,25 @@ def _run_pool(payload: str, tasks: list[dict[str, Any]], workers: int,
     # fork: workers inherit the imported, JIT-compiled modules (start-up in ms, not seconds).
     ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     parts = []
-    with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=ctx) as pool:
-        futs = {pool.submit(_run_chunk, payload, c): len(c) for c in chunks}
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=ctx,
+                               initializer=_die_with_parent, initargs=(os.getpid(),))
+    try:
+        futs = {pool.submit(_run_chunk, payload, c): c for c in chunks}
         for fut in cf_completed(futs):
-            parts.append(fut.result())
-            tick(futs[fut])
+            try:
+                parts.append(fut.result())
+            except StudyTaskError as exc:
+                raise _reraise(exc) from None
+            except BrokenProcessPool:
+                first = futs[fut][0]["index"]
+                raise WorkerDied(
+                    f"a worker process died while running tasks {first}-{first + len(futs[fut]) - 1} "
+                    "(killed, or out of memory); rerun with --workers 1 to see the error") from None
+            tick(len(futs[fut]))
+    except BaseException:
+        _stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
     return parts
 
 
@@ -436,11 +588,15 @@ def run_study(
     address (or a ``distributed.Client``).  Rows are sorted by task index, so the table is
     identical whichever way the tasks ran.
     """
-    check_study(spec)
+    exp = check_study(spec)
     tasks = spec.tasks()
     payload = spec.model_dump_json()
     start = time.perf_counter()
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
+    if n_workers < 1:
+        raise ValueError(f"workers must be at least 1, got {n_workers}")
+    if dask is None:
+        check_study_memory(spec, exp, 1 if n_workers <= 1 else min(n_workers, len(tasks)))
 
     def tick(k: int) -> None:
         if on_task_done is not None:
@@ -451,7 +607,10 @@ def run_study(
     elif n_workers <= 1 or len(tasks) == 1:
         parts = []
         for t in tasks:
-            parts.append(_run_chunk(payload, [t]))
+            try:
+                parts.append(_run_chunk(payload, [t]))
+            except StudyTaskError as exc:
+                raise _reraise(exc) from None
             tick(1)
     else:
         parts = _run_pool(payload, tasks, n_workers, tick)
@@ -524,8 +683,6 @@ def declared_studies(exp: ExperimentSpec, name: str | None = None) -> list[tuple
         return out
     found = [(n, d) for n, d in out if n == name]
     if not found:
-        from cogtestbed.experiments.spec import UnknownNameError
-
         raise UnknownNameError("declared study", name, [n for n, _ in out], exp.name)
     return found
 

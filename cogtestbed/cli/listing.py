@@ -1,0 +1,116 @@
+"""``cogtestbed list [EXPERIMENT]``: what is registered, generated from the experiment specs.
+
+Without an argument: every experiment with its description.  With one: its agents and models
+(parameters with bounds, defaults and transforms), design fields with defaults, metrics
+(headline keys, options), importers, declared studies, pooling unit and trials field.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from cogtestbed.cli.app import app, console, print_json
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+
+def _number(x: float) -> float | str:
+    return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
+
+
+def _parameters(pset: Any) -> list[dict[str, Any]]:
+    return [{"name": p.name, "lower": _number(p.lower), "upper": _number(p.upper), "default": p.default,
+             "transform": p.transform, "description": p.description} for p in pset]
+
+
+def _design_fields(design_cls: Any) -> list[dict[str, Any]]:
+    out = []
+    for name, f in design_cls.model_fields.items():
+        default = None if f.is_required() else f.get_default(call_default_factory=True)
+        out.append({"name": name, "type": getattr(f.annotation, "__name__", str(f.annotation)),
+                    "default": default, "description": f.description or ""})
+    return out
+
+
+def describe_experiment(exp: Any) -> dict[str, Any]:
+    """Everything a user can name for ``exp`` (an :class:`ExperimentSpec`), as plain data."""
+    from cogtestbed.validation.studies import declared_studies
+
+    return {
+        "name": exp.name, "description": exp.description, "citation": exp.citation,
+        "pooling_unit": exp.pooling_unit, "trials_field": exp.trials_field,
+        "agents": [{"name": name, "parameters": _parameters(cls.parameters)} for name, cls in exp.agents.items()],
+        "models": [{"name": name, "parameters": _parameters(m.parameters), "has_pymc": bool(m.has_pymc),
+                    "contrasts": sorted(m.contrasts), "generated_by": exp.generators[name].agent}
+                   for name, m in exp.models.items()],
+        "design": {"class": exp.design_cls.__name__, "fields": _design_fields(exp.design_cls)},
+        "metrics": {"unit": exp.metrics.unit, "headline": list(exp.metrics.headline),
+                    "options": [{"name": o.name, "flag": o.flag, "default": o.default,
+                                 "choices": list(o.choices) if o.choices else None, "help": o.help}
+                                for o in exp.metrics.options.values()]},
+        "importers": sorted(exp.importers),
+        "studies": [{"name": n, "kind": d.kind, "description": d.description} for n, d in declared_studies(exp)],
+    }
+
+
+def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for i, c in enumerate(columns):  # names never wrap
+        table.add_column(c, no_wrap=i < 2, overflow="fold")
+    for r in rows:
+        table.add_row(*("" if v is None else str(v) for v in r))
+    return table
+
+
+def _param_rows(owner: str, params: list[dict[str, Any]], described: bool = True) -> list[list[Any]]:
+    return [[owner if i == 0 else "", p["name"], f"[{p['lower']:g}, {p['upper']:g}]", p["default"], p["transform"],
+             *([p["description"]] if described else [])] for i, p in enumerate(params)]
+
+
+def _print(info: dict[str, Any]) -> None:
+    console.print(f"[bold]{info['name']}[/]: {info['description']}", highlight=False)
+    console.print(f"{info['citation']}\npooling unit: {info['pooling_unit']}; --trials scales: "
+                  f"{info['trials_field'] or '(fixed by the paradigm)'}", highlight=False)
+    cols = ["", "parameter", "bounds", "default", "transform", "description"]
+    console.print(_table("agents", cols, [r for a in info["agents"] for r in _param_rows(a["name"], a["parameters"])]))
+    console.print(_table("models (MLE, +PyMC where marked; simulated by the named agent)", cols[:-1], [
+        r for m in info["models"] for r in _param_rows(
+            f"{m['name']}{' +pymc' if m['has_pymc'] else ''} <- {m['generated_by']}", m["parameters"], False)]))
+    console.print(_table(f"design fields ({info['design']['class']}, --design NAME=VALUE)",
+                         ["field", "type", "default", "description"],
+                         [[f["name"], f["type"], f["default"], f["description"]] for f in info["design"]["fields"]]))
+    metrics = info["metrics"]
+    console.print(f"metrics ({metrics['unit']}): headline {', '.join(metrics['headline']) or '(none)'}; options "
+                  f"{', '.join(o['flag'] for o in metrics['options']) or '(none)'}", highlight=False)
+    console.print(f"importers: {', '.join(info['importers']) or '(none)'}", highlight=False)
+    console.print(_table("declared studies (cogtestbed study EXPERIMENT NAME)", ["study", "description"],
+                         [[s["name"], s["description"]] for s in info["studies"]]))
+
+
+@app.command("list")
+def list_(
+    experiment: Annotated[str | None, typer.Argument(help="Experiment to describe (omit to list them).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """List experiments, or one experiment's agents, models, parameters, design, metrics and studies."""
+    from cogtestbed.registry import experiment_names, get_experiment
+
+    if experiment is None:
+        rows = [{"name": n, "description": get_experiment(n).description} for n in experiment_names()]
+        if as_json:
+            print_json({"experiments": rows})
+        else:
+            console.print(_table("experiments (cogtestbed list EXPERIMENT for details)", ["experiment", "description"],
+                                 [[r["name"], r["description"]] for r in rows]))
+        return
+    info = describe_experiment(get_experiment(experiment))
+    if as_json:
+        print_json(info)
+    else:
+        _print(info)

@@ -1,0 +1,131 @@
+"""Output paths: one policy for every command that writes.
+
+* an output is checked **before** anything is computed: its folder can be created and written,
+  and an existing output is refused unless ``--force`` is given (one overwrite policy for every
+  command: :func:`check_output_file`, :func:`output_dir`);
+* folders created for a command that then fails are removed again (no empty ``-o`` folders);
+* every file is written to a temporary name and renamed (:func:`atomic_write_bytes`), with the
+  permissions an ordinary ``open()`` would give it (``0666`` less the umask), so a failure never
+  leaves a half-written file and atomic files look like every other file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+#: Permissions of a newly created file before the umask is applied (what ``open(path, "w")`` uses).
+DEFAULT_FILE_MODE = 0o666
+
+
+class OutputError(ValueError):
+    """An output path that cannot be used (exists without ``--force``, not writable, wrong kind)."""
+
+
+def new_file_mode() -> int:
+    """The mode ``open()`` gives a new file: :data:`DEFAULT_FILE_MODE` less the process umask."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return DEFAULT_FILE_MODE & ~mask
+
+
+def atomic_write_bytes(path: Path, write: Callable[[Path], Any]) -> None:
+    """Call ``write(tmp_path)`` then rename onto ``path`` (no half file on failure).
+
+    The temporary file is created by :func:`tempfile.mkstemp` (mode 0600); it is given the mode an
+    ordinary ``open()`` would have given ``path`` before the rename.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.chmod(tmp, new_file_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _missing_parents(path: Path) -> list[Path]:
+    """``path`` and its ancestors that do not exist yet (outermost last)."""
+    out = []
+    p = path.absolute()
+    while not p.exists() and p != p.parent:
+        out.append(p)
+        p = p.parent
+    return out
+
+
+def _probe_folder(folder: Path, what: str) -> None:
+    """Check ``folder`` (existing) takes new files."""
+    if not folder.is_dir():
+        raise OutputError(f"{what}: {folder} is not a folder")
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-"):
+            pass
+    except OSError as exc:
+        raise OutputError(f"{what}: cannot write to {folder}: {_why(exc)}") from None
+
+
+def _nearest_existing(path: Path) -> Path:
+    p = path.absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def check_output_file(path: Path, force: bool = False, suffix: str | None = None) -> Path:
+    """Check a file output before computing: the right suffix, not an existing file unless
+    ``force``, not a folder, and its folder writable (or creatable under a writable folder)."""
+    path = Path(path)
+    if path.is_dir():
+        raise OutputError(f"output {path} is a folder; give a file name")
+    if suffix is not None and path.suffix != suffix:
+        raise OutputError(f"output must end in {suffix}, got {path}")
+    if path.exists() and not force:
+        raise OutputError(f"output {path} exists; pass --force to overwrite it")
+    _probe_folder(_nearest_existing(path.parent), f"output {path}")
+    return path
+
+
+@contextlib.contextmanager
+def output_dir(path: Path | None, force: bool = False) -> Iterator[Path | None]:
+    """Prepare the output folder ``path`` before computing; remove what was created on failure.
+
+    Refused at once: ``path`` is a file; it is a non-empty folder and ``force`` is false; it cannot
+    be created or written.  The folder (and missing parents) are created up front so the check is
+    real, and removed again if the body raises (only folders this call created, only if empty).
+    ``None`` (no ``-o``) passes through.
+    """
+    if path is None:
+        yield None
+        return
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"output {path} exists and is not a folder")
+    if path.is_dir() and any(path.iterdir()) and not force:
+        raise OutputError(f"output folder {path} is not empty; pass --force to overwrite its files")
+    created = _missing_parents(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create output folder {path}: {_why(exc)}") from None
+    try:
+        _probe_folder(path, f"output folder {path}")
+        yield path
+    except BaseException:
+        for folder in created:  # innermost first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise

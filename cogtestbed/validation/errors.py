@@ -1,0 +1,15 @@
+"""Errors a study raises in the process that runs it (light: the CLI imports them at start-up)."""
+
+from __future__ import annotations
+
+
+class StudyInputError(ValueError):
+    """A study task rejected its input: the worker's message, on one line."""
+
+
+class StudyFailure(RuntimeError):
+    """A study task failed for another reason: the worker's message and its traceback."""
+
+
+class WorkerDied(StudyFailure):
+    """A worker process of a study died (killed, out of memory) before reporting a result."""

@@ -323,8 +323,9 @@ def _sum_reports(reports: Sequence[Mapping[str, Any]], source: str) -> Cost:
 
 
 def cost_key(cost: Cost) -> float:
-    """What "cheapest" minimises: dollars where priced, else the tokens a run sends and receives."""
-    return cost.dollars if cost.dollars is not None else float(cost.prompt_tokens + cost.completion_tokens)
+    """What "cheapest" minimises: dollars where priced (and not free), else the tokens a run sends and
+    receives (a local model's compute)."""
+    return cost.dollars if cost.dollars else float(cost.prompt_tokens + cost.completion_tokens)
 
 
 # ----------------------------------------------------------------------------- power by simulation

@@ -172,12 +172,13 @@ def test_plan_refuses_when_no_design_fits_the_budget():
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_metric_level_target_two_llms_model_basedness():
     """CogBench two-step: model-basedness of two LLMs (w 0.2 vs 0.8), sized in runs per LLM."""
     exp = get_experiment("two-step")
     spec = StudySpec(kind="metric-power", experiment="two-step", agent="hybrid", metric="model_basedness",
                      compare=({"w": 0.1, "beta": 5.0}, {"w": 0.9, "beta": 5.0}), seed=1)
-    size, others = design_axes(spec, exp, None, "4:24", "20")
+    size, others = design_axes(spec, exp, None, "4:32", "100")
     pricer = Pricer(exp, ("openai:gpt-4o-mini", "openai:gpt-4o"), seed=1)
     result = Planner(spec, pricer, size, others, mc_se=0.08, workers=1).plan()
     chosen = result.chosen
@@ -189,12 +190,14 @@ def test_metric_level_target_two_llms_model_basedness():
     assert result.recovery["mean_difference"] > 0
 
 
+@pytest.mark.slow
 def test_test_level_target_belief_coherence_t1():
     exp = get_experiment("belief-coherence")
     (decl,) = [d for d in exp.studies_of("test-power") if d.test == "t1_lr"]
     spec = StudySpec(kind="test-power", experiment=exp.name, agent=decl.agent, test="t1_lr",
-                     params=dict(decl.params), design=dict(decl.design), seed=2)
-    size, others = design_axes(spec, exp, None, "1:8", None)
+                     params={**decl.params, decl.parameter: max(decl.values)}, design=dict(decl.design), seed=2)
+    default = str(exp.design_cls(**spec.design).n_trials)
+    size, others = design_axes(spec, exp, None, "1:8", default)
     pricer = Pricer(exp, ("openai:gpt-4o-mini",), seed=2)
     result = Planner(spec, pricer, size, others, mc_se=0.1, workers=1).plan()
     assert result.chosen.estimate.rate >= 0.8 and result.chosen.cost is not None

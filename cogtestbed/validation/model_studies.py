@@ -116,8 +116,7 @@ def task_recovery(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any],
     est["scale"] = np.where(est["parameter"].isin(list(logs)), "log", "natural")
     if fit is not None:  # every row carries its fit's sampler diagnostics
         d = fit.diagnostics
-        est = est.assign(max_rhat=d.max_rhat, min_ess_bulk=d.min_ess_bulk, divergences=d.divergences,
-                         fit_seconds=d.seconds)
+        est = est.assign(**d.columns(), fit_seconds=d.seconds)
     return est
 
 

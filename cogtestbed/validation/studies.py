@@ -245,8 +245,9 @@ def check_study(spec: StudySpec) -> ExperimentSpec:
         raise ValueError(f"experiment {exp.name} pools subjects, not sessions: runs > 1 needs an experiment "
                          "whose pooling unit is the session")
     if spec.metric is not None and spec.metric not in _headline(exp):
-        raise ValueError(f"{spec.metric!r} is not a headline metric of {exp.name}; choose one of: "
-                         f"{', '.join(_headline(exp))}")
+        valid = _headline(exp)
+        raise ValueError(f"{spec.metric!r} is not a headline metric of {exp.name}; "
+                         + (f"choose one of: {', '.join(valid)}" if valid else "it declares none"))
     for m in spec.models:
         _check_model_settings(spec, exp, exp.model(m))
     if spec.kind == "model-recovery":
@@ -255,6 +256,14 @@ def check_study(spec: StudySpec) -> ExperimentSpec:
     for t in spec.trials:
         design_for_trials(exp, t, spec.design)
     return exp
+
+
+def concurrent_tasks(spec: StudySpec, workers: int | None) -> int:
+    """Tasks of ``spec`` that run at once on ``workers`` local processes (default: the CPU count)."""
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    if n < 1:
+        raise ValueError(f"workers must be at least 1, got {n}")
+    return 1 if n == 1 else min(n, len(spec.tasks()))
 
 
 def check_study_memory(spec: StudySpec, exp: ExperimentSpec, concurrent: int = 1) -> int:
@@ -593,10 +602,8 @@ def run_study(
     payload = spec.model_dump_json()
     start = time.perf_counter()
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
-    if n_workers < 1:
-        raise ValueError(f"workers must be at least 1, got {n_workers}")
     if dask is None:
-        check_study_memory(spec, exp, 1 if n_workers <= 1 else min(n_workers, len(tasks)))
+        check_study_memory(spec, exp, concurrent_tasks(spec, workers))
 
     def tick(k: int) -> None:
         if on_task_done is not None:

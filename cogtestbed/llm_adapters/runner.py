@@ -365,15 +365,21 @@ def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfi
     Prompts depend on earlier answers, so each session is played with valid random actions
     (``env.action_space``, seeded): the history grows as it does for a subject who always
     answers.  Completion tokens are counted at their maximum (``max_tokens`` per call), and the
-    re-ask worst case is reported separately.  Cache hits are not subtracted; image tokens are
-    not counted (they depend on the provider's image tiling).  With a limited ``budget`` the
-    report adds each subject's worst case as the budget books it (:func:`subject_needs`) and how
-    many subjects the budget admits.
+    re-ask worst case is reported separately.  Cache hits are not subtracted.  Images are counted
+    with the provider's documented formula (:mod:`cogtestbed.llm_adapters.image_tokens`: OpenAI's
+    512 px tiles, Anthropic's w·h/750) and included in ``prompt_tokens``; backends without one
+    report ``image_tokens`` as ``None``.  With a limited ``budget`` the report adds each subject's
+    worst case as the budget books it (:func:`subject_needs`) and how many subjects the budget
+    admits.
     """
+    from cogtestbed.llm_adapters.base import message_images
+    from cogtestbed.llm_adapters.image_tokens import image_tokens
+
     if exp.env_cls.uses_images(design):
         client.check_images(1)
     sessions = draw_sessions(exp, design, config.n_subjects, config.seed)
-    calls = prompt_tokens = 0
+    calls = prompt_tokens = n_images = 0
+    img_tokens: int | None = 0
     exact = True
     for i in range(config.n_subjects):
         env = exp.env_cls(design)
@@ -385,11 +391,17 @@ def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfi
             text = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
             n, is_exact = client.count_tokens(text)
             calls, prompt_tokens, exact = calls + 1, prompt_tokens + n, exact and is_exact
+            for image in () if isinstance(prompt, str) else (b for m in prompt for b in message_images(m)):
+                k = image_tokens(client.backend, image)
+                n_images += 1
+                img_tokens = None if k is None or img_tokens is None else img_tokens + k
             obs, _, done, _, _ = env.step(env.action_space.sample())
     completion = calls * config.max_tokens
+    prompt_tokens += img_tokens or 0
     report: dict[str, Any] = {
         "experiment": exp.name, "llm": config.llm, "subjects": config.n_subjects,
         "calls": calls, "prompt_tokens": prompt_tokens, "max_completion_tokens": completion,
+        "images": n_images, "image_tokens": img_tokens if n_images else 0,
         "token_counts": "exact (model tokenizer)" if exact else "approximate",
         "price_usd_per_mtok": None if price is None else asdict(price),
         "estimated_cost_usd": None if price is None else round(price.cost(prompt_tokens, completion), 4),

@@ -74,6 +74,9 @@ Method = Literal["mle", "hierarchical"]
 #: Kinds that simulate from models and fit them; the others score agents with the metrics function.
 MODEL_KINDS = ("recovery", "model-recovery", "sbc", "power")
 METRIC_KINDS = ("metric-validity", "metric-power", "test-size", "test-power")
+#: Metric-level kinds that sweep ``parameter`` over ``values`` when given (an agent parameter or a
+#: design field, such as the samples per item of a sampling-only backend).
+SWEPT_KINDS = ("metric-power", "test-size", "test-power")
 #: Central mass of the prior whose natural-scale range the uniform sampler uses by default.
 UNIFORM_PRIOR_Z = 1.645
 #: Posterior draws kept for SBC ranks: ranks of autocorrelated draws are not uniform, so draws
@@ -212,7 +215,8 @@ class StudySpec(BaseModel):
                             for rep in range(self.reps):
                                 add(n_subjects=n, trials=trials, runs=runs, generator=gen, rep=rep)
             return out
-        values: tuple[float | None, ...] = self.values if self.kind == "metric-validity" else (None,)
+        sweeps = self.kind == "metric-validity" or (self.kind in SWEPT_KINDS and self.values)
+        values: tuple[float | None, ...] = self.values if sweeps else (None,)
         for trials in self.trials:
             for runs in self.runs:
                 for value in values:
@@ -235,9 +239,10 @@ def check_study(spec: StudySpec) -> ExperimentSpec:
         names = set(agent.parameters.names)
         for setting in (spec.params, *(spec.compare or ())):
             _check_names(setting, names, f"agent {spec.agent}")
-        if spec.parameter is not None and spec.parameter not in names:
-            raise ValueError(f"{spec.parameter!r} is not a parameter of agent {spec.agent} "
-                             f"({', '.join(sorted(names))})")
+        fields_ = set(getattr(exp.design_cls, "model_fields", {}))
+        if spec.parameter is not None and spec.parameter not in names | fields_:
+            raise ValueError(f"{spec.parameter!r} is neither a parameter of agent {spec.agent} "
+                             f"({', '.join(sorted(names))}) nor a design field ({', '.join(sorted(fields_))})")
     if any(t is not None for t in spec.trials) and exp.trials_field is None:
         raise ValueError(f"experiment {exp.name} has a fixed number of trials per session (no trials field); "
                          "scale runs instead")
@@ -652,7 +657,8 @@ def spec_from_decl(exp: ExperimentSpec, decl: StudyDecl, **overrides: Any) -> St
     fields: dict[str, Any] = {"kind": decl.kind, "experiment": exp.name, "direction": decl.direction,
                               "params": dict(decl.params), "sampler": decl.sampler,
                               "ranges": {k: tuple(v) for k, v in decl.ranges.items()},
-                              "fixed": dict(decl.fixed), "design": dict(decl.design)}
+                              "fixed": dict(decl.fixed), "design": dict(decl.design),
+                              "metric_options": dict(decl.metric_options)}
     if decl.model is not None:
         fields["models"] = (decl.model,)
     if decl.models:

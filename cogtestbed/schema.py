@@ -60,12 +60,14 @@ class Values:
         """The permitted values in words (used in error messages)."""
         if self.allowed is not None:
             return "one of " + ", ".join(_fmt(v) for v in self.allowed)
-        low = "-inf" if self.low is None else _fmt(self.low)
-        high = "inf" if self.high is None else _fmt(self.high)
-        whole = "a whole number " if self.integral else "a number "
-        if self.low is None and self.high is None:
-            return whole + "(finite)"
-        return f"{whole}in [{low}, {high}]"
+        what = "a whole number" if self.integral or self.kind == "int" else "a number"
+        if self.low is not None and self.high is not None:
+            return f"{what} in [{_fmt(self.low)}, {_fmt(self.high)}]"
+        if self.low is not None:
+            return f"{what} >= {_fmt(self.low)}"
+        if self.high is not None:
+            return f"{what} <= {_fmt(self.high)}"
+        return f"a finite {what.removeprefix('a ')}"
 
     def checks(self) -> list[pa.Check]:
         """The pandera checks of this declaration (kind first, then values)."""
@@ -136,6 +138,18 @@ class RowRule:
     only_valid: bool = True
 
 
+#: Columns every trial table has besides ``experiment``, ``action`` and ``reward``
+#: (:data:`cogtestbed.trials.ID_COLUMNS`, :data:`cogtestbed.trials.OUTCOME_COLUMNS`).
+COMMON_COLUMNS: dict[str, Values] = {
+    "subject": Values("number", nullable=False),
+    "session": Values("int", low=0, nullable=False),
+    "trial": Values("int", low=0, nullable=False),
+    "valid": Values("bool", nullable=False),
+    "raw_response": Values("text"),
+    "parse_error": Values("text"),
+    "agent": Values("text"),
+}
+
 #: The rule of tasks that pay every valid trial: its reward is recorded.
 REWARDED = RowRule("a valid trial has a reward", ("reward",), lambda t: t["reward"].notna())
 
@@ -161,21 +175,16 @@ class TrialSchema:
         columns = {
             "experiment": pa.Column(None, [pa.Check(_is_text, element_wise=False, name="kind"),
                                            pa.Check.isin([experiment], name="experiment")], nullable=False),
-            "subject": Values("number", nullable=False).column(),
-            "session": Values("int", low=0, nullable=False).column(),
-            "trial": Values("int", low=0, nullable=False).column(),
-            "valid": Values("bool", nullable=False).column(),
-            "action": self.action.column(),
-            "reward": self.reward.column(),
-            "raw_response": Values("text").column(),
-            "parse_error": Values("text").column(),
-            "agent": Values("text").column(),
-            **{name: values.column() for name, values in self.stimulus.items()},
+            **{name: values.column() for name, values in self.declared().items()},
         }
         checks = [pa.Check(self._answered_check(), name=ANSWERED, ignore_na=False)]
         checks += [pa.Check(_rule_check(rule), name=f"rule: {rule.description}", ignore_na=False)
                    for rule in self.rules]
         return pa.DataFrameSchema(columns, checks=checks, strict=False, name=experiment)
+
+    def declared(self) -> dict[str, Values]:
+        """Every declared column: the common ones, ``action``, ``reward`` and the stimulus."""
+        return {**COMMON_COLUMNS, "action": self.action, "reward": self.reward, **self.stimulus}
 
     def _answered_check(self) -> Callable[[pd.DataFrame], Any]:
         answered = self.answered
@@ -197,7 +206,8 @@ def _rule_check(rule: RowRule) -> Callable[[pd.DataFrame], Any]:
     return _rule_holds
 
 
-_CACHE: dict[tuple[int, str], pa.DataFrameSchema] = {}
+#: Built pandera schemas by (declaration, experiment); the declaration is kept so its id stays unique.
+_CACHE: dict[tuple[int, str], tuple[TrialSchema, pa.DataFrameSchema]] = {}
 
 
 def check_table(table: pd.DataFrame, schema: TrialSchema, experiment: str, source: str | None = None,
@@ -207,10 +217,10 @@ def check_table(table: pd.DataFrame, schema: TrialSchema, experiment: str, sourc
     maps table columns to what the source file calls them (named alongside in the message)."""
     key = (id(schema), experiment)
     if key not in _CACHE:
-        _CACHE[key] = schema.pandera(experiment)
+        _CACHE[key] = (schema, schema.pandera(experiment))
     df = table.reset_index(drop=True)
     try:
-        _CACHE[key].validate(df, lazy=True, inplace=True)
+        _CACHE[key][1].validate(df, lazy=True, inplace=True)
     except pa.errors.SchemaErrors as exc:
         raise TrialTableError(describe_failures(exc.failure_cases, df, schema, experiment, source,
                                                 file_columns or {})) from None
@@ -264,9 +274,7 @@ def _row_ident(df: pd.DataFrame, row: Any, file_columns: Mapping[str, str]) -> s
 
 
 def _declared(schema: TrialSchema, column: str) -> Values | None:
-    if column in ("action", "reward"):
-        return getattr(schema, column)
-    return schema.stimulus.get(column)
+    return schema.declared().get(column)
 
 
 def _kind_of(schema: TrialSchema, column: Any) -> str:

@@ -35,14 +35,16 @@ import os
 import platform
 import tempfile
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from pandas.api.extensions import ExtensionArray
 
 from cogtestbed.outputs import atomic_write_bytes, new_file_mode
 
@@ -98,9 +100,43 @@ def param_columns(trials: pd.DataFrame) -> list[str]:
     return [c for c in trials.columns if c.startswith(PARAM_PREFIX)]
 
 
+@dataclass(frozen=True)
+class CodedStrings:
+    """A string stimulus column given as integer ``codes`` into a ``vocabulary`` (None: missing).
+
+    The column is built without one Python object per row (the vocabulary is taken by code in
+    Arrow); the table holds the same ``string`` column as the equivalent object array would give.
+    """
+
+    codes: np.ndarray
+    vocabulary: tuple[str | None, ...]
+
+    @classmethod
+    def encode(cls, values: np.ndarray) -> CodedStrings:
+        """Codes of a (small) string array into its sorted distinct values; index ``codes`` with
+        trial-level indices to spread them over the table without touching strings."""
+        vocabulary, codes = np.unique(np.asarray(values), return_inverse=True)
+        return cls(codes.reshape(np.shape(values)), tuple(str(v) for v in vocabulary))
+
+    def take(self, *index: Any) -> CodedStrings:
+        """The same vocabulary at ``codes[index]``."""
+        return CodedStrings(self.codes[index], self.vocabulary)
+
+    def where(self, condition: np.ndarray, other: CodedStrings) -> CodedStrings:
+        """Elementwise ``self`` where ``condition`` else ``other`` (same vocabulary)."""
+        if other.vocabulary != self.vocabulary:
+            raise ValueError("CodedStrings.where needs one vocabulary")
+        return CodedStrings(np.where(condition, self.codes, other.codes), self.vocabulary)
+
+
+#: A stimulus column: an (n_subjects, n_trials) array, :class:`CodedStrings`, a flat pandas array,
+#: or None for a text column with nothing recorded (all missing, like ``raw_response``).
+Column: TypeAlias = np.ndarray | pd.Categorical | ExtensionArray | CodedStrings | None
+
+
 def finish_table(
     experiment: str,
-    stimulus: Mapping[str, np.ndarray],
+    stimulus: Mapping[str, Column],
     action: np.ndarray,
     reward: np.ndarray,
     valid: np.ndarray,
@@ -110,42 +146,122 @@ def finish_table(
     parse_error: np.ndarray | None = None,
     params: Mapping[str, np.ndarray] | None = None,
     subject_offset: int = 0,
+    keep: np.ndarray | None = None,
+    session: np.ndarray | None = None,
+    trial: np.ndarray | None = None,
+    action_valid: np.ndarray | None = None,
+    after_action: Mapping[str, Column] | None = None,
+    trailing: Mapping[str, Column] | None = None,
 ) -> pd.DataFrame:
     """Assemble a trial table from (n_subjects, n_trials) arrays in the schema's column order.
 
-    ``params`` maps parameter names to per-subject arrays of shape (n_subjects,).
+    Columnar: every column is built from whole arrays and the frame is constructed once, without
+    a Python step per row.  ``params`` maps parameter names to per-subject arrays of shape
+    (n_subjects,).  ``keep`` (n_subjects, n_trials) keeps only the rows where it is True (steps a
+    session never reached); ``trial`` still counts positions within the session.  ``action_valid``
+    marks where ``action`` is present when that differs from ``valid`` (default ``valid``).
+    ``after_action`` columns go between ``action`` and ``reward``; ``trailing`` columns go last.
+    Stimulus values are (n_subjects, n_trials) arrays (object / unicode arrays become ``string``
+    columns), :class:`CodedStrings`, flat pandas arrays of n_subjects × n_trials rows, or None
+    (a text column with nothing recorded).
     """
     n_subjects, n_trials = np.shape(action)
-    subject = np.repeat(np.arange(n_subjects) + subject_offset, n_trials)
-    trial = np.tile(np.arange(n_trials), n_subjects)
+    n = n_subjects * n_trials
+    rows = None if keep is None else np.flatnonzero(np.asarray(keep, dtype=bool).reshape(n))
+    col = _ColumnMaker(n, rows)
     cols: dict[str, Any] = {
-        "experiment": _constant_category(experiment, n_subjects * n_trials),
-        "subject": subject.astype(np.int64),
-        "session": np.zeros(n_subjects * n_trials, dtype=np.int64),
-        "trial": trial.astype(np.int64),
+        "experiment": _constant_category(experiment, col.n_rows),
+        "subject": col.numeric(np.repeat(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64),
+                                         n_trials)),
+        "session": (np.zeros(col.n_rows, dtype=np.int64) if session is None
+                    else col.numeric(np.asarray(session, dtype=np.int64).reshape(n))),
+        "trial": col.numeric(np.tile(np.arange(n_trials, dtype=np.int64), n_subjects) if trial is None
+                             else np.asarray(trial, dtype=np.int64).reshape(n)),
     }
     for name, values in stimulus.items():
-        if isinstance(values, pd.Categorical):  # already flat and typed (fast path for big tables)
-            cols[name] = values
-            continue
-        flat = np.asarray(values).reshape(n_subjects * n_trials)
-        cols[name] = pd.array(flat, dtype="string") if flat.dtype.kind in "OUS" else flat
-    flat_valid = np.asarray(valid, dtype=bool).reshape(-1)
-    flat_action = np.asarray(action).reshape(-1)
-    if flat_action.dtype.kind == "f":
-        # ratings and other numeric answers: nullable float, missing where the answer was invalid
-        cols["action"] = pd.array(np.where(flat_valid, flat_action, 0.0), dtype="Float64")
-    else:
-        cols["action"] = pd.array(np.where(flat_valid, flat_action, 0), dtype="Int64")
-    cols["action"][~flat_valid] = pd.NA
-    cols["reward"] = np.asarray(reward, dtype=np.float64).reshape(-1)
+        cols[name] = col(values)
+    flat_valid = col.numeric(np.asarray(valid, dtype=bool).reshape(n))
+    present = flat_valid if action_valid is None else col.numeric(np.asarray(action_valid, dtype=bool).reshape(n))
+    cols["action"] = _masked_action(col.numeric(np.asarray(action).reshape(n)), present)
+    for name, values in (after_action or {}).items():
+        cols[name] = col(values)
+    cols["reward"] = col.numeric(np.asarray(reward, dtype=np.float64).reshape(n))
     cols["valid"] = flat_valid
-    cols["raw_response"] = _object_column(raw_response, n_subjects * n_trials)
-    cols["parse_error"] = _object_column(parse_error, n_subjects * n_trials)
-    cols["agent"] = _constant_category(agent, n_subjects * n_trials)
+    cols["raw_response"] = col.text(raw_response)
+    cols["parse_error"] = col.text(parse_error)
+    cols["agent"] = _constant_category(agent, col.n_rows)
     for name, per_subject in (params or {}).items():
-        cols[PARAM_PREFIX + name] = np.repeat(np.asarray(per_subject, dtype=np.float64), n_trials)
-    return pd.DataFrame(cols)
+        cols[PARAM_PREFIX + name] = col.numeric(np.repeat(np.asarray(per_subject, dtype=np.float64), n_trials))
+    for name, values in (trailing or {}).items():
+        cols[name] = col(values)
+    # every column is a fresh array owned by the table, so no copy (nor block consolidation)
+    return pd.DataFrame(cols, copy=False)
+
+
+class _ColumnMaker:
+    """Flattens (n_subjects, n_trials) arrays into fresh, row-filtered table columns."""
+
+    def __init__(self, n: int, rows: np.ndarray | None) -> None:
+        self.n, self.rows = n, rows
+        self.n_rows = n if rows is None else len(rows)
+
+    def numeric(self, flat: np.ndarray) -> np.ndarray:
+        """The kept rows of a flat array, as a fresh array the table may own."""
+        if self.rows is not None:
+            return flat.take(self.rows)
+        return flat if flat.flags.owndata and flat.base is None else flat.copy()
+
+    def __call__(self, values: Column) -> Any:
+        if values is None:
+            return self.text(None)
+        if isinstance(values, CodedStrings):
+            codes = self.numeric(np.asarray(values.codes, dtype=np.int64).reshape(self.n))
+            return _coded_string_array(codes, values.vocabulary)
+        if isinstance(values, (pd.Categorical, ExtensionArray)):
+            if len(values) != self.n:
+                raise ValueError(f"a flat stimulus column needs {self.n} rows, got {len(values)}")
+            return values if self.rows is None else values.take(self.rows)
+        flat = np.asarray(values).reshape(self.n)
+        if flat.dtype.kind in "OUS":
+            return _string_array(self.numeric(flat))
+        return self.numeric(flat)
+
+    def text(self, values: np.ndarray | None) -> Any:
+        """A nullable string column; an absent one is all-missing (built without a Python loop)."""
+        if values is None:
+            return pd.arrays.ArrowStringArray(pa.chunked_array([pa.nulls(self.n_rows, pa.large_string())]))
+        return _string_array(self.numeric(np.asarray(values, dtype=object).reshape(self.n)))
+
+
+def _masked_action(flat: np.ndarray, present: np.ndarray) -> Any:
+    """The ``action`` column: nullable integer (nullable float for ratings), missing where not
+    ``present``."""
+    if flat.dtype.kind == "f":
+        values = np.where(present, flat, 0.0)
+        return pd.arrays.FloatingArray(values, ~present | np.isnan(values))
+    return pd.arrays.IntegerArray(np.where(present, flat, 0).astype(np.int64, copy=False), ~present)
+
+
+def _string_array(flat: np.ndarray) -> Any:
+    """A ``string`` column from a flat object/unicode array (None and NaN are missing).
+
+    Every row is encoded on its own (tens of ns a row): give strings drawn from a small set of
+    values as :class:`CodedStrings`.
+    """
+    if flat.dtype.kind != "O":
+        return pd.array(flat, dtype="string")
+    try:
+        arrow = pa.array(flat, type=pa.large_string(), from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # non-str objects: pandas converts them with str()
+        return pd.array(flat, dtype="string")
+    return pd.arrays.ArrowStringArray(pa.chunked_array([arrow]))
+
+
+def _coded_string_array(codes: np.ndarray, vocabulary: tuple[str | None, ...]) -> Any:
+    if codes.size and (codes.min() < 0 or codes.max() >= len(vocabulary)):
+        raise ValueError(f"string codes must lie in 0..{len(vocabulary) - 1}")
+    taken = pa.array(list(vocabulary), type=pa.large_string()).take(pa.array(codes))
+    return pd.arrays.ArrowStringArray(pa.chunked_array([taken]))
 
 
 def scored_columns(scored: np.ndarray | None, n_continuations: int, shape: tuple[int, int],
@@ -169,15 +285,8 @@ def scored_columns(scored: np.ndarray | None, n_continuations: int, shape: tuple
     return cols
 
 
-def _object_column(values: np.ndarray | None, n: int) -> Any:
-    """A nullable string column; all-missing columns are built without a Python loop."""
-    if values is None:
-        return pd.array(pa.nulls(n, pa.large_string()), dtype="string")
-    return pd.array(np.asarray(values, dtype=object).reshape(-1), dtype="string")
-
-
 def _constant_category(value: str, n: int) -> pd.Categorical:
-    return pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=[value])
+    return pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), dtype=pd.CategoricalDtype([value]))
 
 
 # ----------------------------------------------------------------------------- manifests
@@ -202,19 +311,24 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     )
 
 
-def write_trials(
-    trials: pd.DataFrame, path: str | os.PathLike[str], manifest: Mapping[str, Any]
-) -> Path:
-    """Write ``trials`` as Parquet plus ``<path>.manifest.json``; return the Parquet path."""
+def trials_manifest(trials: pd.DataFrame, manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest written beside a trial table (the table is validated first)."""
     validate_trials(trials)
-    out = Path(path)
-    full_manifest = {
+    return {
         "schema_version": SCHEMA_VERSION,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "versions": package_versions(),
         "n_rows": len(trials),
         **manifest,
     }
+
+
+def write_trials(
+    trials: pd.DataFrame, path: str | os.PathLike[str], manifest: Mapping[str, Any]
+) -> Path:
+    """Write ``trials`` as Parquet plus ``<path>.manifest.json``; return the Parquet path."""
+    out = Path(path)
+    full_manifest = trials_manifest(trials, manifest)
     write_files_together({out: lambda tmp: trials.to_parquet(tmp, index=False),
                           manifest_path(out): lambda tmp: tmp.write_text(
                               json.dumps(full_manifest, indent=2, sort_keys=True, default=str))})

@@ -139,7 +139,7 @@ def test_bart_negative_pumps_rejected(cogbench_dir, tmp_path):
     src = cogbench_dir / "BART" / "gpt-4.csv"
     bad = edited(src, tmp_path / "bad.csv", lambda df: df.__setitem__("pumps", df["pumps"].mask(df.index == 3, -2)))
     message = user_error(["metrics", "bart", str(bad)])
-    assert "value -2 is not a number in [0, inf]" in message and "bad.csv" in message
+    assert "value -2 is not a whole number >= 0" in message and "bad.csv" in message
     assert "column 'pumps'" in message or "column 'action' (file column 'pumps')" in message
 
 
@@ -242,3 +242,12 @@ def test_power_at_effect_zero_is_a_two_sided_type_i_error_rate():
                      effect_size=0.0, subjects=(10,), reps=400)
     text = verdict(SimpleNamespace(spec=spec, summary=s))
     assert text.startswith("Type-I error rate of optimism_bias") and "Power" not in text
+
+
+def test_an_environment_without_a_schema_is_an_inconsistent_spec():
+    import dataclasses
+
+    spec = get_experiment("instrumental-learning")
+    bare = type("BareEnv", (spec.env_cls,), {"table_schema": None})
+    with pytest.raises(ValueError, match="BareEnv declares no table_schema"):
+        dataclasses.replace(spec, env_cls=bare)

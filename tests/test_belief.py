@@ -240,7 +240,7 @@ def test_rational_agent_passes_and_leak_fails_t1():
     r = B.t1_lr(leaky)
     assert r["reject"] and r["p_value"] < 1e-4
     cmi = B.t1_cmi(leaky, n_boot=50, n_perm=50)
-    assert cmi["reject"] and cmi["interval"][0] < cmi["interval"][1]
+    assert cmi["reject"] and cmi["lo"] < cmi["hi"]
     assert not B.t1_cmi(rational, n_boot=20, n_perm=50)["reject"]
 
 
@@ -276,13 +276,16 @@ def test_accuracy_rmse_equals_report_noise():
 # ----------------------------------------------------------------------------- models
 def test_mnl_mle_recovers_the_logit_rum_coefficients():
     from cogtestbed.agents.belief import mnl_coefficients
-    from cogtestbed.inference.belief_models import MODELS
+    from cogtestbed.inference.belief_models import MODELS, mnl_centred, mnl_uncentred
 
     table = sim("logit-rum", design=BeliefDesign(n_contexts=400, n_reps=5, variants="pi0", lie_node="none"))
     fit = MODELS["mnl"].fit_mle(table).iloc[0]
-    truth = mnl_coefficients(AGENTS["logit-rum"].parameters.validate(), 6.0)
+    truth = mnl_centred(mnl_coefficients(AGENTS["logit-rum"].parameters.validate(), 6.0))
     for name, value in truth.items():
         assert fit[name] == pytest.approx(value, abs=0.35 * abs(value) + 1.0)
+    coef = {"alpha_yes": -12.0, "beta_yes": 24.0, "alpha_defer": -3.6, "beta_defer": 12.0}
+    assert mnl_centred(coef) == {"mid_yes": 0.0, "slope_yes": 24.0, "mid_defer": 2.4, "slope_defer": 12.0}
+    assert mnl_uncentred(mnl_centred(coef)) == pytest.approx(coef)
 
 
 def test_loss_model_gradient():
@@ -325,8 +328,22 @@ def test_cli_simulate_then_metrics(tmp_path):
                             "20", "--level", "0.1", "--baseline", "no").stdout)
     metrics = result["metrics"]
     assert set(metrics) == {"t1_cmi", "t1_nested", "t1_lr", "t2", "t3", "t4", "accuracy"}
-    for value in metrics.values():
-        assert "estimate" in value and "reject" in value and ("p_value" in value or "interval" in value)
+    for name, value in metrics.items():  # typed headline leaves: numbers and bools; tables under details
+        assert "estimate" in value and isinstance(value["reject"], bool) and ("p_value" in value or "lo" in value)
+        assert all(v is None or isinstance(v, (bool, int, float)) for v in value.values()), name
+    assert set(result["details"]["t2"]["pairs"]) == {"Y/(N+Y)", "Y/(D+Y)", "D/(N+D)"}
+    assert set(result["details"]["accuracy"]["by_variant"]) == {"pi0", "mse", "abs", "bayes"}
+    assert isinstance(result["per_subject"][0]["t1_lr"]["p_value"], float)
+
+
+def test_a_test_alone_equals_its_metrics_entry():
+    from cogtestbed.experiments.belief_coherence import SPEC
+
+    table = sim("leak", {"leak": 0.2}, design=BeliefDesign(n_contexts=40, n_reps=2, lie_node="none"))
+    options = {"n_boot": 20, "n_perm": 20, "baseline": "no"}
+    full = SPEC.metrics(table, **options)["metrics"]
+    for name in ("t1_lr", "t2", "t3", "accuracy"):
+        assert SPEC.metrics.tests[name](table, **options) == full[name]
 
 
 @pytest.mark.slow
@@ -336,3 +353,16 @@ def test_cli_llm_run(tmp_path):
     run = pd.read_parquet(tmp_path / "run" / "trials.parquet")
     assert len(run) == 2 * 5 and run["raw_response"].notna().all()
     assert (run["valid"] | run["parse_error"].notna()).all()
+
+
+def test_declared_power_study_sweeps_the_leak_with_the_test_alone():
+    from cogtestbed.experiments.belief_coherence import SPEC
+    from cogtestbed.validation.report import verdict
+    from cogtestbed.validation.studies import declared_studies, run_declared_study
+
+    (name, decl), = [(n, d) for n, d in declared_studies(SPEC) if d.kind == "test-power" and d.test == "t1_lr"]
+    result = run_declared_study(SPEC, decl, reps=3, seed=0, design={**decl.design, "n_contexts": 100})
+    cells = {c["value"]: c["rejection_rate"] for c in result.summary["cells"]}
+    assert result.summary["parameter"] == "leak" and sorted(cells) == [0.0, 0.05, 0.1, 0.2, 0.4]
+    assert cells[0.4] == 1.0 and cells[0.0] <= 1 / 3
+    assert "leak=0.4: 1.000" in verdict(result)

@@ -168,6 +168,24 @@ def test_prompt_form_rules() -> None:
     assert "mid-sentence" in prompt_form_problems("Answer with one number")[0]
     assert "user turn" in prompt_form_problems([{"role": "assistant", "content": "x"}])[0]
     assert prompt_form_problems("   ") == ["the prompt is empty"]
+    # an instruction may close with an answer-format block introduced by a line ending with ":"
+    assert prompt_form_problems("Give both.\nExample:\nNo: 0.50\nYes: 0.50") == []
+    assert prompt_form_problems("Reply in the format:\nCan decide: <Yes or No>\nDecision: <Yes or No>") == []
+    assert "mid-sentence" in prompt_form_problems("Give both.\nExample\nNo: 0.50")[0]  # no introducer
+    assert "mid-sentence" in prompt_form_problems("Example:\nNo: 0.50\nand then the")[0]  # not a format line
+    assert "ends with whitespace" in prompt_form_problems("Example:\nNo: 0.50\n")[0]
+
+
+def test_headline_leaves_are_numbers_or_bools() -> None:
+    from cogtestbed.experiments.spec import headline_problems
+
+    assert headline_problems("t", {"estimate": 0.1, "lo": 0.0, "hi": 0.2, "reject": False, "n": 3}) == []
+    assert headline_problems("t", {"interval": [0.0, 0.2]}) == ["headline 't.interval' is not a number or bool: "
+                                                               "[0.0, 0.2]"]
+    assert headline_problems("t", {"ratio": float("inf")}) == ["headline 't.ratio' is inf"]
+    assert headline_problems("t", {"backend": "sklearn"})[0].endswith("'sklearn'")
+    assert headline_problems("t", {"p_value": None}) == ["headline 't.p_value' is not a number or bool: None"]
+    assert headline_problems("t", {"p_value": None, "x": float("nan")}, require_finite=False) == []
 
 
 def test_metrics_result_helpers() -> None:

@@ -36,9 +36,9 @@ def _fails_cleanly(args: list[str], capsys: pytest.CaptureFixture[str], root: Pa
     before = _files(root)
     code = run_cli(args)
     out = capsys.readouterr()
-    lines = [line for line in out.err.splitlines() if line.strip()]
+    lines = out.err.splitlines()
     assert code == 2, (code, out.err)
-    assert len(lines) == 1 and lines[0].startswith("error: "), out.err
+    assert len(lines) == 1 and lines[0].startswith("error: "), out.err  # exactly one line, no blank ones
     assert _files(root) == before, f"left behind: {_files(root) - before}"
     return lines[0]
 

@@ -98,3 +98,18 @@ def test_lapse_rate_is_recovered() -> None:
     fits = with_lapse(EXP.model("rw-pm")).fit_mle(table)
     assert abs(float(fits["lapse"].median()) - 0.2) < 0.08
     assert LAPSE.transform == "logit"
+
+
+def test_recovery_study_fits_the_lapse_term() -> None:
+    """A declared-style recovery with simulated lapses and a fitted ε: the spec round-trips through
+    JSON (as workers receive it) and ε is scored against the simulated random-answer rate."""
+    from cogtestbed.validation.studies import StudySpec, run_study
+
+    spec = StudySpec(kind="recovery", experiment="instrumental-learning", models=("rw-pm",), subjects=(3,),
+                     reps=1, seed=2, sampler="uniform", lapse=Lapse(0.08, 0.05), lapse_fit="fit")
+    assert StudySpec.model_validate_json(spec.model_dump_json()) == spec
+    rows = run_study(spec, workers=1).table
+    lapse_rows = rows[rows["parameter"] == "lapse"]
+    assert len(lapse_rows) == 3
+    assert np.allclose(lapse_rows["true"], 0.05)
+    assert set(rows["parameter"]) == {"alpha_pos", "alpha_neg", "beta", "lapse", "optimism_bias"}

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -24,10 +25,10 @@ openai = pytest.importorskip("openai")
 from cogtestbed.environments.base import NO_ACTION  # noqa: E402
 from cogtestbed.llm_adapters import LLMAgent, ScoringNotSupported, make_client  # noqa: E402
 from cogtestbed.llm_adapters.anthropic_client import AnthropicClient  # noqa: E402
-from cogtestbed.llm_adapters.base import GenerateRequest  # noqa: E402
+from cogtestbed.llm_adapters.base import BackendError, GenerateRequest  # noqa: E402
 from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache  # noqa: E402
 from cogtestbed.llm_adapters.hf import HFClient  # noqa: E402
-from cogtestbed.llm_adapters.limits import Budget, PriceTable, RateLimiter  # noqa: E402
+from cogtestbed.llm_adapters.limits import Budget, Need, PriceTable, RateLimiter  # noqa: E402
 from cogtestbed.llm_adapters.openai_client import OpenAIClient  # noqa: E402
 from cogtestbed.llm_adapters.retry import RetryPolicy  # noqa: E402
 from cogtestbed.llm_adapters.runner import RunConfig, dry_run, run_experiment  # noqa: E402
@@ -55,14 +56,15 @@ def cli(*args: str, env: dict[str, str] | None = None, check: bool = True) -> su
 
 
 def run_in_process(tmp: Path, client, *, subjects=2, seed=3, design=None, cache=None, resume=False,
-                   budget=None, **config_kw):
+                   budget=None, add_budget=None, **config_kw):
     exp = get_experiment("instrumental-learning")
     design = design or exp.env_cls.design_cls()
     config = RunConfig(experiment=exp.name, llm=client.spec, base_url=None,
                        mode="chat" if client.chat else "completions", n_subjects=subjects, seed=seed,
                        design=design.model_dump(mode="json"), **config_kw)
     cached = CachedClient(client, ResponseCache(cache or tmp / "cache.sqlite"), budget)
-    return asyncio.run(run_experiment(exp, design, cached, config, tmp / "run", resume=resume)), cached
+    return asyncio.run(run_experiment(exp, design, cached, config, tmp / "run", resume=resume,
+                                      add_budget=add_budget)), cached
 
 
 # ----------------------------------------------------------------------------- scoring
@@ -181,12 +183,15 @@ def test_retries_on_429_with_retry_after_500_and_dropped_connection(server, tiny
     assert slow.retries[0][0] == "APITimeoutError"
     start = len(faults.log)
     faults.add(Fault("status", 400))
-    with pytest.raises(openai.BadRequestError):
+    # the last error is one line naming the model and the server, the SDK's error chained
+    with pytest.raises(BackendError, match=r"openai:tiny-random-chat at http://127\.0\.0\.1:\d+/v1: HTTP 400") as info:
         client.generate("hi", max_tokens=4)
+    assert isinstance(info.value.__cause__, openai.BadRequestError) and info.value.status == 400
     assert len(faults.log) - start == 1
     faults.add(*[Fault("status", 503)] * FAST_RETRY.attempts)
-    with pytest.raises(openai.InternalServerError):
+    with pytest.raises(BackendError, match="HTTP 503") as info:
         client.generate("hi", max_tokens=4)
+    assert isinstance(info.value.__cause__, openai.InternalServerError)
     assert not faults.pending
 
 
@@ -255,16 +260,21 @@ def test_run_writes_192_trials_and_a_rerun_is_served_from_the_cache(tmp_path, ti
 def test_budget_stops_cleanly_and_resume_finishes_identically(tmp_path, tiny):
     design = get_experiment("instrumental-learning").env_cls.design_cls(visits_per_casino=2)
     stopped, _ = run_in_process(tmp_path, tiny, design=design, budget=Budget(max_calls=11))
-    assert stopped.status == "stopped" and stopped.stats["new_calls"] == 11
-    assert len(stopped.calls) == 11  # every answer so far kept
-    assert len(stopped.trials) in (0, 8)  # only finished subjects in the table
+    # 11 calls admit one whole subject (8 calls); the second is never started
+    assert stopped.status == "stopped" and stopped.stats["new_calls"] == 8
+    assert len(stopped.calls) == 8  # every answer so far kept
+    assert len(stopped.trials) == 8 and set(stopped.trials["subject"]) == {0}
     manifest = json.loads((tmp_path / "run/trials.parquet.manifest.json").read_text())
-    assert manifest["status"] == "stopped" and "max_calls=11" in manifest["stop_reason"]
-    resumed, _ = run_in_process(tmp_path, tiny, design=design, resume=True)
+    assert manifest["status"] == "stopped" and "subject 1 needs up to 8 calls" in manifest["stop_reason"]
+    # the total is the run directory's: resuming without more budget pays for nothing
+    again, _ = run_in_process(tmp_path, tiny, design=design, resume=True)
+    assert again.status == "stopped" and again.stats["new_calls"] == 0
+    resumed, _ = run_in_process(tmp_path, tiny, design=design, resume=True, add_budget=Need(calls=5))
     reference, _ = run_in_process(tmp_path / "ref", tiny, design=design)
-    assert resumed.status == "complete" and resumed.stats["new_calls"] == 16 - 11
+    assert resumed.status == "complete" and resumed.stats["new_calls"] == 16 - 8
+    assert resumed.stats["total_calls"] == 16 and resumed.stats["max_calls"] == 16
     pd.testing.assert_frame_equal(resumed.trials, reference.trials)
-    with pytest.raises(FileExistsError, match="--resume"):
+    with pytest.raises(ValueError, match="--resume"):
         run_in_process(tmp_path, tiny, design=design)
     with pytest.raises(ValueError, match="seed"):
         run_in_process(tmp_path, tiny, design=design, seed=4, resume=True)
@@ -373,7 +383,8 @@ def test_dry_run_counts_calls_tokens_and_cost(tmp_path, tiny):
 
 @pytest.mark.parametrize("name", experiment_names())
 def test_every_registered_experiment_runs_through_the_llm_path(tmp_path, tiny, name):
-    """Generic over the registry: a few real calls per experiment, then a clean budget stop."""
+    """Generic over the registry: a few real calls per experiment, and a budget too small for one
+    whole subject stops the run cleanly before any call."""
     exp = get_experiment(name)
     design = exp.env_cls.design_cls()
     # chat prompts need a chat model, pictures a vision-language model (both tiny and local)
@@ -384,12 +395,24 @@ def test_every_registered_experiment_runs_through_the_llm_path(tmp_path, tiny, n
                        n_subjects=2, seed=0, design=design.model_dump(mode="json"))
     cached = CachedClient(client, ResponseCache(tmp_path / "c.sqlite"), Budget(max_calls=4))
     result = asyncio.run(run_experiment(exp, design, cached, config, tmp_path / "run"))
-    # Identical prompts (e.g. every subject's first) are served from the cache, so a run may
-    # hold more calls than the 4 new ones the budget allows.
-    assert result.stats["new_calls"] == 4 or result.status == "complete"
-    assert len(result.calls) >= result.stats["new_calls"] > 0
-    assert result.calls["raw_response"].notna().all()
-    assert (result.calls["valid"] == result.calls["parse_error"].isna()).all()
+    # never more than the budget, and nothing paid for a subject that did not finish
+    assert result.stats["new_calls"] <= 4
+    unfinished = ~result.calls["subject"].isin(np.flatnonzero(result.complete))
+    assert not (unfinished & ~result.calls["cached"]).any()
+    if result.status == "stopped":
+        assert "needs up to" in result.stats["stopped"]
+    # the same client, step by step: real calls, every answer recorded
+    env = exp.env_cls(design)
+    agent = LLMAgent(CachedClient(client, ResponseCache(tmp_path / "c.sqlite")), env, max_tokens=config.max_tokens,
+                     stop=config.stop)
+    obs, _ = env.reset(seed=0)
+    for _ in range(3):
+        obs, _, done, _, _ = env.step(asyncio.run(agent.aact(obs)))
+        if done:
+            break
+    rows = pd.DataFrame([a.as_row() for a in agent.attempts])
+    assert len(rows) >= 1 and rows["raw_response"].notna().all()
+    assert (rows["valid"] == rows["parse_error"].isna()).all()
 
 
 def test_bad_llm_specs_give_clear_errors(tmp_path):

@@ -192,7 +192,20 @@ def test_sampler_records_its_n_and_noise_floor_flag() -> None:
     assert set(t["method"].astype(str)) == {"sampled"} and set(t["n_samples"]) == {100}
     res = revealed_metrics(t)
     assert res["flags"] and "samples" in res["flags"][0]
-    assert sampler_agent(500).draws_per_trial == 500
+    assert sampler_agent(5000).draws_per_trial == 5000
+
+
+def test_sampler_draws_the_designs_n_samples() -> None:
+    from cogtestbed.inference.revealed import item_metrics
+
+    cheb = {}
+    for n in (20, 1000):
+        t = simulate("revealed-belief", "dissonant-sampler", 1, 0, design=SMALL.model_copy(update={"n_samples": n}))
+        assert set(t["n_samples"]) == {n}
+        cheb[n] = float(item_metrics(t)["chebyshev"].mean())
+    assert cheb[1000] < cheb[20] / 2  # sampling error shrinks like 1/sqrt(N)
+    with pytest.raises(ValueError, match="draws 1 to 1000 samples per item"):
+        simulate("revealed-belief", "dissonant-sampler", 1, 0, design=SMALL.model_copy(update={"n_samples": 5000}))
 
 
 # ----------------------------------------------------------------------------- metrics

@@ -83,7 +83,7 @@ def test_instrumental_every_kind_from_the_cli(capsys, monkeypatch) -> None:
     assert out["confusion"]["aic"]["models"] == ["rw", "rw-pm"]
     out = _json(["power", "rw-pm", *exp, "--effect", "optimism_bias=0", "--subjects", "4", "--sims", "2"],
                 capsys, monkeypatch)
-    assert "type-I error rate" in out["verdict"]
+    assert "type-i error rate" in out["verdict"].lower()
     out = _json(["sbc", "rw", *exp, "--subjects", "3", "--reps", "1", "--draws", "40", "--chains", "1"],
                 capsys, monkeypatch)
     assert {"alpha_mu", "beta_sigma", "alpha[0]"} <= set(out["sbc"])
@@ -163,7 +163,9 @@ def test_pool_and_in_process_give_identical_tables() -> None:
                     reps=2, seed=4)
     one, two = run_study(rec, workers=1), run_study(rec, workers=2)
     pd.testing.assert_frame_equal(one.table, two.table)
-    assert one.summary == two.summary and set(one.table["n_trials"]) == {60}
+    # NaN-safe: r is NaN (undefined) below the minimum number of recovery points
+    assert json.dumps(one.summary, sort_keys=True) == json.dumps(two.summary, sort_keys=True)
+    assert set(one.table["n_trials"]) == {60}
 
 
 def test_every_experiment_declares_studies_that_build() -> None:

@@ -105,7 +105,8 @@ def diagnostics(table: pd.DataFrame) -> list[dict[str, Any]]:
     """Sampler diagnostics of each rep's fit (the study stores them on every row)."""
     per_rep = table.groupby("rep").first()
     return [{"rep": int(r), "max_rhat": round(float(row["max_rhat"]), 4),
-             "min_ess_bulk": round(float(row["min_ess_bulk"])), "divergences": int(row["divergences"]),
+             "min_ess_bulk": round(float(row["min_ess_bulk"])), "min_ess_tail": round(float(row["min_ess_tail"])),
+             "divergences": int(row["divergences"]), "converged": bool(row["converged"]),
              "seconds": round(float(row["fit_seconds"]), 1)} for r, row in per_rep.iterrows()]
 
 
@@ -119,6 +120,9 @@ def print_report(res: dict[str, Any]) -> None:
                  "scale": v.get("scale", "natural")} for k, v in cell["parameters"].items()]
         print(pd.DataFrame(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print("diagnostics per fit:", json.dumps(res["diagnostics"]))
+    bad = [d["rep"] for d in res["diagnostics"] if not d["converged"]]
+    print("every fit converged (R-hat, bulk and tail ESS, divergences)" if not bad
+          else f"NOT converged: reps {bad} fail R-hat, bulk/tail ESS or divergence checks")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,17 +2,20 @@
 
 Synthetic subjects with known parameters answer invalidly at rate ε_invalid and uniformly at
 random at rate ε_random on every step (:class:`cogtestbed.agents.lapse.Lapse`, default 8 % + 5 %).
-Each family is fitted by maximum likelihood three ways:
+Each family is fitted by maximum likelihood four ways:
 
 * ``clean``: data without lapses, the model without a lapse term (the reference);
 * ``ignored``: lapsed data, the model without a lapse term (invalid trials are masked out, random
   answers are taken at face value);
-* ``modelled``: lapsed data, the model with a fitted lapse mixture
-  p = (1 − ε)·p_model + ε/|A| (:func:`cogtestbed.inference.base.with_lapse`).
+* ``fixed``: lapsed data, the lapse mixture p = (1 − ε)·p_model + ε/|A| with ε fixed at the
+  simulated random-answer rate (:func:`cogtestbed.inference.base.with_lapse`; e.g. a rate measured
+  on a pilot run);
+* ``modelled``: lapsed data, the lapse mixture with ε fitted per subject.
 
 For the headline parameter of each family — RW± optimism bias α⁺ − α⁻ (instrumental learning,
 Lefebvre et al. 2017), the model-based weight w (two-step, Daw et al. 2011) and the horizon-6
-information bonus A₆ (horizon task, Wilson et al. 2014) — it prints the recovery bias
+information bonus A₆ (horizon task, Wilson et al. 2014) — and for its choice-noise parameter
+(β, β, T₆; scored on the log scale), it prints the recovery bias
 (mean estimate − truth), its Monte-Carlo SE, r, RMSE and the coverage of 90 % Wald intervals
 (observed information: the Hessian of the NLL at the MLE by central differences of the exact
 gradient; a contrast's SE by the delta method; subjects whose Hessian is not positive definite,
@@ -58,6 +61,7 @@ class Family:
     experiment: str
     model: str
     headline: str
+    noise: str
     ranges: Mapping[str, tuple[float, float]]
     design: Mapping[str, Any] = field(default_factory=dict)
     runs: int = 1
@@ -65,18 +69,19 @@ class Family:
 
 
 FAMILIES = (
-    Family("instrumental-learning", "rw-pm", "optimism_bias",
+    Family("instrumental-learning", "rw-pm", "optimism_bias", "beta",
            {"alpha_pos": (0.1, 0.9), "alpha_neg": (0.1, 0.9), "beta": (2.0, 10.0)},
            design={"visits_per_casino": 48}),
-    Family("two-step", "hybrid", "w",
+    Family("two-step", "hybrid", "w", "beta",
            {"w": (0.0, 1.0), "alpha": (0.2, 0.8), "beta": (2.0, 8.0), "lam": (0.0, 1.0), "persev": (-0.5, 0.5)},
            design={"n_days": 200}, subjects_scale=0.5),
-    Family("horizon", "info-bonus", "bonus_h6",
+    Family("horizon", "info-bonus", "bonus_h6", "temperature_h6",
            {"bonus_h1": (-5.0, 5.0), "bonus_h6": (0.0, 20.0), "temperature_h1": (2.0, 10.0),
             "temperature_h6": (2.0, 20.0), "bias": (-3.0, 3.0)}, runs=200),
 )
 
-CONDITIONS = (("clean", False, None), ("ignored", True, None), ("modelled", True, "fit"))
+#: (name, lapsed data, lapse term: None, "fit" or "fixed" at the simulated random rate).
+CONDITIONS = (("clean", False, None), ("ignored", True, None), ("fixed", True, "fixed"), ("modelled", True, "fit"))
 
 
 def headline_weights(model: CognitiveModel, headline: str) -> np.ndarray:
@@ -110,10 +115,10 @@ def wald_se(model: CognitiveModel, theta: np.ndarray, data: Any, weights: np.nda
     return float(np.sqrt(var)) if var > 0 else float("nan")
 
 
-def run_condition(fam: Family, name: str, lapse: Lapse | None, lapse_fit: str | None, subjects: int,
+def run_condition(fam: Family, name: str, lapse: Lapse | None, lapse_fit: str | float | None, subjects: int,
                   seed: int) -> pd.DataFrame:
     """Simulate ``subjects`` subjects (the same true parameters and sessions in every condition),
-    fit, and return one row per subject: truth, estimate, Wald SE of the headline."""
+    fit, and return one row per subject and scored quantity: truth, estimate, Wald SE."""
     exp = get_experiment(fam.experiment)
     spec = StudySpec(kind="recovery", experiment=fam.experiment, models=(fam.model,), subjects=(subjects,),
                      runs=(fam.runs,), design=dict(fam.design), sampler="uniform", ranges=dict(fam.ranges),
@@ -125,30 +130,38 @@ def run_condition(fam: Family, name: str, lapse: Lapse | None, lapse_fit: str | 
     fitter = fitted_model(spec, model)
     fits = fitter.fit_mle(trials)
     data = fitter.subject_data(trials)
-    w_base = headline_weights(model, fam.headline)
-    weights = np.concatenate([w_base, np.zeros(len(fitter.parameters) - len(w_base))])
     order = {s: i for i, s in enumerate(sorted(trials["subject"].unique()))}
+    log_noise = model.parameters.parameters[model.parameters.names.index(fam.noise)].transform == "log"
     rows = []
-    for _, r in fits.iterrows():
-        i = order[r["subject"]]
-        theta = np.array([r[p] for p in fitter.parameters.names], dtype=np.float64)
-        truth = float(sum(w * true[p][i] for p, w in zip(model.parameters.names, w_base, strict=True)))
-        rows.append({"family": fam.experiment, "headline": fam.headline, "condition": name,
-                     "subject": r["subject"], "true": truth, "estimate": float(weights @ theta),
-                     "se": wald_se(fitter, theta, data[r["subject"]], weights),
-                     "lapse_hat": float(r["lapse"]) if "lapse" in r else np.nan,
-                     "invalid_share": float(1.0 - trials.loc[trials["subject"] == r["subject"], "valid"].mean())})
+    for quantity in (fam.headline, fam.noise):
+        w_base = headline_weights(model, quantity)
+        weights = np.concatenate([w_base, np.zeros(len(fitter.parameters) - len(w_base))])
+        log = quantity == fam.noise and log_noise
+        for _, r in fits.iterrows():
+            i = order[r["subject"]]
+            theta = np.array([r[p] for p in fitter.parameters.names], dtype=np.float64)
+            truth = float(sum(w * true[p][i] for p, w in zip(model.parameters.names, w_base, strict=True)))
+            est = float(weights @ theta)
+            se = wald_se(fitter, theta, data[r["subject"]], weights)
+            if log:  # a log-scale parameter is scored on the log scale (delta method: se / estimate)
+                truth, est, se = np.log(truth), np.log(max(est, 1e-12)), se / max(est, 1e-12)
+            rows.append({"family": fam.experiment, "quantity": quantity + (" (log)" if log else ""),
+                         "condition": name, "subject": r["subject"], "true": truth, "estimate": est, "se": se,
+                         "lapse_hat": float(r["lapse"]) if "lapse" in r else np.nan,
+                         "invalid_share": float(1.0 - trials.loc[trials["subject"] == r["subject"],
+                                                                 "valid"].mean())})
     return pd.DataFrame(rows)
 
 
 def summarise(rows: pd.DataFrame) -> pd.DataFrame:
-    """Bias (± its Monte-Carlo SE), r, RMSE and 90 % Wald coverage per family and condition."""
+    """Bias (± its Monte-Carlo SE), median bias (robust to estimates run off to a bound), r, RMSE
+    and 90 % Wald coverage per family, quantity and condition."""
     out = []
-    for (fam, head, cond), g in rows.groupby(["family", "headline", "condition"], sort=False):
+    for (fam, head, cond), g in rows.groupby(["family", "quantity", "condition"], sort=False):
         err = g["estimate"] - g["true"]
         covered = (np.abs(err) <= Z90 * g["se"]).fillna(False)
-        out.append({"family": fam, "headline": head, "condition": cond, "n": len(g),
-                    "bias": err.mean(), "bias_se": err.std(ddof=1) / np.sqrt(len(g)),
+        out.append({"family": fam, "quantity": head, "condition": cond, "n": len(g),
+                    "bias": err.mean(), "bias_se": err.std(ddof=1) / np.sqrt(len(g)), "median_bias": err.median(),
                     "r": np.corrcoef(g["true"], g["estimate"])[0, 1], "rmse": float(np.sqrt((err ** 2).mean())),
                     "coverage90": float(covered.mean()), "no_se": int(g["se"].isna().sum()),
                     "lapse_hat_median": g["lapse_hat"].median(), "invalid_share": g["invalid_share"].mean()})
@@ -170,8 +183,9 @@ def main() -> None:
         if fam.experiment not in args.families:
             continue
         n = max(2, int(round(args.subjects * fam.subjects_scale)))
-        for name, lapsed, lapse_fit in CONDITIONS:
+        for name, lapsed, term in CONDITIONS:
             t0 = time.process_time()
+            lapse_fit = args.random if term == "fixed" else term
             parts.append(run_condition(fam, name, lapse if lapsed else None, lapse_fit, n, args.seed))
             print(f"{fam.experiment:22s} {name:9s} {n} subjects, {time.process_time() - t0:.0f} s CPU", flush=True)
     rows = pd.concat(parts, ignore_index=True)

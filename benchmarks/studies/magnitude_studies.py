@@ -222,8 +222,7 @@ def hierarchical(seed: int) -> None:
     fit = fit_hierarchical(MODELS["static-bayes"], tt, draws=500, tune=500, chains=2, seed=seed, warn=False)
     est = fit.idata.posterior["w_prior"].mean(("chain", "draw")).to_numpy()
     d = fit.diagnostics
-    print(f"hierarchical static-Bayes w_prior: {_r(w, est)}; max R-hat {d.max_rhat:.3f}, min ESS {d.min_ess_bulk:.0f},"
-          f" divergences {d.divergences}")
+    print(f"hierarchical static-Bayes w_prior: {_r(w, est)}; {d.report()}")
 
 
 def stimuli(seed: int, png: str | None = None) -> None:

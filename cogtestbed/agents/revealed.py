@@ -5,13 +5,15 @@
 ``dissonant``          the softmax agent of :mod:`cogtestbed.inference.revealed_model` (τ, β_first,
                        β_label, β_anchor, β_round, β_mid, κ; StaA θ, β_pos; Dirichlet ``noise``);
                        it answers with the exact distribution (``method="exact"``)
-``dissonant-sampler``  the same agent behind a sample-only API: :data:`SAMPLER_N` draws per step,
-                       recorded as the empirical distribution (``method="sampled"``, its N)
+``dissonant-sampler``  the same agent behind a sample-only API: the design's ``n_samples`` draws
+                       per step (at most :data:`SAMPLER_N`), recorded as the empirical
+                       distribution (``method="sampled"``, its N)
 =====================  ======================================================================
 
 Randomness: the dissonant agent draws one uniform per step (it seeds a splitmix64 stream for
-the Dirichlet draw when ``noise`` > 0); the sampler draws N uniforms per step (inverse-CDF
-multinomial draws).  The batch kernel and the step path call the same per-step function, so the
+the Dirichlet draw when ``noise`` > 0); the sampler draws :data:`SAMPLER_N` uniforms per step
+and uses the first ``n_samples`` of them (inverse-CDF multinomial draws), so every sample count
+of a sweep plays the same random stream.  The batch kernel and the step path call the same per-step function, so the
 tables are identical for the same seed.
 """
 
@@ -38,8 +40,9 @@ from cogtestbed.inference.revealed_model import DISSONANT_PARAMETERS, SMOOTH_EPS
 from cogtestbed.numerics import log_softmax
 from cogtestbed.parameters import ParameterSet
 
-#: Draws per step of the sample-only agent (the §8 noise-floor table uses 100, 500, 1000).
-SAMPLER_N = 100
+#: Uniforms the sample-only agent consumes per step: the most samples per item it can draw (the
+#: §8 noise-floor table uses N = 100, 500, 1000); the design's ``n_samples`` says how many it draws.
+SAMPLER_N = 1000
 MODE_RATIONAL, MODE_EXACT, MODE_SAMPLED = 0, 1, 2
 
 
@@ -110,14 +113,14 @@ def step_logprobs(mode: int, w: np.ndarray, channel: int, k: int, base: np.ndarr
 @njit(cache=True)
 def _simulate_kernel(mode: int, w: np.ndarray, item: np.ndarray, channel: np.ndarray, correct: np.ndarray,
                      kk: np.ndarray, base: np.ndarray, feat: np.ndarray, uniforms: np.ndarray,
-                     draws: int, out: np.ndarray) -> None:
+                     draws: int, used: int, out: np.ndarray) -> None:
     n_sub, n_t = item.shape
     for s in range(n_sub):
         for t in range(n_t):
             i = item[s, t]
             k = kk[i] if channel[s, t] == 0 else 5
             step_logprobs(mode, w[s], channel[s, t], k, base[i], feat[i], correct[s, t],
-                          uniforms[s, t * draws:(t + 1) * draws], out[s, t])
+                          uniforms[s, t * draws:t * draws + used], out[s, t])
 
 
 def _weights(params: Mapping[str, Any], n: int) -> np.ndarray:
@@ -145,9 +148,20 @@ class _RevealedAgent(SyntheticAgent[RevealedDesign, RevealedSessions]):
         feat = np.ascontiguousarray(obs["features"], dtype=np.float64)
         out = np.full(MAX_OUTCOMES, np.nan)
         u = self.uniforms()
+        used = self.draws_used(int(getattr(obs.get("response"), "n_samples", 0) or 0))
         step_logprobs(self.mode, self._w(), int(obs["channel"]), k, base, feat, int(obs["correct"]),
-                      np.ascontiguousarray(u, dtype=np.float64), out)
-        return _answer(out[:k], self.mode, self.draws_per_trial)
+                      np.ascontiguousarray(u[:used], dtype=np.float64), out)
+        return _answer(out[:k], self.mode, used)
+
+    @classmethod
+    def draws_used(cls, n_samples: int) -> int:
+        """Uniforms a step uses: all of them, or a sampler's ``n_samples`` (at most its draws)."""
+        if cls.mode != MODE_SAMPLED:
+            return cls.draws_per_trial
+        if not 1 <= n_samples <= cls.draws_per_trial:
+            raise ValueError(f"agent {cls.name} draws 1 to {cls.draws_per_trial} samples per item, "
+                             f"the design asks for n_samples={n_samples}")
+        return n_samples
 
     @classmethod
     def simulate_batch(cls, design: RevealedDesign, sessions: RevealedSessions,
@@ -155,9 +169,10 @@ class _RevealedAgent(SyntheticAgent[RevealedDesign, RevealedSessions]):
         arrays = item_arrays(design)
         n, t = sessions.item.shape
         logp = np.full((n, t, MAX_OUTCOMES), np.nan)
+        used = cls.draws_used(design.n_samples)
         _simulate_kernel(cls.mode, _weights(params, n), sessions.item, sessions.channel, sessions.correct,
                          arrays.n_outcomes, arrays.prior_logp, arrays.features,
-                         np.ascontiguousarray(uniforms, dtype=np.float64), cls.draws_per_trial, logp)
+                         np.ascontiguousarray(uniforms, dtype=np.float64), cls.draws_per_trial, used, logp)
         k = np.where(sessions.channel == 0, arrays.n_outcomes[sessions.item], 5)
         finite = np.where(np.arange(MAX_OUTCOMES)[None, None, :] < k[..., None], logp, -np.inf)
         action = np.argmax(finite, axis=2)
@@ -168,7 +183,7 @@ class _RevealedAgent(SyntheticAgent[RevealedDesign, RevealedSessions]):
             played=np.ones((n, t), dtype=bool),
             extra={"logprobs": logp, "mass_outside": np.full((n, t), np.nan),
                    "method": np.full((n, t), 1 if sampled else 0, dtype=np.int64),
-                   "n_samples": np.full((n, t), cls.draws_per_trial if sampled else 0, dtype=np.int64)},
+                   "n_samples": np.full((n, t), used if sampled else 0, dtype=np.int64)},
         )
 
 
@@ -195,7 +210,7 @@ class DissonantAgent(_RevealedAgent):
 
 
 class DissonantSampler(_RevealedAgent):
-    """The dissonant agent behind a sample-only API (:data:`SAMPLER_N` draws per step)."""
+    """The dissonant agent behind a sample-only API (the design's ``n_samples`` draws per step)."""
 
     name: ClassVar[str] = "dissonant-sampler"
     parameters: ClassVar[ParameterSet] = DISSONANT_PARAMETERS
@@ -204,7 +219,8 @@ class DissonantSampler(_RevealedAgent):
 
 
 def sampler_agent(n: int) -> type[DissonantSampler]:
-    """A sample-only dissonant agent drawing ``n`` completions per step (power studies)."""
+    """A sample-only dissonant agent that can draw up to ``n`` completions per step (designs with
+    ``n_samples`` beyond :data:`SAMPLER_N`)."""
     if n < 1:
         raise ValueError("a sampler needs at least one draw per step")
     return type(f"DissonantSampler{n}", (DissonantSampler,), {"draws_per_trial": n})

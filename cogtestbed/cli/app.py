@@ -36,6 +36,7 @@ USER_ERROR_NAMES: tuple[str, ...] = (
     "cogtestbed.trials:TrialTableError",
     "cogtestbed.data.cogbench:DataFormatError",
     "cogtestbed.llm_adapters.base:BackendUnavailable",
+    "cogtestbed.llm_adapters.base:LLMError",
     "builtins:FileNotFoundError",
     "builtins:FileExistsError",
     "pydantic:ValidationError",

@@ -51,7 +51,7 @@ def _demo(output: Path, subjects: int, seed: int, workers: int | None) -> None:
     synthetic = exp.metrics(trials)
     results: dict[str, Any] = {"synthetic": synthetic}
     if HUMAN_DATA.exists():
-        human_table = exp.importer("cogbench").load(HUMAN_DATA)
+        human_table, _ = exp.read(HUMAN_DATA, "cogbench")
         results["cogbench_human"] = exp.metrics(human_table)
     write_json_atomic(output / "metrics.json", results)
     report = _report(synthetic, results.get("cogbench_human"), subjects, seed)

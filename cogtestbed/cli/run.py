@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import codecs
+import logging
 import os
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -21,17 +24,85 @@ def default_cache() -> Path:
     return base / "cogtestbed" / "llm_cache.sqlite"
 
 
+#: Exit status of a run stopped by its budget (``--max-calls`` / ``--max-cost``): the tables hold
+#: the finished subjects; ``--resume --add-budget ...`` continues.  (2 is an input error, 1 a bug.)
+EXIT_BUDGET_STOP = 3
+#: Default ``--retry-for`` in seconds; equal to the library's ``DEFAULT_RETRY_WINDOW`` (not imported
+#: here: the command line imports the library only inside command bodies).
+DEFAULT_RETRY_WINDOW = 120.0
+#: Progress lines on a non-terminal stderr (logs, CI): one per this many finished subjects.
+PROGRESS_EVERY = 10
+
+
+def parse_add_budget(items: list[str]) -> tuple[int, float]:
+    """``calls=N`` / ``usd=X`` items (repeatable, or comma-separated) → (calls, USD) to add."""
+    calls, usd = 0, 0.0
+    for item in (part.strip() for raw in items for part in raw.split(",") if part.strip()):
+        key, sep, value = item.partition("=")
+        try:
+            if not sep or key.strip() not in ("calls", "usd"):
+                raise ValueError
+            if key.strip() == "calls":
+                amount = int(value)
+                calls += amount
+            else:
+                amount_usd = float(value)
+                usd += amount_usd
+                amount = 1 if amount_usd > 0 else -1
+        except ValueError:
+            raise ValueError(f"--add-budget {item!r}: expected calls=N or usd=X (e.g. usd=0.5)") from None
+        if amount <= 0:
+            raise ValueError(f"--add-budget {item!r}: the amount must be positive")
+    return calls, usd
+
+
+@dataclass
+class RunRequest:
+    """Every option of ``cogtestbed run`` (what :func:`execute_run` takes)."""
+
+    experiment: str
+    llm: str
+    output: Path
+    subjects: int = 1
+    seed: int = 0
+    base_url: str | None = None
+    mode: str = "auto"
+    design: list[str] = field(default_factory=list)
+    #: Design fields given as values (a plan's design); ``design`` items override them.
+    design_fields: dict[str, Any] = field(default_factory=dict)
+    max_tokens: int = 8
+    temperature: float = 0.0
+    stop: list[str] | None = None
+    reask: int = 0
+    top_logprobs: int | None = None
+    cache: Path | None = None
+    concurrency: int = 8
+    rpm: float | None = None
+    tpm: float | None = None
+    max_calls: int | None = None
+    max_cost: float | None = None
+    add_budget: list[str] = field(default_factory=list)
+    prices: Path | None = None
+    timeout: float = 60.0
+    retry_for: float = DEFAULT_RETRY_WINDOW
+    resume: bool = False
+    progress_every: int = PROGRESS_EVERY
+
+
 @app.command()
 def run(
-    experiment: Annotated[str, typer.Argument(help="Experiment name, e.g. instrumental-learning.")],
-    llm: Annotated[str, typer.Option(
-        "--llm", help="BACKEND:MODEL — hf:tiny-random, hf:<hub id or path>, openai:gpt-4o-mini, "
-        "anthropic:claude-...; keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Run directory.")],
+    experiment: Annotated[str | None, typer.Argument(
+        help="Experiment name, e.g. instrumental-learning (optional with --plan).")] = None,
+    llms: Annotated[list[str] | None, typer.Option(
+        "--llm", help="BACKEND:MODEL — hf:tiny-random, hf:<hub id or path>, openai:gpt-4o-mini, "
+        "anthropic:claude-...; keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY.  Give it twice "
+        "(base and instruct, say) to run both on the same sessions and write a paired report.")] = None,
     subjects: Annotated[int, typer.Option(min=1, help="Independent subjects (sessions).")] = 1,
     seed: Annotated[int, typer.Option(help="Seed: the same sessions as `simulate --seed`.")] = 0,
     base_url: Annotated[str | None, typer.Option(
-        help="OpenAI-compatible or Anthropic endpoint (vLLM, Ollama, llama.cpp, LM Studio...).")] = None,
+        help="OpenAI-compatible or Anthropic endpoint (vLLM, Ollama, llama.cpp, LM Studio...); may "
+        "change on --resume.")] = None,
     mode: Annotated[str, typer.Option(
         help="chat | completions (raw prompt, no chat template) | auto.")] = "auto",
     design: Annotated[list[str] | None, typer.Option(
@@ -48,59 +119,206 @@ def run(
     concurrency: Annotated[int, typer.Option(min=1, help="Subjects played at once.")] = 8,
     rpm: Annotated[float | None, typer.Option(help="Requests per minute limit.")] = None,
     tpm: Annotated[float | None, typer.Option(help="Tokens per minute limit.")] = None,
-    max_calls: Annotated[int | None, typer.Option(min=0, help="Stop before more new calls.")] = None,
-    max_cost: Annotated[float | None, typer.Option(min=0.0, help="Stop before spending more (USD).")] = None,
+    max_calls: Annotated[int | None, typer.Option(
+        min=0, help="Total new calls of the run directory, over every --resume.")] = None,
+    max_cost: Annotated[float | None, typer.Option(
+        min=0.0, help="Total spend of the run directory in USD, over every --resume; never exceeded "
+        "(each call books its worst case first; a subject starts only if its whole worst case fits).")] = None,
+    add_budget: Annotated[list[str] | None, typer.Option(
+        "--add-budget", help="With --resume: raise the run's totals, calls=N and/or usd=X (repeatable).")] = None,
     prices: Annotated[Path | None, typer.Option(help="Price table (TOML) overriding the defaults.")] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds per HTTP request.")] = 60.0,
+    timeout: Annotated[float, typer.Option(help="Seconds per HTTP request (> 0).")] = 60.0,
+    retry_for: Annotated[float, typer.Option(
+        min=0.0, help=f"Seconds to keep retrying a call through 429/5xx/dropped connections "
+        f"(default {DEFAULT_RETRY_WINDOW:g}); each retry is logged and kept in calls.parquet.")] = DEFAULT_RETRY_WINDOW,
+    progress_every: Annotated[int, typer.Option(
+        min=1, help="When stderr is not a terminal: a progress line per this many subjects.")] = PROGRESS_EVERY,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report calls, tokens and cost; call nothing.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --output.")] = False,
+    plan: Annotated[Path | None, typer.Option(
+        help="plan.json of `cogtestbed plan`: its experiment, design, subjects, seed, answer settings and "
+        "limits; --llm chooses or replaces its LLM(s).")] = None,
 ) -> None:
-    """Run an LLM as subjects through an experiment; write the trial table and a manifest."""
+    """Run an LLM as subjects through an experiment; write the trial table and a manifest.
+
+    Exit status: 0 complete, 2 bad input or a backend error (one line), 3 stopped by the budget.
+    """
+    llms = _planned_llms(plan, llms)
+    if len(llms) != 1:
+        _run_paired(llms, output, {k: v for k, v in locals().items() if k not in ("llms", "output")})
+        return
+    llm = llms[0]
+    fields: dict[str, Any] = {}
+    if plan is not None:  # the planned design, subjects, seed, answer settings and limits
+        from cogtestbed.validation.plan_report import plan_run_settings
+
+        p = plan_run_settings(plan, experiment, llm, subjects, seed, design)
+        experiment, subjects, seed, fields = p["experiment"], p["subjects"], p["seed"], p["design"]
+        max_tokens, temperature, reask = p["max_tokens"], p["temperature"], p["reask"]
+        max_calls = max_calls if max_calls is not None else p["max_calls"]
+        max_cost = max_cost if max_cost is not None else p["max_cost"]
+    if experiment is None:
+        raise ValueError("run needs an EXPERIMENT (or --plan)")
+    request = RunRequest(
+        experiment=experiment, llm=llm, output=output, subjects=subjects, seed=seed, base_url=base_url,
+        mode=mode, design=design or [], design_fields=fields, max_tokens=max_tokens, temperature=temperature, stop=stop,
+        reask=reask, top_logprobs=top_logprobs, cache=cache, concurrency=concurrency, rpm=rpm, tpm=tpm,
+        max_calls=max_calls, max_cost=max_cost, add_budget=add_budget or [], prices=prices,
+        timeout=timeout, retry_for=retry_for, resume=resume, progress_every=progress_every)
+    if dry_run:
+        print_json(estimate_run(request))
+        return
+    result = execute_run(request)
+    if result.status == "stopped":
+        raise typer.Exit(EXIT_BUDGET_STOP)
+
+
+def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
+    """(experiment, design, client, config) of a request."""
+    from cogtestbed.llm_adapters import make_client, parse_spec
+    from cogtestbed.llm_adapters.openai_client import redact_url
+    from cogtestbed.llm_adapters.retry import RetryPolicy
+    from cogtestbed.llm_adapters.runner import RunConfig
+    from cogtestbed.registry import get_experiment
+
+    exp = get_experiment(request.experiment)
+    backend, _ = parse_spec(request.llm)
+    design_obj = exp.env_cls.design_cls(**{**request.design_fields, **_design_overrides(request.design)})
+    stops = tuple(codecs.decode(s, "unicode_escape") for s in request.stop) if request.stop else ("\n",)
+    if not request.timeout > 0:
+        raise ValueError(f"--timeout must be a positive number of seconds, got {request.timeout:g}")
+    options: dict[str, Any] = {} if backend == "hf" else {
+        "timeout": request.timeout, "retry": RetryPolicy(window=request.retry_for)}
+    client = make_client(request.llm, base_url=request.base_url, mode=request.mode, **options)
+    config = RunConfig(
+        experiment=exp.name, llm=request.llm, base_url=redact_url(request.base_url),
+        mode="chat" if client.chat else "completions", n_subjects=request.subjects, seed=request.seed,
+        design=design_obj.model_dump(mode="json"), max_tokens=request.max_tokens,
+        temperature=request.temperature, stop=stops, reask=request.reask, top_logprobs=request.top_logprobs,
+    )
+    return exp, design_obj, client, config
+
+
+def estimate_run(request: RunRequest) -> dict[str, Any]:
+    """``--dry-run``: calls, tokens and cost, nothing called; with ``--max-calls`` / ``--max-cost``
+    also how many subjects the budget admits at their worst case."""
+    from cogtestbed.llm_adapters.limits import Budget, PriceTable
+    from cogtestbed.llm_adapters.runner import dry_run as estimate
+
+    exp, design_obj, client, config = _client_and_config(request)
+    price = PriceTable(request.prices).lookup(request.llm)
+    budget = Budget(request.max_calls, request.max_cost, price)
+    return estimate(exp, design_obj, client, config, price, budget)
+
+
+def execute_run(request: RunRequest) -> Any:
+    """Check the run directory, build the client, play the run, write the tables; the RunResult."""
+    from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache
+    from cogtestbed.llm_adapters.limits import Budget, Need, PriceTable, RateLimiter
+    from cogtestbed.llm_adapters.rundir import check_run_dir
+    from cogtestbed.llm_adapters.runner import run_experiment
+
+    add_calls, add_usd = parse_add_budget(request.add_budget)
+    if (add_calls or add_usd) and not request.resume:
+        raise ValueError("--add-budget raises the budget of an existing run: use it with --resume")
+    check_run_dir(request.output, request.resume)  # before a model is loaded or anything is called
+    exp, design_obj, client, config = _client_and_config(request)
+    price = PriceTable(request.prices).lookup(request.llm)
+    client.check_ready()
+    store = ResponseCache(request.cache or default_cache())
+    budget = Budget(request.max_calls, None, price)
+    budget.max_cost = request.max_cost  # priced on opening the run (a resumed run may hold the limit)
+    cached = CachedClient(client, store, budget, RateLimiter(request.rpm, request.tpm))
+    total = request.subjects * exp.env_cls.max_steps(design_obj)
+    transport = {"timeout": request.timeout, "rpm": request.rpm, "tpm": request.tpm,
+                 "retry_for": request.retry_for}
+    show_retries()
+    finished: list[int] = []
+    interactive = console_err.is_terminal
+
+    def on_subject(i: int, complete: bool) -> None:
+        finished.append(i)
+        if not interactive and (len(finished) % request.progress_every == 0 or len(finished) == request.subjects):
+            s = cached.budget.summary()
+            console_err.print(f"{len(finished)}/{request.subjects} subjects done; {s['new_calls']} new calls"
+                              + (f", ${s['cost_usd']:.4f}" if s["cost_usd"] is not None else ""),
+                              highlight=False)
+
     import asyncio
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from cogtestbed.llm_adapters import make_client, parse_spec
-    from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache
-    from cogtestbed.llm_adapters.limits import Budget, PriceTable, RateLimiter
-    from cogtestbed.llm_adapters.openai_client import redact_url
-    from cogtestbed.llm_adapters.runner import RunConfig, run_experiment
-    from cogtestbed.llm_adapters.runner import dry_run as estimate
-    from cogtestbed.registry import get_experiment
-
-    exp = get_experiment(experiment)
-    backend, _ = parse_spec(llm)
-    design_obj = exp.env_cls.design_cls(**_design_overrides(design or []))
-    stops = tuple(codecs.decode(s, "unicode_escape") for s in stop) if stop else ("\n",)
-    options = {} if backend == "hf" else {"timeout": timeout}
-    client = make_client(llm, base_url=base_url, mode=mode, **options)
-    config = RunConfig(
-        experiment=exp.name, llm=llm, base_url=redact_url(base_url),
-        mode="chat" if client.chat else "completions", n_subjects=subjects, seed=seed,
-        design=design_obj.model_dump(mode="json"), max_tokens=max_tokens,
-        temperature=temperature, stop=stops, reask=reask, top_logprobs=top_logprobs,
-    )
-    price = PriceTable(prices).lookup(llm)
-    if dry_run:
-        print_json(estimate(exp, design_obj, client, config, price))
-        return
-    client.check_ready()
-    store = ResponseCache(cache or default_cache())
-    cached = CachedClient(client, store, Budget(max_calls, max_cost, price), RateLimiter(rpm, tpm))
-    total = subjects * exp.env_cls.max_steps(design_obj)
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=console_err, transient=True) as bar:
-        task = bar.add_task(f"{exp.name} × {llm}", total=total)
-        result = asyncio.run(run_experiment(
-            exp, design_obj, cached, config, output, resume=resume, concurrency=concurrency,
-            on_step=lambda: bar.advance(task)))
-    store.close()
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                      TimeElapsedColumn(), console=console_err, transient=True, disable=not interactive) as bar:
+            task = bar.add_task(f"{exp.name} × {request.llm}", total=total)
+            result = asyncio.run(run_experiment(
+                exp, design_obj, cached, config, request.output, resume=request.resume,
+                concurrency=request.concurrency, on_step=lambda: bar.advance(task), on_subject=on_subject,
+                add_budget=Need(add_calls, add_usd), transport=transport))
+    finally:
+        store.close()
     s = result.stats
     console_err.print(
         f"{result.status}: {len(result.trials)} trials of {s['subjects_complete']} subjects "
-        f"({s['invalid_trials']} invalid) in {output}; {s['calls_total']} calls, "
+        f"({s['invalid_trials']} invalid) in {request.output}; {s['calls_total']} calls, "
         f"{s['cache_hits']} from the cache, {s['new_calls']} new"
         + (f", ${s['cost_usd']:.4f}" if s["cost_usd"] is not None else "")
-        + (f"; stopped: {s['stopped']} (--resume continues)" if s["stopped"] else ""),
+        + (f" (run total ${s['total_cost_usd']:.4f} of ${s['max_cost']:g})" if s.get("max_cost") is not None else "")
+        + (f"; stopped: {s['stopped']} (--resume --add-budget continues)" if s["stopped"] else ""),
         highlight=False,
     )
+    return result
+
+
+class _StderrHandler(logging.Handler):
+    """One line per record on the current ``sys.stderr``."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sys.stderr.write(self.format(record) + "\n")
+
+
+def show_retries() -> None:
+    """Retries and budget notes of the LLM adapters go to stderr, one line each."""
+    log = logging.getLogger("cogtestbed.llm_adapters")
+    if not any(isinstance(h, _StderrHandler) for h in log.handlers):
+        log.addHandler(_StderrHandler())
+        log.setLevel(logging.INFO)
+
+
+def model_dir(output: Path, index: int, llm: str) -> Path:
+    """Run directory of the ``index``-th of two models under ``output`` (``1-hf-tiny-random``)."""
+    slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in llm).strip("-")
+    return output / f"{index + 1}-{slug}"
+
+
+def _planned_llms(plan: Path | None, llms: list[str] | None) -> list[str]:
+    """The ``--llm`` given, else the LLM(s) a plan was priced for."""
+    if plan is None or llms:
+        return list(llms or [])
+    from cogtestbed.validation.plan_report import load_plan
+
+    return list(dict.fromkeys(load_plan(plan)["llms"]))
+
+
+def _run_paired(llms: list[str], output: Path, kwargs: dict[str, Any]) -> None:
+    """Both models on the same sessions (one run directory each), then ``paired.json``: the headline
+    metrics side by side with a paired test (:mod:`cogtestbed.validation.paired`)."""
+    import json
+
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.trials import read_trials
+    from cogtestbed.validation.paired import format_report, paired_report
+
+    if len(llms) != 2 or llms[0] == llms[1]:
+        raise ValueError(f"--llm takes one model, or two different models to pair; got {llms}")
+    dirs = [model_dir(output, i, llm) for i, llm in enumerate(llms)]
+    for llm, path in zip(llms, dirs, strict=True):
+        run(llms=[llm], output=path, **kwargs)
+    if kwargs.get("dry_run"):
+        return
+    exp = get_experiment(str(kwargs["experiment"]))
+    tables = {llm: read_trials(path / "trials.parquet") for llm, path in zip(llms, dirs, strict=True)}
+    report = paired_report(exp, tables)
+    (output / "paired.json").write_text(json.dumps(report, indent=1, default=float) + "\n")
+    console_err.print(format_report(report), highlight=False)

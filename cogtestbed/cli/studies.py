@@ -140,13 +140,15 @@ def parse_agent(text: str) -> tuple[str, dict[str, float]]:
 def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bool) -> StudyResult:
     """Check the spec (and reach the Dask scheduler) before computing, then run with a progress bar."""
     from cogtestbed.cli.app import progress
-    from cogtestbed.validation.studies import check_study, dask_client, run_study
+    from cogtestbed.validation.studies import check_study, check_study_memory, concurrent_tasks, dask_client, run_study
 
-    check_study(spec)
+    exp = check_study(spec)
+    if dask is None:  # before the progress bar: a refusal is the only line on stderr
+        check_study_memory(spec, exp, concurrent_tasks(spec, workers))
     client = dask_client(dask) if dask is not None else None
     total = len(spec.tasks())
     done = iter(progress(range(total), f"{spec.kind} ({total} tasks)", total=total,
-                         enabled=not as_json or console_err.is_terminal))
+                         enabled=console_err.is_terminal))  # a bar off a terminal is noise
     next(done, None)
 
     def tick(k: int) -> None:
@@ -583,6 +585,7 @@ def _fit_hierarchical(cog: Any, table: Any, output: Path, draws: int, chains: in
     console_err.print(f"sampling {cog.name} on {n_subjects} subjects ({chains} chains x {draws} draws)...")
     res = fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed,
                            progressbar=console_err.is_terminal and not as_json)
+    console_err.print(f"diagnostics: {res.diagnostics.report()}", markup=False)
     nc = write_posterior(res.idata, output / "posterior.nc", log_likelihood)
     post = res.idata.posterior
     pop = {p: {"median": float(post[f"{p}_pop"].median()), "lo90": float(post[f"{p}_pop"].quantile(0.05)),

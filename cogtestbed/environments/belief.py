@@ -47,7 +47,7 @@ from cogtestbed.environments.bayesnets import (
     load_network,
 )
 from cogtestbed.schema import TrialSchema, Values
-from cogtestbed.trials import finish_table
+from cogtestbed.trials import CodedStrings, Column, finish_table
 
 EXPERIMENT = "belief-coherence"
 BELIEF, DECISION, LIE_AUX, LIE_COND = 0, 1, 2, 3
@@ -57,8 +57,7 @@ NO, YES, DEFER = 0, 1, 2
 DECISION_NAMES = ("No", "Yes", "Defer")
 #: Most states of the LIE covariate (sizes the observation and the aux outcome arrays).
 MAX_AUX_STATES = 8
-#: A missing entry of an object column (numpy's ``where`` takes arrays, not a bare None).
-NONE = np.array(None, dtype=object)
+
 #: |No + Yes − 1| above which a belief answer is flagged incoherent.
 COHERENCE_TOL = 0.01
 
@@ -589,8 +588,9 @@ def step_arrays(design: BeliefDesign, sessions: BeliefSessions) -> dict[str, np.
             "config": cfg, "theta": theta, "p_true": p_true}
 
 
-def belief_columns(design: BeliefDesign, sessions: BeliefSessions, outcomes: Outcomes) -> dict[str, Any]:
-    """The stimulus and answer columns of the trial table as (n, steps) arrays."""
+def belief_columns(design: BeliefDesign, sessions: BeliefSessions, outcomes: Outcomes) -> dict[str, Column]:
+    """The stimulus and answer columns of the trial table as (n, steps) arrays (text columns as
+    :class:`~cogtestbed.trials.CodedStrings`)."""
     gt = ground_truth(design)
     a = step_arrays(design, sessions)
     n, steps = a["phase"].shape
@@ -604,41 +604,52 @@ def belief_columns(design: BeliefDesign, sessions: BeliefSessions, outcomes: Out
     is_dec = (phase == DECISION) & valid
     dec_code = np.where(is_dec, outcomes.action, -1).astype(np.int64)
     forced = np.where(is_dec, outcomes.extra.get("forced", np.full((n, steps), -1)), -1).astype(np.int64)
-    names = np.array([*DECISION_NAMES, None], dtype=object)
-    variant = np.where(phase == BELIEF, np.array(VARIANTS, dtype=object)[np.where(phase == BELIEF, arg, 0)], NONE)
-    target = "=".join(gt.target)
+    names = (*DECISION_NAMES, None)
+    variant = np.where(phase == BELIEF, np.where(phase == BELIEF, arg, 0), len(VARIANTS))
     aux_node, aux_state, aux_rep, aux_true = _aux_columns(gt, a, outcomes)
     return {
-        "context_id": a["context"], "rep": a["rep"], "evidence": gt.evidence_json[a["config"]],
-        "target": np.full((n, steps), target, dtype=object), "p_true": a["p_true"], "theta": a["theta"],
-        "phase": np.array(PHASE_NAMES, dtype=object)[phase], "variant": variant,
+        "context_id": a["context"], "rep": a["rep"],
+        "evidence": CodedStrings(a["config"], tuple(gt.evidence_json)),
+        "target": CodedStrings(np.zeros((n, steps), dtype=np.int64), ("=".join(gt.target),)),
+        "p_true": a["p_true"], "theta": a["theta"],
+        "phase": CodedStrings(phase, tuple(PHASE_NAMES)), "variant": CodedStrings(variant, (*VARIANTS, None)),
         "p_elicited": p_yes, "p_no_reported": p_no, "p_renormalised": renorm,
         "coherent": np.where(is_prob & valid, np.abs(total - 1.0) <= COHERENCE_TOL, False),
-        "decision": names[np.where(dec_code >= 0, dec_code, 3)],
-        "forced_choice": names[np.where(forced >= 0, forced, 3)],
+        "decision": CodedStrings(np.where(dec_code >= 0, dec_code, 3), names),
+        "forced_choice": CodedStrings(np.where(forced >= 0, forced, 3), names),
         "aux_node": aux_node, "aux_state": aux_state, "aux_reported": aux_rep, "aux_true": aux_true,
     }
 
 
 def _aux_columns(gt: GroundTruth, a: Mapping[str, np.ndarray], outcomes: Outcomes
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                 ) -> tuple[Column, Column, Column, Column]:
+    """``aux_node``, ``aux_state``, ``aux_reported`` and ``aux_true`` (JSON distributions of z)."""
     n, steps = a["phase"].shape
-    none = np.full((n, steps), None, dtype=object)
     if gt.lie_node is None:
-        return none, none, none.copy(), none.copy()
+        return None, None, None, None
     states = gt.network.states[gt.lie_node]
     phase = a["phase"]
     is_lie = (phase == LIE_AUX) | (phase == LIE_COND)
-    node = np.where(is_lie, gt.lie_node, NONE)
-    state = np.where(phase == LIE_COND, np.array(states, dtype=object)[np.where(phase == LIE_COND, a["arg"], 0)],
-                     NONE)
-    true_json = np.array([json.dumps(dict(zip(states, map(float, row), strict=True))) for row in gt.pz],
-                         dtype=object)
-    aux_true = np.where(phase == LIE_AUX, true_json[a["config"]], NONE)
+    node = CodedStrings(np.where(is_lie, 0, 1), (gt.lie_node, None))
+    state = CodedStrings(np.where(phase == LIE_COND, a["arg"], len(states)), (*states, None))
+    true_json = tuple(json.dumps(dict(zip(states, map(float, row), strict=True))) for row in gt.pz)
+    aux_true = CodedStrings(np.where(phase == LIE_AUX, a["config"], len(true_json)), (*true_json, None))
     aux = outcomes.extra.get("aux")
-    reported = none.copy()
+    reported: Column = None
     if aux is not None:
         rows, cols = np.nonzero((phase == LIE_AUX) & outcomes.valid)
-        for i, j in zip(rows, cols, strict=True):
-            reported[i, j] = json.dumps(dict(zip(states, map(float, aux[i, j, : len(states)]), strict=True)))
+        reported = np.full((n, steps), None, dtype=object)
+        reported[rows, cols] = distribution_json(states, aux[rows, cols, : len(states)])
     return node, state, reported, aux_true
+
+
+def distribution_json(states: tuple[str, ...], probs: np.ndarray) -> np.ndarray:
+    """``json.dumps(dict(zip(states, row)))`` of every row of ``probs`` (finite rows through one
+    format template, the same text: JSON writes a finite float as its ``repr``)."""
+    template = "{" + ", ".join(json.dumps(s).replace("%", "%%") + ": %r" for s in states) + "}"
+    finite = np.isfinite(probs).all(axis=1)
+    out = np.empty(len(probs), dtype=object)
+    out[finite] = [template % tuple(row) for row in probs[finite].tolist()]
+    for i in np.flatnonzero(~finite):
+        out[i] = json.dumps(dict(zip(states, map(float, probs[i]), strict=True)))
+    return out

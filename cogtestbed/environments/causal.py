@@ -619,15 +619,13 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
     ) -> pd.DataFrame:
         """One row per judgment (columns in the module docstring)."""
         stimulus = stimulus_columns(design, sessions.variant, sessions.cb, sessions.item)
-        table = finish_table(
+        conf = outcomes.extra.get("confidence")
+        confidence = np.full(outcomes.action.shape, np.nan) if conf is None else np.asarray(conf)
+        return finish_table(
             EXPERIMENT, stimulus, np.asarray(outcomes.action, dtype=np.float64), outcomes.reward,
             outcomes.valid, agent=agent, raw_response=outcomes.raw_response,
-            parse_error=outcomes.parse_error, params=params,
+            parse_error=outcomes.parse_error, params=params, after_action={"confidence": confidence},
         )
-        conf = outcomes.extra.get("confidence")
-        table.insert(table.columns.get_loc("reward"), "confidence",
-                     np.full(len(table), np.nan) if conf is None else np.asarray(conf).reshape(-1))
-        return table
 
 
 def cell_for(design: CausalDesign, variant: int, cb: int, names_seed: int = 0) -> CellText:

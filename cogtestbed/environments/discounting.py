@@ -57,12 +57,13 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 from gymnasium import spaces
+from numba import njit
 from pydantic import Field
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.parsing import parse_option_number
 from cogtestbed.schema import TrialSchema, Values
-from cogtestbed.trials import finish_table
+from cogtestbed.trials import CodedStrings, Column, finish_table
 
 EXPERIMENT = "temporal-discounting"
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
@@ -223,6 +224,62 @@ def _baseline_step(level: int, down: bool, choice: int) -> tuple[bool, int, int]
     return (True, 1, 1) if choice == 0 else (True, 0, 0)
 
 
+#: Question fields that are text / numbers in the trial table.
+QUESTION_TEXT_FIELDS = ("item", "block", "option1", "option2")
+QUESTION_NUMBER_FIELDS = ("amount1", "delay1", "amount2", "delay2", "scale")
+#: Codes of :func:`question_list`: baseline ``6·block + 2·level + down``, then anomaly
+#: ``N_BASELINE_CODES + 5·item + mvf_code``; ``NOT_ASKED`` (one past the last) marks a step with
+#: no question.
+N_BASELINE_CODES = 18
+NOT_ASKED = N_BASELINE_CODES + len(ANOMALY_ITEMS) * len(MVF_VALUES)
+
+
+def question_list(design: DiscountingDesign) -> list[Question]:
+    """Every question the staircase can ask, indexed by the codes of :func:`asked_questions`."""
+    baseline = [baseline_question(design, b, level, bool(down)) for b in range(3) for level in range(3)
+                for down in range(2)]
+    anomalies = [anomaly_question(design, item, m) for item in range(len(ANOMALY_ITEMS))
+                 for m in range(len(MVF_VALUES))]
+    return baseline + anomalies
+
+
+@njit(cache=True)
+def asked_questions(action: np.ndarray, valid: np.ndarray, played: np.ndarray) -> np.ndarray:
+    """Code of the question asked at each step (:data:`NOT_ASKED` after the session ended), by
+    replaying :class:`StaircaseState` on the recorded answers (the tree of the module docstring)."""
+    n, steps = action.shape
+    codes = np.full((n, steps), NOT_ASKED, dtype=np.int64)
+    for i in range(n):
+        block, level, down, mvf, anomaly = 0, 0, False, -1, -1
+        for s in range(steps):
+            if not played[i, s] or anomaly >= 4:
+                break
+            if anomaly >= 0:
+                codes[i, s] = N_BASELINE_CODES + 5 * anomaly + mvf
+            else:
+                codes[i, s] = 6 * block + 2 * level + (1 if down else 0)
+            if not valid[i, s]:
+                break
+            choice = action[i, s]
+            if anomaly >= 0:
+                anomaly += 1
+                continue
+            finished, _, code = _baseline_step_jit(level, down, choice)
+            if not finished:
+                down = (choice == 1) if level == 0 else down
+                level += 1
+                continue
+            if block == 0:
+                mvf = code
+            block, level, down = block + 1, 0, False
+            if block == 3:
+                anomaly = 4 if mvf == MVF_NONE else 0
+    return codes
+
+
+_baseline_step_jit = njit(cache=True)(_baseline_step)
+
+
 def score_answers(design: DiscountingDesign, choices: list[int]) -> dict[str, Any]:
     """CogBench's score, anomaly flags and mvf from a complete list of answers (0/1).
 
@@ -353,28 +410,18 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
         *, agent: str = "unknown", params: dict[str, np.ndarray] | None = None,
     ) -> pd.DataFrame:
         """One row per asked question (unasked steps of shorter sessions are dropped)."""
-        n, steps = outcomes.action.shape
-        cols = ("item", "block", "option1", "option2", "amount1", "delay1", "amount2", "delay2",
-                "scale")
-        stim: dict[str, np.ndarray] = {
-            c: np.full((n, steps), None if c in cols[:4] else np.nan, dtype=object if c in cols[:4] else np.float64)
-            for c in cols
-        }
         played = outcomes.played if outcomes.played is not None else outcomes.valid
-        for i in range(n):
-            state = StaircaseState()
-            for s in range(steps):
-                if not played[i, s] or state.done:
-                    break
-                q = state.question(design)
-                for c in cols:
-                    stim[c][i, s] = getattr(q, c)
-                if not outcomes.valid[i, s]:
-                    break
-                state.answer(int(outcomes.action[i, s]))
-        table = finish_table(
+        codes = asked_questions(np.ascontiguousarray(outcomes.action, dtype=np.int64),
+                                np.ascontiguousarray(outcomes.valid, dtype=bool),
+                                np.ascontiguousarray(played, dtype=bool))
+        questions = question_list(design)
+        stim: dict[str, Column] = {}
+        for c in QUESTION_TEXT_FIELDS:
+            stim[c] = CodedStrings(codes, (*(getattr(q, c) for q in questions), None))
+        for c in QUESTION_NUMBER_FIELDS:
+            stim[c] = np.array([*(getattr(q, c) for q in questions), np.nan], dtype=np.float64)[codes]
+        return finish_table(
             EXPERIMENT, stim, outcomes.action, outcomes.reward, outcomes.valid, agent=agent,
             raw_response=outcomes.raw_response, parse_error=outcomes.parse_error, params=params,
+            keep=played,
         )
-        keep = np.asarray(played, dtype=bool).reshape(-1)
-        return table.loc[keep].reset_index(drop=True)

@@ -241,16 +241,20 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         valid[:, nf:nf + steps] = outcomes.valid
         rows = np.arange(n)[:, None]
         reward = np.where(valid, sessions.rewards[rows, np.arange(t_max)[None, :], np.clip(action, 0, 1)], np.nan)
-        raw = np.full((n, t_max), None, dtype=object)
-        err = np.full((n, t_max), None, dtype=object)
-        if outcomes.raw_response is not None:
-            raw[:, nf:nf + steps] = outcomes.raw_response
-        if outcomes.parse_error is not None:
-            err[:, nf:nf + steps] = outcomes.parse_error
         exists = np.arange(t_max)[None, :] < (nf + sessions.horizon)[:, None]
         return game_table(sessions.horizon, sessions.unequal, sessions.means, sessions.rewards,
-                          action, reward, valid, exists, nf, agent=agent, raw_response=raw,
-                          parse_error=err, params=params)
+                          action, reward, valid, exists, nf, agent=agent,
+                          raw_response=_free_steps(outcomes.raw_response, nf, t_max),
+                          parse_error=_free_steps(outcomes.parse_error, nf, t_max), params=params)
+
+
+def _free_steps(per_step: np.ndarray | None, n_forced: int, t_max: int) -> np.ndarray | None:
+    """Per-step text (raw answers, parse errors) placed on the free trials of (n, t_max) rows."""
+    if per_step is None:
+        return None
+    out = np.full((per_step.shape[0], t_max), None, dtype=object)
+    out[:, n_forced:n_forced + per_step.shape[1]] = per_step
+    return out
 
 
 def game_table(
@@ -270,6 +274,5 @@ def game_table(
         "reward0": rewards[:, :t_max, 0],
         "reward1": rewards[:, :t_max, 1],
     }
-    table = finish_table(EXPERIMENT, stimulus, action, reward, valid, agent=agent,
-                         raw_response=raw_response, parse_error=parse_error, params=params)
-    return table.loc[np.asarray(exists).reshape(-1)].reset_index(drop=True)
+    return finish_table(EXPERIMENT, stimulus, action, reward, valid, agent=agent, raw_response=raw_response,
+                        parse_error=parse_error, params=params, keep=exists)

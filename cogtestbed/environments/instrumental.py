@@ -30,7 +30,7 @@ from pydantic import Field, field_validator
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.schema import REWARDED, TrialSchema, Values
-from cogtestbed.trials import finish_table
+from cogtestbed.trials import CodedStrings, Column, finish_table
 
 EXPERIMENT = "instrumental-learning"
 ALPHABET = "ABCDEFGHJKLMNOPQRSTVW"
@@ -238,14 +238,15 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
         n = sessions.n_subjects
         c0 = sessions.casino - 1
         rows = np.arange(n)[:, None]
-        machine0 = sessions.letters[rows, c0, 0]
-        machine1 = sessions.letters[rows, c0, 1]
+        letters = CodedStrings.encode(sessions.letters)
+        machine0 = letters.take(rows, c0, 0)
+        machine1 = letters.take(rows, c0, 1)
         probs = np.asarray(design.reward_probs)[c0]
-        stimulus = {
+        stimulus: dict[str, Column] = {
             "casino": sessions.casino,
             "machine0": machine0,
             "machine1": machine1,
-            "shown_first": np.where(sessions.flip, machine1, machine0),
+            "shown_first": machine1.where(sessions.flip, machine0),
             "mean0": probs[..., 0],
             "mean1": probs[..., 1],
             "reward0": sessions.reward_draws[..., 0],

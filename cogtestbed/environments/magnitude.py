@@ -609,9 +609,6 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
             "x": s.x, "range_low": s.low, "range_high": s.high, "blur": s.blur, "context": s.context,
             "render_seed": s.render_seed,
         }
-        table = finish_table(EXPERIMENT, stimulus, np.asarray(outcomes.action, dtype=np.float64),
-                             outcomes.reward, outcomes.valid, agent=agent, raw_response=outcomes.raw_response,
-                             parse_error=outcomes.parse_error, params=params)
-        table["session"] = s.block.reshape(-1)
-        table["trial"] = s.trial.reshape(-1)
-        return table
+        return finish_table(EXPERIMENT, stimulus, np.asarray(outcomes.action, dtype=np.float64),
+                            outcomes.reward, outcomes.valid, agent=agent, raw_response=outcomes.raw_response,
+                            parse_error=outcomes.parse_error, params=params, session=s.block, trial=s.trial)

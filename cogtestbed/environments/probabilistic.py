@@ -44,7 +44,7 @@ from pydantic import field_validator
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.parsing import parse_decimal_digits
 from cogtestbed.schema import RowRule, TrialSchema, Values
-from cogtestbed.trials import finish_table
+from cogtestbed.trials import CodedStrings, Column, finish_table
 
 EXPERIMENT = "probabilistic-reasoning"
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
@@ -273,9 +273,9 @@ def stimulus_table(
     informative_lh = np.asarray(informative_lh, dtype=bool)
     likelihood = np.where(red, lh, 1.0 - lh)
     posterior = bayes_posterior(prior, likelihood)
-    trial_type = np.where(informative_lh, TRIAL_TYPES[0], TRIAL_TYPES[1])
-    labels = np.full(shape, None, dtype=object) if left_is_f is None else np.where(left_is_f, "F", "J")
-    stimulus = {
+    trial_type = CodedStrings(np.where(informative_lh, 0, 1), TRIAL_TYPES)
+    labels = CodedStrings(np.where(left_is_f, 0, 1) if left_is_f is not None else np.full(shape, 2), ("F", "J", None))
+    stimulus: dict[str, Column] = {
         "trial_type": trial_type,
         "informative_lh": informative_lh,
         "left_label": labels,

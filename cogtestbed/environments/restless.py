@@ -41,7 +41,7 @@ from pydantic import Field, field_validator
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.parsing import parse_decimal_digits, parse_machine
 from cogtestbed.schema import REWARDED, TrialSchema, Values
-from cogtestbed.trials import finish_table
+from cogtestbed.trials import Column, finish_table
 
 EXPERIMENT = "restless-bandit"
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
@@ -339,10 +339,10 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
         reward = np.where(valid, sessions.rewards[rows, np.arange(t_max)[None, :], np.clip(choice, 0, 1)], np.nan)
         accurate = np.where(valid, (choice == best).astype(np.float64), np.nan)
 
-        def text(arr: np.ndarray | None, k: int) -> np.ndarray:
-            return np.full((n, t_max), None, dtype=object) if arr is None else arr[:, k::2]
+        def text(arr: np.ndarray | None, k: int) -> np.ndarray | None:
+            return None if arr is None else arr[:, k::2]
 
-        stimulus = {
+        stimulus: dict[str, Column] = {
             "block": block,
             "block_trial": within,
             "best_arm": best,
@@ -356,8 +356,7 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
             "raw_confidence": text(outcomes.raw_response, 1),
             "confidence_parse_error": text(outcomes.parse_error, 1),
         }
-        table = finish_table(EXPERIMENT, stimulus, choice, reward, valid, agent=agent,
-                             raw_response=text(outcomes.raw_response, 0),
-                             parse_error=text(outcomes.parse_error, 0), params=params)
         exists = np.arange(t_max)[None, :] < sessions.block_lengths.sum(axis=1)[:, None]
-        return table.loc[exists.reshape(-1)].reset_index(drop=True)
+        return finish_table(EXPERIMENT, stimulus, choice, reward, valid, agent=agent,
+                             raw_response=text(outcomes.raw_response, 0),
+                             parse_error=text(outcomes.parse_error, 0), params=params, keep=exists)

@@ -73,7 +73,7 @@ from cogtestbed.environments.revealed_items import (
     preference_items,
 )
 from cogtestbed.schema import RowRule, TrialSchema, Values
-from cogtestbed.trials import finish_table
+from cogtestbed.trials import CodedStrings, finish_table
 
 EXPERIMENT = "revealed-belief"
 CHANNELS = ("revb", "staa")
@@ -577,46 +577,74 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
         stimulus["anchor"] = np.where(channel == 0, np.array([anchor_index(it) for it in items])[item], -1)
         stimulus["target"] = sessions.target
         stimulus["correct_option"] = sessions.correct
-        table = finish_table(EXPERIMENT, stimulus, outcomes.action, outcomes.reward, outcomes.valid, agent=agent,
-                             raw_response=outcomes.raw_response, parse_error=outcomes.parse_error, params=params)
         ex = outcomes.extra
         lp = ex.get("logprobs", np.full((n, t, MAX_OUTCOMES), np.nan)).reshape(n * t, MAX_OUTCOMES)
         method = ex.get("method", np.full((n, t), -1)).reshape(-1)
         lists = _list_columns(design, item.reshape(-1), channel.reshape(-1), sessions.correct.reshape(-1),
-                              sessions.target.reshape(-1), sessions.mcq_values.reshape(n * t, 5), lp)
-        pos = table.columns.get_loc("action")
-        for name, col in lists.items():
-            table.insert(pos, name, col)
-            pos += 1
-        table.insert(pos, "mass_outside", ex.get("mass_outside", np.full((n, t), np.nan)).reshape(-1))
-        table.insert(pos + 1, "method", pd.Categorical.from_codes(
-            method, categories=list(METHODS)) if (method >= 0).all() else pd.Series(
-            [METHODS[m] if m >= 0 else None for m in method], dtype="string"))
-        table.insert(pos + 2, "n_samples", ex.get("n_samples", np.zeros((n, t), dtype=np.int64)).reshape(-1))
-        return table
+                              sessions.mcq_values.reshape(n * t, 5), lp)
+        stimulus.update({name: pd.array(col, dtype=object) for name, col in lists.items()})
+        stimulus["mass_outside"] = ex.get("mass_outside", np.full((n, t), np.nan))
+        stimulus["method"] = (pd.Categorical.from_codes(method, categories=list(METHODS)) if (method >= 0).all()
+                              else CodedStrings(np.where(method >= 0, method, len(METHODS)), (*METHODS, None)))
+        stimulus["n_samples"] = ex.get("n_samples", np.zeros((n, t), dtype=np.int64))
+        return finish_table(EXPERIMENT, stimulus, outcomes.action, outcomes.reward, outcomes.valid, agent=agent,
+                            raw_response=outcomes.raw_response, parse_error=outcomes.parse_error, params=params)
 
 
 def _list_columns(design: RevealedDesign, item: np.ndarray, channel: np.ndarray, correct: np.ndarray,
-                  target: np.ndarray, values: np.ndarray, lp: np.ndarray) -> dict[str, list[Any]]:
-    """Per-row lists: outcome labels, ground truth, MCQ values, log-probabilities and probabilities."""
+                  values: np.ndarray, lp: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-row lists (object arrays of Python lists): outcome labels, ground truth, prior, MCQ
+    values, log-probabilities and probabilities.  Built a group of equally long rows at a time."""
     items = design.items
-    labels = [list(it.labels) for it in items]
-    pstar = [list(it.p_star) for it in items]
-    staa_labels = list(MCQ_OPTIONS)
-    eye = np.eye(5)
-    prior = [list(it.prior) for it in items]
-    out: dict[str, list[Any]] = {"outcomes": [], "p_star": [], "prior": [], "mcq_values": [], "logprobs": [],
-                                 "probs": []}
-    for r in range(item.shape[0]):
-        revb = channel[r] == 0
-        k = len(labels[item[r]]) if revb else 5
-        out["outcomes"].append(labels[item[r]] if revb else staa_labels)
-        out["p_star"].append(pstar[item[r]] if revb else eye[correct[r]].tolist())
-        out["prior"].append(prior[item[r]] if revb else [])
-        out["mcq_values"].append([] if revb else values[r].tolist())
-        row = lp[r, :k]
-        out["logprobs"].append(row.tolist())
-        out["probs"].append(normalise_logprobs(row).tolist())
+    revb = channel == 0
+    k = np.where(revb, np.array([it.n_outcomes for it in items])[item], len(MCQ_OPTIONS))
+    staa = ~revb
+    eye = np.eye(len(MCQ_OPTIONS))
+    out = {
+        "outcomes": _shared_lists([list(it.labels) for it in items], item, revb, list(MCQ_OPTIONS)),
+        "p_star": _shared_lists([list(it.p_star) for it in items], item, revb, None),
+        "prior": _shared_lists([list(it.prior) for it in items], item, revb, None),
+        "mcq_values": _shared_lists([[] for _ in items], item, revb, None),
+        "logprobs": np.empty(len(item), dtype=object),
+        "probs": np.empty(len(item), dtype=object),
+    }
+    _fill_lists(out["p_star"], np.flatnonzero(staa), eye[correct[staa]])
+    _fill_lists(out["prior"], np.flatnonzero(staa), np.empty((int(staa.sum()), 0)))
+    _fill_lists(out["mcq_values"], np.flatnonzero(staa), values[staa])
+    for kk in np.unique(k):
+        rows = np.flatnonzero(k == kk)
+        row_lp = lp[rows, :kk]
+        _fill_lists(out["logprobs"], rows, row_lp)
+        _fill_lists(out["probs"], rows, normalise_logprobs_rows(row_lp))
+    return out
+
+
+def _shared_lists(per_item: list[list[Any]], item: np.ndarray, revb: np.ndarray, staa: list[Any] | None
+                  ) -> np.ndarray:
+    """Object array of each RevB row's item list (one list object per item) and, if given, the
+    one StaA list on StaA rows (others are filled by the caller)."""
+    table = np.empty(len(per_item) + 1, dtype=object)
+    for i, lst in enumerate(per_item):
+        table[i] = lst
+    table[-1] = staa
+    return table[np.where(revb, item, len(per_item))]
+
+
+def _fill_lists(out: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
+    """``out[rows[j]] = values[j].tolist()`` for every j, the lists made in one call."""
+    out[rows] = np.fromiter(np.ascontiguousarray(values).tolist(), dtype=object, count=len(rows))
+
+
+def normalise_logprobs_rows(lp: np.ndarray) -> np.ndarray:
+    """:func:`normalise_logprobs` of every row of a 2-D array (the same arithmetic row by row)."""
+    lp = np.asarray(lp, dtype=np.float64)
+    out = np.full(lp.shape, np.nan)
+    if lp.shape[1] == 0:
+        return out
+    top = lp.max(axis=1, initial=-np.inf)
+    ok = ~np.isnan(lp).any(axis=1) & np.isfinite(top)
+    w = np.exp(lp[ok] - top[ok, None])
+    out[ok] = w / np.add.reduce(w, axis=1, keepdims=True)
     return out
 
 

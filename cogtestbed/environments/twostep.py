@@ -46,7 +46,7 @@ from pydantic import Field, model_validator
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.parsing import parse_option_letter
 from cogtestbed.schema import REWARDED, RowRule, TrialSchema, Values
-from cogtestbed.trials import finish_table
+from cogtestbed.trials import CodedStrings, Column, finish_table
 
 EXPERIMENT = "two-step"
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
@@ -273,30 +273,23 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
             -1,
         )
         action2 = np.where(v1 & v2, a2, -1)
-        letters = np.array(ALIEN_LETTERS + (None,), dtype=object)
-        alien_idx = np.where(action2 >= 0, 2 * planet + action2, 4)
+        alien_idx = np.where(action2 >= 0, 2 * planet + action2, len(ALIEN_LETTERS))
         reward = np.where(v1 & v2, outcomes.reward[:, 1::2], np.nan)
-        stimulus = {
+        stimulus: dict[str, Column] = {
             "planet": planet.astype(np.int64),
             "common": (v1 & (planet == a1)),
             "action2": action2.astype(np.int64),
-            "alien": letters[alien_idx],  # None where no alien was chosen
+            "alien": CodedStrings(alien_idx, (*ALIEN_LETTERS, None)),  # None where no alien was chosen
             **{f"p_{x}": sessions.probs[..., i] for i, x in enumerate(ALIEN_LETTERS)},
         }
 
         def stage(arr: np.ndarray | None, k: int) -> np.ndarray | None:
             return None if arr is None else arr[:, k::2]
 
-        table = finish_table(
-            EXPERIMENT, stimulus, a1, reward, v1 & v2, agent=agent,
-            raw_response=stage(outcomes.raw_response, 0), parse_error=stage(outcomes.parse_error, 0),
-            params=params,
-        )
         # a missing first-stage answer is the trial's missing action even if nothing else is
-        table["action"] = pd.array(np.where(v1, a1, 0).reshape(-1), dtype="Int64")
-        table.loc[~v1.reshape(-1), "action"] = pd.NA
-        for name, arr in (("raw_response_stage2", stage(outcomes.raw_response, 1)),
-                          ("parse_error_stage2", stage(outcomes.parse_error, 1))):
-            flat = [None] * a1.size if arr is None else list(np.asarray(arr, dtype=object).reshape(-1))
-            table[name] = pd.Series(flat, dtype="string")
-        return table
+        return finish_table(
+            EXPERIMENT, stimulus, a1, reward, v1 & v2, agent=agent, action_valid=v1,
+            raw_response=stage(outcomes.raw_response, 0), parse_error=stage(outcomes.parse_error, 0),
+            params=params, trailing={"raw_response_stage2": stage(outcomes.raw_response, 1),
+                                          "parse_error_stage2": stage(outcomes.parse_error, 1)},
+        )

@@ -6,16 +6,16 @@ from typing import Any
 from cogtestbed.agents.belief import AGENTS
 from cogtestbed.environments.belief import BeliefCoherenceEnv
 from cogtestbed.experiments.spec import ExperimentSpec, Generator, MetricsSpec, StudyDecl
-from cogtestbed.inference.belief import METRIC_OPTIONS, belief_metrics
-from cogtestbed.inference.belief_models import MODELS
+from cogtestbed.inference.belief import METRIC_OPTIONS, TESTS, belief_metrics, belief_test
+from cogtestbed.inference.belief_models import MODELS, mnl_uncentred
 
 
 def _mnl_to_utilities(theta: Mapping[str, Any]) -> dict[str, Any]:
     """MNL coefficients as logit-rum utilities with u(No, ·) = 0 and scale 1."""
-    zero = 0.0 * theta["alpha_yes"]
-    return {"u_no_0": zero, "u_no_1": zero, "u_yes_0": theta["alpha_yes"],
-            "u_yes_1": theta["alpha_yes"] + theta["beta_yes"], "u_defer_0": theta["alpha_defer"],
-            "u_defer_1": theta["alpha_defer"] + theta["beta_defer"], "scale": 1.0 + zero}
+    c = mnl_uncentred(theta)
+    zero = 0.0 * c["alpha_yes"]
+    return {"u_no_0": zero, "u_no_1": zero, "u_yes_0": c["alpha_yes"], "u_yes_1": c["alpha_yes"] + c["beta_yes"],
+            "u_defer_0": c["alpha_defer"], "u_defer_1": c["alpha_defer"] + c["beta_defer"], "scale": 1.0 + zero}
 
 
 def _loss_to_agent(theta: Mapping[str, Any]) -> dict[str, Any]:
@@ -25,6 +25,29 @@ def _loss_to_agent(theta: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _TESTS = ("t1_cmi", "t1_nested", "t1_lr", "t2", "t3", "t4")
+
+
+def _study_design(test: str) -> dict[str, Any]:
+    """The smallest design a test reads: π0 + decision; T3 adds the prompt variants, T4 the LIE phases."""
+    return {"variants": ("pi0", "mse", "abs", "bayes") if test == "t3" else ("pi0",),
+            "lie_node": None if test == "t4" else "none"}
+
+
+#: Metrics options of the rejection-rate studies: only what decides each test.  T1a decides by its
+#: local-permutation p-value (the bootstrap CI is skipped); T1b and T4 by a bootstrap CI (200
+#: resamples); T4 without the random-forest baseline, i.e. "incoherent beyond rounding" (the
+#: baseline compares an LLM with a learned model; it is not a test of coherence at level α).
+_STUDY_OPTIONS: dict[str, dict[str, Any]] = {
+    "t1_cmi": {"n_boot": 0, "n_perm": 100}, "t1_nested": {"n_boot": 200}, "t3": {"n_perm": 100},
+    "t4": {"n_boot": 200, "baseline": "no"},
+}
+
+
+def _test_study(kind: str, test: str, description: str, agent: str, parameter: str,
+                values: tuple[float, ...]) -> StudyDecl:
+    return StudyDecl(kind, description, test=test, agent=agent, parameter=parameter,  # type: ignore[arg-type]
+                     values=values, design=_study_design(test), metric_options=_STUDY_OPTIONS.get(test, {}))
+
 
 SPEC = ExperimentSpec(
     name="belief-coherence",
@@ -38,29 +61,25 @@ SPEC = ExperimentSpec(
     generators={"mnl": Generator("logit-rum", params=_mnl_to_utilities),
                 "loss": Generator("loss-rum", params=_loss_to_agent)},
     metrics=MetricsSpec(belief_metrics, unit="per_subject", headline=(*_TESTS, "accuracy"),
-                        options=METRIC_OPTIONS),
+                        options=METRIC_OPTIONS, tests={name: belief_test(name) for name in TESTS}),
     pooling_unit="subject",
     trials_field="n_contexts",
     studies=(
-        *(StudyDecl("test-size", f"{t} size on a calibrated logit RUM across report noise", test=t,
-                    agent="logit-rum", parameter="report_noise", values=(0.0, 0.05, 0.10, 0.15))
-          for t in _TESTS),
-        StudyDecl("test-power", "T1 against a hidden-information leak", test="t1_lr", agent="leak",
-                  parameter="leak", values=(0.0, 0.05, 0.1, 0.2, 0.4)),
-        StudyDecl("test-power", "T1a against a hidden-information leak", test="t1_cmi", agent="leak",
-                  parameter="leak", values=(0.0, 0.1, 0.2, 0.4)),
-        StudyDecl("test-power", "T2 against a non-monotone deferral rule", test="t2", agent="nonmono-defer",
-                  parameter="bump", values=(0.0, 2.0, 4.0, 8.0)),
-        StudyDecl("test-power", "T3 against a loss-sensitive report", test="t3", agent="loss-report",
-                  parameter="shift", values=(0.0, 0.1, 0.25, 0.5)),
-        StudyDecl("test-power", "T4 against LIE-incoherent beliefs", test="t4", agent="lie-incoherent",
-                  parameter="incoherence", values=(0.0, 0.25, 0.5, 1.0)),
+        *(_test_study("test-size", t, f"{t} size on a calibrated logit RUM across report noise", "logit-rum",
+                      "report_noise", (0.0, 0.05, 0.10, 0.15)) for t in _TESTS),
+        _test_study("test-power", "t1_lr", "T1c against a hidden-information leak", "leak", "leak",
+                    (0.0, 0.05, 0.1, 0.2, 0.4)),
+        _test_study("test-power", "t1_cmi", "T1a against a hidden-information leak", "leak", "leak",
+                    (0.0, 0.1, 0.2, 0.4)),
+        _test_study("test-power", "t1_nested", "T1b against a hidden-information leak", "leak", "leak",
+                    (0.0, 0.1, 0.2, 0.4)),
+        _test_study("test-power", "t2", "T2 against a non-monotone deferral rule", "nonmono-defer", "bump",
+                    (0.0, 2.0, 4.0, 8.0)),
+        _test_study("test-power", "t3", "T3 against a loss-sensitive report", "loss-report", "shift",
+                    (0.0, 0.1, 0.25, 0.5)),
+        _test_study("test-power", "t4", "T4 against LIE-incoherent beliefs", "lie-incoherent", "incoherence",
+                    (0.0, 0.25, 0.5, 1.0)),
         StudyDecl("recovery", "4-parameter MNL at the paper design (200 contexts x 5)", model="mnl"),
         StudyDecl("recovery", "loss-form decider (c_FP, c_D, scale, gamma)", model="loss"),
     ),
-    expected_failures={
-        "prompt_continuation": "the paper's verbatim templates end with an answer-format example "
-                               "(No: 0.50 / Yes: 0.50)",
-        "metrics_result": "the metrics fail the MetricsResult check on the default design (see cogtestbed check)",
-    },
 )

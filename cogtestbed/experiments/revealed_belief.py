@@ -9,6 +9,16 @@ from cogtestbed.inference.revealed_model import MODELS
 #: Dissonant agent with the paper's median first-option bias (β_first ≈ 2, App. D tables) and a
 #: calibrated StaA channel; the other biases at 0.
 _BIASED = {"beta_first": 2.0, "theta": 8.0}
+#: Items with a uniform p* over k = 2, 6 (choices) and 12 (one d12) outcomes, RevB only: the
+#: setting of the §8 noise-floor table.
+_UNIFORM_ITEMS = {"scenarios": ("choice", "dice"), "variants": ("regular",), "choice_options": (2, 6),
+                  "n_dice": (1,), "dice_faces": (12,), "channels": ("revb",)}
+#: Regular and Independent d6 items, RevB only: an anchoring shift moves P(previous outcome).
+_ANCHOR_ITEMS = {"scenarios": ("dice",), "variants": ("regular", "independent"), "n_dice": (1,),
+                 "dice_faces": (6,), "channels": ("revb",)}
+#: Samples per item swept by the samples-to-detect studies, and the replicate runs per setting.
+_SAMPLE_SIZES = (10, 25, 50, 100, 250, 500)
+_DETECT_RUNS = (5,)
 
 SPEC = ExperimentSpec(
     name="revealed-belief",
@@ -21,7 +31,7 @@ SPEC = ExperimentSpec(
     models=MODELS,
     generators={"dissonant": Generator("dissonant")},
     metrics=MetricsSpec(revealed_metrics, unit="per_subject", headline=("chebyshev", "l1", "symkl", "staa_error"),
-                        options=METRIC_OPTIONS),
+                        options=METRIC_OPTIONS, paired_by=("items", ("item", "channel"))),
     pooling_unit="subject",
     trials_field=None,
     studies=(
@@ -34,8 +44,21 @@ SPEC = ExperimentSpec(
                   metric="staa_error", agent="dissonant", parameter="theta", values=(0.0, 1.0, 2.0, 4.0, 8.0),
                   direction="decreasing"),
         StudyDecl("metric-power", "first-option bias from 100 samples per item: β_first 0 vs 2",
-                  metric="chebyshev", agent="dissonant-sampler", compare=({}, _BIASED)),
+                  metric="chebyshev", agent="dissonant-sampler", compare=({}, _BIASED), runs=_DETECT_RUNS),
         StudyDecl("metric-power", "anchoring from 100 samples per item: β_anchor 0 vs 0.4",
-                  metric="chebyshev", agent="dissonant-sampler", compare=({}, {"beta_anchor": 0.4})),
+                  metric="chebyshev", agent="dissonant-sampler", compare=({}, {"beta_anchor": 0.4}),
+                  runs=_DETECT_RUNS),
+        StudyDecl("metric-validity", "sampling noise floor (§8): RevB Chebyshev of a calibrated sampler on "
+                  "uniform k = 2, 6, 12 items falls with the samples per item", metric="chebyshev",
+                  agent="dissonant-sampler", parameter="n_samples", values=(100.0, 500.0, 1000.0),
+                  direction="decreasing", design=_UNIFORM_ITEMS),
+        StudyDecl("metric-power", "samples per item to detect a first-option bias (β_first 0 vs 0.4: "
+                  "P(first) of a 2-choice .50 -> .60)", metric="chebyshev", agent="dissonant-sampler",
+                  compare=({}, {"beta_first": 0.4}), parameter="n_samples", values=_SAMPLE_SIZES,
+                  runs=_DETECT_RUNS, design={**_UNIFORM_ITEMS, "scenarios": ("choice",)}),
+        StudyDecl("metric-power", "samples per item to detect an anchoring shift (β_anchor 0 vs 0.44: "
+                  "P(previous face) of a d6 1/6 -> 1/6 + .07)", metric="chebyshev", agent="dissonant-sampler",
+                  compare=({}, {"beta_anchor": 0.44}), parameter="n_samples", values=_SAMPLE_SIZES,
+                  runs=_DETECT_RUNS, design=_ANCHOR_ITEMS),
     ),
 )

@@ -75,8 +75,11 @@ class UnknownNameError(KeyError):
 class MetricsResult(TypedDict, total=False):
     """What every experiment's metrics function returns (the same keys everywhere).
 
-    ``metrics``: the headline values (numbers or nested mappings of numbers), named as the paper
-    names them; ``per_subject`` or ``per_run`` (exactly one, as :attr:`MetricsSpec.unit`
+    ``metrics``: the headline values, named as the paper names them, typed so that a consumer of
+    the JSON can flatten them into one row of columns: every leaf is a number or a bool (a test's
+    ``reject``), mappings nest (:func:`headline_problems`); an interval is two leaves ``lo`` /
+    ``hi``, an undefined value is ``None``, and everything else (strings, lists, per-cell tables)
+    is detail under another key; ``per_subject`` or ``per_run`` (exactly one, as :attr:`MetricsSpec.unit`
     declares): one mapping per analysed unit; ``n_invalid``: trials excluded as invalid answers;
     ``flags``: human-readable warnings (non-convergence, separation, clipped values).  An
     experiment may add detail under other keys (the collider's per-scheme ``fits``, say); the
@@ -129,6 +132,22 @@ def metrics_result_problems(result: Any, unit: MetricsUnit) -> list[str]:
     return out
 
 
+def headline_problems(key: str, value: Any, require_finite: bool = True) -> list[str]:
+    """Why the headline value ``value`` (of ``result["metrics"][key]``) is not typed as a
+    headline (empty: it is): leaves are finite numbers or bools, mappings nest.  Without
+    ``require_finite`` a leaf may be ``None`` or non-finite (an importer's real data may leave a
+    metric undefined)."""
+    if isinstance(value, Mapping):
+        return [p for k, v in value.items() for p in headline_problems(f"{key}.{k}", v, require_finite)]
+    if isinstance(value, (bool, np.bool_)):
+        return []
+    if value is None and not require_finite:
+        return []
+    if not isinstance(value, (int, float, np.integer, np.floating)):
+        return [f"headline {key!r} is not a number or bool: {value!r}"]
+    return [] if np.isfinite(value) or not require_finite else [f"headline {key!r} is {value}"]
+
+
 @dataclass(frozen=True)
 class MetricOption:
     """A keyword option of an experiment's metrics function (``cogtestbed metrics … --NAME V``).
@@ -162,14 +181,21 @@ class MetricsSpec:
 
     ``fn(trials, **options) -> MetricsResult``; ``unit`` names the per-unit key of the result;
     ``headline`` lists the keys of ``result["metrics"]`` that studies may target (metric validity
-    and metric power); ``options`` the keyword options ``fn`` accepts.  Calling the spec checks
-    the shape of what ``fn`` returns (one clear error naming every problem).
+    and metric power); ``options`` the keyword options ``fn`` accepts; ``tests`` the statistical
+    tests of the headline that can be computed alone: ``tests[name](trials, **options)`` returns
+    what ``fn(trials, **options)["metrics"][name]`` holds, without the cost of the other metrics
+    (the test-size and test-power studies call it); ``paired_by`` the per-unit rows two models run
+    on the same sessions are paired on (result key, id fields; default the unit rows by
+    ``subject``).  Calling the spec checks the shape of what ``fn`` returns (one clear error
+    naming every problem).
     """
 
     fn: Callable[..., Any]
     unit: MetricsUnit = "per_subject"
     headline: tuple[str, ...] = ()
     options: Mapping[str, MetricOption] = field(default_factory=dict)
+    tests: Mapping[str, Callable[..., Mapping[str, Any]]] = field(default_factory=dict)
+    paired_by: tuple[str, tuple[str, ...]] | None = None
 
     def __call__(self, trials: pd.DataFrame, **options: Any) -> MetricsResult:
         result = self.fn(trials, **options)
@@ -233,7 +259,10 @@ class StudyDecl:
     meaningful at (``trials``: the design's ``n_trials``, which the study driver reaches through
     the spec's ``trials_field``; to set that field itself, use ``design``); ``sampler``
     (``prior`` or ``uniform`` on ``ranges``) and ``fixed`` say where the true model parameters of
-    recovery / model-recovery come from; ``values`` holds a power study's effect size.
+    recovery / model-recovery come from; ``values`` holds a power study's effect size, or the
+    values a metric-power / test-size / test-power study sweeps ``parameter`` over (an agent
+    parameter or a design field); ``metric_options`` are the metrics options the study's metric or
+    test is computed with (the cheaper settings a rejection rate needs, say).
     """
 
     kind: StudyKind
@@ -255,6 +284,7 @@ class StudyDecl:
     ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     fixed: Mapping[str, float] = field(default_factory=dict)
     design: Mapping[str, Any] = field(default_factory=dict)
+    metric_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in STUDY_KINDS:
@@ -331,6 +361,9 @@ class ExperimentSpec:
             out.append(f"trials_field {self.trials_field!r} is not a field of {self.env_cls.design_cls.__name__}")
         for study in self.studies:
             out.extend(self._study_problems(study))
+        alone = sorted(set(self.metrics.tests) - set(self.metrics.headline))
+        if alone:
+            out.append(f"metrics tests {alone} are not headline keys {self.metrics.headline}")
         for check, reason in self.expected_failures.items():
             if not str(reason).strip():
                 out.append(f"expected failure of {check!r} needs a reason")
@@ -345,6 +378,9 @@ class ExperimentSpec:
             out.append(f"{s.kind} study names unknown agent {s.agent!r}")
         if s.metric is not None and self.metrics.headline and s.metric not in self.metrics.headline:
             out.append(f"{s.kind} study names metric {s.metric!r}, not among {self.metrics.headline}")
+        unknown = sorted(set(s.metric_options) - set(self.metrics.options))
+        if unknown:
+            out.append(f"{s.kind} study names unknown metrics options {unknown}")
         return out
 
     # -- look-ups with one clear error -------------------------------------------------

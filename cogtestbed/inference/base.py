@@ -497,7 +497,7 @@ def lapse_mixture(eps: np.ndarray, obs_subject: np.ndarray, ll0: np.ndarray, g0:
         lp = top + np.log(np.exp(a - top) + np.exp(b - top))
         w = np.exp(a - lp)
         for c in range(k):
-            grad[j, c] = w * g0[j, c]
+            grad[j, c] = w * g0[j, c] if w > 0.0 else 0.0
         grad[j, k] = np.exp(log_u[j] - lp) - np.exp(ll0[j] - lp)
         ll[j] = lp
     return ll, grad

@@ -2,7 +2,9 @@
 
 Data unit: one row per (subject, context, repetition) pairing the π0 belief p_E with the decision
 A ∈ {No, Yes, Defer} (separate calls) and θ.  Every test returns a dict with ``estimate``, an
-``interval`` and/or ``p_value``, and ``reject`` at ``level``:
+interval ``lo`` / ``hi`` and/or ``p_value``, and ``reject`` at ``level``; in the metrics result
+(:func:`belief_metrics`) its numbers and bools are the headline and its tables and settings
+(T2's pairs, T3's variants, accuracy by variant, the T1b backend) are under ``details``:
 
 * ``t1_cmi`` (T1a): kNN estimate of I(A; θ | p_E) with k = 3 — the mixed discrete/continuous
   Frenzel–Pompe / KSG estimator with Mesner & Shalizi's (2020) tie rule (discrete coordinates at
@@ -18,7 +20,8 @@ A ∈ {No, Yes, Defer} (separate calls) and θ.  Every test returns a dict with 
   "increasing" (the paper) or "either" (Prop. 3.6: reject only if both directions are rejected);
   optional Holm correction;
 * ``t3``: prompt consistency — RMSE of each variant's reports against the π0 mean of the same
-  context, with the within-π0 SD; permutation test exchanging variant labels within contexts;
+  context, with the within-π0 SD and their ratio (``None`` when the SD is 0: noise-free reports
+  leave it undefined); permutation test exchanging variant labels within contexts;
 * ``t4``: law of iterated expectations (Eq. 6) — median Δ_LIE/p with a bootstrap CI, against a
   cross-validated random-forest baseline trained on patients drawn from the ground truth;
 * ``accuracy``: RMSE of p_E against p* by variant, with a bias test.
@@ -27,7 +30,7 @@ A ∈ {No, Yes, Defer} (separate calls) and θ.  Every test returns a dict with 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -97,7 +100,7 @@ def _result(estimate: float, p_value: float | None, level: float, interval: tupl
             reject: bool | None = None, **extra: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"estimate": _f(estimate)}
     if interval is not None:
-        out["interval"] = [_f(interval[0]), _f(interval[1])]
+        out["lo"], out["hi"] = _f(interval[0]), _f(interval[1])
     out["p_value"] = None if p_value is None else _f(p_value)
     if reject is None:
         reject = p_value is not None and bool(p_value < level)
@@ -477,7 +480,7 @@ def t3(table: pd.DataFrame, level: float = LEVEL, n_perm: int = N_PERM, seed: in
         alt = alt[alt["group"].isin(common)]
         rmse = float(np.sqrt(np.mean((alt["p_elicited"].to_numpy() - mean0.loc[alt["group"]].to_numpy()) ** 2)))
         p_value = _variant_permutation(pi0[pi0["group"].isin(common)], alt, n_perm, rng)
-        variants[v] = {"rmse": rmse, "p_value": p_value, "ratio_to_sd": rmse / sd0 if sd0 > 0 else math.inf}
+        variants[v] = {"rmse": rmse, "p_value": p_value, "ratio_to_sd": rmse / sd0 if sd0 > 0 else None}
     if not variants:
         return _result(math.nan, None, level, sd_pi0=sd0, variants={}, flags=["t3: no prompt variants"])
     m = len(variants)
@@ -648,36 +651,69 @@ METRIC_OPTIONS = {
 }
 
 
-def belief_metrics(table: pd.DataFrame, level: float = LEVEL, k: int = CMI_K, n_boot: int = N_BOOT,
-                   n_perm: int = N_PERM, t2_bins: int = T2_BINS, direction: str = "increasing",
-                   holm: str = "no", backend: str = "sklearn", context: str = "no", baseline: str = "yes",
-                   renormalise: str = "no", seed: int = 0) -> dict[str, Any]:
-    """All tests (pooled over subjects: a mixture of RUMs whose types are independent of θ is a
-    RUM) plus per-subject T1c and accuracy."""
+def _run_test(name: str, table: pd.DataFrame, level: float = LEVEL, k: int = CMI_K, n_boot: int = N_BOOT,
+              n_perm: int = N_PERM, t2_bins: int = T2_BINS, direction: str = "increasing", holm: str = "no",
+              backend: str = "sklearn", context: str = "no", baseline: str = "yes", renormalise: str = "no",
+              seed: int = 0) -> dict[str, Any]:
+    """Test ``name`` of :data:`TESTS` with the metrics options (:data:`METRIC_OPTIONS`)."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie in (0, 1), got {level}")
     renorm = renormalise == "yes"
-    metrics = {
-        "t1_cmi": t1_cmi(table, level, k=k, n_boot=n_boot, n_perm=n_perm, seed=seed, renormalise=renorm),
-        "t1_nested": t1_nested(table, level, backend=backend, context=context == "yes", n_boot=n_boot,
-                               seed=seed, renormalise=renorm),
-        "t1_lr": t1_lr(table, level, renormalise=renorm),
-        "t2": t2(table, level, t2_bins=t2_bins, direction=direction, use_holm=holm == "yes", renormalise=renorm),
-        "t3": t3(table, level, n_perm=n_perm, seed=seed),
-        "t4": t4(table, level, n_boot=n_boot, seed=seed, baseline=baseline == "yes"),
-        "accuracy": accuracy(table, level),
+    calls: dict[str, Callable[[], dict[str, Any]]] = {
+        "t1_cmi": lambda: t1_cmi(table, level, k=k, n_boot=n_boot, n_perm=n_perm, seed=seed, renormalise=renorm),
+        "t1_nested": lambda: t1_nested(table, level, backend=backend, context=context == "yes", n_boot=n_boot,
+                                       seed=seed, renormalise=renorm),
+        "t1_lr": lambda: t1_lr(table, level, renormalise=renorm),
+        "t2": lambda: t2(table, level, t2_bins=t2_bins, direction=direction, use_holm=holm == "yes",
+                         renormalise=renorm),
+        "t3": lambda: t3(table, level, n_perm=n_perm, seed=seed),
+        "t4": lambda: t4(table, level, n_boot=n_boot, seed=seed, baseline=baseline == "yes"),
+        "accuracy": lambda: accuracy(table, level),
     }
-    flags = [f for m in metrics.values() for f in m.pop("flags", [])]
+    if name not in calls:
+        raise ValueError(f"unknown belief-coherence test {name!r}; choose one of {', '.join(calls)}")
+    return calls[name]()
+
+
+def split_headline(result: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(headline, details) of one test's result: numbers, bools and undefined (``None``) values
+    are headline leaves; tables (mappings) and settings (strings) are details."""
+    head = {k: v for k, v in result.items() if v is None or isinstance(v, (bool, int, float, np.number))}
+    return head, {k: v for k, v in result.items() if k not in head and k != "flags"}
+
+
+def belief_test(name: str) -> Callable[..., dict[str, Any]]:
+    """The headline entry of test ``name`` alone: ``fn(table, **metrics options)``, the cheap path of
+    the size and power studies (one test instead of all of :func:`belief_metrics`)."""
+    def run(table: pd.DataFrame, **options: Any) -> dict[str, Any]:
+        return split_headline(_run_test(name, table, **options))[0]
+
+    run.__name__ = run.__qualname__ = f"belief_test_{name}"
+    return run
+
+
+def belief_metrics(table: pd.DataFrame, **options: Any) -> dict[str, Any]:
+    """All tests (pooled over subjects: a mixture of RUMs whose types are independent of θ is a
+    RUM) plus per-subject T1c and accuracy; ``options`` are :data:`METRIC_OPTIONS`.
+
+    ``metrics`` holds each test's numbers and bools (:func:`split_headline`), ``details`` its
+    tables and settings; the per-subject rows are split the same way."""
+    level = float(options.get("level", LEVEL))
+    results = {name: _run_test(name, table, **options) for name in TESTS}
+    flags = [f for m in results.values() for f in m.pop("flags", [])]
     incoherent = table.loc[table["phase"].isin(["belief", "lie_cond"]) & table["valid"], "coherent"]
     if len(incoherent) and not incoherent.all():
         flags.append(f"{int((~incoherent.astype(bool)).sum())} belief answers do not sum to one "
                      "(recorded as reported; see p_renormalised)")
-    if not metrics["t1_lr"]["converged"]:
+    if not results["t1_lr"]["converged"]:
         flags.append("t1_lr: a multinomial logit did not converge (separation?)")
+    split = {name: split_headline(r) for name, r in results.items()}
     per_subject = []
     for subject, part in table.groupby("subject", sort=True):
-        per_subject.append({"subject": int(subject), "t1_lr": t1_lr(part, level, renormalise=renorm),
-                            "accuracy": accuracy(part, level)})
-    return {"metrics": metrics, "per_subject": per_subject, "n_invalid": int((~table["valid"]).sum()),
-            "flags": flags}
-
+        lr = split_headline(t1_lr(part, level, renormalise=options.get("renormalise", "no") == "yes"))
+        acc = split_headline(accuracy(part, level))
+        per_subject.append({"subject": int(subject), "t1_lr": lr[0], "accuracy": acc[0],
+                            "details": {"accuracy": acc[1]}})
+    return {"metrics": {name: h for name, (h, _) in split.items()}, "per_subject": per_subject,
+            "n_invalid": int((~table["valid"]).sum()), "flags": flags,
+            "details": {name: d for name, (_, d) in split.items() if d}}

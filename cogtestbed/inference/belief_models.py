@@ -4,7 +4,11 @@ The paper estimates no utilities; these parametric forms (Yamin et al. 2026, Eq.
 loss form of §2) let a user recover a decider's parameters from the same trial table.
 
 * ``mnl``: the 4-parameter multinomial logit of the logit RUM (Eq. 3): log-odds against No are
-  α_Yes + β_Yes·p and α_Defer + β_Defer·p (u(No, ·) = 0 and the Gumbel scale absorbed).
+  m_Yes + b_Yes·(p − ½) and m_Defer + b_Defer·(p − ½) (u(No, ·) = 0 and the Gumbel scale
+  absorbed).  The belief is centred at :data:`MNL_CENTRE` so that the level ``mid_*`` and the
+  slope ``slope_*`` are nearly uncorrelated in the posterior (p spans [0, 1]; uncentred, the
+  intercept at p = 0 and the slope correlate at ≈ −0.9), which the hierarchical sampler needs;
+  α = m − b/2 and β = b give the uncentred coefficients (:func:`mnl_uncentred`).
 * ``loss``: the loss-form decider: V_No = −s·c_FN·w(p), V_Yes = −s·c_FP·(1 − w(p)),
   V_Defer = −s·c_D with TK weighting w (γ) and logit choice.  Losses are only identified up to
   scale, so they are normalised to c_FP + c_FN = 1 (:func:`normalise_loss`): parameters c_fp
@@ -67,10 +71,14 @@ def _log_softmax3(v: np.ndarray, a: int, e: np.ndarray) -> float:
     return v[a] - lse
 
 
+#: Belief at which the MNL levels are taken (the centre of the probability scale).
+MNL_CENTRE = 0.5
+
+
 @njit(cache=True)
 def mnl_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarray, p: np.ndarray
                          ) -> tuple[np.ndarray, np.ndarray]:
-    """log P(a) of the MNL (Eq. 3): utilities (0, α_Y + β_Y p, α_D + β_D p), exact gradient."""
+    """log P(a) of the MNL (Eq. 3): utilities (0, m_Y + b_Y (p − ½), m_D + b_D (p − ½)), exact gradient."""
     n = a.shape[0]
     ll = np.empty(n)
     grad = np.zeros((n, 4))
@@ -78,11 +86,12 @@ def mnl_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarr
     e = np.zeros(3)
     for t in range(n):
         s = obs_subject[t]
-        v[1] = theta[s, 0] + theta[s, 1] * p[t]
-        v[2] = theta[s, 2] + theta[s, 3] * p[t]
+        x = p[t] - MNL_CENTRE
+        v[1] = theta[s, 0] + theta[s, 1] * x
+        v[2] = theta[s, 2] + theta[s, 3] * x
         ll[t] = _log_softmax3(v, a[t], e)
-        grad[t, 0], grad[t, 1] = e[1], e[1] * p[t]
-        grad[t, 2], grad[t, 3] = e[2], e[2] * p[t]
+        grad[t, 0], grad[t, 1] = e[1], e[1] * x
+        grad[t, 2], grad[t, 3] = e[2], e[2] * x
     return ll, grad
 
 
@@ -136,16 +145,23 @@ class _DecisionModel(CognitiveModel):
         return int(data.a.size)
 
 
+#: Prior SDs of the MNL (weakly informative, on the log-odds scale): a level within ±6 (odds
+#: 1:400 to 400:1 at ½) and a slope within ±20 over the unit belief range at two SDs (the
+#: paper's quick-simulation decider, slope 24, lies at 2.4 SD).  Wider priors put most of the
+#: prior's deciders where one action is never chosen, and the likelihood is then one-sided.
+MNL_LEVEL_SD, MNL_SLOPE_SD = 3.0, 10.0
+
+
 class MNLModel(_DecisionModel):
     """The 4-parameter multinomial logit (Eq. 3): a concave log-likelihood, one start suffices."""
 
     name: ClassVar[str] = "mnl"
     parameters: ClassVar[ParameterSet] = ParameterSet(tuple(
-        Parameter(n, -100.0, 100.0, d, desc, prior_mean=0.0, prior_sd=15.0) for n, d, desc in (
-            ("alpha_yes", -12.0, "log-odds of Yes vs No at p = 0"),
-            ("beta_yes", 24.0, "slope in p of the Yes vs No log-odds"),
-            ("alpha_defer", -3.6, "log-odds of Defer vs No at p = 0"),
-            ("beta_defer", 12.0, "slope in p of the Defer vs No log-odds"))), "mnl")
+        Parameter(n, -100.0, 100.0, d, desc, prior_mean=0.0, prior_sd=sd) for n, d, desc, sd in (
+            ("mid_yes", 0.0, "log-odds of Yes vs No at p = 1/2", MNL_LEVEL_SD),
+            ("slope_yes", 24.0, "slope in p of the Yes vs No log-odds", MNL_SLOPE_SD),
+            ("mid_defer", 2.4, "log-odds of Defer vs No at p = 1/2", MNL_LEVEL_SD),
+            ("slope_defer", 12.0, "slope in p of the Defer vs No log-odds", MNL_SLOPE_SD))), "mnl")
     grid_points: ClassVar[int] = 3
     n_starts: ClassVar[int] = 1
 
@@ -184,8 +200,20 @@ def generating_values(agent: str, params: Mapping[str, float]) -> dict[str, floa
     from cogtestbed.agents.belief import mnl_coefficients
 
     if agent in ("logit-rum",):
-        return {k: float(v) for k, v in mnl_coefficients(params, params["scale"]).items()}
+        return {k: float(v) for k, v in mnl_centred(mnl_coefficients(params, params["scale"])).items()}
     if agent == "loss-rum":
         out = normalise_loss(params["c_fp"], params["c_fn"], params["c_d"], params["scale"])
         return {**{k: float(v) for k, v in out.items()}, "gamma": float(params["gamma"])}
     raise ValueError(f"no model parameters for agent {agent!r} (logit-rum or loss-rum)")
+
+
+def mnl_centred(coef: Mapping[str, Any]) -> dict[str, Any]:
+    """MNL levels at p = ½ and slopes from the uncentred α_a (at p = 0), β_a."""
+    return {f"{k}_{a}": v for a in ("yes", "defer") for k, v in (
+        ("mid", coef[f"alpha_{a}"] + MNL_CENTRE * coef[f"beta_{a}"]), ("slope", coef[f"beta_{a}"]))}
+
+
+def mnl_uncentred(theta: Mapping[str, Any]) -> dict[str, Any]:
+    """The uncentred α_a (log-odds at p = 0), β_a of the centred MNL parameters."""
+    return {f"{k}_{a}": v for a in ("yes", "defer") for k, v in (
+        ("alpha", theta[f"mid_{a}"] - MNL_CENTRE * theta[f"slope_{a}"]), ("beta", theta[f"slope_{a}"]))}

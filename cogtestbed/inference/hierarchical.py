@@ -356,19 +356,41 @@ class Diagnostics:
 
     @property
     def ok(self) -> bool:
+        """Whether every check passes: R-hat, bulk ESS, tail ESS and no divergences."""
         return not self.problems
+
+    @property
+    def ess_floor(self) -> int:
+        """The bulk and tail ESS every free variable needs (:data:`ESS_MIN_PER_CHAIN` per chain)."""
+        return ESS_MIN_PER_CHAIN * self.n_chains
+
+    @property
+    def verdict(self) -> str:
+        """``"converged"``, or ``"NOT converged: "`` followed by every failed check."""
+        return "converged" if self.ok else "NOT converged: " + "; ".join(self.problems)
+
+    def report(self) -> str:
+        """One line stating all four checks with their thresholds, and the verdict."""
+        return (f"max R-hat {self.max_rhat:.4f} (<= {RHAT_MAX}), min bulk ESS {self.min_ess_bulk:.0f} and min "
+                f"tail ESS {self.min_ess_tail:.0f} (>= {self.ess_floor}), {self.divergences} divergences (0): "
+                f"{self.verdict}")
+
+    def columns(self) -> dict[str, Any]:
+        """The checked values and the verdict, for a row of a results table."""
+        return {"max_rhat": self.max_rhat, "min_ess_bulk": self.min_ess_bulk, "min_ess_tail": self.min_ess_tail,
+                "divergences": self.divergences, "converged": self.ok}
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "max_rhat": self.max_rhat,
-            "min_ess_bulk": self.min_ess_bulk,
-            "min_ess_tail": self.min_ess_tail,
-            "divergences": self.divergences,
+            **self.columns(),
             "chains": self.n_chains,
             "draws": self.n_draws,
             "seconds": self.seconds,
             "sampler": self.sampler,
             "ok": self.ok,
+            "rhat_max": RHAT_MAX,
+            "ess_floor": self.ess_floor,
+            "verdict": self.verdict,
             "problems": self.problems,
         }
 

@@ -53,12 +53,12 @@ BETA = Parameter.positive("beta", 5.0, upper=BETA_MAX, description="softmax inve
 # ----------------------------------------------------------------------------- kernels
 @njit(cache=True, inline="always")
 def prob_arm0(beta: float, v0: float, v1: float) -> float:
-    """P(arm 0) = σ(β·(v0 − v1)), evaluated without overflow."""
+    """P(arm 0) = σ(β·(v0 − v1)), evaluated without overflow: with e = exp(−|x|), 1 / (1 + e)
+    for x ≥ 0 and e / (1 + e) below, one exponential and a select instead of a branch (the
+    same floating-point operations as the two-branch form, so the same bits)."""
     x = beta * (v0 - v1)
-    if x >= 0.0:
-        return 1.0 / (1.0 + np.exp(-x))
-    e = np.exp(x)
-    return e / (1.0 + e)
+    e = np.exp(-abs(x))
+    return (1.0 if x >= 0.0 else e) / (1.0 + e)
 
 
 @njit(cache=True, inline="always")

@@ -752,6 +752,6 @@ def w_prior_hierarchy(trials: pd.DataFrame, draws: int = 1000, tune: int = 1000,
         "p_delta_w_positive": {c: float((gam[:, j] > 0).mean()) for j, c in enumerate(conds)},
         "gamma": {c: {"mean": float(gam[:, j].mean()), "lo": float(np.quantile(gam[:, j], 0.05)),
                       "hi": float(np.quantile(gam[:, j], 0.95))} for j, c in enumerate(conds)},
-        "diagnostics": {"max_rhat": d.max_rhat, "min_ess_bulk": d.min_ess_bulk, "min_ess_tail": d.min_ess_tail,
-                        "divergences": d.divergences, "ok": d.ok, "sampler": d.sampler, "seconds": d.seconds},
+        "diagnostics": {**d.columns(), "ok": d.ok, "verdict": d.verdict, "sampler": d.sampler,
+                        "seconds": d.seconds},
     }

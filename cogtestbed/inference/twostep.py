@@ -336,28 +336,33 @@ def stay_design(trials: pd.DataFrame, valid_only: bool = False) -> tuple[np.ndar
 
     Runs are the table's subjects (in order of appearance, as ``df.run.unique()``).
     """
-    xs, ys = [], []
-    for _, df in trials.groupby("subject", sort=False):
-        df = df.sort_values(["session", "trial"], kind="stable")
-        a1 = pd.to_numeric(df["action"], errors="coerce").to_numpy(dtype=np.float64)
-        planet = pd.to_numeric(df["planet"], errors="coerce").to_numpy(dtype=np.float64)
-        planet = np.where(planet < 0, np.nan, planet)
-        r = df["reward"].to_numpy(dtype=np.float64)
-        # NaN compares unequal to everything, like CogBench's object-array comparisons
-        stay = (a1[1:] == a1[:-1]).astype(np.float64)
-        common = a1[:-1] == planet[:-1]
-        reward = r[:-1]
-        keep = ~np.isnan(reward)
-        if valid_only:
-            v = df["valid"].to_numpy(dtype=bool)
-            keep &= v[:-1] & v[1:]
-        rc = np.where(reward == 0, -1.0, reward)[keep]
-        cc = np.where(common, 1.0, -1.0)[keep]
-        xs.append(np.column_stack([np.ones(rc.size), rc, cc, rc * cc]))
-        ys.append(stay[keep])
-    if not xs:
-        return np.empty((0, 4)), np.empty(0)
-    return np.concatenate(xs), np.concatenate(ys)
+    x, y, both_valid = stay_pairs(trials)
+    return (x[both_valid], y[both_valid]) if valid_only else (x, y)
+
+
+def stay_pairs(trials: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(X, y, both_valid) of every consecutive pair of trials of a run with a recorded reward.
+
+    One pass over the whole table: rows are ordered by run (in order of appearance), session and
+    trial (stable), and pairs that straddle two runs are dropped.  ``both_valid`` marks the pairs
+    whose two answers parsed (the ``valid_only`` variant).
+    """
+    run = pd.factorize(trials["subject"], sort=False)[0]
+    order = np.lexsort((trials["trial"].to_numpy(), trials["session"].to_numpy(), run))
+    a1 = pd.to_numeric(trials["action"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)[order]
+    planet = pd.to_numeric(trials["planet"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)[order]
+    planet = np.where(planet < 0, np.nan, planet)
+    r = trials["reward"].to_numpy(dtype=np.float64, na_value=np.nan)[order]
+    v = trials["valid"].to_numpy(dtype=bool)[order]
+    # NaN compares unequal to everything, like CogBench's object-array comparisons
+    stay = (a1[1:] == a1[:-1]).astype(np.float64)
+    common = a1[:-1] == planet[:-1]
+    reward = r[:-1]
+    keep = ~np.isnan(reward) & (run[order][1:] == run[order][:-1])
+    rc = np.where(reward == 0, -1.0, reward)[keep]
+    cc = np.where(common, 1.0, -1.0)[keep]
+    x = np.column_stack([np.ones(rc.size), rc, cc, rc * cc])
+    return x, stay[keep], (v[:-1] & v[1:])[keep]
 
 
 def ols(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
@@ -377,7 +382,11 @@ def ols(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
 
 def stay_regression(trials: pd.DataFrame, valid_only: bool = False) -> dict[str, Any]:
     """CogBench's pooled stay regression; ``model_basedness`` = the interaction coefficient."""
-    x, y = stay_design(trials, valid_only)
+    return regression_summary(*stay_design(trials, valid_only))
+
+
+def regression_summary(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """The stay regression's coefficients, counts and flags from its pooled (X, y)."""
     fit = ols(x, y)
     b, se = fit["params"], fit["bse"]
     flags = []
@@ -395,21 +404,27 @@ def stay_regression(trials: pd.DataFrame, valid_only: bool = False) -> dict[str,
     }
 
 
+def _per_run(trials: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each run's mean treasure (pandas' skip-NaN mean of its rows), trial and invalid counts."""
+    invalid = ~trials["valid"].astype(bool)
+    grouped = pd.DataFrame({"reward": trials["reward"], "invalid": invalid, "subject": trials["subject"]}
+                           ).groupby("subject", sort=True)
+    mean = grouped["reward"].agg(lambda r: float(r.mean()))
+    size, n_invalid = grouped.size(), grouped["invalid"].sum()
+    return [{"run": int(subject) if isinstance(subject, (int, np.integer)) else subject,
+             "performance": float(mean[subject]), "n_trials": int(size[subject]),
+             "n_invalid": int(n_invalid[subject])} for subject in mean.index]
+
+
 def cogbench_metrics(trials: pd.DataFrame) -> MetricsResult:
     """CogBench's two-step scores (pooled over runs, as store.py): performance, model_basedness.
 
     ``per_run`` lists each run's mean treasure and counts; CogBench fits no per-run score.
     """
-    reg = stay_regression(trials)
-    valid_only = stay_regression(trials, valid_only=True)
-    per_run = []
-    for subject, df in trials.groupby("subject", sort=True):
-        per_run.append({
-            "run": int(subject) if isinstance(subject, (int, np.integer)) else subject,
-            "performance": float(df["reward"].mean()),
-            "n_trials": len(df),
-            "n_invalid": int((~df["valid"].astype(bool)).sum()),
-        })
+    x, y, both_valid = stay_pairs(trials)
+    reg = regression_summary(x, y)
+    valid_only = regression_summary(x[both_valid], y[both_valid])
+    per_run = _per_run(trials)
     n_invalid = int((~trials["valid"].astype(bool)).sum())
     metrics: dict[str, Any] = {
         "performance": float(trials["reward"].mean()),

@@ -77,9 +77,18 @@ class Attempt:
     score_method: str | None = None
     score_n: int | None = None
     mass_outside: float | None = None
+    #: Retries the call needed (HTTP 429/5xx, dropped connections), and each one's error and wait
+    #: as a JSON list.
+    retries: int = 0
+    retry_log: str | None = None
 
     def as_row(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def retry_fields(gen: Generation) -> dict[str, Any]:
+    """The :class:`Attempt` fields of the retries a generation needed."""
+    return {"retries": len(gen.retries), "retry_log": json.dumps(gen.retries) if gen.retries else None}
 
 
 def top_logprobs_json(gen: Generation) -> str | None:
@@ -156,7 +165,7 @@ class LLMAgent:
             self.attempts.append(Attempt(
                 self.subject, step, attempt, _as_text(req.prompt), gen.text, parsed.ok,
                 parsed.error, gen.cached, gen.prompt_tokens, gen.completion_tokens,
-                gen.finish_reason, top_logprobs=top_logprobs_json(gen),
+                gen.finish_reason, top_logprobs=top_logprobs_json(gen), **retry_fields(gen),
             ))
             if parsed.ok:
                 self.env.record_response(gen.text, None)
@@ -209,6 +218,7 @@ class LLMAgent:
                 parsed.error if index is None else None, gen.cached, gen.prompt_tokens,
                 gen.completion_tokens, gen.finish_reason, kind="sample",
                 top_logprobs=top_logprobs_json(gen), continuations=list(response.continuations),
+                **retry_fields(gen),
             ))
         try:
             answer = ScoredAnswer.from_counts(counts, n_drawn=response.n_samples)

@@ -18,6 +18,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from cogtestbed.llm_adapters.base import (
+    BackendError,
     BackendUnavailable,
     GenerateRequest,
     Generation,
@@ -26,6 +27,7 @@ from cogtestbed.llm_adapters.base import (
     image_media_type,
     message_images,
 )
+from cogtestbed.llm_adapters.openai_client import redact_url
 from cogtestbed.llm_adapters.retry import RetryPolicy, call_with_retries
 
 
@@ -61,6 +63,8 @@ class AnthropicClient(LLMClient):
             import anthropic
         except ImportError as exc:  # pragma: no cover - exercised only without the extra
             raise BackendUnavailable("the anthropic backend needs: pip install 'cogtestbed[llm]'") from exc
+        if not timeout > 0:
+            raise ValueError(f"--timeout must be a positive number of seconds, got {timeout:g}")
         self._anthropic = anthropic
         self.model = model
         self.base_url = base_url
@@ -100,8 +104,12 @@ class AnthropicClient(LLMClient):
         if stops:
             kwargs["stop_sequences"] = stops
         errors = (self._anthropic.APIConnectionError,)
-        resp = await call_with_retries(lambda: client.messages.create(**kwargs), self.retry, errors,
-                                       lambda e, d: self.retries.append((type(e).__name__, d)))
+        try:
+            resp = await call_with_retries(lambda: client.messages.create(**kwargs), self.retry, errors,
+                                           lambda e, d: self.retries.append((type(e).__name__, d)))
+        except BackendError as exc:
+            where = redact_url(self.base_url) or "api.anthropic.com"
+            raise BackendError(f"{self.spec} at {where}: {exc}", exc.status) from exc.__cause__
         text = "".join(getattr(block, "text", "") for block in resp.content)
         text, _ = apply_stop(text, request.stop)
         return Generation(

@@ -39,6 +39,22 @@ Prompt = str | Sequence[Message]
 
 T = TypeVar("T")
 
+#: Default retry window of hosted backends, in seconds (``--retry-for``): rides out a two-minute
+#: outage or rate-limit episode.
+DEFAULT_RETRY_WINDOW = 120.0
+#: Tokens a chat template or a tokenizer may add around a whole prompt (BOS/EOS, a default system
+#: prompt some templates inject, the generation prompt): the fixed part of
+#: :meth:`LLMClient.prompt_token_bound` where the model's tokenizer is unknown.
+PROMPT_OVERHEAD_TOKENS = 64
+#: Tokens a tokenizer may add around a raw (completions) prompt: BOS/EOS and a SentencePiece
+#: dummy prefix.
+RAW_PROMPT_OVERHEAD_TOKENS = 4
+#: Tokens a chat template may add per message (role markers, separators).
+MESSAGE_OVERHEAD_TOKENS = 8
+#: Tokens one image may cost where the provider's tiling is unknown (high-detail tiles of hosted
+#: models stay below ~2,500; LLaVA-NeXT's any-resolution grids below ~3,000).
+IMAGE_TOKEN_BOUND = 4096
+
 
 class LLMError(RuntimeError):
     """An LLM backend failed in a way retries did not cure."""
@@ -50,6 +66,15 @@ class ScoringNotSupported(LLMError):
 
 class BackendUnavailable(LLMError):
     """The backend's optional dependency or credentials are missing."""
+
+
+class BackendError(LLMError):
+    """The backend refused or failed a call and retries did not help (``status``: the HTTP status,
+    None for a connection that never answered)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def freeze_prompt(prompt: Prompt) -> str | tuple[tuple[tuple[str, str], ...], ...]:
@@ -187,10 +212,13 @@ class Generation:
     logprobs: list[TokenLogprob] | None = None
     #: Set by the response cache: True when this came from the cache (no backend call).
     cached: bool = False
+    #: Set by the response cache: the retries this call needed (``"<error>; waited <s>s"``).
+    retries: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("cached")
+        d.pop("retries")
         return d
 
     @classmethod
@@ -355,9 +383,31 @@ class LLMClient(ABC):
     def check_ready(self) -> None:  # noqa: B027 - local backends are always ready
         """Raise :class:`BackendUnavailable` now if a call could not be made (e.g. no key)."""
 
+    async def apreflight(self) -> None:  # noqa: B027 - local backends need no probe
+        """Raise :class:`BackendError` before a run if the backend cannot serve the model."""
+
     def count_tokens(self, text: str) -> tuple[int, bool]:
         """(number of tokens in ``text``, whether the count is exact); default ≈ 4 chars/token."""
         return max(1, round(len(text) / 4)), False
+
+    def prompt_token_bound(self, prompt: Prompt) -> int:
+        """An upper bound on the prompt tokens the backend will bill for ``prompt`` (what a budget
+        books before a call).
+
+        Default, for a tokenizer that is not known here: one token per UTF-8 byte of the text —
+        byte-level BPE and SentencePiece with byte fallback never make a token of less than one
+        byte — plus :data:`RAW_PROMPT_OVERHEAD_TOKENS` for a raw prompt to a completion model, or
+        :data:`PROMPT_OVERHEAD_TOKENS`, :data:`MESSAGE_OVERHEAD_TOKENS` per chat message and
+        :data:`IMAGE_TOKEN_BOUND` per image.  Backends that know their tokenizer override it with
+        an exact count.
+        """
+        if isinstance(prompt, str) and not self.chat:
+            return len(prompt.encode()) + RAW_PROMPT_OVERHEAD_TOKENS
+        if isinstance(prompt, str):
+            prompt = [{"role": "user", "content": prompt}]
+        return PROMPT_OVERHEAD_TOKENS + sum(
+            len(str(m["content"]).encode()) + MESSAGE_OVERHEAD_TOKENS
+            + IMAGE_TOKEN_BOUND * len(message_images(m)) for m in prompt)
 
     # -- synchronous wrappers ----------------------------------------------------------
     def generate(

@@ -14,7 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,9 +29,24 @@ from cogtestbed.llm_adapters.base import (
     ScoreResult,
     canonical_json,
 )
-from cogtestbed.llm_adapters.limits import Budget, RateLimiter
+from cogtestbed.llm_adapters.limits import Budget, Need, RateLimiter
+from cogtestbed.llm_adapters.retry import RETRY_LOG
 
 CACHE_FORMAT = 1
+
+
+@dataclass
+class SubjectTicket:
+    """The subject whose calls the current task makes: admitted to the budget, for its
+    ``remaining()`` worst case, at its first call that is not in the cache."""
+
+    index: int
+    remaining: Callable[[], Need]
+    admitted: bool = False
+
+
+#: The subject of the running task (set by the runner; None outside a run).
+CURRENT_SUBJECT: ContextVar[SubjectTicket | None] = ContextVar("cogtestbed_subject", default=None)
 
 
 def cache_key(client: LLMClient, request: GenerateRequest) -> str:
@@ -93,9 +110,10 @@ class ResponseCache:
 class CachedClient(LLMClient):
     """Wraps a backend with the cache, the budget and the rate limits.
 
-    A cached response costs nothing and waits for nothing; a new call first books its worst-case
-    cost with the :class:`Budget` (which raises :class:`BudgetExhausted` to stop the run), then
-    waits for the :class:`RateLimiter`, then calls the backend and stores the response.
+    A cached response costs nothing and waits for nothing; a new call first admits its subject
+    (:data:`CURRENT_SUBJECT`) to the :class:`Budget` if it is not yet admitted, books its
+    worst-case cost (which raises :class:`BudgetExhausted` to stop the run), then waits for the
+    :class:`RateLimiter`, then calls the backend and stores the response.
     """
 
     def __init__(self, inner: LLMClient, cache: ResponseCache, budget: Budget | None = None,
@@ -118,21 +136,35 @@ class CachedClient(LLMClient):
         if stored is not None:
             self.hits += 1
             return Generation.from_json(stored, cached=True)
-        estimate, _ = self.inner.count_tokens(request.prompt_text)
-        booking = self.budget.reserve(estimate, request.max_tokens)
+        bound = self.inner.prompt_token_bound(request.prompt)
+        booking = self.budget.reserve(bound, request.max_tokens, await self._admitted())
         ok = False
-        usage = (estimate, request.max_tokens)
+        usage = (bound, request.max_tokens)
+        retries: list[str] = []
+        token = RETRY_LOG.set(retries)
         try:
-            await self.limiter.acquire(estimate + request.max_tokens)
+            await self.limiter.acquire(bound + request.max_tokens)
             generation = await self.inner.agenerate(request)
-            usage = (generation.prompt_tokens if generation.prompt_tokens is not None else estimate,
+            usage = (generation.prompt_tokens if generation.prompt_tokens is not None else bound,
                      generation.completion_tokens if generation.completion_tokens is not None
                      else request.max_tokens)
             self.cache.put(key, self.inner, request, generation)
+            generation.retries = retries
             ok = True
         finally:
+            RETRY_LOG.reset(token)
             self.budget.settle(booking, *usage, succeeded=ok)
         return generation
+
+    async def _admitted(self) -> int | None:
+        """Admit the current subject to a limited budget before its first new call; its index."""
+        ticket = CURRENT_SUBJECT.get()
+        if ticket is None:
+            return None
+        if self.budget.limited and not ticket.admitted:
+            await self.budget.admit(ticket.index, ticket.remaining())
+            ticket.admitted = True
+        return ticket.index
 
     async def ascore(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
         """A score call through the cache and the budget (one call; its prompt tokens are the
@@ -142,10 +174,8 @@ class CachedClient(LLMClient):
         if stored is not None:
             self.hits += 1
             return ScoreResult.from_json(stored, cached=True)
-        text = context if isinstance(context, str) else "\n".join(str(m["content"]) for m in context)
-        per, _ = self.inner.count_tokens(text)
-        estimate = per * len(continuations)
-        booking = self.budget.reserve(estimate, 0)
+        estimate = self.score_token_bound(context, continuations)
+        booking = self.budget.reserve(estimate, len(continuations), await self._admitted())
         ok = False
         try:
             await self.limiter.acquire(estimate)
@@ -153,8 +183,17 @@ class CachedClient(LLMClient):
             self.cache.put_json(key, self.inner, request, result.to_json())
             ok = True
         finally:
-            self.budget.settle(booking, estimate, 0, succeeded=ok)
+            self.budget.settle(booking, estimate, len(continuations), succeeded=ok)
         return result
+
+    def score_token_bound(self, context: Prompt, continuations: Sequence[str]) -> int:
+        """Prompt tokens of a score call, bounded: context and continuation once per continuation
+        (a server scores each continuation with its own request)."""
+        longest = max((len(c.encode()) for c in continuations), default=0)
+        return (self.inner.prompt_token_bound(context) + longest) * len(continuations)
+
+    def prompt_token_bound(self, prompt: Prompt) -> int:
+        return self.inner.prompt_token_bound(prompt)
 
     def count_tokens(self, text: str) -> tuple[int, bool]:
         return self.inner.count_tokens(text)

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cogtestbed.llm_adapters.base import (
+    IMAGE_TOKEN_BOUND,
     BackendUnavailable,
     ContinuationScore,
     GenerateRequest,
@@ -227,13 +228,18 @@ class HFClient(LLMClient):
         torch_dtype: Any = (torch.bfloat16 if device.startswith("cuda") else torch.float32) \
             if dtype == "auto" else getattr(torch, dtype)
         processor = None
-        if _is_image_text_to_text(name):
-            processor = AutoProcessor.from_pretrained(name)
-            tokenizer = processor.tokenizer
-            model = AutoModelForImageTextToText.from_pretrained(name, dtype=torch_dtype)
-        else:
-            tokenizer = AutoTokenizer.from_pretrained(name)
-            model = AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype)
+        try:
+            if _is_image_text_to_text(name):
+                processor = AutoProcessor.from_pretrained(name)
+                tokenizer = processor.tokenizer
+                model = AutoModelForImageTextToText.from_pretrained(name, dtype=torch_dtype)
+            else:
+                tokenizer = AutoTokenizer.from_pretrained(name)
+                model = AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype)
+        except (OSError, ValueError, KeyError) as exc:  # unknown id, no network, not a causal LM
+            first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+            raise BackendUnavailable(f"hf:{name}: cannot load the model ({first}); give a hub id or a "
+                                     "local directory, or hf:tiny-random") from None
         revision = getattr(model.config, "_commit_hash", None) or ""
         return cls(model, tokenizer, name, chat=chat, device=device,
                    fingerprint=f"{revision}:{torch_dtype}", processor=processor)
@@ -270,6 +276,13 @@ class HFClient(LLMClient):
 
     def count_tokens(self, text: str) -> tuple[int, bool]:
         return len(self.encode(text)), True
+
+    def prompt_token_bound(self, prompt: Prompt) -> int:
+        """Exact: the tokens of the rendered prompt (chat template included), plus
+        :data:`~cogtestbed.llm_adapters.base.IMAGE_TOKEN_BOUND` per image."""
+        images = 0 if isinstance(prompt, str) else sum(len(message_images(m)) for m in prompt)
+        rendered = self.render(prompt)
+        return len(self.encode(rendered, rendered_chat=self.chat)) + IMAGE_TOKEN_BOUND * images
 
     # -- generate --------------------------------------------------------------------------
     async def agenerate(self, request: GenerateRequest, *, raw: bool = False) -> Generation:

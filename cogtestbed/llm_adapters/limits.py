@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import json
+import math
 import os
 import time
 import tomllib
+import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -109,50 +113,249 @@ class PriceTable:
         return self.entries[max(matches, key=len)] if matches else None
 
 
-class Budget:
-    """Counts new (uncached) calls, tokens and cost; refuses a call that could break a limit.
+#: Share of a subject's simulated worst-case prompt tokens added when it is admitted: the
+#: simulation answers every step validly (random actions), so a real history whose answers render
+#: longer still fits its reservation.
+SUBJECT_PROMPT_MARGIN = 0.25
 
-    Before a call, :meth:`reserve` books its worst case (the estimated prompt tokens plus
-    ``max_tokens`` of output); :meth:`settle` replaces the booking by the reported usage.  So
-    ``max_cost`` holds even with many calls in flight, up to the accuracy of the prompt-token
-    estimate.
+
+@dataclass(frozen=True)
+class Need:
+    """A worst case: new calls and USD (``usd`` is 0 without a price)."""
+
+    calls: float = 0.0
+    usd: float = 0.0
+
+    def __add__(self, other: Need) -> Need:
+        return Need(self.calls + other.calls, self.usd + other.usd)
+
+    def __sub__(self, other: Need) -> Need:
+        return Need(self.calls - other.calls, self.usd - other.usd)
+
+    def clip(self) -> Need:
+        return Need(max(0.0, self.calls), max(0.0, self.usd))
+
+    def covers(self, other: Need) -> bool:
+        return other.calls <= self.calls + 1e-9 and other.usd <= self.usd + 1e-12
+
+
+@dataclass
+class Booking:
+    """One call's worst case, booked before the call: ``held`` of it came from its subject's
+    admission, the rest from the free budget."""
+
+    worst: Need
+    subject: int | None
+    held: Need
+    ledger_id: str
+
+
+@dataclass
+class Spend:
+    """What a run directory has paid for so far (all invocations)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+
+class Budget:
+    """The call and cost limits of a run, never exceeded (neither by a call nor by a subject).
+
+    Invariant, checked before every booking: ``spent + booked + held <= limit`` in calls and in
+    USD, where ``booked`` are the worst cases of the calls in flight and ``held`` the unused
+    admissions of running subjects.
+
+    * **A call** books its worst case before it is made — the prompt's token upper bound
+      (:meth:`LLMClient.prompt_token_bound`: exact where the model's tokenizer is known, else the
+      conservative bound documented there) plus ``max_tokens`` of output — and :meth:`settle`
+      replaces the booking by the usage the backend reports.  A reported usage above the
+      booking (a server that ignores ``max_tokens``) stops the run at once.
+    * **A subject** is admitted (:meth:`admit`) at its first call that is not in the cache, for its
+      whole remaining worst case; admissions are decided in subject order, and a subject that does
+      not fit waits for running subjects to give back what they did not use, and is refused only
+      when nothing is running.  So the budget is never spent on a subject that cannot finish.
+      Calls of an admitted subject draw on its admission.
+    * ``spent`` carries the earlier invocations of a run directory (``--resume`` continues the
+      same budget); ``ledger`` receives one JSON event per booking and per settlement, so that a
+      killed run's in-flight calls are charged at their worst case when it resumes.
     """
 
     def __init__(self, max_calls: int | None = None, max_cost: float | None = None,
-                 price: Price | None = None) -> None:
+                 price: Price | None = None, spent: Spend | None = None,
+                 ledger: Callable[[dict[str, object]], None] | None = None) -> None:
         if max_cost is not None and price is None:
             raise ValueError("--max-cost needs a price for the model: add it to the price table "
                              "(--prices FILE)")
         self.max_calls, self.max_cost, self.price = max_calls, max_cost, price
-        self.calls = self.in_flight = 0
-        self.prompt_tokens = self.completion_tokens = 0
-        self.cost = self.reserved = 0.0
+        self.spent = spent or Spend()
+        self.ledger = ledger
+        #: This invocation's new calls and usage (the run's totals are in ``spent``).
+        self.calls = self.prompt_tokens = self.completion_tokens = 0
+        self.cost = 0.0
+        self.booked = Need()
+        self.held: dict[int, Need] = {}
         self.stopped: str | None = None
+        self._next_id = 0
+        self._token = uuid.uuid4().hex[:12]  # ledger ids unique across invocations
+        self._resolved: set[int] = set()
+        self._closed = False
+        self._changed: asyncio.Condition | None = None
 
-    def reserve(self, prompt_tokens: int, max_tokens: int) -> float:
-        worst = self.price.cost(prompt_tokens, max_tokens) if self.price else 0.0
-        if self.max_calls is not None and self.calls + self.in_flight >= self.max_calls:
-            self.stopped = f"max_calls={self.max_calls} reached"
-        elif self.max_cost is not None and self.cost + self.reserved + worst > self.max_cost:
-            self.stopped = f"max_cost={self.max_cost} would be exceeded"
-        if self.stopped:
+    # -- limits ------------------------------------------------------------------------------
+    @property
+    def limited(self) -> bool:
+        return self.max_calls is not None or self.max_cost is not None
+
+    @property
+    def limit(self) -> Need:
+        return Need(math.inf if self.max_calls is None else float(self.max_calls),
+                    math.inf if self.max_cost is None else float(self.max_cost))
+
+    def committed(self) -> Need:
+        held = sum(self.held.values(), Need())
+        return Need(self.spent.calls, self.spent.cost) + self.booked + held
+
+    def free(self) -> Need:
+        """What no call and no subject has claimed yet."""
+        return (self.limit - self.committed()).clip()
+
+    def call_cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return self.price.cost(prompt_tokens, completion_tokens) if self.price else 0.0
+
+    def worst(self, prompt_tokens: int, max_tokens: int) -> Need:
+        return Need(1.0, self.call_cost(prompt_tokens, max_tokens))
+
+    def describe(self, need: Need) -> str:
+        """``need`` in words: its calls, and its cost where the model has a price (an unlimited
+        dimension of what is left reads "unlimited")."""
+        calls = "unlimited calls" if math.isinf(need.calls) else f"{need.calls:.0f} calls"
+        if self.price is None:
+            return calls
+        usd = "unlimited USD" if math.isinf(need.usd) else f"${need.usd:.4f}"
+        return f"{calls}, {usd}"
+
+    # -- subjects ----------------------------------------------------------------------------
+    def _condition(self) -> asyncio.Condition:
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    async def admit(self, subject: int, need: Need) -> None:
+        """Hold ``need`` for ``subject`` (see class docstring); :class:`BudgetExhausted` if it can
+        never fit.  Lower-numbered subjects are decided first, so the same budget admits the same
+        subjects whatever the concurrency."""
+        cond = self._condition()
+        async with cond:
+            await cond.wait_for(lambda: all(j in self._resolved for j in range(subject)))
+            while True:
+                if not self._closed and self.free().covers(need):
+                    self.held[subject] = need
+                    self._resolved.add(subject)
+                    cond.notify_all()
+                    return
+                if self._closed or not self.held:  # nothing running will give anything back
+                    self._closed = True
+                    self._resolved.add(subject)
+                    cond.notify_all()
+                    self.stopped = self.stopped or (
+                        f"budget: subject {subject} needs up to {self.describe(need)} and "
+                        f"{self.describe(self.free())} is left (max_calls={self.max_calls}, "
+                        f"max_cost={self.max_cost})")
+                    raise BudgetExhausted(self.stopped)
+                await cond.wait()
+
+    async def finish(self, subject: int) -> None:
+        """``subject`` is done (complete or stopped): give back what it held."""
+        cond = self._condition()
+        async with cond:
+            self.held.pop(subject, None)
+            self._resolved.add(subject)
+            cond.notify_all()
+
+    # -- calls -------------------------------------------------------------------------------
+    def reserve(self, prompt_tokens: int, max_tokens: int, subject: int | None = None) -> Booking:
+        """Book one call's worst case (``prompt_tokens`` must be an upper bound)."""
+        worst = self.worst(prompt_tokens, max_tokens)
+        held = Need()
+        if subject is not None and subject in self.held:
+            held = Need(min(worst.calls, self.held[subject].calls), min(worst.usd, self.held[subject].usd))
+        extra = worst - held
+        if self.stopped and self.stopped.startswith("overrun"):
             raise BudgetExhausted(self.stopped)
-        self.in_flight += 1
-        self.reserved += worst
-        return worst
+        if not self.free().covers(extra):
+            self.stopped = self.stopped or (
+                f"max_calls={self.max_calls} reached" if extra.calls > self.free().calls + 1e-9
+                else f"max_cost={self.max_cost} would be exceeded")
+            raise BudgetExhausted(self.stopped)
+        if subject is not None and subject in self.held:
+            self.held[subject] = self.held[subject] - held
+        self.booked = self.booked + worst
+        booking = Booking(worst, subject, held, f"{self._token}-{self._next_id}")
+        self._next_id += 1
+        self._log({"id": booking.ledger_id, "reserve_usd": worst.usd})
+        return booking
 
-    def settle(self, booking: float, prompt_tokens: int, completion_tokens: int,
+    def settle(self, booking: Booking, prompt_tokens: int, completion_tokens: int,
                succeeded: bool) -> None:
-        self.in_flight -= 1
-        self.reserved -= booking
+        """Replace the booking by the reported usage (a failed call is not billed)."""
+        self.booked = (self.booked - booking.worst).clip()
+        real = Need(1.0, self.call_cost(prompt_tokens, completion_tokens)) if succeeded else Need()
         if succeeded:
             self.calls += 1
             self.prompt_tokens += prompt_tokens
             self.completion_tokens += completion_tokens
-            if self.price:
-                self.cost += self.price.cost(prompt_tokens, completion_tokens)
+            self.cost += real.usd
+            self.spent.calls += 1
+            self.spent.prompt_tokens += prompt_tokens
+            self.spent.completion_tokens += completion_tokens
+            self.spent.cost += real.usd
+        if real.usd > booking.worst.usd + 1e-12:
+            self.stopped = (f"overrun: a call cost ${real.usd:.6f}, above its booked worst case "
+                            f"${booking.worst.usd:.6f} (the server reported more tokens than the bound)")
+        # what the call did not use goes back to its subject's admission
+        if booking.subject is not None and booking.subject in self.held:
+            back = Need(min(booking.held.calls, (booking.worst - real).clip().calls),
+                        min(booking.held.usd, (booking.worst - real).clip().usd))
+            self.held[booking.subject] = self.held[booking.subject] + back
+        self._log({"id": booking.ledger_id, "settle_usd": real.usd, "calls": int(real.calls),
+                   "prompt_tokens": prompt_tokens if succeeded else 0,
+                   "completion_tokens": completion_tokens if succeeded else 0})
+
+    def _log(self, event: dict[str, object]) -> None:
+        if self.ledger is not None:
+            self.ledger(event)
 
     def summary(self) -> dict[str, object]:
         return {"new_calls": self.calls, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
-                "cost_usd": round(self.cost, 6) if self.price else None, "stopped": self.stopped}
+                "cost_usd": round(self.cost, 6) if self.price else None, "stopped": self.stopped,
+                "max_calls": self.max_calls, "max_cost": self.max_cost,
+                "total_calls": self.spent.calls,
+                "total_cost_usd": round(self.spent.cost, 6) if self.price else None}
+
+
+def read_ledger(lines: Iterable[str]) -> Spend:
+    """The spend recorded by a :class:`Budget` ledger: settled calls at their reported usage,
+    calls booked but never settled (the process died mid-call) at their worst case."""
+    spend, open_ = Spend(), {}
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:  # a line cut by a kill: its call was never made
+            continue
+        key = event.get("id")
+        if "reserve_usd" in event:
+            open_[key] = float(event["reserve_usd"])
+        elif "settle_usd" in event:
+            open_.pop(key, None)
+            spend.calls += int(event.get("calls", 0))
+            spend.prompt_tokens += int(event.get("prompt_tokens", 0))
+            spend.completion_tokens += int(event.get("completion_tokens", 0))
+            spend.cost += float(event["settle_usd"])
+    spend.calls += len(open_)
+    spend.cost += sum(open_.values())
+    return spend

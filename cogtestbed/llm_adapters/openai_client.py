@@ -25,6 +25,9 @@ from urllib.parse import urlsplit, urlunsplit
 from weakref import WeakKeyDictionary
 
 from cogtestbed.llm_adapters.base import (
+    IMAGE_TOKEN_BOUND,
+    MESSAGE_OVERHEAD_TOKENS,
+    BackendError,
     BackendUnavailable,
     ContinuationScore,
     GenerateRequest,
@@ -40,9 +43,12 @@ from cogtestbed.llm_adapters.base import (
     image_data_url,
     message_images,
 )
-from cogtestbed.llm_adapters.retry import RetryPolicy, call_with_retries
+from cogtestbed.llm_adapters.retry import RetryPolicy, call_with_retries, describe_error
 
 Mode = Literal["chat", "completions"]
+#: Upper bounds of OpenAI's chat framing, in tokens (documented values: 3 per message, 3 for the
+#: reply; one more per message covers a ``name`` field).
+OPENAI_TOKENS_PER_MESSAGE, OPENAI_REPLY_PRIMING = MESSAGE_OVERHEAD_TOKENS // 2, 4
 
 
 def openai_messages(request: GenerateRequest) -> list[dict[str, Any]]:
@@ -91,6 +97,8 @@ class OpenAIClient(LLMClient):
             raise BackendUnavailable("the openai backend needs: pip install 'cogtestbed[llm]'") from exc
         if mode not in ("chat", "completions"):
             raise ValueError(f"mode must be 'chat' or 'completions', got {mode!r}")
+        if not timeout > 0:
+            raise ValueError(f"--timeout must be a positive number of seconds, got {timeout:g}")
         self._openai = openai
         self.model = model
         self.base_url = base_url
@@ -124,9 +132,39 @@ class OpenAIClient(LLMClient):
             )
         return self._sdk[loop]
 
+    @property
+    def where(self) -> str:
+        return redact_url(self.base_url) or "api.openai.com"
+
     async def _call(self, fn: Any) -> Any:
         errors = (self._openai.APIConnectionError,)  # includes APITimeoutError
-        return await call_with_retries(fn, self.retry, errors, self._note_retry)
+        try:
+            return await call_with_retries(fn, self.retry, errors, self._note_retry)
+        except BackendError as exc:
+            hint = ""
+            if exc.status in (400, 404) and self.mode == "chat" and "chat" in str(exc).lower():
+                hint = " (a base model without a chat template needs --mode completions)"
+            raise BackendError(f"{self.spec} at {self.where}: {exc}{hint}", exc.status) from exc.__cause__
+
+    async def apreflight(self) -> None:
+        """One quick request before a run (no retries): the server answers and serves the model.
+
+        A server without ``GET /models`` (or one refusing it) is not judged here."""
+        client = self._client()
+        try:
+            listing = await client.models.list()
+        except self._openai.APIConnectionError as exc:
+            raise BackendError(f"{self.spec}: cannot reach {self.where} ({describe_error(exc)})") from exc
+        except self._openai.AuthenticationError as exc:
+            raise BackendError(f"{self.spec} at {self.where}: the key was refused "
+                               f"({describe_error(exc)})", 401) from exc
+        except self._openai.APIStatusError:
+            return
+        names = [m.id for m in getattr(listing, "data", [])]
+        if names and self.model not in names:
+            shown = ", ".join(names[:10]) + (" ..." if len(names) > 10 else "")
+            raise BackendError(f"{self.spec}: model {self.model!r} is not served at {self.where} "
+                               f"(available: {shown})", 404)
 
     def _note_retry(self, exc: BaseException, delay: float) -> None:
         self.retries.append((type(exc).__name__, delay))
@@ -194,10 +232,31 @@ class OpenAIClient(LLMClient):
                       "logprobs": 1, "temperature": 0.0}
             try:
                 resp = await self._call(lambda kw=kwargs: client.completions.create(**kw))
-            except self._openai.BadRequestError as exc:
+            except BackendError as exc:
+                if exc.status != 400:
+                    raise
                 raise ScoringNotSupported(f"the server refused echo + logprobs: {exc}") from exc
             scores.append(_continuation_from_echo(context, cont, resp.choices[0].logprobs))
         return finish_score(context, scores, None, full_distribution=False)
+
+    def prompt_token_bound(self, prompt: Prompt) -> int:
+        """OpenAI's own models (no ``base_url``) with tiktoken: the exact count of each message's
+        text plus OpenAI's message framing (at most :data:`OPENAI_TOKENS_PER_MESSAGE` per message
+        and :data:`OPENAI_REPLY_PRIMING` for the reply; the cookbook's "counting tokens for chat
+        completions" gives 3 and 3); any other server: the byte bound of :class:`LLMClient`."""
+        if self.base_url is not None:
+            return super().prompt_token_bound(prompt)
+        if self._encoding is None:
+            self._encoding = _tiktoken_encoding(self.model)
+        if self._encoding is False:
+            return super().prompt_token_bound(prompt)
+        enc = self._encoding
+        if isinstance(prompt, str) and self.mode == "completions":
+            return len(enc.encode(prompt, disallowed_special=()))
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+        return OPENAI_REPLY_PRIMING + sum(
+            len(enc.encode(str(m["content"]), disallowed_special=())) + OPENAI_TOKENS_PER_MESSAGE
+            + IMAGE_TOKEN_BOUND * len(message_images(m)) for m in messages)
 
     def count_tokens(self, text: str) -> tuple[int, bool]:
         """tiktoken's count for OpenAI models; ≈ 4 chars/token when no encoding is available."""

@@ -6,27 +6,35 @@ synthetic subjects with seed ``S`` meet.  Subjects play concurrently (asyncio, a
 ``concurrency`` at once); each one's steps are sequential because every prompt renders the
 history so far.
 
-Run directory::
+Run directory (:mod:`.rundir`: locked while a run is in it, written as one unit)::
 
-    RUN_DIR/run.json                       the run's configuration (checked by --resume)
-    RUN_DIR/trials.parquet[.manifest.json] the trial table and its manifest (write_trials)
-    RUN_DIR/calls.parquet                  one row per call: prompt, raw answer, parse result
+    RUN_DIR/run.json                       identity, transport, budget totals and status
+    RUN_DIR/trials.parquet[.manifest.json] the trial table and its manifest
+    RUN_DIR/calls.parquet                  one row per call: prompt, raw answer, parse result, retries
+    RUN_DIR/spend.jsonl                    the budget ledger (every booking and settlement)
 
 Resuming: every response is committed to the SQLite cache the moment it arrives, and a run's
 calls are a deterministic function of its configuration and the earlier answers.  Replaying the
 run against the cache therefore re-issues exactly the calls that never completed, and the final
 table is the one an uninterrupted run writes.  Tables are written once, atomically, at the end.
 
-Budget stops (``max_calls`` / ``max_cost``): subjects stop before the call that would break the
-limit; the table holds the subjects that finished, the manifest says ``status: "stopped"``, and
-every answer so far is in the cache and in ``calls.parquet``, so ``--resume`` with a larger
-budget continues where the run stopped.
+Budgets (``max_calls`` / ``max_cost``) are totals over the run directory, never exceeded
+(:class:`~cogtestbed.llm_adapters.limits.Budget`).  A subject is admitted at its first new call
+for its whole remaining worst case, estimated by :func:`subject_needs` (the dry run's playthrough:
+valid random actions, every re-ask, a margin on the prompt tokens), so that the budget goes to
+subjects that can finish.  A budget stop leaves ``status: "stopped"``; the table holds the subjects
+that finished, every answer so far is in the cache and in ``calls.parquet``, and ``--resume``
+with ``--add-budget`` continues where the run stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import io
 import json
+import logging
+import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,22 +43,30 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cogtestbed.environments.base import Design, Outcomes, Sessions
+from cogtestbed.environments.base import Design, Outcomes, ScoredResponse, Sessions
 from cogtestbed.llm_adapters.agent import Attempt, LLMAgent
-from cogtestbed.llm_adapters.base import LLMClient
-from cogtestbed.llm_adapters.cache import CachedClient
-from cogtestbed.llm_adapters.limits import BudgetExhausted, Price
+from cogtestbed.llm_adapters.base import LLMClient, Prompt
+from cogtestbed.llm_adapters.cache import CURRENT_SUBJECT, CachedClient, SubjectTicket
+from cogtestbed.llm_adapters.limits import SUBJECT_PROMPT_MARGIN, Budget, BudgetExhausted, Need, Price
+from cogtestbed.llm_adapters.rundir import CONFIG_FILE, TRANSPORT_FIELDS, RunDir, identity_differences
 from cogtestbed.registry import Experiment
 from cogtestbed.simulation import seed_streams
-from cogtestbed.trials import atomic_write_bytes, package_versions, write_json_atomic, write_trials
+from cogtestbed.trials import MANIFEST_SUFFIX, package_versions, trials_manifest
 
-TRIALS_FILE, CALLS_FILE, CONFIG_FILE = "trials.parquet", "calls.parquet", "run.json"
+TRIALS_FILE, CALLS_FILE = "trials.parquet", "calls.parquet"
 LLM_PACKAGES = ("openai", "anthropic", "transformers", "torch", "tokenizers", "tiktoken")
+#: Bytes of a parse error quoted back by a re-ask, as the plan of a subject's worst case counts it.
+REASK_REASON_BYTES = 256
+logger = logging.getLogger(__name__)
+
+__all__ = ["CALLS_FILE", "CONFIG_FILE", "TRIALS_FILE", "RunConfig", "RunResult", "dry_run", "run_experiment",
+           "subject_needs"]
 
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything that determines a run's calls (what ``--resume`` checks)."""
+    """Everything that determines a run's calls (what ``--resume`` checks), and ``base_url``, a
+    transport setting recorded with them (it may change on resume: the cache key ignores it)."""
 
     experiment: str
     llm: str
@@ -69,8 +85,11 @@ class RunConfig:
         return json.loads(json.dumps(asdict(self), default=str))  # tuples → lists, as stored
 
     def differences(self, stored: dict[str, Any]) -> list[str]:
-        mine = self.as_json()
-        return [k for k in sorted(set(mine) | set(stored)) if mine.get(k) != stored.get(k)]
+        """Identity settings that differ from ``stored`` (transport settings never do)."""
+        return identity_differences(self.as_json(), stored)
+
+    def transport(self) -> dict[str, Any]:
+        return {k: v for k, v in self.as_json().items() if k in TRANSPORT_FIELDS}
 
 
 @dataclass
@@ -93,32 +112,146 @@ def draw_sessions(exp: Experiment, design: Design, n: int, seed: int) -> Session
     return exp.env_cls.sample_sessions(design, n, env_rng)
 
 
+class OrderedGate:
+    """At most ``size`` subjects at once, entering in subject order (so that a subject waiting for
+    its budget admission never waits on a lower subject that has not started)."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.next, self.running = max(1, size), 0, 0
+        self.cond = asyncio.Condition()
+
+    async def enter(self, i: int) -> None:
+        async with self.cond:
+            await self.cond.wait_for(lambda: self.next == i and self.running < self.size)
+            self.next += 1
+            self.running += 1
+            self.cond.notify_all()
+
+    async def leave(self) -> None:
+        async with self.cond:
+            self.running -= 1
+            self.cond.notify_all()
+
+
+def _score_context(client: LLMClient, prompt: Prompt, response: ScoredResponse) -> Prompt:
+    """The context :class:`LLMAgent` scores (raw text for a raw step or a completion model)."""
+    if isinstance(prompt, str) and (response.raw or not client.chat):
+        return prompt
+    return [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+
+
+def step_need(agent: LLMAgent, obs: dict[str, Any], budget: Budget) -> Need:
+    """Worst case of one step: every re-ask (or every sample of a sampled score) at the prompt's
+    token bound plus :data:`SUBJECT_PROMPT_MARGIN`, and ``max_tokens`` of output each."""
+    client, step = agent.client, agent.env.t
+
+    def bound(prompt: Prompt) -> int:
+        return math.ceil(client.prompt_token_bound(prompt) * (1 + SUBJECT_PROMPT_MARGIN))
+
+    prompt, response = obs["prompt"], obs.get("response")
+    if isinstance(response, ScoredResponse):
+        k = len(response.continuations)
+        if client.can_score:
+            longest = max((len(c.encode()) for c in response.continuations), default=0)
+            context = _score_context(client, prompt, response)
+            return budget.worst((bound(context) + longest) * k, k)
+        one = budget.worst(bound(agent.request(prompt, step, 0).prompt), agent.max_tokens)
+        return Need(one.calls * response.n_samples, one.usd * response.n_samples)
+    total = Need()
+    for attempt in range(agent.reask + 1):
+        retry_of = None if attempt == 0 else ("", "x" * REASK_REASON_BYTES)
+        tokens = bound(agent.request(prompt, step, attempt, retry_of).prompt)
+        total = total + budget.worst(tokens + (agent.max_tokens if attempt else 0), agent.max_tokens)
+    return total
+
+
+def subject_needs(exp: Experiment, design: Design, client: LLMClient, config: RunConfig,
+                  sessions: Sessions, i: int, budget: Budget) -> list[Need]:
+    """Subject ``i``'s worst case, step by step: its session played with valid random actions
+    (seeded as :func:`dry_run` plays it), each step costed by :func:`step_need`."""
+    env = exp.env_cls(design)
+    env.action_space.seed(config.seed * 1_000_003 + i)
+    agent = LLMAgent(client, env, max_tokens=config.max_tokens, temperature=config.temperature,
+                     stop=config.stop, reask=config.reask, top_logprobs=config.top_logprobs, subject=i)
+    obs, _ = env.reset(options={"session": sessions.subject(i)})
+    needs, done = [], False
+    while not done:
+        needs.append(step_need(agent, obs, budget))
+        obs, _, done, _, _ = env.step(env.action_space.sample())
+    return needs
+
+
+def _cumulative(needs: list[Need]) -> list[Need]:
+    """``out[t]``: the worst case of steps ``t..`` (``out[len]`` is zero)."""
+    out = [Need()]
+    for need in reversed(needs):
+        out.append(out[-1] + need)
+    return out[::-1]
+
+
+def budget_outlook(budget: Budget, totals: list[Need]) -> int:
+    """How many subjects (in order) the free budget admits at their full worst case."""
+    left, n = budget.free(), 0
+    for need in totals:
+        if not left.covers(need):
+            break
+        left, n = left - need, n + 1
+    return n
+
+
 async def play_subjects(
     exp: Experiment, design: Design, client: LLMClient, config: RunConfig, *,
     concurrency: int = 8, on_step: Callable[[], None] | None = None,
+    on_subject: Callable[[int, bool], None] | None = None,
 ) -> tuple[Sessions, list[Outcomes], list[bool], list[Attempt], str | None]:
     """Play every subject; returns (sessions, outcomes, complete flags, attempts, stop reason)."""
     sessions = draw_sessions(exp, design, config.n_subjects, config.seed)
     seeds = subject_seeds(config.seed, config.n_subjects)
-    gate = asyncio.Semaphore(max(1, concurrency))
+    gate = OrderedGate(concurrency)
+    budget: Budget | None = getattr(client, "budget", None)
+    plans: dict[int, list[Need]] = {}
     stop_reason: list[str] = []
+
+    def plan(i: int) -> list[Need]:
+        if i not in plans:
+            assert budget is not None
+            plans[i] = _cumulative(subject_needs(exp, design, client, config, sessions, i, budget))
+        return plans[i]
+
+    def remaining(i: int, env: Any) -> Need:
+        return plan(i)[min(env.t, len(plan(i)) - 1)]
+
+    if budget is not None and budget.limited:
+        fits = budget_outlook(budget, [plan(i)[0] for i in range(config.n_subjects)])
+        logger.warning("budget: %s left of max_calls=%s, max_cost=%s; at their worst case it admits "
+                       "%d of %d subjects (subjects served from the cache cost nothing)",
+                       budget.describe(budget.free()), budget.max_calls, budget.max_cost, fits,
+                       config.n_subjects)
 
     async def play(i: int) -> tuple[Outcomes, bool, list[Attempt]]:
         env = exp.env_cls(design)
         agent = LLMAgent(client, env, max_tokens=config.max_tokens, temperature=config.temperature,
                          stop=config.stop, reask=config.reask, top_logprobs=config.top_logprobs,
                          sample_seed=seeds[i], subject=i)
-        async with gate:
+        await gate.enter(i)
+        token = CURRENT_SUBJECT.set(SubjectTicket(i, lambda: remaining(i, env)))
+        done = False
+        try:
             obs, _ = env.reset(options={"session": sessions.subject(i)})
-            done = False
-            try:
-                while not done:
-                    action = await agent.aact(obs)
-                    obs, _, done, _, _ = env.step(action)
-                    if on_step is not None:
-                        on_step()
-            except BudgetExhausted as exc:
-                stop_reason.append(str(exc))
+            while not done:
+                action = await agent.aact(obs)
+                obs, _, done, _, _ = env.step(action)
+                if on_step is not None:
+                    on_step()
+        except BudgetExhausted as exc:
+            stop_reason.append(str(exc))
+        finally:
+            CURRENT_SUBJECT.reset(token)
+            if budget is not None:
+                await budget.finish(i)
+            await gate.leave()
+        if on_subject is not None:
+            on_subject(i, done)
         return env.outcomes, done, agent.attempts
 
     results = await asyncio.gather(*(play(i) for i in range(config.n_subjects)),
@@ -146,72 +279,107 @@ def build_tables(exp: Experiment, design: Design, sessions: Sessions, outcomes: 
     return table, calls
 
 
-def prepare_run_dir(run_dir: Path, config: RunConfig, resume: bool) -> None:
-    """Create ``run_dir`` with ``run.json``, or check it matches ``config`` when resuming."""
-    path = run_dir / CONFIG_FILE
-    if path.exists():
-        if not resume:
-            raise FileExistsError(f"{run_dir} already holds a run; pass --resume to continue it "
-                                  "(answers come from the cache) or choose another directory")
-        stored = json.loads(path.read_text())["config"]
-        diff = config.differences(stored)
-        if diff:
-            raise ValueError(f"--resume: {run_dir} was run with different settings ({', '.join(diff)})")
-    elif resume:
-        raise FileNotFoundError(f"--resume: no run in {run_dir} (no {CONFIG_FILE})")
-    write_json_atomic(path, {"config": config.as_json(), "status": "running"})
-
-
 async def run_experiment(
     exp: Experiment, design: Design, client: CachedClient, config: RunConfig, run_dir: Path,
     *, resume: bool = False, concurrency: int = 8, on_step: Callable[[], None] | None = None,
-    extra_manifest: dict[str, Any] | None = None,
+    on_subject: Callable[[int, bool], None] | None = None, extra_manifest: dict[str, Any] | None = None,
+    add_budget: Need | None = None, transport: dict[str, Any] | None = None,
 ) -> RunResult:
-    """Play the run and write its tables (see module docstring)."""
-    if exp.env_cls.uses_images(design):  # fail before any call, not at the first picture
-        client.inner.check_images(1)
-    prepare_run_dir(run_dir, config, resume)
+    """Play the run and write its tables (see module docstring).
+
+    ``client.budget``'s limits are the run's totals: on ``--resume`` the stored totals apply
+    (given again they must match) and ``add_budget`` raises them.  ``transport``: settings
+    recorded in ``run.json`` that may change between invocations (concurrency, timeouts...).
+    """
     try:
-        sessions, outcomes, complete, attempts, stop = await play_subjects(
-            exp, design, client, config, concurrency=concurrency, on_step=on_step)
-    finally:
+        if exp.env_cls.uses_images(design):  # fail before any call, not at the first picture
+            client.inner.check_images(1)
+        await client.inner.apreflight()
+        rundir = RunDir.open(run_dir, config.as_json(), resume=resume,
+                             transport={**config.transport(), "concurrency": concurrency, **(transport or {})})
+    except BaseException:
         await client.aclose()
-    table, calls = build_tables(exp, design, sessions, outcomes, complete, attempts, config.llm)
-    status = "complete" if all(complete) else "stopped"
-    stats = {
-        "calls_total": len(calls),
-        "cache_hits": int(calls["cached"].sum()) if len(calls) else 0,
-        **client.budget.summary(),
-        "retries": len(getattr(client.inner, "retries", [])),
-        "subjects_complete": int(np.sum(complete)),
-        "invalid_trials": int((~table["valid"]).sum()),
-    }
-    manifest = {
-        "command": "run", "config": config.as_json(), "status": status, "stop_reason": stop,
-        "complete_subjects": [int(i) for i in np.flatnonzero(complete)], "stats": stats,
-        "llm_versions": package_versions(LLM_PACKAGES), "model_fingerprint": client.fingerprint,
-        "cache": str(client.cache.path), **(extra_manifest or {}),
-    }
-    write_trials(table, run_dir / TRIALS_FILE, manifest)
-    atomic_write_bytes(run_dir / CALLS_FILE, lambda tmp: calls.to_parquet(tmp, index=False))
-    write_json_atomic(run_dir / CONFIG_FILE, {"config": config.as_json(), "status": status})
+        raise
+    try:
+        budget = client.budget
+        add = add_budget or Need()
+        budget.max_calls, budget.max_cost = rundir.budget_limits(
+            budget.max_calls, budget.max_cost, int(add.calls), add.usd)
+        if budget.max_cost is not None and budget.price is None:
+            raise ValueError("--max-cost needs a price for the model: add it to the price table (--prices FILE)")
+        budget.spent = rundir.spent()
+        budget.ledger = rundir.ledger_writer()
+        sessions, outcomes, complete, attempts, stop = await play_subjects(
+            exp, design, client, config, concurrency=concurrency, on_step=on_step, on_subject=on_subject)
+        table, calls = build_tables(exp, design, sessions, outcomes, complete, attempts, config.llm)
+        status = "complete" if all(complete) else "stopped"
+        stats = {
+            "calls_total": len(calls),
+            "cache_hits": int(calls["cached"].sum()) if len(calls) else 0,
+            **budget.summary(),
+            "retries": int(calls["retries"].sum()) if len(calls) else 0,
+            "subjects_complete": int(np.sum(complete)),
+            "invalid_trials": int((~table["valid"]).sum()),
+        }
+        manifest = {
+            "command": "run", "config": config.as_json(), "status": status, "stop_reason": stop,
+            "complete_subjects": [int(i) for i in np.flatnonzero(complete)], "stats": stats,
+            "llm_versions": package_versions(LLM_PACKAGES), "model_fingerprint": client.fingerprint,
+            "cache": str(client.cache.path), **(extra_manifest or {}),
+        }
+        commit_tables(rundir, table, calls, manifest, status, stop)
+    except BaseException as exc:
+        rundir.fail(exc)
+        raise
+    finally:
+        client.budget.ledger = None  # the ledger belongs to this run directory
+        await client.aclose()
+        rundir.release()
     return RunResult(table, calls, np.asarray(complete), status, stats)
 
 
+def commit_tables(rundir: RunDir, table: pd.DataFrame, calls: pd.DataFrame, manifest: dict[str, Any],
+                  status: str, stop: str | None) -> None:
+    """Trial table, its manifest (with the table's SHA-256), call log and ``run.json``: one unit."""
+    data = _parquet_bytes(table)
+    full = {**trials_manifest(table, manifest), "trials_sha256": hashlib.sha256(data).hexdigest()}
+    calls_data = _parquet_bytes(calls)
+    rundir.commit({
+        TRIALS_FILE: lambda tmp: tmp.write_bytes(data),
+        TRIALS_FILE + MANIFEST_SUFFIX: lambda tmp: tmp.write_text(
+            json.dumps(full, indent=2, sort_keys=True, default=str)),
+        CALLS_FILE: lambda tmp: tmp.write_bytes(calls_data),
+    }, {**rundir.manifest, "status": status, "stop_reason": stop, "error": None, "stats": manifest["stats"]})
+
+
+def _parquet_bytes(frame: pd.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
 def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfig,
-            price: Price | None) -> dict[str, Any]:
+            price: Price | None, budget: Budget | None = None) -> dict[str, Any]:
     """Count the calls and tokens a run would spend, without calling the model.
 
     Prompts depend on earlier answers, so each session is played with valid random actions
     (``env.action_space``, seeded): the history grows as it does for a subject who always
     answers.  Completion tokens are counted at their maximum (``max_tokens`` per call), and the
-    re-ask worst case is reported separately.  Cache hits are not subtracted; image tokens are
-    not counted (they depend on the provider's image tiling).
+    re-ask worst case is reported separately.  Cache hits are not subtracted.  Images are counted
+    with the provider's documented formula (:mod:`cogtestbed.llm_adapters.image_tokens`: OpenAI's
+    512 px tiles, Anthropic's w·h/750) and included in ``prompt_tokens``; backends without one
+    report ``image_tokens`` as ``None``.  With a limited ``budget`` the report adds each subject's
+    worst case as the budget books it (:func:`subject_needs`) and how many subjects the budget
+    admits.
     """
+    from cogtestbed.llm_adapters.base import message_images
+    from cogtestbed.llm_adapters.image_tokens import image_tokens
+
     if exp.env_cls.uses_images(design):
         client.check_images(1)
     sessions = draw_sessions(exp, design, config.n_subjects, config.seed)
-    calls = prompt_tokens = 0
+    calls = prompt_tokens = n_images = 0
+    img_tokens: int | None = 0
     exact = True
     for i in range(config.n_subjects):
         env = exp.env_cls(design)
@@ -223,15 +391,27 @@ def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfi
             text = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
             n, is_exact = client.count_tokens(text)
             calls, prompt_tokens, exact = calls + 1, prompt_tokens + n, exact and is_exact
+            for image in () if isinstance(prompt, str) else (b for m in prompt for b in message_images(m)):
+                k = image_tokens(client.backend, image)
+                n_images += 1
+                img_tokens = None if k is None or img_tokens is None else img_tokens + k
             obs, _, done, _, _ = env.step(env.action_space.sample())
     completion = calls * config.max_tokens
+    prompt_tokens += img_tokens or 0
     report: dict[str, Any] = {
         "experiment": exp.name, "llm": config.llm, "subjects": config.n_subjects,
         "calls": calls, "prompt_tokens": prompt_tokens, "max_completion_tokens": completion,
+        "images": n_images, "image_tokens": img_tokens if n_images else 0,
         "token_counts": "exact (model tokenizer)" if exact else "approximate",
         "price_usd_per_mtok": None if price is None else asdict(price),
         "estimated_cost_usd": None if price is None else round(price.cost(prompt_tokens, completion), 4),
     }
     if config.reask:
         report["calls_with_all_reasks"] = calls * (1 + config.reask)
+    if budget is not None and budget.limited:
+        worst = [sum(subject_needs(exp, design, client, config, sessions, i, budget), Need())
+                 for i in range(config.n_subjects)]
+        report["worst_case_per_subject"] = {"calls": max(w.calls for w in worst),
+                                            "usd": round(max(w.usd for w in worst), 6)}
+        report["subjects_within_budget"] = budget_outlook(budget, worst)
     return report

@@ -13,7 +13,13 @@ same adapter as a hosted one.
 
 :class:`FaultInjector` makes the next requests fail at the HTTP level — a status code with
 ``Retry-After``, a connection dropped half-way through the response body, or a delay — so that
-tests can prove the adapters' retries.
+tests can prove the adapters' retries.  It also fails a seeded random share of the requests, which
+the command line exposes::
+
+    python -m cogtestbed.llm_adapters.server --model tiny-random --fail-rate 0.2 --status 503
+    python -m cogtestbed.llm_adapters.server --model tiny-random --fail-rate 1 --status 503   # an outage
+    python -m cogtestbed.llm_adapters.server --model tiny-random --fail-rate 0.1 --drop       # dropped connections
+    python -m cogtestbed.llm_adapters.server --model tiny-random --fail-rate 0.5 --delay 3    # slow answers
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from cogtestbed.llm_adapters.base import IMAGES_KEY, GenerateRequest, Generation, decode_data_url
 from cogtestbed.llm_adapters.hf import HFClient
 
@@ -47,17 +55,27 @@ class Fault:
 
 
 class FaultInjector:
-    """A queue of faults applied to the next POST requests, one each, plus a request log."""
+    """A queue of faults applied to the next POST requests, one each, plus a request log.
 
-    def __init__(self) -> None:
+    With ``rate > 0`` a request the queue leaves alone fails with ``fault`` with probability
+    ``rate`` (drawn from a ``numpy`` generator seeded with ``seed``, so a fault pattern repeats).
+    """
+
+    def __init__(self, rate: float = 0.0, fault: Fault | None = None, seed: int = 0) -> None:
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"the fault rate must be in [0, 1], got {rate:g}")
         self.pending: deque[Fault] = deque()
         self.log: list[tuple[float, str, str]] = []  # (time, path, what happened)
+        self.rate, self.fault = rate, fault or Fault("status", 503)
+        self.rng = np.random.default_rng(seed)
 
     def add(self, *faults: Fault) -> None:
         self.pending.extend(faults)
 
     def next(self, path: str) -> Fault | None:
         fault = self.pending.popleft() if self.pending else None
+        if fault is None and self.rate > 0 and self.rng.random() < self.rate:
+            fault = self.fault
         self.log.append((time.monotonic(), path, "ok" if fault is None else fault.kind))
         return fault
 
@@ -289,18 +307,50 @@ def serve(models: Mapping[str, HFClient], faults: FaultInjector | None = None,
         sock.close()
 
 
-def main(argv: list[str] | None = None) -> None:
-    """``python -m cogtestbed.llm_adapters.server --model NAME [--port N]``."""
-    import uvicorn
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--model", action="append", required=True,
                         help="hub id, local path, tiny-random, tiny-random-chat or tiny-random-vlm (repeatable)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
+    faults = parser.add_argument_group("fault injection (a seeded random share of the POST requests)")
+    faults.add_argument("--fail-rate", type=float, default=0.0, help="share of requests that fail, in [0, 1]")
+    kind = faults.add_mutually_exclusive_group()
+    kind.add_argument("--status", type=int, default=None, help="answer this HTTP status (default 503)")
+    kind.add_argument("--drop", action="store_true", help="drop the connection half-way through the body")
+    kind.add_argument("--delay", type=float, default=None, metavar="SECONDS",
+                      help="answer normally after this many seconds")
+    faults.add_argument("--retry-after", type=float, default=None, metavar="SECONDS",
+                        help="send Retry-After with --status")
+    faults.add_argument("--fault-seed", type=int, default=0, help="seed of the random faults")
     args = parser.parse_args(argv)
+    if not 0.0 <= args.fail_rate <= 1.0:
+        parser.error(f"--fail-rate must be in [0, 1], got {args.fail_rate:g}")
+    if args.status is not None and not 400 <= args.status <= 599:
+        parser.error(f"--status must be an HTTP error status (400-599), got {args.status}")
+    return args
+
+
+def fault_injector(args: argparse.Namespace) -> FaultInjector | None:
+    """The injector the command-line flags describe (None without ``--fail-rate``)."""
+    if args.fail_rate <= 0:
+        return None
+    if args.drop:
+        fault = Fault("drop")
+    elif args.delay is not None:
+        fault = Fault("delay", seconds=args.delay)
+    else:
+        fault = Fault("status", args.status or 503, retry_after=args.retry_after)
+    return FaultInjector(args.fail_rate, fault, args.fault_seed)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m cogtestbed.llm_adapters.server --model NAME [--port N] [--fail-rate R ...]``."""
+    import uvicorn
+
+    args = parse_args(argv)
     models = {name: HFClient.from_pretrained(name) for name in args.model}
-    uvicorn.run(create_app(models), host=args.host, port=args.port)
+    uvicorn.run(create_app(models, fault_injector(args)), host=args.host, port=args.port)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import contextlib
 import io
 import math
 import os
+import re
 import tempfile
 import time
 import traceback
@@ -41,7 +42,7 @@ import pandas as pd
 from gymnasium import spaces
 
 from cogtestbed.environments.base import Design, TextEnv
-from cogtestbed.experiments.spec import ExperimentSpec, StudyDecl, metrics_result_problems
+from cogtestbed.experiments.spec import ExperimentSpec, StudyDecl, headline_problems, metrics_result_problems
 from cogtestbed.llm_adapters.base import GenerateRequest, Generation, LLMClient
 from cogtestbed.parameters import Parameter, ParameterError, ParameterSet
 
@@ -54,6 +55,11 @@ DATA_DIR_ENV = "COGTESTBED_DATA_DIR"
 COMPLETION_CUE = "A:"
 #: Characters an instruction prompt (answered in a new chat turn) may end with.
 INSTRUCTION_ENDINGS = ".?!:)\"'"
+#: An instruction may close with an answer-format block: up to this many ``<label>: <value>``
+#: lines after a line that ends with ":" ("Example:", "… in the format:").  The instruction then
+#: ends at that colon; the block is what an answer looks like (Yamin et al. 2026, §1 templates).
+FORMAT_BLOCK_MAX_LINES = 10
+_FORMAT_LINE = re.compile(r"^[^\s:][^:\n]*:[ \t]*\S.*$")
 #: gymnasium env-checker warnings that are advice, not contract breaches: scalar (shape ())
 #: Box values given as numpy scalars rather than 0-d arrays, and unbounded Box spaces (a reward
 #: or a Kalman mean has no natural bound).
@@ -414,8 +420,9 @@ def prompt_form_problems(prompt: Any, answer_prefix: str = "") -> list[str]:
 
     A completion prompt's last line starts with :data:`COMPLETION_CUE` (``"A:"``) and ends with
     the environment's ``answer_prefix`` where it declares one; an instruction prompt (answered in
-    a new chat turn) ends a sentence, without trailing whitespace.  Chat messages must end with a
-    user turn.
+    a new chat turn) ends a sentence, without trailing whitespace, or closes with an answer-format
+    block after a line ending with ":" (:func:`strip_format_block`).  Chat messages must end with
+    a user turn.
     """
     if not isinstance(prompt, str):
         try:
@@ -437,10 +444,22 @@ def prompt_form_problems(prompt: Any, answer_prefix: str = "") -> list[str]:
                    f"not a {COMPLETION_CUE!r} completion cue: …{tail}")
     if prompt != prompt.rstrip():
         out.append(f"instruction prompt ends with whitespace: …{tail}")
-    elif prompt[-1] not in INSTRUCTION_ENDINGS:
+    elif strip_format_block(prompt)[-1] not in INSTRUCTION_ENDINGS:
         out.append(f"prompt ends mid-sentence (neither a {COMPLETION_CUE!r} cue nor an instruction ending in one of "
                    f"{INSTRUCTION_ENDINGS!r}): …{tail}")
     return out
+
+
+def strip_format_block(prompt: str) -> str:
+    """``prompt`` without a closing answer-format block (:data:`FORMAT_BLOCK_MAX_LINES`): the
+    ``<label>: <value>`` lines after the last line ending with ":".  Unchanged when it has none."""
+    lines = prompt.split("\n")
+    for n in range(1, min(FORMAT_BLOCK_MAX_LINES, len(lines) - 1) + 1):
+        if not _FORMAT_LINE.match(lines[-n]):
+            return prompt
+        if lines[-n - 1].rstrip().endswith(":") and lines[-n - 1] == lines[-n - 1].rstrip():
+            return "\n".join(lines[:-n])
+    return prompt
 
 
 def scored_form_problems(prompt: Any, continuations: Sequence[str]) -> list[str]:
@@ -913,14 +932,6 @@ def check_importers(spec: ExperimentSpec, config: CheckConfig) -> None:
     _fail(problems, f"{spec.name}: importers do not round-trip")
 
 
-def _finite_problems(key: str, value: Any) -> list[str]:
-    if isinstance(value, Mapping):
-        return [p for k, v in value.items() for p in _finite_problems(f"{key}.{k}", v)]
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        return [f"headline {key!r} is not a number: {value!r}"]
-    return [] if np.isfinite(value) else [f"headline {key!r} is {value}"]
-
-
 def _metrics_problems(spec: ExperimentSpec, table: pd.DataFrame, require_finite: bool = True) -> list[str]:
     try:
         result = spec.metrics.fn(table)
@@ -931,10 +942,9 @@ def _metrics_problems(spec: ExperimentSpec, table: pd.DataFrame, require_finite:
         return problems
     missing = [k for k in spec.metrics.headline if k not in result["metrics"]]
     problems += [f"headline key {k!r} missing from result['metrics']" for k in missing]
-    if require_finite:
-        for k in spec.metrics.headline:
-            if k in result["metrics"]:
-                problems += _finite_problems(k, result["metrics"][k])
+    for k in spec.metrics.headline:
+        if k in result["metrics"]:
+            problems += headline_problems(k, result["metrics"][k], require_finite)
     if not result[spec.metrics.unit]:
         problems.append(f"result[{spec.metrics.unit!r}] is empty")
     n_bad = int((~table["valid"].astype(bool)).sum())
@@ -947,7 +957,7 @@ def _metrics_problems(spec: ExperimentSpec, table: pd.DataFrame, require_finite:
 
 def check_metrics_result(spec: ExperimentSpec, config: CheckConfig) -> None:
     """The metrics return the typed MetricsResult (declared unit key, n_invalid, flags) with every
-    headline key present and finite on the default design, for every agent's simulated table
+    headline key present and typed (finite numbers and bools) on the default design, for every agent's simulated table
     (quick mode: the agents the spec's generators and studies name)."""
     from cogtestbed.simulation import simulate
 

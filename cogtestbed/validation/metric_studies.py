@@ -37,6 +37,17 @@ def score(spec: StudySpec, exp: ExperimentSpec, params: Mapping[str, float], run
     return dict(exp.metrics(trials, **spec.metric_options))
 
 
+def at_value(spec: StudySpec, exp: ExperimentSpec, params: Mapping[str, float], design: Any,
+             value: Any) -> tuple[dict[str, float], Any]:
+    """(agent parameters, design) with the swept ``spec.parameter`` at ``value`` (``None``: no
+    sweep): an agent parameter, or else a field of the design."""
+    if value is None or spec.parameter is None:
+        return dict(params), design
+    if spec.parameter in exp.agent(str(spec.agent)).parameters.names:
+        return {**params, spec.parameter: float(value)}, design
+    return dict(params), type(design)(**{**design.model_dump(), spec.parameter: value})
+
+
 def metric_value(result: Mapping[str, Any], metric: str) -> float:
     """The headline value of ``metric`` (a number; NaN when the metric could not be computed)."""
     value = result["metrics"].get(metric, float("nan"))
@@ -96,7 +107,8 @@ def task_metric_validity(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str
                          fit_seed: int) -> pd.DataFrame:
     assert spec.parameter is not None and spec.metric is not None
     value = float(task["value"])
-    result = score(spec, exp, {**spec.params, spec.parameter: value}, int(task["runs"]), seed_of(sim_seq), design)
+    params, design = at_value(spec, exp, spec.params, design, task["value"])
+    result = score(spec, exp, params, int(task["runs"]), seed_of(sim_seq), design)
     per_unit = unit_values(result, spec.metric, exp.metrics.unit)
     return pd.DataFrame([{"parameter": spec.parameter, "value": value, "metric": spec.metric,
                           "estimate": metric_value(result, spec.metric),
@@ -109,20 +121,36 @@ def task_metric_power(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, A
     assert spec.compare is not None and spec.metric is not None
     seq_a, seq_b = sim_seq.spawn(2)
     runs = int(task["runs"])
-    a = score(spec, exp, {**spec.params, **spec.compare[0]}, runs, seed_of(seq_a), design)
-    b = score(spec, exp, {**spec.params, **spec.compare[1]}, runs, seed_of(seq_b), design)
+    value = task.get("value")
+    base, design = at_value(spec, exp, spec.params, design, value)
+    a = score(spec, exp, {**base, **spec.compare[0]}, runs, seed_of(seq_a), design)
+    b = score(spec, exp, {**base, **spec.compare[1]}, runs, seed_of(seq_b), design)
     test, p = difference_test(a, b, spec.metric, exp.metrics.unit)
     ea, eb = metric_value(a, spec.metric), metric_value(b, spec.metric)
-    return pd.DataFrame([{"metric": spec.metric, "estimate_a": ea, "estimate_b": eb, "difference": eb - ea,
-                          "p_value": p, "detected": bool(p < spec.level), "test": test}])
+    return pd.DataFrame([{"metric": spec.metric, **_swept(spec, value), "estimate_a": ea, "estimate_b": eb,
+                          "difference": eb - ea, "p_value": p, "detected": bool(p < spec.level), "test": test}])
+
+
+def _swept(spec: StudySpec, value: Any) -> dict[str, Any]:
+    """The ``parameter`` / ``value`` columns of a sweep's row (NaN value: no sweep)."""
+    return {"parameter": spec.parameter if value is not None else None,
+            "value": float("nan") if value is None else float(value)}
 
 
 def task_test(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
               rng: np.random.Generator, sim_seq: np.random.SeedSequence, fit_seed: int) -> pd.DataFrame:
-    assert spec.test is not None
-    result = score(spec, exp, spec.params, int(task["runs"]), seed_of(sim_seq), design)
+    assert spec.test is not None and spec.agent is not None
+    value = task.get("value")
+    params, design = at_value(spec, exp, spec.params, design, value)
+    alone = exp.metrics.tests.get(spec.test)
+    if alone is None:
+        result = score(spec, exp, params, int(task["runs"]), seed_of(sim_seq), design)
+    else:  # the test computed alone: the same entry as the full metrics', a fraction of the cost
+        trials = simulate_runs(exp, spec.agent, int(task["runs"]), seed_of(sim_seq), params, design,
+                               lapse=spec.lapse)
+        result = {"metrics": {spec.test: alone(trials, **spec.metric_options)}}
     reject, p = test_outcome(result, spec.test, spec.level)
-    return pd.DataFrame([{"test": spec.test, "p_value": p, "rejected": reject}])
+    return pd.DataFrame([{"test": spec.test, **_swept(spec, value), "p_value": p, "rejected": reject}])
 
 
 METRIC_TASKS: dict[str, TaskFn] = {"metric-validity": task_metric_validity, "metric-power": task_metric_power,

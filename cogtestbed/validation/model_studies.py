@@ -116,8 +116,7 @@ def task_recovery(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any],
     est["scale"] = np.where(est["parameter"].isin(list(logs)), "log", "natural")
     if fit is not None:  # every row carries its fit's sampler diagnostics
         d = fit.diagnostics
-        est = est.assign(max_rhat=d.max_rhat, min_ess_bulk=d.min_ess_bulk, divergences=d.divergences,
-                         fit_seconds=d.seconds)
+        est = est.assign(**d.columns(), fit_seconds=d.seconds)
     return est
 
 
@@ -201,10 +200,13 @@ def task_power(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], de
     if spec.method == "mle":
         fits = fitter.fit_mle(trials)
         values = np.asarray(model.contrast(spec.effect, {p: fits[p].to_numpy() for p in model.parameters.names}))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            p_value = float(stats.ttest_1samp(values, 0.0).pvalue) if len(values) > 1 else float("nan")
-        estimate, lo, hi = float(values.mean()), np.nan, np.nan
+        estimate, lo, hi, p_value = float(values.mean()), np.nan, np.nan, float("nan")
+        if len(values) > 1:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                res = stats.ttest_1samp(values, 0.0)
+                ci = res.confidence_interval(1 - spec.level)  # the t-interval of the mean effect
+            p_value, lo, hi = float(res.pvalue), float(ci.low), float(ci.high)
         test = "two-sided one-sample t-test on per-subject MLE"
     else:
         post = _fit_bayes(fitter, trials, spec, fit_seed).idata.posterior

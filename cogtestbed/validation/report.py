@@ -246,21 +246,33 @@ def _verdict_metric_power(result: Any) -> str:
     a, b = (", ".join(f"{k}={v:g}" for k, v in side.items()) for side in spec.compare)
     cells = pd.DataFrame(s["cells"])
     ok = cells[cells["power"] >= 0.8]
-    reach = (f"{int(ok['runs'].min())} runs per setting reach 80% power" if len(ok) else
-             f"none of {sorted(cells['runs'].tolist())} runs reaches 80% power (max {cells['power'].max():.0%})")
-    rates = ", ".join(f"{c['runs']} runs {c['power']:.2f} ± {c['mc_se']:.2f}" for c in s["cells"])
+    swept = s.get("parameter")
+    if swept:
+        reach = (f"{swept} = {ok['value'].min():g} reaches 80% power" if len(ok) else
+                 f"no {swept} of {sorted(cells['value'].tolist())} reaches 80% power (max {cells['power'].max():.0%})")
+    else:
+        reach = (f"{int(ok['runs'].min())} runs per setting reach 80% power" if len(ok) else
+                 f"none of {sorted(cells['runs'].tolist())} runs reaches 80% power "
+                 f"(max {cells['power'].max():.0%})")
+    rates = ", ".join(f"{c['runs']} runs" + (f", {swept}={c['value']:g}" if "value" in c else "")
+                      + f" {c['power']:.2f} ± {c['mc_se']:.2f}" for c in s["cells"])
     return (f"Power to detect a difference in {s['metric']} between {spec.agent} ({a}) and ({b}) "
             f"({s['test']}, two-sided, level {spec.level}): {rates}; {reach}.")
 
 
 def _verdict_test(result: Any) -> str:
     spec, s = result.spec, result.summary
-    rates = ", ".join(f"{c['runs']} runs {c['rejection_rate']:.3f} ± {c['mc_se']:.3f}" for c in s["cells"])
+    swept = s.get("parameter")
+
+    def where(c: dict[str, Any]) -> str:
+        return f"{c['runs']} runs" + (f", {swept}={c['value']:g}" if "value" in c else "")
+
+    rates = ", ".join(f"{where(c)}: {c['rejection_rate']:.3f} ± {c['mc_se']:.3f}" for c in s["cells"])
     setting = ", ".join(f"{k}={v:g}" for k, v in spec.params.items()) or "defaults"
     if spec.kind == "test-size":
         off = [c for c in s["cells"] if abs(c["rejection_rate"] - spec.level) > 2 * max(c["mc_se"], 1e-9)]
         call = ("size differs from the nominal level by more than 2 MC SE at "
-                + ", ".join(f"{c['runs']} runs" for c in off) if off else
+                + ", ".join(where(c) for c in off) if off else
                 f"size consistent with the nominal {spec.level} (within 2 MC SE)")
         return f"Size of {s['test']} under {spec.agent} ({setting}): rejection rate {rates}; {call}."
     return f"Power of {s['test']} under {spec.agent} ({setting}): rejection rate {rates}."
@@ -285,10 +297,16 @@ def plot_rate(summary: dict[str, Any], out: Path, value: str, name: str) -> list
     plt = _plt()
     cells = pd.DataFrame(summary["cells"])
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    ax.errorbar(cells["runs"], cells[value], yerr=1.96 * cells["mc_se"], marker="o", capsize=3)
+    swept = summary.get("parameter") if "value" in cells else None
+    for runs, g in cells.groupby("runs") if swept else [(None, cells)]:
+        x = g["value"] if swept else g["runs"]
+        ax.errorbar(x, g[value], yerr=1.96 * g["mc_se"], marker="o", capsize=3,
+                    label=f"{runs} runs" if swept else None)
     ax.axhline(0.8 if value == "power" else 0.05, color="grey", ls=":", lw=1)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("runs per setting")
+    if swept:
+        ax.legend(fontsize=8)
+    ax.set_xlabel(str(swept) if swept else "runs per setting")
     ax.set_ylabel(value.replace("_", " "))
     ax.set_title(summary["test"], fontsize=9)
     return [_save(fig, out / f"{name}.png")]

@@ -74,6 +74,9 @@ Method = Literal["mle", "hierarchical"]
 #: Kinds that simulate from models and fit them; the others score agents with the metrics function.
 MODEL_KINDS = ("recovery", "model-recovery", "sbc", "power")
 METRIC_KINDS = ("metric-validity", "metric-power", "test-size", "test-power")
+#: Metric-level kinds that sweep ``parameter`` over ``values`` when given (an agent parameter or a
+#: design field, such as the samples per item of a sampling-only backend).
+SWEPT_KINDS = ("metric-power", "test-size", "test-power")
 #: Central mass of the prior whose natural-scale range the uniform sampler uses by default.
 UNIFORM_PRIOR_Z = 1.645
 #: Posterior draws kept for SBC ranks: ranks of autocorrelated draws are not uniform, so draws
@@ -212,7 +215,8 @@ class StudySpec(BaseModel):
                             for rep in range(self.reps):
                                 add(n_subjects=n, trials=trials, runs=runs, generator=gen, rep=rep)
             return out
-        values: tuple[float | None, ...] = self.values if self.kind == "metric-validity" else (None,)
+        sweeps = self.kind == "metric-validity" or (self.kind in SWEPT_KINDS and self.values)
+        values: tuple[float | None, ...] = self.values if sweeps else (None,)
         for trials in self.trials:
             for runs in self.runs:
                 for value in values:
@@ -235,9 +239,10 @@ def check_study(spec: StudySpec) -> ExperimentSpec:
         names = set(agent.parameters.names)
         for setting in (spec.params, *(spec.compare or ())):
             _check_names(setting, names, f"agent {spec.agent}")
-        if spec.parameter is not None and spec.parameter not in names:
-            raise ValueError(f"{spec.parameter!r} is not a parameter of agent {spec.agent} "
-                             f"({', '.join(sorted(names))})")
+        fields_ = set(getattr(exp.design_cls, "model_fields", {}))
+        if spec.parameter is not None and spec.parameter not in names | fields_:
+            raise ValueError(f"{spec.parameter!r} is neither a parameter of agent {spec.agent} "
+                             f"({', '.join(sorted(names))}) nor a design field ({', '.join(sorted(fields_))})")
     if any(t is not None for t in spec.trials) and exp.trials_field is None:
         raise ValueError(f"experiment {exp.name} has a fixed number of trials per session (no trials field); "
                          "scale runs instead")
@@ -256,6 +261,14 @@ def check_study(spec: StudySpec) -> ExperimentSpec:
     for t in spec.trials:
         design_for_trials(exp, t, spec.design)
     return exp
+
+
+def concurrent_tasks(spec: StudySpec, workers: int | None) -> int:
+    """Tasks of ``spec`` that run at once on ``workers`` local processes (default: the CPU count)."""
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    if n < 1:
+        raise ValueError(f"workers must be at least 1, got {n}")
+    return 1 if n == 1 else min(n, len(spec.tasks()))
 
 
 def check_study_memory(spec: StudySpec, exp: ExperimentSpec, concurrent: int = 1) -> int:
@@ -332,11 +345,18 @@ def design_for_trials(exp: ExperimentSpec, trials: int | None, extra: Mapping[st
     field_ = exp.trials_field
     if field_ is None:
         raise ValueError(f"experiment {exp.name} has a fixed number of trials per session (no trials field)")
-    per = cls(**{**extra, field_: 1}).n_trials
+    per = trials_step(base, field_)
     if per < 1 or trials % per:
         raise ValueError(f"cannot set {exp.name}'s design to {trials} trials per session "
                          f"({field_} scales it in steps of {per})")
     return cls(**{**extra, field_: trials // per})
+
+
+def trials_step(design: Any, field_: str) -> int:
+    """Trials per unit of the trials field (the count is proportional to it; read off the design
+    itself, since the field may have a lower bound above 1)."""
+    value = int(getattr(design, field_))
+    return design.n_trials // value if value > 0 and design.n_trials % value == 0 else 0
 
 
 def simulate_runs(exp: ExperimentSpec, agent: str, n: int, seed: int, params: Mapping[str, Any],
@@ -594,10 +614,8 @@ def run_study(
     payload = spec.model_dump_json()
     start = time.perf_counter()
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
-    if n_workers < 1:
-        raise ValueError(f"workers must be at least 1, got {n_workers}")
     if dask is None:
-        check_study_memory(spec, exp, 1 if n_workers <= 1 else min(n_workers, len(tasks)))
+        check_study_memory(spec, exp, concurrent_tasks(spec, workers))
 
     def tick(k: int) -> None:
         if on_task_done is not None:
@@ -646,7 +664,8 @@ def spec_from_decl(exp: ExperimentSpec, decl: StudyDecl, **overrides: Any) -> St
     fields: dict[str, Any] = {"kind": decl.kind, "experiment": exp.name, "direction": decl.direction,
                               "params": dict(decl.params), "sampler": decl.sampler,
                               "ranges": {k: tuple(v) for k, v in decl.ranges.items()},
-                              "fixed": dict(decl.fixed), "design": dict(decl.design)}
+                              "fixed": dict(decl.fixed), "design": dict(decl.design),
+                              "metric_options": dict(decl.metric_options)}
     if decl.model is not None:
         fields["models"] = (decl.model,)
     if decl.models:

@@ -164,25 +164,38 @@ def metric_validity_summary(table: pd.DataFrame, direction: str = "any") -> dict
     return out
 
 
+def _sweep_cells(table: pd.DataFrame) -> tuple[str | None, list[tuple[dict[str, Any], pd.DataFrame]]]:
+    """(swept parameter, [(cell keys, rows)]) per (runs, n_trials, swept value) cell."""
+    if "value" not in table:
+        table = table.assign(value=np.nan, parameter=None)
+    parameter = table["parameter"].dropna()
+    cells = [({"runs": int(runs), "n_trials": int(t), **({"value": float(v)} if pd.notna(v) else {})}, g)
+             for (runs, t, v), g in table.groupby(["runs", "n_trials", "value"], sort=True, dropna=False)]
+    return (str(parameter.iloc[0]) if len(parameter) else None), cells
+
+
 def metric_power_summary(table: pd.DataFrame) -> dict[str, Any]:
-    """Power per runs cell (MC SE), the mean difference B − A and the test used."""
+    """Power per (runs, swept value) cell (MC SE), the mean difference B − A and the test used."""
+    swept, groups = _sweep_cells(table)
     cells = []
-    for (runs, t), g in table.groupby(["runs", "n_trials"], sort=True):
+    for keys, g in groups:
         r = rate(g["detected"])
-        cells.append({"runs": int(runs), "n_trials": int(t), "power": r["rate"], "mc_se": r["mc_se"],
-                      "sims": r["sims"], "mean_difference": float(g["difference"].mean()),
+        cells.append({**keys, "power": r["rate"], "mc_se": r["mc_se"], "sims": r["sims"],
+                      "mean_difference": float(g["difference"].mean()),
                       "untestable": int(g["p_value"].isna().sum())})
-    return {"metric": str(table["metric"].iloc[0]), "test": str(table["test"].iloc[0]), "cells": cells}
+    return {"metric": str(table["metric"].iloc[0]), "test": str(table["test"].iloc[0]), "parameter": swept,
+            "cells": cells}
 
 
 def test_summary(table: pd.DataFrame) -> dict[str, Any]:
-    """Rejection rate per runs cell with its MC SE."""
+    """Rejection rate per (runs, swept value) cell with its MC SE."""
+    swept, groups = _sweep_cells(table)
     cells = []
-    for (runs, t), g in table.groupby(["runs", "n_trials"], sort=True):
+    for keys, g in groups:
         r = rate(g["rejected"])
-        cells.append({"runs": int(runs), "n_trials": int(t), "rejection_rate": r["rate"], "mc_se": r["mc_se"],
-                      "sims": r["sims"], "median_p": float(g["p_value"].median())})
-    return {"test": str(table["test"].iloc[0]), "cells": cells}
+        cells.append({**keys, "rejection_rate": r["rate"], "mc_se": r["mc_se"], "sims": r["sims"],
+                      "median_p": float(g["p_value"].median())})
+    return {"test": str(table["test"].iloc[0]), "parameter": swept, "cells": cells}
 
 
 def mc_interval(p: float, se: float) -> tuple[float, float]:

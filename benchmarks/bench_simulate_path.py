@@ -1,0 +1,97 @@
+"""Full simulate path against the kernel, for every registered experiment, one core (CPU time).
+
+For each experiment (its first declared generating agent, default parameters and design) prints
+trials/s of (a) the agent's numba kernel alone on pre-drawn sessions and uniforms and (b) the whole
+batch path :func:`cogtestbed.simulation.simulate` (session sampling + uniforms + kernel + trial
+table), and the ratio full / kernel (target ≥ 0.40 for every experiment), with the CPU ns per
+trial of the two other stages (drawing the sessions, building the table) to show where the rest
+goes.  Then the RW± kernel of instrumental learning in ns per trial on one core (target ≤ 15 ns).
+Timings are the best of N process-CPU-time runs (the machine is shared).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _timing import best_cpu_of  # noqa: E402
+
+from cogtestbed.registry import ExperimentSpec, experiment_names, get_experiment  # noqa: E402
+from cogtestbed.simulation import seed_streams, simulate, subject_params  # noqa: E402
+
+#: Trials simulated per experiment (subjects = this / trials per subject, at least 10).
+TARGET_TRIALS = 400_000
+#: Ratio full path / kernel every experiment must reach.
+RATIO_TARGET = 0.40
+#: RW± kernel budget per trial on one core.
+RW_NS_TARGET = 15.0
+RW_SUBJECTS = 20_000
+REPEATS = 5
+
+
+def agent_of(spec: ExperimentSpec) -> str:
+    """The generating agent of the experiment's first model (its first agent when it has none)."""
+    named = [g.agent for g in spec.generators.values()]
+    return named[0] if named else sorted(spec.agents)[0]
+
+
+def bench(name: str) -> tuple[str, int, float, float, float, float]:
+    """(agent, trials, kernel s, full path s, sessions s, table s) of one experiment."""
+    spec = get_experiment(name)
+    agent = agent_of(spec)
+    agent_cls = spec.agent(agent)
+    design = spec.env_cls.design_cls()
+    probe = simulate(spec, agent, 10, 0)
+    n = max(10, TARGET_TRIALS * 10 // len(probe))
+    env_rng, agent_rng = seed_streams(0)
+    sessions = spec.env_cls.sample_sessions(design, n, env_rng)
+    uniforms = agent_rng.random((n, spec.env_cls.max_steps(design) * agent_cls.draws_per_trial))
+    params = subject_params(agent_cls, None, n)
+    trials = len(simulate(spec, agent, n, 0))
+    kernel_s = best_cpu_of(lambda: agent_cls.simulate_batch(design, sessions, params, uniforms), REPEATS)
+    full_s = best_cpu_of(lambda: simulate(spec, agent, n, 0), REPEATS)
+    sessions_s = best_cpu_of(lambda: spec.env_cls.sample_sessions(design, n, seed_streams(0)[0]), REPEATS)
+    outcomes = agent_cls.simulate_batch(design, sessions, params, uniforms)
+    table_s = best_cpu_of(lambda: spec.env_cls.trials_table(design, sessions, outcomes, agent=agent, params=params),
+                          REPEATS)
+    return agent, trials, kernel_s, full_s, sessions_s, table_s
+
+
+def rw_ns_per_trial() -> float:
+    """CPU ns per trial of the RW± kernel (instrumental learning, default parameters)."""
+    spec = get_experiment("instrumental-learning")
+    agent_cls = spec.agent("rw-pm")
+    design = spec.env_cls.design_cls()
+    env_rng, agent_rng = seed_streams(0)
+    sessions = spec.env_cls.sample_sessions(design, RW_SUBJECTS, env_rng)
+    uniforms = agent_rng.random((RW_SUBJECTS, spec.env_cls.max_steps(design)))
+    params = subject_params(agent_cls, {"alpha_pos": 0.4, "alpha_neg": 0.2, "beta": 5.0}, RW_SUBJECTS)
+    seconds = best_cpu_of(lambda: agent_cls.simulate_batch(design, sessions, params, uniforms), 2 * REPEATS)
+    return seconds / (RW_SUBJECTS * design.n_trials) * 1e9
+
+
+def main() -> None:
+    print(f"{'experiment':24s} {'agent':18s} {'trials':>9s} {'kernel trials/s':>16s} {'full trials/s':>14s} "
+          f"{'ratio':>6s}        ns/trial: kernel sessions table")
+    worst = float("inf")
+    for name in experiment_names():
+        agent, trials, kernel_s, full_s, sessions_s, table_s = bench(name)
+        ratio = kernel_s / full_s
+        worst = min(worst, ratio)
+        flag = "OK" if ratio >= RATIO_TARGET else "MISSED"
+        print(f"{name:24s} {agent:18s} {trials:9d} {trials / kernel_s:16.3e} {trials / full_s:14.3e} "
+              f"{ratio:6.2f} {flag:6s} {kernel_s / trials * 1e9:14.0f} {sessions_s / trials * 1e9:8.0f} "
+              f"{table_s / trials * 1e9:5.0f}", flush=True)
+    print(f"worst full/kernel ratio: {worst:.2f} (target >= {RATIO_TARGET:.2f}) "
+          f"[{'OK' if worst >= RATIO_TARGET else 'MISSED'}]")
+    ns = rw_ns_per_trial()
+    print(f"RW± kernel (instrumental-learning, rw-pm), one core: {ns:.1f} ns/trial "
+          f"(target <= {RW_NS_TARGET:.0f}) [{'OK' if ns <= RW_NS_TARGET else 'MISSED'}]")
+
+
+if __name__ == "__main__":
+    main()

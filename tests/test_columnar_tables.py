@@ -1,0 +1,151 @@
+"""Columnar trial tables, the two-step stay regression in one pass, and convergence verdicts."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cogtestbed.environments.belief import distribution_json
+from cogtestbed.environments.discounting import (
+    NOT_ASKED,
+    DiscountingDesign,
+    StaircaseState,
+    asked_questions,
+    question_list,
+)
+from cogtestbed.environments.revealed import normalise_logprobs, normalise_logprobs_rows
+from cogtestbed.inference.hierarchical import Diagnostics
+from cogtestbed.inference.twostep import stay_design, stay_pairs
+from cogtestbed.simulation import simulate
+from cogtestbed.trials import CodedStrings, finish_table
+
+
+def _table(**kw: object) -> pd.DataFrame:
+    action = np.array([[0, 1, 1], [1, 0, 1]])
+    valid = np.array([[True, False, True], [True, True, True]])
+    return finish_table("x", kw.pop("stimulus", {}), action, np.ones((2, 3)), valid, agent="a",  # type: ignore[arg-type]
+                        **kw)  # type: ignore[arg-type]
+
+
+def test_coded_strings_give_the_same_column_as_object_strings() -> None:
+    codes = np.array([[0, 2, 1], [1, 1, 2]])
+    vocab = ("A", "B", None)
+    coded = _table(stimulus={"s": CodedStrings(codes, vocab)})
+    plain = _table(stimulus={"s": np.array(vocab, dtype=object)[codes]})
+    assert coded.equals(plain) and coded["s"].dtype == plain["s"].dtype == "string"
+    assert coded["s"].tolist() == ["A", pd.NA, "B", "B", "B", pd.NA]
+    with pytest.raises(ValueError, match="codes must lie"):
+        _table(stimulus={"s": CodedStrings(codes + 1, vocab)})
+
+
+def test_encode_take_where() -> None:
+    letters = CodedStrings.encode(np.array([["Q", "B"], ["Z", "Q"]]))
+    assert letters.vocabulary == ("B", "Q", "Z")
+    picked = letters.take(np.array([0, 1]), 0).where(np.array([True, False]), letters.take(np.array([0, 1]), 1))
+    assert [letters.vocabulary[c] for c in picked.codes] == ["Q", "Q"]
+
+
+def test_keep_action_valid_slots_and_fresh_memory() -> None:
+    reward = np.arange(6.0).reshape(2, 3)
+    keep = np.array([[True, True, False], [True, False, False]])
+    t = finish_table("x", {"stim": reward}, np.array([[0, 1, 1], [1, 0, 1]]), reward, np.ones((2, 3), bool),
+                     agent="a", keep=keep, action_valid=np.array([[True, False, True], [True, True, True]]),
+                     after_action={"conf": reward * 10}, trailing={"note": None}, params={"p": np.array([1.0, 2.0])})
+    assert list(t.columns) == ["experiment", "subject", "session", "trial", "stim", "action", "conf", "reward",
+                               "valid", "raw_response", "parse_error", "agent", "param_p", "note"]
+    assert t["trial"].tolist() == [0, 1, 0] and t["subject"].tolist() == [0, 0, 1]
+    assert t["action"].isna().tolist() == [False, True, False] and t["param_p"].tolist() == [1.0, 1.0, 2.0]
+    assert t["note"].isna().all() and t["note"].dtype == "string"
+    whole = finish_table("x", {"stim": reward}, np.zeros((2, 3), int), reward, np.ones((2, 3), bool), agent="a")
+    reward[0, 0] = 99.0  # the table owns its columns
+    assert whole["reward"].iloc[0] == 0.0 and whole["stim"].iloc[0] == 0.0
+
+
+def test_float_action_masks_invalid_and_nan() -> None:
+    t = finish_table("x", {}, np.array([[0.5, np.nan, 0.2]]), np.zeros((1, 3)), np.array([[True, True, False]]),
+                     agent="a")
+    assert t["action"].dtype == "Float64" and t["action"].isna().tolist() == [False, True, True]
+
+
+def test_distribution_json_is_json_dumps() -> None:
+    states = ("low", 'say "hi"', "%d")
+    rng = np.random.default_rng(0)
+    probs = np.vstack([rng.dirichlet(np.ones(3), 50), [[1e-7, 0.5, 1e20]], [[np.nan, 0.5, np.inf]]])
+    expected = [json.dumps(dict(zip(states, map(float, row), strict=True))) for row in probs]
+    assert distribution_json(states, probs).tolist() == expected
+
+
+def test_discounting_question_replay_matches_the_staircase() -> None:
+    design = DiscountingDesign()
+    questions = question_list(design)
+    rng = np.random.default_rng(1)
+    action = rng.integers(0, 2, (300, 13))
+    valid = rng.random((300, 13)) > 0.03
+    codes = asked_questions(action, valid, np.ones((300, 13), bool))
+    for i in range(300):
+        state = StaircaseState()
+        for s in range(13):
+            if state.done:
+                assert codes[i, s] == NOT_ASKED
+                break
+            assert questions[codes[i, s]] == state.question(design)
+            if not valid[i, s]:
+                break
+            state.answer(int(action[i, s]))
+
+
+def test_row_normalisation_matches_the_single_row_function() -> None:
+    rng = np.random.default_rng(2)
+    lp = np.log(rng.dirichlet(np.ones(5), 400)) - rng.random((400, 1))
+    lp[::7, 1] = np.nan
+    lp[::11] = -np.inf
+    expected = np.array([normalise_logprobs(row) for row in lp])
+    assert normalise_logprobs_rows(lp).tobytes() == expected.tobytes()
+
+
+def _stay_design_per_run(trials: pd.DataFrame, valid_only: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The stay design run by run (CogBench's loop), the reference of the one-pass version."""
+    xs, ys = [], []
+    for _, df in trials.groupby("subject", sort=False):
+        df = df.sort_values(["session", "trial"], kind="stable")
+        a1 = pd.to_numeric(df["action"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        planet = df["planet"].to_numpy(dtype=np.float64)
+        planet = np.where(planet < 0, np.nan, planet)
+        r = df["reward"].to_numpy(dtype=np.float64)
+        keep = ~np.isnan(r[:-1])
+        if valid_only:
+            v = df["valid"].to_numpy(dtype=bool)
+            keep &= v[:-1] & v[1:]
+        rc = np.where(r[:-1] == 0, -1.0, r[:-1])[keep]
+        cc = np.where(a1[:-1] == planet[:-1], 1.0, -1.0)[keep]
+        xs.append(np.column_stack([np.ones(rc.size), rc, cc, rc * cc]))
+        ys.append((a1[1:] == a1[:-1]).astype(np.float64)[keep])
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+@pytest.mark.parametrize("valid_only", [False, True])
+def test_stay_design_in_one_pass_matches_the_run_loop(valid_only: bool) -> None:
+    trials = simulate("two-step", "hybrid", 12, 3).sample(frac=1.0, random_state=0)
+    trials.loc[trials.index[::17], "valid"] = False
+    x, y = stay_design(trials, valid_only)
+    ref_x, ref_y = _stay_design_per_run(trials, valid_only)
+    assert x.tobytes() == ref_x.tobytes() and y.tobytes() == ref_y.tobytes()
+    assert len(stay_pairs(trials)[2]) == len(stay_design(trials)[1])
+
+
+def _diag(tail: float, div: int = 0) -> Diagnostics:
+    return Diagnostics(max_rhat=1.004, min_ess_bulk=900.0, min_ess_tail=tail, divergences=div, n_chains=4,
+                       n_draws=1000, seconds=1.0, sampler="pymc", table=pd.DataFrame())
+
+
+def test_convergence_verdict_checks_tail_ess() -> None:
+    assert _diag(812.0).ok and _diag(812.0).verdict == "converged"
+    low_tail = _diag(345.0)
+    assert not low_tail.ok and low_tail.verdict == "NOT converged: min tail ESS 345 < 400"
+    assert "tail ESS 345 (>= 400)" in low_tail.report()
+    assert low_tail.report().endswith("NOT converged: min tail ESS 345 < 400")
+    assert low_tail.as_dict()["converged"] is False and low_tail.columns()["min_ess_tail"] == 345.0
+    assert "2 divergent transitions" in _diag(812.0, 2).verdict

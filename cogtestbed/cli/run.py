@@ -68,6 +68,8 @@ class RunRequest:
     base_url: str | None = None
     mode: str = "auto"
     design: list[str] = field(default_factory=list)
+    #: Design fields given as values (a plan's design); ``design`` items override them.
+    design_fields: dict[str, Any] = field(default_factory=dict)
     max_tokens: int = 8
     temperature: float = 0.0
     stop: list[str] | None = None
@@ -89,12 +91,13 @@ class RunRequest:
 
 @app.command()
 def run(
-    experiment: Annotated[str, typer.Argument(help="Experiment name, e.g. instrumental-learning.")],
-    llms: Annotated[list[str], typer.Option(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Run directory.")],
+    experiment: Annotated[str | None, typer.Argument(
+        help="Experiment name, e.g. instrumental-learning (optional with --plan).")] = None,
+    llms: Annotated[list[str] | None, typer.Option(
         "--llm", help="BACKEND:MODEL — hf:tiny-random, hf:<hub id or path>, openai:gpt-4o-mini, "
         "anthropic:claude-...; keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY.  Give it twice "
-        "(base and instruct, say) to run both on the same sessions and write a paired report.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Run directory.")],
+        "(base and instruct, say) to run both on the same sessions and write a paired report.")] = None,
     subjects: Annotated[int, typer.Option(min=1, help="Independent subjects (sessions).")] = 1,
     seed: Annotated[int, typer.Option(help="Seed: the same sessions as `simulate --seed`.")] = 0,
     base_url: Annotated[str | None, typer.Option(
@@ -132,18 +135,33 @@ def run(
         min=1, help="When stderr is not a terminal: a progress line per this many subjects.")] = PROGRESS_EVERY,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report calls, tokens and cost; call nothing.")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --output.")] = False,
+    plan: Annotated[Path | None, typer.Option(
+        help="plan.json of `cogtestbed plan`: its experiment, design, subjects, seed, answer settings and "
+        "limits; --llm chooses or replaces its LLM(s).")] = None,
 ) -> None:
     """Run an LLM as subjects through an experiment; write the trial table and a manifest.
 
     Exit status: 0 complete, 2 bad input or a backend error (one line), 3 stopped by the budget.
     """
+    llms = _planned_llms(plan, llms)
     if len(llms) != 1:
         _run_paired(llms, output, {k: v for k, v in locals().items() if k not in ("llms", "output")})
         return
     llm = llms[0]
+    fields: dict[str, Any] = {}
+    if plan is not None:  # the planned design, subjects, seed, answer settings and limits
+        from cogtestbed.validation.plan_report import plan_run_settings
+
+        p = plan_run_settings(plan, experiment, llm, subjects, seed, design)
+        experiment, subjects, seed, fields = p["experiment"], p["subjects"], p["seed"], p["design"]
+        max_tokens, temperature, reask = p["max_tokens"], p["temperature"], p["reask"]
+        max_calls = max_calls if max_calls is not None else p["max_calls"]
+        max_cost = max_cost if max_cost is not None else p["max_cost"]
+    if experiment is None:
+        raise ValueError("run needs an EXPERIMENT (or --plan)")
     request = RunRequest(
         experiment=experiment, llm=llm, output=output, subjects=subjects, seed=seed, base_url=base_url,
-        mode=mode, design=design or [], max_tokens=max_tokens, temperature=temperature, stop=stop,
+        mode=mode, design=design or [], design_fields=fields, max_tokens=max_tokens, temperature=temperature, stop=stop,
         reask=reask, top_logprobs=top_logprobs, cache=cache, concurrency=concurrency, rpm=rpm, tpm=tpm,
         max_calls=max_calls, max_cost=max_cost, add_budget=add_budget or [], prices=prices,
         timeout=timeout, retry_for=retry_for, resume=resume, progress_every=progress_every)
@@ -165,7 +183,7 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
 
     exp = get_experiment(request.experiment)
     backend, _ = parse_spec(request.llm)
-    design_obj = exp.env_cls.design_cls(**_design_overrides(request.design))
+    design_obj = exp.env_cls.design_cls(**{**request.design_fields, **_design_overrides(request.design)})
     stops = tuple(codecs.decode(s, "unicode_escape") for s in request.stop) if request.stop else ("\n",)
     if not request.timeout > 0:
         raise ValueError(f"--timeout must be a positive number of seconds, got {request.timeout:g}")
@@ -272,6 +290,15 @@ def model_dir(output: Path, index: int, llm: str) -> Path:
     """Run directory of the ``index``-th of two models under ``output`` (``1-hf-tiny-random``)."""
     slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in llm).strip("-")
     return output / f"{index + 1}-{slug}"
+
+
+def _planned_llms(plan: Path | None, llms: list[str] | None) -> list[str]:
+    """The ``--llm`` given, else the LLM(s) a plan was priced for."""
+    if plan is None or llms:
+        return list(llms or [])
+    from cogtestbed.validation.plan_report import load_plan
+
+    return list(dict.fromkeys(load_plan(plan)["llms"]))
 
 
 def _run_paired(llms: list[str], output: Path, kwargs: dict[str, Any]) -> None:

@@ -20,20 +20,41 @@ from __future__ import annotations
 
 import itertools
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 from numba import njit
-from scipy.optimize import minimize
 
-from cogtestbed.inference.optim import EXP, IDENTITY, SINE, bfgs_from_starts, search_objective
+from cogtestbed.inference.optim import EXP, FTOL, GTOL, IDENTITY, MAX_ITER, SINE, mle_driver
 from cogtestbed.parameters import Parameter, ParameterSet
 
 #: Half-width, in logit units, of the start grid of a logit-transformed parameter.
 GRID_LOGIT_SPAN = 5.0
+
+
+def subject_slices(trials: pd.DataFrame, by: Sequence[str] = ("subject", "session", "trial")
+                   ) -> tuple[pd.DataFrame, list[tuple[Hashable, slice]]]:
+    """The table sorted (stably) by ``by`` and each subject's rows in it, in that order.
+
+    The columnar replacement of ``groupby("subject")`` for per-subject arrays: convert each
+    column once (``ordered[col].to_numpy()``) and slice it per subject, instead of one pandas
+    frame per subject.  Same subjects, keys and order as ``ordered.groupby("subject",
+    sort=False)`` (rows without a subject are dropped, as groupby does)."""
+    ordered = trials.sort_values(list(by), kind="stable")
+    subject = ordered["subject"]
+    if subject.isna().any():
+        ordered = ordered[subject.notna()]
+        subject = ordered["subject"]
+    values = subject.to_numpy()
+    if len(values) == 0:
+        return ordered, []
+    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+    ends = np.r_[starts[1:], len(values)]
+    keys = subject.iloc[starts].tolist()
+    return ordered, [(key, slice(int(a), int(b))) for key, a, b in zip(keys, starts, ends, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -379,26 +400,25 @@ class CognitiveModel(ABC):
         if grid_nll.size != int(np.prod(shape)):  # a model with its own (non-product) grid
             return order
         values = grid_nll.reshape(shape)
-        is_min = np.ones(shape, dtype=bool)
+        is_min = values <= np.inf  # False for NaN; a point is a minimum if ≤ each neighbour along every axis
         for axis in range(values.ndim):
-            padded = np.pad(values, [(1, 1) if a == axis else (0, 0) for a in range(values.ndim)],
-                            constant_values=np.inf)
-            lower = np.take(padded, np.arange(0, shape[axis]), axis=axis)
-            upper = np.take(padded, np.arange(2, shape[axis] + 2), axis=axis)
-            is_min &= (values <= lower) & (values <= upper)
+            v, m = np.moveaxis(values, axis, 0), np.moveaxis(is_min, axis, 0)  # views: m writes through
+            m[1:] &= v[1:] <= v[:-1]
+            m[:-1] &= v[:-1] <= v[1:]
         flat_min = is_min.reshape(-1)
         return np.concatenate([order[flat_min[order]], order[~flat_min[order]]])
 
     def _fit_numba(self, data: Any, n_starts: int) -> MLEResult:
         grid_nll = self.nll_many(self.start_grid(), data)
         starts = self._unconstrained_grid()[self.start_order(grid_nll)[:n_starts]]
-        z, value, converged = bfgs_from_starts(
-            search_objective(self._kernel()), np.ascontiguousarray(starts), self.objective_args(data)
-        )
+        z, value, converged = mle_driver(self._kernel())(np.ascontiguousarray(starts), self.objective_args(data),
+                                                         MAX_ITER, GTOL, FTOL, np.inf)
         return self._result(self.to_natural(z), value, converged, data)
 
     def _fit_scipy(self, data: Any, n_starts: int) -> MLEResult:
         """Reference path: scipy's L-BFGS-B on the box with :meth:`nll_grad` (benchmarks)."""
+        from scipy.optimize import minimize
+
         params = self.parameters.parameters
         grid = self.start_grid()
         grid_nll = self.nll_many(grid, data)

@@ -56,7 +56,7 @@ from cogtestbed.inference.cbn import (
     noisy_or_table_grad,
     valid_judgments,
 )
-from cogtestbed.inference.optim import bfgs_from_starts
+from cogtestbed.inference.optim import bfgs_driver
 from cogtestbed.numerics import sigmoid
 from cogtestbed.parameters import ParameterSet
 
@@ -129,19 +129,22 @@ def half_mse(theta: np.ndarray, args: tuple) -> tuple[float, np.ndarray]:
     return 0.5 * loss / n, grad
 
 
-@njit
+#: The BFGS multi-start search on :func:`half_mse` (compiled once, cached on disk).
+fit_half_mse = bfgs_driver(half_mse)
+
+
+@njit(cache=True)
 def _multistart(starts: np.ndarray, link: int, k: int, cnt: np.ndarray, s1: np.ndarray,
                 s2: np.ndarray, mask: np.ndarray, max_iter: int) -> tuple[np.ndarray, float]:
     n = 0.0
     for t in range(N_TASKS):
         if mask[t]:
             n += cnt[t]
-    theta, f, _ = bfgs_from_starts(half_mse, starts, (link, k, cnt, s1, s2, mask, n), max_iter,
-                                   GTOL, FTOL, THETA_BOUND)
+    theta, f, _ = fit_half_mse(starts, (link, k, cnt, s1, s2, mask, n), max_iter, GTOL, FTOL, THETA_BOUND)
     return theta, f
 
 
-@njit
+@njit(cache=True)
 def fit_kernel(starts: np.ndarray, cv_starts: np.ndarray, link: int, k: int, cnt: np.ndarray,
                s1: np.ndarray, s2: np.ndarray, max_iter: int, cv_max_iter: int
                ) -> tuple[np.ndarray, float, np.ndarray]:

@@ -27,7 +27,7 @@ from numba import njit
 
 from cogtestbed.agents.lapse import lapsed_choice
 from cogtestbed.experiments.spec import MetricsResult, metrics_result
-from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.inference.base import CognitiveModel, subject_slices
 from cogtestbed.parameters import Parameter, ParameterSet
 
 EXPERIMENT = "instrumental-learning"
@@ -252,19 +252,13 @@ class BanditData:
 def bandit_data(trials: pd.DataFrame) -> dict[Hashable, BanditData]:
     """Split a trial table into per-subject arrays (trial order within subject preserved)."""
     n_casinos = int(trials["casino"].max())
-    out: dict[Hashable, BanditData] = {}
-    ordered = trials.sort_values(["subject", "session", "trial"], kind="stable")
-    for subject, df in ordered.groupby("subject", sort=False):
-        action = df["action"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
-        valid = df["valid"].to_numpy(dtype=bool)
-        action = np.where(valid, action, -1)
-        out[subject] = BanditData(
-            casino=df["casino"].to_numpy(dtype=np.int64) - 1,
-            action=action,
-            reward=df["reward"].fillna(0.0).to_numpy(dtype=np.float64),
-            n_casinos=n_casinos,
-        )
-    return out
+    ordered, slices = subject_slices(trials)
+    action = ordered["action"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
+    action = np.where(ordered["valid"].to_numpy(dtype=bool), action, -1)
+    casino = ordered["casino"].to_numpy(dtype=np.int64) - 1
+    reward = ordered["reward"].fillna(0.0).to_numpy(dtype=np.float64)
+    return {subject: BanditData(casino=casino[rows], action=action[rows], reward=reward[rows], n_casinos=n_casinos)
+            for subject, rows in slices}
 
 
 class _BanditModel(CognitiveModel):

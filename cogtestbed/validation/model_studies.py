@@ -130,14 +130,14 @@ def task_model_recovery(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str,
                                    "ranges": {k: v for k, v in spec.ranges.items() if k in own}})
     _, true = draw_true_parameters(mine, gen, n, rng)
     trials = simulate_model(spec, exp, gen.name, true, n, seed_of(sim_seq), design, int(task["runs"]))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in spec.models:
         model = fitted_model(spec, exp.model(name))
         if spec.method == "mle":
             fits = model.fit_mle(trials)
-            for _, r in fits.iterrows():
-                rows.append({"generator": gen.name, "model": name, "subject": r["subject"],
-                             "aic": r["aic"], "bic": r["bic"], "elpd_loo": np.nan})
+            rows.extend({"generator": gen.name, "model": name, "subject": subject, "aic": aic, "bic": bic,
+                         "elpd_loo": np.nan}
+                        for subject, aic, bic in zip(fits["subject"], fits["aic"], fits["bic"], strict=True))
         else:
             fit = _fit_bayes(model, trials, spec, fit_seed)
             with warnings.catch_warnings():
@@ -200,10 +200,13 @@ def task_power(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], de
     if spec.method == "mle":
         fits = fitter.fit_mle(trials)
         values = np.asarray(model.contrast(spec.effect, {p: fits[p].to_numpy() for p in model.parameters.names}))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            p_value = float(stats.ttest_1samp(values, 0.0).pvalue) if len(values) > 1 else float("nan")
-        estimate, lo, hi = float(values.mean()), np.nan, np.nan
+        estimate, lo, hi, p_value = float(values.mean()), np.nan, np.nan, float("nan")
+        if len(values) > 1:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                res = stats.ttest_1samp(values, 0.0)
+                ci = res.confidence_interval(1 - spec.level)  # the t-interval of the mean effect
+            p_value, lo, hi = float(res.pvalue), float(ci.low), float(ci.high)
         test = "two-sided one-sample t-test on per-subject MLE"
     else:
         post = _fit_bayes(fitter, trials, spec, fit_seed).idata.posterior

@@ -345,11 +345,18 @@ def design_for_trials(exp: ExperimentSpec, trials: int | None, extra: Mapping[st
     field_ = exp.trials_field
     if field_ is None:
         raise ValueError(f"experiment {exp.name} has a fixed number of trials per session (no trials field)")
-    per = cls(**{**extra, field_: 1}).n_trials
+    per = trials_step(base, field_)
     if per < 1 or trials % per:
         raise ValueError(f"cannot set {exp.name}'s design to {trials} trials per session "
                          f"({field_} scales it in steps of {per})")
     return cls(**{**extra, field_: trials // per})
+
+
+def trials_step(design: Any, field_: str) -> int:
+    """Trials per unit of the trials field (the count is proportional to it; read off the design
+    itself, since the field may have a lower bound above 1)."""
+    value = int(getattr(design, field_))
+    return design.n_trials // value if value > 0 and design.n_trials % value == 0 else 0
 
 
 def simulate_runs(exp: ExperimentSpec, agent: str, n: int, seed: int, params: Mapping[str, Any],
@@ -555,12 +562,19 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
 
 def _run_pool(payload: str, tasks: list[dict[str, Any]], workers: int,
               tick: Callable[[int], None]) -> list[pd.DataFrame]:
+    # The first task runs here before the pool starts, so every compiled (or cache-loaded)
+    # function it needs is inherited by the forked workers instead of being loaded by each.
+    try:
+        parts = [_run_chunk(payload, tasks[:1])]
+    except StudyTaskError as exc:
+        raise _reraise(exc) from None
+    tick(1)
+    tasks = tasks[1:]
     # Chunks amortise per-task overhead (process start-up, pickling) on small tasks.
     size = max(1, math.ceil(len(tasks) / (4 * workers)))
     chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
     # fork: workers inherit the imported, JIT-compiled modules (start-up in ms, not seconds).
     ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    parts = []
     pool = ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=ctx,
                                initializer=_die_with_parent, initargs=(os.getpid(),))
     try:

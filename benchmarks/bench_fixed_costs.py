@@ -1,0 +1,141 @@
+"""Fixed costs a user feels around the fits: start-up, help pages, compilation, study overhead.
+
+Prints, each as wall and CPU seconds of whole processes (the machine may be shared: CPU time is
+the figure to compare; the load average is printed with each):
+
+* ``cogtestbed --help`` and every ``cogtestbed COMMAND --help`` (target ≤ 0.5 s each);
+* ``import cogtestbed.cli``;
+* ``cogtestbed metrics instrumental-learning <CogBench gpt-4.csv>`` with a cold numba cache
+  (an empty ``NUMBA_CACHE_DIR``) and warm (the same directory again; target ≤ 1.5 s);
+* the compile share of a recovery worker: a worker forked after the parent ran the first task
+  (as :func:`~cogtestbed.validation.studies.run_study` does) and, for contrast, a fresh
+  interpreter loading everything from the on-disk cache;
+* ``cogtestbed recover rw-pm -e instrumental-learning --reps 100 --subjects 50 --workers 2``
+  (target ≤ 15 s on 2 cores).
+
+Usage: ``python benchmarks/bench_fixed_costs.py [--reps 100] [--skip-recovery]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GPT4 = ROOT.parent / "shared/data/cogbench/InstrumentalLearning/gpt-4.csv"
+HELP_TARGET, FIT_TARGET, RECOVERY_TARGET = 0.5, 1.5, 15.0
+
+WORKER_PROBE = """
+import json, multiprocessing, os, sys, time
+from numba.core.event import install_timer
+from cogtestbed.validation.studies import StudySpec, _run_chunk
+spec = StudySpec(kind="recovery", experiment="instrumental-learning", models=("rw-pm",), subjects=(50,),
+                 reps=6, seed=0)
+payload, tasks = spec.model_dump_json(), spec.tasks()
+
+def worker(chunk, queue):
+    compile_s = [0.0]
+    def add(dt): compile_s[0] += dt
+    cpu, wall = time.process_time(), time.perf_counter()
+    with install_timer("numba:compile", add):
+        _run_chunk(payload, chunk)
+    queue.put({"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall, "compile": compile_s[0]})
+
+fork = multiprocessing.get_context("fork")
+queue = fork.Queue()
+if sys.argv[1] == "forked":  # as run_study: the parent runs the first task, then forks
+    _run_chunk(payload, tasks[:1])
+p = fork.Process(target=worker, args=(tasks[1:], queue))
+p.start(); out = queue.get(); p.join()
+print(json.dumps(out))
+"""
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.1f}/{five:.1f} on {os.cpu_count()} CPUs"
+
+
+def run(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """(wall s, CPU s of the process and its children, stdout) of ``python ARGS``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, check=False,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100", **(env or {})})
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed:\n{done.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done.stdout
+
+
+def best(args: list[str], repeats: int = 3, env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Best wall and best CPU of ``repeats`` runs."""
+    runs = [run(args, env)[:2] for _ in range(repeats)]
+    return min(w for w, _ in runs), min(c for _, c in runs)
+
+
+def line(label: str, wall: float, cpu: float, target: float | None = None) -> None:
+    verdict = "" if target is None else f"  target ≤ {target:g} s: {'met' if cpu <= target else 'MISSED'} (CPU)"
+    print(f"{label:<46} wall {wall:6.2f} s  CPU {cpu:6.2f} s  ({load()}){verdict}", flush=True)
+
+
+def bench_help() -> None:
+    commands = run(["-c", "import json, typer.main; from cogtestbed.cli import app; "
+                          "print(json.dumps(sorted(typer.main.get_command(app).commands)))"])[2]
+    line("cogtestbed --help", *best(["-m", "cogtestbed", "--help"]), HELP_TARGET)
+    for name in json.loads(commands.strip().splitlines()[-1]):
+        line(f"cogtestbed {name} --help", *best(["-m", "cogtestbed", name, "--help"], repeats=2), HELP_TARGET)
+    line("import cogtestbed.cli", *best(["-c", "import cogtestbed.cli"]))
+
+
+def bench_fit_call() -> None:
+    args = ["-m", "cogtestbed", "metrics", "instrumental-learning", str(GPT4), "--json"]
+    with tempfile.TemporaryDirectory(prefix="numba-cold-") as cache:
+        env = {"NUMBA_CACHE_DIR": cache}
+        line("metrics gpt-4.csv, cold numba cache", *run(args, env)[:2])
+        line("metrics gpt-4.csv, warm numba cache", *best(args, env=env), FIT_TARGET)
+
+
+def bench_worker() -> None:
+    for mode, label in (("forked", "worker forked after the parent's first task"),
+                        ("fresh", "fresh worker (parent compiled nothing)")):
+        out = json.loads(run(["-c", WORKER_PROBE, mode])[2].strip().splitlines()[-1])
+        print(f"{label:<46} wall {out['wall']:6.2f} s  CPU {out['cpu']:6.2f} s, compiling {out['compile']:5.2f} s "
+              f"wall ({100 * out['compile'] / max(out['wall'], 1e-9):.0f} % of the worker's wall)  ({load()})",
+              flush=True)
+
+
+def bench_recovery(reps: int) -> None:
+    args = ["-m", "cogtestbed", "recover", "rw-pm", "-e", "instrumental-learning", "--reps", str(reps),
+            "--subjects", "50", "--workers", "2", "--json"]
+    wall, cpu, out = run(args)
+    seconds = json.loads(out.strip().splitlines()[-1])["seconds"]
+    line(f"recover rw-pm {reps} reps x 50 subjects, 2 workers", wall, cpu)
+    print(f"{'':<46} study {seconds:.2f} s wall; CPU/2 = {cpu / 2:.2f} s "
+          f"(the 2-core wall on an idle machine); target ≤ {RECOVERY_TARGET:g} s: "
+          f"{'met' if cpu / 2 <= RECOVERY_TARGET else 'MISSED'}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=100, help="Recovery data sets (default 100).")
+    parser.add_argument("--skip-recovery", action="store_true", help="Skip the recovery study.")
+    opts = parser.parse_args()
+    bench_help()
+    bench_fit_call()
+    bench_worker()
+    if not opts.skip_recovery:
+        bench_recovery(opts.reps)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""``cogtestbed plan``: the cheapest design reaching a target power, priced in calls, tokens and dollars.
+
+The target takes the three forms of ``cogtestbed power``: a model parameter or contrast
+(``--model M --effect NAME=SIZE``), a metric difference between two settings (``--metric M
+--compare AGENT:p=v AGENT:p=v``, e.g. two LLMs' model-basedness) and a statistical test the
+metrics function reports (``--test KEY --agent AGENT:p=v``).  ``-o DIR`` writes ``plan.json``
+(executed by ``cogtestbed run --plan DIR/plan.json``), ``frontier.png`` and ``report.html``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cogtestbed.cli.app import app, console, console_err, print_json
+
+RangeOpt = Annotated[str | None, typer.Option(help="LO:HI or a comma list.")]
+
+
+@app.command()
+def plan(
+    experiment: Annotated[str, typer.Argument(help="Experiment name, e.g. instrumental-learning.")],
+    llm: Annotated[list[str], typer.Option(
+        "--llm", help="BACKEND:MODEL whose prices and tokenizer cost the design (twice for a metric "
+        "difference between two LLMs).")],
+    model: Annotated[str | None, typer.Option(help="Model of an --effect target, e.g. rw-pm.")] = None,
+    effect: Annotated[str | None, typer.Option(help="NAME=SIZE: a model parameter or contrast.")] = None,
+    metric: Annotated[str | None, typer.Option(help="Headline metric whose difference is detected.")] = None,
+    compare: Annotated[tuple[str, str] | None, typer.Option(
+        help="Two settings of one agent, AGENT:p=v,... AGENT:p=v,... (with --metric).")] = None,
+    test: Annotated[str | None, typer.Option(help="Key of the metrics result holding a test.")] = None,
+    agent: Annotated[str | None, typer.Option(help="AGENT[:p=v,...] under which --test runs.")] = None,
+    power: Annotated[float, typer.Option(help="Target power.")] = 0.8,
+    level: Annotated[float, typer.Option(help="Test level alpha (two-sided).")] = 0.05,
+    subjects: Annotated[str | None, typer.Option(help="Subjects range LO:HI (model-level target; default "
+                                                      "10:200).")] = None,
+    runs: Annotated[str | None, typer.Option(help="Runs range: units per setting (metric/test target; default "
+                                                  "10:200) or sessions per subject (pooled experiments).")] = None,
+    trials: Annotated[str | None, typer.Option(help="Trials range through the experiment's trials field "
+                                                    "(default: the design's count to 5x).")] = None,
+    design: Annotated[list[str] | None, typer.Option("--design", help="Design field NAME=VALUE.")] = None,
+    base: Annotated[list[str] | None, typer.Option("--base", help="Population median NAME=VALUE.")] = None,
+    sd_between: Annotated[float, typer.Option(help="Between-subject SD, unconstrained scale.")] = 0.5,
+    param: Annotated[list[str] | None, typer.Option("--param", help="Agent parameter NAME=VALUE.")] = None,
+    prices: Annotated[Path | None, typer.Option(help="Price table (TOML) overriding the defaults.")] = None,
+    max_cost: Annotated[float | None, typer.Option(min=0.0, help="Refuse designs costing more (USD).")] = None,
+    invalid_rate: Annotated[float | None, typer.Option(
+        min=0.0, max=1.0, help="Expected share of invalid answers (simulated as lapses).")] = None,
+    random_rate: Annotated[float, typer.Option(min=0.0, max=1.0, help="Expected share of random answers.")] = 0.0,
+    pilot: Annotated[Path | None, typer.Option(
+        help="Pilot run directory: its invalid rate, tokens per call and fitted parameters.")] = None,
+    mc_se: Annotated[float, typer.Option(help="Largest Monte-Carlo SE of the chosen design's power.")] = 0.03,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Tokens per answer (as run).")] = 8,
+    reask: Annotated[int, typer.Option(min=0, help="Re-asks after an unparseable answer (as run).")] = 0,
+    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature of the run.")] = 0.0,
+    seed: Annotated[int, typer.Option(help="Seed of the simulations and of the planned run.")] = 0,
+    workers: Annotated[int | None, typer.Option(help="Local worker processes (default: CPUs).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as one JSON object.")] = False,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write plan.json and report.html here.")] = None,
+) -> None:
+    """Plan a study: the cheapest design that reaches the target power, in calls, tokens and dollars."""
+    import os
+
+    from cogtestbed.cli.studies import _power_spec, parse_design
+    from cogtestbed.parameters import parse_assignments
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.plan import Planner, Pricer, design_axes
+    from cogtestbed.validation.plan_report import (
+        MAX_INVALID_RATE,
+        apply_pilot,
+        plan_payload,
+        read_pilot,
+        summary_line,
+        write_plan,
+    )
+    from cogtestbed.validation.report import check_output_dir
+
+    exp = get_experiment(experiment)
+    if effect is not None and model is None:
+        raise ValueError("--effect needs --model (the model whose parameter carries the effect)")
+    if model is not None and effect is None:
+        raise ValueError("--model goes with --effect NAME=SIZE")
+    if not 1 <= len(llm) <= 2:
+        raise ValueError(f"--llm takes one model, or two for a metric difference; got {len(llm)}")
+    if len(llm) == 2 and metric is None:
+        raise ValueError("two --llm compare two LLMs: that is a metric difference (--metric M --compare A B)")
+    given_base, given_params = parse_assignments(base or []), parse_assignments(param or [])
+    common: dict[str, Any] = {"subjects": (1,), "runs": (1,), "trials": (None,), "design": parse_design(design),
+                              "reps": 1, "seed": seed, "level": level, "method": "mle", "base": given_base,
+                              "sd_between": sd_between, "params": given_params, "draws": 500, "tune": 500,
+                              "chains": 2}
+    spec = _power_spec(model or experiment, experiment if effect is not None else None, effect, metric, compare,
+                       test, agent, common)
+    if output is not None:
+        check_output_dir(output)
+    pilot_info = read_pilot(pilot, exp, spec) if pilot is not None else None
+    if pilot_info is not None:
+        spec = apply_pilot(spec, exp, pilot_info, given_base, given_params)
+    rate = invalid_rate if invalid_rate is not None else (pilot_info.invalid_rate if pilot_info else 0.0)
+    if rate > MAX_INVALID_RATE:
+        source = "--invalid-rate" if invalid_rate is not None else f"the pilot in {pilot}"
+        raise ValueError(f"{source} gives {rate:.0%} invalid answers (more than {MAX_INVALID_RATE:.0%}): fix the "
+                         "prompt or the answer settings first, or plan for an expected rate with --invalid-rate")
+    if rate > 0 or random_rate > 0:
+        from cogtestbed.agents.lapse import Lapse
+
+        spec = spec.model_copy(update={"lapse": Lapse(invalid=rate, random=random_rate)})
+    size, others = design_axes(spec, exp, subjects, runs, trials)
+    pricer = Pricer(exp, tuple(llm) * (2 if spec.kind == "metric-power" and len(llm) == 1 else 1), seed=seed,
+                    max_tokens=max_tokens, temperature=temperature, reask=reask, prices=prices)
+    quiet = as_json and not console_err.is_terminal
+    planner = Planner(spec, pricer, size, others, target=power, max_cost=max_cost, mc_se=mc_se,
+                      workers=workers if workers is not None else (os.cpu_count() or 1),
+                      on_progress=None if quiet else lambda msg: console_err.print(f"[dim]{msg}[/]", highlight=False))
+    result = planner.plan()
+    payload = plan_payload(result, pricer, exp, max_cost, pilot_info)
+    if output is not None:
+        files = write_plan(payload, output)
+        payload["files"] = {k: str(v) for k, v in files.items()}
+    if as_json:
+        print_json(payload)
+        return
+    console.print(summary_line(payload), highlight=False)
+    for row in payload["frontier"]:
+        dollars = f"${row['dollars']:.3f}" if row["dollars"] is not None else "-"
+        console.print(f"  frontier: {row['design']:>32}  power {row['power']:.2f} ± {row['mc_se']:.2f}  "
+                      f"{row['calls']:>8,} calls  {dollars}", highlight=False)
+    if output is not None:
+        console_err.print(f"wrote {output}/plan.json and {output}/report.html")

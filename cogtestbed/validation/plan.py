@@ -1,0 +1,820 @@
+"""Plan an LLM study before spending: the cheapest design that reaches a target power, in dollars.
+
+``cogtestbed plan`` joins the two halves the testbed already has: the generic power driver
+(:mod:`cogtestbed.validation.studies`, any of its three power forms: a model parameter or contrast,
+a metric difference between two settings, a statistical test the metrics function reports) answers
+in subjects × runs × trials, and the dry run of an LLM run (:func:`cogtestbed.llm_adapters.runner.dry_run`)
+answers in calls, tokens and dollars.  A :class:`Planner` searches the design space the experiment
+declares and prices every design it simulates with that very dry run.
+
+Design space (read from the :class:`~cogtestbed.experiments.spec.ExperimentSpec`, never from an
+experiment's name):
+
+* the **size** axis: simulated subjects for a model-level target, runs (units per setting) for a
+  metric- or test-level target;
+* **runs** per subject where a model-level target's experiment pools sessions (``pooling_unit``);
+* **trials** per session where the experiment declares a ``trials_field``.
+
+Search (sequential, after Bosch-style sequential Monte-Carlo power: each design gets simulations
+in growing batches until its power is clearly above or below the target):
+
+1. every combination of the non-size axes on a coarse grid is visited in order of its cost per
+   session; its size axis is searched by doubling from the smallest size, then by interpolated
+   bisection (probit of power linear in √size, the shape of a t-test's power curve) down to
+   :data:`REFINE_REL` of the size — only up to the largest size cheaper than the best design so far
+   (and than ``max_cost``), which prunes most combinations without a single simulation;
+2. the non-size axes are refined once around the best combination (midpoints of the coarse grid);
+3. the cheapest design that reaches the target gets simulations until its Monte-Carlo SE
+   √(p(1−p)/sims) is at most ``mc_se`` (binomial SE); should it then fall below the target, the
+   next cheapest candidate is taken.
+
+Every simulated design is priced exactly: its prompts are rendered by the experiment's own
+environment and counted by the model's tokenizer (or the backend's documented fallback), through
+the same :func:`~cogtestbed.llm_adapters.runner.dry_run` as ``cogtestbed run --dry-run``, so a plan's
+calls, tokens and dollars equal that command's by construction.  While searching, combinations are
+ordered and pruned by their cost per session (the dry run of :data:`UNIT_SESSIONS` sessions).
+
+Invalid answers: an expected invalid-answer rate (and rate of uniformly random answers) enters the
+simulation as a :class:`~cogtestbed.agents.lapse.Lapse` of every simulated subject, so the power
+accounts for the trials a real LLM loses.  A pilot run directory supplies the measured invalid
+rate, the measured tokens per call and, for a model-level target, the population medians of the
+model fitted to the pilot (the base of the power simulation).
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from cogtestbed.experiments.spec import ExperimentSpec
+from cogtestbed.validation.studies import (
+    MODEL_KINDS,
+    StudySpec,
+    _run_chunk,
+    check_study,
+    design_for_trials,
+    trials_step,
+)
+
+#: Largest Monte-Carlo SE of the power at the chosen design (binomial SE √(p(1−p)/sims)).
+DEFAULT_MC_SE = 0.03
+#: Simulations of a design's first look; later looks double them.
+FIRST_BATCH = 24
+#: A design is called above/below the target once its estimate is this many binomial SEs (at
+#: the target) away from it ...
+DECIDE_Z = 2.0
+#: ... or once it has this many simulations (then its point estimate decides).
+DECIDE_MAX_SIMS = 96
+#: Most simulations spent on the chosen design while bringing its MC SE down to ``mc_se``.
+MAX_FINAL_SIMS = 1000
+#: Sessions rendered to price one session of a design while the search orders and prunes.
+UNIT_SESSIONS = 3
+#: The size axis is refined until the bracket is at most this fraction of the passing size.
+REFINE_REL = 0.1
+#: Values of each non-size axis on the coarse grid.
+COARSE_POINTS = 5
+#: Default trials range: the design's default trial count up to this multiple of it.
+TRIALS_SPAN = 5
+#: Default size range (subjects, or runs per setting).
+DEFAULT_SIZE = (10, 200)
+#: Draws of the simulated population used to compute the population mean of the effect (the
+#: estimand of the t-test of a model-level power study) for the coverage of its interval.
+ESTIMAND_DRAWS = 100_000
+#: Data sets simulated at the chosen design to score per-subject recovery (r, bias, RMSE).
+RECOVERY_REPS = 4
+
+
+class PlanInfeasible(ValueError):
+    """No design within the budget (and the searched ranges) reaches the target power."""
+
+
+# ----------------------------------------------------------------------------- design space
+@dataclass(frozen=True)
+class Axis:
+    """One axis of the design space: its name and the values it may take (sorted)."""
+
+    name: str
+    values: tuple[int, ...]
+
+    def coarse(self, points: int = COARSE_POINTS) -> tuple[int, ...]:
+        """Up to ``points`` values spread evenly (by index) over the axis, ends included."""
+        if len(self.values) <= points:
+            return self.values
+        idx = np.unique(np.round(np.linspace(0, len(self.values) - 1, points)).astype(int))
+        return tuple(self.values[i] for i in idx)
+
+    def between(self, a: int, b: int) -> int | None:
+        """The allowed value closest to the midpoint of ``a`` and ``b`` strictly between them."""
+        inner = [v for v in self.values if min(a, b) < v < max(a, b)]
+        if not inner:
+            return None
+        mid = (a + b) / 2
+        return min(inner, key=lambda v: (abs(v - mid), v))
+
+
+def parse_range(text: str | None, default: tuple[int, int] | None) -> tuple[int, ...] | None:
+    """``LO:HI`` (every integer between), ``a,b,c`` (those values) or a single integer."""
+    if text is None:
+        return None if default is None else tuple(range(default[0], default[1] + 1))
+    try:
+        if ":" in text:
+            lo, hi = (int(x) for x in text.split(":", 1))
+            if lo < 1 or hi < lo:
+                raise ValueError
+            return tuple(range(lo, hi + 1))
+        values = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
+    except ValueError:
+        raise ValueError(f"expected LO:HI or comma-separated positive integers, got {text!r}") from None
+    if not values or values[0] < 1:
+        raise ValueError(f"expected LO:HI or comma-separated positive integers, got {text!r}")
+    return values
+
+
+def size_axis_name(spec: StudySpec) -> str:
+    """``subjects`` for a model-level target, ``runs`` (units per setting) otherwise."""
+    return "subjects" if spec.kind in MODEL_KINDS else "runs"
+
+
+def design_axes(spec: StudySpec, exp: ExperimentSpec, subjects: str | None = None, runs: str | None = None,
+                trials: str | None = None) -> tuple[Axis, list[Axis]]:
+    """(size axis, other axes) of the design space ``spec``'s experiment declares.
+
+    ``trials`` values must be reachable through the spec's ``trials_field`` (multiples of its step);
+    unreachable ones are dropped, and none left is an error.
+    """
+    size_name = size_axis_name(spec)
+    pooled = spec.kind in MODEL_KINDS and exp.pooling_unit == "session"
+    if size_name == "subjects":
+        size = Axis("subjects", parse_range(subjects, DEFAULT_SIZE) or ())
+        if runs is not None and not pooled:
+            raise ValueError(f"experiment {exp.name} pools subjects, not sessions: --runs needs an experiment "
+                             "whose pooling unit is the session")
+    else:
+        if subjects is not None:
+            raise ValueError("--subjects sizes a model-level target; a metric or test target is sized in --runs")
+        size = Axis("runs", parse_range(runs, DEFAULT_SIZE) or ())
+    others: list[Axis] = []
+    if pooled:
+        others.append(Axis("runs", parse_range(runs, None) or declared_runs(spec, exp)))
+    if exp.trials_field is not None:
+        others.append(Axis("trials", trials_values(spec, exp, trials)))
+    elif trials is not None:
+        raise ValueError(f"experiment {exp.name} has a fixed number of trials per session (no trials field)")
+    return size, others
+
+
+def declared_runs(spec: StudySpec, exp: ExperimentSpec) -> tuple[int, ...]:
+    """Runs per subject of the experiment's declared study of this kind and model (else 1)."""
+    for decl in exp.studies_of(spec.kind):
+        if decl.runs and (decl.model is None or decl.model in spec.models):
+            return tuple(sorted(set(decl.runs)))
+    return (1,)
+
+
+def trials_values(spec: StudySpec, exp: ExperimentSpec, text: str | None) -> tuple[int, ...]:
+    """Reachable trial counts in the requested range (default: the design's count to ×5)."""
+    base = design_for_trials(exp, None, spec.design).n_trials
+    assert exp.trials_field is not None
+    step = trials_step(design_for_trials(exp, None, spec.design), exp.trials_field)
+    wanted = parse_range(text, (base, TRIALS_SPAN * base)) or ()
+    values = tuple(v for v in wanted if v % step == 0)
+    if not values:
+        raise ValueError(f"no trial count in {text!r} is reachable: {exp.name}'s {exp.trials_field} "
+                         f"scales a session in steps of {step} trials")
+    return values
+
+
+# ----------------------------------------------------------------------------- designs and costs
+@dataclass(frozen=True, order=True)
+class Point:
+    """One design: simulated subjects, runs (sessions per subject or units per setting), trials."""
+
+    subjects: int
+    runs: int
+    trials: int | None
+
+    def label(self, size_name: str) -> str:
+        parts = [f"{self.subjects} subjects"] if size_name == "subjects" else []
+        if size_name == "runs" or self.runs > 1:
+            parts.append(f"{self.runs} runs")
+        if self.trials is not None:
+            parts.append(f"{self.trials} trials")
+        return " x ".join(parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"subjects": self.subjects, "runs": self.runs, "trials": self.trials}
+
+
+def sessions_per_llm(spec: StudySpec, point: Point) -> int:
+    """Sessions one LLM plays for ``point``: subjects × runs (model level) or runs (per setting)."""
+    return point.subjects * point.runs if spec.kind in MODEL_KINDS else point.runs
+
+
+def n_groups(spec: StudySpec) -> int:
+    """LLMs (agent settings) a design needs: two for a metric difference, else one."""
+    return 2 if spec.kind == "metric-power" else 1
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Calls, tokens and dollars of a design (summed over its LLMs)."""
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    dollars: float | None
+    exact_tokens: bool
+    #: ``dry-run``: the design's every prompt rendered; ``per-session``: a search estimate.
+    source: str
+    per_llm: tuple[dict[str, Any], ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["per_llm"] = list(self.per_llm)
+        return out
+
+
+@dataclass
+class Pricer:
+    """Prices designs with :func:`~cogtestbed.llm_adapters.runner.dry_run` (``run --dry-run``'s code).
+
+    ``llms``: one spec per group (a metric difference compares two LLMs; one spec given prices
+    both groups as that model).  ``completion_per_call``: tokens per answer measured in a pilot
+    (then ``expected_dollars`` uses it; ``dollars`` always books ``max_tokens`` per call, as the
+    dry run does).
+    """
+
+    exp: ExperimentSpec
+    llms: tuple[str, ...]
+    seed: int
+    max_tokens: int = 8
+    temperature: float = 0.0
+    reask: int = 0
+    prices: Path | None = None
+    mode: str = "auto"
+    clients: list[Any] = field(default_factory=list)
+    _cache: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from cogtestbed.llm_adapters import make_client
+        from cogtestbed.llm_adapters.limits import PriceTable
+
+        table = PriceTable(self.prices)
+        built: dict[str, Any] = {}
+        for spec in dict.fromkeys(self.llms):
+            built[spec] = make_client(spec, mode=self.mode)
+        self.clients = [built[s] for s in self.llms]
+        self.price = [table.lookup(s) for s in self.llms]
+
+    def run_config(self, llm: str, client: Any, design: Any, n: int) -> Any:
+        """The :class:`~cogtestbed.llm_adapters.runner.RunConfig` ``cogtestbed run`` builds for it."""
+        from cogtestbed.llm_adapters.runner import RunConfig
+
+        return RunConfig(experiment=self.exp.name, llm=llm, base_url=None,
+                         mode="chat" if client.chat else "completions", n_subjects=n, seed=self.seed,
+                         design=design.model_dump(mode="json"), max_tokens=self.max_tokens,
+                         temperature=self.temperature, reask=self.reask)
+
+    def dry_run(self, group: int, design: Any, n: int) -> dict[str, Any]:
+        """``cogtestbed run --dry-run`` of ``n`` sessions of ``design`` for group ``group``'s LLM."""
+        from cogtestbed.llm_adapters.runner import dry_run
+
+        llm, client = self.llms[group], self.clients[group]
+        key = (llm, design.model_dump_json(), n)
+        if key not in self._cache:
+            self._cache[key] = dry_run(self.exp, design, client, self.run_config(llm, client, design, n),
+                                       self.price[group])
+        return self._cache[key]
+
+    def exact(self, design: Any, n: int) -> Cost:
+        """Every prompt of the design rendered and counted (``run --dry-run`` per LLM, summed)."""
+        reports = tuple(self.dry_run(g, design, n) for g in range(len(self.llms)))
+        return _sum_reports(reports, "dry-run")
+
+    def per_session(self, design: Any) -> Cost:
+        """Cost of one session (mean of :data:`UNIT_SESSIONS` rendered sessions, per LLM summed)."""
+        reports = tuple(self.dry_run(g, design, UNIT_SESSIONS) for g in range(len(self.llms)))
+        total = _sum_reports(reports, "per-session")
+        k = UNIT_SESSIONS
+        return Cost(total.calls // k, total.prompt_tokens // k, total.completion_tokens // k,
+                    None if total.dollars is None else total.dollars / k, total.exact_tokens, "per-session")
+
+
+def _sum_reports(reports: Sequence[Mapping[str, Any]], source: str) -> Cost:
+    dollars = [r["estimated_cost_usd"] for r in reports]
+    return Cost(calls=sum(int(r["calls"]) for r in reports),
+                prompt_tokens=sum(int(r["prompt_tokens"]) for r in reports),
+                completion_tokens=sum(int(r["max_completion_tokens"]) for r in reports),
+                dollars=None if any(d is None for d in dollars) else float(sum(dollars)),
+                exact_tokens=all(r["token_counts"].startswith("exact") for r in reports),
+                source=source, per_llm=tuple(dict(r) for r in reports))
+
+
+def cost_key(cost: Cost) -> float:
+    """What "cheapest" minimises: dollars where priced (and not free), else the tokens a run sends and
+    receives (a local model's compute)."""
+    return cost.dollars if cost.dollars else float(cost.prompt_tokens + cost.completion_tokens)
+
+
+# ----------------------------------------------------------------------------- power by simulation
+@dataclass
+class Estimate:
+    """Power at one design: rejections / simulations, with the binomial MC SE."""
+
+    hits: int
+    sims: int
+
+    @property
+    def rate(self) -> float:
+        return self.hits / self.sims if self.sims else float("nan")
+
+    @property
+    def mc_se(self) -> float:
+        p = self.rate
+        return math.sqrt(p * (1 - p) / self.sims) if self.sims else float("nan")
+
+
+def outcome_column(spec: StudySpec) -> str:
+    """The column of a power task's rows that says whether the simulated study detected the effect."""
+    return "rejected" if spec.kind in ("test-size", "test-power") else "detected"
+
+
+class PowerEvaluator:
+    """Simulated power of designs through the generic study tasks, extended in batches.
+
+    Design ``d``'s simulation ``k`` is task ``k`` of the study ``spec`` at ``d`` (seed stream
+    ``SeedSequence([seed, k])``), so a design's first ``n`` simulations are the same whenever they
+    are run, and designs share their random numbers (common random numbers make the power curve
+    over the size axis smoother).  Tasks run in a local fork pool of ``workers`` processes.
+    """
+
+    def __init__(self, spec: StudySpec, workers: int = 1) -> None:
+        self.spec, self.workers = spec, max(1, workers)
+        self.rows: dict[Point, list[pd.DataFrame]] = {}
+        self.done: dict[Point, int] = {}
+        self.pool: Executor | None = None
+        self.simulations = 0
+
+    def study_at(self, point: Point, reps: int) -> StudySpec:
+        return self.spec.model_copy(update={"subjects": (point.subjects,), "runs": (point.runs,),
+                                            "trials": (point.trials,), "reps": reps})
+
+    def estimate(self, point: Point) -> Estimate:
+        if point not in self.rows:
+            return Estimate(0, 0)
+        hits = pd.concat(self.rows[point])[outcome_column(self.spec)].astype(bool)
+        return Estimate(int(hits.sum()), int(hits.size))
+
+    def table(self, point: Point) -> pd.DataFrame:
+        return pd.concat(self.rows[point], ignore_index=True)
+
+    def ensure(self, point: Point, sims: int) -> Estimate:
+        """At least ``sims`` simulations of ``point`` (runs only the missing ones)."""
+        have = self.done.get(point, 0)
+        if sims > have:
+            study = self.study_at(point, sims)
+            tasks = study.tasks()[have:sims]
+            self.rows.setdefault(point, []).extend(self._run(study.model_dump_json(), tasks))
+            self.done[point] = sims
+            self.simulations += len(tasks)
+        return self.estimate(point)
+
+    def _run(self, payload: str, tasks: list[dict[str, Any]]) -> list[pd.DataFrame]:
+        if self.workers == 1 or len(tasks) < 2 * self.workers:
+            return [_run_chunk(payload, tasks)]
+        first: list[pd.DataFrame] = []
+        if self.pool is None:  # the first task here compiles the kernels; forked workers inherit them
+            first, tasks = [_run_chunk(payload, tasks[:1])], tasks[1:]
+            ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+            self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+        size = math.ceil(len(tasks) / (2 * self.workers))
+        futures = [self.pool.submit(_run_chunk, payload, tasks[i:i + size]) for i in range(0, len(tasks), size)]
+        return [*first, *(f.result() for f in futures)]
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
+
+
+def decided(est: Estimate, target: float) -> bool:
+    """Whether the sequential look may stop: the estimate is :data:`DECIDE_Z` SEs from the target."""
+    if est.sims >= DECIDE_MAX_SIMS:
+        return True
+    return abs(est.rate - target) >= DECIDE_Z * math.sqrt(target * (1 - target) / est.sims)
+
+
+# ----------------------------------------------------------------------------- the planner
+@dataclass
+class Evaluated:
+    point: Point
+    estimate: Estimate
+    cost: Cost | None = None
+
+    def row(self, size_name: str) -> dict[str, Any]:
+        out: dict[str, Any] = {**self.point.as_dict(), "design": self.point.label(size_name),
+                               "power": self.estimate.rate, "mc_se": self.estimate.mc_se,
+                               "sims": self.estimate.sims}
+        if self.cost is not None:
+            out.update(calls=self.cost.calls, prompt_tokens=self.cost.prompt_tokens,
+                       completion_tokens=self.cost.completion_tokens, dollars=self.cost.dollars,
+                       cost_source=self.cost.source)
+        return out
+
+
+@dataclass
+class PlanResult:
+    """The outcome of :meth:`Planner.plan` (see :func:`plan_payload` for its JSON form)."""
+
+    spec: StudySpec
+    target: float
+    size_name: str
+    chosen: Evaluated
+    evaluated: list[Evaluated]
+    frontier: list[Evaluated]
+    recovery: dict[str, Any]
+    seconds: float
+    cpu_seconds: float
+    simulations: int
+    pruned: list[dict[str, Any]]
+    notes: list[str]
+
+
+class Planner:
+    """The sequential design search of the module docstring."""
+
+    def __init__(self, spec: StudySpec, pricer: Pricer, size: Axis, others: Sequence[Axis], target: float = 0.8,
+                 max_cost: float | None = None, mc_se: float = DEFAULT_MC_SE, workers: int = 1,
+                 on_progress: Callable[[str], None] | None = None) -> None:
+        if not 0 < target < 1:
+            raise ValueError(f"--power must be in (0, 1), got {target}")
+        if not 0 < mc_se < 0.5:
+            raise ValueError(f"--mc-se must be in (0, 0.5), got {mc_se}")
+        self.exp = check_study(spec)
+        self.spec, self.pricer, self.size, self.others = spec, pricer, size, list(others)
+        self.target, self.max_cost, self.mc_se = target, max_cost, mc_se
+        self.power = PowerEvaluator(spec, workers)
+        self.say = on_progress or (lambda _msg: None)
+        self.best: tuple[float, Point] | None = None
+        self.passing: dict[Point, Estimate] = {}
+        self.pruned: list[dict[str, Any]] = []
+        self.unit_costs: dict[tuple[int, int | None], Cost] = {}
+
+    # -- points and prices ---------------------------------------------------------------
+    def point(self, size: int, combo: Mapping[str, int]) -> Point:
+        values: dict[str, int | None] = {"subjects": 1, "runs": 1, "trials": None, **combo, self.size.name: size}
+        return Point(int(values["subjects"] or 1), int(values["runs"] or 1), values["trials"])
+
+    def design(self, point: Point) -> Any:
+        return design_for_trials(self.exp, point.trials, self.spec.design)
+
+    def unit_cost(self, combo: Mapping[str, int]) -> Cost:
+        """Cost of one session of the combination's design (search estimate)."""
+        key = (int(combo.get("runs", 1)), combo.get("trials"))
+        if key not in self.unit_costs:
+            self.unit_costs[key] = self.pricer.per_session(self.design(self.point(1, combo)))
+        return self.unit_costs[key]
+
+    def sessions(self, point: Point) -> int:
+        return sessions_per_llm(self.spec, point)
+
+    def exact_cost(self, point: Point) -> Cost:
+        return self.pricer.exact(self.design(point), self.sessions(point))
+
+    def affordable(self, combo: Mapping[str, int], below_best: bool = True) -> int:
+        """Largest size whose estimated cost stays within ``max_cost`` (and below the best so far)."""
+        unit = cost_key(self.unit_cost(combo))
+        per_size = unit * self.sessions(self.point(1, combo))
+        best = self.best[0] if self.best and below_best else None
+        bounds = [b for b in (self.max_cost, best) if b is not None]
+        if not bounds or per_size <= 0:
+            return self.size.values[-1]
+        limit = min(bounds) / per_size
+        fitting = [v for v in self.size.values if v <= limit]
+        return fitting[-1] if fitting else 0
+
+    # -- the sequential look ---------------------------------------------------------------
+    def look(self, point: Point) -> Estimate:
+        """Simulate ``point`` in doubling batches until it is clearly above/below the target."""
+        sims = max(FIRST_BATCH, self.power.done.get(point, 0))
+        while True:
+            est = self.power.ensure(point, sims)
+            if decided(est, self.target):
+                self.say(f"{point.label(self.size.name)}: power {est.rate:.2f} ± {est.mc_se:.2f} ({est.sims} sims)")
+                return est
+            sims = min(2 * sims, DECIDE_MAX_SIMS)
+
+    def passes(self, point: Point) -> bool:
+        est = self.look(point)
+        ok = est.rate >= self.target
+        if ok:
+            self.passing[point] = est
+        return ok
+
+    def smallest_passing(self, combo: Mapping[str, int], hi: int) -> int | None:
+        """Smallest size (≤ ``hi``) reaching the target: doubling, then the fitted power curve.
+
+        After the doubling ladder brackets the target, a probit curve Φ(a + b·√size) (the shape
+        of a t-test's power) is fitted to every simulation of the combination and the smallest size
+        it puts at the target is looked at; a miss moves up by :data:`REFINE_REL` (refitting).
+        """
+        values = [v for v in self.size.values if v <= hi]
+        if not values:
+            return None
+        fail: int | None = None
+        x = values[0]
+        while not self.passes(self.point(x, combo)):
+            fail = x
+            if x >= values[-1]:
+                return None
+            x = next((v for v in values if v >= 2 * x), values[-1])
+        passing = x
+        while fail is not None and passing - fail > max(1, math.ceil(REFINE_REL * passing)):
+            guess = self.predicted_size(combo, fail, passing)
+            if guess is None:
+                break
+            if self.passes(self.point(guess, combo)):
+                passing = guess
+                break
+            fail = guess
+        return passing
+
+    def predicted_size(self, combo: Mapping[str, int], fail: int, passing: int) -> int | None:
+        """Smallest size strictly inside (fail, passing) the fitted probit curve puts at the target."""
+        inner = [v for v in self.size.values if fail < v < passing]
+        if not inner:
+            return None
+        looks = [(p, self.power.estimate(p)) for p in self.power.done if self._in_combo(p, combo)]
+        sizes = np.array([getattr(p, self.size.name) for p, _ in looks], float)
+        hits = np.array([e.hits for _, e in looks], float)
+        sims = np.array([e.sims for _, e in looks], float)
+        a, b = fit_probit(np.sqrt(sizes), hits, sims)
+        want = math.sqrt(fail * passing)
+        if b > 0:
+            want = ((float(stats.norm.ppf(self.target)) - a) / b) ** 2
+        above = [v for v in inner if v >= want]
+        return above[0] if above else inner[-1]
+
+    def _in_combo(self, point: Point, combo: Mapping[str, int]) -> bool:
+        return all(getattr(point, k) == v for k, v in combo.items())
+
+    # -- the search ------------------------------------------------------------------------
+    def search_combo(self, combo: Mapping[str, int]) -> None:
+        hi = self.affordable(combo)
+        label = ", ".join(f"{k}={v}" for k, v in combo.items()) or "the design"
+        if hi < self.size.values[0]:
+            self.pruned.append({**combo, "reason": "its smallest size costs more than the best design so far"
+                                if self.best else "its smallest size costs more than --max-cost"})
+            self.say(f"{label}: pruned (cost)")
+            return
+        size = self.smallest_passing(combo, hi)
+        if size is None:
+            self.pruned.append({**combo, "reason": f"no size up to {hi} reaches the target"})
+            return
+        point = self.point(size, combo)
+        cost = cost_key(self.exact_cost(point))
+        if self.max_cost is not None and cost > self.max_cost:
+            return
+        if self.best is None or cost < self.best[0]:
+            self.best = (cost, point)
+
+    def combos(self, grids: Sequence[Sequence[int]]) -> list[dict[str, int]]:
+        names = [a.name for a in self.others]
+        out = [dict(zip(names, values, strict=True)) for values in _product(grids)]
+        return sorted(out, key=lambda c: cost_key(self.unit_cost(c)) * self.sessions(self.point(1, c)))
+
+    def refine_combos(self) -> list[dict[str, int]]:
+        """Midpoints of the coarse grid next to the best combination, one axis at a time."""
+        if self.best is None:
+            return []
+        point = self.best[1]
+        out = []
+        for axis in self.others:
+            here = getattr(point, axis.name)
+            coarse = axis.coarse()
+            i = coarse.index(here) if here in coarse else None
+            if i is None:
+                continue
+            for j in (i - 1, i + 1):
+                if 0 <= j < len(coarse):
+                    mid = axis.between(here, coarse[j])
+                    if mid is not None:
+                        combo = {a.name: getattr(point, a.name) for a in self.others}
+                        combo[axis.name] = mid
+                        out.append(combo)
+        return out
+
+    def plan(self) -> PlanResult:
+        start, cpu0 = time.perf_counter(), _cpu()
+        try:
+            for combo in self.combos([a.coarse() for a in self.others]):
+                self.search_combo(combo)
+            for combo in self.refine_combos():
+                self.search_combo(combo)
+            chosen = self.finalise()
+            recovery = recovery_at(self.spec, self.exp, chosen.point, self.power.table(chosen.point))
+        finally:
+            self.power.close()
+        evaluated = self.evaluated()
+        return PlanResult(self.spec, self.target, self.size.name, chosen, evaluated, pareto(evaluated), recovery,
+                          time.perf_counter() - start, _cpu() - cpu0, self.power.simulations, self.pruned, [])
+
+    def finalise(self) -> Evaluated:
+        """The cheapest passing design whose power stays ≥ target once its MC SE is ≤ ``mc_se``.
+
+        A design that drops below the target with more simulations is replaced by the size the
+        refitted power curve of its combination predicts between it and the next passing size.
+        """
+        failed: set[Point] = set()
+        while True:
+            candidates = [(cost_key(self.exact_cost(p)), p) for p in self.passing if p not in failed]
+            candidates = [c for c in candidates if self.max_cost is None or c[0] <= self.max_cost]
+            if not candidates:
+                raise PlanInfeasible(self.infeasible_message())
+            _, point = min(candidates)
+            est = self.top_up(point)
+            if est.rate >= self.target:
+                return Evaluated(point, est, self.exact_cost(point))
+            failed.add(point)
+            del self.passing[point]
+            self.say(f"{point.label(self.size.name)}: {est.rate:.3f} after {est.sims} sims, below target")
+            self.step_up(point)
+
+    def step_up(self, point: Point) -> None:
+        """Look at the predicted size between a failed design and the next passing one of its combination."""
+        combo = {a.name: getattr(point, a.name) for a in self.others}
+        size = getattr(point, self.size.name)
+        while True:
+            above = [getattr(p, self.size.name) for p in self.passing if self._in_combo(p, combo)
+                     and getattr(p, self.size.name) > size]
+            top = min(above) if above else self.affordable(combo, below_best=False)
+            nxt = self.predicted_size(combo, size, top) if top > size else None
+            if nxt is None and top > size and not above:
+                nxt = top
+            if nxt is None or self.passes(self.point(nxt, combo)):
+                return
+            size = nxt
+
+    def top_up(self, point: Point) -> Estimate:
+        """Simulate ``point`` until its MC SE is ≤ ``mc_se`` (at least the SE a power at the target has)."""
+        est = self.power.estimate(point)
+        floor = self.target * (1 - self.target)
+        while est.sims < MAX_FINAL_SIMS:
+            need = math.ceil(max(est.rate * (1 - est.rate), floor) / self.mc_se ** 2)
+            if est.sims >= need:
+                break
+            est = self.power.ensure(point, min(MAX_FINAL_SIMS, need))
+        return est
+
+    def infeasible_message(self) -> str:
+        best = max(self.evaluated(), key=lambda e: e.estimate.rate, default=None)
+        budget = f" under ${self.max_cost:g}" if self.max_cost is not None else ""
+        where = (f"; the most powerful design simulated, {best.point.label(self.size.name)}, reaches "
+                 f"{best.estimate.rate:.2f} ± {best.estimate.mc_se:.2f}") if best is not None else ""
+        hint = "raise --max-cost, widen the ranges or lower --power" if self.max_cost is not None else \
+            "widen the ranges or lower --power"
+        return (f"no design{budget} reaches {self.target:.0%} power for {describe_target(self.spec)} "
+                f"(sizes {self.size.values[0]}-{self.size.values[-1]} {self.size.name}){where}: {hint}")
+
+    def evaluated(self) -> list[Evaluated]:
+        out = []
+        for point in sorted(self.power.done):
+            out.append(Evaluated(point, self.power.estimate(point), self.exact_cost(point)))
+        return out
+
+
+def fit_probit(x: np.ndarray, hits: np.ndarray, sims: np.ndarray) -> tuple[float, float]:
+    """Binomial maximum-likelihood fit of P(detect) = Φ(a + b·x) (log-CDFs: no underflow)."""
+    from scipy.optimize import minimize
+
+    def nll(theta: np.ndarray) -> float:
+        eta = theta[0] + theta[1] * x
+        return -float(np.sum(hits * stats.norm.logcdf(eta) + (sims - hits) * stats.norm.logsf(eta)))
+
+    fit = minimize(nll, np.array([-1.0, 0.5]), method="Nelder-Mead",
+                   options={"xatol": 1e-6, "fatol": 1e-9, "maxiter": 2000})
+    return float(fit.x[0]), float(fit.x[1])
+
+
+def _product(grids: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+    out: list[tuple[int, ...]] = [()]
+    for grid in grids:
+        out = [(*prefix, v) for prefix in out for v in grid]
+    return out
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (the pool's workers)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def pareto(evaluated: Iterable[Evaluated]) -> list[Evaluated]:
+    """The cost–power frontier: designs with more power than every cheaper design."""
+    out: list[Evaluated] = []
+    best = -1.0
+    for e in sorted(evaluated, key=lambda e: (cost_key(e.cost) if e.cost else math.inf, -e.estimate.rate)):
+        if e.estimate.rate > best:
+            out.append(e)
+            best = e.estimate.rate
+    return out
+
+
+def describe_target(spec: StudySpec) -> str:
+    if spec.kind == "power":
+        return f"{spec.effect} = {spec.effect_size:g} ({spec.models[0]})"
+    if spec.kind == "metric-power":
+        return f"a difference in {spec.metric}"
+    return f"test {spec.test} under {spec.agent}"
+
+
+# ----------------------------------------------------------------------------- recovery at the design
+def recovery_at(spec: StudySpec, exp: ExperimentSpec, point: Point, power_rows: pd.DataFrame) -> dict[str, Any]:
+    """How well the chosen design recovers what the target is about.
+
+    Model level: per-subject true vs MLE of every parameter and of the effect (r, bias, RMSE) over
+    :data:`RECOVERY_REPS` data sets simulated as the power study simulates them, plus the bias of the
+    effect's estimate and the coverage of its (1 − level) t-interval across the power simulations,
+    both against the population mean of the effect (the t-test's estimand, from
+    :data:`ESTIMAND_DRAWS` simulated subjects).  Metric level: mean and SD of the estimated
+    difference.  Test level: rejection rate and median p-value.
+    """
+    if spec.kind == "power":
+        return _model_recovery(spec, exp, point, power_rows)
+    if spec.kind == "metric-power":
+        d = power_rows["difference"].to_numpy(float)
+        return {"metric": spec.metric, "mean_difference": float(np.nanmean(d)),
+                "sd_difference": float(np.nanstd(d, ddof=1)) if d.size > 1 else float("nan"),
+                "mean_a": float(power_rows["estimate_a"].mean()), "mean_b": float(power_rows["estimate_b"].mean())}
+    return {"test": spec.test, "rejection_rate": float(power_rows["rejected"].mean()),
+            "median_p": float(power_rows["p_value"].median())}
+
+
+def _model_recovery(spec: StudySpec, exp: ExperimentSpec, point: Point, rows: pd.DataFrame) -> dict[str, Any]:
+    from cogtestbed.validation.model_studies import power_parameters
+    from cogtestbed.validation.studies import seed_of, simulate_model
+
+    assert spec.effect is not None
+    model = exp.model(spec.models[0])
+    design = design_for_trials(exp, point.trials, spec.design)
+    root = np.random.SeedSequence([spec.seed, 1_000_003])
+    pop_seq, *seqs = root.spawn(1 + RECOVERY_REPS)
+    population = power_parameters(spec, model, ESTIMAND_DRAWS, np.random.default_rng(pop_seq))
+    estimand = float(np.mean(model.contrast(spec.effect, population)))
+    true_parts, est_parts = [], []
+    for seq in seqs:
+        param_seq, sim_seq = seq.spawn(2)
+        true = power_parameters(spec, model, point.subjects, np.random.default_rng(param_seq))
+        trials = simulate_model(spec, exp, model.name, true, point.subjects, seed_of(sim_seq), design, point.runs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits = model.fit_mle(trials)
+        order = {s: i for i, s in enumerate(sorted(trials["subject"].unique()))}
+        idx = np.array([order[s] for s in fits["subject"]])
+        true_parts.append({p: np.asarray(v)[idx] for p, v in true.items()})
+        est_parts.append({p: fits[p].to_numpy(float) for p in model.parameters.names})
+    true_all = {p: np.concatenate([t[p] for t in true_parts]) for p in model.parameters.names}
+    est_all = {p: np.concatenate([e[p] for e in est_parts]) for p in model.parameters.names}
+    names = [*model.parameters.names, spec.effect] if spec.effect not in model.parameters.names else \
+        list(model.parameters.names)
+    per: dict[str, Any] = {}
+    for name in names:
+        if name in model.parameters.names:
+            t, e = true_all[name], est_all[name]
+        else:
+            t = np.asarray(model.contrast(name, true_all), float)
+            e = np.asarray(model.contrast(name, est_all), float)
+        if name in spec.fixed:
+            continue
+        if name in model.parameters.names and model.parameters[name].transform == "log":
+            t, e = np.log(t), np.log(e)  # multiplicative errors (β) are scored on the log scale
+            name = f"log {name}"
+        per[name] = _r_bias_rmse(t, e)
+    covered = (rows["lo"] <= estimand) & (estimand <= rows["hi"])
+    has = rows["lo"].notna() & rows["hi"].notna()
+    return {"effect": spec.effect, "estimand": estimand, "effect_size": spec.effect_size,
+            "effect_bias": float(rows["estimate"].mean() - estimand),
+            "coverage": float(covered[has].mean()) if has.any() else float("nan"),
+            "coverage_level": 1 - spec.level, "interval": str(rows["test"].iloc[0]),
+            "subjects_scored": int(true_all[model.parameters.names[0]].size), "parameters": per}
+
+
+def _r_bias_rmse(true: np.ndarray, est: np.ndarray) -> dict[str, float]:
+    ok = np.isfinite(true) & np.isfinite(est)
+    t, e = true[ok], est[ok]
+    r = float(np.corrcoef(t, e)[0, 1]) if t.size > 2 and t.std() > 0 and e.std() > 0 else float("nan")
+    err = e - t
+    return {"r": r, "bias": float(err.mean()) if err.size else float("nan"),
+            "rmse": float(np.sqrt((err ** 2).mean())) if err.size else float("nan")}

@@ -1,0 +1,278 @@
+"""A plan's outputs: the JSON payload, ``plan.json`` (what ``cogtestbed run --plan`` executes), the
+cost–power frontier plot and the HTML report; and the reading of a pilot run directory.
+
+``plan.json`` holds the chosen design as a run configuration — experiment, LLM(s), sessions per
+LLM, seed, design fields, answer settings and limits (``max_calls``: the design's calls with every
+re-ask; ``max_cost``: the plan's ``--max-cost``) — next to the study it was sized with, its power
+and its price, so the run that follows is exactly the one that was priced.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cogtestbed.experiments.spec import ExperimentSpec
+from cogtestbed.validation.plan import Evaluated, PlanResult, Pricer, describe_target, sessions_per_llm
+from cogtestbed.validation.studies import MODEL_KINDS, StudySpec, design_for_trials
+
+PLAN_FILE, REPORT_FILE, FRONTIER_PNG = "plan.json", "report.html", "frontier.png"
+#: Valid trials a pilot needs before its fitted parameters are used as the simulation's base.
+MIN_PILOT_VALID = 20
+#: Largest invalid-answer rate a plan sizes for: above it the data are mostly missing and the
+#: prompt or parser needs fixing before any budget is spent.
+MAX_INVALID_RATE = 0.9
+#: Version of the ``plan.json`` layout (``cogtestbed run --plan`` refuses other versions).
+PLAN_VERSION = 1
+
+
+# ----------------------------------------------------------------------------- pilot
+@dataclass(frozen=True)
+class Pilot:
+    """What a pilot run directory (``cogtestbed run ... --subjects 3 -o DIR``) tells the plan."""
+
+    path: str
+    llm: str | None
+    subjects: int
+    trials: int
+    calls: int
+    invalid_rate: float
+    prompt_tokens_per_call: float | None
+    completion_tokens_per_call: float | None
+    #: Population medians of the model (or of the agent's same-name model) fitted to the pilot.
+    fitted: dict[str, float]
+    fitted_model: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def read_pilot(path: Path, exp: ExperimentSpec, spec: StudySpec) -> Pilot:
+    """Invalid rate, tokens per call and fitted parameters of the pilot run in ``path``."""
+    from cogtestbed.llm_adapters.runner import CALLS_FILE, TRIALS_FILE
+    from cogtestbed.trials import read_manifest, read_trials
+
+    trials_path = path / TRIALS_FILE
+    if not trials_path.exists():
+        raise FileNotFoundError(f"--pilot: no {TRIALS_FILE} in {path} (run `cogtestbed run ... -o {path}` first)")
+    manifest = read_manifest(trials_path)
+    config = manifest.get("config", {})
+    if config.get("experiment") not in (None, exp.name):
+        raise ValueError(f"--pilot: {path} is a run of {config.get('experiment')}, not of {exp.name}")
+    table = read_trials(trials_path)
+    calls = pd.read_parquet(path / CALLS_FILE) if (path / CALLS_FILE).exists() else pd.DataFrame()
+    valid = table["valid"].to_numpy(bool) if "valid" in table else np.ones(len(table), bool)
+    fitted, model_name = _pilot_fit(exp, spec, table) if valid.sum() >= MIN_PILOT_VALID else ({}, None)
+    return Pilot(path=str(path), llm=config.get("llm"), subjects=int(table["subject"].nunique()),
+                 trials=len(table), calls=len(calls), invalid_rate=float(1 - valid.mean()) if valid.size else 0.0,
+                 prompt_tokens_per_call=_mean_column(calls, "prompt_tokens"),
+                 completion_tokens_per_call=_mean_column(calls, "completion_tokens"),
+                 fitted=fitted, fitted_model=model_name)
+
+
+def _mean_column(frame: pd.DataFrame, name: str) -> float | None:
+    if name not in frame:
+        return None
+    values = pd.to_numeric(frame[name], errors="coerce").dropna()
+    return float(values.mean()) if len(values) else None
+
+
+def _pilot_fit(exp: ExperimentSpec, spec: StudySpec, table: pd.DataFrame) -> tuple[dict[str, float], str | None]:
+    """Medians of the per-subject MLE of the target's model (or the agent's same-name model)."""
+    import warnings
+
+    name = spec.models[0] if spec.kind in MODEL_KINDS else spec.agent
+    if name is None or name not in exp.models:
+        return {}, None
+    model = exp.model(name)
+    if spec.kind not in MODEL_KINDS and exp.generator(name).agent != spec.agent:
+        return {}, None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = model.fit_mle(table)
+    medians = {p: float(np.nanmedian(fits[p].to_numpy(float))) for p in model.parameters.names}
+    return {k: v for k, v in medians.items() if math.isfinite(v)}, name
+
+
+def apply_pilot(spec: StudySpec, exp: ExperimentSpec, pilot: Pilot, given_base: dict[str, float],
+                given_params: dict[str, float]) -> StudySpec:
+    """``spec`` with the pilot's fitted medians as the base of the simulation (explicit values win)."""
+    if not pilot.fitted or pilot.fitted_model is None:
+        return spec
+    if spec.kind in MODEL_KINDS:
+        base = {k: v for k, v in pilot.fitted.items() if k not in spec.fixed}
+        return spec.model_copy(update={"base": {**base, **given_base}})
+    agent_params = exp.generator(pilot.fitted_model).agent_params(pilot.fitted)
+    return spec.model_copy(update={"params": {**{k: float(v) for k, v in agent_params.items()}, **given_params}})
+
+
+# ----------------------------------------------------------------------------- payload and plan.json
+def run_section(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_cost: float | None) -> dict[str, Any]:
+    """The run configuration ``cogtestbed run --plan`` executes (one run per LLM listed)."""
+    point = result.chosen.point
+    design = design_for_trials(exp, point.trials, result.spec.design)
+    calls = result.chosen.cost.per_llm[0]["calls"] if result.chosen.cost else None
+    return {"experiment": exp.name, "llms": list(pricer.llms), "subjects": sessions_per_llm(result.spec, point),
+            "seed": pricer.seed, "design": design.model_dump(mode="json"), "max_tokens": pricer.max_tokens,
+            "temperature": pricer.temperature, "reask": pricer.reask,
+            "max_calls": None if calls is None else int(calls) * (1 + pricer.reask), "max_cost": max_cost}
+
+
+def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_cost: float | None,
+                 pilot: Pilot | None = None) -> dict[str, Any]:
+    """Everything the plan found (the body of ``plan.json`` and of ``--json``)."""
+    chosen = result.chosen
+    assert chosen.cost is not None
+    cost = chosen.cost.as_dict()
+    if pilot is not None and pilot.completion_tokens_per_call is not None:
+        cost["expected_completion_tokens"] = round(pilot.completion_tokens_per_call * chosen.cost.calls)
+        cost["expected_dollars"] = _expected_dollars(chosen, pricer, pilot.completion_tokens_per_call)
+    return {
+        "plan_version": PLAN_VERSION, "experiment": exp.name,
+        "target": {"kind": result.spec.kind, "what": describe_target(result.spec), "power": result.target,
+                   "level": result.spec.level, "mc_se": None},
+        "chosen": {**chosen.row(result.size_name), "sessions_per_llm": sessions_per_llm(result.spec, chosen.point)},
+        "cost": cost, "power": {"rate": chosen.estimate.rate, "mc_se": chosen.estimate.mc_se,
+                                "sims": chosen.estimate.sims},
+        "recovery": result.recovery,
+        "frontier": [e.row(result.size_name) for e in result.frontier],
+        "evaluated": [e.row(result.size_name) for e in result.evaluated],
+        "pruned": result.pruned,
+        "lapse": None if result.spec.lapse is None else _lapse_dict(result.spec.lapse),
+        "pilot": None if pilot is None else pilot.as_dict(),
+        "run": run_section(result, pricer, exp, max_cost),
+        "study": result.spec.model_copy(update={"subjects": (chosen.point.subjects,), "runs": (chosen.point.runs,),
+                                                "trials": (chosen.point.trials,),
+                                                "reps": chosen.estimate.sims}).model_dump(mode="json"),
+        "search": {"seconds": round(result.seconds, 2), "cpu_seconds": round(result.cpu_seconds, 2),
+                   "simulations": result.simulations, "designs_simulated": len(result.evaluated)},
+    }
+
+
+def _lapse_dict(lapse: Any) -> dict[str, float]:
+    return {"invalid": float(lapse.invalid), "random": float(lapse.random)}
+
+
+def _expected_dollars(chosen: Evaluated, pricer: Pricer, completion_per_call: float) -> float | None:
+    assert chosen.cost is not None
+    total = 0.0
+    for report, price in zip(chosen.cost.per_llm, pricer.price, strict=True):
+        if price is None:
+            return None
+        total += price.cost(int(report["prompt_tokens"]), round(completion_per_call * int(report["calls"])))
+    return round(total, 4)
+
+
+def summary_line(payload: dict[str, Any]) -> str:
+    """One line: the cheapest design with its calls, tokens, dollars and power."""
+    c, cost, p = payload["chosen"], payload["cost"], payload["power"]
+    dollars = f"${cost['dollars']:.2f}" if cost["dollars"] is not None else "no price"
+    llms = " + ".join(dict.fromkeys(payload["run"]["llms"]))
+    return (f"cheapest design reaching {payload['target']['power']:.0%} power for {payload['target']['what']}: "
+            f"{c['design']} ({c['sessions_per_llm']} sessions per LLM) — {cost['calls']:,} calls, "
+            f"{cost['prompt_tokens']:,} prompt + {cost['completion_tokens']:,} completion tokens (max), "
+            f"{dollars} on {llms}; power {p['rate']:.3f} ± {p['mc_se']:.3f} ({p['sims']} sims)")
+
+
+# ----------------------------------------------------------------------------- report
+def plot_frontier(payload: dict[str, Any], out: Path) -> Path:
+    """Power against cost of every simulated design (±1.96 MC SE), the frontier and the choice."""
+    from cogtestbed.validation.report import _plt, _save
+
+    plt = _plt()
+    frame = pd.DataFrame(payload["evaluated"])
+    x_name = "dollars" if frame["dollars"].notna().all() and (frame["dollars"] > 0).any() else "prompt_tokens"
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    group = "trials" if frame["trials"].notna().any() and frame["trials"].nunique() > 1 else None
+    for key, g in (frame.groupby(group, sort=True) if group else [(None, frame)]):
+        ax.errorbar(g[x_name], g["power"], yerr=1.96 * g["mc_se"], fmt="o", ms=4, alpha=0.7, capsize=2,
+                    label=f"{int(key)} trials" if key is not None else "designs")
+    front = pd.DataFrame(payload["frontier"])
+    ax.plot(front[x_name], front["power"], "k-", lw=1, label="frontier")
+    chosen = payload["chosen"]
+    ax.plot([chosen[x_name]], [chosen["power"]], marker="*", ms=16, color="crimson", ls="none",
+            label=f"chosen: {chosen['design']}")
+    ax.axhline(payload["target"]["power"], color="grey", ls="--", lw=1)
+    if (frame[x_name] > 0).all():
+        ax.set_xscale("log")
+    ax.set_xlabel("cost (USD, dry-run prices)" if x_name == "dollars" else "prompt tokens")
+    ax.set_ylabel("power")
+    ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title(f"{payload['experiment']}: {payload['target']['what']}", fontsize=9)
+    return _save(fig, out / FRONTIER_PNG)
+
+
+def write_plan(payload: dict[str, Any], out: Path) -> dict[str, Path]:
+    """``plan.json``, ``frontier.png`` and ``report.html`` in ``out`` (each written atomically)."""
+    from cogtestbed.validation.report import _atomic_write, check_output_dir, html_report
+
+    check_output_dir(out)
+    plan = out / PLAN_FILE
+    _atomic_write(plan, json.dumps(payload, indent=1, default=str))
+    png = plot_frontier(payload, out)
+    tables = [("chosen design", pd.DataFrame([payload["chosen"]]).set_index("design")),
+              ("cost-power frontier", pd.DataFrame(payload["frontier"]).set_index("design")),
+              ("every simulated design", pd.DataFrame(payload["evaluated"]).set_index("design"))]
+    tables.extend(_recovery_tables(payload["recovery"]))
+    if payload["pruned"]:
+        tables.append(("combinations not simulated or not reaching the target", pd.DataFrame(payload["pruned"])))
+    details = json.dumps({k: payload[k] for k in ("run", "cost", "lapse", "pilot", "search", "study")},
+                         indent=1, default=str)
+    section = {"title": f"plan: {payload['experiment']}", "verdict": summary_line(payload), "tables": tables,
+               "plots": [png], "details": details}
+    report = out / REPORT_FILE
+    _atomic_write(report, html_report(f"cogtestbed plan: {payload['experiment']}", [section]))
+    return {"plan": plan, "report": report, "frontier": png}
+
+
+def _recovery_tables(recovery: dict[str, Any]) -> list[tuple[str, pd.DataFrame]]:
+    if "parameters" in recovery:
+        head = {k: v for k, v in recovery.items() if k != "parameters"}
+        return [("recovery at the chosen design (per-subject MLE)", pd.DataFrame(recovery["parameters"]).T),
+                ("effect estimate across the power simulations", pd.DataFrame([head]))]
+    return [("estimates at the chosen design", pd.DataFrame([recovery]))]
+
+
+# ----------------------------------------------------------------------------- run --plan
+def load_plan(path: Path) -> dict[str, Any]:
+    """The ``run`` section of a ``plan.json`` (one clear error for anything else)."""
+    if path.is_dir():
+        path = path / PLAN_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"--plan: no plan at {path} (write one with `cogtestbed plan ... -o DIR`)")
+    try:
+        payload = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--plan: {path} is not JSON ({exc.msg})") from None
+    if not isinstance(payload, dict) or payload.get("plan_version") != PLAN_VERSION or "run" not in payload:
+        raise ValueError(f"--plan: {path} is not a cogtestbed plan (version {PLAN_VERSION})")
+    return dict(payload["run"])
+
+
+def plan_run_settings(path: Path, experiment: str | None, llm: str | None, subjects: int, seed: int,
+                      design: list[str] | None) -> dict[str, Any]:
+    """The settings of ``cogtestbed run --plan`` (the plan's, checked against those given too).
+
+    ``--llm`` chooses among, or replaces, the plan's LLMs (a plan priced for a hosted model may be
+    executed on a local one); a different experiment, subject count, seed or design is an error.
+    """
+    run = load_plan(path)
+    if experiment is not None and experiment != run["experiment"]:
+        raise ValueError(f"--plan is for {run['experiment']}, not {experiment}")
+    if subjects != 1 and subjects != run["subjects"]:
+        raise ValueError(f"--plan runs {run['subjects']} subjects; drop --subjects {subjects}")
+    if seed != 0 and seed != run["seed"]:
+        raise ValueError(f"--plan runs seed {run['seed']}; drop --seed {seed}")
+    if design:
+        raise ValueError("--plan fixes the design; drop --design")
+    llms = list(dict.fromkeys(run["llms"]))
+    if llm is None and len(llms) > 1:
+        raise ValueError(f"--plan compares {' and '.join(llms)}: run it once per LLM with --llm")
+    return {**run, "llm": llm or llms[0]}

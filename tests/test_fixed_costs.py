@@ -1,0 +1,86 @@
+"""Fixed costs: the BFGS drivers are compiled once per objective and cached on disk (a new
+process loads them), and the columnar per-subject split equals pandas' groupby."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from numba import njit
+from numba.core.caching import NullCache
+
+from cogtestbed.inference.base import subject_slices
+from cogtestbed.inference.optim import bfgs_driver, mle_driver
+from cogtestbed.registry import get_experiment
+from cogtestbed.simulation import simulate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PROBE = """
+import json
+from cogtestbed.inference.optim import mle_driver
+from cogtestbed.registry import get_experiment
+from cogtestbed.simulation import simulate
+exp = get_experiment("instrumental-learning")
+model = exp.model("rw-pm")
+fits = model.fit_mle(simulate(exp, "rw-pm", 2, 5, {}))
+stats = mle_driver(model.kernel()).stats
+print(json.dumps({"hits": sum(stats.cache_hits.values()), "misses": sum(stats.cache_misses.values()),
+                  "nll": fits["nll"].tolist()}))
+"""
+
+
+def test_a_new_process_loads_the_mle_driver_from_the_disk_cache() -> None:
+    exp = get_experiment("instrumental-learning")
+    model = exp.model("rw-pm")
+    fits = model.fit_mle(simulate(exp, "rw-pm", 2, 5, {}))  # compiles (or loads) the driver here
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, cwd=ROOT, timeout=600,
+                          env={"PYTHONPATH": str(ROOT), "PATH": ""}, check=False)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["misses"] == 0 and out["hits"] >= 1
+    assert out["nll"] == fits["nll"].tolist()  # the cached driver computes the same fits
+
+
+def _closure_objective(scale: float):  # type: ignore[no-untyped-def]
+    @njit
+    def objective(z, args):  # type: ignore[no-untyped-def]
+        return scale * float(np.sum((z - args) ** 2)), 2.0 * scale * (z - args)
+
+    return objective
+
+
+def test_a_closure_objective_gets_its_own_uncached_driver() -> None:
+    target = np.array([0.3, -1.2])
+    starts = np.zeros((2, 2))
+    for scale in (1.0, 3.0):  # two closures with the same name: never one shared cache entry
+        driver = bfgs_driver(_closure_objective(scale))
+        z, value, converged = driver(starts, target, 200, 1e-10, 1e-14, np.inf)
+        assert converged and value < 1e-12
+        np.testing.assert_allclose(z, target, atol=1e-6)
+        assert isinstance(driver._cache, NullCache)
+    assert bfgs_driver(_closure_objective(1.0)) is not bfgs_driver(_closure_objective(3.0))
+
+
+def test_subject_slices_equal_groupby() -> None:
+    exp = get_experiment("instrumental-learning")
+    table = simulate(exp, "rw-pm", 6, 2, {})
+    shuffled = table.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    shuffled["subject"] = shuffled["subject"].map({s: f"s{(7 * s) % 6}" for s in range(6)})
+    shuffled.loc[shuffled.index[:5], "subject"] = None  # rows without a subject are dropped, as groupby does
+    for frame in (table, shuffled):
+        ordered, slices = subject_slices(frame)
+        grouped = list(ordered.groupby("subject", sort=False))
+        assert [k for k, _ in slices] == [k for k, _ in grouped]
+        assert [type(k) for k, _ in slices] == [type(k) for k, _ in grouped]
+        for (_, rows), (_, g) in zip(slices, grouped, strict=True):
+            pd.testing.assert_frame_equal(ordered.iloc[rows], g)
+
+
+def test_the_mle_driver_is_one_object_per_kernel() -> None:
+    model = get_experiment("instrumental-learning").model("rw")
+    assert mle_driver(model.kernel()) is mle_driver(get_experiment("instrumental-learning").model("rw-pm").kernel())

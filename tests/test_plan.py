@@ -1,0 +1,236 @@
+"""``cogtestbed plan``: the design search, its prices (equal to ``run --dry-run``'s), ``run --plan``."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from cogtestbed.registry import get_experiment
+from cogtestbed.validation.plan import (
+    Axis,
+    Cost,
+    Estimate,
+    Evaluated,
+    PlanInfeasible,
+    Planner,
+    Point,
+    Pricer,
+    decided,
+    design_axes,
+    fit_probit,
+    pareto,
+    parse_range,
+)
+from cogtestbed.validation.plan_report import plan_payload, plan_run_settings, write_plan
+from cogtestbed.validation.studies import StudySpec
+
+ROOT = Path(__file__).resolve().parents[1]
+INSTRUMENTAL = "instrumental-learning"
+
+
+def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "cogtestbed", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}: {proc.stderr[-2000:]}")
+    return proc
+
+
+def rw_spec(effect: float = 0.4, **extra: object) -> StudySpec:
+    return StudySpec(kind="power", experiment=INSTRUMENTAL, models=("rw-pm",), effect="optimism_bias",
+                     effect_size=effect, seed=3, **extra)
+
+
+# ----------------------------------------------------------------------------- pieces
+def test_ranges_and_axes_come_from_the_spec():
+    exp = get_experiment(INSTRUMENTAL)
+    assert parse_range("3:6", None) == (3, 4, 5, 6) and parse_range("8,2,8", None) == (2, 8)
+    with pytest.raises(ValueError, match="LO:HI"):
+        parse_range("6:3", None)
+    size, others = design_axes(rw_spec(), exp, "10:200", None, "90:480")
+    assert size.name == "subjects" and size.values[0] == 10 and size.values[-1] == 200
+    (trials,) = others  # instrumental learning pools subjects: no runs axis
+    assert trials.name == "trials" and trials.values[0] == 92 and all(v % 4 == 0 for v in trials.values)
+    assert trials.coarse() == (92, 188, 284, 384, 480)
+    with pytest.raises(ValueError, match="pools subjects"):
+        design_axes(rw_spec(), exp, None, "1:3", None)
+    # A metric target is sized in runs; a pooled model-level target gains a runs axis.
+    metric = StudySpec(kind="metric-power", experiment="two-step", agent="hybrid", metric="model_basedness",
+                       compare=({"w": 0.3}, {"w": 0.7}))
+    size, others = design_axes(metric, get_experiment("two-step"), None, "10:40", None)
+    assert size.name == "runs" and [a.name for a in others] == ["trials"]
+    pooled = StudySpec(kind="power", experiment="two-step", models=("hybrid",), effect="w", effect_size=0.2)
+    size, others = design_axes(pooled, get_experiment("two-step"), None, None, None)
+    assert [a.name for a in others] == ["runs", "trials"] and others[0].values == (20,)
+    assert Axis("t", (10, 20, 30, 40)).between(10, 40) in (20, 30)
+
+
+def test_probit_fit_recovers_a_known_power_curve():
+    rng = np.random.default_rng(0)
+    x = np.sqrt(np.array([10, 20, 40, 80], float))
+    sims = np.full(4, 4000.0)
+    hits = rng.binomial(4000, stats.norm.cdf(-1.5 + 0.5 * x)).astype(float)
+    a, b = fit_probit(x, hits, sims)
+    assert a == pytest.approx(-1.5, abs=0.1) and b == pytest.approx(0.5, abs=0.02)
+
+
+def test_sequential_look_and_frontier():
+    assert decided(Estimate(24, 24), 0.8) and decided(Estimate(2, 24), 0.8)
+    assert not decided(Estimate(19, 24), 0.8) and decided(Estimate(77, 96), 0.8)  # 96 sims: the cap
+    assert Estimate(160, 200).mc_se == pytest.approx(math.sqrt(0.8 * 0.2 / 200))
+
+    def ev(n: int, power: float, dollars: float) -> Evaluated:
+        return Evaluated(Point(n, 1, 96), Estimate(round(power * 100), 100), Cost(n, 0, 0, dollars, True, "dry-run"))
+
+    front = pareto([ev(10, 0.3, 1.0), ev(20, 0.6, 2.0), ev(30, 0.5, 3.0), ev(40, 0.9, 4.0)])
+    assert [e.point.subjects for e in front] == [10, 20, 40]
+
+
+# ----------------------------------------------------------------------------- the search, priced
+@pytest.fixture(scope="module")
+def small_plan(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
+    """A small RW± plan (large effect, short sessions) priced for gpt-4o-mini."""
+    exp = get_experiment(INSTRUMENTAL)
+    spec = rw_spec()
+    size, others = design_axes(spec, exp, "4:32", None, "48,96")
+    pricer = Pricer(exp, ("openai:gpt-4o-mini",), seed=3)
+    result = Planner(spec, pricer, size, others, target=0.8, mc_se=0.08, workers=2).plan()
+    payload = plan_payload(result, pricer, exp, None)
+    out = tmp_path_factory.mktemp("plan")
+    write_plan(payload, out)
+    return payload, out
+
+
+def test_plan_finds_the_cheapest_passing_design(small_plan):
+    payload, out = small_plan
+    chosen, evaluated = payload["chosen"], pd.DataFrame(payload["evaluated"])
+    assert chosen["power"] >= 0.8 and chosen["mc_se"] <= 0.08
+    passing = evaluated[evaluated["power"] >= 0.8]
+    assert chosen["dollars"] == passing["dollars"].min()  # no design reaching the target is cheaper
+    assert payload["frontier"][-1]["power"] >= chosen["power"] - 1e-12
+    assert {"r", "bias", "rmse"} <= set(payload["recovery"]["parameters"]["optimism_bias"])
+    assert 0 <= payload["recovery"]["coverage"] <= 1
+    assert (out / "plan.json").exists() and (out / "frontier.png").stat().st_size > 1000
+    html = (out / "report.html").read_text()
+    assert "cost-power frontier" in html and "data:image/png;base64" in html
+
+
+def test_plan_costs_equal_the_dry_run_and_run_executes_the_plan(small_plan, tmp_path):
+    payload, out = small_plan
+    run = payload["run"]
+    dry = json.loads(cli("run", INSTRUMENTAL, "--llm", "openai:gpt-4o-mini", "--subjects", str(run["subjects"]),
+                         "--seed", str(run["seed"]), "--design",
+                         f"visits_per_casino={run['design']['visits_per_casino']}", "-o", str(tmp_path / "d"),
+                         "--dry-run").stdout)
+    assert (dry["calls"], dry["prompt_tokens"], dry["estimated_cost_usd"]) == (
+        payload["cost"]["calls"], payload["cost"]["prompt_tokens"], payload["cost"]["dollars"])
+    # The plan executed on the tiny local model: exactly the planned calls.
+    cli("run", "--plan", str(out / "plan.json"), "--llm", "hf:tiny-random", "-o", str(tmp_path / "r"),
+        "--cache", str(tmp_path / "c.sqlite"))
+    calls = pd.read_parquet(tmp_path / "r/calls.parquet")
+    trials = pd.read_parquet(tmp_path / "r/trials.parquet")
+    assert len(calls) == payload["cost"]["calls"]  # the real run makes exactly the planned calls
+    assert trials["subject"].nunique() == run["subjects"]
+    manifest = json.loads((tmp_path / "r/run.json").read_text())["config"]
+    assert manifest["seed"] == run["seed"] and manifest["design"] == run["design"]
+
+
+def test_run_plan_checks_what_it_is_given(small_plan):
+    _, out = small_plan
+    settings = plan_run_settings(out / "plan.json", None, "openai:gpt-4o-mini", 1, 0, None)
+    assert settings["llm"] == "openai:gpt-4o-mini"  # --llm replaces the plan's LLM
+    with pytest.raises(ValueError, match="--plan is for"):
+        plan_run_settings(out / "plan.json", "two-step", None, 1, 0, None)
+    with pytest.raises(ValueError, match="drop --subjects"):
+        plan_run_settings(out / "plan.json", None, None, 999, 0, None)
+    with pytest.raises(ValueError, match="not a cogtestbed plan"):
+        (out / "bad.json").write_text("{}")
+        plan_run_settings(out / "bad.json", None, None, 1, 0, None)
+
+
+def test_plan_refuses_when_no_design_fits_the_budget():
+    exp = get_experiment(INSTRUMENTAL)
+    spec = rw_spec()
+    size, others = design_axes(spec, exp, "4:32", None, "48,96")
+    pricer = Pricer(exp, ("openai:gpt-4o-mini",), seed=3)
+    with pytest.raises(PlanInfeasible, match=r"no design under \$1e-06 reaches 80% power"):
+        Planner(spec, pricer, size, others, max_cost=1e-6, workers=1).plan()
+    proc = cli("plan", INSTRUMENTAL, "--model", "rw-pm", "--effect", "optimism_bias=0.4", "--llm",
+               "openai:gpt-4o-mini", "--subjects", "4:32", "--trials", "48,96", "--max-cost", "0.000001",
+               check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "no design under $1e-06 reaches 80% power" in errors[0]
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_metric_level_target_two_llms_model_basedness():
+    """CogBench two-step: model-basedness of two LLMs (w 0.2 vs 0.8), sized in runs per LLM."""
+    exp = get_experiment("two-step")
+    spec = StudySpec(kind="metric-power", experiment="two-step", agent="hybrid", metric="model_basedness",
+                     compare=({"w": 0.1, "beta": 5.0}, {"w": 0.9, "beta": 5.0}), seed=1)
+    size, others = design_axes(spec, exp, None, "4:32", "100")
+    pricer = Pricer(exp, ("openai:gpt-4o-mini", "openai:gpt-4o"), seed=1)
+    result = Planner(spec, pricer, size, others, mc_se=0.08, workers=1).plan()
+    chosen = result.chosen
+    assert chosen.estimate.rate >= 0.8 and chosen.cost is not None
+    # Two LLMs each play the chosen runs: the cost is the sum of their dry runs.
+    a, b = chosen.cost.per_llm
+    assert a["subjects"] == b["subjects"] == chosen.point.runs and a["calls"] == b["calls"]
+    assert chosen.cost.dollars == pytest.approx(a["estimated_cost_usd"] + b["estimated_cost_usd"])
+    assert result.recovery["mean_difference"] > 0
+
+
+@pytest.mark.slow
+def test_test_level_target_belief_coherence_t1():
+    exp = get_experiment("belief-coherence")
+    (decl,) = [d for d in exp.studies_of("test-power") if d.test == "t1_lr"]
+    spec = StudySpec(kind="test-power", experiment=exp.name, agent=decl.agent, test="t1_lr",
+                     params={**decl.params, decl.parameter: max(decl.values)}, design=dict(decl.design), seed=2)
+    default = str(exp.design_cls(**spec.design).n_trials)
+    size, others = design_axes(spec, exp, None, "1:8", default)
+    pricer = Pricer(exp, ("openai:gpt-4o-mini",), seed=2)
+    result = Planner(spec, pricer, size, others, mc_se=0.1, workers=1).plan()
+    assert result.chosen.estimate.rate >= 0.8 and result.chosen.cost is not None
+    assert result.chosen.cost.calls > 0 and result.recovery["test"] == "t1_lr"
+
+
+# ----------------------------------------------------------------------------- invalid answers, pilots
+def test_invalid_answers_cost_power():
+    """An expected invalid rate is simulated as lapses: the same design loses power."""
+    from cogtestbed.agents.lapse import Lapse
+    from cogtestbed.validation.plan import PowerEvaluator
+
+    point = Point(8, 1, 48)
+    clean = PowerEvaluator(rw_spec(0.4), workers=1).ensure(point, 48)
+    lapsed_spec = rw_spec(0.4).model_copy(update={"lapse": Lapse(invalid=0.5)})
+    evaluator = PowerEvaluator(lapsed_spec, workers=1)
+    lapsed = evaluator.ensure(point, 48)
+    assert lapsed.rate < clean.rate
+    assert evaluator.study_at(point, 1).lapse == Lapse(invalid=0.5)
+
+
+def test_pilot_gives_invalid_rate_tokens_per_call_and_refuses_a_useless_one(tmp_path):
+    from cogtestbed.validation.plan_report import read_pilot
+
+    pilot = tmp_path / "pilot"
+    cli("run", INSTRUMENTAL, "--llm", "hf:tiny-random", "--subjects", "3", "--seed", "1", "--design",
+        "visits_per_casino=4", "-o", str(pilot), "--cache", str(tmp_path / "c.sqlite"))
+    trials = pd.read_parquet(pilot / "trials.parquet")
+    info = read_pilot(pilot, get_experiment(INSTRUMENTAL), rw_spec())
+    assert info.subjects == 3 and info.calls == 48
+    assert info.invalid_rate == pytest.approx(1 - trials["valid"].mean())
+    assert info.prompt_tokens_per_call is not None and info.prompt_tokens_per_call > 100
+    if info.invalid_rate > 0.9:  # the random tiny model answers nonsense: no budget is spent on it
+        proc = cli("plan", INSTRUMENTAL, "--model", "rw-pm", "--effect", "optimism_bias=0.4", "--llm",
+                   "hf:tiny-random", "--pilot", str(pilot), check=False)
+        assert proc.returncode == 2 and proc.stderr.startswith("error:") and "invalid answers" in proc.stderr

@@ -366,3 +366,24 @@ def test_declared_power_study_sweeps_the_leak_with_the_test_alone():
     assert result.summary["parameter"] == "leak" and sorted(cells) == [0.0, 0.05, 0.1, 0.2, 0.4]
     assert cells[0.4] == 1.0 and cells[0.0] <= 1 / 3
     assert "leak=0.4: 1.000" in verdict(result)
+
+
+def test_hierarchical_cli_passes_the_design_and_sampler_settings(monkeypatch, capsys):
+    from cogtestbed.validation import belief as V
+
+    seen: dict = {}
+
+    def fake(model, n_subjects, **kwargs):
+        seen.update(model=model, n_subjects=n_subjects, **kwargs)
+        frame = pd.DataFrame({"model": model, "subject": [0, 1, 2], "parameter": "a", "true": [0.0, 1.0, 2.0],
+                              "estimate": [0.1, 0.9, 2.2]})
+        return frame, {"max_rhat": 1.0}
+
+    monkeypatch.setattr(V, "hierarchical_study", fake)
+    V.main(["hierarchical", "--subjects", "10", "--contexts", "100", "--reps", "4", "--chains", "3",
+            "--draws", "1500", "--seed", "7"])
+    assert seen == {"model": "mnl", "n_subjects": 10, "n_contexts": 100, "n_reps": 4, "draws": 1500, "chains": 3,
+                    "seed": 7, "network": "child"}
+    assert '"max_rhat": 1.0' in capsys.readouterr().out
+    defaults = V.build_parser().parse_args(["hierarchical"])
+    assert (defaults.contexts, defaults.reps, defaults.draws, defaults.chains) == (200, 5, 500, 2)

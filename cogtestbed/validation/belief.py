@@ -256,17 +256,26 @@ def plot_size(frame: pd.DataFrame, path: Path, level: float = tests.LEVEL) -> No
     plt.close(fig)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m cogtestbed.validation.belief``."""
     parser = argparse.ArgumentParser(prog="python -m cogtestbed.validation.belief", description=__doc__.split("\n")[0])
     parser.add_argument("study", choices=("size", "power", "recovery", "hierarchical"))
     parser.add_argument("--model", default="mnl", help="hierarchical: mnl or loss")
-    parser.add_argument("--subjects", type=int, default=20)
+    parser.add_argument("--subjects", type=int, default=20, help="hierarchical: subjects")
+    parser.add_argument("--contexts", type=int, default=200, help="hierarchical: contexts per subject")
+    parser.add_argument("--reps", type=int, default=5, help="hierarchical: repetitions per context")
+    parser.add_argument("--draws", type=int, default=500, help="hierarchical: draws per chain (as many tuning)")
+    parser.add_argument("--chains", type=int, default=2, help="hierarchical: chains")
     parser.add_argument("--sims", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--network", default="child")
     parser.add_argument("--tests", default="t1_lr,t1_lr_mean,t1_cmi,t2")
     parser.add_argument("-o", "--output", type=Path, default=None)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
     start = time.perf_counter()
     if args.study == "size":
         frame = size_study(tuple(args.tests.split(",")), n_sims=args.sims, seed=args.seed, network=args.network)
@@ -278,7 +287,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         frame = recovery_study(seed=args.seed, network=args.network)
         print(recovery_summary(frame).to_string(index=False))
     else:
-        frame, diagnostics = hierarchical_study(args.model, args.subjects, seed=args.seed, network=args.network)
+        frame, diagnostics = hierarchical_study(args.model, args.subjects, n_contexts=args.contexts,
+                                                n_reps=args.reps, draws=args.draws, chains=args.chains,
+                                                seed=args.seed, network=args.network)
         print(recovery_summary(frame).to_string(index=False))
         print(json.dumps(diagnostics, default=float))
     print(f"({time.perf_counter() - start:.1f} s)")

@@ -234,3 +234,62 @@ def test_pilot_gives_invalid_rate_tokens_per_call_and_refuses_a_useless_one(tmp_
         proc = cli("plan", INSTRUMENTAL, "--model", "rw-pm", "--effect", "optimism_bias=0.4", "--llm",
                    "hf:tiny-random", "--pilot", str(pilot), check=False)
         assert proc.returncode == 2 and proc.stderr.startswith("error:") and "invalid answers" in proc.stderr
+
+
+#: Known parameters of the synthetic pilot (RW± with an optimism bias α⁺ − α⁻ = 0.3).
+PILOT_TRUTH = {"alpha_pos": 0.5, "alpha_neg": 0.2, "beta": 6.0}
+PILOT_LLM = "openai:gpt-4o-mini"
+
+
+def write_synthetic_pilot(path: Path, subjects: int, invalid: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A run directory, written by the run's own writer, whose answers come from RW± with known
+    parameters (and lapsed, invalid answers); its call log has one call per trial."""
+    from cogtestbed.agents.lapse import Lapse
+    from cogtestbed.llm_adapters.agent import Attempt
+    from cogtestbed.llm_adapters.rundir import RunDir
+    from cogtestbed.llm_adapters.runner import commit_tables
+    from cogtestbed.simulation import simulate
+
+    exp = get_experiment(INSTRUMENTAL)
+    design = exp.env_cls.design_cls().model_copy(update={"visits_per_casino": 60})
+    table = simulate(exp, "rw-pm", subjects, seed=seed, params=PILOT_TRUTH, design=design, lapse=Lapse(invalid=invalid))
+    table = table.drop(columns=[c for c in table if c.startswith("param_")]).assign(agent=PILOT_LLM)
+    rng = np.random.default_rng(seed)
+    attempts = [Attempt(subject=int(r.subject), step=int(r.trial), attempt=0, prompt="", raw_response="",
+                        valid=bool(r.valid), parse_error=None, cached=False,
+                        prompt_tokens=int(rng.integers(150, 250)), completion_tokens=int(rng.integers(1, 9)),
+                        finish_reason="stop") for r in table.itertuples()]
+    calls = pd.DataFrame([a.as_row() for a in attempts], columns=list(Attempt.__dataclass_fields__))
+    config = {"experiment": INSTRUMENTAL, "llm": PILOT_LLM, "subjects": subjects, "seed": seed,
+              "design": design.model_dump(mode="json")}
+    rundir = RunDir.open(path, config, resume=False)
+    try:
+        stats = {"calls_total": len(calls), "invalid_trials": int((~table["valid"]).sum())}
+        commit_tables(rundir, table, calls, {"command": "run", "config": config, "stats": stats}, "complete", None)
+    finally:
+        rundir.release()
+    return table, calls
+
+
+def test_pilot_fitted_parameters_are_the_simulation_base(tmp_path: Path) -> None:
+    """A pilot of known RW± parameters: the plan's base is the median of the per-subject MLE of
+    the pilot's valid answers (near the truth); its invalid rate and tokens per call are the logs'."""
+    from cogtestbed.validation.plan_report import apply_pilot, read_pilot
+
+    table, calls = write_synthetic_pilot(tmp_path / "pilot", subjects=8, invalid=0.1, seed=11)
+    exp, spec = get_experiment(INSTRUMENTAL), rw_spec(0.2)
+    info = read_pilot(tmp_path / "pilot", exp, spec)
+    assert info.llm == PILOT_LLM and info.subjects == 8 and info.trials == len(table) == info.calls == 8 * 4 * 60
+    assert info.invalid_rate == pytest.approx(1 - table["valid"].mean()) and 0.05 < info.invalid_rate < 0.2
+    assert info.prompt_tokens_per_call == pytest.approx(calls["prompt_tokens"].mean())
+    assert info.completion_tokens_per_call == pytest.approx(calls["completion_tokens"].mean())
+
+    fits = exp.model("rw-pm").fit_mle(table)
+    medians = {p: float(np.median(fits[p])) for p in PILOT_TRUTH}
+    assert info.fitted_model == "rw-pm" and info.fitted == pytest.approx(medians, rel=1e-9)
+    planned = apply_pilot(spec, exp, info, {}, {})
+    assert planned.base == pytest.approx(medians, rel=1e-9)
+    for name, truth in PILOT_TRUTH.items():
+        assert planned.base[name] == pytest.approx(truth, rel=0.35), name
+    assert planned.base["alpha_pos"] - planned.base["alpha_neg"] > 0.1  # the optimism bias survives
+    assert apply_pilot(spec, exp, info, {"beta": 3.0}, {}).base["beta"] == 3.0  # explicit values win

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -47,6 +47,9 @@ import pyarrow as pa
 from pandas.api.extensions import ExtensionArray
 
 from cogtestbed.outputs import atomic_write_bytes, new_file_mode
+
+if TYPE_CHECKING:
+    from cogtestbed.experiments.spec import ExperimentSpec
 
 #: Columns every trial table starts with, in this order.
 ID_COLUMNS = ("experiment", "subject", "session", "trial")
@@ -62,7 +65,8 @@ class TrialTableError(ValueError):
 
 
 def validate_trials(trials: pd.DataFrame, experiment: str | None = None, source: str | os.PathLike[str] | None = None,
-                    file_columns: Mapping[str, str] | None = None) -> pd.DataFrame:
+                    file_columns: Mapping[str, str] | None = None,
+                    spec: ExperimentSpec | None = None) -> pd.DataFrame:
     """Check the table against the schema of its experiment; return it unchanged or raise
     :class:`TrialTableError` (one line naming ``source``, the column, row and value).
 
@@ -70,6 +74,8 @@ def validate_trials(trials: pd.DataFrame, experiment: str | None = None, source:
     then checked against the schema its environment declares (:mod:`cogtestbed.schema`).  With
     ``experiment`` given, a table of another experiment is refused.  ``file_columns`` maps table
     columns to the names the source file gives them (an importer's), used in the message.
+    ``spec``: the :class:`~cogtestbed.experiments.spec.ExperimentSpec` that produced the table (a
+    run of an experiment that is not registered, e.g. one built in a script, is checked against it).
     """
     where = f"{source}: " if source is not None else ""
     missing = [c for c in (*ID_COLUMNS, *OUTCOME_COLUMNS) if c not in trials.columns]
@@ -88,9 +94,9 @@ def validate_trials(trials: pd.DataFrame, experiment: str | None = None, source:
     from cogtestbed.schema import check_table
 
     for name in names:
-        spec = get_experiment(name)
+        declared = spec if spec is not None and spec.name == name else get_experiment(name)
         rows = trials if len(names) <= 1 else trials[trials["experiment"].astype("string") == name]
-        check_table(rows, spec.env_cls.table_schema, spec.name, None if source is None else str(source),
+        check_table(rows, declared.env_cls.table_schema, declared.name, None if source is None else str(source),
                     file_columns)
     return trials
 
@@ -311,9 +317,10 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     )
 
 
-def trials_manifest(trials: pd.DataFrame, manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """The manifest written beside a trial table (the table is validated first)."""
-    validate_trials(trials)
+def trials_manifest(trials: pd.DataFrame, manifest: Mapping[str, Any], spec: ExperimentSpec | None = None) -> dict[str, Any]:
+    """The manifest written beside a trial table (the table is validated first, against ``spec``
+    where given; see :func:`validate_trials`)."""
+    validate_trials(trials, spec=spec)
     return {
         "schema_version": SCHEMA_VERSION,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -188,7 +188,11 @@ def test_worker_errors_are_one_line_with_any_workers(workers: str, capsys, tmp_p
 def test_a_dead_worker_is_one_line(capsys, tmp_path: Path, monkeypatch) -> None:
     from cogtestbed.validation import model_studies
 
+    parent, original = os.getpid(), model_studies.MODEL_TASKS["recovery"]
+
     def die(*args: object, **kwargs: object) -> pd.DataFrame:
+        if os.getpid() == parent:  # the pool plays its first task in the parent before forking
+            return original(*args, **kwargs)
         os._exit(9)
 
     monkeypatch.setitem(model_studies.MODEL_TASKS, "recovery", die)
@@ -197,10 +201,14 @@ def test_a_dead_worker_is_one_line(capsys, tmp_path: Path, monkeypatch) -> None:
 
 
 CHILD = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
     from cogtestbed.validation import model_studies
 
+    PARENT, ORIGINAL = os.getpid(), model_studies.MODEL_TASKS["recovery"]
+
     def hang(*args, **kwargs):
+        if os.getpid() == PARENT:  # the pool plays its first task in the parent before forking
+            return ORIGINAL(*args, **kwargs)
         time.sleep(600)
 
     model_studies.MODEL_TASKS["recovery"] = hang

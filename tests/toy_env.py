@@ -20,6 +20,7 @@ from cogtestbed.environments.base import (
     TextEnv,
 )
 from cogtestbed.environments.parsing import parse_decimal_digits
+from cogtestbed.schema import TrialSchema, Values
 from cogtestbed.trials import finish_table, scored_columns
 
 STATEMENTS = ("it rains tomorrow", "the coin lands heads", "the train is late")
@@ -51,6 +52,9 @@ class ElicitJudgeEnv(TextEnv[ToyDesign, ToySessions]):
     experiment: ClassVar[str] = "toy-elicit-judge"
     design_cls: ClassVar[type[Design]] = ToyDesign
     action_dtype: ClassVar[Any] = np.float64
+    #: A probability (phase 0) or a judgement index (phase 1); nothing is paid.
+    table_schema: ClassVar[TrialSchema] = TrialSchema(action=Values("number", low=0.0, high=float(len(JUDGEMENTS) - 1)),
+                                                      reward=Values("float", low=0.0, high=0.0))
 
     def __init__(self, design: ToyDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)

@@ -43,6 +43,11 @@ _STUDY_OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 
+#: Metrics options of the quick conformance check: every test and the random-forest baseline run,
+#: with 20 bootstrap resamples and permutations instead of the defaults.
+_SMOKE_OPTIONS: dict[str, Any] = {"n_boot": 20, "n_perm": 20}
+
+
 def _test_study(kind: str, test: str, description: str, agent: str, parameter: str,
                 values: tuple[float, ...]) -> StudyDecl:
     return StudyDecl(kind, description, test=test, agent=agent, parameter=parameter,  # type: ignore[arg-type]
@@ -61,7 +66,8 @@ SPEC = ExperimentSpec(
     generators={"mnl": Generator("logit-rum", params=_mnl_to_utilities),
                 "loss": Generator("loss-rum", params=_loss_to_agent)},
     metrics=MetricsSpec(belief_metrics, unit="per_subject", headline=(*_TESTS, "accuracy"),
-                        options=METRIC_OPTIONS, tests={name: belief_test(name) for name in TESTS}),
+                        options=METRIC_OPTIONS, tests={name: belief_test(name) for name in TESTS},
+                        smoke_options=_SMOKE_OPTIONS),
     pooling_unit="subject",
     trials_field="n_contexts",
     studies=(

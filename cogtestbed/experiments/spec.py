@@ -195,6 +195,9 @@ class MetricsSpec:
     headline: tuple[str, ...] = ()
     options: Mapping[str, MetricOption] = field(default_factory=dict)
     tests: Mapping[str, Callable[..., Mapping[str, Any]]] = field(default_factory=dict)
+    #: Options that make ``fn`` cheap while still running every code path (fewer bootstrap
+    #: resamples and permutations), used by the quick conformance checks; empty when ``fn`` is cheap.
+    smoke_options: Mapping[str, Any] = field(default_factory=dict)
     paired_by: tuple[str, tuple[str, ...]] | None = None
 
     def __call__(self, trials: pd.DataFrame, **options: Any) -> MetricsResult:

@@ -327,7 +327,7 @@ async def run_experiment(
             "llm_versions": package_versions(LLM_PACKAGES), "model_fingerprint": client.fingerprint,
             "cache": str(client.cache.path), **(extra_manifest or {}),
         }
-        commit_tables(rundir, table, calls, manifest, status, stop)
+        commit_tables(rundir, table, calls, manifest, status, stop, spec=exp)
     except BaseException as exc:
         rundir.fail(exc)
         raise
@@ -339,10 +339,10 @@ async def run_experiment(
 
 
 def commit_tables(rundir: RunDir, table: pd.DataFrame, calls: pd.DataFrame, manifest: dict[str, Any],
-                  status: str, stop: str | None) -> None:
+                  status: str, stop: str | None, spec: Experiment | None = None) -> None:
     """Trial table, its manifest (with the table's SHA-256), call log and ``run.json``: one unit."""
     data = _parquet_bytes(table)
-    full = {**trials_manifest(table, manifest), "trials_sha256": hashlib.sha256(data).hexdigest()}
+    full = {**trials_manifest(table, manifest, spec), "trials_sha256": hashlib.sha256(data).hexdigest()}
     calls_data = _parquet_bytes(calls)
     rundir.commit({
         TRIALS_FILE: lambda tmp: tmp.write_bytes(data),

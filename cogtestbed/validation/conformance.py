@@ -932,9 +932,10 @@ def check_importers(spec: ExperimentSpec, config: CheckConfig) -> None:
     _fail(problems, f"{spec.name}: importers do not round-trip")
 
 
-def _metrics_problems(spec: ExperimentSpec, table: pd.DataFrame, require_finite: bool = True) -> list[str]:
+def _metrics_problems(spec: ExperimentSpec, table: pd.DataFrame, require_finite: bool = True,
+                      options: Mapping[str, Any] | None = None) -> list[str]:
     try:
-        result = spec.metrics.fn(table)
+        result = spec.metrics.fn(table, **(options or {}))
     except Exception as exc:  # noqa: BLE001 - a crash is the finding
         return [f"metrics raised {type(exc).__name__}: {exc}"]
     problems = metrics_result_problems(result, spec.metrics.unit)
@@ -965,7 +966,8 @@ def check_metrics_result(spec: ExperimentSpec, config: CheckConfig) -> None:
     problems = []
     for agent in _declared_agents(spec) if config.quick else _agents(spec):
         table = simulate(spec, agent, config.n_subjects, config.seed, design=design)
-        problems += [f"agent {agent!r}: {p}" for p in _metrics_problems(spec, table)]
+        options = spec.metrics.smoke_options if config.quick else None
+        problems += [f"agent {agent!r}: {p}" for p in _metrics_problems(spec, table, options=options)]
     _fail(problems, f"{spec.name}: the metrics do not return a conforming MetricsResult")
 
 

@@ -317,7 +317,8 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     )
 
 
-def trials_manifest(trials: pd.DataFrame, manifest: Mapping[str, Any], spec: ExperimentSpec | None = None) -> dict[str, Any]:
+def trials_manifest(trials: pd.DataFrame, manifest: Mapping[str, Any],
+                    spec: ExperimentSpec | None = None) -> dict[str, Any]:
     """The manifest written beside a trial table (the table is validated first, against ``spec``
     where given; see :func:`validate_trials`)."""
     validate_trials(trials, spec=spec)

@@ -351,3 +351,22 @@ def test_study_summary_names_the_true_parameter_distribution(capsys, tmp_path: P
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["true_parameters"] == payload["true_parameters"]
     assert "True parameters: independent uniform draws" in summary["verdict"]
+
+
+# ----------------------------------------------------------------------------- response cache paths
+def test_a_cache_path_that_is_a_directory_or_unwritable_is_one_clear_error(tmp_path: Path) -> None:
+    from cogtestbed.llm_adapters.cache import ResponseCache
+
+    with pytest.raises(ValueError, match="is a directory; give the path of a file"):
+        ResponseCache(tmp_path)
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):  # running as root: permissions do not bind, use /proc instead
+            locked = Path("/proc/cogtestbed-cache")
+        with pytest.raises(ValueError, match="cannot open the response cache"):
+            ResponseCache(locked / "sub" / "c.sqlite")
+    finally:
+        (tmp_path / "locked").chmod(0o700)
+    assert not any((tmp_path / "locked").iterdir())

@@ -71,14 +71,19 @@ class ResponseCache:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0,
-                                  check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(
-            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, backend TEXT, "
-            "model TEXT, request TEXT, response TEXT, created TEXT)"
-        )
+        if self.path.is_dir():
+            raise ValueError(f"the response cache {self.path} is a directory; give the path of a file")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0,
+                                      check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, backend TEXT, "
+                "model TEXT, request TEXT, response TEXT, created TEXT)"
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise ValueError(f"cannot open the response cache {self.path}: {exc}") from exc
 
     def get(self, key: str) -> dict[str, Any] | None:
         row = self.db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()

@@ -8,7 +8,7 @@ the validation that now runs before every ``cogtestbed metrics`` / ``fit`` / ``p
 from __future__ import annotations
 
 import json
-import time
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,9 @@ from typing import Any
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import simulate
 from cogtestbed.trials import validate_trials
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import best_cpu_of  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cogbench"
 TASKS = {"instrumental-learning": "InstrumentalLearning", "bart": "BART", "horizon": "HorizonTask",
@@ -25,13 +28,7 @@ TASKS = {"instrumental-learning": "InstrumentalLearning", "bart": "BART", "horiz
 
 def cpu_ms(fn: Callable[[], Any], repeats: int = 5) -> float:
     """Smallest CPU time of ``repeats`` calls in ms (after one warm-up call)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return 1000 * min(times)
+    return 1000 * best_cpu_of(fn, repeats)
 
 
 def main() -> None:

@@ -38,3 +38,15 @@ def tiny_chat() -> Any:
     from cogtestbed.llm_adapters.hf import HFClient
 
     return HFClient.tiny_random(chat=True)
+
+
+@pytest.fixture(scope="module")
+def server(tiny: Any, tiny_chat: Any) -> Any:
+    """The local OpenAI-compatible server serving both tiny models: yields (base URL, its fault
+    injector); faults still pending when the module ends are dropped."""
+    from cogtestbed.llm_adapters.server import FaultInjector, serve
+
+    faults = FaultInjector()
+    with serve({"tiny-random": tiny, "tiny-random-chat": tiny_chat}, faults) as url:
+        yield url, faults
+        faults.pending.clear()

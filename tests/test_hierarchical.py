@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from pymc_checks import pymc_logp_and_nll
 
 from cogtestbed.inference.hierarchical import (
     ConvergenceWarning,
@@ -32,18 +33,7 @@ def test_pymc_loglik_equals_numba_nll(name: str) -> None:
     model = EXP.model(name)
     trials = _trials()
     trials.loc[trials.index[5], "valid"] = False  # invalid trials are skipped by both
-    pm_model = model.pymc_model(trials, hierarchical=False)
-    rng = np.random.default_rng(1)
-    point = dict(pm_model.initial_point())
-    natural = {}
-    for p in model.parameters:
-        u = rng.normal(p.prior_mean, 1.0, 6)
-        point[f"{p.name}_u"] = u
-        natural[p.name] = p.to_constrained(u)
-    logp = pm_model.compile_logp(vars=[pm_model["choice"]], sum=True)(point)
-    data = model.subject_data(trials)
-    nll = sum(model.nll(np.array([natural[k][i] for k in model.parameters.names]), d)
-              for i, d in enumerate(data.values()))
+    logp, nll = pymc_logp_and_nll(model, trials, 6)
     assert logp == pytest.approx(-nll, rel=1e-10)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pymc_checks import pymc_logp_and_nll
 
 from cogtestbed.agents.lapse import Lapse
 from cogtestbed.inference.base import LAPSE, lapse_option, with_lapse
@@ -77,18 +78,7 @@ def test_zero_lapse_is_the_model() -> None:
 def test_pymc_logp_equals_the_lapse_nll() -> None:
     model = with_lapse(EXP.model("rw-pm"))
     trials = simulate(EXP, "rw-pm", 3, 4, RWPM, lapse=Lapse(0.1, 0.1))
-    pm_model = model.pymc_model(trials, hierarchical=False)
-    rng = np.random.default_rng(1)
-    point = dict(pm_model.initial_point())
-    natural = {}
-    for p in model.parameters:
-        u = rng.normal(p.prior_mean, 1.0, 3)
-        point[f"{p.name}_u"] = u
-        natural[p.name] = p.to_constrained(u)
-    logp = pm_model.compile_logp(vars=[pm_model["choice"]], sum=True)(point)
-    data = model.subject_data(trials)
-    nll = sum(model.nll(np.array([natural[k][i] for k in model.parameters.names]), d)
-              for i, d in enumerate(data.values()))
+    logp, nll = pymc_logp_and_nll(model, trials, 3)
     assert logp == pytest.approx(-nll, rel=1e-10)
 
 

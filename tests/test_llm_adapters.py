@@ -32,19 +32,12 @@ from cogtestbed.llm_adapters.limits import Budget, Need, PriceTable, RateLimiter
 from cogtestbed.llm_adapters.openai_client import OpenAIClient  # noqa: E402
 from cogtestbed.llm_adapters.retry import RetryPolicy  # noqa: E402
 from cogtestbed.llm_adapters.runner import RunConfig, dry_run, run_experiment  # noqa: E402
-from cogtestbed.llm_adapters.server import Fault, FaultInjector, serve  # noqa: E402
+from cogtestbed.llm_adapters.server import Fault  # noqa: E402
 from cogtestbed.registry import experiment_names, get_experiment  # noqa: E402
 from cogtestbed.simulation import run_stepwise, seed_streams  # noqa: E402
 
 FAST_RETRY = RetryPolicy(attempts=4, initial=0.02, max_wait=0.2)
 PROMPT = "Q: Which machine do you choose? A: Machine "
-
-
-@pytest.fixture(scope="module")
-def server(tiny, tiny_chat):
-    faults = FaultInjector()
-    with serve({"tiny-random": tiny, "tiny-random-chat": tiny_chat}, faults) as url:
-        yield url, faults
 
 
 def cli(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -27,21 +27,13 @@ from cogtestbed.llm_adapters import rundir as rundir_mod  # noqa: E402
 from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache  # noqa: E402
 from cogtestbed.llm_adapters.limits import Budget, BudgetExhausted, Need, Price, read_ledger  # noqa: E402
 from cogtestbed.llm_adapters.runner import RunConfig, draw_sessions, run_experiment, subject_needs  # noqa: E402
-from cogtestbed.llm_adapters.server import FaultInjector, fault_injector, parse_args, serve  # noqa: E402
+from cogtestbed.llm_adapters.server import fault_injector, parse_args  # noqa: E402
 from cogtestbed.registry import get_experiment  # noqa: E402
 
 EXP = "instrumental-learning"
 SMALL = ["--design", "visits_per_casino=2"]  # 8 trials per subject
 #: USD per million tokens for the local model: 1000 makes a token cost $0.001.
 PRICES = '["openai:tiny-random"]\ninput = 1000\noutput = 1000\n'
-
-
-@pytest.fixture(scope="module")
-def server(tiny, tiny_chat):
-    faults = FaultInjector()
-    with serve({"tiny-random": tiny, "tiny-random-chat": tiny_chat}, faults) as url:
-        yield url, faults
-        faults.pending.clear()
 
 
 _last_stdout = ""

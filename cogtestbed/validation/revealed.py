@@ -263,6 +263,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="run only these studies (repeatable; default: all but hierarchical)")
     parser.add_argument("--subjects", type=int, default=8, help="hierarchical study: subjects")
     parser.add_argument("--draws", type=int, default=1000, help="hierarchical study: draws (= tuning steps)")
+    parser.add_argument("--chains", type=int, default=4, help="hierarchical study: chains")
     parser.add_argument("--scenario-sd", type=float, default=0.0,
                         help="hierarchical study: true SD of the per-scenario bias deviations")
     parser.add_argument("--subject-level", choices=("centred", "non-centred"), default="centred",
@@ -293,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
         out["identifiability"] = ident = identifiability(n_subjects=8 if args.quick else 30)
         _emit({"study": "beta_first vs beta_label on preference items", **ident})
     if "hierarchical" in only:
-        res = hierarchical_recovery(n_subjects=args.subjects, draws=args.draws, tune=args.draws,
+        res = hierarchical_recovery(n_subjects=args.subjects, draws=args.draws, tune=args.draws, chains=args.chains,
                                     scenario_sd=args.scenario_sd, subject_level=args.subject_level)
         _emit({"study": "hierarchical PyMC fit of the dissonant agent (scenario-pooled)",
                "design": {k: list(v) for k, v in HIERARCHICAL_DESIGN.items()},

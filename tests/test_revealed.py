@@ -365,10 +365,10 @@ def test_mle_recovers_kappa_inside_its_identified_range() -> None:
 def test_hierarchical_fit_converges_and_recovers_the_biases() -> None:
     from cogtestbed.validation.revealed import hierarchical_recovery
 
-    res = hierarchical_recovery(n_subjects=4, draws=300, tune=300, chains=2, seed=1)
+    res = hierarchical_recovery(n_subjects=4, draws=500, tune=500, chains=4, seed=1)
     d = res["diagnostics"]
     print("hierarchical revealed-belief fit:", d["report"], res["recovery"], res["worst_variables"])
-    # a short run (the full check is ``python -m cogtestbed.validation.revealed --only hierarchical``)
-    assert d["max_rhat"] < 1.05 and d["divergences"] == 0 and d["min_ess_bulk"] > 50
+    # a shorter run than the study's (``python -m cogtestbed.validation.revealed --only hierarchical``)
+    assert d["max_rhat"] < 1.02 and d["divergences"] == 0 and d["min_ess_bulk"] > 200
     for name in ("beta_first", "beta_label", "beta_anchor", "beta_mid", "tau", "theta"):
         assert res["recovery"][name]["r"] > 0.9, name

@@ -193,7 +193,7 @@ def hierarchical_recovery(n_subjects: int = 8, draws: int = 1000, tune: int = 10
     rng = np.random.default_rng([seed, 7])
     truth = {p: rng.uniform(lo, hi, n_subjects) for p, (lo, hi) in RECOVERY_RANGES.items()}
     truth["noise"] = rng.uniform(*HIERARCHICAL_NOISE, n_subjects)
-    design = RevealedDesign(**HIERARCHICAL_DESIGN)  # type: ignore[arg-type]
+    design = RevealedDesign(**HIERARCHICAL_DESIGN)
     trials = _scenario_trials(n_subjects, seed, truth, design, scenario_sd, rng)
     pm_model = dissonant_pymc_model(MODELS["dissonant"], trials, subject_level=subject_level)
     with warnings.catch_warnings():

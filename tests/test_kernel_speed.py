@@ -37,3 +37,32 @@ def test_exp_neg_approx_error_bound() -> None:
     ax = np.concatenate([np.linspace(0, EXP_TABLE_CLAMP, 200_001), [EXP_TABLE_CLAMP + 1, 1e3]])
     approx = np.array([exp_neg_approx(v) for v in ax])
     assert np.all(np.abs(approx - np.exp(-ax)) <= 1e-8 * np.exp(-ax) + 1e-17)
+
+
+def _block_index_reference(block_lengths: np.ndarray, t_max: int) -> tuple[np.ndarray, np.ndarray]:
+    """The broadcast definition: the block is the number of block ends at or before the trial."""
+    n = block_lengths.shape[0]
+    ends = np.cumsum(block_lengths, axis=1)
+    t = np.arange(t_max)
+    block = (t[None, :, None] >= ends[:, None, :]).sum(axis=2)
+    starts = np.concatenate([np.zeros((n, 1), dtype=np.int64), ends[:, :-1]], axis=1)
+    within = t[None, :] - np.take_along_axis(starts, np.minimum(block, block_lengths.shape[1] - 1), axis=1)
+    return block, within
+
+
+def test_restless_block_index_matches_its_definition() -> None:
+    from cogtestbed.environments.restless import block_index
+
+    rng = np.random.default_rng(0)
+    for n_blocks in (1, 2, 4, 7):
+        lengths = rng.integers(0, 6, (40, n_blocks))
+        lengths[::3] = rng.integers(1, 30, (len(lengths[::3]), n_blocks))
+        for t_max in (1, 10, 80):
+            for got, want in zip(block_index(lengths, t_max), _block_index_reference(lengths, t_max), strict=True):
+                assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_heap_setting_is_idempotent() -> None:
+    from cogtestbed.heap import keep_freed_memory
+
+    assert keep_freed_memory() == keep_freed_memory()

@@ -328,6 +328,12 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     #: Uniforms one random (lapse) answer needs (:meth:`random_answer`); environments whose
     #: answers are distributions over several continuations need one per continuation.
     lapse_draws: ClassVar[int] = 1
+    #: True where no step depends on an earlier answer: no feedback that later steps show, no
+    #: adaptive design, no step skipped or voided after an answer, and a structured observation
+    #: (what synthetic subjects read) that never holds an answer.  A step can then be played on
+    #: its own after a reset, and the simulator applies lapses to a lapse-free batch run after the
+    #: fact (:func:`cogtestbed.simulation.lapse_after_the_fact`) instead of playing the step path.
+    answer_independent: ClassVar[bool] = False
 
     def __init__(self, design: DesignT | None = None, render_mode: str | None = None) -> None:
         self.design: DesignT = design if design is not None else self.design_cls()  # type: ignore[assignment]
@@ -510,6 +516,18 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
         if not space.contains(action):
             raise ValueError(f"invalid action {action!r} for phase {phase.name!r} ({space})")
         return int(action)
+
+    def lapse_unit(self) -> int:
+        """Index of the lapse decision that governs the current step (:mod:`cogtestbed.agents.lapse`).
+
+        A lapse covers one *answer unit*: by default the step itself.  An environment whose trial
+        (one row of its trial table, one observation of its models) spans several steps returns the
+        trial's index, so that a lapse covers the whole trial: every step of a random trial is
+        random and an invalid trial stops at its first step.  This is the unit on which a model's
+        lapse mixture (:func:`cogtestbed.inference.base.with_lapse`) acts, so simulated lapses and
+        the fitted mixture agree.  The index is below :meth:`max_steps` (at most one unit per step).
+        """
+        return self.t
 
     def random_answer(self, u: np.ndarray) -> Any:
         """A uniformly random valid answer to the current step from :attr:`lapse_draws` uniforms

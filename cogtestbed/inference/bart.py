@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.agents.lapse import lapsed_choice
 from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.numerics import log_sigmoid, sigmoid
@@ -39,6 +40,11 @@ from cogtestbed.parameters import Parameter, ParameterSet
 EXPERIMENT = "bart"
 TYPES = (128, 32, 8)
 CLIP = 1e-12
+#: Answers of one pump decision (inflate or collect).  A random balloon (a lapse covers the whole
+#: balloon, :meth:`BartEnv.lapse_unit`) answers every decision uniformly over them, CogBench's
+#: random agent: a balloon collected after t pumps has probability 2^−(t+1), one that popped on
+#: its t-th pump 2^−t (:meth:`TargetModel.lapse_log_uniform`).
+DECISION_ANSWERS = 2
 
 TARGETS = tuple(
     # logit(μ/M) ~ N(−1, 1): central 90 % of μ between 0.07·M and 0.65·M (optimum M/2).
@@ -62,7 +68,7 @@ def draw_target(mu: float, noise: float, u: float) -> int:
     return int(t) if t > 0.0 else 0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")  # noise → 0 in a line search: not finite, not an exception
 def log_p_target(mu: float, noise: float, pumps: int, exploded: bool) -> float:
     """log P(T = pumps) (kept) or log P(T ≥ pumps) (popped) under the discretised logistic."""
     if exploded:
@@ -79,17 +85,22 @@ def log_p_target(mu: float, noise: float, pumps: int, exploded: bool) -> float:
 def simulate_bart_kernel(
     type_max: np.ndarray, sequence: np.ndarray, break_point: np.ndarray,
     targets: np.ndarray, noise: np.ndarray, p_inflate: np.ndarray, uniforms: np.ndarray,
-    max_steps: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Play N sessions; returns per-step actions (0 skip / 1 inflate), rewards and played mask.
+    max_steps: int, lapse_kind: np.ndarray, lapse_u: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Play N sessions; returns per-step actions (0 skip / 1 inflate, −1 invalid), rewards,
+    valid and played masks.
 
     ``targets`` (N, n_types) holds each letter's mean target μ; a subject with ``p_inflate[i] >=
     0`` instead inflates with that probability on every decision (CogBench's random agent: 0.5).
     One uniform per decision; the first decision of a balloon draws the target from its uniform.
+    Lapses (:mod:`cogtestbed.agents.lapse`) cover a whole balloon (``lapse_kind`` (N, ≥ balloons)
+    per balloon, ``lapse_u`` (N, steps) per decision): an invalid balloon is voided at its first
+    decision, a random one answers every decision ⌊2u⌋ (the environment's step path).
     """
     n, nb = sequence.shape
     actions = np.full((n, max_steps), -1, dtype=np.int64)
     rewards = np.full((n, max_steps), np.nan)
+    valid = np.zeros((n, max_steps), dtype=np.bool_)
     played = np.zeros((n, max_steps), dtype=np.bool_)
     for i in range(n):
         s = 0
@@ -105,8 +116,13 @@ def simulate_bart_kernel(
                     if k == 0:
                         target = draw_target(targets[i, idx], noise[i], u)
                     a = 1 if k < target else 0
-                actions[i, s] = a
+                a = lapsed_choice(lapse_kind[i, b], lapse_u[i, s], a, DECISION_ANSWERS)
                 played[i, s] = True
+                if a < 0:  # an invalid answer voids the balloon
+                    s += 1
+                    break
+                actions[i, s] = a
+                valid[i, s] = True
                 if a == 0:
                     rewards[i, s] = float(k)
                     s += 1
@@ -116,11 +132,11 @@ def simulate_bart_kernel(
                 s += 1
                 if k >= break_point[i, b]:
                     break
-    return actions, rewards, played
+    return actions, rewards, valid, played
 
 
 # ----------------------------------------------------------------------------- likelihood kernel
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")  # noise → 0 in a line search: not finite, not an exception
 def target_pointwise_kernel(
     theta: np.ndarray, obs_subject: np.ndarray, pumps: np.ndarray, type_idx: np.ndarray,
     exploded: np.ndarray,
@@ -210,6 +226,12 @@ class TargetModel(CognitiveModel):
 
     def observation_mask(self, data: BartData) -> np.ndarray:
         return data.type_idx >= 0
+
+    def lapse_log_uniform(self, data: BartData) -> np.ndarray:
+        """A random balloon: every decision uniform over :data:`DECISION_ANSWERS` (t pumps, then
+        the collect decision unless it popped)."""
+        decisions = data.pumps + np.where(data.exploded, 0, 1)
+        return -decisions * np.log(DECISION_ANSWERS)
 
 
 MODELS: dict[str, CognitiveModel] = {"target": TargetModel()}

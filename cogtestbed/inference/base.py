@@ -39,7 +39,8 @@ GRID_LOGIT_SPAN = 5.0
 @cache
 def grid_neighbours(points: int, ndim: int) -> tuple[np.ndarray, np.ndarray]:
     """Flat indices ``(node, neighbour)`` of every ordered pair of adjacent nodes (along one axis)
-    of a ``points``\ :sup:`ndim` product grid in C order (the start grid of :meth:`CognitiveModel.start_order`)."""
+    of a product grid of ``points`` nodes per axis in ``ndim`` axes, C order (the start grid of
+    :meth:`CognitiveModel.start_order`)."""
     index = np.arange(points ** ndim).reshape((points,) * ndim)
     nodes, neighbours = [], []
     for axis in range(ndim):

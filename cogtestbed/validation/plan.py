@@ -82,6 +82,9 @@ DECIDE_MAX_SIMS = 96
 #: Failed sizes of a combination after which the size ladder follows the fitted probit curve
 #: instead of doubling (two points determine its intercept and slope).
 EXTRAPOLATE_AFTER = 2
+#: Power the last failed size must reach before the curve is extrapolated (below it, the fitted
+#: slope rests on a handful of detections and may undershoot by far).
+EXTRAPOLATE_FROM = 0.2
 #: Most simulations spent on the chosen design while bringing its MC SE down to ``mc_se``.
 MAX_FINAL_SIMS = 1000
 #: Sessions rendered to price one session of a design while the search orders and prunes.
@@ -562,7 +565,7 @@ class Planner:
         of the doubling ladder costs a look at up to twice the needed size)."""
         doubled = next((v for v in values if v >= 2 * x), values[-1])
         looked = {getattr(p, self.size.name) for p in self.power.done if self._in_combo(p, combo)}
-        if len(looked) < EXTRAPOLATE_AFTER:
+        if len(looked) < EXTRAPOLATE_AFTER or not self.power.estimate(self.point(x, combo)).rate >= EXTRAPOLATE_FROM:
             return doubled
         want = self.target_size(combo)
         if want is None:

@@ -365,10 +365,12 @@ def test_mle_recovers_kappa_inside_its_identified_range() -> None:
 def test_hierarchical_fit_converges_and_recovers_the_biases() -> None:
     from cogtestbed.validation.revealed import hierarchical_recovery
 
-    res = hierarchical_recovery(n_subjects=4, draws=500, tune=500, chains=4, seed=1)
+    # the study's documented run (``python -m cogtestbed.validation.revealed --only hierarchical
+    # --subjects 6 --draws 1000 --chains 4``, about 12 min on two busy cores); a shorter one
+    # (4 models, 4 x 500 draws) had 8 divergences and R-hat 1.016 on β_mid's scenario level
+    res = hierarchical_recovery(n_subjects=6, draws=1000, tune=1000, chains=4, seed=0)
     d = res["diagnostics"]
     print("hierarchical revealed-belief fit:", d["report"], res["recovery"], res["worst_variables"])
-    # a shorter run than the study's (``python -m cogtestbed.validation.revealed --only hierarchical``)
-    assert d["max_rhat"] < 1.02 and d["divergences"] == 0 and d["min_ess_bulk"] > 200
+    assert d["converged"], d["verdict"]
     for name in ("beta_first", "beta_label", "beta_anchor", "beta_mid", "tau", "theta"):
         assert res["recovery"][name]["r"] > 0.9, name

@@ -101,7 +101,8 @@ def simulate_hybrid_kernel(
     ``beta = 0`` gives CogBench's random agent (a 50/50 coin on both stages).  Lapses
     (:mod:`cogtestbed.agents.lapse`) cover a whole trial (``lapse_kind`` (N, ≥ T) per trial,
     ``lapse_u`` (N, 2T) per step): an invalid trial stops at its first stage (the second is never
-    asked, nothing is learnt, the agent's own draws resume at the next trial), a random one
+    asked, nothing is learnt, stickiness is broken, the agent's own draws resume at the next
+    trial), a random one
     answers both stages ⌊2u⌋ and is learnt from like any other.
     """
     n, t_max = transition_u.shape
@@ -123,7 +124,8 @@ def simulate_hybrid_kernel(
             cursor += 1
             a1 = lapsed_choice(kind, lapse_u[i, 2 * t], a1, 2)
             played[i, 2 * t] = True
-            if a1 < 0:
+            if a1 < 0:  # an unanswered trial breaks stickiness (as hybrid_pointwise_kernel reads it)
+                prev = -1
                 continue
             s = a1 if transition_u[i, t] < common else 1 - a1
             c = 0 if uniforms[i, cursor] < _sigmoid(beta[i] * (q2[s, 0] - q2[s, 1])) else 1

@@ -87,7 +87,7 @@ class _TwoStepAgent(SyntheticAgent[TwoStepDesign, TwoStepSessions]):
         uniforms: np.ndarray,
     ) -> Outcomes:
         return cls.simulate_batch_lapsed(design, sessions, params, uniforms,
-                                         LapseDraws.none(sessions.n_subjects, TwoStepEnv.max_steps(design)))
+                                         LapseDraws.empty(TwoStepEnv.max_steps(design)))
 
     @classmethod
     def simulate_batch_lapsed(

@@ -207,7 +207,10 @@ def hierarchical_study(model: str = "mnl", n_subjects: int = 20, n_contexts: int
     """Hierarchical (non-centred) PyMC fit of ``model`` to subjects drawn from its population prior.
 
     Returns per-subject posterior means against the truth, and the diagnostics (max R-hat, min
-    bulk/tail ESS, divergences).
+    bulk/tail ESS, divergences, the verdict line, sampling wall and CPU seconds of this process).
+    The truth is one draw of the model's hierarchical prior (the parameters' prior means and SDs,
+    e.g. :data:`~cogtestbed.inference.belief_models.LOSS_PRIORS`), so the fit is checked where its
+    hyperpriors say subjects lie.
     """
     from cogtestbed.experiments.belief_coherence import SPEC
     from cogtestbed.inference.hierarchical import fit_hierarchical, sample_hierarchical_prior
@@ -218,12 +221,16 @@ def hierarchical_study(model: str = "mnl", n_subjects: int = 20, n_contexts: int
     agent_params = SPEC.generator(model).agent_params(truth)
     design = study_design("t1_lr", network=network, n_contexts=n_contexts, n_reps=n_reps)
     table = simulate("belief-coherence", SPEC.generator(model).agent, n_subjects, seed, agent_params, design=design)
+    cpu = time.process_time()
     fit = fit_hierarchical(cm, table, draws=draws, tune=draws, chains=chains, seed=seed, warn=False)
+    cpu = time.process_time() - cpu
     post = fit.idata.posterior
     rows = [{"model": model, "subject": i, "parameter": name, "true": float(truth[name][i]),
              "estimate": float(post[name].values.reshape(-1, n_subjects)[:, i].mean())}
             for name in cm.parameters.names for i in range(n_subjects)]
-    return pd.DataFrame(rows), fit.diagnostics.as_dict()
+    diagnostics = {**fit.diagnostics.as_dict(), "cpu_seconds": cpu, "report": fit.diagnostics.report(),
+                   "n_decisions": int((table["phase"] == "decision").sum())}
+    return pd.DataFrame(rows), diagnostics
 
 
 def recovery_summary(frame: pd.DataFrame) -> pd.DataFrame:
@@ -291,7 +298,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                                                 n_reps=args.reps, draws=args.draws, chains=args.chains,
                                                 seed=args.seed, network=args.network)
         print(recovery_summary(frame).to_string(index=False))
-        print(json.dumps(diagnostics, default=float))
+        print(json.dumps({k: v for k, v in diagnostics.items() if k != "report"}, default=float))
+        if "report" in diagnostics:
+            print(diagnostics["report"])
     print(f"({time.perf_counter() - start:.1f} s)")
     if args.output is not None:
         args.output.mkdir(parents=True, exist_ok=True)

@@ -389,7 +389,7 @@ def test_hierarchical_cli_passes_the_design_and_sampler_settings(monkeypatch, ca
     assert (defaults.contexts, defaults.reps, defaults.draws, defaults.chains) == (200, 5, 500, 2)
 
 
-# ----------------------------------------------------------------------------- decision models: cells, PyMC, convergence
+# ----------------------------------------------------------------------------- decision models
 def _rowwise_nll(name: str, theta: np.ndarray, table: pd.DataFrame) -> float:
     """−Σ log P(decision) over the decision rows, in numpy (independent of the numba cell kernel)."""
     from scipy.special import log_softmax
@@ -469,3 +469,17 @@ def test_power_cli_passes_metric_options_to_the_test():
         _power_spec("belief-coherence", None, None, None, None, "t2", "nonmono-defer", dict(common), ["t2_bins=x"])
     with pytest.raises(ValueError, match="not to --effect"):
         _power_spec("mnl", None, "slope_yes=1", None, None, None, None, dict(common), ["t2_bins=3"])
+
+
+def test_repetition_averaged_belief_tames_report_noise():
+    table = sim("logit-rum", {"report_noise": 0.15}, design=BeliefDesign(n_contexts=200, n_reps=5, variants="pi0",
+                                                                            lie_node="none"))
+    rows = B.paired_rows(table, average=True)
+    raw = B.paired_rows(table)
+    assert np.allclose(rows["p"], raw.groupby("group")["p"].transform("mean"))
+    assert rows.groupby("group")["p"].nunique().max() == 1 and raw.groupby("group")["p"].nunique().max() > 1
+    plain, averaged = B.t1_lr(table), B.t1_lr(table, average=True)
+    assert plain["reject"] and plain["p_value"] < 1e-4 < averaged["p_value"]
+    from cogtestbed.experiments.belief_coherence import SPEC
+
+    assert SPEC.metrics.tests["t1_lr"](table, average_reps="yes")["p_value"] == averaged["p_value"]

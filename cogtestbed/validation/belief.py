@@ -228,8 +228,11 @@ def hierarchical_study(model: str = "mnl", n_subjects: int = 20, n_contexts: int
     rows = [{"model": model, "subject": i, "parameter": name, "true": float(truth[name][i]),
              "estimate": float(post[name].values.reshape(-1, n_subjects)[:, i].mean())}
             for name in cm.parameters.names for i in range(n_subjects)]
+    worst = fit.diagnostics.table
     diagnostics = {**fit.diagnostics.as_dict(), "cpu_seconds": cpu, "report": fit.diagnostics.report(),
-                   "n_decisions": int((table["phase"] == "decision").sum())}
+                   "n_decisions": int((table["phase"] == "decision").sum()),
+                   "worst_rhat": str(worst["r_hat"].idxmax()), "worst_ess_bulk": str(worst["ess_bulk"].idxmin()),
+                   "worst_ess_tail": str(worst["ess_tail"].idxmin())}
     return pd.DataFrame(rows), diagnostics
 
 

@@ -383,7 +383,7 @@ def test_hierarchical_cli_passes_the_design_and_sampler_settings(monkeypatch, ca
     V.main(["hierarchical", "--subjects", "10", "--contexts", "100", "--reps", "4", "--chains", "3",
             "--draws", "1500", "--seed", "7"])
     assert seen == {"model": "mnl", "n_subjects": 10, "n_contexts": 100, "n_reps": 4, "draws": 1500, "chains": 3,
-                    "seed": 7, "network": "child"}
+                    "seed": 7, "network": "child", "population": "prior"}
     assert '"max_rhat": 1.0' in capsys.readouterr().out
     defaults = V.build_parser().parse_args(["hierarchical"])
     assert (defaults.contexts, defaults.reps, defaults.draws, defaults.chains) == (200, 5, 500, 2)

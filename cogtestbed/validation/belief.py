@@ -201,23 +201,45 @@ def recovery_study(n_subjects: int = 50, seed: int = 0, network: str = "child") 
     return pd.DataFrame(out)
 
 
+#: Populations of the hierarchical study: ``prior`` draws the population (median and SD) from the
+#: model's hyperpriors; ``typical`` fixes it at the prior means with the population SD at the
+#: scale of its HalfNormal prior (``SD_SCALE`` · prior SD on the unconstrained scale), so the
+#: subjects differ as much as the hyperprior expects and per-subject recovery is measurable
+#: (a prior draw may put every subject at one value).
+POPULATIONS = ("prior", "typical")
+
+
+def study_population(parameters: Any, n_subjects: int, population: str, rng: np.random.Generator
+                     ) -> dict[str, np.ndarray]:
+    """True natural-scale subject values of a hierarchical study (:data:`POPULATIONS`)."""
+    from cogtestbed.inference.hierarchical import SD_SCALE, sample_hierarchical_prior
+
+    if population == "prior":
+        return sample_hierarchical_prior(parameters, n_subjects, rng)[1]
+    if population == "typical":
+        return {p.name: np.asarray(p.to_constrained(p.prior_mean + SD_SCALE * p.prior_sd
+                                                    * rng.standard_normal(n_subjects)), dtype=np.float64)
+                for p in parameters}
+    raise ValueError(f"population must be one of {', '.join(POPULATIONS)}, got {population!r}")
+
+
 def hierarchical_study(model: str = "mnl", n_subjects: int = 20, n_contexts: int = 200, n_reps: int = 5,
-                       draws: int = 500, chains: int = 2, seed: int = 0, network: str = "child"
-                       ) -> tuple[pd.DataFrame, dict[str, Any]]:
+                       draws: int = 500, chains: int = 2, seed: int = 0, network: str = "child",
+                       population: str = "prior") -> tuple[pd.DataFrame, dict[str, Any]]:
     """Hierarchical (non-centred) PyMC fit of ``model`` to subjects drawn from its population prior.
 
     Returns per-subject posterior means against the truth, and the diagnostics (max R-hat, min
     bulk/tail ESS, divergences, the verdict line, sampling wall and CPU seconds of this process).
-    The truth is one draw of the model's hierarchical prior (the parameters' prior means and SDs,
-    e.g. :data:`~cogtestbed.inference.belief_models.LOSS_PRIORS`), so the fit is checked where its
-    hyperpriors say subjects lie.
+    The truth comes from the model's hyperpriors (the parameters' prior means and SDs, e.g.
+    :data:`~cogtestbed.inference.belief_models.LOSS_PRIORS`; ``population``, :data:`POPULATIONS`),
+    so the fit is checked where its hyperpriors say subjects lie.
     """
     from cogtestbed.experiments.belief_coherence import SPEC
-    from cogtestbed.inference.hierarchical import fit_hierarchical, sample_hierarchical_prior
+    from cogtestbed.inference.hierarchical import fit_hierarchical
     from cogtestbed.simulation import simulate
 
     cm = SPEC.model(model)
-    _, truth = sample_hierarchical_prior(cm.parameters, n_subjects, np.random.default_rng(seed))
+    truth = study_population(cm.parameters, n_subjects, population, np.random.default_rng(seed))
     agent_params = SPEC.generator(model).agent_params(truth)
     design = study_design("t1_lr", network=network, n_contexts=n_contexts, n_reps=n_reps)
     table = simulate("belief-coherence", SPEC.generator(model).agent, n_subjects, seed, agent_params, design=design)
@@ -276,6 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--reps", type=int, default=5, help="hierarchical: repetitions per context")
     parser.add_argument("--draws", type=int, default=500, help="hierarchical: draws per chain (as many tuning)")
     parser.add_argument("--chains", type=int, default=2, help="hierarchical: chains")
+    parser.add_argument("--population", choices=POPULATIONS, default="prior",
+                        help="hierarchical: true population drawn from the hyperpriors or at their typical values")
     parser.add_argument("--sims", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--network", default="child")
@@ -299,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
         frame, diagnostics = hierarchical_study(args.model, args.subjects, n_contexts=args.contexts,
                                                 n_reps=args.reps, draws=args.draws, chains=args.chains,
-                                                seed=args.seed, network=args.network)
+                                                seed=args.seed, network=args.network, population=args.population)
         print(recovery_summary(frame).to_string(index=False))
         print(json.dumps({k: v for k, v in diagnostics.items() if k != "report"}, default=float))
         if "report" in diagnostics:

@@ -448,11 +448,14 @@ def test_loss_mle_survives_a_vanishing_scale():
 def test_loss_hierarchical_converges_on_a_small_design():
     from cogtestbed.validation.belief import hierarchical_study
 
-    frame, diag = hierarchical_study("loss", n_subjects=6, n_contexts=100, n_reps=5, draws=600, chains=2, seed=0)
+    frame, diag = hierarchical_study("loss", n_subjects=6, n_contexts=100, n_reps=5, draws=1000, chains=2, seed=0,
+                                     population="typical")
     assert diag["converged"], diag["report"]
-    assert diag["max_rhat"] <= 1.01 and diag["divergences"] == 0 and diag["min_ess_bulk"] >= 200
+    assert diag["max_rhat"] <= 1.01 and diag["divergences"] == 0
+    assert min(diag["min_ess_bulk"], diag["min_ess_tail"]) >= 200
     c_fp = frame[frame["parameter"] == "c_fp"]
     assert np.abs(c_fp["estimate"] - c_fp["true"]).max() < 0.1
+    assert np.corrcoef(c_fp["estimate"], c_fp["true"])[0, 1] > 0.8
 
 
 def test_power_cli_passes_metric_options_to_the_test():

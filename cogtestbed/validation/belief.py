@@ -292,7 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m cogtestbed.validation.belief``."""
     parser = argparse.ArgumentParser(prog="python -m cogtestbed.validation.belief", description=__doc__.split("\n")[0])
     parser.add_argument("study", choices=("size", "power", "recovery", "hierarchical"))
-    parser.add_argument("--model", default="mnl", help="hierarchical: mnl or loss")
+    parser.add_argument("--model", default="mnl", choices=("mnl", "loss"),
+                        help="hierarchical: the 4-parameter MNL or the loss-form decider")
     parser.add_argument("--subjects", type=int, default=20, help="hierarchical: subjects")
     parser.add_argument("--contexts", type=int, default=200, help="hierarchical: contexts per subject")
     parser.add_argument("--reps", type=int, default=5, help="hierarchical: repetitions per context")

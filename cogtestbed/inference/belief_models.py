@@ -17,12 +17,14 @@ loss form of §2) let a user recover a decider's parameters from the same trial 
 The belief p entering the likelihood is the subject's π0 report averaged over the repetitions of
 the context (:data:`BELIEF_COVARIATE`), which shrinks report noise by √r.
 
-One *observation* of these models is a cell: the ``n`` decisions ``a`` a subject made at one
-belief ``p`` (:func:`decision_data`).  Decisions are independent given p, so the cell's
-log-likelihood is n·log P(a | p), exactly the sum over its decisions; the r repetitions of a
-context share p, and a network has few distinct posteriors (CHILD: ≈ 150 per 200 contexts), so
-the 1,000 decisions of the paper design collapse into ≈ 300 cells and every likelihood and
-gradient evaluation (MLE and NUTS) costs a third.
+The kernels score weighted observations: ``n`` decisions ``a`` made at one belief ``p`` have
+log-likelihood n·log P(a | p), exactly the sum over those decisions (they are independent given
+p).  The MLE and every lapse variant read one observation per decision (n = 1: a lapse mixes
+each decision with a random one).  The hierarchical PyMC model of the plain decider reads *cells*
+(:func:`decision_data` with ``cells=True``): the r repetitions of a context share p, and a
+network has few distinct posteriors (CHILD: ≈ 150 per 200 contexts), so the 1,000 decisions of
+the paper design collapse into ≈ 320 cells and every NUTS gradient costs a third.  Its pointwise
+log-likelihood (PSIS-LOO) is then per cell; the default leave-one-subject-out LOO is unchanged.
 """
 
 from __future__ import annotations
@@ -54,8 +56,9 @@ class DecisionData:
     n: np.ndarray
 
 
-def decision_data(trials: pd.DataFrame) -> dict[Hashable, DecisionData]:
-    """Per subject: valid decisions with the mean π0 report of their context, counted per (p, a) cell."""
+def decision_data(trials: pd.DataFrame, cells: bool = False) -> dict[Hashable, DecisionData]:
+    """Per subject: valid decisions with the mean π0 report of their context, one per decision
+    (n = 1, table order) or, with ``cells``, counted per (p, decision) cell."""
     keys = ["subject", "context_id"]
     belief = trials.loc[(trials["phase"] == "belief") & (trials["variant"] == "pi0") & trials["valid"]]
     mean_p = belief.groupby(keys)["p_elicited"].mean().rename("p").reset_index()
@@ -64,8 +67,12 @@ def decision_data(trials: pd.DataFrame) -> dict[Hashable, DecisionData]:
     out: dict[Hashable, DecisionData] = {}
     rows["a"] = rows["decision"].astype(str).map(DECISION_CODES)
     rows["p"] = rows["p"].clip(0.0, 1.0)
-    cells = rows.dropna(subset=["a"]).groupby(["subject", "p", "a"], sort=True).size().rename("n").reset_index()
-    for subject, part in cells.groupby("subject", sort=True):
+    rows = rows.dropna(subset=["a"])
+    if cells:
+        rows = rows.groupby(["subject", "p", "a"], sort=True).size().rename("n").reset_index()
+    else:
+        rows["n"] = 1.0
+    for subject, part in rows.groupby("subject", sort=True):
         out[subject] = DecisionData(part["a"].to_numpy(np.int64), part["p"].to_numpy(np.float64),
                                     part["n"].to_numpy(np.float64))
     return out
@@ -156,6 +163,12 @@ class _DecisionModel(CognitiveModel):
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
         return decision_data(trials)
 
+    def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
+        """The generic PyMC model on (p, decision) cells (same posterior, a third of the cost)."""
+        from cogtestbed.inference.hierarchical import kernel_pymc_model
+
+        return kernel_pymc_model(_Cells(self), trials, hierarchical)
+
     def n_observations(self, data: Any) -> int:
         """Decisions (not cells): the n of BIC."""
         return int(data.n.sum())
@@ -163,6 +176,19 @@ class _DecisionModel(CognitiveModel):
     #: A random decision is uniform over Yes / No / Defer (the belief covariate is taken as
     #: reported: a random belief report is covariate noise the decision models do not model).
     lapse_options: ClassVar[int | None] = len(DECISION_CODES)
+
+
+class _Cells:
+    """A decision model whose observations are (p, decision) cells with counts."""
+
+    def __init__(self, model: _DecisionModel) -> None:
+        self._model = model
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
+        return decision_data(trials, cells=True)
 
 
 #: Prior SDs of the MNL (weakly informative, on the log-odds scale): a level within ±6 (odds

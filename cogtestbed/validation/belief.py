@@ -14,8 +14,9 @@ Studies (``python -m cogtestbed.validation.belief size|power|recovery -o DIR``):
 * ``power``: T1c against the hidden-information leak by leak size, contexts (50–400),
   repetitions (1–10) and Defer-band width; T2 against a non-monotone deferral rule by K.
 * ``recovery``: MLE of the 4-parameter MNL and of the loss-form decider at the paper design;
-* ``hierarchical``: non-centred PyMC fit of either model to subjects from its population prior,
-  with R-hat, ESS and divergences.
+* ``hierarchical``: non-centred PyMC fit of either model (``--model mnl|loss``) to subjects from
+  its hyperpriors (``--population prior|typical``), with R-hat, bulk/tail ESS, divergences, the
+  verdict line ("converged" / "NOT converged: …") and the sampling CPU time.
 """
 
 from __future__ import annotations

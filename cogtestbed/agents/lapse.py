@@ -79,6 +79,11 @@ class LapseDraws:
         """No lapse anywhere (what a kernel with lapse support reads when lapses are off)."""
         return cls(np.zeros((n, steps), dtype=np.int8), np.zeros((n, steps, k)))
 
+    @classmethod
+    def empty(cls, steps: int, k: int = 1) -> LapseDraws:
+        """No sessions' draws at all: what a kernel reads as "lapses off" without touching n × steps zeros."""
+        return cls(np.zeros((0, steps), dtype=np.int8), np.zeros((0, steps, k)))
+
     def subject(self, i: int) -> LapseDraws:
         return LapseDraws(self.kind[i], self.u[i])
 

@@ -52,7 +52,7 @@ class _BartAgent(SyntheticAgent[BartDesign, BartSessions]):
         uniforms: np.ndarray,
     ) -> Outcomes:
         return cls.simulate_batch_lapsed(design, sessions, params, uniforms,
-                                         LapseDraws.none(sessions.n_subjects, BartEnv.max_steps(design)))
+                                         LapseDraws.empty(BartEnv.max_steps(design)))
 
     @classmethod
     def simulate_batch_lapsed(

@@ -56,7 +56,7 @@ class _DiscountingAgent(SyntheticAgent[DiscountingDesign, DiscountingSessions]):
         uniforms: np.ndarray,
     ) -> Outcomes:
         return cls.simulate_batch_lapsed(design, sessions, params, uniforms,
-                                         LapseDraws.none(sessions.n_subjects, MAX_QUESTIONS))
+                                         LapseDraws.empty(MAX_QUESTIONS))
 
     @classmethod
     def simulate_batch_lapsed(

@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from cogtestbed.agents.base import SyntheticAgent
-from cogtestbed.agents.lapse import LapseDraws, lapsed_choice
+from cogtestbed.agents.lapse import LapseDraws, step_lapse, unit_lapse
 from cogtestbed.environments.base import NO_ACTION, Outcomes
 from cogtestbed.environments.horizon import EXPERIMENT, HorizonDesign, HorizonSessions
 from cogtestbed.inference.horizon import PARAMETERS, info_diff, prob_j
@@ -34,7 +34,7 @@ def simulate_horizon_kernel(horizon: np.ndarray, forced: np.ndarray, rewards: np
                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Play N games; returns (action, reward, valid, played) of shape (N, max_steps).
 
-    Lapses (:mod:`cogtestbed.agents.lapse`, per free choice): an invalid choice is recorded
+    Lapses (:mod:`cogtestbed.agents.lapse`, per free choice; no rows: none): an invalid choice is recorded
     without a reward and adds nothing to the sample means; a random one, ⌊2u⌋, is paid and
     observed like any other."""
     n, n_forced = forced.shape
@@ -63,7 +63,7 @@ def simulate_horizon_kernel(horizon: np.ndarray, forced: np.ndarray, rewards: np
                 p = prob_j(dm, di, bonus_h6[i] if h6 else bonus_h1[i],
                            temp_h6[i] if h6 else temp_h1[i], bias[i])
                 a = 1 if u < p else 0
-            a = lapsed_choice(lapse_kind[i, t], lapse_u[i, t], a, 2)
+            a = step_lapse(unit_lapse(lapse_kind, i, t), lapse_u, i, t, a, 2)
             played[i, t] = True
             if a < 0:
                 continue
@@ -88,7 +88,7 @@ class _HorizonAgent(SyntheticAgent[HorizonDesign, HorizonSessions]):
     def simulate_batch(cls, design: HorizonDesign, sessions: HorizonSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
         return cls.simulate_batch_lapsed(design, sessions, params, uniforms,
-                                         LapseDraws.none(sessions.n_subjects, uniforms.shape[1]))
+                                         LapseDraws.empty(uniforms.shape[1]))
 
     @classmethod
     def simulate_batch_lapsed(cls, design: HorizonDesign, sessions: HorizonSessions,

@@ -109,6 +109,22 @@ def random_choice(u: float, n_options: int) -> int:
     return min(int(np.floor(u * n_options)), n_options - 1)
 
 
+@njit(cache=True, inline="always")
+def unit_lapse(lapse_kind: np.ndarray, i: int, unit: int) -> int:
+    """The lapse kind of unit ``unit`` of session ``i``: :data:`NORMAL` where the draws have no
+    rows (:meth:`LapseDraws.empty`, lapses off)."""
+    return lapse_kind[i, unit] if lapse_kind.shape[0] > 0 else NORMAL
+
+
+@njit(cache=True, inline="always")
+def step_lapse(kind: int, lapse_u: np.ndarray, i: int, step: int, chosen: int, n_options: int) -> int:
+    """:func:`lapsed_choice` of step ``step`` of session ``i`` under lapse ``kind`` (the step's
+    uniform is read only on a lapse, so empty draws are never indexed)."""
+    if kind == NORMAL:
+        return chosen
+    return lapsed_choice(kind, lapse_u[i, step], chosen, n_options)
+
+
 @njit(cache=True)
 def lapsed_choice(kind: int, u: float, chosen: int, n_options: int) -> int:
     """The recorded choice of a step: the agent's ``chosen`` option, a random option, or −1

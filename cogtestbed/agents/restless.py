@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from cogtestbed.agents.base import SyntheticAgent
-from cogtestbed.agents.lapse import RANDOM, LapseDraws, lapsed_choice
+from cogtestbed.agents.lapse import RANDOM, LapseDraws, step_lapse, unit_lapse
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.restless import CONFIDENCE, EXPERIMENT, RestlessDesign, RestlessSessions
 from cogtestbed.inference.restless import (
@@ -60,7 +60,7 @@ def simulate_restless_kernel(rewards: np.ndarray, n_trials: np.ndarray, drift: n
     ``action`` holds the arm on choice steps and the confidence on confidence steps (floats, as
     the environment records a trial with a continuous phase).  The agent reads ``dpt`` uniforms
     per step it answers, in order.  Lapses (:mod:`cogtestbed.agents.lapse`) cover a whole trial
-    (``lapse_kind`` per trial, ``lapse_u`` per step): an invalid trial stops at its choice (no
+    (``lapse_kind`` per trial, ``lapse_u`` per step; no rows: none): an invalid trial stops at its choice (no
     confidence question, no outcome learnt), a random one answers the arm ⌊2u⌋ and a confidence
     uniform on [0, 1] and learns from the random arm's reward.
     """
@@ -78,11 +78,11 @@ def simulate_restless_kernel(rewards: np.ndarray, n_trials: np.ndarray, drift: n
         cursor = 0
         for t in range(n_trials[i]):
             s = 2 * t
-            kind = lapse_kind[i, t]
+            kind = unit_lapse(lapse_kind, i, t)
             u = uniforms[i, cursor]
             cursor += dpt
             a = (0 if u < 0.5 else 1) if random else kalman_choice(m[0], m[1], beta[i], u)
-            a = lapsed_choice(kind, lapse_u[i, s], a, 2)
+            a = step_lapse(kind, lapse_u, i, s, a, 2)
             played[i, s] = True
             if a < 0:
                 continue
@@ -114,7 +114,7 @@ class _RestlessAgent(SyntheticAgent[RestlessDesign, RestlessSessions]):
     def simulate_batch(cls, design: RestlessDesign, sessions: RestlessSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
         return cls.simulate_batch_lapsed(design, sessions, params, uniforms,
-                                         LapseDraws.none(sessions.n_subjects, 2 * sessions.rewards.shape[1]))
+                                         LapseDraws.empty(2 * sessions.rewards.shape[1]))
 
     @classmethod
     def simulate_batch_lapsed(cls, design: RestlessDesign, sessions: RestlessSessions,

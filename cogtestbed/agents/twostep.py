@@ -63,6 +63,8 @@ class _TwoStepAgent(SyntheticAgent[TwoStepDesign, TwoStepSessions]):
         self, obs: Mapping[str, Any], action: Any, reward: float, next_obs: Mapping[str, Any]
     ) -> None:
         if action is None or int(action) < 0:
+            if int(obs["stage"]) == 0:
+                self.prev = -1  # an unanswered trial breaks stickiness, as in the likelihood kernel
             return
         if int(obs["stage"]) == 0:
             self._a1 = int(action)
@@ -85,7 +87,7 @@ class _TwoStepAgent(SyntheticAgent[TwoStepDesign, TwoStepSessions]):
         uniforms: np.ndarray,
     ) -> Outcomes:
         return cls.simulate_batch_lapsed(design, sessions, params, uniforms,
-                                         LapseDraws.none(sessions.n_subjects, TwoStepEnv.max_steps(design)))
+                                         LapseDraws.empty(TwoStepEnv.max_steps(design)))
 
     @classmethod
     def simulate_batch_lapsed(

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from cogtestbed.agents.lapse import lapsed_choice
+from cogtestbed.agents.lapse import step_lapse, unit_lapse
 from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.numerics import log_sigmoid, sigmoid
@@ -94,7 +94,7 @@ def simulate_bart_kernel(
     0`` instead inflates with that probability on every decision (CogBench's random agent: 0.5).
     One uniform per decision; the first decision of a balloon draws the target from its uniform.
     Lapses (:mod:`cogtestbed.agents.lapse`) cover a whole balloon (``lapse_kind`` (N, ≥ balloons)
-    per balloon, ``lapse_u`` (N, steps) per decision): an invalid balloon is voided at its first
+    per balloon, ``lapse_u`` (N, steps) per decision; no rows: no lapses): an invalid balloon is voided at its first
     decision, a random one answers every decision ⌊2u⌋ (the environment's step path).
     """
     n, nb = sequence.shape
@@ -116,7 +116,7 @@ def simulate_bart_kernel(
                     if k == 0:
                         target = draw_target(targets[i, idx], noise[i], u)
                     a = 1 if k < target else 0
-                a = lapsed_choice(lapse_kind[i, b], lapse_u[i, s], a, DECISION_ANSWERS)
+                a = step_lapse(unit_lapse(lapse_kind, i, b), lapse_u, i, s, a, DECISION_ANSWERS)
                 played[i, s] = True
                 if a < 0:  # an invalid answer voids the balloon
                     s += 1

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from cogtestbed.agents.lapse import lapsed_choice
+from cogtestbed.agents.lapse import step_lapse, unit_lapse
 from cogtestbed.environments.discounting import (
     ANOMALY_ITEMS,
     MAX_QUESTIONS,
@@ -106,7 +106,7 @@ def simulate_staircase_kernel(
 
     Subject ``i`` picks Option 1 with ``prob_option1`` unless ``p_random[i] >= 0``, in which case
     it picks Option 1 with that probability (CogBench's random agent: 0.5).  One uniform per
-    question.  Lapses (:mod:`cogtestbed.agents.lapse`, per question): a random answer ⌊2u⌋ moves
+    question.  Lapses (:mod:`cogtestbed.agents.lapse`, per question; no rows: none): a random answer ⌊2u⌋ moves
     the staircase like any other; an invalid one ends the session, as the environment does.
     """
     n = k.shape[0]
@@ -125,7 +125,7 @@ def _answer(i: int, s: int, q: np.ndarray, k: float, tau: float, p_random: float
             played: np.ndarray) -> int:
     """Subject ``i``'s answer to question ``q`` at step ``s`` (−1: invalid), recorded."""
     p1 = p_random if p_random >= 0.0 else prob_option1(k, tau, q[0], q[1], q[2], q[3], q[4])
-    c = lapsed_choice(lapse_kind[i, s], lapse_u[i, s], 0 if uniforms[i, s] < p1 else 1, 2)
+    c = step_lapse(unit_lapse(lapse_kind, i, s), lapse_u, i, s, 0 if uniforms[i, s] < p1 else 1, 2)
     played[i, s] = True
     if c >= 0:
         actions[i, s] = c
@@ -277,7 +277,7 @@ def expected_score(k: float, design: DiscountingDesign | None = None) -> dict[st
     base, anom = question_tables(design)
     actions, _, played = simulate_staircase_kernel(
         base, anom, np.array([k]), np.zeros(1), np.full(1, -1.0), np.full((1, MAX_QUESTIONS), 0.5),
-        np.zeros((1, MAX_QUESTIONS), dtype=np.int8), np.zeros((1, MAX_QUESTIONS)),
+        np.zeros((0, MAX_QUESTIONS), dtype=np.int8), np.zeros((0, MAX_QUESTIONS)),
     )
     return score_answers(design, [int(a) for a in actions[0][played[0]]])
 

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from cogtestbed.agents.lapse import lapsed_choice
+from cogtestbed.agents.lapse import step_lapse, unit_lapse
 from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import NO_ANSWER_LOG_UNIFORM, CognitiveModel
 from cogtestbed.numerics import log_sigmoid as _log_sigmoid
@@ -100,8 +100,9 @@ def simulate_hybrid_kernel(
     Returns per-step (N, 2T) actions, rewards (stage-1 reward 0), valid and played masks.
     ``beta = 0`` gives CogBench's random agent (a 50/50 coin on both stages).  Lapses
     (:mod:`cogtestbed.agents.lapse`) cover a whole trial (``lapse_kind`` (N, ≥ T) per trial,
-    ``lapse_u`` (N, 2T) per step): an invalid trial stops at its first stage (the second is never
-    asked, nothing is learnt, the agent's own draws resume at the next trial), a random one
+    ``lapse_u`` (N, 2T) per step; no rows: no lapses): an invalid trial stops at its first stage (the second is never
+    asked, nothing is learnt, stickiness is broken, the agent's own draws resume at the next
+    trial), a random one
     answers both stages ⌊2u⌋ and is learnt from like any other.
     """
     n, t_max = transition_u.shape
@@ -117,18 +118,19 @@ def simulate_hybrid_kernel(
         prev = -1
         cursor = 0  # the agent reads its uniforms in order, one per step it answers
         for t in range(t_max):
-            kind = lapse_kind[i, t]
+            kind = unit_lapse(lapse_kind, i, t)
             x = _stage1_logit(qmf, q2, w[i], beta[i], persev[i], prev, common)
             a1 = 0 if uniforms[i, cursor] < _sigmoid(x) else 1
             cursor += 1
-            a1 = lapsed_choice(kind, lapse_u[i, 2 * t], a1, 2)
+            a1 = step_lapse(kind, lapse_u, i, 2 * t, a1, 2)
             played[i, 2 * t] = True
-            if a1 < 0:
+            if a1 < 0:  # an unanswered trial breaks stickiness (as hybrid_pointwise_kernel reads it)
+                prev = -1
                 continue
             s = a1 if transition_u[i, t] < common else 1 - a1
             c = 0 if uniforms[i, cursor] < _sigmoid(beta[i] * (q2[s, 0] - q2[s, 1])) else 1
             cursor += 1
-            c = lapsed_choice(kind, lapse_u[i, 2 * t + 1], c, 2)
+            c = step_lapse(kind, lapse_u, i, 2 * t + 1, c, 2)
             r = 1.0 if reward_u[i, t] < probs[i, t, 2 * s + c] else 0.0
             actions[i, 2 * t] = a1
             actions[i, 2 * t + 1] = c

@@ -61,6 +61,18 @@ def recovery(seed: int, n: int = 200) -> None:
         single = t[t["range"] == "medium"]
         fits1 = MODELS["static-bayes"].fit_mle(single)
         print(f"sigma_dec/W = {sd}: one session (50 trials): w_prior {_r(w, fits1['w_prior'].to_numpy())}")
+    print("subject fit (3 sessions) by trials per session and sigma_dec/W: r(w_prior), r(mu_p) "
+          "[mu_p ~ U(.3, .7) is weakly identified where w_prior is small]")
+    for sd in (0.1, 0.2):
+        cells = []
+        for trials in (10, 20, 50, 100):
+            w, m = rng.uniform(0.05, 0.95, n), rng.uniform(0.3, 0.7, n)
+            t = simulate("magnitude", "static-bayes", n, seed + trials, {"w_prior": w, "mu_p": m, "sigma_dec": sd},
+                         design=MagnitudeDesign(**TEXT_BASE, trials_per_session=trials))
+            fits = MODELS["static-bayes"].fit_mle(t)
+            cells.append(f"n={trials}: {np.corrcoef(w, fits['w_prior'])[0, 1]:.3f}, "
+                         f"{np.corrcoef(m, fits['mu_p'])[0, 1]:.3f}")
+        print(f"  sigma_dec/W = {sd}: " + "; ".join(cells))
 
 
 def kalman(seed: int, n: int = 300) -> None:

@@ -127,8 +127,10 @@ class LapsingSubject:
     """A subject whose answers lapse as pre-drawn (the step path of a :class:`Lapse`).
 
     ``act`` lets the subject choose (so it draws its own uniforms as on any step), then replaces
-    the answer on a lapsed step: :data:`NO_ACTION` (invalid, as an unparseable LLM answer) or the
-    environment's :meth:`~TextEnv.random_answer`.  ``update`` passes the answer actually given,
+    the answer on a lapsed step (the decision of the step's lapse unit,
+    :meth:`~TextEnv.lapse_unit`; the random answer from the step's own uniforms):
+    :data:`NO_ACTION` (invalid, as an unparseable LLM answer) or the environment's
+    :meth:`~TextEnv.random_answer`.  ``update`` passes the answer actually given,
     so a learning subject learns from a random answer's outcome.
     """
 
@@ -137,7 +139,7 @@ class LapsingSubject:
 
     def act(self, obs: Any) -> Any:
         action = self.subject.act(obs)
-        kind = int(self.draws.kind[self.env.t])
+        kind = int(self.draws.kind[self.env.lapse_unit()])
         if kind == INVALID:
             return NO_ACTION
         if kind == RANDOM:

@@ -3,7 +3,10 @@
 Real LLM subjects do not always answer validly: some answers cannot be parsed (the trial is
 recorded invalid, no outcome is paid) and some are valid but unrelated to the task (a lapse of
 attention; Wichmann & Hill 2001's lapse rate λ for psychometric functions).  A :class:`Lapse`
-gives any synthetic agent both processes, on every step independently:
+gives any synthetic agent both processes, on every *lapse unit* independently: a step, or the
+whole trial where the environment's trial spans several steps
+(:meth:`~cogtestbed.environments.base.TextEnv.lapse_unit`: both stages of a two-step trial, every
+pump decision of a BART balloon), the unit on which the likelihood's lapse mixture acts:
 
 * with probability ``invalid`` the answer is invalid: the step is recorded exactly as an
   unparseable LLM answer (``valid=False``, :data:`~cogtestbed.environments.base.NO_ACTION`),
@@ -18,8 +21,9 @@ The agent still computes its own answer on a lapsed step (it draws its own unifo
 a learning agent learns from the outcome of a random answer like from any other (the lapse
 happens in ``act``).  The lapse decisions come from their own seeded stream (the third child of
 ``SeedSequence(seed)``, after the environment and agent streams), pre-drawn for every
-(subject, step) as :class:`LapseDraws`, so ``Lapse(0, 0)`` reproduces the lapse-free tables byte
-for byte and the batch and step paths read the same decisions.
+(subject, unit) as :class:`LapseDraws` (the kind per unit, the random answer's uniforms per
+step), so ``Lapse(0, 0)`` reproduces the lapse-free tables byte for byte and the batch and step
+paths read the same decisions.
 """
 
 from __future__ import annotations
@@ -61,7 +65,8 @@ class Lapse:
 class LapseDraws:
     """Pre-drawn lapse decisions of ``n`` sessions.
 
-    ``kind`` (n, steps) int8: :data:`NORMAL`, :data:`INVALID` or :data:`RANDOM` per step;
+    ``kind`` (n, steps) int8: :data:`NORMAL`, :data:`INVALID` or :data:`RANDOM` per lapse unit
+    (:meth:`~cogtestbed.environments.base.TextEnv.lapse_unit`; at most one unit per step);
     ``u`` (n, steps, k) uniforms from which a random answer is made (``k`` =
     :attr:`TextEnv.lapse_draws`, the uniforms one random answer needs).
     """

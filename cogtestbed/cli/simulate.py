@@ -18,9 +18,10 @@ if TYPE_CHECKING:  # the library is imported inside the command bodies (a light 
 Method = Literal["batch", "step"]
 
 LapseInvalidOpt = Annotated[float, typer.Option(
-    "--lapse-invalid", help="Rate of invalid answers per step (recorded invalid, as an unparseable LLM answer).")]
+    "--lapse-invalid",
+    help="Rate of invalid answers per step or trial (recorded invalid, as an unparseable LLM answer).")]
 LapseRandomOpt = Annotated[float, typer.Option(
-    "--lapse-random", help="Rate of uniformly random answers per step (over the valid answers).")]
+    "--lapse-random", help="Rate of uniformly random answers per step or trial (over the valid answers).")]
 
 
 def lapse_option(invalid: float, random: float) -> Lapse | None:

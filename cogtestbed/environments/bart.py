@@ -232,6 +232,12 @@ class BartEnv(TextEnv[BartDesign, BartSessions]):
     def _letter(self) -> str:
         return ALPHABET[int(self._s.sequence[0, min(self._balloon, self.design.n_balloons - 1)])]
 
+    def lapse_unit(self) -> int:
+        """A lapse covers the whole balloon (every pump decision of it), the unit of the target
+        model's lapse mixture: a random balloon is a fair coin on every decision, an invalid one is
+        voided at its first decision."""
+        return self._balloon
+
     def _play(self, action: Any) -> float:
         if int(action) == SKIP:
             return float(self._pumps)

@@ -511,6 +511,18 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
             raise ValueError(f"invalid action {action!r} for phase {phase.name!r} ({space})")
         return int(action)
 
+    def lapse_unit(self) -> int:
+        """Index of the lapse decision that governs the current step (:mod:`cogtestbed.agents.lapse`).
+
+        A lapse covers one *answer unit*: by default the step itself.  An environment whose trial
+        (one row of its trial table, one observation of its models) spans several steps returns the
+        trial's index, so that a lapse covers the whole trial: every step of a random trial is
+        random and an invalid trial stops at its first step.  This is the unit on which a model's
+        lapse mixture (:func:`cogtestbed.inference.base.with_lapse`) acts, so simulated lapses and
+        the fitted mixture agree.  The index is below :meth:`max_steps` (at most one unit per step).
+        """
+        return self.t
+
     def random_answer(self, u: np.ndarray) -> Any:
         """A uniformly random valid answer to the current step from :attr:`lapse_draws` uniforms
         ``u`` (a synthetic subject's random lapse, :mod:`cogtestbed.agents.lapse`).

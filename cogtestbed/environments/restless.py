@@ -231,6 +231,10 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
         return int(best_arms(self._s.first_best, block, within, self._s.block_lengths,
                              self.design.accuracy_rule)[0, t])
 
+    def lapse_unit(self) -> int:
+        """A lapse covers the whole trial (choice and confidence), the unit of the model's lapse mixture."""
+        return self.trial
+
     def _play(self, action: Any) -> float:
         """Choice phase: the chosen arm's pre-drawn reward; confidence phase: no reward (0)."""
         if self.phase_index == CHOICE:

@@ -182,6 +182,10 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
         self._planet = -1
         self._action1 = -1
 
+    def lapse_unit(self) -> int:
+        """A lapse covers the whole trial (both stages), the unit of the models' lapse mixture."""
+        return self.trial
+
     def _play(self, action: Any) -> float:
         t, a = self.trial, int(action)
         if self.stage == 0:

@@ -39,6 +39,11 @@ from cogtestbed.parameters import Parameter, ParameterSet
 EXPERIMENT = "bart"
 TYPES = (128, 32, 8)
 CLIP = 1e-12
+#: Answers of one pump decision (inflate or collect).  A random balloon (a lapse covers the whole
+#: balloon, :meth:`BartEnv.lapse_unit`) answers every decision uniformly over them, CogBench's
+#: random agent: a balloon collected after t pumps has probability 2^−(t+1), one that popped on
+#: its t-th pump 2^−t (:meth:`TargetModel.lapse_log_uniform`).
+DECISION_ANSWERS = 2
 
 TARGETS = tuple(
     # logit(μ/M) ~ N(−1, 1): central 90 % of μ between 0.07·M and 0.65·M (optimum M/2).
@@ -210,6 +215,12 @@ class TargetModel(CognitiveModel):
 
     def observation_mask(self, data: BartData) -> np.ndarray:
         return data.type_idx >= 0
+
+    def lapse_log_uniform(self, data: BartData) -> np.ndarray:
+        """A random balloon: every decision uniform over :data:`DECISION_ANSWERS` (t pumps, then
+        the collect decision unless it popped)."""
+        decisions = data.pumps + np.where(data.exploded, 0, 1)
+        return -decisions * np.log(DECISION_ANSWERS)
 
 
 MODELS: dict[str, CognitiveModel] = {"target": TargetModel()}

@@ -33,6 +33,9 @@ from cogtestbed.parameters import Parameter, ParameterSet
 
 #: Half-width, in logit units, of the start grid of a logit-transformed parameter.
 GRID_LOGIT_SPAN = 5.0
+#: log u of a kernel row that holds no answer (scored 0 by the kernel): with u = 1 the lapse
+#: mixture log((1 − ε)·1 + ε·1) stays 0 and has no gradient (:meth:`CognitiveModel.lapse_log_uniform`).
+NO_ANSWER_LOG_UNIFORM = 0.0
 
 
 def subject_slices(trials: pd.DataFrame, by: Sequence[str] = ("subject", "session", "trial")
@@ -155,8 +158,19 @@ class CognitiveModel(ABC):
 
     def lapse_log_uniform(self, data: Any) -> np.ndarray:
         """log u of every observation of ``data`` (before :meth:`observation_mask`): the
-        probability 1/|A| of a uniformly random answer, or for a continuous answer the uniform
-        density 1/range over its answer range (a lapse mixture, :func:`with_lapse`)."""
+        probability or density of the observation under a *random answer* (a lapse mixture,
+        :func:`with_lapse`), in the same measure as the kernel's log-likelihood.
+
+        The contract: 1/|A| for a discrete answer uniform over its valid answers (the default,
+        from :attr:`lapse_options`); for a continuous answer the uniform density over its valid
+        range, carried to the scale the kernel scores (the Jacobian of a log-odds transform, for
+        instance); the product over the answers of an observation that holds several (a whole
+        two-step trial, a BART balloon); a documented default for a distribution-valued answer
+        (a flat Dirichlet).  A row the kernel keeps but scores 0 because it holds no answer (an
+        invalid trial that only drives a filter) has :data:`NO_ANSWER_LOG_UNIFORM`, which leaves
+        it at 0 for every ε.  It is also what a synthetic subject's random lapse draws
+        (:meth:`cogtestbed.environments.base.TextEnv.random_answer`), so the mixture is exact
+        for simulated lapses."""
         if self.lapse_options is None:
             raise ValueError(f"model {self.name!r} does not declare the answers a lapse is uniform over "
                              "(lapse_options or lapse_log_uniform), so it cannot take a lapse term")
@@ -476,6 +490,8 @@ class CognitiveModel(ABC):
 #: logit −3 is ε ≈ 0.05, its SD 1.5 spans ε from about 0.003 to 0.5 at ±2 SD.
 LAPSE = Parameter("lapse", 0.0, 1.0, 0.05, "lapse rate: share of uniformly random answers",
                   prior_mean=-3.0, prior_sd=1.5, transform="logit")
+#: Largest log u/p in the ε-gradient of the lapse mixture (finite at ε = 0, where u/p can overflow).
+LAPSE_LOG_RATIO_CAP = 700.0
 #: Name of the per-observation uniform log-density array appended to a lapse model's kernel.
 LAPSE_FIELD = "lapse_log_uniform"
 
@@ -502,7 +518,9 @@ def lapse_mixture(eps: np.ndarray, obs_subject: np.ndarray, ll0: np.ndarray, g0:
         w = np.exp(a - lp)
         for c in range(k):
             grad[j, c] = w * g0[j, c] if w > 0.0 else 0.0
-        grad[j, k] = np.exp(log_u[j] - lp) - np.exp(ll0[j] - lp)
+        # u/p − p_model/p; u/p is at most 1/ε, unbounded only at ε = 0 (a fixed column whose
+        # gradient is multiplied by 0): capped at e^LAPSE_LOG_RATIO_CAP so that stays 0, not NaN
+        grad[j, k] = np.exp(min(log_u[j] - lp, LAPSE_LOG_RATIO_CAP)) - np.exp(ll0[j] - lp)
         ll[j] = lp
     return ll, grad
 
@@ -530,11 +548,11 @@ class _LapseData:
     """A subject's data with the uniform log-density of each observation (:data:`LAPSE_FIELD`)."""
 
     def __init__(self, base: Any, log_uniform: np.ndarray) -> None:
-        self.base = base
+        self.unlapsed = base
         self.lapse_log_uniform = np.asarray(log_uniform, dtype=np.float64)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.__dict__["base"], name)
+        return getattr(self.__dict__["unlapsed"], name)
 
 
 class _LapseMixin(CognitiveModel):
@@ -549,10 +567,10 @@ class _LapseMixin(CognitiveModel):
         return {k: _LapseData(d, self.base_model.lapse_log_uniform(d)) for k, d in data.items()}
 
     def n_observations(self, data: Any) -> int:
-        return self.base_model.n_observations(data.base)
+        return self.base_model.n_observations(data.unlapsed)
 
     def observation_mask(self, data: Any) -> np.ndarray | None:
-        return self.base_model.observation_mask(data.base)
+        return self.base_model.observation_mask(data.unlapsed)
 
     nll_many = CognitiveModel.nll_many
     start_grid = CognitiveModel.start_grid

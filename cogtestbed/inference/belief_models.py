@@ -144,6 +144,10 @@ class _DecisionModel(CognitiveModel):
     def n_observations(self, data: Any) -> int:
         return int(data.a.size)
 
+    #: A random decision is uniform over Yes / No / Defer (the belief covariate is taken as
+    #: reported: a random belief report is covariate noise the decision models do not model).
+    lapse_options: ClassVar[int | None] = len(DECISION_CODES)
+
 
 #: Prior SDs of the MNL (weakly informative, on the log-odds scale): a level within ±6 (odds
 #: 1:400 to 400:1 at ½) and a slope within ±20 over the unit belief range at two SDs (the

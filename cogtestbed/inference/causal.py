@@ -488,6 +488,9 @@ class ColliderData:
 #: MLE of the CBN parameters is the thesis's least-squares fit whatever its value; 0.1 is the
 #: middle setting of the thesis's recovery simulations and the collider generator's noise).
 RESPONSE_SD = 0.1
+#: Range of a judgment y = rating/100 (the slider's 0–100 scale), over which a random rating (a
+#: lapse) is uniform.
+JUDGMENT_SCALE = (0.0, 1.0)
 
 
 class CBNModel(CognitiveModel):
@@ -514,6 +517,12 @@ class CBNModel(CognitiveModel):
 
     def n_observations(self, data: ColliderData) -> int:
         return len(data.y)
+
+    def lapse_log_uniform(self, data: ColliderData) -> np.ndarray:
+        """A random rating is uniform over the slider's 0–100 scale, i.e. y = rating/100 uniform
+        on :data:`JUDGMENT_SCALE` (density 1/width)."""
+        lo, hi = JUDGMENT_SCALE
+        return np.full(len(data.y), -np.log(hi - lo))
 
     def predictions(self, theta: np.ndarray) -> np.ndarray:
         """The 11 task predictions at natural-scale ``theta``."""

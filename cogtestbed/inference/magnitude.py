@@ -39,9 +39,10 @@ from cogtestbed.environments.magnitude import (
     MODALITIES,
     RANGES,
     TASK_NAMES,
+    TASKS,
     VISUAL_TASKS,
 )
-from cogtestbed.inference.base import CognitiveModel, MLEResult
+from cogtestbed.inference.base import NO_ANSWER_LOG_UNIFORM, CognitiveModel, MLEResult
 from cogtestbed.inference.magnitude_fits import (
     AIC_PARAMS,
     FACTOR_NAMES,
@@ -475,16 +476,19 @@ class MagnitudeData:
     """One subject's trials on the session-normalised scale, in time order.
 
     ``u``/``v``: (x − a)/W and (y − a)/W; ``valid``: the answer parsed; ``log_w``: log W per
-    trial (the Jacobian back to the y scale); ``first``: the trial opens a session."""
+    trial (the Jacobian back to the y scale); ``first``: the trial opens a session;
+    ``log_answer_range``: log of the width of the task's valid answer range
+    (:attr:`TaskSpec.valid`), over which a random answer is uniform."""
 
     u: np.ndarray
     v: np.ndarray
     valid: np.ndarray
     log_w: np.ndarray
     first: np.ndarray
+    log_answer_range: np.ndarray
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")  # σ → 0 in a line search: −inf, not an exception
 def static_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, u: np.ndarray,
                      log_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-observation log-likelihood of y and its gradient in (w_prior, mu_p, sigma_dec):
@@ -502,7 +506,7 @@ def static_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, 
     return ll, grad
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")  # σ → 0 in a line search: −inf, not an exception
 def linear_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, u: np.ndarray,
                      log_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-observation log-likelihood and gradient in (w, b, sigma_dec): v ~ N(w·u + b, σ²)."""
@@ -519,7 +523,7 @@ def linear_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, 
     return ll, grad
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")  # σ → 0 in a line search: −inf, not an exception
 def kalman_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, u: np.ndarray,
                      valid: np.ndarray, log_w: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-trial log-likelihood (0 for invalid trials) and gradient in (q_over_r, sigma_dec) of
@@ -548,6 +552,16 @@ def kalman_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, 
     return ll, grad
 
 
+def answer_range_log_width(task: pd.Series) -> np.ndarray:
+    """log(high − low) of each trial's valid answer range (:data:`TASKS`, by task name)."""
+    width = {name: spec.valid[1] - spec.valid[0] for name, spec in TASKS.items()}
+    names = task.astype(str)
+    unknown = sorted(set(names) - set(width))
+    if unknown:
+        raise ValueError(f"unknown magnitude task(s) {', '.join(unknown)}; choose from: {', '.join(width)}")
+    return np.log(names.map(width).to_numpy(dtype=np.float64))
+
+
 class _MagnitudeModel(CognitiveModel):
     """A magnitude observer: Gaussian answers on the session-normalised scale, one likelihood
     kernel over the valid answers ((v, u, log W) per answer; NLL, MLE objective and the PyMC
@@ -569,8 +583,15 @@ class _MagnitudeModel(CognitiveModel):
             valid = g["valid"].to_numpy(bool) & np.isfinite(y)
             out[sid] = MagnitudeData(
                 u=(g["x"].to_numpy(np.float64) - lo) / (hi - lo), v=np.where(valid, (y - lo) / (hi - lo), 0.0),
-                valid=valid, log_w=np.log(hi - lo), first=(g["trial"].to_numpy() == 0))
+                valid=valid, log_w=np.log(hi - lo), first=(g["trial"].to_numpy() == 0),
+                log_answer_range=answer_range_log_width(g["task"]))
         return out
+
+    def lapse_log_uniform(self, data: MagnitudeData) -> np.ndarray:
+        """A random answer is uniform over the task's valid answer range (the environment's
+        random answer): density 1/width on the y scale the kernels score; an invalid trial the
+        Kalman kernel keeps to drive its filter holds no answer."""
+        return np.where(data.valid, -data.log_answer_range, NO_ANSWER_LOG_UNIFORM)
 
     def n_observations(self, data: MagnitudeData) -> int:
         return int(data.valid.sum())

@@ -135,6 +135,12 @@ class GeneralisedBayes(CognitiveModel):
     def n_observations(self, data: JudgementData) -> int:
         return int(data.y.shape[0])
 
+    def lapse_log_uniform(self, data: JudgementData) -> np.ndarray:
+        """A random estimate is uniform on [0, 1]; the kernel scores its log-odds y, where that
+        uniform has density q(1 − q) at q = σ(y) (the Jacobian dq/dy)."""
+        y = np.asarray(data.y, dtype=np.float64)
+        return -np.logaddexp(0.0, -y) - np.logaddexp(0.0, y)
+
     def fit_subject(self, data: JudgementData, n_starts: int | None = None) -> MLEResult:
         """Closed form: OLS in log-odds is the Gaussian MLE (``n_starts`` is not needed)."""
         n = data.y.shape[0]

@@ -234,6 +234,16 @@ def kalman_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, choice: 
     return ll, grad
 
 
+def confidence_level_mass(level: np.ndarray) -> np.ndarray:
+    """Probability that a confidence uniform on [0, 1] is recorded at ``level`` (whole percent,
+    clipped to [:data:`CONF_MIN_LEVEL`, :data:`CONF_MAX_LEVEL`]): the width of the level's bin
+    [(k − ½)/100, (k + ½)/100), the outer bins open-ended to 0 and 1 (0.015 each, 0.01 inside)."""
+    k = np.asarray(level, dtype=np.float64)
+    lo = np.where(k <= CONF_MIN_LEVEL, 0.0, (k - 0.5) / 100.0)
+    hi = np.where(k >= CONF_MAX_LEVEL, 1.0, (k + 0.5) / 100.0)
+    return hi - lo
+
+
 @dataclass(frozen=True)
 class KalmanData:
     """One subject's trials with a valid choice, all sessions (state resets at ``new_session``).
@@ -290,6 +300,14 @@ class KalmanChooser(CognitiveModel):
 
     def n_observations(self, data: KalmanData) -> int:
         return int(data.choice.shape[0] + np.sum(data.conf_level >= 0))
+
+    def lapse_log_uniform(self, data: KalmanData) -> np.ndarray:
+        """A random trial (a lapse covers choice and confidence, :meth:`RestlessBanditEnv.lapse_unit`):
+        either arm with probability 1/2, and a confidence uniform on [0, 1], whose probability of
+        the recorded level is :func:`confidence_level_mass` (nothing for a missing report)."""
+        k = data.conf_level
+        mass = confidence_level_mass(np.maximum(k, CONF_MIN_LEVEL))
+        return -np.log(2.0) + np.where(k >= 0, np.log(mass), 0.0)
 
 
 MODELS: dict[str, CognitiveModel] = {"kalman": KalmanChooser()}

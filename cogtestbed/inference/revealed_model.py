@@ -46,6 +46,9 @@ SMOOTH_EPS = 1e-6
 X_FLOOR = 1e-300
 #: Smallest Dirichlet noise ν used in the likelihood (concentration at most 1/NOISE_FLOOR).
 NOISE_FLOOR = 1e-6
+#: Concentration of the Dirichlet a random distribution-valued answer (a lapse) is drawn from: 1,
+#: the flat Dirichlet, uniform on the simplex (as :func:`uniform_simplex_logprobs` draws it).
+LAPSE_DIRICHLET = 1.0
 N_LINEAR = 9  # tau, 5 betas, kappa, theta, beta_pos
 
 # Bounded parameters use logit transforms, so prior draws (studies, hierarchical fits) stay inside
@@ -229,6 +232,17 @@ class DissonantModel(CognitiveModel):
 
     def n_observations(self, data: Any) -> int:
         return int(data.channel.shape[0])
+
+    def lapse_log_uniform(self, data: Any) -> np.ndarray:
+        """A random answer over an item's K outcomes (:meth:`RevealedBeliefEnv.random_answer`):
+        an exact distribution is a flat Dirichlet draw (:data:`LAPSE_DIRICHLET`; density Γ(K) on the
+        simplex, the measure of the kernel's Dirichlet); a sampled or generated answer is N draws
+        uniform over the K outcomes, K^−N (without the multinomial coefficient, which the kernel
+        leaves out too and which is common to both components of the mixture)."""
+        k = np.asarray(data.k, dtype=np.float64)
+        flat = np.array([math.lgamma(LAPSE_DIRICHLET * v) - v * math.lgamma(LAPSE_DIRICHLET) for v in k])
+        flat = flat + (LAPSE_DIRICHLET - 1.0) * np.asarray(data.lx, dtype=np.float64).sum(axis=1)
+        return np.where(np.asarray(data.method) == 0, flat, -np.asarray(data.nsamp, dtype=np.float64) * np.log(k))
 
     def start_grid(self) -> np.ndarray:
         """A handful of starts (the product grid of 10 parameters would be 7¹⁰ points): the

@@ -39,7 +39,7 @@ import pandas as pd
 from numba import njit
 
 from cogtestbed.experiments.spec import MetricsResult, metrics_result
-from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.inference.base import NO_ANSWER_LOG_UNIFORM, CognitiveModel
 from cogtestbed.numerics import log_sigmoid as _log_sigmoid
 from cogtestbed.numerics import sigmoid as _sigmoid
 from cogtestbed.parameters import Parameter, ParameterSet
@@ -293,9 +293,12 @@ class _TwoStepModel(CognitiveModel):
         return int(np.sum(data.a1 >= 0) + np.sum(data.a2 >= 0))
 
     def lapse_log_uniform(self, data: TwoStepData) -> np.ndarray:
-        """A trial (one kernel observation) lapses as a whole: 1/4 over both stages' answers, or
-        1/2 where only the spaceship was answered."""
-        return np.where(data.a2 >= 0, -np.log(4.0), -np.log(2.0))
+        """A trial (one kernel observation) lapses as a whole, as a simulated lapse does
+        (:meth:`TwoStepEnv.lapse_unit`): 1/4 over both stages' answers, 1/2 where only the
+        spaceship was answered, and nothing where the spaceship answer is missing (the kernel
+        scores that trial 0)."""
+        both = np.where(data.a2 >= 0, -np.log(4.0), -np.log(2.0))
+        return np.where(data.a1 >= 0, both, NO_ANSWER_LOG_UNIFORM)
 
 
 class HybridModel(_TwoStepModel):

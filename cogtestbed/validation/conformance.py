@@ -88,6 +88,10 @@ RECOVERY_TOLERANCE_SD = 1.0
 #: …or within this share of the parameter's range (of max(1, |truth|) for an unbounded one) on
 #: the natural scale, which judges truths at a bound (a noise of 0 is −∞ on the log scale).
 RECOVERY_NATURAL_TOL = 0.05
+#: Lapse rates (invalid, random) of the simulated data on which the likelihood checks score every
+#: model's lapse variant (:func:`cogtestbed.inference.base.with_lapse`, ε fitted, so ε > 0 at
+#: every test point), and of the batch == step check's lapsed run.
+CHECK_LAPSE = (0.1, 0.2)
 
 
 class ConformanceError(AssertionError):
@@ -607,7 +611,8 @@ def _request_problems(request: GenerateRequest, chat: bool) -> list[str]:
 
 def check_batch_equals_step(spec: ExperimentSpec, config: CheckConfig) -> None:
     """For every agent, the batch kernel and the gymnasium step path give identical, schema-valid
-    tables (per-subject, non-default parameters)."""
+    tables (per-subject, non-default parameters), without and with lapses (:data:`CHECK_LAPSE`)."""
+    from cogtestbed.agents.lapse import Lapse
     from cogtestbed.simulation import simulate
     from cogtestbed.trials import TrialTableError, validate_trials
 
@@ -620,6 +625,12 @@ def check_batch_equals_step(spec: ExperimentSpec, config: CheckConfig) -> None:
         step = simulate(spec, agent, config.n_subjects, config.seed, params=params, design=design, method="step")
         if not batch.equals(step) or table_bytes(batch) != table_bytes(step):
             problems.append(f"agent {agent!r}: {first_difference(batch, step)}")
+        lapse = Lapse(*CHECK_LAPSE)
+        lapsed = simulate(spec, agent, config.n_subjects, config.seed, params=params, design=design, lapse=lapse)
+        lapsed_step = simulate(spec, agent, config.n_subjects, config.seed, params=params, design=design,
+                               lapse=lapse, method="step")
+        if table_bytes(lapsed) != table_bytes(lapsed_step):  # (equals() fails on NaN inside array cells)
+            problems.append(f"agent {agent!r} with lapses {lapse}: {first_difference(lapsed, lapsed_step)}")
         try:
             validate_trials(batch)
         except TrialTableError as exc:
@@ -688,12 +699,13 @@ def _model_names(spec: ExperimentSpec) -> list[str]:
 
 
 def simulate_from_model(spec: ExperimentSpec, model: str, params: Mapping[str, np.ndarray], seed: int,
-                        design: Design, runs: int = 1) -> pd.DataFrame:
+                        design: Design, runs: int = 1, lapse: Any = None) -> pd.DataFrame:
     """Simulate data *from a model* through its declared generator (agent + parameter map).
 
     ``params`` maps the model's parameters to per-subject arrays; with ``runs > 1`` each subject
     plays ``runs`` sessions (simulated as independent runs, relabelled ``subject = k // runs``,
-    ``session = k % runs``), the pooling of experiments whose unit is the session.
+    ``session = k % runs``), the pooling of experiments whose unit is the session.  ``lapse``: a
+    :class:`~cogtestbed.agents.lapse.Lapse` of the simulated subjects.
     """
     from cogtestbed.simulation import simulate
 
@@ -701,20 +713,39 @@ def simulate_from_model(spec: ExperimentSpec, model: str, params: Mapping[str, n
     n = len(next(iter(params.values())))
     agent_params = gen.agent_params({k: np.repeat(np.asarray(v, dtype=np.float64), runs) for k, v in params.items()})
     full = {k: np.broadcast_to(np.asarray(v, dtype=np.float64), (n * runs,)).copy() for k, v in agent_params.items()}
-    table = simulate(spec, gen.agent, n * runs, seed, params=full, design=design)
+    table = simulate(spec, gen.agent, n * runs, seed, params=full, design=design, lapse=lapse)
     if runs == 1:
         return table
     run = table["subject"].to_numpy(dtype=np.int64)
     return table.assign(subject=run // runs, session=run % runs)
 
 
-def _model_data(spec: ExperimentSpec, model: str, config: CheckConfig) -> tuple[Any, Any]:
-    """(model, one subject's data) simulated at the model's defaults on the small design."""
+def _model_data(spec: ExperimentSpec, model: str, config: CheckConfig, lapse: bool = False) -> tuple[Any, Any]:
+    """(model, one subject's data) simulated at the model's defaults on the small design; with
+    ``lapse``, the model's lapse variant (ε fitted) on data simulated with :data:`CHECK_LAPSE`."""
+    from cogtestbed.agents.lapse import Lapse
+    from cogtestbed.inference.base import with_lapse
+
     m = spec.model(model)
     defaults = {p.name: np.array([p.default]) for p in m.parameters}
-    table = simulate_from_model(spec, model, defaults, config.seed, small_design(spec, config))
+    table = simulate_from_model(spec, model, defaults, config.seed, small_design(spec, config),
+                                lapse=Lapse(*CHECK_LAPSE) if lapse else None)
+    if lapse:
+        m = with_lapse(m, "fit")
     data = m.subject_data(table)
     return m, next(iter(data.values()))
+
+
+def _likelihood_variants(spec: ExperimentSpec) -> list[tuple[str, bool]]:
+    """(model, with lapse term) for every model with a likelihood kernel: each model, then its
+    lapse variant (every model declares the uniform of a random answer)."""
+    out = []
+    for name in _model_names(spec):
+        out.append((name, False))
+        kernel = getattr(type(spec.model(name)), "kernel", None)
+        if callable(kernel) and kernel() is not None:
+            out.append((name, True))
+    return out
 
 
 def _test_points(parameters: ParameterSet, seed: int, n: int = 2) -> list[np.ndarray]:
@@ -727,11 +758,13 @@ def _test_points(parameters: ParameterSet, seed: int, n: int = 2) -> list[np.nda
 
 
 def check_pointwise_likelihood(spec: ExperimentSpec, config: CheckConfig) -> None:
-    """Every model's NLL equals −Σ of its pointwise log-likelihood (and the gradients agree)."""
+    """Every model's NLL (and its lapse variant's, ε > 0) equals −Σ of its pointwise
+    log-likelihood (and the gradients agree)."""
     problems = []
     checked = 0
-    for name in _model_names(spec):
-        m, data = _model_data(spec, name, config)
+    for model_name, lapse in _likelihood_variants(spec):
+        m, data = _model_data(spec, model_name, config, lapse)
+        name = f"{model_name} + lapse" if lapse else model_name
         pointwise = getattr(m, "pointwise", None)
         if not callable(pointwise):
             continue
@@ -778,10 +811,11 @@ def _nll_of(model: Any, data: Any) -> Callable[[np.ndarray], float]:
 
 
 def check_likelihood_gradient(spec: ExperimentSpec, config: CheckConfig) -> None:
-    """Every model's analytic NLL gradient matches central finite differences."""
+    """Every model's analytic NLL gradient (and its lapse variant's) matches central finite differences."""
     problems = []
-    for name in _model_names(spec):
-        m, data = _model_data(spec, name, config)
+    for model_name, lapse in _likelihood_variants(spec):
+        m, data = _model_data(spec, model_name, config, lapse)
+        name = f"{model_name} + lapse" if lapse else model_name
         for theta in _test_points(m.parameters, config.seed + 1):
             nll, grad = m.nll_grad(theta, data)
             fd = finite_difference_grad(_nll_of(m, data), theta, m.parameters)

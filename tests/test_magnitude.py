@@ -384,18 +384,18 @@ def test_nutpie_cache_tells_models_with_different_constant_data_apart() -> None:
 @pytest.mark.slow
 def test_hierarchies_converge_on_a_small_design() -> None:
     """Both hierarchical fits pass every check (R-hat <= 1.01, bulk and tail ESS >= 400, no
-    divergences) at 4 chains x 500 draws and find the true direction of the shift."""
+    divergences) at the documented 4 chains x 1000 draws and find the true direction of the shift."""
     from cogtestbed.inference.hierarchical import fit_hierarchical
     from cogtestbed.inference.magnitude import w_prior_hierarchy
 
     t = _hierarchy_trials("ablation-inconsistent", {"w_prior": 0.4, "shift": 0.1, "sigma_dec": 0.1}, 2)
-    res = w_prior_hierarchy(t, draws=500, tune=500, chains=4, seed=1)
+    res = w_prior_hierarchy(t, draws=1000, tune=1000, chains=4, seed=1)
     assert res["diagnostics"]["ok"], res["diagnostics"]["report"]
     assert res["p_delta_w_positive"]["verbal"] < 0.05 and res["p_delta_w_positive"]["noise-constant"] < 0.05
     w = np.array([0.15, 0.3, 0.45, 0.6, 0.75, 0.35, 0.5, 0.25])
     tt = simulate("magnitude", "static-bayes", 8, 2, {"w_prior": w, "sigma_dec": 0.1},
                   design=MagnitudeDesign(task="line-ratio", conditions="base", modalities="text", trials_per_session=30))
-    fit = fit_hierarchical(MODELS["static-bayes"], tt, draws=500, tune=500, chains=4, seed=1, warn=False,
+    fit = fit_hierarchical(MODELS["static-bayes"], tt, draws=1000, tune=1000, chains=4, seed=1, warn=False,
                            log_likelihood=False)
     assert fit.diagnostics.ok, fit.diagnostics.report()
     est = fit.idata.posterior["w_prior"].mean(("chain", "draw")).to_numpy()
@@ -410,7 +410,7 @@ def test_w_prior_hierarchy_finds_the_bayes_consistent_shifts() -> None:
                         trials_per_session=30)
     t = simulate("magnitude", "observer", 1, 2, {"sigma_dec": 0.03, "blur_gain": 0.1, "context_gain": 1.0},
                  design=d)
-    res = w_prior_hierarchy(t, draws=500, tune=500, chains=4, seed=1)
+    res = w_prior_hierarchy(t, draws=1000, tune=1000, chains=4, seed=1)
     assert res["p_delta_w_positive"]["noise-constant"] > 0.95
     assert res["p_delta_w_positive"]["context-long"] > 0.95
     assert res["diagnostics"]["ok"], res["diagnostics"]["report"]

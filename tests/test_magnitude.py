@@ -393,8 +393,8 @@ def test_hierarchies_converge_on_a_small_design() -> None:
     assert res["diagnostics"]["ok"], res["diagnostics"]["report"]
     assert res["p_delta_w_positive"]["verbal"] < 0.05 and res["p_delta_w_positive"]["noise-constant"] < 0.05
     w = np.array([0.15, 0.3, 0.45, 0.6, 0.75, 0.35, 0.5, 0.25])
-    tt = simulate("magnitude", "static-bayes", 8, 2, {"w_prior": w, "sigma_dec": 0.1},
-                  design=MagnitudeDesign(task="line-ratio", conditions="base", modalities="text", trials_per_session=30))
+    design = MagnitudeDesign(task="line-ratio", conditions="base", modalities="text", trials_per_session=30)
+    tt = simulate("magnitude", "static-bayes", 8, 2, {"w_prior": w, "sigma_dec": 0.1}, design=design)
     fit = fit_hierarchical(MODELS["static-bayes"], tt, draws=1000, tune=1000, chains=4, seed=1, warn=False,
                            log_likelihood=False)
     assert fit.diagnostics.ok, fit.diagnostics.report()

@@ -75,9 +75,10 @@ def _load(name: str) -> Any:
 @cache
 def get_experiment(name: str) -> ExperimentSpec:
     """The registered experiment called ``name`` (clear error listing valid names)."""
-    names = experiment_names()
-    if name not in names:
-        raise UnknownNameError("experiment", name, names)
+    if name not in _builtin_names():  # the installed distributions are scanned only for a plug-in's name
+        names = experiment_names()
+        if name not in names:
+            raise UnknownNameError("experiment", name, names)
     spec = _load(name)
     if not isinstance(spec, ExperimentSpec):
         raise TypeError(f"experiment {name!r} does not declare an ExperimentSpec (got {type(spec).__name__})")

@@ -19,8 +19,9 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.agents.base import SyntheticAgent
-from cogtestbed.agents.lapse import INVALID, RANDOM, Lapse, LapseDraws, draw_lapses, lapse_rng
+from cogtestbed.agents.lapse import INVALID, NORMAL, RANDOM, Lapse, LapseDraws, draw_lapses, lapse_rng
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, Sessions, TextEnv
+from cogtestbed.heap import keep_freed_memory
 from cogtestbed.registry import Experiment, get_experiment
 
 Method = Literal["batch", "step"]
@@ -73,6 +74,54 @@ def run_stepwise(
         if on_subject_done is not None:
             on_subject_done(i)
     return Outcomes.stack(parts)
+
+
+def lapse_after_the_fact(env: TextEnv[Any, Any], sessions: Sessions, outcomes: Outcomes,
+                         draws: LapseDraws) -> Outcomes:
+    """Apply pre-drawn lapses to a lapse-free batch run of an answer-independent environment.
+
+    Where no step depends on an earlier answer (:attr:`TextEnv.answer_independent`), a lapse
+    changes only its own step, and the step path's record of it is what ``env.step`` records
+    for that answer at that step: :data:`NO_ACTION` (invalid) or :meth:`TextEnv.random_answer`
+    from the step's uniforms (random).  So each lapsed step is played alone on a session reset
+    to its subject, and its record (action, reward, validity, the environment's extra columns,
+    scored answer) replaces the batch's; every other step keeps the agent's own answer, which
+    the step path also gives (the agent answers every step from the same pre-drawn uniforms).
+    Returns new arrays (``outcomes`` is not modified).
+    """
+    out = Outcomes(action=outcomes.action.copy(), reward=outcomes.reward.copy(), valid=outcomes.valid.copy(),
+                   raw_response=None if outcomes.raw_response is None else outcomes.raw_response.copy(),
+                   parse_error=None if outcomes.parse_error is None else outcomes.parse_error.copy(),
+                   extra={k: v.copy() for k, v in outcomes.extra.items()},
+                   played=None if outcomes.played is None else outcomes.played.copy(),
+                   scored=None if outcomes.scored is None else outcomes.scored.copy())
+    steps = out.action.shape[1]
+    for i in map(int, np.flatnonzero((draws.kind != NORMAL).any(axis=1))):
+        env.reset(options={"session": sessions.subject(i)})
+        for t in range(steps):
+            if out.played is not None and not out.played[i, t]:
+                continue
+            env.t = t
+            kind = int(draws.kind[i, env.lapse_unit()])
+            if kind != INVALID and kind != RANDOM:
+                continue
+            env.step(NO_ACTION if kind == INVALID else env.random_answer(draws.u[i, t]))
+            _copy_step(env.outcomes, out, i, t)
+    return out
+
+
+def _copy_step(source: Outcomes, target: Outcomes, i: int, t: int) -> None:
+    """Copy step ``t`` of a one-session record into row ``i`` of ``target`` (its fields only)."""
+    target.action[i, t] = source.action[0, t]
+    target.reward[i, t] = source.reward[0, t]
+    target.valid[i, t] = source.valid[0, t]
+    for name in ("raw_response", "parse_error", "played", "scored"):
+        dst, src = getattr(target, name), getattr(source, name)
+        if dst is not None and src is not None:
+            dst[i, t] = src[0, t]
+    for key, arr in target.extra.items():
+        if key in source.extra:
+            arr[i, t] = source.extra[key][0, t]
 
 
 #: Copies of a trial table's data alive at once while it is simulated and analysed (the session
@@ -194,12 +243,15 @@ def simulate(
     ``method="step"`` plays the gymnasium environment trial by trial (slow, the reference).
     ``lapse``: invalid and random answers (:mod:`cogtestbed.agents.lapse`).  The batch path plays
     them in the agent's kernel where it supports lapses
-    (:meth:`SyntheticAgent.simulate_batch_lapsed`) and otherwise plays the step path, whose
-    environment defines what an invalid or random answer does; both give the same table.
+    (:meth:`SyntheticAgent.simulate_batch_lapsed`), applies them to the lapse-free batch run where
+    no step depends on an earlier answer (:func:`lapse_after_the_fact`), and otherwise plays the
+    step path, whose environment defines what an invalid or random answer does; all give the
+    same table, byte for byte.
     """
     exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
     if n_subjects < 1:
         raise ValueError("n_subjects must be at least 1")
+    keep_freed_memory()  # a table's fresh columns reuse freed pages (cogtestbed.heap)
     agent_cls = exp.agent(agent)
     design = design if design is not None else exp.env_cls.design_cls()
     per_subject = subject_params(agent_cls, params, n_subjects)
@@ -218,8 +270,11 @@ def simulate(
     if method == "batch":
         if draws is None:
             outcomes = agent_cls.simulate_batch(design, sessions, per_subject, rows)
-        else:  # None where the kernel does not play lapses: the step path below
+        else:  # None where the kernel does not play lapses: after the fact, or the step path below
             outcomes = agent_cls.simulate_batch_lapsed(design, sessions, per_subject, rows, draws)
+            if outcomes is None and exp.env_cls.answer_independent:
+                plain = agent_cls.simulate_batch(design, sessions, per_subject, rows)
+                outcomes = lapse_after_the_fact(exp.env_cls(design), sessions, plain, draws)
     if outcomes is None:
         env = exp.env_cls(design)
 

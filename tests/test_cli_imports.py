@@ -51,6 +51,12 @@ def test_help_pages_import_no_numerical_package(probe: dict[str, list[str]]) -> 
     assert loaded == [], f"cogtestbed --help imported {loaded}"
 
 
+def test_help_pages_build_no_pydantic_adapter(probe: dict[str, list[str]]) -> None:
+    """typer coerces an absent help flag through a pydantic TypeAdapter unless it defaults to False."""
+    assert "pandera" not in probe["modules"]
+    assert "pydantic" not in probe["modules"], "a help page imported pydantic (typer built a TypeAdapter)"
+
+
 def test_the_cli_method_choices_are_the_simulation_paths() -> None:
     from cogtestbed.cli.simulate import Method as CliMethod
     from cogtestbed.simulation import Method

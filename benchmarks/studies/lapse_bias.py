@@ -1,7 +1,8 @@
 """How much invalid and random answers bias headline parameters, ignored vs modelled.
 
 Synthetic subjects with known parameters answer invalidly at rate ε_invalid and uniformly at
-random at rate ε_random on every step (:class:`cogtestbed.agents.lapse.Lapse`, default 8 % + 5 %).
+random at rate ε_random on every lapse unit (a step, or a whole multi-step trial: a two-step trial,
+a BART balloon; :class:`cogtestbed.agents.lapse.Lapse`, default 8 % + 5 %).
 Each family is fitted by maximum likelihood four ways:
 
 * ``clean``: data without lapses, the model without a lapse term (the reference);
@@ -14,8 +15,10 @@ Each family is fitted by maximum likelihood four ways:
 
 For the headline parameter of each family — RW± optimism bias α⁺ − α⁻ (instrumental learning,
 Lefebvre et al. 2017), the model-based weight w (two-step, Daw et al. 2011) and the horizon-6
-information bonus A₆ (horizon task, Wilson et al. 2014) — and for its choice-noise parameter
-(β, β, T₆; scored on the log scale), it prints the recovery bias
+information bonus A₆ (horizon task, Wilson et al. 2014), the mean target pumps on M = 32
+balloons (BART, Lejuez et al. 2002; target model) and the slope w of the linear magnitude
+observer (regression to the mean; Ma, Wang & Fountas 2025) — and for its noise parameter
+(β, β, T₆, the target's logistic scale, σ_dec; scored on the log scale), it prints the recovery bias
 (mean estimate − truth), its Monte-Carlo SE, r, RMSE and the coverage of 90 % Wald intervals
 (observed information: the Hessian of the NLL at the MLE by central differences of the exact
 gradient; a contrast's SE by the delta method; subjects whose Hessian is not positive definite,
@@ -78,6 +81,12 @@ FAMILIES = (
     Family("horizon", "info-bonus", "bonus_h6", "temperature_h6",
            {"bonus_h1": (-5.0, 5.0), "bonus_h6": (0.0, 20.0), "temperature_h1": (2.0, 10.0),
             "temperature_h6": (2.0, 20.0), "bias": (-3.0, 3.0)}, runs=200),
+    Family("bart", "target", "target_32", "noise",
+           {"target_128": (10.0, 80.0), "target_32": (4.0, 24.0), "target_8": (1.0, 6.0), "noise": (0.5, 4.0)},
+           design={"balloons_per_type": 30}),
+    Family("magnitude", "linear", "w", "sigma_dec",
+           {"w": (0.3, 1.0), "b": (0.0, 0.3), "sigma_dec": (0.05, 0.2)},
+           design={"conditions": ("base",), "modalities": ("text",), "trials_per_session": 50}),
 )
 
 #: (name, lapsed data, lapse term: None, "fit" or "fixed" at the simulated random rate).
@@ -192,7 +201,8 @@ def main() -> None:
     if args.output:
         rows.to_parquet(args.output)
     table = summarise(rows)
-    print(f"\nlapse: {args.invalid:.0%} invalid + {args.random:.0%} random answers per step; seed {args.seed}")
+    print(f"\nlapse: {args.invalid:.0%} invalid + {args.random:.0%} random answers per lapse unit (step, two-step "
+          f"trial, BART balloon); seed {args.seed}")
     with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
         print(table.to_string(index=False))
 

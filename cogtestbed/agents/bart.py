@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from cogtestbed.agents.base import SyntheticAgent
+from cogtestbed.agents.lapse import LapseDraws
 from cogtestbed.environments.bart import EXPERIMENT, INFLATE, SKIP, BartDesign, BartEnv, BartSessions
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.inference.bart import TYPES, TargetModel, draw_target, simulate_bart_kernel
@@ -50,6 +51,18 @@ class _BartAgent(SyntheticAgent[BartDesign, BartSessions]):
         params: Mapping[str, np.ndarray],
         uniforms: np.ndarray,
     ) -> Outcomes:
+        return cls.simulate_batch_lapsed(design, sessions, params, uniforms,
+                                         LapseDraws.empty(BartEnv.max_steps(design)))
+
+    @classmethod
+    def simulate_batch_lapsed(
+        cls,
+        design: BartDesign,
+        sessions: BartSessions,
+        params: Mapping[str, np.ndarray],
+        uniforms: np.ndarray,
+        lapse: LapseDraws,
+    ) -> Outcomes:
         n = sessions.n_subjects
         targets = np.zeros((n, design.n_types))
         noise = np.zeros(n)
@@ -59,12 +72,12 @@ class _BartAgent(SyntheticAgent[BartDesign, BartSessions]):
                     raise ValueError(f"no target parameter for balloons with max_pumps={m}")
                 targets = np.where(sessions.type_max == m, np.asarray(params[f"target_{m}"])[:, None], targets)
             noise = np.ascontiguousarray(np.broadcast_to(params["noise"], (n,)), dtype=np.float64)
-        actions, rewards, played = simulate_bart_kernel(
+        actions, rewards, valid, played = simulate_bart_kernel(
             sessions.type_max, sessions.sequence, sessions.break_point, np.ascontiguousarray(targets),
             noise, np.full(n, cls.p_inflate), np.ascontiguousarray(uniforms),
-            BartEnv.max_steps(design),
+            BartEnv.max_steps(design), np.ascontiguousarray(lapse.kind), np.ascontiguousarray(lapse.u[..., 0]),
         )
-        return Outcomes(action=actions, reward=rewards, valid=played.copy(), played=played)
+        return Outcomes(action=actions, reward=rewards, valid=valid, played=played)
 
 
 class RandomAgent(_BartAgent):

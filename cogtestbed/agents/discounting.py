@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from cogtestbed.agents.base import SyntheticAgent
+from cogtestbed.agents.lapse import LapseDraws
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.discounting import (
     EXPERIMENT,
@@ -54,18 +55,30 @@ class _DiscountingAgent(SyntheticAgent[DiscountingDesign, DiscountingSessions]):
         params: Mapping[str, np.ndarray],
         uniforms: np.ndarray,
     ) -> Outcomes:
+        return cls.simulate_batch_lapsed(design, sessions, params, uniforms,
+                                         LapseDraws.empty(MAX_QUESTIONS))
+
+    @classmethod
+    def simulate_batch_lapsed(
+        cls,
+        design: DiscountingDesign,
+        sessions: DiscountingSessions,
+        params: Mapping[str, np.ndarray],
+        uniforms: np.ndarray,
+        lapse: LapseDraws,
+    ) -> Outcomes:
         n = sessions.n_subjects
         base, anom = question_tables(design)
 
         def arr(name: str, default: float) -> np.ndarray:
             return np.ascontiguousarray(np.broadcast_to(params.get(name, default), (n,)), dtype=np.float64)
 
-        actions, played = simulate_staircase_kernel(
+        actions, valid, played = simulate_staircase_kernel(
             base, anom, arr("k", 0.0), arr("temperature", 0.0), np.full(n, cls.p_random),
             np.ascontiguousarray(uniforms[:, :MAX_QUESTIONS]),
+            np.ascontiguousarray(lapse.kind[:, :MAX_QUESTIONS]), np.ascontiguousarray(lapse.u[:, :MAX_QUESTIONS, 0]),
         )
-        return Outcomes(action=actions, reward=np.where(played, 0.0, np.nan), valid=played.copy(),
-                        played=played)
+        return Outcomes(action=actions, reward=np.where(valid, 0.0, np.nan), valid=valid, played=played)
 
 
 class RandomAgent(_DiscountingAgent):

@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit
 
 from cogtestbed.agents.base import SyntheticAgent
+from cogtestbed.agents.lapse import LapseDraws, step_lapse, unit_lapse
 from cogtestbed.environments.base import NO_ACTION, Outcomes
 from cogtestbed.environments.horizon import EXPERIMENT, HorizonDesign, HorizonSessions
 from cogtestbed.inference.horizon import PARAMETERS, info_diff, prob_j
@@ -29,12 +30,18 @@ from cogtestbed.parameters import ParameterSet
 def simulate_horizon_kernel(horizon: np.ndarray, forced: np.ndarray, rewards: np.ndarray,
                             bonus_h1: np.ndarray, bonus_h6: np.ndarray, temp_h1: np.ndarray,
                             temp_h6: np.ndarray, bias: np.ndarray, uniforms: np.ndarray,
-                            random: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Play N games; returns (action, reward, played) of shape (N, max_steps)."""
+                            random: bool, lapse_kind: np.ndarray, lapse_u: np.ndarray,
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Play N games; returns (action, reward, valid, played) of shape (N, max_steps).
+
+    Lapses (:mod:`cogtestbed.agents.lapse`, per free choice; no rows: none): an invalid choice is recorded
+    without a reward and adds nothing to the sample means; a random one, ⌊2u⌋, is paid and
+    observed like any other."""
     n, n_forced = forced.shape
     steps = uniforms.shape[1]
     action = np.full((n, steps), NO_ACTION, dtype=np.int64)
     reward = np.full((n, steps), np.nan)
+    valid = np.zeros((n, steps), dtype=np.bool_)
     played = np.zeros((n, steps), dtype=np.bool_)
     sums = np.zeros(2)
     counts = np.zeros(2)
@@ -56,13 +63,17 @@ def simulate_horizon_kernel(horizon: np.ndarray, forced: np.ndarray, rewards: np
                 p = prob_j(dm, di, bonus_h6[i] if h6 else bonus_h1[i],
                            temp_h6[i] if h6 else temp_h1[i], bias[i])
                 a = 1 if u < p else 0
+            a = step_lapse(unit_lapse(lapse_kind, i, t), lapse_u, i, t, a, 2)
+            played[i, t] = True
+            if a < 0:
+                continue
             r = rewards[i, n_forced + t, a]
             sums[a] += r
             counts[a] += 1.0
             action[i, t] = a
             reward[i, t] = r
-            played[i, t] = True
-    return action, reward, played
+            valid[i, t] = True
+    return action, reward, valid, played
 
 
 class _HorizonAgent(SyntheticAgent[HorizonDesign, HorizonSessions]):
@@ -76,18 +87,26 @@ class _HorizonAgent(SyntheticAgent[HorizonDesign, HorizonSessions]):
     @classmethod
     def simulate_batch(cls, design: HorizonDesign, sessions: HorizonSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
+        return cls.simulate_batch_lapsed(design, sessions, params, uniforms,
+                                         LapseDraws.empty(uniforms.shape[1]))
+
+    @classmethod
+    def simulate_batch_lapsed(cls, design: HorizonDesign, sessions: HorizonSessions,
+                              params: Mapping[str, np.ndarray], uniforms: np.ndarray,
+                              lapse: LapseDraws) -> Outcomes:
         n = sessions.n_subjects
 
         def arr(name: str) -> np.ndarray:
             value = params.get(name, np.zeros(n)) if not cls._random else np.ones(n)
             return np.ascontiguousarray(np.broadcast_to(value, (n,)), dtype=np.float64)
 
-        action, reward, played = simulate_horizon_kernel(
+        action, reward, valid, played = simulate_horizon_kernel(
             sessions.horizon, sessions.forced, np.ascontiguousarray(sessions.rewards),
             arr("bonus_h1"), arr("bonus_h6"), arr("temperature_h1"), arr("temperature_h6"),
             arr("bias"), np.ascontiguousarray(uniforms), cls._random,
+            np.ascontiguousarray(lapse.kind), np.ascontiguousarray(lapse.u[..., 0]),
         )
-        return Outcomes(action=action, reward=reward, valid=played.copy(), played=played)
+        return Outcomes(action=action, reward=reward, valid=valid, played=played)
 
 
 class RandomAgent(_HorizonAgent):

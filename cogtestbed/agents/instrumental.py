@@ -72,8 +72,7 @@ class _BanditAgent(SyntheticAgent[InstrumentalDesign, InstrumentalSessions]):
         params: Mapping[str, np.ndarray],
         uniforms: np.ndarray,
     ) -> Outcomes:
-        lapse = LapseDraws.none(sessions.n_subjects, uniforms.shape[1])
-        return cls.simulate_batch_lapsed(design, sessions, params, uniforms, lapse)
+        return cls.simulate_batch_lapsed(design, sessions, params, uniforms, LapseDraws.empty(uniforms.shape[1]))
 
     @classmethod
     def simulate_batch_lapsed(

@@ -79,6 +79,11 @@ class LapseDraws:
         """No lapse anywhere (what a kernel with lapse support reads when lapses are off)."""
         return cls(np.zeros((n, steps), dtype=np.int8), np.zeros((n, steps, k)))
 
+    @classmethod
+    def empty(cls, steps: int, k: int = 1) -> LapseDraws:
+        """No sessions' draws at all: what a kernel reads as "lapses off" without touching n × steps zeros."""
+        return cls(np.zeros((0, steps), dtype=np.int8), np.zeros((0, steps, k)))
+
     def subject(self, i: int) -> LapseDraws:
         return LapseDraws(self.kind[i], self.u[i])
 
@@ -102,6 +107,22 @@ def draw_lapses(lapse: Lapse, rng: np.random.Generator, n: int, steps: int, k: i
 def random_choice(u: float, n_options: int) -> int:
     """A uniformly random option index in 0..n_options−1 from one uniform (inverse CDF)."""
     return min(int(np.floor(u * n_options)), n_options - 1)
+
+
+@njit(cache=True, inline="always")
+def unit_lapse(lapse_kind: np.ndarray, i: int, unit: int) -> int:
+    """The lapse kind of unit ``unit`` of session ``i``: :data:`NORMAL` where the draws have no
+    rows (:meth:`LapseDraws.empty`, lapses off)."""
+    return lapse_kind[i, unit] if lapse_kind.shape[0] > 0 else NORMAL
+
+
+@njit(cache=True, inline="always")
+def step_lapse(kind: int, lapse_u: np.ndarray, i: int, step: int, chosen: int, n_options: int) -> int:
+    """:func:`lapsed_choice` of step ``step`` of session ``i`` under lapse ``kind`` (the step's
+    uniform is read only on a lapse, so empty draws are never indexed)."""
+    if kind == NORMAL:
+        return chosen
+    return lapsed_choice(kind, lapse_u[i, step], chosen, n_options)
 
 
 @njit(cache=True)

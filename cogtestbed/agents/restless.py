@@ -24,6 +24,7 @@ import numpy as np
 from numba import njit
 
 from cogtestbed.agents.base import SyntheticAgent
+from cogtestbed.agents.lapse import RANDOM, LapseDraws, step_lapse, unit_lapse
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.restless import CONFIDENCE, EXPERIMENT, RestlessDesign, RestlessSessions
 from cogtestbed.inference.restless import (
@@ -51,42 +52,58 @@ def kalman_choice(m0: float, m1: float, beta: float, u: float) -> int:
 @njit(cache=True)
 def simulate_restless_kernel(rewards: np.ndarray, n_trials: np.ndarray, drift: np.ndarray,
                              beta: np.ndarray, gain: np.ndarray, bias: np.ndarray,
-                             noise: np.ndarray, uniforms: np.ndarray, dpt: int, random: bool
-                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Play N sessions; returns (action, reward, played) of shape (N, 2·T_max).
+                             noise: np.ndarray, uniforms: np.ndarray, dpt: int, random: bool,
+                             lapse_kind: np.ndarray, lapse_u: np.ndarray,
+                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Play N sessions; returns (action, reward, valid, played) of shape (N, 2·T_max).
 
     ``action`` holds the arm on choice steps and the confidence on confidence steps (floats, as
-    the environment records a trial with a continuous phase).
+    the environment records a trial with a continuous phase).  The agent reads ``dpt`` uniforms
+    per step it answers, in order.  Lapses (:mod:`cogtestbed.agents.lapse`) cover a whole trial
+    (``lapse_kind`` per trial, ``lapse_u`` per step; no rows: none): an invalid trial stops at its choice (no
+    confidence question, no outcome learnt), a random one answers the arm ⌊2u⌋ and a confidence
+    uniform on [0, 1] and learns from the random arm's reward.
     """
     n = rewards.shape[0]
     steps = 2 * rewards.shape[1]
     action = np.full((n, steps), np.nan)
     reward = np.full((n, steps), np.nan)
+    valid = np.zeros((n, steps), dtype=np.bool_)
     played = np.zeros((n, steps), dtype=np.bool_)
     m = np.empty(2)
     v = np.empty(2)
     for i in range(n):
         m[:] = PRIOR_MEAN
         v[:] = PRIOR_SD * PRIOR_SD
+        cursor = 0
         for t in range(n_trials[i]):
             s = 2 * t
-            u = uniforms[i, s * dpt]
+            kind = unit_lapse(lapse_kind, i, t)
+            u = uniforms[i, cursor]
+            cursor += dpt
             a = (0 if u < 0.5 else 1) if random else kalman_choice(m[0], m[1], beta[i], u)
+            a = step_lapse(kind, lapse_u, i, s, a, 2)
+            played[i, s] = True
+            if a < 0:
+                continue
             r = rewards[i, t, a]
-            uc = uniforms[i, (s + 1) * dpt]
+            uc = uniforms[i, cursor]
             if random:
                 c = random_confidence(uc)
             else:
-                z = std_normal(uc, uniforms[i, (s + 1) * dpt + 1])
+                z = std_normal(uc, uniforms[i, cursor + 1])
                 c = kalman_confidence(m[a], v[a], m[1 - a], v[1 - a], gain[i], bias[i], noise[i], z)
+            cursor += dpt
+            if kind == RANDOM:  # uniform over the confidence phase's range [0, 1]
+                c = 0.0 + lapse_u[i, s + 1] * (1.0 - 0.0)
+            if not random:
                 kalman_update(m, v, a, r, drift[i])
             action[i, s] = a
             reward[i, s] = r
-            played[i, s] = True
             action[i, s + 1] = c
             reward[i, s + 1] = 0.0
-            played[i, s + 1] = True
-    return action, reward, played
+            valid[i, s] = valid[i, s + 1] = played[i, s + 1] = True
+    return action, reward, valid, played
 
 
 class _RestlessAgent(SyntheticAgent[RestlessDesign, RestlessSessions]):
@@ -96,18 +113,26 @@ class _RestlessAgent(SyntheticAgent[RestlessDesign, RestlessSessions]):
     @classmethod
     def simulate_batch(cls, design: RestlessDesign, sessions: RestlessSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
+        return cls.simulate_batch_lapsed(design, sessions, params, uniforms,
+                                         LapseDraws.empty(2 * sessions.rewards.shape[1]))
+
+    @classmethod
+    def simulate_batch_lapsed(cls, design: RestlessDesign, sessions: RestlessSessions,
+                              params: Mapping[str, np.ndarray], uniforms: np.ndarray,
+                              lapse: LapseDraws) -> Outcomes:
         n = sessions.n_subjects
 
         def arr(name: str) -> np.ndarray:
             value = np.zeros(n) if cls._random else params[name]
             return np.ascontiguousarray(np.broadcast_to(value, (n,)), dtype=np.float64)
 
-        action, reward, played = simulate_restless_kernel(
+        action, reward, valid, played = simulate_restless_kernel(
             np.ascontiguousarray(sessions.rewards), sessions.block_lengths.sum(axis=1),
             arr("drift_sd"), arr("beta"), arr("confidence_gain"), arr("confidence_bias"),
             arr("confidence_noise"), np.ascontiguousarray(uniforms), cls.draws_per_trial, cls._random,
+            np.ascontiguousarray(lapse.kind), np.ascontiguousarray(lapse.u[..., 0]),
         )
-        return Outcomes(action=action, reward=reward, valid=played.copy(), played=played)
+        return Outcomes(action=action, reward=reward, valid=valid, played=played)
 
 
 class RandomAgent(_RestlessAgent):

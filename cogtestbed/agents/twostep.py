@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from cogtestbed.agents.base import SyntheticAgent
+from cogtestbed.agents.lapse import LapseDraws
 from cogtestbed.environments.base import Outcomes
-from cogtestbed.environments.twostep import EXPERIMENT, TwoStepDesign, TwoStepSessions
+from cogtestbed.environments.twostep import EXPERIMENT, TwoStepDesign, TwoStepEnv, TwoStepSessions
 from cogtestbed.inference.twostep import (
     Q0,
     HybridModel,
@@ -62,6 +63,8 @@ class _TwoStepAgent(SyntheticAgent[TwoStepDesign, TwoStepSessions]):
         self, obs: Mapping[str, Any], action: Any, reward: float, next_obs: Mapping[str, Any]
     ) -> None:
         if action is None or int(action) < 0:
+            if int(obs["stage"]) == 0:
+                self.prev = -1  # an unanswered trial breaks stickiness, as in the likelihood kernel
             return
         if int(obs["stage"]) == 0:
             self._a1 = int(action)
@@ -83,14 +86,26 @@ class _TwoStepAgent(SyntheticAgent[TwoStepDesign, TwoStepSessions]):
         params: Mapping[str, np.ndarray],
         uniforms: np.ndarray,
     ) -> Outcomes:
+        return cls.simulate_batch_lapsed(design, sessions, params, uniforms,
+                                         LapseDraws.empty(TwoStepEnv.max_steps(design)))
+
+    @classmethod
+    def simulate_batch_lapsed(
+        cls,
+        design: TwoStepDesign,
+        sessions: TwoStepSessions,
+        params: Mapping[str, np.ndarray],
+        uniforms: np.ndarray,
+        lapse: LapseDraws,
+    ) -> Outcomes:
         n = sessions.n_subjects
         w, alpha, beta, lam, persev = cls._kernel_params(params, n)
-        actions, rewards = simulate_hybrid_kernel(
+        actions, rewards, valid, played = simulate_hybrid_kernel(
             sessions.probs, sessions.transition_u, sessions.reward_u, w, alpha, beta, lam, persev,
             np.ascontiguousarray(uniforms), design.common_prob,
+            np.ascontiguousarray(lapse.kind), np.ascontiguousarray(lapse.u[..., 0]),
         )
-        ones = np.ones_like(actions, dtype=bool)
-        return Outcomes(action=actions, reward=rewards, valid=ones, played=ones.copy())
+        return Outcomes(action=actions, reward=rewards, valid=valid, played=played)
 
 
 class RandomAgent(_TwoStepAgent):

@@ -16,8 +16,28 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from typer._click import Context
+from typer.core import TyperGroup
+
+
+class LightGroup(TyperGroup):
+    """The command group, with a help flag that is ``False`` (not ``None``) when absent.
+
+    typer coerces every parameter value that is not already a ``bool`` through a pydantic
+    ``TypeAdapter``; an absent help flag would import pydantic and build one just to read
+    ``cogtestbed COMMAND --help``.
+    """
+
+    def get_help_option(self, ctx: Context) -> Any:
+        """The help option, defaulting to ``False``."""
+        option = super().get_help_option(ctx)
+        if option is not None and option.default is None:
+            option.default = False
+        return option
+
 
 app = typer.Typer(
+    cls=LightGroup,
     name="cogtestbed",
     help="Synthetic agents with known parameters, run through the environments LLMs step "
     "through, analysed by the same fitters.",

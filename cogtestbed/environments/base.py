@@ -328,6 +328,12 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     #: Uniforms one random (lapse) answer needs (:meth:`random_answer`); environments whose
     #: answers are distributions over several continuations need one per continuation.
     lapse_draws: ClassVar[int] = 1
+    #: True where no step depends on an earlier answer: no feedback that later steps show, no
+    #: adaptive design, no step skipped or voided after an answer, and a structured observation
+    #: (what synthetic subjects read) that never holds an answer.  A step can then be played on
+    #: its own after a reset, and the simulator applies lapses to a lapse-free batch run after the
+    #: fact (:func:`cogtestbed.simulation.lapse_after_the_fact`) instead of playing the step path.
+    answer_independent: ClassVar[bool] = False
 
     def __init__(self, design: DesignT | None = None, render_mode: str | None = None) -> None:
         self.design: DesignT = design if design is not None else self.design_cls()  # type: ignore[assignment]

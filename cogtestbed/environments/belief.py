@@ -381,6 +381,8 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    #: One-shot questions: no feedback, no adaptive design, so lapses apply after the fact.
+    answer_independent: ClassVar[bool] = True
     #: Probabilities in [0, 1] (belief and lie calls) or a decision code 0–2 (Yes / Defer / No).
     table_schema: ClassVar[TrialSchema] = TrialSchema(
         action=Values("float", low=0.0, high=2.0),

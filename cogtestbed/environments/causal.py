@@ -488,6 +488,8 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    #: One-shot ratings: no feedback, no adaptive design, so lapses apply after the fact.
+    answer_independent: ClassVar[bool] = True
     #: A rating on 0–100 (confidence too, where asked); observed states −1 (unobserved), 0, 1.
     table_schema: ClassVar[TrialSchema] = TrialSchema(
         action=Values("float", low=0.0, high=100.0),

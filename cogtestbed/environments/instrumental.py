@@ -241,14 +241,14 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
         letters = CodedStrings.encode(sessions.letters)
         machine0 = letters.take(rows, c0, 0)
         machine1 = letters.take(rows, c0, 1)
-        probs = np.asarray(design.reward_probs)[c0]
+        probs = np.asarray(design.reward_probs, dtype=np.float64)
         stimulus: dict[str, Column] = {
             "casino": sessions.casino,
             "machine0": machine0,
             "machine1": machine1,
             "shown_first": machine1.where(sessions.flip, machine0),
-            "mean0": probs[..., 0],
-            "mean1": probs[..., 1],
+            "mean0": probs[:, 0].take(c0),
+            "mean1": probs[:, 1].take(c0),
             "reward0": sessions.reward_draws[..., 0],
             "reward1": sessions.reward_draws[..., 1],
         }

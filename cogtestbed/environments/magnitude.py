@@ -432,6 +432,9 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    #: No feedback: each estimate is of its own stimulus (the history a prompt shows is text only),
+    #: so lapses apply after the fact.
+    answer_independent: ClassVar[bool] = True
     #: A numeric estimate (any finite number: answers may overshoot the range).
     table_schema: ClassVar[TrialSchema] = TrialSchema(
         action=Values("float"),

@@ -111,6 +111,8 @@ class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessio
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    #: One-shot judgements: no feedback, no adaptive design, so lapses apply after the fact.
+    answer_independent: ClassVar[bool] = True
     #: The estimate in hundredths (0–100) and as a probability; reward = posterior accuracy in [0, 1].
     table_schema: ClassVar[TrialSchema] = TrialSchema(
         action=Values("number", low=0.0, high=100.0),

@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 from gymnasium import spaces
+from numba import njit
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
@@ -118,13 +119,30 @@ class RestlessSessions(Sessions):
 
 
 def block_index(block_lengths: np.ndarray, t_max: int) -> tuple[np.ndarray, np.ndarray]:
-    """(block, trial within block) of each of ``t_max`` trials for (N, n_blocks) block lengths."""
-    n = block_lengths.shape[0]
-    ends = np.cumsum(block_lengths, axis=1)
-    t = np.arange(t_max)
-    block = (t[None, :, None] >= ends[:, None, :]).sum(axis=2)
-    starts = np.concatenate([np.zeros((n, 1), dtype=np.int64), ends[:, :-1]], axis=1)
-    within = t[None, :] - np.take_along_axis(starts, np.minimum(block, block_lengths.shape[1] - 1), axis=1)
+    """(block, trial within block) of each of ``t_max`` trials for (N, n_blocks) block lengths.
+
+    ``block`` counts the block ends at or before the trial (past the last block it stays at
+    ``n_blocks``); ``within`` is the trial minus the start of its block (the last block's start
+    past the end).  One compiled pass over the trials.
+    """
+    return _block_index(np.ascontiguousarray(block_lengths, dtype=np.int64), t_max)
+
+
+@njit(cache=True)
+def _block_index(block_lengths: np.ndarray, t_max: int) -> tuple[np.ndarray, np.ndarray]:
+    n, n_blocks = block_lengths.shape
+    block = np.empty((n, t_max), dtype=np.int64)
+    within = np.empty((n, t_max), dtype=np.int64)
+    for i in range(n):
+        b, start, end = 0, 0, block_lengths[i, 0] if n_blocks else 0
+        for t in range(t_max):
+            while b < n_blocks and t >= end:
+                b += 1
+                if b < n_blocks:
+                    start = end
+                    end += block_lengths[i, b]
+            block[i, t] = b
+            within[i, t] = t - start
     return block, within
 
 

@@ -359,6 +359,8 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
     lapse_draws: ClassVar[int] = MAX_OUTCOMES  # a random scored answer: one uniform per continuation
 
     experiment: ClassVar[str] = EXPERIMENT
+    #: One-shot items: no feedback, no adaptive design, so lapses apply after the fact.
+    answer_independent: ClassVar[bool] = True
     #: The index of the most probable outcome (option) among the item's ``n_outcomes``.
     table_schema: ClassVar[TrialSchema] = TrialSchema(
         action=Values("int", low=0),

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.agents.lapse import step_lapse, unit_lapse
 from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.numerics import log_sigmoid, sigmoid
@@ -67,7 +68,7 @@ def draw_target(mu: float, noise: float, u: float) -> int:
     return int(t) if t > 0.0 else 0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")  # noise → 0 in a line search: not finite, not an exception
 def log_p_target(mu: float, noise: float, pumps: int, exploded: bool) -> float:
     """log P(T = pumps) (kept) or log P(T ≥ pumps) (popped) under the discretised logistic."""
     if exploded:
@@ -84,17 +85,22 @@ def log_p_target(mu: float, noise: float, pumps: int, exploded: bool) -> float:
 def simulate_bart_kernel(
     type_max: np.ndarray, sequence: np.ndarray, break_point: np.ndarray,
     targets: np.ndarray, noise: np.ndarray, p_inflate: np.ndarray, uniforms: np.ndarray,
-    max_steps: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Play N sessions; returns per-step actions (0 skip / 1 inflate), rewards and played mask.
+    max_steps: int, lapse_kind: np.ndarray, lapse_u: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Play N sessions; returns per-step actions (0 skip / 1 inflate, −1 invalid), rewards,
+    valid and played masks.
 
     ``targets`` (N, n_types) holds each letter's mean target μ; a subject with ``p_inflate[i] >=
     0`` instead inflates with that probability on every decision (CogBench's random agent: 0.5).
     One uniform per decision; the first decision of a balloon draws the target from its uniform.
+    Lapses (:mod:`cogtestbed.agents.lapse`) cover a whole balloon (``lapse_kind`` (N, ≥ balloons)
+    per balloon, ``lapse_u`` (N, steps) per decision; no rows: no lapses): an invalid balloon is voided at its first
+    decision, a random one answers every decision ⌊2u⌋ (the environment's step path).
     """
     n, nb = sequence.shape
     actions = np.full((n, max_steps), -1, dtype=np.int64)
     rewards = np.full((n, max_steps), np.nan)
+    valid = np.zeros((n, max_steps), dtype=np.bool_)
     played = np.zeros((n, max_steps), dtype=np.bool_)
     for i in range(n):
         s = 0
@@ -110,8 +116,13 @@ def simulate_bart_kernel(
                     if k == 0:
                         target = draw_target(targets[i, idx], noise[i], u)
                     a = 1 if k < target else 0
-                actions[i, s] = a
+                a = step_lapse(unit_lapse(lapse_kind, i, b), lapse_u, i, s, a, DECISION_ANSWERS)
                 played[i, s] = True
+                if a < 0:  # an invalid answer voids the balloon
+                    s += 1
+                    break
+                actions[i, s] = a
+                valid[i, s] = True
                 if a == 0:
                     rewards[i, s] = float(k)
                     s += 1
@@ -121,11 +132,11 @@ def simulate_bart_kernel(
                 s += 1
                 if k >= break_point[i, b]:
                     break
-    return actions, rewards, played
+    return actions, rewards, valid, played
 
 
 # ----------------------------------------------------------------------------- likelihood kernel
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")  # noise → 0 in a line search: not finite, not an exception
 def target_pointwise_kernel(
     theta: np.ndarray, obs_subject: np.ndarray, pumps: np.ndarray, type_idx: np.ndarray,
     exploded: np.ndarray,

@@ -22,6 +22,7 @@ import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -36,6 +37,21 @@ GRID_LOGIT_SPAN = 5.0
 #: log u of a kernel row that holds no answer (scored 0 by the kernel): with u = 1 the lapse
 #: mixture log((1 − ε)·1 + ε·1) stays 0 and has no gradient (:meth:`CognitiveModel.lapse_log_uniform`).
 NO_ANSWER_LOG_UNIFORM = 0.0
+
+
+@cache
+def grid_neighbours(points: int, ndim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Flat indices ``(node, neighbour)`` of every ordered pair of adjacent nodes (along one axis)
+    of a product grid of ``points`` nodes per axis in ``ndim`` axes, C order (the start grid of
+    :meth:`CognitiveModel.start_order`)."""
+    index = np.arange(points ** ndim).reshape((points,) * ndim)
+    nodes, neighbours = [], []
+    for axis in range(ndim):
+        lower = np.take(index, np.arange(points - 1), axis=axis).reshape(-1)
+        upper = np.take(index, np.arange(1, points), axis=axis).reshape(-1)
+        nodes += [upper, lower]
+        neighbours += [lower, upper]
+    return np.concatenate(nodes), np.concatenate(neighbours)
 
 
 def subject_slices(trials: pd.DataFrame, by: Sequence[str] = ("subject", "session", "trial")
@@ -375,7 +391,7 @@ class CognitiveModel(ABC):
                 x = p.lower + np.exp(v)
             else:
                 x = v
-            out.append(float(np.clip(x, p.lower, p.upper)))
+            out.append(min(max(float(x), p.lower), p.upper))  # np.clip's result (NaN stays NaN), without its overhead
         return np.array(out)
 
     def fit_subject(self, data: Any, n_starts: int | None = None) -> MLEResult:
@@ -413,18 +429,14 @@ class CognitiveModel(ABC):
     def start_order(self, grid_nll: np.ndarray) -> np.ndarray:
         """Grid indices in the order starts are tried: the grid's discrete local minima (each a
         separate basin, best first), then the remaining points by NLL."""
-        shape = (self.grid_points,) * len(self.parameters)
         order = np.argsort(grid_nll, kind="stable")
-        if grid_nll.size != int(np.prod(shape)):  # a model with its own (non-product) grid
+        if grid_nll.size != self.grid_points ** len(self.parameters):  # a model with its own (non-product) grid
             return order
-        values = grid_nll.reshape(shape)
+        node, neighbour = grid_neighbours(self.grid_points, len(self.parameters))
+        values = np.asarray(grid_nll).reshape(-1)
         is_min = values <= np.inf  # False for NaN; a point is a minimum if ≤ each neighbour along every axis
-        for axis in range(values.ndim):
-            v, m = np.moveaxis(values, axis, 0), np.moveaxis(is_min, axis, 0)  # views: m writes through
-            m[1:] &= v[1:] <= v[:-1]
-            m[:-1] &= v[:-1] <= v[1:]
-        flat_min = is_min.reshape(-1)
-        return np.concatenate([order[flat_min[order]], order[~flat_min[order]]])
+        is_min[node[~(values[node] <= values[neighbour])]] = False
+        return np.concatenate([order[is_min[order]], order[~is_min[order]]])
 
     def _fit_numba(self, data: Any, n_starts: int) -> MLEResult:
         grid_nll = self.nll_many(self.start_grid(), data)

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.agents.lapse import step_lapse, unit_lapse
 from cogtestbed.environments.discounting import (
     ANOMALY_ITEMS,
     MAX_QUESTIONS,
@@ -99,64 +100,85 @@ def prob_option1(k: float, tau: float, a1: float, d1: float, a2: float, d2: floa
 @njit(cache=True)
 def simulate_staircase_kernel(
     base: np.ndarray, anom: np.ndarray, k: np.ndarray, tau: np.ndarray, p_random: np.ndarray,
-    uniforms: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Play the staircase for N subjects: returns per-step actions (N, 13) and played mask.
+    uniforms: np.ndarray, lapse_kind: np.ndarray, lapse_u: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Play the staircase for N subjects: returns per-step actions (N, 13), valid and played masks.
 
     Subject ``i`` picks Option 1 with ``prob_option1`` unless ``p_random[i] >= 0``, in which case
     it picks Option 1 with that probability (CogBench's random agent: 0.5).  One uniform per
-    question.
+    question.  Lapses (:mod:`cogtestbed.agents.lapse`, per question; no rows: none): a random answer ⌊2u⌋ moves
+    the staircase like any other; an invalid one ends the session, as the environment does.
     """
     n = k.shape[0]
     actions = np.full((n, 13), -1, dtype=np.int64)
+    valid = np.zeros((n, 13), dtype=np.bool_)
     played = np.zeros((n, 13), dtype=np.bool_)
     for i in range(n):
-        s = 0
-        mvf = -1
-        for block in range(3):
-            down = 0
-            level = 0
-            while True:
-                q = base[block, down, level]
-                p1 = (p_random[i] if p_random[i] >= 0.0
-                      else prob_option1(k[i], tau[i], q[0], q[1], q[2], q[3], q[4]))
-                c = 0 if uniforms[i, s] < p1 else 1
-                actions[i, s] = c
-                played[i, s] = True
-                s += 1
-                if level == 0:
-                    down = c
-                    level = 1
-                    continue
-                if down == 0:
-                    if level == 1:
-                        if c == 1:
-                            code = 3
-                            break
-                        level = 2
-                        continue
-                    code = 4 if c == 1 else 5
-                    break
+        _play_staircase(i, base, anom, k[i], tau[i], p_random[i], uniforms, lapse_kind, lapse_u,
+                        actions, valid, played)
+    return actions, valid, played
+
+
+@njit(cache=True)
+def _answer(i: int, s: int, q: np.ndarray, k: float, tau: float, p_random: float, uniforms: np.ndarray,
+            lapse_kind: np.ndarray, lapse_u: np.ndarray, actions: np.ndarray, valid: np.ndarray,
+            played: np.ndarray) -> int:
+    """Subject ``i``'s answer to question ``q`` at step ``s`` (−1: invalid), recorded."""
+    p1 = p_random if p_random >= 0.0 else prob_option1(k, tau, q[0], q[1], q[2], q[3], q[4])
+    c = step_lapse(unit_lapse(lapse_kind, i, s), lapse_u, i, s, 0 if uniforms[i, s] < p1 else 1, 2)
+    played[i, s] = True
+    if c >= 0:
+        actions[i, s] = c
+        valid[i, s] = True
+    return c
+
+
+@njit(cache=True)
+def _play_staircase(i: int, base: np.ndarray, anom: np.ndarray, k: float, tau: float, p_random: float,
+                    uniforms: np.ndarray, lapse_kind: np.ndarray, lapse_u: np.ndarray, actions: np.ndarray,
+                    valid: np.ndarray, played: np.ndarray) -> None:
+    """One subject's session of :func:`simulate_staircase_kernel` (returns at an invalid answer)."""
+    s = 0
+    mvf = -1
+    for block in range(3):
+        down = 0
+        level = 0
+        while True:
+            c = _answer(i, s, base[block, down, level], k, tau, p_random, uniforms, lapse_kind, lapse_u,
+                        actions, valid, played)
+            s += 1
+            if c < 0:
+                return
+            if level == 0:
+                down = c
+                level = 1
+                continue
+            if down == 0:
                 if level == 1:
-                    if c == 0:
-                        code = 2
+                    if c == 1:
+                        code = 3
                         break
                     level = 2
                     continue
-                code = 1 if c == 0 else 0
+                code = 4 if c == 1 else 5
                 break
-            if block == 0:
-                mvf = code
-        if mvf == 5:
-            continue
-        for item in range(4):
-            q = anom[mvf, item]
-            p1 = (p_random[i] if p_random[i] >= 0.0
-                  else prob_option1(k[i], tau[i], q[0], q[1], q[2], q[3], q[4]))
-            actions[i, s] = 0 if uniforms[i, s] < p1 else 1
-            played[i, s] = True
-            s += 1
-    return actions, played
+            if level == 1:
+                if c == 0:
+                    code = 2
+                    break
+                level = 2
+                continue
+            code = 1 if c == 0 else 0
+            break
+        if block == 0:
+            mvf = code
+    if mvf == 5:
+        return
+    for item in range(4):
+        c = _answer(i, s, anom[mvf, item], k, tau, p_random, uniforms, lapse_kind, lapse_u, actions, valid, played)
+        s += 1
+        if c < 0:
+            return
 
 
 # ----------------------------------------------------------------------------- likelihood kernel
@@ -253,8 +275,9 @@ def expected_score(k: float, design: DiscountingDesign | None = None) -> dict[st
     """
     design = design or DiscountingDesign()
     base, anom = question_tables(design)
-    actions, played = simulate_staircase_kernel(
-        base, anom, np.array([k]), np.zeros(1), np.full(1, -1.0), np.full((1, MAX_QUESTIONS), 0.5)
+    actions, _, played = simulate_staircase_kernel(
+        base, anom, np.array([k]), np.zeros(1), np.full(1, -1.0), np.full((1, MAX_QUESTIONS), 0.5),
+        np.zeros((0, MAX_QUESTIONS), dtype=np.int8), np.zeros((0, MAX_QUESTIONS)),
     )
     return score_answers(design, [int(a) for a in actions[0][played[0]]])
 

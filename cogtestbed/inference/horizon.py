@@ -202,11 +202,11 @@ def exploration_logit(y: np.ndarray, x1: np.ndarray, h: np.ndarray) -> LogitResu
     Perfect separation raises (``raise_on_perfect_prediction``: the behaviour of the statsmodels
     releases CogBench used) and a non-converged Newton fit counts as a failure.
     """
-    import statsmodels.api as sm
+    from statsmodels.discrete.discrete_model import Logit  # sm.Logit, without statsmodels.api's other modules
 
     x = np.column_stack([x1, h, x1 * h, np.ones_like(x1)])
     try:
-        model = sm.Logit(np.asarray(y, dtype=float), x)
+        model = Logit(np.asarray(y, dtype=float), x)
         model.raise_on_perfect_prediction = True
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

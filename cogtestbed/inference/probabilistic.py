@@ -115,6 +115,10 @@ def judgement_data(trials: pd.DataFrame) -> dict[Hashable, JudgementData]:
 
 
 # ----------------------------------------------------------------------------- model
+#: Range of a probability estimate, over which a random estimate (a lapse) is uniform.
+ESTIMATE_RANGE = (0.0, 1.0)
+
+
 class GeneralisedBayes(CognitiveModel):
     """Generalised Bayes with Gaussian log-odds noise: (β1, β2, β0, σ).
 
@@ -136,10 +140,11 @@ class GeneralisedBayes(CognitiveModel):
         return int(data.y.shape[0])
 
     def lapse_log_uniform(self, data: JudgementData) -> np.ndarray:
-        """A random estimate is uniform on [0, 1]; the kernel scores its log-odds y, where that
-        uniform has density q(1 − q) at q = σ(y) (the Jacobian dq/dy)."""
+        """A random estimate is uniform on :data:`ESTIMATE_RANGE`; the kernel scores its log-odds
+        y, where that uniform has density q(1 − q)/width at q = σ(y) (the Jacobian dq/dy)."""
         y = np.asarray(data.y, dtype=np.float64)
-        return -np.logaddexp(0.0, -y) - np.logaddexp(0.0, y)
+        lo, hi = ESTIMATE_RANGE
+        return -np.logaddexp(0.0, -y) - np.logaddexp(0.0, y) - np.log(hi - lo)
 
     def fit_subject(self, data: JudgementData, n_starts: int | None = None) -> MLEResult:
         """Closed form: OLS in log-odds is the Gaussian MLE (``n_starts`` is not needed)."""

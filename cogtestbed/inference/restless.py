@@ -43,6 +43,8 @@ PRIOR_MEAN, PRIOR_SD = 50.0, 20.0
 CONFIDENCE_FLOOR = 1e-12
 #: Reports are two-decimal numbers; the chooser's are clipped to [0.01, 0.99].
 CONF_MIN_LEVEL, CONF_MAX_LEVEL = 1, 99
+#: Arms a random choice (a lapse) is uniform over.
+LAPSE_ARMS = 2
 
 # Priors (unconstrained scale): drift ≈ 4 $/trial (90 %: 1.2–14), β ≈ 0.3/$, calibrated
 # confidence (κ ≈ 1, δ ≈ 0) and log-odds noise ≈ 0.5.
@@ -303,11 +305,11 @@ class KalmanChooser(CognitiveModel):
 
     def lapse_log_uniform(self, data: KalmanData) -> np.ndarray:
         """A random trial (a lapse covers choice and confidence, :meth:`RestlessBanditEnv.lapse_unit`):
-        either arm with probability 1/2, and a confidence uniform on [0, 1], whose probability of
+        either arm with probability 1/:data:`LAPSE_ARMS`, and a confidence uniform on [0, 1], whose probability of
         the recorded level is :func:`confidence_level_mass` (nothing for a missing report)."""
         k = data.conf_level
         mass = confidence_level_mass(np.maximum(k, CONF_MIN_LEVEL))
-        return -np.log(2.0) + np.where(k >= 0, np.log(mass), 0.0)
+        return -np.log(LAPSE_ARMS) + np.where(k >= 0, np.log(mass), 0.0)
 
 
 MODELS: dict[str, CognitiveModel] = {"kalman": KalmanChooser()}

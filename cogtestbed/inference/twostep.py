@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.agents.lapse import step_lapse, unit_lapse
 from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import NO_ANSWER_LOG_UNIFORM, CognitiveModel
 from cogtestbed.numerics import log_sigmoid as _log_sigmoid
@@ -92,34 +93,53 @@ def _learn(qmf: np.ndarray, q2: np.ndarray, a1: int, s: int, c: int, r: float,
 def simulate_hybrid_kernel(
     probs: np.ndarray, transition_u: np.ndarray, reward_u: np.ndarray,
     w: np.ndarray, alpha: np.ndarray, beta: np.ndarray, lam: np.ndarray, persev: np.ndarray,
-    uniforms: np.ndarray, common: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Play N pre-drawn sessions with hybrid agents; one uniform per step (2 per trial).
+    uniforms: np.ndarray, common: float, lapse_kind: np.ndarray, lapse_u: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Play N pre-drawn sessions with hybrid agents; one uniform per answered step.
 
-    Returns per-step (N, 2T) actions and rewards (stage-1 reward 0).  ``beta = 0`` gives
-    CogBench's random agent (a 50/50 coin on both stages).
+    Returns per-step (N, 2T) actions, rewards (stage-1 reward 0), valid and played masks.
+    ``beta = 0`` gives CogBench's random agent (a 50/50 coin on both stages).  Lapses
+    (:mod:`cogtestbed.agents.lapse`) cover a whole trial (``lapse_kind`` (N, ≥ T) per trial,
+    ``lapse_u`` (N, 2T) per step; no rows: no lapses): an invalid trial stops at its first stage (the second is never
+    asked, nothing is learnt, stickiness is broken, the agent's own draws resume at the next
+    trial), a random one
+    answers both stages ⌊2u⌋ and is learnt from like any other.
     """
     n, t_max = transition_u.shape
-    actions = np.empty((n, 2 * t_max), dtype=np.int64)
-    rewards = np.zeros((n, 2 * t_max), dtype=np.float64)
+    actions = np.full((n, 2 * t_max), -1, dtype=np.int64)
+    rewards = np.full((n, 2 * t_max), np.nan)
+    valid = np.zeros((n, 2 * t_max), dtype=np.bool_)
+    played = np.zeros((n, 2 * t_max), dtype=np.bool_)
     qmf = np.empty(2)
     q2 = np.empty((2, 2))
     for i in range(n):
         qmf[:] = Q0
         q2[:, :] = Q0
         prev = -1
+        cursor = 0  # the agent reads its uniforms in order, one per step it answers
         for t in range(t_max):
+            kind = unit_lapse(lapse_kind, i, t)
             x = _stage1_logit(qmf, q2, w[i], beta[i], persev[i], prev, common)
-            a1 = 0 if uniforms[i, 2 * t] < _sigmoid(x) else 1
+            a1 = 0 if uniforms[i, cursor] < _sigmoid(x) else 1
+            cursor += 1
+            a1 = step_lapse(kind, lapse_u, i, 2 * t, a1, 2)
+            played[i, 2 * t] = True
+            if a1 < 0:  # an unanswered trial breaks stickiness (as hybrid_pointwise_kernel reads it)
+                prev = -1
+                continue
             s = a1 if transition_u[i, t] < common else 1 - a1
-            c = 0 if uniforms[i, 2 * t + 1] < _sigmoid(beta[i] * (q2[s, 0] - q2[s, 1])) else 1
+            c = 0 if uniforms[i, cursor] < _sigmoid(beta[i] * (q2[s, 0] - q2[s, 1])) else 1
+            cursor += 1
+            c = step_lapse(kind, lapse_u, i, 2 * t + 1, c, 2)
             r = 1.0 if reward_u[i, t] < probs[i, t, 2 * s + c] else 0.0
             actions[i, 2 * t] = a1
             actions[i, 2 * t + 1] = c
+            rewards[i, 2 * t] = 0.0
             rewards[i, 2 * t + 1] = r
+            valid[i, 2 * t] = valid[i, 2 * t + 1] = played[i, 2 * t + 1] = True
             _learn(qmf, q2, a1, s, c, r, alpha[i], lam[i])
             prev = a1
-    return actions, rewards
+    return actions, rewards, valid, played
 
 
 # ----------------------------------------------------------------------------- likelihood kernel

@@ -19,14 +19,16 @@ Search (sequential, after Bosch-style sequential Monte-Carlo power: each design 
 in growing batches until its power is clearly above or below the target):
 
 1. every combination of the non-size axes on a coarse grid is visited in order of its cost per
-   session; its size axis is searched by doubling from the smallest size, then by interpolated
-   bisection (probit of power linear in √size, the shape of a t-test's power curve) down to
+   session; its size axis is searched upwards from the smallest size (doubling; once two sizes
+   have failed, to where the probit curve fitted to them reaches the target, if nearer), then by
+   interpolated bisection (probit of power linear in √size, the shape of a t-test's power curve) down to
    :data:`REFINE_REL` of the size — only up to the largest size cheaper than the best design so far
    (and than ``max_cost``), which prunes most combinations without a single simulation;
 2. the non-size axes are refined once around the best combination (midpoints of the coarse grid);
 3. the cheapest design that reaches the target gets simulations until its Monte-Carlo SE
-   √(p(1−p)/sims) is at most ``mc_se`` (binomial SE); should it then fall below the target, the
-   next cheapest candidate is taken.
+   √(p(1−p)/sims) is at most ``mc_se`` (binomial SE), in batches of half its simulations that stop
+   early once it is clearly below the target; should it fall below the target, the next cheapest
+   candidate is taken.
 
 Every simulated design is priced exactly: its prompts are rendered by the experiment's own
 environment and counted by the model's tokenizer (or the backend's documented fallback), through
@@ -77,6 +79,12 @@ FIRST_BATCH = 24
 DECIDE_Z = 2.0
 #: ... or once it has this many simulations (then its point estimate decides).
 DECIDE_MAX_SIMS = 96
+#: Failed sizes of a combination after which the size ladder follows the fitted probit curve
+#: instead of doubling (two points determine its intercept and slope).
+EXTRAPOLATE_AFTER = 2
+#: Power the last failed size must reach before the curve is extrapolated (below it, the fitted
+#: slope rests on a handful of detections and may undershoot by far).
+EXTRAPOLATE_FROM = 0.2
 #: Most simulations spent on the chosen design while bringing its MC SE down to ``mc_se``.
 MAX_FINAL_SIMS = 1000
 #: Sessions rendered to price one session of a design while the search orders and prunes.
@@ -539,7 +547,7 @@ class Planner:
             fail = x
             if x >= values[-1]:
                 return None
-            x = next((v for v in values if v >= 2 * x), values[-1])
+            x = self.next_rung(combo, values, x)
         passing = x
         while fail is not None and passing - fail > max(1, math.ceil(REFINE_REL * passing)):
             guess = self.predicted_size(combo, fail, passing)
@@ -551,19 +559,39 @@ class Planner:
             fail = guess
         return passing
 
-    def predicted_size(self, combo: Mapping[str, int], fail: int, passing: int) -> int | None:
-        """Smallest size strictly inside (fail, passing) the fitted probit curve puts at the target."""
-        inner = [v for v in self.size.values if fail < v < passing]
-        if not inner:
-            return None
+    def next_rung(self, combo: Mapping[str, int], values: Sequence[int], x: int) -> int:
+        """The size looked at after ``x`` failed: double it, or, once two sizes have failed, the
+        size the probit curve fitted to them puts at the target, if that is nearer (an overshoot
+        of the doubling ladder costs a look at up to twice the needed size)."""
+        doubled = next((v for v in values if v >= 2 * x), values[-1])
+        looked = {getattr(p, self.size.name) for p in self.power.done if self._in_combo(p, combo)}
+        if len(looked) < EXTRAPOLATE_AFTER or not self.power.estimate(self.point(x, combo)).rate >= EXTRAPOLATE_FROM:
+            return doubled
+        want = self.target_size(combo)
+        if want is None:
+            return doubled
+        ahead = [v for v in values if x < v <= doubled and v >= want]
+        return ahead[0] if ahead else doubled
+
+    def target_size(self, combo: Mapping[str, int]) -> float | None:
+        """The size at which the probit curve Φ(a + b·√size), fitted to every simulation of the
+        combination, reaches the target (None where the fitted curve does not rise)."""
         looks = [(p, self.power.estimate(p)) for p in self.power.done if self._in_combo(p, combo)]
         sizes = np.array([getattr(p, self.size.name) for p, _ in looks], float)
         hits = np.array([e.hits for _, e in looks], float)
         sims = np.array([e.sims for _, e in looks], float)
         a, b = fit_probit(np.sqrt(sizes), hits, sims)
-        want = math.sqrt(fail * passing)
-        if b > 0:
-            want = ((float(stats.norm.ppf(self.target)) - a) / b) ** 2
+        if not b > 0:
+            return None
+        return ((float(stats.norm.ppf(self.target)) - a) / b) ** 2
+
+    def predicted_size(self, combo: Mapping[str, int], fail: int, passing: int) -> int | None:
+        """Smallest size strictly inside (fail, passing) the fitted probit curve puts at the target."""
+        inner = [v for v in self.size.values if fail < v < passing]
+        if not inner:
+            return None
+        fitted = self.target_size(combo)
+        want = math.sqrt(fail * passing) if fitted is None else fitted
         above = [v for v in inner if v >= want]
         return above[0] if above else inner[-1]
 
@@ -673,10 +701,16 @@ class Planner:
         floor = self.target * (1 - self.target)
         while est.sims < MAX_FINAL_SIMS:
             need = math.ceil(max(est.rate * (1 - est.rate), floor) / self.mc_se ** 2)
-            if est.sims >= need:
+            if est.sims >= need or self.futile(est):
                 break
-            est = self.power.ensure(point, min(MAX_FINAL_SIMS, need))
+            est = self.power.ensure(point, min(MAX_FINAL_SIMS, need, est.sims + max(FIRST_BATCH, est.sims // 2)))
         return est
+
+    def futile(self, est: Estimate) -> bool:
+        """Whether a design's power is clearly below the target (:data:`DECIDE_Z` binomial SEs at
+        the target), so topping it up further cannot make it the chosen design."""
+        return est.sims > 0 and self.target - est.rate >= DECIDE_Z * math.sqrt(self.target * (1 - self.target)
+                                                                              / est.sims)
 
     def infeasible_message(self) -> str:
         best = max(self.evaluated(), key=lambda e: e.estimate.rate, default=None)

@@ -19,7 +19,7 @@ def pymc_logp_and_nll(model: Any, trials: pd.DataFrame, n_subjects: int, seed: i
         u = rng.normal(p.prior_mean, 1.0, n_subjects)
         point[f"{p.name}_u"] = u
         natural[p.name] = p.to_constrained(u)
-    logp = float(pm_model.compile_logp(vars=[pm_model["choice"]], sum=True)(point))
+    logp = float(pm_model.compile_logp(vars=[pm_model[model.observed_name]], sum=True)(point))
     data = model.subject_data(trials)
     nll = sum(model.nll(np.array([natural[k][i] for k in model.parameters.names]), d)
               for i, d in enumerate(data.values()))

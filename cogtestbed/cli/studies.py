@@ -129,6 +129,26 @@ def parse_assignments(items: list[str], option: str = "") -> dict[str, float]:
     return parse(items, option)
 
 
+def parse_metric_assignments(experiment: str, items: list[str] | None) -> dict[str, Any]:
+    """``--option NAME=VALUE`` items → the experiment's metrics options, each converted to its
+    declared type (an unknown name lists the valid ones; a name given twice is an error)."""
+    if not items:
+        return {}
+    from cogtestbed.registry import get_experiment
+
+    exp = get_experiment(experiment)
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"--option expected NAME=VALUE, got {item!r}")
+        option = exp.metric_option(name.strip().replace("-", "_"))
+        if option.name in out:
+            raise ValueError(f"--option sets {option.name} twice; give it once")
+        out[option.name] = option.convert(value.strip())
+    return out
+
+
 def parse_agent(text: str) -> tuple[str, dict[str, float]]:
     """``AGENT[:p=v,q=w]`` → (agent name, parameter values)."""
     name, _, rest = text.partition(":")
@@ -347,15 +367,15 @@ def sbc(
 
 def _power_spec(target: str, experiment: str | None, effect: str | None, metric: str | None,
                 compare: tuple[str, str] | None, test: str | None, agent: str | None,
-                common: dict[str, Any]) -> StudySpec:
+                common: dict[str, Any], options: list[str] | None = None) -> StudySpec:
     """The power study one of the three CLI forms asks for (one clear error for any other mix)."""
     forms = [name for name, given in (("--effect", effect), ("--metric", metric), ("--test", test)) if given]
     if len(forms) != 1:
         raise ValueError("power needs exactly one of --effect NAME=SIZE (model parameter), --metric M --compare A B, "
                          f"or --test KEY --agent A; got {', '.join(forms) or 'none'}")
     if effect is not None:
-        if compare is not None or agent is not None:
-            raise ValueError("--compare and --agent belong to metric and test power, not to --effect")
+        if compare is not None or agent is not None or options:
+            raise ValueError("--compare, --agent and --option belong to metric and test power, not to --effect")
         (name, size), = parse_assignments([effect], "--effect").items()
         return _spec(kind="power", experiment=experiment or "instrumental-learning", models=(target,),
                          effect=name, effect_size=size, **common)
@@ -364,6 +384,7 @@ def _power_spec(target: str, experiment: str | None, effect: str | None, metric:
                          f"--experiment {experiment!r}")
     common = {k: v for k, v in common.items() if k not in ("subjects", "base", "sd_between", "method")}
     base = common.pop("params")
+    common["metric_options"] = parse_metric_assignments(target, options)
     if metric is not None:
         if compare is None or agent is not None:
             raise ValueError("metric power takes --compare AGENT:p=v AGENT:p=v (and no --agent)")
@@ -389,6 +410,9 @@ def power(
         help="Two settings of one agent, AGENT:p=v,... AGENT:p=v,... (with --metric).")] = None,
     test: Annotated[str | None, typer.Option(help="Key of the metrics result holding a test (p_value/reject).")] = None,
     agent: Annotated[str | None, typer.Option(help="AGENT[:p=v,...] under which --test runs.")] = None,
+    option: Annotated[list[str] | None, typer.Option(
+        "--option", help="Metrics option NAME=VALUE of the experiment (repeatable; with --metric / --test), "
+                         "e.g. t2_bins=10.")] = None,
     experiment: Annotated[str | None, typer.Option("--experiment", "-e", help="Experiment (with --effect).")] = None,
     subjects: Annotated[str, typer.Option(help="Subjects grid (comma list; --effect).")] = "10,20,40,80",
     runs: Annotated[str | None, typer.Option(help="Runs grid (comma list): units per setting (--metric, "
@@ -418,7 +442,7 @@ def power(
                               "sd_between": sd_between,
                               "params": parse_assignments(param or [], "--param"), "draws": draws, "tune": draws,
                               "chains": chains, "lapse": lapse_option(lapse_invalid, lapse_random)}
-    spec = _power_spec(target, experiment, effect, metric, compare, test, agent, common)
+    spec = _power_spec(target, experiment, effect, metric, compare, test, agent, common, option)
     return spec
 
 

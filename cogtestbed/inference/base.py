@@ -154,6 +154,10 @@ class CognitiveModel(ABC):
     #: NUTS target acceptance for hierarchical fits (None: the sampler default of
     #: :func:`cogtestbed.inference.hierarchical.fit_hierarchical`).
     target_accept: ClassVar[float | None] = None
+    #: Whether nutpie adapts a low-rank-modified mass matrix (Seyboldt 2024) for hierarchical
+    #: fits: for models whose subject posterior is strongly correlated, where a diagonal mass
+    #: matrix forces tiny steps.
+    low_rank_mass_matrix: ClassVar[bool] = False
 
     # -- data -------------------------------------------------------------------------
     @abstractmethod

@@ -66,11 +66,14 @@ PAIRS = (("Y/(N+Y)", 1, 0), ("Y/(D+Y)", 1, 2), ("D/(N+D)", 2, 0))
 
 
 # ----------------------------------------------------------------------------- data
-def paired_rows(table: pd.DataFrame, renormalise: bool = False) -> pd.DataFrame:
+def paired_rows(table: pd.DataFrame, renormalise: bool = False, average: bool = False) -> pd.DataFrame:
     """One row per (subject, context, rep) with p (π0 report), a (0 No, 1 Yes, 2 Defer), θ, p*.
 
     Rows whose belief or decision call was invalid are dropped; ``group`` identifies the
-    (subject, context) for grouped resampling and cross-validation.
+    (subject, context) for grouped resampling and cross-validation.  ``average`` replaces each
+    report by the mean π0 report of its (subject, context) over the repetitions, the
+    repetition-averaged belief p̄ of the errors-in-variables problem (θ is drawn once per
+    context; report noise in p̄ shrinks by √r but does not vanish, so T1 keeps some excess size).
     """
     need = {"phase", "variant", "context_id", "rep", "p_elicited", "decision", "theta", "p_true", "subject"}
     missing = need - set(table.columns)
@@ -86,6 +89,8 @@ def paired_rows(table: pd.DataFrame, renormalise: bool = False) -> pd.DataFrame:
     rows["p"] = rows["p"].astype(np.float64)
     rows["theta"] = rows["theta"].astype(np.int64)
     rows["group"] = group_ids(rows)
+    if average:
+        rows["p"] = rows.groupby("group")["p"].transform("mean")
     return rows.reset_index(drop=True)
 
 
@@ -178,9 +183,10 @@ def t1_lr_arrays(a: np.ndarray, p: np.ndarray, theta: np.ndarray) -> dict[str, A
     return {"statistic": stat, "df": df, "p_value": float(stats.chi2.sf(stat, df)), "converged": ok0 and ok1}
 
 
-def t1_lr(table: pd.DataFrame, level: float = LEVEL, renormalise: bool = False, **_: Any) -> dict[str, Any]:
+def t1_lr(table: pd.DataFrame, level: float = LEVEL, renormalise: bool = False, average: bool = False,
+          **_: Any) -> dict[str, Any]:
     """T1c: likelihood-ratio test of the multinomial logit A ~ p vs A ~ (p, θ)."""
-    rows = paired_rows(table, renormalise)
+    rows = paired_rows(table, renormalise, average)
     r = t1_lr_arrays(rows["a"].to_numpy(), rows["p"].to_numpy(), rows["theta"].to_numpy())
     return _result(r["statistic"], r["p_value"], level, df=r["df"], converged=r["converged"], n=len(rows))
 
@@ -279,9 +285,10 @@ def t1_cmi_arrays(a: np.ndarray, p: np.ndarray, theta: np.ndarray, group: np.nda
 
 
 def t1_cmi(table: pd.DataFrame, level: float = LEVEL, k: int = CMI_K, n_boot: int = N_BOOT,
-           n_perm: int = N_PERM, seed: int = 0, renormalise: bool = False, **_: Any) -> dict[str, Any]:
+           n_perm: int = N_PERM, seed: int = 0, renormalise: bool = False, average: bool = False,
+           **_: Any) -> dict[str, Any]:
     """T1a: kNN CMI with the bootstrap CI (paper) and the local-permutation p-value (decision)."""
-    rows = paired_rows(table, renormalise)
+    rows = paired_rows(table, renormalise, average)
     r = t1_cmi_arrays(rows["a"].to_numpy(), rows["p"].to_numpy(), rows["theta"].to_numpy(),
                       rows["group"].to_numpy(), k=k, n_boot=n_boot, n_perm=n_perm, seed=seed)
     return _result(r["estimate"], r["p_value"], level, r["interval"], k=k,
@@ -367,9 +374,10 @@ def _context_features(table: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
 
 
 def t1_nested(table: pd.DataFrame, level: float = LEVEL, backend: str = "sklearn", context: bool = False,
-              n_boot: int = N_BOOT, seed: int = 0, renormalise: bool = False, **_: Any) -> dict[str, Any]:
+              n_boot: int = N_BOOT, seed: int = 0, renormalise: bool = False, average: bool = False,
+              **_: Any) -> dict[str, Any]:
     """T1b: nested prediction A ~ p vs A ~ (p, θ) (``context``: A ~ (p, x) vs A ~ (p, x, θ))."""
-    rows = paired_rows(table, renormalise)
+    rows = paired_rows(table, renormalise, average)
     ctx = _context_features(table, rows) if context else None
     r = t1_nested_arrays(rows["a"].to_numpy(), rows["p"].to_numpy(), rows["theta"].to_numpy(),
                          rows["group"].to_numpy(), context=ctx, backend=backend, n_boot=n_boot, seed=seed)
@@ -446,11 +454,12 @@ def t2_arrays(a: np.ndarray, p: np.ndarray, *, k: int = T2_BINS, direction: str 
 
 
 def t2(table: pd.DataFrame, level: float = LEVEL, t2_bins: int = T2_BINS, direction: str = "increasing",
-       use_holm: bool = False, renormalise: bool = False, **_: Any) -> dict[str, Any]:
+       use_holm: bool = False, renormalise: bool = False, average: bool = False,
+       **_: Any) -> dict[str, Any]:
     """T2: monotone pairwise choice shares (Prop. 3.6).  ``estimate`` is the largest % of violating
     bin pairs over the three choice pairs; reject when any pair has a significant violation
     (no multiplicity correction across pairs, as the paper; ``use_holm`` corrects within a pair)."""
-    rows = paired_rows(table, renormalise)
+    rows = paired_rows(table, renormalise, average)
     r = t2_arrays(rows["a"].to_numpy(), rows["p"].to_numpy(), k=t2_bins, direction=direction,
                   use_holm=use_holm, level=level)
     est = max(v["pct_violating"] for v in r["pairs"].values())
@@ -645,6 +654,8 @@ METRIC_OPTIONS = {
                             ("sklearn", "catboost")),
     "context": MetricOption("context", "T1b with context features (A~(p,x) vs A~(p,x,θ))", "no", ("yes", "no")),
     "baseline": MetricOption("baseline", "T4 random-forest baseline", "yes", ("yes", "no")),
+    "average_reps": MetricOption("average_reps", "T1/T2 on the context's mean π0 report over repetitions "
+                                 "(repetition-averaged belief)", "no", ("yes", "no")),
     "renormalise": MetricOption("renormalise", "use Yes/(No+Yes) instead of the reported Yes", "no",
                                 ("yes", "no")),
     "seed": MetricOption("seed", "seed of bootstraps and permutations", 0, None, int),
@@ -654,18 +665,20 @@ METRIC_OPTIONS = {
 def _run_test(name: str, table: pd.DataFrame, level: float = LEVEL, k: int = CMI_K, n_boot: int = N_BOOT,
               n_perm: int = N_PERM, t2_bins: int = T2_BINS, direction: str = "increasing", holm: str = "no",
               backend: str = "sklearn", context: str = "no", baseline: str = "yes", renormalise: str = "no",
-              seed: int = 0) -> dict[str, Any]:
+              average_reps: str = "no", seed: int = 0) -> dict[str, Any]:
     """Test ``name`` of :data:`TESTS` with the metrics options (:data:`METRIC_OPTIONS`)."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie in (0, 1), got {level}")
     renorm = renormalise == "yes"
+    avg = average_reps == "yes"
     calls: dict[str, Callable[[], dict[str, Any]]] = {
-        "t1_cmi": lambda: t1_cmi(table, level, k=k, n_boot=n_boot, n_perm=n_perm, seed=seed, renormalise=renorm),
+        "t1_cmi": lambda: t1_cmi(table, level, k=k, n_boot=n_boot, n_perm=n_perm, seed=seed, renormalise=renorm,
+                                 average=avg),
         "t1_nested": lambda: t1_nested(table, level, backend=backend, context=context == "yes", n_boot=n_boot,
-                                       seed=seed, renormalise=renorm),
-        "t1_lr": lambda: t1_lr(table, level, renormalise=renorm),
+                                       seed=seed, renormalise=renorm, average=avg),
+        "t1_lr": lambda: t1_lr(table, level, renormalise=renorm, average=avg),
         "t2": lambda: t2(table, level, t2_bins=t2_bins, direction=direction, use_holm=holm == "yes",
-                         renormalise=renorm),
+                         renormalise=renorm, average=avg),
         "t3": lambda: t3(table, level, n_perm=n_perm, seed=seed),
         "t4": lambda: t4(table, level, n_boot=n_boot, seed=seed, baseline=baseline == "yes"),
         "accuracy": lambda: accuracy(table, level),
@@ -710,7 +723,8 @@ def belief_metrics(table: pd.DataFrame, **options: Any) -> dict[str, Any]:
     split = {name: split_headline(r) for name, r in results.items()}
     per_subject = []
     for subject, part in table.groupby("subject", sort=True):
-        lr = split_headline(t1_lr(part, level, renormalise=options.get("renormalise", "no") == "yes"))
+        lr = split_headline(t1_lr(part, level, renormalise=options.get("renormalise", "no") == "yes",
+                                  average=options.get("average_reps", "no") == "yes"))
         acc = split_headline(accuracy(part, level))
         per_subject.append({"subject": int(subject), "t1_lr": lr[0], "accuracy": acc[0],
                             "details": {"accuracy": acc[1]}})

@@ -16,6 +16,15 @@ loss form of §2) let a user recover a decider's parameters from the same trial 
 
 The belief p entering the likelihood is the subject's π0 report averaged over the repetitions of
 the context (:data:`BELIEF_COVARIATE`), which shrinks report noise by √r.
+
+The kernels score weighted observations: ``n`` decisions ``a`` made at one belief ``p`` have
+log-likelihood n·log P(a | p), exactly the sum over those decisions (they are independent given
+p).  The MLE and every lapse variant read one observation per decision (n = 1: a lapse mixes
+each decision with a random one).  The hierarchical PyMC model of the plain decider reads *cells*
+(:func:`decision_data` with ``cells=True``): the r repetitions of a context share p, and a
+network has few distinct posteriors (CHILD: ≈ 150 per 200 contexts), so the 1,000 decisions of
+the paper design collapse into ≈ 320 cells and every NUTS gradient costs a third.  Its pointwise
+log-likelihood (PSIS-LOO) is then per cell; the default leave-one-subject-out LOO is unchanged.
 """
 
 from __future__ import annotations
@@ -40,23 +49,32 @@ EPS = 1e-9
 
 @dataclass(frozen=True)
 class DecisionData:
-    """One subject's decisions ``a`` (0 No, 1 Yes, 2 Defer) and beliefs ``p``."""
+    """One subject's decision cells: decision ``a`` (0 No, 1 Yes, 2 Defer) made ``n`` times at belief ``p``."""
 
     a: np.ndarray
     p: np.ndarray
+    n: np.ndarray
 
 
-def decision_data(trials: pd.DataFrame) -> dict[Hashable, DecisionData]:
-    """Per subject: valid decisions with the mean π0 report of their context."""
+def decision_data(trials: pd.DataFrame, cells: bool = False) -> dict[Hashable, DecisionData]:
+    """Per subject: valid decisions with the mean π0 report of their context, one per decision
+    (n = 1, table order) or, with ``cells``, counted per (p, decision) cell."""
     keys = ["subject", "context_id"]
     belief = trials.loc[(trials["phase"] == "belief") & (trials["variant"] == "pi0") & trials["valid"]]
     mean_p = belief.groupby(keys)["p_elicited"].mean().rename("p").reset_index()
     dec = trials.loc[(trials["phase"] == "decision") & trials["valid"], [*keys, "decision"]]
     rows = dec.merge(mean_p, on=keys, how="inner").dropna()
     out: dict[Hashable, DecisionData] = {}
+    rows["a"] = rows["decision"].astype(str).map(DECISION_CODES)
+    rows["p"] = rows["p"].clip(0.0, 1.0)
+    rows = rows.dropna(subset=["a"])
+    if cells:
+        rows = rows.groupby(["subject", "p", "a"], sort=True).size().rename("n").reset_index()
+    else:
+        rows["n"] = 1.0
     for subject, part in rows.groupby("subject", sort=True):
-        out[subject] = DecisionData(part["decision"].astype(str).map(DECISION_CODES).to_numpy(np.int64),
-                                    np.clip(part["p"].to_numpy(np.float64), 0.0, 1.0))
+        out[subject] = DecisionData(part["a"].to_numpy(np.int64), part["p"].to_numpy(np.float64),
+                                    part["n"].to_numpy(np.float64))
     return out
 
 
@@ -76,9 +94,9 @@ MNL_CENTRE = 0.5
 
 
 @njit(cache=True)
-def mnl_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarray, p: np.ndarray
-                         ) -> tuple[np.ndarray, np.ndarray]:
-    """log P(a) of the MNL (Eq. 3): utilities (0, m_Y + b_Y (p − ½), m_D + b_D (p − ½)), exact gradient."""
+def mnl_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarray, p: np.ndarray,
+                         n_cell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """n·log P(a) of the MNL (Eq. 3) per cell: utilities (0, m_Y + b_Y (p − ½), m_D + b_D (p − ½)), exact gradient."""
     n = a.shape[0]
     ll = np.empty(n)
     grad = np.zeros((n, 4))
@@ -89,9 +107,10 @@ def mnl_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarr
         x = p[t] - MNL_CENTRE
         v[1] = theta[s, 0] + theta[s, 1] * x
         v[2] = theta[s, 2] + theta[s, 3] * x
-        ll[t] = _log_softmax3(v, a[t], e)
-        grad[t, 0], grad[t, 1] = e[1], e[1] * x
-        grad[t, 2], grad[t, 3] = e[2], e[2] * x
+        c = n_cell[t]
+        ll[t] = c * _log_softmax3(v, a[t], e)
+        grad[t, 0], grad[t, 1] = c * e[1], c * e[1] * x
+        grad[t, 2], grad[t, 3] = c * e[2], c * e[2] * x
     return ll, grad
 
 
@@ -108,9 +127,9 @@ def _tk_and_derivative(p: float, gamma: float) -> tuple[float, float]:
 
 
 @njit(cache=True)
-def loss_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarray, p: np.ndarray
-                          ) -> tuple[np.ndarray, np.ndarray]:
-    """log P(a) of the loss-form decider: V = (−s(1−c_FP)w, −s·c_FP(1−w), −s·c_D), w = TK(p; γ)."""
+def loss_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarray, p: np.ndarray,
+                          n_cell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """n·log P(a) of the loss-form decider per cell: V = (−s(1−c_FP)w, −s·c_FP(1−w), −s·c_D), w = TK(p; γ)."""
     n = a.shape[0]
     ll = np.empty(n)
     grad = np.zeros((n, 4))
@@ -123,10 +142,13 @@ def loss_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndar
         v[0] = -s * (1.0 - c_fp) * w
         v[1] = -s * c_fp * (1.0 - w)
         v[2] = -s * c_d
-        ll[t] = _log_softmax3(v, a[t], e)
+        c = n_cell[t]
+        ll[t] = c * _log_softmax3(v, a[t], e)
+        for j in range(3):
+            e[j] *= c
         grad[t, 0] = e[0] * s * w - e[1] * s * (1.0 - w)
         grad[t, 1] = -e[2] * s
-        grad[t, 2] = (e[0] * v[0] + e[1] * v[1] + e[2] * v[2]) / s
+        grad[t, 2] = -e[0] * (1.0 - c_fp) * w - e[1] * c_fp * (1.0 - w) - e[2] * c_d  # dV/ds = V/s, s may be 0
         grad[t, 3] = -e[0] * s * (1.0 - c_fp) * dw + e[1] * s * c_fp * dw
     return ll, grad
 
@@ -135,18 +157,38 @@ class _DecisionModel(CognitiveModel):
     """A decider of the Yes / No / Defer choice given the reported belief p (one row per decision)."""
 
     experiment: ClassVar[str] = EXPERIMENT
-    observation_fields: ClassVar[tuple[str, ...]] = ("a", "p")
+    observation_fields: ClassVar[tuple[str, ...]] = ("a", "p", "n")
     observed_name: ClassVar[str] = "decision"
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
         return decision_data(trials)
 
+    def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
+        """The generic PyMC model on (p, decision) cells (same posterior, a third of the cost)."""
+        from cogtestbed.inference.hierarchical import kernel_pymc_model
+
+        return kernel_pymc_model(_Cells(self), trials, hierarchical)
+
     def n_observations(self, data: Any) -> int:
-        return int(data.a.size)
+        """Decisions (not cells): the n of BIC."""
+        return int(data.n.sum())
 
     #: A random decision is uniform over Yes / No / Defer (the belief covariate is taken as
     #: reported: a random belief report is covariate noise the decision models do not model).
     lapse_options: ClassVar[int | None] = len(DECISION_CODES)
+
+
+class _Cells:
+    """A decision model whose observations are (p, decision) cells with counts."""
+
+    def __init__(self, model: _DecisionModel) -> None:
+        self._model = model
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
+        return decision_data(trials, cells=True)
 
 
 #: Prior SDs of the MNL (weakly informative, on the log-odds scale): a level within ±6 (odds
@@ -178,20 +220,47 @@ def normalise_loss(c_fp: Any, c_fn: Any, c_d: Any, scale: Any) -> dict[str, Any]
     return {"c_fp": c_fp / total, "c_d": c_d / total, "scale": scale * total}
 
 
+#: Hyperpriors of the loss form: (prior mean, prior SD) of each parameter on its unconstrained
+#: scale; the population SD is HalfNormal(½ · prior SD) (the generic non-centred builder).
+#:
+#: * ``c_fp`` (logit): N(0, 1): median ½ (symmetric losses), 95 % of population medians in
+#:   [0.12, 0.88];
+#: * ``c_d`` (logit): N(−1.5, 1): median 0.18, below c_FP·c_FN = ¼ at c_FP = ½, i.e. a Defer
+#:   band exists (Chow's rule) for the median decider; 95 % in [0.03, 0.61];
+#: * ``scale`` (log): N(2.5, 0.75): median 12 (the logit gain per unit of normalised loss, so
+#:   the Yes / No log-odds change by 12 across the belief range), 95 % in [2.8, 53];
+#: * ``gamma`` (logit on [0.28, 3]): N(−1.02, 0.75): median 1.0 (expected loss, no probability
+#:   weighting), 95 % in [0.49, 1.94] (Tversky & Kahneman 1992 estimate 0.61-0.69).
+LOSS_PRIORS: dict[str, tuple[float, float]] = {
+    "c_fp": (0.0, 1.0), "c_d": (-1.5, 1.0), "scale": (2.5, 0.75), "gamma": (-1.02, 0.75)}
+
+
 class LossModel(_DecisionModel):
-    """Loss-form decider with TK weighting (see module docstring)."""
+    """Loss-form decider with TK weighting (see module docstring; hyperpriors :data:`LOSS_PRIORS`).
+
+    The posterior of one subject is correlated (c_D, the scale and γ all move the Defer share;
+    at the paper design |ρ| ≈ 0.8-0.9 on the unconstrained scale), so the sampler learns a
+    low-rank correction of its mass matrix (:attr:`low_rank_mass_matrix`).
+    """
 
     name: ClassVar[str] = "loss"
     parameters: ClassVar[ParameterSet] = ParameterSet((
-        Parameter.unit("c_fp", 0.5, "normalised false-positive loss (c_FP + c_FN = 1)"),
-        Parameter.unit("c_d", 0.15, "normalised loss of deferring"),
+        Parameter.unit("c_fp", 0.5, "normalised false-positive loss (c_FP + c_FN = 1)",
+                       prior_mean=LOSS_PRIORS["c_fp"][0], prior_sd=LOSS_PRIORS["c_fp"][1]),
+        Parameter.unit("c_d", 0.15, "normalised loss of deferring", prior_mean=LOSS_PRIORS["c_d"][0],
+                       prior_sd=LOSS_PRIORS["c_d"][1]),
         Parameter.positive("scale", 20.0, upper=1000.0, description="logit scale",
-                           prior_mean=2.5, prior_sd=1.0, search_floor=0.1, search_ceiling=1000.0),
-        Parameter("gamma", 0.28, 3.0, 1.0, "Tversky-Kahneman γ", transform="logit", prior_mean=0.0,
-                  prior_sd=1.0),
+                           prior_mean=LOSS_PRIORS["scale"][0], prior_sd=LOSS_PRIORS["scale"][1],
+                           search_floor=0.1, search_ceiling=1000.0),
+        Parameter("gamma", 0.28, 3.0, 1.0, "Tversky-Kahneman γ", transform="logit",
+                  prior_mean=LOSS_PRIORS["gamma"][0], prior_sd=LOSS_PRIORS["gamma"][1]),
     ), "loss")
     grid_points: ClassVar[int] = 4
     n_starts: ClassVar[int] = 4
+    low_rank_mass_matrix: ClassVar[bool] = True
+    #: NUTS target acceptance: at the default 0.9 a few transitions diverge where a population SD
+    #: (c_D's, γ's) nears 0 (the non-centred funnel's neck); a smaller step removes them.
+    target_accept: ClassVar[float | None] = 0.95
 
     pointwise_kernel: ClassVar[Any] = loss_pointwise_kernel
 

@@ -516,6 +516,7 @@ def fit_hierarchical(
         idata = nutpie.sample(
             compiled, draws=draws, tune=tune, chains=chains, seed=seed, cores=cores,
             target_accept=target_accept, progress_bar=progressbar, store_divergences=False,
+            low_rank_modified_mass_matrix=bool(getattr(model, "low_rank_mass_matrix", False)),
         )
     else:
         with pm_model, _quiet_pymc():

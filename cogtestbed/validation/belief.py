@@ -14,8 +14,9 @@ Studies (``python -m cogtestbed.validation.belief size|power|recovery -o DIR``):
 * ``power``: T1c against the hidden-information leak by leak size, contexts (50–400),
   repetitions (1–10) and Defer-band width; T2 against a non-monotone deferral rule by K.
 * ``recovery``: MLE of the 4-parameter MNL and of the loss-form decider at the paper design;
-* ``hierarchical``: non-centred PyMC fit of either model to subjects from its population prior,
-  with R-hat, ESS and divergences.
+* ``hierarchical``: non-centred PyMC fit of either model (``--model mnl|loss``) to subjects from
+  its hyperpriors (``--population prior|typical``), with R-hat, bulk/tail ESS, divergences, the
+  verdict line ("converged" / "NOT converged: …") and the sampling CPU time.
 """
 
 from __future__ import annotations
@@ -201,29 +202,61 @@ def recovery_study(n_subjects: int = 50, seed: int = 0, network: str = "child") 
     return pd.DataFrame(out)
 
 
+#: Populations of the hierarchical study: ``prior`` draws the population (median and SD) from the
+#: model's hyperpriors; ``typical`` fixes it at the prior means with the population SD at the
+#: scale of its HalfNormal prior (``SD_SCALE`` · prior SD on the unconstrained scale), so the
+#: subjects differ as much as the hyperprior expects and per-subject recovery is measurable
+#: (a prior draw may put every subject at one value).
+POPULATIONS = ("prior", "typical")
+
+
+def study_population(parameters: Any, n_subjects: int, population: str, rng: np.random.Generator
+                     ) -> dict[str, np.ndarray]:
+    """True natural-scale subject values of a hierarchical study (:data:`POPULATIONS`)."""
+    from cogtestbed.inference.hierarchical import SD_SCALE, sample_hierarchical_prior
+
+    if population == "prior":
+        return sample_hierarchical_prior(parameters, n_subjects, rng)[1]
+    if population == "typical":
+        return {p.name: np.asarray(p.to_constrained(p.prior_mean + SD_SCALE * p.prior_sd
+                                                    * rng.standard_normal(n_subjects)), dtype=np.float64)
+                for p in parameters}
+    raise ValueError(f"population must be one of {', '.join(POPULATIONS)}, got {population!r}")
+
+
 def hierarchical_study(model: str = "mnl", n_subjects: int = 20, n_contexts: int = 200, n_reps: int = 5,
-                       draws: int = 500, chains: int = 2, seed: int = 0, network: str = "child"
-                       ) -> tuple[pd.DataFrame, dict[str, Any]]:
+                       draws: int = 500, chains: int = 2, seed: int = 0, network: str = "child",
+                       population: str = "prior") -> tuple[pd.DataFrame, dict[str, Any]]:
     """Hierarchical (non-centred) PyMC fit of ``model`` to subjects drawn from its population prior.
 
     Returns per-subject posterior means against the truth, and the diagnostics (max R-hat, min
-    bulk/tail ESS, divergences).
+    bulk/tail ESS, divergences, the verdict line, sampling wall and CPU seconds of this process).
+    The truth comes from the model's hyperpriors (the parameters' prior means and SDs, e.g.
+    :data:`~cogtestbed.inference.belief_models.LOSS_PRIORS`; ``population``, :data:`POPULATIONS`),
+    so the fit is checked where its hyperpriors say subjects lie.
     """
     from cogtestbed.experiments.belief_coherence import SPEC
-    from cogtestbed.inference.hierarchical import fit_hierarchical, sample_hierarchical_prior
+    from cogtestbed.inference.hierarchical import fit_hierarchical
     from cogtestbed.simulation import simulate
 
     cm = SPEC.model(model)
-    _, truth = sample_hierarchical_prior(cm.parameters, n_subjects, np.random.default_rng(seed))
+    truth = study_population(cm.parameters, n_subjects, population, np.random.default_rng(seed))
     agent_params = SPEC.generator(model).agent_params(truth)
     design = study_design("t1_lr", network=network, n_contexts=n_contexts, n_reps=n_reps)
     table = simulate("belief-coherence", SPEC.generator(model).agent, n_subjects, seed, agent_params, design=design)
+    cpu = time.process_time()
     fit = fit_hierarchical(cm, table, draws=draws, tune=draws, chains=chains, seed=seed, warn=False)
+    cpu = time.process_time() - cpu
     post = fit.idata.posterior
     rows = [{"model": model, "subject": i, "parameter": name, "true": float(truth[name][i]),
              "estimate": float(post[name].values.reshape(-1, n_subjects)[:, i].mean())}
             for name in cm.parameters.names for i in range(n_subjects)]
-    return pd.DataFrame(rows), fit.diagnostics.as_dict()
+    worst = fit.diagnostics.table
+    diagnostics = {**fit.diagnostics.as_dict(), "cpu_seconds": cpu, "report": fit.diagnostics.report(),
+                   "n_decisions": int((table["phase"] == "decision").sum()),
+                   "worst_rhat": str(worst["r_hat"].idxmax()), "worst_ess_bulk": str(worst["ess_bulk"].idxmin()),
+                   "worst_ess_tail": str(worst["ess_tail"].idxmin())}
+    return pd.DataFrame(rows), diagnostics
 
 
 def recovery_summary(frame: pd.DataFrame) -> pd.DataFrame:
@@ -260,12 +293,15 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m cogtestbed.validation.belief``."""
     parser = argparse.ArgumentParser(prog="python -m cogtestbed.validation.belief", description=__doc__.split("\n")[0])
     parser.add_argument("study", choices=("size", "power", "recovery", "hierarchical"))
-    parser.add_argument("--model", default="mnl", help="hierarchical: mnl or loss")
+    parser.add_argument("--model", default="mnl", choices=("mnl", "loss"),
+                        help="hierarchical: the 4-parameter MNL or the loss-form decider")
     parser.add_argument("--subjects", type=int, default=20, help="hierarchical: subjects")
     parser.add_argument("--contexts", type=int, default=200, help="hierarchical: contexts per subject")
     parser.add_argument("--reps", type=int, default=5, help="hierarchical: repetitions per context")
     parser.add_argument("--draws", type=int, default=500, help="hierarchical: draws per chain (as many tuning)")
     parser.add_argument("--chains", type=int, default=2, help="hierarchical: chains")
+    parser.add_argument("--population", choices=POPULATIONS, default="prior",
+                        help="hierarchical: true population drawn from the hyperpriors or at their typical values")
     parser.add_argument("--sims", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--network", default="child")
@@ -289,9 +325,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
         frame, diagnostics = hierarchical_study(args.model, args.subjects, n_contexts=args.contexts,
                                                 n_reps=args.reps, draws=args.draws, chains=args.chains,
-                                                seed=args.seed, network=args.network)
+                                                seed=args.seed, network=args.network, population=args.population)
         print(recovery_summary(frame).to_string(index=False))
-        print(json.dumps(diagnostics, default=float))
+        print(json.dumps({k: v for k, v in diagnostics.items() if k != "report"}, default=float))
+        if "report" in diagnostics:
+            print(diagnostics["report"])
     print(f"({time.perf_counter() - start:.1f} s)")
     if args.output is not None:
         args.output.mkdir(parents=True, exist_ok=True)

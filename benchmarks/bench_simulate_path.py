@@ -8,7 +8,7 @@ trial of the two other stages (drawing the sessions, building the table) to show
 goes.  Then the RW± kernel of instrumental learning in ns per trial on one core (target ≤ 15 ns).
 Timings are the best of N process-CPU-time runs (the machine is shared), on one core (the process
 pins itself), each figure over the same trials; both stages run in a process whose allocator keeps
-freed memory (:mod:`cogtestbed.heap`, set by the first ``simulate``).
+freed memory (:func:`cogtestbed.heap.keep_freed_memory`, as the ``cogtestbed`` command sets it).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _timing import best_cpu_of  # noqa: E402
 
+from cogtestbed.heap import keep_freed_memory  # noqa: E402
 from cogtestbed.registry import ExperimentSpec, experiment_names, get_experiment  # noqa: E402
 from cogtestbed.simulation import seed_streams, simulate, subject_params  # noqa: E402
 
@@ -79,6 +80,7 @@ def rw_ns_per_trial() -> float:
 
 
 def main() -> None:
+    print(f"allocator keeps freed memory: {keep_freed_memory()}")
     print(f"{'experiment':24s} {'agent':18s} {'trials':>9s} {'kernel trials/s':>16s} {'full trials/s':>14s} "
           f"{'ratio':>6s}        ns/trial: kernel sessions table")
     worst = float("inf")

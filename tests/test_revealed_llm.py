@@ -5,9 +5,11 @@ through the local OpenAI-compatible server with echo + logprobs)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -117,3 +119,60 @@ def test_cli_run_with_the_tiny_model(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert res.exit_code == 0, res.output
     payload = json.loads(res.stdout)
     assert 0 <= payload["metrics"]["chebyshev"] <= 1 and payload["n_invalid"] == 0
+
+
+#: Two RevB items (k = 2, 6) and the scored StaA channel (k = 5), 3 samples per estimate.
+SAMPLED_DESIGN = ("--design", "scenarios=choice", "--design", "variants=regular", "--design", "choice_options=2,6",
+                  "--design", "n_samples=3")
+_FLOOR_CELL = re.compile(r"k=(\d+): E\[Chebyshev\]=([\d.]+) E\[L1\]=([\d.]+) E\[symKL\]=([\d.]+)")
+
+
+def test_sampling_backend_warns_with_the_noise_floor_once(tmp_path: Path, server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A chat endpoint cannot score: the run states N and the §8 noise floor (the figures of
+    ``noise_floor``) in one stderr line before its calls, and records it in run.json and the manifest."""
+    from typer.testing import CliRunner
+
+    from cogtestbed.cli import app
+    from cogtestbed.environments.revealed import SAMPLING_FLOOR_TARGET
+    from cogtestbed.inference.revealed import noise_floor, samples_for_floor
+
+    url, _ = server
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
+    args = ["run", "revealed-belief", "--llm", "openai:tiny-random-chat", "--mode", "chat", "--base-url", url,
+            "--subjects", "1", "-o", str(tmp_path / "run"), *SAMPLED_DESIGN]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("sampled estimates:")]
+    assert len(lines) == 1 and "N=3 sampled completions" in lines[0]
+    cells = {int(k): tuple(v) for k, *v in _FLOOR_CELL.findall(lines[0])}
+    assert sorted(cells) == [2, 5, 6]
+    for k, shown in cells.items():
+        f = noise_floor(k, 3)
+        assert shown == tuple(f"{f[m]:.3f}" for m in ("chebyshev_mean", "l1_mean", "symkl_mean"))
+    needed = max(samples_for_floor(k, 3, SAMPLING_FLOOR_TARGET) for k in cells)
+    assert f"N >= {needed} brings E[Chebyshev] <= 0.05" in lines[0]
+    assert noise_floor(2, needed)["chebyshev_mean"] <= SAMPLING_FLOOR_TARGET < noise_floor(2, 3)["chebyshev_mean"]
+    run = json.loads((tmp_path / "run/run.json").read_text())
+    manifest = json.loads((tmp_path / "run/trials.parquet.manifest.json").read_text())
+    for recorded in (run["warnings"], manifest["warnings"]):
+        (w,) = recorded
+        assert w["n_samples"] == 3 and w["message"] == lines[0] and w["detail"]["n_for_target"] == needed
+        assert w["detail"]["floors"] == {str(k): noise_floor(k, 3) for k in (2, 5, 6)}
+    table = pd.read_parquet(tmp_path / "run/trials.parquet")
+    assert set(table["method"].dropna().astype(str)) <= {"sampled"}
+    dry = CliRunner().invoke(app, [*args[:-len(SAMPLED_DESIGN)], "-o", str(tmp_path / "dry"), *SAMPLED_DESIGN,
+                                   "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert json.loads(dry.stdout)["warnings"] == [lines[0]]
+
+
+def test_scoring_backends_and_plain_environments_carry_no_sampling_warning(tiny: HFClient) -> None:
+    from cogtestbed.llm_adapters.runner import run_warnings
+    from cogtestbed.registry import get_experiment
+
+    exp = get_experiment("revealed-belief")
+    assert run_warnings(exp, DESIGN, tiny) == []  # exact scores: nothing to warn about
+    generated = DESIGN.model_copy(update={"channels": ("staa",), "staa_mode": "generated"})
+    assert RevealedBeliefEnv.sampling_note(generated) is None  # no scored step
+    other = get_experiment("instrumental-learning")
+    assert other.env_cls.sampling_note(other.env_cls.design_cls()) is None  # the contract's default

@@ -119,6 +119,24 @@ ResponseKind = TextResponse | ScoredResponse
 
 
 @dataclass(frozen=True)
+class SamplingNote:
+    """What answering a design's scored steps by sampling costs a subject that cannot score.
+
+    An environment declares it (:meth:`TextEnv.sampling_note`); a run prints ``message`` (one line)
+    before its first call and records :meth:`as_json` in its manifests.  ``detail`` holds the
+    figures the message states (e.g. the expected sampling error of each metric), unrounded.
+    """
+
+    n_samples: int
+    message: str
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": "sampled-estimate", "n_samples": int(self.n_samples), "message": self.message,
+                "detail": dict(self.detail)}
+
+
+@dataclass(frozen=True)
 class ScoredAnswer:
     """The answer to a :class:`ScoredResponse` step.
 
@@ -373,6 +391,13 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
         """Whether prompts of ``design`` carry images (chat messages with ``"images"``), so an LLM
         subject must be a vision-language model; checked before any call is made."""
         return False
+
+    @classmethod
+    def sampling_note(cls, design: Design) -> SamplingNote | None:
+        """The cost of estimating ``design``'s scored steps from sampled completions (a backend
+        that cannot score), stated before a run's first call; ``None`` (the default) where the
+        environment declares none."""
+        return None
 
     @classmethod
     def max_steps(cls, design: Design) -> int:

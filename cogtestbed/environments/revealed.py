@@ -54,6 +54,7 @@ from cogtestbed.environments.base import (
     ParseResult,
     Phase,
     ResponseKind,
+    SamplingNote,
     ScoredAnswer,
     ScoredResponse,
     Sessions,
@@ -91,6 +92,10 @@ MCQ_HEADER = ("You are given a Scenario, a Question, and a set of possible Answe
               "brackets: [A], [B], [C], [D], [E] and your reply will contain nothing else.")
 #: Completions drawn per item where a backend cannot score (the noise floor of §8 applies).
 DEFAULT_N_SAMPLES = 100
+#: E[Chebyshev] a sampled estimate should stay below, and the N suggested to reach it: the smallest
+#: shift in P(outcome) the paper's detection analysis considers (δ = 0.05, §8); a sampling error
+#: of that size would hide it.  The paper declares no such target; this is the documented default.
+SAMPLING_FLOOR_TARGET = 0.05
 METHODS = ("exact", "sampled", "generated")
 
 
@@ -413,6 +418,21 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
             else:
                 obs["response"] = response
         return obs
+
+    @classmethod
+    def sampling_note(cls, design: Design) -> SamplingNote | None:
+        """The §8 sampling noise floor at the design's ``n_samples`` for each outcome-set size it
+        scores: every RevB item's k, and the 5 MCQ options of a scored StaA channel."""
+        from cogtestbed.inference.revealed import sampling_floor_note
+
+        assert isinstance(design, RevealedDesign)
+        ks = [it.n_outcomes for it in design.items] if "revb" in design.channels else []
+        if "staa" in design.channels and design.staa_mode == "scored":
+            ks.append(len(MCQ_OPTIONS))
+        if not ks:
+            return None
+        line, detail = sampling_floor_note(ks, design.n_samples, SAMPLING_FLOOR_TARGET)
+        return SamplingNote(design.n_samples, line, detail)
 
     def _parse_revb(self, text: str) -> ParseResult:
         return parse_outcome(text, self.current_item().labels)

@@ -142,6 +142,45 @@ def noise_floor(k: int, n: int, reps: int = FLOOR_REPS, seed: int = 0) -> dict[s
             "l1_mean": float(np.abs(p - q).sum(axis=1).mean()), "symkl_mean": float(kl.mean())}
 
 
+#: Growth factor of the candidate N while it still misses the floor target (:func:`samples_for_floor`).
+_FLOOR_STEP = 1.05
+
+
+def samples_for_floor(k: int, n: int, target: float) -> int:
+    """Smallest N (to within :data:`_FLOOR_STEP`) at which :func:`noise_floor`'s E[Chebyshev] of a
+    uniform k-outcome distribution is at most ``target``: the CLT scaling E ∝ N^(-1/2) from the
+    floor at ``n``, then grown until the simulated floor meets the target."""
+    if target <= 0:
+        raise ValueError(f"a noise-floor target must be positive, got {target}")
+    floor = noise_floor(k, n)["chebyshev_mean"]
+    if floor <= target:
+        return n
+    m = math.ceil(n * (floor / target) ** 2)
+    while noise_floor(k, m)["chebyshev_mean"] > target:
+        m = math.ceil(m * _FLOOR_STEP)
+    return m
+
+
+def sampling_floor_note(ks: list[int], n: int, target: float) -> tuple[str, dict[str, Any]]:
+    """The warning of a run whose distributions are N-sample estimates: the sampling noise floor
+    (:func:`noise_floor`: E[Chebyshev], E[L1], E[symKL] of a uniform k-outcome distribution,
+    the paper's §8 setting) for every outcome-set size ``ks``, and the N that brings E[Chebyshev]
+    below ``target`` for all of them.  Returns (one line, its figures unrounded)."""
+    floors = {int(k): noise_floor(int(k), n) for k in sorted(set(ks))}
+    need = {k: samples_for_floor(k, n, target) for k in floors}
+    worst = max(need, key=lambda k: (need[k], floors[k]["chebyshev_mean"]))
+    needed = need[worst]
+    cells = "; ".join(f"k={k}: E[Chebyshev]={f['chebyshev_mean']:.3f} E[L1]={f['l1_mean']:.3f} "
+                      f"E[symKL]={f['symkl_mean']:.3f}" for k, f in floors.items())
+    advice = (f"E[Chebyshev] <= {target:g} for every k already" if needed <= n else
+              f"N >= {needed} brings E[Chebyshev] <= {target:g} for every k (worst k={worst})")
+    line = (f"sampled estimates: the backend cannot score, so every distribution is estimated from N={n} "
+            f"sampled completions; sampling alone gives (uniform k-outcome floor) {cells}; {advice}")
+    detail = {"floors": {str(k): f for k, f in floors.items()}, "target_chebyshev": target,
+              "worst_k": worst, "n_for_target": needed}
+    return line, detail
+
+
 def _flags(items: pd.DataFrame) -> list[str]:
     flags = []
     sampled = items[items["method"] == "sampled"]

@@ -8,7 +8,7 @@ history so far.
 
 Run directory (:mod:`.rundir`: locked while a run is in it, written as one unit)::
 
-    RUN_DIR/run.json                       identity, transport, budget totals and status
+    RUN_DIR/run.json                       identity, transport, budget totals, status and warnings
     RUN_DIR/trials.parquet[.manifest.json] the trial table and its manifest
     RUN_DIR/calls.parquet                  one row per call: prompt, raw answer, parse result, retries
     RUN_DIR/spend.jsonl                    the budget ledger (every booking and settlement)
@@ -60,7 +60,7 @@ REASK_REASON_BYTES = 256
 logger = logging.getLogger(__name__)
 
 __all__ = ["CALLS_FILE", "CONFIG_FILE", "TRIALS_FILE", "RunConfig", "RunResult", "dry_run", "run_experiment",
-           "subject_needs"]
+           "run_warnings", "subject_needs"]
 
 
 @dataclass(frozen=True)
@@ -265,6 +265,15 @@ async def play_subjects(
     return sessions, outcomes, complete, attempts, (stop_reason[0] if stop_reason else None)
 
 
+def run_warnings(exp: Experiment, design: Design, client: LLMClient) -> list[dict[str, Any]]:
+    """What the run's setting costs it, declared by the environment: a backend that cannot score
+    answers scored steps with sampled estimates (:meth:`TextEnv.sampling_note`)."""
+    if client.can_score:
+        return []
+    note = exp.env_cls.sampling_note(design)
+    return [] if note is None else [note.as_json()]
+
+
 def build_tables(exp: Experiment, design: Design, sessions: Sessions, outcomes: list[Outcomes],
                  complete: list[bool], attempts: list[Attempt], agent: str
                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -291,6 +300,9 @@ async def run_experiment(
     (given again they must match) and ``add_budget`` raises them.  ``transport``: settings
     recorded in ``run.json`` that may change between invocations (concurrency, timeouts...).
     """
+    warnings = run_warnings(exp, design, client)
+    for warning in warnings:  # before any call
+        logger.warning("%s", warning["message"])
     try:
         if exp.env_cls.uses_images(design):  # fail before any call, not at the first picture
             client.inner.check_images(1)
@@ -301,6 +313,7 @@ async def run_experiment(
         await client.aclose()
         raise
     try:
+        rundir.manifest["warnings"] = warnings
         budget = client.budget
         add = add_budget or Need()
         budget.max_calls, budget.max_cost = rundir.budget_limits(
@@ -325,7 +338,7 @@ async def run_experiment(
             "command": "run", "config": config.as_json(), "status": status, "stop_reason": stop,
             "complete_subjects": [int(i) for i in np.flatnonzero(complete)], "stats": stats,
             "llm_versions": package_versions(LLM_PACKAGES), "model_fingerprint": client.fingerprint,
-            "cache": str(client.cache.path), **(extra_manifest or {}),
+            "cache": str(client.cache.path), "warnings": warnings, **(extra_manifest or {}),
         }
         commit_tables(rundir, table, calls, manifest, status, stop, spec=exp)
     except BaseException as exc:
@@ -408,6 +421,9 @@ def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfi
     }
     if config.reask:
         report["calls_with_all_reasks"] = calls * (1 + config.reask)
+    warnings = run_warnings(exp, design, client)
+    if warnings:
+        report["warnings"] = [w["message"] for w in warnings]
     if budget is not None and budget.limited:
         worst = [sum(subject_needs(exp, design, client, config, sessions, i, budget), Need())
                  for i in range(config.n_subjects)]

@@ -6,7 +6,9 @@ batch path :func:`cogtestbed.simulation.simulate` (session sampling + uniforms +
 table), and the ratio full / kernel (target ≥ 0.40 for every experiment), with the CPU ns per
 trial of the two other stages (drawing the sessions, building the table) to show where the rest
 goes.  Then the RW± kernel of instrumental learning in ns per trial on one core (target ≤ 15 ns).
-Timings are the best of N process-CPU-time runs (the machine is shared).
+Timings are the best of N process-CPU-time runs (the machine is shared), on one core (the process
+pins itself), each figure over the same trials; both stages run in a process whose allocator keeps
+freed memory (:func:`cogtestbed.heap.keep_freed_memory`, as the ``cogtestbed`` command sets it).
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ import sys
 from pathlib import Path
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+if hasattr(os, "sched_setaffinity"):  # one core for every figure (the kernel's and the full path's alike)
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _timing import best_cpu_of  # noqa: E402
 
+from cogtestbed.heap import keep_freed_memory  # noqa: E402
 from cogtestbed.registry import ExperimentSpec, experiment_names, get_experiment  # noqa: E402
 from cogtestbed.simulation import seed_streams, simulate, subject_params  # noqa: E402
 
@@ -75,6 +80,7 @@ def rw_ns_per_trial() -> float:
 
 
 def main() -> None:
+    print(f"allocator keeps freed memory: {keep_freed_memory()}")
     print(f"{'experiment':24s} {'agent':18s} {'trials':>9s} {'kernel trials/s':>16s} {'full trials/s':>14s} "
           f"{'ratio':>6s}        ns/trial: kernel sessions table")
     worst = float("inf")

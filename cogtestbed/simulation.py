@@ -21,7 +21,6 @@ import pandas as pd
 from cogtestbed.agents.base import SyntheticAgent
 from cogtestbed.agents.lapse import INVALID, NORMAL, RANDOM, Lapse, LapseDraws, draw_lapses, lapse_rng
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, Sessions, TextEnv
-from cogtestbed.heap import keep_freed_memory
 from cogtestbed.registry import Experiment, get_experiment
 
 Method = Literal["batch", "step"]
@@ -251,7 +250,6 @@ def simulate(
     exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
     if n_subjects < 1:
         raise ValueError("n_subjects must be at least 1")
-    keep_freed_memory()  # a table's fresh columns reuse freed pages (cogtestbed.heap)
     agent_cls = exp.agent(agent)
     design = design if design is not None else exp.env_cls.design_cls()
     per_subject = subject_params(agent_cls, params, n_subjects)

@@ -66,3 +66,17 @@ def test_heap_setting_is_idempotent() -> None:
     from cogtestbed.heap import keep_freed_memory
 
     assert keep_freed_memory() == keep_freed_memory()
+
+
+def test_two_step_drift_is_the_clipped_numpy_walk() -> None:
+    from cogtestbed.environments.twostep import _drift
+
+    rng = np.random.default_rng(1)
+    probs = np.empty((30, 50, 4))
+    probs[:, 0] = rng.uniform(0.25, 0.75, (30, 4))
+    steps = rng.normal(0.0, 0.05, (30, 49, 4))
+    want = probs.copy()
+    for k in range(1, 50):
+        want[:, k] = np.clip(want[:, k - 1] + steps[:, k - 1], 0.25, 0.75)
+    _drift(probs, steps, 0.25, 0.75)
+    assert probs.tobytes() == want.tobytes()

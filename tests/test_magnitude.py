@@ -323,6 +323,85 @@ def test_cli_simulate_and_metrics(tmp_path) -> None:  # type: ignore[no-untyped-
     assert set(m["bootstrap"]["bcs"]) == {"mean", "lo", "hi"}
 
 
+# ----------------------------------------------------------------------------- hierarchical fits
+def _hierarchy_trials(agent: str, params: dict[str, float], seed: int, **design: object) -> pd.DataFrame:
+    d = MagnitudeDesign(**{"task": "line-ratio", "conditions": "base,verbal,noise-constant", "modalities": "image",
+                           "trials_per_session": 30, **design})  # type: ignore[arg-type]
+    return simulate("magnitude", agent, 1, seed, params, design=d)
+
+
+def test_w_prior_hierarchy_logp_is_the_static_bayes_likelihood() -> None:
+    from pymc_checks import observed_logp_at_random_point
+
+    from cogtestbed.inference.magnitude_hierarchy import hierarchy_data, static_cell_nll, w_prior_hierarchy_model
+
+    t = _hierarchy_trials("static-bayes", {"w_prior": 0.4, "sigma_dec": 0.1}, 3, task="all",
+                          modalities="text,image", trials_per_session=6)
+    data = hierarchy_data(t)
+    assert data.tasks == ["marker-location", "line-ratio", "maze-distance", "duration"]
+    assert data.conditions == ["base", "verbal", "noise-constant"]
+    model = w_prior_hierarchy_model(data)
+    free = {v.name for v in model.free_RVs}
+    assert {"level", "task_effect", "modality_effect", "z_cell", "mean_answer", "log_sigma"} <= free
+    assert "intercept" not in free and "sigma_task" not in free
+    logp, v = observed_logp_at_random_point(model, "v", ["w_prior", "mean_answer", "log_sigma"])
+    nll = static_cell_nll(data, v["w_prior"], v["mean_answer"], np.exp(v["log_sigma"]))
+    assert logp == pytest.approx(-nll, rel=1e-9)
+    with pytest.raises(ValueError, match="base condition and at least one ablation"):
+        hierarchy_data(t[t["condition"] == "base"])
+
+
+def test_static_bayes_hierarchy_samples_w_prior_centred_with_the_same_likelihood() -> None:
+    from pymc_checks import observed_logp_at_random_point
+
+    model = MODELS["static-bayes"]
+    t = simulate("magnitude", "static-bayes", 4, 3, {"w_prior": np.array([0.2, 0.4, 0.6, 0.8]), "sigma_dec": 0.1},
+                 design=MagnitudeDesign(task="line-ratio", conditions="base", modalities="text", trials_per_session=8))
+    pm_model = model.pymc_model(t)
+    free = {v.name for v in pm_model.free_RVs}
+    assert "w_prior_u" in free and "w_prior_z" not in free and "mu_p_z" in free
+    logp, v = observed_logp_at_random_point(pm_model, model.observed_name, list(model.parameters.names))
+    nll = sum(model.nll(np.array([v[k][i] for k in model.parameters.names]), d)
+              for i, d in enumerate(model.subject_data(t).values()))
+    assert logp == pytest.approx(-nll, rel=1e-9)
+
+
+def test_nutpie_cache_tells_models_with_different_constant_data_apart() -> None:
+    import pymc as pm
+
+    from cogtestbed.inference.hierarchical import _constant_digest
+
+    def bare(y: np.ndarray) -> pm.Model:
+        with pm.Model() as m:
+            pm.Normal("y", pm.Normal("mu"), 1.0, observed=y)
+        return m
+
+    a, b = np.arange(5.0), np.arange(5.0) + 1
+    assert _constant_digest(bare(a)) == _constant_digest(bare(a.copy()))
+    assert _constant_digest(bare(a)) != _constant_digest(bare(b))
+
+
+@pytest.mark.slow
+def test_hierarchies_converge_on_a_small_design() -> None:
+    """Both hierarchical fits pass every check (R-hat <= 1.01, bulk and tail ESS >= 400, no
+    divergences) at the documented 4 chains x 1000 draws and find the true direction of the shift."""
+    from cogtestbed.inference.hierarchical import fit_hierarchical
+    from cogtestbed.inference.magnitude import w_prior_hierarchy
+
+    t = _hierarchy_trials("ablation-inconsistent", {"w_prior": 0.4, "shift": 0.1, "sigma_dec": 0.1}, 2)
+    res = w_prior_hierarchy(t, draws=1000, tune=1000, chains=4, seed=1)
+    assert res["diagnostics"]["ok"], res["diagnostics"]["report"]
+    assert res["p_delta_w_positive"]["verbal"] < 0.05 and res["p_delta_w_positive"]["noise-constant"] < 0.05
+    w = np.array([0.15, 0.3, 0.45, 0.6, 0.75, 0.35, 0.5, 0.25])
+    design = MagnitudeDesign(task="line-ratio", conditions="base", modalities="text", trials_per_session=30)
+    tt = simulate("magnitude", "static-bayes", 8, 2, {"w_prior": w, "sigma_dec": 0.1}, design=design)
+    fit = fit_hierarchical(MODELS["static-bayes"], tt, draws=1000, tune=1000, chains=4, seed=1, warn=False,
+                           log_likelihood=False)
+    assert fit.diagnostics.ok, fit.diagnostics.report()
+    est = fit.idata.posterior["w_prior"].mean(("chain", "draw")).to_numpy()
+    assert np.corrcoef(w, est)[0, 1] > 0.95
+
+
 @pytest.mark.slow
 def test_w_prior_hierarchy_finds_the_bayes_consistent_shifts() -> None:
     from cogtestbed.inference.magnitude import w_prior_hierarchy
@@ -331,8 +410,7 @@ def test_w_prior_hierarchy_finds_the_bayes_consistent_shifts() -> None:
                         trials_per_session=30)
     t = simulate("magnitude", "observer", 1, 2, {"sigma_dec": 0.03, "blur_gain": 0.1, "context_gain": 1.0},
                  design=d)
-    res = w_prior_hierarchy(t, draws=500, tune=500, chains=2, seed=1)
+    res = w_prior_hierarchy(t, draws=1000, tune=1000, chains=4, seed=1)
     assert res["p_delta_w_positive"]["noise-constant"] > 0.95
     assert res["p_delta_w_positive"]["context-long"] > 0.95
-    diag = res["diagnostics"]
-    assert diag["max_rhat"] < 1.05 and diag["divergences"] <= 5
+    assert res["diagnostics"]["ok"], res["diagnostics"]["report"]

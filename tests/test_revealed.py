@@ -311,27 +311,66 @@ def test_hierarchical_model_builds_with_scenario_pooling() -> None:
     t = simulate("revealed-belief", "dissonant", 2, 0, {"noise": 0.05}, design=SMALL)
     m = MODELS["dissonant"].pymc_model(t)
     names = {v.name for v in m.free_RVs}
-    assert {"beta_first_scenario_sd", "beta_first_scenario_z", "tau_mu", "tau_z"} <= names
+    assert {"beta_first_scenario_sd", "beta_first_scenario_z", "tau_mu", "tau_sigma", "tau_u"} <= names
+    # β_round is seen only on dice sums (one scenario): no scenario level for it
+    assert "beta_round_scenario_z" not in names
+    assert m.coords["beta_first_scenario"] == ("dice", "coins", "choice", "preference")
+    assert m.coords["beta_mid_scenario"] == ("dice", "coins")
     assert [v.name for v in m.observed_RVs] == ["answers"]
-    assert m["obs_subject"].get_value().shape == (len(t),)
-    assert m.coords["scenario"] == ("dice", "coins", "choice", "preference")
+    assert m["obs_cell"].get_value().shape == (len(t),)
+
+
+def test_hierarchical_logp_equals_the_mle_nll_per_scenario_cell() -> None:
+    """The PyMC log-likelihood at a random point (with scenario deviations) is minus the sum of
+    the kernel NLL over (subject, scenario) cells at the shifted parameters."""
+    model = MODELS["dissonant"]
+    t = simulate("revealed-belief", "dissonant", 2, 4, {"beta_first": 1.0, "noise": 0.05, "kappa": 5.0},
+                 design=SMALL)
+    t2 = simulate("revealed-belief", "dissonant-sampler", 2, 4, {"beta_anchor": 0.5}, design=SMALL)
+    t = pd.concat([t, t2.assign(trial=t2["trial"] + 10_000)], ignore_index=True)
+    m = model.pymc_model(t, hierarchical=False)
+    rng = np.random.default_rng(3)
+    point = dict(m.initial_point())
+    natural = {}
+    for p in model.parameters:
+        u = rng.normal(p.prior_mean, 0.5, 2)
+        point[f"{p.name}_u"] = u
+        natural[p.name] = p.to_constrained(u)
+    shift = {}
+    for name in ("beta_first", "beta_anchor", "beta_mid"):
+        sd, z = 0.7, rng.normal(size=point[f"{name}_scenario_z"].shape)
+        point[f"{name}_scenario_sd_log__"] = np.log(sd)
+        point[f"{name}_scenario_z"] = z
+        shift[name] = dict(zip(m.coords[f"{name}_scenario"], (sd * z).T, strict=True))
+    logp = float(m.compile_logp(vars=[m["answers"]], sum=True)(point))
+    nll = 0.0
+    for (scen, subj), rows in t.groupby(["scenario", "subject"]):
+        theta = {k: float(v[subj]) for k, v in natural.items()}
+        for name, by_scen in shift.items():
+            theta[name] += float(by_scen.get(scen, np.zeros(2))[subj])
+        data = model.subject_data(rows)[subj]
+        nll += model.nll(model.parameters.vector(theta), data)
+    assert logp == pytest.approx(-nll, rel=1e-9)
+
+
+def test_mle_recovers_kappa_inside_its_identified_range() -> None:
+    """Starts on the κ plateau alone left BFGS there (flat ℓ); the κ ladder of the start grid finds it."""
+    t = simulate("revealed-belief", "dissonant", 3, 5, {"kappa": np.array([3.0, 7.0, 10.0]), "noise": 0.02,
+                                                         "theta": 3.0, "beta_first": 1.0})
+    fit = MODELS["dissonant"].fit_mle(t)
+    assert fit["kappa"].to_numpy() == pytest.approx([3.0, 7.0, 10.0], abs=0.3)
 
 
 @pytest.mark.slow
-def test_hierarchical_fit_recovers_first_option_bias() -> None:
-    import warnings
+def test_hierarchical_fit_converges_and_recovers_the_biases() -> None:
+    from cogtestbed.validation.revealed import hierarchical_recovery
 
-    from cogtestbed.inference.hierarchical import fit_hierarchical
-
-    bf = np.array([0.5, 1.5, 2.5, 3.0])
-    t = simulate("revealed-belief", "dissonant", 4, 3, {"beta_first": bf, "noise": 0.05, "theta": 3.0},
-                 design=SMALL)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = fit_hierarchical(MODELS["dissonant"], t, draws=300, tune=300, chains=2, seed=1)
-    post = res.idata.posterior["beta_first"].mean(("chain", "draw")).values
-    assert np.corrcoef(post, bf)[0, 1] > 0.95
-    assert np.all(np.abs(post - bf) < 0.5)
-    d = res.diagnostics.as_dict()
-    assert {"max_rhat", "min_ess_bulk", "divergences"} <= set(d)
-    print("hierarchical revealed-belief fit:", d, "beta_first posterior means", post.round(2))
+    # the study's documented run (``python -m cogtestbed.validation.revealed --only hierarchical
+    # --subjects 6 --draws 1000 --chains 4``, about 12 min on two busy cores); a shorter one
+    # (4 models, 4 x 500 draws) had 8 divergences and R-hat 1.016 on β_mid's scenario level
+    res = hierarchical_recovery(n_subjects=6, draws=1000, tune=1000, chains=4, seed=0)
+    d = res["diagnostics"]
+    print("hierarchical revealed-belief fit:", d["report"], res["recovery"], res["worst_variables"])
+    assert d["converged"], d["verdict"]
+    for name in ("beta_first", "beta_label", "beta_anchor", "beta_mid", "tau", "theta"):
+        assert res["recovery"][name]["r"] > 0.9, name

@@ -6,7 +6,8 @@
     python benchmarks/studies/magnitude_studies.py model         # factor-evidence confusion
     python benchmarks/studies/magnitude_studies.py power [-o PNG]  # BCS sign power vs Phi(|dw|/SE)
     python benchmarks/studies/magnitude_studies.py coverage      # 68 % bootstrap intervals
-    python benchmarks/studies/magnitude_studies.py hierarchical  # PyMC w_prior hierarchy + recovery
+    python benchmarks/studies/magnitude_studies.py hierarchy     # PyMC w_prior hierarchy (one observer)
+    python benchmarks/studies/magnitude_studies.py hierarchical [--reps R]  # subject-level static Bayes
     python benchmarks/studies/magnitude_studies.py stimuli -o PNG  # a sheet of the image stimuli
 
 Every study seeds itself from one integer (``--seed``) and uses the library's own simulation,
@@ -60,6 +61,18 @@ def recovery(seed: int, n: int = 200) -> None:
         single = t[t["range"] == "medium"]
         fits1 = MODELS["static-bayes"].fit_mle(single)
         print(f"sigma_dec/W = {sd}: one session (50 trials): w_prior {_r(w, fits1['w_prior'].to_numpy())}")
+    print("subject fit (3 sessions) by trials per session and sigma_dec/W: r(w_prior), r(mu_p) "
+          "[mu_p ~ U(.3, .7) is weakly identified where w_prior is small]")
+    for sd in (0.1, 0.2):
+        cells = []
+        for trials in (10, 20, 50, 100):
+            w, m = rng.uniform(0.05, 0.95, n), rng.uniform(0.3, 0.7, n)
+            t = simulate("magnitude", "static-bayes", n, seed + trials, {"w_prior": w, "mu_p": m, "sigma_dec": sd},
+                         design=MagnitudeDesign(**TEXT_BASE, trials_per_session=trials))
+            fits = MODELS["static-bayes"].fit_mle(t)
+            cells.append(f"n={trials}: {np.corrcoef(w, fits['w_prior'])[0, 1]:.3f}, "
+                         f"{np.corrcoef(m, fits['mu_p'])[0, 1]:.3f}")
+        print(f"  sigma_dec/W = {sd}: " + "; ".join(cells))
 
 
 def kalman(seed: int, n: int = 300) -> None:
@@ -202,27 +215,98 @@ def coverage(seed: int, n: int = 300, rounds: int = 30) -> None:
           f"{p:.3f} ± {math.sqrt(p * (1 - p) / n):.3f} over {n} subjects")
 
 
-def hierarchical(seed: int) -> None:
-    """The PyMC w_prior hierarchy on one observer (BCS ablations, 3 visual tasks) and the MLE vs
-    hierarchical recovery of static-Bayes w_prior (20 subjects, 3 sessions x 50 trials)."""
-    design = MagnitudeDesign(task="all", modalities="text+image", trials_per_session=30)
-    t = simulate("magnitude", "observer", 1, seed, {"sigma_dec": 0.05}, design=design)
-    t = t[t["task"] != "duration"]
-    start = time.perf_counter()
-    res = w_prior_hierarchy(t, draws=1000, tune=1000, chains=2, seed=seed)
-    print(f"w_prior hierarchy ({time.perf_counter() - start:.0f} s): P(dw_prior > 0) "
-          + ", ".join(f"{k} {v:.3f}" for k, v in res["p_delta_w_positive"].items()))
-    print(f"  diagnostics: {res['diagnostics']}")
+#: Design of the w_prior-hierarchy study: one ``observer`` (sigma_dec 0.05, other parameters at
+#: their defaults) on the three visual tasks x the base + five BCS conditions x 3 sessions x 30
+#: trials, text+image; 4 chains x 1000 draws (1000 tuning steps).
+HIERARCHY_DESIGN = {"task": "all", "modalities": "text+image", "trials_per_session": 30}
+#: Population of the subject-level study: 20 static-Bayes subjects, logit w_prior ~ N(-0.5, 0.8),
+#: mu_p = 0.5, sigma_dec/W = 0.1, line ratio, text, base, 3 x 50 trials; 4 chains x 1000 draws.
+POPULATION = {"subjects": 20, "logit_mu": -0.5, "logit_sd": 0.8, "sigma_dec": 0.1, "trials": 50}
+
+
+def _report(label: str, d: dict[str, Any]) -> None:
+    print(f"  {label}: max R-hat {d['max_rhat']:.4f}, min bulk ESS {d['min_ess_bulk']:.0f}, min tail ESS "
+          f"{d['min_ess_tail']:.0f}, divergences {d['divergences']} -> {'converged' if d['converged'] else 'NOT'}")
+
+
+#: The known-truth agent of the hierarchy's recovery: static Bayes with w_prior 0.4 in the base
+#: condition and 0.4 - shift in every BCS ablation (decision noise only, so the static-Bayes cell
+#: model is exact).
+HIERARCHY_TRUTH = {"w_prior": 0.4, "shift": 0.1, "sigma_dec": 0.1}
+
+
+def hierarchy(seed: int, chains: int = 4, draws: int = 1000) -> None:
+    """The PyMC w_prior hierarchy (:data:`HIERARCHY_DESIGN`) on one ``observer`` (diagnostics,
+    P(dw_prior > 0) per BCS ablation) and on one ``ablation-inconsistent`` agent of known cell
+    w_prior (:data:`HIERARCHY_TRUTH`): diagnostics, r and 90 % interval coverage of the cell
+    w_prior, and whether each condition level's 90 % interval covers the true logit w."""
+    design = MagnitudeDesign(**HIERARCHY_DESIGN)
+    for agent, params in (("observer", {"sigma_dec": 0.05}), ("ablation-inconsistent", HIERARCHY_TRUTH)):
+        t = simulate("magnitude", agent, 1, seed, params, design=design)
+        t = t[t["task"] != "duration"]
+        start = time.process_time()
+        res = w_prior_hierarchy(t, draws=draws, tune=draws, chains=chains, seed=seed)
+        print(f"w_prior hierarchy, {agent} {params}, 3 visual tasks x 6 conditions x 3 sessions x 30 trials, "
+              f"text+image, {chains} x {draws} draws ({time.process_time() - start:.0f} s CPU):")
+        _report("diagnostics", res["diagnostics"])
+        print("  P(dw_prior > 0): " + ", ".join(f"{k} {v:.3f}" for k, v in res["p_delta_w_positive"].items()))
+        if agent != "ablation-inconsistent":
+            continue
+
+        def true_w(condition: str, p: dict[str, float] = params) -> float:
+            return p["w_prior"] - (p["shift"] if condition != "base" else 0.0)
+
+        cells = list(res["w_prior"])
+        true = np.array([true_w(c.split("|")[1]) for c in cells])
+        est = np.array([res["w_prior"][c]["mean"] for c in cells])
+        cover = np.mean([res["w_prior"][c]["lo"] <= w <= res["w_prior"][c]["hi"]
+                         for c, w in zip(cells, true, strict=True)])
+        print(f"  cell w_prior ({len(cells)} cells): {_r(true, est)}; 90 % interval coverage {cover:.3f}")
+        levels = {c: (v, math.log(true_w(c) / (1 - true_w(c)))) for c, v in res["level"].items()}
+        print("  condition level (logit w): " + ", ".join(
+            f"{c} {v['mean']:+.2f} [{v['lo']:+.2f}, {v['hi']:+.2f}] true {x:+.2f}" for c, (v, x) in levels.items()))
+        print(f"  levels covered by their 90 % interval: {sum(v['lo'] <= x <= v['hi'] for v, x in levels.values())}"
+              f"/{len(levels)}")
+
+
+def hierarchical(seed: int, reps: int = 10, chains: int = 4, draws: int = 1000) -> None:
+    """Subject-level hierarchical static-Bayes (the generic builder, w_prior centred) over
+    ``reps`` populations (:data:`POPULATION`): diagnostics of every fit, recovery of w_prior
+    per subject (r, 90 % interval coverage) and coverage of the group-level logit mean by the
+    90 % interval of w_prior_mu."""
     from cogtestbed.inference.hierarchical import fit_hierarchical
 
-    rng = np.random.default_rng(seed)
-    w = rng.uniform(0.1, 0.8, 20)
-    tt = simulate("magnitude", "static-bayes", 20, seed, {"w_prior": w, "sigma_dec": 0.1},
-                  design=MagnitudeDesign(**TEXT_BASE, trials_per_session=50))
-    fit = fit_hierarchical(MODELS["static-bayes"], tt, draws=500, tune=500, chains=2, seed=seed, warn=False)
-    est = fit.idata.posterior["w_prior"].mean(("chain", "draw")).to_numpy()
-    d = fit.diagnostics
-    print(f"hierarchical static-Bayes w_prior: {_r(w, est)}; {d.report()}")
+    pop = POPULATION
+    design = MagnitudeDesign(**TEXT_BASE, trials_per_session=pop["trials"])
+    rows, true_all, est_all, hit_subj = [], [], [], []
+    for rep, rng in enumerate(np.random.default_rng(seed).spawn(reps)):
+        w = 1.0 / (1.0 + np.exp(-rng.normal(pop["logit_mu"], pop["logit_sd"], pop["subjects"])))
+        t = simulate("magnitude", "static-bayes", pop["subjects"], seed + rep,
+                     {"w_prior": w, "sigma_dec": pop["sigma_dec"]}, design=design)
+        start = time.process_time()
+        fit = fit_hierarchical(MODELS["static-bayes"], t, draws=draws, tune=draws, chains=chains, seed=seed + rep,
+                               warn=False, log_likelihood=False)
+        post = fit.idata.posterior
+        wd = post["w_prior"].values.reshape(-1, pop["subjects"])
+        lo, hi = np.quantile(wd, [0.05, 0.95], axis=0)
+        mu_lo, mu_hi = np.quantile(post["w_prior_mu"].values.ravel(), [0.05, 0.95])
+        true_all.append(w)
+        est_all.append(wd.mean(0))
+        hit_subj.append((lo <= w) & (w <= hi))
+        d = fit.diagnostics
+        rows.append({**d.columns(), "r": float(np.corrcoef(w, wd.mean(0))[0, 1]),
+                     "mu_covered": bool(mu_lo <= pop["logit_mu"] <= mu_hi), "cpu_s": time.process_time() - start})
+        print(f"  rep {rep}: r {rows[-1]['r']:.3f}; {d.report()}", flush=True)
+    df = pd.DataFrame(rows)
+    true, est = np.concatenate(true_all), np.concatenate(est_all)
+    print(f"hierarchical static-Bayes ({reps} populations x {pop['subjects']} subjects x 3 x {pop['trials']} trials, "
+          f"{chains} x {draws} draws, {df['cpu_s'].mean():.0f} s CPU per fit):")
+    print(f"  worst over fits: max R-hat {df['max_rhat'].max():.4f}, min bulk ESS {df['min_ess_bulk'].min():.0f}, "
+          f"min tail ESS {df['min_ess_tail'].min():.0f}, divergences {int(df['divergences'].sum())}; "
+          f"{int(df['converged'].sum())}/{reps} converged")
+    print(f"  w_prior per subject: {_r(true, est)}; 90 % interval coverage {np.mean(np.concatenate(hit_subj)):.3f}")
+    print(f"  group level: 90 % interval of w_prior_mu covers the true logit mean in {df['mu_covered'].mean():.2f} "
+          f"of {reps} populations")
 
 
 def stimuli(seed: int, png: str | None = None) -> None:
@@ -247,13 +331,16 @@ def stimuli(seed: int, png: str | None = None) -> None:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("study", choices=["recovery", "kalman", "cue", "model", "power", "coverage", "hierarchical",
-                                        "stimuli"])
+    ap.add_argument("study", choices=["recovery", "kalman", "cue", "model", "power", "coverage", "hierarchy",
+                                        "hierarchical", "stimuli"])
+    ap.add_argument("--reps", type=int, default=10, help="populations of the hierarchical study")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-o", "--output", default=None, help="PNG of the power curve (power study)")
     args = ap.parse_args()
     if args.study == "power":
         power(args.seed, png=args.output)
+    elif args.study == "hierarchical":
+        hierarchical(args.seed, reps=args.reps)
     elif args.study == "stimuli":
         stimuli(args.seed, args.output)
     else:

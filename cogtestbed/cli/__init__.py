@@ -66,7 +66,14 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
 
 
 def main() -> None:
-    """Entry point of the ``cogtestbed`` console script."""
+    """Entry point of the ``cogtestbed`` console script.
+
+    The command line keeps freed heap for the next table (:func:`cogtestbed.heap.keep_freed_memory`);
+    a library caller opts in by calling it, as the process-wide allocator is the caller's to set.
+    """
+    from cogtestbed.heap import keep_freed_memory
+
+    keep_freed_memory()
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         code = run_cli()

@@ -34,7 +34,10 @@ probable outcome (option).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar, Literal
@@ -582,8 +585,9 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
         ex = outcomes.extra
         lp = ex.get("logprobs", np.full((n, t, MAX_OUTCOMES), np.nan)).reshape(n * t, MAX_OUTCOMES)
         method = ex.get("method", np.full((n, t), -1)).reshape(-1)
-        lists = _list_columns(design, item.reshape(-1), channel.reshape(-1), sessions.correct.reshape(-1),
-                              sessions.mcq_values.reshape(n * t, 5), lp)
+        with _no_cyclic_gc():  # millions of acyclic lists: collections would rescan them all
+            lists = _list_columns(design, item.reshape(-1), channel.reshape(-1), sessions.correct.reshape(-1),
+                                  sessions.mcq_values.reshape(n * t, 5), lp)
         stimulus.update({name: pd.array(col, dtype=object) for name, col in lists.items()})
         stimulus["mass_outside"] = ex.get("mass_outside", np.full((n, t), np.nan))
         stimulus["method"] = (pd.Categorical.from_codes(method, categories=list(METHODS)) if (method >= 0).all()
@@ -591,6 +595,20 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
         stimulus["n_samples"] = ex.get("n_samples", np.zeros((n, t), dtype=np.int64))
         return finish_table(EXPERIMENT, stimulus, outcomes.action, outcomes.reward, outcomes.valid, agent=agent,
                             raw_response=outcomes.raw_response, parse_error=outcomes.parse_error, params=params)
+
+
+@contextlib.contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector (its own state restored after): building the list
+    columns allocates millions of containers, each of which would count towards, and be scanned
+    by, generation collections although none can form a cycle (half the build time, measured)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _list_columns(design: RevealedDesign, item: np.ndarray, channel: np.ndarray, correct: np.ndarray,

@@ -41,6 +41,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 from gymnasium import spaces
+from numba import njit
 from pydantic import Field, model_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
@@ -102,6 +103,17 @@ def reached_planet(action1: int, transition_u: float, common_prob: float) -> int
     return action1 if transition_u < common_prob else 1 - action1
 
 
+@njit(cache=True)
+def _drift(probs: np.ndarray, steps: np.ndarray, low: float, high: float) -> None:
+    """Fill ``probs[:, 1:]`` in place with the clipped Gaussian random walk from ``probs[:, 0]``:
+    p_k = min(max(p_{k−1} + step_k, low), high), subject by subject (``np.clip`` of each slice)."""
+    n, t, m = probs.shape
+    for i in range(n):
+        for k in range(1, t):
+            for j in range(m):
+                probs[i, k, j] = min(max(probs[i, k - 1, j] + steps[i, k - 1, j], low), high)
+
+
 class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
     """CogBench's two-step task (see module docstring).
 
@@ -160,8 +172,7 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
         probs = np.empty((n, t, 4))
         probs[:, 0] = rng.uniform(design.prob_low, design.prob_high, (n, 4))
         steps = rng.normal(0.0, design.drift_sd, (n, t - 1, 4))
-        for k in range(1, t):
-            probs[:, k] = np.clip(probs[:, k - 1] + steps[:, k - 1], design.prob_low, design.prob_high)
+        _drift(probs, steps, design.prob_low, design.prob_high)
         transition_u = rng.random((n, t))
         reward_u = rng.random((n, t))
         return TwoStepSessions(probs=probs, transition_u=transition_u, reward_u=reward_u)

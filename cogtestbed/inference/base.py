@@ -147,6 +147,10 @@ class CognitiveModel(ABC):
     kernel_columns: ClassVar[tuple[str | float, ...] | None] = None
     #: Name of the observed variable of the PyMC model.
     observed_name: ClassVar[str] = "y"
+    #: Parameters whose subject values the hierarchical PyMC model samples centred,
+    #: u_i ~ Normal(mu, sigma), instead of non-centred offsets: those each subject's data pin
+    #: more tightly than the population spread (Betancourt & Girolami 2015).  Same prior.
+    centred_parameters: ClassVar[tuple[str, ...]] = ()
     #: NUTS target acceptance for hierarchical fits (None: the sampler default of
     #: :func:`cogtestbed.inference.hierarchical.fit_hierarchical`).
     target_accept: ClassVar[float | None] = None

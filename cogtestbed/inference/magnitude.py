@@ -7,8 +7,9 @@
 * :func:`magnitude_metrics`: NRMSE, w_prior, BCS (s_a = 0 rule), factor evidence, the four
   cue-combination fits, RRE, A / E / C and the BayesBench score (both readings of C), and the
   30-round session-preserving bootstrap with 68 % intervals (Sec. 3.5–3.6, Eq. 5, App. A.7–A.10).
-* :func:`w_prior_hierarchy`: hierarchical PyMC model of w_prior pooled over sessions, tasks and
-  ablations reporting P(Δw_prior > 0) per ablation (non-centred; R-hat, ESS, divergences).
+* :func:`~cogtestbed.inference.magnitude_hierarchy.w_prior_hierarchy` (re-exported): hierarchical
+  PyMC model of w_prior pooled over sessions, tasks and ablations reporting P(Δw_prior > 0) per
+  ablation (condition levels, zero-sum effects, non-centred cells, mean-answer parameterisation).
 
 Documented choices where the paper is silent (constants below): NRMSE baseline = the session
 midpoint (:data:`NRMSE_BASELINE`); A from the mean NRMSE over the modalities played
@@ -50,6 +51,7 @@ from cogtestbed.inference.magnitude_fits import (
     fit_sessions,
     gauss_nll,
 )
+from cogtestbed.inference.magnitude_hierarchy import w_prior_hierarchy as w_prior_hierarchy
 from cogtestbed.parameters import ParameterSet
 
 #: [gap] NRMSE's constant predictor: the midpoint of the *session's* range (Sec. 3.5).
@@ -73,8 +75,6 @@ VARIANCE_BINS = 5
 #: Fitted modality per ablation for BCS (App. A.10): image for noise, text+image otherwise.
 BCS_MODALITY = {"verbal": "text+image", "numerical": "text+image", "noise-constant": "image",
                 "noise-gradual": "image", "context-long": "text+image"}
-#: NUTS target acceptance of the w_prior hierarchy.
-HIERARCHY_TARGET_ACCEPT = 0.9
 _K, _C, _M, _R = len(TASK_NAMES), len(CONDITIONS), len(MODALITIES), len(RANGES)
 _BASE = CONDITIONS.index("base")
 
@@ -620,11 +620,17 @@ class StaticBayesModel(_MagnitudeModel):
     """Static Bayesian observer (w_prior, mu_p, sigma_dec) shared over a subject's sessions.
 
     MLE in closed form: least squares with the slope 1 − w_prior clipped to [0, 1], then
-    μ_p = intercept / w_prior (clipped to its bounds) and σ̂² = RSS/n."""
+    μ_p = intercept / w_prior (clipped to its bounds) and σ̂² = RSS/n.  The hierarchical PyMC
+    model samples w_prior centred (:attr:`centred_parameters`)."""
 
     name: ClassVar[str] = "static-bayes"
     parameters: ClassVar[ParameterSet] = AGENTS["static-bayes"].parameters
     pointwise_kernel: ClassVar[Any] = static_pointwise
+    #: The slope 1 − w_prior of a subject's answers is pinned to ±0.03 by 3 × 50 trials at
+    #: σ_dec/W = 0.1, far tighter than the population spread of logit w_prior: centred w_prior
+    #: (non-centred: bulk ESS 252 for w_prior_mu at 4 × 1000 draws; centred: ≥ 1100).  mu_p and
+    #: sigma_dec stay non-centred: their population SD can be ≈ 0 (a funnel when centred).
+    centred_parameters: ClassVar[tuple[str, ...]] = ("w_prior",)
 
     def _closed_form_fit(self, data: MagnitudeData) -> tuple[np.ndarray, float]:
         beta, c, rss, nll = self._line_fit(data, 0.0, 1.0)
@@ -706,73 +712,3 @@ class KalmanModel(_MagnitudeModel):
 
 
 MODELS: dict[str, CognitiveModel] = {m.name: m for m in (StaticBayesModel(), LinearModel(), KalmanModel())}
-
-
-# ============================================================================ hierarchical w_prior
-def w_prior_hierarchy(trials: pd.DataFrame, draws: int = 1000, tune: int = 1000, chains: int = 4,
-                      seed: int = 0, sampler: str = "auto", target_accept: float = HIERARCHY_TARGET_ACCEPT,
-                      centred_cells: bool = False) -> dict[str, Any]:
-    """Hierarchical static-Bayes model of one subject's w_prior over sessions, tasks, ablations.
-
-    Cell j = (task, condition, modality, range) answers v ~ N((1 − w_j)u + c_j, σ_j²) on the
-    normalised scale (c_j = w_j·μ_p,j, sampled directly), with logit w_j ~ N(α + τ_task + γ_condition,
-    σ_ε²): task effects τ = σ_τ·z (non-centred), condition effects γ (γ_base = 0, Normal(0, 1.5)).
-    Cell deviations are non-centred, ε = σ_ε·z_j; ``centred_cells=True`` centres them (the
-    geometry Betancourt & Girolami 2015 recommend for strongly identified groups).  Since the
-    logistic map is monotone, the population-level P(Δw_prior > 0 | data) of an ablation is
-    P(γ_ablation > 0), the same at every task.
-    Returns those probabilities, γ summaries and the diagnostics (R-hat, ESS, divergences).
-    """
-    import pymc as pm
-
-    from cogtestbed.inference.hierarchical import fit_hierarchical
-
-    g = trials[trials["valid"].astype(bool)]
-    if g["subject"].nunique() != 1:
-        raise ValueError("w_prior_hierarchy fits one subject (an LLM's run); select it first")
-    lo, hi = g["range_low"].to_numpy(np.float64), g["range_high"].to_numpy(np.float64)
-    u = (g["x"].to_numpy(np.float64) - lo) / (hi - lo)
-    v = (g["action"].to_numpy(np.float64, na_value=np.nan) - lo) / (hi - lo)
-    cells = g[["task", "condition", "modality", "range"]].astype(str).agg("|".join, axis=1)
-    cell_codes, cell_names = pd.factorize(cells)
-    tasks, task_names = pd.factorize(g["task"].astype(str))
-    conds = [c for c in CONDITIONS if c in set(g["condition"].astype(str)) and c != "base"]
-    if not conds or "base" not in set(g["condition"].astype(str)):
-        raise ValueError("the hierarchy needs the base condition and at least one ablation")
-    cond_code = np.array([conds.index(c) + 1 if c != "base" else 0 for c in g["condition"].astype(str)])
-    cell_task = np.zeros(len(cell_names), dtype=np.int64)
-    cell_cond = np.zeros(len(cell_names), dtype=np.int64)
-    cell_task[cell_codes] = tasks
-    cell_cond[cell_codes] = cond_code
-    coords = {"cell": list(cell_names), "task": list(task_names), "ablation": conds, "obs": np.arange(u.size)}
-    with pm.Model(coords=coords) as model:
-        alpha = pm.Normal("alpha", -0.5, 1.5)
-        gamma = pm.Normal("gamma", 0, 1.5, dims="ablation")
-        sigma_cell = pm.HalfNormal("sigma_cell", 0.5)
-        gamma_full = pm.math.concatenate([pm.math.zeros((1,)), gamma])
-        centre = alpha + gamma_full[cell_cond]
-        if len(task_names) > 1:  # one task: its effect would only duplicate alpha
-            sigma_task = pm.HalfNormal("sigma_task", 1.0)
-            centre = centre + sigma_task * pm.Normal("z_task", 0, 1, dims="task")[cell_task]
-        if centred_cells:
-            logit_w = pm.Normal("logit_w", centre, sigma_cell, dims="cell")
-        else:
-            logit_w = centre + sigma_cell * pm.Normal("z_cell", 0, 1, dims="cell")
-        w = pm.Deterministic("w_prior", pm.math.sigmoid(logit_w), dims="cell")
-        # the intercept w·μ_p is sampled directly: (w, μ_p) form a banana when w is small
-        intercept = pm.Normal("intercept", 0.25, 0.5, dims="cell")
-        log_sigma = pm.Normal("log_sigma", math.log(0.1), 1.0, dims="cell")
-        mean = (1 - w[cell_codes]) * u + intercept[cell_codes]
-        pm.Normal("v", mean, pm.math.exp(log_sigma)[cell_codes], observed=v, dims="obs")
-    fit = fit_hierarchical(model, trials, draws=draws, tune=tune, chains=chains, seed=seed,
-                           sampler=sampler, warn=False, log_likelihood=False,  # type: ignore[arg-type]
-                           target_accept=target_accept)
-    gam = fit.idata.posterior["gamma"].values.reshape(-1, len(conds))
-    d = fit.diagnostics
-    return {
-        "p_delta_w_positive": {c: float((gam[:, j] > 0).mean()) for j, c in enumerate(conds)},
-        "gamma": {c: {"mean": float(gam[:, j].mean()), "lo": float(np.quantile(gam[:, j], 0.05)),
-                      "hi": float(np.quantile(gam[:, j], 0.95))} for j, c in enumerate(conds)},
-        "diagnostics": {**d.columns(), "ok": d.ok, "verdict": d.verdict, "sampler": d.sampler,
-                        "seconds": d.seconds},
-    }

@@ -227,9 +227,12 @@ class _ColumnMaker:
             if len(values) != self.n:
                 raise ValueError(f"a flat stimulus column needs {self.n} rows, got {len(values)}")
             return values if self.rows is None else values.take(self.rows)
-        flat = np.asarray(values).reshape(self.n)
+        given = np.asarray(values)
+        flat = given.reshape(self.n)
         if flat.dtype.kind in "OUS":
             return _string_array(self.numeric(flat))
+        if self.rows is None and not np.may_share_memory(flat, given):
+            return flat  # reshaping a strided view already copied it: the copy is the table's own
         return self.numeric(flat)
 
     def text(self, values: np.ndarray | None) -> Any:

@@ -185,14 +185,17 @@ def finish_table(
     n = n_subjects * n_trials
     rows = None if keep is None else np.flatnonzero(np.asarray(keep, dtype=bool).reshape(n))
     col = _ColumnMaker(n, rows)
+    # the subject (and position) of every kept row, from the row numbers where rows are dropped
+    row_subject, row_position = (None, None) if rows is None else np.divmod(rows, n_trials)
     cols: dict[str, Any] = {
         "experiment": _constant_category(experiment, col.n_rows),
-        "subject": col.numeric(np.repeat(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64),
-                                         n_trials)),
+        "subject": (np.repeat(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64), n_trials)
+                    if row_subject is None else row_subject + subject_offset),
         "session": (np.zeros(col.n_rows, dtype=np.int64) if session is None
                     else col.numeric(np.asarray(session, dtype=np.int64).reshape(n))),
-        "trial": col.numeric(np.tile(np.arange(n_trials, dtype=np.int64), n_subjects) if trial is None
-                             else np.asarray(trial, dtype=np.int64).reshape(n)),
+        "trial": (col.numeric(np.asarray(trial, dtype=np.int64).reshape(n)) if trial is not None
+                  else np.tile(np.arange(n_trials, dtype=np.int64), n_subjects) if row_position is None
+                  else row_position),
     }
     for name, values in stimulus.items():
         cols[name] = col(values)
@@ -207,7 +210,9 @@ def finish_table(
     cols["parse_error"] = col.text(parse_error)
     cols["agent"] = _constant_category(agent, col.n_rows)
     for name, per_subject in (params or {}).items():
-        cols[PARAM_PREFIX + name] = col.numeric(np.repeat(np.asarray(per_subject, dtype=np.float64), n_trials))
+        values = np.asarray(per_subject, dtype=np.float64)
+        cols[PARAM_PREFIX + name] = (np.repeat(values, n_trials) if row_subject is None
+                                     else np.broadcast_to(values, (n_subjects,)).take(row_subject))
     for name, values in (trailing or {}).items():
         cols[name] = col(values)
     # every column is a fresh array owned by the table, so no copy (nor block consolidation)

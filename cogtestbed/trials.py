@@ -145,8 +145,8 @@ class CodedNumbers:
     values: np.ndarray
 
 
-#: A stimulus column: an (n_subjects, n_trials) array, :class:`CodedStrings`, :class:`CodedNumbers`, a flat pandas array,
-#: or None for a text column with nothing recorded (all missing, like ``raw_response``).
+#: A stimulus column: an (n_subjects, n_trials) array, :class:`CodedStrings`, :class:`CodedNumbers`, a
+#: flat pandas array, or None for a text column with nothing recorded (all missing, like ``raw_response``).
 Column: TypeAlias = np.ndarray | pd.Categorical | ExtensionArray | CodedStrings | CodedNumbers | None
 
 

@@ -414,3 +414,36 @@ def test_w_prior_hierarchy_finds_the_bayes_consistent_shifts() -> None:
     assert res["p_delta_w_positive"]["noise-constant"] > 0.95
     assert res["p_delta_w_positive"]["context-long"] > 0.95
     assert res["diagnostics"]["ok"], res["diagnostics"]["report"]
+
+
+def test_cli_metrics_fits_the_w_prior_hierarchy_on_request(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``--hierarchy-draws N`` adds each subject's w_prior hierarchy (P(Δw_prior > 0), R-hat, ESS,
+    divergences, verdict): the same figures as calling :func:`w_prior_hierarchy` with the seed
+    :func:`hierarchy_seeds` gives the subject; bad values are one clear error."""
+    from cogtestbed.inference.magnitude import hierarchy_seeds, w_prior_hierarchy
+
+    t = _hierarchy_trials("ablation-inconsistent", {"w_prior": 0.4, "shift": 0.1, "sigma_dec": 0.1}, 2,
+                          conditions="base,verbal", trials_per_session=12)
+    out = tmp_path / "T.parquet"
+    t.to_parquet(out)
+    runner = CliRunner()
+    res = runner.invoke(app, ["metrics", "magnitude", str(out), "--json", "--bootstrap", "0", "--seed", "5",
+                              "--hierarchy-draws", "150", "--hierarchy-chains", "2"])
+    assert res.exit_code == 0, res.output
+    body = json.loads(res.stdout)
+    got = body["per_subject"][0]["hierarchy"]
+    diag = got["diagnostics"]
+    assert {"max_rhat", "min_ess_bulk", "min_ess_tail", "divergences", "ok", "verdict"} <= set(diag)
+    assert diag["verdict"].startswith("converged" if diag["ok"] else "NOT converged")
+    (seed,) = hierarchy_seeds(5, 1)
+    want = w_prior_hierarchy(t, draws=150, tune=150, chains=2, seed=seed)
+    assert got["seed"] == seed
+    assert got["p_delta_w_positive"] == pytest.approx(want["p_delta_w_positive"], abs=1e-12)
+    assert got["p_delta_w_positive"]["verbal"] < 0.5  # the inconsistent agent lowers w_prior under ablation
+    keys = ("max_rhat", "min_ess_bulk", "min_ess_tail", "divergences", "ok", "verdict")
+    assert {k: diag[k] for k in keys} == {k: want["diagnostics"][k] for k in keys}
+    assert body["metrics"]["hierarchy"] == {"p_delta_w_positive": got["p_delta_w_positive"],
+                                            "converged": diag["ok"]}
+    assert ("w_prior hierarchy" in " ".join(body["flags"])) == (not diag["ok"])
+    res = runner.invoke(app, ["metrics", "magnitude", str(out), "--hierarchy-draws", "10", "--hierarchy-chains", "1"])
+    assert isinstance(res.exception, ValueError) and "hierarchy_chains must be >= 2" in str(res.exception)

@@ -1,6 +1,6 @@
 """Magnitude estimation (BayesBench) studies on synthetic agents; each prints its figures.
 
-    python benchmarks/studies/magnitude_studies.py recovery      # w_prior, mu_p, sigma_dec (MLE)
+    python benchmarks/studies/magnitude_studies.py recovery      # w_prior, mu_p; q/r, alpha, w_text by trials/session
     python benchmarks/studies/magnitude_studies.py kalman        # q/r: where it is identifiable
     python benchmarks/studies/magnitude_studies.py cue           # alpha and w_text recovery
     python benchmarks/studies/magnitude_studies.py model         # factor-evidence confusion
@@ -49,7 +49,8 @@ def _r(true: np.ndarray, est: np.ndarray) -> str:
 
 def recovery(seed: int, n: int = 200) -> None:
     """w_prior recovery at 50 trials per session, σ_dec/W = 0.1 (and 0.2): one fit per session
-    (50 trials) and one per subject (3 sessions, shared parameters)."""
+    (50 trials) and one per subject (3 sessions, shared parameters); then w_prior / μ_p and
+    (:func:`trials_sweep`) Kalman q/r, α and w_text by trials per session."""
     rng = np.random.default_rng(seed)
     for sd in (0.1, 0.2):
         w, m = rng.uniform(0.05, 0.95, n), rng.uniform(0.3, 0.7, n)
@@ -73,17 +74,68 @@ def recovery(seed: int, n: int = 200) -> None:
             cells.append(f"n={trials}: {np.corrcoef(w, fits['w_prior'])[0, 1]:.3f}, "
                          f"{np.corrcoef(m, fits['mu_p'])[0, 1]:.3f}")
         print(f"  sigma_dec/W = {sd}: " + "; ".join(cells))
+    trials_sweep(seed)
+
+
+#: Trials per session of the recovery sweeps (the issue's grid).
+TRIALS_GRID = (10, 20, 50, 100)
+#: Range of true log10 q/r where the Kalman gain is identifiable (steady-state gain ≈ 0.1–0.9).
+QR_IDENTIFIABLE = (-2.0, 1.0)
+
+
+def _kalman_fit(rng: np.random.Generator, seed: int, n: int, trials: int) -> tuple[np.ndarray, np.ndarray]:
+    """True and MLE log10 q/r of ``n`` Kalman subjects, q/r ~ 10^U(−3, 2), σ_dec/W = 0.1."""
+    qr = 10 ** rng.uniform(-3, 2, n)
+    design = MagnitudeDesign(**TEXT_BASE, trials_per_session=trials)
+    t = simulate("magnitude", "kalman", n, seed, {"q_over_r": qr, "sigma_dec": 0.1}, design=design)
+    est = MODELS["kalman"].fit_mle(t)["q_over_r"].to_numpy()
+    return np.log10(qr), np.log10(np.maximum(est, 1e-12))
+
+
+def _alpha_fit(rng: np.random.Generator, seed: int, n: int, trials: int) -> tuple[np.ndarray, np.ndarray]:
+    """True and fitted α of ``n`` combiner-alpha subjects (line ratio, base, three modalities)."""
+    alpha = rng.uniform(0, 1, n)
+    design = MagnitudeDesign(task="line-ratio", conditions="base", trials_per_session=trials)
+    t = simulate("magnitude", "combiner-alpha", n, seed, {"alpha": alpha, "sigma_dec": 0.02}, design=design)
+    est = np.array([cue_combination(build_cube(g), 1)["alpha"] for _, g in t.groupby("subject")])  # type: ignore[index]
+    return alpha, est
+
+
+def _w_text_fit(rng: np.random.Generator, seed: int, n: int, trials: int) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """True Oracle text weight σ_I²/(σ_T² + σ_I²) of ``n`` combiner-optimal subjects and their
+    cue-combination fits."""
+    st, si = rng.uniform(0.05, 0.3, n), rng.uniform(0.05, 0.3, n)
+    design = MagnitudeDesign(task="line-ratio", conditions="base", trials_per_session=trials)
+    t = simulate("magnitude", "combiner-optimal", n, seed, {"sigma_text": st, "sigma_image": si, "sigma_dec": 0.02},
+                 design=design)
+    return si**2 / (st**2 + si**2), [cue_combination(build_cube(g), 1) for _, g in t.groupby("subject")]
+
+
+def _corr(true: np.ndarray, est: np.ndarray) -> float:
+    ok = np.isfinite(est)
+    return float(np.corrcoef(true[ok], est[ok])[0, 1])
+
+
+def trials_sweep(seed: int, n_kalman: int = 300, n_cue: int = 150) -> None:
+    """r(true, fitted) of Kalman log10 q/r, α and w_text by trials per session (:data:`TRIALS_GRID`)."""
+    rng = np.random.default_rng(seed)
+    print("by trials per session (3 sessions each): r(true, fitted)")
+    for trials in TRIALS_GRID:
+        lt, le = _kalman_fit(rng, seed + trials, n_kalman, trials)
+        k = (lt >= QR_IDENTIFIABLE[0]) & (lt < QR_IDENTIFIABLE[1])
+        alpha, a_est = _alpha_fit(rng, seed + trials, n_cue, trials)
+        w_true, res = _w_text_fit(rng, seed + trials, n_cue, trials)
+        oracle = np.array([r["w_text_oracle"] for r in res], dtype=np.float64)  # type: ignore[index]
+        resid = np.array([r["w_text_non_oracle"]["residual"] for r in res], dtype=np.float64)  # type: ignore[index]
+        print(f"  n={trials:3d}: log10 q/r {_corr(lt, le):.3f} (in [{QR_IDENTIFIABLE[0]:+.0f}, "
+              f"{QR_IDENTIFIABLE[1]:+.0f}): {_corr(lt[k], le[k]):.3f}); alpha {_corr(alpha, a_est):.3f}; "
+              f"w_text Oracle GLS {_corr(w_true, oracle):.3f}, Non-Oracle residual {_corr(w_true, resid):.3f}")
 
 
 def kalman(seed: int, n: int = 300) -> None:
     """q/r recovery (log scale) by true q/r: the gain saturates at large q/r and the filter is a
     running mean at small q/r, where q/r is not identifiable."""
-    rng = np.random.default_rng(seed)
-    qr = 10 ** rng.uniform(-3, 2, n)
-    design = MagnitudeDesign(**TEXT_BASE, trials_per_session=50)
-    t = simulate("magnitude", "kalman", n, seed, {"q_over_r": qr, "sigma_dec": 0.1}, design=design)
-    est = MODELS["kalman"].fit_mle(t)["q_over_r"].to_numpy()
-    lt, le = np.log10(qr), np.log10(np.maximum(est, 1e-12))
+    lt, le = _kalman_fit(np.random.default_rng(seed), seed, n, 50)
     print(f"log10 q/r overall: {_r(lt, le)}")
     edges = np.arange(-3, 2.5, 1.0)
     for lo, hi in zip(edges[:-1], edges[1:], strict=True):
@@ -98,16 +150,9 @@ def kalman(seed: int, n: int = 300) -> None:
 def cue(seed: int, n: int = 150) -> None:
     """α (combiner-alpha) and the Oracle text weight (combiner-optimal) recovered by the cue-combination fits."""
     rng = np.random.default_rng(seed)
-    alpha = rng.uniform(0, 1, n)
-    design = MagnitudeDesign(task="line-ratio", conditions="base", trials_per_session=50)
-    t = simulate("magnitude", "combiner-alpha", n, seed, {"alpha": alpha, "sigma_dec": 0.02}, design=design)
-    est = np.array([cue_combination(build_cube(g), 1)["alpha"] for _, g in t.groupby("subject")])  # type: ignore[index]
+    alpha, est = _alpha_fit(rng, seed, n, 50)
     print(f"alpha (sigma_text = 0.15, sigma_image = 0.1, sigma_dec = 0.02, 3 x 50 trials): {_r(alpha, est)}")
-    st, si = rng.uniform(0.05, 0.3, n), rng.uniform(0.05, 0.3, n)
-    t = simulate("magnitude", "combiner-optimal", n, seed, {"sigma_text": st, "sigma_image": si, "sigma_dec": 0.02},
-                 design=design)
-    w_true = si**2 / (st**2 + si**2)
-    res = [cue_combination(build_cube(g), 1) for _, g in t.groupby("subject")]
+    w_true, res = _w_text_fit(rng, seed, n, 50)
     for key in ("raw", "per_stimulus", "residual"):
         est = np.array([r["w_text_non_oracle"][key] for r in res])  # type: ignore[index]
         print(f"w_text Non-Oracle ({key}): {_r(w_true, est)}")

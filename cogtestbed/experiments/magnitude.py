@@ -3,7 +3,14 @@
 from cogtestbed.agents.magnitude import AGENTS
 from cogtestbed.environments.magnitude import MagnitudeEnv
 from cogtestbed.experiments.spec import ExperimentSpec, MetricOption, MetricsSpec, StudyDecl, same_name_generators
-from cogtestbed.inference.magnitude import CONDITIONS, MODELS, VARIANCE_READINGS, magnitude_metrics
+from cogtestbed.inference.magnitude import (
+    CONDITIONS,
+    HIERARCHY_CHAINS,
+    HIERARCHY_DRAWS,
+    MODELS,
+    VARIANCE_READINGS,
+    magnitude_metrics,
+)
 
 SPEC = ExperimentSpec(
     name="magnitude",
@@ -25,6 +32,12 @@ SPEC = ExperimentSpec(
                                      VARIANCE_READINGS),
             "evidence_condition": MetricOption("evidence_condition", "condition of the factor evidence", "base",
                                                CONDITIONS),
+            "hierarchy_draws": MetricOption(
+                "hierarchy_draws", "draws (= tuning steps) per chain of the hierarchical w_prior fit: "
+                "P(dw_prior > 0) per ablation with R-hat, ESS, divergences (0: not fitted; 1000 documented)",
+                HIERARCHY_DRAWS, None, int),
+            "hierarchy_chains": MetricOption("hierarchy_chains", "chains of the hierarchical w_prior fit",
+                                             HIERARCHY_CHAINS, None, int),
         },
     ),
     pooling_unit="subject",

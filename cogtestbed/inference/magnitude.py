@@ -70,6 +70,12 @@ BOOTSTRAP_INTERVAL = (16.0, 84.0)
 VARIANCE_READINGS = ("raw", "per_stimulus", "residual")
 #: [gap] the reading RRE(Non-Oracle) and E use by default (the paper's literal wording).
 DEFAULT_VARIANCE = "raw"
+#: Posterior draws per chain of the optional w_prior hierarchy in :func:`magnitude_metrics`
+#: (0: not fitted, the default, since NUTS costs seconds to minutes per subject); tuning steps
+#: equal the draws, and 4 chains × 1000 draws is the documented setting of the convergence checks.
+HIERARCHY_DRAWS = 0
+#: Chains of the optional w_prior hierarchy (R-hat needs at least 2).
+HIERARCHY_CHAINS = 4
 #: Stimulus bins per session for the per-stimulus variance reading.
 VARIANCE_BINS = 5
 #: Fitted modality per ablation for BCS (App. A.10): image for noise, text+image otherwise.
@@ -424,15 +430,43 @@ def subject_metrics(g: pd.DataFrame, rng: np.random.Generator, bootstrap_rounds:
     return out
 
 
+def hierarchy_seeds(seed: int, n_subjects: int) -> list[int]:
+    """The sampler seed of each subject's w_prior hierarchy: one child of ``SeedSequence(seed)``
+    per subject, on a stream of its own (the bootstrap's generators are untouched)."""
+    children = np.random.SeedSequence(seed, spawn_key=(1,)).spawn(n_subjects)
+    return [int(c.generate_state(1, dtype=np.uint32)[0]) for c in children]
+
+
+def _subject_hierarchy(g: pd.DataFrame, draws: int, chains: int, seed: int) -> dict[str, Any]:
+    """:func:`w_prior_hierarchy` of one subject, JSON-ready (the InferenceData dropped)."""
+    res = w_prior_hierarchy(g, draws=draws, tune=draws, chains=chains, seed=seed)
+    res.pop("idata")
+    return {**res, "seed": seed, "draws": draws, "chains": chains}
+
+
+def _check_hierarchy_options(draws: int, chains: int) -> None:
+    if draws < 0:
+        raise ValueError(f"hierarchy_draws must be >= 0 (0: no hierarchy), got {draws}")
+    if draws and chains < 2:
+        raise ValueError(f"hierarchy_chains must be >= 2 (R-hat compares chains), got {chains}")
+
+
 def magnitude_metrics(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP_ROUNDS, seed: int = 0,
-                      variance: str = DEFAULT_VARIANCE, evidence_condition: str = "base") -> dict[str, Any]:
+                      variance: str = DEFAULT_VARIANCE, evidence_condition: str = "base",
+                      hierarchy_draws: int = HIERARCHY_DRAWS,
+                      hierarchy_chains: int = HIERARCHY_CHAINS) -> dict[str, Any]:
     """BayesBench metrics per subject and their mean over subjects (Ma et al. 2025, Sec. 3.5–3.6).
 
     ``metrics``: nrmse {task: {modality}} (base condition), bcs (sum of s_a), bcs_per_task,
     w_prior {task: {condition: {modality}}}, factor_evidence {task: {modality: {factor: P}}},
     rre {task: {oracle, non_oracle}}, bayesbench {score (C_sum), score_c_mean, A, E, C_sum, C_mean},
     plus cue_combination and the bootstrap intervals.  ``per_subject`` holds each subject's dict.
+    With ``hierarchy_draws`` > 0 each subject's ``hierarchy`` is :func:`w_prior_hierarchy` (the
+    condition-level Bayes-consistency reading, P(Δw_prior > 0 | data) per ablation, with R-hat,
+    bulk/tail ESS, divergences and the verdict) and ``metrics["hierarchy"]`` holds the mean
+    P(Δw_prior > 0) over subjects and whether every subject's fit converged.
     """
+    _check_hierarchy_options(hierarchy_draws, hierarchy_chains)
     if variance not in VARIANCE_READINGS:
         raise ValueError(f"variance must be one of {', '.join(VARIANCE_READINGS)}, got {variance!r}")
     if evidence_condition not in CONDITIONS:
@@ -453,6 +487,15 @@ def magnitude_metrics(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP_ROUNDS, s
     headline = {k: _mean_nested([p.get(k) for p in per]) for k in keys}
     n_invalid = int((~trials["valid"].astype(bool)).sum())
     flags = []
+    if hierarchy_draws:
+        seeds = hierarchy_seeds(seed, len(subjects))
+        for p, (_, g), s in zip(per, subjects, seeds, strict=True):
+            p["hierarchy"] = _subject_hierarchy(g, hierarchy_draws, hierarchy_chains, s)
+            if not p["hierarchy"]["diagnostics"]["ok"]:
+                flags.append(f"w_prior hierarchy of subject {p['subject']}: {p['hierarchy']['diagnostics']['verdict']}")
+        headline["hierarchy"] = {
+            "p_delta_w_positive": _mean_nested([p["hierarchy"]["p_delta_w_positive"] for p in per]),
+            "converged": all(p["hierarchy"]["diagnostics"]["ok"] for p in per)}
     if n_invalid:
         flags.append(f"{n_invalid} invalid answers excluded from every fit")
     tasks = set(trials["task"].astype(str)) & set(VISUAL_TASKS)

@@ -624,7 +624,8 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
         """One row per judgment (columns in the module docstring)."""
         stimulus = stimulus_columns(design, sessions.variant, sessions.cb, sessions.item)
         conf = outcomes.extra.get("confidence")
-        confidence = np.full(outcomes.action.shape, np.nan) if conf is None else np.asarray(conf)
+        confidence = (_flat(np.full(outcomes.action.shape, np.nan)) if conf is None
+                      else np.asarray(conf))
         return finish_table(
             EXPERIMENT, stimulus, np.asarray(outcomes.action, dtype=np.float64), outcomes.reward,
             outcomes.valid, agent=agent, raw_response=outcomes.raw_response,
@@ -655,6 +656,11 @@ def filler_words_table(design: CausalDesign) -> np.ndarray:
     return table
 
 
+def _flat(values: np.ndarray) -> pd.arrays.NumpyExtensionArray:
+    """A fresh numeric column as a flat array (the trial table holds it as it is)."""
+    return pd.arrays.NumpyExtensionArray(values.reshape(-1))
+
+
 def _cat(codes: np.ndarray, categories: list[str]) -> pd.Categorical:
     """A flat categorical from codes already in ``range(len(categories))`` (built from lookup tables
     below), taken as int8 — the code type pandas would coerce them to — without a validation pass."""
@@ -665,7 +671,7 @@ def _cat(codes: np.ndarray, categories: list[str]) -> pd.Categorical:
 def stimulus_columns(design: CausalDesign, variant: np.ndarray, cb: np.ndarray, item: np.ndarray
                      ) -> dict[str, Any]:
     """Stimulus columns of the trial table from (subject, trial) arrays of indices (string
-    columns as flat categoricals, numeric ones with the input's shape)."""
+    columns as flat categoricals, numeric ones as flat arrays the table takes without a copy)."""
     variant, cb, item = (np.asarray(x, dtype=np.int64) for x in (variant, cb, item))
     zeros = np.zeros(item.size, dtype=np.int8)
     doms = [d for d, _ in design.variants]
@@ -684,15 +690,15 @@ def stimulus_columns(design: CausalDesign, variant: np.ndarray, cb: np.ndarray, 
         "domain": _cat(np.array([dom_cats.index(d) for d in doms], dtype=np.int8)[variant], dom_cats),
         "domain_label": _cat(variant, labels),
         "cntbl_cond": _cat(cb, list(design.cntbl_conds)),
-        "item": item,
+        "item": _flat(item.copy()),
         "letter": _cat(item_letter[item], letters),
         "task": _cat(ITEM_TASK.astype(np.int8)[item], list(ROMAN)),
-        "task_index": ITEM_TASK[item],
+        "task_index": _flat(ITEM_TASK[item]),
         "query_var": _cat(item_query[item], ["X", "Y", "Z"]),
-        "obs_x": obs["X"][item],
-        "obs_y": obs["Y"][item],
-        "obs_z": obs["Z"][item],
+        "obs_x": _flat(obs["X"][item]),
+        "obs_y": _flat(obs["Y"][item]),
+        "obs_z": _flat(obs["Z"][item]),
         "prompt_type": _cat(zeros, [design.prompt_type]),
-        "prompt_id": 160 * variant + offs[cb] + item + 1,
-        "filler_words": filler_words_table(design)[variant, cb],
+        "prompt_id": _flat(160 * variant + offs[cb] + item + 1),
+        "filler_words": _flat(filler_words_table(design)[variant, cb]),
     }

@@ -135,9 +135,19 @@ class CodedStrings:
         return CodedStrings(np.where(condition, self.codes, other.codes), self.vocabulary)
 
 
-#: A stimulus column: an (n_subjects, n_trials) array, :class:`CodedStrings`, a flat pandas array,
-#: or None for a text column with nothing recorded (all missing, like ``raw_response``).
-Column: TypeAlias = np.ndarray | pd.Categorical | ExtensionArray | CodedStrings | None
+@dataclass(frozen=True)
+class CodedNumbers:
+    """A numeric stimulus column given as integer ``codes`` into a table of ``values``: the column
+    is ``values[codes]``, looked up after the kept rows are chosen (columns sharing one ``codes``
+    array share that choice)."""
+
+    codes: np.ndarray
+    values: np.ndarray
+
+
+#: A stimulus column: an (n_subjects, n_trials) array, :class:`CodedStrings`, :class:`CodedNumbers`, a
+#: flat pandas array, or None for a text column with nothing recorded (all missing, like ``raw_response``).
+Column: TypeAlias = np.ndarray | pd.Categorical | ExtensionArray | CodedStrings | CodedNumbers | None
 
 
 def finish_table(
@@ -175,14 +185,17 @@ def finish_table(
     n = n_subjects * n_trials
     rows = None if keep is None else np.flatnonzero(np.asarray(keep, dtype=bool).reshape(n))
     col = _ColumnMaker(n, rows)
+    # the subject (and position) of every kept row, from the row numbers where rows are dropped
+    row_subject, row_position = (None, None) if rows is None else np.divmod(rows, n_trials)
     cols: dict[str, Any] = {
         "experiment": _constant_category(experiment, col.n_rows),
-        "subject": col.numeric(np.repeat(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64),
-                                         n_trials)),
+        "subject": (np.repeat(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64), n_trials)
+                    if row_subject is None else row_subject + subject_offset),
         "session": (np.zeros(col.n_rows, dtype=np.int64) if session is None
                     else col.numeric(np.asarray(session, dtype=np.int64).reshape(n))),
-        "trial": col.numeric(np.tile(np.arange(n_trials, dtype=np.int64), n_subjects) if trial is None
-                             else np.asarray(trial, dtype=np.int64).reshape(n)),
+        "trial": (col.numeric(np.asarray(trial, dtype=np.int64).reshape(n)) if trial is not None
+                  else np.tile(np.arange(n_trials, dtype=np.int64), n_subjects) if row_position is None
+                  else row_position),
     }
     for name, values in stimulus.items():
         cols[name] = col(values)
@@ -197,7 +210,9 @@ def finish_table(
     cols["parse_error"] = col.text(parse_error)
     cols["agent"] = _constant_category(agent, col.n_rows)
     for name, per_subject in (params or {}).items():
-        cols[PARAM_PREFIX + name] = col.numeric(np.repeat(np.asarray(per_subject, dtype=np.float64), n_trials))
+        values = np.asarray(per_subject, dtype=np.float64)
+        cols[PARAM_PREFIX + name] = (np.repeat(values, n_trials) if row_subject is None
+                                     else np.broadcast_to(values, (n_subjects,)).take(row_subject))
     for name, values in (trailing or {}).items():
         cols[name] = col(values)
     # every column is a fresh array owned by the table, so no copy (nor block consolidation)
@@ -210,6 +225,15 @@ class _ColumnMaker:
     def __init__(self, n: int, rows: np.ndarray | None) -> None:
         self.n, self.rows = n, rows
         self.n_rows = n if rows is None else len(rows)
+        self._codes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def codes(self, codes: np.ndarray) -> np.ndarray:
+        """The kept rows of a codes array, chosen once per array (coded columns often share one)."""
+        hit = self._codes.get(id(codes))
+        if hit is None or hit[0] is not codes:
+            hit = (codes, self.numeric(np.asarray(codes, dtype=np.int64).reshape(self.n)))
+            self._codes[id(codes)] = hit
+        return hit[1]
 
     def numeric(self, flat: np.ndarray) -> np.ndarray:
         """The kept rows of a flat array, as a fresh array the table may own."""
@@ -221,15 +245,19 @@ class _ColumnMaker:
         if values is None:
             return self.text(None)
         if isinstance(values, CodedStrings):
-            codes = self.numeric(np.asarray(values.codes, dtype=np.int64).reshape(self.n))
-            return _coded_string_array(codes, values.vocabulary)
+            return _coded_string_array(self.codes(values.codes), values.vocabulary)
+        if isinstance(values, CodedNumbers):
+            return np.asarray(values.values)[self.codes(values.codes)]
         if isinstance(values, (pd.Categorical, ExtensionArray)):
             if len(values) != self.n:
                 raise ValueError(f"a flat stimulus column needs {self.n} rows, got {len(values)}")
             return values if self.rows is None else values.take(self.rows)
-        flat = np.asarray(values).reshape(self.n)
+        given = np.asarray(values)
+        flat = given.reshape(self.n)
         if flat.dtype.kind in "OUS":
             return _string_array(self.numeric(flat))
+        if self.rows is None and not np.may_share_memory(flat, given):
+            return flat  # reshaping a strided view already copied it: the copy is the table's own
         return self.numeric(flat)
 
     def text(self, values: np.ndarray | None) -> Any:
@@ -266,8 +294,35 @@ def _string_array(flat: np.ndarray) -> Any:
 def _coded_string_array(codes: np.ndarray, vocabulary: tuple[str | None, ...]) -> Any:
     if codes.size and (codes.min() < 0 or codes.max() >= len(vocabulary)):
         raise ValueError(f"string codes must lie in 0..{len(vocabulary) - 1}")
-    taken = pa.array(list(vocabulary), type=pa.large_string()).take(pa.array(codes))
+    encoded = [None if v is None else v.encode() for v in vocabulary]
+    widths = {len(e) for e in encoded if e is not None}
+    if len(widths) == 1:
+        taken = _fixed_width_strings(codes, encoded, widths.pop())
+    else:
+        taken = pa.array(list(vocabulary), type=pa.large_string()).take(pa.array(codes))
     return pd.arrays.ArrowStringArray(pa.chunked_array([taken]))
+
+
+def _fixed_width_strings(codes: np.ndarray, encoded: list[bytes | None], width: int) -> pa.Array:
+    """The Arrow ``large_string`` array of ``vocabulary[codes]`` when every present value has
+    ``width`` bytes: its buffers (offsets, bytes, validity) built with whole-array numpy steps,
+    equal to Arrow's ``take`` of the vocabulary (a missing value adds no bytes)."""
+    present = np.array([e is not None for e in encoded])[codes]
+    table = np.frombuffer(b"".join(e if e is not None else b"\0" * width for e in encoded),
+                          dtype=np.uint8).reshape(len(encoded), width)
+    n = len(codes)
+    all_present = bool(present.all())
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    if all_present:
+        offsets[1:] = width * np.arange(1, n + 1, dtype=np.int64)
+        data = table[codes]
+    else:
+        np.cumsum(present, out=offsets[1:])
+        offsets *= width
+        data = table[codes[present]]
+    validity = None if all_present else pa.py_buffer(np.packbits(present, bitorder="little"))
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data)),
+                                            validity, null_count=int(n - np.count_nonzero(present)))
 
 
 def scored_columns(scored: np.ndarray | None, n_continuations: int, shape: tuple[int, int],

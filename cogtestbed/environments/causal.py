@@ -67,6 +67,7 @@ prompt id), ``filler_words``; outcome ``action`` = the rating on 0–100 (NaN/NA
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from dataclasses import dataclass
@@ -473,8 +474,8 @@ class CausalSessions(Sessions):
 
 
 def _cell_of(design: CausalDesign, cell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    n_cb = len(design.cntbl_conds)
-    return cell // n_cb, cell % n_cb
+    quotient, remainder = np.divmod(cell, len(design.cntbl_conds))
+    return quotient, remainder
 
 
 class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
@@ -543,8 +544,9 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
             item = np.take_along_axis(item, perm, axis=1)
         variant, cb = _cell_of(design, cell)
         names_seed = rng.integers(0, 2**62, size=n)
-        return CausalSessions(variant=variant.astype(np.int64), cb=cb.astype(np.int64),
-                              item=item.astype(np.int64), names_seed=names_seed.astype(np.int64))
+        return CausalSessions(variant=variant.astype(np.int64, copy=False), cb=cb.astype(np.int64, copy=False),
+                              item=item.astype(np.int64, copy=False),
+                              names_seed=names_seed.astype(np.int64, copy=False))
 
     # -- dynamics --------------------------------------------------------------------------
     def _start(self) -> None:
@@ -622,7 +624,8 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
         """One row per judgment (columns in the module docstring)."""
         stimulus = stimulus_columns(design, sessions.variant, sessions.cb, sessions.item)
         conf = outcomes.extra.get("confidence")
-        confidence = np.full(outcomes.action.shape, np.nan) if conf is None else np.asarray(conf)
+        confidence = (_flat(np.full(outcomes.action.shape, np.nan)) if conf is None
+                      else np.asarray(conf))
         return finish_table(
             EXPERIMENT, stimulus, np.asarray(outcomes.action, dtype=np.float64), outcomes.reward,
             outcomes.valid, agent=agent, raw_response=outcomes.raw_response,
@@ -644,47 +647,58 @@ def prompt_ids(design: CausalDesign, sessions: CausalSessions) -> np.ndarray:
     return 160 * sessions.variant + offs[sessions.cb] + sessions.item + 1
 
 
+@functools.lru_cache(maxsize=32)
 def filler_words_table(design: CausalDesign) -> np.ndarray:
-    """Filler words of every (variant, cntbl_cond) cell."""
-    return np.array([[cell_text(design, d, f, c).filler_words for c in design.cntbl_conds]
-                     for d, f in design.variants], dtype=np.int64)
+    """Filler words of every (variant, cntbl_cond) cell (read-only; rendered once per design)."""
+    table = np.array([[cell_text(design, d, f, c).filler_words for c in design.cntbl_conds]
+                      for d, f in design.variants], dtype=np.int64)
+    table.setflags(write=False)
+    return table
+
+
+def _flat(values: np.ndarray) -> pd.arrays.NumpyExtensionArray:
+    """A fresh numeric column as a flat array (the trial table holds it as it is)."""
+    return pd.arrays.NumpyExtensionArray(values.reshape(-1))
 
 
 def _cat(codes: np.ndarray, categories: list[str]) -> pd.Categorical:
-    return pd.Categorical.from_codes(np.asarray(codes).reshape(-1), categories=categories)
+    """A flat categorical from codes already in ``range(len(categories))`` (built from lookup tables
+    below), taken as int8 — the code type pandas would coerce them to — without a validation pass."""
+    flat = np.asarray(codes).reshape(-1).astype(np.int8, copy=False)
+    return pd.Categorical.from_codes(flat, dtype=pd.CategoricalDtype(categories), validate=False)
 
 
 def stimulus_columns(design: CausalDesign, variant: np.ndarray, cb: np.ndarray, item: np.ndarray
                      ) -> dict[str, Any]:
     """Stimulus columns of the trial table from (subject, trial) arrays of indices (string
-    columns as flat categoricals, numeric ones with the input's shape)."""
+    columns as flat categoricals, numeric ones as flat arrays the table takes without a copy)."""
     variant, cb, item = (np.asarray(x, dtype=np.int64) for x in (variant, cb, item))
-    zeros = np.zeros(item.size, dtype=np.int64)
+    zeros = np.zeros(item.size, dtype=np.int8)
     doms = [d for d, _ in design.variants]
     fills = [f for _, f in design.variants]
     dom_cats, fill_cats = sorted(set(doms)), sorted(set(fills))
     labels = [domain_label(design, d, f) for d, f in design.variants]
     offs = np.array([CB_ID_OFFSET[c] for c in design.cntbl_conds])
     letters = sorted({it.letter for it in ITEMS})
-    item_letter = np.array([letters.index(it.letter) for it in ITEMS])
-    item_query = np.array(["XYZ".index(it.query) for it in ITEMS])
+    item_letter = np.array([letters.index(it.letter) for it in ITEMS], dtype=np.int8)
+    item_query = np.array(["XYZ".index(it.query) for it in ITEMS], dtype=np.int8)
     obs = {v: np.array([it.state(v) for it in ITEMS], dtype=np.int64) for v in "XYZ"}
     return {
         "content": _cat(zeros, [design.content]),
         "overload": _cat(zeros, [design.overload]),
-        "filler": _cat(np.array([fill_cats.index(f) for f in fills])[variant], fill_cats),
-        "domain": _cat(np.array([dom_cats.index(d) for d in doms])[variant], dom_cats),
+        "filler": _cat(np.array([fill_cats.index(f) for f in fills], dtype=np.int8)[variant], fill_cats),
+        "domain": _cat(np.array([dom_cats.index(d) for d in doms], dtype=np.int8)[variant], dom_cats),
         "domain_label": _cat(variant, labels),
         "cntbl_cond": _cat(cb, list(design.cntbl_conds)),
-        "item": item,
+        "item": _flat(item.copy()),
         "letter": _cat(item_letter[item], letters),
-        "task": _cat(ITEM_TASK[item], list(ROMAN)),
-        "task_index": ITEM_TASK[item],
+        "task": _cat(ITEM_TASK.astype(np.int8)[item], list(ROMAN)),
+        "task_index": _flat(ITEM_TASK[item]),
         "query_var": _cat(item_query[item], ["X", "Y", "Z"]),
-        "obs_x": obs["X"][item],
-        "obs_y": obs["Y"][item],
-        "obs_z": obs["Z"][item],
+        "obs_x": _flat(obs["X"][item]),
+        "obs_y": _flat(obs["Y"][item]),
+        "obs_z": _flat(obs["Z"][item]),
         "prompt_type": _cat(zeros, [design.prompt_type]),
-        "prompt_id": 160 * variant + offs[cb] + item + 1,
-        "filler_words": filler_words_table(design)[variant, cb],
+        "prompt_id": _flat(160 * variant + offs[cb] + item + 1),
+        "filler_words": _flat(filler_words_table(design)[variant, cb]),
     }

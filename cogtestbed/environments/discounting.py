@@ -63,7 +63,7 @@ from pydantic import Field
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.parsing import parse_option_number
 from cogtestbed.schema import TrialSchema, Values
-from cogtestbed.trials import CodedStrings, Column, finish_table
+from cogtestbed.trials import CodedNumbers, CodedStrings, Column, finish_table
 
 EXPERIMENT = "temporal-discounting"
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
@@ -419,7 +419,7 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
         for c in QUESTION_TEXT_FIELDS:
             stim[c] = CodedStrings(codes, (*(getattr(q, c) for q in questions), None))
         for c in QUESTION_NUMBER_FIELDS:
-            stim[c] = np.array([*(getattr(q, c) for q in questions), np.nan], dtype=np.float64)[codes]
+            stim[c] = CodedNumbers(codes, np.array([*(getattr(q, c) for q in questions), np.nan], dtype=np.float64))
         return finish_table(
             EXPERIMENT, stim, outcomes.action, outcomes.reward, outcomes.valid, agent=agent,
             raw_response=outcomes.raw_response, parse_error=outcomes.parse_error, params=params,

@@ -114,6 +114,39 @@ def _drift(probs: np.ndarray, steps: np.ndarray, low: float, high: float) -> Non
                 probs[i, k, j] = min(max(probs[i, k - 1, j] + steps[i, k - 1, j], low), high)
 
 
+@njit(cache=True)
+def _trial_columns(action: np.ndarray, valid: np.ndarray, reward: np.ndarray, transition_u: np.ndarray,
+                   probs: np.ndarray, common_prob: float) -> tuple[np.ndarray, ...]:
+    """The per-trial columns of a table from the (N, 2T) step arrays, in one pass: spaceship and
+    its validity, both stages valid, reached planet (common iff ``u < common_prob``; −1 without a
+    valid spaceship), common, alien 0/1 (−1 unless both stages are valid), alien letter code
+    (4: none), treasure (NaN unless both stages are valid) and the (4, N, T) alien probabilities."""
+    n, t = transition_u.shape
+    a1 = np.empty((n, t), dtype=np.int64)
+    v1 = np.empty((n, t), dtype=np.bool_)
+    v12 = np.empty((n, t), dtype=np.bool_)
+    planet = np.empty((n, t), dtype=np.int64)
+    common = np.empty((n, t), dtype=np.bool_)
+    action2 = np.empty((n, t), dtype=np.int64)
+    alien = np.empty((n, t), dtype=np.int64)
+    treasure = np.empty((n, t), dtype=np.float64)
+    p = np.empty((4, n, t), dtype=np.float64)
+    for i in range(n):
+        for k in range(t):
+            first, second = action[i, 2 * k], action[i, 2 * k + 1]
+            ok1 = valid[i, 2 * k]
+            ok12 = ok1 and valid[i, 2 * k + 1]
+            reached = (first if transition_u[i, k] < common_prob else 1 - first) if ok1 else -1
+            a1[i, k], v1[i, k], v12[i, k], planet[i, k] = first, ok1, ok12, reached
+            common[i, k] = ok1 and reached == first
+            action2[i, k] = second if ok12 else -1
+            alien[i, k] = 2 * reached + second if ok12 and second >= 0 else len(ALIEN_LETTERS)
+            treasure[i, k] = reward[i, 2 * k + 1] if ok12 else np.nan
+            for j in range(4):
+                p[j, i, k] = probs[i, k, j]
+    return a1, v1, v12, planet, common, action2, alien, treasure, p
+
+
 class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
     """CogBench's two-step task (see module docstring).
 
@@ -278,24 +311,20 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
         *, agent: str = "unknown", params: dict[str, np.ndarray] | None = None,
     ) -> pd.DataFrame:
         """One row per trial (both stages) in the schema of :mod:`cogtestbed.trials`."""
-        a1 = outcomes.action[:, 0::2]
-        a2 = outcomes.action[:, 1::2]
-        v1 = outcomes.valid[:, 0::2]
-        v2 = outcomes.valid[:, 1::2]
-        planet = np.where(
-            v1,
-            np.where(sessions.transition_u < design.common_prob, a1, 1 - a1),
-            -1,
-        )
-        action2 = np.where(v1 & v2, a2, -1)
-        alien_idx = np.where(action2 >= 0, 2 * planet + action2, len(ALIEN_LETTERS))
-        reward = np.where(v1 & v2, outcomes.reward[:, 1::2], np.nan)
+        a1, v1, v12, planet, common, action2, alien_idx, reward, probs = _trial_columns(
+            np.ascontiguousarray(outcomes.action, dtype=np.int64), np.ascontiguousarray(outcomes.valid, dtype=bool),
+            np.ascontiguousarray(outcomes.reward, dtype=np.float64), np.ascontiguousarray(sessions.transition_u),
+            np.ascontiguousarray(sessions.probs), design.common_prob)
+
+        def flat(x: np.ndarray) -> Column:  # a fresh array of this table, taken without a copy
+            return pd.arrays.NumpyExtensionArray(x.reshape(-1))
+
         stimulus: dict[str, Column] = {
-            "planet": planet.astype(np.int64),
-            "common": (v1 & (planet == a1)),
-            "action2": action2.astype(np.int64),
+            "planet": flat(planet),
+            "common": flat(common),
+            "action2": flat(action2),
             "alien": CodedStrings(alien_idx, (*ALIEN_LETTERS, None)),  # None where no alien was chosen
-            **{f"p_{x}": sessions.probs[..., i] for i, x in enumerate(ALIEN_LETTERS)},
+            **{f"p_{x}": flat(probs[i]) for i, x in enumerate(ALIEN_LETTERS)},
         }
 
         def stage(arr: np.ndarray | None, k: int) -> np.ndarray | None:
@@ -303,7 +332,7 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
 
         # a missing first-stage answer is the trial's missing action even if nothing else is
         return finish_table(
-            EXPERIMENT, stimulus, a1, reward, v1 & v2, agent=agent, action_valid=v1,
+            EXPERIMENT, stimulus, a1, reward, v12, agent=agent, action_valid=v1,
             raw_response=stage(outcomes.raw_response, 0), parse_error=stage(outcomes.parse_error, 0),
             params=params, trailing={"raw_response_stage2": stage(outcomes.raw_response, 1),
                                           "parse_error_stage2": stage(outcomes.parse_error, 1)},

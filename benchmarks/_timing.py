@@ -7,15 +7,20 @@ from collections.abc import Callable
 from typing import Any
 
 
-def best_of(fn: Callable[[], Any], repeats: int = 5) -> float:
-    """Smallest wall-clock time of ``repeats`` calls, in seconds (after one warm-up call)."""
+def _best(fn: Callable[[], Any], repeats: int, clock: Callable[[], float]) -> float:
+    """Smallest ``clock`` time of ``repeats`` calls, in seconds (after one warm-up call)."""
     fn()
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return min(times)
+
+
+def best_of(fn: Callable[[], Any], repeats: int = 5) -> float:
+    """Smallest wall-clock time of ``repeats`` calls, in seconds (after one warm-up call)."""
+    return _best(fn, repeats, time.perf_counter)
 
 
 def best_cpu_of(fn: Callable[[], Any], repeats: int = 5) -> float:
@@ -24,10 +29,4 @@ def best_cpu_of(fn: Callable[[], Any], repeats: int = 5) -> float:
     CPU time rather than wall clock: the benchmark machines are shared, and a single-threaded
     call's CPU time does not count the time other processes held the core.
     """
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return min(times)
+    return _best(fn, repeats, time.process_time)

@@ -17,12 +17,9 @@ from pathlib import Path
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _timing import best_of  # noqa: E402
+from _timing import best_cpu_of, best_of  # noqa: E402
 
 from cogtestbed.agents.magnitude import AGENTS, simulate_kernel  # noqa: E402
 from cogtestbed.environments.magnitude import (  # noqa: E402
@@ -34,18 +31,6 @@ from cogtestbed.environments.magnitude import (  # noqa: E402
 )
 from cogtestbed.inference.magnitude import build_cube, evidence_table, session_fits  # noqa: E402
 from cogtestbed.simulation import seed_streams, simulate  # noqa: E402
-
-
-def cpu_best_of(fn: Callable[[], Any], repeats: int = 3) -> float:
-    """Smallest process CPU time of ``repeats`` calls (after a warm-up): the one-core cost,
-    free of the waiting a shared machine adds to wall-clock time."""
-    fn()
-    out = []
-    for _ in range(repeats):
-        start = time.process_time()
-        fn()
-        out.append(time.process_time() - start)
-    return min(out)
 
 
 def bench_simulation(agent: str, n: int = 3000) -> None:
@@ -62,7 +47,7 @@ def bench_simulation(agent: str, n: int = 3000) -> None:
                         s.modality, s.trial, s.render_seed, u)
 
     trials = n * design.n_trials
-    t_kernel, c_kernel = best_of(kernel, 3), cpu_best_of(kernel)
+    t_kernel, c_kernel = best_of(kernel, 3), best_cpu_of(kernel, 3)
     t_full = best_of(lambda: simulate("magnitude", agent, 300, 1, design=design), 2)
     print(f"simulation {agent:>14}: kernel {trials / t_kernel:,.0f} trials/s wall, {trials / c_kernel:,.0f} "
           f"trials/s per CPU second ({n} subjects x {design.n_trials}); full batch path "
@@ -80,7 +65,7 @@ def bench_rendering(n: int = 300) -> None:
                 for x, sd in zip(xs, seeds, strict=True):
                     stimulus_image(task, float(x) * scale, int(sd), blur)
 
-            t, c = best_of(render, 2), cpu_best_of(render, 2)
+            t, c = best_of(render, 2), best_cpu_of(render, 2)
             total, count = total + c, count + n
             print(f"rendering {task:>16} blur {blur:.0f} px: {n / t:,.0f} images/s wall, {n / c:,.0f} per CPU second")
     print(f"rendering, all tasks and both blur levels: {count / total:,.0f} images per CPU second")
@@ -93,7 +78,7 @@ def bench_fits() -> None:
         cube = build_cube(t)
         n_sessions = int(cube.present.sum())
         sec = best_of(lambda cube=cube: evidence_table(session_fits(cube)), 3)
-        cpu = cpu_best_of(lambda cube=cube: evidence_table(session_fits(cube)), 3)
+        cpu = best_cpu_of(lambda cube=cube: evidence_table(session_fits(cube)), 3)
         print(f"observer fits + factor evidence, 1 subject x 4 tasks x 3 sessions x 6 conditions "
               f"({modalities}; {n_sessions} sessions x 10 variants): {sec:.3f} s wall, {cpu:.3f} s CPU")
 

@@ -12,6 +12,7 @@ a lapse-free table, are unchanged by it.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -88,12 +89,7 @@ def lapse_after_the_fact(env: TextEnv[Any, Any], sessions: Sessions, outcomes: O
     the step path also gives (the agent answers every step from the same pre-drawn uniforms).
     Returns new arrays (``outcomes`` is not modified).
     """
-    out = Outcomes(action=outcomes.action.copy(), reward=outcomes.reward.copy(), valid=outcomes.valid.copy(),
-                   raw_response=None if outcomes.raw_response is None else outcomes.raw_response.copy(),
-                   parse_error=None if outcomes.parse_error is None else outcomes.parse_error.copy(),
-                   extra={k: v.copy() for k, v in outcomes.extra.items()},
-                   played=None if outcomes.played is None else outcomes.played.copy(),
-                   scored=None if outcomes.scored is None else outcomes.scored.copy())
+    out = copy.deepcopy(outcomes)
     steps = out.action.shape[1]
     for i in map(int, np.flatnonzero((draws.kind != NORMAL).any(axis=1))):
         env.reset(options={"session": sessions.subject(i)})

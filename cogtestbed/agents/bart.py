@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from cogtestbed.agents.base import SyntheticAgent
+from cogtestbed.agents.base import KernelLapsingAgent, SyntheticAgent
 from cogtestbed.agents.lapse import LapseDraws
 from cogtestbed.environments.bart import EXPERIMENT, INFLATE, SKIP, BartDesign, BartEnv, BartSessions
 from cogtestbed.environments.base import Outcomes
@@ -19,7 +19,7 @@ from cogtestbed.inference.bart import TYPES, TargetModel, draw_target, simulate_
 from cogtestbed.parameters import ParameterSet
 
 
-class _BartAgent(SyntheticAgent[BartDesign, BartSessions]):
+class _BartAgent(KernelLapsingAgent[BartDesign, BartSessions]):
     experiment: ClassVar[str] = EXPERIMENT
     #: P(inflate) on every decision, or −1 to follow the target rule.
     p_inflate: ClassVar[float] = -1.0
@@ -42,17 +42,6 @@ class _BartAgent(SyntheticAgent[BartDesign, BartSessions]):
             self.target = int(draw_target(self.mean_target(int(obs["max_pumps"])),
                                           self.params["noise"], u))
         return INFLATE if int(obs["pumps"]) < self.target else SKIP
-
-    @classmethod
-    def simulate_batch(
-        cls,
-        design: BartDesign,
-        sessions: BartSessions,
-        params: Mapping[str, np.ndarray],
-        uniforms: np.ndarray,
-    ) -> Outcomes:
-        return cls.simulate_batch_lapsed(design, sessions, params, uniforms,
-                                         LapseDraws.empty(BartEnv.max_steps(design)))
 
     @classmethod
     def simulate_batch_lapsed(

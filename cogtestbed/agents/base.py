@@ -121,3 +121,21 @@ class SyntheticAgent(ABC, Generic[DesignT, SessionsT]):
         environment skips after an invalid one).
         """
         return None
+
+
+class KernelLapsingAgent(SyntheticAgent[DesignT, SessionsT]):
+    """An agent whose numba kernel plays lapses itself: the lapse-free batch run is the lapsed one
+    with no lapse draws (:meth:`LapseDraws.empty`, which the kernels read as "lapses off")."""
+
+    @classmethod
+    def simulate_batch(
+        cls,
+        design: DesignT,
+        sessions: SessionsT,
+        params: Mapping[str, np.ndarray],
+        uniforms: np.ndarray,
+    ) -> Outcomes:
+        outcomes = cls.simulate_batch_lapsed(design, sessions, params, uniforms, LapseDraws.empty(uniforms.shape[1]))
+        if outcomes is None:
+            raise TypeError(f"{cls.__name__} declares a lapsing kernel but plays no lapsed batch")
+        return outcomes

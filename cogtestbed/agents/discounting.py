@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from cogtestbed.agents.base import SyntheticAgent
+from cogtestbed.agents.base import KernelLapsingAgent, SyntheticAgent
 from cogtestbed.agents.lapse import LapseDraws
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.discounting import (
@@ -29,7 +29,7 @@ from cogtestbed.inference.discounting import (
 from cogtestbed.parameters import ParameterSet
 
 
-class _DiscountingAgent(SyntheticAgent[DiscountingDesign, DiscountingSessions]):
+class _DiscountingAgent(KernelLapsingAgent[DiscountingDesign, DiscountingSessions]):
     experiment: ClassVar[str] = EXPERIMENT
     #: P(Option 1) on every question, or −1 to use the hyperbolic rule.
     p_random: ClassVar[float] = -1.0
@@ -46,17 +46,6 @@ class _DiscountingAgent(SyntheticAgent[DiscountingDesign, DiscountingSessions]):
         u = float(self.uniforms()[0])
         p1 = self.p_random if self.p_random >= 0 else self.prob_option1(obs)
         return 0 if u < p1 else 1
-
-    @classmethod
-    def simulate_batch(
-        cls,
-        design: DiscountingDesign,
-        sessions: DiscountingSessions,
-        params: Mapping[str, np.ndarray],
-        uniforms: np.ndarray,
-    ) -> Outcomes:
-        return cls.simulate_batch_lapsed(design, sessions, params, uniforms,
-                                         LapseDraws.empty(MAX_QUESTIONS))
 
     @classmethod
     def simulate_batch_lapsed(

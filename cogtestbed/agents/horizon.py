@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numba import njit
 
-from cogtestbed.agents.base import SyntheticAgent
+from cogtestbed.agents.base import KernelLapsingAgent, SyntheticAgent
 from cogtestbed.agents.lapse import LapseDraws, step_lapse, unit_lapse
 from cogtestbed.environments.base import NO_ACTION, Outcomes
 from cogtestbed.environments.horizon import EXPERIMENT, HorizonDesign, HorizonSessions
@@ -76,19 +76,13 @@ def simulate_horizon_kernel(horizon: np.ndarray, forced: np.ndarray, rewards: np
     return action, reward, valid, played
 
 
-class _HorizonAgent(SyntheticAgent[HorizonDesign, HorizonSessions]):
+class _HorizonAgent(KernelLapsingAgent[HorizonDesign, HorizonSessions]):
     experiment: ClassVar[str] = EXPERIMENT
     draws_per_trial: ClassVar[int] = 1
     _random: ClassVar[bool] = False
 
     def _reset_state(self) -> None:
         pass
-
-    @classmethod
-    def simulate_batch(cls, design: HorizonDesign, sessions: HorizonSessions,
-                       params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
-        return cls.simulate_batch_lapsed(design, sessions, params, uniforms,
-                                         LapseDraws.empty(uniforms.shape[1]))
 
     @classmethod
     def simulate_batch_lapsed(cls, design: HorizonDesign, sessions: HorizonSessions,

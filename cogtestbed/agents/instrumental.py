@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from cogtestbed.agents.base import SyntheticAgent
+from cogtestbed.agents.base import KernelLapsingAgent, SyntheticAgent
 from cogtestbed.agents.lapse import LapseDraws
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.instrumental import (
@@ -32,7 +32,7 @@ from cogtestbed.inference.instrumental import (
 from cogtestbed.parameters import ParameterSet
 
 
-class _BanditAgent(SyntheticAgent[InstrumentalDesign, InstrumentalSessions]):
+class _BanditAgent(KernelLapsingAgent[InstrumentalDesign, InstrumentalSessions]):
     """Shared state and batch path: a (casino × arm) value table updated by RW±."""
 
     experiment: ClassVar[str] = EXPERIMENT
@@ -63,16 +63,6 @@ class _BanditAgent(SyntheticAgent[InstrumentalDesign, InstrumentalSessions]):
     @classmethod
     def _batch_rates(cls, params: Mapping[str, np.ndarray], n: int) -> tuple[np.ndarray, ...]:
         raise NotImplementedError
-
-    @classmethod
-    def simulate_batch(
-        cls,
-        design: InstrumentalDesign,
-        sessions: InstrumentalSessions,
-        params: Mapping[str, np.ndarray],
-        uniforms: np.ndarray,
-    ) -> Outcomes:
-        return cls.simulate_batch_lapsed(design, sessions, params, uniforms, LapseDraws.empty(uniforms.shape[1]))
 
     @classmethod
     def simulate_batch_lapsed(

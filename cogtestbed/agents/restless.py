@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numba import njit
 
-from cogtestbed.agents.base import SyntheticAgent
+from cogtestbed.agents.base import KernelLapsingAgent, SyntheticAgent
 from cogtestbed.agents.lapse import RANDOM, LapseDraws, step_lapse, unit_lapse
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.restless import CONFIDENCE, EXPERIMENT, RestlessDesign, RestlessSessions
@@ -106,15 +106,9 @@ def simulate_restless_kernel(rewards: np.ndarray, n_trials: np.ndarray, drift: n
     return action, reward, valid, played
 
 
-class _RestlessAgent(SyntheticAgent[RestlessDesign, RestlessSessions]):
+class _RestlessAgent(KernelLapsingAgent[RestlessDesign, RestlessSessions]):
     experiment: ClassVar[str] = EXPERIMENT
     _random: ClassVar[bool] = False
-
-    @classmethod
-    def simulate_batch(cls, design: RestlessDesign, sessions: RestlessSessions,
-                       params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
-        return cls.simulate_batch_lapsed(design, sessions, params, uniforms,
-                                         LapseDraws.empty(2 * sessions.rewards.shape[1]))
 
     @classmethod
     def simulate_batch_lapsed(cls, design: RestlessDesign, sessions: RestlessSessions,

@@ -14,10 +14,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from cogtestbed.agents.base import SyntheticAgent
+from cogtestbed.agents.base import KernelLapsingAgent, SyntheticAgent
 from cogtestbed.agents.lapse import LapseDraws
 from cogtestbed.environments.base import Outcomes
-from cogtestbed.environments.twostep import EXPERIMENT, TwoStepDesign, TwoStepEnv, TwoStepSessions
+from cogtestbed.environments.twostep import EXPERIMENT, TwoStepDesign, TwoStepSessions
 from cogtestbed.inference.twostep import (
     Q0,
     HybridModel,
@@ -33,7 +33,7 @@ from cogtestbed.parameters import ParameterSet
 KERNEL_PARAMS = ("w", "alpha", "beta", "lam", "persev")
 
 
-class _TwoStepAgent(SyntheticAgent[TwoStepDesign, TwoStepSessions]):
+class _TwoStepAgent(KernelLapsingAgent[TwoStepDesign, TwoStepSessions]):
     """Hybrid learner; subclasses fix some of (w, α, β, λ, p)."""
 
     experiment: ClassVar[str] = EXPERIMENT
@@ -77,17 +77,6 @@ class _TwoStepAgent(SyntheticAgent[TwoStepDesign, TwoStepSessions]):
     def _kernel_params(cls, params: Mapping[str, np.ndarray], n: int) -> list[np.ndarray]:
         return [np.ascontiguousarray(np.broadcast_to(params.get(k, cls.fixed.get(k, 0.0)), (n,)),
                                      dtype=np.float64) for k in KERNEL_PARAMS]
-
-    @classmethod
-    def simulate_batch(
-        cls,
-        design: TwoStepDesign,
-        sessions: TwoStepSessions,
-        params: Mapping[str, np.ndarray],
-        uniforms: np.ndarray,
-    ) -> Outcomes:
-        return cls.simulate_batch_lapsed(design, sessions, params, uniforms,
-                                         LapseDraws.empty(TwoStepEnv.max_steps(design)))
 
     @classmethod
     def simulate_batch_lapsed(

@@ -119,10 +119,18 @@ class CodedStrings:
 
     @classmethod
     def encode(cls, values: np.ndarray) -> CodedStrings:
-        """Codes of a (small) string array into its sorted distinct values; index ``codes`` with
-        trial-level indices to spread them over the table without touching strings."""
-        vocabulary, codes = np.unique(np.asarray(values), return_inverse=True)
-        return cls(codes.reshape(np.shape(values)), tuple(str(v) for v in vocabulary))
+        """Codes of a (small) string array into its sorted distinct values, in the smallest
+        unsigned integer type that holds them; index ``codes`` with trial-level indices to spread
+        them over the table without touching strings."""
+        values = np.asarray(values)
+        if values.dtype.kind == "U" and values.dtype.itemsize == 4:  # single characters: by code point
+            points, codes = np.unique(values.view(np.uint32), return_inverse=True)
+            vocabulary = tuple(chr(p) if p else "" for p in points.tolist())
+        else:
+            distinct, codes = np.unique(values, return_inverse=True)
+            vocabulary = tuple(str(v) for v in distinct)
+        small = codes.astype(np.min_scalar_type(max(len(vocabulary) - 1, 0)), copy=False)
+        return cls(small.reshape(values.shape), vocabulary)
 
     def take(self, *index: Any) -> CodedStrings:
         """The same vocabulary at ``codes[index]``."""
@@ -145,9 +153,28 @@ class CodedNumbers:
     values: np.ndarray
 
 
-#: A stimulus column: an (n_subjects, n_trials) array, :class:`CodedStrings`, :class:`CodedNumbers`, a
-#: flat pandas array, or None for a text column with nothing recorded (all missing, like ``raw_response``).
-Column: TypeAlias = np.ndarray | pd.Categorical | ExtensionArray | CodedStrings | CodedNumbers | None
+@dataclass(frozen=True)
+class PerSubject:
+    """A numeric stimulus column constant within each subject's session (a game's horizon, its
+    arms' means): ``values`` (n_subjects,), spread over the subject's kept rows (no (n_subjects,
+    n_trials) array is built)."""
+
+    values: np.ndarray
+
+
+@dataclass(frozen=True)
+class PerTrial:
+    """A numeric stimulus column that depends on the trial position only (forced vs free trials):
+    ``values`` (n_trials,), the same for every subject."""
+
+    values: np.ndarray
+
+
+#: A stimulus column: an (n_subjects, n_trials) array, :class:`CodedStrings`, :class:`CodedNumbers`,
+#: :class:`PerSubject`, :class:`PerTrial`, a flat pandas array, or None for a text column with nothing
+#: recorded (all missing, like ``raw_response``).
+Column: TypeAlias = (np.ndarray | pd.Categorical | ExtensionArray | CodedStrings | CodedNumbers | PerSubject
+                     | PerTrial | None)
 
 
 def finish_table(
@@ -184,24 +211,21 @@ def finish_table(
     n_subjects, n_trials = np.shape(action)
     n = n_subjects * n_trials
     rows = None if keep is None else np.flatnonzero(np.asarray(keep, dtype=bool).reshape(n))
-    col = _ColumnMaker(n, rows)
-    # the subject (and position) of every kept row, from the row numbers where rows are dropped
-    row_subject, row_position = (None, None) if rows is None else np.divmod(rows, n_trials)
+    col = _ColumnMaker(n_subjects, n_trials, rows)
     cols: dict[str, Any] = {
         "experiment": _constant_category(experiment, col.n_rows),
-        "subject": (np.repeat(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64), n_trials)
-                    if row_subject is None else row_subject + subject_offset),
+        "subject": col(PerSubject(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64))),
         "session": (np.zeros(col.n_rows, dtype=np.int64) if session is None
                     else col.numeric(np.asarray(session, dtype=np.int64).reshape(n))),
         "trial": (col.numeric(np.asarray(trial, dtype=np.int64).reshape(n)) if trial is not None
-                  else np.tile(np.arange(n_trials, dtype=np.int64), n_subjects) if row_position is None
-                  else row_position),
+                  else col(PerTrial(np.arange(n_trials, dtype=np.int64)))),
     }
     for name, values in stimulus.items():
         cols[name] = col(values)
     flat_valid = col.numeric(np.asarray(valid, dtype=bool).reshape(n))
     present = flat_valid if action_valid is None else col.numeric(np.asarray(action_valid, dtype=bool).reshape(n))
-    cols["action"] = _masked_action(col.numeric(np.asarray(action).reshape(n)), present)
+    flat_action = np.asarray(action).reshape(n)  # _masked_action makes the column's own array
+    cols["action"] = _masked_action(flat_action if rows is None else flat_action.take(rows), present)
     for name, values in (after_action or {}).items():
         cols[name] = col(values)
     cols["reward"] = col.numeric(np.asarray(reward, dtype=np.float64).reshape(n))
@@ -210,9 +234,8 @@ def finish_table(
     cols["parse_error"] = col.text(parse_error)
     cols["agent"] = _constant_category(agent, col.n_rows)
     for name, per_subject in (params or {}).items():
-        values = np.asarray(per_subject, dtype=np.float64)
-        cols[PARAM_PREFIX + name] = (np.repeat(values, n_trials) if row_subject is None
-                                     else np.broadcast_to(values, (n_subjects,)).take(row_subject))
+        cols[PARAM_PREFIX + name] = col(PerSubject(np.broadcast_to(np.asarray(per_subject, dtype=np.float64),
+                                                                   (n_subjects,))))
     for name, values in (trailing or {}).items():
         cols[name] = col(values)
     # every column is a fresh array owned by the table, so no copy (nor block consolidation)
@@ -222,16 +245,25 @@ def finish_table(
 class _ColumnMaker:
     """Flattens (n_subjects, n_trials) arrays into fresh, row-filtered table columns."""
 
-    def __init__(self, n: int, rows: np.ndarray | None) -> None:
-        self.n, self.rows = n, rows
-        self.n_rows = n if rows is None else len(rows)
+    def __init__(self, n_subjects: int, n_trials: int, rows: np.ndarray | None) -> None:
+        self.n_subjects, self.n_trials = n_subjects, n_trials
+        self.n, self.rows = n_subjects * n_trials, rows
+        self.n_rows = self.n if rows is None else len(rows)
+        self._row_subject: np.ndarray | None = None
+        self._row_position: np.ndarray | None = None
         self._codes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._offsets: dict[tuple[int, int], pa.Buffer] = {}
+        self._nulls: pa.Array | None = None
 
     def codes(self, codes: np.ndarray) -> np.ndarray:
-        """The kept rows of a codes array, chosen once per array (coded columns often share one)."""
+        """The kept rows of a codes array (its own integer type, flat; not copied: codes only index),
+        chosen once per array (coded columns often share one)."""
         hit = self._codes.get(id(codes))
         if hit is None or hit[0] is not codes:
-            hit = (codes, self.numeric(np.asarray(codes, dtype=np.int64).reshape(self.n)))
+            flat = np.asarray(codes).reshape(self.n)
+            if flat.dtype.kind not in "iu":
+                flat = flat.astype(np.int64)
+            hit = (codes, flat if self.rows is None else flat.take(self.rows))
             self._codes[id(codes)] = hit
         return hit[1]
 
@@ -241,13 +273,36 @@ class _ColumnMaker:
             return flat.take(self.rows)
         return flat if flat.flags.owndata and flat.base is None else flat.copy()
 
+    def subject_rows(self) -> np.ndarray | None:
+        """The subject of every kept row (None: every row is kept)."""
+        if self.rows is not None and self._row_subject is None:
+            self._row_subject, self._row_position = np.divmod(self.rows, self.n_trials)
+        return self._row_subject
+
+    def position_rows(self) -> np.ndarray | None:
+        """The trial position of every kept row (None: every row is kept)."""
+        self.subject_rows()
+        return self._row_position
+
     def __call__(self, values: Column) -> Any:
         if values is None:
             return self.text(None)
+        if isinstance(values, PerSubject):
+            per = np.asarray(values.values)
+            if per.shape != (self.n_subjects,):
+                raise ValueError(f"a per-subject column needs {self.n_subjects} values, got shape {per.shape}")
+            where = self.subject_rows()
+            return np.repeat(per, self.n_trials) if where is None else per.take(where)
+        if isinstance(values, PerTrial):
+            per = np.asarray(values.values)
+            if per.shape != (self.n_trials,):
+                raise ValueError(f"a per-trial column needs {self.n_trials} values, got shape {per.shape}")
+            where = self.position_rows()
+            return np.tile(per, self.n_subjects) if where is None else per.take(where)
         if isinstance(values, CodedStrings):
-            return _coded_string_array(self.codes(values.codes), values.vocabulary)
+            return _coded_string_array(self.codes(values.codes), values.vocabulary, self._offsets)
         if isinstance(values, CodedNumbers):
-            return np.asarray(values.values)[self.codes(values.codes)]
+            return np.asarray(values.values).take(self.codes(values.codes))
         if isinstance(values, (pd.Categorical, ExtensionArray)):
             if len(values) != self.n:
                 raise ValueError(f"a flat stimulus column needs {self.n} rows, got {len(values)}")
@@ -261,9 +316,12 @@ class _ColumnMaker:
         return self.numeric(flat)
 
     def text(self, values: np.ndarray | None) -> Any:
-        """A nullable string column; an absent one is all-missing (built without a Python loop)."""
+        """A nullable string column; an absent one is all-missing (built without a Python loop; the
+        immutable Arrow array of nulls is made once per table and wrapped anew for each column)."""
         if values is None:
-            return pd.arrays.ArrowStringArray(pa.chunked_array([pa.nulls(self.n_rows, pa.large_string())]))
+            if self._nulls is None:
+                self._nulls = pa.nulls(self.n_rows, pa.large_string())
+            return pd.arrays.ArrowStringArray(pa.chunked_array([self._nulls]))
         return _string_array(self.numeric(np.asarray(values, dtype=object).reshape(self.n)))
 
 
@@ -291,38 +349,44 @@ def _string_array(flat: np.ndarray) -> Any:
     return pd.arrays.ArrowStringArray(pa.chunked_array([arrow]))
 
 
-def _coded_string_array(codes: np.ndarray, vocabulary: tuple[str | None, ...]) -> Any:
+def _coded_string_array(codes: np.ndarray, vocabulary: tuple[str | None, ...],
+                        offsets: dict[tuple[int, int], pa.Buffer] | None = None) -> Any:
+    """The ``string`` column ``vocabulary[codes]``; ``offsets`` caches the offsets buffers of
+    fixed-width columns (equal for every column of that width and length, so built once)."""
     if codes.size and (codes.min() < 0 or codes.max() >= len(vocabulary)):
         raise ValueError(f"string codes must lie in 0..{len(vocabulary) - 1}")
     encoded = [None if v is None else v.encode() for v in vocabulary]
     widths = {len(e) for e in encoded if e is not None}
     if len(widths) == 1:
-        taken = _fixed_width_strings(codes, encoded, widths.pop())
+        taken = _fixed_width_strings(codes, encoded, widths.pop(), {} if offsets is None else offsets)
     else:
         taken = pa.array(list(vocabulary), type=pa.large_string()).take(pa.array(codes))
     return pd.arrays.ArrowStringArray(pa.chunked_array([taken]))
 
 
-def _fixed_width_strings(codes: np.ndarray, encoded: list[bytes | None], width: int) -> pa.Array:
+def _fixed_width_strings(codes: np.ndarray, encoded: list[bytes | None], width: int,
+                         offsets_cache: dict[tuple[int, int], pa.Buffer]) -> pa.Array:
     """The Arrow ``large_string`` array of ``vocabulary[codes]`` when every present value has
     ``width`` bytes: its buffers (offsets, bytes, validity) built with whole-array numpy steps,
     equal to Arrow's ``take`` of the vocabulary (a missing value adds no bytes)."""
-    present = np.array([e is not None for e in encoded])[codes]
+    n = len(codes)
     table = np.frombuffer(b"".join(e if e is not None else b"\0" * width for e in encoded),
                           dtype=np.uint8).reshape(len(encoded), width)
-    n = len(codes)
-    all_present = bool(present.all())
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    if all_present:
-        offsets[1:] = width * np.arange(1, n + 1, dtype=np.int64)
-        data = table[codes]
-    else:
-        np.cumsum(present, out=offsets[1:])
-        offsets *= width
-        data = table[codes[present]]
-    validity = None if all_present else pa.py_buffer(np.packbits(present, bitorder="little"))
-    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data)),
-                                            validity, null_count=int(n - np.count_nonzero(present)))
+    if all(e is not None for e in encoded):
+        offsets = offsets_cache.get((n, width))
+        if offsets is None:
+            offsets = offsets_cache[(n, width)] = pa.py_buffer(np.arange(0, width * (n + 1), width, dtype=np.int64))
+        data = table.reshape(-1).take(codes) if width == 1 else table[codes]
+        return pa.LargeStringArray.from_buffers(n, offsets, pa.py_buffer(data), None, null_count=0)
+    present = np.array([e is not None for e in encoded])[codes]
+    counts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(present, out=counts[1:])
+    counts *= width
+    data = table[codes[present]]
+    missing = int(n - np.count_nonzero(present))
+    validity = pa.py_buffer(np.packbits(present, bitorder="little")) if missing else None
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(counts), pa.py_buffer(np.ascontiguousarray(data)),
+                                            validity, null_count=missing)
 
 
 def scored_columns(scored: np.ndarray | None, n_continuations: int, shape: tuple[int, int],

@@ -62,6 +62,7 @@ from cogtestbed.environments.base import (
     TextResponse,
     uniform_simplex_logprobs,
 )
+from cogtestbed.environments.draws import permute_rows
 from cogtestbed.environments.revealed_items import (
     MARKED_LABELS,
     MAX_OUTCOMES,
@@ -307,6 +308,20 @@ def item_arrays(design: RevealedDesign) -> ItemArrays:
     return _arrays_cached(_grid_key(design))
 
 
+@cache
+def _p_star_cached(key: tuple[Any, ...]) -> np.ndarray:
+    items = build_items(*key)
+    table = np.zeros((len(items), MAX_OUTCOMES))
+    for i, it in enumerate(items):
+        table[i, : it.n_outcomes] = it.p_star
+    return table
+
+
+def _p_star_table(design: RevealedDesign) -> np.ndarray:
+    """Ground truth of every item, padded to (n_items, MAX_OUTCOMES) with zeros."""
+    return _p_star_cached(_grid_key(design))
+
+
 # ----------------------------------------------------------------------------- sessions
 @dataclass(frozen=True)
 class RevealedSessions(Sessions):
@@ -319,24 +334,31 @@ class RevealedSessions(Sessions):
     mcq_values: np.ndarray  # (N, T, 5) float64, the answers' values in option order
 
 
-def draw_mcq(p_target: np.ndarray, correct: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Option values: the correct value at ``correct``, four pool distractors elsewhere (vectorised).
+def draw_mcq(p_target: np.ndarray, correct: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Option values (…, 5): the correct value (``p_target`` to 3 decimals) at ``correct``, four pool
+    distractors elsewhere, drawn without replacement in random order from the pool values that
+    differ from the correct one (vectorised).
 
-    ``keys`` (…, len(pool)) are uniforms ranking the pool; values equal (to 3 decimals) to the
-    correct one are never drawn.
+    Each question takes the first five entries of a uniform permutation of the pool
+    (:func:`~cogtestbed.environments.draws.permute_rows`) and drops the one equal to the correct
+    value where it is among them (else the fifth): the remaining four are the first four of a
+    uniform permutation of the allowed values.
     """
     pool = np.asarray(DISTRACTOR_POOL)
-    right = np.round(p_target, 3)
-    keys = np.where(np.isclose(pool, right[..., None]), np.inf, keys)
-    distract = pool[np.argsort(keys, axis=-1)[..., :4]]
-    out = np.empty((*p_target.shape, 5))
-    slot = np.arange(5)
-    for j in range(5):
-        k = j - (j > correct)  # distractor index for slot j
-        out[..., j] = np.where(correct == j, right, np.take_along_axis(distract, np.clip(k, 0, 3)[..., None],
-                                                                       axis=-1)[..., 0])
-    del slot
-    return out
+    right = np.round(p_target, 3).reshape(-1)
+    picks = permute_rows(np.broadcast_to(np.arange(len(pool), dtype=np.int8), (len(right), len(pool))), rng, 5)
+    drawn = pool.take(picks)  # (m, 5)
+    equal = np.isclose(drawn, right[:, None])
+    # drop the equal value (the fifth where none is): keep 4 of the 5, in order
+    drop = np.where(equal.any(axis=1), equal.argmax(axis=1), 4)
+    keep = np.arange(5)[None, :] != drop[:, None]
+    distract = drawn[keep].reshape(-1, 4)
+    # option j holds the correct value at ``correct``, else distractor j (j − 1 after the correct one)
+    slot = np.arange(5)[None, :]
+    position = slot - (slot > correct.reshape(-1, 1))
+    out = np.take_along_axis(distract, np.minimum(position, 3), axis=1)
+    out[slot == correct.reshape(-1, 1)] = right  # one correct slot per row, in row order
+    return out.reshape(*np.shape(p_target), 5)
 
 
 class AnyResponseSpace(spaces.Space[Any]):
@@ -442,23 +464,20 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
         """Item order (shuffled if asked), MCQ target, correct position and distractors per item."""
         items = design.items
         n_items, n_ch = len(items), len(design.channels)
-        order = (rng.random((n, n_items)).argsort(axis=1) if design.shuffle
+        # the items in session order; every draw below is per (subject, position)
+        order = (permute_rows(np.broadcast_to(np.arange(n_items), (n, n_items)), rng) if design.shuffle
                  else np.broadcast_to(np.arange(n_items), (n, n_items)).copy())
-        k_of = np.array([it.n_outcomes for it in items])
-        target_i = np.floor(rng.random((n, n_items)) * k_of[None, :]).astype(np.int64)
-        correct_i = rng.integers(0, 5, size=(n, n_items))
-        keys = rng.random((n, n_items, len(DISTRACTOR_POOL)))
-        p_target = np.array([[items[i].p_star[t] for i, t in enumerate(row)] for row in target_i])
-        values_i = draw_mcq(p_target, correct_i, keys)
+        k_of = np.array([it.n_outcomes for it in items], dtype=np.int64)
+        target = np.floor(rng.random((n, n_items)) * k_of.take(order)).astype(np.int64)
+        correct = np.floor(rng.random((n, n_items)) * len(MCQ_OPTIONS)).astype(np.int64)
+        p_target = _p_star_table(design).reshape(-1).take(order * MAX_OUTCOMES + target)
+        values = draw_mcq(p_target, correct, rng)
         # per trial: items in session order, each asked on every channel in turn
-        item = np.repeat(order, n_ch, axis=1)
-        ch_idx = np.array([CHANNELS.index(c) for c in design.channels])
-        channel = np.tile(ch_idx, (n, n_items))
-        rows = np.arange(n)[:, None]
+        ch_idx = np.array([CHANNELS.index(c) for c in design.channels], dtype=np.int64)
         return RevealedSessions(
-            item=item.astype(np.int64), channel=channel.astype(np.int64),
-            target=target_i[rows, item].astype(np.int64), correct=correct_i[rows, item].astype(np.int64),
-            mcq_values=values_i[rows, item],
+            item=np.repeat(order, n_ch, axis=1), channel=np.tile(ch_idx, (n, n_items)),
+            target=np.repeat(target, n_ch, axis=1), correct=np.repeat(correct, n_ch, axis=1),
+            mcq_values=np.repeat(values, n_ch, axis=1),
         )
 
     # -- dynamics --------------------------------------------------------------------------

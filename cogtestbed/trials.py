@@ -33,6 +33,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pandas.api.extensions import ExtensionArray
+from pandas.api.extensions import ExtensionArray, ExtensionDtype, register_extension_dtype
 
 from cogtestbed.outputs import atomic_write_bytes, new_file_mode
 
@@ -58,6 +59,35 @@ OUTCOME_COLUMNS = ("action", "reward", "valid", "raw_response", "parse_error", "
 PARAM_PREFIX = "param_"
 MANIFEST_SUFFIX = ".manifest.json"
 SCHEMA_VERSION = 1
+
+
+class _NestedArrowDtypeName(ExtensionDtype):
+    """Reads back the name pandas gives a nested Arrow dtype (``list<item: double>[pyarrow]``, the
+    dtype of a :class:`Lists` column) when a Parquet file's pandas metadata names it: pandas
+    writes that name but cannot parse it, so without this a list column's table would not read
+    back.  Registered with pandas once (``register_extension_dtype``); it only parses names."""
+
+    name = "cogtestbed-nested-arrow-name"
+    type = object
+    _PATTERN = re.compile(r"^(large_list|list)<item: ([a-z0-9_]+)>\[pyarrow\]$")
+
+    @classmethod
+    def construct_from_string(cls, string: str) -> Any:
+        match = cls._PATTERN.match(string) if isinstance(string, str) else None
+        if match is None:
+            raise TypeError(f"cannot construct a nested Arrow dtype from {string!r}")
+        try:
+            item = pa.type_for_alias(match.group(2))
+        except ValueError:
+            raise TypeError(f"unknown Arrow item type in {string!r}") from None
+        return pd.ArrowDtype(pa.large_list(item) if match.group(1) == "large_list" else pa.list_(item))
+
+    @classmethod
+    def construct_array_type(cls) -> type[ExtensionArray]:
+        raise NotImplementedError("a name parser only")
+
+
+register_extension_dtype(_NestedArrowDtypeName)
 
 
 class TrialTableError(ValueError):
@@ -170,11 +200,62 @@ class PerTrial:
     values: np.ndarray
 
 
+@dataclass(frozen=True)
+class Lists:
+    """A list column (one list of numbers per row, of varying length), columnar: the rows' values
+    concatenated in ``values`` (1-D) and row i's list at ``values[offsets[i]:offsets[i + 1]]``
+    (``offsets``: n_subjects × n_trials + 1 non-decreasing integers from 0, rows in table order).
+
+    The table holds an Arrow ``list`` column (``pd.ArrowDtype(pa.list_(...))``): built without a
+    Python object per row; a cell reads back as a Python list.
+    """
+
+    values: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def from_padded(cls, padded: np.ndarray, lengths: np.ndarray) -> Lists:
+        """Row i's list is ``padded[i, :lengths[i]]`` (``padded``: (rows, width), rows in table order)."""
+        padded = np.asarray(padded)
+        rows, width = padded.shape
+        lengths = np.asarray(lengths, dtype=np.int64).reshape(rows)
+        if ((lengths < 0) | (lengths > width)).any():
+            raise ValueError(f"list lengths must lie in 0..{width}")
+        from cogtestbed.segments import gather_segments
+
+        offsets = list_offsets(lengths)
+        return cls(gather_segments(padded, np.arange(0, rows * width, width), lengths, offsets), offsets)
+
+
+def list_offsets(lengths: np.ndarray) -> np.ndarray:
+    """Offsets (0, then the cumulative ``lengths``) of lists of the given lengths."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
+def segment_index(starts: np.ndarray, lengths: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Indices ``starts[i] + j`` for j < ``lengths[i]``, row after row (``offsets``: their cumulative
+    lengths), built with whole-array steps."""
+    index = np.repeat(starts - offsets[:-1], lengths)
+    index += np.arange(int(offsets[-1]), dtype=np.int64)
+    return index
+
+
+@dataclass(frozen=True)
+class CodedLists:
+    """A list column whose rows take their list from a small ``vocabulary`` of lists by integer
+    ``codes`` (n_subjects, n_trials): an item's outcome labels, its ground-truth distribution."""
+
+    codes: np.ndarray
+    vocabulary: tuple[tuple[Any, ...], ...]
+
+
 #: A stimulus column: an (n_subjects, n_trials) array, :class:`CodedStrings`, :class:`CodedNumbers`,
-#: :class:`PerSubject`, :class:`PerTrial`, a flat pandas array, or None for a text column with nothing
-#: recorded (all missing, like ``raw_response``).
+#: :class:`PerSubject`, :class:`PerTrial`, :class:`Lists`, :class:`CodedLists`, a flat pandas array, or
+#: None for a text column with nothing recorded (all missing, like ``raw_response``).
 Column: TypeAlias = (np.ndarray | pd.Categorical | ExtensionArray | CodedStrings | CodedNumbers | PerSubject
-                     | PerTrial | None)
+                     | PerTrial | Lists | CodedLists | None)
 
 
 def finish_table(
@@ -301,6 +382,11 @@ class _ColumnMaker:
             return np.tile(per, self.n_subjects) if where is None else per.take(where)
         if isinstance(values, CodedStrings):
             return _coded_string_array(self.codes(values.codes), values.vocabulary, self._offsets)
+        if isinstance(values, Lists):
+            return self.lists(_list_array(np.asarray(values.values), np.asarray(values.offsets), self.n))
+        if isinstance(values, CodedLists):
+            codes = self.codes(values.codes)
+            return pd.arrays.ArrowExtensionArray(_coded_list_array(codes, values.vocabulary))
         if isinstance(values, CodedNumbers):
             return np.asarray(values.values).take(self.codes(values.codes))
         if isinstance(values, (pd.Categorical, ExtensionArray)):
@@ -315,6 +401,11 @@ class _ColumnMaker:
             return flat  # reshaping a strided view already copied it: the copy is the table's own
         return self.numeric(flat)
 
+    def lists(self, array: pa.Array) -> Any:
+        """The kept rows of an Arrow list array, as a pandas column."""
+        kept = array if self.rows is None else array.take(pa.array(self.rows))
+        return pd.arrays.ArrowExtensionArray(kept)
+
     def text(self, values: np.ndarray | None) -> Any:
         """A nullable string column; an absent one is all-missing (built without a Python loop; the
         immutable Arrow array of nulls is made once per table and wrapped anew for each column)."""
@@ -323,6 +414,79 @@ class _ColumnMaker:
                 self._nulls = pa.nulls(self.n_rows, pa.large_string())
             return pd.arrays.ArrowStringArray(pa.chunked_array([self._nulls]))
         return _string_array(self.numeric(np.asarray(values, dtype=object).reshape(self.n)))
+
+
+def _list_type(values: pa.Array, n_values: int) -> pa.DataType:
+    """``list<item>``, or ``large_list<item>`` where the values overflow its 32-bit offsets."""
+    return pa.list_(values.type) if n_values < 2**31 else pa.large_list(values.type)
+
+
+def _list_array(values: np.ndarray | pa.Array, offsets: np.ndarray, n_rows: int) -> pa.Array:
+    """The Arrow list array of rows ``values[offsets[i]:offsets[i + 1]]`` (checked offsets):
+    ``list<item>``, or ``large_list<item>`` where the values overflow its 32-bit offsets."""
+    offsets = np.asarray(offsets)
+    if offsets.shape != (n_rows + 1,):
+        raise ValueError(f"a list column needs {n_rows + 1} offsets, got shape {offsets.shape}")
+    if offsets[0] != 0 or offsets[-1] != len(values) or (np.diff(offsets) < 0).any():
+        raise ValueError("list offsets must rise from 0 to the number of values")
+    flat = values if isinstance(values, pa.Array) else pa.array(values)
+    if len(values) < 2**31:
+        return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), flat, type=pa.list_(flat.type))
+    return pa.LargeListArray.from_arrays(pa.array(offsets.astype(np.int64)), flat, type=pa.large_list(flat.type))
+
+
+def _coded_list_array(codes: np.ndarray, vocabulary: tuple[tuple[Any, ...], ...]) -> pa.Array:
+    """The Arrow list array of ``vocabulary[codes]`` (numbers, or strings), its offsets and values
+    gathered with whole-array steps (Arrow's ``take`` on a list array copies row by row)."""
+    if codes.size and (codes.min() < 0 or codes.max() >= len(vocabulary)):
+        raise ValueError(f"list codes must lie in 0..{len(vocabulary) - 1}")
+    sizes = np.array([len(v) for v in vocabulary], dtype=np.int64)
+    flat = [x for v in vocabulary for x in v]
+    words = any(isinstance(x, str) for x in flat)
+    from cogtestbed.segments import gather_segments
+
+    lengths = sizes.take(codes)
+    offsets = list_offsets(lengths)
+    starts = list_offsets(sizes)[:-1].take(codes)
+    if words:
+        values: np.ndarray | pa.Array = _take_strings(flat, segment_index(starts, lengths, offsets))
+    else:
+        values = gather_segments(np.array(flat, dtype=np.float64), starts, lengths, offsets)
+    return _list_array(values, offsets, len(codes))
+
+
+def _take_strings(pool: list[str], index: np.ndarray) -> pa.Array:
+    """The Arrow ``string`` array ``pool[index]``: its offsets and bytes gathered with whole-array
+    steps from the pool's encoded bytes (no Python object, no per-value copy loop)."""
+    encoded = [v.encode() for v in pool]
+    sizes = np.array([len(e) for e in encoded], dtype=np.int64)
+    data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    lengths = sizes.take(index)
+    offsets = list_offsets(lengths)
+    if offsets[-1] >= 2**31:
+        return pa.array(pool, type=pa.large_string()).take(pa.array(index))
+    from cogtestbed.segments import gather_segments
+
+    taken = gather_segments(data, list_offsets(sizes)[:-1].take(index), lengths, offsets)
+    return pa.StringArray.from_buffers(len(index), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(taken))
+
+
+def list_cells(column: pd.Series | ExtensionArray | np.ndarray) -> list[list[Any]]:
+    """The rows of a list column as Python lists, fast for the Arrow list columns tables hold
+    (the values converted once, then sliced: no Arrow scalar per row); other columns (an object
+    column, as pandas reads a list column back without its dtype) row by row."""
+    array = column.array if isinstance(column, pd.Series) else column
+    if isinstance(array, pd.arrays.ArrowExtensionArray) and (pa.types.is_list(array.dtype.pyarrow_dtype)
+                                                             or pa.types.is_large_list(array.dtype.pyarrow_dtype)):
+        out: list[list[Any]] = []
+        for chunk in pa.chunked_array(array.__arrow_array__()).chunks:
+            bounds = chunk.offsets.to_numpy()
+            start = int(bounds[0]) if len(bounds) else 0
+            flat = chunk.values.slice(start, int(bounds[-1]) - start).to_numpy(zero_copy_only=False).tolist()
+            edges = (bounds - start).tolist()
+            out.extend(flat[a:b] for a, b in zip(edges[:-1], edges[1:], strict=True))
+        return out
+    return [list(v) for v in array]
 
 
 def _masked_action(flat: np.ndarray, present: np.ndarray) -> Any:

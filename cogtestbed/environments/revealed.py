@@ -34,10 +34,7 @@ probable outcome (option).
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar, Literal
@@ -78,7 +75,7 @@ from cogtestbed.environments.revealed_items import (
     preference_items,
 )
 from cogtestbed.schema import RowRule, TrialSchema, Values
-from cogtestbed.trials import CodedStrings, finish_table
+from cogtestbed.trials import CodedLists, CodedStrings, Column, Lists, finish_table, list_offsets, segment_index
 
 EXPERIMENT = "revealed-belief"
 CHANNELS = ("revb", "staa")
@@ -348,7 +345,7 @@ def draw_mcq(p_target: np.ndarray, correct: np.ndarray, rng: np.random.Generator
     right = np.round(p_target, 3).reshape(-1)
     picks = permute_rows(np.broadcast_to(np.arange(len(pool), dtype=np.int8), (len(right), len(pool))), rng, 5)
     drawn = pool.take(picks)  # (m, 5)
-    equal = np.isclose(drawn, right[:, None])
+    equal = drawn == right[:, None]  # both rounded to 3 decimals: the same double when equal
     # drop the equal value (the fifth where none is): keep 4 of the 5, in order
     drop = np.where(equal.any(axis=1), equal.argmax(axis=1), 4)
     keep = np.arange(5)[None, :] != drop[:, None]
@@ -622,76 +619,64 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
         stimulus["target"] = sessions.target
         stimulus["correct_option"] = sessions.correct
         ex = outcomes.extra
-        lp = ex.get("logprobs", np.full((n, t, MAX_OUTCOMES), np.nan)).reshape(n * t, MAX_OUTCOMES)
-        method = ex.get("method", np.full((n, t), -1)).reshape(-1)
-        with _no_cyclic_gc():  # millions of acyclic lists: collections would rescan them all
-            lists = _list_columns(design, item.reshape(-1), channel.reshape(-1), sessions.correct.reshape(-1),
-                                  sessions.mcq_values.reshape(n * t, 5), lp)
-        stimulus.update({name: pd.array(col, dtype=object) for name, col in lists.items()})
-        stimulus["mass_outside"] = ex.get("mass_outside", np.full((n, t), np.nan))
+        lp = (ex["logprobs"] if "logprobs" in ex else np.full((n, t, MAX_OUTCOMES), np.nan)).reshape(n * t, -1)
+        method = (ex["method"] if "method" in ex else np.full((n, t), -1)).reshape(-1)
+        stimulus.update(_list_columns(design, item.reshape(-1), channel.reshape(-1), sessions.correct.reshape(-1),
+                                      sessions.mcq_values.reshape(n * t, 5), lp, (n, t)))
+        stimulus["mass_outside"] = ex["mass_outside"] if "mass_outside" in ex else np.full((n, t), np.nan)
         stimulus["method"] = (pd.Categorical.from_codes(method, categories=list(METHODS)) if (method >= 0).all()
                               else CodedStrings(np.where(method >= 0, method, len(METHODS)), (*METHODS, None)))
-        stimulus["n_samples"] = ex.get("n_samples", np.zeros((n, t), dtype=np.int64))
+        stimulus["n_samples"] = ex["n_samples"] if "n_samples" in ex else np.zeros((n, t), dtype=np.int64)
         return finish_table(EXPERIMENT, stimulus, outcomes.action, outcomes.reward, outcomes.valid, agent=agent,
                             raw_response=outcomes.raw_response, parse_error=outcomes.parse_error, params=params)
 
 
-@contextlib.contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector (its own state restored after): building the list
-    columns allocates millions of containers, each of which would count towards, and be scanned
-    by, generation collections although none can form a cycle (half the build time, measured)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _list_columns(design: RevealedDesign, item: np.ndarray, channel: np.ndarray, correct: np.ndarray,
-                  values: np.ndarray, lp: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-row lists (object arrays of Python lists): outcome labels, ground truth, prior, MCQ
-    values, log-probabilities and probabilities.  Built a group of equally long rows at a time."""
+                  values: np.ndarray, lp: np.ndarray, shape: tuple[int, int]) -> dict[str, Column]:
+    """The list columns, columnar (:class:`~cogtestbed.trials.Lists` /
+    :class:`~cogtestbed.trials.CodedLists`, no Python object per row): outcome labels, ground
+    truth, prior (per item on RevB rows; the options, the one-hot correct answer and no prior on
+    StaA rows), MCQ values (StaA rows), log-probabilities and probabilities (renormalised a group
+    of equally long rows at a time)."""
     items = design.items
+    n_items = len(items)
     revb = channel == 0
     k = np.where(revb, np.array([it.n_outcomes for it in items])[item], len(MCQ_OPTIONS))
-    staa = ~revb
-    eye = np.eye(len(MCQ_OPTIONS))
-    out = {
-        "outcomes": _shared_lists([list(it.labels) for it in items], item, revb, list(MCQ_OPTIONS)),
-        "p_star": _shared_lists([list(it.p_star) for it in items], item, revb, None),
-        "prior": _shared_lists([list(it.prior) for it in items], item, revb, None),
-        "mcq_values": _shared_lists([[] for _ in items], item, revb, None),
-        "logprobs": np.empty(len(item), dtype=object),
-        "probs": np.empty(len(item), dtype=object),
+    eye = tuple(tuple(float(x) for x in row) for row in np.eye(len(MCQ_OPTIONS)))
+    staa_code = np.where(revb, item, n_items).reshape(shape)
+    out: dict[str, Column] = {
+        "outcomes": CodedLists(staa_code, (*(it.labels for it in items), tuple(MCQ_OPTIONS))),
+        "p_star": CodedLists(np.where(revb, item, n_items + correct).reshape(shape),
+                             (*(tuple(it.p_star) for it in items), *eye)),
+        "prior": CodedLists(staa_code, (*(tuple(it.prior) for it in items), ())),
+        "mcq_values": Lists(values[~revb].reshape(-1), list_offsets(np.where(revb, 0, len(MCQ_OPTIONS)))),
     }
-    _fill_lists(out["p_star"], np.flatnonzero(staa), eye[correct[staa]])
-    _fill_lists(out["prior"], np.flatnonzero(staa), np.empty((int(staa.sum()), 0)))
-    _fill_lists(out["mcq_values"], np.flatnonzero(staa), values[staa])
-    for kk in np.unique(k):
-        rows = np.flatnonzero(k == kk)
-        row_lp = lp[rows, :kk]
-        _fill_lists(out["logprobs"], rows, row_lp)
-        _fill_lists(out["probs"], rows, normalise_logprobs_rows(row_lp))
+    logprobs = Lists.from_padded(lp, k)
+    out["logprobs"] = logprobs
+    out["probs"] = Lists(normalise_logprobs_segments(logprobs.values, logprobs.offsets), logprobs.offsets)
     return out
 
 
-def _shared_lists(per_item: list[list[Any]], item: np.ndarray, revb: np.ndarray, staa: list[Any] | None
-                  ) -> np.ndarray:
-    """Object array of each RevB row's item list (one list object per item) and, if given, the
-    one StaA list on StaA rows (others are filled by the caller)."""
-    table = np.empty(len(per_item) + 1, dtype=object)
-    for i, lst in enumerate(per_item):
-        table[i] = lst
-    table[-1] = staa
-    return table[np.where(revb, item, len(per_item))]
-
-
-def _fill_lists(out: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
-    """``out[rows[j]] = values[j].tolist()`` for every j, the lists made in one call."""
-    out[rows] = np.fromiter(np.ascontiguousarray(values).tolist(), dtype=object, count=len(rows))
+def normalise_logprobs_segments(lp: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """:func:`normalise_logprobs_rows` of every row of a list column (row i:
+    ``lp[offsets[i]:offsets[i + 1]]``): the values gathered once with rows of equal length side by
+    side, each such block normalised as one 2-D array (so every row gets exactly the arithmetic of
+    :func:`normalise_logprobs`), and scattered back."""
+    lengths = np.diff(offsets)
+    sizes = np.unique(lengths)
+    order = np.concatenate([np.flatnonzero(lengths == kk) for kk in sizes]) if len(sizes) else lengths
+    grouped_lengths = lengths.take(order)
+    index = segment_index(offsets[:-1].take(order), grouped_lengths, list_offsets(grouped_lengths))
+    grouped = lp.take(index)
+    start = 0
+    for kk in sizes:
+        stop = start + int(kk) * int(np.count_nonzero(lengths == kk))
+        block = grouped[start:stop].reshape(-1, int(kk))
+        grouped[start:stop] = normalise_logprobs_rows(block).reshape(-1)
+        start = stop
+    out = np.empty_like(lp)
+    out[index] = grouped
+    return out
 
 
 def normalise_logprobs_rows(lp: np.ndarray) -> np.ndarray:
@@ -702,6 +687,9 @@ def normalise_logprobs_rows(lp: np.ndarray) -> np.ndarray:
         return out
     top = lp.max(axis=1, initial=-np.inf)
     ok = ~np.isnan(lp).any(axis=1) & np.isfinite(top)
+    if ok.all():  # every row answered: no row to leave out
+        w = np.exp(lp - top[:, None])
+        return w / np.add.reduce(w, axis=1, keepdims=True)
     w = np.exp(lp[ok] - top[ok, None])
     out[ok] = w / np.add.reduce(w, axis=1, keepdims=True)
     return out

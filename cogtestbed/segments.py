@@ -25,3 +25,20 @@ def _gather(source: np.ndarray, starts: np.ndarray, lengths: np.ndarray, offsets
         s, o = starts[i], offsets[i]
         for j in range(lengths[i]):
             out[o + j] = source[s + j]
+
+
+def scatter_segments(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray, offsets: np.ndarray,
+                     out: np.ndarray) -> None:
+    """The inverse of :func:`gather_segments`: ``out[starts[i]:starts[i] + lengths[i]]`` receives
+    ``values[offsets[i]:offsets[i + 1]]`` (``out`` flat, written in place)."""
+    _scatter(np.ascontiguousarray(values).reshape(-1), np.ascontiguousarray(starts, dtype=np.int64),
+             np.ascontiguousarray(lengths, dtype=np.int64), np.ascontiguousarray(offsets, dtype=np.int64), out)
+
+
+@njit(cache=True)
+def _scatter(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray, offsets: np.ndarray,
+             out: np.ndarray) -> None:  # pragma: no cover - numba
+    for i in range(len(starts)):
+        s, o = starts[i], offsets[i]
+        for j in range(lengths[i]):
+            out[s + j] = values[o + j]

@@ -25,7 +25,8 @@ Every item is asked on up to two channels, one step each (``design.channels``):
   :func:`parse_mcq` reads "[C]" (recorded as a one-hot distribution, ``method="generated"``).
 
 Trial table: one row per step with ``item, scenario, variant, condition, setting, channel,
-n_outcomes``, list columns ``outcomes`` (labels; "A".."E" on StaA rows), ``p_star`` (ground
+n_outcomes``, list columns (Arrow ``list`` columns, built without a Python object per row; a cell
+reads as a Python list) ``outcomes`` (labels; "A".."E" on StaA rows), ``p_star`` (ground
 truth; the one-hot correct answer on StaA rows), ``mcq_values``, ``logprobs`` (as the subject
 gave them) and ``probs`` (renormalised), and ``target``, ``correct_option``, ``mass_outside``,
 ``method`` (exact | sampled | generated) and ``n_samples``.  ``action`` is the index of the most
@@ -75,7 +76,8 @@ from cogtestbed.environments.revealed_items import (
     preference_items,
 )
 from cogtestbed.schema import RowRule, TrialSchema, Values
-from cogtestbed.trials import CodedLists, CodedStrings, Column, Lists, finish_table, list_offsets, segment_index
+from cogtestbed.segments import gather_segments, scatter_segments
+from cogtestbed.trials import CodedLists, CodedStrings, Column, Lists, finish_table, list_offsets
 
 EXPERIMENT = "revealed-belief"
 CHANNELS = ("revb", "staa")
@@ -666,8 +668,9 @@ def normalise_logprobs_segments(lp: np.ndarray, offsets: np.ndarray) -> np.ndarr
     sizes = np.unique(lengths)
     order = np.concatenate([np.flatnonzero(lengths == kk) for kk in sizes]) if len(sizes) else lengths
     grouped_lengths = lengths.take(order)
-    index = segment_index(offsets[:-1].take(order), grouped_lengths, list_offsets(grouped_lengths))
-    grouped = lp.take(index)
+    grouped_offsets = list_offsets(grouped_lengths)
+    starts = offsets[:-1].take(order)
+    grouped = gather_segments(lp, starts, grouped_lengths, grouped_offsets)
     start = 0
     for kk in sizes:
         stop = start + int(kk) * int(np.count_nonzero(lengths == kk))
@@ -675,21 +678,23 @@ def normalise_logprobs_segments(lp: np.ndarray, offsets: np.ndarray) -> np.ndarr
         grouped[start:stop] = normalise_logprobs_rows(block).reshape(-1)
         start = stop
     out = np.empty_like(lp)
-    out[index] = grouped
+    scatter_segments(grouped, starts, grouped_lengths, grouped_offsets, out)
     return out
 
 
 def normalise_logprobs_rows(lp: np.ndarray) -> np.ndarray:
     """:func:`normalise_logprobs` of every row of a 2-D array (the same arithmetic row by row)."""
     lp = np.asarray(lp, dtype=np.float64)
-    out = np.full(lp.shape, np.nan)
     if lp.shape[1] == 0:
-        return out
+        return np.full(lp.shape, np.nan)
     top = lp.max(axis=1, initial=-np.inf)
-    ok = ~np.isnan(lp).any(axis=1) & np.isfinite(top)
+    ok = np.isfinite(top)  # a NaN anywhere makes the maximum NaN: an unanswered step
     if ok.all():  # every row answered: no row to leave out
-        w = np.exp(lp - top[:, None])
-        return w / np.add.reduce(w, axis=1, keepdims=True)
+        w = lp - top[:, None]
+        np.exp(w, out=w)
+        w /= np.add.reduce(w, axis=1, keepdims=True)
+        return w
+    out = np.full(lp.shape, np.nan)
     w = np.exp(lp[ok] - top[ok, None])
     out[ok] = w / np.add.reduce(w, axis=1, keepdims=True)
     return out

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare, norm
 
-from cogtestbed.environments.draws import RoundedNormal, bernoulli, coin_flips, permute_rows
+from cogtestbed.environments.draws import RoundedNormal, argsort_uniform_rows, bernoulli, permute_rows
 
 
 def test_permute_rows_gives_uniform_permutations_of_each_row() -> None:
@@ -37,11 +37,16 @@ def test_permute_rows_draws_without_replacement_and_is_seeded() -> None:
         permute_rows(base, np.random.default_rng(0), 22)
 
 
-def test_coin_flips_and_bernoulli() -> None:
-    flips = coin_flips((300, 101), np.random.default_rng(3))
-    assert flips.shape == (300, 101) and flips.dtype == bool
-    assert abs(flips.mean() - 0.5) < 0.01
-    assert (flips == coin_flips((300, 101), np.random.default_rng(3))).all()
+def test_argsort_uniform_rows_equals_numpy_argsort() -> None:
+    keys = np.random.default_rng(3).random((2_000, 96))
+    assert (argsort_uniform_rows(keys) == keys.argsort(axis=1)).all()
+    small = np.random.default_rng(4).random((500, 3))
+    assert (argsort_uniform_rows(small) == small.argsort(axis=1)).all()
+    with pytest.raises(ValueError, match="keys in"):
+        argsort_uniform_rows(np.array([[0.5, 1.0]]))
+
+
+def test_bernoulli() -> None:
     p = np.tile(np.array([0.25, 0.75]), (100_000, 1))
     draws = bernoulli(p, np.random.default_rng(4))
     assert draws.dtype == np.float64 and set(np.unique(draws)) == {0.0, 1.0}

@@ -28,7 +28,7 @@ from gymnasium import spaces
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
-from cogtestbed.environments.draws import bernoulli, coin_flips, permute_rows
+from cogtestbed.environments.draws import argsort_uniform_rows, bernoulli
 from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.schema import REWARDED, TrialSchema, Values
 from cogtestbed.trials import CodedNumbers, CodedStrings, Column, finish_table
@@ -125,18 +125,19 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
     def sample_sessions(
         cls, design: InstrumentalDesign, n: int, rng: np.random.Generator
     ) -> InstrumentalSessions:
-        """Draw letters, trial order, outcomes and option order for ``n`` sessions (whole arrays:
-        :func:`~cogtestbed.environments.draws.permute_rows` for the letters drawn without
-        replacement and the trial order, one uniform per pre-sampled outcome, one bit per option order)."""
+        """Draw letters, trial order, outcomes and option order for ``n`` sessions: letters and
+        trial order as the argsort of uniform keys (in O(T) per session,
+        :func:`~cogtestbed.environments.draws.argsort_uniform_rows`), then one uniform per
+        pre-sampled outcome and per option order."""
         n_c, v, t = design.n_casinos, design.visits_per_casino, design.n_trials
         alphabet = np.array(list(design.alphabet))
-        letter_idx = permute_rows(np.broadcast_to(np.arange(len(alphabet)), (n, len(alphabet))), rng, 2 * n_c)
+        letter_idx = argsort_uniform_rows(rng.random((n, len(alphabet))))[:, : 2 * n_c]
         letters = alphabet[letter_idx].reshape(n, n_c, 2)
         base = np.repeat(np.arange(1, n_c + 1, dtype=np.int64), v)
-        casino = permute_rows(np.broadcast_to(base, (n, t)), rng)
+        casino = base.take(argsort_uniform_rows(rng.random((n, t))))
         probs = np.take(np.asarray(design.reward_probs, dtype=np.float64), casino - 1, axis=0)  # (n, t, 2)
         reward_draws = bernoulli(probs, rng)
-        flip = coin_flips((n, t), rng)
+        flip = rng.random((n, t)) < 0.5
         if not design.randomise_order:
             flip[:] = False
         return InstrumentalSessions(casino=casino, letters=letters, reward_draws=reward_draws,

@@ -29,6 +29,7 @@ atomic write: a failed run never leaves a half-written file.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import os
@@ -83,7 +84,7 @@ class _NestedArrowDtypeName(ExtensionDtype):
         return pd.ArrowDtype(pa.large_list(item) if match.group(1) == "large_list" else pa.list_(item))
 
     @classmethod
-    def construct_array_type(cls) -> type[ExtensionArray]:
+    def construct_array_type(cls) -> builtins.type[ExtensionArray]:
         raise NotImplementedError("a name parser only")
 
 

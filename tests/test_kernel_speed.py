@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from cogtestbed.numerics import EXP_TABLE_CLAMP, at_least_sigmoid, exp_neg_approx, sigmoid
+from cogtestbed.numerics import EXP_NEG_APPROX_ERROR, EXP_NEG_CLAMP, at_least_sigmoid, exp_neg_approx, sigmoid
 
 
 @njit(cache=False)
@@ -34,9 +34,14 @@ def test_at_least_sigmoid_is_the_exact_comparison() -> None:
 
 
 def test_exp_neg_approx_error_bound() -> None:
-    ax = np.concatenate([np.linspace(0, EXP_TABLE_CLAMP, 200_001), [EXP_TABLE_CLAMP + 1, 1e3]])
+    ax = np.concatenate([np.linspace(0, EXP_NEG_CLAMP, 400_001), np.log(2.0) * (np.arange(58) + 0.5),
+                         np.nextafter(np.log(2.0) * (np.arange(58) + 0.5), 0.0)])
     approx = np.array([exp_neg_approx(v) for v in ax])
-    assert np.all(np.abs(approx - np.exp(-ax)) <= 1e-8 * np.exp(-ax) + 1e-17)
+    rel = np.abs(approx / np.exp(-ax) - 1.0)
+    assert rel.max() <= EXP_NEG_APPROX_ERROR
+    assert rel.max() > EXP_NEG_APPROX_ERROR / 10  # the bound is the polynomial's, not a loose one
+    beyond = np.array([exp_neg_approx(v) for v in (EXP_NEG_CLAMP + 1, 1e3, np.inf)])
+    assert np.all(beyond == exp_neg_approx(EXP_NEG_CLAMP)) and np.isnan(exp_neg_approx(np.nan))
 
 
 def _block_index_reference(block_lengths: np.ndarray, t_max: int) -> tuple[np.ndarray, np.ndarray]:

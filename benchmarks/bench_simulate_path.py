@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -89,22 +90,23 @@ def rw_ns_per_trial() -> float:
 def kernel_module(lanes: int) -> ModuleType:
     """A private, uncached copy of :mod:`cogtestbed.inference.instrumental` whose kernel has ``lanes`` lanes."""
     source = Path(importlib.util.find_spec("cogtestbed.inference.instrumental").origin).read_text()  # type: ignore[arg-type, union-attr]
-    if "\nSIM_LANES = 64\n" not in source:
-        raise RuntimeError("SIM_LANES is no longer 64 in cogtestbed.inference.instrumental: update the benchmark")
+    code, found = re.subn(r"^SIM_LANES = \d+$", f"SIM_LANES = {lanes}", source, flags=re.MULTILINE)
+    if found != 1:
+        raise RuntimeError("no 'SIM_LANES = <int>' line in cogtestbed.inference.instrumental: update the benchmark")
     module = ModuleType(f"_instrumental_lanes_{lanes}")
     sys.modules[module.__name__] = module  # dataclasses look their module up
-    code = source.replace("\nSIM_LANES = 64\n", f"\nSIM_LANES = {lanes}\n").replace("cache=True", "cache=False")
-    exec(compile(code, f"<instrumental, {lanes} lanes>", "exec"), module.__dict__)
+    exec(compile(code.replace("cache=True", "cache=False"), f"<instrumental, {lanes} lanes>", "exec"), module.__dict__)
     return module
 
 
 def rw_lane_scaling(lanes: list[int]) -> dict[int, float]:
     """CPU ns per trial of the RW± kernel compiled with each lane count (same sessions and draws)."""
-    spec = get_experiment("instrumental-learning")
-    design = spec.env_cls.design_cls()
+    from cogtestbed.environments.instrumental import InstrumentalDesign, InstrumentalLearningEnv
+
+    design = InstrumentalDesign()
     env_rng, agent_rng = seed_streams(0)
-    sessions = spec.env_cls.sample_sessions(design, RW_SUBJECTS, env_rng)
-    uniforms = agent_rng.random((RW_SUBJECTS, spec.env_cls.max_steps(design)))
+    sessions = InstrumentalLearningEnv.sample_sessions(design, RW_SUBJECTS, env_rng)
+    uniforms = agent_rng.random((RW_SUBJECTS, InstrumentalLearningEnv.max_steps(design)))
     rates = [np.full(RW_SUBJECTS, v) for v in (0.4, 0.2, 5.0)]
     no_lapse = (np.zeros((0, uniforms.shape[1]), dtype=np.int8), np.zeros((0, uniforms.shape[1])))
     args: tuple[Any, ...] = (sessions.casino - 1, sessions.reward_draws, *rates, uniforms, design.n_casinos, *no_lapse)
@@ -115,7 +117,11 @@ def rw_lane_scaling(lanes: list[int]) -> dict[int, float]:
         kernel = kernel_module(n).simulate_rwpm_kernel
         if not np.array_equal(kernel(*args)[0], reference.action):
             raise AssertionError(f"the {n}-lane kernel chose differently")
-        out[n] = best_cpu_of(lambda k=kernel: k(*args), 2 * REPEATS) / (RW_SUBJECTS * design.n_trials) * 1e9
+
+        def run(k: Any = kernel) -> Any:
+            return k(*args)
+
+        out[n] = best_cpu_of(run, 2 * REPEATS) / (RW_SUBJECTS * design.n_trials) * 1e9
     return out
 
 
@@ -139,8 +145,8 @@ def main() -> None:
         from cogtestbed.inference.instrumental import SIM_LANES
 
         for n, ns in rw_lane_scaling([int(v) for v in args.lanes.split(",")]).items():
-            print(f"RW± kernel with {n:4d} lanes: {ns:5.1f} ns/trial{' (the package default)' if n == SIM_LANES else ''}",
-                  flush=True)
+            default = " (the package default)" if n == SIM_LANES else ""
+            print(f"RW± kernel with {n:4d} lanes: {ns:5.1f} ns/trial{default}", flush=True)
 
 
 def experiments_table() -> None:

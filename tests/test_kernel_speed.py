@@ -144,12 +144,13 @@ def test_rwpm_kernel_is_the_trial_loop() -> None:
         want = _rwpm_trial_loop(*args, pin=pin)  # pins u first
         for got, expected in zip(simulate_rwpm_kernel(*args), want, strict=True):
             assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
+    ones, no_lapse = np.ones(1), (np.zeros((0, 3), dtype=np.int8), np.zeros((0, 3)))
     with pytest.raises(ValueError, match="casinos"):
-        simulate_rwpm_kernel(np.zeros((1, 3), dtype=np.int64), np.zeros((1, 3, 2)), np.ones(1), np.ones(1), np.ones(1),
-                             np.zeros((1, 3)), SIM_LANES + 1, np.zeros((0, 3), dtype=np.int8), np.zeros((0, 3)))
+        simulate_rwpm_kernel(np.zeros((1, 3), dtype=np.int64), np.zeros((1, 3, 2)), ones, ones, ones,
+                             np.zeros((1, 3)), SIM_LANES + 1, *no_lapse)
     with pytest.raises(ValueError, match="casino index"):
-        simulate_rwpm_kernel(np.full((1, 3), 4, dtype=np.int64), np.zeros((1, 3, 2)), np.ones(1), np.ones(1), np.ones(1),
-                             np.zeros((1, 3)), 4, np.zeros((0, 3), dtype=np.int8), np.zeros((0, 3)))
+        simulate_rwpm_kernel(np.full((1, 3), 4, dtype=np.int64), np.zeros((1, 3, 2)), ones, ones, ones,
+                             np.zeros((1, 3)), 4, *no_lapse)
 
 
 def test_rwpm_kernel_visit_loop_is_vectorised() -> None:
@@ -161,7 +162,8 @@ def test_rwpm_kernel_visit_loop_is_vectorised() -> None:
     if not llvm.get_host_cpu_features().get("avx2", False):
         pytest.skip("no AVX2 on this processor")
     fresh = njit(error_model="numpy")(simulate_rwpm_kernel.py_func)  # uncached, so its assembly can be read
-    fresh(np.zeros((1, 4), dtype=np.int64), np.zeros((1, 4, 2)), np.ones(1), np.ones(1), np.ones(1), np.zeros((1, 4)), 4,
+    ones = np.ones(1)
+    fresh(np.zeros((1, 4), dtype=np.int64), np.zeros((1, 4, 2)), ones, ones, ones, np.zeros((1, 4)), 4,
           np.zeros((0, 4), dtype=np.int8), np.zeros((0, 4)))
     asm = next(iter(fresh.inspect_asm().values()))
     for op in ("vmulpd", "vaddpd", "vblendvpd"):

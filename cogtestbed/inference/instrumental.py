@@ -82,8 +82,10 @@ def rw_learning_rate(alpha_pos: float, alpha_neg: float, delta: float) -> float:
 
 
 #: Lanes of the simulation kernel's vector loop (:func:`simulate_rwpm_kernel`): each lane is one
-#: (subject, casino) value pair; a group of ``SIM_LANES // n_casinos`` subjects fills them.
-SIM_LANES = 64
+#: (subject, casino) value pair; a group of ``SIM_LANES // n_casinos`` subjects fills them.  32 (8 AVX2
+#: vectors, 8 subjects of 4 casinos) measured fastest of 8–256 (``bench_simulate_path.py --lanes``): fewer
+#: lanes pay the loop's fixed cost per visit, more spill the visit buffer out of the L1 cache.
+SIM_LANES = 32
 # Fields of the kernel's visit buffer (one row of SIM_LANES per field, one block of rows per visit):
 # inputs u, the two arms' rewards, lapse kind and lapse uniform; outputs recorded arm and reward.
 _U, _R0, _R1, _KIND, _LAPSE_U, _ARM, _REWARD, _N_FIELDS = range(8)

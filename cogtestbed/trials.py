@@ -272,8 +272,8 @@ def finish_table(
     params: Mapping[str, np.ndarray] | None = None,
     subject_offset: int = 0,
     keep: np.ndarray | None = None,
-    session: np.ndarray | None = None,
-    trial: np.ndarray | None = None,
+    session: np.ndarray | ExtensionArray | None = None,
+    trial: np.ndarray | ExtensionArray | None = None,
     action_valid: np.ndarray | None = None,
     after_action: Mapping[str, Column] | None = None,
     trailing: Mapping[str, Column] | None = None,
@@ -297,16 +297,14 @@ def finish_table(
     cols: dict[str, Any] = {
         "experiment": _constant_category(experiment, col.n_rows),
         "subject": col(PerSubject(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64))),
-        "session": (np.zeros(col.n_rows, dtype=np.int64) if session is None
-                    else col.numeric(np.asarray(session, dtype=np.int64).reshape(n))),
-        "trial": (col.numeric(np.asarray(trial, dtype=np.int64).reshape(n)) if trial is not None
-                  else col(PerTrial(np.arange(n_trials, dtype=np.int64)))),
+        "session": np.zeros(col.n_rows, dtype=np.int64) if session is None else col.index(session),
+        "trial": col.index(trial) if trial is not None else col(PerTrial(np.arange(n_trials, dtype=np.int64))),
     }
     for name, values in stimulus.items():
         cols[name] = col(values)
     flat_valid = col.numeric(np.asarray(valid, dtype=bool).reshape(n))
     present = flat_valid if action_valid is None else col.numeric(np.asarray(action_valid, dtype=bool).reshape(n))
-    flat_action = np.asarray(action).reshape(n)  # _masked_action makes the column's own array
+    flat_action = np.asarray(action).reshape(n)  # _masked_action makes the column a fresh array
     cols["action"] = _masked_action(flat_action if rows is None else flat_action.take(rows), present)
     for name, values in (after_action or {}).items():
         cols[name] = col(values)
@@ -348,6 +346,13 @@ class _ColumnMaker:
             hit = (codes, flat if self.rows is None else flat.take(self.rows))
             self._codes[id(codes)] = hit
         return hit[1]
+
+    def index(self, values: np.ndarray | ExtensionArray) -> Any:
+        """An int64 id column (``session``, ``trial``) from (n_subjects, n_trials) values or a
+        fresh flat column (:func:`fresh_column`)."""
+        if isinstance(values, ExtensionArray):
+            return self(values)
+        return self.numeric(np.asarray(values, dtype=np.int64).reshape(self.n))
 
     def numeric(self, flat: np.ndarray) -> np.ndarray:
         """The kept rows of a flat array, as a fresh array the table may own."""
@@ -491,12 +496,21 @@ def list_cells(column: pd.Series | ExtensionArray | np.ndarray) -> list[list[Any
 
 
 def _masked_action(flat: np.ndarray, present: np.ndarray) -> Any:
-    """The ``action`` column: nullable integer (nullable float for ratings), missing where not
-    ``present``."""
+    """The ``action`` column (a fresh array): nullable integer (nullable float for ratings),
+    missing where not ``present``."""
     if flat.dtype.kind == "f":
+        if present.all():  # the same column as the general case below, in fewer passes
+            values = flat.copy()
+            return pd.arrays.FloatingArray(values, np.isnan(values))
         values = np.where(present, flat, 0.0)
         return pd.arrays.FloatingArray(values, ~present | np.isnan(values))
     return pd.arrays.IntegerArray(np.where(present, flat, 0).astype(np.int64, copy=False), ~present)
+
+
+def fresh_column(values: np.ndarray) -> pd.arrays.NumpyExtensionArray:
+    """A numeric column built for one table (an (n_subjects, n_trials) or flat array nobody else
+    holds), handed to :func:`finish_table` so that the table takes it as it is, without a copy."""
+    return pd.arrays.NumpyExtensionArray(np.ascontiguousarray(values).reshape(-1))
 
 
 def _string_array(flat: np.ndarray) -> Any:

@@ -185,12 +185,13 @@ def block_constants(kind: int, p: np.ndarray, lo: float, hi: float, blur: float,
 
 
 @njit(cache=True, inline="always")
-def answer(kind: int, p: np.ndarray, c0: float, c1: float, c2: float, c3: float, x: float, lo: float, hi: float,
-           modality: int, trial: int, f_text: float, f_image: float, z: float, mu: float,
+def answer(kind: int, p: np.ndarray, c0: float, c1: float, c2: float, c3: float, x: float, log_x: float, lo: float,
+           hi: float, modality: int, trial: int, f_text: float, f_image: float, z: float, mu: float,
            P: float) -> tuple[float, float, float]:
     """One answer (y, Kalman mean, Kalman variance) of an agent of ``kind`` from its
-    :func:`block_constants`, the stimulus, its frozen percept noises (:func:`frozen_normal`, text
-    and image channel; read by the observer and the combiners only) and the decision noise ``z``."""
+    :func:`block_constants`, the stimulus ``x`` (and log(x + ε), read by the log variant only), its
+    frozen percept noises (:func:`frozen_normal`, text and image channel; read by the observer and
+    the combiners only) and the decision noise ``z``."""
     W = hi - lo
     u = (x - lo) / W
     if kind == 0:  # linear: v = w·u + b + σ_dec·z
@@ -198,7 +199,7 @@ def answer(kind: int, p: np.ndarray, c0: float, c1: float, c2: float, c3: float,
     if kind == 1:  # static Bayes: v = (1 − w_prior)·u + w_prior·μ_p + σ_dec·z
         return lo + W * (c0 * u + c1 + p[2] * z), mu, P
     if kind == 2:  # static Bayes on log(x + ε)
-        return math.exp(c0 * math.log(x + LOG_EPS) + c1 + p[2] * z) - LOG_EPS, mu, P
+        return math.exp(c0 * log_x + c1 + p[2] * z) - LOG_EPS, mu, P
     if kind == 3:  # static Bayes + gain stage
         return lo + W * (p[2] * (c0 * u + c1) + p[3] + p[4] * z), mu, P
     if kind == 4:  # Kalman random walk, r = 1 on the normalised scale
@@ -243,7 +244,9 @@ def respond(kind: int, p: np.ndarray, x: float, lo: float, hi: float, blur: floa
     f_text, f_image = 0.0, 0.0
     if kind == 5 or kind >= 8:
         f_text, f_image = frozen_normal(seed, 0), frozen_normal(seed, 1)
-    return answer(kind, p, c0, c1, c2, c3, x, lo, hi, modality, trial, f_text, f_image, std_normal(u1, u2), mu, P)
+    log_x = math.log(x + LOG_EPS) if kind == 2 else 0.0
+    return answer(kind, p, c0, c1, c2, c3, x, log_x, lo, hi, modality, trial, f_text, f_image, std_normal(u1, u2),
+                  mu, P)
 
 
 @njit(cache=True)
@@ -256,8 +259,9 @@ def simulate_kernel(kind: int, params: np.ndarray, x: np.ndarray, seed: np.ndarr
     ``x``, ``seed``: each subject's stimuli (n_subjects, n_slots); the rest is the design's
     per-step schedule (:class:`~cogtestbed.environments.magnitude.Schedule`): step ``s`` shows
     stimulus ``slot[s]``, and blocks start at ``starts``.  Per subject, the frozen percept noises
-    are drawn once per stimulus (every condition and modality shows it again) and the
-    :func:`block_constants` once per block (per trial only while the blur changes)."""
+    (and the log variant's log(x + ε)) are computed once per stimulus (every condition and modality
+    shows it again) and the :func:`block_constants` once per block (per trial only while the blur
+    changes)."""
     n, n_slots = x.shape
     steps = slot.shape[0]
     out = np.empty((n, steps))
@@ -268,8 +272,12 @@ def simulate_kernel(kind: int, params: np.ndarray, x: np.ndarray, seed: np.ndarr
         want_image |= modality[s] != _TEXT
     f_text = np.zeros(n_slots)
     f_image = np.zeros(n_slots)
+    log_x = np.zeros(n_slots)
     for i in range(n):
         p = params[i]
+        if kind == 2:
+            for k in range(n_slots):
+                log_x[k] = math.log(x[i, k] + LOG_EPS)
         if percepts:
             for k in range(n_slots):
                 if want_text:
@@ -289,8 +297,8 @@ def simulate_kernel(kind: int, params: np.ndarray, x: np.ndarray, seed: np.ndarr
                                                      m_b)
                 k = slot[s]
                 z = std_normal(uniforms[i, 2 * s], uniforms[i, 2 * s + 1])
-                out[i, s], mu, P = answer(kind, p, c0, c1, c2, c3, x[i, k], lo_b, hi_b, m_b, trial[s], f_text[k],
-                                          f_image[k], z, mu, P)
+                out[i, s], mu, P = answer(kind, p, c0, c1, c2, c3, x[i, k], log_x[k], lo_b, hi_b, m_b, trial[s],
+                                          f_text[k], f_image[k], z, mu, P)
     return out
 
 

@@ -422,11 +422,6 @@ class _ColumnMaker:
         return _string_array(self.numeric(np.asarray(values, dtype=object).reshape(self.n)))
 
 
-def _list_type(values: pa.Array, n_values: int) -> pa.DataType:
-    """``list<item>``, or ``large_list<item>`` where the values overflow its 32-bit offsets."""
-    return pa.list_(values.type) if n_values < 2**31 else pa.large_list(values.type)
-
-
 def _list_array(values: np.ndarray | pa.Array, offsets: np.ndarray, n_rows: int) -> pa.Array:
     """The Arrow list array of rows ``values[offsets[i]:offsets[i + 1]]`` (checked offsets):
     ``list<item>``, or ``large_list<item>`` where the values overflow its 32-bit offsets."""

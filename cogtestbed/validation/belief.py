@@ -11,6 +11,9 @@ Studies (``python -m cogtestbed.validation.belief size|power|recovery -o DIR``):
 * ``size``: rejection rates of every test on a calibrated logit RUM (the paper's quick-simulation
   utilities, scale 6) over report noise σ ∈ {0, .05, .10, .15}, plus ``t1_lr_mean``, the
   repetition-averaged variant (A ~ p̄ with p̄ the mean of the context's π0 reports);
+* size calibration (:func:`calibration_study`, ``benchmarks/studies/belief_size.py --calibration``):
+  every test's size on rational agents at α, with its target (α ± .02, ≤ α inside the null, or 0
+  where the statistic is degenerate), T2 also at flat shares (Remark 3.4's random agent);
 * ``power``: T1c against the hidden-information leak by leak size, contexts (50–400),
   repetitions (1–10) and Defer-band width; T2 against a non-monotone deferral rule by K.
 * ``recovery``: MLE of the 4-parameter MNL and of the loss-form decider at the paper design;

@@ -537,6 +537,44 @@ def test_t2_permutation_rule_is_conservative_for_a_monotone_agent_and_detects_a_
         B.t2(sim("logit-rum", design=SMALL), rule="bonferroni")
 
 
+def test_t1b_placebo_rule_is_level_alpha_where_the_paper_rule_is_conservative():
+    """Exchangeable extra features that only add variance (the null of T1b): the paired placebo
+    comparison rejects at ≈ α one-sided, the paper's CI-above-0 rule never."""
+    rng = np.random.default_rng(12)
+    group = np.repeat(np.arange(100), 5)
+    placebo_p, decisions = [], []
+    for i in range(300):
+        l0 = rng.exponential(0.7, 500)
+        l1, l2 = (l0 + np.repeat(rng.normal(0.01, 0.05, 100), 5) + rng.normal(0, 0.05, 500) for _ in range(2))
+        r = B.nested_rules(group, l0, l1, l2, 200, i)
+        placebo_p.append(r["placebo"]["p_value"])
+        decisions.append((r["interval"][0] > 0, r["placebo"]["interval"][0] > 0))
+    paper, placebo = np.mean(decisions, axis=0)
+    assert paper == 0.0 and placebo == pytest.approx(13 / 300)
+    assert np.mean(np.array(placebo_p) <= 0.5) == pytest.approx(0.41)
+
+
+def test_t1b_rules_on_simulated_agents():
+    """The paper rule's numbers are unchanged by the placebo fit; the placebo rule rejects a leak."""
+    design = BeliefDesign(n_contexts=60, n_reps=3, variants="pi0", lie_node="none")
+    rational = sim("logit-rum", design=design, seed=5)
+    paper = B.t1_nested(rational, n_boot=100, seed=2, rule="paper")
+    assert paper["estimate"] == pytest.approx(-0.45459649738983615, abs=1e-12)
+    assert (paper["lo"], paper["hi"]) == pytest.approx((-2.8512884173489135, 1.720296089237221), abs=1e-12)
+    assert paper["p_value"] == pytest.approx(59 / 101) and not paper["reject"]
+    assert paper["rules"]["paper"]["p_value"] == paper["p_value"] and paper["rule"] == "paper"
+    placebo = paper["rules"]["placebo"]
+    assert placebo["estimate"] == pytest.approx(paper["estimate"] - paper["placebo_estimate"])
+    assert placebo["lo"] < placebo["estimate"] < placebo["hi"] and not placebo["reject"]
+    leaky = sim("leak", {"leak": 0.4}, design=BeliefDesign(n_contexts=80, n_reps=2, variants="pi0",
+                                                           lie_node="none"), seed=7)
+    head = B.belief_test("t1_nested")(leaky, n_boot=100, seed=1)
+    assert head["reject"] and head["reject_placebo"] and head["reject_paper"] and head["p_value"] == 0.0
+    assert head["estimate"] > 30 > 5 > head["placebo_estimate"]
+    with pytest.raises(ValueError, match="T1b rule"):
+        B.t1_nested(leaky, rule="bonferroni")
+
+
 def test_t3_joint_permutation_is_uniform_under_exchangeable_reports_and_degenerate_without_noise():
     design = BeliefDesign(n_contexts=30, n_reps=2, lie_node="none")
     table = sim("logit-rum", {"report_noise": 0.1}, design=design, n=40, seed=5)

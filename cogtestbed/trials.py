@@ -292,37 +292,9 @@ def _string_array(flat: np.ndarray) -> Any:
 
 
 def _coded_string_array(codes: np.ndarray, vocabulary: tuple[str | None, ...]) -> Any:
-    if codes.size and (codes.min() < 0 or codes.max() >= len(vocabulary)):
-        raise ValueError(f"string codes must lie in 0..{len(vocabulary) - 1}")
-    encoded = [None if v is None else v.encode() for v in vocabulary]
-    widths = {len(e) for e in encoded if e is not None}
-    if len(widths) == 1:
-        taken = _fixed_width_strings(codes, encoded, widths.pop())
-    else:
-        taken = pa.array(list(vocabulary), type=pa.large_string()).take(pa.array(codes))
-    return pd.arrays.ArrowStringArray(pa.chunked_array([taken]))
+    from cogtestbed.arrow_strings import take_strings  # numba: compiled kernels, imported where used
 
-
-def _fixed_width_strings(codes: np.ndarray, encoded: list[bytes | None], width: int) -> pa.Array:
-    """The Arrow ``large_string`` array of ``vocabulary[codes]`` when every present value has
-    ``width`` bytes: its buffers (offsets, bytes, validity) built with whole-array numpy steps,
-    equal to Arrow's ``take`` of the vocabulary (a missing value adds no bytes)."""
-    present = np.array([e is not None for e in encoded])[codes]
-    table = np.frombuffer(b"".join(e if e is not None else b"\0" * width for e in encoded),
-                          dtype=np.uint8).reshape(len(encoded), width)
-    n = len(codes)
-    all_present = bool(present.all())
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    if all_present:
-        offsets[1:] = width * np.arange(1, n + 1, dtype=np.int64)
-        data = table[codes]
-    else:
-        np.cumsum(present, out=offsets[1:])
-        offsets *= width
-        data = table[codes[present]]
-    validity = None if all_present else pa.py_buffer(np.packbits(present, bitorder="little"))
-    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data)),
-                                            validity, null_count=int(n - np.count_nonzero(present)))
+    return pd.arrays.ArrowStringArray(pa.chunked_array([take_strings(codes, vocabulary)]))
 
 
 def scored_columns(scored: np.ndarray | None, n_continuations: int, shape: tuple[int, int],

@@ -39,6 +39,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 from gymnasium import spaces
+from numba import njit
 from pydantic import field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
@@ -51,6 +52,8 @@ Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
 #: CogBench's default number of runs (``query.py``); the paper says 100.
 CODE_RUNS, PAPER_RUNS = 200, 100
 TRIAL_TYPES = ("likelihood", "prior")
+#: The largest finite double (``np.nan_to_num``'s stand-in for infinity).
+_MAX_DOUBLE = float(np.finfo(np.float64).max)
 
 
 class ProbabilisticDesign(Design):
@@ -263,6 +266,35 @@ class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessio
         )
 
 
+@njit(cache=True)
+def _judgement_columns(prior: np.ndarray, lh: np.ndarray, red: np.ndarray, informative_lh: np.ndarray,
+                       left_is_f: np.ndarray, estimate: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The derived per-judgement columns from flat inputs, in one pass: likelihood P(observed colour |
+    left urn), the Bayes posterior (:func:`bayes_posterior`, the same operations), the estimate in
+    hundredths rounded half to even (0 where invalid), the posterior accuracy 1 − |posterior −
+    estimate| (NaN where invalid), the trial-type code (0 likelihood, 1 prior) and the left-label
+    code (0 F, 1 J; 2 = none where ``left_is_f`` is empty)."""
+    n = prior.size
+    likelihood, posterior, reward = np.empty(n), np.empty(n), np.empty(n)
+    action, trial_type, label = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    for i in range(n):
+        p = prior[i]
+        lik = lh[i] if red[i] else 1.0 - lh[i]
+        post = p * lik / (p * lik + (1.0 - p) * (1.0 - lik))
+        likelihood[i], posterior[i] = lik, post
+        e = estimate[i]
+        if valid[i]:
+            # np.nan_to_num: NaN -> 0, ±inf -> the largest finite double of that sign
+            e0 = 0.0 if np.isnan(e) else min(max(e, -_MAX_DOUBLE), _MAX_DOUBLE)
+            action[i] = np.int64(np.rint(e0 * 100))
+            reward[i] = 1.0 - abs(post - e)
+        else:
+            action[i], reward[i] = 0, np.nan
+        trial_type[i] = 0 if informative_lh[i] else 1
+        label[i] = 2 if left_is_f.size == 0 else (0 if left_is_f[i] else 1)
+    return likelihood, posterior, action, reward, trial_type, label
+
+
 def stimulus_table(
     prior: np.ndarray, lh: np.ndarray, red: np.ndarray, informative_lh: np.ndarray,
     left_is_f: np.ndarray | None, estimate: np.ndarray, valid: np.ndarray, *, agent: str,
@@ -272,27 +304,33 @@ def stimulus_table(
 ) -> pd.DataFrame:
     """Trial table from (n_subjects, n_trials) arrays (shared by the environment and importer)."""
     shape = np.shape(prior)
-    informative_lh = np.asarray(informative_lh, dtype=bool)
-    likelihood = np.where(red, lh, 1.0 - lh)
-    posterior = bayes_posterior(prior, likelihood)
-    trial_type = CodedStrings(np.where(informative_lh, 0, 1), TRIAL_TYPES)
-    labels = CodedStrings(np.where(left_is_f, 0, 1) if left_is_f is not None else np.full(shape, 2), ("F", "J", None))
+
+    def flat(x: Any, dtype: Any) -> np.ndarray:  # a kernel input: no copy where none is needed
+        return np.ascontiguousarray(np.broadcast_to(x, shape), dtype=dtype).reshape(-1)
+
+    def fresh(x: Any, dtype: Any = None) -> Column:  # a column of this table's own, not copied again
+        return pd.arrays.NumpyExtensionArray(np.array(np.broadcast_to(x, shape), dtype=dtype).reshape(-1))
+
+    valid_flat = flat(valid, bool)
+    likelihood, posterior, action, reward, trial_type, label = _judgement_columns(
+        flat(prior, np.float64), flat(lh, np.float64), flat(red, bool), flat(informative_lh, bool),
+        np.empty(0, dtype=bool) if left_is_f is None else flat(left_is_f, bool),
+        flat(estimate, np.float64), valid_flat)
+
     stimulus: dict[str, Column] = {
-        "trial_type": trial_type,
-        "informative_lh": informative_lh,
-        "left_label": labels,
+        "trial_type": CodedStrings(trial_type.reshape(shape), TRIAL_TYPES),
+        "informative_lh": fresh(informative_lh, bool),
+        "left_label": CodedStrings(label.reshape(shape), ("F", "J", None)),
         "prior": prior,
         "lh": lh,
         "red_observation": np.asarray(red, dtype=bool),
-        "likelihood": likelihood,
-        "posterior": posterior,
-        "urn_left": np.full(shape, np.nan) if urn_left is None else np.asarray(urn_left, dtype=np.float64),
+        "likelihood": pd.arrays.NumpyExtensionArray(likelihood),
+        "posterior": pd.arrays.NumpyExtensionArray(posterior),
+        "urn_left": fresh(np.nan if urn_left is None else urn_left, np.float64),
         "estimate": estimate,
-        "cogbench_human_lh": np.full(shape, human_lh, dtype=bool),
+        "cogbench_human_lh": fresh(human_lh, bool),
     }
-    action = np.where(valid, np.rint(np.nan_to_num(estimate) * 100), 0).astype(np.int64)
-    reward = np.where(valid, 1.0 - np.abs(posterior - estimate), np.nan)
     return finish_table(
-        EXPERIMENT, stimulus, action, reward, valid, agent=agent,
+        EXPERIMENT, stimulus, action.reshape(shape), reward.reshape(shape), valid_flat.reshape(shape), agent=agent,
         raw_response=raw_response, parse_error=parse_error, params=params,
     )

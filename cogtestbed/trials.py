@@ -247,7 +247,7 @@ class _ColumnMaker:
         if isinstance(values, CodedStrings):
             return _coded_string_array(self.codes(values.codes), values.vocabulary)
         if isinstance(values, CodedNumbers):
-            return np.asarray(values.values)[self.codes(values.codes)]
+            return np.asarray(values.values).take(self.codes(values.codes))  # take: faster than indexing
         if isinstance(values, (pd.Categorical, ExtensionArray)):
             if len(values) != self.n:
                 raise ValueError(f"a flat stimulus column needs {self.n} rows, got {len(values)}")
@@ -270,10 +270,13 @@ class _ColumnMaker:
 def _masked_action(flat: np.ndarray, present: np.ndarray) -> Any:
     """The ``action`` column: nullable integer (nullable float for ratings), missing where not
     ``present``."""
+    absent = ~present
     if flat.dtype.kind == "f":
         values = np.where(present, flat, 0.0)
-        return pd.arrays.FloatingArray(values, ~present | np.isnan(values))
-    return pd.arrays.IntegerArray(np.where(present, flat, 0).astype(np.int64, copy=False), ~present)
+        return pd.arrays.FloatingArray(values, absent | np.isnan(values))
+    # ``flat`` is the table's own: where every action is present it is the column as it stands
+    values = flat if not absent.any() else np.where(present, flat, 0)
+    return pd.arrays.IntegerArray(values.astype(np.int64, copy=False), absent)
 
 
 def _string_array(flat: np.ndarray) -> Any:

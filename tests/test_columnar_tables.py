@@ -8,9 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cogtestbed.agents.lapse import Lapse, draw_lapses, lapse_rng
+from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.belief import distribution_json
 from cogtestbed.environments.discounting import (
+    MAX_QUESTIONS,
     NOT_ASKED,
+    QUESTION_CODES,
     DiscountingDesign,
     StaircaseState,
     asked_questions,
@@ -19,7 +23,8 @@ from cogtestbed.environments.discounting import (
 from cogtestbed.environments.revealed import normalise_logprobs, normalise_logprobs_rows
 from cogtestbed.inference.hierarchical import Diagnostics
 from cogtestbed.inference.twostep import stay_design, stay_pairs
-from cogtestbed.simulation import simulate
+from cogtestbed.registry import get_experiment
+from cogtestbed.simulation import seed_streams, simulate, subject_params
 from cogtestbed.trials import CodedStrings, finish_table
 
 
@@ -95,6 +100,25 @@ def test_discounting_question_replay_matches_the_staircase() -> None:
             if not valid[i, s]:
                 break
             state.answer(int(action[i, s]))
+
+
+@pytest.mark.parametrize("agent", ["hyperbolic", "random"])
+def test_discounting_kernel_records_the_questions_the_replay_finds(agent: str) -> None:
+    spec = get_experiment("temporal-discounting")
+    agent_cls, design, n = spec.agent(agent), DiscountingDesign(), 400
+    params = subject_params(agent_cls, None, n)
+    env_rng, agent_rng = seed_streams(4)
+    sessions = spec.env_cls.sample_sessions(design, n, env_rng)
+    uniforms = agent_rng.random((n, MAX_QUESTIONS))
+    draws = draw_lapses(Lapse(invalid=0.05, random=0.2), lapse_rng(4), n, MAX_QUESTIONS, spec.env_cls.lapse_draws)
+    for outcomes in (agent_cls.simulate_batch(design, sessions, params, uniforms),
+                     agent_cls.simulate_batch_lapsed(design, sessions, params, uniforms, draws)):
+        assert outcomes is not None
+        replayed = asked_questions(outcomes.action, outcomes.valid, outcomes.played)
+        assert np.array_equal(outcomes.extra[QUESTION_CODES], replayed)
+        without = Outcomes(outcomes.action, outcomes.reward, outcomes.valid, played=outcomes.played)
+        assert spec.env_cls.trials_table(design, sessions, without, agent=agent).equals(
+            spec.env_cls.trials_table(design, sessions, outcomes, agent=agent))
 
 
 def test_row_normalisation_matches_the_single_row_function() -> None:

@@ -103,6 +103,29 @@ def bayes_posterior(prior: np.ndarray | float, likelihood: np.ndarray | float) -
     return p * lik / (p * lik + (1.0 - p) * (1.0 - lik))
 
 
+@njit(cache=True)
+def _urn_draws(label_u: np.ndarray, informative: np.ndarray, flat: np.ndarray, urn_u: np.ndarray, ball_u: np.ndarray,
+               randomise_labels: bool) -> tuple[np.ndarray, ...]:
+    """The sessions' arrays from their uniforms and drawn probabilities, (N, 2) each: left label F
+    iff u < ½ (always F without randomised labels); trial 0 has the informative likelihood and a flat
+    prior, trial 1 the reverse; the left urn iff u < prior; a red ball iff u < P(red | urn), the
+    right urn being the mirror image (1 − lh)."""
+    n = label_u.shape[0]
+    left_is_f, urn_left, red = np.empty((n, 2), np.bool_), np.empty((n, 2), np.bool_), np.empty((n, 2), np.bool_)
+    prior, lh = np.empty((n, 2)), np.empty((n, 2))
+    for i in range(n):
+        lh[i, 0], prior[i, 0] = informative[i, 0], flat[i, 0]
+        lh[i, 1], prior[i, 1] = flat[i, 1], informative[i, 1]
+    for i in range(n):
+        for t in range(2):
+            left_is_f[i, t] = (label_u[i, t] < 0.5) | (not randomise_labels)
+            urn = urn_u[i, t] < prior[i, t]
+            urn_left[i, t] = urn
+            u = ball_u[i, t]  # P(red | urn) is lh for the left urn, 1 − lh for the right (no branch)
+            red[i, t] = (urn & (u < lh[i, t])) | ((not urn) & (u < 1.0 - lh[i, t]))
+    return left_is_f, prior, lh, urn_left, red
+
+
 # ----------------------------------------------------------------------------- environment
 class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessions]):
     """CogBench's urn task (see module docstring).
@@ -148,19 +171,15 @@ class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessio
         cls, design: ProbabilisticDesign, n: int, rng: np.random.Generator
     ) -> ProbabilisticSessions:
         """Draw labels, prior/likelihood, urn and ball for ``n`` sessions of two trials."""
-        inf = np.asarray(design.informative_probs)
-        uninf = np.asarray(design.uninformative_probs)
-        left_is_f = rng.random((n, 2)) < 0.5
-        if not design.randomise_labels:
-            left_is_f[:] = True
-        informative = inf[rng.integers(0, len(inf), size=(n, 2))]
-        flat = uninf[rng.integers(0, len(uninf), size=(n, 2))]
-        # trial 0: informative likelihood; trial 1: informative prior
-        lh = np.column_stack([informative[:, 0], flat[:, 1]])
-        prior = np.column_stack([flat[:, 0], informative[:, 1]])
-        urn_left = rng.random((n, 2)) < prior
-        p_red = np.where(urn_left, lh, 1.0 - lh)
-        red = rng.random((n, 2)) < p_red
+        inf = np.asarray(design.informative_probs, dtype=np.float64)
+        uninf = np.asarray(design.uninformative_probs, dtype=np.float64)
+        # every draw is made before any is used (none depends on another's value): one pass builds the rest
+        label_u = rng.random((n, 2))
+        informative_i = rng.integers(0, len(inf), size=(n, 2))
+        flat_i = rng.integers(0, len(uninf), size=(n, 2))
+        urn_u, ball_u = rng.random((n, 2)), rng.random((n, 2))
+        left_is_f, prior, lh, urn_left, red = _urn_draws(label_u, inf[informative_i], uninf[flat_i], urn_u, ball_u,
+                                                         design.randomise_labels)
         return ProbabilisticSessions(left_is_f=left_is_f, prior=prior, lh=lh, urn_left=urn_left, red=red)
 
     # -- dynamics --------------------------------------------------------------------------

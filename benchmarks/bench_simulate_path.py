@@ -6,6 +6,8 @@ batch path :func:`cogtestbed.simulation.simulate` (session sampling + uniforms +
 table), and the ratio full / kernel (target ≥ 0.40 for every experiment), with the CPU ns per
 trial of the two other stages (drawing the sessions, building the table) to show where the rest
 goes.  Then the RW± kernel of instrumental learning in ns per trial on one core (target ≤ 15 ns).
+``--rw-only`` prints only that figure (``--rw-repeats N`` times); ``--lanes 8,16,...`` also times private
+copies of the kernel compiled with each number of vector lanes (:data:`SIM_LANES`), to show the scaling.
 Timings are the best of N process-CPU-time runs (the machine is shared), on one core (the process
 pins itself), each figure over the same trials; both stages run in a process whose allocator keeps
 freed memory (:func:`cogtestbed.heap.keep_freed_memory`, as the ``cogtestbed`` command sets it).
@@ -13,15 +15,21 @@ freed memory (:func:`cogtestbed.heap.keep_freed_memory`, as the ``cogtestbed`` c
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 if hasattr(os, "sched_setaffinity"):  # one core for every figure (the kernel's and the full path's alike)
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import numpy as np  # noqa: E402
 from _timing import best_cpu_of  # noqa: E402
 
 from cogtestbed.heap import keep_freed_memory  # noqa: E402
@@ -79,8 +87,70 @@ def rw_ns_per_trial() -> float:
     return seconds / (RW_SUBJECTS * design.n_trials) * 1e9
 
 
+def kernel_module(lanes: int) -> ModuleType:
+    """A private, uncached copy of :mod:`cogtestbed.inference.instrumental` whose kernel has ``lanes`` lanes."""
+    source = Path(importlib.util.find_spec("cogtestbed.inference.instrumental").origin).read_text()  # type: ignore[arg-type, union-attr]
+    code, found = re.subn(r"^SIM_LANES = \d+$", f"SIM_LANES = {lanes}", source, flags=re.MULTILINE)
+    if found != 1:
+        raise RuntimeError("no 'SIM_LANES = <int>' line in cogtestbed.inference.instrumental: update the benchmark")
+    module = ModuleType(f"_instrumental_lanes_{lanes}")
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    exec(compile(code.replace("cache=True", "cache=False"), f"<instrumental, {lanes} lanes>", "exec"), module.__dict__)
+    return module
+
+
+def rw_lane_scaling(lanes: list[int]) -> dict[int, float]:
+    """CPU ns per trial of the RW± kernel compiled with each lane count (same sessions and draws)."""
+    from cogtestbed.environments.instrumental import InstrumentalDesign, InstrumentalLearningEnv
+
+    design = InstrumentalDesign()
+    env_rng, agent_rng = seed_streams(0)
+    sessions = InstrumentalLearningEnv.sample_sessions(design, RW_SUBJECTS, env_rng)
+    uniforms = agent_rng.random((RW_SUBJECTS, InstrumentalLearningEnv.max_steps(design)))
+    rates = [np.full(RW_SUBJECTS, v) for v in (0.4, 0.2, 5.0)]
+    no_lapse = (np.zeros((0, uniforms.shape[1]), dtype=np.int8), np.zeros((0, uniforms.shape[1])))
+    args: tuple[Any, ...] = (sessions.casino - 1, sessions.reward_draws, *rates, uniforms, design.n_casinos, *no_lapse)
+    reference = get_experiment("instrumental-learning").agent("rw-pm").simulate_batch(
+        design, sessions, {"alpha_pos": rates[0], "alpha_neg": rates[1], "beta": rates[2]}, uniforms)
+    out = {}
+    for n in lanes:
+        kernel = kernel_module(n).simulate_rwpm_kernel
+        if not np.array_equal(kernel(*args)[0], reference.action):
+            raise AssertionError(f"the {n}-lane kernel chose differently")
+
+        def run(k: Any = kernel) -> Any:
+            return k(*args)
+
+        out[n] = best_cpu_of(run, 2 * REPEATS) / (RW_SUBJECTS * design.n_trials) * 1e9
+    return out
+
+
+def print_rw(ns: float) -> None:
+    print(f"RW± kernel (instrumental-learning, rw-pm), one core: {ns:.1f} ns/trial "
+          f"(target <= {RW_NS_TARGET:.0f}) [{'OK' if ns <= RW_NS_TARGET else 'MISSED'}]", flush=True)
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rw-only", action="store_true", help="only the RW± kernel figure")
+    parser.add_argument("--rw-repeats", type=int, default=1, help="print the RW± figure this many times")
+    parser.add_argument("--lanes", default="", help="comma-separated lane counts to time the RW± kernel with")
+    args = parser.parse_args()
     print(f"allocator keeps freed memory: {keep_freed_memory()}")
+    if not args.rw_only:
+        experiments_table()
+    for _ in range(args.rw_repeats):
+        print_rw(rw_ns_per_trial())
+    if args.lanes:
+        from cogtestbed.inference.instrumental import SIM_LANES
+
+        for n, ns in rw_lane_scaling([int(v) for v in args.lanes.split(",")]).items():
+            default = " (the package default)" if n == SIM_LANES else ""
+            print(f"RW± kernel with {n:4d} lanes: {ns:5.1f} ns/trial{default}", flush=True)
+
+
+def experiments_table() -> None:
+    """The full-path / kernel table of every experiment."""
     print(f"{'experiment':24s} {'agent':18s} {'trials':>9s} {'kernel trials/s':>16s} {'full trials/s':>14s} "
           f"{'ratio':>6s}        ns/trial: kernel sessions table")
     worst = float("inf")
@@ -94,9 +164,6 @@ def main() -> None:
               f"{table_s / trials * 1e9:5.0f}", flush=True)
     print(f"worst full/kernel ratio: {worst:.2f} (target >= {RATIO_TARGET:.2f}) "
           f"[{'OK' if worst >= RATIO_TARGET else 'MISSED'}]")
-    ns = rw_ns_per_trial()
-    print(f"RW± kernel (instrumental-learning, rw-pm), one core: {ns:.1f} ns/trial "
-          f"(target <= {RW_NS_TARGET:.0f}) [{'OK' if ns <= RW_NS_TARGET else 'MISSED'}]")
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from numba import njit
 
-from cogtestbed.numerics import EXP_TABLE_CLAMP, at_least_sigmoid, exp_neg_approx, sigmoid
+from cogtestbed.numerics import EXP_NEG_APPROX_ERROR, EXP_NEG_CLAMP, at_least_sigmoid, exp_neg_approx, sigmoid
 
 
 @njit(cache=False)
@@ -34,9 +35,14 @@ def test_at_least_sigmoid_is_the_exact_comparison() -> None:
 
 
 def test_exp_neg_approx_error_bound() -> None:
-    ax = np.concatenate([np.linspace(0, EXP_TABLE_CLAMP, 200_001), [EXP_TABLE_CLAMP + 1, 1e3]])
+    ax = np.concatenate([np.linspace(0, EXP_NEG_CLAMP, 400_001), np.log(2.0) * (np.arange(58) + 0.5),
+                         np.nextafter(np.log(2.0) * (np.arange(58) + 0.5), 0.0)])
     approx = np.array([exp_neg_approx(v) for v in ax])
-    assert np.all(np.abs(approx - np.exp(-ax)) <= 1e-8 * np.exp(-ax) + 1e-17)
+    rel = np.abs(approx / np.exp(-ax) - 1.0)
+    assert rel.max() <= EXP_NEG_APPROX_ERROR
+    assert rel.max() > EXP_NEG_APPROX_ERROR / 10  # the bound is the polynomial's, not a loose one
+    beyond = np.array([exp_neg_approx(v) for v in (EXP_NEG_CLAMP + 1, 1e3, np.inf)])
+    assert np.all(beyond == exp_neg_approx(EXP_NEG_CLAMP)) and np.isnan(exp_neg_approx(np.nan))
 
 
 def _block_index_reference(block_lengths: np.ndarray, t_max: int) -> tuple[np.ndarray, np.ndarray]:
@@ -80,3 +86,85 @@ def test_two_step_drift_is_the_clipped_numpy_walk() -> None:
         want[:, k] = np.clip(want[:, k - 1] + steps[:, k - 1], 0.25, 0.75)
     _drift(probs, steps, 0.25, 0.75)
     assert probs.tobytes() == want.tobytes()
+
+
+def _rwpm_trial_loop(casino: np.ndarray, draws: np.ndarray, alpha_pos: np.ndarray, alpha_neg: np.ndarray,
+                     beta: np.ndarray, u: np.ndarray, n_casinos: int, kind: np.ndarray,
+                     lapse_u: np.ndarray, pin: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The RW± agent trial by trial, as its step path plays it (choice by prob_arm0, lapse, update).
+
+    ``pin`` (n, T): where 1, 2 or 3, the trial's uniform is first set (in ``u``) to the choice
+    probability itself, the float below it or the float above it: the closest calls there are."""
+    from cogtestbed.agents.lapse import lapsed_choice
+    from cogtestbed.inference.instrumental import V0, prob_arm0, rw_learning_rate
+
+    n, t_max = casino.shape
+    actions = np.empty((n, t_max), dtype=np.int64)
+    rewards = np.empty((n, t_max))
+    valid = np.ones((n, t_max), dtype=bool)
+    for i in range(n):
+        values = np.full((n_casinos, 2), V0)
+        for t in range(t_max):
+            c = casino[i, t]
+            p = prob_arm0(beta[i], values[c, 0], values[c, 1])
+            if pin is not None and pin[i, t]:
+                u[i, t] = (p, np.nextafter(p, 0.0), np.nextafter(p, 1.0))[pin[i, t] - 1]
+            a = 0 if u[i, t] < p else 1
+            if kind.shape[0]:
+                a = lapsed_choice(int(kind[i, t]), lapse_u[i, t], a, 2)
+            if a < 0:
+                actions[i, t], rewards[i, t], valid[i, t] = -1, np.nan, False
+                continue
+            delta = draws[i, t, a] - values[c, a]
+            values[c, a] += rw_learning_rate(alpha_pos[i], alpha_neg[i], delta) * delta
+            actions[i, t], rewards[i, t] = a, draws[i, t, a]
+    return actions, rewards, valid
+
+
+def test_rwpm_kernel_is_the_trial_loop() -> None:
+    """Vector lanes, the cheap choice and its exact replay give the step path's bits: unequal visit
+    counts, 1–64 casinos (more: an error), lapses, β = 0 with u on and next to ½, and uniforms on and
+    one float either side of the choice probability (the replayed close calls)."""
+    from cogtestbed.inference.instrumental import SIM_LANES, simulate_rwpm_kernel
+
+    rng = np.random.default_rng(3)
+    for n, t_max, n_casinos, lapses in [(150, 60, 4, False), (41, 33, 3, True), (7, 90, 1, True), (30, 50, 13, False),
+                                        (2, 20, SIM_LANES, True), (0, 10, 4, False), (5, 0, 4, True)]:
+        casino = rng.integers(0, n_casinos, (n, t_max))
+        draws = np.where(rng.random((n, t_max, 2)) < 0.3, rng.random((n, t_max, 2)), rng.random((n, t_max, 2)) < 0.5)
+        alpha_pos, alpha_neg = rng.random(n), rng.random(n)
+        beta = rng.exponential(20.0, n) * (rng.random(n) < 0.8) * np.where(rng.random(n) < 0.1, 1e3, 1.0)
+        u = rng.random((n, t_max))
+        tie = (beta == 0.0)[:, None] & (rng.random((n, t_max)) < 0.5)
+        u[tie] = np.where(rng.random(int(tie.sum())) < 0.5, 0.5, np.nextafter(0.5, 0.0))
+        kind = rng.choice(np.array([0, 1, 2], dtype=np.int8), (n if lapses else 0, t_max), p=[0.7, 0.15, 0.15])
+        lapse_u = rng.random((kind.shape[0], t_max))
+        args = (casino, draws, alpha_pos, alpha_neg, beta, u, n_casinos, kind, lapse_u)
+        pin = rng.choice(np.array([0, 1, 2, 3], dtype=np.int8), (n, t_max), p=[0.85, 0.05, 0.05, 0.05])
+        want = _rwpm_trial_loop(*args, pin=pin)  # pins u first
+        for got, expected in zip(simulate_rwpm_kernel(*args), want, strict=True):
+            assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
+    ones, no_lapse = np.ones(1), (np.zeros((0, 3), dtype=np.int8), np.zeros((0, 3)))
+    with pytest.raises(ValueError, match="casinos"):
+        simulate_rwpm_kernel(np.zeros((1, 3), dtype=np.int64), np.zeros((1, 3, 2)), ones, ones, ones,
+                             np.zeros((1, 3)), SIM_LANES + 1, *no_lapse)
+    with pytest.raises(ValueError, match="casino index"):
+        simulate_rwpm_kernel(np.full((1, 3), 4, dtype=np.int64), np.zeros((1, 3, 2)), ones, ones, ones,
+                             np.zeros((1, 3)), 4, *no_lapse)
+
+
+def test_rwpm_kernel_visit_loop_is_vectorised() -> None:
+    """The lanes' visit loop compiles to packed AVX2 arithmetic (where the processor has AVX2)."""
+    import llvmlite.binding as llvm
+
+    from cogtestbed.inference.instrumental import simulate_rwpm_kernel
+
+    if not llvm.get_host_cpu_features().get("avx2", False):
+        pytest.skip("no AVX2 on this processor")
+    fresh = njit(error_model="numpy")(simulate_rwpm_kernel.py_func)  # uncached, so its assembly can be read
+    ones = np.ones(1)
+    fresh(np.zeros((1, 4), dtype=np.int64), np.zeros((1, 4, 2)), ones, ones, ones, np.zeros((1, 4)), 4,
+          np.zeros((0, 4), dtype=np.int8), np.zeros((0, 4)))
+    asm = next(iter(fresh.inspect_asm().values()))
+    for op in ("vmulpd", "vaddpd", "vblendvpd"):
+        assert f"{op}\t" in asm and any(op in line and "ymm" in line for line in asm.splitlines()), op

@@ -25,10 +25,10 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from cogtestbed.agents.lapse import NORMAL, lapsed_choice
+from cogtestbed.agents.lapse import INVALID, RANDOM
 from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel, subject_slices
-from cogtestbed.numerics import at_least_sigmoid
+from cogtestbed.numerics import SIGMOID_MARGIN, sigmoid_margin
 from cogtestbed.parameters import Parameter, ParameterSet
 
 EXPERIMENT = "instrumental-learning"
@@ -81,8 +81,109 @@ def rw_learning_rate(alpha_pos: float, alpha_neg: float, delta: float) -> float:
     return alpha_pos if delta > 0.0 else alpha_neg
 
 
-#: Subjects a simulation kernel plays side by side (:func:`simulate_rwpm_kernel`).
-SUBJECT_BLOCK = 8
+#: Lanes of the simulation kernel's vector loop (:func:`simulate_rwpm_kernel`): each lane is one
+#: (subject, casino) value pair; a group of ``SIM_LANES // n_casinos`` subjects fills them.  32 (8 AVX2
+#: vectors, 8 subjects of 4 casinos) measured fastest of 8–256 (``bench_simulate_path.py --lanes``): fewer
+#: lanes pay the loop's fixed cost per visit, more spill the visit buffer out of the L1 cache.
+SIM_LANES = 32
+# Fields of the kernel's visit buffer (one row of SIM_LANES per field, one block of rows per visit):
+# inputs u, the two arms' rewards, lapse kind and lapse uniform; outputs recorded arm and reward.
+_U, _R0, _R1, _KIND, _LAPSE_U, _ARM, _REWARD, _N_FIELDS = range(8)
+# Fields of the lane state: the value pair, the pair before the current visit, α⁺, α⁻, β.
+_V0, _V1, _OLD0, _OLD1, _APOS, _ANEG, _BETA, _N_STATE = range(8)
+_VISIT = _N_FIELDS * SIM_LANES
+
+
+@njit(cache=True, inline="always")
+def rw_visit(
+    v0: float, v1: float, arm1: bool, r0: float, r1: float, alpha_pos: float, alpha_neg: float,
+    kind: float, lapse_u: float,
+) -> tuple[float, float, float, float]:
+    """One RW± trial in a casino with values (v0, v1), the agent having chosen arm 1 iff ``arm1``:
+    (new v0, new v1, recorded arm, recorded reward), with selects only (no branch).
+
+    The lapse ``kind`` (:mod:`cogtestbed.agents.lapse`, as a float) decides the recorded answer like
+    :func:`~cogtestbed.agents.lapse.lapsed_choice`: an invalid answer records arm −1 and reward NaN and
+    teaches nothing; a random one is arm 1 iff 2·u ≥ 1 (``random_choice(u, 2)`` = min(⌊2u⌋, 1), 2u
+    exact) and is learned from.  The chosen value gets V + α·δ with α = :func:`rw_learning_rate`, the
+    same operations as the agent's step-path update, so the same bits.
+    """
+    invalid = kind == INVALID
+    arm1 = (lapse_u * 2.0 >= 1.0) if kind == RANDOM else arm1
+    reward = r1 if arm1 else r0
+    value = v1 if arm1 else v0
+    delta = reward - value
+    learned = value + rw_learning_rate(alpha_pos, alpha_neg, delta) * delta
+    new0 = v0 if (arm1 or invalid) else learned
+    new1 = learned if (arm1 and not invalid) else v1
+    return new0, new1, (-1.0 if invalid else (1.0 if arm1 else 0.0)), (np.nan if invalid else reward)
+
+
+@njit(cache=True, inline="always")
+def _advance_lanes(visit: np.ndarray, state: np.ndarray, lapses: bool) -> int:
+    """Play one visit of every lane: the vectorised loop of :func:`simulate_rwpm_kernel`.
+
+    The choice is the sign of :func:`~cogtestbed.numerics.sigmoid_margin` (no libm call, no branch:
+    LLVM compiles the loop to AVX2 instructions over 4 lanes); returns how many lanes fell within
+    :data:`~cogtestbed.numerics.SIGMOID_MARGIN`, whose visits :func:`_redo_close_lanes` replays with
+    the exact :func:`prob_arm0` (the pair before the visit is kept in ``_OLD0``/``_OLD1`` for it).
+    """
+    close = 0
+    for lane in range(SIM_LANES):
+        v0 = state[_V0 * SIM_LANES + lane]
+        v1 = state[_V1 * SIM_LANES + lane]
+        state[_OLD0 * SIM_LANES + lane] = v0
+        state[_OLD1 * SIM_LANES + lane] = v1
+        d = sigmoid_margin(visit[_U * SIM_LANES + lane], state[_BETA * SIM_LANES + lane] * (v0 - v1))
+        close += not abs(d) > SIGMOID_MARGIN
+        new0, new1, arm, reward = rw_visit(
+            v0, v1, d >= 0.0, visit[_R0 * SIM_LANES + lane], visit[_R1 * SIM_LANES + lane],
+            state[_APOS * SIM_LANES + lane], state[_ANEG * SIM_LANES + lane],
+            visit[_KIND * SIM_LANES + lane] if lapses else 0.0, visit[_LAPSE_U * SIM_LANES + lane] if lapses else 0.0,
+        )
+        state[_V0 * SIM_LANES + lane] = new0
+        state[_V1 * SIM_LANES + lane] = new1
+        visit[_ARM * SIM_LANES + lane] = arm
+        visit[_REWARD * SIM_LANES + lane] = reward
+    return close
+
+
+@njit(cache=True)
+def _redo_close_lanes(visit: np.ndarray, state: np.ndarray) -> None:
+    """Replay, from the pair before the visit, each lane whose cheap choice was within the margin,
+    choosing exactly as the step path: arm 0 iff u < :func:`prob_arm0`."""
+    for lane in range(SIM_LANES):
+        v0 = state[_OLD0 * SIM_LANES + lane]
+        v1 = state[_OLD1 * SIM_LANES + lane]
+        beta = state[_BETA * SIM_LANES + lane]
+        u = visit[_U * SIM_LANES + lane]
+        if abs(sigmoid_margin(u, beta * (v0 - v1))) > SIGMOID_MARGIN:
+            continue
+        new0, new1, arm, reward = rw_visit(
+            v0, v1, not u < prob_arm0(beta, v0, v1), visit[_R0 * SIM_LANES + lane],
+            visit[_R1 * SIM_LANES + lane], state[_APOS * SIM_LANES + lane], state[_ANEG * SIM_LANES + lane],
+            visit[_KIND * SIM_LANES + lane], visit[_LAPSE_U * SIM_LANES + lane],
+        )
+        state[_V0 * SIM_LANES + lane] = new0
+        state[_V1 * SIM_LANES + lane] = new1
+        visit[_ARM * SIM_LANES + lane] = arm
+        visit[_REWARD * SIM_LANES + lane] = reward
+
+
+@njit(cache=True)
+def _visit_offsets(casino: np.ndarray, n_casinos: int, group: int, j: int, out: np.ndarray,
+                   counts: np.ndarray) -> int:
+    """Where each trial of one subject (group slot ``j``) lives in the visit buffer: the block of its
+    visit number within its casino, the lane of (subject, casino).  Returns the most visits of a casino."""
+    counts[:] = 0
+    for t in range(casino.shape[0]):
+        c = casino[t]
+        if c < 0 or c >= n_casinos:
+            raise ValueError("casino index out of range")
+        k = counts[c]
+        counts[c] = k + 1
+        out[t] = k * _VISIT + c * group + j
+    return counts.max()
 
 
 @njit(cache=True, error_model="numpy")
@@ -101,55 +202,76 @@ def simulate_rwpm_kernel(
 
     ``casino`` (N, T) holds 0-based casino indices, ``reward_draws`` (N, T, 2) the pre-sampled
     outcome of each arm, ``uniforms`` (N, T) the choice uniforms: arm 0 iff u < P(arm 0)
-    (:func:`~cogtestbed.numerics.at_least_sigmoid`, bit for bit :func:`prob_arm0`).
-    ``lapse_kind``/``lapse_u`` (N, T): pre-drawn lapses (:mod:`cogtestbed.agents.lapse`), or arrays
-    with no rows for none; an invalid step records −1, pays nothing and teaches nothing, a random
-    arm is learned from.  Returns (action, reward, valid).
+    (:func:`prob_arm0`, bit for bit).  ``lapse_kind``/``lapse_u`` (N, T): pre-drawn lapses
+    (:mod:`cogtestbed.agents.lapse`), or arrays with no rows for none; an invalid step records −1,
+    pays nothing and teaches nothing, a random arm is learned from.  Returns (action, reward, valid).
 
-    Speed without changing a bit: :data:`SUBJECT_BLOCK` subjects are played trial by trial side by
-    side (their value recursions are independent, so the processor overlaps them), and the common
-    path has no data-dependent branch: the arm indexes the loads, and both values of the casino are
-    stored (the unchosen one plus 0·step, which leaves it unchanged), so every store address is
-    known as soon as the casino is.
+    Speed without changing a bit.  A casino's value pair changes only on its own visits, so each
+    (subject, casino) pair is an independent recursion over its visits: :data:`SIM_LANES` such pairs
+    (``SIM_LANES // n_casinos`` subjects) are laid out side by side, their trials gathered into a visit
+    buffer (one block per visit number, one row per field), and each visit of all lanes is one
+    branch-free loop that LLVM vectorises (:func:`_advance_lanes`), its choice decided by the
+    table-free exponential of :func:`~cogtestbed.numerics.sigmoid_margin`; the rare choices within its
+    error margin are replayed exactly (:func:`_redo_close_lanes`).  Results are scattered back in
+    trial order.
     """
     n, t_max = casino.shape
+    if n_casinos < 1 or n_casinos > SIM_LANES:
+        raise ValueError("the RW± kernel plays 1 to SIM_LANES casinos")
     lapses = lapse_kind.shape[0] > 0
     actions = np.empty((n, t_max), dtype=np.int64)
     rewards = np.empty((n, t_max), dtype=np.float64)
     valid = np.ones((n, t_max), dtype=np.bool_)
-    width = 2 * n_casinos
-    values = np.empty(SUBJECT_BLOCK * width, dtype=np.float64)
-    rates = np.empty(2 * SUBJECT_BLOCK, dtype=np.float64)
-    # the chosen arm as 0.0 / 1.0 through a load: a select on it would be compiled to a branch
-    arm_weight = np.arange(2.0)
-    for start in range(0, n, SUBJECT_BLOCK):
-        m = min(SUBJECT_BLOCK, n - start)
-        values[:] = V0
+    group = SIM_LANES // n_casinos
+    buffer = np.zeros(max(t_max, 1) * _VISIT)
+    for k in range(max(t_max, 1)):  # lanes with no visit play a harmless dummy
+        buffer[k * _VISIT + _U * SIM_LANES : k * _VISIT + (_U + 1) * SIM_LANES] = 0.25
+    state = np.zeros(_N_STATE * SIM_LANES)
+    offsets = np.empty((group, t_max), dtype=np.uint64)
+    counts = np.empty(n_casinos, dtype=np.int64)
+    u_row, r0_row, r1_row = buffer[_U * SIM_LANES :], buffer[_R0 * SIM_LANES :], buffer[_R1 * SIM_LANES :]
+    kind_row, lapse_u_row = buffer[_KIND * SIM_LANES :], buffer[_LAPSE_U * SIM_LANES :]
+    arm_row, reward_row = buffer[_ARM * SIM_LANES :], buffer[_REWARD * SIM_LANES :]
+    for start in range(0, n, group):
+        m = min(group, n - start)
+        depth = 0
+        for j in range(group):
+            i = start + min(j, m - 1)  # empty slots of the last group copy its last subject's rates
+            for c in range(n_casinos):
+                state[_APOS * SIM_LANES + c * group + j] = alpha_pos[i]
+                state[_ANEG * SIM_LANES + c * group + j] = alpha_neg[i]
+                state[_BETA * SIM_LANES + c * group + j] = beta[i]
+            if j >= m:
+                continue
+            at = offsets[j]
+            depth = max(depth, _visit_offsets(casino[i], n_casinos, group, j, at, counts))
+            u, draws = uniforms[i], reward_draws[i]
+            for t in range(t_max):
+                o = at[t]
+                u_row[o] = u[t]
+                r0_row[o] = draws[t, 0]
+                r1_row[o] = draws[t, 1]
+            if lapses:
+                kinds, lu = lapse_kind[i], lapse_u[i]
+                for t in range(t_max):
+                    kind_row[at[t]] = kinds[t]
+                    lapse_u_row[at[t]] = lu[t]
+        state[_V0 * SIM_LANES : (_V1 + 1) * SIM_LANES] = V0
+        for k in range(depth):
+            visit = buffer[k * _VISIT : (k + 1) * _VISIT]
+            close = _advance_lanes(visit, state, True) if lapses else _advance_lanes(visit, state, False)
+            if close:
+                _redo_close_lanes(visit, state)
         for j in range(m):
-            rates[2 * j] = alpha_neg[start + j]  # rw_learning_rate: α⁻ unless δ > 0
-            rates[2 * j + 1] = alpha_pos[start + j]
-        for t in range(t_max):
-            for j in range(m):
-                i = start + j
-                c = j * width + 2 * casino[i, t]
-                v0 = values[c]
-                v1 = values[c + 1]
-                a = at_least_sigmoid(uniforms[i, t], beta[i] * (v0 - v1))
-                if lapses and lapse_kind[i, t] != NORMAL:
-                    a = lapsed_choice(lapse_kind[i, t], lapse_u[i, t], a, 2)
-                    if a < 0:
-                        actions[i, t] = -1
-                        rewards[i, t] = np.nan
-                        valid[i, t] = False
-                        continue
-                r = reward_draws[i, t, a]
-                delta = r - values[c + a]
-                step = rates[2 * j + int(delta > 0.0)] * delta
-                w1 = arm_weight[a]
-                values[c] = v0 + (1.0 - w1) * step
-                values[c + 1] = v1 + w1 * step
-                actions[i, t] = a
-                rewards[i, t] = r
+            at = offsets[j]
+            arm, paid = actions[start + j], rewards[start + j]
+            for t in range(t_max):
+                arm[t] = int(arm_row[at[t]])
+                paid[t] = reward_row[at[t]]
+            if lapses:
+                ok = valid[start + j]
+                for t in range(t_max):
+                    ok[t] = arm[t] >= 0
     return actions, rewards, valid
 
 

@@ -183,14 +183,19 @@ def finish_table(
     """
     n_subjects, n_trials = np.shape(action)
     n = n_subjects * n_trials
-    rows = None if keep is None else np.flatnonzero(np.asarray(keep, dtype=bool).reshape(n))
+    # the kept rows' numbers with their subject and position (numba: imported where used)
+    rows: np.ndarray | None = None
+    row_subject: np.ndarray | None = None
+    row_position: np.ndarray | None = None
+    if keep is not None:
+        from cogtestbed.columns import kept_rows
+
+        rows, row_subject, row_position = kept_rows(np.asarray(keep, dtype=bool).reshape(n_subjects, n_trials))
     col = _ColumnMaker(n, rows)
-    # the subject (and position) of every kept row, from the row numbers where rows are dropped
-    row_subject, row_position = (None, None) if rows is None else np.divmod(rows, n_trials)
     cols: dict[str, Any] = {
         "experiment": _constant_category(experiment, col.n_rows),
         "subject": (np.repeat(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64), n_trials)
-                    if row_subject is None else row_subject + subject_offset),
+                    if row_subject is None else row_subject + subject_offset if subject_offset else row_subject),
         "session": (np.zeros(col.n_rows, dtype=np.int64) if session is None
                     else col.numeric(np.asarray(session, dtype=np.int64).reshape(n))),
         "trial": (col.numeric(np.asarray(trial, dtype=np.int64).reshape(n)) if trial is not None
@@ -295,7 +300,7 @@ def _string_array(flat: np.ndarray) -> Any:
 
 
 def _coded_string_array(codes: np.ndarray, vocabulary: tuple[str | None, ...]) -> Any:
-    from cogtestbed.arrow_strings import take_strings  # numba: compiled kernels, imported where used
+    from cogtestbed.columns import take_strings  # numba: imported where used
 
     return pd.arrays.ArrowStringArray(pa.chunked_array([take_strings(codes, vocabulary)]))
 

@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from cogtestbed.arrow_strings import take_strings
+from cogtestbed.columns import kept_rows, take_strings
 from cogtestbed.draws import standard_normal
 from cogtestbed.environments.probabilistic import ProbabilisticDesign, ProbabilisticReasoningEnv
 from cogtestbed.environments.twostep import TwoStepDesign, TwoStepEnv
@@ -88,3 +88,14 @@ def test_compiled_session_draws_equal_the_plain_numpy_draws(n: int) -> None:
         got = (u.left_is_f, u.prior, u.lh, u.urn_left, u.red)
         assert all(a.dtype == b.dtype and a.tobytes() == b.tobytes()
                    for a, b in zip(got, _plain_urns(urns, n, np.random.default_rng(n)), strict=True))
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_kept_rows_are_the_true_cells_in_row_order(compiled: bool) -> None:
+    keep = np.random.default_rng(5).random((300, 13)) < 0.7
+    keep[7] = False
+    rows, subject, position = kept_rows(keep, compiled)
+    expected = np.flatnonzero(keep.reshape(-1))
+    assert rows.tolist() == expected.tolist()
+    assert subject.tolist() == (expected // 13).tolist() and position.tolist() == (expected % 13).tolist()
+    assert [a.size for a in kept_rows(np.zeros((4, 3), bool), compiled)] == [0, 0, 0]

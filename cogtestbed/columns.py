@@ -1,6 +1,7 @@
-"""Arrow ``large_string`` columns of ``vocabulary[codes]`` without one Python object per row.
+"""Compiled builders of trial-table columns: text columns from codes, and the rows a table keeps.
 
-A trial table's text stimulus columns take a few distinct values over many rows.  Arrow's ``take``
+**Text.**  Arrow ``large_string`` columns of ``vocabulary[codes]`` without one Python object per
+row.  A trial table's text stimulus columns take a few distinct values over many rows.  Arrow's ``take``
 of a small vocabulary appends row by row with a data-dependent copy length, and the unpredictable
 branches it takes cost more than the bytes (10–15 ns a row on short strings).  Here every row is
 copied as the same number of 16-byte words, ``ceil(widest / 16)``, from a vocabulary whose entries
@@ -8,6 +9,9 @@ are zero-padded to that width: the loop has a fixed trip count and no branch on 
 Rows are written in order, each at its own offset, so the padding a row writes past its end is
 overwritten by the next row; the data buffer has one padded width to spare after the last row and
 Arrow sees only the bytes the offsets cover.
+
+**Kept rows.**  :func:`kept_rows` finds the cells of an (n_subjects, n_steps) mask a table keeps,
+with their subject and position, in one branch-free pass (a division per row otherwise).
 """
 
 from __future__ import annotations
@@ -43,15 +47,17 @@ def _copy_word(typingctx: Any, dst: Any, src: Any) -> Any:
 
 
 @njit(cache=True)
-def _total_bytes(codes: np.ndarray, lengths: np.ndarray) -> tuple[int, int]:
-    """(bytes of ``vocabulary[codes]``, position of the first code outside the vocabulary or −1)."""
-    total, k = 0, lengths.size
+def _total_bytes(codes: np.ndarray, lengths: np.ndarray, missing: np.ndarray) -> tuple[int, int, int]:
+    """(bytes of ``vocabulary[codes]``, missing values among them, position of the first code
+    outside the vocabulary or −1)."""
+    total, nulls, k = 0, 0, lengths.size
     for i in range(codes.size):
         c = codes[i]
         if c < 0 or c >= k:
-            return total, i
+            return total, nulls, i
         total += lengths[c]
-    return total, -1
+        nulls += missing[c]
+    return total, nulls, -1
 
 
 @njit(cache=True)
@@ -90,14 +96,43 @@ def take_strings(codes: np.ndarray, vocabulary: Sequence[str | None], compiled: 
         return pa.array(list(vocabulary), type=pa.large_string()).take(pa.array(flat))
     encoded = [b"" if v is None else v.encode() for v in vocabulary]
     lengths = np.array([len(e) for e in encoded], dtype=np.int64)
-    total, bad = _total_bytes(flat, lengths)
+    missing = np.array([v is None for v in vocabulary], dtype=bool)
+    total, null_count, bad = _total_bytes(flat, lengths, missing)
     if bad >= 0:
         raise ValueError(f"string codes must lie in 0..{len(encoded) - 1}, got {flat[bad]}")
     width = max(WORD, -(-int(lengths.max(initial=0)) // WORD) * WORD)
     padded = np.frombuffer(b"".join(e.ljust(width, b"\0") for e in encoded), dtype=np.uint8)
     offsets, data = _copy_rows(flat, lengths, padded, width, total)
-    missing = np.array([v is None for v in vocabulary], dtype=bool)
-    null_count = int(np.count_nonzero(missing[flat])) if missing.any() else 0
     validity = pa.py_buffer(np.packbits(~missing[flat], bitorder="little")) if null_count else None
     return pa.LargeStringArray.from_buffers(flat.size, pa.py_buffer(offsets), pa.py_buffer(data), validity,
                                             null_count=null_count)
+
+
+@njit(cache=True)
+def _kept_rows(keep: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n, steps = keep.shape
+    m = 0
+    for i in range(n):
+        for j in range(steps):
+            m += keep[i, j]
+    # every cell is written at the next free slot and the slot advances only when it is kept
+    rows, subject, position = np.empty(m + 1, np.int64), np.empty(m + 1, np.int64), np.empty(m + 1, np.int64)
+    k = 0
+    for i in range(n):
+        for j in range(steps):
+            rows[k], subject[k], position[k] = i * steps + j, i, j
+            k += keep[i, j]
+    return rows[:m], subject[:m], position[:m]
+
+
+def kept_rows(keep: np.ndarray, compiled: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(flat index, subject, position) of the True cells of an (n_subjects, n_steps) mask, in row
+    order.  ``compiled``: whether to use the compiled pass (default: see :data:`COMPILED_MIN_ROWS`)."""
+    mask = np.ascontiguousarray(keep, dtype=bool)
+    if compiled is None:
+        compiled = mask.size >= COMPILED_MIN_ROWS or bool(_kept_rows.signatures)
+    if compiled:
+        return _kept_rows(mask)
+    rows = np.flatnonzero(mask.reshape(-1))
+    subject, position = np.divmod(rows, mask.shape[1])
+    return rows, subject, position

@@ -15,7 +15,11 @@ the figure to compare; the load average is printed with each):
 * ``cogtestbed recover rw-pm -e instrumental-learning --reps 100 --subjects 50 --workers 2``
   (target ≤ 15 s on 2 cores).
 
-Usage: ``python benchmarks/bench_fixed_costs.py [--reps 100] [--skip-recovery]``.
+Each fitting call is printed next to the floor measured in the same run: a process that only
+imports what every such call needs (``python -c "import pandas, numba, scipy.linalg"``).
+
+Usage: ``python benchmarks/bench_fixed_costs.py [--reps 100] [--repeats 3] [--skip-recovery]
+[--skip-help] [--skip-worker]``.
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ COGBENCH_TASKS = {"instrumental-learning": "InstrumentalLearning", "bart": "BART
                   "two-step": "TwoStepTask", "restless-bandit": "RestlessBandit",
                   "probabilistic-reasoning": "ProbabilisticReasoning", "temporal-discounting": "TemporalDiscounting"}
 HELP_TARGET, FIT_TARGET, RECOVERY_TARGET = 0.5, 1.5, 15.0
+#: The imports every fitting call needs: pandas (with pyarrow), numba and the scipy.linalg numba's
+#: linear algebra loads on a kernel's first use; no cogtestbed call can start faster.
+FLOOR = "import pandas, numba, scipy.linalg"
 
 WORKER_PROBE = """
 import json, multiprocessing, os, sys, time
@@ -71,11 +78,16 @@ def load() -> str:
 
 
 def run(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """(wall s, CPU s of the process and its children, stdout) of ``python ARGS``."""
+    """(wall s, CPU s of the process and its children, stdout) of ``python ARGS``.
+
+    Python's bytecode cache is on (``PYTHONDONTWRITEBYTECODE`` dropped), as in any installed copy:
+    a warm machine has compiled both the kernels (numba's cache) and the modules (``.pyc``).
+    """
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, check=False,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100", **(env or {})})
+                          env={**base, "PYTHONPATH": str(ROOT), "COLUMNS": "100", **(env or {})})
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -110,21 +122,23 @@ def cogbench_file(folder: str) -> Path:
     return path if path.exists() else sorted((COGBENCH / folder).glob("*.csv"))[0]
 
 
-def bench_fit_call() -> None:
+def bench_fit_call(repeats: int = 3) -> None:
+    line(f'floor: python -c "{FLOOR}"', *best(["-c", FLOOR], repeats))
     args = ["-m", "cogtestbed", "metrics", "instrumental-learning", str(GPT4), "--json"]
     with tempfile.TemporaryDirectory(prefix="numba-cold-") as cache:
         env = {"NUMBA_CACHE_DIR": cache}
         line("metrics gpt-4.csv, cold numba cache", *run(args, env)[:2])
-        line("metrics gpt-4.csv, warm numba cache", *best(args, env=env), FIT_TARGET)
+        line("metrics gpt-4.csv, warm numba cache", *best(args, repeats, env=env), FIT_TARGET)
     for name, folder in COGBENCH_TASKS.items():  # every fitting call on one CogBench file (warm cache)
         path = cogbench_file(folder)
         args = ["-m", "cogtestbed", "metrics", name, str(path), "--json"]
         run(args)  # fills the cache of this checkout's kernels
-        line(f"metrics {name} {path.name}", *best(args), FIT_TARGET)
+        line(f"metrics {name} {path.name}", *best(args, repeats), FIT_TARGET)
     with tempfile.TemporaryDirectory(prefix="fit-") as out:
         args = ["-m", "cogtestbed", "fit", "rw-pm", str(GPT4), "--method", "mle", "-o", out, "--force", "--json"]
         run(args)
-        line("fit rw-pm gpt-4.csv --method mle", *best(args), FIT_TARGET)
+        line("fit rw-pm gpt-4.csv --method mle", *best(args, repeats), FIT_TARGET)
+    line(f'floor: python -c "{FLOOR}"', *best(["-c", FLOOR], repeats))
 
 
 def bench_worker() -> None:
@@ -150,11 +164,16 @@ def bench_recovery(reps: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100, help="Recovery data sets (default 100).")
+    parser.add_argument("--repeats", type=int, default=3, help="Runs of each fitting call; the best is shown.")
     parser.add_argument("--skip-recovery", action="store_true", help="Skip the recovery study.")
+    parser.add_argument("--skip-help", action="store_true", help="Skip the help pages.")
+    parser.add_argument("--skip-worker", action="store_true", help="Skip the recovery-worker compile probe.")
     opts = parser.parse_args()
-    bench_help()
-    bench_fit_call()
-    bench_worker()
+    if not opts.skip_help:
+        bench_help()
+    bench_fit_call(opts.repeats)
+    if not opts.skip_worker:
+        bench_worker()
     if not opts.skip_recovery:
         bench_recovery(opts.reps)
 

@@ -163,8 +163,8 @@ def finish_table(
     params: Mapping[str, np.ndarray] | None = None,
     subject_offset: int = 0,
     keep: np.ndarray | None = None,
-    session: np.ndarray | None = None,
-    trial: np.ndarray | None = None,
+    session: np.ndarray | ExtensionArray | None = None,
+    trial: np.ndarray | ExtensionArray | None = None,
     action_valid: np.ndarray | None = None,
     after_action: Mapping[str, Column] | None = None,
     trailing: Mapping[str, Column] | None = None,
@@ -196,9 +196,8 @@ def finish_table(
         "experiment": _constant_category(experiment, col.n_rows),
         "subject": (np.repeat(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64), n_trials)
                     if row_subject is None else row_subject + subject_offset if subject_offset else row_subject),
-        "session": (np.zeros(col.n_rows, dtype=np.int64) if session is None
-                    else col.numeric(np.asarray(session, dtype=np.int64).reshape(n))),
-        "trial": (col.numeric(np.asarray(trial, dtype=np.int64).reshape(n)) if trial is not None
+        "session": np.zeros(col.n_rows, dtype=np.int64) if session is None else col.index(session),
+        "trial": (col.index(trial) if trial is not None
                   else np.tile(np.arange(n_trials, dtype=np.int64), n_subjects) if row_position is None
                   else row_position),
     }
@@ -206,7 +205,9 @@ def finish_table(
         cols[name] = col(values)
     flat_valid = col.numeric(np.asarray(valid, dtype=bool).reshape(n))
     present = flat_valid if action_valid is None else col.numeric(np.asarray(action_valid, dtype=bool).reshape(n))
-    cols["action"] = _masked_action(col.numeric(np.asarray(action).reshape(n)), present)
+    flat_action = np.asarray(action).reshape(n)  # _masked_action makes the column a fresh array
+    cols["action"] = _masked_action(flat_action if rows is None else flat_action.take(rows), present,
+                                    fresh=rows is not None)
     for name, values in (after_action or {}).items():
         cols[name] = col(values)
     cols["reward"] = col.numeric(np.asarray(reward, dtype=np.float64).reshape(n))
@@ -240,6 +241,13 @@ class _ColumnMaker:
             self._codes[id(codes)] = hit
         return hit[1]
 
+    def index(self, values: np.ndarray | ExtensionArray) -> Any:
+        """An int64 id column (``session``, ``trial``) from (n_subjects, n_trials) values or a
+        fresh flat column (:func:`fresh_column`)."""
+        if isinstance(values, ExtensionArray):
+            return self(values)
+        return self.numeric(np.asarray(values, dtype=np.int64).reshape(self.n))
+
     def numeric(self, flat: np.ndarray) -> np.ndarray:
         """The kept rows of a flat array, as a fresh array the table may own."""
         if self.rows is not None:
@@ -272,16 +280,24 @@ class _ColumnMaker:
         return _string_array(self.numeric(np.asarray(values, dtype=object).reshape(self.n)))
 
 
-def _masked_action(flat: np.ndarray, present: np.ndarray) -> Any:
-    """The ``action`` column: nullable integer (nullable float for ratings), missing where not
-    ``present``."""
+def _masked_action(flat: np.ndarray, present: np.ndarray, fresh: bool = False) -> Any:
+    """The ``action`` column (a fresh array): nullable integer (nullable float for ratings),
+    missing where not ``present``.  ``fresh``: ``flat`` is already the table's own (taken rows)."""
     absent = ~present
     if flat.dtype.kind == "f":
+        if not absent.any():  # the same column as the general case below, in fewer passes
+            values = flat if fresh else flat.copy()
+            return pd.arrays.FloatingArray(values, np.isnan(values))
         values = np.where(present, flat, 0.0)
         return pd.arrays.FloatingArray(values, absent | np.isnan(values))
-    # ``flat`` is the table's own: where every action is present it is the column as it stands
-    values = flat if not absent.any() else np.where(present, flat, 0)
+    values = flat.astype(np.int64, copy=not fresh) if not absent.any() else np.where(present, flat, 0)
     return pd.arrays.IntegerArray(values.astype(np.int64, copy=False), absent)
+
+
+def fresh_column(values: np.ndarray) -> pd.arrays.NumpyExtensionArray:
+    """A numeric column built for one table (an (n_subjects, n_trials) or flat array nobody else
+    holds), handed to :func:`finish_table` so that the table takes it as it is, without a copy."""
+    return pd.arrays.NumpyExtensionArray(np.ascontiguousarray(values).reshape(-1))
 
 
 def _string_array(flat: np.ndarray) -> Any:

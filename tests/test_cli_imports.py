@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 import typing
@@ -74,3 +75,43 @@ def test_user_errors_resolve_to_the_library_classes() -> None:
     assert {DataFormatError, ParameterError, UnknownNameError, FileNotFoundError} <= set(errors)
     assert cli_app.is_user_error(UnknownNameError("experiment", "nope", ["a"]))
     assert not cli_app.is_user_error(RuntimeError("a bug"))
+
+
+FIT_PROBE = """
+import contextlib, io, json, sys
+from numba.core.event import install_timer
+from cogtestbed.cli import run_cli
+compiling = []
+with contextlib.redirect_stdout(io.StringIO()), install_timer("numba:compile", compiling.append):
+    code = run_cli(sys.argv[1:])
+from numba.core.registry import cpu_target
+print(json.dumps({"code": code, "modules": sorted(sys.modules), "compiled": len(compiling),
+                  "typing_registries": len(cpu_target.typing_context._registries)}))
+"""
+
+#: Modules a fitting call on a CogBench file must not import: statsmodels (the horizon regressions
+#: run statsmodels' Newton fit without it), scipy.optimize / scipy.stats (the fits are numba's),
+#: pandera (the schema fast path) and the study machinery.
+NOT_ON_THE_FIT_PATH = ("statsmodels", "scipy.optimize", "scipy.stats", "pandera", "cogtestbed.validation.studies")
+COGBENCH = Path(__file__).resolve().parents[1].parent / "shared/data/cogbench"
+
+
+@pytest.mark.parametrize("args", [
+    ["metrics", "horizon", "HorizonTask/gpt-4.csv", "--json"],
+    ["metrics", "instrumental-learning", "InstrumentalLearning/gpt-4.csv", "--json"],
+    ["fit", "rw-pm", "InstrumentalLearning/gpt-4.csv", "--method", "mle", "--json", "--force", "-o"],
+], ids=["metrics-horizon", "metrics-instrumental", "fit-rw-pm"])
+def test_fitting_calls_import_only_what_they_use(args: list[str], tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[1]
+    argv = [str(COGBENCH / a) if a.endswith(".csv") else a for a in args] + (
+        [str(tmp_path / "fit")] if args[-1] == "-o" else [])
+    done = subprocess.run([sys.executable, "-c", FIT_PROBE, *argv], capture_output=True, text=True, cwd=root,
+                          timeout=600, env={**os.environ, "PYTHONPATH": str(root), "COLUMNS": "100"}, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    probe = json.loads(done.stdout.strip().splitlines()[-1])
+    assert probe["code"] == 0
+    loaded = sorted(m for m in probe["modules"] if m.startswith(NOT_ON_THE_FIT_PATH))
+    assert loaded == [], f"{' '.join(args[:2])} imported {loaded}"
+    # kernels came from numba's on-disk cache without installing its typing registries
+    # (cogtestbed.jit_cache); only a kernel compiled here (a cold cache) installs them
+    assert probe["typing_registries"] == 0 or probe["compiled"] > 0

@@ -9,6 +9,7 @@
     python benchmarks/studies/magnitude_studies.py hierarchy     # PyMC w_prior hierarchy (one observer)
     python benchmarks/studies/magnitude_studies.py hierarchical [--reps R]  # subject-level static Bayes
     python benchmarks/studies/magnitude_studies.py stimuli -o PNG  # a sheet of the image stimuli
+    python benchmarks/studies/magnitude_studies.py observer_bias  # observer cell w_prior vs its analytic weight
 
 Every study seeds itself from one integer (``--seed``) and uses the library's own simulation,
 fitters and metrics.  BCS power: SE_Δ = √2·σ_dec·√12/(W·√n) and P(correct sign) = Φ(|Δw|/SE_Δ)
@@ -354,6 +355,42 @@ def hierarchical(seed: int, reps: int = 10, chains: int = 4, draws: int = 1000) 
           f"of {reps} populations")
 
 
+#: Design of the observer-bias study (:data:`HIERARCHY_DESIGN` without the gradual ramp, whose
+#: weight changes every trial): text+image, 3 visual tasks x 5 conditions x 3 sessions x 30 trials.
+BIAS_CONDITIONS = ("base", "verbal", "numerical", "noise-constant", "context-long")
+
+
+def observer_bias(seed: int, n: int = 300) -> None:
+    """Cell-level w_prior (shared-slope least squares, :func:`pooled_w_prior`) of ``n`` observers
+    against the analytic weight of :func:`~cogtestbed.agents.magnitude.observer_weight`: mean error
+    per condition (bias) with its standard error, the SD of one subject-task cell, and the
+    correlation of a subject's errors across conditions (the frozen percept noise every condition
+    reuses)."""
+    from cogtestbed.agents.magnitude import AGENTS, observer_weight
+    from cogtestbed.environments.magnitude import CONDITIONS, LONG_CONTEXT, MODALITIES, TASK_NAMES, VISUAL_TASKS
+
+    design = MagnitudeDesign(modalities="text+image", conditions=BIAS_CONDITIONS, trials_per_session=30)
+    params = {"sigma_dec": 0.05}
+    theta = AGENTS["observer"].parameters.vector(AGENTS["observer"].parameters.validate(params))
+    t = simulate("magnitude", "observer", n, seed, params, design=design)
+    ks, m = [TASK_NAMES.index(k) for k in VISUAL_TASKS], MODALITIES.index("text+image")
+    cs = [CONDITIONS.index(c) for c in BIAS_CONDITIONS]
+    w = np.array([pooled_w_prior(build_cube(g))[0][ks][:, cs, m] for _, g in t.groupby("subject")])
+    truth = np.array([observer_weight(theta, m, design.blur_constant if c == "noise-constant" else 0.0,
+                                      LONG_CONTEXT if c == "context-long" else design.context, CONDITIONS.index(c))[0]
+                      for c in BIAS_CONDITIONS])
+    err = (w - truth).reshape(-1, len(BIAS_CONDITIONS))
+    corr = np.corrcoef(err.T)[np.triu_indices(len(BIAS_CONDITIONS), 1)]
+    print(f"observer cell w_prior vs analytic weight ({n} subjects x 3 visual tasks, text+image, 3 x 30 trials, "
+          f"{params}):")
+    for k, c in enumerate(BIAS_CONDITIONS):
+        e = err[:, k]
+        print(f"  {c:15s} true {truth[k]:.3f}  mean error {e.mean():+.4f} ± {e.std() / math.sqrt(len(e)):.4f}  "
+              f"SD per cell {e.std():.3f}")
+    print(f"  correlation of one subject-task's errors across conditions: {corr.min():.2f}-{corr.max():.2f}; "
+          f"subject-tasks whose mean error over conditions exceeds +0.03: {np.mean(err.mean(1) > 0.03):.3f}")
+
+
 def stimuli(seed: int, png: str | None = None) -> None:
     """A picture of the image stimuli (marker, line ratio, maze; unblurred and σ = 2 px blur)."""
     import io
@@ -377,7 +414,7 @@ def stimuli(seed: int, png: str | None = None) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("study", choices=["recovery", "kalman", "cue", "model", "power", "coverage", "hierarchy",
-                                        "hierarchical", "stimuli"])
+                                        "hierarchical", "stimuli", "observer_bias"])
     ap.add_argument("--reps", type=int, default=10, help="populations of the hierarchical study")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-o", "--output", default=None, help="PNG of the power curve (power study)")

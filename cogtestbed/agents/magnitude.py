@@ -27,8 +27,14 @@ agent works on log(x + LOG_EPS) instead.
 Perceptual noise (observer, combiners) is *frozen*: a deterministic normal draw from the
 stimulus's render seed and the channel (text / image), so the same picture is misperceived the
 same way in the unimodal and multimodal sessions (what makes the cue-combination weights
-identifiable, Sec. 3.3).  Decision noise σ_dec·z uses the trial's two uniforms (Box–Muller), so
-the numba batch path and the step path produce identical tables.
+identifiable, Sec. 3.3) and in every condition that shows it.  It is independent of the stimulus,
+so a cell's least-squares w_prior is unbiased, but one subject's cells share its draws: their
+errors are correlated across conditions (r ≈ 0.5; SD ≈ 0.03 at 3 × 30 trials, text+image), so a
+single subject can read a few hundredths high, or low, in every cell at once.  Decision noise
+σ_dec·z uses the trial's two uniforms (Box–Muller), so the numba batch path and the step path
+produce identical tables: both compute an answer with :func:`answer` from the same
+:func:`block_constants` (the batch kernel once per block, the step path on every step) and the
+same frozen draws (the batch kernel once per stimulus).
 """
 
 from __future__ import annotations
@@ -49,7 +55,8 @@ from cogtestbed.environments.magnitude import (
     NUMERICAL_BIAS,
     MagnitudeDesign,
     MagnitudeSessions,
-    step_arrays,
+    block_schedule,
+    subject_stimuli,
 )
 from cogtestbed.numerics import std_normal
 from cogtestbed.parameters import Parameter, ParameterSet
@@ -92,20 +99,28 @@ _SIGMA_IMAGE = Parameter("sigma_image", 0.0, 2.0, 0.1, "image sensory noise SD a
 
 
 # ----------------------------------------------------------------------------- kernels
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(cache=True, inline="always")
+def _splitmix_uniform(z: np.uint64) -> float:
+    """The splitmix64 output of state ``z`` (Steele, Lea & Flood 2014) as a uniform on [0, 1)."""
+    r = z
+    r = (r ^ (r >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    r = (r ^ (r >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    r = r ^ (r >> np.uint64(31))
+    return float(r >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
 @njit(cache=True, inline="always")
 def frozen_normal(seed: int, channel: int) -> float:
     """A standard normal fixed by (render seed, channel): splitmix64 (Steele et al. 2014) → two
     uniforms → Box–Muller."""
-    z = np.uint64(seed) ^ (np.uint64(channel + 1) * np.uint64(0x9E3779B97F4A7C15))
-    out = np.zeros(2)
-    for k in range(2):
-        z = z + np.uint64(0x9E3779B97F4A7C15)
-        r = z
-        r = (r ^ (r >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        r = (r ^ (r >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        r = r ^ (r >> np.uint64(31))
-        out[k] = float(r >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-    return std_normal(out[0], out[1])
+    z = np.uint64(seed) ^ (np.uint64(channel + 1) * _GOLDEN)
+    z = z + _GOLDEN
+    u1 = _splitmix_uniform(z)
+    z = z + _GOLDEN
+    return std_normal(u1, _splitmix_uniform(z))
 
 
 @njit(cache=True, inline="always")
@@ -136,39 +151,57 @@ def observer_weight(p: np.ndarray, modality: int, blur: float, context: int, con
 
 
 @njit(cache=True)
-def perceived(p: np.ndarray, u: float, modality: int, blur: float, seed: int) -> float:
-    """Frozen noisy percept on the normalised scale (fused by precision for text+image)."""
-    e_t = p[0] * frozen_normal(seed, 0)
-    sd_i = math.sqrt(p[1] * p[1] + (p[2] * blur) ** 2)
-    e_i = sd_i * frozen_normal(seed, 1)
-    if modality == _TEXT:
-        return u + e_t
-    if modality == _IMAGE:
-        return u + e_i
-    wt = (1.0 / (p[0] * p[0])) / (1.0 / (p[0] * p[0]) + 1.0 / (sd_i * sd_i))
-    return u + wt * e_t + (1.0 - wt) * e_i
+def block_constants(kind: int, p: np.ndarray, lo: float, hi: float, blur: float, context: int, condition: int,
+                    modality: int) -> tuple[float, float, float, float]:
+    """What an agent's answer takes from its parameters and the condition, not from the trial:
+    (c0, c1, c2, c3), read by :func:`answer` (constant within a block but for the blur ramp).
+
+    Static Bayes family: c0 = 1 − w_prior, c1 = w_prior·μ_p (log: w_prior·log(prior + ε));
+    observer: c0 = 1 − w, c1 = w·m, c2 = image noise SD at this blur, c3 = the percepts'
+    precision weight on text; combiners: c0 = the weight α on the text percept."""
+    if kind == 0:  # linear
+        return p[0], p[1], 0.0, 0.0
+    if kind == 1 or kind == 3:  # static Bayes (and prior-dominant), gain variant
+        return 1.0 - p[0], p[0] * p[1], 0.0, 0.0
+    if kind == 2:  # static Bayes on log(x + ε)
+        prior = max(lo + (hi - lo) * p[1], 0.0)
+        return 1.0 - p[0], p[0] * math.log(prior + LOG_EPS), 0.0, 0.0
+    if kind == 4:  # Kalman: nothing but its state
+        return 0.0, 0.0, 0.0, 0.0
+    if kind == 5:  # observer
+        w, _ = observer_weight(p, modality, blur, context, condition)
+        m = 0.5 + (NUMERICAL_BIAS if condition == _BIASED else 0.0)
+        sd_i = math.sqrt(p[1] * p[1] + (p[2] * blur) ** 2)
+        wt = (1.0 / (p[0] * p[0])) / (1.0 / (p[0] * p[0]) + 1.0 / (sd_i * sd_i))
+        return 1.0 - w, w * m, sd_i, wt
+    if kind == 6:  # ablation-inconsistent
+        w = p[0]
+        if _in(condition, _BCS):
+            w = max(w - p[2], 0.0)
+        return 1.0 - w, w * p[1], 0.0, 0.0
+    # combiners: p = (sigma_text, sigma_image, sigma_dec[, alpha | lambda])
+    w_opt = p[1] * p[1] / (p[0] * p[0] + p[1] * p[1])
+    return (0.5 if kind == 8 else p[3] if kind == 9 else w_opt if kind == 10 else p[3] * w_opt), 0.0, 0.0, 0.0
 
 
-@njit(cache=True)
-def respond(kind: int, p: np.ndarray, x: float, lo: float, hi: float, blur: float, context: int,
-            condition: int, modality: int, trial: int, seed: int, mu: float, P: float,
-            u1: float, u2: float) -> tuple[float, float, float]:
-    """One answer of an agent of ``kind`` with parameters ``p``: (y, Kalman mean, Kalman variance).
-
-    Shared by the batch kernel and the step path (bitwise-identical answers)."""
+@njit(cache=True, inline="always")
+def answer(kind: int, p: np.ndarray, c0: float, c1: float, c2: float, c3: float, x: float, log_x: float, lo: float,
+           hi: float, modality: int, trial: int, f_text: float, f_image: float, z: float, mu: float,
+           P: float) -> tuple[float, float, float]:
+    """One answer (y, Kalman mean, Kalman variance) of an agent of ``kind`` from its
+    :func:`block_constants`, the stimulus ``x`` (and log(x + ε), read by the log variant only), its
+    frozen percept noises (:func:`frozen_normal`, text and image channel; read by the observer and
+    the combiners only) and the decision noise ``z``."""
     W = hi - lo
     u = (x - lo) / W
-    z = std_normal(u1, u2)
-    if kind == 0:  # linear
-        return lo + W * (p[0] * u + p[1] + p[2] * z), mu, P
-    if kind == 1:  # static Bayes (and prior-dominant)
-        return lo + W * ((1.0 - p[0]) * u + p[0] * p[1] + p[2] * z), mu, P
+    if kind == 0:  # linear: v = w·u + b + σ_dec·z
+        return lo + W * (c0 * u + c1 + p[2] * z), mu, P
+    if kind == 1:  # static Bayes: v = (1 − w_prior)·u + w_prior·μ_p + σ_dec·z
+        return lo + W * (c0 * u + c1 + p[2] * z), mu, P
     if kind == 2:  # static Bayes on log(x + ε)
-        prior = max(lo + W * p[1], 0.0)
-        lv = (1.0 - p[0]) * math.log(x + LOG_EPS) + p[0] * math.log(prior + LOG_EPS) + p[2] * z
-        return math.exp(lv) - LOG_EPS, mu, P
+        return math.exp(c0 * log_x + c1 + p[2] * z) - LOG_EPS, mu, P
     if kind == 3:  # static Bayes + gain stage
-        return lo + W * (p[2] * ((1.0 - p[0]) * u + p[0] * p[1]) + p[3] + p[4] * z), mu, P
+        return lo + W * (p[2] * (c0 * u + c1) + p[3] + p[4] * z), mu, P
     if kind == 4:  # Kalman random walk, r = 1 on the normalised scale
         if trial == 0:
             mu, P = 0.5, KALMAN_P0
@@ -177,43 +210,95 @@ def respond(kind: int, p: np.ndarray, x: float, lo: float, hi: float, blur: floa
         mu = mu + K * (u - mu)
         P = (1.0 - K) * P
         return lo + W * (mu + p[1] * z), mu, P
-    if kind == 5:  # observer
-        w, _ = observer_weight(p, modality, blur, context, condition)
-        m = 0.5 + (NUMERICAL_BIAS if condition == _BIASED else 0.0)
-        return lo + W * ((1.0 - w) * perceived(p, u, modality, blur, seed) + w * m + p[6] * z), mu, P
+    if kind == 5:  # observer: percepts fused by precision, then shrunk to the prior mean
+        if modality == _TEXT:
+            v = u + p[0] * f_text
+        elif modality == _IMAGE:
+            v = u + c2 * f_image
+        else:
+            v = u + c3 * (p[0] * f_text) + (1.0 - c3) * (c2 * f_image)
+        return lo + W * (c0 * v + c1 + p[6] * z), mu, P
     if kind == 6:  # ablation-inconsistent
-        w = p[0]
-        if _in(condition, _BCS):
-            w = max(w - p[2], 0.0)
-        return lo + W * ((1.0 - w) * u + w * p[1] + p[3] * z), mu, P
-    # combiners: p = (sigma_text, sigma_image, sigma_dec[, alpha | lambda])
-    pt = u + p[0] * frozen_normal(seed, 0)
-    pi = u + p[1] * frozen_normal(seed, 1)
+        return lo + W * (c0 * u + c1 + p[3] * z), mu, P
+    pt = u + p[0] * f_text  # combiners
+    pi = u + p[1] * f_image
     if modality == _TEXT:
         v = pt
     elif modality == _IMAGE:
         v = pi
     else:
-        w_opt = p[1] * p[1] / (p[0] * p[0] + p[1] * p[1])
-        a = 0.5 if kind == 8 else p[3] if kind == 9 else w_opt if kind == 10 else p[3] * w_opt
-        v = a * pt + (1.0 - a) * pi
+        v = c0 * pt + (1.0 - c0) * pi
     return lo + W * (v + p[2] * z), mu, P
 
 
 @njit(cache=True)
-def simulate_kernel(kind: int, params: np.ndarray, x: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                    blur: np.ndarray, context: np.ndarray, condition: np.ndarray, modality: np.ndarray,
-                    trial: np.ndarray, seed: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
-    """Answers (n_subjects, n_steps) of every subject (``params``: (n_subjects, n_params))."""
-    n, steps = x.shape
+def respond(kind: int, p: np.ndarray, x: float, lo: float, hi: float, blur: float, context: int,
+            condition: int, modality: int, trial: int, seed: int, mu: float, P: float,
+            u1: float, u2: float) -> tuple[float, float, float]:
+    """One answer of an agent of ``kind`` with parameters ``p``: (y, Kalman mean, Kalman variance).
+
+    The step path; the batch kernel computes the same :func:`block_constants` once per block and
+    the frozen noises once per stimulus, and calls the same :func:`answer` (bitwise-identical
+    answers)."""
+    c0, c1, c2, c3 = block_constants(kind, p, lo, hi, blur, context, condition, modality)
+    f_text, f_image = 0.0, 0.0
+    if kind == 5 or kind >= 8:
+        f_text, f_image = frozen_normal(seed, 0), frozen_normal(seed, 1)
+    log_x = math.log(x + LOG_EPS) if kind == 2 else 0.0
+    return answer(kind, p, c0, c1, c2, c3, x, log_x, lo, hi, modality, trial, f_text, f_image, std_normal(u1, u2),
+                  mu, P)
+
+
+@njit(cache=True)
+def simulate_kernel(kind: int, params: np.ndarray, x: np.ndarray, seed: np.ndarray, slot: np.ndarray,
+                    lo: np.ndarray, hi: np.ndarray, blur: np.ndarray, context: np.ndarray, condition: np.ndarray,
+                    modality: np.ndarray, trial: np.ndarray, starts: np.ndarray,
+                    uniforms: np.ndarray) -> np.ndarray:
+    """Answers (n_subjects, n_steps) of every subject (``params``: (n_subjects, n_params)).
+
+    ``x``, ``seed``: each subject's stimuli (n_subjects, n_slots); the rest is the design's
+    per-step schedule (:class:`~cogtestbed.environments.magnitude.Schedule`): step ``s`` shows
+    stimulus ``slot[s]``, and blocks start at ``starts``.  Per subject, the frozen percept noises
+    (and the log variant's log(x + ε)) are computed once per stimulus (every condition and modality
+    shows it again) and the :func:`block_constants` once per block (per trial only while the blur
+    changes)."""
+    n, n_slots = x.shape
+    steps = slot.shape[0]
     out = np.empty((n, steps))
+    percepts = kind == 5 or kind >= 8
+    want_text, want_image = False, False
+    for s in range(steps):
+        want_text |= modality[s] != _IMAGE
+        want_image |= modality[s] != _TEXT
+    f_text = np.zeros(n_slots)
+    f_image = np.zeros(n_slots)
+    log_x = np.zeros(n_slots)
     for i in range(n):
-        mu, P = 0.5, KALMAN_P0
         p = params[i]
-        for s in range(steps):
-            out[i, s], mu, P = respond(kind, p, x[i, s], lo[i, s], hi[i, s], blur[i, s], context[i, s],
-                                       condition[i, s], modality[i, s], trial[i, s], seed[i, s], mu, P,
-                                       uniforms[i, 2 * s], uniforms[i, 2 * s + 1])
+        if kind == 2:
+            for k in range(n_slots):
+                log_x[k] = math.log(x[i, k] + LOG_EPS)
+        if percepts:
+            for k in range(n_slots):
+                if want_text:
+                    f_text[k] = frozen_normal(seed[i, k], 0)
+                if want_image:
+                    f_image[k] = frozen_normal(seed[i, k], 1)
+        mu, P = 0.5, KALMAN_P0
+        for b in range(starts.shape[0] - 1):
+            first, last = starts[b], starts[b + 1]
+            lo_b, hi_b, m_b = lo[first], hi[first], modality[first]
+            blur_b = blur[first]
+            c0, c1, c2, c3 = block_constants(kind, p, lo_b, hi_b, blur_b, context[first], condition[first], m_b)
+            for s in range(first, last):
+                if blur[s] != blur_b:
+                    blur_b = blur[s]
+                    c0, c1, c2, c3 = block_constants(kind, p, lo_b, hi_b, blur_b, context[first], condition[first],
+                                                     m_b)
+                k = slot[s]
+                z = std_normal(uniforms[i, 2 * s], uniforms[i, 2 * s + 1])
+                out[i, s], mu, P = answer(kind, p, c0, c1, c2, c3, x[i, k], log_x[k], lo_b, hi_b, m_b, trial[s],
+                                          f_text[k], f_image[k], z, mu, P)
     return out
 
 
@@ -241,12 +326,14 @@ class MagnitudeAgent(SyntheticAgent[MagnitudeDesign, MagnitudeSessions]):
     @classmethod
     def simulate_batch(cls, design: MagnitudeDesign, sessions: MagnitudeSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
-        s = step_arrays(design, sessions)
+        sch = block_schedule(design)
+        x, seeds = subject_stimuli(sessions)
         n = sessions.n_subjects
         theta = np.ascontiguousarray(np.column_stack(
             [np.broadcast_to(np.asarray(params[k], dtype=np.float64), (n,)) for k in cls.parameters.names]))
-        y = simulate_kernel(cls.kind, theta, s.x, s.low, s.high, s.blur, s.context, s.condition, s.modality,
-                            s.trial, s.render_seed, np.ascontiguousarray(uniforms, dtype=np.float64))
+        y = simulate_kernel(cls.kind, theta, x, seeds, sch.slot, sch.low, sch.high, sch.blur, sch.context,
+                            sch.condition, sch.modality, sch.trial, sch.starts,
+                            np.ascontiguousarray(uniforms, dtype=np.float64))
         return Outcomes(action=y, reward=np.full(y.shape, np.nan), valid=np.ones(y.shape, dtype=bool))
 
 

@@ -531,10 +531,12 @@ def fit(
     from cogtestbed.cli.metrics import load_table
     from cogtestbed.inference.base import invalid_rate, with_lapse
     from cogtestbed.inference.base import lapse_option as fit_lapse
+    from cogtestbed.jit_cache import light_cache_loads
     from cogtestbed.outputs import atomic_write_bytes
     from cogtestbed.registry import get_experiment
     from cogtestbed.simulation import pool_runs
 
+    light_cache_loads()
     exp = get_experiment(experiment)
     cog = with_lapse(exp.model(model), fit_lapse(lapse))
     if method not in ("mle", "hierarchical"):

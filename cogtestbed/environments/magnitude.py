@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any, ClassVar
 
@@ -36,7 +36,7 @@ from pydantic import Field, field_validator, model_validator
 from cogtestbed.environments import magnitude_stimuli as stim
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.schema import RowRule, TrialSchema, Values
-from cogtestbed.trials import finish_table
+from cogtestbed.trials import finish_table, fresh_column
 
 EXPERIMENT = "magnitude"
 
@@ -244,10 +244,20 @@ def sample_stimuli(design: MagnitudeDesign, n: int, rng: np.random.Generator) ->
 
 
 @dataclass(frozen=True)
-class StepArrays:
-    """Per-step arrays of shape (n_subjects, n_steps) that agents' batch kernels read."""
+class Schedule:
+    """Per-step design quantities, arrays of shape (n_steps,) shared by every subject (read-only).
 
-    x: np.ndarray
+    ``slot`` indexes a subject's stimuli flattened over (task, range, trial): step ``s`` shows
+    stimulus ``slot[s]`` (reversed within a block under ``order-reversal``).  ``starts`` holds the
+    first step of every block and, last, ``n_steps``: within a block every quantity but ``trial``,
+    ``slot`` and ``blur`` (the gradual-noise ramp) is constant.
+    """
+
+    block: np.ndarray
+    trial: np.ndarray
+    task: np.ndarray
+    range: np.ndarray
+    slot: np.ndarray
     low: np.ndarray
     high: np.ndarray
     blur: np.ndarray
@@ -255,59 +265,76 @@ class StepArrays:
     steering: np.ndarray
     modality: np.ndarray
     condition: np.ndarray
-    block: np.ndarray
-    trial: np.ndarray
-    render_seed: np.ndarray
+    starts: np.ndarray
 
 
-def block_schedule(design: MagnitudeDesign) -> dict[str, np.ndarray]:
-    """Per-step design quantities (n_steps,): block index, trial, stimulus slot, blur, ..."""
+@lru_cache(maxsize=32)
+def block_schedule(design: MagnitudeDesign) -> Schedule:
+    """The :class:`Schedule` of a design (cached: a design is frozen, the arrays read-only)."""
     T = design.trials_per_session
-    rows: dict[str, list[Any]] = {k: [] for k in ("block", "trial", "task", "range", "slot_t", "blur",
-                                                   "context", "steering", "modality", "condition")}
-    for b, blk in enumerate(design.blocks):
-        t = np.arange(T)
+    blocks = design.blocks
+    t = np.arange(T)
+
+    def per_block(values: list[Any], dtype: Any) -> np.ndarray:
+        return np.repeat(np.asarray(values, dtype=dtype), T)
+
+    def blur(blk: Block) -> np.ndarray:
         image = blk.modality != "text"
         if blk.condition == "noise-constant" and image:
-            blur = np.full(T, design.blur_constant)
-        elif blk.condition == "noise-gradual" and image:
-            blur = design.blur_gradual_max * t / max(T - 1, 1)
-        else:
-            blur = np.zeros(T)
-        rows["block"].append(np.full(T, b))
-        rows["trial"].append(t)
-        rows["task"].append(np.full(T, design.tasks.index(blk.task)))
-        rows["range"].append(np.full(T, design.ranges.index(blk.range)))
-        rows["slot_t"].append(t[::-1] if blk.condition == "order-reversal" else t)
-        rows["blur"].append(blur)
-        rows["context"].append(np.full(T, design.block_context(blk)))
-        rows["steering"].append(np.full(T, blk.steering))
-        rows["modality"].append(np.full(T, MODALITIES.index(blk.modality)))
-        rows["condition"].append(np.full(T, CONDITIONS.index(blk.condition)))
-    return {k: np.concatenate(v) for k, v in rows.items()}
+            return np.full(T, design.blur_constant)
+        if blk.condition == "noise-gradual" and image:
+            return design.blur_gradual_max * t / max(T - 1, 1)
+        return np.zeros(T)
+
+    task = per_block([design.tasks.index(b.task) for b in blocks], np.int64)
+    rng = per_block([design.ranges.index(b.range) for b in blocks], np.int64)
+    slot_t = np.concatenate([t[::-1] if b.condition == "order-reversal" else t for b in blocks])
+    schedule = Schedule(
+        block=per_block(list(range(len(blocks))), np.int64), trial=np.tile(t, len(blocks)).astype(np.int64),
+        task=task, range=rng, slot=(task * len(design.ranges) + rng) * T + slot_t,
+        low=per_block([TASKS[b.task].ranges[b.range][0] for b in blocks], np.float64),
+        high=per_block([TASKS[b.task].ranges[b.range][1] for b in blocks], np.float64),
+        blur=np.concatenate([blur(b) for b in blocks]).astype(np.float64),
+        context=per_block([design.block_context(b) for b in blocks], np.int64),
+        steering=per_block([b.steering for b in blocks], np.int64),
+        modality=per_block([MODALITIES.index(b.modality) for b in blocks], np.int64),
+        condition=per_block([CONDITIONS.index(b.condition) for b in blocks], np.int64),
+        starts=np.arange(len(blocks) + 1, dtype=np.int64) * T)
+    for f in fields(schedule):
+        getattr(schedule, f.name).flags.writeable = False
+    return schedule
+
+
+@dataclass(frozen=True)
+class StepArrays:
+    """The stimulus stream of ``n`` subjects: ``x`` and ``render_seed`` of shape (n, n_steps)
+    (fresh arrays) and the design's per-step :class:`Schedule`."""
+
+    x: np.ndarray
+    render_seed: np.ndarray
+    schedule: Schedule
+
+    def value(self, name: str, step: int) -> Any:
+        """Quantity ``name`` (``x``, ``render_seed`` or a :class:`Schedule` field) of subject 0 at ``step``."""
+        if name in ("x", "render_seed"):
+            return getattr(self, name)[0, step]
+        return getattr(self.schedule, name)[step]
+
+
+def subject_stimuli(sessions: MagnitudeSessions) -> tuple[np.ndarray, np.ndarray]:
+    """(x, render_seed) of every subject flattened over (task, range, trial): shape (n, slots),
+    the stimuli :attr:`Schedule.slot` indexes (views, not copies)."""
+    n = sessions.n_subjects
+    return (np.ascontiguousarray(sessions.x, dtype=np.float64).reshape(n, -1),
+            np.ascontiguousarray(sessions.render_seed, dtype=np.int64).reshape(n, -1))
 
 
 def step_arrays(design: MagnitudeDesign, sessions: MagnitudeSessions) -> StepArrays:
-    """The per-step stimulus stream every subject meets (batch kernels and the table)."""
-    s = block_schedule(design)
-    n = sessions.n_subjects
-    x = sessions.x[:, s["task"], s["range"], s["slot_t"]]
-    seeds = sessions.render_seed[:, s["task"], s["range"], s["slot_t"]]
-    lo = np.array([TASKS[design.tasks[k]].ranges[design.ranges[r]][0] for k, r in zip(s["task"], s["range"],
-                                                                                        strict=True)])
-    hi = np.array([TASKS[design.tasks[k]].ranges[design.ranges[r]][1] for k, r in zip(s["task"], s["range"],
-                                                                                        strict=True)])
-
-    def tile(a: np.ndarray, dtype: Any) -> np.ndarray:
-        return np.ascontiguousarray(np.broadcast_to(a.astype(dtype), (n, a.shape[0])))
-
-    return StepArrays(
-        x=np.ascontiguousarray(x, dtype=np.float64), low=tile(lo, np.float64), high=tile(hi, np.float64),
-        blur=tile(s["blur"], np.float64), context=tile(s["context"], np.int64),
-        steering=tile(s["steering"], np.int64), modality=tile(s["modality"], np.int64),
-        condition=tile(s["condition"], np.int64), block=tile(s["block"], np.int64),
-        trial=tile(s["trial"], np.int64), render_seed=np.ascontiguousarray(seeds, dtype=np.int64),
-    )
+    """The per-step stimulus stream every subject meets (the step path and the table)."""
+    schedule = block_schedule(design)
+    x, seeds = subject_stimuli(sessions)
+    return StepArrays(x=np.take(x, schedule.slot, axis=1), render_seed=np.take(seeds, schedule.slot, axis=1),
+                      schedule=schedule)
 
 
 def parse_magnitude(text: str, task: str) -> ParseResult:
@@ -501,7 +528,7 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
     # -- rendering -------------------------------------------------------------------------
     def _value(self, name: str, step: int) -> Any:
         assert self._steps is not None
-        return getattr(self._steps, name)[0, step]
+        return self._steps.value(name, step)
 
     def image(self, step: int) -> bytes:
         """PNG of the stimulus shown at ``step``; cached by (task, render seed, blur) for the
@@ -596,22 +623,28 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         cls, design: MagnitudeDesign, sessions: MagnitudeSessions, outcomes: Outcomes,
         *, agent: str = "unknown", params: dict[str, np.ndarray] | None = None,
     ) -> pd.DataFrame:
-        """One row per trial (columns in the module docstring); ``session`` = block."""
+        """One row per trial (columns in the module docstring); ``session`` = block.
+
+        Columnar: the constant-per-block columns are the schedule tiled over subjects (strings as
+        categorical codes), and every numeric column is a fresh array the table takes as it is."""
         s = step_arrays(design, sessions)
-        n, steps = s.x.shape
-        blocks = design.blocks
+        sch = s.schedule
+        n = sessions.n_subjects
 
-        def cat(values: tuple[str, ...], attr: str) -> pd.Categorical:
-            codes = np.array([values.index(getattr(b, attr)) for b in blocks], dtype=np.int16)
-            return pd.Categorical.from_codes(np.tile(np.repeat(codes, design.trials_per_session), n),
-                                             categories=list(values))
+        def cat(codes: np.ndarray, values: tuple[str, ...]) -> pd.Categorical:
+            return pd.Categorical.from_codes(np.tile(codes.astype(np.int8), n), categories=list(values),
+                                             validate=False)
 
+        task_codes = np.array([TASK_NAMES.index(t) for t in design.tasks])[sch.task]
+        range_codes = np.array([RANGES.index(r) for r in design.ranges])[sch.range]
         stimulus: dict[str, Any] = {
-            "task": cat(TASK_NAMES, "task"), "condition": cat(CONDITIONS, "condition"),
-            "modality": cat(MODALITIES, "modality"), "range": cat(RANGES, "range"),
-            "x": s.x, "range_low": s.low, "range_high": s.high, "blur": s.blur, "context": s.context,
-            "render_seed": s.render_seed,
+            "task": cat(task_codes, TASK_NAMES), "condition": cat(sch.condition, CONDITIONS),
+            "modality": cat(sch.modality, MODALITIES), "range": cat(range_codes, RANGES),
+            "x": fresh_column(s.x), "range_low": fresh_column(np.tile(sch.low, n)),
+            "range_high": fresh_column(np.tile(sch.high, n)), "blur": fresh_column(np.tile(sch.blur, n)),
+            "context": fresh_column(np.tile(sch.context, n)), "render_seed": fresh_column(s.render_seed),
         }
         return finish_table(EXPERIMENT, stimulus, np.asarray(outcomes.action, dtype=np.float64),
                             outcomes.reward, outcomes.valid, agent=agent, raw_response=outcomes.raw_response,
-                            parse_error=outcomes.parse_error, params=params, session=s.block, trial=s.trial)
+                            parse_error=outcomes.parse_error, params=params,
+                            session=fresh_column(np.tile(sch.block, n)), trial=fresh_column(np.tile(sch.trial, n)))

@@ -45,7 +45,7 @@ from pydantic import field_validator
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.parsing import parse_decimal_digits
 from cogtestbed.schema import RowRule, TrialSchema, Values
-from cogtestbed.trials import CodedStrings, Column, finish_table
+from cogtestbed.trials import CodedStrings, Column, finish_table, fresh_column
 
 EXPERIMENT = "probabilistic-reasoning"
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
@@ -327,8 +327,8 @@ def stimulus_table(
     def flat(x: Any, dtype: Any) -> np.ndarray:  # a kernel input: no copy where none is needed
         return np.ascontiguousarray(np.broadcast_to(x, shape), dtype=dtype).reshape(-1)
 
-    def fresh(x: Any, dtype: Any = None) -> Column:  # a column of this table's own, not copied again
-        return pd.arrays.NumpyExtensionArray(np.array(np.broadcast_to(x, shape), dtype=dtype).reshape(-1))
+    def fresh(x: Any, dtype: Any) -> Column:  # a copy made for this table, not copied again
+        return fresh_column(np.array(np.broadcast_to(x, shape), dtype=dtype))
 
     valid_flat = flat(valid, bool)
     likelihood, posterior, action, reward, trial_type, label = _judgement_columns(
@@ -343,8 +343,8 @@ def stimulus_table(
         "prior": prior,
         "lh": lh,
         "red_observation": np.asarray(red, dtype=bool),
-        "likelihood": pd.arrays.NumpyExtensionArray(likelihood),
-        "posterior": pd.arrays.NumpyExtensionArray(posterior),
+        "likelihood": fresh_column(likelihood),
+        "posterior": fresh_column(posterior),
         "urn_left": fresh(np.nan if urn_left is None else urn_left, np.float64),
         "estimate": estimate,
         "cogbench_human_lh": fresh(human_lh, bool),

@@ -8,7 +8,8 @@ CogBench's scoring (``store.py``), pooled over all games of a file:
 * **unequal** information (1 vs 3 forced observations): DV = chose the less-observed arm,
   x1 = μ(less observed) − μ(more observed) with the *true* means; directed exploration = +β(H);
 * **equal** information (2 vs 2): DV = chose J, x1 = μ_J − μ_F; random exploration = −β(x1·H);
-* ``statsmodels.Logit(y, [x1, H, x1·H, 1])``; a fit that does not converge or raises (perfect
+* ``statsmodels.Logit(y, [x1, H, x1·H, 1])`` (its Newton fit, repeated exactly by
+  :func:`cogtestbed.inference.logit.fit_logit`); a fit that does not converge or raises (perfect
   separation, which the statsmodels CogBench used raised as an error) scores **0** — kept here as
   the compatibility value and reported in ``flags``;
 * performance = mean reward over all trials of all games, forced trials included.
@@ -29,7 +30,6 @@ Wilson et al. analyse).
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -41,6 +41,7 @@ from numba import njit
 from cogtestbed.environments.horizon import EXPERIMENT
 from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.inference.logit import fit_logit
 from cogtestbed.numerics import log_sigmoid, sigmoid
 from cogtestbed.parameters import Parameter, ParameterSet
 
@@ -197,23 +198,18 @@ class LogitResult:
 
 
 def exploration_logit(y: np.ndarray, x1: np.ndarray, h: np.ndarray) -> LogitResult:
-    """``sm.Logit(y, [x1, h, x1·h, 1]).fit()`` as CogBench runs it.
+    """``sm.Logit(y, [x1, h, x1·h, 1]).fit()`` as CogBench runs it (:func:`~cogtestbed.inference.logit.fit_logit`
+    repeats statsmodels' Newton iterations to the last bit, without importing statsmodels).
 
     Perfect separation raises (``raise_on_perfect_prediction``: the behaviour of the statsmodels
     releases CogBench used) and a non-converged Newton fit counts as a failure.
     """
-    from statsmodels.discrete.discrete_model import Logit  # sm.Logit, without statsmodels.api's other modules
-
     x = np.column_stack([x1, h, x1 * h, np.ones_like(x1)])
     try:
-        model = Logit(np.asarray(y, dtype=float), x)
-        model.raise_on_perfect_prediction = True
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = model.fit(disp=0)
-        if not res.mle_retvals["converged"]:
+        res = fit_logit(np.asarray(y, dtype=float), x)
+        if not res.converged:
             return LogitResult(None, None, "not converged (quasi-separation)", len(y))
-        return LogitResult(np.asarray(res.params), np.asarray(res.bse), None, len(y))
+        return LogitResult(res.params, res.bse, None, len(y))
     except Exception as exc:  # CogBench catches everything here (bare except)
         return LogitResult(None, None, f"{type(exc).__name__}: {exc}", len(y))
 
@@ -282,12 +278,25 @@ def cogbench_metrics(trials: pd.DataFrame) -> MetricsResult:
 
 
 def _run_rows(trials: pd.DataFrame) -> list[dict[str, Any]]:
-    """Each run's (subject, session) mean reward (forced trials included) and counts."""
-    rows = []
-    for (subject, session), g in trials.groupby(["subject", "session"], sort=True, observed=True):
-        ok = g["valid"].to_numpy(dtype=bool)
-        reward = g["reward"].to_numpy(dtype=np.float64)[ok]
+    """Each run's (subject, session) mean reward (forced trials included) and counts.
+
+    The runs are cut out of one stably sorted copy of the two columns (no per-group DataFrame);
+    each mean is numpy's over the run's valid rewards in row order, as a per-group loop computes it.
+    """
+    grouped = trials.groupby(["subject", "session"], sort=True, observed=True)
+    codes = grouped.ngroup().to_numpy()
+    kept = np.flatnonzero(codes >= 0)  # rows with a missing key belong to no run
+    order = kept[np.argsort(codes[kept], kind="stable")]
+    valid = trials["valid"].to_numpy(dtype=bool)[order]
+    reward = trials["reward"].to_numpy(dtype=np.float64)[order]
+    stops = np.cumsum(np.bincount(codes[kept], minlength=grouped.ngroups))
+    rows, start = [], 0
+    for (subject, session), stop in zip(grouped.size().index, stops.tolist(), strict=True):
+        ok = valid[start:stop]
+        run_reward = reward[start:stop][ok]
         rows.append({"run": subject.item() if isinstance(subject, np.generic) else subject,
-                     "session": int(session), "performance": float(reward.mean()) if reward.size else float("nan"),
-                     "n_trials": int(len(g)), "n_invalid": int((~ok).sum())})
+                     "session": int(session),
+                     "performance": float(run_reward.mean()) if run_reward.size else float("nan"),
+                     "n_trials": int(stop - start), "n_invalid": int((~ok).sum())})
+        start = stop
     return rows

@@ -120,8 +120,9 @@ def rw_visit(
 
 
 @njit(cache=True, inline="always")
-def _advance_lanes(visit: np.ndarray, state: np.ndarray, lapses: bool) -> int:
-    """Play one visit of every lane: the vectorised loop of :func:`simulate_rwpm_kernel`.
+def _advance_lanes(buffer: np.ndarray, base: int, state: np.ndarray, lapses: bool) -> int:
+    """Play one visit of every lane (its block starts at ``base`` in the visit buffer): the vectorised
+    loop of :func:`simulate_rwpm_kernel`.
 
     The choice is the sign of :func:`~cogtestbed.numerics.sigmoid_margin` (no libm call, no branch:
     LLVM compiles the loop to AVX2 instructions over 4 lanes); returns how many lanes fell within
@@ -130,44 +131,46 @@ def _advance_lanes(visit: np.ndarray, state: np.ndarray, lapses: bool) -> int:
     """
     close = 0
     for lane in range(SIM_LANES):
+        at = base + lane
         v0 = state[_V0 * SIM_LANES + lane]
         v1 = state[_V1 * SIM_LANES + lane]
         state[_OLD0 * SIM_LANES + lane] = v0
         state[_OLD1 * SIM_LANES + lane] = v1
-        d = sigmoid_margin(visit[_U * SIM_LANES + lane], state[_BETA * SIM_LANES + lane] * (v0 - v1))
+        d = sigmoid_margin(buffer[at + _U * SIM_LANES], state[_BETA * SIM_LANES + lane] * (v0 - v1))
         close += not abs(d) > SIGMOID_MARGIN
         new0, new1, arm, reward = rw_visit(
-            v0, v1, d >= 0.0, visit[_R0 * SIM_LANES + lane], visit[_R1 * SIM_LANES + lane],
+            v0, v1, d >= 0.0, buffer[at + _R0 * SIM_LANES], buffer[at + _R1 * SIM_LANES],
             state[_APOS * SIM_LANES + lane], state[_ANEG * SIM_LANES + lane],
-            visit[_KIND * SIM_LANES + lane] if lapses else 0.0, visit[_LAPSE_U * SIM_LANES + lane] if lapses else 0.0,
+            buffer[at + _KIND * SIM_LANES] if lapses else 0.0, buffer[at + _LAPSE_U * SIM_LANES] if lapses else 0.0,
         )
         state[_V0 * SIM_LANES + lane] = new0
         state[_V1 * SIM_LANES + lane] = new1
-        visit[_ARM * SIM_LANES + lane] = arm
-        visit[_REWARD * SIM_LANES + lane] = reward
+        buffer[at + _ARM * SIM_LANES] = arm
+        buffer[at + _REWARD * SIM_LANES] = reward
     return close
 
 
 @njit(cache=True)
-def _redo_close_lanes(visit: np.ndarray, state: np.ndarray) -> None:
+def _redo_close_lanes(buffer: np.ndarray, base: int, state: np.ndarray) -> None:
     """Replay, from the pair before the visit, each lane whose cheap choice was within the margin,
     choosing exactly as the step path: arm 0 iff u < :func:`prob_arm0`."""
     for lane in range(SIM_LANES):
+        at = base + lane
         v0 = state[_OLD0 * SIM_LANES + lane]
         v1 = state[_OLD1 * SIM_LANES + lane]
         beta = state[_BETA * SIM_LANES + lane]
-        u = visit[_U * SIM_LANES + lane]
+        u = buffer[at + _U * SIM_LANES]
         if abs(sigmoid_margin(u, beta * (v0 - v1))) > SIGMOID_MARGIN:
             continue
         new0, new1, arm, reward = rw_visit(
-            v0, v1, not u < prob_arm0(beta, v0, v1), visit[_R0 * SIM_LANES + lane],
-            visit[_R1 * SIM_LANES + lane], state[_APOS * SIM_LANES + lane], state[_ANEG * SIM_LANES + lane],
-            visit[_KIND * SIM_LANES + lane], visit[_LAPSE_U * SIM_LANES + lane],
+            v0, v1, not u < prob_arm0(beta, v0, v1), buffer[at + _R0 * SIM_LANES], buffer[at + _R1 * SIM_LANES],
+            state[_APOS * SIM_LANES + lane], state[_ANEG * SIM_LANES + lane], buffer[at + _KIND * SIM_LANES],
+            buffer[at + _LAPSE_U * SIM_LANES],
         )
         state[_V0 * SIM_LANES + lane] = new0
         state[_V1 * SIM_LANES + lane] = new1
-        visit[_ARM * SIM_LANES + lane] = arm
-        visit[_REWARD * SIM_LANES + lane] = reward
+        buffer[at + _ARM * SIM_LANES] = arm
+        buffer[at + _REWARD * SIM_LANES] = reward
 
 
 @njit(cache=True)
@@ -258,10 +261,10 @@ def simulate_rwpm_kernel(
                     lapse_u_row[at[t]] = lu[t]
         state[_V0 * SIM_LANES : (_V1 + 1) * SIM_LANES] = V0
         for k in range(depth):
-            visit = buffer[k * _VISIT : (k + 1) * _VISIT]
-            close = _advance_lanes(visit, state, True) if lapses else _advance_lanes(visit, state, False)
+            base = k * _VISIT
+            close = _advance_lanes(buffer, base, state, True) if lapses else _advance_lanes(buffer, base, state, False)
             if close:
-                _redo_close_lanes(visit, state)
+                _redo_close_lanes(buffer, base, state)
         for j in range(m):
             at = offsets[j]
             arm, paid = actions[start + j], rewards[start + j]

@@ -29,10 +29,12 @@ atomic write: a failed run never leaves a half-written file.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import os
 import platform
+import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -44,7 +46,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pandas.api.extensions import ExtensionArray
+from pandas.api.extensions import ExtensionArray, ExtensionDtype, register_extension_dtype
 
 from cogtestbed.outputs import atomic_write_bytes, new_file_mode
 
@@ -58,6 +60,35 @@ OUTCOME_COLUMNS = ("action", "reward", "valid", "raw_response", "parse_error", "
 PARAM_PREFIX = "param_"
 MANIFEST_SUFFIX = ".manifest.json"
 SCHEMA_VERSION = 1
+
+
+class _NestedArrowDtypeName(ExtensionDtype):
+    """Reads back the name pandas gives a nested Arrow dtype (``list<item: double>[pyarrow]``, the
+    dtype of a :class:`Lists` column) when a Parquet file's pandas metadata names it: pandas
+    writes that name but cannot parse it, so without this a list column's table would not read
+    back.  Registered with pandas once (``register_extension_dtype``); it only parses names."""
+
+    name = "cogtestbed-nested-arrow-name"
+    type = object
+    _PATTERN = re.compile(r"^(large_list|list)<item: ([a-z0-9_]+)>\[pyarrow\]$")
+
+    @classmethod
+    def construct_from_string(cls, string: str) -> Any:
+        match = cls._PATTERN.match(string) if isinstance(string, str) else None
+        if match is None:
+            raise TypeError(f"cannot construct a nested Arrow dtype from {string!r}")
+        try:
+            item = pa.type_for_alias(match.group(2))
+        except ValueError:
+            raise TypeError(f"unknown Arrow item type in {string!r}") from None
+        return pd.ArrowDtype(pa.large_list(item) if match.group(1) == "large_list" else pa.list_(item))
+
+    @classmethod
+    def construct_array_type(cls) -> builtins.type[ExtensionArray]:
+        raise NotImplementedError("a name parser only")
+
+
+register_extension_dtype(_NestedArrowDtypeName)
 
 
 class TrialTableError(ValueError):
@@ -119,10 +150,18 @@ class CodedStrings:
 
     @classmethod
     def encode(cls, values: np.ndarray) -> CodedStrings:
-        """Codes of a (small) string array into its sorted distinct values; index ``codes`` with
-        trial-level indices to spread them over the table without touching strings."""
-        vocabulary, codes = np.unique(np.asarray(values), return_inverse=True)
-        return cls(codes.reshape(np.shape(values)), tuple(str(v) for v in vocabulary))
+        """Codes of a (small) string array into its sorted distinct values, in the smallest
+        unsigned integer type that holds them; index ``codes`` with trial-level indices to spread
+        them over the table without touching strings."""
+        values = np.asarray(values)
+        if values.dtype.kind == "U" and values.dtype.itemsize == 4:  # single characters: by code point
+            points, codes = np.unique(values.view(np.uint32), return_inverse=True)
+            vocabulary = tuple(chr(p) if p else "" for p in points.tolist())
+        else:
+            distinct, codes = np.unique(values, return_inverse=True)
+            vocabulary = tuple(str(v) for v in distinct)
+        small = codes.astype(np.min_scalar_type(max(len(vocabulary) - 1, 0)), copy=False)
+        return cls(small.reshape(values.shape), vocabulary)
 
     def take(self, *index: Any) -> CodedStrings:
         """The same vocabulary at ``codes[index]``."""
@@ -145,9 +184,79 @@ class CodedNumbers:
     values: np.ndarray
 
 
-#: A stimulus column: an (n_subjects, n_trials) array, :class:`CodedStrings`, :class:`CodedNumbers`, a
-#: flat pandas array, or None for a text column with nothing recorded (all missing, like ``raw_response``).
-Column: TypeAlias = np.ndarray | pd.Categorical | ExtensionArray | CodedStrings | CodedNumbers | None
+@dataclass(frozen=True)
+class PerSubject:
+    """A numeric stimulus column constant within each subject's session (a game's horizon, its
+    arms' means): ``values`` (n_subjects,), spread over the subject's kept rows (no (n_subjects,
+    n_trials) array is built)."""
+
+    values: np.ndarray
+
+
+@dataclass(frozen=True)
+class PerTrial:
+    """A numeric stimulus column that depends on the trial position only (forced vs free trials):
+    ``values`` (n_trials,), the same for every subject."""
+
+    values: np.ndarray
+
+
+@dataclass(frozen=True)
+class Lists:
+    """A list column (one list of numbers per row, of varying length), columnar: the rows' values
+    concatenated in ``values`` (1-D) and row i's list at ``values[offsets[i]:offsets[i + 1]]``
+    (``offsets``: n_subjects × n_trials + 1 non-decreasing integers from 0, rows in table order).
+
+    The table holds an Arrow ``list`` column (``pd.ArrowDtype(pa.list_(...))``): built without a
+    Python object per row; a cell reads back as a Python list.
+    """
+
+    values: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def from_padded(cls, padded: np.ndarray, lengths: np.ndarray) -> Lists:
+        """Row i's list is ``padded[i, :lengths[i]]`` (``padded``: (rows, width), rows in table order)."""
+        padded = np.asarray(padded)
+        rows, width = padded.shape
+        lengths = np.asarray(lengths, dtype=np.int64).reshape(rows)
+        if ((lengths < 0) | (lengths > width)).any():
+            raise ValueError(f"list lengths must lie in 0..{width}")
+        from cogtestbed.segments import gather_segments
+
+        offsets = list_offsets(lengths)
+        return cls(gather_segments(padded, np.arange(0, rows * width, width), lengths, offsets), offsets)
+
+
+def list_offsets(lengths: np.ndarray) -> np.ndarray:
+    """Offsets (0, then the cumulative ``lengths``) of lists of the given lengths."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
+def segment_index(starts: np.ndarray, lengths: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Indices ``starts[i] + j`` for j < ``lengths[i]``, row after row (``offsets``: their cumulative
+    lengths), built with whole-array steps."""
+    index = np.repeat(starts - offsets[:-1], lengths)
+    index += np.arange(int(offsets[-1]), dtype=np.int64)
+    return index
+
+
+@dataclass(frozen=True)
+class CodedLists:
+    """A list column whose rows take their list from a small ``vocabulary`` of lists by integer
+    ``codes`` (n_subjects, n_trials): an item's outcome labels, its ground-truth distribution."""
+
+    codes: np.ndarray
+    vocabulary: tuple[tuple[Any, ...], ...]
+
+
+#: A stimulus column: an (n_subjects, n_trials) array, :class:`CodedStrings`, :class:`CodedNumbers`,
+#: :class:`PerSubject`, :class:`PerTrial`, :class:`Lists`, :class:`CodedLists`, a flat pandas array, or
+#: None for a text column with nothing recorded (all missing, like ``raw_response``).
+Column: TypeAlias = (np.ndarray | pd.Categorical | ExtensionArray | CodedStrings | CodedNumbers | PerSubject
+                     | PerTrial | Lists | CodedLists | None)
 
 
 def finish_table(
@@ -183,23 +292,13 @@ def finish_table(
     """
     n_subjects, n_trials = np.shape(action)
     n = n_subjects * n_trials
-    # the kept rows' numbers with their subject and position (numba: imported where used)
-    rows: np.ndarray | None = None
-    row_subject: np.ndarray | None = None
-    row_position: np.ndarray | None = None
-    if keep is not None:
-        from cogtestbed.columns import kept_rows
-
-        rows, row_subject, row_position = kept_rows(np.asarray(keep, dtype=bool).reshape(n_subjects, n_trials))
-    col = _ColumnMaker(n, rows)
+    col = _ColumnMaker(n_subjects, n_trials, None if keep is None else np.asarray(keep, dtype=bool))
+    rows = col.rows
     cols: dict[str, Any] = {
         "experiment": _constant_category(experiment, col.n_rows),
-        "subject": (np.repeat(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64), n_trials)
-                    if row_subject is None else row_subject + subject_offset if subject_offset else row_subject),
+        "subject": col(PerSubject(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64))),
         "session": np.zeros(col.n_rows, dtype=np.int64) if session is None else col.index(session),
-        "trial": (col.index(trial) if trial is not None
-                  else np.tile(np.arange(n_trials, dtype=np.int64), n_subjects) if row_position is None
-                  else row_position),
+        "trial": col.index(trial) if trial is not None else col(PerTrial(np.arange(n_trials, dtype=np.int64))),
     }
     for name, values in stimulus.items():
         cols[name] = col(values)
@@ -216,9 +315,8 @@ def finish_table(
     cols["parse_error"] = col.text(parse_error)
     cols["agent"] = _constant_category(agent, col.n_rows)
     for name, per_subject in (params or {}).items():
-        values = np.asarray(per_subject, dtype=np.float64)
-        cols[PARAM_PREFIX + name] = (np.repeat(values, n_trials) if row_subject is None
-                                     else np.broadcast_to(values, (n_subjects,)).take(row_subject))
+        cols[PARAM_PREFIX + name] = col(PerSubject(np.broadcast_to(np.asarray(per_subject, dtype=np.float64),
+                                                                   (n_subjects,))))
     for name, values in (trailing or {}).items():
         cols[name] = col(values)
     # every column is a fresh array owned by the table, so no copy (nor block consolidation)
@@ -228,16 +326,31 @@ def finish_table(
 class _ColumnMaker:
     """Flattens (n_subjects, n_trials) arrays into fresh, row-filtered table columns."""
 
-    def __init__(self, n: int, rows: np.ndarray | None) -> None:
-        self.n, self.rows = n, rows
-        self.n_rows = n if rows is None else len(rows)
+    def __init__(self, n_subjects: int, n_trials: int, keep: np.ndarray | None) -> None:
+        """``keep``: the (n_subjects, n_trials) mask of the rows kept (None: every row)."""
+        self.n_subjects, self.n_trials = n_subjects, n_trials
+        self.n = n_subjects * n_trials
+        self.rows: np.ndarray | None = None
+        self._row_subject: np.ndarray | None = None
+        self._row_position: np.ndarray | None = None
+        if keep is not None:  # the kept rows' numbers with their subject and position, in one pass
+            from cogtestbed.columns import kept_rows  # numba: imported where used
+
+            self.rows, self._row_subject, self._row_position = kept_rows(keep.reshape(n_subjects, n_trials))
+        self.n_rows = self.n if self.rows is None else len(self.rows)
         self._codes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._offsets: dict[tuple[int, int], pa.Buffer] = {}
+        self._nulls: pa.Array | None = None
 
     def codes(self, codes: np.ndarray) -> np.ndarray:
-        """The kept rows of a codes array, chosen once per array (coded columns often share one)."""
+        """The kept rows of a codes array (its own integer type, flat; not copied: codes only index),
+        chosen once per array (coded columns often share one)."""
         hit = self._codes.get(id(codes))
         if hit is None or hit[0] is not codes:
-            hit = (codes, self.numeric(np.asarray(codes, dtype=np.int64).reshape(self.n)))
+            flat = np.asarray(codes).reshape(self.n)
+            if flat.dtype.kind not in "iu":
+                flat = flat.astype(np.int64)
+            hit = (codes, flat if self.rows is None else flat.take(self.rows))
             self._codes[id(codes)] = hit
         return hit[1]
 
@@ -254,13 +367,38 @@ class _ColumnMaker:
             return flat.take(self.rows)
         return flat if flat.flags.owndata and flat.base is None else flat.copy()
 
+    def subject_rows(self) -> np.ndarray | None:
+        """The subject of every kept row (None: every row is kept)."""
+        return self._row_subject
+
+    def position_rows(self) -> np.ndarray | None:
+        """The trial position of every kept row (None: every row is kept)."""
+        return self._row_position
+
     def __call__(self, values: Column) -> Any:
         if values is None:
             return self.text(None)
+        if isinstance(values, PerSubject):
+            per = np.asarray(values.values)
+            if per.shape != (self.n_subjects,):
+                raise ValueError(f"a per-subject column needs {self.n_subjects} values, got shape {per.shape}")
+            where = self.subject_rows()
+            return np.repeat(per, self.n_trials) if where is None else per.take(where)
+        if isinstance(values, PerTrial):
+            per = np.asarray(values.values)
+            if per.shape != (self.n_trials,):
+                raise ValueError(f"a per-trial column needs {self.n_trials} values, got shape {per.shape}")
+            where = self.position_rows()
+            return np.tile(per, self.n_subjects) if where is None else per.take(where)
         if isinstance(values, CodedStrings):
-            return _coded_string_array(self.codes(values.codes), values.vocabulary)
+            return _coded_string_array(self.codes(values.codes), values.vocabulary, self._offsets)
+        if isinstance(values, Lists):
+            return self.lists(_list_array(np.asarray(values.values), np.asarray(values.offsets), self.n))
+        if isinstance(values, CodedLists):
+            codes = self.codes(values.codes)
+            return pd.arrays.ArrowExtensionArray(_coded_list_array(codes, values.vocabulary))
         if isinstance(values, CodedNumbers):
-            return np.asarray(values.values).take(self.codes(values.codes))  # take: faster than indexing
+            return np.asarray(values.values).take(self.codes(values.codes))
         if isinstance(values, (pd.Categorical, ExtensionArray)):
             if len(values) != self.n:
                 raise ValueError(f"a flat stimulus column needs {self.n} rows, got {len(values)}")
@@ -273,11 +411,87 @@ class _ColumnMaker:
             return flat  # reshaping a strided view already copied it: the copy is the table's own
         return self.numeric(flat)
 
+    def lists(self, array: pa.Array) -> Any:
+        """The kept rows of an Arrow list array, as a pandas column."""
+        kept = array if self.rows is None else array.take(pa.array(self.rows))
+        return pd.arrays.ArrowExtensionArray(kept)
+
     def text(self, values: np.ndarray | None) -> Any:
-        """A nullable string column; an absent one is all-missing (built without a Python loop)."""
+        """A nullable string column; an absent one is all-missing (built without a Python loop; the
+        immutable Arrow array of nulls is made once per table and wrapped anew for each column)."""
         if values is None:
-            return pd.arrays.ArrowStringArray(pa.chunked_array([pa.nulls(self.n_rows, pa.large_string())]))
+            if self._nulls is None:
+                self._nulls = pa.nulls(self.n_rows, pa.large_string())
+            return pd.arrays.ArrowStringArray(pa.chunked_array([self._nulls]))
         return _string_array(self.numeric(np.asarray(values, dtype=object).reshape(self.n)))
+
+
+def _list_array(values: np.ndarray | pa.Array, offsets: np.ndarray, n_rows: int) -> pa.Array:
+    """The Arrow list array of rows ``values[offsets[i]:offsets[i + 1]]`` (checked offsets):
+    ``list<item>``, or ``large_list<item>`` where the values overflow its 32-bit offsets."""
+    offsets = np.asarray(offsets)
+    if offsets.shape != (n_rows + 1,):
+        raise ValueError(f"a list column needs {n_rows + 1} offsets, got shape {offsets.shape}")
+    if offsets[0] != 0 or offsets[-1] != len(values) or (np.diff(offsets) < 0).any():
+        raise ValueError("list offsets must rise from 0 to the number of values")
+    flat = values if isinstance(values, pa.Array) else pa.array(values)
+    if len(values) < 2**31:
+        return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), flat, type=pa.list_(flat.type))
+    return pa.LargeListArray.from_arrays(pa.array(offsets.astype(np.int64)), flat, type=pa.large_list(flat.type))
+
+
+def _coded_list_array(codes: np.ndarray, vocabulary: tuple[tuple[Any, ...], ...]) -> pa.Array:
+    """The Arrow list array of ``vocabulary[codes]`` (numbers, or strings), its offsets and values
+    gathered with whole-array steps (Arrow's ``take`` on a list array copies row by row)."""
+    if codes.size and (codes.min() < 0 or codes.max() >= len(vocabulary)):
+        raise ValueError(f"list codes must lie in 0..{len(vocabulary) - 1}")
+    sizes = np.array([len(v) for v in vocabulary], dtype=np.int64)
+    flat = [x for v in vocabulary for x in v]
+    words = any(isinstance(x, str) for x in flat)
+    from cogtestbed.segments import gather_segments
+
+    lengths = sizes.take(codes)
+    offsets = list_offsets(lengths)
+    starts = list_offsets(sizes)[:-1].take(codes)
+    if words:
+        values: np.ndarray | pa.Array = _take_strings(flat, segment_index(starts, lengths, offsets))
+    else:
+        values = gather_segments(np.array(flat, dtype=np.float64), starts, lengths, offsets)
+    return _list_array(values, offsets, len(codes))
+
+
+def _take_strings(pool: list[str], index: np.ndarray) -> pa.Array:
+    """The Arrow ``string`` array ``pool[index]``: its offsets and bytes gathered with whole-array
+    steps from the pool's encoded bytes (no Python object, no per-value copy loop)."""
+    encoded = [v.encode() for v in pool]
+    sizes = np.array([len(e) for e in encoded], dtype=np.int64)
+    data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    lengths = sizes.take(index)
+    offsets = list_offsets(lengths)
+    if offsets[-1] >= 2**31:
+        return pa.array(pool, type=pa.large_string()).take(pa.array(index))
+    from cogtestbed.segments import gather_segments
+
+    taken = gather_segments(data, list_offsets(sizes)[:-1].take(index), lengths, offsets)
+    return pa.StringArray.from_buffers(len(index), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(taken))
+
+
+def list_cells(column: pd.Series | ExtensionArray | np.ndarray) -> list[list[Any]]:
+    """The rows of a list column as Python lists, fast for the Arrow list columns tables hold
+    (the values converted once, then sliced: no Arrow scalar per row); other columns (an object
+    column, as pandas reads a list column back without its dtype) row by row."""
+    array = column.array if isinstance(column, pd.Series) else column
+    if isinstance(array, pd.arrays.ArrowExtensionArray) and (pa.types.is_list(array.dtype.pyarrow_dtype)
+                                                             or pa.types.is_large_list(array.dtype.pyarrow_dtype)):
+        out: list[list[Any]] = []
+        for chunk in pa.chunked_array(array.__arrow_array__()).chunks:
+            bounds = chunk.offsets.to_numpy()
+            start = int(bounds[0]) if len(bounds) else 0
+            flat = chunk.values.slice(start, int(bounds[-1]) - start).to_numpy(zero_copy_only=False).tolist()
+            edges = (bounds - start).tolist()
+            out.extend(flat[a:b] for a, b in zip(edges[:-1], edges[1:], strict=True))
+        return out
+    return [list(v) for v in array]
 
 
 def _masked_action(flat: np.ndarray, present: np.ndarray, fresh: bool = False) -> Any:
@@ -315,10 +529,46 @@ def _string_array(flat: np.ndarray) -> Any:
     return pd.arrays.ArrowStringArray(pa.chunked_array([arrow]))
 
 
-def _coded_string_array(codes: np.ndarray, vocabulary: tuple[str | None, ...]) -> Any:
-    from cogtestbed.columns import take_strings  # numba: imported where used
+def _coded_string_array(codes: np.ndarray, vocabulary: tuple[str | None, ...],
+                        offsets: dict[tuple[int, int], pa.Buffer] | None = None) -> Any:
+    """The ``string`` column ``vocabulary[codes]``; ``offsets`` caches the offsets buffers of
+    fixed-width columns (equal for every column of that width and length, so built once)."""
+    encoded = [None if v is None else v.encode() for v in vocabulary]
+    widths = {len(e) for e in encoded if e is not None}
+    if len(widths) == 1:
+        if codes.size and (codes.min() < 0 or codes.max() >= len(vocabulary)):
+            raise ValueError(f"string codes must lie in 0..{len(vocabulary) - 1}")
+        taken = _fixed_width_strings(codes, encoded, widths.pop(), {} if offsets is None else offsets)
+    else:  # varying widths: the compiled copy (numba: imported where used)
+        from cogtestbed.columns import take_strings
 
-    return pd.arrays.ArrowStringArray(pa.chunked_array([take_strings(codes, vocabulary)]))
+        taken = take_strings(codes, vocabulary)
+    return pd.arrays.ArrowStringArray(pa.chunked_array([taken]))
+
+
+def _fixed_width_strings(codes: np.ndarray, encoded: list[bytes | None], width: int,
+                         offsets_cache: dict[tuple[int, int], pa.Buffer]) -> pa.Array:
+    """The Arrow ``large_string`` array of ``vocabulary[codes]`` when every present value has
+    ``width`` bytes: its buffers (offsets, bytes, validity) built with whole-array numpy steps,
+    equal to Arrow's ``take`` of the vocabulary (a missing value adds no bytes)."""
+    n = len(codes)
+    table = np.frombuffer(b"".join(e if e is not None else b"\0" * width for e in encoded),
+                          dtype=np.uint8).reshape(len(encoded), width)
+    if all(e is not None for e in encoded):
+        offsets = offsets_cache.get((n, width))
+        if offsets is None:
+            offsets = offsets_cache[(n, width)] = pa.py_buffer(np.arange(0, width * (n + 1), width, dtype=np.int64))
+        data = table.reshape(-1).take(codes) if width == 1 else table[codes]
+        return pa.LargeStringArray.from_buffers(n, offsets, pa.py_buffer(data), None, null_count=0)
+    present = np.array([e is not None for e in encoded])[codes]
+    counts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(present, out=counts[1:])
+    counts *= width
+    data = table[codes[present]]
+    missing = int(n - np.count_nonzero(present))
+    validity = pa.py_buffer(np.packbits(present, bitorder="little")) if missing else None
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(counts), pa.py_buffer(np.ascontiguousarray(data)),
+                                            validity, null_count=missing)
 
 
 def scored_columns(scored: np.ndarray | None, n_continuations: int, shape: tuple[int, int],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,12 +21,12 @@ from cogtestbed.environments.discounting import (
     asked_questions,
     question_list,
 )
-from cogtestbed.environments.revealed import normalise_logprobs, normalise_logprobs_rows
+from cogtestbed.environments.revealed import normalise_logprobs, normalise_logprobs_rows, normalise_logprobs_segments
 from cogtestbed.inference.hierarchical import Diagnostics
 from cogtestbed.inference.twostep import stay_design, stay_pairs
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import seed_streams, simulate, subject_params
-from cogtestbed.trials import CodedStrings, finish_table
+from cogtestbed.trials import CodedLists, CodedStrings, Lists, finish_table, list_cells
 
 
 def _table(**kw: object) -> pd.DataFrame:
@@ -173,3 +174,39 @@ def test_convergence_verdict_checks_tail_ess() -> None:
     assert low_tail.report().endswith("NOT converged: min tail ESS 345 < 400")
     assert low_tail.as_dict()["converged"] is False and low_tail.columns()["min_ess_tail"] == 345.0
     assert "2 divergent transitions" in _diag(812.0, 2).verdict
+
+
+def test_list_columns_are_arrow_lists_that_read_back_from_parquet(tmp_path: Path) -> None:
+    offsets = np.array([0, 2, 2, 5, 6, 9, 10])
+    t = _table(stimulus={"x": Lists(np.arange(10.0), offsets),
+                         "labels": CodedLists(np.array([[0, 1, 2], [2, 1, 0]]), (("a", "bc"), (), ("Left",)))})
+    assert str(t["x"].dtype) == "list<item: double>[pyarrow]"
+    assert str(t["labels"].dtype) == "list<item: string>[pyarrow]"
+    assert t["x"].iloc[2] == [2.0, 3.0, 4.0] and t["labels"].iloc[0] == ["a", "bc"] and t["labels"].iloc[1] == []
+    assert list_cells(t["labels"]) == [["a", "bc"], [], ["Left"], ["Left"], [], ["a", "bc"]]
+    assert list_cells(t["x"].iloc[3:5]) == [[5.0], [6.0, 7.0, 8.0]]
+    path = tmp_path / "t.parquet"
+    t.to_parquet(path)
+    pd.testing.assert_frame_equal(pd.read_parquet(path), t)
+    kept = finish_table("x", {"x": Lists(np.arange(10.0), offsets)}, np.zeros((2, 3), int), np.ones((2, 3)),
+                        np.ones((2, 3), bool), agent="a", keep=np.array([[False, True, True], [False, False, True]]))
+    assert list_cells(kept["x"]) == [[], [2.0, 3.0, 4.0], [9.0]]
+    with pytest.raises(ValueError, match="offsets must rise"):
+        _table(stimulus={"x": Lists(np.arange(3.0), np.array([0, 1, 1, 1, 1, 1, 2]))})
+    with pytest.raises(ValueError, match="list codes must lie"):
+        _table(stimulus={"x": CodedLists(np.full((2, 3), 3), ((1.0,), (), (2.0,)))})
+
+
+def test_lists_from_padded_rows_and_segment_normalisation() -> None:
+    padded = np.arange(12.0).reshape(4, 3)
+    lists = Lists.from_padded(padded, np.array([3, 0, 1, 2]))
+    assert lists.values.tolist() == [0.0, 1.0, 2.0, 6.0, 9.0, 10.0] and lists.offsets.tolist() == [0, 3, 3, 4, 6]
+    rng = np.random.default_rng(3)
+    k = rng.integers(2, 12, 300)
+    lp = np.log(rng.random((300, 12)))
+    lp[::9, 0] = np.nan
+    lp[::13] = -np.inf
+    flat = Lists.from_padded(lp, k)
+    got = normalise_logprobs_segments(flat.values, flat.offsets)
+    expected = np.concatenate([normalise_logprobs(row[:kk]) for row, kk in zip(lp, k, strict=True)])
+    assert got.tobytes() == expected.tobytes()

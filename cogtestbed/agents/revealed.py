@@ -179,7 +179,6 @@ class _RevealedAgent(SyntheticAgent[RevealedDesign, RevealedSessions]):
         sampled = cls.mode == MODE_SAMPLED
         return Outcomes(
             action=action.astype(np.int64), reward=np.full((n, t), np.nan), valid=np.ones((n, t), dtype=bool),
-            raw_response=np.full((n, t), None, dtype=object), parse_error=np.full((n, t), None, dtype=object),
             played=np.ones((n, t), dtype=bool),
             extra={"logprobs": logp, "mass_outside": np.full((n, t), np.nan),
                    "method": np.full((n, t), 1 if sampled else 0, dtype=np.int64),

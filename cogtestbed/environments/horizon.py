@@ -25,6 +25,7 @@ arm (CogBench's ``choice``).  Rows past a horizon-1 game's fifth trial do not ex
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -33,9 +34,10 @@ from gymnasium import spaces
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.draws import RoundedNormal, permute_rows
 from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.schema import REWARDED, TrialSchema, Values
-from cogtestbed.trials import finish_table
+from cogtestbed.trials import PerSubject, PerTrial, finish_table
 
 EXPERIMENT = "horizon"
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
@@ -140,7 +142,10 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
     # -- stochastic design -----------------------------------------------------------------
     @classmethod
     def sample_sessions(cls, design: HorizonDesign, n: int, rng: np.random.Generator) -> HorizonSessions:
-        """Draw horizon, condition, means, rewards and forced choices for ``n`` games."""
+        """Draw horizon, condition, means, rewards and forced choices for ``n`` games (whole arrays:
+        rounded Gaussian rewards by :class:`~cogtestbed.environments.draws.RoundedNormal` where the
+        means are whole numbers, forced choices shuffled by
+        :func:`~cogtestbed.environments.draws.permute_rows`)."""
         horizons = np.asarray(design.horizons, dtype=np.int64)
         horizon = horizons[rng.integers(0, len(horizons), size=n)]
         idx = rng.integers(0, 2, size=n)
@@ -150,13 +155,15 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         rows = np.arange(n)
         means[rows, idx] = base
         means[rows, 1 - idx] = base + delta
-        t_max = design.n_trials
-        rewards = np.rint(means[:, None, :] + design.reward_sd * rng.standard_normal((n, t_max, 2)))
+        shape = (n, design.n_trials, 2)
+        if _whole_means(design):  # rint(m + sd·z) = m + rint(sd·z) for a whole-number mean m
+            rewards = _rounded_normal(design.reward_sd).draw(shape, rng, means[:, None, :])
+        else:
+            rewards = np.rint(means[:, None, :] + design.reward_sd * rng.standard_normal(shape))
         unequal = rng.random(n) < design.p_unequal
         patterns = np.array([[0, 0, 0, 1], [0, 1, 1, 1], [0, 0, 1, 1]], dtype=np.int64)
         which = np.where(unequal, rng.integers(0, 2, size=n), 2)
-        order = rng.random((n, 4)).argsort(axis=1)
-        forced = np.take_along_axis(patterns[which], order, axis=1)
+        forced = permute_rows(patterns[which], rng)
         return HorizonSessions(horizon=horizon, unequal=unequal, means=means, rewards=rewards, forced=forced)
 
     # -- dynamics --------------------------------------------------------------------------
@@ -239,13 +246,25 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         action[:, :nf] = sessions.forced
         action[:, nf:nf + steps] = outcomes.action
         valid[:, nf:nf + steps] = outcomes.valid
-        rows = np.arange(n)[:, None]
-        reward = np.where(valid, sessions.rewards[rows, np.arange(t_max)[None, :], np.clip(action, 0, 1)], np.nan)
+        chosen = np.clip(action, 0, 1)
+        chosen += np.arange(0, 2 * n * t_max, 2).reshape(n, t_max)  # flat index of the chosen arm's reward
+        reward = np.where(valid, sessions.rewards.reshape(-1).take(chosen), np.nan)
         exists = np.arange(t_max)[None, :] < (nf + sessions.horizon)[:, None]
         return game_table(sessions.horizon, sessions.unequal, sessions.means, sessions.rewards,
                           action, reward, valid, exists, nf, agent=agent,
                           raw_response=_free_steps(outcomes.raw_response, nf, t_max),
                           parse_error=_free_steps(outcomes.parse_error, nf, t_max), params=params)
+
+
+def _whole_means(design: HorizonDesign) -> bool:
+    """Whether every mean the design can draw (a base mean, or one plus a Δ) is a whole number."""
+    values = np.add.outer(design.base_means, (0.0, *design.deltas))
+    return bool(np.all(values == np.rint(values)))
+
+
+@cache
+def _rounded_normal(sd: float) -> RoundedNormal:
+    return RoundedNormal(sd)
 
 
 def _free_steps(per_step: np.ndarray | None, n_forced: int, t_max: int) -> np.ndarray | None:
@@ -266,11 +285,11 @@ def game_table(
     """Trial table from rectangular (n_games, max_trials) arrays, keeping rows where ``exists``."""
     n, t_max = action.shape
     stimulus = {
-        "horizon": np.repeat(np.asarray(horizon, dtype=np.int64)[:, None], t_max, axis=1),
-        "unequal": np.repeat(np.asarray(unequal, dtype=bool)[:, None], t_max, axis=1),
-        "forced": np.broadcast_to(np.arange(t_max) < n_forced, (n, t_max)),
-        "mean0": np.repeat(means[:, :1], t_max, axis=1),
-        "mean1": np.repeat(means[:, 1:], t_max, axis=1),
+        "horizon": PerSubject(np.asarray(horizon, dtype=np.int64)),
+        "unequal": PerSubject(np.asarray(unequal, dtype=bool)),
+        "forced": PerTrial(np.arange(t_max) < n_forced),
+        "mean0": PerSubject(np.ascontiguousarray(means[:, 0], dtype=np.float64)),
+        "mean1": PerSubject(np.ascontiguousarray(means[:, 1], dtype=np.float64)),
         "reward0": rewards[:, :t_max, 0],
         "reward1": rewards[:, :t_max, 1],
     }

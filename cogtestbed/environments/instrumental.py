@@ -28,9 +28,10 @@ from gymnasium import spaces
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.draws import argsort_uniform_rows, bernoulli
 from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.schema import REWARDED, TrialSchema, Values
-from cogtestbed.trials import CodedStrings, Column, finish_table
+from cogtestbed.trials import CodedNumbers, CodedStrings, Column, finish_table
 
 EXPERIMENT = "instrumental-learning"
 ALPHABET = "ABCDEFGHJKLMNOPQRSTVW"
@@ -124,16 +125,18 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
     def sample_sessions(
         cls, design: InstrumentalDesign, n: int, rng: np.random.Generator
     ) -> InstrumentalSessions:
-        """Draw letters, trial order, outcomes and option order for ``n`` sessions."""
+        """Draw letters, trial order, outcomes and option order for ``n`` sessions: letters and
+        trial order as the argsort of uniform keys (in O(T) per session,
+        :func:`~cogtestbed.environments.draws.argsort_uniform_rows`), then one uniform per
+        pre-sampled outcome and per option order."""
         n_c, v, t = design.n_casinos, design.visits_per_casino, design.n_trials
         alphabet = np.array(list(design.alphabet))
-        letter_idx = rng.random((n, len(alphabet))).argsort(axis=1)[:, : 2 * n_c]
+        letter_idx = argsort_uniform_rows(rng.random((n, len(alphabet))))[:, : 2 * n_c]
         letters = alphabet[letter_idx].reshape(n, n_c, 2)
         base = np.repeat(np.arange(1, n_c + 1, dtype=np.int64), v)
-        order = rng.random((n, t)).argsort(axis=1)
-        casino = base[order]
-        probs = np.asarray(design.reward_probs, dtype=np.float64)[casino - 1]  # (n, t, 2)
-        reward_draws = (rng.random((n, t, 2)) < probs).astype(np.float64)
+        casino = base.take(argsort_uniform_rows(rng.random((n, t))))
+        probs = np.take(np.asarray(design.reward_probs, dtype=np.float64), casino - 1, axis=0)  # (n, t, 2)
+        reward_draws = bernoulli(probs, rng)
         flip = rng.random((n, t)) < 0.5
         if not design.randomise_order:
             flip[:] = False
@@ -235,20 +238,23 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
         *, agent: str = "unknown", params: dict[str, np.ndarray] | None = None,
     ) -> pd.DataFrame:
         """One row per trial in the schema of :mod:`cogtestbed.trials`."""
-        n = sessions.n_subjects
         c0 = sessions.casino - 1
-        rows = np.arange(n)[:, None]
         letters = CodedStrings.encode(sessions.letters)
-        machine0 = letters.take(rows, c0, 0)
-        machine1 = letters.take(rows, c0, 1)
+        # column of arm 0 of each trial's casino among a subject's (casino, arm) letters, flattened
+        arm0 = c0 * 2
+        arm0 += np.arange(0, letters.codes.size, 2 * design.n_casinos)[:, None]
+        flat = letters.codes.reshape(-1)
+        machine0 = CodedStrings(flat.take(arm0), letters.vocabulary)
+        arm0 += 1
+        machine1 = CodedStrings(flat.take(arm0), letters.vocabulary)
         probs = np.asarray(design.reward_probs, dtype=np.float64)
         stimulus: dict[str, Column] = {
             "casino": sessions.casino,
             "machine0": machine0,
             "machine1": machine1,
             "shown_first": machine1.where(sessions.flip, machine0),
-            "mean0": probs[:, 0].take(c0),
-            "mean1": probs[:, 1].take(c0),
+            "mean0": CodedNumbers(c0, probs[:, 0]),
+            "mean1": CodedNumbers(c0, probs[:, 1]),
             "reward0": sessions.reward_draws[..., 0],
             "reward1": sessions.reward_draws[..., 1],
         }

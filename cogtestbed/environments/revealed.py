@@ -25,7 +25,8 @@ Every item is asked on up to two channels, one step each (``design.channels``):
   :func:`parse_mcq` reads "[C]" (recorded as a one-hot distribution, ``method="generated"``).
 
 Trial table: one row per step with ``item, scenario, variant, condition, setting, channel,
-n_outcomes``, list columns ``outcomes`` (labels; "A".."E" on StaA rows), ``p_star`` (ground
+n_outcomes``, list columns (Arrow ``list`` columns, built without a Python object per row; a cell
+reads as a Python list) ``outcomes`` (labels; "A".."E" on StaA rows), ``p_star`` (ground
 truth; the one-hot correct answer on StaA rows), ``mcq_values``, ``logprobs`` (as the subject
 gave them) and ``probs`` (renormalised), and ``target``, ``correct_option``, ``mass_outside``,
 ``method`` (exact | sampled | generated) and ``n_samples``.  ``action`` is the index of the most
@@ -34,10 +35,7 @@ probable outcome (option).
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar, Literal
@@ -45,6 +43,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 from gymnasium import spaces
+from numba import njit
 from pydantic import field_validator, model_validator
 
 from cogtestbed.agents.lapse import random_choice
@@ -62,6 +61,7 @@ from cogtestbed.environments.base import (
     TextResponse,
     uniform_simplex_logprobs,
 )
+from cogtestbed.environments.draws import permute_rows
 from cogtestbed.environments.revealed_items import (
     MARKED_LABELS,
     MAX_OUTCOMES,
@@ -77,7 +77,8 @@ from cogtestbed.environments.revealed_items import (
     preference_items,
 )
 from cogtestbed.schema import RowRule, TrialSchema, Values
-from cogtestbed.trials import CodedStrings, finish_table
+from cogtestbed.segments import gather_segments, scatter_segments
+from cogtestbed.trials import CodedLists, CodedStrings, Column, Lists, finish_table, list_offsets
 
 EXPERIMENT = "revealed-belief"
 CHANNELS = ("revb", "staa")
@@ -307,6 +308,20 @@ def item_arrays(design: RevealedDesign) -> ItemArrays:
     return _arrays_cached(_grid_key(design))
 
 
+@cache
+def _p_star_cached(key: tuple[Any, ...]) -> np.ndarray:
+    items = build_items(*key)
+    table = np.zeros((len(items), MAX_OUTCOMES))
+    for i, it in enumerate(items):
+        table[i, : it.n_outcomes] = it.p_star
+    return table
+
+
+def _p_star_table(design: RevealedDesign) -> np.ndarray:
+    """Ground truth of every item, padded to (n_items, MAX_OUTCOMES) with zeros."""
+    return _p_star_cached(_grid_key(design))
+
+
 # ----------------------------------------------------------------------------- sessions
 @dataclass(frozen=True)
 class RevealedSessions(Sessions):
@@ -319,24 +334,42 @@ class RevealedSessions(Sessions):
     mcq_values: np.ndarray  # (N, T, 5) float64, the answers' values in option order
 
 
-def draw_mcq(p_target: np.ndarray, correct: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Option values: the correct value at ``correct``, four pool distractors elsewhere (vectorised).
+def draw_mcq(p_target: np.ndarray, correct: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Option values (…, 5): the correct value (``p_target`` to 3 decimals) at ``correct``, four pool
+    distractors elsewhere, drawn without replacement in random order from the pool values that
+    differ from the correct one (vectorised).
 
-    ``keys`` (…, len(pool)) are uniforms ranking the pool; values equal (to 3 decimals) to the
-    correct one are never drawn.
+    Each question takes the first five entries of a uniform permutation of the pool
+    (:func:`~cogtestbed.environments.draws.permute_rows`) and drops the one equal to the correct
+    value where it is among them (else the fifth): the remaining four are the first four of a
+    uniform permutation of the allowed values.
     """
     pool = np.asarray(DISTRACTOR_POOL)
-    right = np.round(p_target, 3)
-    keys = np.where(np.isclose(pool, right[..., None]), np.inf, keys)
-    distract = pool[np.argsort(keys, axis=-1)[..., :4]]
-    out = np.empty((*p_target.shape, 5))
-    slot = np.arange(5)
-    for j in range(5):
-        k = j - (j > correct)  # distractor index for slot j
-        out[..., j] = np.where(correct == j, right, np.take_along_axis(distract, np.clip(k, 0, 3)[..., None],
-                                                                       axis=-1)[..., 0])
-    del slot
-    return out
+    right = np.round(p_target, 3).reshape(-1)
+    picks = permute_rows(np.broadcast_to(np.arange(len(pool), dtype=np.int8), (len(right), len(pool))), rng, 5)
+    out = np.empty((len(right), 5))
+    _mcq_options(picks, pool, right, correct.reshape(-1).astype(np.int64, copy=False), out)
+    return out.reshape(*np.shape(p_target), 5)
+
+
+@njit(cache=True)
+def _mcq_options(picks: np.ndarray, pool: np.ndarray, right: np.ndarray, correct: np.ndarray,
+                 out: np.ndarray) -> None:  # pragma: no cover - numba
+    """Row r: ``right[r]`` at slot ``correct[r]``, the other slots in order take the first four
+    picked pool values that differ from it."""
+    for r in range(picks.shape[0]):
+        out[r, correct[r]] = right[r]
+        slot = 0
+        for p in range(picks.shape[1]):
+            value = pool[picks[r, p]]
+            if value == right[r]:
+                continue
+            if slot == correct[r]:
+                slot += 1
+            if slot >= 5:
+                break
+            out[r, slot] = value
+            slot += 1
 
 
 class AnyResponseSpace(spaces.Space[Any]):
@@ -442,23 +475,20 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
         """Item order (shuffled if asked), MCQ target, correct position and distractors per item."""
         items = design.items
         n_items, n_ch = len(items), len(design.channels)
-        order = (rng.random((n, n_items)).argsort(axis=1) if design.shuffle
+        # the items in session order; every draw below is per (subject, position)
+        order = (permute_rows(np.broadcast_to(np.arange(n_items), (n, n_items)), rng) if design.shuffle
                  else np.broadcast_to(np.arange(n_items), (n, n_items)).copy())
-        k_of = np.array([it.n_outcomes for it in items])
-        target_i = np.floor(rng.random((n, n_items)) * k_of[None, :]).astype(np.int64)
-        correct_i = rng.integers(0, 5, size=(n, n_items))
-        keys = rng.random((n, n_items, len(DISTRACTOR_POOL)))
-        p_target = np.array([[items[i].p_star[t] for i, t in enumerate(row)] for row in target_i])
-        values_i = draw_mcq(p_target, correct_i, keys)
+        k_of = np.array([it.n_outcomes for it in items], dtype=np.int64)
+        target = np.floor(rng.random((n, n_items)) * k_of.take(order)).astype(np.int64)
+        correct = np.floor(rng.random((n, n_items)) * len(MCQ_OPTIONS)).astype(np.int64)
+        p_target = _p_star_table(design).reshape(-1).take(order * MAX_OUTCOMES + target)
+        values = draw_mcq(p_target, correct, rng)
         # per trial: items in session order, each asked on every channel in turn
-        item = np.repeat(order, n_ch, axis=1)
-        ch_idx = np.array([CHANNELS.index(c) for c in design.channels])
-        channel = np.tile(ch_idx, (n, n_items))
-        rows = np.arange(n)[:, None]
+        ch_idx = np.array([CHANNELS.index(c) for c in design.channels], dtype=np.int64)
         return RevealedSessions(
-            item=item.astype(np.int64), channel=channel.astype(np.int64),
-            target=target_i[rows, item].astype(np.int64), correct=correct_i[rows, item].astype(np.int64),
-            mcq_values=values_i[rows, item],
+            item=np.repeat(order, n_ch, axis=1), channel=np.tile(ch_idx, (n, n_items)),
+            target=np.repeat(target, n_ch, axis=1), correct=np.repeat(correct, n_ch, axis=1),
+            mcq_values=np.repeat(values, n_ch, axis=1),
         )
 
     # -- dynamics --------------------------------------------------------------------------
@@ -603,86 +633,80 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
         stimulus["target"] = sessions.target
         stimulus["correct_option"] = sessions.correct
         ex = outcomes.extra
-        lp = ex.get("logprobs", np.full((n, t, MAX_OUTCOMES), np.nan)).reshape(n * t, MAX_OUTCOMES)
-        method = ex.get("method", np.full((n, t), -1)).reshape(-1)
-        with _no_cyclic_gc():  # millions of acyclic lists: collections would rescan them all
-            lists = _list_columns(design, item.reshape(-1), channel.reshape(-1), sessions.correct.reshape(-1),
-                                  sessions.mcq_values.reshape(n * t, 5), lp)
-        stimulus.update({name: pd.array(col, dtype=object) for name, col in lists.items()})
-        stimulus["mass_outside"] = ex.get("mass_outside", np.full((n, t), np.nan))
+        lp = (ex["logprobs"] if "logprobs" in ex else np.full((n, t, MAX_OUTCOMES), np.nan)).reshape(n * t, -1)
+        method = (ex["method"] if "method" in ex else np.full((n, t), -1)).reshape(-1)
+        stimulus.update(_list_columns(design, item.reshape(-1), channel.reshape(-1), sessions.correct.reshape(-1),
+                                      sessions.mcq_values.reshape(n * t, 5), lp, (n, t)))
+        stimulus["mass_outside"] = ex["mass_outside"] if "mass_outside" in ex else np.full((n, t), np.nan)
         stimulus["method"] = (pd.Categorical.from_codes(method, categories=list(METHODS)) if (method >= 0).all()
                               else CodedStrings(np.where(method >= 0, method, len(METHODS)), (*METHODS, None)))
-        stimulus["n_samples"] = ex.get("n_samples", np.zeros((n, t), dtype=np.int64))
+        stimulus["n_samples"] = ex["n_samples"] if "n_samples" in ex else np.zeros((n, t), dtype=np.int64)
         return finish_table(EXPERIMENT, stimulus, outcomes.action, outcomes.reward, outcomes.valid, agent=agent,
                             raw_response=outcomes.raw_response, parse_error=outcomes.parse_error, params=params)
 
 
-@contextlib.contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector (its own state restored after): building the list
-    columns allocates millions of containers, each of which would count towards, and be scanned
-    by, generation collections although none can form a cycle (half the build time, measured)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _list_columns(design: RevealedDesign, item: np.ndarray, channel: np.ndarray, correct: np.ndarray,
-                  values: np.ndarray, lp: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-row lists (object arrays of Python lists): outcome labels, ground truth, prior, MCQ
-    values, log-probabilities and probabilities.  Built a group of equally long rows at a time."""
+                  values: np.ndarray, lp: np.ndarray, shape: tuple[int, int]) -> dict[str, Column]:
+    """The list columns, columnar (:class:`~cogtestbed.trials.Lists` /
+    :class:`~cogtestbed.trials.CodedLists`, no Python object per row): outcome labels, ground
+    truth, prior (per item on RevB rows; the options, the one-hot correct answer and no prior on
+    StaA rows), MCQ values (StaA rows), log-probabilities and probabilities (renormalised a group
+    of equally long rows at a time)."""
     items = design.items
+    n_items = len(items)
     revb = channel == 0
     k = np.where(revb, np.array([it.n_outcomes for it in items])[item], len(MCQ_OPTIONS))
-    staa = ~revb
-    eye = np.eye(len(MCQ_OPTIONS))
-    out = {
-        "outcomes": _shared_lists([list(it.labels) for it in items], item, revb, list(MCQ_OPTIONS)),
-        "p_star": _shared_lists([list(it.p_star) for it in items], item, revb, None),
-        "prior": _shared_lists([list(it.prior) for it in items], item, revb, None),
-        "mcq_values": _shared_lists([[] for _ in items], item, revb, None),
-        "logprobs": np.empty(len(item), dtype=object),
-        "probs": np.empty(len(item), dtype=object),
+    eye = tuple(tuple(float(x) for x in row) for row in np.eye(len(MCQ_OPTIONS)))
+    staa_code = np.where(revb, item, n_items).reshape(shape)
+    out: dict[str, Column] = {
+        "outcomes": CodedLists(staa_code, (*(it.labels for it in items), tuple(MCQ_OPTIONS))),
+        "p_star": CodedLists(np.where(revb, item, n_items + correct).reshape(shape),
+                             (*(tuple(it.p_star) for it in items), *eye)),
+        "prior": CodedLists(staa_code, (*(tuple(it.prior) for it in items), ())),
+        "mcq_values": Lists(values[~revb].reshape(-1), list_offsets(np.where(revb, 0, len(MCQ_OPTIONS)))),
     }
-    _fill_lists(out["p_star"], np.flatnonzero(staa), eye[correct[staa]])
-    _fill_lists(out["prior"], np.flatnonzero(staa), np.empty((int(staa.sum()), 0)))
-    _fill_lists(out["mcq_values"], np.flatnonzero(staa), values[staa])
-    for kk in np.unique(k):
-        rows = np.flatnonzero(k == kk)
-        row_lp = lp[rows, :kk]
-        _fill_lists(out["logprobs"], rows, row_lp)
-        _fill_lists(out["probs"], rows, normalise_logprobs_rows(row_lp))
+    logprobs = Lists.from_padded(lp, k)
+    out["logprobs"] = logprobs
+    out["probs"] = Lists(normalise_logprobs_segments(logprobs.values, logprobs.offsets), logprobs.offsets)
     return out
 
 
-def _shared_lists(per_item: list[list[Any]], item: np.ndarray, revb: np.ndarray, staa: list[Any] | None
-                  ) -> np.ndarray:
-    """Object array of each RevB row's item list (one list object per item) and, if given, the
-    one StaA list on StaA rows (others are filled by the caller)."""
-    table = np.empty(len(per_item) + 1, dtype=object)
-    for i, lst in enumerate(per_item):
-        table[i] = lst
-    table[-1] = staa
-    return table[np.where(revb, item, len(per_item))]
-
-
-def _fill_lists(out: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
-    """``out[rows[j]] = values[j].tolist()`` for every j, the lists made in one call."""
-    out[rows] = np.fromiter(np.ascontiguousarray(values).tolist(), dtype=object, count=len(rows))
+def normalise_logprobs_segments(lp: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """:func:`normalise_logprobs_rows` of every row of a list column (row i:
+    ``lp[offsets[i]:offsets[i + 1]]``): the values gathered once with rows of equal length side by
+    side, each such block normalised as one 2-D array (so every row gets exactly the arithmetic of
+    :func:`normalise_logprobs`), and scattered back."""
+    lengths = np.diff(offsets)
+    sizes = np.unique(lengths)
+    order = np.concatenate([np.flatnonzero(lengths == kk) for kk in sizes]) if len(sizes) else lengths
+    grouped_lengths = lengths.take(order)
+    grouped_offsets = list_offsets(grouped_lengths)
+    starts = offsets[:-1].take(order)
+    grouped = gather_segments(lp, starts, grouped_lengths, grouped_offsets)
+    start = 0
+    for kk in sizes:
+        stop = start + int(kk) * int(np.count_nonzero(lengths == kk))
+        block = grouped[start:stop].reshape(-1, int(kk))
+        grouped[start:stop] = normalise_logprobs_rows(block).reshape(-1)
+        start = stop
+    out = np.empty_like(lp)
+    scatter_segments(grouped, starts, grouped_lengths, grouped_offsets, out)
+    return out
 
 
 def normalise_logprobs_rows(lp: np.ndarray) -> np.ndarray:
     """:func:`normalise_logprobs` of every row of a 2-D array (the same arithmetic row by row)."""
     lp = np.asarray(lp, dtype=np.float64)
-    out = np.full(lp.shape, np.nan)
     if lp.shape[1] == 0:
-        return out
+        return np.full(lp.shape, np.nan)
     top = lp.max(axis=1, initial=-np.inf)
-    ok = ~np.isnan(lp).any(axis=1) & np.isfinite(top)
+    ok = np.isfinite(top)  # a NaN anywhere makes the maximum NaN: an unanswered step
+    if ok.all():  # every row answered: no row to leave out
+        w = lp - top[:, None]
+        np.exp(w, out=w)
+        w /= np.add.reduce(w, axis=1, keepdims=True)
+        return w
+    out = np.full(lp.shape, np.nan)
     w = np.exp(lp[ok] - top[ok, None])
     out[ok] = w / np.add.reduce(w, axis=1, keepdims=True)
     return out

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.experiments.spec import MetricOption
+from cogtestbed.trials import list_cells
 
 #: Floor of both distributions in the symmetric KL (then renormalised); see module docstring.
 SYMKL_EPS = 1e-9
@@ -60,10 +61,11 @@ def item_metrics(trials: pd.DataFrame) -> pd.DataFrame:
     """One row per answered step with its metrics (NaN where a metric does not apply)."""
     rows = trials[trials["valid"].to_numpy(dtype=bool)]
     out: dict[str, list[float]] = {k: [] for k in ("chebyshev", "l1", "symkl", "staa_error", "staa_error_raw")}
-    for ch, p, q, lp, correct in zip(rows["channel"].astype(str), rows["probs"], rows["p_star"], rows["logprobs"],
-                                     rows["correct_option"], strict=True):
-        p = np.asarray(p, dtype=np.float64)
-        q = np.asarray(q, dtype=np.float64)
+    for ch, p_cell, q_cell, lp, correct in zip(rows["channel"].astype(str), list_cells(rows["probs"]),
+                                               list_cells(rows["p_star"]), list_cells(rows["logprobs"]),
+                                               rows["correct_option"], strict=True):
+        p = np.asarray(p_cell, dtype=np.float64)
+        q = np.asarray(q_cell, dtype=np.float64)
         if ch == "revb":
             out["chebyshev"].append(chebyshev(p, q))
             out["l1"].append(l1(p, q))

@@ -36,6 +36,7 @@ from cogtestbed.environments.revealed_items import MAX_OUTCOMES
 from cogtestbed.inference.base import CognitiveModel, MLEResult
 from cogtestbed.numerics import digamma, logsumexp
 from cogtestbed.parameters import Parameter, ParameterSet
+from cogtestbed.trials import list_cells
 
 #: Concentration floor of the Dirichlet noise: x ~ Dir(c·q̃) with q̃ = (1 − Kε)·q + ε.  Without
 #: it an excluded outcome at q ≈ e^−30 has a concentration near 1e-11 and log-densities of order
@@ -198,7 +199,8 @@ def subject_arrays(rows: pd.DataFrame) -> dict[str, np.ndarray]:
         "lx": np.zeros((n, MAX_OUTCOMES)),
     }
     for r, (ch, labels, p_star, prior, anchor, logprobs, method) in enumerate(zip(
-            out["channel"], rows["outcomes"], rows["p_star"], rows["prior"], rows["anchor"], rows["logprobs"],
+            out["channel"], list_cells(rows["outcomes"]), list_cells(rows["p_star"]), list_cells(rows["prior"]),
+            rows["anchor"], list_cells(rows["logprobs"]),
             out["method"], strict=True)):
         k = len(labels)
         if ch == 0:

@@ -1,0 +1,72 @@
+"""Vectorised session draws (cogtestbed.environments.draws): exact distributions, determinism."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.stats import chisquare, norm
+
+from cogtestbed.environments.draws import RoundedNormal, argsort_uniform_rows, bernoulli, permute_rows
+
+
+def test_permute_rows_gives_uniform_permutations_of_each_row() -> None:
+    rng = np.random.default_rng(1)
+    values = np.tile(np.array([10, 20, 30]), (60_000, 1))
+    out = permute_rows(values, rng)
+    assert out.shape == values.shape
+    assert (np.sort(out, axis=1) == values).all()
+    codes = {p: i for i, p in enumerate(itertools.permutations((10, 20, 30)))}
+    counts = np.bincount([codes[tuple(r)] for r in out.tolist()], minlength=6)
+    assert chisquare(counts).pvalue > 1e-3
+    assert (values == np.array([10, 20, 30])).all()  # the input is not shuffled in place
+
+
+def test_permute_rows_draws_without_replacement_and_is_seeded() -> None:
+    base = np.broadcast_to(np.arange(21), (5_000, 21))
+    a = permute_rows(base, np.random.default_rng(7), 8)
+    b = permute_rows(base, np.random.default_rng(7), 8)
+    assert a.shape == (5_000, 8)
+    assert (a == b).all()
+    assert all(len(set(r)) == 8 for r in a.tolist())
+    # every letter is equally likely in every position
+    counts = np.bincount(a[:, 3], minlength=21)
+    assert chisquare(counts).pvalue > 1e-3
+    with pytest.raises(ValueError, match="cannot take 22 of 21"):
+        permute_rows(base, np.random.default_rng(0), 22)
+
+
+def test_argsort_uniform_rows_equals_numpy_argsort() -> None:
+    keys = np.random.default_rng(3).random((2_000, 96))
+    assert (argsort_uniform_rows(keys) == keys.argsort(axis=1)).all()
+    small = np.random.default_rng(4).random((500, 3))
+    assert (argsort_uniform_rows(small) == small.argsort(axis=1)).all()
+    with pytest.raises(ValueError, match="keys in"):
+        argsort_uniform_rows(np.array([[0.5, 1.0]]))
+
+
+def test_bernoulli() -> None:
+    p = np.tile(np.array([0.25, 0.75]), (100_000, 1))
+    draws = bernoulli(p, np.random.default_rng(4))
+    assert draws.dtype == np.float64 and set(np.unique(draws)) == {0.0, 1.0}
+    assert np.allclose(draws.mean(axis=0), [0.25, 0.75], atol=0.01)
+
+
+def test_rounded_normal_matches_rounded_gaussian_probabilities() -> None:
+    sampler = RoundedNormal(8.0)
+    x = sampler.draw((1_000_000,), np.random.default_rng(5))
+    assert (x == np.rint(x)).all()
+    k = np.arange(-30, 31)
+    expected = norm.cdf((k + 0.5) / 8.0) - norm.cdf((k - 0.5) / 8.0)
+    observed = np.array([(x == v).mean() for v in k])
+    assert np.abs(observed - expected).max() < 5 * np.sqrt(expected.max() / len(x))
+    assert abs(x.mean()) < 0.05 and abs(x.std() - np.sqrt(64 + 1 / 12)) < 0.05
+
+
+def test_rounded_normal_adds_broadcast_means() -> None:
+    means = np.array([[[40.0, 60.0]], [[10.0, 20.0]]])
+    x = RoundedNormal(2.0).draw((2, 5000, 2), np.random.default_rng(6), means)
+    assert np.allclose(x.mean(axis=1), means[:, 0, :], atol=0.1)
+    with pytest.raises(ValueError, match="sd must be a positive number"):
+        RoundedNormal(0.0)

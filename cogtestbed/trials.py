@@ -29,12 +29,11 @@ atomic write: a failed run never leaves a half-written file.
 
 from __future__ import annotations
 
-import builtins
 import contextlib
+import io
 import json
 import os
 import platform
-import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -46,7 +45,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pandas.api.extensions import ExtensionArray, ExtensionDtype, register_extension_dtype
+import pyarrow.parquet as pq
+from pandas.api.extensions import ExtensionArray
 
 from cogtestbed.outputs import atomic_write_bytes, new_file_mode
 
@@ -62,33 +62,39 @@ MANIFEST_SUFFIX = ".manifest.json"
 SCHEMA_VERSION = 1
 
 
-class _NestedArrowDtypeName(ExtensionDtype):
-    """Reads back the name pandas gives a nested Arrow dtype (``list<item: double>[pyarrow]``, the
-    dtype of a :class:`Lists` column) when a Parquet file's pandas metadata names it: pandas
-    writes that name but cannot parse it, so without this a list column's table would not read
-    back.  Registered with pandas once (``register_extension_dtype``); it only parses names."""
-
-    name = "cogtestbed-nested-arrow-name"
-    type = object
-    _PATTERN = re.compile(r"^(large_list|list)<item: ([a-z0-9_]+)>\[pyarrow\]$")
-
-    @classmethod
-    def construct_from_string(cls, string: str) -> Any:
-        match = cls._PATTERN.match(string) if isinstance(string, str) else None
-        if match is None:
-            raise TypeError(f"cannot construct a nested Arrow dtype from {string!r}")
-        try:
-            item = pa.type_for_alias(match.group(2))
-        except ValueError:
-            raise TypeError(f"unknown Arrow item type in {string!r}") from None
-        return pd.ArrowDtype(pa.large_list(item) if match.group(1) == "large_list" else pa.list_(item))
-
-    @classmethod
-    def construct_array_type(cls) -> builtins.type[ExtensionArray]:
-        raise NotImplementedError("a name parser only")
+def _is_arrow_list(arrow_type: pa.DataType) -> bool:
+    return bool(pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type))
 
 
-register_extension_dtype(_NestedArrowDtypeName)
+def _arrow_lists_as_arrow_dtype(arrow_type: pa.DataType) -> pd.ArrowDtype | None:
+    """``types_mapper`` of :func:`read_table`: a list column reads back as the ``pd.ArrowDtype`` a
+    :class:`Lists` column has; every other column as pandas reads it by default."""
+    return pd.ArrowDtype(arrow_type) if _is_arrow_list(arrow_type) else None
+
+
+def table_to_parquet(frame: pd.DataFrame, where: str | os.PathLike[str] | io.BytesIO) -> None:
+    """Write ``frame`` as Parquet that plain ``pandas.read_parquet`` reads back.
+
+    pandas records an Arrow list column's dtype by a name it cannot parse again
+    (``list<item: double>[pyarrow]``), so a table with :class:`Lists` columns written by
+    ``DataFrame.to_parquet`` would not read back without cogtestbed.  Here those columns are
+    recorded as the object columns of lists pandas has always written: plain pandas reads their
+    cells as arrays, :func:`read_table` as ``pd.ArrowDtype`` lists again.
+    """
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    lists = {field.name for field in table.schema if _is_arrow_list(field.type)}
+    if lists:
+        meta = json.loads(table.schema.metadata[b"pandas"])
+        for column in meta["columns"]:
+            if column["name"] in lists:
+                column["numpy_type"], column["metadata"] = "object", None
+        table = table.replace_schema_metadata({**table.schema.metadata, b"pandas": json.dumps(meta).encode()})
+    pq.write_table(table, where)
+
+
+def read_table(where: str | os.PathLike[str]) -> pd.DataFrame:
+    """A Parquet table written by :func:`table_to_parquet`, list columns as ``pd.ArrowDtype``."""
+    return pq.read_table(where).to_pandas(types_mapper=_arrow_lists_as_arrow_dtype)
 
 
 class TrialTableError(ValueError):
@@ -422,11 +428,6 @@ class _ColumnMaker:
         return _string_array(self.numeric(np.asarray(values, dtype=object).reshape(self.n)))
 
 
-def _list_type(values: pa.Array, n_values: int) -> pa.DataType:
-    """``list<item>``, or ``large_list<item>`` where the values overflow its 32-bit offsets."""
-    return pa.list_(values.type) if n_values < 2**31 else pa.large_list(values.type)
-
-
 def _list_array(values: np.ndarray | pa.Array, offsets: np.ndarray, n_rows: int) -> pa.Array:
     """The Arrow list array of rows ``values[offsets[i]:offsets[i + 1]]`` (checked offsets):
     ``list<item>``, or ``large_list<item>`` where the values overflow its 32-bit offsets."""
@@ -635,7 +636,7 @@ def write_trials(
     """Write ``trials`` as Parquet plus ``<path>.manifest.json``; return the Parquet path."""
     out = Path(path)
     full_manifest = trials_manifest(trials, manifest)
-    write_files_together({out: lambda tmp: trials.to_parquet(tmp, index=False),
+    write_files_together({out: lambda tmp: table_to_parquet(trials, tmp),
                           manifest_path(out): lambda tmp: tmp.write_text(
                               json.dumps(full_manifest, indent=2, sort_keys=True, default=str))})
     return out
@@ -668,7 +669,7 @@ def read_trials(path: str | os.PathLike[str], experiment: str | None = None) -> 
     if not p.exists():
         raise FileNotFoundError(f"no trial table at {p}")
     try:
-        trials = pd.read_parquet(p)
+        trials = read_table(p)
     except Exception as exc:  # pyarrow raises several types for a non-Parquet file
         raise TrialTableError(f"{p} is not a Parquet trial table: {exc}") from exc
     return validate_trials(trials, experiment, source=p)

@@ -494,3 +494,68 @@ def test_repetition_averaged_belief_tames_report_noise():
     from cogtestbed.experiments.belief_coherence import SPEC
 
     assert SPEC.metrics.tests["t1_lr"](table, average_reps="yes")["p_value"] == averaged["p_value"]
+
+
+# ----------------------------------------------------------------------------- size calibration
+def test_fisher_mid_p_on_a_known_two_by_two_table():
+    # bin j 3/3, bin k 0/3: X ~ hypergeom(M=6, n=3, N=3), P(X = 3) = 1/20
+    up, low = B.fisher_one_sided(np.array([3]), np.array([3]), np.array([0]), np.array([3]))
+    assert up[0] == pytest.approx(0.05) and low[0] == pytest.approx(1.0)
+    up, low = B.fisher_one_sided(np.array([3]), np.array([3]), np.array([0]), np.array([3]), mid=True)
+    assert up[0] == pytest.approx(0.025) and low[0] == pytest.approx(0.975)
+    # 2/4 vs 1/4: P(X = 2) = C(3,2)C(5,2)/C(8,4) = 30/70, P(X = 3) = 5/70; mid-p's two tails sum to one
+    up, low = B.fisher_one_sided(np.array([2]), np.array([4]), np.array([1]), np.array([4]), mid=True)
+    assert up[0] == pytest.approx(15 / 70 + 5 / 70) and up[0] + low[0] == pytest.approx(1.0)
+    # an empty bin is no evidence
+    assert B.fisher_one_sided(np.array([0]), np.array([0]), np.array([2]), np.array([3]), mid=True)[0][0] == 1.0
+
+
+def test_t2_permutation_rule_is_calibrated_at_flat_shares_and_any_pair_is_not():
+    """Decisions independent of p (the least-favourable null): the permutation p-value is uniform,
+    the paper's any-pair rule over 30 tests rejects far more often than α."""
+    rng = np.random.default_rng(11)
+    perm, any_pair = [], []
+    for i in range(150):
+        a, p = rng.integers(0, 3, 300), rng.random(300)
+        perm.append(B.t2_arrays(a, p, n_perm=39, seed=i)["p_value"])
+        any_pair.append(B.t2_arrays(a, p, rule="any-pair")["p_value"])
+    perm, any_pair = np.array(perm), np.array(any_pair)
+    assert 0.12 < np.mean(perm <= 0.2) < 0.28 and 0.4 < np.mean(perm <= 0.5) < 0.6
+    assert np.mean(any_pair < 0.05) > 0.2
+    # Holm within a choice pair is a monotone map of its minimum: same permutation decision
+    a, p = rng.integers(0, 3, 300), rng.random(300)
+    assert B.t2_arrays(a, p, use_holm=True, seed=1)["p_value"] == B.t2_arrays(a, p, seed=1)["p_value"]
+
+
+def test_t2_permutation_rule_is_conservative_for_a_monotone_agent_and_detects_a_bump():
+    design = BeliefDesign(n_contexts=200, n_reps=5, variants="pi0", lie_node="none")
+    rational = B.t2(sim("logit-rum", design=design, seed=4), n_perm=50)
+    assert rational["p_value"] > 0.5 and not rational["reject"] and rational["rule"] == "permutation"
+    bumped = B.t2(sim("nonmono-defer", {"bump": 8.0}, design=design, seed=4), n_perm=50)
+    assert bumped["reject"] and bumped["p_value"] == pytest.approx(1 / 51)
+    with pytest.raises(ValueError, match="rule"):
+        B.t2(sim("logit-rum", design=SMALL), rule="bonferroni")
+
+
+def test_t3_joint_permutation_is_uniform_under_exchangeable_reports_and_degenerate_without_noise():
+    design = BeliefDesign(n_contexts=30, n_reps=2, lie_node="none")
+    table = sim("logit-rum", {"report_noise": 0.1}, design=design, n=40, seed=5)
+    p = np.array([B.t3(part, n_perm=19, seed=i)["p_value"] for i, (_, part) in enumerate(table.groupby("subject"))])
+    assert 0.3 < np.mean(p <= 0.5) < 0.7 and np.mean(p <= 0.1) < 0.25
+    exact = B.t3(sim("logit-rum", design=design), n_perm=19)
+    assert exact["estimate"] == 0.0 and exact["p_value"] == 1.0 and not exact["reject"]
+
+
+def test_calibration_table_has_rates_bounds_and_verdicts():
+    from cogtestbed.validation.belief import CalibrationCell, calibration_study, calibration_verdict
+
+    assert calibration_verdict(0.06, "= α") == "yes" and calibration_verdict(0.08, "= α") == "no"
+    assert calibration_verdict(0.0, "≤ α") == "yes" and calibration_verdict(0.002, "= 0") == "no"
+    frame = calibration_study([CalibrationCell("t1_lr", "logit-rum", 0.0, "= α"),
+                               CalibrationCell("t2", "random", None, "= α")], n_sims=8)
+    assert list(frame["studies"]) == [8, 8] and (frame["upper95"] >= frame["rate"]).all()
+    from scipy import stats
+
+    for row in frame.itertuples():  # one-sided 95 % Clopper-Pearson = upper end of the two-sided 90 % interval
+        ci = stats.binomtest(round(row.rate * 8), 8).proportion_ci(confidence_level=0.90, method="exact")
+        assert row.upper95 == pytest.approx(ci.high)

@@ -21,7 +21,7 @@ from cogtestbed.environments.revealed import normalise_logprobs, normalise_logpr
 from cogtestbed.inference.hierarchical import Diagnostics
 from cogtestbed.inference.twostep import stay_design, stay_pairs
 from cogtestbed.simulation import simulate
-from cogtestbed.trials import CodedLists, CodedStrings, Lists, finish_table, list_cells
+from cogtestbed.trials import CodedLists, CodedStrings, Lists, finish_table, list_cells, read_table, table_to_parquet
 
 
 def _table(**kw: object) -> pd.DataFrame:
@@ -162,8 +162,11 @@ def test_list_columns_are_arrow_lists_that_read_back_from_parquet(tmp_path: Path
     assert list_cells(t["labels"]) == [["a", "bc"], [], ["Left"], ["Left"], [], ["a", "bc"]]
     assert list_cells(t["x"].iloc[3:5]) == [[5.0], [6.0, 7.0, 8.0]]
     path = tmp_path / "t.parquet"
-    t.to_parquet(path)
-    pd.testing.assert_frame_equal(pd.read_parquet(path), t)
+    table_to_parquet(t, path)
+    pd.testing.assert_frame_equal(read_table(path), t)
+    plain = pd.read_parquet(path)  # without cogtestbed's reader: object columns of arrays, as lists always read
+    assert plain["x"].dtype == object and list(plain["x"].iloc[2]) == [2.0, 3.0, 4.0]
+    assert list(plain["labels"].iloc[0]) == ["a", "bc"] and len(plain["labels"].iloc[1]) == 0
     kept = finish_table("x", {"x": Lists(np.arange(10.0), offsets)}, np.zeros((2, 3), int), np.ones((2, 3)),
                         np.ones((2, 3), bool), agent="a", keep=np.array([[False, True, True], [False, False, True]]))
     assert list_cells(kept["x"]) == [[], [2.0, 3.0, 4.0], [9.0]]

@@ -43,6 +43,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 from gymnasium import spaces
+from numba import njit
 from pydantic import field_validator, model_validator
 
 from cogtestbed.agents.lapse import random_choice
@@ -346,18 +347,29 @@ def draw_mcq(p_target: np.ndarray, correct: np.ndarray, rng: np.random.Generator
     pool = np.asarray(DISTRACTOR_POOL)
     right = np.round(p_target, 3).reshape(-1)
     picks = permute_rows(np.broadcast_to(np.arange(len(pool), dtype=np.int8), (len(right), len(pool))), rng, 5)
-    drawn = pool.take(picks)  # (m, 5)
-    equal = drawn == right[:, None]  # both rounded to 3 decimals: the same double when equal
-    # drop the equal value (the fifth where none is): keep 4 of the 5, in order
-    drop = np.where(equal.any(axis=1), equal.argmax(axis=1), 4)
-    keep = np.arange(5)[None, :] != drop[:, None]
-    distract = drawn[keep].reshape(-1, 4)
-    # option j holds the correct value at ``correct``, else distractor j (j − 1 after the correct one)
-    slot = np.arange(5)[None, :]
-    position = slot - (slot > correct.reshape(-1, 1))
-    out = np.take_along_axis(distract, np.minimum(position, 3), axis=1)
-    out[slot == correct.reshape(-1, 1)] = right  # one correct slot per row, in row order
+    out = np.empty((len(right), 5))
+    _mcq_options(picks, pool, right, correct.reshape(-1).astype(np.int64, copy=False), out)
     return out.reshape(*np.shape(p_target), 5)
+
+
+@njit(cache=True)
+def _mcq_options(picks: np.ndarray, pool: np.ndarray, right: np.ndarray, correct: np.ndarray,
+                 out: np.ndarray) -> None:  # pragma: no cover - numba
+    """Row r: ``right[r]`` at slot ``correct[r]``, the other slots in order take the first four
+    picked pool values that differ from it."""
+    for r in range(picks.shape[0]):
+        out[r, correct[r]] = right[r]
+        slot = 0
+        for p in range(picks.shape[1]):
+            value = pool[picks[r, p]]
+            if value == right[r]:
+                continue
+            if slot == correct[r]:
+                slot += 1
+            if slot >= 5:
+                break
+            out[r, slot] = value
+            slot += 1
 
 
 class AnyResponseSpace(spaces.Space[Any]):

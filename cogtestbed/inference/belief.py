@@ -18,10 +18,12 @@ interval ``lo`` / ``hi`` and/or ``p_value``, and ``reject`` at ``level``; in the
 * ``t2``: monotone pairwise shares (Prop. 3.6, Eq. 5) in K quantile bins of p_E, one-sided exact
   (Fisher) tests for every bin pair that violates the direction, % of violating pairs; directions
   "increasing" (the paper) or "either" (Prop. 3.6: reject only if both directions are rejected);
-  optional Holm correction;
+  optional Holm correction; the decision calibrates the smallest mid-p over all tests by
+  permuting decisions (exact at flat shares; the paper's "any pair significant" is an option);
 * ``t3``: prompt consistency — RMSE of each variant's reports against the π0 mean of the same
   context, with the within-π0 SD and their ratio (``None`` when the SD is 0: noise-free reports
-  leave it undefined); permutation test exchanging variant labels within contexts;
+  leave it undefined); one permutation test of the largest variant statistic, all belief labels
+  exchanged within contexts (exact under exchangeable reports, no multiplicity correction);
 * ``t4``: law of iterated expectations (Eq. 6) — median Δ_LIE/p with a bootstrap CI, against a
   cross-validated random-forest baseline trained on patients drawn from the ground truth;
 * ``accuracy``: RMSE of p_E against p* by variant, with a bias test.
@@ -51,6 +53,12 @@ N_PERM = 200
 PERM_BLOCK = 5
 #: Quantile bins of T2 (K = 5 fits the multiples of 10 % in the paper's Table 2).
 T2_BINS = 5
+#: T2's decision rules: ``permutation`` (default) — the smallest one-sided mid-p over all (choice
+#: pair, bin pair) tests, calibrated by permuting decisions across rows: size α at flat shares (the
+#: least-favourable null), below α where shares are strictly monotone; ``any-pair`` — the paper's
+#: reading, reject when any single exact test is significant (no correction across the tests).
+T2_RULES = ("permutation", "any-pair")
+T2_RULE = "permutation"
 #: Folds of the grouped cross-validation of T1b (the paper does not give the count).
 CV_FOLDS = 5
 #: Patients simulated per context for the T4 random-forest baseline, and its forest size.
@@ -393,25 +401,51 @@ def quantile_bins(p: np.ndarray, k: int) -> np.ndarray:
     return np.searchsorted(edges, p, side="right")
 
 
-def pair_violations(a: np.ndarray, bins: np.ndarray, a1: int, a2: int) -> tuple[np.ndarray, np.ndarray]:
+def fisher_one_sided(hits_j: np.ndarray, tot_j: np.ndarray, hits_k: np.ndarray, tot_k: np.ndarray,
+                     mid: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided Fisher exact p-values of 2 × 2 tables (bin j: ``hits_j`` of ``tot_j``; bin k).
+
+    X = hits in bin j given both margins is hypergeometric (M = tot_j + tot_k, n = hits_j + hits_k,
+    N = tot_j).  Returns (P(X ≥ x), P(X ≤ x)): small when s_j > s_k, resp. s_j < s_k.  ``mid``
+    gives Lancaster's mid-p, P(X > x) + ½P(X = x) (resp. P(X < x) + ½P(X = x)), whose null
+    distribution is centred on uniform instead of stochastically larger (Lancaster 1961).
+    A table with an empty bin gets p = 1.  Arrays of any (broadcastable) shape.
+    """
+    big_m, succ = tot_j + tot_k, hits_j + hits_k
+    with np.errstate(invalid="ignore", divide="ignore"):
+        upper = stats.hypergeom.sf(hits_j - 1, big_m, succ, tot_j)
+        lower = stats.hypergeom.cdf(hits_j, big_m, succ, tot_j)
+        if mid:
+            half = 0.5 * stats.hypergeom.pmf(hits_j, big_m, succ, tot_j)
+            upper, lower = upper - half, lower - half
+    empty = (tot_j == 0) | (tot_k == 0)
+    return np.where(empty, 1.0, upper), np.where(empty, 1.0, lower)
+
+
+def _share_counts(a: np.ndarray, bins: np.ndarray, nb: int, a1: int, a2: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per bin (last axis): rows choosing ``a1`` and rows choosing ``a1`` or ``a2``; ``a`` may be
+    (B, n) for B permuted decision vectors."""
+    a2d = np.atleast_2d(a)
+    offset = (np.arange(a2d.shape[0]) * nb)[:, None] + bins[None, :]
+    size = a2d.shape[0] * nb
+    hits = np.bincount(offset[a2d == a1], minlength=size).reshape(-1, nb)
+    tot = hits + np.bincount(offset[a2d == a2], minlength=size).reshape(-1, nb)
+    return hits, tot
+
+
+def pair_violations(a: np.ndarray, bins: np.ndarray, a1: int, a2: int, mid: bool = False
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """One-sided exact p-values of every bin pair j < k for s = Pr(a1 | a1 or a2).
 
     Returns (p_increasing, p_decreasing): p-values of H0 s_j ≤ s_k (a violation of increasing
-    shares) and of H0 s_j ≥ s_k, by Fisher's exact test (hypergeometric tail); a bin pair with
-    an empty bin gets p = 1.
+    shares) and of H0 s_j ≥ s_k, by Fisher's exact test (:func:`fisher_one_sided`; ``mid``: mid-p).
+    ``a`` may be (B, n): then each is (B, n_bin_pairs).
     """
     nb = int(bins.max()) + 1 if bins.size else 0
-    sel = (a == a1) | (a == a2)
-    hits = np.bincount(bins[sel & (a == a1)], minlength=nb).astype(np.int64)
-    tot = np.bincount(bins[sel], minlength=nb).astype(np.int64)
+    hits, tot = _share_counts(a, bins, nb, a1, a2)
     j, k = np.triu_indices(nb, 1)
-    big_m = tot[j] + tot[k]
-    succ = hits[j] + hits[k]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p_inc = stats.hypergeom.sf(hits[j] - 1, big_m, succ, tot[j])  # P(X ≥ hits_j): s_j > s_k
-        p_dec = stats.hypergeom.cdf(hits[j], big_m, succ, tot[j])  # P(X ≤ hits_j): s_j < s_k
-    empty = (tot[j] == 0) | (tot[k] == 0)
-    return np.where(empty, 1.0, p_inc), np.where(empty, 1.0, p_dec)
+    p_inc, p_dec = fisher_one_sided(hits[:, j], tot[:, j], hits[:, k], tot[:, k], mid)
+    return (p_inc[0], p_dec[0]) if np.ndim(a) == 1 else (p_inc, p_dec)
 
 
 def holm(p: np.ndarray) -> np.ndarray:
@@ -426,11 +460,50 @@ def holm(p: np.ndarray) -> np.ndarray:
     return out
 
 
+def t2_statistic(a: np.ndarray, bins: np.ndarray, direction: str = "increasing") -> np.ndarray:
+    """T2's global statistic: the smallest one-sided mid-p over the three choice pairs and all bin
+    pairs (``either``: per choice pair the larger of its two directions' minima, the
+    intersection-union rule).  ``a``: (n,) or (B, n) decision vectors; returns one value per vector."""
+    a2d = np.atleast_2d(a)
+    per_pair = []
+    for _, a1, a2 in PAIRS:
+        p_inc, p_dec = pair_violations(a2d, bins, a1, a2, mid=True)
+        if p_inc.shape[1] == 0:
+            per_pair.append(np.ones(a2d.shape[0]))
+            continue
+        low_inc, low_dec = p_inc.min(axis=1), p_dec.min(axis=1)
+        per_pair.append(low_inc if direction == "increasing" else np.maximum(low_inc, low_dec))
+    return np.min(per_pair, axis=0)
+
+
+def t2_permutation_p(a: np.ndarray, bins: np.ndarray, direction: str, n_perm: int, rng: np.random.Generator,
+                     chunk: int = 100) -> tuple[float, float]:
+    """(observed :func:`t2_statistic`, its permutation p-value (1 + #{T_b ≤ T})/(1 + B)).
+
+    Decisions are permuted across rows, which is exact when the choice shares are flat in p_E
+    (A ⊥ p_E, e.g. Remark 3.4's random agent): the least-favourable point of the monotone null,
+    since strictly monotone shares make violations rarer than under flat shares (conservative in
+    the interior).  The permutation distribution of the minimum handles the 3 × K(K−1)/2 tests.
+    """
+    obs = float(t2_statistic(a, bins, direction)[0])
+    count = 0
+    for start in range(0, n_perm, chunk):
+        perms = rng.permuted(np.broadcast_to(a, (min(chunk, n_perm - start), a.size)), axis=1)
+        count += int(np.sum(t2_statistic(perms, bins, direction) <= obs * (1.0 + 1e-9)))
+    return obs, (1.0 + count) / (1.0 + n_perm)
+
+
 def t2_arrays(a: np.ndarray, p: np.ndarray, *, k: int = T2_BINS, direction: str = "increasing",
-              use_holm: bool = False, level: float = LEVEL) -> dict[str, Any]:
-    """T2 on arrays: per choice pair the % of bin pairs with a significant violation."""
+              use_holm: bool = False, level: float = LEVEL, rule: str = T2_RULE, n_perm: int = N_PERM,
+              seed: int = 0) -> dict[str, Any]:
+    """T2 on arrays: per choice pair the % of bin pairs with a significant violation (exact Fisher,
+    Holm within the pair with ``use_holm``) and the decision's p-value by ``rule`` (:data:`T2_RULES`)."""
     if direction not in ("increasing", "either"):
         raise ValueError(f"direction must be 'increasing' or 'either', got {direction!r}")
+    if rule not in T2_RULES:
+        raise ValueError(f"T2 rule must be one of {', '.join(T2_RULES)}, got {rule!r}")
+    if rule == "permutation" and n_perm < 1:
+        raise ValueError(f"the T2 permutation rule needs n_perm >= 1, got {n_perm}")
     bins = quantile_bins(p, k)
     out: dict[str, Any] = {}
     p_all = []
@@ -450,75 +523,91 @@ def t2_arrays(a: np.ndarray, p: np.ndarray, *, k: int = T2_BINS, direction: str 
         out[name] = {"pct_violating": pct_inc if direction == "increasing" else min(pct_inc, pct_dec),
                      "pct_violating_increasing": pct_inc, "pct_violating_decreasing": pct_dec,
                      "p_value": p_pair, "n_bin_pairs": int(n_pairs)}
-    return {"pairs": out, "p_value": float(min(p_all)), "n_bins": int(bins.max()) + 1 if bins.size else 0}
+    p_min = float(min(p_all))
+    if rule == "permutation":
+        rng = np.random.default_rng(np.random.SeedSequence([seed, 6]))
+        statistic, p_value = t2_permutation_p(np.asarray(a, dtype=np.int64), bins, direction, n_perm, rng)
+    else:
+        statistic, p_value = p_min, p_min
+    return {"pairs": out, "p_value": float(p_value), "p_min": p_min, "statistic": statistic, "rule": rule,
+            "n_bins": int(bins.max()) + 1 if bins.size else 0}
 
 
 def t2(table: pd.DataFrame, level: float = LEVEL, t2_bins: int = T2_BINS, direction: str = "increasing",
-       use_holm: bool = False, renormalise: bool = False, average: bool = False,
-       **_: Any) -> dict[str, Any]:
+       use_holm: bool = False, renormalise: bool = False, average: bool = False, rule: str = T2_RULE,
+       n_perm: int = N_PERM, seed: int = 0, **_: Any) -> dict[str, Any]:
     """T2: monotone pairwise choice shares (Prop. 3.6).  ``estimate`` is the largest % of violating
-    bin pairs over the three choice pairs; reject when any pair has a significant violation
-    (no multiplicity correction across pairs, as the paper; ``use_holm`` corrects within a pair)."""
+    bin pairs over the three choice pairs (exact Fisher tests at ``level``, Holm within a pair
+    with ``use_holm``).  Decision (``rule``): ``permutation`` calibrates the smallest mid-p over all
+    tests by permuting decisions (size α at flat shares, :func:`t2_permutation_p`); ``any-pair``
+    is the paper's reading, reject when any single test is significant (no correction across
+    the 3 × K(K−1)/2 tests, so above α at flat shares)."""
     rows = paired_rows(table, renormalise, average)
     r = t2_arrays(rows["a"].to_numpy(), rows["p"].to_numpy(), k=t2_bins, direction=direction,
-                  use_holm=use_holm, level=level)
+                  use_holm=use_holm, level=level, rule=rule, n_perm=n_perm, seed=seed)
     est = max(v["pct_violating"] for v in r["pairs"].values())
     flags = [] if r["n_bins"] == t2_bins else [f"t2: tied quantile edges merged {t2_bins} bins into {r['n_bins']}"]
     return _result(est, r["p_value"], level, pairs=r["pairs"], n_bins=r["n_bins"], direction=direction,
-                   holm=use_holm, flags=flags)
+                   holm=use_holm, rule=rule, p_min=r["p_min"], flags=flags)
 
 
 # ----------------------------------------------------------------------------- T3
 def t3(table: pd.DataFrame, level: float = LEVEL, n_perm: int = N_PERM, seed: int = 0, **_: Any
        ) -> dict[str, Any]:
     """T3: prompt consistency.  Per variant: RMSE of its reports (per repetition) against the π0
-    mean of the same context, next to the within-π0 SD across repetitions; p-value of a
-    permutation test exchanging the variant/π0 labels within each context (statistic: mean
-    squared difference of context means); reject if any variant's Bonferroni p < level."""
+    mean of the same context, next to the within-π0 SD across repetitions, and the statistic
+    mean over contexts of (mean_variant − mean_π0)².  Decision: one permutation test of the largest
+    statistic over the variants, exchanging all belief labels (π0 and every variant) within each
+    context — exact when the variants are exchangeable with π0 (H0), so no multiplicity
+    correction is needed; each variant's own permutation p-value is reported too."""
     bel = table.loc[(table["phase"] == "belief") & table["valid"],
                     ["subject", "context_id", "rep", "variant", "p_elicited"]].dropna()
     bel = bel.assign(group=group_ids(bel))
     pi0 = bel[bel["variant"] == "pi0"]
     mean0 = pi0.groupby("group")["p_elicited"].mean()
     sd0 = float(np.sqrt(pi0.groupby("group")["p_elicited"].var(ddof=1).mean())) if len(pi0) else math.nan
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 3]))
-    variants: dict[str, Any] = {}
-    for v in sorted(set(bel["variant"]) - {"pi0"}):
-        alt = bel[bel["variant"] == v]
-        common = np.intersect1d(alt["group"].unique(), pi0["group"].unique())
-        alt = alt[alt["group"].isin(common)]
-        rmse = float(np.sqrt(np.mean((alt["p_elicited"].to_numpy() - mean0.loc[alt["group"]].to_numpy()) ** 2)))
-        p_value = _variant_permutation(pi0[pi0["group"].isin(common)], alt, n_perm, rng)
-        variants[v] = {"rmse": rmse, "p_value": p_value, "ratio_to_sd": rmse / sd0 if sd0 > 0 else None}
-    if not variants:
+    names = sorted(set(bel["variant"]) - {"pi0"})
+    if not names:
         return _result(math.nan, None, level, sd_pi0=sd0, variants={}, flags=["t3: no prompt variants"])
-    m = len(variants)
-    p_min = min(1.0, m * min(x["p_value"] for x in variants.values()))
+    bel = bel[bel["group"].isin(mean0.index)]
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 3]))
+    p_each, p_global = _variant_permutation(bel, names, n_perm, rng)
+    variants: dict[str, Any] = {}
+    for v, p_v in zip(names, p_each, strict=True):
+        alt = bel[bel["variant"] == v]
+        rmse = float(np.sqrt(np.mean((alt["p_elicited"].to_numpy() - mean0.loc[alt["group"]].to_numpy()) ** 2)))
+        variants[v] = {"rmse": rmse, "p_value": float(p_v), "ratio_to_sd": rmse / sd0 if sd0 > 0 else None}
     est = max(x["rmse"] for x in variants.values())
-    return _result(est, p_min, level, sd_pi0=sd0, variants=variants)
+    return _result(est, p_global, level, sd_pi0=sd0, variants=variants)
 
 
-def _variant_permutation(pi0: pd.DataFrame, alt: pd.DataFrame, n_perm: int, rng: np.random.Generator) -> float:
-    """Permutation p-value of mean_x (mean_alt(x) − mean_π0(x))² with labels exchanged in context."""
-    both = pd.concat([pi0.assign(lab=0), alt.assign(lab=1)]).sort_values(["group", "lab", "rep"])
+def _variant_permutation(bel: pd.DataFrame, names: list[str], n_perm: int, rng: np.random.Generator
+                         ) -> tuple[np.ndarray, float]:
+    """Permutation p-values of S_v = mean_x (mean_v(x) − mean_π0(x))² per variant v and of max_v S_v,
+    all belief labels exchanged within each context x: (1 + #{S_b ≥ S})/(1 + B)."""
+    codes = {"pi0": 0, **{v: i + 1 for i, v in enumerate(names)}}
+    both = bel.assign(lab=bel["variant"].map(codes)).sort_values(["group", "lab", "rep"], kind="stable")
     g = pd.factorize(both["group"])[0]
     y = both["p_elicited"].to_numpy(dtype=np.float64)
-    lab = both["lab"].to_numpy()
-    ng = g.max() + 1
-    n1 = np.bincount(g, lab == 1, ng)
-    n0 = np.bincount(g, lab == 0, ng)
+    lab = both["lab"].to_numpy(dtype=np.int64)
+    m1, ng = len(names) + 1, int(g.max()) + 1
+    n = np.bincount(g * m1 + lab, minlength=ng * m1).reshape(ng, m1).astype(np.float64)
+    both_seen = (n[:, 1:] > 0) & (n[:, [0]] > 0)
 
-    def stat(labels: np.ndarray) -> float:
-        s1 = np.bincount(g, y * (labels == 1), ng)
-        s0 = np.bincount(g, y * (labels == 0), ng)
-        return float(np.mean((s1 / n1 - s0 / n0) ** 2))
+    def stat(labels: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = np.bincount(g * m1 + labels, y, ng * m1).reshape(ng, m1) / n
+        d2 = np.where(both_seen, (means[:, 1:] - means[:, [0]]) ** 2, 0.0)
+        return d2.sum(axis=0) / np.maximum(both_seen.sum(axis=0), 1)
 
     obs = stat(lab)
-    count = 0
+    count = np.zeros(len(names))
+    count_max = 0
     for _ in range(n_perm):
-        perm = lab[np.lexsort((rng.random(lab.size), g))]  # shuffle labels within each context
-        count += stat(perm) >= obs - 1e-15
-    return (1.0 + count) / (1.0 + n_perm)
+        s = stat(lab[np.lexsort((rng.random(lab.size), g))])  # labels shuffled within each context
+        count += s >= obs - 1e-15
+        count_max += int(s.max() >= obs.max() - 1e-15)
+    return (1.0 + count) / (1.0 + n_perm), (1.0 + count_max) / (1.0 + n_perm)
 
 
 # ----------------------------------------------------------------------------- T4
@@ -645,11 +734,14 @@ METRIC_OPTIONS = {
     "level": MetricOption("level", "test level α", LEVEL, None, float),
     "k": MetricOption("k", "neighbours of the kNN CMI (T1a)", CMI_K, None, int),
     "n_boot": MetricOption("n_boot", "bootstrap resamples", N_BOOT, None, int),
-    "n_perm": MetricOption("n_perm", "permutations (T1a local permutation, T3)", N_PERM, None, int),
+    "n_perm": MetricOption("n_perm", "permutations (T1a local permutation, T2, T3)", N_PERM, None, int),
     "t2_bins": MetricOption("t2_bins", "quantile bins K of T2", T2_BINS, None, int),
     "direction": MetricOption("direction", "T2 monotone direction: increasing (paper) or either",
                               "increasing", ("increasing", "either")),
-    "holm": MetricOption("holm", "Holm correction within each T2 choice pair", "no", ("yes", "no")),
+    "holm": MetricOption("holm", "Holm correction within each T2 choice pair (the % violating)", "no",
+                         ("yes", "no")),
+    "t2_rule": MetricOption("t2_rule", "T2 decision: permutation-calibrated smallest mid-p, or any-pair (paper)",
+                            T2_RULE, T2_RULES),
     "backend": MetricOption("backend", "T1b learner: sklearn gradient boosting or catboost", "sklearn",
                             ("sklearn", "catboost")),
     "context": MetricOption("context", "T1b with context features (A~(p,x) vs A~(p,x,θ))", "no", ("yes", "no")),
@@ -664,6 +756,7 @@ METRIC_OPTIONS = {
 
 def _run_test(name: str, table: pd.DataFrame, level: float = LEVEL, k: int = CMI_K, n_boot: int = N_BOOT,
               n_perm: int = N_PERM, t2_bins: int = T2_BINS, direction: str = "increasing", holm: str = "no",
+              t2_rule: str = T2_RULE,
               backend: str = "sklearn", context: str = "no", baseline: str = "yes", renormalise: str = "no",
               average_reps: str = "no", seed: int = 0) -> dict[str, Any]:
     """Test ``name`` of :data:`TESTS` with the metrics options (:data:`METRIC_OPTIONS`)."""
@@ -678,7 +771,7 @@ def _run_test(name: str, table: pd.DataFrame, level: float = LEVEL, k: int = CMI
                                        seed=seed, renormalise=renorm, average=avg),
         "t1_lr": lambda: t1_lr(table, level, renormalise=renorm, average=avg),
         "t2": lambda: t2(table, level, t2_bins=t2_bins, direction=direction, use_holm=holm == "yes",
-                         renormalise=renorm, average=avg),
+                         renormalise=renorm, average=avg, rule=t2_rule, n_perm=n_perm, seed=seed),
         "t3": lambda: t3(table, level, n_perm=n_perm, seed=seed),
         "t4": lambda: t4(table, level, n_boot=n_boot, seed=seed, baseline=baseline == "yes"),
         "accuracy": lambda: accuracy(table, level),

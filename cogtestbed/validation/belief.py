@@ -11,6 +11,9 @@ Studies (``python -m cogtestbed.validation.belief size|power|recovery -o DIR``):
 * ``size``: rejection rates of every test on a calibrated logit RUM (the paper's quick-simulation
   utilities, scale 6) over report noise σ ∈ {0, .05, .10, .15}, plus ``t1_lr_mean``, the
   repetition-averaged variant (A ~ p̄ with p̄ the mean of the context's π0 reports);
+* size calibration (:func:`calibration_study`, ``benchmarks/studies/belief_size.py --calibration``):
+  every test's size on rational agents at α, with its target (α ± .02, ≤ α inside the null, or 0
+  where the statistic is degenerate), T2 also at flat shares (Remark 3.4's random agent);
 * ``power``: T1c against the hidden-information leak by leak size, contexts (50–400),
   repetitions (1–10) and Defer-band width; T2 against a non-monotone deferral rule by K.
 * ``recovery``: MLE of the 4-parameter MNL and of the loss-form decider at the paper design;
@@ -25,11 +28,13 @@ import argparse
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from cogtestbed.agents.belief import AGENTS
 from cogtestbed.environments.belief import BeliefDesign, BeliefSessions, schedule
@@ -85,8 +90,8 @@ def study_arrays(design: BeliefDesign, sessions: BeliefSessions, outcomes: Any) 
 
 
 def array_p_value(test: str, d: Mapping[str, np.ndarray], design: BeliefDesign, seed: int, level: float,
-                  k_bins: int = tests.T2_BINS) -> float:
-    """p-value of ``test`` on one study's arrays."""
+                  k_bins: int = tests.T2_BINS, options: Mapping[str, Any] | None = None) -> float:
+    """p-value of ``test`` on one study's arrays; ``options``: T2's ``rule``, ``use_holm``, ``direction``."""
     if test == "t1_lr":
         return float(tests.t1_lr_arrays(d["a"], d["p"], d["theta"])["p_value"])
     if test == "t1_lr_mean":
@@ -96,19 +101,24 @@ def array_p_value(test: str, d: Mapping[str, np.ndarray], design: BeliefDesign, 
         return float(tests.t1_cmi_arrays(d["a"], d["p"], d["theta"], d["group"], n_boot=0, n_perm=STUDY_PERM,
                                          seed=seed)["p_value"])
     if test == "t2":
-        return float(tests.t2_arrays(d["a"], d["p"], k=k_bins, level=level)["p_value"])
+        return float(tests.t2_arrays(d["a"], d["p"], k=k_bins, level=level, n_perm=STUDY_PERM, seed=seed,
+                                     **dict(options or {}))["p_value"])
     raise ValueError(f"unknown array test {test!r}; choose one of {ARRAY_TESTS}")
 
 
 def rejection_rate(test: str, agent: str, params: Mapping[str, Any], design: BeliefDesign, n_sims: int,
-                   seed: int, level: float = tests.LEVEL, k_bins: int = tests.T2_BINS) -> dict[str, Any]:
-    """Share of ``n_sims`` simulated studies in which ``test`` rejects at ``level`` (± MC SE)."""
+                   seed: int, level: float = tests.LEVEL, k_bins: int = tests.T2_BINS,
+                   options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Share of ``n_sims`` simulated studies in which ``test`` rejects at ``level`` (± MC SE).
+
+    ``options`` go to the test (T2: ``rule``, ``use_holm``, ``direction``; table tests: their keyword
+    arguments, e.g. T4's ``baseline``)."""
     start = time.perf_counter()
     sessions, outcomes, _ = simulate_outcomes(agent, params, design, n_sims, seed)
     rejects = np.zeros(n_sims, dtype=bool)
     if test in ARRAY_TESTS:
         for i, d in enumerate(study_arrays(design, sessions, outcomes)):
-            p = array_p_value(test, d, design, seed + i, level, k_bins)
+            p = array_p_value(test, d, design, seed + i, level, k_bins, options)
             rejects[i] = p < level
     elif test in TABLE_TESTS:
         from cogtestbed.environments.belief import BeliefCoherenceEnv
@@ -117,7 +127,7 @@ def rejection_rate(test: str, agent: str, params: Mapping[str, Any], design: Bel
         fn: Callable[..., dict[str, Any]] = tests.TESTS[test]
         for i, (_, part) in enumerate(table.groupby("subject", sort=True)):
             kw = {"n_boot": 200, "seed": seed + i} if test != "t3" else {"n_perm": STUDY_PERM, "seed": seed + i}
-            rejects[i] = bool(fn(part, level, **kw)["reject"])
+            rejects[i] = bool(fn(part, level, **kw, **dict(options or {}))["reject"])
     else:
         raise ValueError(f"unknown test {test!r}; choose one of {ARRAY_TESTS + TABLE_TESTS}")
     rate = float(rejects.mean())
@@ -137,6 +147,88 @@ def size_study(tests_: Sequence[str] = ("t1_lr", "t1_lr_mean", "t1_cmi", "t2"), 
             r = rejection_rate(test, "logit-rum", {"report_noise": sigma}, design, n_sims, seed + 1000 * j, level)
             rows.append({**r, "report_noise": sigma})
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- size calibration
+#: Half-width of the calibration target: a test is calibrated when its size lies within α ± this.
+CALIBRATION_TOL = 0.02
+#: Test order of the calibration cells' seeds (cell seed = seed + 1000·test + 100·σ index + 10·variant).
+CALIBRATION_TESTS = ("t1_lr", "t1_lr_mean", "t1_cmi", "t1_nested", "t2", "t3", "t4")
+#: Studies per cell: 500, 200 on the report-noise curves, fewer where a cell is degenerate or slow
+#: (T1b ≈ 3 s CPU per study, T4's LIE tables ≈ 0.3 s).
+CALIBRATION_SIMS, CURVE_SIMS = 500, 200
+
+
+@dataclass(frozen=True)
+class CalibrationCell:
+    """One row of the calibration table: ``test`` on ``agent`` at report noise ``sigma`` with test
+    ``options``; ``target``: ``"= α"`` (must lie within α ± :data:`CALIBRATION_TOL`), ``"≤ α"``
+    (interior of the null: conservative is correct), ``"= 0"`` (degenerate: the statistic is exactly
+    0) or ``"curve"`` (size under report noise, reported, no target); ``sims`` studies."""
+
+    test: str
+    agent: str
+    sigma: float | None
+    target: str
+    options: tuple[tuple[str, Any], ...] = ()
+    variant: int = 0
+    sims: int = CALIBRATION_SIMS
+
+    @property
+    def label(self) -> str:
+        return self.test + "".join(f" {k}={v}" for k, v in self.options if k != "baseline")
+
+
+def calibration_cells() -> list[CalibrationCell]:
+    """The calibration table's cells (rational agents; Remark 3.4's random agent for T2's flat null)."""
+    cells = [CalibrationCell("t1_lr", "logit-rum", 0.0, "= α"), CalibrationCell("t1_lr_mean", "logit-rum", 0.0, "= α")]
+    cells += [CalibrationCell("t1_cmi", "logit-rum", s, "= α" if s == 0 else "curve",
+                              sims=CALIBRATION_SIMS if s == 0 else CURVE_SIMS) for s in SIGMAS]
+    cells.append(CalibrationCell("t1_nested", "logit-rum", 0.0, "= α", sims=300))
+    cells += [CalibrationCell("t2", "random", None, "= α"),
+              CalibrationCell("t2", "random", None, "curve", (("rule", "any-pair"),), 1),
+              CalibrationCell("t2", "random", None, "curve", (("rule", "any-pair"), ("use_holm", True)), 2)]
+    cells += [CalibrationCell("t2", "logit-rum", s, "≤ α", sims=CALIBRATION_SIMS if s == 0 else CURVE_SIMS)
+              for s in SIGMAS]
+    cells += [CalibrationCell("t3", "logit-rum", s, "= 0" if s == 0 else "= α", sims=100 if s == 0 else 500)
+              for s in SIGMAS[:3]]
+    cells.append(CalibrationCell("t4", "logit-rum", 0.0, "= 0", (("baseline", False),), sims=200))
+    return cells
+
+
+def calibration_verdict(rate: float, target: str, level: float = tests.LEVEL) -> str:
+    """Whether ``rate`` meets ``target`` (:class:`CalibrationCell`)."""
+    if target == "= α":
+        return "yes" if abs(rate - level) <= CALIBRATION_TOL else "no"
+    if target == "≤ α":
+        return "yes" if rate <= level + CALIBRATION_TOL else "no"
+    if target == "= 0":
+        return "yes" if rate == 0.0 else "no"
+    return "–"
+
+
+def calibration_row(cell: CalibrationCell, n_sims: int | None = None, seed: int = 0, network: str = "child",
+                    level: float = tests.LEVEL) -> dict[str, Any]:
+    """One cell's size: rate, MC SE, the exact one-sided 95 % Clopper–Pearson upper bound, the
+    verdict against the cell's target (cell seed = seed + 1000·test + 100·σ index + 10·variant)."""
+    j = CALIBRATION_TESTS.index(cell.test)
+    i_sigma = SIGMAS.index(cell.sigma) if cell.sigma is not None else 0
+    n = n_sims or cell.sims
+    params = {} if cell.sigma is None else {"report_noise": cell.sigma}
+    r = rejection_rate(cell.test, cell.agent, params, study_design(cell.test, network=network), n,
+                       seed + 1000 * j + 100 * i_sigma + 10 * cell.variant, level, options=dict(cell.options))
+    hits = round(r["rate"] * n)
+    upper = float(stats.beta.ppf(0.95, hits + 1, n - hits)) if hits < n else 1.0
+    return {"test": cell.label, "agent": cell.agent, "sigma": cell.sigma, "studies": n, "rate": r["rate"],
+            "mc_se": r["mc_se"], "upper95": upper, "target": cell.target,
+            "ok": calibration_verdict(r["rate"], cell.target, level), "seconds": r["seconds"]}
+
+
+def calibration_study(cells: Sequence[CalibrationCell] | None = None, n_sims: int | None = None, seed: int = 0,
+                      network: str = "child", level: float = tests.LEVEL) -> pd.DataFrame:
+    """Size of every test on rational agents (200 × 5), one :func:`calibration_row` per cell."""
+    return pd.DataFrame([calibration_row(c, n_sims, seed, network, level)
+                         for c in (calibration_cells() if cells is None else cells)])
 
 
 def band_width(u_defer: float, scale: float = 6.0) -> float:

@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 from numba import njit
-from scipy.special import ndtr
 
 
 def permute_rows(values: np.ndarray, rng: np.random.Generator, k: int | None = None) -> np.ndarray:
@@ -117,6 +116,8 @@ class RoundedNormal:
     def __init__(self, sd: float) -> None:
         if not sd > 0 or not math.isfinite(sd):
             raise ValueError(f"sd must be a positive number, got {sd!r}")
+        from scipy.special import ndtr  # imported on use: scipy.special costs a metrics call ~0.07 s of CPU
+
         half = int(math.ceil(self.TAIL_SDS * sd))
         self.low = -half
         k = np.arange(-half, half + 1, dtype=np.float64)

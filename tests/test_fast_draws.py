@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from cogtestbed.columns import kept_rows, take_strings
-from cogtestbed.draws import standard_normal
+from cogtestbed.environments.draws import standard_normal
 from cogtestbed.environments.probabilistic import ProbabilisticDesign, ProbabilisticReasoningEnv
 from cogtestbed.environments.twostep import TwoStepDesign, TwoStepEnv
 

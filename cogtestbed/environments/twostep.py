@@ -44,8 +44,8 @@ from gymnasium import spaces
 from numba import njit
 from pydantic import Field, model_validator
 
-from cogtestbed.draws import standard_normal
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.draws import standard_normal
 from cogtestbed.environments.parsing import parse_option_letter
 from cogtestbed.schema import REWARDED, RowRule, TrialSchema, Values
 from cogtestbed.trials import CodedStrings, Column, finish_table

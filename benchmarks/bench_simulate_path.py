@@ -135,10 +135,11 @@ def main() -> None:
     parser.add_argument("--rw-only", action="store_true", help="only the RW± kernel figure")
     parser.add_argument("--rw-repeats", type=int, default=1, help="print the RW± figure this many times")
     parser.add_argument("--lanes", default="", help="comma-separated lane counts to time the RW± kernel with")
+    parser.add_argument("--experiments", default="", help="comma-separated experiments to time (default: all)")
     args = parser.parse_args()
     print(f"allocator keeps freed memory: {keep_freed_memory()}")
     if not args.rw_only:
-        experiments_table()
+        experiments_table([e for e in args.experiments.split(",") if e] or experiment_names())
     for _ in range(args.rw_repeats):
         print_rw(rw_ns_per_trial())
     if args.lanes:
@@ -149,12 +150,12 @@ def main() -> None:
             print(f"RW± kernel with {n:4d} lanes: {ns:5.1f} ns/trial{default}", flush=True)
 
 
-def experiments_table() -> None:
-    """The full-path / kernel table of every experiment."""
+def experiments_table(names: list[str]) -> None:
+    """The full-path / kernel table of the named experiments."""
     print(f"{'experiment':24s} {'agent':18s} {'trials':>9s} {'kernel trials/s':>16s} {'full trials/s':>14s} "
           f"{'ratio':>6s}        ns/trial: kernel sessions table")
     worst = float("inf")
-    for name in experiment_names():
+    for name in names:
         agent, trials, kernel_s, full_s, sessions_s, table_s = bench(name)
         ratio = kernel_s / full_s
         worst = min(worst, ratio)

@@ -29,12 +29,11 @@ atomic write: a failed run never leaves a half-written file.
 
 from __future__ import annotations
 
-import builtins
 import contextlib
+import io
 import json
 import os
 import platform
-import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -46,7 +45,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pandas.api.extensions import ExtensionArray, ExtensionDtype, register_extension_dtype
+import pyarrow.parquet as pq
+from pandas.api.extensions import ExtensionArray
 
 from cogtestbed.outputs import atomic_write_bytes, new_file_mode
 
@@ -62,33 +62,39 @@ MANIFEST_SUFFIX = ".manifest.json"
 SCHEMA_VERSION = 1
 
 
-class _NestedArrowDtypeName(ExtensionDtype):
-    """Reads back the name pandas gives a nested Arrow dtype (``list<item: double>[pyarrow]``, the
-    dtype of a :class:`Lists` column) when a Parquet file's pandas metadata names it: pandas
-    writes that name but cannot parse it, so without this a list column's table would not read
-    back.  Registered with pandas once (``register_extension_dtype``); it only parses names."""
-
-    name = "cogtestbed-nested-arrow-name"
-    type = object
-    _PATTERN = re.compile(r"^(large_list|list)<item: ([a-z0-9_]+)>\[pyarrow\]$")
-
-    @classmethod
-    def construct_from_string(cls, string: str) -> Any:
-        match = cls._PATTERN.match(string) if isinstance(string, str) else None
-        if match is None:
-            raise TypeError(f"cannot construct a nested Arrow dtype from {string!r}")
-        try:
-            item = pa.type_for_alias(match.group(2))
-        except ValueError:
-            raise TypeError(f"unknown Arrow item type in {string!r}") from None
-        return pd.ArrowDtype(pa.large_list(item) if match.group(1) == "large_list" else pa.list_(item))
-
-    @classmethod
-    def construct_array_type(cls) -> builtins.type[ExtensionArray]:
-        raise NotImplementedError("a name parser only")
+def _is_arrow_list(arrow_type: pa.DataType) -> bool:
+    return bool(pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type))
 
 
-register_extension_dtype(_NestedArrowDtypeName)
+def _arrow_lists_as_arrow_dtype(arrow_type: pa.DataType) -> pd.ArrowDtype | None:
+    """``types_mapper`` of :func:`read_table`: a list column reads back as the ``pd.ArrowDtype`` a
+    :class:`Lists` column has; every other column as pandas reads it by default."""
+    return pd.ArrowDtype(arrow_type) if _is_arrow_list(arrow_type) else None
+
+
+def table_to_parquet(frame: pd.DataFrame, where: str | os.PathLike[str] | io.BytesIO) -> None:
+    """Write ``frame`` as Parquet that plain ``pandas.read_parquet`` reads back.
+
+    pandas records an Arrow list column's dtype by a name it cannot parse again
+    (``list<item: double>[pyarrow]``), so a table with :class:`Lists` columns written by
+    ``DataFrame.to_parquet`` would not read back without cogtestbed.  Here those columns are
+    recorded as the object columns of lists pandas has always written: plain pandas reads their
+    cells as arrays, :func:`read_table` as ``pd.ArrowDtype`` lists again.
+    """
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    lists = {field.name for field in table.schema if _is_arrow_list(field.type)}
+    if lists:
+        meta = json.loads(table.schema.metadata[b"pandas"])
+        for column in meta["columns"]:
+            if column["name"] in lists:
+                column["numpy_type"], column["metadata"] = "object", None
+        table = table.replace_schema_metadata({**table.schema.metadata, b"pandas": json.dumps(meta).encode()})
+    pq.write_table(table, where)
+
+
+def read_table(where: str | os.PathLike[str]) -> pd.DataFrame:
+    """A Parquet table written by :func:`table_to_parquet`, list columns as ``pd.ArrowDtype``."""
+    return pq.read_table(where).to_pandas(types_mapper=_arrow_lists_as_arrow_dtype)
 
 
 class TrialTableError(ValueError):
@@ -292,8 +298,8 @@ def finish_table(
     """
     n_subjects, n_trials = np.shape(action)
     n = n_subjects * n_trials
-    rows = None if keep is None else np.flatnonzero(np.asarray(keep, dtype=bool).reshape(n))
-    col = _ColumnMaker(n_subjects, n_trials, rows)
+    col = _ColumnMaker(n_subjects, n_trials, None if keep is None else np.asarray(keep, dtype=bool))
+    rows = col.rows
     cols: dict[str, Any] = {
         "experiment": _constant_category(experiment, col.n_rows),
         "subject": col(PerSubject(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64))),
@@ -305,7 +311,8 @@ def finish_table(
     flat_valid = col.numeric(np.asarray(valid, dtype=bool).reshape(n))
     present = flat_valid if action_valid is None else col.numeric(np.asarray(action_valid, dtype=bool).reshape(n))
     flat_action = np.asarray(action).reshape(n)  # _masked_action makes the column a fresh array
-    cols["action"] = _masked_action(flat_action if rows is None else flat_action.take(rows), present)
+    cols["action"] = _masked_action(flat_action if rows is None else flat_action.take(rows), present,
+                                    fresh=rows is not None)
     for name, values in (after_action or {}).items():
         cols[name] = col(values)
     cols["reward"] = col.numeric(np.asarray(reward, dtype=np.float64).reshape(n))
@@ -325,12 +332,18 @@ def finish_table(
 class _ColumnMaker:
     """Flattens (n_subjects, n_trials) arrays into fresh, row-filtered table columns."""
 
-    def __init__(self, n_subjects: int, n_trials: int, rows: np.ndarray | None) -> None:
+    def __init__(self, n_subjects: int, n_trials: int, keep: np.ndarray | None) -> None:
+        """``keep``: the (n_subjects, n_trials) mask of the rows kept (None: every row)."""
         self.n_subjects, self.n_trials = n_subjects, n_trials
-        self.n, self.rows = n_subjects * n_trials, rows
-        self.n_rows = self.n if rows is None else len(rows)
+        self.n = n_subjects * n_trials
+        self.rows: np.ndarray | None = None
         self._row_subject: np.ndarray | None = None
         self._row_position: np.ndarray | None = None
+        if keep is not None:  # the kept rows' numbers with their subject and position, in one pass
+            from cogtestbed.columns import kept_rows  # numba: imported where used
+
+            self.rows, self._row_subject, self._row_position = kept_rows(keep.reshape(n_subjects, n_trials))
+        self.n_rows = self.n if self.rows is None else len(self.rows)
         self._codes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._offsets: dict[tuple[int, int], pa.Buffer] = {}
         self._nulls: pa.Array | None = None
@@ -362,13 +375,10 @@ class _ColumnMaker:
 
     def subject_rows(self) -> np.ndarray | None:
         """The subject of every kept row (None: every row is kept)."""
-        if self.rows is not None and self._row_subject is None:
-            self._row_subject, self._row_position = np.divmod(self.rows, self.n_trials)
         return self._row_subject
 
     def position_rows(self) -> np.ndarray | None:
         """The trial position of every kept row (None: every row is kept)."""
-        self.subject_rows()
         return self._row_position
 
     def __call__(self, values: Column) -> Any:
@@ -490,16 +500,18 @@ def list_cells(column: pd.Series | ExtensionArray | np.ndarray) -> list[list[Any
     return [list(v) for v in array]
 
 
-def _masked_action(flat: np.ndarray, present: np.ndarray) -> Any:
+def _masked_action(flat: np.ndarray, present: np.ndarray, fresh: bool = False) -> Any:
     """The ``action`` column (a fresh array): nullable integer (nullable float for ratings),
-    missing where not ``present``."""
+    missing where not ``present``.  ``fresh``: ``flat`` is already the table's own (taken rows)."""
+    absent = ~present
     if flat.dtype.kind == "f":
-        if present.all():  # the same column as the general case below, in fewer passes
-            values = flat.copy()
+        if not absent.any():  # the same column as the general case below, in fewer passes
+            values = flat if fresh else flat.copy()
             return pd.arrays.FloatingArray(values, np.isnan(values))
         values = np.where(present, flat, 0.0)
-        return pd.arrays.FloatingArray(values, ~present | np.isnan(values))
-    return pd.arrays.IntegerArray(np.where(present, flat, 0).astype(np.int64, copy=False), ~present)
+        return pd.arrays.FloatingArray(values, absent | np.isnan(values))
+    values = flat.astype(np.int64, copy=not fresh) if not absent.any() else np.where(present, flat, 0)
+    return pd.arrays.IntegerArray(values.astype(np.int64, copy=False), absent)
 
 
 def fresh_column(values: np.ndarray) -> pd.arrays.NumpyExtensionArray:
@@ -527,14 +539,16 @@ def _coded_string_array(codes: np.ndarray, vocabulary: tuple[str | None, ...],
                         offsets: dict[tuple[int, int], pa.Buffer] | None = None) -> Any:
     """The ``string`` column ``vocabulary[codes]``; ``offsets`` caches the offsets buffers of
     fixed-width columns (equal for every column of that width and length, so built once)."""
-    if codes.size and (codes.min() < 0 or codes.max() >= len(vocabulary)):
-        raise ValueError(f"string codes must lie in 0..{len(vocabulary) - 1}")
     encoded = [None if v is None else v.encode() for v in vocabulary]
     widths = {len(e) for e in encoded if e is not None}
     if len(widths) == 1:
+        if codes.size and (codes.min() < 0 or codes.max() >= len(vocabulary)):
+            raise ValueError(f"string codes must lie in 0..{len(vocabulary) - 1}")
         taken = _fixed_width_strings(codes, encoded, widths.pop(), {} if offsets is None else offsets)
-    else:
-        taken = pa.array(list(vocabulary), type=pa.large_string()).take(pa.array(codes))
+    else:  # varying widths: the compiled copy (numba: imported where used)
+        from cogtestbed.columns import take_strings
+
+        taken = take_strings(codes, vocabulary)
     return pd.arrays.ArrowStringArray(pa.chunked_array([taken]))
 
 
@@ -630,7 +644,7 @@ def write_trials(
     """Write ``trials`` as Parquet plus ``<path>.manifest.json``; return the Parquet path."""
     out = Path(path)
     full_manifest = trials_manifest(trials, manifest)
-    write_files_together({out: lambda tmp: trials.to_parquet(tmp, index=False),
+    write_files_together({out: lambda tmp: table_to_parquet(trials, tmp),
                           manifest_path(out): lambda tmp: tmp.write_text(
                               json.dumps(full_manifest, indent=2, sort_keys=True, default=str))})
     return out
@@ -663,7 +677,7 @@ def read_trials(path: str | os.PathLike[str], experiment: str | None = None) -> 
     if not p.exists():
         raise FileNotFoundError(f"no trial table at {p}")
     try:
-        trials = pd.read_parquet(p)
+        trials = read_table(p)
     except Exception as exc:  # pyarrow raises several types for a non-Parquet file
         raise TrialTableError(f"{p} is not a Parquet trial table: {exc}") from exc
     return validate_trials(trials, experiment, source=p)

@@ -91,8 +91,12 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules), "compiled": len(
 
 #: Modules a fitting call on a CogBench file must not import: statsmodels (the horizon regressions
 #: run statsmodels' Newton fit without it), scipy.optimize / scipy.stats (the fits are numba's),
-#: pandera (the schema fast path) and the study machinery.
-NOT_ON_THE_FIT_PATH = ("statsmodels", "scipy.optimize", "scipy.stats", "pandera", "cogtestbed.validation.studies")
+#: pandera (the schema fast path), scipy.special (imported where a simulation uses it) and the study machinery.
+NOT_ON_THE_FIT_PATH = ("statsmodels", "scipy.optimize", "scipy.stats", "scipy.special", "pandera",
+                       "cogtestbed.validation.studies")
+#: numba's implementation modules: a compilation imports them, kernels loaded from the on-disk cache
+#: need none (their environments are rebuilt without importing them, ``cogtestbed.jit_cache``).
+NUMBA_IMPLEMENTATIONS = ("numba.np.arraymath", "numba.np.arrayobj", "numba.np.linalg", "numba.np.npyimpl")
 COGBENCH = Path(__file__).resolve().parents[1].parent / "shared/data/cogbench"
 
 
@@ -115,3 +119,5 @@ def test_fitting_calls_import_only_what_they_use(args: list[str], tmp_path: Path
     # kernels came from numba's on-disk cache without installing its typing registries
     # (cogtestbed.jit_cache); only a kernel compiled here (a cold cache) installs them
     assert probe["typing_registries"] == 0 or probe["compiled"] > 0
+    implementations = sorted(set(NUMBA_IMPLEMENTATIONS) & set(probe["modules"]))
+    assert implementations == [] or probe["compiled"] > 0, f"a cache load imported {implementations}"

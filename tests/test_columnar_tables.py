@@ -9,9 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cogtestbed.agents.lapse import Lapse, draw_lapses, lapse_rng
+from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.belief import distribution_json
 from cogtestbed.environments.discounting import (
+    MAX_QUESTIONS,
     NOT_ASKED,
+    QUESTION_CODES,
     DiscountingDesign,
     StaircaseState,
     asked_questions,
@@ -20,8 +24,9 @@ from cogtestbed.environments.discounting import (
 from cogtestbed.environments.revealed import normalise_logprobs, normalise_logprobs_rows, normalise_logprobs_segments
 from cogtestbed.inference.hierarchical import Diagnostics
 from cogtestbed.inference.twostep import stay_design, stay_pairs
-from cogtestbed.simulation import simulate
-from cogtestbed.trials import CodedLists, CodedStrings, Lists, finish_table, list_cells
+from cogtestbed.registry import get_experiment
+from cogtestbed.simulation import seed_streams, simulate, subject_params
+from cogtestbed.trials import CodedLists, CodedStrings, Lists, finish_table, list_cells, read_table, table_to_parquet
 
 
 def _table(**kw: object) -> pd.DataFrame:
@@ -98,6 +103,25 @@ def test_discounting_question_replay_matches_the_staircase() -> None:
             state.answer(int(action[i, s]))
 
 
+@pytest.mark.parametrize("agent", ["hyperbolic", "random"])
+def test_discounting_kernel_records_the_questions_the_replay_finds(agent: str) -> None:
+    spec = get_experiment("temporal-discounting")
+    agent_cls, design, n = spec.agent(agent), DiscountingDesign(), 400
+    params = subject_params(agent_cls, None, n)
+    env_rng, agent_rng = seed_streams(4)
+    sessions = spec.env_cls.sample_sessions(design, n, env_rng)
+    uniforms = agent_rng.random((n, MAX_QUESTIONS))
+    draws = draw_lapses(Lapse(invalid=0.05, random=0.2), lapse_rng(4), n, MAX_QUESTIONS, spec.env_cls.lapse_draws)
+    for outcomes in (agent_cls.simulate_batch(design, sessions, params, uniforms),
+                     agent_cls.simulate_batch_lapsed(design, sessions, params, uniforms, draws)):
+        assert outcomes is not None
+        replayed = asked_questions(outcomes.action, outcomes.valid, outcomes.played)
+        assert np.array_equal(outcomes.extra[QUESTION_CODES], replayed)
+        without = Outcomes(outcomes.action, outcomes.reward, outcomes.valid, played=outcomes.played)
+        assert spec.env_cls.trials_table(design, sessions, without, agent=agent).equals(
+            spec.env_cls.trials_table(design, sessions, outcomes, agent=agent))
+
+
 def test_row_normalisation_matches_the_single_row_function() -> None:
     rng = np.random.default_rng(2)
     lp = np.log(rng.dirichlet(np.ones(5), 400)) - rng.random((400, 1))
@@ -162,8 +186,11 @@ def test_list_columns_are_arrow_lists_that_read_back_from_parquet(tmp_path: Path
     assert list_cells(t["labels"]) == [["a", "bc"], [], ["Left"], ["Left"], [], ["a", "bc"]]
     assert list_cells(t["x"].iloc[3:5]) == [[5.0], [6.0, 7.0, 8.0]]
     path = tmp_path / "t.parquet"
-    t.to_parquet(path)
-    pd.testing.assert_frame_equal(pd.read_parquet(path), t)
+    table_to_parquet(t, path)
+    pd.testing.assert_frame_equal(read_table(path), t)
+    plain = pd.read_parquet(path)  # without cogtestbed's reader: object columns of arrays, as lists always read
+    assert plain["x"].dtype == object and list(plain["x"].iloc[2]) == [2.0, 3.0, 4.0]
+    assert list(plain["labels"].iloc[0]) == ["a", "bc"] and len(plain["labels"].iloc[1]) == 0
     kept = finish_table("x", {"x": Lists(np.arange(10.0), offsets)}, np.zeros((2, 3), int), np.ones((2, 3)),
                         np.ones((2, 3), bool), agent="a", keep=np.array([[False, True, True], [False, False, True]]))
     assert list_cells(kept["x"]) == [[], [2.0, 3.0, 4.0], [9.0]]

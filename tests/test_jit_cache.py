@@ -38,6 +38,11 @@ def kernel(x):
     np.random.seed(7)  # numba's own generator state
     out[-1] = np.random.random()
     return out
+
+
+@njit(cache=True)
+def bad(n):
+    return np.empty(n)  # a negative size raises from numba's own implementation
 '''
 
 PROBE = '''
@@ -51,6 +56,17 @@ from numba.core.registry import cpu_target
 x = np.arange(7.0) * 1.5
 out = {"light": light, "result": kernels.kernel(x).tolist(), "hits": sum(kernels.kernel.stats.cache_hits.values()),
        "registries_after_load": len(cpu_target.typing_context._registries)}
+try:
+    kernels.bad(-1)
+except ValueError as exc:
+    out["error"] = str(exc)
+out["numba_np_imported"] = sorted(m for m in ("numba.np.arraymath", "numba.np.arrayobj") if m in sys.modules)
+import pickle
+from numba.core.environment import Environment
+envs = [e for e in list(Environment._memo.values()) if e.can_cache()]
+out["env_modules"] = sorted({e.globals["__name__"] for e in envs})
+out["pickles_name_numba"] = all(b"numba.core.environment" in p and b"_rebuild_env" in p and b"cogtestbed" not in p
+                                for p in map(pickle.dumps, envs))
 @njit
 def fresh(a):
     return a.sum() + 1.0
@@ -87,3 +103,11 @@ def test_light_loads_run_cached_kernels_identically_and_compiling_still_works(tm
     assert full["registries_after_load"] > 0
     assert light["registries_after_load"] == 0
     assert light["registries_after_compile"] == full["registries_after_compile"] > 0
+    # numba's implementation modules are not imported to rebuild the loaded kernels' environments;
+    # errors raised from those implementations read the same, and the environments pickle as numba's
+    assert light["error"] == full["error"] == "negative dimensions not allowed"
+    assert full["numba_np_imported"] == ["numba.np.arraymath", "numba.np.arrayobj"]
+    assert light["numba_np_imported"] == []
+    assert "numba.np.arrayobj" in light["env_modules"]
+    assert light["env_modules"] == full["env_modules"]
+    assert light["pickles_name_numba"] and full["pickles_name_numba"]

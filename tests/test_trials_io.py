@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pyarrow.parquet
 import pytest
 
 from cogtestbed.simulation import simulate
@@ -49,7 +50,7 @@ def test_failed_write_leaves_previous_file_intact(tmp_path, table, monkeypatch):
     def boom(self, *a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(pd.DataFrame, "to_parquet", boom)
+    monkeypatch.setattr(pyarrow.parquet, "write_table", boom)
     with pytest.raises(OSError, match="disk full"):
         write_trials(table.iloc[:10], path, {"seed": 1})
     assert path.read_bytes() == before

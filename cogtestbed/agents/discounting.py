@@ -17,6 +17,7 @@ from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.discounting import (
     EXPERIMENT,
     MAX_QUESTIONS,
+    QUESTION_CODES,
     DiscountingDesign,
     DiscountingSessions,
 )
@@ -62,12 +63,14 @@ class _DiscountingAgent(KernelLapsingAgent[DiscountingDesign, DiscountingSession
         def arr(name: str, default: float) -> np.ndarray:
             return np.ascontiguousarray(np.broadcast_to(params.get(name, default), (n,)), dtype=np.float64)
 
-        actions, valid, played = simulate_staircase_kernel(
+        actions, valid, played, questions = simulate_staircase_kernel(
             base, anom, arr("k", 0.0), arr("temperature", 0.0), np.full(n, cls.p_random),
             np.ascontiguousarray(uniforms[:, :MAX_QUESTIONS]),
             np.ascontiguousarray(lapse.kind[:, :MAX_QUESTIONS]), np.ascontiguousarray(lapse.u[:, :MAX_QUESTIONS, 0]),
         )
-        return Outcomes(action=actions, reward=np.where(valid, 0.0, np.nan), valid=valid, played=played)
+        # the codes of the questions asked, which the table would otherwise replay from the answers
+        return Outcomes(action=actions, reward=np.where(valid, 0.0, np.nan), valid=valid, played=played,
+                        extra={QUESTION_CODES: questions})
 
 
 class RandomAgent(_DiscountingAgent):

@@ -232,6 +232,9 @@ QUESTION_NUMBER_FIELDS = ("amount1", "delay1", "amount2", "delay2", "scale")
 #: no question.
 N_BASELINE_CODES = 18
 NOT_ASKED = N_BASELINE_CODES + len(ANOMALY_ITEMS) * len(MVF_VALUES)
+#: ``Outcomes.extra`` key of the codes of the questions asked (a simulation kernel that plays the
+#: staircase records them; otherwise the table replays them with :func:`asked_questions`).
+QUESTION_CODES = "question"
 
 
 def question_list(design: DiscountingDesign) -> list[Question]:
@@ -411,9 +414,11 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
     ) -> pd.DataFrame:
         """One row per asked question (unasked steps of shorter sessions are dropped)."""
         played = outcomes.played if outcomes.played is not None else outcomes.valid
-        codes = asked_questions(np.ascontiguousarray(outcomes.action, dtype=np.int64),
-                                np.ascontiguousarray(outcomes.valid, dtype=bool),
-                                np.ascontiguousarray(played, dtype=bool))
+        codes = outcomes.extra.get(QUESTION_CODES)  # recorded by a kernel that played the staircase
+        if codes is None:
+            codes = asked_questions(np.ascontiguousarray(outcomes.action, dtype=np.int64),
+                                    np.ascontiguousarray(outcomes.valid, dtype=bool),
+                                    np.ascontiguousarray(played, dtype=bool))
         questions = question_list(design)
         stim: dict[str, Column] = {}
         for c in QUESTION_TEXT_FIELDS:

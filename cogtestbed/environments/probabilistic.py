@@ -39,18 +39,21 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 from gymnasium import spaces
+from numba import njit
 from pydantic import field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.parsing import parse_decimal_digits
 from cogtestbed.schema import RowRule, TrialSchema, Values
-from cogtestbed.trials import CodedStrings, Column, finish_table
+from cogtestbed.trials import CodedStrings, Column, finish_table, fresh_column
 
 EXPERIMENT = "probabilistic-reasoning"
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
 #: CogBench's default number of runs (``query.py``); the paper says 100.
 CODE_RUNS, PAPER_RUNS = 200, 100
 TRIAL_TYPES = ("likelihood", "prior")
+#: The largest finite double (``np.nan_to_num``'s stand-in for infinity).
+_MAX_DOUBLE = float(np.finfo(np.float64).max)
 
 
 class ProbabilisticDesign(Design):
@@ -100,6 +103,29 @@ def bayes_posterior(prior: np.ndarray | float, likelihood: np.ndarray | float) -
     return p * lik / (p * lik + (1.0 - p) * (1.0 - lik))
 
 
+@njit(cache=True)
+def _urn_draws(label_u: np.ndarray, informative: np.ndarray, flat: np.ndarray, urn_u: np.ndarray, ball_u: np.ndarray,
+               randomise_labels: bool) -> tuple[np.ndarray, ...]:
+    """The sessions' arrays from their uniforms and drawn probabilities, (N, 2) each: left label F
+    iff u < ½ (always F without randomised labels); trial 0 has the informative likelihood and a flat
+    prior, trial 1 the reverse; the left urn iff u < prior; a red ball iff u < P(red | urn), the
+    right urn being the mirror image (1 − lh)."""
+    n = label_u.shape[0]
+    left_is_f, urn_left, red = np.empty((n, 2), np.bool_), np.empty((n, 2), np.bool_), np.empty((n, 2), np.bool_)
+    prior, lh = np.empty((n, 2)), np.empty((n, 2))
+    for i in range(n):
+        lh[i, 0], prior[i, 0] = informative[i, 0], flat[i, 0]
+        lh[i, 1], prior[i, 1] = flat[i, 1], informative[i, 1]
+    for i in range(n):
+        for t in range(2):
+            left_is_f[i, t] = (label_u[i, t] < 0.5) | (not randomise_labels)
+            urn = urn_u[i, t] < prior[i, t]
+            urn_left[i, t] = urn
+            u = ball_u[i, t]  # P(red | urn) is lh for the left urn, 1 − lh for the right (no branch)
+            red[i, t] = (urn & (u < lh[i, t])) | ((not urn) & (u < 1.0 - lh[i, t]))
+    return left_is_f, prior, lh, urn_left, red
+
+
 # ----------------------------------------------------------------------------- environment
 class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessions]):
     """CogBench's urn task (see module docstring).
@@ -145,19 +171,15 @@ class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessio
         cls, design: ProbabilisticDesign, n: int, rng: np.random.Generator
     ) -> ProbabilisticSessions:
         """Draw labels, prior/likelihood, urn and ball for ``n`` sessions of two trials."""
-        inf = np.asarray(design.informative_probs)
-        uninf = np.asarray(design.uninformative_probs)
-        left_is_f = rng.random((n, 2)) < 0.5
-        if not design.randomise_labels:
-            left_is_f[:] = True
-        informative = inf[rng.integers(0, len(inf), size=(n, 2))]
-        flat = uninf[rng.integers(0, len(uninf), size=(n, 2))]
-        # trial 0: informative likelihood; trial 1: informative prior
-        lh = np.column_stack([informative[:, 0], flat[:, 1]])
-        prior = np.column_stack([flat[:, 0], informative[:, 1]])
-        urn_left = rng.random((n, 2)) < prior
-        p_red = np.where(urn_left, lh, 1.0 - lh)
-        red = rng.random((n, 2)) < p_red
+        inf = np.asarray(design.informative_probs, dtype=np.float64)
+        uninf = np.asarray(design.uninformative_probs, dtype=np.float64)
+        # every draw is made before any is used (none depends on another's value): one pass builds the rest
+        label_u = rng.random((n, 2))
+        informative_i = rng.integers(0, len(inf), size=(n, 2))
+        flat_i = rng.integers(0, len(uninf), size=(n, 2))
+        urn_u, ball_u = rng.random((n, 2)), rng.random((n, 2))
+        left_is_f, prior, lh, urn_left, red = _urn_draws(label_u, inf[informative_i], uninf[flat_i], urn_u, ball_u,
+                                                         design.randomise_labels)
         return ProbabilisticSessions(left_is_f=left_is_f, prior=prior, lh=lh, urn_left=urn_left, red=red)
 
     # -- dynamics --------------------------------------------------------------------------
@@ -263,6 +285,35 @@ class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessio
         )
 
 
+@njit(cache=True)
+def _judgement_columns(prior: np.ndarray, lh: np.ndarray, red: np.ndarray, informative_lh: np.ndarray,
+                       left_is_f: np.ndarray, estimate: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The derived per-judgement columns from flat inputs, in one pass: likelihood P(observed colour |
+    left urn), the Bayes posterior (:func:`bayes_posterior`, the same operations), the estimate in
+    hundredths rounded half to even (0 where invalid), the posterior accuracy 1 − |posterior −
+    estimate| (NaN where invalid), the trial-type code (0 likelihood, 1 prior) and the left-label
+    code (0 F, 1 J; 2 = none where ``left_is_f`` is empty)."""
+    n = prior.size
+    likelihood, posterior, reward = np.empty(n), np.empty(n), np.empty(n)
+    action, trial_type, label = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    for i in range(n):
+        p = prior[i]
+        lik = lh[i] if red[i] else 1.0 - lh[i]
+        post = p * lik / (p * lik + (1.0 - p) * (1.0 - lik))
+        likelihood[i], posterior[i] = lik, post
+        e = estimate[i]
+        if valid[i]:
+            # np.nan_to_num: NaN -> 0, ±inf -> the largest finite double of that sign
+            e0 = 0.0 if np.isnan(e) else min(max(e, -_MAX_DOUBLE), _MAX_DOUBLE)
+            action[i] = np.int64(np.rint(e0 * 100))
+            reward[i] = 1.0 - abs(post - e)
+        else:
+            action[i], reward[i] = 0, np.nan
+        trial_type[i] = 0 if informative_lh[i] else 1
+        label[i] = 2 if left_is_f.size == 0 else (0 if left_is_f[i] else 1)
+    return likelihood, posterior, action, reward, trial_type, label
+
+
 def stimulus_table(
     prior: np.ndarray, lh: np.ndarray, red: np.ndarray, informative_lh: np.ndarray,
     left_is_f: np.ndarray | None, estimate: np.ndarray, valid: np.ndarray, *, agent: str,
@@ -272,27 +323,33 @@ def stimulus_table(
 ) -> pd.DataFrame:
     """Trial table from (n_subjects, n_trials) arrays (shared by the environment and importer)."""
     shape = np.shape(prior)
-    informative_lh = np.asarray(informative_lh, dtype=bool)
-    likelihood = np.where(red, lh, 1.0 - lh)
-    posterior = bayes_posterior(prior, likelihood)
-    trial_type = CodedStrings(np.where(informative_lh, 0, 1), TRIAL_TYPES)
-    labels = CodedStrings(np.where(left_is_f, 0, 1) if left_is_f is not None else np.full(shape, 2), ("F", "J", None))
+
+    def flat(x: Any, dtype: Any) -> np.ndarray:  # a kernel input: no copy where none is needed
+        return np.ascontiguousarray(np.broadcast_to(x, shape), dtype=dtype).reshape(-1)
+
+    def fresh(x: Any, dtype: Any) -> Column:  # a copy made for this table, not copied again
+        return fresh_column(np.array(np.broadcast_to(x, shape), dtype=dtype))
+
+    valid_flat = flat(valid, bool)
+    likelihood, posterior, action, reward, trial_type, label = _judgement_columns(
+        flat(prior, np.float64), flat(lh, np.float64), flat(red, bool), flat(informative_lh, bool),
+        np.empty(0, dtype=bool) if left_is_f is None else flat(left_is_f, bool),
+        flat(estimate, np.float64), valid_flat)
+
     stimulus: dict[str, Column] = {
-        "trial_type": trial_type,
-        "informative_lh": informative_lh,
-        "left_label": labels,
+        "trial_type": CodedStrings(trial_type.reshape(shape), TRIAL_TYPES),
+        "informative_lh": fresh(informative_lh, bool),
+        "left_label": CodedStrings(label.reshape(shape), ("F", "J", None)),
         "prior": prior,
         "lh": lh,
         "red_observation": np.asarray(red, dtype=bool),
-        "likelihood": likelihood,
-        "posterior": posterior,
-        "urn_left": np.full(shape, np.nan) if urn_left is None else np.asarray(urn_left, dtype=np.float64),
+        "likelihood": fresh_column(likelihood),
+        "posterior": fresh_column(posterior),
+        "urn_left": fresh(np.nan if urn_left is None else urn_left, np.float64),
         "estimate": estimate,
-        "cogbench_human_lh": np.full(shape, human_lh, dtype=bool),
+        "cogbench_human_lh": fresh(human_lh, bool),
     }
-    action = np.where(valid, np.rint(np.nan_to_num(estimate) * 100), 0).astype(np.int64)
-    reward = np.where(valid, 1.0 - np.abs(posterior - estimate), np.nan)
     return finish_table(
-        EXPERIMENT, stimulus, action, reward, valid, agent=agent,
+        EXPERIMENT, stimulus, action.reshape(shape), reward.reshape(shape), valid_flat.reshape(shape), agent=agent,
         raw_response=raw_response, parse_error=parse_error, params=params,
     )

@@ -45,6 +45,7 @@ from numba import njit
 from pydantic import Field, model_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.draws import standard_normal
 from cogtestbed.environments.parsing import parse_option_letter
 from cogtestbed.schema import REWARDED, RowRule, TrialSchema, Values
 from cogtestbed.trials import CodedStrings, Column, finish_table
@@ -104,14 +105,15 @@ def reached_planet(action1: int, transition_u: float, common_prob: float) -> int
 
 
 @njit(cache=True)
-def _drift(probs: np.ndarray, steps: np.ndarray, low: float, high: float) -> None:
+def _drift(probs: np.ndarray, z: np.ndarray, sd: float, low: float, high: float) -> None:
     """Fill ``probs[:, 1:]`` in place with the clipped Gaussian random walk from ``probs[:, 0]``:
-    p_k = min(max(p_{k−1} + step_k, low), high), subject by subject (``np.clip`` of each slice)."""
+    p_k = min(max(p_{k−1} + sd·z_k, low), high), z standard normal, subject by subject (``np.clip``
+    of each slice; sd·z is numpy's ``normal(0, sd)`` of z)."""
     n, t, m = probs.shape
     for i in range(n):
         for k in range(1, t):
             for j in range(m):
-                probs[i, k, j] = min(max(probs[i, k - 1, j] + steps[i, k - 1, j], low), high)
+                probs[i, k, j] = min(max(probs[i, k - 1, j] + sd * z[i, k - 1, j], low), high)
 
 
 @njit(cache=True)
@@ -204,8 +206,7 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
         t = design.n_trials
         probs = np.empty((n, t, 4))
         probs[:, 0] = rng.uniform(design.prob_low, design.prob_high, (n, 4))
-        steps = rng.normal(0.0, design.drift_sd, (n, t - 1, 4))
-        _drift(probs, steps, design.prob_low, design.prob_high)
+        _drift(probs, standard_normal(rng, (n, t - 1, 4)), design.drift_sd, design.prob_low, design.prob_high)
         transition_u = rng.random((n, t))
         reward_u = rng.random((n, t))
         return TwoStepSessions(probs=probs, transition_u=transition_u, reward_u=reward_u)

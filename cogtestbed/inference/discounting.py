@@ -38,6 +38,8 @@ from cogtestbed.environments.discounting import (
     MAX_QUESTIONS,
     MVF_NONE,
     MVF_VALUES,
+    N_BASELINE_CODES,
+    NOT_ASKED,
     DiscountingDesign,
     anomaly_question,
     baseline_question,
@@ -101,8 +103,10 @@ def prob_option1(k: float, tau: float, a1: float, d1: float, a2: float, d2: floa
 def simulate_staircase_kernel(
     base: np.ndarray, anom: np.ndarray, k: np.ndarray, tau: np.ndarray, p_random: np.ndarray,
     uniforms: np.ndarray, lapse_kind: np.ndarray, lapse_u: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Play the staircase for N subjects: returns per-step actions (N, 13), valid and played masks.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Play the staircase for N subjects: returns per-step actions (N, 13), valid and played masks
+    and the code of the question asked at each step (``asked_questions``'s codes: ``NOT_ASKED``
+    where none was).
 
     Subject ``i`` picks Option 1 with ``prob_option1`` unless ``p_random[i] >= 0``, in which case
     it picks Option 1 with that probability (CogBench's random agent: 0.5).  One uniform per
@@ -113,10 +117,11 @@ def simulate_staircase_kernel(
     actions = np.full((n, 13), -1, dtype=np.int64)
     valid = np.zeros((n, 13), dtype=np.bool_)
     played = np.zeros((n, 13), dtype=np.bool_)
+    codes = np.full((n, 13), NOT_ASKED, dtype=np.int64)
     for i in range(n):
         _play_staircase(i, base, anom, k[i], tau[i], p_random[i], uniforms, lapse_kind, lapse_u,
-                        actions, valid, played)
-    return actions, valid, played
+                        actions, valid, played, codes)
+    return actions, valid, played, codes
 
 
 @njit(cache=True)
@@ -136,7 +141,7 @@ def _answer(i: int, s: int, q: np.ndarray, k: float, tau: float, p_random: float
 @njit(cache=True)
 def _play_staircase(i: int, base: np.ndarray, anom: np.ndarray, k: float, tau: float, p_random: float,
                     uniforms: np.ndarray, lapse_kind: np.ndarray, lapse_u: np.ndarray, actions: np.ndarray,
-                    valid: np.ndarray, played: np.ndarray) -> None:
+                    valid: np.ndarray, played: np.ndarray, codes: np.ndarray) -> None:
     """One subject's session of :func:`simulate_staircase_kernel` (returns at an invalid answer)."""
     s = 0
     mvf = -1
@@ -146,6 +151,7 @@ def _play_staircase(i: int, base: np.ndarray, anom: np.ndarray, k: float, tau: f
         while True:
             c = _answer(i, s, base[block, down, level], k, tau, p_random, uniforms, lapse_kind, lapse_u,
                         actions, valid, played)
+            codes[i, s] = 6 * block + 2 * level + down
             s += 1
             if c < 0:
                 return
@@ -176,6 +182,7 @@ def _play_staircase(i: int, base: np.ndarray, anom: np.ndarray, k: float, tau: f
         return
     for item in range(4):
         c = _answer(i, s, anom[mvf, item], k, tau, p_random, uniforms, lapse_kind, lapse_u, actions, valid, played)
+        codes[i, s] = N_BASELINE_CODES + 5 * item + mvf
         s += 1
         if c < 0:
             return
@@ -275,7 +282,7 @@ def expected_score(k: float, design: DiscountingDesign | None = None) -> dict[st
     """
     design = design or DiscountingDesign()
     base, anom = question_tables(design)
-    actions, _, played = simulate_staircase_kernel(
+    actions, _, played, _ = simulate_staircase_kernel(
         base, anom, np.array([k]), np.zeros(1), np.full(1, -1.0), np.full((1, MAX_QUESTIONS), 0.5),
         np.zeros((0, MAX_QUESTIONS), dtype=np.int8), np.zeros((0, MAX_QUESTIONS)),
     )

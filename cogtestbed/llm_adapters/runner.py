@@ -51,7 +51,7 @@ from cogtestbed.llm_adapters.limits import SUBJECT_PROMPT_MARGIN, Budget, Budget
 from cogtestbed.llm_adapters.rundir import CONFIG_FILE, TRANSPORT_FIELDS, RunDir, identity_differences
 from cogtestbed.registry import Experiment
 from cogtestbed.simulation import seed_streams
-from cogtestbed.trials import MANIFEST_SUFFIX, package_versions, trials_manifest
+from cogtestbed.trials import MANIFEST_SUFFIX, package_versions, table_to_parquet, trials_manifest
 
 TRIALS_FILE, CALLS_FILE = "trials.parquet", "calls.parquet"
 LLM_PACKAGES = ("openai", "anthropic", "transformers", "torch", "tokenizers", "tiktoken")
@@ -367,7 +367,7 @@ def commit_tables(rundir: RunDir, table: pd.DataFrame, calls: pd.DataFrame, mani
 
 def _parquet_bytes(frame: pd.DataFrame) -> bytes:
     buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
+    table_to_parquet(frame, buffer)
     return buffer.getvalue()
 
 

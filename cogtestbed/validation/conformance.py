@@ -45,6 +45,7 @@ from cogtestbed.environments.base import Design, TextEnv
 from cogtestbed.experiments.spec import ExperimentSpec, StudyDecl, headline_problems, metrics_result_problems
 from cogtestbed.llm_adapters.base import GenerateRequest, Generation, LLMClient
 from cogtestbed.parameters import Parameter, ParameterError, ParameterSet
+from cogtestbed.trials import table_to_parquet
 
 Status = Literal["passed", "failed", "xfail", "xpass", "skipped"]
 
@@ -255,9 +256,10 @@ def _interior(p: Parameter, x: np.ndarray, margin: float = 1e-3) -> np.ndarray:
 
 
 def table_bytes(trials: pd.DataFrame) -> bytes:
-    """The Parquet bytes of a table (what "byte-identical" compares)."""
+    """The Parquet bytes of a table as :func:`~cogtestbed.trials.write_trials` writes them (what
+    "byte-identical" compares)."""
     buf = io.BytesIO()
-    trials.to_parquet(buf, index=False)
+    table_to_parquet(trials, buf)
     return buf.getvalue()
 
 

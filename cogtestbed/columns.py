@@ -1,0 +1,138 @@
+"""Compiled builders of trial-table columns: text columns from codes, and the rows a table keeps.
+
+**Text.**  Arrow ``large_string`` columns of ``vocabulary[codes]`` without one Python object per
+row.  A trial table's text stimulus columns take a few distinct values over many rows.  Arrow's ``take``
+of a small vocabulary appends row by row with a data-dependent copy length, and the unpredictable
+branches it takes cost more than the bytes (10–15 ns a row on short strings).  Here every row is
+copied as the same number of 16-byte words, ``ceil(widest / 16)``, from a vocabulary whose entries
+are zero-padded to that width: the loop has a fixed trip count and no branch on the row's length.
+Rows are written in order, each at its own offset, so the padding a row writes past its end is
+overwritten by the next row; the data buffer has one padded width to spare after the last row and
+Arrow sees only the bytes the offsets cover.
+
+**Kept rows.**  :func:`kept_rows` finds the cells of an (n_subjects, n_steps) mask a table keeps,
+with their subject and position, in one branch-free pass (a division per row otherwise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+#: Columns shorter than this take Arrow's own ``take`` until the compiled copy is loaded: loading it
+#: (~25 ms once per process) costs more than Arrow spends on them (~15 ns a row), e.g. in an importer.
+COMPILED_MIN_ROWS = 200_000
+#: Bytes one word copy moves (an unaligned 128-bit load and store: one SSE2 register).
+WORD = 16
+
+
+@intrinsic
+def _copy_word(typingctx: Any, dst: Any, src: Any) -> Any:
+    """Copy :data:`WORD` bytes from address ``src`` to address ``dst`` (unaligned; a constant-size
+    ``memcpy`` that compiles to one load and one store)."""
+    sig = types.void(dst, src)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> None:
+        d, s = args
+        cgutils.raw_memcpy(builder, builder.inttoptr(d, cgutils.voidptr_t), builder.inttoptr(s, cgutils.voidptr_t),
+                           context.get_constant(types.intp, WORD), 1)
+
+    return sig, codegen
+
+
+@njit(cache=True)
+def _total_bytes(codes: np.ndarray, lengths: np.ndarray, missing: np.ndarray) -> tuple[int, int, int]:
+    """(bytes of ``vocabulary[codes]``, missing values among them, position of the first code
+    outside the vocabulary or −1)."""
+    total, nulls, k = 0, 0, lengths.size
+    for i in range(codes.size):
+        c = codes[i]
+        if c < 0 or c >= k:
+            return total, nulls, i
+        total += lengths[c]
+        nulls += missing[c]
+    return total, nulls, -1
+
+
+@njit(cache=True)
+def _copy_rows(codes: np.ndarray, lengths: np.ndarray, padded: np.ndarray, width: int,
+               total: int) -> tuple[np.ndarray, np.ndarray]:
+    """Arrow offsets (n + 1 running byte counts) and data buffer: row i's padded entry (``width``
+    bytes, a multiple of :data:`WORD`, at ``padded[codes[i] * width]``) copied to its offset,
+    ``width`` bytes to spare at the end."""
+    n = codes.size
+    offsets = np.empty(n + 1, dtype=np.int64)
+    data = np.empty(total + width, dtype=np.uint8)
+    dst, src = data.ctypes.data, padded.ctypes.data
+    end = 0
+    offsets[0] = 0
+    for i in range(n):
+        c = codes[i]
+        row, entry = dst + end, src + c * width
+        for w in range(0, width, WORD):
+            _copy_word(row + w, entry + w)
+        end += lengths[c]
+        offsets[i + 1] = end
+    return offsets, data
+
+
+def take_strings(codes: np.ndarray, vocabulary: Sequence[str | None], compiled: bool | None = None) -> pa.Array:
+    """The Arrow ``large_string`` array of ``vocabulary[codes]`` (None: missing), equal to Arrow's
+    ``take`` of the vocabulary; ``ValueError`` for a code outside the vocabulary.  ``compiled``:
+    whether to use the compiled copy (default: see :data:`COMPILED_MIN_ROWS`)."""
+    flat = np.ascontiguousarray(codes, dtype=np.int64).reshape(-1)
+    if compiled is None:
+        compiled = flat.size >= COMPILED_MIN_ROWS or bool(_copy_rows.signatures)
+    if not compiled:
+        if flat.size and (flat.min() < 0 or flat.max() >= len(vocabulary)):
+            bad = int(flat[(flat < 0) | (flat >= len(vocabulary))][0])
+            raise ValueError(f"string codes must lie in 0..{len(vocabulary) - 1}, got {bad}")
+        return pa.array(list(vocabulary), type=pa.large_string()).take(pa.array(flat))
+    encoded = [b"" if v is None else v.encode() for v in vocabulary]
+    lengths = np.array([len(e) for e in encoded], dtype=np.int64)
+    missing = np.array([v is None for v in vocabulary], dtype=bool)
+    total, null_count, bad = _total_bytes(flat, lengths, missing)
+    if bad >= 0:
+        raise ValueError(f"string codes must lie in 0..{len(encoded) - 1}, got {flat[bad]}")
+    width = max(WORD, -(-int(lengths.max(initial=0)) // WORD) * WORD)
+    padded = np.frombuffer(b"".join(e.ljust(width, b"\0") for e in encoded), dtype=np.uint8)
+    offsets, data = _copy_rows(flat, lengths, padded, width, total)
+    validity = pa.py_buffer(np.packbits(~missing[flat], bitorder="little")) if null_count else None
+    return pa.LargeStringArray.from_buffers(flat.size, pa.py_buffer(offsets), pa.py_buffer(data), validity,
+                                            null_count=null_count)
+
+
+@njit(cache=True)
+def _kept_rows(keep: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n, steps = keep.shape
+    m = 0
+    for i in range(n):
+        for j in range(steps):
+            m += keep[i, j]
+    # every cell is written at the next free slot and the slot advances only when it is kept
+    rows, subject, position = np.empty(m + 1, np.int64), np.empty(m + 1, np.int64), np.empty(m + 1, np.int64)
+    k = 0
+    for i in range(n):
+        for j in range(steps):
+            rows[k], subject[k], position[k] = i * steps + j, i, j
+            k += keep[i, j]
+    return rows[:m], subject[:m], position[:m]
+
+
+def kept_rows(keep: np.ndarray, compiled: bool | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(flat index, subject, position) of the True cells of an (n_subjects, n_steps) mask, in row
+    order.  ``compiled``: whether to use the compiled pass (default: see :data:`COMPILED_MIN_ROWS`)."""
+    mask = np.ascontiguousarray(keep, dtype=bool)
+    if compiled is None:
+        compiled = mask.size >= COMPILED_MIN_ROWS or bool(_kept_rows.signatures)
+    if compiled:
+        return _kept_rows(mask)
+    rows = np.flatnonzero(mask.reshape(-1))
+    subject, position = np.divmod(rows, mask.shape[1])
+    return rows, subject, position

@@ -568,7 +568,7 @@ def test_t1b_rules_on_simulated_agents():
     assert placebo["lo"] < placebo["estimate"] < placebo["hi"] and not placebo["reject"]
     leaky = sim("leak", {"leak": 0.4}, design=BeliefDesign(n_contexts=80, n_reps=2, variants="pi0",
                                                            lie_node="none"), seed=7)
-    head = B.belief_test("t1_nested")(leaky, n_boot=100, seed=1)
+    head = B.belief_test("t1_nested")(leaky, n_boot=100, seed=1, t1b_rule="placebo")
     assert head["reject"] and head["reject_placebo"] and head["reject_paper"] and head["p_value"] == 0.0
     assert head["estimate"] > 30 > 5 > head["placebo_estimate"]
     with pytest.raises(ValueError, match="T1b rule"):

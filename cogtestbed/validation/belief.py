@@ -184,7 +184,8 @@ def calibration_cells() -> list[CalibrationCell]:
     cells = [CalibrationCell("t1_lr", "logit-rum", 0.0, "= α"), CalibrationCell("t1_lr_mean", "logit-rum", 0.0, "= α")]
     cells += [CalibrationCell("t1_cmi", "logit-rum", s, "= α" if s == 0 else "curve",
                               sims=CALIBRATION_SIMS if s == 0 else CURVE_SIMS) for s in SIGMAS]
-    cells.append(CalibrationCell("t1_nested", "logit-rum", 0.0, "= α", sims=300))
+    cells += [CalibrationCell("t1_nested", "logit-rum", 0.0, "= α", options, sims=300)  # same studies (variant 0)
+              for options in ((), (("rule", "placebo"),))]
     cells += [CalibrationCell("t2", "random", None, "= α"),
               CalibrationCell("t2", "random", None, "curve", (("rule", "any-pair"),), 1),
               CalibrationCell("t2", "random", None, "curve", (("rule", "any-pair"), ("use_holm", True)), 2)]

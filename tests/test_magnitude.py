@@ -9,15 +9,10 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from cogtestbed.agents.magnitude import AGENTS, observer_weight
+from cogtestbed.agents.magnitude import AGENTS
 from cogtestbed.cli import app
 from cogtestbed.environments import magnitude_stimuli as stim
 from cogtestbed.environments.magnitude import (
-    CONDITIONS,
-    LONG_CONTEXT,
-    MODALITIES,
-    TASK_NAMES,
-    VISUAL_TASKS,
     MagnitudeDesign,
     MagnitudeEnv,
     parse_magnitude,
@@ -29,12 +24,12 @@ from cogtestbed.inference.magnitude import (
     kalman_pointwise,
     linear_pointwise,
     magnitude_metrics,
-    pooled_w_prior,
     session_fits,
     static_pointwise,
 )
 from cogtestbed.inference.magnitude_fits import VARIANTS, factor_evidence
 from cogtestbed.simulation import simulate
+from cogtestbed.validation.magnitude import observer_cell_w_errors
 
 TINY = MagnitudeDesign(trials_per_session=3, conditions="base,noise-gradual,numerical-biased,context-short,"
                        "order-reversal")
@@ -210,21 +205,10 @@ def test_observer_cell_w_prior_is_unbiased_although_its_percept_noise_is_shared(
     weight: the frozen percept noise, reused by every condition that shows a stimulus, makes one
     subject's cells err *together* (one subject can read a few hundredths high in every cell),
     but it is independent of the stimulus, so it adds no bias."""
-    conditions = ("base", "verbal", "noise-constant", "context-long")
-    d = MagnitudeDesign(modalities="text+image", conditions=conditions, trials_per_session=30)
-    p = {"sigma_dec": 0.05}
-    theta = AGENTS["observer"].parameters.vector(AGENTS["observer"].parameters.validate(p))
-    t = simulate("magnitude", "observer", 80, 12, p, design=d)
-    ks, m = [TASK_NAMES.index(k) for k in VISUAL_TASKS], MODALITIES.index("text+image")
-    cs = [CONDITIONS.index(c) for c in conditions]
-    w = np.array([pooled_w_prior(build_cube(g))[0][ks][:, cs, m] for _, g in t.groupby("subject")])
-    truth = np.array([observer_weight(theta, m, d.blur_constant if c == "noise-constant" else 0.0,
-                                      LONG_CONTEXT if c == "context-long" else d.context, CONDITIONS.index(c))[0]
-                      for c in conditions])
-    err = (w - truth).reshape(-1, len(conditions))  # (subject x task, condition)
+    err, _ = observer_cell_w_errors(80, 12, ("base", "verbal", "noise-constant", "context-long"))
     assert np.all(np.abs(err.mean(0)) < 0.01), err.mean(0)  # a bias of 0.04 is > 10 standard errors
     assert 0.02 < err.std(0).min() < err.std(0).max() < 0.05
-    assert np.corrcoef(err.T)[np.triu_indices(len(conditions), 1)].min() > 0.3  # shared across conditions
+    assert np.corrcoef(err.T)[np.triu_indices(err.shape[1], 1)].min() > 0.3  # shared across conditions
 
 
 # ----------------------------------------------------------------------------- fits

@@ -366,20 +366,10 @@ def observer_bias(seed: int, n: int = 300) -> None:
     per condition (bias) with its standard error, the SD of one subject-task cell, and the
     correlation of a subject's errors across conditions (the frozen percept noise every condition
     reuses)."""
-    from cogtestbed.agents.magnitude import AGENTS, observer_weight
-    from cogtestbed.environments.magnitude import CONDITIONS, LONG_CONTEXT, MODALITIES, TASK_NAMES, VISUAL_TASKS
+    from cogtestbed.validation.magnitude import observer_cell_w_errors
 
-    design = MagnitudeDesign(modalities="text+image", conditions=BIAS_CONDITIONS, trials_per_session=30)
     params = {"sigma_dec": 0.05}
-    theta = AGENTS["observer"].parameters.vector(AGENTS["observer"].parameters.validate(params))
-    t = simulate("magnitude", "observer", n, seed, params, design=design)
-    ks, m = [TASK_NAMES.index(k) for k in VISUAL_TASKS], MODALITIES.index("text+image")
-    cs = [CONDITIONS.index(c) for c in BIAS_CONDITIONS]
-    w = np.array([pooled_w_prior(build_cube(g))[0][ks][:, cs, m] for _, g in t.groupby("subject")])
-    truth = np.array([observer_weight(theta, m, design.blur_constant if c == "noise-constant" else 0.0,
-                                      LONG_CONTEXT if c == "context-long" else design.context, CONDITIONS.index(c))[0]
-                      for c in BIAS_CONDITIONS])
-    err = (w - truth).reshape(-1, len(BIAS_CONDITIONS))
+    err, truth = observer_cell_w_errors(n, seed, BIAS_CONDITIONS, params["sigma_dec"])
     corr = np.corrcoef(err.T)[np.triu_indices(len(BIAS_CONDITIONS), 1)]
     print(f"observer cell w_prior vs analytic weight ({n} subjects x 3 visual tasks, text+image, 3 x 30 trials, "
           f"{params}):")

@@ -5,9 +5,9 @@ rules' decisions: ``placebo`` (improvement of theta minus that of a locally perm
 bootstrap, one-sided at alpha) and ``paper`` (lower end of the 95 % CI of the improvement above 0).
 Size: calibrated logit RUM at report noise 0, with the seeds of the calibration table's T1b cell
 (``belief_size.py --calibration --tests t1_nested`` gives both rules' rates on the same studies,
-one cell per rule, at twice the cost).  Power: the hidden-information leak agent at ``--leak``.  Prints one line per 10 studies
-and the final table "cell, studies, placebo rate +- MC SE, paper rate +- MC SE"; ``-o DIR`` saves
-``t1b_rules.parquet`` (one row per study) after every 10 studies.
+one cell per rule, at twice the cost).  Power: the hidden-information leak agent at ``--leak``.
+Prints one line per 10 studies and the final table "cell, studies, placebo rate +- MC SE, paper
+rate +- MC SE"; ``-o DIR`` saves ``t1b_rules.parquet`` (one row per study) every 10 studies.
 
     nice -n 5 python benchmarks/studies/belief_t1b_rule.py --size-sims 300 --power-sims 50 -o runs/t1b
 """

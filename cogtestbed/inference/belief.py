@@ -70,8 +70,8 @@ CV_FOLDS = 5
 #: (1 − α) lower bound of the paired context-bootstrap distribution of improvement(θ) −
 #: improvement(θ̃) exceeds 0.  Under the null θ and θ̃ are exchangeable given p, so the difference
 #: is centred at 0, but the context bootstrap misses the fold-level noise of the fits (a fit that
-#: exploits chance structure in θ moves a whole test fold): its SE is ≈ 13 % too small and the rule
-#: rejects ≈ 2α on a rational agent, so it is not the default.
+#: exploits chance structure in θ moves a whole test fold): its SE is ≈ 9 % too small and the rule
+#: rejects ≈ 1.5α on a rational agent (.077 at α = .05, 200 × 5), so it is not the default.
 T1B_RULES = ("paper", "placebo")
 T1B_RULE = "paper"
 #: Patients simulated per context for the T4 random-forest baseline, and its forest size.

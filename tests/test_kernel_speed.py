@@ -80,11 +80,14 @@ def test_two_step_drift_is_the_clipped_numpy_walk() -> None:
     rng = np.random.default_rng(1)
     probs = np.empty((30, 50, 4))
     probs[:, 0] = rng.uniform(0.25, 0.75, (30, 4))
+    state = rng.bit_generator.state
     steps = rng.normal(0.0, 0.05, (30, 49, 4))
+    rng.bit_generator.state = state
+    z = rng.standard_normal((30, 49, 4))  # the same draws: numpy's normal(0, sd) is sd · z
     want = probs.copy()
     for k in range(1, 50):
         want[:, k] = np.clip(want[:, k - 1] + steps[:, k - 1], 0.25, 0.75)
-    _drift(probs, steps, 0.25, 0.75)
+    _drift(probs, z, 0.05, 0.25, 0.75)
     assert probs.tobytes() == want.tobytes()
 
 

@@ -30,6 +30,7 @@ atomic write: a failed run never leaves a half-written file.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -181,6 +182,36 @@ class CodedStrings:
 
 
 @dataclass(frozen=True)
+class CodedCategories:
+    """A text stimulus column given as integer ``codes`` into a ``vocabulary`` (None: missing; an
+    entry may repeat), held in the table as a ``category`` column of the distinct present
+    entries, sorted.
+
+    One byte-sized code per row is all the table builds (a ``string`` column copies every row's
+    bytes): for text drawn from a small set, e.g. the wording of a fixed question list.
+    """
+
+    codes: np.ndarray
+    vocabulary: tuple[str | None, ...]
+
+    def category_codes(self) -> tuple[np.ndarray, pd.CategoricalDtype]:
+        """(the category code of every vocabulary entry, −1 where missing, in the smallest signed
+        integer type pandas takes for them; the column's dtype)."""
+        categories = sorted({v for v in self.vocabulary if v is not None})
+        dtype = categorical_dtype(tuple(categories))
+        where = {v: k for k, v in enumerate(categories)}
+        lookup = np.array([-1 if v is None else where[v] for v in self.vocabulary], dtype=np.int64)
+        return lookup.astype(np.min_scalar_type(-max(len(categories), 1))), dtype
+
+
+@functools.lru_cache(maxsize=256)
+def categorical_dtype(categories: tuple[str, ...]) -> pd.CategoricalDtype:
+    """The ``CategoricalDtype`` of ``categories`` (unordered), built once per process: building one
+    costs ~0.3 ms (an index of the categories, checked for duplicates), a per-table fixed cost."""
+    return pd.CategoricalDtype(list(categories))
+
+
+@dataclass(frozen=True)
 class CodedNumbers:
     """A numeric stimulus column given as integer ``codes`` into a table of ``values``: the column
     is ``values[codes]``, looked up after the kept rows are chosen (columns sharing one ``codes``
@@ -258,10 +289,12 @@ class CodedLists:
     vocabulary: tuple[tuple[Any, ...], ...]
 
 
-#: A stimulus column: an (n_subjects, n_trials) array, :class:`CodedStrings`, :class:`CodedNumbers`,
+#: A stimulus column: an (n_subjects, n_trials) array, :class:`CodedStrings`, :class:`CodedCategories`,
+#: :class:`CodedNumbers`,
 #: :class:`PerSubject`, :class:`PerTrial`, :class:`Lists`, :class:`CodedLists`, a flat pandas array, or
 #: None for a text column with nothing recorded (all missing, like ``raw_response``).
-Column: TypeAlias = (np.ndarray | pd.Categorical | ExtensionArray | CodedStrings | CodedNumbers | PerSubject
+Column: TypeAlias = (np.ndarray | pd.Categorical | ExtensionArray | CodedStrings | CodedCategories | CodedNumbers
+                     | PerSubject
                      | PerTrial | Lists | CodedLists | None)
 
 
@@ -403,6 +436,9 @@ class _ColumnMaker:
         if isinstance(values, CodedLists):
             codes = self.codes(values.codes)
             return pd.arrays.ArrowExtensionArray(_coded_list_array(codes, values.vocabulary))
+        if isinstance(values, CodedCategories):
+            lookup, dtype = values.category_codes()
+            return pd.Categorical.from_codes(lookup.take(self.codes(values.codes)), dtype=dtype, validate=False)
         if isinstance(values, CodedNumbers):
             return np.asarray(values.values).take(self.codes(values.codes))
         if isinstance(values, (pd.Categorical, ExtensionArray)):
@@ -427,9 +463,22 @@ class _ColumnMaker:
         immutable Arrow array of nulls is made once per table and wrapped anew for each column)."""
         if values is None:
             if self._nulls is None:
-                self._nulls = pa.nulls(self.n_rows, pa.large_string())
+                self._nulls = null_strings(self.n_rows)
             return pd.arrays.ArrowStringArray(pa.chunked_array([self._nulls]))
         return _string_array(self.numeric(np.asarray(values, dtype=object).reshape(self.n)))
+
+
+def null_strings(n: int) -> pa.Array:
+    """The Arrow ``large_string`` array of ``n`` missing values (``pa.nulls``), its buffers from numpy.
+
+    Arrow's own allocator hands a large freed block back to the system, so every table's offsets
+    buffer (8 bytes a row) would be fresh pages, one page fault per 4 KiB; numpy's blocks come from
+    the process heap, which :func:`cogtestbed.heap.keep_freed_memory` keeps warm.
+    """
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    validity = np.zeros((n + 7) // 8, dtype=np.uint8)
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(b""), pa.py_buffer(validity),
+                                            null_count=n)
 
 
 def _list_array(values: np.ndarray | pa.Array, offsets: np.ndarray, n_rows: int) -> pa.Array:
@@ -599,7 +648,7 @@ def scored_columns(scored: np.ndarray | None, n_continuations: int, shape: tuple
 
 
 def _constant_category(value: str, n: int) -> pd.Categorical:
-    return pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), dtype=pd.CategoricalDtype([value]))
+    return pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), dtype=categorical_dtype((value,)), validate=False)
 
 
 # ----------------------------------------------------------------------------- manifests

@@ -327,37 +327,46 @@ def finish_table(
     ``after_action`` columns go between ``action`` and ``reward``; ``trailing`` columns go last.
     Stimulus values are (n_subjects, n_trials) arrays (object / unicode arrays become ``string``
     columns), :class:`CodedStrings`, flat pandas arrays of n_subjects × n_trials rows, or None
-    (a text column with nothing recorded).
+    (a text column with nothing recorded).  With ``keep`` dropping rows, a stimulus or outcome
+    (``action``, ``reward``, ``valid``, ``action_valid``) may also be a flat numpy array of the kept
+    rows only, in table order: a fresh array the table then holds as it is (built by one compiled
+    pass where that is cheaper than filling whole (n_subjects, n_trials) arrays and dropping rows).
     """
-    n_subjects, n_trials = np.shape(action)
+    n_subjects, n_trials = np.shape(action) if keep is None else np.shape(keep)
     n = n_subjects * n_trials
     col = _ColumnMaker(n_subjects, n_trials, None if keep is None else np.asarray(keep, dtype=bool))
-    rows = col.rows
+    param_columns = {PARAM_PREFIX + name: PerSubject(np.broadcast_to(np.asarray(v, dtype=np.float64), (n_subjects,)))
+                     for name, v in (params or {}).items()}
+    col.spread_per_subject({"subject": PerSubject(np.arange(subject_offset, subject_offset + n_subjects,
+                                                            dtype=np.int64)),
+                            **stimulus, **(after_action or {}), **param_columns, **(trailing or {})})
     cols: dict[str, Any] = {
         "experiment": _constant_category(experiment, col.n_rows),
-        "subject": col(PerSubject(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64))),
+        "subject": col.spread_column("subject"),
         "session": np.zeros(col.n_rows, dtype=np.int64) if session is None else col.index(session),
         "trial": col.index(trial) if trial is not None else col(PerTrial(np.arange(n_trials, dtype=np.int64))),
     }
     for name, values in stimulus.items():
-        cols[name] = col(values)
-    flat_valid = col.numeric(np.asarray(valid, dtype=bool).reshape(n))
-    present = flat_valid if action_valid is None else col.numeric(np.asarray(action_valid, dtype=bool).reshape(n))
-    flat_action = np.asarray(action).reshape(n)  # _masked_action makes the column a fresh array
-    cols["action"] = _masked_action(flat_action if rows is None else flat_action.take(rows), present,
-                                    fresh=rows is not None)
+        cols[name] = col.spread_column(name) if isinstance(values, PerSubject) else col(values)
+    flat_valid = col.outcome(valid, bool)
+    present = flat_valid if action_valid is None else col.outcome(action_valid, bool)
+    if col.is_kept(action):
+        cols["action"] = _masked_action(np.asarray(action), present, fresh=True)
+    else:  # _masked_action makes the column a fresh array
+        flat_action = np.asarray(action).reshape(n)
+        cols["action"] = _masked_action(flat_action if col.rows is None else flat_action.take(col.rows), present,
+                                        fresh=col.rows is not None)
     for name, values in (after_action or {}).items():
-        cols[name] = col(values)
-    cols["reward"] = col.numeric(np.asarray(reward, dtype=np.float64).reshape(n))
+        cols[name] = col.spread_column(name) if isinstance(values, PerSubject) else col(values)
+    cols["reward"] = col.outcome(reward, np.float64)
     cols["valid"] = flat_valid
     cols["raw_response"] = col.text(raw_response)
     cols["parse_error"] = col.text(parse_error)
     cols["agent"] = _constant_category(agent, col.n_rows)
-    for name, per_subject in (params or {}).items():
-        cols[PARAM_PREFIX + name] = col(PerSubject(np.broadcast_to(np.asarray(per_subject, dtype=np.float64),
-                                                                   (n_subjects,))))
+    for name in param_columns:
+        cols[name] = col.spread_column(name)
     for name, values in (trailing or {}).items():
-        cols[name] = col(values)
+        cols[name] = col.spread_column(name) if isinstance(values, PerSubject) else col(values)
     # every column is a fresh array owned by the table, so no copy (nor block consolidation)
     return pd.DataFrame(cols, copy=False)
 
@@ -378,6 +387,7 @@ class _ColumnMaker:
             self.rows, self._row_subject, self._row_position = kept_rows(keep.reshape(n_subjects, n_trials))
         self.n_rows = self.n if self.rows is None else len(self.rows)
         self._codes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._spread: dict[str, np.ndarray] = {}
         self._offsets: dict[tuple[int, int], pa.Buffer] = {}
         self._nulls: pa.Array | None = None
 
@@ -399,6 +409,44 @@ class _ColumnMaker:
         if isinstance(values, ExtensionArray):
             return self(values)
         return self.numeric(np.asarray(values, dtype=np.int64).reshape(self.n))
+
+    def spread_per_subject(self, columns: Mapping[str, Column]) -> None:
+        """Spread the :class:`PerSubject` columns among ``columns`` over the kept rows, those of a
+        dtype in one pass (:func:`cogtestbed.columns.spread`); :meth:`spread_column` hands them out."""
+        by_dtype: dict[np.dtype[Any], dict[str, np.ndarray]] = {}
+        for name, values in columns.items():
+            if isinstance(values, PerSubject):
+                per = np.asarray(values.values)
+                if per.shape != (self.n_subjects,):
+                    raise ValueError(f"a per-subject column needs {self.n_subjects} values, got shape {per.shape}")
+                by_dtype.setdefault(per.dtype, {})[name] = per
+        if not by_dtype:
+            return
+        if self.rows is None:
+            lengths = np.full(self.n_subjects, self.n_trials, dtype=np.int64)
+        else:  # a subject's kept rows are consecutive: spread by how many it keeps
+            lengths = np.bincount(self._row_subject, minlength=self.n_subjects)  # type: ignore[arg-type]
+        from cogtestbed.columns import spread  # numba: imported where used
+
+        for group in by_dtype.values():
+            self._spread.update(zip(group, spread(np.stack(list(group.values())), lengths), strict=True))
+
+    def spread_column(self, name: str) -> np.ndarray:
+        """A :class:`PerSubject` column spread by :meth:`spread_per_subject` (each handed out once)."""
+        return self._spread.pop(name)
+
+    def is_kept(self, values: Any) -> bool:
+        """Whether ``values`` is a flat numpy array of the kept rows only (with ``keep`` dropping
+        some rows): a fresh array built for the table, handed over as it is."""
+        return (self.rows is not None and self.n_rows != self.n and isinstance(values, np.ndarray)
+                and values.ndim == 1 and values.size == self.n_rows)
+
+    def outcome(self, values: np.ndarray, dtype: Any) -> np.ndarray:
+        """An outcome column (``valid``, ``reward``) from (n_subjects, n_trials) values or the kept
+        rows' (:meth:`is_kept`)."""
+        if self.is_kept(values):
+            return values.astype(dtype, copy=False)
+        return self.numeric(np.asarray(values, dtype=dtype).reshape(self.n))
 
     def numeric(self, flat: np.ndarray) -> np.ndarray:
         """The kept rows of a flat array, as a fresh array the table may own."""
@@ -446,6 +494,8 @@ class _ColumnMaker:
                 raise ValueError(f"a flat stimulus column needs {self.n} rows, got {len(values)}")
             return values if self.rows is None else values.take(self.rows)
         given = np.asarray(values)
+        if self.is_kept(given):
+            return _string_array(given) if given.dtype.kind in "OUS" else given
         flat = given.reshape(self.n)
         if flat.dtype.kind in "OUS":
             return _string_array(self.numeric(flat))

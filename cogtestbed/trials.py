@@ -290,12 +290,10 @@ class CodedLists:
 
 
 #: A stimulus column: an (n_subjects, n_trials) array, :class:`CodedStrings`, :class:`CodedCategories`,
-#: :class:`CodedNumbers`,
-#: :class:`PerSubject`, :class:`PerTrial`, :class:`Lists`, :class:`CodedLists`, a flat pandas array, or
-#: None for a text column with nothing recorded (all missing, like ``raw_response``).
+#: :class:`CodedNumbers`, :class:`PerSubject`, :class:`PerTrial`, :class:`Lists`, :class:`CodedLists`, a
+#: flat pandas array, or None for a text column with nothing recorded (all missing, like ``raw_response``).
 Column: TypeAlias = (np.ndarray | pd.Categorical | ExtensionArray | CodedStrings | CodedCategories | CodedNumbers
-                     | PerSubject
-                     | PerTrial | Lists | CodedLists | None)
+                     | PerSubject | PerTrial | Lists | CodedLists | None)
 
 
 def finish_table(

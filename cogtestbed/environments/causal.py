@@ -533,7 +533,8 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
         if design.scope == "all":  # every session asks every judgment, cell-major before shuffling
             cell = np.repeat(np.arange(design.n_cells), ITEMS_PER_CELL)
             item = np.tile(np.arange(ITEMS_PER_CELL), design.n_cells)
-            order = argsort_uniform_rows(rng.random((n, t))) if design.shuffle else np.broadcast_to(np.arange(t), (n, t))
+            order = (argsort_uniform_rows(rng.random((n, t))) if design.shuffle
+                     else np.broadcast_to(np.arange(t), (n, t)))
             cell, item = cell.take(order), item.take(order)  # (n, t) each
         else:
             n_blocks = -(-n // design.n_cells)
@@ -698,7 +699,7 @@ def _cell_item_tables(design: CausalDesign) -> tuple[dict[str, np.ndarray], dict
         "task": ITEM_TASK[item],
         "query_var": np.array(["XYZ".index(it.query) for it in ITEMS])[item],
     }
-    tables = {name: np.asarray(v).astype(np.int8) for name, v in codes.items()}
+    tables: dict[str, np.ndarray] = {name: np.asarray(v).astype(np.int8) for name, v in codes.items()}
     tables.update({
         "item": item.astype(np.int64), "task_index": ITEM_TASK[item],
         "obs_x": obs["X"][item], "obs_y": obs["Y"][item], "obs_z": obs["Z"][item],

@@ -242,12 +242,12 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         """One row per trial (forced + free) in the schema of :mod:`cogtestbed.trials`: the rows a
         game has (its forced trials and ``horizon`` free ones) are built directly, one compiled
         pass over the games (:func:`_game_rows`)."""
-        n, nf, t_max = sessions.n_subjects, design.n_forced, design.n_trials
+        nf, t_max = design.n_forced, design.n_trials
         length = nf + np.asarray(sessions.horizon, dtype=np.int64)
         action, valid, reward, reward0, reward1 = _game_rows(
-            np.ascontiguousarray(sessions.forced, dtype=np.int64), np.ascontiguousarray(outcomes.action, dtype=np.int64),
-            np.ascontiguousarray(outcomes.valid, dtype=bool), np.ascontiguousarray(sessions.rewards, dtype=np.float64),
-            length, int(length.sum()))
+            np.ascontiguousarray(sessions.forced, dtype=np.int64),
+            np.ascontiguousarray(outcomes.action, dtype=np.int64), np.ascontiguousarray(outcomes.valid, dtype=bool),
+            np.ascontiguousarray(sessions.rewards, dtype=np.float64), length, int(length.sum()))
         exists = np.arange(t_max)[None, :] < length[:, None]
         return game_table(sessions.horizon, sessions.unequal, sessions.means, (reward0, reward1),
                           action, reward, valid, exists, nf, agent=agent,

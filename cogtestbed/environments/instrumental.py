@@ -129,13 +129,21 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
         cls, design: InstrumentalDesign, n: int, rng: np.random.Generator
     ) -> InstrumentalSessions:
         """Draw letters, trial order, outcomes and option order for ``n`` sessions: letters and
-        trial order as the argsort of uniform keys (in O(T) per session,
-        :func:`~cogtestbed.environments.draws.argsort_uniform_rows`), then one uniform per
-        pre-sampled outcome and per option order."""
+        trial order as the argsort of uniform keys, then one uniform per pre-sampled outcome and per
+        option order, each kind for all sessions at once (:meth:`_sample_numpy`).  From numpy's PCG64
+        the same draws are read in one compiled pass (:meth:`_sample_compiled`): the same sessions,
+        the generator left in the same state."""
+        if is_pcg64(rng) and max(design.n_trials, len(design.alphabet)) <= PACKED_MAX and _use_compiled(
+                n * design.n_trials, _draw_sessions):
+            return cls._sample_compiled(design, n, rng)
+        return cls._sample_numpy(design, n, rng)
+
+    @classmethod
+    def _sample_numpy(cls, design: InstrumentalDesign, n: int, rng: np.random.Generator) -> InstrumentalSessions:
+        """:meth:`sample_sessions` with whole-array numpy draws (any generator): the argsorts in O(T)
+        per session (:func:`~cogtestbed.environments.draws.argsort_uniform_rows`)."""
         n_c, v, t = design.n_casinos, design.visits_per_casino, design.n_trials
         alphabet = np.array(list(design.alphabet))
-        if is_pcg64(rng) and max(t, len(alphabet)) <= PACKED_MAX:
-            return cls._sample_compiled(design, n, rng)
         letter_idx = argsort_uniform_rows(rng.random((n, len(alphabet))))[:, : 2 * n_c]
         letters = alphabet[letter_idx].reshape(n, n_c, 2)
         base = np.repeat(np.arange(1, n_c + 1, dtype=np.int64), v)
@@ -264,10 +272,10 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
 
         The stimulus columns are written in one compiled pass (:func:`_stimulus_rows`) when the
         sessions hold the arrays :meth:`sample_sessions` draws (int64 casinos, float64 outcomes,
-        ASCII letters); other sessions (built by hand) take whole-array numpy steps.  Both give the
-        same table.
+        ASCII letters) and are many (:data:`COMPILED_MIN_TRIALS`); others (few, or built by hand)
+        take whole-array numpy steps (:meth:`_stimulus`).  Both give the same table.
         """
-        fast = cls._compiled_stimulus(design, sessions)
+        fast = cls._compiled_stimulus(design, sessions) if _use_compiled(sessions.casino.size, _stimulus_rows) else None
         stimulus = fast if fast is not None else cls._stimulus(design, sessions)
         return finish_table(
             EXPERIMENT, stimulus, outcomes.action, outcomes.reward, outcomes.valid, agent=agent,
@@ -284,7 +292,7 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
         if (s.casino.dtype != np.int64 or s.reward_draws.dtype != np.float64 or s.flip.dtype != np.bool_
                 or s.letters.dtype != np.dtype("<U1") or s.casino.ndim != 2):
             return None
-        points = s.letters.view(np.uint32)
+        points = np.ascontiguousarray(s.letters).view(np.uint32)
         if points.size and (points.max() >= 128 or points.min() == 0):
             return None
         casino, first, second, shown, mean0, mean1, reward0, reward1 = _stimulus_rows(
@@ -326,6 +334,16 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
         }
 
 
+#: Fewer trials than this are drawn and tabled with numpy until the compiled passes are loaded: loading
+#: them (tens of ms once per process) costs more than numpy spends on them (~50 ns a trial), e.g. on the
+#: step path's one-session resets.
+COMPILED_MIN_TRIALS = 200_000
+
+
+def _use_compiled(trials: int, dispatcher: Any) -> bool:
+    """Whether ``trials`` trials take a compiled pass (:data:`COMPILED_MIN_TRIALS`, or already loaded)."""
+    return trials >= COMPILED_MIN_TRIALS or bool(dispatcher.signatures)
+
 
 #: Longest row of keys the compiled draw sorts packed with their positions in one 64-bit word (a
 #: uniform's 53 bits, an 11-bit position); longer sessions take numpy's draws.
@@ -334,12 +352,18 @@ _POSITION_BITS = np.uint64(11)
 _POSITION_MASK = np.uint64(PACKED_MAX - 1)
 
 
+#: Compare-exchange passes over neighbours (even pairs, odd pairs, even pairs) after the bucket sort:
+#: they order any bucket of up to three words without a branch; a row they leave unsorted (a bucket
+#: of four or more, about one row in two at one bucket a key) finishes with an insertion pass.
+_EXCHANGE_STARTS = (0, 1, 0)
+
+
 @njit(cache=True, inline="always")
 def _sort_packed(tmp: np.ndarray, m: int, packed: np.ndarray, counts: np.ndarray, shift: np.uint64) -> None:
     """``packed[:m]``: ``tmp[:m]`` sorted ascending (distinct 64-bit words ``bits << 11 | position``
-    whose top bits are uniform): a counting sort on the top bits (``counts``: one more than the buckets,
-    about two a word; ``shift``: 64 − log2 of the buckets), then an insertion pass that only reorders
-    words sharing a bucket."""
+    whose top bits are uniform): a counting sort on the top bits (``counts``: one more than the
+    buckets, about one a word; ``shift``: 64 − log2 of the buckets), then neighbours that share a
+    bucket put in order (:data:`_EXCHANGE_STARTS`, then insertion where still needed)."""
     counts[:] = 0
     for i in range(m):
         counts[np.intp(tmp[i] >> shift) + 1] += 1
@@ -347,16 +371,25 @@ def _sort_packed(tmp: np.ndarray, m: int, packed: np.ndarray, counts: np.ndarray
         counts[b + 1] += counts[b]
     for i in range(m):
         p = tmp[i]
-        b = np.intp(p >> shift)
-        packed[counts[b]] = p
-        counts[b] += 1
-    for i in range(1, m):
-        p = packed[i]
-        j = i - 1
-        while j >= 0 and packed[j] > p:
-            packed[j + 1] = packed[j]
-            j -= 1
-        packed[j + 1] = p
+        bucket = np.intp(p >> shift)
+        packed[counts[bucket]] = p
+        counts[bucket] += 1
+    for start in _EXCHANGE_STARTS:
+        for i in range(start, m - 1, 2):
+            a, b = packed[i], packed[i + 1]
+            packed[i] = min(a, b)
+            packed[i + 1] = max(a, b)
+    unsorted = False
+    for i in range(m - 1):
+        unsorted |= packed[i] > packed[i + 1]
+    if unsorted:
+        for i in range(1, m):
+            p = packed[i]
+            j = i - 1
+            while j >= 0 and packed[j] > p:
+                packed[j + 1] = packed[j]
+                j -= 1
+            packed[j + 1] = p
 
 
 @njit(cache=True)
@@ -374,7 +407,7 @@ def _draw_sessions(cur: np.ndarray, inc: np.ndarray, n_letters: int, visits: int
     n, t = casino.shape
     width = max(t, n_letters)
     log_buckets = 1
-    while (1 << log_buckets) < 2 * width:
+    while (1 << log_buckets) < width:
         log_buckets += 1
     shift = np.uint64(64 - log_buckets)
     packed = np.empty(width, dtype=np.uint64)
@@ -383,7 +416,8 @@ def _draw_sessions(cur: np.ndarray, inc: np.ndarray, n_letters: int, visits: int
     counts = np.empty((1 << log_buckets) + 1, dtype=np.int64)
     n_letter_idx = letter_idx.shape[1]
     inc_hi, inc_lo = inc[0], inc[1]
-    h0, l0, h1, l1, h2, l2, h3, l3 = cur[0, 0], cur[0, 1], cur[1, 0], cur[1, 1], cur[2, 0], cur[2, 1], cur[3, 0], cur[3, 1]
+    h0, l0, h1, l1 = cur[0, 0], cur[0, 1], cur[1, 0], cur[1, 1]
+    h2, l2, h3, l3 = cur[2, 0], cur[2, 1], cur[3, 0], cur[3, 1]
     for i in range(n):
         for j in range(n_letters):
             h0, l0, key = step_key(h0, l0, inc_hi, inc_lo)

@@ -2,7 +2,7 @@
 where they are used, and the generator left in the very state those draws leave it in.
 
 :class:`numpy.random.PCG64` (O'Neill 2014, "PCG: a family of simple fast space-efficient statistically
-good algorithms for random number generation", HMC-CS-2014-0905, §6.3: the 128-bit LCG with the
+good algorithms for random number generation", HMC-CS-2014-0905: the 128-bit LCG with the
 XSL-RR output) steps its state as ``s ← s·M + inc (mod 2¹²⁸)`` and outputs
 ``rotr64(hi(s) ⊕ lo(s), s >> 122)``; ``rng.random()`` is the output's top 53 bits over 2⁵³.  Here
 the state lives in two 64-bit words and each step is one 128-bit multiply-add (:func:`_lcg_step`,
@@ -10,7 +10,7 @@ LLVM's ``i128`` arithmetic: three 64-bit multiplies), inlined where the uniform 
 draw costs the multiply and no call through numpy's bit-generator interface.
 
 A block of draws that numpy would make with one call (``rng.random((n, m))``) is read from a
-:class:`Cursor` placed at the block's first draw (:func:`jump`, the LCG's jump-ahead
+cursor, an LCG state placed at the block's first draw (:func:`cursors`, :func:`jump`, the LCG's jump-ahead
 ``s_k = A_k·s + C_k`` by repeated squaring; Brown 1994, "Random number generation with arbitrary
 strides", Trans. Am. Nucl. Soc. 71), so consecutive blocks can be read side by side in one pass
 over the subjects.  :func:`take_state` / :func:`put_state` read and write the generator's state;
@@ -109,7 +109,8 @@ def output(hi: np.uint64, lo: np.uint64) -> np.uint64:
 
 
 @njit(cache=True, inline="always")
-def step_key(hi: np.uint64, lo: np.uint64, inc_hi: np.uint64, inc_lo: np.uint64) -> tuple[np.uint64, np.uint64, np.uint64]:
+def step_key(hi: np.uint64, lo: np.uint64, inc_hi: np.uint64,
+             inc_lo: np.uint64) -> tuple[np.uint64, np.uint64, np.uint64]:
     """One draw from the state (hi, lo): (new hi, new lo, the draw's 53-bit integer), the uniform being
     that integer times :data:`TO_UNIT` (numpy steps the state first, then outputs)."""
     hi, lo = _lcg_step(hi, lo, inc_hi, inc_lo)
@@ -120,3 +121,4 @@ def step_key(hi: np.uint64, lo: np.uint64, inc_hi: np.uint64, inc_lo: np.uint64)
 def unit(key: np.uint64) -> float:
     """The uniform on [0, 1) of a draw's 53-bit integer (numpy's ``next_double``)."""
     return float(np.int64(key)) * TO_UNIT
+

@@ -70,3 +70,27 @@ def test_rounded_normal_adds_broadcast_means() -> None:
     assert np.allclose(x.mean(axis=1), means[:, 0, :], atol=0.1)
     with pytest.raises(ValueError, match="sd must be a positive number"):
         RoundedNormal(0.0)
+
+
+class _OtherPCG64(np.random.PCG64):
+    """A PCG64 subclass: not numpy's own, so draws take the numpy path (``rng.random``)."""
+
+
+@pytest.mark.parametrize(("shape", "mean_shape"), [((53, 10, 2), (53, 1, 2)), ((3, 10, 2), (3, 1, 2)), ((7,), ()),
+                                                   ((4, 5), (4, 1)), ((1, 1, 1), ()), ((0, 3), ())])
+def test_rounded_normal_from_pcg64_in_compiled_code_equals_the_numpy_path(shape: tuple[int, ...],
+                                                                            mean_shape: tuple[int, ...]) -> None:
+    """The compiled PCG64 path gives the draws of ``rng.random`` + the alias pass and leaves the
+    generator (32-bit buffer included) where ``rng.random`` leaves it."""
+    mean = np.random.default_rng(1).integers(-50, 50, size=mean_shape).astype(np.float64)
+    fast = np.random.default_rng(5)
+    slow = np.random.Generator(_OtherPCG64())
+    slow.bit_generator.state = {**fast.bit_generator.state, "bit_generator": "_OtherPCG64"}
+    for rng in (fast, slow):
+        rng.integers(0, 3, size=3)  # leaves half a 64-bit output buffered
+    sampler = RoundedNormal(8.0)
+    a, b = sampler.draw(shape, fast, mean), sampler.draw(shape, slow, mean)
+    assert a.shape == b.shape == shape and np.array_equal(a, b)
+    for key in ("state", "has_uint32", "uinteger"):
+        assert fast.bit_generator.state[key] == slow.bit_generator.state[key]
+    assert fast.integers(0, 1000, size=5).tolist() == slow.integers(0, 1000, size=5).tolist()

@@ -31,6 +31,8 @@ import numpy as np
 from numba import njit
 from numba.np.random._constants import fi_double, ki_double, wi_double, ziggurat_nor_inv_r, ziggurat_nor_r
 
+from cogtestbed.environments.pcg64 import cursors, is_pcg64, put_state, step_key, unit
+
 
 def permute_rows(values: np.ndarray, rng: np.random.Generator, k: int | None = None) -> np.ndarray:
     """The first ``k`` (default all) entries of an independent uniform permutation of every row of
@@ -157,13 +159,31 @@ class RoundedNormal:
         if len(shape) > 3:
             raise ValueError(f"RoundedNormal.draw takes at most three axes, got shape {shape}")
         shape3 = (1,) * (3 - len(shape)) + tuple(shape)
-        u = rng.random(shape3)
         offsets = self.low + np.arange(len(self.prob), dtype=np.float64)
         means = np.broadcast_to(np.asarray(mean, np.float64), shape3)
         # the means without their repeats (an axis they are broadcast along keeps one entry)
         means = np.ascontiguousarray(means[tuple(slice(0, 1) if st == 0 else slice(None) for st in means.strides)])
+        if is_pcg64(rng) and math.prod(shape3):
+            return self._draw_pcg64(shape3, rng, offsets, means).reshape(shape)
+        u = rng.random(shape3)
         _alias_draw(u, self.prob, offsets, offsets.take(self.alias), means)
         return u.reshape(shape)
+
+    def _draw_pcg64(self, shape3: tuple[int, ...], rng: np.random.Generator, offsets: np.ndarray,
+                    means: np.ndarray) -> np.ndarray:
+        """:meth:`draw` from numpy's PCG64 read in compiled code (:mod:`cogtestbed.environments.pcg64`):
+        the uniforms ``rng.random(shape3)`` returns, consumed where drawn (no array of them), from
+        four cursors placed at the first uniform of four blocks of rows, stepped side by side (the
+        generator's throughput rather than the latency of one chain); ``rng`` is left in the state
+        ``rng.random(shape3)`` leaves it in."""
+        a, b, c = shape3
+        quarter = a // 4
+        block = quarter * b * c
+        cur, inc, end = cursors(rng, [block, block, block, (a - 3 * quarter) * b * c])
+        out = np.empty(shape3, dtype=np.float64)
+        _alias_draw_pcg64(cur, inc, self.prob, offsets, offsets.take(self.alias), means, out)
+        put_state(rng, end)
+        return out
 
 
 def _alias_table(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -203,6 +223,48 @@ def _alias_draw(u: np.ndarray, prob: np.ndarray, column: np.ndarray, alias: np.n
                 col = int(x)
                 accept = np.float64(x - col < prob[col])
                 u[i, j, k] = accept * column[col] + (1.0 - accept) * alias[col] + mean[mi, mj, k if mc > 1 else 0]
+
+@njit(cache=True, inline="always")
+def _alias_pick(u: float, prob: np.ndarray, column: np.ndarray, alias: np.ndarray) -> float:  # pragma: no cover
+    """The alias-method value of one uniform (see :func:`_alias_draw`)."""
+    x = u * len(prob)
+    col = int(x)
+    accept = np.float64(x - col < prob[col])
+    return accept * column[col] + (1.0 - accept) * alias[col]
+
+
+@njit(cache=True)
+def _alias_draw_pcg64(cur: np.ndarray, inc: np.ndarray, prob: np.ndarray, column: np.ndarray, alias: np.ndarray,
+                      mean: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - numba
+    """:func:`_alias_draw` of the uniforms of four PCG64 cursors: cursor L at the first uniform of
+    rows ``L·q … (L+1)·q − 1`` of ``out`` (q = a // 4; the last cursor also the rows after 4q)."""
+    a, b, c = out.shape
+    ma, mb, mc = mean.shape
+    q = a // 4
+    ih, il = inc[0], inc[1]
+    h0, l0, h1, l1 = cur[0, 0], cur[0, 1], cur[1, 0], cur[1, 1]
+    h2, l2, h3, l3 = cur[2, 0], cur[2, 1], cur[3, 0], cur[3, 1]
+    for g in range(q):
+        for j in range(b):
+            mj = j if mb > 1 else 0
+            for k in range(c):
+                mk = k if mc > 1 else 0
+                h0, l0, k0 = step_key(h0, l0, ih, il)
+                h1, l1, k1 = step_key(h1, l1, ih, il)
+                h2, l2, k2 = step_key(h2, l2, ih, il)
+                h3, l3, k3 = step_key(h3, l3, ih, il)
+                out[g, j, k] = _alias_pick(unit(k0), prob, column, alias) + mean[g if ma > 1 else 0, mj, mk]
+                i1, i2, i3 = q + g, 2 * q + g, 3 * q + g
+                out[i1, j, k] = _alias_pick(unit(k1), prob, column, alias) + mean[i1 if ma > 1 else 0, mj, mk]
+                out[i2, j, k] = _alias_pick(unit(k2), prob, column, alias) + mean[i2 if ma > 1 else 0, mj, mk]
+                out[i3, j, k] = _alias_pick(unit(k3), prob, column, alias) + mean[i3 if ma > 1 else 0, mj, mk]
+    for i in range(4 * q, a):  # the last cursor goes on past its block's rows
+        for j in range(b):
+            for k in range(c):
+                h3, l3, k3 = step_key(h3, l3, ih, il)
+                out[i, j, k] = (_alias_pick(unit(k3), prob, column, alias)
+                                + mean[i if ma > 1 else 0, j if mb > 1 else 0, k if mc > 1 else 0])
+
 
 #: Bit generators whose ``random_raw`` is the ``next_uint64`` numpy's distributions consume and whose
 #: ``next_double`` is ``(next_uint64 >> 11) · 2⁻⁵³`` (MT19937 draws 32 bits at a time: not here).

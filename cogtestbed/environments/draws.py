@@ -163,7 +163,7 @@ class RoundedNormal:
         means = np.broadcast_to(np.asarray(mean, np.float64), shape3)
         # the means without their repeats (an axis they are broadcast along keeps one entry)
         means = np.ascontiguousarray(means[tuple(slice(0, 1) if st == 0 else slice(None) for st in means.strides)])
-        if is_pcg64(rng) and math.prod(shape3):
+        if is_pcg64(rng) and all(shape3):
             return self._draw_pcg64(shape3, rng, offsets, means).reshape(shape)
         u = rng.random(shape3)
         _alias_draw(u, self.prob, offsets, offsets.take(self.alias), means)

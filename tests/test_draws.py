@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare, norm
 
-from cogtestbed.environments.draws import RoundedNormal, argsort_uniform_rows, bernoulli, permute_rows
+from cogtestbed.environments.draws import RoundedNormal, argsort_uniform_rows, bernoulli, permute_rows, uniforms
 
 
 def test_permute_rows_gives_uniform_permutations_of_each_row() -> None:
@@ -94,3 +94,14 @@ def test_rounded_normal_from_pcg64_in_compiled_code_equals_the_numpy_path(shape:
     for key in ("state", "has_uint32", "uinteger"):
         assert fast.bit_generator.state[key] == slow.bit_generator.state[key]
     assert fast.integers(0, 1000, size=5).tolist() == slow.integers(0, 1000, size=5).tolist()
+
+
+@pytest.mark.parametrize("shape", [(1666, 960), (100_003,), (53_316, 6), (7, 3)])
+def test_uniforms_equal_rng_random_and_leave_the_same_state(shape: tuple[int, ...]) -> None:
+    """The compiled PCG64 fill (large draws) and numpy (small ones) give ``rng.random``'s numbers and state."""
+    fast, slow = np.random.default_rng(3), np.random.default_rng(3)
+    for rng in (fast, slow):
+        rng.integers(0, 3, size=3)  # leaves half a 64-bit output buffered
+    assert np.array_equal(uniforms(fast, shape), slow.random(shape))
+    assert fast.bit_generator.state == slow.bit_generator.state
+    assert fast.integers(0, 10**6, size=4).tolist() == slow.integers(0, 10**6, size=4).tolist()

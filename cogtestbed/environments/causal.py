@@ -80,7 +80,7 @@ from pydantic import model_validator
 
 from cogtestbed.environments import causal_materials as M
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
-from cogtestbed.environments.draws import argsort_uniform_rows
+from cogtestbed.environments.draws import argsort_uniform_rows, uniforms
 from cogtestbed.schema import TrialSchema, Values
 from cogtestbed.trials import finish_table
 
@@ -533,7 +533,7 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
         if design.scope == "all":  # every session asks every judgment, cell-major before shuffling
             cell = np.repeat(np.arange(design.n_cells), ITEMS_PER_CELL)
             item = np.tile(np.arange(ITEMS_PER_CELL), design.n_cells)
-            order = (argsort_uniform_rows(rng.random((n, t))) if design.shuffle
+            order = (argsort_uniform_rows(uniforms(rng, (n, t))) if design.shuffle
                      else np.broadcast_to(np.arange(t), (n, t)))
             cell, item = cell.take(order), item.take(order)  # (n, t) each
         else:
@@ -542,7 +542,7 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
             cell = np.repeat(blocks[:, None], t, axis=1)
             item = np.broadcast_to(np.arange(ITEMS_PER_CELL), (n, t)).copy()
             if design.shuffle:
-                perm = argsort_uniform_rows(rng.random((n, t)))
+                perm = argsort_uniform_rows(uniforms(rng, (n, t)))
                 cell = np.take_along_axis(cell, perm, axis=1)
                 item = np.take_along_axis(item, perm, axis=1)
         variant, cb = _cell_of(design, cell)

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from cogtestbed.agents.lapse import Lapse, draw_lapses, lapse_rng
+from cogtestbed.columns import spread
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.belief import distribution_json
 from cogtestbed.environments.discounting import (
@@ -26,7 +27,18 @@ from cogtestbed.inference.hierarchical import Diagnostics
 from cogtestbed.inference.twostep import stay_design, stay_pairs
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import seed_streams, simulate, subject_params
-from cogtestbed.trials import CodedLists, CodedStrings, Lists, finish_table, list_cells, read_table, table_to_parquet
+from cogtestbed.trials import (
+    CodedCategories,
+    CodedLists,
+    CodedStrings,
+    Lists,
+    PerSubject,
+    finish_table,
+    list_cells,
+    null_strings,
+    read_table,
+    table_to_parquet,
+)
 
 
 def _table(**kw: object) -> pd.DataFrame:
@@ -213,3 +225,48 @@ def test_lists_from_padded_rows_and_segment_normalisation() -> None:
     got = normalise_logprobs_segments(flat.values, flat.offsets)
     expected = np.concatenate([normalise_logprobs(row[:kk]) for row, kk in zip(lp, k, strict=True)])
     assert got.tobytes() == expected.tobytes()
+
+
+def test_coded_categories_give_a_category_column_of_the_vocabulary(tmp_path: Path) -> None:
+    codes = np.array([[0, 2, 1], [3, 1, 2]])
+    vocab = ("B", "A", None, "B")  # a repeated entry and a missing one
+    keep = np.array([[True, True, True], [True, True, False]])
+    t = _table(stimulus={"s": CodedCategories(codes, vocab)}, keep=keep)
+    assert isinstance(t["s"].dtype, pd.CategoricalDtype) and list(t["s"].cat.categories) == ["A", "B"]
+    assert t["s"].astype(object).where(t["s"].notna(), None).tolist() == ["B", None, "A", "B", "A"]
+    assert t["s"].cat.codes.dtype == np.int8
+    table_to_parquet(t, tmp_path / "t.parquet")
+    back = read_table(tmp_path / "t.parquet")
+    assert back["s"].astype("string").equals(t["s"].astype("string"))
+
+
+def test_kept_rows_given_flat_equal_the_rectangular_arrays() -> None:
+    """Outcome and stimulus columns given as the kept rows only build the same table."""
+    keep = np.array([[True, True, False], [True, False, False]])
+    action = np.array([[0, 1, 1], [1, 0, 1]])
+    reward = np.arange(6.0).reshape(2, 3)
+    valid = np.array([[True, False, True], [True, True, True]])
+    params = {"p": np.array([0.5, 2.0])}
+    whole = finish_table("x", {"s": reward * 2, "h": PerSubject(np.array([3, 4]))}, action, reward, valid,
+                         agent="a", keep=keep, params=params)
+    kept = finish_table("x", {"s": (reward * 2)[keep], "h": PerSubject(np.array([3, 4]))}, action[keep],
+                        reward[keep], valid[keep], agent="a", keep=keep, params=params)
+    pd.testing.assert_frame_equal(whole, kept, check_exact=True)
+    assert whole["h"].tolist() == [3, 3, 4] and whole["param_p"].tolist() == [0.5, 0.5, 2.0]
+    assert whole["action"].tolist() == [0, pd.NA, 1]
+
+
+def test_spread_compiled_equals_repeat_and_null_strings_equal_arrow_nulls() -> None:
+    import pyarrow as pa
+
+    values = np.arange(12.0).reshape(3, 4)
+    lengths = np.array([0, 2, 5, 1])
+    for compiled in (True, False):
+        out = spread(values, lengths, compiled=compiled)
+        assert len(out) == 3 and all((o == np.repeat(v, lengths)).all() for o, v in zip(out, values, strict=True))
+    with pytest.raises(ValueError, match="non-negative"):
+        spread(values, np.array([0, -1, 2, 1]))
+    for n in (0, 1, 9, 1000):
+        nulls = null_strings(n)
+        nulls.validate(full=True)
+        assert nulls.equals(pa.nulls(n, pa.large_string()))

@@ -376,18 +376,32 @@ class _ColumnMaker:
         """``keep``: the (n_subjects, n_trials) mask of the rows kept (None: every row)."""
         self.n_subjects, self.n_trials = n_subjects, n_trials
         self.n = n_subjects * n_trials
-        self.rows: np.ndarray | None = None
-        self._row_subject: np.ndarray | None = None
-        self._row_position: np.ndarray | None = None
-        if keep is not None:  # the kept rows' numbers with their subject and position, in one pass
-            from cogtestbed.columns import kept_rows  # numba: imported where used
-
-            self.rows, self._row_subject, self._row_position = kept_rows(keep.reshape(n_subjects, n_trials))
-        self.n_rows = self.n if self.rows is None else len(self.rows)
+        self._keep = None if keep is None else keep.reshape(n_subjects, n_trials)
+        self._kept: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        #: rows each subject keeps (None: every row)
+        self.lengths = None if self._keep is None else self._keep.sum(axis=1, dtype=np.int64)
+        self.n_rows = self.n if self.lengths is None else int(self.lengths.sum())
         self._codes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._spread: dict[str, np.ndarray] = {}
         self._offsets: dict[tuple[int, int], pa.Buffer] = {}
         self._nulls: pa.Array | None = None
+
+    def _kept_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(flat index, subject, position) of the kept rows, found in one pass when first needed
+        (a table whose columns all come as per-subject values or kept rows never needs them)."""
+        if self._keep is None:
+            return None
+        if self._kept is None:
+            from cogtestbed.columns import kept_rows  # numba: imported where used
+
+            self._kept = kept_rows(self._keep)
+        return self._kept
+
+    @property
+    def rows(self) -> np.ndarray | None:
+        """The flat (n_subjects × n_trials) index of every kept row (None: every row is kept)."""
+        kept = self._kept_rows()
+        return None if kept is None else kept[0]
 
     def codes(self, codes: np.ndarray) -> np.ndarray:
         """The kept rows of a codes array (its own integer type, flat; not copied: codes only index),
@@ -420,10 +434,8 @@ class _ColumnMaker:
                 by_dtype.setdefault(per.dtype, {})[name] = per
         if not by_dtype:
             return
-        if self.rows is None:
-            lengths = np.full(self.n_subjects, self.n_trials, dtype=np.int64)
-        else:  # a subject's kept rows are consecutive: spread by how many it keeps
-            lengths = np.bincount(self._row_subject, minlength=self.n_subjects)  # type: ignore[arg-type]
+        # a subject's kept rows are consecutive: spread by how many it keeps
+        lengths = np.full(self.n_subjects, self.n_trials, dtype=np.int64) if self.lengths is None else self.lengths
         from cogtestbed.columns import spread  # numba: imported where used
 
         for group in by_dtype.values():
@@ -434,10 +446,10 @@ class _ColumnMaker:
         return self._spread.pop(name)
 
     def is_kept(self, values: Any) -> bool:
-        """Whether ``values`` is a flat numpy array of the kept rows only (with ``keep`` dropping
-        some rows): a fresh array built for the table, handed over as it is."""
-        return (self.rows is not None and self.n_rows != self.n and isinstance(values, np.ndarray)
-                and values.ndim == 1 and values.size == self.n_rows)
+        """Whether ``values`` is a flat numpy or pandas array of the kept rows only (with ``keep``
+        dropping some rows): a fresh array built for the table, handed over as it is."""
+        return (self._keep is not None and self.n_rows != self.n and isinstance(values, (np.ndarray, ExtensionArray))
+                and values.ndim == 1 and len(values) == self.n_rows)
 
     def outcome(self, values: np.ndarray, dtype: Any) -> np.ndarray:
         """An outcome column (``valid``, ``reward``) from (n_subjects, n_trials) values or the kept
@@ -454,11 +466,13 @@ class _ColumnMaker:
 
     def subject_rows(self) -> np.ndarray | None:
         """The subject of every kept row (None: every row is kept)."""
-        return self._row_subject
+        kept = self._kept_rows()
+        return None if kept is None else kept[1]
 
     def position_rows(self) -> np.ndarray | None:
         """The trial position of every kept row (None: every row is kept)."""
-        return self._row_position
+        kept = self._kept_rows()
+        return None if kept is None else kept[2]
 
     def __call__(self, values: Column) -> Any:
         if values is None:
@@ -488,6 +502,8 @@ class _ColumnMaker:
         if isinstance(values, CodedNumbers):
             return np.asarray(values.values).take(self.codes(values.codes))
         if isinstance(values, (pd.Categorical, ExtensionArray)):
+            if self.is_kept(values):
+                return values
             if len(values) != self.n:
                 raise ValueError(f"a flat stimulus column needs {self.n} rows, got {len(values)}")
             return values if self.rows is None else values.take(self.rows)

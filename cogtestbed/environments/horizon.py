@@ -38,7 +38,7 @@ from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, S
 from cogtestbed.environments.draws import RoundedNormal, permute_rows
 from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.schema import REWARDED, TrialSchema, Values
-from cogtestbed.trials import PerSubject, PerTrial, finish_table
+from cogtestbed.trials import PerSubject, PerTrial, finish_table, fresh_column
 
 EXPERIMENT = "horizon"
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
@@ -244,7 +244,7 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         pass over the games (:func:`_game_rows`)."""
         nf, t_max = design.n_forced, design.n_trials
         length = nf + np.asarray(sessions.horizon, dtype=np.int64)
-        action, valid, reward, reward0, reward1 = _game_rows(
+        action, valid, reward, reward0, reward1, trial, forced = _game_rows(
             np.ascontiguousarray(sessions.forced, dtype=np.int64),
             np.ascontiguousarray(outcomes.action, dtype=np.int64), np.ascontiguousarray(outcomes.valid, dtype=bool),
             np.ascontiguousarray(sessions.rewards, dtype=np.float64), length, int(length.sum()))
@@ -252,14 +252,15 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         return game_table(sessions.horizon, sessions.unequal, sessions.means, (reward0, reward1),
                           action, reward, valid, exists, nf, agent=agent,
                           raw_response=_free_steps(outcomes.raw_response, nf, t_max),
-                          parse_error=_free_steps(outcomes.parse_error, nf, t_max), params=params)
+                          parse_error=_free_steps(outcomes.parse_error, nf, t_max), params=params,
+                          kept_trial=trial, kept_forced=forced)
 
 
 @njit(cache=True)
 def _game_rows(forced: np.ndarray, free_action: np.ndarray, free_valid: np.ndarray, rewards: np.ndarray,
-               length: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                                        np.ndarray]:  # pragma: no cover - numba
-    """(action, valid, reward, reward0, reward1) of every row the games have, game after game:
+               length: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                        np.ndarray, np.ndarray]:  # pragma: no cover - numba
+    """(action, valid, reward, reward0, reward1, trial, forced) of every row the games have, game after game:
     game i's first ``length[i]`` trials, the forced ones (always valid) then its free choices.  The
     reward is the chosen arm's pre-drawn one (an invalid choice's arm clipped to 0/1, as the step
     path reads it; NaN as the recorded outcome)."""
@@ -269,6 +270,8 @@ def _game_rows(forced: np.ndarray, free_action: np.ndarray, free_valid: np.ndarr
     reward = np.empty(total, dtype=np.float64)
     reward0 = np.empty(total, dtype=np.float64)
     reward1 = np.empty(total, dtype=np.float64)
+    trial = np.empty(total, dtype=np.int64)
+    forced_trial = np.empty(total, dtype=np.bool_)
     r = 0
     for i in range(forced.shape[0]):
         for t in range(length[i]):
@@ -276,10 +279,10 @@ def _game_rows(forced: np.ndarray, free_action: np.ndarray, free_valid: np.ndarr
             a = free_action[i, t - n_forced] if free else forced[i, t]
             ok = free_valid[i, t - n_forced] if free else True
             r0, r1 = rewards[i, t, 0], rewards[i, t, 1]
-            action[r], valid[r], reward0[r], reward1[r] = a, ok, r0, r1
+            action[r], valid[r], reward0[r], reward1[r], trial[r], forced_trial[r] = a, ok, r0, r1, t, not free
             reward[r] = (r1 if a >= 1 else r0) if ok else np.nan
             r += 1
-    return action, valid, reward, reward0, reward1
+    return action, valid, reward, reward0, reward1, trial, forced_trial
 
 
 def _whole_means(design: HorizonDesign) -> bool:
@@ -306,23 +309,26 @@ def game_table(
     horizon: np.ndarray, unequal: np.ndarray, means: np.ndarray, rewards: np.ndarray | tuple[np.ndarray, np.ndarray],
     action: np.ndarray, reward: np.ndarray, valid: np.ndarray, exists: np.ndarray, n_forced: int,
     *, agent: str, raw_response: np.ndarray | None = None, parse_error: np.ndarray | None = None,
-    params: dict[str, np.ndarray] | None = None,
+    params: dict[str, np.ndarray] | None = None, kept_trial: np.ndarray | None = None,
+    kept_forced: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Trial table from rectangular (n_games, max_trials) arrays, keeping rows where ``exists``.
 
     ``rewards``: both arms' rewards, (n_games, ≥ max_trials, 2); or a pair of flat arrays of the
     kept rows (arm 0, arm 1), as ``action``, ``reward`` and ``valid`` may be (see
-    :func:`~cogtestbed.trials.finish_table`)."""
+    :func:`~cogtestbed.trials.finish_table`); ``kept_trial`` / ``kept_forced``: the kept rows'
+    trial positions and forced flags, where already built (default: from the positions)."""
     t_max = exists.shape[1]
     arms = rewards if isinstance(rewards, tuple) else (rewards[:, :t_max, 0], rewards[:, :t_max, 1])
     stimulus = {
         "horizon": PerSubject(np.asarray(horizon, dtype=np.int64)),
         "unequal": PerSubject(np.asarray(unequal, dtype=bool)),
-        "forced": PerTrial(np.arange(t_max) < n_forced),
+        "forced": PerTrial(np.arange(t_max) < n_forced) if kept_forced is None else kept_forced,
         "mean0": PerSubject(np.ascontiguousarray(means[:, 0], dtype=np.float64)),
         "mean1": PerSubject(np.ascontiguousarray(means[:, 1], dtype=np.float64)),
         "reward0": arms[0],
         "reward1": arms[1],
     }
     return finish_table(EXPERIMENT, stimulus, action, reward, valid, agent=agent, raw_response=raw_response,
-                        parse_error=parse_error, params=params, keep=exists)
+                        parse_error=parse_error, params=params, keep=exists,
+                        trial=None if kept_trial is None else fresh_column(kept_trial))

@@ -63,4 +63,5 @@ def test_only_numpys_pcg64_takes_the_compiled_stream():
     assert is_pcg64(np.random.default_rng(0))
     assert not is_pcg64(np.random.Generator(np.random.PCG64DXSM(0)))
     assert not is_pcg64(np.random.Generator(np.random.Philox(0)))
+    assert not is_pcg64(np.random.RandomState(0))
 

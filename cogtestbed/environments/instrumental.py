@@ -393,6 +393,16 @@ def _sort_packed(tmp: np.ndarray, m: int, packed: np.ndarray, counts: np.ndarray
 
 
 @njit(cache=True)
+def _buckets(m: int) -> tuple[np.uint64, np.ndarray]:  # pragma: no cover - numba
+    """(shift, counts) of :func:`_sort_packed` for rows of up to ``m`` words: about one bucket a word
+    (a power of two), the counts one longer."""
+    log_buckets = 1
+    while (1 << log_buckets) < m:
+        log_buckets += 1
+    return np.uint64(64 - log_buckets), np.empty((1 << log_buckets) + 1, dtype=np.int64)
+
+
+@njit(cache=True)
 def _draw_sessions(cur: np.ndarray, inc: np.ndarray, n_letters: int, visits: int, probs: np.ndarray,
                    casino: np.ndarray, letter_idx: np.ndarray, reward_draws: np.ndarray,
                    flip: np.ndarray) -> None:  # pragma: no cover - numba
@@ -406,14 +416,10 @@ def _draw_sessions(cur: np.ndarray, inc: np.ndarray, n_letters: int, visits: int
     """
     n, t = casino.shape
     width = max(t, n_letters)
-    log_buckets = 1
-    while (1 << log_buckets) < width:
-        log_buckets += 1
-    shift = np.uint64(64 - log_buckets)
+    shift, counts = _buckets(width)
     packed = np.empty(width, dtype=np.uint64)
     tmp = np.empty(width, dtype=np.uint64)
     outcome = np.empty(2 * t, dtype=np.uint64)
-    counts = np.empty((1 << log_buckets) + 1, dtype=np.int64)
     n_letter_idx = letter_idx.shape[1]
     inc_hi, inc_lo = inc[0], inc[1]
     h0, l0, h1, l1 = cur[0, 0], cur[0, 1], cur[1, 0], cur[1, 1]

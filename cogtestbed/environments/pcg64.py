@@ -34,9 +34,10 @@ _MASK64 = (1 << 64) - 1
 TO_UNIT = 1.0 / 9007199254740992.0
 
 
-def is_pcg64(rng: np.random.Generator) -> bool:
-    """Whether ``rng`` draws from numpy's PCG64 itself (a subclass may draw otherwise)."""
-    return type(rng.bit_generator) is np.random.PCG64
+def is_pcg64(rng: Any) -> bool:
+    """Whether ``rng`` is a :class:`numpy.random.Generator` drawing from numpy's PCG64 itself (a
+    subclass of either may draw otherwise)."""
+    return type(rng) is np.random.Generator and type(rng.bit_generator) is np.random.PCG64
 
 
 def take_state(rng: np.random.Generator) -> tuple[int, int]:

@@ -16,7 +16,10 @@ the figure to compare; the load average is printed with each):
   (target ≤ 15 s on 2 cores).
 
 Each fitting call is printed next to the floor measured in the same run: a process that only
-imports what every such call needs (``python -c "import pandas, numba, scipy.linalg"``).
+imports what every such call needed (``python -c "import pandas, numba, scipy.linalg"``), and the
+same imports without ``scipy.linalg`` (the BFGS drivers' BLAS is loaded without it,
+:func:`cogtestbed.jit_cache.preload_scipy_blas`) and without the interpreter's teardown, as the
+command line ends (:func:`cogtestbed.cli.exit_process`).
 
 Usage: ``python benchmarks/bench_fixed_costs.py [--reps 100] [--repeats 3] [--skip-recovery]
 [--skip-help] [--skip-worker]``.
@@ -45,6 +48,8 @@ HELP_TARGET, FIT_TARGET, RECOVERY_TARGET = 0.5, 1.5, 15.0
 #: The imports every fitting call needs: pandas (with pyarrow), numba and the scipy.linalg numba's
 #: linear algebra loads on a kernel's first use; no cogtestbed call can start faster.
 FLOOR = "import pandas, numba, scipy.linalg"
+#: What a fitting call imports now, ended as the command line ends its process (``os._exit``).
+QUICK_FLOOR = "import os, pandas, numba; os._exit(0)"
 
 WORKER_PROBE = """
 import json, multiprocessing, os, sys, time
@@ -124,6 +129,7 @@ def cogbench_file(folder: str) -> Path:
 
 def bench_fit_call(repeats: int = 3) -> None:
     line(f'floor: python -c "{FLOOR}"', *best(["-c", FLOOR], repeats))
+    line(f'floor: python -c "{QUICK_FLOOR}"', *best(["-c", QUICK_FLOOR], repeats))
     args = ["-m", "cogtestbed", "metrics", "instrumental-learning", str(GPT4), "--json"]
     with tempfile.TemporaryDirectory(prefix="numba-cold-") as cache:
         env = {"NUMBA_CACHE_DIR": cache}
@@ -139,6 +145,7 @@ def bench_fit_call(repeats: int = 3) -> None:
         run(args)
         line("fit rw-pm gpt-4.csv --method mle", *best(args, repeats), FIT_TARGET)
     line(f'floor: python -c "{FLOOR}"', *best(["-c", FLOOR], repeats))
+    line(f'floor: python -c "{QUICK_FLOOR}"', *best(["-c", QUICK_FLOOR], repeats))
 
 
 def bench_worker() -> None:

@@ -6,6 +6,10 @@ batch path :func:`cogtestbed.simulation.simulate` (session sampling + uniforms +
 table), and the ratio full / kernel (target ≥ 0.40 for every experiment), with the CPU ns per
 trial of the two other stages (drawing the sessions, building the table) to show where the rest
 goes.  Then the RW± kernel of instrumental learning in ns per trial on one core (target ≤ 15 ns).
+``--floors`` prints, for instrumental learning, a measured floor of the full path: the kernel, plus
+the PCG64 outputs its two streams require (drawn in compiled code at the generator's throughput,
+nothing stored), plus writing the table's bytes (each column's buffers, at the dtypes the table
+holds) into freshly allocated memory; and the best ratio that floor allows.
 ``--rw-only`` prints only that figure (``--rw-repeats N`` times); ``--lanes 8,16,...`` also times private
 copies of the kernel compiled with each number of vector lanes (:data:`SIM_LANES`), to show the scaling.
 Timings are the best of N process-CPU-time runs (the machine is shared), on one core (the process
@@ -31,7 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 from _timing import best_cpu_of  # noqa: E402
+from numba import njit  # noqa: E402
 
+from cogtestbed.environments.instrumental import _buckets, _sort_packed  # noqa: E402
+from cogtestbed.environments.pcg64 import step_key  # noqa: E402
 from cogtestbed.heap import keep_freed_memory  # noqa: E402
 from cogtestbed.registry import ExperimentSpec, experiment_names, get_experiment  # noqa: E402
 from cogtestbed.simulation import seed_streams, simulate, subject_params  # noqa: E402
@@ -125,6 +132,113 @@ def rw_lane_scaling(lanes: list[int]) -> dict[int, float]:
     return out
 
 
+@njit(cache=False)
+def _pcg64_outputs(cur: np.ndarray, inc: np.ndarray, count: int) -> np.uint64:  # pragma: no cover - numba
+    """XOR of ``count`` PCG64 outputs drawn as four interleaved chains (each cursor steps its own
+    state: the generator's throughput, not its latency, with nothing stored)."""
+    h0, l0, h1, l1 = cur[0, 0], cur[0, 1], cur[1, 0], cur[1, 1]
+    h2, l2, h3, l3 = cur[2, 0], cur[2, 1], cur[3, 0], cur[3, 1]
+    acc = np.uint64(0)
+    for _ in range(count // 4):
+        h0, l0, k0 = step_key(h0, l0, inc[0], inc[1])
+        h1, l1, k1 = step_key(h1, l1, inc[0], inc[1])
+        h2, l2, k2 = step_key(h2, l2, inc[0], inc[1])
+        h3, l3, k3 = step_key(h3, l3, inc[0], inc[1])
+        acc ^= k0 ^ k1 ^ k2 ^ k3
+    return acc
+
+
+@njit(cache=False)
+def _sort_rows(rows: np.ndarray) -> np.uint64:  # pragma: no cover - numba
+    """XOR of a word of each row of packed order keys sorted by instrumental learning's session sort."""
+    n, m = rows.shape
+    shift, counts = _buckets(m)
+    packed = np.empty(m, dtype=np.uint64)
+    acc = np.uint64(0)
+    for i in range(n):
+        _sort_packed(rows[i], m, packed, counts, shift)
+        acc ^= packed[i % m]
+    return acc
+
+
+def _column_buffers(table: Any) -> list[tuple[int, np.dtype]]:
+    """(elements, dtype) of every buffer the table's columns hold (a buffer shared by columns once)."""
+    import pyarrow as pa
+
+    seen: set[int] = set()
+    out: list[tuple[int, np.dtype]] = []
+    for name in table.columns:
+        array = table[name].array
+        if hasattr(array, "__arrow_array__"):
+            chunked = pa.chunked_array(array.__arrow_array__())
+            buffers = [b for chunk in chunked.chunks for b in chunk.buffers() if b is not None]
+            for b in buffers:
+                if b.address not in seen and b.size:
+                    seen.add(b.address)
+                    out.append((b.size, np.dtype(np.uint8)))
+            continue
+        parts = ([array.codes] if hasattr(array, "codes")
+                 else [getattr(array, "_data", None), getattr(array, "_mask", None)])
+        parts = [p for p in parts if p is not None] or [np.asarray(array)]
+        for p in parts:
+            out.append((p.size, p.dtype))
+    return out
+
+
+def instrumental_floors() -> None:
+    """The measured floor of instrumental learning's full path, next to the ratio target's budget."""
+    from cogtestbed.environments.pcg64 import cursors
+
+    spec = get_experiment("instrumental-learning")
+    agent = agent_of(spec)
+    agent_cls = spec.agent(agent)
+    design = spec.env_cls.design_cls()
+    n = max(10, TARGET_TRIALS // design.n_trials)
+    trials = n * design.n_trials
+    env_rng, agent_rng = seed_streams(0)
+    sessions = spec.env_cls.sample_sessions(design, n, env_rng)
+    uniforms = agent_rng.random((n, design.n_trials))
+    params = subject_params(agent_cls, None, n)
+    kernel_s = best_cpu_of(lambda: agent_cls.simulate_batch(design, sessions, params, uniforms), REPEATS)
+    outcomes = agent_cls.simulate_batch(design, sessions, params, uniforms)
+    table = spec.env_cls.trials_table(design, sessions, outcomes, agent=agent, params=params)
+    # the env stream: letter keys, trial-order keys, two outcomes and the option order; the agent's: one
+    outputs = n * (len(design.alphabet) + 4 * design.n_trials) + n * design.n_trials * agent_cls.draws_per_trial
+    cur, inc, _ = cursors(np.random.default_rng(0), [outputs // 4] * 4)
+    draws_s = best_cpu_of(lambda: _pcg64_outputs(cur, inc, outputs), REPEATS)
+    keys = np.random.default_rng(1).integers(0, 2**53, (n, design.n_trials), dtype=np.uint64) << np.uint64(11)
+    keys |= np.arange(design.n_trials, dtype=np.uint64)
+    sort_s = best_cpu_of(lambda: _sort_rows(keys), REPEATS)
+    buffers = _column_buffers(table)
+    table_bytes = sum(size * dtype.itemsize for size, dtype in buffers)
+
+    def write_columns() -> None:
+        for size, dtype in buffers:
+            np.empty(size, dtype=dtype).fill(1)
+
+    write_s = best_cpu_of(write_columns, REPEATS)
+    full_s = best_cpu_of(lambda: simulate(spec, agent, n, 0), REPEATS)
+    sessions_s = best_cpu_of(lambda: spec.env_cls.sample_sessions(design, n, seed_streams(0)[0]), REPEATS)
+    uniforms_s = best_cpu_of(lambda: seed_streams(0)[1].random((n, design.n_trials)), REPEATS)
+    table_s = best_cpu_of(lambda: spec.env_cls.trials_table(design, sessions, outcomes, agent=agent, params=params),
+                          REPEATS)
+    per = 1e9 / trials
+    floor = kernel_s + draws_s + write_s
+    print(f"instrumental-learning ({agent}), {trials} trials, ns/trial:")
+    rows = [("kernel", kernel_s, ""),
+            (f"PCG64 outputs the streams need ({outputs / trials:.2f}/trial)", draws_s, ""),
+            (f"table bytes into fresh memory ({table_bytes / trials:.0f} B/row)", write_s, ""),
+            ("floor (sum)", floor, f"-> best ratio {kernel_s / floor:.2f}"),
+            ("  + sorting the trial-order keys (the bucket sort)", floor + sort_s,
+             f"-> best ratio {kernel_s / (floor + sort_s):.2f}"),
+            (f"budget at ratio {RATIO_TARGET:.2f}", kernel_s / RATIO_TARGET, ""),
+            ("full path now", full_s, f"-> ratio {kernel_s / full_s:.2f}")]
+    for label, seconds, note in rows:
+        print(f"  {label:52s} {seconds * per:6.1f}  {note}")
+    print(f"    of which sessions {sessions_s * per:.1f}, agent uniforms {uniforms_s * per:.1f}, kernel "
+          f"{kernel_s * per:.1f}, table {table_s * per:.1f}")
+
+
 def print_rw(ns: float) -> None:
     print(f"RW± kernel (instrumental-learning, rw-pm), one core: {ns:.1f} ns/trial "
           f"(target <= {RW_NS_TARGET:.0f}) [{'OK' if ns <= RW_NS_TARGET else 'MISSED'}]", flush=True)
@@ -133,11 +247,15 @@ def print_rw(ns: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rw-only", action="store_true", help="only the RW± kernel figure")
+    parser.add_argument("--floors", action="store_true", help="only instrumental learning's measured floor")
     parser.add_argument("--rw-repeats", type=int, default=1, help="print the RW± figure this many times")
     parser.add_argument("--lanes", default="", help="comma-separated lane counts to time the RW± kernel with")
     parser.add_argument("--experiments", default="", help="comma-separated experiments to time (default: all)")
     args = parser.parse_args()
     print(f"allocator keeps freed memory: {keep_freed_memory()}")
+    if args.floors:
+        instrumental_floors()
+        return
     if not args.rw_only:
         experiments_table([e for e in args.experiments.split(",") if e] or experiment_names())
     for _ in range(args.rw_repeats):

@@ -1,5 +1,5 @@
-"""``python -m cogtestbed`` runs the command line."""
+"""``python -m cogtestbed`` runs the command line (in a process of its own: quick exit)."""
 
-from cogtestbed.cli import main
+from cogtestbed.cli import console_main
 
-main()
+console_main()

@@ -12,6 +12,9 @@ Arrow sees only the bytes the offsets cover.
 
 **Kept rows.**  :func:`kept_rows` finds the cells of an (n_subjects, n_steps) mask a table keeps,
 with their subject and position, in one branch-free pass (a division per row otherwise).
+
+**Per-subject columns.**  :func:`spread` repeats several per-subject columns over each subject's
+rows in one pass.
 """
 
 from __future__ import annotations
@@ -136,3 +139,48 @@ def kept_rows(keep: np.ndarray, compiled: bool | None = None) -> tuple[np.ndarra
     rows = np.flatnonzero(mask.reshape(-1))
     subject, position = np.divmod(rows, mask.shape[1])
     return rows, subject, position
+
+
+@njit(cache=True)
+def _spread(values: np.ndarray, lengths: np.ndarray, total: int) -> np.ndarray:  # pragma: no cover - numba
+    k, n = values.shape
+    out = np.empty((k, total), dtype=values.dtype)
+    row = 0
+    for i in range(n):  # every column at once, each subject's block of rows a run of one value
+        length = lengths[i]
+        for c in range(k):
+            v = values[c, i]
+            for j in range(length):
+                out[c, row + j] = v
+        row += length
+    return out
+
+
+#: Most bytes one :func:`spread` block allocates: below the heap's mmap threshold
+#: (:data:`cogtestbed.heap.MMAP_THRESHOLD`), so that the block comes from the warm heap, not as fresh pages.
+SPREAD_BLOCK_BYTES = 16 * 2**20
+
+
+def spread(values: np.ndarray, lengths: np.ndarray, compiled: bool | None = None) -> list[np.ndarray]:
+    """Per-subject values repeated over each subject's rows, several columns in one pass: ``values``
+    (k columns, n_subjects) → k arrays of sum(lengths) rows, column c's row block i ``lengths[i]``
+    copies of ``values[c, i]`` (``np.repeat(values[c], lengths)`` for every c).
+
+    One pass writes several columns (each a row of a block of at most :data:`SPREAD_BLOCK_BYTES`),
+    with a loop per subject rather than per row and column.  ``compiled``: whether to use the
+    compiled pass (default: see :data:`COMPILED_MIN_ROWS`; ``np.repeat`` otherwise).
+    """
+    values = np.ascontiguousarray(values)
+    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+    if values.ndim != 2 or lengths.shape != (values.shape[1],):
+        raise ValueError(f"spread needs (k, n) values and n lengths, got {values.shape} and {lengths.shape}")
+    if (lengths < 0).any():
+        raise ValueError("spread lengths must be non-negative")
+    total = int(lengths.sum())
+    if compiled is None:
+        compiled = total * values.shape[0] >= COMPILED_MIN_ROWS or bool(_spread.signatures)
+    if not compiled:
+        return [np.repeat(v, lengths) for v in values]
+    per_block = max(1, SPREAD_BLOCK_BYTES // max(1, total * values.itemsize))
+    return [column for first in range(0, len(values), per_block)
+            for column in _spread(values[first:first + per_block], lengths, total)]

@@ -11,10 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+if TYPE_CHECKING:  # pydantic is imported when values are first validated (a fit never does)
+    from pydantic import BaseModel
 
 Transform = Literal["logit", "log", "identity"]
 
@@ -109,20 +112,27 @@ class Parameter:
 
 
 class ParameterSet:
-    """An ordered set of parameters with pydantic validation of user-supplied values."""
+    """An ordered set of parameters with pydantic validation of user-supplied values.
+
+    The pydantic model is built on the first :meth:`validate` (building one costs milliseconds, and
+    every model and agent declares a set at import, while fitting a file validates none).
+    """
 
     def __init__(self, parameters: Sequence[Parameter], owner: str) -> None:
         self.parameters = tuple(parameters)
         self.owner = owner
+
+    @cached_property
+    def _model(self) -> type[BaseModel]:
+        """The pydantic model of the values: one bounded float field per parameter, no extras."""
+        from pydantic import ConfigDict, Field, create_model
+
         fields_: dict[str, Any] = {
             p.name: (float, Field(default=p.default, ge=p.lower, le=p.upper, description=p.description))
             for p in self.parameters
         }
-        self._model: type[BaseModel] = create_model(
-            f"{owner.title().replace('-', '')}Params",
-            __config__=ConfigDict(extra="forbid", frozen=True),
-            **fields_,
-        )
+        return create_model(f"{self.owner.title().replace('-', '')}Params",
+                            __config__=ConfigDict(extra="forbid", frozen=True), **fields_)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -142,6 +152,8 @@ class ParameterSet:
 
     def validate(self, values: Mapping[str, float] | None = None) -> dict[str, float]:
         """Fill defaults and check bounds; raise :class:`ParameterError` with one message."""
+        from pydantic import ValidationError
+
         try:
             model = self._model(**dict(values or {}))
         except ValidationError as exc:

@@ -30,6 +30,7 @@ atomic write: a failed run never leaves a half-written file.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -181,6 +182,36 @@ class CodedStrings:
 
 
 @dataclass(frozen=True)
+class CodedCategories:
+    """A text stimulus column given as integer ``codes`` into a ``vocabulary`` (None: missing; an
+    entry may repeat), held in the table as a ``category`` column of the distinct present
+    entries, sorted.
+
+    One byte-sized code per row is all the table builds (a ``string`` column copies every row's
+    bytes): for text drawn from a small set, e.g. the wording of a fixed question list.
+    """
+
+    codes: np.ndarray
+    vocabulary: tuple[str | None, ...]
+
+    def category_codes(self) -> tuple[np.ndarray, pd.CategoricalDtype]:
+        """(the category code of every vocabulary entry, −1 where missing, in the smallest signed
+        integer type pandas takes for them; the column's dtype)."""
+        categories = sorted({v for v in self.vocabulary if v is not None})
+        dtype = categorical_dtype(tuple(categories))
+        where = {v: k for k, v in enumerate(categories)}
+        lookup = np.array([-1 if v is None else where[v] for v in self.vocabulary], dtype=np.int64)
+        return lookup.astype(np.min_scalar_type(-max(len(categories), 1))), dtype
+
+
+@functools.lru_cache(maxsize=256)
+def categorical_dtype(categories: tuple[str, ...]) -> pd.CategoricalDtype:
+    """The ``CategoricalDtype`` of ``categories`` (unordered), built once per process: building one
+    costs ~0.3 ms (an index of the categories, checked for duplicates), a per-table fixed cost."""
+    return pd.CategoricalDtype(list(categories))
+
+
+@dataclass(frozen=True)
 class CodedNumbers:
     """A numeric stimulus column given as integer ``codes`` into a table of ``values``: the column
     is ``values[codes]``, looked up after the kept rows are chosen (columns sharing one ``codes``
@@ -258,11 +289,11 @@ class CodedLists:
     vocabulary: tuple[tuple[Any, ...], ...]
 
 
-#: A stimulus column: an (n_subjects, n_trials) array, :class:`CodedStrings`, :class:`CodedNumbers`,
-#: :class:`PerSubject`, :class:`PerTrial`, :class:`Lists`, :class:`CodedLists`, a flat pandas array, or
-#: None for a text column with nothing recorded (all missing, like ``raw_response``).
-Column: TypeAlias = (np.ndarray | pd.Categorical | ExtensionArray | CodedStrings | CodedNumbers | PerSubject
-                     | PerTrial | Lists | CodedLists | None)
+#: A stimulus column: an (n_subjects, n_trials) array, :class:`CodedStrings`, :class:`CodedCategories`,
+#: :class:`CodedNumbers`, :class:`PerSubject`, :class:`PerTrial`, :class:`Lists`, :class:`CodedLists`, a
+#: flat pandas array, or None for a text column with nothing recorded (all missing, like ``raw_response``).
+Column: TypeAlias = (np.ndarray | pd.Categorical | ExtensionArray | CodedStrings | CodedCategories | CodedNumbers
+                     | PerSubject | PerTrial | Lists | CodedLists | None)
 
 
 def finish_table(
@@ -294,37 +325,46 @@ def finish_table(
     ``after_action`` columns go between ``action`` and ``reward``; ``trailing`` columns go last.
     Stimulus values are (n_subjects, n_trials) arrays (object / unicode arrays become ``string``
     columns), :class:`CodedStrings`, flat pandas arrays of n_subjects × n_trials rows, or None
-    (a text column with nothing recorded).
+    (a text column with nothing recorded).  With ``keep`` dropping rows, a stimulus or outcome
+    (``action``, ``reward``, ``valid``, ``action_valid``) may also be a flat numpy array of the kept
+    rows only, in table order: a fresh array the table then holds as it is (built by one compiled
+    pass where that is cheaper than filling whole (n_subjects, n_trials) arrays and dropping rows).
     """
-    n_subjects, n_trials = np.shape(action)
+    n_subjects, n_trials = np.shape(action) if keep is None else np.shape(keep)
     n = n_subjects * n_trials
     col = _ColumnMaker(n_subjects, n_trials, None if keep is None else np.asarray(keep, dtype=bool))
-    rows = col.rows
+    param_columns = {PARAM_PREFIX + name: PerSubject(np.broadcast_to(np.asarray(v, dtype=np.float64), (n_subjects,)))
+                     for name, v in (params or {}).items()}
+    col.spread_per_subject({"subject": PerSubject(np.arange(subject_offset, subject_offset + n_subjects,
+                                                            dtype=np.int64)),
+                            **stimulus, **(after_action or {}), **param_columns, **(trailing or {})})
     cols: dict[str, Any] = {
         "experiment": _constant_category(experiment, col.n_rows),
-        "subject": col(PerSubject(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64))),
+        "subject": col.spread_column("subject"),
         "session": np.zeros(col.n_rows, dtype=np.int64) if session is None else col.index(session),
         "trial": col.index(trial) if trial is not None else col(PerTrial(np.arange(n_trials, dtype=np.int64))),
     }
     for name, values in stimulus.items():
-        cols[name] = col(values)
-    flat_valid = col.numeric(np.asarray(valid, dtype=bool).reshape(n))
-    present = flat_valid if action_valid is None else col.numeric(np.asarray(action_valid, dtype=bool).reshape(n))
-    flat_action = np.asarray(action).reshape(n)  # _masked_action makes the column a fresh array
-    cols["action"] = _masked_action(flat_action if rows is None else flat_action.take(rows), present,
-                                    fresh=rows is not None)
+        cols[name] = col.spread_column(name) if isinstance(values, PerSubject) else col(values)
+    flat_valid = col.outcome(valid, bool)
+    present = flat_valid if action_valid is None else col.outcome(action_valid, bool)
+    if col.is_kept(action):
+        cols["action"] = _masked_action(np.asarray(action), present, fresh=True)
+    else:  # _masked_action makes the column a fresh array
+        flat_action = np.asarray(action).reshape(n)
+        cols["action"] = _masked_action(flat_action if col.rows is None else flat_action.take(col.rows), present,
+                                        fresh=col.rows is not None)
     for name, values in (after_action or {}).items():
-        cols[name] = col(values)
-    cols["reward"] = col.numeric(np.asarray(reward, dtype=np.float64).reshape(n))
+        cols[name] = col.spread_column(name) if isinstance(values, PerSubject) else col(values)
+    cols["reward"] = col.outcome(reward, np.float64)
     cols["valid"] = flat_valid
     cols["raw_response"] = col.text(raw_response)
     cols["parse_error"] = col.text(parse_error)
     cols["agent"] = _constant_category(agent, col.n_rows)
-    for name, per_subject in (params or {}).items():
-        cols[PARAM_PREFIX + name] = col(PerSubject(np.broadcast_to(np.asarray(per_subject, dtype=np.float64),
-                                                                   (n_subjects,))))
+    for name in param_columns:
+        cols[name] = col.spread_column(name)
     for name, values in (trailing or {}).items():
-        cols[name] = col(values)
+        cols[name] = col.spread_column(name) if isinstance(values, PerSubject) else col(values)
     # every column is a fresh array owned by the table, so no copy (nor block consolidation)
     return pd.DataFrame(cols, copy=False)
 
@@ -345,6 +385,7 @@ class _ColumnMaker:
             self.rows, self._row_subject, self._row_position = kept_rows(keep.reshape(n_subjects, n_trials))
         self.n_rows = self.n if self.rows is None else len(self.rows)
         self._codes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._spread: dict[str, np.ndarray] = {}
         self._offsets: dict[tuple[int, int], pa.Buffer] = {}
         self._nulls: pa.Array | None = None
 
@@ -366,6 +407,44 @@ class _ColumnMaker:
         if isinstance(values, ExtensionArray):
             return self(values)
         return self.numeric(np.asarray(values, dtype=np.int64).reshape(self.n))
+
+    def spread_per_subject(self, columns: Mapping[str, Column]) -> None:
+        """Spread the :class:`PerSubject` columns among ``columns`` over the kept rows, those of a
+        dtype in one pass (:func:`cogtestbed.columns.spread`); :meth:`spread_column` hands them out."""
+        by_dtype: dict[np.dtype[Any], dict[str, np.ndarray]] = {}
+        for name, values in columns.items():
+            if isinstance(values, PerSubject):
+                per = np.asarray(values.values)
+                if per.shape != (self.n_subjects,):
+                    raise ValueError(f"a per-subject column needs {self.n_subjects} values, got shape {per.shape}")
+                by_dtype.setdefault(per.dtype, {})[name] = per
+        if not by_dtype:
+            return
+        if self.rows is None:
+            lengths = np.full(self.n_subjects, self.n_trials, dtype=np.int64)
+        else:  # a subject's kept rows are consecutive: spread by how many it keeps
+            lengths = np.bincount(self._row_subject, minlength=self.n_subjects)  # type: ignore[arg-type]
+        from cogtestbed.columns import spread  # numba: imported where used
+
+        for group in by_dtype.values():
+            self._spread.update(zip(group, spread(np.stack(list(group.values())), lengths), strict=True))
+
+    def spread_column(self, name: str) -> np.ndarray:
+        """A :class:`PerSubject` column spread by :meth:`spread_per_subject` (each handed out once)."""
+        return self._spread.pop(name)
+
+    def is_kept(self, values: Any) -> bool:
+        """Whether ``values`` is a flat numpy array of the kept rows only (with ``keep`` dropping
+        some rows): a fresh array built for the table, handed over as it is."""
+        return (self.rows is not None and self.n_rows != self.n and isinstance(values, np.ndarray)
+                and values.ndim == 1 and values.size == self.n_rows)
+
+    def outcome(self, values: np.ndarray, dtype: Any) -> np.ndarray:
+        """An outcome column (``valid``, ``reward``) from (n_subjects, n_trials) values or the kept
+        rows' (:meth:`is_kept`)."""
+        if self.is_kept(values):
+            return values.astype(dtype, copy=False)
+        return self.numeric(np.asarray(values, dtype=dtype).reshape(self.n))
 
     def numeric(self, flat: np.ndarray) -> np.ndarray:
         """The kept rows of a flat array, as a fresh array the table may own."""
@@ -403,6 +482,9 @@ class _ColumnMaker:
         if isinstance(values, CodedLists):
             codes = self.codes(values.codes)
             return pd.arrays.ArrowExtensionArray(_coded_list_array(codes, values.vocabulary))
+        if isinstance(values, CodedCategories):
+            lookup, dtype = values.category_codes()
+            return pd.Categorical.from_codes(lookup.take(self.codes(values.codes)), dtype=dtype, validate=False)
         if isinstance(values, CodedNumbers):
             return np.asarray(values.values).take(self.codes(values.codes))
         if isinstance(values, (pd.Categorical, ExtensionArray)):
@@ -410,6 +492,8 @@ class _ColumnMaker:
                 raise ValueError(f"a flat stimulus column needs {self.n} rows, got {len(values)}")
             return values if self.rows is None else values.take(self.rows)
         given = np.asarray(values)
+        if self.is_kept(given):
+            return _string_array(given) if given.dtype.kind in "OUS" else given
         flat = given.reshape(self.n)
         if flat.dtype.kind in "OUS":
             return _string_array(self.numeric(flat))
@@ -427,9 +511,22 @@ class _ColumnMaker:
         immutable Arrow array of nulls is made once per table and wrapped anew for each column)."""
         if values is None:
             if self._nulls is None:
-                self._nulls = pa.nulls(self.n_rows, pa.large_string())
+                self._nulls = null_strings(self.n_rows)
             return pd.arrays.ArrowStringArray(pa.chunked_array([self._nulls]))
         return _string_array(self.numeric(np.asarray(values, dtype=object).reshape(self.n)))
+
+
+def null_strings(n: int) -> pa.Array:
+    """The Arrow ``large_string`` array of ``n`` missing values (``pa.nulls``), its buffers from numpy.
+
+    Arrow's own allocator hands a large freed block back to the system, so every table's offsets
+    buffer (8 bytes a row) would be fresh pages, one page fault per 4 KiB; numpy's blocks come from
+    the process heap, which :func:`cogtestbed.heap.keep_freed_memory` keeps warm.
+    """
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    validity = np.zeros((n + 7) // 8, dtype=np.uint8)
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(b""), pa.py_buffer(validity),
+                                            null_count=n)
 
 
 def _list_array(values: np.ndarray | pa.Array, offsets: np.ndarray, n_rows: int) -> pa.Array:
@@ -599,7 +696,7 @@ def scored_columns(scored: np.ndarray | None, n_continuations: int, shape: tuple
 
 
 def _constant_category(value: str, n: int) -> pd.Categorical:
-    return pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), dtype=pd.CategoricalDtype([value]))
+    return pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), dtype=categorical_dtype((value,)), validate=False)
 
 
 # ----------------------------------------------------------------------------- manifests

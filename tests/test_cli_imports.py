@@ -91,9 +91,13 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules), "compiled": len(
 
 #: Modules a fitting call on a CogBench file must not import: statsmodels (the horizon regressions
 #: run statsmodels' Newton fit without it), scipy.optimize / scipy.stats (the fits are numba's),
-#: pandera (the schema fast path), scipy.special (imported where a simulation uses it) and the study machinery.
+#: pandera (the schema fast path), scipy.special (imported where a simulation uses it), the study
+#: machinery and typer's pydantic adapters (plain values skip them, ``cogtestbed.cli.coercion``).
 NOT_ON_THE_FIT_PATH = ("statsmodels", "scipy.optimize", "scipy.stats", "scipy.special", "pandera",
-                       "cogtestbed.validation.studies")
+                       "cogtestbed.validation.studies", "typer._adapters")
+#: Imported by the ``scipy.linalg`` package, which the BFGS drivers' BLAS no longer needs
+#: (``cogtestbed.jit_cache.preload_scipy_blas``); a compilation (a cold cache) may import it.
+NOT_ON_A_WARM_FIT_PATH = ("scipy.linalg", "numpy.f2py")
 #: numba's implementation modules: a compilation imports them, kernels loaded from the on-disk cache
 #: need none (their environments are rebuilt without importing them, ``cogtestbed.jit_cache``).
 NUMBA_IMPLEMENTATIONS = ("numba.np.arraymath", "numba.np.arrayobj", "numba.np.linalg", "numba.np.npyimpl")
@@ -121,3 +125,5 @@ def test_fitting_calls_import_only_what_they_use(args: list[str], tmp_path: Path
     assert probe["typing_registries"] == 0 or probe["compiled"] > 0
     implementations = sorted(set(NUMBA_IMPLEMENTATIONS) & set(probe["modules"]))
     assert implementations == [] or probe["compiled"] > 0, f"a cache load imported {implementations}"
+    packages = sorted(set(NOT_ON_A_WARM_FIT_PATH) & set(probe["modules"]))
+    assert packages == [] or probe["compiled"] > 0, f"a cache load imported {packages}"

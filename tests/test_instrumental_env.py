@@ -169,3 +169,64 @@ def test_design_validation_errors():
     with pytest.raises(ValueError):
         InstrumentalDesign(unknown_field=3)
     assert InstrumentalDesign(visits_per_casino=48).n_trials == 192
+
+
+@pytest.mark.parametrize("design", [InstrumentalDesign(), InstrumentalDesign(visits_per_casino=1),
+                                    InstrumentalDesign(visits_per_casino=7, randomise_order=False),
+                                    InstrumentalDesign(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ")])
+@pytest.mark.parametrize("n", [1, 5, 300])
+def test_compiled_sessions_are_numpys_draws(design, n):
+    """The one-pass draw from PCG64 gives numpy's whole-array sessions and leaves the same state."""
+    rng, ref = np.random.default_rng(n), np.random.default_rng(n)
+    fast = InstrumentalLearningEnv._sample_compiled(design, n, rng)
+    slow = InstrumentalLearningEnv._sample_numpy(design, n, ref)
+    for name in ("casino", "letters", "reward_draws", "flip"):
+        a, b = getattr(fast, name), getattr(slow, name)
+        assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), name
+    assert rng.bit_generator.state == ref.bit_generator.state
+
+
+def test_sessions_from_another_generator_take_numpys_draws():
+    rng = np.random.Generator(np.random.Philox(4))
+    s = InstrumentalLearningEnv.sample_sessions(InstrumentalDesign(), 3, rng)
+    again = InstrumentalLearningEnv._sample_numpy(InstrumentalDesign(), 3, np.random.Generator(np.random.Philox(4)))
+    assert s.casino.tobytes() == again.casino.tobytes() and s.reward_draws.tobytes() == again.reward_draws.tobytes()
+
+
+@pytest.mark.parametrize("design", [InstrumentalDesign(),
+                                    InstrumentalDesign(visits_per_casino=3, randomise_order=False)])
+def test_compiled_stimulus_columns_equal_numpys(design):
+    """The one-pass stimulus columns build the same table as the numpy steps, byte for byte."""
+    import pandas as pd
+
+    from cogtestbed.environments.base import Outcomes
+    from cogtestbed.trials import finish_table
+
+    env = InstrumentalLearningEnv
+    s = env._sample_numpy(design, 40, np.random.default_rng(2))
+    action = np.random.default_rng(3).integers(0, 2, s.casino.shape)
+    outcomes = Outcomes(action=action, reward=np.take_along_axis(s.reward_draws, action[..., None], 2)[..., 0],
+                        valid=np.ones(s.casino.shape, dtype=bool))
+    fast = env._compiled_stimulus(design, s)
+    assert fast is not None
+
+    def table(stimulus):
+        return finish_table("instrumental-learning", stimulus, outcomes.action, outcomes.reward, outcomes.valid,
+                            agent="rw")
+
+    a, b = table(fast), table(env._stimulus(design, s))
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert list(a.dtypes) == list(b.dtypes)
+    # hand-built sessions of other types take the numpy steps
+    hand = fixed_session()
+    narrow = InstrumentalSessions(casino=hand.casino.astype(np.int32), letters=hand.letters,
+                                  reward_draws=hand.reward_draws, flip=hand.flip)
+    assert env._compiled_stimulus(InstrumentalDesign(), narrow) is None
+
+
+def test_compiled_stimulus_refuses_a_casino_outside_the_design():
+    s = fixed_session()
+    bad = InstrumentalSessions(casino=np.where(s.casino == 4, 5, s.casino), letters=s.letters,
+                               reward_draws=s.reward_draws, flip=s.flip)
+    with pytest.raises(ValueError, match="casino outside"):
+        InstrumentalLearningEnv._compiled_stimulus(InstrumentalDesign(), bad)

@@ -25,8 +25,17 @@ class LightGroup(TyperGroup):
 
     typer coerces every parameter value that is not already a ``bool`` through a pydantic
     ``TypeAdapter``; an absent help flag would import pydantic and build one just to read
-    ``cogtestbed COMMAND --help``.
+    ``cogtestbed COMMAND --help``.  The commands it resolves pass values that need no conversion
+    (strings, paths, defaults) through without an adapter (:mod:`cogtestbed.cli.coercion`).
     """
+
+    def resolve_command(self, ctx: Context, args: list[str]) -> Any:
+        """click's command look-up, with :func:`~cogtestbed.cli.coercion.use_plain_coercion`."""
+        from cogtestbed.cli.coercion import use_plain_coercion
+
+        name, command, rest = super().resolve_command(ctx, args)
+        use_plain_coercion(command, ctx)
+        return name, command, rest
 
     def get_help_option(self, ctx: Context) -> Any:
         """The help option, defaulting to ``False``."""

@@ -55,6 +55,8 @@ def metrics(
     Experiment-specific options follow as ``--NAME VALUE`` (e.g. ``cogtestbed metrics collider
     PATH --scheme 4p``); each experiment declares its own (an unknown one lists the valid ones).
     """
+    import contextlib
+
     from rich.table import Table
 
     from cogtestbed.jit_cache import light_cache_loads
@@ -67,7 +69,10 @@ def metrics(
     result: dict[str, Any] = {"experiment": exp.name, "source": detected, "path": str(path)}
     if options:
         result["options"] = options
-    with console_err.status(f"fitting {exp.name} metrics on {path.name}…"):
+    # the spinner only where someone watches it (a terminal): elsewhere it starts a thread for nothing
+    status = console_err.status(f"fitting {exp.name} metrics on {path.name}…") if console_err.is_terminal \
+        else contextlib.nullcontext()
+    with status:
         result.update(exp.metrics(table, **options))
     if as_json:
         print_json(result)

@@ -80,6 +80,7 @@ from pydantic import model_validator
 
 from cogtestbed.environments import causal_materials as M
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.draws import argsort_uniform_rows
 from cogtestbed.schema import TrialSchema, Values
 from cogtestbed.trials import finish_table
 
@@ -474,8 +475,9 @@ class CausalSessions(Sessions):
 
 
 def _cell_of(design: CausalDesign, cell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    quotient, remainder = np.divmod(cell, len(design.cntbl_conds))
-    return quotient, remainder
+    """(variant, cntbl_cond) indices of cell indices (cells variant-major), by table lookup."""
+    variant, cb = np.divmod(np.arange(design.n_cells), len(design.cntbl_conds))
+    return variant.take(cell), cb.take(cell)
 
 
 class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
@@ -528,20 +530,21 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
     def sample_sessions(cls, design: CausalDesign, n: int, rng: np.random.Generator) -> CausalSessions:
         """Cells (balanced blocks in ``scope="cell"``) and item orders for ``n`` sessions."""
         t = design.n_trials
-        if design.scope == "all":
-            cells = np.repeat(np.arange(design.n_cells), ITEMS_PER_CELL)
-            items = np.tile(np.arange(ITEMS_PER_CELL), design.n_cells)
-            cell = np.broadcast_to(cells, (n, t)).copy()
-            item = np.broadcast_to(items, (n, t)).copy()
+        if design.scope == "all":  # every session asks every judgment, cell-major before shuffling
+            cell = np.repeat(np.arange(design.n_cells), ITEMS_PER_CELL)
+            item = np.tile(np.arange(ITEMS_PER_CELL), design.n_cells)
+            order = (argsort_uniform_rows(rng.random((n, t))) if design.shuffle
+                     else np.broadcast_to(np.arange(t), (n, t)))
+            cell, item = cell.take(order), item.take(order)  # (n, t) each
         else:
             n_blocks = -(-n // design.n_cells)
-            order = np.concatenate([rng.permutation(design.n_cells) for _ in range(n_blocks)])[:n]
-            cell = np.repeat(order[:, None], t, axis=1)
+            blocks = np.concatenate([rng.permutation(design.n_cells) for _ in range(n_blocks)])[:n]
+            cell = np.repeat(blocks[:, None], t, axis=1)
             item = np.broadcast_to(np.arange(ITEMS_PER_CELL), (n, t)).copy()
-        if design.shuffle:
-            perm = rng.random((n, t)).argsort(axis=1)
-            cell = np.take_along_axis(cell, perm, axis=1)
-            item = np.take_along_axis(item, perm, axis=1)
+            if design.shuffle:
+                perm = argsort_uniform_rows(rng.random((n, t)))
+                cell = np.take_along_axis(cell, perm, axis=1)
+                item = np.take_along_axis(item, perm, axis=1)
         variant, cb = _cell_of(design, cell)
         names_seed = rng.integers(0, 2**62, size=n)
         return CausalSessions(variant=variant.astype(np.int64, copy=False), cb=cb.astype(np.int64, copy=False),
@@ -661,44 +664,69 @@ def _flat(values: np.ndarray) -> pd.arrays.NumpyExtensionArray:
     return pd.arrays.NumpyExtensionArray(values.reshape(-1))
 
 
-def _cat(codes: np.ndarray, categories: list[str]) -> pd.Categorical:
-    """A flat categorical from codes already in ``range(len(categories))`` (built from lookup tables
-    below), taken as int8 — the code type pandas would coerce them to — without a validation pass."""
-    flat = np.asarray(codes).reshape(-1).astype(np.int8, copy=False)
-    return pd.Categorical.from_codes(flat, dtype=pd.CategoricalDtype(categories), validate=False)
+def _cat(codes: np.ndarray, dtype: pd.CategoricalDtype) -> pd.Categorical:
+    """A flat categorical from int8 codes already in ``range(len(categories))`` (taken from the
+    lookup tables of :func:`_cell_item_tables`), without a validation pass."""
+    return pd.Categorical.from_codes(np.asarray(codes).reshape(-1), dtype=dtype, validate=False)
+
+
+#: The stimulus columns, in table order.
+_STIMULUS_ORDER = ("content", "overload", "filler", "domain", "domain_label", "cntbl_cond", "item", "letter", "task",
+                   "task_index", "query_var", "obs_x", "obs_y", "obs_z", "prompt_type", "prompt_id", "filler_words")
+
+
+@functools.lru_cache(maxsize=32)
+def _cell_item_tables(design: CausalDesign) -> tuple[dict[str, np.ndarray], dict[str, pd.CategoricalDtype]]:
+    """Every stimulus column's value at each (variant, cntbl_cond, item) judgment, indexed by
+    ``(variant · n_cntbl + cb) · 20 + item`` (int8 category codes or int64 numbers; read-only),
+    and the categorical dtypes (built once per design: a ``CategoricalDtype`` costs ~0.3 ms)."""
+    n_cb = len(design.cntbl_conds)
+    variant, cb, item = (a.reshape(-1) for a in np.meshgrid(np.arange(len(design.variants)), np.arange(n_cb),
+                                                            np.arange(ITEMS_PER_CELL), indexing="ij"))
+    doms = [d for d, _ in design.variants]
+    fills = [f for _, f in design.variants]
+    dom_cats, fill_cats = sorted(set(doms)), sorted(set(fills))
+    letters = sorted({it.letter for it in ITEMS})
+    offs = np.array([CB_ID_OFFSET[c] for c in design.cntbl_conds])
+    obs = {v: np.array([it.state(v) for it in ITEMS], dtype=np.int64) for v in "XYZ"}
+    zeros = np.zeros(variant.size, dtype=np.int64)
+    codes = {
+        "content": zeros, "overload": zeros, "prompt_type": zeros,
+        "filler": np.array([fill_cats.index(f) for f in fills])[variant],
+        "domain": np.array([dom_cats.index(d) for d in doms])[variant],
+        "domain_label": variant, "cntbl_cond": cb,
+        "letter": np.array([letters.index(it.letter) for it in ITEMS])[item],
+        "task": ITEM_TASK[item],
+        "query_var": np.array(["XYZ".index(it.query) for it in ITEMS])[item],
+    }
+    tables: dict[str, np.ndarray] = {name: np.asarray(v).astype(np.int8) for name, v in codes.items()}
+    tables.update({
+        "item": item.astype(np.int64), "task_index": ITEM_TASK[item],
+        "obs_x": obs["X"][item], "obs_y": obs["Y"][item], "obs_z": obs["Z"][item],
+        "prompt_id": 160 * variant + offs[cb] + item + 1,
+        "filler_words": filler_words_table(design)[variant, cb],
+    })
+    for table in tables.values():
+        table.setflags(write=False)
+    categories = {
+        "content": [design.content], "overload": [design.overload], "prompt_type": [design.prompt_type],
+        "filler": fill_cats, "domain": dom_cats,
+        "domain_label": [domain_label(design, d, f) for d, f in design.variants],
+        "cntbl_cond": list(design.cntbl_conds), "letter": letters, "task": list(ROMAN), "query_var": ["X", "Y", "Z"],
+    }
+    return tables, {name: pd.CategoricalDtype(cats) for name, cats in categories.items()}
 
 
 def stimulus_columns(design: CausalDesign, variant: np.ndarray, cb: np.ndarray, item: np.ndarray
                      ) -> dict[str, Any]:
     """Stimulus columns of the trial table from (subject, trial) arrays of indices (string
-    columns as flat categoricals, numeric ones as flat arrays the table takes without a copy)."""
-    variant, cb, item = (np.asarray(x, dtype=np.int64) for x in (variant, cb, item))
-    zeros = np.zeros(item.size, dtype=np.int8)
-    doms = [d for d, _ in design.variants]
-    fills = [f for _, f in design.variants]
-    dom_cats, fill_cats = sorted(set(doms)), sorted(set(fills))
-    labels = [domain_label(design, d, f) for d, f in design.variants]
-    offs = np.array([CB_ID_OFFSET[c] for c in design.cntbl_conds])
-    letters = sorted({it.letter for it in ITEMS})
-    item_letter = np.array([letters.index(it.letter) for it in ITEMS], dtype=np.int8)
-    item_query = np.array(["XYZ".index(it.query) for it in ITEMS], dtype=np.int8)
-    obs = {v: np.array([it.state(v) for it in ITEMS], dtype=np.int64) for v in "XYZ"}
-    return {
-        "content": _cat(zeros, [design.content]),
-        "overload": _cat(zeros, [design.overload]),
-        "filler": _cat(np.array([fill_cats.index(f) for f in fills], dtype=np.int8)[variant], fill_cats),
-        "domain": _cat(np.array([dom_cats.index(d) for d in doms], dtype=np.int8)[variant], dom_cats),
-        "domain_label": _cat(variant, labels),
-        "cntbl_cond": _cat(cb, list(design.cntbl_conds)),
-        "item": _flat(item.copy()),
-        "letter": _cat(item_letter[item], letters),
-        "task": _cat(ITEM_TASK.astype(np.int8)[item], list(ROMAN)),
-        "task_index": _flat(ITEM_TASK[item]),
-        "query_var": _cat(item_query[item], ["X", "Y", "Z"]),
-        "obs_x": _flat(obs["X"][item]),
-        "obs_y": _flat(obs["Y"][item]),
-        "obs_z": _flat(obs["Z"][item]),
-        "prompt_type": _cat(zeros, [design.prompt_type]),
-        "prompt_id": _flat(160 * variant + offs[cb] + item + 1),
-        "filler_words": _flat(filler_words_table(design)[variant, cb]),
-    }
+    columns as flat categoricals, numeric ones as flat arrays the table takes without a copy):
+    each column one lookup of the judgment's (variant, cntbl_cond, item) in :func:`_cell_item_tables`."""
+    tables, dtypes = _cell_item_tables(design)
+    judgment = np.asarray(variant, dtype=np.int64) * len(design.cntbl_conds)
+    judgment += np.asarray(cb, dtype=np.int64)
+    judgment *= ITEMS_PER_CELL
+    judgment += np.asarray(item, dtype=np.int64)
+    flat = judgment.reshape(-1)
+    return {name: _cat(tables[name].take(flat), dtypes[name]) if name in dtypes else _flat(tables[name].take(flat))
+            for name in _STIMULUS_ORDER}

@@ -46,7 +46,8 @@ Trial-table stimulus columns (one row per question): ``item`` (question name, e.
 ``gain500_q1``, ``present_bias``), ``block`` (``gain``, ``gain_magnitude``, ``loss``,
 ``anomaly``), ``option1`` / ``option2`` (the option texts), ``amount1`` / ``delay1`` /
 ``amount2`` / ``delay2`` (signed dollar amounts, delays in years, as a discounter values them),
-``scale`` (the baseline amount).  ``action``: 0 = Option 1, 1 = Option 2.
+``scale`` (the baseline amount).  ``action``: 0 = Option 1, 1 = Option 2.  The four text columns
+are ``category`` columns (the question list's wording: one code per row, no per-row string).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ from pydantic import Field
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.parsing import parse_option_number
 from cogtestbed.schema import TrialSchema, Values
-from cogtestbed.trials import CodedNumbers, CodedStrings, Column, finish_table
+from cogtestbed.trials import CodedCategories, CodedNumbers, Column, finish_table
 
 EXPERIMENT = "temporal-discounting"
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
@@ -422,7 +423,7 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
         questions = question_list(design)
         stim: dict[str, Column] = {}
         for c in QUESTION_TEXT_FIELDS:
-            stim[c] = CodedStrings(codes, (*(getattr(q, c) for q in questions), None))
+            stim[c] = CodedCategories(codes, (*(getattr(q, c) for q in questions), None))
         for c in QUESTION_NUMBER_FIELDS:
             stim[c] = CodedNumbers(codes, np.array([*(getattr(q, c) for q in questions), np.nan], dtype=np.float64))
         return finish_table(

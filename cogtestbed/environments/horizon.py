@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 from gymnasium import spaces
+from numba import njit
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
@@ -238,22 +239,47 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         cls, design: HorizonDesign, sessions: HorizonSessions, outcomes: Outcomes,
         *, agent: str = "unknown", params: dict[str, np.ndarray] | None = None,
     ) -> pd.DataFrame:
-        """One row per trial (forced + free) in the schema of :mod:`cogtestbed.trials`."""
-        n, nf, t_max = sessions.n_subjects, design.n_forced, design.n_trials
-        steps = outcomes.action.shape[1]
-        action = np.zeros((n, t_max), dtype=np.int64)
-        valid = np.ones((n, t_max), dtype=bool)
-        action[:, :nf] = sessions.forced
-        action[:, nf:nf + steps] = outcomes.action
-        valid[:, nf:nf + steps] = outcomes.valid
-        chosen = np.clip(action, 0, 1)
-        chosen += np.arange(0, 2 * n * t_max, 2).reshape(n, t_max)  # flat index of the chosen arm's reward
-        reward = np.where(valid, sessions.rewards.reshape(-1).take(chosen), np.nan)
-        exists = np.arange(t_max)[None, :] < (nf + sessions.horizon)[:, None]
-        return game_table(sessions.horizon, sessions.unequal, sessions.means, sessions.rewards,
+        """One row per trial (forced + free) in the schema of :mod:`cogtestbed.trials`: the rows a
+        game has (its forced trials and ``horizon`` free ones) are built directly, one compiled
+        pass over the games (:func:`_game_rows`)."""
+        nf, t_max = design.n_forced, design.n_trials
+        length = nf + np.asarray(sessions.horizon, dtype=np.int64)
+        action, valid, reward, reward0, reward1 = _game_rows(
+            np.ascontiguousarray(sessions.forced, dtype=np.int64),
+            np.ascontiguousarray(outcomes.action, dtype=np.int64), np.ascontiguousarray(outcomes.valid, dtype=bool),
+            np.ascontiguousarray(sessions.rewards, dtype=np.float64), length, int(length.sum()))
+        exists = np.arange(t_max)[None, :] < length[:, None]
+        return game_table(sessions.horizon, sessions.unequal, sessions.means, (reward0, reward1),
                           action, reward, valid, exists, nf, agent=agent,
                           raw_response=_free_steps(outcomes.raw_response, nf, t_max),
                           parse_error=_free_steps(outcomes.parse_error, nf, t_max), params=params)
+
+
+@njit(cache=True)
+def _game_rows(forced: np.ndarray, free_action: np.ndarray, free_valid: np.ndarray, rewards: np.ndarray,
+               length: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                        np.ndarray]:  # pragma: no cover - numba
+    """(action, valid, reward, reward0, reward1) of every row the games have, game after game:
+    game i's first ``length[i]`` trials, the forced ones (always valid) then its free choices.  The
+    reward is the chosen arm's pre-drawn one (an invalid choice's arm clipped to 0/1, as the step
+    path reads it; NaN as the recorded outcome)."""
+    n_forced = forced.shape[1]
+    action = np.empty(total, dtype=np.int64)
+    valid = np.empty(total, dtype=np.bool_)
+    reward = np.empty(total, dtype=np.float64)
+    reward0 = np.empty(total, dtype=np.float64)
+    reward1 = np.empty(total, dtype=np.float64)
+    r = 0
+    for i in range(forced.shape[0]):
+        for t in range(length[i]):
+            free = t >= n_forced
+            a = free_action[i, t - n_forced] if free else forced[i, t]
+            ok = free_valid[i, t - n_forced] if free else True
+            r0, r1 = rewards[i, t, 0], rewards[i, t, 1]
+            action[r], valid[r], reward0[r], reward1[r] = a, ok, r0, r1
+            reward[r] = (r1 if a >= 1 else r0) if ok else np.nan
+            r += 1
+    return action, valid, reward, reward0, reward1
 
 
 def _whole_means(design: HorizonDesign) -> bool:
@@ -277,21 +303,26 @@ def _free_steps(per_step: np.ndarray | None, n_forced: int, t_max: int) -> np.nd
 
 
 def game_table(
-    horizon: np.ndarray, unequal: np.ndarray, means: np.ndarray, rewards: np.ndarray,
+    horizon: np.ndarray, unequal: np.ndarray, means: np.ndarray, rewards: np.ndarray | tuple[np.ndarray, np.ndarray],
     action: np.ndarray, reward: np.ndarray, valid: np.ndarray, exists: np.ndarray, n_forced: int,
     *, agent: str, raw_response: np.ndarray | None = None, parse_error: np.ndarray | None = None,
     params: dict[str, np.ndarray] | None = None,
 ) -> pd.DataFrame:
-    """Trial table from rectangular (n_games, max_trials) arrays, keeping rows where ``exists``."""
-    n, t_max = action.shape
+    """Trial table from rectangular (n_games, max_trials) arrays, keeping rows where ``exists``.
+
+    ``rewards``: both arms' rewards, (n_games, ≥ max_trials, 2); or a pair of flat arrays of the
+    kept rows (arm 0, arm 1), as ``action``, ``reward`` and ``valid`` may be (see
+    :func:`~cogtestbed.trials.finish_table`)."""
+    t_max = exists.shape[1]
+    arms = rewards if isinstance(rewards, tuple) else (rewards[:, :t_max, 0], rewards[:, :t_max, 1])
     stimulus = {
         "horizon": PerSubject(np.asarray(horizon, dtype=np.int64)),
         "unequal": PerSubject(np.asarray(unequal, dtype=bool)),
         "forced": PerTrial(np.arange(t_max) < n_forced),
         "mean0": PerSubject(np.ascontiguousarray(means[:, 0], dtype=np.float64)),
         "mean1": PerSubject(np.ascontiguousarray(means[:, 1], dtype=np.float64)),
-        "reward0": rewards[:, :t_max, 0],
-        "reward1": rewards[:, :t_max, 1],
+        "reward0": arms[0],
+        "reward1": arms[1],
     }
     return finish_table(EXPERIMENT, stimulus, action, reward, valid, agent=agent, raw_response=raw_response,
                         parse_error=parse_error, params=params, keep=exists)

@@ -1,0 +1,130 @@
+"""The command-line process: plain values skip typer's pydantic coercion with typer's results, the
+process ends without the interpreter's teardown but with its effects, and parameter sets build
+their pydantic model only when values are validated."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer.main
+from typer._click import Context
+from typer._coercion import build_runtime_param
+
+from cogtestbed.cli import app
+from cogtestbed.cli.coercion import NOT_PLAIN, PlainCoercion, plain_value, use_plain_coercion
+from cogtestbed.parameters import Parameter, ParameterError, ParameterSet
+
+ROOT = Path(__file__).resolve().parents[1]
+BART = ROOT.parent / "shared/data/cogbench/BART/gpt-4.csv"
+
+
+def _command(name: str) -> Any:
+    return typer.main.get_command(app).commands[name]
+
+
+def _params(command: Any) -> dict[str, Any]:
+    return {p.name: p for p in command.params}
+
+
+@pytest.mark.parametrize(("command", "name", "value"), [
+    ("metrics", "experiment", "bart"),
+    ("metrics", "path", str(BART)),
+    ("metrics", "path", "no/such/file.csv"),
+    ("metrics", "source", "auto"),
+    ("metrics", "as_json", True),
+    ("fit", "output", "out/dir"),
+    ("fit", "draws", 1000),
+    ("fit", "seed", 0),
+])
+def test_plain_values_are_what_typer_makes_of_them(command: str, name: str, value: Any) -> None:
+    cmd = _command(command)
+    param = _params(cmd)[name]
+    ctx = Context(cmd)
+    plain = plain_value(param.type_descriptor, value, param, ctx)
+    assert plain is not NOT_PLAIN
+    expected = build_runtime_param(param.type_descriptor).coerce(value, param=param, ctx=ctx)
+    assert plain == expected and type(plain) is type(expected)
+
+
+@pytest.mark.parametrize(("name", "value", "expected"), [
+    ("draws", "25", 25),  # typed on the command line: typer converts it
+    ("path", "data//gpt-4.csv/", Path("data/gpt-4.csv")),  # Path would respell it: typer's message names it
+])
+def test_values_that_need_converting_go_to_typer(name: str, value: Any, expected: Any) -> None:
+    cmd = _command("fit")
+    param = _params(cmd)[name]
+    ctx = Context(cmd)
+    assert plain_value(param.type_descriptor, value, param, ctx) is NOT_PLAIN
+    assert PlainCoercion(param.type_descriptor).coerce(value, param=param, ctx=ctx) == expected
+
+
+def test_typer_still_refuses_bad_values() -> None:
+    cmd = _command("fit")
+    param = _params(cmd)["draws"]
+    with pytest.raises(typer.BadParameter):
+        PlainCoercion(param.type_descriptor).coerce("0", param=param, ctx=Context(cmd))  # min=1
+
+
+def test_every_parameter_of_a_resolved_command_gets_plain_coercion() -> None:
+    group = typer.main.get_command(app)
+    cmd = group.commands["metrics"]
+    ctx = Context(group)
+    use_plain_coercion(cmd, ctx)
+    for param in [*cmd.params, cmd.get_help_option(ctx)]:
+        if hasattr(param, "type_descriptor"):
+            assert isinstance(param._runtime_param, PlainCoercion), param.name
+
+
+def _cli_process(code: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100", **env}, check=False)
+
+
+QUICK = """
+import atexit, sys, threading, time
+from pathlib import Path
+atexit.register(lambda: print("atexit ran", flush=True))
+marker = Path(sys.argv[2])
+if sys.argv[1] == "thread":  # a non-daemon thread: the process waits for it
+    threading.Thread(target=lambda: (time.sleep(0.5), marker.write_text("done"))).start()
+sys.argv = ["cogtestbed", *sys.argv[3:]]
+from cogtestbed.cli import console_main
+console_main()
+"""
+
+
+@pytest.mark.parametrize("switch", ["1", "0"])
+def test_the_process_ends_with_its_status_output_and_exit_handlers(switch: str, tmp_path: Path) -> None:
+    done = _cli_process(QUICK, "plain", "-", "metrics", "bart", str(BART), "--json", COGTESTBED_QUICK_EXIT=switch)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.strip().splitlines()
+    assert lines[-1] == "atexit ran"
+    assert json.loads(lines[-2])["experiment"] == "bart"
+    failed = _cli_process(QUICK, "plain", "-", "metrics", "nope", str(BART), COGTESTBED_QUICK_EXIT=switch)
+    assert failed.returncode == 2 and "unknown experiment 'nope'" in failed.stderr
+    assert failed.stdout.strip().splitlines()[-1] == "atexit ran"
+
+
+def test_a_running_thread_is_waited_for(tmp_path: Path) -> None:
+    marker = tmp_path / "thread.txt"
+    done = _cli_process(QUICK, "thread", str(marker), "list")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert marker.read_text() == "done"
+
+
+def test_a_parameter_set_builds_its_pydantic_model_on_first_validation() -> None:
+    params = ParameterSet([Parameter.unit("alpha", 0.3), Parameter.positive("beta", 2.0, upper=50.0)], owner="toy")
+    assert "_model" not in vars(params)
+    assert params.validate({"alpha": 0.5}) == {"alpha": 0.5, "beta": 2.0}
+    model = vars(params)["_model"]
+    with pytest.raises(ParameterError, match=r"beta=60.0.*less than or equal to 50"):
+        params.validate({"beta": 60.0})
+    with pytest.raises(ParameterError, match="unknown parameter 'gamma'"):
+        params.validate({"gamma": 1.0})
+    assert vars(params)["_model"] is model

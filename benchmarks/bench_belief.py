@@ -44,8 +44,8 @@ def bench_tests() -> dict[str, tuple[float, float]]:
         ("t1_cmi (1 estimate)", lambda: tests.cmi_knn(d["a"], d["theta"], d["p"]), 20),
         ("t1_cmi (100 permutations)", lambda: tests.t1_cmi_arrays(d["a"], d["p"], d["theta"], d["group"], n_boot=0,
                                                                  n_perm=100), 2),
-        ("t1_nested (3 x 5-fold GB)", lambda: tests.t1_nested_arrays(d["a"], d["p"], d["theta"], d["group"],
-                                                                     n_boot=200), 1),
+        ("t1_nested (6 x 5-fold GB: p, (p, θ), 4 placebos)",
+         lambda: tests.t1_nested_arrays(d["a"], d["p"], d["theta"], d["group"], n_boot=200), 1),
         ("t2", lambda: tests.t2_arrays(d["a"], d["p"]), 20),
     ):
         fn()

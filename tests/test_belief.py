@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from cogtestbed.agents.belief import AGENTS, coherent_aux, tk_weight
 from cogtestbed.environments.bayesnets import NETWORK_DIR, NetworkError, Phrasebook, humanise, load_network
@@ -537,25 +538,41 @@ def test_t2_permutation_rule_is_conservative_for_a_monotone_agent_and_detects_a_
         B.t2(sim("logit-rum", design=SMALL), rule="bonferroni")
 
 
-def test_t1b_placebo_rule_is_level_alpha_where_the_paper_rule_is_conservative():
-    """Exchangeable extra features that only add variance (the null of T1b): the paired placebo
-    comparison rejects at ≈ α one-sided, the paper's CI-above-0 rule never."""
+def test_t1b_placebo_t_test_is_exact_for_exchangeable_improvements():
+    """Improvements of θ and of M placebos that are exchangeable (a shared part plus independent
+    noise, the null of T1b): the placebo t test rejects at α; a shift of θ's improvement is found."""
+    rng = np.random.default_rng(12)
+    p_values = []
+    for _ in range(4000):
+        x = rng.normal(0, 1.0) + rng.normal(-0.4, 0.9, 1 + B.T1B_PLACEBOS)
+        p_values.append(B.placebo_t_test(float(x[0]), x[1:])["p_value"])
+    p_values = np.array(p_values)
+    assert np.mean(p_values < 0.05) == pytest.approx(0.05, abs=0.01)
+    assert np.mean(p_values < 0.5) == pytest.approx(0.5, abs=0.025)
+    r = B.placebo_t_test(3.0, np.array([-0.5, 0.1, -0.2, 0.4]))
+    se = np.std([-0.5, 0.1, -0.2, 0.4], ddof=1) * np.sqrt(1.25)
+    assert r["difference"] == pytest.approx(3.05) and r["p_value"] == pytest.approx(stats.t.sf(3.05 / se, 3))
+    assert r["interval"][0] == pytest.approx(3.05 - stats.t.ppf(0.95, 3) * se) and r["p_value"] < 0.05
+    assert B.placebo_t_test(0.0, np.zeros(4))["p_value"] == 1.0
+
+
+def test_t1b_paper_rule_is_conservative_when_theta_only_adds_variance():
+    """The paper's CI-above-0 rule never rejects when the model with θ is only noisier."""
     rng = np.random.default_rng(12)
     group = np.repeat(np.arange(100), 5)
-    placebo_p, decisions = [], []
-    for i in range(300):
+    decisions = []
+    for i in range(100):
         l0 = rng.exponential(0.7, 500)
-        l1, l2 = (l0 + np.repeat(rng.normal(0.01, 0.05, 100), 5) + rng.normal(0, 0.05, 500) for _ in range(2))
-        r = B.nested_rules(group, l0, l1, l2, 200, i)
-        placebo_p.append(r["placebo"]["p_value"])
-        decisions.append((r["interval"][0] > 0, r["placebo"]["interval"][0] > 0))
-    paper, placebo = np.mean(decisions, axis=0)
-    assert paper == 0.0 and placebo == pytest.approx(13 / 300)
-    assert np.mean(np.array(placebo_p) <= 0.5) == pytest.approx(0.41)
+        l1 = l0 + np.repeat(rng.normal(0.01, 0.05, 100), 5) + rng.normal(0, 0.05, 500)
+        placebo = l0.mean() + rng.normal(0.01, 0.01, 4)
+        r = B.nested_rules(group, l0, l1, placebo, 200, i)
+        decisions.append(r["interval"][0] > 0)
+    assert np.mean(decisions) == 0.0
 
 
 def test_t1b_rules_on_simulated_agents():
-    """The paper rule's numbers are unchanged by the placebo fit; the placebo rule rejects a leak."""
+    """The paper rule's numbers are unchanged by the placebo fits; the placebo rule (the default)
+    rejects a leak and not a rational agent."""
     design = BeliefDesign(n_contexts=60, n_reps=3, variants="pi0", lie_node="none")
     rational = sim("logit-rum", design=design, seed=5)
     paper = B.t1_nested(rational, n_boot=100, seed=2, rule="paper")
@@ -564,15 +581,19 @@ def test_t1b_rules_on_simulated_agents():
     assert paper["p_value"] == pytest.approx(59 / 101) and not paper["reject"]
     assert paper["rules"]["paper"]["p_value"] == paper["p_value"] and paper["rule"] == "paper"
     placebo = paper["rules"]["placebo"]
-    assert placebo["estimate"] == pytest.approx(paper["estimate"] - paper["placebo_estimate"])
+    assert placebo["placebos"] == B.T1B_PLACEBOS == len(placebo["placebo_improvements"])
+    assert placebo["estimate"] == pytest.approx(paper["estimate"] - np.mean(placebo["placebo_improvements"]))
+    assert paper["placebo_estimate"] == pytest.approx(np.mean(placebo["placebo_improvements"]))
     assert placebo["lo"] < placebo["estimate"] < placebo["hi"] and not placebo["reject"]
     leaky = sim("leak", {"leak": 0.4}, design=BeliefDesign(n_contexts=80, n_reps=2, variants="pi0",
                                                            lie_node="none"), seed=7)
-    head = B.belief_test("t1_nested")(leaky, n_boot=100, seed=1, t1b_rule="placebo")
-    assert head["reject"] and head["reject_placebo"] and head["reject_paper"] and head["p_value"] == 0.0
+    head = B.belief_test("t1_nested")(leaky, n_boot=100, seed=1)
+    assert head["reject"] and head["reject_placebo"] and head["reject_paper"] and head["p_value"] < 0.01
     assert head["estimate"] > 30 > 5 > head["placebo_estimate"]
     with pytest.raises(ValueError, match="T1b rule"):
         B.t1_nested(leaky, rule="bonferroni")
+    with pytest.raises(ValueError, match="at least 2 placebos"):
+        B.t1_nested(leaky, placebos=1)
 
 
 def test_t3_joint_permutation_is_uniform_under_exchangeable_reports_and_degenerate_without_noise():

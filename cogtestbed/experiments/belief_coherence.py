@@ -35,7 +35,8 @@ def _study_design(test: str) -> dict[str, Any]:
 
 #: Metrics options of the rejection-rate studies: only what decides each test.  T1a decides by its
 #: local-permutation p-value (the bootstrap CI is skipped), T2 and T3 by permutation p-values (100
-#: permutations); T1b and T4 by a bootstrap CI (200 resamples); T4 without the random-forest
+#: permutations); T1b by its placebo t test (the paper rule's bootstrap CI with 200 resamples is reported
+#: alongside), T4 by a bootstrap CI (200 resamples); T4 without the random-forest
 #: baseline, i.e. "incoherent beyond rounding" (the baseline compares an LLM with a learned model;
 #: it is not a test of coherence at level α).
 _STUDY_OPTIONS: dict[str, dict[str, Any]] = {

@@ -62,18 +62,23 @@ T2_RULES = ("permutation", "any-pair")
 T2_RULE = "permutation"
 #: Folds of the grouped cross-validation of T1b (the paper does not give the count).
 CV_FOLDS = 5
-#: T1b's decision rules: ``paper`` (default) — reject when the lower end of the 95 % context-bootstrap
-#: CI of improvement(θ) exceeds 0 (one-sided 2.5 %, and conservative: under the null an uninformative
-#: θ only adds variance, so the improvement is negative); ``placebo`` — a placebo-controlled
-#: comparison: one placebo θ̃ drawn by the local permutation of T1a (θ exchanged among contexts of
-#: similar p; Runge 2018), the same grouped-CV model fitted on (p, θ̃), reject when the one-sided
-#: (1 − α) lower bound of the paired context-bootstrap distribution of improvement(θ) −
-#: improvement(θ̃) exceeds 0.  Under the null θ and θ̃ are exchangeable given p, so the difference
-#: is centred at 0, but the context bootstrap misses the fold-level noise of the fits (a fit that
-#: exploits chance structure in θ moves a whole test fold): its SE is ≈ 9 % too small and the rule
-#: rejects ≈ 1.5α on a rational agent (.077 at α = .05, 200 × 5), so it is not the default.
-T1B_RULES = ("paper", "placebo")
-T1B_RULE = "paper"
+#: T1b's decision rules: ``placebo`` (default) — a placebo-controlled comparison: M placebos θ̃_m
+#: (:data:`T1B_PLACEBOS`) drawn by the local permutation of T1a (θ exchanged among contexts of
+#: similar p; Runge 2018), each fitted by the same grouped-CV model on the same folds; under the null
+#: (A ⊥ θ | p) θ and the θ̃_m are exchangeable given p, so their cross-validated improvements
+#: X_0, X_1, …, X_M are exchangeable, and the statistic (X_0 − X̄_{1..M}) / (s_{1..M}·√(1 + 1/M)) is
+#: Student-t with M − 1 df when the improvements are jointly normal (an equicorrelated normal
+#: vector: the shared part cancels in both the difference and s), which covers the fold-level noise
+#: of the fits that a bootstrap over contexts misses; reject when its one-sided p-value < α.
+#: ``paper`` — reject when the lower end of the 95 % context-bootstrap CI of improvement(θ) exceeds
+#: 0 (one-sided 2.5 %, and conservative: under the null an uninformative θ only adds variance, so
+#: the improvement is negative; .013 at α = .05, 200 × 5).
+T1B_RULES = ("placebo", "paper")
+T1B_RULE = "placebo"
+#: Placebo fits of T1b's placebo rule (M; the t statistic has M − 1 df).  Four balance cost and
+#: power: each placebo is one more grouped-CV fit (six in all with A ~ p and A ~ (p, θ)); the
+#: one-sided t critical value falls from 2.35·√1.25 (M = 4) to 1.86·√1.11 (M = 9).
+T1B_PLACEBOS = 4
 #: Patients simulated per context for the T4 random-forest baseline, and its forest size.
 T4_BASELINE_PATIENTS = 10
 RF_TREES = 50
@@ -365,52 +370,68 @@ def _cv_log_loss(features: np.ndarray, y: np.ndarray, groups: np.ndarray, backen
 
 def t1_nested_arrays(a: np.ndarray, p: np.ndarray, theta: np.ndarray, group: np.ndarray, *,
                      context: np.ndarray | None = None, backend: str = "sklearn", n_boot: int = N_BOOT,
-                     seed: int = 0, level: float = LEVEL) -> dict[str, Any]:
+                     seed: int = 0, level: float = LEVEL, placebos: int = T1B_PLACEBOS) -> dict[str, Any]:
     """T1b on arrays: % log-loss improvement of A ~ (p, θ) over A ~ p (+ context features), its
-    95 % context-bootstrap CI (the paper's rule), and the placebo-controlled comparison
-    (:data:`T1B_RULES`): improvement of θ minus that of a locally permuted θ̃, on the same folds,
-    with the same bootstrap weights; its interval is the two-sided (1 − 2·``level``) one, whose
-    lower end is the one-sided (1 − ``level``) bound, and its p-value the bootstrap share ≤ 0."""
+    95 % context-bootstrap CI (the paper's rule), and the placebo-controlled t test
+    (:data:`T1B_RULES`) against ``placebos`` locally permuted θ̃ fitted on the same folds."""
+    if placebos < 2:
+        raise ValueError(f"T1b needs at least 2 placebos (the t test has placebos - 1 df), got {placebos}")
     base = p[:, None] if context is None else np.column_stack([p, context])
     l0 = cv_log_loss(base, a, group, backend, seed)
     l1 = cv_log_loss(np.column_stack([base, theta]), a, group, backend, seed)
-    placebo = local_permutation(p, theta, group, np.random.default_rng(np.random.SeedSequence([seed, 3])))
-    l2 = cv_log_loss(np.column_stack([base, placebo]), a, group, backend, seed)
-    return {**nested_rules(group, l0, l1, l2, n_boot, seed, level),
-            "log_loss": (float(l0.mean()), float(l1.mean()), float(l2.mean()))}
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 3]))
+    placebo_losses = np.array([cv_log_loss(np.column_stack([base, local_permutation(p, theta, group, rng)]), a,
+                                           group, backend, seed).mean() for _ in range(placebos)])
+    return {**nested_rules(group, l0, l1, placebo_losses, n_boot, seed, level),
+            "log_loss": (float(l0.mean()), float(l1.mean()), float(placebo_losses.mean()))}
 
 
-def nested_rules(group: np.ndarray, l0: np.ndarray, l1: np.ndarray, l2: np.ndarray, n_boot: int, seed: int,
-                 level: float = LEVEL) -> dict[str, Any]:
-    """Both T1b rules from per-row out-of-fold log-losses of A ~ p (``l0``), A ~ (p, θ) (``l1``) and
-    A ~ (p, θ̃) (``l2``): the paper's % improvement with its 95 % percentile CI (p-value: bootstrap
-    share ≤ 0, +1 smoothed) and the placebo difference improvement(θ) − improvement(θ̃) with the
-    percentile interval [q_level, q_(1−level)] of the paired bootstrap, reject when q_level > 0 (a
-    one-sided test at ``level``; p-value: bootstrap share ≤ 0)."""
+def nested_rules(group: np.ndarray, l0: np.ndarray, l1: np.ndarray, placebo_losses: np.ndarray, n_boot: int,
+                 seed: int, level: float = LEVEL) -> dict[str, Any]:
+    """Both T1b rules from the per-row out-of-fold log-losses of A ~ p (``l0``) and A ~ (p, θ)
+    (``l1``) and the mean out-of-fold log-loss of each placebo fit A ~ (p, θ̃_m)
+    (``placebo_losses``): the paper's % improvement with its 95 % context-bootstrap percentile CI
+    (p-value: bootstrap share ≤ 0, +1 smoothed) and :func:`placebo_t_test`."""
     est = 100.0 * (l0.mean() - l1.mean()) / l0.mean()
-    est_placebo = 100.0 * (l0.mean() - l2.mean()) / l0.mean()
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 2]))  # the paper rule's resamples, unchanged
-    boots, diffs = _paired_bootstrap(group, l0, l1, l2, n_boot, rng)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 2]))
+    boots = _context_bootstrap(group, l0, l1, n_boot, rng)
     lo, hi = np.quantile(boots, [0.025, 0.975])
-    d_lo, d_hi = np.quantile(diffs, [level, 1.0 - level])
+    placebo_improvements = 100.0 * (l0.mean() - placebo_losses) / l0.mean()
     return {"estimate": float(est), "interval": (float(lo), float(hi)),
             "p_value": float((1.0 + np.sum(boots <= 0.0)) / (1.0 + n_boot)),
-            "placebo": {"estimate": float(est_placebo), "difference": float(est - est_placebo),
-                        "interval": (float(d_lo), float(d_hi)), "p_value": float(np.mean(diffs <= 0.0))}}
+            "placebo": placebo_t_test(float(est), placebo_improvements, level)}
 
 
-def _paired_bootstrap(group: np.ndarray, l0: np.ndarray, l1: np.ndarray, l2: np.ndarray, n_boot: int,
-                      rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Context-bootstrap replicates of the % improvement of θ (losses ``l1``) over p (``l0``) and of
-    its difference from the placebo's (``l2``): 100·(S2 − S1)/S0, one weight vector per replicate."""
+def placebo_t_test(improvement: float, placebo_improvements: np.ndarray, level: float = LEVEL) -> dict[str, Any]:
+    """T1b's placebo rule (:data:`T1B_RULES`): d = X_0 − X̄ (the improvement of θ minus the mean of
+    the M placebos'), t = d / (s·√(1 + 1/M)) with s the placebos' SD, one-sided p-value from Student
+    t with M − 1 df, and the two-sided (1 − 2·``level``) interval of d, whose lower end exceeds 0
+    exactly when p < ``level``.  Placebos that all score the same (the model ignores the feature)
+    leave s = 0: p = 1 unless d > 0."""
+    m = placebo_improvements.size
+    diff = improvement - float(placebo_improvements.mean())
+    se = float(placebo_improvements.std(ddof=1)) * math.sqrt(1.0 + 1.0 / m)
+    if se > 0.0:
+        p_value = float(stats.t.sf(diff / se, m - 1))
+        half = float(stats.t.ppf(1.0 - level, m - 1)) * se
+    else:
+        p_value, half = (0.0 if diff > 0.0 else 1.0), 0.0
+    return {"estimate": float(placebo_improvements.mean()), "difference": diff,
+            "interval": (diff - half, diff + half), "p_value": p_value, "placebos": m,
+            "improvements": [float(x) for x in placebo_improvements]}
+
+
+def _context_bootstrap(group: np.ndarray, l0: np.ndarray, l1: np.ndarray, n_boot: int,
+                       rng: np.random.Generator) -> np.ndarray:
+    """Context-bootstrap replicates of the % improvement of θ (losses ``l1``) over p (``l0``):
+    100·(S0 − S1)/S0 with the context sums weighted by one multinomial draw per replicate."""
     uniq, inv = np.unique(group, return_inverse=True)
-    s0, s1, s2 = (np.bincount(inv, loss) for loss in (l0, l1, l2))
-    boots, diffs = np.empty(n_boot), np.empty(n_boot)
+    s0, s1 = np.bincount(inv, l0), np.bincount(inv, l1)
+    boots = np.empty(n_boot)
     for b in range(n_boot):
         w = np.bincount(rng.integers(0, uniq.size, uniq.size), minlength=uniq.size)
         boots[b] = 100.0 * (w @ s0 - w @ s1) / (w @ s0)
-        diffs[b] = 100.0 * (w @ s2 - w @ s1) / (w @ s0)
-    return boots, diffs
+    return boots
 
 
 def _context_features(table: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
@@ -425,21 +446,23 @@ def _context_features(table: pd.DataFrame, rows: pd.DataFrame) -> np.ndarray:
 
 def t1_nested(table: pd.DataFrame, level: float = LEVEL, backend: str = "sklearn", context: bool = False,
               n_boot: int = N_BOOT, seed: int = 0, renormalise: bool = False, average: bool = False,
-              rule: str = T1B_RULE, **_: Any) -> dict[str, Any]:
+              rule: str = T1B_RULE, placebos: int = T1B_PLACEBOS, **_: Any) -> dict[str, Any]:
     """T1b: nested prediction A ~ p vs A ~ (p, θ) (``context``: A ~ (p, x) vs A ~ (p, x, θ)), decided
-    by ``rule`` (:data:`T1B_RULES`); both rules' intervals, p-values and decisions are in ``rules``."""
+    by ``rule`` (:data:`T1B_RULES`, ``placebos`` fits for the placebo rule); both rules' intervals,
+    p-values and decisions are in ``rules``."""
     if rule not in T1B_RULES:
         raise ValueError(f"T1b rule must be one of {', '.join(T1B_RULES)}, got {rule!r}")
     rows = paired_rows(table, renormalise, average)
     ctx = _context_features(table, rows) if context else None
     r = t1_nested_arrays(rows["a"].to_numpy(), rows["p"].to_numpy(), rows["theta"].to_numpy(),
                          rows["group"].to_numpy(), context=ctx, backend=backend, n_boot=n_boot, seed=seed,
-                         level=level)
+                         level=level, placebos=placebos)
     pl = r["placebo"]
     rules = {"paper": {"estimate": r["estimate"], "lo": r["interval"][0], "hi": r["interval"][1],
                        "p_value": r["p_value"], "reject": bool(r["interval"][0] > 0)},
              "placebo": {"estimate": pl["difference"], "lo": pl["interval"][0], "hi": pl["interval"][1],
-                         "p_value": pl["p_value"], "reject": bool(pl["interval"][0] > 0)}}
+                         "p_value": pl["p_value"], "reject": bool(pl["p_value"] < level),
+                         "placebos": pl["placebos"], "placebo_improvements": pl["improvements"]}}
     return _result(r["estimate"], rules[rule]["p_value"], level, r["interval"], reject=rules[rule]["reject"],
                    placebo_estimate=pl["estimate"], reject_paper=rules["paper"]["reject"],
                    reject_placebo=rules["placebo"]["reject"], log_loss_p=r["log_loss"][0],
@@ -795,9 +818,11 @@ METRIC_OPTIONS = {
                          ("yes", "no")),
     "t2_rule": MetricOption("t2_rule", "T2 decision: permutation-calibrated smallest mid-p, or any-pair (paper)",
                             T2_RULE, T2_RULES),
-    "t1b_rule": MetricOption("t1b_rule", "T1b decision: paper (95 % CI of the improvement above 0) or placebo "
-                             "(improvement of θ minus that of a locally permuted θ, paired bootstrap)", T1B_RULE,
+    "t1b_rule": MetricOption("t1b_rule", "T1b decision: placebo (improvement of θ against those of locally "
+                             "permuted θ̃, t test) or paper (95 % CI of the improvement above 0)", T1B_RULE,
                              T1B_RULES),
+    "t1b_placebos": MetricOption("t1b_placebos", "placebo fits of T1b's placebo rule (t with placebos - 1 df)",
+                                 T1B_PLACEBOS, None, int),
     "backend": MetricOption("backend", "T1b learner: sklearn gradient boosting or catboost", "sklearn",
                             ("sklearn", "catboost")),
     "context": MetricOption("context", "T1b with context features (A~(p,x) vs A~(p,x,θ))", "no", ("yes", "no")),
@@ -812,7 +837,7 @@ METRIC_OPTIONS = {
 
 def _run_test(name: str, table: pd.DataFrame, level: float = LEVEL, k: int = CMI_K, n_boot: int = N_BOOT,
               n_perm: int = N_PERM, t2_bins: int = T2_BINS, direction: str = "increasing", holm: str = "no",
-              t2_rule: str = T2_RULE, t1b_rule: str = T1B_RULE,
+              t2_rule: str = T2_RULE, t1b_rule: str = T1B_RULE, t1b_placebos: int = T1B_PLACEBOS,
               backend: str = "sklearn", context: str = "no", baseline: str = "yes", renormalise: str = "no",
               average_reps: str = "no", seed: int = 0) -> dict[str, Any]:
     """Test ``name`` of :data:`TESTS` with the metrics options (:data:`METRIC_OPTIONS`)."""
@@ -824,7 +849,8 @@ def _run_test(name: str, table: pd.DataFrame, level: float = LEVEL, k: int = CMI
         "t1_cmi": lambda: t1_cmi(table, level, k=k, n_boot=n_boot, n_perm=n_perm, seed=seed, renormalise=renorm,
                                  average=avg),
         "t1_nested": lambda: t1_nested(table, level, backend=backend, context=context == "yes", n_boot=n_boot,
-                                       seed=seed, renormalise=renorm, average=avg, rule=t1b_rule),
+                                       seed=seed, renormalise=renorm, average=avg, rule=t1b_rule,
+                                       placebos=t1b_placebos),
         "t1_lr": lambda: t1_lr(table, level, renormalise=renorm, average=avg),
         "t2": lambda: t2(table, level, t2_bins=t2_bins, direction=direction, use_holm=holm == "yes",
                          renormalise=renorm, average=avg, rule=t2_rule, n_perm=n_perm, seed=seed),

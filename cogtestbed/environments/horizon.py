@@ -147,15 +147,12 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         rounded Gaussian rewards by :class:`~cogtestbed.environments.draws.RoundedNormal` where the
         means are whole numbers, forced choices shuffled by
         :func:`~cogtestbed.environments.draws.permute_rows`)."""
-        horizons = np.asarray(design.horizons, dtype=np.int64)
-        horizon = horizons[rng.integers(0, len(horizons), size=n)]
-        idx = rng.integers(0, 2, size=n)
-        base = np.asarray(design.base_means)[rng.integers(0, len(design.base_means), size=n)]
-        delta = np.asarray(design.deltas)[rng.integers(0, len(design.deltas), size=n)]
-        means = np.empty((n, 2))
-        rows = np.arange(n)
-        means[rows, idx] = base
-        means[rows, 1 - idx] = base + delta
+        horizon_pick = rng.integers(0, len(design.horizons), size=n)
+        arm = rng.integers(0, 2, size=n)
+        base_pick = rng.integers(0, len(design.base_means), size=n)
+        delta_pick = rng.integers(0, len(design.deltas), size=n)
+        horizon, means = _game_means(horizon_pick, arm, base_pick, delta_pick, np.asarray(design.horizons, np.int64),
+                                     np.asarray(design.base_means, np.float64), np.asarray(design.deltas, np.float64))
         shape = (n, design.n_trials, 2)
         if _whole_means(design):  # rint(m + sd·z) = m + rint(sd·z) for a whole-number mean m
             rewards = _rounded_normal(design.reward_sd).draw(shape, rng, means[:, None, :])
@@ -283,6 +280,24 @@ def _game_rows(forced: np.ndarray, free_action: np.ndarray, free_valid: np.ndarr
             reward[r] = (r1 if a >= 1 else r0) if ok else np.nan
             r += 1
     return action, valid, reward, reward0, reward1, trial, forced_trial
+
+
+@njit(cache=True)
+def _game_means(horizon_pick: np.ndarray, arm: np.ndarray, base_pick: np.ndarray, delta_pick: np.ndarray,
+                horizons: np.ndarray, base_means: np.ndarray,
+                deltas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - numba
+    """(horizon (n,), means (n, 2)) of every game from its drawn indices, one pass (Wilson et al. 2014,
+    CogBench's ``envs/bandits.py``): arm ``arm[i]`` gets the base mean, the other arm that mean plus Δ."""
+    n = horizon_pick.shape[0]
+    horizon = np.empty(n, dtype=np.int64)
+    means = np.empty((n, 2), dtype=np.float64)
+    for i in range(n):
+        horizon[i] = horizons[horizon_pick[i]]
+        base = base_means[base_pick[i]]
+        a = arm[i]
+        means[i, a] = base
+        means[i, 1 - a] = base + deltas[delta_pick[i]]
+    return horizon, means
 
 
 def _whole_means(design: HorizonDesign) -> bool:

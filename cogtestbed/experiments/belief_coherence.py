@@ -47,8 +47,9 @@ _STUDY_OPTIONS: dict[str, dict[str, Any]] = {
 
 
 #: Metrics options of the quick conformance check: every test and the random-forest baseline run,
-#: with 20 bootstrap resamples and permutations instead of the defaults.
-_SMOKE_OPTIONS: dict[str, Any] = {"n_boot": 20, "n_perm": 20}
+#: with 20 bootstrap resamples and permutations and 2 T1b placebos (the fewest its t test takes)
+#: instead of the defaults.
+_SMOKE_OPTIONS: dict[str, Any] = {"n_boot": 20, "n_perm": 20, "t1b_placebos": 2}
 
 
 def _test_study(kind: str, test: str, description: str, agent: str, parameter: str,

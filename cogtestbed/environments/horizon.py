@@ -245,7 +245,7 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
             np.ascontiguousarray(sessions.forced, dtype=np.int64),
             np.ascontiguousarray(outcomes.action, dtype=np.int64), np.ascontiguousarray(outcomes.valid, dtype=bool),
             np.ascontiguousarray(sessions.rewards, dtype=np.float64), length, int(length.sum()))
-        exists = np.arange(t_max)[None, :] < length[:, None]
+        exists = _game_exists(length, t_max)
         return game_table(sessions.horizon, sessions.unequal, sessions.means, (reward0, reward1),
                           action, reward, valid, exists, nf, agent=agent,
                           raw_response=_free_steps(outcomes.raw_response, nf, t_max),
@@ -280,6 +280,17 @@ def _game_rows(forced: np.ndarray, free_action: np.ndarray, free_valid: np.ndarr
             reward[r] = (r1 if a >= 1 else r0) if ok else np.nan
             r += 1
     return action, valid, reward, reward0, reward1, trial, forced_trial
+
+
+@njit(cache=True)
+def _game_exists(length: np.ndarray, t_max: int) -> np.ndarray:  # pragma: no cover - numba
+    """(n, t_max) mask of the trials each game has: game i's first ``length[i]``."""
+    n = length.shape[0]
+    out = np.empty((n, t_max), dtype=np.bool_)
+    for i in range(n):
+        for t in range(t_max):
+            out[i, t] = t < length[i]
+    return out
 
 
 @njit(cache=True)

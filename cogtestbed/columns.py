@@ -142,6 +142,30 @@ def kept_rows(keep: np.ndarray, compiled: bool | None = None) -> tuple[np.ndarra
 
 
 @njit(cache=True)
+def _kept_counts(keep: np.ndarray) -> np.ndarray:  # pragma: no cover - numba
+    n, steps = keep.shape
+    out = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        m = 0
+        for j in range(steps):
+            m += keep[i, j]
+        out[i] = m
+    return out
+
+
+def kept_counts(keep: np.ndarray, compiled: bool | None = None) -> np.ndarray:
+    """How many True cells each row of an (n_subjects, n_steps) mask has, as int64 (numpy's
+    row sum of a boolean mask reduces it through a cast per cell).  ``compiled``: whether to use
+    the compiled pass (default: see :data:`COMPILED_MIN_ROWS`)."""
+    mask = np.ascontiguousarray(keep, dtype=bool)
+    if mask.ndim != 2:
+        raise ValueError(f"kept_counts needs an (n, m) mask, got shape {mask.shape}")
+    if compiled is None:
+        compiled = mask.size >= COMPILED_MIN_ROWS or bool(_kept_counts.signatures)
+    return _kept_counts(mask) if compiled else mask.sum(axis=1, dtype=np.int64)
+
+
+@njit(cache=True)
 def _spread(values: np.ndarray, lengths: np.ndarray, total: int) -> np.ndarray:  # pragma: no cover - numba
     k, n = values.shape
     out = np.empty((k, total), dtype=values.dtype)

@@ -369,6 +369,13 @@ def finish_table(
     return pd.DataFrame(cols, copy=False)
 
 
+def _kept_counts(keep: np.ndarray) -> np.ndarray:
+    """Kept rows per subject of a (n_subjects, n_trials) mask (:func:`cogtestbed.columns.kept_counts`)."""
+    from cogtestbed.columns import kept_counts  # numba: imported where used
+
+    return kept_counts(keep)
+
+
 class _ColumnMaker:
     """Flattens (n_subjects, n_trials) arrays into fresh, row-filtered table columns."""
 
@@ -379,7 +386,7 @@ class _ColumnMaker:
         self._keep = None if keep is None else keep.reshape(n_subjects, n_trials)
         self._kept: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         #: rows each subject keeps (None: every row)
-        self.lengths = None if self._keep is None else self._keep.sum(axis=1, dtype=np.int64)
+        self.lengths = None if self._keep is None else _kept_counts(self._keep)
         self.n_rows = self.n if self.lengths is None else int(self.lengths.sum())
         self._codes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._spread: dict[str, np.ndarray] = {}

@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from cogtestbed.columns import kept_rows, take_strings
+from cogtestbed.columns import kept_counts, kept_rows, take_strings
 from cogtestbed.environments.draws import standard_normal
 from cogtestbed.environments.probabilistic import ProbabilisticDesign, ProbabilisticReasoningEnv
 from cogtestbed.environments.twostep import TwoStepDesign, TwoStepEnv
@@ -99,3 +99,14 @@ def test_kept_rows_are_the_true_cells_in_row_order(compiled: bool) -> None:
     assert rows.tolist() == expected.tolist()
     assert subject.tolist() == (expected // 13).tolist() and position.tolist() == (expected % 13).tolist()
     assert [a.size for a in kept_rows(np.zeros((4, 3), bool), compiled)] == [0, 0, 0]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_kept_counts_are_the_true_cells_per_row(compiled: bool) -> None:
+    keep = np.random.default_rng(6).random((300, 13)) < 0.6
+    keep[4] = False
+    counts = kept_counts(keep, compiled)
+    assert counts.dtype == np.int64 and counts.tolist() == [int(row.sum()) for row in keep]
+    assert counts[4] == 0 and kept_counts(np.zeros((0, 3), bool), compiled).size == 0
+    with pytest.raises(ValueError, match="mask"):
+        kept_counts(np.ones(5, bool), compiled)

@@ -159,9 +159,7 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         else:
             rewards = np.rint(means[:, None, :] + design.reward_sd * rng.standard_normal(shape))
         unequal = rng.random(n) < design.p_unequal
-        patterns = np.array([[0, 0, 0, 1], [0, 1, 1, 1], [0, 0, 1, 1]], dtype=np.int64)
-        which = np.where(unequal, rng.integers(0, 2, size=n), 2)
-        forced = permute_rows(patterns[which], rng)
+        forced = permute_rows(_forced_patterns(unequal, rng.integers(0, 2, size=n)), rng)
         return HorizonSessions(horizon=horizon, unequal=unequal, means=means, rewards=rewards, forced=forced)
 
     # -- dynamics --------------------------------------------------------------------------
@@ -245,7 +243,7 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
             np.ascontiguousarray(sessions.forced, dtype=np.int64),
             np.ascontiguousarray(outcomes.action, dtype=np.int64), np.ascontiguousarray(outcomes.valid, dtype=bool),
             np.ascontiguousarray(sessions.rewards, dtype=np.float64), length, int(length.sum()))
-        exists = np.arange(t_max)[None, :] < length[:, None]
+        exists = _game_exists(length, t_max)
         return game_table(sessions.horizon, sessions.unequal, sessions.means, (reward0, reward1),
                           action, reward, valid, exists, nf, agent=agent,
                           raw_response=_free_steps(outcomes.raw_response, nf, t_max),
@@ -280,6 +278,35 @@ def _game_rows(forced: np.ndarray, free_action: np.ndarray, free_valid: np.ndarr
             reward[r] = (r1 if a >= 1 else r0) if ok else np.nan
             r += 1
     return action, valid, reward, reward0, reward1, trial, forced_trial
+
+
+#: Forced-choice patterns before shuffling (CogBench's ``envs/bandits.py``): unequal information
+#: [0,0,0,1] or [0,1,1,1] (which one drawn 50/50), equal information [0,0,1,1].
+FORCED_PATTERNS = np.array([[0, 0, 0, 1], [0, 1, 1, 1], [0, 0, 1, 1]], dtype=np.int64)
+
+
+@njit(cache=True)
+def _forced_patterns(unequal: np.ndarray, pick: np.ndarray) -> np.ndarray:  # pragma: no cover - numba
+    """(n, 4) unshuffled forced choices: game i's unequal pattern ``pick[i]`` where ``unequal[i]``, else
+    the equal one (:data:`FORCED_PATTERNS`)."""
+    n = unequal.shape[0]
+    out = np.empty((n, FORCED_PATTERNS.shape[1]), dtype=np.int64)
+    for i in range(n):
+        row = pick[i] if unequal[i] else 2
+        for t in range(FORCED_PATTERNS.shape[1]):
+            out[i, t] = FORCED_PATTERNS[row, t]
+    return out
+
+
+@njit(cache=True)
+def _game_exists(length: np.ndarray, t_max: int) -> np.ndarray:  # pragma: no cover - numba
+    """(n, t_max) mask of the trials each game has: game i's first ``length[i]``."""
+    n = length.shape[0]
+    out = np.empty((n, t_max), dtype=np.bool_)
+    for i in range(n):
+        for t in range(t_max):
+            out[i, t] = t < length[i]
+    return out
 
 
 @njit(cache=True)

@@ -28,6 +28,8 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from cogtestbed.jit_cache import compiled_pays
+
 #: Columns shorter than this take Arrow's own ``take`` until the compiled copy is loaded: loading it
 #: (~25 ms once per process) costs more than Arrow spends on them (~15 ns a row), e.g. in an importer.
 COMPILED_MIN_ROWS = 200_000
@@ -91,7 +93,7 @@ def take_strings(codes: np.ndarray, vocabulary: Sequence[str | None], compiled: 
     whether to use the compiled copy (default: see :data:`COMPILED_MIN_ROWS`)."""
     flat = np.ascontiguousarray(codes, dtype=np.int64).reshape(-1)
     if compiled is None:
-        compiled = flat.size >= COMPILED_MIN_ROWS or bool(_copy_rows.signatures)
+        compiled = compiled_pays(flat.size, COMPILED_MIN_ROWS, _copy_rows)
     if not compiled:
         if flat.size and (flat.min() < 0 or flat.max() >= len(vocabulary)):
             bad = int(flat[(flat < 0) | (flat >= len(vocabulary))][0])
@@ -133,7 +135,7 @@ def kept_rows(keep: np.ndarray, compiled: bool | None = None) -> tuple[np.ndarra
     order.  ``compiled``: whether to use the compiled pass (default: see :data:`COMPILED_MIN_ROWS`)."""
     mask = np.ascontiguousarray(keep, dtype=bool)
     if compiled is None:
-        compiled = mask.size >= COMPILED_MIN_ROWS or bool(_kept_rows.signatures)
+        compiled = compiled_pays(mask.size, COMPILED_MIN_ROWS, _kept_rows)
     if compiled:
         return _kept_rows(mask)
     rows = np.flatnonzero(mask.reshape(-1))
@@ -161,7 +163,7 @@ def kept_counts(keep: np.ndarray, compiled: bool | None = None) -> np.ndarray:
     if mask.ndim != 2:
         raise ValueError(f"kept_counts needs an (n, m) mask, got shape {mask.shape}")
     if compiled is None:
-        compiled = mask.size >= COMPILED_MIN_ROWS or bool(_kept_counts.signatures)
+        compiled = compiled_pays(mask.size, COMPILED_MIN_ROWS, _kept_counts)
     return _kept_counts(mask) if compiled else mask.sum(axis=1, dtype=np.int64)
 
 
@@ -202,7 +204,7 @@ def spread(values: np.ndarray, lengths: np.ndarray, compiled: bool | None = None
         raise ValueError("spread lengths must be non-negative")
     total = int(lengths.sum())
     if compiled is None:
-        compiled = total * values.shape[0] >= COMPILED_MIN_ROWS or bool(_spread.signatures)
+        compiled = compiled_pays(total * values.shape[0], COMPILED_MIN_ROWS, _spread)
     if not compiled:
         return [np.repeat(v, lengths) for v in values]
     per_block = max(1, SPREAD_BLOCK_BYTES // max(1, total * values.itemsize))

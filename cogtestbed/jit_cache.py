@@ -50,6 +50,13 @@ SCIPY_BLAS_MODULES = ("scipy.linalg.cython_blas", "scipy.linalg.cython_lapack")
 _LIGHT_ENV_PREFIX = "numba."
 
 
+def compiled_pays(size: int, minimum: int, dispatcher: Any) -> bool:
+    """Whether a pass over ``size`` items takes the compiled ``dispatcher``: from ``minimum`` items
+    (below it, loading the compiled code from the cache, tens of ms once per process, costs more than
+    numpy spends), or at any size once the dispatcher is loaded."""
+    return size >= minimum or bool(dispatcher.signatures)
+
+
 def _light_rebuild_env(modname: str, consts: Any, env_name: str) -> Any:
     """``numba.core.environment._rebuild_env`` without importing a numba implementation module."""
     from numba.core import environment

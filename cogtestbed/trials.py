@@ -345,7 +345,7 @@ def finish_table(
         "trial": col.index(trial) if trial is not None else col(PerTrial(np.arange(n_trials, dtype=np.int64))),
     }
     for name, values in stimulus.items():
-        cols[name] = col.spread_column(name) if isinstance(values, PerSubject) else col(values)
+        cols[name] = col.stimulus(name, values)
     flat_valid = col.outcome(valid, bool)
     present = flat_valid if action_valid is None else col.outcome(action_valid, bool)
     if col.is_kept(action):
@@ -355,7 +355,7 @@ def finish_table(
         cols["action"] = _masked_action(flat_action if col.rows is None else flat_action.take(col.rows), present,
                                         fresh=col.rows is not None)
     for name, values in (after_action or {}).items():
-        cols[name] = col.spread_column(name) if isinstance(values, PerSubject) else col(values)
+        cols[name] = col.stimulus(name, values)
     cols["reward"] = col.outcome(reward, np.float64)
     cols["valid"] = flat_valid
     cols["raw_response"] = col.text(raw_response)
@@ -364,7 +364,7 @@ def finish_table(
     for name in param_columns:
         cols[name] = col.spread_column(name)
     for name, values in (trailing or {}).items():
-        cols[name] = col.spread_column(name) if isinstance(values, PerSubject) else col(values)
+        cols[name] = col.stimulus(name, values)
     # every column is a fresh array owned by the table, so no copy (nor block consolidation)
     return pd.DataFrame(cols, copy=False)
 
@@ -452,6 +452,11 @@ class _ColumnMaker:
         """A :class:`PerSubject` column spread by :meth:`spread_per_subject` (each handed out once)."""
         return self._spread.pop(name)
 
+    def stimulus(self, name: str, values: Column) -> Any:
+        """Column ``name`` of the table: a :class:`PerSubject` one as :meth:`spread_per_subject`
+        spread it, any other as :meth:`__call__` makes it."""
+        return self.spread_column(name) if isinstance(values, PerSubject) else self(values)
+
     def is_kept(self, values: Any) -> bool:
         """Whether ``values`` is a flat numpy or pandas array of the kept rows only (with ``keep``
         dropping some rows): a fresh array built for the table, handed over as it is."""
@@ -471,25 +476,16 @@ class _ColumnMaker:
             return flat.take(self.rows)
         return flat if flat.flags.owndata and flat.base is None else flat.copy()
 
-    def subject_rows(self) -> np.ndarray | None:
-        """The subject of every kept row (None: every row is kept)."""
-        kept = self._kept_rows()
-        return None if kept is None else kept[1]
-
     def position_rows(self) -> np.ndarray | None:
         """The trial position of every kept row (None: every row is kept)."""
         kept = self._kept_rows()
         return None if kept is None else kept[2]
 
     def __call__(self, values: Column) -> Any:
+        """The table column of stimulus ``values`` (:data:`Column`), kept rows only; :class:`PerSubject`
+        columns are spread by :meth:`spread_per_subject` instead (:meth:`stimulus`)."""
         if values is None:
             return self.text(None)
-        if isinstance(values, PerSubject):
-            per = np.asarray(values.values)
-            if per.shape != (self.n_subjects,):
-                raise ValueError(f"a per-subject column needs {self.n_subjects} values, got shape {per.shape}")
-            where = self.subject_rows()
-            return np.repeat(per, self.n_trials) if where is None else per.take(where)
         if isinstance(values, PerTrial):
             per = np.asarray(values.values)
             if per.shape != (self.n_trials,):

@@ -32,6 +32,7 @@ from numba import njit
 from numba.np.random._constants import fi_double, ki_double, wi_double, ziggurat_nor_inv_r, ziggurat_nor_r
 
 from cogtestbed.environments.pcg64 import cursors, is_pcg64, put_state, step_key, unit
+from cogtestbed.jit_cache import compiled_pays
 
 
 def permute_rows(values: np.ndarray, rng: np.random.Generator, k: int | None = None) -> np.ndarray:
@@ -255,7 +256,6 @@ def _alias_draw(u: np.ndarray, prob: np.ndarray, column: np.ndarray, alias: np.n
     way at random, so a branch would be mispredicted on a large share of draws (3× the cost here);
     the blend is exact (a weight of 1 or 0 times a whole number).  ``mean``: the same axes as ``u``,
     each of its length or 1 (broadcast along it)."""
-    n = len(prob)
     a, b, c = u.shape
     ma, mb, mc = mean.shape
     for i in range(a):
@@ -263,10 +263,8 @@ def _alias_draw(u: np.ndarray, prob: np.ndarray, column: np.ndarray, alias: np.n
         for j in range(b):
             mj = j if mb > 1 else 0
             for k in range(c):
-                x = u[i, j, k] * n
-                col = int(x)
-                accept = np.float64(x - col < prob[col])
-                u[i, j, k] = accept * column[col] + (1.0 - accept) * alias[col] + mean[mi, mj, k if mc > 1 else 0]
+                u[i, j, k] = _alias_pick(u[i, j, k], prob, column, alias) + mean[mi, mj, k if mc > 1 else 0]
+
 
 @njit(cache=True, inline="always")
 def _alias_pick(u: float, prob: np.ndarray, column: np.ndarray, alias: np.ndarray) -> float:  # pragma: no cover
@@ -314,9 +312,6 @@ def _alias_draw_pcg64(cur: np.ndarray, inc: np.ndarray, prob: np.ndarray, column
 #: ``next_double`` is ``(next_uint64 >> 11) · 2⁻⁵³`` (MT19937 draws 32 bits at a time: not here).
 RAW64_BIT_GENERATORS: tuple[type[np.random.BitGenerator], ...] = (
     np.random.PCG64, np.random.PCG64DXSM, np.random.Philox, np.random.SFC64)
-#: 2⁻⁵³: a 53-bit integer times this is a double in [0, 1) (numpy's ``next_double``).
-TO_UNIT = 1.0 / 9007199254740992.0
-
 #: Fewer draws than this come from numpy itself until the compiled ziggurat is loaded: loading it
 #: (~25 ms once per process) costs more than numpy's slower draws (~10 ns each) save on them.
 COMPILED_MIN_SIZE = 1_000_000
@@ -327,7 +322,7 @@ _MANTISSA = np.uint64(0x000FFFFFFFFFFFFF)
 @njit(cache=True, inline="always")
 def _unit(raw: np.uint64) -> float:
     """numpy's ``next_double`` from one raw output: its top 53 bits over 2⁵³."""
-    return float(np.int64(raw >> np.uint64(11))) * TO_UNIT
+    return unit(raw >> np.uint64(11))
 
 
 @njit(cache=True)
@@ -382,7 +377,7 @@ def standard_normal(rng: np.random.Generator, shape: int | tuple[int, ...],
     (see the module docstring), about twice as fast on large draws.  ``compiled``: whether to use
     the compiled ziggurat (default: see :data:`COMPILED_MIN_SIZE`)."""
     if compiled is None:
-        compiled = int(np.prod(shape)) >= COMPILED_MIN_SIZE or bool(_ziggurat_fill.signatures)
+        compiled = compiled_pays(int(np.prod(shape)), COMPILED_MIN_SIZE, _ziggurat_fill)
     if not compiled or not isinstance(rng.bit_generator, RAW64_BIT_GENERATORS):
         return rng.standard_normal(shape)
     out = np.empty(shape, dtype=np.float64)

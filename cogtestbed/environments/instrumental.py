@@ -33,6 +33,7 @@ from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, S
 from cogtestbed.environments.draws import argsort_uniform_rows, bernoulli
 from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.environments.pcg64 import cursors, is_pcg64, put_state, step_key, unit
+from cogtestbed.jit_cache import compiled_pays
 from cogtestbed.schema import REWARDED, TrialSchema, Values
 from cogtestbed.trials import CodedNumbers, CodedStrings, Column, finish_table, fresh_column
 
@@ -133,8 +134,8 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
         option order, each kind for all sessions at once (:meth:`_sample_numpy`).  From numpy's PCG64
         the same draws are read in one compiled pass (:meth:`_sample_compiled`): the same sessions,
         the generator left in the same state."""
-        if is_pcg64(rng) and max(design.n_trials, len(design.alphabet)) <= PACKED_MAX and _use_compiled(
-                n * design.n_trials, _draw_sessions):
+        if is_pcg64(rng) and max(design.n_trials, len(design.alphabet)) <= PACKED_MAX and compiled_pays(
+                n * design.n_trials, COMPILED_MIN_TRIALS, _draw_sessions):
             return cls._sample_compiled(design, n, rng)
         return cls._sample_numpy(design, n, rng)
 
@@ -275,7 +276,8 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
         ASCII letters) and are many (:data:`COMPILED_MIN_TRIALS`); others (few, or built by hand)
         take whole-array numpy steps (:meth:`_stimulus`).  Both give the same table.
         """
-        fast = cls._compiled_stimulus(design, sessions) if _use_compiled(sessions.casino.size, _stimulus_rows) else None
+        many = compiled_pays(sessions.casino.size, COMPILED_MIN_TRIALS, _stimulus_rows)
+        fast = cls._compiled_stimulus(design, sessions) if many else None
         stimulus = fast if fast is not None else cls._stimulus(design, sessions)
         return finish_table(
             EXPERIMENT, stimulus, outcomes.action, outcomes.reward, outcomes.valid, agent=agent,
@@ -338,11 +340,6 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
 #: them (tens of ms once per process) costs more than numpy spends on them (~50 ns a trial), e.g. on the
 #: step path's one-session resets.
 COMPILED_MIN_TRIALS = 200_000
-
-
-def _use_compiled(trials: int, dispatcher: Any) -> bool:
-    """Whether ``trials`` trials take a compiled pass (:data:`COMPILED_MIN_TRIALS`, or already loaded)."""
-    return trials >= COMPILED_MIN_TRIALS or bool(dispatcher.signatures)
 
 
 #: Longest row of keys the compiled draw sorts packed with their positions in one 64-bit word (a

@@ -105,3 +105,22 @@ def test_uniforms_equal_rng_random_and_leave_the_same_state(shape: tuple[int, ..
     assert np.array_equal(uniforms(fast, shape), slow.random(shape))
     assert fast.bit_generator.state == slow.bit_generator.state
     assert fast.integers(0, 10**6, size=4).tolist() == slow.integers(0, 10**6, size=4).tolist()
+
+
+@pytest.mark.parametrize("sd", [0.3, 2.0, 8.0, 25.0])
+def test_guide_table_gives_the_alias_pick_of_every_uniform(sd: float) -> None:
+    """The guided pick equals the alias method's own at both ends of every guide interval, next to
+    them, and at random uniforms (its fallback included: the intervals that meet two outcomes)."""
+    from cogtestbed.environments.draws import GUIDE_BITS, _alias_pick, _guided_pick
+
+    sampler = RoundedNormal(sd)
+    column, alias = sampler.offsets, sampler.offsets.take(sampler.alias)
+    step = 1 << (53 - GUIDE_BITS)
+    edges = np.arange(2**GUIDE_BITS, dtype=np.uint64) * np.uint64(step)
+    keys = np.concatenate([edges, edges + np.uint64(1), edges + np.uint64(step - 1), edges + np.uint64(step - 2),
+                           np.random.default_rng(2).integers(0, 2**53, size=20_000, dtype=np.uint64)])
+    assert (sampler.guide < 0).any() and (sampler.guide >= 0).mean() > 0.9
+    for key in keys.tolist()[::7] + keys.tolist()[-2000:]:
+        k = np.uint64(key)
+        expected = _alias_pick.py_func(float(key) * 2.0**-53, sampler.prob, column, alias)
+        assert _guided_pick.py_func(k, sampler.guide, sampler.outcomes, sampler.prob, column, alias) == expected

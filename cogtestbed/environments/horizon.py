@@ -275,7 +275,8 @@ def _game_rows(forced: np.ndarray, free_action: np.ndarray, free_valid: np.ndarr
             ok = free_valid[i, t - n_forced] if free else True
             r0, r1 = rewards[i, t, 0], rewards[i, t, 1]
             action[r], valid[r], reward0[r], reward1[r], trial[r], forced_trial[r] = a, ok, r0, r1, t, not free
-            reward[r] = (r1 if a >= 1 else r0) if ok else np.nan
+            paid = rewards[i, t, np.intp(a >= 1)]  # an indexed load, not a branch on the (random) arm
+            reward[r] = paid if ok else np.nan
             r += 1
     return action, valid, reward, reward0, reward1, trial, forced_trial
 
@@ -292,7 +293,7 @@ def _forced_patterns(unequal: np.ndarray, pick: np.ndarray) -> np.ndarray:  # pr
     n = unequal.shape[0]
     out = np.empty((n, FORCED_PATTERNS.shape[1]), dtype=np.int64)
     for i in range(n):
-        row = pick[i] if unequal[i] else 2
+        row = 2 - np.int64(unequal[i]) * (2 - pick[i])  # pick[i] where unequal, else 2: no branch on a coin
         for t in range(FORCED_PATTERNS.shape[1]):
             out[i, t] = FORCED_PATTERNS[row, t]
     return out

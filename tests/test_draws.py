@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare, norm
 
-from cogtestbed.environments.draws import RoundedNormal, argsort_uniform_rows, bernoulli, permute_rows, uniforms
+from cogtestbed.environments.draws import (
+    RoundedNormal,
+    argsort_uniform_rows,
+    bernoulli,
+    integers,
+    permute_rows,
+    uniforms,
+)
 
 
 def test_permute_rows_gives_uniform_permutations_of_each_row() -> None:
@@ -124,3 +131,32 @@ def test_guide_table_gives_the_alias_pick_of_every_uniform(sd: float) -> None:
         k = np.uint64(key)
         expected = _alias_pick.py_func(float(key) * 2.0**-53, sampler.prob, column, alias)
         assert _guided_pick.py_func(k, sampler.guide, sampler.outcomes, sampler.prob, column, alias) == expected
+
+
+@pytest.mark.parametrize("highs", [(2,), (3, 10), (7, 2, 1000), (2**31 + 5, 2**32 - 2, 2), (1, 4), (2**32, 3)])
+@pytest.mark.parametrize("size", [0, 1, 3, 50_001])
+@pytest.mark.parametrize("seed", [0, 1, 7, 12])
+def test_integers_are_numpys_and_leave_its_state(highs: tuple[int, ...], size: int, seed: int) -> None:
+    """Compiled bounded integers (any size once loaded) give ``rng.integers``'s numbers, its state (the
+    buffered half word included) and so every later draw; ranges it does not take go to numpy."""
+    fast, slow = np.random.default_rng(seed), np.random.default_rng(seed)
+    if seed % 2:
+        for rng in (fast, slow):
+            rng.integers(0, 5, size=1)  # leaves half a 64-bit output buffered
+    got = integers(fast, highs, size)
+    expected = [slow.integers(0, h, size=size) for h in highs]
+    assert got.dtype == np.int64 and got.shape == (len(highs), size)
+    assert all(np.array_equal(g, e) for g, e in zip(got, expected, strict=True))
+    assert fast.bit_generator.state == slow.bit_generator.state
+    assert fast.random(3).tolist() == slow.random(3).tolist()
+    assert fast.integers(0, 9, size=5).tolist() == slow.integers(0, 9, size=5).tolist()
+
+
+def test_integers_reject_as_numpy_does() -> None:
+    """A range whose rejection zone is wide (high = 2³¹ + 1: nearly half the 32-bit draws rejected)
+    takes the same extra draws as numpy."""
+    fast, slow = np.random.default_rng(4), np.random.default_rng(4)
+    high = 2**31 + 1
+    assert np.array_equal(integers(fast, (high, 3), 200_000), [slow.integers(0, high, 200_000),
+                                                               slow.integers(0, 3, 200_000)])
+    assert fast.bit_generator.state == slow.bit_generator.state

@@ -26,6 +26,7 @@ draws from numpy itself.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from numba import njit
@@ -39,7 +40,6 @@ from cogtestbed.environments.pcg64 import (
     output,
     put_state,
     step_key,
-    take_state,
     unit,
 )
 from cogtestbed.jit_cache import compiled_pays
@@ -176,53 +176,60 @@ def _fill_uniforms(cur: np.ndarray, inc: np.ndarray, out: np.ndarray) -> None:  
 #: Fewer bounded integers than this come from ``rng.integers`` itself until the compiled fill is loaded.
 INTEGERS_MIN_SIZE = 100_000
 _LOW32 = np.uint64(0xFFFFFFFF)
+_MASK64 = 2**64 - 1
 
 
-def integers(rng: np.random.Generator, high: int, size: int) -> np.ndarray:
-    """``rng.integers(0, high, size)`` (int64): the same numbers, and ``rng`` left in the same state.
+def integers(rng: np.random.Generator, highs: Sequence[int], size: int) -> np.ndarray:
+    """``rng.integers(0, high, size)`` (int64) for each of ``highs`` in turn, as the rows of a
+    (len(highs), size) array: the same numbers, and ``rng`` left in the same state.
 
-    From numpy's own PCG64 with ``2 ≤ high < 2³²`` and at least :data:`INTEGERS_MIN_SIZE` draws
-    (or once compiled), numpy's algorithm in compiled code (:func:`_lemire_fill`); anything else
-    from ``rng.integers``.
+    From numpy's own PCG64 with every ``high`` in 2 … 2³² − 2 and at least :data:`INTEGERS_MIN_SIZE`
+    draws (or once compiled), numpy's algorithm in one compiled pass (:func:`_lemire_fill`), the
+    generator's state read and written once; anything else from ``rng.integers``.
     """
-    size = int(size)
-    if (not is_pcg64(rng) or not 2 <= int(high) < 2**32 - 1
-            or not compiled_pays(size, INTEGERS_MIN_SIZE, _lemire_fill)):
-        return rng.integers(0, high, size=size)
-    state, inc = take_state(rng)
+    size, limits = int(size), np.array([int(h) - 1 for h in highs], dtype=np.uint64)
+    if (not is_pcg64(rng) or not all(1 <= int(h) - 1 < 2**32 - 2 for h in highs)
+            or not compiled_pays(size * len(limits), INTEGERS_MIN_SIZE, _lemire_fill)):
+        return np.array([rng.integers(0, h, size=size) for h in highs], dtype=np.int64).reshape(len(limits), size)
     full = rng.bit_generator.state
-    out = np.empty(size, dtype=np.int64)
-    hi, lo, has, half = _lemire_fill(np.uint64(state >> 64), np.uint64(state & (2**64 - 1)), np.uint64(inc >> 64),
-                                     np.uint64(inc & (2**64 - 1)), int(full["has_uint32"]),
-                                     np.uint64(full["uinteger"]), np.uint64(int(high) - 1), out)
-    put_state(rng, (int(hi) << 64) | int(lo), (has, int(half)))
+    state, inc = int(full["state"]["state"]), int(full["state"]["inc"])
+    out = np.empty((len(limits), size), dtype=np.int64)
+    hi, lo, has, half = _lemire_fill(np.uint64(state >> 64), np.uint64(state & _MASK64), np.uint64(inc >> 64),
+                                     np.uint64(inc & _MASK64), int(full["has_uint32"]), np.uint64(full["uinteger"]),
+                                     limits, out)
+    full["state"]["state"] = (int(hi) << 64) | int(lo)
+    full["has_uint32"], full["uinteger"] = int(has), int(half)
+    rng.bit_generator.state = full
     return out
 
 
 @njit(cache=True)
 def _lemire_fill(hi: np.uint64, lo: np.uint64, inc_hi: np.uint64, inc_lo: np.uint64, has: int, half: np.uint64,
-                 rng: np.uint64, out: np.ndarray) -> tuple[np.uint64, np.uint64, int, np.uint64]:  # pragma: no cover
-    """``out`` ← integers in 0..``rng`` as numpy's ``random_bounded_uint64_fill`` draws them for a range
-    below 2³² − 1: Lemire's (2019, "Fast random integer generation in an interval", ACM TOMACS 29(1))
-    multiply-and-reject on 32-bit draws, x·(rng + 1) accepted when its low 32 bits are at least
-    (2³² − 1 − rng) mod (rng + 1), the value its high 32 bits.  The 32-bit draws are PCG64's
-    ``next_uint32``: the low half of a 64-bit output, its high half kept (``has``, ``half``) for the
-    next draw, across calls as the generator keeps it.  Returns the state after (hi, lo, has, half)."""
-    excl = rng + np.uint64(1)
-    threshold = (_LOW32 - rng) % excl
-    for i in range(out.size):
-        while True:
-            if has:
-                x = half
-                has = 0
-            else:
-                hi, lo = _lcg_step(hi, lo, inc_hi, inc_lo)
-                word = output(hi, lo)
-                x, half, has = word & _LOW32, word >> np.uint64(32), 1
-            m = x * excl
-            if (m & _LOW32) >= threshold:
-                break
-        out[i] = np.int64(m >> np.uint64(32))
+                 limits: np.ndarray,
+                 out: np.ndarray) -> tuple[np.uint64, np.uint64, int, np.uint64]:  # pragma: no cover - numba
+    """Row k of ``out`` ← integers in 0..``limits[k]``, rows in turn, as numpy's ``random_bounded_uint64_fill``
+    draws them for a range below 2³² − 1: Lemire's (2019, "Fast random integer generation in an interval",
+    ACM TOMACS 29(1)) multiply-and-reject on 32-bit draws, x·(limit + 1) accepted when its low 32 bits
+    are at least (2³² − 1 − limit) mod (limit + 1), the value its high 32 bits.  The 32-bit draws are
+    PCG64's ``next_uint32``: the low half of a 64-bit output, its high half kept (``has``, ``half``) for
+    the next draw, across calls as the generator keeps it.  Returns the state after (hi, lo, has, half)."""
+    for k in range(out.shape[0]):
+        excl = limits[k] + np.uint64(1)
+        threshold = (_LOW32 - limits[k]) % excl
+        row = out[k]
+        for i in range(row.size):
+            while True:
+                if has:
+                    x = half
+                    has = 0
+                else:
+                    hi, lo = _lcg_step(hi, lo, inc_hi, inc_lo)
+                    word = output(hi, lo)
+                    x, half, has = word & _LOW32, word >> np.uint64(32), 1
+                m = x * excl
+                if (m & _LOW32) >= threshold:
+                    break
+            row[i] = np.int64(m >> np.uint64(32))
     return hi, lo, has, half
 
 

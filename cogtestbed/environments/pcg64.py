@@ -46,13 +46,10 @@ def take_state(rng: np.random.Generator) -> tuple[int, int]:
     return int(st["state"]), int(st["inc"])
 
 
-def put_state(rng: np.random.Generator, state: int, half: tuple[int, int] | None = None) -> None:
-    """Set the 128-bit LCG state of a PCG64 generator (increment unchanged); ``half``: its buffered
-    32 bits as (``has_uint32``, ``uinteger``), where they change (default: unchanged)."""
+def put_state(rng: np.random.Generator, state: int) -> None:
+    """Set the 128-bit LCG state of a PCG64 generator (increment and buffered 32 bits unchanged)."""
     full = rng.bit_generator.state
     full["state"]["state"] = state
-    if half is not None:
-        full["has_uint32"], full["uinteger"] = int(half[0]), int(half[1])
     rng.bit_generator.state = full
 
 

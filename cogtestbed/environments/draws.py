@@ -191,13 +191,13 @@ def integers(rng: np.random.Generator, highs: Sequence[int], size: int) -> np.nd
     if (not is_pcg64(rng) or not all(1 <= int(h) - 1 < 2**32 - 2 for h in highs)
             or not compiled_pays(size * len(limits), INTEGERS_MIN_SIZE, _lemire_fill)):
         return np.array([rng.integers(0, h, size=size) for h in highs], dtype=np.int64).reshape(len(limits), size)
-    full = rng.bit_generator.state
+    full = dict(rng.bit_generator.state)
     state, inc = int(full["state"]["state"]), int(full["state"]["inc"])
     out = np.empty((len(limits), size), dtype=np.int64)
     hi, lo, has, half = _lemire_fill(np.uint64(state >> 64), np.uint64(state & _MASK64), np.uint64(inc >> 64),
                                      np.uint64(inc & _MASK64), int(full["has_uint32"]), np.uint64(full["uinteger"]),
                                      limits, out)
-    full["state"]["state"] = (int(hi) << 64) | int(lo)
+    full["state"] = {"state": (int(hi) << 64) | int(lo), "inc": inc}
     full["has_uint32"], full["uinteger"] = int(has), int(half)
     rng.bit_generator.state = full
     return out

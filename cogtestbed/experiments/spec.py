@@ -8,6 +8,7 @@ experiment keeps them:
 ============================  ====================================================================
 piece                          where
 ============================  ====================================================================
+trial table: name, schema      ``tables/<family>.py`` (``EXPERIMENT``, ``SCHEMA``)
 environment + design           ``environments/<family>.py`` (a :class:`~cogtestbed.environments.base.TextEnv`)
 synthetic agents               ``agents/<family>.py`` (:class:`~cogtestbed.agents.base.SyntheticAgent`)
 cognitive models + metrics     ``inference/<family>.py`` (:class:`~cogtestbed.inference.base.CognitiveModel`)
@@ -119,8 +120,8 @@ class _LazyField:
     """A field of :class:`ExperimentSpec` whose declared value may be :class:`Lazy`.
 
     The declared value is kept in the instance's ``__dict__`` under the field's name; reading the
-    field loads every lazy piece of the spec at once and checks the whole declaration
-    (:meth:`ExperimentSpec.problems`) before returning the piece.
+    field imports every lazy piece of the spec at once and checks the declaration against them
+    before returning the piece.
     """
 
     def __init__(self, name: str) -> None:
@@ -382,11 +383,10 @@ class ExperimentSpec:
 
     ``env_cls`` and ``agents`` may be named with :func:`lazy` (imported on first access);
     ``table_schema`` is the :class:`~cogtestbed.schema.TrialSchema` the environment declares (the
-    same object; ``None``: read from the environment).  ``trials_field`` is the integer design field
-    ``--trials`` scales (``None``: the trial count is fixed by the paradigm; studies then scale
-    ``runs``).  ``pooling_unit`` says whether a
-    subject's data are one session (``subject``) or several sessions of one agent pooled for
-    fitting (``session``, CogBench's runs).
+    same object; ``None``: read from the environment).  ``trials_field`` is the integer design
+    field ``--trials`` scales (``None``: the trial count is fixed by the paradigm; studies then
+    scale ``runs``).  ``pooling_unit`` says whether a subject's data are one session (``subject``)
+    or several sessions of one agent pooled for fitting (``session``, CogBench's runs).
     """
 
     name: str
@@ -409,7 +409,9 @@ class ExperimentSpec:
     expected_failures: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        problems = self._declared_problems() + ([] if self.has_lazy_pieces else self._piece_problems())
+        problems = self._declared_problems()
+        if not self.has_lazy_pieces:
+            problems += self._piece_problems(self.env_cls, self.agents)
         if problems:
             raise ValueError(f"experiment spec {self.name!r} is inconsistent: " + "; ".join(problems))
 
@@ -418,23 +420,25 @@ class ExperimentSpec:
         """Whether a piece named with :func:`lazy` is not imported yet."""
         return any(isinstance(self.__dict__[name], Lazy) for name in LAZY_FIELDS)
 
+    def _imported_pieces(self) -> dict[str, Any]:
+        """The values of :data:`LAZY_FIELDS`, lazy ones imported (not stored)."""
+        return {name: value.load() if isinstance(value, Lazy) else value
+                for name, value in ((n, self.__dict__[n]) for n in LAZY_FIELDS)}
+
     def _load_pieces(self) -> None:
-        """Import every lazy piece, then check the declaration against them (on an error the
-        pieces stay lazy, so that every access reports it)."""
-        declared = {name: self.__dict__[name] for name in LAZY_FIELDS}
-        for name, value in declared.items():
-            if isinstance(value, Lazy):
-                self.__dict__[name] = value.load()
-        problems = self._piece_problems()
+        """Import every lazy piece and check the declaration against them; keep them only when
+        consistent (otherwise every access reports the problems)."""
+        pieces = self._imported_pieces()
+        problems = self._piece_problems(**pieces)
         if problems:
-            self.__dict__.update(declared)
             raise ValueError(f"experiment spec {self.name!r} is inconsistent: " + "; ".join(problems))
+        self.__dict__.update(pieces)
 
     # -- self-consistency (checked at declaration; the conformance suite checks behaviour) --
     def problems(self) -> list[str]:
         """Declaration errors: names that do not resolve, models without a generator, … (imports
         the lazy pieces)."""
-        return self._declared_problems() + self._piece_problems()
+        return self._declared_problems() + self._piece_problems(**self._imported_pieces())
 
     def _declared_problems(self) -> list[str]:
         """The errors visible without importing the lazy pieces."""
@@ -459,24 +463,25 @@ class ExperimentSpec:
                 out.append(f"expected failure of {check!r} needs a reason")
         return out
 
-    def _piece_problems(self) -> list[str]:
-        """The errors against the environment and the agents (read through the lazy fields)."""
+    def _piece_problems(self, env_cls: type[TextEnv[Any, Any]],
+                        agents: Mapping[str, type[SyntheticAgent]]) -> list[str]:
+        """The errors against the environment and the agents."""
         out: list[str] = []
         for model, gen in self.generators.items():
-            if model in self.models and gen.agent not in self.agents:
+            if model in self.models and gen.agent not in agents:
                 out.append(f"generator of {model!r} names unknown agent {gen.agent!r}")
         from cogtestbed.schema import TrialSchema
 
-        declared = getattr(self.env_cls, "table_schema", None)
+        declared = getattr(env_cls, "table_schema", None)
         if not isinstance(declared, TrialSchema):
-            out.append(f"{self.env_cls.__name__} declares no table_schema (a TrialSchema)")
+            out.append(f"{env_cls.__name__} declares no table_schema (a TrialSchema)")
         elif self.table_schema is not None and declared is not self.table_schema:
-            out.append(f"{self.env_cls.__name__}.table_schema is not the spec's table_schema")
-        fields_ = getattr(self.env_cls.design_cls, "model_fields", {})
+            out.append(f"{env_cls.__name__}.table_schema is not the spec's table_schema")
+        fields_ = getattr(env_cls.design_cls, "model_fields", {})
         if self.trials_field is not None and self.trials_field not in fields_:
-            out.append(f"trials_field {self.trials_field!r} is not a field of {self.env_cls.design_cls.__name__}")
+            out.append(f"trials_field {self.trials_field!r} is not a field of {env_cls.design_cls.__name__}")
         for s in self.studies:
-            if s.agent is not None and s.agent not in self.agents:
+            if s.agent is not None and s.agent not in agents:
                 out.append(f"{s.kind} study names unknown agent {s.agent!r}")
         return out
 

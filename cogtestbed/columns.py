@@ -234,20 +234,7 @@ def spread(values: np.ndarray, lengths: np.ndarray, compiled: bool | None = None
         compiled = compiled_pays(total * values.shape[0], COMPILED_MIN_ROWS, _spread_fixed if fixed else _spread)
     if not compiled:
         return [np.repeat(v, lengths) for v in values]
-    constant = _constant_rows(values)
-    varying = values[~constant]
     per_block = max(1, SPREAD_BLOCK_BYTES // max(1, (total + width) * values.itemsize))
-    blocks = [varying[first:first + per_block] for first in range(0, len(varying), per_block)]
+    blocks = [values[first:first + per_block] for first in range(0, len(values), per_block)]
     kernel = _spread_fixed if fixed else _spread
-    spread_rows = iter([column for block in blocks for column in kernel(block, lengths, total, width)])
-    # a column of one value (a parameter given as a scalar) is a fill, cheaper than the spreading pass
-    return [np.full(total, v[0], dtype=values.dtype) if same else next(spread_rows)
-            for v, same in zip(values, constant, strict=True)]
-
-
-def _constant_rows(values: np.ndarray) -> np.ndarray:
-    """Which rows of a (k, n) array hold one value, bit for bit (−0.0 and 0.0 differ, NaN equals its own bits)."""
-    if values.shape[1] == 0 or values.dtype.kind not in "iufb" or values.itemsize not in (1, 2, 4, 8):
-        return np.zeros(len(values), dtype=bool)
-    bits = values.view(f"u{values.itemsize}")
-    return np.asarray((bits == bits[:, :1]).all(axis=1), dtype=bool)
+    return [column for block in blocks for column in kernel(block, lengths, total, width)]

@@ -265,7 +265,7 @@ def test_spread_compiled_equals_repeat_and_null_strings_equal_arrow_nulls() -> N
         out = spread(values, lengths, compiled=compiled)
         assert len(out) == 3 and all((o == np.repeat(v, lengths)).all() for o, v in zip(out, values, strict=True))
     mixed = np.array([[1.5, 1.5, 1.5, 1.5], [0.0, -0.0, 0.0, 0.0], [np.nan] * 4, [3.0, 1.0, 3.0, 3.0]])
-    for lengths_ in (lengths, np.array([5, 10, 10, 5])):  # constant rows are filled, bit for bit
+    for lengths_ in (lengths, np.array([5, 10, 10, 5])):  # bit for bit (−0.0, NaN)
         out = spread(mixed, lengths_, compiled=True)
         assert all(o.tobytes() == np.repeat(v, lengths_).tobytes() for o, v in zip(out, mixed, strict=True))
     varied = np.array([5, 10, 10, 5])  # lengths that vary little: the fixed-width pass

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from cogtestbed.columns import kept_counts, kept_rows, take_strings
-from cogtestbed.environments.draws import permute_rows, standard_normal
+from cogtestbed.environments.draws import standard_normal
 from cogtestbed.environments.probabilistic import ProbabilisticDesign, ProbabilisticReasoningEnv
 from cogtestbed.environments.twostep import TwoStepDesign, TwoStepEnv
 
@@ -110,24 +110,3 @@ def test_kept_counts_are_the_true_cells_per_row(compiled: bool) -> None:
     assert counts[4] == 0 and kept_counts(np.zeros((0, 3), bool), compiled).size == 0
     with pytest.raises(ValueError, match="mask"):
         kept_counts(np.ones(5, bool), compiled)
-
-
-@pytest.mark.parametrize("n", [1, 2, 5, 20_001])
-@pytest.mark.parametrize("buffered", [False, True])
-def test_horizon_conditions_in_one_pass_equal_the_numpy_draws(n: int, buffered: bool) -> None:
-    """The compiled pass over the games (any size once loaded) gives numpy's conditions and shuffled
-    forced choices, and leaves the generator (its buffered half word included) where numpy leaves it."""
-    from cogtestbed.environments.horizon import COMPILED_MIN_GAMES, HorizonDesign, _conditions, _forced_patterns
-
-    _conditions(HorizonDesign(), COMPILED_MIN_GAMES, np.random.default_rng(0))  # loads the compiled pass
-    for design in (HorizonDesign(), HorizonDesign(p_unequal=0.2)):
-        fast, slow = np.random.default_rng(n), np.random.default_rng(n)
-        if buffered:
-            for rng in (fast, slow):
-                rng.integers(0, 7, size=3)  # leaves half a 64-bit output buffered
-        unequal, forced = _conditions(design, n, fast)
-        plain_unequal = slow.random(n) < design.p_unequal
-        plain_forced = permute_rows(_forced_patterns(plain_unequal, slow.integers(0, 2, size=n)), slow)
-        assert np.array_equal(unequal, plain_unequal) and forced.dtype == plain_forced.dtype
-        assert np.array_equal(forced, plain_forced)
-        assert fast.bit_generator.state == slow.bit_generator.state

@@ -37,8 +37,6 @@ from pydantic import Field, field_validator
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.draws import RoundedNormal, integers, permute_rows
 from cogtestbed.environments.parsing import parse_machine
-from cogtestbed.environments.pcg64 import _lcg_step, is_pcg64, jump, output, step_key, unit
-from cogtestbed.jit_cache import compiled_pays
 from cogtestbed.schema import REWARDED, TrialSchema, Values
 from cogtestbed.trials import PerSubject, PerTrial, finish_table, fresh_column
 
@@ -148,7 +146,7 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         """Draw horizon, condition, means, rewards and forced choices for ``n`` games (whole arrays:
         bounded integers by :func:`~cogtestbed.environments.draws.integers`, rounded Gaussian rewards
         by :class:`~cogtestbed.environments.draws.RoundedNormal` where the means are whole numbers,
-        information conditions and forced choices by :func:`_conditions`)."""
+        forced choices shuffled by :func:`~cogtestbed.environments.draws.permute_rows`)."""
         horizon_pick, arm, base_pick, delta_pick = integers(
             rng, (len(design.horizons), 2, len(design.base_means), len(design.deltas)), n)
         horizon, means = _game_means(horizon_pick, arm, base_pick, delta_pick, np.asarray(design.horizons, np.int64),
@@ -158,7 +156,8 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
             rewards = _rounded_normal(design.reward_sd).draw(shape, rng, means[:, None, :])
         else:
             rewards = np.rint(means[:, None, :] + design.reward_sd * rng.standard_normal(shape))
-        unequal, forced = _conditions(design, n, rng)
+        unequal = rng.random(n) < design.p_unequal
+        forced = permute_rows(_forced_patterns(unequal, integers(rng, (2,), n)[0]), rng)
         return HorizonSessions(horizon=horizon, unequal=unequal, means=means, rewards=rewards, forced=forced)
 
     # -- dynamics --------------------------------------------------------------------------
@@ -298,73 +297,6 @@ def _forced_patterns(unequal: np.ndarray, pick: np.ndarray) -> np.ndarray:  # pr
     return out
 
 
-#: Fewer games than this draw their conditions with numpy until the compiled pass is loaded (loading
-#: it costs more than numpy spends on them).
-COMPILED_MIN_GAMES = 20_000
-_LOW32 = np.uint64(0xFFFFFFFF)
-_MASK64 = 2**64 - 1
-
-
-def _conditions(design: HorizonDesign, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(unequal (n,) bool, forced (n, 4) int64) of ``n`` games, drawn in this order (CogBench's
-    ``envs/bandits.py``): the information conditions (``rng.random(n) < p_unequal``), which unequal
-    pattern each game would take (``rng.integers(0, 2, n)``), then the patterns shuffled
-    (:func:`~cogtestbed.environments.draws.permute_rows`).  From numpy's own PCG64, one compiled pass
-    over the games (:func:`_draw_conditions`) reading the three blocks from three cursors: the same
-    draws, and ``rng`` left in the same state."""
-    if not (is_pcg64(rng) and compiled_pays(n, COMPILED_MIN_GAMES, _draw_conditions)):
-        unequal = rng.random(n) < design.p_unequal
-        return unequal, permute_rows(_forced_patterns(unequal, integers(rng, (2,), n)[0]), rng)
-    full = dict(rng.bit_generator.state)
-    state, inc = int(full["state"]["state"]), int(full["state"]["inc"])
-    has = int(full["has_uint32"])
-    picks = jump(state, inc, n)  # after the n uniforms; the picks take 32-bit halves, a buffered one first
-    shuffle = jump(picks, inc, (n - has + 1) // 2)
-    cur = np.array([[v >> 64, v & _MASK64] for v in (state, picks, shuffle)], dtype=np.uint64)
-    unequal = np.empty(n, dtype=np.bool_)
-    forced = np.empty((n, FORCED_PATTERNS.shape[1]), dtype=np.int64)
-    hi, lo, has_after, half = _draw_conditions(cur, np.array([inc >> 64, inc & _MASK64], dtype=np.uint64), has,
-                                               np.uint64(full["uinteger"]), float(design.p_unequal), unequal, forced)
-    full["state"] = {"state": (int(hi) << 64) | int(lo), "inc": inc}
-    full["has_uint32"], full["uinteger"] = int(has_after), int(half)
-    rng.bit_generator.state = full
-    return unequal, forced
-
-
-
-@njit(cache=True)
-def _draw_conditions(cur: np.ndarray, inc: np.ndarray, has: int, half: np.uint64, p_unequal: float, unequal: np.ndarray,
-                     forced: np.ndarray) -> tuple[np.uint64, np.uint64, int, np.uint64]:  # pragma: no cover - numba
-    """Game g's condition from cursor 0 (its uniform below ``p_unequal``), its pattern pick from cursor 1
-    (numpy's bounded integer in 0..1 from a 32-bit half: its top bit; the buffered half ``has``/``half``
-    first, then the low and high halves of each output), its forced choices shuffled by Durstenfeld's
-    (1964) Fisher–Yates from three uniforms of cursor 2 (as :func:`~cogtestbed.environments.draws.permute_rows`).
-    Returns the generator's state after: cursor 2's, and the half word the picks leave buffered."""
-    ih, il = inc[0], inc[1]
-    h0, l0, h1, l1, h2, l2 = cur[0, 0], cur[0, 1], cur[1, 0], cur[1, 1], cur[2, 0], cur[2, 1]
-    m = forced.shape[1]
-    row = np.empty(m, dtype=np.int64)
-    for g in range(unequal.shape[0]):
-        h0, l0, key = step_key(h0, l0, ih, il)
-        u = unit(key) < p_unequal
-        if has:
-            x, has = half, 0
-        else:
-            h1, l1 = _lcg_step(h1, l1, ih, il)
-            word = output(h1, l1)
-            x, half, has = word & _LOW32, word >> np.uint64(32), 1
-        pattern = 2 - np.int64(u) * (2 - np.int64(x >> np.uint64(31)))
-        for t in range(m):
-            row[t] = FORCED_PATTERNS[pattern, t]
-        for i in range(m - 1):
-            h2, l2, key = step_key(h2, l2, ih, il)
-            j = i + int(unit(key) * (m - i))
-            row[i], row[j] = row[j], row[i]
-        unequal[g] = u
-        forced[g, :] = row
-    return h2, l2, has, half
-
-
 @njit(cache=True)
 def _game_exists(length: np.ndarray, t_max: int) -> np.ndarray:  # pragma: no cover - numba
     """(n, t_max) mask of the trials each game has: game i's first ``length[i]``."""
@@ -396,7 +328,13 @@ def _game_means(horizon_pick: np.ndarray, arm: np.ndarray, base_pick: np.ndarray
 
 def _whole_means(design: HorizonDesign) -> bool:
     """Whether every mean the design can draw (a base mean, or one plus a Δ) is a whole number."""
-    values = np.add.outer(design.base_means, (0.0, *design.deltas))
+    return _whole_sums(tuple(design.base_means), tuple(design.deltas))
+
+
+@cache
+def _whole_sums(base_means: tuple[float, ...], deltas: tuple[float, ...]) -> bool:
+    """Whether every base mean, and every base mean plus a Δ, is a whole number (once per design)."""
+    values = np.add.outer(base_means, (0.0, *deltas))
     return bool(np.all(values == np.rint(values)))
 
 

@@ -168,7 +168,9 @@ def kept_counts(keep: np.ndarray, compiled: bool | None = None) -> np.ndarray:
 
 
 @njit(cache=True)
-def _spread(values: np.ndarray, lengths: np.ndarray, total: int) -> np.ndarray:  # pragma: no cover - numba
+def _spread(values: np.ndarray, lengths: np.ndarray, total: int, width: int = 0) -> np.ndarray:  # pragma: no cover
+    """Column c of the result: ``lengths[i]`` copies of ``values[c, i]`` for every subject i in turn
+    (``width``: unused, the signature of :func:`_spread_fixed`)."""
     k, n = values.shape
     out = np.empty((k, total), dtype=values.dtype)
     row = 0
@@ -182,9 +184,31 @@ def _spread(values: np.ndarray, lengths: np.ndarray, total: int) -> np.ndarray: 
     return out
 
 
+@njit(cache=True)
+def _spread_fixed(values: np.ndarray, lengths: np.ndarray, total: int,
+                  width: int) -> np.ndarray:  # pragma: no cover - numba
+    """:func:`_spread` writing ``width`` (≥ every length) copies per subject and column, then moving on by
+    the subject's length: the next subject's rows overwrite the surplus, ``width`` rows to spare at the
+    end.  A loop of the same trip count for every subject (no mispredicted exit where lengths vary)."""
+    k, n = values.shape
+    out = np.empty((k, total + width), dtype=values.dtype)
+    row = 0
+    for i in range(n):
+        for c in range(k):
+            v = values[c, i]
+            block = out[c, row:row + width]
+            for j in range(width):
+                block[j] = v
+        row += lengths[i]
+    return out[:, :total]
+
+
 #: Most bytes one :func:`spread` block allocates: below the heap's mmap threshold
 #: (:data:`cogtestbed.heap.MMAP_THRESHOLD`), so that the block comes from the warm heap, not as fresh pages.
 SPREAD_BLOCK_BYTES = 16 * 2**20
+#: :func:`spread` writes a fixed number of copies (the longest length) per subject while that writes at
+#: most this many times the rows it keeps (lengths that vary little, e.g. 5 or 10 trials a game).
+FIXED_WIDTH_SLACK = 2
 
 
 def spread(values: np.ndarray, lengths: np.ndarray, compiled: bool | None = None) -> list[np.ndarray]:
@@ -193,8 +217,9 @@ def spread(values: np.ndarray, lengths: np.ndarray, compiled: bool | None = None
     copies of ``values[c, i]`` (``np.repeat(values[c], lengths)`` for every c).
 
     One pass writes several columns (each a row of a block of at most :data:`SPREAD_BLOCK_BYTES`),
-    with a loop per subject rather than per row and column.  ``compiled``: whether to use the
-    compiled pass (default: see :data:`COMPILED_MIN_ROWS`; ``np.repeat`` otherwise).
+    with a loop per subject rather than per row and column, of the same trip count for every subject
+    where the lengths vary little (:data:`FIXED_WIDTH_SLACK`, :func:`_spread_fixed`).  ``compiled``:
+    whether to use the compiled pass (default: see :data:`COMPILED_MIN_ROWS`; ``np.repeat`` otherwise).
     """
     values = np.ascontiguousarray(values)
     lengths = np.ascontiguousarray(lengths, dtype=np.int64)
@@ -203,10 +228,13 @@ def spread(values: np.ndarray, lengths: np.ndarray, compiled: bool | None = None
     if (lengths < 0).any():
         raise ValueError("spread lengths must be non-negative")
     total = int(lengths.sum())
+    width = int(lengths.max(initial=0))
+    fixed = width * len(lengths) <= FIXED_WIDTH_SLACK * total
     if compiled is None:
-        compiled = compiled_pays(total * values.shape[0], COMPILED_MIN_ROWS, _spread)
+        compiled = compiled_pays(total * values.shape[0], COMPILED_MIN_ROWS, _spread_fixed if fixed else _spread)
     if not compiled:
         return [np.repeat(v, lengths) for v in values]
-    per_block = max(1, SPREAD_BLOCK_BYTES // max(1, total * values.itemsize))
-    return [column for first in range(0, len(values), per_block)
-            for column in _spread(values[first:first + per_block], lengths, total)]
+    per_block = max(1, SPREAD_BLOCK_BYTES // max(1, (total + width) * values.itemsize))
+    blocks = [values[first:first + per_block] for first in range(0, len(values), per_block)]
+    kernel = _spread_fixed if fixed else _spread
+    return [column for block in blocks for column in kernel(block, lengths, total, width)]

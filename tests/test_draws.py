@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare, norm
 
-from cogtestbed.environments.draws import RoundedNormal, argsort_uniform_rows, bernoulli, permute_rows, uniforms
+from cogtestbed.environments.draws import (
+    RoundedNormal,
+    argsort_uniform_rows,
+    bernoulli,
+    integers,
+    permute_rows,
+    uniforms,
+)
 
 
 def test_permute_rows_gives_uniform_permutations_of_each_row() -> None:
@@ -105,3 +112,69 @@ def test_uniforms_equal_rng_random_and_leave_the_same_state(shape: tuple[int, ..
     assert np.array_equal(uniforms(fast, shape), slow.random(shape))
     assert fast.bit_generator.state == slow.bit_generator.state
     assert fast.integers(0, 10**6, size=4).tolist() == slow.integers(0, 10**6, size=4).tolist()
+
+
+@pytest.mark.parametrize("sd", [0.3, 2.0, 8.0, 25.0])
+def test_guide_table_gives_the_alias_pick_of_every_uniform(sd: float) -> None:
+    """The guided pick equals the alias method's own at both ends of every guide interval, next to
+    them, and at random uniforms (its fallback included: the intervals that meet two outcomes)."""
+    from cogtestbed.environments.draws import GUIDE_BITS, _alias_pick, _guided_pick
+
+    sampler = RoundedNormal(sd)
+    column, alias = sampler.offsets, sampler.offsets.take(sampler.alias)
+    step = 1 << (53 - GUIDE_BITS)
+    edges = np.arange(2**GUIDE_BITS, dtype=np.uint64) * np.uint64(step)
+    keys = np.concatenate([edges, edges + np.uint64(1), edges + np.uint64(step - 1), edges + np.uint64(step - 2),
+                           np.random.default_rng(2).integers(0, 2**53, size=20_000, dtype=np.uint64)])
+    assert (sampler.guide < 0).any() and (sampler.guide >= 0).mean() > 0.9
+    for key in keys.tolist()[::7] + keys.tolist()[-2000:]:
+        k = np.uint64(key)
+        expected = _alias_pick.py_func(float(key) * 2.0**-53, sampler.prob, column, alias)
+        assert _guided_pick.py_func(k, sampler.guide, sampler.outcomes, sampler.prob, column, alias) == expected
+
+
+@pytest.mark.parametrize("highs", [(2,), (3, 10), (7, 2, 1000), (2**31 + 5, 2**32 - 2, 2), (1, 4), (2**32, 3)])
+@pytest.mark.parametrize("size", [0, 1, 3, 50_001])
+@pytest.mark.parametrize("seed", [0, 1, 7, 12])
+def test_integers_are_numpys_and_leave_its_state(highs: tuple[int, ...], size: int, seed: int) -> None:
+    """Compiled bounded integers (any size once loaded) give ``rng.integers``'s numbers, its state (the
+    buffered half word included) and so every later draw; ranges it does not take go to numpy."""
+    fast, slow = np.random.default_rng(seed), np.random.default_rng(seed)
+    if seed % 2:
+        for rng in (fast, slow):
+            rng.integers(0, 5, size=1)  # leaves half a 64-bit output buffered
+    got = integers(fast, highs, size)
+    expected = [slow.integers(0, h, size=size) for h in highs]
+    assert got.dtype == np.int64 and got.shape == (len(highs), size)
+    assert all(np.array_equal(g, e) for g, e in zip(got, expected, strict=True))
+    assert fast.bit_generator.state == slow.bit_generator.state
+    assert fast.random(3).tolist() == slow.random(3).tolist()
+    assert fast.integers(0, 9, size=5).tolist() == slow.integers(0, 9, size=5).tolist()
+
+
+def test_integers_reject_as_numpy_does() -> None:
+    """A range whose rejection zone is wide (high = 2³¹ + 1: nearly half the 32-bit draws rejected)
+    takes the same extra draws as numpy."""
+    fast, slow = np.random.default_rng(4), np.random.default_rng(4)
+    high = 2**31 + 1
+    assert np.array_equal(integers(fast, (high, 3), 200_000), [slow.integers(0, high, 200_000),
+                                                               slow.integers(0, 3, 200_000)])
+    assert fast.bit_generator.state == slow.bit_generator.state
+
+
+@pytest.mark.parametrize(("n", "m", "k"), [(40_001, 4, None), (30_000, 7, 3), (5, 4, None), (100_003, 2, 1)])
+def test_permute_rows_from_pcg64_in_compiled_code_equals_the_numpy_path(n: int, m: int, k: int | None) -> None:
+    """The compiled shuffle (large draws, or once loaded) gives the shuffles of ``rng.random``'s uniforms and
+    leaves the generator (its buffered half word included) where ``rng.random`` leaves it."""
+    from cogtestbed.environments.draws import _fisher_yates
+
+    values = np.tile(np.arange(m, dtype=np.int64), (n, 1)) * 10 + np.arange(n)[:, None]
+    fast, slow = np.random.default_rng(n), np.random.default_rng(n)
+    for rng in (fast, slow):
+        rng.integers(0, 3, size=3)  # leaves half a 64-bit output buffered
+    got = permute_rows(values, fast, k)
+    expected = values.copy()
+    swaps = min(m if k is None else k, m - 1)
+    _fisher_yates(expected, slow.random((n, swaps)))
+    assert np.array_equal(got, expected[:, : (m if k is None else k)])
+    assert fast.bit_generator.state == slow.bit_generator.state

@@ -26,12 +26,22 @@ draws from numpy itself.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from numba import njit
 from numba.np.random._constants import fi_double, ki_double, wi_double, ziggurat_nor_inv_r, ziggurat_nor_r
 
-from cogtestbed.environments.pcg64 import cursors, is_pcg64, put_state, step_key, unit
+from cogtestbed.environments.pcg64 import (
+    TO_UNIT,
+    _lcg_step,
+    cursors,
+    is_pcg64,
+    output,
+    put_state,
+    step_key,
+    unit,
+)
 from cogtestbed.jit_cache import compiled_pays
 
 
@@ -42,7 +52,10 @@ def permute_rows(values: np.ndarray, rng: np.random.Generator, k: int | None = N
     Durstenfeld's (1964) forward Fisher–Yates shuffle, stopped after ``k`` swaps: position ``i``
     takes the entry at ``i + ⌊u·(m − i)⌋`` of the remaining ones, from one uniform ``u`` per
     position (the last position of a full permutation needs none).  Drawing without replacement
-    (``k`` < m) is the same partial shuffle.
+    (``k`` < m) is the same partial shuffle.  From numpy's own PCG64 and at least
+    :data:`UNIFORMS_MIN_SIZE` uniforms (or once compiled), the uniforms are read where they are used,
+    from four cursors over four blocks of rows (:func:`_fisher_yates_pcg64`): the same shuffles, and
+    ``rng`` left in the state ``rng.random((n, swaps))`` leaves it in.
     """
     table = np.array(values, copy=True, order="C")
     if table.ndim != 2:
@@ -52,7 +65,12 @@ def permute_rows(values: np.ndarray, rng: np.random.Generator, k: int | None = N
     if not 0 <= k <= m:
         raise ValueError(f"cannot take {k} of {m} entries per row")
     swaps = min(k, m - 1)
-    if swaps > 0:
+    if swaps > 0 and is_pcg64(rng) and n >= 4 and compiled_pays(n * swaps, UNIFORMS_MIN_SIZE, _fisher_yates_pcg64):
+        quarter = n // 4
+        cur, inc, end = cursors(rng, [quarter * swaps] * 3 + [(n - 3 * quarter) * swaps])
+        _fisher_yates_pcg64(table, cur, inc, swaps)
+        put_state(rng, end)
+    elif swaps > 0:
         _fisher_yates(table, uniforms(rng, (n, swaps)))
     return table[:, :k] if k < m else table
 
@@ -66,6 +84,37 @@ def _fisher_yates(table: np.ndarray, u: np.ndarray) -> None:  # pragma: no cover
             tmp = table[r, i]
             table[r, i] = table[r, j]
             table[r, j] = tmp
+
+
+@njit(cache=True)
+def _fisher_yates_pcg64(table: np.ndarray, cur: np.ndarray, inc: np.ndarray,
+                        swaps: int) -> None:  # pragma: no cover - numba
+    """:func:`_fisher_yates` of rows ``L·q … (L+1)·q − 1`` (q = n // 4) with the uniforms of PCG64
+    cursor L, four rows side by side (the last cursor also the rows after 4q)."""
+    n, m = table.shape
+    q = n // 4
+    ih, il = inc[0], inc[1]
+    h0, l0, h1, l1 = cur[0, 0], cur[0, 1], cur[1, 0], cur[1, 1]
+    h2, l2, h3, l3 = cur[2, 0], cur[2, 1], cur[3, 0], cur[3, 1]
+    for r in range(q):
+        a, b, c, d = table[r], table[q + r], table[2 * q + r], table[3 * q + r]
+        for i in range(swaps):
+            h0, l0, k0 = step_key(h0, l0, ih, il)
+            h1, l1, k1 = step_key(h1, l1, ih, il)
+            h2, l2, k2 = step_key(h2, l2, ih, il)
+            h3, l3, k3 = step_key(h3, l3, ih, il)
+            j0, j1 = i + int(unit(k0) * (m - i)), i + int(unit(k1) * (m - i))
+            j2, j3 = i + int(unit(k2) * (m - i)), i + int(unit(k3) * (m - i))
+            a[i], a[j0] = a[j0], a[i]
+            b[i], b[j1] = b[j1], b[i]
+            c[i], c[j2] = c[j2], c[i]
+            d[i], d[j3] = d[j3], d[i]
+    for r in range(4 * q, n):
+        row = table[r]
+        for i in range(swaps):
+            h3, l3, k3 = step_key(h3, l3, ih, il)
+            j = i + int(unit(k3) * (m - i))
+            row[i], row[j] = row[j], row[i]
 
 
 def argsort_uniform_rows(keys: np.ndarray) -> np.ndarray:
@@ -163,6 +212,66 @@ def _fill_uniforms(cur: np.ndarray, inc: np.ndarray, out: np.ndarray) -> None:  
         out[i] = unit(k3)
 
 
+#: Fewer bounded integers than this come from ``rng.integers`` itself until the compiled fill is loaded.
+INTEGERS_MIN_SIZE = 100_000
+_LOW32 = np.uint64(0xFFFFFFFF)
+_MASK64 = 2**64 - 1
+
+
+def integers(rng: np.random.Generator, highs: Sequence[int], size: int) -> np.ndarray:
+    """``rng.integers(0, high, size)`` (int64) for each of ``highs`` in turn, as the rows of a
+    (len(highs), size) array: the same numbers, and ``rng`` left in the same state.
+
+    From numpy's own PCG64 with every ``high`` in 2 … 2³² − 2 and at least :data:`INTEGERS_MIN_SIZE`
+    draws (or once compiled), numpy's algorithm in one compiled pass (:func:`_lemire_fill`), the
+    generator's state read and written once; anything else from ``rng.integers``.
+    """
+    size, limits = int(size), np.array([int(h) - 1 for h in highs], dtype=np.uint64)
+    if (not is_pcg64(rng) or not all(1 <= int(h) - 1 < 2**32 - 2 for h in highs)
+            or not compiled_pays(size * len(limits), INTEGERS_MIN_SIZE, _lemire_fill)):
+        return np.array([rng.integers(0, h, size=size) for h in highs], dtype=np.int64).reshape(len(limits), size)
+    full = dict(rng.bit_generator.state)
+    state, inc = int(full["state"]["state"]), int(full["state"]["inc"])
+    out = np.empty((len(limits), size), dtype=np.int64)
+    hi, lo, has, half = _lemire_fill(np.uint64(state >> 64), np.uint64(state & _MASK64), np.uint64(inc >> 64),
+                                     np.uint64(inc & _MASK64), int(full["has_uint32"]), np.uint64(full["uinteger"]),
+                                     limits, out)
+    full["state"] = {"state": (int(hi) << 64) | int(lo), "inc": inc}
+    full["has_uint32"], full["uinteger"] = int(has), int(half)
+    rng.bit_generator.state = full
+    return out
+
+
+@njit(cache=True)
+def _lemire_fill(hi: np.uint64, lo: np.uint64, inc_hi: np.uint64, inc_lo: np.uint64, has: int, half: np.uint64,
+                 limits: np.ndarray,
+                 out: np.ndarray) -> tuple[np.uint64, np.uint64, int, np.uint64]:  # pragma: no cover - numba
+    """Row k of ``out`` ← integers in 0..``limits[k]``, rows in turn, as numpy's ``random_bounded_uint64_fill``
+    draws them for a range below 2³² − 1: Lemire's (2019, "Fast random integer generation in an interval",
+    ACM TOMACS 29(1)) multiply-and-reject on 32-bit draws, x·(limit + 1) accepted when its low 32 bits
+    are at least (2³² − 1 − limit) mod (limit + 1), the value its high 32 bits.  The 32-bit draws are
+    PCG64's ``next_uint32``: the low half of a 64-bit output, its high half kept (``has``, ``half``) for
+    the next draw, across calls as the generator keeps it.  Returns the state after (hi, lo, has, half)."""
+    for k in range(out.shape[0]):
+        excl = limits[k] + np.uint64(1)
+        threshold = (_LOW32 - limits[k]) % excl
+        row = out[k]
+        for i in range(row.size):
+            while True:
+                if has:
+                    x = half
+                    has = 0
+                else:
+                    hi, lo = _lcg_step(hi, lo, inc_hi, inc_lo)
+                    word = output(hi, lo)
+                    x, half, has = word & _LOW32, word >> np.uint64(32), 1
+                m = x * excl
+                if (m & _LOW32) >= threshold:
+                    break
+            row[i] = np.int64(m >> np.uint64(32))
+    return hi, lo, has, half
+
+
 def bernoulli(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Outcomes 1.0 / 0.0 with probability ``p`` (array of probabilities), from one uniform each
     (``u < p``), as float64."""
@@ -197,6 +306,10 @@ class RoundedNormal:
         upper, lower = (k + 0.5) / sd, (k - 0.5) / sd
         p = np.where(k >= 0, ndtr(-lower) - ndtr(-upper), ndtr(upper) - ndtr(lower))
         self.prob, self.alias = _alias_table(p / p.sum())
+        self.offsets = self.low + np.arange(len(self.prob), dtype=np.float64)
+        self.guide = _guide_table(self.prob)
+        #: the value of every outcome of the alias method: column c's own at 2c, its alias's at 2c + 1
+        self.outcomes = np.stack([self.offsets, self.offsets.take(self.alias)], axis=1).reshape(-1)
 
     def draw(self, shape: tuple[int, ...], rng: np.random.Generator, mean: float | np.ndarray = 0.0) -> np.ndarray:
         """Draws of ``shape`` (at most three axes) as float64: the offsets plus ``mean`` (a whole
@@ -204,7 +317,7 @@ class RoundedNormal:
         if len(shape) > 3:
             raise ValueError(f"RoundedNormal.draw takes at most three axes, got shape {shape}")
         shape3 = (1,) * (3 - len(shape)) + tuple(shape)
-        offsets = self.low + np.arange(len(self.prob), dtype=np.float64)
+        offsets = self.offsets
         means = np.broadcast_to(np.asarray(mean, np.float64), shape3)
         # the means without their repeats (an axis they are broadcast along keeps one entry)
         means = np.ascontiguousarray(means[tuple(slice(0, 1) if st == 0 else slice(None) for st in means.strides)])
@@ -226,7 +339,8 @@ class RoundedNormal:
         block = quarter * b * c
         cur, inc, end = cursors(rng, [block, block, block, (a - 3 * quarter) * b * c])
         out = np.empty(shape3, dtype=np.float64)
-        _alias_draw_pcg64(cur, inc, self.prob, offsets, offsets.take(self.alias), means, out)
+        _alias_draw_pcg64(cur, inc, self.prob, offsets, offsets.take(self.alias), means, out, self.guide,
+                          self.outcomes)
         put_state(rng, end)
         return out
 
@@ -245,6 +359,48 @@ def _alias_table(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         scaled[g] -= 1.0 - scaled[s]
         (small if scaled[g] < 1.0 else large).append(g)
     return prob, alias
+
+
+#: Leading bits of a uniform that index :func:`_guide_table` (2¹⁴ int16 entries: 32 KiB, a core's L1 cache).
+GUIDE_BITS = 14
+_KEY_BITS = 53
+
+
+def _outcome_of_keys(keys: np.ndarray, prob: np.ndarray) -> np.ndarray:
+    """The alias-method outcome (2·column + 1 where its alias is taken; −1 past the last column) of the
+    uniforms ``keys``·2⁻⁵³, by the very float steps of :func:`_alias_pick`."""
+    k = len(prob)
+    x = (keys.astype(np.int64).astype(np.float64) * TO_UNIT) * k
+    col = x.astype(np.int64)
+    inside = col < k
+    accept = (x - col) < prob[np.minimum(col, k - 1)]
+    return np.where(inside, 2 * col + np.where(accept, 0, 1), -1)
+
+
+def _guide_table(prob: np.ndarray, bits: int = GUIDE_BITS) -> np.ndarray:
+    """Guide table of an alias table (Chen & Asau 1974, "On generating random variates from an empirical
+    distribution", AIIE Trans. 6(2)): entry j is the alias method's outcome (see :func:`_outcome_of_keys`)
+    for every uniform whose leading ``bits`` bits are j, or −1 where those uniforms meet two outcomes.
+
+    The outcome is a non-decreasing function of the uniform (the column grows with it; within a column
+    its own value comes before its alias's), so it is one outcome over an interval exactly where it is
+    the same at both ends.  At most 2·columns entries are −1 (a share of the draws below 2 %)."""
+    j = np.arange(2**bits, dtype=np.uint64)
+    shift = np.uint64(_KEY_BITS - bits)
+    first = _outcome_of_keys(j << shift, prob)
+    last = _outcome_of_keys(((j + np.uint64(1)) << shift) - np.uint64(1), prob)
+    return np.where((first == last) & (first >= 0), first, -1).astype(np.int16)
+
+
+@njit(cache=True, inline="always")
+def _guided_pick(key: np.uint64, guide: np.ndarray, outcomes: np.ndarray, prob: np.ndarray, column: np.ndarray,
+                 alias: np.ndarray) -> float:  # pragma: no cover - numba
+    """:func:`_alias_pick` of the uniform of a draw's 53-bit integer ``key``, read from the guide table
+    (:func:`_guide_table`) where its entry is one outcome (``outcomes``: their values)."""
+    entry = guide[key >> np.uint64(_KEY_BITS - GUIDE_BITS)]
+    if entry >= 0:
+        return outcomes[entry]
+    return _alias_pick(unit(key), prob, column, alias)
 
 
 @njit(cache=True)
@@ -277,9 +433,11 @@ def _alias_pick(u: float, prob: np.ndarray, column: np.ndarray, alias: np.ndarra
 
 @njit(cache=True)
 def _alias_draw_pcg64(cur: np.ndarray, inc: np.ndarray, prob: np.ndarray, column: np.ndarray, alias: np.ndarray,
-                      mean: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - numba
+                      mean: np.ndarray, out: np.ndarray, guide: np.ndarray,
+                      outcomes: np.ndarray) -> None:  # pragma: no cover - numba
     """:func:`_alias_draw` of the uniforms of four PCG64 cursors: cursor L at the first uniform of
-    rows ``L·q … (L+1)·q − 1`` of ``out`` (q = a // 4; the last cursor also the rows after 4q)."""
+    rows ``L·q … (L+1)·q − 1`` of ``out`` (q = a // 4; the last cursor also the rows after 4q), each
+    pick through the guide table (:func:`_guided_pick`)."""
     a, b, c = out.shape
     ma, mb, mc = mean.shape
     q = a // 4
@@ -295,16 +453,20 @@ def _alias_draw_pcg64(cur: np.ndarray, inc: np.ndarray, prob: np.ndarray, column
                 h1, l1, k1 = step_key(h1, l1, ih, il)
                 h2, l2, k2 = step_key(h2, l2, ih, il)
                 h3, l3, k3 = step_key(h3, l3, ih, il)
-                out[g, j, k] = _alias_pick(unit(k0), prob, column, alias) + mean[g if ma > 1 else 0, mj, mk]
+                v0 = _guided_pick(k0, guide, outcomes, prob, column, alias)
+                v1 = _guided_pick(k1, guide, outcomes, prob, column, alias)
+                v2 = _guided_pick(k2, guide, outcomes, prob, column, alias)
+                v3 = _guided_pick(k3, guide, outcomes, prob, column, alias)
                 i1, i2, i3 = q + g, 2 * q + g, 3 * q + g
-                out[i1, j, k] = _alias_pick(unit(k1), prob, column, alias) + mean[i1 if ma > 1 else 0, mj, mk]
-                out[i2, j, k] = _alias_pick(unit(k2), prob, column, alias) + mean[i2 if ma > 1 else 0, mj, mk]
-                out[i3, j, k] = _alias_pick(unit(k3), prob, column, alias) + mean[i3 if ma > 1 else 0, mj, mk]
+                out[g, j, k] = v0 + mean[g if ma > 1 else 0, mj, mk]
+                out[i1, j, k] = v1 + mean[i1 if ma > 1 else 0, mj, mk]
+                out[i2, j, k] = v2 + mean[i2 if ma > 1 else 0, mj, mk]
+                out[i3, j, k] = v3 + mean[i3 if ma > 1 else 0, mj, mk]
     for i in range(4 * q, a):  # the last cursor goes on past its block's rows
         for j in range(b):
             for k in range(c):
                 h3, l3, k3 = step_key(h3, l3, ih, il)
-                out[i, j, k] = (_alias_pick(unit(k3), prob, column, alias)
+                out[i, j, k] = (_guided_pick(k3, guide, outcomes, prob, column, alias)
                                 + mean[i if ma > 1 else 0, j if mb > 1 else 0, k if mc > 1 else 0])
 
 

@@ -35,7 +35,7 @@ from numba import njit
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
-from cogtestbed.environments.draws import RoundedNormal, permute_rows
+from cogtestbed.environments.draws import RoundedNormal, integers, permute_rows
 from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.horizon import EXPERIMENT, SCHEMA, game_table
@@ -136,13 +136,11 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
     @classmethod
     def sample_sessions(cls, design: HorizonDesign, n: int, rng: np.random.Generator) -> HorizonSessions:
         """Draw horizon, condition, means, rewards and forced choices for ``n`` games (whole arrays:
-        rounded Gaussian rewards by :class:`~cogtestbed.environments.draws.RoundedNormal` where the
-        means are whole numbers, forced choices shuffled by
-        :func:`~cogtestbed.environments.draws.permute_rows`)."""
-        horizon_pick = rng.integers(0, len(design.horizons), size=n)
-        arm = rng.integers(0, 2, size=n)
-        base_pick = rng.integers(0, len(design.base_means), size=n)
-        delta_pick = rng.integers(0, len(design.deltas), size=n)
+        bounded integers by :func:`~cogtestbed.environments.draws.integers`, rounded Gaussian rewards
+        by :class:`~cogtestbed.environments.draws.RoundedNormal` where the means are whole numbers,
+        forced choices shuffled by :func:`~cogtestbed.environments.draws.permute_rows`)."""
+        horizon_pick, arm, base_pick, delta_pick = integers(
+            rng, (len(design.horizons), 2, len(design.base_means), len(design.deltas)), n)
         horizon, means = _game_means(horizon_pick, arm, base_pick, delta_pick, np.asarray(design.horizons, np.int64),
                                      np.asarray(design.base_means, np.float64), np.asarray(design.deltas, np.float64))
         shape = (n, design.n_trials, 2)
@@ -151,7 +149,7 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         else:
             rewards = np.rint(means[:, None, :] + design.reward_sd * rng.standard_normal(shape))
         unequal = rng.random(n) < design.p_unequal
-        forced = permute_rows(_forced_patterns(unequal, rng.integers(0, 2, size=n)), rng)
+        forced = permute_rows(_forced_patterns(unequal, integers(rng, (2,), n)[0]), rng)
         return HorizonSessions(horizon=horizon, unequal=unequal, means=means, rewards=rewards, forced=forced)
 
     # -- dynamics --------------------------------------------------------------------------
@@ -267,7 +265,8 @@ def _game_rows(forced: np.ndarray, free_action: np.ndarray, free_valid: np.ndarr
             ok = free_valid[i, t - n_forced] if free else True
             r0, r1 = rewards[i, t, 0], rewards[i, t, 1]
             action[r], valid[r], reward0[r], reward1[r], trial[r], forced_trial[r] = a, ok, r0, r1, t, not free
-            reward[r] = (r1 if a >= 1 else r0) if ok else np.nan
+            paid = rewards[i, t, np.intp(a >= 1)]  # an indexed load, not a branch on the (random) arm
+            reward[r] = paid if ok else np.nan
             r += 1
     return action, valid, reward, reward0, reward1, trial, forced_trial
 
@@ -284,7 +283,7 @@ def _forced_patterns(unequal: np.ndarray, pick: np.ndarray) -> np.ndarray:  # pr
     n = unequal.shape[0]
     out = np.empty((n, FORCED_PATTERNS.shape[1]), dtype=np.int64)
     for i in range(n):
-        row = pick[i] if unequal[i] else 2
+        row = 2 - np.int64(unequal[i]) * (2 - pick[i])  # pick[i] where unequal, else 2: no branch on a coin
         for t in range(FORCED_PATTERNS.shape[1]):
             out[i, t] = FORCED_PATTERNS[row, t]
     return out
@@ -321,7 +320,13 @@ def _game_means(horizon_pick: np.ndarray, arm: np.ndarray, base_pick: np.ndarray
 
 def _whole_means(design: HorizonDesign) -> bool:
     """Whether every mean the design can draw (a base mean, or one plus a Δ) is a whole number."""
-    values = np.add.outer(design.base_means, (0.0, *design.deltas))
+    return _whole_sums(tuple(design.base_means), tuple(design.deltas))
+
+
+@cache
+def _whole_sums(base_means: tuple[float, ...], deltas: tuple[float, ...]) -> bool:
+    """Whether every base mean, and every base mean plus a Δ, is a whole number (once per design)."""
+    values = np.add.outer(base_means, (0.0, *deltas))
     return bool(np.all(values == np.rint(values)))
 
 

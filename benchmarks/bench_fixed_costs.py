@@ -21,8 +21,12 @@ same imports without ``scipy.linalg`` (the BFGS drivers' BLAS is loaded without 
 :func:`cogtestbed.jit_cache.preload_scipy_blas`) and without the interpreter's teardown, as the
 command line ends (:func:`cogtestbed.cli.exit_process`).
 
+With ``--baseline DIR`` (another checkout, e.g. ``main`` before a change) every fitting call also
+runs in that checkout, alternating with this one run by run, and is printed with the CPU and wall
+this checkout saves: a before/after comparison under the same load.
+
 Usage: ``python benchmarks/bench_fixed_costs.py [--reps 100] [--repeats 3] [--skip-recovery]
-[--skip-help] [--skip-worker]``.
+[--skip-help] [--skip-worker] [--baseline DIR]``.
 """
 
 from __future__ import annotations
@@ -82,8 +86,8 @@ def load() -> str:
     return f"load {one:.1f}/{five:.1f} on {os.cpu_count()} CPUs"
 
 
-def run(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """(wall s, CPU s of the process and its children, stdout) of ``python ARGS``.
+def run(args: list[str], env: dict[str, str] | None = None, root: Path = ROOT) -> tuple[float, float, str]:
+    """(wall s, CPU s of the process and its children, stdout) of ``python ARGS`` in the checkout ``root``.
 
     Python's bytecode cache is on (``PYTHONDONTWRITEBYTECODE`` dropped), as in any installed copy:
     a warm machine has compiled both the kernels (numba's cache) and the modules (``.pyc``).
@@ -91,8 +95,8 @@ def run(args: list[str], env: dict[str, str] | None = None) -> tuple[float, floa
     base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, check=False,
-                          env={**base, "PYTHONPATH": str(ROOT), "COLUMNS": "100", **(env or {})})
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=root, check=False,
+                          env={**base, "PYTHONPATH": str(root), "COLUMNS": "100", **(env or {})})
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -105,6 +109,29 @@ def best(args: list[str], repeats: int = 3, env: dict[str, str] | None = None) -
     """Best wall and best CPU of ``repeats`` runs."""
     runs = [run(args, env)[:2] for _ in range(repeats)]
     return min(w for w, _ in runs), min(c for _, c in runs)
+
+
+def best_of_both(args: list[str], baseline: Path, repeats: int = 3) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Best (wall, CPU) of ``repeats`` runs here and in ``baseline``, the two alternating run by run."""
+    here, there = [], []
+    for _ in range(repeats):
+        here.append(run(args)[:2])
+        there.append(run(args, root=baseline)[:2])
+    return ((min(w for w, _ in here), min(c for _, c in here)),
+            (min(w for w, _ in there), min(c for _, c in there)))
+
+
+def fit_call(label: str, args: list[str], repeats: int, baseline: Path | None) -> None:
+    """One fitting call (warm caches), next to the baseline checkout's where one is given."""
+    run(args)  # fills the cache of this checkout's kernels
+    if baseline is None:
+        line(label, *best(args, repeats), FIT_TARGET)
+        return
+    run(args, root=baseline)
+    (wall, cpu), (base_wall, base_cpu) = best_of_both(args, baseline, repeats)
+    line(label, wall, cpu, FIT_TARGET)
+    print(f"{'  baseline ' + baseline.name:<46} wall {base_wall:6.2f} s  CPU {base_cpu:6.2f} s  "
+          f"(saved here: wall {base_wall - wall:+.2f} s, CPU {base_cpu - cpu:+.2f} s)", flush=True)
 
 
 def line(label: str, wall: float, cpu: float, target: float | None = None) -> None:
@@ -127,7 +154,7 @@ def cogbench_file(folder: str) -> Path:
     return path if path.exists() else sorted((COGBENCH / folder).glob("*.csv"))[0]
 
 
-def bench_fit_call(repeats: int = 3) -> None:
+def bench_fit_call(repeats: int = 3, baseline: Path | None = None) -> None:
     line(f'floor: python -c "{FLOOR}"', *best(["-c", FLOOR], repeats))
     line(f'floor: python -c "{QUICK_FLOOR}"', *best(["-c", QUICK_FLOOR], repeats))
     args = ["-m", "cogtestbed", "metrics", "instrumental-learning", str(GPT4), "--json"]
@@ -137,13 +164,11 @@ def bench_fit_call(repeats: int = 3) -> None:
         line("metrics gpt-4.csv, warm numba cache", *best(args, repeats, env=env), FIT_TARGET)
     for name, folder in COGBENCH_TASKS.items():  # every fitting call on one CogBench file (warm cache)
         path = cogbench_file(folder)
-        args = ["-m", "cogtestbed", "metrics", name, str(path), "--json"]
-        run(args)  # fills the cache of this checkout's kernels
-        line(f"metrics {name} {path.name}", *best(args, repeats), FIT_TARGET)
+        fit_call(f"metrics {name} {path.name}", ["-m", "cogtestbed", "metrics", name, str(path), "--json"], repeats,
+                 baseline)
     with tempfile.TemporaryDirectory(prefix="fit-") as out:
         args = ["-m", "cogtestbed", "fit", "rw-pm", str(GPT4), "--method", "mle", "-o", out, "--force", "--json"]
-        run(args)
-        line("fit rw-pm gpt-4.csv --method mle", *best(args, repeats), FIT_TARGET)
+        fit_call("fit rw-pm gpt-4.csv --method mle", args, repeats, baseline)
     line(f'floor: python -c "{FLOOR}"', *best(["-c", FLOOR], repeats))
     line(f'floor: python -c "{QUICK_FLOOR}"', *best(["-c", QUICK_FLOOR], repeats))
 
@@ -175,10 +200,12 @@ def main() -> None:
     parser.add_argument("--skip-recovery", action="store_true", help="Skip the recovery study.")
     parser.add_argument("--skip-help", action="store_true", help="Skip the help pages.")
     parser.add_argument("--skip-worker", action="store_true", help="Skip the recovery-worker compile probe.")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="Another checkout: run every fitting call there too, alternating, and print the saving.")
     opts = parser.parse_args()
     if not opts.skip_help:
         bench_help()
-    bench_fit_call(opts.repeats)
+    bench_fit_call(opts.repeats, None if opts.baseline is None else opts.baseline.resolve())
     if not opts.skip_worker:
         bench_worker()
     if not opts.skip_recovery:

@@ -33,7 +33,10 @@ def table_hash(table: pd.DataFrame) -> str:
     for name in table.columns:
         column = table[name]
         h.update(f"{name}:{column.dtype}".encode())
-        h.update(pd.util.hash_pandas_object(column, index=False).to_numpy().tobytes())
+        try:
+            h.update(pd.util.hash_pandas_object(column, index=False).to_numpy().tobytes())
+        except TypeError:  # cells pandas cannot hash (list columns): their text
+            h.update(repr(column.tolist()).encode())
         h.update(column.isna().to_numpy().tobytes())
         if column.dtype.kind in "iufb":
             h.update(np.ascontiguousarray(column.to_numpy()).tobytes())

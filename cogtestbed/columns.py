@@ -168,7 +168,9 @@ def kept_counts(keep: np.ndarray, compiled: bool | None = None) -> np.ndarray:
 
 
 @njit(cache=True)
-def _spread(values: np.ndarray, lengths: np.ndarray, total: int) -> np.ndarray:  # pragma: no cover - numba
+def _spread(values: np.ndarray, lengths: np.ndarray, total: int, width: int = 0) -> np.ndarray:  # pragma: no cover
+    """Column c of the result: ``lengths[i]`` copies of ``values[c, i]`` for every subject i in turn
+    (``width``: unused, the signature of :func:`_spread_fixed`)."""
     k, n = values.shape
     out = np.empty((k, total), dtype=values.dtype)
     row = 0
@@ -234,6 +236,5 @@ def spread(values: np.ndarray, lengths: np.ndarray, compiled: bool | None = None
         return [np.repeat(v, lengths) for v in values]
     per_block = max(1, SPREAD_BLOCK_BYTES // max(1, (total + width) * values.itemsize))
     blocks = [values[first:first + per_block] for first in range(0, len(values), per_block)]
-    if fixed:
-        return [column for block in blocks for column in _spread_fixed(block, lengths, total, width)]
-    return [column for block in blocks for column in _spread(block, lengths, total)]
+    kernel = _spread_fixed if fixed else _spread
+    return [column for block in blocks for column in kernel(block, lengths, total, width)]

@@ -15,8 +15,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from functools import cache
-from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cogtestbed import experiments as _experiments_pkg
 from cogtestbed.experiments.spec import (
@@ -28,6 +27,9 @@ from cogtestbed.experiments.spec import (
     StudyDecl,
     UnknownNameError,
 )
+
+if TYPE_CHECKING:  # the installed distributions are read only for a plug-in's name
+    from importlib.metadata import EntryPoint
 
 #: Entry-point group through which other distributions register experiments.
 ENTRY_POINT_GROUP = "cogtestbed.experiments"
@@ -57,6 +59,8 @@ def _builtin_names() -> tuple[str, ...]:
 
 @cache
 def _plugin_entry_points() -> dict[str, EntryPoint]:
+    from importlib.metadata import entry_points
+
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name not in _builtin_names()}
 
 

@@ -24,6 +24,7 @@ from cogtestbed.agents.lapse import INVALID, NORMAL, RANDOM, Lapse, LapseDraws, 
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, Sessions, TextEnv
 from cogtestbed.environments.draws import uniforms
 from cogtestbed.registry import Experiment, get_experiment
+from cogtestbed.trials import pool_runs as pool_runs  # where the CLI's fit and the studies read it before
 
 Method = Literal["batch", "step"]
 
@@ -203,23 +204,6 @@ def as_sessions(table: pd.DataFrame, runs: int) -> pd.DataFrame:
     """
     run = table["subject"].to_numpy(dtype=np.int64)
     return table.assign(subject=run // runs, session=run % runs)
-
-
-def pool_runs(table: pd.DataFrame, by: str = "agent") -> pd.DataFrame:
-    """Relabel a table's runs (its ``subject``, ``session`` pairs) as sessions of one subject per
-    value of ``by`` (the agent): the pooling :func:`as_sessions` does for simulated runs, applied to
-    imported data (CogBench's runs of one LLM scored as one participant).
-
-    Subjects are numbered in order of first appearance of ``by``; sessions in the order of the
-    runs within it.
-    """
-    keys = table[by].astype(str) if by in table.columns else pd.Series("", index=table.index)
-    unit = pd.factorize(keys, sort=False)[0]
-    run = pd.factorize(pd.MultiIndex.from_arrays([table["subject"], table["session"]]), sort=False)[0]
-    frame = pd.DataFrame({"unit": unit, "run": run}, index=table.index)
-    first_run = frame.drop_duplicates("run").groupby("unit")["run"].rank(method="dense").astype(np.int64) - 1
-    session = frame["run"].map(pd.Series(first_run.to_numpy(), index=frame.drop_duplicates("run")["run"]))
-    return table.assign(subject=unit.astype(np.int64), session=session.to_numpy(dtype=np.int64))
 
 
 def simulate(

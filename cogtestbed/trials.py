@@ -39,14 +39,12 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pandas.api.extensions import ExtensionArray
 
 from cogtestbed.outputs import atomic_write_bytes, new_file_mode
@@ -90,11 +88,15 @@ def table_to_parquet(frame: pd.DataFrame, where: str | os.PathLike[str] | io.Byt
             if column["name"] in lists:
                 column["numpy_type"], column["metadata"] = "object", None
         table = table.replace_schema_metadata({**table.schema.metadata, b"pandas": json.dumps(meta).encode()})
+    import pyarrow.parquet as pq  # Parquet's file layer (and its TLS stack) only where a file is written or read
+
     pq.write_table(table, where)
 
 
 def read_table(where: str | os.PathLike[str]) -> pd.DataFrame:
     """A Parquet table written by :func:`table_to_parquet`, list columns as ``pd.ArrowDtype``."""
+    import pyarrow.parquet as pq
+
     return pq.read_table(where).to_pandas(types_mapper=_arrow_lists_as_arrow_dtype)
 
 
@@ -128,15 +130,31 @@ def validate_trials(trials: pd.DataFrame, experiment: str | None = None, source:
         raise TrialTableError(f"{where}holds trials of experiment {', '.join(sorted(names))}, not {experiment}")
     if trials.duplicated(["experiment", "subject", "session", "trial"]).any():
         raise TrialTableError(f"{where}trial table has duplicated (experiment, subject, session, trial) rows")
-    from cogtestbed.registry import get_experiment  # the registry imports environments, which import this module
+    from cogtestbed.registry import get_experiment  # the registry imports experiments, which import this module
     from cogtestbed.schema import check_table
 
     for name in names:
         declared = spec if spec is not None and spec.name == name else get_experiment(name)
         rows = trials if len(names) <= 1 else trials[trials["experiment"].astype("string") == name]
-        check_table(rows, declared.env_cls.table_schema, declared.name, None if source is None else str(source),
-                    file_columns)
+        check_table(rows, declared.schema, declared.name, None if source is None else str(source), file_columns)
     return trials
+
+
+def pool_runs(table: pd.DataFrame, by: str = "agent") -> pd.DataFrame:
+    """Relabel a table's runs (its ``subject``, ``session`` pairs) as sessions of one subject per
+    value of ``by`` (the agent): the pooling :func:`~cogtestbed.simulation.as_sessions` does for
+    simulated runs, applied to imported data (CogBench's runs of one LLM scored as one participant).
+
+    Subjects are numbered in order of first appearance of ``by``; sessions in the order of the
+    runs within it.
+    """
+    keys = table[by].astype(str) if by in table.columns else pd.Series("", index=table.index)
+    unit = pd.factorize(keys, sort=False)[0]
+    run = pd.factorize(pd.MultiIndex.from_arrays([table["subject"], table["session"]]), sort=False)[0]
+    frame = pd.DataFrame({"unit": unit, "run": run}, index=table.index)
+    first_run = frame.drop_duplicates("run").groupby("unit")["run"].rank(method="dense").astype(np.int64) - 1
+    session = frame["run"].map(pd.Series(first_run.to_numpy(), index=frame.drop_duplicates("run")["run"]))
+    return table.assign(subject=unit.astype(np.int64), session=session.to_numpy(dtype=np.int64))
 
 
 def param_columns(trials: pd.DataFrame) -> list[str]:
@@ -722,6 +740,8 @@ def _constant_category(value: str, n: int) -> pd.Categorical:
 def package_versions(names: Iterable[str] = ("cogtestbed", "numpy", "numba", "pandas", "scipy",
                                              "pymc", "gymnasium", "pyarrow")) -> dict[str, str]:
     """Installed versions of the packages that determine a run's output."""
+    from importlib import metadata
+
     versions = {"python": platform.python_version()}
     for name in names:
         with contextlib.suppress(metadata.PackageNotFoundError):

@@ -92,9 +92,15 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules), "compiled": len(
 #: Modules a fitting call on a CogBench file must not import: statsmodels (the horizon regressions
 #: run statsmodels' Newton fit without it), scipy.optimize / scipy.stats (the fits are numba's),
 #: pandera (the schema fast path), scipy.special (imported where a simulation uses it), the study
-#: machinery and typer's pydantic adapters (plain values skip them, ``cogtestbed.cli.coercion``).
+#: machinery and typer's pydantic adapters (plain values skip them, ``cogtestbed.cli.coercion``);
+#: the environments and agents (an experiment names them lazily: the table's schema, the importer,
+#: the metrics and the models need none), hence gymnasium and pydantic (the designs), the simulation
+#: layer, rich (only JSON is printed) and Parquet's file layer (a CSV is read).
 NOT_ON_THE_FIT_PATH = ("statsmodels", "scipy.optimize", "scipy.stats", "scipy.special", "pandera",
-                       "cogtestbed.validation.studies", "typer._adapters")
+                       "cogtestbed.validation.studies", "typer._adapters", "cogtestbed.environments",
+                       "cogtestbed.simulation", "gymnasium", "pydantic", "rich", "pyarrow.parquet")
+#: The one agent module a fitting call may import: the lapse kernels every model's likelihood uses.
+AGENT_MODULES_ALLOWED = ("cogtestbed.agents", "cogtestbed.agents.lapse")
 #: Imported by the ``scipy.linalg`` package, which the BFGS drivers' BLAS no longer needs
 #: (``cogtestbed.jit_cache.preload_scipy_blas``); a compilation (a cold cache) may import it.
 NOT_ON_A_WARM_FIT_PATH = ("scipy.linalg", "numpy.f2py")
@@ -102,13 +108,40 @@ NOT_ON_A_WARM_FIT_PATH = ("scipy.linalg", "numpy.f2py")
 #: need none (their environments are rebuilt without importing them, ``cogtestbed.jit_cache``).
 NUMBA_IMPLEMENTATIONS = ("numba.np.arraymath", "numba.np.arrayobj", "numba.np.linalg", "numba.np.npyimpl")
 COGBENCH = Path(__file__).resolve().parents[1].parent / "shared/data/cogbench"
+#: gpt-4's released file of every CogBench task (claude-1's where gpt-4 has none).
+COGBENCH_FILES = {"bart": "BART/gpt-4.csv", "horizon": "HorizonTask/gpt-4.csv",
+                  "instrumental-learning": "InstrumentalLearning/gpt-4.csv",
+                  "probabilistic-reasoning": "ProbabilisticReasoning/gpt-4.csv",
+                  "restless-bandit": "RestlessBandit/claude-1.csv",
+                  "temporal-discounting": "TemporalDiscounting/gpt-4.csv", "two-step": "TwoStepTask/gpt-4.csv"}
+FITTING_CALLS = {
+    **{f"metrics-{name}": ["metrics", name, path, "--json"] for name, path in COGBENCH_FILES.items()},
+    "fit-rw-pm": ["fit", "rw-pm", "InstrumentalLearning/gpt-4.csv", "--method", "mle", "--json", "--force", "-o"],
+}
 
 
-@pytest.mark.parametrize("args", [
-    ["metrics", "horizon", "HorizonTask/gpt-4.csv", "--json"],
-    ["metrics", "instrumental-learning", "InstrumentalLearning/gpt-4.csv", "--json"],
-    ["fit", "rw-pm", "InstrumentalLearning/gpt-4.csv", "--method", "mle", "--json", "--force", "-o"],
-], ids=["metrics-horizon", "metrics-instrumental", "fit-rw-pm"])
+def test_the_fitting_calls_cover_every_cogbench_experiment() -> None:
+    from cogtestbed.experiments._cogbench import CITATION
+    from cogtestbed.registry import experiment_names, get_experiment
+
+    cogbench = {n for n in experiment_names() if get_experiment(n).citation.startswith(CITATION)}
+    assert cogbench == set(COGBENCH_FILES)
+
+
+def forbidden_on_the_fit_path(modules: list[str]) -> list[str]:
+    """The modules of ``modules`` a fitting call must not import (see :data:`NOT_ON_THE_FIT_PATH`)."""
+    return sorted(m for m in modules if m.startswith(NOT_ON_THE_FIT_PATH)
+                  or (m.startswith("cogtestbed.agents") and m not in AGENT_MODULES_ALLOWED))
+
+
+def test_the_fit_path_guard_names_what_an_environment_import_brings() -> None:
+    """The guard fails on what importing an environment or an agent loads."""
+    modules = ["cogtestbed.environments.horizon", "cogtestbed.agents.horizon", "gymnasium.spaces",
+               "pydantic.main", "rich.console", "cogtestbed.agents.lapse", "cogtestbed.tables.horizon"]
+    assert forbidden_on_the_fit_path(modules) == sorted(modules[:5])
+
+
+@pytest.mark.parametrize("args", list(FITTING_CALLS.values()), ids=list(FITTING_CALLS))
 def test_fitting_calls_import_only_what_they_use(args: list[str], tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[1]
     argv = [str(COGBENCH / a) if a.endswith(".csv") else a for a in args] + (
@@ -118,7 +151,7 @@ def test_fitting_calls_import_only_what_they_use(args: list[str], tmp_path: Path
     assert done.returncode == 0, done.stderr[-3000:]
     probe = json.loads(done.stdout.strip().splitlines()[-1])
     assert probe["code"] == 0
-    loaded = sorted(m for m in probe["modules"] if m.startswith(NOT_ON_THE_FIT_PATH))
+    loaded = forbidden_on_the_fit_path(probe["modules"])
     assert loaded == [], f"{' '.join(args[:2])} imported {loaded}"
     # kernels came from numba's on-disk cache without installing its typing registries
     # (cogtestbed.jit_cache); only a kernel compiled here (a cold cache) installs them

@@ -264,6 +264,10 @@ def test_spread_compiled_equals_repeat_and_null_strings_equal_arrow_nulls() -> N
     for compiled in (True, False):
         out = spread(values, lengths, compiled=compiled)
         assert len(out) == 3 and all((o == np.repeat(v, lengths)).all() for o, v in zip(out, values, strict=True))
+    mixed = np.array([[1.5, 1.5, 1.5, 1.5], [0.0, -0.0, 0.0, 0.0], [np.nan] * 4, [3.0, 1.0, 3.0, 3.0]])
+    for lengths_ in (lengths, np.array([5, 10, 10, 5])):  # bit for bit (−0.0, NaN)
+        out = spread(mixed, lengths_, compiled=True)
+        assert all(o.tobytes() == np.repeat(v, lengths_).tobytes() for o, v in zip(out, mixed, strict=True))
     varied = np.array([5, 10, 10, 5])  # lengths that vary little: the fixed-width pass
     for dtype in (np.float64, np.int64, np.bool_):
         typed = (values > 4).astype(dtype) if dtype is np.bool_ else values.astype(dtype)

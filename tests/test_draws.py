@@ -160,3 +160,21 @@ def test_integers_reject_as_numpy_does() -> None:
     assert np.array_equal(integers(fast, (high, 3), 200_000), [slow.integers(0, high, 200_000),
                                                                slow.integers(0, 3, 200_000)])
     assert fast.bit_generator.state == slow.bit_generator.state
+
+
+@pytest.mark.parametrize(("n", "m", "k"), [(40_001, 4, None), (30_000, 7, 3), (5, 4, None), (100_003, 2, 1)])
+def test_permute_rows_from_pcg64_in_compiled_code_equals_the_numpy_path(n: int, m: int, k: int | None) -> None:
+    """The compiled shuffle (large draws, or once loaded) gives the shuffles of ``rng.random``'s uniforms and
+    leaves the generator (its buffered half word included) where ``rng.random`` leaves it."""
+    from cogtestbed.environments.draws import _fisher_yates
+
+    values = np.tile(np.arange(m, dtype=np.int64), (n, 1)) * 10 + np.arange(n)[:, None]
+    fast, slow = np.random.default_rng(n), np.random.default_rng(n)
+    for rng in (fast, slow):
+        rng.integers(0, 3, size=3)  # leaves half a 64-bit output buffered
+    got = permute_rows(values, fast, k)
+    expected = values.copy()
+    swaps = min(m if k is None else k, m - 1)
+    _fisher_yates(expected, slow.random((n, swaps)))
+    assert np.array_equal(got, expected[:, : (m if k is None else k)])
+    assert fast.bit_generator.state == slow.bit_generator.state

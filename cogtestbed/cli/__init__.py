@@ -20,7 +20,6 @@ from types import FrameType
 from typing import NoReturn
 
 import typer
-from rich.markup import escape
 
 # Sub-command modules register themselves on import.
 from cogtestbed.cli import check as _check  # noqa: F401,E402
@@ -45,6 +44,8 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def _error(message: str) -> None:
+    from rich.markup import escape
+
     console_err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 

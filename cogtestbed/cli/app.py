@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from collections.abc import Iterable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import typer
-from rich.console import Console
 from typer._click import Context
 from typer.core import TyperGroup
+
+if TYPE_CHECKING:  # rich is imported when a command first prints through a console
+    from rich.console import Console
 
 
 class LightGroup(TyperGroup):
@@ -54,8 +57,42 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-console = Console()
-console_err = Console(stderr=True)
+
+
+class _LazyConsole:
+    """A rich :class:`~rich.console.Console` built on first use: a call that prints only JSON (or
+    nothing on stderr) never imports rich's console, markup and rendering modules (tens of ms)."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return getattr(self._console, name)
+
+
+console = cast("Console", _LazyConsole())
+console_err = cast("Console", _LazyConsole(stderr=True))
+#: Environment variables through which rich's console may call a stream a terminal that ``isatty``
+#: calls none (or the reverse): where one is set, :func:`stderr_is_terminal` asks rich.
+TERMINAL_OVERRIDES = ("FORCE_TERMINAL", "FORCE_COLOR", "TTY_COMPATIBLE")
+
+
+def stderr_is_terminal() -> bool:
+    """``console_err.is_terminal`` (whether someone watches stderr), without importing rich where
+    stderr is no terminal and no environment variable overrides that (rich then answers False)."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    try:
+        plain = bool(isatty()) if isatty is not None else False
+    except ValueError:  # a closed stream
+        plain = False
+    if not plain and not any(name in os.environ for name in TERMINAL_OVERRIDES):
+        return False
+    return bool(console_err.is_terminal)
 
 #: Errors caused by the user's input, as ``module:Class``: printed as one line, exit status 2, no
 #: traceback.  Named rather than imported so the command line stays import-light.

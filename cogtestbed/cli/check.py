@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from cogtestbed.cli.app import app, console, console_err, print_json
 
@@ -28,6 +27,7 @@ def check(
 
     Each failure is printed as one line ``CHECK: first line of its message`` on stderr.
     """
+    from rich.markup import escape
     from rich.table import Table
 
     from cogtestbed.registry import get_experiment

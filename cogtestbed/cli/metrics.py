@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cogtestbed.cli.app import app, console, console_err, print_json
+from cogtestbed.cli.app import app, console, console_err, print_json, stderr_is_terminal
 
 if TYPE_CHECKING:  # the library is imported inside the command bodies (a light command line)
     import pandas as pd
@@ -57,8 +57,6 @@ def metrics(
     """
     import contextlib
 
-    from rich.table import Table
-
     from cogtestbed.jit_cache import light_cache_loads
     from cogtestbed.registry import get_experiment
 
@@ -70,13 +68,15 @@ def metrics(
     if options:
         result["options"] = options
     # the spinner only where someone watches it (a terminal): elsewhere it starts a thread for nothing
-    status = console_err.status(f"fitting {exp.name} metrics on {path.name}…") if console_err.is_terminal \
+    status = console_err.status(f"fitting {exp.name} metrics on {path.name}…") if stderr_is_terminal() \
         else contextlib.nullcontext()
     with status:
         result.update(exp.metrics(table, **options))
     if as_json:
         print_json(result)
         return
+    from rich.table import Table
+
     summary = Table(title=f"{exp.name}: {path.name} ({detected})")
     summary.add_column("metric")
     summary.add_column("value", justify="right")

@@ -534,7 +534,7 @@ def fit(
     from cogtestbed.jit_cache import light_cache_loads
     from cogtestbed.outputs import atomic_write_bytes
     from cogtestbed.registry import get_experiment
-    from cogtestbed.simulation import pool_runs
+    from cogtestbed.trials import pool_runs
 
     light_cache_loads()
     exp = get_experiment(experiment)

@@ -136,7 +136,7 @@ def import_probabilistic(path: str | Path, human: bool | None = None) -> pd.Data
     reproduce CogBench's double flip.  CogBench's ``run`` becomes the subject; rows of a run
     (usually 2; some files append a run twice) are numbered in file order.
     """
-    from cogtestbed.environments.probabilistic import stimulus_table
+    from cogtestbed.tables.probabilistic import stimulus_table
 
     df = read_cogbench_csv(path, PROBABILISTIC_COLUMNS)
     is_human = Path(path).stem == "human" if human is None else human
@@ -169,7 +169,7 @@ def import_horizon(path: str | Path) -> pd.DataFrame:
     ``unequal`` is read from the forced choices (1 or 3 choices of J).  A missing ``choice`` is an
     invalid trial.
     """
-    from cogtestbed.environments.horizon import game_table
+    from cogtestbed.tables.horizon import game_table
 
     df = read_cogbench_csv(path, HORIZON_COLUMNS).sort_values(["run", "trial"], kind="stable")
     name = Path(path).name
@@ -264,7 +264,7 @@ def import_twostep(path: str | Path) -> pd.DataFrame:
     alien of the other planet (present in several LLM files) makes the trial invalid; its
     first-stage choice and recorded reward are kept.
     """
-    from cogtestbed.environments.twostep import ALIEN_LETTERS, EXPERIMENT, PLANETS
+    from cogtestbed.tables.twostep import ALIEN_LETTERS, EXPERIMENT, PLANETS
 
     df = read_cogbench_csv(path, TWOSTEP_COLUMNS)
     name = Path(path).name
@@ -315,8 +315,8 @@ def import_discounting(path: str | Path) -> pd.DataFrame:
     CogBench stores only each run's score and anomaly flags (no answers); they are kept in
     ``summary_score`` and ``summary_<item>`` (NaN where CogBench wrote an empty row).
     """
-    from cogtestbed.environments.discounting import ANOMALY_ITEMS, COGBENCH_ANOMALY_COLUMNS, EXPERIMENT
     from cogtestbed.inference.discounting import SUMMARY_ITEM
+    from cogtestbed.tables.discounting import ANOMALY_ITEMS, COGBENCH_ANOMALY_COLUMNS, EXPERIMENT
 
     df = read_cogbench_csv(path, DISCOUNTING_COLUMNS).sort_values("run", kind="stable")
     n = len(df)
@@ -345,7 +345,7 @@ BART_COLUMNS = ("trial", "pumps", "reward", "run", "max_pumps", "exploded", "bal
 def import_bart(path: str | Path) -> pd.DataFrame:
     """CogBench BART CSV → trial table (one row per balloon; break points unknown → NaN).  A
     missing ``pumps`` voids the balloon (an invalid trial, as in the environment)."""
-    from cogtestbed.environments.bart import ALPHABET, EXPERIMENT
+    from cogtestbed.tables.bart import ALPHABET, EXPERIMENT
 
     df = read_cogbench_csv(path, BART_COLUMNS).sort_values(["run", "trial"], kind="stable")
     runs, n_balloons = _runs_grid(df, Path(path).name)

@@ -44,13 +44,12 @@ from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.parsing import parse_option_number
-from cogtestbed.schema import REWARDED, RowRule, TrialSchema, Values
+from cogtestbed.schema import TrialSchema
+from cogtestbed.tables.bart import ALPHABET, EXPERIMENT, SCHEMA
 from cogtestbed.trials import finish_table
 
-EXPERIMENT = "bart"
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
 SKIP, INFLATE = 0, 1
-ALPHABET = "ABCDEFGHIJ"
 
 
 class BartDesign(Design):
@@ -152,17 +151,7 @@ class BartEnv(TextEnv[BartDesign, BartSessions]):
 
     experiment: ClassVar[str] = EXPERIMENT
     #: A balloon's pumps (``action``) lie in 0..M; it pays its pumps unless it popped (0 points).
-    table_schema: ClassVar[TrialSchema] = TrialSchema(
-        action=Values("int", low=0),
-        reward=Values("float", low=0.0, integral=True),
-        stimulus={"max_pumps": Values("int", low=1, nullable=False), "pumps": Values("int", low=0, nullable=False),
-                  "exploded": Values("bool", nullable=False), "balloon_idx": Values("int", low=0, nullable=False),
-                  "balloon_trial": Values("int", low=0, nullable=False)},
-        rules=(REWARDED, RowRule("pumps <= max_pumps", ("pumps", "max_pumps"), lambda t: t["pumps"] <= t["max_pumps"]),
-               RowRule("action == pumps", ("action", "pumps"), lambda t: (t["action"] == t["pumps"]).fillna(False)),
-               RowRule("reward == pumps, or 0 if exploded", ("reward", "pumps", "exploded"),
-                       lambda t: t["reward"] == t["pumps"].where(~t["exploded"].astype(bool), 0))),
-    )
+    table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = BartDesign
     answer_prefix: ClassVar[str] = "Option "
 

@@ -46,10 +46,10 @@ from cogtestbed.environments.bayesnets import (
     default_phrasebook,
     load_network,
 )
-from cogtestbed.schema import TrialSchema, Values
+from cogtestbed.schema import TrialSchema
+from cogtestbed.tables.belief import EXPERIMENT, SCHEMA
 from cogtestbed.trials import CodedStrings, Column, finish_table
 
-EXPERIMENT = "belief-coherence"
 BELIEF, DECISION, LIE_AUX, LIE_COND = 0, 1, 2, 3
 PHASE_NAMES = ("belief", "decision", "lie_aux", "lie_cond")
 VARIANTS = ("pi0", "mse", "abs", "bayes")
@@ -384,12 +384,7 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
     #: One-shot questions: no feedback, no adaptive design, so lapses apply after the fact.
     answer_independent: ClassVar[bool] = True
     #: Probabilities in [0, 1] (belief and lie calls) or a decision code 0–2 (Yes / Defer / No).
-    table_schema: ClassVar[TrialSchema] = TrialSchema(
-        action=Values("float", low=0.0, high=2.0),
-        reward=Values("float"),
-        stimulus={"p_true": Values("float", low=0.0, high=1.0), "p_elicited": Values("float", low=0.0, high=1.0),
-                  "theta": Values("int", allowed=(0, 1), nullable=False)},
-    )
+    table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = BeliefDesign
     action_dtype: ClassVar[Any] = np.float64
     #: A random (lapse) answer needs one uniform per component of the widest phase (lie_aux).

@@ -81,10 +81,10 @@ from pydantic import model_validator
 from cogtestbed.environments import causal_materials as M
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.draws import argsort_uniform_rows, uniforms
-from cogtestbed.schema import TrialSchema, Values
+from cogtestbed.schema import TrialSchema
+from cogtestbed.tables.causal import EXPERIMENT, SCHEMA
 from cogtestbed.trials import finish_table
 
-EXPERIMENT = "collider"
 ROMAN = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI")
 LETTER_TO_ROMAN = {"i": "I", "j": "II", "k": "III", "d": "IV", "e": "V", "a": "VI", "b": "VII",
                    "c": "VIII", "f": "IX", "g": "X", "h": "XI"}
@@ -494,13 +494,7 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
     #: One-shot ratings: no feedback, no adaptive design, so lapses apply after the fact.
     answer_independent: ClassVar[bool] = True
     #: A rating on 0–100 (confidence too, where asked); observed states −1 (unobserved), 0, 1.
-    table_schema: ClassVar[TrialSchema] = TrialSchema(
-        action=Values("float", low=0.0, high=100.0),
-        reward=Values("float"),
-        stimulus={"confidence": Values("float", low=0.0, high=100.0, required=False),
-                  **{f"obs_{v}": Values("int", allowed=(-1, 0, 1), nullable=False) for v in "xyz"},
-                  "task_index": Values("int", low=0, high=10, nullable=False)},
-    )
+    table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = CausalDesign
     action_dtype: ClassVar[Any] = np.float64
 

@@ -63,23 +63,24 @@ from pydantic import Field
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.parsing import parse_option_number
-from cogtestbed.schema import TrialSchema, Values
+from cogtestbed.schema import TrialSchema
+from cogtestbed.tables.discounting import (
+    ANOMALY_ITEMS,
+    BLOCKS,
+    EXPERIMENT,
+    MAX_QUESTIONS,
+    MVF_NONE,
+    MVF_VALUES,
+    N_BASELINE_CODES,
+    NOT_ASKED,
+    SCHEMA,
+)
 from cogtestbed.trials import CodedCategories, CodedNumbers, Column, finish_table
 
-EXPERIMENT = "temporal-discounting"
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
 #: Staircase factors: first question, after "1" (sooner), after "1" again; after "2", after "2".
 UP_FACTORS = (1.1, 1.2, 1.5)
 DOWN_FACTORS = (1.1, 1.02, 1.01)
-#: Max value factors by code: 0 → 1.01, 1 → 1.02, 2 → 1.1, 3 → 1.2, 4 → 1.5, 5 → none.
-MVF_VALUES = (1.01, 1.02, 1.1, 1.2, 1.5)
-MVF_NONE = 5
-ANOMALY_ITEMS = ("present_bias", "subadditivity", "delay_speedup_asymmetry", "delay_length_asymmetry")
-#: CogBench's column names of the four anomaly items.
-COGBENCH_ANOMALY_COLUMNS = ("present bias", "subaddictivity", "delay-speedup asymmetry-1",
-                            "delay-length asymmetry-2")
-BLOCKS = ("gain", "gain_magnitude", "loss")
-MAX_QUESTIONS = 13
 
 
 class DiscountingDesign(Design):
@@ -228,11 +229,6 @@ def _baseline_step(level: int, down: bool, choice: int) -> tuple[bool, int, int]
 #: Question fields that are text / numbers in the trial table.
 QUESTION_TEXT_FIELDS = ("item", "block", "option1", "option2")
 QUESTION_NUMBER_FIELDS = ("amount1", "delay1", "amount2", "delay2", "scale")
-#: Codes of :func:`question_list`: baseline ``6·block + 2·level + down``, then anomaly
-#: ``N_BASELINE_CODES + 5·item + mvf_code``; ``NOT_ASKED`` (one past the last) marks a step with
-#: no question.
-N_BASELINE_CODES = 18
-NOT_ASKED = N_BASELINE_CODES + len(ANOMALY_ITEMS) * len(MVF_VALUES)
 #: ``Outcomes.extra`` key of the codes of the questions asked (a simulation kernel that plays the
 #: staircase records them; otherwise the table replays them with :func:`asked_questions`).
 QUESTION_CODES = "question"
@@ -318,13 +314,7 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
 
     experiment: ClassVar[str] = EXPERIMENT
     #: Option 1/2 as 0/1; published summary rows (``item == "summary"``) carry scores, no answer.
-    table_schema: ClassVar[TrialSchema] = TrialSchema(
-        action=Values("int", allowed=(0, 1)),
-        reward=Values("float"),
-        stimulus={"item": Values("text", nullable=False), "delay1": Values("float", low=0.0, required=False),
-                  "delay2": Values("float", low=0.0, required=False)},
-        answered=lambda t: t["item"].astype(str) != "summary",
-    )
+    table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = DiscountingDesign
     answer_prefix: ClassVar[str] = "I prefer option "
 

@@ -52,7 +52,10 @@ def permute_rows(values: np.ndarray, rng: np.random.Generator, k: int | None = N
     Durstenfeld's (1964) forward Fisher–Yates shuffle, stopped after ``k`` swaps: position ``i``
     takes the entry at ``i + ⌊u·(m − i)⌋`` of the remaining ones, from one uniform ``u`` per
     position (the last position of a full permutation needs none).  Drawing without replacement
-    (``k`` < m) is the same partial shuffle.
+    (``k`` < m) is the same partial shuffle.  From numpy's own PCG64 and at least
+    :data:`UNIFORMS_MIN_SIZE` uniforms (or once compiled), the uniforms are read where they are used,
+    from four cursors over four blocks of rows (:func:`_fisher_yates_pcg64`): the same shuffles, and
+    ``rng`` left in the state ``rng.random((n, swaps))`` leaves it in.
     """
     table = np.array(values, copy=True, order="C")
     if table.ndim != 2:
@@ -62,7 +65,12 @@ def permute_rows(values: np.ndarray, rng: np.random.Generator, k: int | None = N
     if not 0 <= k <= m:
         raise ValueError(f"cannot take {k} of {m} entries per row")
     swaps = min(k, m - 1)
-    if swaps > 0:
+    if swaps > 0 and is_pcg64(rng) and n >= 4 and compiled_pays(n * swaps, UNIFORMS_MIN_SIZE, _fisher_yates_pcg64):
+        quarter = n // 4
+        cur, inc, end = cursors(rng, [quarter * swaps] * 3 + [(n - 3 * quarter) * swaps])
+        _fisher_yates_pcg64(table, cur, inc, swaps)
+        put_state(rng, end)
+    elif swaps > 0:
         _fisher_yates(table, uniforms(rng, (n, swaps)))
     return table[:, :k] if k < m else table
 
@@ -76,6 +84,37 @@ def _fisher_yates(table: np.ndarray, u: np.ndarray) -> None:  # pragma: no cover
             tmp = table[r, i]
             table[r, i] = table[r, j]
             table[r, j] = tmp
+
+
+@njit(cache=True)
+def _fisher_yates_pcg64(table: np.ndarray, cur: np.ndarray, inc: np.ndarray,
+                        swaps: int) -> None:  # pragma: no cover - numba
+    """:func:`_fisher_yates` of rows ``L·q … (L+1)·q − 1`` (q = n // 4) with the uniforms of PCG64
+    cursor L, four rows side by side (the last cursor also the rows after 4q)."""
+    n, m = table.shape
+    q = n // 4
+    ih, il = inc[0], inc[1]
+    h0, l0, h1, l1 = cur[0, 0], cur[0, 1], cur[1, 0], cur[1, 1]
+    h2, l2, h3, l3 = cur[2, 0], cur[2, 1], cur[3, 0], cur[3, 1]
+    for r in range(q):
+        a, b, c, d = table[r], table[q + r], table[2 * q + r], table[3 * q + r]
+        for i in range(swaps):
+            h0, l0, k0 = step_key(h0, l0, ih, il)
+            h1, l1, k1 = step_key(h1, l1, ih, il)
+            h2, l2, k2 = step_key(h2, l2, ih, il)
+            h3, l3, k3 = step_key(h3, l3, ih, il)
+            j0, j1 = i + int(unit(k0) * (m - i)), i + int(unit(k1) * (m - i))
+            j2, j3 = i + int(unit(k2) * (m - i)), i + int(unit(k3) * (m - i))
+            a[i], a[j0] = a[j0], a[i]
+            b[i], b[j1] = b[j1], b[i]
+            c[i], c[j2] = c[j2], c[i]
+            d[i], d[j3] = d[j3], d[i]
+    for r in range(4 * q, n):
+        row = table[r]
+        for i in range(swaps):
+            h3, l3, k3 = step_key(h3, l3, ih, il)
+            j = i + int(unit(k3) * (m - i))
+            row[i], row[j] = row[j], row[i]
 
 
 def argsort_uniform_rows(keys: np.ndarray) -> np.ndarray:

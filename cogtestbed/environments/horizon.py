@@ -37,10 +37,9 @@ from pydantic import Field, field_validator
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.draws import RoundedNormal, integers, permute_rows
 from cogtestbed.environments.parsing import parse_machine
-from cogtestbed.schema import REWARDED, TrialSchema, Values
-from cogtestbed.trials import PerSubject, PerTrial, finish_table, fresh_column
+from cogtestbed.schema import TrialSchema
+from cogtestbed.tables.horizon import EXPERIMENT, SCHEMA, game_table
 
-EXPERIMENT = "horizon"
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
 ARMS = ("F", "J")
 #: CogBench's default number of games (``query.py``); the paper says 100.
@@ -102,14 +101,7 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
 
     experiment: ClassVar[str] = EXPERIMENT
     #: Arm 0/1; rewards are whole numbers of points (rounded Gaussian draws).
-    table_schema: ClassVar[TrialSchema] = TrialSchema(
-        action=Values("int", allowed=(0, 1)),
-        reward=Values("float", integral=True),
-        stimulus={"horizon": Values("int", low=1, nullable=False), "forced": Values("bool", nullable=False),
-                  "unequal": Values("bool", nullable=False), "mean0": Values("float"), "mean1": Values("float"),
-                  "reward0": Values("float", integral=True), "reward1": Values("float", integral=True)},
-        rules=(REWARDED,),
-    )
+    table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = HorizonDesign
     answer_prefix: ClassVar[str] = "Machine "
 
@@ -328,7 +320,13 @@ def _game_means(horizon_pick: np.ndarray, arm: np.ndarray, base_pick: np.ndarray
 
 def _whole_means(design: HorizonDesign) -> bool:
     """Whether every mean the design can draw (a base mean, or one plus a Δ) is a whole number."""
-    values = np.add.outer(design.base_means, (0.0, *design.deltas))
+    return _whole_sums(tuple(design.base_means), tuple(design.deltas))
+
+
+@cache
+def _whole_sums(base_means: tuple[float, ...], deltas: tuple[float, ...]) -> bool:
+    """Whether every base mean, and every base mean plus a Δ, is a whole number (once per design)."""
+    values = np.add.outer(base_means, (0.0, *deltas))
     return bool(np.all(values == np.rint(values)))
 
 
@@ -344,32 +342,3 @@ def _free_steps(per_step: np.ndarray | None, n_forced: int, t_max: int) -> np.nd
     out = np.full((per_step.shape[0], t_max), None, dtype=object)
     out[:, n_forced:n_forced + per_step.shape[1]] = per_step
     return out
-
-
-def game_table(
-    horizon: np.ndarray, unequal: np.ndarray, means: np.ndarray, rewards: np.ndarray | tuple[np.ndarray, np.ndarray],
-    action: np.ndarray, reward: np.ndarray, valid: np.ndarray, exists: np.ndarray, n_forced: int,
-    *, agent: str, raw_response: np.ndarray | None = None, parse_error: np.ndarray | None = None,
-    params: dict[str, np.ndarray] | None = None, kept_trial: np.ndarray | None = None,
-    kept_forced: np.ndarray | None = None,
-) -> pd.DataFrame:
-    """Trial table from rectangular (n_games, max_trials) arrays, keeping rows where ``exists``.
-
-    ``rewards``: both arms' rewards, (n_games, ≥ max_trials, 2); or a pair of flat arrays of the
-    kept rows (arm 0, arm 1), as ``action``, ``reward`` and ``valid`` may be (see
-    :func:`~cogtestbed.trials.finish_table`); ``kept_trial`` / ``kept_forced``: the kept rows'
-    trial positions and forced flags, where already built (default: from the positions)."""
-    t_max = exists.shape[1]
-    arms = rewards if isinstance(rewards, tuple) else (rewards[:, :t_max, 0], rewards[:, :t_max, 1])
-    stimulus = {
-        "horizon": PerSubject(np.asarray(horizon, dtype=np.int64)),
-        "unequal": PerSubject(np.asarray(unequal, dtype=bool)),
-        "forced": PerTrial(np.arange(t_max) < n_forced) if kept_forced is None else kept_forced,
-        "mean0": PerSubject(np.ascontiguousarray(means[:, 0], dtype=np.float64)),
-        "mean1": PerSubject(np.ascontiguousarray(means[:, 1], dtype=np.float64)),
-        "reward0": arms[0],
-        "reward1": arms[1],
-    }
-    return finish_table(EXPERIMENT, stimulus, action, reward, valid, agent=agent, raw_response=raw_response,
-                        parse_error=parse_error, params=params, keep=exists,
-                        trial=None if kept_trial is None else fresh_column(kept_trial))

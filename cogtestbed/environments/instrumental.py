@@ -34,10 +34,10 @@ from cogtestbed.environments.draws import argsort_uniform_rows, bernoulli
 from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.environments.pcg64 import cursors, is_pcg64, put_state, step_key, unit
 from cogtestbed.jit_cache import compiled_pays
-from cogtestbed.schema import REWARDED, TrialSchema, Values
+from cogtestbed.schema import TrialSchema
+from cogtestbed.tables.instrumental import EXPERIMENT, SCHEMA
 from cogtestbed.trials import CodedNumbers, CodedStrings, Column, finish_table, fresh_column
 
-EXPERIMENT = "instrumental-learning"
 ALPHABET = "ABCDEFGHJKLMNOPQRSTVW"
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
 
@@ -99,14 +99,7 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
 
     experiment: ClassVar[str] = EXPERIMENT
     #: Arm 0/1; rewards of 1 or 0 dollars; casinos 1–4 with reward probabilities in [0, 1].
-    table_schema: ClassVar[TrialSchema] = TrialSchema(
-        action=Values("int", allowed=(0, 1)),
-        reward=Values("float", allowed=(0.0, 1.0)),
-        stimulus={"casino": Values("int", low=1, high=4, nullable=False),
-                  "mean0": Values("float", low=0.0, high=1.0), "mean1": Values("float", low=0.0, high=1.0),
-                  "reward0": Values("float", allowed=(0.0, 1.0)), "reward1": Values("float", allowed=(0.0, 1.0))},
-        rules=(REWARDED,),
-    )
+    table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = InstrumentalDesign
     answer_prefix: ClassVar[str] = "Machine "
 

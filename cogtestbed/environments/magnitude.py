@@ -35,10 +35,9 @@ from pydantic import Field, field_validator, model_validator
 
 from cogtestbed.environments import magnitude_stimuli as stim
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
-from cogtestbed.schema import RowRule, TrialSchema, Values
+from cogtestbed.schema import TrialSchema
+from cogtestbed.tables.magnitude import EXPERIMENT, SCHEMA
 from cogtestbed.trials import finish_table, fresh_column
-
-EXPERIMENT = "magnitude"
 
 MODALITIES = ("text", "image", "text+image")
 RANGES = ("short", "medium", "long")
@@ -463,14 +462,7 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
     #: so lapses apply after the fact.
     answer_independent: ClassVar[bool] = True
     #: A numeric estimate (any finite number: answers may overshoot the range).
-    table_schema: ClassVar[TrialSchema] = TrialSchema(
-        action=Values("float"),
-        reward=Values("float"),
-        stimulus={"x": Values("float", nullable=False), "range_low": Values("float", nullable=False),
-                  "range_high": Values("float", nullable=False), "blur": Values("float", low=0.0)},
-        rules=(RowRule("range_low <= x <= range_high", ("x", "range_low", "range_high"),
-                       lambda t: (t["range_low"] <= t["x"]) & (t["x"] <= t["range_high"]), only_valid=False),),
-    )
+    table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = MagnitudeDesign
     action_dtype: ClassVar[Any] = np.float64
 

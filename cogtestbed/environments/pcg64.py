@@ -19,6 +19,7 @@ only an exact :class:`numpy.random.PCG64` takes this path (:func:`is_pcg64`).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -55,9 +56,17 @@ def put_state(rng: np.random.Generator, state: int) -> None:
 
 def jump(state: int, inc: int, steps: int) -> int:
     """The LCG state ``steps`` draws after ``state``: ``A·state + C`` with ``A = M^steps`` and
-    ``C = inc·(M^(steps−1) + … + 1)``, composed by repeated squaring (O(log steps))."""
+    ``C = inc·(M^(steps−1) + … + 1)`` (:func:`jump_coefficients`)."""
     if steps < 0:
         raise ValueError("cannot jump backwards")
+    mult, plus = jump_coefficients(inc, steps)
+    return (mult * state + plus) & _MASK128
+
+
+@functools.lru_cache(maxsize=256)
+def jump_coefficients(inc: int, steps: int) -> tuple[int, int]:
+    """(A, C) of a jump of ``steps`` draws, composed by repeated squaring (O(log steps)); kept for the
+    next jump of the same length (a simulation repeated at one size jumps by the same amounts)."""
     acc_mult, acc_plus = 1, 0
     cur_mult, cur_plus = MULTIPLIER, inc
     while steps:
@@ -66,7 +75,7 @@ def jump(state: int, inc: int, steps: int) -> int:
         cur_plus = ((cur_mult + 1) * cur_plus) & _MASK128
         cur_mult = (cur_mult * cur_mult) & _MASK128
         steps >>= 1
-    return (acc_mult * state + acc_plus) & _MASK128
+    return acc_mult, acc_plus
 
 
 def cursors(rng: np.random.Generator, blocks: list[int]) -> tuple[np.ndarray, np.ndarray, int]:

@@ -41,10 +41,10 @@ from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.parsing import parse_decimal_digits, parse_machine
-from cogtestbed.schema import REWARDED, TrialSchema, Values
+from cogtestbed.schema import TrialSchema
+from cogtestbed.tables.restless import EXPERIMENT, SCHEMA
 from cogtestbed.trials import Column, finish_table
 
-EXPERIMENT = "restless-bandit"
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
 ARMS = ("F", "J")
 #: CogBench's default number of runs (paper and code agree).
@@ -167,14 +167,7 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
 
     experiment: ClassVar[str] = EXPERIMENT
     #: Arm 0/1; rewards are points (unbounded Gaussian draws, finite); confidence in [0, 1].
-    table_schema: ClassVar[TrialSchema] = TrialSchema(
-        action=Values("int", allowed=(0, 1)),
-        reward=Values("float"),
-        stimulus={"block": Values("int", low=0, nullable=False), "best_arm": Values("int", allowed=(-1, 0, 1)),
-                  "confidence": Values("float", low=0.0, high=1.0), "confidence_valid": Values("bool", nullable=False),
-                  "accurate": Values("float", allowed=(0.0, 1.0))},
-        rules=(REWARDED,),
-    )
+    table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = RestlessDesign
     #: The confidence phase's answer is continuous, so actions are recorded as floats.
     action_dtype: ClassVar[Any] = np.float64

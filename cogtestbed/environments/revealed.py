@@ -76,11 +76,11 @@ from cogtestbed.environments.revealed_items import (
     dice_items,
     preference_items,
 )
-from cogtestbed.schema import RowRule, TrialSchema, Values
+from cogtestbed.schema import TrialSchema
 from cogtestbed.segments import gather_segments, scatter_segments
+from cogtestbed.tables.revealed import EXPERIMENT, SCHEMA
 from cogtestbed.trials import CodedLists, CodedStrings, Column, Lists, finish_table, list_offsets
 
-EXPERIMENT = "revealed-belief"
 CHANNELS = ("revb", "staa")
 #: Appended to every continuation of a prefix-ambiguous item (see module docstring).
 TERMINATOR = "."
@@ -403,14 +403,7 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
     #: One-shot items: no feedback, no adaptive design, so lapses apply after the fact.
     answer_independent: ClassVar[bool] = True
     #: The index of the most probable outcome (option) among the item's ``n_outcomes``.
-    table_schema: ClassVar[TrialSchema] = TrialSchema(
-        action=Values("int", low=0),
-        reward=Values("float"),
-        stimulus={"n_outcomes": Values("int", low=2, nullable=False), "target": Values("int", low=0),
-                  "mass_outside": Values("float", low=0.0, high=1.0)},
-        rules=(RowRule("action < n_outcomes", ("action", "n_outcomes"),
-                       lambda t: (t["action"] < t["n_outcomes"]).fillna(False)),),
-    )
+    table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = RevealedDesign
 
     def __init__(self, design: RevealedDesign | None = None, render_mode: str | None = None):

@@ -47,15 +47,13 @@ from pydantic import Field, model_validator
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.draws import standard_normal
 from cogtestbed.environments.parsing import parse_option_letter
-from cogtestbed.schema import REWARDED, RowRule, TrialSchema, Values
+from cogtestbed.schema import TrialSchema
+from cogtestbed.tables.twostep import ALIEN_LETTERS, EXPERIMENT, PLANETS, SCHEMA
 from cogtestbed.trials import CodedStrings, Column, finish_table
 
-EXPERIMENT = "two-step"
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
-PLANETS = ("X", "Y")
 #: Aliens by planet (CogBench: D/F on X, J/K on Y); flat index = 2 · planet + action2.
 ALIENS = (("D", "F"), ("J", "K"))
-ALIEN_LETTERS = ("D", "F", "J", "K")
 START_TEXT = (
     "You will travel to foreign planets in search of treasures.\n"
     "When you visit a planet, you can choose an alien to trade with.\n"
@@ -160,16 +158,7 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
 
     experiment: ClassVar[str] = EXPERIMENT
     #: Spaceship 0/1 (``action``), alien 0/1 on the reached planet (−1: none), treasure 1/0.
-    table_schema: ClassVar[TrialSchema] = TrialSchema(
-        action=Values("int", allowed=(0, 1)),
-        reward=Values("float", allowed=(0.0, 1.0)),
-        stimulus={"planet": Values("int", allowed=(-1, 0, 1), nullable=False),
-                  "action2": Values("int", allowed=(-1, 0, 1), nullable=False),
-                  "common": Values("bool", nullable=False),
-                  **{f"p_{x}": Values("float", low=0.0, high=1.0) for x in ALIEN_LETTERS}},
-        rules=(REWARDED, RowRule("a valid trial reached a planet and chose an alien", ("planet", "action2"),
-                       lambda t: (t["planet"] >= 0) & (t["action2"] >= 0)),),
-    )
+    table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = TwoStepDesign
     answer_prefix: ClassVar[str] = "Planet "
 

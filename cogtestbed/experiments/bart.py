@@ -1,11 +1,10 @@
 """Balloon analogue risk task (CogBench; Lejuez et al. 2002): 3 balloon types × 15."""
 
-from cogtestbed.agents.bart import AGENTS
 from cogtestbed.data.cogbench import BART_COLUMNS, import_bart
-from cogtestbed.environments.bart import BartEnv
 from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
-from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, same_name_generators
+from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.bart import MODELS, cogbench_metrics
+from cogtestbed.tables.bart import SCHEMA
 
 
 def _targets(f: float, noise: float = 2.0) -> dict[str, float]:
@@ -21,8 +20,9 @@ SPEC = ExperimentSpec(
     citation=CITATION + " Task: Lejuez, C. W. et al. (2002). Evaluation of a behavioral measure of risk "
     "taking: the Balloon Analogue Risk Task. J. Exp. Psychol. Appl. 8, 75.",
     description="CogBench BART: 3 balloon types (M = 128, 32, 8) x 15, one call per pump",
-    env_cls=BartEnv,
-    agents=AGENTS,
+    env_cls=lazy("cogtestbed.environments.bart:BartEnv"),
+    agents=lazy("cogtestbed.agents.bart:AGENTS"),
+    table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("performance", "risk")),

@@ -3,11 +3,10 @@
 from collections.abc import Mapping
 from typing import Any
 
-from cogtestbed.agents.belief import AGENTS
-from cogtestbed.environments.belief import BeliefCoherenceEnv
-from cogtestbed.experiments.spec import ExperimentSpec, Generator, MetricsSpec, StudyDecl
+from cogtestbed.experiments.spec import ExperimentSpec, Generator, MetricsSpec, StudyDecl, lazy
 from cogtestbed.inference.belief import METRIC_OPTIONS, TESTS, belief_metrics, belief_test
 from cogtestbed.inference.belief_models import MODELS, mnl_uncentred
+from cogtestbed.tables.belief import SCHEMA
 
 
 def _mnl_to_utilities(theta: Mapping[str, Any]) -> dict[str, Any]:
@@ -64,8 +63,9 @@ SPEC = ExperimentSpec(
     "Like Rational Agents? Measuring Belief Coherence in Probabilistic Decision Making. arXiv 2602.06286.",
     description="Belief coherence: elicit P(condition | evidence) from a Bayesian network, decide Yes/No/Defer; "
     "rationality tests T1-T4 (Yamin et al. 2026)",
-    env_cls=BeliefCoherenceEnv,
-    agents=AGENTS,
+    env_cls=lazy("cogtestbed.environments.belief:BeliefCoherenceEnv"),
+    agents=lazy("cogtestbed.agents.belief:AGENTS"),
+    table_schema=SCHEMA,
     models=MODELS,
     generators={"mnl": Generator("logit-rum", params=_mnl_to_utilities),
                 "loss": Generator("loss-rum", params=_loss_to_agent)},

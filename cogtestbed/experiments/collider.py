@@ -4,16 +4,15 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from cogtestbed.agents.causal import AGENTS
 from cogtestbed.data.causal import (
     import_causaign_responses,
     import_rw17_human,
     looks_like_causaign_responses,
     looks_like_rw17_human,
 )
-from cogtestbed.environments.causal import CausalColliderEnv
-from cogtestbed.experiments.spec import ExperimentSpec, Generator, Importer, MetricOption, MetricsSpec, StudyDecl
+from cogtestbed.experiments.spec import ExperimentSpec, Generator, Importer, MetricOption, MetricsSpec, StudyDecl, lazy
 from cogtestbed.inference.causal import MODELS, collider_metrics
+from cogtestbed.tables.causal import SCHEMA
 
 
 def _from_3p(theta: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -43,8 +42,9 @@ SPEC = ExperimentSpec(
     "(2025). Causal reasoning in large language models (thesis; causAIign).",
     description="Causal collider C1 -> E <- C2: 11 query types x 20 items per cell (Rehder & Waldmann 2017; "
     "Dettki 2025 / causAIign)",
-    env_cls=CausalColliderEnv,
-    agents=AGENTS,
+    env_cls=lazy("cogtestbed.environments.causal:CausalColliderEnv"),
+    agents=lazy("cogtestbed.agents.causal:AGENTS"),
+    table_schema=SCHEMA,
     models=MODELS,
     generators={
         "cbn-3p": Generator("cbn", _from_3p, {"noise_sd": SIMULATION_NOISE_SD}),

@@ -1,11 +1,10 @@
 """Horizon task (CogBench; Wilson et al. 2014): 4 forced + 1 or 6 free choices per game."""
 
-from cogtestbed.agents.horizon import AGENTS
 from cogtestbed.data.cogbench import HORIZON_COLUMNS, HORIZON_EXCLUDED, import_horizon
-from cogtestbed.environments.horizon import HorizonEnv
 from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
-from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, same_name_generators
+from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.horizon import MODELS, cogbench_metrics
+from cogtestbed.tables.horizon import SCHEMA
 
 _BASE = {"bonus_h1": 0.0, "bonus_h6": 6.0, "temperature_h1": 5.0, "temperature_h6": 8.0, "bias": 0.0}
 
@@ -15,8 +14,9 @@ SPEC = ExperimentSpec(
     "(2014). Humans use directed and random exploration to solve the explore-exploit dilemma. "
     "J. Exp. Psychol. Gen. 143, 2074.",
     description="CogBench horizon task: 4 forced + 1 or 6 free choices per game (Wilson 2014)",
-    env_cls=HorizonEnv,
-    agents=AGENTS,
+    env_cls=lazy("cogtestbed.environments.horizon:HorizonEnv"),
+    agents=lazy("cogtestbed.agents.horizon:AGENTS"),
+    table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(cogbench_metrics, unit="per_run",

@@ -1,19 +1,19 @@
 """Instrumental learning (CogBench; Lefebvre et al. 2017): 4 two-armed casinos × 24 visits."""
 
-from cogtestbed.agents.instrumental import AGENTS
 from cogtestbed.data.cogbench import INSTRUMENTAL_COLUMNS, import_instrumental
-from cogtestbed.environments.instrumental import InstrumentalLearningEnv
 from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
-from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, same_name_generators
+from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.instrumental import MODELS, cogbench_metrics
+from cogtestbed.tables.instrumental import SCHEMA
 
 SPEC = ExperimentSpec(
     name="instrumental-learning",
     citation=CITATION + " Task: Lefebvre, G. et al. (2017). Behavioural and neural characterization "
     "of optimistic reinforcement learning. Nat. Hum. Behav. 1, 0067.",
     description="CogBench instrumental learning: 4 two-armed casinos x 24 visits (Lefebvre 2017)",
-    env_cls=InstrumentalLearningEnv,
-    agents=AGENTS,
+    env_cls=lazy("cogtestbed.environments.instrumental:InstrumentalLearningEnv"),
+    agents=lazy("cogtestbed.agents.instrumental:AGENTS"),
+    table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(cogbench_metrics, unit="per_run",

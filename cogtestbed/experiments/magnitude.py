@@ -1,8 +1,6 @@
 """Magnitude estimation (BayesBench; Ma, Wang & Fountas 2025): four tasks, three sessions, ablations."""
 
-from cogtestbed.agents.magnitude import AGENTS
-from cogtestbed.environments.magnitude import MagnitudeEnv
-from cogtestbed.experiments.spec import ExperimentSpec, MetricOption, MetricsSpec, StudyDecl, same_name_generators
+from cogtestbed.experiments.spec import ExperimentSpec, MetricOption, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.magnitude import (
     CONDITIONS,
     HIERARCHY_CHAINS,
@@ -11,6 +9,7 @@ from cogtestbed.inference.magnitude import (
     VARIANCE_READINGS,
     magnitude_metrics,
 )
+from cogtestbed.tables.magnitude import SCHEMA
 
 SPEC = ExperimentSpec(
     name="magnitude",
@@ -18,8 +17,9 @@ SPEC = ExperimentSpec(
     "in LLMs. arXiv:2512.02719 (BayesBench).",
     description="BayesBench magnitude estimation: marker, line ratio, maze distance, duration; 3 sessions; "
     "ablations; text / image / text+image (Ma, Wang & Fountas 2025)",
-    env_cls=MagnitudeEnv,
-    agents=AGENTS,
+    env_cls=lazy("cogtestbed.environments.magnitude:MagnitudeEnv"),
+    agents=lazy("cogtestbed.agents.magnitude:AGENTS"),
+    table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(

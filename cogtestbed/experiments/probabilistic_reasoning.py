@@ -1,11 +1,10 @@
 """Probabilistic reasoning (CogBench; Dasgupta et al. 2020): wheel of fortune + urns."""
 
-from cogtestbed.agents.probabilistic import AGENTS
 from cogtestbed.data.cogbench import PROBABILISTIC_COLUMNS, import_probabilistic
-from cogtestbed.environments.probabilistic import ProbabilisticReasoningEnv
 from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
-from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, same_name_generators
+from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.probabilistic import MODELS, cogbench_metrics
+from cogtestbed.tables.probabilistic import SCHEMA
 
 _BASE = {"beta_prior": 0.6, "beta_likelihood": 0.4, "bias": 0.0, "noise_sd": 0.5}
 
@@ -14,8 +13,9 @@ SPEC = ExperimentSpec(
     citation=CITATION + " Task: Dasgupta, I., Schulz, E., Tenenbaum, J. B. & Gershman, S. J. (2020). "
     "A theory of learning to infer. Psychol. Rev. 127, 412.",
     description="CogBench probabilistic reasoning: wheel of fortune + urns, 2 judgements per run (Dasgupta 2020)",
-    env_cls=ProbabilisticReasoningEnv,
-    agents=AGENTS,
+    env_cls=lazy("cogtestbed.environments.probabilistic:ProbabilisticReasoningEnv"),
+    agents=lazy("cogtestbed.agents.probabilistic:AGENTS"),
+    table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(cogbench_metrics, unit="per_run",

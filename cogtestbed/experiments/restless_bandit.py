@@ -1,11 +1,10 @@
 """Restless bandit with confidence (CogBench; Ershadmanesh et al. 2023)."""
 
-from cogtestbed.agents.restless import AGENTS
 from cogtestbed.data.cogbench import RESTLESS_COLUMNS, import_restless
-from cogtestbed.environments.restless import RestlessBanditEnv
 from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
-from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, same_name_generators
+from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.restless import MODELS, cogbench_metrics
+from cogtestbed.tables.restless import SCHEMA
 
 _BASE = {"drift_sd": 4.0, "beta": 0.3, "confidence_gain": 1.0, "confidence_bias": 0.0, "confidence_noise": 0.5}
 
@@ -14,8 +13,9 @@ SPEC = ExperimentSpec(
     citation=CITATION + " Task: Ershadmanesh, S., Gholamzadeh, A., Desender, K. & Dayan, P. (2023). "
     "Meta-cognitive efficiency in learned value-based choice. Proc. CCN.",
     description="CogBench restless bandit: 4 blocks, 80 trials, choice + confidence per trial (Ershadmanesh 2023)",
-    env_cls=RestlessBanditEnv,
-    agents=AGENTS,
+    env_cls=lazy("cogtestbed.environments.restless:RestlessBanditEnv"),
+    agents=lazy("cogtestbed.agents.restless:AGENTS"),
+    table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("performance", "accuracy", "metacognition")),

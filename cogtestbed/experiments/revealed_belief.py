@@ -1,10 +1,9 @@
 """Revealed belief vs stated answer on dice, coins, choice and preference items (2024)."""
 
-from cogtestbed.agents.revealed import AGENTS
-from cogtestbed.environments.revealed import RevealedBeliefEnv
-from cogtestbed.experiments.spec import ExperimentSpec, Generator, MetricsSpec, StudyDecl
+from cogtestbed.experiments.spec import ExperimentSpec, Generator, MetricsSpec, StudyDecl, lazy
 from cogtestbed.inference.revealed import METRIC_OPTIONS, revealed_metrics
 from cogtestbed.inference.revealed_model import MODELS
+from cogtestbed.tables.revealed import SCHEMA
 
 #: Dissonant agent with the paper's median first-option bias (β_first ≈ 2, App. D tables) and a
 #: calibrated StaA channel; the other biases at 0.
@@ -26,8 +25,9 @@ SPEC = ExperimentSpec(
     "Between Revealed Beliefs and Stated Answers. ACL submission.",
     description="Revealed belief (next-token distribution over outcomes) vs stated answer (5-option MCQ) on "
     "dice, coins, choice and preference items; ~480 settings x 2 channels",
-    env_cls=RevealedBeliefEnv,
-    agents=AGENTS,
+    env_cls=lazy("cogtestbed.environments.revealed:RevealedBeliefEnv"),
+    agents=lazy("cogtestbed.agents.revealed:AGENTS"),
+    table_schema=SCHEMA,
     models=MODELS,
     generators={"dissonant": Generator("dissonant")},
     metrics=MetricsSpec(revealed_metrics, unit="per_subject", headline=("chebyshev", "l1", "symkl", "staa_error"),

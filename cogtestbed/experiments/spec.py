@@ -8,6 +8,7 @@ experiment keeps them:
 ============================  ====================================================================
 piece                          where
 ============================  ====================================================================
+trial table: name, schema      ``tables/<family>.py`` (``EXPERIMENT``, ``SCHEMA``)
 environment + design           ``environments/<family>.py`` (a :class:`~cogtestbed.environments.base.TextEnv`)
 synthetic agents               ``agents/<family>.py`` (:class:`~cogtestbed.agents.base.SyntheticAgent`)
 cognitive models + metrics     ``inference/<family>.py`` (:class:`~cogtestbed.inference.base.CognitiveModel`)
@@ -17,10 +18,20 @@ the spec itself                ``experiments/<name>.py``
 
 Generic code (simulation, CLI, studies, LLM runs, the conformance suite) reads only the spec and
 the contracts of those pieces; it never branches on an experiment's name.
+
+**What a declaration imports.**  Reading a file and computing its metrics or fitting a model needs
+the trial table's schema (``tables/<family>.py``), the importers, the metrics function and the
+models, none of which builds an environment.  The environment and the agents (gymnasium, pydantic
+designs, the prompts) are therefore named, not imported: ``env_cls=lazy("module:Class")`` and
+``agents=lazy("module:AGENTS")`` are imported on first access of ``spec.env_cls`` / ``spec.agents``
+(:class:`Lazy`), and the spec checks itself against them then; ``table_schema`` gives the schema
+the environment declares, so that :attr:`ExperimentSpec.schema` needs no environment.  A piece
+may always be given as the object itself.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +81,63 @@ class UnknownNameError(KeyError):
 
     def __str__(self) -> str:
         return self.message
+
+
+@dataclass(frozen=True)
+class Lazy:
+    """A piece of an experiment named by ``"package.module:attribute"``, imported on first use."""
+
+    target: str
+
+    def __post_init__(self) -> None:
+        module, colon, attribute = self.target.partition(":")
+        if not (module and colon and attribute):
+            raise ValueError(f"a lazy piece is named 'package.module:attribute', got {self.target!r}")
+
+    def load(self) -> Any:
+        """The named object (one clear error where the module or the attribute does not exist)."""
+        module_name, _, attribute = self.target.partition(":")
+        try:
+            obj: Any = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            raise ImportError(f"cannot import {self.target!r}: {exc}") from exc
+        for part in attribute.split("."):
+            try:
+                obj = getattr(obj, part)
+            except AttributeError:
+                raise ImportError(f"cannot import {self.target!r}: {module_name} has no {attribute!r}") from None
+        return obj
+
+
+def lazy(target: str) -> Any:
+    """Name a piece of an :class:`ExperimentSpec` (``env_cls``, ``agents``) instead of importing it:
+    ``"package.module:attribute"``, imported on first access (see the module docstring).  Typed
+    ``Any`` so that it stands for the piece in a declaration."""
+    return Lazy(target)
+
+
+class _LazyField:
+    """A field of :class:`ExperimentSpec` whose declared value may be :class:`Lazy`.
+
+    The declared value is kept in the instance's ``__dict__`` under the field's name; reading the
+    field imports every lazy piece of the spec at once and checks the declaration against them
+    before returning the piece.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, spec: ExperimentSpec | None, owner: type | None = None) -> Any:
+        if spec is None:
+            return self
+        value = spec.__dict__[self.name]
+        if isinstance(value, Lazy):
+            spec._load_pieces()
+            value = spec.__dict__[self.name]
+        return value
+
+    def __set__(self, spec: ExperimentSpec, value: Any) -> None:  # only the dataclass __init__ reaches it
+        spec.__dict__[self.name] = value
 
 
 class MetricsResult(TypedDict, total=False):
@@ -313,10 +381,12 @@ class PhenotypeReference:
 class ExperimentSpec:
     """Everything generic code needs to know about one experiment (see the module docstring).
 
-    ``trials_field`` is the integer design field ``--trials`` scales (``None``: the trial count
-    is fixed by the paradigm; studies then scale ``runs``).  ``pooling_unit`` says whether a
-    subject's data are one session (``subject``) or several sessions of one agent pooled for
-    fitting (``session``, CogBench's runs).
+    ``env_cls`` and ``agents`` may be named with :func:`lazy` (imported on first access);
+    ``table_schema`` is the :class:`~cogtestbed.schema.TrialSchema` the environment declares (the
+    same object; ``None``: read from the environment).  ``trials_field`` is the integer design
+    field ``--trials`` scales (``None``: the trial count is fixed by the paradigm; studies then
+    scale ``runs``).  ``pooling_unit`` says whether a subject's data are one session (``subject``)
+    or several sessions of one agent pooled for fitting (``session``, CogBench's runs).
     """
 
     name: str
@@ -326,6 +396,7 @@ class ExperimentSpec:
     agents: Mapping[str, type[SyntheticAgent]]
     metrics: MetricsSpec
     models: Mapping[str, CognitiveModel] = field(default_factory=dict)
+    table_schema: TrialSchema | None = None
     generators: Mapping[str, Generator] = field(default_factory=dict)
     importers: Mapping[str, Importer] = field(default_factory=dict)
     pooling_unit: PoolingUnit = "subject"
@@ -338,30 +409,50 @@ class ExperimentSpec:
     expected_failures: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        problems = self.problems()
+        problems = self._declared_problems()
+        if not self.has_lazy_pieces:
+            problems += self._piece_problems(self.env_cls, self.agents)
         if problems:
             raise ValueError(f"experiment spec {self.name!r} is inconsistent: " + "; ".join(problems))
 
+    @property
+    def has_lazy_pieces(self) -> bool:
+        """Whether a piece named with :func:`lazy` is not imported yet."""
+        return any(isinstance(self.__dict__[name], Lazy) for name in LAZY_FIELDS)
+
+    def _imported_pieces(self) -> dict[str, Any]:
+        """The values of :data:`LAZY_FIELDS`, lazy ones imported (not stored)."""
+        return {name: value.load() if isinstance(value, Lazy) else value
+                for name, value in ((n, self.__dict__[n]) for n in LAZY_FIELDS)}
+
+    def _load_pieces(self) -> None:
+        """Import every lazy piece and check the declaration against them; keep them only when
+        consistent (otherwise every access reports the problems)."""
+        pieces = self._imported_pieces()
+        problems = self._piece_problems(**pieces)
+        if problems:
+            raise ValueError(f"experiment spec {self.name!r} is inconsistent: " + "; ".join(problems))
+        self.__dict__.update(pieces)
+
     # -- self-consistency (checked at declaration; the conformance suite checks behaviour) --
     def problems(self) -> list[str]:
-        """Declaration errors: names that do not resolve, models without a generator, …"""
+        """Declaration errors: names that do not resolve, models without a generator, … (imports
+        the lazy pieces)."""
+        return self._declared_problems() + self._piece_problems(**self._imported_pieces())
+
+    def _declared_problems(self) -> list[str]:
+        """The errors visible without importing the lazy pieces."""
         out: list[str] = []
         for model in self.models:
-            gen = self.generators.get(model)
-            if gen is None:
+            if model not in self.generators:
                 out.append(f"model {model!r} has no generator")
-            elif gen.agent not in self.agents:
-                out.append(f"generator of {model!r} names unknown agent {gen.agent!r}")
         for model in self.generators:
             if model not in self.models:
                 out.append(f"generator declared for unknown model {model!r}")
         from cogtestbed.schema import TrialSchema
 
-        if not isinstance(getattr(self.env_cls, "table_schema", None), TrialSchema):
-            out.append(f"{self.env_cls.__name__} declares no table_schema (a TrialSchema)")
-        fields_ = getattr(self.env_cls.design_cls, "model_fields", {})
-        if self.trials_field is not None and self.trials_field not in fields_:
-            out.append(f"trials_field {self.trials_field!r} is not a field of {self.env_cls.design_cls.__name__}")
+        if self.table_schema is not None and not isinstance(self.table_schema, TrialSchema):
+            out.append(f"table_schema must be a TrialSchema, got {type(self.table_schema).__name__}")
         for study in self.studies:
             out.extend(self._study_problems(study))
         alone = sorted(set(self.metrics.tests) - set(self.metrics.headline))
@@ -372,13 +463,33 @@ class ExperimentSpec:
                 out.append(f"expected failure of {check!r} needs a reason")
         return out
 
+    def _piece_problems(self, env_cls: type[TextEnv[Any, Any]],
+                        agents: Mapping[str, type[SyntheticAgent]]) -> list[str]:
+        """The errors against the environment and the agents."""
+        out: list[str] = []
+        for model, gen in self.generators.items():
+            if model in self.models and gen.agent not in agents:
+                out.append(f"generator of {model!r} names unknown agent {gen.agent!r}")
+        from cogtestbed.schema import TrialSchema
+
+        declared = getattr(env_cls, "table_schema", None)
+        if not isinstance(declared, TrialSchema):
+            out.append(f"{env_cls.__name__} declares no table_schema (a TrialSchema)")
+        elif self.table_schema is not None and declared is not self.table_schema:
+            out.append(f"{env_cls.__name__}.table_schema is not the spec's table_schema")
+        fields_ = getattr(env_cls.design_cls, "model_fields", {})
+        if self.trials_field is not None and self.trials_field not in fields_:
+            out.append(f"trials_field {self.trials_field!r} is not a field of {env_cls.design_cls.__name__}")
+        for s in self.studies:
+            if s.agent is not None and s.agent not in agents:
+                out.append(f"{s.kind} study names unknown agent {s.agent!r}")
+        return out
+
     def _study_problems(self, s: StudyDecl) -> list[str]:
         out = []
         for m in (s.model, *s.models):
             if m is not None and m not in self.models:
                 out.append(f"{s.kind} study names unknown model {m!r}")
-        if s.agent is not None and s.agent not in self.agents:
-            out.append(f"{s.kind} study names unknown agent {s.agent!r}")
         if s.metric is not None and self.metrics.headline and s.metric not in self.metrics.headline:
             out.append(f"{s.kind} study names metric {s.metric!r}, not among {self.metrics.headline}")
         unknown = sorted(set(s.metric_options) - set(self.metrics.options))
@@ -393,8 +504,9 @@ class ExperimentSpec:
 
     @property
     def schema(self) -> TrialSchema:
-        """What this experiment's trial tables hold (declared by its environment)."""
-        return self.env_cls.table_schema
+        """What this experiment's trial tables hold (declared by its environment; given as
+        ``table_schema``, read without importing the environment)."""
+        return self.table_schema if self.table_schema is not None else self.env_cls.table_schema
 
     def read(self, path: Path, source: str = "auto") -> tuple[pd.DataFrame, str]:
         """Read ``path`` as a trial table (``.parquet``) or through one of the importers
@@ -453,6 +565,12 @@ class ExperimentSpec:
 
     def studies_of(self, kind: str) -> tuple[StudyDecl, ...]:
         return tuple(s for s in self.studies if s.kind == kind)
+
+
+#: Fields of :class:`ExperimentSpec` that may be declared with :func:`lazy`.
+LAZY_FIELDS: tuple[str, ...] = ("env_cls", "agents")
+for _name in LAZY_FIELDS:  # installed after the dataclass is built: its __init__ stores through them
+    setattr(ExperimentSpec, _name, _LazyField(_name))
 
 
 def same_name_generators(models: Mapping[str, Any], **overrides: Generator) -> dict[str, Generator]:

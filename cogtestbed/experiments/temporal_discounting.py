@@ -1,11 +1,10 @@
 """Temporal discounting (CogBench; Ruggeri et al. 2022): staircase + 4 anomaly items."""
 
-from cogtestbed.agents.discounting import AGENTS
 from cogtestbed.data.cogbench import DISCOUNTING_COLUMNS, import_discounting
-from cogtestbed.environments.discounting import TemporalDiscountingEnv
 from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer
-from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, same_name_generators
+from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.discounting import MODELS, cogbench_metrics
+from cogtestbed.tables.discounting import SCHEMA
 
 _TAU = 0.05
 
@@ -14,8 +13,9 @@ SPEC = ExperimentSpec(
     citation=CITATION + " Task: Ruggeri, K. et al. (2022). The globalizability of temporal discounting. "
     "Nat. Hum. Behav. 6, 1386.",
     description="CogBench temporal discounting: Ruggeri staircase, 3 baselines + 4 anomalies",
-    env_cls=TemporalDiscountingEnv,
-    agents=AGENTS,
+    env_cls=lazy("cogtestbed.environments.discounting:TemporalDiscountingEnv"),
+    agents=lazy("cogtestbed.agents.discounting:AGENTS"),
+    table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("score",)),

@@ -1,11 +1,10 @@
 """Two-step task (CogBench; Daw et al. 2011): 20 days × 2 stages, 0.7/0.3 transitions."""
 
-from cogtestbed.agents.twostep import AGENTS
 from cogtestbed.data.cogbench import TWOSTEP_COLUMNS, import_twostep
-from cogtestbed.environments.twostep import TwoStepEnv
 from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
-from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, same_name_generators
+from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.twostep import MODELS, cogbench_metrics
+from cogtestbed.tables.twostep import SCHEMA
 
 _BASE = {"alpha": 0.5, "beta": 5.0, "lam": 0.5, "persev": 0.0}
 #: True parameters of recovery and model recovery (each model draws those it has).
@@ -16,8 +15,9 @@ SPEC = ExperimentSpec(
     citation=CITATION + " Task: Daw, N. D., Gershman, S. J., Seymour, B., Dayan, P. & Dolan, R. J. (2011). "
     "Model-based influences on humans' choices and striatal prediction errors. Neuron 69, 1204.",
     description="CogBench two-step task: 20 days x 2 stages, 0.7/0.3 transitions (Daw 2011)",
-    env_cls=TwoStepEnv,
-    agents=AGENTS,
+    env_cls=lazy("cogtestbed.environments.twostep:TwoStepEnv"),
+    agents=lazy("cogtestbed.agents.twostep:AGENTS"),
+    table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("performance", "model_basedness")),

@@ -26,28 +26,27 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
 from numba import njit
 
 from cogtestbed.agents.lapse import step_lapse, unit_lapse
-from cogtestbed.environments.discounting import (
+from cogtestbed.experiments.spec import MetricsResult, metrics_result
+from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.parameters import Parameter, ParameterSet
+from cogtestbed.tables.discounting import (
     ANOMALY_ITEMS,
     MAX_QUESTIONS,
     MVF_NONE,
     MVF_VALUES,
     N_BASELINE_CODES,
     NOT_ASKED,
-    DiscountingDesign,
-    anomaly_question,
-    baseline_question,
-    score_answers,
 )
-from cogtestbed.experiments.spec import MetricsResult, metrics_result
-from cogtestbed.inference.base import CognitiveModel
-from cogtestbed.parameters import Parameter, ParameterSet
+
+if TYPE_CHECKING:  # the staircase's questions come from the environment, imported where they are asked
+    from cogtestbed.environments.discounting import DiscountingDesign
 
 EXPERIMENT = "temporal-discounting"
 CLIP = 1e-10
@@ -67,6 +66,8 @@ def question_tables(design: DiscountingDesign) -> tuple[np.ndarray, np.ndarray]:
 
     Baseline index: block, branch (0 up = first answer "1", 1 down), level.
     """
+    from cogtestbed.environments.discounting import anomaly_question, baseline_question
+
     base = np.empty((3, 2, 3, 5))
     for b in range(3):
         for br in range(2):
@@ -280,6 +281,8 @@ def expected_score(k: float, design: DiscountingDesign | None = None) -> dict[st
 
     Shows the non-monotonicity: the gain baselines rise with ``k``, the loss baseline falls.
     """
+    from cogtestbed.environments.discounting import DiscountingDesign, score_answers
+
     design = design or DiscountingDesign()
     base, anom = question_tables(design)
     actions, _, played, _ = simulate_staircase_kernel(
@@ -291,8 +294,8 @@ def expected_score(k: float, design: DiscountingDesign | None = None) -> dict[st
 
 # ----------------------------------------------------------------------------- metrics
 def run_scores(trials: pd.DataFrame, design: DiscountingDesign | None = None) -> list[dict[str, Any]]:
-    """Per-run score, anomaly flags and mvf (computed from answers or taken from summaries)."""
-    design = design or DiscountingDesign()
+    """Per-run score, anomaly flags and mvf (computed from answers or taken from summaries; the
+    environment's staircase, with the default design unless ``design`` is given, scores answers)."""
     out = []
     for subject, df in trials.groupby("subject", sort=True):
         run: dict[str, Any] = {"run": int(subject) if isinstance(subject, (int, np.integer)) else subject}
@@ -309,12 +312,19 @@ def run_scores(trials: pd.DataFrame, design: DiscountingDesign | None = None) ->
             valid = df["valid"].to_numpy(dtype=bool)
             answers = pd.to_numeric(df["action"], errors="coerce").to_numpy()
             n_ok = int(np.argmin(valid)) if not valid.all() else len(valid)
-            res = score_answers(design, [int(a) for a in answers[:n_ok]])
+            res = _score_answers(design, [int(a) for a in answers[:n_ok]])
             run.update({k: res[k] for k in ("score", *ANOMALY_ITEMS, "mvf", "complete")})
             run.update({f"score_{b}": res[f"score_{b}"] for b in ("gain", "gain_magnitude", "loss")})
             run.update({"n_questions": len(df), "n_invalid": int((~valid).sum()), "source": "answers"})
         out.append(run)
     return out
+
+
+def _score_answers(design: DiscountingDesign | None, answers: list[int]) -> dict[str, Any]:
+    """:func:`~cogtestbed.environments.discounting.score_answers` (default design: CogBench's)."""
+    from cogtestbed.environments.discounting import DiscountingDesign, score_answers
+
+    return score_answers(design or DiscountingDesign(), answers)
 
 
 def cogbench_metrics(trials: pd.DataFrame) -> MetricsResult:

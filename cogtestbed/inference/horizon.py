@@ -38,12 +38,12 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from cogtestbed.environments.horizon import EXPERIMENT
 from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.inference.logit import fit_logit
 from cogtestbed.numerics import log_sigmoid, sigmoid
 from cogtestbed.parameters import Parameter, ParameterSet
+from cogtestbed.tables.horizon import EXPERIMENT
 
 N_FORCED = 4
 

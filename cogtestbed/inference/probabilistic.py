@@ -31,11 +31,11 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from cogtestbed.environments.probabilistic import EXPERIMENT, bayes_posterior
 from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel, MLEResult
 from cogtestbed.numerics import logit, sigmoid, std_normal
 from cogtestbed.parameters import Parameter, ParameterSet
+from cogtestbed.tables.probabilistic import EXPERIMENT, bayes_posterior
 
 #: CogBench clips reported probabilities to this range before the logit and the error.
 CLIP_LO, CLIP_HI = 1e-5, 1.0 - 1e-5

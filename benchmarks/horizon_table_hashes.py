@@ -3,8 +3,11 @@
 For every horizon agent, with and without lapses, at 12 games (seed 11), at sizes on either side of
 the compiled paths' thresholds and at the benchmark's size, prints one SHA-256 per table (column
 names, dtypes and every column's values, missing cells included) and of the sessions drawn alone
-(every array, and the generator's state afterwards).  ``--save FILE`` writes them as JSON;
-``--against FILE`` compares with a saved run and exits 1 on any difference.
+(every array, and the generator's state afterwards).  With ``--all``, also the tables of two agents
+(with lapses for the second) of every registered experiment at 7 and 150 subjects, and of horizon
+and instrumental learning at about 400 000 trials (:data:`LARGE_TRIALS`).  ``--save FILE`` writes
+them as JSON; ``--against FILE`` compares with a saved run (the labels both hold) and exits 1 on any
+difference.
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ from cogtestbed.simulation import seed_streams, simulate
 #: (games, seed) pairs: the small table, sizes around the compiled passes' thresholds, the benchmark's size.
 CASES = ((12, 11), (1, 3), (999, 5), (13_334, 7), (53_333, 0))
 LAPSES = (None, Lapse(invalid=0.1, random=0.15))
+#: Subjects of the every-experiment tables (``--all``), and trials of the large ones.
+ALL_SUBJECTS = (7, 150)
+LARGE_TRIALS = 400_000
+LARGE_EXPERIMENTS = ("horizon", "instrumental-learning")
 
 
 def table_hash(table: pd.DataFrame) -> str:
@@ -72,12 +79,35 @@ def all_hashes() -> dict[str, str]:
     return out
 
 
+def every_experiment_hashes() -> dict[str, str]:
+    """Hashes of two agents' tables (the second with lapses) of every experiment at :data:`ALL_SUBJECTS`,
+    and at about :data:`LARGE_TRIALS` trials for :data:`LARGE_EXPERIMENTS`."""
+    from cogtestbed.registry import experiment_names
+
+    out: dict[str, str] = {}
+    for name in experiment_names():
+        spec = get_experiment(name)
+        agents = sorted(spec.agents)[:2]
+        sizes = list(ALL_SUBJECTS)
+        if name in LARGE_EXPERIMENTS:
+            sizes.append(max(10, LARGE_TRIALS // len(simulate(spec, agents[0], 1, 0))))
+        for n in sizes:
+            for k, agent in enumerate(agents):
+                lapse = LAPSES[k % 2]
+                out[f"{name} {agent} n={n} seed={n} lapse={lapse}"] = table_hash(
+                    simulate(spec, agent, n, n, lapse=lapse))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--save", help="write the hashes to this JSON file")
     parser.add_argument("--against", help="compare with the hashes saved in this JSON file")
+    parser.add_argument("--all", action="store_true", help="also every experiment's tables (two agents each)")
     args = parser.parse_args()
     hashes = all_hashes()
+    if args.all:
+        hashes.update(every_experiment_hashes())
     for label, digest in hashes.items():
         print(f"{digest[:16]}  {label}")
     if args.save:

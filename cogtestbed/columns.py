@@ -170,18 +170,21 @@ def kept_counts(keep: np.ndarray, compiled: bool | None = None) -> np.ndarray:
 @njit(cache=True)
 def _spread(values: np.ndarray, lengths: np.ndarray, total: int, width: int = 0) -> np.ndarray:  # pragma: no cover
     """Column c of the result: ``lengths[i]`` copies of ``values[c, i]`` for every subject i in turn
-    (``width``: unused, the signature of :func:`_spread_fixed`)."""
+    (``width``: unused, the signature of :func:`_spread_fixed`).  Every column at once, each subject's
+    block of rows a run of one value, written into one flat block by unsigned offsets (no view per
+    column, no negative-index wrap in the store loop)."""
     k, n = values.shape
-    out = np.empty((k, total), dtype=values.dtype)
-    row = 0
-    for i in range(n):  # every column at once, each subject's block of rows a run of one value
-        length = lengths[i]
+    out = np.empty(k * total, dtype=values.dtype)
+    row = np.uint64(0)
+    for i in range(n):
+        length, at = np.uint64(lengths[i]), row
         for c in range(k):
             v = values[c, i]
             for j in range(length):
-                out[c, row + j] = v
+                out[at + j] = v
+            at += np.uint64(total)
         row += length
-    return out
+    return out.reshape(k, total)
 
 
 @njit(cache=True)
@@ -189,18 +192,21 @@ def _spread_fixed(values: np.ndarray, lengths: np.ndarray, total: int,
                   width: int) -> np.ndarray:  # pragma: no cover - numba
     """:func:`_spread` writing ``width`` (≥ every length) copies per subject and column, then moving on by
     the subject's length: the next subject's rows overwrite the surplus, ``width`` rows to spare at the
-    end.  A loop of the same trip count for every subject (no mispredicted exit where lengths vary)."""
+    end of each column.  A loop of the same trip count for every subject (no mispredicted exit where
+    lengths vary)."""
     k, n = values.shape
-    out = np.empty((k, total + width), dtype=values.dtype)
-    row = 0
+    stride, copies = total + width, np.uint64(width)
+    out = np.empty(k * stride, dtype=values.dtype)
+    row = np.uint64(0)
     for i in range(n):
+        at = row
         for c in range(k):
             v = values[c, i]
-            block = out[c, row:row + width]
-            for j in range(width):
-                block[j] = v
-        row += lengths[i]
-    return out[:, :total]
+            for j in range(copies):
+                out[at + j] = v
+            at += np.uint64(stride)
+        row += np.uint64(lengths[i])
+    return out.reshape(k, stride)[:, :total]
 
 
 #: Most bytes one :func:`spread` block allocates: below the heap's mmap threshold

@@ -307,9 +307,9 @@ class RoundedNormal:
         p = np.where(k >= 0, ndtr(-lower) - ndtr(-upper), ndtr(upper) - ndtr(lower))
         self.prob, self.alias = _alias_table(p / p.sum())
         self.offsets = self.low + np.arange(len(self.prob), dtype=np.float64)
-        self.guide = _guide_table(self.prob)
         #: the value of every outcome of the alias method: column c's own at 2c, its alias's at 2c + 1
-        self.outcomes = np.stack([self.offsets, self.offsets.take(self.alias)], axis=1).reshape(-1)
+        outcomes = np.stack([self.offsets, self.offsets.take(self.alias)], axis=1).reshape(-1)
+        self.guide, self.missing = _value_guide(_guide_table(self.prob), outcomes, half)
 
     def draw(self, shape: tuple[int, ...], rng: np.random.Generator, mean: float | np.ndarray = 0.0) -> np.ndarray:
         """Draws of ``shape`` (at most three axes) as float64: the offsets plus ``mean`` (a whole
@@ -340,7 +340,7 @@ class RoundedNormal:
         cur, inc, end = cursors(rng, [block, block, block, (a - 3 * quarter) * b * c])
         out = np.empty(shape3, dtype=np.float64)
         _alias_draw_pcg64(cur, inc, self.prob, offsets, offsets.take(self.alias), means, out, self.guide,
-                          self.outcomes)
+                          self.missing)
         put_state(rng, end)
         return out
 
@@ -361,7 +361,8 @@ def _alias_table(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return prob, alias
 
 
-#: Leading bits of a uniform that index :func:`_guide_table` (2¹⁴ int16 entries: 32 KiB, a core's L1 cache).
+#: Leading bits of a uniform that index :func:`_guide_table` (2¹⁴ entries: 16 KiB of int8 values, half a
+#: core's L1 data cache, for offsets within ±127; twice that in int16 beyond).
 GUIDE_BITS = 14
 _KEY_BITS = 53
 
@@ -392,14 +393,25 @@ def _guide_table(prob: np.ndarray, bits: int = GUIDE_BITS) -> np.ndarray:
     return np.where((first == last) & (first >= 0), first, -1).astype(np.int16)
 
 
+def _value_guide(guide: np.ndarray, outcomes: np.ndarray, half: int) -> tuple[np.ndarray, np.integer]:
+    """(the guide table :func:`_guide_table` with each entry's outcome value in place of its index,
+    the entry that marks two outcomes): values within ±``half`` held in the smallest signed integer
+    type whose lowest value lies below −``half`` (that lowest value the mark), so that the table
+    stays in the L1 cache and a pick reads no second table."""
+    kind = next(t for t in (np.int8, np.int16, np.int32) if np.iinfo(t).min < -half)
+    missing = np.iinfo(kind).min
+    values = np.where(guide >= 0, outcomes.take(np.maximum(guide, 0)), missing).astype(kind)
+    return values, kind(missing)
+
+
 @njit(cache=True, inline="always")
-def _guided_pick(key: np.uint64, guide: np.ndarray, outcomes: np.ndarray, prob: np.ndarray, column: np.ndarray,
+def _guided_pick(key: np.uint64, guide: np.ndarray, missing: np.integer, prob: np.ndarray, column: np.ndarray,
                  alias: np.ndarray) -> float:  # pragma: no cover - numba
-    """:func:`_alias_pick` of the uniform of a draw's 53-bit integer ``key``, read from the guide table
-    (:func:`_guide_table`) where its entry is one outcome (``outcomes``: their values)."""
+    """:func:`_alias_pick` of the uniform of a draw's 53-bit integer ``key``, read from the value guide
+    table (:func:`_value_guide`) where its entry is one outcome (not ``missing``)."""
     entry = guide[key >> np.uint64(_KEY_BITS - GUIDE_BITS)]
-    if entry >= 0:
-        return outcomes[entry]
+    if entry != missing:
+        return float(entry)
     return _alias_pick(unit(key), prob, column, alias)
 
 
@@ -434,7 +446,7 @@ def _alias_pick(u: float, prob: np.ndarray, column: np.ndarray, alias: np.ndarra
 @njit(cache=True)
 def _alias_draw_pcg64(cur: np.ndarray, inc: np.ndarray, prob: np.ndarray, column: np.ndarray, alias: np.ndarray,
                       mean: np.ndarray, out: np.ndarray, guide: np.ndarray,
-                      outcomes: np.ndarray) -> None:  # pragma: no cover - numba
+                      missing: np.integer) -> None:  # pragma: no cover - numba
     """:func:`_alias_draw` of the uniforms of four PCG64 cursors: cursor L at the first uniform of
     rows ``L·q … (L+1)·q − 1`` of ``out`` (q = a // 4; the last cursor also the rows after 4q), each
     pick through the guide table (:func:`_guided_pick`)."""
@@ -453,10 +465,10 @@ def _alias_draw_pcg64(cur: np.ndarray, inc: np.ndarray, prob: np.ndarray, column
                 h1, l1, k1 = step_key(h1, l1, ih, il)
                 h2, l2, k2 = step_key(h2, l2, ih, il)
                 h3, l3, k3 = step_key(h3, l3, ih, il)
-                v0 = _guided_pick(k0, guide, outcomes, prob, column, alias)
-                v1 = _guided_pick(k1, guide, outcomes, prob, column, alias)
-                v2 = _guided_pick(k2, guide, outcomes, prob, column, alias)
-                v3 = _guided_pick(k3, guide, outcomes, prob, column, alias)
+                v0 = _guided_pick(k0, guide, missing, prob, column, alias)
+                v1 = _guided_pick(k1, guide, missing, prob, column, alias)
+                v2 = _guided_pick(k2, guide, missing, prob, column, alias)
+                v3 = _guided_pick(k3, guide, missing, prob, column, alias)
                 i1, i2, i3 = q + g, 2 * q + g, 3 * q + g
                 out[g, j, k] = v0 + mean[g if ma > 1 else 0, mj, mk]
                 out[i1, j, k] = v1 + mean[i1 if ma > 1 else 0, mj, mk]
@@ -466,7 +478,7 @@ def _alias_draw_pcg64(cur: np.ndarray, inc: np.ndarray, prob: np.ndarray, column
         for j in range(b):
             for k in range(c):
                 h3, l3, k3 = step_key(h3, l3, ih, il)
-                out[i, j, k] = (_guided_pick(k3, guide, outcomes, prob, column, alias)
+                out[i, j, k] = (_guided_pick(k3, guide, missing, prob, column, alias)
                                 + mean[i if ma > 1 else 0, j if mb > 1 else 0, k if mc > 1 else 0])
 
 

@@ -257,17 +257,22 @@ def _game_rows(forced: np.ndarray, free_action: np.ndarray, free_valid: np.ndarr
     reward1 = np.empty(total, dtype=np.float64)
     trial = np.empty(total, dtype=np.int64)
     forced_trial = np.empty(total, dtype=np.bool_)
-    r = 0
+    r = np.uint64(0)  # unsigned: no negative-index wrap on the stores
     for i in range(forced.shape[0]):
-        for t in range(length[i]):
-            free = t >= n_forced
-            a = free_action[i, t - n_forced] if free else forced[i, t]
-            ok = free_valid[i, t - n_forced] if free else True
-            r0, r1 = rewards[i, t, 0], rewards[i, t, 1]
-            action[r], valid[r], reward0[r], reward1[r], trial[r], forced_trial[r] = a, ok, r0, r1, t, not free
-            paid = rewards[i, t, np.intp(a >= 1)]  # an indexed load, not a branch on the (random) arm
+        game = rewards[i]
+        for t in range(n_forced):  # forced trials, then free ones: no branch on the trial kind
+            a = forced[i, t]
+            action[r], valid[r], trial[r], forced_trial[r] = a, True, t, True
+            reward0[r], reward1[r] = game[t, 0], game[t, 1]
+            reward[r] = game[t, np.intp(a >= 1)]  # an indexed load, not a branch on the (random) arm
+            r += np.uint64(1)
+        for t in range(n_forced, length[i]):
+            a, ok = free_action[i, t - n_forced], free_valid[i, t - n_forced]
+            action[r], valid[r], trial[r], forced_trial[r] = a, ok, t, False
+            reward0[r], reward1[r] = game[t, 0], game[t, 1]
+            paid = game[t, np.intp(a >= 1)]
             reward[r] = paid if ok else np.nan
-            r += 1
+            r += np.uint64(1)
     return action, valid, reward, reward0, reward1, trial, forced_trial
 
 

@@ -9,7 +9,8 @@ goes.  Then the RW± kernel of instrumental learning in ns per trial on one core
 ``--floors`` prints, for instrumental learning, a measured floor of the full path: the kernel, plus
 the PCG64 outputs its two streams require (drawn in compiled code at the generator's throughput,
 nothing stored), plus writing the table's bytes (each column's buffers, at the dtypes the table
-holds) into freshly allocated memory; and the best ratio that floor allows.
+holds) into freshly allocated memory; and the best ratio that floor allows, then with the sort of
+the trial-order keys and with pandas assembling the frame from its finished columns added.
 ``--rw-only`` prints only that figure (``--rw-repeats N`` times); ``--lanes 8,16,...`` also times private
 copies of the kernel compiled with each number of vector lanes (:data:`SIM_LANES`), to show the scaling.
 Timings are the best of N process-CPU-time runs (the machine is shared), on one core (the process
@@ -34,6 +35,7 @@ if hasattr(os, "sched_setaffinity"):  # one core for every figure (the kernel's 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 from _timing import best_cpu_of  # noqa: E402
 from numba import njit  # noqa: E402
 
@@ -217,6 +219,8 @@ def instrumental_floors() -> None:
             np.empty(size, dtype=dtype).fill(1)
 
     write_s = best_cpu_of(write_columns, REPEATS)
+    ready = {name: table[name].array for name in table.columns}
+    assemble_s = best_cpu_of(lambda: pd.DataFrame(ready, copy=False), REPEATS)
     full_s = best_cpu_of(lambda: simulate(spec, agent, n, 0), REPEATS)
     sessions_s = best_cpu_of(lambda: spec.env_cls.sample_sessions(design, n, seed_streams(0)[0]), REPEATS)
     uniforms_s = best_cpu_of(lambda: seed_streams(0)[1].random((n, design.n_trials)), REPEATS)
@@ -231,6 +235,8 @@ def instrumental_floors() -> None:
             ("floor (sum)", floor, f"-> best ratio {kernel_s / floor:.2f}"),
             ("  + sorting the trial-order keys (the bucket sort)", floor + sort_s,
              f"-> best ratio {kernel_s / (floor + sort_s):.2f}"),
+            ("  + assembling the frame from its ready columns", floor + sort_s + assemble_s,
+             f"-> best ratio {kernel_s / (floor + sort_s + assemble_s):.2f}"),
             (f"budget at ratio {RATIO_TARGET:.2f}", kernel_s / RATIO_TARGET, ""),
             ("full path now", full_s, f"-> ratio {kernel_s / full_s:.2f}")]
     for label, seconds, note in rows:

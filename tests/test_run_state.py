@@ -184,6 +184,21 @@ def test_subject_worst_case_covers_every_call_it_can_make(tiny):
     assert needs[0].usd >= 3 * budget.worst(first, config.max_tokens).usd
 
 
+def test_a_budget_without_a_price_is_planned_in_calls_without_tokenizing(tiny, monkeypatch):
+    exp = get_experiment(EXP)
+    design = exp.env_cls.design_cls(visits_per_casino=2)
+    config = RunConfig(experiment=EXP, llm="hf:tiny-random", base_url=None, mode="completions", n_subjects=1,
+                       seed=0, design=design.model_dump(mode="json"), reask=2)
+    bounded: list[object] = []
+    real_bound = tiny.prompt_token_bound
+    monkeypatch.setattr(tiny, "prompt_token_bound", lambda prompt: bounded.append(prompt) or real_bound(prompt))
+    sessions = draw_sessions(exp, design, 1, 0)
+    needs = subject_needs(exp, design, tiny, config, sessions, 0, Budget(max_calls=100))
+    assert [(n.calls, n.usd) for n in needs] == [(3, 0.0)] * 8 and bounded == []
+    priced = subject_needs(exp, design, tiny, config, sessions, 0, Budget(price=Price(1.0, 1.0)))
+    assert [n.calls for n in priced] == [3] * 8 and len(bounded) == 8 * 3 and all(n.usd > 0 for n in priced)
+
+
 # ----------------------------------------------------------------------------- run state
 def test_transport_settings_may_change_on_resume_identity_may_not(tmp_path, capsys, server):
     url, faults = server

@@ -221,6 +221,12 @@ class Budget:
         """What no call and no subject has claimed yet."""
         return (self.limit - self.committed()).clip()
 
+    @property
+    def counts_tokens(self) -> bool:
+        """Whether a call's tokens change what it costs this budget (only where the model has a price:
+        without one, a call's worst case is one call, whatever its prompt)."""
+        return self.price is not None
+
     def call_cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return self.price.cost(prompt_tokens, completion_tokens) if self.price else 0.0
 

@@ -142,10 +142,14 @@ def _score_context(client: LLMClient, prompt: Prompt, response: ScoredResponse) 
 
 def step_need(agent: LLMAgent, obs: dict[str, Any], budget: Budget) -> Need:
     """Worst case of one step: every re-ask (or every sample of a sampled score) at the prompt's
-    token bound plus :data:`SUBJECT_PROMPT_MARGIN`, and ``max_tokens`` of output each."""
+    token bound plus :data:`SUBJECT_PROMPT_MARGIN`, and ``max_tokens`` of output each.  Prompts are
+    tokenized only where tokens cost something (:attr:`Budget.counts_tokens`): a model without a
+    price is costed in calls alone, which spares a long session's planning a tokenizer pass a step."""
     client, step = agent.client, agent.env.t
 
     def bound(prompt: Prompt) -> int:
+        if not budget.counts_tokens:
+            return 0
         return math.ceil(client.prompt_token_bound(prompt) * (1 + SUBJECT_PROMPT_MARGIN))
 
     prompt, response = obs["prompt"], obs.get("response")

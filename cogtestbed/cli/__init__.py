@@ -95,7 +95,11 @@ def main(quick_exit: bool = False) -> None:
 
 
 def console_main() -> None:
-    """The ``cogtestbed`` console script: :func:`main` with the quick exit of a process of its own."""
+    """The ``cogtestbed`` console script: :func:`main` with the quick exit of a process of its own,
+    the garbage collector deferred while it starts up (:func:`cogtestbed.collector.defer_collection`)."""
+    from cogtestbed.collector import defer_collection
+
+    defer_collection()
     main(quick_exit=True)
 
 

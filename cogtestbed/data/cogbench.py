@@ -7,6 +7,7 @@ byte-order mark.  Importers keep CogBench's own columns next to the schema's.
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import numpy as np
@@ -58,11 +59,14 @@ def responses(df: pd.DataFrame, column: str, name: str) -> tuple[np.ndarray, np.
 
 def looks_like_cogbench(path: str | Path, required: tuple[str, ...], excluded: tuple[str, ...] = ()) -> bool:
     """Whether ``path`` is a CSV whose header holds ``required`` and none of ``excluded`` (cheap
-    sniff; ``excluded`` tells apart tasks whose columns contain another task's)."""
+    sniff; ``excluded`` tells apart tasks whose columns contain another task's).  Only the header
+    row is read, with :mod:`csv` (BOM-safe, blank lines skipped, as pandas reads a header): a
+    tenth of pandas' cost of opening a parser."""
     p = Path(path)
     if p.suffix.lower() != ".csv" or not p.exists():
         return False
-    header = pd.read_csv(p, encoding="utf-8-sig", nrows=0).columns
+    with p.open(newline="", encoding="utf-8-sig") as f:
+        header = next((row for row in csv.reader(f) if any(cell.strip() for cell in row)), [])
     return all(c in header for c in required) and not any(c in header for c in excluded)
 
 

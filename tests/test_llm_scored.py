@@ -29,7 +29,8 @@ from cogtestbed.llm_adapters.server import serve  # noqa: E402
 
 FAST_RETRY = RetryPolicy(attempts=4, initial=0.02, max_wait=0.2)
 SESSION = ToySessions(statement=np.array([[1]]))  # one question (the sampled test's design)
-TOY = SimpleNamespace(name=ElicitJudgeEnv.experiment, env_cls=ElicitJudgeEnv)
+# the pieces of an ExperimentSpec a run of an unregistered experiment reads (its table is checked against `schema`)
+TOY = SimpleNamespace(name=ElicitJudgeEnv.experiment, env_cls=ElicitJudgeEnv, schema=ElicitJudgeEnv.table_schema)
 
 
 @pytest.fixture(scope="module")

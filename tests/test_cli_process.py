@@ -128,3 +128,14 @@ def test_a_parameter_set_builds_its_pydantic_model_on_first_validation() -> None
     with pytest.raises(ParameterError, match="unknown parameter 'gamma'"):
         params.validate({"gamma": 1.0})
     assert vars(params)["_model"] is model
+
+
+def test_progress_bars_run_on_the_lazily_built_console():
+    """rich's Progress enters its console (``with console:``): the lazy stderr console must forward that."""
+    from cogtestbed.cli.app import _LazyConsole, progress
+
+    assert list(progress(range(5), "counting", total=5)) == [0, 1, 2, 3, 4]
+    assert list(progress(range(3), "hidden", total=3, enabled=False)) == [0, 1, 2]
+    console = _LazyConsole(stderr=True)
+    with console as entered:
+        assert entered is console._real()

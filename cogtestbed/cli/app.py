@@ -67,12 +67,24 @@ class _LazyConsole:
         self._options = options
         self._console: Console | None = None
 
-    def __getattr__(self, name: str) -> Any:
+    def _real(self) -> Console:
+        """The console, built on first use."""
         if self._console is None:
             from rich.console import Console
 
             self._console = Console(**self._options)
-        return getattr(self._console, name)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real(), name)
+
+    # rich's Live and Progress enter their console (``with console:``); a special method is looked
+    # up on the type, never through __getattr__, so the proxy forwards it itself
+    def __enter__(self) -> Console:
+        return self._real().__enter__()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._real().__exit__(*exc_info)
 
 
 console = cast("Console", _LazyConsole())

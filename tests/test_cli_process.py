@@ -139,3 +139,16 @@ def test_progress_bars_run_on_the_lazily_built_console():
     console = _LazyConsole(stderr=True)
     with console as entered:
         assert entered is console._real()
+
+
+def test_the_demo_job_runs_end_to_end_as_make_demo_runs_it(tmp_path: Path) -> None:
+    """``make demo``'s job as a process of its own (stderr a pipe, progress bars included): exit 0,
+    one-line progress messages, and the report naming what it measured."""
+    out = tmp_path / "demo_output"
+    proc = subprocess.run([sys.executable, "-m", "cogtestbed", "demo", "-o", str(out), "--force"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    report = (out / "report.md").read_text()
+    assert report.startswith("# cogtestbed demo: instrumental learning") and "## CogBench metrics" in report
+    assert {"trials.parquet", "metrics.json", "report.html"} <= {p.name for p in out.iterdir()}

@@ -343,10 +343,11 @@ def finish_table(
     ``after_action`` columns go between ``action`` and ``reward``; ``trailing`` columns go last.
     Stimulus values are (n_subjects, n_trials) arrays (object / unicode arrays become ``string``
     columns), :class:`CodedStrings`, flat pandas arrays of n_subjects × n_trials rows, or None
-    (a text column with nothing recorded).  With ``keep`` dropping rows, a stimulus or outcome
+    (a text column with nothing recorded).  With ``keep`` given, a stimulus or outcome
     (``action``, ``reward``, ``valid``, ``action_valid``) may also be a flat numpy array of the kept
     rows only, in table order: a fresh array the table then holds as it is (built by one compiled
     pass where that is cheaper than filling whole (n_subjects, n_trials) arrays and dropping rows).
+    A mask that keeps every row selects nothing (no row is copied through an index).
     """
     n_subjects, n_trials = np.shape(action) if keep is None else np.shape(keep)
     n = n_subjects * n_trials
@@ -406,6 +407,10 @@ class _ColumnMaker:
         #: rows each subject keeps (None: every row)
         self.lengths = None if self._keep is None else _kept_counts(self._keep)
         self.n_rows = self.n if self.lengths is None else int(self.lengths.sum())
+        #: whether a keep mask was given: flat arrays of the kept rows are then the table's own (:meth:`is_kept`)
+        self._selects = self._keep is not None
+        if self.n_rows == self.n:
+            self._keep = None  # a mask that keeps every row selects nothing
         self._codes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._spread: dict[str, np.ndarray] = {}
         self._offsets: dict[tuple[int, int], pa.Buffer] = {}
@@ -476,9 +481,9 @@ class _ColumnMaker:
         return self.spread_column(name) if isinstance(values, PerSubject) else self(values)
 
     def is_kept(self, values: Any) -> bool:
-        """Whether ``values`` is a flat numpy or pandas array of the kept rows only (with ``keep``
-        dropping some rows): a fresh array built for the table, handed over as it is."""
-        return (self._keep is not None and self.n_rows != self.n and isinstance(values, (np.ndarray, ExtensionArray))
+        """Whether ``values`` is a flat numpy or pandas array of the kept rows only (with a ``keep``
+        mask given, even one that keeps every row): a fresh array built for the table, handed over as it is."""
+        return (self._selects and isinstance(values, (np.ndarray, ExtensionArray))
                 and values.ndim == 1 and len(values) == self.n_rows)
 
     def outcome(self, values: np.ndarray, dtype: Any) -> np.ndarray:

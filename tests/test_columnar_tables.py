@@ -34,6 +34,7 @@ from cogtestbed.trials import (
     Lists,
     PerSubject,
     finish_table,
+    fresh_column,
     list_cells,
     null_strings,
     read_table,
@@ -280,3 +281,22 @@ def test_spread_compiled_equals_repeat_and_null_strings_equal_arrow_nulls() -> N
         nulls = null_strings(n)
         nulls.validate(full=True)
         assert nulls.equals(pa.nulls(n, pa.large_string()))
+
+
+def test_a_keep_mask_of_every_row_hands_flat_rows_over_and_selects_nothing() -> None:
+    """A mask that keeps every row: flat arrays of the rows are the table's own (not copied) and the
+    rectangular arrays give the same table."""
+    keep = np.ones((2, 3), dtype=bool)
+    action = np.array([[0, 1, 1], [1, 0, 1]])
+    reward = np.arange(6.0).reshape(2, 3)
+    valid = np.array([[True, False, True], [True, True, True]])
+    stimulus = (reward * 2).reshape(-1)
+    flat_reward, flat_valid = reward.reshape(-1).copy(), valid.reshape(-1).copy()
+    kept = finish_table("x", {"s": fresh_column(stimulus)}, action.reshape(-1).copy(), flat_reward, flat_valid,
+                        agent="a", keep=keep)
+    whole = finish_table("x", {"s": reward * 2}, action, reward, valid, agent="a", keep=keep)
+    pd.testing.assert_frame_equal(whole, kept, check_exact=True)
+    assert np.shares_memory(kept["reward"].to_numpy(), flat_reward)
+    assert np.shares_memory(kept["s"].to_numpy(), stimulus)
+    assert np.shares_memory(kept["valid"].to_numpy(), flat_valid)
+    assert kept["trial"].tolist() == [0, 1, 2, 0, 1, 2] and kept["action"].tolist() == [0, pd.NA, 1, 1, 0, 1]

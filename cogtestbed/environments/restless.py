@@ -40,10 +40,11 @@ from numba import njit
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.draws import standard_normal, uniforms
 from cogtestbed.environments.parsing import parse_decimal_digits, parse_machine
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.restless import EXPERIMENT, SCHEMA
-from cogtestbed.trials import Column, finish_table
+from cogtestbed.trials import Column, finish_table, fresh_column
 
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
 ARMS = ("F", "J")
@@ -118,6 +119,20 @@ class RestlessSessions(Sessions):
     query_flip: np.ndarray  # (N, T_max) bool: J named first in the question
 
 
+@njit(cache=True, inline="always")
+def _next_block(t: int, b: int, start: int, end: int, lengths: np.ndarray) -> tuple[int, int, int]:
+    """(block, its start, its end) of trial ``t`` from those of trial ``t − 1`` (``b``, ``start``, ``end``)
+    in a session of block ``lengths``: the step of :func:`block_index` (past the last block, the block
+    stays at ``len(lengths)`` and the start at the last block's)."""
+    n_blocks = lengths.shape[0]
+    while b < n_blocks and t >= end:
+        b += 1
+        if b < n_blocks:
+            start = end
+            end += lengths[b]
+    return b, start, end
+
+
 def block_index(block_lengths: np.ndarray, t_max: int) -> tuple[np.ndarray, np.ndarray]:
     """(block, trial within block) of each of ``t_max`` trials for (N, n_blocks) block lengths.
 
@@ -129,18 +144,14 @@ def block_index(block_lengths: np.ndarray, t_max: int) -> tuple[np.ndarray, np.n
 
 
 @njit(cache=True)
-def _block_index(block_lengths: np.ndarray, t_max: int) -> tuple[np.ndarray, np.ndarray]:
+def _block_index(block_lengths: np.ndarray, t_max: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
     n, n_blocks = block_lengths.shape
     block = np.empty((n, t_max), dtype=np.int64)
     within = np.empty((n, t_max), dtype=np.int64)
     for i in range(n):
         b, start, end = 0, 0, block_lengths[i, 0] if n_blocks else 0
         for t in range(t_max):
-            while b < n_blocks and t >= end:
-                b += 1
-                if b < n_blocks:
-                    start = end
-                    end += block_lengths[i, b]
+            b, start, end = _next_block(t, b, start, end, block_lengths[i])
             block[i, t] = b
             within[i, t] = t - start
     return block, within
@@ -154,6 +165,24 @@ def best_arms(first_best: np.ndarray, block: np.ndarray, within: np.ndarray, blo
         length = np.take_along_axis(block_lengths, np.minimum(block, block_lengths.shape[1] - 1), axis=1)
         best = np.where(within == length - 1, 1 - best, best)
     return best
+
+
+@njit(cache=True)
+def _rounded_rewards(z: np.ndarray, first_best: np.ndarray, block_lengths: np.ndarray, lo_mean: float,
+                     hi_mean: float, sd: float, scale: float) -> None:  # pragma: no cover - numba
+    """In place: standard normals ``z`` (N, T, 2) become the rewards ``np.round(mean + sd·z, decimals)``,
+    ``scale`` = 10^decimals, computed as numpy rounds (``rint((mean + sd·z)·scale) / scale``, the same
+    float steps); ``mean`` is ``hi_mean`` on the trial's better arm (block 0: ``first_best``, switching
+    at every block end; Ershadmanesh et al. 2023) and ``lo_mean`` on the other."""
+    n, t_max, _ = z.shape
+    for i in range(n):
+        b, start, end = 0, 0, block_lengths[i, 0] if block_lengths.shape[1] else 0
+        for t in range(t_max):
+            b, start, end = _next_block(t, b, start, end, block_lengths[i])
+            best = first_best[i] if b % 2 == 0 else 1 - first_best[i]
+            for a in range(2):
+                mean = hi_mean if a == best else lo_mean
+                z[i, t, a] = np.rint((mean + sd * z[i, t, a]) * scale) / scale
 
 
 class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
@@ -206,7 +235,13 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
     # -- stochastic design -----------------------------------------------------------------
     @classmethod
     def sample_sessions(cls, design: RestlessDesign, n: int, rng: np.random.Generator) -> RestlessSessions:
-        """Draw the first better arm, block lengths, rewards and name orders for ``n`` sessions."""
+        """Draw the first better arm, block lengths, rewards and name orders for ``n`` sessions.
+
+        The stream is numpy's: ``rng.integers`` for the first better arm (and random block lengths),
+        ``rng.standard_normal((n, T, 2))`` for the rewards, then ``rng.random((n, T))`` twice for the
+        name orders, drawn by the bit-exact compiled equivalents of :mod:`~cogtestbed.environments.draws`;
+        each reward is ``round(mean + sd·z, decimals)`` as ``np.round`` computes it
+        (:func:`_rounded_rewards`)."""
         t_max = design.n_trials
         first_best = rng.integers(0, 2, size=n).astype(np.int64)
         if design.random_block_range is None:
@@ -214,14 +249,12 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
         else:
             lo, hi = design.random_block_range
             lengths = rng.integers(lo, hi + 1, size=(n, design.n_blocks)).astype(np.int64)
-        block, within = block_index(lengths, t_max)
-        best = best_arms(first_best, block, within, lengths, "correct")
         lo_mean, hi_mean = sorted(design.means)
-        means = np.where(np.arange(2)[None, None, :] == best[:, :, None], hi_mean, lo_mean)
-        raw = means + design.reward_sd * rng.standard_normal((n, t_max, 2))
-        rewards = np.round(raw, design.reward_decimals)
-        instr_flip = rng.random((n, t_max)) < 0.5
-        query_flip = rng.random((n, t_max)) < 0.5
+        rewards = standard_normal(rng, (n, t_max, 2))
+        _rounded_rewards(rewards, first_best, lengths, lo_mean, hi_mean, design.reward_sd,
+                         10.0 ** design.reward_decimals)
+        instr_flip = uniforms(rng, (n, t_max)) < 0.5
+        query_flip = uniforms(rng, (n, t_max)) < 0.5
         return RestlessSessions(first_best=first_best, block_lengths=lengths, rewards=rewards,
                                 instr_flip=instr_flip, query_flip=query_flip)
 
@@ -339,39 +372,94 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
         cls, design: RestlessDesign, sessions: RestlessSessions, outcomes: Outcomes,
         *, agent: str = "unknown", params: dict[str, np.ndarray] | None = None,
     ) -> pd.DataFrame:
-        """One row per trial (both calls) in the schema of :mod:`cogtestbed.trials`."""
-        n, t_max = sessions.n_subjects, design.n_trials
-        valid = outcomes.valid[:, 0::2]
-        choice = np.where(valid, np.nan_to_num(outcomes.action[:, 0::2]), NO_ACTION).astype(np.int64)
-        conf_valid = outcomes.valid[:, 1::2] & valid
-        confidence = np.where(conf_valid, np.asarray(outcomes.action[:, 1::2], dtype=np.float64), np.nan)
-        block, within = block_index(sessions.block_lengths, t_max)
-        best = best_arms(sessions.first_best, block, within, sessions.block_lengths, design.accuracy_rule)
-        true_best = best_arms(sessions.first_best, block, within, sessions.block_lengths, "correct")
-        lo_mean, hi_mean = sorted(design.means)
-        means = np.where(np.arange(2)[None, None, :] == true_best[:, :, None], hi_mean, lo_mean)
-        rows = np.arange(n)[:, None]
-        reward = np.where(valid, sessions.rewards[rows, np.arange(t_max)[None, :], np.clip(choice, 0, 1)], np.nan)
-        accurate = np.where(valid, (choice == best).astype(np.float64), np.nan)
+        """One row per trial (both calls) in the schema of :mod:`cogtestbed.trials`: the rows a
+        session has (its blocks' trials) built directly, one compiled pass over the sessions
+        (:func:`_session_rows`)."""
+        t_max = design.n_trials
+        lengths = np.ascontiguousarray(sessions.block_lengths, dtype=np.int64)
+        (choice, valid, reward, block, within, best, mean0, mean1, reward0, reward1, confidence, confidence_valid,
+         accurate) = _session_rows(np.ascontiguousarray(outcomes.action, dtype=np.float64),
+                                   np.ascontiguousarray(outcomes.valid, dtype=bool),
+                                   np.ascontiguousarray(sessions.rewards, dtype=np.float64),
+                                   np.ascontiguousarray(sessions.first_best, dtype=np.int64), lengths,
+                                   design.accuracy_rule == "cogbench", *sorted(design.means))
 
         def text(arr: np.ndarray | None, k: int) -> np.ndarray | None:
             return None if arr is None else arr[:, k::2]
 
         stimulus: dict[str, Column] = {
-            "block": block,
-            "block_trial": within,
-            "best_arm": best,
-            "mean0": means[..., 0],
-            "mean1": means[..., 1],
-            "reward0": sessions.rewards[..., 0],
-            "reward1": sessions.rewards[..., 1],
-            "confidence": confidence,
-            "confidence_valid": conf_valid,
-            "accurate": accurate,
+            "block": fresh_column(block),
+            "block_trial": fresh_column(within),
+            "best_arm": fresh_column(best),
+            "mean0": fresh_column(mean0),
+            "mean1": fresh_column(mean1),
+            "reward0": fresh_column(reward0),
+            "reward1": fresh_column(reward1),
+            "confidence": fresh_column(confidence),
+            "confidence_valid": fresh_column(confidence_valid),
+            "accurate": fresh_column(accurate),
             "raw_confidence": text(outcomes.raw_response, 1),
             "confidence_parse_error": text(outcomes.parse_error, 1),
         }
-        exists = np.arange(t_max)[None, :] < sessions.block_lengths.sum(axis=1)[:, None]
+        exists = np.arange(t_max)[None, :] < lengths.sum(axis=1)[:, None]
         return finish_table(EXPERIMENT, stimulus, choice, reward, valid, agent=agent,
-                             raw_response=text(outcomes.raw_response, 0),
-                             parse_error=text(outcomes.parse_error, 0), params=params, keep=exists)
+                            raw_response=text(outcomes.raw_response, 0),
+                            parse_error=text(outcomes.parse_error, 0), params=params, keep=exists)
+
+
+@njit(cache=True)
+def _session_rows(action: np.ndarray, valid: np.ndarray, rewards: np.ndarray, first_best: np.ndarray,
+                  block_lengths: np.ndarray, cogbench_rule: bool, lo_mean: float,
+                  hi_mean: float) -> tuple[np.ndarray, ...]:  # pragma: no cover - numba
+    """The table's outcome and stimulus columns of every trial the sessions have (session i's first
+    ``sum(block_lengths[i])``), session after session, from the two steps of each trial (choice at
+    step 2t, confidence at 2t + 1): (choice (NO_ACTION where invalid), valid, reward (the chosen arm's,
+    NaN where invalid), block, trial within block, better arm (:func:`best_arms`, CogBench's rule if
+    ``cogbench_rule``), mean0, mean1 (the true better arm's ``hi_mean``), reward0, reward1, confidence
+    (NaN where missing), confidence valid (and the choice valid), accurate (choice = better arm;
+    NaN where invalid))."""
+    n, n_blocks = block_lengths.shape
+    total = 0
+    for i in range(n):
+        for b in range(n_blocks):
+            total += block_lengths[i, b]
+    choice = np.empty(total, dtype=np.int64)
+    chose = np.empty(total, dtype=np.bool_)
+    reward = np.empty(total, dtype=np.float64)
+    block = np.empty(total, dtype=np.int64)
+    within = np.empty(total, dtype=np.int64)
+    best_arm = np.empty(total, dtype=np.int64)
+    mean0 = np.empty(total, dtype=np.float64)
+    mean1 = np.empty(total, dtype=np.float64)
+    reward0 = np.empty(total, dtype=np.float64)
+    reward1 = np.empty(total, dtype=np.float64)
+    confidence = np.empty(total, dtype=np.float64)
+    confident = np.empty(total, dtype=np.bool_)
+    accurate = np.empty(total, dtype=np.float64)
+    r = 0
+    for i in range(n):
+        lengths = block_lengths[i]
+        b, start, end = 0, 0, lengths[0]
+        session_length = 0
+        for k in range(n_blocks):
+            session_length += lengths[k]
+        for t in range(session_length):
+            b, start, end = _next_block(t, b, start, end, lengths)
+            true_best = first_best[i] if b % 2 == 0 else 1 - first_best[i]
+            best = true_best
+            if cogbench_rule and t - start == lengths[min(b, n_blocks - 1)] - 1:
+                best = 1 - best
+            ok = valid[i, 2 * t]
+            a = np.int64(action[i, 2 * t]) if ok else NO_ACTION
+            sure = ok and valid[i, 2 * t + 1]
+            choice[r], chose[r], block[r], within[r], best_arm[r] = a, ok, b, t - start, best
+            mean0[r] = hi_mean if true_best == 0 else lo_mean
+            mean1[r] = hi_mean if true_best == 1 else lo_mean
+            reward0[r], reward1[r] = rewards[i, t, 0], rewards[i, t, 1]
+            reward[r] = rewards[i, t, min(max(a, 0), 1)] if ok else np.nan
+            confidence[r] = action[i, 2 * t + 1] if sure else np.nan
+            confident[r] = sure
+            accurate[r] = (1.0 if a == best else 0.0) if ok else np.nan
+            r += 1
+    return (choice, chose, reward, block, within, best_arm, mean0, mean1, reward0, reward1, confidence, confident,
+            accurate)

@@ -142,7 +142,8 @@ def main() -> None:
           f"-> best ratio {best['kernel'] / in_order:.2f}")
     bare = best["kernel"] + best["PCG64 outputs the streams need"] + best["table bytes written"]
     print(f"    kernel + outputs + table bytes only          {bare * per:6.1f}  "
-          f"-> best ratio {best['kernel'] / bare:.2f}  (as if the sessions cost no bytes and every read overlapped a write)")
+          f"-> best ratio {best['kernel'] / bare:.2f}  "
+          "(as if the sessions cost no bytes and every read overlapped a write)")
     print(f"    budget at ratio {RATIO_TARGET:.2f}                       {best['kernel'] / RATIO_TARGET * per:6.1f}")
     print(f"    full path (same passes)                     {full_best * per:6.1f}  "
           f"-> ratio {best['kernel'] / full_best:.2f}, {in_order / full_best:.0%} of the floor's speed")

@@ -19,6 +19,7 @@ from cogtestbed.environments.restless import (
     RestlessSessions,
     best_arms,
     block_index,
+    draw_blocks,
 )
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import seed_streams, simulate
@@ -33,12 +34,7 @@ DESIGNS = {"code": RestlessDesign(), "paper": RestlessDesign.paper(),
 def numpy_sessions(design: RestlessDesign, n: int, rng: np.random.Generator) -> RestlessSessions:
     """The sessions as numpy's own whole-array calls draw them (the definition)."""
     t_max = design.n_trials
-    first_best = rng.integers(0, 2, size=n).astype(np.int64)
-    if design.random_block_range is None:
-        lengths = np.broadcast_to(np.asarray(design.block_lengths, dtype=np.int64), (n, design.n_blocks)).copy()
-    else:
-        lo, hi = design.random_block_range
-        lengths = rng.integers(lo, hi + 1, size=(n, design.n_blocks)).astype(np.int64)
+    first_best, lengths = draw_blocks(design, n, rng)  # unchanged draws, shared
     block, within = block_index(lengths, t_max)
     best = best_arms(first_best, block, within, lengths, "correct")
     lo_mean, hi_mean = sorted(design.means)

@@ -133,6 +133,18 @@ def _next_block(t: int, b: int, start: int, end: int, lengths: np.ndarray) -> tu
     return b, start, end
 
 
+def draw_blocks(design: RestlessDesign, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(the better arm of block 0 (n,), block lengths (n, n_blocks)) of ``n`` sessions, the first draws of
+    :meth:`RestlessBanditEnv.sample_sessions`: ``rng.integers`` for the arm, then for the lengths where
+    the design draws them (uniform on ``random_block_range``)."""
+    first_best = rng.integers(0, 2, size=n).astype(np.int64)
+    if design.random_block_range is None:
+        fixed = np.asarray(design.block_lengths, dtype=np.int64)
+        return first_best, np.broadcast_to(fixed, (n, design.n_blocks)).copy()
+    lo, hi = design.random_block_range
+    return first_best, rng.integers(lo, hi + 1, size=(n, design.n_blocks)).astype(np.int64)
+
+
 def block_index(block_lengths: np.ndarray, t_max: int) -> tuple[np.ndarray, np.ndarray]:
     """(block, trial within block) of each of ``t_max`` trials for (N, n_blocks) block lengths.
 
@@ -243,12 +255,7 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
         each reward is ``round(mean + sd·z, decimals)`` as ``np.round`` computes it
         (:func:`_rounded_rewards`)."""
         t_max = design.n_trials
-        first_best = rng.integers(0, 2, size=n).astype(np.int64)
-        if design.random_block_range is None:
-            lengths = np.broadcast_to(np.asarray(design.block_lengths, dtype=np.int64), (n, design.n_blocks)).copy()
-        else:
-            lo, hi = design.random_block_range
-            lengths = rng.integers(lo, hi + 1, size=(n, design.n_blocks)).astype(np.int64)
+        first_best, lengths = draw_blocks(design, n, rng)
         lo_mean, hi_mean = sorted(design.means)
         rewards = standard_normal(rng, (n, t_max, 2))
         _rounded_rewards(rewards, first_best, lengths, lo_mean, hi_mean, design.reward_sd,

@@ -112,6 +112,26 @@ def test_convergence_warning_names_failed_thresholds() -> None:
         fit_hierarchical(EXP.model("rw-pm"), trials, draws=10, tune=10, chains=2, seed=0)
 
 
+def test_max_draws_doubles_the_draws_until_every_check_passes() -> None:
+    """A run short of the ESS floor is sampled again with twice the draws (same seed) up to
+    ``max_draws``; divergences are not mended by draws, and a cap below ``draws`` is refused."""
+    from cogtestbed.inference.hierarchical import _more_draws_help
+
+    model, trials = EXP.model("rw"), _trials(5, 1)
+    short = fit_hierarchical(model, trials, draws=25, tune=150, chains=2, seed=3, warn=False, log_likelihood=False)
+    assert short.diagnostics.n_draws == 25 and not short.diagnostics.ok and short.diagnostics.divergences == 0
+    grown = fit_hierarchical(model, trials, draws=25, tune=150, chains=2, seed=3, warn=False, max_draws=1600)
+    d = grown.diagnostics
+    assert d.ok and d.n_draws in (50, 100, 200, 400, 800, 1600) and grown.idata.posterior.sizes["draw"] == d.n_draws
+    assert "log_likelihood" in grown.idata
+    capped = fit_hierarchical(model, trials, draws=25, tune=150, chains=2, seed=3, warn=False, max_draws=49,
+                              log_likelihood=False)
+    assert capped.diagnostics.n_draws == 25  # twice the draws would pass the cap
+    assert not _more_draws_help(Diagnostics(1.0, 10.0, 10.0, 2, 2, 100, 1.0, "x", pd.DataFrame()))
+    with pytest.raises(ValueError, match="max_draws"):
+        fit_hierarchical(model, trials, draws=100, max_draws=50)
+
+
 def test_hierarchical_prior_sampler_matches_bounds() -> None:
     params = EXP.model("rw-pm").parameters
     pop, subj = sample_hierarchical_prior(params, 1000, np.random.default_rng(0))

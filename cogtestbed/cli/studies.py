@@ -513,6 +513,9 @@ def fit(
         "--separate-runs", help="Fit every run (subject of the file) on its own, even where the experiment "
                                 "pools an agent's runs into one fitted unit.")] = False,
     draws: DrawsOpt = 1000,
+    max_draws: Annotated[int | None, typer.Option(
+        "--max-draws", min=1, help="Where a run fails only its ESS or R-hat checks (no divergences), sample "
+                                   "again with twice the draws per chain, up to this many.")] = None,
     chains: ChainsOpt = 4,
     log_likelihood: Annotated[bool, typer.Option(
         "--log-likelihood/--no-log-likelihood",
@@ -562,7 +565,7 @@ def fit(
                             "aic": float(fits["aic"].sum()), "bic": float(fits["bic"].sum())})
         else:
             payload.update(_fit_hierarchical(cog, table, output, draws, chains, seed, as_json,
-                                             payload["n_subjects"], log_likelihood))
+                                             payload["n_subjects"], log_likelihood, max_draws))
         summary = output / "summary.json"
         atomic_write_bytes(summary, lambda tmp: tmp.write_text(json.dumps(payload, indent=1, default=str)))
     if as_json:
@@ -602,14 +605,15 @@ def write_posterior(idata: Any, path: Path, log_likelihood: bool = False) -> Pat
 
 
 def _fit_hierarchical(cog: Any, table: Any, output: Path, draws: int, chains: int, seed: int, as_json: bool,
-                      n_subjects: int, log_likelihood: bool = False) -> dict[str, Any]:
+                      n_subjects: int, log_likelihood: bool = False,
+                      max_draws: int | None = None) -> dict[str, Any]:
     import warnings
 
     from cogtestbed.inference.hierarchical import fit_hierarchical, loo
     from cogtestbed.outputs import atomic_write_bytes
 
     console_err.print(f"sampling {cog.name} on {n_subjects} subjects ({chains} chains x {draws} draws)...")
-    res = fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed,
+    res = fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws,
                            progressbar=console_err.is_terminal and not as_json)
     console_err.print(f"diagnostics: {res.diagnostics.report()}", markup=False)
     nc = write_posterior(res.idata, output / "posterior.nc", log_likelihood)

@@ -48,6 +48,8 @@ kept small by this module doing the generic part:
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib.util
 import logging
 import time
@@ -482,6 +484,7 @@ def fit_hierarchical(
     progressbar: bool = False,
     warn: bool = True,
     log_likelihood: bool = True,
+    max_draws: int | None = None,
 ) -> BayesFit:
     """Sample ``model.pymc_model(trials, hierarchical)`` and diagnose the run.
 
@@ -493,12 +496,20 @@ def fit_hierarchical(
     :class:`ConvergenceWarning` names every failed threshold when ``warn``.  ``target_accept``
     defaults to the model's own ``target_accept`` attribute (models with stiff posteriors, such
     as near-deterministic choosers, raise it), else :data:`TARGET_ACCEPT`.
+
+    ``max_draws``: where a run fails only its ESS or R-hat checks (no divergent transition: those
+    call for another geometry, not more draws), sample again with twice the draws per chain, the
+    same seed and tuning, until every check passes or the next run would exceed ``max_draws``
+    (Vehtari et al. 2021 recommend more draws for a low ESS).  ``diagnostics.n_draws`` is the draws
+    per chain of the run returned, ``diagnostics.seconds`` the time of all runs.
     """
     import pymc as pm
 
     if draws < 1 or chains < 1 or tune < 0:
         raise ValueError(f"sampling needs draws >= 1, chains >= 1 and tune >= 0; got draws={draws}, "
                          f"chains={chains}, tune={tune}")
+    if max_draws is not None and max_draws < draws:
+        raise ValueError(f"max_draws ({max_draws}) must be at least draws ({draws})")
     if target_accept is None:
         target_accept = float(getattr(model, "target_accept", None) or TARGET_ACCEPT)
     pm_model = model if isinstance(model, pm.Model) else model.pymc_model(trials, hierarchical)
@@ -509,35 +520,55 @@ def fit_hierarchical(
         raise ValueError(f"sampler must be auto, nutpie or pymc, got {sampler!r}")
     cores = cores or min(chains, 2)
     start = time.perf_counter()
-    if use == "nutpie":
-        compiled = _nutpie_compiled(pm_model, getattr(model, "name", id(model)), hierarchical)
-        import nutpie
-
-        idata = nutpie.sample(
-            compiled, draws=draws, tune=tune, chains=chains, seed=seed, cores=cores,
-            target_accept=target_accept, progress_bar=progressbar, store_divergences=False,
-            low_rank_modified_mass_matrix=bool(getattr(model, "low_rank_mass_matrix", False)),
-        )
-    else:
-        with pm_model, _quiet_pymc():
-            idata = pm.sample(
-                draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
-                target_accept=target_accept, progressbar=progressbar, compute_convergence_checks=False,
-            )
-    seconds = time.perf_counter() - start
+    free = [v.name for v in pm_model.free_RVs]
+    run = functools.partial(_sample, pm_model, use, model, hierarchical, tune=tune, chains=chains, seed=seed,
+                            cores=cores, target_accept=target_accept, progressbar=progressbar)
+    idata = run(draws)
+    diag = diagnose(idata, float("nan"), use, var_names=free)
+    while _more_draws_help(diag) and max_draws is not None and 2 * draws <= max_draws:
+        draws *= 2
+        idata = run(draws)
+        diag = diagnose(idata, float("nan"), use, var_names=free)
+    diag = dataclasses.replace(diag, seconds=time.perf_counter() - start)
     if log_likelihood:
         with pm_model:
             pm.compute_log_likelihood(idata, progressbar=False)
     _add_constant_data(idata, pm_model)
-    free = [v.name for v in pm_model.free_RVs]
-    diag = diagnose(idata, seconds, use, var_names=free)
     if warn and not diag.ok:
         warnings.warn(
             f"{getattr(model, 'name', 'model')}: sampler diagnostics failed: "
-            + "; ".join(diag.problems) + " — do not trust this posterior without more tuning/draws.",
+            + "; ".join(diag.problems) + " — do not trust this posterior without more tuning/draws"
+            + (" (max_draws samples again with more draws where only ESS or R-hat fail)."
+               if _more_draws_help(diag) else "."),
             ConvergenceWarning, stacklevel=2,
         )
     return BayesFit(idata, diag, getattr(model, "name", ""))
+
+
+def _sample(pm_model: Any, use: str, model: Any, hierarchical: bool, draws: int, *, tune: int, chains: int,
+            seed: int, cores: int, target_accept: float, progressbar: bool) -> Any:
+    """One sampler run of ``draws`` per chain (nutpie on the cached compiled model, or PyMC's NUTS)."""
+    import pymc as pm
+
+    if use == "nutpie":
+        compiled = _nutpie_compiled(pm_model, getattr(model, "name", id(model)), hierarchical)
+        import nutpie
+
+        return nutpie.sample(
+            compiled, draws=draws, tune=tune, chains=chains, seed=seed, cores=cores,
+            target_accept=target_accept, progress_bar=progressbar, store_divergences=False,
+            low_rank_modified_mass_matrix=bool(getattr(model, "low_rank_mass_matrix", False)),
+        )
+    with pm_model, _quiet_pymc():
+        return pm.sample(
+            draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
+            target_accept=target_accept, progressbar=progressbar, compute_convergence_checks=False,
+        )
+
+
+def _more_draws_help(diag: Diagnostics) -> bool:
+    """Whether a failed run failed only on ESS or R-hat (no divergence), which more draws can mend."""
+    return not diag.ok and diag.divergences == 0
 
 
 _COMPILED: dict[Any, Any] = {}

@@ -133,6 +133,13 @@ def _next_block(t: int, b: int, start: int, end: int, lengths: np.ndarray) -> tu
     return b, start, end
 
 
+@njit(cache=True, inline="always")
+def _better_arm(first_best: np.int64, block: int) -> np.int64:
+    """The better arm in ``block``: block 0's ``first_best``, switching at every block end (the
+    correct rule of :func:`best_arms`)."""
+    return first_best if block % 2 == 0 else 1 - first_best
+
+
 def draw_blocks(design: RestlessDesign, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(the better arm of block 0 (n,), block lengths (n, n_blocks)) of ``n`` sessions, the first draws of
     :meth:`RestlessBanditEnv.sample_sessions`: ``rng.integers`` for the arm, then for the lengths where
@@ -191,7 +198,7 @@ def _rounded_rewards(z: np.ndarray, first_best: np.ndarray, block_lengths: np.nd
         b, start, end = 0, 0, block_lengths[i, 0] if block_lengths.shape[1] else 0
         for t in range(t_max):
             b, start, end = _next_block(t, b, start, end, block_lengths[i])
-            best = first_best[i] if b % 2 == 0 else 1 - first_best[i]
+            best = _better_arm(first_best[i], b)
             for a in range(2):
                 mean = hi_mean if a == best else lo_mean
                 z[i, t, a] = np.rint((mean + sd * z[i, t, a]) * scale) / scale
@@ -384,12 +391,13 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
         (:func:`_session_rows`)."""
         t_max = design.n_trials
         lengths = np.ascontiguousarray(sessions.block_lengths, dtype=np.int64)
+        session_lengths = lengths.sum(axis=1)
         (choice, valid, reward, block, within, best, mean0, mean1, reward0, reward1, confidence, confidence_valid,
          accurate) = _session_rows(np.ascontiguousarray(outcomes.action, dtype=np.float64),
                                    np.ascontiguousarray(outcomes.valid, dtype=bool),
                                    np.ascontiguousarray(sessions.rewards, dtype=np.float64),
                                    np.ascontiguousarray(sessions.first_best, dtype=np.int64), lengths,
-                                   design.accuracy_rule == "cogbench", *sorted(design.means))
+                                   session_lengths, design.accuracy_rule == "cogbench", *sorted(design.means))
 
         def text(arr: np.ndarray | None, k: int) -> np.ndarray | None:
             return None if arr is None else arr[:, k::2]
@@ -408,7 +416,7 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
             "raw_confidence": text(outcomes.raw_response, 1),
             "confidence_parse_error": text(outcomes.parse_error, 1),
         }
-        exists = np.arange(t_max)[None, :] < lengths.sum(axis=1)[:, None]
+        exists = np.arange(t_max)[None, :] < session_lengths[:, None]
         return finish_table(EXPERIMENT, stimulus, choice, reward, valid, agent=agent,
                             raw_response=text(outcomes.raw_response, 0),
                             parse_error=text(outcomes.parse_error, 0), params=params, keep=exists)
@@ -416,20 +424,17 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
 
 @njit(cache=True)
 def _session_rows(action: np.ndarray, valid: np.ndarray, rewards: np.ndarray, first_best: np.ndarray,
-                  block_lengths: np.ndarray, cogbench_rule: bool, lo_mean: float,
+                  block_lengths: np.ndarray, session_lengths: np.ndarray, cogbench_rule: bool, lo_mean: float,
                   hi_mean: float) -> tuple[np.ndarray, ...]:  # pragma: no cover - numba
     """The table's outcome and stimulus columns of every trial the sessions have (session i's first
-    ``sum(block_lengths[i])``), session after session, from the two steps of each trial (choice at
-    step 2t, confidence at 2t + 1): (choice (NO_ACTION where invalid), valid, reward (the chosen arm's,
-    NaN where invalid), block, trial within block, better arm (:func:`best_arms`, CogBench's rule if
-    ``cogbench_rule``), mean0, mean1 (the true better arm's ``hi_mean``), reward0, reward1, confidence
-    (NaN where missing), confidence valid (and the choice valid), accurate (choice = better arm;
-    NaN where invalid))."""
-    n, n_blocks = block_lengths.shape
-    total = 0
-    for i in range(n):
-        for b in range(n_blocks):
-            total += block_lengths[i, b]
+    ``session_lengths[i]``, the sum of its ``block_lengths``), session after session, from the two
+    steps of each trial (choice at step 2t, confidence at 2t + 1): (choice (NO_ACTION where invalid),
+    valid, reward (the chosen arm's, NaN where invalid), block, trial within block, better arm
+    (:func:`best_arms`, CogBench's rule if ``cogbench_rule``), mean0, mean1 (the true better arm's
+    ``hi_mean``), reward0, reward1, confidence (NaN where missing), confidence valid (and the choice
+    valid), accurate (choice = better arm; NaN where invalid))."""
+    n = block_lengths.shape[0]
+    total = session_lengths.sum()
     choice = np.empty(total, dtype=np.int64)
     chose = np.empty(total, dtype=np.bool_)
     reward = np.empty(total, dtype=np.float64)
@@ -447,15 +452,10 @@ def _session_rows(action: np.ndarray, valid: np.ndarray, rewards: np.ndarray, fi
     for i in range(n):
         lengths = block_lengths[i]
         b, start, end = 0, 0, lengths[0]
-        session_length = 0
-        for k in range(n_blocks):
-            session_length += lengths[k]
-        for t in range(session_length):
+        for t in range(session_lengths[i]):
             b, start, end = _next_block(t, b, start, end, lengths)
-            true_best = first_best[i] if b % 2 == 0 else 1 - first_best[i]
-            best = true_best
-            if cogbench_rule and t - start == lengths[min(b, n_blocks - 1)] - 1:
-                best = 1 - best
+            true_best = _better_arm(first_best[i], b)
+            best = 1 - true_best if cogbench_rule and t == end - 1 else true_best  # a block's last trial
             ok = valid[i, 2 * t]
             a = np.int64(action[i, 2 * t]) if ok else NO_ACTION
             sure = ok and valid[i, 2 * t + 1]

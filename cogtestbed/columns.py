@@ -167,46 +167,58 @@ def kept_counts(keep: np.ndarray, compiled: bool | None = None) -> np.ndarray:
     return _kept_counts(mask) if compiled else mask.sum(axis=1, dtype=np.int64)
 
 
+@intrinsic
+def _load_like(typingctx: Any, address: Any, like: Any) -> Any:
+    """The value of ``like``'s dtype stored at address ``address`` (an element of another array of that
+    dtype, read without a view of it)."""
+    dtype = like.dtype
+    sig = dtype(types.intp, like)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        model = context.data_model_manager[dtype]
+        pointer = builder.inttoptr(args[0], model.get_data_type().as_pointer())
+        return model.load_from_data_pointer(builder, pointer)
+
+    return sig, codegen
+
+
 @njit(cache=True)
-def _spread(values: np.ndarray, lengths: np.ndarray, total: int, width: int = 0) -> np.ndarray:  # pragma: no cover
-    """Column c of the result: ``lengths[i]`` copies of ``values[c, i]`` for every subject i in turn
-    (``width``: unused, the signature of :func:`_spread_fixed`).  Every column at once, each subject's
-    block of rows a run of one value, written into one flat block by unsigned offsets (no view per
-    column, no negative-index wrap in the store loop)."""
-    k, n = values.shape
-    out = np.empty(k * total, dtype=values.dtype)
+def _spread(addresses: np.ndarray, lengths: np.ndarray, total: int, width: int,
+            out: np.ndarray) -> None:  # pragma: no cover - numba
+    """Rows ``c·total …`` of ``out``: ``lengths[i]`` copies of value i of column c (the contiguous array
+    of ``out``'s dtype at ``addresses[c]``) for every subject i in turn (``width``: unused, the signature
+    of :func:`_spread_fixed`).  Every column at once, each subject's block of rows a run of one value,
+    written by unsigned offsets (no view per column, no negative-index wrap in the store loop)."""
+    k, itemsize = addresses.shape[0], out.itemsize
     row = np.uint64(0)
-    for i in range(n):
+    for i in range(lengths.shape[0]):
         length, at = np.uint64(lengths[i]), row
         for c in range(k):
-            v = values[c, i]
+            v = _load_like(addresses[c] + i * itemsize, out)
             for j in range(length):
                 out[at + j] = v
             at += np.uint64(total)
         row += length
-    return out.reshape(k, total)
 
 
 @njit(cache=True)
-def _spread_fixed(values: np.ndarray, lengths: np.ndarray, total: int,
-                  width: int) -> np.ndarray:  # pragma: no cover - numba
+def _spread_fixed(addresses: np.ndarray, lengths: np.ndarray, total: int, width: int,
+                  out: np.ndarray) -> None:  # pragma: no cover - numba
     """:func:`_spread` writing ``width`` (≥ every length) copies per subject and column, then moving on by
-    the subject's length: the next subject's rows overwrite the surplus, ``width`` rows to spare at the
-    end of each column.  A loop of the same trip count for every subject (no mispredicted exit where
-    lengths vary)."""
-    k, n = values.shape
-    stride, copies = total + width, np.uint64(width)
-    out = np.empty(k * stride, dtype=values.dtype)
+    the subject's length: the next subject's rows overwrite the surplus (column c starts at row
+    c·(total + width), with ``width`` rows to spare at its end).  A loop of the same trip count for every
+    subject (no mispredicted exit where lengths vary)."""
+    k, itemsize = addresses.shape[0], out.itemsize
+    stride, copies = np.uint64(total + width), np.uint64(width)
     row = np.uint64(0)
-    for i in range(n):
+    for i in range(lengths.shape[0]):
         at = row
         for c in range(k):
-            v = values[c, i]
+            v = _load_like(addresses[c] + i * itemsize, out)
             for j in range(copies):
                 out[at + j] = v
-            at += np.uint64(stride)
+            at += stride
         row += np.uint64(lengths[i])
-    return out.reshape(k, stride)[:, :total]
 
 
 #: Most bytes one :func:`spread` block allocates: below the heap's mmap threshold
@@ -217,30 +229,42 @@ SPREAD_BLOCK_BYTES = 16 * 2**20
 FIXED_WIDTH_SLACK = 2
 
 
-def spread(values: np.ndarray, lengths: np.ndarray, compiled: bool | None = None) -> list[np.ndarray]:
+def spread(values: np.ndarray | Sequence[np.ndarray], lengths: np.ndarray,
+           compiled: bool | None = None) -> list[np.ndarray]:
     """Per-subject values repeated over each subject's rows, several columns in one pass: ``values``
-    (k columns, n_subjects) → k arrays of sum(lengths) rows, column c's row block i ``lengths[i]``
-    copies of ``values[c, i]`` (``np.repeat(values[c], lengths)`` for every c).
+    (k columns of n_subjects: a (k, n) array or k arrays of one dtype) → k arrays of sum(lengths)
+    rows, column c's row block i ``lengths[i]`` copies of ``values[c][i]`` (``np.repeat(values[c],
+    lengths)`` for every c).
 
     One pass writes several columns (each a row of a block of at most :data:`SPREAD_BLOCK_BYTES`),
-    with a loop per subject rather than per row and column, of the same trip count for every subject
-    where the lengths vary little (:data:`FIXED_WIDTH_SLACK`, :func:`_spread_fixed`).  ``compiled``:
-    whether to use the compiled pass (default: see :data:`COMPILED_MIN_ROWS`; ``np.repeat`` otherwise).
+    reading each column where it lies (no stacked copy of them), with a loop per subject rather than per
+    row and column, of the same trip count for every subject where the lengths vary little
+    (:data:`FIXED_WIDTH_SLACK`, :func:`_spread_fixed`).  ``compiled``: whether to use the compiled pass
+    (default: see :data:`COMPILED_MIN_ROWS`; ``np.repeat`` otherwise).
     """
-    values = np.ascontiguousarray(values)
+    columns = [np.ascontiguousarray(v) for v in values]
     lengths = np.ascontiguousarray(lengths, dtype=np.int64)
-    if values.ndim != 2 or lengths.shape != (values.shape[1],):
-        raise ValueError(f"spread needs (k, n) values and n lengths, got {values.shape} and {lengths.shape}")
+    if (lengths.ndim != 1 or any(c.shape != lengths.shape for c in columns)
+            or len({c.dtype for c in columns}) > 1):
+        raise ValueError(f"spread needs k columns of n values of one dtype and n lengths, got shapes "
+                         f"{sorted({c.shape for c in columns})}, dtypes {sorted({str(c.dtype) for c in columns})} "
+                         f"and lengths of shape {lengths.shape}")
     if (lengths < 0).any():
         raise ValueError("spread lengths must be non-negative")
     total = int(lengths.sum())
     width = int(lengths.max(initial=0))
     fixed = width * len(lengths) <= FIXED_WIDTH_SLACK * total
-    if compiled is None:
-        compiled = compiled_pays(total * values.shape[0], COMPILED_MIN_ROWS, _spread_fixed if fixed else _spread)
-    if not compiled:
-        return [np.repeat(v, lengths) for v in values]
-    per_block = max(1, SPREAD_BLOCK_BYTES // max(1, (total + width) * values.itemsize))
-    blocks = [values[first:first + per_block] for first in range(0, len(values), per_block)]
     kernel = _spread_fixed if fixed else _spread
-    return [column for block in blocks for column in kernel(block, lengths, total, width)]
+    if compiled is None:
+        compiled = compiled_pays(total * len(columns), COMPILED_MIN_ROWS, kernel)
+    if not compiled or not columns:
+        return [np.repeat(c, lengths) for c in columns]
+    stride = total + width if fixed else total
+    per_block = max(1, SPREAD_BLOCK_BYTES // max(1, stride * columns[0].itemsize))
+    out: list[np.ndarray] = []
+    for first in range(0, len(columns), per_block):
+        block = columns[first:first + per_block]
+        rows = np.empty(len(block) * stride, dtype=block[0].dtype)
+        kernel(np.array([c.ctypes.data for c in block], dtype=np.intp), lengths, total, width, rows)
+        out.extend(rows.reshape(len(block), stride)[:, :total])
+    return out

@@ -249,6 +249,33 @@ class PerSubject:
 
 
 @dataclass(frozen=True)
+class FirstSteps:
+    """The rows a table keeps, given by how many each subject keeps: subject i its first ``lengths[i]``
+    of ``n_steps`` steps (sessions that end early).  The ``keep`` of :func:`finish_table` without a
+    (n_subjects, n_steps) mask, which is built only where a column needs the kept rows' positions."""
+
+    lengths: np.ndarray
+    n_steps: int
+
+    def __post_init__(self) -> None:
+        lengths = np.ascontiguousarray(self.lengths, dtype=np.int64)
+        if lengths.ndim != 1:
+            raise ValueError(f"FirstSteps needs one length per subject, got shape {lengths.shape}")
+        if lengths.size and (lengths.min() < 0 or lengths.max() > self.n_steps):
+            raise ValueError(f"FirstSteps lengths must lie in 0..{self.n_steps}")
+        object.__setattr__(self, "lengths", lengths)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n_subjects, n_steps), the shape of the mask it stands for."""
+        return len(self.lengths), int(self.n_steps)
+
+    def mask(self) -> np.ndarray:
+        """The (n_subjects, n_steps) keep mask: step t of subject i is kept where t < ``lengths[i]``."""
+        return np.arange(self.n_steps)[None, :] < self.lengths[:, None]
+
+
+@dataclass(frozen=True)
 class PerTrial:
     """A numeric stimulus column that depends on the trial position only (forced vs free trials):
     ``values`` (n_trials,), the same for every subject."""
@@ -326,7 +353,7 @@ def finish_table(
     parse_error: np.ndarray | None = None,
     params: Mapping[str, np.ndarray] | None = None,
     subject_offset: int = 0,
-    keep: np.ndarray | None = None,
+    keep: np.ndarray | FirstSteps | None = None,
     session: np.ndarray | ExtensionArray | None = None,
     trial: np.ndarray | ExtensionArray | None = None,
     action_valid: np.ndarray | None = None,
@@ -338,8 +365,9 @@ def finish_table(
     Columnar: every column is built from whole arrays and the frame is constructed once, without
     a Python step per row.  ``params`` maps parameter names to per-subject arrays of shape
     (n_subjects,).  ``keep`` (n_subjects, n_trials) keeps only the rows where it is True (steps a
-    session never reached); ``trial`` still counts positions within the session.  ``action_valid``
-    marks where ``action`` is present when that differs from ``valid`` (default ``valid``).
+    session never reached), or :class:`FirstSteps` only each subject's first rows (no mask is built);
+    ``trial`` still counts positions within the session.  ``action_valid`` marks where ``action`` is
+    present when that differs from ``valid`` (default ``valid``).
     ``after_action`` columns go between ``action`` and ``reward``; ``trailing`` columns go last.
     Stimulus values are (n_subjects, n_trials) arrays (object / unicode arrays become ``string``
     columns), :class:`CodedStrings`, flat pandas arrays of n_subjects × n_trials rows, or None
@@ -349,18 +377,20 @@ def finish_table(
     pass where that is cheaper than filling whole (n_subjects, n_trials) arrays and dropping rows).
     A mask that keeps every row selects nothing (no row is copied through an index).
     """
-    n_subjects, n_trials = np.shape(action) if keep is None else np.shape(keep)
+    n_subjects, n_trials = np.shape(action) if keep is None else keep.shape
     n = n_subjects * n_trials
-    col = _ColumnMaker(n_subjects, n_trials, None if keep is None else np.asarray(keep, dtype=bool))
+    col = _ColumnMaker(n_subjects, n_trials, keep if keep is None or isinstance(keep, FirstSteps)
+                       else np.asarray(keep, dtype=bool))
     param_columns = {PARAM_PREFIX + name: PerSubject(np.broadcast_to(np.asarray(v, dtype=np.float64), (n_subjects,)))
                      for name, v in (params or {}).items()}
-    col.spread_per_subject({"subject": PerSubject(np.arange(subject_offset, subject_offset + n_subjects,
-                                                            dtype=np.int64)),
-                            **stimulus, **(after_action or {}), **param_columns, **(trailing or {})})
+    ids = {"subject": PerSubject(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64))}
+    if session is None:  # every row session 0: spread in the subject ids' pass
+        ids["session"] = PerSubject(np.zeros(n_subjects, dtype=np.int64))
+    col.spread_per_subject({**ids, **stimulus, **(after_action or {}), **param_columns, **(trailing or {})})
     cols: dict[str, Any] = {
         "experiment": _constant_category(experiment, col.n_rows),
         "subject": col.spread_column("subject"),
-        "session": np.zeros(col.n_rows, dtype=np.int64) if session is None else col.index(session),
+        "session": col.spread_column("session") if session is None else col.index(session),
         "trial": col.index(trial) if trial is not None else col(PerTrial(np.arange(n_trials, dtype=np.int64))),
     }
     for name, values in stimulus.items():
@@ -398,17 +428,21 @@ def _kept_counts(keep: np.ndarray) -> np.ndarray:
 class _ColumnMaker:
     """Flattens (n_subjects, n_trials) arrays into fresh, row-filtered table columns."""
 
-    def __init__(self, n_subjects: int, n_trials: int, keep: np.ndarray | None) -> None:
-        """``keep``: the (n_subjects, n_trials) mask of the rows kept (None: every row)."""
+    def __init__(self, n_subjects: int, n_trials: int, keep: np.ndarray | FirstSteps | None) -> None:
+        """``keep``: the (n_subjects, n_trials) mask of the rows kept, or each subject's first rows
+        (:class:`FirstSteps`; None: every row)."""
         self.n_subjects, self.n_trials = n_subjects, n_trials
         self.n = n_subjects * n_trials
-        self._keep = None if keep is None else keep.reshape(n_subjects, n_trials)
+        #: the kept rows as a mask, built from :class:`FirstSteps` only where a column needs it (:meth:`_kept_rows`)
+        self._keep: np.ndarray | FirstSteps | None = (keep if keep is None or isinstance(keep, FirstSteps)
+                                                      else keep.reshape(n_subjects, n_trials))
         self._kept: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         #: rows each subject keeps (None: every row)
-        self.lengths = None if self._keep is None else _kept_counts(self._keep)
+        self.lengths = (None if keep is None else keep.lengths if isinstance(keep, FirstSteps)
+                        else _kept_counts(keep.reshape(n_subjects, n_trials)))
         self.n_rows = self.n if self.lengths is None else int(self.lengths.sum())
         #: whether a keep mask was given: flat arrays of the kept rows are then the table's own (:meth:`is_kept`)
-        self._selects = self._keep is not None
+        self._selects = keep is not None
         if self.n_rows == self.n:
             self._keep = None  # a mask that keeps every row selects nothing
         self._codes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -424,7 +458,8 @@ class _ColumnMaker:
         if self._kept is None:
             from cogtestbed.columns import kept_rows  # numba: imported where used
 
-            self._kept = kept_rows(self._keep)
+            mask = self._keep.mask() if isinstance(self._keep, FirstSteps) else self._keep
+            self._kept = kept_rows(mask)
         return self._kept
 
     @property
@@ -469,7 +504,7 @@ class _ColumnMaker:
         from cogtestbed.columns import spread  # numba: imported where used
 
         for group in by_dtype.values():
-            self._spread.update(zip(group, spread(np.stack(list(group.values())), lengths), strict=True))
+            self._spread.update(zip(group, spread(list(group.values()), lengths), strict=True))
 
     def spread_column(self, name: str) -> np.ndarray:
         """A :class:`PerSubject` column spread by :meth:`spread_per_subject` (each handed out once)."""

@@ -31,8 +31,10 @@ from cogtestbed.trials import (
     CodedCategories,
     CodedLists,
     CodedStrings,
+    FirstSteps,
     Lists,
     PerSubject,
+    PerTrial,
     finish_table,
     fresh_column,
     list_cells,
@@ -277,6 +279,14 @@ def test_spread_compiled_equals_repeat_and_null_strings_equal_arrow_nulls() -> N
                    for o, v in zip(out, typed, strict=True))
     with pytest.raises(ValueError, match="non-negative"):
         spread(values, np.array([0, -1, 2, 1]))
+    separate = [np.arange(4) * 3, np.array([7, -1, 0, 2]), np.arange(8)[::2]]  # the last one strided
+    for lengths_ in (lengths, varied):
+        out = spread(separate, lengths_, compiled=True)
+        assert [o.tolist() for o in out] == [np.repeat(v, lengths_).tolist() for v in separate]
+    with pytest.raises(ValueError, match="of one dtype"):
+        spread([np.arange(4), np.arange(4.0)], lengths)
+    with pytest.raises(ValueError, match="k columns of n values"):
+        spread([np.arange(4), np.arange(3)], lengths)
     for n in (0, 1, 9, 1000):
         nulls = null_strings(n)
         nulls.validate(full=True)
@@ -300,3 +310,35 @@ def test_a_keep_mask_of_every_row_hands_flat_rows_over_and_selects_nothing() -> 
     assert np.shares_memory(kept["s"].to_numpy(), stimulus)
     assert np.shares_memory(kept["valid"].to_numpy(), flat_valid)
     assert kept["trial"].tolist() == [0, 1, 2, 0, 1, 2] and kept["action"].tolist() == [0, pd.NA, 1, 1, 0, 1]
+
+
+@pytest.mark.parametrize("lengths", [[3, 1, 0, 2], [3, 3, 3, 3], [0, 0, 0, 0]])
+def test_first_steps_keep_the_rows_of_the_mask_they_stand_for(lengths: list[int]) -> None:
+    """``keep=FirstSteps(lengths, n)`` builds the table a (subjects, n) prefix mask builds, every kind of
+    column included (rectangular, per trial, per subject, text, flat kept rows, parameters)."""
+    first = FirstSteps(np.array(lengths), 3)
+    mask = np.arange(3)[None, :] < np.array(lengths)[:, None]
+    assert np.array_equal(first.mask(), mask) and first.shape == (4, 3)
+    rng = np.random.default_rng(0)
+    action, reward = rng.integers(0, 2, size=(4, 3)), rng.normal(size=(4, 3))
+    valid = rng.random((4, 3)) < 0.7
+    text = np.array([[f"{i}-{t}" for t in range(3)] for i in range(4)], dtype=object)
+
+    def table(keep: np.ndarray | FirstSteps, flat: np.ndarray) -> pd.DataFrame:
+        stimulus = {"s": reward * 2, "f": PerTrial(np.array([True, False, False])), "h": PerSubject(np.arange(4) + 5),
+                    "k": fresh_column(flat.copy())}
+        return finish_table("x", stimulus, action, reward, valid, agent="a", keep=keep, raw_response=text,
+                            params={"p": np.arange(4.0)})
+
+    flat = reward[mask] * 3
+    by_mask, by_lengths = table(mask, flat), table(first, flat)
+    pd.testing.assert_frame_equal(by_lengths, by_mask, check_exact=True)
+    assert len(by_lengths) == sum(lengths)
+    assert by_lengths["raw_response"].tolist() == text[mask].tolist()
+
+
+def test_first_steps_are_checked() -> None:
+    with pytest.raises(ValueError, match=r"lengths must lie in 0\.\.3"):
+        FirstSteps(np.array([1, 4]), 3)
+    with pytest.raises(ValueError, match="one length per subject"):
+        FirstSteps(np.ones((2, 2), dtype=np.int64), 3)

@@ -39,6 +39,7 @@ from cogtestbed.environments.draws import RoundedNormal, integers, permute_rows
 from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.horizon import EXPERIMENT, SCHEMA, game_table
+from cogtestbed.trials import FirstSteps
 
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
 ARMS = ("F", "J")
@@ -233,9 +234,8 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
             np.ascontiguousarray(sessions.forced, dtype=np.int64),
             np.ascontiguousarray(outcomes.action, dtype=np.int64), np.ascontiguousarray(outcomes.valid, dtype=bool),
             np.ascontiguousarray(sessions.rewards, dtype=np.float64), length, int(length.sum()))
-        exists = _game_exists(length, t_max)
         return game_table(sessions.horizon, sessions.unequal, sessions.means, (reward0, reward1),
-                          action, reward, valid, exists, nf, agent=agent,
+                          action, reward, valid, FirstSteps(length, t_max), nf, agent=agent,
                           raw_response=_free_steps(outcomes.raw_response, nf, t_max),
                           parse_error=_free_steps(outcomes.parse_error, nf, t_max), params=params,
                           kept_trial=trial, kept_forced=forced)
@@ -291,17 +291,6 @@ def _forced_patterns(unequal: np.ndarray, pick: np.ndarray) -> np.ndarray:  # pr
         row = 2 - np.int64(unequal[i]) * (2 - pick[i])  # pick[i] where unequal, else 2: no branch on a coin
         for t in range(FORCED_PATTERNS.shape[1]):
             out[i, t] = FORCED_PATTERNS[row, t]
-    return out
-
-
-@njit(cache=True)
-def _game_exists(length: np.ndarray, t_max: int) -> np.ndarray:  # pragma: no cover - numba
-    """(n, t_max) mask of the trials each game has: game i's first ``length[i]``."""
-    n = length.shape[0]
-    out = np.empty((n, t_max), dtype=np.bool_)
-    for i in range(n):
-        for t in range(t_max):
-            out[i, t] = t < length[i]
     return out
 
 

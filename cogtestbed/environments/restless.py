@@ -44,7 +44,7 @@ from cogtestbed.environments.draws import standard_normal, uniforms
 from cogtestbed.environments.parsing import parse_decimal_digits, parse_machine
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.restless import EXPERIMENT, SCHEMA
-from cogtestbed.trials import Column, finish_table, fresh_column
+from cogtestbed.trials import Column, FirstSteps, finish_table, fresh_column
 
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
 ARMS = ("F", "J")
@@ -416,10 +416,9 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
             "raw_confidence": text(outcomes.raw_response, 1),
             "confidence_parse_error": text(outcomes.parse_error, 1),
         }
-        exists = np.arange(t_max)[None, :] < session_lengths[:, None]
         return finish_table(EXPERIMENT, stimulus, choice, reward, valid, agent=agent,
-                            raw_response=text(outcomes.raw_response, 0),
-                            parse_error=text(outcomes.parse_error, 0), params=params, keep=exists)
+                            raw_response=text(outcomes.raw_response, 0), parse_error=text(outcomes.parse_error, 0),
+                            params=params, keep=FirstSteps(session_lengths, t_max))
 
 
 @njit(cache=True)

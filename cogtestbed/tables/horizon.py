@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.schema import REWARDED, TrialSchema, Values
-from cogtestbed.trials import PerSubject, PerTrial, finish_table, fresh_column
+from cogtestbed.trials import FirstSteps, PerSubject, PerTrial, finish_table, fresh_column
 
 EXPERIMENT = "horizon"
 
@@ -29,12 +29,13 @@ SCHEMA = TrialSchema(
 
 def game_table(
     horizon: np.ndarray, unequal: np.ndarray, means: np.ndarray, rewards: np.ndarray | tuple[np.ndarray, np.ndarray],
-    action: np.ndarray, reward: np.ndarray, valid: np.ndarray, exists: np.ndarray, n_forced: int,
+    action: np.ndarray, reward: np.ndarray, valid: np.ndarray, exists: np.ndarray | FirstSteps, n_forced: int,
     *, agent: str, raw_response: np.ndarray | None = None, parse_error: np.ndarray | None = None,
     params: dict[str, np.ndarray] | None = None, kept_trial: np.ndarray | None = None,
     kept_forced: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """Trial table from rectangular (n_games, max_trials) arrays, keeping rows where ``exists``.
+    """Trial table from rectangular (n_games, max_trials) arrays, keeping rows where ``exists`` (a mask,
+    or each game's first trials: :class:`~cogtestbed.trials.FirstSteps`).
 
     ``rewards``: both arms' rewards, (n_games, ≥ max_trials, 2); or a pair of flat arrays of the
     kept rows (arm 0, arm 1), as ``action``, ``reward`` and ``valid`` may be (see

@@ -293,6 +293,18 @@ def test_spread_compiled_equals_repeat_and_null_strings_equal_arrow_nulls() -> N
         assert nulls.equals(pa.nulls(n, pa.large_string()))
 
 
+@pytest.mark.parametrize("block_bytes", [1, 200, 10**9])
+def test_spread_in_blocks_of_columns_equals_repeat(monkeypatch: pytest.MonkeyPatch, block_bytes: int) -> None:
+    """Columns spread a block at a time (one column a block, several, all in one) give ``np.repeat``."""
+    import cogtestbed.columns as columns
+
+    monkeypatch.setattr(columns, "SPREAD_BLOCK_BYTES", block_bytes)
+    values = [np.arange(6.0) * (c + 1) for c in range(5)]
+    for lengths in (np.array([5, 10, 10, 5, 7, 9]), np.array([0, 30, 1, 0, 2, 1])):
+        out = spread(values, lengths, compiled=True)
+        assert [o.tolist() for o in out] == [np.repeat(v, lengths).tolist() for v in values]
+
+
 def test_a_keep_mask_of_every_row_hands_flat_rows_over_and_selects_nothing() -> None:
     """A mask that keeps every row: flat arrays of the rows are the table's own (not copied) and the
     rectangular arrays give the same table."""

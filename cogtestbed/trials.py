@@ -377,10 +377,11 @@ def finish_table(
     pass where that is cheaper than filling whole (n_subjects, n_trials) arrays and dropping rows).
     A mask that keeps every row selects nothing (no row is copied through an index).
     """
+    if keep is not None and not isinstance(keep, FirstSteps):
+        keep = np.asarray(keep, dtype=bool)
     n_subjects, n_trials = np.shape(action) if keep is None else keep.shape
     n = n_subjects * n_trials
-    col = _ColumnMaker(n_subjects, n_trials, keep if keep is None or isinstance(keep, FirstSteps)
-                       else np.asarray(keep, dtype=bool))
+    col = _ColumnMaker(n_subjects, n_trials, keep)
     param_columns = {PARAM_PREFIX + name: PerSubject(np.broadcast_to(np.asarray(v, dtype=np.float64), (n_subjects,)))
                      for name, v in (params or {}).items()}
     ids = {"subject": PerSubject(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64))}

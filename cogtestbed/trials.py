@@ -434,13 +434,14 @@ class _ColumnMaker:
         (:class:`FirstSteps`; None: every row)."""
         self.n_subjects, self.n_trials = n_subjects, n_trials
         self.n = n_subjects * n_trials
+        if keep is not None and not isinstance(keep, FirstSteps):
+            keep = keep.reshape(n_subjects, n_trials)
         #: the kept rows as a mask, built from :class:`FirstSteps` only where a column needs it (:meth:`_kept_rows`)
-        self._keep: np.ndarray | FirstSteps | None = (keep if keep is None or isinstance(keep, FirstSteps)
-                                                      else keep.reshape(n_subjects, n_trials))
+        self._keep = keep
         self._kept: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         #: rows each subject keeps (None: every row)
         self.lengths = (None if keep is None else keep.lengths if isinstance(keep, FirstSteps)
-                        else _kept_counts(keep.reshape(n_subjects, n_trials)))
+                        else _kept_counts(keep))
         self.n_rows = self.n if self.lengths is None else int(self.lengths.sum())
         #: whether a keep mask was given: flat arrays of the kept rows are then the table's own (:meth:`is_kept`)
         self._selects = keep is not None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -30,3 +30,23 @@ def best_cpu_of(fn: Callable[[], Any], repeats: int = 5) -> float:
     call's CPU time does not count the time other processes held the core.
     """
     return _best(fn, repeats, time.process_time)
+
+
+def best_cpu_of_each(fns: Sequence[Callable[[], Any]], repeats: int = 5) -> list[float]:
+    """Smallest process CPU time of each of ``fns`` over ``repeats`` rounds that call every one of them
+    once, in turn (after one warm-up round; the order reversed every other round).
+
+    For a ratio of two timings on a shared machine: its speed drifts over seconds (other tenants'
+    load on the memory and caches), and timing one function's repeats before the other's lets a
+    slow spell fall on one side only.  Interleaved, both sides see the same spells.
+    """
+    for fn in fns:
+        fn()
+    best = [float("inf")] * len(fns)
+    order = list(range(len(fns)))
+    for round_ in range(repeats):
+        for i in order if round_ % 2 == 0 else order[::-1]:
+            start = time.process_time()
+            fns[i]()
+            best[i] = min(best[i], time.process_time() - start)
+    return best

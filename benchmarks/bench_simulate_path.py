@@ -14,7 +14,9 @@ the trial-order keys and with pandas assembling the frame from its finished colu
 ``--rw-only`` prints only that figure (``--rw-repeats N`` times); ``--lanes 8,16,...`` also times private
 copies of the kernel compiled with each number of vector lanes (:data:`SIM_LANES`), to show the scaling.
 Timings are the best of N process-CPU-time runs (the machine is shared), on one core (the process
-pins itself), each figure over the same trials; both stages run in a process whose allocator keeps
+pins itself), each figure over the same trials; the kernel and the full path, whose ratio is the
+target, are timed in alternation (:func:`_timing.best_cpu_of_each`), so that a slow spell of the
+shared machine falls on both; both stages run in a process whose allocator keeps
 freed memory (:func:`cogtestbed.heap.keep_freed_memory`, as the ``cogtestbed`` command sets it).
 """
 
@@ -36,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from _timing import best_cpu_of  # noqa: E402
+from _timing import best_cpu_of, best_cpu_of_each  # noqa: E402
 from numba import njit  # noqa: E402
 
 from cogtestbed.environments.instrumental import _buckets, _sort_packed  # noqa: E402
@@ -53,6 +55,8 @@ RATIO_TARGET = 0.40
 RW_NS_TARGET = 15.0
 RW_SUBJECTS = 20_000
 REPEATS = 5
+#: Rounds of the kernel and the full path timed in turn (:func:`_timing.best_cpu_of_each`), for their ratio.
+PAIRED_REPEATS = 9
 
 
 def agent_of(spec: ExperimentSpec) -> str:
@@ -74,8 +78,8 @@ def bench(name: str) -> tuple[str, int, float, float, float, float]:
     uniforms = agent_rng.random((n, spec.env_cls.max_steps(design) * agent_cls.draws_per_trial))
     params = subject_params(agent_cls, None, n)
     trials = len(simulate(spec, agent, n, 0))
-    kernel_s = best_cpu_of(lambda: agent_cls.simulate_batch(design, sessions, params, uniforms), REPEATS)
-    full_s = best_cpu_of(lambda: simulate(spec, agent, n, 0), REPEATS)
+    kernel_s, full_s = best_cpu_of_each([lambda: agent_cls.simulate_batch(design, sessions, params, uniforms),
+                                         lambda: simulate(spec, agent, n, 0)], PAIRED_REPEATS)
     sessions_s = best_cpu_of(lambda: spec.env_cls.sample_sessions(design, n, seed_streams(0)[0]), REPEATS)
     outcomes = agent_cls.simulate_batch(design, sessions, params, uniforms)
     table_s = best_cpu_of(lambda: spec.env_cls.trials_table(design, sessions, outcomes, agent=agent, params=params),

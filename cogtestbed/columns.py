@@ -183,18 +183,19 @@ def _load_like(typingctx: Any, address: Any, like: Any) -> Any:
 
 
 @njit(cache=True)
-def _spread(addresses: np.ndarray, lengths: np.ndarray, total: int, width: int,
+def _spread(addresses: np.ndarray, strides: np.ndarray, lengths: np.ndarray, total: int, width: int,
             out: np.ndarray) -> None:  # pragma: no cover - numba
-    """Rows ``c·total …`` of ``out``: ``lengths[i]`` copies of value i of column c (the contiguous array
-    of ``out``'s dtype at ``addresses[c]``) for every subject i in turn (``width``: unused, the signature
-    of :func:`_spread_fixed`).  Every column at once, each subject's block of rows a run of one value,
-    written by unsigned offsets (no view per column, no negative-index wrap in the store loop)."""
-    k, itemsize = addresses.shape[0], out.itemsize
+    """Rows ``c·total …`` of ``out``: ``lengths[i]`` copies of value i of column c (the array of ``out``'s
+    dtype at ``addresses[c]``, ``strides[c]`` bytes from one value to the next) for every subject i in
+    turn (``width``: unused, the signature of :func:`_spread_fixed`).  Every column at once, each
+    subject's block of rows a run of one value, written by unsigned offsets (no view per column, no
+    negative-index wrap in the store loop)."""
+    k = addresses.shape[0]
     row = np.uint64(0)
     for i in range(lengths.shape[0]):
         length, at = np.uint64(lengths[i]), row
         for c in range(k):
-            v = _load_like(addresses[c] + i * itemsize, out)
+            v = _load_like(addresses[c] + i * strides[c], out)
             for j in range(length):
                 out[at + j] = v
             at += np.uint64(total)
@@ -202,19 +203,19 @@ def _spread(addresses: np.ndarray, lengths: np.ndarray, total: int, width: int,
 
 
 @njit(cache=True)
-def _spread_fixed(addresses: np.ndarray, lengths: np.ndarray, total: int, width: int,
+def _spread_fixed(addresses: np.ndarray, strides: np.ndarray, lengths: np.ndarray, total: int, width: int,
                   out: np.ndarray) -> None:  # pragma: no cover - numba
     """:func:`_spread` writing ``width`` (≥ every length) copies per subject and column, then moving on by
     the subject's length: the next subject's rows overwrite the surplus (column c starts at row
     c·(total + width), with ``width`` rows to spare at its end).  A loop of the same trip count for every
     subject (no mispredicted exit where lengths vary)."""
-    k, itemsize = addresses.shape[0], out.itemsize
+    k = addresses.shape[0]
     stride, copies = np.uint64(total + width), np.uint64(width)
     row = np.uint64(0)
     for i in range(lengths.shape[0]):
         at = row
         for c in range(k):
-            v = _load_like(addresses[c] + i * itemsize, out)
+            v = _load_like(addresses[c] + i * strides[c], out)
             for j in range(copies):
                 out[at + j] = v
             at += stride
@@ -232,7 +233,7 @@ FIXED_WIDTH_SLACK = 2
 
 
 def spread(values: np.ndarray | Sequence[np.ndarray], lengths: np.ndarray,
-           compiled: bool | None = None) -> list[np.ndarray]:
+           compiled: bool | None = None, sizes: tuple[int, int] | None = None) -> list[np.ndarray]:
     """Per-subject values repeated over each subject's rows, several columns in one pass: ``values``
     (k columns of n_subjects: a (k, n) array or k arrays of one dtype) → k arrays of sum(lengths)
     rows, column c's row block i ``lengths[i]`` copies of ``values[c][i]`` (``np.repeat(values[c],
@@ -242,19 +243,23 @@ def spread(values: np.ndarray | Sequence[np.ndarray], lengths: np.ndarray,
     reading each column where it lies (no stacked copy of them), with a loop per subject rather than per
     row and column, of the same trip count for every subject where the lengths vary little
     (:data:`FIXED_WIDTH_SLACK`, :func:`_spread_fixed`).  ``compiled``: whether to use the compiled pass
-    (default: see :data:`COMPILED_MIN_ROWS`; ``np.repeat`` otherwise).
+    (default: see :data:`COMPILED_MIN_ROWS`; ``np.repeat`` otherwise).  ``sizes``: (sum, maximum) of
+    ``lengths`` where the caller has found them and checked that no length is negative (no pass over
+    the lengths here).
     """
-    columns = [np.ascontiguousarray(v) for v in values]
+    columns = [v if isinstance(v, np.ndarray) and v.ndim == 1 and v.strides[0] >= 0 else np.ascontiguousarray(v)
+               for v in values]  # a column read in place, strided or not
     lengths = np.ascontiguousarray(lengths, dtype=np.int64)
     if (lengths.ndim != 1 or any(c.shape != lengths.shape for c in columns)
             or len({c.dtype for c in columns}) > 1):
         raise ValueError(f"spread needs k columns of n values of one dtype and n lengths, got shapes "
                          f"{sorted({c.shape for c in columns})}, dtypes {sorted({str(c.dtype) for c in columns})} "
                          f"and lengths of shape {lengths.shape}")
-    if (lengths < 0).any():
-        raise ValueError("spread lengths must be non-negative")
-    total = int(lengths.sum())
-    width = int(lengths.max(initial=0))
+    if sizes is None:
+        if (lengths < 0).any():
+            raise ValueError("spread lengths must be non-negative")
+        sizes = (int(lengths.sum()), int(lengths.max(initial=0)))
+    total, width = sizes
     fixed = width * len(lengths) <= FIXED_WIDTH_SLACK * total
     kernel = _spread_fixed if fixed else _spread
     if compiled is None:
@@ -267,6 +272,7 @@ def spread(values: np.ndarray | Sequence[np.ndarray], lengths: np.ndarray,
     for first in range(0, len(columns), per_block):
         block = columns[first:first + per_block]
         rows = np.empty(len(block) * stride, dtype=block[0].dtype)
-        kernel(np.array([c.ctypes.data for c in block], dtype=np.intp), lengths, total, width, rows)
+        kernel(np.array([c.ctypes.data for c in block], dtype=np.intp),
+               np.array([c.strides[0] for c in block], dtype=np.intp), lengths, total, width, rows)
         out.extend(rows.reshape(len(block), stride)[:, :total])
     return out

@@ -192,6 +192,19 @@ class ParameterSet:
         return np.array([values[n] for n in self.names], dtype=np.float64)
 
 
+def per_subject(values: Any, n: int) -> np.ndarray:
+    """A parameter's values for ``n`` subjects as a contiguous float64 (n,) array: one value repeated
+    (a scalar or a one-element array), or ``n`` values as given (not copied where they already are
+    such an array).  No broadcast view is built (building one costs more than filling a few thousand
+    values)."""
+    array = np.asarray(values, dtype=np.float64)
+    if array.shape == (n,):
+        return np.ascontiguousarray(array)
+    if array.size == 1 and array.ndim <= 1:
+        return np.full(n, array.reshape(()))
+    raise ValueError(f"a parameter needs one value or one per subject ({n}), got shape {array.shape}")
+
+
 def parse_assignments(items: Sequence[str], option: str = "") -> dict[str, float]:
     """Parse CLI ``name=value`` pairs into a dict (one clear error per bad item; a name given twice
     is an error, since which value would win is a guess).  ``option`` names the flag in messages."""

@@ -23,6 +23,7 @@ from cogtestbed.agents.base import SyntheticAgent
 from cogtestbed.agents.lapse import INVALID, NORMAL, RANDOM, Lapse, LapseDraws, draw_lapses, lapse_rng
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, Sessions, TextEnv
 from cogtestbed.environments.draws import uniforms
+from cogtestbed.parameters import per_subject
 from cogtestbed.registry import Experiment, get_experiment
 from cogtestbed.trials import pool_runs as pool_runs  # where the CLI's fit and the studies read it before
 
@@ -40,8 +41,7 @@ def subject_params(
 ) -> dict[str, np.ndarray]:
     """Per-subject parameter arrays (scalars broadcast), validated against the bounds."""
     arrays = agent_cls.parameters.validate_array(dict(params or {}))
-    return {k: np.ascontiguousarray(np.broadcast_to(v, (n_subjects,)), dtype=np.float64)
-            for k, v in arrays.items()}
+    return {k: per_subject(v, n_subjects) for k, v in arrays.items()}
 
 
 def sample_sessions(experiment: Experiment, design: Design, n: int, env_rng: np.random.Generator) -> Sessions:

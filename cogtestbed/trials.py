@@ -37,7 +37,7 @@ import os
 import platform
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -47,7 +47,13 @@ import pandas as pd
 import pyarrow as pa
 from pandas.api.extensions import ExtensionArray
 
+from cogtestbed.heap import zero_buffer
 from cogtestbed.outputs import atomic_write_bytes, new_file_mode
+
+try:  # pandas ≥ 3.0: a frame from finished blocks, without the constructor's inference and checks per column
+    from pandas.api.internals import create_dataframe_from_blocks as _frame_from_blocks
+except ImportError:  # pragma: no cover - pandas 2
+    _frame_from_blocks = None
 
 if TYPE_CHECKING:
     from cogtestbed.experiments.spec import ExperimentSpec
@@ -256,14 +262,20 @@ class FirstSteps:
 
     lengths: np.ndarray
     n_steps: int
+    #: rows kept in all (the sum of the lengths) and the most one subject keeps, found with the check
+    total: int = field(init=False, repr=False, compare=False)
+    longest: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         lengths = np.ascontiguousarray(self.lengths, dtype=np.int64)
         if lengths.ndim != 1:
             raise ValueError(f"FirstSteps needs one length per subject, got shape {lengths.shape}")
-        if lengths.size and (lengths.min() < 0 or lengths.max() > self.n_steps):
+        longest = int(lengths.max(initial=0))
+        if lengths.size and (lengths.min() < 0 or longest > self.n_steps):
             raise ValueError(f"FirstSteps lengths must lie in 0..{self.n_steps}")
         object.__setattr__(self, "lengths", lengths)
+        object.__setattr__(self, "total", int(lengths.sum()))
+        object.__setattr__(self, "longest", longest)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -382,7 +394,7 @@ def finish_table(
     n_subjects, n_trials = np.shape(action) if keep is None else keep.shape
     n = n_subjects * n_trials
     col = _ColumnMaker(n_subjects, n_trials, keep)
-    param_columns = {PARAM_PREFIX + name: PerSubject(np.broadcast_to(np.asarray(v, dtype=np.float64), (n_subjects,)))
+    param_columns = {PARAM_PREFIX + name: PerSubject(_subject_values(v, n_subjects))
                      for name, v in (params or {}).items()}
     ids = {"subject": PerSubject(np.arange(subject_offset, subject_offset + n_subjects, dtype=np.int64))}
     if session is None:  # every row session 0: spread in the subject ids' pass
@@ -415,8 +427,44 @@ def finish_table(
         cols[name] = col.spread_column(name)
     for name, values in (trailing or {}).items():
         cols[name] = col.stimulus(name, values)
-    # every column is a fresh array owned by the table, so no copy (nor block consolidation)
-    return pd.DataFrame(cols, copy=False)
+    return table_frame(cols, col.n_rows)
+
+
+def table_frame(columns: Mapping[str, Any], n_rows: int) -> pd.DataFrame:
+    """``pd.DataFrame(columns, copy=False)`` of finished columns (fresh arrays the table owns: no copy,
+    no block consolidation).  Where every column is a numeric or boolean numpy array or a pandas
+    extension array of ``n_rows`` rows, the frame is assembled from one block per column (pandas ≥ 3.0's
+    ``create_dataframe_from_blocks``): the same frame, without the constructor's type inference and
+    checks per column."""
+    blocks = [_column_block(values, n_rows) for values in columns.values()]
+    if _frame_from_blocks is None or any(block is None for block in blocks):
+        return pd.DataFrame(columns, copy=False)
+    placed = [(block, np.array([i])) for i, block in enumerate(blocks)]
+    return _frame_from_blocks(placed, index=pd.RangeIndex(n_rows), columns=_column_index(tuple(columns)))
+
+
+@functools.lru_cache(maxsize=128)
+def _column_index(names: tuple[str, ...]) -> pd.Index:
+    """The (immutable) column index of a table with these column names, built once per set of names
+    (inferring the index's string dtype costs more than assembling the frame's blocks)."""
+    return pd.Index(list(names))
+
+
+def _column_block(values: Any, n_rows: int) -> Any:
+    """The block a column of ``n_rows`` rows is held in (a (1, n_rows) numpy view, or the extension array
+    itself); None where the column needs the constructor (other dtypes, lengths or kinds)."""
+    if isinstance(values, pd.arrays.NumpyExtensionArray):
+        values = values.to_numpy()
+    if isinstance(values, np.ndarray):
+        ok = values.ndim == 1 and values.dtype.kind in "biuf" and values.shape[0] == n_rows
+        return values.reshape(1, n_rows) if ok else None
+    return values if isinstance(values, ExtensionArray) and len(values) == n_rows else None
+
+
+def _subject_values(values: Any, n_subjects: int) -> np.ndarray:
+    """A parameter's float64 values, one per subject (a single value seen ``n_subjects`` times, not copied)."""
+    array = np.asarray(values, dtype=np.float64)
+    return array if array.shape == (n_subjects,) else np.broadcast_to(array, (n_subjects,))
 
 
 def _kept_counts(keep: np.ndarray) -> np.ndarray:
@@ -442,7 +490,10 @@ class _ColumnMaker:
         #: rows each subject keeps (None: every row)
         self.lengths = (None if keep is None else keep.lengths if isinstance(keep, FirstSteps)
                         else _kept_counts(keep))
-        self.n_rows = self.n if self.lengths is None else int(self.lengths.sum())
+        #: (rows kept, the most one subject keeps), the lengths being non-negative (None: every row)
+        self._sizes = (None if self.lengths is None else (keep.total, keep.longest) if isinstance(keep, FirstSteps)
+                       else (int(self.lengths.sum()), int(self.lengths.max(initial=0))))
+        self.n_rows = self.n if self._sizes is None else self._sizes[0]
         #: whether a keep mask was given: flat arrays of the kept rows are then the table's own (:meth:`is_kept`)
         self._selects = keep is not None
         if self.n_rows == self.n:
@@ -503,10 +554,11 @@ class _ColumnMaker:
             return
         # a subject's kept rows are consecutive: spread by how many it keeps
         lengths = np.full(self.n_subjects, self.n_trials, dtype=np.int64) if self.lengths is None else self.lengths
+        sizes = (self.n, self.n_trials) if self._sizes is None else self._sizes
         from cogtestbed.columns import spread  # numba: imported where used
 
         for group in by_dtype.values():
-            self._spread.update(zip(group, spread(list(group.values()), lengths), strict=True))
+            self._spread.update(zip(group, spread(list(group.values()), lengths, sizes=sizes), strict=True))
 
     def spread_column(self, name: str) -> np.ndarray:
         """A :class:`PerSubject` column spread by :meth:`spread_per_subject` (each handed out once)."""
@@ -596,13 +648,14 @@ class _ColumnMaker:
 
 
 def null_strings(n: int) -> pa.Array:
-    """The Arrow ``large_string`` array of ``n`` missing values (``pa.nulls``), its buffers from numpy.
+    """The Arrow ``large_string`` array of ``n`` missing values (``pa.nulls``), its buffers our own.
 
-    Arrow's own allocator hands a large freed block back to the system, so every table's offsets
-    buffer (8 bytes a row) would be fresh pages, one page fault per 4 KiB; numpy's blocks come from
-    the process heap, which :func:`cogtestbed.heap.keep_freed_memory` keeps warm.
+    Arrow's own allocator zeroes the offsets (8 bytes a row) and hands a large freed block back to
+    the system, so every table's would be written and fresh pages besides.  Here the offsets, which
+    a column of missing values is hardly ever read through, are zero pages nobody writes
+    (:func:`cogtestbed.heap.zero_buffer`); the validity bitmap (a bit a row) comes zeroed from numpy.
     """
-    offsets = np.zeros(n + 1, dtype=np.int64)
+    offsets = zero_buffer(8 * (n + 1))
     validity = np.zeros((n + 7) // 8, dtype=np.uint8)
     return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(b""), pa.py_buffer(validity),
                                             null_count=n)

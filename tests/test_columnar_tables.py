@@ -279,7 +279,11 @@ def test_spread_compiled_equals_repeat_and_null_strings_equal_arrow_nulls() -> N
                    for o, v in zip(out, typed, strict=True))
     with pytest.raises(ValueError, match="non-negative"):
         spread(values, np.array([0, -1, 2, 1]))
-    separate = [np.arange(4) * 3, np.array([7, -1, 0, 2]), np.arange(8)[::2]]  # the last one strided
+    for lengths_ in (lengths, np.array([5, 10, 10, 5])):  # sizes the caller found: the same columns
+        told = spread(values, lengths_, compiled=True, sizes=(int(lengths_.sum()), int(lengths_.max())))
+        assert [o.tolist() for o in told] == [np.repeat(v, lengths_).tolist() for v in values]
+    separate = [np.arange(4) * 3, np.array([7, -1, 0, 2]), np.arange(8)[::2],  # strided, and
+                np.broadcast_to(np.array(5), (4,))]  # one value seen four times (stride 0)
     for lengths_ in (lengths, varied):
         out = spread(separate, lengths_, compiled=True)
         assert [o.tolist() for o in out] == [np.repeat(v, lengths_).tolist() for v in separate]
@@ -287,10 +291,44 @@ def test_spread_compiled_equals_repeat_and_null_strings_equal_arrow_nulls() -> N
         spread([np.arange(4), np.arange(4.0)], lengths)
     with pytest.raises(ValueError, match="k columns of n values"):
         spread([np.arange(4), np.arange(3)], lengths)
-    for n in (0, 1, 9, 1000):
+    for n in (0, 1, 9, 1000, 300_000):  # the last one's offsets are pages of their own (zero_buffer)
         nulls = null_strings(n)
         nulls.validate(full=True)
         assert nulls.equals(pa.nulls(n, pa.large_string()))
+
+
+def test_zero_buffer_is_zeros_of_its_size_either_way() -> None:
+    from cogtestbed.heap import ZERO_PAGES_MIN_BYTES, zero_buffer
+
+    for nbytes in (0, 7, ZERO_PAGES_MIN_BYTES - 1, ZERO_PAGES_MIN_BYTES, 3 * ZERO_PAGES_MIN_BYTES + 5):
+        buffer = zero_buffer(nbytes)
+        view = np.frombuffer(buffer, dtype=np.uint8)
+        assert view.size == nbytes and not view.any()
+        if nbytes:
+            view[-1] = 3  # writable, and only this buffer changes
+            assert view[-1] == 3 and not np.frombuffer(zero_buffer(nbytes), dtype=np.uint8).any()
+    with pytest.raises(ValueError, match="non-negative"):
+        zero_buffer(-1)
+
+
+def test_table_frame_equals_the_constructor() -> None:
+    """Blocks (numeric, boolean and extension columns) or the constructor (an object column): the
+    frame ``pd.DataFrame(columns)`` gives, and a column of the wrong length fails as it does there."""
+    from cogtestbed.trials import table_frame
+
+    n = 5
+    columns = {"i": np.arange(n), "f": np.linspace(0, 1, n), "b": np.arange(n) % 2 == 0,
+               "wrapped": pd.arrays.NumpyExtensionArray(np.arange(n) * 2),
+               "a": pd.array([1, None, 3, 4, 5], dtype="Int64"),
+               "s": pd.array(["x", None, "y", "z", "x"], dtype="string"),
+               "c": pd.Categorical(["u"] * n)}
+    for extra in ({}, {"o": np.array([[1], [2], [3], [4], [5]], dtype=object).reshape(n)}):
+        built = table_frame({**columns, **extra}, n)
+        want = pd.DataFrame({**columns, **extra}, copy=False)
+        pd.testing.assert_frame_equal(built, want, check_exact=True)
+        assert list(built.columns) == list(want.columns) and built.columns.dtype == want.columns.dtype
+    with pytest.raises(ValueError, match="same length"):
+        table_frame({**columns, "short": np.arange(n - 1)}, n)
 
 
 @pytest.mark.parametrize("block_bytes", [1, 200, 10**9])
@@ -331,6 +369,7 @@ def test_first_steps_keep_the_rows_of_the_mask_they_stand_for(lengths: list[int]
     first = FirstSteps(np.array(lengths), 3)
     mask = np.arange(3)[None, :] < np.array(lengths)[:, None]
     assert np.array_equal(first.mask(), mask) and first.shape == (4, 3)
+    assert (first.total, first.longest) == (sum(lengths), max(lengths))
     rng = np.random.default_rng(0)
     action, reward = rng.integers(0, 2, size=(4, 3)), rng.normal(size=(4, 3))
     valid = rng.random((4, 3)) < 0.7

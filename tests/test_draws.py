@@ -179,3 +179,15 @@ def test_permute_rows_from_pcg64_in_compiled_code_equals_the_numpy_path(n: int, 
     _fisher_yates(expected, slow.random((n, swaps)))
     assert np.array_equal(got, expected[:, : (m if k is None else k)])
     assert fast.bit_generator.state == slow.bit_generator.state
+    mine, again = values.copy(), np.random.default_rng(n)
+    again.integers(0, 3, size=3)
+    shuffled = permute_rows(mine, again, k, in_place=True)  # the caller's array itself, the same shuffles
+    assert np.shares_memory(shuffled, mine) and np.array_equal(shuffled, got)
+    assert np.array_equal(mine[:, : (m if k is None else k)], got)
+
+
+def test_permute_rows_in_place_needs_a_writable_c_contiguous_array() -> None:
+    values = np.arange(12, dtype=np.int64).reshape(3, 4)
+    for bad in (values.T, values[:, ::2], np.broadcast_to(values[0], (3, 4))):
+        with pytest.raises(ValueError, match="writable C-contiguous"):
+            permute_rows(bad, np.random.default_rng(0), in_place=True)

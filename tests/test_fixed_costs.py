@@ -84,3 +84,22 @@ def test_subject_slices_equal_groupby() -> None:
 def test_the_mle_driver_is_one_object_per_kernel() -> None:
     model = get_experiment("instrumental-learning").model("rw")
     assert mle_driver(model.kernel()) is mle_driver(get_experiment("instrumental-learning").model("rw-pm").kernel())
+
+
+def test_per_subject_values_are_one_contiguous_float_array_each() -> None:
+    """A repeated value, n values (taken as they are where already a contiguous float64 array), and any
+    other shape refused with one message."""
+    import pytest
+
+    from cogtestbed.parameters import per_subject
+
+    given = np.arange(4.0)
+    assert per_subject(given, 4) is given
+    for value, want in ((2.5, 2.5), (np.array(2.5), 2.5), (np.array([2.5]), 2.5), (2, 2.0)):
+        out = per_subject(value, 4)
+        assert out.dtype == np.float64 and out.flags.c_contiguous and out.tolist() == [want] * 4
+    strided = per_subject(np.arange(8)[::2], 4)
+    assert strided.flags.c_contiguous and strided.tolist() == [0.0, 2.0, 4.0, 6.0]
+    for bad in (np.arange(3.0), np.ones((4, 1))):
+        with pytest.raises(ValueError, match=r"one value or one per subject \(4\), got shape"):
+            per_subject(bad, 4)

@@ -16,7 +16,7 @@ from cogtestbed.agents.lapse import LapseDraws
 from cogtestbed.environments.bart import EXPERIMENT, INFLATE, SKIP, BartDesign, BartEnv, BartSessions
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.inference.bart import TYPES, TargetModel, draw_target, simulate_bart_kernel
-from cogtestbed.parameters import ParameterSet
+from cogtestbed.parameters import ParameterSet, per_subject
 
 
 class _BartAgent(KernelLapsingAgent[BartDesign, BartSessions]):
@@ -60,7 +60,7 @@ class _BartAgent(KernelLapsingAgent[BartDesign, BartSessions]):
                 if f"target_{m}" not in params:
                     raise ValueError(f"no target parameter for balloons with max_pumps={m}")
                 targets = np.where(sessions.type_max == m, np.asarray(params[f"target_{m}"])[:, None], targets)
-            noise = np.ascontiguousarray(np.broadcast_to(params["noise"], (n,)), dtype=np.float64)
+            noise = per_subject(params["noise"], n)
         actions, rewards, valid, played = simulate_bart_kernel(
             sessions.type_max, sessions.sequence, sessions.break_point, np.ascontiguousarray(targets),
             noise, np.full(n, cls.p_inflate), np.ascontiguousarray(uniforms),

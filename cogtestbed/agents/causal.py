@@ -249,7 +249,7 @@ class ColliderAgent(SyntheticAgent[CausalDesign, CausalSessions]):
         full = {k: np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)) for k, v in params.items()}
         theta = np.column_stack([full[k] if k is not None else np.zeros(n) for k in cls.theta_layout])
         resp = np.column_stack([full[k] for k in RESPONSE_NAMES])
-        gamma = np.ascontiguousarray(full.get("gamma", np.zeros(n)))
+        gamma = np.ascontiguousarray(full["gamma"]) if "gamma" in full else np.zeros(n)
         task = ITEM_TASK[sessions.item]
         filler = filler_words_table(design)[sessions.variant, sessions.cb]
         ratings = simulate_kernel(cls.kind, np.ascontiguousarray(theta), np.ascontiguousarray(resp),

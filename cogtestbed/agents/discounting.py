@@ -27,7 +27,7 @@ from cogtestbed.inference.discounting import (
     question_tables,
     simulate_staircase_kernel,
 )
-from cogtestbed.parameters import ParameterSet
+from cogtestbed.parameters import ParameterSet, per_subject
 
 
 class _DiscountingAgent(KernelLapsingAgent[DiscountingDesign, DiscountingSessions]):
@@ -61,7 +61,7 @@ class _DiscountingAgent(KernelLapsingAgent[DiscountingDesign, DiscountingSession
         base, anom = question_tables(design)
 
         def arr(name: str, default: float) -> np.ndarray:
-            return np.ascontiguousarray(np.broadcast_to(params.get(name, default), (n,)), dtype=np.float64)
+            return per_subject(params.get(name, default), n)
 
         actions, valid, played, questions = simulate_staircase_kernel(
             base, anom, arr("k", 0.0), arr("temperature", 0.0), np.full(n, cls.p_random),

@@ -23,7 +23,7 @@ from cogtestbed.agents.lapse import LapseDraws, step_lapse, unit_lapse
 from cogtestbed.environments.base import NO_ACTION, Outcomes
 from cogtestbed.environments.horizon import EXPERIMENT, HorizonDesign, HorizonSessions
 from cogtestbed.inference.horizon import PARAMETERS, info_diff, prob_j
-from cogtestbed.parameters import ParameterSet
+from cogtestbed.parameters import ParameterSet, per_subject
 
 
 @njit(cache=True)
@@ -91,8 +91,7 @@ class _HorizonAgent(KernelLapsingAgent[HorizonDesign, HorizonSessions]):
         n = sessions.n_subjects
 
         def arr(name: str) -> np.ndarray:
-            value = params.get(name, np.zeros(n)) if not cls._random else np.ones(n)
-            return np.ascontiguousarray(np.broadcast_to(value, (n,)), dtype=np.float64)
+            return per_subject(params.get(name, 0.0) if not cls._random else 1.0, n)
 
         action, reward, valid, played = simulate_horizon_kernel(
             sessions.horizon, sessions.forced, np.ascontiguousarray(sessions.rewards),

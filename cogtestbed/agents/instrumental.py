@@ -29,7 +29,7 @@ from cogtestbed.inference.instrumental import (
     rw_learning_rate,
     simulate_rwpm_kernel,
 )
-from cogtestbed.parameters import ParameterSet
+from cogtestbed.parameters import ParameterSet, per_subject
 
 
 class _BanditAgent(KernelLapsingAgent[InstrumentalDesign, InstrumentalSessions]):
@@ -74,8 +74,7 @@ class _BanditAgent(KernelLapsingAgent[InstrumentalDesign, InstrumentalSessions])
         lapse: LapseDraws,
     ) -> Outcomes:
         n = sessions.n_subjects
-        alpha_pos, alpha_neg, beta = (np.ascontiguousarray(np.broadcast_to(x, (n,)), dtype=np.float64)
-                                      for x in cls._batch_rates(params, n))
+        alpha_pos, alpha_neg, beta = (per_subject(x, n) for x in cls._batch_rates(params, n))
         actions, rewards, valid = simulate_rwpm_kernel(
             sessions.casino - 1, sessions.reward_draws, alpha_pos, alpha_neg, beta,
             np.ascontiguousarray(uniforms), design.n_casinos,

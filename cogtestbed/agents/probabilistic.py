@@ -24,7 +24,7 @@ from cogtestbed.environments.probabilistic import (
     bayes_posterior,
 )
 from cogtestbed.inference.probabilistic import PARAMETERS, report
-from cogtestbed.parameters import ParameterSet
+from cogtestbed.parameters import ParameterSet, per_subject
 
 
 @njit(cache=True)
@@ -102,7 +102,7 @@ class GeneralisedBayesAgent(SyntheticAgent[ProbabilisticDesign, ProbabilisticSes
         n = sessions.n_subjects
 
         def arr(name: str) -> np.ndarray:
-            return np.ascontiguousarray(np.broadcast_to(params[name], (n,)), dtype=np.float64)
+            return per_subject(params[name], n)
 
         estimate = simulate_gb_kernel(
             np.ascontiguousarray(sessions.prior), np.ascontiguousarray(sessions.lh),

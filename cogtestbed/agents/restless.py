@@ -35,7 +35,7 @@ from cogtestbed.inference.restless import (
     kalman_update,
 )
 from cogtestbed.numerics import sigmoid, std_normal
-from cogtestbed.parameters import ParameterSet
+from cogtestbed.parameters import ParameterSet, per_subject
 
 
 @njit(cache=True, inline="always")
@@ -117,8 +117,7 @@ class _RestlessAgent(KernelLapsingAgent[RestlessDesign, RestlessSessions]):
         n = sessions.n_subjects
 
         def arr(name: str) -> np.ndarray:
-            value = np.zeros(n) if cls._random else params[name]
-            return np.ascontiguousarray(np.broadcast_to(value, (n,)), dtype=np.float64)
+            return per_subject(0.0 if cls._random else params[name], n)
 
         action, reward, valid, played = simulate_restless_kernel(
             np.ascontiguousarray(sessions.rewards), sessions.block_lengths.sum(axis=1),

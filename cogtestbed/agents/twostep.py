@@ -28,7 +28,7 @@ from cogtestbed.inference.twostep import (
     _stage1_logit,
     simulate_hybrid_kernel,
 )
-from cogtestbed.parameters import ParameterSet
+from cogtestbed.parameters import ParameterSet, per_subject
 
 KERNEL_PARAMS = ("w", "alpha", "beta", "lam", "persev")
 
@@ -75,8 +75,7 @@ class _TwoStepAgent(KernelLapsingAgent[TwoStepDesign, TwoStepSessions]):
 
     @classmethod
     def _kernel_params(cls, params: Mapping[str, np.ndarray], n: int) -> list[np.ndarray]:
-        return [np.ascontiguousarray(np.broadcast_to(params.get(k, cls.fixed.get(k, 0.0)), (n,)),
-                                     dtype=np.float64) for k in KERNEL_PARAMS]
+        return [per_subject(params.get(k, cls.fixed.get(k, 0.0)), n) for k in KERNEL_PARAMS]
 
     @classmethod
     def simulate_batch_lapsed(

@@ -45,9 +45,11 @@ from cogtestbed.environments.pcg64 import (
 from cogtestbed.jit_cache import compiled_pays
 
 
-def permute_rows(values: np.ndarray, rng: np.random.Generator, k: int | None = None) -> np.ndarray:
+def permute_rows(values: np.ndarray, rng: np.random.Generator, k: int | None = None,
+                 in_place: bool = False) -> np.ndarray:
     """The first ``k`` (default all) entries of an independent uniform permutation of every row of
-    ``values`` (n, m), as a new (n, k) array.
+    ``values`` (n, m), as a new (n, k) array (``in_place``: ``values`` itself is shuffled, a writable
+    C-contiguous array the caller has just built, and returned or its first ``k`` columns).
 
     Durstenfeld's (1964) forward Fisher–Yates shuffle, stopped after ``k`` swaps: position ``i``
     takes the entry at ``i + ⌊u·(m − i)⌋`` of the remaining ones, from one uniform ``u`` per
@@ -57,7 +59,9 @@ def permute_rows(values: np.ndarray, rng: np.random.Generator, k: int | None = N
     from four cursors over four blocks of rows (:func:`_fisher_yates_pcg64`): the same shuffles, and
     ``rng`` left in the state ``rng.random((n, swaps))`` leaves it in.
     """
-    table = np.array(values, copy=True, order="C")
+    if in_place and not (isinstance(values, np.ndarray) and values.flags.c_contiguous and values.flags.writeable):
+        raise ValueError("permute_rows(in_place=True) needs a writable C-contiguous array")
+    table = values if in_place else np.array(values, copy=True, order="C")
     if table.ndim != 2:
         raise ValueError(f"permute_rows needs an (n, m) array, got shape {table.shape}")
     n, m = table.shape

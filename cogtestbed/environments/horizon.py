@@ -150,7 +150,7 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         else:
             rewards = np.rint(means[:, None, :] + design.reward_sd * rng.standard_normal(shape))
         unequal = rng.random(n) < design.p_unequal
-        forced = permute_rows(_forced_patterns(unequal, integers(rng, (2,), n)[0]), rng)
+        forced = permute_rows(_forced_patterns(unequal, integers(rng, (2,), n)[0]), rng, in_place=True)
         return HorizonSessions(horizon=horizon, unequal=unequal, means=means, rewards=rewards, forced=forced)
 
     # -- dynamics --------------------------------------------------------------------------
@@ -229,13 +229,13 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         game has (its forced trials and ``horizon`` free ones) are built directly, one compiled
         pass over the games (:func:`_game_rows`)."""
         nf, t_max = design.n_forced, design.n_trials
-        length = nf + np.asarray(sessions.horizon, dtype=np.int64)
+        kept = FirstSteps(nf + np.asarray(sessions.horizon, dtype=np.int64), t_max)
         action, valid, reward, reward0, reward1, trial, forced = _game_rows(
             np.ascontiguousarray(sessions.forced, dtype=np.int64),
             np.ascontiguousarray(outcomes.action, dtype=np.int64), np.ascontiguousarray(outcomes.valid, dtype=bool),
-            np.ascontiguousarray(sessions.rewards, dtype=np.float64), length, int(length.sum()))
+            np.ascontiguousarray(sessions.rewards, dtype=np.float64), kept.lengths, kept.total)
         return game_table(sessions.horizon, sessions.unequal, sessions.means, (reward0, reward1),
-                          action, reward, valid, FirstSteps(length, t_max), nf, agent=agent,
+                          action, reward, valid, kept, nf, agent=agent,
                           raw_response=_free_steps(outcomes.raw_response, nf, t_max),
                           parse_error=_free_steps(outcomes.parse_error, nf, t_max), params=params,
                           kept_trial=trial, kept_forced=forced)

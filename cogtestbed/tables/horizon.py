@@ -47,8 +47,8 @@ def game_table(
         "horizon": PerSubject(np.asarray(horizon, dtype=np.int64)),
         "unequal": PerSubject(np.asarray(unequal, dtype=bool)),
         "forced": PerTrial(np.arange(t_max) < n_forced) if kept_forced is None else kept_forced,
-        "mean0": PerSubject(np.ascontiguousarray(means[:, 0], dtype=np.float64)),
-        "mean1": PerSubject(np.ascontiguousarray(means[:, 1], dtype=np.float64)),
+        "mean0": PerSubject(np.asarray(means[:, 0], dtype=np.float64)),  # spread from where they lie
+        "mean1": PerSubject(np.asarray(means[:, 1], dtype=np.float64)),
         "reward0": arms[0],
         "reward1": arms[1],
     }

@@ -84,7 +84,8 @@ class _OtherPCG64(np.random.PCG64):
 
 
 @pytest.mark.parametrize(("shape", "mean_shape"), [((53, 10, 2), (53, 1, 2)), ((3, 10, 2), (3, 1, 2)), ((7,), ()),
-                                                   ((4, 5), (4, 1)), ((1, 1, 1), ()), ((0, 3), ())])
+                                                   ((4, 5), (4, 1)), ((1, 1, 1), ()), ((0, 3), ()),
+                                                   ((5, 3, 2), (5, 3, 1)), ((6, 4, 3), (1, 4, 3))])
 def test_rounded_normal_from_pcg64_in_compiled_code_equals_the_numpy_path(shape: tuple[int, ...],
                                                                             mean_shape: tuple[int, ...]) -> None:
     """The compiled PCG64 path gives the draws of ``rng.random`` + the alias pass and leaves the

@@ -9,8 +9,9 @@ goes.  Then the RW± kernel of instrumental learning in ns per trial on one core
 ``--floors`` prints, for instrumental learning, a measured floor of the full path: the kernel, plus
 the PCG64 outputs its two streams require (drawn in compiled code at the generator's throughput,
 nothing stored), plus writing the table's bytes (each column's buffers, at the dtypes the table
-holds) into freshly allocated memory; and the best ratio that floor allows, then with the sort of
-the trial-order keys and with pandas assembling the frame from its finished columns added.
+holds, all alive at once as in a table) into freshly allocated memory; and the best ratio that floor
+allows, then with the sort of the trial-order keys and with pandas assembling the frame from its
+finished columns (as :func:`cogtestbed.trials.table_frame` assembles it) added.
 ``--rw-only`` prints only that figure (``--rw-repeats N`` times); ``--lanes 8,16,...`` also times private
 copies of the kernel compiled with each number of vector lanes (:data:`SIM_LANES`), to show the scaling.
 Timings are the best of N process-CPU-time runs (the machine is shared), on one core (the process
@@ -37,7 +38,6 @@ if hasattr(os, "sched_setaffinity"):  # one core for every figure (the kernel's 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 from _timing import best_cpu_of, best_cpu_of_each  # noqa: E402
 from numba import njit  # noqa: E402
 
@@ -46,6 +46,7 @@ from cogtestbed.environments.pcg64 import step_key  # noqa: E402
 from cogtestbed.heap import keep_freed_memory  # noqa: E402
 from cogtestbed.registry import ExperimentSpec, experiment_names, get_experiment  # noqa: E402
 from cogtestbed.simulation import seed_streams, simulate, subject_params  # noqa: E402
+from cogtestbed.trials import table_frame  # noqa: E402
 
 #: Trials simulated per experiment (subjects = this / trials per subject, at least 10).
 TARGET_TRIALS = 400_000
@@ -218,13 +219,18 @@ def instrumental_floors() -> None:
     buffers = _column_buffers(table)
     table_bytes = sum(size * dtype.itemsize for size, dtype in buffers)
 
-    def write_columns() -> None:
+    def write_columns() -> list[np.ndarray]:
+        """Every buffer written once, all alive at once as in a table (one buffer freed before the next
+        is written would be rewritten in the cache: a floor no table of this size can reach)."""
+        out = []
         for size, dtype in buffers:
-            np.empty(size, dtype=dtype).fill(1)
+            out.append(np.empty(size, dtype=dtype))
+            out[-1].fill(1)
+        return out
 
     write_s = best_cpu_of(write_columns, REPEATS)
     ready = {name: table[name].array for name in table.columns}
-    assemble_s = best_cpu_of(lambda: pd.DataFrame(ready, copy=False), REPEATS)
+    assemble_s = best_cpu_of(lambda: table_frame(ready, len(table)), REPEATS)  # as finish_table assembles it
     full_s = best_cpu_of(lambda: simulate(spec, agent, n, 0), REPEATS)
     sessions_s = best_cpu_of(lambda: spec.env_cls.sample_sessions(design, n, seed_streams(0)[0]), REPEATS)
     uniforms_s = best_cpu_of(lambda: seed_streams(0)[1].random((n, design.n_trials)), REPEATS)

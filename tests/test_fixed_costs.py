@@ -103,3 +103,20 @@ def test_per_subject_values_are_one_contiguous_float_array_each() -> None:
     for bad in (np.arange(3.0), np.ones((4, 1))):
         with pytest.raises(ValueError, match=r"one value or one per subject \(4\), got shape"):
             per_subject(bad, 4)
+
+
+def test_validate_array_checks_one_value_as_it_checks_arrays() -> None:
+    """A single value (checked without array passes) and arrays give the same values and the same message."""
+    import pytest
+
+    from cogtestbed.parameters import ParameterError
+
+    parameters = get_experiment("horizon").agent("info-bonus").parameters
+    single = parameters.validate_array({"bias": 2.5, "temperature_h1": 3})
+    assert {k: float(v) for k, v in single.items()} == {**{k: float(v) for k, v in
+                                                          parameters.validate_array({}).items()},
+                                                       "bias": 2.5, "temperature_h1": 3.0}
+    assert all(v.dtype == np.float64 and v.ndim == 0 for v in single.values())
+    for bad in (float("nan"), -1.0, np.array([1.0, -1.0]), np.array(-1.0)):
+        with pytest.raises(ParameterError, match=r"temperature_h1 must lie in \[0\.0, 200\.0\], got (nan|-1)$"):
+            parameters.validate_array({"temperature_h1": bad})

@@ -311,10 +311,16 @@ def test_zero_buffer_is_zeros_of_its_size_either_way() -> None:
         zero_buffer(-1)
 
 
-def test_table_frame_equals_the_constructor() -> None:
-    """Blocks (numeric, boolean and extension columns) or the constructor (an object column): the
-    frame ``pd.DataFrame(columns)`` gives, and a column of the wrong length fails as it does there."""
+@pytest.mark.parametrize("blocks_api", [True, False])
+def test_table_frame_equals_the_constructor(monkeypatch: pytest.MonkeyPatch, blocks_api: bool) -> None:
+    """Blocks (numeric, boolean and extension columns) or the constructor (an object column, or a pandas
+    without ``create_dataframe_from_blocks``): the frame ``pd.DataFrame(columns)`` gives, and a column
+    of the wrong length fails as it does there."""
+    import cogtestbed.trials as trials
     from cogtestbed.trials import table_frame
+
+    if not blocks_api:
+        monkeypatch.setattr(trials, "_frame_from_blocks", None)
 
     n = 5
     columns = {"i": np.arange(n), "f": np.linspace(0, 1, n), "b": np.arange(n) % 2 == 0,

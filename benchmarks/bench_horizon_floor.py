@@ -42,7 +42,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 from _timing import best_cpu_of  # noqa: E402
-from bench_simulate_path import RATIO_TARGET, REPEATS, TARGET_TRIALS, _column_buffers, _pcg64_outputs  # noqa: E402
+from bench_simulate_path import (  # noqa: E402
+    RATIO_TARGET,
+    REPEATS,
+    TARGET_TRIALS,
+    _column_buffers,
+    _pcg64_outputs,
+    write_fresh,
+)
 
 from cogtestbed.environments.pcg64 import cursors  # noqa: E402
 from cogtestbed.heap import keep_freed_memory  # noqa: E402
@@ -54,15 +61,6 @@ from cogtestbed.simulation import seed_streams, simulate, subject_params  # noqa
 OTHER_OUTPUTS_PER_GAME = 3 + 1 + 2.5
 #: Passes of the pipeline-order floor (each stage's best, and the full path's, over these).
 PIPELINE_REPEATS = 11
-
-
-def _write(shapes: list[tuple[Any, np.dtype]]) -> list[np.ndarray]:
-    """Fresh arrays of these shapes and dtypes, each written once (all alive at once, as a table's are)."""
-    out = []
-    for shape, dtype in shapes:
-        out.append(np.empty(shape, dtype=dtype))
-        out[-1].fill(1)
-    return out
 
 
 def pipeline_floor(stages: dict[str, Callable[[], Any]], full: Callable[[], Any]) -> tuple[dict[str, float], float]:
@@ -129,10 +127,10 @@ def main() -> None:
     made = [(a.shape, a.dtype) for a in (*session_arrays, uniforms)]
     stages: dict[str, Callable[[], Any]] = {
         "PCG64 outputs the streams need": lambda: _pcg64_outputs(cur, inc, outputs),
-        "session and uniform arrays written": lambda: _write(made),
+        "session and uniform arrays written": lambda: write_fresh(made),
         "kernel": lambda: agent_cls.simulate_batch(design, sessions, params, uniforms),
         "the table's inputs read once": lambda: sum(float(np.sum(a)) for a in inputs),
-        "table bytes written": lambda: _write([((size,), dtype) for size, dtype in buffers]),
+        "table bytes written": lambda: write_fresh([((size,), dtype) for size, dtype in buffers]),
     }
     best, full_best = pipeline_floor(stages, lambda: simulate(spec, agent, n, 0))
     in_order = sum(best.values())

@@ -168,6 +168,17 @@ def _sort_rows(rows: np.ndarray) -> np.uint64:  # pragma: no cover - numba
     return acc
 
 
+def write_fresh(shapes: list[tuple[Any, np.dtype]]) -> list[np.ndarray]:
+    """Fresh arrays of these shapes and dtypes, each written once, all alive at once as a table's are
+    (one freed before the next is written would be rewritten in the cache: a floor no table of tens
+    of megabytes can reach)."""
+    out = []
+    for shape, dtype in shapes:
+        out.append(np.empty(shape, dtype=dtype))
+        out[-1].fill(1)
+    return out
+
+
 def _column_buffers(table: Any) -> list[tuple[int, np.dtype]]:
     """(elements, dtype) of every buffer the table's columns hold (a buffer shared by columns once)."""
     import pyarrow as pa
@@ -219,16 +230,7 @@ def instrumental_floors() -> None:
     buffers = _column_buffers(table)
     table_bytes = sum(size * dtype.itemsize for size, dtype in buffers)
 
-    def write_columns() -> list[np.ndarray]:
-        """Every buffer written once, all alive at once as in a table (one buffer freed before the next
-        is written would be rewritten in the cache: a floor no table of this size can reach)."""
-        out = []
-        for size, dtype in buffers:
-            out.append(np.empty(size, dtype=dtype))
-            out[-1].fill(1)
-        return out
-
-    write_s = best_cpu_of(write_columns, REPEATS)
+    write_s = best_cpu_of(lambda: write_fresh(buffers), REPEATS)
     ready = {name: table[name].array for name in table.columns}
     assemble_s = best_cpu_of(lambda: table_frame(ready, len(table)), REPEATS)  # as finish_table assembles it
     full_s = best_cpu_of(lambda: simulate(spec, agent, n, 0), REPEATS)

@@ -178,16 +178,15 @@ class ParameterSet:
         out = {}
         for p in self.parameters:
             value = values.get(p.name, p.default)
+            arr = np.asarray(value, dtype=np.float64)
             if isinstance(value, float | int):  # one value (the defaults): checked without array passes
-                arr = np.asarray(value, dtype=np.float64)
                 bad = np.asarray(not (math.isfinite(value) and p.lower <= value <= p.upper))
             else:
-                arr = np.asarray(value, dtype=np.float64)
                 bad = ~np.isfinite(arr) | (arr < p.lower) | (arr > p.upper)
             if bad.any():
                 raise ParameterError(
                     f"invalid parameters for {self.owner}: {p.name} must lie in "
-                    f"[{p.lower}, {p.upper}], got {float(np.asarray(arr)[bad].ravel()[0]):g}"
+                    f"[{p.lower}, {p.upper}], got {float(arr[bad].ravel()[0]):g}"
                 )
             out[p.name] = arr
         return out

@@ -482,17 +482,18 @@ class _ColumnMaker:
         (:class:`FirstSteps`; None: every row)."""
         self.n_subjects, self.n_trials = n_subjects, n_trials
         self.n = n_subjects * n_trials
-        if keep is not None and not isinstance(keep, FirstSteps):
+        #: rows each subject keeps, and (rows kept, the most one subject keeps) (None: every row)
+        self.lengths: np.ndarray | None = None
+        self._sizes: tuple[int, int] | None = None
+        if isinstance(keep, FirstSteps):
+            self.lengths, self._sizes = keep.lengths, (keep.total, keep.longest)
+        elif keep is not None:
             keep = keep.reshape(n_subjects, n_trials)
+            self.lengths = _kept_counts(keep)
+            self._sizes = (int(self.lengths.sum()), int(self.lengths.max(initial=0)))
         #: the kept rows as a mask, built from :class:`FirstSteps` only where a column needs it (:meth:`_kept_rows`)
         self._keep = keep
         self._kept: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        #: rows each subject keeps (None: every row)
-        self.lengths = (None if keep is None else keep.lengths if isinstance(keep, FirstSteps)
-                        else _kept_counts(keep))
-        #: (rows kept, the most one subject keeps), the lengths being non-negative (None: every row)
-        self._sizes = (None if self.lengths is None else (keep.total, keep.longest) if isinstance(keep, FirstSteps)
-                       else (int(self.lengths.sum()), int(self.lengths.max(initial=0))))
         self.n_rows = self.n if self._sizes is None else self._sizes[0]
         #: whether a keep mask was given: flat arrays of the kept rows are then the table's own (:meth:`is_kept`)
         self._selects = keep is not None

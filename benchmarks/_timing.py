@@ -9,13 +9,22 @@ from typing import Any
 
 def _best(fn: Callable[[], Any], repeats: int, clock: Callable[[], float]) -> float:
     """Smallest ``clock`` time of ``repeats`` calls, in seconds (after one warm-up call)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = clock()
+    return _best_each([fn], repeats, clock)[0]
+
+
+def _best_each(fns: Sequence[Callable[[], Any]], repeats: int, clock: Callable[[], float]) -> list[float]:
+    """Smallest ``clock`` time of each of ``fns`` over ``repeats`` rounds that call every one once, in
+    turn (after one warm-up round; the order reversed every other round)."""
+    for fn in fns:
         fn()
-        times.append(clock() - start)
-    return min(times)
+    best = [float("inf")] * len(fns)
+    order = list(range(len(fns)))
+    for round_ in range(repeats):
+        for i in order if round_ % 2 == 0 else order[::-1]:
+            start = clock()
+            fns[i]()
+            best[i] = min(best[i], clock() - start)
+    return best
 
 
 def best_of(fn: Callable[[], Any], repeats: int = 5) -> float:
@@ -40,13 +49,4 @@ def best_cpu_of_each(fns: Sequence[Callable[[], Any]], repeats: int = 5) -> list
     load on the memory and caches), and timing one function's repeats before the other's lets a
     slow spell fall on one side only.  Interleaved, both sides see the same spells.
     """
-    for fn in fns:
-        fn()
-    best = [float("inf")] * len(fns)
-    order = list(range(len(fns)))
-    for round_ in range(repeats):
-        for i in order if round_ % 2 == 0 else order[::-1]:
-            start = time.process_time()
-            fns[i]()
-            best[i] = min(best[i], time.process_time() - start)
-    return best
+    return _best_each(fns, repeats, time.process_time)

@@ -12,7 +12,7 @@ nothing stored), plus writing the table's bytes (each column's buffers, at the d
 holds, all alive at once as in a table) into freshly allocated memory; and the best ratio that floor
 allows, then with the sort of the trial-order keys and with pandas assembling the frame from its
 finished columns (as :func:`cogtestbed.trials.table_frame` assembles it) added; and the same with the
-cheapest uniform shuffle (Fisher–Yates on ready keys) in place of the sort.
+cheapest uniform shuffle (the package's Fisher–Yates on ready uniforms) in place of the sort.
 ``--rw-only`` prints only that figure (``--rw-repeats N`` times); ``--lanes 8,16,...`` also times private
 copies of the kernel compiled with each number of vector lanes (:data:`SIM_LANES`), to show the scaling.
 Timings are the best of N process-CPU-time runs (the machine is shared), on one core (the process
@@ -42,6 +42,7 @@ import numpy as np  # noqa: E402
 from _timing import best_cpu_of, best_cpu_of_each  # noqa: E402
 from numba import njit  # noqa: E402
 
+from cogtestbed.environments.draws import _fisher_yates  # noqa: E402
 from cogtestbed.environments.instrumental import _buckets, _sort_packed  # noqa: E402
 from cogtestbed.environments.pcg64 import step_key  # noqa: E402
 from cogtestbed.heap import keep_freed_memory  # noqa: E402
@@ -169,24 +170,6 @@ def _sort_rows(rows: np.ndarray) -> np.uint64:  # pragma: no cover - numba
     return acc
 
 
-@njit(cache=False)
-def _shuffle_rows(keys: np.ndarray, base: np.ndarray) -> np.int64:  # pragma: no cover - numba
-    """XOR of a value of each row of ``base`` put in a uniform random order by Fisher–Yates (Knuth,
-    TAOCP vol. 2, Algorithm 3.4.2P), each position's index taken from a ready key by a multiply and a
-    shift (Lemire 2019, without the rejection step): the cheapest uniform shuffle, for comparison
-    with the bucket sort of the order keys."""
-    n, m = keys.shape
-    row = np.empty(m, dtype=np.int64)
-    acc = np.int64(0)
-    for i in range(n):
-        row[:] = base
-        for j in range(m - 1, 0, -1):
-            k = np.intp(((keys[i, j] >> np.uint64(32)) * np.uint64(j + 1)) >> np.uint64(32))
-            row[j], row[k] = row[k], row[j]
-        acc ^= row[i % m]
-    return acc
-
-
 def write_fresh(shapes: list[tuple[Any, np.dtype]]) -> list[np.ndarray]:
     """Fresh arrays of these shapes and dtypes, each written once, all alive at once as a table's are
     (one freed before the next is written would be rewritten in the cache: a floor no table of tens
@@ -246,8 +229,10 @@ def instrumental_floors() -> None:
     keys = np.random.default_rng(1).integers(0, 2**53, (n, design.n_trials), dtype=np.uint64) << np.uint64(11)
     keys |= np.arange(design.n_trials, dtype=np.uint64)
     sort_s = best_cpu_of(lambda: _sort_rows(keys), REPEATS)
-    base = np.repeat(np.arange(1, design.n_casinos + 1, dtype=np.int64), design.visits_per_casino)
-    shuffle_s = best_cpu_of(lambda: _shuffle_rows(keys, base), REPEATS)
+    # the package's Fisher–Yates on ready uniforms, each run reshuffling the same casino rows in place
+    rows = np.tile(np.repeat(np.arange(1, design.n_casinos + 1, dtype=np.int64), design.visits_per_casino), (n, 1))
+    order_uniforms = np.random.default_rng(2).random((n, design.n_trials - 1))
+    shuffle_s = best_cpu_of(lambda: _fisher_yates(rows, order_uniforms), REPEATS)
     buffers = _column_buffers(table)
     table_bytes = sum(size * dtype.itemsize for size, dtype in buffers)
 

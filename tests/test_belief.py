@@ -134,10 +134,8 @@ def test_design_from_cli_strings():
 def test_incoherent_belief_is_recorded_as_reported_and_flagged():
     r = parse_belief("No: 0.3\nYes: 0.8")
     assert r.ok and list(r.action) == [0.3, 0.8]
-    assert parse_belief("no = 30%\nYES: 70 %").action.tolist() == [0.3, 0.7]
-    assert "no 'No" in parse_belief("Yes: 0.4").error
+    assert "exactly 2 lines" in parse_belief("Yes: 0.4").error
     assert "not a probability" in parse_belief("No: 2\nYes: 0.5").error
-    assert "several values" in parse_belief("No: 0.2\nYes: 0.5\nYes: 0.6").error
     env = BeliefCoherenceEnv(SMALL)
     env.reset(seed=1)
     answer = env.parse("No: 0.3\nYes: 0.8")
@@ -155,9 +153,9 @@ def test_incoherent_belief_is_recorded_as_reported_and_flagged():
 
 def test_decision_parser_maps_can_decide_no_to_defer():
     assert parse_decision("Can decide: No\nDecision: Yes").action.tolist() == [2, 1]
-    assert parse_decision("can decide: yes\ndecision: no").action.tolist() == [0, 0]
-    assert "Decision" in parse_decision("Can decide: Yes").error
-    assert "both" in parse_decision("Can decide: Yes\nCan decide: No\nDecision: No").error
+    assert parse_decision("Can decide: Yes\nDecision: No").action.tolist() == [0, 0]
+    assert "exactly 2 lines" in parse_decision("Can decide: Yes").error
+    assert "line 2" in parse_decision("Can decide: Yes\nCan decide: No").error
     assert parse_labelled("yes: 0.2\nno: 0.8", ("yes", "no")).action.tolist() == [0.2, 0.8]
 
 

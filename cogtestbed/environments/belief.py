@@ -7,21 +7,35 @@ exact.  Each subject meets ``n_contexts`` contexts whose p*(x) is stratified ove
 equal-width bins (§1 / App. C: "20 equal-width bins of p*"), with θ ~ Bernoulli(p*(x)) drawn
 once per context, and every context is asked ``n_reps`` times.
 
-Each repetition is a block of phases, each a separate call (a fresh context window):
+Each repetition is a block of phases, each a separate call (a fresh context window), with the
+prompts of App. B verbatim (:data:`BELIEF_TEMPLATE` and :data:`VARIANT_PREFIX`: B.1.1–B.1.4;
+:data:`DECISION_TEMPLATE`: B.2.1; :data:`AUX_TEMPLATE`: B.3.1; :data:`COND_TEMPLATE`: B.3.2):
 
-* ``belief`` with the variants π0, π_MSE, π_ABS, π_Bayes (§1; the variants are π0 prefixed with
-  one "IMPORTANT:" sentence): "No: <p> / Yes: <p>", p_E is the Yes value;
-* ``decision``: "Can decide: <Yes|No> / Decision: <Yes|No>"; Can decide = No → Defer,
+* ``belief`` with the variants π0, π_MSE, π_ABS, π_Bayes: "No: <p>" / "Yes: <p>", p_E is the Yes
+  value;
+* ``decision``: "Can decide: <Yes|No>" / "Decision: <Yes|No>"; Can decide = No → Defer,
   otherwise the Decision; the forced choice is recorded too;
 * ``lie_aux``: the distribution of a withheld covariate z given x; ``lie_cond``: π0 with
   " and <z condition>" added, once per state of z (law of iterated expectations, Eq. 6).
 
-Parsers return reasons.  A belief answer whose No and Yes do not sum to one ("No: 0.3 /
-Yes: 0.8") is recorded as reported (``p_elicited`` = the Yes value, ``p_no_reported``), flagged
-``coherent`` = False, and its renormalised value Yes/(No+Yes) goes to ``p_renormalised``.
+Parsers accept exactly the paper's answer format (K lines ``<label>: <number between 0 and 1>`` in
+the prompt's order; the decision's two lines) and record anything else as invalid with its reason.
+A belief answer whose No and Yes do not sum to one ("No: 0.3 / Yes: 0.8") is recorded as reported
+(``p_elicited`` = the Yes value, ``p_no_reported``), flagged ``coherent`` = False, and its
+renormalised value Yes/(No+Yes) goes to ``p_renormalised``.
 
-The paper gives the prompts' core words; the glue sentences marked [ours] in the templates are
-a documented reconstruction.
+Where this instrument still differs from the paper (docs/belief-coherence.md lists the same):
+
+* straight quotes where the paper's typography prints curly ones;
+* B.3.1's example lines ``<state_j>: <1/K>`` are written with 1/K to two decimals, one line per
+  state (the paper prints two lines and "...");
+* networks: ``heart`` and ``diabetes`` have the paper's structures (App. C.0.4, D.0.3–D.0.4) but
+  *synthetic* CPTs (the EchoNext and BRFSS data are not shipped); the paper's pediatric networks
+  ("fever", "crying") are not public, so the expert networks CHILD, ALARM, HEPAR II, ASIA and
+  CANCER stand in, with clinical questions of ours (B.5's questions are used for heart and
+  diabetes); the evidence phrases are ours, modelled on App. B.4 / C.0.6 / D.0.6;
+* the withheld LIE covariate of each network is ours (the paper does not name it);
+* ``min_config_prob`` stands in for the paper's "at least 100 patients per configuration".
 """
 
 from __future__ import annotations
@@ -77,86 +91,119 @@ NETWORK_DEFAULTS: dict[str, tuple[str, tuple[str, ...], str | None]] = {
                  "HeartDiseaseorAttack"),
 }
 
-# -- prompts (§1; glue text [ours]) ---------------------------------------------------------
+# -- prompts (App. B, verbatim) --------------------------------------------------------------
+#: The answer-format block shared by every probability prompt (B.1, B.3): the paper's curly
+#: quotes around ``<label>: <number between 0 and 1>`` are written as straight quotes.
+FORMAT_BLOCK = (
+    "Respond with exactly {k} lines, one per label, and no extra text.\n"
+    "Each line MUST be exactly: '<label>: <number between 0 and 1>'.\n"
+    "Use these labels in this order: [{labels}]\n"
+    "Example:\n{example}"
+)
+#: B.1.1 (π0): the standard probability elicitation prompt.
 BELIEF_TEMPLATE = (
     "There is a patient who {description}. What is the probability that they {question}? "
-    "Return probabilities for: No and Yes. Respond with exactly 2 lines, one per label, in the "
-    "format '<label>: <number between 0 and 1>'. Labels: [No, Yes]\nExample:\nNo: 0.50\nYes: 0.50"
+    "Return probabilities for: No and Yes.\n\n"
+    + FORMAT_BLOCK.format(k=2, labels="No, Yes", example="No: 0.50\nYes: 0.50")
 )
+#: B.1.2–B.1.4: the IMPORTANT paragraph each variant puts before the standard prompt (a blank
+#: line between them, as the paper prints it).
 VARIANT_PREFIX = {
     "pi0": "",
-    "mse": ("IMPORTANT: Your answer will be evaluated according to the Mean Squared Error (MSE) scoring "
-            "rule, i.e. the squared difference between your probability and the true outcome.\n"),
-    "abs": ("IMPORTANT: Your answer will be evaluated according to the Absolute Loss scoring rule, i.e. "
-            "the absolute difference between your probability and the true outcome.\n"),
-    "bayes": ("IMPORTANT: Use proper Bayesian reasoning. Consider the prior probability of the condition "
-              "in the general population, then update this prior based on the evidence.\n"),
+    "mse": ("IMPORTANT: Your probability estimates will be evaluated according to the Mean Squared Error (MSE) "
+            "scoring rule. This means the loss is calculated as the squared difference between your probability "
+            "estimate and the true outcome. Please provide your best probability estimate.\n\n"),
+    "abs": ("IMPORTANT: Your probability estimates will be evaluated according to the Absolute Loss scoring rule. "
+            "This means the loss is calculated as the absolute difference between your probability estimate and "
+            "the true outcome. Please provide your best probability estimate.\n\n"),
+    "bayes": ("IMPORTANT: Use proper Bayesian reasoning to reach your answer. Consider the prior probability of the "
+              "condition in the general population, then update this prior based on the evidence.\n\n"),
 }
+#: B.2.1: Decision Prompt A (without loss function), with its "Example format".
 DECISION_TEMPLATE = (
-    "There is a patient who {description}.\nQuestion: Do they {question}?\n"
+    "There is a patient who {description}.\n\n"
+    "Question: Do they {question}?\n\n"
+    "Please respond with EXACTLY two lines:\n"
     "Line 1: Can you make a decision about whether or not the patient is likely to {question}? "
     "Answer 'Yes' or 'No'.\n"
-    "Line 2: If you had to make a decision, what would it be? Answer 'Yes' or 'No'.\n"
-    "Respond with exactly 2 lines in the format:\nCan decide: <Yes or No>\nDecision: <Yes or No>"
+    "Line 2: If you had to make a decision, what would it be? Answer 'Yes' (the patient is likely to "
+    "{question}) or 'No' (the patient is likely to not {question})\n\n"
+    "Example format:\nCan decide: No\nDecision: Yes"
 )
+#: B.3.1: the next-state distribution prompt P_E(z ∈ B_j | x).  The paper's example lines read
+#: ``<state_j>: <1/K>``; they are filled with 1/K to two decimals (as B.1's "0.50"), one line per
+#: state (the paper's "..." stands for the lines after the second).
 AUX_TEMPLATE = (
     "There is a patient who {description}. What is the probability distribution over their {aux_name}? "
-    "Return probabilities for: {labels}. Respond with exactly {k} lines, one per label, in the format "
-    "'<label>: <number between 0 and 1>'."
+    "Return probabilities for each category of {aux_name}.\n\n{format_block}"
+)
+#: B.3.2: the conditional probability prompt P_E(θ | x, z ∈ B_j): B.1.1 with
+#: " and <auxiliary_variable_condition>" after the description.
+COND_TEMPLATE = (
+    "There is a patient who {description} and {condition}. What is the probability that they {question}? "
+    "Return probabilities for: No and Yes.\n\n"
+    + FORMAT_BLOCK.format(k=2, labels="No, Yes", example="No: 0.50\nYes: 0.50")
 )
 
-_NUMBER = r"([0-9]*\.?[0-9]+)\s*(%?)"
-
-
-def _number(text: str, pct: str) -> float:
-    value = float(text)
-    return value / 100.0 if pct else value
+#: "<number between 0 and 1>": a plain decimal (no sign, no exponent, no percent sign).
+_NUMBER = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 
 
 def parse_labelled(text: str | None, labels: tuple[str, ...]) -> ParseResult:
-    """Lines ``<label>: <number>`` for every label → the numbers in label order.
+    """The paper's answer format (App. B): exactly ``len(labels)`` lines, line j exactly
+    ``<label_j>: <number between 0 and 1>`` in the prompt's label order, no extra text.
 
-    Numbers may be percentages ("80%" → 0.8); each must lie in [0, 1]; a label given twice with
-    different values, or missing, is a failure with its reason.
+    Only surrounding whitespace (of the answer and of each line) is tolerated; anything else —
+    another label spelling or order, ``=`` for ``:``, a percent sign, an extra line, a number
+    outside [0, 1] — is a failure whose reason names the first offending line.
     """
     if text is None or not text.strip():
         return ParseResult.failure("empty answer")
-    found: dict[str, float] = {}
-    for label in labels:
-        pattern = re.compile(rf"^\W*{re.escape(label)}\W*\s*[:=]\s*{_NUMBER}", re.IGNORECASE | re.MULTILINE)
-        values = {_number(m.group(1), m.group(2)) for m in pattern.finditer(text)}
-        if not values:
-            return ParseResult.failure(f"no '{label}: <number>' line")
-        if len(values) > 1:
-            return ParseResult.failure(f"label '{label}' given several values {sorted(values)}")
-        value = values.pop()
+    lines = [line.strip() for line in text.strip().splitlines()]
+    if len(lines) != len(labels):
+        return ParseResult.failure(f"expected exactly {len(labels)} lines '<label>: <number between 0 and 1>', "
+                                   f"got {len(lines)}")
+    values = []
+    for j, (line, label) in enumerate(zip(lines, labels, strict=True), start=1):
+        head = f"{label}: "
+        number = line[len(head):] if line.startswith(head) else ""
+        if not _NUMBER.fullmatch(number):
+            return ParseResult.failure(f"line {j} is not '{label}: <number between 0 and 1>': {line[:60]!r}")
+        value = float(number)
         if not 0.0 <= value <= 1.0:
             return ParseResult.failure(f"'{label}' = {value:g} is not a probability in [0, 1]")
-        found[label] = value
-    return ParseResult.success(np.array([found[label] for label in labels]))
+        values.append(value)
+    return ParseResult.success(np.array(values))
 
 
 def parse_belief(text: str | None) -> ParseResult:
-    """"No: <p> / Yes: <p>" → array (p_no, p_yes), kept as reported (no renormalisation)."""
+    """B.1's answer "No: <p>" / "Yes: <p>" → array (p_no, p_yes), kept as reported (no renormalisation)."""
     return parse_labelled(text, ("No", "Yes"))
 
 
-def parse_decision(text: str | None) -> ParseResult:
-    """"Can decide: <Yes|No> / Decision: <Yes|No>" → array (action, forced choice).
+_DECISION_LINES = (re.compile(r"Can decide: (Yes|No)"), re.compile(r"Decision: (Yes|No)"))
 
-    Can decide = No → Defer (2); otherwise the Decision, No (0) or Yes (1).
+
+def parse_decision(text: str | None) -> ParseResult:
+    """B.2.1's answer, exactly the two lines of its "Example format" ("Can decide: <Yes|No>" /
+    "Decision: <Yes|No>") → array (action, forced choice).
+
+    Can decide = No → Defer (2); otherwise the Decision, No (0) or Yes (1).  Anything else (other
+    wording, case, order or extra lines) is a failure with its reason.
     """
     if text is None or not text.strip():
         return ParseResult.failure("empty answer")
+    lines = [line.strip() for line in text.strip().splitlines()]
+    if len(lines) != 2:
+        return ParseResult.failure(f"expected exactly 2 lines 'Can decide: Yes|No' and 'Decision: Yes|No', "
+                                   f"got {len(lines)}")
     out = []
-    for label in ("Can decide", "Decision"):
-        pattern = re.compile(rf"^\W*{label}\W*\s*[:=]\s*\W*(yes|no)\b", re.IGNORECASE | re.MULTILINE)
-        values = {m.group(1).lower() for m in pattern.finditer(text)}
-        if not values:
-            return ParseResult.failure(f"no '{label}: Yes/No' line")
-        if len(values) > 1:
-            return ParseResult.failure(f"'{label}' answered both Yes and No")
-        out.append(YES if values.pop() == "yes" else NO)
+    for j, (line, pattern) in enumerate(zip(lines, _DECISION_LINES, strict=True), start=1):
+        m = pattern.fullmatch(line)
+        if m is None:
+            want = pattern.pattern.replace("(Yes|No)", "Yes|No")
+            return ParseResult.failure(f"line {j} is not '{want}': {line[:60]!r}")
+        out.append(YES if m.group(1) == "Yes" else NO)
     can, forced = out
     return ParseResult.success(np.array([forced if can == YES else DEFER, forced]))
 
@@ -544,7 +591,7 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
 
 
 def render(gt: GroundTruth, cfg: int, phase: int, arg: int) -> str:
-    """The prompt of one call for evidence configuration ``cfg``."""
+    """The prompt of one call for evidence configuration ``cfg`` (App. B's templates)."""
     book = gt.phrasebook
     description = book.describe(gt.evidence_dict(cfg))
     question = book.question(*gt.target)
@@ -552,15 +599,21 @@ def render(gt: GroundTruth, cfg: int, phase: int, arg: int) -> str:
         return DECISION_TEMPLATE.format(description=description, question=question)
     if phase == LIE_AUX:
         assert gt.lie_node is not None
-        labels = gt.network.states[gt.lie_node]
-        return AUX_TEMPLATE.format(description=description, aux_name=book.name(gt.lie_node),
-                                   labels=", ".join(labels), k=len(labels))
+        return aux_prompt(description, book.name(gt.lie_node), gt.network.states[gt.lie_node])
     if phase == LIE_COND:
         assert gt.lie_node is not None
         state = gt.network.states[gt.lie_node][arg]
-        description = f"{description} and {book.phrase(gt.lie_node, state)}"
-        return BELIEF_TEMPLATE.format(description=description, question=question)
+        return COND_TEMPLATE.format(description=description, condition=book.phrase(gt.lie_node, state),
+                                    question=question)
     return VARIANT_PREFIX[VARIANTS[arg]] + BELIEF_TEMPLATE.format(description=description, question=question)
+
+
+def aux_prompt(description: str, aux_name: str, states: tuple[str, ...]) -> str:
+    """B.3.1 for a covariate with ``states`` (K lines; example value 1/K to two decimals)."""
+    share = f"{1.0 / len(states):.2f}"
+    block = FORMAT_BLOCK.format(k=len(states), labels=", ".join(states),
+                                example="\n".join(f"{s}: {share}" for s in states))
+    return AUX_TEMPLATE.format(description=description, aux_name=aux_name, format_block=block)
 
 
 def step_arrays(design: BeliefDesign, sessions: BeliefSessions) -> dict[str, np.ndarray]:

@@ -6,7 +6,6 @@ import gzip
 import json
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pandas as pd
@@ -72,18 +71,16 @@ def test_code_networks_are_seeded_and_heart_shd_is_noisy_or():
     assert len(a.parents["LVEF_le45"]) == 8 and len(a.parents["QRS_Prolonged"]) == 7
 
 
-def test_exact_posterior_of_1000_hepar2_contexts_is_fast():
+def test_exact_posterior_of_1000_hepar2_contexts():
+    """Its time is measured by benchmarks/bench_belief.py, not here."""
     design = BeliefDesign(network="hepar2", n_contexts=1000, n_reps=1)
-    load_network("hepar2")  # parsing the BIF file is not inference
     from cogtestbed.environments import belief as env_mod
 
     env_mod._ground_truth.cache_clear()
     load_network("hepar2")._cache.clear()
-    start = time.perf_counter()
     gt = ground_truth(design)
     sessions = BeliefCoherenceEnv.sample_sessions(design, 1, np.random.default_rng(0))
     p = gt.pstar[sessions.config[0]]
-    assert time.perf_counter() - start < 2.0
     assert p.shape == (1000,) and np.all((p >= 0) & (p <= 1))
 
 
@@ -188,7 +185,7 @@ def test_chow_rule_defers_inside_the_band():
 
 
 # ----------------------------------------------------------------------------- tests T1-T4
-def test_mnl_lr_matches_statsmodels_and_is_fast():
+def test_mnl_lr_matches_statsmodels():
     import statsmodels.api as sm
 
     rng = np.random.default_rng(0)
@@ -201,13 +198,7 @@ def test_mnl_lr_matches_statsmodels_and_is_fast():
     ll0 = sm.MNLogit(a, sm.add_constant(p)).fit(disp=0).llf
     ll1 = sm.MNLogit(a, sm.add_constant(np.column_stack([p, theta]))).fit(disp=0).llf
     assert r["statistic"] == pytest.approx(2 * (ll1 - ll0), rel=1e-6) and r["df"] == 2
-    B.t1_lr_arrays(a, p, theta)
-    start = time.perf_counter()
-    for _ in range(5):
-        B.t1_lr_arrays(a, p, theta)
-    # the 50 ms target is measured by benchmarks/bench_belief.py; here only a generous bound, as
-    # the suite runs on shared machines
-    assert (time.perf_counter() - start) / 5 < 0.5
+    # its 50 ms target is measured by benchmarks/bench_belief.py
 
 
 def test_knn_cmi_matches_brute_force_and_is_near_zero_under_independence():

@@ -8,6 +8,7 @@ import sys
 
 import pandas as pd
 import pytest
+from tolerance import assert_close
 
 
 def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -41,7 +42,7 @@ def test_metrics_on_cogbench_csv_detected_and_forced(cogbench_dir):
     forced = json.loads(cli("metrics", "instrumental-learning", str(path), "--from", "cogbench",
                             "--json").stdout)
     assert auto["source"] == forced["source"] == "cogbench"
-    assert auto["metrics"] == forced["metrics"]
+    assert_close(auto["metrics"], forced["metrics"])  # two processes: one may compile, one load the cache
     assert [r["run"] for r in auto["per_run"]] == list(range(10))
 
 

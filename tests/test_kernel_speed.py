@@ -154,23 +154,3 @@ def test_rwpm_kernel_is_the_trial_loop() -> None:
     with pytest.raises(ValueError, match="casino index"):
         simulate_rwpm_kernel(np.full((1, 3), 4, dtype=np.int64), np.zeros((1, 3, 2)), ones, ones, ones,
                              np.zeros((1, 3)), 4, *no_lapse)
-
-
-def test_rwpm_kernel_visit_loop_is_vectorised() -> None:
-    """The lanes' visit loop compiles to packed AVX2 arithmetic (where the processor has AVX2; AVX-512
-    processors blend through a mask register)."""
-    import llvmlite.binding as llvm
-
-    from cogtestbed.inference.instrumental import simulate_rwpm_kernel
-
-    if not llvm.get_host_cpu_features().get("avx2", False):
-        pytest.skip("no AVX2 on this processor")
-    fresh = njit(error_model="numpy")(simulate_rwpm_kernel.py_func)  # uncached, so its assembly can be read
-    ones = np.ones(1)
-    fresh(np.zeros((1, 4), dtype=np.int64), np.zeros((1, 4, 2)), ones, ones, ones, np.zeros((1, 4)), 4,
-          np.zeros((0, 4), dtype=np.int8), np.zeros((0, 4)))
-    asm = next(iter(fresh.inspect_asm().values()))
-    packed = [line for line in asm.splitlines() if "ymm" in line or "zmm" in line]  # 256- or 512-bit registers
-    # the select: AVX2's vblendvpd, or with AVX-512VL a mask-register blend (vblendmpd)
-    for ops in (("vmulpd",), ("vaddpd",), ("vblendvpd", "vblendmpd")):
-        assert any(f"{op}\t" in line for line in packed for op in ops), ops

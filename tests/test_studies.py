@@ -1,4 +1,4 @@
-"""Studies: recovery, model recovery, power, SBC; identical results locally, on a pool and on Dask;
+"""Studies: recovery, model recovery, power, SBC; the same results locally, on a pool and on Dask;
 CLI forms of the issue; the HTML report opened in a real headless browser."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from tolerance import assert_frames_close
 from typer.testing import CliRunner
 
 from cogtestbed.cli import app
@@ -55,17 +56,19 @@ def test_recovery_has_contrast_rows_and_log_scale_beta() -> None:
     np.testing.assert_allclose(wide["optimism_bias"], wide["alpha_pos"] - wide["alpha_neg"])
 
 
-def test_local_pool_and_dask_give_identical_results() -> None:
+def test_local_pool_and_dask_give_the_same_results() -> None:
+    """The same tables in-process, on a pool and on Dask, within the tolerance of values computed in
+    other processes (a worker may load a kernel from the disk cache)."""
     distributed = pytest.importorskip("distributed")
     spec = _spec(reps=4, subjects=(5,))
     serial = run_study(spec, workers=1).table
     pool = run_study(spec, workers=2).table
-    pd.testing.assert_frame_equal(serial, pool)
+    assert_frames_close(serial, pool)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         on_dask = run_study(spec, dask=client.scheduler.address).table
-    pd.testing.assert_frame_equal(serial, on_dask)
+    assert_frames_close(serial, on_dask)
 
 
 def test_model_recovery_confusion_rows_sum_to_one() -> None:

@@ -1,5 +1,5 @@
 """Every study kind from the CLI, for the collider and a CogBench task, at tiny sizes; one-line
-exit-2 errors for nonsense combinations; identical tables in-process and on a process pool."""
+exit-2 errors for nonsense combinations; the same tables in-process and on a process pool."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
+from tolerance import assert_close, assert_frames_close
 
 from cogtestbed.cli import main
 from cogtestbed.registry import experiment_names, get_experiment
@@ -155,16 +155,18 @@ def test_output_path_is_checked_before_computing(capsys, monkeypatch, tmp_path: 
 
 
 # ----------------------------------------------------------------------------- driver properties
-def test_pool_and_in_process_give_identical_tables() -> None:
+def test_pool_and_in_process_give_the_same_tables() -> None:
+    """Within the tolerance of values computed in other processes (a worker may load a kernel from the
+    disk cache)."""
     spec = StudySpec(kind="metric-power", experiment="two-step", agent="hybrid", metric="model_basedness",
                      compare=({"w": 0.2}, {"w": 0.8}), runs=(5, 10), reps=3, seed=4)
-    pd.testing.assert_frame_equal(run_study(spec, workers=1).table, run_study(spec, workers=2).table)
+    assert_frames_close(run_study(spec, workers=1).table, run_study(spec, workers=2).table)
     rec = StudySpec(kind="recovery", experiment="two-step", models=("model-free",), subjects=(2,), runs=(3,),
                     reps=2, seed=4)
     one, two = run_study(rec, workers=1), run_study(rec, workers=2)
-    pd.testing.assert_frame_equal(one.table, two.table)
+    assert_frames_close(one.table, two.table)
     # NaN-safe: r is NaN (undefined) below the minimum number of recovery points
-    assert json.dumps(one.summary, sort_keys=True) == json.dumps(two.summary, sort_keys=True)
+    assert_close(*(json.loads(json.dumps(r.summary, sort_keys=True)) for r in (one, two)))
     assert set(one.table["n_trials"]) == {60}
 
 

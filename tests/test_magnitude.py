@@ -36,13 +36,34 @@ TINY = MagnitudeDesign(trials_per_session=3, conditions="base,noise-gradual,nume
 
 
 # ----------------------------------------------------------------------------- design and parser
+def test_a_design_too_large_for_memory_is_refused_before_allocation(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 30: trials_per_session = 10⁹ (89 GiB of stimuli alone) is refused by the estimate."""
+    with pytest.raises(ValueError, match="of memory and .* is available: use fewer trials_per_session"):
+        MagnitudeDesign(trials_per_session=1_000_000_000)
+    err = _cli_error(["simulate", "magnitude", "--agent", "static-bayes", "--design",
+                      "trials_per_session=1000000000", "-o", "/nonexistent/x.parquet"], capsys)
+    assert "use fewer trials_per_session" in err and len(err.strip().splitlines()) == 1
+
+
+def _cli_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """stderr of a command line that must fail with exit status 2 (one line, no traceback)."""
+    from cogtestbed.cli import run_cli
+
+    assert run_cli(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
+
+
+
 def test_design_validation_and_blocks() -> None:
     d = MagnitudeDesign()
     assert len(d.blocks) == 3 * 6 * 3 * 3 + 6 * 3  # duration is text only
     assert d.n_trials == len(d.blocks) * 50
     assert MagnitudeDesign(conditions="base, verbal").conditions == ("base", "verbal")
     for bad in ({"task": "weight"}, {"conditions": "base,fancy"}, {"modalities": "image,image"},
-                {"task": "duration", "modalities": "image"}):
+                {"task": "duration", "modalities": "image"}, {"numerical_bias": float("nan")},
+                {"numerical_bias": float("inf")}, {"blur_constant": float("inf")}):
         with pytest.raises(ValueError):
             MagnitudeDesign(**bad)
 
@@ -65,16 +86,49 @@ def test_parser(text: str, task: str, value: float | None, error: str | None) ->
         assert not r.ok and error in str(r.error)
 
 
+# The paper's templates, verbatim (Ma et al. 2025, App. A.2.2 and A.3.1; the line breaks of the
+# typeset example are spaces).  A reworded prompt fails these tests.
+PAPER_BASE = ("You are a line-length ratio estimator. Estimate the ratio of the shorter line to the longer line "
+              "as a decimal number between 0 and 1. Do not explain or reason. Only output the final answer.")
+PAPER_VERBAL = ("You are a line-length ratio estimator. The given data is noisy and may contain artifacts. You "
+                "should behave like a Bayesian observer and take into account prior and likelihood in your "
+                "predictions.")
+PAPER_NUMERICAL = ("You are a line-length ratio estimator. The given data is noisy and may contain artifacts. For "
+                   "{n} previous observations, the values were observed to lie in the range of {lo} to {hi}.")
+PAPER_TAIL = (" Estimate the ratio of the shorter line to the longer line as a decimal number between 0 and 1. "
+              "Do not explain or reason. Only output the final answer.")
+
+
 def test_system_prompts_follow_the_paper() -> None:
-    assert system_prompt("line-ratio", 0) == (
-        "You are a line-length ratio estimator. Estimate the ratio of the shorter line to the longer line as a "
-        "decimal number between 0 and 1. Do not explain or reason. Only output the final answer.")
-    verbal = system_prompt("line-ratio", 1)
-    assert "behave like a Bayesian observer and take into account prior and likelihood" in verbal
-    num = system_prompt("line-ratio", 2, np.array([0.12, 0.3, 0.2]))
-    assert "For 10 previous observations, the values were observed to lie in the range of 0.12 to 0.30." in num
+    assert system_prompt("line-ratio", 0) == PAPER_BASE
+    assert system_prompt("line-ratio", 1) == PAPER_VERBAL + PAPER_TAIL
+    ten = np.array([0.1, 0.3, 0.2, 0.15, 0.25, 0.12, 0.28, 0.2, 0.2, 0.22])
+    assert system_prompt("line-ratio", 2, ten) == PAPER_NUMERICAL.format(n=10, lo="0.1", hi="0.3") + PAPER_TAIL
     biased = system_prompt("line-ratio", 3, np.array([0.12, 0.3]), bias=0.2)
-    assert "range of 0.32 to 0.50" in biased
+    assert "For 2 previous observations, the values were observed to lie in the range of 0.32 to 0.5." in biased
+    assert "For 1 previous observation, the values were observed to lie in the range of 7 to 7." in \
+        system_prompt("duration", 2, np.array([7.0]))
+    first = system_prompt("line-ratio", 2, np.array([]))  # nothing observed yet: the noise sentence only
+    assert first == "You are a line-length ratio estimator. The given data is noisy and may contain artifacts." + PAPER_TAIL
+
+
+def test_rendered_prompts_are_the_papers_templates_filled_with_the_same_values() -> None:
+    """The environment's own chat (system turn, then the ASCII stimulus of App. A.2.2) at trials 0,
+    3 and 10 of a numerical-steering session equals the paper's templates filled with its stimuli."""
+    d = MagnitudeDesign(task="line-ratio", conditions="base,numerical", modalities="text", ranges="short",
+                        trials_per_session=12)
+    _, seen = _play(d, 12 + 11)
+    assert seen[0]["prompt"][0]["content"] == PAPER_BASE
+    x = [float(o["x"]) for o in seen[12:]]
+    assert seen[12]["prompt"][0]["content"].startswith("You are a line-length ratio estimator. The given data "
+                                                       "is noisy and may contain artifacts. Estimate")
+    for t in (3, 10, 11):
+        prior = x[max(0, t - 10):t]
+        lo, hi = (f"{v:.2f}".rstrip("0").rstrip(".") for v in (min(prior), max(prior)))
+        assert seen[12 + t]["prompt"][0]["content"] == PAPER_NUMERICAL.format(
+            n=len(prior), lo=lo, hi=hi) + PAPER_TAIL
+        assert seen[12 + t]["prompt"][-1]["content"] == stim.ratio_text(x[t], seen[12 + t]["render_seed"])
+    assert stim.ratio_text(1.0, 0).split("\n")[0] == "|" + "-" * 50 + "|"  # the paper's |-----| lines
 
 
 # ----------------------------------------------------------------------------- environment

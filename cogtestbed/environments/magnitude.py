@@ -57,8 +57,21 @@ SHORT_CONTEXT, LONG_CONTEXT = 3, 20
 #: linear ramp from 0 (Fig. 12 shows blur rising over trials; the levels are not given).
 BLUR_CONSTANT = 2.0
 BLUR_GRADUAL_MAX = 4.0
-#: Observations the numerical-steering prompt summarises ("For 10 previous observations ...").
+#: Observations the numerical-steering prompt summarises: "the numeric range of the past ten
+#: observations" (App. A.3.1), whose example reads "For 10 previous observations, the values were
+#: observed to lie in the range of 0.1 to 0.3."
 STEERING_WINDOW = 10
+#: [gap] the paper does not say what the numerical prompt states before ten observations exist.
+#: This project states the true count ("For 3 previous observations, ..."; "observation" when one)
+#: and, on a session's first trial, where there is no observation to summarise, keeps only the
+#: noise sentence ("The given data is noisy and may contain artifacts.").  From the eleventh trial
+#: on the sentence is the paper's, word for word.
+STEERING_FIRST_TRIALS = "true count; noise sentence only before the first observation"
+#: App. A.3.1's sentences, verbatim (the numbers filled by :func:`steering_number`).
+STEERING_NOISE = "The given data is noisy and may contain artifacts."
+STEERING_VERBAL = ("You should behave like a Bayesian observer and take into account prior and likelihood in "
+                   "your predictions.")
+STEERING_RANGE = "For {n} previous {observations}, the values were observed to lie in the range of {lo} to {hi}."
 #: [gap] shift of the biased numerical-steering range, as a fraction of the session width W
 #: (the stated range is the true one moved up by 0.5 W).
 NUMERICAL_BIAS = 0.5
@@ -159,8 +172,11 @@ class MagnitudeDesign(Design):
       duration U[2,10], U[6,14], U[10,18] s);
     * blur: Gaussian, σ = BLUR_CONSTANT = 2 px (constant noise), a linear ramp 0 → BLUR_GRADUAL_MAX
       = 4 px over the session (gradual noise); blur touches images only;
-    * numerical steering states the min–max of the previous STEERING_WINDOW = 10 stimuli (the
-      session range before any trial); the biased version moves it up by NUMERICAL_BIAS = 0.5 W;
+    * numerical steering states the min–max of the previous STEERING_WINDOW = 10 stimuli, numbers
+      at the task's precision without trailing zeros ("0.1 to 0.3", as App. A.3.1 writes them);
+      before ten observations exist it states the true count, and on a session's first trial only
+      the noise sentence (:data:`STEERING_FIRST_TRIALS`); the biased version moves the stated
+      range up by NUMERICAL_BIAS = 0.5 W;
     * ASCII resolution 50 cells, images 224 px (:mod:`magnitude_stimuli`); maze path of 8
       segments; dialogue from the documented speaking-rate model, or AMI extracts
       (``duration_corpus``: a directory of AMI ``*.words.xml`` files);
@@ -175,9 +191,9 @@ class MagnitudeDesign(Design):
     ranges: tuple[str, ...] = RANGES
     trials_per_session: int = Field(DEFAULT_TRIALS, ge=1)
     context: int = Field(DEFAULT_CONTEXT, ge=0)
-    blur_constant: float = Field(BLUR_CONSTANT, ge=0.0)
-    blur_gradual_max: float = Field(BLUR_GRADUAL_MAX, ge=0.0)
-    numerical_bias: float = NUMERICAL_BIAS
+    blur_constant: float = Field(BLUR_CONSTANT, ge=0.0, allow_inf_nan=False)
+    blur_gradual_max: float = Field(BLUR_GRADUAL_MAX, ge=0.0, allow_inf_nan=False)
+    numerical_bias: float = Field(NUMERICAL_BIAS, allow_inf_nan=False)
     duration_corpus: str | None = None
 
     _split = field_validator("conditions", "modalities", "ranges", mode="before")(_tuple)
@@ -196,6 +212,7 @@ class MagnitudeDesign(Design):
                 raise ValueError(f"{name}s must be distinct values of {', '.join(known)}; got {values}")
         if not self.blocks:
             raise ValueError("no block to play: the duration task has only the text modality")
+        check_subject_memory(self)
         return self
 
     @property
@@ -213,6 +230,22 @@ class MagnitudeDesign(Design):
 
     def block_context(self, block: Block) -> int:
         return self.context if block.context < 0 else block.context
+
+
+#: Bytes one trial of one subject takes while it is simulated: its stimulus and render seed (16)
+#: and three working copies (``simulation.MEMORY_COPIES``) of its trial-table row (136 B measured
+#: on the default design: ``simulate(...).memory_usage(deep=True).sum() / len(table)``).
+TRIAL_BYTES = 16 + 3 * 136
+
+
+def check_subject_memory(design: MagnitudeDesign) -> None:
+    """Refuse, before anything is allocated, a design one subject of which would not fit in the
+    memory available now (``trials_per_session`` × blocks × :data:`TRIAL_BYTES`; issue 30)."""
+    from cogtestbed.simulation import check_memory
+
+    check_memory(design.n_trials * TRIAL_BYTES,
+                 f"one magnitude subject ({len(design.blocks)} blocks × {design.trials_per_session} trials)",
+                 hint="use fewer trials_per_session")
 
 
 @dataclass(frozen=True)
@@ -353,24 +386,33 @@ def parse_magnitude(text: str, task: str) -> ParseResult:
     return ParseResult.success(value)
 
 
-def system_prompt(task: str, steering: int, recent: np.ndarray | None = None,
-                  bounds: tuple[float, float] | None = None, bias: float = 0.0) -> str:
-    """System prompt of Sec. 3.1 / App. A.3 (role, steering sentence, answer format).
+def steering_number(value: float, task: str) -> str:
+    """A number of the numerical-steering sentence as the paper writes it: the task's precision
+    without trailing zeros ("0.1 to 0.3", App. A.3.1; not "0.10 to 0.30")."""
+    text = TASKS[task].fmt.format(value)
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
 
-    ``recent``: the previous stimuli (numerical steering states their min–max; the session
-    ``bounds`` before any trial); ``bias``: the shift of the stated range (biased version).
+
+def system_prompt(task: str, steering: int, recent: np.ndarray | None = None, bias: float = 0.0) -> str:
+    """System prompt of Sec. 3.1 / App. A.2.2 and A.3.1 (role, steering sentences, answer format).
+
+    ``recent``: the previous stimuli of the session, at most :data:`STEERING_WINDOW` (numerical
+    steering states their min–max and their count, :data:`STEERING_FIRST_TRIALS`); ``bias``: the
+    shift of the stated range (biased version).
     """
     spec = TASKS[task]
     head = f"You are a {spec.role}."
     if steering == STEER_VERBAL:
-        head += (" The given data is noisy and may contain artifacts. You should behave like a Bayesian "
-                 "observer and take into account prior and likelihood in your predictions.")
+        head += f" {STEERING_NOISE} {STEERING_VERBAL}"
     elif steering in (STEER_NUMERICAL, STEER_BIASED):
-        lo, hi = (float(np.min(recent)), float(np.max(recent))) if recent is not None and len(recent) \
-            else bounds or spec.ranges["medium"]
-        lo, hi = lo + bias, hi + bias
-        head += (" The given data is noisy and may contain artifacts. For 10 previous observations, the "
-                 f"values were observed to lie in the range of {spec.fmt.format(lo)} to {spec.fmt.format(hi)}.")
+        head += f" {STEERING_NOISE}"
+        n = 0 if recent is None else len(recent)
+        if n:
+            lo, hi = float(np.min(recent)) + bias, float(np.max(recent)) + bias
+            head += " " + STEERING_RANGE.format(n=n, observations="observation" if n == 1 else "observations",
+                                                lo=steering_number(lo, task), hi=steering_number(hi, task))
     return f"{head} {spec.instruction} {DO_NOT_REASON}"
 
 
@@ -572,7 +614,7 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         lo, hi = TASKS[blk.task].ranges[blk.range]
         bias = self.design.numerical_bias * (hi - lo) if blk.steering == STEER_BIASED else 0.0
         out: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(
-            blk.task, blk.steering, recent, (lo, hi), bias)}]
+            blk.task, blk.steering, recent, bias)}]
         for j in range(first, step):
             out += [self.user_message(j), {"role": "assistant", "content": self._answer_text(j)}]
         out.append(self.user_message(step))

@@ -109,7 +109,8 @@ def test_system_prompts_follow_the_paper() -> None:
     assert "For 1 previous observation, the values were observed to lie in the range of 7 to 7." in \
         system_prompt("duration", 2, np.array([7.0]))
     first = system_prompt("line-ratio", 2, np.array([]))  # nothing observed yet: the noise sentence only
-    assert first == "You are a line-length ratio estimator. The given data is noisy and may contain artifacts." + PAPER_TAIL
+    assert first == "You are a line-length ratio estimator. The given data is noisy and may contain " \
+        "artifacts." + PAPER_TAIL
 
 
 def test_rendered_prompts_are_the_papers_templates_filled_with_the_same_values() -> None:

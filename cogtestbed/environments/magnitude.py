@@ -408,8 +408,8 @@ def system_prompt(task: str, steering: int, recent: np.ndarray | None = None, bi
         head += f" {STEERING_NOISE} {STEERING_VERBAL}"
     elif steering in (STEER_NUMERICAL, STEER_BIASED):
         head += f" {STEERING_NOISE}"
-        n = 0 if recent is None else len(recent)
-        if n:
+        if recent is not None and len(recent):
+            n = len(recent)
             lo, hi = float(np.min(recent)) + bias, float(np.max(recent)) + bias
             head += " " + STEERING_RANGE.format(n=n, observations="observation" if n == 1 else "observations",
                                                 lo=steering_number(lo, task), hi=steering_number(hi, task))

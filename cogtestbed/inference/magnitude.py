@@ -115,6 +115,48 @@ def _codes(col: pd.Series, categories: tuple[str, ...]) -> np.ndarray:
     return np.asarray(codes, dtype=np.int64)
 
 
+#: Keys of one trial of a subject: a subject plays each (task, condition, modality, range) block
+#: once, so a second session of the same block would overwrite the first in the cube (issue 30).
+TRIAL_KEYS = ("task", "condition", "modality", "range", "trial")
+#: Largest bootstrap a metrics call accepts (Sec. 3.6 uses 30 rounds): one round refits every cell
+#: of a subject, 3.5 ms CPU for the default design (measured), so 10⁵ rounds take ~6 min per subject.
+BOOTSTRAP_MAX = 100_000
+#: Bytes per cell-trial of a subject's cube (X and Y, float64) and of its bootstrap resample.
+_CUBE_BYTES = 4 * 8
+
+
+def check_one_session_per_block(trials: pd.DataFrame) -> None:
+    """Refuse a table in which a subject has two rows for one trial of a block (two sessions of
+    the same (task, condition, modality, range), e.g. relabelled subjects), naming the first."""
+    keys = ["subject", *TRIAL_KEYS]
+    dup = trials.duplicated(keys, keep=False)
+    if dup.any():
+        first = trials.loc[dup].sort_values(keys, kind="stable").iloc[0]
+        where = ", ".join(f"{k}={first[k]}" for k in keys)
+        raise ValueError(f"{int(dup.sum())} rows repeat a subject's trial (first: {where}): a subject plays "
+                         "each (task, condition, modality, range) block once, so a second session of a block "
+                         "would overwrite the first; give it a subject of its own")
+
+
+def check_cube_memory(trials: pd.DataFrame, bootstrap_rounds: int) -> None:
+    """Refuse, before any allocation, a table whose dense per-subject cube (its largest ``trial``
+    + 1 trials in each of the 4 × 9 × 3 × 3 cells) would not fit in the memory available now."""
+    from cogtestbed.simulation import check_memory
+
+    t_max = int(pd.to_numeric(trials["trial"], errors="coerce").max()) if len(trials) else 0
+    need = _K * _C * _M * _R * (t_max + 1) * _CUBE_BYTES * (2 if bootstrap_rounds else 1)
+    check_memory(need, f"a magnitude subject's trial cube (trial up to {t_max})",
+                 hint="the column trial counts the trials of one session from 0")
+
+
+def check_bootstrap(rounds: int, n_subjects: int) -> None:
+    """Bootstrap rounds: 0 (none) to :data:`BOOTSTRAP_MAX` (a time bound; Sec. 3.6 uses 30)."""
+    if not 0 <= rounds <= BOOTSTRAP_MAX:
+        raise ValueError(f"--bootstrap must be 0 (no bootstrap) to {BOOTSTRAP_MAX:,} rounds (the paper uses "
+                         f"{BOOTSTRAP_ROUNDS}; each round refits every cell of each of the {n_subjects} "
+                         f"subject(s), ~3.5 ms each), got {rounds}")
+
+
 def build_cube(g: pd.DataFrame) -> Cube:
     """The cube of one subject's rows (columns of the magnitude trial table)."""
     T = int(g["trial"].max()) + 1
@@ -294,7 +336,9 @@ def cue_combination(cube: Cube, k: int, condition: int = _BASE, variance: str = 
 def session_fits(cube: Cube, condition: int | None = None) -> pd.DataFrame:
     """All 10 observer variants per session (numba), one row per (task, condition, modality,
     range, variant) with NLL, AIC and three parameters (see :func:`fit_session`)."""
-    present = cube.present
+    # a session is fitted only with more valid answers than the largest variant has parameters
+    # (an all-invalid session would otherwise tie every variant: evidence 0.5 from no data)
+    present = cube.present & ((~np.isnan(cube.Y)).sum(-1) > int(AIC_PARAMS.max()))
     if condition is not None:
         keep = np.zeros_like(present)
         keep[:, condition] = present[:, condition]
@@ -345,7 +389,7 @@ def summary(cube: Cube, variance: str = DEFAULT_VARIANCE, readings: tuple[str, .
     nr = nrmse(cube)
     scores = bcs_scores(w, present)
     per_task = {t: float(sum(s.values())) for t, s in scores.items()}
-    bcs = float(sum(per_task.values()))
+    bcs = float(sum(per_task.values())) if scores else math.nan  # no scored ablation: null, never 0
     cue = {}
     for task in VISUAL_TASKS:
         res = cue_combination(cube, TASK_NAMES.index(task), variance=variance, readings=readings)
@@ -408,10 +452,17 @@ def _mean_nested(items: list[Any]) -> Any:
     return float(vals.mean()) if vals.size else None
 
 
+def _head(items: list[Any], n: int = 5) -> str:
+    """The first ``n`` items, comma-separated, with "…" when there are more."""
+    return ", ".join(str(i) for i in items[:n]) + (", …" if len(items) > n else "")
+
+
 def _clean(obj: Any) -> Any:
     """NaN → None (JSON)."""
     if isinstance(obj, dict):
         return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_clean(v) for v in obj]
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
@@ -475,8 +526,11 @@ def magnitude_metrics(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP_ROUNDS, s
                if c not in trials.columns]
     if missing:
         raise ValueError(f"not a magnitude trial table: missing columns {', '.join(missing)}")
+    check_bootstrap(bootstrap, int(trials["subject"].nunique()))
+    check_one_session_per_block(trials)
+    check_cube_memory(trials, bootstrap)
     seq = np.random.SeedSequence(seed)
-    subjects = list(trials.groupby("subject", sort=False))
+    subjects = list(trials.groupby("subject", sort=True))  # subject order, not row order
     rngs = [np.random.default_rng(s) for s in seq.spawn(len(subjects))]
     per = []
     for (sid, g), rng in zip(subjects, rngs, strict=True):
@@ -498,13 +552,19 @@ def magnitude_metrics(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP_ROUNDS, s
             "converged": all(p["hierarchy"]["diagnostics"]["ok"] for p in per)}
     if n_invalid:
         flags.append(f"{n_invalid} invalid answers excluded from every fit")
+    no_bcs = [p["subject"] for p in per if not math.isfinite(p["bcs"])]
+    reasons: dict[str, str] = {}
+    if no_bcs:
+        reasons["bcs"] = ("no (ablation, base) cell pair with a fitted w_prior (too few valid answers, or no "
+                          "BCS ablation played with the base condition)")
+        flags.append(f"BCS null for {len(no_bcs)} of {len(per)} subject(s) ({_head(no_bcs)}): {reasons['bcs']}")
     tasks = set(trials["task"].astype(str)) & set(VISUAL_TASKS)
     if len(tasks) < len(VISUAL_TASKS):
         flags.append(f"BCS over {len(tasks)} visual task(s): C_sum still normalises by ±15 (three tasks)")
     if not headline["rre"]:
         flags.append("no base session in all three modalities: cue combination, RRE and E unavailable")
     return _clean({
-        "metrics": headline, "per_subject": per, "n_invalid": n_invalid, "flags": flags,
+        "metrics": headline, "per_subject": per, "n_invalid": n_invalid, "flags": flags, "reasons": reasons,
         "choices": {"nrmse_baseline": NRMSE_BASELINE, "a_modality": A_MODALITY, "w_pooling": W_POOLING,
                     "variance": variance, "bootstrap_rounds": bootstrap,
                     "bootstrap_interval": list(BOOTSTRAP_INTERVAL),

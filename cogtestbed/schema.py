@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # imported when a table fails a check (the report), not to va
 #: Name of the check that a valid answer carries an action.
 ANSWERED = "a valid answer has an action"
 
-ColumnKind = Literal["int", "float", "number", "bool", "text"]
+ColumnKind = Literal["int", "float", "number", "bool", "text", "list"]
 
 #: Which failure the one-line message names first (the most basic; the others are counted).
 _PRIORITY = {"experiment": 0, "column_in_dataframe": 1, "kind": 2, "not_nullable": 3, "values": 4, ANSWERED: 5}
@@ -49,7 +49,8 @@ class Values:
     """What one column may hold.
 
     ``kind``: ``int`` (NumPy or nullable integers), ``float``, ``number`` (either), ``bool`` or
-    ``text`` (strings, categories); ``low`` / ``high`` bound numbers (inclusive); ``allowed``
+    ``text`` (strings, categories) or ``list`` (a list per row: an Arrow list column, or objects;
+    its elements are checked by a :func:`list_rule`); ``low`` / ``high`` bound numbers (inclusive); ``allowed``
     lists the only values permitted; ``integral`` requires whole numbers in a float column;
     ``nullable``: missing values allowed; ``required``: the column must be present.  Numbers must
     be finite wherever present.
@@ -153,6 +154,7 @@ _KIND_TESTS: dict[str, Callable[[pd.Series], bool]] = {
     "number": lambda s: _is_int(s) or _is_float(s),
     "bool": _is_bool,
     "text": _is_text,
+    "list": lambda s: isinstance(s.dtype, pd.ArrowDtype) or ptypes.is_object_dtype(s.dtype),
 }
 
 
@@ -321,6 +323,8 @@ def describe_failures(cases: pd.DataFrame, df: pd.DataFrame, schema: TrialSchema
 
 
 def _scalar(v: Any) -> Any:
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return "[" + ", ".join(f"{x:.6g}" if isinstance(x, float) else str(x) for x in np.asarray(v).tolist()) + "]"
     if v is pd.NA or v is None or (isinstance(v, float) and math.isnan(v)):
         return "missing"
     return v.item() if isinstance(v, np.generic) else v
@@ -346,3 +350,120 @@ def _rule_columns(schema: TrialSchema, check: str) -> tuple[str, ...]:
         if check == f"rule: {rule.description}":
             return rule.columns
     return ("valid", "action")
+
+
+# -- list columns and rules across rows -----------------------------------------------------------
+
+#: Tolerance of "sums to 1" for a list column that holds an exact distribution (a float64
+#: renormalisation is exact to ~1e-15; a table written with rounded probabilities passes at 1e-6).
+SUM_TOLERANCE = 1e-6
+
+
+def list_parts(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """A list column as ``(lengths, values)``: each row's length (a missing cell has length 0)
+    and the rows' values concatenated as float64 (a value that is not a number reads NaN)."""
+    if isinstance(column.dtype, pd.ArrowDtype):  # the table's own list columns: no Python object per value
+        import pyarrow as pya
+        import pyarrow.compute as pc
+
+        chunks = pya.chunked_array(column.array.__arrow_array__()).chunks
+        lengths = np.concatenate([pc.fill_null(c.value_lengths(), 0).to_numpy(zero_copy_only=False)
+                                  for c in chunks] or [np.zeros(0)]).astype(np.int64)
+        values = np.concatenate([pc.cast(c.flatten(), pya.float64(), safe=False).to_numpy(zero_copy_only=False)
+                                 for c in chunks] or [np.zeros(0)]).astype(np.float64)
+        return lengths, values
+    # an object column (pandas' reading without the list dtype): None / NaN cells are missing
+    cells = [None if v is None or (isinstance(v, float) and math.isnan(v)) else list(np.ravel(v))
+             for v in column]
+    lengths = np.fromiter((0 if c is None else len(c) for c in cells), dtype=np.int64, count=len(cells))
+    flat = [x for c in cells if c is not None for x in c]
+    values = pd.to_numeric(pd.Series(flat, dtype=object), errors="coerce").to_numpy(dtype=np.float64,
+                                                                                    na_value=np.nan)
+    return lengths, values
+
+
+def _per_row(bad: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Whether each row holds any ``bad`` element (``bad``: one flag per concatenated value)."""
+    rows = np.repeat(np.arange(len(lengths)), lengths)
+    return np.bincount(rows, weights=bad.astype(np.float64), minlength=len(lengths)) > 0
+
+
+def list_rule(column: str, *, length: str | None = None, low: float | None = None, high: float | None = None,
+              total: float | None = None, tolerance: float = SUM_TOLERANCE, only_valid: bool = True,
+              what: str = "numbers") -> RowRule:
+    """A :class:`RowRule` on a list column: every row's list has ``length`` (a column naming each
+    row's outcome-set size) elements, each a number in [``low``, ``high``] (never NaN; infinite
+    only where a bound allows it: ``low=None`` admits −inf), summing to ``total`` within
+    ``tolerance`` where given (an exact distribution).  ``only_valid``: checked on valid rows only
+    (an invalid answer records no distribution)."""
+    parts = [f"{column} lists {what}"]
+    if length is not None:
+        parts.append(f"of length {length}")
+    if low is not None or high is not None:
+        parts.append(f"in [{'-inf' if low is None else _fmt(low)}, {'inf' if high is None else _fmt(high)}]")
+    if total is not None:
+        parts.append(f"summing to {_fmt(total)} (±{tolerance:g})")
+
+    def holds(t: pd.DataFrame) -> np.ndarray:
+        lengths, values = list_parts(t[column])
+        bad = np.isnan(values)
+        if low is not None:
+            bad |= ~(values >= low)
+        if high is not None:
+            bad |= ~(values <= high)
+        ok = ~_per_row(bad, lengths)
+        if length is not None:
+            want = pd.to_numeric(t[length], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+            ok &= lengths == want
+        if total is not None:
+            rows = np.repeat(np.arange(len(lengths)), lengths)
+            sums = np.bincount(rows, weights=np.where(bad, 0.0, values), minlength=len(lengths))
+            ok &= np.abs(sums - total) <= tolerance
+        return ok
+
+    return RowRule(" ".join(parts), (column, *((length,) if length else ())), holds, only_valid)
+
+
+def index_rule(column: str, size: str | int, only_valid: bool = False) -> RowRule:
+    """A :class:`RowRule`: ``column`` is a whole-number index in ``0 .. size - 1`` (``size``: a
+    column or a number) — an index is never read from the end (no negative indexing)."""
+
+    def holds(t: pd.DataFrame) -> np.ndarray:
+        x = pd.to_numeric(t[column], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        n = (np.full(len(t), float(size)) if isinstance(size, int)
+             else pd.to_numeric(t[size], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan))
+        return (x >= 0) & (x < n) & (np.floor(x) == x)
+
+    cols = (column,) if isinstance(size, int) else (column, size)
+    return RowRule(f"{column} is an index in 0 .. {size} - 1", cols, holds, only_valid)
+
+
+def unique_rule(keys: tuple[str, ...], why: str = "", only_valid: bool = False) -> RowRule:
+    """A rule across rows: no two rows share the values of ``keys`` (a merge on them is one to one;
+    a second session of the same block would otherwise overwrite the first).  Every duplicated row
+    fails, so the message names the first of them."""
+
+    def holds(t: pd.DataFrame) -> np.ndarray:
+        present = [k for k in keys if k in t.columns]
+        return ~t.duplicated(present, keep=False).to_numpy(dtype=bool)
+
+    return RowRule(f"one row per ({', '.join(keys)}){f' ({why})' if why else ''}", keys, holds, only_valid)
+
+
+#: The keys that order a trial table's rows canonically (:func:`canonical_rows`).
+ROW_KEYS = ("subject", "session", "trial")
+
+
+def canonical_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """``table``'s rows in the canonical order of :data:`ROW_KEYS` (a valid table holds each key
+    once), so that whatever reads it gives the same numbers, to the last bit, whatever order the
+    file's rows came in; a table already in that order is returned as it is (no copy)."""
+    keys = [k for k in ROW_KEYS if k in table.columns]
+    if len(table) < 2 or not keys:
+        return table
+    columns = [pd.to_numeric(table[k], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+               for k in reversed(keys)]
+    order = np.lexsort(columns)
+    if np.array_equal(order, np.arange(len(table))):
+        return table
+    return table.take(order).reset_index(drop=True)

@@ -95,8 +95,9 @@ def test_instrumental_every_choice_missing_is_no_valid_trials(cogbench_dir, tmp_
     assert not table["valid"].any()
     with pytest.raises(ValueError, match="no valid trials"):
         exp.model("rw-pm").fit_mle(table)
-    with pytest.raises(ValueError, match="no valid trials"):
-        exp.metrics(table)
+    result = exp.metrics(table)  # no data, no number: null with a reason, never 0
+    assert all(v is None for v in result["metrics"].values()) and result["n_invalid"] == len(table)
+    assert "no valid answer" in result["null_reasons"]["performance"]
     message = user_error(["fit", "rw-pm", str(bad), "-o", str(tmp_path / "fit"), "--method", "mle"])
     assert "no valid trials" in message
     assert not (tmp_path / "fit" / "summary.json").exists()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -198,11 +199,12 @@ def progress(items: Iterable[T], description: str, total: int | None = None,
 
 def print_json(obj: Any) -> None:
     """Print one JSON object on stdout (NaN becomes null)."""
-    typer.echo(json.dumps(_finite(obj), indent=None, default=str))
+    typer.echo(json.dumps(_finite(obj), indent=None, default=str, allow_nan=False))
 
 
 def _finite(obj: Any) -> Any:
-    if isinstance(obj, float) and obj != obj:  # NaN
+    """``obj`` with NaN and ±inf as None: JSON has no spelling for them (``Infinity`` is not JSON)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
         return None
     if isinstance(obj, dict):
         return {k: _finite(v) for k, v in obj.items()}

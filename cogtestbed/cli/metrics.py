@@ -80,6 +80,9 @@ def metrics(
     summary = Table(title=f"{exp.name}: {path.name} ({detected})")
     summary.add_column("metric")
     summary.add_column("value", justify="right")
+    reasons = result.get("null_reasons") or {}
     for key, value in result["metrics"].items():
-        summary.add_row(key, f"{value:.4g}" if isinstance(value, float) else str(value))
+        shown = (f"null ({reasons[key]})" if value is None and key in reasons else
+                 f"{value:.4g}" if isinstance(value, float) else str(value))
+        summary.add_row(key, shown)
     console.print(summary)

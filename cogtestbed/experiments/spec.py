@@ -149,7 +149,8 @@ class MetricsResult(TypedDict, total=False):
     ``hi``, an undefined value is ``None``, and everything else (strings, lists, per-cell tables)
     is detail under another key; ``per_subject`` or ``per_run`` (exactly one, as :attr:`MetricsSpec.unit`
     declares): one mapping per analysed unit; ``n_invalid``: trials excluded as invalid answers;
-    ``flags``: human-readable warnings (non-convergence, separation, clipped values).  An
+    ``flags``: human-readable warnings (non-convergence, separation, clipped values);
+    ``null_reasons``: why each ``None`` headline is ``None`` (:mod:`cogtestbed.no_data`).  An
     experiment may add detail under other keys (the collider's per-scheme ``fits``, say); the
     other unit key never appears.  Build one with :func:`metrics_result`.
     """
@@ -159,6 +160,7 @@ class MetricsResult(TypedDict, total=False):
     per_run: list[dict[str, Any]]
     n_invalid: int
     flags: list[str]
+    null_reasons: dict[str, str]
 
 
 #: The keys every :class:`MetricsResult` has besides its unit key.
@@ -269,12 +271,17 @@ class MetricsSpec:
     paired_by: tuple[str, tuple[str, ...]] | None = None
 
     def __call__(self, trials: pd.DataFrame, **options: Any) -> MetricsResult:
-        result = self.fn(trials, **options)
+        from cogtestbed.no_data import no_data_result, null_nonfinite, valid_rows
+        from cogtestbed.schema import canonical_rows  # rows in one order: results never depend on the file's
+
+        if valid_rows(trials) == 0:  # no data, no number (cogtestbed.no_data)
+            return cast(MetricsResult, no_data_result(trials, self.headline, self.unit))
+        result = null_nonfinite(self.fn(canonical_rows(trials), **options))
         problems = metrics_result_problems(result, self.unit)
         if problems:
             name = getattr(self.fn, "__qualname__", repr(self.fn))
             raise TypeError(f"metrics function {name} does not return a MetricsResult: " + "; ".join(problems))
-        return result
+        return cast(MetricsResult, result)
 
 
 @dataclass(frozen=True)

@@ -210,9 +210,10 @@ def revealed_metrics(trials: pd.DataFrame, pair: str | None = None, reference: s
     """
     table = trials
     if pair is not None:
+        from cogtestbed.schema import canonical_rows
         from cogtestbed.trials import read_trials
 
-        other = read_trials(Path(pair))
+        other = canonical_rows(read_trials(Path(pair)))
         a, b = str(trials["agent"].iloc[0]), str(other["agent"].iloc[0])
         if a == b:
             other = other.assign(agent=f"{b} ({Path(pair).stem})")

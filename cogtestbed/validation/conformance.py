@@ -46,6 +46,7 @@ from cogtestbed.experiments.spec import ExperimentSpec, StudyDecl, headline_prob
 from cogtestbed.llm_adapters.base import GenerateRequest, Generation, LLMClient
 from cogtestbed.parameters import Parameter, ParameterError, ParameterSet
 from cogtestbed.trials import table_to_parquet
+from cogtestbed.validation.table_checks import check_all_invalid_metrics, check_permuted_table
 
 Status = Literal["passed", "failed", "xfail", "xpass", "skipped"]
 
@@ -1065,6 +1066,8 @@ CHECKS: dict[str, CheckFn] = {
     "importers": check_importers,
     "metrics_result": check_metrics_result,
     "declared_studies": check_declared_studies,
+    "permuted_table": check_permuted_table,
+    "all_invalid_metrics": check_all_invalid_metrics,
 }
 
 

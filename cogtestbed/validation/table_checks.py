@@ -1,0 +1,139 @@
+"""Conformance checks on what an experiment's metrics make of a table (registered in
+:data:`cogtestbed.validation.conformance.CHECKS`):
+
+* :func:`check_permuted_table`: the metrics of a table and of the same rows in another order are
+  identical to the last bit (every metric sorts by its declared keys or is seeded per unit, never
+  per row position);
+* :func:`check_all_invalid_metrics`: a table whose every answer is invalid yields no number: every
+  headline metric is ``null``, named with a reason in ``null_reasons`` and flagged in ``flags``,
+  never 0, and ``n_invalid`` counts every row.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from cogtestbed.experiments.spec import ExperimentSpec
+    from cogtestbed.validation.conformance import CheckConfig
+
+#: Seed of the row permutation of :func:`check_permuted_table`.
+PERMUTATION_SEED = 20261123
+
+
+def canonical_json(obj: Any) -> str:
+    """``obj`` as JSON with sorted keys, every float by its ``repr`` (the last bit shows) and
+    non-finite numbers spelled out (so two results compare equal only if they are equal)."""
+
+    def norm(v: Any) -> Any:
+        if isinstance(v, Mapping):
+            return {str(k): norm(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [norm(x) for x in v]
+        if isinstance(v, np.ndarray):
+            return [norm(x) for x in v.tolist()]
+        if isinstance(v, (bool, np.bool_)):
+            return bool(v)
+        if isinstance(v, (float, np.floating)):
+            f = float(v)
+            return repr(f) if math.isfinite(f) else f"nonfinite:{f}"
+        if isinstance(v, np.integer):
+            return int(v)
+        return v
+
+    return json.dumps(norm(obj), sort_keys=True, default=str)
+
+
+def _first_difference(a: Any, b: Any, where: str = "result") -> str:
+    """Where two canonical results first differ (for the failure message)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if a.get(k) != b.get(k):
+                return _first_difference(a.get(k), b.get(k), f"{where}[{k!r}]")
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            if x != y:
+                return _first_difference(x, y, f"{where}[{i}]")
+    return f"{where}: {str(a)[:120]} != {str(b)[:120]}"
+
+
+def permuted(table: pd.DataFrame, seed: int = PERMUTATION_SEED) -> pd.DataFrame:
+    """The rows of ``table`` in a seeded random order (index reset)."""
+    order = np.random.default_rng(seed).permutation(len(table))
+    return table.take(order).reset_index(drop=True)
+
+
+def _smoke_table(spec: ExperimentSpec, config: CheckConfig) -> pd.DataFrame:
+    from cogtestbed.simulation import simulate
+    from cogtestbed.validation.conformance import _declared_agents
+
+    return simulate(spec, _declared_agents(spec)[0], config.n_subjects, config.seed, design=spec.design_cls())
+
+
+def check_permuted_table(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """The metrics of a simulated table and of its rows shuffled are identical to the last bit."""
+    from cogtestbed.validation.conformance import ConformanceError
+
+    table = _smoke_table(spec, config)
+    options = dict(spec.metrics.smoke_options)
+    a = json.loads(canonical_json(spec.metrics(table, **options)))
+    b = json.loads(canonical_json(spec.metrics(permuted(table), **options)))
+    if a != b:
+        raise ConformanceError(f"{spec.name}: the metrics depend on row order: {_first_difference(a, b)}")
+
+
+def all_invalid(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with every answer invalid: ``valid`` False, no action (what a run whose every
+    answer failed to parse records)."""
+    out = table.copy()
+    out["valid"] = False
+    out["action"] = pd.array([pd.NA] * len(out), dtype=out["action"].dtype
+                             if isinstance(out["action"].dtype, pd.api.extensions.ExtensionDtype) else "Float64")
+    return out
+
+
+def null_problems(result: Mapping[str, Any], headline: tuple[str, ...], n_rows: int) -> list[str]:
+    """Why ``result`` (metrics of a table without one valid answer) reports a number (empty: it does not)."""
+    problems = []
+    metrics = result.get("metrics", {})
+    reasons = result.get("null_reasons") or {}
+
+    def leaves(key: str, value: Any) -> list[tuple[str, Any]]:
+        if isinstance(value, Mapping):
+            return [leaf for k, v in value.items() for leaf in leaves(f"{key}.{k}", v)]
+        return [(key, value)]
+
+    for key in headline or tuple(metrics):
+        for name, value in leaves(key, metrics.get(key)):
+            if value is not None:
+                problems.append(f"headline {name!r} is {value!r} from a table without a valid answer")
+        if key not in reasons:
+            problems.append(f"headline {key!r} has no reason in result['null_reasons']")
+    if not result.get("flags"):
+        problems.append("no flag says that no answer was valid")
+    if result.get("n_invalid") != n_rows:
+        problems.append(f"n_invalid is {result.get('n_invalid')!r}, not the {n_rows} rows of the table")
+    return problems
+
+
+def check_all_invalid_metrics(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """A table of invalid answers only gives null headline metrics with reasons and a flag, never a number."""
+    from cogtestbed.trials import validate_trials
+    from cogtestbed.validation.conformance import ConformanceError
+
+    table = all_invalid(_smoke_table(spec, config))
+    validate_trials(table, spec.name, spec=spec)
+    try:
+        result = spec.metrics(table, **dict(spec.metrics.smoke_options))
+    except Exception as exc:  # noqa: BLE001 - a crash is the finding
+        raise ConformanceError(f"{spec.name}: metrics of an all-invalid table raised "
+                               f"{type(exc).__name__}: {str(exc)[:200]}") from None
+    problems = null_problems(result, tuple(spec.metrics.headline), len(table))
+    if problems:
+        raise ConformanceError(f"{spec.name}: an all-invalid table gives numbers: " + "; ".join(problems[:6]))

@@ -1,0 +1,139 @@
+"""Hard edges of the richer response kinds (issue 30): list columns validated, no number from a
+table that is not a distribution or has no valid answer, results independent of row order.
+
+The bad tables are a simulated revealed-belief run (``simulate revealed-belief --agent dissonant
+--param beta_first=2 --param noise=0.05 --subjects 2 --seed 1``) with one edit each, read back
+through ``cogtestbed metrics`` (one line, exit 2) or the library."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from cogtestbed.cli import app
+from cogtestbed.cli.app import USER_ERRORS
+from cogtestbed.registry import get_experiment
+from cogtestbed.schema import canonical_rows, list_parts
+from cogtestbed.simulation import simulate
+from cogtestbed.trials import write_trials
+from cogtestbed.validation.table_checks import all_invalid, canonical_json, null_problems, permuted
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def revealed(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, Path]:
+    table = simulate("revealed-belief", "dissonant", 2, seed=1, params={"beta_first": 2.0, "noise": 0.05})
+    folder = tmp_path_factory.mktemp("rb")
+    write_trials(table, folder / "rb.parquet", {})
+    return table, folder
+
+
+def _lists(column: str, edit: Callable[[np.ndarray], np.ndarray], rows: slice = slice(None)
+           ) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    def apply(t: pd.DataFrame) -> pd.DataFrame:
+        cells = [np.asarray(v, dtype=float) for v in t[column]]
+        for i in range(len(cells))[rows]:
+            cells[i] = edit(cells[i].copy())
+        return t.assign(**{column: cells})
+    return apply
+
+
+def _first_inf(v: np.ndarray) -> np.ndarray:
+    v[0] = np.inf
+    return v
+
+
+EDITS: dict[str, tuple[Callable[[pd.DataFrame], pd.DataFrame], str]] = {
+    "probs doubled": (_lists("probs", lambda v: v * 2), "probs lists the answer's renormalised distribution"),
+    "probs*3-1": (_lists("probs", lambda v: v * 3 - 1), "summing to 1"),
+    "p_star*0.5": (_lists("p_star", lambda v: v * 0.5), "p_star lists a ground-truth distribution"),
+    "logprobs+5": (_lists("logprobs", lambda v: v + 5), "logprobs lists log-probabilities"),
+    "one inf": (_lists("probs", _first_inf, slice(0, 1)), "probs='[inf"),
+    "NaN probs": (_lists("probs", lambda v: v * np.nan, slice(0, 50)), "(and 49 more problems)"),
+    "probs too short": (_lists("probs", lambda v: v[:-1], slice(3, 4)), "of length n_outcomes"),
+    "correct_option=-1": (lambda t: t.assign(correct_option=-1), "column 'correct_option', row 0"),
+    "correct_option=7": (lambda t: t.assign(correct_option=7), "value 7 is not a whole number in [0, 4]"),
+    "unknown channel": (lambda t: t.assign(channel=t["channel"].astype(str).where(t.index > 0, "zzz")),
+                        "value 'zzz' is not one of 'revb', 'staa'"),
+    "no probs": (lambda t: t.drop(columns=["probs"]), "lacks column 'probs'"),
+    "no p_star": (lambda t: t.drop(columns=["p_star"]), "lacks column 'p_star'"),
+}
+
+
+def user_error(args: list[str]) -> str:
+    result = runner.invoke(app, args)
+    assert result.exception is not None, result.output
+    assert isinstance(result.exception, USER_ERRORS), repr(result.exception)
+    message = str(result.exception)
+    assert "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_revealed_table_that_is_not_a_distribution_is_refused_in_one_line(revealed, edit: str) -> None:
+    table, folder = revealed
+    fn, named = EDITS[edit]
+    path = folder / f"{edit.replace(' ', '_')}.parquet"
+    fn(table.copy()).to_parquet(path)  # as a user's pandas edit writes it (object list columns)
+    message = user_error(["metrics", "revealed-belief", str(path), "--json"])
+    assert message.startswith(f"{path}: ") and named in message, message
+
+
+def test_list_parts_reads_arrow_and_object_columns_alike(revealed) -> None:
+    table, folder = revealed
+    from cogtestbed.trials import read_trials
+
+    arrow = read_trials(folder / "rb.parquet")
+    lengths, values = list_parts(arrow["probs"])
+    lengths_obj, values_obj = list_parts(pd.Series([np.asarray(v) for v in arrow["probs"]], dtype=object))
+    assert lengths.tolist() == lengths_obj.tolist() == arrow["n_outcomes"].tolist()
+    assert np.array_equal(values, values_obj, equal_nan=True)
+
+
+def test_revealed_metrics_of_the_untouched_table_are_numbers(revealed) -> None:
+    _, folder = revealed
+    result = runner.invoke(app, ["metrics", "revealed-belief", str(folder / "rb.parquet"), "--json",
+                                 "--per-item", "no", "--reference", "no"])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.output)["metrics"]
+    assert 0.2 < metrics["chebyshev"] < 0.3 and 0 <= metrics["staa_error"] < 0.01  # the probe's 0.232, 0.0002
+
+
+@pytest.mark.parametrize("rows", ["empty", "all invalid"])
+def test_revealed_metrics_without_a_valid_answer_are_null_with_a_reason(revealed, rows: str) -> None:
+    table, folder = revealed
+    bad = table.iloc[:0] if rows == "empty" else all_invalid(table).assign(
+        probs=[[np.nan] * k for k in table["n_outcomes"]], logprobs=[[np.nan] * k for k in table["n_outcomes"]])
+    path = folder / f"{rows.replace(' ', '_')}.parquet"
+    bad.to_parquet(path)
+    result = runner.invoke(app, ["metrics", "revealed-belief", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["metrics"] == {k: None for k in get_experiment("revealed-belief").metrics.headline}
+    assert null_problems(out, get_experiment("revealed-belief").metrics.headline, len(bad)) == []
+
+
+def test_a_metric_without_valid_input_is_null_never_infinity(revealed) -> None:
+    """Only RevB rows valid: the StaA error has nothing to average and is null (with a reason)."""
+    table, _ = revealed
+    staa = table["channel"].astype(str) == "staa"
+    t = table.assign(valid=~staa, action=table["action"].mask(staa))
+    t = t.assign(probs=[[np.nan] * k if s else v for v, k, s in zip(t["probs"], t["n_outcomes"], staa, strict=True)])
+    out = get_experiment("revealed-belief").metrics(t, per_item="no", reference="no")
+    assert out["metrics"]["staa_error"] is None and "staa_error" in out["null_reasons"]
+    assert out["metrics"]["chebyshev"] is not None
+    json.dumps(out["metrics"], allow_nan=False)
+
+
+def test_metrics_of_a_permuted_table_are_identical_to_the_last_bit(revealed) -> None:
+    table, _ = revealed
+    exp = get_experiment("revealed-belief")
+    assert canonical_json(exp.metrics(table)) == canonical_json(exp.metrics(permuted(table)))
+    assert canonical_rows(permuted(table)).equals(table)

@@ -244,8 +244,9 @@ def test_reference_tables_ship_and_join_by_condition() -> None:
     assert len(mine & conds) >= 80  # nearly every condition of the paper is in the grid
 
 
-def test_noise_floor_reproduces_the_published_table() -> None:
-    # E[Chebyshev] of an N-sample estimate of a uniform distribution (k = 6, N = 100: .060 / p95 .097)
+def test_noise_floor_reproduces_the_design_notes_table() -> None:
+    # E[Chebyshev] of an N-sample estimate of a uniform distribution (k = 6, N = 100: .060 / p95 .097),
+    # the table computed in this project's design notes (the paper has no sampling noise floor)
     f = noise_floor(6, 100)
     assert f["chebyshev_mean"] == pytest.approx(0.060, abs=0.003)
     assert f["chebyshev_p95"] == pytest.approx(0.097, abs=0.006)
@@ -374,3 +375,81 @@ def test_hierarchical_fit_converges_and_recovers_the_biases() -> None:
     assert d["converged"], d["verdict"]
     for name in ("beta_first", "beta_label", "beta_anchor", "beta_mid", "tau", "theta"):
         assert res["recovery"][name]["r"] > 0.9, name
+
+
+# ----------------------------------------------------------------------------- prompts as rendered
+#: App. A's printed prompts, verbatim (line breaks of the typeset text are spaces; the MCQ's blocks
+#: are separated by blank lines as printed), keyed by the item setting each one fills.
+PAPER_REVB = {
+    "1d4": "A die has 4 faces. The die is equally likely to land on any of its faces. The die is cast. The die "
+           "lands on face number",
+    "1d4 first=1": "A die has 4 faces. The die is equally likely to land on any of its faces. The die is cast. The "
+                   "die lands on face number 1. The die is cast again. The sum of both results is equal to",
+    "1d4 obs=smaller": "A die has 4 faces. The die is equally likely to land on any of its faces. The die is cast. "
+                       "We observe that the result is smaller than 3. Indeed, the result is equal to",
+    "2 coins 1x Heads": "There are 2 coins. Each coin is fair and is equally likely to land on Heads and Tails. The "
+                        "coins are flipped and the resulting number of Heads is equal to",
+    "2 coins 1x Heads first=0": "There are 2 coins. Each coin is fair and is equally likely to land on Heads and "
+                                "Tails. The coins are flipped a first time and the resulting number of Heads is 0. "
+                                "The coins are flipped again and the total number of Heads showed in the two "
+                                "launches is equal to",
+    "Left/Right fair": "A person has to choose randomly between two options: Left and Right. The choice is fair and "
+                       "each option equally likely to be chosen. The person chooses at random option",
+    "Left/Right fair prev=Left": "A person has to choose randomly between two options: Left and Right. The choice "
+                                 "is fair and each option equally likely to be chosen. The person first chooses at "
+                                 "random option Left. Then the person performs another random choice and chooses "
+                                 "option",
+    "4 options": "A person has to choose randomly between 4 options. The options are A, B, C and D. All possible "
+                 "options are equally likely. The person chooses at random option",
+    "4 options prev=B": "A person has to choose randomly between 4 options. The options are A, B, C and D. All "
+                        "possible options are equally likely. The person first chooses at random option B. Then the "
+                        "person performs another random choice and chooses option",
+}
+PAPER_HEADER = ("You are given a Scenario, a Question, and a set of possible Answers. Select one Answer as your reply. "
+                "The Answers are A, B, C, D, E. Your selected Answer will be contained within square brackets: "
+                "[A], [B], [C], [D], [E] and your reply will contain nothing else.")
+#: (setting, target outcome, option values, scenario, question) of App. A's four Stated Answer prompts.
+PAPER_STAA = [
+    ("1d4 prev=1", "2", (0.083, 0.125, 0.250, 0.500, 0.750),
+     "A die has 4 faces. The die is equally likely to land on any of its faces. The die is cast. The die lands on "
+     "face number 1. The die is cast again.", "What is the probability that the die lands on face 2?"),
+    ("2 coins 1x Heads", "0", (0.750, 0.500, 0.125, 0.083, 0.250),
+     "There are 2 coins. Each coin is fair and is equally likely to land on Heads and Tails.",
+     "What is the probability that the resulting number of Heads is equal to 0 after flipping the coins?"),
+    ("Left/Right fair", "Right", (0.250, 1.000, 0.500, 1.500, 0.167),
+     "A person has to choose randomly between two options: Left and Right. The choice is fair and each option "
+     "equally likely to be chosen.", "What is the probability that the person chooses option Right?"),
+    ("4 options", "A", (0.750, 0.083, 0.125, 0.500, 0.250),
+     "A person has to choose randomly between 4 options. The options are A, B, C and D. All possible options are "
+     "equally likely.", "What is the probability that the person chooses option A?"),
+]
+
+
+def _rendered_prompts(design: RevealedDesign) -> dict[tuple[str, int], str]:
+    """(setting, channel) → the prompt the environment renders at that step of one session."""
+    env = RevealedBeliefEnv(design)
+    sessions = RevealedBeliefEnv.sample_sessions(design, 1, np.random.default_rng(3))
+    obs, _ = env.reset(options={"session": sessions.subject(0)})
+    out: dict[tuple[str, int], str] = {}
+    for _ in range(design.n_trials):
+        item = design.items[obs["item"]]
+        out[(item.setting, obs["channel"])] = obs["prompt"]
+        k = item.n_outcomes if obs["channel"] == 0 else 5
+        obs, *_ = env.step(ScoredAnswer(np.log(np.full(k, 1.0 / k))))
+    return out
+
+
+def test_rendered_prompts_are_the_papers_templates_filled_with_the_same_values() -> None:
+    """Every printed RevB prompt of App. A (nine) is what the environment sends for that item, and
+    its Stated Answer prompt is App. A's MCQ filled with the same scenario, target and values (the
+    four printed examples), so a reworded template fails."""
+    design = RevealedDesign()
+    rendered = _rendered_prompts(design)
+    for setting, text in PAPER_REVB.items():
+        assert rendered[(setting, 0)] == text, setting
+    for setting, target, values, scenario, question in PAPER_STAA:
+        item = _item(design, setting)
+        answers = " ".join(f"{o}) {v:.3f}" for o, v in zip("ABCDE", values, strict=True))
+        paper = f"{PAPER_HEADER}\n\nScenario: {scenario}\n\nQuestion: {question}\n\nAnswers: {answers}"
+        assert render_mcq(item, item.labels.index(target), np.array(values)) == paper, setting
+        assert rendered[(setting, 1)].startswith(f"{PAPER_HEADER}\n\nScenario: {scenario}\n\nQuestion: What is")

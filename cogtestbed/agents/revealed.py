@@ -40,8 +40,9 @@ from cogtestbed.inference.revealed_model import DISSONANT_PARAMETERS, SMOOTH_EPS
 from cogtestbed.numerics import log_softmax
 from cogtestbed.parameters import ParameterSet
 
-#: Uniforms the sample-only agent consumes per step: the most samples per item it can draw (the
-#: §8 noise-floor table uses N = 100, 500, 1000); the design's ``n_samples`` says how many it draws.
+#: Uniforms the sample-only agent consumes per step: the most samples per item it can draw (this
+#: project's noise-floor table, not the paper's, uses N = 100, 500, 1000); the design's
+#: ``n_samples`` says how many it draws.
 SAMPLER_N = 1000
 MODE_RATIONAL, MODE_EXACT, MODE_SAMPLED = 0, 1, 2
 

@@ -91,11 +91,13 @@ MCQ_OPTIONS = "ABCDE"
 MCQ_HEADER = ("You are given a Scenario, a Question, and a set of possible Answers. Select one Answer as your "
               "reply. The Answers are A, B, C, D, E. Your selected Answer will be contained within square "
               "brackets: [A], [B], [C], [D], [E] and your reply will contain nothing else.")
-#: Completions drawn per item where a backend cannot score (the noise floor of §8 applies).
+#: Completions drawn per item where a backend cannot score ([gap]: the paper only scores exact
+#: distributions; the sampling noise floor reported for such runs is this project's addition).
 DEFAULT_N_SAMPLES = 100
 #: E[Chebyshev] a sampled estimate should stay below, and the N suggested to reach it: the smallest
-#: shift in P(outcome) the paper's detection analysis considers (δ = 0.05, §8); a sampling error
-#: of that size would hide it.  The paper declares no such target; this is the documented default.
+#: shift in P(outcome) this project's detection analysis considers (δ = 0.05; its design notes,
+#: ``seeds/004_revealed_belief.md`` §8); a sampling error of that size would hide it.  The paper has
+#: neither a detection analysis nor such a target: this is this project's documented default.
 SAMPLING_FLOOR_TARGET = 0.05
 METHODS = ("exact", "sampled", "generated")
 
@@ -447,8 +449,9 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
 
     @classmethod
     def sampling_note(cls, design: Design) -> SamplingNote | None:
-        """The §8 sampling noise floor at the design's ``n_samples`` for each outcome-set size it
-        scores: every RevB item's k, and the 5 MCQ options of a scored StaA channel."""
+        """The sampling noise floor (this project's addition, not the paper's) at the design's
+        ``n_samples`` for each outcome-set size it scores: every RevB item's k, and the 5 MCQ
+        options of a scored StaA channel."""
         from cogtestbed.inference.revealed import sampling_floor_note
 
         assert isinstance(design, RevealedDesign)

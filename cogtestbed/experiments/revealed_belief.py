@@ -9,7 +9,7 @@ from cogtestbed.tables.revealed import SCHEMA
 #: calibrated StaA channel; the other biases at 0.
 _BIASED = {"beta_first": 2.0, "theta": 8.0}
 #: Items with a uniform p* over k = 2, 6 (choices) and 12 (one d12) outcomes, RevB only: the
-#: setting of the §8 noise-floor table.
+#: setting of this project's noise-floor table (its design notes, not the paper, which has none).
 _UNIFORM_ITEMS = {"scenarios": ("choice", "dice"), "variants": ("regular",), "choice_options": (2, 6),
                   "n_dice": (1,), "dice_faces": (12,), "channels": ("revb",)}
 #: Regular and Independent d6 items, RevB only: an anchoring shift moves P(previous outcome).
@@ -48,8 +48,9 @@ SPEC = ExperimentSpec(
         StudyDecl("metric-power", "anchoring from 100 samples per item: β_anchor 0 vs 0.4",
                   metric="chebyshev", agent="dissonant-sampler", compare=({}, {"beta_anchor": 0.4}),
                   runs=_DETECT_RUNS),
-        StudyDecl("metric-validity", "sampling noise floor (§8): RevB Chebyshev of a calibrated sampler on "
-                  "uniform k = 2, 6, 12 items falls with the samples per item", metric="chebyshev",
+        StudyDecl("metric-validity", "sampling noise floor (this project's addition): RevB Chebyshev of a "
+                  "calibrated sampler on uniform k = 2, 6, 12 items falls with the samples per item",
+                  metric="chebyshev",
                   agent="dissonant-sampler", parameter="n_samples", values=(100.0, 500.0, 1000.0),
                   direction="decreasing", design=_UNIFORM_ITEMS),
         StudyDecl("metric-power", "samples per item to detect a first-option bias (β_first 0 vs 0.4: "

@@ -1,4 +1,5 @@
-"""Published metrics of the revealed-belief family, the paper's reference tables and noise floors.
+"""Published metrics of the revealed-belief family, the paper's reference tables, and sampling
+noise floors (this project's addition: the paper scores exact distributions and has no noise floor).
 
 Metrics (the paper's §3; p = the subject's renormalised distribution, q = the ground truth p*):
 
@@ -166,7 +167,7 @@ def samples_for_floor(k: int, n: int, target: float) -> int:
 def sampling_floor_note(ks: list[int], n: int, target: float) -> tuple[str, dict[str, Any]]:
     """The warning of a run whose distributions are N-sample estimates: the sampling noise floor
     (:func:`noise_floor`: E[Chebyshev], E[L1], E[symKL] of a uniform k-outcome distribution,
-    the paper's §8 setting) for every outcome-set size ``ks``, and the N that brings E[Chebyshev]
+    this project's addition, not the paper's) for every outcome-set size ``ks``, and the N that brings E[Chebyshev]
     below ``target`` for all of them.  Returns (one line, its figures unrounded)."""
     floors = {int(k): noise_floor(int(k), n) for k in sorted(set(ks))}
     need = {k: samples_for_floor(k, n, target) for k in floors}

@@ -58,8 +58,8 @@ QUICK_FLOOR = "import os, pandas, numba; os._exit(0)"
 WORKER_PROBE = """
 import json, multiprocessing, os, sys, time
 from numba.core.event import install_timer
-from cogtestbed.validation.studies import StudySpec, _run_chunk
-spec = StudySpec(kind="recovery", experiment="instrumental-learning", models=("rw-pm",), subjects=(50,),
+from cogtestbed.validation.studies import _run_chunk, StudySpec, study_spec
+spec = study_spec(kind="recovery", experiment="instrumental-learning", models=("rw-pm",), subjects=(50,),
                  reps=6, seed=0)
 payload, tasks = spec.model_dump_json(), spec.tasks()
 

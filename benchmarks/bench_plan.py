@@ -15,14 +15,14 @@ import time
 
 from cogtestbed.registry import get_experiment
 from cogtestbed.validation.plan import Planner, Pricer, design_axes
-from cogtestbed.validation.studies import StudySpec
+from cogtestbed.validation.studies import study_spec
 
 LLM = "openai:gpt-4o-mini"
 
 
 def main() -> None:
     exp = get_experiment("instrumental-learning")
-    spec = StudySpec(kind="power", experiment=exp.name, models=("rw-pm",), effect="optimism_bias",
+    spec = study_spec(kind="power", experiment=exp.name, models=("rw-pm",), effect="optimism_bias",
                      effect_size=0.2, seed=0)
     size, others = design_axes(spec, exp, "10:200", None, "96:480")
     pricer = Pricer(exp, (LLM,), seed=0)

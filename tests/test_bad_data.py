@@ -201,10 +201,10 @@ def test_recovery_from_too_few_points_is_not_judged():
     from types import SimpleNamespace
 
     from cogtestbed.validation.report import verdict
-    from cogtestbed.validation.studies import StudySpec
+    from cogtestbed.validation.studies import study_spec
     from cogtestbed.validation.summaries import MIN_RECOVERY_POINTS, recovery_summary
 
-    spec = StudySpec(kind="recovery", experiment="instrumental-learning", models=("rw",), subjects=(1,), reps=2)
+    spec = study_spec(kind="recovery", experiment="instrumental-learning", models=("rw",), subjects=(1,), reps=2)
     two = recovery_summary(_recovery_table(2, np.random.default_rng(0)))
     entry = two["1x96"]["parameters"]["alpha"]
     assert np.isnan(entry["r"]) and entry["r_note"].startswith("too few subjects to judge (n=2")
@@ -224,7 +224,7 @@ def test_power_at_effect_zero_is_a_two_sided_type_i_error_rate():
 
     from cogtestbed.validation.model_studies import detected
     from cogtestbed.validation.report import verdict
-    from cogtestbed.validation.studies import StudySpec
+    from cogtestbed.validation.studies import study_spec
     from cogtestbed.validation.summaries import power_summary
 
     assert detected(0.01, -0.3, 0.0, 0.05) and detected(0.01, 0.3, 0.0, 0.05)  # either direction at 0
@@ -239,7 +239,7 @@ def test_power_at_effect_zero_is_a_two_sided_type_i_error_rate():
     cell = s["cells"][0]
     assert "power" not in cell and s["quantity"] == "type-I error rate"
     assert cell["type_i_error"] == pytest.approx(np.mean(p < 0.05)) and 0.03 < cell["type_i_error"] < 0.08
-    spec = StudySpec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
+    spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
                      effect_size=0.0, subjects=(10,), reps=400)
     text = verdict(SimpleNamespace(spec=spec, summary=s))
     assert text.startswith("Type-I error rate of optimism_bias") and "Power" not in text

@@ -14,7 +14,7 @@ from cogtestbed.data.causal import import_rw17_human
 from cogtestbed.inference import causal_hierarchical as ch
 from cogtestbed.inference.causal import cbn_predictions
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies import StudySpec, simulate_model
+from cogtestbed.validation.studies import simulate_model, study_spec
 from cogtestbed.validation.summaries import sbc_summary
 
 
@@ -26,7 +26,7 @@ def simulate_synthetic_humans(rng: np.random.Generator, n_subjects: int) -> pd.D
     model = exp.model("cbn-3p")
     _, subj = sample_hierarchical_prior(model.parameters, n_subjects, rng)
     _, agent = model.sample_nuisance(rng)
-    spec = StudySpec(kind="sbc", experiment="collider", models=("cbn-3p",), method="hierarchical")
+    spec = study_spec(kind="sbc", experiment="collider", models=("cbn-3p",), method="hierarchical")
     design = exp.design_cls(content="rw17", scope="cell")
     return simulate_model(spec, exp, "cbn-3p", subj, n_subjects, int(rng.integers(2**31)), design, 1, agent)
 

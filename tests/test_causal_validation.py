@@ -13,7 +13,7 @@ import pytest
 
 from cogtestbed.data.causal import import_rw17_human
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies import StudySpec, declared_studies, run_declared_study, run_study
+from cogtestbed.validation.studies import declared_studies, run_declared_study, run_study, study_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "studies"))
 import collider as collider_studies  # noqa: E402
@@ -66,7 +66,7 @@ def test_misspecification_flags() -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(7200)
 def test_sbc_hierarchical() -> None:
-    spec = StudySpec(kind="sbc", experiment="collider", models=("cbn-3p",), method="hierarchical",
+    spec = study_spec(kind="sbc", experiment="collider", models=("cbn-3p",), method="hierarchical",
                      subjects=(48,), design={"content": "rw17", "scope": "cell"}, reps=100, draws=500, tune=500,
                      chains=2)
     s = run_study(spec).summary

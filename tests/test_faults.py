@@ -217,8 +217,8 @@ CHILD = textwrap.dedent("""
         from cogtestbed.cli import main
         main()
     else:
-        from cogtestbed.validation.studies import StudySpec, run_study
-        run_study(StudySpec(kind="recovery", experiment="instrumental-learning", models=("rw",),
+        from cogtestbed.validation.studies import StudySpec, run_study, study_spec
+        run_study(study_spec(kind="recovery", experiment="instrumental-learning", models=("rw",),
                             subjects=(2,), reps=4), workers=2)
 """)
 

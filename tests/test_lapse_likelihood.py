@@ -93,11 +93,11 @@ def test_lapse_rate_is_recovered() -> None:
 def test_recovery_study_fits_the_lapse_term() -> None:
     """A declared-style recovery with simulated lapses and a fitted ε: the spec round-trips through
     JSON (as workers receive it) and ε is scored against the simulated random-answer rate."""
-    from cogtestbed.validation.studies import StudySpec, run_study
+    from cogtestbed.validation.studies import load_study, run_study, study_spec
 
-    spec = StudySpec(kind="recovery", experiment="instrumental-learning", models=("rw-pm",), subjects=(3,),
+    spec = study_spec(kind="recovery", experiment="instrumental-learning", models=("rw-pm",), subjects=(3,),
                      reps=1, seed=2, sampler="uniform", lapse=Lapse(0.08, 0.05), lapse_fit="fit")
-    assert StudySpec.model_validate_json(spec.model_dump_json()) == spec
+    assert load_study(spec.model_dump_json()) == spec
     rows = run_study(spec, workers=1).table
     lapse_rows = rows[rows["parameter"] == "lapse"]
     assert len(lapse_rows) == 3

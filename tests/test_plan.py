@@ -30,7 +30,7 @@ from cogtestbed.validation.plan import (
     parse_range,
 )
 from cogtestbed.validation.plan_report import plan_payload, plan_run_settings, write_plan
-from cogtestbed.validation.studies import StudySpec
+from cogtestbed.validation.studies import StudySpec, study_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTRUMENTAL = "instrumental-learning"
@@ -45,7 +45,7 @@ def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 
 
 def rw_spec(effect: float = 0.4, **extra: object) -> StudySpec:
-    return StudySpec(kind="power", experiment=INSTRUMENTAL, models=("rw-pm",), effect="optimism_bias",
+    return study_spec(kind="power", experiment=INSTRUMENTAL, models=("rw-pm",), effect="optimism_bias",
                      effect_size=effect, seed=3, **extra)
 
 
@@ -63,11 +63,11 @@ def test_ranges_and_axes_come_from_the_spec():
     with pytest.raises(ValueError, match="pools subjects"):
         design_axes(rw_spec(), exp, None, "1:3", None)
     # A metric target is sized in runs; a pooled model-level target gains a runs axis.
-    metric = StudySpec(kind="metric-power", experiment="two-step", agent="hybrid", metric="model_basedness",
+    metric = study_spec(kind="metric-power", experiment="two-step", agent="hybrid", metric="model_basedness",
                        compare=({"w": 0.3}, {"w": 0.7}))
     size, others = design_axes(metric, get_experiment("two-step"), None, "10:40", None)
     assert size.name == "runs" and [a.name for a in others] == ["trials"]
-    pooled = StudySpec(kind="power", experiment="two-step", models=("hybrid",), effect="w", effect_size=0.2)
+    pooled = study_spec(kind="power", experiment="two-step", models=("hybrid",), effect="w", effect_size=0.2)
     size, others = design_axes(pooled, get_experiment("two-step"), None, None, None)
     assert [a.name for a in others] == ["runs", "trials"] and others[0].values == (20,)
     assert Axis("t", (10, 20, 30, 40)).between(10, 40) in (20, 30)
@@ -176,7 +176,7 @@ def test_plan_refuses_when_no_design_fits_the_budget():
 def test_metric_level_target_two_llms_model_basedness():
     """CogBench two-step: model-basedness of two LLMs (w 0.2 vs 0.8), sized in runs per LLM."""
     exp = get_experiment("two-step")
-    spec = StudySpec(kind="metric-power", experiment="two-step", agent="hybrid", metric="model_basedness",
+    spec = study_spec(kind="metric-power", experiment="two-step", agent="hybrid", metric="model_basedness",
                      compare=({"w": 0.1, "beta": 5.0}, {"w": 0.9, "beta": 5.0}), seed=1)
     size, others = design_axes(spec, exp, None, "4:32", "100")
     pricer = Pricer(exp, ("openai:gpt-4o-mini", "openai:gpt-4o"), seed=1)
@@ -194,7 +194,7 @@ def test_metric_level_target_two_llms_model_basedness():
 def test_test_level_target_belief_coherence_t1():
     exp = get_experiment("belief-coherence")
     (decl,) = [d for d in exp.studies_of("test-power") if d.test == "t1_lr"]
-    spec = StudySpec(kind="test-power", experiment=exp.name, agent=decl.agent, test="t1_lr",
+    spec = study_spec(kind="test-power", experiment=exp.name, agent=decl.agent, test="t1_lr",
                      params={**decl.params, decl.parameter: max(decl.values)}, design=dict(decl.design), seed=2)
     default = str(exp.design_cls(**spec.design).n_trials)
     size, others = design_axes(spec, exp, None, "1:8", default)

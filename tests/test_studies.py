@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from cogtestbed.cli import app
 from cogtestbed.registry import get_experiment
 from cogtestbed.validation.report import write_study
-from cogtestbed.validation.studies import StudySpec, design_for_trials, run_study
+from cogtestbed.validation.studies import StudySpec, design_for_trials, run_study, study_spec
 
 EXP = "instrumental-learning"
 
@@ -26,7 +26,7 @@ def _spec(**kw: object) -> StudySpec:
     base: dict[str, object] = {"kind": "recovery", "experiment": EXP, "models": ("rw-pm",),
                                "subjects": (6,), "reps": 3, "seed": 7}
     base.update(kw)
-    return StudySpec(**base)  # type: ignore[arg-type]
+    return study_spec(**base)  # type: ignore[arg-type]
 
 
 def test_design_for_trials_maps_to_the_scaling_field() -> None:
@@ -195,19 +195,19 @@ def test_cli_bad_effect_is_a_clear_error() -> None:
 # ----------------------------------------------------------------------------- full studies (slow)
 @pytest.mark.slow
 def test_slow_rw_alpha_recovery_at_cogbench_design() -> None:
-    spec = StudySpec(kind="recovery", experiment=EXP, models=("rw",), subjects=(50,), reps=20,
+    spec = study_spec(kind="recovery", experiment=EXP, models=("rw",), subjects=(50,), reps=20,
                      seed=2, sampler="uniform", ranges={"alpha": (0.05, 0.95)}, fixed={"beta": 5.0})
     assert run_study(spec).summary["50x96"]["parameters"]["alpha"]["r"] >= 0.8
 
 
 @pytest.mark.slow
 def test_slow_hierarchical_coverage_and_sbc() -> None:
-    spec = StudySpec(kind="recovery", experiment=EXP, models=("rw-pm",), method="hierarchical",
+    spec = study_spec(kind="recovery", experiment=EXP, models=("rw-pm",), method="hierarchical",
                      subjects=(20,), reps=20, seed=11, draws=500, tune=500, chains=2)
     for name, v in run_study(spec, workers=1).summary["20x96"]["parameters"].items():
         if "coverage90" in v:
             assert 0.85 <= v["coverage90"] <= 0.95, name
-    sbc = run_study(StudySpec(kind="sbc", experiment=EXP, models=("rw-pm",), method="hierarchical",
+    sbc = run_study(study_spec(kind="sbc", experiment=EXP, models=("rw-pm",), method="hierarchical",
                               subjects=(10,), reps=60, seed=12, draws=250, tune=500, chains=2),
                     workers=1)
     assert min(v["p_value"] for v in sbc.summary.values()) > 0.01

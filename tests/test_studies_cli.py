@@ -13,7 +13,7 @@ from tolerance import assert_close, assert_frames_close
 
 from cogtestbed.cli import main
 from cogtestbed.registry import experiment_names, get_experiment
-from cogtestbed.validation.studies import StudySpec, declared_studies, run_study
+from cogtestbed.validation.studies import declared_studies, run_study, study_spec
 
 
 def _cli(args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
@@ -158,10 +158,10 @@ def test_output_path_is_checked_before_computing(capsys, monkeypatch, tmp_path: 
 def test_pool_and_in_process_give_the_same_tables() -> None:
     """Within the tolerance of values computed in other processes (a worker may load a kernel from the
     disk cache)."""
-    spec = StudySpec(kind="metric-power", experiment="two-step", agent="hybrid", metric="model_basedness",
+    spec = study_spec(kind="metric-power", experiment="two-step", agent="hybrid", metric="model_basedness",
                      compare=({"w": 0.2}, {"w": 0.8}), runs=(5, 10), reps=3, seed=4)
     assert_frames_close(run_study(spec, workers=1).table, run_study(spec, workers=2).table)
-    rec = StudySpec(kind="recovery", experiment="two-step", models=("model-free",), subjects=(2,), runs=(3,),
+    rec = study_spec(kind="recovery", experiment="two-step", models=("model-free",), subjects=(2,), runs=(3,),
                     reps=2, seed=4)
     one, two = run_study(rec, workers=1), run_study(rec, workers=2)
     assert_frames_close(one.table, two.table)

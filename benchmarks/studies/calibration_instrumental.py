@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import sys
 
-from cogtestbed.validation.studies import StudySpec, run_study
+from cogtestbed.validation.studies import run_study, study_spec
 
 EXP = "instrumental-learning"
 
 
 def main(reps_cov: int = 20, reps_sbc: int = 100) -> None:
-    spec = StudySpec(kind="recovery", experiment=EXP, models=("rw-pm",), method="hierarchical",
+    spec = study_spec(kind="recovery", experiment=EXP, models=("rw-pm",), method="hierarchical",
                      subjects=(20,), reps=reps_cov, seed=11, draws=500, tune=500, chains=2)
     res = run_study(spec, workers=1)
     cell = next(iter(res.summary.values()))["parameters"]
@@ -24,7 +24,7 @@ def main(reps_cov: int = 20, reps_sbc: int = 100) -> None:
                       "seconds": round(res.seconds), **{k: {m: round(v[m], 3) for m in
                       ("r", "coverage50", "coverage90") if m in v} for k, v in cell.items()}}),
           flush=True)
-    spec = StudySpec(kind="sbc", experiment=EXP, models=("rw-pm",), method="hierarchical",
+    spec = study_spec(kind="sbc", experiment=EXP, models=("rw-pm",), method="hierarchical",
                      subjects=(10,), reps=reps_sbc, seed=12, draws=250, tune=500, chains=2)
     res = run_study(spec, workers=1)
     print(json.dumps({"study": f"SBC rw-pm 10 subjects x 96 trials, {reps_sbc} data sets",

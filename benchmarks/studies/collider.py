@@ -33,7 +33,7 @@ from cogtestbed.environments.causal import CausalDesign
 from cogtestbed.inference.causal import fit_best, signature_metrics, valid_judgments
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import simulate
-from cogtestbed.validation.studies import StudySpec, declared_studies, run_declared_study, run_study
+from cogtestbed.validation.studies import declared_studies, run_declared_study, run_study, study_spec
 
 HUMAN_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "causal" / "human" / "rw17_collider_ce.csv"
 #: The RW17 human 3p fit (Dettki 2025): the base of the biased agents.
@@ -120,7 +120,7 @@ def human_power(human: pd.DataFrame, ns: tuple[int, ...] = (10, 20, 30, 40, 45, 
 
 def sbc(reps: int = 100, seed: int = 0) -> dict[str, Any]:
     """SBC of the partial-pooling ZOIB model on 48 synthetic humans (2 × 500 draws per fit)."""
-    spec = StudySpec(kind="sbc", experiment="collider", models=("cbn-3p",), method="hierarchical",
+    spec = study_spec(kind="sbc", experiment="collider", models=("cbn-3p",), method="hierarchical",
                      subjects=(48,), design={"content": "rw17", "scope": "cell"}, reps=reps, seed=seed,
                      draws=500, tune=500, chains=2)
     res = run_study(spec)

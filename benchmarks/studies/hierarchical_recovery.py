@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cogtestbed.validation.studies import StudySpec, run_study
+from cogtestbed.validation.studies import run_study, study_spec
 
 #: model -> (experiment, subjects, runs per subject).  Runs are CogBench's sessions: two-step 20
 #: trials, BART 45 balloons, horizon one game, urn task 2 judgements, discounting one staircase.
@@ -89,7 +89,7 @@ def study(model: str, reps: int = 4, subjects: int | None = None, runs: int | No
           draws: int = 500, chains: int = 2, seed: int = 0, workers: int = 1) -> dict[str, Any]:
     """Run one model's recovery study; returns the summary plus per-fit diagnostics."""
     experiment, n_default, runs_default = CONFIGS[model]
-    spec = StudySpec(kind="recovery", experiment=experiment, models=(model,), method="hierarchical",
+    spec = study_spec(kind="recovery", experiment=experiment, models=(model,), method="hierarchical",
                      subjects=(subjects or n_default,), runs=(runs or runs_default,),
                      population=True, reps=reps,
                      seed=seed, draws=draws, tune=draws, chains=chains)

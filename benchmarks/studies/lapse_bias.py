@@ -44,11 +44,11 @@ from cogtestbed.agents.lapse import Lapse
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.registry import get_experiment
 from cogtestbed.validation.studies import (
-    StudySpec,
     design_for_trials,
     draw_true_parameters,
     fitted_model,
     simulate_model,
+    study_spec,
 )
 
 #: z of a two-sided 90 % interval.
@@ -129,7 +129,7 @@ def run_condition(fam: Family, name: str, lapse: Lapse | None, lapse_fit: str | 
     """Simulate ``subjects`` subjects (the same true parameters and sessions in every condition),
     fit, and return one row per subject and scored quantity: truth, estimate, Wald SE."""
     exp = get_experiment(fam.experiment)
-    spec = StudySpec(kind="recovery", experiment=fam.experiment, models=(fam.model,), subjects=(subjects,),
+    spec = study_spec(kind="recovery", experiment=fam.experiment, models=(fam.model,), subjects=(subjects,),
                      runs=(fam.runs,), design=dict(fam.design), sampler="uniform", ranges=dict(fam.ranges),
                      seed=seed, lapse=lapse, lapse_fit=lapse_fit)
     model = exp.model(fam.model)

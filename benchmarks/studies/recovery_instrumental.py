@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 
-from cogtestbed.validation.studies import StudySpec, run_study
+from cogtestbed.validation.studies import run_study, study_spec
 
 EXP = "instrumental-learning"
 
 
 def main() -> None:
-    spec = StudySpec(kind="recovery", experiment=EXP, models=("rw-pm",), subjects=(50,), reps=100,
+    spec = study_spec(kind="recovery", experiment=EXP, models=("rw-pm",), subjects=(50,), reps=100,
                      seed=1)
     res = run_study(spec)
     cell = next(iter(res.summary.values()))["parameters"]
@@ -27,14 +27,14 @@ def main() -> None:
                       "r": {k: round(v["r"], 3) for k, v in cell.items()}}), flush=True)
 
     rng_range = {"alpha": (0.05, 0.95), "alpha_pos": (0.05, 0.95), "alpha_neg": (0.05, 0.95)}
-    spec = StudySpec(kind="recovery", experiment=EXP, models=("rw",), subjects=(50,), reps=20,
+    spec = study_spec(kind="recovery", experiment=EXP, models=("rw",), subjects=(50,), reps=20,
                      seed=2, sampler="uniform", ranges=rng_range, fixed={"beta": 5.0})
     res = run_study(spec)
     a = next(iter(res.summary.values()))["parameters"]["alpha"]
     print(json.dumps({"study": "rw alpha, beta=5, 96 trials", "r": round(a["r"], 3),
                       "bias": round(a["bias"], 3), "rmse": round(a["rmse"], 3)}), flush=True)
 
-    spec = StudySpec(kind="recovery", experiment=EXP, models=("rw-pm",), subjects=(50,),
+    spec = study_spec(kind="recovery", experiment=EXP, models=("rw-pm",), subjects=(50,),
                      trials=(96, 192, 480), reps=10, seed=3, sampler="uniform", ranges=rng_range,
                      fixed={"beta": 5.0})
     res = run_study(spec)

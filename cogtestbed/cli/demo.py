@@ -68,12 +68,12 @@ def _studies(output: Path, seed: int, workers: int | None) -> None:
     """Recovery study + power curve for RW± at CogBench's design, and the HTML report."""
     from cogtestbed.cli.app import progress
     from cogtestbed.validation.report import html_report, plots, study_section
-    from cogtestbed.validation.studies import StudySpec, run_study
+    from cogtestbed.validation.studies import run_study, study_spec
 
     specs = [
-        StudySpec(kind="recovery", experiment=DEMO_EXPERIMENT, models=("rw-pm",), subjects=(50,),
+        study_spec(kind="recovery", experiment=DEMO_EXPERIMENT, models=("rw-pm",), subjects=(50,),
                   reps=20, seed=seed),
-        StudySpec(kind="power", experiment=DEMO_EXPERIMENT, models=("rw-pm",),
+        study_spec(kind="power", experiment=DEMO_EXPERIMENT, models=("rw-pm",),
                   subjects=(10, 20, 40), trials=(96, 192), reps=40, seed=seed,
                   effect="optimism_bias", effect_size=0.2),
     ]

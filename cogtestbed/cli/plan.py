@@ -76,6 +76,7 @@ def plan(
         write_plan,
     )
     from cogtestbed.validation.report import check_output_dir
+    from cogtestbed.validation.study_kinds import PlannedStudy
 
     exp = get_experiment(experiment)
     if effect is not None and model is None:
@@ -93,6 +94,7 @@ def plan(
                               "chains": 2}
     spec = _power_spec(model or experiment, experiment if effect is not None else None, effect, metric, compare,
                        test, agent, common)
+    assert isinstance(spec, PlannedStudy)  # a power study of one of its three forms
     if output is not None:
         check_output_dir(output)
     pilot_info = read_pilot(pilot, exp, spec) if pilot is not None else None

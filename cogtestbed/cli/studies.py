@@ -88,13 +88,14 @@ def _spec(**fields: Any) -> StudySpec:
     the option."""
     from pydantic import ValidationError
 
-    from cogtestbed.validation.studies import StudySpec
+    from cogtestbed.validation.studies import study_spec
 
     try:
-        return StudySpec(**fields)
+        return study_spec(**fields)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        name = str(first["loc"][0]) if first["loc"] else ""
+        loc = first["loc"][1:] if first["loc"][:1] == (fields.get("kind"),) else first["loc"]  # the kind's class
+        name = str(loc[0]) if loc else ""
         option = OPTION_OF_FIELD.get(name, "--" + name.replace("_", "-")) if name else ""
         got = f" (got {first['input']!r})" if name else ""
         msg = str(first["msg"]).removeprefix("Value error, ")
@@ -382,7 +383,8 @@ def _power_spec(target: str, experiment: str | None, effect: str | None, metric:
     if experiment is not None and experiment != target:
         raise ValueError(f"metric and test power take the experiment as argument; got {target!r} and "
                          f"--experiment {experiment!r}")
-    common = {k: v for k, v in common.items() if k not in ("subjects", "base", "sd_between", "method")}
+    common = {k: v for k, v in common.items()
+              if k not in ("subjects", "base", "sd_between", "method", "draws", "tune", "chains")}
     base = common.pop("params")
     common["metric_options"] = parse_metric_assignments(target, options)
     if metric is not None:

@@ -23,27 +23,27 @@ import pandas as pd
 from scipy import stats
 
 from cogtestbed.experiments.spec import ExperimentSpec
-from cogtestbed.validation.studies import StudySpec, TaskFn, seed_of, simulate_runs, welch_p
+from cogtestbed.validation.studies import TaskFn, seed_of, simulate_runs, welch_p
+from cogtestbed.validation.study_kinds import MetricPowerStudy, MetricStudy, MetricValidityStudy, StatTestStudy
 
 #: z quantile of the 95 % intervals whose half-widths metrics functions report as ``{metric}_ci``.
 Z95 = float(stats.norm.ppf(0.975))
 
 
-def score(spec: StudySpec, exp: ExperimentSpec, params: Mapping[str, float], runs: int, seed: int,
+def score(spec: MetricStudy, exp: ExperimentSpec, params: Mapping[str, float], runs: int, seed: int,
           design: Any) -> dict[str, Any]:
     """The metrics result of ``runs`` simulated runs of the study's agent at ``params``."""
-    assert spec.agent is not None
     trials = simulate_runs(exp, spec.agent, runs, seed, params, design, lapse=spec.lapse)
     return dict(exp.metrics(trials, **spec.metric_options))
 
 
-def at_value(spec: StudySpec, exp: ExperimentSpec, params: Mapping[str, float], design: Any,
+def at_value(spec: MetricStudy, exp: ExperimentSpec, params: Mapping[str, float], design: Any,
              value: Any) -> tuple[dict[str, float], Any]:
     """(agent parameters, design) with the swept ``spec.parameter`` at ``value`` (``None``: no
     sweep): an agent parameter, or else a field of the design."""
     if value is None or spec.parameter is None:
         return dict(params), design
-    if spec.parameter in exp.agent(str(spec.agent)).parameters.names:
+    if spec.parameter in exp.agent(spec.agent).parameters.names:
         return {**params, spec.parameter: float(value)}, design
     return dict(params), type(design)(**{**design.model_dump(), spec.parameter: value})
 
@@ -102,10 +102,10 @@ def test_outcome(result: Mapping[str, Any], test: str, level: float) -> tuple[bo
     return reject, p
 
 
-def task_metric_validity(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
+def task_metric_validity(spec: MetricValidityStudy, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
                          rng: np.random.Generator, sim_seq: np.random.SeedSequence,
                          fit_seed: int) -> pd.DataFrame:
-    assert spec.parameter is not None and spec.metric is not None
+    assert spec.parameter is not None
     value = float(task["value"])
     params, design = at_value(spec, exp, spec.params, design, task["value"])
     result = score(spec, exp, params, int(task["runs"]), seed_of(sim_seq), design)
@@ -116,9 +116,8 @@ def task_metric_validity(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str
                           "n_flags": len(result.get("flags", result["metrics"].get("flags", [])) or [])}])
 
 
-def task_metric_power(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
+def task_metric_power(spec: MetricPowerStudy, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
                       rng: np.random.Generator, sim_seq: np.random.SeedSequence, fit_seed: int) -> pd.DataFrame:
-    assert spec.compare is not None and spec.metric is not None
     seq_a, seq_b = sim_seq.spawn(2)
     runs = int(task["runs"])
     value = task.get("value")
@@ -131,15 +130,14 @@ def task_metric_power(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, A
                           "difference": eb - ea, "p_value": p, "detected": bool(p < spec.level), "test": test}])
 
 
-def _swept(spec: StudySpec, value: Any) -> dict[str, Any]:
+def _swept(spec: MetricStudy, value: Any) -> dict[str, Any]:
     """The ``parameter`` / ``value`` columns of a sweep's row (NaN value: no sweep)."""
     return {"parameter": spec.parameter if value is not None else None,
             "value": float("nan") if value is None else float(value)}
 
 
-def task_test(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
+def task_test(spec: StatTestStudy, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
               rng: np.random.Generator, sim_seq: np.random.SeedSequence, fit_seed: int) -> pd.DataFrame:
-    assert spec.test is not None and spec.agent is not None
     value = task.get("value")
     params, design = at_value(spec, exp, spec.params, design, value)
     alone = exp.metrics.tests.get(spec.test)

@@ -26,13 +26,13 @@ from cogtestbed.inference.hierarchical import (
 )
 from cogtestbed.validation.studies import (
     SBC_RANKS,
-    StudySpec,
     TaskFn,
     draw_true_parameters,
     fitted_model,
     seed_of,
     simulate_model,
 )
+from cogtestbed.validation.study_kinds import ModelRecoveryStudy, ModelStudy, PowerStudy, RecoveryStudy, SbcStudy
 
 
 def _estimates_mle(model: CognitiveModel, trials: pd.DataFrame) -> pd.DataFrame:
@@ -43,7 +43,7 @@ def _estimates_mle(model: CognitiveModel, trials: pd.DataFrame) -> pd.DataFrame:
     return long.assign(_o=long["subject"].map(order)).sort_values(["_o"], kind="stable").drop(columns="_o")
 
 
-def _fit_bayes(model: CognitiveModel, trials: pd.DataFrame, spec: StudySpec, seed: int) -> Any:
+def _fit_bayes(model: CognitiveModel, trials: pd.DataFrame, spec: ModelStudy, seed: int) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         return fit_hierarchical(model, trials, draws=spec.draws, tune=spec.tune, chains=spec.chains,
@@ -84,7 +84,7 @@ def _population_rows(model: CognitiveModel, pop: Mapping[str, float], fit: Any) 
     return pd.DataFrame(rows)
 
 
-def task_recovery(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
+def task_recovery(spec: RecoveryStudy, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
                   rng: np.random.Generator, sim_seq: np.random.SeedSequence, fit_seed: int) -> pd.DataFrame:
     model = exp.model(spec.models[0])
     n = int(task["n_subjects"])
@@ -120,7 +120,7 @@ def task_recovery(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any],
     return est
 
 
-def task_model_recovery(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
+def task_model_recovery(spec: ModelRecoveryStudy, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
                         rng: np.random.Generator, sim_seq: np.random.SeedSequence,
                         fit_seed: int) -> pd.DataFrame:
     gen = exp.model(task["generator"])
@@ -150,7 +150,7 @@ def task_model_recovery(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str,
     return out
 
 
-def power_parameters(spec: StudySpec, model: CognitiveModel, n: int,
+def power_parameters(spec: PowerStudy, model: CognitiveModel, n: int,
                      rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Subject parameters whose population medians carry the effect.
 
@@ -158,7 +158,6 @@ def power_parameters(spec: StudySpec, model: CognitiveModel, n: int,
     the named contrast (minimum-norm shift: α⁺ − α⁻ = d gives α⁺ = b + d/2, α⁻ = b − d/2);
     subjects scatter around them with SD ``sd_between`` on the unconstrained scale.
     """
-    assert spec.effect is not None
     params = model.parameters
     median = {p.name: float(spec.base.get(p.name, p.default)) for p in params}
     weights: Mapping[str, float] = model.contrasts.get(spec.effect) or {spec.effect: 1.0}
@@ -189,9 +188,8 @@ def detected(p_value: float, estimate: float, effect_size: float, level: float) 
     return effect_size == 0 or bool(np.sign(estimate) == np.sign(effect_size))
 
 
-def task_power(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
+def task_power(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
                rng: np.random.Generator, sim_seq: np.random.SeedSequence, fit_seed: int) -> pd.DataFrame:
-    assert spec.effect is not None
     model = exp.model(spec.models[0])
     n = int(task["n_subjects"])
     true = power_parameters(spec, model, n, rng)
@@ -231,7 +229,7 @@ def _ranked(post: Any, var: str) -> np.ndarray:
     return values[:, int(idx.rstrip("]"))] if idx else values[:, 0]
 
 
-def task_sbc(spec: StudySpec, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
+def task_sbc(spec: SbcStudy, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
              rng: np.random.Generator, sim_seq: np.random.SeedSequence, fit_seed: int) -> pd.DataFrame:
     """SBC (Talts et al. 2018): draw from the model's full prior, simulate, fit, rank the truth.
 

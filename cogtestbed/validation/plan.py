@@ -62,13 +62,12 @@ from scipy import stats
 
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.validation.studies import (
-    MODEL_KINDS,
-    StudySpec,
     _run_chunk,
     check_study,
     design_for_trials,
     trials_step,
 )
+from cogtestbed.validation.study_kinds import MetricPowerStudy, ModelStudy, PlannedStudy, PowerStudy
 
 #: Largest Monte-Carlo SE of the power at the chosen design (binomial SE √(p(1−p)/sims)).
 DEFAULT_MC_SE = 0.03
@@ -150,12 +149,12 @@ def parse_range(text: str | None, default: tuple[int, int] | None) -> tuple[int,
     return values
 
 
-def size_axis_name(spec: StudySpec) -> str:
+def size_axis_name(spec: PlannedStudy) -> str:
     """``subjects`` for a model-level target, ``runs`` (units per setting) otherwise."""
-    return "subjects" if spec.kind in MODEL_KINDS else "runs"
+    return "subjects" if isinstance(spec, ModelStudy) else "runs"
 
 
-def design_axes(spec: StudySpec, exp: ExperimentSpec, subjects: str | None = None, runs: str | None = None,
+def design_axes(spec: PlannedStudy, exp: ExperimentSpec, subjects: str | None = None, runs: str | None = None,
                 trials: str | None = None) -> tuple[Axis, list[Axis]]:
     """(size axis, other axes) of the design space ``spec``'s experiment declares.
 
@@ -163,7 +162,7 @@ def design_axes(spec: StudySpec, exp: ExperimentSpec, subjects: str | None = Non
     unreachable ones are dropped, and none left is an error.
     """
     size_name = size_axis_name(spec)
-    pooled = spec.kind in MODEL_KINDS and exp.pooling_unit == "session"
+    pooled = isinstance(spec, ModelStudy) and exp.pooling_unit == "session"
     if size_name == "subjects":
         size = Axis("subjects", parse_range(subjects, DEFAULT_SIZE) or ())
         if runs is not None and not pooled:
@@ -183,15 +182,15 @@ def design_axes(spec: StudySpec, exp: ExperimentSpec, subjects: str | None = Non
     return size, others
 
 
-def declared_runs(spec: StudySpec, exp: ExperimentSpec) -> tuple[int, ...]:
+def declared_runs(spec: PlannedStudy, exp: ExperimentSpec) -> tuple[int, ...]:
     """Runs per subject of the experiment's declared study of this kind and model (else 1)."""
     for decl in exp.studies_of(spec.kind):
-        if decl.runs and (decl.model is None or decl.model in spec.models):
+        if decl.runs and (decl.model is None or (isinstance(spec, ModelStudy) and decl.model in spec.models)):
             return tuple(sorted(set(decl.runs)))
     return (1,)
 
 
-def trials_values(spec: StudySpec, exp: ExperimentSpec, text: str | None) -> tuple[int, ...]:
+def trials_values(spec: PlannedStudy, exp: ExperimentSpec, text: str | None) -> tuple[int, ...]:
     """Reachable trial counts in the requested range (default: the design's count to ×5)."""
     base = design_for_trials(exp, None, spec.design).n_trials
     assert exp.trials_field is not None
@@ -225,12 +224,12 @@ class Point:
         return {"subjects": self.subjects, "runs": self.runs, "trials": self.trials}
 
 
-def sessions_per_llm(spec: StudySpec, point: Point) -> int:
+def sessions_per_llm(spec: PlannedStudy, point: Point) -> int:
     """Sessions one LLM plays for ``point``: subjects × runs (model level) or runs (per setting)."""
-    return point.subjects * point.runs if spec.kind in MODEL_KINDS else point.runs
+    return point.subjects * point.runs if isinstance(spec, ModelStudy) else point.runs
 
 
-def n_groups(spec: StudySpec) -> int:
+def n_groups(spec: PlannedStudy) -> int:
     """LLMs (agent settings) a design needs: two for a metric difference, else one."""
     return 2 if spec.kind == "metric-power" else 1
 
@@ -354,7 +353,7 @@ class Estimate:
         return math.sqrt(p * (1 - p) / self.sims) if self.sims else float("nan")
 
 
-def outcome_column(spec: StudySpec) -> str:
+def outcome_column(spec: PlannedStudy) -> str:
     """The column of a power task's rows that says whether the simulated study detected the effect."""
     return "rejected" if spec.kind in ("test-size", "test-power") else "detected"
 
@@ -368,16 +367,15 @@ class PowerEvaluator:
     over the size axis smoother).  Tasks run in a local fork pool of ``workers`` processes.
     """
 
-    def __init__(self, spec: StudySpec, workers: int = 1) -> None:
+    def __init__(self, spec: PlannedStudy, workers: int = 1) -> None:
         self.spec, self.workers = spec, max(1, workers)
         self.rows: dict[Point, list[pd.DataFrame]] = {}
         self.done: dict[Point, int] = {}
         self.pool: Executor | None = None
         self.simulations = 0
 
-    def study_at(self, point: Point, reps: int) -> StudySpec:
-        return self.spec.model_copy(update={"subjects": (point.subjects,), "runs": (point.runs,),
-                                            "trials": (point.trials,), "reps": reps})
+    def study_at(self, point: Point, reps: int) -> PlannedStudy:
+        return self.spec.at_point(point.subjects, point.runs, point.trials, reps)
 
     def estimate(self, point: Point) -> Estimate:
         if point not in self.rows:
@@ -446,7 +444,7 @@ class Evaluated:
 class PlanResult:
     """The outcome of :meth:`Planner.plan` (see :func:`plan_payload` for its JSON form)."""
 
-    spec: StudySpec
+    spec: PlannedStudy
     target: float
     size_name: str
     chosen: Evaluated
@@ -463,7 +461,7 @@ class PlanResult:
 class Planner:
     """The sequential design search of the module docstring."""
 
-    def __init__(self, spec: StudySpec, pricer: Pricer, size: Axis, others: Sequence[Axis], target: float = 0.8,
+    def __init__(self, spec: PlannedStudy, pricer: Pricer, size: Axis, others: Sequence[Axis], target: float = 0.8,
                  max_cost: float | None = None, mc_se: float = DEFAULT_MC_SE, workers: int = 1,
                  on_progress: Callable[[str], None] | None = None) -> None:
         if not 0 < target < 1:
@@ -766,7 +764,7 @@ def pareto(evaluated: Iterable[Evaluated]) -> list[Evaluated]:
     return out
 
 
-def describe_target(spec: StudySpec) -> str:
+def describe_target(spec: PlannedStudy) -> str:
     if spec.kind == "power":
         return f"{spec.effect} = {spec.effect_size:g} ({spec.models[0]})"
     if spec.kind == "metric-power":
@@ -775,7 +773,7 @@ def describe_target(spec: StudySpec) -> str:
 
 
 # ----------------------------------------------------------------------------- recovery at the design
-def recovery_at(spec: StudySpec, exp: ExperimentSpec, point: Point, power_rows: pd.DataFrame) -> dict[str, Any]:
+def recovery_at(spec: PlannedStudy, exp: ExperimentSpec, point: Point, power_rows: pd.DataFrame) -> dict[str, Any]:
     """How well the chosen design recovers what the target is about.
 
     Model level: per-subject true vs MLE of every parameter and of the effect (r, bias, RMSE) over
@@ -785,9 +783,9 @@ def recovery_at(spec: StudySpec, exp: ExperimentSpec, point: Point, power_rows: 
     :data:`ESTIMAND_DRAWS` simulated subjects).  Metric level: mean and SD of the estimated
     difference.  Test level: rejection rate and median p-value.
     """
-    if spec.kind == "power":
+    if isinstance(spec, PowerStudy):
         return _model_recovery(spec, exp, point, power_rows)
-    if spec.kind == "metric-power":
+    if isinstance(spec, MetricPowerStudy):
         d = power_rows["difference"].to_numpy(float)
         return {"metric": spec.metric, "mean_difference": float(np.nanmean(d)),
                 "sd_difference": float(np.nanstd(d, ddof=1)) if d.size > 1 else float("nan"),
@@ -796,7 +794,7 @@ def recovery_at(spec: StudySpec, exp: ExperimentSpec, point: Point, power_rows: 
             "median_p": float(power_rows["p_value"].median())}
 
 
-def _model_recovery(spec: StudySpec, exp: ExperimentSpec, point: Point, rows: pd.DataFrame) -> dict[str, Any]:
+def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: pd.DataFrame) -> dict[str, Any]:
     from cogtestbed.validation.model_studies import power_parameters
     from cogtestbed.validation.studies import seed_of, simulate_model
 

@@ -20,7 +20,8 @@ import pandas as pd
 
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.validation.plan import Evaluated, PlanResult, Pricer, describe_target, sessions_per_llm
-from cogtestbed.validation.studies import MODEL_KINDS, StudySpec, design_for_trials
+from cogtestbed.validation.studies import design_for_trials
+from cogtestbed.validation.study_kinds import ModelStudy, PlannedStudy
 
 PLAN_FILE, REPORT_FILE, FRONTIER_PNG = "plan.json", "report.html", "frontier.png"
 #: Valid trials a pilot needs before its fitted parameters are used as the simulation's base.
@@ -53,7 +54,7 @@ class Pilot:
         return dict(self.__dict__)
 
 
-def read_pilot(path: Path, exp: ExperimentSpec, spec: StudySpec) -> Pilot:
+def read_pilot(path: Path, exp: ExperimentSpec, spec: PlannedStudy) -> Pilot:
     """Invalid rate, tokens per call and fitted parameters of the pilot run in ``path``."""
     from cogtestbed.llm_adapters.runner import CALLS_FILE, TRIALS_FILE
     from cogtestbed.trials import read_manifest, read_trials
@@ -83,15 +84,15 @@ def _mean_column(frame: pd.DataFrame, name: str) -> float | None:
     return float(values.mean()) if len(values) else None
 
 
-def _pilot_fit(exp: ExperimentSpec, spec: StudySpec, table: pd.DataFrame) -> tuple[dict[str, float], str | None]:
+def _pilot_fit(exp: ExperimentSpec, spec: PlannedStudy, table: pd.DataFrame) -> tuple[dict[str, float], str | None]:
     """Medians of the per-subject MLE of the target's model (or the agent's same-name model)."""
     import warnings
 
-    name = spec.models[0] if spec.kind in MODEL_KINDS else spec.agent
+    name = spec.models[0] if isinstance(spec, ModelStudy) else spec.agent
     if name is None or name not in exp.models:
         return {}, None
     model = exp.model(name)
-    if spec.kind not in MODEL_KINDS and exp.generator(name).agent != spec.agent:
+    if not isinstance(spec, ModelStudy) and exp.generator(name).agent != spec.agent:
         return {}, None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -100,12 +101,12 @@ def _pilot_fit(exp: ExperimentSpec, spec: StudySpec, table: pd.DataFrame) -> tup
     return {k: v for k, v in medians.items() if math.isfinite(v)}, name
 
 
-def apply_pilot(spec: StudySpec, exp: ExperimentSpec, pilot: Pilot, given_base: dict[str, float],
-                given_params: dict[str, float]) -> StudySpec:
+def apply_pilot(spec: PlannedStudy, exp: ExperimentSpec, pilot: Pilot, given_base: dict[str, float],
+                given_params: dict[str, float]) -> PlannedStudy:
     """``spec`` with the pilot's fitted medians as the base of the simulation (explicit values win)."""
     if not pilot.fitted or pilot.fitted_model is None:
         return spec
-    if spec.kind in MODEL_KINDS:
+    if isinstance(spec, ModelStudy):
         base = {k: v for k, v in pilot.fitted.items() if k not in spec.fixed}
         return spec.model_copy(update={"base": {**base, **given_base}})
     agent_params = exp.generator(pilot.fitted_model).agent_params(pilot.fitted)
@@ -147,9 +148,8 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
         "lapse": None if result.spec.lapse is None else _lapse_dict(result.spec.lapse),
         "pilot": None if pilot is None else pilot.as_dict(),
         "run": run_section(result, pricer, exp, max_cost),
-        "study": result.spec.model_copy(update={"subjects": (chosen.point.subjects,), "runs": (chosen.point.runs,),
-                                                "trials": (chosen.point.trials,),
-                                                "reps": chosen.estimate.sims}).model_dump(mode="json"),
+        "study": result.spec.at_point(chosen.point.subjects, chosen.point.runs, chosen.point.trials,
+                                      chosen.estimate.sims).model_dump(mode="json"),
         "search": {"seconds": round(result.seconds, 2), "cpu_seconds": round(result.cpu_seconds, 2),
                    "simulations": result.simulations, "designs_simulated": len(result.evaluated)},
     }

@@ -377,8 +377,7 @@ def study_section(result: Any, plot_paths: list[Path]) -> dict[str, Any]:
     details = json.dumps({"spec": result.spec.model_dump(), "seconds": round(result.seconds, 2)},
                          indent=1, default=str)
     spec = result.spec
-    subject = ", ".join(spec.models) if spec.models else f"{spec.agent}: {spec.metric or spec.test}"
-    return {"title": f"{spec.kind}: {subject} ({spec.experiment}, {spec.method})",
+    return {"title": f"{spec.kind}: {spec.subject} ({spec.experiment}, {spec.method})",
             "verdict": result.verdict, "tables": _summary_tables(result), "plots": plot_paths,
             "details": details}
 

@@ -48,11 +48,10 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import as_completed as cf_completed
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy import stats
 
 from cogtestbed.agents.lapse import Lapse
@@ -67,162 +66,24 @@ from cogtestbed.parameters import Parameter
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import as_sessions, simulate
 from cogtestbed.validation.errors import StudyFailure, StudyInputError, WorkerDied
+from cogtestbed.validation.study_kinds import (
+    MetricStudy,
+    ModelRecoveryStudy,
+    ModelStudy,
+    PowerStudy,
+    RecoveryStudy,
+    SampledStudy,
+    StudySpec,
+    kind_fields,
+    load_study,
+    study_spec,
+)
 
-Kind = Literal["recovery", "model-recovery", "sbc", "power",
-               "metric-validity", "metric-power", "test-size", "test-power"]
-Method = Literal["mle", "hierarchical"]
-#: Kinds that simulate from models and fit them; the others score agents with the metrics function.
-MODEL_KINDS = ("recovery", "model-recovery", "sbc", "power")
-METRIC_KINDS = ("metric-validity", "metric-power", "test-size", "test-power")
-#: Metric-level kinds that sweep ``parameter`` over ``values`` when given (an agent parameter or a
-#: design field, such as the samples per item of a sampling-only backend).
-SWEPT_KINDS = ("metric-power", "test-size", "test-power")
 #: Central mass of the prior whose natural-scale range the uniform sampler uses by default.
 UNIFORM_PRIOR_Z = 1.645
 #: Posterior draws kept for SBC ranks: ranks of autocorrelated draws are not uniform, so draws
 #: are thinned to about this many (Talts et al. 2018, §5.1).
 SBC_RANKS = 100
-
-
-class StudySpec(BaseModel):
-    """Declarative description of one study (validated; JSON round-trips)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: Kind
-    experiment: str
-    #: Model(s): one for recovery / power / SBC, the candidates for model recovery.
-    models: tuple[str, ...] = ()
-    #: Agent of a metric-level study.
-    agent: str | None = None
-    method: Method = "mle"
-    #: Simulated subjects per data set (model studies).
-    subjects: tuple[int, ...] = (50,)
-    #: Trials per session; ``None`` keeps the design's default (set through the spec's
-    #: ``trials_field``, :func:`design_for_trials`).
-    trials: tuple[int | None, ...] = (None,)
-    #: Runs: sessions each simulated subject plays and the model pools (model studies, only where
-    #: the experiment pools sessions); for metric studies the runs (units) the metric is computed
-    #: over per agent setting, e.g. CogBench's 100 two-step runs of one LLM.
-    runs: tuple[int, ...] = (1,)
-    #: Extra design fields (e.g. ``{"visits_per_casino": 48}``).
-    design: dict[str, Any] = Field(default_factory=dict)
-    #: Hierarchical recovery with the prior sampler: also score the population medians.
-    population: bool = False
-    reps: int = Field(20, ge=1)
-    seed: int = 0
-    #: How true parameters are drawn: ``prior`` = the hierarchical prior (a new population per
-    #: rep), ``uniform`` = independent uniform draws on ``ranges`` (default: the prior's central
-    #: 90 % on the natural scale).
-    sampler: Literal["prior", "uniform"] = "prior"
-    ranges: dict[str, tuple[float, float]] = Field(default_factory=dict)
-    #: Model parameters held fixed at these values (e.g. ``{"beta": 5}``).
-    fixed: dict[str, float] = Field(default_factory=dict)
-    #: Agent parameters: for model studies those the model lacks (override the generator's
-    #: ``fixed``, e.g. response noise); for metric studies the agent's base setting.
-    params: dict[str, float] = Field(default_factory=dict)
-    #: Invalid and random answers of the simulated subjects (:mod:`cogtestbed.agents.lapse`).
-    lapse: Lapse | None = None
-    #: The fitted models' lapse term (:func:`~cogtestbed.inference.base.with_lapse`): None (none),
-    #: ``"fit"`` (ε fitted, recovered against the simulated random-answer rate) or a fixed ε.
-    lapse_fit: Literal["fit"] | float | None = None
-    # -- power
-    effect: str | None = None
-    effect_size: float = 0.0
-    base: dict[str, float] = Field(default_factory=dict)
-    sd_between: float = 0.5
-    level: float = Field(0.05, gt=0, lt=1)
-    # -- metric-level studies
-    metric: str | None = None
-    parameter: str | None = None
-    values: tuple[float, ...] = ()
-    compare: tuple[dict[str, float], dict[str, float]] | None = None
-    test: str | None = None
-    direction: Literal["increasing", "decreasing", "any"] = "any"
-    metric_options: dict[str, Any] = Field(default_factory=dict)
-    # -- Bayesian fits
-    draws: int = Field(1000, ge=1)
-    tune: int = Field(1000, ge=0)
-    chains: int = Field(4, ge=1)
-    sampler_backend: Literal["auto", "nutpie", "pymc"] = "auto"
-
-    @model_validator(mode="after")
-    def _shape(self) -> StudySpec:
-        if self.kind in MODEL_KINDS and not self.models:
-            raise ValueError(f"a {self.kind} study needs a model")
-        if self.kind == "model-recovery" and len(self.models) < 2:
-            raise ValueError("model recovery needs at least two models")
-        repeated = sorted({m for m in self.models if self.models.count(m) > 1})
-        if repeated:
-            raise ValueError(f"model {', '.join(repeated)} is named twice: model recovery compares different "
-                             "candidate models (a model against itself always ties)")
-        if self.kind in ("recovery", "sbc", "power") and len(self.models) != 1:
-            raise ValueError(f"a {self.kind} study takes exactly one model, got {len(self.models)}")
-        if self.kind in METRIC_KINDS and self.agent is None:
-            raise ValueError(f"a {self.kind} study needs an agent")
-        if self.kind == "sbc" and self.method != "hierarchical":
-            raise ValueError("SBC needs posterior draws: use method='hierarchical'")
-        if self.kind == "power" and self.effect is None:
-            raise ValueError("a power study needs an effect NAME=SIZE (e.g. optimism_bias=0.2)")
-        if self.kind == "metric-validity" and (self.parameter is None or len(self.values) < 2):
-            raise ValueError("metric validity sweeps a parameter over at least two values")
-        if self.kind in ("metric-validity", "metric-power") and self.metric is None:
-            raise ValueError(f"a {self.kind} study needs a metric")
-        if self.kind == "metric-power" and self.compare is None:
-            raise ValueError("metric power compares two agent settings (compare=(A, B))")
-        if self.kind in ("test-size", "test-power") and self.test is None:
-            raise ValueError(f"a {self.kind} study needs a test (a key of the metrics result)")
-        if isinstance(self.lapse_fit, float) and not 0.0 <= self.lapse_fit < 1.0:
-            raise ValueError(f"a fixed lapse rate must be in [0, 1), got {self.lapse_fit}")
-        for name in ("subjects", "runs", "trials"):
-            bad = [n for n in getattr(self, name) if n is not None and n < 1]
-            if bad:
-                raise ValueError(f"{name} must be at least 1, got {bad[0]}")
-        if not self.subjects or not self.runs or not self.trials:
-            raise ValueError("subjects, runs and trials need at least one value each")
-        return self
-
-    @property
-    def true_distribution(self) -> str:
-        """Which distribution the true parameters come from (stated in every verdict)."""
-        if self.kind in METRIC_KINDS:
-            return "fixed agent settings"
-        if self.kind == "sbc":
-            return "draws from the hierarchical prior"
-        if self.kind == "power":
-            base = ", ".join(f"{k}={v:g}" for k, v in self.base.items()) or "defaults"
-            return (f"population medians ({base}) shifted by the effect, subjects scattered with SD "
-                    f"{self.sd_between:g} on the unconstrained scale")
-        if self.sampler == "prior":
-            return "draws from the hierarchical prior (a new population per rep)"
-        ranges = ", ".join(f"{k} in [{lo:g}, {hi:g}]" for k, (lo, hi) in self.ranges.items())
-        return "independent uniform draws" + (f" ({ranges}; others on the prior's central 90%)"
-                                              if ranges else " on the prior's central 90%")
-
-    def tasks(self) -> list[dict[str, Any]]:
-        """Independent units of work, in a fixed order (index = seed stream)."""
-        out: list[dict[str, Any]] = []
-
-        def add(**task: Any) -> None:
-            out.append({"index": len(out), **task})
-
-        if self.kind in MODEL_KINDS:
-            gens = self.models if self.kind == "model-recovery" else self.models[:1]
-            for n in self.subjects:
-                for trials in self.trials:
-                    for runs in self.runs:
-                        for gen in gens:
-                            for rep in range(self.reps):
-                                add(n_subjects=n, trials=trials, runs=runs, generator=gen, rep=rep)
-            return out
-        sweeps = self.kind == "metric-validity" or (self.kind in SWEPT_KINDS and self.values)
-        values: tuple[float | None, ...] = self.values if sweeps else (None,)
-        for trials in self.trials:
-            for runs in self.runs:
-                for value in values:
-                    for rep in range(self.reps):
-                        add(n_subjects=1, trials=trials, runs=runs, value=value, rep=rep)
-        return out
 
 
 # ----------------------------------------------------------------------------- checks
@@ -232,35 +93,47 @@ def check_study(spec: StudySpec) -> ExperimentSpec:
     Called before any computation, so a nonsense combination fails at once.
     """
     exp = get_experiment(spec.experiment)
-    for name in spec.models:
-        exp.model(name)
-    if spec.agent is not None:
-        agent = exp.agent(spec.agent)
-        names = set(agent.parameters.names)
-        for setting in (spec.params, *(spec.compare or ())):
-            _check_names(setting, names, f"agent {spec.agent}")
-        fields_ = set(getattr(exp.design_cls, "model_fields", {}))
-        if spec.parameter is not None and spec.parameter not in names | fields_:
-            raise ValueError(f"{spec.parameter!r} is neither a parameter of agent {spec.agent} "
-                             f"({', '.join(sorted(names))}) nor a design field ({', '.join(sorted(fields_))})")
+    if isinstance(spec, ModelStudy):
+        _check_models(spec, exp)
+    else:
+        _check_agent(spec, exp)
     if any(t is not None for t in spec.trials) and exp.trials_field is None:
         raise ValueError(f"experiment {exp.name} has a fixed number of trials per session (no trials field); "
                          "scale runs instead")
-    if spec.kind in MODEL_KINDS and any(r > 1 for r in spec.runs) and exp.pooling_unit != "session":
-        raise ValueError(f"experiment {exp.name} pools subjects, not sessions: runs > 1 needs an experiment "
-                         "whose pooling unit is the session")
-    if spec.metric is not None and spec.metric not in _headline(exp):
-        valid = _headline(exp)
-        raise ValueError(f"{spec.metric!r} is not a headline metric of {exp.name}; "
-                         + (f"choose one of: {', '.join(valid)}" if valid else "it declares none"))
-    for m in spec.models:
-        _check_model_settings(spec, exp, exp.model(m))
-    if spec.kind == "model-recovery":
-        known = {p for m in spec.models for p in exp.model(m).parameters.names}
-        _check_names({**spec.fixed, **spec.ranges}, known, f"models {', '.join(spec.models)}")
     for t in spec.trials:
         design_for_trials(exp, t, spec.design)
     return exp
+
+
+def _check_agent(spec: MetricStudy, exp: ExperimentSpec) -> None:
+    """The agent, its settings, the swept parameter and the metric of a metric-level study."""
+    agent = exp.agent(spec.agent)
+    names = set(agent.parameters.names)
+    for setting in (spec.params, *getattr(spec, "compare", ())):
+        _check_names(setting, names, f"agent {spec.agent}")
+    fields_ = set(getattr(exp.design_cls, "model_fields", {}))
+    if spec.parameter is not None and spec.parameter not in names | fields_:
+        raise ValueError(f"{spec.parameter!r} is neither a parameter of agent {spec.agent} "
+                         f"({', '.join(sorted(names))}) nor a design field ({', '.join(sorted(fields_))})")
+    metric = getattr(spec, "metric", None)
+    if metric is not None and metric not in _headline(exp):
+        valid = _headline(exp)
+        raise ValueError(f"{metric!r} is not a headline metric of {exp.name}; "
+                         + (f"choose one of: {', '.join(valid)}" if valid else "it declares none"))
+
+
+def _check_models(spec: ModelStudy, exp: ExperimentSpec) -> None:
+    """The models of a model-level study, their settings and the pooling of runs."""
+    for name in spec.models:
+        exp.model(name)
+    if any(r > 1 for r in spec.runs) and exp.pooling_unit != "session":
+        raise ValueError(f"experiment {exp.name} pools subjects, not sessions: runs > 1 needs an experiment "
+                         "whose pooling unit is the session")
+    for m in spec.models:
+        _check_model_settings(spec, exp, exp.model(m))
+    if isinstance(spec, ModelRecoveryStudy):
+        known = {p for m in spec.models for p in exp.model(m).parameters.names}
+        _check_names({**spec.fixed, **spec.ranges}, known, f"models {', '.join(spec.models)}")
 
 
 def concurrent_tasks(spec: StudySpec, workers: int | None) -> int:
@@ -281,12 +154,12 @@ def check_study_memory(spec: StudySpec, exp: ExperimentSpec, concurrent: int = 1
     """
     from cogtestbed.simulation import MEMORY_COPIES, check_memory, session_bytes
 
-    if spec.kind in MODEL_KINDS:
+    if isinstance(spec, ModelStudy):
         gen = exp.generator(spec.models[0])
         agent, params = gen.agent, {**dict(gen.fixed), **spec.params}
         sessions = max(spec.subjects) * max(spec.runs)
     else:
-        agent, params = str(spec.agent), dict(spec.params)
+        agent, params = spec.agent, dict(spec.params)
         sessions = max(spec.runs) * (2 if spec.kind == "metric-power" else 1)
     per = max(session_bytes(exp, agent, params, design_for_trials(exp, t, spec.design)) for t in spec.trials)
     need = per * sessions * MEMORY_COPIES * concurrent
@@ -302,16 +175,15 @@ def _check_names(values: Mapping[str, Any], valid: set[str], what: str) -> None:
         raise ValueError(f"{', '.join(bad)} {noun} of {what}; valid: {', '.join(sorted(valid)) or '(none)'}")
 
 
-def _check_model_settings(spec: StudySpec, exp: ExperimentSpec, model: CognitiveModel) -> None:
+def _check_model_settings(spec: ModelStudy, exp: ExperimentSpec, model: CognitiveModel) -> None:
     names = set(model.parameters.names)
     if spec.kind != "model-recovery":
-        _check_names(spec.fixed, names, f"model {model.name}")
-        _check_names(spec.ranges, names, f"model {model.name}")
-        _check_names(spec.base, names, f"model {model.name}")
-    if spec.kind in ("recovery", "sbc") and names <= set(spec.fixed):
+        for setting in ("fixed", "ranges", "base"):
+            _check_names(getattr(spec, setting, {}), names, f"model {model.name}")
+    if isinstance(spec, RecoveryStudy) and names <= set(spec.fixed):
         raise ValueError(f"every parameter of {model.name} is fixed ({', '.join(sorted(names))}): nothing is left "
                          "to recover; drop a --fix")
-    if spec.kind == "power" and spec.effect is not None:
+    if isinstance(spec, PowerStudy):
         model.contrast(spec.effect, {p: 0.0 for p in model.parameters.names})
     if spec.method == "hierarchical" and not model.has_pymc:
         raise ValueError(f"model {model.name} has no PyMC version: use method='mle'")
@@ -379,7 +251,7 @@ def _uniform_range(p: Parameter) -> tuple[float, float]:
     return float(p.to_constrained(lo)), float(p.to_constrained(hi))
 
 
-def draw_true_parameters(spec: StudySpec, model: CognitiveModel, n: int,
+def draw_true_parameters(spec: SampledStudy, model: CognitiveModel, n: int,
                          rng: np.random.Generator) -> tuple[dict[str, float], dict[str, np.ndarray]]:
     """(population values, per-subject natural values) for one simulated data set."""
     if spec.sampler == "prior":
@@ -396,12 +268,12 @@ def draw_true_parameters(spec: StudySpec, model: CognitiveModel, n: int,
     return pop, subj
 
 
-def fitted_model(spec: StudySpec, model: CognitiveModel) -> CognitiveModel:
+def fitted_model(spec: ModelStudy, model: CognitiveModel) -> CognitiveModel:
     """The model a study fits: ``model`` with the spec's lapse term, if any."""
     return with_lapse(model, spec.lapse_fit)
 
 
-def simulate_model(spec: StudySpec, exp: ExperimentSpec, model: str, true: Mapping[str, Any], n: int,
+def simulate_model(spec: ModelStudy, exp: ExperimentSpec, model: str, true: Mapping[str, Any], n: int,
                    seed: int, design: Any, runs: int, extra: Mapping[str, float] | None = None) -> pd.DataFrame:
     """Data from ``model`` at ``true`` parameters, through its generator's agent."""
     gen = exp.generator(model)
@@ -428,11 +300,13 @@ def run_task(spec: StudySpec, task: Mapping[str, Any]) -> pd.DataFrame:
     out = runner[spec.kind](spec, exp, task, design, **streams)
     out.insert(0, "task", int(task["index"]))
     out.insert(1, "rep", int(task["rep"]))
-    if spec.kind in MODEL_KINDS:
+    if isinstance(spec, ModelStudy):  # a subject plays ``runs`` sessions
         out.insert(2, "n_subjects", int(task["n_subjects"]))
-    out.insert(3 if spec.kind in MODEL_KINDS else 2, "runs", int(task["runs"]))
-    out.insert(4 if spec.kind in MODEL_KINDS else 3, "n_trials", int(design.n_trials) * int(task["runs"])
-               if spec.kind in MODEL_KINDS else int(design.n_trials))
+        out.insert(3, "runs", int(task["runs"]))
+        out.insert(4, "n_trials", int(design.n_trials) * int(task["runs"]))
+    else:  # a unit is one session
+        out.insert(2, "runs", int(task["runs"]))
+        out.insert(3, "n_trials", int(design.n_trials))
     return out
 
 
@@ -469,7 +343,7 @@ class StudyTaskError(Exception):
 
 
 def _run_chunk(spec_json: str, tasks: list[dict[str, Any]]) -> pd.DataFrame:
-    spec = StudySpec.model_validate_json(spec_json)
+    spec = load_study(spec_json)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         parts = []
@@ -660,7 +534,7 @@ DEFAULT_EFFECT_SIZE = 0.2
 
 
 def spec_from_decl(exp: ExperimentSpec, decl: StudyDecl, **overrides: Any) -> StudySpec:
-    """The :class:`StudySpec` of a study the experiment declares (``overrides`` win)."""
+    """The study the experiment declares (``overrides`` win)."""
     fields: dict[str, Any] = {"kind": decl.kind, "experiment": exp.name, "direction": decl.direction,
                               "params": dict(decl.params), "sampler": decl.sampler,
                               "ranges": {k: tuple(v) for k, v in decl.ranges.items()},
@@ -689,8 +563,8 @@ def spec_from_decl(exp: ExperimentSpec, decl: StudyDecl, **overrides: Any) -> St
         fields["trials"] = tuple(decl.trials)
     if decl.subjects:
         fields["subjects"] = tuple(decl.subjects)
-    fields.update(overrides)
-    return StudySpec(**fields)
+    own = kind_fields(decl.kind)  # a declaration's settings that its kind has no use for are left out
+    return study_spec(**{k: v for k, v in fields.items() if k in own}, **overrides)
 
 
 def declared_studies(exp: ExperimentSpec, name: str | None = None) -> list[tuple[str, StudyDecl]]:

@@ -1,0 +1,321 @@
+"""One typed, validated model per study kind; :data:`StudySpec` is their discriminated union.
+
+Every kind shares the :class:`Study` fields (experiment, sizes, design, reps, seed, the agents'
+settings and lapses).  The four *model* kinds (:class:`ModelStudy`: recovery, model recovery,
+SBC, power) simulate from named models and fit them; the four *metric* kinds
+(:class:`MetricStudy`: metric validity, metric power, test size, test power) score one agent with
+the experiment's metrics function.  ``kind`` picks the class: :func:`study_spec` builds the right
+one from keyword fields, :func:`load_study` from JSON (the payload a worker process receives).
+Each class lays out its own independent *tasks* (:meth:`Study.tasks`) and says which
+distribution its true parameters come from (:attr:`Study.true_distribution`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+
+from cogtestbed.agents.lapse import Lapse
+
+Kind = Literal["recovery", "model-recovery", "sbc", "power",
+               "metric-validity", "metric-power", "test-size", "test-power"]
+Method = Literal["mle", "hierarchical"]
+#: Kinds that simulate from models and fit them; the others score agents with the metrics function.
+MODEL_KINDS = ("recovery", "model-recovery", "sbc", "power")
+METRIC_KINDS = ("metric-validity", "metric-power", "test-size", "test-power")
+#: Metric-level kinds that sweep ``parameter`` over ``values`` when given (an agent parameter or a
+#: design field, such as the samples per item of a sampling-only backend).
+SWEPT_KINDS = ("metric-power", "test-size", "test-power")
+#: A task: its index (= seed stream) and the design cell and repetition it runs.
+Task = dict[str, Any]
+
+
+class Study(BaseModel):
+    """Fields of every study kind (validated, frozen; JSON round-trips)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Kind
+    experiment: str
+    #: Trials per session; ``None`` keeps the design's default (set through the spec's
+    #: ``trials_field``, :func:`~cogtestbed.validation.studies.design_for_trials`).
+    trials: tuple[int | None, ...] = (None,)
+    #: Runs: sessions each simulated subject plays and the model pools (model studies, only where
+    #: the experiment pools sessions); for metric studies the runs (units) the metric is computed
+    #: over per agent setting, e.g. CogBench's 100 two-step runs of one LLM.
+    runs: tuple[int, ...] = (1,)
+    #: Extra design fields (e.g. ``{"visits_per_casino": 48}``).
+    design: dict[str, Any] = Field(default_factory=dict)
+    reps: int = Field(20, ge=1)
+    seed: int = 0
+    #: Agent parameters: for model studies those the model lacks (override the generator's
+    #: ``fixed``, e.g. response noise); for metric studies the agent's base setting.
+    params: dict[str, float] = Field(default_factory=dict)
+    #: Invalid and random answers of the simulated subjects (:mod:`cogtestbed.agents.lapse`).
+    lapse: Lapse | None = None
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Study:
+        for name in ("subjects", "runs", "trials"):
+            bad = [n for n in getattr(self, name, (1,)) if n is not None and n < 1]
+            if bad:
+                raise ValueError(f"{name} must be at least 1, got {bad[0]}")
+        if not getattr(self, "subjects", (1,)) or not self.runs or not self.trials:
+            raise ValueError("subjects, runs and trials need at least one value each")
+        return self
+
+    @property
+    def true_distribution(self) -> str:
+        """Which distribution the true parameters come from (stated in every verdict)."""
+        return "fixed agent settings"
+
+    def tasks(self) -> list[Task]:
+        """Independent units of work, in a fixed order (index = seed stream)."""
+        raise NotImplementedError
+
+    def at_point(self, subjects: int, runs: int, trials: int | None, reps: int) -> Self:
+        """This study at one design point with ``reps`` repetitions (``subjects`` where it has them)."""
+        update: dict[str, Any] = {"runs": (runs,), "trials": (trials,), "reps": reps}
+        if "subjects" in type(self).model_fields:
+            update["subjects"] = (subjects,)
+        return self.model_copy(update=update)
+
+
+def _numbered(cells: list[dict[str, Any]]) -> list[Task]:
+    return [{"index": i, **cell} for i, cell in enumerate(cells)]
+
+
+# ----------------------------------------------------------------------------- model kinds
+class ModelStudy(Study):
+    """A study that simulates from models and fits them."""
+
+    #: Model(s): one for recovery / power / SBC, the candidates for model recovery.
+    models: tuple[str, ...]
+    method: Method = "mle"
+    #: Simulated subjects per data set.
+    subjects: tuple[int, ...] = (50,)
+    #: The fitted models' lapse term (:func:`~cogtestbed.inference.base.with_lapse`): None (none),
+    #: ``"fit"`` (ε fitted, recovered against the simulated random-answer rate) or a fixed ε.
+    lapse_fit: Literal["fit"] | float | None = None
+    # -- Bayesian fits
+    draws: int = Field(1000, ge=1)
+    tune: int = Field(1000, ge=0)
+    chains: int = Field(4, ge=1)
+    sampler_backend: Literal["auto", "nutpie", "pymc"] = "auto"
+
+    @model_validator(mode="after")
+    def _models(self) -> ModelStudy:
+        kind = getattr(self, "kind", "")
+        if not self.models:
+            raise ValueError(f"a {kind} study needs a model")
+        repeated = sorted({m for m in self.models if self.models.count(m) > 1})
+        if repeated:
+            raise ValueError(f"model {', '.join(repeated)} is named twice: model recovery compares different "
+                             "candidate models (a model against itself always ties)")
+        if kind != "model-recovery" and len(self.models) != 1:
+            raise ValueError(f"a {kind} study takes exactly one model, got {len(self.models)}")
+        if isinstance(self.lapse_fit, float) and not 0.0 <= self.lapse_fit < 1.0:
+            raise ValueError(f"a fixed lapse rate must be in [0, 1), got {self.lapse_fit}")
+        return self
+
+    @property
+    def subject(self) -> str:
+        """What the study is about: its models."""
+        return ", ".join(self.models)
+
+    @property
+    def generators(self) -> tuple[str, ...]:
+        """The models data are simulated from (every candidate in model recovery)."""
+        return self.models[:1]
+
+    def tasks(self) -> list[Task]:
+        """Subjects x trials x runs x generating model x repetition, in that order."""
+        return _numbered([{"n_subjects": n, "trials": trials, "runs": runs, "generator": gen, "rep": rep}
+                          for n in self.subjects for trials in self.trials for runs in self.runs
+                          for gen in self.generators for rep in range(self.reps)])
+
+
+class SampledStudy(ModelStudy):
+    """A model study whose true parameters are drawn by a sampler (recovery, model recovery)."""
+
+    #: How true parameters are drawn: ``prior`` = the hierarchical prior (a new population per
+    #: rep), ``uniform`` = independent uniform draws on ``ranges`` (default: the prior's central
+    #: 90 % on the natural scale).
+    sampler: Literal["prior", "uniform"] = "prior"
+    ranges: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    #: Model parameters held fixed at these values (e.g. ``{"beta": 5}``).
+    fixed: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def true_distribution(self) -> str:
+        if self.sampler == "prior":
+            return "draws from the hierarchical prior (a new population per rep)"
+        ranges = ", ".join(f"{k} in [{lo:g}, {hi:g}]" for k, (lo, hi) in self.ranges.items())
+        return "independent uniform draws" + (f" ({ranges}; others on the prior's central 90%)"
+                                              if ranges else " on the prior's central 90%")
+
+
+class RecoveryStudy(SampledStudy):
+    """Parameter recovery: true vs estimated parameters (r, bias, RMSE, interval coverage)."""
+
+    kind: Literal["recovery"] = "recovery"
+    #: Hierarchical recovery with the prior sampler: also score the population medians.
+    population: bool = False
+
+
+class ModelRecoveryStudy(SampledStudy):
+    """Model recovery: the confusion matrix of the best-fitting model per generating model."""
+
+    kind: Literal["model-recovery"] = "model-recovery"
+
+    @model_validator(mode="after")
+    def _candidates(self) -> ModelRecoveryStudy:
+        if len(self.models) < 2:
+            raise ValueError("model recovery needs at least two models")
+        return self
+
+    @property
+    def generators(self) -> tuple[str, ...]:
+        return self.models
+
+
+class SbcStudy(ModelStudy):
+    """Simulation-based calibration: ranks of the truth among posterior draws (Talts et al. 2018)."""
+
+    kind: Literal["sbc"] = "sbc"
+
+    @model_validator(mode="after")
+    def _bayesian(self) -> SbcStudy:
+        if self.method != "hierarchical":
+            raise ValueError("SBC needs posterior draws: use method='hierarchical'")
+        return self
+
+    @property
+    def true_distribution(self) -> str:
+        return "draws from the hierarchical prior"
+
+
+class PowerStudy(ModelStudy):
+    """Power of a test on a model parameter or contrast (share of simulated studies rejecting)."""
+
+    kind: Literal["power"] = "power"
+    #: The parameter or contrast tested, and its shift of the population median.
+    effect: str
+    effect_size: float = 0.0
+    #: Population medians before the effect (defaults otherwise), and the between-subject SD on
+    #: the unconstrained scale.
+    base: dict[str, float] = Field(default_factory=dict)
+    sd_between: float = 0.5
+    level: float = Field(0.05, gt=0, lt=1)
+    #: Model parameters held fixed at these values.
+    fixed: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def true_distribution(self) -> str:
+        base = ", ".join(f"{k}={v:g}" for k, v in self.base.items()) or "defaults"
+        return (f"population medians ({base}) shifted by the effect, subjects scattered with SD "
+                f"{self.sd_between:g} on the unconstrained scale")
+
+
+# ----------------------------------------------------------------------------- metric kinds
+class MetricStudy(Study):
+    """A study that scores one agent with the experiment's metrics function."""
+
+    agent: str
+    #: Options of the experiment's metrics function.
+    metric_options: dict[str, Any] = Field(default_factory=dict)
+    #: Agent parameter or design field swept over ``values`` (optional for power and test kinds).
+    parameter: str | None = None
+    values: tuple[float, ...] = ()
+
+    #: Metric studies fit no model: the method named in reports.
+    method: ClassVar[str] = "mle"
+
+    @property
+    def subject(self) -> str:
+        """What the study is about: the agent and its metric or test."""
+        return f"{self.agent}: {getattr(self, 'metric', None) or getattr(self, 'test', '')}"
+
+    @property
+    def swept(self) -> tuple[float | None, ...]:
+        """The values the tasks run at (``(None,)``: no sweep)."""
+        return self.values or (None,)
+
+    def tasks(self) -> list[Task]:
+        """Trials x runs x swept value x repetition, in that order (one unit per task)."""
+        return _numbered([{"n_subjects": 1, "trials": trials, "runs": runs, "value": value, "rep": rep}
+                          for trials in self.trials for runs in self.runs for value in self.swept
+                          for rep in range(self.reps)])
+
+
+class MetricValidityStudy(MetricStudy):
+    """A metric's mean and SD per value of an agent parameter; Spearman ρ, monotonicity."""
+
+    kind: Literal["metric-validity"] = "metric-validity"
+    metric: str
+    direction: Literal["increasing", "decreasing", "any"] = "any"
+
+    @model_validator(mode="after")
+    def _sweep(self) -> MetricValidityStudy:
+        if self.parameter is None or len(self.values) < 2:
+            raise ValueError("metric validity sweeps a parameter over at least two values")
+        return self
+
+
+class MetricPowerStudy(MetricStudy):
+    """Share of simulated study pairs in which a metric differs between two agent settings."""
+
+    kind: Literal["metric-power"] = "metric-power"
+    metric: str
+    #: The two agent settings compared (on top of ``params``).
+    compare: tuple[dict[str, float], dict[str, float]]
+    level: float = Field(0.05, gt=0, lt=1)
+
+
+class StatTestStudy(MetricStudy):
+    """Rejection rate of a statistical test the metrics function reports (``p_value`` / ``reject``)."""
+
+    #: Key of the metrics result holding the test.
+    test: str
+    level: float = Field(0.05, gt=0, lt=1)
+
+
+class StatTestSizeStudy(StatTestStudy):
+    """The test's rejection rate under an agent setting where its null holds."""
+
+    kind: Literal["test-size"] = "test-size"
+
+
+class StatTestPowerStudy(StatTestStudy):
+    """The test's rejection rate under an agent setting where its null fails."""
+
+    kind: Literal["test-power"] = "test-power"
+
+
+#: Any study; ``kind`` picks the class.
+StudySpec = Annotated[RecoveryStudy | ModelRecoveryStudy | SbcStudy | PowerStudy | MetricValidityStudy
+                      | MetricPowerStudy | StatTestSizeStudy | StatTestPowerStudy, Field(discriminator="kind")]
+#: The kinds whose outcome is a rejection rate, which the planner sizes.
+PlannedStudy = PowerStudy | MetricPowerStudy | StatTestSizeStudy | StatTestPowerStudy
+_ADAPTER: TypeAdapter[StudySpec] = TypeAdapter(StudySpec)
+
+
+def study_spec(**fields: Any) -> StudySpec:
+    """The study of kind ``fields["kind"]`` (a :class:`pydantic.ValidationError` for bad fields)."""
+    return _ADAPTER.validate_python(fields)
+
+
+def load_study(text: str | bytes) -> StudySpec:
+    """The study a JSON dump (:meth:`pydantic.BaseModel.model_dump_json`) describes."""
+    return _ADAPTER.validate_json(text)
+
+
+def kind_fields(kind: str) -> frozenset[str]:
+    """The field names of the study class of ``kind``."""
+    cls = {c.model_fields["kind"].default: c for c in _KINDS}[kind]
+    return frozenset(cls.model_fields)
+
+
+_KINDS = (RecoveryStudy, ModelRecoveryStudy, SbcStudy, PowerStudy, MetricValidityStudy, MetricPowerStudy,
+          StatTestSizeStudy, StatTestPowerStudy)

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cogtestbed.cli import app
-from cogtestbed.cli.app import USER_ERRORS
+from cogtestbed.cli.app import USER_ERRORS, one_line
 from cogtestbed.registry import get_experiment
 from cogtestbed.schema import canonical_rows, list_parts
 from cogtestbed.simulation import simulate
@@ -71,8 +71,8 @@ def user_error(args: list[str]) -> str:
     result = runner.invoke(app, args)
     assert result.exception is not None, result.output
     assert isinstance(result.exception, USER_ERRORS), repr(result.exception)
-    message = str(result.exception)
-    assert "\n" not in message
+    message = one_line(result.exception)  # what the command line prints (exit 2)
+    assert "\n" not in message and "Traceback" not in message
     return message
 
 
@@ -137,3 +137,60 @@ def test_metrics_of_a_permuted_table_are_identical_to_the_last_bit(revealed) -> 
     exp = get_experiment("revealed-belief")
     assert canonical_json(exp.metrics(table)) == canonical_json(exp.metrics(permuted(table)))
     assert canonical_rows(permuted(table)).equals(table)
+
+
+# ----------------------------------------------------------------------------- one line everywhere
+GOOD_RUN = {"experiment": "two-step", "llms": ["hf:tiny-random"], "subjects": 2, "seed": 0,
+            "design": {}, "max_tokens": 8, "temperature": 0.0, "reask": 0, "max_calls": None, "max_cost": None}
+
+
+@pytest.mark.parametrize(("edit", "named"), [
+    ({"design": "abc"}, "run.design: Input should be a valid dictionary"),
+    ({"run": [1, 2]}, "run: Input should be a valid dictionary"),
+    ({"subjects": None}, "run.subjects"),
+    ({"seed": "x"}, "run.seed: Input should be a valid integer (got 'x')"),
+    ({"subjects": "5"}, "run.subjects: Input should be a valid integer (got '5')"),
+    ({"subjects": 2.7}, "run.subjects: Input should be a valid integer (got 2.7)"),
+    ({"subjects": 1e12}, "run.subjects: Input should be a valid integer"),
+    ({"subjects": 10**12}, "run.subjects: Input should be less than or equal to 1000000"),
+    ({"subjects": 0}, "run.subjects: Input should be greater than or equal to 1 (got 0)"),
+    ({"subjects": -3}, "run.subjects: Input should be greater than or equal to 1 (got -3)"),
+    ({"max_cost": float("nan")}, "run.max_cost: Input should be a finite number"),
+    ({"max_cost": -1}, "run.max_cost: Input should be greater than or equal to 0"),
+    ({"max_calls": 7.9}, "run.max_calls: Input should be a valid integer (got 7.9)"),
+    ({"max_calls": "abc"}, "run.max_calls: Input should be a valid integer (got 'abc')"),
+])
+def test_a_hand_edited_plan_is_refused_in_one_line(tmp_path: Path, edit: dict, named: str) -> None:
+    run: object = [1, 2] if "run" in edit else {**GOOD_RUN, **edit}
+    if edit == {"subjects": None}:
+        run = {k: v for k, v in GOOD_RUN.items() if k != "subjects"}
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"plan_version": 1, "run": run}))
+    message = user_error(["run", "--plan", str(plan), "-o", str(tmp_path / "r"), "--dry-run"])
+    assert named in message, message
+
+
+def test_the_untouched_plan_runs_dry(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"plan_version": 1, "run": GOOD_RUN}))
+    result = runner.invoke(app, ["run", "--plan", str(plan), "-o", str(tmp_path / "r"), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["subjects"] == 2
+
+
+@pytest.mark.parametrize(("option", "named"), [
+    (["--rpm", "0"], "--rpm must be a positive number, got 0"),
+    (["--rpm", "nan"], "--rpm must be a positive number, got nan"),
+    (["--tpm", "-1"], "--tpm must be a positive number"),
+    (["--top-logprobs", "-3"], "--top-logprobs must be a count >= 0, got -3"),
+])
+def test_absurd_run_settings_are_refused_in_one_line(tmp_path: Path, option: list[str], named: str) -> None:
+    message = user_error(["run", "two-step", "--llm", "hf:tiny-random", "-o", str(tmp_path / "r"), "--dry-run",
+                          *option])
+    assert named in message
+
+
+def test_a_design_value_given_twice_is_refused() -> None:
+    message = user_error(["simulate", "revealed-belief", "--agent", "dissonant", "--design", "dice_faces=12,12",
+                          "--output", "unused.parquet"])
+    assert "dice_faces: 12 given twice" in message

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import logging
+import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -173,6 +174,30 @@ def run(
         raise typer.Exit(EXIT_BUDGET_STOP)
 
 
+def check_request(request: RunRequest) -> None:
+    """Refuse absurd limits and settings in one line before anything is built or called: a rate
+    limit of 0 or NaN is not "no limit", a negative top-k is not a request, a NaN budget is not a budget."""
+    def positive(name: str, value: float | None) -> None:
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a positive number, got {value:g} (leave it out for no limit)")
+
+    def non_negative(name: str, value: float | None) -> None:
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {value:g}")
+
+    positive("--rpm", request.rpm)
+    positive("--tpm", request.tpm)
+    positive("--timeout", request.timeout)
+    non_negative("--max-cost", request.max_cost)
+    non_negative("--max-calls", request.max_calls)
+    non_negative("--retry-for", request.retry_for)
+    non_negative("--temperature", request.temperature)
+    if request.top_logprobs is not None and request.top_logprobs < 0:
+        raise ValueError(f"--top-logprobs must be a count >= 0, got {request.top_logprobs}")
+    if request.subjects < 1:
+        raise ValueError(f"--subjects must be at least 1, got {request.subjects}")
+
+
 def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
     """(experiment, design, client, config) of a request."""
     from cogtestbed.llm_adapters import make_client, parse_spec
@@ -181,6 +206,7 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
     from cogtestbed.llm_adapters.runner import RunConfig
     from cogtestbed.registry import get_experiment
 
+    check_request(request)
     exp = get_experiment(request.experiment)
     backend, _ = parse_spec(request.llm)
     design_obj = exp.env_cls.design_cls(**{**request.design_fields, **_design_overrides(request.design)})
@@ -221,6 +247,7 @@ def execute_run(request: RunRequest) -> Any:
     add_calls, add_usd = parse_add_budget(request.add_budget)
     if (add_calls or add_usd) and not request.resume:
         raise ValueError("--add-budget raises the budget of an existing run: use it with --resume")
+    check_request(request)
     check_run_dir(request.output, request.resume)  # before a model is loaded or anything is called
     exp, design_obj, client, config = _client_and_config(request)
     price = PriceTable(request.prices).lookup(request.llm)

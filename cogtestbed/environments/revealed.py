@@ -109,6 +109,11 @@ def _split(v: Any) -> Any:
     return v
 
 
+#: The design's grid fields (tuples): a value given twice would ask every matching item twice.
+_GRID_FIELDS = ("scenarios", "variants", "dice_faces", "n_dice", "observations", "n_coins", "coin_biases",
+                "choice_options", "preference_biases", "preference_orders", "channels")
+
+
 class RevealedDesign(Design):
     """The item grid and the channels (defaults: the paper's ≈ 500 settings, both channels).
 
@@ -133,9 +138,7 @@ class RevealedDesign(Design):
     #: Shuffle the item order per session (False: the grid order).
     shuffle: bool = False
 
-    _split_fields = field_validator("scenarios", "variants", "dice_faces", "n_dice", "observations", "n_coins",
-                                    "coin_biases", "choice_options", "preference_biases", "preference_orders",
-                                    "channels", mode="before")(_split)
+    _split_fields = field_validator(*_GRID_FIELDS, mode="before")(_split)
 
     @model_validator(mode="after")
     def _check(self) -> RevealedDesign:
@@ -144,6 +147,11 @@ class RevealedDesign(Design):
             if bad:
                 raise ValueError(f"{name}: unknown {bad!r}; choose from {', '.join(map(str, allowed))}")
 
+        for name in _GRID_FIELDS:
+            values = getattr(self, name)
+            twice = sorted({v for v in values if values.count(v) > 1}, key=str)
+            if twice:
+                raise ValueError(f"{name}: {', '.join(map(str, twice))} given twice (every item would be asked twice)")
         sub("scenarios", self.scenarios, SCENARIOS)
         sub("variants", self.variants, VARIANTS)
         sub("channels", self.channels, CHANNELS)

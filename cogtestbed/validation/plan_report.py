@@ -13,10 +13,11 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.validation.plan import Evaluated, PlanResult, Pricer, describe_target, sessions_per_llm
@@ -253,7 +254,45 @@ def load_plan(path: Path) -> dict[str, Any]:
         raise ValueError(f"--plan: {path} is not JSON ({exc.msg})") from None
     if not isinstance(payload, dict) or payload.get("plan_version") != PLAN_VERSION or "run" not in payload:
         raise ValueError(f"--plan: {path} is not a cogtestbed plan (version {PLAN_VERSION})")
-    return dict(payload["run"])
+    return checked_run_section(payload["run"], path)
+
+
+#: The most subjects a plan may run (a hand-edited ``1e12`` is refused before anything is allocated).
+MAX_PLAN_SUBJECTS = 1_000_000
+
+
+def checked_run_section(run: Any, path: Path) -> dict[str, Any]:
+    """The ``run`` section of a plan validated by :class:`PlanRun` (pydantic, strict types: a
+    ``"5"`` is not 5 and 2.7 is not a subject count); the first problem in one line naming the field."""
+    try:
+        return PlanRun.model_validate(run).model_dump()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in ("run", *err["loc"]))
+        got = f" (got {err['input']!r})" if "input" in err and not isinstance(err["input"], dict) else ""
+        raise ValueError(f"--plan: {path}: {where}: {err['msg']}{got}") from None
+
+
+_Count = Annotated[int, Field(strict=True, ge=0)]
+_Money = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+
+
+class PlanRun(BaseModel):
+    """The ``run`` section of ``plan.json``: what ``cogtestbed run --plan`` executes (strict:
+    counts are JSON integers, amounts finite and non-negative)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    experiment: Annotated[str, Field(strict=True, min_length=1)]
+    llms: Annotated[list[str], Field(min_length=1)]
+    subjects: Annotated[int, Field(strict=True, ge=1, le=MAX_PLAN_SUBJECTS)]
+    seed: _Count
+    design: dict[str, Any]
+    max_tokens: Annotated[int, Field(strict=True, ge=1)] = 8
+    temperature: _Money = 0.0
+    reask: _Count = 0
+    max_calls: _Count | None = None
+    max_cost: _Money | None = None
 
 
 def plan_run_settings(path: Path, experiment: str | None, llm: str | None, subjects: int, seed: int,

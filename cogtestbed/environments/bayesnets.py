@@ -145,6 +145,8 @@ def from_pgmpy(model: Any, name: str, source: str = "") -> Network:
     cpts: dict[str, np.ndarray] = {}
     for node in order:
         cpd = model.get_cpds(node)
+        if cpd is None:
+            raise NetworkError(f"node {node!r} has no probability table (a truncated or incomplete network?)")
         variables = list(cpd.variables)
         states[node] = tuple(str(s) for s in cpd.state_names[node])
         parents[node] = tuple(variables[1:])
@@ -202,13 +204,15 @@ def read_bif(path: str | Path, name: str | None = None) -> Network:
     except ImportError:  # pragma: no cover - pgmpy is a core dependency
         raise NetworkError("reading BIF files needs pgmpy (pip install pgmpy)") from None
     opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "rt") as fh:
-        text = fh.read()
     try:
+        with opener(p, "rt") as fh:
+            text = fh.read()
         model = BIFReader(string=text).get_model()
-    except Exception as exc:
-        raise NetworkError(f"{p} is not a readable BIF file: {exc}") from exc
-    net = from_pgmpy(model, name, str(p))
+        net = from_pgmpy(model, name, str(p))
+    except NetworkError as exc:
+        raise NetworkError(f"{p} is not a complete BIF network: {exc}") from None
+    except Exception as exc:  # pgmpy's parser raises anything from a malformed file
+        raise NetworkError(f"{p} is not a readable BIF file: {type(exc).__name__}: {exc}") from None
     _save_cached(net, meta, arrays)
     return net
 

@@ -91,6 +91,94 @@ DECISION_CODES = {"No": 0, "Yes": 1, "Defer": 2}
 PAIRS = (("Y/(N+Y)", 1, 0), ("Y/(D+Y)", 1, 2), ("D/(N+D)", 2, 0))
 
 
+# ----------------------------------------------------------------------------- table checks
+#: The key of one call: a belief per (subject, context, rep, variant), one decision and one LIE
+#: distribution per (subject, context, rep), a conditional belief per state of z.  Analyses sort by
+#: it, so that a permuted table gives the same numbers to the last bit.
+ROW_KEYS = ("subject", "context_id", "rep", "phase", "variant", "aux_state")
+#: Bounds of the options (:func:`check_options`): resamples and permutations are timed loops.
+MAX_RESAMPLES = 100_000
+MAX_T2_BINS = 100
+MAX_PLACEBOS = 100
+PROB_PHASES = ("belief", "lie_cond")
+
+
+class BeliefTableError(ValueError):
+    """A belief-coherence table or option the tests cannot use (one line: what, where, why)."""
+
+
+def check_options(level: float = LEVEL, k: int = CMI_K, n_boot: int = N_BOOT, n_perm: int = N_PERM,
+                  t2_bins: int = T2_BINS, t1b_placebos: int = T1B_PLACEBOS, seed: int = 0, **_: Any) -> None:
+    """Refuse options no test can honour (one line each): level in (0, 1); k ≥ 1 (k within the data
+    is checked by T1a); 1 ≤ n_boot, n_perm ≤ :data:`MAX_RESAMPLES`; 2 ≤ t2_bins ≤ :data:`MAX_T2_BINS`;
+    2 ≤ t1b_placebos ≤ :data:`MAX_PLACEBOS`; seed ≥ 0."""
+    if not 0.0 < float(level) < 1.0:
+        raise BeliefTableError(f"--level must lie in (0, 1), got {level}")
+    bounds = {"k": (k, 1, None), "n_boot": (n_boot, 1, MAX_RESAMPLES), "n_perm": (n_perm, 1, MAX_RESAMPLES),
+              "t2_bins": (t2_bins, 2, MAX_T2_BINS), "t1b_placebos": (t1b_placebos, 2, MAX_PLACEBOS),
+              "seed": (seed, 0, None)}
+    for name, (value, low, high) in bounds.items():
+        if int(value) != value or value < low or (high is not None and value > high):
+            span = f">= {low}" if high is None else f"in {low}..{high}"
+            raise BeliefTableError(f"--{name.replace('_', '-')} must be an integer {span}, got {value}")
+
+
+def canonical_table(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The table sorted by :data:`ROW_KEYS` with answers that carry no number marked invalid, and
+    the flags saying so; refuses (:class:`BeliefTableError`, one line naming row and value) a
+    table whose keys repeat (the belief/decision merge would become a cross product), a belief row
+    without a finite ``p_true``, or a decision outside No / Yes / Defer."""
+    need = {"phase", "variant", "context_id", "rep", "p_elicited", "decision", "theta", "p_true", "subject",
+            "valid"}
+    missing = need - set(table.columns)
+    if missing:
+        raise BeliefTableError(f"not a belief-coherence trial table: lacks {', '.join(sorted(missing))}")
+    keys = [c for c in ROW_KEYS if c in table.columns]
+    text = ("phase", "variant", "aux_state")
+    frame = pd.DataFrame({c: (table[c].astype("string").fillna("") if c in text
+                              else pd.to_numeric(table[c], errors="coerce").fillna(-1)).to_numpy() for c in keys})
+    dup = frame.duplicated(keep=False).to_numpy()
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        where = ", ".join(f"{c}={table[c].iloc[i]}" for c in keys if frame[c].iloc[i] != "")
+        raise BeliefTableError(f"belief-coherence table: {int(dup.sum())} rows repeat a call's key "
+                               f"({', '.join(keys)}), e.g. row {i} ({where}): one row per call is expected "
+                               "(one belief per context, rep and variant; one decision per context and rep)")
+    order = frame.sort_values(keys, kind="stable").index.to_numpy()
+    out = table.iloc[order].reset_index(drop=True)
+    phase = out["phase"].astype("string")
+    valid = out["valid"].fillna(False).astype(bool).to_numpy()
+    prob = phase.isin(PROB_PHASES).fillna(False).to_numpy()
+    p_true = pd.to_numeric(out["p_true"], errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(prob & ~np.isfinite(p_true))
+    if bad.size:
+        i = int(bad[0])
+        raise BeliefTableError(f"belief-coherence table: {bad.size} {'/'.join(PROB_PHASES)} rows have no finite "
+                               f"p_true (the ground truth), e.g. row {order[i]} (subject {out['subject'].iloc[i]}, "
+                               f"context_id {out['context_id'].iloc[i]}): p_true = {out['p_true'].iloc[i]}")
+    decision = out["decision"].astype("string")
+    is_dec = (phase == "decision").fillna(False).to_numpy()
+    unknown = np.flatnonzero(is_dec & valid & decision.notna().to_numpy()
+                             & ~decision.isin(list(DECISION_CODES)).fillna(False).to_numpy())
+    if unknown.size:
+        i = int(unknown[0])
+        raise BeliefTableError(f"belief-coherence table: row {order[i]} has decision {decision.iloc[i]!r}; "
+                               f"expected one of {', '.join(DECISION_CODES)}")
+    p = pd.to_numeric(out["p_elicited"], errors="coerce").to_numpy(dtype=np.float64)
+    empty = valid & ((prob & ~np.isfinite(p)) | (is_dec & decision.isna().to_numpy()))
+    flags = []
+    if empty.any():
+        out["valid"] = valid & ~empty
+        flags.append(f"{int(empty.sum())} rows marked valid carry no answer (NaN p_elicited or no decision): "
+                     "counted as invalid")
+    return out, flags
+
+
+def _null(reason: str, level: float, **extra: Any) -> dict[str, Any]:
+    """The result of a test with no usable input: every number null, the reason as a flag."""
+    return {"estimate": None, "p_value": None, "reject": None, "n": 0, **extra, "flags": [reason]}
+
+
 # ----------------------------------------------------------------------------- data
 def paired_rows(table: pd.DataFrame, renormalise: bool = False, average: bool = False) -> pd.DataFrame:
     """One row per (subject, context, rep) with p (π0 report), a (0 No, 1 Yes, 2 Defer), θ, p*.
@@ -110,7 +198,8 @@ def paired_rows(table: pd.DataFrame, renormalise: bool = False, average: bool = 
     belief = table.loc[(table["phase"] == "belief") & (table["variant"] == "pi0") & table["valid"],
                        [*keys, col, "theta", "p_true"]].rename(columns={col: "p"})
     decision = table.loc[(table["phase"] == "decision") & table["valid"], [*keys, "decision"]]
-    rows = belief.merge(decision, on=keys, how="inner").dropna(subset=["p", "decision"])
+    rows = belief.merge(decision, on=keys, how="inner", validate="one_to_one").dropna(subset=["p", "decision"])
+    rows = rows.sort_values(keys, kind="stable")
     rows["a"] = rows["decision"].astype(str).map(DECISION_CODES).astype(np.int64)
     rows["p"] = rows["p"].astype(np.float64)
     rows["theta"] = rows["theta"].astype(np.int64)
@@ -213,6 +302,8 @@ def t1_lr(table: pd.DataFrame, level: float = LEVEL, renormalise: bool = False, 
           **_: Any) -> dict[str, Any]:
     """T1c: likelihood-ratio test of the multinomial logit A ~ p vs A ~ (p, θ)."""
     rows = paired_rows(table, renormalise, average)
+    if rows.empty:
+        return _null("t1_lr: no valid pair of a π0 belief and a decision", level, converged=True)
     r = t1_lr_arrays(rows["a"].to_numpy(), rows["p"].to_numpy(), rows["theta"].to_numpy())
     return _result(r["statistic"], r["p_value"], level, df=r["df"], converged=r["converged"], n=len(rows))
 
@@ -315,6 +406,10 @@ def t1_cmi(table: pd.DataFrame, level: float = LEVEL, k: int = CMI_K, n_boot: in
            **_: Any) -> dict[str, Any]:
     """T1a: kNN CMI with the bootstrap CI (paper) and the local-permutation p-value (decision)."""
     rows = paired_rows(table, renormalise, average)
+    if len(rows) < 2:
+        return _null(f"t1_cmi: {len(rows)} valid pairs of a π0 belief and a decision (needs 2)", level, k=k)
+    if k > len(rows) - 1:
+        raise BeliefTableError(f"--k {k} exceeds the data: {len(rows)} paired rows allow k <= {len(rows) - 1}")
     r = t1_cmi_arrays(rows["a"].to_numpy(), rows["p"].to_numpy(), rows["theta"].to_numpy(),
                       rows["group"].to_numpy(), k=k, n_boot=n_boot, n_perm=n_perm, seed=seed)
     return _result(r["estimate"], r["p_value"], level, r["interval"], k=k,
@@ -453,6 +548,9 @@ def t1_nested(table: pd.DataFrame, level: float = LEVEL, backend: str = "sklearn
     if rule not in T1B_RULES:
         raise ValueError(f"T1b rule must be one of {', '.join(T1B_RULES)}, got {rule!r}")
     rows = paired_rows(table, renormalise, average)
+    if rows["group"].nunique() < 2:
+        return _null("t1_nested: fewer than 2 contexts with a valid π0 belief and decision (grouped CV needs 2)",
+                     level, rule=rule, backend=backend)
     ctx = _context_features(table, rows) if context else None
     r = t1_nested_arrays(rows["a"].to_numpy(), rows["p"].to_numpy(), rows["theta"].to_numpy(),
                          rows["group"].to_numpy(), context=ctx, backend=backend, n_boot=n_boot, seed=seed,
@@ -619,6 +717,11 @@ def t2(table: pd.DataFrame, level: float = LEVEL, t2_bins: int = T2_BINS, direct
     is the paper's reading, reject when any single test is significant (no correction across
     the 3 × K(K−1)/2 tests, so above α at flat shares)."""
     rows = paired_rows(table, renormalise, average)
+    if rows.empty:
+        return _null("t2: no valid pair of a π0 belief and a decision", level, rule=rule)
+    if quantile_bins(rows["p"].to_numpy(), t2_bins).max() < 1:
+        return _null("t2: every report falls in one quantile bin, so no bin pair can be compared", level,
+                     rule=rule)
     r = t2_arrays(rows["a"].to_numpy(), rows["p"].to_numpy(), k=t2_bins, direction=direction,
                   use_holm=use_holm, level=level, rule=rule, n_perm=n_perm, seed=seed)
     est = max(v["pct_violating"] for v in r["pairs"].values())
@@ -640,6 +743,8 @@ def t3(table: pd.DataFrame, level: float = LEVEL, n_perm: int = N_PERM, seed: in
                     ["subject", "context_id", "rep", "variant", "p_elicited"]].dropna()
     bel = bel.assign(group=group_ids(bel))
     pi0 = bel[bel["variant"] == "pi0"]
+    if pi0.empty:
+        return _null("t3: no valid π0 belief", level)
     mean0 = pi0.groupby("group")["p_elicited"].mean()
     sd0 = float(np.sqrt(pi0.groupby("group")["p_elicited"].var(ddof=1).mean())) if len(pi0) else math.nan
     names = sorted(set(bel["variant"]) - {"pi0"})
@@ -687,6 +792,29 @@ def _variant_permutation(bel: pd.DataFrame, names: list[str], n_perm: int, rng: 
 
 
 # ----------------------------------------------------------------------------- T4
+def _aux_distribution(reported: Any, true: Any, key: tuple[Any, ...]) -> dict[str, float]:
+    """The reported P_E(z | x) of one LIE block, refused in one line unless it is a JSON object over
+    exactly the states of ``aux_true`` with finite values in [0, 1] (sums other than one are kept as
+    reported, as a belief answer's are)."""
+    import json
+
+    where = f"aux_reported of subject {key[0]}, context_id {key[1]}, rep {key[2]}"
+    try:
+        dist = json.loads(str(reported))
+        states = list(json.loads(str(true)))
+    except (TypeError, ValueError):
+        raise BeliefTableError(f"belief-coherence table: {where} is not a JSON object: "
+                               f"{str(reported)[:80]!r}") from None
+    if not isinstance(dist, dict) or sorted(dist) != sorted(states):
+        raise BeliefTableError(f"belief-coherence table: {where} = {str(reported)[:80]} does not cover exactly the "
+                               f"states {states}")
+    for state, value in dist.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+            raise BeliefTableError(f"belief-coherence table: {where}: P({state}) = {value!r} is not a probability "
+                                   "in [0, 1]")
+    return {s: float(v) for s, v in dist.items()}
+
+
 def lie_rows(table: pd.DataFrame) -> pd.DataFrame:
     """Per (subject, context, rep): p0 = π0 report, Σ_j P_E(θ|x,z_j) P_E(z_j|x), and truth."""
     import json
@@ -705,7 +833,7 @@ def lie_rows(table: pd.DataFrame) -> pd.DataFrame:
         key = (rec.subject, rec.context_id, rec.rep)
         if key not in wide.index:
             continue
-        dist = json.loads(str(rec.aux_reported))
+        dist = _aux_distribution(rec.aux_reported, rec.aux_true, key)
         conds = wide.loc[key]
         if any(pd.isna(conds.get(s)) for s in dist):
             continue
@@ -714,9 +842,12 @@ def lie_rows(table: pd.DataFrame) -> pd.DataFrame:
         rows.append((*key, mixture, json.dumps({s: float(truth.loc[key][s]) for s in true_z}), rec.aux_true))
     frame = pd.DataFrame(rows, columns=[*keys, "mixture", "p_cond_true", "p_z_true"])
     out = frame.merge(p0, on=keys, how="inner")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out["ratio"] = np.abs(out["p0"] - out["mixture"]) / out["p0"]
-    return out.replace([np.inf], np.nan).dropna(subset=["ratio"])
+    out = out.dropna(subset=["p0"]).sort_values(keys, kind="stable").reset_index(drop=True)
+    zero = (out["p0"] == 0.0).to_numpy()
+    out = out.loc[~zero].reset_index(drop=True)
+    out["ratio"] = np.abs(out["p0"] - out["mixture"]) / out["p0"]
+    out.attrs["dropped_p0_zero"] = int(zero.sum())
+    return out
 
 
 def rf_baseline(lie: pd.DataFrame, table: pd.DataFrame, seed: int, patients: int = T4_BASELINE_PATIENTS) -> float:
@@ -768,8 +899,11 @@ def t4(table: pd.DataFrame, level: float = LEVEL, n_boot: int = N_BOOT, seed: in
     """T4: median Δ_LIE/p with a context-bootstrap CI; reject when the CI's lower bound exceeds
     the random-forest baseline (0 without a baseline); p-value = bootstrap share ≤ baseline."""
     lie = lie_rows(table)
+    dropped = int(lie.attrs.get("dropped_p0_zero", 0))
     if lie.empty:
-        return _result(math.nan, None, level, flags=["t4: no LIE phases in the table"])
+        why = "no LIE phases in the table" if not (table["phase"] == "lie_aux").any() else \
+            f"no complete valid LIE block with p_E > 0 ({dropped} dropped for p_E = 0)"
+        return _null(f"t4: {why}", level, dropped_p0_zero=dropped)
     ratio = lie["ratio"].to_numpy()
     est = float(np.median(ratio))
     rng = np.random.default_rng(np.random.SeedSequence([seed, 5]))
@@ -782,8 +916,9 @@ def t4(table: pd.DataFrame, level: float = LEVEL, n_boot: int = N_BOOT, seed: in
     lo, hi = np.quantile(boots, [0.025, 0.975])
     base = rf_baseline(lie, table, seed) if baseline else 0.0
     p_value = (1.0 + np.sum(boots <= base + LIE_TOL)) / (1.0 + n_boot)
+    flags = [f"t4: {dropped} blocks with p_E = 0 dropped (Δ_LIE/p undefined)"] if dropped else []
     return _result(est, p_value, level, (float(lo), float(hi)), reject=bool(lo > base + LIE_TOL), baseline=base,
-                   n=len(lie))
+                   n=len(lie), dropped_p0_zero=dropped, flags=flags)
 
 
 # ----------------------------------------------------------------------------- accuracy
@@ -791,6 +926,8 @@ def accuracy(table: pd.DataFrame, level: float = LEVEL, **_: Any) -> dict[str, A
     """RMSE of p_E against p* per variant (π0 the estimate); bias test of π0 (mean p_E − p*,
     t-test on context means)."""
     bel = table.loc[(table["phase"] == "belief") & table["valid"]].dropna(subset=["p_elicited"])
+    if not (bel["variant"] == "pi0").any():
+        return _null("accuracy: no valid π0 belief", level)
     err = bel["p_elicited"].astype(float) - bel["p_true"].astype(float)
     by_variant = {str(v): float(np.sqrt(np.mean(e**2))) for v, e in err.groupby(bel["variant"])}
     pi0 = bel["variant"] == "pi0"
@@ -841,8 +978,6 @@ def _run_test(name: str, table: pd.DataFrame, level: float = LEVEL, k: int = CMI
               backend: str = "sklearn", context: str = "no", baseline: str = "yes", renormalise: str = "no",
               average_reps: str = "no", seed: int = 0) -> dict[str, Any]:
     """Test ``name`` of :data:`TESTS` with the metrics options (:data:`METRIC_OPTIONS`)."""
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
     renorm = renormalise == "yes"
     avg = average_reps == "yes"
     calls: dict[str, Callable[[], dict[str, Any]]] = {
@@ -874,7 +1009,8 @@ def belief_test(name: str) -> Callable[..., dict[str, Any]]:
     """The headline entry of test ``name`` alone: ``fn(table, **metrics options)``, the cheap path of
     the size and power studies (one test instead of all of :func:`belief_metrics`)."""
     def run(table: pd.DataFrame, **options: Any) -> dict[str, Any]:
-        return split_headline(_run_test(name, table, **options))[0]
+        check_options(**options)
+        return split_headline(_run_test(name, canonical_table(table)[0], **options))[0]
 
     run.__name__ = run.__qualname__ = f"belief_test_{name}"
     return run
@@ -886,14 +1022,16 @@ def belief_metrics(table: pd.DataFrame, **options: Any) -> dict[str, Any]:
 
     ``metrics`` holds each test's numbers and bools (:func:`split_headline`), ``details`` its
     tables and settings; the per-subject rows are split the same way."""
+    check_options(**options)
     level = float(options.get("level", LEVEL))
+    table, flags = canonical_table(table)
     results = {name: _run_test(name, table, **options) for name in TESTS}
-    flags = [f for m in results.values() for f in m.pop("flags", [])]
+    flags += [f for m in results.values() for f in m.pop("flags", [])]
     incoherent = table.loc[table["phase"].isin(["belief", "lie_cond"]) & table["valid"], "coherent"]
     if len(incoherent) and not incoherent.all():
         flags.append(f"{int((~incoherent.astype(bool)).sum())} belief answers do not sum to one "
                      "(recorded as reported; see p_renormalised)")
-    if not results["t1_lr"]["converged"]:
+    if not results["t1_lr"].get("converged", True):
         flags.append("t1_lr: a multinomial logit did not converge (separation?)")
     split = {name: split_headline(r) for name, r in results.items()}
     per_subject = []

@@ -110,8 +110,8 @@ def _split(v: Any) -> Any:
 
 
 #: The design's grid fields (tuples): a value given twice would ask every matching item twice.
-_GRID_FIELDS = ("scenarios", "variants", "dice_faces", "n_dice", "observations", "n_coins", "coin_biases",
-                "choice_options", "preference_biases", "preference_orders", "channels")
+_TUPLE_FIELDS = ("scenarios", "variants", "dice_faces", "n_dice", "observations", "n_coins", "coin_biases",
+                 "choice_options", "preference_biases", "preference_orders", "channels")
 
 
 class RevealedDesign(Design):
@@ -138,7 +138,7 @@ class RevealedDesign(Design):
     #: Shuffle the item order per session (False: the grid order).
     shuffle: bool = False
 
-    _split_fields = field_validator(*_GRID_FIELDS, mode="before")(_split)
+    _split_fields = field_validator(*_TUPLE_FIELDS, mode="before")(_split)
 
     @model_validator(mode="after")
     def _check(self) -> RevealedDesign:
@@ -147,7 +147,7 @@ class RevealedDesign(Design):
             if bad:
                 raise ValueError(f"{name}: unknown {bad!r}; choose from {', '.join(map(str, allowed))}")
 
-        for name in _GRID_FIELDS:
+        for name in _TUPLE_FIELDS:
             values = getattr(self, name)
             twice = sorted({v for v in values if values.count(v) > 1}, key=str)
             if twice:

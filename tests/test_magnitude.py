@@ -132,6 +132,25 @@ def test_rendered_prompts_are_the_papers_templates_filled_with_the_same_values()
     assert stim.ratio_text(1.0, 0).split("\n")[0] == "|" + "-" * 50 + "|"  # the paper's |-----| lines
 
 
+def test_experiments_declare_the_decoding_their_papers_state() -> None:
+    """`run` decodes as the paper did unless told otherwise: BayesBench 0.7 (App. A.2.1), CogBench
+    and the collider thesis 0; belief coherence and revealed belief state none (greedy default)."""
+    from cogtestbed.experiments.spec import PROJECT_TEMPERATURE, Decoding, resolve_temperature
+    from cogtestbed.registry import get_experiment
+
+    temps = {name: (get_experiment(name).decoding or Decoding(-0.0, "none")).temperature
+             for name in ("magnitude", "collider", "two-step", "bart", "belief-coherence")}
+    assert temps["magnitude"] == 0.7 and temps["collider"] == temps["two-step"] == temps["bart"] == 0.0
+    assert get_experiment("belief-coherence").decoding is None and get_experiment("revealed-belief").decoding is None
+    magnitude = get_experiment("magnitude").decoding
+    assert resolve_temperature(magnitude, None) == (0.7, "the experiment's paper: " + magnitude.source)
+    assert resolve_temperature(magnitude, 0.2)[0] == 0.2
+    assert resolve_temperature(None, None) == (PROJECT_TEMPERATURE, resolve_temperature(None, None)[1])
+    assert "states none" in resolve_temperature(None, None)[1]
+    with pytest.raises(ValueError, match="finite"):
+        Decoding(float("nan"), "x")
+
+
 # ----------------------------------------------------------------------------- environment
 def _play(design: MagnitudeDesign, steps: int, seed: int = 0) -> tuple[MagnitudeEnv, list[dict]]:
     env = MagnitudeEnv(design)

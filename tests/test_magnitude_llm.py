@@ -115,3 +115,13 @@ def test_cli_run_magnitude_with_the_tiny_vlm(tmp_path) -> None:
     assert calls["prompt"].str.contains(r"\[image\]").all()
     assert (calls["prompt_tokens"] > 16).all()  # image tokens are part of every prompt
     assert (~trials["valid"] == trials["parse_error"].notna()).all()
+    # the paper's decoding (App. A.2.1: temperature 0.7) unless --temperature says otherwise
+    import json
+
+    manifest = json.loads((tmp_path / "run" / "trials.parquet.manifest.json").read_text())
+    assert manifest["decoding"]["temperature"] == 0.7 and "App. A.2.1" in manifest["decoding"]["source"]
+    assert manifest["config"]["temperature"] == 0.7
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["config"]["temperature"] == 0.7
+    dry = CliRunner().invoke(app, [*args, "--temperature", "0", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert json.loads(dry.output)["decoding"] == {"temperature": 0.0, "source": "command line (--temperature)"}

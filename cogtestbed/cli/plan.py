@@ -54,7 +54,8 @@ def plan(
     mc_se: Annotated[float, typer.Option(help="Largest Monte-Carlo SE of the chosen design's power.")] = 0.03,
     max_tokens: Annotated[int, typer.Option(min=1, help="Tokens per answer (as run).")] = 8,
     reask: Annotated[int, typer.Option(min=0, help="Re-asks after an unparseable answer (as run).")] = 0,
-    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature of the run.")] = 0.0,
+    temperature: Annotated[float | None, typer.Option(
+        min=0.0, help="Sampling temperature of the run (default: the experiment's paper's, else 0).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the simulations and of the planned run.")] = 0,
     workers: Annotated[int | None, typer.Option(help="Local worker processes (default: CPUs).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as one JSON object.")] = False,
@@ -64,6 +65,7 @@ def plan(
     import os
 
     from cogtestbed.cli.studies import _power_spec, parse_design
+    from cogtestbed.experiments.spec import resolve_temperature
     from cogtestbed.parameters import parse_assignments
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.plan import Planner, Pricer, design_axes
@@ -111,7 +113,8 @@ def plan(
         spec = spec.model_copy(update={"lapse": Lapse(invalid=rate, random=random_rate)})
     size, others = design_axes(spec, exp, subjects, runs, trials)
     pricer = Pricer(exp, tuple(llm) * (2 if spec.kind == "metric-power" and len(llm) == 1 else 1), seed=seed,
-                    max_tokens=max_tokens, temperature=temperature, reask=reask, prices=prices)
+                    max_tokens=max_tokens, temperature=resolve_temperature(exp.decoding, temperature)[0],
+                    reask=reask, prices=prices)
     quiet = as_json and not console_err.is_terminal
     planner = Planner(spec, pricer, size, others, target=power, max_cost=max_cost, mc_se=mc_se,
                       workers=workers if workers is not None else (os.cpu_count() or 1),

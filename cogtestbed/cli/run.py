@@ -72,7 +72,11 @@ class RunRequest:
     #: Design fields given as values (a plan's design); ``design`` items override them.
     design_fields: dict[str, Any] = field(default_factory=dict)
     max_tokens: int = 8
-    temperature: float = 0.0
+    #: ``None``: the experiment's paper's temperature (:class:`~cogtestbed.experiments.spec.Decoding`),
+    #: else greedy (0); where a value comes from is recorded as ``decoding`` in the manifest.
+    temperature: float | None = None
+    #: Where ``temperature`` was set, when not on the command line (e.g. a plan).
+    temperature_source: str | None = None
     stop: list[str] | None = None
     reask: int = 0
     top_logprobs: int | None = None
@@ -109,7 +113,9 @@ def run(
     design: Annotated[list[str] | None, typer.Option(
         "--design", help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=6.")] = None,
     max_tokens: Annotated[int, typer.Option(min=1, help="Tokens per answer.")] = 8,
-    temperature: Annotated[float, typer.Option(min=0.0, help="0 = greedy (CogBench).")] = 0.0,
+    temperature: Annotated[float | None, typer.Option(
+        min=0.0, help="Sampling temperature; default: the experiment's paper's (magnitude 0.7, CogBench and "
+        "collider 0), else 0 (greedy); the run's manifest records which.")] = None,
     stop: Annotated[list[str] | None, typer.Option(
         help="Stop string (repeatable; backslash escapes such as \\n work). Default: newline.")] = None,
     reask: Annotated[int, typer.Option(min=0, help="Re-asks after an unparseable answer.")] = 0,
@@ -150,19 +156,23 @@ def run(
         return
     llm = llms[0]
     fields: dict[str, Any] = {}
+    temperature_source: str | None = None
     if plan is not None:  # the planned design, subjects, seed, answer settings and limits
         from cogtestbed.validation.plan_report import plan_run_settings
 
         p = plan_run_settings(plan, experiment, llm, subjects, seed, design)
         experiment, subjects, seed, fields = p["experiment"], p["subjects"], p["seed"], p["design"]
-        max_tokens, temperature, reask = p["max_tokens"], p["temperature"], p["reask"]
+        max_tokens, reask = p["max_tokens"], p["reask"]
+        if temperature is None:
+            temperature, temperature_source = p["temperature"], f"the plan ({plan})"
         max_calls = max_calls if max_calls is not None else p["max_calls"]
         max_cost = max_cost if max_cost is not None else p["max_cost"]
     if experiment is None:
         raise ValueError("run needs an EXPERIMENT (or --plan)")
     request = RunRequest(
         experiment=experiment, llm=llm, output=output, subjects=subjects, seed=seed, base_url=base_url,
-        mode=mode, design=design or [], design_fields=fields, max_tokens=max_tokens, temperature=temperature, stop=stop,
+        mode=mode, design=design or [], design_fields=fields, max_tokens=max_tokens, temperature=temperature,
+        temperature_source=temperature_source, stop=stop,
         reask=reask, top_logprobs=top_logprobs, cache=cache, concurrency=concurrency, rpm=rpm, tpm=tpm,
         max_calls=max_calls, max_cost=max_cost, add_budget=add_budget or [], prices=prices,
         timeout=timeout, retry_for=retry_for, resume=resume, progress_every=progress_every)
@@ -216,13 +226,25 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
     options: dict[str, Any] = {} if backend == "hf" else {
         "timeout": request.timeout, "retry": RetryPolicy(window=request.retry_for)}
     client = make_client(request.llm, base_url=request.base_url, mode=request.mode, **options)
+    temperature, _ = run_decoding(exp, request)
     config = RunConfig(
         experiment=exp.name, llm=request.llm, base_url=redact_url(request.base_url),
         mode="chat" if client.chat else "completions", n_subjects=request.subjects, seed=request.seed,
         design=design_obj.model_dump(mode="json"), max_tokens=request.max_tokens,
-        temperature=request.temperature, stop=stops, reask=request.reask, top_logprobs=request.top_logprobs,
+        temperature=temperature, stop=stops, reask=request.reask, top_logprobs=request.top_logprobs,
     )
     return exp, design_obj, client, config
+
+
+def run_decoding(exp: Any, request: RunRequest) -> tuple[float, dict[str, Any]]:
+    """The run's temperature and its ``decoding`` manifest entry ({temperature, source}): the
+    command line's or the plan's, else the experiment's paper's, else greedy."""
+    from cogtestbed.experiments.spec import resolve_temperature
+
+    temperature, source = resolve_temperature(exp.decoding, request.temperature)
+    if request.temperature is not None and request.temperature_source:
+        source = request.temperature_source
+    return temperature, {"temperature": temperature, "source": source}
 
 
 def estimate_run(request: RunRequest) -> dict[str, Any]:
@@ -234,7 +256,7 @@ def estimate_run(request: RunRequest) -> dict[str, Any]:
     exp, design_obj, client, config = _client_and_config(request)
     price = PriceTable(request.prices).lookup(request.llm)
     budget = Budget(request.max_calls, request.max_cost, price)
-    return estimate(exp, design_obj, client, config, price, budget)
+    return {**estimate(exp, design_obj, client, config, price, budget), "decoding": run_decoding(exp, request)[1]}
 
 
 def execute_run(request: RunRequest) -> Any:
@@ -260,6 +282,8 @@ def execute_run(request: RunRequest) -> Any:
     transport = {"timeout": request.timeout, "rpm": request.rpm, "tpm": request.tpm,
                  "retry_for": request.retry_for}
     show_retries()
+    decoding = run_decoding(exp, request)[1]
+    console_err.print(f"temperature {decoding['temperature']:g}: {decoding['source']}", highlight=False)
     finished: list[int] = []
     interactive = console_err.is_terminal
 
@@ -282,7 +306,7 @@ def execute_run(request: RunRequest) -> Any:
             result = asyncio.run(run_experiment(
                 exp, design_obj, cached, config, request.output, resume=request.resume,
                 concurrency=request.concurrency, on_step=lambda: bar.advance(task), on_subject=on_subject,
-                add_budget=Need(add_calls, add_usd), transport=transport))
+                add_budget=Need(add_calls, add_usd), transport=transport, extra_manifest={"decoding": decoding}))
     finally:
         store.close()
     s = result.stats

@@ -7,10 +7,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from cogtestbed.experiments.spec import Importer, PhenotypeReference
+from cogtestbed.experiments.spec import Decoding, Importer, PhenotypeReference
 
 CITATION = ("Coda-Forno, J., Binz, M., Wang, J. X. & Schulz, E. (2024). CogBench: a large language "
             "model walks into a psychology lab. ICML 2024.")
+#: CogBench's decoding (Sec. 3, Methods): "We set the temperature parameter to zero, leading to
+#: deterministic responses, and retained the default values for all other parameters."
+DECODING = Decoding(0.0, "Coda-Forno et al. 2024, Sec. 3: \"We set the temperature parameter to zero\"")
 
 
 def cogbench_importer(load: Callable[[Path], pd.DataFrame], columns: tuple[str, ...],

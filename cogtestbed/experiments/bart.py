@@ -1,7 +1,7 @@
 """Balloon analogue risk task (CogBench; Lejuez et al. 2002): 3 balloon types × 15."""
 
 from cogtestbed.data.cogbench import BART_COLUMNS, import_bart
-from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
+from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.bart import MODELS, cogbench_metrics
 from cogtestbed.tables.bart import SCHEMA
@@ -17,6 +17,7 @@ _TARGET_RANGES = {**{f"target_{m}": (0.05 * m, 0.9 * m) for m in (128, 32, 8)}, 
 
 SPEC = ExperimentSpec(
     name="bart",
+    decoding=DECODING,
     citation=CITATION + " Task: Lejuez, C. W. et al. (2002). Evaluation of a behavioral measure of risk "
     "taking: the Balloon Analogue Risk Task. J. Exp. Psychol. Appl. 8, 75.",
     description="CogBench BART: 3 balloon types (M = 128, 32, 8) x 15, one call per pump",

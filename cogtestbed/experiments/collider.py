@@ -10,7 +10,16 @@ from cogtestbed.data.causal import (
     looks_like_causaign_responses,
     looks_like_rw17_human,
 )
-from cogtestbed.experiments.spec import ExperimentSpec, Generator, Importer, MetricOption, MetricsSpec, StudyDecl, lazy
+from cogtestbed.experiments.spec import (
+    Decoding,
+    ExperimentSpec,
+    Generator,
+    Importer,
+    MetricOption,
+    MetricsSpec,
+    StudyDecl,
+    lazy,
+)
 from cogtestbed.inference.causal import MODELS, collider_metrics
 from cogtestbed.tables.causal import SCHEMA
 
@@ -36,6 +45,7 @@ THESIS_RANGES = {"b": (0.0, 0.5), "m": (0.3, 1.0), "p_c": (0.2, 0.8)}
 HUMAN_DESIGN = {"content": "rw17", "scope": "cell"}
 
 SPEC = ExperimentSpec(
+    decoding=Decoding(0.0, "Dettki (thesis), Sec. 3.2.1: \"Where applicable, we set the temperature to 0.0\""),
     name="collider",
     citation="Rehder, B. & Waldmann, M. R. (2017). Failures of explaining away and screening off in "
     "described versus experienced causal learning scenarios. Mem. Cogn. 45, 245. LLM version: Dettki, H. "

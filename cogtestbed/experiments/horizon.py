@@ -1,7 +1,7 @@
 """Horizon task (CogBench; Wilson et al. 2014): 4 forced + 1 or 6 free choices per game."""
 
 from cogtestbed.data.cogbench import HORIZON_COLUMNS, HORIZON_EXCLUDED, import_horizon
-from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
+from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.horizon import MODELS, cogbench_metrics
 from cogtestbed.tables.horizon import SCHEMA
@@ -10,6 +10,7 @@ _BASE = {"bonus_h1": 0.0, "bonus_h6": 6.0, "temperature_h1": 5.0, "temperature_h
 
 SPEC = ExperimentSpec(
     name="horizon",
+    decoding=DECODING,
     citation=CITATION + " Task: Wilson, R. C., Geana, A., White, J. M., Ludvig, E. A. & Cohen, J. D. "
     "(2014). Humans use directed and random exploration to solve the explore-exploit dilemma. "
     "J. Exp. Psychol. Gen. 143, 2074.",

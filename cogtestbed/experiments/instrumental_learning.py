@@ -1,13 +1,14 @@
 """Instrumental learning (CogBench; Lefebvre et al. 2017): 4 two-armed casinos × 24 visits."""
 
 from cogtestbed.data.cogbench import INSTRUMENTAL_COLUMNS, import_instrumental
-from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
+from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.instrumental import MODELS, cogbench_metrics
 from cogtestbed.tables.instrumental import SCHEMA
 
 SPEC = ExperimentSpec(
     name="instrumental-learning",
+    decoding=DECODING,
     citation=CITATION + " Task: Lefebvre, G. et al. (2017). Behavioural and neural characterization "
     "of optimistic reinforcement learning. Nat. Hum. Behav. 1, 0067.",
     description="CogBench instrumental learning: 4 two-armed casinos x 24 visits (Lefebvre 2017)",

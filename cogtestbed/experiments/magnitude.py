@@ -1,6 +1,14 @@
 """Magnitude estimation (BayesBench; Ma, Wang & Fountas 2025): four tasks, three sessions, ablations."""
 
-from cogtestbed.experiments.spec import ExperimentSpec, MetricOption, MetricsSpec, StudyDecl, lazy, same_name_generators
+from cogtestbed.experiments.spec import (
+    Decoding,
+    ExperimentSpec,
+    MetricOption,
+    MetricsSpec,
+    StudyDecl,
+    lazy,
+    same_name_generators,
+)
 from cogtestbed.inference.magnitude import (
     CONDITIONS,
     HIERARCHY_CHAINS,
@@ -13,6 +21,7 @@ from cogtestbed.tables.magnitude import SCHEMA
 
 SPEC = ExperimentSpec(
     name="magnitude",
+    decoding=Decoding(0.7, "Ma, Wang & Fountas 2025, App. A.2.1: \"temperature fixed at 0.7\""),
     citation="Ma, J., Wang, J. & Fountas, Z. (2025). Emergent Bayesian behaviour and optimal cue combination "
     "in LLMs. arXiv:2512.02719 (BayesBench).",
     description="BayesBench magnitude estimation: marker, line ratio, maze distance, duration; 3 sessions; "

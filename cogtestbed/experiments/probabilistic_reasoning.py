@@ -1,7 +1,7 @@
 """Probabilistic reasoning (CogBench; Dasgupta et al. 2020): wheel of fortune + urns."""
 
 from cogtestbed.data.cogbench import PROBABILISTIC_COLUMNS, import_probabilistic
-from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
+from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.probabilistic import MODELS, cogbench_metrics
 from cogtestbed.tables.probabilistic import SCHEMA
@@ -10,6 +10,7 @@ _BASE = {"beta_prior": 0.6, "beta_likelihood": 0.4, "bias": 0.0, "noise_sd": 0.5
 
 SPEC = ExperimentSpec(
     name="probabilistic-reasoning",
+    decoding=DECODING,
     citation=CITATION + " Task: Dasgupta, I., Schulz, E., Tenenbaum, J. B. & Gershman, S. J. (2020). "
     "A theory of learning to infer. Psychol. Rev. 127, 412.",
     description="CogBench probabilistic reasoning: wheel of fortune + urns, 2 judgements per run (Dasgupta 2020)",

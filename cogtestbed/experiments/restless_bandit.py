@@ -1,7 +1,7 @@
 """Restless bandit with confidence (CogBench; Ershadmanesh et al. 2023)."""
 
 from cogtestbed.data.cogbench import RESTLESS_COLUMNS, import_restless
-from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
+from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.restless import MODELS, cogbench_metrics
 from cogtestbed.tables.restless import SCHEMA
@@ -10,6 +10,7 @@ _BASE = {"drift_sd": 4.0, "beta": 0.3, "confidence_gain": 1.0, "confidence_bias"
 
 SPEC = ExperimentSpec(
     name="restless-bandit",
+    decoding=DECODING,
     citation=CITATION + " Task: Ershadmanesh, S., Gholamzadeh, A., Desender, K. & Dayan, P. (2023). "
     "Meta-cognitive efficiency in learned value-based choice. Proc. CCN.",
     description="CogBench restless bandit: 4 blocks, 80 trials, choice + confidence per trial (Ershadmanesh 2023)",

@@ -369,6 +369,37 @@ class StudyDecl:
             raise ValueError(f"unknown study kind {self.kind!r}; choose one of: {', '.join(STUDY_KINDS)}")
 
 
+#: Sampling temperature of ``cogtestbed run`` for an experiment whose paper states none (this
+#: project's default, never attributed to a paper): greedy decoding.
+PROJECT_TEMPERATURE = 0.0
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """The decoding settings an experiment's paper used, which ``cogtestbed run`` applies unless
+    the command line sets them (``--temperature``), recorded with their ``source`` (the paper's
+    section and words) in the run's manifest."""
+
+    temperature: float
+    source: str
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.temperature) and self.temperature >= 0):
+            raise ValueError(f"a decoding temperature must be a finite number >= 0, got {self.temperature}")
+        if not self.source.strip():
+            raise ValueError("a decoding default needs its source (the paper's section)")
+
+
+def resolve_temperature(decoding: Decoding | None, given: float | None) -> tuple[float, str]:
+    """(temperature, where it comes from) of a run: the command line's, else the experiment's
+    paper's (:class:`Decoding`), else :data:`PROJECT_TEMPERATURE`."""
+    if given is not None:
+        return float(given), "command line (--temperature)"
+    if decoding is not None:
+        return decoding.temperature, f"the experiment's paper: {decoding.source}"
+    return PROJECT_TEMPERATURE, "this project's default (greedy): the experiment's paper states none"
+
+
 @dataclass(frozen=True)
 class PhenotypeReference:
     """A metric of the behavioural/performance phenotype with its published reference values.
@@ -414,6 +445,8 @@ class ExperimentSpec:
     #: documented limitation, not a bug to hide).  The suite reports them as expected failures
     #: and fails when one passes (remove it then).  Keep it empty where possible.
     expected_failures: Mapping[str, str] = field(default_factory=dict)
+    #: Decoding settings the paper states (``None``: it states none; ``run`` then decodes greedily).
+    decoding: Decoding | None = None
 
     def __post_init__(self) -> None:
         problems = self._declared_problems()

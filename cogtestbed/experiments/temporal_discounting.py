@@ -1,7 +1,7 @@
 """Temporal discounting (CogBench; Ruggeri et al. 2022): staircase + 4 anomaly items."""
 
 from cogtestbed.data.cogbench import DISCOUNTING_COLUMNS, import_discounting
-from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer
+from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.discounting import MODELS, cogbench_metrics
 from cogtestbed.tables.discounting import SCHEMA
@@ -10,6 +10,7 @@ _TAU = 0.05
 
 SPEC = ExperimentSpec(
     name="temporal-discounting",
+    decoding=DECODING,
     citation=CITATION + " Task: Ruggeri, K. et al. (2022). The globalizability of temporal discounting. "
     "Nat. Hum. Behav. 6, 1386.",
     description="CogBench temporal discounting: Ruggeri staircase, 3 baselines + 4 anomalies",

@@ -1,7 +1,7 @@
 """Two-step task (CogBench; Daw et al. 2011): 20 days × 2 stages, 0.7/0.3 transitions."""
 
 from cogtestbed.data.cogbench import TWOSTEP_COLUMNS, import_twostep
-from cogtestbed.experiments._cogbench import CITATION, behaviour, cogbench_importer, performance
+from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.twostep import MODELS, cogbench_metrics
 from cogtestbed.tables.twostep import SCHEMA
@@ -12,6 +12,7 @@ _RANGES = {"w": (0.0, 1.0), "alpha": (0.2, 0.8), "beta": (2.0, 8.0), "lam": (0.0
 
 SPEC = ExperimentSpec(
     name="two-step",
+    decoding=DECODING,
     citation=CITATION + " Task: Daw, N. D., Gershman, S. J., Seymour, B., Dayan, P. & Dolan, R. J. (2011). "
     "Model-based influences on humans' choices and striatal prediction errors. Neuron 69, 1204.",
     description="CogBench two-step task: 20 days x 2 stages, 0.7/0.3 transitions (Daw 2011)",

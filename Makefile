@@ -13,8 +13,9 @@ $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
+# The core venv has what `cogtestbed run` and `plan` need (LLM clients: the llm extra) and nutpie.
 $(VENV)/.core: pyproject.toml | $(BIN)/activate
-	$(PY) -m pip install -q -e ".[fast]"
+	$(PY) -m pip install -q -e ".[fast,llm]"
 	touch $@
 
 $(VENV)/.test: pyproject.toml $(VENV)/.core

@@ -65,11 +65,54 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         _error("aborted")
         return 1
     except Exception as exc:
+        missing = missing_extra(exc)
+        if missing is not None:
+            _error(missing)
+            return 2
         if not is_user_error(exc):
             raise
         _error(one_line(exc))
         return 2
     return rv if isinstance(rv, int) else 0
+
+
+#: Modules whose distribution name differs from the import name, by the extra that provides them.
+MODULE_EXTRAS = {"distributed": "dask"}
+
+
+def _extra_of(module: str) -> str | None:
+    """The optional-dependency group (``pip install 'cogtestbed[EXTRA]'``) that installs ``module``,
+    read from the package's own metadata (``Requires-Dist: NAME; extra == "EXTRA"``)."""
+    import importlib.metadata as metadata
+    import re
+
+    top = module.partition(".")[0]
+    if top in MODULE_EXTRAS:
+        return MODULE_EXTRAS[top]
+    try:
+        requires = metadata.requires("cogtestbed") or []
+    except metadata.PackageNotFoundError:  # pragma: no cover - a source tree without an install
+        return None
+    for req in requires:
+        found = re.match(r"\s*([A-Za-z0-9_.-]+).*extra\s*==\s*[\"']([^\"']+)[\"']", req)
+        if found and re.sub(r"[-.]", "_", found.group(1).lower()) == top.lower():
+            return found.group(2)
+    return None
+
+
+def missing_extra(exc: BaseException) -> str | None:
+    """One line naming the ``pip install 'cogtestbed[EXTRA]'`` for an import of an optional
+    dependency that failed (``exc`` or an exception it was raised from); ``None`` for any other error."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        name = getattr(seen, "name", None)
+        if isinstance(seen, ModuleNotFoundError) and name:
+            extra = _extra_of(name)
+            if extra is not None:
+                return (f"this command needs the optional dependency {name.partition('.')[0]!r}: "
+                        f"pip install 'cogtestbed[{extra}]'")
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def main(quick_exit: bool = False) -> None:
@@ -128,4 +171,4 @@ def exit_process(code: int) -> NoReturn:
     os._exit(code)
 
 
-__all__ = ["app", "console_main", "exit_process", "main", "run_cli"]
+__all__ = ["app", "console_main", "exit_process", "main", "missing_extra", "run_cli"]

@@ -61,10 +61,15 @@ def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
-    for i, c in enumerate(columns):  # names never wrap
-        table.add_column(c, no_wrap=i < 2, overflow="fold")
-    for r in rows:
-        table.add_row(*("" if v is None else str(v) for v in r))
+    cells = [["" if v is None else str(v) for v in r] for r in rows]
+    for i, c in enumerate(columns):  # names (the first two columns) are never cut nor wrapped
+        if i < 2 and len(columns) > 2 or i == 0:
+            width = max([len(c), *(len(r[i]) for r in cells)])
+            table.add_column(c, no_wrap=True, min_width=width)
+        else:
+            table.add_column(c, overflow="fold")
+    for r in cells:
+        table.add_row(*r)
     return table
 
 

@@ -74,15 +74,30 @@ def metrics(
         result.update(exp.metrics(table, **options))
     if as_json:
         print_json(result)
+        warn_flags(result.get("flags") or [])
         return
     from rich.table import Table
 
+    from cogtestbed.formatting import num
+
     summary = Table(title=f"{exp.name}: {path.name} ({detected})")
-    summary.add_column("metric")
+    summary.add_column("metric", no_wrap=True)
     summary.add_column("value", justify="right")
     reasons = result.get("null_reasons") or {}
     for key, value in result["metrics"].items():
-        shown = (f"null ({reasons[key]})" if value is None and key in reasons else
-                 f"{value:.4g}" if isinstance(value, float) else str(value))
-        summary.add_row(key, shown)
+        if value is None and key in reasons:
+            summary.add_row(key, f"null ({reasons[key]})")
+        elif isinstance(value, dict):  # a nested result: one row per entry, never a raw dict
+            for sub, v in value.items():
+                summary.add_row(f"{key}.{sub}", num(v))
+        else:
+            summary.add_row(key, num(value))
     console.print(summary)
+    warn_flags(result.get("flags") or [])
+
+
+def warn_flags(flags: list[str]) -> None:
+    """Every flag of a result (non-convergence, separation, ...) as a warning line on stderr, in
+    text mode as with ``--json`` (where they are the result's ``flags``)."""
+    for flag in flags:
+        typer.echo(f"warning: {' '.join(str(flag).split())}", err=True)

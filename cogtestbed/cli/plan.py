@@ -100,6 +100,10 @@ def plan(
     if output is not None:
         check_output_dir(output)
     pilot_info = read_pilot(pilot, exp, spec) if pilot is not None else None
+    if pilot_info is not None and pilot_info.llm is not None and pilot_info.llm not in llm:
+        console_err.print(f"warning: the pilot in {pilot} ran {pilot_info.llm}, not {' or '.join(llm)}: its invalid "
+                          f"rate, tokens per call and fitted parameters are {pilot_info.llm}'s",
+                          highlight=False, markup=False, soft_wrap=True)
     if pilot_info is not None:
         spec = apply_pilot(spec, exp, pilot_info, given_base, given_params)
     rate = invalid_rate if invalid_rate is not None else (pilot_info.invalid_rate if pilot_info else 0.0)

@@ -186,6 +186,26 @@ def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bo
     return result
 
 
+#: Rate columns of a study's cells (with ``sims``: shown with their 95 % interval, not an SE).
+RATE_COLUMNS = ("power", "type_i_error", "rejection_rate")
+
+
+def readable_frame(frame: Any) -> Any:
+    """A summary table for a person: a rate with ``sims`` gets its 95 % Wilson interval in place of
+    the Monte-Carlo SE (which is 0 at rates 0 and 1); counts stay integers (:func:`num`)."""
+    from cogtestbed.formatting import num, wilson
+
+    rates = [c for c in RATE_COLUMNS if c in frame.columns]
+    if not rates or "sims" not in frame.columns:
+        return frame
+    out = frame.copy()
+    for c in rates:
+        out[f"{c} 95% interval"] = [
+            "n/a" if not s else "[{}, {}]".format(*(num(x, 2) for x in wilson(float(r) * int(s), int(s))))
+            for r, s in zip(frame[c], frame["sims"], strict=True)]
+    return out.drop(columns=[c for c in ("mc_se",) if c in out.columns])
+
+
 def _finish(result: StudyResult, as_json: bool, output: Path | None, payload: dict[str, Any]) -> None:
     if output is not None:
         from cogtestbed.validation.report import write_study
@@ -215,15 +235,17 @@ def _show(result: StudyResult, as_json: bool, output: Path | None) -> None:
     if not as_json:
         from rich.table import Table
 
+        from cogtestbed.formatting import num
         from cogtestbed.validation.report import _summary_tables
 
         for caption, frame in _summary_tables(result):
+            frame = readable_frame(frame)
             table = Table(title=caption)
             table.add_column("")
             for c in frame.columns:
                 table.add_column(str(c), justify="right")
             for idx, row in frame.iterrows():
-                table.add_row(str(idx), *(f"{v:.3g}" if isinstance(v, float) else str(v) for v in row))
+                table.add_row(num(idx) if not isinstance(idx, str) else idx, *(num(v) for v in row))
             console.print(table)
     _finish(result, as_json, output, payload)
 
@@ -398,6 +420,10 @@ def _power_spec(target: str, experiment: str | None, effect: str | None, metric:
     if agent is None or compare is not None:
         raise ValueError("test power takes --agent AGENT[:p=v,...] (and no --compare)")
     name, params = parse_agent(agent)
+    if test is not None:  # the paper's name of a test (T1c) is an alias of its key (t1_lr)
+        from cogtestbed.registry import get_experiment
+
+        test = get_experiment(target).metrics.resolve(test)
     return _spec(kind="test-power", experiment=target, agent=name, test=test, params={**base, **params},
                      **common)
 

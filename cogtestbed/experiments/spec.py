@@ -269,6 +269,16 @@ class MetricsSpec:
     #: resamples and permutations), used by the quick conformance checks; empty when ``fn`` is cheap.
     smoke_options: Mapping[str, Any] = field(default_factory=dict)
     paired_by: tuple[str, tuple[str, ...]] | None = None
+    #: Other names of headline keys, as the paper writes them (``T1c`` for ``t1_lr``); matched
+    #: without regard to case by :meth:`resolve`.
+    aliases: Mapping[str, str] = field(default_factory=dict)
+
+    def resolve(self, name: str) -> str:
+        """The headline key ``name`` or its alias names (unchanged when it is neither)."""
+        if name in self.headline:
+            return name
+        folded = {k.lower(): v for k, v in self.aliases.items()} | {k.lower(): k for k in self.headline}
+        return folded.get(name.lower(), name)
 
     def __call__(self, trials: pd.DataFrame, **options: Any) -> MetricsResult:
         from cogtestbed.no_data import no_data_result, null_nonfinite, valid_rows

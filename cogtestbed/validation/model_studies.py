@@ -7,6 +7,7 @@ generator (:func:`~cogtestbed.validation.studies.simulate_model`) and returns ti
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -24,6 +25,7 @@ from cogtestbed.inference.hierarchical import (
     loo,
     sample_hierarchical_prior,
 )
+from cogtestbed.parameters import Parameter
 from cogtestbed.validation.studies import (
     SBC_RANKS,
     TaskFn,
@@ -156,7 +158,7 @@ def power_parameters(spec: PowerStudy, model: CognitiveModel, n: int,
 
     The medians start at ``spec.base`` (defaults otherwise) and move by ``effect_size`` along
     the named contrast (minimum-norm shift: α⁺ − α⁻ = d gives α⁺ = b + d/2, α⁻ = b − d/2);
-    subjects scatter around them with SD ``sd_between`` on the unconstrained scale.
+    subjects scatter around them with SD ``sd_between`` on the unconstrained scale (:func:`scatter`).
     """
     params = model.parameters
     median = {p.name: float(spec.base.get(p.name, p.default)) for p in params}
@@ -171,9 +173,44 @@ def power_parameters(spec: PowerStudy, model: CognitiveModel, n: int,
         if p.name in spec.fixed:
             out[p.name] = np.full(n, float(spec.fixed[p.name]))
             continue
-        u = p.to_unconstrained(median[p.name]) + spec.sd_between * rng.normal(size=n)
-        out[p.name] = np.asarray(p.to_constrained(u), dtype=np.float64)
+        out[p.name] = scatter(p, median[p.name], spec.sd_between, rng.normal(size=n))
     return out
+
+
+def scatter(p: Parameter, median: float, sd: float, z: np.ndarray) -> np.ndarray:
+    """Subject values of ``p``: ``median`` moved by ``sd·z`` on the parameter's unconstrained
+    (transformed) scale, a value beyond a bound reflected back inside it on that scale.
+
+    The logit maps the real line onto [a, b], so nothing is reflected there; an identity-scale
+    parameter with bounds (``mu_p`` in [−1, 2]) or a log-scale one with an upper bound
+    (``sigma_dec`` in [0, 5]) would otherwise give subjects outside the bounds, which the agents
+    refuse.  A draw inside the bounds is the plain normal draw.
+    """
+    u = fold(np.asarray(p.to_unconstrained(median) + sd * np.asarray(z, dtype=np.float64)),
+             *transformed_bounds(p))
+    return np.clip(np.asarray(p.to_constrained(u), dtype=np.float64), p.lower, p.upper)
+
+
+def transformed_bounds(p: Parameter) -> tuple[float, float]:
+    """``p``'s bounds on its unconstrained scale (±∞ where the transform sends a bound there)."""
+    if p.transform == "logit":
+        return -math.inf, math.inf
+    if p.transform == "log":
+        return -math.inf, math.log(p.upper - p.lower) if math.isfinite(p.upper) else math.inf
+    return p.lower, p.upper
+
+
+def fold(u: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """``u`` reflected into [lo, hi] at its finite ends (repeatedly, for a draw several widths out)."""
+    if math.isfinite(lo) and math.isfinite(hi):
+        width = hi - lo
+        t = np.mod(u - lo, 2.0 * width)
+        return lo + np.where(t <= width, t, 2.0 * width - t)
+    if math.isfinite(lo):
+        return np.where(u < lo, 2.0 * lo - u, u)
+    if math.isfinite(hi):
+        return np.where(u > hi, 2.0 * hi - u, u)
+    return u
 
 
 def detected(p_value: float, estimate: float, effect_size: float, level: float) -> bool:

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cogtestbed.formatting import rate_text
+
 #: Recovery r at or above this is called "good"; below 0.5 "poor" (conventions of e.g.
 #: Wilson & Collins 2019 / White et al. for learning-model parameters).
 R_GOOD, R_POOR = 0.8, 0.5
@@ -208,7 +210,7 @@ def _verdict_power(result: Any) -> str:
             f"level {spec.level})")
     if s["effect_size"] == 0:
         head = f"Type-I error rate of {s['effect']} for {spec.models[0]} ({s['test']}, level {spec.level})"
-        rates = ", ".join(f"{c['n_subjects']} subjects {c['type_i_error']:.3f} ± {c['mc_se']:.3f}"
+        rates = ", ".join(f"{c['n_subjects']} subjects {rate_text(c['type_i_error'], c['sims'])}"
                           for c in s["cells"])
         return f"{head}: at effect 0 every rejection, in either direction, is a false positive: {rates}."
     parts = _reach(pd.DataFrame(s["cells"]), "n_trials", "n_subjects", "power", "subjects")
@@ -255,7 +257,7 @@ def _verdict_metric_power(result: Any) -> str:
                  f"none of {sorted(cells['runs'].tolist())} runs reaches 80% power "
                  f"(max {cells['power'].max():.0%})")
     rates = ", ".join(f"{c['runs']} runs" + (f", {swept}={c['value']:g}" if "value" in c else "")
-                      + f" {c['power']:.2f} ± {c['mc_se']:.2f}" for c in s["cells"])
+                      + f" {rate_text(c['power'], c['sims'])}" for c in s["cells"])
     return (f"Power to detect a difference in {s['metric']} between {spec.agent} ({a}) and ({b}) "
             f"({s['test']}, two-sided, level {spec.level}): {rates}; {reach}.")
 
@@ -267,7 +269,7 @@ def _verdict_test(result: Any) -> str:
     def where(c: dict[str, Any]) -> str:
         return f"{c['runs']} runs" + (f", {swept}={c['value']:g}" if "value" in c else "")
 
-    rates = ", ".join(f"{where(c)}: {c['rejection_rate']:.3f} ± {c['mc_se']:.3f}" for c in s["cells"])
+    rates = ", ".join(f"{where(c)}: {rate_text(c['rejection_rate'], c['sims'])}" for c in s["cells"])
     setting = ", ".join(f"{k}={v:g}" for k, v in spec.params.items()) or "defaults"
     if spec.kind == "test-size":
         off = [c for c in s["cells"] if abs(c["rejection_rate"] - spec.level) > 2 * max(c["mc_se"], 1e-9)]

@@ -115,6 +115,13 @@ def _check_agent(spec: MetricStudy, exp: ExperimentSpec) -> None:
     if spec.parameter is not None and spec.parameter not in names | fields_:
         raise ValueError(f"{spec.parameter!r} is neither a parameter of agent {spec.agent} "
                          f"({', '.join(sorted(names))}) nor a design field ({', '.join(sorted(fields_))})")
+    test = getattr(spec, "test", None)
+    if test is not None:
+        valid_tests = tuple(exp.metrics.tests) or _headline(exp)
+        if test not in valid_tests:
+            aliases = ", ".join(f"{k} = {v}" for k, v in exp.metrics.aliases.items())
+            raise UnknownNameError("test", test, valid_tests,
+                                   exp.name + (f" (the paper's names: {aliases})" if aliases else ""))
     metric = getattr(spec, "metric", None)
     if metric is not None and metric not in _headline(exp):
         valid = _headline(exp)

@@ -1,0 +1,76 @@
+"""What the command line prints is readable and never a traceback: a missing optional dependency
+names its extra, names are never cut, numbers are written for people, flags reach stderr in text
+mode, an unknown key lists the valid ones and the paper's test names are accepted."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from cogtestbed.cli import missing_extra, run_cli
+from cogtestbed.formatting import design_text, num, rate_text, wilson
+from cogtestbed.registry import experiment_names
+
+ROOT = Path(__file__).resolve().parents[1]
+COGBENCH_IL = ROOT.parent / "shared/data/cogbench/InstrumentalLearning/gpt-4.csv"
+
+
+def test_a_missing_optional_dependency_is_one_line_naming_its_extra(monkeypatch, capsys, tmp_path) -> None:
+    for name in [m for m in sys.modules if m.startswith("cogtestbed.llm_adapters") or m == "tenacity"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "tenacity", None)  # import tenacity -> ModuleNotFoundError
+    code = run_cli(["run", "instrumental-learning", "--llm", "openai:gpt-4o-mini", "--dry-run",
+                    "-o", str(tmp_path / "r")])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "'tenacity'" in err[0] and "pip install 'cogtestbed[llm]'" in err[0]
+    assert missing_extra(ModuleNotFoundError("No module named 'nutpie'", name="nutpie")).endswith("cogtestbed[fast]'")
+    assert missing_extra(ModuleNotFoundError("x", name="no_such_module")) is None
+
+
+def test_make_demo_installs_what_run_and_plan_need() -> None:
+    core = (ROOT / "Makefile").read_text().split("$(VENV)/.core:")[1].split("touch")[0]
+    assert "llm" in core and "fast" in core
+
+
+def test_list_never_cuts_a_name(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "60")
+    assert run_cli(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in experiment_names():
+        assert name in out, name
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (9000.0, "9000"), (1000, "1000"), (0.12345, "0.123"), (2416.3, "2416"), (5.0, "5"), (0.0, "0"),
+    (float("nan"), "n/a"), (None, "n/a"), (1.5e-5, "1.50e-05"), ({"a": 0.5, "b": 2}, "a 0.5, b 2"),
+])
+def test_numbers_for_people(value, text) -> None:
+    assert num(value) == text
+
+
+def test_rates_at_zero_and_one_carry_an_interval_not_a_zero_se() -> None:
+    assert rate_text(0.0, 200) == "0 [0, 0.019] (200 sims)"
+    assert rate_text(1.0, 10).startswith("1 [0.72, 1]")
+    lo, hi = wilson(28, 200)
+    assert lo < 0.14 < hi and hi - lo == pytest.approx(0.097, abs=0.002)
+    assert design_text({"n_contexts": 40, "n_reps": 5, "runs": 1}) == "40 contexts × 5 repetitions, 1 run"
+
+
+def test_metrics_flags_reach_stderr_in_text_mode(capsys) -> None:
+    assert run_cli(["metrics", "instrumental-learning", str(COGBENCH_IL)]) == 0
+    out = capsys.readouterr()
+    assert "{" not in out.out  # no raw dicts in the table
+    assert "warning: run 8: an MLE fit did not converge" in out.err
+
+
+def test_unknown_test_lists_the_valid_keys_and_paper_names_are_aliases(capsys) -> None:
+    args = ["power", "belief-coherence", "--agent", "logit-rum:report_noise=0.05", "--design", "network=asia",
+            "--design", "n_contexts=20", "--sims", "1", "--runs", "1", "--workers", "1", "--json"]
+    assert run_cli([*args, "--test", "t1x"]) == 2
+    err = capsys.readouterr().err
+    assert "choose one of: accuracy, t1_cmi, t1_lr, t1_nested, t2, t3, t4" in err and "T1c = t1_lr" in err
+    assert run_cli([*args, "--test", "T1c"]) == 0
+    assert '"t1_lr"' in capsys.readouterr().out

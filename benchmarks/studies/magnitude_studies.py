@@ -34,6 +34,7 @@ from cogtestbed.inference.magnitude import (
     build_cube,
     cue_combination,
     evidence_table,
+    magnitude_metrics,
     pooled_w_prior,
     session_fits,
     w_prior_hierarchy,
@@ -381,6 +382,71 @@ def observer_bias(seed: int, n: int = 300) -> None:
           f"subject-tasks whose mean error over conditions exceeds +0.03: {np.mean(err.mean(1) > 0.03):.3f}")
 
 
+def _bcs_per_task(agent: str, params: dict[str, float], n: int, seed: int) -> np.ndarray:
+    """BCS per (subject, visual task) of ``n`` subjects on the default design's visual tasks
+    (image and text+image: the modalities BCS fits, App. A.10)."""
+    from cogtestbed.environments.magnitude import VISUAL_TASKS
+
+    design = MagnitudeDesign(modalities="image,text+image")
+    res = magnitude_metrics(simulate("magnitude", agent, n, seed, params, design=design), bootstrap=0)
+    return np.array([[p["bcs_per_task"][t] for t in VISUAL_TASKS] for p in res["per_subject"]], dtype=float)
+
+
+def identity(seed: int, n: int = 1000) -> None:
+    """BCS of identity mappers (w_prior = 0, no prior at all): exact answers y = x tie every Δw_prior
+    at 0 and score +1 each (BCS +5 per task); with decision noise the fitted slope clips at 1 half
+    the time (w_prior = 0 there), and the ties still count +1."""
+    for sigma in (0.0, 0.1):
+        b = _bcs_per_task("static-bayes", {"w_prior": 0.0, "sigma_dec": sigma}, n, seed)
+        per = b.reshape(-1)
+        print(f"identity mapper, sigma_dec/W = {sigma}: BCS per task {per.mean():+.2f} (SD {per.std(ddof=1):.2f}, "
+              f"SE {per.std(ddof=1) / math.sqrt(per.size):.2f}; {per.size} subject-tasks); BCS per subject "
+              f"{b.sum(1).mean():+.2f}")
+
+
+def prior_dominant(seed: int, n: int = 300) -> None:
+    """BCS of the prior-dominant agent at its defaults and at the former ones (w_prior .95, σ_dec .1)."""
+    for params in ({}, {"w_prior": 0.95, "sigma_dec": 0.1}):
+        b = _bcs_per_task("prior-dominant", params, n, seed).sum(1)
+        values, counts = np.unique(b, return_counts=True)
+        print(f"prior-dominant {params or '(defaults)'}: BCS = 0 for {np.mean(b == 0):.3f} of {n} subjects; "
+              f"mean {b.mean():+.3f}; values {dict(zip(values.tolist(), counts.tolist(), strict=True))}")
+
+
+def figures(seed: int, n: int = 50) -> None:
+    """Fig. 6A / 6C / 7 as metrics on synthetic subjects: the ``observer``'s bias–variance parts
+    under steering and its image weight under blur (line ratio, 3 × 30 trials), and the
+    cross-validated random-forest vs linear-regression fit (100 trees) of an α-combiner's and of a
+    switching combiner's multimodal answers."""
+    from cogtestbed.environments.magnitude import CONDITIONS, MODALITIES, TASK_NAMES
+    from cogtestbed.inference import magnitude_figures as fig
+
+    design = MagnitudeDesign(task="line-ratio", conditions="base,verbal,numerical,numerical-biased,noise-constant,"
+                             "noise-gradual", trials_per_session=30)
+    m = magnitude_metrics(simulate("magnitude", "observer", n, seed, design=design), bootstrap=0)["metrics"]
+    print(f"observer ({n} subjects, line ratio, 3 x 30 trials), means over subjects:")
+    for c, cell in m["bias_variance"]["line-ratio"].items():
+        b = cell["text+image"]
+        print(f"  Fig. 6A {c:17s} text+image NRMSE^2 {b['nrmse2']:.3f} = bias^2 {b['bias2']:.3f} + variance "
+              f"{b['variance']:.3f}")
+    weights = m["image_weight"]["line-ratio"]
+    print("  Fig. 6C image weight 1 - alpha: " + ", ".join(f"{c} {w:.3f}" for c, w in weights.items()))
+    one = MagnitudeDesign(task="line-ratio", conditions="base", ranges="medium", trials_per_session=120)
+    k, base = TASK_NAMES.index("line-ratio"), CONDITIONS.index("base")
+    t, i, b = (MODALITIES.index(x) for x in ("text", "image", "text+image"))
+    rows = {"alpha": [], "switch": []}
+    for s in range(20):
+        cube = build_cube(simulate("magnitude", "combiner-alpha", 1, seed + s, {"alpha": 0.5}, design=one))
+        rows["alpha"].append(fig.combiner_fits(cube, trees=fig.FOREST_TREES)["line-ratio"])
+        cube.Y[k, base, b] = np.where(np.abs(cube.Y[k, base, t] - 0.5) < 0.1, cube.Y[k, base, t], cube.Y[k, base, i])
+        rows["switch"].append(fig.combiner_fits(cube, trees=fig.FOREST_TREES)["line-ratio"])
+    for name, fits in rows.items():
+        rf = np.mean([f["random_forest"] for f in fits])
+        lr = np.mean([f["linear_regression"] for f in fits])
+        print(f"  Fig. 7 {name:6s} combiner (20 subjects x 120 trials): CV RMSE random forest {rf:.4f}, "
+              f"linear regression {lr:.4f}")
+
+
 def stimuli(seed: int, png: str | None = None) -> None:
     """A picture of the image stimuli (marker, line ratio, maze; unblurred and σ = 2 px blur)."""
     import io
@@ -404,7 +470,8 @@ def stimuli(seed: int, png: str | None = None) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("study", choices=["recovery", "kalman", "cue", "model", "power", "coverage", "hierarchy",
-                                        "hierarchical", "stimuli", "observer_bias"])
+                                        "hierarchical", "stimuli", "observer_bias", "identity", "prior_dominant",
+                                        "figures"])
     ap.add_argument("--reps", type=int, default=10, help="populations of the hierarchical study")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-o", "--output", default=None, help="PNG of the power curve (power study)")

@@ -33,7 +33,8 @@ SPEC = ExperimentSpec(
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(
         magnitude_metrics, unit="per_subject", headline=("nrmse", "bcs", "bcs_per_task", "w_prior",
-                                                         "factor_evidence", "rre", "bayesbench"),
+                                                         "factor_evidence", "rre", "bayesbench",
+                                                         "bias_variance", "image_weight"),
         options={
             "bootstrap": MetricOption("bootstrap", "session-preserving bootstrap rounds (0: none)", 30, None, int),
             "seed": MetricOption("seed", "seed of the bootstrap", 0, None, int),
@@ -47,6 +48,9 @@ SPEC = ExperimentSpec(
                 HIERARCHY_DRAWS, None, int),
             "hierarchy_chains": MetricOption("hierarchy_chains", "chains of the hierarchical w_prior fit",
                                              HIERARCHY_CHAINS, None, int),
+            "forest_trees": MetricOption(
+                "forest_trees", "trees of the random-forest fit of the multimodal answers from the unimodal ones "
+                "(Fig. 7; cross-validated, beside linear regression; 0: not fitted; 100 documented)", 0, None, int),
         },
     ),
     pooling_unit="subject",

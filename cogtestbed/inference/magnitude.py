@@ -121,6 +121,8 @@ TRIAL_KEYS = ("task", "condition", "modality", "range", "trial")
 #: Largest bootstrap a metrics call accepts (Sec. 3.6 uses 30 rounds): one round refits every cell
 #: of a subject, 3.5 ms CPU for the default design (measured), so 10⁵ rounds take ~6 min per subject.
 BOOTSTRAP_MAX = 100_000
+#: Most trees of the random-forest combiner fit (Fig. 7; 100 is the documented setting).
+FOREST_MAX_TREES = 10_000
 #: Bytes per cell-trial of a subject's cube (X and Y, float64) and of its bootstrap resample.
 _CUBE_BYTES = 4 * 8
 
@@ -286,6 +288,14 @@ def _oracle(x: np.ndarray, yt: np.ndarray, yi: np.ndarray) -> tuple[np.ndarray, 
     return pred, weights
 
 
+def text_weight(yt: np.ndarray, yi: np.ndarray, yc: np.ndarray, ok: np.ndarray) -> float:
+    """α of Table 1's α-combiner, y_text+image ≈ α·y_text + (1 − α)·y_image: least squares over
+    the trials ``ok`` answered in all three modalities, clipped to [0, 1] (½ when the unimodal
+    answers never differ)."""
+    dt, dc = np.where(ok, yt - yi, 0.0), np.where(ok, yc - yi, 0.0)
+    return float(np.clip((dt * dc).sum() / (dt * dt).sum(), 0, 1)) if (dt * dt).sum() > 0 else 0.5
+
+
 def cue_combination(cube: Cube, k: int, condition: int = _BASE, variance: str = DEFAULT_VARIANCE,
                     readings: tuple[str, ...] = VARIANCE_READINGS) -> dict[str, Any] | None:
     """The four combiners of Table 1 on one task: equal, α (least squares, α ∈ [0, 1]),
@@ -310,8 +320,7 @@ def cue_combination(cube: Cube, k: int, condition: int = _BASE, variance: str = 
     def fit(pred: np.ndarray) -> float:
         return float(np.sqrt(np.nanmean(np.where(ok, (pred - yc) ** 2, np.nan))))
 
-    dt, dc = np.where(ok, yt - yi, 0.0), np.where(ok, yc - yi, 0.0)
-    alpha = float(np.clip((dt * dc).sum() / (dt * dt).sum(), 0, 1)) if (dt * dt).sum() > 0 else 0.5
+    alpha = text_weight(yt, yi, yc, ok)
     preds = {"equal": 0.5 * (yt + yi), "alpha": alpha * yt + (1 - alpha) * yi}
     w_text = {}
     for reading in dict.fromkeys((*readings, variance)):
@@ -469,10 +478,19 @@ def _clean(obj: Any) -> Any:
 
 
 def subject_metrics(g: pd.DataFrame, rng: np.random.Generator, bootstrap_rounds: int = BOOTSTRAP_ROUNDS,
-                    variance: str = DEFAULT_VARIANCE, evidence_condition: str = "base") -> dict[str, Any]:
-    """Every metric of one subject (see module docstring)."""
+                    variance: str = DEFAULT_VARIANCE, evidence_condition: str = "base",
+                    forest_trees: int = 0) -> dict[str, Any]:
+    """Every metric of one subject (see module docstring); Fig. 6A / 6C / 7 from
+    :mod:`~cogtestbed.inference.magnitude_figures` (the forest only with ``forest_trees`` > 0)."""
+    from cogtestbed.inference import magnitude_figures as fig
+
     cube = build_cube(g)
     out = summary(cube, variance)
+    out["bias_variance"] = fig.bias_variance(cube)
+    out["image_weight"] = fig.image_weight(cube)
+    if forest_trees:
+        oracle = {t: c["fit_rmse"]["oracle"] for t, c in out["cue_combination"].items()}
+        out["combiner_fit"] = fig.combiner_fits(cube, forest_trees, oracle)
     fits = session_fits(cube, CONDITIONS.index(evidence_condition))
     ev = evidence_table(fits)
     out["factor_evidence"] = {t: c.get(evidence_condition, {}) for t, c in ev.items()}
@@ -505,7 +523,7 @@ def _check_hierarchy_options(draws: int, chains: int) -> None:
 def magnitude_metrics(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP_ROUNDS, seed: int = 0,
                       variance: str = DEFAULT_VARIANCE, evidence_condition: str = "base",
                       hierarchy_draws: int = HIERARCHY_DRAWS,
-                      hierarchy_chains: int = HIERARCHY_CHAINS) -> dict[str, Any]:
+                      hierarchy_chains: int = HIERARCHY_CHAINS, forest_trees: int = 0) -> dict[str, Any]:
     """BayesBench metrics per subject and their mean over subjects (Ma et al. 2025, Sec. 3.5–3.6).
 
     ``metrics``: nrmse {task: {modality}} (base condition), bcs (sum of s_a), bcs_per_task,
@@ -526,7 +544,11 @@ def magnitude_metrics(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP_ROUNDS, s
                if c not in trials.columns]
     if missing:
         raise ValueError(f"not a magnitude trial table: missing columns {', '.join(missing)}")
+    from cogtestbed.inference import magnitude_figures as fig
+
     check_bootstrap(bootstrap, int(trials["subject"].nunique()))
+    if not 0 <= forest_trees <= FOREST_MAX_TREES:
+        raise ValueError(f"--forest-trees must be 0 (no forest) to {FOREST_MAX_TREES}, got {forest_trees}")
     check_one_session_per_block(trials)
     check_cube_memory(trials, bootstrap)
     seq = np.random.SeedSequence(seed)
@@ -534,10 +556,10 @@ def magnitude_metrics(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP_ROUNDS, s
     rngs = [np.random.default_rng(s) for s in seq.spawn(len(subjects))]
     per = []
     for (sid, g), rng in zip(subjects, rngs, strict=True):
-        res = subject_metrics(g, rng, bootstrap, variance, evidence_condition)
+        res = subject_metrics(g, rng, bootstrap, variance, evidence_condition, forest_trees)
         per.append({"subject": sid.item() if hasattr(sid, "item") else sid, **res})
     keys = ("nrmse", "bcs", "bcs_per_task", "w_prior", "factor_evidence", "rre", "bayesbench",
-            "cue_combination", "bootstrap")
+            "cue_combination", "bias_variance", "image_weight", "combiner_fit", "bootstrap")
     headline = {k: _mean_nested([p.get(k) for p in per]) for k in keys}
     n_invalid = int((~trials["valid"].astype(bool)).sum())
     flags = []
@@ -569,7 +591,8 @@ def magnitude_metrics(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP_ROUNDS, s
                     "variance": variance, "bootstrap_rounds": bootstrap,
                     "bootstrap_interval": list(BOOTSTRAP_INTERVAL),
                     "aic_params": dict(zip(VARIANTS, AIC_PARAMS.tolist(), strict=True)),
-                    "factors": list(FACTOR_NAMES)},
+                    "factors": list(FACTOR_NAMES), "bias_variance": fig.BIAS_VARIANCE_READING,
+                    "forest": {"trees": forest_trees, "folds": fig.FOREST_FOLDS, "seed": fig.FOREST_SEED}},
     })
 
 

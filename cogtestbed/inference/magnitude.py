@@ -145,7 +145,10 @@ def check_cube_memory(trials: pd.DataFrame, bootstrap_rounds: int) -> None:
     + 1 trials in each of the 4 × 9 × 3 × 3 cells) would not fit in the memory available now."""
     from cogtestbed.simulation import check_memory
 
-    t_max = int(pd.to_numeric(trials["trial"], errors="coerce").max()) if len(trials) else 0
+    trial = pd.to_numeric(trials["trial"], errors="coerce") if len(trials) else pd.Series([0])
+    if trial.isna().any() or (trial < 0).any():
+        raise ValueError("column trial must hold the trial's index within its session (integers from 0)")
+    t_max = int(trial.max())
     need = _K * _C * _M * _R * (t_max + 1) * _CUBE_BYTES * (2 if bootstrap_rounds else 1)
     check_memory(need, f"a magnitude subject's trial cube (trial up to {t_max})",
                  hint="the column trial counts the trials of one session from 0")

@@ -317,7 +317,7 @@ def test_cli_simulate_then_metrics(tmp_path):
     result = json.loads(cli("metrics", "belief-coherence", str(out), "--json", "--n-boot", "20", "--n-perm",
                             "20", "--level", "0.1", "--baseline", "no").stdout)
     metrics = result["metrics"]
-    assert set(metrics) == {"t1_cmi", "t1_nested", "t1_lr", "t2", "t3", "t4", "accuracy"}
+    assert set(metrics) == {"t1_cmi", "t1_cmi_isotonic", "t1_nested", "t1_lr", "t2", "t3", "t4", "accuracy"}
     for name, value in metrics.items():  # typed headline leaves: numbers and bools; tables under details
         assert "estimate" in value and isinstance(value["reject"], bool) and ("p_value" in value or "lo" in value)
         assert all(v is None or isinstance(v, (bool, int, float)) for v in value.values()), name

@@ -125,3 +125,35 @@ def test_decision_parser_accepts_exactly_the_papers_format():
         r = parse_decision(text)
         assert not r.ok and r.error, text
     assert np.array_equal(parse_decision(" Can decide: Yes \nDecision: Yes\n").action, [1, 1])
+
+
+# App. D.0.4's named edges and D.0.3's bins, transcribed from the paper.
+D04_EDGES = {
+    *(("GenHlth", c) for c in ("Diabetes_binary", "HighBP", "HighChol", "BMI", "HeartDiseaseorAttack", "Stroke",
+                               "DiffWalk")),
+    *(("DiffWalk", c) for c in ("Diabetes_binary", "HighBP", "Smoker", "Stroke")),
+    ("HighBP", "HighChol"), ("HighChol", "HeartDiseaseorAttack"), ("HeartDiseaseorAttack", "Stroke"),
+    ("Fruits", "PhysActivity"), ("Veggies", "PhysActivity"), ("PhysActivity", "DiffWalk"),
+    ("Education", "Income"), ("Income", "GenHlth"), ("NoDocbcCost", "AnyHealthcare"),
+    ("Sex", "Diabetes_binary"), ("Income", "Diabetes_binary"),
+    *(("Diabetes_binary", c) for c in ("HighBP", "HighChol", "BMI", "Age")),
+}
+D03_CARDINALITY = {"Sex": 2, "Age": 4, "Education": 6, "Income": 4, "BMI": 4, "GenHlth": 5, "MentHlth": 4,
+                   "PhysHlth": 4, **{b: 2 for b in ("HighBP", "HighChol", "CholCheck", "Stroke", "HeartDiseaseorAttack",
+                                                   "Smoker", "PhysActivity", "Fruits", "Veggies", "HvyAlcoholConsump",
+                                                   "AnyHealthcare", "NoDocbcCost", "DiffWalk", "Diabetes_binary")}}
+
+
+def test_diabetes_network_has_app_d_edges_and_bins():
+    from cogtestbed.environments.bayesnets import diabetes_edges, load_network
+
+    net = load_network("diabetes")
+    edges = {(p, c) for c in net.nodes for p in net.parents[c]}
+    assert edges >= D04_EDGES and len(net.nodes) == 22 and len(edges) == 77
+    assert {(c, p) for p, c in D04_EDGES}.isdisjoint(edges)  # none reversed
+    assert {n: net.card(n) for n in net.nodes} == D03_CARDINALITY
+    hub = {e for e in edges if "GenHlth" in e}
+    assert len(hub) == 11  # "a central hub node with edges to 11 other variables"
+    assert {p for p in net.parents["Diabetes_binary"]} == {"GenHlth", "DiffWalk", "Sex", "Income"}
+    assert {c for p, c in edges if p == "Diabetes_binary"} == {"HighBP", "HighChol", "BMI", "Age"}
+    assert diabetes_edges("paper") >= D04_EDGES and not diabetes_edges("paper") & diabetes_edges("ours")

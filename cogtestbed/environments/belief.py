@@ -91,7 +91,7 @@ NETWORK_DEFAULTS: dict[str, tuple[str, tuple[str, ...], str | None]] = {
     "cancer": ("Cancer=True", ("Pollution", "Smoker", "Xray"), "Dyspnoea"),
     "heart": ("SHD=yes", ("Age", "Sex", "Location", "ECG_LVH", "STT_Abnormal", "QRS_Prolonged"),
               "QTc_Prolonged"),
-    "diabetes": ("Diabetes_binary=yes", ("Age", "BMI", "HighBP", "HighChol", "GenHlth", "PhysActivity"),
+    "diabetes": ("Diabetes_binary=yes", ("Age", "BMI", "HighBP", "HighChol", "GenHlth", "DiffWalk", "Sex", "Income"),
                  "HeartDiseaseorAttack"),
 }
 

@@ -32,6 +32,7 @@ interval ``lo`` / ``hi`` and/or ``p_value``, and ``reject`` at ``level``; in the
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -360,8 +361,9 @@ def cmi_knn(a: np.ndarray, theta: np.ndarray, p: np.ndarray, k: int = CMI_K) -> 
     n_a = counts(a.astype(np.int64))
     n_t = counts(theta.astype(np.int64))
     n_p = counts(np.zeros(n, dtype=np.int64))
-    xi = special.digamma(np.maximum(k_tilde, 1)) - special.digamma(n_a) - special.digamma(n_t) \
-        + special.digamma(n_p)
+    with np.errstate(invalid="ignore", divide="ignore"):  # rows alone in their cell are masked below
+        xi = special.digamma(np.maximum(k_tilde, 1)) - special.digamma(n_a) - special.digamma(n_t) \
+            + special.digamma(n_p)
     return float(np.mean(np.where(use, xi, 0.0)))
 
 
@@ -382,38 +384,108 @@ def local_permutation(p: np.ndarray, theta: np.ndarray, group: np.ndarray, rng: 
     return new[group]
 
 
+#: Half-width of T1a's tie-breaking jitter: every report p gets p + U(−w, w), one seeded draw per
+#: row in the table's key order.  Repeated reports of a context tie exactly (its θ is shared too)
+#: and LLMs round to .05; the mixed estimator's tie rule then leaves a large downward bias on null
+#: data (−.17 with five tied repetitions, −.06 with reports rounded to .05; 200 × 5, k = 3).  A
+#: jitter of half the .05 resolution removes it (+.0003 in both cases; tiny jitters, 1e-9, leave
+#: −.024 on tied repetitions): ``benchmarks/studies/belief_cmi_ties.py`` measures the candidates.
+CMI_JITTER = 0.025
+#: T1a's decision rules: ``permutation`` (default; the local-permutation p-value) and ``paper``
+#: (the bootstrap interval's lower end above 0, App. F / Table 1, at one-sided level α).
+T1A_RULES = ("permutation", "paper")
+T1A_RULE = "permutation"
+
+
+def jittered(p: np.ndarray, rng: np.random.Generator, width: float = CMI_JITTER) -> np.ndarray:
+    """``p`` + U(−width, width) (:data:`CMI_JITTER`): ties broken below the reports' resolution."""
+    return p + rng.uniform(-width, width, p.size) if width > 0 else p.astype(np.float64)
+
+
+def _cluster_draw(group: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Row indices of one bootstrap sample of whole contexts (``group``; θ is shared within one)."""
+    uniq, inv = np.unique(group, return_inverse=True)
+    members = np.argsort(inv, kind="stable")
+    starts = np.searchsorted(inv[members], np.arange(uniq.size))
+    sizes = np.bincount(inv, minlength=uniq.size)
+    pick = rng.integers(0, uniq.size, uniq.size)
+    return np.concatenate([members[starts[c]:starts[c] + sizes[c]] for c in pick])
+
+
 def t1_cmi_arrays(a: np.ndarray, p: np.ndarray, theta: np.ndarray, group: np.ndarray, *, k: int = CMI_K,
-                  n_boot: int = N_BOOT, n_perm: int = N_PERM, seed: int = 0) -> dict[str, Any]:
-    """T1a on arrays: estimate, bootstrap 95 % CI (rows resampled, as the paper) and the
-    local-permutation p-value."""
+                  n_boot: int = N_BOOT, n_perm: int = N_PERM, seed: int = 0, level: float = LEVEL,
+                  jitter: float = CMI_JITTER, calibrate: bool = False) -> dict[str, Any]:
+    """T1a on arrays (rows in key order): the kNN CMI of the jittered reports (:data:`CMI_JITTER`),
+    its bootstrap interval and both rules (:data:`T1A_RULES`).
+
+    Bootstrap: whole contexts resampled (their rows share θ), each replicate jittered afresh (a
+    duplicated row would otherwise tie again); the interval is estimate ± 1.96·SD of the
+    replicates, the symmetric form of the paper's Table 1 intervals, so it contains its estimate;
+    the paper's rule rejects when estimate − z_{1−α}·SD > 0 (one-sided at α; the paper's 95 %
+    interval is this rule at α = .025).  Permutation: θ locally permuted among contexts of similar
+    p (:func:`local_permutation`), the same jittered reports; p = (1 + #{null ≥ est})/(1 + B).
+    ``calibrate``: the isotonic-calibrated belief p_iso of App. F (isotonic regression of θ on p,
+    refitted in every replicate and permutation) in place of p.
+    """
     rng = np.random.default_rng(np.random.SeedSequence([seed, 1]))
-    est = cmi_knn(a, theta, p, k)
-    n = p.size
+    q = jittered(_calibrated(p, theta) if calibrate else p, rng, jitter)
+    est = cmi_knn(a, theta, q, k)
     boots = np.empty(n_boot)
     for b in range(n_boot):
-        i = rng.integers(0, n, n)
-        boots[b] = cmi_knn(a[i], theta[i], p[i], k)
+        i = _cluster_draw(group, rng)
+        pb = _calibrated(p[i], theta[i]) if calibrate else p[i]
+        boots[b] = cmi_knn(a[i], theta[i], jittered(pb, rng, jitter), k)
     null = np.empty(n_perm)
     for b in range(n_perm):
-        null[b] = cmi_knn(a, local_permutation(p, theta, group, rng), p, k)
-    p_value = (1.0 + np.sum(null >= est)) / (1.0 + n_perm)
-    lo, hi = np.quantile(boots, [0.025, 0.975]) if n_boot else (np.nan, np.nan)
-    return {"estimate": est, "interval": (float(lo), float(hi)), "p_value": float(p_value)}
+        t_perm = local_permutation(p, theta, group, rng)
+        q_perm = jittered(_calibrated(p, t_perm), rng, jitter) if calibrate else q
+        null[b] = cmi_knn(a, t_perm, q_perm, k)
+    p_value = (1.0 + np.sum(null >= est)) / (1.0 + n_perm) if n_perm else math.nan
+    sd = float(np.std(boots, ddof=1)) if n_boot > 1 else math.nan
+    lo, hi = est - 1.959963984540054 * sd, est + 1.959963984540054 * sd
+    bound = est - float(stats.norm.ppf(1.0 - level)) * sd
+    return {"estimate": est, "interval": (float(lo), float(hi)), "p_value": float(p_value), "boot_sd": sd,
+            "boot_bias": float(np.mean(boots) - est) if n_boot else math.nan, "paper_bound": float(bound),
+            "reject_paper": bool(bound > 0.0), "n_small_cells": _small_cells(a, theta, k)}
+
+
+def _calibrated(p: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """App. F's isotonic-calibrated belief: the increasing fit of θ on p, clipped to [0, 1]."""
+    from sklearn.isotonic import IsotonicRegression
+
+    return np.asarray(IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(p, theta).predict(p))
+
+
+def _small_cells(a: np.ndarray, theta: np.ndarray, k: int) -> int:
+    """Rows whose (A, θ) cell has k or fewer rows: the estimator uses k = cell size − 1 for them."""
+    cell = a.astype(np.int64) * 2 + theta.astype(np.int64)
+    size = np.bincount(cell)[cell]
+    return int(np.sum(size <= k))
 
 
 def t1_cmi(table: pd.DataFrame, level: float = LEVEL, k: int = CMI_K, n_boot: int = N_BOOT,
            n_perm: int = N_PERM, seed: int = 0, renormalise: bool = False, average: bool = False,
-           **_: Any) -> dict[str, Any]:
-    """T1a: kNN CMI with the bootstrap CI (paper) and the local-permutation p-value (decision)."""
+           rule: str = T1A_RULE, calibrate: bool = False, **_: Any) -> dict[str, Any]:
+    """T1a: kNN CMI I(A; θ | p) with the bootstrap interval, decided by ``rule`` (:data:`T1A_RULES`);
+    ``calibrate``: on App. F's isotonic-calibrated belief (Table 5)."""
+    if rule not in T1A_RULES:
+        raise BeliefTableError(f"T1a rule must be one of {', '.join(T1A_RULES)}, got {rule!r}")
+    name = "t1_cmi_isotonic" if calibrate else "t1_cmi"
     rows = paired_rows(table, renormalise, average)
     if len(rows) < 2:
-        return _null(f"t1_cmi: {len(rows)} valid pairs of a π0 belief and a decision (needs 2)", level, k=k)
+        return _null(f"{name}: {len(rows)} valid pairs of a π0 belief and a decision (needs 2)", level, k=k)
     if k > len(rows) - 1:
         raise BeliefTableError(f"--k {k} exceeds the data: {len(rows)} paired rows allow k <= {len(rows) - 1}")
     r = t1_cmi_arrays(rows["a"].to_numpy(), rows["p"].to_numpy(), rows["theta"].to_numpy(),
-                      rows["group"].to_numpy(), k=k, n_boot=n_boot, n_perm=n_perm, seed=seed)
-    return _result(r["estimate"], r["p_value"], level, r["interval"], k=k,
-                   reject_bootstrap=bool(r["interval"][0] > 0), n=len(rows))
+                      rows["group"].to_numpy(), k=k, n_boot=n_boot, n_perm=n_perm, seed=seed, level=level,
+                      calibrate=calibrate)
+    reject = r["reject_paper"] if rule == "paper" else bool(r["p_value"] < level)
+    flags = [f"{name}: {r['n_small_cells']} rows sit in (A, θ) cells of k = {k} or fewer rows and use "
+             "k = cell size − 1"] if r["n_small_cells"] else []
+    return _result(r["estimate"], r["p_value"], level, r["interval"], reject=reject, k=k,
+                   reject_permutation=bool(r["p_value"] < level), reject_paper=r["reject_paper"],
+                   paper_bound=r["paper_bound"], boot_sd=r["boot_sd"], boot_bias=r["boot_bias"],
+                   jitter=CMI_JITTER, rule=rule, n=len(rows), flags=flags)
 
 
 # ----------------------------------------------------------------------------- T1b
@@ -731,10 +803,17 @@ def t2(table: pd.DataFrame, level: float = LEVEL, t2_bins: int = T2_BINS, direct
 
 
 # ----------------------------------------------------------------------------- T3
-def t3(table: pd.DataFrame, level: float = LEVEL, n_perm: int = N_PERM, seed: int = 0, **_: Any
-       ) -> dict[str, Any]:
-    """T3: prompt consistency.  Per variant: RMSE of its reports (per repetition) against the π0
-    mean of the same context, next to the within-π0 SD across repetitions, and the statistic
+#: T3's readings of the RMSE against π0: ``averaged`` (default; Table 3's caption: "pairwise RMSE
+#: between repetition-averaged elicited probabilities", √mean_x (mean_v(x) − mean_π0(x))²) or
+#: ``per-rep`` (each repetition's report against the π0 mean of its context).
+T3_READINGS = ("averaged", "per-rep")
+T3_READING = "averaged"
+
+
+def t3(table: pd.DataFrame, level: float = LEVEL, n_perm: int = N_PERM, seed: int = 0,
+       reading: str = T3_READING, **_: Any) -> dict[str, Any]:
+    """T3: prompt consistency.  Per variant: RMSE against π0 (``reading``, :data:`T3_READINGS`),
+    next to the within-π0 SD across repetitions, and the statistic
     mean over contexts of (mean_variant − mean_π0)².  Decision: one permutation test of the largest
     statistic over the variants, exchanging all belief labels (π0 and every variant) within each
     context — exact when the variants are exchangeable with π0 (H0), so no multiplicity
@@ -753,13 +832,20 @@ def t3(table: pd.DataFrame, level: float = LEVEL, n_perm: int = N_PERM, seed: in
     bel = bel[bel["group"].isin(mean0.index)]
     rng = np.random.default_rng(np.random.SeedSequence([seed, 3]))
     p_each, p_global = _variant_permutation(bel, names, n_perm, rng)
+    if reading not in T3_READINGS:
+        raise BeliefTableError(f"T3 reading must be one of {', '.join(T3_READINGS)}, got {reading!r}")
     variants: dict[str, Any] = {}
     for v, p_v in zip(names, p_each, strict=True):
         alt = bel[bel["variant"] == v]
-        rmse = float(np.sqrt(np.mean((alt["p_elicited"].to_numpy() - mean0.loc[alt["group"]].to_numpy()) ** 2)))
+        if reading == "averaged":
+            mean_v = alt.groupby("group")["p_elicited"].mean()
+            diff = mean_v.to_numpy() - mean0.loc[mean_v.index].to_numpy()
+        else:
+            diff = alt["p_elicited"].to_numpy() - mean0.loc[alt["group"]].to_numpy()
+        rmse = float(np.sqrt(np.mean(diff**2)))
         variants[v] = {"rmse": rmse, "p_value": float(p_v), "ratio_to_sd": rmse / sd0 if sd0 > 0 else None}
     est = max(x["rmse"] for x in variants.values())
-    return _result(est, p_global, level, sd_pi0=sd0, variants=variants)
+    return _result(est, p_global, level, sd_pi0=sd0, variants=variants, reading=reading)
 
 
 def _variant_permutation(bel: pd.DataFrame, names: list[str], n_perm: int, rng: np.random.Generator
@@ -940,7 +1026,8 @@ def accuracy(table: pd.DataFrame, level: float = LEVEL, **_: Any) -> dict[str, A
 # ----------------------------------------------------------------------------- all metrics
 #: The tests as plain functions of a trial table (each returns ``p_value`` and ``reject``).
 TESTS: dict[str, Callable[..., dict[str, Any]]] = {
-    "t1_cmi": t1_cmi, "t1_nested": t1_nested, "t1_lr": t1_lr, "t2": t2, "t3": t3, "t4": t4, "accuracy": accuracy,
+    "t1_cmi": t1_cmi, "t1_cmi_isotonic": functools.partial(t1_cmi, calibrate=True), "t1_nested": t1_nested,
+    "t1_lr": t1_lr, "t2": t2, "t3": t3, "t4": t4, "accuracy": accuracy,
 }
 
 METRIC_OPTIONS = {
@@ -949,6 +1036,10 @@ METRIC_OPTIONS = {
     "n_boot": MetricOption("n_boot", "bootstrap resamples", N_BOOT, None, int),
     "n_perm": MetricOption("n_perm", "permutations (T1a local permutation, T2, T3)", N_PERM, None, int),
     "t2_bins": MetricOption("t2_bins", "quantile bins K of T2", T2_BINS, None, int),
+    "t1a_rule": MetricOption("t1a_rule", "T1a decision: permutation (local-permutation p-value) or paper "
+                             "(bootstrap interval's lower end above 0, one-sided at the level)", T1A_RULE, T1A_RULES),
+    "t3_reading": MetricOption("t3_reading", "T3 RMSE: averaged (Table 3: repetition-averaged reports) or per-rep",
+                               T3_READING, T3_READINGS),
     "direction": MetricOption("direction", "T2 monotone direction: increasing (paper) or either",
                               "increasing", ("increasing", "either")),
     "holm": MetricOption("holm", "Holm correction within each T2 choice pair (the % violating)", "no",
@@ -976,20 +1067,23 @@ def _run_test(name: str, table: pd.DataFrame, level: float = LEVEL, k: int = CMI
               n_perm: int = N_PERM, t2_bins: int = T2_BINS, direction: str = "increasing", holm: str = "no",
               t2_rule: str = T2_RULE, t1b_rule: str = T1B_RULE, t1b_placebos: int = T1B_PLACEBOS,
               backend: str = "sklearn", context: str = "no", baseline: str = "yes", renormalise: str = "no",
-              average_reps: str = "no", seed: int = 0) -> dict[str, Any]:
+              average_reps: str = "no", seed: int = 0, t1a_rule: str = T1A_RULE,
+              t3_reading: str = T3_READING) -> dict[str, Any]:
     """Test ``name`` of :data:`TESTS` with the metrics options (:data:`METRIC_OPTIONS`)."""
     renorm = renormalise == "yes"
     avg = average_reps == "yes"
     calls: dict[str, Callable[[], dict[str, Any]]] = {
         "t1_cmi": lambda: t1_cmi(table, level, k=k, n_boot=n_boot, n_perm=n_perm, seed=seed, renormalise=renorm,
-                                 average=avg),
+                                 average=avg, rule=t1a_rule),
+        "t1_cmi_isotonic": lambda: t1_cmi(table, level, k=k, n_boot=n_boot, n_perm=n_perm, seed=seed,
+                                          renormalise=renorm, average=avg, rule=t1a_rule, calibrate=True),
         "t1_nested": lambda: t1_nested(table, level, backend=backend, context=context == "yes", n_boot=n_boot,
                                        seed=seed, renormalise=renorm, average=avg, rule=t1b_rule,
                                        placebos=t1b_placebos),
         "t1_lr": lambda: t1_lr(table, level, renormalise=renorm, average=avg),
         "t2": lambda: t2(table, level, t2_bins=t2_bins, direction=direction, use_holm=holm == "yes",
                          renormalise=renorm, average=avg, rule=t2_rule, n_perm=n_perm, seed=seed),
-        "t3": lambda: t3(table, level, n_perm=n_perm, seed=seed),
+        "t3": lambda: t3(table, level, n_perm=n_perm, seed=seed, reading=t3_reading),
         "t4": lambda: t4(table, level, n_boot=n_boot, seed=seed, baseline=baseline == "yes"),
         "accuracy": lambda: accuracy(table, level),
     }

@@ -22,7 +22,6 @@ import pandas as pd
 from cogtestbed.agents.base import SyntheticAgent
 from cogtestbed.agents.lapse import INVALID, NORMAL, RANDOM, Lapse, LapseDraws, draw_lapses, lapse_rng
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, Sessions, TextEnv
-from cogtestbed.environments.draws import uniforms
 from cogtestbed.parameters import per_subject
 from cogtestbed.registry import Experiment, get_experiment
 from cogtestbed.trials import pool_runs as pool_runs  # where the CLI's fit and the studies read it before
@@ -244,7 +243,7 @@ def simulate(
         raise ValueError(f"method must be 'batch' or 'step', got {method!r}")
     # Both paths read the same rows: on the step path a session that ends early (variable-length
     # tasks) must not shift the next subject's draws.
-    rows = uniforms(agent_rng, (n_subjects, steps * agent_cls.draws_per_trial))
+    rows = agent_rng.random((n_subjects, steps * agent_cls.draws_per_trial))
     outcomes: Outcomes | None = None
     if method == "batch":
         if draws is None:

@@ -80,7 +80,6 @@ from pydantic import model_validator
 
 from cogtestbed.environments import causal_materials as M
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
-from cogtestbed.environments.draws import argsort_uniform_rows, uniforms
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.causal import EXPERIMENT, SCHEMA
 from cogtestbed.trials import finish_table
@@ -527,7 +526,7 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
         if design.scope == "all":  # every session asks every judgment, cell-major before shuffling
             cell = np.repeat(np.arange(design.n_cells), ITEMS_PER_CELL)
             item = np.tile(np.arange(ITEMS_PER_CELL), design.n_cells)
-            order = (argsort_uniform_rows(uniforms(rng, (n, t))) if design.shuffle
+            order = (rng.random((n, t)).argsort(axis=1, kind="stable") if design.shuffle
                      else np.broadcast_to(np.arange(t), (n, t)))
             cell, item = cell.take(order), item.take(order)  # (n, t) each
         else:
@@ -536,7 +535,7 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
             cell = np.repeat(blocks[:, None], t, axis=1)
             item = np.broadcast_to(np.arange(ITEMS_PER_CELL), (n, t)).copy()
             if design.shuffle:
-                perm = argsort_uniform_rows(uniforms(rng, (n, t)))
+                perm = rng.random((n, t)).argsort(axis=1, kind="stable")
                 cell = np.take_along_axis(cell, perm, axis=1)
                 item = np.take_along_axis(item, perm, axis=1)
         variant, cb = _cell_of(design, cell)

@@ -35,7 +35,7 @@ from numba import njit
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
-from cogtestbed.environments.draws import RoundedNormal, integers, permute_rows
+from cogtestbed.environments.draws import RoundedNormal, permute_rows
 from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.horizon import EXPERIMENT, SCHEMA, game_table
@@ -137,11 +137,11 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
     @classmethod
     def sample_sessions(cls, design: HorizonDesign, n: int, rng: np.random.Generator) -> HorizonSessions:
         """Draw horizon, condition, means, rewards and forced choices for ``n`` games (whole arrays:
-        bounded integers by :func:`~cogtestbed.environments.draws.integers`, rounded Gaussian rewards
-        by :class:`~cogtestbed.environments.draws.RoundedNormal` where the means are whole numbers,
+        bounded integers by ``rng.integers``, rounded Gaussian rewards by
+        :class:`~cogtestbed.environments.draws.RoundedNormal` where the means are whole numbers,
         forced choices shuffled by :func:`~cogtestbed.environments.draws.permute_rows`)."""
-        horizon_pick, arm, base_pick, delta_pick = integers(
-            rng, (len(design.horizons), 2, len(design.base_means), len(design.deltas)), n)
+        highs = (len(design.horizons), 2, len(design.base_means), len(design.deltas))
+        horizon_pick, arm, base_pick, delta_pick = [rng.integers(0, high, size=n) for high in highs]
         horizon, means = _game_means(horizon_pick, arm, base_pick, delta_pick, np.asarray(design.horizons, np.int64),
                                      np.asarray(design.base_means, np.float64), np.asarray(design.deltas, np.float64))
         shape = (n, design.n_trials, 2)
@@ -150,7 +150,7 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         else:
             rewards = np.rint(means[:, None, :] + design.reward_sd * rng.standard_normal(shape))
         unequal = rng.random(n) < design.p_unequal
-        forced = permute_rows(_forced_patterns(unequal, integers(rng, (2,), n)[0]), rng, in_place=True)
+        forced = permute_rows(_forced_patterns(unequal, rng.integers(0, 2, size=n)), rng, in_place=True)
         return HorizonSessions(horizon=horizon, unequal=unequal, means=means, rewards=rewards, forced=forced)
 
     # -- dynamics --------------------------------------------------------------------------

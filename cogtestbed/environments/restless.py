@@ -40,7 +40,6 @@ from numba import njit
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
-from cogtestbed.environments.draws import standard_normal, uniforms
 from cogtestbed.environments.parsing import parse_decimal_digits, parse_machine
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.restless import EXPERIMENT, SCHEMA
@@ -258,17 +257,16 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
 
         The stream is numpy's: ``rng.integers`` for the first better arm (and random block lengths),
         ``rng.standard_normal((n, T, 2))`` for the rewards, then ``rng.random((n, T))`` twice for the
-        name orders, drawn by the bit-exact compiled equivalents of :mod:`~cogtestbed.environments.draws`;
-        each reward is ``round(mean + sd·z, decimals)`` as ``np.round`` computes it
+        name orders; each reward is ``round(mean + sd·z, decimals)`` as ``np.round`` computes it
         (:func:`_rounded_rewards`)."""
         t_max = design.n_trials
         first_best, lengths = draw_blocks(design, n, rng)
         lo_mean, hi_mean = sorted(design.means)
-        rewards = standard_normal(rng, (n, t_max, 2))
+        rewards = rng.standard_normal((n, t_max, 2))
         _rounded_rewards(rewards, first_best, lengths, lo_mean, hi_mean, design.reward_sd,
                          10.0 ** design.reward_decimals)
-        instr_flip = uniforms(rng, (n, t_max)) < 0.5
-        query_flip = uniforms(rng, (n, t_max)) < 0.5
+        instr_flip = rng.random((n, t_max)) < 0.5
+        query_flip = rng.random((n, t_max)) < 0.5
         return RestlessSessions(first_best=first_best, block_lengths=lengths, rewards=rewards,
                                 instr_flip=instr_flip, query_flip=query_flip)
 

@@ -45,7 +45,6 @@ from numba import njit
 from pydantic import Field, model_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
-from cogtestbed.environments.draws import standard_normal
 from cogtestbed.environments.parsing import parse_option_letter
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.twostep import ALIEN_LETTERS, EXPERIMENT, PLANETS, SCHEMA
@@ -195,7 +194,7 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
         t = design.n_trials
         probs = np.empty((n, t, 4))
         probs[:, 0] = rng.uniform(design.prob_low, design.prob_high, (n, 4))
-        _drift(probs, standard_normal(rng, (n, t - 1, 4)), design.drift_sd, design.prob_low, design.prob_high)
+        _drift(probs, rng.standard_normal((n, t - 1, 4)), design.drift_sd, design.prob_low, design.prob_high)
         transition_u = rng.random((n, t))
         reward_u = rng.random((n, t))
         return TwoStepSessions(probs=probs, transition_u=transition_u, reward_u=reward_u)

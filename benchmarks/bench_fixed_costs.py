@@ -17,9 +17,8 @@ the figure to compare; the load average is printed with each):
 
 Each fitting call is printed next to the floor measured in the same run: a process that only
 imports what every such call needed (``python -c "import pandas, numba, scipy.linalg"``), and the
-same imports without ``scipy.linalg`` (the BFGS drivers' BLAS is loaded without it,
-:func:`cogtestbed.jit_cache.preload_scipy_blas`) and without the interpreter's teardown, as the
-command line ends (:func:`cogtestbed.cli.exit_process`).
+same imports without the interpreter's teardown, as the command line ends
+(:func:`cogtestbed.cli.exit_process`).
 
 With ``--baseline DIR`` (another checkout, e.g. ``main`` before a change) every fitting call also
 runs in that checkout, alternating with this one run by run, and is printed with the CPU and wall

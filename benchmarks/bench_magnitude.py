@@ -11,8 +11,7 @@ Prints:
    3 sessions × 6 conditions (text only: 72 sessions; and all modalities: 180 sessions); target ≤ 1 s.
 
 Timings are the best of N process-CPU-time runs (the machine is shared) on one core (the process
-pins itself), in a process whose allocator keeps freed memory (:func:`cogtestbed.heap.keep_freed_memory`,
-as the ``cogtestbed`` command sets it).  ``--simulation`` prints part 1 only.
+pins itself).  ``--simulation`` prints part 1 only.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ from cogtestbed.environments.magnitude import (  # noqa: E402
     stimulus_image,
     subject_stimuli,
 )
-from cogtestbed.heap import keep_freed_memory  # noqa: E402
 from cogtestbed.inference.magnitude import build_cube, evidence_table, session_fits  # noqa: E402
 from cogtestbed.simulation import seed_streams, simulate, subject_params  # noqa: E402
 
@@ -96,7 +94,7 @@ def stage_ns(agent: str, n: int = FULL_SUBJECTS) -> dict[str, float]:
 
 
 def bench_simulation() -> None:
-    print(f"batch simulation, text modality, one core (allocator keeps freed memory: {keep_freed_memory()}); "
+    print(f"batch simulation, text modality, one core; "
           f"target >= {SIM_TARGET:.0e} trials per CPU second")
     print(f"{'agent':22s} {'kernel trials/s':>16s}        {'full path trials/s':>18s}")
     for agent in AGENTS:

@@ -47,7 +47,6 @@ import pandas as pd
 import pyarrow as pa
 from pandas.api.extensions import ExtensionArray
 
-from cogtestbed.heap import zero_buffer
 from cogtestbed.outputs import atomic_write_bytes, new_file_mode
 
 try:  # pandas ≥ 3.0: a frame from finished blocks, without the constructor's inference and checks per column
@@ -316,10 +315,8 @@ class Lists:
         lengths = np.asarray(lengths, dtype=np.int64).reshape(rows)
         if ((lengths < 0) | (lengths > width)).any():
             raise ValueError(f"list lengths must lie in 0..{width}")
-        from cogtestbed.segments import gather_segments
-
         offsets = list_offsets(lengths)
-        return cls(gather_segments(padded, np.arange(0, rows * width, width), lengths, offsets), offsets)
+        return cls(padded.reshape(-1)[segment_index(np.arange(0, rows * width, width), lengths, offsets)], offsets)
 
 
 def list_offsets(lengths: np.ndarray) -> np.ndarray:
@@ -468,10 +465,8 @@ def _subject_values(values: Any, n_subjects: int) -> np.ndarray:
 
 
 def _kept_counts(keep: np.ndarray) -> np.ndarray:
-    """Kept rows per subject of a (n_subjects, n_trials) mask (:func:`cogtestbed.columns.kept_counts`)."""
-    from cogtestbed.columns import kept_counts  # numba: imported where used
-
-    return kept_counts(keep)
+    """Kept rows per subject of a (n_subjects, n_trials) mask."""
+    return np.count_nonzero(keep, axis=1).astype(np.int64)
 
 
 class _ColumnMaker:
@@ -510,10 +505,10 @@ class _ColumnMaker:
         if self._keep is None:
             return None
         if self._kept is None:
-            from cogtestbed.columns import kept_rows  # numba: imported where used
-
             mask = self._keep.mask() if isinstance(self._keep, FirstSteps) else self._keep
-            self._kept = kept_rows(mask)
+            rows = np.flatnonzero(mask)
+            subject, position = np.divmod(rows, self.n_trials)
+            self._kept = rows, subject, position
         return self._kept
 
     @property
@@ -543,7 +538,7 @@ class _ColumnMaker:
 
     def spread_per_subject(self, columns: Mapping[str, Column]) -> None:
         """Spread the :class:`PerSubject` columns among ``columns`` over the kept rows, those of a
-        dtype in one pass (:func:`cogtestbed.columns.spread`); :meth:`spread_column` hands them out."""
+        dtype; :meth:`spread_column` hands them out."""
         by_dtype: dict[np.dtype[Any], dict[str, np.ndarray]] = {}
         for name, values in columns.items():
             if isinstance(values, PerSubject):
@@ -555,11 +550,8 @@ class _ColumnMaker:
             return
         # a subject's kept rows are consecutive: spread by how many it keeps
         lengths = np.full(self.n_subjects, self.n_trials, dtype=np.int64) if self.lengths is None else self.lengths
-        sizes = (self.n, self.n_trials) if self._sizes is None else self._sizes
-        from cogtestbed.columns import spread  # numba: imported where used
-
         for group in by_dtype.values():
-            self._spread.update(zip(group, spread(list(group.values()), lengths, sizes=sizes), strict=True))
+            self._spread.update((name, np.repeat(values, lengths)) for name, values in group.items())
 
     def spread_column(self, name: str) -> np.ndarray:
         """A :class:`PerSubject` column spread by :meth:`spread_per_subject` (each handed out once)."""
@@ -649,17 +641,8 @@ class _ColumnMaker:
 
 
 def null_strings(n: int) -> pa.Array:
-    """The Arrow ``large_string`` array of ``n`` missing values (``pa.nulls``), its buffers our own.
-
-    Arrow's own allocator zeroes the offsets (8 bytes a row) and hands a large freed block back to
-    the system, so every table's would be written and fresh pages besides.  Here the offsets, which
-    a column of missing values is hardly ever read through, are zero pages nobody writes
-    (:func:`cogtestbed.heap.zero_buffer`); the validity bitmap (a bit a row) comes zeroed from numpy.
-    """
-    offsets = zero_buffer(8 * (n + 1))
-    validity = np.zeros((n + 7) // 8, dtype=np.uint8)
-    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(b""), pa.py_buffer(validity),
-                                            null_count=n)
+    """The Arrow ``large_string`` array of ``n`` missing values."""
+    return pa.nulls(n, pa.large_string())
 
 
 def _list_array(values: np.ndarray | pa.Array, offsets: np.ndarray, n_rows: int) -> pa.Array:
@@ -684,15 +667,13 @@ def _coded_list_array(codes: np.ndarray, vocabulary: tuple[tuple[Any, ...], ...]
     sizes = np.array([len(v) for v in vocabulary], dtype=np.int64)
     flat = [x for v in vocabulary for x in v]
     words = any(isinstance(x, str) for x in flat)
-    from cogtestbed.segments import gather_segments
-
     lengths = sizes.take(codes)
     offsets = list_offsets(lengths)
     starts = list_offsets(sizes)[:-1].take(codes)
     if words:
         values: np.ndarray | pa.Array = _take_strings(flat, segment_index(starts, lengths, offsets))
     else:
-        values = gather_segments(np.array(flat, dtype=np.float64), starts, lengths, offsets)
+        values = np.array(flat, dtype=np.float64)[segment_index(starts, lengths, offsets)]
     return _list_array(values, offsets, len(codes))
 
 
@@ -706,9 +687,7 @@ def _take_strings(pool: list[str], index: np.ndarray) -> pa.Array:
     offsets = list_offsets(lengths)
     if offsets[-1] >= 2**31:
         return pa.array(pool, type=pa.large_string()).take(pa.array(index))
-    from cogtestbed.segments import gather_segments
-
-    taken = gather_segments(data, list_offsets(sizes)[:-1].take(index), lengths, offsets)
+    taken = data[segment_index(list_offsets(sizes)[:-1].take(index), lengths, offsets)]
     return pa.StringArray.from_buffers(len(index), pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(taken))
 
 
@@ -775,10 +754,10 @@ def _coded_string_array(codes: np.ndarray, vocabulary: tuple[str | None, ...],
         if codes.size and (codes.min() < 0 or codes.max() >= len(vocabulary)):
             raise ValueError(f"string codes must lie in 0..{len(vocabulary) - 1}")
         taken = _fixed_width_strings(codes, encoded, widths.pop(), {} if offsets is None else offsets)
-    else:  # varying widths: the compiled copy (numba: imported where used)
-        from cogtestbed.columns import take_strings
-
-        taken = take_strings(codes, vocabulary)
+    else:  # varying widths: Arrow's take of the vocabulary
+        if codes.size and (codes.min() < 0 or codes.max() >= len(vocabulary)):
+            raise ValueError(f"string codes must lie in 0..{len(vocabulary) - 1}")
+        taken = pa.array(list(vocabulary), type=pa.large_string()).take(pa.array(np.asarray(codes).reshape(-1)))
     return pd.arrays.ArrowStringArray(pa.chunked_array([taken]))
 
 

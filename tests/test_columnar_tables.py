@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from cogtestbed.agents.lapse import Lapse, draw_lapses, lapse_rng
-from cogtestbed.columns import spread
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.belief import distribution_json
 from cogtestbed.environments.discounting import (
@@ -38,7 +37,6 @@ from cogtestbed.trials import (
     finish_table,
     fresh_column,
     list_cells,
-    null_strings,
     read_table,
     table_to_parquet,
 )
@@ -259,58 +257,6 @@ def test_kept_rows_given_flat_equal_the_rectangular_arrays() -> None:
     assert whole["action"].tolist() == [0, pd.NA, 1]
 
 
-def test_spread_compiled_equals_repeat_and_null_strings_equal_arrow_nulls() -> None:
-    import pyarrow as pa
-
-    values = np.arange(12.0).reshape(3, 4)
-    lengths = np.array([0, 2, 5, 1])
-    for compiled in (True, False):
-        out = spread(values, lengths, compiled=compiled)
-        assert len(out) == 3 and all((o == np.repeat(v, lengths)).all() for o, v in zip(out, values, strict=True))
-    mixed = np.array([[1.5, 1.5, 1.5, 1.5], [0.0, -0.0, 0.0, 0.0], [np.nan] * 4, [3.0, 1.0, 3.0, 3.0]])
-    for lengths_ in (lengths, np.array([5, 10, 10, 5])):  # bit for bit (−0.0, NaN)
-        out = spread(mixed, lengths_, compiled=True)
-        assert all(o.tobytes() == np.repeat(v, lengths_).tobytes() for o, v in zip(out, mixed, strict=True))
-    varied = np.array([5, 10, 10, 5])  # lengths that vary little: the fixed-width pass
-    for dtype in (np.float64, np.int64, np.bool_):
-        typed = (values > 4).astype(dtype) if dtype is np.bool_ else values.astype(dtype)
-        out = spread(typed, varied, compiled=True)
-        assert all(o.dtype == dtype and o.tolist() == np.repeat(v, varied).tolist()
-                   for o, v in zip(out, typed, strict=True))
-    with pytest.raises(ValueError, match="non-negative"):
-        spread(values, np.array([0, -1, 2, 1]))
-    for lengths_ in (lengths, np.array([5, 10, 10, 5])):  # sizes the caller found: the same columns
-        told = spread(values, lengths_, compiled=True, sizes=(int(lengths_.sum()), int(lengths_.max())))
-        assert [o.tolist() for o in told] == [np.repeat(v, lengths_).tolist() for v in values]
-    separate = [np.arange(4) * 3, np.array([7, -1, 0, 2]), np.arange(8)[::2],  # strided, and
-                np.broadcast_to(np.array(5), (4,))]  # one value seen four times (stride 0)
-    for lengths_ in (lengths, varied):
-        out = spread(separate, lengths_, compiled=True)
-        assert [o.tolist() for o in out] == [np.repeat(v, lengths_).tolist() for v in separate]
-    with pytest.raises(ValueError, match="of one dtype"):
-        spread([np.arange(4), np.arange(4.0)], lengths)
-    with pytest.raises(ValueError, match="k columns of n values"):
-        spread([np.arange(4), np.arange(3)], lengths)
-    for n in (0, 1, 9, 1000, 300_000):  # the last one's offsets are pages of their own (zero_buffer)
-        nulls = null_strings(n)
-        nulls.validate(full=True)
-        assert nulls.equals(pa.nulls(n, pa.large_string()))
-
-
-def test_zero_buffer_is_zeros_of_its_size_either_way() -> None:
-    from cogtestbed.heap import ZERO_PAGES_MIN_BYTES, zero_buffer
-
-    for nbytes in (0, 7, ZERO_PAGES_MIN_BYTES - 1, ZERO_PAGES_MIN_BYTES, 3 * ZERO_PAGES_MIN_BYTES + 5):
-        buffer = zero_buffer(nbytes)
-        view = np.frombuffer(buffer, dtype=np.uint8)
-        assert view.size == nbytes and not view.any()
-        if nbytes:
-            view[-1] = 3  # writable, and only this buffer changes
-            assert view[-1] == 3 and not np.frombuffer(zero_buffer(nbytes), dtype=np.uint8).any()
-    with pytest.raises(ValueError, match="non-negative"):
-        zero_buffer(-1)
-
-
 @pytest.mark.parametrize("blocks_api", [True, False])
 def test_table_frame_equals_the_constructor(monkeypatch: pytest.MonkeyPatch, blocks_api: bool) -> None:
     """Blocks (numeric, boolean and extension columns) or the constructor (an object column, or a pandas
@@ -335,18 +281,6 @@ def test_table_frame_equals_the_constructor(monkeypatch: pytest.MonkeyPatch, blo
         assert list(built.columns) == list(want.columns) and built.columns.dtype == want.columns.dtype
     with pytest.raises(ValueError, match="same length"):
         table_frame({**columns, "short": np.arange(n - 1)}, n)
-
-
-@pytest.mark.parametrize("block_bytes", [1, 200, 10**9])
-def test_spread_in_blocks_of_columns_equals_repeat(monkeypatch: pytest.MonkeyPatch, block_bytes: int) -> None:
-    """Columns spread a block at a time (one column a block, several, all in one) give ``np.repeat``."""
-    import cogtestbed.columns as columns
-
-    monkeypatch.setattr(columns, "SPREAD_BLOCK_BYTES", block_bytes)
-    values = [np.arange(6.0) * (c + 1) for c in range(5)]
-    for lengths in (np.array([5, 10, 10, 5, 7, 9]), np.array([0, 30, 1, 0, 2, 1])):
-        out = spread(values, lengths, compiled=True)
-        assert [o.tolist() for o in out] == [np.repeat(v, lengths).tolist() for v in values]
 
 
 def test_a_keep_mask_of_every_row_hands_flat_rows_over_and_selects_nothing() -> None:

@@ -68,12 +68,6 @@ def test_restless_block_index_matches_its_definition() -> None:
                 assert got.dtype == want.dtype and np.array_equal(got, want)
 
 
-def test_heap_setting_is_idempotent() -> None:
-    from cogtestbed.heap import keep_freed_memory
-
-    assert keep_freed_memory() == keep_freed_memory()
-
-
 def test_two_step_drift_is_the_clipped_numpy_walk() -> None:
     from cogtestbed.environments.twostep import _drift
 

@@ -118,15 +118,10 @@ def missing_extra(exc: BaseException) -> str | None:
 def main(quick_exit: bool = False) -> None:
     """Entry point of the command line: run it on ``sys.argv`` and exit with its status.
 
-    The command line keeps freed heap for the next table (:func:`cogtestbed.heap.keep_freed_memory`);
-    a library caller opts in by calling it, as the process-wide allocator is the caller's to set.
     ``quick_exit``: end the process through :func:`exit_process` (the ``cogtestbed`` console script
     and ``python -m cogtestbed``, which own their process); otherwise ``sys.exit`` (a caller in
     the same process, a test, catches the ``SystemExit``).
     """
-    from cogtestbed.heap import keep_freed_memory
-
-    keep_freed_memory()
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         code = run_cli()

@@ -57,10 +57,8 @@ def metrics(
     """
     import contextlib
 
-    from cogtestbed.jit_cache import light_cache_loads
     from cogtestbed.registry import get_experiment
 
-    light_cache_loads()
     exp = get_experiment(experiment)
     options = parse_metric_options(exp, list(ctx.args))
     table, detected = load_table(exp, path, source)

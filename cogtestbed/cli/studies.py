@@ -562,18 +562,20 @@ def fit(
     from cogtestbed.cli.metrics import load_table
     from cogtestbed.inference.base import invalid_rate, with_lapse
     from cogtestbed.inference.base import lapse_option as fit_lapse
-    from cogtestbed.jit_cache import light_cache_loads
     from cogtestbed.outputs import atomic_write_bytes
     from cogtestbed.registry import get_experiment
     from cogtestbed.trials import pool_runs
 
-    light_cache_loads()
     exp = get_experiment(experiment)
     cog = with_lapse(exp.model(model), fit_lapse(lapse))
     if method not in ("mle", "hierarchical"):
         raise ValueError(f"--method must be mle or hierarchical, got {method!r}")
     if method == "hierarchical" and not cog.has_pymc:
         raise ValueError(f"model {cog.name} has no PyMC version: use --method mle")
+    if method == "hierarchical":  # a long fit: the collector back on, the start-up frozen
+        from cogtestbed.collector import resume_collection
+
+        resume_collection()
     with output_dir(output, force):
         table, detected = load_table(exp, path, source)
         pooled = exp.pooling_unit == "session" and not separate_runs

@@ -77,9 +77,8 @@ from cogtestbed.environments.revealed_items import (
     preference_items,
 )
 from cogtestbed.schema import TrialSchema
-from cogtestbed.segments import gather_segments, scatter_segments
 from cogtestbed.tables.revealed import EXPERIMENT, SCHEMA
-from cogtestbed.trials import CodedLists, CodedStrings, Column, Lists, finish_table, list_offsets
+from cogtestbed.trials import CodedLists, CodedStrings, Column, Lists, finish_table, list_offsets, segment_index
 
 CHANNELS = ("revb", "staa")
 #: Appended to every continuation of a prefix-ambiguous item (see module docstring).
@@ -686,7 +685,8 @@ def normalise_logprobs_segments(lp: np.ndarray, offsets: np.ndarray) -> np.ndarr
     grouped_lengths = lengths.take(order)
     grouped_offsets = list_offsets(grouped_lengths)
     starts = offsets[:-1].take(order)
-    grouped = gather_segments(lp, starts, grouped_lengths, grouped_offsets)
+    index = segment_index(starts, grouped_lengths, grouped_offsets)
+    grouped = lp[index]
     start = 0
     for kk in sizes:
         stop = start + int(kk) * int(np.count_nonzero(lengths == kk))
@@ -694,7 +694,7 @@ def normalise_logprobs_segments(lp: np.ndarray, offsets: np.ndarray) -> np.ndarr
         grouped[start:stop] = normalise_logprobs_rows(block).reshape(-1)
         start = stop
     out = np.empty_like(lp)
-    scatter_segments(grouped, starts, grouped_lengths, grouped_offsets, out)
+    out[index] = grouped
     return out
 
 

@@ -350,6 +350,9 @@ class StudyTaskError(Exception):
 
 
 def _run_chunk(spec_json: str, tasks: list[dict[str, Any]]) -> pd.DataFrame:
+    from cogtestbed.collector import resume_collection
+
+    resume_collection()  # the study's work starts: the collector back on, the start-up frozen
     spec = load_study(spec_json)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

@@ -7,10 +7,13 @@ interval ``lo`` / ``hi`` and/or ``p_value``, and ``reject`` at ``level``; in the
 (T2's pairs, T3's variants, accuracy by variant, the T1b backend) are under ``details``:
 
 * ``t1_cmi`` (T1a): kNN estimate of I(A; θ | p_E) with k = 3 — the mixed discrete/continuous
-  Frenzel–Pompe / KSG estimator with Mesner & Shalizi's (2020) tie rule (discrete coordinates at
-  distance 0 or ∞) — with the paper's 95 % bootstrap CI (rule: lower bound > 0) *and* a
-  local-permutation null (θ exchanged among contexts of similar p_E; Runge 2018), whose p-value is
-  the default decision (bootstrap duplicates give zero kNN distances and bias the CI upward);
+  Frenzel–Pompe / KSG estimator with Mesner & Shalizi's (2020) tie rule — on reports jittered by
+  U(−.025, .025) (:data:`CMI_JITTER`: the tie rule alone is biased far below 0 when repetitions tie
+  or reports are rounded to .05); a context-bootstrap interval estimate ± 1.96·SD (the symmetric form
+  of Table 1's, so it contains its estimate) with the paper's rule (lower end above 0) as
+  ``rule="paper"``, and a local-permutation null (θ exchanged among contexts of similar p_E; Runge
+  2018), whose p-value is the default decision; ``t1_cmi_isotonic``: the same on App. F's
+  isotonic-calibrated belief (Table 5);
 * ``t1_nested`` (T1b): cross-validated log-loss of A ~ p vs A ~ (p, θ) by gradient boosting with
   grouped folds (group = context), % improvement with a context-bootstrap CI (rule: lower > 0),
   and a placebo-controlled option (the same model on a locally permuted θ, paired bootstrap);
@@ -21,13 +24,18 @@ interval ``lo`` / ``hi`` and/or ``p_value``, and ``reject`` at ``level``; in the
   "increasing" (the paper) or "either" (Prop. 3.6: reject only if both directions are rejected);
   optional Holm correction; the decision calibrates the smallest mid-p over all tests by
   permuting decisions (exact at flat shares; the paper's "any pair significant" is an option);
-* ``t3``: prompt consistency — RMSE of each variant's reports against the π0 mean of the same
-  context, with the within-π0 SD and their ratio (``None`` when the SD is 0: noise-free reports
-  leave it undefined); one permutation test of the largest variant statistic, all belief labels
-  exchanged within contexts (exact under exchangeable reports, no multiplicity correction);
+* ``t3``: prompt consistency — RMSE between each variant's repetition-averaged reports and π0's
+  (Table 3's caption; the per-repetition reading as ``reading="per-rep"``), with the within-π0 SD
+  and their ratio (``None`` when the SD is 0: noise-free reports leave it undefined); one
+  permutation test of the largest variant statistic, all belief labels exchanged within contexts
+  (exact under exchangeable reports, no multiplicity correction);
 * ``t4``: law of iterated expectations (Eq. 6) — median Δ_LIE/p with a bootstrap CI, against a
-  cross-validated random-forest baseline trained on patients drawn from the ground truth;
+  cross-validated random-forest baseline trained on patients drawn from the ground truth; blocks
+  with p_E = 0 (Δ/p undefined) are dropped and counted (``dropped_p0_zero``);
 * ``accuracy``: RMSE of p_E against p* by variant, with a bias test.
+
+Every test reads the table in call-key order (:func:`canonical_table`), so a permuted table gives
+identical numbers; a test without usable input is null with its reason (:func:`_null`).
 """
 
 from __future__ import annotations
@@ -83,8 +91,11 @@ T1B_PLACEBOS = 4
 #: Patients simulated per context for the T4 random-forest baseline, and its forest size.
 T4_BASELINE_PATIENTS = 10
 RF_TREES = 50
-#: Gradient boosting of T1b (scikit-learn's histogram gradient boosting, single-threaded; the
-#: paper's CatBoost used depth 6 and 1000 iterations, available with ``backend="catboost"``).
+#: Gradient boosting of T1b: the default is scikit-learn's histogram gradient boosting (100 trees of
+#: depth 3, single-threaded), not the paper's learner; App. E's CatBoost (depth 6, 1,000 iterations)
+#: is the named variant ``backend="catboost"`` (the ``catboost`` extra: 269 MB installed; T1b with
+#: its 4 placebos at 200 × 5 takes 13.5 s CPU against 2.1 s for the default,
+#: ``benchmarks/studies/belief_t1b_catboost.py``).
 GB_TREES, GB_DEPTH = 100, 3
 #: Δ_LIE/p below this is rounding error (a coherent agent's mixture differs from p in the 16th digit).
 LIE_TOL = 1e-9
@@ -494,7 +505,8 @@ def _classifier(backend: str, seed: int) -> Any:
         try:
             from catboost import CatBoostClassifier
         except ImportError:
-            raise ValueError("the catboost backend needs the catboost package (pip install catboost)") from None
+            raise BeliefTableError("--backend catboost (T1b's paper learner) needs the catboost package: "
+                                   "pip install 'cogtestbed[catboost]'") from None
         return CatBoostClassifier(depth=6, iterations=1000, verbose=False, random_seed=seed, thread_count=1)
     if backend != "sklearn":
         raise ValueError(f"backend must be 'sklearn' or 'catboost', got {backend!r}")
@@ -1051,8 +1063,9 @@ METRIC_OPTIONS = {
                              T1B_RULES),
     "t1b_placebos": MetricOption("t1b_placebos", "placebo fits of T1b's placebo rule (t with placebos - 1 df)",
                                  T1B_PLACEBOS, None, int),
-    "backend": MetricOption("backend", "T1b learner: sklearn gradient boosting or catboost", "sklearn",
-                            ("sklearn", "catboost")),
+    "backend": MetricOption("backend", "T1b learner: sklearn (default: histogram gradient boosting, 100 trees of "
+                            "depth 3) or catboost (the paper's, App. E: depth 6, 1,000 iterations; the catboost "
+                            "extra)", "sklearn", ("sklearn", "catboost")),
     "context": MetricOption("context", "T1b with context features (A~(p,x) vs A~(p,x,θ))", "no", ("yes", "no")),
     "baseline": MetricOption("baseline", "T4 random-forest baseline", "yes", ("yes", "no")),
     "average_reps": MetricOption("average_reps", "T1/T2 on the context's mean π0 report over repetitions "

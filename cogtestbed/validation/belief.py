@@ -47,6 +47,8 @@ ARRAY_TESTS = ("t1_lr", "t1_lr_mean", "t1_cmi", "t2")
 TABLE_TESTS = ("t1_nested", "t3", "t4")
 #: Permutations of T1a inside studies (the paper's bootstrap CI is skipped: it is not the decision).
 STUDY_PERM = 100
+#: Context-bootstrap resamples of T1a's paper rule inside studies.
+STUDY_BOOT = 100
 SIGMAS = (0.0, 0.05, 0.10, 0.15)
 #: Leak size of the power sweeps over contexts, repetitions and Defer band (power ≈ .5 at 200 × 5).
 POWER_LEAK = 0.03
@@ -98,6 +100,10 @@ def array_p_value(test: str, d: Mapping[str, np.ndarray], design: BeliefDesign, 
         pbar = np.bincount(d["group"], d["p"]) / np.bincount(d["group"])
         return float(tests.t1_lr_arrays(d["a"], pbar[d["group"]], d["theta"])["p_value"])
     if test == "t1_cmi":
+        if dict(options or {}).get("rule") == "paper":  # the bootstrap bound decides: 0 rejects, 1 does not
+            r = tests.t1_cmi_arrays(d["a"], d["p"], d["theta"], d["group"], n_boot=STUDY_BOOT, n_perm=0, seed=seed,
+                                    level=level)
+            return 0.0 if r["reject_paper"] else 1.0
         return float(tests.t1_cmi_arrays(d["a"], d["p"], d["theta"], d["group"], n_boot=0, n_perm=STUDY_PERM,
                                          seed=seed)["p_value"])
     if test == "t2":
@@ -184,6 +190,7 @@ def calibration_cells() -> list[CalibrationCell]:
     cells = [CalibrationCell("t1_lr", "logit-rum", 0.0, "= α"), CalibrationCell("t1_lr_mean", "logit-rum", 0.0, "= α")]
     cells += [CalibrationCell("t1_cmi", "logit-rum", s, "= α" if s == 0 else "curve",
                               sims=CALIBRATION_SIMS if s == 0 else CURVE_SIMS) for s in SIGMAS]
+    cells.append(CalibrationCell("t1_cmi", "logit-rum", 0.0, "= α", (("rule", "paper"),)))
     cells += [CalibrationCell("t1_nested", "logit-rum", 0.0, "= α", options, sims=300)  # same studies (variant 0)
               for options in ((), (("rule", "paper"),))]
     cells += [CalibrationCell("t2", "random", None, "= α"),

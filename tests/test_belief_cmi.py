@@ -56,3 +56,11 @@ def test_isotonic_cmi_and_t3_readings_on_a_table():
     assert per["estimate"] > avg["estimate"] > 0
     with pytest.raises(B.BeliefTableError, match="T1a rule"):
         B.t1_cmi(canon, rule="nope")
+
+
+def test_catboost_backend_without_the_package_is_one_line(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "catboost", None)  # import catboost → ImportError
+    with pytest.raises(B.BeliefTableError, match=r"pip install 'cogtestbed\[catboost\]'"):
+        B._classifier("catboost", 0)

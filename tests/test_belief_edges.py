@@ -105,3 +105,9 @@ def test_an_oversized_design_is_refused_before_allocating():
     with pytest.raises(ValueError, match="needs about .* of memory"):
         BeliefDesign(n_contexts=100_000_000)
     assert issubclass(MemoryLimitError, ValueError)
+
+
+def test_t2_with_one_quantile_bin_is_null_not_p_1(table):
+    flat = table.assign(p_elicited=np.where(table["phase"] == "belief", 0.5, table["p_elicited"]))
+    r = B.t2(B.canonical_table(flat)[0], n_perm=10)
+    assert r["p_value"] is None and r["reject"] is None and "one quantile bin" in r["flags"][0]

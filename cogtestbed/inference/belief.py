@@ -507,7 +507,8 @@ def _classifier(backend: str, seed: int) -> Any:
         except ImportError:
             raise BeliefTableError("--backend catboost (T1b's paper learner) needs the catboost package: "
                                    "pip install 'cogtestbed[catboost]'") from None
-        return CatBoostClassifier(depth=6, iterations=1000, verbose=False, random_seed=seed, thread_count=1)
+        return CatBoostClassifier(depth=6, iterations=1000, verbose=False, random_seed=seed, thread_count=1,
+                                  allow_writing_files=False)  # no catboost_info/ in the working directory
     if backend != "sklearn":
         raise ValueError(f"backend must be 'sklearn' or 'catboost', got {backend!r}")
     from sklearn.ensemble import HistGradientBoostingClassifier
@@ -803,7 +804,7 @@ def t2(table: pd.DataFrame, level: float = LEVEL, t2_bins: int = T2_BINS, direct
     rows = paired_rows(table, renormalise, average)
     if rows.empty:
         return _null("t2: no valid pair of a π0 belief and a decision", level, rule=rule)
-    if quantile_bins(rows["p"].to_numpy(), t2_bins).max() < 1:
+    if np.unique(quantile_bins(rows["p"].to_numpy(), t2_bins)).size < 2:
         return _null("t2: every report falls in one quantile bin, so no bin pair can be compared", level,
                      rule=rule)
     r = t2_arrays(rows["a"].to_numpy(), rows["p"].to_numpy(), k=t2_bins, direction=direction,

@@ -13,9 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cogtestbed.registry import get_experiment
+from cogtestbed.registry import get_experiment, validate_table
 from cogtestbed.simulation import simulate
-from cogtestbed.trials import validate_trials
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import best_cpu_of  # noqa: E402
@@ -39,12 +38,12 @@ def main() -> None:
         exp = get_experiment(name)
         table = exp.importer("cogbench").load(path)
         load_ms = cpu_ms(lambda exp=exp, path=path: exp.importer("cogbench").load(path))
-        check_ms = cpu_ms(lambda table=table, name=name: validate_trials(table, name))
+        check_ms = cpu_ms(lambda table=table, name=name: validate_table(table, name))
         print(json.dumps({"experiment": name, "file": path.name, "rows": len(table),
                           "import_ms": round(load_ms, 1), "validate_ms": round(check_ms, 1)}))
     sim = simulate("instrumental-learning", "rw-pm", 100, seed=0)
     print(json.dumps({"experiment": "instrumental-learning", "file": "simulated, 100 subjects", "rows": len(sim),
-                      "validate_ms": round(cpu_ms(lambda: validate_trials(sim)), 1)}))
+                      "validate_ms": round(cpu_ms(lambda: validate_table(sim)), 1)}))
 
 
 if __name__ == "__main__":

@@ -13,8 +13,13 @@ and dispatches on the contracts; it never branches on an experiment's name.
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import pkgutil
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cogtestbed import experiments as _experiments_pkg
@@ -31,6 +36,8 @@ from cogtestbed.experiments.spec import (
 if TYPE_CHECKING:  # the installed distributions are read only for a plug-in's name
     from importlib.metadata import EntryPoint
 
+    import pandas as pd
+
 #: Entry-point group through which other distributions register experiments.
 ENTRY_POINT_GROUP = "cogtestbed.experiments"
 
@@ -39,7 +46,8 @@ Experiment = ExperimentSpec
 
 __all__ = [
     "ENTRY_POINT_GROUP", "Experiment", "ExperimentSpec", "Generator", "Importer", "MetricOption",
-    "MetricsSpec", "StudyDecl", "UnknownNameError", "experiment_names", "get_experiment",
+    "MetricsSpec", "StudyDecl", "UnknownNameError", "experiment_names", "get_experiment", "read_trials",
+    "trials_manifest", "validate_table", "write_trials",
 ]
 
 
@@ -89,3 +97,62 @@ def get_experiment(name: str) -> ExperimentSpec:
     if spec.name != name:
         raise ValueError(f"experiment module {name!r} declares a spec named {spec.name!r}")
     return spec
+
+
+# ----------------------------------------------------------------------------- tables of registered experiments
+def validate_table(trials: pd.DataFrame, experiment: str | None = None, source: str | os.PathLike[str] | None = None,
+                   file_columns: Mapping[str, str] | None = None,
+                   spec: ExperimentSpec | None = None) -> pd.DataFrame:
+    """Check a table against the schema of each experiment it holds (looked up here by name);
+    return it unchanged or raise :class:`~cogtestbed.schema.TrialTableError`.
+
+    With ``experiment`` given, a table of another experiment is refused.  ``spec``: the spec that
+    produced the table (a run of an experiment that is not registered, e.g. one built in a script,
+    is checked against it).  One experiment's table: :func:`cogtestbed.schema.validate_trials`.
+    """
+    from cogtestbed.schema import check_table, refuse_others, table_experiments
+
+    names = table_experiments(trials, source)
+    if experiment is not None:
+        refuse_others(names, experiment, source)
+    for name in names:
+        declared = spec if spec is not None and spec.name == name else get_experiment(name)
+        rows = trials if len(names) <= 1 else trials[trials["experiment"].astype("string") == name]
+        check_table(rows, declared.schema, declared.name, None if source is None else str(source), file_columns)
+    return trials
+
+
+def read_trials(path: str | os.PathLike[str], experiment: str | None = None) -> pd.DataFrame:
+    """Read a Parquet trial table written by :func:`write_trials` (schema checked; with
+    ``experiment`` given, a table of another experiment is refused)."""
+    from cogtestbed.trials import read_trial_file
+
+    return validate_table(read_trial_file(path), experiment, source=Path(path))
+
+
+def trials_manifest(trials: pd.DataFrame, manifest: Mapping[str, Any],
+                    spec: ExperimentSpec | None = None) -> dict[str, Any]:
+    """The manifest written beside a trial table (the table is validated first, against ``spec``
+    where given; see :func:`validate_table`)."""
+    from cogtestbed.trials import SCHEMA_VERSION, package_versions
+
+    validate_table(trials, spec=spec)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "versions": package_versions(),
+        "n_rows": len(trials),
+        **manifest,
+    }
+
+
+def write_trials(trials: pd.DataFrame, path: str | os.PathLike[str], manifest: Mapping[str, Any]) -> Path:
+    """Write ``trials`` as Parquet plus ``<path>.manifest.json``; return the Parquet path."""
+    from cogtestbed.trials import manifest_path, table_to_parquet, write_files_together
+
+    out = Path(path)
+    full_manifest = trials_manifest(trials, manifest)
+    write_files_together({out: lambda tmp: table_to_parquet(trials, tmp),
+                          manifest_path(out): lambda tmp: tmp.write_text(
+                              json.dumps(full_manifest, indent=2, sort_keys=True, default=str))})
+    return out

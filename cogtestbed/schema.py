@@ -22,6 +22,7 @@ wherever they appear.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -30,10 +31,18 @@ import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
 
-from cogtestbed.trials import TrialTableError
-
 if TYPE_CHECKING:  # imported when a table fails a check (the report), not to validate one
     import pandera.pandas as pa
+
+#: Columns every trial table starts with, in this order.
+ID_COLUMNS = ("experiment", "subject", "session", "trial")
+#: Outcome columns every trial table has, after the stimulus fields.
+OUTCOME_COLUMNS = ("action", "reward", "valid", "raw_response", "parse_error", "agent")
+
+
+class TrialTableError(ValueError):
+    """A table does not follow the trial-table schema."""
+
 
 #: Name of the check that a valid answer carries an action.
 ANSWERED = "a valid answer has an action"
@@ -173,7 +182,7 @@ class RowRule:
 
 
 #: Columns every trial table has besides ``experiment``, ``action`` and ``reward``
-#: (:data:`cogtestbed.trials.ID_COLUMNS`, :data:`cogtestbed.trials.OUTCOME_COLUMNS`).
+#: (:data:`ID_COLUMNS`, :data:`OUTCOME_COLUMNS`).
 COMMON_COLUMNS: dict[str, Values] = {
     "subject": Values("number", nullable=False),
     "session": Values("int", low=0, nullable=False),
@@ -467,3 +476,44 @@ def canonical_rows(table: pd.DataFrame) -> pd.DataFrame:
     if np.array_equal(order, np.arange(len(table))):
         return table
     return table.take(order).reset_index(drop=True)
+
+
+def table_experiments(trials: pd.DataFrame, source: str | os.PathLike[str] | None = None) -> list[str]:
+    """The experiments a table holds trials of, after the checks every trial table passes (the
+    common columns, an experiment name, no duplicated trial); raise :class:`TrialTableError`."""
+    where = f"{source}: " if source is not None else ""
+    missing = [c for c in (*ID_COLUMNS, *OUTCOME_COLUMNS) if c not in trials.columns]
+    if missing:
+        raise TrialTableError(f"{where}trial table lacks required columns: {', '.join(missing)}")
+    if trials.empty:
+        return []
+    names = [str(n) for n in pd.unique(trials["experiment"].astype("string").dropna())]
+    if not names:
+        raise TrialTableError(f"{where}trial table has no experiment name")
+    if trials.duplicated(list(ID_COLUMNS)).any():
+        raise TrialTableError(f"{where}trial table has duplicated (experiment, subject, session, trial) rows")
+    return names
+
+
+def refuse_others(names: list[str], experiment: str, source: str | os.PathLike[str] | None = None) -> None:
+    """Refuse a table that holds trials of an experiment other than ``experiment``."""
+    if any(n != experiment for n in names):
+        where = f"{source}: " if source is not None else ""
+        raise TrialTableError(f"{where}holds trials of experiment {', '.join(sorted(names))}, not {experiment}")
+
+
+def validate_trials(trials: pd.DataFrame, schema: TrialSchema, experiment: str,
+                    source: str | os.PathLike[str] | None = None,
+                    file_columns: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Check a table of ``experiment`` against its ``schema``; return it unchanged or raise
+    :class:`TrialTableError` (one line naming ``source``, the column, row and value).
+
+    A table of another experiment is refused.  ``file_columns`` maps table columns to the names
+    the source file gives them (an importer's), used in the message.  No registry is needed: the
+    registry's :func:`~cogtestbed.registry.validate_table` looks the schema up by name.
+    """
+    names = table_experiments(trials, source)
+    if names:
+        refuse_others(names, experiment, source)
+        check_table(trials, schema, experiment, None if source is None else str(source), file_columns)
+    return trials

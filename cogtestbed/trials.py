@@ -38,7 +38,6 @@ import platform
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -48,6 +47,7 @@ import pyarrow as pa
 from pandas.api.extensions import ExtensionArray
 
 from cogtestbed.outputs import atomic_write_bytes, new_file_mode
+from cogtestbed.schema import TrialTableError
 
 try:  # pandas ≥ 3.0: a frame from finished blocks, without the constructor's inference and checks per column
     from pandas.api.internals import create_dataframe_from_blocks as _frame_from_blocks
@@ -55,12 +55,8 @@ except ImportError:  # pragma: no cover - pandas 2
     _frame_from_blocks = None
 
 if TYPE_CHECKING:
-    from cogtestbed.experiments.spec import ExperimentSpec
+    pass
 
-#: Columns every trial table starts with, in this order.
-ID_COLUMNS = ("experiment", "subject", "session", "trial")
-#: Outcome columns every trial table has, after the stimulus fields.
-OUTCOME_COLUMNS = ("action", "reward", "valid", "raw_response", "parse_error", "agent")
 PARAM_PREFIX = "param_"
 MANIFEST_SUFFIX = ".manifest.json"
 SCHEMA_VERSION = 1
@@ -103,46 +99,6 @@ def read_table(where: str | os.PathLike[str]) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     return pq.read_table(where).to_pandas(types_mapper=_arrow_lists_as_arrow_dtype)
-
-
-class TrialTableError(ValueError):
-    """A table does not follow the trial-table schema."""
-
-
-def validate_trials(trials: pd.DataFrame, experiment: str | None = None, source: str | os.PathLike[str] | None = None,
-                    file_columns: Mapping[str, str] | None = None,
-                    spec: ExperimentSpec | None = None) -> pd.DataFrame:
-    """Check the table against the schema of its experiment; return it unchanged or raise
-    :class:`TrialTableError` (one line naming ``source``, the column, row and value).
-
-    The common columns are checked here; each experiment named in the ``experiment`` column is
-    then checked against the schema its environment declares (:mod:`cogtestbed.schema`).  With
-    ``experiment`` given, a table of another experiment is refused.  ``file_columns`` maps table
-    columns to the names the source file gives them (an importer's), used in the message.
-    ``spec``: the :class:`~cogtestbed.experiments.spec.ExperimentSpec` that produced the table (a
-    run of an experiment that is not registered, e.g. one built in a script, is checked against it).
-    """
-    where = f"{source}: " if source is not None else ""
-    missing = [c for c in (*ID_COLUMNS, *OUTCOME_COLUMNS) if c not in trials.columns]
-    if missing:
-        raise TrialTableError(f"{where}trial table lacks required columns: {', '.join(missing)}")
-    if trials.empty:
-        return trials
-    names = [str(n) for n in pd.unique(trials["experiment"].astype("string").dropna())]
-    if not names:
-        raise TrialTableError(f"{where}trial table has no experiment name")
-    if experiment is not None and any(n != experiment for n in names):
-        raise TrialTableError(f"{where}holds trials of experiment {', '.join(sorted(names))}, not {experiment}")
-    if trials.duplicated(["experiment", "subject", "session", "trial"]).any():
-        raise TrialTableError(f"{where}trial table has duplicated (experiment, subject, session, trial) rows")
-    from cogtestbed.registry import get_experiment  # the registry imports experiments, which import this module
-    from cogtestbed.schema import check_table
-
-    for name in names:
-        declared = spec if spec is not None and spec.name == name else get_experiment(name)
-        rows = trials if len(names) <= 1 else trials[trials["experiment"].astype("string") == name]
-        check_table(rows, declared.schema, declared.name, None if source is None else str(source), file_columns)
-    return trials
 
 
 def pool_runs(table: pd.DataFrame, by: str = "agent") -> pd.DataFrame:
@@ -835,32 +791,6 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     )
 
 
-def trials_manifest(trials: pd.DataFrame, manifest: Mapping[str, Any],
-                    spec: ExperimentSpec | None = None) -> dict[str, Any]:
-    """The manifest written beside a trial table (the table is validated first, against ``spec``
-    where given; see :func:`validate_trials`)."""
-    validate_trials(trials, spec=spec)
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "versions": package_versions(),
-        "n_rows": len(trials),
-        **manifest,
-    }
-
-
-def write_trials(
-    trials: pd.DataFrame, path: str | os.PathLike[str], manifest: Mapping[str, Any]
-) -> Path:
-    """Write ``trials`` as Parquet plus ``<path>.manifest.json``; return the Parquet path."""
-    out = Path(path)
-    full_manifest = trials_manifest(trials, manifest)
-    write_files_together({out: lambda tmp: table_to_parquet(trials, tmp),
-                          manifest_path(out): lambda tmp: tmp.write_text(
-                              json.dumps(full_manifest, indent=2, sort_keys=True, default=str))})
-    return out
-
-
 def write_files_together(writers: Mapping[Path, Any]) -> None:
     """Write several files as one unit: every ``writer(tmp)`` runs first; only when all succeeded
     are the temporary files renamed into place (a failure leaves the old files untouched)."""
@@ -881,17 +811,16 @@ def write_files_together(writers: Mapping[Path, Any]) -> None:
                 os.unlink(left)
 
 
-def read_trials(path: str | os.PathLike[str], experiment: str | None = None) -> pd.DataFrame:
-    """Read a Parquet trial table written by :func:`write_trials` (schema checked; with
-    ``experiment`` given, a table of another experiment is refused)."""
+def read_trial_file(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a Parquet trial table written by :func:`~cogtestbed.registry.write_trials`, unchecked
+    (:func:`cogtestbed.schema.validate_trials` checks it); a missing or non-Parquet file is one clear error."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no trial table at {p}")
     try:
-        trials = read_table(p)
+        return read_table(p)
     except Exception as exc:  # pyarrow raises several types for a non-Parquet file
         raise TrialTableError(f"{p} is not a Parquet trial table: {exc}") from exc
-    return validate_trials(trials, experiment, source=p)
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:

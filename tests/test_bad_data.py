@@ -14,10 +14,9 @@ from typer.testing import CliRunner
 
 from cogtestbed.cli import app
 from cogtestbed.cli.app import USER_ERRORS
-from cogtestbed.registry import experiment_names, get_experiment
-from cogtestbed.schema import TrialSchema
+from cogtestbed.registry import experiment_names, get_experiment, read_trials, validate_table, write_trials
+from cogtestbed.schema import TrialSchema, TrialTableError
 from cogtestbed.simulation import simulate
-from cogtestbed.trials import TrialTableError, read_trials, validate_trials, write_trials
 
 runner = CliRunner()
 
@@ -184,10 +183,10 @@ def test_common_columns_checked_for_every_experiment():
     table = simulate("horizon", "random", 1, seed=0)
     table["trial"] = table["trial"] - 1
     with pytest.raises(TrialTableError, match="column 'trial', row 0"):
-        validate_trials(table)
+        validate_table(table)
     table = simulate("horizon", "random", 1, seed=0)
     with pytest.raises(TrialTableError, match="lacks column 'horizon'"):
-        validate_trials(table.drop(columns="horizon"))
+        validate_table(table.drop(columns="horizon"))
 
 
 # ------------------------------------------------------------------ 5. correlations need enough points

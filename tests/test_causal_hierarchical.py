@@ -14,7 +14,8 @@ from cogtestbed.data.causal import import_rw17_human
 from cogtestbed.inference import causal_hierarchical as ch
 from cogtestbed.inference.causal import cbn_predictions
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies import simulate_model, study_spec
+from cogtestbed.validation.studies import study_spec
+from cogtestbed.validation.study_data import simulate_model
 from cogtestbed.validation.summaries import sbc_summary
 
 

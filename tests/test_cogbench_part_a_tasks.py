@@ -288,14 +288,14 @@ def test_kalman_confidence_noise_lowers_metacognition() -> None:
 
 # ----------------------------------------------------------------------------- importers
 def test_importers_keep_cogbench_columns_and_schema() -> None:
-    from cogtestbed.trials import validate_trials
+    from cogtestbed.registry import validate_table
 
     for name, task in (("probabilistic-reasoning", "ProbabilisticReasoning"), ("horizon", "HorizonTask"),
                        ("restless-bandit", "RestlessBandit")):
         exp = get_experiment(name)
         table = exp.importer("cogbench").load(DATA / task / "gpt-4.csv") if (DATA / task / "gpt-4.csv").exists() \
             else exp.importer("cogbench").load(DATA / task / "claude-1.csv")
-        validate_trials(table)
+        validate_table(table)
         assert table["valid"].all()
     h = get_experiment("horizon").importer("cogbench").load(DATA / "HorizonTask" / "gpt-4.csv")
     assert set(h.groupby("subject").size()) == {5, 10}

@@ -18,10 +18,9 @@ from typer.testing import CliRunner
 
 from cogtestbed.cli import app
 from cogtestbed.cli.app import USER_ERRORS, one_line
-from cogtestbed.registry import get_experiment
+from cogtestbed.registry import get_experiment, write_trials
 from cogtestbed.schema import canonical_rows, list_parts
 from cogtestbed.simulation import simulate
-from cogtestbed.trials import write_trials
 from cogtestbed.validation.table_checks import all_invalid, canonical_json, null_problems, permuted
 
 runner = CliRunner()
@@ -88,7 +87,7 @@ def test_revealed_table_that_is_not_a_distribution_is_refused_in_one_line(reveal
 
 def test_list_parts_reads_arrow_and_object_columns_alike(revealed) -> None:
     table, folder = revealed
-    from cogtestbed.trials import read_trials
+    from cogtestbed.registry import read_trials
 
     arrow = read_trials(folder / "rb.parquet")
     lengths, values = list_parts(arrow["probs"])

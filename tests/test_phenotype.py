@@ -10,9 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cogtestbed.cli import app
-from cogtestbed.registry import experiment_names
+from cogtestbed.registry import experiment_names, write_trials
 from cogtestbed.simulation import simulate
-from cogtestbed.trials import write_trials
 from cogtestbed.validation.phenotype import (
     AgentMetrics,
     available_references,

@@ -254,7 +254,7 @@ def test_noise_floor_reproduces_the_design_notes_table() -> None:
 
 
 def test_metrics_pair_two_runs(tmp_path: Path) -> None:
-    from cogtestbed.trials import write_trials
+    from cogtestbed.registry import write_trials
 
     a = simulate("revealed-belief", "dissonant", 1, 0, {"beta_first": 1.0}, design=SMALL)
     b = simulate("revealed-belief", "rational", 1, 0, design=SMALL)

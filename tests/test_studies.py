@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 from cogtestbed.cli import app
 from cogtestbed.registry import get_experiment
 from cogtestbed.validation.report import write_study
-from cogtestbed.validation.studies import StudySpec, design_for_trials, run_study, study_spec
+from cogtestbed.validation.studies import StudySpec, run_study, study_spec
+from cogtestbed.validation.study_data import design_for_trials
 
 EXP = "instrumental-learning"
 
@@ -172,7 +173,7 @@ def test_cli_fit_hierarchical_writes_netcdf(tmp_path: Path, cogbench_dir: Path) 
     human = cogbench_dir / "InstrumentalLearning" / "human.csv"
     table = get_experiment(EXP).importer("cogbench").load(human)
     small = tmp_path / "small.parquet"
-    from cogtestbed.trials import write_trials
+    from cogtestbed.registry import write_trials
 
     write_trials(table[table["subject"] < 5].reset_index(drop=True), small, {"source": "test"})
     out = _json(["fit", "rw-pm", str(small), "--method", "hierarchical", "-o", str(tmp_path / "f"),

@@ -8,15 +8,10 @@ import pandas as pd
 import pyarrow.parquet
 import pytest
 
+from cogtestbed.registry import read_trials, validate_table, write_trials
+from cogtestbed.schema import TrialTableError
 from cogtestbed.simulation import simulate
-from cogtestbed.trials import (
-    TrialTableError,
-    manifest_path,
-    read_manifest,
-    read_trials,
-    validate_trials,
-    write_trials,
-)
+from cogtestbed.trials import manifest_path, read_manifest
 
 
 @pytest.fixture()
@@ -59,9 +54,9 @@ def test_failed_write_leaves_previous_file_intact(tmp_path, table, monkeypatch):
 
 def test_schema_errors_are_clear(tmp_path, table):
     with pytest.raises(TrialTableError, match="lacks required columns: valid"):
-        validate_trials(table.drop(columns="valid"))
+        validate_table(table.drop(columns="valid"))
     with pytest.raises(TrialTableError, match="duplicated"):
-        validate_trials(pd.concat([table, table.iloc[:1]]))
+        validate_table(pd.concat([table, table.iloc[:1]]))
     bad = tmp_path / "x.parquet"
     bad.write_text("not parquet")
     with pytest.raises(TrialTableError, match="not a Parquet trial table"):

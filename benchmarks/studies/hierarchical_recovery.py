@@ -64,7 +64,7 @@ def check(model: str, draws: int = 1000, chains: int = 2, seed: int = 0,
 
     from cogtestbed.inference.hierarchical import ConvergenceWarning, fit_hierarchical
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies import simulate_runs
+    from cogtestbed.validation.study_data import simulate_runs
 
     experiment, n_default, runs_default = CONFIGS[model]
     n, r = subjects or n_default, runs or runs_default

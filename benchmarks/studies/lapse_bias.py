@@ -43,13 +43,8 @@ import pandas as pd
 from cogtestbed.agents.lapse import Lapse
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies import (
-    design_for_trials,
-    draw_true_parameters,
-    fitted_model,
-    simulate_model,
-    study_spec,
-)
+from cogtestbed.validation.studies import study_spec
+from cogtestbed.validation.study_data import design_for_trials, draw_true_parameters, fitted_model, simulate_model
 
 #: z of a two-sided 90 % interval.
 Z90 = 1.6448536269514722

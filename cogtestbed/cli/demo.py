@@ -38,9 +38,9 @@ def demo(
 
 
 def _demo(output: Path, subjects: int, seed: int, workers: int | None) -> None:
-    from cogtestbed.registry import get_experiment
+    from cogtestbed.registry import get_experiment, write_trials
     from cogtestbed.simulation import simulate
-    from cogtestbed.trials import write_json_atomic, write_trials
+    from cogtestbed.trials import write_json_atomic
 
     exp = get_experiment(DEMO_EXPERIMENT)
     trials = simulate(exp, DEMO_AGENT, subjects, seed, DEMO_PARAMS)

@@ -358,8 +358,7 @@ def _run_paired(llms: list[str], output: Path, kwargs: dict[str, Any]) -> None:
     metrics side by side with a paired test (:mod:`cogtestbed.validation.paired`)."""
     import json
 
-    from cogtestbed.registry import get_experiment
-    from cogtestbed.trials import read_trials
+    from cogtestbed.registry import get_experiment, read_trials
     from cogtestbed.validation.paired import format_report, paired_report
 
     if len(llms) != 2 or llms[0] == llms[1]:

@@ -53,10 +53,9 @@ def simulate(
     from rich.progress import Progress
 
     from cogtestbed.parameters import parse_assignments
-    from cogtestbed.registry import get_experiment
+    from cogtestbed.registry import get_experiment, write_trials
     from cogtestbed.simulation import check_simulation_memory
     from cogtestbed.simulation import simulate as run_simulation
-    from cogtestbed.trials import write_trials
 
     lapse = lapse_option(lapse_invalid, lapse_random)
     exp = get_experiment(experiment)

@@ -549,6 +549,12 @@ class ExperimentSpec:
 
     # -- look-ups with one clear error -------------------------------------------------
     @property
+    def declared_agents(self) -> list[str]:
+        """Agents the spec's generators and studies name (all agents where none is named)."""
+        named = {g.agent for g in self.generators.values()} | {s.agent for s in self.studies if s.agent}
+        return sorted(named) or sorted(self.agents)
+
+    @property
     def design_cls(self) -> type[Design]:
         return self.env_cls.design_cls
 
@@ -562,12 +568,13 @@ class ExperimentSpec:
         """Read ``path`` as a trial table (``.parquet``) or through one of the importers
         (``source`` names one; ``auto`` asks each importer's sniff) and validate it against
         :attr:`schema` before anything is computed; returns the table and the source used."""
-        from cogtestbed.trials import TrialTableError, read_trials, validate_trials
+        from cogtestbed.schema import TrialTableError, validate_trials
+        from cogtestbed.trials import read_trial_file
 
         if not path.exists():
             raise FileNotFoundError(f"no such file: {path}")
         if source == "trials" or (source == "auto" and path.suffix == ".parquet"):
-            return read_trials(path, self.name), "trials"
+            return validate_trials(read_trial_file(path), self.schema, self.name, source=path), "trials"
         if source == "auto":
             found = next((imp for imp in self.importers.values() if imp.sniff(path)), None)
             if found is None:
@@ -577,7 +584,7 @@ class ExperimentSpec:
             source = found.source
         importer = self.importer(source)
         table = importer.load(path)
-        return validate_trials(table, self.name, source=path, file_columns=importer.file_columns), source
+        return validate_trials(table, self.schema, self.name, source=path, file_columns=importer.file_columns), source
 
     @property
     def metrics_options(self) -> Mapping[str, MetricOption]:

@@ -50,6 +50,7 @@ from cogtestbed.inference.magnitude_fits import (
     factor_evidence,
     fit_sessions,
     gauss_nll,
+    static_pointwise,
 )
 from cogtestbed.inference.magnitude_hierarchy import w_prior_hierarchy as w_prior_hierarchy
 from cogtestbed.parameters import ParameterSet
@@ -615,24 +616,6 @@ class MagnitudeData:
     log_w: np.ndarray
     first: np.ndarray
     log_answer_range: np.ndarray
-
-
-@njit(cache=True, error_model="numpy")  # σ → 0 in a line search: −inf, not an exception
-def static_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, u: np.ndarray,
-                     log_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-observation log-likelihood of y and its gradient in (w_prior, mu_p, sigma_dec):
-    v ~ N((1 − w)u + w·μ_p, σ²), ll_y = ll_v − log W (Sec. 3.2, model 2)."""
-    n = v.shape[0]
-    ll = np.empty(n)
-    grad = np.empty((n, 3))
-    for i in range(n):
-        w, m, s = theta[obs_subject[i], 0], theta[obs_subject[i], 1], theta[obs_subject[i], 2]
-        r = v[i] - (1.0 - w) * u[i] - w * m
-        ll[i] = -0.5 * math.log(2 * math.pi) - math.log(s) - 0.5 * r * r / (s * s) - log_w[i]
-        grad[i, 0] = r / (s * s) * (m - u[i])
-        grad[i, 1] = r / (s * s) * w
-        grad[i, 2] = -1.0 / s + r * r / (s * s * s)
-    return ll, grad
 
 
 @njit(cache=True, error_model="numpy")  # σ → 0 in a line search: −inf, not an exception

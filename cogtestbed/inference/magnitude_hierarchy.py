@@ -212,7 +212,7 @@ def w_prior_hierarchy(trials: pd.DataFrame, draws: int = 1000, tune: int = 1000,
 def static_cell_nll(data: HierarchyData, w: np.ndarray, mean_answer: np.ndarray, sigma: np.ndarray) -> float:
     """Σ over cells of the static-Bayes NLL (:class:`StaticBayesModel`'s kernel) at the cells'
     (w_prior, μ_p, σ) implied by (w, mean answer, σ): the likelihood the hierarchy must share."""
-    from cogtestbed.inference.magnitude import static_pointwise
+    from cogtestbed.inference.magnitude_fits import static_pointwise
 
     mu_p = (mean_answer - (1.0 - w) * data.u_bar) / w
     theta = np.ascontiguousarray(np.column_stack([w, mu_p, sigma]))

@@ -211,10 +211,11 @@ def revealed_metrics(trials: pd.DataFrame, pair: str | None = None, reference: s
     """
     table = trials
     if pair is not None:
-        from cogtestbed.schema import canonical_rows
-        from cogtestbed.trials import read_trials
+        from cogtestbed.schema import canonical_rows, validate_trials
+        from cogtestbed.tables.revealed import EXPERIMENT, SCHEMA
+        from cogtestbed.trials import read_trial_file
 
-        other = canonical_rows(read_trials(Path(pair)))
+        other = canonical_rows(validate_trials(read_trial_file(pair), SCHEMA, EXPERIMENT, source=pair))
         a, b = str(trials["agent"].iloc[0]), str(other["agent"].iloc[0])
         if a == b:
             other = other.assign(agent=f"{b} ({Path(pair).stem})")

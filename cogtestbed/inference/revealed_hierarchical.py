@@ -54,15 +54,13 @@ def cell_arrays(model: Any, trials: pd.DataFrame) -> tuple[list[Any], np.ndarray
     Returns the subject ids (table order), the scenario index of every step, its cell index
     ``subject · len(SCENARIOS) + scenario`` (non-decreasing, as the kernel wants) and the kernel's
     observation arrays (:attr:`DissonantModel.observation_fields`) in that order."""
-    from cogtestbed.inference.revealed_model import subject_arrays
-
     subjects = list(dict.fromkeys(trials["subject"].tolist()))
     parts, cells, scens = [], [], []
     for i, s in enumerate(subjects):
         rows = trials[(trials["subject"] == s).to_numpy() & trials["valid"].to_numpy(dtype=bool)]
         scen = np.array([SCENARIOS.index(str(c)) for c in rows["scenario"]], dtype=np.int64)
         order = np.argsort(scen, kind="stable")
-        parts.append(subject_arrays(rows.iloc[order]))
+        parts.append(model.observations(rows.iloc[order]))
         scens.append(scen[order])
         cells.append(i * len(SCENARIOS) + scen[order])
     if not parts:

@@ -248,6 +248,9 @@ class DissonantModel(CognitiveModel):
     observation_fields: ClassVar[tuple[str, ...]] = ("x", "lx", "channel", "k", "correct", "method", "nsamp",
                                                      "base", "feat")
 
+    #: One subject's valid steps as the kernel's arrays (:func:`subject_arrays`).
+    observations = staticmethod(subject_arrays)
+
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
         return {s: RevealedData(**subject_arrays(g)) for s, g in trials.groupby("subject", sort=False)}
 

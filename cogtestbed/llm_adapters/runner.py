@@ -49,9 +49,9 @@ from cogtestbed.llm_adapters.base import LLMClient, Prompt
 from cogtestbed.llm_adapters.cache import CURRENT_SUBJECT, CachedClient, SubjectTicket
 from cogtestbed.llm_adapters.limits import SUBJECT_PROMPT_MARGIN, Budget, BudgetExhausted, Need, Price
 from cogtestbed.llm_adapters.rundir import CONFIG_FILE, TRANSPORT_FIELDS, RunDir, identity_differences
-from cogtestbed.registry import Experiment
+from cogtestbed.registry import Experiment, trials_manifest
 from cogtestbed.simulation import seed_streams
-from cogtestbed.trials import MANIFEST_SUFFIX, package_versions, table_to_parquet, trials_manifest
+from cogtestbed.trials import MANIFEST_SUFFIX, package_versions, table_to_parquet
 
 TRIALS_FILE, CALLS_FILE = "trials.parquet", "calls.parquet"
 LLM_PACKAGES = ("openai", "anthropic", "transformers", "torch", "tokenizers", "tiktoken")

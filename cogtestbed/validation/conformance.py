@@ -46,6 +46,7 @@ from cogtestbed.experiments.spec import ExperimentSpec, StudyDecl, headline_prob
 from cogtestbed.llm_adapters.base import GenerateRequest, Generation, LLMClient
 from cogtestbed.parameters import Parameter, ParameterError, ParameterSet
 from cogtestbed.trials import table_to_parquet
+from cogtestbed.validation.errors import ConformanceError
 from cogtestbed.validation.table_checks import check_all_invalid_metrics, check_permuted_table
 
 Status = Literal["passed", "failed", "xfail", "xpass", "skipped"]
@@ -94,10 +95,6 @@ RECOVERY_NATURAL_TOL = 0.05
 #: model's lapse variant (:func:`cogtestbed.inference.base.with_lapse`, ε fitted, so ε > 0 at
 #: every test point), and of the batch == step check's lapsed run.
 CHECK_LAPSE = (0.1, 0.2)
-
-
-class ConformanceError(AssertionError):
-    """A check failed (the message says what, where, and what was expected)."""
 
 
 class NotApplicable(Exception):  # noqa: N818 - it is an outcome, not an error
@@ -285,12 +282,6 @@ def first_difference(a: pd.DataFrame, b: pd.DataFrame) -> str:
 
 def _agents(spec: ExperimentSpec) -> list[str]:
     return sorted(spec.agents)
-
-
-def _declared_agents(spec: ExperimentSpec) -> list[str]:
-    """Agents the spec's generators and studies name (all agents where none is named)."""
-    named = {g.agent for g in spec.generators.values()} | {s.agent for s in spec.studies if s.agent}
-    return sorted(named) or _agents(spec)
 
 
 def _step_space(env: TextEnv[Any, Any]) -> spaces.Space[Any]:
@@ -616,8 +607,9 @@ def check_batch_equals_step(spec: ExperimentSpec, config: CheckConfig) -> None:
     """For every agent, the batch kernel and the gymnasium step path give identical, schema-valid
     tables (per-subject, non-default parameters), without and with lapses (:data:`CHECK_LAPSE`)."""
     from cogtestbed.agents.lapse import Lapse
+    from cogtestbed.registry import validate_table
+    from cogtestbed.schema import TrialTableError
     from cogtestbed.simulation import simulate
-    from cogtestbed.trials import TrialTableError, validate_trials
 
     design = small_design(spec, config)
     rng = np.random.default_rng(config.seed)
@@ -635,7 +627,7 @@ def check_batch_equals_step(spec: ExperimentSpec, config: CheckConfig) -> None:
         if table_bytes(lapsed) != table_bytes(lapsed_step):  # (equals() fails on NaN inside array cells)
             problems.append(f"agent {agent!r} with lapses {lapse}: {first_difference(lapsed, lapsed_step)}")
         try:
-            validate_trials(batch)
+            validate_table(batch)
         except TrialTableError as exc:
             problems.append(f"agent {agent!r}: {exc}")
         if not batch["experiment"].astype(str).eq(spec.name).all() or batch["subject"].nunique() != config.n_subjects:
@@ -928,8 +920,9 @@ def _sniffed_files(spec: ExperimentSpec, source: str, root: Path) -> tuple[list[
 def check_importers(spec: ExperimentSpec, config: CheckConfig) -> None:
     """Each importer recognises published files, loads them into schema-valid trial tables the
     metrics run on, and does not claim a plain trial-table CSV."""
+    from cogtestbed.registry import validate_table
+    from cogtestbed.schema import TrialTableError
     from cogtestbed.simulation import simulate
-    from cogtestbed.trials import TrialTableError, validate_trials
 
     if not spec.importers:
         raise NotApplicable(f"{spec.name} declares no importers")
@@ -955,7 +948,7 @@ def check_importers(spec: ExperimentSpec, config: CheckConfig) -> None:
             where = f"importer {source!r} on {path.relative_to(root)}"
             try:
                 table = spec.importer(source).load(path)
-                validate_trials(table)
+                validate_table(table)
             except (TrialTableError, ValueError, KeyError) as exc:
                 problems.append(f"{where}: {type(exc).__name__}: {exc}")
                 continue
@@ -1001,7 +994,7 @@ def check_metrics_result(spec: ExperimentSpec, config: CheckConfig) -> None:
 
     design = spec.design_cls()
     problems = []
-    for agent in _declared_agents(spec) if config.quick else _agents(spec):
+    for agent in spec.declared_agents if config.quick else _agents(spec):
         table = simulate(spec, agent, config.n_subjects, config.seed, design=design)
         options = spec.metrics.smoke_options if config.quick else None
         problems += [f"agent {agent!r}: {p}" for p in _metrics_problems(spec, table, options=options)]

@@ -1,4 +1,5 @@
-"""Errors a study raises in the process that runs it (light: the CLI imports them at start-up)."""
+"""Errors a study or a conformance check raises in the process that runs it (light: the CLI imports
+them at start-up)."""
 
 from __future__ import annotations
 
@@ -13,3 +14,7 @@ class StudyFailure(RuntimeError):
 
 class WorkerDied(StudyFailure):
     """A worker process of a study died (killed, out of memory) before reporting a result."""
+
+
+class ConformanceError(AssertionError):
+    """A conformance check failed (the message says what, where, and what was expected)."""

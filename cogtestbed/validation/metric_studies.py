@@ -23,7 +23,7 @@ import pandas as pd
 from scipy import stats
 
 from cogtestbed.experiments.spec import ExperimentSpec
-from cogtestbed.validation.studies import TaskFn, seed_of, simulate_runs, welch_p
+from cogtestbed.validation.study_data import TaskFn, seed_of, simulate_runs, welch_p
 from cogtestbed.validation.study_kinds import MetricPowerStudy, MetricStudy, MetricValidityStudy, StatTestStudy
 
 #: z quantile of the 95 % intervals whose half-widths metrics functions report as ``{metric}_ci``.

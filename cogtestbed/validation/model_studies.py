@@ -26,7 +26,7 @@ from cogtestbed.inference.hierarchical import (
     sample_hierarchical_prior,
 )
 from cogtestbed.parameters import Parameter
-from cogtestbed.validation.studies import (
+from cogtestbed.validation.study_data import (
     SBC_RANKS,
     TaskFn,
     draw_true_parameters,

@@ -139,8 +139,7 @@ def metrics_from_files(
     CSV files are CogBench's ``<Task>/<agent>.csv`` (agent = file stem); Parquet files are trial
     tables (agents and experiments from their ``agent`` / ``experiment`` columns).
     """
-    from cogtestbed.registry import get_experiment
-    from cogtestbed.trials import read_trials
+    from cogtestbed.registry import get_experiment, read_trials
 
     relevant = {r.experiment for r in available_references(kinds)}
     wanted = set(agents) if agents else None

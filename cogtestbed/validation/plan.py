@@ -61,12 +61,8 @@ import pandas as pd
 from scipy import stats
 
 from cogtestbed.experiments.spec import ExperimentSpec
-from cogtestbed.validation.studies import (
-    _run_chunk,
-    check_study,
-    design_for_trials,
-    trials_step,
-)
+from cogtestbed.validation.studies import _run_chunk, check_study
+from cogtestbed.validation.study_data import design_for_trials, trials_step
 from cogtestbed.validation.study_kinds import MetricPowerStudy, ModelStudy, PlannedStudy, PowerStudy
 
 #: Largest Monte-Carlo SE of the power at the chosen design (binomial SE √(p(1−p)/sims)).
@@ -796,7 +792,7 @@ def recovery_at(spec: PlannedStudy, exp: ExperimentSpec, point: Point, power_row
 
 def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: pd.DataFrame) -> dict[str, Any]:
     from cogtestbed.validation.model_studies import power_parameters
-    from cogtestbed.validation.studies import seed_of, simulate_model
+    from cogtestbed.validation.study_data import seed_of, simulate_model
 
     assert spec.effect is not None
     model = exp.model(spec.models[0])

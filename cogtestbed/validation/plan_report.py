@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.validation.plan import Evaluated, PlanResult, Pricer, describe_target, sessions_per_llm
-from cogtestbed.validation.studies import design_for_trials
+from cogtestbed.validation.study_data import design_for_trials
 from cogtestbed.validation.study_kinds import ModelStudy, PlannedStudy
 
 PLAN_FILE, REPORT_FILE, FRONTIER_PNG = "plan.json", "report.html", "frontier.png"
@@ -58,7 +58,8 @@ class Pilot:
 def read_pilot(path: Path, exp: ExperimentSpec, spec: PlannedStudy) -> Pilot:
     """Invalid rate, tokens per call and fitted parameters of the pilot run in ``path``."""
     from cogtestbed.llm_adapters.runner import CALLS_FILE, TRIALS_FILE
-    from cogtestbed.trials import read_manifest, read_trials
+    from cogtestbed.registry import read_trials
+    from cogtestbed.trials import read_manifest
 
     trials_path = path / TRIALS_FILE
     if not trials_path.exists():

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from cogtestbed.validation.errors import ConformanceError
+
 if TYPE_CHECKING:
     from cogtestbed.experiments.spec import ExperimentSpec
     from cogtestbed.validation.conformance import CheckConfig
@@ -71,14 +73,12 @@ def permuted(table: pd.DataFrame, seed: int = PERMUTATION_SEED) -> pd.DataFrame:
 
 def _smoke_table(spec: ExperimentSpec, config: CheckConfig) -> pd.DataFrame:
     from cogtestbed.simulation import simulate
-    from cogtestbed.validation.conformance import _declared_agents
 
-    return simulate(spec, _declared_agents(spec)[0], config.n_subjects, config.seed, design=spec.design_cls())
+    return simulate(spec, spec.declared_agents[0], config.n_subjects, config.seed, design=spec.design_cls())
 
 
 def check_permuted_table(spec: ExperimentSpec, config: CheckConfig) -> None:
     """The metrics of a simulated table and of its rows shuffled are identical to the last bit."""
-    from cogtestbed.validation.conformance import ConformanceError
 
     table = _smoke_table(spec, config)
     options = dict(spec.metrics.smoke_options)
@@ -124,11 +124,10 @@ def null_problems(result: Mapping[str, Any], headline: tuple[str, ...], n_rows: 
 
 def check_all_invalid_metrics(spec: ExperimentSpec, config: CheckConfig) -> None:
     """A table of invalid answers only gives null headline metrics with reasons and a flag, never a number."""
-    from cogtestbed.trials import validate_trials
-    from cogtestbed.validation.conformance import ConformanceError
+    from cogtestbed.registry import validate_table
 
     table = all_invalid(_smoke_table(spec, config))
-    validate_trials(table, spec.name, spec=spec)
+    validate_table(table, spec.name, spec=spec)
     try:
         result = spec.metrics(table, **dict(spec.metrics.smoke_options))
     except Exception as exc:  # noqa: BLE001 - a crash is the finding

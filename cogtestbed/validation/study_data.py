@@ -1,0 +1,147 @@
+"""What every study task shares: the design at a number of trials, simulated subjects and their
+true parameters, the fitted model, the tasks' seeds and the statistics of rates and differences.
+
+Used by the study driver (:mod:`cogtestbed.validation.studies`), its tasks
+(:mod:`~cogtestbed.validation.model_studies`, :mod:`~cogtestbed.validation.metric_studies`) and
+the summaries (:mod:`~cogtestbed.validation.summaries`); it imports none of them.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from cogtestbed.agents.lapse import Lapse
+from cogtestbed.experiments.spec import ExperimentSpec
+from cogtestbed.inference.base import CognitiveModel, with_lapse
+from cogtestbed.inference.hierarchical import SD_SCALE, sample_hierarchical_prior
+from cogtestbed.parameters import Parameter
+from cogtestbed.simulation import as_sessions, simulate
+from cogtestbed.validation.study_kinds import ModelStudy, SampledStudy
+
+#: Central mass of the prior whose natural-scale range the uniform sampler uses by default.
+UNIFORM_PRIOR_Z = 1.645
+#: Posterior draws kept for SBC ranks: ranks of autocorrelated draws are not uniform, so draws
+#: are thinned to about this many (Talts et al. 2018, §5.1).
+SBC_RANKS = 100
+
+def design_for_trials(exp: ExperimentSpec, trials: int | None, extra: Mapping[str, Any]) -> Any:
+    """The experiment's design with ``extra`` fields and ``trials`` trials per session.
+
+    ``trials`` is set through the spec's declared ``trials_field``: the design's trial count is
+    proportional to that field, so the field becomes ``trials / n_trials(field = 1)``.
+    """
+    from pydantic import ValidationError
+
+    cls = exp.design_cls
+    try:
+        base = cls(**extra)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ValueError(f"design of {exp.name}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    if trials is None or trials == base.n_trials:
+        return base
+    if trials < 1:
+        raise ValueError(f"trials per session must be at least 1, got {trials}")
+    field_ = exp.trials_field
+    if field_ is None:
+        raise ValueError(f"experiment {exp.name} has a fixed number of trials per session (no trials field)")
+    per = trials_step(base, field_)
+    if per < 1 or trials % per:
+        raise ValueError(f"cannot set {exp.name}'s design to {trials} trials per session "
+                         f"({field_} scales it in steps of {per})")
+    return cls(**{**extra, field_: trials // per})
+
+
+def trials_step(design: Any, field_: str) -> int:
+    """Trials per unit of the trials field (the count is proportional to it; read off the design
+    itself, since the field may have a lower bound above 1)."""
+    value = int(getattr(design, field_))
+    return design.n_trials // value if value > 0 and design.n_trials % value == 0 else 0
+
+
+def simulate_runs(exp: ExperimentSpec, agent: str, n: int, seed: int, params: Mapping[str, Any],
+                  design: Any, runs: int = 1, lapse: Lapse | None = None) -> pd.DataFrame:
+    """``n`` subjects, each playing ``runs`` sessions of ``design`` with its own agent parameters.
+
+    The one pooling mechanism: sessions are simulated as ``n·runs`` independent runs
+    (subject-major) and relabelled ``subject = k // runs``, ``session = k % runs``, so a model
+    fits each subject's runs together.
+    """
+    if runs == 1:
+        return simulate(exp, agent, n, seed, dict(params), design=design, lapse=lapse)
+    rep = {k: np.repeat(np.asarray(v, dtype=np.float64), runs) if np.ndim(v) else v
+           for k, v in params.items()}
+    return as_sessions(simulate(exp, agent, n * runs, seed, rep, design=design, lapse=lapse), runs)
+
+
+def _uniform_range(p: Parameter) -> tuple[float, float]:
+    lo, hi = p.prior_mean - UNIFORM_PRIOR_Z * p.prior_sd, p.prior_mean + UNIFORM_PRIOR_Z * p.prior_sd
+    return float(p.to_constrained(lo)), float(p.to_constrained(hi))
+
+
+def draw_true_parameters(spec: SampledStudy, model: CognitiveModel, n: int,
+                         rng: np.random.Generator) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """(population values, per-subject natural values) for one simulated data set."""
+    if spec.sampler == "prior":
+        pop, subj = sample_hierarchical_prior(model.parameters, n, rng, SD_SCALE)
+    else:
+        pop, subj = {}, {}
+        for p in model.parameters:
+            lo, hi = spec.ranges.get(p.name, _uniform_range(p))
+            subj[p.name] = rng.uniform(lo, hi, n)
+    for name, value in spec.fixed.items():
+        subj[name] = np.full(n, float(value))
+        pop.pop(f"{name}_mu", None)
+        pop.pop(f"{name}_sigma", None)
+    return pop, subj
+
+
+def fitted_model(spec: ModelStudy, model: CognitiveModel) -> CognitiveModel:
+    """The model a study fits: ``model`` with the spec's lapse term, if any."""
+    return with_lapse(model, spec.lapse_fit)
+
+
+def simulate_model(spec: ModelStudy, exp: ExperimentSpec, model: str, true: Mapping[str, Any], n: int,
+                   seed: int, design: Any, runs: int, extra: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """Data from ``model`` at ``true`` parameters, through its generator's agent."""
+    gen = exp.generator(model)
+    params = {**gen.agent_params(true), **spec.params, **dict(extra or {})}
+    return simulate_runs(exp, gen.agent, n, seed, params, design, runs, spec.lapse)
+
+#: A study task: (spec, experiment, task, design, rng, sim_seq, fit_seed) -> its rows.
+TaskFn = Callable[..., pd.DataFrame]
+
+def seed_of(seq: np.random.SeedSequence) -> int:
+    """An integer seed for :func:`~cogtestbed.simulation.simulate` from a spawned sequence."""
+    return int(seq.generate_state(1)[0])
+
+def welch_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided Welch t-test p-value on the finite values of two groups.
+
+    Returns NaN when a group has fewer than 2 finite values (no test); when neither group has
+    spread, 0 if their values differ and 1 if they are equal.
+    """
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    if a.size < 2 or b.size < 2:
+        return float("nan")
+    if a.std() == 0 and b.std() == 0:
+        return 0.0 if a[0] != b[0] else 1.0
+    with warnings.catch_warnings():  # near-identical values: scipy warns about precision
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def rate(hits: Iterable[bool]) -> dict[str, float]:
+    """Share of ``hits`` with its Monte-Carlo SE √(p(1−p)/n)."""
+    x = np.asarray(list(hits), dtype=float)
+    p = float(x.mean()) if x.size else float("nan")
+    return {"rate": p, "mc_se": float(math.sqrt(p * (1 - p) / x.size)) if x.size else float("nan"),
+            "sims": int(x.size)}

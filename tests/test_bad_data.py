@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from cogtestbed.cli import app
 from cogtestbed.cli.app import USER_ERRORS
-from cogtestbed.registry import experiment_names, get_experiment, read_trials, validate_table, write_trials
-from cogtestbed.schema import TrialSchema, TrialTableError
+from cogtestbed.registry import get_experiment, read_trials, validate_table, write_trials
+from cogtestbed.schema import TrialTableError
 from cogtestbed.simulation import simulate
 
 runner = CliRunner()
@@ -45,11 +45,6 @@ def instrumental_parquet(tmp_path_factory) -> Path:
     write_trials(simulate("instrumental-learning", "rw-pm", 2, seed=3,
                           params={"alpha_pos": 0.4, "alpha_neg": 0.2, "beta": 5.0}), path, {})
     return path
-
-
-def test_every_experiment_declares_a_schema():
-    for name in experiment_names():
-        assert isinstance(get_experiment(name).schema, TrialSchema), name
 
 
 # ------------------------------------------------------------------ 1. NaN pumps: an invalid balloon

@@ -7,9 +7,8 @@ import pandas as pd
 import pytest
 
 from cogtestbed.agents.lapse import INVALID, NORMAL, RANDOM, Lapse, draw_lapses, lapse_rng, random_choice
-from cogtestbed.registry import experiment_names, get_experiment
+from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import simulate
-from cogtestbed.validation.conformance import CheckConfig, small_design
 
 RWPM = {"alpha_pos": 0.4, "alpha_neg": 0.2, "beta": 50.0}
 
@@ -73,18 +72,6 @@ def test_random_lapses_are_uniform_over_the_options() -> None:
                      lapse=Lapse(0.0, 1.0))
     share = float((table["action"] == 0).mean())
     assert abs(share - 0.5) < 4 * np.sqrt(0.25 / len(table))
-
-
-@pytest.mark.parametrize("name", experiment_names())
-def test_batch_equals_step_with_lapses(name: str) -> None:
-    spec = get_experiment(name)
-    design = small_design(spec, CheckConfig(quick=True))
-    agent = list(spec.agents)[-1]
-    lapse = Lapse(0.3, 0.2)
-    batch = simulate(spec, agent, 4, 9, design=design, lapse=lapse)
-    step = simulate(spec, agent, 4, 9, design=design, lapse=lapse, method="step")
-    pd.testing.assert_frame_equal(batch, step)
-    assert not batch["valid"].all()
 
 
 def test_instrumental_kernel_plays_lapses_natively() -> None:

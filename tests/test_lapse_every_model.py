@@ -143,39 +143,6 @@ def test_bart_lapses_cover_whole_balloons() -> None:
     assert (kind[:, :balloons] == RANDOM).sum() == 0
 
 
-@pytest.mark.parametrize("name", experiment_names())
-def test_zero_lapse_keeps_every_table_byte_identical(name: str) -> None:
-    from cogtestbed.validation.conformance import table_bytes
-
-    spec = get_experiment(name)
-    design = small_design(spec, CheckConfig())
-    agent = list(spec.agents)[-1]
-    plain = simulate(spec, agent, 3, 5, design=design)
-    assert table_bytes(simulate(spec, agent, 3, 5, design=design, lapse=Lapse(0.0, 0.0))) == table_bytes(plain)
-
-
-@pytest.mark.parametrize("name", experiment_names())
-def test_batch_path_plays_lapses_without_the_step_path(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every experiment's batch path applies lapses itself (in its kernel, or after the fact where
-    no step depends on an earlier answer) and matches the step path byte for byte."""
-    import cogtestbed.simulation as simulation
-    from cogtestbed.validation.conformance import table_bytes
-
-    spec = get_experiment(name)
-    design = small_design(spec, CheckConfig())
-    agent = list(spec.agents)[-1]
-    lapse = Lapse(0.2, 0.3)
-    step = simulate(spec, agent, 3, 8, design=design, lapse=lapse, method="step")
-
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError("the batch path played the step path")
-
-    monkeypatch.setattr(simulation, "run_stepwise", refuse)
-    batch = simulate(spec, agent, 3, 8, design=design, lapse=lapse)
-    assert table_bytes(batch) == table_bytes(step)
-    assert not batch["valid"].all()
-
-
 @pytest.mark.slow
 def test_two_step_fitted_lapse_recovers_the_per_trial_rate() -> None:
     """Simulated per-trial lapses are what the per-trial mixture models: one model-based subject,

@@ -11,30 +11,17 @@ from toy_env import JUDGEMENTS, ElicitJudgeEnv, ToySessions
 from cogtestbed.environments.base import (
     NO_ACTION,
     ParseResult,
-    Phase,
     ScoredAnswer,
     ScoredResponse,
-    TextEnv,
     TextResponse,
 )
 from cogtestbed.environments.probabilistic import ProbabilisticReasoningEnv
 from cogtestbed.environments.restless import RestlessBanditEnv
 from cogtestbed.environments.twostep import TwoStepEnv
-from cogtestbed.registry import experiment_names, get_experiment
 
 
 def toy_session() -> ToySessions:
     return ToySessions(statement=np.array([[0, 2]]))
-
-
-@pytest.mark.parametrize("name", experiment_names())
-def test_every_environment_declares_phases_and_observes_them(name):
-    env = get_experiment(name).env_cls()
-    assert env.phases and all(isinstance(p, Phase) for p in env.phases)
-    obs, _ = env.reset(seed=3)
-    assert obs["phase"] == 0 and obs["response"] == env.phases[0].response
-    assert env.observation_space.contains(obs)
-    assert type(env).step is TextEnv.step  # no experiment overrides step
 
 
 def test_two_phase_trials_alternate_and_name_their_phase():

@@ -4,7 +4,6 @@ and the declaration is checked against them then; the trial table's schema needs
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import sys
 import types
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import pytest
 
 from cogtestbed.experiments.spec import Lazy, lazy
-from cogtestbed.registry import experiment_names, get_experiment
+from cogtestbed.registry import get_experiment
 
 PROBE = "cogtestbed_lazy_probe"
 
@@ -70,15 +69,3 @@ def test_a_reference_names_module_and_attribute() -> None:
     with pytest.raises(ImportError, match="cannot import 'cogtestbed.no_such_module:X'"):
         Lazy("cogtestbed.no_such_module:X").load()
     assert Lazy("cogtestbed.tables.horizon:SCHEMA").load() is get_experiment("horizon").schema
-
-
-@pytest.mark.parametrize("name", experiment_names())
-def test_every_experiment_declares_its_tables_module(name: str) -> None:
-    """The spec's schema is its environment's, defined with the experiment's name in one tables module."""
-    spec = get_experiment(name)
-    assert spec.table_schema is not None
-    assert spec.schema is spec.env_cls.table_schema
-    family = spec.env_cls.__module__.rpartition(".")[2]
-    tables = importlib.import_module(f"cogtestbed.tables.{family}")
-    assert tables.SCHEMA is spec.schema
-    assert tables.EXPERIMENT == spec.name == spec.env_cls.experiment

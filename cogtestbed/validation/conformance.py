@@ -25,6 +25,7 @@ gives the same verdict on every run.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import math
 import os
@@ -41,10 +42,12 @@ import numpy as np
 import pandas as pd
 from gymnasium import spaces
 
-from cogtestbed.environments.base import Design, TextEnv
+from cogtestbed.agents.lapse import Lapse
+from cogtestbed.environments.base import Design, Phase, TextEnv
 from cogtestbed.experiments.spec import ExperimentSpec, StudyDecl, headline_problems, metrics_result_problems
 from cogtestbed.llm_adapters.base import GenerateRequest, Generation, LLMClient
 from cogtestbed.parameters import Parameter, ParameterError, ParameterSet
+from cogtestbed.schema import TrialSchema
 from cogtestbed.trials import table_to_parquet
 from cogtestbed.validation.errors import ConformanceError
 from cogtestbed.validation.table_checks import check_all_invalid_metrics, check_permuted_table
@@ -1042,15 +1045,95 @@ def check_declared_studies(spec: ExperimentSpec, config: CheckConfig) -> None:
     _fail(problems, f"{spec.name}: declared studies do not run")
 
 
+# ============================================================================= what every family declares
+#: Lapse rates of the lapse checks (invalid, random): high enough that every small session lapses.
+LAPSE = Lapse(0.3, 0.2)
+
+
+def check_tables_module(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """The schema is declared once, in ``cogtestbed/tables/<family>.py`` (``<family>`` = the
+    environment's module): ``SCHEMA`` is the spec's ``table_schema`` and its environment's, and
+    ``EXPERIMENT`` is the registered name."""
+    problems = []
+    if not isinstance(spec.table_schema, TrialSchema):
+        problems.append("table_schema is not declared (a TrialSchema from the tables module)")
+    elif spec.schema is not spec.env_cls.table_schema:
+        problems.append("the spec's table_schema is not its environment's table_schema")
+    family = spec.env_cls.__module__.rpartition(".")[2]
+    try:
+        tables = importlib.import_module(f"cogtestbed.tables.{family}")
+    except ImportError:
+        problems.append(f"no tables module cogtestbed/tables/{family}.py")
+    else:
+        if getattr(tables, "SCHEMA", None) is not spec.schema:
+            problems.append(f"cogtestbed.tables.{family}.SCHEMA is not the spec's schema")
+        names = {getattr(tables, "EXPERIMENT", None), spec.name, spec.env_cls.experiment}
+        if len(names) != 1:
+            problems.append(f"EXPERIMENT, the spec's name and the environment's differ: {sorted(map(str, names))}")
+    _fail(problems, f"{spec.name}: tables module")
+
+
+def check_phases(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """The environment declares its phases, observes the current one and does not override
+    :meth:`TextEnv.step`."""
+    env = spec.env_cls()
+    problems = []
+    if not env.phases or not all(isinstance(p, Phase) for p in env.phases):
+        problems.append("no phases declared (a tuple of Phase)")
+    else:
+        obs, _ = env.reset(seed=3)
+        if obs.get("phase") != 0 or obs.get("response") != env.phases[0].response:
+            problems.append("the first observation does not name phase 0 and its response")
+        if not env.observation_space.contains(obs):
+            problems.append("the first observation is outside the observation space")
+    if type(env).step is not TextEnv.step:
+        problems.append("the environment overrides TextEnv.step")
+    _fail(problems, f"{spec.name}: phases")
+
+
+def check_lapses(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """Every family supports lapses (:mod:`cogtestbed.agents.lapse`): a zero lapse leaves the
+    table byte for byte as without one; with lapses some answers are invalid, and the batch path
+    plays them itself (never falling back on the step path) with the step path's table, byte for byte."""
+    import cogtestbed.simulation as simulation
+
+    design = small_design(spec, config)
+    agent = list(spec.agents)[-1]
+    args: dict[str, Any] = {"design": design}
+    plain = simulation.simulate(spec, agent, 3, 5, **args)
+    problems = []
+    if table_bytes(simulation.simulate(spec, agent, 3, 5, lapse=Lapse(0.0, 0.0), **args)) != table_bytes(plain):
+        problems.append("a zero lapse changes the table")
+    step = simulation.simulate(spec, agent, 4, 9, lapse=LAPSE, method="step", **args)
+    original = simulation.run_stepwise
+
+    def refuse(*_: object, **__: object) -> Any:
+        raise ConformanceError(f"{spec.name}: the batch path of agent {agent!r} plays lapses through the step path")
+
+    simulation.run_stepwise = refuse
+    try:
+        batch = simulation.simulate(spec, agent, 4, 9, lapse=LAPSE, **args)
+    finally:
+        simulation.run_stepwise = original
+    if table_bytes(batch) != table_bytes(step):
+        problems.append(f"agent {agent!r}: the batch and step paths differ with lapses")
+    if batch["valid"].all():
+        problems.append(f"agent {agent!r}: no invalid answer at an invalid-answer rate of {LAPSE.invalid}")
+    _fail(problems, f"{spec.name}: lapses")
+
+
 # ============================================================================= the suite
 #: Every check, in the order they run (cheap declaration checks first).
 CHECKS: dict[str, CheckFn] = {
     "spec_declaration": check_spec_declaration,
+    "tables_module": check_tables_module,
+    "phases": check_phases,
     "gymnasium_env": check_gymnasium_env,
     "seeded_determinism": check_seeded_determinism,
     "prompt_continuation": check_prompt_continuation,
     "garbage_answers": check_garbage_answers,
     "batch_equals_step": check_batch_equals_step,
+    "lapses": check_lapses,
     "parameter_bounds": check_parameter_bounds,
     "pointwise_likelihood": check_pointwise_likelihood,
     "likelihood_gradient": check_likelihood_gradient,

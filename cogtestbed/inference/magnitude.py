@@ -47,10 +47,12 @@ from cogtestbed.inference.magnitude_fits import (
     AIC_PARAMS,
     FACTOR_NAMES,
     VARIANTS,
+    Cube,
     factor_evidence,
     fit_sessions,
     gauss_nll,
     static_pointwise,
+    text_weight,
 )
 from cogtestbed.inference.magnitude_hierarchy import w_prior_hierarchy as w_prior_hierarchy
 from cogtestbed.parameters import ParameterSet
@@ -84,28 +86,6 @@ BCS_MODALITY = {"verbal": "text+image", "numerical": "text+image", "noise-consta
                 "noise-gradual": "image", "context-long": "text+image"}
 _K, _C, _M, _R = len(TASK_NAMES), len(CONDITIONS), len(MODALITIES), len(RANGES)
 _BASE = CONDITIONS.index("base")
-
-
-# ============================================================================ data cube
-@dataclass
-class Cube:
-    """One subject's trials as arrays (task, condition, modality, range, trial); NaN = missing.
-
-    ``Y`` is NaN for invalid answers; ``X`` holds every presented stimulus."""
-
-    X: np.ndarray
-    Y: np.ndarray
-    LO: np.ndarray
-    HI: np.ndarray
-
-    @property
-    def present(self) -> np.ndarray:
-        return ~np.all(np.isnan(self.X), axis=-1)
-
-    def resample(self, idx: np.ndarray) -> Cube:
-        """Trials ``idx`` (task, condition, range, T) of every session, all modalities alike."""
-        full = np.broadcast_to(idx[:, :, None, :, :], self.X.shape)
-        return Cube(np.take_along_axis(self.X, full, -1), np.take_along_axis(self.Y, full, -1), self.LO, self.HI)
 
 
 def _codes(col: pd.Series, categories: tuple[str, ...]) -> np.ndarray:
@@ -290,14 +270,6 @@ def _oracle(x: np.ndarray, yt: np.ndarray, yi: np.ndarray) -> tuple[np.ndarray, 
         weights[r] = w
         pred[r, ok] = w @ mu
     return pred, weights
-
-
-def text_weight(yt: np.ndarray, yi: np.ndarray, yc: np.ndarray, ok: np.ndarray) -> float:
-    """α of Table 1's α-combiner, y_text+image ≈ α·y_text + (1 − α)·y_image: least squares over
-    the trials ``ok`` answered in all three modalities, clipped to [0, 1] (½ when the unimodal
-    answers never differ)."""
-    dt, dc = np.where(ok, yt - yi, 0.0), np.where(ok, yc - yi, 0.0)
-    return float(np.clip((dt * dc).sum() / (dt * dt).sum(), 0, 1)) if (dt * dt).sum() > 0 else 0.5
 
 
 def cue_combination(cube: Cube, k: int, condition: int = _BASE, variance: str = DEFAULT_VARIANCE,

@@ -23,6 +23,7 @@ as Fig. 1) and a cell's AIC is the sum over its sessions.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
@@ -253,3 +254,33 @@ def static_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, 
         grad[i, 1] = r / (s * s) * w
         grad[i, 2] = -1.0 / s + r * r / (s * s * s)
     return ll, grad
+
+
+# ============================================================================ data cube
+@dataclass
+class Cube:
+    """One subject's trials as arrays (task, condition, modality, range, trial); NaN = missing.
+
+    ``Y`` is NaN for invalid answers; ``X`` holds every presented stimulus."""
+
+    X: np.ndarray
+    Y: np.ndarray
+    LO: np.ndarray
+    HI: np.ndarray
+
+    @property
+    def present(self) -> np.ndarray:
+        return ~np.all(np.isnan(self.X), axis=-1)
+
+    def resample(self, idx: np.ndarray) -> Cube:
+        """Trials ``idx`` (task, condition, range, T) of every session, all modalities alike."""
+        full = np.broadcast_to(idx[:, :, None, :, :], self.X.shape)
+        return Cube(np.take_along_axis(self.X, full, -1), np.take_along_axis(self.Y, full, -1), self.LO, self.HI)
+
+
+def text_weight(yt: np.ndarray, yi: np.ndarray, yc: np.ndarray, ok: np.ndarray) -> float:
+    """α of Table 1's α-combiner, y_text+image ≈ α·y_text + (1 − α)·y_image: least squares over
+    the trials ``ok`` answered in all three modalities, clipped to [0, 1] (½ when the unimodal
+    answers never differ)."""
+    dt, dc = np.where(ok, yt - yi, 0.0), np.where(ok, yc - yi, 0.0)
+    return float(np.clip((dt * dc).sum() / (dt * dt).sum(), 0, 1)) if (dt * dt).sum() > 0 else 0.5

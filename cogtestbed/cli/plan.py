@@ -58,6 +58,14 @@ def plan(
         min=0.0, help="Sampling temperature of the run (default: the experiment's paper's, else 0).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the simulations and of the planned run.")] = 0,
     workers: Annotated[int | None, typer.Option(help="Local worker processes (default: CPUs).")] = None,
+    looks: Annotated[int | None, typer.Option(help="Group-sequential plan: looks at equal shares of the size axis "
+                                                   "(2 or more).")] = None,
+    spending: Annotated[str, typer.Option(help="Alpha-spending of a sequential plan: obrien-fleming or pocock.")
+                        ] = "obrien-fleming",
+    futility: Annotated[bool, typer.Option(help="Non-binding futility bounds (beta-spending) too.")] = False,
+    null: Annotated[str | None, typer.Option(help="AGENT[:p=v,...] under which a test's null holds (sequential "
+                                                  "plan of a test).")] = None,
+    seq_sims: Annotated[int, typer.Option(min=10, help="Simulated sequential studies per hypothesis.")] = 1000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as one JSON object.")] = False,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write plan.json and report.html here.")] = None,
 ) -> None:
@@ -81,6 +89,10 @@ def plan(
     from cogtestbed.validation.study_kinds import PlannedStudy
 
     exp = get_experiment(experiment)
+    if looks is not None:
+        from cogtestbed.validation.seqplan import check_looks
+
+        check_looks(looks, spending)
     if effect is not None and model is None:
         raise ValueError("--effect needs --model (the model whose parameter carries the effect)")
     if model is not None and effect is None:
@@ -125,6 +137,12 @@ def plan(
                       on_progress=None if quiet else lambda msg: console_err.print(f"[dim]{msg}[/]", highlight=False))
     result = planner.plan()
     payload = plan_payload(result, pricer, exp, max_cost, pilot_info)
+    if looks is not None:
+        from cogtestbed.validation.seqplan import attach_sequential
+
+        attach_sequential(payload, result, pricer, exp, looks, spending, futility,  # type: ignore[arg-type]
+                          seq_sims, workers if workers is not None else (os.cpu_count() or 1), null,
+                          say=None if quiet else planner.say)
     if output is not None:
         files = write_plan(payload, output)
         payload["files"] = {k: str(v) for k, v in files.items()}
@@ -136,5 +154,10 @@ def plan(
         dollars = f"${row['dollars']:.3f}" if row["dollars"] is not None else "-"
         console.print(f"  frontier: {row['design']:>32}  power {row['power']:.2f} ± {row['mc_se']:.2f}  "
                       f"{row['calls']:>8,} calls  {dollars}", highlight=False)
+    if "sequential" in payload:
+        from cogtestbed.validation.seqplan import sequential_lines
+
+        for line in sequential_lines(payload["sequential"], result.size_name):
+            console.print(line, highlight=False)
     if output is not None:
         console_err.print(f"wrote {output}/plan.json and {output}/report.html")

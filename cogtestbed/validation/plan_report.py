@@ -229,8 +229,13 @@ def write_plan(payload: dict[str, Any], out: Path) -> dict[str, Path]:
                          indent=1, default=str)
     section = {"title": f"plan: {payload['experiment']}", "verdict": summary_line(payload), "tables": tables,
                "plots": [png], "details": details}
+    sections = [section]
+    if "sequential" in payload:  # a group-sequential plan (plan --looks)
+        from cogtestbed.validation.seqplan import report_section
+
+        sections.append(report_section(payload["sequential"], out))
     report = out / REPORT_FILE
-    _atomic_write(report, html_report(f"cogtestbed plan: {payload['experiment']}", [section]))
+    _atomic_write(report, html_report(f"cogtestbed plan: {payload['experiment']}", sections))
     return {"plan": plan, "report": report, "frontier": png}
 
 

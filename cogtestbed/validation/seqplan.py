@@ -1,0 +1,614 @@
+"""Group-sequential plans: the whole fit–test–stop procedure simulated with synthetic agents.
+
+``cogtestbed plan … --looks K`` extends a fixed plan (:mod:`cogtestbed.validation.plan`) with a
+group-sequential design (Jennison & Turnbull 2000, ch. 7): the run looks at its data after equal
+shares ``n_k ≈ k/K · N`` of the size axis (subjects for a model target, runs for a metric or test
+target), computes the *same* statistic the fixed plan's power study computes on the units finished
+so far, and stops for efficacy when ``|Z_k| ≥ b_k`` (Lan–DeMets α-spending of α/2 per side,
+:mod:`cogtestbed.validation.sequential`) or, with ``--futility``, for futility when the statistic
+in the effect's direction falls below ``a_k`` (non-binding β-spending bounds).
+
+The statistic: ``Z_k = sign(estimate) · Φ⁻¹(1 − p_k/2)`` from the fixed test's two-sided p-value
+(the one-sample t-test on per-subject MLEs of the contrast; the Welch test of a metric difference;
+the test a metrics function reports).  These Z are only approximately the canonical jointly normal
+sequence the bounds assume: a t-test on few subjects at the first look, parameters near their bounds,
+a test whose p-value has a resolution floor (a permutation p of 1/(B+1) caps ``|Z|``) all distort
+it.  The bounds are therefore *not* trusted: the procedure is simulated exactly as the run executes it
+(the same fitter and test at each look, lapses at the planned invalid rate) under the null and the
+target effect, and its type-I error, power, stopping look, cost and estimate bias are measured.
+
+Simulation: each replicate simulates the largest size considered once (per-subject MLE fits are
+independent, so each subject is fitted once) and every look of every candidate maximum size is
+evaluated on a prefix of it (common random numbers across candidates).  The candidate maximum sizes
+run from the fixed plan's size upward to :data:`MAX_FACTOR` times it; the chosen one minimises the
+expected cost under the target effect subject to type-I error ≤ α + 2 MC SE and power ≥ target.
+Costs are linear in sessions at a fixed trial count, so candidates are ranked by expected sessions
+and the chosen design's every look is then priced exactly with the dry-run :class:`Pricer`.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import optimize, stats
+
+from cogtestbed.validation.sequential import (
+    SPENDING_FUNCTIONS,
+    Spending,
+    crossing_probabilities,
+    efficacy_bounds,
+    futility_bounds,
+)
+from cogtestbed.validation.study_kinds import MetricPowerStudy, PlannedStudy, PowerStudy, StatTestStudy
+
+#: Simulated sequential studies per hypothesis (null, target effect) in ``plan --looks``.
+DEFAULT_SEQ_SIMS = 1000
+#: The largest maximum size considered, as a multiple of the fixed plan's size (group-sequential
+#: designs need 1.0–1.3× the fixed size; Jennison & Turnbull 2000, Table 7.6).
+MAX_FACTOR = 1.4
+#: Largest |Z| recorded (a p-value of 0 is a |Z| of ∞; the bounds are far below).
+Z_CAP = 40.0
+#: Simulated statistic paths per hypothesis kept in plan.json for the report's plot.
+PLOT_PATHS = 40
+#: Most looks a plan may take.
+MAX_LOOKS = 20
+
+
+def check_looks(looks: int, spending: str) -> None:
+    """Refuse a look count or spending function the design cannot use (one line)."""
+    if not 2 <= looks <= MAX_LOOKS:
+        raise ValueError(f"--looks must be an integer from 2 to {MAX_LOOKS} (a sequential design looks at least "
+                         f"twice), got {looks}")
+    if spending not in SPENDING_FUNCTIONS:
+        raise ValueError(f"--spending must be one of {', '.join(SPENDING_FUNCTIONS)}, got {spending!r}")
+
+
+def look_sizes(n_max: int, looks: int) -> tuple[int, ...]:
+    """Units finished at each look: ``round(k/K · n_max)``, at least 2 and strictly increasing."""
+    if n_max < 2 * looks:
+        raise ValueError(f"{looks} looks need a maximum size of at least {2 * looks} units, got {n_max}")
+    return tuple(max(2, round(n_max * k / looks)) for k in range(1, looks + 1))
+
+
+@dataclass(frozen=True)
+class Boundaries:
+    """Looks (units and information fractions) and their Z bounds: efficacy ``|Z| ≥ b_k``
+    (two-sided level α, α/2 spent per side), futility ``Z·direction < a_k`` (None: no futility)."""
+
+    sizes: tuple[int, ...]
+    spending: Spending
+    level: float
+    efficacy: tuple[float, ...]
+    futility: tuple[float, ...] | None
+
+    @property
+    def fractions(self) -> tuple[float, ...]:
+        return tuple(n / self.sizes[-1] for n in self.sizes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"looks": len(self.sizes), "sizes": list(self.sizes), "fractions": [round(f, 6) for f in self.fractions],
+                "spending": self.spending, "level": self.level, "efficacy": [round(b, 6) for b in self.efficacy],
+                "futility": None if self.futility is None else [round(a, 6) for a in self.futility]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Boundaries:
+        fut = d.get("futility")
+        return cls(tuple(int(n) for n in d["sizes"]), d["spending"], float(d["level"]),
+                   tuple(float(b) for b in d["efficacy"]), None if fut is None else tuple(float(a) for a in fut))
+
+    def decide(self, k: int, z: float, direction: float) -> str:
+        """``efficacy``, ``futility`` or ``continue`` at look ``k`` (0-based); the last look that does
+        not reject stops for futility (accepts).  ``direction``: the effect's sign (0: two-sided
+        futility on |Z|)."""
+        if not math.isfinite(z):
+            z = 0.0
+        if abs(z) >= self.efficacy[k]:
+            return "efficacy"
+        if k == len(self.sizes) - 1:
+            return "futility"
+        if self.futility is not None:
+            towards = abs(z) if direction == 0 else z * direction
+            if towards < self.futility[k]:
+                return "futility"
+        return "continue"
+
+
+def boundaries(sizes: Sequence[int], level: float, spending: Spending, futility: bool, power: float) -> Boundaries:
+    """Efficacy bounds spending α/2 per side; with ``futility``, β = 1 − power spent at the drift
+    under which the efficacy-only design has that power (the usual non-binding futility design)."""
+    t = [n / sizes[-1] for n in sizes]
+    b = efficacy_bounds(t, level / 2, spending)
+    a = None
+    if futility:
+        drift = design_drift(t, b, power)
+        a = tuple(float(x) for x in futility_bounds(t, b.tolist(), drift, 1 - power, spending))
+    return Boundaries(tuple(int(n) for n in sizes), spending, level, tuple(float(x) for x in b), a)
+
+
+def design_drift(fractions: Sequence[float], efficacy: np.ndarray, power: float) -> float:
+    """The drift (mean of Z at the last look) at which the efficacy bounds reject with ``power``."""
+    return float(optimize.brentq(lambda d: crossing_probabilities(fractions, efficacy.tolist(), drift=d).reject - power,
+                                 0.0, 15.0, xtol=1e-8))
+
+
+def z_from_p(p: float, estimate: float, signed: bool) -> float:
+    """``sign(estimate)·Φ⁻¹(1 − p/2)`` (unsigned for a test without a direction); NaN p → 0."""
+    if not math.isfinite(p):
+        return 0.0
+    z = min(float(stats.norm.isf(max(p, 0.0) / 2)), Z_CAP)
+    if signed:
+        return z * (1.0 if estimate > 0 else -1.0 if estimate < 0 else 0.0)
+    return z
+
+
+# ----------------------------------------------------------------------------- one replicate
+def _model_path(spec: PowerStudy, trials: int | None, runs: int, n_top: int, sizes: Sequence[int],
+                seq: np.random.SeedSequence) -> tuple[np.ndarray, np.ndarray]:
+    """(Z, estimate) at each prefix size of one simulated model-effect study: ``n_top`` subjects
+    simulated and fitted once, the fixed plan's t-test on the per-subject contrast of each prefix."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.model_studies import power_parameters
+    from cogtestbed.validation.studies import design_for_trials, fitted_model, seed_of, simulate_model
+
+    exp = get_experiment(spec.experiment)
+    model = exp.model(spec.models[0])
+    design = design_for_trials(exp, trials, spec.design)
+    param_seq, sim_seq = seq.spawn(2)
+    true = power_parameters(spec, model, n_top, np.random.default_rng(param_seq))
+    table = simulate_model(spec, exp, model.name, true, n_top, seed_of(sim_seq), design, runs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = fitted_model(spec, model).fit_mle(table)
+    fits = fits.sort_values("subject", kind="stable")
+    assert spec.effect is not None
+    values = np.asarray(model.contrast(spec.effect, {p: fits[p].to_numpy(float) for p in model.parameters.names}),
+                        float)
+    z, est = np.zeros(len(sizes)), np.full(len(sizes), np.nan)
+    for i, n in enumerate(sizes):
+        v = values[:n]
+        est[i] = float(np.mean(v))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            p = float(stats.ttest_1samp(v, 0.0).pvalue) if n > 1 else float("nan")
+        z[i] = z_from_p(p, est[i], signed=True)
+    return z, est
+
+
+def _prefix(table: Any, n: int) -> Any:
+    """The first ``n`` units (subjects 0..n−1) of a simulated table."""
+    return table[table["subject"] < n]
+
+
+def _metric_path(spec: MetricPowerStudy, trials: int | None, n_top: int, sizes: Sequence[int],
+                 seq: np.random.SeedSequence) -> tuple[np.ndarray, np.ndarray]:
+    """(Z, difference) at each prefix of one simulated metric-difference study (``n_top`` runs per
+    setting simulated once; the fixed plan's difference test on each prefix of both)."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.metric_studies import difference_test, metric_value
+    from cogtestbed.validation.studies import design_for_trials, seed_of, simulate_runs
+
+    exp = get_experiment(spec.experiment)
+    design = design_for_trials(exp, trials, spec.design)
+    seq_a, seq_b = seq.spawn(2)
+    tables = [simulate_runs(exp, spec.agent, n_top, seed_of(s), {**spec.params, **setting}, design, lapse=spec.lapse)
+              for s, setting in zip((seq_a, seq_b), spec.compare, strict=True)]
+    z, est = np.zeros(len(sizes)), np.full(len(sizes), np.nan)
+    for i, n in enumerate(sizes):
+        a, b = (dict(exp.metrics(_prefix(t, n), **spec.metric_options)) for t in tables)
+        _, p = difference_test(a, b, spec.metric, exp.metrics.unit)
+        est[i] = metric_value(b, spec.metric) - metric_value(a, spec.metric)
+        z[i] = z_from_p(p, est[i], signed=False)
+    return z, est
+
+
+def _test_path(spec: StatTestStudy, trials: int | None, n_top: int, sizes: Sequence[int],
+               seq: np.random.SeedSequence) -> tuple[np.ndarray, np.ndarray]:
+    """(Z, p-value) at each prefix of one simulated test study (the test alone where the experiment
+    declares it, else through the whole metrics function)."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.metric_studies import test_outcome
+    from cogtestbed.validation.studies import design_for_trials, seed_of, simulate_runs
+
+    exp = get_experiment(spec.experiment)
+    design = design_for_trials(exp, trials, spec.design)
+    table = simulate_runs(exp, spec.agent, n_top, seed_of(seq), spec.params, design, lapse=spec.lapse)
+    alone = exp.metrics.tests.get(spec.test)
+    z, est = np.zeros(len(sizes)), np.full(len(sizes), np.nan)
+    for i, n in enumerate(sizes):
+        part = _prefix(table, n)
+        result = ({"metrics": {spec.test: alone(part, **spec.metric_options)}} if alone is not None
+                  else dict(exp.metrics(part, **spec.metric_options)))
+        _, p = test_outcome(result, spec.test, spec.level)
+        est[i] = p
+        z[i] = z_from_p(p, 0.0, signed=False)
+    return z, est
+
+
+def simulate_paths(spec_json: str, trials: int | None, runs: int, n_top: int, sizes: Sequence[int],
+                   seed: int, reps: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(Z, estimate) arrays (replicates × prefix sizes) of replicates ``reps`` (seed streams
+    ``SeedSequence([seed, rep])``: the same replicate whatever the batch)."""
+    from cogtestbed.validation.studies import load_study
+
+    spec = load_study(spec_json)
+    zs, ests = [], []
+    for rep in reps:
+        seq = np.random.SeedSequence([seed, 7_919, rep])
+        if isinstance(spec, PowerStudy):
+            z, e = _model_path(spec, trials, runs, n_top, sizes, seq)
+        elif isinstance(spec, MetricPowerStudy):
+            z, e = _metric_path(spec, trials, n_top, sizes, seq)
+        elif isinstance(spec, StatTestStudy):
+            z, e = _test_path(spec, trials, n_top, sizes, seq)
+        else:
+            raise ValueError(f"a sequential plan needs a power target, not {spec.kind}")
+        zs.append(z)
+        ests.append(e)
+    return np.array(zs), np.array(ests)
+
+
+# ----------------------------------------------------------------------------- the null of each target
+def null_spec(spec: PlannedStudy, null_agent: str | None = None) -> PlannedStudy:
+    """The study under the null: effect 0 (model), both settings the first (metric difference), or
+    the named null agent (a test: ``AGENT[:p=v,…]``, e.g. a coherent agent for a coherence test)."""
+    if isinstance(spec, PowerStudy):
+        return spec.model_copy(update={"effect_size": 0.0})
+    if isinstance(spec, MetricPowerStudy):
+        return spec.model_copy(update={"compare": (spec.compare[0], spec.compare[0])})
+    if null_agent is None:
+        raise ValueError("a sequential plan of a test needs --null AGENT[:p=v,...]: the agent under which the test's "
+                         "null holds (its type-I error is measured there)")
+    from cogtestbed.cli.studies import parse_agent
+
+    name, params = parse_agent(null_agent)
+    return spec.model_copy(update={"agent": name, "params": params})
+
+
+def direction(spec: PlannedStudy) -> float:
+    """The effect's sign for a model target (+1/−1), 0 (two-sided) for a metric difference or a test."""
+    if isinstance(spec, PowerStudy):
+        return float(np.sign(spec.effect_size)) or 1.0
+    return 0.0
+
+
+# ----------------------------------------------------------------------------- operating characteristics
+@dataclass
+class Operating:
+    """The simulated procedure under one hypothesis: rejections, stopping looks, units, estimates."""
+
+    rejected: np.ndarray  # bool per replicate
+    stop_look: np.ndarray  # 0-based look of stopping per replicate
+    units: np.ndarray  # units used per replicate
+    estimate_stop: np.ndarray
+    estimate_full: np.ndarray
+
+    @property
+    def sims(self) -> int:
+        return int(self.rejected.size)
+
+    @property
+    def rate(self) -> float:
+        return float(self.rejected.mean())
+
+    @property
+    def mc_se(self) -> float:
+        p = self.rate
+        return math.sqrt(p * (1 - p) / self.sims)
+
+    def stop_distribution(self, looks: int) -> list[float]:
+        return [float(x) for x in np.bincount(self.stop_look, minlength=looks)[:looks] / self.sims]
+
+    def summary(self, looks: int) -> dict[str, Any]:
+        ok = np.isfinite(self.estimate_stop) & np.isfinite(self.estimate_full)
+        return {"rejection_rate": self.rate, "mc_se": self.mc_se, "sims": self.sims,
+                "stop_look": self.stop_distribution(looks), "expected_units": float(self.units.mean()),
+                "mean_estimate_at_stop": float(np.mean(self.estimate_stop[ok])) if ok.any() else None,
+                "mean_estimate_at_max": float(np.mean(self.estimate_full[ok])) if ok.any() else None,
+                "stopping_bias": float(np.mean(self.estimate_stop[ok] - self.estimate_full[ok])) if ok.any() else None}
+
+
+def operate(bounds: Boundaries, z: np.ndarray, est: np.ndarray, columns: Sequence[int], dirn: float,
+            effect_dirn: float | None) -> Operating:
+    """Run the stopping rule on simulated paths. ``columns[k]``: the path column of look k.
+    ``effect_dirn``: under the effect, only rejections of that sign count (None: every rejection)."""
+    reps, looks = z.shape[0], len(bounds.sizes)
+    rejected = np.zeros(reps, bool)
+    stop = np.full(reps, looks - 1)
+    for r in range(reps):
+        for k in range(looks):
+            decision = bounds.decide(k, float(z[r, columns[k]]), dirn)
+            if decision != "continue":
+                stop[r] = k
+                zk = float(z[r, columns[k]])
+                rejected[r] = decision == "efficacy" and (effect_dirn is None or effect_dirn == 0
+                                                          or np.sign(zk) == effect_dirn)
+                break
+    units = np.asarray(bounds.sizes)[stop]
+    est_stop = est[np.arange(reps), np.asarray(columns)[stop]]
+    return Operating(rejected, stop, units, est_stop, est[:, columns[-1]])
+
+
+@dataclass
+class Candidate:
+    """One maximum size with its bounds and its operating characteristics under both hypotheses."""
+
+    bounds: Boundaries
+    null: Operating
+    effect: Operating
+    cost: list[Any] = field(default_factory=list)  # Cost of each look's cumulative design
+
+    def passes(self, level: float, target: float) -> bool:
+        tol = 2 * math.sqrt(level * (1 - level) / self.null.sims)
+        return self.null.rate <= level + tol and self.effect.rate >= target
+
+
+@dataclass
+class SequentialResult:
+    chosen: Candidate | None
+    candidates: list[Candidate]
+    z_effect: np.ndarray  # paths at the chosen design's looks (for the report)
+    z_null: np.ndarray
+    seconds: float
+    sims: int
+
+
+def simulate_hypothesis(spec: PlannedStudy, trials: int | None, runs: int, n_top: int, sizes: Sequence[int],
+                        sims: int, workers: int) -> tuple[np.ndarray, np.ndarray]:
+    """``sims`` replicates' (Z, estimate) paths, in a fork pool of ``workers`` processes."""
+    payload, reps = spec.model_dump_json(), list(range(sims))
+    if workers <= 1 or sims < 4 * workers:
+        return simulate_paths(payload, trials, runs, n_top, sizes, spec.seed, reps)
+    ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    chunk = math.ceil(sims / (4 * workers))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = [pool.submit(simulate_paths, payload, trials, runs, n_top, sizes, spec.seed, reps[i:i + chunk])
+                   for i in range(0, sims, chunk)]
+        parts = [f.result() for f in futures]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int, looks: int,
+                    spending: Spending, futility: bool, target: float, sims: int = DEFAULT_SEQ_SIMS,
+                    workers: int = 1, null_agent: str | None = None, max_factor: float = MAX_FACTOR,
+                    say: Callable[[str], None] | None = None) -> SequentialResult:
+    """Simulate the sequential procedure at every maximum size from ``fixed_size`` to
+    ``max_factor·fixed_size`` and choose the one with the least expected units under the effect
+    that keeps type-I error ≤ α + 2 MC SE and power ≥ ``target``."""
+    import time
+
+    start = time.perf_counter()
+    check_looks(looks, spending)
+    lo = max(fixed_size, 2 * looks)
+    n_top = max(lo, math.ceil(max_factor * fixed_size))
+    maxima = list(range(lo, n_top + 1))
+    all_sizes = sorted({n for m in maxima for n in look_sizes(m, looks)})
+    col = {n: i for i, n in enumerate(all_sizes)}
+    say = say or (lambda _m: None)
+    say(f"sequential: {sims} simulated studies per hypothesis at {n_top} units, {looks} looks, {len(maxima)} "
+        "maximum sizes")
+    z1, e1 = simulate_hypothesis(spec, trials, runs, n_top, all_sizes, sims, workers)
+    z0, e0 = simulate_hypothesis(null_spec(spec, null_agent), trials, runs, n_top, all_sizes, sims, workers)
+    dirn = direction(spec)
+    cands = []
+    for m in maxima:
+        sizes = look_sizes(m, looks)
+        b = boundaries(sizes, spec.level, spending, futility, target)
+        cols = [col[n] for n in sizes]
+        cands.append(Candidate(b, operate(b, z0, e0, cols, dirn, None), operate(b, z1, e1, cols, dirn, dirn or None)))
+    passing = [c for c in cands if c.passes(spec.level, target)]
+    chosen = min(passing, key=lambda c: (c.effect.units.mean(), c.bounds.sizes[-1])) if passing else None
+    shown = chosen or cands[-1]
+    cols = [col[n] for n in shown.bounds.sizes]
+    return SequentialResult(chosen, cands, z1[:, cols], z0[:, cols], time.perf_counter() - start, 2 * sims)
+
+
+# ----------------------------------------------------------------------------- prices and plan.json
+def _money(cost: Any) -> float:
+    from cogtestbed.validation.plan import cost_key
+
+    return float(cost_key(cost))
+
+
+def price_looks(candidate: Candidate, spec: PlannedStudy, pricer: Any, exp: Any, point: Any, size_name: str) -> None:
+    """Each look's cumulative design priced with the dry run (``run --dry-run``'s code)."""
+    from cogtestbed.validation.plan import sessions_per_llm
+    from cogtestbed.validation.studies import design_for_trials
+
+    design = design_for_trials(exp, point.trials, spec.design)
+    candidate.cost = []
+    for n in candidate.bounds.sizes:
+        at = type(point)(**{**point.as_dict(), size_name: n})
+        candidate.cost.append(pricer.exact(design, sessions_per_llm(spec, at)))
+
+
+def expected(costs: Sequence[Any], stop: Sequence[float], attr: str) -> float | None:
+    """Σ_k P(stop at k)·(look k's cumulative ``attr``); None when a look is unpriced."""
+    values = [getattr(c, attr) if attr != "key" else _money(c) for c in costs]
+    if any(v is None for v in values):
+        return None
+    return float(sum(p * v for p, v in zip(stop, values, strict=True)))
+
+
+def sequential_payload(res: SequentialResult, spec: PlannedStudy, fixed_cost: Any, size_name: str,
+                       futility: bool) -> dict[str, Any]:
+    """The ``sequential`` section of ``plan.json``: the design, its simulated operating
+    characteristics under the null and the target effect, its costs beside the fixed design's."""
+    cand = res.chosen
+    if cand is None:
+        best = max(res.candidates, key=lambda c: c.effect.rate)
+        return {"chosen": None, "reason": (
+            f"no maximum size up to {best.bounds.sizes[-1]} {size_name} reaches power {best.effect.rate:.3f} with "
+            f"type-I error {best.null.rate:.3f} (target power and alpha + 2 MC SE)"),
+            "seconds": round(res.seconds, 2), "simulations": res.sims}
+    k = len(cand.bounds.sizes)
+    stop1, stop0 = cand.effect.stop_distribution(k), cand.null.stop_distribution(k)
+    looks = []
+    for i, c in enumerate(cand.cost):
+        looks.append({"look": i + 1, size_name: cand.bounds.sizes[i], "efficacy": cand.bounds.efficacy[i],
+                      "futility": None if cand.bounds.futility is None else cand.bounds.futility[i],
+                      "calls": c.calls, "prompt_tokens": c.prompt_tokens, "dollars": c.dollars,
+                      "p_stop_effect": stop1[i], "p_stop_null": stop0[i]})
+    exp_key = expected(cand.cost, stop1, "key")
+    fixed_key = _money(fixed_cost)
+    out: dict[str, Any] = {
+        "design": {**cand.bounds.as_dict(), "size_axis": size_name, "futility_rule": futility,
+                   "direction": direction(spec), "statistic": statistic_name(spec)},
+        "looks": looks,
+        "null": cand.null.summary(k), "effect": cand.effect.summary(k),
+        "expected": {
+            "effect": {"calls": expected(cand.cost, stop1, "calls"), "prompt_tokens": expected(cand.cost, stop1,
+                                                                                               "prompt_tokens"),
+                       "dollars": expected(cand.cost, stop1, "dollars"), "cost_key": exp_key},
+            "null": {"calls": expected(cand.cost, stop0, "calls"), "dollars": expected(cand.cost, stop0, "dollars"),
+                     "cost_key": expected(cand.cost, stop0, "key")}},
+        "maximum": {"calls": cand.cost[-1].calls, "prompt_tokens": cand.cost[-1].prompt_tokens,
+                    "dollars": cand.cost[-1].dollars},
+        "fixed": {"calls": fixed_cost.calls, "prompt_tokens": fixed_cost.prompt_tokens, "dollars": fixed_cost.dollars,
+                  "cost_key": fixed_key},
+        "saving": {"cost_key": None if exp_key is None else fixed_key - exp_key,
+                   "percent": None if exp_key is None or not fixed_key else 100 * (1 - exp_key / fixed_key)},
+        "candidates": [{"max_" + size_name: c.bounds.sizes[-1], "power": c.effect.rate, "type1": c.null.rate,
+                        "expected_units_effect": float(c.effect.units.mean()),
+                        "expected_units_null": float(c.null.units.mean())} for c in res.candidates],
+        "seconds": round(res.seconds, 2), "simulations": res.sims,
+        "note": ("Z_k = sign(estimate)·Φ⁻¹(1 − p_k/2) from the fixed plan's test on the units finished at look k; "
+                 "it is only approximately normal across looks (small first looks, bounded parameters, "
+                 "p-value resolution floors), so the error rates above are the simulated"
+                 " procedure's, not the bounds' nominal ones"),
+    }
+    return out
+
+
+def statistic_name(spec: PlannedStudy) -> dict[str, Any]:
+    """What the run computes at each look (read back by ``cogtestbed looks``)."""
+    if isinstance(spec, PowerStudy):
+        return {"kind": "power", "model": spec.models[0], "effect": spec.effect, "effect_size": spec.effect_size,
+                "test": "two-sided one-sample t-test on per-subject MLE", "lapse_fit": spec.lapse_fit}
+    if isinstance(spec, MetricPowerStudy):
+        return {"kind": "metric-power", "metric": spec.metric, "test": "difference test of the fixed plan"}
+    assert isinstance(spec, StatTestStudy)
+    return {"kind": spec.kind, "test": spec.test, "metric_options": dict(spec.metric_options)}
+
+
+def sequential_lines(seq: Mapping[str, Any], size_name: str) -> list[str]:
+    """The text report of a sequential plan (one line each)."""
+    if seq.get("chosen", True) is None:
+        return [f"sequential: {seq['reason']}"]
+    d, e, n = seq["design"], seq["effect"], seq["null"]
+    fut = ", futility" if d["futility"] is not None else ""
+    bounds = " ".join(f"{b:.2f}" for b in d["efficacy"])
+    out = [f"sequential: {d['looks']} looks at {', '.join(str(s) for s in d['sizes'])} {size_name} "
+           f"({d['spending']}{fut}); |Z| bounds {bounds}"]
+    if d["futility"] is not None:
+        out.append("  futility bounds " + " ".join(f"{a:.2f}" for a in d["futility"]))
+    out.append(f"  power {e['rejection_rate']:.3f} ± {e['mc_se']:.3f}, type-I {n['rejection_rate']:.3f} ± "
+               f"{n['mc_se']:.3f} ({e['sims']} simulated sequential studies each)")
+    out.append("  stops at look (effect): " + " ".join(f"{p:.2f}" for p in e["stop_look"])
+               + "; (null): " + " ".join(f"{p:.2f}" for p in n["stop_look"]))
+    ex, fx, mx = seq["expected"]["effect"], seq["fixed"], seq["maximum"]
+    if ex["dollars"] is not None and fx["dollars"] is not None:
+        out.append(f"  expected ${ex['dollars']:.4f} under the effect (${seq['expected']['null']['dollars']:.4f} "
+                   f"under the null, at most ${mx['dollars']:.4f}) vs fixed ${fx['dollars']:.4f}: saving "
+                   f"{seq['saving']['percent']:.1f}%")
+    else:
+        out.append(f"  expected {ex['cost_key']:,.0f} tokens under the effect vs fixed {fx['cost_key']:,.0f}: saving "
+                   f"{seq['saving']['percent']:.1f}%")
+    out.append(f"  expected calls {ex['calls']:,.0f} (max {mx['calls']:,}); stopping bias of the estimate "
+               f"{e['stopping_bias'] if e['stopping_bias'] is not None else float('nan'):+.4f}")
+    return out
+
+
+def attach_sequential(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, looks: int, spending: Spending,
+                      futility: bool, sims: int, workers: int, null_agent: str | None,
+                      say: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Design the sequential version of a fixed plan's chosen design and record it in the payload
+    (``payload["sequential"]``; the run section then executes it: its maximum size and its looks)."""
+    from cogtestbed.validation.plan import sessions_per_llm
+
+    spec, point, size_name = result.spec, result.chosen.point, result.size_name
+    res = plan_sequential(spec, getattr(point, size_name), point.trials, point.runs, looks, spending, futility,
+                          result.target, sims=sims, workers=workers, null_agent=null_agent, say=say)
+    if res.chosen is not None:
+        price_looks(res.chosen, spec, pricer, exp, point, size_name)
+    seq = sequential_payload(res, spec, result.chosen.cost, size_name, futility)
+    payload["sequential"] = seq
+    if res.chosen is not None:
+        top = type(point)(**{**point.as_dict(), size_name: res.chosen.bounds.sizes[-1]})
+        run = payload["run"]
+        run["subjects"] = sessions_per_llm(spec, top)
+        calls = res.chosen.cost[-1].per_llm[0]["calls"] if res.chosen.cost[-1].per_llm else None
+        run["max_calls"] = None if calls is None else int(calls) * (1 + pricer.reask)
+        run["sequential"] = {**seq["design"], "runs_per_subject": point.runs if size_name == "subjects" else 1}
+    if res.chosen is not None:  # a sample of simulated statistic paths, for the report's plot
+        seq["paths"] = {"effect": np.round(res.z_effect[:PLOT_PATHS], 3).tolist(),
+                        "null": np.round(res.z_null[:PLOT_PATHS], 3).tolist()}
+    return payload
+
+
+# ----------------------------------------------------------------------------- report
+def plot_sequential(seq: Mapping[str, Any], out: Any) -> Any:
+    """``sequential.png``: bounds with simulated Z paths; expected cost vs the fixed design; the
+    stopping-look histogram under the null and the effect."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    d = seq["design"]
+    x = np.asarray(d["sizes"], float)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    ax = axes[0]
+    for name, colour in (("null", "tab:grey"), ("effect", "tab:blue")):
+        for path in seq.get("paths", {}).get(name, []):
+            ax.plot(x, path, color=colour, alpha=0.25, lw=0.8)
+    b = np.asarray(d["efficacy"])
+    ax.plot(x, b, "r-o", label="efficacy |Z| bound")
+    ax.plot(x, -b, "r-o")
+    if d["futility"] is not None:
+        ax.plot(x, np.asarray(d["futility"]) * (d["direction"] or 1), "k--s", label="futility bound")
+    ax.set_xlabel(d["size_axis"])
+    ax.set_ylabel("Z at look (blue: effect, grey: null)")
+    ax.legend(fontsize=7)
+    ax = axes[1]
+    key = "dollars" if seq["fixed"]["dollars"] else "cost_key"
+    vals = [seq["fixed"][key], seq["expected"]["effect"][key], seq["expected"]["null"][key], seq["maximum"].get(key)]
+    ax.bar(["fixed", "seq. E[effect]", "seq. E[null]", "seq. max"], [v or 0 for v in vals],
+           color=["tab:grey", "tab:blue", "tab:green", "tab:red"])
+    ax.set_ylabel("USD" if key == "dollars" else "tokens")
+    ax.set_title(f"saving under the effect: {seq['saving']['percent']:.1f}%")
+    ax = axes[2]
+    k = np.arange(1, d["looks"] + 1)
+    ax.bar(k - 0.2, seq["effect"]["stop_look"], width=0.4, label="effect")
+    ax.bar(k + 0.2, seq["null"]["stop_look"], width=0.4, label="null")
+    ax.set_xlabel("stopping look")
+    ax.set_ylabel("share of simulated studies")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = out / "sequential.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def report_section(seq: Mapping[str, Any], out: Any) -> dict[str, Any]:
+    """The report.html section of a sequential plan."""
+    import pandas as pd
+
+    tables = []
+    if seq.get("chosen", True) is not None:
+        tables.append(("sequential looks", pd.DataFrame(seq["looks"]).set_index("look")))
+        tables.append(("sequential maximum sizes simulated", pd.DataFrame(seq["candidates"])))
+        plots = [plot_sequential(seq, out)]
+    else:
+        plots = []
+    lines = sequential_lines(seq, seq["design"]["size_axis"] if "design" in seq else "units")
+    return {"title": "sequential plan", "verdict": lines[0], "tables": tables, "plots": plots,
+            "details": "\n".join(lines[1:]) + ("\n" + seq["note"] if "note" in seq else "")}

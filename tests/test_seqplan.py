@@ -1,0 +1,106 @@
+"""Group-sequential plans (``plan --looks``): the stopping rule, its simulation per target kind, the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cogtestbed.registry import get_experiment
+from cogtestbed.validation.seqplan import (
+    Boundaries,
+    boundaries,
+    check_looks,
+    look_sizes,
+    operate,
+    plan_sequential,
+    z_from_p,
+)
+from cogtestbed.validation.studies import study_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_look_sizes_and_refusals():
+    assert look_sizes(20, 4) == (5, 10, 15, 20)
+    assert look_sizes(10, 3) == (3, 7, 10)
+    with pytest.raises(ValueError, match="at least 8 units"):
+        look_sizes(7, 4)
+    for bad in (0, 1, 21):
+        with pytest.raises(ValueError, match="--looks must be an integer from 2 to 20"):
+            check_looks(bad, "pocock")
+    with pytest.raises(ValueError, match="--spending must be one of"):
+        check_looks(3, "haybittle")
+
+
+def test_bounds_are_the_spending_functions_and_the_rule_decides():
+    b5 = boundaries((4, 8, 12, 16, 20), 0.05, "pocock", futility=False, power=0.8)
+    assert b5.efficacy == pytest.approx((2.438, 2.427, 2.410, 2.397, 2.386), abs=2e-3)  # gsDesign sfLDPocock
+    b = boundaries((10, 20, 30), 0.05, "pocock", futility=False, power=0.8)
+    assert b.decide(0, 2.3, 1.0) == "efficacy" and b.decide(0, -2.3, 1.0) == "efficacy"
+    assert b.decide(0, 2.0, 1.0) == "continue" and b.decide(2, 2.0, 1.0) == "futility"
+    f = boundaries((10, 20, 30), 0.05, "obrien-fleming", futility=True, power=0.8)
+    assert f.futility is not None and f.futility[-1] == f.efficacy[-1]
+    assert f.decide(0, f.futility[0] - 0.01, 1.0) == "futility"
+    assert f.decide(0, -(f.futility[0] - 0.01), -1.0) == "futility"  # a negative effect's direction
+    assert Boundaries.from_dict(f.as_dict()).decide(1, 0.0, 1.0) == "futility"
+    assert z_from_p(0.05, -1.0, signed=True) == pytest.approx(-1.95996, abs=1e-4)
+    assert z_from_p(float("nan"), 1.0, signed=True) == 0.0
+
+
+def test_operate_counts_rejections_stops_and_units():
+    b = boundaries((5, 10), 0.05, "pocock", futility=False, power=0.8)
+    z = np.array([[3.0, 0.0], [0.0, 3.0], [0.0, -3.0], [0.0, 0.0]])
+    est = np.array([[1.0, 0.5], [0.1, 0.2], [0.1, -0.2], [0.0, 0.0]])
+    under_effect = operate(b, z, est, [0, 1], 1.0, 1.0)
+    assert under_effect.rejected.tolist() == [True, True, False, False]  # a wrong-sign rejection is no power
+    assert under_effect.stop_look.tolist() == [0, 1, 1, 1] and under_effect.units.tolist() == [5, 10, 10, 10]
+    assert under_effect.estimate_stop.tolist() == [1.0, 0.2, -0.2, 0.0]
+    assert operate(b, z, est, [0, 1], 1.0, None).rejected.tolist() == [True, True, True, False]
+
+
+def _check(res, looks):
+    assert res.candidates and res.z_effect.shape[1] == looks
+    for c in res.candidates:
+        for op in (c.null, c.effect):
+            assert 0 <= op.rate <= 1 and sum(op.stop_distribution(looks)) == pytest.approx(1.0)
+            assert c.bounds.sizes[0] <= op.units.mean() <= c.bounds.sizes[-1]
+
+
+def test_model_target_sequential_plan_tiny():
+    spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
+                      effect_size=0.6, seed=3, trials=(48,))
+    res = plan_sequential(spec, 6, 48, 1, 2, "pocock", True, 0.8, sims=6, workers=1, max_factor=1.2)
+    _check(res, 2)
+    assert np.mean(res.z_effect[:, -1]) > np.mean(res.z_null[:, -1])  # the effect moves Z up
+
+
+def test_metric_target_sequential_plan_tiny():
+    spec = study_spec(kind="metric-power", experiment="two-step", agent="hybrid", metric="model_basedness",
+                      compare=({"w": 0.1, "beta": 5.0}, {"w": 0.9, "beta": 5.0}), seed=1)
+    res = plan_sequential(spec, 4, None, 1, 2, "obrien-fleming", False, 0.8, sims=4, workers=1, max_factor=1.0)
+    _check(res, 2)
+
+
+def test_test_target_sequential_plan_tiny():
+    exp = get_experiment("belief-coherence")
+    (decl,) = [d for d in exp.studies_of("test-power") if d.test == "t1_lr"]
+    spec = study_spec(kind="test-power", experiment=exp.name, agent=decl.agent, test="t1_lr",
+                      params={**decl.params, decl.parameter: max(decl.values)}, design=dict(decl.design), seed=2)
+    with pytest.raises(ValueError, match="needs --null"):
+        plan_sequential(spec, 4, None, 1, 2, "pocock", False, 0.8, sims=2, workers=1, max_factor=1.0)
+    res = plan_sequential(spec, 4, None, 1, 2, "pocock", False, 0.8, sims=2, workers=1, max_factor=1.0,
+                          null_agent=f"{decl.agent}:{decl.parameter}=0")
+    _check(res, 2)
+
+
+@pytest.mark.parametrize("looks", ["1", "x"])
+def test_bad_looks_refused_in_one_line(looks):
+    proc = subprocess.run([sys.executable, "-m", "cogtestbed", "plan", "instrumental-learning", "--model", "rw-pm",
+                           "--effect", "optimism_bias=0.4", "--llm", "openai:gpt-4o-mini", "--looks", looks],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
+    assert len([line for line in proc.stderr.splitlines() if line.strip()]) <= 6  # one error (typer boxes "x")

@@ -36,6 +36,7 @@ from cogtestbed.llm_adapters.base import (
     Generation,
     LLMClient,
     Prompt,
+    ScoreResult,
     ScoringNotSupported,
     run_sync,
 )
@@ -86,8 +87,8 @@ class Attempt:
         return asdict(self)
 
 
-def retry_fields(gen: Generation) -> dict[str, Any]:
-    """The :class:`Attempt` fields of the retries a generation needed."""
+def retry_fields(gen: Generation | ScoreResult) -> dict[str, Any]:
+    """The :class:`Attempt` fields of the retries a generation (or a score) needed."""
     return {"retries": len(gen.retries), "retry_log": json.dumps(gen.retries) if gen.retries else None}
 
 
@@ -182,6 +183,8 @@ class LLMAgent:
         # a raw scored step continues the text itself (a next-token probe), even on a chat model
         context: Prompt = prompt if (isinstance(prompt, str) and (response.raw or not self.client.chat)) else (
             [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt)
+        if not self.client.can_score:  # decided before the run (a probe found no scores): no wasted request
+            return await self._asampled(prompt, response, step)
         try:
             result = await self.client.ascore(context, list(response.continuations), response.raw)
         except ScoringNotSupported:
@@ -192,7 +195,7 @@ class LLMAgent:
             self.subject, step, 0, _as_text(context), "", True, None, result.cached, None, None, None,
             kind="score", continuations=list(response.continuations),
             score_logprobs=[float(x) for x in answer.logprobs], score_method="exact",
-            mass_outside=result.mass_outside,
+            mass_outside=result.mass_outside, **retry_fields(result),
         ))
         self.env.record_response(None, None)
         return answer

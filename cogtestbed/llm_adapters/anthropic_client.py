@@ -52,6 +52,7 @@ def anthropic_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class AnthropicClient(LLMClient):
     """Claude models via the Messages API (see module docstring)."""
 
+    http = True
     backend = "anthropic"
     chat = True
     vision = True

@@ -264,6 +264,8 @@ class ScoreResult:
     mass_outside: float | None
     #: Set by the response cache: True when this came from the cache (no backend call).
     cached: bool = False
+    #: Set by the response cache: the retries of the score's HTTP requests (one line each).
+    retries: list[str] = field(default_factory=list)
 
     @property
     def logprobs(self) -> list[float]:
@@ -275,6 +277,7 @@ class ScoreResult:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("cached")
+        d.pop("retries")
         return d
 
     @classmethod
@@ -349,6 +352,14 @@ class LLMClient(ABC):
     #: The model accepts images in chat messages (a vision-language model).  Hosted backends
     #: pass images on and let the service decide; local models know.
     vision: bool = False
+    #: Every call is an HTTP request sent through :func:`~cogtestbed.llm_adapters.retry.call_with_retries`
+    #: (so the response cache books each request, retries included, as one call of the budget).
+    http: bool = False
+
+    def score_requests(self, n_continuations: int) -> int:
+        """How many calls one :meth:`ascore` of ``n_continuations`` continuations makes (a local
+        model scores them in one pass; an HTTP server takes one request per continuation)."""
+        return n_continuations if self.http else 1
 
     @property
     def fingerprint(self) -> str:

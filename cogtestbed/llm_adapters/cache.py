@@ -11,10 +11,11 @@ is how ``--resume`` works.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,7 +31,7 @@ from cogtestbed.llm_adapters.base import (
     canonical_json,
 )
 from cogtestbed.llm_adapters.limits import Budget, Need, RateLimiter
-from cogtestbed.llm_adapters.retry import RETRY_LOG
+from cogtestbed.llm_adapters.retry import REQUEST_GATE, RETRY_LOG, status_code
 
 CACHE_FORMAT = 1
 
@@ -142,24 +143,66 @@ class CachedClient(LLMClient):
             self.hits += 1
             return Generation.from_json(stored, cached=True)
         bound = self.inner.prompt_token_bound(request.prompt)
-        booking = self.budget.reserve(bound, request.max_tokens, await self._admitted())
-        ok = False
-        usage = (bound, request.max_tokens)
+        subject = await self._admitted()
         retries: list[str] = []
-        token = RETRY_LOG.set(retries)
+        log = RETRY_LOG.set(retries)
         try:
-            await self.limiter.acquire(bound + request.max_tokens)
-            generation = await self.inner.agenerate(request)
-            usage = (generation.prompt_tokens if generation.prompt_tokens is not None else bound,
-                     generation.completion_tokens if generation.completion_tokens is not None
-                     else request.max_tokens)
+            if self.inner.http:  # each HTTP request (first try and every retry) is booked by the gate
+                with self._gate(bound, request.max_tokens, subject):
+                    generation = await self.inner.agenerate(request)
+            else:
+                generation = await self._one_call(lambda: self.inner.agenerate(request), bound,
+                                                  request.max_tokens, subject)
             self.cache.put(key, self.inner, request, generation)
             generation.retries = retries
+        finally:
+            RETRY_LOG.reset(log)
+        return generation
+
+    async def _one_call(self, call: Callable[[], Any], bound: int, max_tokens: int, subject: int | None) -> Any:
+        """A backend call that is not an HTTP request (a local model): one booking, settled with
+        the usage it reports (its worst case where it reports none)."""
+        booking = self.budget.reserve(bound, max_tokens, subject)
+        ok, usage = False, (bound, max_tokens)
+        try:
+            await self.limiter.acquire(bound + max_tokens)
+            result = await call()
+            usage = _reported_usage(result, bound, max_tokens)
             ok = True
         finally:
-            RETRY_LOG.reset(token)
             self.budget.settle(booking, *usage, succeeded=ok)
-        return generation
+        return result
+
+    @contextlib.contextmanager
+    def _gate(self, bound: int, max_tokens: int, subject: int | None) -> Iterator[None]:
+        """Book every HTTP request of the calls made inside (:data:`REQUEST_GATE`): its worst case
+        (``bound`` prompt tokens, ``max_tokens`` out) before it is sent, waiting for the rate limits;
+        settled with the usage the server reports, and at its worst case when it fails (a request
+        that timed out or lost its connection may still have been billed; one the server answered
+        with an error status is a call that bills nothing)."""
+        async def gate(send: Callable[[], Awaitable[Any]]) -> Any:
+            booking = self.budget.reserve(bound, max_tokens, subject)
+            usage, counted = (bound, max_tokens), True
+            try:
+                await self.limiter.acquire(bound + max_tokens)
+                response = await send()
+                usage = _reported_usage(response, bound, max_tokens)
+                return response
+            except Exception as exc:
+                status = status_code(exc)
+                if status is not None:  # the server answered with an error: nothing billed
+                    usage = (0, 0)
+                    # a request refused outright (a bad request, key or model) ends the call: not a call made
+                    counted = status in (408, 429) or status >= 500
+                raise
+            finally:
+                self.budget.settle(booking, *usage, succeeded=counted)
+
+        token = REQUEST_GATE.set(gate)
+        try:
+            yield
+        finally:
+            REQUEST_GATE.reset(token)
 
     async def _admitted(self) -> int | None:
         """Admit the current subject to a limited budget before its first new call; its index."""
@@ -172,24 +215,38 @@ class CachedClient(LLMClient):
         return ticket.index
 
     async def ascore(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
-        """A score call through the cache and the budget (one call; its prompt tokens are the
-        context's, counted once per continuation scored)."""
+        """A score through the cache and the budget: one call per HTTP request the backend makes
+        (:meth:`LLMClient.score_requests`: one per continuation, each at most the context and the
+        longest continuation in, one token out), retries included."""
         key, request = score_key(self.inner, context, continuations, raw)
         stored = self.cache.get(key)
         if stored is not None:
             self.hits += 1
             return ScoreResult.from_json(stored, cached=True)
-        estimate = self.score_token_bound(context, continuations)
-        booking = self.budget.reserve(estimate, len(continuations), await self._admitted())
-        ok = False
+        subject = await self._admitted()
+        retries: list[str] = []
+        log = RETRY_LOG.set(retries)
         try:
-            await self.limiter.acquire(estimate)
-            result = await self.inner.ascore(context, continuations, raw)
+            if self.inner.http:
+                with self._gate(self.score_request_bound(context, continuations), 1, subject):
+                    result = await self.inner.ascore(context, continuations, raw)
+            else:
+                estimate = self.score_token_bound(context, continuations)
+                result = await self._one_call(lambda: self.inner.ascore(context, continuations, raw), estimate,
+                                              len(continuations), subject)
             self.cache.put_json(key, self.inner, request, result.to_json())
-            ok = True
+            result.retries = retries
         finally:
-            self.budget.settle(booking, estimate, len(continuations), succeeded=ok)
+            RETRY_LOG.reset(log)
         return result
+
+    def score_request_bound(self, context: Prompt, continuations: Sequence[str]) -> int:
+        """Prompt tokens of one scoring request, bounded: the context and the longest continuation."""
+        longest = max((len(c.encode()) for c in continuations), default=0)
+        return self.inner.prompt_token_bound(context) + longest
+
+    def score_requests(self, n_continuations: int) -> int:
+        return self.inner.score_requests(n_continuations)
 
     def score_token_bound(self, context: Prompt, continuations: Sequence[str]) -> int:
         """Prompt tokens of a score call, bounded: context and continuation once per continuation
@@ -205,3 +262,21 @@ class CachedClient(LLMClient):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def _reported_usage(response: Any, bound: int, max_tokens: int) -> tuple[int, int]:
+    """(prompt, completion) tokens a response reports — a :class:`Generation`, or an SDK response's
+    ``usage`` (OpenAI's prompt/completion tokens, Anthropic's input/output tokens) — each at its
+    worst case (``bound``, ``max_tokens``) where the response reports none."""
+    usage = getattr(response, "usage", response)
+
+    def read(*names: str) -> int | None:
+        for name in names:
+            value = getattr(usage, name, None)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        return None
+
+    prompt = read("prompt_tokens", "input_tokens")
+    completion = read("completion_tokens", "output_tokens")
+    return (bound if prompt is None else prompt, max_tokens if completion is None else completion)

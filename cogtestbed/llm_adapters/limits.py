@@ -158,6 +158,8 @@ class Spend:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
+    #: Calls that may have been answered (billed): not those the server refused with an error status.
+    answered: int = 0
 
 
 class Budget:
@@ -327,7 +329,8 @@ class Budget:
             self.held[booking.subject] = self.held[booking.subject] + back
         self._log({"id": booking.ledger_id, "settle_usd": real.usd, "calls": int(real.calls),
                    "prompt_tokens": prompt_tokens if succeeded else 0,
-                   "completion_tokens": completion_tokens if succeeded else 0})
+                   "completion_tokens": completion_tokens if succeeded else 0,
+                   "answered": int(succeeded and prompt_tokens + completion_tokens > 0)})
 
     def _log(self, event: dict[str, object]) -> None:
         if self.ledger is not None:
@@ -359,9 +362,11 @@ def read_ledger(lines: Iterable[str]) -> Spend:
         elif "settle_usd" in event:
             open_.pop(key, None)
             spend.calls += int(event.get("calls", 0))
+            spend.answered += int(event.get("answered", event.get("calls", 0)))
             spend.prompt_tokens += int(event.get("prompt_tokens", 0))
             spend.completion_tokens += int(event.get("completion_tokens", 0))
             spend.cost += float(event["settle_usd"])
     spend.calls += len(open_)
+    spend.answered += len(open_)
     spend.cost += sum(open_.values())
     return spend

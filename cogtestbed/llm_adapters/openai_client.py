@@ -81,6 +81,7 @@ def redact_url(url: str | None) -> str | None:
 class OpenAIClient(LLMClient):
     """Chat or completions against an OpenAI-compatible endpoint (see module docstring)."""
 
+    http = True
     backend = "openai"
 
     @property

@@ -20,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, stop_before_delay
 from tenacity.stop import stop_base
@@ -30,6 +30,12 @@ from cogtestbed.llm_adapters.base import DEFAULT_RETRY_WINDOW, BackendError
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
+
+#: Wraps every HTTP attempt of the current call (the first try and each retry) when a caller sets
+#: one: ``await gate(send)`` books the request before ``send()`` is awaited and settles it after
+#: (the response cache's budget does: every HTTP request is a call, :mod:`cogtestbed.llm_adapters.cache`).
+REQUEST_GATE: ContextVar[Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]] | None] = ContextVar(
+    "cogtestbed_request_gate", default=None)
 
 #: Where the retries of the current call are collected (one ``"<error>; waited <s>s"`` each), when
 #: a caller sets a list.
@@ -151,7 +157,8 @@ async def call_with_retries(
     )
 
     async def attempt() -> T:  # a coroutine function, so tenacity awaits each try
-        return await fn()
+        gate = REQUEST_GATE.get()
+        return await fn() if gate is None else cast(T, await gate(fn))
 
     try:
         result: T = await retrying(attempt)

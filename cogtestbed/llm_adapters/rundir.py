@@ -182,7 +182,7 @@ class RunDir:
 
     def fail(self, error: BaseException) -> None:
         """Leave the directory consistent after ``error`` (see module docstring)."""
-        paid = self.spent().calls > 0
+        paid = self.spent().answered > 0  # requests refused with an error status bill nothing
         if self.stored is None and not paid:
             self.abandon()
             return

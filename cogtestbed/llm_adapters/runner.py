@@ -45,7 +45,7 @@ import pandas as pd
 
 from cogtestbed.environments.base import Design, Outcomes, ScoredResponse, Sessions
 from cogtestbed.llm_adapters.agent import Attempt, LLMAgent
-from cogtestbed.llm_adapters.base import LLMClient, Prompt
+from cogtestbed.llm_adapters.base import LLMClient, Prompt, ScoringNotSupported
 from cogtestbed.llm_adapters.cache import CURRENT_SUBJECT, CachedClient, SubjectTicket
 from cogtestbed.llm_adapters.limits import SUBJECT_PROMPT_MARGIN, Budget, BudgetExhausted, Need, Price
 from cogtestbed.llm_adapters.rundir import CONFIG_FILE, TRANSPORT_FIELDS, RunDir, identity_differences
@@ -155,10 +155,12 @@ def step_need(agent: LLMAgent, obs: dict[str, Any], budget: Budget) -> Need:
     prompt, response = obs["prompt"], obs.get("response")
     if isinstance(response, ScoredResponse):
         k = len(response.continuations)
-        if client.can_score:
+        if client.can_score:  # one request per continuation on an HTTP server (each: context + it in, 1 out)
             longest = max((len(c.encode()) for c in response.continuations), default=0)
             context = _score_context(client, prompt, response)
-            return budget.worst((bound(context) + longest) * k, k)
+            n = client.score_requests(k)
+            one = budget.worst((bound(context) + longest) * (k // n), k // n)
+            return Need(one.calls * n, one.usd * n)
         one = budget.worst(bound(agent.request(prompt, step, 0).prompt), agent.max_tokens)
         return Need(one.calls * response.n_samples, one.usd * response.n_samples)
     total = Need()
@@ -167,6 +169,68 @@ def step_need(agent: LLMAgent, obs: dict[str, Any], budget: Budget) -> Need:
         tokens = bound(agent.request(prompt, step, attempt, retry_of).prompt)
         total = total + budget.worst(tokens + (agent.max_tokens if attempt else 0), agent.max_tokens)
     return total
+
+
+def step_requests(client: LLMClient, config: RunConfig, prompt: Prompt, response: Any) -> list[tuple[Prompt, int]]:
+    """The HTTP requests of one step as the run makes them (prompt, most tokens out): one for a
+    text answer; for a scored step, one per continuation scored (the context and it, one token out)
+    where the backend scores, else ``n_samples`` sampled answers (the prompt, ``max_tokens`` out)."""
+    if not isinstance(response, ScoredResponse):
+        return [(prompt, config.max_tokens)]
+    if client.can_score:
+        text = prompt if isinstance(prompt, str) else "\n".join(str(m["content"]) for m in prompt)
+        n = client.score_requests(len(response.continuations))
+        if n == 1:
+            return [(text + "".join(response.continuations), len(response.continuations))]
+        return [(text + c, 1) for c in response.continuations]
+    return [(prompt, config.max_tokens)] * response.n_samples
+
+
+@dataclass
+class RequestCount:
+    """What :func:`count_requests` counts: requests, prompt tokens (estimated, and bounded as the
+    budget books them), most completion tokens, images and their tokens."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    bound_tokens: int = 0
+    completion: int = 0
+    n_images: int = 0
+    img_tokens: int | None = 0
+    exact: bool = True
+
+
+def count_requests(exp: Experiment, design: Design, client: LLMClient, config: RunConfig,
+                   sessions: Sessions) -> RequestCount:
+    """Every HTTP request of the run (each session played with valid random actions, seeded), with
+    the decided scoring probe (:func:`decide_scoring`) where the run makes one."""
+    from cogtestbed.llm_adapters.base import message_images
+    from cogtestbed.llm_adapters.image_tokens import image_tokens
+
+    c = RequestCount()
+    for i in range(config.n_subjects):
+        env = exp.env_cls(design)
+        env.action_space.seed(config.seed * 1_000_003 + i)
+        obs, _ = env.reset(options={"session": sessions.subject(i)})
+        done = False
+        while not done:
+            for prompt, out in step_requests(client, config, obs["prompt"], obs.get("response")):
+                text = prompt if isinstance(prompt, str) else "\n".join(str(m["content"]) for m in prompt)
+                n, is_exact = client.count_tokens(text)
+                c.calls, c.prompt_tokens, c.exact = c.calls + 1, c.prompt_tokens + n, c.exact and is_exact
+                c.bound_tokens += client.prompt_token_bound(prompt)
+                c.completion += out
+                for image in () if isinstance(prompt, str) else (b for m in prompt for b in message_images(m)):
+                    k = image_tokens(client.backend, image)
+                    c.n_images += 1
+                    c.img_tokens = None if k is None or c.img_tokens is None else c.img_tokens + k
+            obs, _, done, _, _ = env.step(env.action_space.sample())
+    c.prompt_tokens += c.img_tokens or 0
+    if exp.env_cls.sampling_note(design) is not None and client.can_score and client.http:
+        n, _ = client.count_tokens("".join(SCORING_PROBE))  # decide_scoring's probe request
+        c.calls, c.prompt_tokens, c.completion = c.calls + 1, c.prompt_tokens + n, c.completion + 1
+        c.bound_tokens += client.prompt_token_bound("".join(SCORING_PROBE))
+    return c
 
 
 def subject_needs(exp: Experiment, design: Design, client: LLMClient, config: RunConfig,
@@ -269,6 +333,37 @@ async def play_subjects(
     return sessions, outcomes, complete, attempts, (stop_reason[0] if stop_reason else None)
 
 
+#: The scoring probe: one echo + logprobs request of this context and continuation (a few tokens).
+SCORING_PROBE = ("The answer is", " yes")
+
+
+async def decide_scoring(exp: Experiment, design: Design, client: CachedClient) -> dict[str, Any] | None:
+    """How the run answers its scored steps, decided before any subject's call: where the backend
+    claims to score over HTTP (a completions endpoint), one probe request (booked and counted as a
+    call like any other) checks that the server really returns the prompt's log-probabilities; if
+    it does not, the whole run samples instead (``client.can_score`` is turned off, so the budget
+    books sampling's worst case and the run's warnings say so).  ``None`` where the run has no
+    scored step or the backend cannot score at all (its warnings say that)."""
+    if exp.env_cls.sampling_note(design) is None:
+        return None
+    if not client.can_score:
+        return {"method": "sampled", "probe": None, "reason": "the backend cannot score (a chat endpoint)"}
+    if not client.inner.http:
+        return {"method": "exact", "probe": None}
+    try:
+        probe = await client.ascore(SCORING_PROBE[0], [SCORING_PROBE[1]], raw=True)
+    except ScoringNotSupported as exc:
+        client.can_score = client.inner.can_score = False
+        line = (f"the server does not score (echo + logprobs: {exc}): every scored step is estimated from "
+                "sampled completions instead, decided before any subject's call")
+        logger.warning("%s", line)
+        return {"method": "sampled", "probe": str(exc)}
+    except BudgetExhausted as exc:
+        raise ValueError(f"the budget does not cover even the scoring probe (1 request): {exc}") from None
+    return {"method": "exact", "probe": "the server returned echoed log-probabilities",
+            "probe_retries": len(probe.retries), "probe_retry_log": probe.retries}
+
+
 def run_warnings(exp: Experiment, design: Design, client: LLMClient) -> list[dict[str, Any]]:
     """What the run's setting costs it, declared by the environment: a backend that cannot score
     answers scored steps with sampled estimates (:meth:`TextEnv.sampling_note`)."""
@@ -304,9 +399,6 @@ async def run_experiment(
     (given again they must match) and ``add_budget`` raises them.  ``transport``: settings
     recorded in ``run.json`` that may change between invocations (concurrency, timeouts...).
     """
-    warnings = run_warnings(exp, design, client)
-    for warning in warnings:  # before any call
-        logger.warning("%s", warning["message"])
     try:
         if exp.env_cls.uses_images(design):  # fail before any call, not at the first picture
             client.inner.check_images(1)
@@ -317,7 +409,6 @@ async def run_experiment(
         await client.aclose()
         raise
     try:
-        rundir.manifest["warnings"] = warnings
         budget = client.budget
         add = add_budget or Need()
         budget.max_calls, budget.max_cost = rundir.budget_limits(
@@ -326,6 +417,13 @@ async def run_experiment(
             raise ValueError("--max-cost needs a price for the model: add it to the price table (--prices FILE)")
         budget.spent = rundir.spent()
         budget.ledger = rundir.ledger_writer()
+        scoring = await decide_scoring(exp, design, client)  # before any subject's call, booked
+        warnings = run_warnings(exp, design, client)
+        for warning in warnings:  # before any subject's call
+            logger.warning("%s", warning["message"])
+        rundir.manifest["warnings"] = warnings
+        if scoring is not None:
+            rundir.manifest["scoring"] = scoring
         sessions, outcomes, complete, attempts, stop = await play_subjects(
             exp, design, client, config, concurrency=concurrency, on_step=on_step, on_subject=on_subject)
         table, calls = build_tables(exp, design, sessions, outcomes, complete, attempts, config.llm)
@@ -334,7 +432,8 @@ async def run_experiment(
             "calls_total": len(calls),
             "cache_hits": int(calls["cached"].sum()) if len(calls) else 0,
             **budget.summary(),
-            "retries": int(calls["retries"].sum()) if len(calls) else 0,
+            "retries": ((int(calls["retries"].sum()) if len(calls) else 0)
+                        + int((scoring or {}).get("probe_retries", 0))),
             "subjects_complete": int(np.sum(complete)),
             "invalid_trials": int((~table["valid"]).sum()),
         }
@@ -342,7 +441,8 @@ async def run_experiment(
             "command": "run", "config": config.as_json(), "status": status, "stop_reason": stop,
             "complete_subjects": [int(i) for i in np.flatnonzero(complete)], "stats": stats,
             "llm_versions": package_versions(LLM_PACKAGES), "model_fingerprint": client.fingerprint,
-            "cache": str(client.cache.path), "warnings": warnings, **(extra_manifest or {}),
+            "cache": str(client.cache.path), "warnings": warnings,
+            **({"scoring": scoring} if scoring is not None else {}), **(extra_manifest or {}),
         }
         commit_tables(rundir, table, calls, manifest, status, stop, spec=exp)
     except BaseException as exc:
@@ -389,40 +489,32 @@ def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfi
     worst case as the budget books it (:func:`subject_needs`) and how many subjects the budget
     admits.
     """
-    from cogtestbed.llm_adapters.base import message_images
-    from cogtestbed.llm_adapters.image_tokens import image_tokens
-
     if exp.env_cls.uses_images(design):
         client.check_images(1)
     sessions = draw_sessions(exp, design, config.n_subjects, config.seed)
-    calls = prompt_tokens = n_images = 0
-    img_tokens: int | None = 0
-    exact = True
-    for i in range(config.n_subjects):
-        env = exp.env_cls(design)
-        env.action_space.seed(config.seed * 1_000_003 + i)
-        obs, _ = env.reset(options={"session": sessions.subject(i)})
-        done = False
-        while not done:
-            prompt = obs["prompt"]
-            text = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
-            n, is_exact = client.count_tokens(text)
-            calls, prompt_tokens, exact = calls + 1, prompt_tokens + n, exact and is_exact
-            for image in () if isinstance(prompt, str) else (b for m in prompt for b in message_images(m)):
-                k = image_tokens(client.backend, image)
-                n_images += 1
-                img_tokens = None if k is None or img_tokens is None else img_tokens + k
-            obs, _, done, _, _ = env.step(env.action_space.sample())
-    completion = calls * config.max_tokens
-    prompt_tokens += img_tokens or 0
+    c = count_requests(exp, design, client, config, sessions)
+    calls = c.calls
     report: dict[str, Any] = {
         "experiment": exp.name, "llm": config.llm, "subjects": config.n_subjects,
-        "calls": calls, "prompt_tokens": prompt_tokens, "max_completion_tokens": completion,
-        "images": n_images, "image_tokens": img_tokens if n_images else 0,
-        "token_counts": "exact (model tokenizer)" if exact else "approximate",
+        "calls": calls, "prompt_tokens": c.prompt_tokens, "max_completion_tokens": c.completion,
+        "images": c.n_images, "image_tokens": c.img_tokens if c.n_images else 0,
+        "token_counts": "exact (model tokenizer)" if c.exact else "approximate",
         "price_usd_per_mtok": None if price is None else asdict(price),
-        "estimated_cost_usd": None if price is None else round(price.cost(prompt_tokens, completion), 4),
+        "estimated_cost_usd": None if price is None else round(price.cost(c.prompt_tokens, c.completion), 4),
+        "max_cost_usd": None if price is None else round(price.cost(c.bound_tokens, c.completion), 4),
     }
+    if exp.env_cls.sampling_note(design) is not None and client.can_score and client.http:
+        client.can_score = False  # the run's probe may find a server that does not score: it then samples
+        try:
+            alt = count_requests(exp, design, client, config, sessions)
+        finally:
+            client.can_score = True
+        probe, _ = client.count_tokens("".join(SCORING_PROBE))
+        report["if_the_server_cannot_score"] = {
+            "calls": alt.calls + 1, "estimated_cost_usd": None if price is None else round(
+                price.cost(alt.prompt_tokens + probe, alt.completion + 1), 4),
+            "note": "a completions server that returns no log-probabilities is found by one probe request "
+                    "before any subject's call; every scored step is then sampled"}
     if config.reask:
         report["calls_with_all_reasks"] = calls * (1 + config.reask)
     warnings = run_warnings(exp, design, client)

@@ -80,8 +80,41 @@ class FaultInjector:
         return fault
 
 
-def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = None) -> Any:
-    """The ASGI application serving ``models`` (name → client)."""
+@dataclass
+class Billing:
+    """What the server was asked and what it would bill: every POST request that reached it
+    (``requests``, faulted ones included) and the usage of every answer it produced (``prompt_tokens``,
+    ``completion_tokens``: what a hosted API charges).  ``logprobs=False`` makes the completions
+    endpoint answer without log-probabilities (a server that cannot score)."""
+
+    requests: int = 0
+    answered: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    logprobs: bool = True
+
+    def bill(self, usage: Mapping[str, int | None]) -> None:
+        self.answered += 1
+        self.prompt_tokens += int(usage.get("prompt_tokens") or usage.get("input_tokens") or 0)
+        self.completion_tokens += int(usage.get("completion_tokens") or usage.get("output_tokens") or 0)
+
+
+class _CountRequests:
+    """ASGI middleware counting the POST requests that reach the server (:class:`Billing`)."""
+
+    def __init__(self, app: Any, billing: Billing) -> None:
+        self.app, self.billing = app, billing
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            self.billing.requests += 1
+        await self.app(scope, receive, send)
+
+
+def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = None,
+               billing: Billing | None = None) -> Any:
+    """The ASGI application serving ``models`` (name → client); ``billing`` tallies requests and usage."""
+    billing = billing if billing is not None else Billing()
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse
@@ -102,6 +135,10 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
         stop = body.get(key) or ()
         return (stop,) if isinstance(stop, str) else tuple(stop)
 
+    def billed(usage: dict[str, int]) -> dict[str, int]:
+        billing.bill(usage)
+        return usage
+
     async def list_models(request: Request) -> JSONResponse:
         return JSONResponse({"object": "list", "data": [
             {"id": name, "object": "model", "owned_by": "cogtestbed"} for name in models]})
@@ -119,8 +156,10 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
                               float(body.get("temperature") or 0.0), stops(body), body.get("seed"),
                               None if k is None else max(1, int(k)))
         gen = await client.agenerate(req, raw=True)
+        if not billing.logprobs:  # a server that cannot score answers without log-probabilities
+            k = None
         text, logprobs = gen.text, _completion_logprobs(gen, len(prompt)) if k is not None else None
-        if body.get("echo"):
+        if body.get("echo") and billing.logprobs:
             echoed = await asyncio.to_thread(client.prompt_logprobs, prompt)
             text = prompt + text
             if logprobs is not None:
@@ -135,7 +174,7 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
             "model": body["model"],
             "choices": [{"index": 0, "text": text, "logprobs": logprobs,
                          "finish_reason": gen.finish_reason}],
-            "usage": _usage(gen),
+            "usage": billed(_usage(gen)),
         })
 
     async def chat_completions(request: Request) -> JSONResponse:
@@ -161,7 +200,7 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
             "created": int(time.time()), "model": body["model"],
             "choices": [{"index": 0, "message": {"role": "assistant", "content": gen.text},
                          "logprobs": logprobs, "finish_reason": gen.finish_reason}],
-            "usage": _usage(gen),
+            "usage": billed(_usage(gen)),
         })
 
     async def messages(request: Request) -> JSONResponse:
@@ -178,7 +217,7 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
             "id": f"msg_{uuid.uuid4().hex}", "type": "message", "role": "assistant",
             "model": body["model"], "content": [{"type": "text", "text": gen.text}],
             "stop_reason": reason, "stop_sequence": None,
-            "usage": {"input_tokens": gen.prompt_tokens, "output_tokens": gen.completion_tokens},
+            "usage": billed({"input_tokens": gen.prompt_tokens or 0, "output_tokens": gen.completion_tokens or 0}),
         })
 
     def guarded(handler: Any) -> Any:
@@ -195,7 +234,7 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
         Route("/v1/chat/completions", guarded(chat_completions), methods=["POST"]),
         Route("/v1/messages", guarded(messages), methods=["POST"]),
     ])
-    return app if faults is None else _FaultMiddleware(app, faults)
+    return _CountRequests(app if faults is None else _FaultMiddleware(app, faults), billing)
 
 
 class _FaultMiddleware:
@@ -282,7 +321,7 @@ def _completion_logprobs(gen: Generation, offset: int) -> dict[str, list[Any]]:
 
 @contextmanager
 def serve(models: Mapping[str, HFClient], faults: FaultInjector | None = None,
-          host: str = "127.0.0.1") -> Iterator[str]:
+          host: str = "127.0.0.1", billing: Billing | None = None) -> Iterator[str]:
     """Run the server on a free port of ``host`` in a thread; yield its ``/v1`` base URL."""
     import uvicorn
 
@@ -290,7 +329,7 @@ def serve(models: Mapping[str, HFClient], faults: FaultInjector | None = None,
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(models, faults), log_level="critical",
+    server = uvicorn.Server(uvicorn.Config(create_app(models, faults, billing), log_level="critical",
                                            lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -1,0 +1,98 @@
+"""Every HTTP request is a call (issue 30): the budget, the dry run and ``run.json`` count the
+requests the local server (127.0.0.1) receives, retries and the scoring probe included; a server
+that cannot score is found before any subject's call; retries of scored calls are recorded."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from cogtestbed.cli import app
+
+REVEALED = ("--design", "scenarios=choice", "--design", "variants=regular", "--design", "choice_options=2,6",
+            "--design", "n_samples=3")
+
+
+def _study() -> Any:
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "studies" / "http_accounting.py"
+    spec = importlib.util.spec_from_file_location("http_accounting", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["http_accounting"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _check_accounting(rows: list[dict[str, Any]]) -> None:
+    for row in rows:
+        assert "error" not in row, row
+        assert row["exit"] == 0, row
+        assert row["run_calls"] == row["http_requests"], row  # every request counted, nothing else
+        assert row["run_usd"] == pytest.approx(row["billed_usd"], abs=1e-6), row  # the server's usage
+        assert row["dry_max_usd"] >= row["billed_usd"], row  # the dry run's bound holds
+        if "no logprobs" in row["mode"]:
+            assert row["scoring"] == "sampled" and row["dry_calls_if_no_scoring"] == row["http_requests"], row
+        else:
+            assert row["dry_calls"] == row["http_requests"], row
+
+
+def test_quick_study_counts_every_request_and_never_passes_a_cap() -> None:
+    out = _study().main(["--quick"])
+    _check_accounting(out["accounting"])
+    assert len(out["caps"]) == 3 and not any(c["over_cap"] for c in out["caps"])
+    assert sum(c["retries"] or 0 for c in out["caps"]) > 0  # faults were ridden out and recorded
+
+
+@pytest.mark.slow
+def test_full_study_every_mode_and_twenty_capped_runs() -> None:
+    out = _study().main([])
+    _check_accounting(out["accounting"])
+    assert len(out["caps"]) >= 20 and not any(c["over_cap"] for c in out["caps"])
+
+
+def test_retries_of_scored_calls_are_recorded(server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cogtestbed.llm_adapters.server import Fault
+
+    url, faults = server
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
+    faults.add(Fault("delay", seconds=0.0), *[Fault("status", 503, retry_after=0)] * 3)  # the probe passes
+    before = len(faults.log)
+    res = CliRunner().invoke(app, ["run", "revealed-belief", "--llm", "openai:tiny-random", "--mode", "completions",
+                                   "--base-url", url, "--subjects", "1", "-o", str(tmp_path / "run"), *REVEALED])
+    assert res.exit_code == 0, res.output
+    calls = pd.read_parquet(tmp_path / "run" / "calls.parquet")
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    # the first scored item's first request met three 503s, each retried and recorded
+    assert run["scoring"]["method"] == "exact" and run["scoring"]["probe_retries"] == 0
+    assert int(calls["retries"].sum()) == 3 and run["stats"]["retries"] == 3
+    retried = calls[calls["retries"] > 0]
+    assert (retried["kind"] == "score").all() and retried["retry_log"].str.contains("HTTP 503").all()
+    # every HTTP request (retries and the probe included) is a call of the budget
+    assert run["stats"]["total_calls"] == len(faults.log) - before
+
+
+def test_a_server_without_logprobs_is_found_before_any_subject(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              tiny: Any) -> None:
+    from cogtestbed.llm_adapters.server import Billing, serve
+
+    billing = Billing(logprobs=False)
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
+    with serve({"tiny-random": tiny}, billing=billing) as url:
+        res = CliRunner().invoke(app, ["run", "revealed-belief", "--llm", "openai:tiny-random", "--mode",
+                                       "completions", "--base-url", url, "--subjects", "1", "--max-calls", "13",
+                                       "-o", str(tmp_path / "run"), *REVEALED])
+    assert res.exit_code == 0, res.output
+    assert "the server does not score" in res.stderr
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["scoring"]["method"] == "sampled" and run["warnings"]  # announced and recorded
+    calls = pd.read_parquet(tmp_path / "run" / "calls.parquet")
+    assert set(calls["kind"]) == {"sample"} and len(calls) == 12  # no scoring request after the probe
+    # 1 probe + 4 scored steps × 3 samples: the cap of 13 is met exactly, never passed
+    assert billing.requests == run["stats"]["total_calls"] == 13

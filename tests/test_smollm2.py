@@ -198,3 +198,18 @@ def test_conversion_into_a_fresh_cache(smollm2: Any, tmp_path: Path, capfd: pyte
     for key, tensor in smollm2.hf_model.state_dict().items():
         if key in fresh:  # the tied lm_head is stored once
             assert torch.equal(fresh[key], tensor), key
+
+
+def test_a_leading_offered_letter_after_the_machine_prefix_is_the_answer() -> None:
+    """The prompt ends "A: Machine ", so "D is the only one ..." answers Machine D (SmolLM2 answers
+    so); a leading letter that is not offered, or an English one-letter word, is still no answer."""
+    from cogtestbed.environments.parsing import parse_machine
+
+    assert parse_machine("D is the only one that you can", ("D", "V")).action == 0
+    assert parse_machine("V.", ("D", "V")).action == 1
+    for text in ("E in Casino 3 delivered", "I would pick the left one", "A good one"):
+        error = parse_machine(text, ("D", "V")).error
+        assert error is not None and error.startswith("no machine letter found"), text
+    assert parse_reason("no machine letter found in 'E in Casino 3' (expected one of Q, B)") == \
+        "no machine letter found in (expected …)"
+    assert parse_reason("no 'Can decide:' line in \"No: 0.50\"") == "no 'Can decide:' line in"

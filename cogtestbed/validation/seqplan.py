@@ -52,8 +52,8 @@ from cogtestbed.validation.study_kinds import MetricPowerStudy, PlannedStudy, Po
 #: Simulated sequential studies per hypothesis (null, target effect) in ``plan --looks``.
 DEFAULT_SEQ_SIMS = 1000
 #: The largest maximum size considered, as a multiple of the fixed plan's size (group-sequential
-#: designs need 1.0–1.3× the fixed size; Jennison & Turnbull 2000, Table 7.6).
-MAX_FACTOR = 1.4
+#: designs need 1.0–1.3× the fixed size, Pocock with futility up to 1.41×).
+MAX_FACTOR = 1.5
 #: Largest |Z| recorded (a p-value of 0 is a |Z| of ∞; the bounds are far below).
 Z_CAP = 40.0
 #: Simulated statistic paths per hypothesis kept in plan.json for the report's plot.
@@ -156,7 +156,7 @@ def _model_path(spec: PowerStudy, trials: int | None, runs: int, n_top: int, siz
     simulated and fitted once, the fixed plan's t-test on the per-subject contrast of each prefix."""
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.model_studies import power_parameters
-    from cogtestbed.validation.studies import design_for_trials, fitted_model, seed_of, simulate_model
+    from cogtestbed.validation.study_data import design_for_trials, fitted_model, seed_of, simulate_model
 
     exp = get_experiment(spec.experiment)
     model = exp.model(spec.models[0])
@@ -193,7 +193,7 @@ def _metric_path(spec: MetricPowerStudy, trials: int | None, n_top: int, sizes: 
     setting simulated once; the fixed plan's difference test on each prefix of both)."""
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.metric_studies import difference_test, metric_value
-    from cogtestbed.validation.studies import design_for_trials, seed_of, simulate_runs
+    from cogtestbed.validation.study_data import design_for_trials, seed_of, simulate_runs
 
     exp = get_experiment(spec.experiment)
     design = design_for_trials(exp, trials, spec.design)
@@ -215,7 +215,7 @@ def _test_path(spec: StatTestStudy, trials: int | None, n_top: int, sizes: Seque
     declares it, else through the whole metrics function)."""
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.metric_studies import test_outcome
-    from cogtestbed.validation.studies import design_for_trials, seed_of, simulate_runs
+    from cogtestbed.validation.study_data import design_for_trials, seed_of, simulate_runs
 
     exp = get_experiment(spec.experiment)
     design = design_for_trials(exp, trials, spec.design)
@@ -236,7 +236,7 @@ def simulate_paths(spec_json: str, trials: int | None, runs: int, n_top: int, si
                    seed: int, reps: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """(Z, estimate) arrays (replicates × prefix sizes) of replicates ``reps`` (seed streams
     ``SeedSequence([seed, rep])``: the same replicate whatever the batch)."""
-    from cogtestbed.validation.studies import load_study
+    from cogtestbed.validation.study_kinds import load_study
 
     spec = load_study(spec_json)
     zs, ests = [], []
@@ -420,7 +420,7 @@ def _money(cost: Any) -> float:
 def price_looks(candidate: Candidate, spec: PlannedStudy, pricer: Any, exp: Any, point: Any, size_name: str) -> None:
     """Each look's cumulative design priced with the dry run (``run --dry-run``'s code)."""
     from cogtestbed.validation.plan import sessions_per_llm
-    from cogtestbed.validation.studies import design_for_trials
+    from cogtestbed.validation.study_data import design_for_trials
 
     design = design_for_trials(exp, point.trials, spec.design)
     candidate.cost = []
@@ -612,3 +612,51 @@ def report_section(seq: Mapping[str, Any], out: Any) -> dict[str, Any]:
     lines = sequential_lines(seq, seq["design"]["size_axis"] if "design" in seq else "units")
     return {"title": "sequential plan", "verdict": lines[0], "tables": tables, "plots": plots,
             "details": "\n".join(lines[1:]) + ("\n" + seq["note"] if "note" in seq else "")}
+
+
+# ----------------------------------------------------------------------------- a run's looks
+LOOKS_FILE = "looks.jsonl"
+SEQUENTIAL_FILE = "sequential.json"
+
+
+def look_statistic(exp: Any, design: Mapping[str, Any], table: Any, units: int) -> dict[str, Any]:
+    """(Z, estimate, p-value) of the plan's test on the first ``units`` subjects of a run's table: the
+    same fitter and test the plan simulated (``design``: the plan's ``run.sequential`` section)."""
+    from cogtestbed.inference.base import with_lapse
+    from cogtestbed.validation.metric_studies import test_outcome
+
+    stat = design["statistic"]
+    part = _prefix(table, units)
+    if stat["kind"] == "power":
+        model = exp.model(stat["model"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits = with_lapse(model, stat.get("lapse_fit")).fit_mle(part).sort_values("subject", kind="stable")
+        values = np.asarray(model.contrast(stat["effect"], {p: fits[p].to_numpy(float)
+                                                            for p in model.parameters.names}), float)
+        est = float(np.mean(values)) if values.size else float("nan")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            p = float(stats.ttest_1samp(values, 0.0).pvalue) if values.size > 1 else float("nan")
+        return {"statistic": z_from_p(p, est, signed=True), "estimate": est, "p_value": p,
+                "subjects_fitted": int(values.size)}
+    if stat["kind"] in ("test-size", "test-power"):
+        alone = exp.metrics.tests.get(stat["test"])
+        options = dict(stat.get("metric_options") or {})
+        result = ({"metrics": {stat["test"]: alone(part, **options)}} if alone is not None
+                  else dict(exp.metrics(part, **options)))
+        _, p = test_outcome(result, stat["test"], float(design["level"]))
+        return {"statistic": z_from_p(p, 0.0, signed=False), "estimate": p, "p_value": p,
+                "subjects_fitted": int(part["subject"].nunique())}
+    raise ValueError(f"a run executes the looks of a model-effect or test plan; {stat['kind']} compares two LLMs "
+                     "(run each, then `cogtestbed looks` is not available for it)")
+
+
+def evaluate_look(exp: Any, design: Mapping[str, Any], table: Any, k: int) -> dict[str, Any]:
+    """Look ``k`` (0-based) of a run: its statistic, bounds and decision."""
+    bounds = Boundaries.from_dict(design)
+    units = bounds.sizes[k]
+    out = look_statistic(exp, design, table, units)
+    decision = bounds.decide(k, out["statistic"], float(design.get("direction", 0.0)))
+    return {"look": k + 1, "units": units, **out, "efficacy": bounds.efficacy[k],
+            "futility": None if bounds.futility is None else bounds.futility[k], "decision": decision}

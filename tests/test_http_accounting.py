@@ -96,3 +96,15 @@ def test_a_server_without_logprobs_is_found_before_any_subject(tmp_path: Path, m
     assert set(calls["kind"]) == {"sample"} and len(calls) == 12  # no scoring request after the probe
     # 1 probe + 4 scored steps × 3 samples: the cap of 13 is met exactly, never passed
     assert billing.requests == run["stats"]["total_calls"] == 13
+
+
+def test_a_plan_books_the_worst_of_exact_scoring_and_its_sampling_fallback() -> None:
+    from cogtestbed.validation.plan import _sum_reports
+
+    report = {"calls": 37, "prompt_tokens": 900, "max_completion_tokens": 40, "estimated_cost_usd": 3.3,
+              "token_counts": "approximate",
+              "if_the_server_cannot_score": {"calls": 49, "estimated_cost_usd": 4.1}}
+    cost = _sum_reports([report], "dry-run")
+    assert cost.calls == 49 and cost.dollars == pytest.approx(4.1)
+    cheaper = {**report, "if_the_server_cannot_score": {"calls": 25, "estimated_cost_usd": 2.0}}
+    assert _sum_reports([cheaper], "dry-run").calls == 37

@@ -315,9 +315,18 @@ class Pricer:
                     None if total.dollars is None else total.dollars / k, total.exact_tokens, "per-session")
 
 
+def _worst(report: Mapping[str, Any], key: str) -> Any:
+    """``report[key]``, or its value should the server turn out not to score (the run then samples,
+    :func:`~cogtestbed.llm_adapters.runner.decide_scoring`) where that is larger: a plan books the
+    worst case of the method that may run."""
+    alt = (report.get("if_the_server_cannot_score") or {}).get(key)
+    value = report[key]
+    return value if alt is None or value is None or alt <= value else alt
+
+
 def _sum_reports(reports: Sequence[Mapping[str, Any]], source: str) -> Cost:
-    dollars = [r["estimated_cost_usd"] for r in reports]
-    return Cost(calls=sum(int(r["calls"]) for r in reports),
+    dollars = [_worst(r, "estimated_cost_usd") for r in reports]
+    return Cost(calls=sum(int(_worst(r, "calls")) for r in reports),
                 prompt_tokens=sum(int(r["prompt_tokens"]) for r in reports),
                 completion_tokens=sum(int(r["max_completion_tokens"]) for r in reports),
                 dollars=None if any(d is None for d in dollars) else float(sum(dollars)),

@@ -193,3 +193,21 @@ def test_a_design_value_given_twice_is_refused() -> None:
     message = user_error(["simulate", "revealed-belief", "--agent", "dissonant", "--design", "dice_faces=12,12",
                           "--output", "unused.parquet"])
     assert "dice_faces: 12 given twice" in message
+
+
+def test_metric_options_are_bounded_and_finite() -> None:
+    from cogtestbed.experiments.spec import MetricOption
+
+    bins = MetricOption("t2_bins", "quantile bins", 10, None, int, low=2, high=1000)
+    boot = MetricOption("bootstrap", "rounds", 30, None, int, low=1, high=10_000)
+    level = MetricOption("level", "a level", 0.5, None, float, low=0.0, high=1.0)
+    assert bins.convert("2") == 2 and boot.convert("10000") == 10_000 and level.convert("0.25") == 0.25
+    for option, raw, named in [(bins, "1", "--t2-bins must lie in [2, 1000], got 1"),
+                               (bins, "0", "--t2-bins must lie in [2, 1000]"),
+                               (boot, "-1", "--bootstrap must lie in [1, 10000], got -1"),
+                               (boot, "1000000000", "--bootstrap must lie in [1, 10000]"),
+                               (level, "nan", "--level must be a finite number"),
+                               (level, "inf", "--level must be a finite number"),
+                               (boot, "abc", "--bootstrap: cannot read 'abc'")]:
+        with pytest.raises(ValueError, match=named.replace("[", r"\[").replace("]", r"\]")):
+            option.convert(raw)

@@ -32,6 +32,7 @@ may always be given as the object itself.
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,6 +232,10 @@ class MetricOption:
     default: Any = None
     choices: tuple[str, ...] | None = None
     type: Callable[[str], Any] = str
+    #: Bounds of a numeric option (inclusive): bins >= 2, a bootstrap >= 1 and at most what memory
+    #: and time allow.  A number is always finite.
+    low: float | None = None
+    high: float | None = None
 
     @property
     def flag(self) -> str:
@@ -240,9 +245,17 @@ class MetricOption:
         if self.choices is not None and raw not in self.choices:
             raise ValueError(f"{self.flag} must be one of {', '.join(self.choices)}, got {raw!r}")
         try:
-            return self.type(raw)
-        except (TypeError, ValueError):
+            value = self.type(raw)
+        except (TypeError, ValueError, OverflowError):
             raise ValueError(f"{self.flag}: cannot read {raw!r}") from None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                raise ValueError(f"{self.flag} must be a finite number, got {raw!r}")
+            if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+                lo = "-inf" if self.low is None else f"{self.low:g}"
+                hi = "inf" if self.high is None else f"{self.high:g}"
+                raise ValueError(f"{self.flag} must lie in [{lo}, {hi}], got {raw}")
+        return value
 
 
 @dataclass(frozen=True)

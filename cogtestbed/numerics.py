@@ -148,3 +148,51 @@ def digamma(x: float) -> float:
     f = 1.0 / (x * x)
     return acc + math.log(x) - 0.5 / x - f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (
         1.0 / 240 - f * (1.0 / 132)))))
+
+
+# ----------------------------------------------------------------------------- seeded streams
+#: splitmix64's increment (2^64 / φ).
+SPLITMIX_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(cache=True, inline="always")
+def splitmix64_mix(z: np.uint64) -> np.uint64:
+    """splitmix64's output function of state ``z`` (Steele, Lea & Flood 2014)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, inline="always")
+def splitmix64_uniform(z: np.uint64) -> float:
+    """The splitmix64 output of state ``z`` as a uniform on [0, 1)."""
+    return float(splitmix64_mix(z) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def splitmix64_next(state: np.uint64) -> tuple[np.uint64, float]:
+    """Advance a splitmix64 stream: (next state, a uniform on the open interval (0, 1))."""
+    state = state + SPLITMIX_GOLDEN
+    return state, (float(splitmix64_mix(state) >> np.uint64(11)) + 0.5) / 9007199254740992.0
+
+
+@njit(cache=True)
+def gamma_draw(a: float, state: np.uint64) -> tuple[np.uint64, float]:
+    """Gamma(a, 1) by Marsaglia & Tsang (2000); a < 1 via the U^(1/a) boost."""
+    boost = 1.0
+    if a < 1.0:
+        state, u = splitmix64_next(state)
+        boost = u ** (1.0 / a)
+        a += 1.0
+    d = a - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * d)
+    while True:
+        state, u1 = splitmix64_next(state)
+        state, u2 = splitmix64_next(state)
+        x = std_normal(u1, u2)
+        v = (1.0 + c * x) ** 3
+        if v <= 0:
+            continue
+        state, u = splitmix64_next(state)
+        if math.log(u) < 0.5 * x * x + d - d * v + d * math.log(v):
+            return state, boost * d * v

@@ -265,8 +265,7 @@ def test_accuracy_rmse_equals_report_noise():
 
 # ----------------------------------------------------------------------------- models
 def test_mnl_mle_recovers_the_logit_rum_coefficients():
-    from cogtestbed.agents.belief import mnl_coefficients
-    from cogtestbed.inference.belief_models import MODELS, mnl_centred, mnl_uncentred
+    from cogtestbed.inference.belief_models import MODELS, mnl_centred, mnl_coefficients, mnl_uncentred
 
     table = sim("logit-rum", design=BeliefDesign(n_contexts=400, n_reps=5, variants="pi0", lie_node="none"))
     fit = MODELS["mnl"].fit_mle(table).iloc[0]

@@ -7,7 +7,8 @@ p_E = clip(P_S + σ·z, 0, 1) with z ~ N(0, 1) drawn afresh on every belief call
 
 * ``logit-rum``: random-utility maximiser with Gumbel noise (Def. 3.1, Eq. 3):
   Pr(a) ∝ exp(scale · Σ_θ P_S(θ|x) u(a, θ)); utilities u(a, θ) over (No, Yes, Defer) × (θ=0, 1).
-  In log-odds against No this is the 4-parameter MNL α_a + β_a·p (:func:`mnl_coefficients`).
+  In log-odds against No this is the 4-parameter MNL α_a + β_a·p
+  (:func:`~cogtestbed.inference.belief_models.mnl_coefficients`).
 * ``pt-rum``: prospect-theory RUM in the proof form of Prop. 3.3 (Eq. 8): π̃(1) = w(p),
   π̃(0) = 1 − w(p), with Tversky–Kahneman w(p) = p^γ / (p^γ + (1−p)^γ)^{1/γ}.
 * ``loss-rum`` / ``chow``: losses ℓ(Yes,0) = c_FP, ℓ(No,1) = c_FN, ℓ(Defer,·) = c_D, correct
@@ -298,16 +299,6 @@ def simulate_belief_kernel(kind: int, par: np.ndarray, phase: np.ndarray, arg: n
 
 
 # -- agents ------------------------------------------------------------------------------------
-def mnl_coefficients(u: Mapping[str, Any], scale: Any) -> dict[str, Any]:
-    """The 4-parameter MNL (log-odds against No, linear in p) of utilities u and a scale:
-    α_a = scale·(u(a,0) − u(No,0)), β_a = scale·[(u(a,1) − u(a,0)) − (u(No,1) − u(No,0))]."""
-    out = {}
-    for a in ("yes", "defer"):
-        out[f"alpha_{a}"] = scale * (u[f"u_{a}_0"] - u["u_no_0"])
-        out[f"beta_{a}"] = scale * ((u[f"u_{a}_1"] - u[f"u_{a}_0"]) - (u["u_no_1"] - u["u_no_0"]))
-    return out
-
-
 class BeliefAgent(SyntheticAgent):
     """Base of the belief-coherence agents: parameters → kernel vector, one step function."""
 

@@ -50,7 +50,7 @@ from cogtestbed.environments.causal import (
     filler_words_table,
 )
 from cogtestbed.inference.cbn import N_TASKS, logistic_probs, noisy_or_probs, task_probs_general
-from cogtestbed.numerics import logit, sigmoid, std_normal
+from cogtestbed.numerics import gamma_draw, logit, sigmoid, std_normal
 from cogtestbed.parameters import Parameter, ParameterSet
 
 # ----------------------------------------------------------------------------- parameters
@@ -117,38 +117,6 @@ def agent_probs(kind: int, th: np.ndarray, out: np.ndarray) -> None:
             out[t] = lam * out[t] + (1 - lam) * 0.5
 
 
-@njit(cache=True)
-def _splitmix(state: np.uint64) -> tuple[np.uint64, float]:
-    state = state + np.uint64(0x9E3779B97F4A7C15)
-    z = state
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    z = z ^ (z >> np.uint64(31))
-    return state, (float(z >> np.uint64(11)) + 0.5) / 9007199254740992.0
-
-
-@njit(cache=True)
-def _gamma(a: float, state: np.uint64) -> tuple[np.uint64, float]:
-    """Gamma(a, 1) by Marsaglia & Tsang (2000); a < 1 via the U^(1/a) boost."""
-    boost = 1.0
-    if a < 1.0:
-        state, u = _splitmix(state)
-        boost = u ** (1.0 / a)
-        a += 1.0
-    d = a - 1.0 / 3.0
-    c = 1.0 / math.sqrt(9.0 * d)
-    while True:
-        state, u1 = _splitmix(state)
-        state, u2 = _splitmix(state)
-        x = std_normal(u1, u2)
-        v = (1.0 + c * x) ** 3
-        if v <= 0:
-            continue
-        state, u = _splitmix(state)
-        if math.log(u) < 0.5 * x * x + d - d * v + d * math.log(v):
-            return state, boost * d * v
-
-
 #: Distance from 0 and 1 inside which a Beta response draw is kept (see :func:`respond`).
 BETA_INTERIOR_EPS = 1e-9
 
@@ -174,8 +142,8 @@ def respond(p: float, resp: np.ndarray, u1: float, u2: float, u3: float, lapse: 
             pc = min(max(p, 1e-6), 1 - 1e-6)
             state = np.uint64(int(u2 * 4503599627370496.0)) * np.uint64(1048573) + np.uint64(
                 int(u3 * 4503599627370496.0))
-            state, ga = _gamma(pc * kappa, state)
-            state, gb = _gamma((1 - pc) * kappa, state)
+            state, ga = gamma_draw(pc * kappa, state)
+            state, gb = gamma_draw((1 - pc) * kappa, state)
             y = ga / (ga + gb) if ga + gb > 0 else pc
             # keep the Beta part strictly inside (0, 1): exact 0 / 100 ratings come only from the
             # endpoint mixtures, as the zero-one-inflated Beta likelihood assumes (a Beta draw that

@@ -59,7 +59,7 @@ from cogtestbed.environments.magnitude import (
     block_schedule,
     subject_stimuli,
 )
-from cogtestbed.numerics import std_normal
+from cogtestbed.numerics import SPLITMIX_GOLDEN, splitmix64_uniform, std_normal
 from cogtestbed.parameters import Parameter, ParameterSet
 
 #: [gap] ε of the log transform x' = log(x + ε) (App. A.13 does not give it).
@@ -100,28 +100,15 @@ _SIGMA_IMAGE = Parameter("sigma_image", 0.0, 2.0, 0.1, "image sensory noise SD a
 
 
 # ----------------------------------------------------------------------------- kernels
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
-@njit(cache=True, inline="always")
-def _splitmix_uniform(z: np.uint64) -> float:
-    """The splitmix64 output of state ``z`` (Steele, Lea & Flood 2014) as a uniform on [0, 1)."""
-    r = z
-    r = (r ^ (r >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    r = (r ^ (r >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    r = r ^ (r >> np.uint64(31))
-    return float(r >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-
-
 @njit(cache=True, inline="always")
 def frozen_normal(seed: int, channel: int) -> float:
     """A standard normal fixed by (render seed, channel): splitmix64 (Steele et al. 2014) → two
     uniforms → Box–Muller."""
-    z = np.uint64(seed) ^ (np.uint64(channel + 1) * _GOLDEN)
-    z = z + _GOLDEN
-    u1 = _splitmix_uniform(z)
-    z = z + _GOLDEN
-    return std_normal(u1, _splitmix_uniform(z))
+    z = np.uint64(seed) ^ (np.uint64(channel + 1) * SPLITMIX_GOLDEN)
+    z = z + SPLITMIX_GOLDEN
+    u1 = splitmix64_uniform(z)
+    z = z + SPLITMIX_GOLDEN
+    return std_normal(u1, splitmix64_uniform(z))
 
 
 @njit(cache=True, inline="always")

@@ -27,7 +27,6 @@ import numpy as np
 from numba import njit
 
 from cogtestbed.agents.base import SyntheticAgent
-from cogtestbed.agents.causal import _gamma, _splitmix
 from cogtestbed.environments.base import Outcomes, ScoredAnswer
 from cogtestbed.environments.revealed import (
     EXPERIMENT,
@@ -37,7 +36,7 @@ from cogtestbed.environments.revealed import (
 )
 from cogtestbed.environments.revealed_items import MAX_OUTCOMES
 from cogtestbed.inference.revealed_model import DISSONANT_PARAMETERS, SMOOTH_EPS, eta_row
-from cogtestbed.numerics import log_softmax
+from cogtestbed.numerics import gamma_draw, log_softmax, splitmix64_next
 from cogtestbed.parameters import ParameterSet
 
 #: Uniforms the sample-only agent consumes per step: the most samples per item it can draw (this
@@ -52,10 +51,10 @@ def log_gamma_draw(a: float, state: np.uint64) -> tuple[np.uint64, float]:
     """ln of a Gamma(a, 1) draw, in log space so that tiny shapes do not underflow: for a < 1,
     G(a) = G(a + 1)·U^(1/a) (Marsaglia & Tsang 2000), i.e. ln G = ln G(a + 1) + ln U / a."""
     if a < 1.0:
-        state, u = _splitmix(state)
-        state, g = _gamma(a + 1.0, state)
+        state, u = splitmix64_next(state)
+        state, g = gamma_draw(a + 1.0, state)
         return state, math.log(g) + math.log(u) / a
-    state, g = _gamma(a, state)
+    state, g = gamma_draw(a, state)
     return state, math.log(g)
 
 

@@ -23,11 +23,11 @@ from cogtestbed.inference.twostep import (
     HybridModel,
     ModelBasedModel,
     ModelFreeModel,
-    _learn,
-    _sigmoid,
-    _stage1_logit,
+    learn,
     simulate_hybrid_kernel,
+    stage1_logit,
 )
+from cogtestbed.numerics import sigmoid
 from cogtestbed.parameters import ParameterSet, per_subject
 
 KERNEL_PARAMS = ("w", "alpha", "beta", "lam", "persev")
@@ -52,11 +52,11 @@ class _TwoStepAgent(KernelLapsingAgent[TwoStepDesign, TwoStepSessions]):
     def act(self, obs: Mapping[str, Any]) -> int:
         u = float(self.uniforms()[0])
         if int(obs["stage"]) == 0:
-            x = _stage1_logit(self.qmf, self.q2, self._value("w"), self._value("beta"),
+            x = stage1_logit(self.qmf, self.q2, self._value("w"), self._value("beta"),
                               self._value("persev"), self.prev, self._common)
-            return 0 if u < _sigmoid(x) else 1
+            return 0 if u < sigmoid(x) else 1
         s = int(obs["planet"])
-        p_first = _sigmoid(self._value("beta") * (self.q2[s, 0] - self.q2[s, 1]))
+        p_first = sigmoid(self._value("beta") * (self.q2[s, 0] - self.q2[s, 1]))
         return 0 if u < p_first else 1
 
     def update(
@@ -69,7 +69,7 @@ class _TwoStepAgent(KernelLapsingAgent[TwoStepDesign, TwoStepSessions]):
         if int(obs["stage"]) == 0:
             self._a1 = int(action)
             return
-        _learn(self.qmf, self.q2, self._a1, int(obs["planet"]), int(action), float(reward),
+        learn(self.qmf, self.q2, self._a1, int(obs["planet"]), int(action), float(reward),
                self._value("alpha"), self._value("lam"))
         self.prev = self._a1
 

@@ -37,9 +37,9 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from cogtestbed.environments.belief import EXPERIMENT
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.parameters import Parameter, ParameterSet
+from cogtestbed.tables.belief import EXPERIMENT
 
 #: Covariate of the decision models: the π0 report averaged over a context's repetitions.
 BELIEF_COVARIATE = "mean_pi0"
@@ -268,10 +268,18 @@ class LossModel(_DecisionModel):
 MODELS: dict[str, CognitiveModel] = {"mnl": MNLModel(), "loss": LossModel()}
 
 
+def mnl_coefficients(u: Mapping[str, Any], scale: Any) -> dict[str, Any]:
+    """The 4-parameter MNL (log-odds against No, linear in p) of utilities u and a scale:
+    α_a = scale·(u(a,0) − u(No,0)), β_a = scale·[(u(a,1) − u(a,0)) − (u(No,1) − u(No,0))]."""
+    out = {}
+    for a in ("yes", "defer"):
+        out[f"alpha_{a}"] = scale * (u[f"u_{a}_0"] - u["u_no_0"])
+        out[f"beta_{a}"] = scale * ((u[f"u_{a}_1"] - u[f"u_{a}_0"]) - (u["u_no_1"] - u["u_no_0"]))
+    return out
+
+
 def generating_values(agent: str, params: Mapping[str, float]) -> dict[str, float]:
     """The model parameters that an agent's parameters imply (for recovery studies)."""
-    from cogtestbed.agents.belief import mnl_coefficients
-
     if agent in ("logit-rum",):
         return {k: float(v) for k, v in mnl_centred(mnl_coefficients(params, params["scale"])).items()}
     if agent == "loss-rum":

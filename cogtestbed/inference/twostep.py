@@ -64,7 +64,7 @@ PERSEVERATION = Parameter("persev", -5.0, 5.0, 0.0, "first-stage stickiness (+: 
 
 # ----------------------------------------------------------------------------- kernels
 @njit(cache=True, inline="always")
-def _stage1_logit(qmf: np.ndarray, q2: np.ndarray, w: float, beta: float, persev: float,
+def stage1_logit(qmf: np.ndarray, q2: np.ndarray, w: float, beta: float, persev: float,
                   prev: int, common: float) -> float:
     """Logit of P(a1 = X) (action 0) under the hybrid policy."""
     m0 = max(q2[0, 0], q2[0, 1])
@@ -80,7 +80,7 @@ def _stage1_logit(qmf: np.ndarray, q2: np.ndarray, w: float, beta: float, persev
 
 
 @njit(cache=True, inline="always")
-def _learn(qmf: np.ndarray, q2: np.ndarray, a1: int, s: int, c: int, r: float,
+def learn(qmf: np.ndarray, q2: np.ndarray, a1: int, s: int, c: int, r: float,
            alpha: float, lam: float) -> None:
     d1 = q2[s, c] - qmf[a1]
     qmf[a1] += alpha * d1
@@ -119,7 +119,7 @@ def simulate_hybrid_kernel(
         cursor = 0  # the agent reads its uniforms in order, one per step it answers
         for t in range(t_max):
             kind = unit_lapse(lapse_kind, i, t)
-            x = _stage1_logit(qmf, q2, w[i], beta[i], persev[i], prev, common)
+            x = stage1_logit(qmf, q2, w[i], beta[i], persev[i], prev, common)
             a1 = 0 if uniforms[i, cursor] < _sigmoid(x) else 1
             cursor += 1
             a1 = step_lapse(kind, lapse_u, i, 2 * t, a1, 2)
@@ -137,7 +137,7 @@ def simulate_hybrid_kernel(
             rewards[i, 2 * t] = 0.0
             rewards[i, 2 * t + 1] = r
             valid[i, 2 * t] = valid[i, 2 * t + 1] = played[i, 2 * t + 1] = True
-            _learn(qmf, q2, a1, s, c, r, alpha[i], lam[i])
+            learn(qmf, q2, a1, s, c, r, alpha[i], lam[i])
             prev = a1
     return actions, rewards, valid, played
 
@@ -232,7 +232,7 @@ def hybrid_pointwise_kernel(
             grad[t, 2] += slope2 * diff2
         else:
             ll[t] += log_clip
-        # learning (as _learn), derivatives first (they read the old values)
+        # learning (as learn), derivatives first (they read the old values)
         r = reward[t]
         d1 = q2[s, c] - qmf[a]
         d2 = r - q2[s, c]

@@ -468,7 +468,7 @@ def spec_from_decl(exp: ExperimentSpec, decl: StudyDecl, **overrides: Any) -> St
     if decl.subjects:
         fields["subjects"] = tuple(decl.subjects)
     own = kind_fields(decl.kind)  # a declaration's settings that its kind has no use for are left out
-    return study_spec(**{k: v for k, v in fields.items() if k in own}, **overrides)
+    return study_spec(**{**{k: v for k, v in fields.items() if k in own}, **overrides})
 
 
 def declared_studies(exp: ExperimentSpec, name: str | None = None) -> list[tuple[str, StudyDecl]]:

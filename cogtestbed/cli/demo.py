@@ -76,7 +76,7 @@ def _demo(output: Path, subjects: int, seed: int, workers: int | None, client: A
     if client is not None:
         from cogtestbed.cli.demo_real import real_model_part
 
-        real_sections, real_lines, results["real_model"] = real_model_part(client, output, seed, workers)
+        real_sections, real_lines, results["real_model"] = real_model_part(client, output, seed, workers, DEMO_PARAMS)
         sections += real_sections
         report += "\n".join(real_lines) + "\n"
     write_json_atomic(output / "metrics.json", results)

@@ -26,14 +26,14 @@ PLAN_ARGS: dict[str, Any] = {"model": "rw-pm", "effect": "optimism_bias=0.4", "s
 PILOT_EXPERIMENT = "instrumental-learning"
 
 
-def real_model_part(client: Any, output: Path, seed: int, workers: int | None
+def real_model_part(client: Any, output: Path, seed: int, workers: int | None, params: dict[str, float]
                     ) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
-    """(HTML sections, Markdown lines, JSON) of the real-model part, written under ``output/real_model``."""
-    from cogtestbed.cli.demo import DEMO_PARAMS
+    """(HTML sections, Markdown lines, JSON) of the real-model part, written under ``output/real_model``
+    (``params``: the synthetic agent's parameters the pilot compares with)."""
     from cogtestbed.validation.real_model import demo_sessions, demo_table
 
     folder = output / "real_model"
-    results = demo_sessions(client, folder, seed, {PILOT_EXPERIMENT: DEMO_PARAMS},
+    results = demo_sessions(client, folder, seed, {PILOT_EXPERIMENT: params},
                             on_progress=lambda msg: console_err.print(msg, highlight=False, markup=False))
     sections, lines = [], ["", f"## A real model: {client.spec} ({MODEL_LABEL}), offline", ""]
     for res in results:

@@ -27,65 +27,65 @@ from cogtestbed.inference.twostep import stay_design, stay_pairs
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import seed_streams, simulate, subject_params
 from cogtestbed.trials import (
-    CodedCategories,
-    CodedLists,
-    CodedStrings,
-    FirstSteps,
-    Lists,
-    PerSubject,
-    PerTrial,
+    categories,
+    coded_lists,
     finish_table,
-    fresh_column,
     list_cells,
+    lists,
+    masked_action,
+    padded_lists,
     read_table,
+    strings,
     table_to_parquet,
 )
 
 
-def _table(**kw: object) -> pd.DataFrame:
+def _table(stimulus: dict[str, object] | None = None, **kw: object) -> pd.DataFrame:
     action = np.array([[0, 1, 1], [1, 0, 1]])
     valid = np.array([[True, False, True], [True, True, True]])
-    return finish_table("x", kw.pop("stimulus", {}), action, np.ones((2, 3)), valid, agent="a",  # type: ignore[arg-type]
-                        **kw)  # type: ignore[arg-type]
+    columns = {**(stimulus or {}), "action": action, "reward": np.ones((2, 3)), "valid": valid}
+    return finish_table("x", columns, agent="a", **kw)  # type: ignore[arg-type]
 
 
 def test_coded_strings_give_the_same_column_as_object_strings() -> None:
     codes = np.array([[0, 2, 1], [1, 1, 2]])
     vocab = ("A", "B", None)
-    coded = _table(stimulus={"s": CodedStrings(codes, vocab)})
+    coded = _table(stimulus={"s": strings(codes, vocab)})
     plain = _table(stimulus={"s": np.array(vocab, dtype=object)[codes]})
     assert coded.equals(plain) and coded["s"].dtype == plain["s"].dtype == "string"
     assert coded["s"].tolist() == ["A", pd.NA, "B", "B", "B", pd.NA]
     with pytest.raises(ValueError, match="codes must lie"):
-        _table(stimulus={"s": CodedStrings(codes + 1, vocab)})
+        strings(codes + 1, vocab)
 
 
-def test_encode_take_where() -> None:
-    letters = CodedStrings.encode(np.array([["Q", "B"], ["Z", "Q"]]))
-    assert letters.vocabulary == ("B", "Q", "Z")
-    picked = letters.take(np.array([0, 1]), 0).where(np.array([True, False]), letters.take(np.array([0, 1]), 1))
-    assert [letters.vocabulary[c] for c in picked.codes] == ["Q", "Q"]
-
-
-def test_keep_action_valid_slots_and_fresh_memory() -> None:
+def test_column_order_masks_and_copies() -> None:
+    """session and trial first, raw_response/parse_error after valid, then agent and parameters, then the
+    rest; per-subject (n, 1) and per-step (1, T) arrays broadcast; a pandas action is taken as masked;
+    the table holds copies of the caller's arrays."""
     reward = np.arange(6.0).reshape(2, 3)
     keep = np.array([[True, True, False], [True, False, False]])
-    t = finish_table("x", {"stim": reward}, np.array([[0, 1, 1], [1, 0, 1]]), reward, np.ones((2, 3), bool),
-                     agent="a", keep=keep, action_valid=np.array([[True, False, True], [True, True, True]]),
-                     after_action={"conf": reward * 10}, trailing={"note": None}, params={"p": np.array([1.0, 2.0])})
-    assert list(t.columns) == ["experiment", "subject", "session", "trial", "stim", "action", "conf", "reward",
-                               "valid", "raw_response", "parse_error", "agent", "param_p", "note"]
+    present = np.array([[True, False, True], [True, True, True]])
+    columns = {"stim": reward, "h": np.array([[3], [4]]), "f": np.array([[True, False, False]]),
+               "action": masked_action(np.array([[0, 1, 1], [1, 0, 1]]), present), "conf": reward * 10,
+               "reward": reward, "valid": np.ones((2, 3), bool), "note": None}
+    t = finish_table("x", columns, agent="a", keep=keep, params={"p": np.array([1.0, 2.0])})
+    assert list(t.columns) == ["experiment", "subject", "session", "trial", "stim", "h", "f", "action", "conf",
+                               "reward", "valid", "raw_response", "parse_error", "agent", "param_p", "note"]
     assert t["trial"].tolist() == [0, 1, 0] and t["subject"].tolist() == [0, 0, 1]
+    assert t["h"].tolist() == [3, 3, 4] and t["f"].tolist() == [True, False, True]
     assert t["action"].isna().tolist() == [False, True, False] and t["param_p"].tolist() == [1.0, 1.0, 2.0]
     assert t["note"].isna().all() and t["note"].dtype == "string"
-    whole = finish_table("x", {"stim": reward}, np.zeros((2, 3), int), reward, np.ones((2, 3), bool), agent="a")
-    reward[0, 0] = 99.0  # the table owns its columns
+    whole = finish_table("x", {"stim": reward, "action": np.zeros((2, 3), int), "reward": reward,
+                               "valid": np.ones((2, 3), bool)}, agent="a")
+    reward[0, 0] = 99.0  # the table holds its own copies
     assert whole["reward"].iloc[0] == 0.0 and whole["stim"].iloc[0] == 0.0
+    with pytest.raises(ValueError, match="action, reward and valid"):
+        finish_table("x", {"action": reward}, agent="a")
 
 
 def test_float_action_masks_invalid_and_nan() -> None:
-    t = finish_table("x", {}, np.array([[0.5, np.nan, 0.2]]), np.zeros((1, 3)), np.array([[True, True, False]]),
-                     agent="a")
+    t = finish_table("x", {"action": np.array([[0.5, np.nan, 0.2]]), "reward": np.zeros((1, 3)),
+                           "valid": np.array([[True, True, False]])}, agent="a")
     assert t["action"].dtype == "Float64" and t["action"].isna().tolist() == [False, True, True]
 
 
@@ -191,8 +191,8 @@ def test_convergence_verdict_checks_tail_ess() -> None:
 
 def test_list_columns_are_arrow_lists_that_read_back_from_parquet(tmp_path: Path) -> None:
     offsets = np.array([0, 2, 2, 5, 6, 9, 10])
-    t = _table(stimulus={"x": Lists(np.arange(10.0), offsets),
-                         "labels": CodedLists(np.array([[0, 1, 2], [2, 1, 0]]), (("a", "bc"), (), ("Left",)))})
+    t = _table(stimulus={"x": lists(np.arange(10.0), offsets),
+                         "labels": coded_lists(np.array([[0, 1, 2], [2, 1, 0]]), (("a", "bc"), (), ("Left",)))})
     assert str(t["x"].dtype) == "list<item: double>[pyarrow]"
     assert str(t["labels"].dtype) == "list<item: string>[pyarrow]"
     assert t["x"].iloc[2] == [2.0, 3.0, 4.0] and t["labels"].iloc[0] == ["a", "bc"] and t["labels"].iloc[1] == []
@@ -204,26 +204,27 @@ def test_list_columns_are_arrow_lists_that_read_back_from_parquet(tmp_path: Path
     plain = pd.read_parquet(path)  # without cogtestbed's reader: object columns of arrays, as lists always read
     assert plain["x"].dtype == object and list(plain["x"].iloc[2]) == [2.0, 3.0, 4.0]
     assert list(plain["labels"].iloc[0]) == ["a", "bc"] and len(plain["labels"].iloc[1]) == 0
-    kept = finish_table("x", {"x": Lists(np.arange(10.0), offsets)}, np.zeros((2, 3), int), np.ones((2, 3)),
-                        np.ones((2, 3), bool), agent="a", keep=np.array([[False, True, True], [False, False, True]]))
+    kept = finish_table("x", {"x": lists(np.arange(10.0), offsets), "action": np.zeros((2, 3), int),
+                              "reward": np.ones((2, 3)), "valid": np.ones((2, 3), bool)},
+                        agent="a", keep=np.array([[False, True, True], [False, False, True]]))
     assert list_cells(kept["x"]) == [[], [2.0, 3.0, 4.0], [9.0]]
     with pytest.raises(ValueError, match="offsets must rise"):
-        _table(stimulus={"x": Lists(np.arange(3.0), np.array([0, 1, 1, 1, 1, 1, 2]))})
+        lists(np.arange(3.0), np.array([0, 1, 1, 1, 1, 1, 2]))
     with pytest.raises(ValueError, match="list codes must lie"):
-        _table(stimulus={"x": CodedLists(np.full((2, 3), 3), ((1.0,), (), (2.0,)))})
+        coded_lists(np.full((2, 3), 3), ((1.0,), (), (2.0,)))
 
 
 def test_lists_from_padded_rows_and_segment_normalisation() -> None:
     padded = np.arange(12.0).reshape(4, 3)
-    lists = Lists.from_padded(padded, np.array([3, 0, 1, 2]))
-    assert lists.values.tolist() == [0.0, 1.0, 2.0, 6.0, 9.0, 10.0] and lists.offsets.tolist() == [0, 3, 3, 4, 6]
+    values, offsets = padded_lists(padded, np.array([3, 0, 1, 2]))
+    assert values.tolist() == [0.0, 1.0, 2.0, 6.0, 9.0, 10.0] and offsets.tolist() == [0, 3, 3, 4, 6]
     rng = np.random.default_rng(3)
     k = rng.integers(2, 12, 300)
     lp = np.log(rng.random((300, 12)))
     lp[::9, 0] = np.nan
     lp[::13] = -np.inf
-    flat = Lists.from_padded(lp, k)
-    got = normalise_logprobs_segments(flat.values, flat.offsets)
+    values, offsets = padded_lists(lp, k)
+    got = normalise_logprobs_segments(values, offsets)
     expected = np.concatenate([normalise_logprobs(row[:kk]) for row, kk in zip(lp, k, strict=True)])
     assert got.tobytes() == expected.tobytes()
 
@@ -232,7 +233,7 @@ def test_coded_categories_give_a_category_column_of_the_vocabulary(tmp_path: Pat
     codes = np.array([[0, 2, 1], [3, 1, 2]])
     vocab = ("B", "A", None, "B")  # a repeated entry and a missing one
     keep = np.array([[True, True, True], [True, True, False]])
-    t = _table(stimulus={"s": CodedCategories(codes, vocab)}, keep=keep)
+    t = _table(stimulus={"s": categories(codes, vocab)}, keep=keep)
     assert isinstance(t["s"].dtype, pd.CategoricalDtype) and list(t["s"].cat.categories) == ["A", "B"]
     assert t["s"].astype(object).where(t["s"].notna(), None).tolist() == ["B", None, "A", "B", "A"]
     assert t["s"].cat.codes.dtype == np.int8
@@ -248,88 +249,33 @@ def test_kept_rows_given_flat_equal_the_rectangular_arrays() -> None:
     reward = np.arange(6.0).reshape(2, 3)
     valid = np.array([[True, False, True], [True, True, True]])
     params = {"p": np.array([0.5, 2.0])}
-    whole = finish_table("x", {"s": reward * 2, "h": PerSubject(np.array([3, 4]))}, action, reward, valid,
-                         agent="a", keep=keep, params=params)
-    kept = finish_table("x", {"s": (reward * 2)[keep], "h": PerSubject(np.array([3, 4]))}, action[keep],
-                        reward[keep], valid[keep], agent="a", keep=keep, params=params)
+    per_subject = np.array([[3], [4]])
+    whole = finish_table("x", {"s": reward * 2, "h": per_subject, "action": action, "reward": reward,
+                               "valid": valid}, agent="a", keep=keep, params=params)
+    kept = finish_table("x", {"s": (reward * 2)[keep], "h": per_subject, "action": action[keep],
+                              "reward": reward[keep], "valid": valid[keep]}, agent="a", keep=keep, params=params)
     pd.testing.assert_frame_equal(whole, kept, check_exact=True)
     assert whole["h"].tolist() == [3, 3, 4] and whole["param_p"].tolist() == [0.5, 0.5, 2.0]
     assert whole["action"].tolist() == [0, pd.NA, 1]
 
 
-@pytest.mark.parametrize("blocks_api", [True, False])
-def test_table_frame_equals_the_constructor(monkeypatch: pytest.MonkeyPatch, blocks_api: bool) -> None:
-    """Blocks (numeric, boolean and extension columns) or the constructor (an object column, or a pandas
-    without ``create_dataframe_from_blocks``): the frame ``pd.DataFrame(columns)`` gives, and a column
-    of the wrong length fails as it does there."""
-    import cogtestbed.trials as trials
-    from cogtestbed.trials import table_frame
-
-    if not blocks_api:
-        monkeypatch.setattr(trials, "_frame_from_blocks", None)
-
-    n = 5
-    columns = {"i": np.arange(n), "f": np.linspace(0, 1, n), "b": np.arange(n) % 2 == 0,
-               "wrapped": pd.arrays.NumpyExtensionArray(np.arange(n) * 2),
-               "a": pd.array([1, None, 3, 4, 5], dtype="Int64"),
-               "s": pd.array(["x", None, "y", "z", "x"], dtype="string"),
-               "c": pd.Categorical(["u"] * n)}
-    for extra in ({}, {"o": np.array([[1], [2], [3], [4], [5]], dtype=object).reshape(n)}):
-        built = table_frame({**columns, **extra}, n)
-        want = pd.DataFrame({**columns, **extra}, copy=False)
-        pd.testing.assert_frame_equal(built, want, check_exact=True)
-        assert list(built.columns) == list(want.columns) and built.columns.dtype == want.columns.dtype
-    with pytest.raises(ValueError, match="same length"):
-        table_frame({**columns, "short": np.arange(n - 1)}, n)
-
-
-def test_a_keep_mask_of_every_row_hands_flat_rows_over_and_selects_nothing() -> None:
-    """A mask that keeps every row: flat arrays of the rows are the table's own (not copied) and the
-    rectangular arrays give the same table."""
-    keep = np.ones((2, 3), dtype=bool)
-    action = np.array([[0, 1, 1], [1, 0, 1]])
-    reward = np.arange(6.0).reshape(2, 3)
-    valid = np.array([[True, False, True], [True, True, True]])
-    stimulus = (reward * 2).reshape(-1)
-    flat_reward, flat_valid = reward.reshape(-1).copy(), valid.reshape(-1).copy()
-    kept = finish_table("x", {"s": fresh_column(stimulus)}, action.reshape(-1).copy(), flat_reward, flat_valid,
-                        agent="a", keep=keep)
-    whole = finish_table("x", {"s": reward * 2}, action, reward, valid, agent="a", keep=keep)
-    pd.testing.assert_frame_equal(whole, kept, check_exact=True)
-    assert np.shares_memory(kept["reward"].to_numpy(), flat_reward)
-    assert np.shares_memory(kept["s"].to_numpy(), stimulus)
-    assert np.shares_memory(kept["valid"].to_numpy(), flat_valid)
-    assert kept["trial"].tolist() == [0, 1, 2, 0, 1, 2] and kept["action"].tolist() == [0, pd.NA, 1, 1, 0, 1]
-
-
 @pytest.mark.parametrize("lengths", [[3, 1, 0, 2], [3, 3, 3, 3], [0, 0, 0, 0]])
-def test_first_steps_keep_the_rows_of_the_mask_they_stand_for(lengths: list[int]) -> None:
-    """``keep=FirstSteps(lengths, n)`` builds the table a (subjects, n) prefix mask builds, every kind of
-    column included (rectangular, per trial, per subject, text, flat kept rows, parameters)."""
-    first = FirstSteps(np.array(lengths), 3)
+def test_kept_lengths_keep_the_rows_of_the_mask_they_stand_for(lengths: list[int]) -> None:
+    """``keep`` as each subject's number of first steps builds the table the prefix mask builds, every kind
+    of column included (rectangular, per step, per subject, text, flat kept rows, parameters)."""
     mask = np.arange(3)[None, :] < np.array(lengths)[:, None]
-    assert np.array_equal(first.mask(), mask) and first.shape == (4, 3)
-    assert (first.total, first.longest) == (sum(lengths), max(lengths))
     rng = np.random.default_rng(0)
     action, reward = rng.integers(0, 2, size=(4, 3)), rng.normal(size=(4, 3))
     valid = rng.random((4, 3)) < 0.7
     text = np.array([[f"{i}-{t}" for t in range(3)] for i in range(4)], dtype=object)
 
-    def table(keep: np.ndarray | FirstSteps, flat: np.ndarray) -> pd.DataFrame:
-        stimulus = {"s": reward * 2, "f": PerTrial(np.array([True, False, False])), "h": PerSubject(np.arange(4) + 5),
-                    "k": fresh_column(flat.copy())}
-        return finish_table("x", stimulus, action, reward, valid, agent="a", keep=keep, raw_response=text,
-                            params={"p": np.arange(4.0)})
+    def table(keep: np.ndarray, flat: np.ndarray) -> pd.DataFrame:
+        columns = {"s": reward * 2, "f": np.array([[True, False, False]]), "h": (np.arange(4) + 5)[:, None],
+                   "k": flat.copy(), "action": action, "reward": reward, "valid": valid, "raw_response": text}
+        return finish_table("x", columns, agent="a", keep=keep, params={"p": np.arange(4.0)})
 
     flat = reward[mask] * 3
-    by_mask, by_lengths = table(mask, flat), table(first, flat)
+    by_mask, by_lengths = table(mask, flat), table(np.array(lengths), flat)
     pd.testing.assert_frame_equal(by_lengths, by_mask, check_exact=True)
     assert len(by_lengths) == sum(lengths)
     assert by_lengths["raw_response"].tolist() == text[mask].tolist()
-
-
-def test_first_steps_are_checked() -> None:
-    with pytest.raises(ValueError, match=r"lengths must lie in 0\.\.3"):
-        FirstSteps(np.array([1, 4]), 3)
-    with pytest.raises(ValueError, match="one length per subject"):
-        FirstSteps(np.ones((2, 2), dtype=np.int64), 3)

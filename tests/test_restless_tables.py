@@ -65,8 +65,8 @@ def numpy_table(design: RestlessDesign, sessions: RestlessSessions, outcomes: ob
                 "accurate": np.where(valid, (choice == best).astype(np.float64), np.nan),
                 "raw_confidence": None, "confidence_parse_error": None}
     exists = np.arange(t_max)[None, :] < sessions.block_lengths.sum(axis=1)[:, None]
-    return finish_table(EXPERIMENT, stimulus, choice, reward, valid, agent=agent, params=params,  # type: ignore[arg-type]
-                        keep=exists)
+    return finish_table(EXPERIMENT, {**stimulus, "action": choice, "reward": reward, "valid": valid},
+                        agent=agent, params=params, keep=exists)
 
 
 def same_sessions(a: RestlessSessions, b: RestlessSessions) -> None:

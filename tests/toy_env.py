@@ -113,6 +113,7 @@ class ElicitJudgeEnv(TextEnv[ToyDesign, ToySessions]):
         scored = None if outcomes.scored is None else outcomes.scored[:, 1::2]
         stimulus = {"statement": sessions.statement,
                     **scored_columns(scored, len(design.judgements), shape, prefix="judge")}
-        return finish_table(cls.experiment, stimulus, outcomes.action[:, 0::2], outcomes.reward[:, 0::2],
-                            outcomes.valid[:, 0::2], agent=agent, raw_response=outcomes.raw_response[:, 0::2]
-                            if outcomes.raw_response is not None else None, params=params)
+        raw = outcomes.raw_response[:, 0::2] if outcomes.raw_response is not None else None
+        return finish_table(cls.experiment, {**stimulus, "action": outcomes.action[:, 0::2],
+                                             "reward": outcomes.reward[:, 0::2], "valid": outcomes.valid[:, 0::2],
+                                             "raw_response": raw}, agent=agent, params=params)

@@ -103,8 +103,8 @@ def import_rw17_human(path: str | Path) -> pd.DataFrame:
     stim = stimulus_columns(design, variant, cb, item)
     stim["prompt_type"] = pd.Categorical(["human"] * item.size)
     y = df["y"].to_numpy(np.float64).reshape(n_sub, n_t)
-    table = finish_table(EXPERIMENT, stim, y, np.full(y.shape, np.nan), np.ones(y.shape, bool),
-                         agent="human")
+    table = finish_table(EXPERIMENT, {**stim, "action": y, "reward": np.full(y.shape, np.nan),
+                                      "valid": np.ones(y.shape, bool)}, agent="human")
     table.insert(table.columns.get_loc("reward"), "confidence", np.nan)
     table["subject"] = df["s"].to_numpy(np.int64)
     table["trial"] = df["trial"].to_numpy(np.int64)
@@ -182,10 +182,10 @@ def import_causaign_responses(path: str | Path) -> pd.DataFrame:
                          for a in answers], dtype=np.float64)
         err = np.array([p.error for p in parsed], dtype=object)
         stim = stimulus_columns(design, variant[rows][None], cb[rows][None], item[rows][None])
-        t = finish_table(EXPERIMENT, stim, rating[None], np.full((1, len(rows)), np.nan),
-                         valid[None], agent=str(df["subject"].iloc[rows[0]]),
-                         raw_response=raw[None].astype(object), parse_error=err[None],
-                         subject_offset=k)
+        t = finish_table(EXPERIMENT, {**stim, "action": rating[None], "reward": np.full((1, len(rows)), np.nan),
+                                      "valid": valid[None], "raw_response": raw[None].astype(object),
+                                      "parse_error": err[None]},
+                         agent=str(df["subject"].iloc[rows[0]]), subject_offset=k)
         t.insert(t.columns.get_loc("reward"), "confidence", conf)
         t["temperature"] = df["temperature"].to_numpy()[rows] if "temperature" in df.columns else np.nan
         parts.append(t)

@@ -119,8 +119,9 @@ def import_instrumental(path: str | Path) -> pd.DataFrame:
     }
     choice, valid = responses(df, "choice", Path(path).name)
     reward = np.where(valid, df["reward"].to_numpy(dtype=np.float64), np.nan)
-    table = finish_table("instrumental-learning", stimulus, choice.reshape(shape), reward.reshape(shape),
-                         valid.reshape(shape), agent=Path(path).stem)
+    table = finish_table("instrumental-learning", {**stimulus, "action": choice.reshape(shape),
+                                                   "reward": reward.reshape(shape), "valid": valid.reshape(shape)},
+                         agent=Path(path).stem)
     table["subject"] = np.repeat(runs, n_trials)
     table.attrs["duplicated_rows_dropped"] = n_dropped
     return table
@@ -241,7 +242,8 @@ def import_restless(path: str | Path) -> pd.DataFrame:
         "confidence_parse_error": none,
     }
     reward = np.where(valid, df["reward"].to_numpy(np.float64)[:, None], np.nan)
-    table = _finish("restless-bandit", stimulus, choice, reward, valid, agent=Path(path).stem)
+    table = _finish("restless-bandit", {**stimulus, "action": choice, "reward": reward, "valid": valid},
+                    agent=Path(path).stem)
     table["subject"] = df["run"].to_numpy(np.int64)
     table["trial"] = df["trial"].to_numpy(np.int64)
     return table
@@ -292,11 +294,10 @@ def import_twostep(path: str | Path) -> pd.DataFrame:
         "alien": np.asarray(alien.to_numpy(dtype=object, na_value=None), dtype=object).reshape(shape),
         **{k: v.reshape(shape) for k, v in probs.items()},
     }
-    table = finish_table(
-        EXPERIMENT, stimulus, np.where(np.isfinite(a1), a1, 0).astype(np.int64).reshape(shape),
-        df["reward"].to_numpy(dtype=np.float64).reshape(shape), valid.reshape(shape),
-        agent=Path(path).stem,
-    )
+    table = finish_table(EXPERIMENT, {
+        **stimulus, "action": np.where(np.isfinite(a1), a1, 0).astype(np.int64).reshape(shape),
+        "reward": df["reward"].to_numpy(dtype=np.float64).reshape(shape), "valid": valid.reshape(shape),
+    }, agent=Path(path).stem)
     # the first-stage choice stands even when the second answer is invalid (an alien of the
     # other planet: 124 rows in claude-1, which CogBench scored with that alien's probability)
     table["action"] = pd.array(np.where(np.isfinite(a1), a1, 0).astype(np.int64), dtype="Int64")
@@ -332,10 +333,10 @@ def import_discounting(path: str | Path) -> pd.DataFrame:
     }
     for item, column in zip(ANOMALY_ITEMS, COGBENCH_ANOMALY_COLUMNS, strict=True):
         stimulus[f"summary_{item}"] = df[column].to_numpy(np.float64).reshape(shape)
-    table = finish_table(
-        EXPERIMENT, stimulus, np.zeros(shape, dtype=np.int64), np.full(shape, np.nan),
-        np.isfinite(stimulus["summary_score"]), agent=Path(path).stem,
-    )
+    table = finish_table(EXPERIMENT, {
+        **stimulus, "action": np.zeros(shape, dtype=np.int64), "reward": np.full(shape, np.nan),
+        "valid": np.isfinite(stimulus["summary_score"]),
+    }, agent=Path(path).stem)
     table["action"] = pd.array([pd.NA] * n, dtype="Int64")
     table["subject"] = df["run"].to_numpy(np.int64)
     return table
@@ -368,7 +369,7 @@ def import_bart(path: str | Path) -> pd.DataFrame:
         "n_decisions": np.full(shape, -1, dtype=np.int64),
     }
     reward = np.where(valid, df["reward"].to_numpy(np.float64), np.nan)
-    table = finish_table(EXPERIMENT, stimulus, pumps.reshape(shape), reward.reshape(shape), valid.reshape(shape),
-                         agent=Path(path).stem)
+    table = finish_table(EXPERIMENT, {**stimulus, "action": pumps.reshape(shape), "reward": reward.reshape(shape),
+                                      "valid": valid.reshape(shape)}, agent=Path(path).stem)
     table["subject"] = np.repeat(runs, n_balloons).astype(np.int64)
     return table

@@ -350,10 +350,8 @@ class BartEnv(TextEnv[BartDesign, BartSessions]):
             raw = _join_steps(outcomes.raw_response, first, count)
         if outcomes.parse_error is not None and any(x is not None for x in outcomes.parse_error.ravel()):
             err = _join_steps(outcomes.parse_error, first, count)
-        return finish_table(
-            EXPERIMENT, stimulus, pumps, reward, ok, agent=agent, raw_response=raw, parse_error=err,
-            params=params,
-        )
+        return finish_table(EXPERIMENT, {**stimulus, "action": pumps, "reward": reward, "valid": ok,
+                                          "raw_response": raw, "parse_error": err}, agent=agent, params=params)
 
 
 def _join_steps(per_step: np.ndarray, first: np.ndarray, count: np.ndarray) -> np.ndarray:

@@ -62,7 +62,7 @@ from cogtestbed.environments.bayesnets import (
 )
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.belief import EXPERIMENT, SCHEMA
-from cogtestbed.trials import CodedStrings, Column, finish_table
+from cogtestbed.trials import Column, finish_table, strings
 
 BELIEF, DECISION, LIE_AUX, LIE_COND = 0, 1, 2, 3
 PHASE_NAMES = ("belief", "decision", "lie_aux", "lie_cond")
@@ -601,9 +601,10 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
                      *, agent: str = "unknown", params: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
         """One row per call with the columns of the module docstring (see :func:`belief_columns`)."""
         stimulus = belief_columns(design, sessions, outcomes)
-        return finish_table(EXPERIMENT, stimulus, outcomes.action, np.full(outcomes.action.shape, np.nan),
-                            outcomes.valid, agent=agent, raw_response=outcomes.raw_response,
-                            parse_error=outcomes.parse_error, params=params)
+        return finish_table(EXPERIMENT, {**stimulus, "action": outcomes.action,
+                                         "reward": np.full(outcomes.action.shape, np.nan), "valid": outcomes.valid,
+                                         "raw_response": outcomes.raw_response, "parse_error": outcomes.parse_error},
+                            agent=agent, params=params)
 
 
 def render(gt: GroundTruth, cfg: int, phase: int, arg: int) -> str:
@@ -656,7 +657,7 @@ def step_arrays(design: BeliefDesign, sessions: BeliefSessions) -> dict[str, np.
 
 def belief_columns(design: BeliefDesign, sessions: BeliefSessions, outcomes: Outcomes) -> dict[str, Column]:
     """The stimulus and answer columns of the trial table as (n, steps) arrays (text columns as
-    :class:`~cogtestbed.trials.CodedStrings`)."""
+    :func:`~cogtestbed.trials.strings`)."""
     gt = ground_truth(design)
     a = step_arrays(design, sessions)
     n, steps = a["phase"].shape
@@ -675,14 +676,14 @@ def belief_columns(design: BeliefDesign, sessions: BeliefSessions, outcomes: Out
     aux_node, aux_state, aux_rep, aux_true = _aux_columns(gt, a, outcomes)
     return {
         "context_id": a["context"], "rep": a["rep"],
-        "evidence": CodedStrings(a["config"], tuple(gt.evidence_json)),
-        "target": CodedStrings(np.zeros((n, steps), dtype=np.int64), ("=".join(gt.target),)),
+        "evidence": strings(a["config"], tuple(gt.evidence_json)),
+        "target": strings(np.zeros((n, steps), dtype=np.int64), ("=".join(gt.target),)),
         "p_true": a["p_true"], "theta": a["theta"],
-        "phase": CodedStrings(phase, tuple(PHASE_NAMES)), "variant": CodedStrings(variant, (*VARIANTS, None)),
+        "phase": strings(phase, tuple(PHASE_NAMES)), "variant": strings(variant, (*VARIANTS, None)),
         "p_elicited": p_yes, "p_no_reported": p_no, "p_renormalised": renorm,
         "coherent": np.where(is_prob & valid, np.abs(total - 1.0) <= COHERENCE_TOL, False),
-        "decision": CodedStrings(np.where(dec_code >= 0, dec_code, 3), names),
-        "forced_choice": CodedStrings(np.where(forced >= 0, forced, 3), names),
+        "decision": strings(np.where(dec_code >= 0, dec_code, 3), names),
+        "forced_choice": strings(np.where(forced >= 0, forced, 3), names),
         "aux_node": aux_node, "aux_state": aux_state, "aux_reported": aux_rep, "aux_true": aux_true,
     }
 
@@ -696,10 +697,10 @@ def _aux_columns(gt: GroundTruth, a: Mapping[str, np.ndarray], outcomes: Outcome
     states = gt.network.states[gt.lie_node]
     phase = a["phase"]
     is_lie = (phase == LIE_AUX) | (phase == LIE_COND)
-    node = CodedStrings(np.where(is_lie, 0, 1), (gt.lie_node, None))
-    state = CodedStrings(np.where(phase == LIE_COND, a["arg"], len(states)), (*states, None))
+    node = strings(np.where(is_lie, 0, 1), (gt.lie_node, None))
+    state = strings(np.where(phase == LIE_COND, a["arg"], len(states)), (*states, None))
     true_json = tuple(json.dumps(dict(zip(states, map(float, row), strict=True))) for row in gt.pz)
-    aux_true = CodedStrings(np.where(phase == LIE_AUX, a["config"], len(true_json)), (*true_json, None))
+    aux_true = strings(np.where(phase == LIE_AUX, a["config"], len(true_json)), (*true_json, None))
     aux = outcomes.extra.get("aux")
     reported: Column = None
     if aux is not None:

@@ -622,11 +622,10 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
         conf = outcomes.extra.get("confidence")
         confidence = (_flat(np.full(outcomes.action.shape, np.nan)) if conf is None
                       else np.asarray(conf))
-        return finish_table(
-            EXPERIMENT, stimulus, np.asarray(outcomes.action, dtype=np.float64), outcomes.reward,
-            outcomes.valid, agent=agent, raw_response=outcomes.raw_response,
-            parse_error=outcomes.parse_error, params=params, after_action={"confidence": confidence},
-        )
+        return finish_table(EXPERIMENT, {**stimulus, "action": np.asarray(outcomes.action, dtype=np.float64),
+                                          "confidence": confidence, "reward": outcomes.reward, "valid": outcomes.valid,
+                                          "raw_response": outcomes.raw_response, "parse_error": outcomes.parse_error},
+                            agent=agent, params=params)
 
 
 def cell_for(design: CausalDesign, variant: int, cb: int, names_seed: int = 0) -> CellText:
@@ -652,9 +651,9 @@ def filler_words_table(design: CausalDesign) -> np.ndarray:
     return table
 
 
-def _flat(values: np.ndarray) -> pd.arrays.NumpyExtensionArray:
-    """A fresh numeric column as a flat array (the trial table holds it as it is)."""
-    return pd.arrays.NumpyExtensionArray(values.reshape(-1))
+def _flat(values: np.ndarray) -> np.ndarray:
+    """A numeric column as a flat array of the table's rows."""
+    return values.reshape(-1)
 
 
 def _cat(codes: np.ndarray, dtype: pd.CategoricalDtype) -> pd.Categorical:
@@ -713,7 +712,7 @@ def _cell_item_tables(design: CausalDesign) -> tuple[dict[str, np.ndarray], dict
 def stimulus_columns(design: CausalDesign, variant: np.ndarray, cb: np.ndarray, item: np.ndarray
                      ) -> dict[str, Any]:
     """Stimulus columns of the trial table from (subject, trial) arrays of indices (string
-    columns as flat categoricals, numeric ones as flat arrays the table takes without a copy):
+    columns as flat categoricals, numeric ones as flat arrays):
     each column one lookup of the judgment's (variant, cntbl_cond, item) in :func:`_cell_item_tables`."""
     tables, dtypes = _cell_item_tables(design)
     judgment = np.asarray(variant, dtype=np.int64) * len(design.cntbl_conds)

@@ -75,7 +75,7 @@ from cogtestbed.tables.discounting import (
     NOT_ASKED,
     SCHEMA,
 )
-from cogtestbed.trials import CodedCategories, CodedNumbers, Column, finish_table
+from cogtestbed.trials import Column, categories, finish_table, outcome_columns
 
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
 #: Staircase factors: first question, after "1" (sooner), after "1" again; after "2", after "2".
@@ -413,11 +413,8 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
         questions = question_list(design)
         stim: dict[str, Column] = {}
         for c in QUESTION_TEXT_FIELDS:
-            stim[c] = CodedCategories(codes, (*(getattr(q, c) for q in questions), None))
+            stim[c] = categories(codes, (*(getattr(q, c) for q in questions), None))
         for c in QUESTION_NUMBER_FIELDS:
-            stim[c] = CodedNumbers(codes, np.array([*(getattr(q, c) for q in questions), np.nan], dtype=np.float64))
-        return finish_table(
-            EXPERIMENT, stim, outcomes.action, outcomes.reward, outcomes.valid, agent=agent,
-            raw_response=outcomes.raw_response, parse_error=outcomes.parse_error, params=params,
-            keep=played,
-        )
+            stim[c] = np.array([*(getattr(q, c) for q in questions), np.nan], dtype=np.float64)[codes]
+        return finish_table(EXPERIMENT, {**stim, **outcome_columns(outcomes)}, agent=agent, params=params,
+                            keep=played)

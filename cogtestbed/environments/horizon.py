@@ -39,7 +39,6 @@ from cogtestbed.environments.draws import RoundedNormal, permute_rows
 from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.horizon import EXPERIMENT, SCHEMA, game_table
-from cogtestbed.trials import FirstSteps
 
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
 ARMS = ("F", "J")
@@ -229,13 +228,13 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         game has (its forced trials and ``horizon`` free ones) are built directly, one compiled
         pass over the games (:func:`_game_rows`)."""
         nf, t_max = design.n_forced, design.n_trials
-        kept = FirstSteps(nf + np.asarray(sessions.horizon, dtype=np.int64), t_max)
+        lengths = nf + np.asarray(sessions.horizon, dtype=np.int64)
         action, valid, reward, reward0, reward1, trial, forced = _game_rows(
             np.ascontiguousarray(sessions.forced, dtype=np.int64),
             np.ascontiguousarray(outcomes.action, dtype=np.int64), np.ascontiguousarray(outcomes.valid, dtype=bool),
-            np.ascontiguousarray(sessions.rewards, dtype=np.float64), kept.lengths, kept.total)
+            np.ascontiguousarray(sessions.rewards, dtype=np.float64), lengths, int(lengths.sum()))
         return game_table(sessions.horizon, sessions.unequal, sessions.means, (reward0, reward1),
-                          action, reward, valid, kept, nf, agent=agent,
+                          action, reward, valid, lengths, nf, agent=agent,
                           raw_response=_free_steps(outcomes.raw_response, nf, t_max),
                           parse_error=_free_steps(outcomes.parse_error, nf, t_max), params=params,
                           kept_trial=trial, kept_forced=forced)

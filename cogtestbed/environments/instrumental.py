@@ -31,7 +31,7 @@ from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, S
 from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.instrumental import EXPERIMENT, SCHEMA
-from cogtestbed.trials import CodedNumbers, CodedStrings, Column, finish_table
+from cogtestbed.trials import Column, finish_table, outcome_columns, strings
 
 ALPHABET = "ABCDEFGHJKLMNOPQRSTVW"
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
@@ -229,31 +229,26 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
         *, agent: str = "unknown", params: dict[str, np.ndarray] | None = None,
     ) -> pd.DataFrame:
         """One row per trial in the schema of :mod:`cogtestbed.trials`."""
-        return finish_table(
-            EXPERIMENT, cls._stimulus(design, sessions), outcomes.action, outcomes.reward, outcomes.valid,
-            agent=agent, raw_response=outcomes.raw_response, parse_error=outcomes.parse_error, params=params,
-        )
+        return finish_table(EXPERIMENT, {**cls._stimulus(design, sessions), **outcome_columns(outcomes)},
+                            agent=agent, params=params)
 
     @classmethod
     def _stimulus(cls, design: InstrumentalDesign, sessions: InstrumentalSessions) -> dict[str, Column]:
-        """The stimulus columns from whole-array numpy steps (any sessions)."""
+        """The stimulus columns (any sessions)."""
         c0 = sessions.casino - 1
-        letters = CodedStrings.encode(sessions.letters)
-        # column of arm 0 of each trial's casino among a subject's (casino, arm) letters, flattened
-        arm0 = c0 * 2
-        arm0 += np.arange(0, letters.codes.size, 2 * design.n_casinos)[:, None]
-        flat = letters.codes.reshape(-1)
-        machine0 = CodedStrings(flat.take(arm0), letters.vocabulary)
-        arm0 += 1
-        machine1 = CodedStrings(flat.take(arm0), letters.vocabulary)
+        vocabulary, codes = np.unique(sessions.letters, return_inverse=True)
+        codes = codes.reshape(sessions.letters.shape)  # (n, casino, arm)
+        rows = np.arange(len(c0))[:, None]
+        arm0, arm1 = codes[rows, c0, 0], codes[rows, c0, 1]
+        letters = [str(v) for v in vocabulary]
         probs = np.asarray(design.reward_probs, dtype=np.float64)
         return {
             "casino": sessions.casino,
-            "machine0": machine0,
-            "machine1": machine1,
-            "shown_first": machine1.where(sessions.flip, machine0),
-            "mean0": CodedNumbers(c0, probs[:, 0]),
-            "mean1": CodedNumbers(c0, probs[:, 1]),
+            "machine0": strings(arm0, letters),
+            "machine1": strings(arm1, letters),
+            "shown_first": strings(np.where(sessions.flip, arm1, arm0), letters),
+            "mean0": probs[c0, 0],
+            "mean1": probs[c0, 1],
             "reward0": sessions.reward_draws[..., 0],
             "reward1": sessions.reward_draws[..., 1],
         }

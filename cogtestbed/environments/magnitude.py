@@ -37,7 +37,7 @@ from cogtestbed.environments import magnitude_stimuli as stim
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.magnitude import EXPERIMENT, SCHEMA
-from cogtestbed.trials import finish_table, fresh_column
+from cogtestbed.trials import finish_table, outcome_columns
 
 MODALITIES = ("text", "image", "text+image")
 RANGES = ("short", "medium", "long")
@@ -660,7 +660,7 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         """One row per trial (columns in the module docstring); ``session`` = block.
 
         Columnar: the constant-per-block columns are the schedule tiled over subjects (strings as
-        categorical codes), and every numeric column is a fresh array the table takes as it is."""
+        categorical codes)."""
         s = step_arrays(design, sessions)
         sch = s.schedule
         n = sessions.n_subjects
@@ -674,11 +674,10 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         stimulus: dict[str, Any] = {
             "task": cat(task_codes, TASK_NAMES), "condition": cat(sch.condition, CONDITIONS),
             "modality": cat(sch.modality, MODALITIES), "range": cat(range_codes, RANGES),
-            "x": fresh_column(s.x), "range_low": fresh_column(np.tile(sch.low, n)),
-            "range_high": fresh_column(np.tile(sch.high, n)), "blur": fresh_column(np.tile(sch.blur, n)),
-            "context": fresh_column(np.tile(sch.context, n)), "render_seed": fresh_column(s.render_seed),
+            "x": np.reshape(s.x, -1), "range_low": np.tile(sch.low, n), "range_high": np.tile(sch.high, n),
+            "blur": np.tile(sch.blur, n), "context": np.tile(sch.context, n),
+            "render_seed": np.reshape(s.render_seed, -1),
+            "session": np.tile(sch.block, n), "trial": np.tile(sch.trial, n),
+            **outcome_columns(outcomes), "action": np.asarray(outcomes.action, dtype=np.float64),
         }
-        return finish_table(EXPERIMENT, stimulus, np.asarray(outcomes.action, dtype=np.float64),
-                            outcomes.reward, outcomes.valid, agent=agent, raw_response=outcomes.raw_response,
-                            parse_error=outcomes.parse_error, params=params,
-                            session=fresh_column(np.tile(sch.block, n)), trial=fresh_column(np.tile(sch.trial, n)))
+        return finish_table(EXPERIMENT, stimulus, agent=agent, params=params)

@@ -43,7 +43,7 @@ from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ParseResul
 from cogtestbed.environments.parsing import parse_decimal_digits, parse_machine
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.restless import EXPERIMENT, SCHEMA
-from cogtestbed.trials import Column, FirstSteps, finish_table, fresh_column
+from cogtestbed.trials import Column, finish_table
 
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
 ARMS = ("F", "J")
@@ -387,7 +387,6 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
         """One row per trial (both calls) in the schema of :mod:`cogtestbed.trials`: the rows a
         session has (its blocks' trials) built directly, one compiled pass over the sessions
         (:func:`_session_rows`)."""
-        t_max = design.n_trials
         lengths = np.ascontiguousarray(sessions.block_lengths, dtype=np.int64)
         session_lengths = lengths.sum(axis=1)
         (choice, valid, reward, block, within, best, mean0, mean1, reward0, reward1, confidence, confidence_valid,
@@ -400,23 +399,16 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
         def text(arr: np.ndarray | None, k: int) -> np.ndarray | None:
             return None if arr is None else arr[:, k::2]
 
-        stimulus: dict[str, Column] = {
-            "block": fresh_column(block),
-            "block_trial": fresh_column(within),
-            "best_arm": fresh_column(best),
-            "mean0": fresh_column(mean0),
-            "mean1": fresh_column(mean1),
-            "reward0": fresh_column(reward0),
-            "reward1": fresh_column(reward1),
-            "confidence": fresh_column(confidence),
-            "confidence_valid": fresh_column(confidence_valid),
-            "accurate": fresh_column(accurate),
+        columns: dict[str, Column] = {
+            "block": block, "block_trial": within, "best_arm": best, "mean0": mean0, "mean1": mean1,
+            "reward0": reward0, "reward1": reward1, "confidence": confidence, "confidence_valid": confidence_valid,
+            "accurate": accurate,
             "raw_confidence": text(outcomes.raw_response, 1),
             "confidence_parse_error": text(outcomes.parse_error, 1),
+            "action": choice, "reward": reward, "valid": valid,
+            "raw_response": text(outcomes.raw_response, 0), "parse_error": text(outcomes.parse_error, 0),
         }
-        return finish_table(EXPERIMENT, stimulus, choice, reward, valid, agent=agent,
-                            raw_response=text(outcomes.raw_response, 0), parse_error=text(outcomes.parse_error, 0),
-                            params=params, keep=FirstSteps(session_lengths, t_max))
+        return finish_table(EXPERIMENT, columns, agent=agent, params=params, keep=session_lengths)
 
 
 @njit(cache=True)

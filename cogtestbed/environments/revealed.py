@@ -78,7 +78,17 @@ from cogtestbed.environments.revealed_items import (
 )
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.revealed import EXPERIMENT, SCHEMA
-from cogtestbed.trials import CodedLists, CodedStrings, Column, Lists, finish_table, list_offsets, segment_index
+from cogtestbed.trials import (
+    Column,
+    coded_lists,
+    finish_table,
+    list_offsets,
+    lists,
+    outcome_columns,
+    padded_lists,
+    segment_index,
+    strings,
+)
 
 CHANNELS = ("revb", "staa")
 #: Appended to every continuation of a prefix-ambiguous item (see module docstring).
@@ -642,16 +652,15 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
                                       sessions.mcq_values.reshape(n * t, 5), lp, (n, t)))
         stimulus["mass_outside"] = ex["mass_outside"] if "mass_outside" in ex else np.full((n, t), np.nan)
         stimulus["method"] = (pd.Categorical.from_codes(method, categories=list(METHODS)) if (method >= 0).all()
-                              else CodedStrings(np.where(method >= 0, method, len(METHODS)), (*METHODS, None)))
+                              else strings(np.where(method >= 0, method, len(METHODS)), (*METHODS, None)))
         stimulus["n_samples"] = ex["n_samples"] if "n_samples" in ex else np.zeros((n, t), dtype=np.int64)
-        return finish_table(EXPERIMENT, stimulus, outcomes.action, outcomes.reward, outcomes.valid, agent=agent,
-                            raw_response=outcomes.raw_response, parse_error=outcomes.parse_error, params=params)
+        return finish_table(EXPERIMENT, {**stimulus, **outcome_columns(outcomes)}, agent=agent, params=params)
 
 
 def _list_columns(design: RevealedDesign, item: np.ndarray, channel: np.ndarray, correct: np.ndarray,
                   values: np.ndarray, lp: np.ndarray, shape: tuple[int, int]) -> dict[str, Column]:
-    """The list columns, columnar (:class:`~cogtestbed.trials.Lists` /
-    :class:`~cogtestbed.trials.CodedLists`, no Python object per row): outcome labels, ground
+    """The list columns, columnar (:func:`~cogtestbed.trials.lists`, :func:`~cogtestbed.trials.coded_lists`,
+    no Python object per row): outcome labels, ground
     truth, prior (per item on RevB rows; the options, the one-hot correct answer and no prior on
     StaA rows), MCQ values (StaA rows), log-probabilities and probabilities (renormalised a group
     of equally long rows at a time)."""
@@ -662,15 +671,15 @@ def _list_columns(design: RevealedDesign, item: np.ndarray, channel: np.ndarray,
     eye = tuple(tuple(float(x) for x in row) for row in np.eye(len(MCQ_OPTIONS)))
     staa_code = np.where(revb, item, n_items).reshape(shape)
     out: dict[str, Column] = {
-        "outcomes": CodedLists(staa_code, (*(it.labels for it in items), tuple(MCQ_OPTIONS))),
-        "p_star": CodedLists(np.where(revb, item, n_items + correct).reshape(shape),
-                             (*(tuple(it.p_star) for it in items), *eye)),
-        "prior": CodedLists(staa_code, (*(tuple(it.prior) for it in items), ())),
-        "mcq_values": Lists(values[~revb].reshape(-1), list_offsets(np.where(revb, 0, len(MCQ_OPTIONS)))),
+        "outcomes": coded_lists(staa_code, (*(it.labels for it in items), tuple(MCQ_OPTIONS))),
+        "p_star": coded_lists(np.where(revb, item, n_items + correct).reshape(shape),
+                              (*(tuple(it.p_star) for it in items), *eye)),
+        "prior": coded_lists(staa_code, (*(tuple(it.prior) for it in items), ())),
+        "mcq_values": lists(values[~revb].reshape(-1), list_offsets(np.where(revb, 0, len(MCQ_OPTIONS)))),
     }
-    logprobs = Lists.from_padded(lp, k)
-    out["logprobs"] = logprobs
-    out["probs"] = Lists(normalise_logprobs_segments(logprobs.values, logprobs.offsets), logprobs.offsets)
+    values, offsets = padded_lists(lp, k)
+    out["logprobs"] = lists(values, offsets)
+    out["probs"] = lists(normalise_logprobs_segments(values, offsets), offsets)
     return out
 
 

@@ -48,7 +48,7 @@ from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, S
 from cogtestbed.environments.parsing import parse_option_letter
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.twostep import ALIEN_LETTERS, EXPERIMENT, PLANETS, SCHEMA
-from cogtestbed.trials import CodedStrings, Column, finish_table
+from cogtestbed.trials import Column, finish_table, masked_action, strings
 
 Q_PREFIX, A_PREFIX = "\n\nQ:", "\n\nA:"
 #: Aliens by planet (CogBench: D/F on X, J/K on Y); flat index = 2 · planet + action2.
@@ -305,24 +305,19 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
             np.ascontiguousarray(outcomes.reward, dtype=np.float64), np.ascontiguousarray(sessions.transition_u),
             np.ascontiguousarray(sessions.probs), design.common_prob)
 
-        def flat(x: np.ndarray) -> Column:  # a fresh array of this table, taken without a copy
-            return pd.arrays.NumpyExtensionArray(x.reshape(-1))
-
-        stimulus: dict[str, Column] = {
-            "planet": flat(planet),
-            "common": flat(common),
-            "action2": flat(action2),
-            "alien": CodedStrings(alien_idx, (*ALIEN_LETTERS, None)),  # None where no alien was chosen
-            **{f"p_{x}": flat(probs[i]) for i, x in enumerate(ALIEN_LETTERS)},
-        }
-
         def stage(arr: np.ndarray | None, k: int) -> np.ndarray | None:
             return None if arr is None else arr[:, k::2]
 
-        # a missing first-stage answer is the trial's missing action even if nothing else is
-        return finish_table(
-            EXPERIMENT, stimulus, a1, reward, v12, agent=agent, action_valid=v1,
-            raw_response=stage(outcomes.raw_response, 0), parse_error=stage(outcomes.parse_error, 0),
-            params=params, trailing={"raw_response_stage2": stage(outcomes.raw_response, 1),
-                                          "parse_error_stage2": stage(outcomes.parse_error, 1)},
-        )
+        columns: dict[str, Column] = {
+            "planet": planet,
+            "common": common,
+            "action2": action2,
+            "alien": strings(alien_idx, (*ALIEN_LETTERS, None)),  # None where no alien was chosen
+            **{f"p_{x}": probs[i] for i, x in enumerate(ALIEN_LETTERS)},
+            # a missing first-stage answer is the trial's missing action even if nothing else is
+            "action": masked_action(a1, v1), "reward": reward, "valid": v12,
+            "raw_response": stage(outcomes.raw_response, 0), "parse_error": stage(outcomes.parse_error, 0),
+            "raw_response_stage2": stage(outcomes.raw_response, 1),
+            "parse_error_stage2": stage(outcomes.parse_error, 1),
+        }
+        return finish_table(EXPERIMENT, columns, agent=agent, params=params)

@@ -15,7 +15,7 @@ import pandas as pd
 from numba import njit
 
 from cogtestbed.schema import RowRule, TrialSchema, Values
-from cogtestbed.trials import CodedStrings, Column, finish_table, fresh_column
+from cogtestbed.trials import Column, finish_table, strings
 
 EXPERIMENT = "probabilistic-reasoning"
 TRIAL_TYPES = ("likelihood", "prior")
@@ -81,8 +81,8 @@ def stimulus_table(
     def flat(x: Any, dtype: Any) -> np.ndarray:  # a kernel input: no copy where none is needed
         return np.ascontiguousarray(np.broadcast_to(x, shape), dtype=dtype).reshape(-1)
 
-    def fresh(x: Any, dtype: Any) -> Column:  # a copy made for this table, not copied again
-        return fresh_column(np.array(np.broadcast_to(x, shape), dtype=dtype))
+    def full(x: Any, dtype: Any) -> np.ndarray:
+        return np.asarray(np.broadcast_to(x, shape), dtype=dtype)
 
     valid_flat = flat(valid, bool)
     likelihood, posterior, action, reward, trial_type, label = _judgement_columns(
@@ -91,19 +91,18 @@ def stimulus_table(
         flat(estimate, np.float64), valid_flat)
 
     stimulus: dict[str, Column] = {
-        "trial_type": CodedStrings(trial_type.reshape(shape), TRIAL_TYPES),
-        "informative_lh": fresh(informative_lh, bool),
-        "left_label": CodedStrings(label.reshape(shape), ("F", "J", None)),
+        "trial_type": strings(trial_type, TRIAL_TYPES),
+        "informative_lh": full(informative_lh, bool),
+        "left_label": strings(label, ("F", "J", None)),
         "prior": prior,
         "lh": lh,
         "red_observation": np.asarray(red, dtype=bool),
-        "likelihood": fresh_column(likelihood),
-        "posterior": fresh_column(posterior),
-        "urn_left": fresh(np.nan if urn_left is None else urn_left, np.float64),
+        "likelihood": likelihood,
+        "posterior": posterior,
+        "urn_left": full(np.nan if urn_left is None else urn_left, np.float64),
         "estimate": estimate,
-        "cogbench_human_lh": fresh(human_lh, bool),
+        "cogbench_human_lh": full(human_lh, bool),
+        "action": action.reshape(shape), "reward": reward, "valid": valid_flat,
+        "raw_response": raw_response, "parse_error": parse_error,
     }
-    return finish_table(
-        EXPERIMENT, stimulus, action.reshape(shape), reward.reshape(shape), valid_flat.reshape(shape), agent=agent,
-        raw_response=raw_response, parse_error=parse_error, params=params,
-    )
+    return finish_table(EXPERIMENT, stimulus, agent=agent, params=params)

@@ -39,6 +39,7 @@ class LightGroup(TyperGroup):
 
         name, command, rest = super().resolve_command(ctx, args)
         use_plain_coercion(command, ctx)
+        show_unset_defaults(command)
         return name, command, rest
 
     def get_help_option(self, ctx: Context) -> Any:
@@ -47,6 +48,17 @@ class LightGroup(TyperGroup):
         if option is not None and option.default is None:
             option.default = False
         return option
+
+
+def show_unset_defaults(command: Any) -> None:
+    """Every option's default in ``--help``: an option whose default is unset (``None``) and whose
+    help does not say its default gets ``[default: none]`` (not set: no limit, nothing added)."""
+    for param in getattr(command, "params", ()):
+        if getattr(param, "param_type_name", "") != "option" or getattr(param, "is_flag", False):
+            continue
+        help_ = param.help or ""
+        if param.default in (None, (), []) and not param.required and "default" not in help_.lower():
+            param.help = f"{help_} [default: none]".strip()
 
 
 app = typer.Typer(

@@ -80,8 +80,11 @@ def _param_rows(owner: str, params: list[dict[str, Any]], described: bool = True
 
 def _print(info: dict[str, Any]) -> None:
     console.print(f"[bold]{info['name']}[/]: {info['description']}", highlight=False)
-    console.print(f"{info['citation']}\npooling unit: {info['pooling_unit']}; --trials scales: "
-                  f"{info['trials_field'] or '(fixed by the paradigm)'}", highlight=False)
+    field_ = info["trials_field"]
+    sweep = (f"--design {field_}=a,b,c sweeps it; --trials N sets the trials of one run of the whole design "
+             "through it" if field_ else "(none: the trials of a run are fixed by the paradigm)")
+    console.print(f"{info['citation']}\npooling unit: {info['pooling_unit']}; trials field: {field_ or '-'} "
+                  f"{sweep if field_ else sweep}", highlight=False)
     cols = ["", "parameter", "bounds", "default", "transform", "description"]
     console.print(_table("agents", cols, [r for a in info["agents"] for r in _param_rows(a["name"], a["parameters"])]))
     console.print(_table("models (MLE, +PyMC where marked; simulated by the named agent)", cols[:-1], [

@@ -22,9 +22,10 @@ RangeOpt = Annotated[str | None, typer.Option(help="LO:HI or a comma list.")]
 @app.command()
 def plan(
     experiment: Annotated[str, typer.Argument(help="Experiment name, e.g. instrumental-learning.")],
-    llm: Annotated[list[str], typer.Option(
+    llm: Annotated[list[str] | None, typer.Option(
         "--llm", help="BACKEND:MODEL whose prices and tokenizer cost the design (twice for a metric "
-        "difference between two LLMs).")],
+        "difference between two LLMs). Required for a power target; optional with --precision (default: "
+        "cost in trials).")] = None,
     model: Annotated[str | None, typer.Option(help="Model of an --effect target, e.g. rw-pm.")] = None,
     effect: Annotated[str | None, typer.Option(help="NAME=SIZE: a model parameter or contrast.")] = None,
     metric: Annotated[str | None, typer.Option(help="Headline metric whose difference is detected.")] = None,
@@ -32,15 +33,25 @@ def plan(
         help="Two settings of one agent, AGENT:p=v,... AGENT:p=v,... (with --metric).")] = None,
     test: Annotated[str | None, typer.Option(help="Key of the metrics result holding a test.")] = None,
     agent: Annotated[str | None, typer.Option(help="AGENT[:p=v,...] under which --test runs.")] = None,
+    precision: Annotated[str | None, typer.Option(
+        help="PARAM=HALFWIDTH (with --model): plan for precision instead of power, the cheapest design where "
+             "P(|estimate - truth| <= HALFWIDTH) >= --assurance for one subject's MLE of PARAM. "
+             "Default: none.")] = None,
+    assurance: Annotated[float, typer.Option(help="Assurance Q of a --precision target.")] = 0.9,
     power: Annotated[float, typer.Option(help="Target power.")] = 0.8,
     level: Annotated[float, typer.Option(help="Test level alpha (two-sided).")] = 0.05,
     subjects: Annotated[str | None, typer.Option(help="Subjects range LO:HI (model-level target; default "
                                                       "10:200).")] = None,
     runs: Annotated[str | None, typer.Option(help="Runs range: units per setting (metric/test target; default "
                                                   "10:200) or sessions per subject (pooled experiments).")] = None,
-    trials: Annotated[str | None, typer.Option(help="Trials range through the experiment's trials field "
-                                                    "(default: the design's count to 5x).")] = None,
-    design: Annotated[list[str] | None, typer.Option("--design", help="Design field NAME=VALUE.")] = None,
+    trials: Annotated[str | None, typer.Option(help="Range of trials in one run of the whole design (its n_trials), "
+                                                    "LO:HI or a comma list, reached through the experiment's trials "
+                                                    "field (default: the design's count to 5x). The same in the "
+                                                    "design's terms: --design FIELD=a,b,c.")] = None,
+    design: Annotated[list[str] | None, typer.Option("--design", help="Design field NAME=VALUE (repeatable); "
+                                                     "NAME=a,b,c on the trials field (n_contexts, "
+                                                     "trials_per_session, ...) gives the values searched. Default: "
+                                                     "the design's defaults.")] = None,
     base: Annotated[list[str] | None, typer.Option("--base", help="Population median NAME=VALUE.")] = None,
     sd_between: Annotated[float, typer.Option(help="Between-subject SD, unconstrained scale.")] = 0.5,
     param: Annotated[list[str] | None, typer.Option("--param", help="Agent parameter NAME=VALUE.")] = None,
@@ -72,8 +83,9 @@ def plan(
     """Plan a study: the cheapest design that reaches the target power, in calls, tokens and dollars."""
     import os
 
-    from cogtestbed.cli.studies import _power_spec, parse_design
+    from cogtestbed.cli.studies import _power_spec, sized
     from cogtestbed.experiments.spec import resolve_temperature
+    from cogtestbed.formatting import rate_text
     from cogtestbed.parameters import parse_assignments
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.plan import Planner, Pricer, design_axes
@@ -93,16 +105,28 @@ def plan(
         from cogtestbed.validation.seqplan import check_looks
 
         check_looks(looks, spending)
+    llm = list(llm or [])
+    if precision is not None:
+        if effect is not None or metric is not None or test is not None or model is None:
+            raise ValueError("--precision PARAM=HALFWIDTH goes with --model M (and no --effect, --metric or --test)")
+        (target_param, halfwidth), = parse_assignments([precision], "--precision").items()
+        effect = f"{target_param}=0"
+    elif not llm:
+        raise ValueError("a power target is priced by an LLM: give --llm BACKEND:MODEL (or plan for --precision, "
+                         "which costs designs in trials without one)")
     if effect is not None and model is None:
         raise ValueError("--effect needs --model (the model whose parameter carries the effect)")
     if model is not None and effect is None:
         raise ValueError("--model goes with --effect NAME=SIZE")
-    if not 1 <= len(llm) <= 2:
+    if not 1 <= len(llm) <= 2 and precision is None:
         raise ValueError(f"--llm takes one model, or two for a metric difference; got {len(llm)}")
     if len(llm) == 2 and metric is None:
         raise ValueError("two --llm compare two LLMs: that is a metric difference (--metric M --compare A B)")
     given_base, given_params = parse_assignments(base or []), parse_assignments(param or [])
-    common: dict[str, Any] = {"subjects": (1,), "runs": (1,), "trials": (None,), "design": parse_design(design),
+    sizes = sized(experiment, design, trials)
+    if sizes["trials"] != (None,):  # --design FIELD=a,b,c: the trial counts searched
+        trials = ",".join(str(t) for t in sizes["trials"])
+    common: dict[str, Any] = {"subjects": (1,), "runs": (1,), "trials": (None,), "design": sizes["design"],
                               "reps": 1, "seed": seed, "level": level, "method": "mle", "base": given_base,
                               "sd_between": sd_between, "params": given_params, "draws": 500, "tune": 500,
                               "chains": 2}
@@ -127,6 +151,10 @@ def plan(
         from cogtestbed.agents.lapse import Lapse
 
         spec = spec.model_copy(update={"lapse": Lapse(invalid=rate, random=random_rate)})
+    if precision is not None:
+        _plan_precision(spec, exp, target_param, halfwidth, assurance, runs, trials, llm, seed, max_tokens,
+                        temperature, reask, prices, as_json)
+        return
     size, others = design_axes(spec, exp, subjects, runs, trials)
     pricer = Pricer(exp, tuple(llm) * (2 if spec.kind == "metric-power" and len(llm) == 1 else 1), seed=seed,
                     max_tokens=max_tokens, temperature=resolve_temperature(exp.decoding, temperature)[0],
@@ -150,10 +178,13 @@ def plan(
         print_json(payload)
         return
     console.print(summary_line(payload), highlight=False)
+    line = recovery_line(payload.get("recovery") or {})
+    if line:
+        console.print(line, highlight=False, soft_wrap=True)
     for row in payload["frontier"]:
         dollars = f"${row['dollars']:.3f}" if row["dollars"] is not None else "-"
-        console.print(f"  frontier: {row['design']:>32}  power {row['power']:.2f} ± {row['mc_se']:.2f}  "
-                      f"{row['calls']:>8,} calls  {dollars}", highlight=False)
+        console.print(f"  frontier: {row['design']}: power {rate_text(row['power'], row['sims'])}, "
+                      f"{row['calls']} calls, {dollars}", highlight=False)
     if "sequential" in payload:
         from cogtestbed.validation.seqplan import sequential_lines
 
@@ -161,3 +192,68 @@ def plan(
             console.print(line, highlight=False)
     if output is not None:
         console_err.print(f"wrote {output}/plan.json and {output}/report.html")
+
+
+def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assurance: float, runs: str | None,
+                    trials: str | None, llm: list[str], seed: int, max_tokens: int, temperature: float | None,
+                    reask: int, prices: Path | None, as_json: bool) -> None:
+    """``plan --precision``: the cheapest design meeting the precision target
+    (:mod:`cogtestbed.validation.precision`)."""
+    from cogtestbed.experiments.spec import resolve_temperature
+    from cogtestbed.validation.plan import Axis, Pricer, declared_runs, parse_range, trials_values
+    from cogtestbed.validation.precision import PrecisionPlanner, precision_line, precision_payload
+    from cogtestbed.validation.studies import design_for_trials
+
+    if len(llm) > 1:
+        raise ValueError("--precision prices one LLM: give --llm once")
+    if exp.trials_field is None:
+        if trials is not None:
+            raise ValueError(f"experiment {exp.name} has a fixed number of trials per run (no trials field)")
+        trials_axis = Axis("trials", (int(design_for_trials(exp, None, spec.design).n_trials),))
+    else:
+        trials_axis = Axis("trials", trials_values(spec, exp, trials))
+    pooled = exp.pooling_unit == "session"
+    if runs is not None and not pooled:
+        raise ValueError(f"experiment {exp.name} pools subjects, not sessions: --runs needs an experiment whose "
+                         "pooling unit is the session")
+    runs_axis = Axis("runs", (parse_range(runs, None) or declared_runs(spec, exp)) if pooled else (1,))
+    pricer = Pricer(exp, (llm[0],), seed=seed, max_tokens=max_tokens,
+                    temperature=resolve_temperature(exp.decoding, temperature)[0], reask=reask,
+                    prices=prices) if llm else None
+    quiet = as_json and not console_err.is_terminal
+    planner = PrecisionPlanner(spec, exp, parameter, halfwidth, assurance, trials_axis, runs_axis, pricer,
+                               on_progress=None if quiet else lambda m: console_err.print(m, highlight=False,
+                                                                                          markup=False))
+    payload = precision_payload(planner.plan(), planner)
+    if as_json:
+        print_json(payload)
+        return
+    console.print(precision_line(payload), highlight=False, soft_wrap=True)
+    fields = ", ".join(f"{k}={v}" for k, v in payload["chosen"]["resolved"]["fields"].items())
+    console.print(f"design {payload['chosen']['resolved']['label']}: {fields}", highlight=False, soft_wrap=True)
+
+
+#: Interval coverage this far below its nominal level is called a problem of the plan's test.
+COVERAGE_SLACK = 0.03
+
+
+def recovery_line(rec: dict[str, Any]) -> str:
+    """The chosen design's own recovery problems, in words: the effect's bias against its estimand
+    and the coverage of the test's interval against its nominal level (model-level targets)."""
+    from cogtestbed.formatting import num
+
+    if "effect_bias" not in rec:
+        return ""
+    bias, size = rec["effect_bias"], rec.get("effect_size") or 0.0
+    cov, nominal = rec.get("coverage"), rec.get("coverage_level")
+    parts = [f"effect bias {num(bias)} (estimand {num(rec['estimand'])})"]
+    problems = []
+    if size and abs(bias) > 0.1 * abs(size):
+        problems.append(f"the per-subject MLE of {rec['effect']} is biased by {abs(bias) / abs(size):.0%} of the "
+                        "effect")
+    if cov is not None and nominal is not None:
+        parts.append(f"interval coverage {num(cov, 2)} (nominal {num(nominal, 2)})")
+        if cov < nominal - COVERAGE_SLACK:
+            problems.append("the test's interval covers the true effect less often than it claims")
+    text = "recovery at this design: " + ", ".join(parts)
+    return text + (" — WARNING: " + "; ".join(problems) if problems else "")

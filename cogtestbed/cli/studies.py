@@ -43,10 +43,15 @@ WorkersOpt = Annotated[int | None, typer.Option(min=1, help="Local worker proces
 MethodOpt = Annotated[str, typer.Option(help="mle or hierarchical.")]
 DrawsOpt = Annotated[int, typer.Option(min=1, help="Posterior draws per chain (hierarchical).")]
 ChainsOpt = Annotated[int, typer.Option(min=1, help="Chains (hierarchical).")]
-TrialsOpt = Annotated[str | None, typer.Option(help="Trials per session (comma list), set through the "
-                                                    "experiment's trials field.")]
-DesignOpt = Annotated[list[str] | None, typer.Option("--design", help="Design field NAME=VALUE (repeatable), "
-                                                                      "e.g. scope=cell.")]
+TrialsOpt = Annotated[str | None, typer.Option(help="Trials in one run of the whole design (its n_trials: every "
+                                                    "block, condition, session and repetition), comma list; reached "
+                                                    "by scaling the experiment's trials field. Default: the design's "
+                                                    "own. The same sizes in the design's terms: --design FIELD=a,b,c.")]
+DesignOpt = Annotated[list[str] | None, typer.Option("--design", help="Design field NAME=VALUE (repeatable), e.g. "
+                                                                      "network=alarm; NAME=a,b,c on the experiment's "
+                                                                      "trials field (n_contexts, trials_per_session, "
+                                                                      "...) sweeps it. Default: the design's defaults "
+                                                                      "(cogtestbed list EXPERIMENT).")]
 LapseFitOpt = Annotated[str, typer.Option(
     "--lapse", help="Lapse term of the fitted model: none, fit (rate fitted) or fixed=E.")]
 ParamOpt = Annotated[list[str] | None, typer.Option("--param", help="Agent parameter NAME=VALUE (repeatable): "
@@ -114,6 +119,19 @@ def parse_design(items: list[str] | None) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[name.strip()] = value
     return out
+
+
+def sized(experiment: str, design: list[str] | None, trials: str | None) -> dict[str, Any]:
+    """``design`` and ``trials`` of a study from ``--design`` (a comma list sweeps the trials field,
+    :func:`~cogtestbed.validation.sizes.split_design`) and ``--trials`` (one of the two sizes the run)."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.sizes import split_design
+
+    fixed, swept = split_design(get_experiment(experiment), design)
+    given = _ints(trials, (None,), "--trials")
+    if swept != (None,) and given != (None,):
+        raise ValueError("--trials and a --design list both size the run; give one of them")
+    return {"design": fixed, "trials": swept if swept != (None,) else given}
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -190,15 +208,23 @@ def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bo
 RATE_COLUMNS = ("power", "type_i_error", "rejection_rate")
 
 
-def readable_frame(frame: Any) -> Any:
-    """A summary table for a person: a rate with ``sims`` gets its 95 % Wilson interval in place of
-    the Monte-Carlo SE (which is 0 at rates 0 and 1); counts stay integers (:func:`num`)."""
+def readable_frame(frame: Any, spec: Any = None) -> Any:
+    """A summary table for a person: the design named by its fields (a ``design`` column in place
+    of ``n_trials``), a rate with ``sims`` with its 95 % Wilson interval in place of the
+    Monte-Carlo SE (which is 0 at rates 0 and 1); counts stay integers (:func:`num`)."""
     from cogtestbed.formatting import num, wilson
 
+    out = frame.copy()
+    if spec is not None and "n_trials" in out.columns:
+        from cogtestbed.validation.report import design_name
+
+        out.insert(0, "design", [design_name(spec, t) for t in out["n_trials"]])
+        out = out.drop(columns=["n_trials"])
+    if spec is not None and "value" in out.columns and getattr(spec, "parameter", None):
+        out = out.rename(columns={"value": spec.parameter})
     rates = [c for c in RATE_COLUMNS if c in frame.columns]
     if not rates or "sims" not in frame.columns:
-        return frame
-    out = frame.copy()
+        return out
     for c in rates:
         out[f"{c} 95% interval"] = [
             "n/a" if not s else "[{}, {}]".format(*(num(x, 2) for x in wilson(float(r) * int(s), int(s))))
@@ -212,13 +238,20 @@ def _finish(result: StudyResult, as_json: bool, output: Path | None, payload: di
 
         files = write_study(result, output)
         payload["report"] = str(files["report"])
+    from cogtestbed.validation.report import resolved
+
+    designs = resolved(result.spec)
     payload["verdict"] = result.verdict
+    payload["designs"] = designs
     payload["true_parameters"] = result.spec.true_distribution
     payload["seconds"] = result.seconds
     if as_json:
         print_json(payload)
         return
-    console.print(result.verdict)
+    console.print(result.verdict, highlight=False)
+    for d in designs:  # the resolved design: every field, defaults included
+        fields = ", ".join(f"{k}={v}" for k, v in d["fields"].items())
+        console.print(f"design {d['label']}: {fields}", highlight=False, soft_wrap=True)
     if output is not None:
         console_err.print(f"wrote {output}/report.html")
 
@@ -239,13 +272,15 @@ def _show(result: StudyResult, as_json: bool, output: Path | None) -> None:
         from cogtestbed.validation.report import _summary_tables
 
         for caption, frame in _summary_tables(result):
-            frame = readable_frame(frame)
+            frame = readable_frame(frame, result.spec)
+            numbered = not all(isinstance(i, str) for i in frame.index)  # a row number says nothing
             table = Table(title=caption)
-            table.add_column("")
+            if not numbered:
+                table.add_column("")
             for c in frame.columns:
-                table.add_column(str(c), justify="right")
+                table.add_column(str(c).replace("_", " "), justify="left" if c == "design" else "right")
             for idx, row in frame.iterrows():
-                table.add_row(num(idx) if not isinstance(idx, str) else idx, *(num(v) for v in row))
+                table.add_row(*([] if numbered else [str(idx)]), *(num(v) for v in row))
             console.print(table)
     _finish(result, as_json, output, payload)
 
@@ -293,8 +328,14 @@ def study_command(*names: str) -> Callable[[Callable[..., StudySpec | None]], Ca
             from cogtestbed.validation.studies import check_study
 
             check_study(spec)
+            precision = parse_assignments(kwargs.get("precision") or [], "--precision")
             with output_dir(run.output, run.force):
-                _show(_execute(spec, run.workers, run.dask, run.as_json), run.as_json, run.output)
+                result = _execute(spec, run.workers, run.dask, run.as_json)
+                if spec.kind == "recovery":  # the user's tolerance, estimates at a bound
+                    from cogtestbed.validation.recovery_checks import add_recovery_checks
+
+                    add_recovery_checks(result, precision, float(kwargs.get("assurance", 0.9)))
+                _show(result, run.as_json, run.output)
 
         params = [*own, *RUN_PARAMETERS]
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
@@ -325,13 +366,19 @@ def recover(
     lapse_invalid: LapseInvalidOpt = 0.0,
     lapse_random: LapseRandomOpt = 0.0,
     lapse: LapseFitOpt = "none",
+    precision: Annotated[list[str] | None, typer.Option(
+        "--precision", help="PARAM=HALFWIDTH (repeatable): the tolerance a recovered estimate must meet; the "
+                            "verdict calls PARAM recovered well only where a share >= --assurance of the "
+                            "estimates lies within it. Default: none (r, RMSE and bias reported, r >= 0.8 "
+                            "convention named).")] = None,
+    assurance: Annotated[float, typer.Option(min=0.0, max=1.0, help="Assurance Q of --precision.")] = 0.9,
     run: RunOptions = RunOptions(),
 ) -> StudySpec | None:
-    """Parameter recovery: simulate with known parameters, fit, compare (r, bias, RMSE)."""
+    """Parameter recovery: simulate with known parameters, fit, compare (r, RMSE, bias, share within a
+    stated tolerance, interval coverage, estimates at a bound)."""
     spec = _spec(kind="recovery", experiment=experiment, models=(model,), method=method,
-                     subjects=_ints(subjects, (50,)), trials=_ints(trials, (None,), "--trials"),
-                     runs=_ints(runs, (1,), "--runs"),
-                     design=parse_design(design), reps=reps, seed=run.seed, sampler=sampler,
+                     subjects=_ints(subjects, (50,)), **sized(experiment, design, trials),
+                     runs=_ints(runs, (1,), "--runs"), reps=reps, seed=run.seed, sampler=sampler,
                      fixed=parse_assignments(fix or [], "--fix"),
                      params=parse_assignments(param or [], "--param"), draws=draws, tune=draws, chains=chains,
                      lapse=lapse_option(lapse_invalid, lapse_random), lapse_fit=_lapse_fit(lapse))
@@ -343,7 +390,9 @@ def model_recovery(
     models: Annotated[list[str], typer.Argument(help="Candidate models, e.g. rw rw-pm.")],
     experiment: ExperimentOpt = "instrumental-learning",
     subjects: Annotated[int, typer.Option(min=1)] = 30,
-    trials: Annotated[int | None, typer.Option(help="Trials per session.")] = None,
+    trials: Annotated[int | None, typer.Option(help="Trials in one run of the whole design (its n_trials), "
+                                                    "reached by scaling the trials field. Default: the design's "
+                                                    "own.")] = None,
     design: DesignOpt = None,
     runs: Annotated[int, typer.Option(min=1, help="Sessions per subject (experiments that pool sessions).")] = 1,
     reps: Annotated[int, typer.Option(min=1)] = 50,
@@ -357,8 +406,8 @@ def model_recovery(
     if len(models) < 2:
         raise ValueError(f"model recovery needs at least two models, got {len(models)}")
     spec = _spec(kind="model-recovery", experiment=experiment, models=tuple(models),
-                     method=method, subjects=(subjects,), trials=(trials,), runs=(runs,), reps=reps,
-                     design=parse_design(design),
+                     method=method, subjects=(subjects,), runs=(runs,), reps=reps,
+                     **sized(experiment, design, None if trials is None else str(trials)),
                      seed=run.seed, params=parse_assignments(param or [], "--param"), draws=draws, tune=draws,
                      chains=chains)
     return spec
@@ -369,7 +418,9 @@ def sbc(
     model: Annotated[str, typer.Argument(help="Model with a PyMC version, e.g. rw-pm or cbn-3p.")],
     experiment: ExperimentOpt = "instrumental-learning",
     subjects: Annotated[int, typer.Option(min=1)] = 20,
-    trials: Annotated[int | None, typer.Option(help="Trials per session.")] = None,
+    trials: Annotated[int | None, typer.Option(help="Trials in one run of the whole design (its n_trials), "
+                                                    "reached by scaling the trials field. Default: the design's "
+                                                    "own.")] = None,
     design: DesignOpt = None,
     runs: Annotated[int, typer.Option(min=1, help="Sessions per subject (experiments that pool sessions).")] = 1,
     reps: Annotated[int, typer.Option(min=1, help="Simulated data sets (prior draws).")] = 100,
@@ -381,8 +432,9 @@ def sbc(
 ) -> StudySpec | None:
     """Simulation-based calibration of the hierarchical model (rank uniformity, Talts et al. 2018)."""
     spec = _spec(kind="sbc", experiment=experiment, models=(model,), method="hierarchical",
-                     subjects=(subjects,), trials=(trials,), runs=(runs,), reps=reps, seed=run.seed,
-                     design=parse_design(design), params=parse_assignments(param or [], "--param"), draws=draws,
+                     subjects=(subjects,), runs=(runs,), reps=reps, seed=run.seed,
+                     **sized(experiment, design, None if trials is None else str(trials)),
+                     params=parse_assignments(param or [], "--param"), draws=draws,
                      tune=draws,
                      chains=chains, sampler_backend=backend)
     return spec
@@ -390,15 +442,19 @@ def sbc(
 
 def _power_spec(target: str, experiment: str | None, effect: str | None, metric: str | None,
                 compare: tuple[str, str] | None, test: str | None, agent: str | None,
-                common: dict[str, Any], options: list[str] | None = None) -> StudySpec:
-    """The power study one of the three CLI forms asks for (one clear error for any other mix)."""
+                common: dict[str, Any], options: list[str] | None = None, sweep: str | None = None) -> StudySpec:
+    """The power study one of the three CLI forms asks for (one clear error for any other mix).
+
+    ``sweep`` (``NAME=a,b,c``, metric and test forms): an agent parameter or design field whose
+    values each get a rate (a test's rate at a leak of 0 is its false-positive rate)."""
     forms = [name for name, given in (("--effect", effect), ("--metric", metric), ("--test", test)) if given]
     if len(forms) != 1:
         raise ValueError("power needs exactly one of --effect NAME=SIZE (model parameter), --metric M --compare A B, "
                          f"or --test KEY --agent A; got {', '.join(forms) or 'none'}")
     if effect is not None:
-        if compare is not None or agent is not None or options:
-            raise ValueError("--compare, --agent and --option belong to metric and test power, not to --effect")
+        if compare is not None or agent is not None or options or sweep:
+            raise ValueError("--compare, --agent, --option and --sweep belong to metric and test power, not to "
+                             "--effect")
         (name, size), = parse_assignments([effect], "--effect").items()
         return _spec(kind="power", experiment=experiment or "instrumental-learning", models=(target,),
                          effect=name, effect_size=size, **common)
@@ -409,6 +465,11 @@ def _power_spec(target: str, experiment: str | None, effect: str | None, metric:
               if k not in ("subjects", "base", "sd_between", "method", "draws", "tune", "chains")}
     base = common.pop("params")
     common["metric_options"] = parse_metric_assignments(target, options)
+    if sweep is not None:
+        swept, sep, values = sweep.partition("=")
+        if not sep or not swept.strip():
+            raise ValueError(f"--sweep expects NAME=a,b,c, got {sweep!r}")
+        common.update(parameter=swept.strip(), values=_floats(values))
     if metric is not None:
         if compare is None or agent is not None:
             raise ValueError("metric power takes --compare AGENT:p=v AGENT:p=v (and no --agent)")
@@ -438,13 +499,18 @@ def power(
         help="Two settings of one agent, AGENT:p=v,... AGENT:p=v,... (with --metric).")] = None,
     test: Annotated[str | None, typer.Option(help="Key of the metrics result holding a test (p_value/reject).")] = None,
     agent: Annotated[str | None, typer.Option(help="AGENT[:p=v,...] under which --test runs.")] = None,
+    sweep: Annotated[str | None, typer.Option(
+        help="NAME=a,b,c: an agent parameter (or design field) whose values each get a rate (with --test or "
+             "--metric), e.g. leak=0,0.1: at 0 the false-positive rate, above it the power. Default: none.")] = None,
     option: Annotated[list[str] | None, typer.Option(
         "--option", help="Metrics option NAME=VALUE of the experiment (repeatable; with --metric / --test), "
                          "e.g. t2_bins=10.")] = None,
     experiment: Annotated[str | None, typer.Option("--experiment", "-e", help="Experiment (with --effect).")] = None,
     subjects: Annotated[str, typer.Option(help="Subjects grid (comma list; --effect).")] = "10,20,40,80",
-    runs: Annotated[str | None, typer.Option(help="Runs grid (comma list): units per setting (--metric, "
-                                                  "--test) or sessions per subject (--effect).")] = None,
+    runs: Annotated[str | None, typer.Option(help="Runs grid (comma list): sessions per subject, pooled in its fit "
+                                                  "(--effect; default 1), or runs of the design each simulated study "
+                                                  "computes the test over, pooled (--test; default 1: one subject) or "
+                                                  "per setting (--metric; default 10).")] = None,
     trials: TrialsOpt = None,
     design: DesignOpt = None,
     sims: Annotated[int, typer.Option(min=1, help="Simulated studies per cell.")] = 200,
@@ -461,16 +527,16 @@ def power(
     run: RunOptions = RunOptions(),
 ) -> StudySpec | None:
     """Power: of a test on a model parameter, of a metric difference, or of a declared test."""
-    default_runs = (1,) if effect is not None else (10,)
+    default_runs = (10,) if metric is not None else (1,)
+    exp_name = (experiment or "instrumental-learning") if effect is not None else target
     common: dict[str, Any] = {"subjects": _ints(subjects, (10,)), "runs": _ints(runs, default_runs, "--runs"),
-                              "trials": _ints(trials, (None,), "--trials"), "design": parse_design(design),
-                              "reps": sims,
+                              **sized(exp_name, design, trials), "reps": sims,
                               "seed": run.seed, "level": level,
                               "method": method, "base": parse_assignments(base or [], "--base"),
                               "sd_between": sd_between,
                               "params": parse_assignments(param or [], "--param"), "draws": draws, "tune": draws,
                               "chains": chains, "lapse": lapse_option(lapse_invalid, lapse_random)}
-    spec = _power_spec(target, experiment, effect, metric, compare, test, agent, common, option)
+    spec = _power_spec(target, experiment, effect, metric, compare, test, agent, common, option, sweep)
     return spec
 
 
@@ -492,8 +558,7 @@ def metric_validity(
     name, params = parse_agent(agent)
     spec = _spec(kind="metric-validity", experiment=experiment, agent=name, params=params, metric=metric,
                      parameter=parameter, values=_floats(values), direction=direction,
-                     runs=_ints(runs, (10,), "--runs"), trials=_ints(trials, (None,), "--trials"),
-                     design=parse_design(design), reps=reps,
+                     runs=_ints(runs, (10,), "--runs"), **sized(experiment, design, trials), reps=reps,
                      seed=run.seed)
     return spec
 

@@ -61,6 +61,7 @@ import pandas as pd
 from scipy import stats
 
 from cogtestbed.experiments.spec import ExperimentSpec
+from cogtestbed.formatting import rate_text
 from cogtestbed.validation.studies import _run_chunk, check_study
 from cogtestbed.validation.study_data import design_for_trials, trials_step
 from cogtestbed.validation.study_kinds import MetricPowerStudy, ModelStudy, PlannedStudy, PowerStudy
@@ -174,7 +175,7 @@ def design_axes(spec: PlannedStudy, exp: ExperimentSpec, subjects: str | None = 
     if exp.trials_field is not None:
         others.append(Axis("trials", trials_values(spec, exp, trials)))
     elif trials is not None:
-        raise ValueError(f"experiment {exp.name} has a fixed number of trials per session (no trials field)")
+        raise ValueError(f"experiment {exp.name} has a fixed number of trials per run (no trials field)")
     return size, others
 
 
@@ -208,13 +209,22 @@ class Point:
     runs: int
     trials: int | None
 
-    def label(self, size_name: str) -> str:
-        parts = [f"{self.subjects} subjects"] if size_name == "subjects" else []
+    def label(self, size_name: str, spec: Any = None) -> str:
+        """The design in words: subjects, runs and the design named by its fields (with ``spec``:
+        ``3 subjects, 40 contexts × 5 repetitions (200 trials per run)``)."""
+        parts = [f"{self.subjects} subject{'s' * (self.subjects != 1)}"] if size_name == "subjects" else []
         if size_name == "runs" or self.runs > 1:
-            parts.append(f"{self.runs} runs")
-        if self.trials is not None:
-            parts.append(f"{self.trials} trials")
-        return " x ".join(parts)
+            parts.append(f"{self.runs} run{'s' * (self.runs != 1)}")
+        if spec is not None:
+            from cogtestbed.registry import get_experiment
+            from cogtestbed.validation.report import design_name
+
+            trials = self.trials if self.trials is not None else design_for_trials(
+                get_experiment(spec.experiment), None, spec.design).n_trials
+            parts.append(design_name(spec, trials))
+        elif self.trials is not None:
+            parts.append(f"{self.trials} trials per run")
+        return ", ".join(parts)
 
     def as_dict(self) -> dict[str, Any]:
         return {"subjects": self.subjects, "runs": self.runs, "trials": self.trials}
@@ -434,8 +444,8 @@ class Evaluated:
     estimate: Estimate
     cost: Cost | None = None
 
-    def row(self, size_name: str) -> dict[str, Any]:
-        out: dict[str, Any] = {**self.point.as_dict(), "design": self.point.label(size_name),
+    def row(self, size_name: str, spec: Any = None) -> dict[str, Any]:
+        out: dict[str, Any] = {**self.point.as_dict(), "design": self.point.label(size_name, spec),
                                "power": self.estimate.rate, "mc_se": self.estimate.mc_se,
                                "sims": self.estimate.sims}
         if self.cost is not None:
@@ -523,7 +533,7 @@ class Planner:
         while True:
             est = self.power.ensure(point, sims)
             if decided(est, self.target):
-                self.say(f"{point.label(self.size.name)}: power {est.rate:.2f} ± {est.mc_se:.2f} ({est.sims} sims)")
+                self.say(f"{point.label(self.size.name, self.spec)}: power {rate_text(est.rate, est.sims)}")
                 return est
             sims = min(2 * sims, DECIDE_MAX_SIMS)
 
@@ -680,7 +690,7 @@ class Planner:
                 return Evaluated(point, est, self.exact_cost(point))
             failed.add(point)
             del self.passing[point]
-            self.say(f"{point.label(self.size.name)}: {est.rate:.3f} after {est.sims} sims, below target")
+            self.say(f"{point.label(self.size.name, self.spec)}: {est.rate:.3f} after {est.sims} sims, below target")
             self.step_up(point)
 
     def step_up(self, point: Point) -> None:
@@ -718,7 +728,7 @@ class Planner:
     def infeasible_message(self) -> str:
         best = max(self.evaluated(), key=lambda e: e.estimate.rate, default=None)
         budget = f" under ${self.max_cost:g}" if self.max_cost is not None else ""
-        where = (f"; the most powerful design simulated, {best.point.label(self.size.name)}, reaches "
+        where = (f"; the most powerful design simulated, {best.point.label(self.size.name, self.spec)}, reaches "
                  f"{best.estimate.rate:.2f} ± {best.estimate.mc_se:.2f}") if best is not None else ""
         hint = "raise --max-cost, widen the ranges or lower --power" if self.max_cost is not None else \
             "widen the ranges or lower --power"

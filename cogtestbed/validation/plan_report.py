@@ -140,12 +140,13 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
         "plan_version": PLAN_VERSION, "experiment": exp.name,
         "target": {"kind": result.spec.kind, "what": describe_target(result.spec), "power": result.target,
                    "level": result.spec.level, "mc_se": None},
-        "chosen": {**chosen.row(result.size_name), "sessions_per_llm": sessions_per_llm(result.spec, chosen.point)},
+        "chosen": {**chosen.row(result.size_name, result.spec),
+                   "sessions_per_llm": sessions_per_llm(result.spec, chosen.point)},
         "cost": cost, "power": {"rate": chosen.estimate.rate, "mc_se": chosen.estimate.mc_se,
                                 "sims": chosen.estimate.sims},
         "recovery": result.recovery,
-        "frontier": [e.row(result.size_name) for e in result.frontier],
-        "evaluated": [e.row(result.size_name) for e in result.evaluated],
+        "frontier": [e.row(result.size_name, result.spec) for e in result.frontier],
+        "evaluated": [e.row(result.size_name, result.spec) for e in result.evaluated],
         "pruned": result.pruned,
         "lapse": None if result.spec.lapse is None else _lapse_dict(result.spec.lapse),
         "pilot": None if pilot is None else pilot.as_dict(),
@@ -173,13 +174,15 @@ def _expected_dollars(chosen: Evaluated, pricer: Pricer, completion_per_call: fl
 
 def summary_line(payload: dict[str, Any]) -> str:
     """One line: the cheapest design with its calls, tokens, dollars and power."""
+    from cogtestbed.formatting import rate_text
+
     c, cost, p = payload["chosen"], payload["cost"], payload["power"]
     dollars = f"${cost['dollars']:.2f}" if cost["dollars"] is not None else "no price"
     llms = " + ".join(dict.fromkeys(payload["run"]["llms"]))
     return (f"cheapest design reaching {payload['target']['power']:.0%} power for {payload['target']['what']}: "
             f"{c['design']} ({c['sessions_per_llm']} sessions per LLM) — {cost['calls']:,} calls, "
             f"{cost['prompt_tokens']:,} prompt + {cost['completion_tokens']:,} completion tokens (max), "
-            f"{dollars} on {llms}; power {p['rate']:.3f} ± {p['mc_se']:.3f} ({p['sims']} sims)")
+            f"{dollars} on {llms}; power {rate_text(p['rate'], p['sims'])}")
 
 
 # ----------------------------------------------------------------------------- report

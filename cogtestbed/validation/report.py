@@ -19,11 +19,27 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cogtestbed.formatting import rate_text
+from cogtestbed.formatting import num, rate_text
+from cogtestbed.validation.recovery_checks import BOUND_SHARE_FLAG
 
 #: Recovery r at or above this is called "good"; below 0.5 "poor" (conventions of e.g.
 #: Wilson & Collins 2019 / White et al. for learning-model parameters).
 R_GOOD, R_POOR = 0.8, 0.5
+
+
+def design_name(spec: Any, n_trials: Any) -> str:
+    """The design of a study cell named by its fields (:func:`~cogtestbed.validation.sizes.design_label`)."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.sizes import design_label
+
+    try:
+        return design_label(get_experiment(spec.experiment), spec.design, int(n_trials))
+    except (ValueError, KeyError):  # a trial count the trials field cannot reach: the count itself
+        return f"{int(n_trials)} trials per run"
+
+
+def _runs(n: Any) -> str:
+    return f"{int(n)} run{'s' if int(n) != 1 else ''}"
 
 
 def _plt() -> Any:
@@ -44,6 +60,38 @@ def _save(fig: Any, path: Path) -> Path:
 
 
 # ----------------------------------------------------------------------------- plots
+def plot_error_by_size(result: Any, out: Path) -> list[Path]:
+    """RMSE (and the share within the stated tolerance) of each parameter against the design's size,
+    one line per subjects × runs cell: where a recovery study sweeps the trials field."""
+    cells = list(result.summary.values())
+    if len({c["n_trials"] for c in cells}) < 2:
+        return []
+    plt = _plt()
+    spec = result.spec
+    names = list(cells[0]["parameters"])
+    within = any("within" in v for c in cells for v in c["parameters"].values())
+    fig, axes = plt.subplots(1 + within, len(names), figsize=(3.3 * len(names), 3.0 * (1 + within)), squeeze=False)
+    for j, name in enumerate(names):
+        for key in sorted({(c["n_subjects"], c["runs"]) for c in cells}):
+            row = sorted((c for c in cells if (c["n_subjects"], c["runs"]) == key), key=lambda c: c["n_trials"])
+            x = [_trials_value(spec, c["n_trials"]) for c in row]
+            label = f"{key[0]} subjects" + (f", {_runs(key[1])}" if key[1] > 1 else "")
+            axes[0, j].plot(x, [c["parameters"][name]["rmse"] for c in row], marker="o", label=label)
+            if within and all("within" in c["parameters"][name] for c in row):
+                axes[1, j].plot(x, [c["parameters"][name]["within"]["share"] for c in row], marker="o", label=label)
+                q = row[0]["parameters"][name]["within"]
+                axes[1, j].axhline(q["assurance"], color="grey", ls=":", lw=1)
+                axes[1, j].set_ylabel(f"share within ±{q['halfwidth']:g}")
+                axes[1, j].set_ylim(-0.02, 1.02)
+        axes[0, j].set_title(name, fontsize=9)
+        axes[0, j].set_ylabel("RMSE")
+        for ax in axes[:, j]:
+            ax.set_xlabel(_trials_axis(spec))
+        axes[0, j].legend(fontsize=7)
+    fig.suptitle(f"recovery error against size: {spec.models[0]} on {spec.experiment}", y=1.02, fontsize=10)
+    return [_save(fig, out / "recovery_error_by_size.png")]
+
+
 def plot_recovery(table: pd.DataFrame, out: Path) -> list[Path]:
     plt = _plt()
     paths = []
@@ -66,7 +114,7 @@ def plot_recovery(table: pd.DataFrame, out: Path) -> list[Path]:
             if name.startswith("beta") and (g["true"] > 0).all() and (g["estimate"] > 0).all():
                 ax.set_xscale("log")
                 ax.set_yscale("log")
-        fig.suptitle(f"parameter recovery, {n} subjects x {t} trials", y=1.04)
+        fig.suptitle(f"parameter recovery, {n} subjects x {t} trials per run", y=1.04)
         paths.append(_save(fig, out / f"recovery_scatter_{n}x{t}.png"))
         wide = cell.assign(err=cell["estimate"] - cell["true"]).pivot_table(
             index=["rep", "subject"], columns="parameter", values="err", aggfunc="first")[names]
@@ -105,20 +153,21 @@ def plot_confusion(summary: dict[str, Any], out: Path) -> list[Path]:
     return paths
 
 
-def plot_power(summary: dict[str, Any], out: Path) -> list[Path]:
+def plot_power(summary: dict[str, Any], out: Path, spec: Any = None) -> list[Path]:
     plt = _plt()
     cells = pd.DataFrame(summary["cells"])
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     key = summary.get("rate_key", "power")
     for t, g in cells.groupby("n_trials"):
-        ax.errorbar(g["n_subjects"], g[key], yerr=1.96 * g["mc_se"], marker="o", capsize=3,
-                    label=f"{t} trials")
+        ax.errorbar(g["n_subjects"], g[key], yerr=_wilson_bars(g[key], g["sims"]), marker="o", capsize=3,
+                    label=design_name(spec, t) if spec is not None else f"{t} trials per run")
     if key == "power":
         ax.axhline(0.8, color="grey", ls=":", lw=1)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("subjects")
     ax.set_ylabel(summary.get("quantity", "power"))
-    ax.set_title(f"{summary['effect']} = {summary['effect_size']:g}\n{summary['test']}", fontsize=9)
+    model = f"{spec.models[0]}: " if spec is not None else ""
+    ax.set_title(f"{model}{summary['effect']} = {summary['effect_size']:g}\n{summary['test']}", fontsize=9)
     ax.legend()
     return [_save(fig, out / "power_curve.png")]
 
@@ -148,37 +197,70 @@ def verdict(result: Any) -> str:
     text = {"recovery": _verdict_recovery, "model-recovery": _verdict_model_recovery, "power": _verdict_power,
             "sbc": _verdict_sbc, "metric-validity": _verdict_validity, "metric-power": _verdict_metric_power,
             "test-size": _verdict_test, "test-power": _verdict_test}[spec.kind](result)
-    return f"{text} True parameters: {spec.true_distribution}."
+    return f"{text} {unit_sentence(spec)} True parameters: {spec.true_distribution}."
+
+
+def unit_sentence(spec: Any) -> str:
+    """What one simulated subject or run is (:func:`~cogtestbed.validation.sizes.unit_text`)."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.sizes import unit_text
+    from cogtestbed.validation.study_kinds import MODEL_KINDS
+
+    return unit_text(get_experiment(spec.experiment), spec.kind in MODEL_KINDS, tuple(spec.runs))
 
 
 def _verdict_recovery(result: Any) -> str:
     spec, s = result.spec, result.summary
+    criterion = getattr(result, "criterion", None) or {}
     parts = []
     for cell in s.values():
         params = cell["parameters"]
-        runs = f" ({cell['runs']} runs pooled)" if cell.get("runs", 1) > 1 else ""
-        head = f"With {cell['n_subjects']} subjects x {cell['n_trials']} trials{runs}"
-        unjudged = {k: v["r_note"] for k, v in params.items() if v.get("r_note")}
-        if len(unjudged) == len(params):
-            parts.append(f"{head}: {'; '.join(f'{k}: {note}' for k, note in unjudged.items())}.")
-            continue
-        judged = {k: v for k, v in params.items() if k not in unjudged}
+        runs = f", {_runs(cell['runs'])} pooled per subject" if cell.get("runs", 1) > 1 else ""
+        head = f"With {cell['n_subjects']} subjects of {design_name(spec, cell['n_trials'])}{runs}"
+        stats = "; ".join(_param_stats(k, v) for k, v in params.items())
+        parts.append(f"{head}: {stats}. {_recovery_call(params, criterion)}")
+    return f"Parameter recovery of {spec.models[0]} ({spec.method}, {spec.reps} reps). " + " ".join(parts)
+
+
+def _param_stats(name: str, v: dict[str, Any]) -> str:
+    """One parameter's r, RMSE, bias, share within the tolerance, coverage and share at a bound."""
+    scale = " (log scale)" if v.get("scale") == "log" else ""
+    bits = [f"r {num(v['r'], 2)}" if not v.get("r_note") else v["r_note"],
+            f"RMSE {num(v['rmse'])}{scale}", f"bias {num(v['bias'])}"]
+    if v.get("mean_estimate") is not None:
+        bits.append(f"mean estimate {num(v['mean_estimate'])} for mean truth {num(v['mean_true'])}")
+    within = v.get("within")
+    if within:
+        lo, hi = within["interval95"]
+        bits.append(f"{num(within['share'], 2)} within ±{within['halfwidth']:g} [{num(lo, 2)}, {num(hi, 2)}]")
+    if "coverage90" in v:
+        bits.append(f"90% interval coverage {num(v['coverage90'], 2)}")
+    if v.get("at_bound"):
+        flag = " — FLAG: estimates at a bound" if v["at_bound"] > BOUND_SHARE_FLAG else ""
+        bits.append(f"{v['at_bound']:.0%} of estimates at a bound{flag}")
+    return f"{name}: " + ", ".join(bits)
+
+
+def _recovery_call(params: dict[str, Any], criterion: dict[str, Any]) -> str:
+    """Which parameters are recovered well: by the user's tolerance where stated, else by r."""
+    precision = criterion.get("precision") or {}
+    if precision:
+        q = criterion["assurance"]
+        met = [k for k, v in params.items() if v.get("within", {}).get("meets")]
+        missed = [k for k, v in params.items() if "within" in v and not v["within"]["meets"]]
+        txt = (f"Recovered well (≥ {q:.0%} of estimates within the stated tolerance): {', '.join(met) or 'none'}"
+               + (f"; NOT within tolerance: {', '.join(missed)}" if missed else "") + ".")
+    else:
+        judged = {k: v for k, v in params.items() if not v.get("r_note")}
         good = [k for k, v in judged.items() if v["r"] >= R_GOOD]
         poor = [k for k, v in judged.items() if not v["r"] >= R_POOR]
-        mid = [k for k in judged if k not in good and k not in poor]
-        rs = ", ".join(f"{k} r={v['r']:.2f}" for k, v in judged.items())
-        txt = f"{head} ({rs}): {', '.join(good) or 'no parameter'} recovered well (r >= {R_GOOD})"
-        if mid:
-            txt += f"; {', '.join(mid)} moderately"
-        if poor:
-            txt += f"; {', '.join(poor)} poorly (r < {R_POOR}) — do not interpret individual estimates"
-        if unjudged:
-            txt += "; " + "; ".join(f"{k}: {note}" for k, note in unjudged.items())
-        covs = [f"{k} {v['coverage90']:.0%}" for k, v in cell["parameters"].items() if "coverage90" in v]
-        if covs:
-            txt += f"; 90% interval coverage {', '.join(covs)}"
-        parts.append(txt + ".")
-    return f"Parameter recovery of {spec.models[0]} ({spec.method}, {spec.reps} reps). " + " ".join(parts)
+        txt = (f"No tolerance stated (recover --precision PARAM=HALFWIDTH): by the r >= {R_GOOD} convention "
+               f"{', '.join(good) or 'no parameter'} track the truth")
+        txt += f"; {', '.join(poor)} poorly (r < {R_POOR}) — do not interpret individual estimates." if poor else "."
+    flagged = [k for k, v in params.items() if (v.get("at_bound") or 0) > BOUND_SHARE_FLAG]
+    if flagged:
+        txt += f" Flagged: {', '.join(flagged)} estimates pile up at a bound (means and RMSE are distorted)."
+    return txt
 
 
 def _verdict_model_recovery(result: Any) -> str:
@@ -192,15 +274,15 @@ def _verdict_model_recovery(result: Any) -> str:
     return f"Model recovery among {', '.join(result.spec.models)}: " + "; ".join(parts) + "."
 
 
-def _reach(cells: pd.DataFrame, by: str, size: str, value: str, what: str) -> list[str]:
+def _reach(spec: Any, cells: pd.DataFrame, by: str, size: str, value: str, what: str) -> list[str]:
     parts = []
     for t, g in cells.groupby(by):
         ok = g[g[value] >= 0.8]
         if len(ok):
-            parts.append(f"with {t} trials, {int(ok[size].min())} {what} reach 80% power")
+            parts.append(f"with {design_name(spec, t)}, {int(ok[size].min())} {what} reach 80% power")
         else:
-            parts.append(f"with {t} trials, none of {sorted(g[size].tolist())} {what} reaches 80% power "
-                         f"(max {g[value].max():.0%})")
+            parts.append(f"with {design_name(spec, t)}, none of {sorted(int(x) for x in g[size])} {what} reaches "
+                         f"80% power (max {g[value].max():.0%})")
     return parts
 
 
@@ -210,10 +292,10 @@ def _verdict_power(result: Any) -> str:
             f"level {spec.level})")
     if s["effect_size"] == 0:
         head = f"Type-I error rate of {s['effect']} for {spec.models[0]} ({s['test']}, level {spec.level})"
-        rates = ", ".join(f"{c['n_subjects']} subjects {rate_text(c['type_i_error'], c['sims'])}"
-                          for c in s["cells"])
+        rates = ", ".join(f"{c['n_subjects']} subjects of {design_name(spec, c['n_trials'])}: "
+                          f"{rate_text(c['type_i_error'], c['sims'])}" for c in s["cells"])
         return f"{head}: at effect 0 every rejection, in either direction, is a false positive: {rates}."
-    parts = _reach(pd.DataFrame(s["cells"]), "n_trials", "n_subjects", "power", "subjects")
+    parts = _reach(spec, pd.DataFrame(s["cells"]), "n_trials", "n_subjects", "power", "subjects")
     return head + ": " + "; ".join(parts) + "."
 
 
@@ -256,8 +338,9 @@ def _verdict_metric_power(result: Any) -> str:
         reach = (f"{int(ok['runs'].min())} runs per setting reach 80% power" if len(ok) else
                  f"none of {sorted(cells['runs'].tolist())} runs reaches 80% power "
                  f"(max {cells['power'].max():.0%})")
-    rates = ", ".join(f"{c['runs']} runs" + (f", {swept}={c['value']:g}" if "value" in c else "")
-                      + f" {rate_text(c['power'], c['sims'])}" for c in s["cells"])
+    rates = ", ".join(f"{_runs(c['runs'])} of {design_name(spec, c['n_trials'])}"
+                      + (f", {swept}={c['value']:g}" if "value" in c else "")
+                      + f": {rate_text(c['power'], c['sims'])}" for c in s["cells"])
     return (f"Power to detect a difference in {s['metric']} between {spec.agent} ({a}) and ({b}) "
             f"({s['test']}, two-sided, level {spec.level}): {rates}; {reach}.")
 
@@ -267,7 +350,8 @@ def _verdict_test(result: Any) -> str:
     swept = s.get("parameter")
 
     def where(c: dict[str, Any]) -> str:
-        return f"{c['runs']} runs" + (f", {swept}={c['value']:g}" if "value" in c else "")
+        return (f"{_runs(c['runs'])} of {design_name(spec, c['n_trials'])}"
+                + (f", {swept}={c['value']:g}" if "value" in c else ""))
 
     rates = ", ".join(f"{where(c)}: {rate_text(c['rejection_rate'], c['sims'])}" for c in s["cells"])
     setting = ", ".join(f"{k}={v:g}" for k, v in spec.params.items()) or "defaults"
@@ -277,7 +361,29 @@ def _verdict_test(result: Any) -> str:
                 + ", ".join(where(c) for c in off) if off else
                 f"size consistent with the nominal {spec.level} (within 2 MC SE)")
         return f"Size of {s['test']} under {spec.agent} ({setting}): rejection rate {rates}; {call}."
-    return f"Power of {s['test']} under {spec.agent} ({setting}): rejection rate {rates}."
+    head = f"Power of {s['test']} under {spec.agent} ({setting}, level {spec.level})"
+    if not swept:
+        return f"{head}: rejection rate {rates}; {_power_reach(spec, s['cells'])}."
+    parts = []
+    for value in sorted({c["value"] for c in s["cells"] if "value" in c}):
+        cells = [c for c in s["cells"] if c.get("value") == value]
+        listed = ", ".join(f"{_runs(c['runs'])} of {design_name(spec, c['n_trials'])} "
+                           f"{rate_text(c['rejection_rate'], c['sims'])}" for c in cells)
+        if value == 0:
+            parts.append(f"at {swept}=0 (no effect) the false-positive rate is {listed}")
+        else:
+            parts.append(f"at {swept}={value:g}: {listed}; {_power_reach(spec, cells)}")
+    return f"{head}: " + "; ".join(parts) + "."
+
+
+def _power_reach(spec: Any, cells: list[dict[str, Any]], target: float = 0.8) -> str:
+    """The smallest design (fewest trials per run, then runs) whose rate reaches ``target``."""
+    ok = sorted((c for c in cells if c["rejection_rate"] >= target), key=lambda c: (c["n_trials"], c["runs"]))
+    if ok:
+        c = ok[0]
+        return f"{target:.0%} power first reached with {_runs(c['runs'])} of {design_name(spec, c['n_trials'])}"
+    best = max((c["rejection_rate"] for c in cells), default=float("nan"))
+    return f"no design here reaches {target:.0%} power (max {best:.0%})"
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -295,46 +401,115 @@ def plot_validity(summary: dict[str, Any], out: Path) -> list[Path]:
     return [_save(fig, out / "metric_validity.png")]
 
 
-def plot_rate(summary: dict[str, Any], out: Path, value: str, name: str) -> list[Path]:
+def plot_rate(summary: dict[str, Any], out: Path, value: str, name: str, spec: Any = None) -> list[Path]:
+    """A rejection rate (or metric power) against what varies: the swept parameter, else the
+    design's size (its trials field) where several designs were run, else the runs; one line per
+    other cell, labelled by runs and design; the title names the test, agent and its settings."""
     plt = _plt()
     cells = pd.DataFrame(summary["cells"])
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
     swept = summary.get("parameter") if "value" in cells else None
-    for runs, g in cells.groupby("runs") if swept else [(None, cells)]:
-        x = g["value"] if swept else g["runs"]
-        ax.errorbar(x, g[value], yerr=1.96 * g["mc_se"], marker="o", capsize=3,
-                    label=f"{runs} runs" if swept else None)
+    designs = cells["n_trials"].nunique() > 1 if "n_trials" in cells else False
+    if swept:
+        x_col, x_label, group = "value", str(swept), ["runs", "n_trials"]
+    elif designs:
+        x_col, x_label, group = "n_trials", _trials_axis(spec), ["runs"]
+    else:
+        x_col, x_label, group = "runs", "runs per setting", ["n_trials"]
+    for key, g in cells.groupby(group):
+        keys = dict(zip(group, key if isinstance(key, tuple) else (key,), strict=True))
+        label = ", ".join([_runs(keys["runs"])] * ("runs" in keys)
+                          + [design_name(spec, keys["n_trials"]) if spec is not None else f"{keys['n_trials']} trials"]
+                          * ("n_trials" in keys))
+        x = g[x_col].map(lambda t: _trials_value(spec, t)) if x_col == "n_trials" else g[x_col]
+        ax.errorbar(x, g[value], yerr=_wilson_bars(g[value], g["sims"]), marker="o", capsize=3, label=label)
     ax.axhline(0.8 if value == "power" else 0.05, color="grey", ls=":", lw=1)
     ax.set_ylim(-0.02, 1.02)
-    if swept:
-        ax.legend(fontsize=8)
-    ax.set_xlabel(str(swept) if swept else "runs per setting")
+    ax.legend(fontsize=7)
+    ax.set_xlabel(x_label)
     ax.set_ylabel(value.replace("_", " "))
-    ax.set_title(summary["test"], fontsize=9)
+    ax.set_title(_rate_title(summary, spec), fontsize=8)
     return [_save(fig, out / f"{name}.png")]
+
+
+def _wilson_bars(rates: Any, sims: Any) -> np.ndarray:
+    """Asymmetric error bars of the 95 % Wilson intervals (never zero-width at rates 0 and 1)."""
+    from cogtestbed.formatting import wilson
+
+    bounds = [wilson(float(r) * int(n), int(n)) for r, n in zip(rates, sims, strict=True)]
+    r = np.asarray(rates, float)
+    return np.array([[max(0.0, x - lo) for x, (lo, _) in zip(r, bounds, strict=True)],
+                     [max(0.0, hi - x) for x, (_, hi) in zip(r, bounds, strict=True)]])
+
+
+def _trials_axis(spec: Any) -> str:
+    """The x label of a sweep over designs: the experiment's trials field, in words."""
+    from cogtestbed.formatting import FIELD_NOUNS
+    from cogtestbed.registry import get_experiment
+
+    field_ = get_experiment(spec.experiment).trials_field if spec is not None else None
+    return FIELD_NOUNS.get(field_ or "", field_ or "trials per run")
+
+
+def _trials_value(spec: Any, n_trials: Any) -> float:
+    """The trials field's value of the design with ``n_trials`` trials per run."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.studies import design_for_trials
+
+    exp = get_experiment(spec.experiment)
+    if exp.trials_field is None:
+        return float(n_trials)
+    return float(getattr(design_for_trials(exp, int(n_trials), spec.design), exp.trials_field))
+
+
+def _rate_title(summary: dict[str, Any], spec: Any) -> str:
+    """Test (or metric), agent, its settings and the non-size design fields (network, noise...)."""
+    what = summary.get("metric") or summary.get("test") or ""
+    if spec is None:
+        return str(what)
+    settings = ", ".join(f"{k}={v:g}" for k, v in spec.params.items()) or "default settings"
+    design = ", ".join(f"{k}={v}" for k, v in spec.design.items())
+    return f"{what} under {spec.agent} ({settings})" + (f"\n{spec.experiment}: {design}" if design else
+                                                        f"\n{spec.experiment}")
 
 
 def plots(result: Any, out: Path) -> list[Path]:
     kind = result.spec.kind
     if kind == "recovery":
-        return plot_recovery(result.table, out)
+        return [*plot_recovery(result.table, out), *plot_error_by_size(result, out)]
     if kind == "model-recovery":
         return plot_confusion(result.summary, out)
     if kind == "power":
-        return plot_power(result.summary, out)
+        return plot_power(result.summary, out, result.spec)
     if kind == "sbc":
         return plot_sbc(result.summary, out)
     if kind == "metric-validity":
         return plot_validity(result.summary, out)
     if kind == "metric-power":
-        return plot_rate(result.summary, out, "power", "metric_power")
-    return plot_rate(result.summary, out, "rejection_rate", kind.replace("-", "_"))
+        return plot_rate(result.summary, out, "power", "metric_power", result.spec)
+    return plot_rate(result.summary, out, "rejection_rate", kind.replace("-", "_"), result.spec)
+
+
+#: Columns of a recovery table, in order (those present).
+RECOVERY_COLUMNS = ("r", "rmse", "bias", "mean_true", "mean_estimate", "coverage90", "at_bound")
+
+
+def _recovery_frame(params: dict[str, Any]) -> pd.DataFrame:
+    """One row per parameter: r, RMSE, bias, means, share within the tolerance, coverage, share at a bound."""
+    rows = {}
+    for name, v in params.items():
+        row = {k: v[k] for k in RECOVERY_COLUMNS if k in v}
+        if v.get("within"):
+            row[f"within ±{v['within']['halfwidth']:g}"] = v["within"]["share"]
+        rows[name] = row
+    return pd.DataFrame(rows).T
 
 
 def _summary_tables(result: Any) -> list[tuple[str, pd.DataFrame]]:
     s, kind = result.summary, result.spec.kind
     if kind == "recovery":
-        return [(f"{c['n_subjects']} subjects x {c['n_trials']} trials", pd.DataFrame(c["parameters"]).T)
+        return [(f"{c['n_subjects']} subjects of {design_name(result.spec, c['n_trials'])}"
+                 + (f", {_runs(c['runs'])} pooled" if c.get("runs", 1) > 1 else ""), _recovery_frame(c["parameters"]))
                 for c in s.values()]
     if kind == "model-recovery":
         return [(f"confusion ({k.upper()}, row = generating model)",
@@ -406,6 +581,14 @@ def check_output_dir(out: Path) -> Path:
     return out
 
 
+def resolved(spec: Any) -> list[dict[str, Any]]:
+    """Every design the study played, every field with its default (and its label, trials per run)."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.sizes import resolved_designs
+
+    return resolved_designs(get_experiment(spec.experiment), spec.design, tuple(spec.trials))
+
+
 def write_study(result: Any, out: Path) -> dict[str, Path]:
     """results.parquet, summary.json, PNG plots and report.html in ``out`` (each written to a
     temporary file and renamed, so a failure leaves no half file)."""
@@ -419,7 +602,8 @@ def write_study(result: Any, out: Path) -> dict[str, Path]:
             frame[c] = frame[c].astype(str)
     atomic_write_bytes(table, lambda tmp: frame.to_parquet(tmp, index=False))
     summary = out / "summary.json"
-    _atomic_write(summary, json.dumps({"spec": result.spec.model_dump(), "summary": result.summary,
+    _atomic_write(summary, json.dumps({"spec": result.spec.model_dump(), "designs": resolved(result.spec),
+                                       "summary": result.summary,
                                        "verdict": result.verdict,
                                        "true_parameters": result.spec.true_distribution, "seconds": result.seconds},
                                       indent=1, default=str))

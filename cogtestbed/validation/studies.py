@@ -86,7 +86,7 @@ def check_study(spec: StudySpec) -> ExperimentSpec:
     else:
         _check_agent(spec, exp)
     if any(t is not None for t in spec.trials) and exp.trials_field is None:
-        raise ValueError(f"experiment {exp.name} has a fixed number of trials per session (no trials field); "
+        raise ValueError(f"experiment {exp.name} has a fixed number of trials per run (no trials field); "
                          "scale runs instead")
     for t in spec.trials:
         design_for_trials(exp, t, spec.design)
@@ -424,6 +424,8 @@ class StudyResult:
     def __init__(self, spec: StudySpec, table: pd.DataFrame, summary: dict[str, Any],
                  seconds: float) -> None:
         self.spec, self.table, self.summary, self.seconds = spec, table, summary, seconds
+        #: The user's recovery criterion (``recover --precision``), read by the verdict.
+        self.criterion: dict[str, Any] | None = None
 
     @property
     def verdict(self) -> str:

@@ -32,7 +32,7 @@ UNIFORM_PRIOR_Z = 1.645
 SBC_RANKS = 100
 
 def design_for_trials(exp: ExperimentSpec, trials: int | None, extra: Mapping[str, Any]) -> Any:
-    """The experiment's design with ``extra`` fields and ``trials`` trials per session.
+    """The experiment's design with ``extra`` fields and ``trials`` trials in one run (its ``n_trials``).
 
     ``trials`` is set through the spec's declared ``trials_field``: the design's trial count is
     proportional to that field, so the field becomes ``trials / n_trials(field = 1)``.
@@ -48,14 +48,15 @@ def design_for_trials(exp: ExperimentSpec, trials: int | None, extra: Mapping[st
     if trials is None or trials == base.n_trials:
         return base
     if trials < 1:
-        raise ValueError(f"trials per session must be at least 1, got {trials}")
+        raise ValueError(f"trials per run must be at least 1, got {trials}")
     field_ = exp.trials_field
     if field_ is None:
-        raise ValueError(f"experiment {exp.name} has a fixed number of trials per session (no trials field)")
+        raise ValueError(f"experiment {exp.name} has a fixed number of trials per run (no trials field)")
     per = trials_step(base, field_)
     if per < 1 or trials % per:
-        raise ValueError(f"cannot set {exp.name}'s design to {trials} trials per session "
-                         f"({field_} scales it in steps of {per})")
+        raise ValueError(f"cannot make one run of {exp.name}'s design {trials} trials long: {field_} scales a run "
+                         f"in steps of {per} trials (--trials counts the whole run; set the field itself with "
+                         f"--design {field_}=N)")
     return cls(**{**extra, field_: trials // per})
 
 

@@ -1,0 +1,135 @@
+"""One vocabulary of sizes: a design is named by its own fields everywhere.
+
+A study, ``power``, ``plan`` and ``recover`` vary three kinds of size:
+
+* **subjects** (``--subjects``): simulated subjects per data set (model-level studies);
+* **runs** (``--runs``): sessions one simulated subject plays and the model pools (experiments
+  whose pooling unit is the session), or the units a metric is computed over per setting;
+* **design fields** (``--design FIELD=a,b,c``): the experiment's own integer fields, e.g.
+  belief coherence's ``n_contexts``, magnitude's ``trials_per_session``; a comma list sweeps the
+  experiment's trials field (:attr:`~cogtestbed.experiments.spec.ExperimentSpec.trials_field`).
+
+``--trials N`` means one thing everywhere: the trials in **one run of the whole design** (every
+block, condition, session and repetition: the design's ``n_trials``), reached by scaling the
+trials field; ``--design FIELD=...`` names the same sizes in the design's own terms.
+
+Every summary, verdict, table and plot names a design by its fields (:func:`design_label`:
+``200 contexts × 5 repetitions (1000 trials per run)``), and the resolved design, every field
+including defaults, is printed and saved (:func:`resolved_designs`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from cogtestbed.experiments.spec import ExperimentSpec
+from cogtestbed.formatting import FIELD_NOUNS, field_text
+from cogtestbed.validation.studies import design_for_trials, trials_step
+
+
+def integer_fields(exp: ExperimentSpec) -> list[str]:
+    """The design's integer fields (those a size can name)."""
+    out = []
+    for name, f in exp.design_cls.model_fields.items():
+        if f.annotation is int or f.annotation == "int":
+            out.append(name)
+    return out
+
+
+def split_design(exp: ExperimentSpec, items: list[str] | None) -> tuple[dict[str, Any], tuple[int | None, ...]]:
+    """``--design`` items → (fixed design fields, trials axis).
+
+    ``NAME=VALUE`` sets a field (JSON where it parses, else text); ``NAME=a,b,c`` on the trials
+    field sweeps it: each value becomes the trials of one run (``value × step``), so studies and
+    plans search it as their trials axis; a comma list on any other field is refused (one study
+    per value: run them separately).
+    """
+    fixed: dict[str, Any] = {}
+    swept: tuple[int, ...] = ()
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ValueError(f"--design expects NAME=VALUE, got {item!r}")
+        if "," in value and not value.strip().startswith(("[", "{", '"')):
+            swept = _sweep(exp, name, value)
+            continue
+        try:
+            fixed[name] = json.loads(value)
+        except json.JSONDecodeError:
+            fixed[name] = value
+    if not swept:
+        return fixed, (None,)
+    assert exp.trials_field is not None
+    if exp.trials_field in fixed:
+        raise ValueError(f"--design sets {exp.trials_field} twice (a value and a list); give it once")
+    base = design_for_trials(exp, None, fixed)
+    step = trials_step(base, exp.trials_field)
+    return fixed, tuple(v * step for v in swept)
+
+
+def _sweep(exp: ExperimentSpec, name: str, text: str) -> tuple[int, ...]:
+    if name not in exp.design_cls.model_fields:
+        raise ValueError(f"{name!r} is not a design field of {exp.name}; valid: "
+                         f"{', '.join(exp.design_cls.model_fields)}")
+    if name != exp.trials_field:
+        field_ = exp.trials_field or "(none: its trial count is fixed)"
+        raise ValueError(f"--design {name}=a,b,c: a comma list sweeps {exp.name}'s trials field {field_}; "
+                         f"for other values of {name}, run one study per value")
+    try:
+        values = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise ValueError(f"--design {name} expects comma-separated integers, got {text!r}") from None
+    if any(v < 1 for v in values):
+        raise ValueError(f"--design {name} values must be at least 1, got {text!r}")
+    return tuple(sorted(set(values)))
+
+
+def size_fields(exp: ExperimentSpec, design: Any) -> dict[str, int]:
+    """The design's size fields: its trials field first, then the other integer count fields a
+    label names (``n_reps``), then the design's trials per run."""
+    out: dict[str, int] = {}
+    if exp.trials_field is not None:
+        out[exp.trials_field] = int(getattr(design, exp.trials_field))
+    for name in integer_fields(exp):
+        if name in FIELD_NOUNS and name not in out:
+            out[name] = int(getattr(design, name))
+    return out
+
+
+def design_label(exp: ExperimentSpec, fields: Mapping[str, Any], trials: int | None) -> str:
+    """A design named by its fields: ``200 contexts × 5 repetitions (1000 trials per run)``."""
+    design = design_for_trials(exp, trials, fields)
+    sizes = size_fields(exp, design)
+    total = int(design.n_trials)
+    named = " × ".join(field_text(k, v) for k, v in sizes.items())
+    per_run = f"{total} trial{'s' if total != 1 else ''} per run"
+    return f"{named} ({per_run})" if named else per_run
+
+
+def resolved_designs(exp: ExperimentSpec, fields: Mapping[str, Any],
+                     trials: tuple[int | None, ...]) -> list[dict[str, Any]]:
+    """Every field of each design a study plays (defaults included), with its label and trials."""
+    out = []
+    for t in trials:
+        design = design_for_trials(exp, t, fields)
+        out.append({"label": design_label(exp, fields, t), "n_trials": int(design.n_trials),
+                    "fields": design.model_dump(mode="json")})
+    return out
+
+
+def unit_text(exp: ExperimentSpec, model_level: bool, runs: tuple[int, ...]) -> str:
+    """What one simulated subject / run is, for a study's summary."""
+    pooled = ", ".join(str(r) for r in runs)
+    if model_level:
+        if exp.pooling_unit == "session":
+            return (f"One subject plays {pooled} run(s) of the design, pooled in its fit (one run = one session "
+                    "of the whole design).")
+        return "One subject plays one run of the design (one session of the whole design)."
+    return (f"One run is one simulated session of the whole design; each simulated study computes the metric or "
+            f"test over {pooled} run(s) per setting, pooled.")
+
+
+__all__ = ["design_label", "integer_fields", "resolved_designs", "size_fields", "split_design", "unit_text"]

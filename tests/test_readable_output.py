@@ -74,3 +74,27 @@ def test_unknown_test_lists_the_valid_keys_and_paper_names_are_aliases(capsys) -
     assert "choose one of: accuracy, t1_cmi, t1_lr, t1_nested, t2, t3, t4" in err and "T1c = t1_lr" in err
     assert run_cli([*args, "--test", "T1c"]) == 0
     assert '"t1_lr"' in capsys.readouterr().out
+
+
+def test_sampling_reports_draws_and_chains_off_a_terminal(capsys, monkeypatch, tmp_path) -> None:
+    """A hierarchical fit off a terminal: a line when sampling begins, progress lines (every interval;
+    here every update) with draws, chains and an ETA, and a closing line."""
+    import cogtestbed.progress as progress
+
+    monkeypatch.setattr(progress, "LINE_INTERVAL", 0.0)
+    table = tmp_path / "t.parquet"
+    assert run_cli(["simulate", "instrumental-learning", "-a", "rw-pm", "--subjects", "2", "--design",
+                    "visits_per_casino=4", "-o", str(table)]) == 0
+    assert run_cli(["fit", "rw-pm", str(table), "--method", "hierarchical", "--draws", "30", "--chains", "2",
+                    "-o", str(tmp_path / "fit")]) == 0
+    err = capsys.readouterr().err
+    assert "sampling began after" in err and "(2 chains, 120 draws in all, tuning included)" in err
+    assert "done, 120 draws in" in err
+
+
+def test_parse_nutpie_durations() -> None:
+    from cogtestbed.progress import parse_duration
+
+    assert parse_duration("1m 3s") == pytest.approx(63.0)
+    assert parse_duration("250ms") == pytest.approx(0.25)
+    assert parse_duration("") is None

@@ -34,7 +34,7 @@ def test_design_for_trials_maps_to_the_scaling_field() -> None:
     exp = get_experiment(EXP)
     assert design_for_trials(exp, 192, {}).visits_per_casino == 48
     assert design_for_trials(exp, None, {}).n_trials == 96
-    with pytest.raises(ValueError, match="cannot set"):
+    with pytest.raises(ValueError, match="cannot make one run"):
         design_for_trials(exp, 97, {})
 
 

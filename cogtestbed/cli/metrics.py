@@ -65,11 +65,19 @@ def metrics(
     result: dict[str, Any] = {"experiment": exp.name, "source": detected, "path": str(path)}
     if options:
         result["options"] = options
-    # the spinner only where someone watches it (a terminal): elsewhere it starts a thread for nothing
-    status = console_err.status(f"fitting {exp.name} metrics on {path.name}…") if stderr_is_terminal() \
+    from cogtestbed.progress import reporting, stderr_reporter
+
+    # the spinner only where someone watches it (a terminal): elsewhere it starts a thread for nothing;
+    # a posterior sampler reports its draws, chains and ETA in the spinner's line, or as a line per
+    # interval off a terminal
+    terminal = stderr_is_terminal()
+    status: Any = console_err.status(f"fitting {exp.name} metrics on {path.name}…") if terminal \
         else contextlib.nullcontext()
     with status:
-        result.update(exp.metrics(table, **options))
+        report = (lambda line, final: console_err.print(line, highlight=False) if final else status.update(line)) \
+            if terminal else stderr_reporter(False)
+        with reporting(report, terminal):
+            result.update(exp.metrics(table, **options))
     if as_json:
         print_json(result)
         warn_flags(result.get("flags") or [])

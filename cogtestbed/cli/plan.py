@@ -177,14 +177,14 @@ def plan(
     if as_json:
         print_json(payload)
         return
-    console.print(summary_line(payload), highlight=False)
+    console.print(summary_line(payload), highlight=False, soft_wrap=True)
     line = recovery_line(payload.get("recovery") or {})
     if line:
         console.print(line, highlight=False, soft_wrap=True)
     for row in payload["frontier"]:
         dollars = f"${row['dollars']:.3f}" if row["dollars"] is not None else "-"
         console.print(f"  frontier: {row['design']}: power {rate_text(row['power'], row['sims'])}, "
-                      f"{row['calls']} calls, {dollars}", highlight=False)
+                      f"{row['calls']} calls, {dollars}", highlight=False, soft_wrap=True)
     if "sequential" in payload:
         from cogtestbed.validation.seqplan import sequential_lines
 

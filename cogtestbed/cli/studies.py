@@ -708,8 +708,12 @@ def _fit_hierarchical(cog: Any, table: Any, output: Path, draws: int, chains: in
     from cogtestbed.outputs import atomic_write_bytes
 
     console_err.print(f"sampling {cog.name} on {n_subjects} subjects ({chains} chains x {draws} draws)...")
-    res = fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws,
-                           progressbar=console_err.is_terminal and not as_json)
+    from cogtestbed.progress import reporting, stderr_reporter
+
+    own_bar = console_err.is_terminal and not as_json  # nutpie's bar (draws, chains, ETA) on a terminal
+    with reporting(None if own_bar else stderr_reporter(False)):  # off it: a line per interval
+        res = fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws,
+                               progressbar=own_bar)
     console_err.print(f"diagnostics: {res.diagnostics.report()}", markup=False)
     nc = write_posterior(res.idata, output / "posterior.nc", log_likelihood)
     post = res.idata.posterior

@@ -48,6 +48,7 @@ kept small by this module doing the generic part:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib.util
@@ -550,20 +551,35 @@ def _sample(pm_model: Any, use: str, model: Any, hierarchical: bool, draws: int,
     """One sampler run of ``draws`` per chain (nutpie on the cached compiled model, or PyMC's NUTS)."""
     import pymc as pm
 
+    from cogtestbed.progress import for_sampling, nutpie_progress, pymc_callback
+
+    # the command line's reporter, where one is open and no bar of the sampler's own is asked for
+    progress = None if progressbar else for_sampling(
+        f"sampling {getattr(model, 'name', 'model')} ({chains} chains x {tune} tune + {draws} draws)")
     if use == "nutpie":
         compiled = _nutpie_compiled(pm_model, getattr(model, "name", id(model)), hierarchical)
         import nutpie
 
-        return nutpie.sample(
-            compiled, draws=draws, tune=tune, chains=chains, seed=seed, cores=cores,
-            target_accept=target_accept, progress_bar=progressbar, store_divergences=False,
-            low_rank_modified_mass_matrix=bool(getattr(model, "low_rank_mass_matrix", False)),
-        )
+        routed = nutpie_progress(progress, cores) if progress is not None else contextlib.nullcontext()
+        with routed:
+            idata = nutpie.sample(
+                compiled, draws=draws, tune=tune, chains=chains, seed=seed, cores=cores,
+                target_accept=target_accept, progress_bar=progressbar or progress is not None,
+                store_divergences=False,
+                low_rank_modified_mass_matrix=bool(getattr(model, "low_rank_mass_matrix", False)),
+            )
+        if progress is not None:
+            progress.finish()
+        return idata
+    extra = {"callback": pymc_callback(progress, draws, tune, chains)} if progress is not None else {}
     with pm_model, _quiet_pymc():
-        return pm.sample(
+        idata = pm.sample(
             draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
-            target_accept=target_accept, progressbar=progressbar, compute_convergence_checks=False,
+            target_accept=target_accept, progressbar=progressbar, compute_convergence_checks=False, **extra,
         )
+    if progress is not None:
+        progress.finish()
+    return idata
 
 
 def _more_draws_help(diag: Diagnostics) -> bool:

@@ -1,0 +1,189 @@
+"""Progress of long jobs (posterior sampling): chains and draws with an ETA on a terminal, one line
+per interval off it, and a time estimate as soon as the sampler gives one for a job over a minute.
+
+The command line opens a reporter (:func:`reporting`) around work that may sample; the samplers
+(:func:`cogtestbed.inference.hierarchical.fit_hierarchical`, which every hierarchical fit and
+the magnitude hierarchy go through) report to the current one (:func:`current`), so no library
+signature grows a progress argument.  nutpie reports through its own template callback
+(:func:`nutpie_progress`: draws and chains finished, elapsed time, its ETA); PyMC through
+``pm.sample``'s per-draw callback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import Any
+
+#: Seconds between progress lines off a terminal.
+LINE_INTERVAL = 30.0
+#: A job whose first estimate exceeds this many seconds gets a time-estimate line.
+ESTIMATE_OVER = 60.0
+#: nutpie's progress template: one line of numbers we parse (its template language is Jinja-like).
+NUTPIE_TEMPLATE = ("{{ total_finished_draws }}|{{ total_draws }}|{{ finished_chains }}|{{ num_chains }}|"
+                   "{{ running_chains }}|{{ time_sampling }}|{{ time_remaining_estimate }}")
+
+Report = Callable[[str, bool], None]
+_CURRENT: ContextVar[tuple[Report, bool] | None] = ContextVar("cogtestbed_progress", default=None)
+
+
+def current() -> tuple[Report, bool] | None:
+    """The reporter of the work under way (``report(line, final)``) and whether it writes to a
+    terminal, or None (no progress shown)."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def reporting(report: Report | None, terminal: bool = False) -> Iterator[None]:
+    """Make ``report`` the current reporter for the duration of the block."""
+    token = _CURRENT.set(None if report is None else (report, terminal))
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+class SamplingProgress:
+    """Turns sampler updates into lines: every update on a terminal, one per :data:`LINE_INTERVAL`
+    seconds off it, and once an estimate of the time left exceeds :data:`ESTIMATE_OVER` seconds a
+    line saying so."""
+
+    def __init__(self, report: Report, what: str, terminal: bool) -> None:
+        self.report, self.what, self.terminal = report, what, terminal
+        self.last = -float("inf")
+        self.estimated = False
+        self.created = time.monotonic()
+        self.start: float | None = None  # the first update: sampling has begun (the model is compiled)
+        self.total = 0
+
+    def update(self, done: int, total: int, chains_done: int, chains: int, eta_s: float | None) -> None:
+        now = time.monotonic()
+        self.total = total
+        if self.start is None:
+            self.start = now
+            self.report(f"{self.what}: sampling began after {_clock(now - self.created)} of set-up "
+                        f"({chains} chains, {total} draws in all, tuning included)", True)
+        eta = f", ETA {_clock(eta_s)}" if eta_s is not None else ""
+        line = (f"{self.what}: {done}/{total} draws (tuning included), {chains_done}/{chains} chains done, "
+                f"{_clock(now - self.start)} elapsed{eta}")
+        if not self.estimated and eta_s is not None and eta_s + (now - self.start) > ESTIMATE_OVER:
+            self.estimated = True
+            self.report(f"{self.what}: estimated {_clock(eta_s + now - self.start)} in all", True)
+        if self.terminal or now - self.last >= LINE_INTERVAL:
+            self.last = now
+            self.report(line, not self.terminal)
+
+    def finish(self) -> None:
+        """The closing line: every draw done, and the time sampling took."""
+        took = time.monotonic() - (self.start if self.start is not None else self.created)
+        self.report(f"{self.what}: done, {self.total or 'all'} draws in {_clock(took)}", True)
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0.0, float(seconds))
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, s = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {s:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+_DURATION = re.compile(r"([\d.]+)\s*(ms|s|m|h|µs|us|ns)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float | None:
+    """Seconds of a duration as nutpie writes it (``1m 3s``, ``12.5s``, ``250ms``); None if none."""
+    parts = _DURATION.findall(text or "")
+    return sum(float(v) * _UNITS[u] for v, u in parts) if parts else None
+
+
+def on_nutpie_line(progress: SamplingProgress) -> Callable[[str], None]:
+    """nutpie's template callback feeding ``progress``."""
+
+    def callback(formatted: str) -> None:
+        try:
+            done, total, fin, chains, _running, _elapsed, eta = (x.strip() for x in formatted.split("|"))
+            progress.update(int(done), int(total), int(fin), int(chains), parse_duration(eta))
+        except ValueError:  # a template nutpie renders differently: say nothing rather than fail
+            return
+
+    return callback
+
+
+@contextlib.contextmanager
+def nutpie_progress(progress: SamplingProgress, cores: int) -> Iterator[None]:
+    """Route nutpie's terminal progress bar to ``progress`` while the block runs.
+
+    nutpie draws an indicatif bar outside notebooks; its template callback (used in notebooks)
+    formats :data:`NUTPIE_TEMPLATE` instead, which :func:`on_nutpie_line` parses.
+    """
+    import importlib
+
+    module: Any = importlib.import_module("nutpie.sample")
+    real = module._lib
+    kinds = real.ProgressType
+
+    class _Kinds:
+        none = kinds.none
+        template_callback = kinds.template_callback
+
+        @staticmethod
+        def indicatif(rate: int) -> Any:
+            return kinds.template_callback(rate, NUTPIE_TEMPLATE, cores, on_nutpie_line(progress))
+
+    class _Lib:
+        ProgressType = _Kinds
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+    module._lib = _Lib()
+    try:
+        yield
+    finally:
+        module._lib = real
+
+
+def pymc_callback(progress: SamplingProgress, draws: int, tune: int, chains: int) -> Callable[..., None]:
+    """``pm.sample(callback=...)`` counting draws per chain into ``progress``."""
+    counts: dict[int, int] = {}
+    total = (draws + tune) * chains
+    start = time.monotonic()
+
+    def callback(trace: Any = None, draw: Any = None, **_: Any) -> None:
+        chain = int(getattr(draw, "chain", 0))
+        counts[chain] = counts.get(chain, 0) + 1
+        done = sum(counts.values())
+        elapsed = time.monotonic() - start
+        eta = elapsed / done * (total - done) if done else None
+        finished = sum(1 for c in counts.values() if c >= draws + tune)
+        progress.update(done, total, finished, chains, eta)
+
+    return callback
+
+
+def for_sampling(what: str) -> SamplingProgress | None:
+    """A :class:`SamplingProgress` on the current reporter (None where no one reports)."""
+    found = current()
+    return None if found is None else SamplingProgress(found[0], what, found[1])
+
+
+def stderr_reporter(terminal: bool) -> Report:
+    """A reporter writing to stderr: on a terminal one line rewritten in place, else plain lines."""
+
+    def report(line: str, final: bool) -> None:
+        if terminal and not final:
+            sys.stderr.write("\r\x1b[2K" + line)
+        else:
+            sys.stderr.write(("\r\x1b[2K" if terminal else "") + line + "\n")
+        sys.stderr.flush()
+
+    return report
+
+
+__all__ = ["SamplingProgress", "current", "for_sampling", "nutpie_progress", "parse_duration", "pymc_callback",
+           "reporting", "stderr_reporter"]

@@ -1,0 +1,134 @@
+"""One vocabulary of sizes, visible defaults, precision targets and recovery verdicts in the
+researcher's terms — and the three questions of issue 31, each answered by one command (tiny sizes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer.main
+
+from cogtestbed.cli import app, run_cli
+from cogtestbed.registry import get_experiment
+from cogtestbed.validation.sizes import design_label, split_design
+
+MAGNITUDE_ONE_TASK = ["--design", "task=marker-location", "--design", 'conditions=["base"]',
+                      "--design", 'modalities=["text"]']
+
+
+def _json(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
+    code = run_cli([*args, "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err[-2000:]
+    return json.loads(out.out.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------- the vocabulary
+def test_designs_are_named_by_their_fields() -> None:
+    belief = get_experiment("belief-coherence")
+    assert design_label(belief, {"n_contexts": 40}, None) == "40 contexts × 5 repetitions (200 trials per run)"
+    fixed, trials = split_design(belief, ["network=alarm", "n_contexts=40,80,160"])
+    assert fixed == {"network": "alarm"} and trials == (200, 400, 800)  # contexts × 5 repetitions
+    il = get_experiment("instrumental-learning")
+    assert design_label(il, {}, 192) == "48 visits per casino (192 trials per run)"
+    with pytest.raises(ValueError, match="sweeps belief-coherence's trials field n_contexts"):
+        split_design(belief, ["n_reps=2,5"])
+
+
+def test_trials_means_the_whole_run_and_the_error_says_so(capsys) -> None:
+    code = run_cli(["recover", "static-bayes", "-e", "magnitude", "--trials", "10", "--reps", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot make one run of magnitude's design 10 trials long" in err
+    assert "--design trials_per_session=N" in err
+
+
+def test_every_option_shows_its_default() -> None:
+    from cogtestbed.cli.app import show_unset_defaults
+
+    group = typer.main.get_command(app)
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        show_unset_defaults(command)
+        for p in command.params:
+            if p.param_type_name != "option" or getattr(p, "is_flag", False) or p.required:
+                continue
+            shown = p.show_default is not False and p.default not in (None, (), [])
+            assert shown or "default" in (p.help or "").lower(), f"{name} --{p.name}: no default in --help"
+
+
+def test_test_power_defaults_to_one_run_and_the_summary_says_what_a_run_is(capsys) -> None:
+    out = _json(["power", "belief-coherence", "--test", "T1c", "--agent", "logit-rum:report_noise=0.05",
+                 "--design", "network=asia", "--design", "n_contexts=20", "--sims", "2", "--workers", "1"], capsys)
+    (cell,) = out["test_power"]["cells"]
+    assert cell["runs"] == 1  # no silent pooling: one run (one subject) unless --runs says otherwise
+    assert "One run is one simulated session of the whole design" in out["verdict"]
+    assert "20 contexts × 5 repetitions (100 trials per run)" in out["verdict"]
+    (design,) = out["designs"]
+    assert design["fields"]["network"] == "asia" and design["fields"]["n_reps"] == 5  # every field, defaults too
+
+
+# ----------------------------------------------------------------------------- the three questions
+def test_question_1_trials_per_session_for_w_prior_within_0_05(capsys) -> None:
+    """How many trials per session to recover magnitude's w_prior within ±0.05 with 90 % assurance?"""
+    out = _json(["plan", "magnitude", "--model", "static-bayes", "--precision", "w_prior=0.05", "--assurance", "0.9",
+                 *MAGNITUDE_ONE_TASK, "--design", "trials_per_session=10,40,160"], capsys)
+    chosen = out["chosen"]
+    assert out["target"] == {"kind": "precision", "parameter": "w_prior", "halfwidth": 0.05, "assurance": 0.9}
+    assert chosen["assurance"] >= 0.9 and chosen["interval95"][0] <= chosen["assurance"] <= chosen["interval95"][1]
+    tps = chosen["resolved"]["fields"]["trials_per_session"]
+    assert tps in (40, 160) and chosen["design"].startswith(f"{tps} trials per session")
+    assert out["cost"]["trials_per_subject"] == 3 * tps  # three ranges of one task, condition and modality
+    failed = [e for e in out["evaluated"] if e["trials"] < chosen["trials"]]
+    assert failed and all(e["assurance"] < 0.9 for e in failed)  # every cheaper design simulated falls short
+
+
+def test_question_2_t1c_false_positives_and_contexts_for_power(capsys, tmp_path: Path) -> None:
+    """T1c's false-positive rate at report noise 0.05 for one subject, and the contexts for 80 % power
+    against a leak of 0.1 (asia and 2 sims here; the README's command runs alarm)."""
+    out = _json(["power", "belief-coherence", "--test", "T1c", "--agent", "leak:report_noise=0.05",
+                 "--sweep", "leak=0,0.1", "--design", "network=asia", "--design", "n_contexts=20,40", "--sims", "2",
+                 "--workers", "1", "-o", str(tmp_path / "q2")], capsys)
+    cells = out["test_power"]["cells"]
+    assert {(c["value"], c["n_trials"]) for c in cells} == {(0.0, 100), (0.1, 100), (0.0, 200), (0.1, 200)}
+    assert "at leak=0 (no effect) the false-positive rate is 1 run of 20 contexts × 5 repetitions" in out["verdict"]
+    assert "power first reached" in out["verdict"] or "no design here reaches 80% power" in out["verdict"]
+    assert (tmp_path / "q2/test_power.png").stat().st_size > 1000
+
+
+def test_question_3_plan_cost_with_a_pilot(capsys, tmp_path: Path) -> None:
+    """The cheapest design detecting optimism bias 0.2 with 80 % power, costed on gpt-4o-mini, from a
+    3-subject pilot (here a synthetic pilot of known parameters, written by the run's own writer)."""
+    from tests.test_plan import write_synthetic_pilot
+
+    write_synthetic_pilot(tmp_path / "pilot", subjects=3, invalid=0.05, seed=2)
+    code = run_cli(["plan", "instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.2",
+                    "--power", "0.8", "--llm", "openai:gpt-4o", "--pilot", str(tmp_path / "pilot"),
+                    "--subjects", "8:32", "--design", "visits_per_casino=24", "--mc-se", "0.2", "--workers", "1"])
+    out = capsys.readouterr()
+    assert code == 0, out.err[-2000:]
+    assert "warning: the pilot in" in out.err and "ran openai:gpt-4o-mini, not openai:gpt-4o" in out.err
+    first = out.out.splitlines()[0]
+    assert first.startswith("cheapest design reaching 80% power") and "visits per casino" in first and "$" in first
+    assert "recovery at this design: effect bias" in out.out
+
+
+# ----------------------------------------------------------------------------- recovery verdicts
+def test_recovery_verdict_uses_the_stated_tolerance_and_flags_estimates_at_a_bound(capsys) -> None:
+    out = _json(["recover", "static-bayes", "-e", "magnitude", *MAGNITUDE_ONE_TASK, "--design",
+                 "trials_per_session=5", "--subjects", "12", "--reps", "1", "--precision", "w_prior=0.001",
+                 "--workers", "1"], capsys)
+    w = out["parameters"]["w_prior"]
+    assert w["within"]["halfwidth"] == 0.001 and w["within"]["meets"] is False
+    assert "Recovered well (≥ 90% of estimates within the stated tolerance): none; NOT within tolerance: w_prior" \
+        in out["verdict"]
+    assert {"r", "rmse", "bias", "at_bound", "mean_estimate"} <= set(w)
+
+
+def test_estimates_at_a_bound_are_found() -> None:
+    import numpy as np
+
+    from cogtestbed.parameters import Parameter
+    from cogtestbed.validation.recovery_checks import at_bound
+
+    beta = Parameter("beta", 0.0, 1e5, 5.0, transform="log")
+    assert at_bound(np.array([5.0, 1e5, 99999.99, 12.0]), beta).tolist() == [False, True, True, False]

@@ -202,7 +202,7 @@ def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assur
     from cogtestbed.experiments.spec import resolve_temperature
     from cogtestbed.validation.plan import Axis, Pricer, declared_runs, parse_range, trials_values
     from cogtestbed.validation.precision import PrecisionPlanner, precision_line, precision_payload
-    from cogtestbed.validation.studies import design_for_trials
+    from cogtestbed.validation.study_data import design_for_trials
 
     if len(llm) > 1:
         raise ValueError("--precision prices one LLM: give --llm once")

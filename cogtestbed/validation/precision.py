@@ -29,7 +29,7 @@ import numpy as np
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.formatting import wilson
 from cogtestbed.validation.plan import Axis, PlanInfeasible, Point, Pricer, cost_key
-from cogtestbed.validation.studies import design_for_trials, seed_of, simulate_model
+from cogtestbed.validation.study_data import design_for_trials, seed_of, simulate_model
 from cogtestbed.validation.study_kinds import PowerStudy
 
 #: Subjects simulated per batch of one design.

@@ -454,7 +454,7 @@ def _trials_axis(spec: Any) -> str:
 def _trials_value(spec: Any, n_trials: Any) -> float:
     """The trials field's value of the design with ``n_trials`` trials per run."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies import design_for_trials
+    from cogtestbed.validation.study_data import design_for_trials
 
     exp = get_experiment(spec.experiment)
     if exp.trials_field is None:

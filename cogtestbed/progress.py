@@ -166,6 +166,40 @@ def pymc_callback(progress: SamplingProgress, draws: int, tune: int, chains: int
     return callback
 
 
+class TaskProgress:
+    """Tasks of a study done, as a line per :data:`LINE_INTERVAL` seconds (off a terminal), with the
+    elapsed time and an ETA from the rate so far, and once the projected total exceeds
+    :data:`ESTIMATE_OVER` seconds a line with the estimate."""
+
+    def __init__(self, report: Report, what: str, total: int) -> None:
+        self.report, self.what, self.total = report, what, total
+        self.done = 0
+        self.start = time.monotonic()
+        self.last = self.start
+        self.estimated = False
+        self.first = (self.start, 0)
+
+    def advance(self, k: int = 1) -> None:
+        """``k`` more tasks done.  The rate is measured from the first completion on (the first task
+        also compiles the kernels and starts the workers, which later tasks do not repeat)."""
+        now = time.monotonic()
+        if self.done == 0:
+            self.first = (now, k)
+        self.done += k
+        elapsed = now - self.start
+        since, first_k = now - self.first[0], self.first[1]
+        later = self.done - first_k
+        eta = since / later * (self.total - self.done) if later > 0 and since > 0 else None
+        if not self.estimated and eta is not None and elapsed + eta > ESTIMATE_OVER and self.done < self.total:
+            self.estimated = True
+            self.report(f"{self.what}: estimated {_clock(elapsed + eta)} in all ({self.done} of {self.total} tasks "
+                        f"took {_clock(elapsed)})", True)
+        if now - self.last >= LINE_INTERVAL or self.done == self.total:
+            self.last = now
+            tail = f", ETA {_clock(eta)}" if eta and self.done < self.total else ""
+            self.report(f"{self.what}: {self.done}/{self.total} tasks, {_clock(elapsed)} elapsed{tail}", True)
+
+
 def for_sampling(what: str) -> SamplingProgress | None:
     """A :class:`SamplingProgress` on the current reporter (None where no one reports)."""
     found = current()
@@ -185,5 +219,5 @@ def stderr_reporter(terminal: bool) -> Report:
     return report
 
 
-__all__ = ["SamplingProgress", "current", "for_sampling", "nutpie_progress", "parse_duration", "pymc_callback",
-           "reporting", "stderr_reporter"]
+__all__ = ["SamplingProgress", "TaskProgress", "current", "for_sampling", "nutpie_progress", "parse_duration",
+           "pymc_callback", "reporting", "stderr_reporter"]

@@ -99,3 +99,16 @@ def test_parse_nutpie_durations() -> None:
     assert parse_duration("1m 3s") == pytest.approx(63.0)
     assert parse_duration("250ms") == pytest.approx(0.25)
     assert parse_duration("") is None
+
+
+def test_task_progress_lines_with_an_estimate(monkeypatch) -> None:
+    import cogtestbed.progress as progress
+
+    clock = iter([0.0, 10.0, 12.0, 14.0, 16.0])
+    monkeypatch.setattr(progress.time, "monotonic", lambda: next(clock))
+    lines: list[str] = []
+    tasks = progress.TaskProgress(lambda line, final: lines.append(line), "recovery", 100)
+    for _ in range(3):
+        tasks.advance()
+    assert lines[0] == "recovery: estimated 3 min 28 s in all (2 of 100 tasks took 12 s)"  # 2 s a task after the first
+    assert all("ETA" not in x for x in lines[1:])  # one line per 30 s: none yet

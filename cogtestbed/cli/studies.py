@@ -185,14 +185,20 @@ def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bo
     if dask is None:  # before the progress bar: a refusal is the only line on stderr
         check_study_memory(spec, exp, concurrent_tasks(spec, workers))
     client = dask_client(dask) if dask is not None else None
+    from cogtestbed.progress import TaskProgress, stderr_reporter
+
     total = len(spec.tasks())
+    terminal = console_err.is_terminal
     done = iter(progress(range(total), f"{spec.kind} ({total} tasks)", total=total,
-                         enabled=console_err.is_terminal))  # a bar off a terminal is noise
+                         enabled=terminal))  # a bar on a terminal; off it, a line per interval
     next(done, None)
+    lines = None if terminal or as_json else TaskProgress(stderr_reporter(False), spec.kind, total)
 
     def tick(k: int) -> None:
         for _ in range(k):
             next(done, None)
+        if lines is not None:
+            lines.advance(k)
 
     try:
         result = run_study(spec, workers=workers, dask=client, on_task_done=tick)

@@ -153,7 +153,7 @@ def plan(
         spec = spec.model_copy(update={"lapse": Lapse(invalid=rate, random=random_rate)})
     if precision is not None:
         _plan_precision(spec, exp, target_param, halfwidth, assurance, runs, trials, llm, seed, max_tokens,
-                        temperature, reask, prices, as_json)
+                        temperature, reask, prices, as_json, output)
         return
     size, others = design_axes(spec, exp, subjects, runs, trials)
     pricer = Pricer(exp, tuple(llm) * (2 if spec.kind == "metric-power" and len(llm) == 1 else 1), seed=seed,
@@ -196,9 +196,10 @@ def plan(
 
 def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assurance: float, runs: str | None,
                     trials: str | None, llm: list[str], seed: int, max_tokens: int, temperature: float | None,
-                    reask: int, prices: Path | None, as_json: bool) -> None:
+                    reask: int, prices: Path | None, as_json: bool, output: Path | None = None) -> None:
     """``plan --precision``: the cheapest design meeting the precision target
-    (:mod:`cogtestbed.validation.precision`)."""
+    (:mod:`cogtestbed.validation.precision`); ``-o DIR`` writes ``precision.json`` (the ``--json``
+    payload; ``plan.json``, which ``run --plan`` executes, belongs to power plans)."""
     from cogtestbed.experiments.spec import resolve_temperature
     from cogtestbed.validation.plan import Axis, Pricer, declared_runs, parse_range, trials_values
     from cogtestbed.validation.precision import PrecisionPlanner, precision_line, precision_payload
@@ -225,6 +226,15 @@ def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assur
                                on_progress=None if quiet else lambda m: console_err.print(m, highlight=False,
                                                                                           markup=False))
     payload = precision_payload(planner.plan(), planner)
+    if output is not None:
+        import json
+
+        from cogtestbed.outputs import atomic_write_bytes
+
+        output.mkdir(parents=True, exist_ok=True)
+        dest = output / "precision.json"
+        atomic_write_bytes(dest, lambda tmp: tmp.write_text(json.dumps(payload, indent=1, default=str)))
+        payload["files"] = {"precision": str(dest)}
     if as_json:
         print_json(payload)
         return

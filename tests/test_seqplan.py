@@ -104,3 +104,54 @@ def test_bad_looks_refused_in_one_line(looks):
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
     assert len([line for line in proc.stderr.splitlines() if line.strip()]) <= 6  # one error (typer boxes "x")
+
+
+# ----------------------------------------------------------------------------- run --plan, looks, resume
+def _sequential_plan(path: Path, futility: bool) -> Path:
+    """A plan.json of a 2-look sequential rw-pm plan (4 + 4 subjects x 12 trials) on the tiny model."""
+    import json
+
+    from cogtestbed.validation.plan_report import PLAN_VERSION
+    from cogtestbed.validation.study_data import design_for_trials
+
+    exp = get_experiment("instrumental-learning")
+    bounds = boundaries((4, 8), 0.05, "pocock", futility, 0.8)
+    design = {**bounds.as_dict(), "size_axis": "subjects", "futility_rule": futility, "direction": 1.0,
+              "runs_per_subject": 1, "statistic": {"kind": "power", "model": "rw-pm", "effect": "optimism_bias",
+                                                   "effect_size": 0.4, "lapse_fit": None}}
+    run = {"experiment": exp.name, "llms": ["hf:tiny-random"], "subjects": 8, "seed": 0,
+           "design": design_for_trials(exp, 12, {}).model_dump(mode="json"), "max_tokens": 4, "temperature": 0.0,
+           "reask": 0, "max_calls": None, "max_cost": None, "sequential": design}
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "plan.json").write_text(json.dumps({"plan_version": PLAN_VERSION, "experiment": exp.name, "run": run}))
+    return path / "plan.json"
+
+
+def test_sequential_run_records_looks_resumes_at_the_right_look_and_reproduces_them(tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from cogtestbed.cli import app
+
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
+    cli = CliRunner()
+    plan, out = _sequential_plan(tmp_path / "plan", futility=False), tmp_path / "run"
+    # the budget cap holds: 4 subjects x 12 calls pay for look 1 only; look 2 stops on the budget (exit 3)
+    first = cli.invoke(app, ["run", "--plan", str(plan), "-o", str(out), "--max-calls", "48"])
+    assert first.exit_code == 3, first.output
+    looks = [json.loads(x) for x in (out / "looks.jsonl").read_text().splitlines()]
+    assert [lk["look"] for lk in looks] == [1] and looks[0]["decision"] == "continue" and looks[0]["units"] == 4
+    again = cli.invoke(app, ["run", "--plan", str(plan), "-o", str(out), "--resume", "--max-calls", "48",
+                             "--add-budget", "calls=48"])
+    assert again.exit_code == 0, again.output
+    assert "look 2/2" in again.output and "look 1/2" not in again.output  # resumed at look 2
+    looks = [json.loads(x) for x in (out / "looks.jsonl").read_text().splitlines()]
+    assert [lk["look"] for lk in looks] == [1, 2] and looks[1]["units"] == 8 and looks[1]["decision"] != "continue"
+    check = cli.invoke(app, ["looks", str(out), "--json"])
+    assert check.exit_code == 0, check.output
+    assert json.loads(check.stdout)["reproduced"] is True
+    # a tampered record is caught
+    bad = [{**looks[0], "decision": "efficacy"}, looks[1]]
+    (out / "looks.jsonl").write_text("".join(json.dumps(lk) + "\n" for lk in bad))
+    assert cli.invoke(app, ["looks", str(out)]).exit_code == 1

@@ -25,6 +25,7 @@ import typer
 from cogtestbed.cli import check as _check  # noqa: F401,E402
 from cogtestbed.cli import demo as _demo  # noqa: F401,E402
 from cogtestbed.cli import listing as _listing  # noqa: F401,E402
+from cogtestbed.cli import looks as _looks  # noqa: F401,E402
 from cogtestbed.cli import metrics as _metrics  # noqa: F401,E402
 from cogtestbed.cli import phenotype as _phenotype  # noqa: F401,E402
 from cogtestbed.cli import plan as _plan  # noqa: F401,E402

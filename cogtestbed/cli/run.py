@@ -92,6 +92,8 @@ class RunRequest:
     retry_for: float = DEFAULT_RETRY_WINDOW
     resume: bool = False
     progress_every: int = PROGRESS_EVERY
+    #: Play only the first ``limit`` subjects (a sequential plan's look).
+    limit: int | None = None
 
 
 @app.command()
@@ -179,6 +181,13 @@ def run(
         timeout=timeout, retry_for=retry_for, resume=resume, progress_every=progress_every)
     if dry_run:
         print_json(estimate_run(request))
+        return
+    if plan is not None and p.get("sequential") is not None:  # a group-sequential plan: look by look
+        from cogtestbed.cli.looks import run_sequential
+
+        result = run_sequential(request, {**p["sequential"], "experiment": experiment})
+        if result is not None and result.status == "stopped":
+            raise typer.Exit(EXIT_BUDGET_STOP)
         return
     result = execute_run(request)
     if result.status == "stopped":
@@ -307,7 +316,8 @@ def execute_run(request: RunRequest) -> Any:
             result = asyncio.run(run_experiment(
                 exp, design_obj, cached, config, request.output, resume=request.resume,
                 concurrency=request.concurrency, on_step=lambda: bar.advance(task), on_subject=on_subject,
-                add_budget=Need(add_calls, add_usd), transport=transport, extra_manifest={"decoding": decoding}))
+                add_budget=Need(add_calls, add_usd), transport=transport, extra_manifest={"decoding": decoding},
+                limit=request.limit))
     finally:
         store.close()
     s = result.stats

@@ -270,9 +270,10 @@ def budget_outlook(budget: Budget, totals: list[Need]) -> int:
 async def play_subjects(
     exp: Experiment, design: Design, client: LLMClient, config: RunConfig, *,
     concurrency: int = 8, on_step: Callable[[], None] | None = None,
-    on_subject: Callable[[int, bool], None] | None = None,
+    on_subject: Callable[[int, bool], None] | None = None, limit: int | None = None,
 ) -> tuple[Sessions, list[Outcomes], list[bool], list[Attempt], str | None]:
-    """Play every subject; returns (sessions, outcomes, complete flags, attempts, stop reason)."""
+    """Play every subject (the first ``limit`` only: a sequential plan's look); returns (sessions,
+    outcomes, complete flags, attempts, stop reason)."""
     sessions = draw_sessions(exp, design, config.n_subjects, config.seed)
     seeds = subject_seeds(config.seed, config.n_subjects)
     gate = OrderedGate(concurrency)
@@ -322,8 +323,16 @@ async def play_subjects(
             on_subject(i, done)
         return env.outcomes, done, agent.attempts
 
-    results = await asyncio.gather(*(play(i) for i in range(config.n_subjects)),
+    played = config.n_subjects if limit is None else min(limit, config.n_subjects)
+
+    async def unplayed() -> tuple[Outcomes, bool, list[Attempt]]:
+        return exp.env_cls(design).outcomes, False, []
+
+    results = await asyncio.gather(*(play(i) for i in range(played)),
+                                   *(unplayed() for _ in range(played, config.n_subjects)),
                                    return_exceptions=True)
+    if played < config.n_subjects:
+        stop_reason.append(f"sequential plan: this look plays the first {played} subjects")
     failures = [r for r in results if isinstance(r, BaseException)]
     if failures:  # every other subject has finished and its answers are cached
         raise failures[0]
@@ -391,7 +400,7 @@ async def run_experiment(
     exp: Experiment, design: Design, client: CachedClient, config: RunConfig, run_dir: Path,
     *, resume: bool = False, concurrency: int = 8, on_step: Callable[[], None] | None = None,
     on_subject: Callable[[int, bool], None] | None = None, extra_manifest: dict[str, Any] | None = None,
-    add_budget: Need | None = None, transport: dict[str, Any] | None = None,
+    add_budget: Need | None = None, transport: dict[str, Any] | None = None, limit: int | None = None,
 ) -> RunResult:
     """Play the run and write its tables (see module docstring).
 
@@ -425,7 +434,8 @@ async def run_experiment(
         if scoring is not None:
             rundir.manifest["scoring"] = scoring
         sessions, outcomes, complete, attempts, stop = await play_subjects(
-            exp, design, client, config, concurrency=concurrency, on_step=on_step, on_subject=on_subject)
+            exp, design, client, config, concurrency=concurrency, on_step=on_step, on_subject=on_subject,
+            limit=limit)
         table, calls = build_tables(exp, design, sessions, outcomes, complete, attempts, config.llm)
         status = "complete" if all(complete) else "stopped"
         stats = {

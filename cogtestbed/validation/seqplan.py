@@ -629,6 +629,9 @@ def look_statistic(exp: Any, design: Mapping[str, Any], table: Any, units: int) 
     part = _prefix(table, units)
     if stat["kind"] == "power":
         model = exp.model(stat["model"])
+        if not part["valid"].any():  # nothing to fit: no evidence (Z taken as 0 by the rule)
+            return {"statistic": None, "estimate": None, "p_value": None, "subjects_fitted": 0,
+                    "reason": f"no valid trial among the first {units} subjects"}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fits = with_lapse(model, stat.get("lapse_fit")).fit_mle(part).sort_values("subject", kind="stable")
@@ -656,7 +659,9 @@ def evaluate_look(exp: Any, design: Mapping[str, Any], table: Any, k: int) -> di
     """Look ``k`` (0-based) of a run: its statistic, bounds and decision."""
     bounds = Boundaries.from_dict(design)
     units = bounds.sizes[k]
-    out = look_statistic(exp, design, table, units)
-    decision = bounds.decide(k, out["statistic"], float(design.get("direction", 0.0)))
+    out = {k_: (None if isinstance(v, float) and not math.isfinite(v) else v)
+           for k_, v in look_statistic(exp, design, table, units).items()}
+    z = out["statistic"] if out["statistic"] is not None else 0.0
+    decision = bounds.decide(k, z, float(design.get("direction", 0.0)))
     return {"look": k + 1, "units": units, **out, "efficacy": bounds.efficacy[k],
             "futility": None if bounds.futility is None else bounds.futility[k], "decision": decision}

@@ -38,6 +38,19 @@ def design_name(spec: Any, n_trials: Any) -> str:
         return f"{int(n_trials)} trials per run"
 
 
+def _study_design(spec: Any) -> str:
+    """The subjects, runs and designs of a one-cell model study, by the designs' fields."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.study_data import design_for_trials
+
+    exp = get_experiment(spec.experiment)
+    designs = ", ".join(design_name(spec, t if t is not None else design_for_trials(exp, None, spec.design).n_trials)
+                        for t in spec.trials)
+    runs = ", ".join(str(r) for r in spec.runs)
+    return f"{', '.join(str(n) for n in spec.subjects)} subjects of {designs}" + (
+        f", {runs} runs pooled per subject" if any(r > 1 for r in spec.runs) else "")
+
+
 def _runs(n: Any) -> str:
     return f"{int(n)} run{'s' if int(n) != 1 else ''}"
 
@@ -271,7 +284,8 @@ def _verdict_model_recovery(result: Any) -> str:
         for i, g in enumerate(m["models"]):
             if p[i, i] < 0.7:
                 parts.append(f"{g} is recognised only {p[i, i]:.0%} of the time by {c.upper()}")
-    return f"Model recovery among {', '.join(result.spec.models)}: " + "; ".join(parts) + "."
+    return (f"Model recovery among {', '.join(result.spec.models)} ({_study_design(result.spec)}): "
+            + "; ".join(parts) + ".")
 
 
 def _reach(spec: Any, cells: pd.DataFrame, by: str, size: str, value: str, what: str) -> list[str]:
@@ -302,7 +316,7 @@ def _verdict_power(result: Any) -> str:
 def _verdict_sbc(result: Any) -> str:
     spec, s = result.spec, result.summary
     bad = [k for k, v in s.items() if v["p_value"] < 0.01]
-    return (f"SBC for hierarchical {spec.models[0]} ({spec.reps} data sets): "
+    return (f"SBC for hierarchical {spec.models[0]} ({spec.reps} data sets of {_study_design(spec)}): "
             + (f"uniformity rejected at p < 0.01 for {', '.join(bad)} — the sampler or the model code is "
                "miscalibrated there." if bad else
                "rank uniformity not rejected at p = 0.01 for any variable (min p = "
@@ -313,13 +327,16 @@ def _verdict_validity(result: Any) -> str:
     spec, s = result.spec, result.summary
     parts = []
     for cell in s.values():
-        means = ", ".join(f"{r['value']:g}: {r['mean']:.3g} ± {r['sd']:.2g}" for r in cell["by_value"])
+        means = ", ".join(f"{r['value']:g}: {num(r['mean'])}" + (f" ± {num(r['sd'], 2)} SD" if r["sd"] == r["sd"] else
+                                                                 " (one replication: no SD)")
+                          for r in cell["by_value"])
         shape = ("increasing" if cell["increasing"] else "decreasing" if cell["decreasing"] else "not monotone")
         if cell["passed"] is None:
             call = f"means {shape} (no direction declared)"
         else:
             call = f"{'PASS' if cell['passed'] else 'FAIL'}: expected {cell['direction']}, means {shape}"
-        parts.append(f"at {cell['runs']} runs, Spearman rho = {cell['spearman']:.2f}, {call} [{means}]")
+        parts.append(f"at {_runs(cell['runs'])} of {design_name(spec, cell['n_trials'])}, Spearman rho = "
+                     f"{cell['spearman']:.2f}, {call} [{means}]")
     return (f"Metric validity of {spec.metric} against {spec.agent}'s {spec.parameter} ({spec.reps} reps): "
             + "; ".join(parts) + ".")
 

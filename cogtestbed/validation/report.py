@@ -404,17 +404,18 @@ def _power_reach(spec: Any, cells: list[dict[str, Any]], target: float = 0.8) ->
 
 
 # ----------------------------------------------------------------------------- outputs
-def plot_validity(summary: dict[str, Any], out: Path) -> list[Path]:
+def plot_validity(summary: dict[str, Any], out: Path, spec: Any = None) -> list[Path]:
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
     for cell in summary.values():
         rows = pd.DataFrame(cell["by_value"])
-        ax.errorbar(rows["value"], rows["mean"], yerr=rows["sd"].fillna(0), marker="o", capsize=3,
-                    label=f"{cell['runs']} runs")
+        label = _runs(cell["runs"]) + (f" of {design_name(spec, cell['n_trials'])}" if spec is not None else "")
+        ax.errorbar(rows["value"], rows["mean"], yerr=rows["sd"].fillna(0), marker="o", capsize=3, label=label)
         ax.set_xlabel(cell["parameter"])
         ax.set_ylabel(cell["metric"])
-    ax.legend()
-    ax.set_title("metric validity: mean ± SD across replications", fontsize=9)
+    ax.legend(fontsize=7)
+    title = "metric validity: mean ± SD across replications"
+    ax.set_title(title + (f"\n{_rate_title({'metric': spec.metric}, spec)}" if spec is not None else ""), fontsize=8)
     return [_save(fig, out / "metric_validity.png")]
 
 
@@ -501,7 +502,7 @@ def plots(result: Any, out: Path) -> list[Path]:
     if kind == "sbc":
         return plot_sbc(result.summary, out)
     if kind == "metric-validity":
-        return plot_validity(result.summary, out)
+        return plot_validity(result.summary, out, result.spec)
     if kind == "metric-power":
         return plot_rate(result.summary, out, "power", "metric_power", result.spec)
     return plot_rate(result.summary, out, "rejection_rate", kind.replace("-", "_"), result.spec)

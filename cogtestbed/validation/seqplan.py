@@ -470,7 +470,7 @@ def sequential_payload(res: SequentialResult, spec: PlannedStudy, fixed_cost: An
             "null": {"calls": expected(cand.cost, stop0, "calls"), "dollars": expected(cand.cost, stop0, "dollars"),
                      "cost_key": expected(cand.cost, stop0, "key")}},
         "maximum": {"calls": cand.cost[-1].calls, "prompt_tokens": cand.cost[-1].prompt_tokens,
-                    "dollars": cand.cost[-1].dollars},
+                    "dollars": cand.cost[-1].dollars, "cost_key": _money(cand.cost[-1])},
         "fixed": {"calls": fixed_cost.calls, "prompt_tokens": fixed_cost.prompt_tokens, "dollars": fixed_cost.dollars,
                   "cost_key": fixed_key},
         "saving": {"cost_key": None if exp_key is None else fixed_key - exp_key,
@@ -580,7 +580,7 @@ def plot_sequential(seq: Mapping[str, Any], out: Any) -> Any:
     ax = axes[1]
     key = "dollars" if seq["fixed"]["dollars"] else "cost_key"
     vals = [seq["fixed"][key], seq["expected"]["effect"][key], seq["expected"]["null"][key], seq["maximum"].get(key)]
-    ax.bar(["fixed", "seq. E[effect]", "seq. E[null]", "seq. max"], [v or 0 for v in vals],
+    ax.bar(["fixed", "E[effect]", "E[null]", "max"], [v or 0 for v in vals],
            color=["tab:grey", "tab:blue", "tab:green", "tab:red"])
     ax.set_ylabel("USD" if key == "dollars" else "tokens")
     ax.set_title(f"saving under the effect: {seq['saving']['percent']:.1f}%")
@@ -588,6 +588,7 @@ def plot_sequential(seq: Mapping[str, Any], out: Any) -> Any:
     k = np.arange(1, d["looks"] + 1)
     ax.bar(k - 0.2, seq["effect"]["stop_look"], width=0.4, label="effect")
     ax.bar(k + 0.2, seq["null"]["stop_look"], width=0.4, label="null")
+    ax.set_xticks(k)
     ax.set_xlabel("stopping look")
     ax.set_ylabel("share of simulated studies")
     ax.legend(fontsize=7)

@@ -211,3 +211,20 @@ def test_metric_options_are_bounded_and_finite() -> None:
                                (boot, "abc", "--bootstrap: cannot read 'abc'")]:
         with pytest.raises(ValueError, match=named.replace("[", r"\[").replace("]", r"\]")):
             option.convert(raw)
+
+
+@pytest.mark.slow
+def test_the_probes_reproductions_give_no_number_and_no_traceback() -> None:
+    """benchmarks/studies/hard_edges_probe.py: every reproduction of the issue, one process each."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "studies" / "hard_edges_probe.py"
+    spec = importlib.util.spec_from_file_location("hard_edges_probe", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["hard_edges_probe"] = module
+    spec.loader.exec_module(module)
+    rows = module.main()
+    assert len(rows) >= 39
+    assert not any(r["number"] or r["traceback"] or not r["ok"] for r in rows), [r for r in rows if not r["ok"]]

@@ -31,7 +31,6 @@ from _timing import best_cpu_of, best_of  # noqa: E402
 
 from cogtestbed.agents.magnitude import AGENTS, simulate_kernel  # noqa: E402
 from cogtestbed.environments.magnitude import (  # noqa: E402
-    VISUAL_TASKS,
     MagnitudeDesign,
     MagnitudeEnv,
     block_schedule,
@@ -40,6 +39,7 @@ from cogtestbed.environments.magnitude import (  # noqa: E402
 )
 from cogtestbed.inference.magnitude import build_cube, evidence_table, session_fits  # noqa: E402
 from cogtestbed.simulation import seed_streams, simulate, subject_params  # noqa: E402
+from cogtestbed.tables.magnitude import VISUAL_TASKS  # noqa: E402
 
 #: Batch simulation target, trials per CPU second on one core (text modality, no rendering).
 SIM_TARGET = 1e7

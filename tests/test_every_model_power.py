@@ -75,7 +75,7 @@ def test_plan_runs_for_every_model(experiment: str, model: str, capsys: pytest.C
 
 
 def test_scatter_keeps_every_draw_inside_the_bounds() -> None:
-    from cogtestbed.agents.magnitude import MU_P
+    from cogtestbed.inference.magnitude_observers import MU_P
     from cogtestbed.parameters import Parameter
 
     z = np.random.default_rng(0).normal(size=10_000) * 5

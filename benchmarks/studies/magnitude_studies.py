@@ -385,7 +385,7 @@ def observer_bias(seed: int, n: int = 300) -> None:
 def _bcs_per_task(agent: str, params: dict[str, float], n: int, seed: int) -> np.ndarray:
     """BCS per (subject, visual task) of ``n`` subjects on the default design's visual tasks
     (image and text+image: the modalities BCS fits, App. A.10)."""
-    from cogtestbed.environments.magnitude import VISUAL_TASKS
+    from cogtestbed.tables.magnitude import VISUAL_TASKS
 
     design = MagnitudeDesign(modalities="image,text+image")
     res = magnitude_metrics(simulate("magnitude", agent, n, seed, params, design=design), bootstrap=0)

@@ -36,16 +36,19 @@ from pydantic import Field, field_validator, model_validator
 from cogtestbed.environments import magnitude_stimuli as stim
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.schema import TrialSchema
-from cogtestbed.tables.magnitude import EXPERIMENT, SCHEMA
+from cogtestbed.tables.magnitude import (
+    BCS_ABLATIONS,
+    CONDITIONS,
+    EXPERIMENT,
+    MODALITIES,
+    NUMERICAL_BIAS,
+    RANGES,
+    SCHEMA,
+    TASK_NAMES,
+    VALID_ANSWERS,
+)
 from cogtestbed.trials import finish_table, outcome_columns
 
-MODALITIES = ("text", "image", "text+image")
-RANGES = ("short", "medium", "long")
-#: Every ablation of App. A.3 plus the base experiment.
-CONDITIONS = ("base", "verbal", "numerical", "numerical-biased", "noise-constant", "noise-gradual",
-              "context-short", "context-long", "order-reversal")
-#: The five ablations BCS sums over (Sec. 3.5): all expected to raise the prior weight.
-BCS_ABLATIONS = ("verbal", "numerical", "noise-constant", "noise-gradual", "context-long")
 #: Default conditions a subject plays: the base experiment and the five BCS ablations.
 DEFAULT_CONDITIONS = ("base", *BCS_ABLATIONS)
 
@@ -72,9 +75,6 @@ STEERING_NOISE = "The given data is noisy and may contain artifacts."
 STEERING_VERBAL = ("You should behave like a Bayesian observer and take into account prior and likelihood in "
                    "your predictions.")
 STEERING_RANGE = "For {n} previous {observations}, the values were observed to lie in the range of {lo} to {hi}."
-#: [gap] shift of the biased numerical-steering range, as a fraction of the session width W
-#: (the stated range is the true one moved up by 0.5 W).
-NUMERICAL_BIAS = 0.5
 #: [gap] trials per session (the paper gives none; the BCS power analysis favours ≥ 50).
 DEFAULT_TRIALS = 50
 
@@ -100,31 +100,32 @@ class TaskSpec:
 
 #: [gap] session ranges: width 0.4 of the task span with overlapping neighbours (the paper shows
 #: only Fig. 5); maze distances in path units, durations in seconds.
+#: (The order of :data:`~cogtestbed.tables.magnitude.TASK_NAMES`; valid answers from the tables module.)
 TASKS: dict[str, TaskSpec] = {
     "marker-location": TaskSpec(
         "marker-location", "marker location estimator",
         "Estimate the position of the marker along the line as a decimal number between 0 (left "
         "end) and 1 (right end).",
-        {"short": (0.05, 0.45), "medium": (0.3, 0.7), "long": (0.55, 0.95)}, (0.0, 1.0), True, True),
+        {"short": (0.05, 0.45), "medium": (0.3, 0.7), "long": (0.55, 0.95)},
+        VALID_ANSWERS["marker-location"], True, True),
     "line-ratio": TaskSpec(  # the paper's verbatim example prompt (Sec. 3.1)
         "line-ratio", "line-length ratio estimator",
         "Estimate the ratio of the shorter line to the longer line as a decimal number between 0 "
         "and 1.",
-        {"short": (0.05, 0.45), "medium": (0.3, 0.7), "long": (0.55, 0.95)}, (0.0, 1.0), True, True),
+        {"short": (0.05, 0.45), "medium": (0.3, 0.7), "long": (0.55, 0.95)},
+        VALID_ANSWERS["line-ratio"], True, True),
     "maze-distance": TaskSpec(
         "maze-distance", "maze distance estimator",
         "Estimate the straight-line (Euclidean) distance between the start and the end of the path, "
         "in units, as a decimal number.",
-        {"short": (2.0, 6.0), "medium": (4.0, 8.0), "long": (6.0, 10.0)}, (0.0, 100.0), True),
+        {"short": (2.0, 6.0), "medium": (4.0, 8.0), "long": (6.0, 10.0)}, VALID_ANSWERS["maze-distance"], True),
     "duration": TaskSpec(
         "duration", "dialogue duration estimator",
         "Estimate how many seconds the following meeting dialogue extract lasts when spoken, as a "
         "decimal number.",
-        {"short": (2.0, 10.0), "medium": (6.0, 14.0), "long": (10.0, 18.0)}, (0.0, 600.0), False,
+        {"short": (2.0, 10.0), "medium": (6.0, 14.0), "long": (10.0, 18.0)}, VALID_ANSWERS["duration"], False,
         fmt="{:.1f}"),
 }
-TASK_NAMES = tuple(TASKS)
-VISUAL_TASKS = tuple(t for t in TASK_NAMES if TASKS[t].visual)
 DO_NOT_REASON = "Do not explain or reason. Only output the final answer."
 
 

@@ -31,17 +31,6 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from cogtestbed.agents.magnitude import AGENTS, KALMAN_P0
-from cogtestbed.environments.magnitude import (
-    BCS_ABLATIONS,
-    CONDITIONS,
-    EXPERIMENT,
-    MODALITIES,
-    RANGES,
-    TASK_NAMES,
-    TASKS,
-    VISUAL_TASKS,
-)
 from cogtestbed.inference.base import NO_ANSWER_LOG_UNIFORM, CognitiveModel, MLEResult
 from cogtestbed.inference.magnitude_fits import (
     AIC_PARAMS,
@@ -55,7 +44,18 @@ from cogtestbed.inference.magnitude_fits import (
     text_weight,
 )
 from cogtestbed.inference.magnitude_hierarchy import w_prior_hierarchy as w_prior_hierarchy
+from cogtestbed.inference.magnitude_observers import KALMAN_P0, OBSERVERS
 from cogtestbed.parameters import ParameterSet
+from cogtestbed.tables.magnitude import (
+    BCS_ABLATIONS,
+    CONDITIONS,
+    EXPERIMENT,
+    MODALITIES,
+    RANGES,
+    TASK_NAMES,
+    VALID_ANSWERS,
+    VISUAL_TASKS,
+)
 
 #: [gap] NRMSE's constant predictor: the midpoint of the *session's* range (Sec. 3.5).
 NRMSE_BASELINE = "session midpoint"
@@ -637,8 +637,8 @@ def kalman_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, 
 
 
 def answer_range_log_width(task: pd.Series) -> np.ndarray:
-    """log(high − low) of each trial's valid answer range (:data:`TASKS`, by task name)."""
-    width = {name: spec.valid[1] - spec.valid[0] for name, spec in TASKS.items()}
+    """log(high − low) of each trial's valid answer range (:data:`VALID_ANSWERS`, by task name)."""
+    width = {name: hi - lo for name, (lo, hi) in VALID_ANSWERS.items()}
     names = task.astype(str)
     unknown = sorted(set(names) - set(width))
     if unknown:
@@ -708,7 +708,7 @@ class StaticBayesModel(_MagnitudeModel):
     model samples w_prior centred (:attr:`centred_parameters`)."""
 
     name: ClassVar[str] = "static-bayes"
-    parameters: ClassVar[ParameterSet] = AGENTS["static-bayes"].parameters
+    parameters: ClassVar[ParameterSet] = OBSERVERS["static-bayes"][0]
     pointwise_kernel: ClassVar[Any] = static_pointwise
     #: The slope 1 − w_prior of a subject's answers is pinned to ±0.03 by 3 × 50 trials at
     #: σ_dec/W = 0.1, far tighter than the population spread of logit w_prior: centred w_prior
@@ -732,7 +732,7 @@ class LinearModel(_MagnitudeModel):
     """Linear observer (w, b, sigma_dec) shared over a subject's sessions (OLS)."""
 
     name: ClassVar[str] = "linear"
-    parameters: ClassVar[ParameterSet] = AGENTS["linear"].parameters
+    parameters: ClassVar[ParameterSet] = OBSERVERS["linear"][0]
     pointwise_kernel: ClassVar[Any] = linear_pointwise
 
     def _closed_form_fit(self, data: MagnitudeData) -> tuple[np.ndarray, float]:
@@ -752,7 +752,7 @@ class KalmanModel(_MagnitudeModel):
     or the filter settles to a running mean (q/r ≲ 1e-3 over 50 trials)."""
 
     name: ClassVar[str] = "kalman"
-    parameters: ClassVar[ParameterSet] = AGENTS["kalman"].parameters
+    parameters: ClassVar[ParameterSet] = OBSERVERS["kalman"][0]
     pointwise_kernel: ClassVar[Any] = kalman_pointwise
     #: every trial drives the filter; an invalid answer contributes ll = 0 inside the kernel.
     observation_fields: ClassVar[tuple[str, ...]] = ("v", "u", "valid", "log_w", "first")

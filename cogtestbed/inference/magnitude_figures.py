@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from cogtestbed.environments.magnitude import CONDITIONS, MODALITIES, TASK_NAMES, VISUAL_TASKS
 from cogtestbed.inference.magnitude_fits import Cube, text_weight
+from cogtestbed.tables.magnitude import CONDITIONS, MODALITIES, TASK_NAMES, VISUAL_TASKS
 
 #: Conditions Fig. 6A decomposes (the steering ablations and the base) and Fig. 6C weighs.
 STEERING_CONDITIONS = ("base", "verbal", "numerical", "numerical-biased")

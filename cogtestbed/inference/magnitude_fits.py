@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from cogtestbed.agents.magnitude import KALMAN_P0, LOG_EPS
+from cogtestbed.inference.magnitude_observers import KALMAN_P0, LOG_EPS
 
 VARIANTS = ("linear", "linear-log", "static", "static-log", "static-gain", "static-gain-log", "kalman",
             "kalman-log", "kalman-gain", "kalman-gain-log")

@@ -46,11 +46,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cogtestbed.agents.magnitude import AGENTS
-from cogtestbed.environments.magnitude import CONDITIONS, MODALITIES, TASK_NAMES
+from cogtestbed.inference.magnitude_observers import OBSERVERS
+from cogtestbed.tables.magnitude import CONDITIONS, MODALITIES, TASK_NAMES
 
-_W = AGENTS["static-bayes"].parameters["w_prior"]
-_SIGMA = AGENTS["static-bayes"].parameters["sigma_dec"]
+_W = OBSERVERS["static-bayes"][0]["w_prior"]
+_SIGMA = OBSERVERS["static-bayes"][0]["sigma_dec"]
 #: Prior of a condition level λ_c (logit w): the static-Bayes w_prior parameter's own prior,
 #: Normal(−0.5, 1.2) on the logit scale (w from about 0.06 to 0.87 at ±2 SD).
 LEVEL_PRIOR = (_W.prior_mean, _W.prior_sd)

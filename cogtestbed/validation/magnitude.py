@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from cogtestbed.agents.magnitude import AGENTS, observer_weight
-from cogtestbed.environments.magnitude import (
-    CONDITIONS,
-    LONG_CONTEXT,
-    MODALITIES,
-    TASK_NAMES,
-    VISUAL_TASKS,
-    MagnitudeDesign,
-)
+from cogtestbed.agents.magnitude import AGENTS
+from cogtestbed.environments.magnitude import LONG_CONTEXT, MagnitudeDesign
 from cogtestbed.inference.magnitude import build_cube, pooled_w_prior
+from cogtestbed.inference.magnitude_observers import observer_weight
 from cogtestbed.simulation import simulate
+from cogtestbed.tables.magnitude import CONDITIONS, MODALITIES, TASK_NAMES, VISUAL_TASKS
 
 
 def observer_cell_w_errors(n: int, seed: int, conditions: tuple[str, ...], sigma_dec: float = 0.05,

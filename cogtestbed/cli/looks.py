@@ -10,6 +10,7 @@ recorded.  ``cogtestbed looks RUN_DIR`` recomputes every recorded look from the 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,11 +28,11 @@ def recorded_looks(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def run_sequential(request: Any, design: dict[str, Any]) -> Any:
-    """Execute a sequential plan's looks in ``request.output`` (see the module docstring)."""
+def run_sequential(request: Any, design: dict[str, Any], execute_run: Callable[[Any], Any]) -> Any:
+    """Execute a sequential plan's looks in ``request.output`` (see the module docstring);
+    ``execute_run`` plays one look's subjects (:func:`cogtestbed.cli.run.execute_run`)."""
     from dataclasses import replace
 
-    from cogtestbed.cli.run import execute_run
     from cogtestbed.registry import get_experiment, read_trials
     from cogtestbed.validation.seqplan import LOOKS_FILE, SEQUENTIAL_FILE, evaluate_look
 

@@ -185,7 +185,7 @@ def run(
     if plan is not None and p.get("sequential") is not None:  # a group-sequential plan: look by look
         from cogtestbed.cli.looks import run_sequential
 
-        result = run_sequential(request, {**p["sequential"], "experiment": experiment})
+        result = run_sequential(request, {**p["sequential"], "experiment": experiment}, execute_run)
         if result is not None and result.status == "stopped":
             raise typer.Exit(EXIT_BUDGET_STOP)
         return

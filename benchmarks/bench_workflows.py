@@ -3,7 +3,8 @@
 Each workflow is a whole ``cogtestbed`` process, run in two checkouts (``--before`` and ``--after``,
 each imported through ``PYTHONPATH``) alternately, round after round, so that both see the same
 load; the order within a round flips every other round. A first, untimed round fills both
-checkouts' numba on-disk caches and bytecode caches (every timing is warm). Prints the median wall
+checkouts' numba on-disk caches and bytecode caches (every timing is warm; ``--warmup 0`` skips it
+where both are warm already). Prints the median wall
 and CPU seconds (the process and its workers) of each workflow in each checkout and the change:
 
 * ``cogtestbed --help``;
@@ -111,6 +112,8 @@ def main() -> None:
     parser.add_argument("--after", type=Path, default=ROOT, help="The checkout measured (default: this one).")
     parser.add_argument("--repeats", type=int, default=3, help="Timed rounds (default 3); medians are printed.")
     parser.add_argument("--only", default=",".join(WORKFLOWS), help="Comma list of workflows (default: all).")
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="Untimed rounds first (default 1; 0 where both checkouts' caches are already warm).")
     opts = parser.parse_args()
     names = [n for n in opts.only.split(",") if n]
     unknown = sorted(set(names) - set(WORKFLOWS))
@@ -124,8 +127,9 @@ def main() -> None:
     times = {(n, s): Times() for n in names for s in checkouts}
     with tempfile.TemporaryDirectory(prefix="bench-workflows-") as tmp:
         scratch = Path(tmp)
-        print(f"warm-up round (fills both caches; {load()})", flush=True)
-        one_round(checkouts, names, False, scratch)
+        for _ in range(opts.warmup):
+            print(f"warm-up round (fills both caches; {load()})", flush=True)
+            one_round(checkouts, names, False, scratch)
         for k in range(opts.repeats):
             for key, (wall, cpu) in one_round(checkouts, names, k % 2 == 1, scratch).items():
                 times[key].wall.append(wall)

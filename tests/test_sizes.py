@@ -132,3 +132,17 @@ def test_estimates_at_a_bound_are_found() -> None:
 
     beta = Parameter("beta", 0.0, 1e5, 5.0, transform="log")
     assert at_bound(np.array([5.0, 1e5, 99999.99, 12.0]), beta).tolist() == [False, True, True, False]
+
+
+def test_any_integer_design_field_is_swept_one_study_per_value(capsys, tmp_path: Path) -> None:
+    args = ["power", "belief-coherence", "--test", "T1c", "--agent", "logit-rum:report_noise=0.05",
+            "--design", "network=asia", "--design", "n_contexts=20", "--design", "n_reps=2,5", "--sims", "1",
+            "--workers", "1"]
+    assert run_cli([*args, "--json", "-o", str(tmp_path / "sw")]) == 0
+    payloads = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+    assert [p["designs"][0]["fields"]["n_reps"] for p in payloads] == [2, 5]
+    assert "20 contexts × 2 repetitions (40 trials per run)" in payloads[0]["verdict"]
+    for value in (2, 5):  # one report (and test-power plot of a single design) per value
+        assert (tmp_path / f"sw/n_reps={value}/test_power.png").stat().st_size > 1000
+    with pytest.raises(ValueError, match="expects comma-separated integers"):
+        split_design(get_experiment("belief-coherence"), ["network=asia,alarm"])

@@ -14,6 +14,7 @@ KEY --agent AGENT:p=v``).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import json
@@ -327,8 +328,14 @@ def study_command(*names: str) -> Callable[[Callable[..., StudySpec | None]], Ca
 
         @functools.wraps(fn)
         def command(**kwargs: Any) -> None:
+            from cogtestbed.validation.sizes import DesignSweep
+
             run = RunOptions(**{p.name: kwargs.pop(p.name) for p in RUN_PARAMETERS})
-            spec = fn(run=run, **kwargs)
+            try:
+                spec = fn(run=run, **kwargs)
+            except DesignSweep as sweep:  # one study per value of an integer design field
+                _each_value(sweep, run, kwargs)
+                return
             if spec is None:
                 return
             from cogtestbed.validation.studies import check_study
@@ -342,6 +349,19 @@ def study_command(*names: str) -> Callable[[Callable[..., StudySpec | None]], Ca
 
                     add_recovery_checks(result, precision, float(kwargs.get("assurance", 0.9)))
                 _show(result, run.as_json, run.output)
+
+        def _each_value(sweep: Any, run: RunOptions, kwargs: dict[str, Any]) -> None:
+            """Run the command once per swept value: ``-o DIR`` gets ``DIR/NAME=VALUE/``; ``--json``
+            prints one JSON object per value (one per line)."""
+            items = list(kwargs.get("design") or [])
+            at = next(i for i, item in enumerate(items) if item.partition("=")[0].strip() == sweep.name)
+            for value in sweep.values:
+                items[at] = f"{sweep.name}={value}"
+                out = None if run.output is None else run.output / f"{sweep.name}={value}"
+                if not run.as_json:
+                    console.print(f"[bold]{sweep.name} = {value}[/]", highlight=False)
+                command(**{**kwargs, "design": list(items)},
+                        **{**dataclasses.asdict(run), "output": out})
 
         params = [*own, *RUN_PARAMETERS]
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]

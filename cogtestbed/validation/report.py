@@ -436,9 +436,10 @@ def plot_rate(summary: dict[str, Any], out: Path, value: str, name: str, spec: A
         x_col, x_label, group = "runs", "runs per setting", ["n_trials"]
     for key, g in cells.groupby(group):
         keys = dict(zip(group, key if isinstance(key, tuple) else (key,), strict=True))
-        label = ", ".join([_runs(keys["runs"])] * ("runs" in keys)
-                          + [design_name(spec, keys["n_trials"]) if spec is not None else f"{keys['n_trials']} trials"]
-                          * ("n_trials" in keys))
+        parts = [_runs(keys["runs"])] if "runs" in keys else []
+        if "n_trials" in keys:
+            parts.append(design_name(spec, keys["n_trials"]) if spec is not None else f"{keys['n_trials']} trials")
+        label = ", ".join(parts)
         x = g[x_col].map(lambda t: _trials_value(spec, t)) if x_col == "n_trials" else g[x_col]
         ax.errorbar(x, g[value], yerr=_wilson_bars(g[value], g["sims"]), marker="o", capsize=3, label=label)
     ax.axhline(0.8 if value == "power" else 0.05, color="grey", ls=":", lw=1)

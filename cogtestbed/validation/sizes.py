@@ -7,7 +7,8 @@ A study, ``power``, ``plan`` and ``recover`` vary three kinds of size:
   whose pooling unit is the session), or the units a metric is computed over per setting;
 * **design fields** (``--design FIELD=a,b,c``): the experiment's own integer fields, e.g.
   belief coherence's ``n_contexts``, magnitude's ``trials_per_session``; a comma list sweeps the
-  experiment's trials field (:attr:`~cogtestbed.experiments.spec.ExperimentSpec.trials_field`).
+  experiment's trials field (:attr:`~cogtestbed.experiments.spec.ExperimentSpec.trials_field`) as
+  one study's trials axis, any other integer field as one study per value.
 
 ``--trials N`` means one thing everywhere: the trials in **one run of the whole design** (every
 block, condition, session and repetition: the design's ``n_trials``), reached by scaling the
@@ -43,8 +44,8 @@ def split_design(exp: ExperimentSpec, items: list[str] | None) -> tuple[dict[str
 
     ``NAME=VALUE`` sets a field (JSON where it parses, else text); ``NAME=a,b,c`` on the trials
     field sweeps it: each value becomes the trials of one run (``value × step``), so studies and
-    plans search it as their trials axis; a comma list on any other field is refused (one study
-    per value: run them separately).
+    plans search it as their trials axis; a comma list on another integer field raises
+    :class:`DesignSweep`, which the study commands turn into one study per value.
     """
     fixed: dict[str, Any] = {}
     swept: tuple[int, ...] = ()
@@ -70,21 +71,33 @@ def split_design(exp: ExperimentSpec, items: list[str] | None) -> tuple[dict[str
     return fixed, tuple(v * step for v in swept)
 
 
+class DesignSweep(ValueError):
+    """``--design NAME=a,b,c`` on an integer field other than the trials field: the study commands
+    run one study per value (:attr:`name`, :attr:`values`); elsewhere it is this one-line error."""
+
+    def __init__(self, exp: ExperimentSpec, name: str, values: tuple[int, ...]) -> None:
+        field_ = exp.trials_field or "(none: its trial count is fixed)"
+        super().__init__(f"--design {name}=a,b,c: a comma list sweeps {exp.name}'s trials field {field_} here; "
+                         f"the study commands (recover, power, ...) run one study per value of {name}")
+        self.name, self.values = name, values
+
+
 def _sweep(exp: ExperimentSpec, name: str, text: str) -> tuple[int, ...]:
     if name not in exp.design_cls.model_fields:
         raise ValueError(f"{name!r} is not a design field of {exp.name}; valid: "
                          f"{', '.join(exp.design_cls.model_fields)}")
-    if name != exp.trials_field:
-        field_ = exp.trials_field or "(none: its trial count is fixed)"
-        raise ValueError(f"--design {name}=a,b,c: a comma list sweeps {exp.name}'s trials field {field_}; "
-                         f"for other values of {name}, run one study per value")
     try:
         values = tuple(int(x) for x in text.split(","))
     except ValueError:
         raise ValueError(f"--design {name} expects comma-separated integers, got {text!r}") from None
     if any(v < 1 for v in values):
         raise ValueError(f"--design {name} values must be at least 1, got {text!r}")
-    return tuple(sorted(set(values)))
+    values = tuple(sorted(set(values)))
+    if name != exp.trials_field:
+        if name not in integer_fields(exp):
+            raise ValueError(f"--design {name}=a,b,c: {name} is not an integer field of {exp.name}")
+        raise DesignSweep(exp, name, values)
+    return values
 
 
 def size_fields(exp: ExperimentSpec, design: Any) -> dict[str, int]:
@@ -132,4 +145,5 @@ def unit_text(exp: ExperimentSpec, model_level: bool, runs: tuple[int, ...]) -> 
             f"test over {pooled} run(s) per setting, pooled.")
 
 
-__all__ = ["design_label", "integer_fields", "resolved_designs", "size_fields", "split_design", "unit_text"]
+__all__ = ["DesignSweep", "design_label", "integer_fields", "resolved_designs", "size_fields", "split_design",
+           "unit_text"]

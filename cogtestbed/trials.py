@@ -223,8 +223,9 @@ def finish_table(experiment: str, columns: Mapping[str, Column], *, agent: str,
     float64, ``valid`` bool); object and text arrays become ``string`` columns.
 
     ``keep``: the rows kept, as an (n_subjects, n_steps) mask or as how many first steps each subject
-    keeps (n_subjects integers: sessions that end early).  The table holds copies of the caller's
-    numpy arrays, never views of them.
+    keeps (n_subjects integers: sessions that end early).  The table copies the kept cells of 2-D
+    arrays; a flat array (and a pandas array) of the kept rows is held as given, as by
+    ``pd.DataFrame(..., copy=False)``.
     """
     if not {"action", "reward", "valid"} <= set(columns):
         raise ValueError("finish_table needs the columns action, reward and valid")
@@ -284,6 +285,8 @@ class _Rows:
         self.n = self.n_subjects * self.n_steps
         self.n_rows = self.n if self.mask is None else int(np.count_nonzero(self.mask))
         self._flat_mask = None if self.mask is None or self.n_rows == self.n else self.mask.reshape(-1)
+        self._subjects: np.ndarray | None = None
+        self._steps: np.ndarray | None = None
 
     def __call__(self, values: Column, text: bool = False) -> Any:
         """The table column of ``values`` (:data:`Column`), kept rows only."""
@@ -292,19 +295,37 @@ class _Rows:
         if isinstance(values, pd.arrays.NumpyExtensionArray):
             values = values.to_numpy()
         if isinstance(values, np.ndarray) and values.ndim == 2:
-            whole = np.broadcast_to(values, (self.n_subjects, self.n_steps))
-            out = whole.reshape(-1) if self._flat_mask is None else whole[self.mask]
+            out = self._broadcast(values)
+            if np.may_share_memory(out, values):
+                out = out.copy()
         elif len(values) == self.n_rows:
             out = values
         elif len(values) == self.n:
             out = values if self._flat_mask is None else values[self._flat_mask]
         else:
             raise ValueError(f"a flat column needs {self.n} rows (or the {self.n_rows} kept), got {len(values)}")
-        if not isinstance(out, np.ndarray):
-            return out
-        if np.may_share_memory(out, values):
-            out = out.copy()
-        return _string_array(out) if text or out.dtype.kind in "OUS" else out
+        if isinstance(out, np.ndarray) and (text or out.dtype.kind in "OUS"):
+            return _string_array(out)
+        return out
+
+    def _broadcast(self, values: np.ndarray) -> np.ndarray:
+        """The kept rows of a 2-D array broadcast to (n_subjects, n_steps): a value per subject repeated
+        over its rows, a value per step taken at each row's step, or the whole array's kept cells."""
+        n, t = self.n_subjects, self.n_steps
+        if values.shape[1] == 1 and t != 1:
+            if self._subjects is None:  # the subject of every kept row
+                counts = t if self.mask is None else np.count_nonzero(self.mask, axis=1)
+                self._subjects = np.repeat(np.arange(n), counts)
+            return np.broadcast_to(values[:, 0], (n,)).take(self._subjects)
+        if values.shape[0] == 1 and n != 1:
+            step = np.broadcast_to(values[0], (t,))
+            if self._flat_mask is None or self.mask is None:
+                return np.tile(step, n)
+            if self._steps is None:  # the step of every kept row
+                self._steps = np.nonzero(self.mask)[1]
+            return step.take(self._steps)
+        whole = np.broadcast_to(values, (n, t))
+        return whole.reshape(-1) if self._flat_mask is None else whole[self.mask]
 
     def action(self, columns: Mapping[str, Column]) -> Any:
         """The ``action`` column: missing where ``valid`` is False (a pandas array: as given)."""

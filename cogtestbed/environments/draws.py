@@ -83,9 +83,9 @@ class RoundedNormal:
         x *= len(self.prob)
         column = x.astype(np.int64)
         x -= column
-        accept = x < self.prob.take(column)
-        out = np.where(accept, self.offsets.take(column), self.offsets.take(self.alias.take(column)))
-        out += mean
+        pick = np.where(x < self.prob.take(column), column, self.alias.take(column))
+        out = pick.astype(np.float64)
+        out += self.offsets[0] + mean  # the offset of pick k is k − half, a whole number (exact)
         return out
 
 

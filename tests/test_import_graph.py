@@ -1,4 +1,6 @@
-"""The package's import graph: no cycle among its modules.
+"""The package's import graph: no cycle among its modules, and the family contract's direction
+(agents import their family's models; models, metrics, importers and tables import no agent; the
+tables modules import no environment).
 
 Every ``import`` counts, at module level or inside a function (an import deferred for start-up
 speed is fine, but it must not close a cycle); only ``if TYPE_CHECKING:`` blocks, which never
@@ -14,6 +16,11 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "cogtestbed"
+#: The models side of every family (CONTRIBUTING.md, "One owner per family"): parameter sets,
+#: kernels, likelihoods and metrics, the importers, the tables modules.
+MODEL_SIDE = ("cogtestbed.inference", "cogtestbed.data", "cogtestbed.tables")
+#: The lapse process (invalid and random answers) is shared by agents and likelihoods: not an agent.
+SHARED = ("cogtestbed.agents.lapse",)
 
 
 def _module_names() -> dict[str, Path]:
@@ -83,3 +90,23 @@ def test_a_cycle_is_found() -> None:
     """The check can fail: a hidden cycle in a made-up graph is reported."""
     with pytest.raises(graphlib.CycleError):
         graphlib.TopologicalSorter({"a": {"b"}, "b": {"c"}, "c": {"a"}}).prepare()
+
+
+def _imports_of(prefixes: tuple[str, ...], forbidden: tuple[str, ...]) -> list[tuple[str, str]]:
+    return sorted((module, target) for module, targets in import_graph().items() if module.startswith(prefixes)
+                  for target in targets if target.startswith(forbidden) and target not in SHARED)
+
+
+def test_models_importers_and_tables_never_import_an_agent() -> None:
+    """Every family: the agents depend on the models (their parameter sets and kernels), never the reverse."""
+    assert _imports_of(MODEL_SIDE, ("cogtestbed.agents",)) == []
+
+
+def test_tables_modules_never_import_an_environment() -> None:
+    assert _imports_of(("cogtestbed.tables",), ("cogtestbed.environments", "cogtestbed.agents")) == []
+
+
+def test_the_rule_check_can_fail() -> None:
+    """An agent's module is on the agent side: the check sees what it imports."""
+    assert ("cogtestbed.agents.instrumental", "cogtestbed.inference.instrumental") in _imports_of(
+        ("cogtestbed.agents",), ("cogtestbed.inference",))

@@ -85,7 +85,6 @@ def plan(
 
     from cogtestbed.cli.studies import _power_spec, sized
     from cogtestbed.experiments.spec import resolve_temperature
-    from cogtestbed.formatting import rate_text
     from cogtestbed.parameters import parse_assignments
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.plan import Planner, Pricer, design_axes
@@ -94,7 +93,6 @@ def plan(
         apply_pilot,
         plan_payload,
         read_pilot,
-        summary_line,
         write_plan,
     )
     from cogtestbed.validation.report import check_output_dir
@@ -106,22 +104,7 @@ def plan(
 
         check_looks(looks, spending)
     llm = list(llm or [])
-    if precision is not None:
-        if effect is not None or metric is not None or test is not None or model is None:
-            raise ValueError("--precision PARAM=HALFWIDTH goes with --model M (and no --effect, --metric or --test)")
-        (target_param, halfwidth), = parse_assignments([precision], "--precision").items()
-        effect = f"{target_param}=0"
-    elif not llm:
-        raise ValueError("a power target is priced by an LLM: give --llm BACKEND:MODEL (or plan for --precision, "
-                         "which costs designs in trials without one)")
-    if effect is not None and model is None:
-        raise ValueError("--effect needs --model (the model whose parameter carries the effect)")
-    if model is not None and effect is None:
-        raise ValueError("--model goes with --effect NAME=SIZE")
-    if not 1 <= len(llm) <= 2 and precision is None:
-        raise ValueError(f"--llm takes one model, or two for a metric difference; got {len(llm)}")
-    if len(llm) == 2 and metric is None:
-        raise ValueError("two --llm compare two LLMs: that is a metric difference (--metric M --compare A B)")
+    effect, target = _target(llm, model, effect, metric, test, precision)
     given_base, given_params = parse_assignments(base or []), parse_assignments(param or [])
     sizes = sized(experiment, design, trials)
     if sizes["trials"] != (None,):  # --design FIELD=a,b,c: the trial counts searched
@@ -151,8 +134,8 @@ def plan(
         from cogtestbed.agents.lapse import Lapse
 
         spec = spec.model_copy(update={"lapse": Lapse(invalid=rate, random=random_rate)})
-    if precision is not None:
-        _plan_precision(spec, exp, target_param, halfwidth, assurance, runs, trials, llm, seed, max_tokens,
+    if target is not None:
+        _plan_precision(spec, exp, target[0], target[1], assurance, runs, trials, llm, seed, max_tokens,
                         temperature, reask, prices, as_json, output)
         return
     size, others = design_axes(spec, exp, subjects, runs, trials)
@@ -177,6 +160,42 @@ def plan(
     if as_json:
         print_json(payload)
         return
+    _print_plan(payload, result.size_name)
+    if output is not None:
+        console_err.print(f"wrote {output}/plan.json and {output}/report.html")
+
+
+def _target(llm: list[str], model: str | None, effect: str | None, metric: str | None, test: str | None,
+            precision: str | None) -> tuple[str | None, tuple[str, float] | None]:
+    """(the effect, the precision target (parameter, half-width) or None) of the options; one clear
+    error for any other mix.  A precision target plans a zero effect of its parameter."""
+    from cogtestbed.parameters import parse_assignments
+
+    target = None
+    if precision is not None:
+        if effect is not None or metric is not None or test is not None or model is None:
+            raise ValueError("--precision PARAM=HALFWIDTH goes with --model M (and no --effect, --metric or --test)")
+        (target_param, halfwidth), = parse_assignments([precision], "--precision").items()
+        target, effect = (target_param, halfwidth), f"{target_param}=0"
+    elif not llm:
+        raise ValueError("a power target is priced by an LLM: give --llm BACKEND:MODEL (or plan for --precision, "
+                         "which costs designs in trials without one)")
+    if effect is not None and model is None:
+        raise ValueError("--effect needs --model (the model whose parameter carries the effect)")
+    if model is not None and effect is None:
+        raise ValueError("--model goes with --effect NAME=SIZE")
+    if not 1 <= len(llm) <= 2 and precision is None:
+        raise ValueError(f"--llm takes one model, or two for a metric difference; got {len(llm)}")
+    if len(llm) == 2 and metric is None:
+        raise ValueError("two --llm compare two LLMs: that is a metric difference (--metric M --compare A B)")
+    return effect, target
+
+
+def _print_plan(payload: dict[str, Any], size_name: str) -> None:
+    """The plan as text: its summary, recovery and frontier (and its looks, for a sequential plan)."""
+    from cogtestbed.formatting import rate_text
+    from cogtestbed.validation.plan_report import summary_line
+
     console.print(summary_line(payload), highlight=False, soft_wrap=True)
     line = recovery_line(payload.get("recovery") or {})
     if line:
@@ -188,10 +207,8 @@ def plan(
     if "sequential" in payload:
         from cogtestbed.validation.seqplan import sequential_lines
 
-        for line in sequential_lines(payload["sequential"], result.size_name):
+        for line in sequential_lines(payload["sequential"], size_name):
             console.print(line, highlight=False)
-    if output is not None:
-        console_err.print(f"wrote {output}/plan.json and {output}/report.html")
 
 
 def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assurance: float, runs: str | None,

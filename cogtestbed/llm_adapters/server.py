@@ -111,6 +111,28 @@ class _CountRequests:
         await self.app(scope, receive, send)
 
 
+def _echoed(echoed: list[tuple[str, int, float | None]], logprobs: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A completion's log-probabilities with the echoed prompt's tokens in front (OpenAI's ``echo``)."""
+    if logprobs is None:
+        return None
+    return {
+        "tokens": [t for t, _, _ in echoed] + logprobs["tokens"],
+        "text_offset": [o for _, o, _ in echoed] + logprobs["text_offset"],
+        "token_logprobs": [v for _, _, v in echoed] + logprobs["token_logprobs"],
+        "top_logprobs": [None] * len(echoed) + logprobs["top_logprobs"],
+    }
+
+
+def _chat_logprobs(gen: Any) -> dict[str, Any] | None:
+    """A chat completion's ``logprobs`` (OpenAI's ``content`` list), None where the model gave none."""
+    if gen.logprobs is None:
+        return None
+    return {"content": [
+        {"token": t.token, "logprob": t.logprob, "bytes": list(t.token.encode()),
+         "top_logprobs": [{"token": a, "logprob": v, "bytes": list(a.encode())}
+                          for a, v in t.top.items()]} for t in gen.logprobs]}
+
+
 def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = None,
                billing: Billing | None = None) -> Any:
     """The ASGI application serving ``models`` (name → client); ``billing`` tallies requests and usage."""
@@ -162,13 +184,7 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
         if body.get("echo") and billing.logprobs:
             echoed = await asyncio.to_thread(client.prompt_logprobs, prompt)
             text = prompt + text
-            if logprobs is not None:
-                logprobs = {
-                    "tokens": [t for t, _, _ in echoed] + logprobs["tokens"],
-                    "text_offset": [o for _, o, _ in echoed] + logprobs["text_offset"],
-                    "token_logprobs": [v for _, _, v in echoed] + logprobs["token_logprobs"],
-                    "top_logprobs": [None] * len(echoed) + logprobs["top_logprobs"],
-                }
+            logprobs = _echoed(echoed, logprobs)
         return JSONResponse({
             "id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()),
             "model": body["model"],
@@ -189,12 +205,7 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
                               stops(body), body.get("seed"),
                               max(1, int(body.get("top_logprobs") or 1)) if want else None)
         gen = await client.agenerate(req)
-        logprobs = None
-        if want and gen.logprobs is not None:
-            logprobs = {"content": [
-                {"token": t.token, "logprob": t.logprob, "bytes": list(t.token.encode()),
-                 "top_logprobs": [{"token": a, "logprob": v, "bytes": list(a.encode())}
-                                  for a, v in t.top.items()]} for t in gen.logprobs]}
+        logprobs = _chat_logprobs(gen) if want else None
         return JSONResponse({
             "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion",
             "created": int(time.time()), "model": body["model"],

@@ -70,3 +70,15 @@ def null_nonfinite(result: dict[str, Any]) -> dict[str, Any]:
     flags = [*(result.get("flags") or []), f"not computable, reported as null: {', '.join(nulled)} "
              "(see null_reasons)"]
     return {**result, "metrics": fixed, "null_reasons": reasons, "flags": flags}
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with every non-finite float (NaN, ±inf) as ``None``: JSON has no spelling for them
+    (``NaN`` / ``Infinity`` are not JSON), so a file or line the tools write stays readable everywhere."""
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(float(obj)) else None
+    if isinstance(obj, Mapping):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    return obj

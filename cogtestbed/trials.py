@@ -462,8 +462,11 @@ def manifest_path(path: str | os.PathLike[str]) -> Path:
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
+    from cogtestbed.no_data import json_safe  # NaN / inf as null: the file stays JSON
+
     atomic_write_bytes(
-        path, lambda tmp: tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str))
+        path, lambda tmp: tmp.write_text(json.dumps(json_safe(obj), indent=2, sort_keys=True, default=str,
+                                                    allow_nan=False))
     )
 
 

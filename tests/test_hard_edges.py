@@ -101,7 +101,7 @@ def test_revealed_metrics_of_the_untouched_table_are_numbers(revealed) -> None:
     result = runner.invoke(app, ["metrics", "revealed-belief", str(folder / "rb.parquet"), "--json",
                                  "--per-item", "no", "--reference", "no"])
     assert result.exit_code == 0, result.output
-    metrics = json.loads(result.output)["metrics"]
+    metrics = json.loads(result.stdout)["metrics"]
     assert 0.2 < metrics["chebyshev"] < 0.3 and 0 <= metrics["staa_error"] < 0.01  # the probe's 0.232, 0.0002
 
 
@@ -114,7 +114,7 @@ def test_revealed_metrics_without_a_valid_answer_are_null_with_a_reason(revealed
     bad.to_parquet(path)
     result = runner.invoke(app, ["metrics", "revealed-belief", str(path), "--json"])
     assert result.exit_code == 0, result.output
-    out = json.loads(result.output)
+    out = json.loads(result.stdout)
     assert out["metrics"] == {k: None for k in get_experiment("revealed-belief").metrics.headline}
     assert null_problems(out, get_experiment("revealed-belief").metrics.headline, len(bad)) == []
 
@@ -174,7 +174,7 @@ def test_the_untouched_plan_runs_dry(tmp_path: Path) -> None:
     plan.write_text(json.dumps({"plan_version": 1, "run": GOOD_RUN}))
     result = runner.invoke(app, ["run", "--plan", str(plan), "-o", str(tmp_path / "r"), "--dry-run"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["subjects"] == 2
+    assert json.loads(result.stdout)["subjects"] == 2
 
 
 @pytest.mark.parametrize(("option", "named"), [

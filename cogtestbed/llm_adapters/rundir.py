@@ -212,5 +212,8 @@ class RunDir:
 
 
 def _json_writer(obj: Mapping[str, Any]) -> Callable[[Path], object]:
-    return lambda tmp: tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str))
+    from cogtestbed.no_data import json_safe
+
+    return lambda tmp: tmp.write_text(json.dumps(json_safe(obj), indent=2, sort_keys=True, default=str,
+                                                 allow_nan=False))
 

@@ -49,6 +49,7 @@ from cogtestbed.llm_adapters.base import LLMClient, Prompt, ScoringNotSupported
 from cogtestbed.llm_adapters.cache import CURRENT_SUBJECT, CachedClient, SubjectTicket
 from cogtestbed.llm_adapters.limits import SUBJECT_PROMPT_MARGIN, Budget, BudgetExhausted, Need, Price
 from cogtestbed.llm_adapters.rundir import CONFIG_FILE, TRANSPORT_FIELDS, RunDir, identity_differences
+from cogtestbed.no_data import json_safe
 from cogtestbed.registry import Experiment, trials_manifest
 from cogtestbed.simulation import seed_streams
 from cogtestbed.trials import MANIFEST_SUFFIX, package_versions, table_to_parquet
@@ -474,7 +475,7 @@ def commit_tables(rundir: RunDir, table: pd.DataFrame, calls: pd.DataFrame, mani
     rundir.commit({
         TRIALS_FILE: lambda tmp: tmp.write_bytes(data),
         TRIALS_FILE + MANIFEST_SUFFIX: lambda tmp: tmp.write_text(
-            json.dumps(full, indent=2, sort_keys=True, default=str)),
+            json.dumps(json_safe(full), indent=2, sort_keys=True, default=str, allow_nan=False)),
         CALLS_FILE: lambda tmp: tmp.write_bytes(calls_data),
     }, {**rundir.manifest, "status": status, "stop_reason": stop, "error": None, "stats": manifest["stats"]})
 

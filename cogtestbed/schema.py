@@ -502,18 +502,20 @@ def refuse_others(names: list[str], experiment: str, source: str | os.PathLike[s
         raise TrialTableError(f"{where}holds trials of experiment {', '.join(sorted(names))}, not {experiment}")
 
 
-def validate_trials(trials: pd.DataFrame, schema: TrialSchema, experiment: str,
+def validate_trials(trials: pd.DataFrame, schema: TrialSchema, experiment: str | None = None,
                     source: str | os.PathLike[str] | None = None,
                     file_columns: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """Check a table of ``experiment`` against its ``schema``; return it unchanged or raise
+    """Check a table of one experiment against its ``schema``; return it unchanged or raise
     :class:`TrialTableError` (one line naming ``source``, the column, row and value).
 
-    A table of another experiment is refused.  ``file_columns`` maps table columns to the names
-    the source file gives them (an importer's), used in the message.  No registry is needed: the
-    registry's :func:`~cogtestbed.registry.validate_table` looks the schema up by name.
+    ``experiment``: the experiment the table must hold (default: the one it names; a table of
+    several is refused).  ``file_columns`` maps table columns to the names the source file gives
+    them (an importer's), used in the message.  No registry is needed: the registry's
+    :func:`~cogtestbed.registry.validate_table` looks each experiment's schema up by name.
     """
     names = table_experiments(trials, source)
     if names:
-        refuse_others(names, experiment, source)
-        check_table(trials, schema, experiment, None if source is None else str(source), file_columns)
+        name = experiment if experiment is not None else names[0]
+        refuse_others(names, name, source)
+        check_table(trials, schema, name, None if source is None else str(source), file_columns)
     return trials

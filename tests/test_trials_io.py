@@ -63,3 +63,20 @@ def test_schema_errors_are_clear(tmp_path, table):
         read_trials(bad)
     with pytest.raises(FileNotFoundError):
         read_trials(tmp_path / "missing.parquet")
+
+
+def test_a_table_is_validated_against_a_schema_without_the_registry() -> None:
+    """schema.validate_trials needs the schema only (no registry look-up): a valid table passes, a
+    value outside the schema and a table of another experiment are refused."""
+    from cogtestbed.schema import validate_trials
+    from cogtestbed.tables.horizon import SCHEMA as HORIZON
+    from cogtestbed.tables.instrumental import SCHEMA
+
+    table = simulate("instrumental-learning", "rw", 2, seed=0)
+    assert validate_trials(table, SCHEMA) is table
+    bad = table.copy()
+    bad.loc[3, "action"] = 7
+    with pytest.raises(TrialTableError, match="action"):
+        validate_trials(bad, SCHEMA)
+    with pytest.raises(TrialTableError, match="not horizon"):
+        validate_trials(table, HORIZON, "horizon")

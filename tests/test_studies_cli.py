@@ -12,8 +12,7 @@ import pytest
 from tolerance import assert_close, assert_frames_close
 
 from cogtestbed.cli import main
-from cogtestbed.registry import experiment_names, get_experiment
-from cogtestbed.validation.studies import declared_studies, run_study, study_spec
+from cogtestbed.validation.studies import run_study, study_spec
 
 
 def _cli(args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:
@@ -168,14 +167,3 @@ def test_pool_and_in_process_give_the_same_tables() -> None:
     # NaN-safe: r is NaN (undefined) below the minimum number of recovery points
     assert_close(*(json.loads(json.dumps(r.summary, sort_keys=True)) for r in (one, two)))
     assert set(one.table["n_trials"]) == {60}
-
-
-def test_every_experiment_declares_studies_that_build() -> None:
-    from cogtestbed.validation.studies import check_study, spec_from_decl
-
-    for name in experiment_names():
-        exp = get_experiment(name)
-        decls = declared_studies(exp)
-        assert decls, name
-        for _, decl in decls:
-            check_study(spec_from_decl(exp, decl, reps=1))

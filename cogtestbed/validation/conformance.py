@@ -1019,6 +1019,22 @@ def study_overrides(decl: StudyDecl, config: CheckConfig) -> dict[str, Any]:
     return out
 
 
+def check_study_declarations(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """The experiment declares at least one study, and each builds a study spec that passes
+    :func:`~cogtestbed.validation.studies.check_study` (names, settings, designs; nothing is run)."""
+    from cogtestbed.validation.studies import check_study, spec_from_decl
+
+    if not spec.studies:
+        raise ConformanceError(f"{spec.name}: declares no study (StudyDecl in the spec's studies)")
+    problems = []
+    for i, decl in enumerate(spec.studies):
+        try:
+            check_study(spec_from_decl(spec, decl, reps=1))
+        except Exception as exc:  # noqa: BLE001 - any refusal is the finding
+            problems.append(f"study {i} ({decl.kind}): {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+    _fail(problems, f"{spec.name}: declared studies do not build")
+
+
 def check_declared_studies(spec: ExperimentSpec, config: CheckConfig) -> None:
     """Each declared study runs once (reps = 1) through the generic study driver and gives a
     non-empty results table and summary (quick mode: at its smallest declared design)."""
@@ -1141,6 +1157,7 @@ CHECKS: dict[str, CheckFn] = {
     "pymc_model": check_pymc_model,
     "importers": check_importers,
     "metrics_result": check_metrics_result,
+    "study_declarations": check_study_declarations,
     "declared_studies": check_declared_studies,
     "permuted_table": check_permuted_table,
     "all_invalid_metrics": check_all_invalid_metrics,

@@ -11,6 +11,7 @@ completion tokens the model's measured tokens per call.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,12 @@ def real_model_part(client: Any, output: Path, seed: int, workers: int | None, p
                     ) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
     """(HTML sections, Markdown lines, JSON) of the real-model part, written under ``output/real_model``
     (``params``: the synthetic agent's parameters the pilot compares with)."""
-    from cogtestbed.validation.real_model import demo_sessions, demo_table
+    from cogtestbed.validation.real_model import DEMO_SESSIONS, demo_sessions, demo_table
 
     folder = output / "real_model"
+    for name, *_ in DEMO_SESSIONS:  # an earlier demo's runs (`--force`); the response cache is kept
+        shutil.rmtree(folder / name, ignore_errors=True)
+    shutil.rmtree(folder / "plan", ignore_errors=True)
     results = demo_sessions(client, folder, seed, {PILOT_EXPERIMENT: params},
                             on_progress=lambda msg: console_err.print(msg, highlight=False, markup=False))
     sections, lines = [], ["", f"## A real model: {client.spec} ({MODEL_LABEL}), offline", ""]

@@ -20,6 +20,7 @@ waits. Usage::
 
     git -C /work/main worktree add /work/wt-before a1c057e   # the checkout to compare against
     python benchmarks/bench_workflows.py --before /work/wt-before [--after .] [--repeats 3] [--only help,metrics]
+        [--warmup 1] [--after-args demo=--no-real-model]
 """
 
 from __future__ import annotations
@@ -75,15 +76,17 @@ def run(checkout: Path, args: list[str], scratch: Path) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def one_round(checkouts: dict[str, Path], names: list[str], flip: bool,
-              scratch: Path) -> dict[tuple[str, str], tuple[float, float]]:
-    """Every workflow once in every checkout, the checkouts alternating workflow by workflow."""
+def one_round(checkouts: dict[str, Path], names: list[str], flip: bool, scratch: Path,
+              extra: dict[tuple[str, str], list[str]]) -> dict[tuple[str, str], tuple[float, float]]:
+    """Every workflow once in every checkout, the checkouts alternating workflow by workflow; ``extra``:
+    arguments added to a (workflow, side)'s command."""
     sides = list(checkouts)[::-1] if flip else list(checkouts)
     out = {}
     for name in names:
         for side in sides:
             folder = Path(tempfile.mkdtemp(prefix=f"{name}-{side}-", dir=scratch))
-            out[(name, side)] = run(checkouts[side], WORKFLOWS[name](folder / "out"), folder)
+            args = WORKFLOWS[name](folder / "out") + extra.get((name, side), [])
+            out[(name, side)] = run(checkouts[side], args, folder)
             shutil.rmtree(folder, ignore_errors=True)
     return out
 
@@ -112,6 +115,9 @@ def main() -> None:
     parser.add_argument("--after", type=Path, default=ROOT, help="The checkout measured (default: this one).")
     parser.add_argument("--repeats", type=int, default=3, help="Timed rounds (default 3); medians are printed.")
     parser.add_argument("--only", default=",".join(WORKFLOWS), help="Comma list of workflows (default: all).")
+    parser.add_argument("--after-args", action="append", default=[], metavar="WORKFLOW=ARGS",
+                        help="Arguments added to a workflow in the after checkout only, e.g. "
+                             "'demo=--no-real-model' (an option the before checkout lacks).")
     parser.add_argument("--warmup", type=int, default=1,
                         help="Untimed rounds first (default 1; 0 where both checkouts' caches are already warm).")
     opts = parser.parse_args()
@@ -120,6 +126,7 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown workflow(s) {', '.join(unknown)}; choose from {', '.join(WORKFLOWS)}")
     checkouts = {"before": opts.before.resolve(), "after": opts.after.resolve()}
+    extra = {(spec.partition("=")[0], "after"): spec.partition("=")[2].split() for spec in opts.after_args}
     for side, path in checkouts.items():
         commit = subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, check=False).stdout.strip()
@@ -129,9 +136,9 @@ def main() -> None:
         scratch = Path(tmp)
         for _ in range(opts.warmup):
             print(f"warm-up round (fills both caches; {load()})", flush=True)
-            one_round(checkouts, names, False, scratch)
+            one_round(checkouts, names, False, scratch, extra)
         for k in range(opts.repeats):
-            for key, (wall, cpu) in one_round(checkouts, names, k % 2 == 1, scratch).items():
+            for key, (wall, cpu) in one_round(checkouts, names, k % 2 == 1, scratch, extra).items():
                 times[key].wall.append(wall)
                 times[key].cpu.append(cpu)
             print(f"round {k + 1}/{opts.repeats} done ({load()}): "

@@ -139,6 +139,52 @@ def prompt_type_of(category: str) -> str:
     return "numeric"
 
 
+def _response_cells(df: pd.DataFrame, design: CausalDesign, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each response row's (domain variant, counterbalance condition, item) from its prompt id and
+    labels; refuse rows whose labels or ids do not fit causAIign's layout."""
+    known = df["domain"].notna()
+    labels = [domain_label(design, a, f) for a, f in design.variants]
+    ids = df["id"].to_numpy(np.int64)
+    # rows of failed API calls carry no domain/task: the prompt id alone locates them
+    variant = np.where(known, df["domain"].astype(str).map(
+        lambda x: labels.index(x) if x in labels else -1).to_numpy(), (ids - 1) // 160)
+    cb_names = list(design.cntbl_conds)
+    offs = np.array([CB_ID_OFFSET[c] for c in cb_names])
+    cb = df["cntbl_cond"].map(lambda c: cb_names.index(c) if c in cb_names else -1).to_numpy(np.int64)
+    if np.any(cb < 0) or np.any(variant < 0):
+        raise DataFormatError(f"{name}: rows without a known domain or cntbl_cond")
+    item = (ids - 1) - 160 * variant - offs[cb]
+    if np.any((item < 0) | (item >= len(ITEMS))):
+        raise DataFormatError(f"{name}: prompt ids do not follow causAIign's layout")
+    letters = np.array([ITEMS[i].letter for i in item])
+    has_task = df["task"].notna().to_numpy()
+    if not np.array_equal(letters[has_task], df["task"][has_task].astype(str).str.lower().to_numpy()):
+        raise DataFormatError(f"{name}: task letters disagree with the prompt ids")
+    return variant, cb, item
+
+
+def _response_subject_table(df: pd.DataFrame, rows: np.ndarray, k: int, design: CausalDesign, ptype: str,
+                            cells: tuple[np.ndarray, np.ndarray, np.ndarray]) -> pd.DataFrame:
+    """The trial table of one subject (model × temperature × replicate): rows ``rows`` of ``df``."""
+    variant, cb, item = cells
+    raw = df["response"].to_numpy(object)[rows]
+    parsed = [parse_answer(str(r) if r is not None and r == r else "", ptype) for r in raw]
+    valid = np.array([p.ok for p in parsed])
+    answers = [p.action if p.ok else None for p in parsed]
+    rating = np.array([a.rating if a is not None else np.nan for a in answers], dtype=np.float64)
+    conf = np.array([a.confidence if a is not None and a.confidence is not None else np.nan
+                     for a in answers], dtype=np.float64)
+    err = np.array([p.error for p in parsed], dtype=object)
+    stim = stimulus_columns(design, variant[rows][None], cb[rows][None], item[rows][None])
+    t = finish_table(EXPERIMENT, {**stim, "action": rating[None], "reward": np.full((1, len(rows)), np.nan),
+                                  "valid": valid[None], "raw_response": raw[None].astype(object),
+                                  "parse_error": err[None]},
+                     agent=str(df["subject"].iloc[rows[0]]), subject_offset=k)
+    t.insert(t.columns.get_loc("reward"), "confidence", conf)
+    t["temperature"] = df["temperature"].to_numpy()[rows] if "temperature" in df.columns else np.nan
+    return t
+
+
 def import_causaign_responses(path: str | Path) -> pd.DataFrame:
     """causAIign LLM response CSV → trial table (see module docstring)."""
     df = _read_semicolon(path)
@@ -149,46 +195,13 @@ def import_causaign_responses(path: str | Path) -> pd.DataFrame:
     ptype = prompt_type_of(category)
     known = df["domain"].notna()
     design = design_for_labels(set(df.loc[known, "domain"].astype(str)), ptype)
-    labels = [domain_label(design, a, f) for a, f in design.variants]
-    ids = df["id"].to_numpy(np.int64)
-    # rows of failed API calls carry no domain/task: the prompt id alone locates them
-    variant = np.where(known, df["domain"].astype(str).map(
-        lambda x: labels.index(x) if x in labels else -1).to_numpy(), (ids - 1) // 160)
-    cb_names = list(design.cntbl_conds)
-    offs = np.array([CB_ID_OFFSET[c] for c in cb_names])
-    cb = df["cntbl_cond"].map(lambda c: cb_names.index(c) if c in cb_names else -1).to_numpy(np.int64)
-    if np.any(cb < 0) or np.any(variant < 0):
-        raise DataFormatError(f"{Path(path).name}: rows without a known domain or cntbl_cond")
-    item = (ids - 1) - 160 * variant - offs[cb]
-    if np.any((item < 0) | (item >= len(ITEMS))):
-        raise DataFormatError(f"{Path(path).name}: prompt ids do not follow causAIign's layout")
-    letters = np.array([ITEMS[i].letter for i in item])
-    has_task = df["task"].notna().to_numpy()
-    if not np.array_equal(letters[has_task], df["task"][has_task].astype(str).str.lower().to_numpy()):
-        raise DataFormatError(f"{Path(path).name}: task letters disagree with the prompt ids")
+    variant, cb, item = _response_cells(df, design, Path(path).name)
     temp = df["temperature"].astype(str) if "temperature" in df.columns else pd.Series("", index=df.index)
     group = df["subject"].astype(str) + "|" + temp
     replicate = df.assign(_g=group).groupby(["_g", "id"]).cumcount()
     subj_key = group + "|" + replicate.astype(str)
-    parts = []
-    for k, (_key, idx) in enumerate(subj_key.groupby(subj_key, sort=False).groups.items()):
-        rows = np.asarray(idx)
-        raw = df["response"].to_numpy(object)[rows]
-        parsed = [parse_answer(str(r) if r is not None and r == r else "", ptype) for r in raw]
-        valid = np.array([p.ok for p in parsed])
-        answers = [p.action if p.ok else None for p in parsed]
-        rating = np.array([a.rating if a is not None else np.nan for a in answers], dtype=np.float64)
-        conf = np.array([a.confidence if a is not None and a.confidence is not None else np.nan
-                         for a in answers], dtype=np.float64)
-        err = np.array([p.error for p in parsed], dtype=object)
-        stim = stimulus_columns(design, variant[rows][None], cb[rows][None], item[rows][None])
-        t = finish_table(EXPERIMENT, {**stim, "action": rating[None], "reward": np.full((1, len(rows)), np.nan),
-                                      "valid": valid[None], "raw_response": raw[None].astype(object),
-                                      "parse_error": err[None]},
-                         agent=str(df["subject"].iloc[rows[0]]), subject_offset=k)
-        t.insert(t.columns.get_loc("reward"), "confidence", conf)
-        t["temperature"] = df["temperature"].to_numpy()[rows] if "temperature" in df.columns else np.nan
-        parts.append(t)
+    parts = [_response_subject_table(df, np.asarray(idx), k, design, ptype, (variant, cb, item))
+             for k, (_key, idx) in enumerate(subj_key.groupby(subj_key, sort=False).groups.items())]
     table = pd.concat(parts, ignore_index=True)
     table["agent"] = table["agent"].astype("category")
     table["experiment"] = table["experiment"].astype("category")

@@ -276,75 +276,103 @@ def random_names(rng: np.random.Generator, generator: str) -> tuple[str, str, st
     return tuple("".join(rng.choice(chars, 10)) for _ in range(3))  # type: ignore[return-value]
 
 
-def cell_text(design: CausalDesign, domain: str, filler: str, cb: str,
-              names: tuple[str, str, str] | None = None) -> CellText:
-    """Render the fixed part of a cell's prompts (see module docstring for the layouts)."""
-    vars_ = ("X", "Y", "Z")
+@dataclass
+class _CellParts:
+    """The pieces a cell's preamble is assembled from (one entry per variable X, Y, Z or link)."""
+
+    names: tuple[str, ...]
+    intro: str
+    detailed: list[str]
+    plural: str
+    lead: str
+    phrase: dict[tuple[str, int], str]
+    mechanisms: list[str]
+    d_fill: list[str]
+    e_fill: list[str]
+
+
+_VARS = ("X", "Y", "Z")
+
+
+def _rw17_parts(design: CausalDesign, domain: str, filler: str, cb: str) -> _CellParts:
+    """The pieces of an RW17 (real-world domain) cell, with cross-domain overload fillers."""
     overloaded = design.overload != "none"
-    d_fill = ["", "", ""]
-    e_fill = ["", ""]
-    if design.content == "rw17":
-        dom: dict[str, Any] = M.RW17_DOMAINS[domain]
-        names = tuple(dom["names"])
-        intro = dom["intro"]
-        detailed = list(dom["detailed"])
-        plural = "systems" if overloaded else dom["plural"]
-        lead = "You are currently observing: " if overloaded else dom["observation_lead"]
-        present = dom["cb"][cb]["present"]
-        phrase = {}
-        for v, n in zip(vars_, names, strict=True):
-            phrase[(v, 1)] = f"{present[v]} {n}"
-            phrase[(v, 0)] = f"normal {n}"
-        mechanisms = list(dom["cb"][cb]["mechanisms"])
-        if overloaded and filler == "crossdomain":
-            partner: dict[str, Any] = M.RW17_DOMAINS[M.CROSS_DOMAIN_PARTNER[domain]]
-            if "d" in design.overload:
-                d_fill = list(partner["detailed"])
-            if "e" in design.overload:
-                e_fill = list(partner["cb"][cb]["mechanisms"])
+    dom: dict[str, Any] = M.RW17_DOMAINS[domain]
+    names = tuple(dom["names"])
+    present = dom["cb"][cb]["present"]
+    phrase = {}
+    for v, n in zip(_VARS, names, strict=True):
+        phrase[(v, 1)] = f"{present[v]} {n}"
+        phrase[(v, 0)] = f"normal {n}"
+    parts = _CellParts(names, dom["intro"], list(dom["detailed"]), "systems" if overloaded else dom["plural"],
+                       "You are currently observing: " if overloaded else dom["observation_lead"], phrase,
+                       list(dom["cb"][cb]["mechanisms"]), ["", "", ""], ["", ""])
+    if overloaded and filler == "crossdomain":
+        partner: dict[str, Any] = M.RW17_DOMAINS[M.CROSS_DOMAIN_PARTNER[domain]]
+        if "d" in design.overload:
+            parts.d_fill = list(partner["detailed"])
+        if "e" in design.overload:
+            parts.e_fill = list(partner["cb"][cb]["mechanisms"])
+    return parts
+
+
+def _abstract_parts(domain: str, cb: str, names: tuple[str, str, str] | None) -> _CellParts:
+    """The pieces of an abstract-variable cell (the senses of ``cb`` name present/absent)."""
+    if names is None:
+        names = tuple(M.ABSTRACT_NAMES[domain])  # type: ignore[assignment]
+    assert names is not None
+    phrase = {}
+    for v, n, sense in zip(_VARS, names, cb, strict=True):
+        pres, absent = M.ABSTRACT_SENSES[v][sense]
+        phrase[(v, 1)] = f"{pres} {n}"
+        phrase[(v, 0)] = f"{absent} {n}"
+    return _CellParts(names, M.ABSTRACT_INTRO.format(X=names[0], Y=names[1], Z=names[2]), ["", "", ""],
+                      "systems", "You are currently observing: ", phrase, ["", ""], ["", "", ""], ["", ""])
+
+
+def _lorem_fill(design: CausalDesign, parts: _CellParts) -> None:
+    """Lorem-ipsum overload: long blocks in the variable (d) and/or mechanism (e) slots."""
+    if design.overload == "de":  # the released layout: long blocks in the variable slots only
+        parts.d_fill = list(M.LOREM_D)
     else:
-        if names is None:
-            names = tuple(M.ABSTRACT_NAMES[domain])  # type: ignore[assignment]
-        assert names is not None
-        intro = M.ABSTRACT_INTRO.format(X=names[0], Y=names[1], Z=names[2])
-        detailed = ["", "", ""]
-        plural = "systems"
-        lead = "You are currently observing: "
-        phrase = {}
-        for v, n, sense in zip(vars_, names, cb, strict=True):
-            pres, absent = M.ABSTRACT_SENSES[v][sense]
-            phrase[(v, 1)] = f"{pres} {n}"
-            phrase[(v, 0)] = f"{absent} {n}"
-        mechanisms = ["", ""]
-    if overloaded and filler == "lorem":
-        if design.overload == "de":  # the released layout: long blocks in the variable slots only
-            d_fill = list(M.LOREM_D)
-        else:
-            if "d" in design.overload:
-                d_fill = [M.LOREM_E] * 3
-            if "e" in design.overload:
-                e_fill = [M.LOREM_E] * 2
+        if "d" in design.overload:
+            parts.d_fill = [M.LOREM_E] * 3
+        if "e" in design.overload:
+            parts.e_fill = [M.LOREM_E] * 2
+
+
+def _preamble(p: _CellParts) -> str:
+    """The cell's fixed preamble: intro, variables, causal links and the independence clause."""
     var_parts = []
-    for i, v in enumerate(vars_):
-        head = " ".join(x for x in (detailed[i], d_fill[i]) if x)
-        n = names[i]
-        pres_word = phrase[(v, 1)][: -len(n) - 1]
-        abs_word = phrase[(v, 0)][: -len(n) - 1]
-        sentence = f"Some {plural} have {pres_word} {n}. Others have {abs_word} {n}."
+    for i, v in enumerate(_VARS):
+        head = " ".join(x for x in (p.detailed[i], p.d_fill[i]) if x)
+        n = p.names[i]
+        pres_word = p.phrase[(v, 1)][: -len(n) - 1]
+        abs_word = p.phrase[(v, 0)][: -len(n) - 1]
+        sentence = f"Some {p.plural} have {pres_word} {n}. Others have {abs_word} {n}."
         var_parts.append(f"{head} {sentence}" if head else sentence)
-    vx, vy, vz = phrase[("X", 1)], phrase[("Y", 1)], phrase[("Z", 1)]
+    vx, vy, vz = p.phrase[("X", 1)], p.phrase[("Y", 1)], p.phrase[("Z", 1)]
     causal_parts = []
     for i, vc in enumerate((vx, vy)):
         causal_parts.append(f"{_cap(vc)} causes {vz}.")
-        causal_parts.extend(x for x in (mechanisms[i], e_fill[i]) if x)
+        causal_parts.extend(x for x in (p.mechanisms[i], p.e_fill[i]) if x)
     indep = (f"Both {vx} and {vy} can each cause {vz} on their own. That is, it's not the case "
              f"that both of these have to be present in order for {vz} to be present. Rather, "
              f"{vx} can independently cause {vz} on their own, and {vy} can independently cause "
              f"{vz} on their own as well.")
-    preamble = (f"{intro} Here are some variables: {' '.join(var_parts)}  Here are the causal "
-                f"relationships: {' '.join(causal_parts)} {indep}")
-    words = sum(len(x.split()) for x in (*d_fill, *e_fill) if x)
-    return CellText(preamble, lead, phrase, words)
+    return (f"{p.intro} Here are some variables: {' '.join(var_parts)}  Here are the causal "
+            f"relationships: {' '.join(causal_parts)} {indep}")
+
+
+def cell_text(design: CausalDesign, domain: str, filler: str, cb: str,
+              names: tuple[str, str, str] | None = None) -> CellText:
+    """Render the fixed part of a cell's prompts (see module docstring for the layouts)."""
+    parts = (_rw17_parts(design, domain, filler, cb) if design.content == "rw17"
+             else _abstract_parts(domain, cb, names))
+    if design.overload != "none" and filler == "lorem":
+        _lorem_fill(design, parts)
+    words = sum(len(x.split()) for x in (*parts.d_fill, *parts.e_fill) if x)
+    return CellText(_preamble(parts), parts.lead, parts.phrase, words)
 
 
 INSTRUCTIONS = {"numeric": M.NUMERIC_INSTRUCTION, "cot": M.COT_INSTRUCTION,

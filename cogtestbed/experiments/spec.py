@@ -190,6 +190,12 @@ def metrics_result_problems(result: Any, unit: MetricsUnit) -> list[str]:
         out.append(f"has {other!r} but the experiment declares unit {unit!r}")
     if "metrics" in result and not isinstance(result["metrics"], Mapping):
         out.append(f"'metrics' must be a mapping, got {type(result['metrics']).__name__}")
+    return out + _metrics_value_problems(result, unit)
+
+
+def _metrics_value_problems(result: Mapping[str, Any], unit: MetricsUnit) -> list[str]:
+    """Why the unit rows, ``n_invalid`` or ``flags`` of ``result`` are mistyped (empty: none is)."""
+    out = []
     rows = result.get(unit)
     if unit in result and not (isinstance(rows, list) and all(isinstance(r, Mapping) for r in rows)):
         out.append(f"{unit!r} must be a list of mappings (one per unit)")

@@ -506,19 +506,11 @@ def fit_hierarchical(
     """
     import pymc as pm
 
-    if draws < 1 or chains < 1 or tune < 0:
-        raise ValueError(f"sampling needs draws >= 1, chains >= 1 and tune >= 0; got draws={draws}, "
-                         f"chains={chains}, tune={tune}")
-    if max_draws is not None and max_draws < draws:
-        raise ValueError(f"max_draws ({max_draws}) must be at least draws ({draws})")
+    _check_sampling(draws, tune, chains, max_draws)
     if target_accept is None:
         target_accept = float(getattr(model, "target_accept", None) or TARGET_ACCEPT)
     pm_model = model if isinstance(model, pm.Model) else model.pymc_model(trials, hierarchical)
-    use = sampler
-    if use == "auto":
-        use = "nutpie" if nutpie_available() else "pymc"
-    if use not in ("nutpie", "pymc"):
-        raise ValueError(f"sampler must be auto, nutpie or pymc, got {sampler!r}")
+    use = _sampler_to_use(sampler)
     cores = cores or min(chains, 2)
     start = time.perf_counter()
     free = [v.name for v in pm_model.free_RVs]
@@ -544,6 +536,25 @@ def fit_hierarchical(
             ConvergenceWarning, stacklevel=2,
         )
     return BayesFit(idata, diag, getattr(model, "name", ""))
+
+
+def _check_sampling(draws: int, tune: int, chains: int, max_draws: int | None) -> None:
+    """Refuse draws, tuning, chains or ``max_draws`` that no sampler run can take."""
+    if draws < 1 or chains < 1 or tune < 0:
+        raise ValueError(f"sampling needs draws >= 1, chains >= 1 and tune >= 0; got draws={draws}, "
+                         f"chains={chains}, tune={tune}")
+    if max_draws is not None and max_draws < draws:
+        raise ValueError(f"max_draws ({max_draws}) must be at least draws ({draws})")
+
+
+def _sampler_to_use(sampler: str) -> str:
+    """``auto`` resolves to nutpie where installed, else PyMC; any other name must be one of the two."""
+    use = sampler
+    if use == "auto":
+        use = "nutpie" if nutpie_available() else "pymc"
+    if use not in ("nutpie", "pymc"):
+        raise ValueError(f"sampler must be auto, nutpie or pymc, got {sampler!r}")
+    return use
 
 
 def _sample(pm_model: Any, use: str, model: Any, hierarchical: bool, draws: int, *, tune: int, chains: int,

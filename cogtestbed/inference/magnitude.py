@@ -511,20 +511,10 @@ def magnitude_metrics(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP_ROUNDS, s
     bulk/tail ESS, divergences and the verdict) and ``metrics["hierarchy"]`` holds the mean
     P(Δw_prior > 0) over subjects and whether every subject's fit converged.
     """
-    _check_hierarchy_options(hierarchy_draws, hierarchy_chains)
-    if variance not in VARIANCE_READINGS:
-        raise ValueError(f"variance must be one of {', '.join(VARIANCE_READINGS)}, got {variance!r}")
-    if evidence_condition not in CONDITIONS:
-        raise ValueError(f"evidence_condition must be one of {', '.join(CONDITIONS)}")
-    missing = [c for c in ("task", "condition", "modality", "range", "x", "range_low", "range_high")
-               if c not in trials.columns]
-    if missing:
-        raise ValueError(f"not a magnitude trial table: missing columns {', '.join(missing)}")
+    _check_metrics_options(trials, bootstrap, variance, evidence_condition, hierarchy_draws, hierarchy_chains,
+                           forest_trees)
     from cogtestbed.inference import magnitude_figures as fig
 
-    check_bootstrap(bootstrap, int(trials["subject"].nunique()))
-    if not 0 <= forest_trees <= FOREST_MAX_TREES:
-        raise ValueError(f"--forest-trees must be 0 (no forest) to {FOREST_MAX_TREES}, got {forest_trees}")
     check_one_session_per_block(trials)
     check_cube_memory(trials, bootstrap)
     seq = np.random.SeedSequence(seed)
@@ -548,6 +538,39 @@ def magnitude_metrics(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP_ROUNDS, s
         headline["hierarchy"] = {
             "p_delta_w_positive": _mean_nested([p["hierarchy"]["p_delta_w_positive"] for p in per]),
             "converged": all(p["hierarchy"]["diagnostics"]["ok"] for p in per)}
+    reasons = _coverage_flags(trials, per, headline, n_invalid, flags)
+    return _clean({
+        "metrics": headline, "per_subject": per, "n_invalid": n_invalid, "flags": flags, "reasons": reasons,
+        "choices": {"nrmse_baseline": NRMSE_BASELINE, "a_modality": A_MODALITY, "w_pooling": W_POOLING,
+                    "variance": variance, "bootstrap_rounds": bootstrap,
+                    "bootstrap_interval": list(BOOTSTRAP_INTERVAL),
+                    "aic_params": dict(zip(VARIANTS, AIC_PARAMS.tolist(), strict=True)),
+                    "factors": list(FACTOR_NAMES), "bias_variance": fig.BIAS_VARIANCE_READING,
+                    "forest": {"trees": forest_trees, "folds": fig.FOREST_FOLDS, "seed": fig.FOREST_SEED}},
+    })
+
+
+def _check_metrics_options(trials: pd.DataFrame, bootstrap: int, variance: str, evidence_condition: str,
+                           hierarchy_draws: int, hierarchy_chains: int, forest_trees: int) -> None:
+    """Refuse options of :func:`magnitude_metrics` it cannot honour, and a table without its columns."""
+    _check_hierarchy_options(hierarchy_draws, hierarchy_chains)
+    if variance not in VARIANCE_READINGS:
+        raise ValueError(f"variance must be one of {', '.join(VARIANCE_READINGS)}, got {variance!r}")
+    if evidence_condition not in CONDITIONS:
+        raise ValueError(f"evidence_condition must be one of {', '.join(CONDITIONS)}")
+    missing = [c for c in ("task", "condition", "modality", "range", "x", "range_low", "range_high")
+               if c not in trials.columns]
+    if missing:
+        raise ValueError(f"not a magnitude trial table: missing columns {', '.join(missing)}")
+    check_bootstrap(bootstrap, int(trials["subject"].nunique()))
+    if not 0 <= forest_trees <= FOREST_MAX_TREES:
+        raise ValueError(f"--forest-trees must be 0 (no forest) to {FOREST_MAX_TREES}, got {forest_trees}")
+
+
+def _coverage_flags(trials: pd.DataFrame, per: list[dict[str, Any]], headline: dict[str, Any], n_invalid: int,
+                    flags: list[str]) -> dict[str, str]:
+    """Append to ``flags`` what the table leaves out (invalid answers, null BCS, fewer visual tasks,
+    no base session in every modality); return the reasons of null metrics."""
     if n_invalid:
         flags.append(f"{n_invalid} invalid answers excluded from every fit")
     no_bcs = [p["subject"] for p in per if not math.isfinite(p["bcs"])]
@@ -561,15 +584,7 @@ def magnitude_metrics(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP_ROUNDS, s
         flags.append(f"BCS over {len(tasks)} visual task(s): C_sum still normalises by ±15 (three tasks)")
     if not headline["rre"]:
         flags.append("no base session in all three modalities: cue combination, RRE and E unavailable")
-    return _clean({
-        "metrics": headline, "per_subject": per, "n_invalid": n_invalid, "flags": flags, "reasons": reasons,
-        "choices": {"nrmse_baseline": NRMSE_BASELINE, "a_modality": A_MODALITY, "w_pooling": W_POOLING,
-                    "variance": variance, "bootstrap_rounds": bootstrap,
-                    "bootstrap_interval": list(BOOTSTRAP_INTERVAL),
-                    "aic_params": dict(zip(VARIANTS, AIC_PARAMS.tolist(), strict=True)),
-                    "factors": list(FACTOR_NAMES), "bias_variance": fig.BIAS_VARIANCE_READING,
-                    "forest": {"trees": forest_trees, "folds": fig.FOREST_FOLDS, "seed": fig.FOREST_SEED}},
-    })
+    return reasons
 
 
 # ============================================================================ cognitive models

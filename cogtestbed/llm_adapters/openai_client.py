@@ -172,40 +172,16 @@ class OpenAIClient(LLMClient):
 
     # -- generate --------------------------------------------------------------------------
     async def agenerate(self, request: GenerateRequest) -> Generation:
-        client = self._client()
         common: dict[str, Any] = {"model": self.model, "temperature": request.temperature}
         if request.stop:
             common["stop"] = list(request.stop)
         if request.seed is not None:
             common["seed"] = request.seed
         if self.mode == "chat":
-            # OpenAI's own endpoint wants max_completion_tokens; compatible servers max_tokens.
-            limit = "max_completion_tokens" if self.base_url is None else "max_tokens"
-            kwargs = {**common, "messages": openai_messages(request), limit: request.max_tokens}
-            if request.top_logprobs is not None:
-                kwargs.update(logprobs=True, top_logprobs=request.top_logprobs)
-            resp = await self._call(lambda: client.chat.completions.create(**kwargs))
-            choice = resp.choices[0]
-            text = choice.message.content or ""
-            logprobs = None
-            if request.top_logprobs is not None and choice.logprobs and choice.logprobs.content:
-                logprobs = [TokenLogprob(t.token, t.logprob, {a.token: a.logprob for a in t.top_logprobs})
-                            for t in choice.logprobs.content]
+            resp, text, logprobs = await self._chat_generate(request, common)
         else:
-            if request.is_chat:
-                raise ValueError("mode='completions' takes a raw prompt, not chat messages")
-            kwargs = {**common, "prompt": request.prompt, "max_tokens": request.max_tokens}
-            if request.top_logprobs is not None:
-                kwargs["logprobs"] = request.top_logprobs
-            resp = await self._call(lambda: client.completions.create(**kwargs))
-            choice = resp.choices[0]
-            text = choice.text or ""
-            logprobs = None
-            lp = choice.logprobs
-            if request.top_logprobs is not None and lp is not None and lp.tokens:
-                tops = lp.top_logprobs or [{}] * len(lp.tokens)
-                logprobs = [TokenLogprob(t, float(v), dict(top or {}))
-                            for t, v, top in zip(lp.tokens, lp.token_logprobs, tops, strict=False)]
+            resp, text, logprobs = await self._completion_generate(request, common)
+        choice = resp.choices[0]
         text, _ = apply_stop(text, request.stop)
         usage = resp.usage
         return Generation(
@@ -215,6 +191,42 @@ class OpenAIClient(LLMClient):
             finish_reason=choice.finish_reason,
             logprobs=logprobs,
         )
+
+    async def _chat_generate(self, request: GenerateRequest, common: dict[str, Any]
+                             ) -> tuple[Any, str, list[TokenLogprob] | None]:
+        """One chat-completions call: the response, its text and its top log-probabilities."""
+        client = self._client()
+        # OpenAI's own endpoint wants max_completion_tokens; compatible servers max_tokens.
+        limit = "max_completion_tokens" if self.base_url is None else "max_tokens"
+        kwargs = {**common, "messages": openai_messages(request), limit: request.max_tokens}
+        if request.top_logprobs is not None:
+            kwargs.update(logprobs=True, top_logprobs=request.top_logprobs)
+        resp = await self._call(lambda: client.chat.completions.create(**kwargs))
+        choice = resp.choices[0]
+        logprobs = None
+        if request.top_logprobs is not None and choice.logprobs and choice.logprobs.content:
+            logprobs = [TokenLogprob(t.token, t.logprob, {a.token: a.logprob for a in t.top_logprobs})
+                        for t in choice.logprobs.content]
+        return resp, choice.message.content or "", logprobs
+
+    async def _completion_generate(self, request: GenerateRequest, common: dict[str, Any]
+                                   ) -> tuple[Any, str, list[TokenLogprob] | None]:
+        """One raw completions call: the response, its text and its top log-probabilities."""
+        if request.is_chat:
+            raise ValueError("mode='completions' takes a raw prompt, not chat messages")
+        client = self._client()
+        kwargs = {**common, "prompt": request.prompt, "max_tokens": request.max_tokens}
+        if request.top_logprobs is not None:
+            kwargs["logprobs"] = request.top_logprobs
+        resp = await self._call(lambda: client.completions.create(**kwargs))
+        choice = resp.choices[0]
+        logprobs = None
+        lp = choice.logprobs
+        if request.top_logprobs is not None and lp is not None and lp.tokens:
+            tops = lp.top_logprobs or [{}] * len(lp.tokens)
+            logprobs = [TokenLogprob(t, float(v), dict(top or {}))
+                        for t, v, top in zip(lp.tokens, lp.token_logprobs, tops, strict=False)]
+        return resp, choice.text or "", logprobs
 
     # -- score -----------------------------------------------------------------------------
     async def ascore(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:

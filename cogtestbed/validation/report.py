@@ -256,24 +256,31 @@ def _param_stats(name: str, v: dict[str, Any]) -> str:
 
 def _recovery_call(params: dict[str, Any], criterion: dict[str, Any]) -> str:
     """Which parameters are recovered well: by the user's tolerance where stated, else by r."""
-    precision = criterion.get("precision") or {}
-    if precision:
-        q = criterion["assurance"]
-        met = [k for k, v in params.items() if v.get("within", {}).get("meets")]
-        missed = [k for k, v in params.items() if "within" in v and not v["within"]["meets"]]
-        txt = (f"Recovered well (≥ {q:.0%} of estimates within the stated tolerance): {', '.join(met) or 'none'}"
-               + (f"; NOT within tolerance: {', '.join(missed)}" if missed else "") + ".")
-    else:
-        judged = {k: v for k, v in params.items() if not v.get("r_note")}
-        good = [k for k, v in judged.items() if v["r"] >= R_GOOD]
-        poor = [k for k, v in judged.items() if not v["r"] >= R_POOR]
-        txt = (f"No tolerance stated (recover --precision PARAM=HALFWIDTH): by the r >= {R_GOOD} convention "
-               f"{', '.join(good) or 'no parameter'} track the truth")
-        txt += f"; {', '.join(poor)} poorly (r < {R_POOR}) — do not interpret individual estimates." if poor else "."
+    txt = (_recovery_by_tolerance(params, criterion["assurance"]) if criterion.get("precision")
+           else _recovery_by_r(params))
     flagged = [k for k, v in params.items() if (v.get("at_bound") or 0) > BOUND_SHARE_FLAG]
     if flagged:
         txt += f" Flagged: {', '.join(flagged)} estimates pile up at a bound (means and RMSE are distorted)."
     return txt
+
+
+def _recovery_by_tolerance(params: dict[str, Any], q: float) -> str:
+    """The recovery call against the user's stated tolerance (share ``q`` of estimates within it)."""
+    met = [k for k, v in params.items() if v.get("within", {}).get("meets")]
+    missed = [k for k, v in params.items() if "within" in v and not v["within"]["meets"]]
+    return (f"Recovered well (≥ {q:.0%} of estimates within the stated tolerance): {', '.join(met) or 'none'}"
+            + (f"; NOT within tolerance: {', '.join(missed)}" if missed else "") + ".")
+
+
+def _recovery_by_r(params: dict[str, Any]) -> str:
+    """The recovery call by the r >= R_GOOD / r < R_POOR convention (no tolerance stated)."""
+    judged = {k: v for k, v in params.items() if not v.get("r_note")}
+    good = [k for k, v in judged.items() if v["r"] >= R_GOOD]
+    poor = [k for k, v in judged.items() if not v["r"] >= R_POOR]
+    txt = (f"No tolerance stated (recover --precision PARAM=HALFWIDTH): by the r >= {R_GOOD} convention "
+           f"{', '.join(good) or 'no parameter'} track the truth")
+    return txt + (f"; {', '.join(poor)} poorly (r < {R_POOR}) — do not interpret individual estimates."
+                  if poor else ".")
 
 
 def _verdict_model_recovery(result: Any) -> str:

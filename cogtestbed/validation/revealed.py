@@ -260,7 +260,8 @@ def _emit(record: dict[str, Any]) -> None:
     print(json.dumps(_round(record)), flush=True)
 
 
-def main(argv: list[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The command line of the revealed-belief validation studies."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-o", "--output", type=Path, default=None, help="write the tables here")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
@@ -273,7 +274,43 @@ def main(argv: list[str] | None = None) -> None:
                         help="hierarchical study: true SD of the per-scenario bias deviations")
     parser.add_argument("--subject-level", choices=("centred", "non-centred"), default="centred",
                         help="hierarchical study: parameterisation of the population -> subject level")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _detect_study(quick: bool) -> None:
+    """Print the samples needed to detect first-option bias and anchoring at power 0.8."""
+    for k, p1 in ((4, 0.8), (4, 0.30), (4, 0.35), (2, 0.6), (6, 0.26)):
+        _emit({"study": "samples to detect first-option bias", "k": k, "p_first": p1,
+               "shift": round(p1 - 1 / k, 3), "n_for_power_0.8": samples_for_first_option(k, p1)})
+    for delta in (0.05, 0.1):
+        _emit({"study": "samples to detect anchoring (per condition)", "k": 6, "shift": delta,
+               "n_for_power_0.8": samples_for_anchoring(delta, reps=1000 if quick else 4000)})
+
+
+def _hierarchical_study(args: argparse.Namespace) -> None:
+    """Print the hierarchical PyMC fit of the dissonant agent and its diagnostics report."""
+    res = hierarchical_recovery(n_subjects=args.subjects, draws=args.draws, tune=args.draws, chains=args.chains,
+                                scenario_sd=args.scenario_sd, subject_level=args.subject_level)
+    _emit({"study": "hierarchical PyMC fit of the dissonant agent (scenario-pooled)",
+           "design": {k: list(v) for k, v in HIERARCHICAL_DESIGN.items()},
+           **{k: v for k, v in res.items() if k != "diagnostics"},
+           "diagnostics": {k: v for k, v in res["diagnostics"].items() if k != "problems"}})
+    print(res["diagnostics"]["report"], flush=True)
+
+
+def _write_tables(out: dict[str, Any], output: Path) -> None:
+    """Write the studies' tables that were run under ``output``."""
+    output.mkdir(parents=True, exist_ok=True)
+    if "floor" in out:
+        out["floor"].to_csv(output / "noise_floor.csv", index=False)
+    if "recovery" in out:
+        out["recovery"].to_csv(output / "recovery.csv", index=False)
+    if "identifiability" in out:
+        (output / "identifiability.json").write_text(json.dumps(out["identifiability"], indent=1))
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
     only = set(args.only or [s for s in STUDIES if s != "hierarchical"])
     reps = 2000 if args.quick else 20_000
     out: dict[str, Any] = {}
@@ -282,12 +319,7 @@ def main(argv: list[str] | None = None) -> None:
         for row in floor.to_dict("records"):
             _emit({"study": "noise floor", **row})
     if "detect" in only:
-        for k, p1 in ((4, 0.8), (4, 0.30), (4, 0.35), (2, 0.6), (6, 0.26)):
-            _emit({"study": "samples to detect first-option bias", "k": k, "p_first": p1,
-                   "shift": round(p1 - 1 / k, 3), "n_for_power_0.8": samples_for_first_option(k, p1)})
-        for delta in (0.05, 0.1):
-            _emit({"study": "samples to detect anchoring (per condition)", "k": 6, "shift": delta,
-                   "n_for_power_0.8": samples_for_anchoring(delta, reps=1000 if args.quick else 4000)})
+        _detect_study(args.quick)
     if "recovery" in only:
         n_sub = 8 if args.quick else 40
         out["recovery"], r = recovery(n_subjects=n_sub)
@@ -299,21 +331,9 @@ def main(argv: list[str] | None = None) -> None:
         out["identifiability"] = ident = identifiability(n_subjects=8 if args.quick else 30)
         _emit({"study": "beta_first vs beta_label on preference items", **ident})
     if "hierarchical" in only:
-        res = hierarchical_recovery(n_subjects=args.subjects, draws=args.draws, tune=args.draws, chains=args.chains,
-                                    scenario_sd=args.scenario_sd, subject_level=args.subject_level)
-        _emit({"study": "hierarchical PyMC fit of the dissonant agent (scenario-pooled)",
-               "design": {k: list(v) for k, v in HIERARCHICAL_DESIGN.items()},
-               **{k: v for k, v in res.items() if k != "diagnostics"},
-               "diagnostics": {k: v for k, v in res["diagnostics"].items() if k != "problems"}})
-        print(res["diagnostics"]["report"], flush=True)
+        _hierarchical_study(args)
     if args.output is not None:
-        args.output.mkdir(parents=True, exist_ok=True)
-        if "floor" in out:
-            out["floor"].to_csv(args.output / "noise_floor.csv", index=False)
-        if "recovery" in out:
-            out["recovery"].to_csv(args.output / "recovery.csv", index=False)
-        if "identifiability" in out:
-            (args.output / "identifiability.json").write_text(json.dumps(out["identifiability"], indent=1))
+        _write_tables(out, args.output)
 
 
 if __name__ == "__main__":

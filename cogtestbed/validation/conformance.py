@@ -1007,9 +1007,11 @@ def check_metrics_result(spec: ExperimentSpec, config: CheckConfig) -> None:
 def study_overrides(decl: StudyDecl, config: CheckConfig) -> dict[str, Any]:
     """Settings of a reps = 1 smoke run of a declared study: quick mode keeps the smallest declared
     design point, :data:`QUICK_STUDY_SUBJECTS` subjects and short chains."""
+    from cogtestbed.validation.study_kinds import kind_fields
+
     if not config.quick:
         return {}
-    out: dict[str, Any] = {"subjects": (QUICK_STUDY_SUBJECTS,)}
+    out: dict[str, Any] = {"subjects": (QUICK_STUDY_SUBJECTS,)} if "subjects" in kind_fields(decl.kind) else {}
     if decl.runs:
         out["runs"] = (min(decl.runs),)
     if decl.trials:

@@ -370,27 +370,9 @@ class HFClient(LLMClient):
                 and text.endswith(" "))
         if heal:
             text = str(text)[:-1]
-        extra: dict[str, Any] = {}
-        if request.n_images:
-            from PIL import Image
-
-            images = [Image.open(io.BytesIO(b)).convert("RGB") for m in request.messages for b in message_images(m)]
-            enc = self.processor(text=str(text), images=images, return_tensors="pt", add_special_tokens=False)
-            ids = enc["input_ids"][0].tolist()
-            extra = {k: v.to(self.device) for k, v in enc.items() if k not in ("input_ids", "attention_mask")}
-        else:
-            ids = self.encode(str(text), rendered_chat=self.chat and not raw)
+        ids, extra = self._prompt_ids(request, str(text), raw)
         input_ids = torch.tensor([ids], device=self.device)
-        sample = request.temperature > 0
-        kwargs: dict[str, Any] = dict(
-            max_new_tokens=request.max_tokens, do_sample=sample, return_dict_in_generate=True,
-            output_logits=True, pad_token_id=self.tokenizer.pad_token_id
-            if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id,
-        )
-        if sample:  # plain softmax sampling at the requested temperature (no top-k/top-p)
-            kwargs.update(temperature=request.temperature, top_k=0, top_p=1.0)
-        if heal:
-            kwargs["logits_processor"] = self._first_token_mask(len(ids))
+        kwargs = self._generate_kwargs(request, len(ids), heal)
         with self._forward(), torch.no_grad(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(request.seed if request.seed is not None else 0)
             out = self.hf_model.generate(input_ids=input_ids,
@@ -410,19 +392,50 @@ class HFClient(LLMClient):
             # Tokens up to (and including) the one where the stop string begins.
             n_used = next(k for k in range(1, len(new) + 1)
                           if len(self.tokenizer.decode(new[:k], skip_special_tokens=True)) - lead > len(textout))
-        logprobs = None
-        if request.top_logprobs is not None:
-            logprobs = []
-            for k, tok in enumerate(new[:n_used]):
-                lp = torch.log_softmax(out.logits[k][0].float(), dim=-1)
-                top = torch.topk(lp, min(request.top_logprobs, lp.shape[-1]))
-                logprobs.append(TokenLogprob(
-                    token=self.tokenizer.decode([tok]), logprob=float(lp[tok]),
-                    top={self.tokenizer.decode([int(i)]): float(v)
-                         for v, i in zip(top.values.tolist(), top.indices.tolist(), strict=True)},
-                ))
+        logprobs = (None if request.top_logprobs is None
+                    else self._top_logprobs(out.logits, new[:n_used], request.top_logprobs))
         return Generation(text=textout, prompt_tokens=len(ids), completion_tokens=n_used,
                           finish_reason=finish, logprobs=logprobs)
+
+    def _prompt_ids(self, request: GenerateRequest, text: str, raw: bool) -> tuple[list[int], dict[str, Any]]:
+        """The prompt's token ids, and the processor's image tensors where the request has images."""
+        if not request.n_images:
+            return self.encode(text, rendered_chat=self.chat and not raw), {}
+        from PIL import Image
+
+        images = [Image.open(io.BytesIO(b)).convert("RGB") for m in request.messages for b in message_images(m)]
+        enc = self.processor(text=text, images=images, return_tensors="pt", add_special_tokens=False)
+        extra = {k: v.to(self.device) for k, v in enc.items() if k not in ("input_ids", "attention_mask")}
+        return enc["input_ids"][0].tolist(), extra
+
+    def _generate_kwargs(self, request: GenerateRequest, n_prompt: int, heal: bool) -> dict[str, Any]:
+        """``generate``'s options: greedy at temperature 0, else plain softmax sampling; the
+        token-healing mask on the first new token where ``heal``."""
+        sample = request.temperature > 0
+        kwargs: dict[str, Any] = dict(
+            max_new_tokens=request.max_tokens, do_sample=sample, return_dict_in_generate=True,
+            output_logits=True, pad_token_id=self.tokenizer.pad_token_id
+            if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id,
+        )
+        if sample:  # plain softmax sampling at the requested temperature (no top-k/top-p)
+            kwargs.update(temperature=request.temperature, top_k=0, top_p=1.0)
+        if heal:
+            kwargs["logits_processor"] = self._first_token_mask(n_prompt)
+        return kwargs
+
+    def _top_logprobs(self, logits: Any, tokens: list[int], n_top: int) -> list[TokenLogprob]:
+        """Each generated token's log-probability and the ``n_top`` most likely alternatives."""
+        torch = self.torch
+        logprobs = []
+        for k, tok in enumerate(tokens):
+            lp = torch.log_softmax(logits[k][0].float(), dim=-1)
+            top = torch.topk(lp, min(n_top, lp.shape[-1]))
+            logprobs.append(TokenLogprob(
+                token=self.tokenizer.decode([tok]), logprob=float(lp[tok]),
+                top={self.tokenizer.decode([int(i)]): float(v)
+                     for v, i in zip(top.values.tolist(), top.indices.tolist(), strict=True)},
+            ))
+        return logprobs
 
     def prompt_logprobs(self, text: str) -> list[tuple[str, int, float | None]]:
         """(token text, character offset, log P(token | earlier tokens)) for every token of a

@@ -487,6 +487,16 @@ def _power_spec(target: str, experiment: str | None, effect: str | None, metric:
     if experiment is not None and experiment != target:
         raise ValueError(f"metric and test power take the experiment as argument; got {target!r} and "
                          f"--experiment {experiment!r}")
+    base, common = _behaviour_power_common(target, common, options, sweep)
+    if metric is not None:
+        return _metric_power_spec(target, metric, compare, agent, base, common)
+    return _test_power_spec(target, test, compare, agent, base, common)
+
+
+def _behaviour_power_common(target: str, common: dict[str, Any], options: list[str] | None,
+                            sweep: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The agent's base parameters, and the study fields metric and test power share (no model-fit
+    fields; the metrics options and the ``--sweep`` parameter and values)."""
     common = {k: v for k, v in common.items()
               if k not in ("subjects", "base", "sd_between", "method", "draws", "tune", "chains")}
     base = common.pop("params")
@@ -496,14 +506,24 @@ def _power_spec(target: str, experiment: str | None, effect: str | None, metric:
         if not sep or not swept.strip():
             raise ValueError(f"--sweep expects NAME=a,b,c, got {sweep!r}")
         common.update(parameter=swept.strip(), values=_floats(values))
-    if metric is not None:
-        if compare is None or agent is not None:
-            raise ValueError("metric power takes --compare AGENT:p=v AGENT:p=v (and no --agent)")
-        (name_a, a), (name_b, b) = parse_agent(compare[0]), parse_agent(compare[1])
-        if name_a != name_b:
-            raise ValueError(f"--compare takes two settings of one agent, got {name_a!r} and {name_b!r}")
-        return _spec(kind="metric-power", experiment=target, agent=name_a, metric=metric, compare=(a, b),
-                         params=base, **common)
+    return base, common
+
+
+def _metric_power_spec(target: str, metric: str, compare: tuple[str, str] | None, agent: str | None,
+                       base: dict[str, Any], common: dict[str, Any]) -> StudySpec:
+    """Metric power: the metric's difference between two settings of one agent (``--compare``)."""
+    if compare is None or agent is not None:
+        raise ValueError("metric power takes --compare AGENT:p=v AGENT:p=v (and no --agent)")
+    (name_a, a), (name_b, b) = parse_agent(compare[0]), parse_agent(compare[1])
+    if name_a != name_b:
+        raise ValueError(f"--compare takes two settings of one agent, got {name_a!r} and {name_b!r}")
+    return _spec(kind="metric-power", experiment=target, agent=name_a, metric=metric, compare=(a, b),
+                     params=base, **common)
+
+
+def _test_power_spec(target: str, test: str | None, compare: tuple[str, str] | None, agent: str | None,
+                     base: dict[str, Any], common: dict[str, Any]) -> StudySpec:
+    """Test power: the rejection rate of the experiment's test ``test`` under ``--agent``."""
     if agent is None or compare is not None:
         raise ValueError("test power takes --agent AGENT[:p=v,...] (and no --compare)")
     name, params = parse_agent(agent)

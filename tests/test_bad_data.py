@@ -206,7 +206,9 @@ def test_recovery_from_too_few_points_is_not_judged():
     assert "too few subjects to judge (n=2" in text and "recovered well" not in text
     enough = recovery_summary(_recovery_table(MIN_RECOVERY_POINTS, np.random.default_rng(0)))
     assert enough["1x96"]["parameters"]["alpha"]["r"] > 0.99
-    assert "alpha recovered well" in verdict(SimpleNamespace(spec=spec, summary=enough))
+    # no tolerance stated: the r convention is named, and "recovered well" is kept for a stated tolerance
+    judged = verdict(SimpleNamespace(spec=spec, summary=enough))
+    assert "r >= 0.8 convention alpha tracks the truth" in judged and "recovered well" not in judged
     flat = _recovery_table(12, np.random.default_rng(1)).assign(true=0.5)
     entry = recovery_summary(flat)["1x96"]["parameters"]["alpha"]
     assert np.isnan(entry["r"]) and entry["r_note"] == "r undefined: true values constant"

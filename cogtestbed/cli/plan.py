@@ -88,13 +88,7 @@ def plan(
     from cogtestbed.parameters import parse_assignments
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.plan import Planner, Pricer, design_axes
-    from cogtestbed.validation.plan_report import (
-        MAX_INVALID_RATE,
-        apply_pilot,
-        plan_payload,
-        read_pilot,
-        write_plan,
-    )
+    from cogtestbed.validation.plan_report import plan_payload
     from cogtestbed.validation.report import check_output_dir
     from cogtestbed.validation.study_kinds import PlannedStudy
 
@@ -118,6 +112,51 @@ def plan(
     assert isinstance(spec, PlannedStudy)  # a power study of one of its three forms
     if output is not None:
         check_output_dir(output)
+    spec, pilot_info = _pilot_and_lapses(spec, exp, pilot, llm, given_base, given_params, invalid_rate, random_rate)
+    if target is not None:
+        _plan_precision(spec, exp, target[0], target[1], assurance, runs, trials, llm, seed, max_tokens,
+                        temperature, reask, prices, as_json, output)
+        return
+    size, others = design_axes(spec, exp, subjects, runs, trials)
+    pricer = Pricer(exp, tuple(llm) * (2 if spec.kind == "metric-power" and len(llm) == 1 else 1), seed=seed,
+                    max_tokens=max_tokens, temperature=resolve_temperature(exp.decoding, temperature)[0],
+                    reask=reask, prices=prices)
+    quiet = as_json and not console_err.is_terminal
+    n_workers = workers if workers is not None else (os.cpu_count() or 1)
+    planner = Planner(spec, pricer, size, others, target=power, max_cost=max_cost, mc_se=mc_se, workers=n_workers,
+                      on_progress=None if quiet else lambda msg: console_err.print(f"[dim]{msg}[/]", highlight=False))
+    result = planner.plan()
+    payload = plan_payload(result, pricer, exp, max_cost, pilot_info)
+    if looks is not None:
+        from cogtestbed.validation.seqplan import attach_sequential
+
+        attach_sequential(payload, result, pricer, exp, looks, spending, futility,  # type: ignore[arg-type]
+                          seq_sims, n_workers, null, say=None if quiet else planner.say)
+    _emit_plan(payload, result.size_name, output, as_json)
+
+
+def _emit_plan(payload: dict[str, Any], size_name: str, output: Path | None, as_json: bool) -> None:
+    """Write plan.json and report.html under ``output`` (where given); print the plan as JSON or text."""
+    from cogtestbed.validation.plan_report import write_plan
+
+    if output is not None:
+        files = write_plan(payload, output)
+        payload["files"] = {k: str(v) for k, v in files.items()}
+    if as_json:
+        print_json(payload)
+        return
+    _print_plan(payload, size_name)
+    if output is not None:
+        console_err.print(f"wrote {output}/plan.json and {output}/report.html")
+
+
+def _pilot_and_lapses(spec: Any, exp: Any, pilot: Path | None, llm: list[str], given_base: dict[str, float],
+                      given_params: dict[str, float], invalid_rate: float | None,
+                      random_rate: float) -> tuple[Any, Any]:
+    """The study with the pilot's fitted parameters and the expected invalid and random answers
+    (``--invalid-rate``, else the pilot's rate) simulated as lapses; and the pilot read (or None)."""
+    from cogtestbed.validation.plan_report import MAX_INVALID_RATE, apply_pilot, read_pilot
+
     pilot_info = read_pilot(pilot, exp, spec) if pilot is not None else None
     if pilot_info is not None and pilot_info.llm is not None and pilot_info.llm not in llm:
         console_err.print(f"warning: the pilot in {pilot} ran {pilot_info.llm}, not {' or '.join(llm)}: its invalid "
@@ -134,35 +173,7 @@ def plan(
         from cogtestbed.agents.lapse import Lapse
 
         spec = spec.model_copy(update={"lapse": Lapse(invalid=rate, random=random_rate)})
-    if target is not None:
-        _plan_precision(spec, exp, target[0], target[1], assurance, runs, trials, llm, seed, max_tokens,
-                        temperature, reask, prices, as_json, output)
-        return
-    size, others = design_axes(spec, exp, subjects, runs, trials)
-    pricer = Pricer(exp, tuple(llm) * (2 if spec.kind == "metric-power" and len(llm) == 1 else 1), seed=seed,
-                    max_tokens=max_tokens, temperature=resolve_temperature(exp.decoding, temperature)[0],
-                    reask=reask, prices=prices)
-    quiet = as_json and not console_err.is_terminal
-    planner = Planner(spec, pricer, size, others, target=power, max_cost=max_cost, mc_se=mc_se,
-                      workers=workers if workers is not None else (os.cpu_count() or 1),
-                      on_progress=None if quiet else lambda msg: console_err.print(f"[dim]{msg}[/]", highlight=False))
-    result = planner.plan()
-    payload = plan_payload(result, pricer, exp, max_cost, pilot_info)
-    if looks is not None:
-        from cogtestbed.validation.seqplan import attach_sequential
-
-        attach_sequential(payload, result, pricer, exp, looks, spending, futility,  # type: ignore[arg-type]
-                          seq_sims, workers if workers is not None else (os.cpu_count() or 1), null,
-                          say=None if quiet else planner.say)
-    if output is not None:
-        files = write_plan(payload, output)
-        payload["files"] = {k: str(v) for k, v in files.items()}
-    if as_json:
-        print_json(payload)
-        return
-    _print_plan(payload, result.size_name)
-    if output is not None:
-        console_err.print(f"wrote {output}/plan.json and {output}/report.html")
+    return spec, pilot_info
 
 
 def _target(llm: list[str], model: str | None, effect: str | None, metric: str | None, test: str | None,

@@ -98,7 +98,7 @@ def test_question_2_t1c_false_positives_and_contexts_for_power(capsys, tmp_path:
 def test_question_3_plan_cost_with_a_pilot(capsys, tmp_path: Path) -> None:
     """The cheapest design detecting optimism bias 0.2 with 80 % power, costed on gpt-4o-mini, from a
     3-subject pilot (here a synthetic pilot of known parameters, written by the run's own writer)."""
-    from tests.test_plan import write_synthetic_pilot
+    from test_plan import write_synthetic_pilot
 
     write_synthetic_pilot(tmp_path / "pilot", subjects=3, invalid=0.05, seed=2)
     code = run_cli(["plan", "instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.2",

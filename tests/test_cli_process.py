@@ -152,3 +152,15 @@ def test_the_demo_job_runs_end_to_end_as_make_demo_runs_it(tmp_path: Path) -> No
     report = (out / "report.md").read_text()
     assert report.startswith("# cogtestbed demo: instrumental learning") and "## CogBench metrics" in report
     assert {"trials.parquet", "metrics.json", "report.html"} <= {p.name for p in out.iterdir()}
+
+
+def test_the_demo_report_flags_estimates_at_a_bound_and_rounds_metrics() -> None:
+    """Per-subject β estimates stuck at the 1e5 bound are flagged (they pull the mean); metrics have 3 digits."""
+    from cogtestbed.cli.demo import _report
+
+    per_run = {"alpha_pos": [0.4] * 10, "alpha_neg": [0.2] * 10, "beta_pm": [5.0] * 8 + [1e5, 1e5],
+               "optimism_bias": [0.2] * 10}
+    report = _report({"per_run": per_run, "metrics": {"performance": 0.570625, "n_runs": 50}}, None, 10, 1)
+    assert "FLAG: 2 of 10 estimates of beta_pm sit at a bound" in report
+    assert '"performance": 0.571' in report and '"n_runs": 50' in report
+    assert "alpha_pos sit at a bound" not in report

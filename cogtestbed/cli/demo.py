@@ -121,7 +121,8 @@ def _report(synthetic: Mapping[str, Any], human: Mapping[str, Any] | None, subje
     import pandas as pd
 
     per_run = pd.DataFrame(synthetic["per_run"])
-    est = per_run[["alpha_pos", "alpha_neg", "beta_pm", "optimism_bias"]].agg(["mean", "std"])
+    est = per_run[["alpha_pos", "alpha_neg", "beta_pm", "optimism_bias"]].agg(["median", "mean", "std"])
+    bound_note = _bound_note(per_run)
     lines = [
         "# cogtestbed demo: instrumental learning (CogBench design, 96 trials)",
         "",
@@ -132,17 +133,43 @@ def _report(synthetic: Mapping[str, Any], human: Mapping[str, Any] | None, subje
         "## Per-subject maximum-likelihood estimates (RW± fit, CogBench likelihood)",
         "",
         "```",
-        est.round(3).to_string(),
+        est.map(lambda v: f"{v:.3g}").to_string(),
         "```",
+        *bound_note,
         "",
         "## CogBench metrics (mean over runs)",
         "",
         "```json",
-        json.dumps(synthetic["metrics"], indent=2),
+        json.dumps(_readable(synthetic["metrics"]), indent=2),
         "```",
     ]
     if human is not None:
         lines += ["", "## CogBench's released human data, scored the same way", "", "```json",
-                  json.dumps(human["metrics"], indent=2), "```"]
+                  json.dumps(_readable(human["metrics"]), indent=2), "```"]
     return "\n".join(lines) + "\n"
+
+
+def _readable(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """Metric values for people: 3 significant digits (counts stay integers)."""
+    return {k: float(f"{v:.3g}") if isinstance(v, float) else v for k, v in metrics.items()}
+
+
+#: CogBench's per-run estimate columns and the RW± model parameters they estimate.
+ESTIMATE_COLUMNS = {"alpha_pos": "alpha_pos", "alpha_neg": "alpha_neg", "beta_pm": "beta"}
+
+
+def _bound_note(per_run: Any) -> list[str]:
+    """A flag for the parameters whose per-subject MLEs sit at a bound (they pull the mean, not the median)."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.recovery_checks import at_bound
+
+    parameters = {p.name: p for p in get_experiment(DEMO_EXPERIMENT).model("rw-pm").parameters}
+    notes = []
+    for column, name in ESTIMATE_COLUMNS.items():
+        p = parameters[name]
+        hits = int(at_bound(per_run[column].to_numpy(float), p).sum())
+        if hits:
+            notes.append(f"FLAG: {hits} of {len(per_run)} estimates of {column} sit at a bound of its range "
+                         f"[{p.lower:g}, {p.upper:g}]; they pull its mean, so read the median.")
+    return ["", *notes] if notes else []
 

@@ -44,7 +44,13 @@ from cogtestbed.inference.magnitude_fits import (
     text_weight,
 )
 from cogtestbed.inference.magnitude_hierarchy import w_prior_hierarchy as w_prior_hierarchy
-from cogtestbed.inference.magnitude_observers import KALMAN_P0, OBSERVERS
+from cogtestbed.inference.magnitude_observers import (
+    KALMAN_P0,
+    OBSERVERS,
+    static_bayes,
+    static_bayes_mu_p,
+    static_bayes_w_prior,
+)
 from cogtestbed.parameters import ParameterSet
 from cogtestbed.tables.magnitude import (
     BCS_ABLATIONS,
@@ -178,7 +184,7 @@ def pooled_w_prior(cube: Cube) -> tuple[np.ndarray, np.ndarray]:
         rss = ((dy - beta[..., None, None] * dx) ** 2).sum((-1, -2))
         dof = valid.sum((-1, -2)) - (n_r > 0).sum(-1) - 1
         se = np.sqrt(rss / np.maximum(dof, 1) / sxx)
-    w = 1.0 - np.clip(beta, 0.0, 1.0)
+    w = static_bayes_w_prior.py_func(np.clip(beta, 0.0, 1.0))
     w[sxx <= 0] = np.nan
     return w, se
 
@@ -733,12 +739,12 @@ class StaticBayesModel(_MagnitudeModel):
 
     def _closed_form_fit(self, data: MagnitudeData) -> tuple[np.ndarray, float]:
         beta, c, rss, nll = self._line_fit(data, 0.0, 1.0)
-        w = 1.0 - beta
+        w = static_bayes_w_prior.py_func(beta)
         mp = self.parameters["mu_p"]
-        m = float(np.clip(c / w, mp.lower, mp.upper)) if w > 1e-9 else mp.default
+        m = float(np.clip(static_bayes_mu_p.py_func(c, 0.0, w), mp.lower, mp.upper)) if w > 1e-9 else mp.default
         theta = np.array([w, m, 0.0])
         u, v = data.u[data.valid], data.v[data.valid]
-        rss = float(((v - (1 - w) * u - w * m) ** 2).sum())
+        rss = float(((v - static_bayes.py_func(u, w, m)) ** 2).sum())
         theta[2] = max(math.sqrt(rss / u.size), 1e-6)
         return theta, self.nll_grad(theta, data)[0]
 

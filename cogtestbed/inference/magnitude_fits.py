@@ -28,7 +28,13 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from cogtestbed.inference.magnitude_observers import KALMAN_P0, LOG_EPS
+from cogtestbed.inference.magnitude_observers import (
+    KALMAN_P0,
+    LOG_EPS,
+    static_bayes,
+    static_bayes_mu_p,
+    static_bayes_w_prior,
+)
 
 VARIANTS = ("linear", "linear-log", "static", "static-log", "static-gain", "static-gain-log", "kalman",
             "kalman-log", "kalman-gain", "kalman-gain-log")
@@ -181,9 +187,9 @@ def fit_session(x: np.ndarray, y: np.ndarray, lo: float, hi: float,
         nll[scale] = gauss_nll(rss, n) + jac
         _put(params, scale, b, c, math.sqrt(rss / n))
         b, c, rss = ols(sv, rv, 0.0, 1.0)  # static Bayes
-        w = 1.0 - b
+        w = static_bayes_w_prior(b)
         nll[2 + scale] = gauss_nll(rss, n) + jac
-        _put(params, 2 + scale, w, c / w if w > 1e-12 else 0.5, math.sqrt(rss / n))
+        _put(params, 2 + scale, w, static_bayes_mu_p(c, 0.0, w) if w > 1e-12 else 0.5, math.sqrt(rss / n))
         b, c, rss = ols(sv, rv, 0.0, np.inf)  # static Bayes + gain: a positive slope
         nll[4 + scale] = gauss_nll(rss, n) + jac
         _put(params, 4 + scale, b, c, math.sqrt(rss / n))
@@ -248,7 +254,7 @@ def static_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, 
     grad = np.empty((n, 3))
     for i in range(n):
         w, m, s = theta[obs_subject[i], 0], theta[obs_subject[i], 1], theta[obs_subject[i], 2]
-        r = v[i] - (1.0 - w) * u[i] - w * m
+        r = v[i] - static_bayes(u[i], w, m)
         ll[i] = -0.5 * math.log(2 * math.pi) - math.log(s) - 0.5 * r * r / (s * s) - log_w[i]
         grad[i, 0] = r / (s * s) * (m - u[i])
         grad[i, 1] = r / (s * s) * w

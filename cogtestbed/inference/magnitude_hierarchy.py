@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cogtestbed.inference.magnitude_observers import OBSERVERS
+from cogtestbed.inference.magnitude_observers import OBSERVERS, static_bayes_centred, static_bayes_mu_p
 from cogtestbed.tables.magnitude import CONDITIONS, MODALITIES, TASK_NAMES
 
 _W = OBSERVERS["static-bayes"][0]["w_prior"]
@@ -168,9 +168,9 @@ def w_prior_hierarchy_model(data: HierarchyData, centred_cells: bool = CENTRED_C
         w = pm.Deterministic("w_prior", pm.math.sigmoid(logit_w), dims="cell")
         m = pm.Normal("mean_answer", *MEAN_PRIOR, dims="cell")
         log_sigma = pm.Normal("log_sigma", *LOG_SIGMA_PRIOR, dims="cell")
-        pm.Deterministic("mu_p", (m - (1.0 - w) * data.u_bar) / w, dims="cell")
+        pm.Deterministic("mu_p", static_bayes_mu_p.py_func(m, data.u_bar, w), dims="cell")
         pm.Deterministic("delta_level", level[1:] - level[0])
-        mean = m[data.cell] + (1.0 - w[data.cell]) * (data.u - data.u_bar[data.cell])
+        mean = static_bayes_centred.py_func(data.u, data.u_bar[data.cell], m[data.cell], w[data.cell])
         pm.Normal("v", mean, pm.math.exp(log_sigma)[data.cell], observed=data.v, dims="obs")
     return model
 
@@ -214,7 +214,7 @@ def static_cell_nll(data: HierarchyData, w: np.ndarray, mean_answer: np.ndarray,
     (w_prior, μ_p, σ) implied by (w, mean answer, σ): the likelihood the hierarchy must share."""
     from cogtestbed.inference.magnitude_fits import static_pointwise
 
-    mu_p = (mean_answer - (1.0 - w) * data.u_bar) / w
+    mu_p = static_bayes_mu_p.py_func(mean_answer, data.u_bar, w)
     theta = np.ascontiguousarray(np.column_stack([w, mu_p, sigma]))
     ll, _ = static_pointwise(theta, data.cell, data.v, data.u, np.zeros_like(data.u))
     return float(-ll.sum()) if math.isfinite(float(ll.sum())) else math.inf

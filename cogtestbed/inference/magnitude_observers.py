@@ -75,6 +75,41 @@ def _in(code: int, codes: np.ndarray) -> bool:
     return False
 
 
+# ----------------------------------------------------------------------------- the static-Bayes equation
+# v = (1 − w_prior)·u + w_prior·μ_p (Sec. 3.2, model 2), its line form and its inversion, written once
+# here.  Numba kernels call these functions; ``.py_func`` of each takes numpy arrays and pytensor tensors.
+@njit(cache=True, inline="always")
+def static_bayes_line(w_prior, mu_p):  # type: ignore[no-untyped-def]
+    """(slope, intercept) = (1 − w_prior, w_prior·μ_p) of the static-Bayes answer line (Sec. 3.2)."""
+    return 1.0 - w_prior, w_prior * mu_p
+
+
+@njit(cache=True, inline="always")
+def static_bayes(u, w_prior, mu_p):  # type: ignore[no-untyped-def]
+    """Static-Bayes mean answer v = (1 − w_prior)·u + w_prior·μ_p on the normalised scale (Sec. 3.2)."""
+    return (1.0 - w_prior) * u + w_prior * mu_p
+
+
+@njit(cache=True, inline="always")
+def static_bayes_centred(u, u_bar, mean_answer, w_prior):  # type: ignore[no-untyped-def]
+    """:func:`static_bayes` through the mean answer at the mean stimulus ū: m + (1 − w_prior)·(u − ū),
+    with μ_p = :func:`static_bayes_mu_p` (m, ū, w_prior)."""
+    return mean_answer + (1.0 - w_prior) * (u - u_bar)
+
+
+@njit(cache=True, inline="always")
+def static_bayes_w_prior(slope):  # type: ignore[no-untyped-def]
+    """Inversion of :func:`static_bayes_line`: w_prior = 1 − slope."""
+    return 1.0 - slope
+
+
+@njit(cache=True, inline="always")
+def static_bayes_mu_p(answer, u, w_prior):  # type: ignore[no-untyped-def]
+    """Inversion of :func:`static_bayes` for μ_p = (v − (1 − w_prior)·u) / w_prior from the answer v at
+    stimulus u (u = 0: μ_p = intercept / w_prior); the caller guards w_prior ≈ 0."""
+    return (answer - (1.0 - w_prior) * u) / w_prior
+
+
 @njit(cache=True)
 def observer_weight(p: np.ndarray, modality: int, blur: float, context: int, condition: int) -> tuple[float, float]:
     """(w_prior, sensory variance) of the observer: τ_x from the modality and blur, τ_p from the
@@ -106,10 +141,12 @@ def block_constants(kind: int, p: np.ndarray, lo: float, hi: float, blur: float,
     if kind == 0:  # linear
         return p[0], p[1], 0.0, 0.0
     if kind == 1 or kind == 3:  # static Bayes (and prior-dominant), gain variant
-        return 1.0 - p[0], p[0] * p[1], 0.0, 0.0
+        c0, c1 = static_bayes_line(p[0], p[1])
+        return c0, c1, 0.0, 0.0
     if kind == 2:  # static Bayes on log(x + ε)
         prior = max(lo + (hi - lo) * p[1], 0.0)
-        return 1.0 - p[0], p[0] * math.log(prior + LOG_EPS), 0.0, 0.0
+        c0, c1 = static_bayes_line(p[0], math.log(prior + LOG_EPS))
+        return c0, c1, 0.0, 0.0
     if kind == 4:  # Kalman: nothing but its state
         return 0.0, 0.0, 0.0, 0.0
     if kind == 5:  # observer
@@ -117,12 +154,14 @@ def block_constants(kind: int, p: np.ndarray, lo: float, hi: float, blur: float,
         m = 0.5 + (NUMERICAL_BIAS if condition == _BIASED else 0.0)
         sd_i = math.sqrt(p[1] * p[1] + (p[2] * blur) ** 2)
         wt = (1.0 / (p[0] * p[0])) / (1.0 / (p[0] * p[0]) + 1.0 / (sd_i * sd_i))
-        return 1.0 - w, w * m, sd_i, wt
+        c0, c1 = static_bayes_line(w, m)
+        return c0, c1, sd_i, wt
     if kind == 6:  # ablation-inconsistent
         w = p[0]
         if _in(condition, _BCS):
             w = max(w - p[2], 0.0)
-        return 1.0 - w, w * p[1], 0.0, 0.0
+        c0, c1 = static_bayes_line(w, p[1])
+        return c0, c1, 0.0, 0.0
     # combiners: p = (sigma_text, sigma_image, sigma_dec[, alpha | lambda])
     w_opt = p[1] * p[1] / (p[0] * p[0] + p[1] * p[1])
     return (0.5 if kind == 8 else p[3] if kind == 9 else w_opt if kind == 10 else p[3] * w_opt), 0.0, 0.0, 0.0

@@ -38,7 +38,7 @@ import platform
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -47,9 +47,6 @@ from pandas.api.extensions import ExtensionArray
 
 from cogtestbed.outputs import atomic_write_bytes, new_file_mode
 from cogtestbed.schema import TrialTableError
-
-if TYPE_CHECKING:
-    pass
 
 PARAM_PREFIX = "param_"
 MANIFEST_SUFFIX = ".manifest.json"

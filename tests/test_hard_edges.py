@@ -7,9 +7,12 @@ through ``cogtestbed metrics`` (one line, exit 2) or the library."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
@@ -34,19 +37,19 @@ def revealed(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, Pa
     return table, folder
 
 
-def _lists(column: str, edit: Callable[[np.ndarray], np.ndarray], rows: slice = slice(None)
-           ) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    def apply(t: pd.DataFrame) -> pd.DataFrame:
-        cells = [np.asarray(v, dtype=float) for v in t[column]]
-        for i in range(len(cells))[rows]:
-            cells[i] = edit(cells[i].copy())
-        return t.assign(**{column: cells})
-    return apply
+def _load_probe() -> ModuleType:
+    """benchmarks/studies/hard_edges_probe.py, whose table edits these tests reuse."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "studies" / "hard_edges_probe.py"
+    spec = importlib.util.spec_from_file_location("hard_edges_probe", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["hard_edges_probe"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
-def _first_inf(v: np.ndarray) -> np.ndarray:
-    v[0] = np.inf
-    return v
+PROBE = _load_probe()
+_lists, _first_inf = PROBE._lists, PROBE._first_inf
 
 
 EDITS: dict[str, tuple[Callable[[pd.DataFrame], pd.DataFrame], str]] = {
@@ -216,15 +219,6 @@ def test_metric_options_are_bounded_and_finite() -> None:
 @pytest.mark.slow
 def test_the_probes_reproductions_give_no_number_and_no_traceback() -> None:
     """benchmarks/studies/hard_edges_probe.py: every reproduction of the issue, one process each."""
-    import importlib.util
-    import sys
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "studies" / "hard_edges_probe.py"
-    spec = importlib.util.spec_from_file_location("hard_edges_probe", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["hard_edges_probe"] = module
-    spec.loader.exec_module(module)
-    rows = module.main()
+    rows = PROBE.main()
     assert len(rows) >= 39
     assert not any(r["number"] or r["traceback"] or not r["ok"] for r in rows), [r for r in rows if not r["ok"]]

@@ -500,6 +500,11 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
         self.outcomes.raw_response[0, self.t] = raw_response  # type: ignore[index]
         self.outcomes.parse_error[0, self.t] = parse_error  # type: ignore[index]
 
+    def record_scoring(self, method: str, n_samples: int | None) -> None:  # noqa: B027 - no scored columns
+        """Attach how a scored step was answered (``"exact"`` / ``"sampled"`` and the N drawn) to the
+        trial about to be stepped, also when no distribution came of it (every sample unparseable):
+        the row then says the run sampled.  Environments without scored columns ignore it."""
+
     def render(self) -> str:
         return str(self._observation()["prompt"])
 

@@ -571,6 +571,12 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
     def _play(self, action: Any) -> float:
         return float("nan")  # no feedback in this task
 
+    def record_scoring(self, method: str, n_samples: int | None) -> None:
+        """The step's ``method`` and ``n_samples`` columns, kept when the step ends invalid (a sampled
+        step whose samples all failed to parse says ``sampled``, N, not NA)."""
+        self.outcomes.extra["method"][0, self.t] = METHODS.index(method)
+        self.outcomes.extra["n_samples"][0, self.t] = n_samples or 0
+
     def _record(self, t: int, action: Any, reward: float) -> None:
         if self._is_no_action(action):
             return

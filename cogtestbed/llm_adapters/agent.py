@@ -231,6 +231,7 @@ class LLMAgent:
                 row.score_method, row.score_n = "sampled", response.n_samples
             self.attempts.extend(rows)
             self.env.record_response(rows[-1].raw_response if rows else None, reason)
+            self.env.record_scoring("sampled", response.n_samples)
             return NO_ACTION
         for row in rows:
             row.score_logprobs = [float(x) for x in answer.logprobs]

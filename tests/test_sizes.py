@@ -146,3 +146,67 @@ def test_any_integer_design_field_is_swept_one_study_per_value(capsys, tmp_path:
         assert (tmp_path / f"sw/n_reps={value}/test_power.png").stat().st_size > 1000
     with pytest.raises(ValueError, match="expects comma-separated integers"):
         split_design(get_experiment("belief-coherence"), ["network=asia,alarm"])
+
+
+# ----------------------------------------------------------------------------- plan searches any integer field
+T1C_LEAK = ["belief-coherence", "--test", "T1c", "--agent", "leak:report_noise=0.05,leak=0.3", "--design",
+            "network=asia", "--runs", "1", "--llm", "openai:gpt-4o-mini", "--mc-se", "0.2", "--workers", "1"]
+
+
+def _cheapest_passing(out: dict, field: str, target: float) -> None:
+    """The chosen design reaches the target and every cheaper design simulated falls short of it."""
+    chosen = out["chosen"]
+    assert chosen["power"] >= target and out["run"]["design"][field] == chosen.get(field, out["run"]["design"][field])
+    cheaper = [e for e in out["evaluated"] if e["dollars"] < chosen["dollars"]]
+    assert cheaper and all(e["power"] < target for e in cheaper)
+
+
+def test_plan_searches_the_trials_field_by_its_name(capsys) -> None:
+    """``plan … --design n_contexts=5,10,20,40``: the smallest context count reaching 80 % power."""
+    out = _json(["plan", *T1C_LEAK, "--design", "n_contexts=5,10,20,40"], capsys)
+    assert out["searched"] == "trials"
+    n = out["run"]["design"]["n_contexts"]
+    assert n in (10, 20) and f"{n} contexts × 5 repetitions" in out["chosen"]["design"]
+    _cheapest_passing(out, "n_contexts", 0.8)
+
+
+def test_plan_searches_another_integer_design_field_with_looks(capsys) -> None:
+    """A list on n_reps (not the trials field) is searched with n_contexts fixed; ``--looks`` keeps
+    the chosen n_reps in the sequential run it plans."""
+    out = _json(["plan", *T1C_LEAK, "--design", "n_contexts=10", "--design", "n_reps=1,2,4,8", "--looks", "2",
+                 "--seq-sims", "10", "--null", "leak:leak=0"], capsys)
+    chosen, run = out["chosen"], out["run"]
+    assert out["searched"] == "n_reps" and chosen["n_reps"] in (2, 4, 8)
+    assert run["design"]["n_reps"] == chosen["n_reps"] and run["design"]["n_contexts"] == 10
+    assert f"10 contexts × {chosen['n_reps']} repetitions" in chosen["design"]
+    assert {e["n_reps"] for e in out["evaluated"]} <= {1, 2, 4, 8}
+    _cheapest_passing(out, "n_reps", 0.8)
+    assert out["study"]["design"]["n_reps"] == chosen["n_reps"] and "sequential" in out
+    assert out["run"]["sequential"]["looks"] == 2
+
+
+def test_plan_searches_a_design_field_for_a_model_effect_and_for_precision(capsys) -> None:
+    effect = _json(["plan", "belief-coherence", "--model", "loss", "--effect", "c_fp=0.2", "--llm",
+                    "openai:gpt-4o-mini", "--subjects", "2:16", "--design", "network=asia", "--design",
+                    "n_contexts=10", "--design", "n_reps=1,2,8", "--mc-se", "0.2", "--workers", "1"], capsys)
+    assert effect["searched"] == "n_reps" and effect["chosen"]["n_reps"] in (1, 2, 8)
+    assert effect["run"]["design"]["n_reps"] == effect["chosen"]["n_reps"]
+    passing = [e for e in effect["evaluated"] if e["power"] >= 0.8]
+    assert min(e["dollars"] for e in passing) == effect["chosen"]["dollars"]
+    precise = _json(["plan", "belief-coherence", "--model", "loss", "--precision", "c_fp=0.2", "--assurance", "0.8",
+                     "--design", "network=asia", "--design", "n_contexts=10", "--design", "n_reps=1,4,16"], capsys)
+    chosen = precise["chosen"]
+    assert precise["searched"] == "n_reps" and chosen["resolved"]["fields"]["n_reps"] == chosen["n_reps"]
+    assert chosen["assurance"] >= 0.8 and precise["cost"]["trials_per_subject"] == 10 * chosen["n_reps"]
+    assert all(e["assurance"] < 0.8 for e in precise["evaluated"] if e["n_reps"] < chosen["n_reps"])
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--design", "n_contexts=10,20", "--design", "n_reps=2,5"], "plan searches one design field at a time"),
+    (["--trials", "50,100", "--design", "n_reps=2,5"], "plan searches one size of the design at a time"),
+    (["--design", "n_reps=2", "--design", "n_reps=3,5"], "sets n_reps twice"),
+])
+def test_plan_refuses_two_lists(capsys, extra: list[str], message: str) -> None:
+    code = run_cli(["plan", *T1C_LEAK, *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and "Traceback" not in err

@@ -49,9 +49,9 @@ def plan(
                                                     "field (default: the design's count to 5x). The same in the "
                                                     "design's terms: --design FIELD=a,b,c.")] = None,
     design: Annotated[list[str] | None, typer.Option("--design", help="Design field NAME=VALUE (repeatable); "
-                                                     "NAME=a,b,c on the trials field (n_contexts, "
-                                                     "trials_per_session, ...) gives the values searched. Default: "
-                                                     "the design's defaults.")] = None,
+                                                     "NAME=a,b,c on an integer field (n_contexts, trials_per_session, "
+                                                     "n_reps, ...) gives the values searched: one list at a time, the "
+                                                     "other fields fixed. Default: the design's defaults.")] = None,
     base: Annotated[list[str] | None, typer.Option("--base", help="Population median NAME=VALUE.")] = None,
     sd_between: Annotated[float, typer.Option(help="Between-subject SD, unconstrained scale.")] = 0.5,
     param: Annotated[list[str] | None, typer.Option("--param", help="Agent parameter NAME=VALUE.")] = None,
@@ -83,13 +83,14 @@ def plan(
     """Plan a study: the cheapest design that reaches the target power, in calls, tokens and dollars."""
     import os
 
-    from cogtestbed.cli.studies import _power_spec, sized
+    from cogtestbed.cli.studies import _power_spec
     from cogtestbed.experiments.spec import resolve_temperature
     from cogtestbed.parameters import parse_assignments
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.plan import Planner, Pricer, design_axes
+    from cogtestbed.validation.plan import Axis, Planner, Pricer, design_axes
     from cogtestbed.validation.plan_report import plan_payload
     from cogtestbed.validation.report import check_output_dir
+    from cogtestbed.validation.sizes import plan_design
     from cogtestbed.validation.study_kinds import PlannedStudy
 
     exp = get_experiment(experiment)
@@ -100,10 +101,13 @@ def plan(
     llm = list(llm or [])
     effect, target = _target(llm, model, effect, metric, test, precision)
     given_base, given_params = parse_assignments(base or []), parse_assignments(param or [])
-    sizes = sized(experiment, design, trials)
-    if sizes["trials"] != (None,):  # --design FIELD=a,b,c: the trial counts searched
-        trials = ",".join(str(t) for t in sizes["trials"])
-    common: dict[str, Any] = {"subjects": (1,), "runs": (1,), "trials": (None,), "design": sizes["design"],
+    fixed, swept, searched = plan_design(exp, design)
+    if swept != (None,):  # --design TRIALS_FIELD=a,b,c: the trial counts searched
+        if trials is not None:
+            raise ValueError("--trials and a --design list both size the run; give one of them")
+        trials = ",".join(str(t) for t in swept)
+    field_axis = None if searched is None else Axis(*searched)
+    common: dict[str, Any] = {"subjects": (1,), "runs": (1,), "trials": (None,), "design": fixed,
                               "reps": 1, "seed": seed, "level": level, "method": "mle", "base": given_base,
                               "sd_between": sd_between, "params": given_params, "draws": 500, "tune": 500,
                               "chains": 2}
@@ -115,9 +119,9 @@ def plan(
     spec, pilot_info = _pilot_and_lapses(spec, exp, pilot, llm, given_base, given_params, invalid_rate, random_rate)
     if target is not None:
         _plan_precision(spec, exp, target[0], target[1], assurance, runs, trials, llm, seed, max_tokens,
-                        temperature, reask, prices, as_json, output)
+                        temperature, reask, prices, as_json, output, field_axis)
         return
-    size, others = design_axes(spec, exp, subjects, runs, trials)
+    size, others = design_axes(spec, exp, subjects, runs, trials, field_axis)
     pricer = Pricer(exp, tuple(llm) * (2 if spec.kind == "metric-power" and len(llm) == 1 else 1), seed=seed,
                     max_tokens=max_tokens, temperature=resolve_temperature(exp.decoding, temperature)[0],
                     reask=reask, prices=prices)
@@ -128,8 +132,13 @@ def plan(
     result = planner.plan()
     payload = plan_payload(result, pricer, exp, max_cost, pilot_info)
     if looks is not None:
+        import dataclasses
+
+        from cogtestbed.validation.plan import spec_at
         from cogtestbed.validation.seqplan import attach_sequential
 
+        # the sequential plan keeps the chosen design: its searched field is fixed in the study's design
+        result = dataclasses.replace(result, spec=spec_at(result.spec, result.chosen.point))
         attach_sequential(payload, result, pricer, exp, looks, spending, futility,  # type: ignore[arg-type]
                           seq_sims, n_workers, null, say=None if quiet else planner.say)
     _emit_plan(payload, result.size_name, output, as_json)
@@ -224,7 +233,8 @@ def _print_plan(payload: dict[str, Any], size_name: str) -> None:
 
 def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assurance: float, runs: str | None,
                     trials: str | None, llm: list[str], seed: int, max_tokens: int, temperature: float | None,
-                    reask: int, prices: Path | None, as_json: bool, output: Path | None = None) -> None:
+                    reask: int, prices: Path | None, as_json: bool, output: Path | None = None,
+                    field_axis: Any = None) -> None:
     """``plan --precision``: the cheapest design meeting the precision target
     (:mod:`cogtestbed.validation.precision`); ``-o DIR`` writes ``precision.json`` (the ``--json``
     payload; ``plan.json``, which ``run --plan`` executes, belongs to power plans)."""
@@ -235,7 +245,12 @@ def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assur
 
     if len(llm) > 1:
         raise ValueError("--precision prices one LLM: give --llm once")
-    if exp.trials_field is None:
+    if field_axis is not None:
+        if trials is not None:
+            raise ValueError(f"--trials and --design {field_axis.name}=a,b,c: plan searches one size of the design "
+                             f"at a time; fix the trials field with --design {exp.trials_field}=N")
+        trials_axis = field_axis
+    elif exp.trials_field is None:
         if trials is not None:
             raise ValueError(f"experiment {exp.name} has a fixed number of trials per run (no trials field)")
         trials_axis = Axis("trials", (int(design_for_trials(exp, None, spec.design).n_trials),))

@@ -152,11 +152,13 @@ def size_axis_name(spec: PlannedStudy) -> str:
 
 
 def design_axes(spec: PlannedStudy, exp: ExperimentSpec, subjects: str | None = None, runs: str | None = None,
-                trials: str | None = None) -> tuple[Axis, list[Axis]]:
+                trials: str | None = None, field: Axis | None = None) -> tuple[Axis, list[Axis]]:
     """(size axis, other axes) of the design space ``spec``'s experiment declares.
 
     ``trials`` values must be reachable through the spec's ``trials_field`` (multiples of its step);
-    unreachable ones are dropped, and none left is an error.
+    unreachable ones are dropped, and none left is an error.  ``field``: an integer design field
+    other than the trials field searched instead of the trials axis (its values from ``--design
+    NAME=a,b,c``); the trials field then stays at the design's value.
     """
     size_name = size_axis_name(spec)
     pooled = isinstance(spec, ModelStudy) and exp.pooling_unit == "session"
@@ -172,7 +174,12 @@ def design_axes(spec: PlannedStudy, exp: ExperimentSpec, subjects: str | None = 
     others: list[Axis] = []
     if pooled:
         others.append(Axis("runs", parse_range(runs, None) or declared_runs(spec, exp)))
-    if exp.trials_field is not None:
+    if field is not None:
+        if trials is not None:
+            raise ValueError(f"--trials and --design {field.name}=a,b,c: plan searches one size of the design at a "
+                             f"time; fix the trials field with --design {exp.trials_field}=N")
+        others.append(field)
+    elif exp.trials_field is not None:
         others.append(Axis("trials", trials_values(spec, exp, trials)))
     elif trials is not None:
         raise ValueError(f"experiment {exp.name} has a fixed number of trials per run (no trials field)")
@@ -203,11 +210,24 @@ def trials_values(spec: PlannedStudy, exp: ExperimentSpec, text: str | None) -> 
 # ----------------------------------------------------------------------------- designs and costs
 @dataclass(frozen=True, order=True)
 class Point:
-    """One design: simulated subjects, runs (sessions per subject or units per setting), trials."""
+    """One design: simulated subjects, runs (sessions per subject or units per setting), trials,
+    and the value of a searched design field other than the trials field (``fields``:
+    ``(("n_reps", 3),)``; empty where the plan searches the trials field or nothing)."""
 
     subjects: int
     runs: int
     trials: int | None
+    fields: tuple[tuple[str, int], ...] = ()
+
+    def value(self, name: str) -> int:
+        """The point's value on axis ``name`` (subjects, runs, trials or a searched design field; a
+        point of a plan that searches an axis has a value on it)."""
+        fields = dict(self.fields)
+        return fields[name] if name in fields else getattr(self, name)
+
+    def design(self, base: Mapping[str, Any]) -> dict[str, Any]:
+        """The design fields of this point: ``base`` (the study's fixed fields) with its searched field."""
+        return {**base, **dict(self.fields)}
 
     def label(self, size_name: str, spec: Any = None) -> str:
         """The design in words: subjects, runs and the design named by its fields (with ``spec``:
@@ -219,15 +239,29 @@ class Point:
             from cogtestbed.registry import get_experiment
             from cogtestbed.validation.report import design_name
 
+            spec = spec_at(spec, self)
             trials = self.trials if self.trials is not None else design_for_trials(
                 get_experiment(spec.experiment), None, spec.design).n_trials
             parts.append(design_name(spec, trials))
-        elif self.trials is not None:
-            parts.append(f"{self.trials} trials per run")
+        else:
+            if self.trials is not None:
+                parts.append(f"{self.trials} trials per run")
+            parts.extend(f"{k}={v}" for k, v in self.fields)
         return ", ".join(parts)
 
     def as_dict(self) -> dict[str, Any]:
+        """Subjects, runs and trials (the arguments of :class:`Point` but ``fields``)."""
         return {"subjects": self.subjects, "runs": self.runs, "trials": self.trials}
+
+
+def spec_at(spec: Any, point: Point) -> Any:
+    """``spec`` with ``point``'s searched design field set in its design (itself where none is)."""
+    return spec.model_copy(update={"design": point.design(spec.design)}) if point.fields else spec
+
+
+def study_at(spec: PlannedStudy, point: Point, reps: int) -> PlannedStudy:
+    """The study ``spec`` at one design point with ``reps`` repetitions."""
+    return spec_at(spec, point).at_point(point.subjects, point.runs, point.trials, reps)
 
 
 def sessions_per_llm(spec: PlannedStudy, point: Point) -> int:
@@ -390,7 +424,7 @@ class PowerEvaluator:
         self.simulations = 0
 
     def study_at(self, point: Point, reps: int) -> PlannedStudy:
-        return self.spec.at_point(point.subjects, point.runs, point.trials, reps)
+        return study_at(self.spec, point, reps)
 
     def estimate(self, point: Point) -> Estimate:
         if point not in self.rows:
@@ -445,7 +479,8 @@ class Evaluated:
     cost: Cost | None = None
 
     def row(self, size_name: str, spec: Any = None) -> dict[str, Any]:
-        out: dict[str, Any] = {**self.point.as_dict(), "design": self.point.label(size_name, spec),
+        out: dict[str, Any] = {**self.point.as_dict(), **dict(self.point.fields),
+                               "design": self.point.label(size_name, spec),
                                "power": self.estimate.rate, "mc_se": self.estimate.mc_se,
                                "sims": self.estimate.sims}
         if self.cost is not None:
@@ -471,6 +506,8 @@ class PlanResult:
     simulations: int
     pruned: list[dict[str, Any]]
     notes: list[str]
+    #: The design axis searched besides the size: ``trials`` or another integer design field (None: neither).
+    searched: str | None = "trials"
 
 
 class Planner:
@@ -491,19 +528,21 @@ class Planner:
         self.best: tuple[float, Point] | None = None
         self.passing: dict[Point, Estimate] = {}
         self.pruned: list[dict[str, Any]] = []
-        self.unit_costs: dict[tuple[int, int | None], Cost] = {}
+        self.unit_costs: dict[tuple[Any, ...], Cost] = {}
 
     # -- points and prices ---------------------------------------------------------------
     def point(self, size: int, combo: Mapping[str, int]) -> Point:
         values: dict[str, int | None] = {"subjects": 1, "runs": 1, "trials": None, **combo, self.size.name: size}
-        return Point(int(values["subjects"] or 1), int(values["runs"] or 1), values["trials"])
+        fields = tuple(sorted((k, int(v)) for k, v in combo.items() if k not in ("subjects", "runs", "trials")
+                              and v is not None))
+        return Point(int(values["subjects"] or 1), int(values["runs"] or 1), values["trials"], fields)
 
     def design(self, point: Point) -> Any:
-        return design_for_trials(self.exp, point.trials, self.spec.design)
+        return design_for_trials(self.exp, point.trials, point.design(self.spec.design))
 
     def unit_cost(self, combo: Mapping[str, int]) -> Cost:
         """Cost of one session of the combination's design (search estimate)."""
-        key = (int(combo.get("runs", 1)), combo.get("trials"))
+        key = (int(combo.get("runs", 1)), combo.get("trials"), self.point(1, combo).fields)
         if key not in self.unit_costs:
             self.unit_costs[key] = self.pricer.per_session(self.design(self.point(1, combo)))
         return self.unit_costs[key]
@@ -609,7 +648,7 @@ class Planner:
         return above[0] if above else inner[-1]
 
     def _in_combo(self, point: Point, combo: Mapping[str, int]) -> bool:
-        return all(getattr(point, k) == v for k, v in combo.items())
+        return all(point.value(k) == v for k, v in combo.items())
 
     # -- the search ------------------------------------------------------------------------
     def search_combo(self, combo: Mapping[str, int]) -> None:
@@ -643,7 +682,7 @@ class Planner:
         point = self.best[1]
         out = []
         for axis in self.others:
-            here = getattr(point, axis.name)
+            here = point.value(axis.name)
             coarse = axis.coarse()
             i = coarse.index(here) if here in coarse else None
             if i is None:
@@ -652,7 +691,7 @@ class Planner:
                 if 0 <= j < len(coarse):
                     mid = axis.between(here, coarse[j])
                     if mid is not None:
-                        combo = {a.name: getattr(point, a.name) for a in self.others}
+                        combo = {a.name: point.value(a.name) for a in self.others}
                         combo[axis.name] = mid
                         out.append(combo)
         return out
@@ -670,7 +709,8 @@ class Planner:
             self.power.close()
         evaluated = self.evaluated()
         return PlanResult(self.spec, self.target, self.size.name, chosen, evaluated, pareto(evaluated), recovery,
-                          time.perf_counter() - start, _cpu() - cpu0, self.power.simulations, self.pruned, [])
+                          time.perf_counter() - start, _cpu() - cpu0, self.power.simulations, self.pruned, [],
+                          next((a.name for a in self.others if a.name != "runs"), None))
 
     def finalise(self) -> Evaluated:
         """The cheapest passing design whose power stays ≥ target once its MC SE is ≤ ``mc_se``.
@@ -695,7 +735,7 @@ class Planner:
 
     def step_up(self, point: Point) -> None:
         """Look at the predicted size between a failed design and the next passing one of its combination."""
-        combo = {a.name: getattr(point, a.name) for a in self.others}
+        combo = {a.name: point.value(a.name) for a in self.others}
         size = getattr(point, self.size.name)
         while True:
             above = [getattr(p, self.size.name) for p in self.passing if self._in_combo(p, combo)
@@ -815,7 +855,7 @@ def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: p
 
     assert spec.effect is not None
     model = exp.model(spec.models[0])
-    design = design_for_trials(exp, point.trials, spec.design)
+    design = design_for_trials(exp, point.trials, point.design(spec.design))
     root = np.random.SeedSequence([spec.seed, 1_000_003])
     pop_seq, *seqs = root.spawn(1 + RECOVERY_REPS)
     population = power_parameters(spec, model, ESTIMAND_DRAWS, np.random.default_rng(pop_seq))

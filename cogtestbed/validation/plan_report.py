@@ -20,7 +20,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cogtestbed.experiments.spec import ExperimentSpec
-from cogtestbed.validation.plan import Evaluated, PlanResult, Pricer, describe_target, sessions_per_llm
+from cogtestbed.validation.plan import Evaluated, PlanResult, Pricer, describe_target, sessions_per_llm, study_at
 from cogtestbed.validation.study_data import design_for_trials
 from cogtestbed.validation.study_kinds import ModelStudy, PlannedStudy
 
@@ -119,7 +119,7 @@ def apply_pilot(spec: PlannedStudy, exp: ExperimentSpec, pilot: Pilot, given_bas
 def run_section(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_cost: float | None) -> dict[str, Any]:
     """The run configuration ``cogtestbed run --plan`` executes (one run per LLM listed)."""
     point = result.chosen.point
-    design = design_for_trials(exp, point.trials, result.spec.design)
+    design = design_for_trials(exp, point.trials, point.design(result.spec.design))
     calls = result.chosen.cost.per_llm[0]["calls"] if result.chosen.cost else None
     return {"experiment": exp.name, "llms": list(pricer.llms), "subjects": sessions_per_llm(result.spec, point),
             "seed": pricer.seed, "design": design.model_dump(mode="json"), "max_tokens": pricer.max_tokens,
@@ -151,8 +151,8 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
         "lapse": None if result.spec.lapse is None else _lapse_dict(result.spec.lapse),
         "pilot": None if pilot is None else pilot.as_dict(),
         "run": run_section(result, pricer, exp, max_cost),
-        "study": result.spec.at_point(chosen.point.subjects, chosen.point.runs, chosen.point.trials,
-                                      chosen.estimate.sims).model_dump(mode="json"),
+        "study": study_at(result.spec, chosen.point, chosen.estimate.sims).model_dump(mode="json"),
+        "searched": result.searched,
         "search": {"seconds": round(result.seconds, 2), "cpu_seconds": round(result.cpu_seconds, 2),
                    "simulations": result.simulations, "designs_simulated": len(result.evaluated)},
     }
@@ -194,10 +194,12 @@ def plot_frontier(payload: dict[str, Any], out: Path) -> Path:
     frame = pd.DataFrame(payload["evaluated"])
     x_name = "dollars" if frame["dollars"].notna().all() and (frame["dollars"] > 0).any() else "prompt_tokens"
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    group = "trials" if frame["trials"].notna().any() and frame["trials"].nunique() > 1 else None
+    by = payload.get("searched") or "trials"
+    group = by if by in frame and frame[by].notna().any() and frame[by].nunique() > 1 else None
     for key, g in (frame.groupby(group, sort=True) if group else [(None, frame)]):
+        name = "designs" if key is None else f"{int(key)} trials" if by == "trials" else f"{by} = {int(key)}"
         ax.errorbar(g[x_name], g["power"], yerr=1.96 * g["mc_se"], fmt="o", ms=4, alpha=0.7, capsize=2,
-                    label=f"{int(key)} trials" if key is not None else "designs")
+                    label=name)
     front = pd.DataFrame(payload["frontier"])
     ax.plot(front[x_name], front["power"], "k-", lw=1, label="frontier")
     chosen = payload["chosen"]

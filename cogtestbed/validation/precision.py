@@ -11,9 +11,10 @@ generating agent and fitted one by one; the share within the halfwidth is report
 Wilson interval (its Monte-Carlo uncertainty).  Designs are simulated in batches until the interval
 lies on one side of Q or :data:`MAX_SUBJECTS` subjects are spent (then the point estimate decides).
 
-The search walks the trials axis (the experiment's trials field, :mod:`cogtestbed.validation.sizes`)
-upwards on a coarse grid and bisects between the last design that fails and the first that
-passes, for each runs value (experiments that pool sessions).
+The search walks the design axis — the trials axis (the experiment's trials field,
+:mod:`cogtestbed.validation.sizes`), or another integer design field given as a list (``--design
+n_samples=2,4,8``) — upwards on a coarse grid and bisects between the last design that fails and
+the first that passes, for each runs value (experiments that pool sessions).
 """
 
 from __future__ import annotations
@@ -104,10 +105,10 @@ class PrecisionPlanner:
     def _batch(self, point: Point, k: int) -> tuple[np.ndarray, np.ndarray]:
         from cogtestbed.validation.model_studies import power_parameters
 
-        seq = np.random.SeedSequence([self.spec.seed, 7_000_003, point.runs, point.trials or 0, k])
-        param_seq, sim_seq = seq.spawn(2)
+        entropy = [self.spec.seed, 7_000_003, point.runs, point.trials or 0, k, *(v for _, v in point.fields)]
+        param_seq, sim_seq = np.random.SeedSequence(entropy).spawn(2)
         true = power_parameters(self.spec, self.model, BATCH, np.random.default_rng(param_seq))
-        design = design_for_trials(self.exp, point.trials, self.spec.design)
+        design = design_for_trials(self.exp, point.trials, point.design(self.spec.design))
         table = simulate_model(self.spec, self.exp, self.model.name, true, BATCH, seed_of(sim_seq), design,
                                point.runs)
         with warnings.catch_warnings():
@@ -138,13 +139,18 @@ class PrecisionPlanner:
     def passes(self, point: Point) -> bool:
         return self.evaluate(point).rate >= self.assurance
 
+    @property
+    def searched(self) -> str | None:
+        """The design field searched: the trials field, or the field given as a list."""
+        return self.exp.trials_field if self.trials.name == "trials" else self.trials.name
+
     def label(self, point: Point) -> str:
         return point.label("runs" if point.runs > 1 else "trials", self.spec)
 
     # -- costs
     def cost(self, point: Point) -> dict[str, Any]:
         """Trials one subject plays (and, with an LLM, the dry run's calls, tokens and dollars)."""
-        design = design_for_trials(self.exp, point.trials, self.spec.design)
+        design = design_for_trials(self.exp, point.trials, point.design(self.spec.design))
         out: dict[str, Any] = {"trials_per_subject": int(design.n_trials) * point.runs}
         if self.pricer is not None:
             c = self.pricer.exact(design, point.runs)
@@ -156,12 +162,18 @@ class PrecisionPlanner:
         return out
 
     # -- the search
+    def at(self, runs: int, value: int) -> Point:
+        """The design with ``runs`` runs and ``value`` on the searched axis (trials or a design field)."""
+        if self.trials.name == "trials":
+            return Point(1, runs, value)
+        return Point(1, runs, None, ((self.trials.name, value),))
+
     def _first_passing(self, runs: int) -> Point | None:
         values = self.trials.values
         coarse = list(self.trials.coarse())
         lo_idx, hi_idx = -1, None
         for v in coarse:
-            if self.passes(Point(1, runs, v)):
+            if self.passes(self.at(runs, v)):
                 hi_idx = values.index(v)
                 break
             lo_idx = values.index(v)
@@ -169,24 +181,25 @@ class PrecisionPlanner:
             return None
         while hi_idx - lo_idx > 1:  # bisect between the last failing and the first passing value
             mid = (lo_idx + hi_idx) // 2
-            if self.passes(Point(1, runs, values[mid])):
+            if self.passes(self.at(runs, values[mid])):
                 hi_idx = mid
             else:
                 lo_idx = mid
-        return Point(1, runs, values[hi_idx])
+        return self.at(runs, values[hi_idx])
 
     def plan(self) -> PrecisionResult:
         start = time.perf_counter()
         candidates = [p for r in self.runs.values if (p := self._first_passing(r)) is not None]
-        evaluated = [{"design": self.label(p), **p.as_dict(), **s.summary()} for p, s in self.shares.items()]
+        evaluated = [{"design": self.label(p), **p.as_dict(), **dict(p.fields), **s.summary()}
+                     for p, s in self.shares.items()]
         if not candidates:
             best = max(self.shares.items(), key=lambda kv: kv[1].rate)
             raise PlanInfeasible(
                 f"no design searched reaches P(|{self.parameter} error| ≤ {self.halfwidth:g}) ≥ {self.assurance:g}; "
-                f"the best, {self.label(best[0])}, gives {best[1].rate:.2f}: widen the trials range "
-                f"(--design {self.exp.trials_field}=...) or the runs")
+                f"the best, {self.label(best[0])}, gives {best[1].rate:.2f}: widen the range searched "
+                f"(--design {self.searched}=...) or the runs")
         costed = [(self.cost(p), p) for p in candidates]
-        cost, chosen = min(costed, key=lambda cp: (cp[0]["key"], cp[1].runs, cp[1].trials or 0))
+        cost, chosen = min(costed, key=lambda cp: (cp[0]["key"], cp[1].runs, cp[1].trials or 0, cp[1].fields))
         return PrecisionResult(self.parameter, self.halfwidth, self.assurance, chosen, self.shares[chosen],
                                cost, evaluated, time.perf_counter() - start)
 
@@ -196,12 +209,13 @@ def precision_payload(result: PrecisionResult, planner: PrecisionPlanner) -> dic
     from cogtestbed.validation.sizes import resolved_designs
 
     chosen = result.chosen
-    designs = resolved_designs(planner.exp, planner.spec.design, (chosen.trials,))
+    designs = resolved_designs(planner.exp, chosen.design(planner.spec.design), (chosen.trials,))
     return {"experiment": planner.exp.name, "model": planner.model.name,
             "target": {"kind": "precision", "parameter": result.parameter, "halfwidth": result.halfwidth,
                        "assurance": result.assurance},
-            "chosen": {"design": planner.label(chosen), **chosen.as_dict(), **result.share.summary(),
-                       "resolved": designs[0]},
+            "chosen": {"design": planner.label(chosen), **chosen.as_dict(), **dict(chosen.fields),
+                       **result.share.summary(), "resolved": designs[0]},
+            "searched": planner.searched,
             "cost": {k: v for k, v in result.cost.items() if k != "key"},
             "evaluated": result.evaluated, "true_parameters": truths(planner.spec),
             "search": {"seconds": round(result.seconds, 2)}}

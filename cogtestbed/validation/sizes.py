@@ -8,7 +8,8 @@ A study, ``power``, ``plan`` and ``recover`` vary three kinds of size:
 * **design fields** (``--design FIELD=a,b,c``): the experiment's own integer fields, e.g.
   belief coherence's ``n_contexts``, magnitude's ``trials_per_session``; a comma list sweeps the
   experiment's trials field (:attr:`~cogtestbed.experiments.spec.ExperimentSpec.trials_field`) as
-  one study's trials axis, any other integer field as one study per value.
+  one study's trials axis, any other integer field as one study per value (``plan`` searches
+  it instead: :func:`plan_design`).
 
 ``--trials N`` means one thing everywhere: the trials in **one run of the whole design** (every
 block, condition, session and repetition: the design's ``n_trials``), reached by scaling the
@@ -54,7 +55,7 @@ def split_design(exp: ExperimentSpec, items: list[str] | None) -> tuple[dict[str
         name = name.strip()
         if not sep or not name:
             raise ValueError(f"--design expects NAME=VALUE, got {item!r}")
-        if "," in value and not value.strip().startswith(("[", "{", '"')):
+        if _is_list(item):
             swept = _sweep(exp, name, value)
             continue
         try:
@@ -77,9 +78,38 @@ class DesignSweep(ValueError):
 
     def __init__(self, exp: ExperimentSpec, name: str, values: tuple[int, ...]) -> None:
         field_ = exp.trials_field or "(none: its trial count is fixed)"
-        super().__init__(f"--design {name}=a,b,c: a comma list sweeps {exp.name}'s trials field {field_} here; "
-                         f"the study commands (recover, power, ...) run one study per value of {name}")
+        super().__init__(f"--design {name}=a,b,c: a comma list sweeps {exp.name}'s trials field {field_} here; the "
+                         f"study commands (recover, power, ...) run one study per value of {name}; plan searches it")
         self.name, self.values = name, values
+
+
+def plan_design(exp: ExperimentSpec, items: list[str] | None
+                ) -> tuple[dict[str, Any], tuple[int | None, ...], tuple[str, tuple[int, ...]] | None]:
+    """``--design`` items of ``plan`` → (fixed fields, trials axis, searched field).
+
+    A plan searches one size of the design at a time: a comma list on the trials field gives the
+    trials axis (as :func:`split_design`); a list on any other integer field gives the searched
+    field ``(name, values)``, every other field fixed (the trials field at its value).  Two lists
+    are refused.
+    """
+    lists = [item for item in items or [] if _is_list(item)]
+    if len(lists) > 1:
+        names = " and ".join(f"--design {item.partition('=')[0].strip()}=..." for item in lists)
+        raise ValueError(f"plan searches one design field at a time: {names} are both lists; fix all but one")
+    try:
+        fixed, trials = split_design(exp, items)
+    except DesignSweep as sweep:
+        rest = [item for item in items or [] if not _is_list(item)]
+        fixed, _ = split_design(exp, rest)
+        if sweep.name in fixed:
+            raise ValueError(f"--design sets {sweep.name} twice (a value and a list); give it once") from None
+        return fixed, (None,), (sweep.name, sweep.values)
+    return fixed, trials, None
+
+
+def _is_list(item: str) -> bool:
+    value = item.partition("=")[2]
+    return "," in value and not value.strip().startswith(("[", "{", '"'))
 
 
 def _sweep(exp: ExperimentSpec, name: str, text: str) -> tuple[int, ...]:
@@ -145,5 +175,5 @@ def unit_text(exp: ExperimentSpec, model_level: bool, runs: tuple[int, ...]) -> 
             f"test over {pooled} run(s) per setting, pooled.")
 
 
-__all__ = ["DesignSweep", "design_label", "integer_fields", "resolved_designs", "size_fields", "split_design",
-           "unit_text"]
+__all__ = ["DesignSweep", "design_label", "integer_fields", "plan_design", "resolved_designs", "size_fields",
+           "split_design", "unit_text"]

@@ -3,6 +3,7 @@ tokenizer, two-step's request range, memory refused from the design, per-experim
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -31,3 +32,38 @@ def test_a_failed_sampled_step_records_its_method_in_the_row(server: Any, tmp_pa
     # every row, failed ones included, says the run sampled N = 3 (not NA / 0)
     assert trials["method"].astype(str).tolist() == ["sampled"] * 4
     assert trials["n_samples"].tolist() == [3] * 4
+
+
+def test_experiments_declare_their_answer_stop_and_length() -> None:
+    from cogtestbed.registry import experiment_names, get_experiment
+
+    defaults = {n: get_experiment(n).env_cls.answer_defaults(get_experiment(n).env_cls.design_cls())
+                for n in experiment_names()}
+    assert (defaults["belief-coherence"].stop, defaults["belief-coherence"].max_tokens) == (("\n\n",), 64)
+    one_line = [n for n, d in defaults.items() if (d.stop, d.max_tokens) == (("\n",), 8)]
+    assert sorted(one_line) == sorted(n for n in defaults if n != "belief-coherence")
+    collider = get_experiment("collider").env_cls
+    cot = collider.answer_defaults(collider.design_cls(prompt_type="cot"))
+    conf = collider.answer_defaults(collider.design_cls(prompt_type="numeric_conf"))
+    assert (cot.stop, cot.max_tokens, conf.max_tokens) == (("\n",), 512, 64)
+
+
+def test_smollm2_answers_belief_coherence_with_the_experiments_stop(smollm2: Any, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """SmolLM2 answers App. B's two-line format in chat mode ("No: 0.50\\nYes: 0.50"): a newline stop
+    cut it to one line (0 of 5 valid); the experiment's own stop (a blank line, 64 tokens) keeps it."""
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
+    design = ("--design", "n_contexts=1", "--design", "n_reps=1", "--design", "variants=pi0")
+    base = ["run", "belief-coherence", "--llm", "hf:smollm2-135m", *design]
+    res = CliRunner().invoke(app, [*base, "-o", str(tmp_path / "own")])
+    assert res.exit_code == 0, res.output
+    config = json.loads((tmp_path / "own" / "run.json").read_text())["config"]
+    assert (config["mode"], config["stop"], config["max_tokens"]) == ("chat", ["\n\n"], 64)
+    own = pd.read_parquet(tmp_path / "own" / "trials.parquet")
+    calls = pd.read_parquet(tmp_path / "own" / "calls.parquet")
+    assert len(own) == 5 and int(own["valid"].sum()) >= 2
+    assert calls.loc[calls["valid"], "raw_response"].str.count("\n").eq(1).all()  # two lines each
+    res = CliRunner().invoke(app, [*base, "--stop", "\\n", "--max-tokens", "8", "-o", str(tmp_path / "newline")])
+    assert res.exit_code == 0, res.output
+    cut = pd.read_parquet(tmp_path / "newline" / "trials.parquet")
+    assert len(cut) == 5 and int(cut["valid"].sum()) == 0

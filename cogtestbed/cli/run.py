@@ -71,7 +71,8 @@ class RunRequest:
     design: list[str] = field(default_factory=list)
     #: Design fields given as values (a plan's design); ``design`` items override them.
     design_fields: dict[str, Any] = field(default_factory=dict)
-    max_tokens: int = 8
+    #: ``None``: the experiment's (:meth:`TextEnv.answer_defaults`: 8 for a one-line answer).
+    max_tokens: int | None = None
     #: ``None``: the experiment's paper's temperature (:class:`~cogtestbed.experiments.spec.Decoding`),
     #: else greedy (0); where a value comes from is recorded as ``decoding`` in the manifest.
     temperature: float | None = None
@@ -115,12 +116,15 @@ def run(
         help="chat | completions (raw prompt, no chat template) | auto.")] = "auto",
     design: Annotated[list[str] | None, typer.Option(
         "--design", help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=6.")] = None,
-    max_tokens: Annotated[int, typer.Option(min=1, help="Tokens per answer.")] = 8,
+    max_tokens: Annotated[int | None, typer.Option(
+        min=1, help="Tokens per answer. Default: the experiment's (8 for a one-line answer; belief-coherence "
+        "64).")] = None,
     temperature: Annotated[float | None, typer.Option(
         min=0.0, help="Sampling temperature; default: the experiment's paper's (magnitude 0.7, CogBench and "
         "collider 0), else 0 (greedy); the run's manifest records which.")] = None,
     stop: Annotated[list[str] | None, typer.Option(
-        help="Stop string (repeatable; backslash escapes such as \\n work). Default: newline.")] = None,
+        help="Stop string (repeatable; backslash escapes such as \\n work). Default: the experiment's "
+        "(a newline; belief-coherence's multi-line answers: a blank line).")] = None,
     reask: Annotated[int, typer.Option(min=0, help="Re-asks after an unparseable answer.")] = 0,
     top_logprobs: Annotated[int | None, typer.Option(
         help="Also request the top-k log-probabilities of each answer token.")] = None,
@@ -230,7 +234,8 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
     exp = get_experiment(request.experiment)
     backend, _ = parse_spec(request.llm)
     design_obj = exp.env_cls.design_cls(**{**request.design_fields, **_design_overrides(request.design)})
-    stops = tuple(codecs.decode(s, "unicode_escape") for s in request.stop) if request.stop else ("\n",)
+    answer = exp.env_cls.answer_defaults(design_obj)
+    stops = tuple(codecs.decode(s, "unicode_escape") for s in request.stop) if request.stop else answer.stop
     if not request.timeout > 0:
         raise ValueError(f"--timeout must be a positive number of seconds, got {request.timeout:g}")
     options: dict[str, Any] = {} if backend == "hf" else {
@@ -240,7 +245,7 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
     config = RunConfig(
         experiment=exp.name, llm=request.llm, base_url=redact_url(request.base_url),
         mode="chat" if client.chat else "completions", n_subjects=request.subjects, seed=request.seed,
-        design=design_obj.model_dump(mode="json"), max_tokens=request.max_tokens,
+        design=design_obj.model_dump(mode="json"), max_tokens=request.max_tokens or answer.max_tokens,
         temperature=temperature, stop=stops, reask=request.reask, top_logprobs=request.top_logprobs,
     )
     return exp, design_obj, client, config
@@ -257,6 +262,17 @@ def run_decoding(exp: Any, request: RunRequest) -> tuple[float, dict[str, Any]]:
     return temperature, {"temperature": temperature, "source": source}
 
 
+def answer_settings(exp: Any, design: Any, request: RunRequest) -> dict[str, Any]:
+    """The run's stop strings and most tokens per answer and where each comes from (the command
+    line, or the experiment's :meth:`~cogtestbed.environments.base.TextEnv.answer_defaults`)."""
+    answer = exp.env_cls.answer_defaults(design)
+    given = "given (--stop / --max-tokens, or the plan)"
+    return {"stop": [codecs.decode(s, "unicode_escape") for s in request.stop] if request.stop else list(answer.stop),
+            "stop_source": given if request.stop else answer.source,
+            "max_tokens": request.max_tokens or answer.max_tokens,
+            "max_tokens_source": given if request.max_tokens else answer.source}
+
+
 def estimate_run(request: RunRequest) -> dict[str, Any]:
     """``--dry-run``: calls, tokens and cost, nothing called; with ``--max-calls`` / ``--max-cost``
     also how many subjects the budget admits at their worst case."""
@@ -266,7 +282,8 @@ def estimate_run(request: RunRequest) -> dict[str, Any]:
     exp, design_obj, client, config = _client_and_config(request)
     price = PriceTable(request.prices).lookup(request.llm)
     budget = Budget(request.max_calls, request.max_cost, price)
-    return {**estimate(exp, design_obj, client, config, price, budget), "decoding": run_decoding(exp, request)[1]}
+    return {**estimate(exp, design_obj, client, config, price, budget), "decoding": run_decoding(exp, request)[1],
+            "answer": answer_settings(exp, design_obj, request)}
 
 
 def execute_run(request: RunRequest) -> Any:
@@ -316,7 +333,8 @@ def execute_run(request: RunRequest) -> Any:
             result = asyncio.run(run_experiment(
                 exp, design_obj, cached, config, request.output, resume=request.resume,
                 concurrency=request.concurrency, on_step=lambda: bar.advance(task), on_subject=on_subject,
-                add_budget=Need(add_calls, add_usd), transport=transport, extra_manifest={"decoding": decoding},
+                add_budget=Need(add_calls, add_usd), transport=transport,
+                extra_manifest={"decoding": decoding, "answer": answer_settings(exp, design_obj, request)},
                 limit=request.limit))
     finally:
         store.close()

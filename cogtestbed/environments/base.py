@@ -137,6 +137,27 @@ class SamplingNote:
 
 
 @dataclass(frozen=True)
+class AnswerDefaults:
+    """How an LLM's answer ends when a run sets neither ``--stop`` nor ``--max-tokens``: its stop
+    strings, its most tokens, and where the choice comes from (``source``, recorded in the run's
+    manifest).  Declared by the environment (:meth:`TextEnv.answer_defaults`), whose prompt asks
+    for the answer's form."""
+
+    stop: tuple[str, ...]
+    max_tokens: int
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < 1 or not all(self.stop):
+            raise ValueError("answer defaults need max_tokens >= 1 and non-empty stop strings")
+
+
+#: One line of at most 8 tokens: the answers of most experiments (a letter, a number, a word).
+ONE_LINE = AnswerDefaults(("\n",), 8, "this project's default: a one-line answer (stop at a newline), "
+                          "at most 8 tokens")
+
+
+@dataclass(frozen=True)
 class ScoredAnswer:
     """The answer to a :class:`ScoredResponse` step.
 
@@ -398,6 +419,12 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
         that cannot score), stated before a run's first call; ``None`` (the default) where the
         environment declares none."""
         return None
+
+    @classmethod
+    def answer_defaults(cls, design: Design) -> AnswerDefaults:
+        """The stop strings and most tokens of an answer to ``design``'s prompts where the run sets
+        none (:data:`ONE_LINE` unless the environment's answer form needs more)."""
+        return ONE_LINE
 
     @classmethod
     def max_steps(cls, design: Design) -> int:

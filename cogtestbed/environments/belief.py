@@ -52,7 +52,7 @@ import pandas as pd
 from gymnasium import spaces
 from pydantic import Field, field_validator, model_validator
 
-from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.base import AnswerDefaults, Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.bayesnets import (
     Network,
     NetworkError,
@@ -452,6 +452,14 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
     action_dtype: ClassVar[Any] = np.float64
     #: A random (lapse) answer needs one uniform per component of the widest phase (lie_aux).
     lapse_draws: ClassVar[int] = MAX_AUX_STATES
+
+    @classmethod
+    def answer_defaults(cls, design: Design) -> AnswerDefaults:
+        """App. B's answers are K lines (``<label>: <number>``, K <= :data:`MAX_AUX_STATES`; the decision's
+        two lines), which a newline stop would cut to one: stop at a blank line instead, after at most
+        64 tokens (SmolLM2-135M's tokenizer writes "No: 0.50\\nYes: 0.50" in 15)."""
+        return AnswerDefaults(("\n\n",), 64, "this project's default for App. B's multi-line answers (the paper "
+                              "states none): stop at a blank line, at most 64 tokens")
 
     def __init__(self, design: BeliefDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)

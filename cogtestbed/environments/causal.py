@@ -79,7 +79,16 @@ from gymnasium import spaces
 from pydantic import model_validator
 
 from cogtestbed.environments import causal_materials as M
-from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.base import (
+    ONE_LINE,
+    AnswerDefaults,
+    Design,
+    Outcomes,
+    ParseResult,
+    Phase,
+    Sessions,
+    TextEnv,
+)
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.causal import EXPERIMENT, SCHEMA
 from cogtestbed.trials import finish_table
@@ -524,6 +533,18 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
     table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = CausalDesign
     action_dtype: ClassVar[Any] = np.float64
+
+    @classmethod
+    def answer_defaults(cls, design: Design) -> AnswerDefaults:
+        """A numeric rating is one line (:data:`ONE_LINE`); causAIign's XML answers are asked "in one
+        single line" too but run longer: 64 tokens for likelihood and confidence, 512 with the
+        step-by-step explanation (this project's defaults; the thesis states no token limit)."""
+        kind = getattr(design, "prompt_type", "numeric")
+        if kind == "numeric":
+            return ONE_LINE
+        limit = 512 if kind == "cot" else 64
+        return AnswerDefaults(("\n",), limit, f"this project's default for causAIign's one-line XML answer "
+                              f"({kind}): stop at a newline, at most {limit} tokens")
 
     def __init__(self, design: CausalDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)

@@ -144,7 +144,7 @@ def _mean(column: pd.Series | None) -> float | None:
 
 
 def run_session(client: Any, name: str, mode: str, run_dir: Path, cache_path: Path, *, seed: int = 0,
-                max_tokens: int = 8, transport: str = "in-process", **overrides: Any
+                max_tokens: int | None = None, transport: str = "in-process", **overrides: Any
                 ) -> tuple[Any, SessionSummary]:
     """One subject of ``name``'s short design on ``client`` through
     :func:`~cogtestbed.llm_adapters.runner.run_experiment`; (its RunResult, its summary).
@@ -158,8 +158,10 @@ def run_session(client: Any, name: str, mode: str, run_dir: Path, cache_path: Pa
 
     exp = get_experiment(name)
     design = short_design(name, **overrides)
+    answer = exp.env_cls.answer_defaults(design)  # what `cogtestbed run` uses unless told otherwise
     config = RunConfig(experiment=name, llm=client.spec, base_url=getattr(client, "base_url", None), mode=mode,
-                       n_subjects=1, seed=seed, design=design.model_dump(mode="json"), max_tokens=max_tokens)
+                       n_subjects=1, seed=seed, design=design.model_dump(mode="json"),
+                       max_tokens=max_tokens or answer.max_tokens, stop=answer.stop)
     cached = CachedClient(client, ResponseCache(cache_path), Budget())
     start = time.perf_counter()
     result = asyncio.run(run_experiment(exp, design, cached, config, run_dir, concurrency=1))

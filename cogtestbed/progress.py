@@ -1,5 +1,7 @@
 """Progress of long jobs (posterior sampling): chains and draws with an ETA on a terminal, one line
-per interval off it, and a time estimate as soon as the sampler gives one for a job over a minute.
+per interval off it, an up-front estimate before the set-up (:meth:`SamplingProgress.expect`, from
+the cost model of :mod:`cogtestbed.timings`), and a time estimate as soon as the sampler gives one
+for a job over a minute.
 
 The command line opens a reporter (:func:`reporting`) around work that may sample; the samplers
 (:func:`cogtestbed.inference.hierarchical.fit_hierarchical`, which every hierarchical fit and
@@ -59,6 +61,26 @@ class SamplingProgress:
         self.created = time.monotonic()
         self.start: float | None = None  # the first update: sampling has begun (the model is compiled)
         self.total = 0
+        self.kind: str | None = None  # the cost-model kind recorded when sampling finishes
+        self.units = 0.0
+        self.fresh = True
+
+    def expect(self, kind: str, units: float, compiled: bool) -> None:
+        """Say the up-front estimate of this fit before its set-up begins (a job over
+        :data:`ESTIMATE_OVER` seconds), from the cost model of :mod:`cogtestbed.timings`; the
+        measured set-up and rate are recorded for the next fit of ``kind`` when it finishes."""
+        from cogtestbed import timings
+
+        self.kind, self.units, self.fresh = kind, units, not compiled
+        setup, sampling, n = timings.estimate(kind, units)
+        setup = 0.0 if compiled else setup
+        if setup + sampling <= ESTIMATE_OVER:
+            return
+        basis = (f"{n} earlier fit{'s' * (n != 1)} of this kind on this machine" if n else
+                 "no earlier fit of this kind recorded here: the default cost model, which may be off several times")
+        self.report(f"{self.what}: estimated {_clock(setup + sampling)} in all (an estimate before set-up: "
+                    f"{_clock(setup)} set-up + {_clock(sampling)} sampling, from {basis}; the progress lines "
+                    "follow the real rate)", True)
 
     def update(self, done: int, total: int, chains_done: int, chains: int, eta_s: float | None) -> None:
         now = time.monotonic()
@@ -78,9 +100,14 @@ class SamplingProgress:
             self.report(line, not self.terminal)
 
     def finish(self) -> None:
-        """The closing line: every draw done, and the time sampling took."""
+        """The closing line: every draw done, and the time sampling took (recorded for the next
+        estimate of this kind)."""
         took = time.monotonic() - (self.start if self.start is not None else self.created)
         self.report(f"{self.what}: done, {self.total or 'all'} draws in {_clock(took)}", True)
+        if self.kind is not None and self.start is not None:
+            from cogtestbed import timings
+
+            timings.record(self.kind, self.start - self.created if self.fresh else None, took, self.units)
 
 
 def _clock(seconds: float) -> str:

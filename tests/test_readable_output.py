@@ -80,9 +80,14 @@ def test_unknown_test_lists_the_valid_keys_and_paper_names_are_aliases(capsys) -
 def test_sampling_reports_draws_and_chains_off_a_terminal(capsys, monkeypatch, tmp_path) -> None:
     """A hierarchical fit off a terminal: a line when sampling begins, progress lines (every interval;
     here every update) with draws, chains and an ETA, and a closing line."""
+    import json
+
     import cogtestbed.progress as progress
 
     monkeypatch.setattr(progress, "LINE_INTERVAL", 0.0)
+    monkeypatch.setattr(progress, "ESTIMATE_OVER", 0.0)  # the up-front estimate of any job
+    store = tmp_path / "timings.json"
+    monkeypatch.setenv("COGTESTBED_TIMINGS", str(store))
     table = tmp_path / "t.parquet"
     assert run_cli(["simulate", "instrumental-learning", "-a", "rw-pm", "--subjects", "2", "--design",
                     "visits_per_casino=4", "-o", str(table)]) == 0
@@ -91,6 +96,12 @@ def test_sampling_reports_draws_and_chains_off_a_terminal(capsys, monkeypatch, t
     err = capsys.readouterr().err
     assert "sampling began after" in err and "(2 chains, 120 draws in all, tuning included)" in err
     assert "done, 120 draws in" in err
+    # the estimate comes before the set-up, says what it rests on, and the fit is recorded for the next one
+    first = err.index("estimated ")
+    assert first < err.index("sampling began after") and "an estimate before set-up" in err[first:]
+    assert "no earlier fit of this kind recorded here" in err
+    (row,) = json.loads(store.read_text())["nutpie:rw-pm"]
+    assert row["setup_s"] > 0 and row["rate_s"] > 0
 
 
 def test_parse_nutpie_durations() -> None:

@@ -87,10 +87,9 @@ def plan(
     from cogtestbed.experiments.spec import resolve_temperature
     from cogtestbed.parameters import parse_assignments
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.plan import Axis, Planner, Pricer, design_axes
+    from cogtestbed.validation.plan import Planner, Pricer, design_axes
     from cogtestbed.validation.plan_report import plan_payload
     from cogtestbed.validation.report import check_output_dir
-    from cogtestbed.validation.sizes import plan_design
     from cogtestbed.validation.study_kinds import PlannedStudy
 
     exp = get_experiment(experiment)
@@ -101,12 +100,7 @@ def plan(
     llm = list(llm or [])
     effect, target = _target(llm, model, effect, metric, test, precision)
     given_base, given_params = parse_assignments(base or []), parse_assignments(param or [])
-    fixed, swept, searched = plan_design(exp, design)
-    if swept != (None,):  # --design TRIALS_FIELD=a,b,c: the trial counts searched
-        if trials is not None:
-            raise ValueError("--trials and a --design list both size the run; give one of them")
-        trials = ",".join(str(t) for t in swept)
-    field_axis = None if searched is None else Axis(*searched)
+    fixed, trials, field_axis = _searched(exp, design, trials)
     common: dict[str, Any] = {"subjects": (1,), "runs": (1,), "trials": (None,), "design": fixed,
                               "reps": 1, "seed": seed, "level": level, "method": "mle", "base": given_base,
                               "sd_between": sd_between, "params": given_params, "draws": 500, "tune": 500,
@@ -129,19 +123,54 @@ def plan(
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
     planner = Planner(spec, pricer, size, others, target=power, max_cost=max_cost, mc_se=mc_se, workers=n_workers,
                       on_progress=None if quiet else lambda msg: console_err.print(f"[dim]{msg}[/]", highlight=False))
+    if not quiet:
+        _say_look_estimate(planner)
     result = planner.plan()
     payload = plan_payload(result, pricer, exp, max_cost, pilot_info)
     if looks is not None:
-        import dataclasses
-
-        from cogtestbed.validation.plan import spec_at
-        from cogtestbed.validation.seqplan import attach_sequential
-
-        # the sequential plan keeps the chosen design: its searched field is fixed in the study's design
-        result = dataclasses.replace(result, spec=spec_at(result.spec, result.chosen.point))
-        attach_sequential(payload, result, pricer, exp, looks, spending, futility,  # type: ignore[arg-type]
-                          seq_sims, n_workers, null, say=None if quiet else planner.say)
+        _attach_looks(payload, result, pricer, exp, looks, spending, futility, seq_sims, n_workers, null,
+                      None if quiet else planner.say)
     _emit_plan(payload, result.size_name, output, as_json)
+
+
+def _searched(exp: Any, design: list[str] | None, trials: str | None) -> tuple[dict[str, Any], str | None, Any]:
+    """(fixed design fields, the trials searched as ``--trials`` text, the searched design field's
+    axis or None) of ``--design`` and ``--trials`` (:func:`~cogtestbed.validation.sizes.plan_design`)."""
+    from cogtestbed.validation.plan import Axis
+    from cogtestbed.validation.sizes import plan_design
+
+    fixed, swept, searched = plan_design(exp, design)
+    if swept != (None,):  # --design TRIALS_FIELD=a,b,c: the trial counts searched
+        if trials is not None:
+            raise ValueError("--trials and a --design list both size the run; give one of them")
+        trials = ",".join(str(t) for t in swept)
+    return fixed, trials, None if searched is None else Axis(*searched)
+
+
+def _attach_looks(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, looks: int, spending: str,
+                  futility: bool, seq_sims: int, workers: int, null: str | None, say: Any) -> None:
+    """The sequential plan of ``plan --looks`` at the chosen design (its searched field fixed)."""
+    import dataclasses
+
+    from cogtestbed.validation.plan import spec_at
+    from cogtestbed.validation.seqplan import attach_sequential
+
+    result = dataclasses.replace(result, spec=spec_at(result.spec, result.chosen.point))
+    attach_sequential(payload, result, pricer, exp, looks, spending, futility,  # type: ignore[arg-type]
+                      seq_sims, workers, null, say=say)
+
+
+def _say_look_estimate(planner: Any) -> None:
+    """The plan's up-front estimate per look (:func:`cogtestbed.validation.estimate.plan_look_line`)."""
+    from cogtestbed.validation.estimate import plan_look_line
+    from cogtestbed.validation.plan import DECIDE_MAX_SIMS, FIRST_BATCH
+
+    size, others = planner.size, planner.others
+    smallest = planner.point(size.values[0], {a.name: a.values[0] for a in others})
+    largest = planner.point(size.values[-1], {a.name: a.values[-1] for a in others})
+    line = plan_look_line(planner.spec, planner.exp, smallest, largest, FIRST_BATCH, DECIDE_MAX_SIMS)
+    if line is not None:
+        console_err.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def _emit_plan(payload: dict[str, Any], size_name: str, output: Path | None, as_json: bool) -> None:

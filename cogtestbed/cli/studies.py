@@ -190,6 +190,8 @@ def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bo
 
     total = len(spec.tasks())
     terminal = console_err.is_terminal
+    if dask is None and (terminal or not as_json):
+        _say_estimate(spec, workers)
     done = iter(progress(range(total), f"{spec.kind} ({total} tasks)", total=total,
                          enabled=terminal))  # a bar on a terminal; off it, a line per interval
     next(done, None)
@@ -209,6 +211,17 @@ def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bo
     for _ in done:
         pass
     return result
+
+
+def _say_estimate(spec: StudySpec, workers: int | None) -> None:
+    """The study's up-front time estimate on stderr, before its tasks start (for a job over
+    :data:`~cogtestbed.progress.ESTIMATE_OVER` seconds; :mod:`cogtestbed.validation.estimate`)."""
+    from cogtestbed import progress
+    from cogtestbed.validation.estimate import study_estimate
+
+    est = study_estimate(spec, workers)
+    if est is not None and est.seconds > progress.ESTIMATE_OVER:
+        console_err.print(est.line(spec.kind), highlight=False, markup=False, soft_wrap=True)
 
 
 #: Rate columns of a study's cells (with ``sims``: shown with their 95 % interval, not an SE).
@@ -756,10 +769,11 @@ def _fit_hierarchical(cog: Any, table: Any, output: Path, draws: int, chains: in
     console_err.print(f"sampling {cog.name} on {n_subjects} subjects ({chains} chains x {draws} draws)...")
     from cogtestbed.progress import reporting, stderr_reporter
 
-    own_bar = console_err.is_terminal and not as_json  # nutpie's bar (draws, chains, ETA) on a terminal
-    with reporting(None if own_bar else stderr_reporter(False)):  # off it: a line per interval
-        res = fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws,
-                               progressbar=own_bar)
+    # one progress line (draws, chains, ETA) rewritten in place on a terminal, a line per interval off it;
+    # the sampler's own bar stays off (nutpie's would draw beside ours)
+    terminal = console_err.is_terminal and not as_json
+    with reporting(stderr_reporter(terminal), terminal):
+        res = fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws)
     console_err.print(f"diagnostics: {res.diagnostics.report()}", markup=False)
     nc = write_posterior(res.idata, output / "posterior.nc", log_likelihood)
     post = res.idata.posterior

@@ -567,10 +567,17 @@ def _sample(pm_model: Any, use: str, model: Any, hierarchical: bool, draws: int,
     # the command line's reporter, where one is open and no bar of the sampler's own is asked for
     progress = None if progressbar else for_sampling(
         f"sampling {getattr(model, 'name', 'model')} ({chains} chains x {tune} tune + {draws} draws)")
+    if progress is not None:  # the up-front estimate, before the set-up
+        units = (tune + draws) * chains / max(1, min(chains, cores)) * _n_observed(pm_model)
+        progress.expect(f"{use}:{_kind_name(model, pm_model)}", units,
+                        compiled=use == "nutpie" and _compiled_key(pm_model, getattr(model, "name", id(model)),
+                                                                   hierarchical) in _COMPILED)
     if use == "nutpie":
         compiled = _nutpie_compiled(pm_model, getattr(model, "name", id(model)), hierarchical)
         import nutpie
 
+        # nutpie's own bar only where the caller asks for it (progressbar=True); with a reporter open, its
+        # progress is routed to our single line (nutpie_progress) and nutpie draws nothing itself
         routed = nutpie_progress(progress, cores) if progress is not None else contextlib.nullcontext()
         with routed:
             idata = nutpie.sample(
@@ -611,13 +618,7 @@ def _nutpie_compiled(pm_model: Any, name: Any, hierarchical: bool) -> Any:
     import nutpie
 
     data = {d.name: d.get_value() for d in pm_model.data_vars}
-    # A bare pm.Model has name "": the free variables (and an optional ``cogtestbed_key`` set by
-    # the builder) keep different models with equal data shapes (e.g. pooling variants) apart.
-    key = (name, hierarchical, getattr(pm_model, "cogtestbed_key", None),
-           tuple(v.name for v in pm_model.free_RVs),
-           tuple(sorted((k, v.shape, str(v.dtype)) for k, v in data.items())),
-           tuple(sorted((k, len(v)) for k, v in pm_model.coords.items())),
-           _constant_digest(pm_model))
+    key = _compiled_key(pm_model, name, hierarchical)
     if key not in _COMPILED:
         if len(_COMPILED) > 8:
             _COMPILED.clear()
@@ -630,6 +631,35 @@ def _nutpie_compiled(pm_model: Any, name: Any, hierarchical: bool) -> Any:
     # Coordinates (subject ids) come from the new model, not the cached one.
     coords = {**(cached.coords or {}), **{k: pd.Index(v) for k, v in pm_model.coords.items()}}
     return dataclasses.replace(compiled, _coords=coords)
+
+
+def _compiled_key(pm_model: Any, name: Any, hierarchical: bool) -> tuple[Any, ...]:
+    """The key of a compiled model in :data:`_COMPILED`: models equal in it share one compilation."""
+    data = {d.name: d.get_value() for d in pm_model.data_vars}
+    # A bare pm.Model has name "": the free variables (and an optional ``cogtestbed_key`` set by
+    # the builder) keep different models with equal data shapes (e.g. pooling variants) apart.
+    return (name, hierarchical, getattr(pm_model, "cogtestbed_key", None),
+            tuple(v.name for v in pm_model.free_RVs),
+            tuple(sorted((k, v.shape, str(v.dtype)) for k, v in data.items())),
+            tuple(sorted((k, len(v)) for k, v in pm_model.coords.items())),
+            _constant_digest(pm_model))
+
+
+def _kind_name(model: Any, pm_model: Any) -> str:
+    """A model's name for the sampling cost model (a bare pm.Model: its free variables)."""
+    name = getattr(model, "name", "") or ""
+    return name if name else ",".join(sorted(v.name for v in pm_model.free_RVs))[:120]
+
+
+def _n_observed(pm_model: Any) -> int:
+    """Observations of the model (the data a gradient evaluation visits): the longest data array,
+    ``pm.Data`` or observed constant; at least 1."""
+    sizes = [int(np.size(d.get_value())) for d in pm_model.data_vars]
+    for rv in pm_model.observed_RVs:
+        data = getattr(pm_model.rvs_to_values.get(rv), "data", None)
+        if data is not None:
+            sizes.append(int(np.size(data)))
+    return max([1, *sizes])
 
 
 def _constant_digest(pm_model: Any) -> str:

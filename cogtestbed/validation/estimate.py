@@ -1,0 +1,113 @@
+"""Up-front time estimates of a study or a plan, from a cheap calibration on this machine.
+
+Before a study's tasks start, one task of its smallest design cell is run twice in this process
+(the first run loads the compiled kernels — which the study's forked workers then inherit — the
+second is timed), and the whole study is estimated by scaling that time to every task by its
+data size, subjects × trials per run × runs (simulating and fitting cost about linearly in the
+trials simulated and fitted), divided among the workers.  The figure is printed as an estimate;
+the progress lines that follow (:class:`~cogtestbed.progress.TaskProgress`) measure the real rate.
+
+A plan's search is adaptive (how many designs it looks at depends on what it finds), so its
+estimate is per look: one simulation of the smallest design is timed the same way and scaled to
+the smallest and the largest design of the search.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from cogtestbed.progress import _clock
+
+#: Fewest tasks for which a study is calibrated first (one or two tasks are their own estimate).
+MIN_TASKS = 3
+
+
+@dataclass(frozen=True)
+class StudyEstimate:
+    """Estimated wall seconds of a study and what the estimate rests on."""
+
+    seconds: float
+    tasks: int
+    workers: int
+    timed_seconds: float
+    timed_label: str
+
+    def line(self, what: str) -> str:
+        return (f"{what}: estimated {_clock(self.seconds)} for {self.tasks} tasks on {self.workers} worker"
+                f"{'s' * (self.workers != 1)} (an estimate: one task of the smallest cell, {self.timed_label}, "
+                f"took {self.timed_seconds:.2g} s here, scaled by subjects × trials × runs; the progress "
+                "lines follow the real rate)")
+
+
+def task_units(spec: Any, default_trials: int, task: dict[str, Any]) -> float:
+    """A task's data size: subjects × trials per run × runs (the unit its cost is scaled by)."""
+    trials = task.get("trials")
+    return float(task.get("n_subjects", 1)) * float(trials if trials is not None else default_trials) * \
+        float(task.get("runs", 1))
+
+
+def timed_task(payload: str, task: dict[str, Any]) -> float:
+    """Seconds of one task, run twice here: the first run loads the compiled code, the second is timed."""
+    from cogtestbed.validation.studies import _run_chunk
+
+    _run_chunk(payload, [task])
+    start = time.perf_counter()
+    _run_chunk(payload, [task])
+    return time.perf_counter() - start
+
+
+def study_estimate(spec: Any, workers: int | None) -> StudyEstimate | None:
+    """The estimated wall time of ``spec``'s tasks on ``workers`` local processes (None for a
+    study of fewer than :data:`MIN_TASKS` tasks, or one whose calibration task fails: the study
+    itself then reports the error)."""
+    import os
+
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.report import design_name
+    from cogtestbed.validation.study_data import design_for_trials
+
+    tasks = spec.tasks()
+    if len(tasks) < MIN_TASKS:
+        return None
+    exp = get_experiment(spec.experiment)
+    default_trials = int(design_for_trials(exp, None, spec.design).n_trials)
+    units = [task_units(spec, default_trials, t) for t in tasks]
+    small = min(range(len(tasks)), key=lambda i: (units[i], i))
+    try:
+        seconds = timed_task(spec.model_dump_json(), tasks[small])
+    except Exception:  # noqa: BLE001 - the study reports its own errors; no estimate then
+        return None
+    n_workers = max(1, min(workers if workers is not None else (os.cpu_count() or 1), len(tasks)))
+    total = seconds * sum(units) / units[small]
+    # the pool's first task runs alone (its compiled code is inherited), the rest in parallel
+    wall = seconds * units[0] / units[small] + (total - seconds * units[0] / units[small]) / n_workers
+    task = tasks[small]
+    label = f"{task.get('n_subjects', 1)} subject(s) of " + design_name(spec, task.get("trials") or default_trials)
+    return StudyEstimate(wall, len(tasks), n_workers, seconds, label)
+
+
+def plan_look_line(spec: Any, exp: Any, smallest: Any, largest: Any, first: int, most: int) -> str | None:
+    """``plan``'s per-look estimate: one simulation of the smallest design timed here, scaled to the
+    smallest and the largest design (a look is ``first`` to ``most`` simulations)."""
+    from cogtestbed.validation.plan import study_at
+    from cogtestbed.validation.study_data import design_for_trials
+
+    def units(point: Any) -> float:
+        design = design_for_trials(exp, point.trials, point.design(spec.design))
+        return float(point.subjects) * float(design.n_trials) * float(point.runs)
+
+    study = study_at(spec, smallest, 1)
+    try:
+        seconds = timed_task(study.model_dump_json(), study.tasks()[0])
+    except Exception:  # noqa: BLE001 - the plan reports its own errors
+        return None
+    big = seconds * units(largest) / units(smallest)
+    return (f"estimate: one simulation takes about {seconds:.2g} s at the smallest design and {big:.2g} s at the "
+            f"largest here (timed, scaled by subjects × trials × runs), so a look of {first}-{most} simulations "
+            f"takes {_clock(first * seconds)} to {_clock(most * big)} before the workers share it; the search looks at "
+            "as many designs as it needs, each printed as it finishes")
+
+
+__all__ = ["StudyEstimate", "plan_look_line", "study_estimate", "task_units", "timed_task"]

@@ -212,3 +212,18 @@ def test_cli_check_prints_each_check() -> None:
     got = json.loads(result.stdout)
     assert got["ok"] and [r["check"] for r in got["results"]] == ["spec_declaration", "parameter_bounds"]
     assert {r["status"] for r in got["results"]} == {"passed"}
+
+
+def test_a_start_grid_that_differs_from_the_kernel_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = get_experiment("instrumental-learning")
+    model = type(spec.model("rw"))
+    monkeypatch.setattr(model, "nll_many", lambda self, thetas, data: np.zeros(len(thetas)))
+    with pytest.raises(ConformanceError, match=r"model 'rw': the start-grid NLLs \(nll_many\)"):
+        CHECKS["pointwise_likelihood"](spec, CheckConfig())
+
+
+def test_a_schema_fast_path_that_passes_what_pandera_refuses_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = get_experiment("bart")
+    monkeypatch.setattr(type(spec.schema), "conforms", lambda self, df, name: True)
+    with pytest.raises(ConformanceError, match="no valid column: the fast check says passes, pandera fails"):
+        CHECKS["schema_fast_path"](spec, CheckConfig())

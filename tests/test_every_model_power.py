@@ -1,8 +1,8 @@
-"""``power`` and ``plan`` run for every model of every experiment (tiny sizes): population draws
-stay inside every parameter's bounds, whatever its declared transform.
+"""``plan`` runs for every model of every experiment (tiny sizes): population draws stay inside
+every parameter's bounds, whatever its declared transform.
 
-The default suite runs ``power`` for every model (one simulated study of two subjects on a small
-design) and ``plan`` for one model per experiment; ``-m slow`` runs ``plan`` for every model.
+The default suite runs ``plan`` for one model per experiment; ``-m slow`` runs it for every model.
+That ``power`` runs for every model is the conformance check ``power_study``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from cogtestbed.cli import run_cli
 from cogtestbed.registry import experiment_names, get_experiment
-from cogtestbed.validation.conformance import CheckConfig, small_design
+from cogtestbed.validation.conformance import CheckConfig, power_effect, small_design
 from cogtestbed.validation.model_studies import scatter
 
 MODELS = [(e, m) for e in experiment_names() for m in get_experiment(e).models]
@@ -36,9 +36,7 @@ def _tiny(experiment: str) -> list[str]:
 def _effect(experiment: str, model: str) -> str:
     """A small shift of the model's first free parameter, inside its bounds."""
     p = next(iter(get_experiment(experiment).model(model).parameters))
-    span = p.upper - p.lower if math.isfinite(p.upper - p.lower) else 1.0
-    size = 0.05 * span if p.default + 0.05 * span <= p.upper else -0.05 * span
-    return f"{p.name}={size:.6g}"
+    return f"{p.name}={power_effect(p):.6g}"
 
 
 def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
@@ -46,14 +44,6 @@ def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
     out = capsys.readouterr()
     assert code == 0, out.err[-2000:]
     return json.loads(out.out.strip().splitlines()[-1])
-
-
-@pytest.mark.parametrize(("experiment", "model"), MODELS, ids=[f"{e}:{m}" for e, m in MODELS])
-def test_power_runs_for_every_model(experiment: str, model: str, capsys: pytest.CaptureFixture[str]) -> None:
-    out = _run(["power", model, "-e", experiment, "--effect", _effect(experiment, model), "--subjects", "2",
-                "--sims", "1", "--sd-between", "2", *_tiny(experiment)], capsys)
-    (cell,) = out["power"]["cells"]
-    assert cell["sims"] == 1 and cell["n_subjects"] == 2
 
 
 def _plan(experiment: str, model: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -92,7 +92,8 @@ GAMMA = Parameter("gamma", 0.28, 3.0, 0.61, "Tversky-Kahneman probability-weight
 C_FP = Parameter.positive("c_fp", 1.0, upper=100.0, description="loss of a false positive (Yes when θ=0)")
 C_FN = Parameter.positive("c_fn", 1.0, upper=100.0, description="loss of a false negative (No when θ=1)")
 C_D = Parameter.positive("c_d", 0.3, upper=100.0, description="loss of deferring")
-LOSS_SCALE = Parameter.positive("scale", 10.0, upper=500.0, description="logit scale on expected loss")
+#: Upper bound 1000: the ``loss`` model's, so every scale the model's population draws take is one the agent plays.
+LOSS_SCALE = Parameter.positive("scale", 10.0, upper=1000.0, description="logit scale on expected loss")
 UNIT_GAMMA = Parameter("gamma", 0.28, 3.0, 1.0, "Tversky-Kahneman γ (1 = expected loss)")
 
 

@@ -121,7 +121,8 @@ class CognitiveModel(ABC):
     parameters, ``subject_data``, ``n_observations``, the kernel and the three class attributes
     :attr:`pointwise_kernel`, :attr:`observation_fields` (+ :meth:`observation_mask`) and, when
     its kernel has columns the model fixes or ties, :attr:`kernel_columns`.  Tested for every
-    registered model: NLL = −Σ pointwise, gradient = finite differences, PyMC logp = −NLL.
+    registered model (conformance checks ``pointwise_likelihood``, ``likelihood_gradient``,
+    ``search_objective``, ``lapse_likelihood``, ``pymc_likelihood``).
     """
 
     #: Registry name (shared with the agent that simulates it), e.g. ``"rw-pm"``.
@@ -158,6 +159,10 @@ class CognitiveModel(ABC):
     #: fits: for models whose subject posterior is strongly correlated, where a diagonal mass
     #: matrix forces tiny steps.
     low_rank_mass_matrix: ClassVar[bool] = False
+    #: The likelihood of :meth:`pymc_model` where it is on purpose not the kernel's (a short
+    #: name, e.g. the collider's response model); empty: the kernel's (conformance check
+    #: ``pymc_likelihood``: PyMC log-likelihood = −NLL).
+    other_pymc_likelihood: ClassVar[str] = ""
 
     # -- data -------------------------------------------------------------------------
     @abstractmethod

@@ -509,6 +509,7 @@ class CBNModel(CognitiveModel):
     pointwise_kernel: ClassVar[Any] = cbn_gaussian_kernel
     observation_fields: ClassVar[tuple[str, ...]] = ("y", "task")
     observed_name: ClassVar[str] = "judgment"
+    other_pymc_likelihood: ClassVar[str] = "zero-one-inflated Beta response model"
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
         v = valid_judgments(trials)

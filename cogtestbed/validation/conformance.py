@@ -50,7 +50,11 @@ from cogtestbed.parameters import Parameter, ParameterError, ParameterSet
 from cogtestbed.schema import TrialSchema
 from cogtestbed.trials import table_to_parquet
 from cogtestbed.validation.errors import ConformanceError
-from cogtestbed.validation.table_checks import check_all_invalid_metrics, check_permuted_table
+from cogtestbed.validation.table_checks import (
+    check_all_invalid_metrics,
+    check_permuted_table,
+    check_schema_fast_path,
+)
 
 Status = Literal["passed", "failed", "xfail", "xpass", "skipped"]
 
@@ -88,6 +92,8 @@ FD_STEP = 1e-5
 #: Tolerance of the gradient check: |analytic − FD| ≤ FD_RTOL·(1 + |FD|) + FD_NLL_RTOL·|NLL|.
 FD_RTOL = 1e-4
 FD_NLL_RTOL = 1e-8
+#: Absolute step on the search scale z of the search-objective check's central differences.
+SEARCH_FD_STEP = 1e-6
 #: Tolerance of the recovery check, in prior SDs on the unconstrained scale (logit / log /
 #: identity): the median MLE over subjects must lie within this many SDs of the truth.
 RECOVERY_TOLERANCE_SD = 1.0
@@ -786,6 +792,10 @@ def check_pointwise_likelihood(spec: ExperimentSpec, config: CheckConfig) -> Non
                                 f"{len(m.parameters)})")
             elif not np.allclose(-grad.sum(axis=0), g, rtol=1e-8, atol=1e-8):
                 problems.append(f"{at}: −Σ pointwise gradient {-grad.sum(axis=0)} != NLL gradient {g}")
+        points = _test_points(m.parameters, config.seed)
+        many, direct = m.nll_many(np.array(points), data), [m.nll(t, data) for t in points]
+        if not np.allclose(many, direct, rtol=1e-10, atol=1e-10):  # the start grid's (fast) path
+            problems.append(f"model {name!r}: the start-grid NLLs (nll_many) {many} != NLL {direct}")
     if not checked:
         raise NotApplicable("no model of this experiment exposes a pointwise log-likelihood (CognitiveModel.pointwise)")
     _fail(problems, f"{spec.name}: the NLL is not the sum of the pointwise log-likelihood")
@@ -827,6 +837,71 @@ def check_likelihood_gradient(spec: ExperimentSpec, config: CheckConfig) -> None
                 problems.append(f"{at}: d NLL / d {m.parameters.names[i]} analytic {grad[i]:.8g} vs finite "
                                 f"difference {fd[i]:.8g}")
     _fail(problems, f"{spec.name}: analytic gradients disagree with finite differences")
+
+
+def _roundoff(model: Any, theta: np.ndarray, data: Any, h: float) -> float:
+    """Rounding error of a central difference of the NLL with step ``h``: a few ulps of Σ|ll| over
+    2h (an exact-distribution Dirichlet log-density is of order 1e5 per observation, so this, not
+    the gradient, limits the agreement there; negligible for small log-likelihoods)."""
+    return 4.0 * float(np.finfo(float).eps) * float(np.abs(model.pointwise(theta, data)[0]).sum()) / h
+
+
+def check_search_objective(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """Every model's MLE objective on the search scale (:func:`~cogtestbed.inference.optim.search_objective`
+    of its kernel) is its NLL, with the chain-rule gradient (central finite differences on z)."""
+    from cogtestbed.inference.optim import search_objective
+
+    problems = []
+    for name in _model_names(spec):
+        m, data = _model_data(spec, name, config)
+        objective, args = search_objective(m.kernel()), m.objective_args(data)
+        for theta in _test_points(m.parameters, config.seed + 2, n=1):
+            z = m.to_search(theta)
+            value, grad = objective(z, args)
+            at = f"model {name!r} at z = {np.round(z, 4)}"
+            if not math.isclose(value, m.nll(m.to_natural(z), data), rel_tol=1e-12):
+                problems.append(f"{at}: objective {value:.12g} != NLL {m.nll(m.to_natural(z), data):.12g}")
+            h = SEARCH_FD_STEP
+            tol = 1e-5 + _roundoff(m, m.to_natural(z), data, 2 * h)
+            for j in range(z.size):
+                up, dn = z.copy(), z.copy()
+                up[j] += h
+                dn[j] -= h
+                fd = (objective(up, args)[0] - objective(dn, args)[0]) / (2 * h)
+                if abs(grad[j] - fd) > max(1e-4 * abs(fd), tol):
+                    problems.append(f"{at}: d objective / d z[{m.parameters.names[j]}] {grad[j]:.8g} vs finite "
+                                    f"difference {fd:.8g}")
+    _fail(problems, f"{spec.name}: the search-scale MLE objective is not the NLL")
+
+
+def check_lapse_likelihood(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """Every model takes a lapse term (:func:`~cogtestbed.inference.base.with_lapse`): log u is
+    finite, one per observation; ε = 0 gives the model's NLL; ε fitted is the last parameter,
+    ``lapse``, and ε = 0.1 gives another finite NLL."""
+    from cogtestbed.inference.base import with_lapse
+
+    problems = []
+    for name in _model_names(spec):
+        base = spec.model(name)
+        defaults = {p.name: np.array([p.default]) for p in base.parameters}
+        table = simulate_from_model(spec, name, defaults, 7, small_design(spec, config), lapse=Lapse(*CHECK_LAPSE))
+        data = next(iter(base.subject_data(table).values()))
+        theta = np.array([p.default for p in base.parameters])
+        log_u = np.asarray(base.lapse_log_uniform(data))
+        if log_u.ndim != 1 or not np.all(np.isfinite(log_u)):
+            problems.append(f"model {name!r}: lapse_log_uniform is not one finite value per observation")
+        nll = base.nll(theta, data)
+        zero = with_lapse(base, 0.0)
+        if not math.isclose(zero.nll(theta, next(iter(zero.subject_data(table).values()))), nll,
+                            rel_tol=1e-10, abs_tol=1e-9):
+            problems.append(f"model {name!r}: a lapse of 0 changes the NLL")
+        fitted = with_lapse(base, "fit")
+        if fitted.parameters.names[-1] != "lapse":
+            problems.append(f"model {name!r}: the fitted lapse is not the last parameter")
+        lapsed = fitted.nll(np.append(theta, 0.1), next(iter(fitted.subject_data(table).values())))
+        if not np.isfinite(lapsed) or math.isclose(lapsed, nll, rel_tol=1e-6):
+            problems.append(f"model {name!r}: a lapse of 0.1 gives NLL {lapsed} (no lapse: {nll})")
+    _fail(problems, f"{spec.name}: lapse terms")
 
 
 def recovery_design(spec: ExperimentSpec, model: str, config: CheckConfig) -> tuple[Design, int]:
@@ -905,6 +980,68 @@ def check_pymc_model(spec: ExperimentSpec, config: CheckConfig) -> None:
         if not observed:
             problems.append(f"model {name!r}: the PyMC model has no observed variable")
     _fail(problems, f"{spec.name}: PyMC models do not build")
+
+
+def check_pymc_likelihood(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """Every model whose PyMC version uses its kernel's likelihood (``other_pymc_likelihood`` unset):
+    the log-likelihood of the observations in the non-hierarchical PyMC model, at three subjects'
+    parameters drawn from the prior, is −Σ NLL."""
+    problems = []
+    names = [n for n in _model_names(spec) if spec.model(n).has_pymc and not spec.model(n).other_pymc_likelihood]
+    if not names:
+        raise NotApplicable(f"no model of {spec.name} has a PyMC version with its kernel's likelihood")
+    for name in names:
+        m = spec.model(name)
+        params = prior_draws(m.parameters, 3, np.random.default_rng(config.seed), spread=0.5)
+        table = simulate_from_model(spec, name, params, config.seed, small_design(spec, config))
+        pm_model = m.pymc_model(table, hierarchical=False)
+        point = dict(pm_model.initial_point())
+        for p in m.parameters:
+            point[f"{p.name}_u"] = p.to_unconstrained(params[p.name])
+        ll = float(pm_model.compile_fn(pm_model.logp(vars=[pm_model.observed_RVs[0]], sum=True),
+                                       inputs=pm_model.value_vars, on_unused_input="ignore")(point))
+        data = m.subject_data(table)
+        thetas = [np.array([p.to_constrained(point[f"{p.name}_u"][i]) for p in m.parameters]) for i in range(len(data))]
+        nll = sum(m.nll(t, d) for t, d in zip(thetas, data.values(), strict=True))
+        if not math.isclose(ll, -nll, rel_tol=1e-9, abs_tol=1e-8):
+            problems.append(f"model {name!r}: PyMC log-likelihood {ll:.10g} != −NLL {-nll:.10g}")
+    _fail(problems, f"{spec.name}: the PyMC likelihood is not the kernel's")
+
+
+def power_effect(parameter: Parameter) -> float:
+    """A small shift of ``parameter`` inside its bounds: 5 % of its range (of 1 where unbounded),
+    downwards where upwards would leave the bounds."""
+    span = parameter.upper - parameter.lower if math.isfinite(parameter.upper - parameter.lower) else 1.0
+    return 0.05 * span if parameter.default + 0.05 * span <= parameter.upper else -0.05 * span
+
+
+def check_power_study(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """Every model's parameter-power study runs (one simulated study of two subjects, a small shift
+    of its first parameter, a population spread of 2 prior SDs on half the small design): its one
+    cell has one simulation of two subjects and a mean estimate inside the parameter's bounds, so
+    the population draws stay inside the bounds whatever the parameter's transform."""
+    from cogtestbed.validation.studies import run_study, study_spec
+
+    design: dict[str, Any] = {}
+    if spec.trials_field is not None:
+        design[spec.trials_field] = max(1, int(getattr(small_design(spec, config), spec.trials_field)) // 2)
+    problems = []
+    for name in _model_names(spec):
+        p = next(iter(spec.model(name).parameters))
+        study = study_spec(kind="power", experiment=spec.name, models=(name,), effect=p.name,
+                           effect_size=power_effect(p), subjects=(2,), reps=1, sd_between=2.0, design=design,
+                           seed=config.seed)
+        try:
+            (cell,) = run_study(study, workers=1).summary["cells"]
+        except Exception as exc:  # noqa: BLE001 - any failure is the finding
+            problems.append(f"model {name!r}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+            continue
+        if (cell["sims"], cell["n_subjects"]) != (1, 2):
+            problems.append(f"model {name!r}: a cell of {cell['sims']} simulations of {cell['n_subjects']} subjects")
+        if not p.lower <= cell["mean_estimate"] <= p.upper:
+            problems.append(f"model {name!r}: mean estimate of {p.name} {cell['mean_estimate']} outside "
+                            f"[{p.lower}, {p.upper}]")
+    _fail(problems, f"{spec.name}: parameter power studies do not run")
 
 
 # ----------------------------------------------------------------------------- data and metrics
@@ -1145,6 +1282,7 @@ def check_lapses(spec: ExperimentSpec, config: CheckConfig) -> None:
 CHECKS: dict[str, CheckFn] = {
     "spec_declaration": check_spec_declaration,
     "tables_module": check_tables_module,
+    "schema_fast_path": check_schema_fast_path,
     "phases": check_phases,
     "gymnasium_env": check_gymnasium_env,
     "seeded_determinism": check_seeded_determinism,
@@ -1155,8 +1293,12 @@ CHECKS: dict[str, CheckFn] = {
     "parameter_bounds": check_parameter_bounds,
     "pointwise_likelihood": check_pointwise_likelihood,
     "likelihood_gradient": check_likelihood_gradient,
+    "search_objective": check_search_objective,
+    "lapse_likelihood": check_lapse_likelihood,
     "mle_recovery": check_mle_recovery,
     "pymc_model": check_pymc_model,
+    "pymc_likelihood": check_pymc_likelihood,
+    "power_study": check_power_study,
     "importers": check_importers,
     "metrics_result": check_metrics_result,
     "study_declarations": check_study_declarations,

@@ -1,6 +1,9 @@
-"""Conformance checks on what an experiment's metrics make of a table (registered in
-:data:`cogtestbed.validation.conformance.CHECKS`):
+"""Conformance checks on an experiment's trial tables and what its metrics make of them (registered
+in :data:`cogtestbed.validation.conformance.CHECKS`):
 
+* :func:`check_schema_fast_path`: the schema's vectorised check (``TrialSchema.conforms``, which a
+  valid table takes without importing pandera) decides as pandera does, on a simulated table and
+  on edits of it that break each kind of declaration;
 * :func:`check_permuted_table`: the metrics of a table and of the same rows in another order are
   identical to the last bit (every metric sorts by its declared keys or is seeded per unit, never
   per row position);
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -75,6 +78,65 @@ def _smoke_table(spec: ExperimentSpec, config: CheckConfig) -> pd.DataFrame:
     from cogtestbed.simulation import simulate
 
     return simulate(spec, spec.declared_agents[0], config.n_subjects, config.seed, design=spec.design_cls())
+
+
+def _first_numeric(df: pd.DataFrame, col: str) -> None:
+    rows = df.index[df["valid"].to_numpy(dtype=bool) & df[col].notna().to_numpy()]
+    df.loc[rows[:1], col] = -1e9  # far outside every declared range
+
+
+def _float_without(df: pd.DataFrame, col: str, row: int, value: float = np.nan) -> None:
+    df[col] = df[col].astype("float64").where(df.index != row, value)
+
+
+#: Edits of a valid table, each breaking one kind of declaration (:func:`check_schema_fast_path`).
+SCHEMA_EDITS: dict[str, Callable[[pd.DataFrame], None]] = {
+    "reward out of range": lambda df: _first_numeric(df, "reward"),
+    "action out of range": lambda df: _first_numeric(df, "action"),
+    "missing trial": lambda df: _float_without(df, "trial", 0),
+    "valid answer without action": lambda df: _float_without(df, "action", 0),
+    "text in the reward": lambda df: df.__setitem__("reward", df["reward"].astype(str)),
+    "no valid column": lambda df: df.__delitem__("valid"),
+    "another experiment": lambda df: df.__setitem__("experiment", "nope"),
+    "missing experiment": lambda df: df.__setitem__("experiment", df["experiment"].where(df.index != 0)),
+    "negative session": lambda df: df.__setitem__("session", df["session"] - 5),
+    "infinite reward": lambda df: _float_without(df, "reward", 1, np.inf),
+}
+#: Edits a table of a task that declares no range may pass (both checks must still agree).
+RANGE_EDITS = ("reward out of range", "action out of range")
+
+
+def _pandera_passes(spec: ExperimentSpec, df: pd.DataFrame) -> bool:
+    import pandera.pandas as pa
+
+    try:
+        spec.schema.pandera(spec.name).validate(df, lazy=True)
+    except pa.errors.SchemaErrors:
+        return False
+    return True
+
+
+def check_schema_fast_path(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """The schema's fast check decides as pandera does: a simulated table passes both, each edit of
+    :data:`SCHEMA_EDITS` gets the same verdict from both and fails them (a range edit may pass both)."""
+    table = _smoke_table(spec, config)
+    problems = []
+    for edit, change in {"unchanged": lambda df: None, **SCHEMA_EDITS}.items():
+        df = table.copy()
+        change(df)
+        df = df.reset_index(drop=True)
+        try:
+            fast = spec.schema.conforms(df, spec.name)
+        except Exception:  # noqa: BLE001 - the table check hands such a table to pandera
+            fast = False
+        slow = _pandera_passes(spec, df)
+        if fast != slow:
+            problems.append(f"{edit}: the fast check says {'passes' if fast else 'fails'}, pandera "
+                            f"{'passes' if slow else 'fails'}")
+        elif fast != (edit == "unchanged") and edit not in RANGE_EDITS:
+            problems.append(f"{edit}: the table {'passes' if fast else 'fails'} both checks")
+    if problems:
+        raise ConformanceError(f"{spec.name}: schema fast path: " + "; ".join(problems))
 
 
 def check_permuted_table(spec: ExperimentSpec, config: CheckConfig) -> None:

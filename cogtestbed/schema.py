@@ -447,18 +447,6 @@ def index_rule(column: str, size: str | int, only_valid: bool = False) -> RowRul
     return RowRule(f"{column} is an index in 0 .. {size} - 1", cols, holds, only_valid)
 
 
-def unique_rule(keys: tuple[str, ...], why: str = "", only_valid: bool = False) -> RowRule:
-    """A rule across rows: no two rows share the values of ``keys`` (a merge on them is one to one;
-    a second session of the same block would otherwise overwrite the first).  Every duplicated row
-    fails, so the message names the first of them."""
-
-    def holds(t: pd.DataFrame) -> np.ndarray:
-        present = [k for k in keys if k in t.columns]
-        return ~t.duplicated(present, keep=False).to_numpy(dtype=bool)
-
-    return RowRule(f"one row per ({', '.join(keys)}){f' ({why})' if why else ''}", keys, holds, only_valid)
-
-
 #: The keys that order a trial table's rows canonically (:func:`canonical_rows`).
 ROW_KEYS = ("subject", "session", "trial")
 

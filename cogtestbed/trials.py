@@ -109,11 +109,6 @@ def pool_runs(table: pd.DataFrame, by: str = "agent") -> pd.DataFrame:
     return table.assign(subject=unit.astype(np.int64), session=session.to_numpy(dtype=np.int64))
 
 
-def param_columns(trials: pd.DataFrame) -> list[str]:
-    """The ``param_*`` columns of a table."""
-    return [c for c in trials.columns if c.startswith(PARAM_PREFIX)]
-
-
 @functools.lru_cache(maxsize=256)
 def categorical_dtype(categories: tuple[str, ...]) -> pd.CategoricalDtype:
     """The ``CategoricalDtype`` of ``categories`` (unordered), built once per process."""

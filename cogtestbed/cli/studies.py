@@ -108,20 +108,6 @@ def _spec(**fields: Any) -> StudySpec:
         raise ValueError(f"{option + ': ' if option else ''}{msg}{got}") from None
 
 
-def parse_design(items: list[str] | None) -> dict[str, Any]:
-    """``NAME=VALUE`` design fields; a value is read as JSON where it parses (numbers, lists), else text."""
-    out: dict[str, Any] = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise ValueError(f"--design expects NAME=VALUE, got {item!r}")
-        try:
-            out[name.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            out[name.strip()] = value
-    return out
-
-
 def sized(experiment: str, design: list[str] | None, trials: str | None) -> dict[str, Any]:
     """``design`` and ``trials`` of a study from ``--design`` (a comma list sweeps the trials field,
     :func:`~cogtestbed.validation.sizes.split_design`) and ``--trials`` (one of the two sizes the run)."""

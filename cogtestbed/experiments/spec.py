@@ -605,10 +605,6 @@ class ExperimentSpec:
         table = importer.load(path)
         return validate_trials(table, self.schema, self.name, source=path, file_columns=importer.file_columns), source
 
-    @property
-    def metrics_options(self) -> Mapping[str, MetricOption]:
-        return self.metrics.options
-
     def metric_option(self, name: str) -> MetricOption:
         try:
             return self.metrics.options[name]

@@ -243,23 +243,6 @@ def build_model(trials: pd.DataFrame, scheme: str = "3p", pooling: str = "partia
     return model
 
 
-def compare_pooling(trials: pd.DataFrame, scheme: str = "3p", draws: int = 1000, tune: int = 1000,
-                    chains: int = 4, seed: int = 0, by_subject: bool = False
-                    ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Fit partial, no and complete pooling and compare them by PSIS-LOO (ArviZ ``compare``).
-
-    Per judgment by default (``by_subject=False``): the 20 judgments of a subject are
-    exchangeable, and leave-one-subject-out PSIS has Pareto k > 0.7 for most of the 48 RW17
-    subjects under partial and no pooling (``hierarchical_human_study``).
-    """
-    from cogtestbed.inference.hierarchical import compare_loo, fit_hierarchical
-
-    fits = {pool: fit_hierarchical(build_model(trials, scheme, pool), trials, draws=draws, tune=tune,
-                                   chains=chains, seed=seed, warn=True)
-            for pool in ("partial", "none", "complete")}
-    return compare_loo(fits, by_subject=by_subject), fits
-
-
 # ----------------------------------------------------------------------------- human hierarchical fit
 def _pareto_k(loo_result: Any) -> dict[str, Any]:
     k = np.asarray(loo_result.pareto_k)

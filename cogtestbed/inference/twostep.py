@@ -403,11 +403,6 @@ def ols(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
     return {"params": beta, "bse": np.sqrt(np.clip(np.diag(cov), 0, None)), "rank": rank, "n": n}
 
 
-def stay_regression(trials: pd.DataFrame, valid_only: bool = False) -> dict[str, Any]:
-    """CogBench's pooled stay regression; ``model_basedness`` = the interaction coefficient."""
-    return regression_summary(*stay_design(trials, valid_only))
-
-
 def regression_summary(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
     """The stay regression's coefficients, counts and flags from its pooled (X, y)."""
     fit = ols(x, y)

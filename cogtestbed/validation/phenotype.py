@@ -22,7 +22,7 @@ figure clips.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -270,8 +270,3 @@ def plot_phenotype(table: pd.DataFrame, path: Path, kind: Kind,
     fig.savefig(path, dpi=150)
     plt.close(fig)
     return path
-
-
-def references_table() -> pd.DataFrame:
-    """All reference values (registered or not), for documentation and the CLI."""
-    return pd.DataFrame([asdict(r) | {"tiny_denominator": r.tiny_denominator} for r in references()])

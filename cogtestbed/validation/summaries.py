@@ -10,7 +10,6 @@ all replications and whether the means move monotonically in the declared direct
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -197,8 +196,3 @@ def test_summary(table: pd.DataFrame) -> dict[str, Any]:
         cells.append({**keys, "rejection_rate": r["rate"], "mc_se": r["mc_se"], "sims": r["sims"],
                       "median_p": float(g["p_value"].median())})
     return {"test": str(table["test"].iloc[0]), "parameter": swept, "cells": cells}
-
-
-def mc_interval(p: float, se: float) -> tuple[float, float]:
-    """±1.96 MC SE interval of a rate, clipped to [0, 1]."""
-    return max(0.0, p - 1.96 * se), min(1.0, p + 1.96 * se) if math.isfinite(se) else 1.0

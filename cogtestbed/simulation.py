@@ -13,6 +13,7 @@ a lapse-free table, are unchanged by it.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -129,11 +130,28 @@ class MemoryLimitError(ValueError):
     """A job would need more memory than the machine has available (refused before it starts)."""
 
 
+#: A design of at most this many steps a session is measured directly (one simulated subject, a
+#: few MiB at most); a larger one is estimated from its step count before anything is allocated.
+MEASURED_STEPS = 20_000
+
+
 def session_bytes(experiment: str | Experiment, agent: str, params: Mapping[str, Any] | None = None,
                   design: Design | None = None) -> int:
-    """Bytes of one simulated subject-session's trial table, measured on a one-subject simulation."""
-    one = simulate(experiment, agent, 1, 0, params, design=design)
-    return int(one.memory_usage(deep=True).sum())
+    """Bytes of one simulated subject-session's trial table, from the design before any allocation:
+    the session's most steps (:meth:`TextEnv.max_steps`, closed form) times the bytes a step takes,
+    measured on one simulated subject of ``design`` itself where it has at most :data:`MEASURED_STEPS`
+    steps (exact), else of the experiment's default design."""
+    exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
+    design = design if design is not None else exp.env_cls.design_cls()
+    steps = int(exp.env_cls.max_steps(design))
+    probe = design if steps <= MEASURED_STEPS else exp.env_cls.design_cls()
+    return math.ceil(_bytes_per_step(exp, agent, params, probe) * steps)
+
+
+def _bytes_per_step(exp: Experiment, agent: str, params: Mapping[str, Any] | None, design: Design) -> float:
+    """Bytes of a one-subject trial table of ``design`` per step the session can take."""
+    one = simulate(exp, agent, 1, 0, params, design=design)
+    return int(one.memory_usage(deep=True).sum()) / max(1, int(exp.env_cls.max_steps(design)))
 
 
 def format_bytes(n: float) -> str:

@@ -67,3 +67,34 @@ def test_smollm2_answers_belief_coherence_with_the_experiments_stop(smollm2: Any
     assert res.exit_code == 0, res.output
     cut = pd.read_parquet(tmp_path / "newline" / "trials.parquet")
     assert len(cut) == 5 and int(cut["valid"].sum()) == 0
+
+
+def test_simulate_memory_is_estimated_from_the_design_not_by_simulating_it(monkeypatch: pytest.MonkeyPatch
+                                                                         ) -> None:
+    import cogtestbed.simulation as sim
+    from cogtestbed.registry import get_experiment
+
+    exp = get_experiment("magnitude")
+    big = exp.env_cls.design_cls(trials_per_session=200)  # 36,000 steps a session: above MEASURED_STEPS
+    assert exp.env_cls.max_steps(big) == 36_000 > sim.MEASURED_STEPS
+    simulated: list[Any] = []
+    real_simulate = sim.simulate
+    monkeypatch.setattr(sim, "simulate", lambda *a, **k: simulated.append(k["design"]) or real_simulate(*a, **k))
+    estimate = sim.session_bytes(exp, "linear", design=big)
+    assert simulated == [exp.env_cls.design_cls()]  # only the default design (9,000 steps) was simulated
+    default = real_simulate(exp, "linear", 1, 0, design=exp.env_cls.design_cls())
+    default_bytes = int(default.memory_usage(deep=True).sum())
+    assert estimate == -(-default_bytes * 36_000 // 9_000)  # per step of the default design x the steps
+    actual = int(real_simulate(exp, "linear", 1, 0, design=big).memory_usage(deep=True).sum())
+    assert abs(estimate / actual - 1) < 0.01  # measured: 4,909,304 vs 4,906,076 bytes
+
+
+def test_an_oversized_simulation_is_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    from cogtestbed.cli import run_cli
+
+    code = run_cli(["simulate", "restless-bandit", "--agent", "random", "--subjects", "100000000",
+                    "-o", str(tmp_path / "t.parquet")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "needs about 3.31 TiB of memory" in lines[0], lines
+    assert not (tmp_path / "t.parquet").exists()

@@ -118,6 +118,11 @@ def _clock(seconds: float) -> str:
     return f"{minutes} min {s:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
+def duration(seconds: float) -> str:
+    """Seconds for a person: 2 significant digits under a minute (``0.31 s``), else :func:`_clock`."""
+    return f"{seconds:.2g} s" if seconds < 59.5 else _clock(seconds)
+
+
 _DURATION = re.compile(r"([\d.]+)\s*(ms|s|m|h|µs|us|ns)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -246,5 +251,5 @@ def stderr_reporter(terminal: bool) -> Report:
     return report
 
 
-__all__ = ["SamplingProgress", "TaskProgress", "current", "for_sampling", "nutpie_progress", "parse_duration",
-           "pymc_callback", "reporting", "stderr_reporter"]
+__all__ = ["SamplingProgress", "TaskProgress", "current", "duration", "for_sampling", "nutpie_progress",
+           "parse_duration", "pymc_callback", "reporting", "stderr_reporter"]

@@ -40,6 +40,15 @@ def test_a_study_estimate_comes_before_the_first_task(capsys, monkeypatch) -> No
            "casino (48 trials per run)" in lines[at]
 
 
+def test_a_precision_plan_estimates_a_batch_before_its_first_design(capsys) -> None:
+    assert run_cli(["plan", "magnitude", "--model", "static-bayes", "--precision", "w_prior=0.3", "--assurance",
+                    "0.5", "--design", "task=marker-location", "--design", 'conditions=["base"]', "--design",
+                    'modalities=["text"]', "--design", "trials_per_session=5,10"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("estimate: a batch of 40 subjects takes about ") and "at the largest here (timed)" in err
+    assert err.index("estimate:") < err.index("P(|error| ≤ 0.3)")
+
+
 def test_a_study_estimate_is_within_a_factor_of_the_real_time() -> None:
     from cogtestbed.validation.estimate import study_estimate
     from cogtestbed.validation.studies import run_study

@@ -107,6 +107,8 @@ def test_question_3_plan_cost_with_a_pilot(capsys, tmp_path: Path) -> None:
     out = capsys.readouterr()
     assert code == 0, out.err[-2000:]
     assert "warning: the pilot in" in out.err and "ran openai:gpt-4o-mini, not openai:gpt-4o" in out.err
+    estimate = out.err.index("estimate: one simulation takes about")  # before the search's first look
+    assert estimate < out.err.index(": power ") and "a look of 24-96 simulations takes" in out.err
     first = out.out.splitlines()[0]
     assert first.startswith("cheapest design reaching 80% power") and "visits per casino" in first and "$" in first
     assert "recovery at this design: effect bias" in out.out

@@ -297,6 +297,8 @@ def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assur
     planner = PrecisionPlanner(spec, exp, parameter, halfwidth, assurance, trials_axis, runs_axis, pricer,
                                on_progress=None if quiet else lambda m: console_err.print(m, highlight=False,
                                                                                           markup=False))
+    if not quiet:
+        console_err.print(planner.estimate_line(), highlight=False, markup=False, soft_wrap=True)
     payload = precision_payload(planner.plan(), planner)
     if output is not None:
         import json

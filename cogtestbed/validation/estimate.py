@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from cogtestbed.progress import _clock
+from cogtestbed.progress import _clock, duration
 
 #: Fewest tasks for which a study is calibrated first (one or two tasks are their own estimate).
 MIN_TASKS = 3
@@ -104,10 +104,10 @@ def plan_look_line(spec: Any, exp: Any, smallest: Any, largest: Any, first: int,
     except Exception:  # noqa: BLE001 - the plan reports its own errors
         return None
     big = seconds * units(largest) / units(smallest)
-    return (f"estimate: one simulation takes about {seconds:.2g} s at the smallest design and {big:.2g} s at the "
-            f"largest here (timed, scaled by subjects × trials × runs), so a look of {first}-{most} simulations "
-            f"takes {_clock(first * seconds)} to {_clock(most * big)} before the workers share it; the search looks at "
-            "as many designs as it needs, each printed as it finishes")
+    return (f"estimate: one simulation takes about {duration(seconds)} at the smallest design and {duration(big)} at "
+            f"the largest here (timed, scaled by subjects × trials × runs), so a look of {first}-{most} simulations "
+            f"takes {duration(first * seconds)} to {duration(most * big)} before the workers share it; the search "
+            "looks at as many designs as it needs, each printed as it finishes")
 
 
 __all__ = ["StudyEstimate", "plan_look_line", "study_estimate", "task_units", "timed_task"]

@@ -39,6 +39,8 @@ BATCH = 40
 MAX_SUBJECTS = 400
 #: The default assurance Q.
 DEFAULT_ASSURANCE = 0.9
+#: Seed stream of the batches timed for the up-front estimate (apart from every design's batches).
+CALIBRATION_STREAM = 999_999
 
 
 @dataclass
@@ -102,14 +104,14 @@ class PrecisionPlanner:
         self.model.contrast(parameter, {p: 0.0 for p in self.model.parameters.names})  # an unknown name fails here
 
     # -- one design
-    def _batch(self, point: Point, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def _batch(self, point: Point, k: int, n: int = BATCH) -> tuple[np.ndarray, np.ndarray]:
         from cogtestbed.validation.model_studies import power_parameters
 
         entropy = [self.spec.seed, 7_000_003, point.runs, point.trials or 0, k, *(v for _, v in point.fields)]
         param_seq, sim_seq = np.random.SeedSequence(entropy).spawn(2)
-        true = power_parameters(self.spec, self.model, BATCH, np.random.default_rng(param_seq))
+        true = power_parameters(self.spec, self.model, n, np.random.default_rng(param_seq))
         design = design_for_trials(self.exp, point.trials, point.design(self.spec.design))
-        table = simulate_model(self.spec, self.exp, self.model.name, true, BATCH, seed_of(sim_seq), design,
+        table = simulate_model(self.spec, self.exp, self.model.name, true, n, seed_of(sim_seq), design,
                                point.runs)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -146,6 +148,24 @@ class PrecisionPlanner:
 
     def label(self, point: Point) -> str:
         return point.label("runs" if point.runs > 1 else "trials", self.spec)
+
+    def estimate_line(self) -> str:
+        """The up-front estimate of a batch: at the smallest design one whole batch timed (after a
+        two-subject run that loads the compiled code), at the largest a quarter batch timed and
+        multiplied by four (its fixed costs counted four times: an estimate on the high side)."""
+        from cogtestbed.progress import duration
+
+        small, large = self.at(self.runs.values[0], self.trials.values[0]), \
+            self.at(self.runs.values[-1], self.trials.values[-1])
+        self._batch(small, CALIBRATION_STREAM, 2)
+        timed = []
+        for point, n in ((small, BATCH), (large, BATCH // 4)):
+            start = time.perf_counter()
+            self._batch(point, CALIBRATION_STREAM, n)
+            timed.append((time.perf_counter() - start) * BATCH / n)
+        return (f"estimate: a batch of {BATCH} subjects takes about {duration(timed[0])} at the smallest design "
+                f"and {duration(timed[1])} at the largest here (timed); each design takes 1 to "
+                f"{MAX_SUBJECTS // BATCH} batches, each printed as it finishes")
 
     # -- costs
     def cost(self, point: Point) -> dict[str, Any]:

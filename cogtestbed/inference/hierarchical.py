@@ -566,7 +566,7 @@ def _sample(pm_model: Any, use: str, model: Any, hierarchical: bool, draws: int,
 
     # the command line's reporter, where one is open and no bar of the sampler's own is asked for
     progress = None if progressbar else for_sampling(
-        f"sampling {getattr(model, 'name', 'model')} ({chains} chains x {tune} tune + {draws} draws)")
+        f"sampling {getattr(model, 'name', '') or 'the model'} ({chains} chains x {tune} tune + {draws} draws)")
     if progress is not None:  # the up-front estimate, before the set-up
         units = (tune + draws) * chains / max(1, min(chains, cores)) * _n_observed(pm_model)
         progress.expect(f"{use}:{_kind_name(model, pm_model)}", units,

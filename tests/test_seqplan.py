@@ -169,3 +169,95 @@ def test_rw_optimism_bias_sequential_error_rates_and_saving():
     assert null.rate <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / null.sims)
     assert eff.rate >= 0.8 - 2 * eff.mc_se
     assert eff.units.mean() < 26  # fewer expected subjects than the fixed design under the effect
+
+
+# ----------------------------------------------------------------------------- a metric difference between two LLMs
+def _pair_plan(path: Path, llms: tuple[str, str], sizes: tuple[int, ...] = (2, 4), days: int = 3) -> Path:
+    """A plan.json of a sequential two-step model-basedness difference between two LLMs."""
+    import json
+
+    from cogtestbed.validation.plan_report import PLAN_VERSION
+    from cogtestbed.validation.study_data import design_for_trials
+
+    exp = get_experiment("two-step")
+    bounds = boundaries(sizes, 0.05, "pocock", False, 0.8)
+    design = {**bounds.as_dict(), "size_axis": "runs", "futility_rule": False, "direction": 0.0,
+              "runs_per_subject": 1, "statistic": {"kind": "metric-power", "metric": "model_basedness",
+                                                   "test": "difference test of the fixed plan", "metric_options": {}}}
+    run = {"experiment": exp.name, "llms": list(llms), "subjects": sizes[-1], "seed": 0,
+           "design": design_for_trials(exp, days, {}).model_dump(mode="json"), "max_tokens": 4, "temperature": 0.0,
+           "reask": 0, "max_calls": None, "max_cost": None, "sequential": design}
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "plan.json").write_text(json.dumps({"plan_version": PLAN_VERSION, "experiment": exp.name, "run": run}))
+    return path / "plan.json"
+
+
+def test_pair_statistic_is_the_plans_difference_test():
+    from cogtestbed.validation.metric_studies import difference_test, metric_value
+    from cogtestbed.validation.seqplan import pair_statistic
+    from cogtestbed.validation.study_data import design_for_trials, simulate_runs
+
+    exp = get_experiment("two-step")
+    design = design_for_trials(exp, 30, {})
+    a, b = (simulate_runs(exp, "hybrid", 12, seed, {"w": w, "beta": 5.0}, design) for seed, w in ((1, 0.1), (2, 0.9)))
+    stat = {"kind": "metric-power", "metric": "model_basedness", "metric_options": {}}
+    got = pair_statistic(exp, stat, (a, b), 8)
+    ma, mb = (dict(exp.metrics(t[t["subject"] < 8])) for t in (a, b))
+    _, p = difference_test(ma, mb, "model_basedness", exp.metrics.unit)
+    diff = metric_value(mb, "model_basedness") - metric_value(ma, "model_basedness")
+    assert got["estimate"] == pytest.approx(diff) and got["p_value"] == pytest.approx(p)
+    assert got["statistic"] == pytest.approx(z_from_p(p, 0.0, signed=False)) and got["statistic"] > 0
+    assert diff > 0.05  # w 0.9 is more model-based than w 0.1
+    assert got["value_a"] == pytest.approx(metric_value(ma, "model_basedness"))
+    assert pair_statistic(exp, stat, (a, b), 12)["p_value"] != pytest.approx(p)  # the look's prefix matters
+    none = pair_statistic(exp, stat, (a, b.assign(valid=False)), 8)
+    assert none["statistic"] is None and none["reason"] == "no valid trial among LLM 2's first 8 sessions"
+
+
+def test_sequential_pair_run_plays_both_llms_in_step_resumes_and_reproduces(tmp_path, monkeypatch):
+    """Both tiny models play two-step sessions look by look (one run directory each); a per-LLM
+    budget stops the second look, --resume continues it, `looks` reproduces both looks."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from cogtestbed.cli import app
+
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
+    cli = CliRunner()
+    llms = ("hf:tiny-random", "hf:tiny-random-chat")
+    plan, out = _pair_plan(tmp_path / "plan", llms), tmp_path / "run"
+    one = cli.invoke(app, ["run", "--plan", str(plan), "--llm", llms[0], "-o", str(tmp_path / "one")])
+    assert isinstance(one.exception, ValueError) and "compares two LLMs" in str(one.exception)  # exit 2 in a shell
+    assert not (tmp_path / "one").exists()
+    # a session's worst case is 6 calls: a per-LLM cap of 6 admits one of look 1's two sessions (exit 3)
+    first = cli.invoke(app, ["run", "--plan", str(plan), "-o", str(out), "--max-calls", "6"])
+    assert first.exit_code == 3, first.output
+    dirs = [out / "1-hf-tiny-random", out / "2-hf-tiny-random-chat"]
+    assert not (out / "looks.jsonl").exists() and not dirs[1].exists()  # LLM 2 never started: no look tested
+    assert json.loads((dirs[0] / "run.json").read_text())["stats"]["total_calls"] <= 6
+    again = cli.invoke(app, ["run", "--plan", str(plan), "-o", str(out), "--resume", "--add-budget", "calls=20"])
+    assert again.exit_code == 0, again.output
+    assert "look 1/2" in again.output and "look 2/2" in again.output
+    looks = [json.loads(x) for x in (out / "looks.jsonl").read_text().splitlines()]
+    assert [lk["look"] for lk in looks] == [1, 2] and [lk["units"] for lk in looks] == [2, 4]
+    # tiny random models answer no planet letter: no metric, a null statistic with its reason (Z read as 0)
+    assert looks[0]["statistic"] is None and looks[0]["reason"] == "no valid trial among LLM 1's first 2 sessions"
+    assert looks[0]["decision"] == "continue" and looks[1]["decision"] == "futility"  # the last look accepts
+    for d in dirs:  # each LLM played the four sessions, its calls within its own cap
+        manifest = json.loads((d / "run.json").read_text())
+        stats = manifest["stats"]
+        assert stats["subjects_complete"] == 4 and stats["max_calls"] == 26 and stats["total_calls"] <= 26
+    # an invocation that died after look 1: --resume continues at look 2 (sessions from the cache)
+    (out / "looks.jsonl").write_text(json.dumps(looks[0]) + "\n")
+    resumed = cli.invoke(app, ["run", "--plan", str(plan), "-o", str(out), "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    assert "look 2/2" in resumed.output and "look 1/2" not in resumed.output
+    assert [json.loads(x)["look"] for x in (out / "looks.jsonl").read_text().splitlines()] == [1, 2]
+    check = cli.invoke(app, ["looks", str(out), "--json"])
+    assert check.exit_code == 0, check.output
+    assert json.loads(check.stdout)["reproduced"] is True
+    done = cli.invoke(app, ["run", "--plan", str(plan), "-o", str(out), "--resume"])
+    assert done.exit_code == 0 and "nothing to resume" in done.output
+    fresh = cli.invoke(app, ["run", "--plan", str(plan), "-o", str(out)])
+    assert isinstance(fresh.exception, ValueError) and "--resume" in str(fresh.exception)

@@ -4,13 +4,15 @@ A run of a sequential plan (``plan … --looks K``) plays the first ``n_k`` subj
 them as the plan simulated (:func:`cogtestbed.validation.seqplan.evaluate_look`), appends the look to
 ``looks.jsonl`` and stops (efficacy or futility) or resumes the same run directory for the next
 look (earlier subjects come from the response cache).  ``--resume`` continues at the first look not
-recorded.  ``cogtestbed looks RUN_DIR`` recomputes every recorded look from the saved trial table.
+recorded.  A plan of a metric difference between two LLMs runs both in step, one run directory each
+under the run directory (:func:`run_sequential_pair`).  ``cogtestbed looks RUN_DIR`` recomputes every
+recorded look from the saved trial table(s).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -37,8 +39,8 @@ def run_sequential(request: Any, design: dict[str, Any], execute_run: Callable[[
     from cogtestbed.validation.seqplan import LOOKS_FILE, SEQUENTIAL_FILE, evaluate_look
 
     if design["statistic"]["kind"] == "metric-power":
-        raise ValueError("--plan: a sequential plan of a metric difference between two LLMs is not executed by run "
-                         "(run each LLM's looks by hand); model-effect and test plans are")
+        raise ValueError("--plan: a sequential plan of a metric difference compares two LLMs: run it with both "
+                         "(no --llm, or --llm A --llm B)")
     if int(design.get("runs_per_subject", 1)) != 1:
         raise ValueError("--plan: a sequential plan with several sessions per subject is not executed by run")
     exp = get_experiment(request.experiment)
@@ -49,7 +51,9 @@ def run_sequential(request: Any, design: dict[str, Any], execute_run: Callable[[
     result = None
     for k in range(len(done), len(design["sizes"])):
         n = int(design["sizes"][k])
-        req = replace(request, resume=request.resume or k > 0, limit=n)
+        # --add-budget raises the run's totals once, at this invocation's first look
+        req = replace(request, resume=request.resume or k > 0, limit=n,
+                      add_budget=request.add_budget if k == len(done) else [])
         console_err.print(f"look {k + 1}/{len(design['sizes'])}: the first {n} subjects", highlight=False)
         result = execute_run(req)
         if int(result.stats["subjects_complete"]) < n:  # the budget stopped it
@@ -59,14 +63,96 @@ def run_sequential(request: Any, design: dict[str, Any], execute_run: Callable[[
         look = evaluate_look(exp, design, read_trials(request.output / "trials.parquet", exp.name), k)
         with (request.output / LOOKS_FILE).open("a") as fh:
             fh.write(json.dumps(look) + "\n")
-        shown = f"{look['statistic']:+.3f}" if look["statistic"] is not None else f"none ({look.get('reason')})"
-        console_err.print(f"look {k + 1}: Z = {shown} (efficacy |Z| ≥ {look['efficacy']:.3f}"
-                          + (f", futility {look['futility']:.3f}" if look["futility"] is not None else "")
-                          + f"): {look['decision']}", highlight=False)
+        _say_look(look)
         if look["decision"] != "continue":
             result.status = "complete"
             break
     return result
+
+
+def run_sequential_pair(requests: Sequence[Any], output: Path, design: dict[str, Any],
+                        execute_run: Callable[[Any], Any]) -> Any:
+    """Execute a sequential plan of a metric difference between two LLMs in ``output``: at each look
+    both LLMs play their first ``n_k`` sessions in step (one run directory each, ``requests[i].output``,
+    each under its own budget: the plan's per-LLM ``--max-calls``), the difference is tested on both
+    tables, the look is appended to ``output/looks.jsonl`` and the run stops or goes on.  A budget stop
+    of either LLM ends the invocation before the look is tested (``--resume`` continues that look; an
+    LLM that had not started then gets the other's stored budget)."""
+    from dataclasses import replace
+
+    from cogtestbed.llm_adapters.rundir import CONFIG_FILE
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.seqplan import SEQUENTIAL_FILE
+
+    if int(design.get("runs_per_subject", 1)) != 1:
+        raise ValueError("--plan: a sequential plan with several sessions per subject is not executed by run")
+    resume = bool(requests[0].resume)
+    done = recorded_looks(output) if resume else []
+    if not resume and (output / SEQUENTIAL_FILE).exists():
+        raise ValueError(f"{output} already holds a sequential run; pass --resume to continue it")
+    if done and done[-1]["decision"] != "continue":
+        console_err.print(f"the run stopped at look {done[-1]['look']} ({done[-1]['decision']}): nothing to resume")
+        return None
+    exp = get_experiment(requests[0].experiment)
+    full = {**design, "llms": [r.llm for r in requests], "run_dirs": [r.output.name for r in requests]}
+    output.mkdir(parents=True, exist_ok=True)
+    (output / SEQUENTIAL_FILE).write_text(json.dumps(full, indent=1) + "\n")
+    result = None
+    for k in range(len(done), len(design["sizes"])):
+        n = int(design["sizes"][k])
+        console_err.print(f"look {k + 1}/{len(design['sizes'])}: the first {n} sessions of each LLM", highlight=False)
+        for req in requests:
+            again = (resume or k > 0) and (req.output / CONFIG_FILE).exists()
+            add = req.add_budget if k == len(done) else []  # raised once per invocation
+            result = execute_run(replace(req, resume=again, limit=n, add_budget=add) if again or not resume
+                                 else _fresh_in_resume(req, requests, n))
+            if int(result.stats["subjects_complete"]) < n:  # this LLM's budget stopped it
+                return result
+        assert result is not None
+        look = _record_look(exp, full, output, k)
+        if look["decision"] != "continue":
+            result.status = "complete"
+            break
+    return result
+
+
+def _fresh_in_resume(req: Any, requests: Sequence[Any], n: int) -> Any:
+    """The request of an LLM whose run starts during a ``--resume`` (the budget stopped the other LLM
+    before it began): the other LLM's stored totals as its budget, so both run under the same cap."""
+    from dataclasses import replace
+
+    cap = {"max_calls": req.max_calls, "max_cost": req.max_cost}
+    for other in requests:
+        if other is not req and (other.output / "run.json").exists():
+            stats = json.loads((other.output / "run.json").read_text()).get("stats", {})
+            cap = {"max_calls": stats.get("max_calls", req.max_calls), "max_cost": stats.get("max_cost", req.max_cost)}
+    return replace(req, resume=False, add_budget=[], limit=n, **cap)
+
+
+def _record_look(exp: Any, design: dict[str, Any], output: Path, k: int) -> dict[str, Any]:
+    """Test look ``k`` on the pair's tables, append it to ``looks.jsonl`` and print it."""
+    from cogtestbed.validation.seqplan import LOOKS_FILE, evaluate_look
+
+    look = evaluate_look(exp, design, pair_tables(exp, output, design), k)
+    with (output / LOOKS_FILE).open("a") as fh:
+        fh.write(json.dumps(look) + "\n")
+    _say_look(look)
+    return look
+
+
+def pair_tables(exp: Any, output: Path, design: dict[str, Any]) -> tuple[Any, Any]:
+    """The two LLMs' trial tables of a sequential metric-difference run."""
+    from cogtestbed.registry import read_trials
+
+    a, b = (read_trials(output / name / "trials.parquet", exp.name) for name in design["run_dirs"])
+    return a, b
+
+
+def _say_look(look: dict[str, Any]) -> None:
+    shown = f"{look['statistic']:+.3f}" if look["statistic"] is not None else f"none ({look.get('reason')})"
+    console_err.print(f"look {look['look']}: Z = {shown} (efficacy |Z| ≥ {look['efficacy']:.3f}"
+                      + (f", futility {look['futility']:.3f}" if look["futility"] is not None else "")
+                      + f"): {look['decision']}", highlight=False)
 
 
 @app.command()
@@ -88,7 +174,8 @@ def looks(
     recorded = recorded_looks(run_dir)
     manifest = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
     exp = get_experiment(manifest.get("config", {}).get("experiment") or design["experiment"])
-    table = read_trials(run_dir / "trials.parquet", exp.name)
+    table = (pair_tables(exp, run_dir, design) if "run_dirs" in design
+             else read_trials(run_dir / "trials.parquet", exp.name))
     rows, ok = [], True
     for rec in recorded:
         again = evaluate_look(exp, design, table, int(rec["look"]) - 1)

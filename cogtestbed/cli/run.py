@@ -158,43 +158,81 @@ def run(
     Exit status: 0 complete, 2 bad input or a backend error (one line), 3 stopped by the budget.
     """
     llms = _planned_llms(plan, llms)
+    opts = {k: v for k, v in locals().items() if k not in ("llms", "output")}
     if len(llms) != 1:
-        _run_paired(llms, output, {k: v for k, v in locals().items() if k not in ("llms", "output")})
+        if plan is not None and not dry_run and _sequential_kind(plan) == "metric-power":
+            _run_sequential_pair(llms, output, opts)
+            return
+        _run_paired(llms, output, opts)
         return
-    llm = llms[0]
-    fields: dict[str, Any] = {}
-    temperature_source: str | None = None
-    if plan is not None:  # the planned design, subjects, seed, answer settings and limits
-        from cogtestbed.validation.plan_report import plan_run_settings
-
-        p = plan_run_settings(plan, experiment, llm, subjects, seed, design)
-        experiment, subjects, seed, fields = p["experiment"], p["subjects"], p["seed"], p["design"]
-        max_tokens, reask = p["max_tokens"], p["reask"]
-        if temperature is None:
-            temperature, temperature_source = p["temperature"], f"the plan ({plan})"
-        max_calls = max_calls if max_calls is not None else p["max_calls"]
-        max_cost = max_cost if max_cost is not None else p["max_cost"]
-    if experiment is None:
-        raise ValueError("run needs an EXPERIMENT (or --plan)")
-    request = RunRequest(
-        experiment=experiment, llm=llm, output=output, subjects=subjects, seed=seed, base_url=base_url,
-        mode=mode, design=design or [], design_fields=fields, max_tokens=max_tokens, temperature=temperature,
-        temperature_source=temperature_source, stop=stop,
-        reask=reask, top_logprobs=top_logprobs, cache=cache, concurrency=concurrency, rpm=rpm, tpm=tpm,
-        max_calls=max_calls, max_cost=max_cost, add_budget=add_budget or [], prices=prices,
-        timeout=timeout, retry_for=retry_for, resume=resume, progress_every=progress_every)
+    request, p = planned_request(llms[0], output, opts)
     if dry_run:
         print_json(estimate_run(request))
         return
-    if plan is not None and p.get("sequential") is not None:  # a group-sequential plan: look by look
+    if p is not None and p.get("sequential") is not None:  # a group-sequential plan: look by look
         from cogtestbed.cli.looks import run_sequential
 
-        result = run_sequential(request, {**p["sequential"], "experiment": experiment}, execute_run)
+        result = run_sequential(request, {**p["sequential"], "experiment": request.experiment}, execute_run)
         if result is not None and result.status == "stopped":
             raise typer.Exit(EXIT_BUDGET_STOP)
         return
     result = execute_run(request)
     if result.status == "stopped":
+        raise typer.Exit(EXIT_BUDGET_STOP)
+
+
+def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRequest, dict[str, Any] | None]:
+    """The :class:`RunRequest` of one LLM from ``run``'s options, a plan's settings applied (its
+    design, subjects, seed, answer settings and limits; options given win where allowed), and the
+    plan's run settings (None without ``--plan``)."""
+    o = dict(opts)
+    fields: dict[str, Any] = {}
+    temperature_source: str | None = None
+    p: dict[str, Any] | None = None
+    if o["plan"] is not None:
+        from cogtestbed.validation.plan_report import plan_run_settings
+
+        p = plan_run_settings(o["plan"], o["experiment"], llm, o["subjects"], o["seed"], o["design"])
+        o.update(experiment=p["experiment"], subjects=p["subjects"], seed=p["seed"], max_tokens=p["max_tokens"],
+                 reask=p["reask"])
+        fields = p["design"]
+        if o["temperature"] is None:
+            o["temperature"], temperature_source = p["temperature"], f"the plan ({o['plan']})"
+        o["max_calls"] = o["max_calls"] if o["max_calls"] is not None else p["max_calls"]
+        o["max_cost"] = o["max_cost"] if o["max_cost"] is not None else p["max_cost"]
+    if o["experiment"] is None:
+        raise ValueError("run needs an EXPERIMENT (or --plan)")
+    request = RunRequest(
+        experiment=o["experiment"], llm=llm, output=output, subjects=o["subjects"], seed=o["seed"],
+        base_url=o["base_url"], mode=o["mode"], design=o["design"] or [], design_fields=fields,
+        max_tokens=o["max_tokens"], temperature=o["temperature"], temperature_source=temperature_source,
+        stop=o["stop"], reask=o["reask"], top_logprobs=o["top_logprobs"], cache=o["cache"],
+        concurrency=o["concurrency"], rpm=o["rpm"], tpm=o["tpm"], max_calls=o["max_calls"], max_cost=o["max_cost"],
+        add_budget=o["add_budget"] or [], prices=o["prices"], timeout=o["timeout"], retry_for=o["retry_for"],
+        resume=o["resume"], progress_every=o["progress_every"])
+    return request, p
+
+
+def _sequential_kind(plan: Path) -> str | None:
+    """The statistic kind of a sequential plan (None for a fixed plan)."""
+    from cogtestbed.validation.plan_report import load_plan
+
+    seq = load_plan(plan).get("sequential")
+    return None if seq is None else str(seq["statistic"]["kind"])
+
+
+def _run_sequential_pair(llms: list[str], output: Path, opts: dict[str, Any]) -> None:
+    """A sequential plan of a metric difference between two LLMs (:func:`cogtestbed.cli.looks.run_sequential_pair`)."""
+    from cogtestbed.cli.looks import run_sequential_pair
+
+    if len(llms) != 2 or llms[0] == llms[1]:
+        raise ValueError(f"--llm takes one model, or two different models to pair; got {llms}")
+    pairs = [planned_request(llm, model_dir(output, i, llm), opts) for i, llm in enumerate(llms)]
+    seq = pairs[0][1]
+    assert seq is not None
+    result = run_sequential_pair([r for r, _ in pairs], output,
+                                 {**seq["sequential"], "experiment": pairs[0][0].experiment}, execute_run)
+    if result is not None and result.status == "stopped":
         raise typer.Exit(EXIT_BUDGET_STOP)
 
 

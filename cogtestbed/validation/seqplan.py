@@ -493,7 +493,8 @@ def statistic_name(spec: PlannedStudy) -> dict[str, Any]:
         return {"kind": "power", "model": spec.models[0], "effect": spec.effect, "effect_size": spec.effect_size,
                 "test": "two-sided one-sample t-test on per-subject MLE", "lapse_fit": spec.lapse_fit}
     if isinstance(spec, MetricPowerStudy):
-        return {"kind": "metric-power", "metric": spec.metric, "test": "difference test of the fixed plan"}
+        return {"kind": "metric-power", "metric": spec.metric, "test": "difference test of the fixed plan",
+                "metric_options": dict(spec.metric_options)}
     assert isinstance(spec, StatTestStudy)
     return {"kind": spec.kind, "test": spec.test, "metric_options": dict(spec.metric_options)}
 
@@ -622,28 +623,16 @@ SEQUENTIAL_FILE = "sequential.json"
 
 def look_statistic(exp: Any, design: Mapping[str, Any], table: Any, units: int) -> dict[str, Any]:
     """(Z, estimate, p-value) of the plan's test on the first ``units`` subjects of a run's table: the
-    same fitter and test the plan simulated (``design``: the plan's ``run.sequential`` section)."""
-    from cogtestbed.inference.base import with_lapse
+    same fitter and test the plan simulated (``design``: the plan's ``run.sequential`` section).  A
+    metric difference between two LLMs takes ``table`` as the pair (first LLM's, second LLM's)."""
     from cogtestbed.validation.metric_studies import test_outcome
 
     stat = design["statistic"]
+    if stat["kind"] == "metric-power":
+        return pair_statistic(exp, stat, table, units)
     part = _prefix(table, units)
     if stat["kind"] == "power":
-        model = exp.model(stat["model"])
-        if not part["valid"].any():  # nothing to fit: no evidence (Z taken as 0 by the rule)
-            return {"statistic": None, "estimate": None, "p_value": None, "subjects_fitted": 0,
-                    "reason": f"no valid trial among the first {units} subjects"}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fits = with_lapse(model, stat.get("lapse_fit")).fit_mle(part).sort_values("subject", kind="stable")
-        values = np.asarray(model.contrast(stat["effect"], {p: fits[p].to_numpy(float)
-                                                            for p in model.parameters.names}), float)
-        est = float(np.mean(values)) if values.size else float("nan")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            p = float(stats.ttest_1samp(values, 0.0).pvalue) if values.size > 1 else float("nan")
-        return {"statistic": z_from_p(p, est, signed=True), "estimate": est, "p_value": p,
-                "subjects_fitted": int(values.size)}
+        return _model_statistic(exp, stat, part, units)
     if stat["kind"] in ("test-size", "test-power"):
         alone = exp.metrics.tests.get(stat["test"])
         options = dict(stat.get("metric_options") or {})
@@ -652,8 +641,61 @@ def look_statistic(exp: Any, design: Mapping[str, Any], table: Any, units: int) 
         _, p = test_outcome(result, stat["test"], float(design["level"]))
         return {"statistic": z_from_p(p, 0.0, signed=False), "estimate": p, "p_value": p,
                 "subjects_fitted": int(part["subject"].nunique())}
-    raise ValueError(f"a run executes the looks of a model-effect or test plan; {stat['kind']} compares two LLMs "
-                     "(run each, then `cogtestbed looks` is not available for it)")
+    raise ValueError(f"a run executes the looks of a model-effect, metric-difference or test plan, not {stat['kind']}")
+
+
+def _model_statistic(exp: Any, stat: Mapping[str, Any], part: Any, units: int) -> dict[str, Any]:
+    """The one-sample t-test on per-subject MLEs of the contrast (a model-effect plan's look)."""
+    from cogtestbed.inference.base import with_lapse
+
+    model = exp.model(stat["model"])
+    if not part["valid"].any():  # nothing to fit: no evidence (Z taken as 0 by the rule)
+        return {"statistic": None, "estimate": None, "p_value": None, "subjects_fitted": 0,
+                "reason": f"no valid trial among the first {units} subjects"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = with_lapse(model, stat.get("lapse_fit")).fit_mle(part).sort_values("subject", kind="stable")
+    values = np.asarray(model.contrast(stat["effect"], {p: fits[p].to_numpy(float)
+                                                        for p in model.parameters.names}), float)
+    est = float(np.mean(values)) if values.size else float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = float(stats.ttest_1samp(values, 0.0).pvalue) if values.size > 1 else float("nan")
+    return {"statistic": z_from_p(p, est, signed=True), "estimate": est, "p_value": p,
+            "subjects_fitted": int(values.size)}
+
+
+def pair_statistic(exp: Any, stat: Mapping[str, Any], tables: Sequence[Any], units: int) -> dict[str, Any]:
+    """A metric difference between two LLMs at a look: the metric on each LLM's first ``units``
+    sessions and the fixed plan's difference test (:func:`difference_test`: Welch on per-run values,
+    else the z-test of two pooled estimates); the estimate is second LLM − first, as the plan's
+    ``--compare A B`` is B − A.  No metric for an LLM, or no p-value: a null statistic with its reason."""
+    from cogtestbed.validation.metric_studies import difference_test, metric_value
+
+    options = dict(stat.get("metric_options") or {})
+    metric = stat["metric"]
+    parts = [_prefix(t, units) for t in tables]
+    values = []
+    for i, part in enumerate(parts):
+        if not part["valid"].any():
+            return _no_statistic(f"no valid trial among LLM {i + 1}'s first {units} sessions")
+        values.append(dict(exp.metrics(part, **options)))
+    a, b = values
+    va, vb = metric_value(a, metric), metric_value(b, metric)
+    out = {"value_a": va if math.isfinite(va) else None, "value_b": vb if math.isfinite(vb) else None}
+    if not (math.isfinite(va) and math.isfinite(vb)):
+        which = " and ".join(f"LLM {i + 1}" for i, v in enumerate((va, vb)) if not math.isfinite(v))
+        return {**_no_statistic(f"{metric} is null for {which} on the first {units} sessions"), **out}
+    _, p = difference_test(a, b, metric, exp.metrics.unit)
+    if not math.isfinite(p):
+        return {**_no_statistic(f"the difference test of {metric} has no p-value (zero standard error)"), **out,
+                "estimate": vb - va}
+    return {"statistic": z_from_p(p, 0.0, signed=False), "estimate": vb - va, "p_value": p,
+            "subjects_fitted": units, **out}
+
+
+def _no_statistic(reason: str) -> dict[str, Any]:
+    return {"statistic": None, "estimate": None, "p_value": None, "subjects_fitted": 0, "reason": reason}
 
 
 def evaluate_look(exp: Any, design: Mapping[str, Any], table: Any, k: int) -> dict[str, Any]:

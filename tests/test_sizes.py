@@ -212,3 +212,60 @@ def test_plan_refuses_two_lists(capsys, extra: list[str], message: str) -> None:
     code = run_cli(["plan", *T1C_LEAK, *extra])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_a_searched_field_reaches_every_part_of_a_design_point() -> None:
+    """A metric difference (two LLMs' settings) sized in runs with n_reps searched: the point's study,
+    design, dry-run price and label all carry the field's value."""
+    from cogtestbed.validation.plan import Axis, Planner, Pricer, design_axes, study_at
+    from cogtestbed.validation.studies import study_spec
+
+    exp = get_experiment("belief-coherence")
+    spec = study_spec(kind="metric-power", experiment=exp.name, agent="leak", metric="t1_cmi_isotonic",
+                      compare=({"leak": 0.0}, {"leak": 0.3}), design={"network": "asia", "n_contexts": 10})
+    size, others = design_axes(spec, exp, None, "2:8", None, Axis("n_reps", (1, 4)))
+    assert size.name == "runs" and [a.name for a in others] == ["n_reps"]
+    planner = Planner(spec, Pricer(exp, ("openai:gpt-4o-mini",), seed=0), size, others)
+    one, four = planner.point(3, {"n_reps": 1}), planner.point(3, {"n_reps": 4})
+    assert one.fields == (("n_reps", 1),) and one.value("n_reps") == 1 and one.value("runs") == 3
+    assert study_at(spec, four, 5).design == {"network": "asia", "n_contexts": 10, "n_reps": 4}
+    assert planner.design(four).n_trials == 4 * planner.design(one).n_trials == 40
+    assert planner.exact_cost(four).calls == 4 * planner.exact_cost(one).calls  # two LLMs x 3 runs each
+    assert four.label("runs", spec) == "3 runs, 10 contexts × 4 repetitions (40 trials per run)"
+    with pytest.raises(ValueError, match="plan searches one size of the design at a time"):
+        design_axes(spec, exp, None, "2:8", "50", Axis("n_reps", (1, 4)))
+
+
+@pytest.mark.slow
+def test_plan_searches_a_field_for_a_metric_difference(capsys) -> None:
+    """Revealed belief's n_samples (a field no label counts: named as n_samples=N) for a difference in
+    the Chebyshev distance between two settings of the dissonant sampler."""
+    out = _json(["plan", "revealed-belief", "--metric", "chebyshev", "--compare", "dissonant-sampler",
+                 "dissonant-sampler:beta_first=2,theta=8", "--design", "n_samples=5,20", "--runs", "2:4",
+                 "--llm", "openai:gpt-4o-mini", "--mc-se", "0.2", "--workers", "1"], capsys)
+    chosen = out["chosen"]
+    assert out["searched"] == "n_samples" and chosen["n_samples"] in (5, 20) and chosen["power"] >= 0.8
+    assert f"n_samples={chosen['n_samples']}" in chosen["design"]
+    assert out["run"]["design"]["n_samples"] == chosen["n_samples"]
+
+
+def test_a_plan_whose_simulation_fails_on_its_input_says_so_in_one_line(monkeypatch) -> None:
+    """The planner's tasks raise as the study driver's: bad input (here belief coherence's accuracy, a
+    mapping per subject, which cannot be differenced) is a one-line StudyInputError, not a traceback."""
+    import cogtestbed.validation.plan as plan_module
+    from cogtestbed.validation.errors import StudyInputError
+    from cogtestbed.validation.metric_studies import unit_values
+    from cogtestbed.validation.plan import Point, PowerEvaluator
+    from cogtestbed.validation.studies import StudyTaskError, study_spec
+
+    with pytest.raises(ValueError, match="metric 'accuracy' is a nested mapping for each unit, not a number"):
+        unit_values({"per_subject": [{"accuracy": {"pi0": 0.5}}]}, "accuracy", "per_subject")
+
+    def failing(payload: str, tasks: list) -> None:
+        raise StudyTaskError("metric-power task 0 (rep 0): metric 'accuracy' is a nested mapping", True)
+
+    monkeypatch.setattr(plan_module, "_run_chunk", failing)
+    spec = study_spec(kind="metric-power", experiment="belief-coherence", agent="leak", metric="accuracy",
+                      compare=({"leak": 0.0}, {"leak": 0.3}))
+    with pytest.raises(StudyInputError, match="metric 'accuracy' is a nested mapping"):
+        PowerEvaluator(spec, workers=1).ensure(Point(1, 2, None), 2)

@@ -104,10 +104,11 @@ def plan_look_line(spec: Any, exp: Any, smallest: Any, largest: Any, first: int,
     except Exception:  # noqa: BLE001 - the plan reports its own errors
         return None
     big = seconds * units(largest) / units(smallest)
+    unscaled = "".join(f"; {name} not counted" for name, _ in smallest.fields)
     return (f"estimate: one simulation takes about {duration(seconds)} at the smallest design and {duration(big)} at "
-            f"the largest here (timed, scaled by subjects × trials × runs), so a look of {first}-{most} simulations "
-            f"takes {duration(first * seconds)} to {duration(most * big)} before the workers share it; the search "
-            "looks at as many designs as it needs, each printed as it finishes")
+            f"the largest here (timed, scaled by subjects × trials × runs{unscaled}), so a look of {first}-{most} "
+            f"simulations takes {duration(first * seconds)} to {duration(most * big)} before the workers share it; "
+            "the search looks at as many designs as it needs, each printed as it finishes")
 
 
 __all__ = ["StudyEstimate", "plan_look_line", "study_estimate", "task_units", "timed_task"]

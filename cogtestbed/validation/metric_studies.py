@@ -58,8 +58,11 @@ def metric_value(result: Mapping[str, Any], metric: str) -> float:
 
 def unit_values(result: Mapping[str, Any], metric: str, unit: str) -> np.ndarray:
     """The metric per run/subject (empty when the metrics result does not list it per unit)."""
-    rows = result.get(unit) or []
-    return np.array([float(r[metric]) for r in rows if metric in r and r[metric] is not None], dtype=float)
+    rows = [r for r in result.get(unit) or [] if metric in r and r[metric] is not None]
+    if any(isinstance(r[metric], Mapping) for r in rows):
+        raise ValueError(f"metric {metric!r} is a nested mapping for each unit, not a number: study a metric "
+                         "with one value per unit")
+    return np.array([float(r[metric]) for r in rows], dtype=float)
 
 
 def pooled_se(result: Mapping[str, Any], metric: str) -> float:

@@ -62,7 +62,7 @@ from scipy import stats
 
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.formatting import rate_text
-from cogtestbed.validation.studies import _run_chunk, check_study
+from cogtestbed.validation.studies import StudyTaskError, _reraise, _run_chunk, check_study
 from cogtestbed.validation.study_data import design_for_trials, trials_step
 from cogtestbed.validation.study_kinds import MetricPowerStudy, ModelStudy, PlannedStudy, PowerStudy
 
@@ -236,6 +236,7 @@ class Point:
         if size_name == "runs" or self.runs > 1:
             parts.append(f"{self.runs} run{'s' * (self.runs != 1)}")
         if spec is not None:
+            from cogtestbed.formatting import FIELD_NOUNS, field_text
             from cogtestbed.registry import get_experiment
             from cogtestbed.validation.report import design_name
 
@@ -243,6 +244,8 @@ class Point:
             trials = self.trials if self.trials is not None else design_for_trials(
                 get_experiment(spec.experiment), None, spec.design).n_trials
             parts.append(design_name(spec, trials))
+            # a searched field the design's label does not name (not a count it knows): by name
+            parts.extend(field_text(k, v) for k, v in self.fields if k not in FIELD_NOUNS)
         else:
             if self.trials is not None:
                 parts.append(f"{self.trials} trials per run")
@@ -447,6 +450,13 @@ class PowerEvaluator:
         return self.estimate(point)
 
     def _run(self, payload: str, tasks: list[dict[str, Any]]) -> list[pd.DataFrame]:
+        """The tasks' rows; a failed task raises as the study driver raises it (bad input: one line)."""
+        try:
+            return self._run_tasks(payload, tasks)
+        except StudyTaskError as exc:
+            raise _reraise(exc) from None
+
+    def _run_tasks(self, payload: str, tasks: list[dict[str, Any]]) -> list[pd.DataFrame]:
         if self.workers == 1 or len(tasks) < 2 * self.workers:
             return [_run_chunk(payload, tasks)]
         first: list[pd.DataFrame] = []

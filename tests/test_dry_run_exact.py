@@ -98,3 +98,79 @@ def test_an_oversized_simulation_is_refused_in_one_line(tmp_path: Path, capsys: 
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "needs about 3.31 TiB of memory" in lines[0], lines
     assert not (tmp_path / "t.parquet").exists()
+
+
+def test_the_served_models_own_tokenizer_is_found_only_on_this_machine() -> None:
+    from cogtestbed.llm_adapters.hf import HFClient
+    from cogtestbed.llm_adapters.openai_client import local_tokenizer
+
+    assert local_tokenizer("gpt-4o-mini", None, True) is None  # OpenAI's own API
+    assert local_tokenizer("tiny-random", "http://10.1.2.3:8000/v1", False) is None  # another machine
+    assert local_tokenizer("some-org/some-model", "http://127.0.0.1:8000/v1", True) is None  # a hub id
+    assert local_tokenizer("tiny-random", "http://127.0.0.1:8000/v1", True) is None  # no chat template
+    twin = local_tokenizer("tiny-random-chat", "http://localhost:8000/v1", True)
+    assert isinstance(twin, HFClient) and twin.chat and twin.model == "tiny-random-chat"
+
+
+def _dry_and_run(args: list[str], out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    res = CliRunner().invoke(app, [*args, "-o", str(out / "dry"), "--dry-run"])
+    assert res.exit_code == 0, res.output
+    dry = json.loads(res.stdout)
+    res = CliRunner().invoke(app, [*args, "-o", str(out / "run")])
+    assert res.exit_code == 0, res.output
+    return dry, json.loads((out / "run" / "run.json").read_text())
+
+
+def test_dry_run_prompt_tokens_are_what_the_local_server_bills(smollm2: Any, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """SmolLM2 behind the local server: the dry run counts prompts with the model's own tokenizer, so
+    its prompt tokens and requests are the server's; completions stop before --max-tokens, so billed
+    cost is below the dry run's ceiling (booked at max_tokens), never above."""
+    from cogtestbed.llm_adapters.server import Billing, serve
+
+    prices = tmp_path / "prices.toml"
+    prices.write_text('["openai:smollm2*"]\ninput = 1000.0\noutput = 2000.0\n')
+    monkeypatch.setenv("COGTESTBED_PRICES", str(prices))
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
+    billing = Billing()
+    with serve({"smollm2-135m": smollm2}, billing=billing) as url:
+        args = ["run", "belief-coherence", "--llm", "openai:smollm2-135m", "--mode", "chat", "--base-url", url,
+                "--design", "n_contexts=1", "--design", "n_reps=1", "--design", "variants=pi0"]
+        dry, run = _dry_and_run(args, tmp_path)
+    assert dry["token_counts"].startswith("exact: the served model's own tokenizer (hf:smollm2-135m")
+    assert dry["calls"] == billing.requests == run["stats"]["total_calls"] == 5
+    assert dry["prompt_tokens"] == billing.prompt_tokens == run["stats"]["prompt_tokens"]
+    assert dry["max_completion_tokens"] == 5 * 64 and 0 < billing.completion_tokens < 5 * 64
+    billed = (billing.prompt_tokens * 1000.0 + billing.completion_tokens * 2000.0) / 1e6
+    assert run["stats"]["total_cost_usd"] == pytest.approx(billed, abs=1e-6)
+    assert dry["max_cost_usd"] == dry["estimated_cost_usd"] >= billed
+    # the ceiling is met exactly when every answer runs to --max-tokens
+    assert dry["max_cost_usd"] == pytest.approx((dry["prompt_tokens"] * 1000.0 + 5 * 64 * 2000.0) / 1e6, abs=1e-4)
+
+
+def test_two_step_dry_run_gives_the_range_the_run_falls_in(server: Any, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Answers decide two-step's stages: the dry run books every stage (16 requests for 2 subjects x 4
+    days) and also counts the all-invalid playthrough (2: an unparseable first stage skips the second,
+    and the unchanged history repeats the subject's first request, served from the cache), which is
+    what the tiny random model's run makes."""
+    url, faults = server
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
+    args = ["run", "two-step", "--llm", "openai:tiny-random", "--mode", "completions", "--base-url", url,
+            "--subjects", "2", "--design", "n_days=4"]
+    before = len(faults.log)
+    dry, run = _dry_and_run(args, tmp_path)
+    requests = len(faults.log) - before
+    assert (dry["calls"], dry["calls_if_every_answer_is_invalid"], dry["calls_ceiling"]) == (16, 2, 16)
+    assert requests == run["stats"]["total_calls"] == 2 and run["stats"]["invalid_trials"] == 8
+    assert "16 requests when every answer is valid" in dry["calls_range"]
+
+
+def test_a_session_whose_length_depends_on_the_answers_gets_a_request_ceiling() -> None:
+    """BART's random valid playthrough stops pumping early (9 requests); a model that always pumps can
+    ask every step of the design: calls_ceiling = 2 balloons x 3 types x (128 + 32 + 8) pumps = 336."""
+    res = CliRunner().invoke(app, ["run", "bart", "--llm", "hf:tiny-random", "--design", "balloons_per_type=2",
+                                   "-o", "unused", "--dry-run"])
+    assert res.exit_code == 0, res.output
+    dry = json.loads(res.stdout)
+    assert (dry["calls"], dry["calls_ceiling"]) == (9, 336)

@@ -37,10 +37,23 @@ def _check_accounting(rows: list[dict[str, Any]]) -> None:
         assert row["run_calls"] == row["http_requests"], row  # every request counted, nothing else
         assert row["run_usd"] == pytest.approx(row["billed_usd"], abs=1e-6), row  # the server's usage
         assert row["dry_max_usd"] >= row["billed_usd"], row  # the dry run's bound holds
+        # the dry run counts prompts with the served model's own tokenizer (loaded locally)
+        assert row["token_counts"] == "exact", row
+        assert row["billed_completion"] <= row["dry_max_completion"] or "no logprobs" in row["mode"], row
         if "no logprobs" in row["mode"]:
             assert row["scoring"] == "sampled" and row["dry_calls_if_no_scoring"] == row["http_requests"], row
-        else:
+            assert row["dry_usd_if_no_scoring"] >= row["billed_usd"], row
+        elif row["experiment"] == "two-step":  # answers decide the stages: the run falls in the dry run's range
+            assert row["dry_calls_if_all_invalid"] <= row["http_requests"] <= row["dry_calls"], row
+            assert not row["prompts_fixed"], row
+        elif not row["prompts_fixed"]:  # magnitude's chat history quotes the model's own answers
+            assert row["experiment"] == "magnitude" and row["dry_calls"] == row["http_requests"], row
+        else:  # no prompt renders an answer: the same requests, the same prompt tokens as billed
             assert row["dry_calls"] == row["http_requests"], row
+            assert row["dry_prompt_tokens"] == row["billed_prompt_tokens"], row
+            if row["model"] == "tiny":  # it never stops before --max-tokens: the ceiling is billed exactly
+                assert row["billed_completion"] == row["dry_max_completion"], row
+                assert row["dry_usd"] == pytest.approx(row["billed_usd"], abs=1e-6), row
 
 
 def test_quick_study_counts_every_request_and_never_passes_a_cap() -> None:

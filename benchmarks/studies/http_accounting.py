@@ -30,7 +30,7 @@ from typing import Any
 
 #: Example price of the served tiny models (USD per million tokens): large, so cents show.
 PRICE_IN, PRICE_OUT = 1000.0, 2000.0
-PRICES = f'["openai:tiny-random*"]\ninput = {PRICE_IN}\noutput = {PRICE_OUT}\n'
+PRICES = "".join(f'["openai:{m}*"]\ninput = {PRICE_IN}\noutput = {PRICE_OUT}\n' for m in ("tiny-random", "smollm2"))
 
 #: Small designs of each experiment (a subject is a few dozen requests at most).
 DESIGNS: dict[str, tuple[str, ...]] = {
@@ -39,7 +39,12 @@ DESIGNS: dict[str, tuple[str, ...]] = {
                   "trials_per_session=2"),
     "belief-coherence": ("n_contexts=2", "n_reps=1"),
     "two-step": ("n_days=4",),
+    "collider": ("scope=cell",),
 }
+#: The real model's runs (SmolLM2-135M-Instruct behind the same server): its answers stop before
+#: --max-tokens, so billed completion tokens fall below the dry run's ceiling.
+SMOLLM2_MODES = (("belief-coherence", "chat"), ("collider", "chat"), ("revealed-belief", "completions"))
+_LOADED: dict[str, Any] = {}
 
 
 @dataclass
@@ -50,14 +55,18 @@ class Served:
 
 
 @contextlib.contextmanager
-def local_server(logprobs: bool = True, fault_rate: float = 0.0, drop: bool = False, seed: int = 0
-                 ) -> Iterator[Served]:
+def local_server(logprobs: bool = True, fault_rate: float = 0.0, drop: bool = False, seed: int = 0,
+                 smollm2: bool = False) -> Iterator[Served]:
     """The tiny models behind the local server (127.0.0.1), with a billing tally and faults."""
     from cogtestbed.llm_adapters.hf import HFClient
     from cogtestbed.llm_adapters.server import Billing, Fault, FaultInjector, serve
 
-    models = {"tiny-random": HFClient.tiny_random(), "tiny-random-chat": HFClient.tiny_random(chat=True),
-              "tiny-random-vlm": HFClient.tiny_random_vlm()}
+    if not _LOADED:
+        _LOADED.update({"tiny-random": HFClient.tiny_random(), "tiny-random-chat": HFClient.tiny_random(chat=True),
+                        "tiny-random-vlm": HFClient.tiny_random_vlm()})
+    if smollm2 and "smollm2-135m" not in _LOADED:
+        _LOADED["smollm2-135m"] = HFClient.smollm2()
+    models = dict(_LOADED)
     billing = Billing(logprobs=logprobs)
     faults = FaultInjector(fault_rate, Fault("drop") if drop else Fault("status", 503, retry_after=0), seed)
     with serve(models, faults, billing=billing) as url:
@@ -74,9 +83,10 @@ def cli(args: list[str]) -> tuple[int, str]:
     return res.exit_code, res.stdout
 
 
-def run_args(experiment: str, mode: str, url: str, out: Path, subjects: int, seed: int) -> list[str]:
-    model = {"chat": "tiny-random-chat", "completions": "tiny-random"}[mode]
-    if experiment == "magnitude":
+def run_args(experiment: str, mode: str, url: str, out: Path, subjects: int, seed: int,
+             real: bool = False) -> list[str]:
+    model = "smollm2-135m" if real else {"chat": "tiny-random-chat", "completions": "tiny-random"}[mode]
+    if experiment == "magnitude" and not real:
         model, mode = "tiny-random-vlm", "chat"
     args = ["run", experiment, "--llm", f"openai:{model}", "--mode", mode, "--base-url", url,
             "--subjects", str(subjects), "--seed", str(seed), "-o", str(out), "--retry-for", "30"]
@@ -89,22 +99,30 @@ def billed_usd(billing: Any) -> float:
     return (billing.prompt_tokens * PRICE_IN + billing.completion_tokens * PRICE_OUT) / 1e6
 
 
-def accounting_row(experiment: str, mode: str, root: Path, logprobs: bool = True) -> dict[str, Any]:
+def accounting_row(experiment: str, mode: str, root: Path, logprobs: bool = True, real: bool = False
+                   ) -> dict[str, Any]:
     """One run without faults: dry-run calls and cost, HTTP requests and billed usage, run.json's."""
-    with local_server(logprobs=logprobs) as s:
-        base = run_args(experiment, mode, s.url, root / "dry", 2, 0)
+    with local_server(logprobs=logprobs, smollm2=real) as s:
+        base = run_args(experiment, mode, s.url, root / "dry", 2, 0, real)
         code, out = cli([*base, "--dry-run"])
         if code != 0:
             return {"experiment": experiment, "mode": mode, "error": f"dry run exit {code}"}
         dry = json.loads(out)
-        code, _ = cli(run_args(experiment, mode, s.url, root / "run", 2, 0))
+        code, _ = cli(run_args(experiment, mode, s.url, root / "run", 2, 0, real))
         run = json.loads((root / "run" / "run.json").read_text())
         stats = run.get("stats") or {}
-        return {"experiment": experiment, "mode": mode + ("" if logprobs else ", no logprobs"),
+        return {"experiment": experiment, "model": "smollm2" if real else "tiny",
+                "mode": mode + ("" if logprobs else ", no logprobs"),
                 "exit": code, "scoring": (run.get("scoring") or {}).get("method"),
                 "dry_calls": dry["calls"], "dry_calls_if_no_scoring":
                     (dry.get("if_the_server_cannot_score") or {}).get("calls"),
+                "dry_usd_if_no_scoring": (dry.get("if_the_server_cannot_score") or {}).get("estimated_cost_usd"),
+                "dry_calls_if_all_invalid": dry.get("calls_if_every_answer_is_invalid"),
                 "http_requests": s.billing.requests, "run_calls": stats.get("total_calls"),
+                "prompts_fixed": dry["prompts_are_the_runs"], "dry_prompt_tokens": dry["prompt_tokens"],
+                "billed_prompt_tokens": s.billing.prompt_tokens,
+                "dry_max_completion": dry["max_completion_tokens"],
+                "billed_completion": s.billing.completion_tokens, "token_counts": dry["token_counts"].split(":")[0],
                 "dry_usd": dry.get("estimated_cost_usd"), "dry_max_usd": dry.get("max_cost_usd"),
                 "billed_usd": round(billed_usd(s.billing), 6),
                 "run_usd": stats.get("total_cost_usd"), "retries": stats.get("retries")}
@@ -176,16 +194,18 @@ def _runs(quick: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         prices.write_text(PRICES)
         os.environ["COGTESTBED_PRICES"] = str(prices)
         os.environ["COGTESTBED_CACHE"] = str(root / "cache.sqlite")
-        modes = [("revealed-belief", "completions", True), ("revealed-belief", "chat", True),
-                 ("revealed-belief", "completions", False), ("magnitude", "chat", True),
-                 ("belief-coherence", "completions", True), ("belief-coherence", "chat", True),
-                 ("two-step", "completions", True), ("two-step", "chat", True)]
+        modes = [("revealed-belief", "completions", True, False), ("revealed-belief", "chat", True, False),
+                 ("revealed-belief", "completions", False, False), ("magnitude", "chat", True, False),
+                 ("belief-coherence", "completions", True, False), ("belief-coherence", "chat", True, False),
+                 ("collider", "completions", True, False), ("collider", "chat", True, False),
+                 ("two-step", "completions", True, False), ("two-step", "chat", True, False),
+                 *((e, m, True, True) for e, m in SMOLLM2_MODES)]
         if quick:
             modes = modes[:3]
         rows = []
-        for i, (experiment, mode, logprobs) in enumerate(modes):
+        for i, (experiment, mode, logprobs, real) in enumerate(modes):
             os.environ["COGTESTBED_CACHE"] = str(root / f"cache-a{i}.sqlite")
-            rows.append(accounting_row(experiment, mode, root / f"a{i}", logprobs))
+            rows.append(accounting_row(experiment, mode, root / f"a{i}", logprobs, real))
         caps = []
         for i, (experiment, mode, seed, cap, value, fault) in enumerate(cap_runs(quick)):
             os.environ["COGTESTBED_CACHE"] = str(root / f"cache-c{i}.sqlite")

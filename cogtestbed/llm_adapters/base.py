@@ -401,6 +401,13 @@ class LLMClient(ABC):
         """(number of tokens in ``text``, whether the count is exact); default ≈ 4 chars/token."""
         return max(1, round(len(text) / 4)), False
 
+    def billed_prompt_tokens(self, prompt: Prompt) -> tuple[int, bool]:
+        """(prompt tokens of one request of ``prompt`` as the backend bills them, whether exact): by
+        default :meth:`count_tokens` of the text (images not included: the dry run adds the provider's
+        image formula); backends that know the model's tokenizer count exactly."""
+        text = prompt if isinstance(prompt, str) else "\n".join(str(m["content"]) for m in prompt)
+        return self.count_tokens(text)
+
     def prompt_token_bound(self, prompt: Prompt) -> int:
         """An upper bound on the prompt tokens the backend will bill for ``prompt`` (what a budget
         books before a call).

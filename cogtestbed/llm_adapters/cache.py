@@ -260,6 +260,9 @@ class CachedClient(LLMClient):
     def count_tokens(self, text: str) -> tuple[int, bool]:
         return self.inner.count_tokens(text)
 
+    def billed_prompt_tokens(self, prompt: Prompt) -> tuple[int, bool]:
+        return self.inner.billed_prompt_tokens(prompt)
+
     async def aclose(self) -> None:
         await self.inner.aclose()
 

@@ -61,6 +61,8 @@ TINY_RANDOM = "tiny-random"
 SCORE_BATCH = 64
 TINY_RANDOM_CHAT = "tiny-random-chat"
 TINY_RANDOM_VLM = "tiny-random-vlm"
+#: Models built in code or read from an installed wheel: loaded offline by name.
+BUILT_IN = (TINY_RANDOM, TINY_RANDOM_CHAT, TINY_RANDOM_VLM, SMOLLM2)
 #: Chat template of ``hf:tiny-random-vlm``: message content is a string or a list of parts.
 TINY_VLM_TEMPLATE = (
     "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>\n{% if m['content'] is string %}"
@@ -359,8 +361,9 @@ class HFClient(LLMClient):
         """Generate; ``raw=True`` feeds a text prompt as is even to a chat model (completions)."""
         return await asyncio.to_thread(self._generate, request, raw)
 
-    def _generate(self, request: GenerateRequest, raw: bool = False) -> Generation:
-        torch = self.torch
+    def _request_ids(self, request: GenerateRequest, raw: bool) -> tuple[list[int], dict[str, Any], bool]:
+        """(the prompt's token ids as the model reads them, the processor's image tensors, whether the
+        trailing space was healed): what :meth:`_generate` feeds the model and bills as prompt tokens."""
         if raw and not isinstance(request.prompt, str):
             raise ValueError("a raw completion takes a text prompt")
         self.check_images(request.n_images)
@@ -371,6 +374,16 @@ class HFClient(LLMClient):
         if heal:
             text = str(text)[:-1]
         ids, extra = self._prompt_ids(request, str(text), raw)
+        return ids, extra, heal
+
+    def billed_prompt_tokens(self, prompt: Prompt) -> tuple[int, bool]:
+        """Exact: the prompt tokens a generation of ``prompt`` reports (chat template, token healing
+        and image tokens included), as :meth:`_generate` counts them."""
+        return len(self._request_ids(GenerateRequest(prompt), raw=False)[0]), True
+
+    def _generate(self, request: GenerateRequest, raw: bool = False) -> Generation:
+        torch = self.torch
+        ids, extra, heal = self._request_ids(request, raw)
         input_ids = torch.tensor([ids], device=self.device)
         kwargs = self._generate_kwargs(request, len(ids), heal)
         with self._forward(), torch.no_grad(), torch.random.fork_rng(devices=[]):

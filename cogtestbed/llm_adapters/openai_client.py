@@ -112,6 +112,9 @@ class OpenAIClient(LLMClient):
         self._sdk: WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = WeakKeyDictionary()
         self._encoding: Any = None
         self.retries: list[tuple[str, float]] = []
+        #: The served model's own tokenizer where it is on this machine (:func:`local_tokenizer`):
+        #: loaded at the first count, ``False`` once found unavailable.
+        self._twin: Any = None
 
     @property
     def fingerprint(self) -> str:
@@ -252,11 +255,36 @@ class OpenAIClient(LLMClient):
             scores.append(_continuation_from_echo(context, cont, resp.choices[0].logprobs))
         return finish_score(context, scores, None, full_distribution=False)
 
+    def local_twin(self) -> LLMClient | None:
+        """The served model's own tokenizer, where the server is this machine's and serves a model
+        this package loads offline (:func:`local_tokenizer`); None elsewhere."""
+        if self._twin is None:
+            self._twin = local_tokenizer(self.model, self.base_url, self.mode == "chat") or False
+        return self._twin or None
+
+    @property
+    def token_source(self) -> str | None:
+        """Whose tokenizer counts this client's prompts exactly (None: an estimate)."""
+        twin = self.local_twin()
+        return None if twin is None else f"the served model's own tokenizer ({twin.spec}, loaded locally)"
+
+    def billed_prompt_tokens(self, prompt: Prompt) -> tuple[int, bool]:
+        """Exact where the served model's tokenizer is local (:meth:`local_twin`: the count the server
+        bills, chat template, token healing and image tokens included), else the estimate of
+        :class:`LLMClient`."""
+        twin = self.local_twin()
+        if twin is not None:
+            return twin.billed_prompt_tokens(prompt)
+        return super().billed_prompt_tokens(prompt)
+
     def prompt_token_bound(self, prompt: Prompt) -> int:
-        """OpenAI's own models (no ``base_url``) with tiktoken: the exact count of each message's
+        """The exact count where the served model's tokenizer is local (:meth:`local_twin`).
+        OpenAI's own models (no ``base_url``) with tiktoken: the exact count of each message's
         text plus OpenAI's message framing (at most :data:`OPENAI_TOKENS_PER_MESSAGE` per message
         and :data:`OPENAI_REPLY_PRIMING` for the reply; the cookbook's "counting tokens for chat
         completions" gives 3 and 3); any other server: the byte bound of :class:`LLMClient`."""
+        if self.local_twin() is not None:
+            return self.billed_prompt_tokens(prompt)[0]
         if self.base_url is not None:
             return super().prompt_token_bound(prompt)
         if self._encoding is None:
@@ -283,6 +311,33 @@ class OpenAIClient(LLMClient):
         for sdk in list(self._sdk.values()):
             await sdk.close()
         self._sdk.clear()
+
+
+#: Host names of this machine: a server there serves files this process can read too.
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def local_tokenizer(model: str, base_url: str | None, chat: bool) -> LLMClient | None:
+    """The tokenizer of a model served on this machine (``base_url`` on :data:`LOOPBACK`, e.g.
+    :mod:`cogtestbed.llm_adapters.server`) that this package loads offline — a built-in name
+    (``smollm2-135m``, ``tiny-random[-chat|-vlm]``) or an existing local model directory — as an
+    :class:`~cogtestbed.llm_adapters.hf.HFClient` rendering prompts as the server does (``chat``:
+    its chat template; else the raw text).  None anywhere else (a hosted API, a remote server, a
+    hub id), or where the model cannot be loaded here."""
+    from pathlib import Path
+
+    from cogtestbed.llm_adapters.hf import BUILT_IN
+
+    if base_url is None or urlsplit(base_url).hostname not in LOOPBACK:
+        return None
+    if model not in BUILT_IN and not Path(model).is_dir():
+        return None
+    try:
+        from cogtestbed.llm_adapters.hf import HFClient
+
+        return HFClient.from_pretrained(model, device="cpu").with_chat(chat)  # as the server loads it
+    except (LLMError, ValueError, OSError):  # no torch, no wheel, no chat template: estimate instead
+        return None
 
 
 def _tiktoken_encoding(model: str) -> Any:

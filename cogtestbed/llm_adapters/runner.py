@@ -43,9 +43,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cogtestbed.environments.base import Design, Outcomes, ScoredResponse, Sessions
+from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ScoredResponse, Sessions
 from cogtestbed.llm_adapters.agent import Attempt, LLMAgent
-from cogtestbed.llm_adapters.base import LLMClient, Prompt, ScoringNotSupported
+from cogtestbed.llm_adapters.base import LLMClient, Prompt, ScoringNotSupported, freeze_prompt
 from cogtestbed.llm_adapters.cache import CURRENT_SUBJECT, CachedClient, SubjectTicket
 from cogtestbed.llm_adapters.limits import SUBJECT_PROMPT_MARGIN, Budget, BudgetExhausted, Need, Price
 from cogtestbed.llm_adapters.rundir import CONFIG_FILE, TRANSPORT_FIELDS, RunDir, identity_differences
@@ -187,6 +187,13 @@ def step_requests(client: LLMClient, config: RunConfig, prompt: Prompt, response
     return [(prompt, config.max_tokens)] * response.n_samples
 
 
+#: Tokens a generated token may become when its answer is quoted back in a later prompt and tokenised
+#: afresh: a token that ends inside a UTF-8 character decodes to U+FFFD, three bytes that a byte-level
+#: tokenizer may split into three tokens (measured on hf:tiny-random-vlm: 8 generated tokens quoted
+#: back as up to ~16).  The dry run's ceiling books each quoted answer at this many per --max-tokens.
+QUOTED_TOKENS_PER_TOKEN = 3
+
+
 @dataclass
 class RequestCount:
     """What :func:`count_requests` counts: requests, prompt tokens (estimated, and bounded as the
@@ -199,39 +206,85 @@ class RequestCount:
     n_images: int = 0
     img_tokens: int | None = 0
     exact: bool = True
+    #: Requests that score a continuation (echo, one token out): their completion is one token
+    #: (none where the model's next token ends the text).
+    scored_requests: int = 0
+    #: Earlier answers quoted in the requests' chat histories (assistant messages).
+    quoted_answers: int = 0
 
 
 def count_requests(exp: Experiment, design: Design, client: LLMClient, config: RunConfig,
-                   sessions: Sessions) -> RequestCount:
+                   sessions: Sessions, invalid: bool = False) -> RequestCount:
     """Every HTTP request of the run (each session played with valid random actions, seeded), with
-    the decided scoring probe (:func:`decide_scoring`) where the run makes one."""
-    from cogtestbed.llm_adapters.base import message_images
-    from cogtestbed.llm_adapters.image_tokens import image_tokens
+    the decided scoring probe (:func:`decide_scoring`) where the run makes one.
 
+    ``invalid``: the playthrough in which every text answer is unparseable instead — stages after an
+    invalid answer are skipped, every re-ask is made, and a subject's repeat of one of its own earlier
+    requests at temperature 0 is served from the cache (a completions re-ask repeats its question;
+    an unchanged history repeats the prompt), so it is not a request."""
     c = RequestCount()
     for i in range(config.n_subjects):
         env = exp.env_cls(design)
         env.action_space.seed(config.seed * 1_000_003 + i)
         obs, _ = env.reset(options={"session": sessions.subject(i)})
-        done = False
+        done, asked = False, set[Any]()
         while not done:
-            for prompt, out in step_requests(client, config, obs["prompt"], obs.get("response")):
-                text = prompt if isinstance(prompt, str) else "\n".join(str(m["content"]) for m in prompt)
-                n, is_exact = client.count_tokens(text)
-                c.calls, c.prompt_tokens, c.exact = c.calls + 1, c.prompt_tokens + n, c.exact and is_exact
-                c.bound_tokens += client.prompt_token_bound(prompt)
-                c.completion += out
-                for image in () if isinstance(prompt, str) else (b for m in prompt for b in message_images(m)):
-                    k = image_tokens(client.backend, image)
-                    c.n_images += 1
-                    c.img_tokens = None if k is None or c.img_tokens is None else c.img_tokens + k
-            obs, _, done, _, _ = env.step(env.action_space.sample())
+            scored = isinstance(obs.get("response"), ScoredResponse)
+            requests = step_requests(client, config, obs["prompt"], obs.get("response"))
+            if invalid and not scored:
+                requests = _invalid_step_requests(client, config, obs["prompt"], env.t, asked)
+            for prompt, out in requests:
+                _count_request(c, client, prompt, out, scored=scored)
+            obs, _, done, _, _ = env.step(NO_ACTION if invalid and not scored else env.action_space.sample())
     c.prompt_tokens += c.img_tokens or 0
     if exp.env_cls.sampling_note(design) is not None and client.can_score and client.http:
-        n, _ = client.count_tokens("".join(SCORING_PROBE))  # decide_scoring's probe request
-        c.calls, c.prompt_tokens, c.completion = c.calls + 1, c.prompt_tokens + n, c.completion + 1
-        c.bound_tokens += client.prompt_token_bound("".join(SCORING_PROBE))
+        _count_request(c, client, "".join(SCORING_PROBE), 1, scored=True)  # decide_scoring's probe request
     return c
+
+
+def _invalid_step_requests(client: LLMClient, config: RunConfig, prompt: Prompt, step: int,
+                           asked: set[Any]) -> list[tuple[Prompt, int]]:
+    """The new requests of a text step whose every attempt is unparseable: the first ask and each
+    re-ask (a chat re-ask quotes the unknown answer, so it is always new), less those ``asked``
+    already at temperature 0 (served from the cache); ``asked`` gains them."""
+    agent = LLMAgent(client, None, max_tokens=config.max_tokens,  # type: ignore[arg-type] # builds requests only
+                     temperature=config.temperature, stop=config.stop, reask=config.reask)
+    out: list[tuple[Prompt, int]] = []
+    for attempt in range(config.reask + 1):
+        retry_of = None if attempt == 0 else ("?", "x" * REASK_REASON_BYTES)
+        request = agent.request(prompt, step, attempt, retry_of)
+        cacheable = config.temperature == 0 and (retry_of is None or not client.chat)
+        key = (freeze_prompt(request.prompt), request.seed) if cacheable else object()
+        if key in asked:
+            continue
+        asked.add(key)
+        out.append((request.prompt, config.max_tokens))
+    return out
+
+
+def _count_request(c: RequestCount, client: LLMClient, prompt: Prompt, out: int, scored: bool) -> None:
+    """Add one HTTP request of ``prompt`` (at most ``out`` tokens out) to ``c``: its prompt tokens
+    as billed (:meth:`LLMClient.billed_prompt_tokens`: exact with the model's own tokenizer, images
+    included; else an estimate, images by the provider's formula), and the bound the budget books."""
+    from cogtestbed.llm_adapters.base import message_images
+    from cogtestbed.llm_adapters.image_tokens import image_tokens
+
+    n, is_exact = client.billed_prompt_tokens(prompt)
+    c.calls, c.prompt_tokens, c.exact = c.calls + 1, c.prompt_tokens + n, c.exact and is_exact
+    # a chat history quotes the subject's earlier answers: the run's are the model's own text, not the
+    # playthrough's; re-tokenised, an answer of max_tokens tokens runs to QUOTED_TOKENS_PER_TOKEN x as many
+    quoted = 0 if isinstance(prompt, str) else sum(1 for m in prompt if m.get("role") == "assistant")
+    c.quoted_answers += quoted
+    c.bound_tokens += client.prompt_token_bound(prompt) + quoted * (QUOTED_TOKENS_PER_TOKEN * out + 2)
+    c.completion += out
+    if scored and client.can_score:
+        c.scored_requests += 1
+    for image in () if isinstance(prompt, str) else (b for m in prompt for b in message_images(m)):
+        c.n_images += 1
+        if is_exact:  # already in the exact count
+            continue
+        k = image_tokens(client.backend, image)
+        c.img_tokens = None if k is None or c.img_tokens is None else c.img_tokens + k
 
 
 def subject_needs(exp: Experiment, design: Design, client: LLMClient, config: RunConfig,
@@ -486,6 +539,55 @@ def _parquet_bytes(frame: pd.DataFrame) -> bytes:
     return buffer.getvalue()
 
 
+def _ceil_usd(usd: float) -> float:
+    """``usd`` rounded up to 1e-6 (a ceiling stays a ceiling when printed)."""
+    return math.ceil(usd * 1e6 - 1e-6) / 1e6
+
+
+def _token_counts(client: LLMClient, exact: bool) -> str:
+    """Whose count ``prompt_tokens`` is, in words."""
+    if not exact:
+        return ("approximate (about 4 characters a token: the model's tokenizer is not available here); "
+                "max_cost_usd books one token per UTF-8 byte")
+    source = getattr(client, "token_source", None) or f"the model's own tokenizer ({client.spec})"
+    return f"exact: {source}, counted as the backend reports usage"
+
+
+def _completion_note(c: RequestCount, config: RunConfig) -> str:
+    """What is known before the run of the completion tokens the server will bill."""
+    text = c.calls - c.scored_requests
+    parts = []
+    if c.scored_requests:
+        parts.append(f"{c.scored_requests} scoring requests generate 1 token each (0 where the model's next "
+                     "token ends the text)")
+    if text:
+        parts.append(f"{text} answers generate at most {config.max_tokens} tokens each (--max-tokens): how many, "
+                     "the model decides during the run")
+    return "; ".join(parts) + "; max_completion_tokens is their ceiling and is what the budget books"
+
+
+def prompts_fixed(exp: Experiment, c: RequestCount) -> bool:
+    """Whether the run's prompts are the playthrough's: no step depends on an answer and no chat
+    history quotes one."""
+    return bool(exp.env_cls.answer_independent) and c.quoted_answers == 0
+
+
+def _cost_note(exp: Experiment, c: RequestCount) -> str:
+    """How the dry run's cost compares with the usage the run will be billed."""
+    fixed = prompts_fixed(exp, c)
+    prompts = ("prompt_tokens is the run's exact count (no prompt renders an earlier answer)" if c.exact and fixed
+               else "prompt_tokens is exact for the playthrough's prompts; the run's prompts render its own answers"
+               if c.exact else "prompt_tokens is an estimate")
+    extra = []
+    if c.quoted_answers:
+        extra.append(f"{c.quoted_answers} answers quoted in chat histories at "
+                     f"{QUOTED_TOKENS_PER_TOKEN} x max_tokens + 2 tokens each")
+    if not exp.env_cls.answer_independent:
+        extra.append(f"prompts +{SUBJECT_PROMPT_MARGIN:.0%} as the budget books them")
+    return (f"{prompts}; billed cost <= max_cost_usd (the ceiling: completions at max_tokens"
+            + "".join(f", {e}" for e in extra) + ")")
+
+
 def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfig,
             price: Price | None, budget: Budget | None = None) -> dict[str, Any]:
     """Count the calls and tokens a run would spend, without calling the model.
@@ -505,14 +607,21 @@ def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfi
     sessions = draw_sessions(exp, design, config.n_subjects, config.seed)
     c = count_requests(exp, design, client, config, sessions)
     calls = c.calls
+    # prompts that render earlier answers may run longer than the playthrough's: the budget's margin
+    margin = 1.0 if exp.env_cls.answer_independent else 1.0 + SUBJECT_PROMPT_MARGIN
     report: dict[str, Any] = {
         "experiment": exp.name, "llm": config.llm, "subjects": config.n_subjects,
         "calls": calls, "prompt_tokens": c.prompt_tokens, "max_completion_tokens": c.completion,
-        "images": c.n_images, "image_tokens": c.img_tokens if c.n_images else 0,
-        "token_counts": "exact (model tokenizer)" if c.exact else "approximate",
+        "images": c.n_images,
+        "image_tokens": (c.img_tokens if not c.exact else "in prompt_tokens") if c.n_images else 0,
+        "token_counts": _token_counts(client, c.exact),
+        "completion_tokens": _completion_note(c, config),
         "price_usd_per_mtok": None if price is None else asdict(price),
         "estimated_cost_usd": None if price is None else round(price.cost(c.prompt_tokens, c.completion), 4),
-        "max_cost_usd": None if price is None else round(price.cost(c.bound_tokens, c.completion), 4),
+        "max_cost_usd": None if price is None else _ceil_usd(price.cost(math.ceil(c.bound_tokens * margin),
+                                                                       c.completion)),
+        "cost_vs_billed": _cost_note(exp, c),
+        "prompts_are_the_runs": prompts_fixed(exp, c),
     }
     if exp.env_cls.sampling_note(design) is not None and client.can_score and client.http:
         client.can_score = False  # the run's probe may find a server that does not score: it then samples
@@ -520,12 +629,26 @@ def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfi
             alt = count_requests(exp, design, client, config, sessions)
         finally:
             client.can_score = True
-        probe, _ = client.count_tokens("".join(SCORING_PROBE))
+        probe, _ = client.billed_prompt_tokens("".join(SCORING_PROBE))
         report["if_the_server_cannot_score"] = {
             "calls": alt.calls + 1, "estimated_cost_usd": None if price is None else round(
                 price.cost(alt.prompt_tokens + probe, alt.completion + 1), 4),
             "note": "a completions server that returns no log-probabilities is found by one probe request "
                     "before any subject's call; every scored step is then sampled"}
+    if not exp.env_cls.answer_independent:  # answers decide what is asked next: the run's range
+        low = count_requests(exp, design, client, config, sessions, invalid=True)
+        report["calls_if_every_answer_is_invalid"] = low.calls
+        # every step a session can take (max_steps), each asked 1 + reask times: no run makes more
+        report["calls_ceiling"] = max(calls * (1 + config.reask),
+                                      config.n_subjects * exp.env_cls.max_steps(design) * (1 + config.reask))
+        report["calls_range"] = (
+            f"the run makes {calls} requests when every answer is valid (none served from the cache; re-asks "
+            f"add to it: calls_with_all_reasks) and {low.calls} when every answer is unparseable (later stages "
+            "skipped; a subject's repeat of its own request at temperature 0 served from the cache); other "
+            "mixes of answers fall in between, and requests that repeat another subject's may be cached too; "
+            f"no run makes more than calls_ceiling = {report['calls_ceiling']} (every step a session can take"
+            + (", each re-asked" if config.reask else "") + "), which sessions that run longer than the "
+            "playthrough's (more pumps, a longer staircase) approach; max_cost_usd covers the playthrough's steps")
     if config.reask:
         report["calls_with_all_reasks"] = calls * (1 + config.reask)
     warnings = run_warnings(exp, design, client)

@@ -1050,9 +1050,9 @@ def power_effect(parameter: Parameter) -> float:
 
 def check_power_study(spec: ExperimentSpec, config: CheckConfig) -> None:
     """Every model's parameter-power study runs (one simulated study of two subjects, a small shift
-    of its first parameter, a population spread of 2 prior SDs on half the small design): its one
-    cell has one simulation of two subjects and a mean estimate inside the parameter's bounds, so
-    the population draws stay inside the bounds whatever the parameter's transform."""
+    of its first parameter, a between-subject SD of 2 on the unconstrained scale, half the small
+    design): its one cell has one simulation of two subjects and a mean estimate inside the
+    parameter's bounds, so the population draws stay inside the bounds whatever the transform."""
     from cogtestbed.validation.studies import run_study, study_spec
 
     design: dict[str, Any] = {}

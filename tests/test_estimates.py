@@ -105,3 +105,21 @@ def test_a_terminal_shows_one_progress_line_and_not_nutpies_bar(tmp_path: Path) 
     assert "Divergences" not in text and "Step size" not in text  # nutpie's bar
     assert "\r\x1b[2Ksampling rw-pm" in text and "draws (tuning included)" in text  # our line, in place
     assert text.index("estimated 1 min 30 s in all (an estimate before set-up") < text.index("sampling began after")
+
+
+def test_the_timed_task_is_not_run_again() -> None:
+    """The estimate's timed task is handed to the study (``done``): same table, every task counted once."""
+    import pandas as pd
+
+    from cogtestbed.validation.estimate import study_estimate
+    from cogtestbed.validation.studies import run_study, study_spec
+
+    spec = study_spec(kind="recovery", experiment="instrumental-learning", models=("rw-pm",), subjects=(4, 8),
+                      trials=(48,), reps=2, seed=3)
+    est = study_estimate(spec, 1)
+    assert est is not None and list(est.done) == [0]  # the smallest cell's first task
+    ticks: list[int] = []
+    reused = run_study(spec, workers=1, on_task_done=ticks.append, done=est.done)
+    full = run_study(spec, workers=1)
+    assert sum(ticks) == 4 and len(ticks) == 4
+    pd.testing.assert_frame_equal(reused.table, full.table)

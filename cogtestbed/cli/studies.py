@@ -176,8 +176,7 @@ def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bo
 
     total = len(spec.tasks())
     terminal = console_err.is_terminal
-    if dask is None and (terminal or not as_json):
-        _say_estimate(spec, workers)
+    est = _say_estimate(spec, workers) if dask is None and (terminal or not as_json) else None
     done = iter(progress(range(total), f"{spec.kind} ({total} tasks)", total=total,
                          enabled=terminal))  # a bar on a terminal; off it, a line per interval
     next(done, None)
@@ -190,7 +189,8 @@ def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bo
             lines.advance(k)
 
     try:
-        result = run_study(spec, workers=workers, dask=client, on_task_done=tick)
+        result = run_study(spec, workers=workers, dask=client, on_task_done=tick,
+                           done=None if est is None else est.done)
     finally:
         if client is not None:
             client.close()
@@ -199,15 +199,17 @@ def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bo
     return result
 
 
-def _say_estimate(spec: StudySpec, workers: int | None) -> None:
+def _say_estimate(spec: StudySpec, workers: int | None) -> Any:
     """The study's up-front time estimate on stderr, before its tasks start (for a job over
-    :data:`~cogtestbed.progress.ESTIMATE_OVER` seconds; :mod:`cogtestbed.validation.estimate`)."""
+    :data:`~cogtestbed.progress.ESTIMATE_OVER` seconds; :mod:`cogtestbed.validation.estimate`);
+    returns it (its timed task's rows are reused), or None."""
     from cogtestbed import progress
     from cogtestbed.validation.estimate import study_estimate
 
     est = study_estimate(spec, workers)
     if est is not None and est.seconds > progress.ESTIMATE_OVER:
         console_err.print(est.line(spec.kind), highlight=False, markup=False, soft_wrap=True)
+    return est
 
 
 #: Rate columns of a study's cells (with ``sims``: shown with their 95 % interval, not an SE).

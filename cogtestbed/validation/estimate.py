@@ -4,7 +4,8 @@ Before a study's tasks start, one task of its smallest design cell is run twice 
 (the first run loads the compiled kernels — which the study's forked workers then inherit — the
 second is timed), and the whole study is estimated by scaling that time to every task by its
 data size, subjects × trials per run × runs (simulating and fitting cost about linearly in the
-trials simulated and fitted), divided among the workers.  The figure is printed as an estimate;
+trials simulated and fitted), divided among the workers; the timed task's rows are kept, so the
+study does not run it again.  The figure is printed as an estimate;
 the progress lines that follow (:class:`~cogtestbed.progress.TaskProgress`) measure the real rate.
 
 A plan's search is adaptive (how many designs it looks at depends on what it finds), so its
@@ -15,7 +16,7 @@ the smallest and the largest design of the search.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cogtestbed.progress import _clock, duration
@@ -33,6 +34,8 @@ class StudyEstimate:
     workers: int
     timed_seconds: float
     timed_label: str
+    #: The timed task's rows by index (``run_study(done=...)`` does not run it again).
+    done: dict[int, Any] = field(default_factory=dict)
 
     def line(self, what: str) -> str:
         return (f"{what}: estimated {_clock(self.seconds)} for {self.tasks} tasks on {self.workers} worker"
@@ -48,14 +51,15 @@ def task_units(spec: Any, default_trials: int, task: dict[str, Any]) -> float:
         float(task.get("runs", 1))
 
 
-def timed_task(payload: str, task: dict[str, Any]) -> float:
-    """Seconds of one task, run twice here: the first run loads the compiled code, the second is timed."""
+def timed_task(payload: str, task: dict[str, Any]) -> tuple[float, Any]:
+    """(seconds, rows) of one task, run twice here: the first run loads the compiled code, the
+    second is timed (both give the same rows: a task's seed stream is its index)."""
     from cogtestbed.validation.studies import _run_chunk
 
     _run_chunk(payload, [task])
     start = time.perf_counter()
-    _run_chunk(payload, [task])
-    return time.perf_counter() - start
+    rows = _run_chunk(payload, [task])
+    return time.perf_counter() - start, rows
 
 
 def study_estimate(spec: Any, workers: int | None) -> StudyEstimate | None:
@@ -76,7 +80,7 @@ def study_estimate(spec: Any, workers: int | None) -> StudyEstimate | None:
     units = [task_units(spec, default_trials, t) for t in tasks]
     small = min(range(len(tasks)), key=lambda i: (units[i], i))
     try:
-        seconds = timed_task(spec.model_dump_json(), tasks[small])
+        seconds, rows = timed_task(spec.model_dump_json(), tasks[small])
     except Exception:  # noqa: BLE001 - the study reports its own errors; no estimate then
         return None
     n_workers = max(1, min(workers if workers is not None else (os.cpu_count() or 1), len(tasks)))
@@ -85,7 +89,7 @@ def study_estimate(spec: Any, workers: int | None) -> StudyEstimate | None:
     wall = seconds * units[0] / units[small] + (total - seconds * units[0] / units[small]) / n_workers
     task = tasks[small]
     label = f"{task.get('n_subjects', 1)} subject(s) of " + design_name(spec, task.get("trials") or default_trials)
-    return StudyEstimate(wall, len(tasks), n_workers, seconds, label)
+    return StudyEstimate(wall, len(tasks), n_workers, seconds, label, {int(task["index"]): rows})
 
 
 def plan_look_line(spec: Any, exp: Any, smallest: Any, largest: Any, first: int, most: int) -> str | None:
@@ -100,7 +104,7 @@ def plan_look_line(spec: Any, exp: Any, smallest: Any, largest: Any, first: int,
 
     study = study_at(spec, smallest, 1)
     try:
-        seconds = timed_task(study.model_dump_json(), study.tasks()[0])
+        seconds, _ = timed_task(study.model_dump_json(), study.tasks()[0])
     except Exception:  # noqa: BLE001 - the plan reports its own errors
         return None
     big = seconds * units(largest) / units(smallest)

@@ -380,15 +380,19 @@ def run_study(
     workers: int | None = None,
     dask: str | Any | None = None,
     on_task_done: Callable[[int], None] | None = None,
+    done: Mapping[int, pd.DataFrame] | None = None,
 ) -> StudyResult:
     """Check ``spec``, run every task and summarise.
 
     ``workers``: local processes (default: CPU count, 1 = this process).  ``dask``: a scheduler
-    address (or a ``distributed.Client``).  Rows are sorted by task index, so the table is
-    identical whichever way the tasks ran.
+    address (or a ``distributed.Client``).  ``done``: rows of tasks already run (by index; e.g. the
+    task the up-front time estimate timed), not run again.  Rows are sorted by task index, so the
+    table is identical whichever way the tasks ran.
     """
     exp = check_study(spec)
     tasks = spec.tasks()
+    ready = [done[t["index"]] for t in tasks if done and t["index"] in done]
+    tasks = [t for t in tasks if not done or t["index"] not in done]
     payload = spec.model_dump_json()
     start = time.perf_counter()
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
@@ -399,7 +403,11 @@ def run_study(
         if on_task_done is not None:
             on_task_done(k)
 
-    if dask is not None:
+    if ready:
+        tick(len(ready))
+    if not tasks:
+        parts: list[pd.DataFrame] = []
+    elif dask is not None:
         parts = _run_dask(payload, tasks, dask, tick)
     elif n_workers <= 1 or len(tasks) == 1:
         parts = []
@@ -411,7 +419,7 @@ def run_study(
             tick(1)
     else:
         parts = _run_pool(payload, tasks, n_workers, tick)
-    table = pd.concat(parts, ignore_index=True).sort_values("task", kind="stable")
+    table = pd.concat([*ready, *parts], ignore_index=True).sort_values("task", kind="stable")
     table = table.drop(columns="task").reset_index(drop=True)
     from cogtestbed.validation.summaries import summarise
 

@@ -257,6 +257,8 @@ def test_sequential_pair_run_plays_both_llms_in_step_resumes_and_reproduces(tmp_
     check = cli.invoke(app, ["looks", str(out), "--json"])
     assert check.exit_code == 0, check.output
     assert json.loads(check.stdout)["reproduced"] is True
+    text = cli.invoke(app, ["looks", str(out)])
+    assert "look 2: 4 sessions per LLM  Z none (recorded none)" in text.output and "MISMATCH" not in text.output
     done = cli.invoke(app, ["run", "--plan", str(plan), "-o", str(out), "--resume"])
     assert done.exit_code == 0 and "nothing to resume" in done.output
     fresh = cli.invoke(app, ["run", "--plan", str(plan), "-o", str(out)])

@@ -191,8 +191,9 @@ def looks(
     if as_json:
         print_json({"run_dir": str(run_dir), "looks": rows, "reproduced": ok})
     else:
+        axis = "sessions per LLM" if "run_dirs" in design else design.get("size_axis", "subjects")
         for r in rows:
-            console.print(f"look {r['look']}: {r['units']} subjects  Z {_z(r['statistic'])} (recorded "
+            console.print(f"look {r['look']}: {r['units']} {axis}  Z {_z(r['statistic'])} (recorded "
                           f"{_z(r['recorded_statistic'])})  bound {r['efficacy']:.3f}  {r['decision']} "
                           f"(recorded {r['recorded_decision']})  {'reproduced' if r['reproduced'] else 'MISMATCH'}",
                           highlight=False)

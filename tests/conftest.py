@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 DATA = SHARED / "data"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Fits in tests record their timings in a store of the run's own, not the user's
+    ``~/.cache/cogtestbed/timings.json``: estimates in tests never rest on earlier runs."""
+    if "COGTESTBED_TIMINGS" not in os.environ:
+        os.environ["COGTESTBED_TIMINGS"] = str(Path(tempfile.mkdtemp(prefix="cogtestbed-timings-")) / "timings.json")
 
 
 @pytest.fixture(scope="session")

@@ -227,3 +227,10 @@ def test_a_schema_fast_path_that_passes_what_pandera_refuses_is_caught(monkeypat
     monkeypatch.setattr(type(spec.schema), "conforms", lambda self, df, name: True)
     with pytest.raises(ConformanceError, match="no valid column: the fast check says passes, pandera fails"):
         CHECKS["schema_fast_path"](spec, CheckConfig())
+
+
+def test_contributing_lists_every_check_in_order() -> None:
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "CONTRIBUTING.md").read_text()
+    assert re.findall(r"^\| `(\w+)` \|", text, re.M) == list(CHECKS)

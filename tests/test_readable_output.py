@@ -123,3 +123,20 @@ def test_task_progress_lines_with_an_estimate(monkeypatch) -> None:
         tasks.advance()
     assert lines[0] == "recovery: estimated 3 min 28 s in all (2 of 100 tasks took 12 s)"  # 2 s a task after the first
     assert all("ETA" not in x for x in lines[1:])  # one line per 30 s: none yet
+
+
+def test_a_warning_during_a_command_prints_as_one_line_without_source() -> None:
+    """ConvergenceWarning and the like print as ``warning: CATEGORY: message`` on one line, not with
+    Python's source file, line number and code line."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    probe = ("import sys, warnings\nimport cogtestbed.cli as c\n"
+             "c.app = lambda **k: warnings.warn('max R-hat 1.2\\n  > 1.01', RuntimeWarning) or 0\n"
+             "sys.exit(c.run_cli([]))\n")
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=root, check=False,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "warning: RuntimeWarning: max R-hat 1.2 > 1.01\n"

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Sequence
 from types import FrameType
 from typing import NoReturn
@@ -50,8 +51,26 @@ def _error(message: str) -> None:
     console_err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
+def warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 line: str | None = None) -> str:
+    """A warning as the command line prints it: one line, ``warning: CATEGORY: message`` — not
+    Python's default, which adds the source file, line number and the line of code."""
+    text = " ".join(str(message).split())
+    return f"warning: {category.__name__}: {text}\n"
+
+
 def run_cli(argv: Sequence[str] | None = None) -> int:
-    """Run the command line on ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    """Run the command line on ``argv`` (default: ``sys.argv[1:]``); return the exit status.
+    Warnings raised meanwhile print as one line each (:func:`warning_line`)."""
+    previous = warnings.formatwarning
+    warnings.formatwarning = warning_line
+    try:
+        return _run_app(argv)
+    finally:
+        warnings.formatwarning = previous
+
+
+def _run_app(argv: Sequence[str] | None) -> int:
     try:
         rv = app(args=list(argv) if argv is not None else None, prog_name="cogtestbed", standalone_mode=False)
     except typer.TyperException as exc:  # click's usage errors (typer's vendored click)

@@ -180,7 +180,7 @@ def summary_line(payload: dict[str, Any]) -> str:
     dollars = f"${cost['dollars']:.2f}" if cost["dollars"] is not None else "no price"
     llms = " + ".join(dict.fromkeys(payload["run"]["llms"]))
     return (f"cheapest design reaching {payload['target']['power']:.0%} power for {payload['target']['what']}: "
-            f"{c['design']} ({c['sessions_per_llm']} sessions per LLM) — {cost['calls']:,} calls, "
+            f"{c['design']} ({c['sessions_per_llm']} session{'' if c['sessions_per_llm'] == 1 else 's'} per LLM) — {cost['calls']:,} calls, "
             f"{cost['prompt_tokens']:,} prompt + {cost['completion_tokens']:,} completion tokens (max), "
             f"{dollars} on {llms}; power {rate_text(p['rate'], p['sims'])}")
 

@@ -76,7 +76,8 @@ def plan(
     futility: Annotated[bool, typer.Option(help="Non-binding futility bounds (beta-spending) too.")] = False,
     null: Annotated[str | None, typer.Option(help="AGENT[:p=v,...] under which a test's null holds (sequential "
                                                   "plan of a test).")] = None,
-    seq_sims: Annotated[int, typer.Option(min=10, help="Simulated sequential studies per hypothesis.")] = 1000,
+    seq_sims: Annotated[int | None, typer.Option(min=10, help="Simulated sequential studies per hypothesis (effect, "
+                        "null, calibration null); default: as many as give --mc-se at the target power.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as one JSON object.")] = False,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write plan.json and report.html here.")] = None,
 ) -> None:
@@ -128,7 +129,10 @@ def plan(
     result = planner.plan()
     payload = plan_payload(result, pricer, exp, max_cost, pilot_info)
     if looks is not None:
-        _attach_looks(payload, result, pricer, exp, looks, spending, futility, seq_sims, n_workers, null,
+        from cogtestbed.validation.seqplan import default_sims
+
+        sims = seq_sims if seq_sims is not None else default_sims(power, mc_se)
+        _attach_looks(payload, result, pricer, exp, looks, spending, futility, sims, n_workers, null,
                       None if quiet else planner.say)
     _emit_plan(payload, result.size_name, output, as_json)
 

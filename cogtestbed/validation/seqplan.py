@@ -15,25 +15,27 @@ sequence the bounds assume: a t-test on few subjects at the first look, paramete
 a test whose p-value has a resolution floor (a permutation p of 1/(B+1) caps ``|Z|``) all distort
 it.  The bounds are therefore *not* trusted: the procedure is simulated exactly as the run executes it
 (the same fitter and test at each look, lapses at the planned invalid rate) under the null and the
-target effect, and its type-I error, power, stopping look, cost and estimate bias are measured.
+target effect, and its type-I error, power, stopping look, cost and estimate bias are measured; and
+the efficacy bounds are *calibrated* on a simulated null (:mod:`cogtestbed.validation.seqsim`): the
+spending function fixes their shape across looks, and one shift sets their level so that null studies
+with their own seeds reject in the effect's direction at α/2 with futility obeyed (futility is then
+binding).  The type-I error is measured on other null studies.
 
-Simulation: each replicate simulates the largest size considered once (per-subject MLE fits are
-independent, so each subject is fitted once) and every look of every candidate maximum size is
-evaluated on a prefix of it (common random numbers across candidates).  The candidate maximum sizes
-run from the fixed plan's size upward to :data:`MAX_FACTOR` times it; the chosen one minimises the
-expected cost under the target effect subject to type-I error ≤ α + 2 MC SE and power ≥ target.
-Costs are linear in sessions at a fixed trial count, so candidates are ranked by expected sessions
-and the chosen design's every look is then priced exactly with the dry-run :class:`Pricer`.
+Simulation (:mod:`cogtestbed.validation.seqsim`): each subject is simulated and fitted once
+(per-subject MLE fits are independent) and every look of every candidate maximum size is the t-test
+on a prefix of the stored per-subject estimates; a replicate is extended only while some candidate
+still runs it.  The candidate maximum sizes run from :data:`MIN_FACTOR` to :data:`MAX_FACTOR` times
+the fixed plan's size; the chosen one minimises the expected cost under the target effect subject
+to type-I error ≤ α + 2 MC SE and power ≥ target.  Costs are linear in sessions at a fixed trial
+count, so candidates are ranked by expected sessions and the chosen design's every look is then
+priced exactly with the dry-run :class:`Pricer`.
 """
 
 from __future__ import annotations
 
 import math
-import multiprocessing
-import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,8 +51,15 @@ from cogtestbed.validation.sequential import (
 )
 from cogtestbed.validation.study_kinds import MetricPowerStudy, PlannedStudy, PowerStudy, StatTestStudy
 
-#: Simulated sequential studies per hypothesis (null, target effect) in ``plan --looks``.
+#: Simulated sequential studies per hypothesis (target effect, null; as many calibration nulls) of
+#: :func:`plan_sequential`; ``plan --looks`` takes as many as give its ``--mc-se`` at the target
+#: power (:func:`default_sims`) unless ``--seq-sims`` says.
 DEFAULT_SEQ_SIMS = 1000
+#: The fewest simulated sequential studies per hypothesis ``plan --looks`` takes by default.
+MIN_SEQ_SIMS = 200
+#: The smallest maximum size considered, as a multiple of the fixed plan's size (calibrated bounds
+#: can reach the target power below it).
+MIN_FACTOR = 0.8
 #: The largest maximum size considered, as a multiple of the fixed plan's size (group-sequential
 #: designs need 1.0–1.3× the fixed size, Pocock with futility up to 1.41×).
 MAX_FACTOR = 1.5
@@ -71,6 +80,12 @@ def check_looks(looks: int, spending: str) -> None:
         raise ValueError(f"--spending must be one of {', '.join(SPENDING_FUNCTIONS)}, got {spending!r}")
 
 
+def default_sims(power: float, mc_se: float) -> int:
+    """Sequential studies per hypothesis giving the fixed plan's Monte-Carlo SE at the target power
+    (``p(1 − p)/SE²``), at least :data:`MIN_SEQ_SIMS`."""
+    return max(MIN_SEQ_SIMS, math.ceil(power * (1 - power) / mc_se ** 2))
+
+
 def look_sizes(n_max: int, looks: int) -> tuple[int, ...]:
     """Units finished at each look: ``round(k/K · n_max)``, at least 2 and strictly increasing."""
     if n_max < 2 * looks:
@@ -78,53 +93,92 @@ def look_sizes(n_max: int, looks: int) -> tuple[int, ...]:
     return tuple(max(2, round(n_max * k / looks)) for k in range(1, looks + 1))
 
 
+#: Decision codes of :meth:`Boundaries.codes`.
+CONTINUE, EFFICACY, EFFICACY_OTHER, FUTILITY = 0, 1, 2, 3
+DECISIONS = ("continue", "efficacy", "efficacy", "futility")
+
+
 @dataclass(frozen=True)
 class Boundaries:
-    """Looks (units and information fractions) and their Z bounds: efficacy ``|Z| ≥ b_k``
-    (two-sided level α, α/2 spent per side), futility ``Z·direction < a_k`` (None: no futility)."""
+    """Looks (units and information fractions) and their Z bounds.
+
+    Efficacy: ``Z·d ≥ b_k`` in the effect's direction ``d`` (``|Z| ≥ b_k`` for an undirected
+    statistic, d = 0) or ``Z·d ≤ −b'_k`` against it (``efficacy_other``; None: the same ``b_k``,
+    i.e. ``|Z| ≥ b_k``, two-sided level α with α/2 per side); futility ``Z·d < a_k`` (``|Z|`` for
+    d = 0; None: no futility).  ``calibration`` records how ``efficacy`` was set on the simulated
+    null (:func:`calibrate_shift`), None for the normal-theory bounds."""
 
     sizes: tuple[int, ...]
     spending: Spending
     level: float
     efficacy: tuple[float, ...]
     futility: tuple[float, ...] | None
+    efficacy_other: tuple[float, ...] | None = None
+    calibration: Mapping[str, Any] | None = None
 
     @property
     def fractions(self) -> tuple[float, ...]:
         return tuple(n / self.sizes[-1] for n in self.sizes)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"looks": len(self.sizes), "sizes": list(self.sizes), "fractions": [round(f, 6) for f in self.fractions],
-                "spending": self.spending, "level": self.level, "efficacy": [round(b, 6) for b in self.efficacy],
-                "futility": None if self.futility is None else [round(a, 6) for a in self.futility]}
+        out = {"looks": len(self.sizes), "sizes": list(self.sizes), "fractions": [round(f, 6) for f in self.fractions],
+               "spending": self.spending, "level": self.level, "efficacy": [round(b, 6) for b in self.efficacy],
+               "futility": None if self.futility is None else [round(a, 6) for a in self.futility]}
+        if self.efficacy_other is not None:
+            out["efficacy_other"] = [round(b, 6) for b in self.efficacy_other]
+        if self.calibration is not None:
+            out["calibration"] = dict(self.calibration)
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Boundaries:
-        fut = d.get("futility")
+        fut, other = d.get("futility"), d.get("efficacy_other")
+        # the rounded bounds of plan.json are the bounds: a run and ``looks`` decide on exactly these
         return cls(tuple(int(n) for n in d["sizes"]), d["spending"], float(d["level"]),
-                   tuple(float(b) for b in d["efficacy"]), None if fut is None else tuple(float(a) for a in fut))
+                   tuple(float(b) for b in d["efficacy"]), None if fut is None else tuple(float(a) for a in fut),
+                   None if other is None else tuple(float(b) for b in other), d.get("calibration"))
+
+    def with_shift(self, shift: float, calibration: Mapping[str, Any]) -> Boundaries:
+        """These bounds with the efficacy bound in the effect's direction moved by ``shift``
+        (rounded as plan.json stores it, so the plan simulates exactly what the run decides on)."""
+        moved = tuple(round(b + shift, 6) for b in self.efficacy)
+        other = self.efficacy if self.efficacy_other is None else self.efficacy_other
+        futility = None if self.futility is None else tuple(round(a, 6) for a in self.futility)
+        return Boundaries(self.sizes, self.spending, self.level, moved, futility,
+                          tuple(round(b, 6) for b in other), {**calibration, "shift": round(shift, 6)})
+
+    def codes(self, k: int, z: np.ndarray, direction: float) -> np.ndarray:
+        """Decision codes (:data:`CONTINUE`, :data:`EFFICACY`, :data:`EFFICACY_OTHER`,
+        :data:`FUTILITY`) at look ``k`` (0-based) for an array of statistics; the last look that
+        does not reject stops for futility (accepts); a non-finite Z counts as 0."""
+        z = np.where(np.isfinite(z), z, 0.0)
+        toward = np.abs(z) if direction == 0 else z * direction
+        other = self.efficacy[k] if self.efficacy_other is None else self.efficacy_other[k]
+        out = np.full(z.shape, CONTINUE, dtype=np.int8)
+        if k == len(self.sizes) - 1:
+            out[:] = FUTILITY
+        elif self.futility is not None:
+            out[toward < self.futility[k]] = FUTILITY
+        if direction == 0:
+            out[toward >= self.efficacy[k]] = EFFICACY
+        else:
+            out[toward <= -other] = EFFICACY_OTHER
+            out[toward >= self.efficacy[k]] = EFFICACY
+        return out
 
     def decide(self, k: int, z: float, direction: float) -> str:
-        """``efficacy``, ``futility`` or ``continue`` at look ``k`` (0-based); the last look that does
-        not reject stops for futility (accepts).  ``direction``: the effect's sign (0: two-sided
-        futility on |Z|)."""
-        if not math.isfinite(z):
-            z = 0.0
-        if abs(z) >= self.efficacy[k]:
-            return "efficacy"
-        if k == len(self.sizes) - 1:
-            return "futility"
-        if self.futility is not None:
-            towards = abs(z) if direction == 0 else z * direction
-            if towards < self.futility[k]:
-                return "futility"
-        return "continue"
+        """``efficacy``, ``futility`` or ``continue`` at look ``k`` (0-based) (:meth:`codes`)."""
+        return DECISIONS[int(self.codes(k, np.array([float(z)]), direction)[0])]
 
 
-def boundaries(sizes: Sequence[int], level: float, spending: Spending, futility: bool, power: float) -> Boundaries:
+def boundaries(sizes: Sequence[int], level: float, spending: Spending, futility: bool, power: float,
+               fractions: Sequence[float] | None = None) -> Boundaries:
     """Efficacy bounds spending α/2 per side; with ``futility``, β = 1 − power spent at the drift
-    under which the efficacy-only design has that power (the usual non-binding futility design)."""
-    t = [n / sizes[-1] for n in sizes]
+    under which the efficacy-only design has that power (the usual non-binding futility design).
+    ``fractions``: the information fractions the bounds are computed at (default: the looks' own
+    ``n_k / n_K``; a plan uses the planned ``k/K`` for every maximum size and calibrates the level
+    on the simulated null)."""
+    t = [n / sizes[-1] for n in sizes] if fractions is None else list(fractions)
     b = efficacy_bounds(t, level / 2, spending)
     a = None
     if futility:
@@ -150,38 +204,6 @@ def z_from_p(p: float, estimate: float, signed: bool) -> float:
 
 
 # ----------------------------------------------------------------------------- one replicate
-def _model_path(spec: PowerStudy, trials: int | None, runs: int, n_top: int, sizes: Sequence[int],
-                seq: np.random.SeedSequence) -> tuple[np.ndarray, np.ndarray]:
-    """(Z, estimate) at each prefix size of one simulated model-effect study: ``n_top`` subjects
-    simulated and fitted once, the fixed plan's t-test on the per-subject contrast of each prefix."""
-    from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.model_studies import power_parameters
-    from cogtestbed.validation.study_data import design_for_trials, fitted_model, seed_of, simulate_model
-
-    exp = get_experiment(spec.experiment)
-    model = exp.model(spec.models[0])
-    design = design_for_trials(exp, trials, spec.design)
-    param_seq, sim_seq = seq.spawn(2)
-    true = power_parameters(spec, model, n_top, np.random.default_rng(param_seq))
-    table = simulate_model(spec, exp, model.name, true, n_top, seed_of(sim_seq), design, runs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fits = fitted_model(spec, model).fit_mle(table)
-    fits = fits.sort_values("subject", kind="stable")
-    assert spec.effect is not None
-    values = np.asarray(model.contrast(spec.effect, {p: fits[p].to_numpy(float) for p in model.parameters.names}),
-                        float)
-    z, est = np.zeros(len(sizes)), np.full(len(sizes), np.nan)
-    for i, n in enumerate(sizes):
-        v = values[:n]
-        est[i] = float(np.mean(v))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            p = float(stats.ttest_1samp(v, 0.0).pvalue) if n > 1 else float("nan")
-        z[i] = z_from_p(p, est[i], signed=True)
-    return z, est
-
-
 def _prefix(table: Any, n: int) -> Any:
     """The first ``n`` units (subjects 0..n−1) of a simulated table."""
     return table[table["subject"] < n]
@@ -233,23 +255,23 @@ def _test_path(spec: StatTestStudy, trials: int | None, n_top: int, sizes: Seque
 
 
 def simulate_paths(spec_json: str, trials: int | None, runs: int, n_top: int, sizes: Sequence[int],
-                   seed: int, reps: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(Z, estimate) arrays (replicates × prefix sizes) of replicates ``reps`` (seed streams
-    ``SeedSequence([seed, rep])``: the same replicate whatever the batch)."""
+                   seed: int, reps: Sequence[int], stream: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(Z, estimate) arrays (replicates × prefix sizes) of whole simulated paths of a metric-difference
+    or test study, replicates ``reps`` (seed streams ``SeedSequence([seed, 7919, rep])``, with
+    ``stream`` appended when > 0: the same replicate whatever the batch).  Model-effect studies are
+    simulated lazily by :func:`cogtestbed.validation.seqsim.model_block`."""
     from cogtestbed.validation.study_kinds import load_study
 
     spec = load_study(spec_json)
     zs, ests = [], []
     for rep in reps:
-        seq = np.random.SeedSequence([seed, 7_919, rep])
-        if isinstance(spec, PowerStudy):
-            z, e = _model_path(spec, trials, runs, n_top, sizes, seq)
-        elif isinstance(spec, MetricPowerStudy):
+        seq = np.random.SeedSequence([seed, 7_919, rep, *([stream] if stream else [])])
+        if isinstance(spec, MetricPowerStudy):
             z, e = _metric_path(spec, trials, n_top, sizes, seq)
         elif isinstance(spec, StatTestStudy):
             z, e = _test_path(spec, trials, n_top, sizes, seq)
         else:
-            raise ValueError(f"a sequential plan needs a power target, not {spec.kind}")
+            raise ValueError(f"whole paths are simulated for a metric or test target, not {spec.kind}")
         zs.append(z)
         ests.append(e)
     return np.array(zs), np.array(ests)
@@ -282,13 +304,15 @@ def direction(spec: PlannedStudy) -> float:
 # ----------------------------------------------------------------------------- operating characteristics
 @dataclass
 class Operating:
-    """The simulated procedure under one hypothesis: rejections, stopping looks, units, estimates."""
+    """The simulated procedure under one hypothesis: rejections, stopping looks, units, estimates.
+    ``reference``: the estimate a full-size study centres on (None: the mean of ``estimate_full``)."""
 
     rejected: np.ndarray  # bool per replicate
     stop_look: np.ndarray  # 0-based look of stopping per replicate
     units: np.ndarray  # units used per replicate
     estimate_stop: np.ndarray
     estimate_full: np.ndarray
+    reference: float | None = None
 
     @property
     def sims(self) -> int:
@@ -307,38 +331,40 @@ class Operating:
         return [float(x) for x in np.bincount(self.stop_look, minlength=looks)[:looks] / self.sims]
 
     def summary(self, looks: int) -> dict[str, Any]:
-        ok = np.isfinite(self.estimate_stop) & np.isfinite(self.estimate_full)
+        stop = self.estimate_stop[np.isfinite(self.estimate_stop)]
+        full = self.estimate_full[np.isfinite(self.estimate_full)]
+        ref = self.reference if self.reference is not None else (float(np.mean(full)) if full.size else None)
+        at_stop = float(np.mean(stop)) if stop.size else None
         return {"rejection_rate": self.rate, "mc_se": self.mc_se, "sims": self.sims,
                 "stop_look": self.stop_distribution(looks), "expected_units": float(self.units.mean()),
-                "mean_estimate_at_stop": float(np.mean(self.estimate_stop[ok])) if ok.any() else None,
-                "mean_estimate_at_max": float(np.mean(self.estimate_full[ok])) if ok.any() else None,
-                "stopping_bias": float(np.mean(self.estimate_stop[ok] - self.estimate_full[ok])) if ok.any() else None}
+                "mean_estimate_at_stop": at_stop, "reference_estimate": ref,
+                "stopping_bias": None if at_stop is None or ref is None else at_stop - ref}
 
 
 def operate(bounds: Boundaries, z: np.ndarray, est: np.ndarray, columns: Sequence[int], dirn: float,
-            effect_dirn: float | None) -> Operating:
-    """Run the stopping rule on simulated paths. ``columns[k]``: the path column of look k.
-    ``effect_dirn``: under the effect, only rejections of that sign count (None: every rejection)."""
+            effect_dirn: float | None, reference: float | None = None) -> Operating:
+    """Run the stopping rule (:meth:`Boundaries.codes`) on simulated paths. ``columns[k]``: the path
+    column of look k (read only while a path runs).  ``effect_dirn``: under the effect, only
+    rejections in that direction count (None: every rejection)."""
     reps, looks = z.shape[0], len(bounds.sizes)
-    rejected = np.zeros(reps, bool)
+    rejected, alive = np.zeros(reps, bool), np.ones(reps, bool)
     stop = np.full(reps, looks - 1)
-    for r in range(reps):
-        for k in range(looks):
-            decision = bounds.decide(k, float(z[r, columns[k]]), dirn)
-            if decision != "continue":
-                stop[r] = k
-                zk = float(z[r, columns[k]])
-                rejected[r] = decision == "efficacy" and (effect_dirn is None or effect_dirn == 0
-                                                          or np.sign(zk) == effect_dirn)
-                break
+    counted = (EFFICACY,) if effect_dirn else (EFFICACY, EFFICACY_OTHER)
+    for k in range(looks):
+        codes = bounds.codes(k, z[:, columns[k]], dirn)
+        done = alive & (codes != CONTINUE)
+        rejected |= done & np.isin(codes, counted)
+        stop[done] = k
+        alive &= ~done
     units = np.asarray(bounds.sizes)[stop]
     est_stop = est[np.arange(reps), np.asarray(columns)[stop]]
-    return Operating(rejected, stop, units, est_stop, est[:, columns[-1]])
+    return Operating(rejected, stop, units, est_stop, est[:, columns[-1]], reference)
 
 
 @dataclass
 class Candidate:
-    """One maximum size with its bounds and its operating characteristics under both hypotheses."""
+    """One maximum size with its bounds and its operating characteristics under both hypotheses
+    (``null``: measured on simulated null studies independent of any calibration)."""
 
     bounds: Boundaries
     null: Operating
@@ -354,60 +380,94 @@ class Candidate:
 class SequentialResult:
     chosen: Candidate | None
     candidates: list[Candidate]
-    z_effect: np.ndarray  # paths at the chosen design's looks (for the report)
+    z_effect: np.ndarray  # paths at the chosen design's looks (for the report; NaN after a path stops)
     z_null: np.ndarray
     seconds: float
     sims: int
+    calibration_sims: int = 0
+    subjects: int = 0  # units simulated and fitted (model targets)
+    cpu_seconds: float = 0.0
 
 
 def simulate_hypothesis(spec: PlannedStudy, trials: int | None, runs: int, n_top: int, sizes: Sequence[int],
                         sims: int, workers: int) -> tuple[np.ndarray, np.ndarray]:
-    """``sims`` replicates' (Z, estimate) paths, in a fork pool of ``workers`` processes."""
-    payload, reps = spec.model_dump_json(), list(range(sims))
-    if workers <= 1 or sims < 4 * workers:
-        return simulate_paths(payload, trials, runs, n_top, sizes, spec.seed, reps)
-    ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    chunk = math.ceil(sims / (4 * workers))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = [pool.submit(simulate_paths, payload, trials, runs, n_top, sizes, spec.seed, reps[i:i + chunk])
-                   for i in range(0, sims, chunk)]
-        parts = [f.result() for f in futures]
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    """``sims`` replicates' whole (Z, estimate) paths to ``n_top`` units, in a fork pool of ``workers``."""
+    from cogtestbed.validation.seqsim import Simulator
+
+    (paths,) = Simulator(trials, runs, n_top, tuple(sizes), sims, spec.seed, workers).run([(spec, 0, None)])
+    return paths.z, paths.est
+
+
+def _candidates(maxima: Sequence[int], looks: int, spec: PlannedStudy, spending: Spending, futility: bool,
+                target: float, calibrate: bool) -> list[Boundaries]:
+    """Each maximum size's normal-theory bounds: with ``calibrate``, the shape at the planned
+    fractions k/K shared by every maximum size (its level is set on the simulated null), else each
+    computed at its own rounded look fractions."""
+    if not calibrate:
+        return [boundaries(look_sizes(m, looks), spec.level, spending, futility, target) for m in maxima]
+    shape = boundaries(look_sizes(maxima[-1], looks), spec.level, spending, futility, target,
+                       fractions=[k / looks for k in range(1, looks + 1)])
+    return [Boundaries(look_sizes(m, looks), spending, spec.level, shape.efficacy, shape.futility) for m in maxima]
 
 
 def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int, looks: int,
                     spending: Spending, futility: bool, target: float, sims: int = DEFAULT_SEQ_SIMS,
                     workers: int = 1, null_agent: str | None = None, max_factor: float = MAX_FACTOR,
-                    say: Callable[[str], None] | None = None) -> SequentialResult:
-    """Simulate the sequential procedure at every maximum size from ``fixed_size`` to
+                    say: Callable[[str], None] | None = None, calibrate: bool = True,
+                    min_factor: float = MIN_FACTOR) -> SequentialResult:
+    """Simulate the sequential procedure at every maximum size from ``min_factor·fixed_size`` to
     ``max_factor·fixed_size`` and choose the one with the least expected units under the effect
-    that keeps type-I error ≤ α + 2 MC SE and power ≥ ``target``."""
+    that keeps type-I error ≤ α + 2 MC SE and power ≥ ``target``.
+
+    With ``calibrate`` (the default) each maximum size's efficacy bound in the effect's direction
+    is shifted so that ``sims`` calibration null studies (their own seeds) reject in that direction
+    at rate α/2 (α for an undirected statistic) with futility obeyed
+    (:func:`~cogtestbed.validation.seqsim.calibrate_shift`); the type-I error is measured on ``sims``
+    other null studies."""
     import time
 
-    start = time.perf_counter()
+    from cogtestbed.validation.seqsim import Rule, Simulator, calibrate_shift, null_scores
+
+    start, cpu = time.perf_counter(), _cpu()
     check_looks(looks, spending)
-    lo = max(fixed_size, 2 * looks)
+    lo = max(2 * looks, min(fixed_size, math.floor(min_factor * fixed_size)))
     n_top = max(lo, math.ceil(max_factor * fixed_size))
     maxima = list(range(lo, n_top + 1))
-    all_sizes = sorted({n for m in maxima for n in look_sizes(m, looks)})
+    all_sizes = tuple(sorted({n for m in maxima for n in look_sizes(m, looks)}))
     col = {n: i for i, n in enumerate(all_sizes)}
-    say = say or (lambda _m: None)
-    say(f"sequential: {sims} simulated studies per hypothesis at {n_top} units, {looks} looks, {len(maxima)} "
-        "maximum sizes")
-    z1, e1 = simulate_hypothesis(spec, trials, runs, n_top, all_sizes, sims, workers)
-    z0, e0 = simulate_hypothesis(null_spec(spec, null_agent), trials, runs, n_top, all_sizes, sims, workers)
     dirn = direction(spec)
-    cands = []
-    for m in maxima:
-        sizes = look_sizes(m, looks)
-        b = boundaries(sizes, spec.level, spending, futility, target)
-        cols = [col[n] for n in sizes]
-        cands.append(Candidate(b, operate(b, z0, e0, cols, dirn, None), operate(b, z1, e1, cols, dirn, dirn or None)))
+    say = say or (lambda _m: None)
+    say(f"sequential: {sims} simulated studies per hypothesis{' (+ as many calibration nulls)' if calibrate else ''}"
+        f" up to {n_top} units, {looks} looks, {len(maxima)} maximum sizes")
+    nominal = _candidates(maxima, looks, spec, spending, futility, target, calibrate)
+    columns = tuple(tuple(col[n] for n in b.sizes) for b in nominal)
+    sim = Simulator(trials, runs, n_top, all_sizes, sims, spec.seed, workers, width=max(1, lo // (2 * looks)))
+    null = null_spec(spec, null_agent)
+    bounds = nominal
+    if calibrate:
+        (cal,) = sim.run([(null, 1, Rule(tuple(nominal), columns, dirn, calibrating=True))])
+        side = spec.level / 2 if dirn else spec.level
+        info = {"side_level": side, "null_sims": sims, "seed_stream": 1, "futility": "binding" if futility else None}
+        bounds = [b.with_shift(calibrate_shift(null_scores(b, cal.z, cols, dirn), side), info)
+                  for b, cols in zip(nominal, columns, strict=True)]
+    eff, nul = sim.run([(spec, 0, Rule(tuple(bounds), columns, dirn)), (null, 0, Rule(tuple(bounds), columns, dirn))])
+    cands = [Candidate(b, operate(b, nul.z, nul.est, cols, dirn, None, nul.reference),
+                       operate(b, eff.z, eff.est, cols, dirn, dirn or None, eff.reference))
+             for b, cols in zip(bounds, columns, strict=True)]
     passing = [c for c in cands if c.passes(spec.level, target)]
     chosen = min(passing, key=lambda c: (c.effect.units.mean(), c.bounds.sizes[-1])) if passing else None
     shown = chosen or cands[-1]
     cols = [col[n] for n in shown.bounds.sizes]
-    return SequentialResult(chosen, cands, z1[:, cols], z0[:, cols], time.perf_counter() - start, 2 * sims)
+    return SequentialResult(chosen, cands, eff.z[:, cols], nul.z[:, cols], time.perf_counter() - start, 2 * sims,
+                            sims if calibrate else 0, sim.subjects, _cpu() - cpu)
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 # ----------------------------------------------------------------------------- prices and plan.json
@@ -478,11 +538,13 @@ def sequential_payload(res: SequentialResult, spec: PlannedStudy, fixed_cost: An
         "candidates": [{"max_" + size_name: c.bounds.sizes[-1], "power": c.effect.rate, "type1": c.null.rate,
                         "expected_units_effect": float(c.effect.units.mean()),
                         "expected_units_null": float(c.null.units.mean())} for c in res.candidates],
-        "seconds": round(res.seconds, 2), "simulations": res.sims,
+        "seconds": round(res.seconds, 2), "cpu_seconds": round(res.cpu_seconds, 2), "simulations": res.sims,
+        "calibration_simulations": res.calibration_sims, "units_simulated": res.subjects,
         "note": ("Z_k = sign(estimate)·Φ⁻¹(1 − p_k/2) from the fixed plan's test on the units finished at look k; "
                  "it is only approximately normal across looks (small first looks, bounded parameters, "
-                 "p-value resolution floors), so the error rates above are the simulated"
-                 " procedure's, not the bounds' nominal ones"),
+                 "p-value resolution floors), so the efficacy bounds' level is set on simulated null studies "
+                 "(futility obeyed, i.e. binding) and the error rates above are the simulated procedure's, "
+                 "measured on other null studies, not the bounds' nominal ones"),
     }
     return out
 
@@ -507,7 +569,12 @@ def sequential_lines(seq: Mapping[str, Any], size_name: str) -> list[str]:
     fut = ", futility" if d["futility"] is not None else ""
     bounds = " ".join(f"{b:.2f}" for b in d["efficacy"])
     out = [f"sequential: {d['looks']} looks at {', '.join(str(s) for s in d['sizes'])} {size_name} "
-           f"({d['spending']}{fut}); |Z| bounds {bounds}"]
+           f"({d['spending']}{fut}); {'Z·d' if d.get('direction') else '|Z|'} bounds {bounds}"]
+    cal = d.get("calibration")
+    if cal is not None:
+        out.append(f"  bounds calibrated on {cal['null_sims']} simulated null studies: the spending function's bounds "
+                   f"moved by {cal['shift']:+.3f} to reject at {cal['side_level']:.3f} in the effect's direction"
+                   + (" with futility obeyed (binding)" if cal.get("futility") else ""))
     if d["futility"] is not None:
         out.append("  futility bounds " + " ".join(f"{a:.2f}" for a in d["futility"]))
     out.append(f"  power {e['rejection_rate']:.3f} ± {e['mc_se']:.3f}, type-I {n['rejection_rate']:.3f} ± "
@@ -549,9 +616,13 @@ def attach_sequential(payload: dict[str, Any], result: Any, pricer: Any, exp: An
         run["max_calls"] = None if calls is None else int(calls) * (1 + pricer.reask)
         run["sequential"] = {**seq["design"], "runs_per_subject": point.runs if size_name == "subjects" else 1}
     if res.chosen is not None:  # a sample of simulated statistic paths, for the report's plot
-        seq["paths"] = {"effect": np.round(res.z_effect[:PLOT_PATHS], 3).tolist(),
-                        "null": np.round(res.z_null[:PLOT_PATHS], 3).tolist()}
+        seq["paths"] = {"effect": _json_paths(res.z_effect[:PLOT_PATHS]), "null": _json_paths(res.z_null[:PLOT_PATHS])}
     return payload
+
+
+def _json_paths(z: np.ndarray) -> list[list[float | None]]:
+    """Simulated Z paths for plan.json: None after a path stopped (it was not simulated further)."""
+    return [[round(float(v), 3) if math.isfinite(v) else None for v in row] for row in z]
 
 
 # ----------------------------------------------------------------------------- report
@@ -569,10 +640,11 @@ def plot_sequential(seq: Mapping[str, Any], out: Any) -> Any:
     ax = axes[0]
     for name, colour in (("null", "tab:grey"), ("effect", "tab:blue")):
         for path in seq.get("paths", {}).get(name, []):
-            ax.plot(x, path, color=colour, alpha=0.25, lw=0.8)
-    b = np.asarray(d["efficacy"])
-    ax.plot(x, b, "r-o", label="efficacy |Z| bound")
-    ax.plot(x, -b, "r-o")
+            ax.plot(x, np.array(path, dtype=float), color=colour, alpha=0.25, lw=0.8)
+    sign = d.get("direction") or 1.0
+    b = np.asarray(d["efficacy"]) * sign
+    ax.plot(x, b, "r-o", label="efficacy bound")
+    ax.plot(x, -np.asarray(d.get("efficacy_other") or d["efficacy"]) * sign, "r-o")
     if d["futility"] is not None:
         ax.plot(x, np.asarray(d["futility"]) * (d["direction"] or 1), "k--s", label="futility bound")
     ax.set_xlabel(d["size_axis"])

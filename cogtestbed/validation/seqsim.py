@@ -1,0 +1,260 @@
+"""Simulating a sequential plan: lazily, fitting each subject once, and calibrating its bounds.
+
+The procedure :mod:`cogtestbed.validation.seqplan` designs is simulated exactly as ``run --plan``
+executes it (the same fitter and test at each look), but only as far as it goes:
+
+* **Each subject is fitted once.**  Per-subject MLE fits are independent, so the fits of the
+  subjects finished by look k are the same at every later look; the look's statistic (the fixed
+  plan's one-sample t-test on the per-subject contrast) is computed from the stored contrasts of
+  the prefix (:func:`prefix_z`, one vectorised scipy call per look size).  ``tests/test_seqplan.py``
+  checks that this gives the run's own refitted statistic (:func:`seqplan._model_statistic`).
+* **Lazily.**  Replicates are simulated in blocks of :data:`BLOCK`, a few subjects at a time
+  (one simulate and one fit call per block and step); a replicate stops being extended once every
+  candidate maximum size has stopped it, so a study that stops at look 2 costs look 2's subjects.
+* **Calibrated on the simulated null** (:func:`null_scores`, :func:`calibrate_shift`): the
+  efficacy bound in the effect's direction is moved by one shift δ so that, on a *calibration*
+  set of simulated null studies run with futility obeyed (as the run executes it), exactly the
+  share α/2 (α for an undirected statistic) rejects in that direction.  The normal-theory spending
+  function gives the bounds' shape across looks, the simulated null their level.  Type-I error is
+  then measured on an independent null (other seeds), never on the calibration set.
+
+Metric-difference and test targets simulate whole paths (``seqplan.simulate_paths``); they are
+calibrated the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from cogtestbed.validation.seqplan import EFFICACY, EFFICACY_OTHER, FUTILITY, Z_CAP, Boundaries
+from cogtestbed.validation.study_kinds import PlannedStudy, PowerStudy
+
+#: Replicates simulated together (one simulate and one fit call per step): a fixed size, so a
+#: replicate's random numbers do not depend on the number of workers.
+BLOCK = 50
+
+
+def prefix_z(values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(Z, estimate) per row of the fixed plan's two-sided one-sample t-test on the first ``n``
+    per-subject values: ``Z = sign(mean)·Φ⁻¹(1 − p/2)`` capped at ``Z_CAP``, 0 where p is NaN
+    (fewer than 2 values, or a subject without an estimate), as :func:`seqplan.z_from_p`."""
+    v = values[:, :n]
+    est = v.mean(axis=1)
+    if n < 2:
+        return np.zeros(v.shape[0]), est
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = np.asarray(stats.ttest_1samp(v, 0.0, axis=1).pvalue, float)
+        z = np.minimum(stats.norm.isf(np.maximum(p, 0.0) / 2), Z_CAP) * np.sign(est)
+    return np.where(np.isfinite(p), z, 0.0), est
+
+
+# ----------------------------------------------------------------------------- the stopping rule per block
+@dataclass(frozen=True)
+class Rule:
+    """Every candidate's bounds and the path columns of its looks; ``calibrating``: a rejection in
+    the effect's direction does not stop a path (a calibration path runs to futility or the end)."""
+
+    bounds: tuple[Boundaries, ...]
+    columns: tuple[tuple[int, ...], ...]
+    direction: float
+    calibrating: bool = False
+
+
+@dataclass
+class _Tracker:
+    """Which replicates of a block each candidate still runs, look by look."""
+
+    rule: Rule | None
+    reps: int
+    alive: list[np.ndarray] = field(default_factory=list)
+    next_look: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        n = 0 if self.rule is None else len(self.rule.bounds)
+        self.alive = [np.ones(self.reps, bool) for _ in range(n)]
+        self.next_look = [0] * n
+
+    def update(self, z: np.ndarray, sizes: Sequence[int], have: int) -> np.ndarray:
+        """Apply every look whose size is ≤ ``have``; the replicates some candidate still runs."""
+        if self.rule is None:
+            return np.ones(self.reps, bool)
+        stops = (FUTILITY, EFFICACY_OTHER) if self.rule.calibrating else (EFFICACY, EFFICACY_OTHER, FUTILITY)
+        for c, (b, cols) in enumerate(zip(self.rule.bounds, self.rule.columns, strict=True)):
+            while self.next_look[c] < len(cols) and sizes[cols[self.next_look[c]]] <= have:
+                k = self.next_look[c]
+                codes = b.codes(k, z[:, cols[k]], self.rule.direction)
+                last = k == len(cols) - 1
+                self.alive[c] &= ~(np.isin(codes, stops) | last)
+                self.next_look[c] += 1
+        return np.logical_or.reduce(self.alive) if self.alive else np.zeros(self.reps, bool)
+
+
+# ----------------------------------------------------------------------------- model targets: lazy blocks
+def _chunk_table(spec: PowerStudy, exp: Any, model: Any, design: Any, runs: int, n: int,
+                 seq: np.random.SeedSequence) -> Any:
+    """``n`` fresh subjects of the study (parameters drawn as the fixed plan draws them)."""
+    from cogtestbed.validation.model_studies import power_parameters
+    from cogtestbed.validation.study_data import seed_of, simulate_model
+
+    param_seq, sim_seq = seq.spawn(2)
+    true = power_parameters(spec, model, n, np.random.default_rng(param_seq))
+    return simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, runs)
+
+
+def subject_contrasts(spec: PowerStudy, model: Any, table: Any, n: int) -> np.ndarray:
+    """The per-subject MLE contrast of each of the ``n`` subjects of ``table`` (subject ids
+    0..n−1); NaN for a subject without a valid trial (as the run's look has no estimate for it)."""
+    from cogtestbed.validation.study_data import fitted_model
+
+    values = np.full(n, np.nan)
+    if not table["valid"].any():
+        return values
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = fitted_model(spec, model).fit_mle(table)
+    assert spec.effect is not None
+    contrast = model.contrast(spec.effect, {p: fits[p].to_numpy(float) for p in model.parameters.names})
+    values[fits["subject"].to_numpy(int)] = np.asarray(contrast, float)
+    return values
+
+
+@dataclass
+class Paths:
+    """Simulated statistic paths of one hypothesis: Z and estimate per replicate and look size
+    (NaN where the replicate was not simulated that far), and the per-subject contrasts' total."""
+
+    z: np.ndarray
+    est: np.ndarray
+    total: float = 0.0
+    count: int = 0
+
+    @property
+    def reference(self) -> float | None:
+        """The mean of every simulated subject's estimate: E[per-subject contrast] (Wald's identity
+        holds for the lazily extended replicates), the estimate a full-size study centres on."""
+        return self.total / self.count if self.count else None
+
+
+def model_block(spec_json: str, trials: int | None, runs: int, n_top: int, sizes: Sequence[int],
+                rule: Rule | None, seed: int, stream: int, block: int, reps: int, width: int) -> Paths:
+    """``reps`` replicates of a model-effect study, extended ``width`` subjects at a time while a
+    candidate of ``rule`` still runs them (``rule`` None: to ``n_top``); random numbers from
+    ``SeedSequence([seed, 7919, stream, block, step])``."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.study_data import design_for_trials
+    from cogtestbed.validation.study_kinds import load_study
+
+    spec = load_study(spec_json)
+    assert isinstance(spec, PowerStudy)
+    exp = get_experiment(spec.experiment)
+    model = exp.model(spec.models[0])
+    design = design_for_trials(exp, trials, spec.design)
+    values = np.full((reps, n_top), np.nan)
+    out = Paths(np.full((reps, len(sizes)), np.nan), np.full((reps, len(sizes)), np.nan))
+    tracker, active, have, step = _Tracker(rule, reps), np.ones(reps, bool), 0, 0
+    while have < n_top and active.any():
+        upto, rows = min(n_top, have + width), np.flatnonzero(active)
+        n = rows.size * (upto - have)
+        table = _chunk_table(spec, exp, model, design, runs, n,
+                             np.random.SeedSequence([seed, 7_919, stream, block, step]))
+        fresh = subject_contrasts(spec, model, table, n).reshape(rows.size, upto - have)
+        values[rows, have:upto] = fresh
+        finite = fresh[np.isfinite(fresh)]
+        out.total, out.count = out.total + float(finite.sum()), out.count + int(finite.size)
+        for i, size in enumerate(sizes):
+            if have < size <= upto:
+                out.z[rows, i], out.est[rows, i] = prefix_z(values[rows], size)
+        active = tracker.update(out.z, sizes, upto)
+        have, step = upto, step + 1
+    return out
+
+
+def _full_block(spec_json: str, trials: int | None, runs: int, n_top: int, sizes: Sequence[int], seed: int,
+                stream: int, reps: Sequence[int]) -> Paths:
+    from cogtestbed.validation.seqplan import simulate_paths
+
+    z, est = simulate_paths(spec_json, trials, runs, n_top, sizes, seed, reps, stream)
+    return Paths(z, est)
+
+
+@dataclass
+class Simulator:
+    """Runs a hypothesis' replicates in blocks, in a fork pool of ``workers`` processes."""
+
+    trials: int | None
+    runs: int
+    n_top: int
+    sizes: tuple[int, ...]
+    sims: int
+    seed: int
+    workers: int = 1
+    width: int = 2
+    subjects: int = 0  # units simulated so far (model targets)
+
+    def run(self, jobs: Sequence[tuple[PlannedStudy, int, Rule | None]]) -> list[Paths]:
+        """Each job's (study, seed stream, rule) paths: ``sims`` replicates each."""
+        calls: list[list[tuple[Callable[..., Paths], tuple[Any, ...]]]] = [self._calls(*job) for job in jobs]
+        flat = [c for group in calls for c in group]
+        if self.workers <= 1 or len(flat) < 2:
+            results = [fn(*args) for fn, args in flat]
+        else:
+            ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+            with ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx) as pool:
+                futures = [pool.submit(fn, *args) for fn, args in flat]
+                results = [f.result() for f in futures]
+        out, i = [], 0
+        for group in calls:
+            parts, i = results[i:i + len(group)], i + len(group)
+            out.append(Paths(np.concatenate([p.z for p in parts]), np.concatenate([p.est for p in parts]),
+                             sum(p.total for p in parts), sum(p.count for p in parts)))
+            self.subjects += sum(p.count for p in parts) if isinstance(jobs[0][0], PowerStudy) else 0
+        return out
+
+    def _calls(self, spec: PlannedStudy, stream: int, rule: Rule | None) -> list[tuple[Callable[..., Paths],
+                                                                                       tuple[Any, ...]]]:
+        payload = spec.model_dump_json()
+        blocks = range(0, self.sims, BLOCK)
+        if isinstance(spec, PowerStudy):
+            return [(model_block, (payload, self.trials, self.runs, self.n_top, self.sizes, rule, self.seed, stream,
+                                   b // BLOCK, min(BLOCK, self.sims - b), self.width)) for b in blocks]
+        return [(_full_block, (payload, self.trials, self.runs, self.n_top, self.sizes, self.seed, stream,
+                               list(range(b, min(b + BLOCK, self.sims))))) for b in blocks]
+
+
+# ----------------------------------------------------------------------------- calibration on the null
+def null_scores(bounds: Boundaries, z: np.ndarray, columns: Sequence[int], direction: float) -> np.ndarray:
+    """Per null path, ``max_k (Z_k·d − b_k)`` over the looks up to where futility (or a rejection
+    against the effect's direction) stops it: the path rejects in the effect's direction under
+    bounds ``b_k + δ`` exactly when its score is ≥ δ (the futility bounds held fixed)."""
+    t = np.where(np.isfinite(z[:, columns]), z[:, columns], 0.0)
+    t = np.abs(t) if direction == 0 else t * direction
+    alive = np.ones(t.shape[0], bool)
+    score = np.full(t.shape[0], -np.inf)
+    for k in range(t.shape[1]):
+        score[alive] = np.maximum(score[alive], t[alive, k] - bounds.efficacy[k])
+        codes = bounds.codes(k, z[:, columns[k]], direction)
+        alive &= ~np.isin(codes, (FUTILITY, EFFICACY_OTHER))
+    return score
+
+
+def calibrate_shift(scores: np.ndarray, side_level: float) -> float:
+    """The shift δ under which at most ``side_level`` of the calibration paths reject: midway
+    between the ``c``-th and ``(c+1)``-th largest score, ``c = ⌊side_level · paths⌋``."""
+    s = np.sort(np.asarray(scores, float))[::-1]
+    c = int(math.floor(side_level * s.size + 1e-9))
+    if c >= s.size:
+        return float(s[-1]) - 1.0
+    below = float(s[c])
+    above = float(s[c - 1]) if c >= 1 else below + 1e-3
+    return (below + above) / 2 if above > below else float(np.nextafter(below, np.inf))

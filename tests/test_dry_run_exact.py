@@ -174,3 +174,29 @@ def test_a_session_whose_length_depends_on_the_answers_gets_a_request_ceiling() 
     assert res.exit_code == 0, res.output
     dry = json.loads(res.stdout)
     assert (dry["calls"], dry["calls_ceiling"]) == (9, 336)
+
+
+def test_a_chat_history_that_quotes_answers_stays_under_the_dry_runs_ceiling(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Magnitude's chat history quotes the model's own answers, which the dry run cannot know: its
+    prompt tokens are the playthrough's (2,168), the server billed 2,210, and the ceiling that books
+    each quoted answer at 3 x max_tokens + 2 tokens holds ($2.338 billed <= $2.400)."""
+    from cogtestbed.llm_adapters.hf import HFClient
+    from cogtestbed.llm_adapters.server import Billing, serve
+
+    prices = tmp_path / "prices.toml"
+    prices.write_text('["openai:tiny-random*"]\ninput = 1000.0\noutput = 2000.0\n')
+    monkeypatch.setenv("COGTESTBED_PRICES", str(prices))
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
+    billing = Billing()
+    with serve({"tiny-random-vlm": HFClient.tiny_random_vlm()}, billing=billing) as url:
+        args = ["run", "magnitude", "--llm", "openai:tiny-random-vlm", "--mode", "chat", "--base-url", url,
+                "--subjects", "2", "--design", "task=line-ratio", "--design", "conditions=base", "--design",
+                "modalities=image,text+image", "--design", "ranges=short", "--design", "trials_per_session=2"]
+        dry, run = _dry_and_run(args, tmp_path)
+    billed = (billing.prompt_tokens * 1000.0 + billing.completion_tokens * 2000.0) / 1e6
+    assert dry["calls"] == billing.requests == 8 and dry["prompts_are_the_runs"] is False
+    # the model's quoted answers (sampled at the paper's 0.7) re-tokenise longer than the playthrough's
+    assert dry["prompt_tokens"] == 2168 < billing.prompt_tokens <= 2168 + 4 * (3 * 8 + 2)
+    assert run["stats"]["total_cost_usd"] == pytest.approx(billed, abs=1e-6)
+    assert dry["max_cost_usd"] == pytest.approx(2.4, abs=1e-6) and dry["max_cost_usd"] >= billed

@@ -179,8 +179,9 @@ def summary_line(payload: dict[str, Any]) -> str:
     c, cost, p = payload["chosen"], payload["cost"], payload["power"]
     dollars = f"${cost['dollars']:.2f}" if cost["dollars"] is not None else "no price"
     llms = " + ".join(dict.fromkeys(payload["run"]["llms"]))
+    sessions = f"{c['sessions_per_llm']} session{'' if c['sessions_per_llm'] == 1 else 's'} per LLM"
     return (f"cheapest design reaching {payload['target']['power']:.0%} power for {payload['target']['what']}: "
-            f"{c['design']} ({c['sessions_per_llm']} session{'' if c['sessions_per_llm'] == 1 else 's'} per LLM) — {cost['calls']:,} calls, "
+            f"{c['design']} ({sessions}) — {cost['calls']:,} calls, "
             f"{cost['prompt_tokens']:,} prompt + {cost['completion_tokens']:,} completion tokens (max), "
             f"{dollars} on {llms}; power {rate_text(p['rate'], p['sims'])}")
 

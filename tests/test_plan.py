@@ -293,3 +293,25 @@ def test_pilot_fitted_parameters_are_the_simulation_base(tmp_path: Path) -> None
         assert planned.base[name] == pytest.approx(truth, rel=0.35), name
     assert planned.base["alpha_pos"] - planned.base["alpha_neg"] > 0.1  # the optimism bias survives
     assert apply_pilot(spec, exp, info, {"beta": 3.0}, {}).base["beta"] == 3.0  # explicit values win
+
+
+def test_pricer_books_each_experiments_own_answer_length_as_run_does():
+    """A plan prices answers at what `cogtestbed run` would allow: belief-coherence's two-line answers
+    64 tokens (its answer_defaults), a one-line choice 8 — not 8 everywhere; a given --max-tokens wins."""
+    belief = get_experiment("belief-coherence")
+    design = belief.env_cls.design_cls(n_contexts=2, n_reps=1)
+    cost = Pricer(belief, ("openai:gpt-4o-mini",), seed=0).exact(design, 1)
+    assert cost.completion_tokens == cost.calls * 64 > 0
+    given = Pricer(belief, ("openai:gpt-4o-mini",), seed=0, max_tokens=5).exact(design, 1)
+    assert given.completion_tokens == cost.calls * 5
+    il = get_experiment(INSTRUMENTAL)
+    il_design = il.env_cls.design_cls()
+    il_cost = Pricer(il, ("openai:gpt-4o-mini",), seed=0).exact(il_design, 1)
+    assert il_cost.completion_tokens == il_cost.calls * 8 > 0
+
+
+def test_plan_json_carries_the_answer_length_and_the_worst_case_calls(small_plan):
+    payload, _ = small_plan
+    run = payload["run"]
+    assert run["max_tokens"] == 8  # instrumental learning's one-line answer
+    assert run["max_calls"] == payload["cost"]["calls"]  # fixed-length sessions: the ceiling is the count

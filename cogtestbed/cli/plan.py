@@ -63,7 +63,9 @@ def plan(
     pilot: Annotated[Path | None, typer.Option(
         help="Pilot run directory: its invalid rate, tokens per call and fitted parameters.")] = None,
     mc_se: Annotated[float, typer.Option(help="Largest Monte-Carlo SE of the chosen design's power.")] = 0.03,
-    max_tokens: Annotated[int, typer.Option(min=1, help="Tokens per answer (as run).")] = 8,
+    max_tokens: Annotated[int | None, typer.Option(
+        min=1, show_default="the experiment's own answer setting, as run",
+        help="Most tokens per answer (as run).")] = None,
     reask: Annotated[int, typer.Option(min=0, help="Re-asks after an unparseable answer (as run).")] = 0,
     temperature: Annotated[float | None, typer.Option(
         min=0.0, help="Sampling temperature of the run (default: the experiment's paper's, else 0).")] = None,
@@ -265,7 +267,7 @@ def _print_plan(payload: dict[str, Any], size_name: str) -> None:
 
 
 def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assurance: float, runs: str | None,
-                    trials: str | None, llm: list[str], seed: int, max_tokens: int, temperature: float | None,
+                    trials: str | None, llm: list[str], seed: int, max_tokens: int | None, temperature: float | None,
                     reask: int, prices: Path | None, as_json: bool, output: Path | None = None,
                     field_axis: Any = None) -> None:
     """``plan --precision``: the cheapest design meeting the precision target

@@ -303,13 +303,15 @@ class Pricer:
     ``llms``: one spec per group (a metric difference compares two LLMs; one spec given prices
     both groups as that model).  ``completion_per_call``: tokens per answer measured in a pilot
     (then ``expected_dollars`` uses it; ``dollars`` always books ``max_tokens`` per call, as the
-    dry run does).
+    dry run does).  ``max_tokens`` ``None``: the experiment's own answer setting for each design
+    (:meth:`~cogtestbed.environments.base.TextEnv.answer_defaults`, with its stop strings), as
+    ``cogtestbed run`` uses it.
     """
 
     exp: ExperimentSpec
     llms: tuple[str, ...]
     seed: int
-    max_tokens: int = 8
+    max_tokens: int | None = None
     temperature: float = 0.0
     reask: int = 0
     prices: Path | None = None
@@ -332,10 +334,15 @@ class Pricer:
         """The :class:`~cogtestbed.llm_adapters.runner.RunConfig` ``cogtestbed run`` builds for it."""
         from cogtestbed.llm_adapters.runner import RunConfig
 
+        answer = self.exp.env_cls.answer_defaults(design)
         return RunConfig(experiment=self.exp.name, llm=llm, base_url=None,
                          mode="chat" if client.chat else "completions", n_subjects=n, seed=self.seed,
-                         design=design.model_dump(mode="json"), max_tokens=self.max_tokens,
-                         temperature=self.temperature, reask=self.reask)
+                         design=design.model_dump(mode="json"), max_tokens=self.tokens_per_answer(design),
+                         temperature=self.temperature, reask=self.reask, stop=answer.stop)
+
+    def tokens_per_answer(self, design: Any) -> int:
+        """Most tokens an answer to ``design`` may take: the given ``max_tokens``, else the experiment's."""
+        return self.max_tokens or int(self.exp.env_cls.answer_defaults(design).max_tokens)
 
     def dry_run(self, group: int, design: Any, n: int) -> dict[str, Any]:
         """``cogtestbed run --dry-run`` of ``n`` sessions of ``design`` for group ``group``'s LLM."""

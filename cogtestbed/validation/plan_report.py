@@ -120,11 +120,14 @@ def run_section(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_cos
     """The run configuration ``cogtestbed run --plan`` executes (one run per LLM listed)."""
     point = result.chosen.point
     design = design_for_trials(exp, point.trials, point.design(result.spec.design))
-    calls = result.chosen.cost.per_llm[0]["calls"] if result.chosen.cost else None
+    # the cap admits the worst case of the method that will run (a dry run's calls_ceiling, where
+    # answers decide what is asked next), so a run is never stopped short by its own plan
+    first = result.chosen.cost.per_llm[0] if result.chosen.cost else None
+    calls = None if first is None else first.get("calls_ceiling", int(first["calls"]) * (1 + pricer.reask))
     return {"experiment": exp.name, "llms": list(pricer.llms), "subjects": sessions_per_llm(result.spec, point),
-            "seed": pricer.seed, "design": design.model_dump(mode="json"), "max_tokens": pricer.max_tokens,
-            "temperature": pricer.temperature, "reask": pricer.reask,
-            "max_calls": None if calls is None else int(calls) * (1 + pricer.reask), "max_cost": max_cost}
+            "seed": pricer.seed, "design": design.model_dump(mode="json"),
+            "max_tokens": pricer.tokens_per_answer(design), "temperature": pricer.temperature, "reask": pricer.reask,
+            "max_calls": None if calls is None else int(calls), "max_cost": max_cost}
 
 
 def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_cost: float | None,

@@ -204,8 +204,13 @@ def _say_estimate(spec: StudySpec, workers: int | None) -> Any:
     :data:`~cogtestbed.progress.ESTIMATE_OVER` seconds; :mod:`cogtestbed.validation.estimate`);
     returns it (its timed task's rows are reused), or None."""
     from cogtestbed import progress
-    from cogtestbed.validation.estimate import study_estimate
+    from cogtestbed.validation.estimate import MIN_TASKS, study_estimate
 
+    if getattr(spec, "method", None) == "hierarchical" and len(spec.tasks()) >= MIN_TASKS:
+        # the timed task compiles the hierarchical model first (tens of seconds): say so, not silence
+        console_err.print(f"{spec.kind}: timing one task of the smallest cell for the estimate (it compiles the "
+                          "hierarchical model first, which can take a minute)", highlight=False, markup=False,
+                          soft_wrap=True)
     est = study_estimate(spec, workers)
     if est is not None and est.seconds > progress.ESTIMATE_OVER:
         console_err.print(est.line(spec.kind), highlight=False, markup=False, soft_wrap=True)

@@ -56,13 +56,14 @@ from cogtestbed.validation.study_kinds import MetricPowerStudy, PlannedStudy, Po
 #: power (:func:`default_sims`) unless ``--seq-sims`` says.
 DEFAULT_SEQ_SIMS = 1000
 #: The fewest simulated sequential studies per hypothesis ``plan --looks`` takes by default.
-MIN_SEQ_SIMS = 200
+MIN_SEQ_SIMS = 100
 #: The smallest maximum size considered, as a multiple of the fixed plan's size (calibrated bounds
 #: can reach the target power below it).
 MIN_FACTOR = 0.8
 #: The largest maximum size considered, as a multiple of the fixed plan's size (group-sequential
-#: designs need 1.0–1.3× the fixed size, Pocock with futility up to 1.41×).
-MAX_FACTOR = 1.5
+#: designs need 1.0–1.3× the fixed size at their nominal level; calibrated bounds spend the level
+#: nominal bounds with futility leave unspent, so 1.35× leaves room).
+MAX_FACTOR = 1.35
 #: Largest |Z| recorded (a p-value of 0 is a |Z| of ∞; the bounds are far below).
 Z_CAP = 40.0
 #: Simulated statistic paths per hypothesis kept in plan.json for the report's plot.
@@ -441,7 +442,7 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
         f" up to {n_top} units, {looks} looks, {len(maxima)} maximum sizes")
     nominal = _candidates(maxima, looks, spec, spending, futility, target, calibrate)
     columns = tuple(tuple(col[n] for n in b.sizes) for b in nominal)
-    sim = Simulator(trials, runs, n_top, all_sizes, sims, spec.seed, workers, width=max(1, lo // (2 * looks)))
+    sim = Simulator(trials, runs, n_top, all_sizes, sims, spec.seed, workers, width=max(2, lo // looks))
     null = null_spec(spec, null_agent)
     bounds = nominal
     if calibrate:

@@ -1,0 +1,84 @@
+"""Fixed vs sequential ``cogtestbed plan`` for RW± optimism bias 0.2 at 80 % power: wall and CPU.
+
+Issue 33's speed target: a sequential plan (``--looks 10 --spending pocock --futility``) within 2×
+the time of the fixed plan on 2 cores.  Each round runs both as whole ``cogtestbed`` processes
+(``--workers 2 --json``; the order flips every other round so both see the same load) after one
+untimed round that fills the numba and bytecode caches, and prints every round and the medians:
+wall seconds, CPU seconds of the process and its workers, and the sequential/fixed ratio.
+``--seq-sims N`` times the sequential plan at N simulated studies per hypothesis (default: the
+plan's own default, as many as give ``--mc-se`` 0.03 at 80 % power).  On a shared machine compare
+the CPU columns.
+
+    python benchmarks/bench_seqplan.py [--rounds 3] [--seq-sims 1000] [--warmup 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXED = ["plan", "instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.2", "--power", "0.8",
+         "--llm", "openai:gpt-4o-mini", "--workers", "2", "--json"]
+SEQUENTIAL = [*FIXED, "--looks", "10", "--spending", "pocock", "--futility"]
+
+
+def timed(args: list[str], scratch: Path) -> tuple[float, float, dict]:
+    """(wall s, CPU s of the process and its children, the plan's JSON) of ``cogtestbed ARGS``."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "cogtestbed", *args], capture_output=True, text=True, cwd=scratch,
+                          env=env, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        sys.exit(f"cogtestbed {' '.join(args)} exited {done.returncode}:\n{done.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, json.loads(done.stdout)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--seq-sims", type=int, default=None)
+    opts = ap.parse_args()
+    sequential = SEQUENTIAL + ([] if opts.seq_sims is None else ["--seq-sims", str(opts.seq_sims)])
+    runs = {"fixed": FIXED, "sequential": sequential}
+    print("$ cogtestbed", " ".join(sequential), flush=True)
+    times: dict[str, list[tuple[float, float]]] = {"fixed": [], "sequential": []}
+    with tempfile.TemporaryDirectory(prefix="bench-seqplan-") as tmp:
+        for _ in range(opts.warmup):
+            timed(FIXED, Path(tmp))
+        for r in range(opts.rounds):
+            order = list(runs) if r % 2 == 0 else list(runs)[::-1]
+            for name in order:
+                wall, cpu, payload = timed(runs[name], Path(tmp))
+                times[name].append((wall, cpu))
+                extra = ""
+                if "sequential" in payload and payload["sequential"].get("chosen", True) is not None:
+                    seq = payload["sequential"]
+                    extra = (f"; saving {seq['saving']['percent']:.1f}%, power {seq['effect']['rejection_rate']:.3f}, "
+                             f"type-I {seq['null']['rejection_rate']:.3f} ({seq['effect']['sims']} studies each), "
+                             f"{seq['units_simulated']:,} subjects fitted")
+                one, five, _ = os.getloadavg()
+                print(f"round {r + 1} {name:10s}: wall {wall:6.1f} s  CPU {cpu:6.1f} s  (load {one:.1f}/{five:.1f})"
+                      + extra, flush=True)
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in times.items()}
+    for k, (w, c) in med.items():
+        print(f"median {k:10s}: wall {w:6.1f} s  CPU {c:6.1f} s")
+    print(f"sequential / fixed: wall {med['sequential'][0] / med['fixed'][0]:.2f}x, "
+          f"CPU {med['sequential'][1] / med['fixed'][1]:.2f}x (target <= 2x)")
+
+
+if __name__ == "__main__":
+    main()

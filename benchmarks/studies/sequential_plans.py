@@ -78,9 +78,11 @@ def main() -> None:
     ap.add_argument("--no-futility", action="store_true")
     ap.add_argument("--sims", type=int, default=1000, help="--seq-sims of the plan (per hypothesis)")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--seed", type=int, default=0, help="the plan's --seed (fresh simulations of every hypothesis)")
     args = ap.parse_args()
     cmd = [sys.executable, "-m", "cogtestbed", "plan", *TARGETS[args.target], "--power", "0.8", "--level", "0.05",
-           "--looks", str(args.looks), "--spending", args.spending, "--seq-sims", str(args.sims), "--json"]
+           "--looks", str(args.looks), "--spending", args.spending, "--seq-sims", str(args.sims), "--json",
+           "--seed", str(args.seed)]
     if not args.no_futility:
         cmd.append("--futility")
     if args.out is not None:

@@ -144,7 +144,8 @@ class Boundaries:
         (rounded as plan.json stores it, so the plan simulates exactly what the run decides on)."""
         moved = tuple(round(b + shift, 6) for b in self.efficacy)
         other = self.efficacy if self.efficacy_other is None else self.efficacy_other
-        futility = None if self.futility is None else tuple(round(a, 6) for a in self.futility)
+        # the last look's futility bound is its efficacy bound (a run that does not reject there accepts)
+        futility = None if self.futility is None else (*(round(a, 6) for a in self.futility[:-1]), moved[-1])
         return Boundaries(self.sizes, self.spending, self.level, moved, futility,
                           tuple(round(b, 6) for b in other), {**calibration, "shift": round(shift, 6)})
 

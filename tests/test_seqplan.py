@@ -377,3 +377,42 @@ def test_smollm2_sequential_run_stops_at_look_1_for_efficacy_on_valid_answers(tm
     assert (table.loc[table["valid"], "action"] == table.loc[table["valid"], "action"].iloc[0]).all()
     check = cli.invoke(app, ["looks", str(out), "--json"])
     assert check.exit_code == 0 and json.loads(check.stdout)["reproduced"] is True
+
+
+def test_sequential_pair_run_on_valid_answers_stops_by_its_rule(tmp_path, monkeypatch):
+    """Revealed belief is scored exactly, so every trial of the tiny models is an answer: the two
+    LLMs' RevB Chebyshev distances are computed at look 1, the Welch test finds no difference and the
+    run stops for futility having played half its sessions (the unplayed subjects' tables keep the
+    environment's extra columns: a look of revealed belief once failed on them)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from cogtestbed.cli import app
+    from cogtestbed.registry import read_trials
+    from cogtestbed.validation.plan_report import PLAN_VERSION
+
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
+    exp = get_experiment("revealed-belief")
+    design = exp.env_cls.design_cls(scenarios=("dice",), variants=("regular", "independent"), n_dice=(1,),
+                                    dice_faces=(6,), channels=("revb",))
+    bounds = boundaries((2, 4), 0.05, "obrien-fleming", True, 0.8)
+    seq = {**bounds.as_dict(), "size_axis": "runs", "futility_rule": True, "direction": 0.0, "runs_per_subject": 1,
+           "statistic": {"kind": "metric-power", "metric": "chebyshev", "metric_options": {}}}
+    run = {"experiment": exp.name, "llms": ["hf:tiny-random", "hf:tiny-random-chat"], "subjects": 4, "seed": 0,
+           "design": design.model_dump(mode="json"), "max_tokens": 8, "temperature": 0.0, "reask": 0,
+           "max_calls": None, "max_cost": None, "sequential": seq}
+    (tmp_path / "plan.json").write_text(json.dumps({"plan_version": PLAN_VERSION, "experiment": exp.name,
+                                                    "run": run}))
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["run", "--plan", str(tmp_path / "plan.json"), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    (look,) = [json.loads(x) for x in (out / "looks.jsonl").read_text().splitlines()]
+    assert look["decision"] == "futility" and look["units"] == 2 and bounds.futility is not None
+    assert look["p_value"] == 1.0 and look["statistic"] == 0.0 < bounds.futility[0]
+    assert look["value_a"] == pytest.approx(look["value_b"]) and 0 < look["value_a"] <= 1
+    for d in ("1-hf-tiny-random", "2-hf-tiny-random-chat"):
+        table = read_trials(out / d / "trials.parquet", exp.name)
+        assert table["valid"].all() and sorted(table["subject"].unique()) == [0, 1]
+    check = CliRunner().invoke(app, ["looks", str(out), "--json"])
+    assert check.exit_code == 0 and json.loads(check.stdout)["reproduced"] is True

@@ -379,11 +379,13 @@ async def play_subjects(
 
     played = config.n_subjects if limit is None else min(limit, config.n_subjects)
 
-    async def unplayed() -> tuple[Outcomes, bool, list[Attempt]]:
-        return exp.env_cls(design).outcomes, False, []
+    async def unplayed(i: int) -> tuple[Outcomes, bool, list[Attempt]]:
+        env = exp.env_cls(design)  # reset, not played: the environment's own empty outcomes and extra columns
+        env.reset(options={"session": sessions.subject(i)})
+        return env.outcomes, False, []
 
     results = await asyncio.gather(*(play(i) for i in range(played)),
-                                   *(unplayed() for _ in range(played, config.n_subjects)),
+                                   *(unplayed(i) for i in range(played, config.n_subjects)),
                                    return_exceptions=True)
     if played < config.n_subjects:
         stop_reason.append(f"sequential plan: this look plays the first {played} subjects")

@@ -625,32 +625,9 @@ def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfi
         "cost_vs_billed": _cost_note(exp, c),
         "prompts_are_the_runs": prompts_fixed(exp, c),
     }
-    if exp.env_cls.sampling_note(design) is not None and client.can_score and client.http:
-        client.can_score = False  # the run's probe may find a server that does not score: it then samples
-        try:
-            alt = count_requests(exp, design, client, config, sessions)
-        finally:
-            client.can_score = True
-        probe, _ = client.billed_prompt_tokens("".join(SCORING_PROBE))
-        report["if_the_server_cannot_score"] = {
-            "calls": alt.calls + 1, "estimated_cost_usd": None if price is None else round(
-                price.cost(alt.prompt_tokens + probe, alt.completion + 1), 4),
-            "note": "a completions server that returns no log-probabilities is found by one probe request "
-                    "before any subject's call; every scored step is then sampled"}
+    report.update(_if_the_server_cannot_score(exp, design, client, config, sessions, price))
     if not exp.env_cls.answer_independent:  # answers decide what is asked next: the run's range
-        low = count_requests(exp, design, client, config, sessions, invalid=True)
-        report["calls_if_every_answer_is_invalid"] = low.calls
-        # every step a session can take (max_steps), each asked 1 + reask times: no run makes more
-        report["calls_ceiling"] = max(calls * (1 + config.reask),
-                                      config.n_subjects * exp.env_cls.max_steps(design) * (1 + config.reask))
-        report["calls_range"] = (
-            f"the run makes {calls} requests when every answer is valid (none served from the cache; re-asks "
-            f"add to it: calls_with_all_reasks) and {low.calls} when every answer is unparseable (later stages "
-            "skipped; a subject's repeat of its own request at temperature 0 served from the cache); other "
-            "mixes of answers fall in between, and requests that repeat another subject's may be cached too; "
-            f"no run makes more than calls_ceiling = {report['calls_ceiling']} (every step a session can take"
-            + (", each re-asked" if config.reask else "") + "), which sessions that run longer than the "
-            "playthrough's (more pumps, a longer staircase) approach; max_cost_usd covers the playthrough's steps")
+        report.update(_calls_range(exp, design, client, config, sessions, calls))
     if config.reask:
         report["calls_with_all_reasks"] = calls * (1 + config.reask)
     warnings = run_warnings(exp, design, client)
@@ -663,3 +640,39 @@ def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfi
                                             "usd": round(max(w.usd for w in worst), 6)}
         report["subjects_within_budget"] = budget_outlook(budget, worst)
     return report
+
+
+def _if_the_server_cannot_score(exp: Experiment, design: Design, client: LLMClient, config: RunConfig,
+                                sessions: Any, price: Price | None) -> dict[str, Any]:
+    """The dry run's ``if_the_server_cannot_score`` entry (empty where the run cannot fall back):
+    the run's probe may find a completions server that returns no log-probabilities, and then samples."""
+    if exp.env_cls.sampling_note(design) is None or not client.can_score or not client.http:
+        return {}
+    client.can_score = False
+    try:
+        alt = count_requests(exp, design, client, config, sessions)
+    finally:
+        client.can_score = True
+    probe, _ = client.billed_prompt_tokens("".join(SCORING_PROBE))
+    return {"if_the_server_cannot_score": {
+        "calls": alt.calls + 1, "estimated_cost_usd": None if price is None else round(
+            price.cost(alt.prompt_tokens + probe, alt.completion + 1), 4),
+        "note": "a completions server that returns no log-probabilities is found by one probe request "
+                "before any subject's call; every scored step is then sampled"}}
+
+
+def _calls_range(exp: Experiment, design: Design, client: LLMClient, config: RunConfig, sessions: Any,
+                 calls: int) -> dict[str, Any]:
+    """Where answers decide what is asked next: the requests when every answer is invalid, the
+    ceiling no run exceeds (every step a session can take, each asked 1 + reask times) and a note."""
+    low = count_requests(exp, design, client, config, sessions, invalid=True)
+    ceiling = max(calls * (1 + config.reask), config.n_subjects * exp.env_cls.max_steps(design) * (1 + config.reask))
+    note = (
+        f"the run makes {calls} requests when every answer is valid (none served from the cache; re-asks "
+        f"add to it: calls_with_all_reasks) and {low.calls} when every answer is unparseable (later stages "
+        "skipped; a subject's repeat of its own request at temperature 0 served from the cache); other "
+        "mixes of answers fall in between, and requests that repeat another subject's may be cached too; "
+        f"no run makes more than calls_ceiling = {ceiling} (every step a session can take"
+        + (", each re-asked" if config.reask else "") + "), which sessions that run longer than the "
+        "playthrough's (more pumps, a longer staircase) approach; max_cost_usd covers the playthrough's steps")
+    return {"calls_if_every_answer_is_invalid": low.calls, "calls_ceiling": ceiling, "calls_range": note}

@@ -10,6 +10,7 @@ plan's own default, as many as give ``--mc-se`` 0.03 at 80 % power).  On a share
 the CPU columns.
 
     python benchmarks/bench_seqplan.py [--rounds 3] [--seq-sims 1000] [--warmup 1]
+    python benchmarks/bench_seqplan.py --profile 100   # cProfile of the sequential simulation alone
 """
 
 from __future__ import annotations
@@ -46,7 +47,31 @@ def timed(args: list[str], scratch: Path) -> tuple[float, float, dict]:
     return wall, cpu, json.loads(done.stdout)
 
 
+def profile(sims: int) -> None:
+    """Where a sequential plan's time goes: ``plan_sequential`` of the headline cell (26 subjects x 96
+    trials fixed, 10 Pocock looks, futility) at ``sims`` studies per hypothesis, one process, under
+    cProfile; the functions taking the most time of their own."""
+    import cProfile
+    import pstats
+
+    from cogtestbed.validation.seqplan import plan_sequential
+    from cogtestbed.validation.studies import study_spec
+
+    spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
+                      effect_size=0.2, seed=0, trials=(96,))
+    plan_sequential(spec, 26, 96, 1, 10, "pocock", True, 0.8, sims=2, workers=1)  # kernels loaded first
+    prof = cProfile.Profile()
+    prof.enable()
+    res = plan_sequential(spec, 26, 96, 1, 10, "pocock", True, 0.8, sims=sims, workers=1)
+    prof.disable()
+    print(f"{sims} studies per hypothesis: {res.subjects:,} subjects fitted, {res.cpu_seconds:.1f} s CPU")
+    pstats.Stats(prof).sort_stats("tottime").print_stats(12)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--profile"]:
+        profile(int(sys.argv[2]) if len(sys.argv) > 2 else 100)
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)

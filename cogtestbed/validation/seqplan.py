@@ -40,14 +40,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import stats
 
+from cogtestbed.validation.seqpaths import (  # the bounds and paths the simulation shares
+    CONTINUE,
+    EFFICACY,
+    EFFICACY_OTHER,
+    Boundaries,
+    _prefix,
+    boundaries,
+    z_from_p,
+)
 from cogtestbed.validation.sequential import (
     SPENDING_FUNCTIONS,
     Spending,
-    crossing_probabilities,
-    efficacy_bounds,
-    futility_bounds,
 )
 from cogtestbed.validation.study_kinds import MetricPowerStudy, PlannedStudy, PowerStudy, StatTestStudy
 
@@ -64,8 +70,6 @@ MIN_FACTOR = 0.8
 #: designs need 1.0–1.3× the fixed size at their nominal level; calibrated bounds spend the level
 #: nominal bounds with futility leave unspent: RW± chose 1.04–1.19×).
 MAX_FACTOR = 1.25
-#: Largest |Z| recorded (a p-value of 0 is a |Z| of ∞; the bounds are far below).
-Z_CAP = 40.0
 #: Simulated statistic paths per hypothesis kept in plan.json for the report's plot.
 PLOT_PATHS = 40
 #: Most looks a plan may take.
@@ -92,203 +96,6 @@ def look_sizes(n_max: int, looks: int) -> tuple[int, ...]:
     if n_max < 2 * looks:
         raise ValueError(f"{looks} looks need a maximum size of at least {2 * looks} units, got {n_max}")
     return tuple(max(2, round(n_max * k / looks)) for k in range(1, looks + 1))
-
-
-#: Decision codes of :meth:`Boundaries.codes`.
-CONTINUE, EFFICACY, EFFICACY_OTHER, FUTILITY = 0, 1, 2, 3
-DECISIONS = ("continue", "efficacy", "efficacy", "futility")
-
-
-@dataclass(frozen=True)
-class Boundaries:
-    """Looks (units and information fractions) and their Z bounds.
-
-    Efficacy: ``Z·d ≥ b_k`` in the effect's direction ``d`` (``|Z| ≥ b_k`` for an undirected
-    statistic, d = 0) or ``Z·d ≤ −b'_k`` against it (``efficacy_other``; None: the same ``b_k``,
-    i.e. ``|Z| ≥ b_k``, two-sided level α with α/2 per side); futility ``Z·d < a_k`` (``|Z|`` for
-    d = 0; None: no futility).  ``calibration`` records how ``efficacy`` was set on the simulated
-    null (:func:`calibrate_shift`), None for the normal-theory bounds."""
-
-    sizes: tuple[int, ...]
-    spending: Spending
-    level: float
-    efficacy: tuple[float, ...]
-    futility: tuple[float, ...] | None
-    efficacy_other: tuple[float, ...] | None = None
-    calibration: Mapping[str, Any] | None = None
-
-    @property
-    def fractions(self) -> tuple[float, ...]:
-        return tuple(n / self.sizes[-1] for n in self.sizes)
-
-    def as_dict(self) -> dict[str, Any]:
-        out = {"looks": len(self.sizes), "sizes": list(self.sizes), "fractions": [round(f, 6) for f in self.fractions],
-               "spending": self.spending, "level": self.level, "efficacy": [round(b, 6) for b in self.efficacy],
-               "futility": None if self.futility is None else [round(a, 6) for a in self.futility]}
-        if self.efficacy_other is not None:
-            out["efficacy_other"] = [round(b, 6) for b in self.efficacy_other]
-        if self.calibration is not None:
-            out["calibration"] = dict(self.calibration)
-        return out
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Boundaries:
-        fut, other = d.get("futility"), d.get("efficacy_other")
-        # the rounded bounds of plan.json are the bounds: a run and ``looks`` decide on exactly these
-        return cls(tuple(int(n) for n in d["sizes"]), d["spending"], float(d["level"]),
-                   tuple(float(b) for b in d["efficacy"]), None if fut is None else tuple(float(a) for a in fut),
-                   None if other is None else tuple(float(b) for b in other), d.get("calibration"))
-
-    def with_shift(self, shift: float, calibration: Mapping[str, Any]) -> Boundaries:
-        """These bounds with the efficacy bound in the effect's direction moved by ``shift``
-        (rounded as plan.json stores it, so the plan simulates exactly what the run decides on)."""
-        moved = tuple(round(b + shift, 6) for b in self.efficacy)
-        other = self.efficacy if self.efficacy_other is None else self.efficacy_other
-        # the last look's futility bound is its efficacy bound (a run that does not reject there accepts)
-        futility = None if self.futility is None else (*(round(a, 6) for a in self.futility[:-1]), moved[-1])
-        return Boundaries(self.sizes, self.spending, self.level, moved, futility,
-                          tuple(round(b, 6) for b in other), {**calibration, "shift": round(shift, 6)})
-
-    def codes(self, k: int, z: np.ndarray, direction: float) -> np.ndarray:
-        """Decision codes (:data:`CONTINUE`, :data:`EFFICACY`, :data:`EFFICACY_OTHER`,
-        :data:`FUTILITY`) at look ``k`` (0-based) for an array of statistics; the last look that
-        does not reject stops for futility (accepts); a non-finite Z counts as 0."""
-        z = np.where(np.isfinite(z), z, 0.0)
-        toward = np.abs(z) if direction == 0 else z * direction
-        other = self.efficacy[k] if self.efficacy_other is None else self.efficacy_other[k]
-        out = np.full(z.shape, CONTINUE, dtype=np.int8)
-        if k == len(self.sizes) - 1:
-            out[:] = FUTILITY
-        elif self.futility is not None:
-            out[toward < self.futility[k]] = FUTILITY
-        if direction == 0:
-            out[toward >= self.efficacy[k]] = EFFICACY
-        else:
-            out[toward <= -other] = EFFICACY_OTHER
-            out[toward >= self.efficacy[k]] = EFFICACY
-        return out
-
-    def decide(self, k: int, z: float, direction: float) -> str:
-        """``efficacy``, ``futility`` or ``continue`` at look ``k`` (0-based) (:meth:`codes`)."""
-        return DECISIONS[int(self.codes(k, np.array([float(z)]), direction)[0])]
-
-
-def boundaries(sizes: Sequence[int], level: float, spending: Spending, futility: bool, power: float,
-               fractions: Sequence[float] | None = None) -> Boundaries:
-    """Efficacy bounds spending α/2 per side; with ``futility``, β = 1 − power spent at the drift
-    under which the efficacy-only design has that power (the usual non-binding futility design).
-    ``fractions``: the information fractions the bounds are computed at (default: the looks' own
-    ``n_k / n_K``; a plan uses the planned ``k/K`` for every maximum size and calibrates the level
-    on the simulated null)."""
-    t = [n / sizes[-1] for n in sizes] if fractions is None else list(fractions)
-    b = efficacy_bounds(t, level / 2, spending)
-    a = None
-    if futility:
-        drift = design_drift(t, b, power)
-        a = tuple(float(x) for x in futility_bounds(t, b.tolist(), drift, 1 - power, spending))
-    return Boundaries(tuple(int(n) for n in sizes), spending, level, tuple(float(x) for x in b), a)
-
-
-def design_drift(fractions: Sequence[float], efficacy: np.ndarray, power: float) -> float:
-    """The drift (mean of Z at the last look) at which the efficacy bounds reject with ``power``.
-
-    Secant steps from the fixed-sample drift ``min_k b_k + Φ⁻¹(power)`` (each step is a whole
-    recursion, on a grid of 20 points per unit of Z: the rejection probability to 1e-6 at a 30th of
-    the cost), Brent's method over [0, 15] should they fail."""
-    def gap(d: float) -> float:
-        return crossing_probabilities(fractions, efficacy.tolist(), drift=d, per_unit=20).reject - power
-
-    guess = float(np.min(efficacy)) + float(stats.norm.ppf(power))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        drift, info = optimize.newton(gap, guess, tol=1e-8, maxiter=20, disp=False, full_output=True)
-    if info.converged and 0.0 < float(drift) < 15.0:
-        return float(drift)
-    return float(optimize.brentq(gap, 0.0, 15.0, xtol=1e-8))
-
-
-def z_from_p(p: float, estimate: float, signed: bool) -> float:
-    """``sign(estimate)·Φ⁻¹(1 − p/2)`` (unsigned for a test without a direction); NaN p → 0."""
-    if not math.isfinite(p):
-        return 0.0
-    z = min(float(stats.norm.isf(max(p, 0.0) / 2)), Z_CAP)
-    if signed:
-        return z * (1.0 if estimate > 0 else -1.0 if estimate < 0 else 0.0)
-    return z
-
-
-# ----------------------------------------------------------------------------- one replicate
-def _prefix(table: Any, n: int) -> Any:
-    """The first ``n`` units (subjects 0..n−1) of a simulated table."""
-    return table[table["subject"] < n]
-
-
-def _metric_path(spec: MetricPowerStudy, trials: int | None, n_top: int, sizes: Sequence[int],
-                 seq: np.random.SeedSequence) -> tuple[np.ndarray, np.ndarray]:
-    """(Z, difference) at each prefix of one simulated metric-difference study (``n_top`` runs per
-    setting simulated once; the fixed plan's difference test on each prefix of both)."""
-    from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.metric_studies import difference_test, metric_value
-    from cogtestbed.validation.study_data import design_for_trials, seed_of, simulate_runs
-
-    exp = get_experiment(spec.experiment)
-    design = design_for_trials(exp, trials, spec.design)
-    seq_a, seq_b = seq.spawn(2)
-    tables = [simulate_runs(exp, spec.agent, n_top, seed_of(s), {**spec.params, **setting}, design, lapse=spec.lapse)
-              for s, setting in zip((seq_a, seq_b), spec.compare, strict=True)]
-    z, est = np.zeros(len(sizes)), np.full(len(sizes), np.nan)
-    for i, n in enumerate(sizes):
-        a, b = (dict(exp.metrics(_prefix(t, n), **spec.metric_options)) for t in tables)
-        _, p = difference_test(a, b, spec.metric, exp.metrics.unit)
-        est[i] = metric_value(b, spec.metric) - metric_value(a, spec.metric)
-        z[i] = z_from_p(p, est[i], signed=False)
-    return z, est
-
-
-def _test_path(spec: StatTestStudy, trials: int | None, n_top: int, sizes: Sequence[int],
-               seq: np.random.SeedSequence) -> tuple[np.ndarray, np.ndarray]:
-    """(Z, p-value) at each prefix of one simulated test study (the test alone where the experiment
-    declares it, else through the whole metrics function)."""
-    from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.metric_studies import test_outcome
-    from cogtestbed.validation.study_data import design_for_trials, seed_of, simulate_runs
-
-    exp = get_experiment(spec.experiment)
-    design = design_for_trials(exp, trials, spec.design)
-    table = simulate_runs(exp, spec.agent, n_top, seed_of(seq), spec.params, design, lapse=spec.lapse)
-    alone = exp.metrics.tests.get(spec.test)
-    z, est = np.zeros(len(sizes)), np.full(len(sizes), np.nan)
-    for i, n in enumerate(sizes):
-        part = _prefix(table, n)
-        result = ({"metrics": {spec.test: alone(part, **spec.metric_options)}} if alone is not None
-                  else dict(exp.metrics(part, **spec.metric_options)))
-        _, p = test_outcome(result, spec.test, spec.level)
-        est[i] = p
-        z[i] = z_from_p(p, 0.0, signed=False)
-    return z, est
-
-
-def simulate_paths(spec_json: str, trials: int | None, runs: int, n_top: int, sizes: Sequence[int],
-                   seed: int, reps: Sequence[int], stream: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """(Z, estimate) arrays (replicates × prefix sizes) of whole simulated paths of a metric-difference
-    or test study, replicates ``reps`` (seed streams ``SeedSequence([seed, 7919, rep])``, with
-    ``stream`` appended when > 0: the same replicate whatever the batch).  Model-effect studies are
-    simulated lazily by :func:`cogtestbed.validation.seqsim.model_block`."""
-    from cogtestbed.validation.study_kinds import load_study
-
-    spec = load_study(spec_json)
-    zs, ests = [], []
-    for rep in reps:
-        seq = np.random.SeedSequence([seed, 7_919, rep, *([stream] if stream else [])])
-        if isinstance(spec, MetricPowerStudy):
-            z, e = _metric_path(spec, trials, n_top, sizes, seq)
-        elif isinstance(spec, StatTestStudy):
-            z, e = _test_path(spec, trials, n_top, sizes, seq)
-        else:
-            raise ValueError(f"whole paths are simulated for a metric or test target, not {spec.kind}")
-        zs.append(z)
-        ests.append(e)
-    return np.array(zs), np.array(ests)
 
 
 # ----------------------------------------------------------------------------- the null of each target

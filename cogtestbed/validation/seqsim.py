@@ -18,7 +18,7 @@ executes it (the same fitter and test at each look), but only as far as it goes:
   function gives the bounds' shape across looks, the simulated null their level.  Type-I error is
   then measured on an independent null (other seeds), never on the calibration set.
 
-Metric-difference and test targets simulate whole paths (``seqplan.simulate_paths``); they are
+Metric-difference and test targets simulate whole paths (``seqpaths.simulate_paths``); they are
 calibrated the same way.
 """
 
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from cogtestbed.validation.seqplan import EFFICACY, EFFICACY_OTHER, FUTILITY, Z_CAP, Boundaries
+from cogtestbed.validation.seqpaths import EFFICACY, EFFICACY_OTHER, FUTILITY, Z_CAP, Boundaries
 from cogtestbed.validation.study_kinds import PlannedStudy, PowerStudy
 
 #: Replicates simulated together (one simulate and one fit call per step): a fixed size, so a
@@ -47,7 +47,7 @@ BLOCK = 50
 def prefix_z(values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(Z, estimate) per row of the fixed plan's two-sided one-sample t-test on the first ``n``
     per-subject values: ``Z = sign(mean)·Φ⁻¹(1 − p/2)`` capped at ``Z_CAP``, 0 where p is NaN
-    (fewer than 2 values, or a subject without an estimate), as :func:`seqplan.z_from_p`."""
+    (fewer than 2 values, or a subject without an estimate), as :func:`seqpaths.z_from_p`."""
     v = values[:, :n]
     est = v.mean(axis=1)
     if n < 2:
@@ -182,7 +182,7 @@ def model_block(spec_json: str, trials: int | None, runs: int, n_top: int, sizes
 
 def _full_block(spec_json: str, trials: int | None, runs: int, n_top: int, sizes: Sequence[int], seed: int,
                 stream: int, reps: Sequence[int]) -> Paths:
-    from cogtestbed.validation.seqplan import simulate_paths
+    from cogtestbed.validation.seqpaths import simulate_paths
 
     z, est = simulate_paths(spec_json, trials, runs, n_top, sizes, seed, reps, stream)
     return Paths(z, est)

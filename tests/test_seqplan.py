@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -165,24 +166,30 @@ def test_bad_looks_refused_in_one_line(looks):
 
 
 # ----------------------------------------------------------------------------- run --plan, looks, resume
-def _sequential_plan(path: Path, futility: bool) -> Path:
-    """A plan.json of a 2-look sequential rw-pm plan (4 + 4 subjects x 12 trials) on the tiny model."""
+def _model_plan(path: Path, experiment: str, llm: str, bounds: Any, futility: bool, statistic: dict[str, Any],
+                trials: int, max_tokens: int, max_calls: int | None) -> Path:
+    """A plan.json of a sequential model-effect plan (``bounds``' looks, one session a subject)."""
     import json
 
     from cogtestbed.validation.plan_report import PLAN_VERSION
     from cogtestbed.validation.study_data import design_for_trials
 
-    exp = get_experiment("instrumental-learning")
-    bounds = boundaries((4, 8), 0.05, "pocock", futility, 0.8)
+    exp = get_experiment(experiment)
     design = {**bounds.as_dict(), "size_axis": "subjects", "futility_rule": futility, "direction": 1.0,
-              "runs_per_subject": 1, "statistic": {"kind": "power", "model": "rw-pm", "effect": "optimism_bias",
-                                                   "effect_size": 0.4, "lapse_fit": None}}
-    run = {"experiment": exp.name, "llms": ["hf:tiny-random"], "subjects": 8, "seed": 0,
-           "design": design_for_trials(exp, 12, {}).model_dump(mode="json"), "max_tokens": 4, "temperature": 0.0,
-           "reask": 0, "max_calls": None, "max_cost": None, "sequential": design}
+              "runs_per_subject": 1, "statistic": {"kind": "power", **statistic, "lapse_fit": None}}
+    run = {"experiment": exp.name, "llms": [llm], "subjects": bounds.sizes[-1], "seed": 0,
+           "design": design_for_trials(exp, trials, {}).model_dump(mode="json"), "max_tokens": max_tokens,
+           "temperature": 0.0, "reask": 0, "max_calls": max_calls, "max_cost": None, "sequential": design}
     path.mkdir(parents=True, exist_ok=True)
     (path / "plan.json").write_text(json.dumps({"plan_version": PLAN_VERSION, "experiment": exp.name, "run": run}))
     return path / "plan.json"
+
+
+def _sequential_plan(path: Path, futility: bool) -> Path:
+    """A plan.json of a 2-look sequential rw-pm plan (4 + 4 subjects x 12 trials) on the tiny model."""
+    bounds = boundaries((4, 8), 0.05, "pocock", futility, 0.8)
+    return _model_plan(path, "instrumental-learning", "hf:tiny-random", bounds, futility,
+                       {"model": "rw-pm", "effect": "optimism_bias", "effect_size": 0.4}, 12, 4, None)
 
 
 def test_sequential_run_records_looks_resumes_at_the_right_look_and_reproduces_them(tmp_path, monkeypatch):
@@ -328,22 +335,9 @@ def _smol_plan(path: Path) -> Path:
     """The plan `cogtestbed plan two-step --model model-based --effect persev=2 --llm hf:smollm2-135m
     --subjects 4:10 --runs 1 --trials 10 --looks 2 --futility --seq-sims 100 --mc-se 0.1 --power 0.7`
     wrote (docs/results/plan.md): 2 O'Brien-Fleming looks at 3 and 6 subjects x 10 days, futility."""
-    import json
-
-    from cogtestbed.validation.plan_report import PLAN_VERSION
-    from cogtestbed.validation.study_data import design_for_trials
-
-    exp = get_experiment("two-step")
     bounds = boundaries((3, 6), 0.05, "obrien-fleming", True, 0.7)
-    design = {**bounds.as_dict(), "size_axis": "subjects", "futility_rule": True, "direction": 1.0,
-              "runs_per_subject": 1, "statistic": {"kind": "power", "model": "model-based", "effect": "persev",
-                                                   "effect_size": 2.0, "lapse_fit": None}}
-    run = {"experiment": exp.name, "llms": ["hf:smollm2-135m"], "subjects": 6, "seed": 0,
-           "design": design_for_trials(exp, 10, {}).model_dump(mode="json"), "max_tokens": 8, "temperature": 0.0,
-           "reask": 0, "max_calls": 120, "max_cost": None, "sequential": design}
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "plan.json").write_text(json.dumps({"plan_version": PLAN_VERSION, "experiment": exp.name, "run": run}))
-    return path / "plan.json"
+    return _model_plan(path, "two-step", "hf:smollm2-135m", bounds, True,
+                       {"model": "model-based", "effect": "persev", "effect_size": 2.0}, 10, 8, 120)
 
 
 @pytest.mark.slow

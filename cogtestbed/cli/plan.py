@@ -258,7 +258,7 @@ def _print_plan(payload: dict[str, Any], size_name: str) -> None:
     for row in payload["frontier"]:
         dollars = f"${row['dollars']:.3f}" if row["dollars"] is not None else "-"
         console.print(f"  frontier: {row['design']}: power {rate_text(row['power'], row['sims'])}, "
-                      f"{row['calls']} calls, {dollars}", highlight=False, soft_wrap=True)
+                      f"{int(row['calls']):,} calls, {dollars}", highlight=False, soft_wrap=True)
     if "sequential" in payload:
         from cogtestbed.validation.seqplan import sequential_lines
 

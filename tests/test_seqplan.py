@@ -410,3 +410,32 @@ def test_sequential_pair_run_on_valid_answers_stops_by_its_rule(tmp_path, monkey
         assert table["valid"].all() and sorted(table["subject"].unique()) == [0, 1]
     check = CliRunner().invoke(app, ["looks", str(out), "--json"])
     assert check.exit_code == 0 and json.loads(check.stdout)["reproduced"] is True
+
+
+def test_a_subject_without_an_estimate_is_left_out_of_the_look_not_turned_into_z_0():
+    """One subject with no valid trial used to make the look's mean and t-test NaN, recorded as
+    Z = 0 (futility). The run leaves that subject out, as the plan's simulation does."""
+    from cogtestbed.validation.seqplan import _model_statistic, statistic_name
+    from cogtestbed.validation.seqsim import _chunk_table, prefix_z, subject_contrasts
+    from cogtestbed.validation.study_data import design_for_trials
+
+    spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
+                      effect_size=0.6, seed=5, trials=(24,))
+    exp = get_experiment("instrumental-learning")
+    model = exp.model("rw-pm")
+    table = _chunk_table(spec, exp, model, design_for_trials(exp, 24, {}), 1, 6, np.random.SeedSequence(3))
+    lapsed = table.copy()
+    lapsed.loc[lapsed["subject"] == 0, "valid"] = False
+    look = _model_statistic(exp, statistic_name(spec), lapsed, 6)
+    rest = _model_statistic(exp, statistic_name(spec), table[table["subject"] > 0], 6)
+    assert look["subjects_fitted"] == 5 and rest["subjects_fitted"] == 5
+    assert look["statistic"] == pytest.approx(rest["statistic"], abs=1e-9) and look["statistic"] != 0.0
+    # the simulation's statistic leaves a NaN subject out the same way
+    values = subject_contrasts(spec, model, table, 6)[None, :].copy()
+    values[0, 0] = np.nan
+    z, est = prefix_z(values, 6)
+    assert z[0] == pytest.approx(rest["statistic"], abs=1e-9) and est[0] == pytest.approx(rest["estimate"])
+    # one subject with an estimate: no number, a reason
+    alone = lapsed[lapsed["subject"] <= 1]
+    one = _model_statistic(exp, statistic_name(spec), alone, 2)
+    assert one["statistic"] is None and one["p_value"] is None and "the t-test needs 2" in one["reason"]

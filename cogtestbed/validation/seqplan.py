@@ -532,6 +532,9 @@ def look_statistic(exp: Any, design: Mapping[str, Any], table: Any, units: int) 
         result = ({"metrics": {stat["test"]: alone(part, **options)}} if alone is not None
                   else dict(exp.metrics(part, **options)))
         _, p = test_outcome(result, stat["test"], float(design["level"]))
+        if not math.isfinite(p):
+            return {**_no_statistic(f"{stat['test']} has no p-value on the first {units} subjects"),
+                    "subjects_fitted": int(part["subject"].nunique())}
         return {"statistic": z_from_p(p, 0.0, signed=False), "estimate": p, "p_value": p,
                 "subjects_fitted": int(part["subject"].nunique())}
     raise ValueError(f"a run executes the looks of a model-effect, metric-difference or test plan, not {stat['kind']}")
@@ -550,11 +553,24 @@ def _model_statistic(exp: Any, stat: Mapping[str, Any], part: Any, units: int) -
         fits = with_lapse(model, stat.get("lapse_fit")).fit_mle(part).sort_values("subject", kind="stable")
     values = np.asarray(model.contrast(stat["effect"], {p: fits[p].to_numpy(float)
                                                         for p in model.parameters.names}), float)
-    est = float(np.mean(values)) if values.size else float("nan")
+    return _t_statistic(values[np.isfinite(values)], units)
+
+
+def _t_statistic(values: np.ndarray, units: int) -> dict[str, Any]:
+    """The one-sample t-test on the per-subject contrasts that exist (a subject without an estimate,
+    e.g. no valid trial, is left out, as the plan's simulation leaves it out: :func:`seqsim.prefix_z`);
+    fewer than 2, or no spread: a null statistic with its reason (the rule then takes Z as 0)."""
+    est = float(np.mean(values)) if values.size else None
+    if values.size < 2:
+        return {**_no_statistic(f"{values.size} of the first {units} subjects have an estimate; the t-test needs 2"),
+                "estimate": est, "subjects_fitted": int(values.size)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        p = float(stats.ttest_1samp(values, 0.0).pvalue) if values.size > 1 else float("nan")
-    return {"statistic": z_from_p(p, est, signed=True), "estimate": est, "p_value": p,
+        p = float(stats.ttest_1samp(values, 0.0).pvalue)
+    if not math.isfinite(p):
+        return {**_no_statistic(f"the {values.size} subjects' estimates do not vary: the t-test has no p-value"),
+                "estimate": est, "subjects_fitted": int(values.size)}
+    return {"statistic": z_from_p(p, float(est or 0.0), signed=True), "estimate": est, "p_value": p,
             "subjects_fitted": int(values.size)}
 
 

@@ -46,15 +46,19 @@ BLOCK = 50
 
 def prefix_z(values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(Z, estimate) per row of the fixed plan's two-sided one-sample t-test on the first ``n``
-    per-subject values: ``Z = sign(mean)·Φ⁻¹(1 − p/2)`` capped at ``Z_CAP``, 0 where p is NaN
-    (fewer than 2 values, or a subject without an estimate), as :func:`seqpaths.z_from_p`."""
+    per-subject values: ``Z = sign(mean)·Φ⁻¹(1 − p/2)`` capped at ``Z_CAP``.  A subject without an
+    estimate (NaN) is left out, as the run's look leaves it out (``seqplan._t_statistic``); Z is 0
+    where no p-value exists (fewer than 2 estimates, or no spread), as the run's rule takes it."""
     v = values[:, :n]
-    est = v.mean(axis=1)
-    if n < 2:
-        return np.zeros(v.shape[0]), est
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        p = np.asarray(stats.ttest_1samp(v, 0.0, axis=1).pvalue, float)
+        est = np.nanmean(v, axis=1)
+        if n < 2:
+            return np.zeros(v.shape[0]), est
+        if np.isnan(v).any():
+            p = np.asarray(stats.ttest_1samp(v, 0.0, axis=1, nan_policy="omit").pvalue, float)
+        else:
+            p = np.asarray(stats.ttest_1samp(v, 0.0, axis=1).pvalue, float)
         z = np.minimum(stats.norm.isf(np.maximum(p, 0.0) / 2), Z_CAP) * np.sign(est)
     return np.where(np.isfinite(p), z, 0.0), est
 

@@ -439,3 +439,48 @@ def test_a_subject_without_an_estimate_is_left_out_of_the_look_not_turned_into_z
     alone = lapsed[lapsed["subject"] <= 1]
     one = _model_statistic(exp, statistic_name(spec), alone, 2)
     assert one["statistic"] is None and one["p_value"] is None and "the t-test needs 2" in one["reason"]
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    ({"sizes": [8, 4]}, "sizes must increase"),
+    ({"sizes": [0, 8]}, "greater than or equal to 1"),
+    ({"sizes": [4, 100]}, "the last look is at 100 but the plan runs 8"),
+    ({"looks": 3}, "looks is 3 but sizes name 2 looks"),
+    ({"efficacy": [1.3]}, "efficacy has 1 bounds for 2 looks"),
+    ({"efficacy": [float("nan"), 1.3]}, "finite number"),
+    ({"efficacy": ["x", 1.3]}, "valid number"),
+    ({"futility": [5.0, 1.3]}, "futility bound lies above"),
+    ({"spending": "bogus"}, "obrien-fleming"),
+    ({"statistic": {"kind": "weird"}}, "statistic.kind must be one of"),
+    ({"statistic": {"kind": "power", "effect": "optimism_bias"}}, "needs model"),
+    ({"statistic": None}, "statistic"),
+])
+def test_a_hand_edited_sequential_section_is_refused_before_any_call(tmp_path, edit, message):
+    """plan.json's run.sequential is validated when the plan is loaded, before look 1's calls."""
+    import json
+
+    from cogtestbed.validation.plan_report import load_plan
+
+    path = _sequential_plan(tmp_path, True)
+    plan = json.loads(path.read_text())
+    plan["run"]["sequential"].update(edit)
+    path.write_text(json.dumps(plan))
+    with pytest.raises(ValueError, match="run.sequential") as err:
+        load_plan(path)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("garbage", "line 2 is not JSON"),
+    ('{"look": 7, "decision": "continue", "statistic": 0.5}', "line 2 is not look 2"),
+    ('{"look": 2, "decision": "bogus", "statistic": 0.5}', "line 2 is not look 2"),
+    ('{"look": 2, "decision": "continue", "statistic": "abc"}', "line 2 is not look 2"),
+    ('{"look": 2}', "line 2 is not look 2"),
+])
+def test_an_edited_looks_file_is_refused_in_one_line_naming_file_and_line(tmp_path, line, message):
+    from cogtestbed.cli.looks import recorded_looks
+
+    (tmp_path / "looks.jsonl").write_text('{"look": 1, "decision": "continue", "statistic": null}\n' + line + "\n")
+    with pytest.raises(ValueError, match=message) as err:
+        recorded_looks(tmp_path)
+    assert str(tmp_path / "looks.jsonl") in str(err.value)

@@ -22,12 +22,31 @@ from cogtestbed.cli.app import app, console, console_err, print_json
 
 
 def recorded_looks(run_dir: Path) -> list[dict[str, Any]]:
+    """The looks recorded in ``run_dir/looks.jsonl``, each checked (look k on line k, a known
+    decision, a finite statistic or none); a line that is not one is refused naming file and line."""
+    import math
+
     from cogtestbed.validation.seqplan import LOOKS_FILE
 
     path = run_dir / LOOKS_FILE
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    looks: list[dict[str, Any]] = []
+    for i, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: line {i} is not JSON ({exc.msg})") from None
+        z = rec.get("statistic") if isinstance(rec, dict) else None
+        if not (isinstance(rec, dict) and rec.get("look") == len(looks) + 1
+                and rec.get("decision") in ("continue", "efficacy", "futility")
+                and (z is None or (isinstance(z, int | float) and not isinstance(z, bool) and math.isfinite(z)))):
+            raise ValueError(f"{path}: line {i} is not look {len(looks) + 1} as a run records it (look, decision "
+                             "continue/efficacy/futility, statistic a number or null)")
+        looks.append(rec)
+    return looks
 
 
 def run_sequential(request: Any, design: dict[str, Any], execute_run: Callable[[Any], Any]) -> Any:
@@ -170,8 +189,16 @@ def looks(
     if not path.exists():
         raise ValueError(f"{run_dir} holds no sequential run ({SEQUENTIAL_FILE} missing): run one with "
                          "`cogtestbed run --plan PLAN` of a `plan --looks` plan")
-    design = json.loads(path.read_text())
+    from cogtestbed.validation.seqpaths import checked_sequential
+
+    try:
+        raw = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not JSON ({exc.msg})") from None
+    design = checked_sequential(raw, str(path))  # extra keys (experiment, run_dirs) are kept
     recorded = recorded_looks(run_dir)
+    if len(recorded) > len(design["sizes"]):
+        raise ValueError(f"{run_dir}: {len(recorded)} looks recorded for a plan of {len(design['sizes'])}")
     manifest = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
     exp = get_experiment(manifest.get("config", {}).get("experiment") or design["experiment"])
     table = (pair_tables(exp, run_dir, design) if "run_dirs" in design

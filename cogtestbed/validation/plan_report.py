@@ -280,12 +280,17 @@ def checked_run_section(run: Any, path: Path) -> dict[str, Any]:
     """The ``run`` section of a plan validated by :class:`PlanRun` (pydantic, strict types: a
     ``"5"`` is not 5 and 2.7 is not a subject count); the first problem in one line naming the field."""
     try:
-        return PlanRun.model_validate(run).model_dump()
+        out = PlanRun.model_validate(run).model_dump()
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in ("run", *err["loc"]))
         got = f" (got {err['input']!r})" if "input" in err and not isinstance(err["input"], dict) else ""
         raise ValueError(f"--plan: {path}: {where}: {err['msg']}{got}") from None
+    if out.get("sequential") is not None:  # looks, bounds and statistic checked before any call
+        from cogtestbed.validation.seqpaths import checked_sequential
+
+        out["sequential"] = checked_sequential(out["sequential"], f"--plan: {path}: run.sequential", out["subjects"])
+    return out
 
 
 _Count = Annotated[int, Field(strict=True, ge=0)]

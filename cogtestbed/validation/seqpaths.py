@@ -11,9 +11,10 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from scipy import optimize, stats
 
 from cogtestbed.validation.sequential import Spending, crossing_probabilities, efficacy_bounds, futility_bounds
@@ -219,5 +220,69 @@ def simulate_paths(spec_json: str, trials: int | None, runs: int, n_top: int, si
     return np.array(zs), np.array(ests)
 
 
-__all__ = ["CONTINUE", "DECISIONS", "EFFICACY", "EFFICACY_OTHER", "FUTILITY", "Z_CAP",
+# ----------------------------------------------------------------------------- the plan's sequential section
+_Finite = Annotated[float, Field(strict=False, allow_inf_nan=False)]
+#: What a run can compute at a look (:func:`cogtestbed.validation.seqplan.look_statistic`).
+STATISTIC_KINDS = ("power", "metric-power", "test-size", "test-power")
+#: The fields each statistic kind needs.
+STATISTIC_FIELDS = {"power": ("model", "effect"), "metric-power": ("metric",), "test-size": ("test",),
+                    "test-power": ("test",)}
+
+
+class SequentialSection(BaseModel):
+    """The ``run.sequential`` section of ``plan.json`` (and a run's ``sequential.json``): looks at
+    strictly increasing sizes, one finite bound per look, a known spending function and statistic.
+    Checked before a run's first call, so a hand-edited plan is refused, not half run."""
+
+    model_config = ConfigDict(extra="allow")
+
+    sizes: Annotated[list[Annotated[int, Field(strict=True, ge=1)]], Field(min_length=2)]
+    spending: Spending
+    level: Annotated[float, Field(gt=0.0, lt=1.0, allow_inf_nan=False)]
+    efficacy: list[_Finite]
+    futility: list[_Finite] | None = None
+    efficacy_other: list[_Finite] | None = None
+    direction: Annotated[float, Field(ge=-1.0, le=1.0, allow_inf_nan=False)] = 0.0
+    statistic: dict[str, Any]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SequentialSection:
+        k = len(self.sizes)
+        if any(b <= a for a, b in zip(self.sizes, self.sizes[1:], strict=False)):
+            raise ValueError(f"sizes must increase from look to look, got {self.sizes}")
+        for name in ("efficacy", "futility", "efficacy_other"):
+            bounds = getattr(self, name)
+            if bounds is not None and len(bounds) != k:
+                raise ValueError(f"{name} has {len(bounds)} bounds for {k} looks")
+        looks = (self.model_extra or {}).get("looks")
+        if looks is not None and looks != k:
+            raise ValueError(f"looks is {looks!r} but sizes name {k} looks")
+        if self.futility is not None and any(a > b + 1e-9 for a, b in zip(self.futility, self.efficacy, strict=True)):
+            raise ValueError("a futility bound lies above its look's efficacy bound")
+        kind = self.statistic.get("kind")
+        if kind not in STATISTIC_KINDS:
+            raise ValueError(f"statistic.kind must be one of {', '.join(STATISTIC_KINDS)}, got {kind!r}")
+        missing = [f for f in STATISTIC_FIELDS[kind] if not isinstance(self.statistic.get(f), str)]
+        if missing:
+            raise ValueError(f"statistic of kind {kind} needs {', '.join(missing)}")
+        return self
+
+
+def checked_sequential(section: Any, where: str, units: int | None = None) -> dict[str, Any]:
+    """``section`` validated by :class:`SequentialSection` (its last look at ``units``, the plan's
+    subjects, where given); the first problem in one line, prefixed by ``where``."""
+    try:
+        out = SequentialSection.model_validate(section).model_dump()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        got = f" (got {err['input']!r})" if "input" in err and not isinstance(err["input"], dict) else ""
+        raise ValueError(f"{where}{'.' + loc if loc else ''}: {err['msg']}{got}") from None
+    if units is not None and out["sizes"][-1] != units:
+        raise ValueError(f"{where}: the last look is at {out['sizes'][-1]} but the plan runs {units}")
+    return out
+
+
+__all__ = ["STATISTIC_KINDS", "SequentialSection", "checked_sequential",
+           "CONTINUE", "DECISIONS", "EFFICACY", "EFFICACY_OTHER", "FUTILITY", "Z_CAP",
            "Boundaries", "boundaries", "design_drift", "simulate_paths", "z_from_p"]

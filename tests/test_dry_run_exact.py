@@ -200,3 +200,21 @@ def test_a_chat_history_that_quotes_answers_stays_under_the_dry_runs_ceiling(tmp
     assert dry["prompt_tokens"] == 2168 < billing.prompt_tokens <= 2168 + 4 * (3 * 8 + 2)
     assert run["stats"]["total_cost_usd"] == pytest.approx(billed, abs=1e-6)
     assert dry["max_cost_usd"] == pytest.approx(2.4, abs=1e-6) and dry["max_cost_usd"] >= billed
+
+
+def test_two_step_all_invalid_count_holds_for_chat_reasks(server: Any, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --reask 2 on a chat model, a repeated first ask at temperature 0 is served from the cache
+    and so is its chain of re-asks (each quotes the cached answer before it): the dry run's all-invalid
+    count is the run's HTTP requests (it booked every chat re-ask as new: 41 vs 3 for 20 days)."""
+    url, faults = server
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
+    args = ["run", "two-step", "--llm", "openai:tiny-random-chat", "--mode", "chat", "--base-url", url,
+            "--subjects", "2", "--design", "n_days=4", "--reask", "2"]
+    before = len(faults.log)
+    dry, run = _dry_and_run(args, tmp_path)
+    requests = len(faults.log) - before
+    assert run["stats"]["invalid_trials"] == 8
+    # 2 subjects x (1 ask + 2 re-asks) new; the other 3 days' chains come from the cache
+    assert dry["calls_if_every_answer_is_invalid"] == requests == run["stats"]["total_calls"] == 6
+    assert run["stats"]["cache_hits"] == 18

@@ -245,19 +245,19 @@ def count_requests(exp: Experiment, design: Design, client: LLMClient, config: R
 def _invalid_step_requests(client: LLMClient, config: RunConfig, prompt: Prompt, step: int,
                            asked: set[Any]) -> list[tuple[Prompt, int]]:
     """The new requests of a text step whose every attempt is unparseable: the first ask and each
-    re-ask (a chat re-ask quotes the unknown answer, so it is always new), less those ``asked``
-    already at temperature 0 (served from the cache); ``asked`` gains them."""
+    re-ask.  At temperature 0 a first ask ``asked`` before is served from the cache, and so is its
+    whole chain of re-asks (each quotes the cached answer before it, so it repeats too); ``asked``
+    gains the first ask."""
     agent = LLMAgent(client, None, max_tokens=config.max_tokens,  # type: ignore[arg-type] # builds requests only
                      temperature=config.temperature, stop=config.stop, reask=config.reask)
-    out: list[tuple[Prompt, int]] = []
-    for attempt in range(config.reask + 1):
-        retry_of = None if attempt == 0 else ("?", "x" * REASK_REASON_BYTES)
-        request = agent.request(prompt, step, attempt, retry_of)
-        cacheable = config.temperature == 0 and (retry_of is None or not client.chat)
-        key = (freeze_prompt(request.prompt), request.seed) if cacheable else object()
-        if key in asked:
-            continue
-        asked.add(key)
+    first = agent.request(prompt, step, 0, None)
+    key = (freeze_prompt(first.prompt), first.seed) if config.temperature == 0 else object()
+    if key in asked:
+        return []
+    asked.add(key)
+    out: list[tuple[Prompt, int]] = [(first.prompt, config.max_tokens)]
+    for attempt in range(1, config.reask + 1):
+        request = agent.request(prompt, step, attempt, ("?", "x" * REASK_REASON_BYTES))
         out.append((request.prompt, config.max_tokens))
     return out
 

@@ -12,6 +12,7 @@ import typer.main
 from cogtestbed.cli import app, run_cli
 from cogtestbed.registry import get_experiment
 from cogtestbed.validation.sizes import design_label, split_design
+from cogtestbed.validation.study_data import design_for_trials
 
 MAGNITUDE_ONE_TASK = ["--design", "task=marker-location", "--design", 'conditions=["base"]',
                       "--design", 'modalities=["text"]']
@@ -146,8 +147,9 @@ def test_any_integer_design_field_is_swept_one_study_per_value(capsys, tmp_path:
     assert "20 contexts × 2 repetitions (40 trials per run)" in payloads[0]["verdict"]
     for value in (2, 5):  # one report (and test-power plot of a single design) per value
         assert (tmp_path / f"sw/n_reps={value}/test_power.png").stat().st_size > 1000
-    with pytest.raises(ValueError, match="expects comma-separated integers"):
-        split_design(get_experiment("belief-coherence"), ["network=asia,alarm"])
+    fixed, _ = split_design(get_experiment("belief-coherence"), ["network=asia,alarm"])  # text: one value
+    with pytest.raises(ValueError, match="^design of belief-coherence: unknown network 'asia,alarm'"):
+        design_for_trials(get_experiment("belief-coherence"), None, fixed)
 
 
 # ----------------------------------------------------------------------------- plan searches any integer field
@@ -269,3 +271,19 @@ def test_a_plan_whose_simulation_fails_on_its_input_says_so_in_one_line(monkeypa
                       compare=({"leak": 0.0}, {"leak": 0.3}))
     with pytest.raises(StudyInputError, match="metric 'accuracy' is a nested mapping"):
         PowerEvaluator(spec, workers=1).ensure(Point(1, 2, None), 2)
+
+
+def test_a_comma_value_of_a_non_integer_field_is_its_value_not_a_size_list():
+    """belief coherence's ``evidence=smoke,asia`` is one value (as ``simulate`` and ``run`` take it),
+    so plan searches the one integer list beside it; a comma list on a name that is no field is refused."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.sizes import plan_design
+    from cogtestbed.validation.study_data import design_for_trials
+
+    exp = get_experiment("belief-coherence")
+    fixed, trials, searched = plan_design(exp, ["network=asia", "evidence=smoke,asia", "n_reps=1,2"])
+    assert searched == ("n_reps", (1, 2)) and trials == (None,)
+    assert design_for_trials(exp, None, fixed).evidence == design_for_trials(
+        exp, None, {"network": "asia", "evidence": "smoke,asia"}).evidence
+    with pytest.raises(ValueError, match="not a design field"):
+        plan_design(exp, ["nonsense=1,2"])

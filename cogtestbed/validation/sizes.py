@@ -55,7 +55,7 @@ def split_design(exp: ExperimentSpec, items: list[str] | None) -> tuple[dict[str
         name = name.strip()
         if not sep or not name:
             raise ValueError(f"--design expects NAME=VALUE, got {item!r}")
-        if _is_list(item):
+        if _is_list(exp, item):
             swept = _sweep(exp, name, value)
             continue
         try:
@@ -92,14 +92,14 @@ def plan_design(exp: ExperimentSpec, items: list[str] | None
     field ``(name, values)``, every other field fixed (the trials field at its value).  Two lists
     are refused.
     """
-    lists = [item for item in items or [] if _is_list(item)]
+    lists = [item for item in items or [] if _is_list(exp, item)]
     if len(lists) > 1:
         names = " and ".join(f"--design {item.partition('=')[0].strip()}=..." for item in lists)
         raise ValueError(f"plan searches one design field at a time: {names} are both lists; fix all but one")
     try:
         fixed, trials = split_design(exp, items)
     except DesignSweep as sweep:
-        rest = [item for item in items or [] if not _is_list(item)]
+        rest = [item for item in items or [] if not _is_list(exp, item)]
         fixed, _ = split_design(exp, rest)
         if sweep.name in fixed:
             raise ValueError(f"--design sets {sweep.name} twice (a value and a list); give it once") from None
@@ -107,9 +107,15 @@ def plan_design(exp: ExperimentSpec, items: list[str] | None
     return fixed, trials, None
 
 
-def _is_list(item: str) -> bool:
-    value = item.partition("=")[2]
-    return "," in value and not value.strip().startswith(("[", "{", '"'))
+def _is_list(exp: ExperimentSpec, item: str) -> bool:
+    """Whether ``NAME=a,b,c`` is a list of sizes: commas in the value of an integer field (or of a
+    name that is no field, refused by :func:`_sweep`); a field of another type takes the text as
+    its value (belief coherence's ``evidence=smoke,asia``, as ``simulate`` and ``run`` take it)."""
+    name, _, value = item.partition("=")
+    name = name.strip()
+    if "," not in value or value.strip().startswith(("[", "{", '"')):
+        return False
+    return name not in exp.design_cls.model_fields or name in integer_fields(exp)
 
 
 def _sweep(exp: ExperimentSpec, name: str, text: str) -> tuple[int, ...]:

@@ -44,7 +44,9 @@ def design_for_trials(exp: ExperimentSpec, trials: int | None, extra: Mapping[st
         base = cls(**extra)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ValueError(f"design of {exp.name}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        where = "".join(f"{x}: " for x in ".".join(map(str, first["loc"])).split() if x)
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ValueError(f"design of {exp.name}: {where}{message}") from None
     if trials is None or trials == base.n_trials:
         return base
     if trials < 1:

@@ -484,3 +484,18 @@ def test_an_edited_looks_file_is_refused_in_one_line_naming_file_and_line(tmp_pa
     with pytest.raises(ValueError, match=message) as err:
         recorded_looks(tmp_path)
     assert str(tmp_path / "looks.jsonl") in str(err.value)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--futility"], "--futility shape a sequential plan: add --looks K"),
+    (["--spending", "pocock", "--seq-sims", "40"], "--spending, --seq-sims shape a sequential plan"),
+    (["--looks", "2", "--precision", "optimism_bias=0.5"], "use one of them"),
+    (["--looks", "2", "--null", "random"], "--null names the agent under which a test's null holds"),
+])
+def test_sequential_options_without_their_plan_are_refused_not_ignored(capsys, extra, message):
+    from cogtestbed.cli import run_cli
+
+    code = run_cli(["plan", "instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.4",
+                    "--llm", "openai:gpt-4o-mini", *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and message in " ".join(err.split()) and "Traceback" not in err

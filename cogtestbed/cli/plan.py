@@ -96,10 +96,7 @@ def plan(
     from cogtestbed.validation.study_kinds import PlannedStudy
 
     exp = get_experiment(experiment)
-    if looks is not None:
-        from cogtestbed.validation.seqplan import check_looks
-
-        check_looks(looks, spending)
+    _check_sequential_options(looks, spending, futility, null, seq_sims, precision, test)
     llm = list(llm or [])
     effect, target = _target(llm, model, effect, metric, test, precision)
     given_base, given_params = parse_assignments(base or []), parse_assignments(param or [])
@@ -164,6 +161,26 @@ def _attach_looks(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, l
     result = dataclasses.replace(result, spec=spec_at(result.spec, result.chosen.point))
     attach_sequential(payload, result, pricer, exp, looks, spending, futility,  # type: ignore[arg-type]
                       seq_sims, workers, null, say=say)
+
+
+def _check_sequential_options(looks: int | None, spending: str, futility: bool, null: str | None,
+                              seq_sims: int | None, precision: str | None, test: str | None) -> None:
+    """The options of a sequential plan go with ``--looks``, and ``--looks`` with a power target:
+    an option that would be ignored is refused in one line."""
+    if looks is None:
+        given = [name for name, on in (("--spending", spending != "obrien-fleming"), ("--futility", futility),
+                                       ("--null", null is not None), ("--seq-sims", seq_sims is not None)) if on]
+        if given:
+            raise ValueError(f"{', '.join(given)} shape a sequential plan: add --looks K (or drop them)")
+        return
+    from cogtestbed.validation.seqplan import check_looks
+
+    check_looks(looks, spending)
+    if precision:
+        raise ValueError("--looks plans a sequential test of a target power; --precision plans a fixed design's "
+                         "estimate: use one of them")
+    if null is not None and test is None:
+        raise ValueError("--null names the agent under which a test's null holds: it goes with --test")
 
 
 def _say_look_estimate(planner: Any) -> None:

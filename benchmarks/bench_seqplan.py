@@ -18,15 +18,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_workflows import timed_cogtestbed  # noqa: E402 - the workflow benchmark's timer
+
 FIXED = ["plan", "instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.2", "--power", "0.8",
          "--llm", "openai:gpt-4o-mini", "--workers", "2", "--json"]
 SEQUENTIAL = [*FIXED, "--looks", "10", "--spending", "pocock", "--futility"]
@@ -34,17 +34,8 @@ SEQUENTIAL = [*FIXED, "--looks", "10", "--spending", "pocock", "--futility"]
 
 def timed(args: list[str], scratch: Path) -> tuple[float, float, dict]:
     """(wall s, CPU s of the process and its children, the plan's JSON) of ``cogtestbed ARGS``."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "cogtestbed", *args], capture_output=True, text=True, cwd=scratch,
-                          env=env, check=False)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        sys.exit(f"cogtestbed {' '.join(args)} exited {done.returncode}:\n{done.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, json.loads(done.stdout)
+    wall, cpu, out = timed_cogtestbed(ROOT, args, scratch)
+    return wall, cpu, json.loads(out)
 
 
 def profile(sims: int) -> None:

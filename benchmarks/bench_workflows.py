@@ -63,6 +63,13 @@ class Times:
 
 def run(checkout: Path, args: list[str], scratch: Path) -> tuple[float, float]:
     """(wall s, CPU s of the process and its children) of ``python -m cogtestbed ARGS`` importing ``checkout``."""
+    wall, cpu, _ = timed_cogtestbed(checkout, args, scratch)
+    return wall, cpu
+
+
+def timed_cogtestbed(checkout: Path, args: list[str], scratch: Path) -> tuple[float, float, str]:
+    """(wall s, CPU s of the process and its children, its stdout) of ``python -m cogtestbed ARGS``
+    importing ``checkout``, in ``scratch``; a failure raises with the end of its stderr."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "NUMBA_CACHE_DIR")}
     env.update({"PYTHONPATH": str(checkout), "COLUMNS": "100"})
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -73,7 +80,7 @@ def run(checkout: Path, args: list[str], scratch: Path) -> tuple[float, float]:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise RuntimeError(f"{checkout}: cogtestbed {' '.join(args)} exited {done.returncode}:\n{done.stderr[-2000:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stdout
 
 
 def one_round(checkouts: dict[str, Path], names: list[str], flip: bool, scratch: Path,

@@ -4,21 +4,15 @@ isotonic-calibrated CMI (App. F) run; T3 reads Table 3's repetition-averaged RMS
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
+from study_scripts import load_study
 
 from cogtestbed.environments.belief import BeliefDesign
 from cogtestbed.inference import belief as B
 from cogtestbed.simulation import simulate
 
-_spec = importlib.util.spec_from_file_location(
-    "belief_cmi_ties", Path(__file__).resolve().parents[1] / "benchmarks" / "studies" / "belief_cmi_ties.py")
-assert _spec is not None and _spec.loader is not None
-ties = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ties)
+ties = load_study("belief_cmi_ties")
 
 
 @pytest.mark.parametrize("mode", ["tied", "rounded"])

@@ -7,16 +7,14 @@ through ``cogtestbed metrics`` (one line, exit 2) or the library."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pandas as pd
 import pytest
+from study_scripts import load_study
 from typer.testing import CliRunner
 
 from cogtestbed.cli import app
@@ -37,18 +35,7 @@ def revealed(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, Pa
     return table, folder
 
 
-def _load_probe() -> ModuleType:
-    """benchmarks/studies/hard_edges_probe.py, whose table edits these tests reuse."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "studies" / "hard_edges_probe.py"
-    spec = importlib.util.spec_from_file_location("hard_edges_probe", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["hard_edges_probe"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-PROBE = _load_probe()
+PROBE = load_study("hard_edges_probe")  # its table edits are reused here
 _lists, _first_inf = PROBE._lists, PROBE._first_inf
 
 

@@ -4,30 +4,19 @@ that cannot score is found before any subject's call; retries of scored calls ar
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
+from study_scripts import load_study
 from typer.testing import CliRunner
 
 from cogtestbed.cli import app
 
 REVEALED = ("--design", "scenarios=choice", "--design", "variants=regular", "--design", "choice_options=2,6",
             "--design", "n_samples=3")
-
-
-def _study() -> Any:
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "studies" / "http_accounting.py"
-    spec = importlib.util.spec_from_file_location("http_accounting", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["http_accounting"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _check_accounting(rows: list[dict[str, Any]]) -> None:
@@ -57,7 +46,7 @@ def _check_accounting(rows: list[dict[str, Any]]) -> None:
 
 
 def test_quick_study_counts_every_request_and_never_passes_a_cap() -> None:
-    out = _study().main(["--quick"])
+    out = load_study("http_accounting").main(["--quick"])
     _check_accounting(out["accounting"])
     assert len(out["caps"]) == 3 and not any(c["over_cap"] for c in out["caps"])
     assert sum(c["retries"] or 0 for c in out["caps"]) > 0  # faults were ridden out and recorded
@@ -65,7 +54,7 @@ def test_quick_study_counts_every_request_and_never_passes_a_cap() -> None:
 
 @pytest.mark.slow
 def test_full_study_every_mode_and_twenty_capped_runs() -> None:
-    out = _study().main([])
+    out = load_study("http_accounting").main([])
     _check_accounting(out["accounting"])
     assert len(out["caps"]) >= 20 and not any(c["over_cap"] for c in out["caps"])
 

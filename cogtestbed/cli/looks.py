@@ -55,7 +55,7 @@ def run_sequential(request: Any, design: dict[str, Any], execute_run: Callable[[
     from dataclasses import replace
 
     from cogtestbed.registry import get_experiment, read_trials
-    from cogtestbed.validation.seqplan import LOOKS_FILE, SEQUENTIAL_FILE, evaluate_look
+    from cogtestbed.validation.seqplan import SEQUENTIAL_FILE
 
     if design["statistic"]["kind"] == "metric-power":
         raise ValueError("--plan: a sequential plan of a metric difference compares two LLMs: run it with both "
@@ -64,8 +64,7 @@ def run_sequential(request: Any, design: dict[str, Any], execute_run: Callable[[
         raise ValueError("--plan: a sequential plan with several sessions per subject is not executed by run")
     exp = get_experiment(request.experiment)
     done = recorded_looks(request.output) if request.resume else []
-    if done and done[-1]["decision"] != "continue":
-        console_err.print(f"the run stopped at look {done[-1]['look']} ({done[-1]['decision']}): nothing to resume")
+    if _stopped(done):
         return None
     result = None
     for k in range(len(done), len(design["sizes"])):
@@ -79,10 +78,7 @@ def run_sequential(request: Any, design: dict[str, Any], execute_run: Callable[[
             return result
         if k == 0:
             (request.output / SEQUENTIAL_FILE).write_text(json.dumps(design, indent=1) + "\n")
-        look = evaluate_look(exp, design, read_trials(request.output / "trials.parquet", exp.name), k)
-        with (request.output / LOOKS_FILE).open("a") as fh:
-            fh.write(json.dumps(look) + "\n")
-        _say_look(look)
+        look = _record_look(exp, design, request.output, k, read_trials(request.output / "trials.parquet", exp.name))
         if look["decision"] != "continue":
             result.status = "complete"
             break
@@ -109,8 +105,7 @@ def run_sequential_pair(requests: Sequence[Any], output: Path, design: dict[str,
     done = recorded_looks(output) if resume else []
     if not resume and (output / SEQUENTIAL_FILE).exists():
         raise ValueError(f"{output} already holds a sequential run; pass --resume to continue it")
-    if done and done[-1]["decision"] != "continue":
-        console_err.print(f"the run stopped at look {done[-1]['look']} ({done[-1]['decision']}): nothing to resume")
+    if _stopped(done):
         return None
     exp = get_experiment(requests[0].experiment)
     full = {**design, "llms": [r.llm for r in requests], "run_dirs": [r.output.name for r in requests]}
@@ -128,7 +123,7 @@ def run_sequential_pair(requests: Sequence[Any], output: Path, design: dict[str,
             if int(result.stats["subjects_complete"]) < n:  # this LLM's budget stopped it
                 return result
         assert result is not None
-        look = _record_look(exp, full, output, k)
+        look = _record_look(exp, full, output, k, pair_tables(exp, output, full))
         if look["decision"] != "continue":
             result.status = "complete"
             break
@@ -148,11 +143,20 @@ def _fresh_in_resume(req: Any, requests: Sequence[Any], n: int) -> Any:
     return replace(req, resume=False, add_budget=[], limit=n, **cap)
 
 
-def _record_look(exp: Any, design: dict[str, Any], output: Path, k: int) -> dict[str, Any]:
-    """Test look ``k`` on the pair's tables, append it to ``looks.jsonl`` and print it."""
+def _stopped(done: Sequence[dict[str, Any]]) -> bool:
+    """Whether the recorded looks end in a stop (said on stderr: a ``--resume`` has nothing to do)."""
+    if done and done[-1]["decision"] != "continue":
+        console_err.print(f"the run stopped at look {done[-1]['look']} ({done[-1]['decision']}): nothing to resume")
+        return True
+    return False
+
+
+def _record_look(exp: Any, design: dict[str, Any], output: Path, k: int, table: Any) -> dict[str, Any]:
+    """Test look ``k`` on ``table`` (a run's, or the pair's tables), append it to ``output/looks.jsonl``
+    and print it."""
     from cogtestbed.validation.seqplan import LOOKS_FILE, evaluate_look
 
-    look = evaluate_look(exp, design, pair_tables(exp, output, design), k)
+    look = evaluate_look(exp, design, table, k)
     with (output / LOOKS_FILE).open("a") as fh:
         fh.write(json.dumps(look) + "\n")
     _say_look(look)

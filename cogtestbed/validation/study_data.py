@@ -44,7 +44,8 @@ def design_for_trials(exp: ExperimentSpec, trials: int | None, extra: Mapping[st
         base = cls(**extra)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = "".join(f"{x}: " for x in ".".join(map(str, first["loc"])).split() if x)
+        loc = ".".join(map(str, first["loc"]))
+        where = f"{loc}: " if loc else ""  # a model-level check has no field
         message = str(first["msg"]).removeprefix("Value error, ")
         raise ValueError(f"design of {exp.name}: {where}{message}") from None
     if trials is None or trials == base.n_trials:

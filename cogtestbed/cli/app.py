@@ -125,7 +125,7 @@ USER_ERROR_NAMES: tuple[str, ...] = (
     "cogtestbed.parameters:ParameterError",
     "cogtestbed.experiments.spec:UnknownNameError",
     "cogtestbed.trials:TrialTableError",
-    "cogtestbed.data.cogbench:DataFormatError",
+    "cogtestbed.data.rows:DataFormatError",
     "cogtestbed.llm_adapters.base:BackendUnavailable",
     "cogtestbed.llm_adapters.base:LLMError",
     "builtins:FileNotFoundError",

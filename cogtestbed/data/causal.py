@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cogtestbed.data.cogbench import DataFormatError
+from cogtestbed.data.rows import DataFormatError, drop_agreeing_duplicates, refuse_duplicated_columns
 from cogtestbed.environments.causal import (
     CB_ID_OFFSET,
     EXPERIMENT,
@@ -37,6 +37,8 @@ from cogtestbed.environments.causal import (
 from cogtestbed.trials import finish_table
 
 HUMAN_COLUMNS = ("s", "domain", "attr.polarity", "letter.type", "study.type", "trial", "y")
+#: A row of the human file is one subject's (``s``) judgment number ``trial``.
+HUMAN_KEY = ("s", "trial")
 #: The human file calls the sociology cover story "society".
 HUMAN_DOMAIN_NAMES = {"society": "sociology"}
 RESPONSE_COLUMNS = ("id", "response", "domain", "task", "cntbl_cond", "subject")
@@ -46,6 +48,7 @@ def _read_semicolon(path: str | Path) -> pd.DataFrame:
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no such file: {p}")
+    refuse_duplicated_columns(p, ";")
     try:
         return pd.read_csv(p, sep=";", encoding="utf-8-sig", decimal=",", dtype={"response": str})
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -83,6 +86,7 @@ def import_rw17_human(path: str | Path) -> pd.DataFrame:
     missing = [c for c in HUMAN_COLUMNS if c not in df.columns]
     if missing:
         raise DataFormatError(f"{Path(path).name} is not the RW17 human CSV: missing {', '.join(missing)}")
+    df, _ = drop_agreeing_duplicates(df, HUMAN_KEY, Path(path).name)
     df = df.sort_values(["s", "trial"], kind="stable").reset_index(drop=True)
     df["domain"] = df["domain"].replace(HUMAN_DOMAIN_NAMES)
     sizes = df.groupby("s").size()

@@ -13,18 +13,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from cogtestbed.data.rows import DataFormatError, drop_agreeing_duplicates, refuse_duplicated_columns
 from cogtestbed.trials import finish_table
 
-
-class DataFormatError(ValueError):
-    """A file is not in the format the importer expects (one clear message)."""
+__all__ = ["DataFormatError"]
 
 
-def read_cogbench_csv(path: str | Path, required: tuple[str, ...]) -> pd.DataFrame:
-    """Read a CogBench CSV (BOM-safe) and check it has the ``required`` columns."""
+def read_cogbench_csv(path: str | Path, required: tuple[str, ...], key: tuple[str, ...] = (),
+                      may_differ: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Read a CogBench CSV (BOM-safe), check it has the ``required`` columns, names none twice, and
+    that rows sharing ``key`` agree (:func:`~cogtestbed.data.rows.drop_agreeing_duplicates`: agreeing
+    copies dropped, the count in ``attrs["duplicated_rows_dropped"]``)."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no such file: {p}")
+    refuse_duplicated_columns(p)
     try:
         df = pd.read_csv(p, encoding="utf-8-sig")
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -35,6 +38,10 @@ def read_cogbench_csv(path: str | Path, required: tuple[str, ...]) -> pd.DataFra
             f"{p.name} is not a CogBench file for this experiment: missing column(s) "
             f"{', '.join(missing)} (found {', '.join(map(str, df.columns))})"
         )
+    n_dropped = 0
+    if key:
+        df, n_dropped = drop_agreeing_duplicates(df, key, p.name, may_differ=may_differ)
+    df.attrs["duplicated_rows_dropped"] = n_dropped
     return df
 
 
@@ -77,22 +84,18 @@ INSTRUMENTAL_COLUMNS = ("run", "trial", "task", "choice", "reward")
 INSTRUMENTAL_PROBS = np.array([(0.25, 0.25), (0.25, 0.75), (0.75, 0.25), (0.75, 0.75)])
 
 
-def drop_duplicated_trials(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """Keep the first row of each (run, trial).
-
-    CogBench's instrumental ``query.py`` appends each trial twice (before and after stepping the
-    environment); the second copy carries the *next* trial's casino.  The first copy is the one
-    the choice was made in (its ``task`` matches its ``mean0/mean1``), so it is kept.
-    """
-    dup = df.duplicated(["run", "trial"], keep="first")
-    return df.loc[~dup].reset_index(drop=True), int(dup.sum())
+#: The column CogBench's instrumental ``query.py`` changes between the two copies of a trial: it
+#: appends each trial twice (before and after stepping the environment) and the second copy
+#: carries the *next* trial's casino.  The first copy is the one the choice was made in (its
+#: ``task`` matches its ``mean0/mean1``), so it is kept; every other column must agree.
+INSTRUMENTAL_MAY_DIFFER = ("task",)
 
 
 def import_instrumental(path: str | Path) -> pd.DataFrame:
-    """CogBench InstrumentalLearning CSV → trial table (duplicated rows dropped, see above; a
-    missing ``choice`` is an invalid trial)."""
-    df = read_cogbench_csv(path, INSTRUMENTAL_COLUMNS)
-    df, n_dropped = drop_duplicated_trials(df)
+    """CogBench InstrumentalLearning CSV → trial table (agreeing copies of a trial dropped, see
+    above; a missing ``choice`` is an invalid trial)."""
+    df = read_cogbench_csv(path, INSTRUMENTAL_COLUMNS, key=("run", "trial"), may_differ=INSTRUMENTAL_MAY_DIFFER)
+    n_dropped = df.attrs["duplicated_rows_dropped"]
     df = df.sort_values(["run", "trial"], kind="stable")
     runs = np.sort(df["run"].unique())
     sizes = df.groupby("run").size()
@@ -176,7 +179,7 @@ def import_horizon(path: str | Path) -> pd.DataFrame:
     """
     from cogtestbed.tables.horizon import game_table
 
-    df = read_cogbench_csv(path, HORIZON_COLUMNS).sort_values(["run", "trial"], kind="stable")
+    df = read_cogbench_csv(path, HORIZON_COLUMNS, key=("run", "trial")).sort_values(["run", "trial"], kind="stable")
     name = Path(path).name
     sizes = df.groupby("run").size()
     if not sizes.isin([5, 10]).all():
@@ -221,9 +224,7 @@ def import_restless(path: str | Path) -> pd.DataFrame:
     """
     from cogtestbed.trials import finish_table as _finish
 
-    df = read_cogbench_csv(path, RESTLESS_COLUMNS).sort_values(["run", "trial"], kind="stable")
-    if df.duplicated(["run", "trial"]).any():
-        raise DataFormatError(f"{Path(path).name}: duplicated (run, trial) rows")
+    df = read_cogbench_csv(path, RESTLESS_COLUMNS, key=("run", "trial")).sort_values(["run", "trial"], kind="stable")
     choice_flat, valid_flat = responses(df, "choice", Path(path).name)
     choice, valid = choice_flat[:, None], valid_flat[:, None]
     accurate = df["accurate"].to_numpy(np.float64)[:, None]
@@ -272,7 +273,7 @@ def import_twostep(path: str | Path) -> pd.DataFrame:
     """
     from cogtestbed.tables.twostep import ALIEN_LETTERS, EXPERIMENT, PLANETS
 
-    df = read_cogbench_csv(path, TWOSTEP_COLUMNS)
+    df = read_cogbench_csv(path, TWOSTEP_COLUMNS, key=("run", "trial"))
     name = Path(path).name
     runs, n_trials = _runs_grid(df, name)
     df = df.set_index("run").loc[runs].reset_index()  # runs grouped, file order within each run
@@ -312,6 +313,8 @@ def import_twostep(path: str | Path) -> pd.DataFrame:
 # ----------------------------------------------------------------------- temporal discounting
 DISCOUNTING_COLUMNS = ("score", "present bias", "subaddictivity", "delay-speedup asymmetry-1",
                        "delay-length asymmetry-2", "run")
+#: A TemporalDiscounting file has one row per run.
+DISCOUNTING_KEY = ("run",)
 
 
 def import_discounting(path: str | Path) -> pd.DataFrame:
@@ -323,7 +326,7 @@ def import_discounting(path: str | Path) -> pd.DataFrame:
     from cogtestbed.inference.discounting import SUMMARY_ITEM
     from cogtestbed.tables.discounting import ANOMALY_ITEMS, COGBENCH_ANOMALY_COLUMNS, EXPERIMENT
 
-    df = read_cogbench_csv(path, DISCOUNTING_COLUMNS).sort_values("run", kind="stable")
+    df = read_cogbench_csv(path, DISCOUNTING_COLUMNS, key=DISCOUNTING_KEY).sort_values("run", kind="stable")
     n = len(df)
     shape = (n, 1)
     stimulus: dict[str, np.ndarray] = {
@@ -352,7 +355,7 @@ def import_bart(path: str | Path) -> pd.DataFrame:
     missing ``pumps`` voids the balloon (an invalid trial, as in the environment)."""
     from cogtestbed.tables.bart import ALPHABET, EXPERIMENT
 
-    df = read_cogbench_csv(path, BART_COLUMNS).sort_values(["run", "trial"], kind="stable")
+    df = read_cogbench_csv(path, BART_COLUMNS, key=("run", "trial")).sort_values(["run", "trial"], kind="stable")
     runs, n_balloons = _runs_grid(df, Path(path).name)
     shape = (len(runs), n_balloons)
     exploded = df["exploded"].astype(str).str.lower().eq("true").to_numpy()

@@ -5,6 +5,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from cogtestbed.data.causal import (
+    HUMAN_KEY,
     import_causaign_responses,
     import_rw17_human,
     looks_like_causaign_responses,
@@ -74,7 +75,7 @@ SPEC = ExperimentSpec(
         },
     ),
     importers={
-        "rw17": Importer("rw17", import_rw17_human, looks_like_rw17_human),
+        "rw17": Importer("rw17", import_rw17_human, looks_like_rw17_human, key=HUMAN_KEY),
         "causaign": Importer("causaign", import_causaign_responses, looks_like_causaign_responses),
     },
     pooling_unit="subject",

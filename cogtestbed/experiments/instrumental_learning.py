@@ -1,6 +1,6 @@
 """Instrumental learning (CogBench; Lefebvre et al. 2017): 4 two-armed casinos × 24 visits."""
 
-from cogtestbed.data.cogbench import INSTRUMENTAL_COLUMNS, import_instrumental
+from cogtestbed.data.cogbench import INSTRUMENTAL_COLUMNS, INSTRUMENTAL_MAY_DIFFER, import_instrumental
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.instrumental import MODELS, cogbench_metrics
@@ -20,7 +20,8 @@ SPEC = ExperimentSpec(
     metrics=MetricsSpec(cogbench_metrics, unit="per_run",
                         headline=("performance", "learning_rate", "optimism_bias")),
     importers=cogbench_importer(import_instrumental, INSTRUMENTAL_COLUMNS,
-                                file_columns={"action": "choice", "casino": "task"}),
+                                file_columns={"action": "choice", "casino": "task"},
+                                may_differ=INSTRUMENTAL_MAY_DIFFER),
     pooling_unit="subject",
     trials_field="visits_per_casino",
     studies=(

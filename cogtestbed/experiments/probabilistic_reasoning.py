@@ -22,7 +22,7 @@ SPEC = ExperimentSpec(
     metrics=MetricsSpec(cogbench_metrics, unit="per_run",
                         headline=("performance", "prior_weighting", "likelihood_weighting")),
     importers=cogbench_importer(import_probabilistic, PROBABILISTIC_COLUMNS,
-                                file_columns={"action": "left_pred", "estimate": "left_pred"}),
+                                file_columns={"action": "left_pred", "estimate": "left_pred"}, key=()),
     pooling_unit="session",
     studies=(
         StudyDecl("recovery", "generalised-Bayes weights from 200 pooled runs", model="generalised-bayes",

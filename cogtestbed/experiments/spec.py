@@ -319,13 +319,18 @@ class Importer:
 
     ``file_columns`` maps trial-table columns to the columns of the published file they are read
     from (``action`` ← CogBench's ``choice``), so that a validation error names what the file calls
-    the offending column.
+    the offending column.  ``key`` names the file columns that identify a row (``()``: rows are
+    identified by position) and ``may_differ`` the columns the source is documented to change
+    between copies of a row: rows sharing a key must agree in every other column
+    (:mod:`cogtestbed.data.rows`; conformance check ``importer_conflicts``).
     """
 
     source: str
     load: Callable[[Path], pd.DataFrame]
     sniff: Callable[[Path], bool]
     file_columns: Mapping[str, str] = field(default_factory=dict)
+    key: tuple[str, ...] = ()
+    may_differ: tuple[str, ...] = ()
 
 
 ParamMap = Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]

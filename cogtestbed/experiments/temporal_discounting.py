@@ -1,6 +1,6 @@
 """Temporal discounting (CogBench; Ruggeri et al. 2022): staircase + 4 anomaly items."""
 
-from cogtestbed.data.cogbench import DISCOUNTING_COLUMNS, import_discounting
+from cogtestbed.data.cogbench import DISCOUNTING_COLUMNS, DISCOUNTING_KEY, import_discounting
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.discounting import MODELS, cogbench_metrics
@@ -20,7 +20,8 @@ SPEC = ExperimentSpec(
     models=MODELS,
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("score",)),
-    importers=cogbench_importer(import_discounting, DISCOUNTING_COLUMNS, file_columns={"summary_score": "score"}),
+    importers=cogbench_importer(import_discounting, DISCOUNTING_COLUMNS, file_columns={"summary_score": "score"},
+                                key=DISCOUNTING_KEY),
     pooling_unit="session",
     studies=(
         StudyDecl("recovery", "hyperbolic log k from 1 and 10 pooled runs (tau = 0.05)", model="hyperbolic",

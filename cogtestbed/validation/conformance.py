@@ -49,7 +49,9 @@ from cogtestbed.llm_adapters.base import GenerateRequest, Generation, LLMClient
 from cogtestbed.parameters import Parameter, ParameterError, ParameterSet
 from cogtestbed.schema import TrialSchema
 from cogtestbed.trials import table_to_parquet
-from cogtestbed.validation.errors import ConformanceError
+from cogtestbed.validation.edge_checks import check_importer_conflicts, sniffed_files
+from cogtestbed.validation.edge_checks import fail as _fail
+from cogtestbed.validation.errors import ConformanceError, NotApplicable
 from cogtestbed.validation.table_checks import (
     check_all_invalid_metrics,
     check_permuted_table,
@@ -106,10 +108,6 @@ RECOVERY_NATURAL_TOL = 0.05
 #: model's lapse variant (:func:`cogtestbed.inference.base.with_lapse`, ε fitted, so ε > 0 at
 #: every test point), and of the batch == step check's lapsed run.
 CHECK_LAPSE = (0.1, 0.2)
-
-
-class NotApplicable(Exception):  # noqa: N818 - it is an outcome, not an error
-    """The experiment has nothing this check could test (reported as ``skipped``)."""
 
 
 @dataclass(frozen=True)
@@ -206,14 +204,6 @@ class ConformanceReport:
 
 
 # ============================================================================= helpers
-def _fail(problems: Sequence[str], what: str) -> None:
-    """Raise one :class:`ConformanceError` listing ``problems`` (no-op when empty)."""
-    if problems:
-        shown = list(problems[:20])
-        more = f"\n  … and {len(problems) - 20} more" if len(problems) > 20 else ""
-        raise ConformanceError(f"{what}:\n  " + "\n  ".join(shown) + more)
-
-
 def small_design(spec: ExperimentSpec, config: CheckConfig) -> Design:
     """The default design, with ``trials_field`` divided by ``config.design_divisor`` and, in
     quick mode, lowered further until a session has at most :data:`QUICK_MAX_STEPS` steps (≥ 1)."""
@@ -1078,18 +1068,6 @@ def check_power_study(spec: ExperimentSpec, config: CheckConfig) -> None:
 
 
 # ----------------------------------------------------------------------------- data and metrics
-def _sniffed_files(spec: ExperimentSpec, source: str, root: Path) -> tuple[list[Path], list[str]]:
-    importer = spec.importer(source)
-    files, errors = [], []
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        try:
-            if importer.sniff(path):
-                files.append(path)
-        except Exception as exc:  # noqa: BLE001 - sniffing must never raise
-            errors.append(f"importer {source!r}: sniff({path.name}) raised {type(exc).__name__}: {exc}")
-    return files, errors
-
-
 def check_importers(spec: ExperimentSpec, config: CheckConfig) -> None:
     """Each importer recognises published files, loads them into schema-valid trial tables the
     metrics run on, and does not claim a plain trial-table CSV."""
@@ -1112,7 +1090,7 @@ def check_importers(spec: ExperimentSpec, config: CheckConfig) -> None:
                 if spec.importer(source).sniff(csv):
                     problems.append(f"importer {source!r} claims a plain trial-table CSV (sniff too lenient)")
     for source in sorted(spec.importers):
-        files, errors = _sniffed_files(spec, source, root)
+        files, errors = sniffed_files(spec, source, root)
         problems += errors
         if not files:
             problems.append(f"importer {source!r}: no file under {root} is recognised by its sniff()")
@@ -1334,6 +1312,7 @@ CHECKS: dict[str, CheckFn] = {
     "pymc_likelihood": check_pymc_likelihood,
     "power_study": check_power_study,
     "importers": check_importers,
+    "importer_conflicts": check_importer_conflicts,
     "metrics_result": check_metrics_result,
     "study_declarations": check_study_declarations,
     "declared_studies": check_declared_studies,

@@ -18,3 +18,7 @@ class WorkerDied(StudyFailure):
 
 class ConformanceError(AssertionError):
     """A conformance check failed (the message says what, where, and what was expected)."""
+
+
+class NotApplicable(Exception):  # noqa: N818 - it is an outcome, not an error
+    """The experiment has nothing this check could test (reported as ``skipped``)."""

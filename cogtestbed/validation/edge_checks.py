@@ -1,0 +1,135 @@
+"""Conformance checks at the edges of an experiment's input (registered in
+:data:`cogtestbed.validation.conformance.CHECKS`):
+
+* :func:`check_importer_conflicts`: every importer follows :mod:`cogtestbed.data.rows`: a header
+  naming a column twice is refused; where the file has a row key, a copy of a row that disagrees
+  in any column (but those the source may change) is refused in one line naming the key, and an
+  identical copy is dropped (the table equals the original's).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cogtestbed.validation.errors import ConformanceError, NotApplicable
+
+if TYPE_CHECKING:
+    from cogtestbed.experiments.spec import ExperimentSpec, Importer
+    from cogtestbed.validation.conformance import CheckConfig
+
+
+def fail(problems: Sequence[str], what: str) -> None:
+    """Raise one :class:`ConformanceError` listing ``problems`` (no-op when empty)."""
+    if problems:
+        shown = list(problems[:20])
+        more = f"\n  … and {len(problems) - 20} more" if len(problems) > 20 else ""
+        raise ConformanceError(f"{what}:\n  " + "\n  ".join(shown) + more)
+
+
+def sniffed_files(spec: ExperimentSpec, source: str, root: Path) -> tuple[list[Path], list[str]]:
+    """The files under ``root`` that importer ``source`` recognises, and its sniff errors."""
+    importer = spec.importer(source)
+    files, errors = [], []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        try:
+            if importer.sniff(path):
+                files.append(path)
+        except Exception as exc:  # noqa: BLE001 - sniffing must never raise
+            errors.append(f"importer {source!r}: sniff({path.name}) raised {type(exc).__name__}: {exc}")
+    return files, errors
+
+
+def _write_rows(folder: Path, name: str, rows: list[list[str]], sep: str) -> Path:
+    """``rows`` written to ``folder/name`` (the published file's name: importers take the agent
+    from it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    buf = io.StringIO()
+    csv.writer(buf, delimiter=sep, lineterminator="\n").writerows(rows)
+    path = folder / name
+    path.write_text(buf.getvalue(), encoding="utf-8")
+    return path
+
+
+def _refusal(load: Callable[[Path], object], path: Path) -> str | None:
+    """The one-line message ``load`` refuses ``path`` with (``None``: it loaded)."""
+    from cogtestbed.data.rows import DataFormatError
+
+    try:
+        load(path)
+    except DataFormatError as exc:
+        return str(exc)
+    return None
+
+
+def _conflicting_copy(rows: list[list[str]], column: int) -> list[str] | None:
+    """A copy of the first data row with ``column`` taken from the first row where it differs."""
+    first = rows[1]
+    other = next((r for r in rows[2:] if len(r) > column and r[column] != first[column]), None)
+    if other is None:
+        return None
+    copy = list(first)
+    copy[column] = other[column]
+    return copy
+
+
+def importer_conflict_problems(importer: Importer, path: Path, tmp: Path) -> list[str]:
+    """What ``importer`` gets wrong on fabricated copies of ``path`` (see the module docstring)."""
+    from cogtestbed.data.rows import csv_rows
+
+    rows, sep = csv_rows(path)
+    rows = [r for r in rows if any(c.strip() for c in r)]
+    header, problems = rows[0], []
+    where = f"importer {importer.source!r} on {path.name}"
+    doubled = _write_rows(tmp / "doubled", path.name, [[*header, header[-1]]] + [[*r, r[-1]] for r in rows[1:]], sep)
+    msg = _refusal(importer.load, doubled)
+    if msg is None or "\n" in msg or repr(header[-1]) not in msg:
+        problems.append(f"{where}: a header naming {header[-1]!r} twice is not refused in one line naming it "
+                        f"({msg!r})")
+    if not importer.key:
+        return problems
+    key_idx = [header.index(k) for k in importer.key]
+    same = _write_rows(tmp / "same", path.name, [*rows, rows[1]], sep)
+    try:
+        if not importer.load(same).equals(importer.load(path)):
+            problems.append(f"{where}: an identical copy of a row changes the table")
+    except Exception as exc:  # noqa: BLE001 - a refusal of an agreeing copy is the finding
+        problems.append(f"{where}: an identical copy of a row is refused: {exc}")
+    key_text = ", ".join(f"{k} {rows[1][i]}" for k, i in zip(importer.key, key_idx, strict=True))
+    for j, name in enumerate(header):
+        if j in key_idx or name in importer.may_differ:
+            continue
+        copy = _conflicting_copy(rows, j)
+        if copy is None:
+            continue
+        conflict = _write_rows(tmp / "conflict", path.name, [*rows, copy], sep)
+        msg = _refusal(importer.load, conflict)
+        if msg is None or "\n" in msg or key_text not in msg:
+            problems.append(f"{where}: a copy of the row of {key_text} with another {name!r} is not refused in "
+                            f"one line naming {key_text!r} ({msg!r})")
+    return problems
+
+
+def check_importer_conflicts(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """Every importer refuses a duplicated column name and conflicting copies of a keyed row, and
+    drops identical copies (on the smallest published file it recognises)."""
+    if not spec.importers:
+        raise NotApplicable(f"{spec.name} declares no importers")
+    root = config.resolved_data_dir()
+    if root is None or not root.is_dir():
+        raise NotApplicable("no published data directory (pass data_dir or set $COGTESTBED_DATA_DIR)")
+    problems: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for source in sorted(spec.importers):
+            files, errors = sniffed_files(spec, source, root)
+            problems += errors
+            if not files:
+                problems.append(f"importer {source!r}: no published file to fabricate rows from")
+                continue
+            path = min(files, key=lambda p: p.stat().st_size)
+            problems += importer_conflict_problems(spec.importer(source), path, Path(tmp))
+    fail(problems, f"{spec.name}: importers do not follow the one rule for rows and columns")

@@ -1090,11 +1090,7 @@ def check_importers(spec: ExperimentSpec, config: CheckConfig) -> None:
                 if spec.importer(source).sniff(csv):
                     problems.append(f"importer {source!r} claims a plain trial-table CSV (sniff too lenient)")
     for source in sorted(spec.importers):
-        files, errors = sniffed_files(spec, source, root)
-        problems += errors
-        if not files:
-            problems.append(f"importer {source!r}: no file under {root} is recognised by its sniff()")
-            continue
+        files = sniffed_files(spec, source, root, problems)
         for path in sorted(files, key=lambda p: p.stat().st_size)[: 1 if config.quick else None]:
             where = f"importer {source!r} on {path.relative_to(root)}"
             try:

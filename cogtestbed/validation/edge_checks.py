@@ -31,17 +31,20 @@ def fail(problems: Sequence[str], what: str) -> None:
         raise ConformanceError(f"{what}:\n  " + "\n  ".join(shown) + more)
 
 
-def sniffed_files(spec: ExperimentSpec, source: str, root: Path) -> tuple[list[Path], list[str]]:
-    """The files under ``root`` that importer ``source`` recognises, and its sniff errors."""
+def sniffed_files(spec: ExperimentSpec, source: str, root: Path, problems: list[str]) -> list[Path]:
+    """The files under ``root`` that importer ``source`` recognises; sniff errors, and finding
+    none, are appended to ``problems``."""
     importer = spec.importer(source)
-    files, errors = [], []
+    files = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         try:
             if importer.sniff(path):
                 files.append(path)
         except Exception as exc:  # noqa: BLE001 - sniffing must never raise
-            errors.append(f"importer {source!r}: sniff({path.name}) raised {type(exc).__name__}: {exc}")
-    return files, errors
+            problems.append(f"importer {source!r}: sniff({path.name}) raised {type(exc).__name__}: {exc}")
+    if not files:
+        problems.append(f"importer {source!r}: no file under {root} is recognised by its sniff()")
+    return files
 
 
 def _write_rows(folder: Path, name: str, rows: list[list[str]], sep: str) -> Path:
@@ -125,11 +128,8 @@ def check_importer_conflicts(spec: ExperimentSpec, config: CheckConfig) -> None:
     problems: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         for source in sorted(spec.importers):
-            files, errors = sniffed_files(spec, source, root)
-            problems += errors
-            if not files:
-                problems.append(f"importer {source!r}: no published file to fabricate rows from")
-                continue
-            path = min(files, key=lambda p: p.stat().st_size)
-            problems += importer_conflict_problems(spec.importer(source), path, Path(tmp))
+            files = sniffed_files(spec, source, root, problems)
+            if files:
+                path = min(files, key=lambda p: p.stat().st_size)
+                problems += importer_conflict_problems(spec.importer(source), path, Path(tmp))
     fail(problems, f"{spec.name}: importers do not follow the one rule for rows and columns")

@@ -157,7 +157,7 @@ def test_two_step_dry_run_gives_the_range_the_run_falls_in(server: Any, tmp_path
     url, faults = server
     monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
     args = ["run", "two-step", "--llm", "openai:tiny-random", "--mode", "completions", "--base-url", url,
-            "--subjects", "2", "--design", "n_days=4"]
+            "--subjects", "2", "--design", "n_days=4", "--allow-unpriced"]
     before = len(faults.log)
     dry, run = _dry_and_run(args, tmp_path)
     requests = len(faults.log) - before

@@ -161,7 +161,7 @@ def test_sampling_backend_warns_with_the_noise_floor_once(tmp_path: Path, server
     table = pd.read_parquet(tmp_path / "run/trials.parquet")
     assert set(table["method"].dropna().astype(str)) <= {"sampled"}
     dry = CliRunner().invoke(app, [*args[:-len(SAMPLED_DESIGN)], "-o", str(tmp_path / "dry"), *SAMPLED_DESIGN,
-                                   "--dry-run"])
+                                   "--dry-run", "--allow-unpriced"])
     assert dry.exit_code == 0, dry.output
     assert json.loads(dry.stdout)["warnings"] == [lines[0]]
 

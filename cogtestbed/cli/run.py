@@ -89,6 +89,8 @@ class RunRequest:
     max_cost: float | None = None
     add_budget: list[str] = field(default_factory=list)
     prices: Path | None = None
+    #: Dry run of a model without a price: count calls and tokens only (else refused, naming --prices).
+    allow_unpriced: bool = False
     timeout: float = 60.0
     retry_for: float = DEFAULT_RETRY_WINDOW
     resume: bool = False
@@ -141,6 +143,9 @@ def run(
     add_budget: Annotated[list[str] | None, typer.Option(
         "--add-budget", help="With --resume: raise the run's totals, calls=N and/or usd=X (repeatable).")] = None,
     prices: Annotated[Path | None, typer.Option(help="Price table (TOML) overriding the defaults.")] = None,
+    allow_unpriced: Annotated[bool, typer.Option(
+        "--allow-unpriced", help="--dry-run of a model without a price: count calls and tokens only (without "
+        "it such a dry run is refused).")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds per HTTP request (> 0).")] = 60.0,
     retry_for: Annotated[float, typer.Option(
         min=0.0, help=f"Seconds to keep retrying a call through 429/5xx/dropped connections "
@@ -208,7 +213,8 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRe
         max_tokens=o["max_tokens"], temperature=o["temperature"], temperature_source=temperature_source,
         stop=o["stop"], reask=o["reask"], top_logprobs=o["top_logprobs"], cache=o["cache"],
         concurrency=o["concurrency"], rpm=o["rpm"], tpm=o["tpm"], max_calls=o["max_calls"], max_cost=o["max_cost"],
-        add_budget=o["add_budget"] or [], prices=o["prices"], timeout=o["timeout"], retry_for=o["retry_for"],
+        add_budget=o["add_budget"] or [], prices=o["prices"], allow_unpriced=o["allow_unpriced"], timeout=o["timeout"],
+        retry_for=o["retry_for"],
         resume=o["resume"], progress_every=o["progress_every"])
     return request, p
 
@@ -314,11 +320,11 @@ def answer_settings(exp: Any, design: Any, request: RunRequest) -> dict[str, Any
 def estimate_run(request: RunRequest) -> dict[str, Any]:
     """``--dry-run``: calls, tokens and cost, nothing called; with ``--max-calls`` / ``--max-cost``
     also how many subjects the budget admits at their worst case."""
-    from cogtestbed.llm_adapters.limits import Budget, PriceTable
+    from cogtestbed.llm_adapters.limits import Budget, PriceTable, require_price
     from cogtestbed.llm_adapters.runner import dry_run as estimate
 
+    price = require_price(PriceTable(request.prices), request.llm, request.allow_unpriced)
     exp, design_obj, client, config = _client_and_config(request)
-    price = PriceTable(request.prices).lookup(request.llm)
     budget = Budget(request.max_calls, request.max_cost, price)
     return {**estimate(exp, design_obj, client, config, price, budget), "decoding": run_decoding(exp, request)[1],
             "answer": answer_settings(exp, design_obj, request)}

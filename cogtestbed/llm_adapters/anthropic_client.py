@@ -56,6 +56,9 @@ class AnthropicClient(LLMClient):
     backend = "anthropic"
     chat = True
     vision = True
+    #: Anthropic publishes no offline tokenizer; its documentation's rule of thumb is "a token
+    #: approximately represents 3.5 English characters" (the dry run's estimate, not exact).
+    chars_per_token = 3.5
 
     def __init__(self, model: str, *, base_url: str | None = None,
                  api_key_env: str = "ANTHROPIC_API_KEY", timeout: float = 60.0,
@@ -119,10 +122,6 @@ class AnthropicClient(LLMClient):
             completion_tokens=getattr(resp.usage, "output_tokens", None),
             finish_reason=resp.stop_reason,
         )
-
-    def count_tokens(self, text: str) -> tuple[int, bool]:
-        """≈ 3.5 characters per token (Anthropic publishes no offline tokenizer)."""
-        return max(1, round(len(text) / 3.5)), False
 
     async def aclose(self) -> None:
         for sdk in list(self._sdk.values()):

@@ -397,9 +397,15 @@ class LLMClient(ABC):
     async def apreflight(self) -> None:  # noqa: B027 - local backends need no probe
         """Raise :class:`BackendError` before a run if the backend cannot serve the model."""
 
+    #: The estimate of a token's length in characters where the model's tokenizer is not available
+    #: here (:meth:`count_tokens`): the provider's own rule of thumb — OpenAI's "one token is about 4
+    #: characters of English text" for every OpenAI-compatible server; backends override it.
+    chars_per_token: float = 4.0
+
     def count_tokens(self, text: str) -> tuple[int, bool]:
-        """(number of tokens in ``text``, whether the count is exact); default ≈ 4 chars/token."""
-        return max(1, round(len(text) / 4)), False
+        """(number of tokens in ``text``, whether the count is exact); without the model's tokenizer
+        ``len(text) / chars_per_token`` (at least 1), not exact."""
+        return max(1, round(len(text) / self.chars_per_token)), False
 
     def billed_prompt_tokens(self, prompt: Prompt) -> tuple[int, bool]:
         """(prompt tokens of one request of ``prompt`` as the backend bills them, whether exact): by

@@ -129,6 +129,7 @@ class CachedClient(LLMClient):
         self.limiter = limiter or RateLimiter()
         self.backend, self.model = inner.backend, inner.model
         self.chat, self.can_score, self.vision = inner.chat, inner.can_score, inner.vision
+        self.chars_per_token = inner.chars_per_token
         self.hits = 0
 
     @property

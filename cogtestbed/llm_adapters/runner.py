@@ -47,7 +47,14 @@ from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ScoredResp
 from cogtestbed.llm_adapters.agent import Attempt, LLMAgent
 from cogtestbed.llm_adapters.base import LLMClient, Prompt, ScoringNotSupported, freeze_prompt
 from cogtestbed.llm_adapters.cache import CURRENT_SUBJECT, CachedClient, SubjectTicket
-from cogtestbed.llm_adapters.limits import SUBJECT_PROMPT_MARGIN, Budget, BudgetExhausted, Need, Price
+from cogtestbed.llm_adapters.limits import (
+    SUBJECT_PROMPT_MARGIN,
+    UNPRICED_NOTE,
+    Budget,
+    BudgetExhausted,
+    Need,
+    Price,
+)
 from cogtestbed.llm_adapters.rundir import CONFIG_FILE, TRANSPORT_FIELDS, RunDir, identity_differences
 from cogtestbed.no_data import json_safe
 from cogtestbed.registry import Experiment, trials_manifest
@@ -549,8 +556,8 @@ def _ceil_usd(usd: float) -> float:
 def _token_counts(client: LLMClient, exact: bool) -> str:
     """Whose count ``prompt_tokens`` is, in words."""
     if not exact:
-        return ("approximate (about 4 characters a token: the model's tokenizer is not available here); "
-                "max_cost_usd books one token per UTF-8 byte")
+        return (f"approximate ({client.chars_per_token:g} characters a token, the {client.backend} rule: the "
+                "model's tokenizer is not available here); max_cost_usd books one token per UTF-8 byte")
     source = getattr(client, "token_source", None) or f"the model's own tokenizer ({client.spec})"
     return f"exact: {source}, counted as the backend reports usage"
 
@@ -619,6 +626,7 @@ def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfi
         "token_counts": _token_counts(client, c.exact),
         "completion_tokens": _completion_note(c, config),
         "price_usd_per_mtok": None if price is None else asdict(price),
+        **({"unpriced": UNPRICED_NOTE} if price is None else {}),
         "estimated_cost_usd": None if price is None else round(price.cost(c.prompt_tokens, c.completion), 4),
         "max_cost_usd": None if price is None else _ceil_usd(price.cost(math.ceil(c.bound_tokens * margin),
                                                                        c.completion)),

@@ -315,20 +315,23 @@ class Pricer:
     temperature: float = 0.0
     reask: int = 0
     prices: Path | None = None
+    #: A model without a price is refused (:func:`~cogtestbed.llm_adapters.limits.require_price`) unless
+    #: this is set; then its designs are costed in calls and tokens only.
+    allow_unpriced: bool = False
     mode: str = "auto"
     clients: list[Any] = field(default_factory=list)
     _cache: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from cogtestbed.llm_adapters import make_client
-        from cogtestbed.llm_adapters.limits import PriceTable
+        from cogtestbed.llm_adapters.limits import PriceTable, require_price
 
         table = PriceTable(self.prices)
+        self.price = [require_price(table, s, self.allow_unpriced) for s in self.llms]
         built: dict[str, Any] = {}
         for spec in dict.fromkeys(self.llms):
             built[spec] = make_client(spec, mode=self.mode)
         self.clients = [built[s] for s in self.llms]
-        self.price = [table.lookup(s) for s in self.llms]
 
     def run_config(self, llm: str, client: Any, design: Any, n: int) -> Any:
         """The :class:`~cogtestbed.llm_adapters.runner.RunConfig` ``cogtestbed run`` builds for it."""

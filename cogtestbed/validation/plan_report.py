@@ -180,7 +180,8 @@ def summary_line(payload: dict[str, Any]) -> str:
     from cogtestbed.formatting import rate_text
 
     c, cost, p = payload["chosen"], payload["cost"], payload["power"]
-    dollars = f"${cost['dollars']:.2f}" if cost["dollars"] is not None else "no price"
+    unpriced = "no price (--allow-unpriced: ranked by tokens)"
+    dollars = f"${cost['dollars']:.2f}" if cost["dollars"] is not None else unpriced
     llms = " + ".join(dict.fromkeys(payload["run"]["llms"]))
     sessions = f"{c['sessions_per_llm']} session{'' if c['sessions_per_llm'] == 1 else 's'} per LLM"
     return (f"cheapest design reaching {payload['target']['power']:.0%} power for {payload['target']['what']}: "

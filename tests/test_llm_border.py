@@ -1,0 +1,98 @@
+"""Issue 39, the LLM border: prices, secrets, cache identity and the project's own server.
+
+Every server here is on 127.0.0.1; nothing calls a hosted API."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from cogtestbed.cli import run_cli
+from cogtestbed.llm_adapters.limits import Price, PriceError, PriceTable, UnpricedModel, require_price
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ----------------------------------------------------------------------------------------- prices
+@pytest.mark.parametrize(("entry", "named"), [
+    ("input = -1.0\noutput = 2.0", "input must be a finite number >= 0, got -1.0"),
+    ("input = nan\noutput = 2.0", "input must be a finite number >= 0, got nan"),
+    ("input = 1.0\noutput = inf", "output must be a finite number >= 0, got inf"),
+    ('input = "2.5"\noutput = 2.0', "input must be a number (USD per million tokens), got '2.5'"),
+    ("input = true\noutput = 2.0", "input must be a number"),
+    ("input = 1.0", "needs output"),
+    ("input = 1.0\noutput = 2.0\nouput = 3.0", "unknown field(s) ouput"),
+    ("input = 1.0\noutput = 2.0\nbatch_discount = 1.0", "batch_discount is the share taken off, in [0, 1)"),
+    ("input = 1.0\noutput = 2.0\nbatch_discount = -0.5", "batch_discount must be a finite number >= 0"),
+])
+def test_a_price_that_is_not_a_price_is_refused(tmp_path: Path, entry: str, named: str) -> None:
+    table = tmp_path / "p.toml"
+    table.write_text(f'["openai:x"]\n{entry}\n')
+    with pytest.raises(PriceError, match=re.escape(named)):
+        PriceTable(table)
+
+
+def test_the_packaged_table_prices_every_model_family_the_docs_name() -> None:
+    table = PriceTable()
+    named = set()
+    for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
+        named |= set(re.findall(r"\b((?:openai|anthropic):(?:gpt|claude|o\d)[A-Za-z0-9.-]*[A-Za-z0-9])",
+                                path.read_text()))
+    families = ["openai:gpt-4o", "openai:gpt-4o-mini", "openai:gpt-4.1", "openai:gpt-4.1-mini", "openai:o1",
+                "openai:o3", "openai:o3-mini", "openai:o4-mini", "anthropic:claude-3-5-sonnet-20241022",
+                "anthropic:claude-3-5-haiku-latest", "anthropic:claude-sonnet-4-20250514",
+                "anthropic:claude-sonnet-4-5", "anthropic:claude-opus-4-1"]
+    for spec in sorted(named | set(families)):
+        price = table.lookup(spec)
+        assert price is not None, spec
+        assert price.input > 0 and price.output >= price.input and price.batch_discount == 0.5, spec
+    assert table.lookup("anthropic:claude-3-5-sonnet-latest") == Price(3.0, 15.0, 0.5)
+    assert table.lookup("openai:gpt-4o-mini-2024-07-18") == Price(0.15, 0.60, 0.5)  # the longer pattern wins
+    batch = table.lookup("openai:gpt-4o")
+    assert batch is not None and batch.batch() == Price(1.25, 5.0)
+    assert Price(1.0, 2.0).batch() is None  # no batch price known
+
+
+def test_an_unpriced_model_is_refused_by_one_function_unless_allowed() -> None:
+    table = PriceTable()
+    with pytest.raises(UnpricedModel, match="no price for openai:my-local-model .* --prices FILE .* --allow-unpriced"):
+        require_price(table, "openai:my-local-model")
+    assert require_price(table, "openai:my-local-model", allow_unpriced=True) is None
+    assert require_price(table, "hf:tiny-random") == Price(0.0, 0.0)
+
+
+def test_dry_run_of_an_unpriced_model_exits_2_naming_prices(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["run", "instrumental-learning", "--llm", "openai:my-local-model", "--base-url",
+            "http://127.0.0.1:9/v1", "-o", "unused", "--dry-run"]
+    assert run_cli(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--prices" in err[0] and "--allow-unpriced" in err[0]
+    assert run_cli([*args, "--allow-unpriced"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["estimated_cost_usd"] is None and report["calls"] > 0
+    assert "calls and tokens only" in report["unpriced"]
+
+
+def test_plan_of_an_unpriced_model_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code = run_cli(["plan", "instrumental-learning", "--llm", "anthropic:claude-x", "--model", "rw-pm",
+                    "--effect", "alpha=0.2", "--subjects", "10:12"])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no price for anthropic:claude-x" in err[0] and "--prices" in err[0]
+
+
+def test_the_anthropic_dry_run_counts_as_the_docs_say() -> None:
+    from cogtestbed.llm_adapters.anthropic_client import AnthropicClient
+    from cogtestbed.llm_adapters.base import LLMClient
+
+    pytest.importorskip("anthropic")
+    client = AnthropicClient("claude-sonnet-4-5")
+    assert client.count_tokens("x" * 35) == (10, False)
+    assert LLMClient.chars_per_token == 4.0
+    docs = (ROOT / "docs" / "llm-runs.md").read_text()
+    assert "3.5 characters a token" in docs and "4 characters a token" in docs
+    assert math.isclose(client.chars_per_token, 3.5)

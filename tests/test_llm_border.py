@@ -96,3 +96,12 @@ def test_the_anthropic_dry_run_counts_as_the_docs_say() -> None:
     docs = (ROOT / "docs" / "llm-runs.md").read_text()
     assert "3.5 characters a token" in docs and "4 characters a token" in docs
     assert math.isclose(client.chars_per_token, 3.5)
+
+
+def test_a_users_table_overrides_every_packaged_match(tmp_path: Path) -> None:
+    user = tmp_path / "p.toml"
+    user.write_text('["openai:gpt-4o-mini"]\ninput = 0\noutput = 0\n["openai:*"]\ninput = 9\noutput = 9\n')
+    table = PriceTable(user)
+    assert table.lookup("openai:gpt-4o-mini") == Price(0.0, 0.0)  # beats the packaged "openai:gpt-4o-mini*"
+    assert table.lookup("openai:gpt-4o") == Price(9.0, 9.0)  # the user's catch-all beats the packaged entry
+    assert table.lookup("anthropic:claude-3-5-haiku") == Price(0.8, 4.0, 0.5)

@@ -127,8 +127,10 @@ class Price:
 class PriceTable:
     """``BACKEND:MODEL`` glob patterns → :class:`Price`; the longest matching pattern wins.
 
-    The packaged ``prices.toml`` is read first, then ``COGTESTBED_PRICES`` and ``extra`` files
-    (later entries override earlier ones).  Every entry is checked when read: ``input`` and
+    The packaged ``prices.toml`` is read first, then ``COGTESTBED_PRICES`` and ``extra`` files: a
+    pattern of a later file that matches the model wins over every match of an earlier one (a user's
+    ``["openai:gpt-4o-mini"]`` overrides the packaged ``["openai:gpt-4o-mini*"]``), and within one
+    file the longest matching pattern wins.  Every entry is checked when read: ``input`` and
     ``output`` are finite numbers >= 0 (a string, NaN or a negative price is refused with the
     file and entry named), ``batch_discount`` (optional) is in [0, 1), and no other field is
     allowed (a misspelt field would otherwise price nothing).
@@ -136,6 +138,8 @@ class PriceTable:
 
     def __init__(self, extra: Path | None = None) -> None:
         self.entries: dict[str, Price] = {}
+        #: The file (0: the packaged table) each pattern was last read from.
+        self.layer: dict[str, int] = {}
         self.sources: list[str] = ["cogtestbed/llm_adapters/prices.toml"]
         self._load(resources.files("cogtestbed.llm_adapters").joinpath("prices.toml").read_text())
         for path in (os.environ.get("COGTESTBED_PRICES"), extra):
@@ -143,10 +147,10 @@ class PriceTable:
                 p = Path(path)
                 if not p.is_file():
                     raise FileNotFoundError(f"no price table at {p}")
-                self._load(p.read_text(), str(p))
+                self._load(p.read_text(), str(p), len(self.sources))
                 self.sources.append(str(p))
 
-    def _load(self, text: str, where: str = "prices.toml") -> None:
+    def _load(self, text: str, where: str = "prices.toml", layer: int = 0) -> None:
         try:
             table = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
@@ -162,12 +166,13 @@ class PriceTable:
                                  + f" (fields: {', '.join(PRICE_FIELDS)}; USD per million tokens)")
             try:
                 self.entries[pattern] = Price(entry["input"], entry["output"], entry.get("batch_discount"))
+                self.layer[pattern] = layer
             except PriceError as exc:
                 raise PriceError(f"{where}: [{pattern!r}] {exc}") from None
 
     def lookup(self, spec: str) -> Price | None:
         matches = [p for p in self.entries if fnmatch.fnmatchcase(spec, p)]
-        return self.entries[max(matches, key=len)] if matches else None
+        return self.entries[max(matches, key=lambda p: (self.layer[p], len(p)))] if matches else None
 
     def require(self, spec: str, allow_unpriced: bool = False) -> Price | None:
         """:func:`require_price` of this table."""

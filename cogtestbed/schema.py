@@ -191,6 +191,8 @@ COMMON_COLUMNS: dict[str, Values] = {
     "raw_response": Values("text"),
     "parse_error": Values("text"),
     "agent": Values("text"),
+    #: The prompt form of the row (:mod:`cogtestbed.environments.forms`); only where forms were assigned.
+    "form": Values("int", low=0, nullable=False, required=False),
 }
 
 #: The rule of tasks that pay every valid trial: its reward is recorded.

@@ -23,6 +23,7 @@ import pandas as pd
 from cogtestbed.agents.base import SyntheticAgent
 from cogtestbed.agents.lapse import INVALID, NORMAL, RANDOM, Lapse, LapseDraws, draw_lapses, lapse_rng
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, Sessions, TextEnv
+from cogtestbed.environments.forms import FORM_COLUMN, OFFSET_PREFIX, FormDesign, FormDraw, FormError, draw_forms
 from cogtestbed.parameters import per_subject
 from cogtestbed.registry import Experiment, get_experiment
 from cogtestbed.trials import pool_runs as pool_runs  # where the CLI's fit and the studies read it before
@@ -233,6 +234,7 @@ def simulate(
     method: Method = "batch",
     on_subject_done: Callable[[int], None] | None = None,
     lapse: Lapse | None = None,
+    forms: FormDesign | None = None,
 ) -> pd.DataFrame:
     """Simulate ``n_subjects`` synthetic subjects and return their trial table.
 
@@ -244,6 +246,12 @@ def simulate(
     no step depends on an earlier answer (:func:`lapse_after_the_fact`), and otherwise plays the
     step path, whose environment defines what an invalid or random answer does; all give the
     same table, byte for byte.
+
+    ``forms``: subjects are assigned to prompt forms (balanced, seeded from the forms stream of
+    ``seed``) and each form shifts the named parameters by its random offset on their
+    unconstrained scale; the table gains ``form`` and ``form_offset_<param>`` (the true offset)
+    and ``param_<name>`` holds the shifted value each subject was simulated with.  Sessions and
+    the agent's draws are those of the same seed without forms.
     """
     exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
     if n_subjects < 1:
@@ -251,6 +259,10 @@ def simulate(
     agent_cls = exp.agent(agent)
     design = design if design is not None else exp.env_cls.design_cls()
     per_subject = subject_params(agent_cls, params, n_subjects)
+    drawn = None
+    if forms is not None:
+        drawn = draw_forms(forms, n_subjects, seed)
+        per_subject = shifted_params(agent_cls, per_subject, drawn)
     env_rng, agent_rng = seed_streams(seed)
     sessions = exp.env_cls.sample_sessions(design, n_subjects, env_rng)
     steps = exp.env_cls.max_steps(design)
@@ -280,4 +292,28 @@ def simulate(
             return subject if draws is None else LapsingSubject(subject, env, draws.subject(i))
 
         outcomes = run_stepwise(env, sessions, make_subject, on_subject_done)
-    return exp.env_cls.trials_table(design, sessions, outcomes, agent=agent, params=per_subject)
+    table = exp.env_cls.trials_table(design, sessions, outcomes, agent=agent, params=per_subject)
+    return table if drawn is None else with_form_columns(table, drawn)
+
+
+def shifted_params(agent_cls: type[SyntheticAgent], per_subject: dict[str, np.ndarray],
+                   drawn: FormDraw) -> dict[str, np.ndarray]:
+    """Each subject's parameters shifted by its form's offset on the unconstrained scale."""
+    out = dict(per_subject)
+    for name in drawn.offsets:
+        if name not in agent_cls.parameters.names:
+            raise FormError(f"--form-sd {name}: agent {agent_cls.name!r} has no parameter {name!r} "
+                            f"(it has {', '.join(agent_cls.parameters.names)})")
+        p = agent_cls.parameters[name]
+        z = np.asarray(p.to_unconstrained(per_subject[name]), dtype=np.float64) + drawn.subject_offsets(name)
+        out[name] = np.asarray(p.to_constrained(z), dtype=np.float64)
+    return out
+
+
+def with_form_columns(table: pd.DataFrame, drawn: FormDraw) -> pd.DataFrame:
+    """``table`` with each row's prompt ``form`` and its true ``form_offset_<param>`` columns."""
+    subject = table["subject"].to_numpy(dtype=np.int64)
+    extra: dict[str, Any] = {FORM_COLUMN: drawn.form[subject].astype(np.int64)}
+    for name in drawn.offsets:
+        extra[OFFSET_PREFIX + name] = drawn.subject_offsets(name)[subject]
+    return table.assign(**extra)

@@ -53,6 +53,7 @@ def describe_experiment(exp: Any) -> dict[str, Any]:
                                  "choices": list(o.choices) if o.choices else None, "help": o.help}
                                 for o in exp.metrics.options.values()]},
         "importers": sorted(exp.importers),
+        "prompt_forms": [f.as_json() for f in exp.prompt_forms],
         "studies": [{"name": n, "kind": d.kind, "description": d.description} for n, d in declared_studies(exp)],
     }
 
@@ -97,6 +98,8 @@ def _print(info: dict[str, Any]) -> None:
     console.print(f"metrics ({metrics['unit']}): headline {', '.join(metrics['headline']) or '(none)'}; options "
                   f"{', '.join(o['flag'] for o in metrics['options']) or '(none)'}", highlight=False)
     console.print(f"importers: {', '.join(info['importers']) or '(none)'}", highlight=False)
+    console.print(_table("prompt forms (--forms K or --forms ID,ID,...)", ["id", "kind", "source", "what differs"],
+                         [[f["id"], f["kind"], f["source"], f["differs"]] for f in info["prompt_forms"]]))
     console.print(_table("declared studies (cogtestbed study EXPERIMENT NAME)", ["study", "description"],
                          [[s["name"], s["description"]] for s in info["studies"]]))
 

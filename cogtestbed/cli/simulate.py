@@ -12,6 +12,8 @@ from cogtestbed.outputs import check_output_file
 
 if TYPE_CHECKING:  # the library is imported inside the command bodies (a light command line)
     from cogtestbed.agents.lapse import Lapse
+    from cogtestbed.environments.forms import FormDesign
+    from cogtestbed.experiments.spec import ExperimentSpec
 
 #: The simulation paths offered on the command line (the values of ``cogtestbed.simulation.Method``,
 #: repeated here so that registering the command imports no numerical package; a test keeps them equal).
@@ -22,6 +24,25 @@ LapseInvalidOpt = Annotated[float, typer.Option(
     help="Rate of invalid answers per step or trial (recorded invalid, as an unparseable LLM answer).")]
 LapseRandomOpt = Annotated[float, typer.Option(
     "--lapse-random", help="Rate of uniformly random answers per step or trial (over the valid answers).")]
+
+FormsOpt = Annotated[str | None, typer.Option(
+    "--forms", help="Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigned to them, balanced "
+    "and seeded (cogtestbed list EXP shows the forms).")]
+FormSdOpt = Annotated[list[str] | None, typer.Option(
+    "--form-sd", help="PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD) offset on its "
+    "unconstrained scale (synthetic subjects; needs --forms).")]
+
+
+def forms_option(exp: ExperimentSpec, forms: str | None, form_sd: list[str] | None) -> FormDesign | None:
+    """The :class:`FormDesign` of ``--forms``/``--form-sd`` (None without ``--forms``)."""
+    from cogtestbed.environments.forms import FormDesign, FormError, parse_form_sd, resolve_forms
+
+    sd = parse_form_sd(form_sd)
+    if forms is None:
+        if sd:
+            raise FormError("--form-sd needs --forms (the forms whose offsets it draws)")
+        return None
+    return FormDesign(resolve_forms(exp.prompt_forms, forms), sd)
 
 
 def lapse_option(invalid: float, random: float) -> Lapse | None:
@@ -47,6 +68,8 @@ def simulate(
         "--design", help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48.")] = None,
     lapse_invalid: LapseInvalidOpt = 0.0,
     lapse_random: LapseRandomOpt = 0.0,
+    forms: FormsOpt = None,
+    form_sd: FormSdOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
 ) -> None:
     """Simulate synthetic subjects with known parameters and write their trial table."""
@@ -62,17 +85,18 @@ def simulate(
     agent_cls = exp.agent(agent)
     params = parse_assignments(param or [], "--param")
     design_obj = exp.env_cls.design_cls(**_design_overrides(design or []))
+    form_design = forms_option(exp, forms, form_sd)
     check_output_file(output, force, ".parquet")
     check_simulation_memory(exp, agent, subjects, params, design_obj)
     if method == "step":  # the reference loop is slow: show progress per subject
         with Progress(*Progress.get_default_columns(), console=console_err, transient=True) as bar:
             task = bar.add_task("stepping subjects", total=subjects)
             trials = run_simulation(exp, agent, subjects, seed, params, design=design_obj, method=method,
-                                    on_subject_done=lambda _: bar.advance(task), lapse=lapse)
+                                    on_subject_done=lambda _: bar.advance(task), lapse=lapse, forms=form_design)
     else:
         with console_err.status(f"simulating {subjects} subjects"):
             trials = run_simulation(exp, agent, subjects, seed, params, design=design_obj, method=method,
-                                    lapse=lapse)
+                                    lapse=lapse, forms=form_design)
     manifest = {
         "experiment": exp.name,
         "agent": agent,
@@ -82,6 +106,7 @@ def simulate(
         "method": method,
         "lapse": None if lapse is None else {"invalid": lapse.invalid, "random": lapse.random},
         "design": design_obj.model_dump(),
+        "forms": None if form_design is None else form_design.as_json(),
         "command": "simulate",
     }
     write_trials(trials, output, manifest)

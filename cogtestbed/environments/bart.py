@@ -43,6 +43,7 @@ from numba import njit
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
 from cogtestbed.environments.parsing import parse_option_number
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.bart import ALPHABET, EXPERIMENT, SCHEMA
@@ -140,6 +141,33 @@ def balloons_from_steps(
     return pumps, exploded, ok, first, count
 
 
+# -- prompt forms (cogtestbed.environments.forms): form 0 is CogBench's verbatim prompt; the rest
+# are this project's rewordings, with every number, label and the answer cue kept.
+_INSTRUCTIONS = PromptForm(1, "paraphrase", "ours: the opening of the instructions reworded", patterns=(
+    (r"There will be a total of (\d+) balloons for each type of balloon\. ",
+     r"You will see \1 balloons of each type. "),
+    (r"Your goal is to accumulate as many points as possible without popping the balloon\.",
+     "Aim to collect as many points as you can without letting a balloon pop."),
+    (r"You will be presented with a balloon and given the option to inflate it or not\.",
+     "Each balloon is shown to you, and you choose whether to inflate it or not."),
+    (r"Each inflation increases the balloon's size and potential points, but also carries a risk of the balloon "
+     r"popping\.", "Every inflation makes the balloon bigger and worth more points, but it may also make the "
+     "balloon pop."),
+))
+_QUESTION = PromptForm(2, "paraphrase", "ours: the question about the current balloon reworded", patterns=(
+    (r"You are currently with balloon (\d+) which is a balloon of type (\w)\. What do you do\?",
+     r"Balloon \1 is in front of you; it is of type \2. What is your choice?"),
+))
+_ORDER = PromptForm(3, "option-order", "ours: 'inflate' named before 'skip' (each keeps its option number)",
+                    patterns=((r"\(Option (\d) for 'skip' or Option (\d) for 'inflate'\)",
+                               r"(Option \2 for 'inflate' or Option \1 for 'skip')"),))
+PROMPT_FORMS: tuple[PromptForm, ...] = (
+    VERBATIM, _INSTRUCTIONS, _QUESTION, _ORDER,
+    combined(4, "ours: instructions and question reworded, 'inflate' named first (forms 1-3)",
+             _INSTRUCTIONS, _QUESTION, _ORDER),
+)
+
+
 class BartEnv(TextEnv[BartDesign, BartSessions]):
     """CogBench's BART (see module docstring).
 
@@ -150,6 +178,7 @@ class BartEnv(TextEnv[BartDesign, BartSessions]):
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    prompt_forms: ClassVar[tuple[PromptForm, ...]] = PROMPT_FORMS
     #: A balloon's pumps (``action``) lie in 0..M; it pays its pumps unless it popped (0 points).
     table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = BartDesign

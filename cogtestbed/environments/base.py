@@ -48,6 +48,7 @@ from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict
 
 from cogtestbed.agents.lapse import random_choice
+from cogtestbed.environments.forms import VERBATIM, PromptForm
 from cogtestbed.schema import TrialSchema
 
 #: Action passed to :meth:`TextEnv.step` when the subject gave no valid answer.  The trial is
@@ -373,9 +374,13 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     #: its own after a reset, and the simulator applies lapses to a lapse-free batch run after the
     #: fact (:func:`cogtestbed.simulation.lapse_after_the_fact`) instead of playing the step path.
     answer_independent: ClassVar[bool] = False
+    #: The prompt's wordings (:mod:`cogtestbed.environments.forms`): form 0 is the paper's verbatim
+    #: prompt, the others this project's paraphrases, option orders and cover stories.
+    prompt_forms: ClassVar[tuple[PromptForm, ...]] = (VERBATIM,)
 
     def __init__(self, design: DesignT | None = None, render_mode: str | None = None) -> None:
         self.design: DesignT = design if design is not None else self.design_cls()  # type: ignore[assignment]
+        self.form: PromptForm = VERBATIM
         self.render_mode = render_mode
         self.session: SessionsT | None = None
         self.t = 0
@@ -468,11 +473,13 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     def reset(
         self, *, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Start a session: ``options["session"]`` if given, else one drawn from ``seed``.
+        """Start a session: ``options["session"]`` if given, else one drawn from ``seed``;
+        ``options["form"]`` (an id of :attr:`prompt_forms`, default 0) words its prompts.
 
         ``info`` is the hidden ground truth of the first step.
         """
         super().reset(seed=seed)
+        self.set_form(0 if options is None else int(options.get("form", 0)))
         if options is not None and "session" in options:
             session = options["session"]
         else:
@@ -535,9 +542,19 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     def render(self) -> str:
         return str(self._observation()["prompt"])
 
+    def set_form(self, form_id: int) -> None:
+        """Word the prompts from now on in prompt form ``form_id`` (:attr:`prompt_forms`)."""
+        forms = {f.id: f for f in type(self).prompt_forms}
+        if form_id not in forms:
+            raise ValueError(f"{self.experiment} declares prompt forms {sorted(forms)}, not {form_id}")
+        self.form = forms[form_id]
+
     def _phase_observation(self) -> dict[str, Any]:
-        """The experiment's observation plus the current ``phase`` index and ``response`` kind."""
+        """The experiment's observation plus the current ``phase`` index and ``response`` kind,
+        its prompt worded in the session's prompt form."""
         obs = self._observation()
+        if self.form.id != 0 and "prompt" in obs:
+            obs["prompt"] = self.form.apply(obs["prompt"])
         index = 0 if self._terminated() else self.phase_index
         obs["phase"] = index
         obs["response"] = self.phases[index].response

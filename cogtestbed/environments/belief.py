@@ -60,6 +60,7 @@ from cogtestbed.environments.bayesnets import (
     default_phrasebook,
     load_network,
 )
+from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.belief import EXPERIMENT, SCHEMA
 from cogtestbed.trials import Column, finish_table, strings
@@ -427,6 +428,25 @@ def stratified_configs(gt: GroundTruth, n: int, n_bins: int, rng: np.random.Gene
 
 
 # -- environment ----------------------------------------------------------------------------
+# -- prompt forms (cogtestbed.environments.forms): form 0 is the paper's verbatim prompt; the rest
+# are this project's rewordings of the frame around the paper's contexts (evidence, labels, the
+# answer's line format and the scoring-rule instructions are kept).
+_CASE = PromptForm(1, "paraphrase", "ours: the case's opening reworded", replacements=(
+    ("There is a patient who has", "Consider a patient who has"),
+))
+_QUESTION = PromptForm(2, "paraphrase", "ours: the question reworded", replacements=(
+    ("What is the probability that they have", "How likely is it that they have"),
+    ("Return probabilities for:", "Give a probability for each of:"),
+))
+_ESTIMATE = PromptForm(3, "paraphrase", "ours: the request for a best estimate reworded", replacements=(
+    ("Please provide your best probability estimate.", "Give your best estimate of the probability."),
+))
+PROMPT_FORMS: tuple[PromptForm, ...] = (
+    VERBATIM, _CASE, _QUESTION, _ESTIMATE,
+    combined(4, "ours: opening, question and request all reworded (forms 1-3)", _CASE, _QUESTION, _ESTIMATE),
+)
+
+
 class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
     """The belief-coherence experiment (see module docstring).
 
@@ -444,6 +464,7 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    prompt_forms: ClassVar[tuple[PromptForm, ...]] = PROMPT_FORMS
     #: One-shot questions: no feedback, no adaptive design, so lapses apply after the fact.
     answer_independent: ClassVar[bool] = True
     #: Probabilities in [0, 1] (belief and lie calls) or a decision code 0–2 (Yes / Defer / No).

@@ -89,6 +89,7 @@ from cogtestbed.environments.base import (
     Sessions,
     TextEnv,
 )
+from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.causal import EXPERIMENT, SCHEMA
 from cogtestbed.trials import finish_table
@@ -516,6 +517,30 @@ def _cell_of(design: CausalDesign, cell: np.ndarray) -> tuple[np.ndarray, np.nda
     return variant.take(cell), cb.take(cell)
 
 
+# -- prompt forms (cogtestbed.environments.forms): form 0 is causAIign's verbatim prompt; the rest
+# are this project's rewordings of the frame around the paper's cover stories (the variables,
+# mechanisms and observations are the paper's), with every number kept.
+_FRAME = PromptForm(1, "paraphrase", "ours: the headings of the variables and causal relationships reworded",
+                    replacements=(("Here are some variables:", "These are the variables:"),
+                                  ("Here are the causal relationships:", "The causal relationships are these:")))
+_TASK = PromptForm(2, "paraphrase", "ours: the task sentence and its scale reworded", patterns=(
+    (r"Your task is to estimate how likely it is that (.+?) is present on a scale from 0 to 100, given the "
+     r"observations and causal relationships described\. 0 means completely unlikely and 100 means completely "
+     r"likely\.",
+     r"Given the observations and the causal relationships above, judge how likely it is that \1 is present, "
+     r"on a scale from 0 to 100. 0 means it is certainly absent and 100 means it is certainly present."),
+))
+_ANSWER = PromptForm(3, "paraphrase", "ours: the answer instruction reworded (still one number from 0 to 100)",
+                     replacements=((M.NUMERIC_INSTRUCTION,
+                                    "Answer with one number from 0 to 100, where 0 means very unlikely and 100 "
+                                    "means very likely, and write nothing else: no explanation, no other text."),))
+PROMPT_FORMS: tuple[PromptForm, ...] = (
+    VERBATIM, _FRAME, _TASK, _ANSWER,
+    combined(4, "ours: headings, task sentence and answer instruction all reworded (forms 1-3)",
+             _FRAME, _TASK, _ANSWER),
+)
+
+
 class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
     """The collider task (see module docstring).
 
@@ -527,6 +552,7 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    prompt_forms: ClassVar[tuple[PromptForm, ...]] = PROMPT_FORMS
     #: One-shot ratings: no feedback, no adaptive design, so lapses apply after the fact.
     answer_independent: ClassVar[bool] = True
     #: A rating on 0–100 (confidence too, where asked); observed states −1 (unobserved), 0, 1.

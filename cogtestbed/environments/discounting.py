@@ -62,6 +62,7 @@ from numba import njit
 from pydantic import Field
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
 from cogtestbed.environments.parsing import parse_option_number
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.discounting import (
@@ -304,6 +305,23 @@ def score_answers(design: DiscountingDesign, choices: list[int]) -> dict[str, An
     return out
 
 
+# -- prompt forms (cogtestbed.environments.forms): form 0 is CogBench's verbatim prompt; the rest
+# are this project's rewordings and orders, with every amount, delay, option number and the answer cue kept.
+_QUESTION = PromptForm(1, "paraphrase", "ours: the question reworded", replacements=(
+    ("What do you prefer between the following two options:", "Which of these two options do you prefer:"),
+))
+_ORDER = PromptForm(2, "option-order", "ours: Option 2 listed before Option 1 (each keeps its number)",
+                    patterns=((r"( - Option 1: [^\n]*)\n( - Option 2: [^\n]*)", r"\2\n\1"),))
+_OPTIONS = PromptForm(3, "paraphrase", "ours: the options' wording ('Get ... dollars ...')", patterns=(
+    (r"Option (\d): Receive (\d+) dollars", r"Option \1: Get \2 dollars"),
+))
+PROMPT_FORMS: tuple[PromptForm, ...] = (
+    VERBATIM, _QUESTION, _ORDER, _OPTIONS,
+    combined(4, "ours: question and options reworded, Option 2 listed first (forms 1-3)", _QUESTION, _ORDER,
+             _OPTIONS),
+)
+
+
 class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
     """CogBench's temporal-discounting staircase (see module docstring).
 
@@ -313,6 +331,7 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    prompt_forms: ClassVar[tuple[PromptForm, ...]] = PROMPT_FORMS
     #: Option 1/2 as 0/1; published summary rows (``item == "summary"``) carry scores, no answer.
     table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = DiscountingDesign

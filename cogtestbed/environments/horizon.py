@@ -36,6 +36,7 @@ from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.draws import RoundedNormal, permute_rows
+from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
 from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.horizon import EXPERIMENT, SCHEMA, game_table
@@ -91,6 +92,28 @@ class HorizonSessions(Sessions):
     forced: np.ndarray  # (N, n_forced) int64, forced arms
 
 
+# -- prompt forms (cogtestbed.environments.forms): form 0 is CogBench's verbatim prompt; the rest
+# are this project's rewordings, with every number, letter and the answer cue kept.
+_INSTRUCTIONS = PromptForm(1, "paraphrase", "ours: the casino description and the goal reworded", replacements=(
+    ("You are going to a casino that owns two slot machines.\nYou earn money each time you play on one of these "
+     "machines.", "You are in a casino with two slot machines.\nEach time you play one of them, you win some money."),
+    ("Your goal is to maximize the sum of received dollars within",
+     "Try to earn as many dollars as possible in total within"),
+))
+_HISTORY = PromptForm(2, "paraphrase", "ours: the record of past plays reworded", patterns=(
+    (r"You have received the following amount of dollars when playing in the past: ",
+     "So far the machines have paid you these amounts: "),
+    (r"- Machine (\w) delivered (\d+) dollars\.", r"- Machine \1 paid \2 dollars."),
+))
+_QUESTION = PromptForm(3, "paraphrase", "ours: the question reworded (same answer format)",
+                       replacements=(("Q: Which machine do you choose?", "Q: Which machine do you play next?"),))
+PROMPT_FORMS: tuple[PromptForm, ...] = (
+    VERBATIM, _INSTRUCTIONS, _HISTORY, _QUESTION,
+    combined(4, "ours: instructions, record and question all reworded (forms 1-3)", _INSTRUCTIONS, _HISTORY,
+             _QUESTION),
+)
+
+
 class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
     """CogBench's horizon task (see module docstring); one step per free choice.
 
@@ -100,6 +123,7 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    prompt_forms: ClassVar[tuple[PromptForm, ...]] = PROMPT_FORMS
     #: Arm 0/1; rewards are whole numbers of points (rounded Gaussian draws).
     table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = HorizonDesign

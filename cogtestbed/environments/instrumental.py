@@ -28,6 +28,7 @@ from gymnasium import spaces
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
 from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.instrumental import EXPERIMENT, SCHEMA
@@ -85,6 +86,35 @@ class InstrumentalSessions(Sessions):
     flip: np.ndarray  # (N, T) bool, True: arm 1 is named first in the question
 
 
+# -- prompt forms (cogtestbed.environments.forms): form 0 is the code's verbatim prompt; the rest
+# are this project's rewordings, with every number, letter and the answer cue kept.
+_INSTRUCTIONS = PromptForm(1, "paraphrase", "ours: the instructions (casinos, machines, goal) reworded", patterns=(
+    (r"You are going to visit four different casinos \(named 1, 2, 3 and 4\) (\d+) times each\. ",
+     r"There are four casinos, named 1, 2, 3 and 4, and you will visit each of them \1 times. "),
+    (r"Each casino owns two slot machines which all return either 1 or 0 dollars stochastically with "
+     r"different reward probabilities\. ",
+     "In every casino there are two slot machines; each pays out either 1 or 0 dollars at random, and the "
+     "machines differ in how likely they are to pay. "),
+    (r"Your goal is to maximize the sum of received dollars within (all )?(\d+) visits\.",
+     r"Try to earn as many dollars as possible in total over \1\2 visits."),
+))
+_QUESTION = PromptForm(2, "paraphrase", "ours: the question of each visit reworded", patterns=(
+    (r"You are now in visit (\d+) playing in Casino (\d+)\. Which machine do you choose between "
+     r"Machine (\w) and Machine (\w)\?",
+     r"This is visit \1, and you are in Casino \2. Which machine do you play, Machine \3 or Machine \4?"),
+))
+_HISTORY = PromptForm(3, "paraphrase", "ours: the record of past visits reworded", patterns=(
+    (r"You have received the following amount of dollars when playing in the past: \n",
+     "Here is what the machines paid you on your earlier visits: \n"),
+    (r"- Machine (\w) in Casino (\d+) delivered ([\d.]+) dollars\.", r"- Casino \2, Machine \1: paid \3 dollars."),
+))
+PROMPT_FORMS: tuple[PromptForm, ...] = (
+    VERBATIM, _INSTRUCTIONS, _QUESTION, _HISTORY,
+    combined(4, "ours: instructions, question and record of past visits all reworded (forms 1-3)",
+             _INSTRUCTIONS, _QUESTION, _HISTORY),
+)
+
+
 class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions]):
     """CogBench's instrumental-learning task (see module docstring).
 
@@ -93,6 +123,7 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    prompt_forms: ClassVar[tuple[PromptForm, ...]] = PROMPT_FORMS
     #: Arm 0/1; rewards of 1 or 0 dollars; casinos 1–4 with reward probabilities in [0, 1].
     table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = InstrumentalDesign

@@ -35,6 +35,7 @@ from pydantic import Field, field_validator, model_validator
 
 from cogtestbed.environments import magnitude_stimuli as stim
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.magnitude import (
     BCS_ABLATIONS,
@@ -488,6 +489,26 @@ class ChatSpace(spaces.Space[list[dict[str, Any]]]):
         return False
 
 
+# -- prompt forms (cogtestbed.environments.forms): form 0 is the paper's verbatim system message;
+# the rest are this project's rewordings of it, with the scale (0 left end, 1 right end) kept.
+_ROLE = PromptForm(1, "paraphrase", "ours: the role sentence reworded", replacements=(
+    ("You are a marker location estimator.", "Your job is to locate markers on lines."),
+))
+_TASK = PromptForm(2, "paraphrase", "ours: the estimation instruction reworded", replacements=(
+    ("Estimate the position of the marker along the line as a decimal number between 0 (left end) and 1 (right "
+     "end).", "Give the marker's position along the line as a decimal number between 0 (left end) and 1 "
+     "(right end)."),
+))
+_ANSWER = PromptForm(3, "paraphrase", "ours: the answer-only instruction reworded", replacements=(
+    ("Do not explain or reason. Only output the final answer.",
+     "Reply with the number only, without any explanation or reasoning."),
+))
+PROMPT_FORMS: tuple[PromptForm, ...] = (
+    VERBATIM, _ROLE, _TASK, _ANSWER,
+    combined(4, "ours: the whole system message reworded (forms 1-3)", _ROLE, _TASK, _ANSWER),
+)
+
+
 class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
     """BayesBench magnitude estimation (see module docstring).
 
@@ -501,6 +522,7 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    prompt_forms: ClassVar[tuple[PromptForm, ...]] = PROMPT_FORMS
     #: No feedback: each estimate is of its own stimulus (the history a prompt shows is text only),
     #: so lapses apply after the fact.
     answer_independent: ClassVar[bool] = True

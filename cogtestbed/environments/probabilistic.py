@@ -43,6 +43,7 @@ from numba import njit
 from pydantic import field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
 from cogtestbed.environments.parsing import parse_decimal_digits
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.probabilistic import EXPERIMENT, SCHEMA, TRIAL_TYPES, bayes_posterior, stimulus_table
@@ -114,6 +115,28 @@ def _urn_draws(label_u: np.ndarray, informative: np.ndarray, flat: np.ndarray, u
 
 
 # ----------------------------------------------------------------------------- environment
+# -- prompt forms (cogtestbed.environments.forms): form 0 is CogBench's verbatim prompt; the rest
+# are this project's rewordings, with every number, label and the answer cue kept.
+_SETTING = PromptForm(1, "paraphrase", "ours: the setting (wheel, urns, the other person) reworded", replacements=(
+    ("You are participating in an experiment where you are provided with a wheel of fortune and two urns.",
+     "In this experiment you are given a wheel of fortune and two urns."),
+    ("Another person will spin the wheel of fortune, select an urn based on the outcome of the spin, and then "
+     "randomly pick a ball from the selected urn.",
+     "Someone else spins the wheel, takes the urn that the spin points to, and draws a ball at random from it."),
+))
+_GOAL = PromptForm(2, "paraphrase", "ours: the goal sentence reworded", replacements=(
+    ("Your goal is to give your best estimate of the probability of the urn being",
+     "Your task is to estimate, as well as you can, the probability that the urn is"),
+))
+_QUESTION = PromptForm(3, "paraphrase", "ours: the question of each trial reworded", patterns=(
+    (r"What is the probability that it was drawn from Urn (\w)\?", r"How likely is it that it came from Urn \1?"),
+))
+PROMPT_FORMS: tuple[PromptForm, ...] = (
+    VERBATIM, _SETTING, _GOAL, _QUESTION,
+    combined(4, "ours: setting, goal and question all reworded (forms 1-3)", _SETTING, _GOAL, _QUESTION),
+)
+
+
 class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessions]):
     """CogBench's urn task (see module docstring).
 
@@ -124,6 +147,7 @@ class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessio
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    prompt_forms: ClassVar[tuple[PromptForm, ...]] = PROMPT_FORMS
     #: One-shot judgements: no feedback, no adaptive design, so lapses apply after the fact.
     answer_independent: ClassVar[bool] = True
     #: The estimate in hundredths (0–100) and as a probability; reward = posterior accuracy in [0, 1].

@@ -40,6 +40,7 @@ from numba import njit
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
 from cogtestbed.environments.parsing import parse_decimal_digits, parse_machine
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.restless import EXPERIMENT, SCHEMA
@@ -203,6 +204,31 @@ def _rounded_rewards(z: np.ndarray, first_best: np.ndarray, block_lengths: np.nd
                 z[i, t, a] = np.rint((mean + sd * z[i, t, a]) * scale) / scale
 
 
+# -- prompt forms (cogtestbed.environments.forms): form 0 is the paper's verbatim prompt; the rest
+# are this project's rewordings, with every number, letter and the answer cues kept.
+_INSTRUCTIONS = PromptForm(1, "paraphrase", "ours: the rules of the casino reworded", replacements=(
+    ("You earn $ each time you play on one of these machines with one machine always having a higher average "
+     "$ reward.", "Each play on a machine earns you $, and at any time one of the two machines pays more $ on "
+     "average."),
+    ("However, you are not told about the change of block.", "You will not be told when a block changes."),
+))
+_GOAL = PromptForm(2, "paraphrase", "ours: the goal sentence reworded", replacements=(
+    ("Your goal is to interact with both machines and optimize your $ as much as possible by identifying the best "
+     "machine at a given point in time which comes in hand with being attentive at a potential change of block.",
+     "Your goal is to earn as many $ as you can by playing both machines and finding out which one is the best at "
+     "each point in time, which means watching out for a change of block."),
+))
+_QUESTION = PromptForm(3, "paraphrase", "ours: the question and the record's heading reworded", patterns=(
+    (r"Which machine do you choose between machine (\w) and (\w)\?", r"Which machine do you play, machine \1 or \2?"),
+    (r"You have received the following amount of \$ when playing in the past: ", "Your earlier plays went as "
+     "follows: "),
+))
+PROMPT_FORMS: tuple[PromptForm, ...] = (
+    VERBATIM, _INSTRUCTIONS, _GOAL, _QUESTION,
+    combined(4, "ours: rules, goal, question and heading all reworded (forms 1-3)", _INSTRUCTIONS, _GOAL, _QUESTION),
+)
+
+
 class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
     """CogBench's restless bandit with confidence reports (see module docstring).
 
@@ -213,6 +239,7 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    prompt_forms: ClassVar[tuple[PromptForm, ...]] = PROMPT_FORMS
     #: Arm 0/1; rewards are points (unbounded Gaussian draws, finite); confidence in [0, 1].
     table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = RestlessDesign

@@ -62,6 +62,7 @@ from cogtestbed.environments.base import (
     uniform_simplex_logprobs,
 )
 from cogtestbed.environments.draws import permute_rows
+from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
 from cogtestbed.environments.revealed_items import (
     MARKED_LABELS,
     MAX_OUTCOMES,
@@ -408,6 +409,27 @@ class AnyResponseSpace(spaces.Space[Any]):
         return False
 
 
+# -- prompt forms (cogtestbed.environments.forms): form 0 is the paper's verbatim prompt; the rest
+# are this project's rewordings, with every number, answer label and continuation kept.
+_FRAME = PromptForm(1, "paraphrase", "ours: the multiple-choice instructions reworded", replacements=(
+    ("You are given a Scenario, a Question, and a set of possible Answers. Select one Answer as your reply.",
+     "Below are a Scenario, a Question and possible Answers. Choose one of the Answers as your reply."),
+    ("Your selected Answer will be contained within square brackets:", "Write the Answer you choose inside square "
+     "brackets:"),
+    ("and your reply will contain nothing else.", "and write nothing else."),
+))
+_SCENARIO = PromptForm(2, "paraphrase", "ours: the scenario's sentence on fairness reworded", replacements=(
+    ("The die is equally likely to land on any of its faces.", "Every face of the die is equally likely to come up."),
+))
+_QUESTION = PromptForm(3, "paraphrase", "ours: the question reworded", replacements=(
+    ("Question: What is the probability that", "Question: How probable is it that"),
+))
+PROMPT_FORMS: tuple[PromptForm, ...] = (
+    VERBATIM, _FRAME, _SCENARIO, _QUESTION,
+    combined(4, "ours: instructions, scenario and question all reworded (forms 1-3)", _FRAME, _SCENARIO, _QUESTION),
+)
+
+
 class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
     """The revealed-belief family (see module docstring).
 
@@ -419,6 +441,7 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
     lapse_draws: ClassVar[int] = MAX_OUTCOMES  # a random scored answer: one uniform per continuation
 
     experiment: ClassVar[str] = EXPERIMENT
+    prompt_forms: ClassVar[tuple[PromptForm, ...]] = PROMPT_FORMS
     #: One-shot items: no feedback, no adaptive design, so lapses apply after the fact.
     answer_independent: ClassVar[bool] = True
     #: The index of the most probable outcome (option) among the item's ``n_outcomes``.

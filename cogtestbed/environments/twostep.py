@@ -45,6 +45,7 @@ from numba import njit
 from pydantic import Field, model_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
+from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
 from cogtestbed.environments.parsing import parse_option_letter
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.twostep import ALIEN_LETTERS, EXPERIMENT, PLANETS, SCHEMA
@@ -146,6 +147,32 @@ def _trial_columns(action: np.ndarray, valid: np.ndarray, reward: np.ndarray, tr
     return a1, v1, v12, planet, common, action2, alien, treasure, p
 
 
+# -- prompt forms (cogtestbed.environments.forms): form 0 is CogBench's verbatim prompt; the rest
+# are this project's rewordings and orders, with every planet and alien label and the answer cues kept.
+_STORY = PromptForm(1, "paraphrase", "ours: the cover story's instructions reworded", replacements=(
+    ("You will travel to foreign planets in search of treasures.",
+     "You are going on journeys to foreign planets to look for treasures."),
+    ("When you visit a planet, you can choose an alien to trade with.",
+     "On each planet you visit, you pick an alien to trade with."),
+    ("The chance of getting treasures from these aliens changes over time.",
+     "How likely each alien is to give you treasures changes over time."),
+    ("Your goal is to maximize the number of received treasures.", "Try to collect as many treasures as you can."),
+))
+_QUESTIONS = PromptForm(2, "paraphrase", "ours: the two questions reworded", patterns=(
+    (r"Do you want to take the spaceship to planet (\w) or planet (\w)\?",
+     r"Which planet do you fly to, planet \1 or planet \2?"),
+    (r"Do you want to trade with alien (\w) or (\w)\?", r"Which alien do you trade with, alien \1 or \2?"),
+))
+_ORDER = PromptForm(3, "option-order", "ours: the two planets and the two aliens named in the other order",
+                    patterns=((r"planet (\w) or planet (\w)\?", r"planet \2 or planet \1?"),
+                              (r"alien (\w) or (\w)\?", r"alien \2 or \1?")))
+PROMPT_FORMS: tuple[PromptForm, ...] = (
+    VERBATIM, _STORY, _QUESTIONS, _ORDER,
+    combined(4, "ours: instructions and questions reworded, options in the other order (forms 1-3)", _STORY,
+             _QUESTIONS, _ORDER),
+)
+
+
 class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
     """CogBench's two-step task (see module docstring).
 
@@ -156,6 +183,7 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
     """
 
     experiment: ClassVar[str] = EXPERIMENT
+    prompt_forms: ClassVar[tuple[PromptForm, ...]] = PROMPT_FORMS
     #: Spaceship 0/1 (``action``), alien 0/1 on the reached planet (−1: none), treasure 1/0.
     table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = TwoStepDesign

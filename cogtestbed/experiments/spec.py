@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # the spec module stays import-light; the pieces are imported
 
     from cogtestbed.agents.base import SyntheticAgent
     from cogtestbed.environments.base import Design, TextEnv
+    from cogtestbed.environments.forms import PromptForm
     from cogtestbed.inference.base import CognitiveModel
     from cogtestbed.schema import TrialSchema
 
@@ -581,6 +582,11 @@ class ExperimentSpec:
     @property
     def design_cls(self) -> type[Design]:
         return self.env_cls.design_cls
+
+    @property
+    def prompt_forms(self) -> tuple[PromptForm, ...]:
+        """The prompt's declared wordings (form 0: the paper's verbatim prompt), from the environment."""
+        return self.env_cls.prompt_forms
 
     @property
     def schema(self) -> TrialSchema:

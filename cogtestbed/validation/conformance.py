@@ -304,10 +304,10 @@ def _is_scored(obs: Mapping[str, Any]) -> bool:
 
 def play_episode(spec: ExperimentSpec, design: Design, agent: str, seed: int,
                  on_step: Callable[[TextEnv[Any, Any], dict[str, Any], int], None] | None = None,
-                 max_steps: int | None = None) -> int:
-    """Play one session with ``agent`` through ``reset``/``step``; call ``on_step(env, obs, t)``
-    before each answer.  Stops after ``max_steps`` steps if given; returns the number of steps
-    played (raises if the episode does not end within the environment's ``max_steps``)."""
+                 max_steps: int | None = None, form: int = 0) -> int:
+    """Play one session with ``agent`` through ``reset``/``step`` in prompt form ``form``; call
+    ``on_step(env, obs, t)`` before each answer.  Stops after ``max_steps`` steps if given; returns
+    the number of steps played (raises if the episode does not end within the environment's ``max_steps``)."""
     from cogtestbed.simulation import seed_streams
 
     env = spec.env_cls(design)
@@ -315,7 +315,7 @@ def play_episode(spec: ExperimentSpec, design: Design, agent: str, seed: int,
     session = spec.env_cls.sample_sessions(design, 1, env_rng)
     subject = spec.agent(agent)()
     subject.reset(agent_rng)
-    obs, _ = env.reset(options={"session": session})
+    obs, _ = env.reset(options={"session": session, "form": form})
     limit = spec.env_cls.max_steps(design)
     for t in range(limit + 1):
         if max_steps is not None and t >= max_steps:
@@ -505,6 +505,73 @@ def check_prompt_continuation(spec: ExperimentSpec, config: CheckConfig) -> None
     for agent in _agents(spec):
         play_episode(spec, design, agent, config.seed, inspect, config.probe_steps)
     _fail(problems, f"{spec.name}: prompts do not end as the LLM must continue them")
+
+
+#: Forms of ours every experiment declares besides the verbatim form 0.
+MIN_OUR_FORMS = 4
+
+
+def _form_declaration_problems(forms: Sequence[Any]) -> list[str]:
+    ids = [f.id for f in forms]
+    problems = [] if ids == list(range(len(ids))) else [f"form ids must be 0..K-1 in order, got {ids}"]
+    if not forms or forms[0].kind != "verbatim" or forms[0].source != "paper":
+        problems.append("form 0 must be the paper's verbatim prompt")
+    ours = [f for f in forms[1:] if f.source == "ours" and f.differs.strip()]
+    if len(ours) < MIN_OUR_FORMS or len(ours) != len(forms) - 1:
+        problems.append(f"needs at least {MIN_OUR_FORMS} forms of ours besides form 0, each saying what differs "
+                        f"(got {len(forms) - 1})")
+    return problems
+
+
+def _form_episode(spec: ExperimentSpec, design: Design, agent: str, config: CheckConfig,
+                  form: int) -> tuple[list[Any], list[list[str]], Any]:
+    """(prompts, continuation problems per step, outcomes) of one episode in prompt form ``form``."""
+    prompts: list[Any] = []
+    problems: list[list[str]] = []
+    envs: list[TextEnv[Any, Any]] = []
+
+    def record(env: TextEnv[Any, Any], obs: dict[str, Any], t: int) -> None:
+        envs[:1] = [env]
+        prompts.append(obs.get("prompt"))
+        problems.append(scored_form_problems(obs.get("prompt"), obs["response"].continuations)
+                        if _is_scored(obs) else prompt_form_problems(obs.get("prompt"), _step_prefix(env)))
+
+    play_episode(spec, design, agent, config.seed, record, config.probe_steps, form=form)
+    return prompts, problems, envs[0].outcomes if envs else None
+
+
+def check_prompt_forms(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """The experiment declares form 0 (the paper's verbatim prompt) and at least
+    :data:`MIN_OUR_FORMS` forms of ours; in every form each prompt of an episode still ends as the
+    LLM must continue it (the paper's answer format), each rewrite the form declares finds its
+    text and some prompt changes, every prompt states the same numbers as form 0's (the
+    information), and the same agent's answers play out identically (actions, validity, rewards)."""
+    from cogtestbed.environments.forms import numbers_in, texts_of
+
+    forms = spec.env_cls.prompt_forms
+    problems = _form_declaration_problems(forms)
+    design = small_design(spec, config)
+    agent = _agents(spec)[0]
+    base, _, base_out = _form_episode(spec, design, agent, config, 0)
+    text = "\n".join(texts_of(p) for p in base)
+    for form in forms[1:]:
+        prompts, found, out = _form_episode(spec, design, agent, config, form.id)
+        where = f"form {form.id}"
+        problems += [f"{where}, step {t}: {p}" for t, ps in enumerate(found) for p in ps][:3]
+        unmatched = [i for i, hit in enumerate(form.matched(text)) if not hit]
+        if unmatched:
+            problems.append(f"{where}: rewrites {unmatched} find no text in an episode (stale wording?)")
+        if prompts == base:
+            problems.append(f"{where}: no prompt differs from form 0")
+        changed = [t for t, (a, b) in enumerate(zip(base, prompts, strict=False)) if numbers_in(a) != numbers_in(b)]
+        if changed or len(prompts) != len(base):
+            problems.append(f"{where}: the numbers stated differ from form 0's at steps {changed[:5]} (information)")
+        keys = ("action", "reward", "valid")
+        same = out is not None and base_out is not None and all(
+            np.array_equal(getattr(out, k), getattr(base_out, k), equal_nan=True) for k in keys)
+        if not same:
+            problems.append(f"{where}: the same agent's answers play out differently than in form 0")
+    _fail(problems, f"{spec.name}: prompt forms")
 
 
 class ScriptedClient(LLMClient):
@@ -1294,6 +1361,7 @@ CHECKS: dict[str, CheckFn] = {
     "gymnasium_env": check_gymnasium_env,
     "seeded_determinism": check_seeded_determinism,
     "prompt_continuation": check_prompt_continuation,
+    "prompt_forms": check_prompt_forms,
     "garbage_answers": check_garbage_answers,
     "llm_budget": check_llm_budget,
     "batch_equals_step": check_batch_equals_step,

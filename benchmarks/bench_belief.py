@@ -17,7 +17,7 @@ from cogtestbed.environments import belief as env_mod
 from cogtestbed.environments.bayesnets import load_network
 from cogtestbed.environments.belief import BeliefCoherenceEnv, BeliefDesign, ground_truth
 from cogtestbed.inference import belief as tests
-from cogtestbed.validation.belief import rejection_rate, simulate_outcomes, study_arrays, study_design
+from cogtestbed.validation.families.belief import rejection_rate, simulate_outcomes, study_arrays, study_design
 
 
 def bench_exact_posterior() -> float:

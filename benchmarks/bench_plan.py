@@ -14,8 +14,8 @@ import resource
 import time
 
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.plan import Planner, Pricer, design_axes
-from cogtestbed.validation.studies import study_spec
+from cogtestbed.validation.design.plan import Planner, Pricer, design_axes
+from cogtestbed.validation.studies.driver import study_spec
 
 LLM = "openai:gpt-4o-mini"
 

@@ -15,7 +15,7 @@ from cogtestbed.environments.revealed import RevealedDesign
 from cogtestbed.inference.revealed_hierarchical import dissonant_pymc_model
 from cogtestbed.inference.revealed_model import MODELS
 from cogtestbed.simulation import simulate
-from cogtestbed.validation.revealed import HIERARCHICAL_DESIGN
+from cogtestbed.validation.families.revealed import HIERARCHICAL_DESIGN
 
 REPS = 20
 

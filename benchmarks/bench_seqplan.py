@@ -45,8 +45,8 @@ def profile(sims: int) -> None:
     import cProfile
     import pstats
 
-    from cogtestbed.validation.seqplan import plan_sequential
-    from cogtestbed.validation.studies import study_spec
+    from cogtestbed.validation.design.seqplan import plan_sequential
+    from cogtestbed.validation.studies.driver import study_spec
 
     spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
                       effect_size=0.2, seed=0, trials=(96,))

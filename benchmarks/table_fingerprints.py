@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cogtestbed.agents.lapse import Lapse
+from cogtestbed.lapse import Lapse
 from cogtestbed.registry import Experiment, experiment_names, get_experiment
 from cogtestbed.simulation import seed_streams, simulate
 

@@ -227,3 +227,11 @@ def parse_assignments(items: Sequence[str], option: str = "") -> dict[str, float
             raise ParameterError(f"{flag}sets {name} twice ({out[name]:g} and {number:g}); give it once")
         out[name] = number
     return out
+
+
+def parse_agent(text: str) -> tuple[str, dict[str, float]]:
+    """``AGENT[:p=v,q=w]`` → (agent name, parameter values)."""
+    name, _, rest = text.partition(":")
+    if not name.strip():
+        raise ValueError(f"expected AGENT[:NAME=VALUE,...], got {text!r}")
+    return name.strip(), parse_assignments([x for x in rest.split(",") if x.strip()])

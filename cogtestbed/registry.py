@@ -27,11 +27,11 @@ from cogtestbed.experiments.spec import (
     ExperimentSpec,
     Generator,
     Importer,
-    MetricOption,
     MetricsSpec,
     StudyDecl,
     UnknownNameError,
 )
+from cogtestbed.metrics_result import MetricOption
 
 if TYPE_CHECKING:  # the installed distributions are read only for a plug-in's name
     from importlib.metadata import EntryPoint

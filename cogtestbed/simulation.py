@@ -5,8 +5,8 @@ the same seed.
 Seeding: ``SeedSequence(seed)`` is split into an *environment* stream, from which all sessions are
 drawn at once (:meth:`TextEnv.sample_sessions`), and an *agent* stream, from which subjects draw
 their choice uniforms in subject order.  An LLM run with the same seed meets the same sessions.
-An optional :class:`~cogtestbed.agents.lapse.Lapse` (invalid and random answers) draws its
-decisions from a third stream (:func:`~cogtestbed.agents.lapse.lapse_rng`), so the first two, and
+An optional :class:`~cogtestbed.lapse.Lapse` (invalid and random answers) draws its
+decisions from a third stream (:func:`~cogtestbed.lapse.lapse_rng`), so the first two, and
 a lapse-free table, are unchanged by it.
 """
 
@@ -21,9 +21,10 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.agents.base import SyntheticAgent
-from cogtestbed.agents.lapse import INVALID, NORMAL, RANDOM, Lapse, LapseDraws, draw_lapses, lapse_rng
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, Sessions, TextEnv
 from cogtestbed.environments.forms import FORM_COLUMN, OFFSET_PREFIX, FormDesign, FormDraw, FormError, draw_forms
+from cogtestbed.lapse import INVALID, NORMAL, RANDOM, Lapse, LapseDraws, draw_lapses, lapse_rng
+from cogtestbed.memory import MEMORY_COPIES, check_memory
 from cogtestbed.parameters import per_subject
 from cogtestbed.registry import Experiment, get_experiment
 from cogtestbed.trials import pool_runs as pool_runs  # where the CLI's fit and the studies read it before
@@ -122,15 +123,6 @@ def _copy_step(source: Outcomes, target: Outcomes, i: int, t: int) -> None:
             arr[i, t] = source.extra[key][0, t]
 
 
-#: Copies of a trial table's data alive at once while it is simulated and analysed (the session
-#: and outcome arrays, the table itself, a fitter's packed arrays): the memory estimate's factor.
-MEMORY_COPIES = 3
-
-
-class MemoryLimitError(ValueError):
-    """A job would need more memory than the machine has available (refused before it starts)."""
-
-
 #: A design of at most this many steps a session is measured directly (one simulated subject, a
 #: few MiB at most); a larger one is estimated from its step count before anything is allocated.
 MEASURED_STEPS = 20_000
@@ -153,26 +145,6 @@ def _bytes_per_step(exp: Experiment, agent: str, params: Mapping[str, Any] | Non
     """Bytes of a one-subject trial table of ``design`` per step the session can take."""
     one = simulate(exp, agent, 1, 0, params, design=design)
     return int(one.memory_usage(deep=True).sum()) / max(1, int(exp.env_cls.max_steps(design)))
-
-
-def format_bytes(n: float) -> str:
-    """``n`` bytes in the largest binary unit that keeps the figure >= 1 (e.g. ``1.8 TiB``)."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.3g} PiB"  # pragma: no cover
-
-
-def check_memory(need: int, what: str, hint: str = "use fewer subjects") -> None:
-    """Refuse (:class:`MemoryLimitError`, with the estimate) a job whose estimated need ``need``
-    exceeds the memory available now."""
-    import psutil
-
-    available = int(psutil.virtual_memory().available)
-    if need > available:
-        raise MemoryLimitError(f"{what} needs about {format_bytes(need)} of memory and "
-                               f"{format_bytes(available)} is available: {hint}")
 
 
 def check_simulation_memory(experiment: str | Experiment, agent: str, n_sessions: int,
@@ -240,7 +212,7 @@ def simulate(
 
     ``params`` maps parameter names to scalars (shared) or arrays of shape (n_subjects,).
     ``method="step"`` plays the gymnasium environment trial by trial (slow, the reference).
-    ``lapse``: invalid and random answers (:mod:`cogtestbed.agents.lapse`).  The batch path plays
+    ``lapse``: invalid and random answers (:mod:`cogtestbed.lapse`).  The batch path plays
     them in the agent's kernel where it supports lapses
     (:meth:`SyntheticAgent.simulate_batch_lapsed`), applies them to the lapse-free batch run where
     no step depends on an earlier answer (:func:`lapse_after_the_fact`), and otherwise plays the

@@ -346,8 +346,8 @@ def test_cli_llm_run(tmp_path):
 
 def test_declared_power_study_sweeps_the_leak_with_the_test_alone():
     from cogtestbed.experiments.belief_coherence import SPEC
-    from cogtestbed.validation.report import verdict
-    from cogtestbed.validation.studies import declared_studies, run_declared_study
+    from cogtestbed.validation.studies.driver import declared_studies, run_declared_study
+    from cogtestbed.validation.studies.report import verdict
 
     (name, decl), = [(n, d) for n, d in declared_studies(SPEC) if d.kind == "test-power" and d.test == "t1_lr"]
     result = run_declared_study(SPEC, decl, reps=3, seed=0, design={**decl.design, "n_contexts": 100})
@@ -358,7 +358,7 @@ def test_declared_power_study_sweeps_the_leak_with_the_test_alone():
 
 
 def test_hierarchical_cli_passes_the_design_and_sampler_settings(monkeypatch, capsys):
-    from cogtestbed.validation import belief as V
+    from cogtestbed.validation.families import belief as V
 
     seen: dict = {}
 
@@ -443,7 +443,7 @@ def test_loss_mle_survives_a_vanishing_scale():
 def test_loss_hierarchical_converges_on_a_small_design():
     """The README's loss-form row: 10 subjects × 100 contexts × 5, typical population, 2 × 1500 draws
     (with 6 subjects the population SDs are too weakly identified for 200 ESS in 1500 draws)."""
-    from cogtestbed.validation.belief import hierarchical_study
+    from cogtestbed.validation.families.belief import hierarchical_study
 
     frame, diag = hierarchical_study("loss", n_subjects=10, n_contexts=100, n_reps=5, draws=1500, chains=2, seed=0,
                                      population="typical")
@@ -594,7 +594,7 @@ def test_t3_joint_permutation_is_uniform_under_exchangeable_reports_and_degenera
 
 
 def test_calibration_table_has_rates_bounds_and_verdicts():
-    from cogtestbed.validation.belief import CalibrationCell, calibration_study, calibration_verdict
+    from cogtestbed.validation.families.belief import CalibrationCell, calibration_study, calibration_verdict
 
     assert calibration_verdict(0.06, "= α") == "yes" and calibration_verdict(0.08, "= α") == "no"
     assert calibration_verdict(0.0, "≤ α") == "yes" and calibration_verdict(0.002, "= 0") == "no"

@@ -14,7 +14,8 @@ import pytest
 from cogtestbed.environments.bayesnets import NETWORK_DIR, NetworkError, read_bif
 from cogtestbed.environments.belief import BeliefDesign
 from cogtestbed.inference import belief as B
-from cogtestbed.simulation import MemoryLimitError, simulate
+from cogtestbed.memory import MemoryLimitError
+from cogtestbed.simulation import simulate
 
 #: Cheap options: the tests' decisions are not under test here, their inputs are.
 FAST = {"n_boot": 20, "n_perm": 20, "t1b_placebos": 2, "baseline": "no"}

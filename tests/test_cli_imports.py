@@ -93,10 +93,10 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 #: the metrics and the models need none), hence gymnasium and pydantic (the designs), the simulation
 #: layer, rich (only JSON is printed) and Parquet's file layer (a CSV is read).
 NOT_ON_THE_FIT_PATH = ("statsmodels", "scipy.optimize", "scipy.stats", "scipy.special", "pandera",
-                       "cogtestbed.validation.studies", "typer._adapters", "cogtestbed.environments",
+                       "cogtestbed.validation.studies.driver", "typer._adapters", "cogtestbed.environments",
                        "cogtestbed.simulation", "gymnasium", "pydantic", "rich", "pyarrow.parquet")
 #: The one agent module a fitting call may import: the lapse kernels every model's likelihood uses.
-AGENT_MODULES_ALLOWED = ("cogtestbed.agents", "cogtestbed.agents.lapse")
+AGENT_MODULES_ALLOWED = ("cogtestbed.agents", "cogtestbed.lapse")
 COGBENCH = Path(__file__).resolve().parents[1].parent / "shared/data/cogbench"
 #: gpt-4's released file of every CogBench task (claude-1's where gpt-4 has none).
 COGBENCH_FILES = {"bart": "BART/gpt-4.csv", "horizon": "HorizonTask/gpt-4.csv",
@@ -127,7 +127,7 @@ def forbidden_on_the_fit_path(modules: list[str]) -> list[str]:
 def test_the_fit_path_guard_names_what_an_environment_import_brings() -> None:
     """The guard fails on what importing an environment or an agent loads."""
     modules = ["cogtestbed.environments.horizon", "cogtestbed.agents.horizon", "gymnasium.spaces",
-               "pydantic.main", "rich.console", "cogtestbed.agents.lapse", "cogtestbed.tables.horizon"]
+               "pydantic.main", "rich.console", "cogtestbed.lapse", "cogtestbed.tables.horizon"]
     assert forbidden_on_the_fit_path(modules) == sorted(modules[:5])
 
 

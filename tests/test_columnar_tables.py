@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cogtestbed.agents.lapse import Lapse, draw_lapses, lapse_rng
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.belief import distribution_json
 from cogtestbed.environments.discounting import (
@@ -24,6 +23,7 @@ from cogtestbed.environments.discounting import (
 from cogtestbed.environments.revealed import normalise_logprobs, normalise_logprobs_rows, normalise_logprobs_segments
 from cogtestbed.inference.hierarchical import Diagnostics
 from cogtestbed.inference.twostep import stay_design, stay_pairs
+from cogtestbed.lapse import Lapse, draw_lapses, lapse_rng
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import seed_streams, simulate, subject_params
 from cogtestbed.trials import (

@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 
 from cogtestbed.environments.base import ParseResult
-from cogtestbed.experiments.spec import MetricsSpec, metrics_result, metrics_result_problems
+from cogtestbed.experiments.spec import MetricsSpec
+from cogtestbed.metrics_result import metrics_result, metrics_result_problems
 from cogtestbed.registry import experiment_names, get_experiment
-from cogtestbed.validation.conformance import (
+from cogtestbed.validation.conformance.config import CheckConfig
+from cogtestbed.validation.conformance.suite import (
     CHECKS,
     Check,
-    CheckConfig,
     ConformanceError,
     NotApplicable,
     check_batch_equals_step,
@@ -177,7 +178,7 @@ def test_prompt_form_rules() -> None:
 
 
 def test_headline_leaves_are_numbers_or_bools() -> None:
-    from cogtestbed.experiments.spec import headline_problems
+    from cogtestbed.metrics_result import headline_problems
 
     assert headline_problems("t", {"estimate": 0.1, "lo": 0.0, "hi": 0.2, "reject": False, "n": 3}) == []
     assert headline_problems("t", {"interval": [0.0, 0.2]}) == ["headline 't.interval' is not a number or bool: "

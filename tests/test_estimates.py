@@ -19,7 +19,7 @@ FACTOR = 3.0
 
 
 def _recovery_spec():
-    from cogtestbed.validation.studies import study_spec
+    from cogtestbed.validation.studies.driver import study_spec
 
     return study_spec(kind="recovery", experiment="instrumental-learning", models=("rw-pm",), subjects=(6, 12),
                       trials=(48, 96), reps=4, seed=1)
@@ -50,8 +50,8 @@ def test_a_precision_plan_estimates_a_batch_before_its_first_design(capsys) -> N
 
 
 def test_a_study_estimate_is_within_a_factor_of_the_real_time() -> None:
-    from cogtestbed.validation.estimate import study_estimate
-    from cogtestbed.validation.studies import run_study
+    from cogtestbed.validation.design.estimate import study_estimate
+    from cogtestbed.validation.studies.driver import run_study
 
     spec = _recovery_spec()
     est = study_estimate(spec, 1)
@@ -111,8 +111,8 @@ def test_the_timed_task_is_not_run_again() -> None:
     """The estimate's timed task is handed to the study (``done``): same table, every task counted once."""
     import pandas as pd
 
-    from cogtestbed.validation.estimate import study_estimate
-    from cogtestbed.validation.studies import run_study, study_spec
+    from cogtestbed.validation.design.estimate import study_estimate
+    from cogtestbed.validation.studies.driver import run_study, study_spec
 
     spec = study_spec(kind="recovery", experiment="instrumental-learning", models=("rw-pm",), subjects=(4, 8),
                       trials=(48,), reps=2, seed=3)
@@ -127,9 +127,9 @@ def test_the_timed_task_is_not_run_again() -> None:
 
 def test_a_hierarchical_study_says_it_is_timing_a_task_before_the_compile(capsys, monkeypatch) -> None:
     """The timed task of a hierarchical study compiles its model first: a line says so before it."""
-    import cogtestbed.validation.estimate as estimate
+    import cogtestbed.validation.design.estimate as estimate
     from cogtestbed.cli.studies import _say_estimate
-    from cogtestbed.validation.studies import study_spec
+    from cogtestbed.validation.studies.driver import study_spec
 
     said: list[str] = []
     monkeypatch.setattr(estimate, "study_estimate", lambda spec, workers: said.append(capsys.readouterr().err))

@@ -92,7 +92,7 @@ def test_memory_is_estimated_and_refused_up_front(capsys, tmp_path: Path) -> Non
 
 
 def test_unreachable_dask_fails_fast(capsys, tmp_path: Path, monkeypatch) -> None:
-    import cogtestbed.validation.studies as studies
+    import cogtestbed.validation.studies.driver as studies
 
     monkeypatch.setattr(studies, "DASK_CONNECT_TIMEOUT", 1.0)
     start = time.perf_counter()
@@ -176,7 +176,7 @@ def _raise_unknown(*args: object, **kwargs: object) -> pd.DataFrame:
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_worker_errors_are_one_line_with_any_workers(workers: str, capsys, tmp_path: Path, monkeypatch) -> None:
-    from cogtestbed.validation import model_studies
+    from cogtestbed.validation.studies import model_studies
 
     monkeypatch.setitem(model_studies.MODEL_TASKS, "recovery", _raise_unknown)
     line = _fails_cleanly(["recover", "rw", "--subjects", "2", "--reps", "4", "--workers", workers,
@@ -186,7 +186,7 @@ def test_worker_errors_are_one_line_with_any_workers(workers: str, capsys, tmp_p
 
 
 def test_a_dead_worker_is_one_line(capsys, tmp_path: Path, monkeypatch) -> None:
-    from cogtestbed.validation import model_studies
+    from cogtestbed.validation.studies import model_studies
 
     parent, original = os.getpid(), model_studies.MODEL_TASKS["recovery"]
 
@@ -202,7 +202,7 @@ def test_a_dead_worker_is_one_line(capsys, tmp_path: Path, monkeypatch) -> None:
 
 CHILD = textwrap.dedent("""
     import os, sys, time
-    from cogtestbed.validation import model_studies
+    from cogtestbed.validation.studies import model_studies
 
     PARENT, ORIGINAL = os.getpid(), model_studies.MODEL_TASKS["recovery"]
 
@@ -217,7 +217,7 @@ CHILD = textwrap.dedent("""
         from cogtestbed.cli import main
         main()
     else:
-        from cogtestbed.validation.studies import StudySpec, run_study, study_spec
+        from cogtestbed.validation.studies.driver import StudySpec, run_study, study_spec
         run_study(study_spec(kind="recovery", experiment="instrumental-learning", models=("rw",),
                             subjects=(2,), reps=4), workers=2)
 """)

@@ -22,7 +22,7 @@ from cogtestbed.cli.app import USER_ERRORS, one_line
 from cogtestbed.registry import get_experiment, write_trials
 from cogtestbed.schema import canonical_rows, list_parts
 from cogtestbed.simulation import simulate
-from cogtestbed.validation.table_checks import all_invalid, canonical_json, null_problems, permuted
+from cogtestbed.validation.conformance.table_checks import all_invalid, canonical_json, null_problems, permuted
 
 runner = CliRunner()
 
@@ -186,7 +186,7 @@ def test_a_design_value_given_twice_is_refused() -> None:
 
 
 def test_metric_options_are_bounded_and_finite() -> None:
-    from cogtestbed.experiments.spec import MetricOption
+    from cogtestbed.metrics_result import MetricOption
 
     bins = MetricOption("t2_bins", "quantile bins", 10, None, int, low=2, high=1000)
     boot = MetricOption("bootstrap", "rounds", 30, None, int, low=1, high=10_000)

@@ -1,16 +1,22 @@
-"""The package's import graph: no cycle among its modules, and the family contract's direction
-(agents import their family's models; models, metrics, importers and tables import no agent; the
-tables modules import no environment).
+"""The package's import graph: an explicit layer order that every import follows downward
+(:data:`LAYERS`: "each module imports only those below it", CONTRIBUTING.md), no cycle among its
+modules, and the family contract's direction (agents import their family's models; models,
+metrics, importers and tables import no agent; the tables modules import no environment).
 
-Every ``import`` counts, at module level or inside a function (an import deferred for start-up
-speed is fine, but it must not close a cycle); only ``if TYPE_CHECKING:`` blocks, which never
-run, are left out.  The graph is read from the source with :mod:`ast`, so nothing is imported.
+Every ``import`` counts, at module level, inside a function (an import deferred for start-up
+speed is fine, but it must not go up or close a cycle) or under ``if TYPE_CHECKING:`` (a type-only
+import still ties the modules together).  The graph is read from the source with :mod:`ast`, so
+nothing is imported.  ``from pkg import mod`` is an edge to ``pkg.mod``; the enclosing packages an
+import runs on its way (``cogtestbed/__init__.py``, ``validation/__init__.py``) are not edges: they
+stay light, and every submodule import runs them.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import graphlib
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -19,8 +25,36 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cogtestbed"
 #: The models side of every family (CONTRIBUTING.md, "One owner per family"): parameter sets,
 #: kernels, likelihoods and metrics, the importers, the tables modules.
 MODEL_SIDE = ("cogtestbed.inference", "cogtestbed.data", "cogtestbed.tables")
-#: The lapse process (invalid and random answers) is shared by agents and likelihoods: not an agent.
-SHARED = ("cogtestbed.agents.lapse",)
+
+#: The layer order, bottom first.  A module belongs to the layer of the longest prefix naming it
+#: (``cogtestbed.validation.studies`` before ``cogtestbed.validation``); it may import modules of
+#: its own layer (acyclically) and of the layers below, never one above.  The package root
+#: (``cogtestbed``: the public API's lazy names) is the top.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # base: no package import but each other
+    ("cogtestbed.no_data", "cogtestbed.outputs", "cogtestbed.schema", "cogtestbed.parameters",
+     "cogtestbed.numerics", "cogtestbed.timings", "cogtestbed.formatting", "cogtestbed.lapse",
+     "cogtestbed.metrics_result", "cogtestbed.memory", "cogtestbed.progress", "cogtestbed.collector"),
+    ("cogtestbed.trials",),
+    ("cogtestbed.tables",),
+    ("cogtestbed.environments",),
+    ("cogtestbed.data",),
+    ("cogtestbed.inference",),
+    ("cogtestbed.agents",),
+    ("cogtestbed.experiments",),
+    ("cogtestbed.registry",),
+    ("cogtestbed.simulation",),
+    ("cogtestbed.llm_adapters",),
+    ("cogtestbed.validation",),  # the package and its errors
+    ("cogtestbed.validation.studies",),
+    ("cogtestbed.validation.design",),
+    ("cogtestbed.validation.conformance",),
+    ("cogtestbed.validation.families",),
+    ("cogtestbed.validation.runs",),
+    ("cogtestbed.cli",),
+    ("cogtestbed.__main__",),
+    ("cogtestbed",),
+)
 
 
 def _module_names() -> dict[str, Path]:
@@ -42,8 +76,10 @@ def _type_checking_nodes(tree: ast.AST) -> set[int]:
     return skip
 
 
-def _imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -> list[str]:
-    """Dotted names an import statement may load (the module and, for ``from``, its attributes)."""
+def _imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool,
+              modules: Mapping[str, Path]) -> list[str]:
+    """Dotted names an import statement loads: the module of ``import``; for ``from``, each name
+    that is a module itself, else the module it is taken from."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
     base = node.module or ""
@@ -51,25 +87,44 @@ def _imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) 
         parts = module.split(".") if is_package else module.split(".")[:-1]
         parts = parts[: len(parts) - node.level + 1]
         base = ".".join([*parts, *([base] if base else [])])
-    return [base, *(f"{base}.{alias.name}" for alias in node.names)]
+    return [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Package module -> the package modules it imports (anywhere in its body)."""
+@functools.cache
+def import_graph(type_checking: bool = True) -> dict[str, set[str]]:
+    """Package module -> the package modules it imports (anywhere in its body; with
+    ``type_checking``, under ``if TYPE_CHECKING:`` too)."""
     modules = _module_names()
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        skip = _type_checking_nodes(tree)
+        skip = set() if type_checking else _type_checking_nodes(tree)
         for node in ast.walk(tree):
             if id(node) in skip or not isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
-            for target in _imported(node, name, path.name == "__init__.py"):
+            for target in _imported(node, name, path.name == "__init__.py", modules):
                 while target and target not in modules:  # an attribute of a module: the module
                     target = target.rpartition(".")[0]
                 if target and target != name:
                     graph[name].add(target)
     return graph
+
+
+def layer_of(module: str) -> int:
+    """The index in :data:`LAYERS` of the longest prefix naming ``module``."""
+    best, found = -1, -1
+    for i, prefixes in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best:
+                best, found = len(p), i
+    if found < 0:
+        raise KeyError(f"{module} is in no layer of LAYERS: add it there")
+    return found
+
+
+def upward_imports(graph: Mapping[str, set[str]]) -> list[tuple[str, str]]:
+    """(module, target) pairs where the target lies in a higher layer than the module."""
+    return sorted((m, t) for m, targets in graph.items() for t in targets if layer_of(t) > layer_of(m))
 
 
 def test_the_graph_is_read() -> None:
@@ -78,8 +133,25 @@ def test_the_graph_is_read() -> None:
     assert len(graph) > 100
 
 
+def test_every_module_is_in_a_layer() -> None:
+    assert [m for m in import_graph() if layer_of(m) < 0] == []
+
+
+def test_each_module_imports_only_those_below_it() -> None:
+    """No import from a lower layer up (function-level and ``TYPE_CHECKING`` ones included)."""
+    assert upward_imports(import_graph()) == []
+
+
+def test_an_upward_import_is_found() -> None:
+    """The layer check can fail: a model taking the metrics result from the spec goes up."""
+    graph = {"cogtestbed.inference.bart": {"cogtestbed.experiments.spec", "cogtestbed.metrics_result"}}
+    assert upward_imports(graph) == [("cogtestbed.inference.bart", "cogtestbed.experiments.spec")]
+    assert layer_of("cogtestbed.validation.studies.driver") > layer_of("cogtestbed.validation.errors")
+
+
 def test_no_import_cycle_among_package_modules() -> None:
-    """No cycle, counting function-level imports (a cycle hidden in a function is still one)."""
+    """No cycle, counting function-level and ``TYPE_CHECKING`` imports (a cycle hidden in a
+    function or a type annotation is still one)."""
     try:
         graphlib.TopologicalSorter(import_graph()).prepare()
     except graphlib.CycleError as exc:
@@ -94,7 +166,7 @@ def test_a_cycle_is_found() -> None:
 
 def _imports_of(prefixes: tuple[str, ...], forbidden: tuple[str, ...]) -> list[tuple[str, str]]:
     return sorted((module, target) for module, targets in import_graph().items() if module.startswith(prefixes)
-                  for target in targets if target.startswith(forbidden) and target not in SHARED)
+                  for target in targets if target.startswith(forbidden))
 
 
 def test_models_importers_and_tables_never_import_an_agent() -> None:

@@ -92,8 +92,8 @@ def _rwpm_trial_loop(casino: np.ndarray, draws: np.ndarray, alpha_pos: np.ndarra
 
     ``pin`` (n, T): where 1, 2 or 3, the trial's uniform is first set (in ``u``) to the choice
     probability itself, the float below it or the float above it: the closest calls there are."""
-    from cogtestbed.agents.lapse import lapsed_choice
     from cogtestbed.inference.instrumental import V0, prob_arm0, rw_learning_rate
+    from cogtestbed.lapse import lapsed_choice
 
     n, t_max = casino.shape
     actions = np.empty((n, t_max), dtype=np.int64)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cogtestbed.agents.lapse import INVALID, NORMAL, RANDOM, Lapse, draw_lapses, lapse_rng, random_choice
+from cogtestbed.lapse import INVALID, NORMAL, RANDOM, Lapse, draw_lapses, lapse_rng, random_choice
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import simulate
 

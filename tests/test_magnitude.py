@@ -29,7 +29,7 @@ from cogtestbed.inference.magnitude import (
 )
 from cogtestbed.inference.magnitude_fits import VARIANTS, factor_evidence
 from cogtestbed.simulation import simulate
-from cogtestbed.validation.magnitude import observer_cell_w_errors
+from cogtestbed.validation.families.magnitude import observer_cell_w_errors
 
 TINY = MagnitudeDesign(trials_per_session=3, conditions="base,noise-gradual,numerical-biased,context-short,"
                        "order-reversal")

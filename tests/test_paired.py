@@ -11,7 +11,7 @@ import pytest
 from cogtestbed.environments.revealed import RevealedDesign
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import simulate
-from cogtestbed.validation.paired import paired_report, paired_test
+from cogtestbed.validation.runs.paired import paired_report, paired_test
 
 SMALL = RevealedDesign(scenarios=("choice", "dice"), variants=("regular",), choice_options=(2, 4, 6),
                        n_dice=(1, 2), dice_faces=(4, 6, 8, 10, 12))

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from cogtestbed.cli import app
 from cogtestbed.registry import experiment_names, write_trials
 from cogtestbed.simulation import simulate
-from cogtestbed.validation.phenotype import (
+from cogtestbed.validation.runs.phenotype import (
     AgentMetrics,
     available_references,
     experiment_for_csv,

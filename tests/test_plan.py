@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.plan import (
+from cogtestbed.validation.design.plan import (
     Axis,
     Cost,
     Estimate,
@@ -29,8 +29,8 @@ from cogtestbed.validation.plan import (
     pareto,
     parse_range,
 )
-from cogtestbed.validation.plan_report import plan_payload, plan_run_settings, write_plan
-from cogtestbed.validation.studies import StudySpec, study_spec
+from cogtestbed.validation.design.plan_report import plan_payload, plan_run_settings, write_plan
+from cogtestbed.validation.studies.driver import StudySpec, study_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTRUMENTAL = "instrumental-learning"
@@ -207,8 +207,8 @@ def test_test_level_target_belief_coherence_t1():
 # ----------------------------------------------------------------------------- invalid answers, pilots
 def test_invalid_answers_cost_power():
     """An expected invalid rate is simulated as lapses: the same design loses power."""
-    from cogtestbed.agents.lapse import Lapse
-    from cogtestbed.validation.plan import PowerEvaluator
+    from cogtestbed.lapse import Lapse
+    from cogtestbed.validation.design.plan import PowerEvaluator
 
     point = Point(8, 1, 48)
     clean = PowerEvaluator(rw_spec(0.4), workers=1).ensure(point, 48)
@@ -220,7 +220,7 @@ def test_invalid_answers_cost_power():
 
 
 def test_pilot_gives_invalid_rate_tokens_per_call_and_refuses_a_useless_one(tmp_path):
-    from cogtestbed.validation.plan_report import read_pilot
+    from cogtestbed.validation.design.plan_report import read_pilot
 
     pilot = tmp_path / "pilot"
     cli("run", INSTRUMENTAL, "--llm", "hf:tiny-random", "--subjects", "3", "--seed", "1", "--design",
@@ -244,7 +244,7 @@ PILOT_LLM = "openai:gpt-4o-mini"
 def write_synthetic_pilot(path: Path, subjects: int, invalid: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A run directory, written by the run's own writer, whose answers come from RW± with known
     parameters (and lapsed, invalid answers); its call log has one call per trial."""
-    from cogtestbed.agents.lapse import Lapse
+    from cogtestbed.lapse import Lapse
     from cogtestbed.llm_adapters.agent import Attempt
     from cogtestbed.llm_adapters.rundir import RunDir
     from cogtestbed.llm_adapters.runner import commit_tables
@@ -274,7 +274,7 @@ def write_synthetic_pilot(path: Path, subjects: int, invalid: float, seed: int) 
 def test_pilot_fitted_parameters_are_the_simulation_base(tmp_path: Path) -> None:
     """A pilot of known RW± parameters: the plan's base is the median of the per-subject MLE of
     the pilot's valid answers (near the truth); its invalid rate and tokens per call are the logs'."""
-    from cogtestbed.validation.plan_report import apply_pilot, read_pilot
+    from cogtestbed.validation.design.plan_report import apply_pilot, read_pilot
 
     table, calls = write_synthetic_pilot(tmp_path / "pilot", subjects=8, invalid=0.1, seed=11)
     exp, spec = get_experiment(INSTRUMENTAL), rw_spec(0.2)

@@ -13,7 +13,7 @@ from scipy import stats
 
 from cogtestbed.inference.base import grid_neighbours
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.plan import Axis, Estimate, Planner, Point
+from cogtestbed.validation.design.plan import Axis, Estimate, Planner, Point
 
 
 def reference_start_order(grid_nll: np.ndarray, points: int, ndim: int) -> np.ndarray:

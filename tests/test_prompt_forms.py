@@ -17,7 +17,8 @@ from cogtestbed.environments.forms import (
 )
 from cogtestbed.environments.instrumental import InstrumentalLearningEnv
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.conformance import CheckConfig, check_prompt_forms
+from cogtestbed.validation.conformance.config import CheckConfig
+from cogtestbed.validation.conformance.suite import check_prompt_forms
 from cogtestbed.validation.errors import ConformanceError
 
 

@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cogtestbed.agents.lapse import Lapse
 from cogtestbed.environments.base import NO_ACTION
 from cogtestbed.environments.restless import (
     EXPERIMENT,
@@ -20,6 +19,7 @@ from cogtestbed.environments.restless import (
     block_index,
     draw_blocks,
 )
+from cogtestbed.lapse import Lapse
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import seed_streams, simulate
 from cogtestbed.trials import finish_table

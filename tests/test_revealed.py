@@ -20,11 +20,11 @@ from cogtestbed.environments.revealed import (
     parse_outcome,
     render_mcq,
 )
+from cogtestbed.environments.revealed_floor import noise_floor
 from cogtestbed.environments.revealed_items import dice_sum_pmf, observation_mask
 from cogtestbed.inference.revealed import (
     chebyshev,
     l1,
-    noise_floor,
     reference_for,
     reference_tables,
     revealed_metrics,
@@ -364,9 +364,9 @@ def test_mle_recovers_kappa_inside_its_identified_range() -> None:
 
 @pytest.mark.slow
 def test_hierarchical_fit_converges_and_recovers_the_biases() -> None:
-    from cogtestbed.validation.revealed import hierarchical_recovery
+    from cogtestbed.validation.families.revealed import hierarchical_recovery
 
-    # the study's documented run (``python -m cogtestbed.validation.revealed --only hierarchical
+    # the study's documented run (``python -m cogtestbed.validation.families.revealed --only hierarchical
     # --subjects 6 --draws 1000 --chains 4``, about 12 min on two busy cores); a shorter one
     # (4 models, 4 x 500 draws) had 8 divergences and R-hat 1.016 on β_mid's scenario level
     res = hierarchical_recovery(n_subjects=6, draws=1000, tune=1000, chains=4, seed=0)

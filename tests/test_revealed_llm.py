@@ -134,7 +134,7 @@ def test_sampling_backend_warns_with_the_noise_floor_once(tmp_path: Path, server
 
     from cogtestbed.cli import app
     from cogtestbed.environments.revealed import SAMPLING_FLOOR_TARGET
-    from cogtestbed.inference.revealed import noise_floor, samples_for_floor
+    from cogtestbed.environments.revealed_floor import noise_floor, samples_for_floor
 
     url, _ = server
     monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.seqplan import (
+from cogtestbed.validation.design.seqplan import (
     Boundaries,
     boundaries,
     check_looks,
@@ -20,7 +20,7 @@ from cogtestbed.validation.seqplan import (
     plan_sequential,
     z_from_p,
 )
-from cogtestbed.validation.studies import study_spec
+from cogtestbed.validation.studies.driver import study_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,9 +85,9 @@ def test_model_target_sequential_plan_tiny():
 def test_reused_fits_give_the_run_s_refitted_statistic_and_decision():
     """The plan fits each subject once and tests prefixes of the stored estimates; the run refits
     the finished subjects at every look (``_model_statistic``): the same Z and decision."""
-    from cogtestbed.validation.seqplan import _model_statistic, statistic_name
-    from cogtestbed.validation.seqsim import _chunk_table, prefix_z, subject_contrasts
-    from cogtestbed.validation.study_data import design_for_trials
+    from cogtestbed.validation.design.seqplan import _model_statistic, statistic_name
+    from cogtestbed.validation.design.seqsim import _chunk_table, prefix_z, subject_contrasts
+    from cogtestbed.validation.studies.study_data import design_for_trials
 
     spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
                       effect_size=0.4, seed=5, trials=(24,))
@@ -115,7 +115,7 @@ def _brownian_paths(reps: int, fractions: list[float], seed: int) -> np.ndarray:
 
 
 def test_calibration_recovers_normal_theory_and_holds_on_an_independent_null():
-    from cogtestbed.validation.seqsim import calibrate_shift, null_scores
+    from cogtestbed.validation.design.seqsim import calibrate_shift, null_scores
 
     t = [0.2, 0.4, 0.6, 0.8, 1.0]
     calib, fresh = _brownian_paths(20_000, t, 1), _brownian_paths(20_000, t, 2)
@@ -171,8 +171,8 @@ def _model_plan(path: Path, experiment: str, llm: str, bounds: Any, futility: bo
     """A plan.json of a sequential model-effect plan (``bounds``' looks, one session a subject)."""
     import json
 
-    from cogtestbed.validation.plan_report import PLAN_VERSION
-    from cogtestbed.validation.study_data import design_for_trials
+    from cogtestbed.validation.design.plan_report import PLAN_VERSION
+    from cogtestbed.validation.studies.study_data import design_for_trials
 
     exp = get_experiment(experiment)
     design = {**bounds.as_dict(), "size_axis": "subjects", "futility_rule": futility, "direction": 1.0,
@@ -241,8 +241,8 @@ def _pair_plan(path: Path, llms: tuple[str, str], sizes: tuple[int, ...] = (2, 4
     """A plan.json of a sequential two-step model-basedness difference between two LLMs."""
     import json
 
-    from cogtestbed.validation.plan_report import PLAN_VERSION
-    from cogtestbed.validation.study_data import design_for_trials
+    from cogtestbed.validation.design.plan_report import PLAN_VERSION
+    from cogtestbed.validation.studies.study_data import design_for_trials
 
     exp = get_experiment("two-step")
     bounds = boundaries(sizes, 0.05, "pocock", False, 0.8)
@@ -258,9 +258,9 @@ def _pair_plan(path: Path, llms: tuple[str, str], sizes: tuple[int, ...] = (2, 4
 
 
 def test_pair_statistic_is_the_plans_difference_test():
-    from cogtestbed.validation.metric_studies import difference_test, metric_value
-    from cogtestbed.validation.seqplan import pair_statistic
-    from cogtestbed.validation.study_data import design_for_trials, simulate_runs
+    from cogtestbed.validation.design.seqplan import pair_statistic
+    from cogtestbed.validation.studies.metric_studies import difference_test, metric_value
+    from cogtestbed.validation.studies.study_data import design_for_trials, simulate_runs
 
     exp = get_experiment("two-step")
     design = design_for_trials(exp, 30, {})
@@ -384,7 +384,7 @@ def test_sequential_pair_run_on_valid_answers_stops_by_its_rule(tmp_path, monkey
 
     from cogtestbed.cli import app
     from cogtestbed.registry import read_trials
-    from cogtestbed.validation.plan_report import PLAN_VERSION
+    from cogtestbed.validation.design.plan_report import PLAN_VERSION
 
     monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
     exp = get_experiment("revealed-belief")
@@ -415,9 +415,9 @@ def test_sequential_pair_run_on_valid_answers_stops_by_its_rule(tmp_path, monkey
 def test_a_subject_without_an_estimate_is_left_out_of_the_look_not_turned_into_z_0():
     """One subject with no valid trial used to make the look's mean and t-test NaN, recorded as
     Z = 0 (futility). The run leaves that subject out, as the plan's simulation does."""
-    from cogtestbed.validation.seqplan import _model_statistic, statistic_name
-    from cogtestbed.validation.seqsim import _chunk_table, prefix_z, subject_contrasts
-    from cogtestbed.validation.study_data import design_for_trials
+    from cogtestbed.validation.design.seqplan import _model_statistic, statistic_name
+    from cogtestbed.validation.design.seqsim import _chunk_table, prefix_z, subject_contrasts
+    from cogtestbed.validation.studies.study_data import design_for_trials
 
     spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
                       effect_size=0.6, seed=5, trials=(24,))
@@ -459,7 +459,7 @@ def test_a_hand_edited_sequential_section_is_refused_before_any_call(tmp_path, e
     """plan.json's run.sequential is validated when the plan is loaded, before look 1's calls."""
     import json
 
-    from cogtestbed.validation.plan_report import load_plan
+    from cogtestbed.validation.design.plan_report import load_plan
 
     path = _sequential_plan(tmp_path, True)
     plan = json.loads(path.read_text())

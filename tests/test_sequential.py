@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cogtestbed.validation.sequential import (
+from cogtestbed.validation.design.sequential import (
     crossing_probabilities,
     efficacy_bounds,
     expected_information,

@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from cogtestbed.cli import app
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.report import write_study
-from cogtestbed.validation.studies import StudySpec, run_study, study_spec
-from cogtestbed.validation.study_data import design_for_trials
+from cogtestbed.validation.studies.driver import StudySpec, run_study, study_spec
+from cogtestbed.validation.studies.report import write_study
+from cogtestbed.validation.studies.study_data import design_for_trials
 
 EXP = "instrumental-learning"
 

@@ -12,7 +12,7 @@ import pytest
 from tolerance import assert_close, assert_frames_close
 
 from cogtestbed.cli import main
-from cogtestbed.validation.studies import run_study, study_spec
+from cogtestbed.validation.studies.driver import run_study, study_spec
 
 
 def _cli(args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:

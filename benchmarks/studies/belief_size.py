@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from cogtestbed.validation.belief import calibration_cells, calibration_row, plot_size, size_study
+from cogtestbed.validation.families.belief import calibration_cells, calibration_row, plot_size, size_study
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "belief_size_vs_noise.png"
 

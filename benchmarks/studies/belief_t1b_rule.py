@@ -29,7 +29,7 @@ import pandas as pd
 
 from cogtestbed.environments.belief import BeliefCoherenceEnv
 from cogtestbed.inference import belief as tests
-from cogtestbed.validation.belief import CALIBRATION_TESTS, simulate_outcomes, study_design
+from cogtestbed.validation.families.belief import CALIBRATION_TESTS, simulate_outcomes, study_design
 
 #: Bootstrap resamples per study (as the calibration table and the declared studies).
 STUDY_BOOT = 200

@@ -2,7 +2,7 @@
 
 Synthetic subjects with known parameters answer invalidly at rate ε_invalid and uniformly at
 random at rate ε_random on every lapse unit (a step, or a whole multi-step trial: a two-step trial,
-a BART balloon; :class:`cogtestbed.agents.lapse.Lapse`, default 8 % + 5 %).
+a BART balloon; :class:`cogtestbed.lapse.Lapse`, default 8 % + 5 %).
 Each family is fitted by maximum likelihood four ways:
 
 * ``clean``: data without lapses, the model without a lapse term (the reference);
@@ -40,11 +40,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cogtestbed.agents.lapse import Lapse
 from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.lapse import Lapse
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies import study_spec
-from cogtestbed.validation.study_data import design_for_trials, draw_true_parameters, fitted_model, simulate_model
+from cogtestbed.validation.studies.driver import study_spec
+from cogtestbed.validation.studies.study_data import (
+    design_for_trials,
+    draw_true_parameters,
+    fitted_model,
+    simulate_model,
+)
 
 #: z of a two-sided 90 % interval.
 Z90 = 1.6448536269514722

@@ -47,8 +47,8 @@ def normality(sims: int, trials: int = 96, n_top: int = 40) -> None:
     import numpy as np
     from scipy import stats
 
-    from cogtestbed.validation.seqsim import Simulator
-    from cogtestbed.validation.studies import study_spec
+    from cogtestbed.validation.design.seqsim import Simulator
+    from cogtestbed.validation.studies.driver import study_spec
 
     spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
                       effect_size=0.0, seed=0, trials=(trials,))

@@ -12,10 +12,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from cogtestbed.agents.base import KernelLapsingAgent, SyntheticAgent
-from cogtestbed.agents.lapse import LapseDraws
 from cogtestbed.environments.bart import EXPERIMENT, INFLATE, SKIP, BartDesign, BartEnv, BartSessions
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.inference.bart import TYPES, TargetModel, draw_target, simulate_bart_kernel
+from cogtestbed.lapse import LapseDraws
 from cogtestbed.parameters import ParameterSet, per_subject
 
 

@@ -23,8 +23,8 @@ from typing import Any, ClassVar, Generic
 
 import numpy as np
 
-from cogtestbed.agents.lapse import LapseDraws
 from cogtestbed.environments.base import DesignT, Outcomes, SessionsT
+from cogtestbed.lapse import LapseDraws
 from cogtestbed.parameters import ParameterSet
 
 
@@ -111,12 +111,12 @@ class SyntheticAgent(ABC, Generic[DesignT, SessionsT]):
         uniforms: np.ndarray,
         lapse: LapseDraws,
     ) -> Outcomes | None:
-        """:meth:`simulate_batch` with pre-drawn lapses (:mod:`cogtestbed.agents.lapse`), or None
+        """:meth:`simulate_batch` with pre-drawn lapses (:mod:`cogtestbed.lapse`), or None
         where the kernel does not play them (the simulator then plays the step path, which gives
         the same table).
 
         A kernel that supports lapses chooses as usual on every step (drawing its uniforms), then
-        applies :func:`~cogtestbed.agents.lapse.lapsed_choice` and plays the recorded answer
+        applies :func:`~cogtestbed.lapse.lapsed_choice` and plays the recorded answer
         exactly as the environment does (learning from a random answer, skipping what the
         environment skips after an invalid one).
         """

@@ -12,7 +12,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from cogtestbed.agents.base import KernelLapsingAgent, SyntheticAgent
-from cogtestbed.agents.lapse import LapseDraws
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.discounting import (
     EXPERIMENT,
@@ -27,6 +26,7 @@ from cogtestbed.inference.discounting import (
     question_tables,
     simulate_staircase_kernel,
 )
+from cogtestbed.lapse import LapseDraws
 from cogtestbed.parameters import ParameterSet, per_subject
 
 

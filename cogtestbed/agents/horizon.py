@@ -19,10 +19,10 @@ import numpy as np
 from numba import njit
 
 from cogtestbed.agents.base import KernelLapsingAgent, SyntheticAgent
-from cogtestbed.agents.lapse import LapseDraws, step_lapse, unit_lapse
 from cogtestbed.environments.base import NO_ACTION, Outcomes
 from cogtestbed.environments.horizon import EXPERIMENT, HorizonDesign, HorizonSessions
 from cogtestbed.inference.horizon import PARAMETERS, info_diff, prob_j
+from cogtestbed.lapse import LapseDraws, step_lapse, unit_lapse
 from cogtestbed.parameters import ParameterSet, per_subject
 
 
@@ -34,7 +34,7 @@ def simulate_horizon_kernel(horizon: np.ndarray, forced: np.ndarray, rewards: np
                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Play N games; returns (action, reward, valid, played) of shape (N, max_steps).
 
-    Lapses (:mod:`cogtestbed.agents.lapse`, per free choice; no rows: none): an invalid choice is recorded
+    Lapses (:mod:`cogtestbed.lapse`, per free choice; no rows: none): an invalid choice is recorded
     without a reward and adds nothing to the sample means; a random one, ⌊2u⌋, is paid and
     observed like any other."""
     n, n_forced = forced.shape

@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from cogtestbed.agents.base import KernelLapsingAgent, SyntheticAgent
-from cogtestbed.agents.lapse import LapseDraws
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.instrumental import (
     EXPERIMENT,
@@ -29,6 +28,7 @@ from cogtestbed.inference.instrumental import (
     rw_learning_rate,
     simulate_rwpm_kernel,
 )
+from cogtestbed.lapse import LapseDraws
 from cogtestbed.parameters import ParameterSet, per_subject
 
 

@@ -24,7 +24,6 @@ import numpy as np
 from numba import njit
 
 from cogtestbed.agents.base import KernelLapsingAgent, SyntheticAgent
-from cogtestbed.agents.lapse import RANDOM, LapseDraws, step_lapse, unit_lapse
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.restless import CONFIDENCE, EXPERIMENT, RestlessDesign, RestlessSessions
 from cogtestbed.inference.restless import (
@@ -34,6 +33,7 @@ from cogtestbed.inference.restless import (
     kalman_confidence,
     kalman_update,
 )
+from cogtestbed.lapse import RANDOM, LapseDraws, step_lapse, unit_lapse
 from cogtestbed.numerics import sigmoid, std_normal
 from cogtestbed.parameters import ParameterSet, per_subject
 
@@ -59,7 +59,7 @@ def simulate_restless_kernel(rewards: np.ndarray, n_trials: np.ndarray, drift: n
 
     ``action`` holds the arm on choice steps and the confidence on confidence steps (floats, as
     the environment records a trial with a continuous phase).  The agent reads ``dpt`` uniforms
-    per step it answers, in order.  Lapses (:mod:`cogtestbed.agents.lapse`) cover a whole trial
+    per step it answers, in order.  Lapses (:mod:`cogtestbed.lapse`) cover a whole trial
     (``lapse_kind`` per trial, ``lapse_u`` per step; no rows: none): an invalid trial stops at its choice (no
     confidence question, no outcome learnt), a random one answers the arm ⌊2u⌋ and a confidence
     uniform on [0, 1] and learns from the random arm's reward.

@@ -15,7 +15,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from cogtestbed.agents.base import KernelLapsingAgent, SyntheticAgent
-from cogtestbed.agents.lapse import LapseDraws
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.twostep import EXPERIMENT, TwoStepDesign, TwoStepSessions
 from cogtestbed.inference.twostep import (
@@ -27,6 +26,7 @@ from cogtestbed.inference.twostep import (
     simulate_hybrid_kernel,
     stage1_logit,
 )
+from cogtestbed.lapse import LapseDraws
 from cogtestbed.numerics import sigmoid
 from cogtestbed.parameters import ParameterSet, per_subject
 

@@ -31,7 +31,8 @@ def check(
     from rich.table import Table
 
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.conformance import DATA_DIR_ENV, check_experiment
+    from cogtestbed.validation.conformance.config import DATA_DIR_ENV
+    from cogtestbed.validation.conformance.suite import check_experiment
 
     spec = get_experiment(experiment)
     if data_dir is None and os.environ.get(DATA_DIR_ENV):

@@ -82,7 +82,7 @@ def _demo(output: Path, subjects: int, seed: int, workers: int | None, client: A
     write_json_atomic(output / "metrics.json", results)
     atomic_write_bytes(output / "report.md", lambda tmp: tmp.write_text(report, encoding="utf-8"))
     console_err.print(f"wrote {output / 'report.md'}")
-    from cogtestbed.validation.report import html_report
+    from cogtestbed.validation.studies.report import html_report
 
     page = html_report("cogtestbed demo: RW± at CogBench's instrumental-learning design"
                        + (f", and {client.spec} through the same environments" if client is not None else ""), sections)
@@ -97,8 +97,8 @@ def _to_parquet(table: Any, path: Path) -> None:
 def _studies(output: Path, seed: int, workers: int | None) -> list[dict[str, Any]]:
     """Recovery study + power curve for RW± at CogBench's design: the HTML report's sections."""
     from cogtestbed.cli.app import progress
-    from cogtestbed.validation.report import plots, study_section
-    from cogtestbed.validation.studies import run_study, study_spec
+    from cogtestbed.validation.studies.driver import run_study, study_spec
+    from cogtestbed.validation.studies.report import plots, study_section
 
     specs = [
         study_spec(kind="recovery", experiment=DEMO_EXPERIMENT, models=("rw-pm",), subjects=(50,),
@@ -161,7 +161,7 @@ ESTIMATE_COLUMNS = {"alpha_pos": "alpha_pos", "alpha_neg": "alpha_neg", "beta_pm
 def _bound_note(per_run: Any) -> list[str]:
     """A flag for the parameters whose per-subject MLEs sit at a bound (they pull the mean, not the median)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.recovery_checks import at_bound
+    from cogtestbed.validation.studies.recovery_checks import at_bound
 
     parameters = {p.name: p for p in get_experiment(DEMO_EXPERIMENT).model("rw-pm").parameters}
     notes = []

@@ -38,7 +38,7 @@ def _design_fields(design_cls: Any) -> list[dict[str, Any]]:
 
 def describe_experiment(exp: Any) -> dict[str, Any]:
     """Everything a user can name for ``exp`` (an :class:`ExperimentSpec`), as plain data."""
-    from cogtestbed.validation.studies import declared_studies
+    from cogtestbed.validation.studies.driver import declared_studies
 
     return {
         "name": exp.name, "description": exp.description, "citation": exp.citation,

@@ -1,7 +1,7 @@
 """Sequential plans at run time: ``run --plan`` of a plan with looks, and ``cogtestbed looks RUN_DIR``.
 
 A run of a sequential plan (``plan … --looks K``) plays the first ``n_k`` subjects, fits and tests
-them as the plan simulated (:func:`cogtestbed.validation.seqplan.evaluate_look`), appends the look to
+them as the plan simulated (:func:`cogtestbed.validation.design.seqplan.evaluate_look`), appends the look to
 ``looks.jsonl`` and stops (efficacy or futility) or resumes the same run directory for the next
 look (earlier subjects come from the response cache).  ``--resume`` continues at the first look not
 recorded.  A plan of a metric difference between two LLMs runs both in step, one run directory each
@@ -26,7 +26,7 @@ def recorded_looks(run_dir: Path) -> list[dict[str, Any]]:
     decision, a finite statistic or none); a line that is not one is refused naming file and line."""
     import math
 
-    from cogtestbed.validation.seqplan import LOOKS_FILE
+    from cogtestbed.validation.design.seqplan import LOOKS_FILE
 
     path = run_dir / LOOKS_FILE
     if not path.exists():
@@ -55,7 +55,7 @@ def run_sequential(request: Any, design: dict[str, Any], execute_run: Callable[[
     from dataclasses import replace
 
     from cogtestbed.registry import get_experiment, read_trials
-    from cogtestbed.validation.seqplan import SEQUENTIAL_FILE
+    from cogtestbed.validation.design.seqplan import SEQUENTIAL_FILE
 
     if design["statistic"]["kind"] == "metric-power":
         raise ValueError("--plan: a sequential plan of a metric difference compares two LLMs: run it with both "
@@ -97,7 +97,7 @@ def run_sequential_pair(requests: Sequence[Any], output: Path, design: dict[str,
 
     from cogtestbed.llm_adapters.rundir import CONFIG_FILE
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.seqplan import SEQUENTIAL_FILE
+    from cogtestbed.validation.design.seqplan import SEQUENTIAL_FILE
 
     if int(design.get("runs_per_subject", 1)) != 1:
         raise ValueError("--plan: a sequential plan with several sessions per subject is not executed by run")
@@ -154,7 +154,7 @@ def _stopped(done: Sequence[dict[str, Any]]) -> bool:
 def _record_look(exp: Any, design: dict[str, Any], output: Path, k: int, table: Any) -> dict[str, Any]:
     """Test look ``k`` on ``table`` (a run's, or the pair's tables), append it to ``output/looks.jsonl``
     and print it."""
-    from cogtestbed.validation.seqplan import LOOKS_FILE, evaluate_look
+    from cogtestbed.validation.design.seqplan import LOOKS_FILE, evaluate_look
 
     look = evaluate_look(exp, design, table, k)
     with (output / LOOKS_FILE).open("a") as fh:
@@ -187,13 +187,13 @@ def looks(
     import math
 
     from cogtestbed.registry import get_experiment, read_trials
-    from cogtestbed.validation.seqplan import LOOKS_FILE, SEQUENTIAL_FILE, evaluate_look
+    from cogtestbed.validation.design.seqplan import LOOKS_FILE, SEQUENTIAL_FILE, evaluate_look
 
     path = run_dir / SEQUENTIAL_FILE
     if not path.exists():
         raise ValueError(f"{run_dir} holds no sequential run ({SEQUENTIAL_FILE} missing): run one with "
                          "`cogtestbed run --plan PLAN` of a `plan --looks` plan")
-    from cogtestbed.validation.seqpaths import checked_sequential
+    from cogtestbed.validation.design.seqpaths import checked_sequential
 
     try:
         raw = json.loads(path.read_text())

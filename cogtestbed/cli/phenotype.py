@@ -43,7 +43,7 @@ def _phenotype(paths: list[Path], agents: list[str] | None, experiment: str | No
 
     from cogtestbed.outputs import atomic_write_bytes
     from cogtestbed.trials import write_json_atomic
-    from cogtestbed.validation.phenotype import metrics_from_files, phenotype_table, plot_phenotype, table_flags
+    from cogtestbed.validation.runs.phenotype import metrics_from_files, phenotype_table, plot_phenotype, table_flags
 
     results = metrics_from_files(paths, agents, experiment, kinds)
     if not results:

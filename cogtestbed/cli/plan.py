@@ -93,10 +93,10 @@ def plan(
     from cogtestbed.experiments.spec import resolve_temperature
     from cogtestbed.parameters import parse_assignments
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.plan import Planner, Pricer, design_axes
-    from cogtestbed.validation.plan_report import plan_payload
-    from cogtestbed.validation.report import check_output_dir
-    from cogtestbed.validation.study_kinds import PlannedStudy
+    from cogtestbed.validation.design.plan import Planner, Pricer, design_axes
+    from cogtestbed.validation.design.plan_report import plan_payload
+    from cogtestbed.validation.studies.report import check_output_dir
+    from cogtestbed.validation.studies.study_kinds import PlannedStudy
 
     exp = get_experiment(experiment)
     _check_sequential_options(looks, spending, futility, null, seq_sims, precision, test)
@@ -131,7 +131,7 @@ def plan(
     result = planner.plan()
     payload = plan_payload(result, pricer, exp, max_cost, pilot_info)
     if looks is not None:
-        from cogtestbed.validation.seqplan import default_sims
+        from cogtestbed.validation.design.seqplan import default_sims
 
         sims = seq_sims if seq_sims is not None else default_sims(power, mc_se)
         _attach_looks(payload, result, pricer, exp, looks, spending, futility, sims, n_workers, null,
@@ -141,9 +141,9 @@ def plan(
 
 def _searched(exp: Any, design: list[str] | None, trials: str | None) -> tuple[dict[str, Any], str | None, Any]:
     """(fixed design fields, the trials searched as ``--trials`` text, the searched design field's
-    axis or None) of ``--design`` and ``--trials`` (:func:`~cogtestbed.validation.sizes.plan_design`)."""
-    from cogtestbed.validation.plan import Axis
-    from cogtestbed.validation.sizes import plan_design
+    axis or None) of ``--design`` and ``--trials`` (:func:`~cogtestbed.validation.studies.sizes.plan_design`)."""
+    from cogtestbed.validation.design.plan import Axis
+    from cogtestbed.validation.studies.sizes import plan_design
 
     fixed, swept, searched = plan_design(exp, design)
     if swept != (None,):  # --design TRIALS_FIELD=a,b,c: the trial counts searched
@@ -158,8 +158,8 @@ def _attach_looks(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, l
     """The sequential plan of ``plan --looks`` at the chosen design (its searched field fixed)."""
     import dataclasses
 
-    from cogtestbed.validation.plan import spec_at
-    from cogtestbed.validation.seqplan import attach_sequential
+    from cogtestbed.validation.design.plan import spec_at
+    from cogtestbed.validation.design.seqplan import attach_sequential
 
     result = dataclasses.replace(result, spec=spec_at(result.spec, result.chosen.point))
     attach_sequential(payload, result, pricer, exp, looks, spending, futility,  # type: ignore[arg-type]
@@ -176,7 +176,7 @@ def _check_sequential_options(looks: int | None, spending: str, futility: bool, 
         if given:
             raise ValueError(f"{', '.join(given)} shape a sequential plan: add --looks K (or drop them)")
         return
-    from cogtestbed.validation.seqplan import check_looks
+    from cogtestbed.validation.design.seqplan import check_looks
 
     check_looks(looks, spending)
     if precision:
@@ -187,9 +187,9 @@ def _check_sequential_options(looks: int | None, spending: str, futility: bool, 
 
 
 def _say_look_estimate(planner: Any) -> None:
-    """The plan's up-front estimate per look (:func:`cogtestbed.validation.estimate.plan_look_line`)."""
-    from cogtestbed.validation.estimate import plan_look_line
-    from cogtestbed.validation.plan import DECIDE_MAX_SIMS, FIRST_BATCH
+    """The plan's up-front estimate per look (:func:`cogtestbed.validation.design.estimate.plan_look_line`)."""
+    from cogtestbed.validation.design.estimate import plan_look_line
+    from cogtestbed.validation.design.plan import DECIDE_MAX_SIMS, FIRST_BATCH
 
     size, others = planner.size, planner.others
     smallest = planner.point(size.values[0], {a.name: a.values[0] for a in others})
@@ -201,7 +201,7 @@ def _say_look_estimate(planner: Any) -> None:
 
 def _emit_plan(payload: dict[str, Any], size_name: str, output: Path | None, as_json: bool) -> None:
     """Write plan.json and report.html under ``output`` (where given); print the plan as JSON or text."""
-    from cogtestbed.validation.plan_report import write_plan
+    from cogtestbed.validation.design.plan_report import write_plan
 
     if output is not None:
         files = write_plan(payload, output)
@@ -219,7 +219,7 @@ def _pilot_and_lapses(spec: Any, exp: Any, pilot: Path | None, llm: list[str], g
                       random_rate: float) -> tuple[Any, Any]:
     """The study with the pilot's fitted parameters and the expected invalid and random answers
     (``--invalid-rate``, else the pilot's rate) simulated as lapses; and the pilot read (or None)."""
-    from cogtestbed.validation.plan_report import MAX_INVALID_RATE, apply_pilot, read_pilot
+    from cogtestbed.validation.design.plan_report import MAX_INVALID_RATE, apply_pilot, read_pilot
 
     pilot_info = read_pilot(pilot, exp, spec) if pilot is not None else None
     if pilot_info is not None and pilot_info.llm is not None and pilot_info.llm not in llm:
@@ -234,7 +234,7 @@ def _pilot_and_lapses(spec: Any, exp: Any, pilot: Path | None, llm: list[str], g
         raise ValueError(f"{source} gives {rate:.0%} invalid answers (more than {MAX_INVALID_RATE:.0%}): fix the "
                          "prompt or the answer settings first, or plan for an expected rate with --invalid-rate")
     if rate > 0 or random_rate > 0:
-        from cogtestbed.agents.lapse import Lapse
+        from cogtestbed.lapse import Lapse
 
         spec = spec.model_copy(update={"lapse": Lapse(invalid=rate, random=random_rate)})
     return spec, pilot_info
@@ -269,7 +269,7 @@ def _target(llm: list[str], model: str | None, effect: str | None, metric: str |
 def _print_plan(payload: dict[str, Any], size_name: str) -> None:
     """The plan as text: its summary, recovery and frontier (and its looks, for a sequential plan)."""
     from cogtestbed.formatting import rate_text
-    from cogtestbed.validation.plan_report import summary_line
+    from cogtestbed.validation.design.plan_report import summary_line
 
     console.print(summary_line(payload), highlight=False, soft_wrap=True)
     line = recovery_line(payload.get("recovery") or {})
@@ -280,7 +280,7 @@ def _print_plan(payload: dict[str, Any], size_name: str) -> None:
         console.print(f"  frontier: {row['design']}: power {rate_text(row['power'], row['sims'])}, "
                       f"{int(row['calls']):,} calls, {dollars}", highlight=False, soft_wrap=True)
     if "sequential" in payload:
-        from cogtestbed.validation.seqplan import sequential_lines
+        from cogtestbed.validation.design.seqplan import sequential_lines
 
         for line in sequential_lines(payload["sequential"], size_name):
             console.print(line, highlight=False)
@@ -291,12 +291,12 @@ def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assur
                     reask: int, prices: Path | None, as_json: bool, output: Path | None = None,
                     field_axis: Any = None, allow_unpriced: bool = False) -> None:
     """``plan --precision``: the cheapest design meeting the precision target
-    (:mod:`cogtestbed.validation.precision`); ``-o DIR`` writes ``precision.json`` (the ``--json``
+    (:mod:`cogtestbed.validation.design.precision`); ``-o DIR`` writes ``precision.json`` (the ``--json``
     payload; ``plan.json``, which ``run --plan`` executes, belongs to power plans)."""
     from cogtestbed.experiments.spec import resolve_temperature
-    from cogtestbed.validation.plan import Axis, Pricer, declared_runs, parse_range, trials_values
-    from cogtestbed.validation.precision import PrecisionPlanner, precision_line, precision_payload
-    from cogtestbed.validation.study_data import design_for_trials
+    from cogtestbed.validation.design.plan import Axis, Pricer, declared_runs, parse_range, trials_values
+    from cogtestbed.validation.design.precision import PrecisionPlanner, precision_line, precision_payload
+    from cogtestbed.validation.studies.study_data import design_for_trials
 
     if len(llm) > 1:
         raise ValueError("--precision prices one LLM: give --llm once")

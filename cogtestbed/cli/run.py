@@ -195,7 +195,7 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRe
     temperature_source: str | None = None
     p: dict[str, Any] | None = None
     if o["plan"] is not None:
-        from cogtestbed.validation.plan_report import plan_run_settings
+        from cogtestbed.validation.design.plan_report import plan_run_settings
 
         p = plan_run_settings(o["plan"], o["experiment"], llm, o["subjects"], o["seed"], o["design"])
         o.update(experiment=p["experiment"], subjects=p["subjects"], seed=p["seed"], max_tokens=p["max_tokens"],
@@ -221,7 +221,7 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRe
 
 def _sequential_kind(plan: Path) -> str | None:
     """The statistic kind of a sequential plan (None for a fixed plan)."""
-    from cogtestbed.validation.plan_report import load_plan
+    from cogtestbed.validation.design.plan_report import load_plan
 
     seq = load_plan(plan).get("sequential")
     return None if seq is None else str(seq["statistic"]["kind"])
@@ -420,18 +420,18 @@ def _planned_llms(plan: Path | None, llms: list[str] | None) -> list[str]:
     """The ``--llm`` given, else the LLM(s) a plan was priced for."""
     if plan is None or llms:
         return list(llms or [])
-    from cogtestbed.validation.plan_report import load_plan
+    from cogtestbed.validation.design.plan_report import load_plan
 
     return list(dict.fromkeys(load_plan(plan)["llms"]))
 
 
 def _run_paired(llms: list[str], output: Path, kwargs: dict[str, Any]) -> None:
     """Both models on the same sessions (one run directory each), then ``paired.json``: the headline
-    metrics side by side with a paired test (:mod:`cogtestbed.validation.paired`)."""
+    metrics side by side with a paired test (:mod:`cogtestbed.validation.runs.paired`)."""
     import json
 
     from cogtestbed.registry import get_experiment, read_trials
-    from cogtestbed.validation.paired import format_report, paired_report
+    from cogtestbed.validation.runs.paired import format_report, paired_report
 
     if len(llms) != 2 or llms[0] == llms[1]:
         raise ValueError(f"--llm takes one model, or two different models to pair; got {llms}")

@@ -11,9 +11,9 @@ from cogtestbed.cli.app import app, console_err
 from cogtestbed.outputs import check_output_file
 
 if TYPE_CHECKING:  # the library is imported inside the command bodies (a light command line)
-    from cogtestbed.agents.lapse import Lapse
     from cogtestbed.environments.forms import FormDesign
     from cogtestbed.experiments.spec import ExperimentSpec
+    from cogtestbed.lapse import Lapse
 
 #: The simulation paths offered on the command line (the values of ``cogtestbed.simulation.Method``,
 #: repeated here so that registering the command imports no numerical package; a test keeps them equal).
@@ -47,7 +47,7 @@ def forms_option(exp: ExperimentSpec, forms: str | None, form_sd: list[str] | No
 
 def lapse_option(invalid: float, random: float) -> Lapse | None:
     """The :class:`Lapse` of ``--lapse-invalid``/``--lapse-random`` (None when both are 0)."""
-    from cogtestbed.agents.lapse import Lapse
+    from cogtestbed.lapse import Lapse
 
     lapse = Lapse(invalid, random)
     return lapse if lapse.active else None

@@ -1,6 +1,6 @@
 """``cogtestbed recover | model-recovery | power | sbc | metric-validity | study | fit``.
 
-Every study command builds a :class:`~cogtestbed.validation.studies.StudySpec`, checks it
+Every study command builds a :class:`~cogtestbed.validation.studies.driver.StudySpec`, checks it
 against the experiment spec *before* computing (a nonsense combination is one line on stderr,
 exit status 2), runs it (local process pool, or ``--dask SCHEDULER_ADDRESS``) with a progress
 bar, prints a table or one JSON object (``--json``), and with ``-o DIR`` writes
@@ -31,7 +31,7 @@ from cogtestbed.cli.simulate import LapseInvalidOpt, LapseRandomOpt, lapse_optio
 from cogtestbed.outputs import output_dir
 
 if TYPE_CHECKING:  # the study machinery is imported inside the command bodies (a light command line)
-    from cogtestbed.validation.studies import StudyResult, StudySpec
+    from cogtestbed.validation.studies.driver import StudyResult, StudySpec
 
 ExperimentOpt = Annotated[str, typer.Option("--experiment", "-e", help="Experiment name.")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of the whole study.")]
@@ -94,7 +94,7 @@ def _spec(**fields: Any) -> StudySpec:
     the option."""
     from pydantic import ValidationError
 
-    from cogtestbed.validation.studies import study_spec
+    from cogtestbed.validation.studies.driver import study_spec
 
     try:
         return study_spec(**fields)
@@ -110,9 +110,9 @@ def _spec(**fields: Any) -> StudySpec:
 
 def sized(experiment: str, design: list[str] | None, trials: str | None) -> dict[str, Any]:
     """``design`` and ``trials`` of a study from ``--design`` (a comma list sweeps the trials field,
-    :func:`~cogtestbed.validation.sizes.split_design`) and ``--trials`` (one of the two sizes the run)."""
+    :func:`~cogtestbed.validation.studies.sizes.split_design`) and ``--trials`` (one of the two sizes the run)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.sizes import split_design
+    from cogtestbed.validation.studies.sizes import split_design
 
     fixed, swept = split_design(get_experiment(experiment), design)
     given = _ints(trials, (None,), "--trials")
@@ -155,18 +155,16 @@ def parse_metric_assignments(experiment: str, items: list[str] | None) -> dict[s
     return out
 
 
-def parse_agent(text: str) -> tuple[str, dict[str, float]]:
-    """``AGENT[:p=v,q=w]`` → (agent name, parameter values)."""
-    name, _, rest = text.partition(":")
-    if not name.strip():
-        raise ValueError(f"expected AGENT[:NAME=VALUE,...], got {text!r}")
-    return name.strip(), parse_assignments([x for x in rest.split(",") if x.strip()])
-
-
 def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bool) -> StudyResult:
     """Check the spec (and reach the Dask scheduler) before computing, then run with a progress bar."""
     from cogtestbed.cli.app import progress
-    from cogtestbed.validation.studies import check_study, check_study_memory, concurrent_tasks, dask_client, run_study
+    from cogtestbed.validation.studies.driver import (
+        check_study,
+        check_study_memory,
+        concurrent_tasks,
+        dask_client,
+        run_study,
+    )
 
     exp = check_study(spec)
     if dask is None:  # before the progress bar: a refusal is the only line on stderr
@@ -201,10 +199,10 @@ def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bo
 
 def _say_estimate(spec: StudySpec, workers: int | None) -> Any:
     """The study's up-front time estimate on stderr, before its tasks start (for a job over
-    :data:`~cogtestbed.progress.ESTIMATE_OVER` seconds; :mod:`cogtestbed.validation.estimate`);
+    :data:`~cogtestbed.progress.ESTIMATE_OVER` seconds; :mod:`cogtestbed.validation.design.estimate`);
     returns it (its timed task's rows are reused), or None."""
     from cogtestbed import progress
-    from cogtestbed.validation.estimate import MIN_TASKS, study_estimate
+    from cogtestbed.validation.design.estimate import MIN_TASKS, study_estimate
 
     if getattr(spec, "method", None) == "hierarchical" and len(spec.tasks()) >= MIN_TASKS:
         # the timed task compiles the hierarchical model first (tens of seconds): say so, not silence
@@ -229,7 +227,7 @@ def readable_frame(frame: Any, spec: Any = None) -> Any:
 
     out = frame.copy()
     if spec is not None and "n_trials" in out.columns:
-        from cogtestbed.validation.report import design_name
+        from cogtestbed.validation.studies.report import design_name
 
         out.insert(0, "design", [design_name(spec, t) for t in out["n_trials"]])
         out = out.drop(columns=["n_trials"])
@@ -247,11 +245,11 @@ def readable_frame(frame: Any, spec: Any = None) -> Any:
 
 def _finish(result: StudyResult, as_json: bool, output: Path | None, payload: dict[str, Any]) -> None:
     if output is not None:
-        from cogtestbed.validation.report import write_study
+        from cogtestbed.validation.studies.report import write_study
 
         files = write_study(result, output)
         payload["report"] = str(files["report"])
-    from cogtestbed.validation.report import resolved
+    from cogtestbed.validation.studies.report import resolved
 
     designs = resolved(result.spec)
     payload["verdict"] = result.verdict
@@ -282,7 +280,7 @@ def _show(result: StudyResult, as_json: bool, output: Path | None) -> None:
         from rich.table import Table
 
         from cogtestbed.formatting import num
-        from cogtestbed.validation.report import _summary_tables
+        from cogtestbed.validation.studies.report import _summary_tables
 
         for caption, frame in _summary_tables(result):
             frame = readable_frame(frame, result.spec)
@@ -334,7 +332,7 @@ def study_command(*names: str) -> Callable[[Callable[..., StudySpec | None]], Ca
 
         @functools.wraps(fn)
         def command(**kwargs: Any) -> None:
-            from cogtestbed.validation.sizes import DesignSweep
+            from cogtestbed.validation.studies.sizes import DesignSweep
 
             run = RunOptions(**{p.name: kwargs.pop(p.name) for p in RUN_PARAMETERS})
             try:
@@ -344,14 +342,14 @@ def study_command(*names: str) -> Callable[[Callable[..., StudySpec | None]], Ca
                 return
             if spec is None:
                 return
-            from cogtestbed.validation.studies import check_study
+            from cogtestbed.validation.studies.driver import check_study
 
             check_study(spec)
             precision = parse_assignments(kwargs.get("precision") or [], "--precision")
             with output_dir(run.output, run.force):
                 result = _execute(spec, run.workers, run.dask, run.as_json)
                 if spec.kind == "recovery":  # the user's tolerance, estimates at a bound
-                    from cogtestbed.validation.recovery_checks import add_recovery_checks
+                    from cogtestbed.validation.studies.recovery_checks import add_recovery_checks
 
                     add_recovery_checks(result, precision, float(kwargs.get("assurance", 0.9)))
                 _show(result, run.as_json, run.output)
@@ -520,6 +518,7 @@ def _metric_power_spec(target: str, metric: str, compare: tuple[str, str] | None
     """Metric power: the metric's difference between two settings of one agent (``--compare``)."""
     if compare is None or agent is not None:
         raise ValueError("metric power takes --compare AGENT:p=v AGENT:p=v (and no --agent)")
+    from cogtestbed.parameters import parse_agent
     (name_a, a), (name_b, b) = parse_agent(compare[0]), parse_agent(compare[1])
     if name_a != name_b:
         raise ValueError(f"--compare takes two settings of one agent, got {name_a!r} and {name_b!r}")
@@ -532,6 +531,7 @@ def _test_power_spec(target: str, test: str | None, compare: tuple[str, str] | N
     """Test power: the rejection rate of the experiment's test ``test`` under ``--agent``."""
     if agent is None or compare is not None:
         raise ValueError("test power takes --agent AGENT[:p=v,...] (and no --compare)")
+    from cogtestbed.parameters import parse_agent
     name, params = parse_agent(agent)
     if test is not None:  # the paper's name of a test (T1c) is an alias of its key (t1_lr)
         from cogtestbed.registry import get_experiment
@@ -607,6 +607,7 @@ def metric_validity(
     run: RunOptions = RunOptions(),
 ) -> StudySpec | None:
     """Metric validity: sweep an agent parameter; the metric's mean/SD per value and its monotonicity."""
+    from cogtestbed.parameters import parse_agent
     name, params = parse_agent(agent)
     spec = _spec(kind="metric-validity", experiment=experiment, agent=name, params=params, metric=metric,
                      parameter=parameter, values=_floats(values), direction=direction,
@@ -627,7 +628,7 @@ def study(
     from rich.table import Table
 
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies import declared_studies, spec_from_decl
+    from cogtestbed.validation.studies.driver import declared_studies, spec_from_decl
 
     exp = get_experiment(experiment)
     if name is None:

@@ -323,8 +323,7 @@ def import_discounting(path: str | Path) -> pd.DataFrame:
     CogBench stores only each run's score and anomaly flags (no answers); they are kept in
     ``summary_score`` and ``summary_<item>`` (NaN where CogBench wrote an empty row).
     """
-    from cogtestbed.inference.discounting import SUMMARY_ITEM
-    from cogtestbed.tables.discounting import ANOMALY_ITEMS, COGBENCH_ANOMALY_COLUMNS, EXPERIMENT
+    from cogtestbed.tables.discounting import ANOMALY_ITEMS, COGBENCH_ANOMALY_COLUMNS, EXPERIMENT, SUMMARY_ITEM
 
     df = read_cogbench_csv(path, DISCOUNTING_COLUMNS, key=DISCOUNTING_KEY).sort_values("run", kind="stable")
     n = len(df)

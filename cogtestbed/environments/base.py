@@ -47,8 +47,8 @@ import pandas as pd
 from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict
 
-from cogtestbed.agents.lapse import random_choice
 from cogtestbed.environments.forms import VERBATIM, PromptForm
+from cogtestbed.lapse import random_choice
 from cogtestbed.schema import TrialSchema
 
 #: Action passed to :meth:`TextEnv.step` when the subject gave no valid answer.  The trial is
@@ -592,7 +592,7 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
         return int(action)
 
     def lapse_unit(self) -> int:
-        """Index of the lapse decision that governs the current step (:mod:`cogtestbed.agents.lapse`).
+        """Index of the lapse decision that governs the current step (:mod:`cogtestbed.lapse`).
 
         A lapse covers one *answer unit*: by default the step itself.  An environment whose trial
         (one row of its trial table, one observation of its models) spans several steps returns the
@@ -605,7 +605,7 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
 
     def random_answer(self, u: np.ndarray) -> Any:
         """A uniformly random valid answer to the current step from :attr:`lapse_draws` uniforms
-        ``u`` (a synthetic subject's random lapse, :mod:`cogtestbed.agents.lapse`).
+        ``u`` (a synthetic subject's random lapse, :mod:`cogtestbed.lapse`).
 
         Default, from the current phase: a discrete space gives a uniform option
         (``start + ⌊u·n⌋``); a Box gives a uniform value over its range (one uniform per

@@ -266,7 +266,7 @@ class BeliefDesign(Design):
     def _fits_in_memory(self) -> BeliefDesign:
         """Refuse, before anything is allocated, a design whose one subject's calls would not fit
         in the memory available now (:data:`BYTES_PER_CALL` a call, ``MEMORY_COPIES`` copies)."""
-        from cogtestbed.simulation import MEMORY_COPIES, check_memory
+        from cogtestbed.memory import MEMORY_COPIES, check_memory
 
         calls = self.n_contexts * self.n_reps * self.steps_per_rep
         check_memory(calls * BYTES_PER_CALL * MEMORY_COPIES,

@@ -235,7 +235,7 @@ class MagnitudeDesign(Design):
 
 
 #: Bytes one trial of one subject takes while it is simulated: its stimulus and render seed (16)
-#: and three working copies (``simulation.MEMORY_COPIES``) of its trial-table row (136 B measured
+#: and three working copies (``memory.MEMORY_COPIES``) of its trial-table row (136 B measured
 #: on the default design: ``simulate(...).memory_usage(deep=True).sum() / len(table)``).
 TRIAL_BYTES = 16 + 3 * 136
 
@@ -243,7 +243,7 @@ TRIAL_BYTES = 16 + 3 * 136
 def check_subject_memory(design: MagnitudeDesign) -> None:
     """Refuse, before anything is allocated, a design one subject of which would not fit in the
     memory available now (``trials_per_session`` × blocks × :data:`TRIAL_BYTES`; issue 30)."""
-    from cogtestbed.simulation import check_memory
+    from cogtestbed.memory import check_memory
 
     check_memory(design.n_trials * TRIAL_BYTES,
                  f"one magnitude subject ({len(design.blocks)} blocks × {design.trials_per_session} trials)",

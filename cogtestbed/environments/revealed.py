@@ -46,7 +46,6 @@ from gymnasium import spaces
 from numba import njit
 from pydantic import field_validator, model_validator
 
-from cogtestbed.agents.lapse import random_choice
 from cogtestbed.environments.base import (
     Design,
     Outcomes,
@@ -77,6 +76,7 @@ from cogtestbed.environments.revealed_items import (
     dice_items,
     preference_items,
 )
+from cogtestbed.lapse import random_choice
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.revealed import EXPERIMENT, SCHEMA
 from cogtestbed.trials import (
@@ -492,7 +492,7 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
         """The sampling noise floor (this project's addition, not the paper's) at the design's
         ``n_samples`` for each outcome-set size it scores: every RevB item's k, and the 5 MCQ
         options of a scored StaA channel."""
-        from cogtestbed.inference.revealed import sampling_floor_note
+        from cogtestbed.environments.revealed_floor import sampling_floor_note
 
         assert isinstance(design, RevealedDesign)
         ks = [it.n_outcomes for it in design.items] if "revb" in design.channels else []

@@ -16,12 +16,12 @@ from cogtestbed.experiments.spec import (
     ExperimentSpec,
     Generator,
     Importer,
-    MetricOption,
     MetricsSpec,
     StudyDecl,
     lazy,
 )
 from cogtestbed.inference.causal import MODELS, collider_metrics
+from cogtestbed.metrics_result import MetricOption
 from cogtestbed.tables.causal import SCHEMA
 
 

@@ -3,7 +3,6 @@
 from cogtestbed.experiments.spec import (
     Decoding,
     ExperimentSpec,
-    MetricOption,
     MetricsSpec,
     StudyDecl,
     lazy,
@@ -17,6 +16,7 @@ from cogtestbed.inference.magnitude import (
     VARIANCE_READINGS,
     magnitude_metrics,
 )
+from cogtestbed.metrics_result import MetricOption
 from cogtestbed.tables.magnitude import SCHEMA
 
 SPEC = ExperimentSpec(

@@ -31,9 +31,9 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from cogtestbed.agents.lapse import step_lapse, unit_lapse
-from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.lapse import step_lapse, unit_lapse
+from cogtestbed.metrics_result import MetricsResult, metrics_result
 from cogtestbed.numerics import log_sigmoid, sigmoid
 from cogtestbed.parameters import Parameter, ParameterSet
 
@@ -93,7 +93,7 @@ def simulate_bart_kernel(
     ``targets`` (N, n_types) holds each letter's mean target μ; a subject with ``p_inflate[i] >=
     0`` instead inflates with that probability on every decision (CogBench's random agent: 0.5).
     One uniform per decision; the first decision of a balloon draws the target from its uniform.
-    Lapses (:mod:`cogtestbed.agents.lapse`) cover a whole balloon (``lapse_kind`` (N, ≥ balloons)
+    Lapses (:mod:`cogtestbed.lapse`) cover a whole balloon (``lapse_kind`` (N, ≥ balloons)
     per balloon, ``lapse_u`` (N, steps) per decision; no rows: no lapses): an invalid balloon is voided at its first
     decision, a random one answers every decision ⌊2u⌋ (the environment's step path).
     """

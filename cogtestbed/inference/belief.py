@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from cogtestbed.experiments.spec import MetricOption
+from cogtestbed.metrics_result import MetricOption
 
 #: Default test level.
 LEVEL = 0.05

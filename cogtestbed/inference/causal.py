@@ -41,7 +41,6 @@ import pandas as pd
 from numba import njit
 from scipy import stats
 
-from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.inference.cbn import (
     M1,
@@ -57,6 +56,7 @@ from cogtestbed.inference.cbn import (
     valid_judgments,
 )
 from cogtestbed.inference.optim import bfgs_driver
+from cogtestbed.metrics_result import MetricsResult, metrics_result
 from cogtestbed.numerics import sigmoid
 from cogtestbed.parameters import ParameterSet
 

@@ -32,9 +32,9 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from cogtestbed.agents.lapse import step_lapse, unit_lapse
-from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
+from cogtestbed.lapse import step_lapse, unit_lapse
+from cogtestbed.metrics_result import MetricsResult, metrics_result
 from cogtestbed.parameters import Parameter, ParameterSet
 from cogtestbed.tables.discounting import (
     ANOMALY_ITEMS,
@@ -43,6 +43,7 @@ from cogtestbed.tables.discounting import (
     MVF_VALUES,
     N_BASELINE_CODES,
     NOT_ASKED,
+    SUMMARY_ITEM,
 )
 
 if TYPE_CHECKING:  # the staircase's questions come from the environment, imported where they are asked
@@ -50,7 +51,6 @@ if TYPE_CHECKING:  # the staircase's questions come from the environment, import
 
 EXPERIMENT = "temporal-discounting"
 CLIP = 1e-10
-SUMMARY_ITEM = "summary"
 
 K = Parameter.positive("k", 0.1, upper=100.0, description="hyperbolic discount rate per year",
                        prior_mean=-2.0, prior_sd=1.5, search_floor=1e-4, search_ceiling=100.0)
@@ -111,7 +111,7 @@ def simulate_staircase_kernel(
 
     Subject ``i`` picks Option 1 with ``prob_option1`` unless ``p_random[i] >= 0``, in which case
     it picks Option 1 with that probability (CogBench's random agent: 0.5).  One uniform per
-    question.  Lapses (:mod:`cogtestbed.agents.lapse`, per question; no rows: none): a random answer ⌊2u⌋ moves
+    question.  Lapses (:mod:`cogtestbed.lapse`, per question; no rows: none): a random answer ⌊2u⌋ moves
     the staircase like any other; an invalid one ends the session, as the environment does.
     """
     n = k.shape[0]

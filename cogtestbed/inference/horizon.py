@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.inference.logit import fit_logit
+from cogtestbed.metrics_result import MetricsResult, metrics_result
 from cogtestbed.numerics import log_sigmoid, sigmoid
 from cogtestbed.parameters import Parameter, ParameterSet
 from cogtestbed.tables.horizon import EXPERIMENT

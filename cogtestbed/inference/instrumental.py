@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from cogtestbed.agents.lapse import INVALID, RANDOM
-from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel, subject_slices
+from cogtestbed.lapse import INVALID, RANDOM
+from cogtestbed.metrics_result import MetricsResult, metrics_result
 from cogtestbed.numerics import SIGMOID_MARGIN, sigmoid_margin
 from cogtestbed.parameters import Parameter, ParameterSet
 
@@ -102,8 +102,8 @@ def rw_visit(
     """One RW± trial in a casino with values (v0, v1), the agent having chosen arm 1 iff ``arm1``:
     (new v0, new v1, recorded arm, recorded reward), with selects only (no branch).
 
-    The lapse ``kind`` (:mod:`cogtestbed.agents.lapse`, as a float) decides the recorded answer like
-    :func:`~cogtestbed.agents.lapse.lapsed_choice`: an invalid answer records arm −1 and reward NaN and
+    The lapse ``kind`` (:mod:`cogtestbed.lapse`, as a float) decides the recorded answer like
+    :func:`~cogtestbed.lapse.lapsed_choice`: an invalid answer records arm −1 and reward NaN and
     teaches nothing; a random one is arm 1 iff 2·u ≥ 1 (``random_choice(u, 2)`` = min(⌊2u⌋, 1), 2u
     exact) and is learned from.  The chosen value gets V + α·δ with α = :func:`rw_learning_rate`, the
     same operations as the agent's step-path update, so the same bits.
@@ -206,7 +206,7 @@ def simulate_rwpm_kernel(
     ``casino`` (N, T) holds 0-based casino indices, ``reward_draws`` (N, T, 2) the pre-sampled
     outcome of each arm, ``uniforms`` (N, T) the choice uniforms: arm 0 iff u < P(arm 0)
     (:func:`prob_arm0`, bit for bit).  ``lapse_kind``/``lapse_u`` (N, T): pre-drawn lapses
-    (:mod:`cogtestbed.agents.lapse`), or arrays with no rows for none; an invalid step records −1,
+    (:mod:`cogtestbed.lapse`), or arrays with no rows for none; an invalid step records −1,
     pays nothing and teaches nothing, a random arm is learned from.  Returns (action, reward, valid).
 
     Speed without changing a bit.  A casino's value pair changes only on its own visits, so each

@@ -130,7 +130,7 @@ def check_one_session_per_block(trials: pd.DataFrame) -> None:
 def check_cube_memory(trials: pd.DataFrame, bootstrap_rounds: int) -> None:
     """Refuse, before any allocation, a table whose dense per-subject cube (its largest ``trial``
     + 1 trials in each of the 4 × 9 × 3 × 3 cells) would not fit in the memory available now."""
-    from cogtestbed.simulation import check_memory
+    from cogtestbed.memory import check_memory
 
     trial = pd.to_numeric(trials["trial"], errors="coerce") if len(trials) else pd.Series([0])
     if trial.isna().any() or (trial < 0).any():

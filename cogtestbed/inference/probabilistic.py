@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import CognitiveModel, MLEResult
+from cogtestbed.metrics_result import MetricsResult, metrics_result
 from cogtestbed.numerics import logit, sigmoid, std_normal
 from cogtestbed.parameters import Parameter, ParameterSet
 from cogtestbed.tables.probabilistic import EXPERIMENT, bayes_posterior

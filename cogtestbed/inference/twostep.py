@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from cogtestbed.agents.lapse import step_lapse, unit_lapse
-from cogtestbed.experiments.spec import MetricsResult, metrics_result
 from cogtestbed.inference.base import NO_ANSWER_LOG_UNIFORM, CognitiveModel
+from cogtestbed.lapse import step_lapse, unit_lapse
+from cogtestbed.metrics_result import MetricsResult, metrics_result
 from cogtestbed.numerics import log_sigmoid as _log_sigmoid
 from cogtestbed.numerics import sigmoid as _sigmoid
 from cogtestbed.parameters import Parameter, ParameterSet
@@ -99,7 +99,7 @@ def simulate_hybrid_kernel(
 
     Returns per-step (N, 2T) actions, rewards (stage-1 reward 0), valid and played masks.
     ``beta = 0`` gives CogBench's random agent (a 50/50 coin on both stages).  Lapses
-    (:mod:`cogtestbed.agents.lapse`) cover a whole trial (``lapse_kind`` (N, ≥ T) per trial,
+    (:mod:`cogtestbed.lapse`) cover a whole trial (``lapse_kind`` (N, ≥ T) per trial,
     ``lapse_u`` (N, 2T) per step; no rows: no lapses): an invalid trial stops at its first stage (the second is never
     asked, nothing is learnt, stickiness is broken, the agent's own draws resume at the next
     trial), a random one

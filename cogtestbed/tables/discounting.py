@@ -11,6 +11,8 @@ from __future__ import annotations
 from cogtestbed.schema import TrialSchema, Values
 
 EXPERIMENT = "temporal-discounting"
+#: The ``item`` of the one row per run that carries CogBench's summary columns (an imported run).
+SUMMARY_ITEM = "summary"
 #: Max value factors by code: 0 → 1.01, 1 → 1.02, 2 → 1.1, 3 → 1.2, 4 → 1.5, 5 → none.
 MVF_VALUES = (1.01, 1.02, 1.1, 1.2, 1.5)
 MVF_NONE = 5

@@ -1,6 +1,6 @@
 """Simulating a sequential plan: lazily, fitting each subject once, and calibrating its bounds.
 
-The procedure :mod:`cogtestbed.validation.seqplan` designs is simulated exactly as ``run --plan``
+The procedure :mod:`cogtestbed.validation.design.seqplan` designs is simulated exactly as ``run --plan``
 executes it (the same fitter and test at each look), but only as far as it goes:
 
 * **Each subject is fitted once.**  Per-subject MLE fits are independent, so the fits of the
@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from cogtestbed.validation.seqpaths import EFFICACY, EFFICACY_OTHER, FUTILITY, Z_CAP, Boundaries
-from cogtestbed.validation.study_kinds import PlannedStudy, PowerStudy
+from cogtestbed.validation.design.seqpaths import EFFICACY, EFFICACY_OTHER, FUTILITY, Z_CAP, Boundaries
+from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
 
 #: Replicates simulated together (one simulate and one fit call per step): a fixed size, so a
 #: replicate's random numbers do not depend on the number of workers.
@@ -108,8 +108,8 @@ class _Tracker:
 def _chunk_table(spec: PowerStudy, exp: Any, model: Any, design: Any, runs: int, n: int,
                  seq: np.random.SeedSequence) -> Any:
     """``n`` fresh subjects of the study (parameters drawn as the fixed plan draws them)."""
-    from cogtestbed.validation.model_studies import power_parameters
-    from cogtestbed.validation.study_data import seed_of, simulate_model
+    from cogtestbed.validation.studies.model_studies import power_parameters
+    from cogtestbed.validation.studies.study_data import seed_of, simulate_model
 
     param_seq, sim_seq = seq.spawn(2)
     true = power_parameters(spec, model, n, np.random.default_rng(param_seq))
@@ -119,7 +119,7 @@ def _chunk_table(spec: PowerStudy, exp: Any, model: Any, design: Any, runs: int,
 def subject_contrasts(spec: PowerStudy, model: Any, table: Any, n: int) -> np.ndarray:
     """The per-subject MLE contrast of each of the ``n`` subjects of ``table`` (subject ids
     0..n−1); NaN for a subject without a valid trial (as the run's look has no estimate for it)."""
-    from cogtestbed.validation.study_data import fitted_model
+    from cogtestbed.validation.studies.study_data import fitted_model
 
     values = np.full(n, np.nan)
     if not table["valid"].any():
@@ -156,8 +156,8 @@ def model_block(spec_json: str, trials: int | None, runs: int, n_top: int, sizes
     candidate of ``rule`` still runs them (``rule`` None: to ``n_top``); random numbers from
     ``SeedSequence([seed, 7919, stream, block, step])``."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.study_data import design_for_trials
-    from cogtestbed.validation.study_kinds import load_study
+    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.validation.studies.study_kinds import load_study
 
     spec = load_study(spec_json)
     assert isinstance(spec, PowerStudy)
@@ -186,7 +186,7 @@ def model_block(spec_json: str, trials: int | None, runs: int, n_top: int, sizes
 
 def _full_block(spec_json: str, trials: int | None, runs: int, n_top: int, sizes: Sequence[int], seed: int,
                 stream: int, reps: Sequence[int]) -> Paths:
-    from cogtestbed.validation.seqpaths import simulate_paths
+    from cogtestbed.validation.design.seqpaths import simulate_paths
 
     z, est = simulate_paths(spec_json, trials, runs, n_top, sizes, seed, reps, stream)
     return Paths(z, est)

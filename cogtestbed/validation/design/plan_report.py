@@ -20,9 +20,9 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cogtestbed.experiments.spec import ExperimentSpec
-from cogtestbed.validation.plan import Evaluated, PlanResult, Pricer, describe_target, sessions_per_llm, study_at
-from cogtestbed.validation.study_data import design_for_trials
-from cogtestbed.validation.study_kinds import ModelStudy, PlannedStudy
+from cogtestbed.validation.design.plan import Evaluated, PlanResult, Pricer, describe_target, sessions_per_llm, study_at
+from cogtestbed.validation.studies.study_data import design_for_trials
+from cogtestbed.validation.studies.study_kinds import ModelStudy, PlannedStudy
 
 PLAN_FILE, REPORT_FILE, FRONTIER_PNG = "plan.json", "report.html", "frontier.png"
 #: Valid trials a pilot needs before its fitted parameters are used as the simulation's base.
@@ -193,7 +193,7 @@ def summary_line(payload: dict[str, Any]) -> str:
 # ----------------------------------------------------------------------------- report
 def plot_frontier(payload: dict[str, Any], out: Path) -> Path:
     """Power against cost of every simulated design (±1.96 MC SE), the frontier and the choice."""
-    from cogtestbed.validation.report import _plt, _save
+    from cogtestbed.validation.studies.report import _plt, _save
 
     plt = _plt()
     frame = pd.DataFrame(payload["evaluated"])
@@ -223,7 +223,7 @@ def plot_frontier(payload: dict[str, Any], out: Path) -> Path:
 
 def write_plan(payload: dict[str, Any], out: Path) -> dict[str, Path]:
     """``plan.json``, ``frontier.png`` and ``report.html`` in ``out`` (each written atomically)."""
-    from cogtestbed.validation.report import _atomic_write, check_output_dir, html_report
+    from cogtestbed.validation.studies.report import _atomic_write, check_output_dir, html_report
 
     check_output_dir(out)
     plan = out / PLAN_FILE
@@ -241,7 +241,7 @@ def write_plan(payload: dict[str, Any], out: Path) -> dict[str, Path]:
                "plots": [png], "details": details}
     sections = [section]
     if "sequential" in payload:  # a group-sequential plan (plan --looks)
-        from cogtestbed.validation.seqplan import report_section
+        from cogtestbed.validation.design.seqplan import report_section
 
         sections.append(report_section(payload["sequential"], out))
     report = out / REPORT_FILE
@@ -288,7 +288,7 @@ def checked_run_section(run: Any, path: Path) -> dict[str, Any]:
         got = f" (got {err['input']!r})" if "input" in err and not isinstance(err["input"], dict) else ""
         raise ValueError(f"--plan: {path}: {where}: {err['msg']}{got}") from None
     if out.get("sequential") is not None:  # looks, bounds and statistic checked before any call
-        from cogtestbed.validation.seqpaths import checked_sequential
+        from cogtestbed.validation.design.seqpaths import checked_sequential
 
         out["sequential"] = checked_sequential(out["sequential"], f"--plan: {path}: run.sequential", out["subjects"])
     return out

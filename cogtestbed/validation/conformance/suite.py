@@ -8,7 +8,7 @@ has nothing it could test (no models, no importers); :func:`experiment_checks` y
 :class:`Check` objects so that pytest can parametrise over (experiment, check)::
 
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.conformance import check_experiment
+    from cogtestbed.validation.conformance.suite import check_experiment
 
     report = check_experiment(get_experiment("two-step"), raise_on_failure=False)
     print(report.table())
@@ -28,7 +28,6 @@ import contextlib
 import importlib
 import io
 import math
-import os
 import re
 import tempfile
 import time
@@ -42,26 +41,27 @@ import numpy as np
 import pandas as pd
 from gymnasium import spaces
 
-from cogtestbed.agents.lapse import Lapse
 from cogtestbed.environments.base import Design, Phase, TextEnv
-from cogtestbed.experiments.spec import ExperimentSpec, StudyDecl, headline_problems, metrics_result_problems
+from cogtestbed.experiments.spec import ExperimentSpec, StudyDecl
+from cogtestbed.lapse import Lapse
 from cogtestbed.llm_adapters.base import GenerateRequest, Generation, LLMClient
+from cogtestbed.metrics_result import headline_problems, metrics_result_problems
 from cogtestbed.parameters import Parameter, ParameterError, ParameterSet
 from cogtestbed.schema import TrialSchema
 from cogtestbed.trials import table_to_parquet
-from cogtestbed.validation.edge_checks import check_importer_conflicts, sniffed_files
-from cogtestbed.validation.edge_checks import fail as _fail
-from cogtestbed.validation.errors import ConformanceError, NotApplicable
-from cogtestbed.validation.table_checks import (
+from cogtestbed.validation.conformance.config import DATA_DIR_ENV as DATA_DIR_ENV
+from cogtestbed.validation.conformance.config import QUICK_MAX_STEPS, CheckConfig
+from cogtestbed.validation.conformance.edge_checks import check_importer_conflicts, sniffed_files
+from cogtestbed.validation.conformance.edge_checks import fail as _fail
+from cogtestbed.validation.conformance.table_checks import (
     check_all_invalid_metrics,
     check_permuted_table,
     check_schema_fast_path,
 )
+from cogtestbed.validation.errors import ConformanceError, NotApplicable
 
 Status = Literal["passed", "failed", "xfail", "xpass", "skipped"]
 
-#: Environment variable naming the directory of published data the importer check reads.
-DATA_DIR_ENV = "COGTESTBED_DATA_DIR"
 #: The cue of CogBench's question/answer prompts (Coda-Forno et al. 2024): a prompt whose last
 #: line starts with it is a completion prompt that the subject continues.
 COMPLETION_CUE = "A:"
@@ -87,8 +87,6 @@ GARBAGE_DISCRETE: tuple[str, ...] = ("999999",)
 #: Subjects per data set of a quick smoke run of a declared study, and draws of its SBC chains.
 QUICK_STUDY_SUBJECTS = 4
 QUICK_SBC_DRAWS = 50
-#: Most steps per session of the quick mode's designs (where ``trials_field`` can lower them).
-QUICK_MAX_STEPS = 240
 #: Subjects (CogBench runs) of an imported file whose metrics the quick importer check computes.
 QUICK_IMPORT_UNITS = 2
 #: Relative step of the central finite differences of the gradient check.
@@ -110,34 +108,6 @@ RECOVERY_NATURAL_TOL = 0.05
 CHECK_LAPSE = (0.1, 0.2)
 
 
-@dataclass(frozen=True)
-class CheckConfig:
-    """Sizes of the designs the checks play (``quick``: small, for the default test suite)."""
-
-    quick: bool = True
-    seed: int = 20240601
-    #: Directory of published data for the importer check (None: ``$COGTESTBED_DATA_DIR``).
-    data_dir: Path | None = None
-
-    @property
-    def n_subjects(self) -> int:
-        return 3 if self.quick else 6
-
-    @property
-    def design_divisor(self) -> int:
-        """Quick mode divides the ``trials_field`` of the default design by this."""
-        return 4 if self.quick else 1
-
-    @property
-    def probe_steps(self) -> int | None:
-        """Steps of a session the prompt and garbage probes play (None: the whole session)."""
-        return QUICK_MAX_STEPS if self.quick else None
-
-    def resolved_data_dir(self) -> Path | None:
-        if self.data_dir is not None:
-            return Path(self.data_dir)
-        env = os.environ.get(DATA_DIR_ENV)
-        return Path(env) if env else None
 
 
 CheckFn = Callable[[ExperimentSpec, CheckConfig], None]
@@ -705,7 +675,7 @@ def _request_problems(request: GenerateRequest, chat: bool) -> list[str]:
 def check_batch_equals_step(spec: ExperimentSpec, config: CheckConfig) -> None:
     """For every agent, the batch kernel and the gymnasium step path give identical, schema-valid
     tables (per-subject, non-default parameters), without and with lapses (:data:`CHECK_LAPSE`)."""
-    from cogtestbed.agents.lapse import Lapse
+    from cogtestbed.lapse import Lapse
     from cogtestbed.registry import validate_table
     from cogtestbed.schema import TrialTableError
     from cogtestbed.simulation import simulate
@@ -799,7 +769,7 @@ def simulate_from_model(spec: ExperimentSpec, model: str, params: Mapping[str, n
     ``params`` maps the model's parameters to per-subject arrays; with ``runs > 1`` each subject
     plays ``runs`` sessions (simulated as independent runs, relabelled ``subject = k // runs``,
     ``session = k % runs``), the pooling of experiments whose unit is the session.  ``lapse``: a
-    :class:`~cogtestbed.agents.lapse.Lapse` of the simulated subjects.
+    :class:`~cogtestbed.lapse.Lapse` of the simulated subjects.
     """
     from cogtestbed.simulation import simulate
 
@@ -817,8 +787,8 @@ def simulate_from_model(spec: ExperimentSpec, model: str, params: Mapping[str, n
 def _model_data(spec: ExperimentSpec, model: str, config: CheckConfig, lapse: bool = False) -> tuple[Any, Any]:
     """(model, one subject's data) simulated at the model's defaults on the small design; with
     ``lapse``, the model's lapse variant (ε fitted) on data simulated with :data:`CHECK_LAPSE`."""
-    from cogtestbed.agents.lapse import Lapse
     from cogtestbed.inference.base import with_lapse
+    from cogtestbed.lapse import Lapse
 
     m = spec.model(model)
     defaults = {p.name: np.array([p.default]) for p in m.parameters}
@@ -1110,7 +1080,7 @@ def check_power_study(spec: ExperimentSpec, config: CheckConfig) -> None:
     of its first parameter, a between-subject SD of 2 on the unconstrained scale, half the small
     design): its one cell has one simulation of two subjects and a mean estimate inside the
     parameter's bounds, so the population draws stay inside the bounds whatever the transform."""
-    from cogtestbed.validation.studies import run_study, study_spec
+    from cogtestbed.validation.studies.driver import run_study, study_spec
 
     design: dict[str, Any] = {}
     if spec.trials_field is not None:
@@ -1218,7 +1188,7 @@ def check_metrics_result(spec: ExperimentSpec, config: CheckConfig) -> None:
 def study_overrides(decl: StudyDecl, config: CheckConfig) -> dict[str, Any]:
     """Settings of a reps = 1 smoke run of a declared study: quick mode keeps the smallest declared
     design point, :data:`QUICK_STUDY_SUBJECTS` subjects and short chains."""
-    from cogtestbed.validation.study_kinds import kind_fields
+    from cogtestbed.validation.studies.study_kinds import kind_fields
 
     if not config.quick:
         return {}
@@ -1234,8 +1204,8 @@ def study_overrides(decl: StudyDecl, config: CheckConfig) -> dict[str, Any]:
 
 def check_study_declarations(spec: ExperimentSpec, config: CheckConfig) -> None:
     """The experiment declares at least one study, and each builds a study spec that passes
-    :func:`~cogtestbed.validation.studies.check_study` (names, settings, designs; nothing is run)."""
-    from cogtestbed.validation.studies import check_study, spec_from_decl
+    :func:`~cogtestbed.validation.studies.driver.check_study` (names, settings, designs; nothing is run)."""
+    from cogtestbed.validation.studies.driver import check_study, spec_from_decl
 
     if not spec.studies:
         raise ConformanceError(f"{spec.name}: declares no study (StudyDecl in the spec's studies)")
@@ -1253,12 +1223,12 @@ def check_declared_studies(spec: ExperimentSpec, config: CheckConfig) -> None:
     non-empty results table and summary (quick mode: at its smallest declared design)."""
     if not spec.studies:
         raise NotApplicable(f"{spec.name} declares no studies")
-    from cogtestbed.validation import studies
+    from cogtestbed.validation.studies import driver as studies
 
     runner = getattr(studies, "run_declared_study", None)
     if runner is None:
         raise ConformanceError("the study driver has no generic entry for declared studies "
-                               "(cogtestbed.validation.studies.run_declared_study)")
+                               "(cogtestbed.validation.studies.driver.run_declared_study)")
     problems = []
     for i, decl in enumerate(spec.studies):
         what = f"study {i} ({decl.kind}: {decl.description or decl.model or decl.metric})"
@@ -1321,7 +1291,7 @@ def check_phases(spec: ExperimentSpec, config: CheckConfig) -> None:
 
 
 def check_lapses(spec: ExperimentSpec, config: CheckConfig) -> None:
-    """Every family supports lapses (:mod:`cogtestbed.agents.lapse`): a zero lapse leaves the
+    """Every family supports lapses (:mod:`cogtestbed.lapse`): a zero lapse leaves the
     table byte for byte as without one; with lapses some answers are invalid, and the batch path
     plays them itself (never falling back on the step path) with the step path's table, byte for byte."""
     import cogtestbed.simulation as simulation

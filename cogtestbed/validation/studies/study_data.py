@@ -1,9 +1,9 @@
 """What every study task shares: the design at a number of trials, simulated subjects and their
 true parameters, the fitted model, the tasks' seeds and the statistics of rates and differences.
 
-Used by the study driver (:mod:`cogtestbed.validation.studies`), its tasks
-(:mod:`~cogtestbed.validation.model_studies`, :mod:`~cogtestbed.validation.metric_studies`) and
-the summaries (:mod:`~cogtestbed.validation.summaries`); it imports none of them.
+Used by the study driver (:mod:`cogtestbed.validation.studies.driver`), its tasks
+(:mod:`~cogtestbed.validation.studies.model_studies`, :mod:`~cogtestbed.validation.studies.metric_studies`) and
+the summaries (:mod:`~cogtestbed.validation.studies.summaries`); it imports none of them.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from cogtestbed.agents.lapse import Lapse
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.inference.base import CognitiveModel, with_lapse
 from cogtestbed.inference.hierarchical import SD_SCALE, sample_hierarchical_prior
+from cogtestbed.lapse import Lapse
 from cogtestbed.parameters import Parameter
 from cogtestbed.simulation import as_sessions, simulate
-from cogtestbed.validation.study_kinds import ModelStudy, SampledStudy
+from cogtestbed.validation.studies.study_kinds import ModelStudy, SampledStudy
 
 #: Central mass of the prior whose natural-scale range the uniform sampler uses by default.
 UNIFORM_PRIOR_Z = 1.645

@@ -6,13 +6,13 @@ at which P(|estimate − truth| ≤ halfwidth) ≥ Q for one simulated subject's
 estimate of ``PARAM`` (a model parameter or contrast).  The assurance is estimated by simulation:
 subjects are drawn as the power studies draw them (population medians from ``--base``/a pilot, else
 the model's defaults, scattered with SD ``sd_between`` on the unconstrained scale,
-:func:`~cogtestbed.validation.model_studies.power_parameters`), simulated through the model's
+:func:`~cogtestbed.validation.studies.model_studies.power_parameters`), simulated through the model's
 generating agent and fitted one by one; the share within the halfwidth is reported with its 95 %
 Wilson interval (its Monte-Carlo uncertainty).  Designs are simulated in batches until the interval
 lies on one side of Q or :data:`MAX_SUBJECTS` subjects are spent (then the point estimate decides).
 
 The search walks the design axis — the trials axis (the experiment's trials field,
-:mod:`cogtestbed.validation.sizes`), or another integer design field given as a list (``--design
+:mod:`cogtestbed.validation.studies.sizes`), or another integer design field given as a list (``--design
 n_samples=2,4,8``) — upwards on a coarse grid and bisects between the last design that fails and
 the first that passes, for each runs value (experiments that pool sessions).
 """
@@ -29,9 +29,9 @@ import numpy as np
 
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.formatting import wilson
-from cogtestbed.validation.plan import Axis, PlanInfeasible, Point, Pricer, cost_key
-from cogtestbed.validation.study_data import design_for_trials, seed_of, simulate_model
-from cogtestbed.validation.study_kinds import PowerStudy
+from cogtestbed.validation.design.plan import Axis, PlanInfeasible, Point, Pricer, cost_key
+from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_model
+from cogtestbed.validation.studies.study_kinds import PowerStudy
 
 #: Subjects simulated per batch of one design.
 BATCH = 40
@@ -105,7 +105,7 @@ class PrecisionPlanner:
 
     # -- one design
     def _batch(self, point: Point, k: int, n: int = BATCH) -> tuple[np.ndarray, np.ndarray]:
-        from cogtestbed.validation.model_studies import power_parameters
+        from cogtestbed.validation.studies.model_studies import power_parameters
 
         entropy = [self.spec.seed, 7_000_003, point.runs, point.trials or 0, k, *(v for _, v in point.fields)]
         param_seq, sim_seq = np.random.SeedSequence(entropy).spawn(2)
@@ -226,7 +226,7 @@ class PrecisionPlanner:
 
 def precision_payload(result: PrecisionResult, planner: PrecisionPlanner) -> dict[str, Any]:
     """Everything the precision plan found (``--json`` and ``plan.json``)."""
-    from cogtestbed.validation.sizes import resolved_designs
+    from cogtestbed.validation.studies.sizes import resolved_designs
 
     chosen = result.chosen
     designs = resolved_designs(planner.exp, chosen.design(planner.spec.design), (chosen.trials,))

@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from cogtestbed.agents.lapse import Lapse
+from cogtestbed.lapse import Lapse
 
 Kind = Literal["recovery", "model-recovery", "sbc", "power",
                "metric-validity", "metric-power", "test-size", "test-power"]
@@ -39,7 +39,7 @@ class Study(BaseModel):
     kind: Kind
     experiment: str
     #: Trials per session; ``None`` keeps the design's default (set through the spec's
-    #: ``trials_field``, :func:`~cogtestbed.validation.studies.design_for_trials`).
+    #: ``trials_field``, :func:`~cogtestbed.validation.studies.driver.design_for_trials`).
     trials: tuple[int | None, ...] = (None,)
     #: Runs: sessions each simulated subject plays and the model pools (model studies, only where
     #: the experiment pools sessions); for metric studies the runs (units) the metric is computed
@@ -52,7 +52,7 @@ class Study(BaseModel):
     #: Agent parameters: for model studies those the model lacks (override the generator's
     #: ``fixed``, e.g. response noise); for metric studies the agent's base setting.
     params: dict[str, float] = Field(default_factory=dict)
-    #: Invalid and random answers of the simulated subjects (:mod:`cogtestbed.agents.lapse`).
+    #: Invalid and random answers of the simulated subjects (:mod:`cogtestbed.lapse`).
     lapse: Lapse | None = None
 
     @model_validator(mode="after")

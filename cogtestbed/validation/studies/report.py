@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.formatting import num, rate_text
-from cogtestbed.validation.recovery_checks import BOUND_SHARE_FLAG
+from cogtestbed.validation.studies.recovery_checks import BOUND_SHARE_FLAG
 
 #: Recovery r at or above this is called "good"; below 0.5 "poor" (conventions of e.g.
 #: Wilson & Collins 2019 / White et al. for learning-model parameters).
@@ -28,9 +28,9 @@ R_GOOD, R_POOR = 0.8, 0.5
 
 
 def design_name(spec: Any, n_trials: Any) -> str:
-    """The design of a study cell named by its fields (:func:`~cogtestbed.validation.sizes.design_label`)."""
+    """The design of a study cell named by its fields (:func:`~cogtestbed.validation.studies.sizes.design_label`)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.sizes import design_label
+    from cogtestbed.validation.studies.sizes import design_label
 
     try:
         return design_label(get_experiment(spec.experiment), spec.design, int(n_trials))
@@ -41,7 +41,7 @@ def design_name(spec: Any, n_trials: Any) -> str:
 def _study_design(spec: Any) -> str:
     """The subjects, runs and designs of a one-cell model study, by the designs' fields."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.study_data import design_for_trials
+    from cogtestbed.validation.studies.study_data import design_for_trials
 
     exp = get_experiment(spec.experiment)
     designs = ", ".join(design_name(spec, t if t is not None else design_for_trials(exp, None, spec.design).n_trials)
@@ -214,10 +214,10 @@ def verdict(result: Any) -> str:
 
 
 def unit_sentence(spec: Any) -> str:
-    """What one simulated subject or run is (:func:`~cogtestbed.validation.sizes.unit_text`)."""
+    """What one simulated subject or run is (:func:`~cogtestbed.validation.studies.sizes.unit_text`)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.sizes import unit_text
-    from cogtestbed.validation.study_kinds import MODEL_KINDS
+    from cogtestbed.validation.studies.sizes import unit_text
+    from cogtestbed.validation.studies.study_kinds import MODEL_KINDS
 
     return unit_text(get_experiment(spec.experiment), spec.kind in MODEL_KINDS, tuple(spec.runs))
 
@@ -480,7 +480,7 @@ def _trials_axis(spec: Any) -> str:
 def _trials_value(spec: Any, n_trials: Any) -> float:
     """The trials field's value of the design with ``n_trials`` trials per run."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.study_data import design_for_trials
+    from cogtestbed.validation.studies.study_data import design_for_trials
 
     exp = get_experiment(spec.experiment)
     if exp.trials_field is None:
@@ -610,7 +610,7 @@ def check_output_dir(out: Path) -> Path:
 def resolved(spec: Any) -> list[dict[str, Any]]:
     """Every design the study played, every field with its default (and its label, trials per run)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.sizes import resolved_designs
+    from cogtestbed.validation.studies.sizes import resolved_designs
 
     return resolved_designs(get_experiment(spec.experiment), spec.design, tuple(spec.trials))
 

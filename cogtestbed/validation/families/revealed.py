@@ -1,7 +1,7 @@
 """Studies of the revealed-belief family: sampling noise floors, samples needed to detect a bias,
 parameter recovery and the β_first / β_label identifiability check.
 
-``python -m cogtestbed.validation.revealed [-o DIR] [--quick] [--only STUDY ...]`` prints every
+``python -m cogtestbed.validation.families.revealed [-o DIR] [--quick] [--only STUDY ...]`` prints every
 figure as JSON lines (``--only hierarchical`` for study 7, which the default run leaves out).
 
 1. **Noise floor** (sample-only APIs; this project's addition — the paper scores exact
@@ -37,8 +37,8 @@ import pandas as pd
 from scipy import stats
 
 from cogtestbed.environments.revealed import RevealedDesign
+from cogtestbed.environments.revealed_floor import noise_floor
 from cogtestbed.environments.revealed_items import SINGLE_OBSERVATIONS
-from cogtestbed.inference.revealed import noise_floor
 from cogtestbed.inference.revealed_hierarchical import SCENARIO_POOLED, dissonant_pymc_model
 from cogtestbed.inference.revealed_model import KAPPA_IDENTIFIED, MODELS
 from cogtestbed.simulation import simulate

@@ -1,11 +1,11 @@
 """Group-sequential plans: the whole fit–test–stop procedure simulated with synthetic agents.
 
-``cogtestbed plan … --looks K`` extends a fixed plan (:mod:`cogtestbed.validation.plan`) with a
+``cogtestbed plan … --looks K`` extends a fixed plan (:mod:`cogtestbed.validation.design.plan`) with a
 group-sequential design (Jennison & Turnbull 2000, ch. 7): the run looks at its data after equal
 shares ``n_k ≈ k/K · N`` of the size axis (subjects for a model target, runs for a metric or test
 target), computes the *same* statistic the fixed plan's power study computes on the units finished
 so far, and stops for efficacy when ``|Z_k| ≥ b_k`` (Lan–DeMets α-spending of α/2 per side,
-:mod:`cogtestbed.validation.sequential`) or, with ``--futility``, for futility when the statistic
+:mod:`cogtestbed.validation.design.sequential`) or, with ``--futility``, for futility when the statistic
 in the effect's direction falls below ``a_k`` (non-binding β-spending bounds).
 
 The statistic: ``Z_k = sign(estimate) · Φ⁻¹(1 − p_k/2)`` from the fixed test's two-sided p-value
@@ -16,12 +16,12 @@ a test whose p-value has a resolution floor (a permutation p of 1/(B+1) caps ``|
 it.  The bounds are therefore *not* trusted: the procedure is simulated exactly as the run executes it
 (the same fitter and test at each look, lapses at the planned invalid rate) under the null and the
 target effect, and its type-I error, power, stopping look, cost and estimate bias are measured; and
-the efficacy bounds are *calibrated* on a simulated null (:mod:`cogtestbed.validation.seqsim`): the
+the efficacy bounds are *calibrated* on a simulated null (:mod:`cogtestbed.validation.design.seqsim`): the
 spending function fixes their shape across looks, and one shift sets their level so that null studies
 with their own seeds reject in the effect's direction at α/2 with futility obeyed (futility is then
 binding).  The type-I error is measured on other null studies.
 
-Simulation (:mod:`cogtestbed.validation.seqsim`): each subject is simulated and fitted once
+Simulation (:mod:`cogtestbed.validation.design.seqsim`): each subject is simulated and fitted once
 (per-subject MLE fits are independent) and every look of every candidate maximum size is the t-test
 on a prefix of the stored per-subject estimates; a replicate is extended only while some candidate
 still runs it.  The candidate maximum sizes run from :data:`MIN_FACTOR` to :data:`MAX_FACTOR` times
@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from cogtestbed.validation.seqpaths import (  # the bounds and paths the simulation shares
+from cogtestbed.validation.design.seqpaths import (  # the bounds and paths the simulation shares
     CONTINUE,
     EFFICACY,
     EFFICACY_OTHER,
@@ -51,11 +51,11 @@ from cogtestbed.validation.seqpaths import (  # the bounds and paths the simulat
     boundaries,
     z_from_p,
 )
-from cogtestbed.validation.sequential import (
+from cogtestbed.validation.design.sequential import (
     SPENDING_FUNCTIONS,
     Spending,
 )
-from cogtestbed.validation.study_kinds import MetricPowerStudy, PlannedStudy, PowerStudy, StatTestStudy
+from cogtestbed.validation.studies.study_kinds import MetricPowerStudy, PlannedStudy, PowerStudy, StatTestStudy
 
 #: Simulated sequential studies per hypothesis (target effect, null; as many calibration nulls) of
 #: :func:`plan_sequential`; ``plan --looks`` takes as many as give its ``--mc-se`` at the target
@@ -109,7 +109,7 @@ def null_spec(spec: PlannedStudy, null_agent: str | None = None) -> PlannedStudy
     if null_agent is None:
         raise ValueError("a sequential plan of a test needs --null AGENT[:p=v,...]: the agent under which the test's "
                          "null holds (its type-I error is measured there)")
-    from cogtestbed.cli.studies import parse_agent
+    from cogtestbed.parameters import parse_agent
 
     name, params = parse_agent(null_agent)
     return spec.model_copy(update={"agent": name, "params": params})
@@ -213,7 +213,7 @@ class SequentialResult:
 def simulate_hypothesis(spec: PlannedStudy, trials: int | None, runs: int, n_top: int, sizes: Sequence[int],
                         sims: int, workers: int) -> tuple[np.ndarray, np.ndarray]:
     """``sims`` replicates' whole (Z, estimate) paths to ``n_top`` units, in a fork pool of ``workers``."""
-    from cogtestbed.validation.seqsim import Simulator
+    from cogtestbed.validation.design.seqsim import Simulator
 
     (paths,) = Simulator(trials, runs, n_top, tuple(sizes), sims, spec.seed, workers).run([(spec, 0, None)])
     return paths.z, paths.est
@@ -243,11 +243,11 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     With ``calibrate`` (the default) each maximum size's efficacy bound in the effect's direction
     is shifted so that ``sims`` calibration null studies (their own seeds) reject in that direction
     at rate α/2 (α for an undirected statistic) with futility obeyed
-    (:func:`~cogtestbed.validation.seqsim.calibrate_shift`); the type-I error is measured on ``sims``
+    (:func:`~cogtestbed.validation.design.seqsim.calibrate_shift`); the type-I error is measured on ``sims``
     other null studies."""
     import time
 
-    from cogtestbed.validation.seqsim import Rule, Simulator, calibrate_shift, null_scores
+    from cogtestbed.validation.design.seqsim import Rule, Simulator, calibrate_shift, null_scores
 
     start, cpu = time.perf_counter(), _cpu()
     check_looks(looks, spending)
@@ -293,15 +293,15 @@ def _cpu() -> float:
 
 # ----------------------------------------------------------------------------- prices and plan.json
 def _money(cost: Any) -> float:
-    from cogtestbed.validation.plan import cost_key
+    from cogtestbed.validation.design.plan import cost_key
 
     return float(cost_key(cost))
 
 
 def price_looks(candidate: Candidate, spec: PlannedStudy, pricer: Any, exp: Any, point: Any, size_name: str) -> None:
     """Each look's cumulative design priced with the dry run (``run --dry-run``'s code)."""
-    from cogtestbed.validation.plan import sessions_per_llm
-    from cogtestbed.validation.study_data import design_for_trials
+    from cogtestbed.validation.design.plan import sessions_per_llm
+    from cogtestbed.validation.studies.study_data import design_for_trials
 
     design = design_for_trials(exp, point.trials, spec.design)
     candidate.cost = []
@@ -420,7 +420,7 @@ def attach_sequential(payload: dict[str, Any], result: Any, pricer: Any, exp: An
                       say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Design the sequential version of a fixed plan's chosen design and record it in the payload
     (``payload["sequential"]``; the run section then executes it: its maximum size and its looks)."""
-    from cogtestbed.validation.plan import sessions_per_llm
+    from cogtestbed.validation.design.plan import sessions_per_llm
 
     spec, point, size_name = result.spec, result.chosen.point, result.size_name
     res = plan_sequential(spec, getattr(point, size_name), point.trials, point.runs, looks, spending, futility,
@@ -518,7 +518,7 @@ def look_statistic(exp: Any, design: Mapping[str, Any], table: Any, units: int) 
     """(Z, estimate, p-value) of the plan's test on the first ``units`` subjects of a run's table: the
     same fitter and test the plan simulated (``design``: the plan's ``run.sequential`` section).  A
     metric difference between two LLMs takes ``table`` as the pair (first LLM's, second LLM's)."""
-    from cogtestbed.validation.metric_studies import test_outcome
+    from cogtestbed.validation.studies.metric_studies import test_outcome
 
     stat = design["statistic"]
     if stat["kind"] == "metric-power":
@@ -579,7 +579,7 @@ def pair_statistic(exp: Any, stat: Mapping[str, Any], tables: Sequence[Any], uni
     sessions and the fixed plan's difference test (:func:`difference_test`: Welch on per-run values,
     else the z-test of two pooled estimates); the estimate is second LLM − first, as the plan's
     ``--compare A B`` is B − A.  No metric for an LLM, or no p-value: a null statistic with its reason."""
-    from cogtestbed.validation.metric_studies import difference_test, metric_value
+    from cogtestbed.validation.studies.metric_studies import difference_test, metric_value
 
     options = dict(stat.get("metric_options") or {})
     metric = stat["metric"]

@@ -1,8 +1,8 @@
 """Tasks of the model-level studies: parameter recovery, model recovery, power and SBC.
 
 Each task function takes ``(spec, exp, task, design, rng, sim_seq, fit_seed)`` (see
-:func:`cogtestbed.validation.studies.run_task`), simulates data from a model through its
-generator (:func:`~cogtestbed.validation.studies.simulate_model`) and returns tidy rows.
+:func:`cogtestbed.validation.studies.driver.run_task`), simulates data from a model through its
+generator (:func:`~cogtestbed.validation.studies.driver.simulate_model`) and returns tidy rows.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from cogtestbed.inference.hierarchical import (
     sample_hierarchical_prior,
 )
 from cogtestbed.parameters import Parameter
-from cogtestbed.validation.study_data import (
+from cogtestbed.validation.studies.study_data import (
     SBC_RANKS,
     TaskFn,
     draw_true_parameters,
@@ -34,7 +34,13 @@ from cogtestbed.validation.study_data import (
     seed_of,
     simulate_model,
 )
-from cogtestbed.validation.study_kinds import ModelRecoveryStudy, ModelStudy, PowerStudy, RecoveryStudy, SbcStudy
+from cogtestbed.validation.studies.study_kinds import (
+    ModelRecoveryStudy,
+    ModelStudy,
+    PowerStudy,
+    RecoveryStudy,
+    SbcStudy,
+)
 
 
 def _estimates_mle(model: CognitiveModel, trials: pd.DataFrame) -> pd.DataFrame:

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from cogtestbed.validation.study_data import rate
-from cogtestbed.validation.study_kinds import StudySpec
+from cogtestbed.validation.studies.study_data import rate
+from cogtestbed.validation.studies.study_kinds import StudySpec
 
 #: Fewest (true, estimate) pairs a recovery correlation is computed from: below it r says
 #: nothing (two points always give |r| = 1) and the verdict reports too few subjects to judge.

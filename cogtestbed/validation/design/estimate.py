@@ -54,7 +54,7 @@ def task_units(spec: Any, default_trials: int, task: dict[str, Any]) -> float:
 def timed_task(payload: str, task: dict[str, Any]) -> tuple[float, Any]:
     """(seconds, rows) of one task, run twice here: the first run loads the compiled code, the
     second is timed (both give the same rows: a task's seed stream is its index)."""
-    from cogtestbed.validation.studies import _run_chunk
+    from cogtestbed.validation.studies.driver import _run_chunk
 
     _run_chunk(payload, [task])
     start = time.perf_counter()
@@ -69,8 +69,8 @@ def study_estimate(spec: Any, workers: int | None) -> StudyEstimate | None:
     import os
 
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.report import design_name
-    from cogtestbed.validation.study_data import design_for_trials
+    from cogtestbed.validation.studies.report import design_name
+    from cogtestbed.validation.studies.study_data import design_for_trials
 
     tasks = spec.tasks()
     if len(tasks) < MIN_TASKS:
@@ -95,8 +95,8 @@ def study_estimate(spec: Any, workers: int | None) -> StudyEstimate | None:
 def plan_look_line(spec: Any, exp: Any, smallest: Any, largest: Any, first: int, most: int) -> str | None:
     """``plan``'s per-look estimate: one simulation of the smallest design timed here, scaled to the
     smallest and the largest design (a look is ``first`` to ``most`` simulations)."""
-    from cogtestbed.validation.plan import study_at
-    from cogtestbed.validation.study_data import design_for_trials
+    from cogtestbed.validation.design.plan import study_at
+    from cogtestbed.validation.studies.study_data import design_for_trials
 
     def units(point: Any) -> float:
         design = design_for_trials(exp, point.trials, point.design(spec.design))

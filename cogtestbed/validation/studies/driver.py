@@ -15,7 +15,7 @@ experiment spec (:class:`~cogtestbed.experiments.spec.ExperimentSpec`):
   set and the model fits them together (:func:`simulate_runs`); elsewhere a subject is one session;
 * ``trials`` scales the design through the declared **trials field** (:func:`design_for_trials`).
 
-Kinds (statistics in :mod:`cogtestbed.validation.summaries`):
+Kinds (statistics in :mod:`cogtestbed.validation.studies.summaries`):
 
 =================  ================================================================================
 recovery           true vs estimated parameters: r, bias, RMSE (+ interval coverage when Bayesian)
@@ -60,8 +60,8 @@ from cogtestbed.inference.hierarchical import (
 )
 from cogtestbed.registry import get_experiment
 from cogtestbed.validation.errors import StudyFailure, StudyInputError, WorkerDied
-from cogtestbed.validation.study_data import TaskFn, design_for_trials
-from cogtestbed.validation.study_kinds import (
+from cogtestbed.validation.studies.study_data import TaskFn, design_for_trials
+from cogtestbed.validation.studies.study_kinds import (
     MetricStudy,
     ModelRecoveryStudy,
     ModelStudy,
@@ -141,13 +141,14 @@ def concurrent_tasks(spec: StudySpec, workers: int | None) -> int:
 
 def check_study_memory(spec: StudySpec, exp: ExperimentSpec, concurrent: int = 1) -> int:
     """Estimate the memory of the study's largest task times ``concurrent`` tasks at once and refuse
-    up front (:class:`~cogtestbed.simulation.MemoryLimitError`) when it exceeds what is available.
+    up front (:class:`~cogtestbed.memory.MemoryLimitError`) when it exceeds what is available.
 
     The size of one session's trial table is measured on a one-subject simulation of the agent
     that generates the data; a task holds ``subjects x runs`` sessions (twice that for a metric
-    comparison), :data:`~cogtestbed.simulation.MEMORY_COPIES` times over.  Returns the estimate.
+    comparison), :data:`~cogtestbed.memory.MEMORY_COPIES` times over.  Returns the estimate.
     """
-    from cogtestbed.simulation import MEMORY_COPIES, check_memory, session_bytes
+    from cogtestbed.memory import MEMORY_COPIES, check_memory
+    from cogtestbed.simulation import session_bytes
 
     if isinstance(spec, ModelStudy):
         gen = exp.generator(spec.models[0])
@@ -193,8 +194,8 @@ def _headline(exp: ExperimentSpec) -> tuple[str, ...]:
 # ----------------------------------------------------------------------------- tasks
 def run_task(spec: StudySpec, task: Mapping[str, Any]) -> pd.DataFrame:
     """One unit of a study; a pure function of (spec, task): the same rows anywhere."""
-    from cogtestbed.validation.metric_studies import METRIC_TASKS
-    from cogtestbed.validation.model_studies import MODEL_TASKS
+    from cogtestbed.validation.studies.metric_studies import METRIC_TASKS
+    from cogtestbed.validation.studies.model_studies import MODEL_TASKS
 
     exp = get_experiment(spec.experiment)
     ss = np.random.SeedSequence([spec.seed, int(task["index"])])
@@ -421,7 +422,7 @@ def run_study(
         parts = _run_pool(payload, tasks, n_workers, tick)
     table = pd.concat([*ready, *parts], ignore_index=True).sort_values("task", kind="stable")
     table = table.drop(columns="task").reset_index(drop=True)
-    from cogtestbed.validation.summaries import summarise
+    from cogtestbed.validation.studies.summaries import summarise
 
     return StudyResult(spec, table, summarise(spec, table), time.perf_counter() - start)
 
@@ -437,7 +438,7 @@ class StudyResult:
 
     @property
     def verdict(self) -> str:
-        from cogtestbed.validation.report import verdict
+        from cogtestbed.validation.studies.report import verdict
 
         return verdict(self)
 

@@ -1,5 +1,5 @@
 """Conformance checks at the edges of an experiment's input (registered in
-:data:`cogtestbed.validation.conformance.CHECKS`):
+:data:`cogtestbed.validation.conformance.suite.CHECKS`):
 
 * :func:`check_importer_conflicts`: every importer follows :mod:`cogtestbed.data.rows`: a header
   naming a column twice is refused; where the file has a row key, a copy of a row that disagrees
@@ -20,7 +20,7 @@ from cogtestbed.validation.errors import ConformanceError, NotApplicable
 
 if TYPE_CHECKING:
     from cogtestbed.experiments.spec import ExperimentSpec, Importer
-    from cogtestbed.validation.conformance import CheckConfig
+    from cogtestbed.validation.conformance.config import CheckConfig
 
 
 def fail(problems: Sequence[str], what: str) -> None:

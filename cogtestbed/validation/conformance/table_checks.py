@@ -1,5 +1,5 @@
 """Conformance checks on an experiment's trial tables and what its metrics make of them (registered
-in :data:`cogtestbed.validation.conformance.CHECKS`):
+in :data:`cogtestbed.validation.conformance.suite.CHECKS`):
 
 * :func:`check_schema_fast_path`: the schema's vectorised check (``TrialSchema.conforms``, which a
   valid table takes without importing pandera) decides as pandera does, on a simulated table and
@@ -26,7 +26,7 @@ from cogtestbed.validation.errors import ConformanceError
 
 if TYPE_CHECKING:
     from cogtestbed.experiments.spec import ExperimentSpec
-    from cogtestbed.validation.conformance import CheckConfig
+    from cogtestbed.validation.conformance.config import CheckConfig
 
 #: Seed of the row permutation of :func:`check_permuted_table`.
 PERMUTATION_SEED = 20261123

@@ -1,8 +1,8 @@
 """The pieces of a sequential plan that its simulation shares with the plan itself: the bounds
-(:class:`Boundaries`, :func:`boundaries`: Lan–DeMets spending, :mod:`cogtestbed.validation.sequential`),
+(:class:`Boundaries`, :func:`boundaries`: Lan–DeMets spending, :mod:`cogtestbed.validation.design.sequential`),
 the Z of a p-value (:func:`z_from_p`) and whole simulated statistic paths of metric-difference and
-test targets (:func:`simulate_paths`).  :mod:`cogtestbed.validation.seqsim` (the simulation) and
-:mod:`cogtestbed.validation.seqplan` (the plan and the run's looks) both build on it.
+test targets (:func:`simulate_paths`).  :mod:`cogtestbed.validation.design.seqsim` (the simulation) and
+:mod:`cogtestbed.validation.design.seqplan` (the plan and the run's looks) both build on it.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from scipy import optimize, stats
 
-from cogtestbed.validation.sequential import Spending, crossing_probabilities, efficacy_bounds, futility_bounds
-from cogtestbed.validation.study_kinds import MetricPowerStudy, StatTestStudy
+from cogtestbed.validation.design.sequential import Spending, crossing_probabilities, efficacy_bounds, futility_bounds
+from cogtestbed.validation.studies.study_kinds import MetricPowerStudy, StatTestStudy
 
 #: Largest |Z| recorded (a p-value of 0 is a |Z| of ∞; the bounds are far below).
 Z_CAP = 40.0
@@ -157,8 +157,8 @@ def _metric_path(spec: MetricPowerStudy, trials: int | None, n_top: int, sizes: 
     """(Z, difference) at each prefix of one simulated metric-difference study (``n_top`` runs per
     setting simulated once; the fixed plan's difference test on each prefix of both)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.metric_studies import difference_test, metric_value
-    from cogtestbed.validation.study_data import design_for_trials, seed_of, simulate_runs
+    from cogtestbed.validation.studies.metric_studies import difference_test, metric_value
+    from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_runs
 
     exp = get_experiment(spec.experiment)
     design = design_for_trials(exp, trials, spec.design)
@@ -179,8 +179,8 @@ def _test_path(spec: StatTestStudy, trials: int | None, n_top: int, sizes: Seque
     """(Z, p-value) at each prefix of one simulated test study (the test alone where the experiment
     declares it, else through the whole metrics function)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.metric_studies import test_outcome
-    from cogtestbed.validation.study_data import design_for_trials, seed_of, simulate_runs
+    from cogtestbed.validation.studies.metric_studies import test_outcome
+    from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_runs
 
     exp = get_experiment(spec.experiment)
     design = design_for_trials(exp, trials, spec.design)
@@ -202,8 +202,8 @@ def simulate_paths(spec_json: str, trials: int | None, runs: int, n_top: int, si
     """(Z, estimate) arrays (replicates × prefix sizes) of whole simulated paths of a metric-difference
     or test study, replicates ``reps`` (seed streams ``SeedSequence([seed, 7919, rep])``, with
     ``stream`` appended when > 0: the same replicate whatever the batch).  Model-effect studies are
-    simulated lazily by :func:`cogtestbed.validation.seqsim.model_block`."""
-    from cogtestbed.validation.study_kinds import load_study
+    simulated lazily by :func:`cogtestbed.validation.design.seqsim.model_block`."""
+    from cogtestbed.validation.studies.study_kinds import load_study
 
     spec = load_study(spec_json)
     zs, ests = [], []
@@ -222,7 +222,7 @@ def simulate_paths(spec_json: str, trials: int | None, runs: int, n_top: int, si
 
 # ----------------------------------------------------------------------------- the plan's sequential section
 _Finite = Annotated[float, Field(strict=False, allow_inf_nan=False)]
-#: What a run can compute at a look (:func:`cogtestbed.validation.seqplan.look_statistic`).
+#: What a run can compute at a look (:func:`cogtestbed.validation.design.seqplan.look_statistic`).
 STATISTIC_KINDS = ("power", "metric-power", "test-size", "test-power")
 #: The fields each statistic kind needs.
 STATISTIC_FIELDS = {"power": ("model", "effect"), "metric-power": ("metric",), "test-size": ("test",),

@@ -28,7 +28,7 @@ from typing import Any
 
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.formatting import FIELD_NOUNS, field_text
-from cogtestbed.validation.study_data import design_for_trials, trials_step
+from cogtestbed.validation.studies.study_data import design_for_trials, trials_step
 
 
 def integer_fields(exp: ExperimentSpec) -> list[str]:

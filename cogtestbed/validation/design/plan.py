@@ -1,7 +1,7 @@
 """Plan an LLM study before spending: the cheapest design that reaches a target power, in dollars.
 
 ``cogtestbed plan`` joins the two halves the testbed already has: the generic power driver
-(:mod:`cogtestbed.validation.studies`, any of its three power forms: a model parameter or contrast,
+(:mod:`cogtestbed.validation.studies.driver`, any of its three power forms: a model parameter or contrast,
 a metric difference between two settings, a statistical test the metrics function reports) answers
 in subjects × runs × trials, and the dry run of an LLM run (:func:`cogtestbed.llm_adapters.runner.dry_run`)
 answers in calls, tokens and dollars.  A :class:`Planner` searches the design space the experiment
@@ -37,7 +37,7 @@ calls, tokens and dollars equal that command's by construction.  While searching
 ordered and pruned by their cost per session (the dry run of :data:`UNIT_SESSIONS` sessions).
 
 Invalid answers: an expected invalid-answer rate (and rate of uniformly random answers) enters the
-simulation as a :class:`~cogtestbed.agents.lapse.Lapse` of every simulated subject, so the power
+simulation as a :class:`~cogtestbed.lapse.Lapse` of every simulated subject, so the power
 accounts for the trials a real LLM loses.  A pilot run directory supplies the measured invalid
 rate, the measured tokens per call and, for a model-level target, the population medians of the
 model fitted to the pilot (the base of the power simulation).
@@ -62,9 +62,9 @@ from scipy import stats
 
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.formatting import rate_text
-from cogtestbed.validation.studies import StudyTaskError, _reraise, _run_chunk, check_study
-from cogtestbed.validation.study_data import design_for_trials, trials_step
-from cogtestbed.validation.study_kinds import MetricPowerStudy, ModelStudy, PlannedStudy, PowerStudy
+from cogtestbed.validation.studies.driver import StudyTaskError, _reraise, _run_chunk, check_study
+from cogtestbed.validation.studies.study_data import design_for_trials, trials_step
+from cogtestbed.validation.studies.study_kinds import MetricPowerStudy, ModelStudy, PlannedStudy, PowerStudy
 
 #: Largest Monte-Carlo SE of the power at the chosen design (binomial SE √(p(1−p)/sims)).
 DEFAULT_MC_SE = 0.03
@@ -238,7 +238,7 @@ class Point:
         if spec is not None:
             from cogtestbed.formatting import FIELD_NOUNS, field_text
             from cogtestbed.registry import get_experiment
-            from cogtestbed.validation.report import design_name
+            from cogtestbed.validation.studies.report import design_name
 
             spec = spec_at(spec, self)
             trials = self.trials if self.trials is not None else design_for_trials(
@@ -870,8 +870,8 @@ def recovery_at(spec: PlannedStudy, exp: ExperimentSpec, point: Point, power_row
 
 
 def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: pd.DataFrame) -> dict[str, Any]:
-    from cogtestbed.validation.model_studies import power_parameters
-    from cogtestbed.validation.study_data import seed_of, simulate_model
+    from cogtestbed.validation.studies.model_studies import power_parameters
+    from cogtestbed.validation.studies.study_data import seed_of, simulate_model
 
     assert spec.effect is not None
     model = exp.model(spec.models[0])

@@ -1,0 +1,1 @@
+"""Study designs before spending: priced plans, precision targets and group-sequential designs."""

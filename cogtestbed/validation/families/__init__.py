@@ -1,0 +1,1 @@
+"""Studies of one experiment family's own claims (belief coherence, magnitude estimation, revealed belief)."""

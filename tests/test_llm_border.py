@@ -105,3 +105,75 @@ def test_a_users_table_overrides_every_packaged_match(tmp_path: Path) -> None:
     assert table.lookup("openai:gpt-4o-mini") == Price(0.0, 0.0)  # beats the packaged "openai:gpt-4o-mini*"
     assert table.lookup("openai:gpt-4o") == Price(9.0, 9.0)  # the user's catch-all beats the packaged entry
     assert table.lookup("anthropic:claude-3-5-haiku") == Price(0.8, 4.0, 0.5)
+
+
+# ---------------------------------------------------------------------------------------- secrets
+def test_redact_removes_configured_keys_and_credential_shaped_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cogtestbed.redact import REDACTED, redact, redact_json
+
+    monkeypatch.setenv("OPENAI_API_KEY", "plain-configured-key-42")
+    monkeypatch.setenv("MY_SERVICE_API_KEY", "another-configured-value")
+    text = ("auth Bearer abc.DEF-123_xyz failed; key sk-proj-AAAAbbbbCCCC1234 and sk-ant-api03-zzzzYYYY9999; "
+            '{"x-api-key": "kkkk-1111-2222"}; Authorization: Basic dXNlcjpwYXNz; api_key=qwertyuiop; '
+            "plain-configured-key-42 and another-configured-value")
+    out = redact(text)
+    for secret in ("abc.DEF-123_xyz", "AAAAbbbbCCCC1234", "zzzzYYYY9999", "kkkk-1111-2222", "dXNlcjpwYXNz",
+                   "qwertyuiop", "plain-configured-key-42", "another-configured-value"):
+        assert secret not in out, (secret, out)
+    assert out.count(REDACTED) == 8 and out.startswith("auth Bearer [REDACTED] failed")
+    assert redact("a plain sentence with sk and a Bearer") == "a plain sentence with sk and a Bearer"
+    assert redact_json({"e": ["Bearer tok-en-1234"], "n": 3}) == {"e": ["Bearer [REDACTED]"], "n": 3}
+
+
+KEY = "hunter2-local-key-7f3a9c1b"  # not sk-shaped: removed because it is the configured key
+
+
+def _every_written_text(root: Path) -> str:
+    """Every file under ``root`` as text: raw bytes decoded, parquet tables read back (their pages are
+    compressed, so a byte grep alone would miss a key in them)."""
+    import pandas as pd
+
+    parts = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        parts.append(path.read_bytes().decode("latin-1"))
+        if path.suffix == ".parquet":
+            parts.append(pd.read_parquet(path).to_json())
+    return "\n".join(parts)
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = run_cli(args)
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def test_a_server_echoing_the_key_never_gets_it_written(server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A server that quotes the Authorization header in its error bodies: retried errors (stderr,
+    calls.parquet's retry_log) and the error that fails the run (stderr, run.json's error) carry no key,
+    and neither does any other file the runs wrote (tables, manifests, ledger, the response cache)."""
+    from cogtestbed.llm_adapters.server import Fault
+
+    url, faults = server
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    root = tmp_path / "w"
+    base = ["run", "instrumental-learning", "--llm", "openai:tiny-random", "--mode", "completions", "--base-url",
+            url, "--design", "visits_per_casino=2", "--cache", str(root / "cache.sqlite"), "--retry-for", "30"]
+    echo = Fault("status", 500, retry_after=0, echo_credentials=True)
+    faults.add(echo, echo)  # retried: the run completes with two retries logged
+    code, said = _run([*base, "-o", str(root / "retried")], capsys)
+    assert code == 0, said
+    assert "you sent authorization: Bearer [REDACTED]" in said and said.count("retry ") >= 2
+    import pandas as pd
+
+    log = " ".join(str(x) for x in pd.read_parquet(root / "retried" / "calls.parquet")["retry_log"].dropna())
+    assert "Bearer [REDACTED]" in log
+    # a refusal after two answered calls: the run fails, marked failed with the error
+    faults.add(Fault("delay"), Fault("delay"), Fault("status", 401, echo_credentials=True))
+    code, failed = _run([*base, "--seed", "7", "-o", str(root / "failed")], capsys)
+    assert code == 2
+    run = json.loads((root / "failed" / "run.json").read_text())
+    assert run["status"] == "failed" and "you sent authorization: Bearer [REDACTED]" in run["error"]
+    assert KEY not in said + failed
+    assert KEY not in _every_written_text(root)
+    assert KEY[:12] not in _every_written_text(root)  # not even a piece of it

@@ -17,7 +17,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Sequence
-from types import FrameType
+from types import FrameType, TracebackType
 from typing import NoReturn
 
 import typer
@@ -34,6 +34,7 @@ from cogtestbed.cli import run as _run  # noqa: F401,E402
 from cogtestbed.cli import simulate as _simulate  # noqa: F401,E402
 from cogtestbed.cli import studies as _studies  # noqa: F401,E402
 from cogtestbed.cli.app import app, console_err, is_user_error, one_line
+from cogtestbed.redact import redact
 
 #: Exit status of a command ended by SIGTERM (128 + signal number, the shell convention).
 SIGTERM_STATUS = 128 + signal.SIGTERM
@@ -48,14 +49,14 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 def _error(message: str) -> None:
     from rich.markup import escape
 
-    console_err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    console_err.print(f"[bold red]error:[/] {escape(redact(message))}", highlight=False, soft_wrap=True)
 
 
 def warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                  line: str | None = None) -> str:
     """A warning as the command line prints it: one line, ``warning: CATEGORY: message`` — not
     Python's default, which adds the source file, line number and the line of code."""
-    text = " ".join(str(message).split())
+    text = redact(" ".join(str(message).split()))
     return f"warning: {category.__name__}: {text}\n"
 
 
@@ -143,6 +144,7 @@ def main(quick_exit: bool = False) -> None:
     the same process, a test, catches the ``SystemExit``).
     """
     previous = signal.signal(signal.SIGTERM, _terminate)
+    sys.excepthook = _redacted_traceback
     try:
         code = run_cli()
     finally:
@@ -150,6 +152,14 @@ def main(quick_exit: bool = False) -> None:
     if quick_exit:
         exit_process(code)
     sys.exit(code)
+
+
+def _redacted_traceback(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    """Print an unexpected error's traceback (a bug) as Python does, redacted: its messages may quote
+    what a server sent (:func:`cogtestbed.redact.redact`)."""
+    import traceback
+
+    sys.stderr.write(redact("".join(traceback.format_exception(kind, exc, tb))))
 
 
 def console_main() -> None:

@@ -396,10 +396,12 @@ def execute_run(request: RunRequest) -> Any:
 
 
 class _StderrHandler(logging.Handler):
-    """One line per record on the current ``sys.stderr``."""
+    """One line per record on the current ``sys.stderr``, redacted (:func:`cogtestbed.redact.redact`)."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        sys.stderr.write(self.format(record) + "\n")
+        from cogtestbed.redact import redact
+
+        sys.stderr.write(redact(self.format(record)) + "\n")
 
 
 def show_retries() -> None:

@@ -29,6 +29,7 @@ from cogtestbed.llm_adapters.base import (
 )
 from cogtestbed.llm_adapters.openai_client import redact_url
 from cogtestbed.llm_adapters.retry import RetryPolicy, call_with_retries
+from cogtestbed.redact import register_key, register_key_variable
 
 
 def anthropic_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -75,6 +76,7 @@ class AnthropicClient(LLMClient):
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self.api_key_env = api_key_env  # the variable's name; the key is read per SDK object
+        register_key_variable(api_key_env)  # its value is removed from every message (cogtestbed.redact)
         self._sdk: WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = WeakKeyDictionary()
         self.retries: list[tuple[str, float]] = []
 
@@ -87,6 +89,7 @@ class AnthropicClient(LLMClient):
         if loop not in self._sdk:
             self.check_ready()
             key = os.environ.get(self.api_key_env)
+            register_key(key)
             self._sdk[loop] = self._anthropic.AsyncAnthropic(
                 api_key=key or "not-needed", base_url=self.base_url, timeout=self.timeout, max_retries=0
             )

@@ -30,6 +30,8 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
+from cogtestbed.redact import redact
+
 #: A chat message: ``{"role": "user" | "assistant" | "system", "content": str}``, optionally with
 #: ``"images"``: a tuple of PNG/JPEG bytes shown before the text (vision-language models).
 Message = Mapping[str, Any]
@@ -57,7 +59,11 @@ IMAGE_TOKEN_BOUND = 4096
 
 
 class LLMError(RuntimeError):
-    """An LLM backend failed in a way retries did not cure."""
+    """An LLM backend failed in a way retries did not cure.  Its message is redacted
+    (:func:`cogtestbed.redact.redact`) when it is made: it often quotes what a server answered."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class ScoringNotSupported(LLMError):

@@ -32,6 +32,7 @@ from cogtestbed.llm_adapters.base import (
 )
 from cogtestbed.llm_adapters.limits import Budget, Need, RateLimiter
 from cogtestbed.llm_adapters.retry import REQUEST_GATE, RETRY_LOG, status_code
+from cogtestbed.redact import redact
 
 CACHE_FORMAT = 1
 
@@ -154,6 +155,7 @@ class CachedClient(LLMClient):
             else:
                 generation = await self._one_call(lambda: self.inner.agenerate(request), bound,
                                                   request.max_tokens, subject)
+            generation.text = redact(generation.text)  # what a server echoes is never stored or shown
             self.cache.put(key, self.inner, request, generation)
             generation.retries = retries
         finally:

@@ -44,6 +44,7 @@ from cogtestbed.llm_adapters.base import (
     message_images,
 )
 from cogtestbed.llm_adapters.retry import RetryPolicy, call_with_retries, describe_error
+from cogtestbed.redact import register_key, register_key_variable
 
 Mode = Literal["chat", "completions"]
 #: Upper bounds of OpenAI's chat framing, in tokens (documented values: 3 per message, 3 for the
@@ -109,6 +110,7 @@ class OpenAIClient(LLMClient):
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self.api_key_env = api_key_env  # the variable's name; the key is read per SDK object
+        register_key_variable(api_key_env)  # its value is removed from every message (cogtestbed.redact)
         self._sdk: WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = WeakKeyDictionary()
         self._encoding: Any = None
         self.retries: list[tuple[str, float]] = []
@@ -131,6 +133,7 @@ class OpenAIClient(LLMClient):
         if loop not in self._sdk:
             self.check_ready()
             key = os.environ.get(self.api_key_env)
+            register_key(key)
             self._sdk[loop] = self._openai.AsyncOpenAI(
                 api_key=key or "not-needed", base_url=self.base_url, timeout=self.timeout, max_retries=0
             )

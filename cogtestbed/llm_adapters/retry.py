@@ -27,6 +27,7 @@ from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
 from cogtestbed.llm_adapters.base import DEFAULT_RETRY_WINDOW, BackendError
+from cogtestbed.redact import redact
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -97,7 +98,8 @@ def is_retryable(exc: BaseException, connection_errors: tuple[type[BaseException
 
 
 def describe_error(exc: BaseException) -> str:
-    """One line: the HTTP status and the server's message, or the connection error."""
+    """One line: the HTTP status and the server's message, or the connection error (redacted:
+    :func:`cogtestbed.redact.redact`)."""
     code = status_code(exc)
     body = getattr(exc, "body", None)
     message = None
@@ -108,7 +110,7 @@ def describe_error(exc: BaseException) -> str:
     cause = exc.__cause__ or exc.__context__
     if code is None and cause is not None and str(cause):
         message = f"{message} ({str(cause).splitlines()[0]})"
-    line = " ".join(str(message).split())
+    line = redact(" ".join(str(message).split()))
     return f"HTTP {code}: {line}" if code is not None else line
 
 

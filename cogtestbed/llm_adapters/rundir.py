@@ -33,6 +33,7 @@ from filelock import FileLock, Timeout
 
 from cogtestbed.llm_adapters.limits import Spend, read_ledger
 from cogtestbed.outputs import new_file_mode
+from cogtestbed.redact import redact, redact_json
 from cogtestbed.trials import write_files_together
 
 CONFIG_FILE, LEDGER_FILE, LOCK_FILE = "run.json", "spend.jsonl", ".lock"
@@ -187,6 +188,7 @@ class RunDir:
             self.abandon()
             return
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        message = redact(message)
         with contextlib.suppress(OSError):
             self.commit({}, {**self.manifest, "status": "failed", "error": message})
 
@@ -212,8 +214,9 @@ class RunDir:
 
 
 def _json_writer(obj: Mapping[str, Any]) -> Callable[[Path], object]:
+    """Writes ``obj`` as JSON, every string redacted (:func:`~cogtestbed.redact.redact_json`)."""
     from cogtestbed.no_data import json_safe
 
-    return lambda tmp: tmp.write_text(json.dumps(json_safe(obj), indent=2, sort_keys=True, default=str,
-                                                 allow_nan=False))
+    return lambda tmp: tmp.write_text(json.dumps(redact_json(json_safe(obj)), indent=2, sort_keys=True,
+                                                 default=str, allow_nan=False))
 

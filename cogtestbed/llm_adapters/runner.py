@@ -57,6 +57,7 @@ from cogtestbed.llm_adapters.limits import (
 )
 from cogtestbed.llm_adapters.rundir import CONFIG_FILE, TRANSPORT_FIELDS, RunDir, identity_differences
 from cogtestbed.no_data import json_safe
+from cogtestbed.redact import redact_json
 from cogtestbed.registry import Experiment, trials_manifest
 from cogtestbed.simulation import seed_streams
 from cogtestbed.trials import MANIFEST_SUFFIX, package_versions, table_to_parquet
@@ -530,16 +531,33 @@ async def run_experiment(
 
 def commit_tables(rundir: RunDir, table: pd.DataFrame, calls: pd.DataFrame, manifest: dict[str, Any],
                   status: str, stop: str | None, spec: Experiment | None = None) -> None:
-    """Trial table, its manifest (with the table's SHA-256), call log and ``run.json``: one unit."""
-    data = _parquet_bytes(table)
+    """Trial table, its manifest (with the table's SHA-256), call log and ``run.json``: one unit.
+    Every text that came from the server is redacted first (:func:`redacted_frame`)."""
+    data = _parquet_bytes(redacted_frame(table))
     full = {**trials_manifest(table, manifest, spec), "trials_sha256": hashlib.sha256(data).hexdigest()}
-    calls_data = _parquet_bytes(calls)
+    calls_data = _parquet_bytes(redacted_frame(calls))
     rundir.commit({
         TRIALS_FILE: lambda tmp: tmp.write_bytes(data),
         TRIALS_FILE + MANIFEST_SUFFIX: lambda tmp: tmp.write_text(
-            json.dumps(json_safe(full), indent=2, sort_keys=True, default=str, allow_nan=False)),
+            json.dumps(redact_json(json_safe(full)), indent=2, sort_keys=True, default=str, allow_nan=False)),
         CALLS_FILE: lambda tmp: tmp.write_bytes(calls_data),
     }, {**rundir.manifest, "status": status, "stop_reason": stop, "error": None, "stats": manifest["stats"]})
+
+
+def redacted_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every string of its text columns (raw answers, parse errors, retry logs)
+    redacted (:func:`~cogtestbed.redact.redact_json`); the same frame where nothing changes."""
+    out = frame
+    for name in frame.columns:
+        column = frame[name]
+        if column.dtype != object:
+            continue
+        cleaned = column.map(lambda v: redact_json(v) if isinstance(v, str | list | tuple) else v)
+        changed = [a is not b and a != b for a, b in zip(column, cleaned, strict=True)]
+        if any(changed):
+            out = out.copy() if out is frame else out
+            out[name] = cleaned
+    return out
 
 
 def _parquet_bytes(frame: pd.DataFrame) -> bytes:

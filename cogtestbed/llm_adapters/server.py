@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import json
 import socket
 import threading
 import time
@@ -46,12 +47,15 @@ from cogtestbed.llm_adapters.hf import HFClient
 @dataclass(frozen=True)
 class Fault:
     """``kind``: ``"status"`` (answer ``status`` with ``retry_after``), ``"drop"`` (close the
-    connection mid-body) or ``"delay"`` (wait ``seconds``, then answer normally)."""
+    connection mid-body) or ``"delay"`` (wait ``seconds``, then answer normally; 0: a request let
+    through).  ``echo_credentials``: a ``"status"`` error body that quotes the request's
+    ``Authorization`` and ``x-api-key`` headers, as careless servers and proxies do."""
 
     kind: str
     status: int = 500
     retry_after: float | None = None
     seconds: float = 0.0
+    echo_credentials: bool = False
 
 
 class FaultInjector:
@@ -268,7 +272,12 @@ class _FaultMiddleware:
             headers = [(b"content-type", b"application/json")]
             if fault.retry_after is not None:
                 headers.append((b"retry-after", f"{fault.retry_after:g}".encode()))
-            payload = b'{"error": {"message": "injected fault", "type": "server_error"}}'
+            message = "injected fault"
+            if fault.echo_credentials:
+                sent = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+                message += (f"; you sent authorization: {sent.get('authorization')} and "
+                            f"x-api-key: {sent.get('x-api-key')}")
+            payload = json.dumps({"error": {"message": message, "type": "server_error"}}).encode()
             await send({"type": "http.response.start", "status": fault.status, "headers": headers})
             await send({"type": "http.response.body", "body": payload})
         elif fault.kind == "drop":

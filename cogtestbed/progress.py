@@ -253,3 +253,92 @@ def stderr_reporter(terminal: bool) -> Report:
 
 __all__ = ["SamplingProgress", "TaskProgress", "current", "duration", "for_sampling", "nutpie_progress",
            "parse_duration", "pymc_callback", "reporting", "stderr_reporter"]
+
+
+#: Seconds between a :class:`Heartbeat`'s lines (a plan says where it is at least this often).
+HEARTBEAT_INTERVAL = 10.0
+
+
+class Heartbeat:
+    """A line every :data:`HEARTBEAT_INTERVAL` seconds while long work runs (a daemon thread):
+    the phase, units done of the phase's total, time elapsed and the phase's ETA (from its rate so
+    far; ``ETA unknown`` before the first unit or without a total).
+
+    The work sets the phase (:meth:`phase`) and counts units as they finish (:meth:`advance`);
+    the thread only reads, so the work never waits on it.  ``with Heartbeat(say):`` starts and
+    stops it; a phase of :meth:`phase` with a total of 0 prints no ETA.
+    """
+
+    def __init__(self, say: Callable[[str], None], interval: float = HEARTBEAT_INTERVAL) -> None:
+        import threading
+
+        self.say, self.interval = say, interval
+        self.start = time.monotonic()
+        self.name, self.done, self.total, self.since, self.detail = "starting", 0, 0, self.start, ""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="plan-heartbeat", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+
+    def phase(self, name: str, total: int = 0, detail: str = "") -> None:
+        """A new phase of ``total`` units (0: unknown)."""
+        self.name, self.done, self.total, self.detail = name, 0, max(0, int(total)), detail
+        self.since = time.monotonic()
+
+    def advance(self, units: int = 1) -> None:
+        self.done += units
+
+    def line(self) -> str:
+        now = time.monotonic()
+        took = now - self.since
+        if self.total and self.done:
+            eta = f"ETA {_clock(took / self.done * max(0, self.total - self.done))}"
+        else:
+            eta = "ETA unknown" if not self.total else "ETA after the first unit"
+        count = f"{self.done:,}/{self.total:,}" if self.total else f"{self.done:,} done"
+        detail = f" ({self.detail})" if self.detail else ""
+        return f"{self.name}: {count}{detail}, {_clock(now - self.start)} elapsed, {eta}"
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.say(self.line())
+            except Exception:  # a closed stream must not end the work
+                return
+
+
+#: The heartbeat of the work under way (None: none), so library loops count units without a
+#: progress argument (as :func:`current` for samplers).
+_HEARTBEAT: ContextVar[Heartbeat | None] = ContextVar("cogtestbed_heartbeat", default=None)
+
+
+@contextlib.contextmanager
+def heartbeat(say: Callable[[str], None] | None, interval: float = HEARTBEAT_INTERVAL) -> Iterator[Heartbeat | None]:
+    """Run a :class:`Heartbeat` saying its lines through ``say`` (none where ``say`` is None) and
+    make it the current one (:func:`beat`) for the block."""
+    if say is None:
+        yield None
+        return
+    with Heartbeat(say, interval) as hb:
+        token = _HEARTBEAT.set(hb)
+        try:
+            yield hb
+        finally:
+            _HEARTBEAT.reset(token)
+
+
+def beat() -> Heartbeat | None:
+    """The current :class:`Heartbeat`, or None."""
+    return _HEARTBEAT.get()
+
+
+def tick(units: int = 1) -> None:
+    """Count ``units`` finished on the current heartbeat (nothing without one)."""
+    hb = _HEARTBEAT.get()
+    if hb is not None:
+        hb.advance(units)

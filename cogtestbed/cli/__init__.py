@@ -38,6 +38,8 @@ from cogtestbed.redact import redact
 
 #: Exit status of a command ended by SIGTERM (128 + signal number, the shell convention).
 SIGTERM_STATUS = 128 + signal.SIGTERM
+#: Exit status of a command ended by Ctrl-C or SIGINT.
+SIGINT_STATUS = 128 + signal.SIGINT
 #: Environment variable that turns the quick exit of :func:`exit_process` off ("0").
 QUICK_EXIT_SWITCH = "COGTESTBED_QUICK_EXIT"
 
@@ -82,9 +84,15 @@ def _run_app(argv: Sequence[str] | None) -> int:
         where = f" (see {ctx.command_path} --help)" if ctx is not None else ""
         _error(" ".join(exc.format_message().split()) + where)
         return int(exc.exit_code)
-    except typer.Abort:
+    except typer.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # Ctrl-C / SIGINT: worker pools already shut down
+            _error("interrupted")
+            return SIGINT_STATUS
         _error("aborted")
         return 1
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return SIGINT_STATUS
     except Exception as exc:
         missing = missing_extra(exc)
         if missing is not None:

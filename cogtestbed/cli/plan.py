@@ -92,10 +92,11 @@ def plan(
     from cogtestbed.cli.studies import _power_spec
     from cogtestbed.experiments.spec import resolve_temperature
     from cogtestbed.parameters import parse_assignments
+    from cogtestbed.progress import heartbeat
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.design.plan import Planner, Pricer, design_axes
     from cogtestbed.validation.design.plan_report import plan_payload
-    from cogtestbed.validation.studies.report import check_output_dir
+    from cogtestbed.validation.studies.report import check_output_target
     from cogtestbed.validation.studies.study_kinds import PlannedStudy
 
     exp = get_experiment(experiment)
@@ -112,7 +113,7 @@ def plan(
                        test, agent, common)
     assert isinstance(spec, PlannedStudy)  # a power study of one of its three forms
     if output is not None:
-        check_output_dir(output)
+        check_output_target(output)  # created only when the plan is written
     spec, pilot_info = _pilot_and_lapses(spec, exp, pilot, llm, given_base, given_params, invalid_rate, random_rate)
     if target is not None:
         _plan_precision(spec, exp, target[0], target[1], assurance, runs, trials, llm, seed, max_tokens,
@@ -128,14 +129,15 @@ def plan(
                       on_progress=None if quiet else lambda msg: console_err.print(f"[dim]{msg}[/]", highlight=False))
     if not quiet:
         _say_look_estimate(planner)
-    result = planner.plan()
-    payload = plan_payload(result, pricer, exp, max_cost, pilot_info)
-    if looks is not None:
-        from cogtestbed.validation.design.seqplan import default_sims
+    with heartbeat(lambda line: console_err.print(line, highlight=False, markup=False, soft_wrap=True)):
+        result = planner.plan()
+        payload = plan_payload(result, pricer, exp, max_cost, pilot_info)
+        if looks is not None:
+            from cogtestbed.validation.design.seqplan import default_sims
 
-        sims = seq_sims if seq_sims is not None else default_sims(power, mc_se)
-        _attach_looks(payload, result, pricer, exp, looks, spending, futility, sims, n_workers, null,
-                      None if quiet else planner.say)
+            sims = seq_sims if seq_sims is not None else default_sims(power, mc_se)
+            _attach_looks(payload, result, pricer, exp, looks, spending, futility, sims, n_workers, null,
+                          None if quiet else planner.say)
     _emit_plan(payload, result.size_name, output, as_json)
 
 

@@ -32,7 +32,7 @@ may always be given as the object itself.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -175,6 +175,30 @@ class MetricsSpec:
     #: Other names of headline keys, as the paper writes them (``T1c`` for ``t1_lr``); matched
     #: without regard to case by :meth:`resolve`.
     aliases: Mapping[str, str] = field(default_factory=dict)
+    #: ``prefixes(trials, sizes, **options)``: what ``fn`` returns on the first n units (subject
+    #: ids below n) of ``trials``, for each n of ``sizes``, computed together (sums over units
+    #: accumulated once: a sequential plan tests many prefixes of each simulated table), or
+    #: ``None`` for a unit whose result is computed by ``fn`` itself; None: ``fn`` on each prefix.
+    prefixes: Callable[..., list[Any]] | None = None
+
+    def on_prefixes(self, trials: pd.DataFrame, sizes: Sequence[int], **options: Any) -> list[MetricsResult]:
+        """This spec called on the first n units of ``trials`` (subject ids below n) for each n of
+        ``sizes``: through :attr:`prefixes` where the experiment has it (same values to rounding),
+        else one call per prefix."""
+        from cogtestbed.no_data import null_nonfinite
+        from cogtestbed.schema import canonical_rows
+
+        fast = self.prefixes(canonical_rows(trials), list(sizes), **options) if self.prefixes is not None else None
+        subject = trials["subject"].to_numpy()
+        valid = trials["valid"].fillna(False).to_numpy(dtype=bool) if "valid" in trials.columns else None
+        out = []
+        for i, n in enumerate(sizes):
+            has_data = valid is not None and bool(valid[subject < n].any())
+            if fast is None or fast[i] is None or not has_data:  # no data: the spec's own null result
+                out.append(self(trials[subject < n], **options))
+            else:
+                out.append(cast(MetricsResult, null_nonfinite(fast[i])))
+        return out
 
     def resolve(self, name: str) -> str:
         """The headline key ``name`` or its alias names (unchanged when it is neither)."""

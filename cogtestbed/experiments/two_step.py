@@ -3,7 +3,7 @@
 from cogtestbed.data.cogbench import TWOSTEP_COLUMNS, import_twostep
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
-from cogtestbed.inference.twostep import MODELS, cogbench_metrics
+from cogtestbed.inference.twostep import MODELS, cogbench_metrics, cogbench_prefix_metrics
 from cogtestbed.tables.twostep import SCHEMA
 
 _BASE = {"alpha": 0.5, "beta": 5.0, "lam": 0.5, "persev": 0.0}
@@ -21,7 +21,8 @@ SPEC = ExperimentSpec(
     table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),
-    metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("performance", "model_basedness")),
+    metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("performance", "model_basedness"),
+                        prefixes=cogbench_prefix_metrics),
     importers=cogbench_importer(import_twostep, TWOSTEP_COLUMNS, file_columns={"action": "action1", "planet": "state"}),
     pooling_unit="session",
     trials_field="n_days",

@@ -30,7 +30,7 @@ Model recovery compares ``hybrid`` (w, α, β, λ, p), ``model-based`` (w = 1: �
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -370,6 +370,12 @@ def stay_pairs(trials: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray
     trial (stable), and pairs that straddle two runs are dropped.  ``both_valid`` marks the pairs
     whose two answers parsed (the ``valid_only`` variant).
     """
+    x, y, both_valid, _ = _stay_pairs_runs(trials)
+    return x, y, both_valid
+
+
+def _stay_pairs_runs(trials: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`stay_pairs` and the subject id (run) of each pair."""
     run = pd.factorize(trials["subject"], sort=False)[0]
     order = np.lexsort((trials["trial"].to_numpy(), trials["session"].to_numpy(), run))
     a1 = pd.to_numeric(trials["action"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)[order]
@@ -385,7 +391,8 @@ def stay_pairs(trials: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray
     rc = np.where(reward == 0, -1.0, reward)[keep]
     cc = np.where(common, 1.0, -1.0)[keep]
     x = np.column_stack([np.ones(rc.size), rc, cc, rc * cc])
-    return x, stay[keep], (v[:-1] & v[1:])[keep]
+    subject = trials["subject"].to_numpy()[order][1:][keep]
+    return x, stay[keep], (v[:-1] & v[1:])[keep], subject
 
 
 def ols(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
@@ -432,6 +439,75 @@ def _per_run(trials: pd.DataFrame) -> list[dict[str, Any]]:
     return [{"run": int(subject) if isinstance(subject, (int, np.integer)) else subject,
              "performance": float(mean[subject]), "n_trials": int(size[subject]),
              "n_invalid": int(n_invalid[subject])} for subject in mean.index]
+
+
+#: A prefix's stay regression is solved from accumulated sums only while X'X is this well
+#: conditioned (else, and for the flagged cases, :func:`cogbench_metrics` runs on the prefix).
+PREFIX_MAX_CONDITION = 1e8
+
+
+def _prefix_regressions(x: np.ndarray, y: np.ndarray, upto: np.ndarray) -> list[dict[str, Any] | None]:
+    """The stay regression (:func:`regression_summary`) of the first ``upto[i]`` pairs for each i,
+    from cumulative X'X, X'y and y'y (the normal equations; the pseudo-inverse's values where X has
+    full rank); None where a prefix is flagged or ill-conditioned (computed in full instead)."""
+    cxx = np.cumsum(x[:, :, None] * x[:, None, :], axis=0)
+    cxy, cyy, cy = np.cumsum(x * y[:, None], axis=0), np.cumsum(y * y), np.cumsum(y)
+    out: list[dict[str, Any] | None] = []
+    for n in upto:
+        if n < 8:
+            out.append(None)
+            continue
+        xx, xy = cxx[n - 1], cxy[n - 1]
+        var_y = cyy[n - 1] / n - (cy[n - 1] / n) ** 2
+        if not np.isfinite(xx).all() or np.linalg.cond(xx) > PREFIX_MAX_CONDITION or var_y <= 1e-12:
+            out.append(None)
+            continue
+        inv = np.linalg.inv(xx)
+        b = inv @ xy
+        rss = max(float(cyy[n - 1] - 2 * b @ xy + b @ xx @ b), 0.0)
+        se = np.sqrt(np.clip(np.diag(inv) * rss / (n - 4), 0, None))
+        out.append({"model_basedness": float(b[3]), "model_basedness_ci": float(1.96 * se[3]),
+                    "reward_effect": float(b[1]), "common_effect": float(b[2]), "intercept": float(b[0]),
+                    "n_pairs": int(n), "rank": 4, "flags": []})
+    return out
+
+
+def cogbench_prefix_metrics(trials: pd.DataFrame, sizes: Sequence[int]) -> list[MetricsResult | None]:
+    """:func:`cogbench_metrics` of the first n runs (subject ids below n) for each n of ``sizes``,
+    from sums accumulated once over the table's runs (``MetricsSpec.prefixes``: a sequential plan
+    tests every look's prefix of each simulated table); None for a prefix whose regression is
+    flagged or ill-conditioned (the caller computes it in full)."""
+    x, y, both_valid, pair_subject = _stay_pairs_runs(trials)
+    order = np.argsort(pair_subject, kind="stable")
+    x, y, both_valid, pair_subject = x[order], y[order], both_valid[order], pair_subject[order]
+    subject = trials["subject"].to_numpy()
+    rows = np.argsort(subject, kind="stable")
+    reward = trials["reward"].to_numpy(dtype=np.float64, na_value=np.nan)[rows]
+    invalid = ~trials["valid"].astype(bool).to_numpy()[rows]
+    sorted_subject = subject[rows]
+    cum_reward, cum_has = np.cumsum(np.nan_to_num(reward)), np.cumsum(~np.isnan(reward))
+    cum_invalid = np.cumsum(invalid)
+    per_run = _per_run(trials)
+    ends = [int(np.searchsorted(sorted_subject, n, side="left")) for n in sizes]
+    regs = _prefix_regressions(x, y, np.searchsorted(pair_subject, sizes, side="left"))
+    vx, vy, vs = x[both_valid], y[both_valid], pair_subject[both_valid]
+    valid_regs = _prefix_regressions(vx, vy, np.searchsorted(vs, sizes, side="left"))
+    out: list[MetricsResult | None] = []
+    for n, end, reg, valid_only in zip(sizes, ends, regs, valid_regs, strict=True):
+        if reg is None or valid_only is None or end == 0:
+            out.append(None)
+            continue
+        runs = [r for r in per_run if r["run"] < n]
+        n_invalid = int(cum_invalid[end - 1])
+        has = int(cum_has[end - 1])
+        metrics: dict[str, Any] = {
+            "performance": float(cum_reward[end - 1] / has) if has else float("nan"),
+            "model_basedness": reg["model_basedness"], "model_basedness_ci": reg["model_basedness_ci"],
+            "reward_effect": reg["reward_effect"], "common_effect": reg["common_effect"],
+            "model_basedness_valid_only": valid_only["model_basedness"], "n_pairs": reg["n_pairs"],
+            "n_runs": len(runs), "invalid_rate": n_invalid / max(end, 1)}
+        out.append(metrics_result(metrics, "per_run", runs, n_invalid, reg["flags"]))
+    return out
 
 
 def cogbench_metrics(trials: pd.DataFrame) -> MetricsResult:

@@ -46,12 +46,11 @@ model fitted to the pilot (the base of the power simulation).
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,7 +61,14 @@ from scipy import stats
 
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.formatting import rate_text
-from cogtestbed.validation.studies.driver import StudyTaskError, _reraise, _run_chunk, check_study
+from cogtestbed.validation.studies.driver import (
+    StudyTaskError,
+    _reraise,
+    _run_chunk,
+    check_study,
+    fork_pool,
+    stop_pool,
+)
 from cogtestbed.validation.studies.study_data import design_for_trials, trials_step
 from cogtestbed.validation.studies.study_kinds import MetricPowerStudy, ModelStudy, PlannedStudy, PowerStudy
 
@@ -433,7 +439,7 @@ class PowerEvaluator:
         self.spec, self.workers = spec, max(1, workers)
         self.rows: dict[Point, list[pd.DataFrame]] = {}
         self.done: dict[Point, int] = {}
-        self.pool: Executor | None = None
+        self.pool: ProcessPoolExecutor | None = None
         self.simulations = 0
 
     def study_at(self, point: Point, reps: int) -> PlannedStudy:
@@ -450,10 +456,16 @@ class PowerEvaluator:
 
     def ensure(self, point: Point, sims: int) -> Estimate:
         """At least ``sims`` simulations of ``point`` (runs only the missing ones)."""
+        from cogtestbed.progress import beat
+
         have = self.done.get(point, 0)
         if sims > have:
             study = self.study_at(point, sims)
             tasks = study.tasks()[have:sims]
+            hb = beat()
+            if hb is not None:
+                hb.phase(f"fixed plan: simulating {point.label(size_axis_name(self.spec))}", len(tasks),
+                         f"{len(self.done)} designs and {self.simulations:,} simulated studies so far")
             self.rows.setdefault(point, []).extend(self._run(study.model_dump_json(), tasks))
             self.done[point] = sims
             self.simulations += len(tasks)
@@ -467,20 +479,37 @@ class PowerEvaluator:
             raise _reraise(exc) from None
 
     def _run_tasks(self, payload: str, tasks: list[dict[str, Any]]) -> list[pd.DataFrame]:
+        """The tasks' rows, in chunks (a local fork pool whose workers end with this process);
+        each finished task counts on the current heartbeat (:func:`cogtestbed.progress.tick`)."""
+        from cogtestbed.progress import tick
+
         if self.workers == 1 or len(tasks) < 2 * self.workers:
-            return [_run_chunk(payload, tasks)]
+            size = max(1, math.ceil(len(tasks) / 4))
+            out = []
+            for i in range(0, len(tasks), size):
+                out.append(_run_chunk(payload, tasks[i:i + size]))
+                tick(len(tasks[i:i + size]))
+            return out
         first: list[pd.DataFrame] = []
         if self.pool is None:  # the first task here compiles the kernels; forked workers inherit them
             first, tasks = [_run_chunk(payload, tasks[:1])], tasks[1:]
-            ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-            self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
+            self.pool = fork_pool(self.workers)
         size = math.ceil(len(tasks) / (2 * self.workers))
-        futures = [self.pool.submit(_run_chunk, payload, tasks[i:i + size]) for i in range(0, len(tasks), size)]
+        futures = {self.pool.submit(_run_chunk, payload, tasks[i:i + size]): min(size, len(tasks) - i)
+                   for i in range(0, len(tasks), size)}
+        for f in as_completed(futures):
+            f.result()
+            tick(futures[f])
         return [*first, *(f.result() for f in futures)]
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
+        """Shut the pool down: waiting for its workers, or (``abort``: an interrupt, an error)
+        cancelling what is queued and ending the workers now."""
         if self.pool is not None:
-            self.pool.shutdown()
+            if abort:
+                stop_pool(self.pool)
+            else:
+                self.pool.shutdown()
             self.pool = None
 
 
@@ -725,8 +754,10 @@ class Planner:
                 self.search_combo(combo)
             chosen = self.finalise()
             recovery = recovery_at(self.spec, self.exp, chosen.point, self.power.table(chosen.point))
-        finally:
-            self.power.close()
+        except BaseException:  # an interrupt (SIGTERM, Ctrl-C) or an error: the workers end now
+            self.power.close(abort=True)
+            raise
+        self.power.close()
         evaluated = self.evaluated()
         return PlanResult(self.spec, self.target, self.size.name, chosen, evaluated, pareto(evaluated), recovery,
                           time.perf_counter() - start, _cpu() - cpu0, self.power.simulations, self.pruned, [],

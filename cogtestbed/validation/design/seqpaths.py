@@ -166,8 +166,10 @@ def _metric_path(spec: MetricPowerStudy, trials: int | None, n_top: int, sizes: 
     tables = [simulate_runs(exp, spec.agent, n_top, seed_of(s), {**spec.params, **setting}, design, lapse=spec.lapse)
               for s, setting in zip((seq_a, seq_b), spec.compare, strict=True)]
     z, est = np.zeros(len(sizes)), np.full(len(sizes), np.nan)
-    for i, n in enumerate(sizes):
-        a, b = (dict(exp.metrics(_prefix(t, n), **spec.metric_options)) for t in tables)
+    # every prefix of both tables at once (sums accumulated once where the experiment can: MetricsSpec.prefixes)
+    results_a, results_b = (exp.metrics.on_prefixes(t, sizes, **spec.metric_options) for t in tables)
+    for i, (ra, rb) in enumerate(zip(results_a, results_b, strict=True)):
+        a, b = dict(ra), dict(rb)
         _, p = difference_test(a, b, spec.metric, exp.metrics.unit)
         est[i] = metric_value(b, spec.metric) - metric_value(a, spec.metric)
         z[i] = z_from_p(p, est[i], signed=False)

@@ -266,11 +266,13 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     null = null_spec(spec, null_agent)
     bounds = nominal
     if calibrate:
+        sim.label = "sequential plan: calibration null studies"
         (cal,) = sim.run([(null, 1, Rule(tuple(nominal), columns, dirn, calibrating=True))])
         side = spec.level / 2 if dirn else spec.level
         info = {"side_level": side, "null_sims": sims, "seed_stream": 1, "futility": "binding" if futility else None}
         bounds = [b.with_shift(calibrate_shift(null_scores(b, cal.z, cols, dirn), side), info)
                   for b, cols in zip(nominal, columns, strict=True)]
+    sim.label = "sequential plan: studies under the effect and the null"
     eff, nul = sim.run([(spec, 0, Rule(tuple(bounds), columns, dirn)), (null, 0, Rule(tuple(bounds), columns, dirn))])
     cands = [Candidate(b, operate(b, nul.z, nul.est, cols, dirn, None, nul.reference),
                        operate(b, eff.z, eff.est, cols, dirn, dirn or None, eff.reference))

@@ -25,11 +25,9 @@ calibrated the same way.
 from __future__ import annotations
 
 import math
-import multiprocessing
-import os
 import warnings
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -205,18 +203,13 @@ class Simulator:
     workers: int = 1
     width: int = 2
     subjects: int = 0  # units simulated so far (model targets)
+    label: str = "sequential plan: simulating studies"  # the heartbeat's phase
 
     def run(self, jobs: Sequence[tuple[PlannedStudy, int, Rule | None]]) -> list[Paths]:
         """Each job's (study, seed stream, rule) paths: ``sims`` replicates each."""
         calls: list[list[tuple[Callable[..., Paths], tuple[Any, ...]]]] = [self._calls(*job) for job in jobs]
         flat = [c for group in calls for c in group]
-        if self.workers <= 1 or len(flat) < 2:
-            results = [fn(*args) for fn, args in flat]
-        else:
-            ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-            with ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx) as pool:
-                futures = [pool.submit(fn, *args) for fn, args in flat]
-                results = [f.result() for f in futures]
+        results = self._execute(flat, self.sims * len(jobs))
         out, i = [], 0
         for group in calls:
             parts, i = results[i:i + len(group)], i + len(group)
@@ -224,6 +217,36 @@ class Simulator:
                              sum(p.total for p in parts), sum(p.count for p in parts)))
             self.subjects += sum(p.count for p in parts) if isinstance(jobs[0][0], PowerStudy) else 0
         return out
+
+    def _execute(self, flat: Sequence[tuple[Callable[..., Paths], tuple[Any, ...]]], reps: int) -> list[Paths]:
+        """Every block's paths, in a fork pool of ``workers`` whose workers end with this process
+        (and at once on an interrupt or an error); finished replicates count on the current
+        heartbeat (:func:`cogtestbed.progress.tick`)."""
+        from cogtestbed.progress import beat, tick
+        from cogtestbed.validation.studies.driver import fork_pool, stop_pool
+
+        hb = beat()
+        if hb is not None:
+            hb.phase(self.label, reps, f"{len(flat)} blocks of up to {BLOCK}, {self.workers} worker"
+                     f"{'s' * (self.workers != 1)}")
+        if self.workers <= 1 or len(flat) < 2:
+            out = []
+            for fn, args in flat:
+                out.append(fn(*args))
+                tick(out[-1].z.shape[0])
+            return out
+        pool = fork_pool(self.workers)
+        try:
+            futures = {pool.submit(fn, *args): i for i, (fn, args) in enumerate(flat)}
+            done: dict[int, Paths] = {}
+            for f in as_completed(futures):
+                done[futures[f]] = f.result()
+                tick(done[futures[f]].z.shape[0])
+        except BaseException:
+            stop_pool(pool)
+            raise
+        pool.shutdown(wait=True)
+        return [done[i] for i in range(len(flat))]
 
     def _calls(self, spec: PlannedStudy, stream: int, rule: Rule | None) -> list[tuple[Callable[..., Paths],
                                                                                        tuple[Any, ...]]]:

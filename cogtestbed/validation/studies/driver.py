@@ -327,7 +327,15 @@ def _run_dask(payload: str, tasks: list[dict[str, Any]], dask: Any,
     return parts
 
 
-def _stop_pool(pool: ProcessPoolExecutor) -> None:
+def fork_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of ``workers`` processes forked from this one (they inherit its imported, compiled
+    modules) that end with it (:func:`_die_with_parent`); end it early with :func:`stop_pool`."""
+    ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_die_with_parent,
+                               initargs=(os.getpid(),))
+
+
+def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Cancel pending chunks and end running workers now (not after their current chunk)."""
     procs = list(getattr(pool, "_processes", {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
@@ -353,9 +361,7 @@ def _run_pool(payload: str, tasks: list[dict[str, Any]], workers: int,
     size = max(1, math.ceil(len(tasks) / (4 * workers)))
     chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
     # fork: workers inherit the imported, JIT-compiled modules (start-up in ms, not seconds).
-    ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=ctx,
-                               initializer=_die_with_parent, initargs=(os.getpid(),))
+    pool = fork_pool(min(workers, len(chunks)))
     try:
         futs = {pool.submit(_run_chunk, payload, c): c for c in chunks}
         for fut in cf_completed(futs):
@@ -370,7 +376,7 @@ def _run_pool(payload: str, tasks: list[dict[str, Any]], workers: int,
                     "(killed, or out of memory); rerun with --workers 1 to see the error") from None
             tick(len(futs[fut]))
     except BaseException:
-        _stop_pool(pool)
+        stop_pool(pool)
         raise
     pool.shutdown(wait=True)
     return parts

@@ -299,7 +299,7 @@ class Heartbeat:
         if self.total and self.done:
             eta = f"ETA {_clock(took / self.done * max(0, self.total - self.done))}"
         else:
-            eta = "ETA unknown" if not self.total else "ETA after the first unit"
+            eta = "ETA unknown" if not self.total else "ETA once the first result is in"
         count = f"{self.done:,}/{self.total:,}" if self.total else f"{self.done:,} done"
         detail = f" ({self.detail})" if self.detail else ""
         return f"{self.name}: {count}{detail}, {_clock(now - self.start)} elapsed, {eta}"

@@ -72,7 +72,7 @@ def test_heartbeat_says_phase_count_and_eta() -> None:
         time.sleep(0.12)
         hb.advance(10)
         time.sleep(0.12)
-    assert any("ETA after the first unit" in ln for ln in lines)
+    assert any("ETA once the first result is in" in ln for ln in lines)
     last = lines[-1]
     assert last.startswith("fixed plan: simulating 10 subjects: 10/40") and "ETA" in last and "elapsed" in last
     n = len(lines)

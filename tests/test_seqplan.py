@@ -192,12 +192,12 @@ def _sequential_plan(path: Path, futility: bool) -> Path:
                        {"model": "rw-pm", "effect": "optimism_bias", "effect_size": 0.4}, 12, 4, None)
 
 
-def test_sequential_run_records_looks_resumes_at_the_right_look_and_reproduces_them(tmp_path, monkeypatch):
+def test_sequential_run_records_looks_resumes_at_the_right_look_and_reproduces_them(tmp_path, monkeypatch, capsys):
     import json
 
     from typer.testing import CliRunner
 
-    from cogtestbed.cli import app
+    from cogtestbed.cli import app, run_cli
 
     monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
     cli = CliRunner()
@@ -207,6 +207,21 @@ def test_sequential_run_records_looks_resumes_at_the_right_look_and_reproduces_t
     assert first.exit_code == 3, first.output
     looks = [json.loads(x) for x in (out / "looks.jsonl").read_text().splitlines()]
     assert [lk["look"] for lk in looks] == [1] and looks[0]["decision"] == "continue" and looks[0]["units"] == 4
+    # a changed plan is refused on --resume (one line, exit 2): bounds, look sizes, the tested effect, spending
+    planned = json.loads(plan.read_text())
+    seq = planned["run"]["sequential"]
+    for edit, named in (({"efficacy": [b - 2.0 for b in seq["efficacy"]]}, "efficacy"),
+                        ({"sizes": [3, 8]}, "sizes"),
+                        ({"statistic": {**seq["statistic"], "effect_size": 0.1}}, "statistic.effect_size"),
+                        ({"spending": "obrien-fleming"}, "spending")):
+        other = tmp_path / f"changed-{named}.json"
+        other.write_text(json.dumps({**planned, "run": {**planned["run"], "sequential": {**seq, **edit}}}))
+        code = run_cli(["run", "--plan", str(other), "-o", str(out), "--resume", "--max-calls", "48",
+                        "--add-budget", "calls=48"])
+        err = " ".join(capsys.readouterr().err.split())
+        assert code == 2, (named, err)
+        assert named in err and "differs from the sequential design recorded" in err
+        assert len((out / "looks.jsonl").read_text().splitlines()) == 1  # nothing was run
     again = cli.invoke(app, ["run", "--plan", str(plan), "-o", str(out), "--resume", "--max-calls", "48",
                              "--add-budget", "calls=48"])
     assert again.exit_code == 0, again.output
@@ -216,10 +231,14 @@ def test_sequential_run_records_looks_resumes_at_the_right_look_and_reproduces_t
     check = cli.invoke(app, ["looks", str(out), "--json"])
     assert check.exit_code == 0, check.output
     assert json.loads(check.stdout)["reproduced"] is True
-    # a tampered record is caught
-    bad = [{**looks[0], "decision": "efficacy"}, looks[1]]
-    (out / "looks.jsonl").write_text("".join(json.dumps(lk) + "\n" for lk in bad))
-    assert cli.invoke(app, ["looks", str(out)]).exit_code == 1
+    # a tampered record is caught: the decision, and the estimate and p-value re-derived from the table
+    for field, value in (("decision", "efficacy"), ("estimate", (looks[0]["estimate"] or 0.0) + 0.05),
+                         ("p_value", 0.5 * (looks[0]["p_value"] or 1.0))):
+        bad = [{**looks[0], field: value}, looks[1]]
+        (out / "looks.jsonl").write_text("".join(json.dumps(lk) + "\n" for lk in bad))
+        check = cli.invoke(app, ["looks", str(out), "--json"])
+        assert check.exit_code == 1, (field, check.output)
+        assert json.loads(check.stdout)["looks"][0]["differs"] == [field]
 
 
 @pytest.mark.slow

@@ -63,6 +63,8 @@ def run_sequential(request: Any, design: dict[str, Any], execute_run: Callable[[
     if int(design.get("runs_per_subject", 1)) != 1:
         raise ValueError("--plan: a sequential plan with several sessions per subject is not executed by run")
     exp = get_experiment(request.experiment)
+    if request.resume:
+        _check_recorded_design(request.output, design)
     done = recorded_looks(request.output) if request.resume else []
     if _stopped(done):
         return None
@@ -102,6 +104,8 @@ def run_sequential_pair(requests: Sequence[Any], output: Path, design: dict[str,
     if int(design.get("runs_per_subject", 1)) != 1:
         raise ValueError("--plan: a sequential plan with several sessions per subject is not executed by run")
     resume = bool(requests[0].resume)
+    if resume:
+        _check_recorded_design(output, design)
     done = recorded_looks(output) if resume else []
     if not resume and (output / SEQUENTIAL_FILE).exists():
         raise ValueError(f"{output} already holds a sequential run; pass --resume to continue it")
@@ -128,6 +132,25 @@ def run_sequential_pair(requests: Sequence[Any], output: Path, design: dict[str,
             result.status = "complete"
             break
     return result
+
+
+def _check_recorded_design(output: Path, design: dict[str, Any]) -> None:
+    """A ``--resume`` goes on only with the design the run recorded (``sequential.json``): other
+    bounds, look sizes, statistic, effect or spending are refused in one line
+    (:func:`~cogtestbed.validation.seqpaths.check_same_design`)."""
+    from cogtestbed.validation.seqpaths import check_same_design
+    from cogtestbed.validation.seqplan import SEQUENTIAL_FILE
+
+    path = output / SEQUENTIAL_FILE
+    if not path.exists():
+        return
+    try:
+        recorded = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not JSON ({exc.msg})") from None
+    if not isinstance(recorded, dict):
+        raise ValueError(f"{path} does not hold a sequential design (a JSON object)")
+    check_same_design(recorded, design, str(path))
 
 
 def _fresh_in_resume(req: Any, requests: Sequence[Any], n: int) -> Any:
@@ -184,7 +207,6 @@ def looks(
     as_json: Annotated[bool, typer.Option("--json", help="Print the looks as JSON.")] = False,
 ) -> None:
     """Reproduce every recorded look of a sequential run from its saved trial table (exit 1 on a mismatch)."""
-    import math
 
     from cogtestbed.registry import get_experiment, read_trials
     from cogtestbed.validation.design.seqplan import LOOKS_FILE, SEQUENTIAL_FILE, evaluate_look
@@ -210,13 +232,12 @@ def looks(
     rows, ok = [], True
     for rec in recorded:
         again = evaluate_look(exp, design, table, int(rec["look"]) - 1)
-        a, b = again["statistic"], rec["statistic"]
-        same = again["decision"] == rec["decision"] and (
-            (a is None and b is None) or (a is not None and b is not None and math.isclose(a, b, rel_tol=1e-6,
-                                                                                         abs_tol=1e-6)))
-        ok &= same
-        rows.append({**again, "recorded_statistic": rec["statistic"], "recorded_decision": rec["decision"],
-                     "reproduced": same})
+        differs = [key for key in REDERIVED if not _close(again.get(key), rec.get(key))]
+        if again["decision"] != rec["decision"]:
+            differs.append("decision")
+        ok &= not differs
+        rows.append({**again, **{f"recorded_{key}": rec.get(key) for key in (*REDERIVED, "decision")},
+                     "reproduced": not differs, "differs": differs})
     if not recorded:
         raise ValueError(f"{run_dir} records no look yet ({LOOKS_FILE} empty or missing)")
     if as_json:
@@ -226,10 +247,28 @@ def looks(
         for r in rows:
             console.print(f"look {r['look']}: {r['units']} {axis}  Z {_z(r['statistic'])} (recorded "
                           f"{_z(r['recorded_statistic'])})  bound {r['efficacy']:.3f}  {r['decision']} "
-                          f"(recorded {r['recorded_decision']})  {'reproduced' if r['reproduced'] else 'MISMATCH'}",
+                          f"(recorded {r['recorded_decision']})  "
+                          + ("reproduced" if r["reproduced"] else f"MISMATCH ({', '.join(r['differs'])})"),
                           highlight=False)
     if not ok:
         raise typer.Exit(1)
+
+
+#: What ``cogtestbed looks`` re-derives from the saved table and compares with each recorded look
+#: (besides the decision).
+REDERIVED = ("statistic", "estimate", "p_value")
+
+
+def _close(a: Any, b: Any) -> bool:
+    """Both None, or two numbers equal to 1e-6 (relative and absolute)."""
+    import math
+
+    if a is None or b is None:
+        return a is None and b is None
+    try:
+        return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-6)
+    except (TypeError, ValueError):
+        return False
 
 
 def _z(value: float | None) -> str:

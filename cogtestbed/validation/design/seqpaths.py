@@ -285,6 +285,56 @@ def checked_sequential(section: Any, where: str, units: int | None = None) -> di
     return out
 
 
-__all__ = ["STATISTIC_KINDS", "SequentialSection", "checked_sequential",
+#: What a resumed sequential run must share with the design it recorded (``--resume`` refuses a plan
+#: that differs in any of them: its looks would no longer be the procedure whose error rates were planned).
+DESIGN_KEYS = ("sizes", "efficacy", "efficacy_other", "futility", "spending", "level", "direction", "statistic")
+
+
+def design_differences(recorded: Mapping[str, Any], planned: Mapping[str, Any]) -> list[str]:
+    """The parts of a sequential design (:data:`DESIGN_KEYS`) in which ``planned`` differs from
+    ``recorded``, each as ``name recorded → planned`` (bounds compared to 1e-9; the statistic field
+    by field: its kind, model, effect and size, test, metric and options)."""
+    out: list[str] = []
+    for key in DESIGN_KEYS:
+        a, b = recorded.get(key), planned.get(key)
+        if key == "statistic" and isinstance(a, Mapping) and isinstance(b, Mapping):
+            out.extend(f"statistic.{k} {_show(a.get(k))} → {_show(b.get(k))}" for k in sorted(set(a) | set(b))
+                       if not _same(a.get(k), b.get(k)))
+        elif not _same(a, b):
+            out.append(f"{key} {_show(a)} → {_show(b)}")
+    return out
+
+
+def _show(value: Any) -> str:
+    """A design value in a message: numbers to 4 significant digits, lists element by element."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    return repr(value)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return set(a) == set(b) and all(_same(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+def check_same_design(recorded: Mapping[str, Any], planned: Mapping[str, Any], where: str) -> None:
+    """Refuse (one line) to resume the sequential run recorded in ``where`` with a plan whose bounds,
+    look sizes, statistic, effect or spending differ from the recorded design's."""
+    diff = design_differences(recorded, planned)
+    if diff:
+        raise ValueError(f"--resume: the plan differs from the sequential design recorded in {where} "
+                         f"({'; '.join(diff[:3])}{'; …' if len(diff) > 3 else ''}): its looks would not be the "
+                         "planned procedure; resume with the recorded plan or start a new run directory")
+
+
+__all__ = ["DESIGN_KEYS", "STATISTIC_KINDS", "SequentialSection", "check_same_design", "checked_sequential",
+           "design_differences",
            "CONTINUE", "DECISIONS", "EFFICACY", "EFFICACY_OTHER", "FUTILITY", "Z_CAP",
            "Boundaries", "boundaries", "design_drift", "simulate_paths", "z_from_p"]

@@ -518,3 +518,24 @@ def test_sequential_options_without_their_plan_are_refused_not_ignored(capsys, e
                     "--llm", "openai:gpt-4o-mini", *extra])
     err = capsys.readouterr().err
     assert code == 2 and message in " ".join(err.split()) and "Traceback" not in err
+
+
+def test_two_step_prefix_metrics_equal_the_metrics_of_each_prefix():
+    """MetricsSpec.prefixes (accumulated sums, issue 40) gives what the metrics function gives on
+    each prefix of a table with invalid answers, to rounding; too-small prefixes fall back to it."""
+    from cogtestbed.agents.lapse import Lapse
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.study_data import design_for_trials, simulate_runs
+
+    exp = get_experiment("two-step")
+    table = simulate_runs(exp, "hybrid", 30, 3, {"w": 0.3, "beta": 5.0}, design_for_trials(exp, 20, {}),
+                          lapse=Lapse(invalid=0.2, random=0.0))
+    sizes = [1, 2, 5, 13, 30]
+    fast = exp.metrics.on_prefixes(table, sizes)
+    assert exp.metrics.prefixes is not None
+    for n, got in zip(sizes, fast, strict=True):
+        want = exp.metrics(table[table["subject"] < n])
+        assert got["per_run"] == want["per_run"] and got["n_invalid"] == want["n_invalid"]
+        assert got["flags"] == want["flags"]
+        for key, value in want["metrics"].items():
+            assert got["metrics"][key] == pytest.approx(value, rel=1e-9, abs=1e-12), (n, key)

@@ -524,8 +524,9 @@ def test_two_step_prefix_metrics_equal_the_metrics_of_each_prefix():
     """MetricsSpec.prefixes (accumulated sums, issue 40) gives what the metrics function gives on
     each prefix of a table with invalid answers, to rounding; too-small prefixes fall back to it."""
     from cogtestbed.agents.lapse import Lapse
+
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.study_data import design_for_trials, simulate_runs
+    from cogtestbed.validation.studies.study_data import design_for_trials, simulate_runs
 
     exp = get_experiment("two-step")
     table = simulate_runs(exp, "hybrid", 30, 3, {"w": 0.3, "beta": 5.0}, design_for_trials(exp, 20, {}),

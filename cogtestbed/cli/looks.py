@@ -137,9 +137,9 @@ def run_sequential_pair(requests: Sequence[Any], output: Path, design: dict[str,
 def _check_recorded_design(output: Path, design: dict[str, Any]) -> None:
     """A ``--resume`` goes on only with the design the run recorded (``sequential.json``): other
     bounds, look sizes, statistic, effect or spending are refused in one line
-    (:func:`~cogtestbed.validation.seqpaths.check_same_design`)."""
-    from cogtestbed.validation.seqpaths import check_same_design
-    from cogtestbed.validation.seqplan import SEQUENTIAL_FILE
+    (:func:`~cogtestbed.validation.design.seqpaths.check_same_design`)."""
+    from cogtestbed.validation.design.seqpaths import check_same_design
+    from cogtestbed.validation.design.seqplan import SEQUENTIAL_FILE
 
     path = output / SEQUENTIAL_FILE
     if not path.exists():

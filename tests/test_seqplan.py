@@ -523,8 +523,7 @@ def test_sequential_options_without_their_plan_are_refused_not_ignored(capsys, e
 def test_two_step_prefix_metrics_equal_the_metrics_of_each_prefix():
     """MetricsSpec.prefixes (accumulated sums, issue 40) gives what the metrics function gives on
     each prefix of a table with invalid answers, to rounding; too-small prefixes fall back to it."""
-    from cogtestbed.agents.lapse import Lapse
-
+    from cogtestbed.lapse import Lapse
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.studies.study_data import design_for_trials, simulate_runs
 

@@ -19,10 +19,12 @@ is not a test: a table's floats may differ in the last bit between machines).  I
 A fingerprint is a SHA-256 of a table's column names, dtypes, missing cells and values (numeric
 columns byte for byte).  ``--save FILE`` writes them as JSON; ``--against FILE`` compares with a
 saved run and exits 1 on any difference, naming each label that differs.  Run it as
-``python benchmarks/table_fingerprints.py --against benchmarks/fingerprints_a1c057e.json`` (the
-fingerprints of main at commit a1c057e, before the simulate path's speed machinery was deleted; the
-six ``magnitude prior-dominant`` labels since updated for commit 8fb0d05, which changed that agent's
-default parameters on purpose).
+``python benchmarks/table_fingerprints.py --against benchmarks/fingerprints_lock.json``: the
+fingerprints under the locked versions (``locks/test.txt``, issue 37), the reference for a change of
+code or of the lock.  ``benchmarks/fingerprints_a1c057e.json`` holds those of main at commit a1c057e
+(older, unlocked versions; list columns hashed by their text then): under the lock its 374 tables
+without list columns are identical, and the 25 revealed-belief tables with list columns are hashed
+differently now.
 """
 
 from __future__ import annotations
@@ -84,8 +86,10 @@ def table_hash(table: pd.DataFrame) -> str:
             continue
         try:
             h.update(pd.util.hash_pandas_object(column, index=False).to_numpy().tobytes())
-        except TypeError:  # cells pandas cannot hash (list columns): their text
-            h.update(repr(column.tolist()).encode())
+        except TypeError:  # cells pandas cannot hash (list columns): their values as JSON, the same
+            # whichever pandas gives the cells (lists under pandas 3, numpy arrays under pandas 2)
+            cells = [None if cell is None else np.asarray(cell).tolist() for cell in column.tolist()]
+            h.update(json.dumps(cells).encode())
     return h.hexdigest()
 
 

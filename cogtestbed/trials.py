@@ -436,13 +436,23 @@ def _constant_category(value: str, n: int) -> pd.Categorical:
 
 
 # ----------------------------------------------------------------------------- manifests
-def package_versions(names: Iterable[str] = ("cogtestbed", "numpy", "numba", "pandas", "scipy",
-                                             "pymc", "gymnasium", "pyarrow")) -> dict[str, str]:
-    """Installed versions of the packages that determine a run's output."""
+#: The packages whose exact versions determine a table, a fit or a plan (issue 37): recorded in every
+#: artefact that records versions (trial manifests, run.json, plan.json, study summaries, posterior.nc).
+NUMERIC_PACKAGES = ("cogtestbed", "numpy", "scipy", "pandas", "numba", "pymc", "pytensor", "arviz",
+                    "pyarrow", "gymnasium")
+#: Recorded only where the process has imported them (torch is loaded by local-model runs alone).
+LOADED_PACKAGES = ("torch", "transformers")
+
+
+def package_versions(names: Iterable[str] = NUMERIC_PACKAGES) -> dict[str, str]:
+    """Exact installed versions of ``names`` (and of :data:`LOADED_PACKAGES` the process has
+    imported), with the Python version: the packages that determine a run's output."""
+    import sys
     from importlib import metadata
 
     versions = {"python": platform.python_version()}
-    for name in names:
+    loaded = [name for name in LOADED_PACKAGES if name in sys.modules]
+    for name in (*names, *loaded):
         with contextlib.suppress(metadata.PackageNotFoundError):
             versions[name] = metadata.version(name)
     return versions

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from study_scripts import load_study
 from typer.testing import CliRunner
+from versions import assert_exact_versions
 
 from cogtestbed.cli import app
 
@@ -71,6 +72,7 @@ def test_retries_of_scored_calls_are_recorded(server, tmp_path: Path, monkeypatc
     assert res.exit_code == 0, res.output
     calls = pd.read_parquet(tmp_path / "run" / "calls.parquet")
     run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert_exact_versions(run["versions"])
     # the first scored item's first request met three 503s, each retried and recorded
     assert run["scoring"]["method"] == "exact" and run["scoring"]["probe_retries"] == 0
     assert int(calls["retries"].sum()) == 3 and run["stats"]["retries"] == 3

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from versions import assert_exact_versions
 
 from cogtestbed.registry import get_experiment
 from cogtestbed.validation.design.plan import (
@@ -119,6 +120,7 @@ def test_plan_finds_the_cheapest_passing_design(small_plan):
     assert {"r", "bias", "rmse"} <= set(payload["recovery"]["parameters"]["optimism_bias"])
     assert 0 <= payload["recovery"]["coverage"] <= 1
     assert (out / "plan.json").exists() and (out / "frontier.png").stat().st_size > 1000
+    assert_exact_versions(json.loads((out / "plan.json").read_text())["versions"])
     html = (out / "report.html").read_text()
     assert "cost-power frontier" in html and "data:image/png;base64" in html
 

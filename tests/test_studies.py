@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from tolerance import assert_frames_close
 from typer.testing import CliRunner
+from versions import assert_exact_versions
 
 from cogtestbed.cli import app
 from cogtestbed.registry import get_experiment
@@ -184,6 +185,8 @@ def test_cli_fit_hierarchical_writes_netcdf(tmp_path: Path, cogbench_dir: Path) 
     assert diag["converged"] or diag["draws"] == 400 or diag["divergences"] > 0
     idata = az.from_netcdf(tmp_path / "f" / "posterior.nc")
     assert "alpha_pos_pop" in idata.posterior
+    assert_exact_versions({k.removeprefix("version_"): v for k, v in idata.posterior.attrs.items()
+                           if k.startswith("version_")})
     assert "optimism_bias" in out["population"]
     assert (tmp_path / "f" / "summary.json").exists()
 

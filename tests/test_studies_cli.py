@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tolerance import assert_close, assert_frames_close
+from versions import assert_exact_versions
 
 from cogtestbed.cli import main
 from cogtestbed.validation.studies.driver import run_study, study_spec
@@ -42,6 +43,7 @@ def test_collider_recover_through_the_generator(capsys, monkeypatch, tmp_path: P
     assert "uniform draws" in out["verdict"]
     assert {p.name for p in (tmp_path / "r").iterdir()} >= {"results.parquet", "summary.json", "report.html"}
     assert not [p for p in (tmp_path / "r").iterdir() if p.name.endswith(".tmp")]
+    assert_exact_versions(json.loads((tmp_path / "r" / "summary.json").read_text())["versions"])
 
 
 def test_collider_model_recovery_and_parameter_power(capsys, monkeypatch) -> None:

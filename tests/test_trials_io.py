@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
+from importlib import metadata
 
 import pandas as pd
 import pyarrow.parquet
 import pytest
+from versions import assert_exact_versions
 
 from cogtestbed.registry import read_trials, validate_table, write_trials
 from cogtestbed.schema import TrialTableError
@@ -34,8 +37,19 @@ def test_round_trip_with_manifest(tmp_path, table):
     pd.testing.assert_frame_equal(back, table, check_categorical=False)
     manifest = read_manifest(path)
     assert manifest["seed"] == 0 and manifest["n_rows"] == len(table)
-    assert "numpy" in manifest["versions"] and "python" in manifest["versions"]
+    assert_exact_versions(manifest["versions"])
     assert json.loads(manifest_path(path).read_text())["schema_version"] == 1
+
+
+def test_torch_is_recorded_only_where_loaded(monkeypatch):
+    import types
+
+    from cogtestbed.trials import package_versions
+
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    assert "torch" not in package_versions()
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
+    assert package_versions()["torch"] == metadata.version("torch")
 
 
 def test_failed_write_leaves_previous_file_intact(tmp_path, table, monkeypatch):

@@ -736,13 +736,15 @@ def write_posterior(idata: Any, path: Path, log_likelihood: bool = False) -> Pat
     import numpy as np
 
     from cogtestbed.outputs import atomic_write_bytes
+    from cogtestbed.trials import package_versions
 
     groups = [g for g in idata.groups() if log_likelihood or g != "log_likelihood"]
+    versions = {f"version_{name}": version for name, version in package_versions().items()}
 
     def write(tmp: Path) -> None:
         mode = "w"
         for group in groups:
-            data = getattr(idata, group)
+            data = getattr(idata, group).assign_attrs(versions)  # a copy: idata is left as it is
             encoding = {name: dict(POSTERIOR_ENCODING) for name, var in data.variables.items()
                         if np.issubdtype(var.dtype, np.number) and var.ndim > 0}
             data.to_netcdf(str(tmp), mode=mode, group=group, engine="h5netcdf", encoding=encoding)

@@ -34,7 +34,7 @@ from filelock import FileLock, Timeout
 from cogtestbed.llm_adapters.limits import Spend, read_ledger
 from cogtestbed.outputs import new_file_mode
 from cogtestbed.redact import redact, redact_json
-from cogtestbed.trials import write_files_together
+from cogtestbed.trials import package_versions, write_files_together
 
 CONFIG_FILE, LEDGER_FILE, LOCK_FILE = "run.json", "spend.jsonl", ".lock"
 #: Settings that say how calls travel, not which calls a run makes: changing them on ``--resume``
@@ -117,7 +117,7 @@ class RunDir:
                     raise RunDirError(f"--resume: {path} was run with different settings ({', '.join(diff)}); "
                                       f"only {', '.join(TRANSPORT_FIELDS)} may change")
             self.manifest.update(config=dict(config), transport=dict(transport or {}), status="running",
-                                 error=None)
+                                 error=None, versions=package_versions())  # of this (latest) invocation
             self.write_manifest()
         except BaseException:
             self.abandon()

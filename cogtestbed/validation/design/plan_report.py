@@ -20,6 +20,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cogtestbed.experiments.spec import ExperimentSpec
+from cogtestbed.trials import package_versions
 from cogtestbed.validation.design.plan import Evaluated, PlanResult, Pricer, describe_target, sessions_per_llm, study_at
 from cogtestbed.validation.studies.study_data import design_for_trials
 from cogtestbed.validation.studies.study_kinds import ModelStudy, PlannedStudy
@@ -140,7 +141,7 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
         cost["expected_completion_tokens"] = round(pilot.completion_tokens_per_call * chosen.cost.calls)
         cost["expected_dollars"] = _expected_dollars(chosen, pricer, pilot.completion_tokens_per_call)
     return {
-        "plan_version": PLAN_VERSION, "experiment": exp.name,
+        "plan_version": PLAN_VERSION, "experiment": exp.name, "versions": package_versions(),
         "target": {"kind": result.spec.kind, "what": describe_target(result.spec), "power": result.target,
                    "level": result.spec.level, "mc_se": None},
         "chosen": {**chosen.row(result.size_name, result.spec),

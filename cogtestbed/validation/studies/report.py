@@ -634,7 +634,7 @@ def resolved(spec: Any) -> list[dict[str, Any]]:
 def write_study(result: Any, out: Path) -> dict[str, Path]:
     """results.parquet, summary.json, PNG plots and report.html in ``out`` (each written to a
     temporary file and renamed, so a failure leaves no half file)."""
-    from cogtestbed.trials import atomic_write_bytes
+    from cogtestbed.trials import atomic_write_bytes, package_versions
 
     check_output_dir(out)
     table = out / "results.parquet"
@@ -647,7 +647,8 @@ def write_study(result: Any, out: Path) -> dict[str, Path]:
     _atomic_write(summary, json.dumps({"spec": result.spec.model_dump(), "designs": resolved(result.spec),
                                        "summary": result.summary,
                                        "verdict": result.verdict,
-                                       "true_parameters": result.spec.true_distribution, "seconds": result.seconds},
+                                       "true_parameters": result.spec.true_distribution, "seconds": result.seconds,
+                                       "versions": package_versions()},
                                       indent=1, default=str))
     pngs = plots(result, out)
     report = out / "report.html"

@@ -34,7 +34,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # base: no package import but each other
     ("cogtestbed.no_data", "cogtestbed.outputs", "cogtestbed.schema", "cogtestbed.parameters",
      "cogtestbed.numerics", "cogtestbed.timings", "cogtestbed.formatting", "cogtestbed.lapse",
-     "cogtestbed.metrics_result", "cogtestbed.memory", "cogtestbed.progress", "cogtestbed.collector"),
+     "cogtestbed.metrics_result", "cogtestbed.memory", "cogtestbed.progress", "cogtestbed.collector",
+     "cogtestbed.redact"),
     ("cogtestbed.trials",),
     ("cogtestbed.tables",),
     ("cogtestbed.environments",),

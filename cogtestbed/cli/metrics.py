@@ -78,6 +78,10 @@ def metrics(
             if terminal else stderr_reporter(False)
         with reporting(report, terminal):
             result.update(exp.metrics(table, **options))
+            if "form" in table.columns:
+                from cogtestbed.inference.form_effects import form_metrics
+
+                result["prompt_forms"] = form_metrics(table, lambda t: exp.metrics(t, **options), result)
     if as_json:
         print_json(result)
         warn_flags(result.get("flags") or [])
@@ -99,7 +103,24 @@ def metrics(
         else:
             summary.add_row(key, num(value))
     console.print(summary)
+    if "prompt_forms" in result:
+        _print_forms(result["prompt_forms"])
     warn_flags(result.get("flags") or [])
+
+
+def _print_forms(forms: dict[str, Any]) -> None:
+    """The between-form SD of each per-unit value (interval, G) under the metrics table."""
+    from rich.table import Table
+
+    from cogtestbed.formatting import num
+
+    out = Table(title=f"across prompt forms {forms['forms']} (random effects; SD interval: Q-profile)")
+    for col in ("value", "between-form SD", "interval", "G"):
+        out.add_column(col, justify="right" if col != "value" else "left")
+    for key, b in forms["between_forms"].items():
+        lo, hi = b["interval"]
+        out.add_row(key, num(b["between_form_sd"]), f"[{num(lo)}, {num(hi)}]", num(b["g"]))
+    console.print(out)
 
 
 def warn_flags(flags: list[str]) -> None:

@@ -1,0 +1,238 @@
+"""Prompt forms as a random factor: between-form SD, the forms-aware effect test, generalisability.
+
+Subjects (or runs) are nested in prompt forms (each subject sees one form; forms are a sample
+of the wordings one could have used).  A per-subject value ``y`` (an MLE estimate, a contrast, a
+metric) is summarised per form by its mean ``m_k`` and the squared standard error of that mean
+``v_k = s_k² / n_k``, and the form means are pooled by a random-effects analysis:
+
+* **DerSimonian & Laird (1986)**: ``τ̂² = max(0, (Q − (K − 1)) / (Σw − Σw²/Σw))`` with
+  ``w = 1/v`` and ``Q = Σ w (m − m̄_w)²``; the weighted mean ``μ̂(τ²) = Σ w* m / Σ w*``,
+  ``w* = 1/(v + τ̂²)``;
+* the **effect test** of ``μ = μ₀`` on the K form means: ``t = (m̄ − μ₀) / (s_m / √K)`` on
+  ``t_{K−1}`` (Clark's 1973 by-item analysis; the Hartung–Knapp–Sidik–Jonkman test with equal
+  weights).  The spread of the form means holds the form variance, so it enters the SE, and with
+  balanced forms (equal n_k, as :func:`~cogtestbed.environments.forms.assign_forms` gives) the
+  test is exact under normality: its size is α when forms vary.  Equal weights rather than
+  ``w*``: with 10 subjects a form, ``v_k`` is itself noisy and weighting by it inflated the size
+  (measured: 4 of 20 null studies rejected); τ̂ and its interval use the weights ``w*``.  The
+  *naive* test (:func:`naive_test`, a one-sample t over subjects) ignores forms and rejects too
+  often when they vary;
+* the **interval of τ** by the Q-profile method (Viechtbauer 2007): the τ² at which the
+  generalised ``Q(τ²) = Σ w*(m − μ̂(τ²))²`` equals the χ²_{K−1} quantiles;
+* the **generalisability coefficient** (G-theory, one facet, subjects nested in forms, p:f):
+  from the one-way random-effects ANOVA variance components σ²_f (forms) and σ²_{p:f} (subjects
+  within forms, residual included), ``G = σ²_{p:f} / (σ²_{p:f} + σ²_f)``, the share of a
+  subject's variance that is not due to the wording it saw (1: the wording does not matter), and
+  ``G_study = σ²_{p:f}/n / (σ²_{p:f}/n + σ²_f/K)`` of the study mean over K forms × n subjects.
+
+Forms with one subject have no ``s_k``: their ``v_k`` uses the pooled within-form variance
+(:data:`POOLED_FOR_SINGLETONS`, a choice of ours the papers do not make).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import optimize, stats
+
+#: Forms with a single subject take the pooled within-form variance (their own is undefined).
+POOLED_FOR_SINGLETONS = True
+
+
+@dataclass(frozen=True)
+class RandomEffects:
+    """A random-effects analysis across forms (module docstring); ``None`` fields carry a reason
+    in ``notes`` (fewer than two forms, no within-form variance)."""
+
+    k: int
+    n: int
+    mu: float | None
+    se: float | None
+    df: int
+    t: float | None
+    p_value: float | None
+    tau: float | None
+    tau_low: float | None
+    tau_high: float | None
+    q: float | None
+    level: float
+    per_form: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"k_forms": self.k, "n": self.n, "mean": self.mu, "se": self.se, "df": self.df, "t": self.t,
+                "p_value": self.p_value, "between_form_sd": self.tau,
+                "between_form_sd_interval": [self.tau_low, self.tau_high], "level": self.level, "q": self.q,
+                "per_form": self.per_form, "notes": self.notes}
+
+
+def form_summaries(values: Sequence[float], forms: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                           np.ndarray]:
+    """(form ids, n_k, mean m_k, v_k = s_k²/n_k) of finite ``values`` grouped by ``forms``."""
+    y = np.asarray(values, dtype=np.float64)
+    f = np.asarray(forms, dtype=np.int64)
+    ok = np.isfinite(y)
+    y, f = y[ok], f[ok]
+    ids, inv = np.unique(f, return_inverse=True)
+    n = np.bincount(inv, minlength=len(ids)).astype(np.float64)
+    m = np.bincount(inv, weights=y, minlength=len(ids)) / np.maximum(n, 1)
+    ss = np.bincount(inv, weights=(y - m[inv]) ** 2, minlength=len(ids))
+    s2 = np.where(n > 1, ss / np.maximum(n - 1, 1), np.nan)
+    dof = float(np.sum(n - 1))
+    pooled = float(ss.sum() / dof) if dof > 0 else float("nan")
+    if POOLED_FOR_SINGLETONS:
+        s2 = np.where(np.isnan(s2), pooled, s2)
+    return ids, n, m, s2 / n
+
+
+def _pooled_mean(m: np.ndarray, v: np.ndarray, tau2: float) -> tuple[float, np.ndarray]:
+    w = 1.0 / (v + tau2)
+    return float(np.sum(w * m) / np.sum(w)), w
+
+
+def dl_tau2(m: np.ndarray, v: np.ndarray) -> tuple[float, float]:
+    """(DerSimonian–Laird τ̂², Cochran's Q) of form means ``m`` with variances ``v``."""
+    w = 1.0 / v
+    mw = float(np.sum(w * m) / np.sum(w))
+    q = float(np.sum(w * (m - mw) ** 2))
+    c = float(np.sum(w) - np.sum(w**2) / np.sum(w))
+    return max(0.0, (q - (len(m) - 1)) / c) if c > 0 else 0.0, q
+
+
+def q_profile_interval(m: np.ndarray, v: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """The Q-profile interval of τ (Viechtbauer 2007): τ² where the generalised Q equals the
+    upper and lower χ²_{K−1} quantiles (0 where even τ² = 0 gives a Q below the quantile)."""
+    k = len(m)
+
+    def gen_q(tau2: float) -> float:
+        mu, w = _pooled_mean(m, v, tau2)
+        return float(np.sum(w * (m - mu) ** 2))
+
+    def root(target: float) -> float:
+        if gen_q(0.0) <= target:
+            return 0.0
+        hi = max(1.0, float(np.var(m)) * 10 + float(np.max(v)))
+        while gen_q(hi) > target:
+            hi *= 4
+        return float(optimize.brentq(lambda t2: gen_q(t2) - target, 0.0, hi, xtol=1e-12))
+
+    a = (1 - level) / 2
+    lo2 = root(float(stats.chi2.ppf(1 - a, k - 1)))
+    hi2 = root(float(stats.chi2.ppf(a, k - 1)))
+    return math.sqrt(lo2), math.sqrt(hi2)
+
+
+def form_random_effects(values: Sequence[float], forms: Sequence[int], null: float = 0.0,
+                        level: float = 0.95) -> RandomEffects:
+    """The random-effects analysis of per-subject ``values`` across their ``forms`` (module
+    docstring): pooled mean, forms-aware test of ``mean = null``, between-form SD with its interval."""
+    ids, n, m, v = form_summaries(values, forms)
+    k = len(ids)
+    per_form = [{"form": int(i), "n": int(c), "mean": float(mm), "se": float(math.sqrt(vv)) if np.isfinite(vv) else None}
+                for i, c, mm, vv in zip(ids, n, m, v, strict=True)]
+    empty = RandomEffects(k, int(n.sum()), None, None, max(k - 1, 0), None, None, None, None, None, None, level,
+                          per_form)
+    if k < 2:
+        return RandomEffects(**{**empty.__dict__, "notes": ["fewer than two forms: no between-form analysis"]})
+    if not np.all(np.isfinite(v)) or np.any(v <= 0):
+        return RandomEffects(**{**empty.__dict__, "notes": ["no within-form variance (one subject per form, or "
+                                                              "identical values)"]})
+    tau2, q = dl_tau2(m, v)
+    mu = float(m.mean())
+    se = float(np.std(m, ddof=1)) / math.sqrt(k)
+    t = (mu - null) / se if se > 0 else float("nan")
+    p = float(2 * stats.t.sf(abs(t), k - 1)) if np.isfinite(t) else None
+    lo, hi = q_profile_interval(m, v, level)
+    return RandomEffects(k, int(n.sum()), mu, se, k - 1, t if np.isfinite(t) else None, p, math.sqrt(tau2), lo, hi,
+                         q, level, per_form)
+
+
+@dataclass(frozen=True)
+class NaiveTest:
+    """The one-sample t-test over subjects that ignores forms."""
+
+    n: int
+    mean: float | None
+    se: float | None
+    p_value: float | None
+
+
+def naive_test(values: Sequence[float], null: float = 0.0) -> NaiveTest:
+    """One-sample t-test of ``mean = null`` over the finite ``values`` (forms ignored)."""
+    y = np.asarray(values, dtype=np.float64)
+    y = y[np.isfinite(y)]
+    if y.size < 2 or float(np.std(y, ddof=1)) == 0.0:
+        return NaiveTest(int(y.size), float(y.mean()) if y.size else None, None, None)
+    se = float(np.std(y, ddof=1) / math.sqrt(y.size))
+    t = (float(y.mean()) - null) / se
+    return NaiveTest(int(y.size), float(y.mean()), se, float(2 * stats.t.sf(abs(t), y.size - 1)))
+
+
+def generalisability(values: Sequence[float], forms: Sequence[int]) -> dict[str, Any]:
+    """Variance components (one-way random-effects ANOVA, p:f) and the G coefficients of the
+    module docstring; nulls with a reason where there are fewer than two forms or no residual."""
+    ids, n, m, _ = form_summaries(values, forms)
+    y = np.asarray(values, dtype=np.float64)
+    f = np.asarray(forms, dtype=np.int64)
+    ok = np.isfinite(y)
+    y, f = y[ok], f[ok]
+    k, total = len(ids), int(n.sum())
+    if k < 2 or total - k < 1:
+        return {"g": None, "g_study": None, "var_form": None, "var_subject": None,
+                "reason": "fewer than two forms or no subject beyond one per form"}
+    grand = float(y.mean())
+    ms_between = float(np.sum(n * (m - grand) ** 2) / (k - 1))
+    resid = y - m[np.searchsorted(ids, f)]
+    ms_within = float(np.sum(resid**2) / (total - k))
+    n0 = (total - float(np.sum(n**2)) / total) / (k - 1)
+    var_form = max(0.0, (ms_between - ms_within) / n0)
+    var_subject = ms_within
+    if var_form + var_subject == 0:
+        return {"g": None, "g_study": None, "var_form": 0.0, "var_subject": 0.0, "reason": "no variance"}
+    per_form_n = total / k
+    g_study = (var_subject / total) / (var_subject / total + var_form / k) if var_subject > 0 else 0.0
+    return {"g": var_subject / (var_subject + var_form), "g_study": g_study, "var_form": var_form,
+            "var_subject": var_subject, "subjects_per_form": per_form_n}
+
+
+def _numbers(mapping: Any, prefix: str = "") -> dict[str, float]:
+    """The numeric leaves of a (nested) metrics mapping, as ``a.b`` keys (bools left out)."""
+    out: dict[str, float] = {}
+    if not isinstance(mapping, dict):
+        return out
+    for key, value in mapping.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_numbers(value, name + "."))
+        elif isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, (bool, np.bool_)):
+            out[name] = float(value)
+    return out
+
+
+def form_metrics(table: Any, metrics_fn: Any, result: Any, level: float = 0.95) -> dict[str, Any]:
+    """What a table with a ``form`` column says per prompt form: each form's headline metrics
+    (``metrics_fn`` on its rows), and for every numeric per-unit value the random-effects analysis
+    across forms (between-form SD with its Q-profile interval) and the G coefficients."""
+    forms = sorted(int(f) for f in table["form"].dropna().unique())
+    per_form = {str(f): _numbers(metrics_fn(table[table["form"] == f])["metrics"]) for f in forms}
+    if result.get("per_subject") is not None:
+        unit, unit_rows = "subject", result["per_subject"]
+        form_of = table.groupby("subject", sort=True)["form"].first()
+    else:  # a run is the position of its (subject, session) pair in sorted order
+        unit, unit_rows = "run", result.get("per_run") or []
+        form_of = table.groupby(["subject", "session"], sort=True)["form"].first().reset_index(drop=True)
+    between: dict[str, Any] = {}
+    rows = [r for r in unit_rows if isinstance(r, dict) and r.get(unit) in form_of.index]
+    keys = sorted({k for r in rows for k, v in r.items() if k not in (unit, "subject", "session")
+                   and isinstance(v, (int, float)) and not isinstance(v, bool)})
+    f = form_of.loc[[r[unit] for r in rows]].to_numpy(dtype=np.int64)
+    for key in keys:
+        values = np.array([float(r[key]) if isinstance(r.get(key), (int, float)) else np.nan for r in rows])
+        re = form_random_effects(values, f, level=level)
+        between[key] = {"between_form_sd": re.tau, "interval": [re.tau_low, re.tau_high], "level": level,
+                        "mean_of_forms": re.mu, "notes": re.notes, **generalisability(values, f)}
+    return {"forms": forms, "per_form": per_form, "between_forms": between}

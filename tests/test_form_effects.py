@@ -1,0 +1,94 @@
+"""The random-effects analysis across prompt forms (issue 42): values, not just shapes."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from cogtestbed.inference.form_effects import (
+    dl_tau2,
+    form_random_effects,
+    form_summaries,
+    generalisability,
+    naive_test,
+    q_profile_interval,
+)
+
+
+def _data(seed: int, k: int = 8, n: int = 12, tau: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    f = np.repeat(np.arange(k), n)
+    return rng.normal(0, tau, k)[f] + rng.normal(0, 1, k * n), f
+
+
+def test_effect_test_is_the_t_test_on_form_means() -> None:
+    y, f = _data(1)
+    r = form_random_effects(y, f, null=0.1)
+    means = np.array([y[f == k].mean() for k in range(8)])
+    ref = stats.ttest_1samp(means, 0.1)
+    assert abs(r.p_value - ref.pvalue) < 1e-12 and abs(r.t - ref.statistic) < 1e-12 and r.df == 7
+
+
+def test_dersimonian_laird_by_hand() -> None:
+    m, v = np.array([0.1, 0.5, -0.2, 0.3]), np.array([0.01, 0.02, 0.015, 0.01])
+    w = 1 / v
+    q = np.sum(w * (m - np.sum(w * m) / w.sum()) ** 2)
+    tau2 = (q - 3) / (w.sum() - np.sum(w**2) / w.sum())
+    got, got_q = dl_tau2(m, v)
+    assert abs(got - tau2) < 1e-12 and abs(got_q - q) < 1e-12
+
+
+def test_q_profile_bounds_solve_the_generalised_q() -> None:
+    m, v = np.array([0.1, 0.5, -0.2, 0.3, 0.9]), np.full(5, 0.02)
+    lo, hi = q_profile_interval(m, v, 0.95)
+    for tau, quantile in ((lo, 0.975), (hi, 0.025)):
+        w = 1 / (v + tau**2)
+        mu = np.sum(w * m) / w.sum()
+        assert abs(np.sum(w * (m - mu) ** 2) - stats.chi2.ppf(quantile, 4)) < 1e-6
+    assert 0 < lo < hi
+    # identical form means: the interval starts at 0
+    assert q_profile_interval(np.zeros(5), v)[0] == 0.0
+
+
+def test_interval_covers_the_truth_about_as_often_as_it_says() -> None:
+    hits = 0
+    for seed in range(200):
+        y, f = _data(seed, k=8, n=20, tau=0.4)
+        r = form_random_effects(y, f)
+        hits += r.tau_low <= 0.4 <= r.tau_high
+    assert 0.85 <= hits / 200 <= 0.99
+
+
+def test_naive_and_singletons_and_too_few_forms() -> None:
+    y, f = _data(3)
+    assert abs(naive_test(y).p_value - stats.ttest_1samp(y, 0).pvalue) < 1e-12
+    one = form_random_effects(y[:5], np.zeros(5, dtype=np.int64))
+    assert one.p_value is None and one.notes
+    _, n, _, v = form_summaries([1.0, 2.0, 3.0, 5.0], [0, 0, 0, 1])
+    assert list(n) == [3, 1] and np.isfinite(v).all()  # the singleton takes the pooled variance
+
+
+def test_generalisability_components() -> None:
+    y = np.array([1.0, 2.0, 3.0, 11.0, 12.0, 13.0])
+    f = np.array([0, 0, 0, 1, 1, 1])
+    g = generalisability(y, f)
+    # MS_within = 1, MS_between = 3 * 50 = 150, n0 = 3: var_form = (150 - 1) / 3
+    assert abs(g["var_subject"] - 1.0) < 1e-12 and abs(g["var_form"] - 149 / 3) < 1e-12
+    assert abs(g["g"] - 1 / (1 + 149 / 3)) < 1e-12
+    assert generalisability([1.0, 2.0], [0, 0])["g"] is None
+
+
+def test_form_metrics_on_a_simulated_table() -> None:
+    from cogtestbed.environments.forms import FormDesign
+    from cogtestbed.inference.form_effects import form_metrics
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.simulation import simulate
+
+    exp = get_experiment("instrumental-learning")
+    table = simulate(exp, "rw-pm", 12, 4, forms=FormDesign((0, 1, 2), {"alpha_pos": 1.0}))
+    result = exp.metrics(table)
+    out = form_metrics(table, exp.metrics, result)
+    assert out["forms"] == [0, 1, 2] and set(out["per_form"]) == {"0", "1", "2"}
+    b = out["between_forms"]["alpha_pos"]
+    assert b["interval"][0] <= b["between_form_sd"] <= b["interval"][1]
+    assert out["per_form"]["0"]["n_runs"] == 4

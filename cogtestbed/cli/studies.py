@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cogtestbed.cli.app import app, console, console_err, print_json
-from cogtestbed.cli.simulate import LapseInvalidOpt, LapseRandomOpt, lapse_option
+from cogtestbed.cli.simulate import FormSdOpt, FormsOpt, LapseInvalidOpt, LapseRandomOpt, forms_option, lapse_option
 from cogtestbed.outputs import output_dir
 
 if TYPE_CHECKING:  # the study machinery is imported inside the command bodies (a light command line)
@@ -377,6 +377,35 @@ def study_command(*names: str) -> Callable[[Callable[..., StudySpec | None]], Ca
     return register
 
 
+def _forms_study(experiment: str, model: str, forms: str, form_sd: list[str] | None, subjects: str, reps: int,
+                 param: list[str] | None, effect: tuple[str, float] | None, design: list[str] | None,
+                 trials: str | None, level: float, run: RunOptions) -> None:
+    """Run and print the forms study (:mod:`cogtestbed.validation.form_studies`) of a command."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.form_studies import form_study_spec, run_form_study, summarise_form_study
+
+    exp = get_experiment(experiment)
+    form_design = forms_option(exp, forms, form_sd)
+    assert form_design is not None
+    sizes = _ints(subjects, (50,))
+    if len(sizes) != 1:
+        raise ValueError("--subjects takes one total with --forms (it is split over the forms)")
+    if trials is not None:
+        raise ValueError("--trials with --forms: give the design's trials field with --design FIELD=N")
+    fields = sized(experiment, design, None).get("design") or {}
+    design_obj = exp.design_cls(**fields) if fields else None
+    spec = form_study_spec(experiment, model, form_design, int(sizes[0]),
+                           parse_assignments(param or [], "--param"), effect, design_obj, level)
+    with console_err.status(f"{reps} forms studies of {model}"):
+        summary = summarise_form_study(spec, run_form_study(spec, reps, run.seed))
+    summary = {"experiment": experiment, "model": model, **form_design.as_json(), **summary}
+    if run.as_json:
+        print_json(summary)
+        return
+    for key, value in summary.items():
+        console.print(f"{key}: {value}", highlight=False)
+
+
 @study_command()
 def recover(
     model: Annotated[str, typer.Argument(help="Model name, e.g. rw-pm or cbn-3p.")],
@@ -402,10 +431,16 @@ def recover(
                             "estimates lies within it. Default: none (r, RMSE and bias reported, r >= 0.8 "
                             "convention named).")] = None,
     assurance: Annotated[float, typer.Option(min=0.0, max=1.0, help="Assurance Q of --precision.")] = 0.9,
+    forms: FormsOpt = None,
+    form_sd: FormSdOpt = None,
     run: RunOptions = RunOptions(),
 ) -> StudySpec | None:
     """Parameter recovery: simulate with known parameters, fit, compare (r, RMSE, bias, share within a
-    stated tolerance, interval coverage, estimates at a bound)."""
+    stated tolerance, interval coverage, estimates at a bound).  With --forms and --form-sd: the
+    recovery of the form SD and the coverage of its interval (MLE, subjects split over the forms)."""
+    if forms is not None:
+        _forms_study(experiment, model, forms, form_sd, subjects, reps, param, None, design, trials, 0.05, run)
+        return None
     spec = _spec(kind="recovery", experiment=experiment, models=(model,), method=method,
                      subjects=_ints(subjects, (50,)), **sized(experiment, design, trials),
                      runs=_ints(runs, (1,), "--runs"), reps=reps, seed=run.seed, sampler=sampler,
@@ -576,9 +611,19 @@ def power(
     chains: ChainsOpt = 2,
     lapse_invalid: LapseInvalidOpt = 0.0,
     lapse_random: LapseRandomOpt = 0.0,
+    forms: FormsOpt = None,
+    form_sd: FormSdOpt = None,
     run: RunOptions = RunOptions(),
 ) -> StudySpec | None:
-    """Power: of a test on a model parameter, of a metric difference, or of a declared test."""
+    """Power: of a test on a model parameter, of a metric difference, or of a declared test.  With
+    --forms (and --effect): the forms-aware test's rejection rate beside the naive test's."""
+    if forms is not None:
+        if effect is None:
+            raise ValueError("power --forms needs --effect NAME=SIZE (0: the type-I error rate)")
+        eff = parse_assignments([effect], "--effect")
+        _forms_study(experiment or "instrumental-learning", target, forms, form_sd, subjects, sims, param,
+                     next(iter(eff.items())), design, trials, level, run)
+        return None
     default_runs = (10,) if metric is not None else (1,)
     exp_name = (experiment or "instrumental-learning") if effect is not None else target
     common: dict[str, Any] = {"subjects": _ints(subjects, (10,)), "runs": _ints(runs, default_runs, "--runs"),

@@ -165,6 +165,9 @@ PROMPT_FORMS: tuple[PromptForm, ...] = (
     VERBATIM, _INSTRUCTIONS, _QUESTION, _ORDER,
     combined(4, "ours: instructions and question reworded, 'inflate' named first (forms 1-3)",
              _INSTRUCTIONS, _QUESTION, _ORDER),
+    combined(5, "ours: forms 1 and 2 together", _INSTRUCTIONS, _QUESTION),
+    combined(6, "ours: forms 2 and 3 together", _QUESTION, _ORDER),
+    combined(7, "ours: forms 1 and 3 together", _INSTRUCTIONS, _ORDER),
 )
 
 

@@ -444,6 +444,9 @@ _ESTIMATE = PromptForm(3, "paraphrase", "ours: the request for a best estimate r
 PROMPT_FORMS: tuple[PromptForm, ...] = (
     VERBATIM, _CASE, _QUESTION, _ESTIMATE,
     combined(4, "ours: opening, question and request all reworded (forms 1-3)", _CASE, _QUESTION, _ESTIMATE),
+    combined(5, "ours: forms 1 and 2 together", _CASE, _QUESTION),
+    combined(6, "ours: forms 2 and 3 together", _QUESTION, _ESTIMATE),
+    combined(7, "ours: forms 1 and 3 together", _CASE, _ESTIMATE),
 )
 
 

@@ -538,6 +538,9 @@ PROMPT_FORMS: tuple[PromptForm, ...] = (
     VERBATIM, _FRAME, _TASK, _ANSWER,
     combined(4, "ours: headings, task sentence and answer instruction all reworded (forms 1-3)",
              _FRAME, _TASK, _ANSWER),
+    combined(5, "ours: forms 1 and 2 together", _FRAME, _TASK),
+    combined(6, "ours: forms 2 and 3 together", _TASK, _ANSWER),
+    combined(7, "ours: forms 1 and 3 together", _FRAME, _ANSWER),
 )
 
 

@@ -319,6 +319,9 @@ PROMPT_FORMS: tuple[PromptForm, ...] = (
     VERBATIM, _QUESTION, _ORDER, _OPTIONS,
     combined(4, "ours: question and options reworded, Option 2 listed first (forms 1-3)", _QUESTION, _ORDER,
              _OPTIONS),
+    combined(5, "ours: forms 1 and 2 together", _QUESTION, _ORDER),
+    combined(6, "ours: forms 2 and 3 together", _ORDER, _OPTIONS),
+    combined(7, "ours: forms 1 and 3 together", _QUESTION, _OPTIONS),
 )
 
 

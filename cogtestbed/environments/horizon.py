@@ -111,6 +111,9 @@ PROMPT_FORMS: tuple[PromptForm, ...] = (
     VERBATIM, _INSTRUCTIONS, _HISTORY, _QUESTION,
     combined(4, "ours: instructions, record and question all reworded (forms 1-3)", _INSTRUCTIONS, _HISTORY,
              _QUESTION),
+    combined(5, "ours: forms 1 and 2 together", _INSTRUCTIONS, _HISTORY),
+    combined(6, "ours: forms 2 and 3 together", _HISTORY, _QUESTION),
+    combined(7, "ours: forms 1 and 3 together", _INSTRUCTIONS, _QUESTION),
 )
 
 

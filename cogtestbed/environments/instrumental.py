@@ -112,6 +112,9 @@ PROMPT_FORMS: tuple[PromptForm, ...] = (
     VERBATIM, _INSTRUCTIONS, _QUESTION, _HISTORY,
     combined(4, "ours: instructions, question and record of past visits all reworded (forms 1-3)",
              _INSTRUCTIONS, _QUESTION, _HISTORY),
+    combined(5, "ours: forms 1 and 2 together", _INSTRUCTIONS, _QUESTION),
+    combined(6, "ours: forms 2 and 3 together", _QUESTION, _HISTORY),
+    combined(7, "ours: forms 1 and 3 together", _INSTRUCTIONS, _HISTORY),
 )
 
 

@@ -506,6 +506,9 @@ _ANSWER = PromptForm(3, "paraphrase", "ours: the answer-only instruction reworde
 PROMPT_FORMS: tuple[PromptForm, ...] = (
     VERBATIM, _ROLE, _TASK, _ANSWER,
     combined(4, "ours: the whole system message reworded (forms 1-3)", _ROLE, _TASK, _ANSWER),
+    combined(5, "ours: forms 1 and 2 together", _ROLE, _TASK),
+    combined(6, "ours: forms 2 and 3 together", _TASK, _ANSWER),
+    combined(7, "ours: forms 1 and 3 together", _ROLE, _ANSWER),
 )
 
 

@@ -134,6 +134,9 @@ _QUESTION = PromptForm(3, "paraphrase", "ours: the question of each trial reword
 PROMPT_FORMS: tuple[PromptForm, ...] = (
     VERBATIM, _SETTING, _GOAL, _QUESTION,
     combined(4, "ours: setting, goal and question all reworded (forms 1-3)", _SETTING, _GOAL, _QUESTION),
+    combined(5, "ours: forms 1 and 2 together", _SETTING, _GOAL),
+    combined(6, "ours: forms 2 and 3 together", _GOAL, _QUESTION),
+    combined(7, "ours: forms 1 and 3 together", _SETTING, _QUESTION),
 )
 
 

@@ -226,6 +226,9 @@ _QUESTION = PromptForm(3, "paraphrase", "ours: the question and the record's hea
 PROMPT_FORMS: tuple[PromptForm, ...] = (
     VERBATIM, _INSTRUCTIONS, _GOAL, _QUESTION,
     combined(4, "ours: rules, goal, question and heading all reworded (forms 1-3)", _INSTRUCTIONS, _GOAL, _QUESTION),
+    combined(5, "ours: forms 1 and 2 together", _INSTRUCTIONS, _GOAL),
+    combined(6, "ours: forms 2 and 3 together", _GOAL, _QUESTION),
+    combined(7, "ours: forms 1 and 3 together", _INSTRUCTIONS, _QUESTION),
 )
 
 

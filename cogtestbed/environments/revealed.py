@@ -427,6 +427,9 @@ _QUESTION = PromptForm(3, "paraphrase", "ours: the question reworded", replaceme
 PROMPT_FORMS: tuple[PromptForm, ...] = (
     VERBATIM, _FRAME, _SCENARIO, _QUESTION,
     combined(4, "ours: instructions, scenario and question all reworded (forms 1-3)", _FRAME, _SCENARIO, _QUESTION),
+    combined(5, "ours: forms 1 and 2 together", _FRAME, _SCENARIO),
+    combined(6, "ours: forms 2 and 3 together", _SCENARIO, _QUESTION),
+    combined(7, "ours: forms 1 and 3 together", _FRAME, _QUESTION),
 )
 
 

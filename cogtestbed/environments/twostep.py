@@ -170,6 +170,9 @@ PROMPT_FORMS: tuple[PromptForm, ...] = (
     VERBATIM, _STORY, _QUESTIONS, _ORDER,
     combined(4, "ours: instructions and questions reworded, options in the other order (forms 1-3)", _STORY,
              _QUESTIONS, _ORDER),
+    combined(5, "ours: forms 1 and 2 together", _STORY, _QUESTIONS),
+    combined(6, "ours: forms 2 and 3 together", _QUESTIONS, _ORDER),
+    combined(7, "ours: forms 1 and 3 together", _STORY, _ORDER),
 )
 
 

@@ -32,11 +32,11 @@ Forms with one subject have no ``s_k``: their ``v_k`` uses the pooled within-for
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import optimize, stats
 
 #: Forms with a single subject take the pooled within-form variance (their own is undefined).
@@ -70,7 +70,7 @@ class RandomEffects:
                 "per_form": self.per_form, "notes": self.notes}
 
 
-def form_summaries(values: Sequence[float], forms: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+def form_summaries(values: ArrayLike, forms: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                                            np.ndarray]:
     """(form ids, n_k, mean m_k, v_k = s_k²/n_k) of finite ``values`` grouped by ``forms``."""
     y = np.asarray(values, dtype=np.float64)
@@ -126,13 +126,14 @@ def q_profile_interval(m: np.ndarray, v: np.ndarray, level: float = 0.95) -> tup
     return math.sqrt(lo2), math.sqrt(hi2)
 
 
-def form_random_effects(values: Sequence[float], forms: Sequence[int], null: float = 0.0,
+def form_random_effects(values: ArrayLike, forms: ArrayLike, null: float = 0.0,
                         level: float = 0.95) -> RandomEffects:
     """The random-effects analysis of per-subject ``values`` across their ``forms`` (module
     docstring): pooled mean, forms-aware test of ``mean = null``, between-form SD with its interval."""
     ids, n, m, v = form_summaries(values, forms)
     k = len(ids)
-    per_form = [{"form": int(i), "n": int(c), "mean": float(mm), "se": float(math.sqrt(vv)) if np.isfinite(vv) else None}
+    per_form = [{"form": int(i), "n": int(c), "mean": float(mm),
+                 "se": float(math.sqrt(vv)) if np.isfinite(vv) else None}
                 for i, c, mm, vv in zip(ids, n, m, v, strict=True)]
     empty = RandomEffects(k, int(n.sum()), None, None, max(k - 1, 0), None, None, None, None, None, None, level,
                           per_form)
@@ -161,7 +162,7 @@ class NaiveTest:
     p_value: float | None
 
 
-def naive_test(values: Sequence[float], null: float = 0.0) -> NaiveTest:
+def naive_test(values: ArrayLike, null: float = 0.0) -> NaiveTest:
     """One-sample t-test of ``mean = null`` over the finite ``values`` (forms ignored)."""
     y = np.asarray(values, dtype=np.float64)
     y = y[np.isfinite(y)]
@@ -172,7 +173,7 @@ def naive_test(values: Sequence[float], null: float = 0.0) -> NaiveTest:
     return NaiveTest(int(y.size), float(y.mean()), se, float(2 * stats.t.sf(abs(t), y.size - 1)))
 
 
-def generalisability(values: Sequence[float], forms: Sequence[int]) -> dict[str, Any]:
+def generalisability(values: ArrayLike, forms: ArrayLike) -> dict[str, Any]:
     """Variance components (one-way random-effects ANOVA, p:f) and the G coefficients of the
     module docstring; nulls with a reason where there are fewer than two forms or no residual."""
     ids, n, m, _ = form_summaries(values, forms)

@@ -524,9 +524,13 @@ def check_prompt_forms(spec: ExperimentSpec, config: CheckConfig) -> None:
     agent = _agents(spec)[0]
     base, _, base_out = _form_episode(spec, design, agent, config, 0)
     text = "\n".join(texts_of(p) for p in base)
+    seen: dict[str, int] = {}
     for form in forms[1:]:
         prompts, found, out = _form_episode(spec, design, agent, config, form.id)
         where = f"form {form.id}"
+        twin = seen.setdefault(repr(prompts), form.id)
+        if twin != form.id:
+            problems.append(f"{where}: words every prompt as form {twin} does")
         problems += [f"{where}, step {t}: {p}" for t, ps in enumerate(found) for p in ps][:3]
         unmatched = [i for i, hit in enumerate(form.matched(text)) if not hit]
         if unmatched:

@@ -1,0 +1,73 @@
+"""Forms studies and the command-line options of prompt forms (issue 42)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from cogtestbed.cli import app
+from cogtestbed.cli.app import USER_ERRORS
+from cogtestbed.environments.forms import FormDesign
+from cogtestbed.registry import read_trials
+from cogtestbed.validation.form_studies import form_study_spec, run_form_study, summarise_form_study
+
+runner = CliRunner()
+
+
+def test_spec_splits_a_contrast_and_refuses_bad_requests() -> None:
+    forms = FormDesign((0, 1, 2, 3), {"alpha_pos": 0.15})
+    spec = form_study_spec("instrumental-learning", "rw-pm", forms, 40,
+                           {"alpha_pos": 0.5, "alpha_neg": 0.5, "beta": 5.0}, ("optimism_bias", 0.2))
+    assert spec.n_per_form == 10 and spec.contrast == "optimism_bias" and spec.null == 0.0
+    assert spec.params["alpha_pos"] == pytest.approx(0.6) and spec.params["alpha_neg"] == pytest.approx(0.4)
+    param = form_study_spec("instrumental-learning", "rw-pm", forms, 40, {"beta": 5.0}, ("beta", 1.0))
+    assert param.parameter == "beta" and param.null == 5.0 and param.params["beta"] == 6.0
+    with pytest.raises(ValueError, match="2 subjects per form"):
+        form_study_spec("instrumental-learning", "rw-pm", forms, 6)
+    with pytest.raises(ValueError, match="not a parameter of model"):
+        form_study_spec("instrumental-learning", "rw-pm", FormDesign((0, 1), {"zeta": 1.0}), 10)
+    with pytest.raises(ValueError, match="not a contrast"):
+        form_study_spec("instrumental-learning", "rw-pm", forms, 40, effect=("nope", 1.0))
+
+
+def test_a_small_study_reports_rates_and_coverage() -> None:
+    forms = FormDesign((0, 1, 2, 3), {"alpha_pos": 0.5})
+    spec = form_study_spec("instrumental-learning", "rw-pm", forms, 16,
+                           {"alpha_pos": 0.5, "alpha_neg": 0.5, "beta": 5.0}, ("optimism_bias", 0.0))
+    results = run_form_study(spec, 3, 1)
+    assert len(results) == 3 and np.isfinite(results["aware_p"].astype(float)).all()
+    summary = summarise_form_study(spec, results)
+    assert summary["aware_rejection"]["n"] == 3 and 0 <= summary["aware_rejection"]["rate"] <= 1
+    cov = summary["form_sd_alpha_pos"]
+    assert cov["true"] == 0.5 and cov["coverage"]["n"] == 3
+    assert (results["sd_alpha_pos_low"] <= results["sd_alpha_pos_high"]).all()
+
+
+def _user_error(args: list[str]) -> str:
+    result = runner.invoke(app, args)
+    assert isinstance(result.exception, USER_ERRORS), repr(result.exception)
+    return str(result.exception)
+
+
+def test_cli_refuses_bad_form_requests(tmp_path: Path) -> None:
+    out = str(tmp_path / "t.parquet")
+    base = ["simulate", "instrumental-learning", "-a", "rw-pm", "-o", out]
+    assert "needs --forms" in _user_error([*base, "--form-sd", "alpha_pos=0.1"])
+    assert "declares 8 prompt forms" in _user_error([*base, "--forms", "9"])
+    assert "PARAM=SD" in _user_error([*base, "--forms", "2", "--form-sd", "alpha_pos"])
+    assert "needs --effect" in _user_error(["power", "rw-pm", "--forms", "2"])
+
+
+def test_cli_simulate_writes_the_form_column(tmp_path: Path) -> None:
+    out = tmp_path / "t.parquet"
+    result = runner.invoke(app, ["simulate", "instrumental-learning", "-a", "rw-pm", "-o", str(out), "--subjects",
+                                 "6", "--forms", "0,3,5", "--form-sd", "alpha_pos=0.3"])
+    assert result.exit_code == 0, result.output
+    table = read_trials(out)
+    assert sorted(table.groupby("subject")["form"].first()) == [0, 0, 3, 3, 5, 5]
+    manifest = json.loads(Path(str(out) + ".manifest.json").read_text())
+    assert manifest["forms"] == {"forms": [0, 3, 5], "form_sd": {"alpha_pos": 0.3}}

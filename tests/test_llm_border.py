@@ -177,3 +177,75 @@ def test_a_server_echoing_the_key_never_gets_it_written(server, tmp_path: Path, 
     assert KEY not in said + failed
     assert KEY not in _every_written_text(root)
     assert KEY[:12] not in _every_written_text(root)  # not even a piece of it
+
+
+# ---------------------------------------------------------------------------------- cache identity
+@pytest.fixture(scope="module")
+def two_servers(tiny):
+    """Two local servers serving different models under the same name ``tiny-random`` (the tiny model
+    and one built with another seed): (url, billing) each."""
+    from cogtestbed.llm_adapters.hf import HFClient, build_tiny_random
+    from cogtestbed.llm_adapters.server import Billing, serve
+
+    other = HFClient(*build_tiny_random(seed=1), "tiny-random-seed1", chat=False)
+    billing_a, billing_b = Billing(), Billing()
+    with serve({"tiny-random": tiny}, billing=billing_a) as a, serve({"tiny-random": other}, billing=billing_b) as b:
+        yield (a, billing_a), (b, billing_b)
+
+
+def test_two_servers_serving_different_models_under_one_name_share_no_answers(
+        two_servers, tiny, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import pandas as pd
+
+    (a, bill_a), (b, bill_b) = two_servers
+    cache = str(tmp_path / "cache.sqlite")
+
+    def args(url: str, out: str, *extra: str) -> list[str]:
+        return ["run", "instrumental-learning", "--llm", "openai:tiny-random", "--mode", "completions",
+                "--base-url", url, "--design", "visits_per_casino=2", "--subjects", "2", "--cache", cache,
+                "-o", str(tmp_path / out), *extra]
+
+    assert _run(args(a, "a"), capsys)[0] == 0
+    before = bill_b.requests
+    assert _run(args(b, "b"), capsys)[0] == 0
+    assert bill_b.requests - before == 16  # every answer asked of the second server (it was 0: issue 39)
+    raw = {k: pd.read_parquet(tmp_path / k / "calls.parquet")["raw_response"].tolist() for k in ("a", "b")}
+    assert raw["a"] != raw["b"]  # another model's answers, not the first server's
+    runs = {k: json.loads((tmp_path / k / "run.json").read_text()) for k in ("a", "b")}
+    assert runs["a"]["endpoint"]["url"] == a and runs["b"]["endpoint"]["url"] == b
+    assert runs["a"]["endpoint"]["served_model"] == {"id": "tiny-random", "owned_by": "cogtestbed",
+                                                     "root": "tiny-random"}
+    assert runs["b"]["endpoint"]["served_model"]["root"] == "tiny-random-seed1"
+    # --resume against the other server is refused in one line, and the run is left as it was
+    code, said = _run([*args(b, "a"), "--resume"], capsys)
+    assert code == 2 and len([ln for ln in said.splitlines() if ln.startswith("error:")]) == 1, said
+    assert f"was run against {a}, this invocation reaches {b}" in said and "--share-cache" in said
+    assert json.loads((tmp_path / "a" / "run.json").read_text())["status"] == "complete"
+    # an explicit shared cache: the same model name at another address is served from the cache
+    assert _run(args(a, "sa", "--share-cache"), capsys)[0] == 0
+    before = bill_b.requests
+    assert _run(args(b, "sb", "--share-cache"), capsys)[0] == 0
+    assert bill_b.requests == before
+    assert pd.read_parquet(tmp_path / "sb" / "calls.parquet")["raw_response"].tolist() == raw["a"]
+    # shared, the address may change on --resume, but not the model the server lists under the name
+    code, said = _run([*args(b, "sa", "--share-cache"), "--resume"], capsys)
+    assert code == 2 and "another model under the same name" in said and "tiny-random-seed1" in said
+    from cogtestbed.llm_adapters.server import serve
+
+    with serve({"tiny-random": tiny}) as c:  # the same model at a third address
+        assert _run([*args(c, "sa", "--share-cache"), "--resume"], capsys)[0] == 0
+    code, said = _run([*args(a, "sa"), "--resume"], capsys)  # a shared run resumed without it
+    assert code == 2 and "was started with --share-cache" in said
+
+
+def test_a_server_listing_another_model_under_the_name_is_refused_on_resume() -> None:
+    from cogtestbed.llm_adapters.rundir import endpoint_change
+
+    url = "http://127.0.0.1:8000/v1"
+    old = {"url": url, "served_model": {"id": "m", "root": "/models/a"}, "shared_cache": False}
+    new = {**old, "served_model": {"id": "m", "root": "/models/b"}}
+    assert endpoint_change(old, old) is None
+    why = endpoint_change(new, old)
+    assert why is not None and "another model under the same name" in why and "/models/b" in why
+    assert endpoint_change({**new, "served_model": None}, old) is None  # a server that lists nothing: unknown
+    assert endpoint_change(new, None) is None  # a run from before endpoints were recorded

@@ -204,14 +204,19 @@ def test_transport_settings_may_change_on_resume_identity_may_not(tmp_path, caps
     url, faults = server
     run = str(tmp_path / "run")
     faults.add(*[rundir_fault(503)] * 2)  # two retries, logged and kept in calls.parquet
-    code, err = cli(capsys, "run", *served(url, tmp_path, "--subjects", "2", "--progress-every", "1", "-o", run))
+    code, err = cli(capsys, "run", *served(url, tmp_path, "--subjects", "2", "--progress-every", "1", "-o", run,
+                                           "--share-cache"))
     assert code == 0, err
     assert "retry 1: HTTP 503" in err and "1/2 subjects done" in err and "2/2 subjects done" in err
     calls = pd.read_parquet(Path(run) / "calls.parquet")
     assert calls["retries"].sum() == 2 and calls["retry_log"].dropna().str.contains("HTTP 503").all()
-    other = url.replace("127.0.0.1", "localhost")
+    other = url.replace("127.0.0.1", "localhost")  # another address: only where the cache is shared (issue 39)
     code, err = cli(capsys, "run", *served(other, tmp_path, "--subjects", "2", "--concurrency", "1",
                                            "--timeout", "30", "--retry-for", "5", "-o", run, "--resume"))
+    assert code == 2 and "was started with --share-cache" in error_lines(err)[0]
+    code, err = cli(capsys, "run", *served(other, tmp_path, "--subjects", "2", "--concurrency", "1",
+                                           "--timeout", "30", "--retry-for", "5", "-o", run, "--resume",
+                                           "--share-cache"))
     assert code == 0, err
     assert manifest(Path(run))["transport"]["base_url"].startswith("http://localhost")
     code, err = cli(capsys, "run", *served(url, tmp_path, "--subjects", "2", "--seed", "4", "-o", run, "--resume"))

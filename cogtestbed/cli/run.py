@@ -82,6 +82,9 @@ class RunRequest:
     reask: int = 0
     top_logprobs: int | None = None
     cache: Path | None = None
+    #: Key the response cache by the model's name alone, not the endpoint
+    #: (:func:`~cogtestbed.llm_adapters.cache.cache_key`).
+    share_cache: bool = False
     concurrency: int = 8
     rpm: float | None = None
     tpm: float | None = None
@@ -112,8 +115,8 @@ def run(
     subjects: Annotated[int, typer.Option(min=1, help="Independent subjects (sessions).")] = 1,
     seed: Annotated[int, typer.Option(help="Seed: the same sessions as `simulate --seed`.")] = 0,
     base_url: Annotated[str | None, typer.Option(
-        help="OpenAI-compatible or Anthropic endpoint (vLLM, Ollama, llama.cpp, LM Studio...); may "
-        "change on --resume.")] = None,
+        help="OpenAI-compatible or Anthropic endpoint (vLLM, Ollama, llama.cpp, LM Studio...); part of the "
+        "response cache's key and checked by --resume (see --share-cache).")] = None,
     mode: Annotated[str, typer.Option(
         help="chat | completions (raw prompt, no chat template) | auto.")] = "auto",
     design: Annotated[list[str] | None, typer.Option(
@@ -132,6 +135,10 @@ def run(
         help="Also request the top-k log-probabilities of each answer token.")] = None,
     cache: Annotated[Path | None, typer.Option(
         help="SQLite response cache (default $COGTESTBED_CACHE or ~/.cache/cogtestbed/).")] = None,
+    share_cache: Annotated[bool, typer.Option(
+        "--share-cache", help="Share cached answers across endpoints: key them by the model's name alone, not "
+        "the server's address and served model (then --resume may change --base-url). Only for servers that "
+        "serve the very same model.")] = False,
     concurrency: Annotated[int, typer.Option(min=1, help="Subjects played at once.")] = 8,
     rpm: Annotated[float | None, typer.Option(help="Requests per minute limit.")] = None,
     tpm: Annotated[float | None, typer.Option(help="Tokens per minute limit.")] = None,
@@ -212,6 +219,7 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRe
         base_url=o["base_url"], mode=o["mode"], design=o["design"] or [], design_fields=fields,
         max_tokens=o["max_tokens"], temperature=o["temperature"], temperature_source=temperature_source,
         stop=o["stop"], reask=o["reask"], top_logprobs=o["top_logprobs"], cache=o["cache"],
+        share_cache=o["share_cache"],
         concurrency=o["concurrency"], rpm=o["rpm"], tpm=o["tpm"], max_calls=o["max_calls"], max_cost=o["max_cost"],
         add_budget=o["add_budget"] or [], prices=o["prices"], allow_unpriced=o["allow_unpriced"], timeout=o["timeout"],
         retry_for=o["retry_for"],
@@ -348,7 +356,7 @@ def execute_run(request: RunRequest) -> Any:
     store = ResponseCache(request.cache or default_cache())
     budget = Budget(request.max_calls, None, price)
     budget.max_cost = request.max_cost  # priced on opening the run (a resumed run may hold the limit)
-    cached = CachedClient(client, store, budget, RateLimiter(request.rpm, request.tpm))
+    cached = CachedClient(client, store, budget, RateLimiter(request.rpm, request.tpm), shared=request.share_cache)
     total = request.subjects * exp.env_cls.max_steps(design_obj)
     transport = {"timeout": request.timeout, "rpm": request.rpm, "tpm": request.tpm,
                  "retry_for": request.retry_for}

@@ -126,6 +126,10 @@ class AnthropicClient(LLMClient):
             finish_reason=resp.stop_reason,
         )
 
+    def endpoint_identity(self) -> dict[str, Any] | None:
+        """The API's address; Anthropic's models are named by dated ids, so the name is the model."""
+        return {"url": redact_url(self.base_url) or "api.anthropic.com", "served_model": None}
+
     async def aclose(self) -> None:
         for sdk in list(self._sdk.values()):
             await sdk.close()

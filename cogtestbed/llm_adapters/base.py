@@ -397,6 +397,13 @@ class LLMClient(ABC):
             raise ValueError(f"{self.spec} is a text-only model but the prompts carry images; use a "
                              "vision-language model (e.g. hf:tiny-random-vlm or a multimodal API model)")
 
+    def endpoint_identity(self) -> dict[str, Any] | None:
+        """Where the calls go and what answers them, as part of the response cache's key and
+        ``run.json``'s ``endpoint``: ``{"url": ..., "served_model": ...}`` for a server (the served
+        model's identity as the server lists it, None where it lists none); None for a local model,
+        whose :attr:`fingerprint` already names its weights."""
+        return None
+
     def check_ready(self) -> None:  # noqa: B027 - local backends are always ready
         """Raise :class:`BackendUnavailable` now if a call could not be made (e.g. no key)."""
 

@@ -1,9 +1,13 @@
 """The response cache (SQLite in WAL mode) and :class:`CachedClient`, the client a run talks to.
 
 A response is stored under ``sha256`` of the canonical JSON of (backend, model, the model's
-fingerprint, the full request: prompt, max_tokens, temperature, stop, seed, top_logprobs).  The
-base URL is not part of the key (the same model behind two addresses is the same model) and
-neither is any credential.  Every response is committed as soon as it arrives; WAL makes each
+fingerprint, the endpoint, the full request: prompt, max_tokens, temperature, stop, seed,
+top_logprobs).  The endpoint (:meth:`LLMClient.endpoint_identity`) is the server's address and,
+where the server lists it, the served model's identity: two servers that serve different models
+under one name (a restarted server, llama.cpp / vLLM / Ollama aliases) never share answers.  A
+cache shared across endpoints is asked for explicitly (``shared=True``, ``run --share-cache``):
+then the key is the model's name alone, as for a hosted model that is the same behind any
+address.  No credential is ever part of a key.  Every response is committed as soon as it arrives; WAL makes each
 commit atomic, so a process killed at any point leaves every earlier response readable and no
 half-written one.  Replaying a run against the cache reproduces its trial table exactly, which
 is how ``--resume`` works.
@@ -51,21 +55,27 @@ class SubjectTicket:
 CURRENT_SUBJECT: ContextVar[SubjectTicket | None] = ContextVar("cogtestbed_subject", default=None)
 
 
-def cache_key(client: LLMClient, request: GenerateRequest) -> str:
-    payload = {"format": CACHE_FORMAT, "backend": client.backend, "model": client.model,
-               "fingerprint": client.fingerprint, "request": request.to_json()}
+def _key(client: LLMClient, request: dict[str, Any], shared: bool) -> str:
+    payload: dict[str, Any] = {"format": CACHE_FORMAT, "backend": client.backend, "model": client.model,
+                               "fingerprint": client.fingerprint, "request": request}
+    endpoint = None if shared else client.endpoint_identity()
+    if endpoint is not None:  # a local model has none: its keys are what they always were
+        payload["endpoint"] = endpoint
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 
+def cache_key(client: LLMClient, request: GenerateRequest, shared: bool = False) -> str:
+    """The key of a generation: backend, model, fingerprint, endpoint (unless ``shared``), request."""
+    return _key(client, request.to_json(), shared)
+
+
 def score_key(client: LLMClient, context: Prompt, continuations: Sequence[str],
-              raw: bool) -> tuple[str, dict[str, Any]]:
-    """(cache key, request JSON) of a score call: backend, model, fingerprint, context,
-    continuations and the raw flag."""
+              raw: bool, shared: bool = False) -> tuple[str, dict[str, Any]]:
+    """(cache key, request JSON) of a score call: backend, model, fingerprint, endpoint (unless
+    ``shared``), context, continuations and the raw flag."""
     request = {"score": {"context": context if isinstance(context, str) else [dict(m) for m in context],
                          "continuations": list(continuations), "raw": raw}}
-    payload = {"format": CACHE_FORMAT, "backend": client.backend, "model": client.model,
-               "fingerprint": client.fingerprint, "request": request}
-    return hashlib.sha256(canonical_json(payload).encode()).hexdigest(), request
+    return _key(client, request, shared), request
 
 
 class ResponseCache:
@@ -124,8 +134,10 @@ class CachedClient(LLMClient):
     """
 
     def __init__(self, inner: LLMClient, cache: ResponseCache, budget: Budget | None = None,
-                 limiter: RateLimiter | None = None) -> None:
+                 limiter: RateLimiter | None = None, shared: bool = False) -> None:
         self.inner, self.cache = inner, cache
+        #: Keys without the endpoint (:func:`cache_key`): answers shared across servers.
+        self.shared = shared
         self.budget = budget or Budget()
         self.limiter = limiter or RateLimiter()
         self.backend, self.model = inner.backend, inner.model
@@ -137,9 +149,12 @@ class CachedClient(LLMClient):
     def fingerprint(self) -> str:
         return self.inner.fingerprint
 
+    def endpoint_identity(self) -> dict[str, Any] | None:
+        return self.inner.endpoint_identity()
+
     async def agenerate(self, request: GenerateRequest) -> Generation:
         self.inner.check_images(request.n_images)
-        key = cache_key(self.inner, request)
+        key = cache_key(self.inner, request, self.shared)
         stored = self.cache.get(key)
         if stored is not None:
             self.hits += 1
@@ -221,7 +236,7 @@ class CachedClient(LLMClient):
         """A score through the cache and the budget: one call per HTTP request the backend makes
         (:meth:`LLMClient.score_requests`: one per continuation, each at most the context and the
         longest continuation in, one token out), retries included."""
-        key, request = score_key(self.inner, context, continuations, raw)
+        key, request = score_key(self.inner, context, continuations, raw, self.shared)
         stored = self.cache.get(key)
         if stored is not None:
             self.hits += 1

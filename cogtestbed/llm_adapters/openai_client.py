@@ -117,6 +117,11 @@ class OpenAIClient(LLMClient):
         #: The served model's own tokenizer where it is on this machine (:func:`local_tokenizer`):
         #: loaded at the first count, ``False`` once found unavailable.
         self._twin: Any = None
+        #: The served model's entry of ``GET /models`` (:data:`SERVED_MODEL_FIELDS`), read by
+        #: :meth:`apreflight`; None before, or where the server lists no models.
+        self.served: dict[str, Any] | None = None
+        #: Every ``system_fingerprint`` the server's answers carried (OpenAI: its backend configuration).
+        self.system_fingerprints: set[str] = set()
 
     @property
     def fingerprint(self) -> str:
@@ -167,11 +172,19 @@ class OpenAIClient(LLMClient):
                                f"({describe_error(exc)})", 401) from exc
         except self._openai.APIStatusError:
             return
-        names = [m.id for m in getattr(listing, "data", [])]
+        entries = list(getattr(listing, "data", []) or [])
+        names = [m.id for m in entries]
+        for entry in entries:
+            if entry.id == self.model:
+                self.served = served_model_identity(entry)
         if names and self.model not in names:
             shown = ", ".join(names[:10]) + (" ..." if len(names) > 10 else "")
             raise BackendError(f"{self.spec}: model {self.model!r} is not served at {self.where} "
                                f"(available: {shown})", 404)
+
+    def endpoint_identity(self) -> dict[str, Any] | None:
+        """The server's address (:meth:`where`) and the served model's ``GET /models`` entry."""
+        return {"url": self.where, "served_model": self.served}
 
     def _note_retry(self, exc: BaseException, delay: float) -> None:
         self.retries.append((type(exc).__name__, delay))
@@ -189,6 +202,9 @@ class OpenAIClient(LLMClient):
             resp, text, logprobs = await self._completion_generate(request, common)
         choice = resp.choices[0]
         text, _ = apply_stop(text, request.stop)
+        fingerprint = getattr(resp, "system_fingerprint", None)
+        if isinstance(fingerprint, str) and fingerprint:
+            self.system_fingerprints.add(fingerprint)
         usage = resp.usage
         return Generation(
             text=text,
@@ -314,6 +330,19 @@ class OpenAIClient(LLMClient):
         for sdk in list(self._sdk.values()):
             await sdk.close()
         self._sdk.clear()
+
+
+#: Fields of a ``GET /models`` entry that say which model a server serves under a name: ``id`` and
+#: ``owned_by`` (every server), ``root`` and ``parent`` (vLLM: the weights behind a served alias),
+#: ``meta`` (llama.cpp: parameters, size, vocabulary).  ``created`` is left out: vLLM stamps it
+#: with the time of the listing, so it changes at every request.
+SERVED_MODEL_FIELDS = ("id", "owned_by", "root", "parent", "meta")
+
+
+def served_model_identity(entry: Any) -> dict[str, Any]:
+    """The :data:`SERVED_MODEL_FIELDS` of one ``GET /models`` entry (an SDK object or a dict)."""
+    data = entry.model_dump() if hasattr(entry, "model_dump") else dict(entry)
+    return {k: data[k] for k in SERVED_MODEL_FIELDS if data.get(k) is not None}
 
 
 #: Host names of this machine: a server there serves files this process can read too.

@@ -1,9 +1,12 @@
 """A run directory: its lock, its manifest (``run.json``), its spend ledger, and one-unit commits.
 
 ``run.json`` holds ``config`` (the run's identity: what determines its calls, checked by
-``--resume``), ``transport`` (how the calls travel: base URL, timeout, concurrency, rate limits,
-retry window — free to change on ``--resume``), ``budget`` (the run's total ``max_calls`` /
-``max_cost``: every invocation on the directory spends from the same totals) and ``status``:
+``--resume``), ``endpoint`` (the server's address, the served model as the server lists it, whether
+the cache is shared across servers, and every ``system_fingerprint`` seen: checked by ``--resume``,
+:func:`endpoint_change`), ``transport`` (how the calls travel: timeout, concurrency, rate limits,
+retry window — free to change on ``--resume``; the base URL too, where the cache is shared),
+``budget`` (the run's total ``max_calls`` / ``max_cost``: every invocation on the directory spends
+from the same totals) and ``status``:
 ``running``, ``complete``, ``stopped`` (a budget stop), or ``failed`` (with ``error``).
 
 * **Lock**: an invocation holds an exclusive ``fcntl`` lock on ``RUN_DIR/.lock`` (``filelock``)
@@ -79,6 +82,28 @@ def identity_differences(mine: Mapping[str, Any], stored: Mapping[str, Any]) -> 
     return [k for k in sorted(keys) if mine.get(k) != stored.get(k)]
 
 
+def endpoint_change(mine: Mapping[str, Any] | None, stored: Mapping[str, Any] | None) -> str | None:
+    """Why the endpoint ``mine`` is not the one a run ``stored`` (None: the same, or either unknown).
+
+    Without a shared cache the address must be the same; with one (``shared_cache``, given as when
+    the run started) another address may serve the run.  Either way, where both listings name the
+    served model (:meth:`LLMClient.endpoint_identity`), they must agree."""
+    if not mine or not stored:
+        return None
+    if bool(mine.get("shared_cache")) != bool(stored.get("shared_cache")):
+        return ("was started " + ("with" if stored.get("shared_cache") else "without")
+                + " --share-cache; give it (or leave it out) as then")
+    if not mine.get("shared_cache") and mine.get("url") != stored.get("url"):
+        return (f"was run against {stored.get('url')}, this invocation reaches {mine.get('url')}; its cached "
+                "answers are that server's (--share-cache, given when a run starts, lets another address "
+                "serve the same model)")
+    before, now = stored.get("served_model"), mine.get("served_model")
+    if before and now and before != now:
+        return (f"was run against a server listing the model as {json.dumps(before, sort_keys=True)}, "
+                f"{mine.get('url')} lists {json.dumps(now, sort_keys=True)}: another model under the same name")
+    return None
+
+
 class RunDir:
     """An open, locked run directory (see module docstring).  Use :meth:`open`."""
 
@@ -90,8 +115,9 @@ class RunDir:
     # -- opening -----------------------------------------------------------------------------
     @classmethod
     def open(cls, path: Path, config: Mapping[str, Any], *, resume: bool,
-             transport: Mapping[str, Any] | None = None) -> RunDir:
-        """Check, create and lock ``path``; compare ``config`` with the stored one on resume."""
+             transport: Mapping[str, Any] | None = None, endpoint: Mapping[str, Any] | None = None) -> RunDir:
+        """Check, create and lock ``path``; compare ``config`` and ``endpoint`` (where the calls go and
+        what serves them: :func:`endpoint_change`) with the stored ones on resume."""
         check_run_dir(path, resume)
         created = not path.exists()
         try:
@@ -116,8 +142,14 @@ class RunDir:
                 if diff:
                     raise RunDirError(f"--resume: {path} was run with different settings ({', '.join(diff)}); "
                                       f"only {', '.join(TRANSPORT_FIELDS)} may change")
+                why = endpoint_change(endpoint, self.stored.get("endpoint"))
+                if why is not None:
+                    raise RunDirError(f"--resume: {path} {why}")
             self.manifest.update(config=dict(config), transport=dict(transport or {}), status="running",
                                  error=None, versions=package_versions())  # of this (latest) invocation
+            if endpoint is not None:
+                fingerprints = (self.stored or {}).get("endpoint", {}).get("system_fingerprints", [])
+                self.manifest["endpoint"] = {**endpoint, "system_fingerprints": fingerprints}
             self.write_manifest()
         except BaseException:
             self.abandon()

@@ -74,8 +74,10 @@ __all__ = ["CALLS_FILE", "CONFIG_FILE", "TRIALS_FILE", "RunConfig", "RunResult",
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything that determines a run's calls (what ``--resume`` checks), and ``base_url``, a
-    transport setting recorded with them (it may change on resume: the cache key ignores it)."""
+    """Everything that determines a run's calls (what ``--resume`` checks), and ``base_url``, recorded
+    with them; the endpoint it reaches is checked apart (``run.json``'s ``endpoint``,
+    :func:`~cogtestbed.llm_adapters.rundir.endpoint_change`): it may change on resume only where the
+    cache is shared across endpoints."""
 
     experiment: str
     llm: str
@@ -476,8 +478,10 @@ async def run_experiment(
         if exp.env_cls.uses_images(design):  # fail before any call, not at the first picture
             client.inner.check_images(1)
         await client.inner.apreflight()
+        endpoint = client.inner.endpoint_identity()
         rundir = RunDir.open(run_dir, config.as_json(), resume=resume,
-                             transport={**config.transport(), "concurrency": concurrency, **(transport or {})})
+                             transport={**config.transport(), "concurrency": concurrency, **(transport or {})},
+                             endpoint=None if endpoint is None else {**endpoint, "shared_cache": client.shared})
     except BaseException:
         await client.aclose()
         raise
@@ -500,6 +504,7 @@ async def run_experiment(
         sessions, outcomes, complete, attempts, stop = await play_subjects(
             exp, design, client, config, concurrency=concurrency, on_step=on_step, on_subject=on_subject,
             limit=limit)
+        note_fingerprints(rundir, client, warnings)
         table, calls = build_tables(exp, design, sessions, outcomes, complete, attempts, config.llm)
         status = "complete" if all(complete) else "stopped"
         stats = {
@@ -527,6 +532,24 @@ async def run_experiment(
         await client.aclose()
         rundir.release()
     return RunResult(table, calls, np.asarray(complete), status, stats)
+
+
+def note_fingerprints(rundir: RunDir, client: CachedClient, warnings: list[dict[str, Any]]) -> None:
+    """Add the ``system_fingerprint`` values this invocation's answers carried to ``run.json``'s
+    ``endpoint``; where the run had recorded others, a warning (one stderr line, and in ``warnings``):
+    OpenAI documents a new fingerprint as a change of the serving configuration that may change answers."""
+    endpoint = rundir.manifest.get("endpoint")
+    seen: set[str] = set(getattr(client.inner, "system_fingerprints", ()))
+    if endpoint is None or not seen:
+        return
+    before = set(endpoint.get("system_fingerprints") or [])
+    endpoint["system_fingerprints"] = sorted(before | seen)
+    if before and not seen <= before:
+        message = (f"the server's system_fingerprint changed during this run ({', '.join(sorted(before))} before, "
+                   f"{', '.join(sorted(seen - before))} now): the provider changed its serving configuration, "
+                   "which may change answers")
+        logger.warning("%s", message)
+        warnings.append({"kind": "system_fingerprint", "message": message})
 
 
 def commit_tables(rundir: RunDir, table: pd.DataFrame, calls: pd.DataFrame, manifest: dict[str, Any],

@@ -167,7 +167,9 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
 
     async def list_models(request: Request) -> JSONResponse:
         return JSONResponse({"object": "list", "data": [
-            {"id": name, "object": "model", "owned_by": "cogtestbed"} for name in models]})
+            # root: the model behind the served name (as vLLM lists an alias's weights)
+            {"id": name, "object": "model", "owned_by": "cogtestbed", "root": client.model}
+            for name, client in models.items()]})
 
     async def completions(request: Request) -> JSONResponse:
         body = await request.json()

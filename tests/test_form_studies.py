@@ -71,3 +71,20 @@ def test_cli_simulate_writes_the_form_column(tmp_path: Path) -> None:
     assert sorted(table.groupby("subject")["form"].first()) == [0, 0, 3, 3, 5, 5]
     manifest = json.loads(Path(str(out) + ".manifest.json").read_text())
     assert manifest["forms"] == {"forms": [0, 3, 5], "form_sd": {"alpha_pos": 0.3}}
+
+
+def test_run_assigns_forms_as_simulate_does() -> None:
+    import pandas as pd
+
+    from cogtestbed.environments.forms import draw_forms
+    from cogtestbed.llm_adapters.runner import RunConfig, subject_forms, with_run_forms
+
+    config = RunConfig("instrumental-learning", "hf:tiny-random", None, "completions", 6, 3, {}, forms=(0, 2, 4))
+    forms = subject_forms(config)
+    assert forms == [int(f) for f in draw_forms(FormDesign((0, 2, 4)), 6, 3).form]
+    assert sorted(forms) == [0, 0, 2, 2, 4, 4]
+    table = pd.DataFrame({"subject": [0, 0, 5], "trial": [0, 1, 0]})
+    assert with_run_forms(table, config)["form"].tolist() == [forms[0], forms[0], forms[5]]
+    plain = RunConfig("instrumental-learning", "hf:tiny-random", None, "completions", 2, 3, {})
+    assert subject_forms(plain) == [0, 0] and "form" not in with_run_forms(table, plain).columns
+    assert plain.differences({k: v for k, v in plain.as_json().items() if k != "forms"}) == []

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from cogtestbed.cli.app import app, console_err, print_json
-from cogtestbed.cli.simulate import _design_overrides
+from cogtestbed.cli.simulate import FormsOpt, _design_overrides
 
 
 def default_cache() -> Path:
@@ -100,6 +100,8 @@ class RunRequest:
     progress_every: int = PROGRESS_EVERY
     #: Play only the first ``limit`` subjects (a sequential plan's look).
     limit: int | None = None
+    #: ``--forms``: K or form ids; subjects are assigned to the prompt forms (balanced, seeded).
+    forms: str | None = None
 
 
 @app.command()
@@ -164,6 +166,7 @@ def run(
     plan: Annotated[Path | None, typer.Option(
         help="plan.json of `cogtestbed plan`: its experiment, design, subjects, seed, answer settings and "
         "limits; --llm chooses or replaces its LLM(s).")] = None,
+    forms: FormsOpt = None,
 ) -> None:
     """Run an LLM as subjects through an experiment; write the trial table and a manifest.
 
@@ -216,6 +219,7 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRe
         raise ValueError("run needs an EXPERIMENT (or --plan)")
     request = RunRequest(
         experiment=o["experiment"], llm=llm, output=output, subjects=o["subjects"], seed=o["seed"],
+        forms=o.get("forms"),
         base_url=o["base_url"], mode=o["mode"], design=o["design"] or [], design_fields=fields,
         max_tokens=o["max_tokens"], temperature=o["temperature"], temperature_source=temperature_source,
         stop=o["stop"], reask=o["reask"], top_logprobs=o["top_logprobs"], cache=o["cache"],
@@ -276,6 +280,7 @@ def check_request(request: RunRequest) -> None:
 
 def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
     """(experiment, design, client, config) of a request."""
+    from cogtestbed.environments.forms import resolve_forms
     from cogtestbed.llm_adapters import make_client, parse_spec
     from cogtestbed.llm_adapters.openai_client import redact_url
     from cogtestbed.llm_adapters.retry import RetryPolicy
@@ -299,6 +304,7 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
         mode="chat" if client.chat else "completions", n_subjects=request.subjects, seed=request.seed,
         design=design_obj.model_dump(mode="json"), max_tokens=request.max_tokens or answer.max_tokens,
         temperature=temperature, stop=stops, reask=request.reask, top_logprobs=request.top_logprobs,
+        forms=None if request.forms is None else resolve_forms(exp.prompt_forms, request.forms),
     )
     return exp, design_obj, client, config
 

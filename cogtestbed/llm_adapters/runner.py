@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ScoredResponse, Sessions
+from cogtestbed.environments.forms import FormDesign, FormDraw, draw_forms
 from cogtestbed.llm_adapters.agent import Attempt, LLMAgent
 from cogtestbed.llm_adapters.base import LLMClient, Prompt, ScoringNotSupported, freeze_prompt
 from cogtestbed.llm_adapters.cache import CURRENT_SUBJECT, CachedClient, SubjectTicket
@@ -59,7 +60,7 @@ from cogtestbed.llm_adapters.rundir import CONFIG_FILE, TRANSPORT_FIELDS, RunDir
 from cogtestbed.no_data import json_safe
 from cogtestbed.redact import redact_json
 from cogtestbed.registry import Experiment, trials_manifest
-from cogtestbed.simulation import seed_streams
+from cogtestbed.simulation import seed_streams, with_form_columns
 from cogtestbed.trials import MANIFEST_SUFFIX, package_versions, table_to_parquet
 
 TRIALS_FILE, CALLS_FILE = "trials.parquet", "calls.parquet"
@@ -91,6 +92,8 @@ class RunConfig:
     stop: tuple[str, ...] = ("\n",)
     reask: int = 0
     top_logprobs: int | None = None
+    #: Prompt forms the subjects are assigned to (balanced, seeded); ``None``: form 0 for all.
+    forms: tuple[int, ...] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return json.loads(json.dumps(asdict(self), default=str))  # tuples → lists, as stored
@@ -110,6 +113,22 @@ class RunResult:
     complete: np.ndarray
     status: str
     stats: dict[str, Any] = field(default_factory=dict)
+
+
+def subject_forms(config: RunConfig) -> list[int]:
+    """Each subject's prompt form: :func:`~cogtestbed.environments.forms.draw_forms` of the run's
+    forms and seed (form 0 for all without ``forms``), as ``simulate --forms`` assigns them."""
+    if config.forms is None:
+        return [0] * config.n_subjects
+    return [int(f) for f in draw_forms(FormDesign(tuple(config.forms)), config.n_subjects, config.seed).form]
+
+
+def with_run_forms(table: pd.DataFrame, config: RunConfig) -> pd.DataFrame:
+    """``table`` with the ``form`` column of its subjects where the run assigned forms."""
+    if config.forms is None:
+        return table
+    form = np.asarray(subject_forms(config), dtype=np.int64)
+    return with_form_columns(table, FormDraw(form, {}, tuple(config.forms)))
 
 
 def subject_seeds(seed: int, n: int) -> list[int]:
@@ -233,10 +252,11 @@ def count_requests(exp: Experiment, design: Design, client: LLMClient, config: R
     requests at temperature 0 is served from the cache (a completions re-ask repeats its question;
     an unchanged history repeats the prompt), so it is not a request."""
     c = RequestCount()
+    forms = subject_forms(config)
     for i in range(config.n_subjects):
         env = exp.env_cls(design)
         env.action_space.seed(config.seed * 1_000_003 + i)
-        obs, _ = env.reset(options={"session": sessions.subject(i)})
+        obs, _ = env.reset(options={"session": sessions.subject(i), "form": forms[i]})
         done, asked = False, set[Any]()
         while not done:
             scored = isinstance(obs.get("response"), ScoredResponse)
@@ -301,11 +321,12 @@ def subject_needs(exp: Experiment, design: Design, client: LLMClient, config: Ru
                   sessions: Sessions, i: int, budget: Budget) -> list[Need]:
     """Subject ``i``'s worst case, step by step: its session played with valid random actions
     (seeded as :func:`dry_run` plays it), each step costed by :func:`step_need`."""
+    forms = subject_forms(config)
     env = exp.env_cls(design)
     env.action_space.seed(config.seed * 1_000_003 + i)
     agent = LLMAgent(client, env, max_tokens=config.max_tokens, temperature=config.temperature,
                      stop=config.stop, reask=config.reask, top_logprobs=config.top_logprobs, subject=i)
-    obs, _ = env.reset(options={"session": sessions.subject(i)})
+    obs, _ = env.reset(options={"session": sessions.subject(i), "form": forms[i]})
     needs, done = [], False
     while not done:
         needs.append(step_need(agent, obs, budget))
@@ -340,6 +361,7 @@ async def play_subjects(
     outcomes, complete flags, attempts, stop reason)."""
     sessions = draw_sessions(exp, design, config.n_subjects, config.seed)
     seeds = subject_seeds(config.seed, config.n_subjects)
+    forms = subject_forms(config)
     gate = OrderedGate(concurrency)
     budget: Budget | None = getattr(client, "budget", None)
     plans: dict[int, list[Need]] = {}
@@ -370,7 +392,7 @@ async def play_subjects(
         token = CURRENT_SUBJECT.set(SubjectTicket(i, lambda: remaining(i, env)))
         done = False
         try:
-            obs, _ = env.reset(options={"session": sessions.subject(i)})
+            obs, _ = env.reset(options={"session": sessions.subject(i), "form": forms[i]})
             while not done:
                 action = await agent.aact(obs)
                 obs, _, done, _, _ = env.step(action)
@@ -391,7 +413,7 @@ async def play_subjects(
 
     async def unplayed(i: int) -> tuple[Outcomes, bool, list[Attempt]]:
         env = exp.env_cls(design)  # reset, not played: the environment's own empty outcomes and extra columns
-        env.reset(options={"session": sessions.subject(i)})
+        env.reset(options={"session": sessions.subject(i), "form": forms[i]})
         return env.outcomes, False, []
 
     results = await asyncio.gather(*(play(i) for i in range(played)),
@@ -506,6 +528,7 @@ async def run_experiment(
             limit=limit)
         note_fingerprints(rundir, client, warnings)
         table, calls = build_tables(exp, design, sessions, outcomes, complete, attempts, config.llm)
+        table = with_run_forms(table, config)
         status = "complete" if all(complete) else "stopped"
         stats = {
             "calls_total": len(calls),

@@ -10,7 +10,10 @@ the population's bias at exactly 0), 8 prompt forms × 10 subjects × 96 trials,
   (target 85-95 %), and the mean estimate;
 * with ``--effect 0.2`` (α⁺ = 0.6, α⁻ = 0.4) the two tests' power instead.
 
-Run: ``python benchmarks/studies/prompt_forms_rwpm.py --studies 1000`` (about 8 minutes on one core).
+Run: ``python benchmarks/studies/prompt_forms_rwpm.py --studies 1000`` (about 8 minutes of one
+core).  ``--rows FILE`` appends each replicate's row to a CSV as it finishes and ``--part I/N`` runs
+every N-th replicate from the I-th (parallel parts share the seeds of one run); ``--summarise FILE``
+prints the summary of the rows in FILE.
 """
 
 from __future__ import annotations
@@ -18,9 +21,13 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
 
 from cogtestbed.environments.forms import FormDesign
-from cogtestbed.validation.form_studies import FormStudySpec, run_form_study, summarise_form_study
+from cogtestbed.validation.form_studies import FormStudySpec, form_replicate, summarise_form_study
 
 
 def main() -> None:
@@ -31,16 +38,29 @@ def main() -> None:
     ap.add_argument("--form-sd", type=float, default=0.15)
     ap.add_argument("--effect", type=float, default=0.0, help="α⁺ − α⁻ (0: null studies)")
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--rows", type=Path, default=None, help="append each replicate's row to this CSV")
+    ap.add_argument("--part", default="0/1", help="I/N: every N-th replicate from the I-th")
+    ap.add_argument("--summarise", type=Path, default=None, help="summarise the rows of this CSV")
     args = ap.parse_args()
     params = {"alpha_pos": 0.5 + args.effect / 2, "alpha_neg": 0.5 - args.effect / 2, "beta": 5.0}
     spec = FormStudySpec("instrumental-learning", "rw-pm", "rw-pm",
                          FormDesign(tuple(range(args.forms)), {"alpha_pos": args.form_sd}), args.per_form,
                          params, contrast="optimism_bias")
     start = time.perf_counter()
-    results = run_form_study(spec, args.studies, args.seed)
+    if args.summarise is not None:
+        results = pd.read_csv(args.summarise)
+    else:
+        part, parts = (int(x) for x in args.part.split("/"))
+        seeds = np.random.SeedSequence(args.seed).generate_state(args.studies, dtype=np.uint32)[part::parts]
+        rows = []
+        for s in seeds:
+            rows.append(form_replicate(spec, int(s)))
+            if args.rows is not None:
+                pd.DataFrame(rows[-1:]).to_csv(args.rows, mode="a", header=not args.rows.exists(), index=False)
+        results = pd.DataFrame(rows)
     summary = summarise_form_study(spec, results)
     print(json.dumps({"study": f"rw-pm optimism bias {args.effect}, form SD {args.form_sd} on logit α⁺, "
-                      f"{args.forms} forms x {args.per_form} subjects x 96 trials, {args.studies} studies",
+                      f"{args.forms} forms x {args.per_form} subjects x 96 trials, {len(results)} studies",
                       "seconds": round(time.perf_counter() - start), **summary}), flush=True)
 
 

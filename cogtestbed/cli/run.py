@@ -102,6 +102,10 @@ class RunRequest:
     limit: int | None = None
     #: ``--forms``: K or form ids; subjects are assigned to the prompt forms (balanced, seeded).
     forms: str | None = None
+    #: Send the requests through the provider's batch API (:mod:`cogtestbed.llm_adapters.batch`).
+    batch: bool = False
+    #: Seconds between polls of a batch.
+    poll_every: float = 30.0
 
 
 @app.command()
@@ -162,6 +166,11 @@ def run(
     progress_every: Annotated[int, typer.Option(
         min=1, help="When stderr is not a terminal: a progress line per this many subjects.")] = PROGRESS_EVERY,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report calls, tokens and cost; call nothing.")] = False,
+    batch: Annotated[bool, typer.Option(
+        "--batch", help="Send the requests through the provider's batch API (OpenAI Batch API, Anthropic "
+        "Message Batches) at its batch price; sessions play in parallel waves, one batch per step.")] = False,
+    poll_every: Annotated[float, typer.Option(
+        help="With --batch: seconds between polls of a batch.")] = 30.0,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --output.")] = False,
     plan: Annotated[Path | None, typer.Option(
         help="plan.json of `cogtestbed plan`: its experiment, design, subjects, seed, answer settings and "
@@ -226,8 +235,8 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRe
         share_cache=o["share_cache"],
         concurrency=o["concurrency"], rpm=o["rpm"], tpm=o["tpm"], max_calls=o["max_calls"], max_cost=o["max_cost"],
         add_budget=o["add_budget"] or [], prices=o["prices"], allow_unpriced=o["allow_unpriced"], timeout=o["timeout"],
-        retry_for=o["retry_for"],
-        resume=o["resume"], progress_every=o["progress_every"])
+        retry_for=o["retry_for"], resume=o["resume"], progress_every=o["progress_every"], batch=o["batch"],
+        poll_every=o["poll_every"])
     return request, p
 
 
@@ -268,6 +277,7 @@ def check_request(request: RunRequest) -> None:
     positive("--rpm", request.rpm)
     positive("--tpm", request.tpm)
     positive("--timeout", request.timeout)
+    positive("--poll-every", request.poll_every)
     non_negative("--max-cost", request.max_cost)
     non_negative("--max-calls", request.max_calls)
     non_negative("--retry-for", request.retry_for)
@@ -298,6 +308,10 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
     options: dict[str, Any] = {} if backend == "hf" else {
         "timeout": request.timeout, "retry": RetryPolicy(window=request.retry_for)}
     client = make_client(request.llm, base_url=request.base_url, mode=request.mode, **options)
+    if request.batch:
+        from cogtestbed.llm_adapters.batch import BatchClient
+
+        client = BatchClient(client, poll=request.poll_every)
     temperature, _ = run_decoding(exp, request)
     config = RunConfig(
         experiment=exp.name, llm=request.llm, base_url=redact_url(request.base_url),
@@ -337,11 +351,26 @@ def estimate_run(request: RunRequest) -> dict[str, Any]:
     from cogtestbed.llm_adapters.limits import Budget, PriceTable, require_price
     from cogtestbed.llm_adapters.runner import dry_run as estimate
 
-    price = require_price(PriceTable(request.prices), request.llm, request.allow_unpriced)
+    standard = require_price(PriceTable(request.prices), request.llm, request.allow_unpriced)
     exp, design_obj, client, config = _client_and_config(request)
+    price = run_price(request, standard)
     budget = Budget(request.max_calls, request.max_cost, price)
-    return {**estimate(exp, design_obj, client, config, price, budget), "decoding": run_decoding(exp, request)[1],
-            "answer": answer_settings(exp, design_obj, request)}
+    report = estimate(exp, design_obj, client, config, price, budget)
+    if request.batch and standard is not None:
+        from cogtestbed.llm_adapters.batch import batch_report
+
+        report = batch_report(report, standard)
+    return {**report, "decoding": run_decoding(exp, request)[1], "answer": answer_settings(exp, design_obj, request)}
+
+
+def run_price(request: RunRequest, standard: Any) -> Any:
+    """The price the run pays: the table's, or with ``--batch`` its batch price (refused in one line
+    where the table gives the model no ``batch_discount``)."""
+    if not request.batch or standard is None:
+        return standard
+    from cogtestbed.llm_adapters.batch import batch_price
+
+    return batch_price(standard, request.llm)
 
 
 def execute_run(request: RunRequest) -> Any:
@@ -357,7 +386,7 @@ def execute_run(request: RunRequest) -> Any:
     check_request(request)
     check_run_dir(request.output, request.resume)  # before a model is loaded or anything is called
     exp, design_obj, client, config = _client_and_config(request)
-    price = PriceTable(request.prices).lookup(request.llm)
+    price = run_price(request, PriceTable(request.prices).lookup(request.llm))
     client.check_ready()
     store = ResponseCache(request.cache or default_cache())
     budget = Budget(request.max_calls, None, price)
@@ -365,7 +394,7 @@ def execute_run(request: RunRequest) -> Any:
     cached = CachedClient(client, store, budget, RateLimiter(request.rpm, request.tpm), shared=request.share_cache)
     total = request.subjects * exp.env_cls.max_steps(design_obj)
     transport = {"timeout": request.timeout, "rpm": request.rpm, "tpm": request.tpm,
-                 "retry_for": request.retry_for}
+                 "retry_for": request.retry_for, "batch": request.batch}
     show_retries()
     decoding = run_decoding(exp, request)[1]
     console_err.print(f"temperature {decoding['temperature']:g}: {decoding['source']}", highlight=False)

@@ -95,28 +95,42 @@ class AnthropicClient(LLMClient):
             )
         return self._sdk[loop]
 
-    async def agenerate(self, request: GenerateRequest) -> Generation:
-        client = self._client()
+    def request_body(self, request: GenerateRequest) -> dict[str, Any]:
+        """The Messages API body of ``request`` (system text apart, whitespace-only stops left to
+        :func:`apply_stop`): what :meth:`agenerate` sends and a Message Batch request's ``params``."""
         messages = request.messages
         system = "\n".join(m["content"] for m in messages if m["role"] == "system")
-        kwargs: dict[str, Any] = {
+        body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_tokens,
             "messages": anthropic_messages([m for m in messages if m["role"] != "system"]),
-            "extra_body": {"temperature": request.temperature},
+            "temperature": request.temperature,
         }
         if system:
-            kwargs["system"] = system
+            body["system"] = system
         stops = [s for s in request.stop if s.strip()]
         if stops:
-            kwargs["stop_sequences"] = stops
+            body["stop_sequences"] = stops
+        return body
+
+    async def agenerate(self, request: GenerateRequest) -> Generation:
+        client = self._client()
+        kwargs = self.request_body(request)
+        kwargs["extra_body"] = {"temperature": kwargs.pop("temperature")}
         errors = (self._anthropic.APIConnectionError,)
         try:
             resp = await call_with_retries(lambda: client.messages.create(**kwargs), self.retry, errors,
                                            lambda e, d: self.retries.append((type(e).__name__, d)))
         except BackendError as exc:
-            where = redact_url(self.base_url) or "api.anthropic.com"
-            raise BackendError(f"{self.spec} at {where}: {exc}", exc.status) from exc.__cause__
+            raise BackendError(f"{self.spec} at {self.where}: {exc}", exc.status) from exc.__cause__
+        return self.generation(resp, request)
+
+    @property
+    def where(self) -> str:
+        return redact_url(self.base_url) or "api.anthropic.com"
+
+    def generation(self, resp: Any, request: GenerateRequest) -> Generation:
+        """The :class:`Generation` of a Messages API response (the SDK's typed ``Message``)."""
         text = "".join(getattr(block, "text", "") for block in resp.content)
         text, _ = apply_stop(text, request.stop)
         return Generation(

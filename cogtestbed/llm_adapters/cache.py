@@ -167,6 +167,8 @@ class CachedClient(LLMClient):
             if self.inner.http:  # each HTTP request (first try and every retry) is booked by the gate
                 with self._gate(bound, request.max_tokens, subject):
                     generation = await self.inner.agenerate(request)
+            elif getattr(self.inner, "books_itself", False):  # batch mode books each line it submits
+                generation = await self.inner.agenerate(request)
             else:
                 generation = await self._one_call(lambda: self.inner.agenerate(request), bound,
                                                   request.max_tokens, subject)

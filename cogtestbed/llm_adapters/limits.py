@@ -415,6 +415,23 @@ class Budget:
                    "completion_tokens": completion_tokens if succeeded else 0,
                    "answered": int(succeeded and prompt_tokens + completion_tokens > 0)})
 
+    def settle_orphan(self, ledger_id: str, worst_usd: float, prompt_tokens: int, completion_tokens: int,
+                      billed: bool) -> None:
+        """Settle a booking an earlier invocation made and never settled (it was killed with the call in
+        flight: batch mode collects such calls on ``--resume``).  :func:`read_ledger` counted it in
+        ``spent`` at its worst case (``worst_usd``, one call); this replaces that by the usage reported
+        (no call and nothing billed where the provider never ran it)."""
+        real = self.call_cost(prompt_tokens, completion_tokens) if billed else 0.0
+        self.spent.cost += real - worst_usd
+        self.spent.calls -= 0 if billed else 1
+        self.spent.answered -= 0 if billed else 1
+        if billed:
+            self.spent.prompt_tokens += prompt_tokens
+            self.spent.completion_tokens += completion_tokens
+        self._log({"id": ledger_id, "settle_usd": real, "calls": int(billed),
+                   "prompt_tokens": prompt_tokens if billed else 0,
+                   "completion_tokens": completion_tokens if billed else 0, "answered": int(billed)})
+
     def _log(self, event: dict[str, object]) -> None:
         if self.ledger is not None:
             self.ledger(event)

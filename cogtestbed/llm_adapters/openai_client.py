@@ -191,16 +191,68 @@ class OpenAIClient(LLMClient):
 
     # -- generate --------------------------------------------------------------------------
     async def agenerate(self, request: GenerateRequest) -> Generation:
-        common: dict[str, Any] = {"model": self.model, "temperature": request.temperature}
-        if request.stop:
-            common["stop"] = list(request.stop)
-        if request.seed is not None:
-            common["seed"] = request.seed
+        client = self._client()
+        kwargs = self.request_body(request)
         if self.mode == "chat":
-            resp, text, logprobs = await self._chat_generate(request, common)
+            resp = await self._call(lambda: client.chat.completions.create(**kwargs))
         else:
-            resp, text, logprobs = await self._completion_generate(request, common)
+            resp = await self._call(lambda: client.completions.create(**kwargs))
+        return self.generation(resp, request)
+
+    @property
+    def endpoint(self) -> str:
+        """The API path of this client's generation requests (what a batch line names)."""
+        return "/v1/chat/completions" if self.mode == "chat" else "/v1/completions"
+
+    def request_body(self, request: GenerateRequest) -> dict[str, Any]:
+        """The JSON body of the generation request of ``request`` (chat: messages, completions: the raw
+        prompt): what :meth:`agenerate` sends and what a Batch API line carries."""
+        body: dict[str, Any] = {"model": self.model, "temperature": request.temperature}
+        if request.stop:
+            body["stop"] = list(request.stop)
+        if request.seed is not None:
+            body["seed"] = request.seed
+        if self.mode == "chat":
+            # OpenAI's own endpoint wants max_completion_tokens; compatible servers max_tokens.
+            limit = "max_completion_tokens" if self.base_url is None else "max_tokens"
+            body.update({"messages": openai_messages(request), limit: request.max_tokens})
+            if request.top_logprobs is not None:
+                body.update(logprobs=True, top_logprobs=request.top_logprobs)
+            return body
+        if request.is_chat:
+            raise ValueError("mode='completions' takes a raw prompt, not chat messages")
+        body.update({"prompt": request.prompt, "max_tokens": request.max_tokens})
+        if request.top_logprobs is not None:
+            body["logprobs"] = request.top_logprobs
+        return body
+
+    def parse_body(self, body: Any) -> Any:
+        """A response body (JSON) of :attr:`endpoint` as the SDK's typed response (a batch's output line);
+        ValueError when it is not one."""
+        types = self._openai.types
+        kind = types.chat.ChatCompletion if self.mode == "chat" else types.Completion
+        try:
+            return kind.model_validate(body)
+        except Exception as exc:  # pydantic's ValidationError: the body is not such a response
+            raise ValueError(f"not a {self.endpoint} response: {str(exc).splitlines()[0]}") from None
+
+    def generation(self, resp: Any, request: GenerateRequest) -> Generation:
+        """The :class:`Generation` of a chat or completions response (the SDK's typed object)."""
+        if not resp.choices:
+            raise BackendError(f"{self.spec} at {self.where}: the response has no choices", None)
         choice = resp.choices[0]
+        logprobs: list[TokenLogprob] | None = None
+        if self.mode == "chat":
+            text = choice.message.content or ""
+            if request.top_logprobs is not None and choice.logprobs and choice.logprobs.content:
+                logprobs = [TokenLogprob(t.token, t.logprob, {a.token: a.logprob for a in t.top_logprobs})
+                            for t in choice.logprobs.content]
+        else:
+            text, lp = choice.text or "", choice.logprobs
+            if request.top_logprobs is not None and lp is not None and lp.tokens:
+                tops = lp.top_logprobs or [{}] * len(lp.tokens)
+                logprobs = [TokenLogprob(t, float(v), dict(top or {}))
+                            for t, v, top in zip(lp.tokens, lp.token_logprobs, tops, strict=False)]
         text, _ = apply_stop(text, request.stop)
         fingerprint = getattr(resp, "system_fingerprint", None)
         if isinstance(fingerprint, str) and fingerprint:
@@ -213,42 +265,6 @@ class OpenAIClient(LLMClient):
             finish_reason=choice.finish_reason,
             logprobs=logprobs,
         )
-
-    async def _chat_generate(self, request: GenerateRequest, common: dict[str, Any]
-                             ) -> tuple[Any, str, list[TokenLogprob] | None]:
-        """One chat-completions call: the response, its text and its top log-probabilities."""
-        client = self._client()
-        # OpenAI's own endpoint wants max_completion_tokens; compatible servers max_tokens.
-        limit = "max_completion_tokens" if self.base_url is None else "max_tokens"
-        kwargs = {**common, "messages": openai_messages(request), limit: request.max_tokens}
-        if request.top_logprobs is not None:
-            kwargs.update(logprobs=True, top_logprobs=request.top_logprobs)
-        resp = await self._call(lambda: client.chat.completions.create(**kwargs))
-        choice = resp.choices[0]
-        logprobs = None
-        if request.top_logprobs is not None and choice.logprobs and choice.logprobs.content:
-            logprobs = [TokenLogprob(t.token, t.logprob, {a.token: a.logprob for a in t.top_logprobs})
-                        for t in choice.logprobs.content]
-        return resp, choice.message.content or "", logprobs
-
-    async def _completion_generate(self, request: GenerateRequest, common: dict[str, Any]
-                                   ) -> tuple[Any, str, list[TokenLogprob] | None]:
-        """One raw completions call: the response, its text and its top log-probabilities."""
-        if request.is_chat:
-            raise ValueError("mode='completions' takes a raw prompt, not chat messages")
-        client = self._client()
-        kwargs = {**common, "prompt": request.prompt, "max_tokens": request.max_tokens}
-        if request.top_logprobs is not None:
-            kwargs["logprobs"] = request.top_logprobs
-        resp = await self._call(lambda: client.completions.create(**kwargs))
-        choice = resp.choices[0]
-        logprobs = None
-        lp = choice.logprobs
-        if request.top_logprobs is not None and lp is not None and lp.tokens:
-            tops = lp.top_logprobs or [{}] * len(lp.tokens)
-            logprobs = [TokenLogprob(t, float(v), dict(top or {}))
-                        for t, v, top in zip(lp.tokens, lp.token_logprobs, tops, strict=False)]
-        return resp, choice.text or "", logprobs
 
     # -- score -----------------------------------------------------------------------------
     async def ascore(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:

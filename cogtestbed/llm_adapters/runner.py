@@ -402,6 +402,8 @@ async def play_subjects(
             stop_reason.append(str(exc))
         finally:
             CURRENT_SUBJECT.reset(token)
+            if waves is not None:
+                waves.subject_finished()
             if budget is not None:
                 await budget.finish(i)
             await gate.leave()
@@ -410,6 +412,11 @@ async def play_subjects(
         return env.outcomes, done, agent.attempts
 
     played = config.n_subjects if limit is None else min(limit, config.n_subjects)
+    waves = getattr(client, "inner", None)  # batch mode: a wave waits for every subject still playing
+    if not hasattr(waves, "subject_finished"):
+        waves = None
+    else:
+        waves.live = played  # type: ignore[union-attr]
 
     async def unplayed(i: int) -> tuple[Outcomes, bool, list[Attempt]]:
         env = exp.env_cls(design)  # reset, not played: the environment's own empty outcomes and extra columns
@@ -516,6 +523,9 @@ async def run_experiment(
             raise ValueError("--max-cost needs a price for the model: add it to the price table (--prices FILE)")
         budget.spent = rundir.spent()
         budget.ledger = rundir.ledger_writer()
+        batching = await _start_batches(client, rundir, budget)
+        if batching:
+            concurrency = config.n_subjects  # every session in each wave
         scoring = await decide_scoring(exp, design, client)  # before any subject's call, booked
         warnings = run_warnings(exp, design, client)
         for warning in warnings:  # before any subject's call
@@ -546,6 +556,8 @@ async def run_experiment(
             "cache": str(client.cache.path), "warnings": warnings,
             **({"scoring": scoring} if scoring is not None else {}), **(extra_manifest or {}),
         }
+        if batching:
+            rundir.manifest["batch"] = client.inner.manifest_entry()  # type: ignore[attr-defined]
         commit_tables(rundir, table, calls, manifest, status, stop, spec=exp)
     except BaseException as exc:
         rundir.fail(exc)
@@ -573,6 +585,24 @@ def note_fingerprints(rundir: RunDir, client: CachedClient, warnings: list[dict[
                    "which may change answers")
         logger.warning("%s", message)
         warnings.append({"kind": "system_fingerprint", "message": message})
+
+
+async def _start_batches(client: CachedClient, rundir: RunDir, budget: Budget) -> bool:
+    """Batch mode (:mod:`.batch`): attach the run directory, then collect the batches an earlier
+    invocation left in flight.  False for a run that sends requests one by one — refused where the
+    run directory still has batches to collect."""
+    from cogtestbed.llm_adapters.batch import BatchClient, unfinished_batches
+    from cogtestbed.llm_adapters.rundir import LEDGER_FILE
+
+    inner = client.inner
+    if not isinstance(inner, BatchClient):
+        left = unfinished_batches(rundir.path)
+        if left:
+            raise ValueError(f"{rundir.path} has {left} batch(es) in flight: resume it with --batch")
+        return False
+    inner.attach(rundir.path, client.cache, budget, rundir.path / LEDGER_FILE, client.shared)
+    await inner.recover()
+    return True
 
 
 def commit_tables(rundir: RunDir, table: pd.DataFrame, calls: pd.DataFrame, manifest: dict[str, Any],

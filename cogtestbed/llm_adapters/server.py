@@ -345,14 +345,20 @@ def _completion_logprobs(gen: Generation, offset: int) -> dict[str, list[Any]]:
 def serve(models: Mapping[str, HFClient], faults: FaultInjector | None = None,
           host: str = "127.0.0.1", billing: Billing | None = None) -> Iterator[str]:
     """Run the server on a free port of ``host`` in a thread; yield its ``/v1`` base URL."""
+    with serve_app(create_app(models, faults, billing), host) as root:
+        yield f"{root}/v1"
+
+
+@contextmanager
+def serve_app(app: Any, host: str = "127.0.0.1") -> Iterator[str]:
+    """Run the ASGI ``app`` on a free port of ``host`` in a thread; yield its root URL."""
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(models, faults, billing), log_level="critical",
-                                           lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -361,7 +367,7 @@ def serve(models: Mapping[str, HFClient], faults: FaultInjector | None = None,
             raise RuntimeError("the test server did not start")
         time.sleep(0.01)
     try:
-        yield f"http://{host}:{port}/v1"
+        yield f"http://{host}:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)

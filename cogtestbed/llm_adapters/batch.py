@@ -1,0 +1,683 @@
+"""Batch mode (``cogtestbed run --batch``): a run's requests go through the provider's batch API at its
+batch price — OpenAI's Batch API (a JSONL file uploaded to ``/v1/files``, ``/v1/batches`` created and
+polled, the output and error files downloaded) or Anthropic's Message Batches
+(``/v1/messages/batches`` created and polled, its results JSONL read).
+
+**Waves.**  Subjects play as in any run (:func:`~cogtestbed.llm_adapters.runner.play_subjects`, all of
+them at once), but a new request does not travel alone: :class:`BatchClient` holds it until every
+subject still playing waits for an answer (or, where some subject waits on something else, until no
+new request has come for ``linger`` seconds), then submits all of them in one batch.  So wave k holds
+step k of every session: experiments whose next prompt depends on the previous answer (bandits,
+two-step) run their independent sessions in parallel waves, one batch per step.
+
+**Results** are matched to requests by ``custom_id`` (never by order).  A line that failed for a reason
+that may pass (a server error, a rate limit, a request the batch's window expired before running, a
+cancelled one, a line missing from the results) is asked again in the next wave, at most
+:data:`MAX_SUBMISSIONS` times in all; one the provider refused (a bad request) fails its subject's
+call with the provider's message, as a refused HTTP request does.
+
+**Budget.**  Every line is booked at its worst case (:meth:`Budget.reserve`) before its batch is
+submitted, and settled with the usage its result reports (at the batch price: ``--batch`` prices the
+run with the price table's ``batch_discount``).  A line the provider never ran (expired, cancelled)
+bills nothing; a line that errored is a call with no tokens, as a failed HTTP request is; a re-asked
+line is booked again.  The batch API's own requests (upload, create, polls, downloads) bill nothing
+and are counted apart (``batch.http_requests`` in ``run.json``).
+
+**Resuming after a kill.**  Before anything of a wave is sent, ``RUN_DIR/batches.jsonl`` gets a
+``submit`` line with every request of the wave (its custom id, cache key, request, and the ledger id
+of its booking); right after the provider accepts the batch, a ``created`` line with the batch id;
+when every result is in the response cache, a ``done`` line.  ``--resume`` first finishes the waves
+without a ``done`` line: it polls the recorded batch (or, killed between submission and the
+``created`` line, finds it by the wave's tag in OpenAI's batch metadata; Anthropic's batches carry
+no metadata, so there the wave is counted as never sent), stores its answers in the cache and
+settles their bookings in the ledger with the usage reported.  The replay that follows finds those
+answers in the cache: no request is lost and none is sent twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import logging
+import os
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cogtestbed.llm_adapters.base import (
+    BackendError,
+    GenerateRequest,
+    Generation,
+    LLMClient,
+    Prompt,
+    ScoringNotSupported,
+)
+from cogtestbed.llm_adapters.limits import Booking, Budget, BudgetExhausted, Price
+from cogtestbed.llm_adapters.retry import call_with_retries
+
+logger = logging.getLogger(__name__)
+
+#: The run directory's record of its batches (see module docstring).
+BATCH_FILE = "batches.jsonl"
+#: Seconds between two polls of a batch (``--poll-every``): providers finish most batches within
+#: minutes to hours and ask clients not to poll in a tight loop.
+DEFAULT_POLL_SECONDS = 30.0
+#: Seconds without a new request after which a wave is submitted although some subject still
+#: playing has not asked yet (it waits on something else, e.g. its budget admission).
+DEFAULT_LINGER_SECONDS = 2.0
+#: Most times one request is submitted (its first batch and the follow-ups of a failed line).
+MAX_SUBMISSIONS = 4
+#: The batch window both providers offer (OpenAI's only ``completion_window``; Anthropic's fixed 24 h).
+COMPLETION_WINDOW = "24h"
+
+__all__ = ["BATCH_FILE", "BatchClient", "BatchRecord", "batch_price", "batch_report", "unfinished_batches"]
+
+
+@dataclass
+class LineOutcome:
+    """What a batch returned for one request: a generation, or why not — ``retry`` (it may pass
+    when asked again) or ``error`` (it will not) — and whether the provider ran it (``billed``)."""
+
+    generation: Generation | None = None
+    retry: str | None = None
+    error: str | None = None
+    billed: bool = False
+
+
+@dataclass
+class BatchStatus:
+    """A polled batch: its provider state, whether processing ended, and its request counts."""
+
+    state: str
+    ended: bool
+    total: int
+    done: int
+    failed: int
+
+    def line(self, batch_id: str) -> str:
+        return f"batch {batch_id}: {self.state}, {self.done}/{self.total} answered, {self.failed} failed"
+
+
+class Provider(ABC):
+    """One provider's batch API, through its official SDK (every request with the client's retries)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        #: HTTP requests made to the batch API (upload, create, polls, downloads).
+        self.http_requests = 0
+
+    async def call(self, fn: Any) -> Any:
+        """One batch-API request with the client's retry policy (429/5xx/dropped connections)."""
+        self.http_requests += 1
+        errors = self.connection_errors()
+        try:
+            return await call_with_retries(fn, self.client.retry, errors, lambda e, d: None)
+        except BackendError as exc:
+            raise BackendError(f"{self.client.spec} batch API at {self.client.where}: {exc}", exc.status) from None
+
+    @abstractmethod
+    def connection_errors(self) -> tuple[type[BaseException], ...]: ...
+
+    @abstractmethod
+    def line(self, custom_id: str, request: GenerateRequest) -> dict[str, Any]:
+        """One request of a batch, in the provider's format."""
+
+    @abstractmethod
+    async def submit(self, lines: list[dict[str, Any]], tag: str) -> str:
+        """Create the batch; its id."""
+
+    async def find(self, tag: str) -> str | None:
+        """The id of a batch created with ``tag`` (None where the provider cannot say)."""
+        return None
+
+    @abstractmethod
+    async def status(self, batch_id: str) -> BatchStatus: ...
+
+    @abstractmethod
+    async def results(self, batch_id: str, requests: Mapping[str, GenerateRequest]) -> dict[str, LineOutcome]:
+        """Every result line of an ended batch, by custom id (lines of unknown ids are dropped)."""
+
+
+def _json_lines(text: str, where: str) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL text; a line that is not one is refused in one line."""
+    out = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            item = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise BackendError(f"{where}: line {n} is not JSON ({exc.msg})") from None
+        if not isinstance(item, dict) or not isinstance(item.get("custom_id"), str):
+            raise BackendError(f"{where}: line {n} has no custom_id")
+        out.append(item)
+    return out
+
+
+def _retryable(status: int | None) -> bool:
+    return status is None or status in (408, 409, 429) or status >= 500
+
+
+class OpenAIBatches(Provider):
+    """OpenAI's Batch API: upload a JSONL file (purpose ``batch``), create the batch on the client's
+    endpoint, poll ``GET /v1/batches/{id}``, read the output file (answered lines) and the error file
+    (failed lines, and ``batch_expired`` / ``batch_cancelled`` ones)."""
+
+    def connection_errors(self) -> tuple[type[BaseException], ...]:
+        return (self.client._openai.APIConnectionError,)
+
+    def line(self, custom_id: str, request: GenerateRequest) -> dict[str, Any]:
+        return {"custom_id": custom_id, "method": "POST", "url": self.client.endpoint,
+                "body": self.client.request_body(request)}
+
+    async def submit(self, lines: list[dict[str, Any]], tag: str) -> str:
+        sdk = self.client._client()
+        data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
+        uploaded = await self.call(lambda: sdk.files.create(file=("requests.jsonl", data), purpose="batch"))
+        batch = await self.call(lambda: sdk.batches.create(
+            input_file_id=uploaded.id, endpoint=self.client.endpoint, completion_window=COMPLETION_WINDOW,
+            metadata={"cogtestbed_tag": tag}))
+        return str(batch.id)
+
+    async def find(self, tag: str) -> str | None:
+        sdk = self.client._client()
+        page = await self.call(lambda: sdk.batches.list(limit=100))
+        for batch in getattr(page, "data", []):
+            if (batch.metadata or {}).get("cogtestbed_tag") == tag:
+                return str(batch.id)
+        return None
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        sdk = self.client._client()
+        batch = await self.call(lambda: sdk.batches.retrieve(batch_id))
+        counts = batch.request_counts
+        ended = batch.status in ("completed", "expired", "cancelled", "failed")
+        if batch.status == "failed":
+            errors = "; ".join(f"{e.code}: {e.message}" for e in ((batch.errors and batch.errors.data) or []))
+            raise BackendError(f"{self.client.spec}: batch {batch_id} failed validation ({errors or 'no reason'})")
+        return BatchStatus(batch.status, ended, int(getattr(counts, "total", 0) or 0),
+                           int(getattr(counts, "completed", 0) or 0), int(getattr(counts, "failed", 0) or 0))
+
+    async def _file(self, file_id: str | None) -> list[dict[str, Any]]:
+        if not file_id:
+            return []
+        sdk = self.client._client()
+        content = await self.call(lambda: sdk.files.content(file_id))
+        return _json_lines(content.text, f"{self.client.spec}: batch file {file_id}")
+
+    async def results(self, batch_id: str, requests: Mapping[str, GenerateRequest]) -> dict[str, LineOutcome]:
+        sdk = self.client._client()
+        batch = await self.call(lambda: sdk.batches.retrieve(batch_id))
+        out: dict[str, LineOutcome] = {}
+        for item in await self._file(batch.output_file_id) + await self._file(batch.error_file_id):
+            request = requests.get(item["custom_id"])
+            if request is not None:
+                out[item["custom_id"]] = self._outcome(item, request)
+        return out
+
+    def _outcome(self, item: Mapping[str, Any], request: GenerateRequest) -> LineOutcome:
+        error, response = item.get("error"), item.get("response")
+        if isinstance(error, dict):  # not run: batch_expired, batch_cancelled, request_timeout
+            return LineOutcome(retry=f"{error.get('code')}: {error.get('message')}")
+        if not isinstance(response, dict) or not isinstance(response.get("status_code"), int):
+            return LineOutcome(retry="a result line without a response")
+        status, body = response["status_code"], response.get("body")
+        if status != 200:
+            message = body.get("error", {}).get("message") if isinstance(body, dict) else None
+            line = f"HTTP {status}: {message or 'no message'}"
+            return LineOutcome(retry=line, billed=True) if _retryable(status) else LineOutcome(error=line)
+        try:
+            return LineOutcome(self.client.generation(self.client.parse_body(body), request), billed=True)
+        except (ValueError, BackendError) as exc:
+            return LineOutcome(retry=str(exc), billed=True)
+
+
+class AnthropicBatches(Provider):
+    """Anthropic's Message Batches: create with the requests inline, poll until ``ended``, read the
+    results (``succeeded`` / ``errored`` / ``canceled`` / ``expired`` per custom id)."""
+
+    def connection_errors(self) -> tuple[type[BaseException], ...]:
+        return (self.client._anthropic.APIConnectionError,)
+
+    def line(self, custom_id: str, request: GenerateRequest) -> dict[str, Any]:
+        return {"custom_id": custom_id, "params": self.client.request_body(request)}
+
+    async def submit(self, lines: list[dict[str, Any]], tag: str) -> str:
+        sdk = self.client._client()
+        batch = await self.call(lambda: sdk.messages.batches.create(requests=lines))
+        return str(batch.id)
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        sdk = self.client._client()
+        batch = await self.call(lambda: sdk.messages.batches.retrieve(batch_id))
+        c = batch.request_counts
+        total = c.processing + c.succeeded + c.errored + c.canceled + c.expired
+        return BatchStatus(batch.processing_status, batch.processing_status == "ended", total, c.succeeded,
+                           c.errored + c.canceled + c.expired)
+
+    async def results(self, batch_id: str, requests: Mapping[str, GenerateRequest]) -> dict[str, LineOutcome]:
+        sdk = self.client._client()
+        self.http_requests += 1  # results() retrieves the batch for its results_url, then reads it
+
+        async def read() -> list[Any]:
+            return [item async for item in await sdk.messages.batches.results(batch_id)]
+
+        out: dict[str, LineOutcome] = {}
+        for item in await self.call(read):
+            request = requests.get(item.custom_id)
+            if request is None:
+                continue
+            result = item.result
+            if result.type == "succeeded":
+                out[item.custom_id] = LineOutcome(self.client.generation(result.message, request), billed=True)
+            elif result.type == "errored":
+                err = result.error.error
+                line = f"{err.type}: {err.message}"
+                retry = err.type in ("api_error", "overloaded_error", "rate_limit_error", "timeout_error")
+                out[item.custom_id] = LineOutcome(retry=line, billed=True) if retry else LineOutcome(error=line)
+            else:  # canceled, expired: never run
+                out[item.custom_id] = LineOutcome(retry=f"{result.type} before it ran")
+        return out
+
+
+def provider_for(client: LLMClient) -> Provider:
+    """The batch API of ``client``'s backend (ValueError for a backend without one)."""
+    if client.backend == "openai":
+        return OpenAIBatches(client)
+    if client.backend == "anthropic":
+        return AnthropicBatches(client)
+    raise ValueError(f"--batch needs a hosted backend with a batch API (openai:, anthropic:), not {client.spec}")
+
+
+# ----------------------------------------------------------------------------- the record
+class BatchRecord:
+    """``RUN_DIR/batches.jsonl``: one JSON line per event, each flushed and fsynced before the step it
+    records is taken (see module docstring)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.events = self.read(path)
+
+    @staticmethod
+    def read(path: Path) -> list[dict[str, Any]]:
+        if not path.exists():
+            return []
+        events = []
+        for raw in path.read_text().splitlines():
+            try:
+                events.append(json.loads(raw))
+            except json.JSONDecodeError:  # a line cut by a kill: its step was never taken
+                continue
+        return events
+
+    def write(self, event: dict[str, Any]) -> None:
+        with self.path.open("a") as fh:
+            fh.write(json.dumps(event, ensure_ascii=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.events.append(event)
+
+    def next_wave(self) -> int:
+        return 1 + max((int(e["wave"]) for e in self.events if e.get("event") == "submit"), default=-1)
+
+    def unfinished(self) -> list[dict[str, Any]]:
+        """The waves submitted without a ``done`` line: their ``submit`` event, with ``batch_id``
+        where a ``created`` line gives it."""
+        waves: dict[int, dict[str, Any]] = {}
+        for e in self.events:
+            kind, wave = e.get("event"), int(e.get("wave", -1))
+            if kind == "submit":
+                waves[wave] = {**e, "batch_id": None}
+            elif kind == "created" and wave in waves:
+                waves[wave]["batch_id"] = e.get("batch_id")
+            elif kind == "done":
+                waves.pop(wave, None)
+        return list(waves.values())
+
+    def summary(self) -> dict[str, int]:
+        created = [e for e in self.events if e.get("event") == "created"]
+        lines = sum(len(e.get("lines", [])) for e in self.events if e.get("event") == "submit")
+        return {"batches": len(created), "lines_submitted": lines}
+
+
+def unfinished_batches(run_dir: Path) -> int:
+    """How many batches of the run in ``run_dir`` are still to be collected."""
+    return len(BatchRecord(run_dir / BATCH_FILE).unfinished())
+
+
+def open_ledger_ids(ledger: Path) -> set[str]:
+    """Bookings of the ledger never settled (their process died while they were in flight)."""
+    open_: set[str] = set()
+    if not ledger.exists():
+        return open_
+    for raw in ledger.read_text().splitlines():
+        try:
+            event = json.loads(raw)
+        except json.JSONDecodeError:
+            continue
+        if "reserve_usd" in event:
+            open_.add(str(event.get("id")))
+        elif "settle_usd" in event:
+            open_.discard(str(event.get("id")))
+    return open_
+
+
+# ----------------------------------------------------------------------------- the client
+@dataclass
+class _Pending:
+    request: GenerateRequest
+    key: str
+    bound: int
+    subject: int | None
+    future: asyncio.Future[Generation]
+    submissions: int = 0
+    booking: Booking | None = None
+    reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Attached:
+    """What a run gives the client: where to record, the cache answers go to, the budget."""
+
+    record: BatchRecord
+    cache: Any
+    budget: Budget
+    ledger: Path
+    #: Cache keys without the endpoint (``run --share-cache``), as the response cache makes them.
+    shared: bool = False
+
+
+class BatchClient(LLMClient):
+    """A hosted client whose generations travel in batches (see module docstring).
+
+    It books its own requests (:attr:`books_itself`: the response cache leaves the booking to it),
+    so that each line is booked when its batch is submitted and booked again when it is re-asked.
+    Scoring needs an echo request per continuation that the batch APIs do not serve: scored steps
+    are sampled (the run says so).
+    """
+
+    books_itself = True
+
+    def __init__(self, inner: LLMClient, *, poll: float = DEFAULT_POLL_SECONDS,
+                 linger: float = DEFAULT_LINGER_SECONDS) -> None:
+        if not poll > 0 or not linger > 0:
+            raise ValueError(f"--poll-every must be a positive number of seconds, got {poll:g}")
+        self.inner, self.provider = inner, provider_for(inner)
+        self.backend, self.model, self.chat, self.vision = inner.backend, inner.model, inner.chat, inner.vision
+        self.can_score = False
+        self.poll, self.linger = poll, linger
+        self.pending: list[_Pending] = []
+        self.live = 0
+        self.attached: _Attached | None = None
+        self.stats = {"waves": 0, "lines": 0, "reasked": 0, "expired_or_cancelled": 0, "errored": 0,
+                      "recovered_batches": 0, "recovered_answers": 0}
+        self._flushing = False
+        self._timer: asyncio.TimerHandle | None = None
+
+    # -- delegated ---------------------------------------------------------------------------
+    @property
+    def fingerprint(self) -> str:
+        return self.inner.fingerprint
+
+    def endpoint_identity(self) -> dict[str, Any] | None:
+        return self.inner.endpoint_identity()
+
+    @property
+    def system_fingerprints(self) -> set[str]:
+        return set(getattr(self.inner, "system_fingerprints", ()))
+
+    def check_ready(self) -> None:
+        self.inner.check_ready()
+
+    async def apreflight(self) -> None:
+        await self.inner.apreflight()
+
+    def count_tokens(self, text: str) -> tuple[int, bool]:
+        return self.inner.count_tokens(text)
+
+    def billed_prompt_tokens(self, prompt: Prompt) -> tuple[int, bool]:
+        return self.inner.billed_prompt_tokens(prompt)
+
+    def prompt_token_bound(self, prompt: Prompt) -> int:
+        return self.inner.prompt_token_bound(prompt)
+
+    @property
+    def token_source(self) -> str | None:
+        return getattr(self.inner, "token_source", None)
+
+    async def ascore(self, context: Prompt, continuations: Any, raw: bool = False) -> Any:
+        raise ScoringNotSupported("batch mode sends no echo + logprobs scoring requests")
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    # -- the run's hooks -----------------------------------------------------------------------
+    def attach(self, run_dir: Path, cache: Any, budget: Budget, ledger: Path, shared: bool = False) -> None:
+        """Record this run's batches in ``run_dir``; answers go to ``cache`` (keys made as the response
+        cache makes them: ``shared`` without the endpoint); lines book ``budget``."""
+        self.attached = _Attached(BatchRecord(run_dir / BATCH_FILE), cache, budget, ledger, shared)
+
+    def subject_finished(self) -> None:
+        """A subject stopped playing (``live``: the subjects still playing, set by the run)."""
+        self.live -= 1
+        self._wake()
+
+    def manifest_entry(self) -> dict[str, Any]:
+        """``run.json``'s ``batch`` section: the provider, waves, lines and the batch API's requests."""
+        record = self.attached.record.summary() if self.attached else {}
+        return {"provider": self.backend, "endpoint": getattr(self.inner, "endpoint", "/v1/messages/batches"),
+                "poll_every_s": self.poll, **record, **self.stats, "http_requests": self.provider.http_requests}
+
+    # -- generating ------------------------------------------------------------------------------
+    async def agenerate(self, request: GenerateRequest) -> Generation:
+        """Queue ``request`` for the next wave; its answer when that batch ends."""
+        from cogtestbed.llm_adapters.cache import CURRENT_SUBJECT, cache_key
+
+        if self.attached is None:
+            raise RuntimeError("a BatchClient answers inside a run (attach() first)")
+        ticket = CURRENT_SUBJECT.get()
+        loop = asyncio.get_running_loop()
+        key = cache_key(self, request, self.attached.shared)
+        pending = _Pending(request, key, self.inner.prompt_token_bound(request.prompt),
+                           None if ticket is None else ticket.index, loop.create_future())
+        self.pending.append(pending)
+        self._wake()
+        return await pending.future
+
+    def _wake(self) -> None:
+        """Submit the waiting requests when every subject still playing waits (else after ``linger``)."""
+        if self._flushing or not self.pending:
+            return
+        waiting = {p.subject for p in self.pending}
+        if len(waiting) >= self.live:
+            self._start()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.linger, self._start)
+
+    def _start(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._flushing or not self.pending:
+            return
+        self._flushing = True
+        wave, self.pending = self.pending, []
+        # a fresh context: the wave belongs to no subject (no subject ticket, no retry log)
+        asyncio.get_running_loop().create_task(self._flush(wave), context=contextvars.Context())
+
+    async def _flush(self, wave: list[_Pending]) -> None:
+        try:
+            await self._run_wave(wave)
+        except BaseException as exc:  # the batch API failed: every call of the wave fails with it
+            for p in wave:
+                if p.booking is not None:
+                    assert self.attached is not None
+                    self.attached.budget.settle(p.booking, 0, 0, succeeded=False)
+                    p.booking = None
+                if not p.future.done():
+                    p.future.set_exception(exc if isinstance(exc, Exception) else BackendError(str(exc)))
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self._flushing = False
+            self._wake()
+
+    def _book(self, wave: list[_Pending]) -> list[_Pending]:
+        """Book each line's worst case in subject order; a line the budget refuses fails its call."""
+        assert self.attached is not None
+        booked = []
+        for p in sorted(wave, key=lambda p: (p.subject is None, p.subject or 0)):
+            try:
+                p.booking = self.attached.budget.reserve(p.bound, p.request.max_tokens, p.subject)
+            except BudgetExhausted as exc:
+                p.future.set_exception(exc)
+                continue
+            booked.append(p)
+        return booked
+
+    async def _run_wave(self, wave: list[_Pending]) -> None:
+        assert self.attached is not None
+        record = self.attached.record
+        booked = self._book(wave)
+        if not booked:
+            return
+        number, tag = record.next_wave(), uuid.uuid4().hex
+        ids = {f"w{number}-{j}": p for j, p in enumerate(booked)}
+        lines = [self.provider.line(cid, p.request) for cid, p in ids.items()]  # built before anything is sent
+        record.write({"event": "submit", "wave": number, "tag": tag, "lines": [
+            {"custom_id": cid, "key": p.key, "request": p.request.to_json(),
+             "ledger_id": p.booking.ledger_id if p.booking else None,
+             "worst_usd": p.booking.worst.usd if p.booking else 0.0} for cid, p in ids.items()]})
+        self.stats["waves"] += 1
+        self.stats["lines"] += len(lines)
+        batch_id = await self.provider.submit(lines, tag)
+        record.write({"event": "created", "wave": number, "batch_id": batch_id})
+        outcomes = await self._collect(batch_id, {cid: p.request for cid, p in ids.items()})
+        for cid, p in ids.items():
+            self._settle(p, outcomes.get(cid) or LineOutcome(retry="no result line for this request"))
+        record.write({"event": "done", "wave": number})
+
+    async def _collect(self, batch_id: str, requests: Mapping[str, GenerateRequest]) -> dict[str, LineOutcome]:
+        """Poll ``batch_id`` until it ends (a progress line whenever its counts change); its results."""
+        shown = ""
+        while True:
+            status = await self.provider.status(batch_id)
+            line = status.line(batch_id)
+            if line != shown:
+                logger.info("%s", line)
+                shown = line
+            if status.ended:
+                break
+            await asyncio.sleep(self.poll)
+        return await self.provider.results(batch_id, requests)
+
+    def _settle(self, p: _Pending, outcome: LineOutcome) -> None:
+        """Settle a line's booking, store its answer, and answer its call — or queue it again."""
+        assert self.attached is not None and p.booking is not None
+        budget, p.submissions = self.attached.budget, p.submissions + 1
+        gen = outcome.generation
+        if gen is not None:
+            prompt, completion = _usage(gen, p.bound, p.request.max_tokens)
+            budget.settle(p.booking, prompt, completion, succeeded=True)
+            self.attached.cache.put(p.key, self, p.request, gen)  # before the wave's done line
+            p.future.set_result(gen)
+            return
+        budget.settle(p.booking, 0, 0, succeeded=outcome.billed)
+        p.booking = None
+        if outcome.retry is None:
+            self.stats["errored"] += 1
+            p.future.set_exception(BackendError(f"{self.spec} batch request refused: {outcome.error}", 400))
+            return
+        self.stats["errored" if outcome.billed else "expired_or_cancelled"] += 1
+        p.reasons.append(outcome.retry)
+        if p.submissions >= MAX_SUBMISSIONS:
+            p.future.set_exception(BackendError(
+                f"{self.spec}: a batch request failed {p.submissions} times (last: {outcome.retry})"))
+            return
+        self.stats["reasked"] += 1
+        logger.info("%s: a batch request is asked again in the next wave (%s)", self.spec, outcome.retry)
+        self.pending.append(p)
+
+    # -- resuming ----------------------------------------------------------------------------
+    async def recover(self) -> None:
+        """Finish the waves an earlier invocation left (see module docstring), before the replay."""
+        assert self.attached is not None
+        record, budget = self.attached.record, self.attached.budget
+        for wave in record.unfinished():
+            open_ids = open_ledger_ids(self.attached.ledger)
+            batch_id = wave["batch_id"] or await self.provider.find(wave["tag"])
+            lines = wave.get("lines", [])
+            requests = {line["custom_id"]: _request_from_json(line["request"]) for line in lines}
+            outcomes: dict[str, LineOutcome] = {}
+            if batch_id is not None:
+                logger.info("resuming: collecting batch %s of wave %s (%d requests)", batch_id, wave["wave"],
+                            len(lines))
+                outcomes = await self._collect(batch_id, requests)
+                self.stats["recovered_batches"] += 1
+            else:
+                logger.warning("resuming: wave %s was never accepted by the provider; its %d requests are "
+                               "asked again", wave["wave"], len(lines))
+            for line in lines:
+                outcome = outcomes.get(line["custom_id"]) or LineOutcome(retry="not collected")
+                gen = outcome.generation
+                usage = (0, 0) if gen is None else _usage(gen, 0, 0)
+                if gen is not None:
+                    self.attached.cache.put_json(line["key"], self, line["request"], gen.to_json())
+                    self.stats["recovered_answers"] += 1
+                if line.get("ledger_id") in open_ids:
+                    budget.settle_orphan(str(line["ledger_id"]), float(line.get("worst_usd") or 0.0), *usage,
+                                         billed=gen is not None or outcome.billed)
+            record.write({"event": "done", "wave": wave["wave"], "recovered": batch_id is not None})
+
+
+def _usage(gen: Generation, bound: int, max_tokens: int) -> tuple[int, int]:
+    """(prompt, completion) tokens a generation reports, each at its worst case where it reports
+    none or a value that is not a count."""
+    def count(value: Any, worst: int) -> int:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else worst
+
+    return count(gen.prompt_tokens, bound), count(gen.completion_tokens, max_tokens)
+
+
+def _request_from_json(d: Mapping[str, Any]) -> GenerateRequest:
+    """A recorded request (images are recorded as digests: only the request's fields are needed here)."""
+    prompt = d["prompt"] if isinstance(d["prompt"], str) else tuple(
+        {k: v for k, v in m.items() if k != "images"} for m in d["prompt"])
+    return GenerateRequest(prompt, int(d["max_tokens"]), float(d["temperature"]), tuple(d.get("stop") or ()),
+                           d.get("seed"), d.get("top_logprobs"))
+
+
+# ----------------------------------------------------------------------------- pricing
+def batch_price(price: Price | None, spec: str) -> Price:
+    """The price of ``spec`` in batch mode; ValueError (one line) where the table gives none."""
+    batched = None if price is None else price.batch()
+    if batched is None:
+        raise ValueError(f"--batch: the price table has no batch_discount for {spec} (add one with --prices FILE)")
+    return batched
+
+
+def batch_report(report: dict[str, Any], standard: Price) -> dict[str, Any]:
+    """A dry run's report, made at the batch price (what the run books and pays), with the standard
+    price's cost beside it: ``estimated_cost_usd`` / ``max_cost_usd`` are the batch prices,
+    ``standard_estimated_cost_usd`` / ``standard_max_cost_usd`` the same requests at the standard price."""
+    import math
+
+    keep = 1.0 - (standard.batch_discount or 0.0)
+    out = dict(report)
+    standard_usd = standard.cost(report["prompt_tokens"], report["max_completion_tokens"])
+    out["standard_estimated_cost_usd"] = round(standard_usd, 4)
+    if report.get("max_cost_usd") is not None and keep > 0:
+        out["standard_max_cost_usd"] = math.ceil(report["max_cost_usd"] / keep * 1e6 - 1e-6) / 1e6
+    out["batch"] = {
+        "discount": standard.batch_discount,
+        "price_usd_per_mtok": report.get("price_usd_per_mtok"),
+        "standard_price_usd_per_mtok": {"input": standard.input, "output": standard.output},
+        "note": ("every request travels in the provider's batch API at its batch price; sessions play in "
+                 "parallel waves (wave k holds step k of every session), so a run takes about one batch "
+                 "turnaround (up to 24 h) per step; scored steps are sampled (batch APIs serve no echo scoring)"),
+    }
+    return out

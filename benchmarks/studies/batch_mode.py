@@ -148,7 +148,7 @@ def kill_row(backend: str, root: Path, subjects: int) -> dict[str, Any]:
     rows: dict[str, Any] = {"provider": backend}
     for name in ("uninterrupted", "killed"):
         env["COGTESTBED_CACHE"] = str(root / f"kill-{name}-{backend}.sqlite")
-        emulator = BatchEmulator(models(), polls=8)
+        emulator = BatchEmulator(models(), polls=4)
         out = root / f"kill-{name}-{backend}"
         with serve_batches(emulator) as url:
             args = [sys.executable, "-m", "cogtestbed", *run_args("collider", backend, url, out, subjects, poll=0.1)]

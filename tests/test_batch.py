@@ -1,0 +1,168 @@
+"""Batch mode (issue 39 item 6) against the local batch-endpoint emulator (127.0.0.1 only): calls and
+dollars equal to the dry run's, expiry and partial errors re-asked, kill -9 + ``--resume`` loses and
+duplicates nothing, sessions in parallel waves, batch prices in the table and the dry run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from study_scripts import load_study
+
+
+def _check_kill(row: dict[str, Any]) -> None:
+    assert row["killed_mid_poll"] and 0 < row["ran_before_kill"] < row["dry_calls"], row
+    assert row["uninterrupted_exit"] == 0 and row["killed_exit"] == 0, row
+    assert row["lost"] == 0 and row["duplicated"] == 0, row
+    assert row["killed_ran"] == row["killed_calls"] == row["dry_calls"], row
+    assert row["killed_usd"] == pytest.approx(row["dry_usd"], abs=1e-4), row
+    assert row["same_trials"], row
+
+
+@pytest.mark.slow
+def test_kill_9_mid_poll_then_resume_loses_and_duplicates_nothing(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    study = load_study("batch_mode")
+    (tmp_path / "prices.toml").write_text(study.PRICES)
+    monkeypatch.setenv("COGTESTBED_PRICES", str(tmp_path / "prices.toml"))
+    _check_kill(study.kill_row("openai", tmp_path, 2))
+
+
+@pytest.mark.slow
+def test_quick_study_calls_dollars_faults_and_kill() -> None:
+    out = load_study("batch_mode").main(["--quick"])
+    for row in out["accounting"]:
+        assert row["exit"] == 0, row
+        assert row["run_calls"] == row["emulator_ran"], row  # every line run is a call, nothing else
+        assert row["same_trials_as_one_by_one"], row  # batches change how requests travel, not the answers
+        assert row["emulator_ran"] == row["one_by_one_requests"], row
+        assert row["dry_standard_usd"] == pytest.approx(2 * row["dry_usd"], rel=1e-3), row  # half price
+        if row["prompts_fixed"]:  # no prompt renders an answer: the dry run is the run
+            assert row["run_calls"] == row["dry_calls"], row
+            assert row["run_usd"] == pytest.approx(row["dry_usd"], abs=1e-4), row
+        else:
+            assert row["dry_calls_if_all_invalid"] <= row["run_calls"] <= row["dry_calls"], row
+            assert row["run_usd"] <= row["dry_max_usd"], row
+    for row in out["faults"]:
+        assert row["exit"] == 0 and row["expired"] == 2 and row["errored"] == 1 and row["reasked"] == 3, row
+        assert row["same_trials_as_clean_run"], row
+        assert row["run_calls"] == row["emulator_ran"] + row["errored"], row  # an errored line is a call; expired not
+    for row in out["kills"]:
+        _check_kill(row)
+
+
+def test_anthropic_message_batches_expiry_and_errors_are_reasked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    study = load_study("batch_mode")
+    (tmp_path / "prices.toml").write_text(study.PRICES)
+    monkeypatch.setenv("COGTESTBED_PRICES", str(tmp_path / "prices.toml"))
+    row = study.fault_row("anthropic", tmp_path)
+    assert row["exit"] == 0 and row["expired"] == 2 and row["errored"] == 1 and row["reasked"] == 3, row
+    assert row["run_calls"] == row["emulator_ran"] + 1, row
+    run = json.loads((tmp_path / "fault-anthropic" / "run.json").read_text())
+    assert run["batch"]["provider"] == "anthropic" and run["transport"]["batch"] is True
+    assert run["stats"]["subjects_complete"] == 3
+
+
+class _ScriptedProvider:
+    """A provider answering every line at once with its custom id; records the batches it got."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+        self.http_requests = 0
+
+    def line(self, custom_id: str, request: Any) -> dict[str, Any]:
+        return {"custom_id": custom_id, "prompt": request.prompt}
+
+    async def submit(self, lines: list[dict[str, Any]], tag: str) -> str:
+        self.batches.append([line["prompt"] for line in lines])
+        return f"b{len(self.batches)}"
+
+    async def status(self, batch_id: str) -> Any:
+        from cogtestbed.llm_adapters.batch import BatchStatus
+
+        return BatchStatus("completed", True, 1, 1, 0)
+
+    async def results(self, batch_id: str, requests: Any) -> Any:
+        from cogtestbed.llm_adapters.base import Generation
+        from cogtestbed.llm_adapters.batch import LineOutcome
+
+        return {cid: LineOutcome(Generation(f"answer to {r.prompt}", 3, 2), billed=True) for cid, r in requests.items()}
+
+
+def test_sequential_sessions_run_in_waves_of_one_step_each(tmp_path: Path) -> None:
+    """Each session's next prompt depends on its previous answer: wave k holds step k of every session."""
+    from cogtestbed.llm_adapters.base import GenerateRequest
+    from cogtestbed.llm_adapters.batch import BatchClient
+    from cogtestbed.llm_adapters.cache import CURRENT_SUBJECT, ResponseCache, SubjectTicket
+    from cogtestbed.llm_adapters.limits import Budget, Need, Price
+    from cogtestbed.llm_adapters.openai_client import OpenAIClient
+
+    client = BatchClient(OpenAIClient("m", base_url="http://127.0.0.1:9/v1"), poll=0.01)
+    provider = _ScriptedProvider()
+    client.provider = provider  # type: ignore[assignment]
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    budget = Budget(max_calls=12, price=Price(1.0, 2.0))
+    client.attach(tmp_path, cache, budget, tmp_path / "spend.jsonl")
+
+    async def session(i: int) -> list[str]:
+        CURRENT_SUBJECT.set(SubjectTicket(i, lambda: Need()))
+        answers, previous = [], "start"
+        for step in range(3):
+            gen = await client.agenerate(GenerateRequest(f"s{i} t{step} after {previous}", max_tokens=4))
+            previous = gen.text
+            answers.append(gen.text)
+        client.subject_finished()
+        return answers
+
+    async def play() -> list[list[str]]:
+        client.live = 4
+        return list(await asyncio.gather(*(session(i) for i in range(4))))
+
+    answers = asyncio.run(play())
+    assert len(provider.batches) == 3  # three waves, not twelve requests one by one
+    for step, batch in enumerate(provider.batches):
+        assert sorted(p.split(" after ")[0] for p in batch) == [f"s{i} t{step}" for i in range(4)]
+    assert answers[2][1] == "answer to s2 t1 after answer to s2 t0 after start"  # each step saw its answer
+    assert budget.spent.calls == 12 and budget.spent.cost == pytest.approx(12 * (3 * 1 + 2 * 2) / 1e6)
+    record = [json.loads(x) for x in (tmp_path / "batches.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in record] == ["submit", "created", "done"] * 3
+    assert all(line["ledger_id"] for e in record if e["event"] == "submit" for line in e["lines"])
+    cache.close()
+
+
+def test_price_table_batch_discount_and_refusals(tmp_path: Path) -> None:
+    from cogtestbed.llm_adapters.batch import batch_price
+    from cogtestbed.llm_adapters.limits import Price, PriceTable
+
+    table = PriceTable()
+    for spec in ("openai:gpt-4o-mini", "anthropic:claude-sonnet-4-5"):
+        price = table.lookup(spec)
+        assert price is not None and price.batch_discount == 0.5
+        batched = batch_price(price, spec)
+        assert (batched.input, batched.output) == (price.input / 2, price.output / 2)
+    with pytest.raises(ValueError, match="no batch_discount for openai:x"):
+        batch_price(Price(1.0, 2.0), "openai:x")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('["openai:x"]\ninput = 1.0\noutput = 2.0\nbatch_discount = 1.5\n')
+    with pytest.raises(ValueError, match="batch_discount must be a share"):
+        PriceTable(bad)
+
+
+def test_batch_is_refused_in_one_line_where_it_cannot_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cogtestbed.cli import run_cli
+
+    prices = tmp_path / "p.toml"
+    prices.write_text('["openai:plain*"]\ninput = 1.0\noutput = 2.0\n')
+    for args, message in (
+            (["--llm", "hf:tiny-random"], "--batch needs a hosted backend"),
+            (["--llm", "openai:plain-model", "--base-url", "http://127.0.0.1:9/v1", "--prices", str(prices)],
+             "no batch_discount for openai:plain-model"),
+            (["--llm", "openai:gpt-4o-mini", "--poll-every", "0"], "--poll-every must be a positive number")):
+        code = run_cli(["run", "collider", *args, "--batch", "--dry-run", "-o", str(tmp_path / "r")])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err

@@ -148,7 +148,7 @@ def test_price_table_batch_discount_and_refusals(tmp_path: Path) -> None:
         batch_price(Price(1.0, 2.0), "openai:x")
     bad = tmp_path / "bad.toml"
     bad.write_text('["openai:x"]\ninput = 1.0\noutput = 2.0\nbatch_discount = 1.5\n')
-    with pytest.raises(ValueError, match="batch_discount must be a share"):
+    with pytest.raises(ValueError, match="batch_discount is the share taken off"):
         PriceTable(bad)
 
 
@@ -166,3 +166,22 @@ def test_batch_is_refused_in_one_line_where_it_cannot_run(tmp_path: Path, capsys
         err = capsys.readouterr().err
         assert code == 2, err
         assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_plan_prices_batch_mode_at_the_discount_and_shows_the_standard_price() -> None:
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.design.plan import Pricer
+    from cogtestbed.validation.design.plan_report import summary_line
+
+    exp = get_experiment("two-step")
+    design = exp.env_cls.design_cls(n_days=4)
+    standard = Pricer(exp, ("openai:gpt-4o-mini",), seed=0).exact(design, 3)
+    batch = Pricer(exp, ("openai:gpt-4o-mini",), seed=0, batch=True).exact(design, 3)
+    assert batch.calls == standard.calls and batch.prompt_tokens == standard.prompt_tokens
+    assert standard.dollars is not None and batch.dollars is not None and batch.standard_dollars is not None
+    assert batch.dollars == pytest.approx(standard.dollars / 2, rel=1e-3)
+    assert batch.standard_dollars == pytest.approx(standard.dollars, rel=1e-3)
+    payload = {"chosen": {"design": "3 subjects", "sessions_per_llm": 3}, "cost": batch.as_dict(),
+               "power": {"rate": 0.9, "sims": 100}, "target": {"power": 0.8, "what": "x"},
+               "run": {"llms": ["openai:gpt-4o-mini"]}}
+    assert "in batch mode" in summary_line(payload) and "at the standard price" in summary_line(payload)

@@ -59,6 +59,9 @@ def plan(
     allow_unpriced: Annotated[bool, typer.Option(
         "--allow-unpriced", help="Plan a model without a price in calls and tokens only (without it such a "
         "plan is refused).")] = False,
+    batch: Annotated[bool, typer.Option(
+        "--batch", help="Price the runs in the provider's batch mode (run --batch): the table's batch_discount "
+        "off, the standard price shown beside it.")] = False,
     max_cost: Annotated[float | None, typer.Option(min=0.0, help="Refuse designs costing more (USD).")] = None,
     invalid_rate: Annotated[float | None, typer.Option(
         min=0.0, max=1.0, help="Expected share of invalid answers (simulated as lapses).")] = None,
@@ -117,12 +120,12 @@ def plan(
     spec, pilot_info = _pilot_and_lapses(spec, exp, pilot, llm, given_base, given_params, invalid_rate, random_rate)
     if target is not None:
         _plan_precision(spec, exp, target[0], target[1], assurance, runs, trials, llm, seed, max_tokens,
-                        temperature, reask, prices, as_json, output, field_axis, allow_unpriced)
+                        temperature, reask, prices, as_json, output, field_axis, allow_unpriced, batch)
         return
     size, others = design_axes(spec, exp, subjects, runs, trials, field_axis)
     pricer = Pricer(exp, tuple(llm) * (2 if spec.kind == "metric-power" and len(llm) == 1 else 1), seed=seed,
                     max_tokens=max_tokens, temperature=resolve_temperature(exp.decoding, temperature)[0],
-                    reask=reask, prices=prices, allow_unpriced=allow_unpriced)
+                    reask=reask, prices=prices, allow_unpriced=allow_unpriced, batch=batch)
     quiet = as_json and not console_err.is_terminal
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
     planner = Planner(spec, pricer, size, others, target=power, max_cost=max_cost, mc_se=mc_se, workers=n_workers,
@@ -291,7 +294,7 @@ def _print_plan(payload: dict[str, Any], size_name: str) -> None:
 def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assurance: float, runs: str | None,
                     trials: str | None, llm: list[str], seed: int, max_tokens: int | None, temperature: float | None,
                     reask: int, prices: Path | None, as_json: bool, output: Path | None = None,
-                    field_axis: Any = None, allow_unpriced: bool = False) -> None:
+                    field_axis: Any = None, allow_unpriced: bool = False, batch: bool = False) -> None:
     """``plan --precision``: the cheapest design meeting the precision target
     (:mod:`cogtestbed.validation.design.precision`); ``-o DIR`` writes ``precision.json`` (the ``--json``
     payload; ``plan.json``, which ``run --plan`` executes, belongs to power plans)."""
@@ -320,7 +323,7 @@ def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assur
     runs_axis = Axis("runs", (parse_range(runs, None) or declared_runs(spec, exp)) if pooled else (1,))
     pricer = Pricer(exp, (llm[0],), seed=seed, max_tokens=max_tokens,
                     temperature=resolve_temperature(exp.decoding, temperature)[0], reask=reask,
-                    prices=prices, allow_unpriced=allow_unpriced) if llm else None
+                    prices=prices, allow_unpriced=allow_unpriced, batch=batch) if llm else None
     quiet = as_json and not console_err.is_terminal
     planner = PrecisionPlanner(spec, exp, parameter, halfwidth, assurance, trials_axis, runs_axis, pricer,
                                on_progress=None if quiet else lambda m: console_err.print(m, highlight=False,

@@ -295,6 +295,8 @@ class Cost:
     #: ``dry-run``: the design's every prompt rendered; ``per-session``: a search estimate.
     source: str
     per_llm: tuple[dict[str, Any], ...] = ()
+    #: With ``--batch``: the same requests at the standard price (``dollars`` is the batch price).
+    standard_dollars: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -325,6 +327,9 @@ class Pricer:
     #: this is set; then its designs are costed in calls and tokens only.
     allow_unpriced: bool = False
     mode: str = "auto"
+    #: Price the runs in the provider's batch mode (``run --batch``: :mod:`cogtestbed.llm_adapters.batch`):
+    #: at the table's ``batch_discount``, scored steps sampled; the standard price is kept beside it.
+    batch: bool = False
     clients: list[Any] = field(default_factory=list)
     _cache: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
 
@@ -334,9 +339,15 @@ class Pricer:
 
         table = PriceTable(self.prices)
         self.price = [require_price(table, s, self.allow_unpriced) for s in self.llms]
+        self.standard = list(self.price)
         built: dict[str, Any] = {}
         for spec in dict.fromkeys(self.llms):
             built[spec] = make_client(spec, mode=self.mode)
+        if self.batch:
+            from cogtestbed.llm_adapters.batch import BatchClient, batch_price
+
+            built = {spec: BatchClient(client) for spec, client in built.items()}
+            self.price = [None if p is None else batch_price(p, s) for p, s in zip(self.price, self.llms, strict=True)]
         self.clients = [built[s] for s in self.llms]
 
     def run_config(self, llm: str, client: Any, design: Any, n: int) -> Any:
@@ -360,8 +371,13 @@ class Pricer:
         llm, client = self.llms[group], self.clients[group]
         key = (llm, design.model_dump_json(), n)
         if key not in self._cache:
-            self._cache[key] = dry_run(self.exp, design, client, self.run_config(llm, client, design, n),
-                                       self.price[group])
+            report = dry_run(self.exp, design, client, self.run_config(llm, client, design, n), self.price[group])
+            standard = self.standard[group]
+            if self.batch and standard is not None:
+                from cogtestbed.llm_adapters.batch import batch_report
+
+                report = batch_report(report, standard)
+            self._cache[key] = report
         return self._cache[key]
 
     def exact(self, design: Any, n: int) -> Cost:
@@ -375,7 +391,8 @@ class Pricer:
         total = _sum_reports(reports, "per-session")
         k = UNIT_SESSIONS
         return Cost(total.calls // k, total.prompt_tokens // k, total.completion_tokens // k,
-                    None if total.dollars is None else total.dollars / k, total.exact_tokens, "per-session")
+                    None if total.dollars is None else total.dollars / k, total.exact_tokens, "per-session",
+                    standard_dollars=None if total.standard_dollars is None else total.standard_dollars / k)
 
 
 def _worst(report: Mapping[str, Any], key: str) -> Any:
@@ -389,12 +406,14 @@ def _worst(report: Mapping[str, Any], key: str) -> Any:
 
 def _sum_reports(reports: Sequence[Mapping[str, Any]], source: str) -> Cost:
     dollars = [_worst(r, "estimated_cost_usd") for r in reports]
+    standard = [r.get("standard_estimated_cost_usd") for r in reports]
     return Cost(calls=sum(int(_worst(r, "calls")) for r in reports),
                 prompt_tokens=sum(int(r["prompt_tokens"]) for r in reports),
                 completion_tokens=sum(int(r["max_completion_tokens"]) for r in reports),
                 dollars=None if any(d is None for d in dollars) else float(sum(dollars)),
                 exact_tokens=all(r["token_counts"].startswith("exact") for r in reports),
-                source=source, per_llm=tuple(dict(r) for r in reports))
+                source=source, per_llm=tuple(dict(r) for r in reports),
+                standard_dollars=None if any(d is None for d in standard) else float(sum(standard)))
 
 
 def cost_key(cost: Cost) -> float:

@@ -183,6 +183,8 @@ def summary_line(payload: dict[str, Any]) -> str:
     c, cost, p = payload["chosen"], payload["cost"], payload["power"]
     unpriced = "no price (--allow-unpriced: ranked by tokens)"
     dollars = f"${cost['dollars']:.2f}" if cost["dollars"] is not None else unpriced
+    if cost.get("standard_dollars") is not None:
+        dollars += f" in batch mode (${cost['standard_dollars']:.2f} at the standard price)"
     llms = " + ".join(dict.fromkeys(payload["run"]["llms"]))
     sessions = f"{c['sessions_per_llm']} session{'' if c['sessions_per_llm'] == 1 else 's'} per LLM"
     return (f"cheapest design reaching {payload['target']['power']:.0%} power for {payload['target']['what']}: "

@@ -406,14 +406,14 @@ def _worst(report: Mapping[str, Any], key: str) -> Any:
 
 def _sum_reports(reports: Sequence[Mapping[str, Any]], source: str) -> Cost:
     dollars = [_worst(r, "estimated_cost_usd") for r in reports]
-    standard = [r.get("standard_estimated_cost_usd") for r in reports]
+    standard: list[float | None] = [r.get("standard_estimated_cost_usd") for r in reports]
     return Cost(calls=sum(int(_worst(r, "calls")) for r in reports),
                 prompt_tokens=sum(int(r["prompt_tokens"]) for r in reports),
                 completion_tokens=sum(int(r["max_completion_tokens"]) for r in reports),
                 dollars=None if any(d is None for d in dollars) else float(sum(dollars)),
                 exact_tokens=all(r["token_counts"].startswith("exact") for r in reports),
                 source=source, per_llm=tuple(dict(r) for r in reports),
-                standard_dollars=None if any(d is None for d in standard) else float(sum(standard)))
+                standard_dollars=None if any(d is None for d in standard) else float(sum(d or 0.0 for d in standard)))
 
 
 def cost_key(cost: Cost) -> float:

@@ -74,7 +74,8 @@ def _check(res, looks):
 def test_model_target_sequential_plan_tiny():
     spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
                       effect_size=0.6, seed=3, trials=(48,))
-    res = plan_sequential(spec, 6, 48, 1, 2, "pocock", True, 0.8, sims=6, workers=1, max_factor=1.2)
+    res = plan_sequential(spec, 6, 48, 1, 2, "pocock", True, 0.8, sims=6, workers=1, max_factor=1.2,
+                          null_sims=6)
     _check(res, 2)
     assert np.isfinite(res.z_effect[:, 0]).all() and np.isfinite(res.z_null[:, 0]).all()  # every path has look 1
     assert np.mean(res.z_effect[:, 0]) > np.mean(res.z_null[:, 0])  # the effect moves Z up
@@ -140,7 +141,8 @@ def test_calibration_recovers_normal_theory_and_holds_on_an_independent_null():
 def test_metric_target_sequential_plan_tiny():
     spec = study_spec(kind="metric-power", experiment="two-step", agent="hybrid", metric="model_basedness",
                       compare=({"w": 0.1, "beta": 5.0}, {"w": 0.9, "beta": 5.0}), seed=1)
-    res = plan_sequential(spec, 4, None, 1, 2, "obrien-fleming", False, 0.8, sims=4, workers=1, max_factor=1.0)
+    res = plan_sequential(spec, 4, None, 1, 2, "obrien-fleming", False, 0.8, sims=4, workers=1, max_factor=1.0,
+                          null_sims=4)
     _check(res, 2)
 
 
@@ -152,7 +154,7 @@ def test_test_target_sequential_plan_tiny():
     with pytest.raises(ValueError, match="needs --null"):
         plan_sequential(spec, 4, None, 1, 2, "pocock", False, 0.8, sims=2, workers=1, max_factor=1.0)
     res = plan_sequential(spec, 4, None, 1, 2, "pocock", False, 0.8, sims=2, workers=1, max_factor=1.0,
-                          null_agent=f"{decl.agent}:{decl.parameter}=0")
+                          null_agent=f"{decl.agent}:{decl.parameter}=0", null_sims=2)
     _check(res, 2)
 
 

@@ -84,8 +84,11 @@ def plan(
     futility: Annotated[bool, typer.Option(help="Non-binding futility bounds (beta-spending) too.")] = False,
     null: Annotated[str | None, typer.Option(help="AGENT[:p=v,...] under which a test's null holds (sequential "
                                                   "plan of a test).")] = None,
-    seq_sims: Annotated[int | None, typer.Option(min=10, help="Simulated sequential studies per hypothesis (effect, "
-                        "null, calibration null); default: as many as give --mc-se at the target power.")] = None,
+    seq_sims: Annotated[int | None, typer.Option(min=10, help="Simulated sequential studies under the effect; default: "
+                        "as many as give --mc-se at the target power.")] = None,
+    null_sims: Annotated[int | None, typer.Option(min=10, help="Simulated null studies of a sequential plan: as many "
+                         "calibrate its bounds and as many others measure its type-I error and the fixed design's "
+                         "(default: 1,000, or --seq-sims if more).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as one JSON object.")] = False,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write plan.json and report.html here.")] = None,
 ) -> None:
@@ -97,13 +100,15 @@ def plan(
     from cogtestbed.parameters import parse_assignments
     from cogtestbed.progress import heartbeat
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.plan import Planner, Pricer, design_axes
+    from cogtestbed.validation.design.plan import MAX_EXTENDED_SIZE, Planner, Pricer, design_axes
     from cogtestbed.validation.design.plan_report import plan_payload
     from cogtestbed.validation.studies.report import check_output_target
     from cogtestbed.validation.studies.study_kinds import PlannedStudy
 
     exp = get_experiment(experiment)
     _check_sequential_options(looks, spending, futility, null, seq_sims, precision, test)
+    if looks is None and null_sims is not None:
+        raise ValueError("--null-sims shapes a sequential plan: add --looks K (or drop it)")
     llm = list(llm or [])
     effect, target = _target(llm, model, effect, metric, test, precision)
     given_base, given_params = parse_assignments(base or []), parse_assignments(param or [])
@@ -128,7 +133,9 @@ def plan(
                     reask=reask, prices=prices, allow_unpriced=allow_unpriced, batch=batch)
     quiet = as_json and not console_err.is_terminal
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
+    given = subjects if size.name == "subjects" else runs  # a default size range grows (to a cap) when needed
     planner = Planner(spec, pricer, size, others, target=power, max_cost=max_cost, mc_se=mc_se, workers=n_workers,
+                      extend_to=None if given is not None else MAX_EXTENDED_SIZE,
                       on_progress=None if quiet else lambda msg: console_err.print(f"[dim]{msg}[/]", highlight=False))
     if not quiet:
         _say_look_estimate(planner)
@@ -140,7 +147,7 @@ def plan(
 
             sims = seq_sims if seq_sims is not None else default_sims(power, mc_se)
             _attach_looks(payload, result, pricer, exp, looks, spending, futility, sims, n_workers, null,
-                          None if quiet else planner.say)
+                          None if quiet else planner.say, null_sims)
     _emit_plan(payload, result.size_name, output, as_json)
 
 
@@ -159,7 +166,8 @@ def _searched(exp: Any, design: list[str] | None, trials: str | None) -> tuple[d
 
 
 def _attach_looks(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, looks: int, spending: str,
-                  futility: bool, seq_sims: int, workers: int, null: str | None, say: Any) -> None:
+                  futility: bool, seq_sims: int, workers: int, null: str | None, say: Any,
+                  null_sims: int | None = None) -> None:
     """The sequential plan of ``plan --looks`` at the chosen design (its searched field fixed)."""
     import dataclasses
 
@@ -168,7 +176,7 @@ def _attach_looks(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, l
 
     result = dataclasses.replace(result, spec=spec_at(result.spec, result.chosen.point))
     attach_sequential(payload, result, pricer, exp, looks, spending, futility,  # type: ignore[arg-type]
-                      seq_sims, workers, null, say=say)
+                      seq_sims, workers, null, say=say, null_sims=null_sims)
 
 
 def _check_sequential_options(looks: int | None, spending: str, futility: bool, null: str | None,
@@ -280,6 +288,8 @@ def _print_plan(payload: dict[str, Any], size_name: str) -> None:
     line = recovery_line(payload.get("recovery") or {})
     if line:
         console.print(line, highlight=False, soft_wrap=True)
+    for note in payload.get("notes") or []:
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
     for row in payload["frontier"]:
         dollars = f"${row['dollars']:.3f}" if row["dollars"] is not None else "-"
         console.print(f"  frontier: {row['design']}: power {rate_text(row['power'], row['sims'])}, "

@@ -99,6 +99,12 @@ COARSE_POINTS = 5
 TRIALS_SPAN = 5
 #: Default size range (subjects, or runs per setting).
 DEFAULT_SIZE = (10, 200)
+#: The most units (subjects, or runs per setting) a default size range is extended to: while a
+#: combination of the other axes fails only for want of size at the range's top (no size up to it
+#: reaches the target, and its top costs less than the best design so far), the top is doubled, up
+#: to this cap (10× the default top); a range given by the user is not extended (the plan says when
+#: its choice sits at an edge).
+MAX_EXTENDED_SIZE = 2000
 #: Draws of the simulated population used to compute the population mean of the effect (the
 #: estimand of the t-test of a model-level power study) for the coverage of its interval.
 ESTIMAND_DRAWS = 100_000
@@ -583,7 +589,7 @@ class Planner:
 
     def __init__(self, spec: PlannedStudy, pricer: Pricer, size: Axis, others: Sequence[Axis], target: float = 0.8,
                  max_cost: float | None = None, mc_se: float = DEFAULT_MC_SE, workers: int = 1,
-                 on_progress: Callable[[str], None] | None = None) -> None:
+                 on_progress: Callable[[str], None] | None = None, extend_to: int | None = None) -> None:
         if not 0 < target < 1:
             raise ValueError(f"--power must be in (0, 1), got {target}")
         if not 0 < mc_se < 0.5:
@@ -597,6 +603,9 @@ class Planner:
         self.passing: dict[Point, Estimate] = {}
         self.pruned: list[dict[str, Any]] = []
         self.unit_costs: dict[tuple[Any, ...], Cost] = {}
+        #: The size axis may grow to this top (None: the range given is searched as it is).
+        self.extend_to = extend_to
+        self.notes: list[str] = []
 
     # -- points and prices ---------------------------------------------------------------
     def point(self, size: int, combo: Mapping[str, int]) -> Point:
@@ -729,7 +738,8 @@ class Planner:
             return
         size = self.smallest_passing(combo, hi)
         if size is None:
-            self.pruned.append({**combo, "reason": f"no size up to {hi} reaches the target"})
+            self.pruned.append({**combo, "reason": f"no size up to {hi} reaches the target",
+                                "at_top": hi >= self.size.values[-1]})
             return
         point = self.point(size, combo)
         cost = cost_key(self.exact_cost(point))
@@ -771,7 +781,9 @@ class Planner:
                 self.search_combo(combo)
             for combo in self.refine_combos():
                 self.search_combo(combo)
+            self.extend_sizes()
             chosen = self.finalise()
+            self.notes.extend(self.edge_notes(chosen.point))
             recovery = recovery_at(self.spec, self.exp, chosen.point, self.power.table(chosen.point))
         except BaseException:  # an interrupt (SIGTERM, Ctrl-C) or an error: the workers end now
             self.power.close(abort=True)
@@ -779,8 +791,52 @@ class Planner:
         self.power.close()
         evaluated = self.evaluated()
         return PlanResult(self.spec, self.target, self.size.name, chosen, evaluated, pareto(evaluated), recovery,
-                          time.perf_counter() - start, _cpu() - cpu0, self.power.simulations, self.pruned, [],
+                          time.perf_counter() - start, _cpu() - cpu0, self.power.simulations, self.pruned, self.notes,
                           next((a.name for a in self.others if a.name != "runs"), None))
+
+    def extend_sizes(self) -> None:
+        """Double the size axis's top (to :attr:`extend_to`) while a combination failed only for
+        want of size at the top, and search those combinations again (their earlier looks are
+        reused); then refine around the best combination again."""
+        extended = False
+        while self.extend_to is not None and self.size.values[-1] < self.extend_to:
+            retry = [p for p in self.pruned if p.get("at_top")]
+            if not retry:
+                break
+            top = self.size.values[-1]
+            new_top = min(self.extend_to, 2 * top)
+            self.size = Axis(self.size.name, (*self.size.values, *range(top + 1, new_top + 1)))
+            self.say(f"no size up to {top} {self.size.name} reaches the target for {len(retry)} combination(s) "
+                     f"that would be cheaper: the {self.size.name} range is extended to {new_top}")
+            self.pruned = [p for p in self.pruned if not p.get("at_top")]
+            names = [a.name for a in self.others]
+            for entry in retry:
+                self.search_combo({k: entry[k] for k in names})
+            extended = True
+        if extended:
+            self.notes.append(f"the {self.size.name} range was extended to {self.size.values[-1]} (cap "
+                              f"{self.extend_to}): designs cheaper than the best one below the default top "
+                              "needed more")
+            for combo in self.refine_combos():
+                self.search_combo(combo)
+
+    def edge_notes(self, point: Point) -> list[str]:
+        """Where the chosen design sits at an edge of a searched range (a wider range may hold a
+        cheaper design), one sentence each."""
+        out = []
+        size = getattr(point, self.size.name)
+        if len(self.size.values) > 1 and size == self.size.values[-1]:
+            cap = " (the extension's cap)" if self.extend_to is not None else ""
+            out.append(f"the chosen design is at the top of the {self.size.name} range, {size}{cap}: "
+                       f"a wider --{self.size.name} range may hold a cheaper design")
+        for axis in self.others:
+            here = point.value(axis.name)
+            if len(axis.values) > 1 and here in (axis.values[0], axis.values[-1]):
+                end = "top" if here == axis.values[-1] else "bottom"
+                flag = "--trials" if axis.name == "trials" else f"--{axis.name}"
+                out.append(f"the chosen design is at the {end} of the {axis.name} range, {here} "
+                           f"({axis.values[0]}-{axis.values[-1]}): a wider {flag} range may hold a cheaper design")
+        return out
 
     def finalise(self) -> Evaluated:
         """The cheapest passing design whose power stays ≥ target once its MC SE is ≤ ``mc_se``.

@@ -157,6 +157,7 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
         "run": run_section(result, pricer, exp, max_cost),
         "study": study_at(result.spec, chosen.point, chosen.estimate.sims).model_dump(mode="json"),
         "searched": result.searched,
+        "notes": list(result.notes),
         "search": {"seconds": round(result.seconds, 2), "cpu_seconds": round(result.cpu_seconds, 2),
                    "simulations": result.simulations, "designs_simulated": len(result.evaluated)},
     }

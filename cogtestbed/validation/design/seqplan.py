@@ -26,9 +26,9 @@ Simulation (:mod:`cogtestbed.validation.design.seqsim`): each subject is simulat
 on a prefix of the stored per-subject estimates; a replicate is extended only while some candidate
 still runs it.  The candidate maximum sizes run from :data:`MIN_FACTOR` to :data:`MAX_FACTOR` times
 the fixed plan's size; the chosen one minimises the expected cost under the target effect subject
-to type-I error ≤ α + 2 MC SE and power ≥ target.  Costs are linear in sessions at a fixed trial
-count, so candidates are ranked by expected sessions and the chosen design's every look is then
-priced exactly with the dry-run :class:`Pricer`.
+to type-I error ≤ α (point estimate on fresh null studies) and power ≥ target.  Costs are linear
+in sessions at a fixed trial count, so candidates are ranked by expected sessions and the chosen
+design's every look is then priced exactly with the dry-run :class:`Pricer`.
 """
 
 from __future__ import annotations
@@ -63,6 +63,12 @@ from cogtestbed.validation.studies.study_kinds import MetricPowerStudy, PlannedS
 DEFAULT_SEQ_SIMS = 1000
 #: The fewest simulated sequential studies per hypothesis ``plan --looks`` takes by default.
 MIN_SEQ_SIMS = 100
+#: The fewest simulated null studies a sequential plan calibrates its bounds on, and the fewest fresh
+#: null studies its type-I error is measured on (1,000: an MC SE of 0.007 at α = .05; the level is
+#: set by the α/2·N most extreme calibration paths, so 100–178 let 2–4 paths decide it).
+MIN_NULL_SIMS = 1000
+#: Bootstrap resamples of the calibration paths giving the MC error (SD) of the calibrated shift.
+SHIFT_BOOTSTRAP = 200
 #: The smallest maximum size considered, as a multiple of the fixed plan's size (calibrated bounds
 #: can reach the target power below it).
 MIN_FACTOR = 0.8
@@ -193,8 +199,9 @@ class Candidate:
     cost: list[Any] = field(default_factory=list)  # Cost of each look's cumulative design
 
     def passes(self, level: float, target: float) -> bool:
-        tol = 2 * math.sqrt(level * (1 - level) / self.null.sims)
-        return self.null.rate <= level + tol and self.effect.rate >= target
+        """Type-I error measured on fresh null studies at most α (its point estimate: no MC
+        tolerance above α) and power at least the target."""
+        return self.null.rate <= level and self.effect.rate >= target
 
 
 @dataclass
@@ -208,6 +215,8 @@ class SequentialResult:
     calibration_sims: int = 0
     subjects: int = 0  # units simulated and fitted (model targets)
     cpu_seconds: float = 0.0
+    #: (rejections, studies) of the fixed design's test on fresh null studies (None: not yet measured)
+    fixed_null: tuple[int, int] | None = None
 
 
 def simulate_hypothesis(spec: PlannedStudy, trials: int | None, runs: int, n_top: int, sizes: Sequence[int],
@@ -235,21 +244,24 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
                     spending: Spending, futility: bool, target: float, sims: int = DEFAULT_SEQ_SIMS,
                     workers: int = 1, null_agent: str | None = None, max_factor: float = MAX_FACTOR,
                     say: Callable[[str], None] | None = None, calibrate: bool = True,
-                    min_factor: float = MIN_FACTOR) -> SequentialResult:
+                    min_factor: float = MIN_FACTOR, null_sims: int | None = None) -> SequentialResult:
     """Simulate the sequential procedure at every maximum size from ``min_factor·fixed_size`` to
     ``max_factor·fixed_size`` and choose the one with the least expected units under the effect
-    that keeps type-I error ≤ α + 2 MC SE and power ≥ ``target``.
+    that keeps type-I error ≤ α (its point estimate, on fresh null studies) and power ≥ ``target``.
 
-    With ``calibrate`` (the default) each maximum size's efficacy bound in the effect's direction
-    is shifted so that ``sims`` calibration null studies (their own seeds) reject in that direction
-    at rate α/2 (α for an undirected statistic) with futility obeyed
-    (:func:`~cogtestbed.validation.design.seqsim.calibrate_shift`); the type-I error is measured on ``sims``
-    other null studies."""
+    ``sims`` studies are simulated under the effect; ``null_sims`` (default: at least
+    :data:`MIN_NULL_SIMS`) fresh null studies measure the type-I error.  With ``calibrate`` (the
+    default) each maximum size's efficacy bound in the effect's direction is shifted so that
+    ``null_sims`` calibration null studies (their own seeds) reject in that direction at rate α/2 (α
+    for an undirected statistic) with futility obeyed
+    (:func:`~cogtestbed.validation.design.seqsim.calibrate_shift`; its MC error by bootstrap)."""
+    import dataclasses
     import time
 
-    from cogtestbed.validation.design.seqsim import Rule, Simulator, calibrate_shift, null_scores
+    from cogtestbed.validation.design.seqsim import Rule, Simulator, null_scores
 
     start, cpu = time.perf_counter(), _cpu()
+    null_sims = null_sims if null_sims is not None else max(MIN_NULL_SIMS, sims)
     check_looks(looks, spending)
     lo = max(2 * looks, min(fixed_size, math.floor(min_factor * fixed_size)))
     n_top = max(lo, math.ceil(max_factor * fixed_size))
@@ -258,22 +270,29 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     col = {n: i for i, n in enumerate(all_sizes)}
     dirn = direction(spec)
     say = say or (lambda _m: None)
-    say(f"sequential: {sims} simulated studies per hypothesis{' (+ as many calibration nulls)' if calibrate else ''}"
-        f" up to {n_top} units, {looks} looks, {len(maxima)} maximum sizes")
+    say(f"sequential: {sims} simulated studies under the effect, {null_sims} fresh null studies"
+        f"{f' and {null_sims} calibration null studies' if calibrate else ''} up to {n_top} units, {looks} looks, "
+        f"{len(maxima)} maximum sizes")
     nominal = _candidates(maxima, looks, spec, spending, futility, target, calibrate)
     columns = tuple(tuple(col[n] for n in b.sizes) for b in nominal)
     sim = Simulator(trials, runs, n_top, all_sizes, sims, spec.seed, workers, width=max(2, lo // looks))
     null = null_spec(spec, null_agent)
+    nsim = dataclasses.replace(sim, sims=null_sims)
     bounds = nominal
     if calibrate:
-        sim.label = "sequential plan: calibration null studies"
-        (cal,) = sim.run([(null, 1, Rule(tuple(nominal), columns, dirn, calibrating=True))])
+        nsim.label = "sequential plan: calibration null studies"
+        (cal,) = nsim.run([(null, 1, Rule(tuple(nominal), columns, dirn, calibrating=True))])
         side = spec.level / 2 if dirn else spec.level
-        info = {"side_level": side, "null_sims": sims, "seed_stream": 1, "futility": "binding" if futility else None}
-        bounds = [b.with_shift(calibrate_shift(null_scores(b, cal.z, cols, dirn), side), info)
+        info = {"side_level": side, "null_sims": null_sims, "seed_stream": 1,
+                "futility": "binding" if futility else None}
+        rng = np.random.default_rng(np.random.SeedSequence([spec.seed, 40_961]))
+        bounds = [b.with_shift(*_shift_and_error(null_scores(b, cal.z, cols, dirn), side, info, rng))
                   for b, cols in zip(nominal, columns, strict=True)]
-    sim.label = "sequential plan: studies under the effect and the null"
-    eff, nul = sim.run([(spec, 0, Rule(tuple(bounds), columns, dirn)), (null, 0, Rule(tuple(bounds), columns, dirn))])
+    sim.label = "sequential plan: studies under the effect"
+    (eff,) = sim.run([(spec, 0, Rule(tuple(bounds), columns, dirn))])
+    nsim.label = "sequential plan: fresh null studies"
+    (nul,) = nsim.run([(null, 0, Rule(tuple(bounds), columns, dirn))])
+    sim.subjects += nsim.subjects
     cands = [Candidate(b, operate(b, nul.z, nul.est, cols, dirn, None, nul.reference),
                        operate(b, eff.z, eff.est, cols, dirn, dirn or None, eff.reference))
              for b, cols in zip(bounds, columns, strict=True)]
@@ -281,8 +300,34 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     chosen = min(passing, key=lambda c: (c.effect.units.mean(), c.bounds.sizes[-1])) if passing else None
     shown = chosen or cands[-1]
     cols = [col[n] for n in shown.bounds.sizes]
-    return SequentialResult(chosen, cands, eff.z[:, cols], nul.z[:, cols], time.perf_counter() - start, 2 * sims,
-                            sims if calibrate else 0, sim.subjects, _cpu() - cpu)
+    fixed = _fixed_from_paths(spec, nul, col.get(fixed_size))
+    return SequentialResult(chosen, cands, eff.z[:, cols], nul.z[:, cols], time.perf_counter() - start,
+                            sims + null_sims, null_sims if calibrate else 0, sim.subjects, _cpu() - cpu,
+                            fixed_null=fixed)
+
+
+def _shift_and_error(scores: np.ndarray, side: float, info: Mapping[str, Any],
+                     rng: np.random.Generator) -> tuple[float, dict[str, Any]]:
+    """The calibrated shift (:func:`~cogtestbed.validation.design.seqsim.calibrate_shift`) and its MC
+    error: the SD of the shift over :data:`SHIFT_BOOTSTRAP` bootstrap resamples of the calibration paths."""
+    from cogtestbed.validation.design.seqsim import calibrate_shift
+
+    shift = calibrate_shift(scores, side)
+    boot = [calibrate_shift(scores[rng.integers(0, scores.size, scores.size)], side) for _ in range(SHIFT_BOOTSTRAP)]
+    return shift, {**info, "shift_mc_error": round(float(np.std(boot, ddof=1)), 6)}
+
+
+def _fixed_from_paths(spec: PlannedStudy, nul: Any, column: int | None) -> tuple[int, int] | None:
+    """(rejections, studies) of the fixed design's own test at its size on the fresh null paths, where
+    every path holds that size (whole paths: metric and test targets); None otherwise (model targets'
+    paths stop where the procedure stops: the fixed design's null is then simulated by the fixed plan)."""
+    if column is None or isinstance(spec, PowerStudy):
+        return None
+    z = nul.z[:, column]
+    if not np.isfinite(z).all():
+        return None
+    crit = float(stats.norm.isf(spec.level / 2))
+    return int(np.sum(np.abs(z) >= crit)), int(z.size)
 
 
 def _cpu() -> float:
@@ -329,7 +374,7 @@ def sequential_payload(res: SequentialResult, spec: PlannedStudy, fixed_cost: An
         best = max(res.candidates, key=lambda c: c.effect.rate)
         return {"chosen": None, "reason": (
             f"no maximum size up to {best.bounds.sizes[-1]} {size_name} reaches power {best.effect.rate:.3f} with "
-            f"type-I error {best.null.rate:.3f} (target power and alpha + 2 MC SE)"),
+            f"type-I error {best.null.rate:.3f} (target power and type-I at most alpha)"),
             "seconds": round(res.seconds, 2), "simulations": res.sims}
     k = len(cand.bounds.sizes)
     stop1, stop0 = cand.effect.stop_distribution(k), cand.null.stop_distribution(k)
@@ -357,7 +402,8 @@ def sequential_payload(res: SequentialResult, spec: PlannedStudy, fixed_cost: An
         "fixed": {"calls": fixed_cost.calls, "prompt_tokens": fixed_cost.prompt_tokens, "dollars": fixed_cost.dollars,
                   "cost_key": fixed_key},
         "saving": {"cost_key": None if exp_key is None else fixed_key - exp_key,
-                   "percent": None if exp_key is None or not fixed_key else 100 * (1 - exp_key / fixed_key)},
+                   "percent": None if exp_key is None or not fixed_key else 100 * (1 - exp_key / fixed_key),
+                   **comparison(cand.null.rate, cand.null.sims, res.fixed_null)},
         "candidates": [{"max_" + size_name: c.bounds.sizes[-1], "power": c.effect.rate, "type1": c.null.rate,
                         "expected_units_effect": float(c.effect.units.mean()),
                         "expected_units_null": float(c.null.units.mean())} for c in res.candidates],
@@ -395,13 +441,17 @@ def sequential_lines(seq: Mapping[str, Any], size_name: str) -> list[str]:
            f"({d['spending']}{fut}); {'Z·d' if d.get('direction') else '|Z|'} bounds {bounds}"]
     cal = d.get("calibration")
     if cal is not None:
+        err = f" (MC error ± {cal['shift_mc_error']:.3f})" if cal.get("shift_mc_error") is not None else ""
         out.append(f"  bounds calibrated on {cal['null_sims']} simulated null studies: the spending function's bounds "
-                   f"moved by {cal['shift']:+.3f} to reject at {cal['side_level']:.3f} in the effect's direction"
+                   f"moved by {cal['shift']:+.3f}{err} to reject at {cal['side_level']:.3f} in the effect's direction"
                    + (" with futility obeyed (binding)" if cal.get("futility") else ""))
     if d["futility"] is not None:
         out.append("  futility bounds " + " ".join(f"{a:.2f}" for a in d["futility"]))
-    out.append(f"  power {e['rejection_rate']:.3f} ± {e['mc_se']:.3f}, type-I {n['rejection_rate']:.3f} ± "
-               f"{n['mc_se']:.3f} ({e['sims']} simulated sequential studies each)")
+    out.append(f"  power {e['rejection_rate']:.3f} ± {e['mc_se']:.3f} ({e['sims']} studies under the effect), "
+               f"type-I {n['rejection_rate']:.3f} ± {n['mc_se']:.3f} ({n['sims']} fresh null studies; accepted only "
+               "at most alpha)")
+    if seq.get("saving", {}).get("statement"):
+        out.append("  " + seq["saving"]["statement"])
     out.append("  stops at look (effect): " + " ".join(f"{p:.2f}" for p in e["stop_look"])
                + "; (null): " + " ".join(f"{p:.2f}" for p in n["stop_look"]))
     ex, fx, mx = seq["expected"]["effect"], seq["fixed"], seq["maximum"]
@@ -419,16 +469,19 @@ def sequential_lines(seq: Mapping[str, Any], size_name: str) -> list[str]:
 
 def attach_sequential(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, looks: int, spending: Spending,
                       futility: bool, sims: int, workers: int, null_agent: str | None,
-                      say: Callable[[str], None] | None = None) -> dict[str, Any]:
+                      say: Callable[[str], None] | None = None, null_sims: int | None = None) -> dict[str, Any]:
     """Design the sequential version of a fixed plan's chosen design and record it in the payload
     (``payload["sequential"]``; the run section then executes it: its maximum size and its looks)."""
     from cogtestbed.validation.design.plan import sessions_per_llm
 
     spec, point, size_name = result.spec, result.chosen.point, result.size_name
     res = plan_sequential(spec, getattr(point, size_name), point.trials, point.runs, looks, spending, futility,
-                          result.target, sims=sims, workers=workers, null_agent=null_agent, say=say)
+                          result.target, sims=sims, workers=workers, null_agent=null_agent, say=say,
+                          null_sims=null_sims)
     if res.chosen is not None:
         price_looks(res.chosen, spec, pricer, exp, point, size_name)
+        if res.fixed_null is None:  # model targets: the fixed design's own test on fresh null studies
+            res.fixed_null = fixed_type1(spec, point, null_agent, workers, null_sims or MIN_NULL_SIMS)
     seq = sequential_payload(res, spec, result.chosen.cost, size_name, futility)
     payload["sequential"] = seq
     if res.chosen is not None:
@@ -441,6 +494,42 @@ def attach_sequential(payload: dict[str, Any], result: Any, pricer: Any, exp: An
     if res.chosen is not None:  # a sample of simulated statistic paths, for the report's plot
         seq["paths"] = {"effect": _json_paths(res.z_effect[:PLOT_PATHS]), "null": _json_paths(res.z_null[:PLOT_PATHS])}
     return payload
+
+
+def fixed_type1(spec: PlannedStudy, point: Any, null_agent: str | None, workers: int,
+                sims: int = MIN_NULL_SIMS) -> tuple[int, int]:
+    """(rejections, studies) of the fixed design ``point``'s own test on ``sims`` null studies (the
+    fixed plan's power study of the null: every rejection counts)."""
+    from cogtestbed.validation.design.plan import PowerEvaluator
+
+    evaluator = PowerEvaluator(null_spec(spec, null_agent), workers)
+    try:
+        est = evaluator.ensure(point, sims)
+    except BaseException:
+        evaluator.close(abort=True)
+        raise
+    evaluator.close()
+    return est.hits, est.sims
+
+
+def comparison(seq_rate: float, seq_sims: int, fixed: tuple[int, int] | None) -> dict[str, Any]:
+    """The fixed comparator's own type-I error beside the sequential design's, each with its MC SE,
+    and whether the saving is stated at equal type-I error (the fixed test's at least the sequential
+    one's) or against a more conservative fixed test (then the saving overstates it)."""
+    if fixed is None or fixed[1] == 0:
+        return {"fixed_type1": None, "fair": None, "statement": "the fixed design's type-I error was not measured"}
+    hits, n = fixed
+    rate = hits / n
+    se = math.sqrt(rate * (1 - rate) / n)
+    seq_se = math.sqrt(seq_rate * (1 - seq_rate) / max(seq_sims, 1))
+    fair = rate >= seq_rate
+    text = (f"fixed design's own type-I error {rate:.3f} ± {se:.3f} ({n:,} null studies) vs sequential "
+            f"{seq_rate:.3f} ± {seq_se:.3f}: ")
+    text += ("the saving is stated against a fixed test spending at least as much type-I error" if fair else
+             "the fixed test is more conservative, so the saving is against a fixed design with less type-I "
+             "error (at equal type-I error it is smaller)")
+    return {"fixed_type1": rate, "fixed_type1_mc_se": se, "fixed_null_sims": n, "sequential_type1": seq_rate,
+            "sequential_type1_mc_se": seq_se, "fair": fair, "statement": text}
 
 
 def _json_paths(z: np.ndarray) -> list[list[float | None]]:

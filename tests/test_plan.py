@@ -317,3 +317,26 @@ def test_plan_json_carries_the_answer_length_and_the_worst_case_calls(small_plan
     run = payload["run"]
     assert run["max_tokens"] == 8  # instrumental learning's one-line answer
     assert run["max_calls"] == payload["cost"]["calls"]  # fixed-length sessions: the ceiling is the count
+
+
+def test_recovery_warning_says_meaning_and_remedy_in_every_output():
+    """Issue 40 item 6: a biased per-subject MLE is a warning with what it means (the test stays
+    valid, the estimate and interval must not be reported) and the remedy, in plan.json's
+    ``warnings``, report.md and on the terminal."""
+    from cogtestbed.validation.design.plan_report import plan_markdown, recovery_warnings
+
+    rec = {"effect": "optimism_bias", "effect_size": 0.2, "effect_bias": -0.064, "estimand": 0.19, "coverage": 0.88,
+           "coverage_level": 0.95, "studies": 178, "lapse_fit": None}
+    (bias, cover) = recovery_warnings(rec)
+    assert "biased by 32% of the effect" in bias and "stays a valid test" in bias and "must not be reported" in bias
+    assert "--method hierarchical" in bias and "--lapse fit" in bias and "178 fresh simulated studies" in bias
+    assert "covers the true effect in 88%" in cover
+    assert recovery_warnings({**rec, "effect_bias": -0.01, "coverage": 0.94}) == []
+    assert recovery_warnings({"metric": "model_basedness"}) == []
+    payload = {"experiment": "instrumental-learning", "warnings": [bias], "notes": ["the subjects range was extended"],
+               "frontier": [], "chosen": {"design": "26 subjects", "sessions_per_llm": 26},
+               "cost": {"calls": 10, "prompt_tokens": 5, "completion_tokens": 1, "dollars": 0.5},
+               "power": {"rate": 0.8, "sims": 100}, "run": {"llms": ["openai:gpt-4o-mini"]},
+               "target": {"power": 0.8, "what": "optimism_bias = 0.2 (rw-pm)"}}
+    md = plan_markdown(payload)
+    assert "**Warning:** the per-subject MLE of optimism_bias" in md and "note: the subjects range was extended" in md

@@ -105,6 +105,9 @@ DEFAULT_SIZE = (10, 200)
 #: to this cap (10× the default top); a range given by the user is not extended (the plan says when
 #: its choice sits at an edge).
 MAX_EXTENDED_SIZE = 2000
+#: Added to the study's seed for the fresh studies at the chosen design that measure its recovery
+#: (effect bias, coverage): seeds no power simulation of the search used.
+FRESH_SEED_OFFSET = 7_777_777
 #: Draws of the simulated population used to compute the population mean of the effect (the
 #: estimand of the t-test of a model-level power study) for the coverage of its interval.
 ESTIMAND_DRAWS = 100_000
@@ -784,7 +787,7 @@ class Planner:
             self.extend_sizes()
             chosen = self.finalise()
             self.notes.extend(self.edge_notes(chosen.point))
-            recovery = recovery_at(self.spec, self.exp, chosen.point, self.power.table(chosen.point))
+            recovery = recovery_at(self.spec, self.exp, chosen.point, self.fresh_table(chosen))
         except BaseException:  # an interrupt (SIGTERM, Ctrl-C) or an error: the workers end now
             self.power.close(abort=True)
             raise
@@ -793,6 +796,20 @@ class Planner:
         return PlanResult(self.spec, self.target, self.size.name, chosen, evaluated, pareto(evaluated), recovery,
                           time.perf_counter() - start, _cpu() - cpu0, self.power.simulations, self.pruned, self.notes,
                           next((a.name for a in self.others if a.name != "runs"), None))
+
+    def fresh_table(self, chosen: Evaluated) -> pd.DataFrame:
+        """As many simulated studies at the chosen design as chose it, on seeds of their own
+        (:data:`FRESH_SEED_OFFSET`): the effect bias and coverage are measured on studies other than
+        those whose power picked the design (which favour designs whose estimates ran high)."""
+        fresh = PowerEvaluator(self.spec.model_copy(update={"seed": self.spec.seed + FRESH_SEED_OFFSET}),
+                               self.power.workers)
+        try:
+            fresh.ensure(chosen.point, chosen.estimate.sims)
+        except BaseException:
+            fresh.close(abort=True)
+            raise
+        fresh.close()
+        return fresh.table(chosen.point)
 
     def extend_sizes(self) -> None:
         """Double the size axis's top (to :attr:`extend_to`) while a combination failed only for
@@ -959,7 +976,8 @@ def recovery_at(spec: PlannedStudy, exp: ExperimentSpec, point: Point, power_row
 
     Model level: per-subject true vs MLE of every parameter and of the effect (r, bias, RMSE) over
     :data:`RECOVERY_REPS` data sets simulated as the power study simulates them, plus the bias of the
-    effect's estimate and the coverage of its (1 − level) t-interval across the power simulations,
+    effect's estimate and the coverage of its (1 − level) t-interval across ``power_rows`` (the plan
+    passes fresh studies at the design, not those that chose it: :meth:`Planner.fresh_table`),
     both against the population mean of the effect (the t-test's estimand, from
     :data:`ESTIMAND_DRAWS` simulated subjects).  Metric level: mean and SD of the estimated
     difference.  Test level: rejection rate and median p-value.
@@ -977,7 +995,7 @@ def recovery_at(spec: PlannedStudy, exp: ExperimentSpec, point: Point, power_row
 
 def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: pd.DataFrame) -> dict[str, Any]:
     from cogtestbed.validation.studies.model_studies import power_parameters
-    from cogtestbed.validation.studies.study_data import seed_of, simulate_model
+    from cogtestbed.validation.studies.study_data import fitted_model, seed_of, simulate_model
 
     assert spec.effect is not None
     model = exp.model(spec.models[0])
@@ -993,7 +1011,7 @@ def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: p
         trials = simulate_model(spec, exp, model.name, true, point.subjects, seed_of(sim_seq), design, point.runs)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fits = model.fit_mle(trials)
+            fits = fitted_model(spec, model).fit_mle(trials)  # the fit the plan's test uses (--lapse-fit)
         order = {s: i for i, s in enumerate(sorted(trials["subject"].unique()))}
         idx = np.array([order[s] for s in fits["subject"]])
         true_parts.append({p: np.asarray(v)[idx] for p, v in true.items()})
@@ -1019,6 +1037,8 @@ def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: p
     has = rows["lo"].notna() & rows["hi"].notna()
     return {"effect": spec.effect, "estimand": estimand, "effect_size": spec.effect_size,
             "effect_bias": float(rows["estimate"].mean() - estimand),
+            "effect_bias_mc_se": float(rows["estimate"].std(ddof=1) / math.sqrt(len(rows))) if len(rows) > 1
+            else None, "studies": int(len(rows)), "lapse_fit": spec.lapse_fit,
             "coverage": float(covered[has].mean()) if has.any() else float("nan"),
             "coverage_level": 1 - spec.level, "interval": str(rows["test"].iloc[0]),
             "subjects_scored": int(true_all[model.parameters.names[0]].size), "parameters": per}

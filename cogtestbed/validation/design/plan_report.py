@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -158,6 +159,7 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
         "study": study_at(result.spec, chosen.point, chosen.estimate.sims).model_dump(mode="json"),
         "searched": result.searched,
         "notes": list(result.notes),
+        "warnings": recovery_warnings(result.recovery),
         "search": {"seconds": round(result.seconds, 2), "cpu_seconds": round(result.cpu_seconds, 2),
                    "simulations": result.simulations, "designs_simulated": len(result.evaluated)},
     }
@@ -175,6 +177,37 @@ def _expected_dollars(chosen: Evaluated, pricer: Pricer, completion_per_call: fl
             return None
         total += price.cost(int(report["prompt_tokens"]), round(completion_per_call * int(report["calls"])))
     return round(total, 4)
+
+
+#: Interval coverage this far below its nominal level is called a problem of the plan's test.
+COVERAGE_SLACK = 0.03
+#: An effect estimate biased by more than this share of the effect is warned about.
+BIAS_SHARE = 0.1
+
+
+def recovery_warnings(rec: Mapping[str, Any]) -> list[str]:
+    """The chosen design's recovery problems (model-level targets), each with what it means and the
+    remedy: a biased per-subject MLE of the effect, an interval that covers less than it claims.
+    Measured on fresh studies at the design (:meth:`~cogtestbed.validation.design.plan.Planner.fresh_table`)."""
+    if "effect_bias" not in rec:
+        return []
+    bias, size = rec["effect_bias"], rec.get("effect_size") or 0.0
+    cov, nominal = rec.get("coverage"), rec.get("coverage_level")
+    fit = "with a lapse term" if rec.get("lapse_fit") is not None else "without a lapse term"
+    remedy = ("report the effect from a hierarchical fit instead (`cogtestbed fit MODEL RUN/trials.parquet -o DIR "
+              "--method hierarchical`, `--lapse fit` where answers may be invalid), or plan more trials per subject "
+              "(the per-subject MLE's bias shrinks with trials)")
+    out = []
+    if size and abs(bias) > BIAS_SHARE * abs(size):
+        out.append(f"the per-subject MLE of {rec['effect']} ({fit}) is biased by {abs(bias) / abs(size):.0%} of the "
+                   f"effect at this design ({bias:+.3g} against the population mean {rec['estimand']:.3g}, "
+                   f"{rec.get('studies', 'the')} fresh simulated studies): the plan's t-test stays a valid test of "
+                   "whether the effect is zero (its error rates are the simulated ones), but its estimate and "
+                   f"interval must not be reported as the effect's size; {remedy}")
+    if cov is not None and nominal is not None and cov < nominal - COVERAGE_SLACK:
+        out.append(f"the test's {nominal:.0%} interval covers the true effect in {cov:.0%} of fresh simulated "
+                   f"studies at this design: do not report it as a {nominal:.0%} interval; {remedy}")
+    return out
 
 
 def summary_line(payload: dict[str, Any]) -> str:
@@ -241,8 +274,10 @@ def write_plan(payload: dict[str, Any], out: Path) -> dict[str, Path]:
         tables.append(("combinations not simulated or not reaching the target", pd.DataFrame(payload["pruned"])))
     details = json.dumps({k: payload[k] for k in ("run", "cost", "lapse", "pilot", "search", "study")},
                          indent=1, default=str)
-    section = {"title": f"plan: {payload['experiment']}", "verdict": summary_line(payload), "tables": tables,
-               "plots": [png], "details": details}
+    said = [*(f"WARNING: {w}" for w in payload.get("warnings") or []), *(f"note: {n}" for n in payload.get("notes")
+                                                                         or [])]
+    section = {"title": f"plan: {payload['experiment']}", "verdict": "\n".join([summary_line(payload), *said]),
+               "tables": tables, "plots": [png], "details": details}
     sections = [section]
     if "sequential" in payload:  # a group-sequential plan (plan --looks)
         from cogtestbed.validation.design.seqplan import report_section
@@ -250,7 +285,35 @@ def write_plan(payload: dict[str, Any], out: Path) -> dict[str, Path]:
         sections.append(report_section(payload["sequential"], out))
     report = out / REPORT_FILE
     _atomic_write(report, html_report(f"cogtestbed plan: {payload['experiment']}", sections))
-    return {"plan": plan, "report": report, "frontier": png}
+    markdown = out / MARKDOWN_FILE
+    _atomic_write(markdown, plan_markdown(payload))
+    return {"plan": plan, "report": report, "markdown": markdown, "frontier": png}
+
+
+#: The plan in Markdown (summary, warnings, notes, frontier, sequential design), beside report.html.
+MARKDOWN_FILE = "report.md"
+
+
+def plan_markdown(payload: Mapping[str, Any]) -> str:
+    """``report.md``: the plan's summary line, its warnings (what they mean and the remedy), notes,
+    frontier and, for a sequential plan, its design and operating characteristics."""
+    lines = [f"# cogtestbed plan: {payload['experiment']}", "", summary_line(dict(payload)), ""]
+    for w in payload.get("warnings") or []:
+        lines += [f"> **Warning:** {w}", ""]
+    for n in payload.get("notes") or []:
+        lines += [f"- note: {n}"]
+    lines += ["", "## Cost–power frontier", "", "| design | power | MC SE | calls | dollars |", "|---|---|---|---|---|"]
+    for row in payload.get("frontier") or []:
+        dollars = "-" if row.get("dollars") is None else f"${row['dollars']:.3f}"
+        lines.append(f"| {row['design']} | {row['power']:.3f} | {row['mc_se']:.3f} | {int(row['calls']):,} "
+                     f"| {dollars} |")
+    if payload.get("sequential"):
+        from cogtestbed.validation.design.seqplan import sequential_lines
+
+        seq = payload["sequential"]
+        lines += ["", "## Sequential plan", ""]
+        lines += [f"    {x}" for x in sequential_lines(seq, seq.get("design", {}).get("size_axis", "units"))]
+    return "\n".join(lines) + "\n"
 
 
 def _recovery_tables(recovery: dict[str, Any]) -> list[tuple[str, pd.DataFrame]]:

@@ -11,6 +11,7 @@ the CPU columns.
 
     python benchmarks/bench_seqplan.py [--rounds 3] [--seq-sims 1000] [--warmup 1]
     python benchmarks/bench_seqplan.py --profile 100   # cProfile of the sequential simulation alone
+    python benchmarks/bench_seqplan.py --twostep [--fixed]   # issue 40's two-LLM two-step plan: $ and time
 """
 
 from __future__ import annotations
@@ -59,9 +60,44 @@ def profile(sims: int) -> None:
     pstats.Stats(prof).sort_stats("tottime").print_stats(12)
 
 
+#: Issue 40's two-LLM two-step comparison (gpt-4o): the fixed plan (target <= $75 per LLM at 80 % power)
+#: and its 5-look Pocock plan with futility (target <= 5 min on 2 cores).
+TWOSTEP = ["plan", "two-step", "--metric", "model_basedness", "--compare", "hybrid:w=0.3,beta=5",
+           "hybrid:w=0.45,beta=5", "--llm", "openai:gpt-4o", "--llm", "openai:gpt-4o", "--workers", "2", "--json"]
+
+
+def twostep(looks: bool) -> None:
+    """The two-step comparison of issue 40 as one whole ``cogtestbed plan`` process: wall and CPU
+    seconds (with the load average, the machine being shared), the chosen fixed design and its dollars
+    per LLM, and with ``looks`` the 5-look plan's operating characteristics and saving."""
+    args = TWOSTEP + (["--looks", "5", "--spending", "pocock", "--futility"] if looks else [])
+    print("$ cogtestbed", " ".join(args), flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-twostep-") as tmp:
+        wall, cpu, payload = timed(args, Path(tmp))
+    one, five, _ = os.getloadavg()
+    c = payload["chosen"]
+    per_llm = payload["cost"]["dollars"] / 2 if payload["cost"]["dollars"] is not None else None
+    print(f"wall {wall:.1f} s, CPU {cpu:.1f} s (load {one:.1f}/{five:.1f} on {os.cpu_count()} CPUs)")
+    print(f"fixed: {c['design']}, power {c['power']:.3f} ± {c['mc_se']:.3f}, ${payload['cost']['dollars']:.2f} for "
+          f"both LLMs = ${per_llm:.2f} per LLM (target <= $75)")
+    for note in payload.get("notes") or []:
+        print("note:", note)
+    seq = payload.get("sequential")
+    if seq and seq.get("chosen", True) is not None:
+        e, n = seq["effect"], seq["null"]
+        print(f"sequential: sizes {seq['design']['sizes']}, power {e['rejection_rate']:.3f} ± {e['mc_se']:.3f}, "
+              f"type-I {n['rejection_rate']:.3f} ± {n['mc_se']:.3f} ({n['sims']} fresh null studies), expected "
+              f"saving {seq['saving']['percent']:.1f}%; {seq['saving']['statement']}")
+    elif seq:
+        print("sequential:", seq.get("reason"))
+
+
 def main() -> None:
     if sys.argv[1:2] == ["--profile"]:
         profile(int(sys.argv[2]) if len(sys.argv) > 2 else 100)
+        return
+    if sys.argv[1:2] == ["--twostep"]:
+        twostep(looks="--fixed" not in sys.argv[2:])
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)

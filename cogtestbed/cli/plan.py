@@ -103,15 +103,13 @@ def plan(
     from cogtestbed.parameters import parse_assignments
     from cogtestbed.progress import heartbeat
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.plan import MAX_EXTENDED_SIZE, Planner, Pricer, design_axes
+    from cogtestbed.validation.design.plan import Planner, Pricer, design_axes
     from cogtestbed.validation.design.plan_report import plan_payload
     from cogtestbed.validation.studies.report import check_output_target
     from cogtestbed.validation.studies.study_kinds import PlannedStudy
 
     exp = get_experiment(experiment)
-    _check_sequential_options(looks, spending, futility, null, seq_sims, precision, test)
-    if looks is None and null_sims is not None:
-        raise ValueError("--null-sims shapes a sequential plan: add --looks K (or drop it)")
+    _check_sequential_options(looks, spending, futility, null, seq_sims, precision, test, null_sims)
     llm = list(llm or [])
     effect, target = _target(llm, model, effect, metric, test, precision)
     given_base, given_params = parse_assignments(base or []), parse_assignments(param or [])
@@ -137,9 +135,8 @@ def plan(
                     reask=reask, prices=prices, allow_unpriced=allow_unpriced, batch=batch)
     quiet = as_json and not console_err.is_terminal
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
-    given = subjects if size.name == "subjects" else runs  # a default size range grows (to a cap) when needed
     planner = Planner(spec, pricer, size, others, target=power, max_cost=max_cost, mc_se=mc_se, workers=n_workers,
-                      extend_to=None if given is not None else MAX_EXTENDED_SIZE,
+                      extend_to=_extend_to(size.name, subjects, runs),
                       on_progress=None if quiet else lambda msg: console_err.print(f"[dim]{msg}[/]", highlight=False))
     if not quiet:
         _say_look_estimate(planner)
@@ -153,6 +150,15 @@ def plan(
             _attach_looks(payload, result, pricer, exp, looks, spending, futility, sims, n_workers, null,
                           None if quiet else planner.say, null_sims)
     _emit_plan(payload, result.size_name, output, as_json)
+
+
+def _extend_to(size_name: str, subjects: str | None, runs: str | None) -> int | None:
+    """How far the size axis may grow: a default range to :data:`MAX_EXTENDED_SIZE` when needed,
+    a range the user gave not at all."""
+    from cogtestbed.validation.design.plan import MAX_EXTENDED_SIZE
+
+    given = subjects if size_name == "subjects" else runs
+    return MAX_EXTENDED_SIZE if given is None else None
 
 
 def _with_lapse_fit(spec: Any, lapse_fit: str | None) -> Any:
@@ -198,9 +204,12 @@ def _attach_looks(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, l
 
 
 def _check_sequential_options(looks: int | None, spending: str, futility: bool, null: str | None,
-                              seq_sims: int | None, precision: str | None, test: str | None) -> None:
+                              seq_sims: int | None, precision: str | None, test: str | None,
+                              null_sims: int | None = None) -> None:
     """The options of a sequential plan go with ``--looks``, and ``--looks`` with a power target:
     an option that would be ignored is refused in one line."""
+    if looks is None and null_sims is not None:
+        raise ValueError("--null-sims shapes a sequential plan: add --looks K (or drop it)")
     if looks is None:
         given = [name for name, on in (("--spending", spending != "obrien-fleming"), ("--futility", futility),
                                        ("--null", null is not None), ("--seq-sims", seq_sims is not None)) if on]

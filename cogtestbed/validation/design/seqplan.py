@@ -271,8 +271,7 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     dirn = direction(spec)
     say = say or (lambda _m: None)
     say(f"sequential: {sims} simulated studies under the effect, {null_sims} fresh null studies"
-        f"{f' and {null_sims} calibration null studies' if calibrate else ''} up to {n_top} units, {looks} looks, "
-        f"{len(maxima)} maximum sizes")
+        f"{_calibration_words(calibrate, null_sims)} up to {n_top} units, {looks} looks, {len(maxima)} maximum sizes")
     nominal = _candidates(maxima, looks, spec, spending, futility, target, calibrate)
     columns = tuple(tuple(col[n] for n in b.sizes) for b in nominal)
     sim = Simulator(trials, runs, n_top, all_sizes, sims, spec.seed, workers, width=max(2, lo // looks))
@@ -304,6 +303,10 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     return SequentialResult(chosen, cands, eff.z[:, cols], nul.z[:, cols], time.perf_counter() - start,
                             sims + null_sims, null_sims if calibrate else 0, sim.subjects, _cpu() - cpu,
                             fixed_null=fixed)
+
+
+def _calibration_words(calibrate: bool, null_sims: int) -> str:
+    return f" and {null_sims} calibration null studies" if calibrate else ""
 
 
 def _shift_and_error(scores: np.ndarray, side: float, info: Mapping[str, Any],

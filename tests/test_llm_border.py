@@ -4,6 +4,7 @@ Every server here is on 127.0.0.1; nothing calls a hosted API."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -249,3 +250,192 @@ def test_a_server_listing_another_model_under_the_name_is_refused_on_resume() ->
     assert why is not None and "another model under the same name" in why and "/models/b" in why
     assert endpoint_change({**new, "served_model": None}, old) is None  # a server that lists nothing: unknown
     assert endpoint_change(new, None) is None  # a run from before endpoints were recorded
+
+
+# ------------------------------------------------------------------------------ the project's server
+def _openai_sdk(url: str):
+    openai = pytest.importorskip("openai")
+    return openai.OpenAI(base_url=url, api_key="not-needed", max_retries=0)
+
+
+def test_streaming_through_the_openai_sdk_equals_the_plain_answer(server) -> None:
+    url, _ = server
+    sdk = _openai_sdk(url)
+    common = {"model": "tiny-random", "prompt": "Q: Machine 1 or 2?\nA: Machine", "max_tokens": 12,
+              "temperature": 0}
+    plain = sdk.completions.create(**common)
+    chunks = list(sdk.completions.create(**common, stream=True, stream_options={"include_usage": True}))
+    texts = [c.choices[0].text for c in chunks if c.choices]
+    assert len(texts) > 1 and "".join(texts) == plain.choices[0].text != ""
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == plain.usage.completion_tokens
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == plain.choices[0].finish_reason
+    chat = {"model": "tiny-random-chat", "messages": [{"role": "user", "content": "Pick a machine."}],
+            "max_tokens": 12, "temperature": 0}
+    plain_chat = sdk.chat.completions.create(**chat)
+    stream = list(sdk.chat.completions.create(**chat, stream=True, stream_options={"include_usage": True}))
+    pieces = [c.choices[0].delta.content or "" for c in stream if c.choices]
+    assert len(stream) > 2 and "".join(pieces) == plain_chat.choices[0].message.content
+    assert stream[-1].usage.prompt_tokens == plain_chat.usage.prompt_tokens
+    without_usage = list(sdk.chat.completions.create(**chat, stream=True))
+    assert all(c.usage is None and c.choices for c in without_usage)
+
+
+def test_echo_with_max_tokens_0_generates_nothing(server) -> None:
+    url, _ = server
+    prompt = "Q: Machine 1 or 2?\nA: Machine 2"
+    resp = _openai_sdk(url).completions.create(model="tiny-random", prompt=prompt, max_tokens=0, echo=True,
+                                              logprobs=1)
+    choice = resp.choices[0]
+    assert choice.text == prompt and resp.usage.completion_tokens == 0
+    assert len(choice.logprobs.tokens) == resp.usage.prompt_tokens and choice.logprobs.token_logprobs[0] is None
+    assert "".join(choice.logprobs.tokens) == prompt
+
+
+@pytest.mark.parametrize(("path", "body", "status", "named"), [
+    ("completions", b"{not json", 400, "not valid JSON"),
+    ("completions", b"[1, 2]", 400, "must be a JSON object"),
+    ("completions", {"model": "tiny-random", "prompt": "x", "max_tokens": "many"}, 400, "'max_tokens' must be int"),
+    ("completions", {"model": "tiny-random", "prompt": "x", "max_tokens": -1}, 400, "'max_tokens' must be in"),
+    ("completions", {"model": "tiny-random", "prompt": "x", "max_tokens": 0}, 400, "'max_tokens' must be in [1,"),
+    ("completions", {"model": "tiny-random", "prompt": "x", "temperature": 9}, 400, "'temperature' must be in"),
+    ("completions", {"model": "nope", "prompt": "x"}, 404, "model 'nope' not served"),
+    ("completions", {"prompt": "x"}, 400, "missing required parameter: 'model'"),
+    ("chat/completions", {"model": "tiny-random-chat"}, 400, "missing required parameter: 'messages'"),
+    ("chat/completions", {"model": "tiny-random-chat", "messages": [{"role": "user"}]}, 400, "'messages' must be"),
+    ("chat/completions", {"model": "tiny-random-chat", "messages": "hi"}, 400, "'messages' must be list"),
+    ("messages", {"model": "tiny-random-chat", "messages": [{"role": "user", "content": "hi"}]}, 400,
+     "missing required parameter: 'max_tokens'"),
+    ("completions", {"model": "tiny-random", "prompt": "x" * 5000}, 413, "exceeds the limit of 4096 bytes"),
+])
+def test_malformed_or_oversized_requests_get_an_openai_style_4xx(tiny, tiny_chat, path: str, body, status: int,
+                                                                 named: str) -> None:
+    import httpx
+
+    from cogtestbed.llm_adapters.server import serve
+
+    with serve({"tiny-random": tiny, "tiny-random-chat": tiny_chat}, max_body=4096) as url:
+        content = body if isinstance(body, bytes) else json.dumps(body).encode()
+        resp = httpx.post(f"{url}/{path}", content=content, headers={"content-type": "application/json"})
+    assert resp.status_code == status, resp.text
+    error = resp.json()["error"]
+    assert named in error["message"] and error["type"] == "invalid_request_error"
+
+
+def test_the_generation_time_of_a_request_is_bounded(tiny) -> None:
+    from cogtestbed.llm_adapters.base import GenerateRequest
+    from cogtestbed.llm_adapters.server import create_app
+
+    create_app({"tiny-random": tiny}, max_seconds=0.5)
+    assert tiny.max_time == 0.5
+    assert tiny._generate_kwargs(GenerateRequest("x", 4), 1, False)["max_time"] == 0.5
+    tiny.max_time = None
+    assert "max_time" not in tiny._generate_kwargs(GenerateRequest("x", 4), 1, False)
+
+
+def test_the_server_stops_on_the_first_sigterm_with_a_request_in_flight(tmp_path: Path) -> None:
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "cogtestbed.llm_adapters.server", "--model", "tiny-random",
+                             "--port", str(port), "--fail-rate", "1", "--delay", "300"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    try:
+        url = f"http://127.0.0.1:{port}/v1"
+        for _ in range(600):  # the model loads first
+            try:
+                if httpx.get(f"{url}/models", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        hung = threading.Thread(target=lambda: _quietly(lambda: httpx.post(
+            f"{url}/completions", json={"model": "tiny-random", "prompt": "x"}, timeout=600)), daemon=True)
+        hung.start()  # held by the injected 300 s delay when the signal comes
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0  # one signal; uvicorn alone would wait for the request
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _quietly(call) -> None:
+    with contextlib.suppress(Exception):
+        call()
+
+
+# ----------------------------------------------------------------------- a server that sends nonsense
+@contextlib.contextmanager
+def _nonsense_server(answer: dict):
+    """An OpenAI-compatible server on 127.0.0.1 whose completions answer ``answer["body"]`` (bytes) with
+    status 200: the test sets what it sends."""
+    from cogtestbed.llm_adapters.server import serve_app
+
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        if scope["path"].endswith("/models"):
+            body = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode()
+        else:
+            body = answer["body"]
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    with serve_app(app) as root:
+        yield f"{root}/v1"
+
+
+def _completion(usage: dict | None = None, choices: list | None = None) -> bytes:
+    return json.dumps({"id": "c", "object": "text_completion", "created": 0, "model": "m",
+                       "choices": [{"index": 0, "text": " 1", "logprobs": None, "finish_reason": "stop"}]
+                       if choices is None else choices, "usage": usage}).encode()
+
+
+@pytest.mark.parametrize(("body", "named"), [
+    (_completion(choices=[]), "the server answered without a choice (choices: [])"),
+    (_completion()[:40], "not valid JSON"),
+])
+def test_a_response_without_an_answer_is_one_line_never_a_traceback(tmp_path: Path, capsys, body: bytes,
+                                                                    named: str) -> None:
+    with _nonsense_server({"body": body}) as url:
+        code, said = _run(["run", "instrumental-learning", "--llm", "openai:m", "--mode", "completions",
+                           "--base-url", url, "--design", "visits_per_casino=2", "--retry-for", "0",
+                           "--cache", str(tmp_path / "c.sqlite"), "-o", str(tmp_path / "r")], capsys)
+    errors = [ln for ln in said.splitlines() if ln.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and named in errors[0], said
+    assert "Traceback" not in said
+
+
+@pytest.mark.parametrize("usage", [{"prompt_tokens": -1000000, "completion_tokens": 2, "total_tokens": 0},
+                                   {"prompt_tokens": 5, "completion_tokens": float("nan"), "total_tokens": 0}])
+def test_negative_or_nan_usage_is_flagged_and_never_credited(tmp_path: Path, capsys, usage: dict) -> None:
+    prices = tmp_path / "p.toml"
+    prices.write_text('["openai:m"]\ninput = 1000.0\noutput = 1000.0\n')
+    body = json.dumps(json.loads(_completion(usage))).encode()  # NaN is sent as the bare NaN JSON allows
+    with _nonsense_server({"body": body}) as url:
+        code, said = _run(["run", "instrumental-learning", "--llm", "openai:m", "--mode", "completions",
+                           "--base-url", url, "--design", "visits_per_casino=2", "--prices", str(prices),
+                           "--cache", str(tmp_path / "c.sqlite"), "-o", str(tmp_path / "r")], capsys)
+    assert code == 0, said
+    flagged = [ln for ln in said.splitlines() if "not a token count" in ln]
+    assert len(flagged) == 8 and "Traceback" not in said  # one line per call that reported it
+    stats = json.loads((tmp_path / "r" / "run.json").read_text())["stats"]
+    assert stats["cost_usd"] > 0 and stats["prompt_tokens"] >= 0  # booked at the worst case, never credited
+    import pandas as pd
+
+    calls = pd.read_parquet(tmp_path / "r" / "calls.parquet")
+    bad = "prompt_tokens" if usage["prompt_tokens"] < 0 else "completion_tokens"
+    assert calls[bad].isna().all()  # recorded as unknown, not as the number sent

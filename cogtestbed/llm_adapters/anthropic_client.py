@@ -24,6 +24,7 @@ from cogtestbed.llm_adapters.base import (
     Generation,
     LLMClient,
     apply_stop,
+    checked_usage,
     image_media_type,
     message_images,
 )
@@ -135,14 +136,15 @@ class AnthropicClient(LLMClient):
         text, _ = apply_stop(text, request.stop)
         return Generation(
             text=text,
-            prompt_tokens=getattr(resp.usage, "input_tokens", None),
-            completion_tokens=getattr(resp.usage, "output_tokens", None),
+            prompt_tokens=checked_usage(getattr(resp.usage, "input_tokens", None), "input_tokens", self.where),
+            completion_tokens=checked_usage(getattr(resp.usage, "output_tokens", None), "output_tokens",
+                                            self.where),
             finish_reason=resp.stop_reason,
         )
 
     def endpoint_identity(self) -> dict[str, Any] | None:
         """The API's address; Anthropic's models are named by dated ids, so the name is the model."""
-        return {"url": redact_url(self.base_url) or "api.anthropic.com", "served_model": None}
+        return {"url": self.where, "served_model": None}
 
     async def aclose(self) -> None:
         for sdk in list(self._sdk.values()):

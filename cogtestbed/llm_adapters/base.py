@@ -24,6 +24,7 @@ import asyncio
 import base64
 import hashlib
 import json
+import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Coroutine, Mapping, Sequence
@@ -466,6 +467,20 @@ class LLMClient(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - clients without resources keep the default
         """Release network resources."""
+
+
+def checked_usage(value: Any, name: str, where: str) -> int | None:
+    """A token count a server reported, trusted only as a non-negative integer: anything else
+    (negative, NaN, a fraction, a string) is None — unknown, so a budget books the call at its worst
+    case and never credits it — and one warning line says what the server sent."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    logging.getLogger(__name__).warning(
+        "%s reported usage %s=%s: not a token count; recorded as unknown and booked at its worst case",
+        where, name, redact(repr(value))[:40])
+    return None
 
 
 def canonical_json(obj: Any) -> str:

@@ -296,9 +296,9 @@ def _reported_usage(response: Any, bound: int, max_tokens: int) -> tuple[int, in
     def read(*names: str) -> int | None:
         for name in names:
             value = getattr(usage, name, None)
-            if isinstance(value, int) and not isinstance(value, bool):
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                 return value
-        return None
+        return None  # none, or not a token count (negative, NaN): the worst case, never a credit
 
     prompt = read("prompt_tokens", "input_tokens")
     completion = read("completion_tokens", "output_tokens")

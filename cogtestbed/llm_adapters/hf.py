@@ -211,6 +211,9 @@ class HFClient(LLMClient):
         #: dangling ``" "`` token is a context byte-level BPE models never saw before a word); the
         #: answer is returned without that space.  The prompt's text is unchanged.
         self.heal_space = heal_space
+        #: Seconds one generation may take (``generate``'s ``max_time``), None: unbounded.  Set by
+        #: :mod:`cogtestbed.llm_adapters.server`, which bounds each request's generation.
+        self.max_time: float | None = None
         self._space_tokens: Any = None
 
     @contextmanager
@@ -430,6 +433,8 @@ class HFClient(LLMClient):
             output_logits=True, pad_token_id=self.tokenizer.pad_token_id
             if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id,
         )
+        if self.max_time is not None:  # a server's bound on one request's generation time
+            kwargs["max_time"] = self.max_time
         if sample:  # plain softmax sampling at the requested temperature (no top-k/top-p)
             kwargs.update(temperature=request.temperature, top_k=0, top_p=1.0)
         if heal:

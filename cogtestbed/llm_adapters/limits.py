@@ -390,7 +390,10 @@ class Budget:
 
     def settle(self, booking: Booking, prompt_tokens: int, completion_tokens: int,
                succeeded: bool) -> None:
-        """Replace the booking by the reported usage (a failed call is not billed)."""
+        """Replace the booking by the reported usage (a failed call is not billed).  A count that is not
+        a non-negative number is taken at the booking's worst case: a server's usage never credits."""
+        if not (prompt_tokens >= 0 and completion_tokens >= 0):  # NaN fails too
+            prompt_tokens, completion_tokens = self._worst_tokens(booking)
         self.booked = (self.booked - booking.worst).clip()
         real = Need(1.0, self.call_cost(prompt_tokens, completion_tokens)) if succeeded else Need()
         if succeeded:
@@ -431,6 +434,12 @@ class Budget:
         self._log({"id": ledger_id, "settle_usd": real, "calls": int(billed),
                    "prompt_tokens": prompt_tokens if billed else 0,
                    "completion_tokens": completion_tokens if billed else 0, "answered": int(billed)})
+
+    def _worst_tokens(self, booking: Booking) -> tuple[int, int]:
+        """Tokens that cost the booking's worst case (all of it as output where the model has a price)."""
+        if self.price is None or self.price.output <= 0:
+            return 0, 0
+        return 0, math.ceil(booking.worst.usd * 1e6 / self.price.output)
 
     def _log(self, event: dict[str, object]) -> None:
         if self.ledger is not None:

@@ -18,6 +18,7 @@ returned, so ``mass_outside`` is not available.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -39,6 +40,7 @@ from cogtestbed.llm_adapters.base import (
     ScoringNotSupported,
     TokenLogprob,
     apply_stop,
+    checked_usage,
     finish_score,
     image_data_url,
     message_images,
@@ -152,6 +154,9 @@ class OpenAIClient(LLMClient):
         errors = (self._openai.APIConnectionError,)  # includes APITimeoutError
         try:
             return await call_with_retries(fn, self.retry, errors, self._note_retry)
+        except (json.JSONDecodeError, self._openai.APIResponseValidationError) as exc:  # a 200 cut short or garbled
+            raise BackendError(f"{self.spec} at {self.where}: the server's answer is not valid JSON "
+                               f"(cut short or garbled: {' '.join(str(exc).split())[:120]})") from exc
         except BackendError as exc:
             hint = ""
             if exc.status in (400, 404) and self.mode == "chat" and "chat" in str(exc).lower():
@@ -181,6 +186,16 @@ class OpenAIClient(LLMClient):
             shown = ", ".join(names[:10]) + (" ..." if len(names) > 10 else "")
             raise BackendError(f"{self.spec}: model {self.model!r} is not served at {self.where} "
                                f"(available: {shown})", 404)
+
+    def _first_choice(self, resp: Any) -> Any:
+        """The response's first choice; a response with none (``"choices": []``) or not a response at
+        all is a :class:`BackendError` in one line."""
+        choices = getattr(resp, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            shown = "[]" if isinstance(choices, list) else type(resp).__name__
+            raise BackendError(f"{self.spec} at {self.where}: the server answered without a choice "
+                               f"(choices: {shown})")
+        return choices[0]
 
     def endpoint_identity(self) -> dict[str, Any] | None:
         """The server's address (:meth:`where`) and the served model's ``GET /models`` entry."""
@@ -238,9 +253,7 @@ class OpenAIClient(LLMClient):
 
     def generation(self, resp: Any, request: GenerateRequest) -> Generation:
         """The :class:`Generation` of a chat or completions response (the SDK's typed object)."""
-        if not resp.choices:
-            raise BackendError(f"{self.spec} at {self.where}: the response has no choices", None)
-        choice = resp.choices[0]
+        choice = self._first_choice(resp)
         logprobs: list[TokenLogprob] | None = None
         if self.mode == "chat":
             text = choice.message.content or ""
@@ -260,8 +273,9 @@ class OpenAIClient(LLMClient):
         usage = resp.usage
         return Generation(
             text=text,
-            prompt_tokens=getattr(usage, "prompt_tokens", None),
-            completion_tokens=getattr(usage, "completion_tokens", None),
+            prompt_tokens=checked_usage(getattr(usage, "prompt_tokens", None), "prompt_tokens", self.where),
+            completion_tokens=checked_usage(getattr(usage, "completion_tokens", None), "completion_tokens",
+                                            self.where),
             finish_reason=choice.finish_reason,
             logprobs=logprobs,
         )
@@ -287,7 +301,7 @@ class OpenAIClient(LLMClient):
                 if exc.status != 400:
                     raise
                 raise ScoringNotSupported(f"the server refused echo + logprobs: {exc}") from exc
-            scores.append(_continuation_from_echo(context, cont, resp.choices[0].logprobs))
+            scores.append(_continuation_from_echo(context, cont, self._first_choice(resp).logprobs))
         return finish_score(context, scores, None, full_distribution=False)
 
     def local_twin(self) -> LLMClient | None:

@@ -6,8 +6,12 @@ Serves :class:`~cogtestbed.llm_adapters.hf.HFClient` models with starlette + uvi
     cogtestbed run instrumental-learning --llm openai:tiny-random --base-url http://127.0.0.1:8000/v1
 
 Endpoints: ``GET /v1/models``, ``POST /v1/completions`` (``prompt``, ``max_tokens``,
-``temperature``, ``stop``, ``seed``, ``logprobs``, ``echo``), ``POST /v1/chat/completions``
-(``messages``, ``logprobs``/``top_logprobs``) and ``POST /v1/messages`` (Anthropic).  It exists so
+``temperature``, ``stop``, ``seed``, ``logprobs``, ``echo`` — with ``max_tokens: 0`` nothing is
+generated —, ``stream``), ``POST /v1/chat/completions`` (``messages``, ``logprobs``/``top_logprobs``,
+``stream`` with ``stream_options.include_usage``) and ``POST /v1/messages`` (Anthropic).  Every
+request is checked (:func:`create_app`): a body above ``--max-body`` gets 413, a malformed one a 4xx
+with an OpenAI-style error body, a generation stops after ``--max-seconds``; the first SIGTERM
+stops the server (:func:`main`).  It exists so
 that the SDK adapters are tested against a real server, and it can put a local model behind the
 same adapter as a hosted one.
 
@@ -28,12 +32,14 @@ import argparse
 import asyncio
 import base64
 import json
+import re
+import signal
 import socket
 import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -137,33 +143,209 @@ def _chat_logprobs(gen: Any) -> dict[str, Any] | None:
                           for a, v in t.top.items()]} for t in gen.logprobs]}
 
 
+#: Largest request body accepted, in bytes (a larger one is refused with 413 before it is read
+#: whole): far above any prompt of this package's experiments (images included), far below what
+#: would exhaust the server's memory.  ``--max-body`` changes it.
+MAX_BODY_BYTES = 8 * 1024 * 1024
+#: Longest generation of one request, in seconds (``transformers``' ``max_time``: generation stops
+#: there and the answer ends with ``finish_reason: "length"``).  ``--max-seconds`` changes it.
+MAX_GENERATION_SECONDS = 60.0
+#: Most tokens one request may ask for (``max_tokens``); more is refused with 400.
+MAX_TOKENS_LIMIT = 4096
+#: Seconds a SIGTERM waits for requests in flight before the server exits anyway (:func:`main`).
+SHUTDOWN_GRACE_SECONDS = 3.0
+
+
+class RequestError(ValueError):
+    """A request the server refuses: ``status`` (4xx) and an OpenAI-style error body."""
+
+    def __init__(self, status: int, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.param = status, param
+
+
+def _field(body: Mapping[str, Any], name: str, kind: type | tuple[type, ...], default: Any = None,
+           required: bool = False) -> Any:
+    """``body[name]`` checked to be of ``kind`` (a bool is not a number), else :class:`RequestError`."""
+    if name not in body or body[name] is None:
+        if required:
+            raise RequestError(400, f"missing required parameter: {name!r}", name)
+        return default
+    value = body[name]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+        names = " or ".join(k.__name__ for k in kinds)
+        raise RequestError(400, f"{name!r} must be {names}, got {json.dumps(value)[:80]}", name)
+    return value
+
+
+def _max_tokens(body: Mapping[str, Any], *names: str, default: int = 16, minimum: int = 1) -> int:
+    for name in names:
+        value = _field(body, name, int)
+        if value is not None:
+            if not minimum <= value <= MAX_TOKENS_LIMIT:
+                raise RequestError(400, f"{name!r} must be in [{minimum}, {MAX_TOKENS_LIMIT}], got {value}", name)
+            return int(value)
+    return default
+
+
+def _temperature(body: Mapping[str, Any]) -> float:
+    value = float(_field(body, "temperature", (int, float), 0.0))
+    if not 0.0 <= value <= 2.0:  # NaN fails too
+        raise RequestError(400, f"'temperature' must be in [0, 2], got {value}", "temperature")
+    return value
+
+
+def _stops(body: Mapping[str, Any], key: str = "stop") -> tuple[str, ...]:
+    stop = _field(body, key, (str, list), ())
+    stops = (stop,) if isinstance(stop, str) else tuple(stop)
+    if not all(isinstance(x, str) for x in stops):
+        raise RequestError(400, f"{key!r} must be a string or a list of strings", key)
+    return stops
+
+
+def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    messages = _field(body, "messages", list, required=True)
+    if not messages or not all(isinstance(m, dict) and isinstance(m.get("role"), str)
+                               and isinstance(m.get("content"), str | list) for m in messages):
+        raise RequestError(400, "'messages' must be a non-empty list of {role, content} objects", "messages")
+    return [dict(m) for m in messages]
+
+
+def _include_usage(body: Mapping[str, Any]) -> bool:
+    options = _field(body, "stream_options", dict, {})
+    return bool(options.get("include_usage"))
+
+
+def _pieces(text: str) -> list[str]:
+    """``text`` cut into the pieces a stream sends (each word with the white space before it)."""
+    return re.findall(r"\s*\S+|\s+", text) or [""]
+
+
+def _sse(chunks: Iterable[dict[str, Any]]) -> Iterator[bytes]:
+    """Server-sent events: one ``data:`` line per chunk, then ``data: [DONE]`` (OpenAI's stream)."""
+    for chunk in chunks:
+        yield f"data: {json.dumps(chunk)}\n\n".encode()
+    yield b"data: [DONE]\n\n"
+
+
+def _completion_chunks(head: dict[str, Any], text: str, finish: str | None, usage: dict[str, int] | None,
+                       include_usage: bool) -> Iterator[dict[str, Any]]:
+    """A completion as ``text_completion`` stream chunks; the last piece carries ``finish_reason``."""
+    pieces = _pieces(text)
+    for k, piece in enumerate(pieces):
+        last = k == len(pieces) - 1
+        yield {**head, "choices": [{"index": 0, "text": piece, "logprobs": None,
+                                    "finish_reason": finish if last else None}],
+               **({"usage": None} if include_usage else {})}
+    if include_usage:
+        yield {**head, "choices": [], "usage": usage}
+
+
+def _chat_chunks(head: dict[str, Any], text: str, finish: str | None, usage: dict[str, int] | None,
+                 include_usage: bool) -> Iterator[dict[str, Any]]:
+    """A chat answer as ``chat.completion.chunk`` stream chunks: the role, the content's pieces, the
+    finish reason, and (``stream_options.include_usage``) a last chunk with no choices and the usage."""
+    extra = {"usage": None} if include_usage else {}
+    yield {**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                                "finish_reason": None}], **extra}
+    for piece in _pieces(text):
+        yield {**head, "choices": [{"index": 0, "delta": {"content": piece}, "logprobs": None,
+                                    "finish_reason": None}], **extra}
+    yield {**head, "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish}], **extra}
+    if include_usage:
+        yield {**head, "choices": [], "usage": usage}
+
+
+def error_body(status: int, message: str, param: str | None = None) -> dict[str, Any]:
+    """An OpenAI-style error body: ``{"error": {message, type, param, code}}``."""
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    code = {404: "model_not_found", 413: "request_too_large"}.get(status)
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def _guarded(handler: Any) -> Any:
+    """``handler`` answering every refused or malformed request with a 4xx OpenAI-style error body."""
+    from starlette.responses import JSONResponse
+
+    async def endpoint(request: Any) -> Any:
+        try:
+            return await handler(request)
+        except RequestError as exc:
+            return JSONResponse(error_body(exc.status, str(exc), exc.param), status_code=exc.status)
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:  # a malformed part of the body
+            message = f"malformed request: {str(exc).strip(chr(39) + chr(34))}"
+            return JSONResponse(error_body(400, message), status_code=400)
+    return endpoint
+
+
+def _completion_fields(body: Mapping[str, Any]) -> tuple[str, int | None, bool, int]:
+    """(prompt, logprobs, echo, max_tokens) of a completions request, checked; ``max_tokens`` may be 0
+    with ``echo`` (the prompt scored, nothing generated)."""
+    prompt = _field(body, "prompt", (str, list), "")
+    if isinstance(prompt, list):
+        if len(prompt) != 1 or not isinstance(prompt[0], str):
+            raise RequestError(400, "prompt must be one string", "prompt")
+        prompt = prompt[0]
+    k = _field(body, "logprobs", int)
+    if k is not None and not 0 <= k <= 20:
+        raise RequestError(400, f"'logprobs' must be in [0, 20], got {k}", "logprobs")
+    echo = bool(_field(body, "echo", bool, False))
+    return prompt, k, echo, _max_tokens(body, "max_tokens", minimum=0 if echo else 1)
+
+
+async def _read_json(request: Any, limit: int) -> dict[str, Any]:
+    """The request's JSON object, read at most ``limit`` bytes far: 413 beyond, 400 if not JSON."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise RequestError(413, f"request body of {int(declared)} bytes exceeds the limit of {limit} bytes")
+    data = bytearray()
+    async for chunk in request.stream():
+        data.extend(chunk)
+        if len(data) > limit:
+            raise RequestError(413, f"request body exceeds the limit of {limit} bytes")
+    try:
+        body = json.loads(bytes(data))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RequestError(400, f"the request body is not valid JSON ({exc})") from None
+    if not isinstance(body, dict):
+        raise RequestError(400, "the request body must be a JSON object")
+    return body
+
+
 def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = None,
-               billing: Billing | None = None) -> Any:
-    """The ASGI application serving ``models`` (name → client); ``billing`` tallies requests and usage."""
+               billing: Billing | None = None, max_body: int = MAX_BODY_BYTES,
+               max_seconds: float = MAX_GENERATION_SECONDS) -> Any:
+    """The ASGI application serving ``models`` (name → client); ``billing`` tallies requests and usage.
+
+    What it implements of the OpenAI API: ``stream`` (server-sent events, the answer generated
+    whole and sent in pieces, ``stream_options.include_usage`` adding a last chunk with the usage),
+    ``echo`` with ``max_tokens: 0`` (the prompt's log-probabilities, nothing generated), a body limit
+    (``max_body`` bytes, 413), a generation time limit (``max_seconds``), and OpenAI-style error
+    bodies with a 4xx status for every malformed request (404 for an unknown model)."""
     billing = billing if billing is not None else Billing()
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import JSONResponse
+    from starlette.responses import JSONResponse, Response, StreamingResponse
     from starlette.routing import Route
 
-    def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-        return JSONResponse({"error": {"message": message, "type": "invalid_request_error"
-                                       if status < 500 else "server_error"}},
-                            status_code=status, headers=headers)
+    for client in models.values():
+        client.max_time = max_seconds
 
     def model_of(body: dict[str, Any]) -> HFClient:
-        name = str(body.get("model"))
+        name = _field(body, "model", str, required=True)
         if name not in models:
-            raise KeyError(f"model {name!r} not served; available: {', '.join(models)}")
+            raise RequestError(404, f"model {name!r} not served; available: {', '.join(models)}", "model")
         return models[name]
-
-    def stops(body: dict[str, Any], key: str = "stop") -> tuple[str, ...]:
-        stop = body.get(key) or ()
-        return (stop,) if isinstance(stop, str) else tuple(stop)
 
     def billed(usage: dict[str, int]) -> dict[str, int]:
         billing.bill(usage)
         return usage
+
+    def answer(body: dict[str, Any], payload: dict[str, Any], chunks: Any) -> Response:
+        if not _field(body, "stream", bool, False):
+            return JSONResponse(payload)
+        return StreamingResponse(_sse(chunks), media_type="text/event-stream")
 
     async def list_models(request: Request) -> JSONResponse:
         return JSONResponse({"object": "list", "data": [
@@ -171,63 +353,61 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
             {"id": name, "object": "model", "owned_by": "cogtestbed", "root": client.model}
             for name, client in models.items()]})
 
-    async def completions(request: Request) -> JSONResponse:
-        body = await request.json()
+    async def completions(request: Request) -> Response:
+        body = await _read_json(request, max_body)
         client = model_of(body)
-        prompt = body.get("prompt", "")
-        if isinstance(prompt, list):
-            if len(prompt) != 1 or not isinstance(prompt[0], str):
-                return error(400, "prompt must be one string")
-            prompt = prompt[0]
-        k = body.get("logprobs")
-        req = GenerateRequest(prompt, int(body.get("max_tokens") or 16),
-                              float(body.get("temperature") or 0.0), stops(body), body.get("seed"),
-                              None if k is None else max(1, int(k)))
-        gen = await client.agenerate(req, raw=True)
+        prompt, k, echo, max_tokens = _completion_fields(body)
+        req = GenerateRequest(prompt, max(1, max_tokens), _temperature(body), _stops(body),
+                              _field(body, "seed", int), None if k is None else max(1, k))
+        if max_tokens == 0:  # echo only: the prompt scored, nothing generated
+            gen = Generation("", len(client.encode(prompt)), 0, "length")
+        else:
+            gen = await client.agenerate(req, raw=True)
         if not billing.logprobs:  # a server that cannot score answers without log-probabilities
             k = None
         text, logprobs = gen.text, _completion_logprobs(gen, len(prompt)) if k is not None else None
-        if body.get("echo") and billing.logprobs:
+        if echo and billing.logprobs:
             echoed = await asyncio.to_thread(client.prompt_logprobs, prompt)
             text = prompt + text
             logprobs = _echoed(echoed, logprobs)
-        return JSONResponse({
-            "id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()),
-            "model": body["model"],
-            "choices": [{"index": 0, "text": text, "logprobs": logprobs,
-                         "finish_reason": gen.finish_reason}],
-            "usage": billed(_usage(gen)),
-        })
+        head = {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()),
+                "model": body["model"]}
+        usage = billed(_usage(gen))
+        return answer(body, {**head, "choices": [{"index": 0, "text": text, "logprobs": logprobs,
+                                                  "finish_reason": gen.finish_reason}], "usage": usage},
+                      _completion_chunks(head, text, gen.finish_reason, usage, _include_usage(body)))
 
-    async def chat_completions(request: Request) -> JSONResponse:
-        body = await request.json()
+    async def chat_completions(request: Request) -> Response:
+        body = await _read_json(request, max_body)
         client = model_of(body)
         if not client.chat:
-            return error(400, f"model {body['model']!r} has no chat template; use /v1/completions")
-        want = body.get("logprobs")
-        limit = body.get("max_completion_tokens") or body.get("max_tokens") or 16
-        req = GenerateRequest([_openai_message(m) for m in body["messages"]], int(limit),
-                              float(body.get("temperature") or 0.0),
-                              stops(body), body.get("seed"),
-                              max(1, int(body.get("top_logprobs") or 1)) if want else None)
+            raise RequestError(400, f"model {body['model']!r} has no chat template; use /v1/completions", "model")
+        want = _field(body, "logprobs", bool, False)
+        top = _field(body, "top_logprobs", int, 1)
+        req = GenerateRequest([_openai_message(m) for m in _messages(body)],
+                              _max_tokens(body, "max_completion_tokens", "max_tokens"), _temperature(body),
+                              _stops(body), _field(body, "seed", int), max(1, top) if want else None)
         gen = await client.agenerate(req)
         logprobs = _chat_logprobs(gen) if want else None
-        return JSONResponse({
-            "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion",
-            "created": int(time.time()), "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": gen.text},
-                         "logprobs": logprobs, "finish_reason": gen.finish_reason}],
-            "usage": billed(_usage(gen)),
-        })
+        head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
+                "model": body["model"]}
+        usage = billed(_usage(gen))
+        return answer(body, {**head, "choices": [{"index": 0, "message": {"role": "assistant", "content": gen.text},
+                                                  "logprobs": logprobs, "finish_reason": gen.finish_reason}],
+                             "usage": usage},
+                      _chat_chunks({**head, "object": "chat.completion.chunk"}, gen.text, gen.finish_reason, usage,
+                                   _include_usage(body)))
 
     async def messages(request: Request) -> JSONResponse:
-        body = await request.json()
+        body = await _read_json(request, max_body)
         client = model_of(body)
-        msgs = [_anthropic_message(m) for m in body["messages"]]
-        if body.get("system"):
-            msgs.insert(0, {"role": "system", "content": body["system"]})
-        req = GenerateRequest(msgs, int(body["max_tokens"]), float(body.get("temperature") or 0.0),
-                              stops(body, "stop_sequences"))
+        msgs = [_anthropic_message(m) for m in _messages(body)]
+        system = _field(body, "system", str)
+        if system:
+            msgs.insert(0, {"role": "system", "content": system})
+        _field(body, "max_tokens", int, required=True)
+        req = GenerateRequest(msgs, _max_tokens(body, "max_tokens"), _temperature(body),
+                              _stops(body, "stop_sequences"))
         gen = await client.agenerate(req)
         reason = {"length": "max_tokens", "stop": "end_turn"}.get(gen.finish_reason or "", "end_turn")
         return JSONResponse({
@@ -237,19 +417,11 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
             "usage": billed({"input_tokens": gen.prompt_tokens or 0, "output_tokens": gen.completion_tokens or 0}),
         })
 
-    def guarded(handler: Any) -> Any:
-        async def endpoint(request: Request) -> JSONResponse:
-            try:
-                return await handler(request)
-            except (KeyError, ValueError, TypeError) as exc:
-                return error(400 if not isinstance(exc, KeyError) else 404, str(exc).strip("'\""))
-        return endpoint
-
     app = Starlette(routes=[
         Route("/v1/models", list_models, methods=["GET"]),
-        Route("/v1/completions", guarded(completions), methods=["POST"]),
-        Route("/v1/chat/completions", guarded(chat_completions), methods=["POST"]),
-        Route("/v1/messages", guarded(messages), methods=["POST"]),
+        Route("/v1/completions", _guarded(completions), methods=["POST"]),
+        Route("/v1/chat/completions", _guarded(chat_completions), methods=["POST"]),
+        Route("/v1/messages", _guarded(messages), methods=["POST"]),
     ])
     return _CountRequests(app if faults is None else _FaultMiddleware(app, faults), billing)
 
@@ -343,9 +515,10 @@ def _completion_logprobs(gen: Generation, offset: int) -> dict[str, list[Any]]:
 
 @contextmanager
 def serve(models: Mapping[str, HFClient], faults: FaultInjector | None = None,
-          host: str = "127.0.0.1", billing: Billing | None = None) -> Iterator[str]:
+          host: str = "127.0.0.1", billing: Billing | None = None, max_body: int = MAX_BODY_BYTES,
+          max_seconds: float = MAX_GENERATION_SECONDS) -> Iterator[str]:
     """Run the server on a free port of ``host`` in a thread; yield its ``/v1`` base URL."""
-    with serve_app(create_app(models, faults, billing), host) as root:
+    with serve_app(create_app(models, faults, billing, max_body, max_seconds), host) as root:
         yield f"{root}/v1"
 
 
@@ -391,7 +564,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     faults.add_argument("--retry-after", type=float, default=None, metavar="SECONDS",
                         help="send Retry-After with --status")
     faults.add_argument("--fault-seed", type=int, default=0, help="seed of the random faults")
+    parser.add_argument("--max-body", type=int, default=MAX_BODY_BYTES, metavar="BYTES",
+                        help=f"largest request body; larger ones get 413 (default {MAX_BODY_BYTES})")
+    parser.add_argument("--max-seconds", type=float, default=MAX_GENERATION_SECONDS, metavar="SECONDS",
+                        help=f"longest generation of one request (default {MAX_GENERATION_SECONDS:g})")
     args = parser.parse_args(argv)
+    if args.max_body < 1 or not args.max_seconds > 0:
+        parser.error("--max-body and --max-seconds must be positive")
     if not 0.0 <= args.fail_rate <= 1.0:
         parser.error(f"--fail-rate must be in [0, 1], got {args.fail_rate:g}")
     if args.status is not None and not 400 <= args.status <= 599:
@@ -413,12 +592,30 @@ def fault_injector(args: argparse.Namespace) -> FaultInjector | None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m cogtestbed.llm_adapters.server --model NAME [--port N] [--fail-rate R ...]``."""
+    """``python -m cogtestbed.llm_adapters.server --model NAME [--port N] [--fail-rate R ...]``.
+
+    The first SIGTERM (or Ctrl-C) stops the server: it stops accepting requests, gives those in flight
+    :data:`SHUTDOWN_GRACE_SECONDS`, then exits whatever is still running (a generation in a worker
+    thread cannot be interrupted, and would otherwise keep the process alive until it ends)."""
+    import os
+
     import uvicorn
 
     args = parse_args(argv)
     models = {name: HFClient.from_pretrained(name) for name in args.model}
-    uvicorn.run(create_app(models, fault_injector(args)), host=args.host, port=args.port)
+    server = uvicorn.Server(uvicorn.Config(create_app(models, fault_injector(args), None, args.max_body,
+                                                      args.max_seconds), host=args.host, port=args.port))
+    thread = threading.Thread(target=server.run, daemon=True)  # off the main thread: our signal handlers
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: stop.set())
+    thread.start()
+    while not stop.wait(0.2):
+        if not thread.is_alive():  # the server failed to start (port in use...) or ended
+            break
+    server.should_exit = True
+    thread.join(timeout=SHUTDOWN_GRACE_SECONDS)
+    os._exit(0 if stop.is_set() else 1)
 
 
 if __name__ == "__main__":

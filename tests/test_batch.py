@@ -185,3 +185,64 @@ def test_plan_prices_batch_mode_at_the_discount_and_shows_the_standard_price() -
                "power": {"rate": 0.9, "sims": 100}, "target": {"power": 0.8, "what": "x"},
                "run": {"llms": ["openai:gpt-4o-mini"]}}
     assert "in batch mode" in summary_line(payload) and "at the standard price" in summary_line(payload)
+
+
+def test_resume_finds_a_batch_created_before_its_id_was_recorded(tmp_path: Path, tiny_chat: Any) -> None:
+    """Killed between the provider accepting a batch and the ``created`` line: ``--resume`` finds the
+    batch by the wave's tag (OpenAI's batch metadata), collects it, and settles its ledger booking."""
+    from cogtestbed.llm_adapters.base import GenerateRequest
+    from cogtestbed.llm_adapters.batch import BatchClient, BatchRecord
+    from cogtestbed.llm_adapters.batch_server import BatchEmulator, serve_batches
+    from cogtestbed.llm_adapters.cache import ResponseCache, cache_key
+    from cogtestbed.llm_adapters.limits import Budget, Price, read_ledger
+    from cogtestbed.llm_adapters.openai_client import OpenAIClient
+    from cogtestbed.llm_adapters.runner import _start_batches
+
+    emulator = BatchEmulator({"tiny-random-chat": tiny_chat}, polls=1)
+    ledger = tmp_path / "spend.jsonl"
+    ledger.write_text(json.dumps({"id": "L0", "reserve_usd": 0.5}) + "\n")
+    request = GenerateRequest("Which option, A or B?", max_tokens=4)
+    with serve_batches(emulator) as url:
+        client = BatchClient(OpenAIClient("tiny-random-chat", base_url=url + "/v1"), poll=0.01)
+        key = cache_key(client, request)
+        line = client.provider.line("w0-0", request)
+        BatchRecord(tmp_path / "batches.jsonl").write(
+            {"event": "submit", "wave": 0, "tag": "tag-0", "lines": [
+                {"custom_id": "w0-0", "key": key, "request": request.to_json(), "ledger_id": "L0",
+                 "worst_usd": 0.5}]})
+        cache = ResponseCache(tmp_path / "cache.sqlite")
+        with ledger.open() as fh:
+            budget = Budget(price=Price(1000.0, 2000.0), spent=read_ledger(fh))
+
+        def append(event: dict[str, object]) -> None:
+            with ledger.open("a") as out:
+                out.write(json.dumps(event) + "\n")
+
+        budget.ledger = append
+
+        async def killed_then_resumed() -> None:
+            await client.provider.submit([line], "tag-0")  # accepted; the process died before recording it
+            client.attach(tmp_path, cache, budget, ledger)
+            await client.recover()
+            await client.aclose()
+
+        asyncio.run(killed_then_resumed())
+    assert emulator.tally.requests_run == 1 and emulator.tally.http["batches.list"] == 1
+    assert cache.get(key) is not None  # the answer is in the cache: the replay will not ask again
+    billed = (emulator.tally.prompt_tokens * 1000.0 + emulator.tally.completion_tokens * 2000.0) / 1e6
+    assert budget.spent.calls == 1 and budget.spent.cost == pytest.approx(billed)
+    with ledger.open() as fh:
+        assert read_ledger(fh).cost == pytest.approx(billed)  # the booking settled at the usage reported
+    assert BatchRecord(tmp_path / "batches.jsonl").unfinished() == []
+    cache.close()
+
+    class _Plain:  # a run directory with batches in flight is not resumed without --batch
+        inner = object()
+
+    BatchRecord(tmp_path / "batches.jsonl").write({"event": "submit", "wave": 1, "tag": "t", "lines": []})
+
+    class _Dir:
+        path = tmp_path
+
+    with pytest.raises(ValueError, match="batch\\(es\\) in flight: resume it with --batch"):
+        asyncio.run(_start_batches(_Plain(), _Dir(), budget))  # type: ignore[arg-type]

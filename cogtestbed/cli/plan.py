@@ -15,8 +15,66 @@ from typing import Annotated, Any
 import typer
 
 from cogtestbed.cli.app import app, console, console_err, print_json
+from cogtestbed.cli.simulate import FormSdOpt
 
 RangeOpt = Annotated[str | None, typer.Option(help="LO:HI or a comma list.")]
+
+
+def _plan_forms(exp: Any, forms: str, form_sd: list[str] | None, model: str | None, effect: str | None,
+                llm: list[str], pilot: Path | None, param: list[str] | None, base: list[str] | None, power: float,
+                level: float, seed: int, design: list[str] | None, prices: Path | None, allow_unpriced: bool,
+                max_tokens: int | None, temperature: float | None, reask: int, as_json: bool) -> None:
+    """``plan --forms``: parse, call :func:`~cogtestbed.validation.design.form_plan.plan_forms_study`, print."""
+    from cogtestbed.cli.simulate import _design_overrides
+    from cogtestbed.environments.forms import FormError, parse_form_sd
+    from cogtestbed.experiments.spec import resolve_temperature
+    from cogtestbed.parameters import parse_assignments
+    from cogtestbed.registry import read_trials
+    from cogtestbed.validation.design.form_plan import plan_forms_study
+    from cogtestbed.validation.design.plan import Pricer
+
+    if model is None or effect is None:
+        raise FormError("plan --forms needs --model and --effect NAME=SIZE")
+    parts = [p.strip() for p in forms.split(",") if p.strip()]
+    if not parts or not all(p.isdigit() for p in parts):
+        raise FormError(f"--forms takes counts of forms, e.g. 1,2,4,8, got {forms!r}")
+    eff = next(iter(parse_assignments([effect], "--effect").items()))
+    fields = _design_overrides(design or [])
+    design_obj = exp.design_cls(**fields) if fields else None
+    pricer = None
+    if llm:
+        pricer = Pricer(exp, (llm[0],), seed=seed, max_tokens=max_tokens,
+                        temperature=resolve_temperature(exp.decoding, temperature)[0], reask=reask, prices=prices,
+                        allow_unpriced=allow_unpriced)
+    pilot_table = None if pilot is None else read_trials(pilot / "trials.parquet" if pilot.is_dir() else pilot)
+    params = {**parse_assignments(base or [], "--base"), **parse_assignments(param or [], "--param")}
+    result = plan_forms_study(exp.name, model, eff, [int(p) for p in parts], parse_form_sd(form_sd), params=params,
+                              target=power, alpha=level, pricer=pricer, pilot=pilot_table, seed=seed,
+                              design=design_obj)
+    if as_json:
+        print_json(result)
+        return
+    from rich.table import Table
+
+    from cogtestbed.formatting import num
+
+    sc = result["scales"]
+    console.print(f"{exp.name} {model}: {eff[0]} = {eff[1]:g} at power {power:g}; effect SD between forms τ = "
+                  f"{num(sc['tau'])}, one subject's σ = {num(sc['sigma'])} ({sc['source']})", highlight=False)
+    table = Table(title="forms x subjects (forms-aware test: t on the form means)")
+    for col in ("forms", "subjects/form", "subjects", "power", "dollars", "note"):
+        table.add_column(col)
+    for r in result["designs"]:
+        table.add_row(str(r["forms"]), str(r["subjects_per_form"] or "-"), str(r["subjects"] or "-"), num(r["power"]),
+                      num(r["dollars"]), r.get("why", ""))
+    console.print(table)
+    one = result["one_form"]
+    if one is not None:
+        console.print(f"one form: cannot: {one['why']} (the naive test would need {one['naive_subjects']} subjects; "
+                      f"{one['naive_note']})", highlight=False)
+    chosen = result["chosen"]
+    console.print("chosen: " + ("none reaches the target" if chosen is None else
+                                f"{chosen['forms']} forms x {chosen['subjects_per_form']} subjects"), highlight=False)
 
 
 @app.command()
@@ -94,6 +152,10 @@ def plan(
                          ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as one JSON object.")] = False,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write plan.json and report.html here.")] = None,
+    forms: Annotated[str | None, typer.Option(
+        "--forms", help="Counts of prompt forms to plan over, e.g. 1,2,4,8 (with --model, --effect and --form-sd "
+        "or --pilot): forms x subjects chosen jointly by dollars.")] = None,
+    form_sd: FormSdOpt = None,
 ) -> None:
     """Plan a study: the cheapest design that reaches the target power, in calls, tokens and dollars."""
     import os
@@ -109,6 +171,10 @@ def plan(
     from cogtestbed.validation.studies.study_kinds import PlannedStudy
 
     exp = get_experiment(experiment)
+    if forms is not None:
+        _plan_forms(exp, forms, form_sd, model, effect, list(llm or []), pilot, param, base, power, level, seed,
+                    design, prices, allow_unpriced, max_tokens, temperature, reask, as_json)
+        return
     _check_sequential_options(looks, spending, futility, null, seq_sims, precision, test, null_sims)
     llm = list(llm or [])
     effect, target = _target(llm, model, effect, metric, test, precision)

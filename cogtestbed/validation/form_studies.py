@@ -57,7 +57,8 @@ class FormStudySpec:
     level: float = 0.95
 
 
-def _effect(spec: FormStudySpec, fits: pd.DataFrame, model: Any) -> np.ndarray:
+def effect_values(spec: FormStudySpec, fits: pd.DataFrame, model: Any) -> np.ndarray:
+    """The study's effect (its contrast or parameter) of each row of ``fits`` (estimates by name)."""
     if spec.contrast is not None:
         weights = model.contrasts[spec.contrast]
         return np.sum([w * fits[name].to_numpy(dtype=np.float64) for name, w in weights.items()], axis=0)
@@ -83,7 +84,7 @@ def form_replicate(spec: FormStudySpec, seed: int) -> dict[str, Any]:
     forms = form_of.loc[fits["subject"]].to_numpy(dtype=np.int64)
     row: dict[str, Any] = {"seed": seed, "aware_p": None, "naive_p": None}
     if spec.contrast is not None or spec.parameter is not None:
-        effect = _effect(spec, fits, model)
+        effect = effect_values(spec, fits, model)
         aware = form_random_effects(effect, forms, spec.null, spec.level)
         row.update({"aware_p": aware.p_value, "naive_p": naive_test(effect, spec.null).p_value, "mean": aware.mu,
                     "effect_form_sd": aware.tau, "g": generalisability(effect, forms)["g"]})

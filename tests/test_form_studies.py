@@ -88,3 +88,18 @@ def test_run_assigns_forms_as_simulate_does() -> None:
     plain = RunConfig("instrumental-learning", "hf:tiny-random", None, "completions", 2, 3, {})
     assert subject_forms(plain) == [0, 0] and "form" not in with_run_forms(table, plain).columns
     assert plain.differences({k: v for k, v in plain.as_json().items() if k != "forms"}) == []
+
+
+@pytest.mark.slow
+def test_naive_test_is_inflated_by_forms_and_the_aware_one_is_not() -> None:
+    """300 null studies of RW± with a strong wording effect (form SD 0.5 on logit α⁺, 8 forms × 10
+    subjects): the naive test rejects far more often than α, the forms-aware test near α (its small
+    excess is the MLE's own bias of α⁺ − α⁻, docs/prompt-forms.md), and the form SD's interval covers."""
+    forms = FormDesign(tuple(range(8)), {"alpha_pos": 0.5})
+    spec = form_study_spec("instrumental-learning", "rw-pm", forms, 80,
+                           {"alpha_pos": 0.5, "alpha_neg": 0.5, "beta": 5.0}, ("optimism_bias", 0.0))
+    summary = summarise_form_study(spec, run_form_study(spec, 300, 11))
+    aware, naive = summary["aware_rejection"]["rate"], summary["naive_rejection"]["rate"]
+    assert naive > aware + 0.1
+    assert aware < 0.05 + 0.05
+    assert 0.85 <= summary["form_sd_alpha_pos"]["coverage"]["rate"] <= 0.99

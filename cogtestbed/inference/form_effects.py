@@ -235,5 +235,6 @@ def form_metrics(table: Any, metrics_fn: Any, result: Any, level: float = 0.95) 
         values = np.array([float(r[key]) if isinstance(r.get(key), (int, float)) else np.nan for r in rows])
         re = form_random_effects(values, f, level=level)
         between[key] = {"between_form_sd": re.tau, "interval": [re.tau_low, re.tau_high], "level": level,
-                        "mean_of_forms": re.mu, "notes": re.notes, **generalisability(values, f)}
+                        "mean_of_forms": re.mu, "per_form": re.per_form, "notes": re.notes,
+                        **generalisability(values, f)}
     return {"forms": forms, "per_form": per_form, "between_forms": between}

@@ -1,0 +1,63 @@
+"""Planning prompt forms × subjects (issue 42)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import stats
+
+from cogtestbed.environments.forms import FormDesign, FormError
+from cogtestbed.validation.design.form_plan import (
+    EffectScales,
+    forms_power,
+    naive_subjects,
+    pilot_scales,
+    plan_forms,
+    plan_forms_study,
+)
+from cogtestbed.validation.form_studies import form_study_spec
+
+
+@pytest.mark.parametrize(("k", "n"), [(4, 10), (3, 50), (8, 5)])
+def test_power_is_the_noncentral_t(k: int, n: int) -> None:
+    lam = 0.2 / math.sqrt((0.05**2 + 0.23**2 / n) / k)
+    crit = stats.t.ppf(0.975, k - 1)
+    ref = stats.nct.sf(crit, k - 1, lam) + stats.nct.cdf(-crit, k - 1, lam)
+    assert abs(forms_power(0.2, 0.23, 0.05, k, n) - ref) < 1e-4
+    assert forms_power(0.2, 0.23, 0.05, 1, n) is None
+    assert forms_power(0.0, 0.23, 0.05, k, n) == pytest.approx(0.05, abs=1e-3)
+
+
+def test_plan_chooses_the_cheapest_and_says_one_form_cannot() -> None:
+    scales = EffectScales(0.23, 0.036, "given")
+    plan = plan_forms(0.2, scales, (1, 2, 4, 8), 0.8, 0.05, dollars_per_subject=0.5)
+    by_k = {r["forms"]: r for r in plan["designs"]}
+    assert by_k[2]["subjects"] is None and by_k[2]["power_at_most_subjects"] < 0.8  # capped by tau
+    for r in (by_k[4], by_k[8]):
+        n = r["subjects_per_form"]
+        assert r["power"] >= 0.8 and (n == 2 or forms_power(0.2, 0.23, 0.036, r["forms"], n - 1) < 0.8)
+        assert r["dollars"] == pytest.approx(r["subjects"] * 0.5)
+    assert plan["chosen"]["dollars"] == min(by_k[4]["dollars"], by_k[8]["dollars"])
+    assert plan["one_form"]["reachable"] is False
+    assert plan["one_form"]["naive_subjects"] == naive_subjects(0.2, 0.23, 0.8)
+
+
+def test_pilot_scales_from_a_table_across_forms() -> None:
+    from cogtestbed.simulation import simulate
+
+    forms = FormDesign(tuple(range(4)), {"alpha_pos": 1.0})
+    spec = form_study_spec("instrumental-learning", "rw-pm", forms, 40, {"alpha_pos": 0.5, "alpha_neg": 0.5},
+                           ("optimism_bias", 0.2))
+    table = simulate("instrumental-learning", "rw-pm", 40, 3, spec.params, forms=forms)
+    scales = pilot_scales(spec, table)
+    assert scales.tau >= 0 and 0.05 < scales.sigma < 1 and scales.source.startswith("pilot")
+    with pytest.raises(ValueError, match="no 'form' column"):
+        pilot_scales(spec, table.drop(columns="form"))
+
+
+def test_plan_refuses_bad_grids() -> None:
+    with pytest.raises(FormError, match="counts of forms"):
+        plan_forms_study("instrumental-learning", "rw-pm", ("optimism_bias", 0.2), (1, 16), {"alpha_pos": 0.1})
+    with pytest.raises(FormError, match="--form-sd"):
+        plan_forms_study("instrumental-learning", "rw-pm", ("optimism_bias", 0.2), (2, 4), {})

@@ -21,9 +21,9 @@ RangeOpt = Annotated[str | None, typer.Option(help="LO:HI or a comma list.")]
 
 
 def _plan_forms(exp: Any, forms: str, form_sd: list[str] | None, model: str | None, effect: str | None,
-                llm: list[str], pilot: Path | None, param: list[str] | None, base: list[str] | None, power: float,
-                level: float, seed: int, design: list[str] | None, prices: Path | None, allow_unpriced: bool,
-                max_tokens: int | None, temperature: float | None, reask: int, as_json: bool) -> None:
+                llm: list[str] | None, pilot: Path | None, param: list[str] | None, base: list[str] | None,
+                power: float, level: float, seed: int, design: list[str] | None, prices: Path | None,
+                allow_unpriced: bool, max_tokens: int | None, temperature: float | None, reask: int, as_json: bool) -> None:
     """``plan --forms``: parse, call :func:`~cogtestbed.validation.design.form_plan.plan_forms_study`, print."""
     from cogtestbed.cli.simulate import _design_overrides
     from cogtestbed.environments.forms import FormError, parse_form_sd
@@ -42,7 +42,7 @@ def _plan_forms(exp: Any, forms: str, form_sd: list[str] | None, model: str | No
     fields = _design_overrides(design or [])
     design_obj = exp.design_cls(**fields) if fields else None
     pricer = None
-    if llm:
+    if llm:  # a session priced by the first LLM
         pricer = Pricer(exp, (llm[0],), seed=seed, max_tokens=max_tokens,
                         temperature=resolve_temperature(exp.decoding, temperature)[0], reask=reask, prices=prices,
                         allow_unpriced=allow_unpriced)
@@ -54,12 +54,17 @@ def _plan_forms(exp: Any, forms: str, form_sd: list[str] | None, model: str | No
     if as_json:
         print_json(result)
         return
+    _print_forms_plan(result, exp.name, model, eff, power)
+
+
+def _print_forms_plan(result: dict[str, Any], experiment: str, model: str, eff: tuple[str, float],
+                      power: float) -> None:
     from rich.table import Table
 
     from cogtestbed.formatting import num
 
     sc = result["scales"]
-    console.print(f"{exp.name} {model}: {eff[0]} = {eff[1]:g} at power {power:g}; effect SD between forms τ = "
+    console.print(f"{experiment} {model}: {eff[0]} = {eff[1]:g} at power {power:g}; effect SD between forms τ = "
                   f"{num(sc['tau'])}, one subject's σ = {num(sc['sigma'])} ({sc['source']})", highlight=False)
     table = Table(title="forms x subjects (forms-aware test: t on the form means)")
     for col in ("forms", "subjects/form", "subjects", "power", "dollars", "note"):
@@ -172,7 +177,7 @@ def plan(
 
     exp = get_experiment(experiment)
     if forms is not None:
-        _plan_forms(exp, forms, form_sd, model, effect, list(llm or []), pilot, param, base, power, level, seed,
+        _plan_forms(exp, forms, form_sd, model, effect, llm, pilot, param, base, power, level, seed,
                     design, prices, allow_unpriced, max_tokens, temperature, reask, as_json)
         return
     _check_sequential_options(looks, spending, futility, null, seq_sims, precision, test, null_sims)

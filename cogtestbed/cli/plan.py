@@ -23,7 +23,8 @@ RangeOpt = Annotated[str | None, typer.Option(help="LO:HI or a comma list.")]
 def _plan_forms(exp: Any, forms: str, form_sd: list[str] | None, model: str | None, effect: str | None,
                 llm: list[str] | None, pilot: Path | None, param: list[str] | None, base: list[str] | None,
                 power: float, level: float, seed: int, design: list[str] | None, prices: Path | None,
-                allow_unpriced: bool, max_tokens: int | None, temperature: float | None, reask: int, as_json: bool) -> None:
+                allow_unpriced: bool, max_tokens: int | None, temperature: float | None, reask: int,
+                as_json: bool) -> None:
     """``plan --forms``: parse, call :func:`~cogtestbed.validation.design.form_plan.plan_forms_study`, print."""
     from cogtestbed.cli.simulate import _design_overrides
     from cogtestbed.environments.forms import FormError, parse_form_sd

@@ -210,7 +210,7 @@ def test_two_step_all_invalid_count_holds_for_chat_reasks(server: Any, tmp_path:
     url, faults = server
     monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
     args = ["run", "two-step", "--llm", "openai:tiny-random-chat", "--mode", "chat", "--base-url", url,
-            "--subjects", "2", "--design", "n_days=4", "--reask", "2"]
+            "--subjects", "2", "--design", "n_days=4", "--reask", "2", "--allow-unpriced"]
     before = len(faults.log)
     dry, run = _dry_and_run(args, tmp_path)
     requests = len(faults.log) - before

@@ -919,9 +919,18 @@ class Planner:
                 f"(sizes {self.size.values[0]}-{self.size.values[-1]} {self.size.name}){where}: {hint}")
 
     def evaluated(self) -> list[Evaluated]:
+        """Every simulated design with its power and its exact (dry-run) cost; the pricing is a
+        heartbeat phase of its own (a large design's dry run renders every prompt)."""
+        from cogtestbed.progress import beat, tick
+
+        points = sorted(self.power.done)
+        hb = beat()
+        if hb is not None:
+            hb.phase("fixed plan: pricing every simulated design (dry run, each prompt rendered)", len(points))
         out = []
-        for point in sorted(self.power.done):
+        for point in points:
             out.append(Evaluated(point, self.power.estimate(point), self.exact_cost(point)))
+            tick()
         return out
 
 

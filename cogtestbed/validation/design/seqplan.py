@@ -350,14 +350,19 @@ def _money(cost: Any) -> float:
 
 def price_looks(candidate: Candidate, spec: PlannedStudy, pricer: Any, exp: Any, point: Any, size_name: str) -> None:
     """Each look's cumulative design priced with the dry run (``run --dry-run``'s code)."""
+    from cogtestbed.progress import beat, tick
     from cogtestbed.validation.design.plan import sessions_per_llm
     from cogtestbed.validation.studies.study_data import design_for_trials
 
     design = design_for_trials(exp, point.trials, spec.design)
     candidate.cost = []
+    hb = beat()
+    if hb is not None:
+        hb.phase("sequential plan: pricing each look (dry run)", len(candidate.bounds.sizes))
     for n in candidate.bounds.sizes:
         at = type(point)(**{**point.as_dict(), size_name: n})
         candidate.cost.append(pricer.exact(design, sessions_per_llm(spec, at)))
+        tick()
 
 
 def expected(costs: Sequence[Any], stop: Sequence[float], attr: str) -> float | None:

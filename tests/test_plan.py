@@ -340,3 +340,19 @@ def test_recovery_warning_says_meaning_and_remedy_in_every_output():
                "target": {"power": 0.8, "what": "optimism_bias = 0.2 (rw-pm)"}}
     md = plan_markdown(payload)
     assert "**Warning:** the per-subject MLE of optimism_bias" in md and "note: the subjects range was extended" in md
+
+
+def test_a_default_size_range_grows_until_the_target_is_inside_and_edges_are_said():
+    """Issue 40 item 4: a size range too small for the target grows (doubling, to its cap) instead of
+    stopping at its own edge, and the plan says where its choice sits at an edge."""
+    exp = get_experiment(INSTRUMENTAL)
+    spec = rw_spec()
+    size, others = design_axes(spec, exp, "4:6", None, "48")
+    pricer = Pricer(exp, ("openai:gpt-4o-mini",), seed=3)
+    with pytest.raises(PlanInfeasible, match="sizes 4-6 subjects"):  # a range the user gave is not extended
+        Planner(spec, pricer, size, others, target=0.8, mc_se=0.1, workers=1).plan()
+    result = Planner(spec, pricer, size, others, target=0.8, mc_se=0.1, workers=1, extend_to=48).plan()
+    assert 6 < result.chosen.point.subjects <= 48 and result.chosen.estimate.rate >= 0.8
+    assert any("range was extended to" in n for n in result.notes)
+    assert not any("top of the subjects range" in n for n in result.notes)
+    assert result.recovery["studies"] == result.chosen.estimate.sims  # measured on as many fresh studies

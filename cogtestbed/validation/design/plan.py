@@ -463,8 +463,10 @@ class PowerEvaluator:
     over the size axis smoother).  Tasks run in a local fork pool of ``workers`` processes.
     """
 
-    def __init__(self, spec: PlannedStudy, workers: int = 1) -> None:
+    def __init__(self, spec: PlannedStudy, workers: int = 1, label: str | None = None) -> None:
         self.spec, self.workers = spec, max(1, workers)
+        #: What its simulations are for, on the heartbeat (None: the fixed plan's search).
+        self.label = label
         self.rows: dict[Point, list[pd.DataFrame]] = {}
         self.done: dict[Point, int] = {}
         self.pool: ProcessPoolExecutor | None = None
@@ -492,8 +494,10 @@ class PowerEvaluator:
             tasks = study.tasks()[have:sims]
             hb = beat()
             if hb is not None:
-                hb.phase(f"fixed plan: simulating {point.label(size_axis_name(self.spec))}", len(tasks),
-                         f"{len(self.done)} designs and {self.simulations:,} simulated studies so far")
+                what = self.label or "fixed plan: simulating"
+                so_far = f"{len(self.done)} designs and {self.simulations:,} simulated studies so far" \
+                    if self.label is None else ""
+                hb.phase(f"{what} {point.label(size_axis_name(self.spec))}", len(tasks), so_far)
             self.rows.setdefault(point, []).extend(self._run(study.model_dump_json(), tasks))
             self.done[point] = sims
             self.simulations += len(tasks)
@@ -802,7 +806,7 @@ class Planner:
         (:data:`FRESH_SEED_OFFSET`): the effect bias and coverage are measured on studies other than
         those whose power picked the design (which favour designs whose estimates ran high)."""
         fresh = PowerEvaluator(self.spec.model_copy(update={"seed": self.spec.seed + FRESH_SEED_OFFSET}),
-                               self.power.workers)
+                               self.power.workers, "fixed plan: fresh studies for the recovery at")
         try:
             fresh.ensure(chosen.point, chosen.estimate.sims)
         except BaseException:

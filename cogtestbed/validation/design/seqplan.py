@@ -510,7 +510,8 @@ def fixed_type1(spec: PlannedStudy, point: Any, null_agent: str | None, workers:
     fixed plan's power study of the null: every rejection counts)."""
     from cogtestbed.validation.design.plan import PowerEvaluator
 
-    evaluator = PowerEvaluator(null_spec(spec, null_agent), workers)
+    evaluator = PowerEvaluator(null_spec(spec, null_agent), workers, "sequential plan: the fixed design's test on "
+                               "null studies at")
     try:
         est = evaluator.ensure(point, sims)
     except BaseException:

@@ -178,7 +178,10 @@ def splitmix64_next(state: np.uint64) -> tuple[np.uint64, float]:
 
 @njit(cache=True)
 def gamma_draw(a: float, state: np.uint64) -> tuple[np.uint64, float]:
-    """Gamma(a, 1) by Marsaglia & Tsang (2000); a < 1 via the U^(1/a) boost."""
+    """Gamma(a, 1) by Marsaglia & Tsang (2000); a < 1 via the U^(1/a) boost; a = 0 (a shape that
+    underflowed) is the limit, the point mass at 0."""
+    if a <= 0.0:
+        return state, 0.0
     boost = 1.0
     if a < 1.0:
         state, u = splitmix64_next(state)

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -24,6 +25,49 @@ DEFAULT_FILE_MODE = 0o666
 
 class OutputError(ValueError):
     """An output path that cannot be used (exists without ``--force``, not writable, wrong kind)."""
+
+
+class WriteFailed(OutputError):
+    """A file could not be written for the machine's reasons (full disk, quota, read-only file
+    system, file too large, I/O error): one line naming the path.  Atomic writes leave what was
+    there before; a run directory keeps every finished subject (``run --resume`` continues)."""
+
+
+#: errno values of a write that failed for the machine's reasons, not the user's input.
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
+#: SQLite's names for the same failures (``sqlite3.Error.sqlite_errorname``).
+SQLITE_WRITE_ERRORS = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN")
+
+
+def _errno(exc: BaseException) -> int | None:
+    """The errno of an OS error, also where only its message carries it (pyarrow's
+    ``OSError: [Errno 28] Error writing bytes to file``)."""
+    if not isinstance(exc, OSError):
+        return None
+    if exc.errno is not None:
+        return int(exc.errno)
+    import re
+
+    found = re.search(r"\[errno (\d+)\]", str(exc), re.IGNORECASE)
+    return int(found.group(1)) if found else None
+
+
+def write_failure(exc: BaseException, path: str | os.PathLike[str] | None = None) -> WriteFailed | None:
+    """``exc`` as a :class:`WriteFailed` naming ``path`` (or the file the error names) when it is a
+    write that failed for the machine's reasons (:data:`WRITE_ERRNOS`, SQLite's full or I/O
+    errors); ``None`` for any other exception."""
+    if isinstance(exc, WriteFailed):
+        return exc
+    code = _errno(exc)
+    name = getattr(exc, "sqlite_errorname", None)
+    if code in WRITE_ERRNOS:
+        why = os.strerror(code) if code is not None else str(exc)
+    elif isinstance(name, str) and name.startswith(SQLITE_WRITE_ERRORS):
+        why = f"{exc} ({name})"
+    else:
+        return None
+    where = path if path is not None else getattr(exc, "filename", None)
+    return WriteFailed(f"cannot write {where if where is not None else 'an output file'}: {why}")
 
 
 def new_file_mode() -> int:
@@ -41,15 +85,21 @@ def atomic_write_bytes(path: Path, write: Callable[[Path], Any]) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise write_failure(exc, path) or exc from exc
     os.close(fd)
     try:
         write(Path(tmp))
         os.chmod(tmp, new_file_mode())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        failed = write_failure(exc, path)
+        if failed is not None and failed is not exc:
+            raise failed from exc
         raise
 
 

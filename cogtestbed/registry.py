@@ -156,3 +156,65 @@ def write_trials(trials: pd.DataFrame, path: str | os.PathLike[str], manifest: M
                           manifest_path(out): lambda tmp: tmp.write_text(
                               json.dumps(full_manifest, indent=2, sort_keys=True, default=str))})
     return out
+
+
+# ----------------------------------------------------------------------------- which experiment
+def _table_experiments(path: Path) -> list[str]:
+    """The values of a Parquet trial table's ``experiment`` column (read alone; [] where none)."""
+    import pyarrow.parquet as pq
+
+    try:
+        if "experiment" not in pq.read_schema(path).names:
+            return []
+        column = pq.read_table(path, columns=["experiment"]).column("experiment")
+    except Exception:  # noqa: BLE001 - not a Parquet table: the reader says so later
+        return []
+    return sorted({str(v) for v in column.to_pylist() if v is not None})
+
+
+def _sniffing_experiments(path: Path) -> list[str]:
+    """The experiments one of whose importers recognises ``path``."""
+    out = []
+    for name in experiment_names():
+        spec = get_experiment(name)
+        for importer in spec.importers.values():
+            try:
+                if importer.sniff(path):
+                    out.append(name)
+                    break
+            except Exception:  # noqa: BLE001,S112 - a sniff that fails recognises nothing
+                continue
+    return out
+
+
+def _declaring(model: str) -> list[str]:
+    return [name for name in experiment_names() if model in get_experiment(name).models]
+
+
+def experiment_of(given: str | None = None, path: str | os.PathLike[str] | None = None,
+                  model: str | None = None) -> str:
+    """The experiment a command works on when the user may leave it out: ``given`` where named;
+    else the ``experiment`` column of the trial table at ``path`` (one value); else the
+    experiment whose importer recognises ``path``; else the one experiment declaring ``model``.
+    ``UnknownNameError``-free: none or several candidates are one ``ValueError`` line naming them
+    and ``--experiment``."""
+    if given is not None:
+        return given
+    where = Path(path) if path is not None else None
+    if where is not None and not where.exists():
+        raise FileNotFoundError(f"no such file: {where}")
+    if where is not None and where.is_file():
+        found = _table_experiments(where) if where.suffix.lower() == ".parquet" else _sniffing_experiments(where)
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            raise ValueError(f"{where} holds several experiments ({', '.join(found)}); name one with --experiment")
+    if model is not None:
+        owners = _declaring(model)
+        if len(owners) == 1:
+            return owners[0]
+        if len(owners) > 1:
+            raise ValueError(f"model {model!r} is declared by {', '.join(owners)}; name one with --experiment")
+    what = " or ".join(x for x in (f"{where}" if where is not None else "", f"model {model!r}" if model else "") if x)
+    raise ValueError(f"cannot tell the experiment from {what or 'the arguments'}: name it with --experiment "
+                     f"(one of {', '.join(experiment_names())})")

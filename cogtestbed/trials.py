@@ -45,7 +45,7 @@ import pandas as pd
 import pyarrow as pa
 from pandas.api.extensions import ExtensionArray
 
-from cogtestbed.outputs import atomic_write_bytes, new_file_mode
+from cogtestbed.outputs import atomic_write_bytes, new_file_mode, write_failure
 from cogtestbed.schema import TrialTableError
 
 PARAM_PREFIX = "param_"
@@ -474,8 +474,10 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 
 def write_files_together(writers: Mapping[Path, Any]) -> None:
     """Write several files as one unit: every ``writer(tmp)`` runs first; only when all succeeded
-    are the temporary files renamed into place (a failure leaves the old files untouched)."""
+    are the temporary files renamed into place (a failure leaves the old files untouched; a full
+    disk is :class:`~cogtestbed.outputs.WriteFailed` naming the file)."""
     tmps: dict[Path, Path] = {}
+    path = Path()
     try:
         for path, write in writers.items():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -486,6 +488,11 @@ def write_files_together(writers: Mapping[Path, Any]) -> None:
             os.chmod(tmps[path], new_file_mode())
         for path, done in tmps.items():
             os.replace(done, path)
+    except OSError as exc:
+        failed = write_failure(exc, path)
+        if failed is None:
+            raise
+        raise failed from exc
     finally:
         for left in tmps.values():
             with contextlib.suppress(FileNotFoundError):

@@ -3,14 +3,20 @@ answers, the experiment read from a table, large inputs."""
 
 from __future__ import annotations
 
+import errno
+import os
+import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from cogtestbed.cli import run_cli
 from cogtestbed.data.cogbench import DataFormatError, import_instrumental
 from cogtestbed.data.rows import drop_agreeing_duplicates
+from cogtestbed.registry import get_experiment
+from cogtestbed.simulation import simulate
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 GPT4 = DATA / "cogbench" / "InstrumentalLearning" / "gpt-4.csv"
@@ -50,3 +56,170 @@ def test_agreeing_copies_are_dropped_and_missing_values_agree() -> None:
     assert n == 1 and out["t"].tolist() == [1, 2, 3]
     with pytest.raises(DataFormatError, match="run 0, trial 1 .* different 't' \\(2 vs 4\\)"):
         drop_agreeing_duplicates(df, ("run", "trial"), "f.csv")
+
+
+# ----------------------------------------------------------------------------- 2. declared bounds
+def test_temperature_zero_is_the_argmax() -> None:
+    from cogtestbed.inference.horizon import prob_j
+
+    assert prob_j(1.0, 0.0, 0.0, 0.0, 0.0) == 1.0
+    assert prob_j(-1.0, 0.0, 0.0, 0.0, 0.0) == 0.0
+    assert prob_j(0.0, 0.0, 0.0, 0.0, 0.0) == 0.5
+    table = simulate("horizon", "info-bonus", 3, 1, params={"temperature_h1": 0.0, "temperature_h6": 0.0})
+    assert table["valid"].all()
+
+
+def test_a_point_prior_and_exact_percepts_are_limits() -> None:
+    from cogtestbed.inference.magnitude_observers import BOTH_EXACT_WEIGHT, variance_weight
+
+    assert variance_weight(0.0, 1.0) == 1.0 and variance_weight(1.0, 0.0) == 0.0
+    assert variance_weight(0.0, 0.0) == BOTH_EXACT_WEIGHT
+    assert variance_weight(1.0, 3.0) == pytest.approx(0.75)
+    for name in ("prior_sd", "sigma_text", "sigma_image"):
+        for value in (0.0, 1e-300, 5e-324):
+            table = simulate("magnitude", "observer", 2, 1, params={name: value})
+            assert np.isfinite(table.loc[table["valid"], "action"].astype(float)).all(), (name, value)
+
+
+def test_every_experiment_simulates_at_its_declared_bounds() -> None:
+    from cogtestbed.validation.conformance.config import CheckConfig
+    from cogtestbed.validation.conformance.edge_checks import edge_values
+    from cogtestbed.validation.conformance.suite import check_bound_edges
+
+    assert edge_values(0.0, 1.0) == [0.0, 5e-324, 1.0, np.nextafter(1.0, 0.0)]
+    check_bound_edges(get_experiment("horizon"), CheckConfig())
+
+
+# ----------------------------------------------------------------------------- 3. full disks
+@pytest.fixture
+def tiny_disk(tmp_path: Path):
+    """A tmpfs of 16 KiB (root only; skipped elsewhere); ``grow(kib)`` frees space."""
+    import subprocess
+
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(mount)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("mounting a tmpfs needs root")
+
+    def grow(kib: int) -> None:
+        subprocess.run(["mount", "-o", f"remount,size={kib}k", str(mount)], check=True)
+
+    try:
+        yield mount, grow
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert "Traceback" not in err and len(lines) == 1, err
+    return lines[0]
+
+
+def test_simulate_on_a_full_disk_is_one_line_and_leaves_nothing(tiny_disk, capsys) -> None:
+    mount, _ = tiny_disk
+    out = mount / "h.parquet"
+    assert run_cli(["simulate", "horizon", "-a", "info-bonus", "--subjects", "200", "-o", str(out)]) == 2
+    line = _one_error_line(capsys)
+    assert f"cannot write {out}" in line and "No space left on device" in line
+    assert list(mount.iterdir()) == []  # no half file, no temporary file
+
+
+def test_a_run_whose_cache_fills_the_disk_stops_in_one_line_and_resumes(tiny_disk, tmp_path, capsys) -> None:
+    mount, grow = tiny_disk
+    grow(200)
+    args = ["run", "instrumental-learning", "--llm", "hf:tiny-random", "--subjects", "30",
+            "--design", "visits_per_casino=2", "--cache", str(mount / "c.sqlite"), "-o", str(tmp_path / "run")]
+    assert run_cli(args) == 2
+    line = _one_error_line(capsys)
+    assert f"cannot write the response cache {mount / 'c.sqlite'}" in line
+    grow(8192)
+    assert run_cli([*args, "--resume"]) == 0, capsys.readouterr().err
+    table = pd.read_parquet(tmp_path / "run" / "trials.parquet")
+    assert table["subject"].nunique() == 30 and len(table) == 30 * 8
+
+
+def test_run_outputs_on_a_full_disk_name_the_file(tiny_disk, tmp_path, capsys) -> None:
+    mount, grow = tiny_disk
+    grow(40)
+    args = ["run", "instrumental-learning", "--llm", "hf:tiny-random", "--subjects", "30",
+            "--design", "visits_per_casino=2", "--cache", str(tmp_path / "c.sqlite"), "-o", str(mount / "run")]
+    assert run_cli(args) == 2
+    line = _one_error_line(capsys)
+    assert re.search(rf"cannot write {re.escape(str(mount / 'run'))}/\S+: No space left on device", line), line
+    grow(8192)
+    assert run_cli([*args, "--resume"]) == 0, capsys.readouterr().err
+    assert pd.read_parquet(mount / "run" / "trials.parquet")["subject"].nunique() == 30
+
+
+def test_a_write_error_keeps_the_old_file_and_names_the_path(tmp_path: Path) -> None:
+    """Without root: a fault-injecting writer (ENOSPC, EDQUOT, EIO) through the atomic writer."""
+    from cogtestbed.outputs import WriteFailed, atomic_write_bytes, write_failure
+
+    path = tmp_path / "out.parquet"
+    path.write_bytes(b"old")
+    for code in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+        def fail(tmp: Path, code: int = code) -> None:
+            tmp.write_bytes(b"half")
+            raise OSError(code, os.strerror(code))
+
+        with pytest.raises(WriteFailed, match=f"cannot write {re.escape(str(path))}: {os.strerror(code)}"):
+            atomic_write_bytes(path, fail)
+        assert path.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["out.parquet"]
+    pyarrow_style = OSError("[Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device")
+    assert "No space left on device" in str(write_failure(pyarrow_style, path))
+    assert write_failure(OSError(errno.ENOENT, "gone"), path) is None
+
+
+def test_a_corrupt_cache_row_names_the_cache_and_the_remedy(tmp_path: Path, capsys) -> None:
+    import sqlite3
+
+    cache = tmp_path / "c.sqlite"
+    args = ["run", "instrumental-learning", "--llm", "hf:tiny-random", "--subjects", "1",
+            "--design", "visits_per_casino=2", "--cache", str(cache)]
+    assert run_cli([*args, "-o", str(tmp_path / "a")]) == 0
+    db = sqlite3.connect(cache)
+    db.execute("UPDATE responses SET response = '{not json'")
+    db.commit()
+    db.close()
+    assert run_cli([*args, "-o", str(tmp_path / "b")]) == 2
+    line = _one_error_line(capsys)
+    assert f"the response cache {cache} has an unreadable row" in line and "deleting that file" in line
+
+
+# ----------------------------------------------------------------------------- 5. newcomer edges
+def test_the_experiment_is_read_from_the_table_or_the_model(tmp_path: Path, capsys) -> None:
+    from cogtestbed.registry import experiment_of, write_trials
+
+    path = tmp_path / "trials.parquet"
+    write_trials(simulate("collider", "cbn", 2, 1), path, {})
+    assert experiment_of(None, path) == "collider"
+    assert experiment_of(None, GPT4) == "instrumental-learning"
+    assert experiment_of(None, model="cbn-3p") == "collider"
+    assert experiment_of("horizon", path) == "horizon"
+    with pytest.raises(ValueError, match="declared by magnitude, restless-bandit; name one with --experiment"):
+        experiment_of(None, model="kalman")
+    assert run_cli(["fit", "cbn-3p", str(path), "--method", "mle", "-o", str(tmp_path / "fit"), "--json"]) == 0
+    assert run_cli(["metrics", str(path), "--json"]) == 0
+    assert '"experiment": "collider"' in capsys.readouterr().out
+
+
+def test_tuple_design_fields_take_comma_lists_and_json_and_every_example_is_accepted() -> None:
+    from cogtestbed.cli.listing import describe_experiment
+    from cogtestbed.cli.simulate import _design_overrides
+    from cogtestbed.registry import experiment_names
+    from cogtestbed.validation.sizes import split_design
+
+    design_cls = get_experiment("collider").design_cls
+    assert design_cls(**_design_overrides(["domains=economy,weather"])).domains == ("economy", "weather")
+    assert design_cls(**_design_overrides(['cntbl_conds=["ppp", "pmm"]'])).cntbl_conds == ("ppp", "pmm")
+    for name in experiment_names():
+        exp = get_experiment(name)
+        fields = describe_experiment(exp)["design"]["fields"]
+        assert len(fields) == len(exp.design_cls.model_fields)
+        for f in fields:
+            item = f["example"].removeprefix("--design ")
+            exp.design_cls(**split_design(exp, [item])[0])
+            exp.design_cls(**_design_overrides([item]))

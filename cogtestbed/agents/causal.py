@@ -50,7 +50,7 @@ from cogtestbed.environments.causal import (
     filler_words_table,
 )
 from cogtestbed.inference.cbn import N_TASKS, logistic_probs, noisy_or_probs, task_probs_general
-from cogtestbed.numerics import gamma_draw, logit, sigmoid, std_normal
+from cogtestbed.numerics import gamma_draw, logit, sigmoid, splitmix64_next, std_normal
 from cogtestbed.parameters import Parameter, ParameterSet
 
 # ----------------------------------------------------------------------------- parameters
@@ -144,7 +144,11 @@ def respond(p: float, resp: np.ndarray, u1: float, u2: float, u3: float, lapse: 
                 int(u3 * 4503599627370496.0))
             state, ga = gamma_draw(pc * kappa, state)
             state, gb = gamma_draw((1 - pc) * kappa, state)
-            y = ga / (ga + gb) if ga + gb > 0 else pc
+            if ga + gb > 0:
+                y = ga / (ga + gb)
+            else:  # both draws underflowed (κ → 0): the Beta's limit, Bernoulli(pc)
+                state, u = splitmix64_next(state)
+                y = 1.0 if u < pc else 0.0
             # keep the Beta part strictly inside (0, 1): exact 0 / 100 ratings come only from the
             # endpoint mixtures, as the zero-one-inflated Beta likelihood assumes (a Beta draw that
             # rounds to 1.0 in floating point would otherwise be scored as an endpoint; SBC caught it)

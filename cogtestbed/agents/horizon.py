@@ -3,7 +3,8 @@
 
 * ``random``: CogBench's coin toss — F (arm 0) iff u < 0.5.
 * ``info-bonus``: at every free choice, P(J) = σ((m_J − m_F + A_h·ΔI + b)/T_h) from the sample
-  means and observation counts so far (forced trials included); J iff u < P(J).
+  means and observation counts so far (forced trials included); J iff u < P(J).  At T_h = 0 the
+  choice is the limit, the argmax (a tie: P(J) = ½).
 
 Games have 1 or 6 free choices, so the number of steps varies; the step path reads each game's
 row of pre-drawn uniforms (``SyntheticAgent.reset(rng, uniforms=...)``) so that it meets the same

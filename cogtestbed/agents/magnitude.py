@@ -35,7 +35,8 @@ single subject can read a few hundredths high, or low, in every cell at once.  D
 σ_dec·z uses the trial's two uniforms (Box–Muller), so the numba batch path and the step path
 produce identical tables: both compute an answer with :func:`answer` from the same
 :func:`block_constants` (the batch kernel once per block, the step path on every step) and the
-same frozen draws (the batch kernel once per stimulus).
+same frozen draws (the batch kernel once per stimulus).  A zero sensory noise or ``prior_sd = 0``
+(a point prior) is simulated as its limit (:func:`~cogtestbed.inference.magnitude_observers.variance_weight`).
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def step_logprobs(mode: int, w: np.ndarray, channel: int, k: int, base: np.ndarr
     lq = log_softmax(eta)
     if mode == MODE_EXACT:
         nu = w[9]
-        if nu <= 0.0:
+        if nu <= 0.0 or not math.isfinite(1.0 / nu):  # ν → 0: the Dirichlet's limit, its mean
             for j in range(k):
                 out[j] = lq[j]
             return

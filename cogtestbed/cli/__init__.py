@@ -98,6 +98,12 @@ def _run_app(argv: Sequence[str] | None) -> int:
         if missing is not None:
             _error(missing)
             return 2
+        from cogtestbed.outputs import write_failure
+
+        failed = write_failure(exc)
+        if failed is not None:  # a write the library does not wrap (a plain write_text)
+            _error(one_line(failed))
+            return 2
         if not is_user_error(exc):
             raise
         _error(one_line(exc))

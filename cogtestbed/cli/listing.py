@@ -32,7 +32,8 @@ def _design_fields(design_cls: Any) -> list[dict[str, Any]]:
     for name, f in design_cls.model_fields.items():
         default = None if f.is_required() else f.get_default(call_default_factory=True)
         out.append({"name": name, "type": getattr(f.annotation, "__name__", str(f.annotation)),
-                    "default": default, "description": f.description or ""})
+                    "default": default, "description": f.description or "",
+                    "example": f"--design {design_cls.field_example(name)}"})
     return out
 
 

@@ -44,8 +44,10 @@ def parse_metric_options(exp: Experiment, args: list[str]) -> dict[str, Any]:
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def metrics(
     ctx: typer.Context,
-    experiment: Annotated[str, typer.Argument(help="Experiment name.")],
-    path: Annotated[Path, typer.Argument(help="Trial table (.parquet) or published data file.")],
+    experiment: Annotated[str, typer.Argument(
+        help="Experiment name; may be left out (metrics PATH): then the table's experiment column, or the "
+             "experiment whose importer recognises the file.")],
+    path: Annotated[Path | None, typer.Argument(help="Trial table (.parquet) or published data file.")] = None,
     source: Annotated[str, typer.Option(
         "--from", help="auto (detect), trials, or an importer such as cogbench.")] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
@@ -57,8 +59,11 @@ def metrics(
     """
     import contextlib
 
-    from cogtestbed.registry import get_experiment
+    from cogtestbed.registry import experiment_of, get_experiment
 
+    if path is None:  # metrics PATH: the experiment from the file
+        path = Path(experiment)
+        experiment = experiment_of(None, path)
     exp = get_experiment(experiment)
     options = parse_metric_options(exp, list(ctx.args))
     table, detected = load_table(exp, path, source)

@@ -113,11 +113,13 @@ def simulate(
     console_err.print(f"wrote {len(trials)} trials of {subjects} subjects to {output}")
 
 
-def _design_overrides(items: list[str]) -> dict[str, str]:
-    out = {}
+def _design_overrides(items: list[str]) -> dict[str, str | None]:
+    """``--design NAME=VALUE`` items as text for the design to coerce (a tuple or list field takes
+    ``a,b`` or a JSON list); ``null`` is none (a field whose default is the paradigm's own)."""
+    out: dict[str, str | None] = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"expected NAME=VALUE for --design, got {item!r}")
-        out[name.strip()] = value.strip()
+        out[name.strip()] = None if value.strip() == "null" else value.strip()
     return out

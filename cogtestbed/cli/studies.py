@@ -33,7 +33,9 @@ from cogtestbed.outputs import output_dir
 if TYPE_CHECKING:  # the study machinery is imported inside the command bodies (a light command line)
     from cogtestbed.validation.studies.driver import StudyResult, StudySpec
 
-ExperimentOpt = Annotated[str, typer.Option("--experiment", "-e", help="Experiment name.")]
+ExperimentOpt = Annotated[str | None, typer.Option(
+    "--experiment", "-e", help="Experiment name. Default: the table's experiment column, else the one experiment "
+                               "declaring the model.")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of the whole study.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (the summary).")]
 OutOpt = Annotated[Path | None, typer.Option("--output", "-o",
@@ -409,7 +411,7 @@ def _forms_study(experiment: str, model: str, forms: str, form_sd: list[str] | N
 @study_command()
 def recover(
     model: Annotated[str, typer.Argument(help="Model name, e.g. rw-pm or cbn-3p.")],
-    experiment: ExperimentOpt = "instrumental-learning",
+    experiment: ExperimentOpt = None,
     subjects: Annotated[str, typer.Option(help="Subjects per data set (comma list).")] = "50",
     trials: TrialsOpt = None,
     design: DesignOpt = None,
@@ -438,6 +440,9 @@ def recover(
     """Parameter recovery: simulate with known parameters, fit, compare (r, RMSE, bias, share within a
     stated tolerance, interval coverage, estimates at a bound).  With --forms and --form-sd: the
     recovery of the form SD and the coverage of its interval (MLE, subjects split over the forms)."""
+    from cogtestbed.registry import experiment_of
+
+    experiment = experiment_of(experiment, model=model)
     if forms is not None:
         _forms_study(experiment, model, forms, form_sd, subjects, reps, param, None, design, trials, 0.05, run)
         return None
@@ -453,7 +458,7 @@ def recover(
 @study_command("model-recovery")
 def model_recovery(
     models: Annotated[list[str], typer.Argument(help="Candidate models, e.g. rw rw-pm.")],
-    experiment: ExperimentOpt = "instrumental-learning",
+    experiment: ExperimentOpt = None,
     subjects: Annotated[int, typer.Option(min=1)] = 30,
     trials: Annotated[int | None, typer.Option(help="Trials in one run of the whole design (its n_trials), "
                                                     "reached by scaling the trials field. Default: the design's "
@@ -470,6 +475,9 @@ def model_recovery(
     """Model recovery: simulate each model, fit all, confusion matrix (AIC/BIC, or LOO)."""
     if len(models) < 2:
         raise ValueError(f"model recovery needs at least two models, got {len(models)}")
+    from cogtestbed.registry import experiment_of
+
+    experiment = experiment_of(experiment, model=models[0])
     spec = _spec(kind="model-recovery", experiment=experiment, models=tuple(models),
                      method=method, subjects=(subjects,), runs=(runs,), reps=reps,
                      **sized(experiment, design, None if trials is None else str(trials)),
@@ -481,7 +489,7 @@ def model_recovery(
 @study_command()
 def sbc(
     model: Annotated[str, typer.Argument(help="Model with a PyMC version, e.g. rw-pm or cbn-3p.")],
-    experiment: ExperimentOpt = "instrumental-learning",
+    experiment: ExperimentOpt = None,
     subjects: Annotated[int, typer.Option(min=1)] = 20,
     trials: Annotated[int | None, typer.Option(help="Trials in one run of the whole design (its n_trials), "
                                                     "reached by scaling the trials field. Default: the design's "
@@ -496,6 +504,9 @@ def sbc(
     run: RunOptions = RunOptions(),
 ) -> StudySpec | None:
     """Simulation-based calibration of the hierarchical model (rank uniformity, Talts et al. 2018)."""
+    from cogtestbed.registry import experiment_of
+
+    experiment = experiment_of(experiment, model=model)
     spec = _spec(kind="sbc", experiment=experiment, models=(model,), method="hierarchical",
                      subjects=(subjects,), runs=(runs,), reps=reps, seed=run.seed,
                      **sized(experiment, design, None if trials is None else str(trials)),
@@ -521,7 +532,9 @@ def _power_spec(target: str, experiment: str | None, effect: str | None, metric:
             raise ValueError("--compare, --agent, --option and --sweep belong to metric and test power, not to "
                              "--effect")
         (name, size), = parse_assignments([effect], "--effect").items()
-        return _spec(kind="power", experiment=experiment or "instrumental-learning", models=(target,),
+        from cogtestbed.registry import experiment_of
+
+        return _spec(kind="power", experiment=experiment_of(experiment, model=target), models=(target,),
                          effect=name, effect_size=size, **common)
     if experiment is not None and experiment != target:
         raise ValueError(f"metric and test power take the experiment as argument; got {target!r} and "
@@ -617,15 +630,18 @@ def power(
 ) -> StudySpec | None:
     """Power: of a test on a model parameter, of a metric difference, or of a declared test.  With
     --forms (and --effect): the forms-aware test's rejection rate beside the naive test's."""
+    from cogtestbed.registry import experiment_of
+
     if forms is not None:
         if effect is None:
             raise ValueError("power --forms needs --effect NAME=SIZE (0: the type-I error rate)")
         eff = parse_assignments([effect], "--effect")
-        _forms_study(experiment or "instrumental-learning", target, forms, form_sd, subjects, sims, param,
+        _forms_study(experiment_of(experiment, model=target), target, forms, form_sd, subjects, sims, param,
                      next(iter(eff.items())), design, trials, level, run)
         return None
     default_runs = (10,) if metric is not None else (1,)
-    exp_name = (experiment or "instrumental-learning") if effect is not None else target
+    exp_name = experiment_of(experiment, model=target) if effect is not None and metric is None and test is None \
+        else target
     common: dict[str, Any] = {"subjects": _ints(subjects, (10,)), "runs": _ints(runs, default_runs, "--runs"),
                               **sized(exp_name, design, trials), "reps": sims,
                               "seed": run.seed, "level": level,
@@ -697,7 +713,7 @@ def fit(
     model: Annotated[str, typer.Argument(help="Model name, e.g. rw-pm.")],
     path: Annotated[Path, typer.Argument(help="Trial table (.parquet) or published data file.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Output directory.")],
-    experiment: ExperimentOpt = "instrumental-learning",
+    experiment: ExperimentOpt = None,
     method: MethodOpt = "hierarchical",
     source: Annotated[str, typer.Option("--from", help="auto, trials or an importer.")] = "auto",
     separate_runs: Annotated[bool, typer.Option(
@@ -726,10 +742,10 @@ def fit(
     from cogtestbed.inference.base import invalid_rate, with_lapse
     from cogtestbed.inference.base import lapse_option as fit_lapse
     from cogtestbed.outputs import atomic_write_bytes
-    from cogtestbed.registry import get_experiment
+    from cogtestbed.registry import experiment_of, get_experiment
     from cogtestbed.trials import pool_runs
 
-    exp = get_experiment(experiment)
+    exp = get_experiment(experiment_of(experiment, path, model))
     cog = with_lapse(exp.model(model), fit_lapse(lapse))
     if method not in ("mle", "hierarchical"):
         raise ValueError(f"--method must be mle or hierarchical, got {method!r}")

@@ -45,7 +45,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 from gymnasium import spaces
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from cogtestbed.environments.forms import VERBATIM, PromptForm
 from cogtestbed.lapse import random_choice
@@ -261,10 +261,71 @@ class Design(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    #: Example values of fields whose default shows none (``None``: "the paradigm's own"), used by
+    #: :meth:`field_example`.
+    field_examples: ClassVar[Mapping[str, Any]] = {}
 
     @property
     def n_trials(self) -> int:  # pragma: no cover - every design overrides
         raise NotImplementedError
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sequences_from_text(cls, data: Any) -> Any:
+        """A tuple or list field given as text (the command line's ``--design NAME=VALUE``) is a
+        JSON list where the text is one (``["economy", "weather"]``, nested lists included), JSON
+        ``null`` for none, else its comma-separated items, stripped (``economy,weather``)."""
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        for name, value in data.items():
+            field_ = cls.model_fields.get(name)
+            if field_ is not None and isinstance(value, str) and is_sequence_type(field_.annotation):
+                out[name] = sequence_from_text(value)
+        return out
+
+    @classmethod
+    def field_example(cls, name: str) -> str:
+        """A ``--design`` value of field ``name`` that the design accepts: its default (or
+        :attr:`field_examples`) written as the command line takes it."""
+        import json
+
+        field_ = cls.model_fields[name]
+        value = cls.field_examples.get(name, field_.get_default(call_default_factory=True))
+        if isinstance(value, tuple | list) and all(isinstance(v, str | int | float) and not isinstance(v, bool)
+                                                  for v in value):
+            text = ",".join(str(v) for v in value)
+        elif isinstance(value, bool) or value is None or isinstance(value, tuple | list | dict):
+            text = json.dumps(value)
+        else:
+            text = str(value)
+        return f"{name}={text}"
+
+
+def is_sequence_type(annotation: Any) -> bool:
+    """Whether a field annotation is a tuple or list (or an optional one)."""
+    import types
+    import typing
+
+    origin = typing.get_origin(annotation)
+    if origin in (tuple, list):
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(is_sequence_type(a) for a in typing.get_args(annotation) if a is not type(None))
+    return annotation in (tuple, list)
+
+
+def sequence_from_text(text: str) -> Any:
+    """The value of a tuple or list field written as text: JSON list or ``null``, else comma items."""
+    import json
+
+    stripped = text.strip()
+    if stripped.startswith("[") or stripped == "null":
+        try:
+            return json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not a JSON list: {text!r} ({exc.msg})") from None
+    return [part.strip() for part in stripped.split(",") if part.strip()]
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,7 @@ from __future__ import annotations
 import functools
 import re
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -181,6 +182,7 @@ class CausalDesign(Design):
     #: A non-integer answer in (0, 1) (e.g. "0.85"): a rating of 0.85 on the 0–100 scale
     #: ("accept") or an invalid answer that looks like a 0–1 probability ("reject").
     probability_answers: Literal["accept", "reject"] = "accept"
+    field_examples: ClassVar[Mapping[str, Any]] = {"domains": RW17_DOMAINS[::2]}
 
     @model_validator(mode="after")
     def _check(self) -> CausalDesign:

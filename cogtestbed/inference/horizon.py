@@ -68,8 +68,11 @@ PARAMETERS = ParameterSet((BONUS_H1, BONUS_H6, TEMP_H1, TEMP_H6, SIDE_BIAS), "in
 # ----------------------------------------------------------------------------- kernels
 @njit(cache=True, inline="always", error_model="numpy")
 def prob_j(dm: float, di: float, bonus: float, temperature: float, bias: float) -> float:
-    """P(choose J) = σ((Δm + A·ΔI + b) / T)."""
-    x = (dm + bonus * di + bias) / temperature
+    """P(choose J) = σ((Δm + A·ΔI + b) / T); at T = 0 the limit, the argmax (½ on a tie)."""
+    q = dm + bonus * di + bias
+    if temperature <= 0.0:
+        return 1.0 if q > 0.0 else 0.0 if q < 0.0 else 0.5
+    x = q / temperature
     if x >= 0.0:
         return 1.0 / (1.0 + math.exp(-x))
     e = math.exp(x)

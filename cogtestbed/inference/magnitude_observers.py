@@ -110,23 +110,43 @@ def static_bayes_mu_p(answer, u, w_prior):  # type: ignore[no-untyped-def]
     return (answer - (1.0 - w_prior) * u) / w_prior
 
 
+#: Weight a precision-weighted average gives the first of two sources that are both exact
+#: (variance 0, e.g. ``sigma_text = prior_sd = 0``): the limit along equal variances.  No paper
+#: states it; a named default.
+BOTH_EXACT_WEIGHT = 0.5
+
+
+@njit(cache=True, inline="always")
+def variance_weight(var_a: float, var_b: float) -> float:
+    """Weight of source a in a precision-weighted average, (1/var_a) / (1/var_a + 1/var_b) =
+    var_b / (var_a + var_b), written in variances so the limits are taken: an exact source
+    (variance 0, or a variance that underflows) takes all the weight, two exact ones
+    :data:`BOTH_EXACT_WEIGHT`."""
+    total = var_a + var_b
+    if total <= 0.0:
+        return BOTH_EXACT_WEIGHT
+    return var_b / total
+
+
 @njit(cache=True)
 def observer_weight(p: np.ndarray, modality: int, blur: float, context: int, condition: int) -> tuple[float, float]:
     """(w_prior, sensory variance) of the observer: τ_x from the modality and blur, τ_p from the
     context window and steering (parameters sigma_text, sigma_image, blur_gain, prior_sd,
-    context_gain, steering_gain)."""
+    context_gain, steering_gain).  In variances (:func:`variance_weight`): a zero noise or
+    ``prior_sd = 0`` (a point prior) is the limit, not a division by zero."""
     var_t = p[0] * p[0]
     var_i = p[1] * p[1] + (p[2] * blur) ** 2
     if modality == _TEXT:
-        tau_x = 1.0 / var_t
+        var_x = var_t
     elif modality == _IMAGE:
-        tau_x = 1.0 / var_i
-    else:
-        tau_x = 1.0 / var_t + 1.0 / var_i
-    tau_p = (max(context, 1) / OBSERVER_REF_CONTEXT) ** p[4] / (p[3] * p[3])
+        var_x = var_i
+    else:  # the fused percept: 1/var_x = 1/var_t + 1/var_i
+        var_x = var_t * variance_weight(var_t, var_i)
+    scale = (max(context, 1) / OBSERVER_REF_CONTEXT) ** p[4]
     if _in(condition, _STEERED):
-        tau_p *= 1.0 + p[5]
-    return tau_p / (tau_p + tau_x), 1.0 / tau_x
+        scale *= 1.0 + p[5]
+    var_p = p[3] * p[3] / scale
+    return variance_weight(var_p, var_x), var_x
 
 
 @njit(cache=True)
@@ -153,7 +173,7 @@ def block_constants(kind: int, p: np.ndarray, lo: float, hi: float, blur: float,
         w, _ = observer_weight(p, modality, blur, context, condition)
         m = 0.5 + (NUMERICAL_BIAS if condition == _BIASED else 0.0)
         sd_i = math.sqrt(p[1] * p[1] + (p[2] * blur) ** 2)
-        wt = (1.0 / (p[0] * p[0])) / (1.0 / (p[0] * p[0]) + 1.0 / (sd_i * sd_i))
+        wt = variance_weight(p[0] * p[0], sd_i * sd_i)
         c0, c1 = static_bayes_line(w, m)
         return c0, c1, sd_i, wt
     if kind == 6:  # ablation-inconsistent
@@ -163,7 +183,7 @@ def block_constants(kind: int, p: np.ndarray, lo: float, hi: float, blur: float,
         c0, c1 = static_bayes_line(w, p[1])
         return c0, c1, 0.0, 0.0
     # combiners: p = (sigma_text, sigma_image, sigma_dec[, alpha | lambda])
-    w_opt = p[1] * p[1] / (p[0] * p[0] + p[1] * p[1])
+    w_opt = variance_weight(p[0] * p[0], p[1] * p[1])
     return (0.5 if kind == 8 else p[3] if kind == 9 else w_opt if kind == 10 else p[3] * w_opt), 0.0, 0.0, 0.0
 
 

@@ -78,8 +78,18 @@ def score_key(client: LLMClient, context: Prompt, continuations: Sequence[str],
     return _key(client, request, shared), request
 
 
+class CacheCorrupt(ValueError):
+    """A row of the response cache cannot be read back (one line naming the file and the remedy)."""
+
+
 class ResponseCache:
-    """Key → response JSON in one SQLite file (WAL; one commit per response)."""
+    """Key → response JSON in one SQLite file (WAL; one commit per response).
+
+    A write the disk refuses (full, quota, I/O) is :class:`~cogtestbed.outputs.WriteFailed` naming
+    the cache file: every response stored before it stays (one commit each), so the same command
+    run again answers them from the cache.  A row that cannot be read back is
+    :class:`CacheCorrupt`, naming the file and how to rebuild it.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -97,13 +107,41 @@ class ResponseCache:
         except (OSError, sqlite3.Error) as exc:
             raise ValueError(f"cannot open the response cache {self.path}: {exc}") from exc
 
+    def corrupt(self, key: str, why: str) -> CacheCorrupt:
+        """The error of an unreadable row ``key`` (``why``): names the file and how to rebuild it."""
+        return CacheCorrupt(
+            f"the response cache {self.path} has an unreadable row (key {key[:12]}…: {why}); rebuild it by "
+            f"deleting that file (its responses are asked again) or give another with --cache")
+
+    def _execute(self, sql: str, args: tuple[Any, ...]) -> sqlite3.Cursor:
+        """``db.execute``; a disk that refuses the write is WriteFailed naming the cache file."""
+        try:
+            return self.db.execute(sql, args)
+        except sqlite3.Error as exc:
+            from cogtestbed.outputs import write_failure
+
+            failed = write_failure(exc, f"the response cache {self.path}")
+            if failed is None:
+                if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+                    raise self.corrupt("-", str(exc)) from exc
+                raise
+            raise failed from exc
+
     def get(self, key: str) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
-        return None if row is None else dict(json.loads(row[0]))
+        row = self._execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        try:
+            value = json.loads(row[0])
+        except (TypeError, ValueError) as exc:
+            raise self.corrupt(key, f"not JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise self.corrupt(key, f"a JSON {type(value).__name__}, not an object")
+        return value
 
     def put(self, key: str, client: LLMClient, request: GenerateRequest,
             generation: Generation) -> None:
-        self.db.execute(
+        self._execute(
             "INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
             (key, client.backend, client.model, canonical_json(request.to_json()),
              canonical_json(generation.to_json()), datetime.now(UTC).isoformat(timespec="seconds")),
@@ -111,7 +149,7 @@ class ResponseCache:
 
     def put_json(self, key: str, client: LLMClient, request: dict[str, Any], response: dict[str, Any]) -> None:
         """Store any JSON response (score calls) under ``key``."""
-        self.db.execute(
+        self._execute(
             "INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
             (key, client.backend, client.model, canonical_json(request), canonical_json(response),
              datetime.now(UTC).isoformat(timespec="seconds")),
@@ -158,7 +196,10 @@ class CachedClient(LLMClient):
         stored = self.cache.get(key)
         if stored is not None:
             self.hits += 1
-            return Generation.from_json(stored, cached=True)
+            try:
+                return Generation.from_json(stored, cached=True)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise self.cache.corrupt(key, f"not a stored response: {type(exc).__name__}: {exc}") from None
         bound = self.inner.prompt_token_bound(request.prompt)
         subject = await self._admitted()
         retries: list[str] = []
@@ -242,7 +283,10 @@ class CachedClient(LLMClient):
         stored = self.cache.get(key)
         if stored is not None:
             self.hits += 1
-            return ScoreResult.from_json(stored, cached=True)
+            try:
+                return ScoreResult.from_json(stored, cached=True)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise self.cache.corrupt(key, f"not a stored score: {type(exc).__name__}: {exc}") from None
         subject = await self._admitted()
         retries: list[str] = []
         log = RETRY_LOG.set(retries)

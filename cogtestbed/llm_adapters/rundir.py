@@ -35,7 +35,7 @@ from typing import IO, Any
 from filelock import FileLock, Timeout
 
 from cogtestbed.llm_adapters.limits import Spend, read_ledger
-from cogtestbed.outputs import new_file_mode
+from cogtestbed.outputs import new_file_mode, write_failure
 from cogtestbed.redact import redact, redact_json
 from cogtestbed.trials import package_versions, write_files_together
 
@@ -196,8 +196,14 @@ class RunDir:
         self._ledger = fh
 
         def write(event: dict[str, object]) -> None:
-            fh.write(json.dumps(event) + "\n")
-            fh.flush()
+            try:
+                fh.write(json.dumps(event) + "\n")
+                fh.flush()
+            except OSError as exc:  # a full disk: named; a half line is skipped by read_ledger
+                failed = write_failure(exc, path)
+                if failed is None:
+                    raise
+                raise failed from exc
 
         return write
 
@@ -240,7 +246,10 @@ class RunDir:
 
     def release(self) -> None:
         if self._ledger is not None:
-            self._ledger.close()
+            # every event was flushed as written: a close that fails can only retry a line whose
+            # write already failed (and was reported), never hide one
+            with contextlib.suppress(OSError):
+                self._ledger.close()
             self._ledger = None
         self.lock.release()
 

@@ -5,6 +5,9 @@
   naming a column twice is refused; where the file has a row key, a copy of a row that disagrees
   in any column (but those the source may change) is refused in one line naming the key, and an
   identical copy is dropped (the table equals the original's).
+* ``check_bound_edges`` (in :mod:`~cogtestbed.validation.conformance`, through
+  :func:`bound_edge_problems`): every agent simulates at each declared bound of each parameter, and at
+  the nearest double inside it, for two seeds, or refuses the value in one line.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING
 from cogtestbed.validation.errors import ConformanceError, NotApplicable
 
 if TYPE_CHECKING:
+    from cogtestbed.environments.base import Design
     from cogtestbed.experiments.spec import ExperimentSpec, Importer
     from cogtestbed.validation.conformance.config import CheckConfig
 
@@ -133,3 +137,41 @@ def check_importer_conflicts(spec: ExperimentSpec, config: CheckConfig) -> None:
                 path = min(files, key=lambda p: p.stat().st_size)
                 problems += importer_conflict_problems(spec.importer(source), path, Path(tmp))
     fail(problems, f"{spec.name}: importers do not follow the one rule for rows and columns")
+
+
+# ----------------------------------------------------------------------------- declared bounds
+def edge_values(lower: float, upper: float) -> list[float]:
+    """The values a declared bound ``[lower, upper]`` is simulated at: each finite bound and the
+    nearest double inside it (the smallest positive double where the bound is 0)."""
+    import math
+
+    out: list[float] = []
+    if math.isfinite(lower):
+        out += [lower, math.nextafter(lower, math.inf)]
+    if math.isfinite(upper):
+        out += [upper, math.nextafter(upper, -math.inf)]
+    return out
+
+
+def bound_edge_problems(spec: ExperimentSpec, agent: str, design: Design | None, seeds: Sequence[int] = (1, 2),
+                        n_subjects: int = 2) -> list[str]:
+    """What goes wrong when ``agent`` is simulated at each edge value of each parameter: anything
+    but a schema-valid table or a one-line :class:`~cogtestbed.parameters.ParameterError`."""
+    from cogtestbed.parameters import ParameterError
+    from cogtestbed.simulation import simulate
+
+    problems: list[str] = []
+    for p in spec.agent(agent).parameters:
+        for value in edge_values(p.lower, p.upper):
+            for seed in seeds:
+                try:
+                    simulate(spec, agent, n_subjects, seed, params={p.name: value}, design=design)
+                except ParameterError as exc:
+                    if "\n" in str(exc) or p.name not in str(exc):
+                        problems.append(f"agent {agent!r}, {p.name}={value!r}: refusal is not one line naming it")
+                    break
+                except Exception as exc:  # noqa: BLE001 - every other outcome is the finding
+                    problems.append(f"agent {agent!r}, {p.name}={value!r}, seed {seed}: "
+                                    f"{type(exc).__name__}: {exc}".splitlines()[0])
+                    break
+    return problems

@@ -51,7 +51,7 @@ from cogtestbed.schema import TrialSchema
 from cogtestbed.trials import table_to_parquet
 from cogtestbed.validation.conformance.config import DATA_DIR_ENV as DATA_DIR_ENV
 from cogtestbed.validation.conformance.config import QUICK_MAX_STEPS, CheckConfig
-from cogtestbed.validation.conformance.edge_checks import check_importer_conflicts, sniffed_files
+from cogtestbed.validation.conformance.edge_checks import bound_edge_problems, check_importer_conflicts, sniffed_files
 from cogtestbed.validation.conformance.edge_checks import fail as _fail
 from cogtestbed.validation.conformance.table_checks import (
     check_all_invalid_metrics,
@@ -759,6 +759,15 @@ def check_parameter_bounds(spec: ExperimentSpec, config: CheckConfig) -> None:
     _fail(problems, f"{spec.name}: parameter bounds are not enforced")
 
 
+def check_bound_edges(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """Every agent simulates at each declared bound of each parameter and at the nearest double
+    inside it (two seeds), or refuses the value in one line: no traceback, a schema-valid table
+    (``simulate`` validates it)."""
+    design = small_design(spec, config)
+    problems = [p for agent in _agents(spec) for p in bound_edge_problems(spec, agent, design)]
+    _fail(problems, f"{spec.name}: agents fail at declared parameter bounds")
+
+
 # ----------------------------------------------------------------------------- models
 def _model_names(spec: ExperimentSpec) -> list[str]:
     if not spec.models:
@@ -1341,6 +1350,7 @@ CHECKS: dict[str, CheckFn] = {
     "batch_equals_step": check_batch_equals_step,
     "lapses": check_lapses,
     "parameter_bounds": check_parameter_bounds,
+    "bound_edges": check_bound_edges,
     "pointwise_likelihood": check_pointwise_likelihood,
     "likelihood_gradient": check_likelihood_gradient,
     "search_objective": check_search_objective,

@@ -191,6 +191,20 @@ def _declaring(model: str) -> list[str]:
     return [name for name in experiment_names() if model in get_experiment(name).models]
 
 
+#: The experiment :func:`experiment_of` asks first (the commands' default before they read the
+#: experiment from the table): where it fits, no other experiment is imported.
+FIRST_ASKED = "instrumental-learning"
+
+
+def _first_fits(path: Path | None, model: str | None) -> bool:
+    spec = get_experiment(FIRST_ASKED)
+    if model is not None and model not in spec.models:
+        return False
+    if path is None or path.suffix.lower() == ".parquet":
+        return model is not None and (path is None or _table_experiments(path) in ([], [FIRST_ASKED]))
+    return any(importer.sniff(path) for importer in spec.importers.values())
+
+
 def experiment_of(given: str | None = None, path: str | os.PathLike[str] | None = None,
                   model: str | None = None) -> str:
     """The experiment a command works on when the user may leave it out: ``given`` where named;
@@ -203,6 +217,8 @@ def experiment_of(given: str | None = None, path: str | os.PathLike[str] | None 
     where = Path(path) if path is not None else None
     if where is not None and not where.exists():
         raise FileNotFoundError(f"no such file: {where}")
+    if _first_fits(where, model):
+        return FIRST_ASKED
     if where is not None and where.is_file():
         found = _table_experiments(where) if where.suffix.lower() == ".parquet" else _sniffing_experiments(where)
         if len(found) == 1:

@@ -127,11 +127,15 @@ def test_simulate_on_a_full_disk_is_one_line_and_leaves_nothing(tiny_disk, capsy
     assert list(mount.iterdir()) == []  # no half file, no temporary file
 
 
+def _run_args(cache: Path, output: Path, subjects: int = 30) -> list[str]:
+    return ["run", "instrumental-learning", "--llm", "hf:tiny-random", "--subjects", str(subjects),
+            "--design", "visits_per_casino=2", "--cache", str(cache), "-o", str(output)]
+
+
 def test_a_run_whose_cache_fills_the_disk_stops_in_one_line_and_resumes(tiny_disk, tmp_path, capsys) -> None:
     mount, grow = tiny_disk
     grow(200)
-    args = ["run", "instrumental-learning", "--llm", "hf:tiny-random", "--subjects", "30",
-            "--design", "visits_per_casino=2", "--cache", str(mount / "c.sqlite"), "-o", str(tmp_path / "run")]
+    args = _run_args(mount / "c.sqlite", tmp_path / "run")
     assert run_cli(args) == 2
     line = _one_error_line(capsys)
     assert f"cannot write the response cache {mount / 'c.sqlite'}" in line
@@ -144,8 +148,7 @@ def test_a_run_whose_cache_fills_the_disk_stops_in_one_line_and_resumes(tiny_dis
 def test_run_outputs_on_a_full_disk_name_the_file(tiny_disk, tmp_path, capsys) -> None:
     mount, grow = tiny_disk
     grow(40)
-    args = ["run", "instrumental-learning", "--llm", "hf:tiny-random", "--subjects", "30",
-            "--design", "visits_per_casino=2", "--cache", str(tmp_path / "c.sqlite"), "-o", str(mount / "run")]
+    args = _run_args(tmp_path / "c.sqlite", mount / "run")
     assert run_cli(args) == 2
     line = _one_error_line(capsys)
     assert re.search(rf"cannot write {re.escape(str(mount / 'run'))}/\S+: No space left on device", line), line

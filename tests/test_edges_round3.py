@@ -132,29 +132,22 @@ def _run_args(cache: Path, output: Path, subjects: int = 30) -> list[str]:
             "--design", "visits_per_casino=2", "--cache", str(cache), "-o", str(output)]
 
 
-def test_a_run_whose_cache_fills_the_disk_stops_in_one_line_and_resumes(tiny_disk, tmp_path, capsys) -> None:
+@pytest.mark.parametrize(("full", "kib"), [("cache", 200), ("outputs", 40)])
+def test_a_run_that_fills_the_disk_stops_in_one_line_and_resumes(tiny_disk, tmp_path, capsys, full, kib) -> None:
+    """The response cache's SQLite file, or the run directory, on a disk that fills mid-run."""
     mount, grow = tiny_disk
-    grow(200)
-    args = _run_args(mount / "c.sqlite", tmp_path / "run")
+    grow(kib)
+    cache, output = (mount / "c.sqlite", tmp_path / "run") if full == "cache" else (tmp_path / "c.sqlite", mount / "run")
+    args = _run_args(cache, output)
     assert run_cli(args) == 2
     line = _one_error_line(capsys)
-    assert f"cannot write the response cache {mount / 'c.sqlite'}" in line
+    expected = (rf"cannot write the response cache {re.escape(str(cache))}" if full == "cache"
+                else rf"cannot write {re.escape(str(output))}/\S+: No space left on device")
+    assert re.search(expected, line), line
     grow(8192)
     assert run_cli([*args, "--resume"]) == 0, capsys.readouterr().err
-    table = pd.read_parquet(tmp_path / "run" / "trials.parquet")
+    table = pd.read_parquet(output / "trials.parquet")
     assert table["subject"].nunique() == 30 and len(table) == 30 * 8
-
-
-def test_run_outputs_on_a_full_disk_name_the_file(tiny_disk, tmp_path, capsys) -> None:
-    mount, grow = tiny_disk
-    grow(40)
-    args = _run_args(tmp_path / "c.sqlite", mount / "run")
-    assert run_cli(args) == 2
-    line = _one_error_line(capsys)
-    assert re.search(rf"cannot write {re.escape(str(mount / 'run'))}/\S+: No space left on device", line), line
-    grow(8192)
-    assert run_cli([*args, "--resume"]) == 0, capsys.readouterr().err
-    assert pd.read_parquet(mount / "run" / "trials.parquet")["subject"].nunique() == 30
 
 
 def test_a_write_error_keeps_the_old_file_and_names_the_path(tmp_path: Path) -> None:

@@ -137,7 +137,8 @@ def test_a_run_that_fills_the_disk_stops_in_one_line_and_resumes(tiny_disk, tmp_
     """The response cache's SQLite file, or the run directory, on a disk that fills mid-run."""
     mount, grow = tiny_disk
     grow(kib)
-    cache, output = (mount / "c.sqlite", tmp_path / "run") if full == "cache" else (tmp_path / "c.sqlite", mount / "run")
+    disk, local = (mount, tmp_path) if full == "cache" else (tmp_path, mount)
+    cache, output = disk / "c.sqlite", local / "run"
     args = _run_args(cache, output)
     assert run_cli(args) == 2
     line = _one_error_line(capsys)

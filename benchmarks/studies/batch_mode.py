@@ -110,14 +110,15 @@ def accounting_row(experiment: str, backend: str, root: Path, subjects: int) -> 
             "prompts_fixed": dry["prompts_are_the_runs"]}
 
 
-def fault_row(backend: str, root: Path) -> dict[str, Any]:
-    """Expiry and a failed request (500) in the first two batches: re-asked, trials as a clean run's."""
+def fault_row(backend: str, root: Path, subjects: int = 3) -> dict[str, Any]:
+    """Expiry and a failed request (500) in the first two batches: re-asked, trials as a clean run's
+    (the accounting part's collider run of as many subjects)."""
     from cogtestbed.llm_adapters.batch_server import BatchEmulator, BatchFault, serve_batches
 
     os.environ["COGTESTBED_CACHE"] = str(root / f"fault-{backend}-cache.sqlite")
     emulator = BatchEmulator(models(), polls=2, faults=[BatchFault(expire_after=1), BatchFault(errors=(0,))])
     with serve_batches(emulator) as url:
-        code = cli(run_args("collider", backend, url, root / f"fault-{backend}", 3))[0]
+        code = cli(run_args("collider", backend, url, root / f"fault-{backend}", subjects))[0]
     run = _stats(root / f"fault-{backend}")
     batch = run.get("batch") or {}
     clean = root / f"collider-{backend}"
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             (root / "prices.toml").write_text(PRICES)
             os.environ["COGTESTBED_PRICES"] = str(root / "prices.toml")
             rows = [accounting_row(e, b, root, subjects) for b in backends for e in DESIGNS]
-            faults = [fault_row(b, root) for b in backends]
+            faults = [fault_row(b, root, subjects) for b in backends]
             kills = [kill_row(b, root, subjects) for b in backends]
     finally:
         for k, v in saved.items():
@@ -202,7 +203,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(f"accounting (price in/out ${PRICE_IN:g}/${PRICE_OUT:g} per Mtok, batch discount {DISCOUNT}):")
         print(pd.DataFrame(rows).to_string(index=False))
-        print("\nexpiry and partial errors (collider, 3 subjects):")
+        print(f"\nexpiry and partial errors (collider, {subjects} subjects):")
         print(pd.DataFrame(faults).to_string(index=False))
         print("\nkill -9 mid-poll, then --resume (collider):")
         print(pd.DataFrame(kills).to_string(index=False))

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.environments.forms import FormDesign
+from cogtestbed.registry import get_experiment
 from cogtestbed.validation.form_studies import FormStudySpec, form_replicate, summarise_form_study
 
 
@@ -38,14 +39,16 @@ def main() -> None:
     ap.add_argument("--form-sd", type=float, default=0.15)
     ap.add_argument("--effect", type=float, default=0.0, help="α⁺ − α⁻ (0: null studies)")
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--visits", type=int, default=24, help="visits per casino (24: CogBench's 96 trials)")
     ap.add_argument("--rows", type=Path, default=None, help="append each replicate's row to this CSV")
     ap.add_argument("--part", default="0/1", help="I/N: every N-th replicate from the I-th")
     ap.add_argument("--summarise", type=Path, default=None, help="summarise the rows of this CSV")
     args = ap.parse_args()
     params = {"alpha_pos": 0.5 + args.effect / 2, "alpha_neg": 0.5 - args.effect / 2, "beta": 5.0}
+    design = get_experiment("instrumental-learning").design_cls(visits_per_casino=args.visits)
     spec = FormStudySpec("instrumental-learning", "rw-pm", "rw-pm",
                          FormDesign(tuple(range(args.forms)), {"alpha_pos": args.form_sd}), args.per_form,
-                         params, contrast="optimism_bias")
+                         params, contrast="optimism_bias", design=design)
     start = time.perf_counter()
     if args.summarise is not None:
         results = pd.read_csv(args.summarise)
@@ -60,7 +63,8 @@ def main() -> None:
         results = pd.DataFrame(rows)
     summary = summarise_form_study(spec, results)
     print(json.dumps({"study": f"rw-pm optimism bias {args.effect}, form SD {args.form_sd} on logit α⁺, "
-                      f"{args.forms} forms x {args.per_form} subjects x 96 trials, {len(results)} studies",
+                      f"{args.forms} forms x {args.per_form} subjects x {4 * args.visits} trials, "
+                      f"{len(results)} studies",
                       "seconds": round(time.perf_counter() - start), **summary}), flush=True)
 
 

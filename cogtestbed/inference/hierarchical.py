@@ -108,9 +108,12 @@ def subject_parameters(
     dims: str = "subject",
     sd_scale: float = SD_SCALE,
     centred: Sequence[str] = (),
+    shifts: Mapping[str, Any] | None = None,
 ) -> SubjectParams:
     """Declare ``parameters`` in the model on the context stack (see module table); the
-    parameters named in ``centred`` are sampled centred (hierarchical models only).
+    parameters named in ``centred`` are sampled centred (hierarchical models only).  ``shifts``
+    adds a per-subject tensor to a parameter's unconstrained value (the crossed prompt-form effect
+    of :func:`forms_pymc_model`).
 
     Must be called inside ``with pm.Model(coords={dims: ...})``.
     """
@@ -133,6 +136,8 @@ def subject_parameters(
             pm.Deterministic(f"{p.name}_pop", constrain(p, mu))
         else:
             u = pm.Normal(f"{p.name}_u", p.prior_mean, p.prior_sd, dims=dims)
+        if shifts and p.name in shifts:
+            u = u + shifts[p.name]
         unconstrained[p.name] = u
         natural[p.name] = pm.Deterministic(p.name, constrain(p, u), dims=dims)
     return SubjectParams(natural, unconstrained)
@@ -223,6 +228,55 @@ def kernel_pymc_model(model: Any, trials: pd.DataFrame, hierarchical: bool = Tru
                 for name, arr in arrays.items()]
         observe_pointwise(model.observed_name, op, mat, subj, *data)
     m.cogtestbed_key = ("kernel", model.name, hierarchical)
+    return m
+
+
+#: Prior scale of a prompt form's SD on a parameter's unconstrained scale (HalfNormal): a form
+#: shifting a logit by 1 is a large wording effect; a choice of ours, no paper sets it.
+FORM_SD_SCALE = 0.5
+
+
+def forms_pymc_model(model: Any, trials: pd.DataFrame, form_parameters: Sequence[str],
+                     form_sd_scale: float = FORM_SD_SCALE) -> Any:
+    """The hierarchical model of :func:`kernel_pymc_model` with **crossed subject and prompt-form
+    effects**: every parameter in ``form_parameters`` gets, besides its subject effect, a
+    non-centred form effect ``{p}_form_sigma · {p}_form_z[form]`` (``{p}_form_sigma ~
+    HalfNormal(form_sd_scale)``, dims ``form``) added on its unconstrained scale, the form being
+    the subject's ``form`` column.  ``{p}_form_sigma`` is the between-form SD, estimated with its
+    posterior (sample it with :func:`fit_hierarchical`, which reports R-hat, ESS and divergences)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    if "form" not in trials.columns:
+        raise ValueError("a forms model needs the table's 'form' column (simulate or run with --forms)")
+    unknown = [p for p in form_parameters if p not in model.parameters.names]
+    if unknown or not form_parameters:
+        raise ValueError(f"form effects on {list(form_parameters)}: give parameters of {model.name} "
+                         f"({', '.join(model.parameters.names)})")
+    kernel = model.kernel()
+    if kernel is None:
+        raise NotImplementedError(f"model {model.name!r} has no pointwise likelihood kernel")
+    op = pointwise_loglik_op(kernel, model.name)
+    subjects, idx, arrays = pool_model_arrays(model, trials)
+    form_of = trials.groupby("subject", sort=False)["form"].first()
+    forms, form_idx = np.unique(form_of.loc[list(subjects)].to_numpy(dtype=np.int64), return_inverse=True)
+    columns = model.kernel_columns or model.parameters.names
+    coords = {"subject": subjects, "obs": np.arange(idx.shape[0]), "form": forms}
+    with pm.Model(coords=coords) as m:
+        shifts = {}
+        for name in form_parameters:
+            sigma = pm.HalfNormal(f"{name}_form_sigma", form_sd_scale)
+            z = pm.Normal(f"{name}_form_z", 0.0, 1.0, dims="form")
+            shifts[name] = (sigma * z)[pt.as_tensor_variable(form_idx)]
+        theta = subject_parameters(model.parameters, True, centred=getattr(model, "centred_parameters", ()),
+                                   shifts=shifts)
+        first = theta[model.parameters.names[0]]
+        mat = pt.stack([theta[c] if isinstance(c, str) else pt.zeros_like(first) + float(c)
+                        for c in columns], axis=1)
+        subj = pm.Data("obs_subject", idx, dims="obs")
+        data = [pm.Data(name, arr, dims="obs" if arr.ndim == 1 else None) for name, arr in arrays.items()]
+        observe_pointwise(model.observed_name, op, mat, subj, *data)
+    m.cogtestbed_key = ("kernel-forms", model.name, tuple(form_parameters))
     return m
 
 

@@ -40,6 +40,9 @@ from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
 #: Replicates simulated together (one simulate and one fit call per step): a fixed size, so a
 #: replicate's random numbers do not depend on the number of workers.
 BLOCK = 50
+#: Whole paths (metric and test targets) simulated together: each path is seeded by its own index, so
+#: the block size changes no number, only how often the progress line moves.
+PATH_BLOCK = 10
 
 
 def prefix_z(values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -227,7 +230,7 @@ class Simulator:
 
         hb = beat()
         if hb is not None:
-            hb.phase(self.label, reps, f"{len(flat)} blocks of up to {BLOCK}, {self.workers} worker"
+            hb.phase(self.label, reps, f"{len(flat)} blocks, {self.workers} worker"
                      f"{'s' * (self.workers != 1)}")
         if self.workers <= 1 or len(flat) < 2:
             out = []
@@ -255,8 +258,11 @@ class Simulator:
         if isinstance(spec, PowerStudy):
             return [(model_block, (payload, self.trials, self.runs, self.n_top, self.sizes, rule, self.seed, stream,
                                    b // BLOCK, min(BLOCK, self.sims - b), self.width)) for b in blocks]
+        # a whole path's random numbers are its own (seeded by its index), so these blocks can be small:
+        # the heartbeat's count and ETA move every PATH_BLOCK paths
         return [(_full_block, (payload, self.trials, self.runs, self.n_top, self.sizes, self.seed, stream,
-                               list(range(b, min(b + BLOCK, self.sims))))) for b in blocks]
+                               list(range(b, min(b + PATH_BLOCK, self.sims)))))
+                for b in range(0, self.sims, PATH_BLOCK)]
 
 
 # ----------------------------------------------------------------------------- calibration on the null

@@ -306,6 +306,8 @@ def test_echo_with_max_tokens_0_generates_nothing(server) -> None:
     ("messages", {"model": "tiny-random-chat", "messages": [{"role": "user", "content": "hi"}]}, 400,
      "missing required parameter: 'max_tokens'"),
     ("completions", {"model": "tiny-random", "prompt": "x" * 5000}, 413, "exceeds the limit of 4096 bytes"),
+    ("messages", {"model": "tiny-random-chat", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4,
+                  "stream": True}, 400, "does not stream /v1/messages"),
 ])
 def test_malformed_or_oversized_requests_get_an_openai_style_4xx(tiny, tiny_chat, path: str, body, status: int,
                                                                  named: str) -> None:

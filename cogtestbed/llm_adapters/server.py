@@ -401,6 +401,8 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
     async def messages(request: Request) -> JSONResponse:
         body = await _read_json(request, max_body)
         client = model_of(body)
+        if _field(body, "stream", bool, False):  # refused, not ignored: a streaming client would wait for events
+            raise RequestError(400, "this server does not stream /v1/messages; send stream: false", "stream")
         msgs = [_anthropic_message(m) for m in _messages(body)]
         system = _field(body, "system", str)
         if system:

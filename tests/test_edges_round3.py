@@ -204,11 +204,10 @@ def test_the_experiment_is_read_from_the_table_or_the_model(tmp_path: Path, caps
 
 
 def test_tuple_design_fields_take_comma_lists_and_json_and_every_example_is_accepted() -> None:
-    from cogtestbed.validation.sizes import split_design
-
     from cogtestbed.cli.listing import describe_experiment
     from cogtestbed.cli.simulate import _design_overrides
     from cogtestbed.registry import experiment_names
+    from cogtestbed.validation.studies.sizes import split_design
 
     design_cls = get_experiment("collider").design_cls
     assert design_cls(**_design_overrides(["domains=economy,weather"])).domains == ("economy", "weather")

@@ -28,6 +28,7 @@ def test_kill_9_mid_poll_then_resume_loses_and_duplicates_nothing(tmp_path: Path
     study = load_study("batch_mode")
     (tmp_path / "prices.toml").write_text(study.PRICES)
     monkeypatch.setenv("COGTESTBED_PRICES", str(tmp_path / "prices.toml"))
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
     _check_kill(study.kill_row("openai", tmp_path, 2))
 
 
@@ -59,6 +60,7 @@ def test_anthropic_message_batches_expiry_and_errors_are_reasked(tmp_path: Path,
     study = load_study("batch_mode")
     (tmp_path / "prices.toml").write_text(study.PRICES)
     monkeypatch.setenv("COGTESTBED_PRICES", str(tmp_path / "prices.toml"))
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))  # restored after the study sets it
     row = study.fault_row("anthropic", tmp_path)
     assert row["exit"] == 0 and row["expired"] == 2 and row["errored"] == 1 and row["reasked"] == 3, row
     assert row["run_calls"] == row["emulator_ran"] + 1, row

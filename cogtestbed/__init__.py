@@ -1,11 +1,131 @@
 """cogtestbed: synthetic agents with known parameters, run through the same environments a real
 LLM steps through, analysed by the same fitters.
 
+The library is the front door: ``import cogtestbed as ct`` gives the functions every command of
+the command line is a thin layer over (keyword names follow the options)::
+
+    import cogtestbed as ct
+
+    trials = ct.simulate("instrumental-learning", "rw-pm", subjects=40, seed=1)
+    mle = ct.fit("instrumental-learning", trials, model="rw-pm")                 # one row per subject
+    post = ct.fit("instrumental-learning", trials, model="rw-pm", method="hierarchical")
+    study = ct.recover("rw-pm", subjects=40, reps=20)                            # .table .verdict .plot()
+    plan = ct.plan("instrumental-learning", model="rw-pm", effect={"optimism_bias": 0.2},
+                   llm="openai:gpt-4o-mini", subjects=(10, 80))                  # .chosen .frontier .save()
+    report = ct.check("instrumental-learning")                                   # .passed .table()
+
+Experiment authors import their building blocks from :mod:`cogtestbed.extend`.  Names are
+imported on first use (``cogtestbed --help`` loads no numerical package).
+
 Layers: :mod:`cogtestbed.environments` (gymnasium tasks with rendered prompts and parsers),
 :mod:`cogtestbed.agents` (synthetic subjects with numba batch paths),
 :mod:`cogtestbed.inference` (published metrics, MLE and hierarchical fits),
 :mod:`cogtestbed.llm_adapters` (real models as subjects), :mod:`cogtestbed.validation`
-(recovery, calibration and power studies).
+(recovery, calibration, power, plans and the conformance suite), :mod:`cogtestbed.api` (the
+functions below).
 """
 
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+#: Public name → the module defining it (imported on first access).
+_PUBLIC: dict[str, str] = {
+    "experiments": "cogtestbed.api.core",
+    "get_experiment": "cogtestbed.api.core",
+    "simulate": "cogtestbed.api.core",
+    "metrics": "cogtestbed.api.core",
+    "fit": "cogtestbed.api.core",
+    "check": "cogtestbed.api.core",
+    "recover": "cogtestbed.api.studies",
+    "power": "cogtestbed.api.studies",
+    "sbc": "cogtestbed.api.studies",
+    "model_recovery": "cogtestbed.api.studies",
+    "Study": "cogtestbed.api.studies",
+    "true_parameters": "cogtestbed.api.studies",
+    "estimates": "cogtestbed.api.studies",
+    "plot_recovery": "cogtestbed.api.studies",
+    "plan": "cogtestbed.api.plan",
+    "Plan": "cogtestbed.api.plan",
+    "run": "cogtestbed.api.run",
+    # the typed errors (each one line and exit status 2 on the command line)
+    "ParameterError": "cogtestbed.parameters",
+    "UnknownNameError": "cogtestbed.experiments.spec",
+    "TrialTableError": "cogtestbed.schema",
+    "DataFormatError": "cogtestbed.data.rows",
+    "BackendUnavailable": "cogtestbed.llm_adapters.base",
+    "LLMError": "cogtestbed.llm_adapters.base",
+    "MemoryLimitError": "cogtestbed.memory",
+    "OutputError": "cogtestbed.outputs",
+    "FormError": "cogtestbed.environments.forms",
+    "WorkerDied": "cogtestbed.validation.errors",
+    "ConformanceError": "cogtestbed.validation.errors",
+}
+
+__all__ = [
+    "BackendUnavailable", "ConformanceError", "DataFormatError", "FormError", "LLMError", "MemoryLimitError",
+    "OutputError", "ParameterError", "Plan", "Study", "TrialTableError", "UnknownNameError", "WorkerDied",
+    "__version__", "check", "estimates", "experiments", "fit", "get_experiment", "metrics", "model_recovery",
+    "plan", "plot_recovery", "power", "recover", "run", "sbc", "simulate", "true_parameters",
+]
+
+if TYPE_CHECKING:
+    from cogtestbed.api.core import check, experiments, fit, get_experiment, metrics, simulate
+    from cogtestbed.api.plan import Plan, plan
+    from cogtestbed.api.run import run
+    from cogtestbed.api.studies import (
+        Study,
+        estimates,
+        model_recovery,
+        plot_recovery,
+        power,
+        recover,
+        sbc,
+        true_parameters,
+    )
+    from cogtestbed.data.rows import DataFormatError
+    from cogtestbed.environments.forms import FormError
+    from cogtestbed.experiments.spec import UnknownNameError
+    from cogtestbed.llm_adapters.base import BackendUnavailable, LLMError
+    from cogtestbed.memory import MemoryLimitError
+    from cogtestbed.outputs import OutputError
+    from cogtestbed.parameters import ParameterError
+    from cogtestbed.schema import TrialTableError
+    from cogtestbed.validation.errors import ConformanceError, WorkerDied
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module on first access."""
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cogtestbed' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})
+
+
+class _Package(types.ModuleType):
+    """The package module, whose ``experiments`` is always the public function
+    (:func:`cogtestbed.api.core.experiments`), though the subpackage of the specs is called
+    ``cogtestbed.experiments`` too: importing it stores it aside (it is reached through
+    ``import cogtestbed.experiments.NAME`` and ``sys.modules``, never as an attribute)."""
+
+    @property
+    def experiments(self) -> Any:
+        return importlib.import_module("cogtestbed.api.core").experiments
+
+    @experiments.setter
+    def experiments(self, module: types.ModuleType) -> None:
+        self.__dict__["_experiments_package"] = module
+
+
+sys.modules[__name__].__class__ = _Package

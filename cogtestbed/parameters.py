@@ -88,6 +88,13 @@ class Parameter:
         return z
 
 
+    def inside(self, x: np.ndarray | float) -> np.ndarray:
+        """``x`` clipped into the bounds: a prior sampler's draws respect the bounds for every
+        parameter (a log-transformed parameter with a finite upper bound maps the whole real line
+        to (lower, inf), so its draws beyond the upper bound are set to it; this project's rule,
+        not a paper's)."""
+        return np.clip(np.asarray(x, dtype=np.float64), self.lower, self.upper)
+
     # -- the MLE search scale: box-bounded, linear for [a, b] parameters, log for (0, inf) ---
     def search_bounds(self) -> tuple[float, float]:
         """Box bounds on the search scale used by the multi-start MLE."""

@@ -22,7 +22,6 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cogtestbed import experiments as _experiments_pkg
 from cogtestbed.experiments.spec import (
     ExperimentSpec,
     Generator,
@@ -38,6 +37,9 @@ if TYPE_CHECKING:  # the installed distributions are read only for a plug-in's n
 
     import pandas as pd
 
+#: The package of the experiment modules (``cogtestbed.experiments`` as an attribute of the package
+#: is the public function listing experiment names: :mod:`cogtestbed`).
+_experiments_pkg = importlib.import_module("cogtestbed.experiments")
 #: Entry-point group through which other distributions register experiments.
 ENTRY_POINT_GROUP = "cogtestbed.experiments"
 
@@ -47,7 +49,7 @@ Experiment = ExperimentSpec
 __all__ = [
     "ENTRY_POINT_GROUP", "Experiment", "ExperimentSpec", "Generator", "Importer", "MetricOption",
     "MetricsSpec", "StudyDecl", "UnknownNameError", "experiment_names", "get_experiment", "read_trials",
-    "trials_manifest", "validate_table", "write_trials",
+    "register", "trials_manifest", "validate_table", "write_trials",
 ]
 
 
@@ -73,8 +75,9 @@ def _plugin_entry_points() -> dict[str, EntryPoint]:
 
 
 def experiment_names() -> list[str]:
-    """Every registered experiment: the package's own first (alphabetical), then plug-ins."""
-    return sorted(_builtin_names()) + sorted(_plugin_entry_points())
+    """Every registered experiment: the package's own first (alphabetical), then plug-ins, then
+    those registered in this process (:func:`register`)."""
+    return sorted(_builtin_names()) + sorted(_plugin_entry_points()) + sorted(_REGISTERED)
 
 
 def _load(name: str) -> Any:
@@ -84,12 +87,41 @@ def _load(name: str) -> Any:
     return getattr(loaded, "SPEC", loaded)
 
 
-@cache
+#: Experiments registered in this process by :func:`register` (a spec built in a script or
+#: another package, not installed): looked up before the package's own and the plug-ins.
+_REGISTERED: dict[str, ExperimentSpec] = {}
+
+
+def register(spec: ExperimentSpec) -> ExperimentSpec:
+    """Register ``spec`` in this process under its name, so that everything that looks an
+    experiment up by name (simulation, studies and their forked workers, LLM runs) finds it;
+    returns it.  Registering the same object again is a no-op; another experiment under a
+    registered name, a built-in one's included, is refused."""
+    if not isinstance(spec, ExperimentSpec):
+        raise TypeError(f"register takes an ExperimentSpec, got {type(spec).__name__}")
+    known = _REGISTERED.get(spec.name)
+    if known is spec:
+        return spec
+    if known is not None or spec.name in _builtin_names() or spec.name in _plugin_entry_points():
+        if spec.name in _builtin_names() and get_experiment(spec.name) is spec:
+            return spec
+        raise ValueError(f"an experiment named {spec.name!r} is already registered: give yours another name")
+    _REGISTERED[spec.name] = spec
+    return spec
+
+
 def get_experiment(name: str) -> ExperimentSpec:
     """The registered experiment called ``name`` (clear error listing valid names)."""
+    registered = _REGISTERED.get(name)
+    return registered if registered is not None else _installed_experiment(name)
+
+
+@cache
+def _installed_experiment(name: str) -> ExperimentSpec:
+    """The experiment ``name`` of this package or of an installed plug-in."""
     if name not in _builtin_names():  # the installed distributions are scanned only for a plug-in's name
         names = experiment_names()
-        if name not in names:
+        if name not in _plugin_entry_points():
             raise UnknownNameError("experiment", name, names)
     spec = _load(name)
     if not isinstance(spec, ExperimentSpec):

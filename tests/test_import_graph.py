@@ -52,7 +52,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cogtestbed.validation.conformance",),
     ("cogtestbed.validation.families",),
     ("cogtestbed.validation.runs",),
+    ("cogtestbed.api",),  # the public functions (cogtestbed/__init__.py names them)
     ("cogtestbed.cli",),
+    ("cogtestbed.extend",),
     ("cogtestbed.__main__",),
     ("cogtestbed",),
 )

@@ -321,7 +321,7 @@ def test_a_persistent_503_mid_run_fails_cleanly_and_resume_continues(tmp_path, c
 
 # ----------------------------------------------------------------------------- the server's faults
 def test_the_cli_retry_default_is_the_library_one():
-    from cogtestbed.cli import run as run_cli
+    from cogtestbed.api import run as run_cli
     from cogtestbed.llm_adapters.base import DEFAULT_RETRY_WINDOW
 
     assert run_cli.DEFAULT_RETRY_WINDOW == DEFAULT_RETRY_WINDOW

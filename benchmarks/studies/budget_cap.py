@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cogtestbed.cli.run import RunRequest, execute_run
+from cogtestbed.api.run import RunRequest, execute_run
 from cogtestbed.llm_adapters.hf import HFClient
 from cogtestbed.llm_adapters.server import Fault, FaultInjector, serve
 

@@ -72,7 +72,7 @@ def _verdict(res: Any) -> str:
 
 def _plan(spec: str, folder: Path, workers: int | None) -> dict[str, Any]:
     """Run ``cogtestbed plan`` with the instrumental-learning session as its pilot."""
-    from cogtestbed.cli.plan import plan
+    from cogtestbed.api.plan import plan
 
     pilot, out = folder / PILOT_EXPERIMENT, folder / "plan"
     command = (f"cogtestbed plan {PILOT_EXPERIMENT} --model {PLAN_ARGS['model']} --effect {PLAN_ARGS['effect']} "
@@ -80,7 +80,7 @@ def _plan(spec: str, folder: Path, workers: int | None) -> dict[str, Any]:
                f"--mc-se {PLAN_ARGS['mc_se']} -o {out}")
     console_err.print(f"pilot → plan: {command}", highlight=False, markup=False, soft_wrap=True)
     try:
-        plan(PILOT_EXPERIMENT, [spec], pilot=pilot, output=out, workers=workers, **PLAN_ARGS)
+        plan(PILOT_EXPERIMENT, llm=[spec], pilot=pilot, workers=workers, **PLAN_ARGS).save(out)
     except ValueError as exc:  # the plan's own refusal: > 90 % invalid answers, or no design reaching the power
         return {"verdict": f"the plan from the pilot refused (exit 2 on the command line): {exc}", "tables": [],
                 "json": {"command": command, "refused": str(exc)}}

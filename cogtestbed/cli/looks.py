@@ -51,7 +51,7 @@ def recorded_looks(run_dir: Path) -> list[dict[str, Any]]:
 
 def run_sequential(request: Any, design: dict[str, Any], execute_run: Callable[[Any], Any]) -> Any:
     """Execute a sequential plan's looks in ``request.output`` (see the module docstring);
-    ``execute_run`` plays one look's subjects (:func:`cogtestbed.cli.run.execute_run`)."""
+    ``execute_run`` plays one look's subjects (:func:`cogtestbed.api.run.execute_run`)."""
     from dataclasses import replace
 
     from cogtestbed.registry import get_experiment, read_trials

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
 from cogtestbed.cli.app import app, console_err
-from cogtestbed.outputs import check_output_file
 
 if TYPE_CHECKING:  # the library is imported inside the command bodies (a light command line)
     from cogtestbed.environments.forms import FormDesign
@@ -75,51 +74,28 @@ def simulate(
     """Simulate synthetic subjects with known parameters and write their trial table."""
     from rich.progress import Progress
 
+    from cogtestbed.api.core import design_overrides
+    from cogtestbed.api.core import simulate as run_simulation
     from cogtestbed.parameters import parse_assignments
-    from cogtestbed.registry import get_experiment, write_trials
-    from cogtestbed.simulation import check_simulation_memory
-    from cogtestbed.simulation import simulate as run_simulation
 
-    lapse = lapse_option(lapse_invalid, lapse_random)
-    exp = get_experiment(experiment)
-    agent_cls = exp.agent(agent)
     params = parse_assignments(param or [], "--param")
-    design_obj = exp.env_cls.design_cls(**_design_overrides(design or []))
-    form_design = forms_option(exp, forms, form_sd)
-    check_output_file(output, force, ".parquet")
-    check_simulation_memory(exp, agent, subjects, params, design_obj)
+    sd = _form_sd(form_sd)
+    options: dict[str, Any] = {"subjects": subjects, "seed": seed, "params": params,
+                               "design": design_overrides(design or []),
+               "method": method, "lapse_invalid": lapse_invalid, "lapse_random": lapse_random, "forms": forms,
+               "form_sd": sd, "output": output, "force": force}
     if method == "step":  # the reference loop is slow: show progress per subject
         with Progress(*Progress.get_default_columns(), console=console_err, transient=True) as bar:
             task = bar.add_task("stepping subjects", total=subjects)
-            trials = run_simulation(exp, agent, subjects, seed, params, design=design_obj, method=method,
-                                    on_subject_done=lambda _: bar.advance(task), lapse=lapse, forms=form_design)
+            trials = run_simulation(experiment, agent, on_subject_done=lambda _: bar.advance(task), **options)
     else:
         with console_err.status(f"simulating {subjects} subjects"):
-            trials = run_simulation(exp, agent, subjects, seed, params, design=design_obj, method=method,
-                                    lapse=lapse, forms=form_design)
-    manifest = {
-        "experiment": exp.name,
-        "agent": agent,
-        "params": agent_cls.parameters.validate(params),
-        "n_subjects": subjects,
-        "seed": seed,
-        "method": method,
-        "lapse": None if lapse is None else {"invalid": lapse.invalid, "random": lapse.random},
-        "design": design_obj.model_dump(),
-        "forms": None if form_design is None else form_design.as_json(),
-        "command": "simulate",
-    }
-    write_trials(trials, output, manifest)
+            trials = run_simulation(experiment, agent, **options)
     console_err.print(f"wrote {len(trials)} trials of {subjects} subjects to {output}")
 
 
-def _design_overrides(items: list[str]) -> dict[str, str | None]:
-    """``--design NAME=VALUE`` items as text for the design to coerce (a tuple or list field takes
-    ``a,b`` or a JSON list); ``null`` is none (a field whose default is the paradigm's own)."""
-    out: dict[str, str | None] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"expected NAME=VALUE for --design, got {item!r}")
-        out[name.strip()] = None if value.strip() == "null" else value.strip()
-    return out
+def _form_sd(items: list[str] | None) -> dict[str, float]:
+    """``--form-sd PARAM=SD`` items → offsets' SDs."""
+    from cogtestbed.environments.forms import parse_form_sd
+
+    return dict(parse_form_sd(items))

@@ -26,6 +26,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cogtestbed.api.specs import (
+    floats,
+    ints,
+    lapse_fit,
+    parse_assignments,
+    power_spec,
+    sized,
+    study_spec_of,
+)
 from cogtestbed.cli.app import app, console, console_err, print_json
 from cogtestbed.cli.simulate import FormSdOpt, FormsOpt, LapseInvalidOpt, LapseRandomOpt, forms_option, lapse_option
 from cogtestbed.outputs import output_dir
@@ -59,102 +68,6 @@ LapseFitOpt = Annotated[str, typer.Option(
     "--lapse", help="Lapse term of the fitted model: none, fit (rate fitted) or fixed=E.")]
 ParamOpt = Annotated[list[str] | None, typer.Option("--param", help="Agent parameter NAME=VALUE (repeatable): "
                                                                     "settings the model lacks, or the agent's base.")]
-
-
-def _ints(text: str | None, default: tuple[Any, ...], option: str = "--subjects") -> tuple[Any, ...]:
-    """A comma list of positive integers (``10,20,40``); an empty item, a non-integer or a value
-    below 1 is one clear error naming ``option``."""
-    if text is None:
-        return default
-    items = [x.strip() for x in text.split(",")]
-    if not text.strip() or any(not x for x in items):
-        raise ValueError(f"{option} expects comma-separated integers, got {text!r} (an empty item)")
-    try:
-        values = tuple(int(x) for x in items)
-    except ValueError:
-        raise ValueError(f"{option} expects comma-separated integers, got {text!r}") from None
-    low = [v for v in values if v < 1]
-    if low:
-        raise ValueError(f"{option} must be at least 1, got {low[0]}")
-    return values
-
-
-#: CLI options whose name differs from the :class:`StudySpec` field they set.
-OPTION_OF_FIELD = {"models": "MODEL", "reps": "--reps/--sims", "fixed": "--fix", "params": "--param",
-                   "sampler_backend": "--backend", "effect": "--effect", "tune": "--draws", "lapse_fit": "--lapse"}
-
-
-def _lapse_fit(text: str) -> float | str | None:
-    """``--lapse`` → the fitted models' lapse term (:func:`cogtestbed.inference.base.lapse_option`)."""
-    from cogtestbed.inference.base import lapse_option as parse
-
-    return parse(text)
-
-
-def _spec(**fields: Any) -> StudySpec:
-    """A :class:`StudySpec` from the command's options; a validation error becomes one line naming
-    the option."""
-    from pydantic import ValidationError
-
-    from cogtestbed.validation.studies.driver import study_spec
-
-    try:
-        return study_spec(**fields)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        loc = first["loc"][1:] if first["loc"][:1] == (fields.get("kind"),) else first["loc"]  # the kind's class
-        name = str(loc[0]) if loc else ""
-        option = OPTION_OF_FIELD.get(name, "--" + name.replace("_", "-")) if name else ""
-        got = f" (got {first['input']!r})" if name else ""
-        msg = str(first["msg"]).removeprefix("Value error, ")
-        raise ValueError(f"{option + ': ' if option else ''}{msg}{got}") from None
-
-
-def sized(experiment: str, design: list[str] | None, trials: str | None) -> dict[str, Any]:
-    """``design`` and ``trials`` of a study from ``--design`` (a comma list sweeps the trials field,
-    :func:`~cogtestbed.validation.studies.sizes.split_design`) and ``--trials`` (one of the two sizes the run)."""
-    from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.sizes import split_design
-
-    fixed, swept = split_design(get_experiment(experiment), design)
-    given = _ints(trials, (None,), "--trials")
-    if swept != (None,) and given != (None,):
-        raise ValueError("--trials and a --design list both size the run; give one of them")
-    return {"design": fixed, "trials": swept if swept != (None,) else given}
-
-
-def _floats(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise ValueError(f"expected comma-separated numbers, got {text!r}") from None
-
-
-def parse_assignments(items: list[str], option: str = "") -> dict[str, float]:
-    """``NAME=VALUE`` items → values (:func:`cogtestbed.parameters.parse_assignments`, imported on use)."""
-    from cogtestbed.parameters import parse_assignments as parse
-
-    return parse(items, option)
-
-
-def parse_metric_assignments(experiment: str, items: list[str] | None) -> dict[str, Any]:
-    """``--option NAME=VALUE`` items → the experiment's metrics options, each converted to its
-    declared type (an unknown name lists the valid ones; a name given twice is an error)."""
-    if not items:
-        return {}
-    from cogtestbed.registry import get_experiment
-
-    exp = get_experiment(experiment)
-    out: dict[str, Any] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise ValueError(f"--option expected NAME=VALUE, got {item!r}")
-        option = exp.metric_option(name.strip().replace("-", "_"))
-        if option.name in out:
-            raise ValueError(f"--option sets {option.name} twice; give it once")
-        out[option.name] = option.convert(value.strip())
-    return out
 
 
 def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bool) -> StudyResult:
@@ -389,7 +302,7 @@ def _forms_study(experiment: str, model: str, forms: str, form_sd: list[str] | N
     exp = get_experiment(experiment)
     form_design = forms_option(exp, forms, form_sd)
     assert form_design is not None
-    sizes = _ints(subjects, (50,))
+    sizes = ints(subjects, (50,))
     if len(sizes) != 1:
         raise ValueError("--subjects takes one total with --forms (it is split over the forms)")
     if trials is not None:
@@ -446,12 +359,12 @@ def recover(
     if forms is not None:
         _forms_study(experiment, model, forms, form_sd, subjects, reps, param, None, design, trials, 0.05, run)
         return None
-    spec = _spec(kind="recovery", experiment=experiment, models=(model,), method=method,
-                     subjects=_ints(subjects, (50,)), **sized(experiment, design, trials),
-                     runs=_ints(runs, (1,), "--runs"), reps=reps, seed=run.seed, sampler=sampler,
+    spec = study_spec_of(kind="recovery", experiment=experiment, models=(model,), method=method,
+                     subjects=ints(subjects, (50,)), **sized(experiment, design, trials),
+                     runs=ints(runs, (1,), "--runs"), reps=reps, seed=run.seed, sampler=sampler,
                      fixed=parse_assignments(fix or [], "--fix"),
                      params=parse_assignments(param or [], "--param"), draws=draws, tune=draws, chains=chains,
-                     lapse=lapse_option(lapse_invalid, lapse_random), lapse_fit=_lapse_fit(lapse))
+                     lapse=lapse_option(lapse_invalid, lapse_random), lapse_fit=lapse_fit(lapse))
     return spec
 
 
@@ -478,7 +391,7 @@ def model_recovery(
     from cogtestbed.registry import experiment_of
 
     experiment = experiment_of(experiment, model=models[0])
-    spec = _spec(kind="model-recovery", experiment=experiment, models=tuple(models),
+    spec = study_spec_of(kind="model-recovery", experiment=experiment, models=tuple(models),
                      method=method, subjects=(subjects,), runs=(runs,), reps=reps,
                      **sized(experiment, design, None if trials is None else str(trials)),
                      seed=run.seed, params=parse_assignments(param or [], "--param"), draws=draws, tune=draws,
@@ -507,86 +420,13 @@ def sbc(
     from cogtestbed.registry import experiment_of
 
     experiment = experiment_of(experiment, model=model)
-    spec = _spec(kind="sbc", experiment=experiment, models=(model,), method="hierarchical",
+    spec = study_spec_of(kind="sbc", experiment=experiment, models=(model,), method="hierarchical",
                      subjects=(subjects,), runs=(runs,), reps=reps, seed=run.seed,
                      **sized(experiment, design, None if trials is None else str(trials)),
                      params=parse_assignments(param or [], "--param"), draws=draws,
                      tune=draws,
                      chains=chains, sampler_backend=backend)
     return spec
-
-
-def _power_spec(target: str, experiment: str | None, effect: str | None, metric: str | None,
-                compare: tuple[str, str] | None, test: str | None, agent: str | None,
-                common: dict[str, Any], options: list[str] | None = None, sweep: str | None = None) -> StudySpec:
-    """The power study one of the three CLI forms asks for (one clear error for any other mix).
-
-    ``sweep`` (``NAME=a,b,c``, metric and test forms): an agent parameter or design field whose
-    values each get a rate (a test's rate at a leak of 0 is its false-positive rate)."""
-    forms = [name for name, given in (("--effect", effect), ("--metric", metric), ("--test", test)) if given]
-    if len(forms) != 1:
-        raise ValueError("power needs exactly one of --effect NAME=SIZE (model parameter), --metric M --compare A B, "
-                         f"or --test KEY --agent A; got {', '.join(forms) or 'none'}")
-    if effect is not None:
-        if compare is not None or agent is not None or options or sweep:
-            raise ValueError("--compare, --agent, --option and --sweep belong to metric and test power, not to "
-                             "--effect")
-        (name, size), = parse_assignments([effect], "--effect").items()
-        from cogtestbed.registry import experiment_of
-
-        return _spec(kind="power", experiment=experiment_of(experiment, model=target), models=(target,),
-                         effect=name, effect_size=size, **common)
-    if experiment is not None and experiment != target:
-        raise ValueError(f"metric and test power take the experiment as argument; got {target!r} and "
-                         f"--experiment {experiment!r}")
-    base, common = _behaviour_power_common(target, common, options, sweep)
-    if metric is not None:
-        return _metric_power_spec(target, metric, compare, agent, base, common)
-    return _test_power_spec(target, test, compare, agent, base, common)
-
-
-def _behaviour_power_common(target: str, common: dict[str, Any], options: list[str] | None,
-                            sweep: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The agent's base parameters, and the study fields metric and test power share (no model-fit
-    fields; the metrics options and the ``--sweep`` parameter and values)."""
-    common = {k: v for k, v in common.items()
-              if k not in ("subjects", "base", "sd_between", "method", "draws", "tune", "chains")}
-    base = common.pop("params")
-    common["metric_options"] = parse_metric_assignments(target, options)
-    if sweep is not None:
-        swept, sep, values = sweep.partition("=")
-        if not sep or not swept.strip():
-            raise ValueError(f"--sweep expects NAME=a,b,c, got {sweep!r}")
-        common.update(parameter=swept.strip(), values=_floats(values))
-    return base, common
-
-
-def _metric_power_spec(target: str, metric: str, compare: tuple[str, str] | None, agent: str | None,
-                       base: dict[str, Any], common: dict[str, Any]) -> StudySpec:
-    """Metric power: the metric's difference between two settings of one agent (``--compare``)."""
-    if compare is None or agent is not None:
-        raise ValueError("metric power takes --compare AGENT:p=v AGENT:p=v (and no --agent)")
-    from cogtestbed.parameters import parse_agent
-    (name_a, a), (name_b, b) = parse_agent(compare[0]), parse_agent(compare[1])
-    if name_a != name_b:
-        raise ValueError(f"--compare takes two settings of one agent, got {name_a!r} and {name_b!r}")
-    return _spec(kind="metric-power", experiment=target, agent=name_a, metric=metric, compare=(a, b),
-                     params=base, **common)
-
-
-def _test_power_spec(target: str, test: str | None, compare: tuple[str, str] | None, agent: str | None,
-                     base: dict[str, Any], common: dict[str, Any]) -> StudySpec:
-    """Test power: the rejection rate of the experiment's test ``test`` under ``--agent``."""
-    if agent is None or compare is not None:
-        raise ValueError("test power takes --agent AGENT[:p=v,...] (and no --compare)")
-    from cogtestbed.parameters import parse_agent
-    name, params = parse_agent(agent)
-    if test is not None:  # the paper's name of a test (T1c) is an alias of its key (t1_lr)
-        from cogtestbed.registry import get_experiment
-
-        test = get_experiment(target).metrics.resolve(test)
-    return _spec(kind="test-power", experiment=target, agent=name, test=test, params={**base, **params},
-                     **common)
 
 
 @study_command()
@@ -642,14 +482,14 @@ def power(
     default_runs = (10,) if metric is not None else (1,)
     exp_name = experiment_of(experiment, model=target) if effect is not None and metric is None and test is None \
         else target
-    common: dict[str, Any] = {"subjects": _ints(subjects, (10,)), "runs": _ints(runs, default_runs, "--runs"),
+    common: dict[str, Any] = {"subjects": ints(subjects, (10,)), "runs": ints(runs, default_runs, "--runs"),
                               **sized(exp_name, design, trials), "reps": sims,
                               "seed": run.seed, "level": level,
                               "method": method, "base": parse_assignments(base or [], "--base"),
                               "sd_between": sd_between,
                               "params": parse_assignments(param or [], "--param"), "draws": draws, "tune": draws,
                               "chains": chains, "lapse": lapse_option(lapse_invalid, lapse_random)}
-    spec = _power_spec(target, experiment, effect, metric, compare, test, agent, common, option, sweep)
+    spec = power_spec(target, experiment, effect, metric, compare, test, agent, common, option, sweep)
     return spec
 
 
@@ -670,9 +510,9 @@ def metric_validity(
     """Metric validity: sweep an agent parameter; the metric's mean/SD per value and its monotonicity."""
     from cogtestbed.parameters import parse_agent
     name, params = parse_agent(agent)
-    spec = _spec(kind="metric-validity", experiment=experiment, agent=name, params=params, metric=metric,
-                     parameter=parameter, values=_floats(values), direction=direction,
-                     runs=_ints(runs, (10,), "--runs"), **sized(experiment, design, trials), reps=reps,
+    spec = study_spec_of(kind="metric-validity", experiment=experiment, agent=name, params=params, metric=metric,
+                     parameter=parameter, values=floats(values), direction=direction,
+                     runs=ints(runs, (10,), "--runs"), **sized(experiment, design, trials), reps=reps,
                      seed=run.seed)
     return spec
 

@@ -148,7 +148,8 @@ def sample_hierarchical_prior(
 ) -> tuple[dict[str, float], dict[str, np.ndarray]]:
     """One draw of the hierarchical prior of :func:`subject_parameters` (numpy).
 
-    Returns (population values ``{p}_mu``/``{p}_sigma``/``{p}_pop``, natural subject values).
+    Returns (population values ``{p}_mu``/``{p}_sigma``/``{p}_pop``, natural subject values, inside
+    every parameter's bounds: :meth:`~cogtestbed.parameters.Parameter.inside`).
     Simulating from it and fitting with the same model is what makes coverage and SBC exact.
     """
     pop: dict[str, float] = {}
@@ -158,8 +159,8 @@ def sample_hierarchical_prior(
         sigma = abs(rng.normal(0.0, sd_scale * p.prior_sd))
         z = rng.normal(size=n_subjects)
         pop[f"{p.name}_mu"], pop[f"{p.name}_sigma"] = float(mu), float(sigma)
-        pop[f"{p.name}_pop"] = float(p.to_constrained(mu))
-        subj[p.name] = np.asarray(p.to_constrained(mu + sigma * z), dtype=np.float64)
+        pop[f"{p.name}_pop"] = float(p.inside(p.to_constrained(mu)))
+        subj[p.name] = p.inside(p.to_constrained(mu + sigma * z))
     return pop, subj
 
 

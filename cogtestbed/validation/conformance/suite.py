@@ -157,6 +157,11 @@ class ConformanceReport:
     def ok(self) -> bool:
         return not self.failures
 
+    @property
+    def passed(self) -> bool:
+        """No check failed (expected failures and skipped checks aside)."""
+        return not self.failures
+
     def table(self) -> str:
         """A plain-text table: check, status, seconds, first line of the message."""
         width = max((len(r.check) for r in self.results), default=5)
@@ -768,6 +773,37 @@ def check_bound_edges(spec: ExperimentSpec, config: CheckConfig) -> None:
     _fail(problems, f"{spec.name}: agents fail at declared parameter bounds")
 
 
+#: Draws per parameter of the prior-bounds check (the hierarchical prior, a population draw each).
+PRIOR_BOUND_DRAWS = 2000
+
+
+def check_prior_bounds(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """For every model and EVERY one of its parameters, the studies' prior samplers stay inside the
+    bounds: :data:`PRIOR_BOUND_DRAWS` draws of the hierarchical prior (``recover``, SBC, power),
+    the uniform sampler's range and the conformance suite's own prior draws (a log-transformed
+    parameter with a finite upper bound maps the real line past it)."""
+    from cogtestbed.inference.hierarchical import sample_hierarchical_prior
+    from cogtestbed.validation.studies.study_data import _uniform_range
+
+    rng = np.random.default_rng(config.seed)
+    problems = []
+    for name in _model_names(spec):
+        parameters = spec.model(name).parameters
+        draws: dict[str, list[np.ndarray]] = {p.name: [] for p in parameters}
+        for _ in range(PRIOR_BOUND_DRAWS // 100):
+            pop, subj = sample_hierarchical_prior(parameters, 100, rng)
+            for p in parameters:
+                draws[p.name] += [subj[p.name], np.array([pop[f"{p.name}_pop"]])]
+        own = prior_draws(parameters, PRIOR_BOUND_DRAWS, rng)
+        for p in parameters:
+            x = np.concatenate([*draws[p.name], own[p.name], np.array(_uniform_range(p))])
+            outside = x[~((x >= p.lower) & (x <= p.upper))]
+            if outside.size:
+                problems.append(f"model {name!r}: {p.name}: {outside.size} prior draws outside [{p.lower}, {p.upper}] "
+                                f"(e.g. {float(outside[0]):.6g})")
+    _fail(problems, f"{spec.name}: prior draws leave the parameter bounds")
+
+
 # ----------------------------------------------------------------------------- models
 def _model_names(spec: ExperimentSpec) -> list[str]:
     if not spec.models:
@@ -1262,23 +1298,38 @@ def check_declared_studies(spec: ExperimentSpec, config: CheckConfig) -> None:
 LAPSE = Lapse(0.3, 0.2)
 
 
+def tables_module_name(env_module: str) -> str:
+    """The tables module of an environment module: its ``environments`` package segment replaced by
+    ``tables`` (``cogtestbed.environments.coin`` → ``cogtestbed.tables.coin``, and the same in
+    another package: ``mypkg.environments.coin`` → ``mypkg.tables.coin``); an environment outside an
+    ``environments`` package has its tables module beside it (``mypkg.coin`` → ``mypkg.tables``...
+    named ``<package>.tables.<module>``)."""
+    parts = env_module.split(".")
+    if "environments" in parts[:-1]:
+        i = len(parts) - 1 - parts[::-1].index("environments")
+        return ".".join([*parts[:i], "tables", *parts[i + 1:]])
+    return ".".join([*parts[:-1], "tables", parts[-1]])
+
+
 def check_tables_module(spec: ExperimentSpec, config: CheckConfig) -> None:
-    """The schema is declared once, in ``cogtestbed/tables/<family>.py`` (``<family>`` = the
-    environment's module): ``SCHEMA`` is the spec's ``table_schema`` and its environment's, and
-    ``EXPERIMENT`` is the registered name."""
+    """The schema is declared once, in the tables module of the environment's family
+    (``cogtestbed/tables/<family>.py`` for ``cogtestbed/environments/<family>.py``; an experiment
+    of another package keeps the same layout in its own package, :func:`tables_module_name`):
+    ``SCHEMA`` is the spec's ``table_schema`` and its environment's, and ``EXPERIMENT`` is the
+    spec's name."""
     problems = []
     if not isinstance(spec.table_schema, TrialSchema):
         problems.append("table_schema is not declared (a TrialSchema from the tables module)")
     elif spec.schema is not spec.env_cls.table_schema:
         problems.append("the spec's table_schema is not its environment's table_schema")
-    family = spec.env_cls.__module__.rpartition(".")[2]
+    module = tables_module_name(spec.env_cls.__module__)
     try:
-        tables = importlib.import_module(f"cogtestbed.tables.{family}")
+        tables = importlib.import_module(module)
     except ImportError:
-        problems.append(f"no tables module cogtestbed/tables/{family}.py")
+        problems.append(f"no tables module {module} (beside the environment {spec.env_cls.__module__})")
     else:
         if getattr(tables, "SCHEMA", None) is not spec.schema:
-            problems.append(f"cogtestbed.tables.{family}.SCHEMA is not the spec's schema")
+            problems.append(f"{module}.SCHEMA is not the spec's schema")
         names = {getattr(tables, "EXPERIMENT", None), spec.name, spec.env_cls.experiment}
         if len(names) != 1:
             problems.append(f"EXPERIMENT, the spec's name and the environment's differ: {sorted(map(str, names))}")
@@ -1351,6 +1402,7 @@ CHECKS: dict[str, CheckFn] = {
     "lapses": check_lapses,
     "parameter_bounds": check_parameter_bounds,
     "bound_edges": check_bound_edges,
+    "prior_bounds": check_prior_bounds,
     "pointwise_likelihood": check_pointwise_likelihood,
     "likelihood_gradient": check_likelihood_gradient,
     "search_objective": check_search_objective,

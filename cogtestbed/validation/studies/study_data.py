@@ -87,7 +87,7 @@ def simulate_runs(exp: ExperimentSpec, agent: str, n: int, seed: int, params: Ma
 
 def _uniform_range(p: Parameter) -> tuple[float, float]:
     lo, hi = p.prior_mean - UNIFORM_PRIOR_Z * p.prior_sd, p.prior_mean + UNIFORM_PRIOR_Z * p.prior_sd
-    return float(p.to_constrained(lo)), float(p.to_constrained(hi))
+    return float(p.inside(p.to_constrained(lo))), float(p.inside(p.to_constrained(hi)))
 
 
 def draw_true_parameters(spec: SampledStudy, model: CognitiveModel, n: int,

@@ -1,0 +1,206 @@
+"""Experiments, simulation, metrics, fits and the conformance suite as Python functions.
+
+Every function takes an experiment as a registered name or as an
+:class:`~cogtestbed.experiments.spec.ExperimentSpec` object defined anywhere (a spec object is
+registered in this process on first use, so that the studies and the simulation find it by its
+name: :func:`cogtestbed.registry.register`).  Keyword names follow the command line's options
+(``--lapse-invalid`` → ``lapse_invalid``).  Bad input raises the typed errors the command line
+turns into its one-line messages (:data:`cogtestbed.api.errors.USER_ERRORS`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from cogtestbed.environments.base import Design
+    from cogtestbed.experiments.spec import ExperimentSpec
+    from cogtestbed.inference.hierarchical import BayesFit
+    from cogtestbed.validation.conformance.suite import ConformanceReport
+
+def experiments() -> list[str]:
+    """Every registered experiment's name: the package's own, then those other installed
+    distributions declare through the ``cogtestbed.experiments`` entry-point group."""
+    from cogtestbed.registry import experiment_names
+
+    return experiment_names()
+
+
+def get_experiment(experiment: str | ExperimentSpec) -> ExperimentSpec:
+    """The experiment's spec: a registered name looked up (an unknown one raises
+    :class:`~cogtestbed.experiments.spec.UnknownNameError` listing the valid names), a spec object
+    registered in this process under its name and returned as it is."""
+    from cogtestbed.experiments.spec import ExperimentSpec
+    from cogtestbed.registry import get_experiment as lookup
+    from cogtestbed.registry import register
+
+    if isinstance(experiment, ExperimentSpec):
+        return register(experiment)
+    if not isinstance(experiment, str):
+        raise TypeError(f"an experiment is a name or an ExperimentSpec, got {type(experiment).__name__}")
+    return lookup(experiment)
+
+
+def design_of(exp: ExperimentSpec, design: Design | Mapping[str, Any] | None) -> Design:
+    """The experiment's design: its defaults with the fields ``design`` names (a mapping of field
+    to value, as ``--design NAME=VALUE``), or a design object of the experiment's own class."""
+    cls = exp.env_cls.design_cls
+    if design is None:
+        return cls()
+    if isinstance(design, cls):
+        return design
+    if isinstance(design, Mapping):
+        return cls(**dict(design))
+    raise TypeError(f"design of {exp.name}: a mapping of fields or a {cls.__name__}, got {type(design).__name__}")
+
+
+def design_overrides(items: Sequence[str]) -> dict[str, str | None]:
+    """``--design NAME=VALUE`` items as text for the design to coerce (a tuple or list field takes
+    ``a,b`` or a JSON list); ``null`` is none (a field whose default is the paradigm's own)."""
+    out: dict[str, str | None] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"expected NAME=VALUE for --design, got {item!r}")
+        out[name.strip()] = None if value.strip() == "null" else value.strip()
+    return out
+
+
+def simulate(experiment: str | ExperimentSpec, agent: str, *, subjects: int = 10, seed: int = 0,
+             params: Mapping[str, Any] | None = None, design: Design | Mapping[str, Any] | None = None,
+             method: Literal["batch", "step"] = "batch", lapse_invalid: float = 0.0, lapse_random: float = 0.0,
+             forms: str | Sequence[int] | None = None, form_sd: Mapping[str, float] | None = None,
+             output: str | os.PathLike[str] | None = None, force: bool = False,
+             on_subject_done: Any = None) -> pd.DataFrame:
+    """Simulate ``subjects`` synthetic subjects of ``agent`` (known parameters ``params``: a value
+    or one per subject) and return their trial table (``cogtestbed simulate``).
+
+    ``lapse_invalid`` / ``lapse_random``: rates of invalid and uniformly random answers;
+    ``forms``: prompt forms (``K`` or ids, as ``--forms``) and ``form_sd`` their offsets;
+    ``output``: also write the table as Parquet with its manifest (``force`` overwrites).
+    """
+    from cogtestbed.environments.forms import FormDesign, FormError, resolve_forms
+    from cogtestbed.lapse import Lapse
+    from cogtestbed.outputs import check_output_file
+    from cogtestbed.registry import write_trials
+    from cogtestbed.simulation import check_simulation_memory
+    from cogtestbed.simulation import simulate as run_simulation
+
+    exp = get_experiment(experiment)
+    agent_cls = exp.agent(agent)
+    lapse = Lapse(lapse_invalid, lapse_random)
+    given = dict(params or {})
+    design_obj = design_of(exp, design)
+    if forms is None and form_sd:
+        raise FormError("--form-sd needs --forms (the forms whose offsets it draws)")
+    form_ids = forms if isinstance(forms, str) or forms is None else ",".join(str(int(f)) for f in forms)
+    form_design = None if form_ids is None else FormDesign(resolve_forms(exp.prompt_forms, form_ids),
+                                                           dict(form_sd or {}))
+    out = None if output is None else Path(output)
+    if out is not None:
+        check_output_file(out, force, ".parquet")
+    check_simulation_memory(exp, agent, subjects, given, design_obj)
+    trials = run_simulation(exp, agent, subjects, seed, given, design=design_obj, method=method,
+                            on_subject_done=on_subject_done, lapse=lapse if lapse.active else None,
+                            forms=form_design)
+    if out is not None:
+        manifest = {
+            "experiment": exp.name, "agent": agent, "params": agent_cls.parameters.validate(given),
+            "n_subjects": subjects, "seed": seed, "method": method,
+            "lapse": None if not lapse.active else {"invalid": lapse.invalid, "random": lapse.random},
+            "design": design_obj.model_dump(),
+            "forms": None if form_design is None else form_design.as_json(), "command": "simulate",
+        }
+        write_trials(trials, out, manifest)
+    return trials
+
+
+def read_table(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLike[str],
+               source: str = "auto") -> tuple[pd.DataFrame, str]:
+    """(the trial table, its source): a table as given (validated against the experiment's
+    schema), or a file read as a trial table or through one of the experiment's importers."""
+    import pandas as pd
+
+    from cogtestbed.schema import validate_trials
+
+    exp = get_experiment(experiment)
+    if isinstance(table_or_path, pd.DataFrame):
+        return validate_trials(table_or_path, exp.schema, exp.name), "table"
+    return exp.read(Path(table_or_path), source)
+
+
+def metrics(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLike[str], *,
+            source: str = "auto", **options: Any) -> dict[str, Any]:
+    """The experiment's published metrics of a trial table or file, overall and per unit
+    (``cogtestbed metrics``): the :class:`~cogtestbed.metrics_result.MetricsResult` keys
+    (``metrics``, ``per_subject`` or ``per_run``, ``n_invalid``, ``flags``, ...) with the
+    experiment, source and options.  ``options`` are the experiment's own metrics options
+    (:class:`~cogtestbed.metrics_result.MetricOption`; a string is converted as on the command line)."""
+    exp = get_experiment(experiment)
+    converted: dict[str, Any] = {}
+    for name, value in options.items():
+        option = exp.metric_option(name)
+        converted[option.name] = option.convert(value) if isinstance(value, str) else value
+    table, detected = read_table(exp, table_or_path, source)
+    result: dict[str, Any] = {"experiment": exp.name, "source": detected}
+    if not isinstance(table_or_path, _frame_type()):
+        result["path"] = str(table_or_path)
+    if converted:
+        result["options"] = converted
+    result.update(exp.metrics(table, **converted))
+    return result
+
+
+def _frame_type() -> type:
+    import pandas as pd
+
+    return pd.DataFrame
+
+
+def fit(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLike[str], *, model: str,
+        method: Literal["mle", "hierarchical"] = "mle", source: str = "auto", separate_runs: bool = False,
+        draws: int = 1000, max_draws: int | None = None, chains: int = 4, seed: int = 0,
+        lapse: str = "none") -> pd.DataFrame | BayesFit:
+    """Fit ``model`` to a trial table or file (``cogtestbed fit``).
+
+    ``method="mle"``: one row per subject (estimates, NLL, AIC, BIC, convergence);
+    ``method="hierarchical"``: the posterior, an object with ``.idata`` (arviz InferenceData),
+    ``.diagnostics`` and ``.subject_summary()``.  Where the experiment pools sessions, the runs
+    of each agent are fitted together as one subject unless ``separate_runs``.  ``lapse``: the
+    fitted lapse term (``none``, ``fit`` or a fixed rate, as ``--lapse``).
+    """
+    from cogtestbed.inference.base import lapse_option, with_lapse
+    from cogtestbed.trials import pool_runs
+
+    exp = get_experiment(experiment)
+    cog = with_lapse(exp.model(model), lapse_option(lapse))
+    if method not in ("mle", "hierarchical"):
+        raise ValueError(f"--method must be mle or hierarchical, got {method!r}")
+    if method == "hierarchical" and not cog.has_pymc:
+        raise ValueError(f"model {cog.name} has no PyMC version: use --method mle")
+    table, _ = read_table(exp, table_or_path, source)
+    if exp.pooling_unit == "session" and not separate_runs:
+        table = pool_runs(table)
+    if method == "mle":
+        return cog.fit_mle(table)
+    from cogtestbed.inference.hierarchical import fit_hierarchical
+
+    return fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws)
+
+
+def check(spec_or_name: str | ExperimentSpec, *, quick: bool = True, data_dir: str | os.PathLike[str] | None = None,
+          checks: Sequence[str] | None = None) -> ConformanceReport:
+    """Run the conformance suite on an experiment (``cogtestbed check``): a registered name or a
+    spec object defined anywhere (its schema and environment come from the spec).  Returns the
+    report (``.passed``, ``.results``, ``.failures``, ``.table()``); a failing check does not
+    raise (``report.raise_for_failures()`` does)."""
+    from cogtestbed.validation.conformance.suite import check_experiment
+
+    spec = get_experiment(spec_or_name)
+    return check_experiment(spec, quick=quick, data_dir=None if data_dir is None else Path(data_dir),
+                            checks=checks, raise_on_failure=False)

@@ -1,0 +1,352 @@
+"""Plan an LLM study before spending: :func:`plan`, the cheapest design reaching a target power
+(or precision), priced in calls, tokens and dollars (``cogtestbed plan`` is a thin layer over it).
+
+The target takes the three forms of :func:`cogtestbed.power`: a model parameter or contrast
+(``model="rw-pm", effect={"optimism_bias": 0.2}``), a metric difference between two settings
+(``metric=..., compare=("AGENT:p=v", "AGENT:p=v")``, e.g. two LLMs' model-basedness) and a
+statistical test the metrics function reports (``test=KEY, agent="AGENT:p=v"``).  The returned
+:class:`Plan` holds ``plan.json``'s payload (:meth:`Plan.to_dict`; :meth:`Plan.save` writes
+``plan.json``, ``frontier.png`` and ``report.html``, executed by ``cogtestbed run --plan``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from cogtestbed.api.figures import Figures
+
+#: What a plan says while it works (one line at a time), or None for silence.
+Say = Callable[[str], None] | None
+
+
+@dataclass
+class Plan:
+    """A study plan: ``kind`` ``power`` (the payload of ``plan.json``) or ``precision``
+    (``precision.json``'s)."""
+
+    payload: dict[str, Any]
+    size_name: str = "subjects"
+    kind: str = "power"
+    files: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def chosen(self) -> dict[str, Any]:
+        """The chosen design: its sizes, power (or assurance), calls, tokens and dollars."""
+        return dict(self.payload["chosen"])
+
+    @property
+    def frontier(self) -> pd.DataFrame:
+        """The cost-power frontier, one row per design (empty for a precision plan)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.payload.get("frontier", []))
+
+    @property
+    def sequential(self) -> dict[str, Any] | None:
+        """The group-sequential design (``looks=K``), or None for a fixed design."""
+        return self.payload.get("sequential")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as ``plan.json`` holds it (``precision.json`` for a precision plan)."""
+        import copy
+
+        return copy.deepcopy(self.payload)
+
+    def save(self, directory: str | os.PathLike[str]) -> dict[str, Path]:
+        """Write ``plan.json``, ``frontier.png`` and ``report.html`` (a precision plan:
+        ``precision.json``) into ``directory``; returns the files."""
+        out = Path(directory)
+        if self.kind == "precision":
+            import json
+
+            from cogtestbed.outputs import atomic_write_bytes
+
+            out.mkdir(parents=True, exist_ok=True)
+            dest = out / "precision.json"
+            atomic_write_bytes(dest, lambda tmp: tmp.write_text(json.dumps(self.payload, indent=1, default=str)))
+            self.files = {"precision": dest}
+            return self.files
+        from cogtestbed.validation.design.plan_report import write_plan
+
+        self.files = write_plan(self.payload, out)
+        return self.files
+
+    def plot(self, directory: str | os.PathLike[str] | None = None) -> Figures:
+        """The cost-power frontier plot (``frontier.png``, in ``directory`` or a temporary one)."""
+        import tempfile
+
+        from cogtestbed.api.figures import Figures
+        from cogtestbed.validation.design.plan_report import plot_frontier
+
+        if self.kind == "precision":
+            raise ValueError("a precision plan has no cost-power frontier to plot")
+        out = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="cogtestbed-plan-"))
+        return Figures([plot_frontier(self.payload, out)])
+
+
+def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model: str | None = None,
+         effect: Mapping[str, float] | str | None = None, metric: str | None = None,
+         compare: tuple[str, str] | None = None, test: str | None = None, agent: str | None = None,
+         precision: Mapping[str, float] | str | None = None, assurance: float = 0.9, power: float = 0.8,
+         level: float = 0.05, subjects: Any = None, runs: Any = None, trials: Any = None,
+         design: Mapping[str, Any] | Sequence[str] | None = None,
+         base: Mapping[str, float] | Sequence[str] | None = None,
+         sd_between: float = 0.5, params: Mapping[str, float] | Sequence[str] | None = None,
+         prices: str | os.PathLike[str] | None = None, allow_unpriced: bool = False, batch: bool = False,
+         max_cost: float | None = None,
+         invalid_rate: float | None = None, random_rate: float = 0.0, pilot: str | os.PathLike[str] | None = None,
+         mc_se: float = 0.03, max_tokens: int | None = None, reask: int = 0, temperature: float | None = None,
+         seed: int = 0, workers: int | None = None, looks: int | None = None, spending: str = "obrien-fleming",
+         futility: bool = False, null: str | None = None, seq_sims: int | None = None,
+         null_sims: int | None = None, lapse_fit: str | None = None, say: Say = None) -> Plan:
+    """Plan a study (``cogtestbed plan``): the cheapest design that reaches the target power
+    (``power``) at level ``level``, priced by ``llm`` (``BACKEND:MODEL``; two for a metric
+    difference between two LLMs), or with ``precision={PARAM: HALFWIDTH}`` the cheapest design
+    whose one-subject MLE lies within the half-width with probability ``assurance``.
+
+    Sizes: ``subjects`` / ``runs`` / ``trials`` as ``(lo, hi)``, a list, or the command line's
+    text (``"10:200"``); ``design`` fixes fields (a list ``FIELD=a,b,c`` on an integer field is
+    searched).  ``looks=K`` adds a group-sequential design.  ``say`` receives progress lines.
+    The same arguments and seed give the same plan as the command line.
+    """
+    from cogtestbed.api.core import get_experiment
+    from cogtestbed.api.specs import assignment_items, one_assignment, power_spec, size_text
+    from cogtestbed.experiments.spec import resolve_temperature
+    from cogtestbed.parameters import parse_assignments
+    from cogtestbed.progress import heartbeat
+    from cogtestbed.validation.design.plan import Planner, Pricer, design_axes
+    from cogtestbed.validation.design.plan_report import plan_payload
+    from cogtestbed.validation.studies.study_kinds import PlannedStudy
+
+    exp = get_experiment(experiment)
+    subjects, runs, trials = size_text(subjects), size_text(runs), size_text(trials)
+    effect, precision = one_assignment(effect), one_assignment(precision)
+    prices_path = None if prices is None else Path(prices)
+    _check_sequential_options(looks, spending, futility, null, seq_sims, precision, test, null_sims)
+    llms = [llm] if isinstance(llm, str) else list(llm or [])
+    effect, target = _target(llms, model, effect, metric, test, precision)
+    given_base, given_params = parse_assignments(assignment_items(base)), parse_assignments(assignment_items(params))
+    fixed, trials, field_axis = _searched(exp, assignment_items(design) or None, trials)
+    common: dict[str, Any] = {"subjects": (1,), "runs": (1,), "trials": (None,), "design": fixed,
+                              "reps": 1, "seed": seed, "level": level, "method": "mle", "base": given_base,
+                              "sd_between": sd_between, "params": given_params, "draws": 500, "tune": 500,
+                              "chains": 2}
+    spec = power_spec(model or exp.name, exp.name if effect is not None else None, effect, metric, compare,
+                      test, agent, common)
+    assert isinstance(spec, PlannedStudy)  # a power study of one of its three forms
+    spec = _with_lapse_fit(spec, lapse_fit)
+    spec, pilot_info = _pilot_and_lapses(spec, exp, None if pilot is None else Path(pilot), llms, given_base,
+                                         given_params, invalid_rate, random_rate, say)
+    if target is not None:
+        return _plan_precision(spec, exp, target[0], target[1], assurance, runs, trials, llms, seed, max_tokens,
+                               temperature, reask, prices_path, field_axis, allow_unpriced, say, batch)
+    size, others = design_axes(spec, exp, subjects, runs, trials, field_axis)
+    pricer = Pricer(exp, tuple(llms) * (2 if spec.kind == "metric-power" and len(llms) == 1 else 1), seed=seed,
+                    max_tokens=max_tokens, temperature=resolve_temperature(exp.decoding, temperature)[0],
+                    reask=reask, prices=prices_path, allow_unpriced=allow_unpriced, batch=batch)
+    n_workers = workers if workers is not None else (os.cpu_count() or 1)
+    planner = Planner(spec, pricer, size, others, target=power, max_cost=max_cost, mc_se=mc_se, workers=n_workers,
+                      extend_to=_extend_to(size.name, subjects, runs), on_progress=say)
+    if say is not None:
+        _say_look_estimate(planner, say)
+    with heartbeat(say):
+        result = planner.plan()
+        payload = plan_payload(result, pricer, exp, max_cost, pilot_info)
+        if looks is not None:
+            from cogtestbed.validation.design.seqplan import default_sims
+
+            sims = seq_sims if seq_sims is not None else default_sims(power, mc_se)
+            _attach_looks(payload, result, pricer, exp, looks, spending, futility, sims, n_workers, null,
+                          None if say is None else planner.say, null_sims)
+    return Plan(payload, result.size_name)
+
+
+def _extend_to(size_name: str, subjects: str | None, runs: str | None) -> int | None:
+    """How far the size axis may grow: a default range to :data:`MAX_EXTENDED_SIZE` when needed,
+    a range the user gave not at all."""
+    from cogtestbed.validation.design.plan import MAX_EXTENDED_SIZE
+
+    given = subjects if size_name == "subjects" else runs
+    return MAX_EXTENDED_SIZE if given is None else None
+
+
+def _with_lapse_fit(spec: Any, lapse_fit: str | None) -> Any:
+    """The study fitted with ``--lapse-fit`` (a model target's per-subject MLE with a lapse term, as
+    ``cogtestbed fit --lapse`` fits it); refused in one line for a metric or test target."""
+    if lapse_fit is None:
+        return spec
+    from cogtestbed.inference.base import lapse_option
+    from cogtestbed.validation.studies.study_kinds import PowerStudy
+
+    if not isinstance(spec, PowerStudy):
+        raise ValueError("--lapse-fit sets how a model target's per-subject MLE is fitted: it goes with --model and "
+                         "--effect")
+    return spec.model_copy(update={"lapse_fit": lapse_option(lapse_fit)})
+
+
+def _searched(exp: Any, design: list[str] | None, trials: str | None) -> tuple[dict[str, Any], str | None, Any]:
+    """(fixed design fields, the trials searched as ``--trials`` text, the searched design field's
+    axis or None) of ``--design`` and ``--trials`` (:func:`~cogtestbed.validation.studies.sizes.plan_design`)."""
+    from cogtestbed.validation.design.plan import Axis
+    from cogtestbed.validation.studies.sizes import plan_design
+
+    fixed, swept, searched = plan_design(exp, design)
+    if swept != (None,):  # --design TRIALS_FIELD=a,b,c: the trial counts searched
+        if trials is not None:
+            raise ValueError("--trials and a --design list both size the run; give one of them")
+        trials = ",".join(str(t) for t in swept)
+    return fixed, trials, None if searched is None else Axis(*searched)
+
+
+def _attach_looks(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, looks: int, spending: str,
+                  futility: bool, seq_sims: int, workers: int, null: str | None, say: Any,
+                  null_sims: int | None = None) -> None:
+    """The sequential plan of ``plan --looks`` at the chosen design (its searched field fixed)."""
+    import dataclasses
+
+    from cogtestbed.validation.design.plan import spec_at
+    from cogtestbed.validation.design.seqplan import attach_sequential
+
+    result = dataclasses.replace(result, spec=spec_at(result.spec, result.chosen.point))
+    attach_sequential(payload, result, pricer, exp, looks, spending, futility,  # type: ignore[arg-type]
+                      seq_sims, workers, null, say=say, null_sims=null_sims)
+
+
+def _check_sequential_options(looks: int | None, spending: str, futility: bool, null: str | None,
+                              seq_sims: int | None, precision: str | None, test: str | None,
+                              null_sims: int | None = None) -> None:
+    """The options of a sequential plan go with ``--looks``, and ``--looks`` with a power target:
+    an option that would be ignored is refused in one line."""
+    if looks is None and null_sims is not None:
+        raise ValueError("--null-sims shapes a sequential plan: add --looks K (or drop it)")
+    if looks is None:
+        given = [name for name, on in (("--spending", spending != "obrien-fleming"), ("--futility", futility),
+                                       ("--null", null is not None), ("--seq-sims", seq_sims is not None)) if on]
+        if given:
+            raise ValueError(f"{', '.join(given)} shape a sequential plan: add --looks K (or drop them)")
+        return
+    from cogtestbed.validation.design.seqplan import check_looks
+
+    check_looks(looks, spending)
+    if precision:
+        raise ValueError("--looks plans a sequential test of a target power; --precision plans a fixed design's "
+                         "estimate: use one of them")
+    if null is not None and test is None:
+        raise ValueError("--null names the agent under which a test's null holds: it goes with --test")
+
+
+def _say_look_estimate(planner: Any, say: Callable[[str], None]) -> None:
+    """The plan's up-front estimate per look (:func:`cogtestbed.validation.design.estimate.plan_look_line`)."""
+    from cogtestbed.validation.design.estimate import plan_look_line
+    from cogtestbed.validation.design.plan import DECIDE_MAX_SIMS, FIRST_BATCH
+
+    size, others = planner.size, planner.others
+    smallest = planner.point(size.values[0], {a.name: a.values[0] for a in others})
+    largest = planner.point(size.values[-1], {a.name: a.values[-1] for a in others})
+    line = plan_look_line(planner.spec, planner.exp, smallest, largest, FIRST_BATCH, DECIDE_MAX_SIMS)
+    if line is not None:
+        say(line)
+
+
+def _pilot_and_lapses(spec: Any, exp: Any, pilot: Path | None, llm: list[str], given_base: dict[str, float],
+                      given_params: dict[str, float], invalid_rate: float | None,
+                      random_rate: float, say: Say = None) -> tuple[Any, Any]:
+    """The study with the pilot's fitted parameters and the expected invalid and random answers
+    (``--invalid-rate``, else the pilot's rate) simulated as lapses; and the pilot read (or None)."""
+    from cogtestbed.validation.design.plan_report import MAX_INVALID_RATE, apply_pilot, read_pilot
+
+    pilot_info = read_pilot(pilot, exp, spec) if pilot is not None else None
+    if pilot_info is not None and pilot_info.llm is not None and pilot_info.llm not in llm:
+        warning = (f"warning: the pilot in {pilot} ran {pilot_info.llm}, not {' or '.join(llm)}: its invalid "
+                   f"rate, tokens per call and fitted parameters are {pilot_info.llm}'s")
+        if say is not None:
+            say(warning)
+        else:
+            import warnings
+
+            warnings.warn(warning, stacklevel=3)
+    if pilot_info is not None:
+        spec = apply_pilot(spec, exp, pilot_info, given_base, given_params)
+    rate = invalid_rate if invalid_rate is not None else (pilot_info.invalid_rate if pilot_info else 0.0)
+    if rate > MAX_INVALID_RATE:
+        source = "--invalid-rate" if invalid_rate is not None else f"the pilot in {pilot}"
+        raise ValueError(f"{source} gives {rate:.0%} invalid answers (more than {MAX_INVALID_RATE:.0%}): fix the "
+                         "prompt or the answer settings first, or plan for an expected rate with --invalid-rate")
+    if rate > 0 or random_rate > 0:
+        from cogtestbed.lapse import Lapse
+
+        spec = spec.model_copy(update={"lapse": Lapse(invalid=rate, random=random_rate)})
+    return spec, pilot_info
+
+
+def _target(llm: list[str], model: str | None, effect: str | None, metric: str | None, test: str | None,
+            precision: str | None) -> tuple[str | None, tuple[str, float] | None]:
+    """(the effect, the precision target (parameter, half-width) or None) of the options; one clear
+    error for any other mix.  A precision target plans a zero effect of its parameter."""
+    from cogtestbed.parameters import parse_assignments
+
+    target = None
+    if precision is not None:
+        if effect is not None or metric is not None or test is not None or model is None:
+            raise ValueError("--precision PARAM=HALFWIDTH goes with --model M (and no --effect, --metric or --test)")
+        (target_param, halfwidth), = parse_assignments([precision], "--precision").items()
+        target, effect = (target_param, halfwidth), f"{target_param}=0"
+    elif not llm:
+        raise ValueError("a power target is priced by an LLM: give --llm BACKEND:MODEL (or plan for --precision, "
+                         "which costs designs in trials without one)")
+    if effect is not None and model is None:
+        raise ValueError("--effect needs --model (the model whose parameter carries the effect)")
+    if model is not None and effect is None:
+        raise ValueError("--model goes with --effect NAME=SIZE")
+    if not 1 <= len(llm) <= 2 and precision is None:
+        raise ValueError(f"--llm takes one model, or two for a metric difference; got {len(llm)}")
+    if len(llm) == 2 and metric is None:
+        raise ValueError("two --llm compare two LLMs: that is a metric difference (--metric M --compare A B)")
+    return effect, target
+
+
+def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assurance: float, runs: str | None,
+                    trials: str | None, llm: list[str], seed: int, max_tokens: int | None, temperature: float | None,
+                    reask: int, prices: Path | None, field_axis: Any = None, allow_unpriced: bool = False,
+                    say: Say = None, batch: bool = False) -> Plan:
+    """``plan --precision``: the cheapest design meeting the precision target
+    (:mod:`cogtestbed.validation.design.precision`); saved as ``precision.json`` (``plan.json``,
+    which ``run --plan`` executes, belongs to power plans)."""
+    from cogtestbed.experiments.spec import resolve_temperature
+    from cogtestbed.validation.design.plan import Axis, Pricer, declared_runs, parse_range, trials_values
+    from cogtestbed.validation.design.precision import PrecisionPlanner, precision_payload
+    from cogtestbed.validation.studies.study_data import design_for_trials
+
+    if len(llm) > 1:
+        raise ValueError("--precision prices one LLM: give --llm once")
+    if field_axis is not None:
+        if trials is not None:
+            raise ValueError(f"--trials and --design {field_axis.name}=a,b,c: plan searches one size of the design "
+                             f"at a time; fix the trials field with --design {exp.trials_field}=N")
+        trials_axis = field_axis
+    elif exp.trials_field is None:
+        if trials is not None:
+            raise ValueError(f"experiment {exp.name} has a fixed number of trials per run (no trials field)")
+        trials_axis = Axis("trials", (int(design_for_trials(exp, None, spec.design).n_trials),))
+    else:
+        trials_axis = Axis("trials", trials_values(spec, exp, trials))
+    pooled = exp.pooling_unit == "session"
+    if runs is not None and not pooled:
+        raise ValueError(f"experiment {exp.name} pools subjects, not sessions: --runs needs an experiment whose "
+                         "pooling unit is the session")
+    runs_axis = Axis("runs", (parse_range(runs, None) or declared_runs(spec, exp)) if pooled else (1,))
+    pricer = Pricer(exp, (llm[0],), seed=seed, max_tokens=max_tokens,
+                    temperature=resolve_temperature(exp.decoding, temperature)[0], reask=reask,
+                    prices=prices, allow_unpriced=allow_unpriced, batch=batch) if llm else None
+    planner = PrecisionPlanner(spec, exp, parameter, halfwidth, assurance, trials_axis, runs_axis, pricer,
+                               on_progress=say)
+    if say is not None:
+        say(planner.estimate_line())
+    return Plan(precision_payload(planner.plan(), planner), kind="precision")

@@ -1,0 +1,409 @@
+"""LLM runs: a real LLM as N subjects of any registered experiment (:func:`run`; ``cogtestbed run``
+is a thin layer over it)."""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import math
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from cogtestbed.api.core import design_overrides
+
+
+class _Err:
+    """A rich console on stderr, built on first use (progress lines and the run's summary)."""
+
+    _console: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if _Err._console is None:
+            from rich.console import Console
+
+            _Err._console = Console(stderr=True)
+        return getattr(_Err._console, name)
+
+
+console_err: Any = _Err()
+
+
+def default_cache() -> Path:
+    """``$COGTESTBED_CACHE``, else ``$XDG_CACHE_HOME/cogtestbed/llm_cache.sqlite``."""
+    if os.environ.get("COGTESTBED_CACHE"):
+        return Path(os.environ["COGTESTBED_CACHE"])
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "cogtestbed" / "llm_cache.sqlite"
+
+
+#: Exit status of a run stopped by its budget (``--max-calls`` / ``--max-cost``): the tables hold
+#: the finished subjects; ``--resume --add-budget ...`` continues.  (2 is an input error, 1 a bug.)
+EXIT_BUDGET_STOP = 3
+#: Default ``--retry-for`` in seconds; equal to the library's ``DEFAULT_RETRY_WINDOW`` (not imported
+#: here: the command line imports the library only inside command bodies).
+DEFAULT_RETRY_WINDOW = 120.0
+#: Progress lines on a non-terminal stderr (logs, CI): one per this many finished subjects.
+PROGRESS_EVERY = 10
+
+
+def parse_add_budget(items: list[str]) -> tuple[int, float]:
+    """``calls=N`` / ``usd=X`` items (repeatable, or comma-separated) → (calls, USD) to add."""
+    calls, usd = 0, 0.0
+    for item in (part.strip() for raw in items for part in raw.split(",") if part.strip()):
+        key, sep, value = item.partition("=")
+        try:
+            if not sep or key.strip() not in ("calls", "usd"):
+                raise ValueError
+            if key.strip() == "calls":
+                amount = int(value)
+                calls += amount
+            else:
+                amount_usd = float(value)
+                usd += amount_usd
+                amount = 1 if amount_usd > 0 else -1
+        except ValueError:
+            raise ValueError(f"--add-budget {item!r}: expected calls=N or usd=X (e.g. usd=0.5)") from None
+        if amount <= 0:
+            raise ValueError(f"--add-budget {item!r}: the amount must be positive")
+    return calls, usd
+
+
+@dataclass
+class RunRequest:
+    """Every option of ``cogtestbed run`` (what :func:`execute_run` takes)."""
+
+    experiment: str
+    llm: str
+    output: Path
+    subjects: int = 1
+    seed: int = 0
+    base_url: str | None = None
+    mode: str = "auto"
+    design: list[str] = field(default_factory=list)
+    #: Design fields given as values (a plan's design); ``design`` items override them.
+    design_fields: dict[str, Any] = field(default_factory=dict)
+    #: ``None``: the experiment's (:meth:`TextEnv.answer_defaults`: 8 for a one-line answer).
+    max_tokens: int | None = None
+    #: ``None``: the experiment's paper's temperature (:class:`~cogtestbed.experiments.spec.Decoding`),
+    #: else greedy (0); where a value comes from is recorded as ``decoding`` in the manifest.
+    temperature: float | None = None
+    #: Where ``temperature`` was set, when not on the command line (e.g. a plan).
+    temperature_source: str | None = None
+    stop: list[str] | None = None
+    reask: int = 0
+    top_logprobs: int | None = None
+    cache: Path | None = None
+    #: Key the response cache by the model's name alone, not the endpoint
+    #: (:func:`~cogtestbed.llm_adapters.cache.cache_key`).
+    share_cache: bool = False
+    concurrency: int = 8
+    rpm: float | None = None
+    tpm: float | None = None
+    max_calls: int | None = None
+    max_cost: float | None = None
+    add_budget: list[str] = field(default_factory=list)
+    prices: Path | None = None
+    #: Dry run of a model without a price: count calls and tokens only (else refused, naming --prices).
+    allow_unpriced: bool = False
+    timeout: float = 60.0
+    retry_for: float = DEFAULT_RETRY_WINDOW
+    resume: bool = False
+    progress_every: int = PROGRESS_EVERY
+    #: Play only the first ``limit`` subjects (a sequential plan's look).
+    limit: int | None = None
+    #: ``--forms``: K or form ids; subjects are assigned to the prompt forms (balanced, seeded).
+    forms: str | None = None
+    #: Send the requests through the provider's batch API (:mod:`cogtestbed.llm_adapters.batch`).
+    batch: bool = False
+    #: Seconds between polls of a batch.
+    poll_every: float = 30.0
+
+
+def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRequest, dict[str, Any] | None]:
+    """The :class:`RunRequest` of one LLM from ``run``'s options, a plan's settings applied (its
+    design, subjects, seed, answer settings and limits; options given win where allowed), and the
+    plan's run settings (None without ``--plan``)."""
+    o = dict(opts)
+    fields: dict[str, Any] = {}
+    temperature_source: str | None = None
+    p: dict[str, Any] | None = None
+    if o["plan"] is not None:
+        from cogtestbed.validation.design.plan_report import plan_run_settings
+
+        p = plan_run_settings(o["plan"], o["experiment"], llm, o["subjects"], o["seed"], o["design"])
+        o.update(experiment=p["experiment"], subjects=p["subjects"], seed=p["seed"], max_tokens=p["max_tokens"],
+                 reask=p["reask"])
+        fields = p["design"]
+        if o["temperature"] is None:
+            o["temperature"], temperature_source = p["temperature"], f"the plan ({o['plan']})"
+        o["max_calls"] = o["max_calls"] if o["max_calls"] is not None else p["max_calls"]
+        o["max_cost"] = o["max_cost"] if o["max_cost"] is not None else p["max_cost"]
+    if o["experiment"] is None:
+        raise ValueError("run needs an EXPERIMENT (or --plan)")
+    request = RunRequest(
+        experiment=o["experiment"], llm=llm, output=output, subjects=o["subjects"], seed=o["seed"],
+        forms=o.get("forms"),
+        base_url=o["base_url"], mode=o["mode"], design=o["design"] or [], design_fields=fields,
+        max_tokens=o["max_tokens"], temperature=o["temperature"], temperature_source=temperature_source,
+        stop=o["stop"], reask=o["reask"], top_logprobs=o["top_logprobs"], cache=o["cache"],
+        share_cache=o["share_cache"],
+        concurrency=o["concurrency"], rpm=o["rpm"], tpm=o["tpm"], max_calls=o["max_calls"], max_cost=o["max_cost"],
+        add_budget=o["add_budget"] or [], prices=o["prices"], allow_unpriced=o["allow_unpriced"], timeout=o["timeout"],
+        retry_for=o["retry_for"], resume=o["resume"], progress_every=o["progress_every"], batch=o["batch"],
+        poll_every=o["poll_every"])
+    return request, p
+
+
+def _sequential_kind(plan: Path) -> str | None:
+    """The statistic kind of a sequential plan (None for a fixed plan)."""
+    from cogtestbed.validation.design.plan_report import load_plan
+
+    seq = load_plan(plan).get("sequential")
+    return None if seq is None else str(seq["statistic"]["kind"])
+
+
+def check_request(request: RunRequest) -> None:
+    """Refuse absurd limits and settings in one line before anything is built or called: a rate
+    limit of 0 or NaN is not "no limit", a negative top-k is not a request, a NaN budget is not a budget."""
+    def positive(name: str, value: float | None) -> None:
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a positive number, got {value:g} (leave it out for no limit)")
+
+    def non_negative(name: str, value: float | None) -> None:
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {value:g}")
+
+    positive("--rpm", request.rpm)
+    positive("--tpm", request.tpm)
+    positive("--timeout", request.timeout)
+    positive("--poll-every", request.poll_every)
+    non_negative("--max-cost", request.max_cost)
+    non_negative("--max-calls", request.max_calls)
+    non_negative("--retry-for", request.retry_for)
+    non_negative("--temperature", request.temperature)
+    if request.top_logprobs is not None and request.top_logprobs < 0:
+        raise ValueError(f"--top-logprobs must be a count >= 0, got {request.top_logprobs}")
+    if request.subjects < 1:
+        raise ValueError(f"--subjects must be at least 1, got {request.subjects}")
+
+
+def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
+    """(experiment, design, client, config) of a request."""
+    from cogtestbed.environments.forms import resolve_forms
+    from cogtestbed.llm_adapters import make_client, parse_spec
+    from cogtestbed.llm_adapters.openai_client import redact_url
+    from cogtestbed.llm_adapters.retry import RetryPolicy
+    from cogtestbed.llm_adapters.runner import RunConfig
+    from cogtestbed.registry import get_experiment
+
+    check_request(request)
+    exp = get_experiment(request.experiment)
+    backend, _ = parse_spec(request.llm)
+    design_obj = exp.env_cls.design_cls(**{**request.design_fields, **design_overrides(request.design)})
+    answer = exp.env_cls.answer_defaults(design_obj)
+    stops = tuple(codecs.decode(s, "unicode_escape") for s in request.stop) if request.stop else answer.stop
+    if not request.timeout > 0:
+        raise ValueError(f"--timeout must be a positive number of seconds, got {request.timeout:g}")
+    options: dict[str, Any] = {} if backend == "hf" else {
+        "timeout": request.timeout, "retry": RetryPolicy(window=request.retry_for)}
+    client = make_client(request.llm, base_url=request.base_url, mode=request.mode, **options)
+    if request.batch:
+        from cogtestbed.llm_adapters.batch import BatchClient
+
+        client = BatchClient(client, poll=request.poll_every)
+    temperature, _ = run_decoding(exp, request)
+    config = RunConfig(
+        experiment=exp.name, llm=request.llm, base_url=redact_url(request.base_url),
+        mode="chat" if client.chat else "completions", n_subjects=request.subjects, seed=request.seed,
+        design=design_obj.model_dump(mode="json"), max_tokens=request.max_tokens or answer.max_tokens,
+        temperature=temperature, stop=stops, reask=request.reask, top_logprobs=request.top_logprobs,
+        forms=None if request.forms is None else resolve_forms(exp.prompt_forms, request.forms),
+    )
+    return exp, design_obj, client, config
+
+
+def run_decoding(exp: Any, request: RunRequest) -> tuple[float, dict[str, Any]]:
+    """The run's temperature and its ``decoding`` manifest entry ({temperature, source}): the
+    command line's or the plan's, else the experiment's paper's, else greedy."""
+    from cogtestbed.experiments.spec import resolve_temperature
+
+    temperature, source = resolve_temperature(exp.decoding, request.temperature)
+    if request.temperature is not None and request.temperature_source:
+        source = request.temperature_source
+    return temperature, {"temperature": temperature, "source": source}
+
+
+def answer_settings(exp: Any, design: Any, request: RunRequest) -> dict[str, Any]:
+    """The run's stop strings and most tokens per answer and where each comes from (the command
+    line, or the experiment's :meth:`~cogtestbed.environments.base.TextEnv.answer_defaults`)."""
+    answer = exp.env_cls.answer_defaults(design)
+    given = "given (--stop / --max-tokens, or the plan)"
+    return {"stop": [codecs.decode(s, "unicode_escape") for s in request.stop] if request.stop else list(answer.stop),
+            "stop_source": given if request.stop else answer.source,
+            "max_tokens": request.max_tokens or answer.max_tokens,
+            "max_tokens_source": given if request.max_tokens else answer.source}
+
+
+def estimate_run(request: RunRequest) -> dict[str, Any]:
+    """``--dry-run``: calls, tokens and cost, nothing called; with ``--max-calls`` / ``--max-cost``
+    also how many subjects the budget admits at their worst case."""
+    from cogtestbed.llm_adapters.limits import Budget, PriceTable, require_price
+    from cogtestbed.llm_adapters.runner import dry_run as estimate
+
+    standard = require_price(PriceTable(request.prices), request.llm, request.allow_unpriced)
+    exp, design_obj, client, config = _client_and_config(request)
+    price = run_price(request, standard)
+    budget = Budget(request.max_calls, request.max_cost, price)
+    report = estimate(exp, design_obj, client, config, price, budget)
+    if request.batch and standard is not None:
+        from cogtestbed.llm_adapters.batch import batch_report
+
+        report = batch_report(report, standard)
+    return {**report, "decoding": run_decoding(exp, request)[1], "answer": answer_settings(exp, design_obj, request)}
+
+
+def run_price(request: RunRequest, standard: Any) -> Any:
+    """The price the run pays: the table's, or with ``--batch`` its batch price (refused in one line
+    where the table gives the model no ``batch_discount``)."""
+    if not request.batch or standard is None:
+        return standard
+    from cogtestbed.llm_adapters.batch import batch_price
+
+    return batch_price(standard, request.llm)
+
+
+def execute_run(request: RunRequest) -> Any:
+    """Check the run directory, build the client, play the run, write the tables; the RunResult."""
+    from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache
+    from cogtestbed.llm_adapters.limits import Budget, Need, PriceTable, RateLimiter
+    from cogtestbed.llm_adapters.rundir import check_run_dir
+    from cogtestbed.llm_adapters.runner import run_experiment
+
+    add_calls, add_usd = parse_add_budget(request.add_budget)
+    if (add_calls or add_usd) and not request.resume:
+        raise ValueError("--add-budget raises the budget of an existing run: use it with --resume")
+    check_request(request)
+    check_run_dir(request.output, request.resume)  # before a model is loaded or anything is called
+    exp, design_obj, client, config = _client_and_config(request)
+    price = run_price(request, PriceTable(request.prices).lookup(request.llm))
+    client.check_ready()
+    store = ResponseCache(request.cache or default_cache())
+    budget = Budget(request.max_calls, None, price)
+    budget.max_cost = request.max_cost  # priced on opening the run (a resumed run may hold the limit)
+    cached = CachedClient(client, store, budget, RateLimiter(request.rpm, request.tpm), shared=request.share_cache)
+    total = request.subjects * exp.env_cls.max_steps(design_obj)
+    transport = {"timeout": request.timeout, "rpm": request.rpm, "tpm": request.tpm,
+                 "retry_for": request.retry_for, "batch": request.batch}
+    show_retries()
+    decoding = run_decoding(exp, request)[1]
+    console_err.print(f"temperature {decoding['temperature']:g}: {decoding['source']}", highlight=False)
+    finished: list[int] = []
+    interactive = console_err.is_terminal
+
+    def on_subject(i: int, complete: bool) -> None:
+        finished.append(i)
+        if not interactive and (len(finished) % request.progress_every == 0 or len(finished) == request.subjects):
+            s = cached.budget.summary()
+            console_err.print(f"{len(finished)}/{request.subjects} subjects done; {s['new_calls']} new calls"
+                              + (f", ${s['cost_usd']:.4f}" if s["cost_usd"] is not None else ""),
+                              highlight=False)
+
+    import asyncio
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                      TimeElapsedColumn(), console=console_err, transient=True, disable=not interactive) as bar:
+            task = bar.add_task(f"{exp.name} × {request.llm}", total=total)
+            result = asyncio.run(run_experiment(
+                exp, design_obj, cached, config, request.output, resume=request.resume,
+                concurrency=request.concurrency, on_step=lambda: bar.advance(task), on_subject=on_subject,
+                add_budget=Need(add_calls, add_usd), transport=transport,
+                extra_manifest={"decoding": decoding, "answer": answer_settings(exp, design_obj, request)},
+                limit=request.limit))
+    finally:
+        store.close()
+    s = result.stats
+    console_err.print(
+        f"{result.status}: {len(result.trials)} trials of {s['subjects_complete']} subjects "
+        f"({s['invalid_trials']} invalid) in {request.output}; {s['calls_total']} calls, "
+        f"{s['cache_hits']} from the cache, {s['new_calls']} new"
+        + (f", ${s['cost_usd']:.4f}" if s["cost_usd"] is not None else "")
+        + (f" (run total ${s['total_cost_usd']:.4f} of ${s['max_cost']:g})" if s.get("max_cost") is not None else "")
+        + (f"; stopped: {s['stopped']} (--resume --add-budget continues)" if s["stopped"] else ""),
+        highlight=False,
+    )
+    return result
+
+
+class _StderrHandler(logging.Handler):
+    """One line per record on the current ``sys.stderr``, redacted (:func:`cogtestbed.redact.redact`)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from cogtestbed.redact import redact
+
+        sys.stderr.write(redact(self.format(record)) + "\n")
+
+
+def show_retries() -> None:
+    """Retries and budget notes of the LLM adapters go to stderr, one line each."""
+    log = logging.getLogger("cogtestbed.llm_adapters")
+    if not any(isinstance(h, _StderrHandler) for h in log.handlers):
+        log.addHandler(_StderrHandler())
+        log.setLevel(logging.INFO)
+
+
+def model_dir(output: Path, index: int, llm: str) -> Path:
+    """Run directory of the ``index``-th of two models under ``output`` (``1-hf-tiny-random``)."""
+    slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in llm).strip("-")
+    return output / f"{index + 1}-{slug}"
+
+
+def _planned_llms(plan: Path | None, llms: list[str] | None) -> list[str]:
+    """The ``--llm`` given, else the LLM(s) a plan was priced for."""
+    if plan is None or llms:
+        return list(llms or [])
+    from cogtestbed.validation.design.plan_report import load_plan
+
+    return list(dict.fromkeys(load_plan(plan)["llms"]))
+
+
+def run(experiment: str | Any = None, *, llm: str | None = None, output: str | os.PathLike[str],
+        subjects: int = 1, seed: int = 0, design: Mapping[str, Any] | None = None,
+        plan: str | os.PathLike[str] | None = None, dry_run: bool = False, **options: Any) -> Any:
+    """Run an LLM as subjects through an experiment (``cogtestbed run``): the same run directory,
+    response cache, budgets and resume as the command line.  ``llm`` is ``BACKEND:MODEL``
+    (``hf:smollm2-135m`` runs a real model offline); ``plan`` a ``plan.json`` of
+    :func:`cogtestbed.plan` (its experiment, design, subjects, seed, settings and limits; a
+    sequential plan runs look by look on the command line); ``options`` are the other fields of
+    :class:`RunRequest` (``max_tokens``, ``temperature``, ``reask``, ``cache``, ``max_calls``,
+    ``max_cost``, ``resume``, ``mode``, ``base_url``, ``forms``, ``batch``, ...).  Returns the run's
+    result (``.trials``, ``.stats``, ``.status``: ``complete`` or ``stopped`` by the budget), or with
+    ``dry_run`` the calls, tokens and cost it would take."""
+    from cogtestbed.api.core import get_experiment
+
+    names = {f.name for f in fields(RunRequest)}
+    unknown = sorted(set(options) - names)
+    if unknown:
+        raise TypeError(f"run() got unknown option(s) {', '.join(unknown)}; choose from {', '.join(sorted(names))}")
+    name = None if experiment is None else get_experiment(experiment).name
+    plan_path = None if plan is None else Path(plan)
+    llms = _planned_llms(plan_path, [llm] if llm else None)
+    if len(llms) != 1:
+        raise ValueError(f"run() plays one LLM, got {llms or 'none'} (two LLMs on the same sessions: cogtestbed run "
+                         "--llm A --llm B)")
+    defaults: dict[str, Any] = {f.name: f.default for f in fields(RunRequest) if f.default is not MISSING}
+    defaults.update({f.name: f.default_factory() for f in fields(RunRequest) if f.default_factory is not MISSING})
+    opts = {**defaults, **options, "experiment": name, "subjects": subjects, "seed": seed, "plan": plan_path,
+            "design": [f"{k}={v}" for k, v in (design or {}).items()]}
+    request, settings = planned_request(llms[0], Path(output), opts)
+    if dry_run:
+        return estimate_run(request)
+    if settings is not None and settings.get("sequential") is not None:
+        raise ValueError("a sequential plan runs look by look: cogtestbed run --plan PLAN")
+    return execute_run(request)

@@ -1,0 +1,1 @@
+"""Environments of the example package."""

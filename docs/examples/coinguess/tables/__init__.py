@@ -1,0 +1,1 @@
+"""Trial tables of the example package."""

@@ -1,0 +1,16 @@
+"""The coin-guess trial table: name and schema."""
+
+from cogtestbed.extend import REWARDED, TrialSchema, Values
+
+EXPERIMENT = "coin-guess"
+#: Flips per trial (the design's default; the schema allows up to MAX_FLIPS).
+MAX_FLIPS = 20
+
+SCHEMA = TrialSchema(
+    action=Values("int", allowed=(0, 1)),
+    reward=Values("float", allowed=(0.0, 1.0)),
+    stimulus={"heads": Values("int", low=0, high=MAX_FLIPS, nullable=False),
+              "flips": Values("int", low=1, high=MAX_FLIPS, nullable=False),
+              "heads_coin": Values("bool", nullable=False)},
+    rules=(REWARDED,),
+)

@@ -312,15 +312,13 @@ def execute_run(request: RunRequest) -> Any:
                               + (f", ${s['cost_usd']:.4f}" if s["cost_usd"] is not None else ""),
                               highlight=False)
 
-    import asyncio
-
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                       TimeElapsedColumn(), console=console_err, transient=True, disable=not interactive) as bar:
             task = bar.add_task(f"{exp.name} × {request.llm}", total=total)
-            result = asyncio.run(run_experiment(
+            result = run_coroutine(run_experiment(
                 exp, design_obj, cached, config, request.output, resume=request.resume,
                 concurrency=request.concurrency, on_step=lambda: bar.advance(task), on_subject=on_subject,
                 add_budget=Need(add_calls, add_usd), transport=transport,
@@ -339,6 +337,21 @@ def execute_run(request: RunRequest) -> Any:
         highlight=False,
     )
     return result
+
+
+def run_coroutine(coro: Any) -> Any:
+    """``asyncio.run(coro)``, in a thread of its own where this thread already runs an event loop
+    (a notebook's kernel), where ``asyncio.run`` refuses."""
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 class _StderrHandler(logging.Handler):

@@ -90,6 +90,20 @@ test-avx2: venv-test
 test-slow: venv-test
 	$(BIN)/pytest -q -p no:cacheprovider -m slow
 
+## test-servers: the same sessions through a real third-party server (llama.cpp's, from llama-cpp-python,
+## built here into its own venv $(LLAMA_VENV): it compiles llama.cpp, several minutes) and in process
+LLAMA_VENV ?= .venv-llama
+LLAMA_CPP ?= llama-cpp-python[server]
+$(LLAMA_VENV)/.built:
+	$(PYTHON) -m venv $(LLAMA_VENV)
+	$(LLAMA_VENV)/bin/python -m pip install -q --upgrade pip
+	# generic x86-64 kernels: the native build's AMX kernels crash on some CPUs
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(LLAMA_VENV)/bin/python -m pip install "$(LLAMA_CPP)"
+	touch $@
+
+test-servers: venv-test $(LLAMA_VENV)/.built
+	COGTESTBED_LLAMA_PYTHON=$(LLAMA_VENV)/bin/python $(BIN)/pytest -q -p no:cacheprovider -m slow tests/test_llama_cpp.py
+
 lint: venv-test
 	$(BIN)/ruff check cogtestbed tests benchmarks
 
@@ -100,4 +114,4 @@ bench: venv-test
 	for f in benchmarks/bench_*.py; do $(PY) $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) demo_output site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(LLAMA_VENV) demo_output site .pytest_cache .mypy_cache .ruff_cache

@@ -30,7 +30,7 @@ def test_prompts_follow_cogbench_code():
                                    " There will be a total of 15 balloons for each type of balloon.")
     assert "across all 45 balloons. Your goal is to maximize your final score. " in instructions
     q = ("\n\nQ: You are currently with balloon 1 which is a balloon of type A. What do you do? "
-         "(Option 1 for 'skip' or Option 2 for 'inflate')\n\nA: Option ")
+         "(Option 1 for 'skip' or Option 2 for 'inflate')\n\nA: Option")
     assert obs["prompt"] == instructions + q
     obs, *_ = env.step(1)  # inflate: 1 point so far
     header = "\n\n You observed the following previously where the type of balloon is given in parenthesis:"

@@ -157,7 +157,7 @@ def test_horizon_prompt_is_cogbench_text() -> None:
             "when playing in the past: \n- Machine J delivered 60 dollars.\n- Machine F delivered 41 "
             "dollars.\n- Machine F delivered 42 dollars.\n- Machine F delivered 43 dollars.\n")
     tail = ("\n\nQ: Which machine do you choose?(Give your answe in the format 'Machine <your "
-            "choice>')\n\n\nA: Machine ")
+            "choice>')\n\n\nA: Machine")
     goal = "\nYour goal is to maximize the sum of received dollars within six additional rounds.\n"
     assert obs["prompt"] == head + goal + tail
     obs, reward, done, _, _ = env.step(1)
@@ -225,7 +225,7 @@ def test_restless_prompts_for_both_calls() -> None:
     obs, info = env.reset(seed=0)
     assert obs["phase"] == 0 and obs["prompt"].startswith(
         "\n\nQ: You are going to a casino that owns two slot machines named machine ")
-    assert obs["prompt"].endswith("? Give the answer in the form 'Machine <your choice>'.\n\nA: Machine ")
+    assert obs["prompt"].endswith("? Give the answer in the form 'Machine <your choice>'.\n\nA: Machine")
     choice_text = obs["prompt"]
     obs, reward, *_ = env.step(1)
     assert obs["phase"] == 1 and reward == env.session.rewards[0, 0, 1]

@@ -161,10 +161,12 @@ def test_unknown_check_names_are_refused() -> None:
 
 
 def test_prompt_form_rules() -> None:
-    assert prompt_form_problems("Q: Which machine?\n\nA: Machine ", "Machine ") == []
+    assert prompt_form_problems("Q: Which machine?\n\nA: Machine", "Machine") == []
+    # a served model reads a trailing space as a lone token: the answer begins with it instead (issue 39)
+    assert "ends with whitespace" in prompt_form_problems("Q: Which machine?\n\nA: Machine ", "Machine ")[0]
     assert prompt_form_problems("Rate it from 0 to 100. Answer with one number.") == []
     assert prompt_form_problems([{"role": "user", "content": "hi"}]) == []
-    assert "does not end with the answer prefix" in prompt_form_problems("Q: x?\n\nA: Planet ", "Machine ")[0]
+    assert "does not end with the answer prefix" in prompt_form_problems("Q: x?\n\nA: Planet", "Machine")[0]
     assert "ends with whitespace" in prompt_form_problems("Answer with one number.\n")[0]
     assert "mid-sentence" in prompt_form_problems("Answer with one number")[0]
     assert "user turn" in prompt_form_problems([{"role": "assistant", "content": "x"}])[0]

@@ -33,7 +33,7 @@ def play(answers: list[int], design: DiscountingDesign | None = None) -> list[st
 def test_first_prompt_is_cogbench_text():
     assert play([0])[0] == ("\n\nQ: What do you prefer between the following two options:\n"
                             " - Option 1: Receive 500 dollars now.\n"
-                            " - Option 2: Receive 550 dollars in 12 months.\n\nA: I prefer option ")
+                            " - Option 2: Receive 550 dollars in 12 months.\n\nA: I prefer option")
 
 
 def test_staircase_follows_the_code_tree():
@@ -100,7 +100,7 @@ def test_parser_failures(text, reason):
 
 def test_paper_variant_concatenates_history():
     prompts = play([0, 1], DiscountingDesign.paper())
-    assert prompts[1].startswith(prompts[0][: -len("I prefer option ")] + "I prefer option 1.")
+    assert prompts[1].startswith(prompts[0][: -len("I prefer option")] + "I prefer option 1.")
 
 
 def test_gymnasium_env_checker_passes():

@@ -65,7 +65,8 @@ def test_retries_of_scored_calls_are_recorded(server, tmp_path: Path, monkeypatc
 
     url, faults = server
     monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
-    faults.add(Fault("delay", seconds=0.0), *[Fault("status", 503, retry_after=0)] * 3)  # the probe passes
+    faults.add(Fault("delay", seconds=0.0), Fault("delay", seconds=0.0),  # the probe's two requests pass
+               *[Fault("status", 503, retry_after=0)] * 3)
     before = len(faults.log)
     res = CliRunner().invoke(app, ["run", "revealed-belief", "--llm", "openai:tiny-random", "--mode", "completions",
                                    "--base-url", url, "--subjects", "1", "-o", str(tmp_path / "run"), *REVEALED])
@@ -90,16 +91,17 @@ def test_a_server_without_logprobs_is_found_before_any_subject(tmp_path: Path, m
     monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
     with serve({"tiny-random": tiny}, billing=billing) as url:
         res = CliRunner().invoke(app, ["run", "revealed-belief", "--llm", "openai:tiny-random", "--mode",
-                                       "completions", "--base-url", url, "--subjects", "1", "--max-calls", "13",
+                                       "completions", "--base-url", url, "--subjects", "1", "--max-calls", "14",
                                        "-o", str(tmp_path / "run"), *REVEALED])
     assert res.exit_code == 0, res.output
-    assert "the server does not score" in res.stderr
+    assert "exact scoring refused" in res.stderr and "no echoed prompt log-probabilities" in res.stderr
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["scoring"]["method"] == "sampled" and run["warnings"]  # announced and recorded
+    assert "no echoed prompt log-probabilities" in run["scoring"]["probe"]  # with why
     calls = pd.read_parquet(tmp_path / "run" / "calls.parquet")
     assert set(calls["kind"]) == {"sample"} and len(calls) == 12  # no scoring request after the probe
-    # 1 probe + 4 scored steps × 3 samples: the cap of 13 is met exactly, never passed
-    assert billing.requests == run["stats"]["total_calls"] == 13
+    # 2 probe requests + 4 scored steps × 3 samples: the cap of 14 is met exactly, never passed
+    assert billing.requests == run["stats"]["total_calls"] == 14
 
 
 def test_a_plan_books_the_worst_of_exact_scoring_and_its_sampling_fallback() -> None:

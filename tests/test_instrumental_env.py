@@ -52,7 +52,7 @@ def test_prompt_is_cogbench_text_first_and_fifth_trial():
         "Each casino owns two slot machines which all return either 1 or 0 dollars "
         "stochastically with different reward probabilities. "
     )
-    spec = '(Give the answer in the form "Machine <your answer>.")\n\nA: Machine '
+    spec = '(Give the answer in the form "Machine <your answer>.")\n\nA: Machine'
     assert obs["prompt"] == (
         intro + "Your goal is to maximize the sum of received dollars within all 96 visits.\n"
         "\n\n\n\nQ: You are now in visit 1 playing in Casino 4. "
@@ -76,7 +76,7 @@ def test_paper_variant_wording():
     env = InstrumentalLearningEnv(InstrumentalDesign.paper())
     obs, _ = env.reset(options={"session": fixed_session()})
     assert "(named 1, 2, 3, and 4)" in obs["prompt"]
-    assert obs["prompt"].endswith('(Give the answer in the form "Machine <<<your choice>>>").\n\nA: Machine ')
+    assert obs["prompt"].endswith('(Give the answer in the form "Machine <<<your choice>>>").\n\nA: Machine')
 
 
 def test_dynamics_rewards_and_info():

@@ -37,7 +37,7 @@ from cogtestbed.registry import get_experiment  # noqa: E402
 from cogtestbed.simulation import run_stepwise, seed_streams  # noqa: E402
 
 FAST_RETRY = RetryPolicy(attempts=4, initial=0.02, max_wait=0.2)
-PROMPT = "Q: Which machine do you choose? A: Machine "
+PROMPT = "Q: Which machine do you choose? A: Machine"
 
 
 def cli(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:

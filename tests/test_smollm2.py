@@ -201,7 +201,7 @@ def test_conversion_into_a_fresh_cache(smollm2: Any, tmp_path: Path, capfd: pyte
 
 
 def test_a_leading_offered_letter_after_the_machine_prefix_is_the_answer() -> None:
-    """The prompt ends "A: Machine ", so "D is the only one ..." answers Machine D (SmolLM2 answers
+    """The prompt ends "A: Machine", so " D is the only one ..." answers Machine D (SmolLM2 answers
     so); a leading letter that is not offered, or an English one-letter word, is still no answer."""
     from cogtestbed.environments.parsing import parse_machine
 

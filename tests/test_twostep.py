@@ -33,7 +33,7 @@ def test_prompts_are_cogbench_text_on_both_stages():
     env = TwoStepEnv()
     obs, _ = env.reset(options={"session": fixed_session()})
     assert obs["prompt"] == (START + "\n\n\nQ: Do you want to take the spaceship to planet X or "
-                             "planet Y?\n\n\nA: Planet ")
+                             "planet Y?\n\n\nA: Planet")
     obs, *_ = env.step(0)  # X, common → planet X
     assert obs["stage"] == 1 and obs["planet"] == 0
     assert obs["prompt"] == (START + "\n\n\nQ: Do you want to take the spaceship to planet X or "

@@ -15,7 +15,8 @@ pump); a pop loses them.  Sessions have variable length (at most Σ balloons·M 
 
 Prompt (code): instructions + history + the current balloon's line + ``"\\n\\nQ: You are
 currently with balloon 5 which is a balloon of type A. What do you do? (Option 2 for 'skip' or
-Option 1 for 'inflate')"`` + ``"\\n\\nA: Option "``.  The history header "You observed the
+Option 1 for 'inflate')"`` + ``"\\n\\nA: Option"`` (CogBench's code sends a trailing space; the
+paper's text has none, see :attr:`TextEnv.answer_prefix`).  The history header "You observed the
 following previously ..." is added after the very first prompt, so it appears from the second
 call on, even before any balloon is finished (a quirk of the code, kept).  ``"paper-era"`` renders
 the instructions of the paper-era commit (1491337: "In this game will encounter ...").
@@ -185,7 +186,7 @@ class BartEnv(TextEnv[BartDesign, BartSessions]):
     #: A balloon's pumps (``action``) lie in 0..M; it pays its pumps unless it popped (0 points).
     table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = BartDesign
-    answer_prefix: ClassVar[str] = "Option "
+    answer_prefix: ClassVar[str] = "Option"
 
     def __init__(self, design: BartDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)

@@ -417,7 +417,11 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     #: Registry name of the experiment, e.g. ``"instrumental-learning"``.
     experiment: ClassVar[str]
     design_cls: ClassVar[type[Design]]
-    #: Text an LLM's completion continues from (CogBench's ``format_answer``).
+    #: Text an LLM's completion continues from (CogBench's ``format_answer``), without a trailing
+    #: space: the paper prints its prompts ending ``"A: Machine"`` (its released code appends a space),
+    #: and a served model reads a trailing space as a lone token it never saw before a word (SmolLM2
+    #: through llama.cpp: 1 valid answer in 24), so the answer begins with its own space (``" F"``)
+    #: and every route (HTTP servers, the in-process model) reads the same text (issue 39).
     answer_prefix: ClassVar[str] = ""
     #: dtype of the recorded action: integer choices by default; tasks with a continuous answer
     #: (a Box phase: a rating, a probability) use ``np.float64`` and mark missing actions with NaN.

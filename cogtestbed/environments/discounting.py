@@ -34,7 +34,8 @@ anomalies are skipped exactly when the first baseline scores 5).
 
 Prompt: each question is a standalone prompt in the code:
 ``"\\n\\nQ: What do you prefer between the following two options:\\n - Option 1: Receive 500
-dollars now.\\n - Option 2: Receive 550 dollars in 12 months.\\n\\nA: I prefer option "``.  The
+dollars now.\\n - Option 2: Receive 550 dollars in 12 months.\\n\\nA: I prefer option"`` (the code's trailing space
+dropped, :attr:`TextEnv.answer_prefix`).  The
 ``"paper"`` variant concatenates the earlier questions and answers, as the paper's examples do.
 
 Invalid answers: CogBench aborts the run (NaN score) when the first question of a baseline does
@@ -338,7 +339,7 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
     #: Option 1/2 as 0/1; published summary rows (``item == "summary"``) carry scores, no answer.
     table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = DiscountingDesign
-    answer_prefix: ClassVar[str] = "I prefer option "
+    answer_prefix: ClassVar[str] = "I prefer option"
 
     def __init__(self, design: DiscountingDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
@@ -385,7 +386,7 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
             self._aborted = True  # an invalid answer ends the session (see module docstring)
             return
         if self.design.prompt_variant == "paper":
-            self._transcript.append(self._question_text() + f"{A_PREFIX} {self.answer_prefix}{int(action) + 1}.")
+            self._transcript.append(self._question_text() + f"{A_PREFIX} {self.answer_prefix} {int(action) + 1}.")
         self._state.answer(int(action))
 
     def _observation(self) -> dict[str, Any]:
@@ -416,7 +417,7 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
 
 
     def parse_answer(self, text: str) -> ParseResult:
-        """Read "1" / "2" (after "I prefer option "), e.g. ``"1"``, ``" 2."``, ``"1 because"``."""
+        """Read "1" / "2" (after "I prefer option"), e.g. ``" 1"``, ``" 2."``, ``"1 because"``."""
         return parse_option_number(text)
 
     # -- trial table -----------------------------------------------------------------------

@@ -13,7 +13,7 @@ starts with 4 forced choices shown in the prompt as past outcomes, then 1 (horiz
 Prompt: CogBench's ``query.py`` (Coda-Forno et al. 2024): the forced outcomes and every free outcome are
 listed as ``- Machine X delivered R dollars.``, the goal line counts the remaining rounds, and the
 query specification ``(Give your answe in the format 'Machine <your choice>')`` (sic) precedes the
-``Machine `` answer prefix.  The ``"paper"`` variant omits the specification.  An invalid answer is
+``Machine`` answer prefix.  The ``"paper"`` variant omits the specification.  An invalid answer is
 recorded as such (CogBench picks a random arm): the round is used up and adds no history line.
 
 Trial-table stimulus columns (one row per trial, forced ones included, as in CogBench's CSVs):
@@ -130,7 +130,7 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
     #: Arm 0/1; rewards are whole numbers of points (rounded Gaussian draws).
     table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = HorizonDesign
-    answer_prefix: ClassVar[str] = "Machine "
+    answer_prefix: ClassVar[str] = "Machine"
 
     def __init__(self, design: HorizonDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
@@ -242,7 +242,7 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
 
 
     def parse_answer(self, text: str) -> ParseResult:
-        """Read "Machine F/J" or a bare "F"/"J" (after the "Machine " prefix)."""
+        """Read "Machine F/J" or a bare "F"/"J" (after the "Machine" prefix)."""
         return parse_machine(text, ARMS)
 
     # -- trial table -----------------------------------------------------------------------

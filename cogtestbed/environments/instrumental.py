@@ -130,7 +130,7 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
     #: Arm 0/1; rewards of 1 or 0 dollars; casinos 1–4 with reward probabilities in [0, 1].
     table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = InstrumentalDesign
-    answer_prefix: ClassVar[str] = "Machine "
+    answer_prefix: ClassVar[str] = "Machine"
 
     def __init__(self, design: InstrumentalDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
@@ -244,7 +244,7 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
                 + f"{A_PREFIX} {self.answer_prefix}")
 
     def parse_answer(self, text: str) -> ParseResult:
-        """Read "Machine X" / "X" (after the "Machine " prefix); X must be offered now.
+        """Read "Machine X" / "X" (after the "Machine" prefix: `` X``); X must be offered now.
 
         The action is the arm index of the named machine in the current casino.
         """

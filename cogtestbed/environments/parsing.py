@@ -54,7 +54,7 @@ def parse_machine(text: str | None, letters: tuple[str, ...], absent: str = "doe
 
 def _offered_leading_letter(text: str, letters: tuple[str, ...]) -> re.Match[str] | None:
     """An offered machine letter opening the completion as a word (``"D is the only one ..."``):
-    the prompt ends ``"A: Machine "``, so the completion's first word is the machine's name
+    the prompt ends ``"A: Machine"``, so the completion's first word is the machine's name
     ("Machine D is the only one ...").  Only an offered capital counts, so the English one-letter
     words ("I would ...", "A ...") are not read as a choice unless that letter is on offer."""
     lead = _LEADING_LETTER.match(text)

@@ -389,7 +389,7 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
 
     def answer_prefix_text(self) -> str:
         if self.t % 2 == CHOICE:
-            return "Machine "
+            return "Machine"
         return f"Machine {ARMS[self._choice]} with confidence 0."
 
     def render_prompt(self) -> str:

@@ -15,9 +15,10 @@ transition uniform per trial (common iff ``u < common_prob``) and one reward uni
 
 Prompt: CogBench's code.  The first-stage prompt is the cover story, the "N days ago" history and
 ``"\\n\\nQ: Do you want to take the spaceship to planet X or planet Y?\\n"`` followed by the
-answer prefix ``"\\n\\nA: Planet "``; the second-stage prompt continues the *same* text with
+answer prefix ``"\\n\\nA: Planet"`` (the code's trailing space dropped, :attr:`TextEnv.answer_prefix`);
+the second-stage prompt continues the *same* text with
 ``" X.\\nYou arrive at planet X.\\n\\n\\nQ: Do you want to trade with alien D or F?\\n"`` and
-the prefix ``"\\n\\nA: Alien "``.  In the code the first answer is appended without an ``A:``
+the prefix ``"\\n\\nA: Alien"``.  In the code the first answer is appended without an ``A:``
 delimiter; the ``"paper"`` prompt variant renders it as ``"\\n\\nA: Planet X.\\n"`` as printed
 in the paper.
 
@@ -190,7 +191,7 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
     #: Spaceship 0/1 (``action``), alien 0/1 on the reached planet (−1: none), treasure 1/0.
     table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = TwoStepDesign
-    answer_prefix: ClassVar[str] = "Planet "
+    answer_prefix: ClassVar[str] = "Planet"
 
     def __init__(self, design: TwoStepDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
@@ -305,7 +306,7 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
         """The exact string CogBench sends for the current stage (text + answer prefix)."""
         text = self._base_text()
         if self.stage == 0:
-            return text + f"{A_PREFIX} Planet "
+            return text + f"{A_PREFIX} Planet"
         x, planet = PLANETS[self._action1], PLANETS[self._planet]
         first, second = ALIENS[self._planet]
         if self.design.prompt_variant == "paper":
@@ -314,14 +315,14 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
             text += f" {x}.\n"
         text += (f"You arrive at planet {planet}.\n"
                  f"{Q_PREFIX} Do you want to trade with alien {first} or {second}?\n")
-        return text + f"{A_PREFIX} Alien "
+        return text + f"{A_PREFIX} Alien"
 
     def parse_spaceship(self, text: str) -> ParseResult:
-        """Stage 0: "X"/"Y" (after "Planet ")."""
+        """Stage 0: "X"/"Y" (after "Planet": `` X``)."""
         return parse_option_letter(text, PLANETS, "planet")
 
     def parse_alien(self, text: str) -> ParseResult:
-        """Stage 1: one of the reached planet's two aliens (after "Alien ")."""
+        """Stage 1: one of the reached planet's two aliens (after "Alien": `` J``)."""
         return parse_option_letter(text, ALIENS[self._planet], "alien")
 
     # -- trial table -----------------------------------------------------------------------

@@ -185,7 +185,7 @@ class HFClient(LLMClient):
 
     def __init__(self, model: Any, tokenizer: Any, name: str, *, chat: bool | None = None,
                  device: str | None = None, fingerprint: str | None = None, processor: Any = None,
-                 threads: int | None = None, heal_space: bool = False) -> None:
+                 threads: int | None = None) -> None:
         torch = _torch()
         self.torch = torch
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -205,16 +205,11 @@ class HFClient(LLMClient):
         self._lock = threading.Lock()
         #: torch intra-op threads during this model's forward passes (None: torch's setting).
         self.threads = threads
-        #: Token healing of raw prompts that end in a space (CogBench's ``"A: Machine "``, its
-        #: released ``LLM.generate``): the space is removed from the prompt and the first generated
-        #: token must begin with one, so the model reads the text as its tokenizer writes it (a
-        #: dangling ``" "`` token is a context byte-level BPE models never saw before a word); the
-        #: answer is returned without that space.  The prompt's text is unchanged.
-        self.heal_space = heal_space
+        # No token healing: a prompt is fed exactly as an HTTP server receives it (a trailing space
+        # stays a token), so the in-process and served routes give the same raw answers (issue 39).
         #: Seconds one generation may take (``generate``'s ``max_time``), None: unbounded.  Set by
         #: :mod:`cogtestbed.llm_adapters.server`, which bounds each request's generation.
         self.max_time: float | None = None
-        self._space_tokens: Any = None
 
     @contextmanager
     def _forward(self) -> Iterator[None]:
@@ -251,7 +246,7 @@ class HFClient(LLMClient):
 
         model, tokenizer, fingerprint = load_smollm2(cache)
         return cls(model, tokenizer, SMOLLM2, chat=chat, device=device, fingerprint=fingerprint,
-                   threads=smollm2_threads(), heal_space=True)
+                   threads=smollm2_threads())
 
     @classmethod
     def from_pretrained(cls, name: str, *, chat: bool | None = None, device: str | None = None,
@@ -289,26 +284,6 @@ class HFClient(LLMClient):
         revision = getattr(model.config, "_commit_hash", None) or ""
         return cls(model, tokenizer, name, chat=chat, device=device,
                    fingerprint=f"{revision}:{torch_dtype}", processor=processor)
-
-    def _first_token_mask(self, prompt_len: int) -> Any:
-        """A logits processor allowing, at the first generated position only, the tokens that begin
-        with a space (byte-level BPE ``Ġ``, SentencePiece ``▁``)."""
-        from transformers import LogitsProcessor, LogitsProcessorList
-
-        torch = self.torch
-        if self._space_tokens is None:
-            pieces = self.tokenizer.convert_ids_to_tokens(list(range(len(self.tokenizer))))
-            self._space_tokens = torch.tensor([str(p).startswith(("Ġ", "▁", " ")) for p in pieces],
-                                              device=self.device)
-        allowed = self._space_tokens
-
-        class FirstToken(LogitsProcessor):
-            def __call__(self, input_ids: Any, scores: Any) -> Any:
-                if input_ids.shape[1] != prompt_len:
-                    return scores
-                return scores.masked_fill(~allowed[: scores.shape[-1]], float("-inf"))
-
-        return LogitsProcessorList([FirstToken()])
 
     def with_chat(self, chat: bool) -> HFClient:
         """The same loaded model (weights, tokenizer and lock shared) rendering prompts with
@@ -364,31 +339,25 @@ class HFClient(LLMClient):
         """Generate; ``raw=True`` feeds a text prompt as is even to a chat model (completions)."""
         return await asyncio.to_thread(self._generate, request, raw)
 
-    def _request_ids(self, request: GenerateRequest, raw: bool) -> tuple[list[int], dict[str, Any], bool]:
-        """(the prompt's token ids as the model reads them, the processor's image tensors, whether the
-        trailing space was healed): what :meth:`_generate` feeds the model and bills as prompt tokens."""
+    def _request_ids(self, request: GenerateRequest, raw: bool) -> tuple[list[int], dict[str, Any]]:
+        """(the prompt's token ids as the model reads them, the processor's image tensors): what
+        :meth:`_generate` feeds the model and bills as prompt tokens."""
         if raw and not isinstance(request.prompt, str):
             raise ValueError("a raw completion takes a text prompt")
         self.check_images(request.n_images)
         text = request.prompt if raw else self.render(request.prompt)
-        # Token healing (see :attr:`heal_space`): a raw prompt's trailing space moves into the answer.
-        heal = (self.heal_space and not request.n_images and (raw or not self.chat) and isinstance(text, str)
-                and text.endswith(" "))
-        if heal:
-            text = str(text)[:-1]
-        ids, extra = self._prompt_ids(request, str(text), raw)
-        return ids, extra, heal
+        return self._prompt_ids(request, str(text), raw)
 
     def billed_prompt_tokens(self, prompt: Prompt) -> tuple[int, bool]:
-        """Exact: the prompt tokens a generation of ``prompt`` reports (chat template, token healing
-        and image tokens included), as :meth:`_generate` counts them."""
+        """Exact: the prompt tokens a generation of ``prompt`` reports (chat template and image
+        tokens included), as :meth:`_generate` counts them."""
         return len(self._request_ids(GenerateRequest(prompt), raw=False)[0]), True
 
     def _generate(self, request: GenerateRequest, raw: bool = False) -> Generation:
         torch = self.torch
-        ids, extra, heal = self._request_ids(request, raw)
+        ids, extra = self._request_ids(request, raw)
         input_ids = torch.tensor([ids], device=self.device)
-        kwargs = self._generate_kwargs(request, len(ids), heal)
+        kwargs = self._generate_kwargs(request)
         with self._forward(), torch.no_grad(), torch.random.fork_rng(devices=[]):
             torch.manual_seed(request.seed if request.seed is not None else 0)
             out = self.hf_model.generate(input_ids=input_ids,
@@ -400,14 +369,13 @@ class HFClient(LLMClient):
             new = new[: new.index(eos)]
             finish = "stop"
         full = self.tokenizer.decode(new, skip_special_tokens=True)
-        lead = 1 if heal and full.startswith(" ") else 0  # the prompt's own space, given back to it
-        textout, stopped = apply_stop(full[lead:], request.stop)
+        textout, stopped = apply_stop(full, request.stop)
         n_used = len(new)
         if stopped:
             finish = "stop"
             # Tokens up to (and including) the one where the stop string begins.
             n_used = next(k for k in range(1, len(new) + 1)
-                          if len(self.tokenizer.decode(new[:k], skip_special_tokens=True)) - lead > len(textout))
+                          if len(self.tokenizer.decode(new[:k], skip_special_tokens=True)) > len(textout))
         logprobs = (None if request.top_logprobs is None
                     else self._top_logprobs(out.logits, new[:n_used], request.top_logprobs))
         return Generation(text=textout, prompt_tokens=len(ids), completion_tokens=n_used,
@@ -424,9 +392,8 @@ class HFClient(LLMClient):
         extra = {k: v.to(self.device) for k, v in enc.items() if k not in ("input_ids", "attention_mask")}
         return enc["input_ids"][0].tolist(), extra
 
-    def _generate_kwargs(self, request: GenerateRequest, n_prompt: int, heal: bool) -> dict[str, Any]:
-        """``generate``'s options: greedy at temperature 0, else plain softmax sampling; the
-        token-healing mask on the first new token where ``heal``."""
+    def _generate_kwargs(self, request: GenerateRequest) -> dict[str, Any]:
+        """``generate``'s options: greedy at temperature 0, else plain softmax sampling."""
         sample = request.temperature > 0
         kwargs: dict[str, Any] = dict(
             max_new_tokens=request.max_tokens, do_sample=sample, return_dict_in_generate=True,
@@ -437,8 +404,6 @@ class HFClient(LLMClient):
             kwargs["max_time"] = self.max_time
         if sample:  # plain softmax sampling at the requested temperature (no top-k/top-p)
             kwargs.update(temperature=request.temperature, top_k=0, top_p=1.0)
-        if heal:
-            kwargs["logits_processor"] = self._first_token_mask(n_prompt)
         return kwargs
 
     def _top_logprobs(self, logits: Any, tokens: list[int], n_top: int) -> list[TokenLogprob]:

@@ -45,6 +45,7 @@ from cogtestbed.llm_adapters.base import (
     image_data_url,
     message_images,
 )
+from cogtestbed.llm_adapters.logprob_probe import says_logprobs_unsupported
 from cogtestbed.llm_adapters.retry import RetryPolicy, call_with_retries, describe_error
 from cogtestbed.redact import register_key, register_key_variable
 
@@ -297,8 +298,8 @@ class OpenAIClient(LLMClient):
                       "logprobs": 1, "temperature": 0.0}
             try:
                 resp = await self._call(lambda kw=kwargs: client.completions.create(**kw))
-            except BackendError as exc:
-                if exc.status != 400:
+            except BackendError as exc:  # a 400, or any status whose message says so (llama.cpp: a 500)
+                if exc.status != 400 and not says_logprobs_unsupported(str(exc)):
                     raise
                 raise ScoringNotSupported(f"the server refused echo + logprobs: {exc}") from exc
             scores.append(_continuation_from_echo(context, cont, self._first_choice(resp).logprobs))
@@ -417,8 +418,15 @@ def _tiktoken_encoding(model: str) -> Any:
 
 def _continuation_from_echo(context: str, continuation: str, lp: Any) -> ContinuationScore:
     """Sum the echoed prompt-token log-probabilities that belong to the continuation."""
-    if lp is None or not lp.tokens or lp.text_offset is None:
+    if lp is None or not lp.tokens or lp.text_offset is None or lp.token_logprobs is None:
         raise ScoringNotSupported("the server returned no echoed prompt log-probabilities")
+    if lp.token_logprobs[0] is not None:  # nothing precedes the first token: a shifted echo (logprob_probe)
+        raise ScoringNotSupported(f"the server gave the first echoed token {lp.tokens[0]!r} a log-probability "
+                                  f"({lp.token_logprobs[0]}); nothing precedes it, so the echoed "
+                                  "log-probabilities are not aligned with their tokens")
+    if any(v is None for v in lp.token_logprobs[1:len(lp.tokens) - 1]):
+        raise ScoringNotSupported("the server gave an echoed prompt token after the first no log-probability: "
+                                  "the echoed log-probabilities are not aligned with their tokens")
     start, end = len(context), len(context) + len(continuation)
     tokens, values = [], []
     for tok, off, val in zip(lp.tokens, lp.text_offset, lp.token_logprobs, strict=False):

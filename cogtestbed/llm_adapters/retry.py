@@ -27,6 +27,7 @@ from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
 from cogtestbed.llm_adapters.base import DEFAULT_RETRY_WINDOW, BackendError
+from cogtestbed.llm_adapters.logprob_probe import says_logprobs_unsupported
 from cogtestbed.redact import redact
 
 T = TypeVar("T")
@@ -90,10 +91,11 @@ def retry_after(exc: BaseException) -> float | None:
 
 
 def is_retryable(exc: BaseException, connection_errors: tuple[type[BaseException], ...]) -> bool:
-    """429 / 408 / 5xx, or a connection error or timeout of the SDK (``connection_errors``)."""
+    """429 / 408 / 5xx, or a connection error or timeout of the SDK (``connection_errors``); not an
+    error saying log-probabilities are unsupported, whatever its status (llama.cpp answers a 500)."""
     code = status_code(exc)
     if code is not None:
-        return code in (408, 429) or code >= 500
+        return (code in (408, 429) or code >= 500) and not says_logprobs_unsupported(describe_error(exc))
     return isinstance(exc, connection_errors)
 
 

@@ -46,7 +46,7 @@ import pandas as pd
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ScoredResponse, Sessions
 from cogtestbed.environments.forms import FormDesign, FormDraw, draw_forms
 from cogtestbed.llm_adapters.agent import Attempt, LLMAgent
-from cogtestbed.llm_adapters.base import LLMClient, Prompt, ScoringNotSupported, freeze_prompt
+from cogtestbed.llm_adapters.base import LLMClient, Prompt, freeze_prompt
 from cogtestbed.llm_adapters.cache import CURRENT_SUBJECT, CachedClient, SubjectTicket
 from cogtestbed.llm_adapters.limits import (
     SUBJECT_PROMPT_MARGIN,
@@ -56,6 +56,7 @@ from cogtestbed.llm_adapters.limits import (
     Need,
     Price,
 )
+from cogtestbed.llm_adapters.logprob_probe import PROBE_REQUESTS, probe_scoring
 from cogtestbed.llm_adapters.rundir import CONFIG_FILE, TRANSPORT_FIELDS, RunDir, identity_differences
 from cogtestbed.no_data import json_safe
 from cogtestbed.redact import redact_json
@@ -268,7 +269,8 @@ def count_requests(exp: Experiment, design: Design, client: LLMClient, config: R
             obs, _, done, _, _ = env.step(NO_ACTION if invalid and not scored else env.action_space.sample())
     c.prompt_tokens += c.img_tokens or 0
     if exp.env_cls.sampling_note(design) is not None and client.can_score and client.http:
-        _count_request(c, client, "".join(SCORING_PROBE), 1, scored=True)  # decide_scoring's probe request
+        for prompt, out, scored in PROBE_REQUESTS:  # decide_scoring's probe
+            _count_request(c, client, prompt, out, scored=scored)
     return c
 
 
@@ -437,17 +439,14 @@ async def play_subjects(
     return sessions, outcomes, complete, attempts, (stop_reason[0] if stop_reason else None)
 
 
-#: The scoring probe: one echo + logprobs request of this context and continuation (a few tokens).
-SCORING_PROBE = ("The answer is", " yes")
-
-
 async def decide_scoring(exp: Experiment, design: Design, client: CachedClient) -> dict[str, Any] | None:
     """How the run answers its scored steps, decided before any subject's call: where the backend
-    claims to score over HTTP (a completions endpoint), one probe request (booked and counted as a
-    call like any other) checks that the server really returns the prompt's log-probabilities; if
-    it does not, the whole run samples instead (``client.can_score`` is turned off, so the budget
-    books sampling's worst case and the run's warnings say so).  ``None`` where the run has no
-    scored step or the backend cannot score at all (its warnings say that)."""
+    claims to score over HTTP (a completions endpoint), the probe's requests (booked and counted as
+    calls like any other; :func:`~cogtestbed.llm_adapters.logprob_probe.probe_scoring`) check that the
+    server returns log-probabilities and that they are consistent; if not, the whole run samples
+    instead (``client.can_score`` is turned off, so the budget books sampling's worst case), says so
+    in one line and records why (``run.json``'s ``scoring``).  ``None`` where the run has no scored
+    step or the backend cannot score at all (its warnings say that)."""
     if exp.env_cls.sampling_note(design) is None:
         return None
     if not client.can_score:
@@ -455,17 +454,19 @@ async def decide_scoring(exp: Experiment, design: Design, client: CachedClient) 
     if not client.inner.http:
         return {"method": "exact", "probe": None}
     try:
-        probe = await client.ascore(SCORING_PROBE[0], [SCORING_PROBE[1]], raw=True)
-    except ScoringNotSupported as exc:
-        client.can_score = client.inner.can_score = False
-        line = (f"the server does not score (echo + logprobs: {exc}): every scored step is estimated from "
-                "sampled completions instead, decided before any subject's call")
-        logger.warning("%s", line)
-        return {"method": "sampled", "probe": str(exc)}
+        probe = await probe_scoring(client)
     except BudgetExhausted as exc:
-        raise ValueError(f"the budget does not cover even the scoring probe (1 request): {exc}") from None
-    return {"method": "exact", "probe": "the server returned echoed log-probabilities",
-            "probe_retries": len(probe.retries), "probe_retry_log": probe.retries}
+        raise ValueError(f"the budget does not cover even the scoring probe ({len(PROBE_REQUESTS)} "
+                         f"requests): {exc}") from None
+    retries = {"probe_retries": len(probe.retries), "probe_retry_log": probe.retries}
+    if not probe.ok:
+        client.can_score = client.inner.can_score = False
+        logger.warning("%s", f"exact scoring refused, every scored step is sampled instead: {probe.reason}")
+        return {"method": "sampled", "probe": probe.reason, "reason": "the server's log-probabilities failed "
+                "the scoring probe (cogtestbed.llm_adapters.logprob_probe)", "probe_checks": probe.checks,
+                **retries}
+    return {"method": "exact", "probe": f"the server's log-probabilities passed the scoring probe: {probe.reason}",
+            "probe_checks": probe.checks, **retries}
 
 
 def run_warnings(exp: Experiment, design: Design, client: LLMClient) -> list[dict[str, Any]]:
@@ -755,12 +756,14 @@ def _if_the_server_cannot_score(exp: Experiment, design: Design, client: LLMClie
         alt = count_requests(exp, design, client, config, sessions)
     finally:
         client.can_score = True
-    probe, _ = client.billed_prompt_tokens("".join(SCORING_PROBE))
+    probe = sum(client.billed_prompt_tokens(prompt)[0] for prompt, _, _ in PROBE_REQUESTS)
+    probe_out = sum(out for _, out, _ in PROBE_REQUESTS)
     return {"if_the_server_cannot_score": {
-        "calls": alt.calls + 1, "estimated_cost_usd": None if price is None else round(
-            price.cost(alt.prompt_tokens + probe, alt.completion + 1), 4),
-        "note": "a completions server that returns no log-probabilities is found by one probe request "
-                "before any subject's call; every scored step is then sampled"}}
+        "calls": alt.calls + len(PROBE_REQUESTS), "estimated_cost_usd": None if price is None else round(
+            price.cost(alt.prompt_tokens + probe, alt.completion + probe_out), 4),
+        "note": f"a completions server that returns no log-probabilities, or inconsistent ones, is found by "
+                f"the scoring probe ({len(PROBE_REQUESTS)} requests) before any subject's call; every scored "
+                "step is then sampled"}}
 
 
 def _calls_range(exp: Experiment, design: Design, client: LLMClient, config: RunConfig, sessions: Any,

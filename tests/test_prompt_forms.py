@@ -33,7 +33,7 @@ def test_form_zero_is_the_rendered_prompt_and_others_differ() -> None:
     assert prompt == rendered
     other, rendered_again = _first_prompts(4)
     assert rendered_again == rendered and other != rendered
-    assert other.endswith("\n\nA: Machine ") and numbers_in(other) == numbers_in(rendered)
+    assert other.endswith("\n\nA: Machine") and numbers_in(other) == numbers_in(rendered)
     assert "There are four casinos" in other and "You are going to visit" not in other
 
 
@@ -86,7 +86,7 @@ def _with_forms(monkeypatch: pytest.MonkeyPatch, extra: PromptForm) -> None:
     (PromptForm(4, "paraphrase", "ours: stale", replacements=(("no such sentence", "x"),)), "find no text"),
     (PromptForm(4, "paraphrase", "ours: drops a number", patterns=((r"visit (\d+) playing", "a visit playing"),)),
      "numbers stated differ"),
-    (PromptForm(4, "paraphrase", "ours: eats the cue", replacements=(("\n\nA: Machine ", "\n\nAnswer:"),)),
+    (PromptForm(4, "paraphrase", "ours: eats the cue", replacements=(("\n\nA: Machine", "\n\nAnswer:"),)),
      "form 4, step 0"),
 ])
 def test_conformance_check_catches_bad_forms(monkeypatch: pytest.MonkeyPatch, extra: PromptForm,

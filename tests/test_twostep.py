@@ -38,7 +38,7 @@ def test_prompts_are_cogbench_text_on_both_stages():
     assert obs["stage"] == 1 and obs["planet"] == 0
     assert obs["prompt"] == (START + "\n\n\nQ: Do you want to take the spaceship to planet X or "
                              "planet Y?\n X.\nYou arrive at planet X.\n\n\nQ: Do you want to trade "
-                             "with alien D or F?\n\n\nA: Alien ")
+                             "with alien D or F?\n\n\nA: Alien")
     obs, r, *_ = env.step(1)  # alien F → treasure
     assert r == 1.0
     obs, *_ = env.step(0)  # X, rare → planet Y

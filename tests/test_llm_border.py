@@ -329,9 +329,9 @@ def test_the_generation_time_of_a_request_is_bounded(tiny) -> None:
 
     create_app({"tiny-random": tiny}, max_seconds=0.5)
     assert tiny.max_time == 0.5
-    assert tiny._generate_kwargs(GenerateRequest("x", 4), 1, False)["max_time"] == 0.5
+    assert tiny._generate_kwargs(GenerateRequest("x", 4))["max_time"] == 0.5
     tiny.max_time = None
-    assert "max_time" not in tiny._generate_kwargs(GenerateRequest("x", 4), 1, False)
+    assert "max_time" not in tiny._generate_kwargs(GenerateRequest("x", 4))
 
 
 def test_the_server_stops_on_the_first_sigterm_with_a_request_in_flight(tmp_path: Path) -> None:

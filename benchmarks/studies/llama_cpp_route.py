@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if not args.only or "revealed-belief" in args.only:
             with serve_llama_cpp(python=args.llama_python, logits_all=False, log=root / "llama-nologits.log") as url:
                 name, mode = "revealed-belief", "completions"
-                here = run_route(hf.with_chat(False), name, mode, root, "in-process", {})
+                here = run_route(hf.with_chat(False), name, mode, root, "in-process-b", {})
                 there = run_route(recording_client(url, mode), name, mode, root, "llama-cpp-nologits", {})
                 report["no_logits_all"] = revealed(hf, here, there, root / f"llama-cpp-nologits-{name}-{mode}", None)
     report["summary"] = summary(report)

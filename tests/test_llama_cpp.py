@@ -57,7 +57,7 @@ def test_exact_scores_are_within_half_a_nat_or_refused_with_a_message(report: di
         assert scoring["within_tolerance"], scoring
     else:  # llama-cpp-python's echo is shifted by one position: the probe refuses it, and says why
         assert scoring["llama_cpp_method"] == "sampled" and scoring["refused_with_message"], scoring
-        assert scoring["echo_asked_directly"]["max_abs_error_nats"] > 0.5, scoring
+        assert scoring["llama_cpp_probe_checks"]["difference"] > 0.5, scoring  # measured: 8.19 nats
     # without --logits_all the server answers HTTP 500 "logprobs is not supported": sampled, not stopped
     nologits = report["no_logits_all"]
     assert nologits["llama_cpp_method"] == "sampled" and "not supported" in nologits["llama_cpp_probe"], nologits

@@ -44,7 +44,7 @@ from numba import njit
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
-from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
+from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_option_number
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.bart import ALPHABET, EXPERIMENT, SCHEMA
@@ -162,14 +162,8 @@ _QUESTION = PromptForm(2, "paraphrase", "ours: the question about the current ba
 _ORDER = PromptForm(3, "option-order", "ours: 'inflate' named before 'skip' (each keeps its option number)",
                     patterns=((r"\(Option (\d) for 'skip' or Option (\d) for 'inflate'\)",
                                r"(Option \2 for 'inflate' or Option \1 for 'skip')"),))
-PROMPT_FORMS: tuple[PromptForm, ...] = (
-    VERBATIM, _INSTRUCTIONS, _QUESTION, _ORDER,
-    combined(4, "ours: instructions and question reworded, 'inflate' named first (forms 1-3)",
-             _INSTRUCTIONS, _QUESTION, _ORDER),
-    combined(5, "ours: forms 1 and 2 together", _INSTRUCTIONS, _QUESTION),
-    combined(6, "ours: forms 2 and 3 together", _QUESTION, _ORDER),
-    combined(7, "ours: forms 1 and 3 together", _INSTRUCTIONS, _ORDER),
-)
+PROMPT_FORMS: tuple[PromptForm, ...] = standard_forms(
+    _INSTRUCTIONS, _QUESTION, _ORDER, "ours: instructions and question reworded, 'inflate' named first (forms 1-3)")
 
 
 class BartEnv(TextEnv[BartDesign, BartSessions]):

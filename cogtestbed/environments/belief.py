@@ -60,7 +60,7 @@ from cogtestbed.environments.bayesnets import (
     default_phrasebook,
     load_network,
 )
-from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
+from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.belief import EXPERIMENT, SCHEMA
 from cogtestbed.trials import Column, finish_table, strings
@@ -441,13 +441,8 @@ _QUESTION = PromptForm(2, "paraphrase", "ours: the question reworded", replaceme
 _ESTIMATE = PromptForm(3, "paraphrase", "ours: the request for a best estimate reworded", replacements=(
     ("Please provide your best probability estimate.", "Give your best estimate of the probability."),
 ))
-PROMPT_FORMS: tuple[PromptForm, ...] = (
-    VERBATIM, _CASE, _QUESTION, _ESTIMATE,
-    combined(4, "ours: opening, question and request all reworded (forms 1-3)", _CASE, _QUESTION, _ESTIMATE),
-    combined(5, "ours: forms 1 and 2 together", _CASE, _QUESTION),
-    combined(6, "ours: forms 2 and 3 together", _QUESTION, _ESTIMATE),
-    combined(7, "ours: forms 1 and 3 together", _CASE, _ESTIMATE),
-)
+PROMPT_FORMS: tuple[PromptForm, ...] = standard_forms(
+    _CASE, _QUESTION, _ESTIMATE, "ours: opening, question and request all reworded (forms 1-3)")
 
 
 class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):

@@ -90,7 +90,7 @@ from cogtestbed.environments.base import (
     Sessions,
     TextEnv,
 )
-from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
+from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.causal import EXPERIMENT, SCHEMA
 from cogtestbed.trials import finish_table
@@ -536,14 +536,8 @@ _ANSWER = PromptForm(3, "paraphrase", "ours: the answer instruction reworded (st
                      replacements=((M.NUMERIC_INSTRUCTION,
                                     "Answer with one number from 0 to 100, where 0 means very unlikely and 100 "
                                     "means very likely, and write nothing else: no explanation, no other text."),))
-PROMPT_FORMS: tuple[PromptForm, ...] = (
-    VERBATIM, _FRAME, _TASK, _ANSWER,
-    combined(4, "ours: headings, task sentence and answer instruction all reworded (forms 1-3)",
-             _FRAME, _TASK, _ANSWER),
-    combined(5, "ours: forms 1 and 2 together", _FRAME, _TASK),
-    combined(6, "ours: forms 2 and 3 together", _TASK, _ANSWER),
-    combined(7, "ours: forms 1 and 3 together", _FRAME, _ANSWER),
-)
+PROMPT_FORMS: tuple[PromptForm, ...] = standard_forms(
+    _FRAME, _TASK, _ANSWER, "ours: headings, task sentence and answer instruction all reworded (forms 1-3)")
 
 
 class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):

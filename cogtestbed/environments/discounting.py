@@ -63,7 +63,7 @@ from numba import njit
 from pydantic import Field
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
-from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
+from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_option_number
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.discounting import (
@@ -316,14 +316,8 @@ _ORDER = PromptForm(2, "option-order", "ours: Option 2 listed before Option 1 (e
 _OPTIONS = PromptForm(3, "paraphrase", "ours: the options' wording ('Get ... dollars ...')", patterns=(
     (r"Option (\d): Receive (\d+) dollars", r"Option \1: Get \2 dollars"),
 ))
-PROMPT_FORMS: tuple[PromptForm, ...] = (
-    VERBATIM, _QUESTION, _ORDER, _OPTIONS,
-    combined(4, "ours: question and options reworded, Option 2 listed first (forms 1-3)", _QUESTION, _ORDER,
-             _OPTIONS),
-    combined(5, "ours: forms 1 and 2 together", _QUESTION, _ORDER),
-    combined(6, "ours: forms 2 and 3 together", _ORDER, _OPTIONS),
-    combined(7, "ours: forms 1 and 3 together", _QUESTION, _OPTIONS),
-)
+PROMPT_FORMS: tuple[PromptForm, ...] = standard_forms(
+    _QUESTION, _ORDER, _OPTIONS, "ours: question and options reworded, Option 2 listed first (forms 1-3)")
 
 
 class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):

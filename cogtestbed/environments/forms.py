@@ -246,3 +246,12 @@ def draw_forms(design: FormDesign, n_units: int, seed: int) -> FormDraw:
     rng = forms_rng(seed)
     form = assign_forms(n_units, design.ids, rng)
     return FormDraw(form, form_offsets(design.ids, design.sd, rng), tuple(design.ids))
+
+
+def standard_forms(first: PromptForm, second: PromptForm, third: PromptForm, all_three: str) -> tuple[PromptForm, ...]:
+    """An experiment's eight forms: form 0 (:data:`VERBATIM`), three forms of ours (ids 1-3), all
+    three together (4, described by ``all_three``) and each pair (5: 1+2, 6: 2+3, 7: 1+3)."""
+    return (VERBATIM, first, second, third, combined(4, all_three, first, second, third),
+            combined(5, "ours: forms 1 and 2 together", first, second),
+            combined(6, "ours: forms 2 and 3 together", second, third),
+            combined(7, "ours: forms 1 and 3 together", first, third))

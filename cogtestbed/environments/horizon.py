@@ -36,7 +36,7 @@ from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.draws import RoundedNormal, permute_rows
-from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
+from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.horizon import EXPERIMENT, SCHEMA, game_table
@@ -107,14 +107,8 @@ _HISTORY = PromptForm(2, "paraphrase", "ours: the record of past plays reworded"
 ))
 _QUESTION = PromptForm(3, "paraphrase", "ours: the question reworded (same answer format)",
                        replacements=(("Q: Which machine do you choose?", "Q: Which machine do you play next?"),))
-PROMPT_FORMS: tuple[PromptForm, ...] = (
-    VERBATIM, _INSTRUCTIONS, _HISTORY, _QUESTION,
-    combined(4, "ours: instructions, record and question all reworded (forms 1-3)", _INSTRUCTIONS, _HISTORY,
-             _QUESTION),
-    combined(5, "ours: forms 1 and 2 together", _INSTRUCTIONS, _HISTORY),
-    combined(6, "ours: forms 2 and 3 together", _HISTORY, _QUESTION),
-    combined(7, "ours: forms 1 and 3 together", _INSTRUCTIONS, _QUESTION),
-)
+PROMPT_FORMS: tuple[PromptForm, ...] = standard_forms(
+    _INSTRUCTIONS, _HISTORY, _QUESTION, "ours: instructions, record and question all reworded (forms 1-3)")
 
 
 class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):

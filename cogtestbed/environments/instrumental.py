@@ -28,7 +28,7 @@ from gymnasium import spaces
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
-from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
+from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.instrumental import EXPERIMENT, SCHEMA
@@ -108,14 +108,9 @@ _HISTORY = PromptForm(3, "paraphrase", "ours: the record of past visits reworded
      "Here is what the machines paid you on your earlier visits: \n"),
     (r"- Machine (\w) in Casino (\d+) delivered ([\d.]+) dollars\.", r"- Casino \2, Machine \1: paid \3 dollars."),
 ))
-PROMPT_FORMS: tuple[PromptForm, ...] = (
-    VERBATIM, _INSTRUCTIONS, _QUESTION, _HISTORY,
-    combined(4, "ours: instructions, question and record of past visits all reworded (forms 1-3)",
-             _INSTRUCTIONS, _QUESTION, _HISTORY),
-    combined(5, "ours: forms 1 and 2 together", _INSTRUCTIONS, _QUESTION),
-    combined(6, "ours: forms 2 and 3 together", _QUESTION, _HISTORY),
-    combined(7, "ours: forms 1 and 3 together", _INSTRUCTIONS, _HISTORY),
-)
+PROMPT_FORMS: tuple[PromptForm, ...] = standard_forms(
+    _INSTRUCTIONS, _QUESTION, _HISTORY,
+    "ours: instructions, question and record of past visits all reworded (forms 1-3)")
 
 
 class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions]):

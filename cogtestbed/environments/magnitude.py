@@ -35,7 +35,7 @@ from pydantic import Field, field_validator, model_validator
 
 from cogtestbed.environments import magnitude_stimuli as stim
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
-from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
+from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.magnitude import (
     BCS_ABLATIONS,
@@ -503,13 +503,8 @@ _ANSWER = PromptForm(3, "paraphrase", "ours: the answer-only instruction reworde
     ("Do not explain or reason. Only output the final answer.",
      "Reply with the number only, without any explanation or reasoning."),
 ))
-PROMPT_FORMS: tuple[PromptForm, ...] = (
-    VERBATIM, _ROLE, _TASK, _ANSWER,
-    combined(4, "ours: the whole system message reworded (forms 1-3)", _ROLE, _TASK, _ANSWER),
-    combined(5, "ours: forms 1 and 2 together", _ROLE, _TASK),
-    combined(6, "ours: forms 2 and 3 together", _TASK, _ANSWER),
-    combined(7, "ours: forms 1 and 3 together", _ROLE, _ANSWER),
-)
+PROMPT_FORMS: tuple[PromptForm, ...] = standard_forms(
+    _ROLE, _TASK, _ANSWER, "ours: the whole system message reworded (forms 1-3)")
 
 
 class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):

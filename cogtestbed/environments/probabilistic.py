@@ -43,7 +43,7 @@ from numba import njit
 from pydantic import field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
-from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
+from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_decimal_digits
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.probabilistic import EXPERIMENT, SCHEMA, TRIAL_TYPES, bayes_posterior, stimulus_table
@@ -131,13 +131,8 @@ _GOAL = PromptForm(2, "paraphrase", "ours: the goal sentence reworded", replacem
 _QUESTION = PromptForm(3, "paraphrase", "ours: the question of each trial reworded", patterns=(
     (r"What is the probability that it was drawn from Urn (\w)\?", r"How likely is it that it came from Urn \1?"),
 ))
-PROMPT_FORMS: tuple[PromptForm, ...] = (
-    VERBATIM, _SETTING, _GOAL, _QUESTION,
-    combined(4, "ours: setting, goal and question all reworded (forms 1-3)", _SETTING, _GOAL, _QUESTION),
-    combined(5, "ours: forms 1 and 2 together", _SETTING, _GOAL),
-    combined(6, "ours: forms 2 and 3 together", _GOAL, _QUESTION),
-    combined(7, "ours: forms 1 and 3 together", _SETTING, _QUESTION),
-)
+PROMPT_FORMS: tuple[PromptForm, ...] = standard_forms(
+    _SETTING, _GOAL, _QUESTION, "ours: setting, goal and question all reworded (forms 1-3)")
 
 
 class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessions]):

@@ -40,7 +40,7 @@ from numba import njit
 from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
-from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
+from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_decimal_digits, parse_machine
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.restless import EXPERIMENT, SCHEMA
@@ -223,13 +223,8 @@ _QUESTION = PromptForm(3, "paraphrase", "ours: the question and the record's hea
     (r"You have received the following amount of \$ when playing in the past: ", "Your earlier plays went as "
      "follows: "),
 ))
-PROMPT_FORMS: tuple[PromptForm, ...] = (
-    VERBATIM, _INSTRUCTIONS, _GOAL, _QUESTION,
-    combined(4, "ours: rules, goal, question and heading all reworded (forms 1-3)", _INSTRUCTIONS, _GOAL, _QUESTION),
-    combined(5, "ours: forms 1 and 2 together", _INSTRUCTIONS, _GOAL),
-    combined(6, "ours: forms 2 and 3 together", _GOAL, _QUESTION),
-    combined(7, "ours: forms 1 and 3 together", _INSTRUCTIONS, _QUESTION),
-)
+PROMPT_FORMS: tuple[PromptForm, ...] = standard_forms(
+    _INSTRUCTIONS, _GOAL, _QUESTION, "ours: rules, goal, question and heading all reworded (forms 1-3)")
 
 
 class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):

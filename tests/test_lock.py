@@ -16,7 +16,7 @@ from packaging.utils import canonicalize_name
 ROOT = Path(__file__).resolve().parents[1]
 LOCKS = ROOT / "locks"
 #: The extras each lock covers (the Makefile's demo and test venvs).
-EXTRAS = {"demo.txt": ("fast", "llm", "hf"), "test.txt": ("fast", "llm", "hf", "dask", "dev")}
+EXTRAS = {"demo.txt": ("fast", "llm", "hf"), "test.txt": ("fast", "llm", "hf", "dask", "dev", "docs")}
 #: Installed by the Makefile itself, pinned there: the CPU build of torch (never from the lock).
 OUTSIDE_THE_LOCK = {"torch"}
 

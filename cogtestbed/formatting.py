@@ -109,3 +109,10 @@ def design_text(fields: Mapping[str, Any]) -> str:
 
 
 __all__ = ["count", "design_text", "field_text", "num", "rate_text", "wilson"]
+
+
+def chosen_design_phrase(evaluated: list[dict[str, Any]]) -> str:
+    """How a plan names its choice: "cheapest design" among several designs evaluated, "the one
+    design tried" where it evaluated only one (nothing was compared, so nothing is cheapest)."""
+    designs = {str(row.get("design")) for row in evaluated}
+    return "the one design tried" if len(designs) <= 1 else "cheapest design"

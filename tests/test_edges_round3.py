@@ -220,3 +220,16 @@ def test_tuple_design_fields_take_comma_lists_and_json_and_every_example_is_acce
             item = f["example"].removeprefix("--design ")
             exp.design_cls(**split_design(exp, [item])[0])
             exp.design_cls(**_design_overrides([item]))
+
+
+def test_phenotype_warns_only_about_the_metrics_it_was_given(capsys) -> None:
+    assert run_cli(["phenotype", str(DATA / "cogbench" / "HorizonTask" / "gpt-4.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "Optimism bias" not in err and "Horizon task" in err
+
+
+def test_a_plan_that_tried_one_design_does_not_call_it_cheapest() -> None:
+    from cogtestbed.formatting import chosen_design_phrase
+
+    assert chosen_design_phrase([{"design": "a"}]) == "the one design tried"
+    assert chosen_design_phrase([{"design": "a"}, {"design": "b"}]) == "cheapest design"

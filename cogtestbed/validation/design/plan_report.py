@@ -221,7 +221,11 @@ def summary_line(payload: dict[str, Any]) -> str:
         dollars += f" in batch mode (${cost['standard_dollars']:.2f} at the standard price)"
     llms = " + ".join(dict.fromkeys(payload["run"]["llms"]))
     sessions = f"{c['sessions_per_llm']} session{'' if c['sessions_per_llm'] == 1 else 's'} per LLM"
-    return (f"cheapest design reaching {payload['target']['power']:.0%} power for {payload['target']['what']}: "
+    from cogtestbed.formatting import chosen_design_phrase
+
+    lead = chosen_design_phrase(payload.get("evaluated") or [])
+    return (f"{lead} {'reaching' if lead.startswith('cheapest') else 'reaches'} "
+            f"{payload['target']['power']:.0%} power for {payload['target']['what']}: "
             f"{c['design']} ({sessions}) — {cost['calls']:,} calls, "
             f"{cost['prompt_tokens']:,} prompt + {cost['completion_tokens']:,} completion tokens (max), "
             f"{dollars} on {llms}; power {rate_text(p['rate'], p['sims'])}")

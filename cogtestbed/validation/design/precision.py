@@ -258,7 +258,11 @@ def precision_line(payload: dict[str, Any]) -> str:
         price = (f"; on {' + '.join(cost['llms'])} one subject costs {cost['calls']} calls, "
                  f"{cost['prompt_tokens']} prompt + {cost['completion_tokens']} completion tokens (max), {dollars}")
     rmse = f", RMSE {c['rmse']:.3g}, bias {c['bias']:+.3g}" if c.get("rmse") is not None else ""
-    return (f"Cheapest design where P(|{t['parameter']} estimate − truth| ≤ {t['halfwidth']:g}) ≥ {t['assurance']:g} "
+    from cogtestbed.formatting import chosen_design_phrase
+
+    lead = chosen_design_phrase(payload.get("evaluated") or [])
+    return (f"{lead[0].upper()}{lead[1:]} where P(|{t['parameter']} estimate − truth| ≤ {t['halfwidth']:g}) "
+            f"≥ {t['assurance']:g} "
             f"for one subject's MLE ({payload['model']}): {c['design']}; P = {c['assurance']:.3f} "
             f"[95% interval {lo:.2f}, {hi:.2f}] over {c['subjects']} simulated subjects{rmse}; "
             f"{cost['trials_per_subject']} trials per subject{price}. True parameters: {payload['true_parameters']}.")

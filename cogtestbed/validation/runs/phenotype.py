@@ -201,10 +201,11 @@ def phenotype_table(
 
 
 def table_flags(table: pd.DataFrame) -> list[str]:
-    """Human-readable warnings: tiny denominators and clipped values."""
+    """Human-readable warnings: tiny denominators and clipped values, only about the metrics the
+    table holds a value of (a horizon file says nothing about instrumental learning's optimism bias)."""
     flags = []
     for (_, _, label), g in table.groupby(["experiment", "metric", "label"], sort=False):
-        if bool(g["tiny_denominator"].iloc[0]):
+        if bool(g["tiny_denominator"].iloc[0]) and g["signed"].notna().any():
             h, r = g["human"].iloc[0], g["random"].iloc[0]
             flags.append(f"{label}: human {h:g} vs random {r:g} — the denominator |human − random| = "
                          f"{abs(h - r):.3g} is tiny, so normalised values are dominated by noise")

@@ -233,3 +233,14 @@ def test_a_plan_that_tried_one_design_does_not_call_it_cheapest() -> None:
 
     assert chosen_design_phrase([{"design": "a"}]) == "the one design tried"
     assert chosen_design_phrase([{"design": "a"}, {"design": "b"}]) == "cheapest design"
+
+
+def test_progress_lines_agree_with_the_summary_after_a_budget_stop(tmp_path: Path, capsys) -> None:
+    args = [*_run_args(tmp_path / "c.sqlite", tmp_path / "run", subjects=4), "--max-calls", "12"]
+    assert run_cli(args) == 3  # a budget stop
+    err = capsys.readouterr().err
+    import json
+
+    done = json.loads((tmp_path / "run" / "run.json").read_text())["stats"]["subjects_complete"]
+    lines = [line for line in err.splitlines() if "subjects done" in line]
+    assert lines and lines[-1].startswith(f"{done}/4 subjects done"), err

@@ -304,11 +304,18 @@ def execute_run(request: RunRequest) -> Any:
     finished: list[int] = []
     interactive = console_err.is_terminal
 
+    ended: list[int] = []  # every subject that ended, finished or stopped (a budget stop)
+
     def on_subject(i: int, complete: bool) -> None:
-        finished.append(i)
-        if not interactive and (len(finished) % request.progress_every == 0 or len(finished) == request.subjects):
+        ended.append(i)
+        if complete:  # the progress line counts what the summary counts: finished subjects
+            finished.append(i)
+        if not interactive and (len(ended) % request.progress_every == 0 or len(ended) == request.subjects):
             s = cached.budget.summary()
-            console_err.print(f"{len(finished)}/{request.subjects} subjects done; {s['new_calls']} new calls"
+            stopped = len(ended) - len(finished)
+            console_err.print(f"{len(finished)}/{request.subjects} subjects done"
+                              + (f" ({stopped} stopped unfinished)" if stopped else "")
+                              + f"; {s['new_calls']} new calls"
                               + (f", ${s['cost_usd']:.4f}" if s["cost_usd"] is not None else ""),
                               highlight=False)
 

@@ -244,3 +244,13 @@ def test_progress_lines_agree_with_the_summary_after_a_budget_stop(tmp_path: Pat
     done = json.loads((tmp_path / "run" / "run.json").read_text())["stats"]["subjects_complete"]
     lines = [line for line in err.splitlines() if "subjects done" in line]
     assert lines and lines[-1].startswith(f"{done}/4 subjects done"), err
+
+
+# ----------------------------------------------------------------------------- 4. degenerate data
+def test_constant_collider_answers_are_flagged_and_fit_nothing() -> None:
+    table = simulate("collider", "cbn", 1, 1)
+    table["action"] = 100.0
+    result = get_experiment("collider").metrics(table)
+    assert all(result["metrics"][k] is None for k in ("b", "m1", "m2", "p_c", "mae", "aic", "loocv_rmse"))
+    assert any("all 240 valid answers are 100" in f for f in result["flags"])
+    assert set(result["null_reasons"]) >= {"b", "p_c", "mae"}

@@ -375,7 +375,31 @@ def _spearman_rows(x: np.ndarray, z: np.ndarray) -> np.ndarray:
         return (rx * rz).sum(1) / den
 
 
+#: Fewest distinct valid answers from which the CBN fit is reported: answers without variation
+#: (SmolLM2 answering "100" to every query) fit any parameters whose predictions sit at that value,
+#: so b, m and p_c are not identified.  A named default; no paper states it.
+MIN_DISTINCT_ANSWERS = 2
+#: The fit's keys that are null when the answers do not identify the model.
+FIT_KEYS = ("b", "m1", "m2", "p_c", "lad", "mae", "rmse", "r2", "loocv_r2", "loocv_rmse", "aic", "bic",
+            "loss", "normative_reasoner")
+
+
+def degenerate_reason(y: np.ndarray) -> str | None:
+    """Why answers ``y`` identify no CBN fit (fewer than :data:`MIN_DISTINCT_ANSWERS` distinct
+    values), or ``None``."""
+    values = np.unique(np.asarray(y, dtype=np.float64))
+    if values.size >= MIN_DISTINCT_ANSWERS:
+        return None
+    said = f"all {len(y)} valid answers are {100 * values[0]:g} (0–100 scale)" if values.size else "no valid answer"
+    return f"degenerate answers: {said}; the model is not identified (its parameters and fit are null)"
+
+
 def _metrics_block(task: np.ndarray, y: np.ndarray, scheme: str, **kw: Any) -> dict[str, Any]:
+    reason = degenerate_reason(y) if len(y) else None
+    if reason is not None:
+        sig = signature_metrics(task, y)
+        return {**dict.fromkeys(FIT_KEYS), "scheme": None, **sig, "n_rows": len(y), "_fits": {},
+                "_degenerate": reason}
     best, fits = fit_best(task, y, scheme, **kw)  # type: ignore[arg-type]
     sig = signature_metrics(task, y)
     out: dict[str, Any] = {
@@ -412,6 +436,7 @@ def collider_metrics(trials: pd.DataFrame, scheme: str = "auto", aggregate: str 
     data = aggregate_cells(trials) if use_cells else valid
     block = _metrics_block(data["task_index"].to_numpy(), data["y"].to_numpy(), scheme, seed=seed)
     fits = block.pop("_fits")
+    degenerate = block.pop("_degenerate", None)
     metrics = dict(block)
     metrics["aggregate"] = "cells" if use_cells else "rows"
     metrics["n_subjects"] = int(trials["subject"].nunique())
@@ -433,9 +458,14 @@ def collider_metrics(trials: pd.DataFrame, scheme: str = "auto", aggregate: str 
         for subject, g in valid.groupby("subject", sort=True, observed=True):
             blk = _metrics_block(g["task_index"].to_numpy(), g["y"].to_numpy(), scheme, seed=seed)
             blk.pop("_fits")
+            blk.pop("_degenerate", None)
             rows.append({"subject": _plain(subject), **blk})
     n_invalid = n_total - len(valid)
     flags = [f"{n_invalid} invalid judgment(s) left out of the fit"] if n_invalid else []
+    if degenerate is not None:
+        flags.append(degenerate)
+        detail["null_reasons"] = {**detail.get("null_reasons", {}),
+                                  **{k: degenerate for k in FIT_KEYS if k in metrics}}
     return metrics_result(metrics, "per_subject", rows, n_invalid, flags, **detail)
 
 

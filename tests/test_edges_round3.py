@@ -254,3 +254,14 @@ def test_constant_collider_answers_are_flagged_and_fit_nothing() -> None:
     assert all(result["metrics"][k] is None for k in ("b", "m1", "m2", "p_c", "mae", "aic", "loocv_rmse"))
     assert any("all 240 valid answers are 100" in f for f in result["flags"])
     assert set(result["null_reasons"]) >= {"b", "p_c", "mae"}
+
+
+# ----------------------------------------------------------------------------- 6. large inputs
+def test_a_large_input_is_refused_up_front_with_the_limit_and_the_override(monkeypatch, capsys) -> None:
+    path = DATA / "cogbench" / "RestlessBandit" / "random.csv"  # 2.2 MiB
+    monkeypatch.setenv("COGTESTBED_MAX_INPUT_MB", "1")
+    assert run_cli(["metrics", "restless-bandit", str(path)]) == 2
+    line = _one_error_line(capsys)
+    assert "is 2 MiB" in line and "the input limit is 1 MiB (COGTESTBED_MAX_INPUT_MB=N raises it)" in line
+    monkeypatch.setenv("COGTESTBED_MAX_INPUT_MB", "5")
+    assert run_cli(["metrics", "restless-bandit", str(path), "--json"]) == 0

@@ -520,6 +520,9 @@ class ExperimentSpec:
                     f"{self.name} ({', '.join(self.importers) or 'none'}) recognises it; pass --from")
             source = found.source
         importer = self.importer(source)
+        from cogtestbed.memory import check_input_size
+
+        check_input_size(path)  # a large file: refused in one line with its estimate, before reading
         table = importer.load(path)
         return validate_trials(table, self.schema, self.name, source=path, file_columns=importer.file_columns), source
 

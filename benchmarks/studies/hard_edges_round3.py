@@ -1,0 +1,68 @@
+"""Issue 41's reproductions, replayed through the command line: each prints what the command says
+now (exit status and its one line, or the numbers it reports).
+
+    PYTHONPATH=. python benchmarks/studies/hard_edges_round3.py
+
+* a relabelled run of CogBench's InstrumentalLearning/gpt-4.csv (run 1 → run 0): was 9 runs,
+  performance .5995, exit 0; now refused naming run and trial, exit 2;
+* declared bounds: horizon info-bonus at temperature_h1 = 0, magnitude observer at prior_sd,
+  sigma_text, sigma_image = 0 and 1e-300 (were ZeroDivisionError tracebacks);
+* a collider table whose every valid answer is 100 (was b = 1.0, p_c = 1.0, MAE 3.7e-6): the flag
+  and the null parameters;
+* a large input: RestlessBandit/random.csv (2.2 MiB) under COGTESTBED_MAX_INPUT_MB=1: the one-line
+  refusal with the estimate, the limit and the override.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "cogbench"
+
+
+def cogtestbed(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "cogtestbed", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, check=False)
+
+
+def said(result: subprocess.CompletedProcess[str]) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.startswith(("error:", "Traceback"))]
+    return f"exit {result.returncode}: {lines[-1] if lines else '(no error line)'}"
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        df = pd.read_csv(DATA / "InstrumentalLearning" / "gpt-4.csv", encoding="utf-8-sig")
+        df.loc[df["run"] == 1, "run"] = 0
+        relabelled = Path(tmp) / "gpt-4.csv"
+        df.to_csv(relabelled, index=False)
+        print("relabelled run:", said(cogtestbed("metrics", "instrumental-learning", str(relabelled))))
+        cases = [("horizon", "info-bonus", "temperature_h1=0")]
+        cases += [("magnitude", "observer", f"{p}={v}") for p in ("prior_sd", "sigma_text", "sigma_image")
+                  for v in ("0", "1e-300")]
+        for exp, agent, param in cases:
+            out = Path(tmp) / f"{exp}.parquet"
+            result = cogtestbed("simulate", exp, "-a", agent, "-p", param, "--seed", "1", "-o", str(out), "--force")
+            print(f"simulate {exp} -a {agent} -p {param}:", "exit 0, table written" if result.returncode == 0
+                  else said(result))
+        table = Path(tmp) / "collider.parquet"
+        cogtestbed("simulate", "collider", "-a", "cbn", "--subjects", "1", "--seed", "1", "-o", str(table))
+        frame = pd.read_parquet(table)
+        frame["action"] = 100.0
+        frame.to_parquet(table, index=False)
+        got = json.loads(cogtestbed("metrics", str(table), "--json").stdout)
+        print("constant collider answers:", {k: got["metrics"][k] for k in ("b", "p_c", "mae")}, got["flags"])
+        big = cogtestbed("metrics", "restless-bandit", str(DATA / "RestlessBandit" / "random.csv"),
+                         env={"COGTESTBED_MAX_INPUT_MB": "1"})
+        print("large input:", said(big))
+
+
+if __name__ == "__main__":
+    main()

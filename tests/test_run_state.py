@@ -28,6 +28,7 @@ from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache  # noqa: E
 from cogtestbed.llm_adapters.limits import Budget, BudgetExhausted, Need, Price, read_ledger  # noqa: E402
 from cogtestbed.llm_adapters.runner import RunConfig, draw_sessions, run_experiment, subject_needs  # noqa: E402
 from cogtestbed.llm_adapters.server import fault_injector, parse_args  # noqa: E402
+from cogtestbed.outputs import WriteFailed  # noqa: E402
 from cogtestbed.registry import get_experiment  # noqa: E402
 
 EXP = "instrumental-learning"
@@ -258,7 +259,7 @@ def test_tables_and_manifest_are_one_unit_with_the_umask_mode(tmp_path, tiny, mo
             return real_write({p: disk_full if p.name == "calls.parquet" else w for p, w in writers.items()})
 
         monkeypatch.setattr(rundir_mod, "write_files_together", failing)
-        with pytest.raises(OSError, match="No space"):
+        with pytest.raises(WriteFailed, match="No space"):  # the one-line error naming the path (issue 41)
             go(True)
         monkeypatch.undo()
         assert {p.name: p.read_bytes() for p in run.iterdir() if p.suffix == ".parquet"} == before

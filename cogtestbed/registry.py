@@ -258,11 +258,25 @@ def experiment_of(given: str | None = None, path: str | os.PathLike[str] | None 
         if len(found) > 1:
             raise ValueError(f"{where} holds several experiments ({', '.join(found)}); name one with --experiment")
     if model is not None:
-        owners = _declaring(model)
-        if len(owners) == 1:
-            return owners[0]
-        if len(owners) > 1:
-            raise ValueError(f"model {model!r} is declared by {', '.join(owners)}; name one with --experiment")
+        return _owner_of(model, refuse_unknown=where is None, where=where)
+    raise _cannot_tell(where, model)
+
+
+def _cannot_tell(where: Path | None, model: str | None) -> ValueError:
     what = " or ".join(x for x in (f"{where}" if where is not None else "", f"model {model!r}" if model else "") if x)
-    raise ValueError(f"cannot tell the experiment from {what or 'the arguments'}: name it with --experiment "
-                     f"(one of {', '.join(experiment_names())})")
+    return ValueError(f"cannot tell the experiment from {what or 'the arguments'}: name it with --experiment "
+                      f"(one of {', '.join(experiment_names())})")
+
+
+def _owner_of(model: str, refuse_unknown: bool, where: Path | None = None) -> str:
+    """The one experiment declaring ``model``; several are one line naming them; none is one line
+    listing every model (``refuse_unknown``) or asking for ``--experiment``."""
+    owners = _declaring(model)
+    if len(owners) == 1:
+        return owners[0]
+    if len(owners) > 1:
+        raise ValueError(f"model {model!r} is declared by {', '.join(owners)}; name one with --experiment")
+    if refuse_unknown:
+        models = sorted({m for name in experiment_names() for m in get_experiment(name).models})
+        raise ValueError(f"unknown model {model!r}: choose one of: {', '.join(models)}")
+    raise _cannot_tell(where, model)

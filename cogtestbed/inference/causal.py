@@ -451,15 +451,7 @@ def collider_metrics(trials: pd.DataFrame, scheme: str = "auto", aggregate: str 
         htable = import_rw17_human(human) if not isinstance(human, pd.DataFrame) else human
         detail["alignment"] = human_alignment(trials, htable, seed=seed)
         metrics["spearman_rho"] = detail["alignment"]["pooled"]["rho"]
-    rows = []
-    if metrics["n_subjects"] == 1 and per_subject != "no" and not use_cells:  # its fit is the pooled fit
-        rows.append({"subject": _plain(trials["subject"].iloc[0]), **block})
-    elif per_subject == "yes" or (per_subject == "auto" and 1 < metrics["n_subjects"] <= 500):
-        for subject, g in valid.groupby("subject", sort=True, observed=True):
-            blk = _metrics_block(g["task_index"].to_numpy(), g["y"].to_numpy(), scheme, seed=seed)
-            blk.pop("_fits")
-            blk.pop("_degenerate", None)
-            rows.append({"subject": _plain(subject), **blk})
+    rows = _per_subject_rows(trials, valid, block, per_subject, use_cells, scheme, seed)
     n_invalid = n_total - len(valid)
     flags = [f"{n_invalid} invalid judgment(s) left out of the fit"] if n_invalid else []
     if degenerate is not None:
@@ -467,6 +459,24 @@ def collider_metrics(trials: pd.DataFrame, scheme: str = "auto", aggregate: str 
         detail["null_reasons"] = {**detail.get("null_reasons", {}),
                                   **{k: degenerate for k in FIT_KEYS if k in metrics}}
     return metrics_result(metrics, "per_subject", rows, n_invalid, flags, **detail)
+
+
+def _per_subject_rows(trials: pd.DataFrame, valid: pd.DataFrame, block: dict[str, Any], per_subject: str,
+                      use_cells: bool, scheme: str, seed: int) -> list[dict[str, Any]]:
+    """One metrics row per subject (``per_subject``: yes/no/auto = when there are 2–500); a single
+    subject's row is the pooled ``block``; none when subjects are not fitted."""
+    n_subjects = int(trials["subject"].nunique())
+    if n_subjects == 1 and per_subject != "no" and not use_cells:  # its fit is the pooled fit
+        return [{"subject": _plain(trials["subject"].iloc[0]), **block}]
+    if not (per_subject == "yes" or (per_subject == "auto" and 1 < n_subjects <= 500)):
+        return []
+    rows = []
+    for subject, g in valid.groupby("subject", sort=True, observed=True):
+        blk = _metrics_block(g["task_index"].to_numpy(), g["y"].to_numpy(), scheme, seed=seed)
+        blk.pop("_fits")
+        blk.pop("_degenerate", None)
+        rows.append({"subject": _plain(subject), **blk})
+    return rows
 
 
 def _plain(x: Any) -> Any:

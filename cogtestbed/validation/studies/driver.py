@@ -345,6 +345,12 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
     for proc in procs:
         with contextlib.suppress(Exception):
             proc.join(timeout=5)
+    # The pool's manager thread ends once it sees its workers gone; waiting for it here keeps the
+    # interpreter's exit hook (concurrent.futures' _python_exit) from waking it through a pipe that
+    # thread is closing at the same moment (CPython 3.11: "OSError: Bad file descriptor" traceback).
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if manager is not None:
+        manager.join(timeout=5)
 
 
 def _run_pool(payload: str, tasks: list[dict[str, Any]], workers: int,

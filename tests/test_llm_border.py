@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from study_scripts import load_study
 
 from cogtestbed.cli import run_cli
 from cogtestbed.llm_adapters.limits import Price, PriceError, PriceTable, UnpricedModel, require_price
@@ -129,19 +130,6 @@ def test_redact_removes_configured_keys_and_credential_shaped_tokens(monkeypatch
 KEY = "hunter2-local-key-7f3a9c1b"  # not sk-shaped: removed because it is the configured key
 
 
-def _every_written_text(root: Path) -> str:
-    """Every file under ``root`` as text: raw bytes decoded, parquet tables read back (their pages are
-    compressed, so a byte grep alone would miss a key in them)."""
-    import pandas as pd
-
-    parts = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        parts.append(path.read_bytes().decode("latin-1"))
-        if path.suffix == ".parquet":
-            parts.append(pd.read_parquet(path).to_json())
-    return "\n".join(parts)
-
-
 def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     code = run_cli(args)
     out = capsys.readouterr()
@@ -176,8 +164,9 @@ def test_a_server_echoing_the_key_never_gets_it_written(server, tmp_path: Path, 
     run = json.loads((root / "failed" / "run.json").read_text())
     assert run["status"] == "failed" and "you sent authorization: Bearer [REDACTED]" in run["error"]
     assert KEY not in said + failed
-    assert KEY not in _every_written_text(root)
-    assert KEY[:12] not in _every_written_text(root)  # not even a piece of it
+    written = load_study("llm_border").every_written_text(root)  # the study's reader: parquet read back too
+    assert KEY not in written
+    assert KEY[:12] not in written  # not even a piece of it
 
 
 # ---------------------------------------------------------------------------------- cache identity

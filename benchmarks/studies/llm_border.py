@@ -68,6 +68,8 @@ def cache_identity(root: Path) -> dict[str, Any]:
 
 
 def every_written_text(root: Path) -> str:
+    """Every file under ``root`` as text: raw bytes decoded, parquet tables read back (their pages are
+    compressed, so a byte grep alone would miss a key in them).  tests/test_llm_border.py uses it too."""
     import pandas as pd
 
     parts = []

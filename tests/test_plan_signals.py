@@ -78,3 +78,22 @@ def test_heartbeat_says_phase_count_and_eta() -> None:
     n = len(lines)
     time.sleep(0.15)
     assert len(lines) == n  # stopped with its block
+
+
+def test_stop_pool_leaves_no_manager_thread_for_the_exit_hook_to_wake() -> None:
+    """The exit hook of concurrent.futures wakes every live pool manager through a pipe; a manager
+    still closing that pipe then raised 'Bad file descriptor' at exit (seen in CI). stop_pool must
+    return only once the manager thread has ended and closed its pipe."""
+    from cogtestbed.validation.studies.driver import fork_pool, stop_pool
+
+    pool = fork_pool(2)
+    futures = [pool.submit(time.sleep, 30) for _ in range(4)]
+    manager = pool._executor_manager_thread  # type: ignore[attr-defined]
+    wakeup = pool._executor_manager_thread_wakeup  # type: ignore[attr-defined]
+    assert manager is not None and manager.is_alive()
+    started = time.monotonic()
+    stop_pool(pool)
+    assert time.monotonic() - started < 10
+    assert not manager.is_alive()
+    assert wakeup._closed  # the exit hook's wakeup() is now a no-op
+    assert all(f.done() for f in futures)

@@ -338,6 +338,8 @@ def fork_pool(workers: int) -> ProcessPoolExecutor:
 def stop_pool(pool: ProcessPoolExecutor) -> None:
     """Cancel pending chunks and end running workers now (not after their current chunk)."""
     procs = list(getattr(pool, "_processes", {}).values())
+    # shutdown() forgets the pool's manager thread (sets the attribute to None), so take it first.
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in procs:
         with contextlib.suppress(Exception):
@@ -348,7 +350,6 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
     # The pool's manager thread ends once it sees its workers gone; waiting for it here keeps the
     # interpreter's exit hook (concurrent.futures' _python_exit) from waking it through a pipe that
     # thread is closing at the same moment (CPython 3.11: "OSError: Bad file descriptor" traceback).
-    manager = getattr(pool, "_executor_manager_thread", None)
     if manager is not None:
         manager.join(timeout=5)
 

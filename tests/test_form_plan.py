@@ -52,6 +52,9 @@ def test_pilot_scales_from_a_table_across_forms() -> None:
     table = simulate("instrumental-learning", "rw-pm", 40, 3, spec.params, forms=forms)
     scales = pilot_scales(spec, table)
     assert scales.tau >= 0 and 0.05 < scales.sigma < 1 and scales.source.startswith("pilot")
+    lo, hi = scales.tau_interval
+    assert lo <= scales.tau < hi and hi > 0 and scales.level == 0.95
+    assert scales.as_json()["tau_interval"] == [lo, hi]
     with pytest.raises(ValueError, match="no 'form' column"):
         pilot_scales(spec, table.drop(columns="form"))
 
@@ -61,3 +64,36 @@ def test_plan_refuses_bad_grids() -> None:
         plan_forms_study("instrumental-learning", "rw-pm", ("optimism_bias", 0.2), (1, 16), {"alpha_pos": 0.1})
     with pytest.raises(FormError, match="--form-sd"):
         plan_forms_study("instrumental-learning", "rw-pm", ("optimism_bias", 0.2), (2, 4), {})
+
+
+def test_plan_with_a_pilot_across_forms_says_the_form_sd_and_its_interval(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``plan --forms 1,2,4,8 --pilot TABLE``: τ and σ come from the pilot (no --form-sd needed), the
+    printed τ carries its Q-profile interval, and each design's power if τ is at its upper bound,
+    which is never above the power at the estimate."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from cogtestbed.cli import app
+    from cogtestbed.simulation import simulate
+
+    forms = FormDesign(tuple(range(8)), {"alpha_pos": 0.5})
+    table = simulate("instrumental-learning", "rw-pm", 32, 5, {"alpha_pos": 0.5, "alpha_neg": 0.5, "beta": 5.0},
+                     forms=forms)
+    path = tmp_path / "pilot.parquet"
+    table.to_parquet(path)
+    args = ["plan", "instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.2", "--forms", "1,2,4,8",
+            "--pilot", str(path), "--base", "alpha_pos=0.5", "--base", "alpha_neg=0.5"]
+    res = CliRunner().invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    sc = out["scales"]
+    assert sc["source"].startswith("pilot: 8 forms × 32 subjects")
+    assert sc["tau_interval"][0] <= sc["tau"] <= sc["tau_interval"][1] and sc["level"] == 0.95
+    for row in out["designs"]:
+        if row["subjects"] is not None:
+            assert row["power_at_tau_high"] <= row["power"] + 1e-12
+    text = CliRunner().invoke(app, args)
+    flat = " ".join(text.output.split())
+    assert text.exit_code == 0 and f"[{sc['tau_interval'][0]:.3g}, " in flat and "(95% Q-profile)" in flat
+    assert "pilot: 8 forms" in flat and "upper bound" in flat

@@ -66,14 +66,19 @@ def _print_forms_plan(result: dict[str, Any], experiment: str, model: str, eff: 
     from cogtestbed.formatting import num
 
     sc = result["scales"]
+    interval = sc.get("tau_interval")
+    tau_text = num(sc["tau"]) + ("" if interval is None else
+                                 f" [{num(interval[0])}, {num(interval[1])}] ({sc['level']:.0%} Q-profile)")
     console.print(f"{experiment} {model}: {eff[0]} = {eff[1]:g} at power {power:g}; effect SD between forms τ = "
-                  f"{num(sc['tau'])}, one subject's σ = {num(sc['sigma'])} ({sc['source']})", highlight=False)
+                  f"{tau_text}, one subject's σ = {num(sc['sigma'])} ({sc['source']})", highlight=False)
     table = Table(title="forms x subjects (forms-aware test: t on the form means)")
-    for col in ("forms", "subjects/form", "subjects", "power", "dollars", "note"):
+    columns = ["forms", "subjects/form", "subjects", "power"] + (["power if τ at its upper bound"] if interval else [])
+    for col in (*columns, "dollars", "note"):
         table.add_column(col)
     for r in result["designs"]:
+        at_high = [num(r.get("power_at_tau_high"))] if interval else []
         table.add_row(str(r["forms"]), str(r["subjects_per_form"] or "-"), str(r["subjects"] or "-"), num(r["power"]),
-                      num(r["dollars"]), r.get("why", ""))
+                      *at_high, num(r["dollars"]), r.get("why", ""))
     console.print(table)
     one = result["one_form"]
     if one is not None:

@@ -47,14 +47,20 @@ MAX_PER_FORM = 2_000
 
 @dataclass(frozen=True)
 class EffectScales:
-    """σ (one subject's SD within a form) and τ (between-form SD) of the effect, and where from."""
+    """σ (one subject's SD within a form) and τ (between-form SD) of the effect, and where from;
+    a τ estimated from a pilot carries its Q-profile interval (``tau_interval`` at ``level``)."""
 
     sigma: float
     tau: float
     source: str
+    tau_interval: tuple[float, float] | None = None
+    level: float = 0.95
 
     def as_json(self) -> dict[str, Any]:
-        return {"sigma": self.sigma, "tau": self.tau, "source": self.source}
+        out: dict[str, Any] = {"sigma": self.sigma, "tau": self.tau, "source": self.source}
+        if self.tau_interval is not None:
+            out.update({"tau_interval": list(self.tau_interval), "level": self.level})
+        return out
 
 
 def forms_power(effect: float, sigma: float, tau: float, k: int, n: int, alpha: float = 0.05) -> float | None:
@@ -96,20 +102,22 @@ def simulated_scales(spec: FormStudySpec, seed: int) -> EffectScales:
     return EffectScales(sigma, tau, f"simulated: τ exact over the offsets, σ from {SIGMA_SUBJECTS} MLE fits")
 
 
-def pilot_scales(spec: FormStudySpec, table: pd.DataFrame) -> EffectScales:
-    """σ and τ of the effect from a pilot table with a ``form`` column (the model fitted to it)."""
+def pilot_scales(spec: FormStudySpec, table: pd.DataFrame, level: float = 0.95) -> EffectScales:
+    """σ and τ of the effect from a pilot table with a ``form`` column (the model fitted to it):
+    τ by DerSimonian–Laird with its Q-profile interval at ``level``, σ the pooled within-form SD."""
     if FORM_COLUMN not in table.columns:
         raise ValueError("the pilot table has no 'form' column: run the pilot with --forms")
     model = get_experiment(spec.experiment).model(spec.model)
     fits = model.fit_mle(table)
     forms = table.groupby("subject", sort=True)[FORM_COLUMN].first().loc[fits["subject"]].to_numpy(dtype=np.int64)
     values = effect_values(spec, fits, model)
-    re = form_random_effects(values, forms)
-    if re.tau is None:
+    re = form_random_effects(values, forms, level=level)
+    if re.tau is None or re.tau_low is None or re.tau_high is None:
         raise ValueError(f"the pilot cannot estimate the form SD: {'; '.join(re.notes)}")
     _, n, _, v = form_summaries(values, forms)
     sigma = float(math.sqrt(np.sum(v * n * (n - 1)) / max(1.0, float(np.sum(n - 1)))))
-    return EffectScales(sigma, float(re.tau), f"pilot: {re.k} forms × {re.n} subjects (DerSimonian–Laird τ)")
+    return EffectScales(sigma, float(re.tau), f"pilot: {re.k} forms × {re.n} subjects (DerSimonian–Laird τ)",
+                        (float(re.tau_low), float(re.tau_high)), level)
 
 
 def _cheapest_n(effect: float, s: EffectScales, k: int, target: float, alpha: float, max_n: int) -> int | None:
@@ -150,6 +158,8 @@ def plan_forms(effect: float, scales: EffectScales, forms_grid: Sequence[int], t
                                "power": None if n is None else forms_power(effect, scales.sigma, scales.tau, k, n,
                                                                             alpha),
                                "power_at_most_subjects": cap}
+        if n is not None and scales.tau_interval is not None:  # the same design if τ is at its upper bound
+            row["power_at_tau_high"] = forms_power(effect, scales.sigma, scales.tau_interval[1], k, n, alpha)
         row["dollars"] = None if n is None or dollars_per_subject is None else k * n * dollars_per_subject
         if n is None:
             row["why"] = f"power stays below {target} up to {max_per_form} subjects per form (cap {cap:.3f})"

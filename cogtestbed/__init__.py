@@ -53,7 +53,18 @@ _PUBLIC: dict[str, str] = {
     "plan": "cogtestbed.api.plan",
     "Plan": "cogtestbed.api.plan",
     "run": "cogtestbed.api.run",
-    # the typed errors (each one line and exit status 2 on the command line)
+    # the typed errors (each one line and exit status 2 on the command line; cogtestbed.errors)
+    "CogtestbedError": "cogtestbed.errors",
+    "InputError": "cogtestbed.errors",
+    "DataError": "cogtestbed.errors",
+    "BudgetError": "cogtestbed.errors",
+    "ResumeMismatch": "cogtestbed.errors",
+    "RunDirError": "cogtestbed.llm_adapters.rundir",
+    "PriceError": "cogtestbed.llm_adapters.limits",
+    "UnpricedModel": "cogtestbed.llm_adapters.limits",
+    "BackendError": "cogtestbed.llm_adapters.base",
+    "WriteFailed": "cogtestbed.outputs",
+    "PlanInfeasible": "cogtestbed.validation.design.plan",
     "ParameterError": "cogtestbed.parameters",
     "UnknownNameError": "cogtestbed.experiments.spec",
     "TrialTableError": "cogtestbed.schema",
@@ -68,8 +79,10 @@ _PUBLIC: dict[str, str] = {
 }
 
 __all__ = [
-    "BackendUnavailable", "ConformanceError", "DataFormatError", "FormError", "LLMError", "MemoryLimitError",
-    "OutputError", "ParameterError", "Plan", "Study", "TrialTableError", "UnknownNameError", "WorkerDied",
+    "BackendError", "BackendUnavailable", "BudgetError", "CogtestbedError", "ConformanceError", "DataError",
+    "DataFormatError", "FormError", "InputError", "LLMError", "MemoryLimitError", "OutputError", "ParameterError",
+    "Plan", "PlanInfeasible", "PriceError", "ResumeMismatch", "RunDirError", "Study", "TrialTableError",
+    "UnknownNameError", "UnpricedModel", "WorkerDied", "WriteFailed",
     "__version__", "check", "estimates", "experiments", "fit", "get_experiment", "metrics", "model_recovery",
     "plan", "plot_recovery", "power", "recover", "run", "sbc", "simulate", "true_parameters",
 ]
@@ -90,12 +103,16 @@ if TYPE_CHECKING:
     )
     from cogtestbed.data.rows import DataFormatError
     from cogtestbed.environments.forms import FormError
+    from cogtestbed.errors import BudgetError, CogtestbedError, DataError, InputError, ResumeMismatch
     from cogtestbed.experiments.spec import UnknownNameError
-    from cogtestbed.llm_adapters.base import BackendUnavailable, LLMError
+    from cogtestbed.llm_adapters.base import BackendError, BackendUnavailable, LLMError
+    from cogtestbed.llm_adapters.limits import PriceError, UnpricedModel
+    from cogtestbed.llm_adapters.rundir import RunDirError
     from cogtestbed.memory import MemoryLimitError
-    from cogtestbed.outputs import OutputError
+    from cogtestbed.outputs import OutputError, WriteFailed
     from cogtestbed.parameters import ParameterError
     from cogtestbed.schema import TrialTableError
+    from cogtestbed.validation.design.plan import PlanInfeasible
     from cogtestbed.validation.errors import ConformanceError, WorkerDied
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 
+from cogtestbed.errors import CogtestbedError
+
 #: Copies of a trial table's data alive at once while it is simulated and analysed (the session
 #: and outcome arrays, the table itself, a fitter's packed arrays): the memory estimate's factor.
 MEMORY_COPIES = 3
 
 
-class MemoryLimitError(ValueError):
+class MemoryLimitError(CogtestbedError, ValueError):
     """A job would need more memory than the machine has available (refused before it starts)."""
 
 

@@ -19,11 +19,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from cogtestbed.errors import CogtestbedError
+
 #: Permissions of a newly created file before the umask is applied (what ``open(path, "w")`` uses).
 DEFAULT_FILE_MODE = 0o666
 
 
-class OutputError(ValueError):
+class OutputError(CogtestbedError, ValueError):
     """An output path that cannot be used (exists without ``--force``, not writable, wrong kind)."""
 
 

@@ -16,13 +16,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from cogtestbed.errors import InputError
+
 if TYPE_CHECKING:  # pydantic is imported when values are first validated (a fit never does)
     from pydantic import BaseModel
 
 Transform = Literal["logit", "log", "identity"]
 
 
-class ParameterError(ValueError):
+class ParameterError(InputError):
     """Bad parameter values or names (one clear message)."""
 
 

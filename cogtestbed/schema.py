@@ -31,6 +31,8 @@ import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
 
+from cogtestbed.errors import DataError
+
 if TYPE_CHECKING:  # imported when a table fails a check (the report), not to validate one
     import pandera.pandas as pa
 
@@ -40,7 +42,7 @@ ID_COLUMNS = ("experiment", "subject", "session", "trial")
 OUTCOME_COLUMNS = ("action", "reward", "valid", "raw_response", "parse_error", "agent")
 
 
-class TrialTableError(ValueError):
+class TrialTableError(DataError):
     """A table does not follow the trial-table schema."""
 
 

@@ -16,7 +16,7 @@ from cogtestbed.validation.design.form_plan import (
     plan_forms,
     plan_forms_study,
 )
-from cogtestbed.validation.form_studies import form_study_spec
+from cogtestbed.validation.studies.form_studies import form_study_spec
 
 
 @pytest.mark.parametrize(("k", "n"), [(4, 10), (3, 50), (8, 5)])

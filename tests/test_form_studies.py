@@ -13,7 +13,7 @@ from cogtestbed.cli import app
 from cogtestbed.cli.app import USER_ERRORS
 from cogtestbed.environments.forms import FormDesign
 from cogtestbed.registry import read_trials
-from cogtestbed.validation.form_studies import form_study_spec, run_form_study, summarise_form_study
+from cogtestbed.validation.studies.form_studies import form_study_spec, run_form_study, summarise_form_study
 
 runner = CliRunner()
 

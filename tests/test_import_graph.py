@@ -32,7 +32,7 @@ MODEL_SIDE = ("cogtestbed.inference", "cogtestbed.data", "cogtestbed.tables")
 #: (``cogtestbed``: the public API's lazy names) is the top.
 LAYERS: tuple[tuple[str, ...], ...] = (
     # base: no package import but each other
-    ("cogtestbed.no_data", "cogtestbed.outputs", "cogtestbed.schema", "cogtestbed.parameters",
+    ("cogtestbed.errors", "cogtestbed.no_data", "cogtestbed.outputs", "cogtestbed.schema", "cogtestbed.parameters",
      "cogtestbed.numerics", "cogtestbed.timings", "cogtestbed.formatting", "cogtestbed.lapse",
      "cogtestbed.metrics_result", "cogtestbed.memory", "cogtestbed.progress", "cogtestbed.collector",
      "cogtestbed.redact"),

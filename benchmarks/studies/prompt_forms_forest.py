@@ -15,7 +15,7 @@ from cogtestbed.environments.forms import FormDesign
 from cogtestbed.inference.form_effects import form_metrics
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import simulate
-from cogtestbed.validation.form_studies import forest_plot
+from cogtestbed.validation.studies.form_studies import forest_plot
 
 
 def main() -> None:

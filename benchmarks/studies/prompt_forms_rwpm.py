@@ -28,7 +28,7 @@ import pandas as pd
 
 from cogtestbed.environments.forms import FormDesign
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.form_studies import FormStudySpec, form_replicate, summarise_form_study
+from cogtestbed.validation.studies.form_studies import FormStudySpec, form_replicate, summarise_form_study
 
 
 def main() -> None:

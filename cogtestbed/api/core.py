@@ -5,7 +5,7 @@ Every function takes an experiment as a registered name or as an
 registered in this process on first use, so that the studies and the simulation find it by its
 name: :func:`cogtestbed.registry.register`).  Keyword names follow the command line's options
 (``--lapse-invalid`` → ``lapse_invalid``).  Bad input raises the typed errors the command line
-turns into its one-line messages (:data:`cogtestbed.api.errors.USER_ERRORS`).
+turns into its one-line messages (:mod:`cogtestbed.errors`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+from cogtestbed.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -66,7 +68,7 @@ def design_overrides(items: Sequence[str]) -> dict[str, str | None]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep:
-            raise ValueError(f"expected NAME=VALUE for --design, got {item!r}")
+            raise InputError(f"expected NAME=VALUE for --design, got {item!r}")
         out[name.strip()] = None if value.strip() == "null" else value.strip()
     return out
 
@@ -180,9 +182,9 @@ def fit(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os
     exp = get_experiment(experiment)
     cog = with_lapse(exp.model(model), lapse_option(lapse))
     if method not in ("mle", "hierarchical"):
-        raise ValueError(f"--method must be mle or hierarchical, got {method!r}")
+        raise InputError(f"--method must be mle or hierarchical, got {method!r}")
     if method == "hierarchical" and not cog.has_pymc:
-        raise ValueError(f"model {cog.name} has no PyMC version: use --method mle")
+        raise InputError(f"model {cog.name} has no PyMC version: use --method mle")
     table, _ = read_table(exp, table_or_path, source)
     if exp.pooling_unit == "session" and not separate_runs:
         table = pool_runs(table)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.api.core import design_overrides
+from cogtestbed.errors import InputError
 
 
 class _Err:
@@ -66,9 +67,9 @@ def parse_add_budget(items: list[str]) -> tuple[int, float]:
                 usd += amount_usd
                 amount = 1 if amount_usd > 0 else -1
         except ValueError:
-            raise ValueError(f"--add-budget {item!r}: expected calls=N or usd=X (e.g. usd=0.5)") from None
+            raise InputError(f"--add-budget {item!r}: expected calls=N or usd=X (e.g. usd=0.5)") from None
         if amount <= 0:
-            raise ValueError(f"--add-budget {item!r}: the amount must be positive")
+            raise InputError(f"--add-budget {item!r}: the amount must be positive")
     return calls, usd
 
 
@@ -143,7 +144,7 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRe
         o["max_calls"] = o["max_calls"] if o["max_calls"] is not None else p["max_calls"]
         o["max_cost"] = o["max_cost"] if o["max_cost"] is not None else p["max_cost"]
     if o["experiment"] is None:
-        raise ValueError("run needs an EXPERIMENT (or --plan)")
+        raise InputError("run needs an EXPERIMENT (or --plan)")
     request = RunRequest(
         experiment=o["experiment"], llm=llm, output=output, subjects=o["subjects"], seed=o["seed"],
         forms=o.get("forms"),
@@ -171,11 +172,11 @@ def check_request(request: RunRequest) -> None:
     limit of 0 or NaN is not "no limit", a negative top-k is not a request, a NaN budget is not a budget."""
     def positive(name: str, value: float | None) -> None:
         if value is not None and not (math.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a positive number, got {value:g} (leave it out for no limit)")
+            raise InputError(f"{name} must be a positive number, got {value:g} (leave it out for no limit)")
 
     def non_negative(name: str, value: float | None) -> None:
         if value is not None and not (math.isfinite(value) and value >= 0):
-            raise ValueError(f"{name} must be a finite number >= 0, got {value:g}")
+            raise InputError(f"{name} must be a finite number >= 0, got {value:g}")
 
     positive("--rpm", request.rpm)
     positive("--tpm", request.tpm)
@@ -186,9 +187,9 @@ def check_request(request: RunRequest) -> None:
     non_negative("--retry-for", request.retry_for)
     non_negative("--temperature", request.temperature)
     if request.top_logprobs is not None and request.top_logprobs < 0:
-        raise ValueError(f"--top-logprobs must be a count >= 0, got {request.top_logprobs}")
+        raise InputError(f"--top-logprobs must be a count >= 0, got {request.top_logprobs}")
     if request.subjects < 1:
-        raise ValueError(f"--subjects must be at least 1, got {request.subjects}")
+        raise InputError(f"--subjects must be at least 1, got {request.subjects}")
 
 
 def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
@@ -207,7 +208,7 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
     answer = exp.env_cls.answer_defaults(design_obj)
     stops = tuple(codecs.decode(s, "unicode_escape") for s in request.stop) if request.stop else answer.stop
     if not request.timeout > 0:
-        raise ValueError(f"--timeout must be a positive number of seconds, got {request.timeout:g}")
+        raise InputError(f"--timeout must be a positive number of seconds, got {request.timeout:g}")
     options: dict[str, Any] = {} if backend == "hf" else {
         "timeout": request.timeout, "retry": RetryPolicy(window=request.retry_for)}
     client = make_client(request.llm, base_url=request.base_url, mode=request.mode, **options)
@@ -285,7 +286,7 @@ def execute_run(request: RunRequest) -> Any:
 
     add_calls, add_usd = parse_add_budget(request.add_budget)
     if (add_calls or add_usd) and not request.resume:
-        raise ValueError("--add-budget raises the budget of an existing run: use it with --resume")
+        raise InputError("--add-budget raises the budget of an existing run: use it with --resume")
     check_request(request)
     check_run_dir(request.output, request.resume)  # before a model is loaded or anything is called
     exp, design_obj, client, config = _client_and_config(request)
@@ -415,7 +416,7 @@ def run(experiment: str | Any = None, *, llm: str | None = None, output: str | o
     plan_path = None if plan is None else Path(plan)
     llms = _planned_llms(plan_path, [llm] if llm else None)
     if len(llms) != 1:
-        raise ValueError(f"run() plays one LLM, got {llms or 'none'} (two LLMs on the same sessions: cogtestbed run "
+        raise InputError(f"run() plays one LLM, got {llms or 'none'} (two LLMs on the same sessions: cogtestbed run "
                          "--llm A --llm B)")
     defaults: dict[str, Any] = {f.name: f.default for f in fields(RunRequest) if f.default is not MISSING}
     defaults.update({f.name: f.default_factory() for f in fields(RunRequest) if f.default_factory is not MISSING})
@@ -425,5 +426,5 @@ def run(experiment: str | Any = None, *, llm: str | None = None, output: str | o
     if dry_run:
         return estimate_run(request)
     if settings is not None and settings.get("sequential") is not None:
-        raise ValueError("a sequential plan runs look by look: cogtestbed run --plan PLAN")
+        raise InputError("a sequential plan runs look by look: cogtestbed run --plan PLAN")
     return execute_run(request)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from cogtestbed.errors import InputError
+
 if TYPE_CHECKING:
     from cogtestbed.validation.studies.driver import StudySpec
 
@@ -26,14 +28,14 @@ def ints(text: str | None, default: tuple[Any, ...], option: str = "--subjects")
         return default
     items = [x.strip() for x in text.split(",")]
     if not text.strip() or any(not x for x in items):
-        raise ValueError(f"{option} expects comma-separated integers, got {text!r} (an empty item)")
+        raise InputError(f"{option} expects comma-separated integers, got {text!r} (an empty item)")
     try:
         values = tuple(int(x) for x in items)
     except ValueError:
-        raise ValueError(f"{option} expects comma-separated integers, got {text!r}") from None
+        raise InputError(f"{option} expects comma-separated integers, got {text!r}") from None
     low = [v for v in values if v < 1]
     if low:
-        raise ValueError(f"{option} must be at least 1, got {low[0]}")
+        raise InputError(f"{option} must be at least 1, got {low[0]}")
     return values
 
 
@@ -65,7 +67,7 @@ def study_spec_of(**fields: Any) -> StudySpec:
         option = OPTION_OF_FIELD.get(name, "--" + name.replace("_", "-")) if name else ""
         got = f" (got {first['input']!r})" if name else ""
         msg = str(first["msg"]).removeprefix("Value error, ")
-        raise ValueError(f"{option + ': ' if option else ''}{msg}{got}") from None
+        raise InputError(f"{option + ': ' if option else ''}{msg}{got}") from None
 
 
 def sized(experiment: str, design: list[str] | None, trials: str | None) -> dict[str, Any]:
@@ -77,7 +79,7 @@ def sized(experiment: str, design: list[str] | None, trials: str | None) -> dict
     fixed, swept = split_design(get_experiment(experiment), design)
     given = ints(trials, (None,), "--trials")
     if swept != (None,) and given != (None,):
-        raise ValueError("--trials and a --design list both size the run; give one of them")
+        raise InputError("--trials and a --design list both size the run; give one of them")
     return {"design": fixed, "trials": swept if swept != (None,) else given}
 
 
@@ -85,7 +87,7 @@ def floats(text: str) -> tuple[float, ...]:
     try:
         return tuple(float(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise ValueError(f"expected comma-separated numbers, got {text!r}") from None
+        raise InputError(f"expected comma-separated numbers, got {text!r}") from None
 
 
 def parse_metric_assignments(experiment: str, items: list[str] | None) -> dict[str, Any]:
@@ -100,10 +102,10 @@ def parse_metric_assignments(experiment: str, items: list[str] | None) -> dict[s
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise ValueError(f"--option expected NAME=VALUE, got {item!r}")
+            raise InputError(f"--option expected NAME=VALUE, got {item!r}")
         option = exp.metric_option(name.strip().replace("-", "_"))
         if option.name in out:
-            raise ValueError(f"--option sets {option.name} twice; give it once")
+            raise InputError(f"--option sets {option.name} twice; give it once")
         out[option.name] = option.convert(value.strip())
     return out
 
@@ -117,11 +119,11 @@ def power_spec(target: str, experiment: str | None, effect: str | None, metric: 
     values each get a rate (a test's rate at a leak of 0 is its false-positive rate)."""
     forms = [name for name, given in (("--effect", effect), ("--metric", metric), ("--test", test)) if given]
     if len(forms) != 1:
-        raise ValueError("power needs exactly one of --effect NAME=SIZE (model parameter), --metric M --compare A B, "
+        raise InputError("power needs exactly one of --effect NAME=SIZE (model parameter), --metric M --compare A B, "
                          f"or --test KEY --agent A; got {', '.join(forms) or 'none'}")
     if effect is not None:
         if compare is not None or agent is not None or options or sweep:
-            raise ValueError("--compare, --agent, --option and --sweep belong to metric and test power, not to "
+            raise InputError("--compare, --agent, --option and --sweep belong to metric and test power, not to "
                              "--effect")
         (name, size), = parse_assignments([effect], "--effect").items()
         from cogtestbed.registry import experiment_of
@@ -129,7 +131,7 @@ def power_spec(target: str, experiment: str | None, effect: str | None, metric: 
         return study_spec_of(kind="power", experiment=experiment_of(experiment, model=target), models=(target,),
                          effect=name, effect_size=size, **common)
     if experiment is not None and experiment != target:
-        raise ValueError(f"metric and test power take the experiment as argument; got {target!r} and "
+        raise InputError(f"metric and test power take the experiment as argument; got {target!r} and "
                          f"--experiment {experiment!r}")
     base, common = _behaviour_power_common(target, common, options, sweep)
     if metric is not None:
@@ -148,7 +150,7 @@ def _behaviour_power_common(target: str, common: dict[str, Any], options: list[s
     if sweep is not None:
         swept, sep, values = sweep.partition("=")
         if not sep or not swept.strip():
-            raise ValueError(f"--sweep expects NAME=a,b,c, got {sweep!r}")
+            raise InputError(f"--sweep expects NAME=a,b,c, got {sweep!r}")
         common.update(parameter=swept.strip(), values=floats(values))
     return base, common
 
@@ -157,11 +159,11 @@ def _metric_power_spec(target: str, metric: str, compare: tuple[str, str] | None
                        base: dict[str, Any], common: dict[str, Any]) -> StudySpec:
     """Metric power: the metric's difference between two settings of one agent (``--compare``)."""
     if compare is None or agent is not None:
-        raise ValueError("metric power takes --compare AGENT:p=v AGENT:p=v (and no --agent)")
+        raise InputError("metric power takes --compare AGENT:p=v AGENT:p=v (and no --agent)")
     from cogtestbed.parameters import parse_agent
     (name_a, a), (name_b, b) = parse_agent(compare[0]), parse_agent(compare[1])
     if name_a != name_b:
-        raise ValueError(f"--compare takes two settings of one agent, got {name_a!r} and {name_b!r}")
+        raise InputError(f"--compare takes two settings of one agent, got {name_a!r} and {name_b!r}")
     return study_spec_of(kind="metric-power", experiment=target, agent=name_a, metric=metric, compare=(a, b),
                      params=base, **common)
 
@@ -170,7 +172,7 @@ def _test_power_spec(target: str, test: str | None, compare: tuple[str, str] | N
                      base: dict[str, Any], common: dict[str, Any]) -> StudySpec:
     """Test power: the rejection rate of the experiment's test ``test`` under ``--agent``."""
     if agent is None or compare is not None:
-        raise ValueError("test power takes --agent AGENT[:p=v,...] (and no --compare)")
+        raise InputError("test power takes --agent AGENT[:p=v,...] (and no --compare)")
     from cogtestbed.parameters import parse_agent
     name, params = parse_agent(agent)
     if test is not None:  # the paper's name of a test (T1c) is an alias of its key (t1_lr)
@@ -206,7 +208,7 @@ def one_assignment(value: Mapping[str, Any] | str | None) -> str | None:
     """One ``NAME=VALUE`` of a one-entry mapping (or the text as given)."""
     items = assignment_items(value)
     if len(items) > 1:
-        raise ValueError(f"one NAME=VALUE expected, got {len(items)}: {', '.join(items)}")
+        raise InputError(f"one NAME=VALUE expected, got {len(items)}: {', '.join(items)}")
     return items[0] if items else None
 
 

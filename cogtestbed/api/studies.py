@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cogtestbed.api.figures import Figures
+from cogtestbed.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -153,7 +154,7 @@ def model_recovery(models: Sequence[str], *, experiment: str | ExperimentSpec | 
     """Model recovery (``cogtestbed model-recovery``): simulate each model, fit all, the
     confusion matrix of the best fits (AIC/BIC, or LOO for hierarchical fits)."""
     if len(models) < 2:
-        raise ValueError(f"model recovery needs at least two models, got {len(models)}")
+        raise InputError(f"model recovery needs at least two models, got {len(models)}")
     spec = _spec(kind="model-recovery", experiment=_experiment_name(experiment, models[0]), models=tuple(models),
                  method=method, subjects=(subjects,), runs=(runs,), reps=reps, trials=(trials,),
                  design=dict(design or {}), seed=seed, params=dict(params or {}), draws=draws, tune=draws,
@@ -207,7 +208,7 @@ def true_parameters(trials: pd.DataFrame) -> pd.DataFrame:
     columns, named without the prefix)."""
     cols = [c for c in trials.columns if str(c).startswith("param_")]
     if not cols:
-        raise ValueError("the table holds no true parameters (param_* columns): it was not simulated")
+        raise InputError("the table holds no true parameters (param_* columns): it was not simulated")
     first = trials.groupby("subject", sort=True)[cols].first().reset_index()
     return first.rename(columns={c: str(c).removeprefix("param_") for c in cols})
 
@@ -236,7 +237,7 @@ def plot_recovery(trials: pd.DataFrame, *fits: Any, labels: Sequence[str] | None
     frames = [estimates(f) for f in fits]
     names = [c for c in truth.columns if c != "subject" and any(c in f.columns for f in frames)]
     if not names:
-        raise ValueError("no parameter is both known and estimated")
+        raise InputError("no parameter is both known and estimated")
     tags = list(labels) if labels is not None else [
         "MLE" if isinstance(f, type(frame)) and f is frame else "hierarchical" for f, frame in zip(fits, frames,
                                                                                                 strict=True)]

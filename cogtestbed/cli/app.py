@@ -122,6 +122,7 @@ def stderr_is_terminal() -> bool:
 #: Errors caused by the user's input, as ``module:Class``: printed as one line, exit status 2, no
 #: traceback.  Named rather than imported so the command line stays import-light.
 USER_ERROR_NAMES: tuple[str, ...] = (
+    "cogtestbed.errors:CogtestbedError",
     "cogtestbed.parameters:ParameterError",
     "cogtestbed.experiments.spec:UnknownNameError",
     "cogtestbed.trials:TrialTableError",

@@ -295,9 +295,9 @@ def study_command(*names: str) -> Callable[[Callable[..., StudySpec | None]], Ca
 def _forms_study(experiment: str, model: str, forms: str, form_sd: list[str] | None, subjects: str, reps: int,
                  param: list[str] | None, effect: tuple[str, float] | None, design: list[str] | None,
                  trials: str | None, level: float, run: RunOptions) -> None:
-    """Run and print the forms study (:mod:`cogtestbed.validation.form_studies`) of a command."""
+    """Run and print the forms study (:mod:`cogtestbed.validation.studies.form_studies`) of a command."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.form_studies import form_study_spec, run_form_study, summarise_form_study
+    from cogtestbed.validation.studies.form_studies import form_study_spec, run_form_study, summarise_form_study
 
     exp = get_experiment(experiment)
     form_design = forms_option(exp, forms, form_sd)

@@ -23,8 +23,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from cogtestbed.errors import DataError
 
-class DataFormatError(ValueError):
+
+class DataFormatError(DataError):
     """A file is not in the format the importer expects (one clear message)."""
 
 

@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from cogtestbed.errors import InputError
+
 NETWORK_DIR = Path(__file__).resolve().parent.parent / "data" / "bayesnets"
 #: Networks shipped as BIF files in :data:`NETWORK_DIR`.
 BIF_NETWORKS = ("child", "alarm", "hepar2", "asia", "cancer")
@@ -42,7 +44,7 @@ BIF_NETWORKS = ("child", "alarm", "hepar2", "asia", "cancer")
 CODE_NETWORKS = ("heart", "diabetes")
 
 
-class NetworkError(ValueError):
+class NetworkError(InputError):
     """A network, node or state that does not exist, or a malformed network (one message)."""
 
 

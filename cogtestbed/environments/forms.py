@@ -28,6 +28,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from cogtestbed.errors import InputError
+
 FormKind = Literal["verbatim", "paraphrase", "option-order", "cover-story"]
 FORM_KINDS: tuple[str, ...] = ("verbatim", "paraphrase", "option-order", "cover-story")
 #: Spawn key of the forms stream of a simulation seed (assignment and offsets): independent of the
@@ -39,7 +41,7 @@ FORM_COLUMN = "form"
 OFFSET_PREFIX = "form_offset_"
 
 
-class FormError(ValueError):
+class FormError(InputError):
     """A request for prompt forms that cannot be met (unknown ids, bad counts, bad SD)."""
 
 

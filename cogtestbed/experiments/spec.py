@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
+from cogtestbed.errors import CogtestbedError
 from cogtestbed.metrics_result import METRICS_RESULT_KEYS as METRICS_RESULT_KEYS
 from cogtestbed.metrics_result import METRICS_UNITS as METRICS_UNITS
 from cogtestbed.metrics_result import MetricOption as MetricOption
@@ -70,7 +71,7 @@ STUDY_KINDS: tuple[str, ...] = (
 )
 
 
-class UnknownNameError(KeyError):
+class UnknownNameError(CogtestbedError, KeyError):
     """A name that is not registered (the message lists the valid ones)."""
 
     def __init__(self, kind: str, name: str, valid: Mapping[str, Any] | list[str] | tuple[str, ...],

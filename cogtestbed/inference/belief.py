@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
+from cogtestbed.errors import DataError
 from cogtestbed.metrics_result import MetricOption
 
 #: Default test level.
@@ -115,7 +116,7 @@ MAX_PLACEBOS = 100
 PROB_PHASES = ("belief", "lie_cond")
 
 
-class BeliefTableError(ValueError):
+class BeliefTableError(DataError):
     """A belief-coherence table or option the tests cannot use (one line: what, where, why)."""
 
 

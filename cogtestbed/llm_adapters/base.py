@@ -31,6 +31,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
+from cogtestbed.errors import CogtestbedError
 from cogtestbed.redact import redact
 
 #: A chat message: ``{"role": "user" | "assistant" | "system", "content": str}``, optionally with
@@ -59,7 +60,7 @@ MESSAGE_OVERHEAD_TOKENS = 8
 IMAGE_TOKEN_BOUND = 4096
 
 
-class LLMError(RuntimeError):
+class LLMError(CogtestbedError, RuntimeError):
     """An LLM backend failed in a way retries did not cure.  Its message is redacted
     (:func:`cogtestbed.redact.redact`) when it is made: it often quotes what a server answered."""
 

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cogtestbed.errors import DataError
 from cogtestbed.llm_adapters.base import (
     GenerateRequest,
     Generation,
@@ -78,7 +79,7 @@ def score_key(client: LLMClient, context: Prompt, continuations: Sequence[str],
     return _key(client, request, shared), request
 
 
-class CacheCorrupt(ValueError):
+class CacheCorrupt(DataError):
     """A row of the response cache cannot be read back (one line naming the file and the remedy)."""
 
 

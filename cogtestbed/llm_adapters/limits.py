@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from cogtestbed.errors import BudgetError
 
-class BudgetExhausted(RuntimeError):
+
+class BudgetExhausted(BudgetError, RuntimeError):
     """A new call would exceed ``--max-calls`` or ``--max-cost``; the run stops cleanly."""
 
 
@@ -70,11 +72,11 @@ class RateLimiter:
             await self._tokens.take(tokens)
 
 
-class PriceError(ValueError):
+class PriceError(BudgetError, ValueError):
     """A price table entry that is not a price (negative, NaN, infinite, non-numeric, unknown field)."""
 
 
-class UnpricedModel(ValueError):
+class UnpricedModel(BudgetError, ValueError):
     """The model has no entry in the price table and the caller did not allow pricing in calls only."""
 
 

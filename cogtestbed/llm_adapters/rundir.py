@@ -34,6 +34,7 @@ from typing import IO, Any
 
 from filelock import FileLock, Timeout
 
+from cogtestbed.errors import CogtestbedError, ResumeMismatch
 from cogtestbed.llm_adapters.limits import Spend, read_ledger
 from cogtestbed.outputs import new_file_mode, write_failure
 from cogtestbed.redact import redact, redact_json
@@ -46,7 +47,7 @@ TRANSPORT_FIELDS = ("base_url", "timeout", "concurrency", "rpm", "tpm", "retry_f
 STATUSES = ("running", "complete", "stopped", "failed")
 
 
-class RunDirError(ValueError):
+class RunDirError(CogtestbedError, ValueError):
     """The run directory cannot be used as asked (locked, exists, mismatched, unwritable)."""
 
 
@@ -140,11 +141,11 @@ class RunDir:
                 self.manifest = dict(self.stored)
                 diff = identity_differences(config, self.stored.get("config", {}))
                 if diff:
-                    raise RunDirError(f"--resume: {path} was run with different settings ({', '.join(diff)}); "
+                    raise ResumeMismatch(f"--resume: {path} was run with different settings ({', '.join(diff)}); "
                                       f"only {', '.join(TRANSPORT_FIELDS)} may change")
                 why = endpoint_change(endpoint, self.stored.get("endpoint"))
                 if why is not None:
-                    raise RunDirError(f"--resume: {path} {why}")
+                    raise ResumeMismatch(f"--resume: {path} {why}")
             self.manifest.update(config=dict(config), transport=dict(transport or {}), status="running",
                                  error=None, versions=package_versions())  # of this (latest) invocation
             if endpoint is not None:

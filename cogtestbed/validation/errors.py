@@ -3,8 +3,10 @@ them at start-up)."""
 
 from __future__ import annotations
 
+from cogtestbed.errors import CogtestbedError, InputError
 
-class StudyInputError(ValueError):
+
+class StudyInputError(InputError):
     """A study task rejected its input: the worker's message, on one line."""
 
 
@@ -12,11 +14,11 @@ class StudyFailure(RuntimeError):
     """A study task failed for another reason: the worker's message and its traceback."""
 
 
-class WorkerDied(StudyFailure):
+class WorkerDied(CogtestbedError, StudyFailure):
     """A worker process of a study died (killed, out of memory) before reporting a result."""
 
 
-class ConformanceError(AssertionError):
+class ConformanceError(CogtestbedError, AssertionError):
     """A conformance check failed (the message says what, where, and what was expected)."""
 
 

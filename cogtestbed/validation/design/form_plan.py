@@ -33,7 +33,7 @@ from scipy import stats
 from cogtestbed.environments.forms import FORM_COLUMN
 from cogtestbed.inference.form_effects import form_random_effects, form_summaries
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.form_studies import STUDY_STARTS, FormStudySpec, effect_values
+from cogtestbed.validation.studies.form_studies import STUDY_STARTS, FormStudySpec, effect_values
 
 #: Draws of the form offsets whose effect SD is τ (MC error of τ about 0.2 %).
 TAU_DRAWS = 200_000
@@ -180,7 +180,7 @@ def plan_forms_study(experiment: str, model: str, effect: tuple[str, float], for
     a table run across forms, else simulated), each K's cheapest design and the choice; a session
     is priced by ``pricer`` (:class:`~cogtestbed.validation.design.plan.Pricer`, ``None``: subjects only)."""
     from cogtestbed.environments.forms import FormDesign, FormError
-    from cogtestbed.validation.form_studies import form_study_spec
+    from cogtestbed.validation.studies.form_studies import form_study_spec
 
     exp = get_experiment(experiment)
     grid = sorted(set(int(k) for k in forms_grid))

@@ -59,6 +59,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from cogtestbed.errors import CogtestbedError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.formatting import rate_text
 from cogtestbed.validation.studies.driver import (
@@ -115,7 +116,7 @@ ESTIMAND_DRAWS = 100_000
 RECOVERY_REPS = 4
 
 
-class PlanInfeasible(ValueError):
+class PlanInfeasible(CogtestbedError, ValueError):
     """No design within the budget (and the searched ranges) reaches the target power."""
 
 

@@ -1,0 +1,63 @@
+"""The kinds of error the library raises for what a caller asked, not for a bug in it.
+
+Every one is a :class:`CogtestbedError`: ``except ct.CogtestbedError`` catches each refusal of
+the library, and the command line prints such an error as one line (``error: MESSAGE``) with
+exit status 2, never a traceback (:func:`cogtestbed.cli.run_cli`).  Each kind below is the base
+of the specific classes the layers define beside their code (the registry's
+:class:`~cogtestbed.experiments.spec.UnknownNameError`, the schema's
+:class:`~cogtestbed.schema.TrialTableError`, ...); all are exported from :mod:`cogtestbed`.
+Each kind also keeps the built-in base its callers already catch (an :class:`InputError` is a
+:class:`ValueError`, an :class:`~cogtestbed.llm_adapters.base.LLMError` a :class:`RuntimeError`).
+
+=========================  ===================================================================
+kind                       raised for
+=========================  ===================================================================
+:class:`InputError`        a bad option, value or mix of options (``ParameterError``,
+                           ``FormError``, a study spec the experiment cannot run)
+``UnknownNameError``       an experiment, agent, model, metric, option or importer that is not
+                           registered (the message lists the valid names)
+:class:`DataError`         a table or file that cannot be read as the experiment's data
+                           (``TrialTableError``, ``DataFormatError``, a corrupt response cache)
+:class:`BudgetError`       a price table, a price that is missing, a budget that is spent
+                           (``PriceError``, ``UnpricedModel``)
+``RunDirError``            a run directory that cannot be used as asked (exists, locked, not
+                           writable); :class:`ResumeMismatch`: ``--resume`` with other settings
+``OutputError``            an output path that cannot be used; ``WriteFailed``: a write the
+                           machine refused (full disk, read-only file system)
+``LLMError``               an LLM backend or server that failed after its retries
+                           (``BackendUnavailable``, ``BackendError``)
+``MemoryLimitError``       a job that would not fit in the machine's memory (refused up front)
+``PlanInfeasible``         no design within the budget reaches the target
+``WorkerDied``             a worker process of a study died before reporting
+``ConformanceError``       a conformance check that failed
+=========================  ===================================================================
+
+This module imports nothing (it is the bottom of the layer order).
+"""
+
+from __future__ import annotations
+
+
+class CogtestbedError(Exception):
+    """Base of every error the library raises for what it was asked (a refusal, not a bug): the
+    command line prints its message as one line and exits with status 2."""
+
+
+class InputError(CogtestbedError, ValueError):
+    """A bad option, value or combination of options (the message names the option)."""
+
+
+class DataError(CogtestbedError, ValueError):
+    """A table or file that cannot be read as the data asked for (the message names the file or
+    column)."""
+
+
+class BudgetError(CogtestbedError):
+    """A price or budget that does not allow what was asked."""
+
+
+class ResumeMismatch(CogtestbedError, ValueError):
+    """``--resume`` of a run (or a sequential run) with settings other than those it recorded."""
+
+
+__all__ = ["BudgetError", "CogtestbedError", "DataError", "InputError", "ResumeMismatch"]

@@ -1,0 +1,69 @@
+"""The typed errors: every kind is a :class:`cogtestbed.CogtestbedError` exported from
+:mod:`cogtestbed`, keeps the built-in base its callers catch, and reaches the command line as one
+line (``error: MESSAGE``) with exit status 2, never a traceback."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import cogtestbed as ct
+from cogtestbed.cli import run_cli
+
+#: Each kind (or a class of it) the library raises, with a message and the built-in base it keeps.
+KINDS: list[tuple[Any, Any]] = [
+    (lambda: ct.InputError("--subjects must be at least 1, got 0"), ValueError),
+    (lambda: ct.ParameterError("alpha: 2 lies above its upper bound 1"), ValueError),
+    (lambda: ct.FormError("--form-sd needs --forms"), ValueError),
+    (lambda: ct.UnknownNameError("experiment", "nope", ["a", "b"]), KeyError),
+    (lambda: ct.DataError("table.parquet: no column 'action'"), ValueError),
+    (lambda: ct.TrialTableError("missing column reward"), ValueError),
+    (lambda: ct.DataFormatError("row 3: not a number"), ValueError),
+    (lambda: ct.BudgetError("the run's budget of $1 is spent"), Exception),
+    (lambda: ct.PriceError("prices.toml: negative price"), ValueError),
+    (lambda: ct.UnpricedModel("no price for openai:x; pass --prices"), ValueError),
+    (lambda: ct.RunDirError("runs/a already holds a run; pass --resume"), ValueError),
+    (lambda: ct.ResumeMismatch("--resume: runs/a was run with different settings (seed)"), ValueError),
+    (lambda: ct.OutputError("out exists; pass --force"), ValueError),
+    (lambda: ct.WriteFailed("out/x.csv: no space left on device"), ValueError),
+    (lambda: ct.LLMError("the server answered 500 three times"), RuntimeError),
+    (lambda: ct.BackendUnavailable("pip install 'cogtestbed[hf]'"), RuntimeError),
+    (lambda: ct.BackendError("HTTP 401: bad key", status=401), RuntimeError),
+    (lambda: ct.MemoryLimitError("needs 90 GB, 8 GB available"), ValueError),
+    (lambda: ct.PlanInfeasible("no design reaches power 0.8 within $5"), ValueError),
+    (lambda: ct.WorkerDied("a worker died (killed)"), RuntimeError),
+    (lambda: ct.ConformanceError("schema: column x missing"), AssertionError),
+]
+
+
+@pytest.mark.parametrize(("make", "builtin"), KINDS)
+def test_each_kind_is_a_cogtestbed_error_and_one_line_with_exit_2(
+        make: Any, builtin: type[BaseException], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    exc = make()
+    assert isinstance(exc, ct.CogtestbedError) and isinstance(exc, builtin)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise exc
+
+    monkeypatch.setattr("cogtestbed.registry.experiment_names", refuse)
+    assert run_cli(["list"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("error: ") and "Traceback" not in err
+    assert " ".join(str(exc).split()) in err.replace("\n", " ")
+
+
+def test_the_error_kinds_are_documented_on_the_api_page() -> None:
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
+    for name in ("CogtestbedError", "InputError", "UnknownNameError", "DataError", "BudgetError", "RunDirError",
+                 "ResumeMismatch", "OutputError", "LLMError", "MemoryLimitError"):
+        assert name in page, name
+
+
+def test_a_bad_option_of_the_api_is_an_input_error() -> None:
+    with pytest.raises(ct.InputError, match="--method must be mle or hierarchical"):
+        ct.fit("instrumental-learning", "nothing.parquet", model="rw-pm", method="bayes")  # type: ignore[arg-type]

@@ -178,7 +178,7 @@ def test_plan_searches_another_integer_design_field_with_looks(capsys) -> None:
     """A list on n_reps (not the trials field) is searched with n_contexts fixed; ``--looks`` keeps
     the chosen n_reps in the sequential run it plans."""
     out = _json(["plan", *T1C_LEAK, "--design", "n_contexts=10", "--design", "n_reps=1,2,4,8", "--looks", "2",
-                 "--seq-sims", "10", "--null", "leak:leak=0"], capsys)
+                 "--seq-sims", "10", "--null-sims", "20", "--null", "leak:leak=0"], capsys)
     chosen, run = out["chosen"], out["run"]
     assert out["searched"] == "n_reps" and chosen["n_reps"] in (2, 4, 8)
     assert run["design"]["n_reps"] == chosen["n_reps"] and run["design"]["n_contexts"] == 10

@@ -2,7 +2,7 @@
 
 Before: arviz's ``to_netcdf`` (zlib without shuffle) of the whole InferenceData, pointwise
 log-likelihood included (4 x 1000 x 4800 float64 values, most of the file).  After: what
-``fit`` writes by default (:func:`cogtestbed.cli.studies.write_posterior`: shuffle + zlib, no
+``fit`` writes by default (:func:`cogtestbed.api.fitting.write_posterior`: shuffle + zlib, no
 pointwise log-likelihood), and with ``--log-likelihood``.  Prints one JSON line of sizes in MB.
 """
 
@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cogtestbed.cli.studies import write_posterior
+from cogtestbed.api.fitting import write_posterior
 from cogtestbed.inference.hierarchical import fit_hierarchical
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import simulate

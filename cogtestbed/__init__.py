@@ -42,6 +42,7 @@ _PUBLIC: dict[str, str] = {
     "metrics": "cogtestbed.api.core",
     "fit": "cogtestbed.api.core",
     "check": "cogtestbed.api.core",
+    "fit_and_save": "cogtestbed.api.fitting",
     "recover": "cogtestbed.api.studies",
     "power": "cogtestbed.api.studies",
     "sbc": "cogtestbed.api.studies",
@@ -83,12 +84,14 @@ __all__ = [
     "DataFormatError", "FormError", "InputError", "LLMError", "MemoryLimitError", "OutputError", "ParameterError",
     "Plan", "PlanInfeasible", "PriceError", "ResumeMismatch", "RunDirError", "Study", "TrialTableError",
     "UnknownNameError", "UnpricedModel", "WorkerDied", "WriteFailed",
-    "__version__", "check", "estimates", "experiments", "fit", "get_experiment", "metrics", "model_recovery",
+    "__version__", "check", "estimates", "experiments", "fit", "fit_and_save", "get_experiment", "metrics",
+    "model_recovery",
     "plan", "plot_recovery", "power", "recover", "run", "sbc", "simulate", "true_parameters",
 ]
 
 if TYPE_CHECKING:
     from cogtestbed.api.core import check, experiments, fit, get_experiment, metrics, simulate
+    from cogtestbed.api.fitting import fit_and_save
     from cogtestbed.api.plan import Plan, plan
     from cogtestbed.api.run import run
     from cogtestbed.api.studies import (

@@ -251,7 +251,7 @@ def test_posterior_is_compressed_and_log_likelihood_optional(tmp_path: Path) -> 
     import arviz as az
     import xarray as xr
 
-    from cogtestbed.cli.studies import write_posterior
+    from cogtestbed.api.fitting import write_posterior
 
     rng = np.random.default_rng(0)
     idata = az.from_dict(posterior={"alpha": rng.normal(size=(2, 200, 30))},

@@ -176,23 +176,38 @@ def fit(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os
     of each agent are fitted together as one subject unless ``separate_runs``.  ``lapse``: the
     fitted lapse term (``none``, ``fit`` or a fixed rate, as ``--lapse``).
     """
-    from cogtestbed.inference.base import lapse_option, with_lapse
-    from cogtestbed.trials import pool_runs
-
     exp = get_experiment(experiment)
-    cog = with_lapse(exp.model(model), lapse_option(lapse))
-    if method not in ("mle", "hierarchical"):
-        raise InputError(f"--method must be mle or hierarchical, got {method!r}")
-    if method == "hierarchical" and not cog.has_pymc:
-        raise InputError(f"model {cog.name} has no PyMC version: use --method mle")
-    table, _ = read_table(exp, table_or_path, source)
-    if exp.pooling_unit == "session" and not separate_runs:
-        table = pool_runs(table)
+    cog = fit_model(exp, model, method, lapse)
+    table, _, _ = fit_table(exp, table_or_path, source, separate_runs)
     if method == "mle":
         return cog.fit_mle(table)
     from cogtestbed.inference.hierarchical import fit_hierarchical
 
     return fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws)
+
+
+def fit_model(exp: ExperimentSpec, model: str, method: str, lapse: str = "none") -> Any:
+    """The experiment's model ``model`` with the lapse term ``lapse`` (``--lapse``), checked to be
+    fittable by ``method`` (``mle``, or ``hierarchical`` for a model with a PyMC version)."""
+    from cogtestbed.inference.base import lapse_option, with_lapse
+
+    cog = with_lapse(exp.model(model), lapse_option(lapse))
+    if method not in ("mle", "hierarchical"):
+        raise InputError(f"--method must be mle or hierarchical, got {method!r}")
+    if method == "hierarchical" and not cog.has_pymc:
+        raise InputError(f"model {cog.name} has no PyMC version: use --method mle")
+    return cog
+
+
+def fit_table(exp: ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLike[str], source: str = "auto",
+              separate_runs: bool = False) -> tuple[pd.DataFrame, str, bool]:
+    """(the table to fit, its source, whether runs were pooled): where the experiment pools
+    sessions, the runs of each agent become one subject unless ``separate_runs``."""
+    from cogtestbed.trials import pool_runs
+
+    table, detected = read_table(exp, table_or_path, source)
+    pooled = exp.pooling_unit == "session" and not separate_runs
+    return (pool_runs(table) if pooled else table), detected, pooled
 
 
 def check(spec_or_name: str | ExperimentSpec, *, quick: bool = True, data_dir: str | os.PathLike[str] | None = None,

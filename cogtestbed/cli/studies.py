@@ -578,114 +578,27 @@ def fit(
     of each agent in the file are fitted together as one subject, as the validation studies do;
     ``--separate-runs`` fits each run on its own.
     """
-    from cogtestbed.cli.metrics import load_table
-    from cogtestbed.inference.base import invalid_rate, with_lapse
-    from cogtestbed.inference.base import lapse_option as fit_lapse
-    from cogtestbed.outputs import atomic_write_bytes
-    from cogtestbed.registry import experiment_of, get_experiment
-    from cogtestbed.trials import pool_runs
+    from cogtestbed.api.fitting import fit_and_save
 
-    exp = get_experiment(experiment_of(experiment, path, model))
-    cog = with_lapse(exp.model(model), fit_lapse(lapse))
-    if method not in ("mle", "hierarchical"):
-        raise ValueError(f"--method must be mle or hierarchical, got {method!r}")
-    if method == "hierarchical" and not cog.has_pymc:
-        raise ValueError(f"model {cog.name} has no PyMC version: use --method mle")
+    def fit_it() -> dict[str, Any]:
+        return fit_and_save(model, path, output=output, experiment=experiment, method=method, source=source,
+                            separate_runs=separate_runs, draws=draws, max_draws=max_draws, chains=chains,
+                            log_likelihood=log_likelihood, seed=seed, lapse=lapse, force=force,
+                            say=lambda line: console_err.print(line, markup=False))
+
     if method == "hierarchical":  # a long fit: the collector back on, the start-up frozen
         from cogtestbed.collector import resume_collection
+        from cogtestbed.progress import reporting, stderr_reporter
 
         resume_collection()
-    with output_dir(output, force):
-        table, detected = load_table(exp, path, source)
-        pooled = exp.pooling_unit == "session" and not separate_runs
-        if pooled:
-            table = pool_runs(table)
-        payload: dict[str, Any] = {"model": model, "path": str(path), "source": detected,
-                                   "n_subjects": int(table["subject"].nunique()), "method": method,
-                                   "unit": "agent (runs pooled as sessions)" if pooled else "run"}
-        if lapse != "none":  # the lapse term models random answers; invalid ones are a binomial rate
-            payload.update({"lapse": lapse, "invalid_rate": invalid_rate(table)})
-        if method == "mle":
-            fits = cog.fit_mle(table)
-            dest = output / "mle.csv"
-            atomic_write_bytes(dest, lambda tmp: fits.to_csv(tmp, index=False))
-            payload.update({"files": [str(dest)],
-                            "mean": {p: float(fits[p].mean()) for p in cog.parameters.names},
-                            "aic": float(fits["aic"].sum()), "bic": float(fits["bic"].sum())})
-        else:
-            payload.update(_fit_hierarchical(cog, table, output, draws, chains, seed, as_json,
-                                             payload["n_subjects"], log_likelihood, max_draws))
-        summary = output / "summary.json"
-        atomic_write_bytes(summary, lambda tmp: tmp.write_text(json.dumps(payload, indent=1, default=str)))
+        # one progress line (draws, chains, ETA) rewritten in place on a terminal, a line per interval off
+        # it; the sampler's own bar stays off (nutpie's would draw beside ours)
+        terminal = console_err.is_terminal and not as_json
+        with reporting(stderr_reporter(terminal), terminal):
+            payload = fit_it()
+    else:
+        payload = fit_it()
     if as_json:
         print_json(payload)
         return
     console.print_json(json.dumps(payload, default=str))
-
-
-#: netCDF encoding of every numeric variable of ``posterior.nc``: zlib (deflate) level 4 after the
-#: HDF5 byte-shuffle filter, which groups the similar exponent bytes of float draws together.
-POSTERIOR_ENCODING = {"zlib": True, "complevel": 4, "shuffle": True}
-
-
-def write_posterior(idata: Any, path: Path, log_likelihood: bool = False) -> Path:
-    """Write ``idata`` as compressed netCDF (one group per InferenceData group, atomically).
-
-    The pointwise ``log_likelihood`` group (chains x draws x observations, most of the file) is
-    written only when asked for.
-    """
-    import numpy as np
-
-    from cogtestbed.outputs import atomic_write_bytes
-    from cogtestbed.trials import package_versions
-
-    groups = [g for g in idata.groups() if log_likelihood or g != "log_likelihood"]
-    versions = {f"version_{name}": version for name, version in package_versions().items()}
-
-    def write(tmp: Path) -> None:
-        mode = "w"
-        for group in groups:
-            data = getattr(idata, group).assign_attrs(versions)  # a copy: idata is left as it is
-            encoding = {name: dict(POSTERIOR_ENCODING) for name, var in data.variables.items()
-                        if np.issubdtype(var.dtype, np.number) and var.ndim > 0}
-            data.to_netcdf(str(tmp), mode=mode, group=group, engine="h5netcdf", encoding=encoding)
-            mode = "a"
-
-    atomic_write_bytes(path, write)
-    return path
-
-
-def _fit_hierarchical(cog: Any, table: Any, output: Path, draws: int, chains: int, seed: int, as_json: bool,
-                      n_subjects: int, log_likelihood: bool = False,
-                      max_draws: int | None = None) -> dict[str, Any]:
-    import warnings
-
-    from cogtestbed.inference.hierarchical import fit_hierarchical, loo
-    from cogtestbed.outputs import atomic_write_bytes
-
-    console_err.print(f"sampling {cog.name} on {n_subjects} subjects ({chains} chains x {draws} draws)...")
-    from cogtestbed.progress import reporting, stderr_reporter
-
-    # one progress line (draws, chains, ETA) rewritten in place on a terminal, a line per interval off it;
-    # the sampler's own bar stays off (nutpie's would draw beside ours)
-    terminal = console_err.is_terminal and not as_json
-    with reporting(stderr_reporter(terminal), terminal):
-        res = fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws)
-    console_err.print(f"diagnostics: {res.diagnostics.report()}", markup=False)
-    nc = write_posterior(res.idata, output / "posterior.nc", log_likelihood)
-    post = res.idata.posterior
-    pop = {p: {"median": float(post[f"{p}_pop"].median()), "lo90": float(post[f"{p}_pop"].quantile(0.05)),
-               "hi90": float(post[f"{p}_pop"].quantile(0.95))} for p in cog.parameters.names}
-    for cname in cog.contrasts:
-        draws_c = cog.contrast(cname, {p: post[f"{p}_pop"] for p in cog.parameters.names})
-        pop[cname] = {"median": float(draws_c.median()), "lo90": float(draws_c.quantile(0.05)),
-                      "hi90": float(draws_c.quantile(0.95))}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        lo = loo(res)
-    subj = res.subject_summary()
-    subjects_csv = output / "subjects.csv"
-    atomic_write_bytes(subjects_csv, lambda tmp: subj.to_csv(tmp, index=False))
-    atomic_write_bytes(output / "diagnostics.csv", lambda tmp: res.diagnostics.table.to_csv(tmp))
-    return {"population": pop, "diagnostics": res.diagnostics.as_dict(), "elpd_loo": float(lo.elpd_loo),
-            "files": [str(nc), str(subjects_csv)]}

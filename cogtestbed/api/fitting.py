@@ -1,0 +1,124 @@
+"""A fit written to a folder (``cogtestbed fit``): :func:`fit_and_save` fits a model to a trial
+file as :func:`cogtestbed.fit` does (the same checks, :func:`~cogtestbed.api.core.fit_model` and
+:func:`~cogtestbed.api.core.fit_table`) and writes the MLE table, or the posterior (netCDF), the
+per-subject summary and the diagnostics, with ``summary.json``; it returns that summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+#: netCDF encoding of every numeric variable of ``posterior.nc``: zlib (deflate) level 4 after the
+#: HDF5 byte-shuffle filter, which groups the similar exponent bytes of float draws together.
+POSTERIOR_ENCODING = {"zlib": True, "complevel": 4, "shuffle": True}
+
+
+def _quiet(_: str) -> None:
+    """The default ``say``: progress notes are dropped."""
+
+
+def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.PathLike[str],
+                 experiment: str | None = None, method: str = "hierarchical", source: str = "auto",
+                 separate_runs: bool = False, draws: int = 1000, max_draws: int | None = None, chains: int = 4,
+                 log_likelihood: bool = False, seed: int = 0, lapse: str = "none", force: bool = False,
+                 say: Callable[[str], None] = _quiet) -> dict[str, Any]:
+    """Fit ``model`` to the trial table or published data file ``path`` and write the fit to the
+    folder ``output`` (``cogtestbed fit``; ``force`` overwrites its files); return the summary it
+    writes as ``summary.json`` (model, source, subjects, unit; MLE: the parameters' means, summed
+    AIC and BIC; hierarchical: the population medians and 90 % intervals, diagnostics, LOO).
+
+    ``experiment``: default, the table's experiment column, else the one experiment declaring
+    ``model``.  Files: ``mle.csv`` (MLE, one row per subject, equal to :func:`cogtestbed.fit`'s
+    table), or ``posterior.nc``, ``subjects.csv``, ``diagnostics.csv`` (hierarchical).  ``say``
+    receives the progress notes (sampling started, diagnostics).
+    """
+    from cogtestbed.api.core import fit_model, fit_table, get_experiment
+    from cogtestbed.inference.base import invalid_rate
+    from cogtestbed.outputs import atomic_write_bytes, output_dir
+    from cogtestbed.registry import experiment_of
+
+    exp = get_experiment(experiment_of(experiment, path, model))
+    cog = fit_model(exp, model, method, lapse)
+    out = Path(output)
+    with output_dir(out, force):
+        table, detected, pooled = fit_table(exp, Path(path), source, separate_runs)
+        payload: dict[str, Any] = {"model": model, "path": str(path), "source": detected,
+                                   "n_subjects": int(table["subject"].nunique()), "method": method,
+                                   "unit": "agent (runs pooled as sessions)" if pooled else "run"}
+        if lapse != "none":  # the lapse term models random answers; invalid ones are a binomial rate
+            payload.update({"lapse": lapse, "invalid_rate": invalid_rate(table)})
+        if method == "mle":
+            fits = cog.fit_mle(table)
+            dest = out / "mle.csv"
+            atomic_write_bytes(dest, lambda tmp: fits.to_csv(tmp, index=False))
+            payload.update({"files": [str(dest)],
+                            "mean": {p: float(fits[p].mean()) for p in cog.parameters.names},
+                            "aic": float(fits["aic"].sum()), "bic": float(fits["bic"].sum())})
+        else:
+            payload.update(_hierarchical(cog, table, out, draws, chains, seed, payload["n_subjects"], log_likelihood,
+                                         max_draws, say))
+        summary = out / "summary.json"
+        atomic_write_bytes(summary, lambda tmp: tmp.write_text(json.dumps(payload, indent=1, default=str)))
+    return payload
+
+
+def write_posterior(idata: Any, path: Path, log_likelihood: bool = False) -> Path:
+    """Write ``idata`` as compressed netCDF (one group per InferenceData group, atomically).
+
+    The pointwise ``log_likelihood`` group (chains x draws x observations, most of the file) is
+    written only when asked for.
+    """
+    import numpy as np
+
+    from cogtestbed.outputs import atomic_write_bytes
+    from cogtestbed.trials import package_versions
+
+    groups = [g for g in idata.groups() if log_likelihood or g != "log_likelihood"]
+    versions = {f"version_{name}": version for name, version in package_versions().items()}
+
+    def write(tmp: Path) -> None:
+        mode = "w"
+        for group in groups:
+            data = getattr(idata, group).assign_attrs(versions)  # a copy: idata is left as it is
+            encoding = {name: dict(POSTERIOR_ENCODING) for name, var in data.variables.items()
+                        if np.issubdtype(var.dtype, np.number) and var.ndim > 0}
+            data.to_netcdf(str(tmp), mode=mode, group=group, engine="h5netcdf", encoding=encoding)
+            mode = "a"
+
+    atomic_write_bytes(path, write)
+    return path
+
+
+def _hierarchical(cog: Any, table: Any, output: Path, draws: int, chains: int, seed: int, n_subjects: int,
+                  log_likelihood: bool, max_draws: int | None, say: Callable[[str], None]) -> dict[str, Any]:
+    """Sample the hierarchical model, write its files; the summary's population, diagnostics and LOO."""
+    from cogtestbed.inference.hierarchical import fit_hierarchical, loo
+    from cogtestbed.outputs import atomic_write_bytes
+
+    say(f"sampling {cog.name} on {n_subjects} subjects ({chains} chains x {draws} draws)...")
+    res = fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws)
+    say(f"diagnostics: {res.diagnostics.report()}")
+    nc = write_posterior(res.idata, output / "posterior.nc", log_likelihood)
+    post = res.idata.posterior
+    pop = {p: _interval(post[f"{p}_pop"]) for p in cog.parameters.names}
+    for cname in cog.contrasts:
+        pop[cname] = _interval(cog.contrast(cname, {p: post[f"{p}_pop"] for p in cog.parameters.names}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lo = loo(res)
+    subj = res.subject_summary()
+    subjects_csv = output / "subjects.csv"
+    atomic_write_bytes(subjects_csv, lambda tmp: subj.to_csv(tmp, index=False))
+    atomic_write_bytes(output / "diagnostics.csv", lambda tmp: res.diagnostics.table.to_csv(tmp))
+    return {"population": pop, "diagnostics": res.diagnostics.as_dict(), "elpd_loo": float(lo.elpd_loo),
+            "files": [str(nc), str(subjects_csv)]}
+
+
+def _interval(draws: Any) -> dict[str, float]:
+    """Median and 90 % interval of posterior draws."""
+    return {"median": float(draws.median()), "lo90": float(draws.quantile(0.05)),
+            "hi90": float(draws.quantile(0.95))}

@@ -1,0 +1,56 @@
+"""Each command is a thin layer over one public API function: what the command prints or writes
+equals what the function returns (the same seed, the same options)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from tolerance import assert_close
+
+import cogtestbed as ct
+from cogtestbed.cli import run_cli
+
+EXP = "instrumental-learning"
+
+
+@pytest.fixture(scope="module")
+def table_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("api_cli") / "trials.parquet"
+    ct.simulate(EXP, "rw-pm", subjects=4, seed=3, params={"alpha_pos": 0.6, "alpha_neg": 0.2, "beta": 4.0},
+                output=path)
+    return path
+
+
+def _json(capsys: pytest.CaptureFixture[str]) -> dict:
+    out = capsys.readouterr().out
+    return json.loads(out)
+
+
+def test_fit_mle_writes_the_table_ct_fit_returns(table_file: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["fit", "rw-pm", str(table_file), "-o", str(tmp_path / "cli"), "--method", "mle", "--json"]) == 0
+    printed = _json(capsys)
+    written = pd.read_csv(tmp_path / "cli" / "mle.csv")
+    table = ct.fit(EXP, table_file, model="rw-pm")
+    assert list(written["subject"]) == list(table["subject"]) == [0, 1, 2, 3]
+    for col in ("alpha_pos", "alpha_neg", "beta", "nll", "aic", "bic"):
+        assert_close(written[col].tolist(), table[col].tolist(), rtol=1e-6, where=col)
+    saved = ct.fit_and_save("rw-pm", table_file, output=tmp_path / "api", method="mle")
+    assert printed["files"] == [str(tmp_path / "cli" / "mle.csv")] and saved["n_subjects"] == 4
+    assert_close({k: v for k, v in printed.items() if k != "files"}, {k: v for k, v in saved.items() if k != "files"},
+                 rtol=1e-9, where="fit summary")
+    assert_close(printed["aic"], float(table["aic"].sum()), rtol=1e-6, where="summed AIC")
+    assert json.loads((tmp_path / "cli" / "summary.json").read_text())["aic"] == printed["aic"]
+
+
+def test_fit_refuses_in_one_line_with_the_same_check_as_ct_fit(table_file: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["fit", "rw-pm", str(table_file), "-o", str(tmp_path / "o"), "--method", "bayes"]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: --method must be mle or hierarchical, got 'bayes'\n"
+    assert not (tmp_path / "o").exists()
+    with pytest.raises(ct.InputError, match="--method must be mle or hierarchical, got 'bayes'"):
+        ct.fit(EXP, table_file, model="rw-pm", method="bayes")  # type: ignore[arg-type]

@@ -541,3 +541,39 @@ def test_two_step_prefix_metrics_equal_the_metrics_of_each_prefix():
         assert got["flags"] == want["flags"]
         for key, value in want["metrics"].items():
             assert got["metrics"][key] == pytest.approx(value, rel=1e-9, abs=1e-12), (n, key)
+
+
+def test_metric_path_tests_every_prefix_as_the_fixed_plan_tests_it():
+    """The sequential simulation's vectorised difference test (issue 40's speed: every prefix of a
+    two-step path at once) gives the fixed plan's per-prefix difference_test and z_from_p."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.design.seqpaths import _metric_path, z_from_p
+    from cogtestbed.validation.studies.metric_studies import difference_test, metric_value
+    from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_runs
+    from cogtestbed.validation.studies.study_kinds import study_spec
+
+    spec = study_spec(kind="metric-power", experiment="two-step", agent="hybrid", params={"beta": 5.0},
+                      metric="model_basedness", compare=({"w": 0.3}, {"w": 0.45}), seed=0)
+    sizes = [2, 5, 9, 14, 20, 40]
+    seq = np.random.SeedSequence([0, 7_919, 3])
+    z, est = _metric_path(spec, 20, 40, sizes, seq)
+    exp = get_experiment("two-step")
+    design = design_for_trials(exp, 20, {})
+    tables = [simulate_runs(exp, "hybrid", 40, seed_of(s), {"beta": 5.0, **setting}, design)
+              for s, setting in zip(np.random.SeedSequence([0, 7_919, 3]).spawn(2), spec.compare, strict=True)]
+    for i, n in enumerate(sizes):
+        a, b = (dict(exp.metrics(t[t["subject"] < n])) for t in tables)
+        _, p = difference_test(a, b, "model_basedness", exp.metrics.unit)
+        diff = metric_value(b, "model_basedness") - metric_value(a, "model_basedness")
+        assert est[i] == pytest.approx(diff, rel=1e-9, abs=1e-12)
+        assert z[i] == pytest.approx(z_from_p(p, diff, signed=False), rel=1e-7, abs=1e-9)
+    assert np.abs(z).max() > 0.5  # the prefixes carry evidence, not all-zero statistics
+
+
+def test_candidate_maxima_lie_on_a_one_percent_grid_with_the_fixed_size():
+    from cogtestbed.validation.design.seqplan import candidate_maxima
+
+    assert candidate_maxima(20, 33, 26) == list(range(20, 34))  # small sizes: every size
+    grid = candidate_maxima(1023, 1599, 1279)
+    assert grid[0] == 1023 and grid[-1] == 1599 and 1279 in grid
+    assert len(grid) == 60 and all(0 < b - a <= 13 for a, b in zip(grid, grid[1:], strict=False))

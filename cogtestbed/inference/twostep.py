@@ -432,13 +432,14 @@ def regression_summary(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
 def _per_run(trials: pd.DataFrame) -> list[dict[str, Any]]:
     """Each run's mean treasure (pandas' skip-NaN mean of its rows), trial and invalid counts."""
     invalid = ~trials["valid"].astype(bool)
-    grouped = pd.DataFrame({"reward": trials["reward"], "invalid": invalid, "subject": trials["subject"]}
+    reward = pd.to_numeric(trials["reward"], errors="coerce").astype(np.float64)
+    grouped = pd.DataFrame({"reward": reward, "invalid": invalid, "subject": trials["subject"]}
                            ).groupby("subject", sort=True)
-    mean = grouped["reward"].agg(lambda r: float(r.mean()))
-    size, n_invalid = grouped.size(), grouped["invalid"].sum()
+    mean, size, n_invalid = grouped["reward"].mean(), grouped.size(), grouped["invalid"].sum()
     return [{"run": int(subject) if isinstance(subject, (int, np.integer)) else subject,
-             "performance": float(mean[subject]), "n_trials": int(size[subject]),
-             "n_invalid": int(n_invalid[subject])} for subject in mean.index]
+             "performance": float(m), "n_trials": int(k), "n_invalid": int(b)}
+            for subject, m, k, b in zip(mean.index, mean.to_numpy(), size.to_numpy(), n_invalid.to_numpy(),
+                                        strict=True)]
 
 
 #: A prefix's stay regression is solved from accumulated sums only while X'X is this well
@@ -449,26 +450,33 @@ PREFIX_MAX_CONDITION = 1e8
 def _prefix_regressions(x: np.ndarray, y: np.ndarray, upto: np.ndarray) -> list[dict[str, Any] | None]:
     """The stay regression (:func:`regression_summary`) of the first ``upto[i]`` pairs for each i,
     from cumulative X'X, X'y and y'y (the normal equations; the pseudo-inverse's values where X has
-    full rank); None where a prefix is flagged or ill-conditioned (computed in full instead)."""
-    cxx = np.cumsum(x[:, :, None] * x[:, None, :], axis=0)
-    cxy, cyy, cy = np.cumsum(x * y[:, None], axis=0), np.cumsum(y * y), np.cumsum(y)
-    out: list[dict[str, Any] | None] = []
-    for n in upto:
-        if n < 8:
-            out.append(None)
-            continue
-        xx, xy = cxx[n - 1], cxy[n - 1]
-        var_y = cyy[n - 1] / n - (cy[n - 1] / n) ** 2
-        if not np.isfinite(xx).all() or np.linalg.cond(xx) > PREFIX_MAX_CONDITION or var_y <= 1e-12:
-            out.append(None)
-            continue
-        inv = np.linalg.inv(xx)
-        b = inv @ xy
-        rss = max(float(cyy[n - 1] - 2 * b @ xy + b @ xx @ b), 0.0)
-        se = np.sqrt(np.clip(np.diag(inv) * rss / (n - 4), 0, None))
-        out.append({"model_basedness": float(b[3]), "model_basedness_ci": float(1.96 * se[3]),
-                    "reward_effect": float(b[1]), "common_effect": float(b[2]), "intercept": float(b[0]),
-                    "n_pairs": int(n), "rank": 4, "flags": []})
+    full rank); None where a prefix is flagged or ill-conditioned (computed in full instead).  Every
+    prefix is solved at once (stacked 4×4 systems)."""
+    upto = np.asarray(upto, dtype=np.int64)
+    out: list[dict[str, Any] | None] = [None] * upto.size
+    use = np.flatnonzero(upto >= 8)
+    if use.size == 0 or x.shape[0] == 0:
+        return out
+    ends = upto[use] - 1
+    cxx = np.cumsum(x[:, :, None] * x[:, None, :], axis=0)[ends]
+    cxy = np.cumsum(x * y[:, None], axis=0)[ends]
+    cyy, cy = np.cumsum(y * y)[ends], np.cumsum(y)[ends]
+    n = upto[use].astype(np.float64)
+    var_y = cyy / n - (cy / n) ** 2
+    ok = np.isfinite(cxx).all(axis=(1, 2)) & (var_y > 1e-12)
+    with np.errstate(all="ignore"):
+        ok[ok] &= np.linalg.cond(cxx[ok]) <= PREFIX_MAX_CONDITION
+    if not ok.any():
+        return out
+    xx, xy, yy, nn = cxx[ok], cxy[ok], cyy[ok], n[ok]
+    inv = np.linalg.inv(xx)
+    b = np.einsum("nij,nj->ni", inv, xy)
+    rss = np.maximum(yy - 2 * np.einsum("ni,ni->n", b, xy) + np.einsum("ni,nij,nj->n", b, xx, b), 0.0)
+    se = np.sqrt(np.clip(np.diagonal(inv, axis1=1, axis2=2) * (rss / (nn - 4))[:, None], 0, None))
+    for i, row, coef, err in zip(use[ok], nn, b, se, strict=True):
+        out[int(i)] = {"model_basedness": float(coef[3]), "model_basedness_ci": float(1.96 * err[3]),
+                       "reward_effect": float(coef[1]), "common_effect": float(coef[2]), "intercept": float(coef[0]),
+                       "n_pairs": int(row), "rank": 4, "flags": []}
     return out
 
 
@@ -487,17 +495,19 @@ def cogbench_prefix_metrics(trials: pd.DataFrame, sizes: Sequence[int]) -> list[
     sorted_subject = subject[rows]
     cum_reward, cum_has = np.cumsum(np.nan_to_num(reward)), np.cumsum(~np.isnan(reward))
     cum_invalid = np.cumsum(invalid)
-    per_run = _per_run(trials)
+    per_run = _per_run(trials)  # sorted by run
+    run_ids = np.array([r["run"] for r in per_run])
+    counts = np.searchsorted(run_ids, sizes, side="left") if run_ids.dtype.kind in "iu" else None
     ends = [int(np.searchsorted(sorted_subject, n, side="left")) for n in sizes]
     regs = _prefix_regressions(x, y, np.searchsorted(pair_subject, sizes, side="left"))
     vx, vy, vs = x[both_valid], y[both_valid], pair_subject[both_valid]
     valid_regs = _prefix_regressions(vx, vy, np.searchsorted(vs, sizes, side="left"))
     out: list[MetricsResult | None] = []
-    for n, end, reg, valid_only in zip(sizes, ends, regs, valid_regs, strict=True):
+    for i, (n, end, reg, valid_only) in enumerate(zip(sizes, ends, regs, valid_regs, strict=True)):
         if reg is None or valid_only is None or end == 0:
             out.append(None)
             continue
-        runs = [r for r in per_run if r["run"] < n]
+        runs = per_run[:int(counts[i])] if counts is not None else [r for r in per_run if r["run"] < n]
         n_invalid = int(cum_invalid[end - 1])
         has = int(cum_has[end - 1])
         metrics: dict[str, Any] = {

@@ -158,7 +158,7 @@ def _metric_path(spec: MetricPowerStudy, trials: int | None, n_top: int, sizes: 
     """(Z, difference) at each prefix of one simulated metric-difference study (``n_top`` runs per
     setting simulated once; the fixed plan's difference test on each prefix of both)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.metric_studies import difference_test, metric_value
+    from cogtestbed.validation.studies.metric_studies import prefix_differences
     from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_runs
 
     exp = get_experiment(spec.experiment)
@@ -166,15 +166,21 @@ def _metric_path(spec: MetricPowerStudy, trials: int | None, n_top: int, sizes: 
     seq_a, seq_b = seq.spawn(2)
     tables = [simulate_runs(exp, spec.agent, n_top, seed_of(s), {**spec.params, **setting}, design, lapse=spec.lapse)
               for s, setting in zip((seq_a, seq_b), spec.compare, strict=True)]
-    z, est = np.zeros(len(sizes)), np.full(len(sizes), np.nan)
-    # every prefix of both tables at once (sums accumulated once where the experiment can: MetricsSpec.prefixes)
+    # every prefix of both tables at once (sums accumulated once where the experiment can: MetricsSpec.prefixes),
+    # and the fixed plan's difference test of every prefix pair at once
     results_a, results_b = (exp.metrics.on_prefixes(t, sizes, **spec.metric_options) for t in tables)
-    for i, (ra, rb) in enumerate(zip(results_a, results_b, strict=True)):
-        a, b = dict(ra), dict(rb)
-        _, p = difference_test(a, b, spec.metric, exp.metrics.unit)
-        est[i] = metric_value(b, spec.metric) - metric_value(a, spec.metric)
-        z[i] = z_from_p(p, est[i], signed=False)
-    return z, est
+    p, est = prefix_differences([dict(r) for r in results_a], [dict(r) for r in results_b], spec.metric,
+                                exp.metrics.unit)
+    return z_of_p(p), est
+
+
+def z_of_p(p: np.ndarray) -> np.ndarray:
+    """:func:`z_from_p` of an array of two-sided p-values, unsigned: ``Φ⁻¹(1 − p/2)`` capped at
+    :data:`Z_CAP`; NaN p → 0."""
+    p = np.asarray(p, dtype=float)
+    with np.errstate(invalid="ignore"):
+        z = np.minimum(stats.norm.isf(np.maximum(p, 0.0) / 2), Z_CAP)
+    return np.where(np.isfinite(p), z, 0.0)
 
 
 def _test_path(spec: StatTestStudy, trials: int | None, n_top: int, sizes: Sequence[int],

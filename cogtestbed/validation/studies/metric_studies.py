@@ -15,7 +15,7 @@ probabilistic-reasoning regressions).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -88,6 +88,32 @@ def difference_test(a: Mapping[str, Any], b: Mapping[str, Any], metric: str, uni
     diff = metric_value(b, metric) - metric_value(a, metric)
     p = float(2 * stats.norm.sf(abs(diff / se))) if np.isfinite(se) and se > 0 else float("nan")
     return "z-test on two pooled estimates", p
+
+
+def prefix_differences(results_a: Sequence[Mapping[str, Any]], results_b: Sequence[Mapping[str, Any]], metric: str,
+                       unit: str) -> tuple[np.ndarray, np.ndarray]:
+    """(two-sided p-value, difference b − a) of :func:`difference_test` for each pair of metrics
+    results of nested prefixes of two tables (the last pair: the whole tables), as a sequential plan
+    tests every look of a simulated study.  Per-unit values are per unit, so a prefix has them exactly
+    when the whole table does: where either whole table has none, every prefix takes the z-test on
+    two pooled estimates, computed for all prefixes at once; else each prefix its own Welch test."""
+    if len(results_a) != len(results_b):
+        raise ValueError(f"{len(results_a)} prefixes of the first table, {len(results_b)} of the second")
+    m = len(results_a)
+    diff = np.array([metric_value(b, metric) - metric_value(a, metric)
+                     for a, b in zip(results_a, results_b, strict=True)], dtype=float)
+    if m == 0:
+        return np.zeros(0), diff
+    if unit_values(results_a[-1], metric, unit).size and unit_values(results_b[-1], metric, unit).size:
+        return np.array([difference_test(a, b, metric, unit)[1] for a, b in zip(results_a, results_b,
+                                                                               strict=True)]), diff
+    for r in (*results_a, *results_b):
+        if not any(f"{metric}_{s}" in r["metrics"] for s in ("se", "ci")):
+            difference_test(r, r, metric, unit)  # raises: neither per-unit values nor a standard error
+    se = np.hypot([pooled_se(a, metric) for a in results_a], [pooled_se(b, metric) for b in results_b])
+    with np.errstate(all="ignore"):
+        p = np.where(np.isfinite(se) & (se > 0), 2 * stats.norm.sf(np.abs(diff / se)), np.nan)
+    return p, diff
 
 
 def test_outcome(result: Mapping[str, Any], test: str, level: float) -> tuple[bool, float]:

@@ -77,7 +77,7 @@ MIN_FACTOR = 0.8
 #: nominal bounds with futility leave unspent: RW± chose 1.04–1.19×).
 MAX_FACTOR = 1.25
 #: Candidate maximum sizes lie on a grid of this share of the fixed plan's size (every size when that
-#: step is below 1 unit, i.e. fixed sizes up to 100; the fixed size itself is always a candidate):
+#: step rounds to 1 unit, i.e. fixed sizes below 150; the fixed size itself is always a candidate):
 #: neighbours 1 % apart cost 1 % apart and differ in power by Monte-Carlo noise only, while every
 #: candidate's looks are prefixes each simulated path is tested at (1,279 runs: 58 candidates, not 577).
 MAX_GRID_STEP = 0.01

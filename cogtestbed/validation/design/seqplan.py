@@ -79,7 +79,7 @@ MAX_FACTOR = 1.25
 #: Candidate maximum sizes lie on a grid of this share of the fixed plan's size (every size when that
 #: step rounds to 1 unit, i.e. fixed sizes below 150; the fixed size itself is always a candidate):
 #: neighbours 1 % apart cost 1 % apart and differ in power by Monte-Carlo noise only, while every
-#: candidate's looks are prefixes each simulated path is tested at (1,279 runs: 58 candidates, not 577).
+#: candidate's looks are prefixes each simulated path is tested at (1,279 runs: 47 candidates, not 577).
 MAX_GRID_STEP = 0.01
 #: Simulated statistic paths per hypothesis kept in plan.json for the report's plot.
 PLOT_PATHS = 40

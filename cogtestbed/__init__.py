@@ -43,6 +43,9 @@ _PUBLIC: dict[str, str] = {
     "fit": "cogtestbed.api.core",
     "check": "cogtestbed.api.core",
     "fit_and_save": "cogtestbed.api.fitting",
+    "describe": "cogtestbed.api.describe",
+    "phenotype": "cogtestbed.api.phenotype",
+    "Phenotype": "cogtestbed.api.phenotype",
     "recover": "cogtestbed.api.studies",
     "power": "cogtestbed.api.studies",
     "sbc": "cogtestbed.api.studies",
@@ -82,16 +85,18 @@ _PUBLIC: dict[str, str] = {
 __all__ = [
     "BackendError", "BackendUnavailable", "BudgetError", "CogtestbedError", "ConformanceError", "DataError",
     "DataFormatError", "FormError", "InputError", "LLMError", "MemoryLimitError", "OutputError", "ParameterError",
-    "Plan", "PlanInfeasible", "PriceError", "ResumeMismatch", "RunDirError", "Study", "TrialTableError",
+    "Phenotype", "Plan", "PlanInfeasible", "PriceError", "ResumeMismatch", "RunDirError", "Study", "TrialTableError",
     "UnknownNameError", "UnpricedModel", "WorkerDied", "WriteFailed",
-    "__version__", "check", "estimates", "experiments", "fit", "fit_and_save", "get_experiment", "metrics",
-    "model_recovery",
-    "plan", "plot_recovery", "power", "recover", "run", "sbc", "simulate", "true_parameters",
+    "__version__", "check", "describe", "estimates", "experiments", "fit", "fit_and_save", "get_experiment", "metrics",
+    "model_recovery", "phenotype", "plan", "plot_recovery", "power", "recover", "run", "sbc", "simulate",
+    "true_parameters",
 ]
 
 if TYPE_CHECKING:
     from cogtestbed.api.core import check, experiments, fit, get_experiment, metrics, simulate
+    from cogtestbed.api.describe import describe
     from cogtestbed.api.fitting import fit_and_save
+    from cogtestbed.api.phenotype import Phenotype, phenotype
     from cogtestbed.api.plan import Plan, plan
     from cogtestbed.api.run import run
     from cogtestbed.api.studies import (

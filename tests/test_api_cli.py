@@ -54,3 +54,33 @@ def test_fit_refuses_in_one_line_with_the_same_check_as_ct_fit(table_file: Path,
     assert not (tmp_path / "o").exists()
     with pytest.raises(ct.InputError, match="--method must be mle or hierarchical, got 'bayes'"):
         ct.fit(EXP, table_file, model="rw-pm", method="bayes")  # type: ignore[arg-type]
+
+
+def test_metrics_prints_what_ct_metrics_returns(table_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["metrics", EXP, str(table_file), "--json"]) == 0
+    printed = _json(capsys)
+    returned = ct.metrics(EXP, table_file)
+    assert printed["experiment"] == returned["experiment"] == EXP and printed["path"] == str(table_file)
+    assert_close(printed["metrics"], json.loads(json.dumps(returned["metrics"], default=str)), rtol=1e-9,
+                 where="metrics")
+    assert run_cli(["metrics", str(table_file), "--json"]) == 0  # the experiment read from the file
+    assert _json(capsys)["experiment"] == EXP
+
+
+def test_list_prints_what_ct_describe_returns(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["list", "--json"]) == 0
+    assert _json(capsys) == json.loads(json.dumps(ct.describe()))
+    assert run_cli(["list", EXP, "--json"]) == 0
+    described = ct.describe(EXP)
+    assert _json(capsys) == json.loads(json.dumps(described, default=str))
+    assert [m["name"] for m in described["models"]][:1] and described["name"] == EXP
+
+
+def test_check_prints_the_report_ct_check_returns(capsys: pytest.CaptureFixture[str]) -> None:
+    only = ["spec_declaration", "parameter_bounds"]
+    assert run_cli(["check", EXP, *(a for c in only for a in ("--check", c)), "--json"]) == 0
+    printed = _json(capsys)
+    report = ct.check(EXP, checks=only)
+    assert printed["ok"] is report.passed is True
+    assert [(r["check"], r["status"]) for r in printed["results"]] == [(r.check, r.status) for r in report.results]
+    assert [r["check"] for r in printed["results"]] == only

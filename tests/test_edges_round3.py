@@ -205,7 +205,7 @@ def test_the_experiment_is_read_from_the_table_or_the_model(tmp_path: Path, caps
 
 def test_tuple_design_fields_take_comma_lists_and_json_and_every_example_is_accepted() -> None:
     from cogtestbed.api.core import design_overrides as _design_overrides
-    from cogtestbed.cli.listing import describe_experiment
+    from cogtestbed.api.describe import describe_experiment
     from cogtestbed.registry import experiment_names
     from cogtestbed.validation.studies.sizes import split_design
 

@@ -136,17 +136,26 @@ def read_table(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | s
     return exp.read(Path(table_or_path), source)
 
 
-def metrics(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLike[str], *,
+def metrics(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | str | os.PathLike[str], *,
             source: str = "auto", **options: Any) -> dict[str, Any]:
     """The experiment's published metrics of a trial table or file, overall and per unit
     (``cogtestbed metrics``): the :class:`~cogtestbed.metrics_result.MetricsResult` keys
     (``metrics``, ``per_subject`` or ``per_run``, ``n_invalid``, ``flags``, ...) with the
-    experiment, source and options.  ``options`` are the experiment's own metrics options
-    (:class:`~cogtestbed.metrics_result.MetricOption`; a string is converted as on the command line)."""
+    experiment, source and options, and for a table with a ``form`` column ``prompt_forms`` (each
+    form's metrics and the between-form SDs).  ``experiment`` None: the file's (its experiment
+    column, or the experiment whose importer recognises it).  ``options`` are the experiment's own
+    metrics options (:class:`~cogtestbed.metrics_result.MetricOption`; a string is converted as on
+    the command line, a dash in a name read as an underscore)."""
+    if experiment is None:
+        from cogtestbed.registry import experiment_of
+
+        if isinstance(table_or_path, _frame_type()):
+            raise InputError("metrics of a table needs its experiment")
+        experiment = experiment_of(None, Path(table_or_path))
     exp = get_experiment(experiment)
     converted: dict[str, Any] = {}
     for name, value in options.items():
-        option = exp.metric_option(name)
+        option = exp.metric_option(name.replace("-", "_"))
         converted[option.name] = option.convert(value) if isinstance(value, str) else value
     table, detected = read_table(exp, table_or_path, source)
     result: dict[str, Any] = {"experiment": exp.name, "source": detected}
@@ -155,6 +164,10 @@ def metrics(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str 
     if converted:
         result["options"] = converted
     result.update(exp.metrics(table, **converted))
+    if "form" in table.columns:
+        from cogtestbed.inference.form_effects import form_metrics
+
+        result["prompt_forms"] = form_metrics(table, lambda t: exp.metrics(t, **converted), result)
     return result
 
 
@@ -213,11 +226,15 @@ def fit_table(exp: ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLi
 def check(spec_or_name: str | ExperimentSpec, *, quick: bool = True, data_dir: str | os.PathLike[str] | None = None,
           checks: Sequence[str] | None = None) -> ConformanceReport:
     """Run the conformance suite on an experiment (``cogtestbed check``): a registered name or a
-    spec object defined anywhere (its schema and environment come from the spec).  Returns the
+    spec object defined anywhere (its schema and environment come from the spec).  ``data_dir``:
+    the published data of the importer check (default ``$COGTESTBED_DATA_DIR``).  Returns the
     report (``.passed``, ``.results``, ``.failures``, ``.table()``); a failing check does not
     raise (``report.raise_for_failures()`` does)."""
+    from cogtestbed.validation.conformance.config import DATA_DIR_ENV
     from cogtestbed.validation.conformance.suite import check_experiment
 
     spec = get_experiment(spec_or_name)
+    if data_dir is None and os.environ.get(DATA_DIR_ENV):
+        data_dir = os.environ[DATA_DIR_ENV]
     return check_experiment(spec, quick=quick, data_dir=None if data_dir is None else Path(data_dir),
                             checks=checks, raise_on_failure=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -30,21 +29,16 @@ def check(
     from rich.markup import escape
     from rich.table import Table
 
-    from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.conformance.config import DATA_DIR_ENV
-    from cogtestbed.validation.conformance.suite import check_experiment
+    from cogtestbed.api.core import check as run_checks
 
-    spec = get_experiment(experiment)
-    if data_dir is None and os.environ.get(DATA_DIR_ENV):
-        data_dir = Path(os.environ[DATA_DIR_ENV])
-    with console_err.status(f"checking {spec.name}…"):
-        report = check_experiment(spec, quick=not full, data_dir=data_dir, checks=only, raise_on_failure=False)
+    with console_err.status(f"checking {experiment}…"):
+        report = run_checks(experiment, quick=not full, data_dir=data_dir, checks=only)
     if as_json:
-        print_json({"experiment": spec.name, "ok": report.ok,
+        print_json({"experiment": report.experiment, "ok": report.ok,
                     "results": [{"check": r.check, "status": r.status, "seconds": round(r.seconds, 2),
                                  "message": r.message} for r in report.results]})
     else:
-        table = Table(title=f"{spec.name}: conformance ({'full' if full else 'quick'} mode)")
+        table = Table(title=f"{report.experiment}: conformance ({'full' if full else 'quick'} mode)")
         for col, justify in (("check", "left"), ("status", "left"), ("s", "right"), ("message", "left")):
             table.add_column(col, justify=justify)  # type: ignore[arg-type]
         for r in report.results:

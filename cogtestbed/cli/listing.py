@@ -7,7 +7,6 @@ Without an argument: every experiment with its description.  With one: its agent
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -16,47 +15,6 @@ from cogtestbed.cli.app import app, console, print_json
 
 if TYPE_CHECKING:
     from rich.table import Table
-
-
-def _number(x: float) -> float | str:
-    return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
-
-
-def _parameters(pset: Any) -> list[dict[str, Any]]:
-    return [{"name": p.name, "lower": _number(p.lower), "upper": _number(p.upper), "default": p.default,
-             "transform": p.transform, "description": p.description} for p in pset]
-
-
-def _design_fields(design_cls: Any) -> list[dict[str, Any]]:
-    out = []
-    for name, f in design_cls.model_fields.items():
-        default = None if f.is_required() else f.get_default(call_default_factory=True)
-        out.append({"name": name, "type": getattr(f.annotation, "__name__", str(f.annotation)),
-                    "default": default, "description": f.description or "",
-                    "example": f"--design {design_cls.field_example(name)}"})
-    return out
-
-
-def describe_experiment(exp: Any) -> dict[str, Any]:
-    """Everything a user can name for ``exp`` (an :class:`ExperimentSpec`), as plain data."""
-    from cogtestbed.validation.studies.driver import declared_studies
-
-    return {
-        "name": exp.name, "description": exp.description, "citation": exp.citation,
-        "pooling_unit": exp.pooling_unit, "trials_field": exp.trials_field,
-        "agents": [{"name": name, "parameters": _parameters(cls.parameters)} for name, cls in exp.agents.items()],
-        "models": [{"name": name, "parameters": _parameters(m.parameters), "has_pymc": bool(m.has_pymc),
-                    "contrasts": sorted(m.contrasts), "generated_by": exp.generators[name].agent}
-                   for name, m in exp.models.items()],
-        "design": {"class": exp.design_cls.__name__, "fields": _design_fields(exp.design_cls)},
-        "metrics": {"unit": exp.metrics.unit, "headline": list(exp.metrics.headline),
-                    "options": [{"name": o.name, "flag": o.flag, "default": o.default,
-                                 "choices": list(o.choices) if o.choices else None, "help": o.help}
-                                for o in exp.metrics.options.values()]},
-        "importers": sorted(exp.importers),
-        "prompt_forms": [f.as_json() for f in exp.prompt_forms],
-        "studies": [{"name": n, "kind": d.kind, "description": d.description} for n, d in declared_studies(exp)],
-    }
 
 
 def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Table:
@@ -111,17 +69,16 @@ def list_(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """List experiments, or one experiment's agents, models, parameters, design, metrics and studies."""
-    from cogtestbed.registry import experiment_names, get_experiment
+    from cogtestbed.api.describe import describe
 
+    info = describe(experiment)
     if experiment is None:
-        rows = [{"name": n, "description": get_experiment(n).description} for n in experiment_names()]
         if as_json:
-            print_json({"experiments": rows})
+            print_json(info)
         else:
             console.print(_table("experiments (cogtestbed list EXPERIMENT for details)", ["experiment", "description"],
-                                 [[r["name"], r["description"]] for r in rows]))
+                                 [[r["name"], r["description"]] for r in info["experiments"]]))
         return
-    info = describe_experiment(get_experiment(experiment))
     if as_json:
         print_json(info)
     else:

@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from cogtestbed.cli.app import app, console, console_err, print_json, stderr_is_terminal
 
-if TYPE_CHECKING:  # the library is imported inside the command bodies (a light command line)
-    import pandas as pd
 
-    from cogtestbed.registry import Experiment
-
-
-def load_table(exp: Experiment, path: Path, source: str = "auto") -> tuple[pd.DataFrame, str]:
-    """Read ``path`` as a trial table or through one of the experiment's importers (validated
-    against the experiment's schema, :meth:`~cogtestbed.experiments.spec.ExperimentSpec.read`)."""
-    return exp.read(path, source)
-
-
-def parse_metric_options(exp: Experiment, args: list[str]) -> dict[str, Any]:
-    """``--name value`` / ``--name=value`` pairs → keyword options declared by ``exp``."""
-    out: dict[str, Any] = {}
+def metric_option_args(args: list[str]) -> dict[str, str]:
+    """``--name value`` / ``--name=value`` pairs → ``{name: value}`` (the experiment converts and
+    checks them: :func:`cogtestbed.metrics`)."""
+    out: dict[str, str] = {}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -35,8 +25,7 @@ def parse_metric_options(exp: Experiment, args: list[str]) -> dict[str, Any]:
                 raise ValueError(f"option {arg} needs a value")
             value = args[i + 1]
             i += 1
-        option = exp.metric_option(name.replace("-", "_"))
-        out[option.name] = option.convert(value)
+        out[name] = value
         i += 1
     return out
 
@@ -59,34 +48,26 @@ def metrics(
     """
     import contextlib
 
-    from cogtestbed.registry import experiment_of, get_experiment
-
-    if path is None:  # metrics PATH: the experiment from the file
-        path = Path(experiment)
-        experiment = experiment_of(None, path)
-    exp = get_experiment(experiment)
-    options = parse_metric_options(exp, list(ctx.args))
-    table, detected = load_table(exp, path, source)
-    result: dict[str, Any] = {"experiment": exp.name, "source": detected, "path": str(path)}
-    if options:
-        result["options"] = options
+    from cogtestbed.api.core import metrics as compute_metrics
     from cogtestbed.progress import reporting, stderr_reporter
 
+    options = metric_option_args(list(ctx.args))
+    if path is None:  # metrics PATH: the experiment from the file
+        path, name = Path(experiment), None
+    else:
+        name = experiment
     # the spinner only where someone watches it (a terminal): elsewhere it starts a thread for nothing;
     # a posterior sampler reports its draws, chains and ETA in the spinner's line, or as a line per
     # interval off a terminal
     terminal = stderr_is_terminal()
-    status: Any = console_err.status(f"fitting {exp.name} metrics on {path.name}…") if terminal \
+    status: Any = console_err.status(f"fitting {name or 'the'} metrics on {path.name}…") if terminal \
         else contextlib.nullcontext()
     with status:
         report = (lambda line, final: console_err.print(line, highlight=False) if final else status.update(line)) \
             if terminal else stderr_reporter(False)
         with reporting(report, terminal):
-            result.update(exp.metrics(table, **options))
-            if "form" in table.columns:
-                from cogtestbed.inference.form_effects import form_metrics
-
-                result["prompt_forms"] = form_metrics(table, lambda t: exp.metrics(t, **options), result)
+            result = compute_metrics(name, path, source=source, **options)
+    detected = result["source"]
     if as_json:
         print_json(result)
         warn_flags(result.get("flags") or [])
@@ -95,7 +76,7 @@ def metrics(
 
     from cogtestbed.formatting import num
 
-    summary = Table(title=f"{exp.name}: {path.name} ({detected})")
+    summary = Table(title=f"{result['experiment']}: {path.name} ({detected})")
     summary.add_column("metric", no_wrap=True)
     summary.add_column("value", justify="right")
     reasons = result.get("null_reasons") or {}

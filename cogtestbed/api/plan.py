@@ -103,9 +103,10 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
          max_cost: float | None = None,
          invalid_rate: float | None = None, random_rate: float = 0.0, pilot: str | os.PathLike[str] | None = None,
          mc_se: float = 0.03, max_tokens: int | None = None, reask: int = 0, temperature: float | None = None,
-         seed: int = 0, workers: int | None = None, looks: int | None = None, spending: str = "obrien-fleming",
+         seed: int = 0, workers: int | None = None, looks: int | str | None = None, spending: str = "obrien-fleming",
          futility: bool = False, null: str | None = None, seq_sims: int | None = None,
-         null_sims: int | None = None, lapse_fit: str | None = None, say: Say = None) -> Plan:
+         null_sims: int | None = None, lapse_fit: str | None = None, binding_futility: bool = False,
+         say: Say = None) -> Plan:
     """Plan a study (``cogtestbed plan``): the cheapest design that reaches the target power
     (``power``) at level ``level``, priced by ``llm`` (``BACKEND:MODEL``; two for a metric
     difference between two LLMs), or with ``precision={PARAM: HALFWIDTH}`` the cheapest design
@@ -113,7 +114,10 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
 
     Sizes: ``subjects`` / ``runs`` / ``trials`` as ``(lo, hi)``, a list, or the command line's
     text (``"10:200"``); ``design`` fixes fields (a list ``FIELD=a,b,c`` on an integer field is
-    searched).  ``looks=K`` adds a group-sequential design.  ``say`` receives progress lines.
+    searched).  ``looks=K`` adds a group-sequential design; ``looks="auto"`` searches the looks
+    (2–10), the spending function and futility on/off for the cheapest expected cost meeting α and
+    the power (:mod:`cogtestbed.validation.design.seqauto`).  Futility is non-binding (its stops are
+    ignored in the type-I error) unless ``binding_futility``.  ``say`` receives progress lines.
     The same arguments and seed give the same plan as the command line.
     """
     from cogtestbed.api.core import get_experiment
@@ -129,7 +133,9 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
     subjects, runs, trials = size_text(subjects), size_text(runs), size_text(trials)
     effect, precision = one_assignment(effect), one_assignment(precision)
     prices_path = None if prices is None else Path(prices)
-    _check_sequential_options(looks, spending, futility, null, seq_sims, precision, test, null_sims)
+    looks = _looks_option(looks)
+    _check_sequential_options(looks, spending, futility, null, seq_sims, precision, test, null_sims,
+                              binding_futility)
     llms = [llm] if isinstance(llm, str) else list(llm or [])
     effect, target = _target(llms, model, effect, metric, test, precision)
     given_base, given_params = parse_assignments(assignment_items(base)), parse_assignments(assignment_items(params))
@@ -160,11 +166,8 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
         result = planner.plan()
         payload = plan_payload(result, pricer, exp, max_cost, pilot_info)
         if looks is not None:
-            from cogtestbed.validation.design.seqplan import default_sims
-
-            sims = seq_sims if seq_sims is not None else default_sims(power, mc_se)
-            _attach_looks(payload, result, pricer, exp, looks, spending, futility, sims, n_workers, null,
-                          None if say is None else planner.say, null_sims)
+            _attach_looks(payload, result, pricer, exp, looks, spending, futility, seq_sims, n_workers, null,
+                          None if say is None else planner.say, null_sims, binding_futility, mc_se)
     return Plan(payload, result.size_name)
 
 
@@ -205,25 +208,48 @@ def _searched(exp: Any, design: list[str] | None, trials: str | None) -> tuple[d
     return fixed, trials, None if searched is None else Axis(*searched)
 
 
-def _attach_looks(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, looks: int, spending: str,
-                  futility: bool, seq_sims: int, workers: int, null: str | None, say: Any,
-                  null_sims: int | None = None) -> None:
-    """The sequential plan of ``plan --looks`` at the chosen design (its searched field fixed)."""
+def _attach_looks(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, looks: int | str, spending: str,
+                  futility: bool, seq_sims: int | None, workers: int, null: str | None, say: Any,
+                  null_sims: int | None = None, binding: bool = False, mc_se: float = 0.03) -> None:
+    """The sequential plan of ``plan --looks`` at the chosen design (its searched field fixed):
+    ``seq_sims`` studies under the effect (default: as many as give ``mc_se`` at the target power;
+    ``--looks auto``: :data:`~cogtestbed.validation.design.seqplan.DEFAULT_SEQ_SIMS`, as a search
+    picks among many rules)."""
     import dataclasses
 
     from cogtestbed.validation.design.plan import spec_at
-    from cogtestbed.validation.design.seqplan import attach_sequential
+    from cogtestbed.validation.design.seqplan import DEFAULT_SEQ_SIMS, attach_sequential, default_sims
 
     result = dataclasses.replace(result, spec=spec_at(result.spec, result.chosen.point))
-    attach_sequential(payload, result, pricer, exp, looks, spending, futility,  # type: ignore[arg-type]
-                      seq_sims, workers, null, say=say, null_sims=null_sims)
+    if seq_sims is None:
+        seq_sims = DEFAULT_SEQ_SIMS if looks == "auto" else default_sims(result.target, mc_se)
+    if looks == "auto":
+        from cogtestbed.validation.design.seqauto import attach_auto
+
+        attach_auto(payload, result, pricer, exp, seq_sims, workers, null, say, null_sims, binding)
+        return
+    attach_sequential(payload, result, pricer, exp, int(looks), spending, futility,
+                      seq_sims, workers, null, say=say, null_sims=null_sims, binding=binding)
 
 
-def _check_sequential_options(looks: int | None, spending: str, futility: bool, null: str | None,
+def _looks_option(looks: int | str | None) -> int | str | None:
+    """``looks`` as K (an integer) or ``"auto"``; anything else refused in one line."""
+    if looks is None or looks == "auto" or (isinstance(looks, int) and not isinstance(looks, bool)):
+        return looks
+    if isinstance(looks, str) and looks.strip().isdigit():
+        return int(looks)
+    raise ValueError(f"--looks must be an integer from 2 (a sequential design looks at least twice) or auto, "
+                     f"got {looks!r}")
+
+
+def _check_sequential_options(looks: int | str | None, spending: str, futility: bool, null: str | None,
                               seq_sims: int | None, precision: str | None, test: str | None,
-                              null_sims: int | None = None) -> None:
+                              null_sims: int | None = None, binding: bool = False) -> None:
     """The options of a sequential plan go with ``--looks``, and ``--looks`` with a power target:
     an option that would be ignored is refused in one line."""
+    if binding and not (looks == "auto" or futility):
+        raise ValueError("--binding-futility makes futility stops count in the type-I error: it goes with --futility "
+                         "or --looks auto")
     if looks is None and null_sims is not None:
         raise ValueError("--null-sims shapes a sequential plan: add --looks K (or drop it)")
     if looks is None:
@@ -234,7 +260,12 @@ def _check_sequential_options(looks: int | None, spending: str, futility: bool, 
         return
     from cogtestbed.validation.design.seqplan import check_looks
 
-    check_looks(looks, spending)
+    if looks == "auto":
+        given = [name for name, on in (("--spending", spending != "obrien-fleming"), ("--futility", futility)) if on]
+        if given:
+            raise ValueError(f"--looks auto searches {' and '.join(given)}: drop {'them' if len(given) > 1 else 'it'}")
+    else:
+        check_looks(int(looks), spending)
     if precision:
         raise ValueError("--looks plans a sequential test of a target power; --precision plans a fixed design's "
                          "estimate: use one of them")

@@ -147,11 +147,15 @@ def plan(
         min=0.0, help="Sampling temperature of the run (default: the experiment's paper's, else 0).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the simulations and of the planned run.")] = 0,
     workers: Annotated[int | None, typer.Option(help="Local worker processes (default: CPUs).")] = None,
-    looks: Annotated[int | None, typer.Option(help="Group-sequential plan: looks at equal shares of the size axis "
-                                                   "(2 or more).")] = None,
+    looks: Annotated[str | None, typer.Option(help="Group-sequential plan: looks at equal shares of the size axis "
+                                                   "(2 or more), or auto: the looks (2-10), spending function and "
+                                                   "futility on/off with the cheapest expected cost meeting alpha "
+                                                   "and power.")] = None,
     spending: Annotated[str, typer.Option(help="Alpha-spending of a sequential plan: obrien-fleming or pocock.")
                         ] = "obrien-fleming",
     futility: Annotated[bool, typer.Option(help="Non-binding futility bounds (beta-spending) too.")] = False,
+    binding_futility: Annotated[bool, typer.Option(help="Futility stops count in the type-I error (binding: the run "
+                                "must stop at a futility bound); default non-binding.")] = False,
     null: Annotated[str | None, typer.Option(help="AGENT[:p=v,...] under which a test's null holds (sequential "
                                                   "plan of a test).")] = None,
     seq_sims: Annotated[int | None, typer.Option(min=10, help="Simulated sequential studies under the effect; default: "
@@ -190,7 +194,7 @@ def plan(
         random_rate=random_rate, pilot=pilot, mc_se=mc_se, max_tokens=max_tokens, reask=reask,
         temperature=temperature, seed=seed,
         workers=workers, looks=looks, spending=spending, futility=futility, null=null, seq_sims=seq_sims,
-        null_sims=null_sims, lapse_fit=lapse_fit,
+        null_sims=null_sims, lapse_fit=lapse_fit, binding_futility=binding_futility,
         say=None if quiet else _say)
     if result.kind == "precision":
         _emit_precision(result, output, as_json)

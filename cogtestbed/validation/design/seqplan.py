@@ -33,6 +33,7 @@ design's every look is then priced exactly with the dry-run :class:`Pricer`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -51,10 +52,7 @@ from cogtestbed.validation.design.seqpaths import (  # the bounds and paths the 
     boundaries,
     z_from_p,
 )
-from cogtestbed.validation.design.sequential import (
-    SPENDING_FUNCTIONS,
-    Spending,
-)
+from cogtestbed.validation.design.sequential import Spending, check_spending
 from cogtestbed.validation.studies.study_kinds import MetricPowerStudy, PlannedStudy, PowerStudy, StatTestStudy
 
 #: Simulated sequential studies per hypothesis (target effect, null; as many calibration nulls) of
@@ -92,8 +90,7 @@ def check_looks(looks: int, spending: str) -> None:
     if not 2 <= looks <= MAX_LOOKS:
         raise ValueError(f"--looks must be an integer from 2 to {MAX_LOOKS} (a sequential design looks at least "
                          f"twice), got {looks}")
-    if spending not in SPENDING_FUNCTIONS:
-        raise ValueError(f"--spending must be one of {', '.join(SPENDING_FUNCTIONS)}, got {spending!r}")
+    check_spending(spending)
 
 
 def default_sims(power: float, mc_se: float) -> int:
@@ -202,6 +199,9 @@ class Candidate:
     null: Operating
     effect: Operating
     cost: list[Any] = field(default_factory=list)  # Cost of each look's cumulative design
+    #: under the null with futility obeyed (its stopping looks and cost), where ``null`` ignores
+    #: futility (the type-I error of non-binding futility); None: ``null`` obeys it
+    null_obeyed: Operating | None = None
 
     def passes(self, level: float, target: float) -> bool:
         """Type-I error measured on fresh null studies at most α (its point estimate: no MC
@@ -257,7 +257,8 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
                     spending: Spending, futility: bool, target: float, sims: int = DEFAULT_SEQ_SIMS,
                     workers: int = 1, null_agent: str | None = None, max_factor: float = MAX_FACTOR,
                     say: Callable[[str], None] | None = None, calibrate: bool = True,
-                    min_factor: float = MIN_FACTOR, null_sims: int | None = None) -> SequentialResult:
+                    min_factor: float = MIN_FACTOR, null_sims: int | None = None,
+                    binding: bool = False) -> SequentialResult:
     """Simulate the sequential procedure at every maximum size from ``min_factor·fixed_size`` to
     ``max_factor·fixed_size`` and choose the one with the least expected units under the effect
     that keeps type-I error ≤ α (its point estimate, on fresh null studies) and power ≥ ``target``.
@@ -268,10 +269,9 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     ``null_sims`` calibration null studies (their own seeds) reject in that direction at rate α/2 (α
     for an undirected statistic) with futility obeyed
     (:func:`~cogtestbed.validation.design.seqsim.calibrate_shift`; its MC error by bootstrap)."""
-    import dataclasses
     import time
 
-    from cogtestbed.validation.design.seqsim import Rule, Simulator, null_scores
+    from cogtestbed.validation.design.seqsim import Rule, Simulator
 
     start, cpu = time.perf_counter(), _cpu()
     null_sims = null_sims if null_sims is not None else max(MIN_NULL_SIMS, sims)
@@ -291,22 +291,18 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     null = null_spec(spec, null_agent)
     nsim = dataclasses.replace(sim, sims=null_sims)
     bounds = nominal
+    typed = _type1_rule(binding)
     if calibrate:
-        nsim.label = "sequential plan: calibration null studies"
-        (cal,) = nsim.run([(null, 1, Rule(tuple(nominal), columns, dirn, calibrating=True))])
-        side = spec.level / 2 if dirn else spec.level
-        info = {"side_level": side, "null_sims": null_sims, "seed_stream": 1,
-                "futility": "binding" if futility else None}
-        rng = np.random.default_rng(np.random.SeedSequence([spec.seed, 40_961]))
-        bounds = [b.with_shift(*_shift_and_error(null_scores(b, cal.z, cols, dirn), side, info, rng))
-                  for b, cols in zip(nominal, columns, strict=True)]
+        bounds = _calibrate(nsim, null, nominal, columns, dirn, spec, futility, binding)
     sim.label = "sequential plan: studies under the effect"
     (eff,) = sim.run([(spec, 0, Rule(tuple(bounds), columns, dirn))])
     nsim.label = "sequential plan: fresh null studies"
-    (nul,) = nsim.run([(null, 0, Rule(tuple(bounds), columns, dirn))])
+    (nul,) = nsim.run([(null, 0, Rule(tuple(typed(b) for b in bounds), columns, dirn))])
     sim.subjects += nsim.subjects
-    cands = [Candidate(b, operate(b, nul.z, nul.est, cols, dirn, None, nul.reference),
-                       operate(b, eff.z, eff.est, cols, dirn, dirn or None, eff.reference))
+    cands = [Candidate(b, operate(typed(b), nul.z, nul.est, cols, dirn, None, nul.reference),
+                       operate(b, eff.z, eff.est, cols, dirn, dirn or None, eff.reference),
+                       null_obeyed=None if binding or not futility else operate(b, nul.z, nul.est, cols, dirn, None,
+                                                                                nul.reference))
              for b, cols in zip(bounds, columns, strict=True)]
     passing = [c for c in cands if c.passes(spec.level, target)]
     chosen = min(passing, key=lambda c: (c.effect.units.mean(), c.bounds.sizes[-1])) if passing else None
@@ -316,6 +312,37 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     return SequentialResult(chosen, cands, eff.z[:, cols], nul.z[:, cols], time.perf_counter() - start,
                             sims + null_sims, null_sims if calibrate else 0, sim.subjects, _cpu() - cpu,
                             fixed_null=fixed)
+
+
+def _type1_rule(binding: bool) -> Callable[[Boundaries], Boundaries]:
+    """The bounds whose rejections count as type-I errors: as they are (binding futility) or without
+    futility (non-binding: a run may go on past a futility bound)."""
+    return (lambda b: b) if binding else (lambda b: dataclasses.replace(b, futility=None))
+
+
+def _calibrate(nsim: Any, null: PlannedStudy, nominal: Sequence[Boundaries], columns: Sequence[Sequence[int]],
+               dirn: float, spec: PlannedStudy, futility: bool, binding: bool) -> list[Boundaries]:
+    """Each maximum size's bounds shifted to reject at α/2 (α undirected) in the effect's direction on
+    ``nsim.sims`` calibration null studies (seed stream 1), futility obeyed only when ``binding``."""
+    from cogtestbed.validation.design.seqsim import Rule, null_scores
+
+    typed = _type1_rule(binding)
+    nsim.label = "sequential plan: calibration null studies"
+    (cal,) = nsim.run([(null, 1, Rule(tuple(typed(b) for b in nominal), tuple(map(tuple, columns)), dirn,
+                                     calibrating=True))])
+    side = spec.level / 2 if dirn else spec.level
+    info = {"side_level": side, "null_sims": nsim.sims, "seed_stream": 1, "method": "simulated calibration",
+            "futility": ("binding" if binding else "non-binding") if futility else None}
+    rng = np.random.default_rng(np.random.SeedSequence([spec.seed, 40_961]))
+    return [_no_crossing(b.with_shift(*_shift_and_error(null_scores(typed(b), cal.z, cols, dirn), side, info, rng)))
+            for b, cols in zip(nominal, columns, strict=True)]
+
+
+def _no_crossing(b: Boundaries) -> Boundaries:
+    """``b`` with each futility bound at most its look's efficacy bound (a shift down may cross them)."""
+    if b.futility is None:
+        return b
+    return dataclasses.replace(b, futility=tuple(min(a, e) for a, e in zip(b.futility, b.efficacy, strict=True)))
 
 
 def _calibration_words(calibrate: bool, null_sims: int) -> str:
@@ -387,9 +414,10 @@ def expected(costs: Sequence[Any], stop: Sequence[float], attr: str) -> float | 
 
 
 def sequential_payload(res: SequentialResult, spec: PlannedStudy, fixed_cost: Any, size_name: str,
-                       futility: bool) -> dict[str, Any]:
+                       futility: bool, binding: bool = False) -> dict[str, Any]:
     """The ``sequential`` section of ``plan.json``: the design, its simulated operating
-    characteristics under the null and the target effect, its costs beside the fixed design's."""
+    characteristics under the null and the target effect, its costs beside the fixed design's.
+    ``binding``: the type-I error obeys futility stops (else it ignores them: non-binding)."""
     cand = res.chosen
     if cand is None:
         best = max(res.candidates, key=lambda c: c.effect.rate)
@@ -398,7 +426,8 @@ def sequential_payload(res: SequentialResult, spec: PlannedStudy, fixed_cost: An
             f"type-I error {best.null.rate:.3f} (target power and type-I at most alpha)"),
             "seconds": round(res.seconds, 2), "simulations": res.sims}
     k = len(cand.bounds.sizes)
-    stop1, stop0 = cand.effect.stop_distribution(k), cand.null.stop_distribution(k)
+    obeyed = cand.null_obeyed or cand.null
+    stop1, stop0 = cand.effect.stop_distribution(k), obeyed.stop_distribution(k)
     looks = []
     for i, c in enumerate(cand.cost):
         looks.append({"look": i + 1, size_name: cand.bounds.sizes[i], "efficacy": cand.bounds.efficacy[i],
@@ -409,9 +438,14 @@ def sequential_payload(res: SequentialResult, spec: PlannedStudy, fixed_cost: An
     fixed_key = _money(fixed_cost)
     out: dict[str, Any] = {
         "design": {**cand.bounds.as_dict(), "size_axis": size_name, "futility_rule": futility,
-                   "direction": direction(spec), "statistic": statistic_name(spec)},
+                   "futility_binding": bool(futility and binding), "direction": direction(spec),
+                   "statistic": statistic_name(spec)},
         "looks": looks,
-        "null": cand.null.summary(k), "effect": cand.effect.summary(k),
+        "null": {**obeyed.summary(k), "rejection_rate": cand.null.rate, "mc_se": cand.null.mc_se,
+                 "type1_futility": None if not futility else (
+                     "futility stops obeyed (binding futility)" if binding else
+                     "futility stops ignored (non-binding futility: a run may go on past a futility bound)")},
+        "effect": cand.effect.summary(k),
         "expected": {
             "effect": {"calls": expected(cand.cost, stop1, "calls"), "prompt_tokens": expected(cand.cost, stop1,
                                                                                                "prompt_tokens"),
@@ -427,14 +461,16 @@ def sequential_payload(res: SequentialResult, spec: PlannedStudy, fixed_cost: An
                    **comparison(cand.null.rate, cand.null.sims, res.fixed_null)},
         "candidates": [{"max_" + size_name: c.bounds.sizes[-1], "power": c.effect.rate, "type1": c.null.rate,
                         "expected_units_effect": float(c.effect.units.mean()),
-                        "expected_units_null": float(c.null.units.mean())} for c in res.candidates],
+                        "expected_units_null": float((c.null_obeyed or c.null).units.mean())}
+                       for c in res.candidates],
         "seconds": round(res.seconds, 2), "cpu_seconds": round(res.cpu_seconds, 2), "simulations": res.sims,
         "calibration_simulations": res.calibration_sims, "units_simulated": res.subjects,
         "note": ("Z_k = sign(estimate)·Φ⁻¹(1 − p_k/2) from the fixed plan's test on the units finished at look k; "
                  "it is only approximately normal across looks (small first looks, bounded parameters, "
                  "p-value resolution floors), so the efficacy bounds' level is set on simulated null studies "
-                 "(futility obeyed, i.e. binding) and the error rates above are the simulated procedure's, "
-                 "measured on other null studies, not the bounds' nominal ones"),
+                 + ("(futility obeyed: binding) " if binding else "(futility ignored: non-binding) ")
+                 + "and the error rates above are the simulated procedure's, measured on other null studies, "
+                 "not the bounds' nominal ones"),
     }
     return out
 
@@ -451,6 +487,28 @@ def statistic_name(spec: PlannedStudy) -> dict[str, Any]:
     return {"kind": spec.kind, "test": spec.test, "metric_options": dict(spec.metric_options)}
 
 
+def _bounds_lines(d: Mapping[str, Any]) -> list[str]:
+    """How the bounds were set (analytic or simulated calibration) and the futility rule."""
+    cal, out = d.get("calibration"), []
+    if cal is None:
+        out.append("  analytic bounds (normal theory: the spending function's bounds, not calibrated)")
+    elif cal.get("method") == "analytic bounds":
+        out.append(f"  analytic bounds (normal theory, the spending function's bounds at k/K): {cal['null_sims']} "
+                   f"calibration null studies reject at {cal['nominal_rate']:.3f} ± {cal['nominal_rate_mc_se']:.3f} "
+                   f"in the effect's direction, within 2 MC SE of {cal['side_level']:.3f}")
+    else:
+        err = f" (MC error ± {cal['shift_mc_error']:.3f})" if cal.get("shift_mc_error") is not None else ""
+        out.append(f"  simulated calibration on {cal['null_sims']} null studies: the spending function's bounds "
+                   f"moved by {cal['shift']:+.3f}{err} to reject at {cal['side_level']:.3f} in the effect's direction"
+                   + {"binding": " with futility obeyed (binding)",
+                      "non-binding": " ignoring futility (non-binding)"}.get(str(cal.get("futility")), ""))
+    if d["futility"] is not None:
+        rule = ("binding: type-I error computed with futility stops obeyed" if d.get("futility_binding") else
+                "non-binding: type-I error computed ignoring futility stops, so a run may go on past one")
+        out.append("  futility bounds " + " ".join(f"{a:.2f}" for a in d["futility"]) + f" ({rule})")
+    return out
+
+
 def sequential_lines(seq: Mapping[str, Any], size_name: str) -> list[str]:
     """The text report of a sequential plan (one line each)."""
     if seq.get("chosen", True) is None:
@@ -460,14 +518,8 @@ def sequential_lines(seq: Mapping[str, Any], size_name: str) -> list[str]:
     bounds = " ".join(f"{b:.2f}" for b in d["efficacy"])
     out = [f"sequential: {d['looks']} looks at {', '.join(str(s) for s in d['sizes'])} {size_name} "
            f"({d['spending']}{fut}); {'Z·d' if d.get('direction') else '|Z|'} bounds {bounds}"]
-    cal = d.get("calibration")
-    if cal is not None:
-        err = f" (MC error ± {cal['shift_mc_error']:.3f})" if cal.get("shift_mc_error") is not None else ""
-        out.append(f"  bounds calibrated on {cal['null_sims']} simulated null studies: the spending function's bounds "
-                   f"moved by {cal['shift']:+.3f}{err} to reject at {cal['side_level']:.3f} in the effect's direction"
-                   + (" with futility obeyed (binding)" if cal.get("futility") else ""))
-    if d["futility"] is not None:
-        out.append("  futility bounds " + " ".join(f"{a:.2f}" for a in d["futility"]))
+    out += list(seq.get("auto", {}).get("lines", []))  # what plan --looks auto searched
+    out += _bounds_lines(d)
     out.append(f"  power {e['rejection_rate']:.3f} ± {e['mc_se']:.3f} ({e['sims']} studies under the effect), "
                f"type-I {n['rejection_rate']:.3f} ± {n['mc_se']:.3f} ({n['sims']} fresh null studies; accepted only "
                "at most alpha)")
@@ -478,11 +530,11 @@ def sequential_lines(seq: Mapping[str, Any], size_name: str) -> list[str]:
     ex, fx, mx = seq["expected"]["effect"], seq["fixed"], seq["maximum"]
     if ex["dollars"] is not None and fx["dollars"] is not None:
         out.append(f"  expected ${ex['dollars']:.4f} under the effect (${seq['expected']['null']['dollars']:.4f} "
-                   f"under the null, at most ${mx['dollars']:.4f}) vs fixed ${fx['dollars']:.4f}: saving "
-                   f"{seq['saving']['percent']:.1f}%")
+                   f"under the null, at most ${mx['dollars']:.4f}) vs {fx.get('label', 'fixed')} "
+                   f"${fx['dollars']:.4f}: saving {seq['saving']['percent']:.1f}%")
     else:
-        out.append(f"  expected {ex['cost_key']:,.0f} tokens under the effect vs fixed {fx['cost_key']:,.0f}: saving "
-                   f"{seq['saving']['percent']:.1f}%")
+        out.append(f"  expected {ex['cost_key']:,.0f} tokens under the effect vs {fx.get('label', 'fixed')} "
+                   f"{fx['cost_key']:,.0f}: saving {seq['saving']['percent']:.1f}%")
     out.append(f"  expected calls {ex['calls']:,.0f} (max {mx['calls']:,}); stopping bias of the estimate "
                f"{e['stopping_bias'] if e['stopping_bias'] is not None else float('nan'):+.4f}")
     return out
@@ -490,20 +542,29 @@ def sequential_lines(seq: Mapping[str, Any], size_name: str) -> list[str]:
 
 def attach_sequential(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, looks: int, spending: Spending,
                       futility: bool, sims: int, workers: int, null_agent: str | None,
-                      say: Callable[[str], None] | None = None, null_sims: int | None = None) -> dict[str, Any]:
+                      say: Callable[[str], None] | None = None, null_sims: int | None = None,
+                      binding: bool = False) -> dict[str, Any]:
     """Design the sequential version of a fixed plan's chosen design and record it in the payload
-    (``payload["sequential"]``; the run section then executes it: its maximum size and its looks)."""
-    from cogtestbed.validation.design.plan import sessions_per_llm
-
+    (``payload["sequential"]``; the run section then executes it: its maximum size and its looks).
+    ``binding``: futility stops count in the type-I error (else non-binding: they are ignored)."""
     spec, point, size_name = result.spec, result.chosen.point, result.size_name
     res = plan_sequential(spec, getattr(point, size_name), point.trials, point.runs, looks, spending, futility,
                           result.target, sims=sims, workers=workers, null_agent=null_agent, say=say,
-                          null_sims=null_sims)
+                          null_sims=null_sims, binding=binding)
     if res.chosen is not None:
         price_looks(res.chosen, spec, pricer, exp, point, size_name)
         if res.fixed_null is None:  # model targets: the fixed design's own test on fresh null studies
             res.fixed_null = fixed_type1(spec, point, null_agent, workers, null_sims or MIN_NULL_SIMS)
-    seq = sequential_payload(res, spec, result.chosen.cost, size_name, futility)
+    seq = sequential_payload(res, spec, result.chosen.cost, size_name, futility, binding)
+    return record_sequential(payload, seq, res, result, pricer)
+
+
+def record_sequential(payload: dict[str, Any], seq: dict[str, Any], res: SequentialResult, result: Any,
+                      pricer: Any) -> dict[str, Any]:
+    """Put a sequential plan's section into the payload and point the run section at its design."""
+    from cogtestbed.validation.design.plan import sessions_per_llm
+
+    spec, point, size_name = result.spec, result.chosen.point, result.size_name
     payload["sequential"] = seq
     if res.chosen is not None:
         top = type(point)(**{**point.as_dict(), size_name: res.chosen.bounds.sizes[-1]})

@@ -17,7 +17,9 @@ inflating the type-I error).
 Spending functions (one-sided α):
 
 * Lan–DeMets O'Brien–Fleming type: ``α(t) = 2 − 2 Φ(z_{1−α/2} / √t)`` (Lan & DeMets 1983);
-* Lan–DeMets Pocock type: ``α(t) = α ln(1 + (e − 1) t)`` (Lan & DeMets 1983).
+* Lan–DeMets Pocock type: ``α(t) = α ln(1 + (e − 1) t)`` (Lan & DeMets 1983);
+* Hwang–Shih–DeCani family ``hsd:γ``: ``α(t) = α (1 − e^{−γt}) / (1 − e^{−γ})`` (``α t`` at γ = 0;
+  Hwang, Shih & DeCani 1990): γ = −4 is close to O'Brien–Fleming, γ = 1 to Pocock.
 
 The same functions of β spend the type-II error for futility bounds ``a_k`` at a given drift
 (``P_θ(continue to k, Z_k < a_k) = β(t_k) − β(t_{k−1})``; the last look's futility bound is its
@@ -38,8 +40,32 @@ from typing import Literal
 import numpy as np
 from scipy import optimize, special, stats
 
-Spending = Literal["obrien-fleming", "pocock"]
-SPENDING_FUNCTIONS: tuple[Spending, ...] = ("obrien-fleming", "pocock")
+#: A spending function's name: ``obrien-fleming``, ``pocock`` or ``hsd:γ`` (Hwang–Shih–DeCani, |γ| ≤ 40).
+Spending = str
+SPENDING_FUNCTIONS: tuple[str, ...] = ("obrien-fleming", "pocock", "hsd:GAMMA")
+#: Largest |γ| of a Hwang–Shih–DeCani spending function (beyond it e^{−γ} over- or underflows usefully).
+HSD_GAMMA_MAX = 40.0
+
+
+def hsd_gamma(spending: str) -> float | None:
+    """γ of a ``hsd:γ`` name (None for another family); a malformed γ raises ValueError (one line)."""
+    if not isinstance(spending, str) or not spending.startswith("hsd:"):
+        return None
+    try:
+        gamma = float(spending[4:])
+    except ValueError:
+        raise ValueError(f"a Hwang-Shih-DeCani spending function is hsd:GAMMA with a number GAMMA, got {spending!r}")\
+            from None
+    if not (math.isfinite(gamma) and abs(gamma) <= HSD_GAMMA_MAX):
+        raise ValueError(f"the gamma of {spending!r} must be a number from -{HSD_GAMMA_MAX:g} to {HSD_GAMMA_MAX:g}")
+    return gamma
+
+
+def check_spending(spending: str) -> str:
+    """``spending`` if it names a spending function, else ValueError (one line)."""
+    if spending in ("obrien-fleming", "pocock") or hsd_gamma(spending) is not None:
+        return spending
+    raise ValueError(f"--spending must be one of {', '.join(SPENDING_FUNCTIONS)}, got {spending!r}")
 
 #: Grid points per unit of Z in the recursive integration (odd total for Simpson's rule); with
 #: 60 points per unit the bounds agree with published tables to 1e-4.
@@ -58,6 +84,11 @@ def spent(t: np.ndarray | float, alpha: float, spending: Spending) -> np.ndarray
         return np.where(t_arr > 0, out, 0.0)
     if spending == "pocock":
         return alpha * np.log1p((math.e - 1.0) * t_arr)
+    gamma = hsd_gamma(spending)
+    if gamma is not None:
+        if abs(gamma) < 1e-12:
+            return alpha * t_arr
+        return alpha * np.expm1(-gamma * t_arr) / np.expm1(-gamma)
     raise ValueError(f"unknown spending function {spending!r}; choose one of {', '.join(SPENDING_FUNCTIONS)}")
 
 
@@ -144,7 +175,7 @@ def _solve(probability: Callable[[float], float], target: float) -> float:
     return float(optimize.brentq(lambda b: probability(b) - target, -12.0, 40.0, xtol=1e-10))
 
 
-def _check_fractions(fractions: Sequence[float]) -> np.ndarray:
+def _check_fractions(fractions: Sequence[float] | np.ndarray) -> np.ndarray:
     t = np.asarray(fractions, dtype=float)
     if t.ndim != 1 or t.size < 1 or not np.all(np.isfinite(t)):
         raise ValueError("information fractions must be a non-empty list of numbers")
@@ -153,13 +184,15 @@ def _check_fractions(fractions: Sequence[float]) -> np.ndarray:
     return t
 
 
-def efficacy_bounds(fractions: Sequence[float], alpha: float, spending: Spending = "obrien-fleming") -> np.ndarray:
-    """One-sided efficacy bounds ``b_k`` on the Z scale (Lan & DeMets 1983), futility ignored."""
+def efficacy_bounds(fractions: Sequence[float], alpha: float, spending: Spending = "obrien-fleming",
+                    per_unit: int = GRID_PER_UNIT) -> np.ndarray:
+    """One-sided efficacy bounds ``b_k`` on the Z scale (Lan & DeMets 1983), futility ignored
+    (``per_unit``: grid points per unit of Z of the recursive integration)."""
     if not 0.0 < alpha < 0.5:
         raise ValueError(f"alpha must lie in (0, 0.5), got {alpha}")
     t = _check_fractions(fractions)
     increments = np.diff(np.concatenate([[0.0], spent(t, alpha, spending)]))
-    recursion = _Recursion(t, 0.0)
+    recursion = _Recursion(t, 0.0, per_unit)
     bounds = np.empty(t.size)
     for k, inc in enumerate(increments):
         # a look that spends (next to) nothing never stops: its bound is +∞ in effect
@@ -242,3 +275,38 @@ def expected_information(fractions: Sequence[float], crossing: Crossing) -> floa
     t = _check_fractions(fractions)
     stop = crossing.efficacy + crossing.futility
     return float(t @ stop)
+
+
+# ----------------------------------------------------------------------------- the joint normal, by scipy
+def look_covariance(fractions: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Covariance of the canonical look statistics: ``corr(Z_j, Z_k) = √(t_j / t_k)`` (j ≤ k)."""
+    t = _check_fractions(fractions)
+    return np.sqrt(np.minimum.outer(t, t) / np.maximum.outer(t, t))
+
+
+def mvn_reject(fractions: Sequence[float] | np.ndarray, upper: Sequence[float] | np.ndarray,
+               lower: Sequence[float] | np.ndarray | None = None,
+               drift: float = 0.0, seed: int = 0, eps: float = 1e-6) -> float:
+    """P(some look leaves ``(lower_k, upper_k)``) under the canonical joint normal with drift θ√I_max
+    (``scipy.stats.multivariate_normal``'s CDF, Genz's quasi-Monte-Carlo integration to ``eps``):
+    an independent check of the recursive integration (:func:`crossing_probabilities` ignores
+    nothing here: no futility, the region is a rectangle)."""
+    t = _check_fractions(fractions)
+    dist = stats.multivariate_normal(mean=drift * np.sqrt(t), cov=look_covariance(t), maxpts=100_000 * t.size,
+                                     abseps=eps, releps=0.0)
+    lo = np.full(t.size, -np.inf) if lower is None else np.asarray(lower, dtype=float)
+    inside = float(dist.cdf(np.asarray(upper, dtype=float), lower_limit=lo, rng=np.random.default_rng(seed)))
+    return 1.0 - inside
+
+
+def constant_bounds(looks: int, alpha: float, shape: Literal["pocock", "obrien-fleming"]) -> np.ndarray:
+    """The classical two-sided group-sequential bounds at equally spaced looks (Pocock 1977: ``|Z_k| ≥ c``;
+    O'Brien & Fleming 1979: ``|Z_k| ≥ c·√(K/k)``) with total type-I error ``alpha``, the constant
+    ``c`` solved on :func:`mvn_reject` (scipy's multivariate normal)."""
+    t = np.arange(1, looks + 1) / looks
+    weight = np.ones(looks) if shape == "pocock" else np.sqrt(1.0 / t)
+
+    def excess(c: float) -> float:
+        return mvn_reject(t, c * weight, -c * weight, eps=1e-5) - alpha
+
+    return float(optimize.brentq(excess, 1.5, 5.0, xtol=1e-4)) * weight

@@ -1,0 +1,104 @@
+"""``plan --looks auto`` on the headline cell of issue 40: RW± (model rw-pm) optimism bias 0.2, 80 %
+power, α = .05, priced for openai:gpt-4o-mini.
+
+Runs ``cogtestbed plan instrumental-learning --model rw-pm --effect optimism_bias=0.2 --power 0.8
+--level 0.05 --llm openai:gpt-4o-mini --looks auto --json -o DIR`` (1,000 studies under the effect,
+1,000 calibration and 1,000 search null studies, then 1,000 + 1,000 fresh confirmation studies) and
+prints the chosen design, its type-I error and power on the fresh studies (± MC SE), and the expected
+saving against the fixed design at equal type-I error (the fixed test calibrated on the same null
+studies, both at α exactly), beside the saving against the fixed plan's own (nominal) design, with
+the issue's targets: type-I ≤ .05 on ≥ 1,000 fresh null studies, power ≥ .80, saving ≥ 30 %.
+
+    python benchmarks/studies/sequential_auto.py [--seed 0] [--workers 2] [--out DIR] [--binding-futility]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CELL = ["instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.2", "--power", "0.8",
+        "--level", "0.05", "--llm", "openai:gpt-4o-mini", "--looks", "auto"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--binding-futility", action="store_true")
+    ap.add_argument("--seq-sims", type=int, default=None)
+    ap.add_argument("--null-sims", type=int, default=None)
+    a = ap.parse_args()
+    out = a.out or Path(tempfile.mkdtemp(prefix="seqauto-")) / "plan"
+    cmd = [sys.executable, "-m", "cogtestbed", "plan", *CELL, "--seed", str(a.seed), "--workers", str(a.workers),
+           "--json", "-o", str(out)]
+    cmd += ["--binding-futility"] if a.binding_futility else []
+    cmd += ["--seq-sims", str(a.seq_sims)] if a.seq_sims else []
+    cmd += ["--null-sims", str(a.null_sims)] if a.null_sims else []
+    print("$", " ".join(cmd[2:]), flush=True)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        print(proc.stderr[-3000:])
+        raise SystemExit(proc.returncode)
+    report(json.loads((out / "plan.json").read_text()), wall)
+
+
+def report(plan: dict, wall: float) -> None:
+    seq = plan["sequential"]
+    chosen = plan["chosen"]
+    print(f"fixed plan: {chosen.get('subjects')} subjects, power {chosen.get('power'):.3f}, "
+          f"${chosen.get('dollars')}")
+    if seq.get("chosen", True) is None:
+        print("sequential: none:", seq["reason"])
+        return
+    d, e, n, s = seq["design"], seq["effect"], seq["null"], seq["saving"]
+    auto = seq["auto"]
+    for line in auto["lines"]:
+        print(line.strip())
+    print(f"chosen: {d['looks']} looks at {d['sizes']} ({d['spending']}, futility "
+          f"{'on' if d['futility'] else 'off'}{', binding' if d.get('futility_binding') else ''}), "
+          f"bounds: {d['calibration'].get('method')}")
+    t1, se1 = n["rejection_rate"], n["mc_se"]
+    pw, sep = e["rejection_rate"], e["mc_se"]
+    print(f"type-I {t1:.3f} ± {se1:.3f} on {n['sims']:,} fresh null studies "
+          f"({'futility ignored' if not d.get('futility_binding') else 'futility obeyed'}) "
+          f"[target <= .05: {'met' if t1 <= 0.05 and n['sims'] >= 1000 else 'NOT met'}]")
+    print(f"power {pw:.3f} ± {sep:.3f} on {e['sims']:,} fresh studies under the effect "
+          f"[target >= .80: {'met' if pw >= 0.80 else 'NOT met'}]")
+    ex = seq["expected"]["effect"]
+    print(f"expected ${ex['dollars']:.4f} under the effect ({ex['calls']:,.0f} calls), "
+          f"${seq['expected']['null']['dollars']:.4f} under the null, at most ${seq['maximum']['dollars']:.4f}")
+    print(s["statement"])
+    pct = s["percent"]
+    print(f"expected saving against the fixed design at equal type-I error "
+          f"({seq['fixed'].get('label')}, ${seq['fixed']['dollars']:.4f}): {pct:.1f}% "
+          f"[target >= 30%: {'met' if pct >= 30 else 'NOT met'}]")
+    pf = seq.get("plan_fixed", {})
+    if pf.get("saving_percent") is not None:
+        print(f"(against the fixed plan's own design, {pf['size']} subjects, nominal t-test, ${pf['dollars']:.4f}: "
+              f"{pf['saving_percent']:.1f}%)")
+    fair = auto["fair_fixed"]
+    if fair.get("chosen"):
+        c = fair["chosen"]
+        print(f"fair fixed comparator: {c['size']} subjects, critical {c['critical']:.3f}, power {c['power']:.3f} ± "
+              f"{math.sqrt(c['power'] * (1 - c['power']) / fair['sims']):.3f}, type-I (fresh) {fair.get('confirm_type1')}")
+    for row in auto["confirmed"]:
+        print(f"  confirmed: {row['looks']} looks {row['spending']} futility={row['futility']} max {row['maximum']}: "
+              f"search power {row['search_power']:.3f} type-I {row['search_type1']:.3f} E[n] "
+              f"{row['search_expected_units']:.2f}; fresh power {row['power']:.3f} type-I {row['type1']:.3f} "
+              f"E[n] {row['expected_units']:.2f} {'PASS' if row['passes'] else 'fail'}")
+    print(f"time: {wall:.0f} s wall in all; sequential {seq['seconds']:.0f} s wall, {seq['cpu_seconds']:.0f} s CPU, "
+          f"{seq['units_simulated']:,} subjects fitted")
+
+
+if __name__ == "__main__":
+    main()

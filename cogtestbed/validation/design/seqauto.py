@@ -1,0 +1,465 @@
+"""``plan --looks auto``: the cheapest group-sequential design, searched over looks, spending and futility.
+
+The search (Jennison & Turnbull 2000, ch. 7, for the designs; the search is the project's):
+
+* **Candidates**: K = 2…10 looks at ``round(k/K · N)`` units, the spending families of
+  :data:`FAMILIES` (O'Brien–Fleming and Pocock types, Hwang–Shih–DeCani γ = −4, −2, 0, 1), futility
+  off or on (non-binding β-spending, :func:`~cogtestbed.validation.design.seqpaths.boundaries`), and
+  every maximum size N from :data:`MIN_FACTOR` to :data:`MAX_FACTOR` times the fixed plan's size.
+* **One set of paths for every candidate**: each study is simulated once, to the largest maximum
+  size, and its statistic computed at every size (:class:`~cogtestbed.validation.design.seqsim.Simulator`
+  with no stopping rule); every candidate's rule is then applied to the same paths (common random
+  numbers: candidates differ by their rule, not by their draws).  Three sets: studies under the
+  target effect, *calibration* null studies and *search* null studies (seeds of their own).
+* **Bounds**: per candidate, the spending function's bounds at the planned fractions k/K are the
+  *analytic bounds* (normal theory: the look statistics jointly normal with corr √(t_j/t_k)) when the
+  calibration null studies cannot tell them from it (their rejection rate in the effect's direction,
+  futility ignored, within 2 MC SE of α/2); otherwise the bounds are moved by one shift so that the
+  calibration null studies reject at exactly α/2 in the effect's direction (*simulated calibration*,
+  :func:`~cogtestbed.validation.design.seqsim.calibrate_shift`).  Either way the other direction keeps
+  its analytic bound.
+* **Futility is non-binding** unless ``binding``: calibration and type-I error ignore futility stops
+  (a run may continue past a futility bound without exceeding α); expected costs and power obey them.
+  Binding futility (``--binding-futility``) calibrates and measures type-I error with futility obeyed.
+* **Choice**: candidates with type-I error ≤ α on the search null studies and power ≥ target are
+  ranked by expected units under the target effect (costs are linear in units at a fixed trial
+  count); the first :data:`CONFIRM` are then *confirmed* on fresh studies under the effect and fresh
+  null studies never used in the search, in that order, and the first that keeps type-I error ≤ α
+  (point estimate) and power ≥ target there is chosen.  Its reported error rates are the fresh ones.
+* **Fair comparator**: the fixed design at equal type-I error — the fixed plan's test at each size,
+  its critical value in the effect's direction calibrated on the *same* calibration null studies to
+  α/2 (the other direction analytic, as for the sequential design), so both designs spend α exactly;
+  the cheapest size whose power on the effect studies reaches the target.  The saving is stated
+  against it (and, for reference, against the fixed plan's own design).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from cogtestbed.validation.design.seqpaths import Boundaries, boundaries
+from cogtestbed.validation.design.seqplan import (
+    Candidate,
+    SequentialResult,
+    direction,
+    look_sizes,
+    null_spec,
+    operate,
+)
+from cogtestbed.validation.studies.study_kinds import PlannedStudy
+
+#: Spending families searched (the project's choice: the two Lan–DeMets types and Hwang–Shih–DeCani
+#: γ from O'Brien–Fleming-like −4 to Pocock-like 1).
+FAMILIES: tuple[str, ...] = ("obrien-fleming", "pocock", "hsd:-4", "hsd:-2", "hsd:0", "hsd:1")
+#: Looks searched.
+LOOKS: tuple[int, ...] = tuple(range(2, 11))
+#: Smallest and largest maximum size searched, as multiples of the fixed plan's size.
+MIN_FACTOR, MAX_FACTOR = 0.8, 1.35
+#: Smallest size at which the fair fixed comparator is evaluated, as a multiple of the fixed plan's size.
+FIXED_MIN_FACTOR = 0.5
+#: Grid points per unit of Z of the searched rules' bounds (``sequential.efficacy_bounds``: within
+#: 1e-6 of the default grid's for 2–10 looks, at a ninth of its cost).
+SHAPE_GRID = 20
+#: Candidates confirmed on fresh studies, in the search's order, until one passes.
+CONFIRM = 8
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One rule without its maximum size: looks, spending, futility, and its bounds at k/K."""
+
+    looks: int
+    spending: str
+    futility: bool
+    bounds: Boundaries
+
+
+@dataclass
+class Scored:
+    """A candidate rule at one maximum size with its search figures."""
+
+    shape: Shape
+    bounds: Boundaries
+    columns: tuple[int, ...]
+    method: str  # "analytic bounds" or "simulated calibration"
+    power: float
+    type1: float
+    units: float  # expected units under the effect
+
+    def key(self) -> tuple[float, int, int]:
+        return (self.units, self.shape.looks, self.bounds.sizes[-1])
+
+
+def shapes(level: float, target: float, looks: Sequence[int] = LOOKS, families: Sequence[str] = FAMILIES,
+           futility: Sequence[bool] = (False, True)) -> list[Shape]:
+    """Every rule's analytic bounds at the planned fractions k/K (sizes are placeholders)."""
+    return [_shape(k, fam, fut, level, target) for k in looks for fam in families for fut in futility]
+
+
+@functools.lru_cache(maxsize=512)
+def _shape(looks: int, spending: str, futility: bool, level: float, target: float) -> Shape:
+    t = [j / looks for j in range(1, looks + 1)]
+    return Shape(looks, spending, futility, boundaries(tuple(range(1, looks + 1)), level, spending, futility, target,
+                                                       fractions=t, per_unit=SHAPE_GRID))
+
+
+def strip_futility(b: Boundaries) -> Boundaries:
+    """The same bounds without futility: the procedure whose type-I error a non-binding design reports."""
+    return dataclasses.replace(b, futility=None)
+
+
+def _side_scores(b: Boundaries, z: np.ndarray, cols: Sequence[int], dirn: float, binding: bool) -> np.ndarray:
+    from cogtestbed.validation.design.seqsim import null_scores
+
+    return null_scores(b if binding else strip_futility(b), z, cols, dirn)
+
+
+def fit_bounds(shape: Shape, sizes: tuple[int, ...], cal_z: np.ndarray, cols: Sequence[int], dirn: float,
+               side: float, binding: bool) -> tuple[Boundaries, str]:
+    """A rule's bounds at look sizes ``sizes``: analytic where the calibration null studies agree with
+    normal theory (rate within 2 MC SE of ``side``), else shifted to reject at ``side`` on them."""
+    from cogtestbed.validation.design.seqsim import calibrate_shift
+
+    base = Boundaries(sizes, shape.spending, shape.bounds.level, shape.bounds.efficacy, shape.bounds.futility)
+    scores = _side_scores(base, cal_z, cols, dirn, binding)
+    n = scores.size
+    rate = float(np.mean(scores >= 0))
+    se = math.sqrt(side * (1 - side) / n)
+    info = {"side_level": side, "null_sims": n, "nominal_rate": round(rate, 6), "nominal_rate_mc_se": round(se, 6),
+            "futility": ("binding" if binding else "non-binding") if shape.futility else None}
+    if abs(rate - side) <= 2 * se:
+        return dataclasses.replace(base, calibration={**info, "method": "analytic bounds", "shift": 0.0}), \
+            "analytic bounds"
+    shifted = base.with_shift(calibrate_shift(scores, side), {**info, "method": "simulated calibration"})
+    if shifted.futility is not None:  # a shift down must not leave a futility bound above its efficacy bound
+        fut = tuple(min(a, b) for a, b in zip(shifted.futility, shifted.efficacy, strict=True))
+        shifted = dataclasses.replace(shifted, futility=fut)
+    return shifted, "simulated calibration"
+
+
+def score_all(shape_list: Sequence[Shape], maxima: Sequence[int], col: dict[int, int], eff: Any, cal: Any, nul: Any,
+              dirn: float, level: float, binding: bool) -> list[Scored]:
+    """Every (rule, maximum size) applied to the same simulated paths."""
+    side = level / 2 if dirn else level
+    out = []
+    for shape in shape_list:
+        for m in maxima:
+            if m < 2 * shape.looks:
+                continue
+            sizes = look_sizes(m, shape.looks)
+            cols = tuple(col[n] for n in sizes)
+            bounds, method = fit_bounds(shape, sizes, cal.z, cols, dirn, side, binding)
+            power_op = operate(bounds, eff.z, eff.est, cols, dirn, dirn or None)
+            null_b = bounds if binding else strip_futility(bounds)
+            t1 = float(operate(null_b, nul.z, nul.est, cols, dirn, None).rejected.mean())
+            out.append(Scored(shape, bounds, cols, method, power_op.rate, t1, float(power_op.units.mean())))
+    return out
+
+
+# ----------------------------------------------------------------------------- the fair fixed comparator
+def fair_fixed(eff_z: np.ndarray, cal_z: np.ndarray, nul_z: np.ndarray, sizes: Sequence[int], dirn: float,
+               level: float, target: float) -> dict[str, Any]:
+    """The fixed test at every size with its critical value in the effect's direction calibrated on
+    the calibration null studies to α/2 (α for an undirected statistic), the other direction at
+    z_{1−α/2}: power on the effect studies, type-I error on the search null studies, and the smallest
+    size reaching ``target`` power (None with a reason when none does)."""
+    from cogtestbed.validation.design.seqsim import calibrate_shift
+
+    side = level / 2 if dirn else level
+    z_nom = float(stats.norm.isf(level / 2))
+    rows = []
+    for i, n in enumerate(sizes):
+        toward_cal = _toward(cal_z[:, i], dirn)
+        crit = z_nom + calibrate_shift(toward_cal - z_nom, side)
+        power = float(np.mean(_toward(eff_z[:, i], dirn) >= crit))
+        t1 = _fixed_reject(nul_z[:, i], dirn, crit, z_nom)
+        rows.append({"size": int(n), "critical": round(crit, 6), "power": power, "type1": t1})
+    reach = [r for r in rows if r["power"] >= target]
+    best = reach[0] if reach else None
+    return {"rows": rows, "chosen": best, "sims": int(eff_z.shape[0]), "null_sims": int(nul_z.shape[0]),
+            "method": ("the fixed plan's test with its critical value calibrated on the same calibration null "
+                       "studies as the sequential bounds: both designs spend type-I error alpha exactly"),
+            "reason": None if best else f"no size up to {sizes[-1]} reaches power {target:g} at the calibrated level"}
+
+
+def _toward(z: np.ndarray, dirn: float) -> np.ndarray:
+    z = np.where(np.isfinite(z), z, 0.0)
+    return np.abs(z) if dirn == 0 else z * dirn
+
+
+def _fixed_reject(z: np.ndarray, dirn: float, crit: float, z_nom: float) -> float:
+    """Rejection rate of the fixed test: ``Z·d ≥ crit`` or ``Z·d ≤ −z_nom`` (``|Z| ≥ crit`` undirected)."""
+    t = _toward(z, dirn)
+    if dirn == 0:
+        return float(np.mean(t >= crit))
+    return float(np.mean((t >= crit) | (t <= -z_nom)))
+
+
+# ----------------------------------------------------------------------------- the search
+@dataclass
+class AutoResult:
+    """The search's outcome: the chosen design (as :class:`SequentialResult`), the fair fixed
+    comparator and what was searched."""
+
+    result: SequentialResult
+    fair: dict[str, Any]
+    searched: dict[str, Any]
+    confirmed: list[dict[str, Any]]
+
+
+def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int, target: float, sims: int = 1000,
+              workers: int = 1, null_agent: str | None = None, null_sims: int | None = None, binding: bool = False,
+              say: Callable[[str], None] | None = None, looks: Sequence[int] = LOOKS,
+              families: Sequence[str] = FAMILIES, futility: Sequence[bool] = (False, True),
+              max_factor: float = MAX_FACTOR) -> AutoResult:
+    """Search looks × spending × futility × maximum size for the cheapest expected design under the
+    target effect that keeps type-I error ≤ α and power ≥ ``target``, confirmed on fresh studies
+    (module docstring).  ``sims`` studies under the effect and ``null_sims`` (default ``max(1000,
+    sims)``) null studies per set."""
+    from cogtestbed.validation.design.seqplan import MIN_NULL_SIMS, _cpu
+    from cogtestbed.validation.design.seqsim import Simulator
+
+    start, cpu = time.perf_counter(), _cpu()
+    say = say or (lambda _m: None)
+    null_sims = null_sims if null_sims is not None else max(MIN_NULL_SIMS, sims)
+    dirn, level = direction(spec), spec.level
+    n_top = max(4, math.ceil(max_factor * fixed_size))
+    lo_fixed = max(2, min(fixed_size, math.floor(FIXED_MIN_FACTOR * fixed_size)))
+    lo = max(4, min(fixed_size, math.floor(MIN_FACTOR * fixed_size)))
+    looks = [k for k in looks if 2 * k <= n_top]
+    if not looks:
+        raise ValueError(f"a sequential design needs a maximum of at least 4 units; the fixed design has {fixed_size}")
+    sizes = tuple(range(2, n_top + 1))
+    say(f"sequential (--looks auto): {sims} studies under the effect and 2 x {null_sims} null studies simulated "
+        f"once each up to {n_top} units; every rule ({len(looks)} look counts x {len(families)} spending "
+        f"functions x futility {'on/off' if len(futility) > 1 else ('on' if futility[0] else 'off')}) applied "
+        "to the same studies, then the best confirmed on fresh studies")
+    sim = Simulator(trials, runs, n_top, sizes, sims, spec.seed, workers, width=max(2, lo // 4))
+    null = null_spec(spec, null_agent)
+    sim.label = "sequential search: studies under the effect"
+    (eff,) = sim.run([(spec, 0, None)])
+    nsim = dataclasses.replace(sim, sims=null_sims, label="sequential search: calibration and search null studies")
+    cal, nul = nsim.run([(null, 1, None), (null, 0, None)])
+    found = search(eff, cal, nul, sizes, (lo, lo_fixed), level, target, dirn, binding, looks, families, futility)
+    passing, fair, searched = found.passing, found.fair, found.searched
+    subjects = sim.subjects + nsim.subjects
+    chosen, confirmed, conf_sims = _confirm(passing[:CONFIRM], spec, null, sim, null_sims, dirn, level, target,
+                                            binding, fair, say)
+    subjects += conf_sims.subjects
+    res = _result(chosen, confirmed, conf_sims, time.perf_counter() - start, sims, null_sims, subjects, _cpu() - cpu)
+    fair["confirm_type1"] = conf_sims.fixed_type1
+    return AutoResult(res, fair, searched, [c["row"] for c in confirmed])
+
+
+@dataclass
+class Search:
+    """Every rule scored on the search's studies, those meeting α and power (cheapest first), the fair
+    fixed comparator and a summary of what was searched."""
+
+    scored: list[Scored]
+    passing: list[Scored]
+    fair: dict[str, Any]
+    searched: dict[str, Any]
+
+
+def search(eff: Any, cal: Any, nul: Any, sizes: Sequence[int], lows: tuple[int, int], level: float, target: float,
+           dirn: float, binding: bool, looks: Sequence[int] = LOOKS, families: Sequence[str] = FAMILIES,
+           futility: Sequence[bool] = (False, True)) -> Search:
+    """Every rule applied to whole paths (``eff``, ``cal``, ``nul``: objects with ``z`` and ``est``
+    arrays, replicates × ``sizes``): maximum sizes from ``lows[0]`` to the last size; the fair fixed
+    comparator from ``lows[1]``."""
+    col = {n: i for i, n in enumerate(sizes)}
+    lo, lo_fixed = lows
+    shape_list = shapes(level, target, looks, families, futility)
+    scored = score_all(shape_list, range(lo, sizes[-1] + 1), col, eff, cal, nul, dirn, level, binding)
+    passing = sorted((s for s in scored if s.type1 <= level and s.power >= target), key=Scored.key)
+    fixed_cols = [col[n] for n in sizes if n >= lo_fixed]
+    fair = fair_fixed(eff.z[:, fixed_cols], cal.z[:, fixed_cols], nul.z[:, fixed_cols],
+                      [n for n in sizes if n >= lo_fixed], dirn, level, target)
+    searched = {"looks": list(looks), "spending": list(families), "futility": [bool(f) for f in futility],
+                "maximum_sizes": [lo, sizes[-1]], "rules": len(scored), "passing": len(passing),
+                "effect_sims": int(eff.z.shape[0]), "null_sims": int(nul.z.shape[0]),
+                "futility_type1": "binding" if binding else "non-binding",
+                "analytic": sum(s.method == "analytic bounds" for s in scored)}
+    return Search(scored, passing, fair, searched)
+
+
+@dataclass
+class _ConfirmSims:
+    subjects: int = 0
+    fixed_type1: float | None = None
+    z_effect: Any = None
+    z_null: Any = None
+
+
+def _confirm(top: Sequence[Scored], spec: PlannedStudy, null: PlannedStudy, sim: Any, null_sims: int, dirn: float,
+             level: float, target: float, binding: bool, fair: dict[str, Any],
+             say: Callable[[str], None]) -> tuple[Candidate | None, list[dict[str, Any]], _ConfirmSims]:
+    """The search's best rules on fresh studies (seed stream 2) in the search's order: the first
+    with type-I ≤ α and power ≥ target there is chosen."""
+    from cogtestbed.validation.design.seqsim import Rule
+
+    info = _ConfirmSims()
+    if not top:
+        return None, [], info
+    fair_n = fair["chosen"]["size"] if fair["chosen"] else None
+    n_top = max([s.bounds.sizes[-1] for s in top] + [fair_n or 0])
+    sizes = tuple(range(2, n_top + 1))
+    col = {n: i for i, n in enumerate(sizes)}
+    cols = tuple(tuple(col[n] for n in s.bounds.sizes) for s in top)
+    say(f"sequential (--looks auto): confirming the {len(top)} cheapest rules on {sim.sims} fresh studies under "
+        f"the effect and {null_sims} fresh null studies")
+    csim = dataclasses.replace(sim, n_top=n_top, sizes=sizes, subjects=0,
+                               label="sequential search: confirmation studies under the effect")
+    (eff,) = csim.run([(spec, 2, Rule(tuple(s.bounds for s in top), cols, dirn))])
+    nsim = dataclasses.replace(csim, sims=null_sims, label="sequential search: fresh null studies")
+    # type-I error of a non-binding design ignores futility: the fresh null paths run to the end
+    (nul,) = nsim.run([(null, 2, None if not binding else Rule(tuple(s.bounds for s in top), cols, dirn))])
+    info.subjects = csim.subjects + nsim.subjects
+    if fair_n is not None and np.isfinite(nul.z[:, col[fair_n]]).all():
+        crit = fair["chosen"]["critical"]
+        info.fixed_type1 = _fixed_reject(nul.z[:, col[fair_n]], dirn, crit, float(stats.norm.isf(level / 2)))
+    chosen, rows, picked = choose(top, cols, eff, nul, dirn, level, target, binding)
+    if picked is not None:
+        info.z_effect, info.z_null = eff.z[:, list(cols[picked])], nul.z[:, list(cols[picked])]
+    return chosen, rows, info
+
+
+def choose(top: Sequence[Scored], cols: Sequence[Sequence[int]], eff: Any, nul: Any, dirn: float, level: float,
+           target: float, binding: bool) -> tuple[Candidate | None, list[dict[str, Any]], int | None]:
+    """``top`` (in order) on fresh paths (columns ``cols[i]`` of rule i): the first with type-I error
+    ≤ α (futility ignored unless ``binding``) and power ≥ ``target`` there, every rule's fresh figures,
+    and the chosen one's index."""
+    rows, chosen, picked = [], None, None
+    for i, (s, c) in enumerate(zip(top, cols, strict=True)):
+        effect = operate(s.bounds, eff.z, eff.est, c, dirn, dirn or None, getattr(eff, "reference", None))
+        ref = getattr(nul, "reference", None)
+        null_t1 = operate(s.bounds if binding else strip_futility(s.bounds), nul.z, nul.est, c, dirn, None, ref)
+        obeyed = operate(s.bounds, nul.z, nul.est, c, dirn, None, ref)
+        cand = Candidate(s.bounds, null_t1, effect, null_obeyed=obeyed)
+        ok = cand.passes(level, target)
+        row = {"looks": s.shape.looks, "spending": s.shape.spending, "futility": s.shape.futility,
+               "maximum": s.bounds.sizes[-1], "bounds": s.method, "search_power": s.power, "search_type1": s.type1,
+               "search_expected_units": s.units, "power": effect.rate, "type1": null_t1.rate,
+               "expected_units": float(effect.units.mean()), "passes": ok}
+        rows.append({"row": row, "cand": cand})
+        if ok and chosen is None:
+            chosen, picked = cand, i
+    return chosen, rows, picked
+
+
+def _result(chosen: Candidate | None, confirmed: list[dict[str, Any]], info: _ConfirmSims, seconds: float,
+            sims: int, null_sims: int, subjects: int, cpu: float) -> SequentialResult:
+    cands = [c["cand"] for c in confirmed]
+    empty = np.zeros((0, 0))
+    z_e = info.z_effect if info.z_effect is not None else empty
+    z_n = info.z_null if info.z_null is not None else empty
+    return SequentialResult(chosen, cands, z_e, z_n, seconds, 2 * sims + 3 * null_sims, null_sims, subjects, cpu)
+
+
+# ----------------------------------------------------------------------------- plan.json
+def attach_auto(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, sims: int, workers: int,
+                null_agent: str | None, say: Callable[[str], None] | None, null_sims: int | None,
+                binding: bool) -> dict[str, Any]:
+    """``plan --looks auto``: the search's design recorded in the payload (its ``sequential``
+    section, and the run section pointed at it) as :func:`~cogtestbed.validation.design.seqplan.attach_sequential`
+    records a given design."""
+    from cogtestbed.validation.design.seqplan import record_sequential
+
+    res, seq = auto_payload(result, pricer, exp, sims, workers, null_agent, say, null_sims, binding)
+    return record_sequential(payload, seq, res, result, pricer)
+
+
+def auto_payload(result: Any, pricer: Any, exp: Any, sims: int, workers: int, null_agent: str | None,
+                 say: Callable[[str], None] | None, null_sims: int | None,
+                 binding: bool) -> tuple[SequentialResult, dict[str, Any]]:
+    """``plan --looks auto`` at the fixed plan's chosen design: the search, the chosen design's every
+    look priced, and the ``sequential`` section of plan.json with the saving stated against the fixed
+    design at equal type-I error (and, for reference, against the fixed plan's own design)."""
+    from cogtestbed.validation.design.plan import sessions_per_llm
+    from cogtestbed.validation.design.seqplan import _money, price_looks, sequential_payload
+    from cogtestbed.validation.studies.study_data import design_for_trials
+
+    spec, point, size_name = result.spec, result.chosen.point, result.size_name
+    auto = plan_auto(spec, getattr(point, size_name), point.trials, point.runs, result.target, sims, workers,
+                     null_agent, null_sims, binding, say)
+    res, fair = auto.result, auto.fair
+    chosen_fair = fair["chosen"]
+    if chosen_fair is not None:
+        at = type(point)(**{**point.as_dict(), size_name: chosen_fair["size"]})
+        fair_cost = pricer.exact(design_for_trials(exp, point.trials, spec.design), sessions_per_llm(spec, at))
+    else:
+        fair_cost = result.chosen.cost
+    if res.chosen is not None:
+        price_looks(res.chosen, spec, pricer, exp, point, size_name)
+    futility = res.chosen is not None and res.chosen.bounds.futility is not None
+    seq = sequential_payload(res, spec, fair_cost, size_name, futility, binding)
+    seq["auto"] = {"searched": auto.searched, "confirmed": auto.confirmed,
+                   "fair_fixed": {k: v for k, v in fair.items() if k != "rows"}, "fixed_by_size": fair["rows"]}
+    seq["auto"]["lines"] = auto_lines(seq)
+    if res.chosen is None:
+        seq["reason"] = (f"none of the {auto.searched['passing']} rules meeting alpha and power on the search's "
+                         f"studies (of {auto.searched['rules']}) kept type-I error <= alpha and power >= "
+                         f"{result.target:g} on fresh studies" if auto.searched["passing"] else
+                         f"no rule of the {auto.searched['rules']} searched reaches power {result.target:g} with "
+                         "type-I error <= alpha")
+        return res, seq
+    plan_key, fair_key, exp_key = _money(result.chosen.cost), _money(fair_cost), seq["expected"]["effect"]["cost_key"]
+    seq["fixed"]["label"] = (f"the fixed design at equal type-I error ({chosen_fair['size']} {size_name})"
+                             if chosen_fair else f"the fixed plan's design ({getattr(point, size_name)} {size_name})")
+    seq["plan_fixed"] = {"size": getattr(point, size_name), "calls": result.chosen.cost.calls,
+                         "dollars": result.chosen.cost.dollars, "cost_key": plan_key,
+                         "saving_percent": None if exp_key is None else 100 * (1 - exp_key / plan_key)}
+    seq["saving"] = {**seq["saving"], **fair_statement(fair, seq, size_name, res.chosen.null.rate,
+                                                       res.chosen.null.sims, getattr(point, size_name), fair_key)}
+    return res, seq
+
+
+def fair_statement(fair: dict[str, Any], seq: dict[str, Any], size_name: str, seq_type1: float, seq_null: int,
+                   plan_size: int, fair_key: float) -> dict[str, Any]:
+    """Which fixed design the saving is stated against, and its own error rates."""
+    c = fair["chosen"]
+    seq_se = math.sqrt(seq_type1 * (1 - seq_type1) / max(seq_null, 1))
+    plan_pct = seq["plan_fixed"]["saving_percent"]
+    ref = (f"against the fixed plan's own design ({plan_size} {size_name}, its nominal test): "
+           + ("n/a" if plan_pct is None else f"{plan_pct:.1f}%"))
+    if c is None:
+        return {"comparator": "fixed plan's design", "fair": None,
+                "statement": (f"saving stated against the fixed plan's design: {fair['reason']}, so the fixed test at "
+                              f"equal type-I error has no size in range ({ref})")}
+    se_p = math.sqrt(c["power"] * (1 - c["power"]) / fair["sims"])
+    t1 = fair.get("confirm_type1")
+    t1_text = (f"type-I {t1:.3f} ± {math.sqrt(t1 * (1 - t1) / seq_null):.3f} on {seq_null:,} fresh null studies"
+               if t1 is not None else f"type-I {c['type1']:.3f} on {fair['null_sims']:,} search null studies")
+    return {"comparator": "fixed test calibrated to alpha on the same null studies", "fair": True,
+            "fixed_size": c["size"], "fixed_critical": c["critical"], "fixed_power": c["power"],
+            "fixed_power_mc_se": se_p, "fixed_type1": t1 if t1 is not None else c["type1"],
+            "sequential_type1": seq_type1, "sequential_type1_mc_se": seq_se, "fixed_cost_key": fair_key,
+            "statement": (f"saving stated at equal type-I error: against the fixed test calibrated the same way (both "
+                          f"at alpha exactly): {c['size']} {size_name}, critical value {c['critical']:.3f} in the "
+                          f"effect's direction, power {c['power']:.3f} ± {se_p:.3f}, {t1_text} (sequential: "
+                          f"{seq_type1:.3f} ± {seq_se:.3f}); {ref}")}
+
+
+def auto_lines(seq: Mapping[str, Any]) -> list[str]:
+    """What ``--looks auto`` searched and confirmed (text report lines)."""
+    a = seq["auto"]["searched"]
+    conf = seq["auto"]["confirmed"]
+    pick = next((i for i, r in enumerate(conf) if r["passes"]), None)
+    out = [f"  --looks auto: {a['rules']:,} rules ({a['looks'][0]}-{a['looks'][-1]} looks x {len(a['spending'])} "
+           f"spending functions x futility off/on x maximum {a['maximum_sizes'][0]}-{a['maximum_sizes'][1]}) applied "
+           f"to the same {a['effect_sims']:,} effect and 2 x {a['null_sims']:,} null studies ({a['analytic']:,} with "
+           f"analytic bounds); {a['passing']:,} met alpha and power"]
+    if pick is not None:
+        out.append(f"  chosen: the search's #{pick + 1} of {len(conf)} confirmed on fresh studies (the first to keep "
+                   "type-I <= alpha and power >= target there; its error rates below are the fresh ones)")
+    return out

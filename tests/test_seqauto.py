@@ -1,0 +1,127 @@
+"""``plan --looks auto`` (issue 40): the search over looks, spending and futility, its fair fixed
+comparator, non-binding futility, and the analytic bounds against published values."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from cogtestbed.validation.design import seqauto
+from cogtestbed.validation.design.seqpaths import boundaries
+from cogtestbed.validation.design.seqplan import operate
+from cogtestbed.validation.design.sequential import (
+    check_spending,
+    constant_bounds,
+    efficacy_bounds,
+    mvn_reject,
+)
+
+LEVEL, TARGET = 0.05, 0.80
+
+
+@dataclasses.dataclass
+class _Paths:
+    z: np.ndarray
+    est: np.ndarray
+    reference: float | None = None
+
+
+def brownian(reps: int, n_top: int, theta: float, seed: int) -> _Paths:
+    """Exactly normal look statistics: Z_n = Σ x_i / √n with x_i ~ N(θ, 1), n = 2…n_top."""
+    x = np.random.default_rng(seed).normal(theta, 1.0, size=(reps, n_top))
+    n = np.arange(1, n_top + 1)
+    z = np.cumsum(x, axis=1) / np.sqrt(n)
+    est = np.cumsum(x, axis=1) / n
+    return _Paths(z[:, 1:], est[:, 1:])
+
+
+def test_hsd_bounds_match_gsdesign() -> None:
+    """Hwang–Shih–DeCani γ = −4, 5 equally spaced looks, one-sided α = .025 (gsDesign sfHSD, the
+    usual default of its gsDesign(): 3.2527 2.9860 2.6917 2.3737 2.0253)."""
+    b = efficacy_bounds(np.arange(1, 6) / 5, 0.025, "hsd:-4")
+    assert np.allclose(b, [3.2527, 2.9860, 2.6917, 2.3737, 2.0253], atol=2e-3)
+    # γ = 0 spends α linearly: its first bound is z at α/5
+    assert efficacy_bounds(np.arange(1, 6) / 5, 0.025, "hsd:0")[0] == pytest.approx(2.5758, abs=1e-3)
+    for bad in ("hsd:x", "hsd:99", "haybittle"):
+        with pytest.raises(ValueError):
+            check_spending(bad)
+
+
+def test_classical_bounds_from_scipy_multivariate_normal() -> None:
+    """Pocock (1977) and O'Brien–Fleming (1979), K = 5, two-sided α = .05: c = 2.413 and 2.040
+    (Jennison & Turnbull 2000, tables 2.1 and 2.3), solved on scipy's multivariate normal; and the
+    recursive integration's Lan–DeMets bounds spend exactly α under scipy's joint normal."""
+    assert constant_bounds(5, 0.05, "pocock")[0] == pytest.approx(2.413, abs=2e-3)
+    obf = constant_bounds(5, 0.05, "obrien-fleming")
+    assert obf[-1] == pytest.approx(2.040, abs=2e-3)
+    assert obf[0] == pytest.approx(2.040 * math.sqrt(5), abs=5e-3)
+    t = np.arange(1, 6) / 5
+    assert mvn_reject(t, efficacy_bounds(t, 0.025, "pocock")) == pytest.approx(0.025, abs=2e-5)
+
+
+def test_non_binding_type1_at_least_binding() -> None:
+    """On the same null paths, ignoring futility stops can only add rejections: non-binding type-I ≥
+    binding, strictly here (a futility stop loses some later crossings)."""
+    paths = brownian(4000, 30, 0.0, 1)
+    sizes = (6, 12, 18, 24, 30)
+    b = boundaries(sizes, LEVEL, "pocock", True, TARGET)
+    cols = [n - 2 for n in sizes]
+    binding = operate(b, paths.z, paths.est, cols, 1.0, None).rate
+    non_binding = operate(seqauto.strip_futility(b), paths.z, paths.est, cols, 1.0, None).rate
+    assert non_binding > binding
+    assert non_binding == pytest.approx(LEVEL, abs=3 * math.sqrt(LEVEL * (1 - LEVEL) / 4000))
+
+
+def test_auto_search_meets_alpha_and_power_on_fresh_studies() -> None:
+    """The search on exactly normal paths (a fixed design of ~30 units has 80 % power): analytic bounds
+    are chosen (normal theory holds), the chosen rule keeps type-I ≤ α and power ≥ .80 on fresh
+    studies, the fair fixed comparator sits at the normal-theory size, and the sequential design's
+    expected size is below it."""
+    theta = (1.959964 + 0.841621) / math.sqrt(30)
+    n_top = 40
+    sizes = tuple(range(2, n_top + 1))
+    eff, cal, nul = brownian(1000, n_top, theta, 2), brownian(1000, n_top, 0.0, 3), brownian(1000, n_top, 0.0, 4)
+    found = seqauto.search(eff, cal, nul, sizes, (24, 15), LEVEL, TARGET, 1.0, False, looks=(2, 3, 5),
+                           families=("obrien-fleming", "pocock", "hsd:-2"))
+    assert found.passing
+    assert found.searched["analytic"] > 0.8 * found.searched["rules"]
+    fair = found.fair["chosen"]
+    assert fair is not None and 26 <= fair["size"] <= 34 and abs(fair["critical"] - 1.96) < 0.15
+    top = found.passing[:seqauto.CONFIRM]
+    cols = [s.columns for s in top]
+    eff2, nul2 = brownian(4000, n_top, theta, 5), brownian(20000, n_top, 0.0, 6)
+    chosen, rows, picked = seqauto.choose(top, cols, eff2, nul2, 1.0, LEVEL, TARGET, False)
+    assert chosen is not None and picked is not None and rows[picked]["row"]["passes"]
+    assert chosen.null.rate <= LEVEL
+    assert chosen.effect.rate >= TARGET
+    assert chosen.effect.units.mean() < 0.9 * fair["size"]
+
+
+def test_fair_fixed_calibrates_a_liberal_statistic() -> None:
+    """A statistic whose null is shifted up by 0.3 (a liberal test) gets a calibrated critical value
+    ~0.3 above 1.96 and type-I α/2 upward on other null studies: the comparator spends α, not more."""
+    n_top, reps = 30, 4000
+    sizes = list(range(2, n_top + 1))
+    cal, nul = brownian(reps, n_top, 0.0, 7), brownian(reps, n_top, 0.0, 8)
+    cal.z += 0.3
+    nul.z += 0.3
+    eff = brownian(reps, n_top, 0.5, 9)
+    fair = seqauto.fair_fixed(eff.z, cal.z, nul.z, sizes, 1.0, LEVEL, TARGET)
+    row = fair["rows"][-1]
+    assert row["critical"] == pytest.approx(1.96 + 0.3, abs=0.12)
+    upward = float(np.mean(nul.z[:, -1] >= row["critical"]))
+    assert upward == pytest.approx(LEVEL / 2, abs=3 * math.sqrt(0.025 * 0.975 / reps))
+
+
+def test_looks_option_checks() -> None:
+    from cogtestbed.api.plan import _check_sequential_options, _looks_option
+
+    assert _looks_option("auto") == "auto" and _looks_option("5") == 5 and _looks_option(None) is None
+    with pytest.raises(ValueError, match="--looks must be"):
+        _looks_option("many")
+    with pytest.raises(ValueError, match="searches --spending"):
+        _check_sequential_options("auto", "pocock", False, None, None, None, None)
+    _check_sequential_options("auto", "obrien-fleming", False, None, None, None, None)

@@ -125,3 +125,26 @@ def test_looks_option_checks() -> None:
     with pytest.raises(ValueError, match="searches --spending"):
         _check_sequential_options("auto", "pocock", False, None, None, None, None)
     _check_sequential_options("auto", "obrien-fleming", False, None, None, None, None)
+
+
+@pytest.mark.slow
+def test_plan_looks_auto_end_to_end_small_study() -> None:
+    """``ct.plan(..., looks="auto")`` on a small RW± study (optimism bias 0.5, 200 studies per set):
+    the chosen design keeps type-I ≤ α on its fresh null studies and power ≥ .80 on its fresh effect
+    studies, names how its bounds were set and how futility counts, states the saving against the
+    calibrated fixed test, and its run section is one ``run --plan`` accepts."""
+    import cogtestbed as ct
+    from cogtestbed.validation.design.seqpaths import checked_sequential
+
+    plan = ct.plan("instrumental-learning", model="rw-pm", effect="optimism_bias=0.5", power=0.8,
+                   llm="openai:gpt-4o-mini", looks="auto", seq_sims=200, null_sims=200, workers=2)
+    seq = plan.sequential
+    assert seq is not None and seq.get("chosen", True) is not None, seq.get("reason")
+    assert seq["null"]["rejection_rate"] <= 0.05 and seq["null"]["sims"] == 200
+    assert seq["effect"]["rejection_rate"] >= 0.80
+    assert seq["design"]["calibration"]["method"] in ("analytic bounds", "simulated calibration")
+    assert seq["saving"]["comparator"].startswith("fixed test calibrated") or seq["saving"]["fair"] is None
+    assert seq["auto"]["searched"]["rules"] > 100 and seq["auto"]["confirmed"]
+    if seq["design"]["futility"] is not None:
+        assert seq["null"]["type1_futility"].startswith("futility stops ignored")
+    checked_sequential(plan.payload["run"]["sequential"], "plan.json")

@@ -279,14 +279,21 @@ def search(eff: Any, cal: Any, nul: Any, sizes: Sequence[int], lows: tuple[int, 
     comparator from ``lows[1]``."""
     col = {n: i for i, n in enumerate(sizes)}
     lo, lo_fixed = lows
-    shape_list = shapes(level, target, looks, families, futility)
-    scored = score_all(shape_list, range(lo, sizes[-1] + 1), col, eff, cal, nul, dirn, level, binding)
-    passing = sorted((s for s in scored if s.type1 <= level and s.power >= target), key=Scored.key)
     fixed_cols = [col[n] for n in sizes if n >= lo_fixed]
     fair = fair_fixed(eff.z[:, fixed_cols], cal.z[:, fixed_cols], nul.z[:, fixed_cols],
                       [n for n in sizes if n >= lo_fixed], dirn, level, target)
+    if fair["chosen"] is not None:  # the maxima reach down to MIN_FACTOR times the fair fixed size too
+        lo = max(4, min(lo, math.floor(MIN_FACTOR * fair["chosen"]["size"])))
+    shape_list = shapes(level, target, looks, families, futility)
+    scored = score_all(shape_list, range(lo, sizes[-1] + 1), col, eff, cal, nul, dirn, level, binding)
+    passing = sorted((s for s in scored if s.type1 <= level and s.power >= target), key=Scored.key)
+    edges = []
+    if passing and passing[0].bounds.sizes[-1] == sizes[-1]:
+        edges.append(f"the cheapest rule's maximum, {sizes[-1]}, is the largest searched: a larger one may be cheaper")
+    if fair["chosen"] is not None and fair["chosen"]["size"] == lo_fixed and lo_fixed > 2:
+        edges.append(f"the fair fixed size, {lo_fixed}, is the smallest evaluated: a smaller one may reach the power")
     searched = {"looks": list(looks), "spending": list(families), "futility": [bool(f) for f in futility],
-                "maximum_sizes": [lo, sizes[-1]], "rules": len(scored), "passing": len(passing),
+                "maximum_sizes": [lo, sizes[-1]], "rules": len(scored), "passing": len(passing), "edges": edges,
                 "effect_sims": int(eff.z.shape[0]), "null_sims": int(nul.z.shape[0]),
                 "futility_type1": "binding" if binding else "non-binding",
                 "analytic": sum(s.method == "analytic bounds" for s in scored)}
@@ -432,6 +439,9 @@ def fair_statement(fair: dict[str, Any], seq: dict[str, Any], size_name: str, se
     plan_pct = seq["plan_fixed"]["saving_percent"]
     ref = (f"against the fixed plan's own design ({plan_size} {size_name}, its nominal test): "
            + ("n/a" if plan_pct is None else f"{plan_pct:.1f}%"))
+    worse = ("; no sequential rule searched is cheaper than this fixed test at equal type-I error: the fixed "
+             "design is the cheaper choice here" if seq["saving"].get("percent") is not None
+             and seq["saving"]["percent"] < 0 else "")
     if c is None:
         return {"comparator": "fixed plan's design", "fair": None,
                 "statement": (f"saving stated against the fixed plan's design: {fair['reason']}, so the fixed test at "
@@ -447,7 +457,7 @@ def fair_statement(fair: dict[str, Any], seq: dict[str, Any], size_name: str, se
             "statement": (f"saving stated at equal type-I error: against the fixed test calibrated the same way (both "
                           f"at alpha exactly): {c['size']} {size_name}, critical value {c['critical']:.3f} in the "
                           f"effect's direction, power {c['power']:.3f} ± {se_p:.3f}, {t1_text} (sequential: "
-                          f"{seq_type1:.3f} ± {seq_se:.3f}); {ref}")}
+                          f"{seq_type1:.3f} ± {seq_se:.3f}); {ref}{worse}")}
 
 
 def auto_lines(seq: Mapping[str, Any]) -> list[str]:
@@ -459,6 +469,7 @@ def auto_lines(seq: Mapping[str, Any]) -> list[str]:
            f"spending functions x futility off/on x maximum {a['maximum_sizes'][0]}-{a['maximum_sizes'][1]}) applied "
            f"to the same {a['effect_sims']:,} effect and 2 x {a['null_sims']:,} null studies ({a['analytic']:,} with "
            f"analytic bounds); {a['passing']:,} met alpha and power"]
+    out += [f"  note: {e}" for e in a.get("edges", [])]
     if pick is not None:
         out.append(f"  chosen: the search's #{pick + 1} of {len(conf)} confirmed on fresh studies (the first to keep "
                    "type-I <= alpha and power >= target there; its error rates below are the fresh ones)")

@@ -84,8 +84,8 @@ def test_auto_search_meets_alpha_and_power_on_fresh_studies() -> None:
     n_top = 40
     sizes = tuple(range(2, n_top + 1))
     eff, cal, nul = brownian(1000, n_top, theta, 2), brownian(1000, n_top, 0.0, 3), brownian(1000, n_top, 0.0, 4)
-    found = seqauto.search(eff, cal, nul, sizes, (24, 15), LEVEL, TARGET, 1.0, False, looks=(2, 3, 5),
-                           families=("obrien-fleming", "pocock", "hsd:-2"))
+    found = seqauto.search(eff, cal, nul, sizes, range(12, n_top + 1), range(15, n_top + 1), 24, LEVEL, TARGET, 1.0,
+                           False, looks=(2, 3, 5), families=("obrien-fleming", "pocock", "hsd:-2"))
     assert found.passing
     assert found.searched["analytic"] > 0.8 * found.searched["rules"]
     fair = found.fair["chosen"]

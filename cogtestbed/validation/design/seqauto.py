@@ -50,6 +50,7 @@ from cogtestbed.validation.design.seqpaths import Boundaries, boundaries
 from cogtestbed.validation.design.seqplan import (
     Candidate,
     SequentialResult,
+    candidate_maxima,
     direction,
     look_sizes,
     null_spec,
@@ -238,7 +239,11 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
     looks = [k for k in looks if 2 * k <= n_top]
     if not looks:
         raise ValueError(f"a sequential design needs a maximum of at least 4 units; the fixed design has {fixed_size}")
-    sizes = tuple(range(2, n_top + 1))
+    lo_min = max(4, min(lo, math.floor(MIN_FACTOR * lo_fixed)))  # the lowest maximum search() may try
+    maxima = candidate_maxima(lo_min, n_top, fixed_size)
+    fixed_sizes = candidate_maxima(lo_fixed, n_top, fixed_size)
+    sizes = tuple(sorted({n for k in looks for m in maxima if m >= 2 * k for n in look_sizes(m, k)}
+                         | set(fixed_sizes)))
     say(f"sequential (--looks auto): {sims} studies under the effect and 2 x {null_sims} null studies simulated "
         f"once each up to {n_top} units; every rule ({len(looks)} look counts x {len(families)} spending "
         f"functions x futility {'on/off' if len(futility) > 1 else ('on' if futility[0] else 'off')}) applied "
@@ -249,7 +254,8 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
     (eff,) = sim.run([(spec, 0, None)])
     nsim = dataclasses.replace(sim, sims=null_sims, label="sequential search: calibration and search null studies")
     cal, nul = nsim.run([(null, 1, None), (null, 0, None)])
-    found = search(eff, cal, nul, sizes, (lo, lo_fixed), level, target, dirn, binding, looks, families, futility)
+    found = search(eff, cal, nul, sizes, maxima, fixed_sizes, lo, level, target, dirn, binding, looks, families,
+                   futility)
     passing, fair, searched = found.passing, found.fair, found.searched
     subjects = sim.subjects + nsim.subjects
     chosen, confirmed, conf_sims = _confirm(passing[:CONFIRM], spec, null, sim, null_sims, dirn, level, target,
@@ -271,21 +277,21 @@ class Search:
     searched: dict[str, Any]
 
 
-def search(eff: Any, cal: Any, nul: Any, sizes: Sequence[int], lows: tuple[int, int], level: float, target: float,
-           dirn: float, binding: bool, looks: Sequence[int] = LOOKS, families: Sequence[str] = FAMILIES,
-           futility: Sequence[bool] = (False, True)) -> Search:
+def search(eff: Any, cal: Any, nul: Any, sizes: Sequence[int], maxima: Sequence[int], fixed_sizes: Sequence[int],
+           lo: int, level: float, target: float, dirn: float, binding: bool, looks: Sequence[int] = LOOKS,
+           families: Sequence[str] = FAMILIES, futility: Sequence[bool] = (False, True)) -> Search:
     """Every rule applied to whole paths (``eff``, ``cal``, ``nul``: objects with ``z`` and ``est``
-    arrays, replicates × ``sizes``): maximum sizes from ``lows[0]`` to the last size; the fair fixed
-    comparator from ``lows[1]``."""
+    arrays, replicates × ``sizes``): the maximum sizes ``maxima`` from ``lo`` (or from
+    :data:`MIN_FACTOR` times the fair fixed size, if lower); the fair fixed comparator at ``fixed_sizes``."""
     col = {n: i for i, n in enumerate(sizes)}
-    lo, lo_fixed = lows
-    fixed_cols = [col[n] for n in sizes if n >= lo_fixed]
-    fair = fair_fixed(eff.z[:, fixed_cols], cal.z[:, fixed_cols], nul.z[:, fixed_cols],
-                      [n for n in sizes if n >= lo_fixed], dirn, level, target)
+    fixed_cols = [col[n] for n in fixed_sizes]
+    fair = fair_fixed(eff.z[:, fixed_cols], cal.z[:, fixed_cols], nul.z[:, fixed_cols], fixed_sizes, dirn, level,
+                      target)
     if fair["chosen"] is not None:  # the maxima reach down to MIN_FACTOR times the fair fixed size too
         lo = max(4, min(lo, math.floor(MIN_FACTOR * fair["chosen"]["size"])))
+    lo_fixed = fixed_sizes[0]
     shape_list = shapes(level, target, looks, families, futility)
-    scored = score_all(shape_list, range(lo, sizes[-1] + 1), col, eff, cal, nul, dirn, level, binding)
+    scored = score_all(shape_list, [m for m in maxima if m >= lo], col, eff, cal, nul, dirn, level, binding)
     passing = sorted((s for s in scored if s.type1 <= level and s.power >= target), key=Scored.key)
     edges = []
     if passing and passing[0].bounds.sizes[-1] == sizes[-1]:
@@ -320,7 +326,7 @@ def _confirm(top: Sequence[Scored], spec: PlannedStudy, null: PlannedStudy, sim:
         return None, [], info
     fair_n = fair["chosen"]["size"] if fair["chosen"] else None
     n_top = max([s.bounds.sizes[-1] for s in top] + [fair_n or 0])
-    sizes = tuple(range(2, n_top + 1))
+    sizes = tuple(sorted({n for s in top for n in s.bounds.sizes} | ({fair_n} if fair_n else set())))
     col = {n: i for i, n in enumerate(sizes)}
     cols = tuple(tuple(col[n] for n in s.bounds.sizes) for s in top)
     say(f"sequential (--looks auto): confirming the {len(top)} cheapest rules on {sim.sims} fresh studies under "

@@ -35,7 +35,11 @@ def main() -> None:
     ap.add_argument("--binding-futility", action="store_true")
     ap.add_argument("--seq-sims", type=int, default=None)
     ap.add_argument("--null-sims", type=int, default=None)
+    ap.add_argument("--report", type=Path, default=None, help="only print the figures of an existing plan.json")
     a = ap.parse_args()
+    if a.report is not None:
+        report(json.loads(a.report.read_text()), float("nan"))
+        return
     out = a.out or Path(tempfile.mkdtemp(prefix="seqauto-")) / "plan"
     cmd = [sys.executable, "-m", "cogtestbed", "plan", *CELL, "--seed", str(a.seed), "--workers", str(a.workers),
            "--json", "-o", str(out)]
@@ -53,15 +57,12 @@ def main() -> None:
 
 
 def report(plan: dict, wall: float) -> None:
-    seq = plan["sequential"]
-    chosen = plan["chosen"]
-    print(f"fixed plan: {chosen.get('subjects')} subjects, power {chosen.get('power'):.3f}, "
-          f"${chosen.get('dollars')}")
+    seq, power, cost = plan["sequential"], plan["power"], plan["cost"]
+    print(f"fixed plan: {plan['chosen']['design']}, power {power['rate']:.3f} ± {power['mc_se']:.3f}, "
+          f"${cost['dollars']:.4f} (nominal t-test)")
     if seq.get("chosen", True) is None:
-        print("sequential: none:", seq["reason"])
-        return
-    d, e, n, s = seq["design"], seq["effect"], seq["null"], seq["saving"]
-    auto = seq["auto"]
+        raise SystemExit(f"sequential: none: {seq['reason']}")
+    d, e, n, s, auto = seq["design"], seq["effect"], seq["null"], seq["saving"], seq["auto"]
     for line in auto["lines"]:
         print(line.strip())
     print(f"chosen: {d['looks']} looks at {d['sizes']} ({d['spending']}, futility "
@@ -79,8 +80,7 @@ def report(plan: dict, wall: float) -> None:
           f"${seq['expected']['null']['dollars']:.4f} under the null, at most ${seq['maximum']['dollars']:.4f}")
     print(s["statement"])
     pct = s["percent"]
-    print(f"expected saving against the fixed design at equal type-I error "
-          f"({seq['fixed'].get('label')}, ${seq['fixed']['dollars']:.4f}): {pct:.1f}% "
+    print(f"expected saving against {seq['fixed'].get('label')}, ${seq['fixed']['dollars']:.4f}: {pct:.1f}% "
           f"[target >= 30%: {'met' if pct >= 30 else 'NOT met'}]")
     pf = seq.get("plan_fixed", {})
     if pf.get("saving_percent") is not None:
@@ -89,8 +89,9 @@ def report(plan: dict, wall: float) -> None:
     fair = auto["fair_fixed"]
     if fair.get("chosen"):
         c = fair["chosen"]
+        se = math.sqrt(c["power"] * (1 - c["power"]) / fair["sims"])
         print(f"fair fixed comparator: {c['size']} subjects, critical {c['critical']:.3f}, power {c['power']:.3f} ± "
-              f"{math.sqrt(c['power'] * (1 - c['power']) / fair['sims']):.3f}, type-I (fresh) {fair.get('confirm_type1')}")
+              f"{se:.3f}, type-I on the fresh null studies {fair.get('confirm_type1')}")
     for row in auto["confirmed"]:
         print(f"  confirmed: {row['looks']} looks {row['spending']} futility={row['futility']} max {row['maximum']}: "
               f"search power {row['search_power']:.3f} type-I {row['search_type1']:.3f} E[n] "

@@ -82,3 +82,120 @@ def json_safe(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [json_safe(v) for v in obj]
     return obj
+
+
+# ----------------------------------------------------------------------------- degenerate answers
+#: Fewest distinct valid answers from which a subject's (or a table's) model is identified: answers
+#: without variation (SmolLM2 answering "100" to every collider query, an agent that always picks
+#: the left arm) fit any parameters whose predictions sit at that answer, so the model's parameters,
+#: and the metrics estimated from them, are not identified.  A named default; no paper states it.
+MIN_DISTINCT_ANSWERS = 2
+#: Start of every flag of :func:`degenerate_reason` (what a reader greps for).
+DEGENERATE = "degenerate answers"
+
+
+def _said(value: Any) -> str:
+    return f"{float(value):g}" if isinstance(value, (int, float, np.integer, np.floating)) else repr(value)
+
+
+def degenerate_reason(values: Any, min_distinct: int = MIN_DISTINCT_ANSWERS, scale: float = 1.0,
+                      unit: str = "") -> str | None:
+    """Why the valid answers ``values`` identify no model (fewer than ``min_distinct`` distinct
+    values), or ``None``.  ``scale`` multiplies a number as it is shown (the collider's 0–1 answers
+    on the 0–100 scale the subject used), ``unit`` follows it (``" (0–100 scale)"``)."""
+    arr = np.asarray(values, dtype=np.float64 if _numeric(values) else object).ravel()
+    distinct = pd.unique(arr)
+    if distinct.size >= min_distinct:
+        return None
+    n = arr.size
+    if distinct.size == 0:
+        said = "no valid answer"
+    elif distinct.size == 1:
+        shown = _said(distinct[0] * scale) if scale != 1.0 else _said(distinct[0])
+        said = f"all {n} valid answers are {shown}{unit}"
+    else:
+        said = f"{n} valid answers take only {distinct.size} distinct values (fewer than {min_distinct})"
+    return f"{DEGENERATE}: {said}; a model of them is not identified (its parameters and fit are null)"
+
+
+def _numeric(values: Any) -> bool:
+    try:
+        np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def valid_answers(trials: pd.DataFrame) -> pd.Series:
+    """The ``action`` of every row holding a valid answer (what a subject answered)."""
+    if "valid" not in trials.columns or "action" not in trials.columns:
+        return pd.Series([], dtype="float64")
+    keep = trials["valid"].fillna(False).to_numpy(dtype=bool)
+    return trials["action"][keep].dropna()
+
+
+def degenerate_units(trials: pd.DataFrame, min_distinct: int = MIN_DISTINCT_ANSWERS) -> dict[Any, str]:
+    """The subjects (units) of ``trials`` whose valid answers are degenerate
+    (:func:`degenerate_reason`), each with its reason; a subject without a valid answer is left
+    to the no-data rule (:func:`no_data_result`)."""
+    answers = valid_answers(trials)
+    if answers.empty:
+        return {}
+    subjects = trials.loc[answers.index, "subject"]
+    out: dict[Any, str] = {}
+    for subject, group in answers.groupby(subjects.to_numpy(), sort=True):
+        reason = degenerate_reason(group.to_numpy(), min_distinct)
+        if reason is not None:
+            out[subject.item() if isinstance(subject, np.generic) else subject] = reason
+    return out
+
+
+def _unit_id(row: Mapping[str, Any]) -> Any:
+    key = row.get("subject", row.get("run"))
+    return key.item() if isinstance(key, np.generic) else key
+
+
+def null_unidentified(result: dict[str, Any], trials: pd.DataFrame, keys: tuple[str, ...],
+                      min_distinct: int = MIN_DISTINCT_ANSWERS, unit: str = "per_subject") -> dict[str, Any]:
+    """``result`` (a metrics result of ``trials``) under the one rule for degenerate answers: where
+    the valid answers of the whole table are degenerate (:func:`degenerate_reason`), a flag says
+    so and every key of ``keys`` in ``result["metrics"]`` is ``null`` with the reason in
+    ``null_reasons``; where only some subjects' (runs') answers are, a flag names them and their
+    rows of ``result[unit]`` hold ``null`` for ``keys``.  Metrics that describe the answers as
+    they are (a mean, a reward rate, an error) keep their values: ``keys`` names those estimated
+    through a model the answers do not identify (:attr:`MetricsSpec.unidentified`)."""
+    answers = valid_answers(trials)
+    if answers.empty:
+        return result
+    flags = list(result.get("flags") or [])
+    reasons: dict[str, str] = dict(result.get("null_reasons") or {})
+    metrics = dict(result.get("metrics") or {})
+    table_reason = degenerate_reason(answers.to_numpy(), min_distinct)
+    if table_reason is not None:
+        nulled = [k for k in keys if k in metrics]
+        metrics.update(dict.fromkeys(nulled))
+        reasons.update(dict.fromkeys(nulled, table_reason))
+        if not any(f.startswith(DEGENERATE) for f in flags):
+            flags.append(table_reason + (f"; null: {', '.join(nulled)}" if nulled else
+                                         "; the metrics describe the answers as they are"))
+    out = {**result, "metrics": metrics, "flags": flags}
+    if reasons:
+        out["null_reasons"] = reasons
+    units = degenerate_units(trials, min_distinct)
+    if unit in result and units:
+        out[unit] = [_row_nulled(row, keys) if _unit_id(row) in units else row for row in result[unit]]
+    if units and table_reason is None:
+        flags.append(_units_flag(list(units), keys))
+    return out
+
+
+def _units_flag(units: list[Any], keys: tuple[str, ...]) -> str:
+    """The flag naming the units whose answers are degenerate (the table's are not)."""
+    named = ", ".join(str(u) for u in units[:10]) + (" …" if len(units) > 10 else "")
+    nulled_row = f"; null in their rows: {', '.join(keys)}" if keys else ""
+    return (f"{DEGENERATE} of {len(units)} unit(s) ({named}): all their valid answers are one value, "
+            f"so a model of them is not identified{nulled_row}")
+
+
+def _row_nulled(row: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: (None if k in keys else v) for k, v in row.items()}

@@ -183,7 +183,9 @@ def fit(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os
         lapse: str = "none") -> pd.DataFrame | BayesFit:
     """Fit ``model`` to a trial table or file (``cogtestbed fit``).
 
-    ``method="mle"``: one row per subject (estimates, NLL, AIC, BIC, convergence);
+    ``method="mle"``: one row per subject (estimates, NLL, AIC, BIC, convergence, and whether the
+    subject's answers identify the model: ``identified``, ``null_reason``; a subject whose valid
+    answers take one value has NaN estimates);
     ``method="hierarchical"``: the posterior, an object with ``.idata`` (arviz InferenceData),
     ``.diagnostics`` and ``.subject_summary()``.  Where the experiment pools sessions, the runs
     of each agent are fitted together as one subject unless ``separate_runs``.  ``lapse``: the
@@ -193,7 +195,7 @@ def fit(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os
     cog = fit_model(exp, model, method, lapse)
     table, _, _ = fit_table(exp, table_or_path, source, separate_runs)
     if method == "mle":
-        return cog.fit_mle(table)
+        return cog.fit_identified(table)
     from cogtestbed.inference.hierarchical import fit_hierarchical
 
     return fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws)

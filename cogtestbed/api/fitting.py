@@ -29,7 +29,7 @@ def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.P
     """Fit ``model`` to the trial table or published data file ``path`` and write the fit to the
     folder ``output`` (``cogtestbed fit``; ``force`` overwrites its files); return the summary it
     writes as ``summary.json`` (model, source, subjects, unit; MLE: the parameters' means, summed
-    AIC and BIC; hierarchical: the population medians and 90 % intervals, diagnostics, LOO).
+    AIC and BIC over the subjects whose answers identify the model, a flag naming the others; hierarchical: the population medians and 90 % intervals, diagnostics, LOO).
 
     ``experiment``: default, the table's experiment column, else the one experiment declaring
     ``model``.  Files: ``mle.csv`` (MLE, one row per subject, equal to :func:`cogtestbed.fit`'s
@@ -37,7 +37,7 @@ def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.P
     receives the progress notes (sampling started, diagnostics).
     """
     from cogtestbed.api.core import fit_model, fit_table, get_experiment
-    from cogtestbed.inference.base import invalid_rate
+    from cogtestbed.inference.base import invalid_rate, mle_summary
     from cogtestbed.outputs import atomic_write_bytes, output_dir
     from cogtestbed.registry import experiment_of
 
@@ -52,12 +52,10 @@ def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.P
         if lapse != "none":  # the lapse term models random answers; invalid ones are a binomial rate
             payload.update({"lapse": lapse, "invalid_rate": invalid_rate(table)})
         if method == "mle":
-            fits = cog.fit_mle(table)
+            fits = cog.fit_identified(table)
             dest = out / "mle.csv"
             atomic_write_bytes(dest, lambda tmp: fits.to_csv(tmp, index=False))
-            payload.update({"files": [str(dest)],
-                            "mean": {p: float(fits[p].mean()) for p in cog.parameters.names},
-                            "aic": float(fits["aic"].sum()), "bic": float(fits["bic"].sum())})
+            payload.update({"files": [str(dest)], **mle_summary(fits, cog.parameters.names)})
         else:
             payload.update(_hierarchical(cog, table, out, draws, chains, seed, payload["n_subjects"], log_likelihood,
                                          max_draws, say))

@@ -20,7 +20,7 @@ from cogtestbed.experiments.spec import (
     StudyDecl,
     lazy,
 )
-from cogtestbed.inference.causal import MODELS, collider_metrics
+from cogtestbed.inference.causal import FIT_KEYS, MODELS, collider_metrics
 from cogtestbed.metrics_result import MetricOption
 from cogtestbed.tables.causal import SCHEMA
 
@@ -62,7 +62,7 @@ SPEC = ExperimentSpec(
         "cbn-4p": Generator("cbn", _from_4p, {"noise_sd": SIMULATION_NOISE_SD}),
     },
     metrics=MetricsSpec(
-        collider_metrics, unit="per_subject", headline=("lad", "loocv_r2", "ea", "mv"),
+        collider_metrics, unit="per_subject", headline=("lad", "loocv_r2", "ea", "mv"), unidentified=FIT_KEYS,
         options={
             "scheme": MetricOption("scheme", "CBN scheme: 3p, 4p or auto (max LOOCV R^2)", "auto",
                                    ("3p", "4p", "auto")),

@@ -35,6 +35,8 @@ SPEC = ExperimentSpec(
         magnitude_metrics, unit="per_subject", headline=("nrmse", "bcs", "bcs_per_task", "w_prior",
                                                          "factor_evidence", "rre", "bayesbench",
                                                          "bias_variance", "image_weight"),
+        unidentified=("bcs", "bcs_per_task", "bcs_signs", "w_prior", "w_prior_se", "factor_evidence", "rre",
+                      "bayesbench", "image_weight", "cue_combination", "combiner_fit"),
         options={
             "bootstrap": MetricOption("bootstrap", "session-preserving bootstrap rounds (0: none)", 30, None, int),
             "seed": MetricOption("seed", "seed of the bootstrap", 0, None, int),

@@ -181,12 +181,26 @@ class MetricsSpec:
     #: accumulated once: a sequential plan tests many prefixes of each simulated table), or
     #: ``None`` for a unit whose result is computed by ``fn`` itself; None: ``fn`` on each prefix.
     prefixes: Callable[..., list[Any]] | None = None
+    #: Keys of the headline metrics and of the unit rows that are estimated through a model and so
+    #: not identified by answers without variation: null (with the reason and a flag) where the
+    #: valid answers of the table, or of a unit's row, take fewer than :attr:`min_distinct_answers`
+    #: values (:func:`cogtestbed.no_data.null_unidentified`, the one rule of every experiment).
+    #: Descriptive metrics (a reward rate, a mean, an error) keep their values.
+    unidentified: tuple[str, ...] = ()
+    min_distinct_answers: int = 2
+
+    def _checked(self, result: Any, trials: pd.DataFrame) -> MetricsResult:
+        """``result`` of ``fn`` on ``trials`` under the rules of every experiment: degenerate
+        answers null what they do not identify, non-finite headlines are null."""
+        from cogtestbed.no_data import null_nonfinite, null_unidentified
+
+        return cast(MetricsResult, null_nonfinite(null_unidentified(
+            dict(result), trials, self.unidentified, self.min_distinct_answers, self.unit)))
 
     def on_prefixes(self, trials: pd.DataFrame, sizes: Sequence[int], **options: Any) -> list[MetricsResult]:
         """This spec called on the first n units of ``trials`` (subject ids below n) for each n of
         ``sizes``: through :attr:`prefixes` where the experiment has it (same values to rounding),
         else one call per prefix."""
-        from cogtestbed.no_data import null_nonfinite
         from cogtestbed.schema import canonical_rows
 
         fast = self.prefixes(canonical_rows(trials), list(sizes), **options) if self.prefixes is not None else None
@@ -198,7 +212,7 @@ class MetricsSpec:
             if fast is None or fast[i] is None or not has_data:  # no data: the spec's own null result
                 out.append(self(trials[subject < n], **options))
             else:
-                out.append(cast(MetricsResult, null_nonfinite(fast[i])))
+                out.append(self._checked(fast[i], trials[subject < n]))
         return out
 
     def resolve(self, name: str) -> str:
@@ -209,17 +223,17 @@ class MetricsSpec:
         return folded.get(name.lower(), name)
 
     def __call__(self, trials: pd.DataFrame, **options: Any) -> MetricsResult:
-        from cogtestbed.no_data import no_data_result, null_nonfinite, valid_rows
+        from cogtestbed.no_data import no_data_result, valid_rows
         from cogtestbed.schema import canonical_rows  # rows in one order: results never depend on the file's
 
         if valid_rows(trials) == 0:  # no data, no number (cogtestbed.no_data)
             return cast(MetricsResult, no_data_result(trials, self.headline, self.unit))
-        result = null_nonfinite(self.fn(canonical_rows(trials), **options))
-        problems = metrics_result_problems(result, self.unit)
+        raw = self.fn(canonical_rows(trials), **options)
+        problems = metrics_result_problems(raw, self.unit)
         if problems:
             name = getattr(self.fn, "__qualname__", repr(self.fn))
             raise TypeError(f"metrics function {name} does not return a MetricsResult: " + "; ".join(problems))
-        return cast(MetricsResult, result)
+        return self._checked(raw, trials)
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,9 @@ class CognitiveModel(ABC):
     grid_points: ClassVar[int] = 7
     #: Local optimisations per fit (grid local minima first, see :meth:`start_order`).
     n_starts: ClassVar[int] = 5
+    #: Fewest distinct valid answers of a subject from which :meth:`fit_identified` fits it
+    #: (:data:`cogtestbed.no_data.MIN_DISTINCT_ANSWERS`).
+    min_distinct_answers: ClassVar[int] = 2
     #: Named linear contrasts of parameters that studies may test (power analysis), e.g.
     #: ``{"optimism_bias": {"alpha_pos": 1.0, "alpha_neg": -1.0}}`` for α⁺ − α⁻.
     contrasts: ClassVar[Mapping[str, Mapping[str, float]]] = {}
@@ -503,6 +506,47 @@ class CognitiveModel(ABC):
             )
         return pd.DataFrame(rows)
 
+    def fit_identified(self, trials: pd.DataFrame, n_starts: int | None = None) -> pd.DataFrame:
+        """:meth:`fit_mle` under the rule for degenerate answers (:mod:`cogtestbed.no_data`): a
+        subject whose valid answers take fewer than :attr:`min_distinct_answers` values is not
+        fitted (its parameters, NLL, AIC and BIC are NaN, ``converged`` False); every row says
+        whether it is ``identified`` and, where it is not, why (``null_reason``).  What
+        ``cogtestbed fit`` and :func:`cogtestbed.fit` report; the studies fit simulated data
+        with :meth:`fit_mle` (an estimate at a bound is their finding)."""
+        from cogtestbed.no_data import degenerate_units
+
+        data = self.subject_data(trials)
+        self.require_observations(data)
+        degenerate = degenerate_units(trials, self.min_distinct_answers)
+        keys = [k for k in data if k not in degenerate]
+        fits = self.fit_mle(trials, n_starts=n_starts, subjects=keys) if keys else pd.DataFrame()
+        nan = float("nan")
+        skipped = pd.DataFrame([{"subject": k, **dict.fromkeys(self.parameters.names, nan), "nll": nan, "aic": nan,
+                                 "bic": nan, "n_obs": self.n_observations(data[k]), "converged": False}
+                                for k in data if k in degenerate])
+        out = pd.concat([f for f in (fits, skipped) if not f.empty], ignore_index=True)
+        out["identified"] = [k not in degenerate for k in out["subject"]]
+        out["null_reason"] = [degenerate.get(k) for k in out["subject"]]
+        order = {k: i for i, k in enumerate(data)}
+        return out.sort_values("subject", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+
+
+def mle_summary(fits: pd.DataFrame, names: Sequence[str]) -> dict[str, Any]:
+    """The summary of an MLE table (:meth:`CognitiveModel.fit_identified`):
+    mean estimates, summed AIC / BIC over the identified subjects (null, with the reason, where
+    none is), and a flag naming the subjects whose answers identify no model."""
+    ok = fits[fits["identified"]]
+    out: dict[str, Any] = {
+        "mean": {p: float(ok[p].mean()) if len(ok) else None for p in names},
+        "aic": float(ok["aic"].sum()) if len(ok) else None, "bic": float(ok["bic"].sum()) if len(ok) else None,
+        "n_identified": len(ok), "flags": []}
+    bad = fits[~fits["identified"]]
+    if len(bad):
+        named = ", ".join(str(s) for s in bad["subject"].head(10))
+        out["flags"].append(f"{len(bad)} subject(s) ({named}) not fitted: {bad['null_reason'].iloc[0]}")
+    if not len(ok):
+        out["null_reasons"] = dict.fromkeys(("mean", "aic", "bic"), str(bad["null_reason"].iloc[0]))
+    return out
 
 
 # ----------------------------------------------------------------------------- lapse mixture

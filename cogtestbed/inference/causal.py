@@ -41,6 +41,7 @@ import pandas as pd
 from numba import njit
 from scipy import stats
 
+from cogtestbed import no_data
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.inference.cbn import (
     M1,
@@ -375,23 +376,16 @@ def _spearman_rows(x: np.ndarray, z: np.ndarray) -> np.ndarray:
         return (rx * rz).sum(1) / den
 
 
-#: Fewest distinct valid answers from which the CBN fit is reported: answers without variation
-#: (SmolLM2 answering "100" to every query) fit any parameters whose predictions sit at that value,
-#: so b, m and p_c are not identified.  A named default; no paper states it.
-MIN_DISTINCT_ANSWERS = 2
-#: The fit's keys that are null when the answers do not identify the model.
+#: The fit's keys that are null when the answers do not identify the model (fewer than
+#: :data:`~cogtestbed.no_data.MIN_DISTINCT_ANSWERS` distinct values: the rule of every experiment).
 FIT_KEYS = ("b", "m1", "m2", "p_c", "lad", "mae", "rmse", "r2", "loocv_r2", "loocv_rmse", "aic", "bic",
             "loss", "normative_reasoner")
 
 
 def degenerate_reason(y: np.ndarray) -> str | None:
-    """Why answers ``y`` identify no CBN fit (fewer than :data:`MIN_DISTINCT_ANSWERS` distinct
-    values), or ``None``."""
-    values = np.unique(np.asarray(y, dtype=np.float64))
-    if values.size >= MIN_DISTINCT_ANSWERS:
-        return None
-    said = f"all {len(y)} valid answers are {100 * values[0]:g} (0–100 scale)" if values.size else "no valid answer"
-    return f"degenerate answers: {said}; the model is not identified (its parameters and fit are null)"
+    """Why answers ``y`` (0–1 scale) identify no CBN fit, or ``None``
+    (:func:`cogtestbed.no_data.degenerate_reason`, shown on the 0–100 scale)."""
+    return no_data.degenerate_reason(y, scale=100.0, unit=" (0–100 scale)")
 
 
 def _metrics_block(task: np.ndarray, y: np.ndarray, scheme: str, **kw: Any) -> dict[str, Any]:

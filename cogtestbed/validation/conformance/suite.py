@@ -55,6 +55,7 @@ from cogtestbed.validation.conformance.edge_checks import bound_edge_problems, c
 from cogtestbed.validation.conformance.edge_checks import fail as _fail
 from cogtestbed.validation.conformance.table_checks import (
     check_all_invalid_metrics,
+    check_constant_answers,
     check_permuted_table,
     check_schema_fast_path,
 )
@@ -1420,6 +1421,7 @@ CHECKS: dict[str, CheckFn] = {
     "declared_studies": check_declared_studies,
     "permuted_table": check_permuted_table,
     "all_invalid_metrics": check_all_invalid_metrics,
+    "constant_answers": check_constant_answers,
 }
 
 

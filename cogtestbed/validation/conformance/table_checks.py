@@ -7,6 +7,8 @@ in :data:`cogtestbed.validation.conformance.suite.CHECKS`):
 * :func:`check_permuted_table`: the metrics of a table and of the same rows in another order are
   identical to the last bit (every metric sorts by its declared keys or is seeded per unit, never
   per row position);
+* :func:`check_constant_answers`: answers without variation (the table's, one subject's) are flagged,
+  the metrics they do not identify are null with a reason and every model's fit of them is null;
 * :func:`check_all_invalid_metrics`: a table whose every answer is invalid yields no number: every
   headline metric is ``null``, named with a reason in ``null_reasons`` and flagged in ``flags``,
   never 0, and ``n_invalid`` counts every row.
@@ -195,17 +197,100 @@ def null_problems(result: Mapping[str, Any], headline: tuple[str, ...], n_rows: 
     return problems
 
 
-def check_all_invalid_metrics(spec: ExperimentSpec, config: CheckConfig) -> None:
-    """A table of invalid answers only gives null headline metrics with reasons and a flag, never a number."""
+def checked_metrics(spec: ExperimentSpec, table: pd.DataFrame, what: str) -> Mapping[str, Any]:
+    """The metrics (smoke options) of ``table``, a valid table of ``spec`` (a crash is a
+    :class:`ConformanceError` naming ``what``)."""
     from cogtestbed.registry import validate_table
 
-    table = all_invalid(_smoke_table(spec, config))
     validate_table(table, spec.name, spec=spec)
     try:
-        result = spec.metrics(table, **dict(spec.metrics.smoke_options))
+        return spec.metrics(table, **dict(spec.metrics.smoke_options))
     except Exception as exc:  # noqa: BLE001 - a crash is the finding
-        raise ConformanceError(f"{spec.name}: metrics of an all-invalid table raised "
-                               f"{type(exc).__name__}: {str(exc)[:200]}") from None
+        raise ConformanceError(f"{spec.name}: metrics of {what} raised {type(exc).__name__}: "
+                               f"{str(exc)[:200]}") from None
+
+
+def check_all_invalid_metrics(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """A table of invalid answers only gives null headline metrics with reasons and a flag, never a number."""
+
+    table = all_invalid(_smoke_table(spec, config))
+    result = checked_metrics(spec, table, "an all-invalid table")
     problems = null_problems(result, tuple(spec.metrics.headline), len(table))
     if problems:
         raise ConformanceError(f"{spec.name}: an all-invalid table gives numbers: " + "; ".join(problems[:6]))
+
+
+# ----------------------------------------------------------------------------- degenerate answers
+#: Subjects of the table :func:`check_constant_answers` edits: one made constant, one left as it is.
+CONSTANT_SUBJECTS = 2
+
+
+def constant_answers(table: pd.DataFrame, subjects: Any = None) -> pd.DataFrame:
+    """``table`` with every valid answer (of ``subjects``; None: of every subject) replaced by the
+    smallest valid answer of the table (what an LLM answering "100" to every query records; the
+    smallest keeps every declared row rule such as pumps ≤ the balloon's maximum)."""
+    out = table.copy()
+    valid = out["valid"].fillna(False).to_numpy(dtype=bool)
+    answer = out.loc[valid, "action"]
+    copies = [c for c in out.columns if c != "action" and _same_values(out.loc[valid, c], answer)]
+    rows = valid if subjects is None else valid & out["subject"].isin(list(subjects)).to_numpy()
+    for column in ("action", *copies):  # columns holding the answer again (BART's pumps, its reward) with it
+        out.loc[rows, column] = answer.min()
+    return out
+
+
+def _same_values(a: pd.Series, b: pd.Series) -> bool:
+    """Whether ``a`` equals ``b`` in most rows (a copy of the answer, or a reward paid as the answer)."""
+    try:
+        return bool(np.mean(np.asarray(a.to_numpy() == b.to_numpy(), dtype=bool)) > 0.5)
+    except (TypeError, ValueError):
+        return False
+
+
+def constant_answer_problems(spec: ExperimentSpec, result: Mapping[str, Any], whole_table: bool,
+                             unit_ids: set[Any]) -> list[str]:
+    """Why ``result`` (metrics of a table whose answers are constant: everywhere, or for the units
+    ``unit_ids``) does not say so in a flag with null for :attr:`MetricsSpec.unidentified`."""
+    from cogtestbed.no_data import DEGENERATE
+
+    keys = spec.metrics.unidentified
+    problems = []
+    if not any(str(f).startswith(DEGENERATE) for f in result.get("flags", [])):
+        problems.append(f"no flag starts with {DEGENERATE!r}: {result.get('flags')}")
+    if whole_table:
+        reasons = result.get("null_reasons") or {}
+        for key in keys:
+            if key in result["metrics"] and result["metrics"][key] is not None:
+                problems.append(f"metric {key!r} is {str(result['metrics'][key])[:60]}, not null")
+            elif key in result["metrics"] and key not in reasons:
+                problems.append(f"metric {key!r} is null without a reason in null_reasons")
+    for row in result.get(spec.metrics.unit) or []:
+        ident = row.get("subject", row.get("run"))
+        if whole_table or ident in unit_ids:
+            problems += [f"unit {ident!r}: {key!r} is {str(row[key])[:60]}, not null"
+                         for key in keys if key in row and row[key] is not None]
+    return problems
+
+
+def check_constant_answers(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """Answers without variation (a table's, one subject's) are flagged as degenerate, the metrics
+    they do not identify (:attr:`MetricsSpec.unidentified`) are null with a reason, in the
+    headline and in the unit's row, and every model's fit of them is null (``identified`` False,
+    with the reason), never an estimate (:mod:`cogtestbed.no_data`)."""
+    from cogtestbed.simulation import simulate
+
+    table = simulate(spec, spec.declared_agents[0], CONSTANT_SUBJECTS, config.seed, design=spec.design_cls())
+    first = sorted(table["subject"].unique())[:1]
+    problems: list[str] = []
+    for what, edited, whole in (("every answer", constant_answers(table), True),
+                                (f"subject {first[0]}'s answers", constant_answers(table, first), False)):
+        result = checked_metrics(spec, edited, f"constant answers ({what})")
+        problems += [f"{what} constant: {p}" for p in
+                     constant_answer_problems(spec, result, whole, set(first))]
+        for name in sorted(spec.models) if whole else ():
+            fits = spec.model(name).fit_identified(edited)
+            params = list(spec.model(name).parameters.names)
+            if fits["identified"].any() or fits[params].notna().any().any() or fits["null_reason"].isna().any():
+                problems.append(f"{what} constant: model {name!r} reports an estimate (or no reason)")
+    if problems:
+        raise ConformanceError(f"{spec.name}: constant answers: " + "; ".join(problems[:8]))

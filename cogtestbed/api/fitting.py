@@ -29,7 +29,8 @@ def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.P
     """Fit ``model`` to the trial table or published data file ``path`` and write the fit to the
     folder ``output`` (``cogtestbed fit``; ``force`` overwrites its files); return the summary it
     writes as ``summary.json`` (model, source, subjects, unit; MLE: the parameters' means, summed
-    AIC and BIC over the subjects whose answers identify the model, a flag naming the others; hierarchical: the population medians and 90 % intervals, diagnostics, LOO).
+    AIC and BIC over the subjects whose answers identify the model, a flag naming the others;
+    hierarchical: the population medians and 90 % intervals, diagnostics, LOO).
 
     ``experiment``: default, the table's experiment column, else the one experiment declaring
     ``model``.  Files: ``mle.csv`` (MLE, one row per subject, equal to :func:`cogtestbed.fit`'s

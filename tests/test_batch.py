@@ -248,3 +248,66 @@ def test_resume_finds_a_batch_created_before_its_id_was_recorded(tmp_path: Path,
 
     with pytest.raises(ValueError, match="batch\\(es\\) in flight: resume it with --batch"):
         asyncio.run(_start_batches(_Plain(), _Dir(), budget))  # type: ignore[arg-type]
+
+
+def _one_batched_answer(client: Any, tmp_path: Path, budget: Any) -> Any:
+    """Ask ``client`` (a BatchClient) one request as the only subject of a run; the answer or the error."""
+    from cogtestbed.llm_adapters.base import GenerateRequest
+    from cogtestbed.llm_adapters.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    client.attach(tmp_path, cache, budget, tmp_path / "spend.jsonl")
+
+    async def ask() -> Any:
+        client.live = 1
+        try:
+            return await client.agenerate(GenerateRequest("Which option, A or B?", max_tokens=4))
+        except Exception as exc:  # noqa: BLE001 - returned for the test to judge
+            return exc
+        finally:
+            await client.aclose()
+
+    try:
+        return asyncio.run(ask())
+    finally:
+        cache.close()
+
+
+def test_every_batch_api_request_is_counted_against_a_bounded_budget(tmp_path: Path, tiny_chat: Any) -> None:
+    """Upload, create, polls and downloads are no model calls, but each is a service request of the budget
+    (every one the emulator received, none uncounted), and the budget's bound stops the run before the next."""
+    from cogtestbed.llm_adapters.batch import BatchClient
+    from cogtestbed.llm_adapters.batch_server import BatchEmulator, serve_batches
+    from cogtestbed.llm_adapters.limits import Budget, BudgetExhausted, Price
+    from cogtestbed.llm_adapters.openai_client import OpenAIClient
+
+    emulator = BatchEmulator({"tiny-random-chat": tiny_chat}, polls=3)
+    with serve_batches(emulator) as url:
+        client = BatchClient(OpenAIClient("tiny-random-chat", base_url=url + "/v1"), poll=0.01)
+        budget = Budget(price=Price(1.0, 2.0))
+        gen = _one_batched_answer(client, tmp_path / "a", budget)
+    assert not isinstance(gen, Exception), gen
+    received = sum(emulator.tally.http.values())
+    # one upload, one create, polls until it ended, the retrieve for its files, the output file
+    assert emulator.tally.http["files.create"] == emulator.tally.http["batches.create"] == 1
+    assert emulator.tally.http["batches.retrieve"] >= 3 and emulator.tally.http["files.content"] >= 1
+    assert budget.service_requests == client.provider.http_requests == received
+    assert budget.spent.calls == 1 and budget.summary()["service_requests"] == received
+
+    emulator = BatchEmulator({"tiny-random-chat": tiny_chat}, polls=3)
+    with serve_batches(emulator) as url:
+        client = BatchClient(OpenAIClient("tiny-random-chat", base_url=url + "/v1"), poll=0.01)
+        budget = Budget(price=Price(1.0, 2.0), max_service_requests=3)
+        stopped = _one_batched_answer(client, tmp_path / "b", budget)
+    assert isinstance(stopped, BudgetExhausted), stopped
+    assert sum(emulator.tally.http.values()) == 3 == budget.service_requests  # upload, create, one poll; no 4th
+    assert "--max-service-requests 3" in str(stopped) and "batch poll" in str(stopped)
+    with pytest.raises(ValueError, match="max-service-requests"):
+        Budget(max_service_requests=-1)
+
+
+def test_the_command_lines_default_bound_on_service_requests_is_the_librarys() -> None:
+    from cogtestbed.api import run as run_api
+    from cogtestbed.llm_adapters.limits import DEFAULT_MAX_SERVICE_REQUESTS
+
+    assert run_api.DEFAULT_MAX_SERVICE_REQUESTS == DEFAULT_MAX_SERVICE_REQUESTS

@@ -36,17 +36,18 @@ def test_valid_rates_and_raw_answers_agree(report: dict[str, Any]) -> None:
     assert set(rows) == {("instrumental-learning", "completions"), ("instrumental-learning", "chat"),
                          ("collider", "chat"), ("revealed-belief", "completions")}
     completions = rows["instrumental-learning", "completions"]
-    # the prompt ends "A: Machine": answers parse on both routes.  The target (valid rates within
-    # 10 points) is not asserted: measured 83 % in process vs 42 % through llama.cpp, because the first
-    # answers differ (" D" vs " 3", near-equal logits under Q4_1 x 8-bit activations) and every later
-    # prompt quotes a different history (docs/real-model.md#a-third-party-server-llamacpp)
-    assert completions["valid_in_process"] > 0.5 and completions["valid_llama_cpp"] > 0.25, completions
+    # the target: valid rates within 10 points in completions mode.  Both routes send the same
+    # request (identical prompt tokens, sampling named explicitly) and llama.cpp serves the float32 copy of
+    # the GGUF the in-process route computes with (measured: 83 % on both, 24 of 24 raw answers identical;
+    # the Q4_1 file as shipped, multiplied with 8-bit activations, gives 42 %: `--weights shipped`)
+    assert report["served_weights"] == "float32"
+    assert completions["valid_in_process"] > 0.5 and completions["valid_difference_points"] <= 10.0, completions
+    assert report["summary"]["max_valid_difference_points_completions"] <= 10.0
     for key in (("instrumental-learning", "completions"), ("instrumental-learning", "chat"), ("collider", "chat")):
         row = rows[key]
-        # the same sessions, step for step; the answers are compared, not required equal: llama.cpp
-        # multiplies Q4_1 weights with 8-bit activations, the in-process copy is dequantised to float32,
-        # so greedy choices between near-equal tokens differ, and a CogBench history then diverges
         assert row["raw_answers_compared"] == row["text_calls"][0] == row["text_calls"][1] > 0, row
+        # float32 on both sides: greedy choices agree step for step (a near-tie may still split one)
+        assert row["raw_answers_identical"] >= row["raw_answers_compared"] - 1, row
 
 
 def test_exact_scores_are_within_half_a_nat_or_refused_with_a_message(report: dict[str, Any]) -> None:

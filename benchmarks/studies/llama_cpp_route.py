@@ -15,8 +15,17 @@ in-process scores, or refused with a message); the echoed scores llama.cpp gives
 when asked directly (bypassing the probe) show what the probe refused; a server started without
 ``--logits_all`` (HTTP 500 "logprobs is not supported") must fall back to sampling too.
 
+Both routes send the same request semantics: the prompt's tokens are identical (no BOS on either,
+the GGUF's chat template = the tokenizer's), and every request names its sampling explicitly
+(``NEUTRAL_SAMPLING`` and its extras: llama-cpp-python's server otherwise applies top_k 40, top_p
+0.95, min_p 0.05 and repeat_penalty 1.1).  ``--weights float32`` (default) serves the GGUF's
+float32 copy, the numbers the in-process route computes with; ``--weights shipped`` serves the Q4_1
+file as shipped, which llama.cpp multiplies with 8-bit activations (log-probabilities ~0.15 nats off:
+near-tied greedy choices swap and a session's history diverges).
+
     make test-servers                                    # builds .venv-llama, then the slow test
     COGTESTBED_LLAMA_PYTHON=.venv-llama/bin/python PYTHONPATH=. python benchmarks/studies/llama_cpp_route.py
+    ... llama_cpp_route.py --weights shipped --only instrumental-learning   # the Q4_1 file as shipped
 """
 
 from __future__ import annotations
@@ -151,18 +160,20 @@ def run_route(client: Any, name: str, mode: str, root: Path, label: str, overrid
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     from cogtestbed.llm_adapters.hf import HFClient
-    from cogtestbed.llm_adapters.llama_cpp import serve_llama_cpp
+    from cogtestbed.llm_adapters.llama_cpp import WEIGHTS, serve_llama_cpp
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--llama-python", default=None, help="the Python with llama-cpp-python[server]")
     ap.add_argument("--visits", type=int, default=6, help="instrumental learning: visits per casino (4 casinos)")
     ap.add_argument("--only", nargs="*", default=None, help="experiment names to run (default: all sessions)")
+    ap.add_argument("--weights", choices=WEIGHTS, default="float32",
+                    help="what llama.cpp serves: the GGUF's float32 copy (the in-process numbers) or the Q4_1 file")
     args = ap.parse_args(argv)
     hf = HFClient.smollm2()
-    report: dict[str, Any] = {"sessions": [], "no_logits_all": None}
+    report: dict[str, Any] = {"served_weights": args.weights, "sessions": [], "no_logits_all": None}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        with serve_llama_cpp(python=args.llama_python, log=root / "llama.log") as url:
+        with serve_llama_cpp(python=args.llama_python, log=root / "llama.log", weights=args.weights) as url:
             for name, mode, extra in SESSIONS:
                 if args.only and name not in args.only:
                     continue
@@ -175,7 +186,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     row["scoring"] = revealed(hf, here, there, root / f"llama-cpp-{name}-{mode}", url)
                 report["sessions"].append(row)
         if not args.only or "revealed-belief" in args.only:
-            with serve_llama_cpp(python=args.llama_python, logits_all=False, log=root / "llama-nologits.log") as url:
+            with serve_llama_cpp(python=args.llama_python, logits_all=False, log=root / "llama-nologits.log",
+                                 weights=args.weights) as url:
                 name, mode = "revealed-belief", "completions"
                 here = run_route(hf.with_chat(False), name, mode, root, "in-process-b", {})
                 there = run_route(recording_client(url, mode), name, mode, root, "llama-cpp-nologits", {})

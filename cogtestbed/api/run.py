@@ -47,6 +47,9 @@ EXIT_BUDGET_STOP = 3
 #: Default ``--retry-for`` in seconds; equal to the library's ``DEFAULT_RETRY_WINDOW`` (not imported
 #: here: the command line imports the library only inside command bodies).
 DEFAULT_RETRY_WINDOW = 120.0
+#: Default ``--max-service-requests``; equal to the library's ``DEFAULT_MAX_SERVICE_REQUESTS`` (not imported
+#: here, as above).
+DEFAULT_MAX_SERVICE_REQUESTS = 10_000
 #: Progress lines on a non-terminal stderr (logs, CI): one per this many finished subjects.
 PROGRESS_EVERY = 10
 
@@ -122,6 +125,8 @@ class RunRequest:
     batch: bool = False
     #: Seconds between polls of a batch.
     poll_every: float = 30.0
+    #: Most HTTP requests that are no model call (a batch API's uploads, polls, downloads) per invocation.
+    max_service_requests: int = DEFAULT_MAX_SERVICE_REQUESTS
 
 
 def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRequest, dict[str, Any] | None]:
@@ -155,7 +160,8 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRe
         concurrency=o["concurrency"], rpm=o["rpm"], tpm=o["tpm"], max_calls=o["max_calls"], max_cost=o["max_cost"],
         add_budget=o["add_budget"] or [], prices=o["prices"], allow_unpriced=o["allow_unpriced"], timeout=o["timeout"],
         retry_for=o["retry_for"], resume=o["resume"], progress_every=o["progress_every"], batch=o["batch"],
-        poll_every=o["poll_every"])
+        poll_every=o["poll_every"],
+        max_service_requests=o.get("max_service_requests", DEFAULT_MAX_SERVICE_REQUESTS))
     return request, p
 
 
@@ -184,6 +190,7 @@ def check_request(request: RunRequest) -> None:
     positive("--poll-every", request.poll_every)
     non_negative("--max-cost", request.max_cost)
     non_negative("--max-calls", request.max_calls)
+    non_negative("--max-service-requests", request.max_service_requests)
     non_negative("--retry-for", request.retry_for)
     non_negative("--temperature", request.temperature)
     if request.top_logprobs is not None and request.top_logprobs < 0:
@@ -293,7 +300,7 @@ def execute_run(request: RunRequest) -> Any:
     price = run_price(request, PriceTable(request.prices).lookup(request.llm))
     client.check_ready()
     store = ResponseCache(request.cache or default_cache())
-    budget = Budget(request.max_calls, None, price)
+    budget = Budget(request.max_calls, None, price, max_service_requests=request.max_service_requests)
     budget.max_cost = request.max_cost  # priced on opening the run (a resumed run may hold the limit)
     cached = CachedClient(client, store, budget, RateLimiter(request.rpm, request.tpm), shared=request.share_cache)
     total = request.subjects * exp.env_cls.max_steps(design_obj)

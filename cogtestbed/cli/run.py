@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from cogtestbed.api.run import (
+    DEFAULT_MAX_SERVICE_REQUESTS,
     DEFAULT_RETRY_WINDOW,
     EXIT_BUDGET_STOP,
     PROGRESS_EVERY,
@@ -86,6 +87,9 @@ def run(
         "Message Batches) at its batch price; sessions play in parallel waves, one batch per step.")] = False,
     poll_every: Annotated[float, typer.Option(
         help="With --batch: seconds between polls of a batch.")] = 30.0,
+    max_service_requests: Annotated[int, typer.Option(
+        min=0, help="With --batch: most requests to the batch API (uploads, polls, downloads, retries) in this "
+        "invocation; beyond it the run stops (exit 3) and --resume continues it.")] = DEFAULT_MAX_SERVICE_REQUESTS,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --output.")] = False,
     plan: Annotated[Path | None, typer.Option(
         help="plan.json of `cogtestbed plan`: its experiment, design, subjects, seed, answer settings and "

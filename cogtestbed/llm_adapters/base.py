@@ -29,6 +29,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from cogtestbed.errors import CogtestbedError
@@ -128,6 +129,21 @@ def decode_data_url(url: str) -> bytes:
     if not (url.startswith("data:") and sep and head.endswith(";base64")):
         raise ValueError("only base64 data: URLs are accepted as images")
     return base64.b64decode(payload)
+
+
+#: The sampling every generation asks for explicitly (issue 39): plain softmax at the request's
+#: temperature (greedy at 0) with every truncation and penalty off, on every route.  Servers default
+#: otherwise where a request leaves a field out (llama-cpp-python's server: top_k 40, top_p 0.95,
+#: min_p 0.05, repeat_penalty 1.1; vLLM: the model's ``generation_config.json``), so a request that
+#: names only the temperature is a different request per server.  These fields are OpenAI API fields,
+#: sent to every OpenAI-compatible endpoint.
+NEUTRAL_SAMPLING: Mapping[str, float] = MappingProxyType(
+    {"top_p": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0})
+#: The same for the fields OpenAI's API does not have but llama.cpp, vLLM and Ollama read (0 turns
+#: top-k off in llama.cpp and vLLM >= 0.8; llama.cpp names its penalty ``repeat_penalty``, vLLM
+#: ``repetition_penalty``): sent only to servers at a ``base_url`` (OpenAI refuses unknown fields).
+NEUTRAL_SAMPLING_EXTRAS: Mapping[str, float] = MappingProxyType(
+    {"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0, "repetition_penalty": 1.0})
 
 
 @dataclass(frozen=True)

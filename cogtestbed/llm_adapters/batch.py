@@ -20,8 +20,10 @@ call with the provider's message, as a refused HTTP request does.
 submitted, and settled with the usage its result reports (at the batch price: ``--batch`` prices the
 run with the price table's ``batch_discount``).  A line the provider never ran (expired, cancelled)
 bills nothing; a line that errored is a call with no tokens, as a failed HTTP request is; a re-asked
-line is booked again.  The batch API's own requests (upload, create, polls, downloads) bill nothing
-and are counted apart (``batch.http_requests`` in ``run.json``).
+line is booked again.  The batch API's own requests (upload, create, polls, downloads, each retry) bill
+nothing and are no calls, but each is counted against the budget's bound on service requests
+(:meth:`Budget.service_request`, ``--max-service-requests``: beyond it the run stops, resumable) and
+reported (``batch.http_requests`` and ``budget.service_requests`` in ``run.json``).
 
 **Resuming after a kill.**  Before anything of a wave is sent, ``RUN_DIR/batches.jsonl`` gets a
 ``submit`` line with every request of the wave (its custom id, cache key, request, and the ledger id
@@ -43,7 +45,7 @@ import logging
 import os
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,15 +109,28 @@ class Provider(ABC):
 
     def __init__(self, client: Any) -> None:
         self.client = client
-        #: HTTP requests made to the batch API (upload, create, polls, downloads).
+        #: HTTP requests made to the batch API (upload, create, polls, downloads; every retry).
         self.http_requests = 0
+        #: Told of each of them before it is sent (``Budget.service_request``: counted and bounded).
+        self.on_request: Callable[[str], None] | None = None
 
-    async def call(self, fn: Any) -> Any:
-        """One batch-API request with the client's retry policy (429/5xx/dropped connections)."""
+    def count(self, what: str) -> None:
+        """One HTTP request to the batch API is about to be sent (refused beyond the budget's bound)."""
+        if self.on_request is not None:
+            self.on_request(what)
         self.http_requests += 1
+
+    async def call(self, fn: Any, what: str = "batch API request") -> Any:
+        """One batch-API request with the client's retry policy (429/5xx/dropped connections); each
+        attempt is counted (:meth:`count`)."""
         errors = self.connection_errors()
+
+        async def attempt() -> Any:
+            self.count(what)
+            return await fn()
+
         try:
-            return await call_with_retries(fn, self.client.retry, errors, lambda e, d: None)
+            return await call_with_retries(attempt, self.client.retry, errors, lambda e, d: None)
         except BackendError as exc:
             raise BackendError(f"{self.client.spec} batch API at {self.client.where}: {exc}", exc.status) from None
 
@@ -177,15 +192,16 @@ class OpenAIBatches(Provider):
     async def submit(self, lines: list[dict[str, Any]], tag: str) -> str:
         sdk = self.client._client()
         data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
-        uploaded = await self.call(lambda: sdk.files.create(file=("requests.jsonl", data), purpose="batch"))
+        uploaded = await self.call(lambda: sdk.files.create(file=("requests.jsonl", data), purpose="batch"),
+                                   "batch file upload")
         batch = await self.call(lambda: sdk.batches.create(
             input_file_id=uploaded.id, endpoint=self.client.endpoint, completion_window=COMPLETION_WINDOW,
-            metadata={"cogtestbed_tag": tag}))
+            metadata={"cogtestbed_tag": tag}), "batch create")
         return str(batch.id)
 
     async def find(self, tag: str) -> str | None:
         sdk = self.client._client()
-        page = await self.call(lambda: sdk.batches.list(limit=100))
+        page = await self.call(lambda: sdk.batches.list(limit=100), "batch list")
         for batch in getattr(page, "data", []):
             if (batch.metadata or {}).get("cogtestbed_tag") == tag:
                 return str(batch.id)
@@ -193,7 +209,7 @@ class OpenAIBatches(Provider):
 
     async def status(self, batch_id: str) -> BatchStatus:
         sdk = self.client._client()
-        batch = await self.call(lambda: sdk.batches.retrieve(batch_id))
+        batch = await self.call(lambda: sdk.batches.retrieve(batch_id), "batch poll")
         counts = batch.request_counts
         ended = batch.status in ("completed", "expired", "cancelled", "failed")
         if batch.status == "failed":
@@ -206,12 +222,12 @@ class OpenAIBatches(Provider):
         if not file_id:
             return []
         sdk = self.client._client()
-        content = await self.call(lambda: sdk.files.content(file_id))
+        content = await self.call(lambda: sdk.files.content(file_id), "batch results download")
         return _json_lines(content.text, f"{self.client.spec}: batch file {file_id}")
 
     async def results(self, batch_id: str, requests: Mapping[str, GenerateRequest]) -> dict[str, LineOutcome]:
         sdk = self.client._client()
-        batch = await self.call(lambda: sdk.batches.retrieve(batch_id))
+        batch = await self.call(lambda: sdk.batches.retrieve(batch_id), "batch retrieve for its files")
         out: dict[str, LineOutcome] = {}
         for item in await self._file(batch.output_file_id) + await self._file(batch.error_file_id):
             request = requests.get(item["custom_id"])
@@ -248,12 +264,12 @@ class AnthropicBatches(Provider):
 
     async def submit(self, lines: list[dict[str, Any]], tag: str) -> str:
         sdk = self.client._client()
-        batch = await self.call(lambda: sdk.messages.batches.create(requests=lines))
+        batch = await self.call(lambda: sdk.messages.batches.create(requests=lines), "batch create")
         return str(batch.id)
 
     async def status(self, batch_id: str) -> BatchStatus:
         sdk = self.client._client()
-        batch = await self.call(lambda: sdk.messages.batches.retrieve(batch_id))
+        batch = await self.call(lambda: sdk.messages.batches.retrieve(batch_id), "batch poll")
         c = batch.request_counts
         total = c.processing + c.succeeded + c.errored + c.canceled + c.expired
         return BatchStatus(batch.processing_status, batch.processing_status == "ended", total, c.succeeded,
@@ -261,13 +277,13 @@ class AnthropicBatches(Provider):
 
     async def results(self, batch_id: str, requests: Mapping[str, GenerateRequest]) -> dict[str, LineOutcome]:
         sdk = self.client._client()
-        self.http_requests += 1  # results() retrieves the batch for its results_url, then reads it
 
-        async def read() -> list[Any]:
+        async def read() -> list[Any]:  # the SDK retrieves the batch for its results_url, then reads that
+            self.count("batch retrieve for its results")
             return [item async for item in await sdk.messages.batches.results(batch_id)]
 
         out: dict[str, LineOutcome] = {}
-        for item in await self.call(read):
+        for item in await self.call(read, "batch results download"):
             request = requests.get(item.custom_id)
             if request is None:
                 continue
@@ -460,6 +476,7 @@ class BatchClient(LLMClient):
         """Record this run's batches in ``run_dir``; answers go to ``cache`` (keys made as the response
         cache makes them: ``shared`` without the endpoint); lines book ``budget``."""
         self.attached = _Attached(BatchRecord(run_dir / BATCH_FILE), cache, budget, ledger, shared)
+        self.provider.on_request = budget.service_request  # every batch-API request counted and bounded
 
     def subject_finished(self) -> None:
         """A subject stopped playing (``live``: the subjects still playing, set by the run)."""

@@ -42,6 +42,8 @@ from typing import Any
 
 from cogtestbed.llm_adapters.base import (
     IMAGE_TOKEN_BOUND,
+    NEUTRAL_SAMPLING,
+    NEUTRAL_SAMPLING_EXTRAS,
     BackendUnavailable,
     ContinuationScore,
     GenerateRequest,
@@ -393,17 +395,22 @@ class HFClient(LLMClient):
         return enc["input_ids"][0].tolist(), extra
 
     def _generate_kwargs(self, request: GenerateRequest) -> dict[str, Any]:
-        """``generate``'s options: greedy at temperature 0, else plain softmax sampling."""
+        """``generate``'s options: greedy at temperature 0, else plain softmax sampling, every
+        truncation and penalty off whatever the model's ``generation_config`` says — what
+        :data:`~cogtestbed.llm_adapters.base.NEUTRAL_SAMPLING` (and its extras) ask a served model for,
+        so this route answers as a server does (issue 39)."""
         sample = request.temperature > 0
         kwargs: dict[str, Any] = dict(
             max_new_tokens=request.max_tokens, do_sample=sample, return_dict_in_generate=True,
+            repetition_penalty=NEUTRAL_SAMPLING_EXTRAS["repetition_penalty"], no_repeat_ngram_size=0,
             output_logits=True, pad_token_id=self.tokenizer.pad_token_id
             if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id,
         )
         if self.max_time is not None:  # a server's bound on one request's generation time
             kwargs["max_time"] = self.max_time
-        if sample:  # plain softmax sampling at the requested temperature (no top-k/top-p)
-            kwargs.update(temperature=request.temperature, top_k=0, top_p=1.0)
+        if sample:  # plain softmax sampling at the requested temperature (no top-k/top-p/min-p)
+            kwargs.update(temperature=request.temperature, top_k=NEUTRAL_SAMPLING_EXTRAS["top_k"],
+                          top_p=NEUTRAL_SAMPLING["top_p"], min_p=None)
         return kwargs
 
     def _top_logprobs(self, logits: Any, tokens: list[int], n_top: int) -> list[TokenLogprob]:

@@ -26,6 +26,12 @@ class BudgetExhausted(BudgetError, RuntimeError):
     """A new call would exceed ``--max-calls`` or ``--max-cost``; the run stops cleanly."""
 
 
+#: Service requests (HTTP requests that are no model call: a batch API's uploads, polls and downloads) one
+#: invocation of a run may make (``--max-service-requests``): 24 h of polls at the default 30 s (2,880) for
+#: a few waves.  A run stopped by it resumes where it stopped.
+DEFAULT_MAX_SERVICE_REQUESTS = 10_000
+
+
 class _Bucket:
     """Token bucket refilled at ``rate_per_min / 60`` per second holding one second's worth.
 
@@ -264,6 +270,11 @@ class Budget:
       not fit waits for running subjects to give back what they did not use, and is refused only
       when nothing is running.  So the budget is never spent on a subject that cannot finish.
       Calls of an admitted subject draw on its admission.
+    * **A service request** — an HTTP request that is not a model call (a batch API's upload, create,
+      polls, listing and downloads, each retry included) — bills no tokens and is no call, but is
+      counted (:meth:`service_request`) against its own bound, ``max_service_requests`` per
+      invocation (:data:`DEFAULT_MAX_SERVICE_REQUESTS` unless given); beyond it the run stops
+      (:class:`BudgetExhausted`), resumable.
     * ``spent`` carries the earlier invocations of a run directory (``--resume`` continues the
       same budget); ``ledger`` receives one JSON event per booking and per settlement, so that a
       killed run's in-flight calls are charged at their worst case when it resumes.
@@ -271,7 +282,10 @@ class Budget:
 
     def __init__(self, max_calls: int | None = None, max_cost: float | None = None,
                  price: Price | None = None, spent: Spend | None = None,
-                 ledger: Callable[[dict[str, object]], None] | None = None) -> None:
+                 ledger: Callable[[dict[str, object]], None] | None = None,
+                 max_service_requests: int | None = DEFAULT_MAX_SERVICE_REQUESTS) -> None:
+        if max_service_requests is not None and max_service_requests < 0:
+            raise ValueError(f"--max-service-requests must be a count >= 0, got {max_service_requests}")
         if max_cost is not None and price is None:
             raise ValueError("--max-cost needs a price for the model: add it to the price table "
                              "(--prices FILE)")
@@ -280,6 +294,8 @@ class Budget:
         self.ledger = ledger
         #: This invocation's new calls and usage (the run's totals are in ``spent``).
         self.calls = self.prompt_tokens = self.completion_tokens = 0
+        #: This invocation's service requests (:meth:`service_request`) and their bound (None: unbounded).
+        self.service_requests, self.max_service_requests = 0, max_service_requests
         self.cost = 0.0
         self.booked = Need()
         self.held: dict[int, Need] = {}
@@ -447,8 +463,19 @@ class Budget:
         if self.ledger is not None:
             self.ledger(event)
 
+    def service_request(self, what: str) -> None:
+        """Count one service request (``what``: e.g. "batch poll") before it is sent; :class:`BudgetExhausted`
+        (the run stops, resumable) where it would exceed ``max_service_requests``."""
+        if self.max_service_requests is not None and self.service_requests >= self.max_service_requests:
+            self.stopped = (f"the run made {self.service_requests} service requests (the batch API's uploads, "
+                            f"polls and downloads), its limit --max-service-requests {self.max_service_requests}; "
+                            f"the next ({what}) was not sent")
+            raise BudgetExhausted(self.stopped)
+        self.service_requests += 1
+
     def summary(self) -> dict[str, object]:
-        return {"new_calls": self.calls, "prompt_tokens": self.prompt_tokens,
+        return {"new_calls": self.calls, "service_requests": self.service_requests,
+                "max_service_requests": self.max_service_requests, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens,
                 "cost_usd": round(self.cost, 6) if self.price else None, "stopped": self.stopped,
                 "max_calls": self.max_calls, "max_cost": self.max_cost,

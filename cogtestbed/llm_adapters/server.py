@@ -46,7 +46,14 @@ from typing import Any
 
 import numpy as np
 
-from cogtestbed.llm_adapters.base import IMAGES_KEY, GenerateRequest, Generation, decode_data_url
+from cogtestbed.llm_adapters.base import (
+    IMAGES_KEY,
+    NEUTRAL_SAMPLING,
+    NEUTRAL_SAMPLING_EXTRAS,
+    GenerateRequest,
+    Generation,
+    decode_data_url,
+)
 from cogtestbed.llm_adapters.hf import HFClient
 
 
@@ -194,6 +201,17 @@ def _temperature(body: Mapping[str, Any]) -> float:
     if not 0.0 <= value <= 2.0:  # NaN fails too
         raise RequestError(400, f"'temperature' must be in [0, 2], got {value}", "temperature")
     return value
+
+
+def _plain_sampling(body: Mapping[str, Any]) -> None:
+    """Refuse (400) a sampling field this server does not implement set to anything but "off": it
+    samples plain softmax at the temperature (:data:`~cogtestbed.llm_adapters.base.NEUTRAL_SAMPLING`
+    and its extras are accepted; ``top_k`` -1 is vLLM's "off"), never silently otherwise."""
+    for key, off in {**NEUTRAL_SAMPLING, **NEUTRAL_SAMPLING_EXTRAS}.items():
+        value = _field(body, key, (int, float))
+        if value is not None and value != off and not (key == "top_k" and value == -1):
+            raise RequestError(400, f"{key!r} = {value} is not supported: this server samples plain softmax at "
+                               f"the temperature (send {key}: {off} or leave it out)", key)
 
 
 def _stops(body: Mapping[str, Any], key: str = "stop") -> tuple[str, ...]:
@@ -357,6 +375,7 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
         body = await _read_json(request, max_body)
         client = model_of(body)
         prompt, k, echo, max_tokens = _completion_fields(body)
+        _plain_sampling(body)
         req = GenerateRequest(prompt, max(1, max_tokens), _temperature(body), _stops(body),
                               _field(body, "seed", int), None if k is None else max(1, k))
         if max_tokens == 0:  # echo only: the prompt scored, nothing generated
@@ -383,6 +402,7 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
         if not client.chat:
             raise RequestError(400, f"model {body['model']!r} has no chat template; use /v1/completions", "model")
         want = _field(body, "logprobs", bool, False)
+        _plain_sampling(body)
         top = _field(body, "top_logprobs", int, 1)
         req = GenerateRequest([_openai_message(m) for m in _messages(body)],
                               _max_tokens(body, "max_completion_tokens", "max_tokens"), _temperature(body),

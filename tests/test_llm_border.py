@@ -430,3 +430,20 @@ def test_negative_or_nan_usage_is_flagged_and_never_credited(tmp_path: Path, cap
     calls = pd.read_parquet(tmp_path / "r" / "calls.parquet")
     bad = "prompt_tokens" if usage["prompt_tokens"] < 0 else "completion_tokens"
     assert calls[bad].isna().all()  # recorded as unknown, not as the number sent
+
+
+def test_a_changed_system_fingerprint_is_a_warning_and_run_json_keeps_both() -> None:
+    """OpenAI changes ``system_fingerprint`` when it changes its serving configuration: a resumed run is
+    not refused for it, but warned, and ``run.json``'s endpoint records every value seen."""
+    from types import SimpleNamespace
+
+    from cogtestbed.llm_adapters.runner import note_fingerprints
+
+    rundir = SimpleNamespace(manifest={"endpoint": {"url": "api.openai.com", "system_fingerprints": ["fp_a"]}})
+    warnings: list[dict[str, str]] = []
+    note_fingerprints(rundir, SimpleNamespace(inner=SimpleNamespace(system_fingerprints={"fp_a"})), warnings)
+    assert warnings == [] and rundir.manifest["endpoint"]["system_fingerprints"] == ["fp_a"]
+    note_fingerprints(rundir, SimpleNamespace(inner=SimpleNamespace(system_fingerprints={"fp_b", "fp_a"})), warnings)
+    assert rundir.manifest["endpoint"]["system_fingerprints"] == ["fp_a", "fp_b"]  # both values kept
+    assert len(warnings) == 1 and warnings[0]["kind"] == "system_fingerprint"
+    assert "fp_a before" in warnings[0]["message"] and "fp_b now" in warnings[0]["message"]

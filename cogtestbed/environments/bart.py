@@ -180,6 +180,9 @@ class BartEnv(TextEnv[BartDesign, BartSessions]):
     #: A balloon's pumps (``action``) lie in 0..M; it pays its pumps unless it popped (0 points).
     table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = BartDesign
+    #: The paper's "A: Option"; CogBench's code appends
+    #: :data:`~cogtestbed.environments.base.COGBENCH_CODE_ANSWER_SUFFIX`
+    #: (a space), dropped here so the prompt ends as the paper prints it (issue 39).
     answer_prefix: ClassVar[str] = "Option"
 
     def __init__(self, design: BartDesign | None = None, render_mode: str | None = None):

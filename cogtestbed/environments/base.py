@@ -403,6 +403,17 @@ class Outcomes:
         )
 
 
+#: The whitespace CogBench's released code appends to every answer prefix and cogtestbed drops — the
+#: one departure of its prompts' whitespace from that code (issue 39).  The paper (Coda-Forno et al.
+#: 2024, *CogBench*, the example prompts of its appendix, ``/work/shared/seeds/papers/002_*.txt``) prints
+#: every prompt ending without it: "... A: Machine", "A: I prefer option", "A: Option", "A: Alien" (after
+#: "A: Planet Y. You arrive at planet Y."); its code sets ``llm.format_answer = "Machine "`` (e.g.
+#: github.com/juliancodaforno/CogBench, Experiments/InstrumentalLearning/query.py).  cogtestbed sends the
+#: paper's text: no prompt ends in whitespace (checked for every experiment by the conformance suite),
+#: and a model's answer begins with its own space, as a byte-level BPE model writes a word after a word.
+COGBENCH_CODE_ANSWER_SUFFIX = " "
+
+
 class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     """Gymnasium environment with a rendered prompt and a parser (see module docstring).
 
@@ -418,10 +429,11 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     experiment: ClassVar[str]
     design_cls: ClassVar[type[Design]]
     #: Text an LLM's completion continues from (CogBench's ``format_answer``), without a trailing
-    #: space: the paper prints its prompts ending ``"A: Machine"`` (its released code appends a space),
-    #: and a served model reads a trailing space as a lone token it never saw before a word (SmolLM2
-    #: through llama.cpp: 1 valid answer in 24), so the answer begins with its own space (``" F"``)
-    #: and every route (HTTP servers, the in-process model) reads the same text (issue 39).
+    #: space: the paper prints its prompts ending ``"A: Machine"`` (its released code appends a space:
+    #: :data:`COGBENCH_CODE_ANSWER_SUFFIX`, the named departure from that code), and a served model
+    #: reads a trailing space as a lone token it never saw before a word (SmolLM2 through llama.cpp: 1
+    #: valid answer in 24), so the answer begins with its own space (``" F"``) and every route (HTTP
+    #: servers, the in-process model) reads the same text (issue 39).
     answer_prefix: ClassVar[str] = ""
     #: dtype of the recorded action: integer choices by default; tasks with a continuous answer
     #: (a Box phase: a rating, a probability) use ``np.float64`` and mark missing actions with NaN.

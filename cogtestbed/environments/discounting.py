@@ -333,6 +333,9 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
     #: Option 1/2 as 0/1; published summary rows (``item == "summary"``) carry scores, no answer.
     table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = DiscountingDesign
+    #: The paper's "A: I prefer option"; CogBench's code appends
+    #: :data:`~cogtestbed.environments.base.COGBENCH_CODE_ANSWER_SUFFIX`
+    #: (a space), dropped here so the prompt ends as the paper prints it (issue 39).
     answer_prefix: ClassVar[str] = "I prefer option"
 
     def __init__(self, design: DiscountingDesign | None = None, render_mode: str | None = None):

@@ -124,6 +124,9 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
     #: Arm 0/1; rewards are whole numbers of points (rounded Gaussian draws).
     table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = HorizonDesign
+    #: The paper's "A: Machine"; CogBench's code appends
+    #: :data:`~cogtestbed.environments.base.COGBENCH_CODE_ANSWER_SUFFIX`
+    #: (a space), dropped here so the prompt ends as the paper prints it (issue 39).
     answer_prefix: ClassVar[str] = "Machine"
 
     def __init__(self, design: HorizonDesign | None = None, render_mode: str | None = None):

@@ -125,6 +125,9 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
     #: Arm 0/1; rewards of 1 or 0 dollars; casinos 1–4 with reward probabilities in [0, 1].
     table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = InstrumentalDesign
+    #: The paper's "A: Machine"; CogBench's code appends
+    #: :data:`~cogtestbed.environments.base.COGBENCH_CODE_ANSWER_SUFFIX`
+    #: (a space), dropped here so the prompt ends as the paper prints it (issue 39).
     answer_prefix: ClassVar[str] = "Machine"
 
     def __init__(self, design: InstrumentalDesign | None = None, render_mode: str | None = None):

@@ -185,6 +185,9 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
     #: Spaceship 0/1 (``action``), alien 0/1 on the reached planet (−1: none), treasure 1/0.
     table_schema: ClassVar[TrialSchema] = SCHEMA
     design_cls: ClassVar[type[Design]] = TwoStepDesign
+    #: The paper's "A: Planet"; CogBench's code appends
+    #: :data:`~cogtestbed.environments.base.COGBENCH_CODE_ANSWER_SUFFIX`
+    #: (a space), dropped here so the prompt ends as the paper prints it (issue 39).
     answer_prefix: ClassVar[str] = "Planet"
 
     def __init__(self, design: TwoStepDesign | None = None, render_mode: str | None = None):

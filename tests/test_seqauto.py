@@ -148,3 +148,20 @@ def test_plan_looks_auto_end_to_end_small_study() -> None:
     if seq["design"]["futility"] is not None:
         assert seq["null"]["type1_futility"].startswith("futility stops ignored")
     checked_sequential(plan.payload["run"]["sequential"], "plan.json")
+
+
+def test_output_names_bounds_method_and_futility_rule() -> None:
+    """The text report says how the bounds were set and whether futility counts in the type-I error."""
+    from cogtestbed.validation.design.seqplan import _bounds_lines
+
+    d = {"futility": [0.1, 2.0], "futility_binding": False,
+         "calibration": {"method": "analytic bounds", "null_sims": 1000, "nominal_rate": 0.024,
+                         "nominal_rate_mc_se": 0.005, "side_level": 0.025}}
+    text = "\n".join(_bounds_lines(d))
+    assert "analytic bounds" in text and "non-binding: type-I error computed ignoring futility stops" in text
+    d = {**d, "futility_binding": True, "calibration": {"method": "simulated calibration", "null_sims": 1000,
+                                                        "shift": -0.2, "shift_mc_error": 0.05, "side_level": 0.025,
+                                                        "futility": "binding"}}
+    text = "\n".join(_bounds_lines(d))
+    assert "simulated calibration" in text and "moved by -0.200" in text
+    assert "binding: type-I error computed with" in text

@@ -57,6 +57,13 @@ def test_the_packaged_table_prices_every_model_family_the_docs_name() -> None:
     batch = table.lookup("openai:gpt-4o")
     assert batch is not None and batch.batch() == Price(1.25, 5.0)
     assert Price(1.0, 2.0).batch() is None  # no batch price known
+    # checked 2026-11-25 against Anthropic's batch page and model overview (prices.toml names the sources)
+    for spec in ("anthropic:claude-opus-4-20250514", "anthropic:claude-opus-4-1", "anthropic:claude-opus-4-1-20250805",
+                 "anthropic:claude-opus-4-0"):
+        assert table.lookup(spec) == Price(15.0, 75.0, 0.5), spec
+    assert table.lookup("anthropic:claude-haiku-4-5") == Price(1.0, 5.0, 0.5)
+    # Opus 4.5 and later: no official price found (third parties: $5/$25), so unpriced, never Opus 4's
+    assert table.lookup("anthropic:claude-opus-4-5") is None and table.lookup("anthropic:claude-opus-4-6") is None
 
 
 def test_an_unpriced_model_is_refused_by_one_function_unless_allowed() -> None:

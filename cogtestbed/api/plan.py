@@ -106,6 +106,7 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
          seed: int = 0, workers: int | None = None, looks: int | str | None = None, spending: str = "obrien-fleming",
          futility: bool = False, null: str | None = None, seq_sims: int | None = None,
          null_sims: int | None = None, lapse_fit: str | None = None, binding_futility: bool = False,
+         fit: str = "mle", fit_sims: int | None = None,
          say: Say = None) -> Plan:
     """Plan a study (``cogtestbed plan``): the cheapest design that reaches the target power
     (``power``) at level ``level``, priced by ``llm`` (``BACKEND:MODEL``; two for a metric
@@ -117,7 +118,9 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
     searched).  ``looks=K`` adds a group-sequential design; ``looks="auto"`` searches the looks
     (2–10), the spending function and futility on/off for the cheapest expected cost meeting α and
     the power (:mod:`cogtestbed.validation.design.seqauto`).  Futility is non-binding (its stops are
-    ignored in the type-I error) unless ``binding_futility``.  ``say`` receives progress lines.
+    ignored in the type-I error) unless ``binding_futility``.  ``fit="hierarchical"`` re-measures
+    the chosen design with the hierarchical fit on ``fit_sims`` fresh studies (a verification, not a
+    search: :mod:`cogtestbed.validation.design.fitcheck`).  ``say`` receives progress lines.
     The same arguments and seed give the same plan as the command line.
     """
     from cogtestbed.api.core import get_experiment
@@ -148,6 +151,13 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
                       test, agent, common)
     assert isinstance(spec, PlannedStudy)  # a power study of one of its three forms
     spec = _with_lapse_fit(spec, lapse_fit)
+    if fit != "mle" or fit_sims is not None:
+        from cogtestbed.validation.design.fitcheck import check_fit
+
+        check_fit(fit, spec, looks, fit_sims)
+        if precision is not None:
+            raise ValueError("--fit hierarchical verifies a power plan's design; --precision plans one subject's MLE "
+                             "(drop one of them)")
     spec, pilot_info = _pilot_and_lapses(spec, exp, None if pilot is None else Path(pilot), llms, given_base,
                                          given_params, invalid_rate, random_rate, say)
     if target is not None:
@@ -168,7 +178,20 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
         if looks is not None:
             _attach_looks(payload, result, pricer, exp, looks, spending, futility, seq_sims, n_workers, null,
                           None if say is None else planner.say, null_sims, binding_futility, mc_se)
+        if fit == "hierarchical":
+            _attach_fit_check(payload, result, exp, fit_sims, n_workers)
     return Plan(payload, result.size_name)
+
+
+def _attach_fit_check(payload: dict[str, Any], result: Any, exp: Any, sims: int | None, workers: int) -> None:
+    """``plan --fit hierarchical``: the chosen design re-measured with the hierarchical fit
+    (``payload["fit_check"]``), and the recovery warnings say whether that fit removes the MLE's bias."""
+    from cogtestbed.validation.design.fitcheck import HIERARCHICAL_SIMS, verify_hierarchical
+    from cogtestbed.validation.design.plan_report import recovery_warnings
+
+    payload["fit_check"] = verify_hierarchical(result.spec, exp, result.chosen.point, sims or HIERARCHICAL_SIMS,
+                                               workers)
+    payload["warnings"] = recovery_warnings(payload["recovery"], payload["fit_check"])
 
 
 def _extend_to(size_name: str, subjects: str | None, runs: str | None) -> int | None:

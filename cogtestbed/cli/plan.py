@@ -166,6 +166,11 @@ def plan(
     lapse_fit: Annotated[str | None, typer.Option(help="Plan with the lapse-aware fit the researcher will use "
                          "(model targets): none, fit (a lapse rate fitted per subject) or fixed=E. Default: none.")
                          ] = None,
+    fit: Annotated[str, typer.Option(help="The fit the researcher will report (model targets): mle (the search's "
+                   "per-subject MLE t-test) or hierarchical (then the chosen design is re-measured with the "
+                   "hierarchical PyMC fit on --fit-sims fresh studies: power, bias, coverage).")] = "mle",
+    fit_sims: Annotated[int | None, typer.Option(help="Fresh studies --fit hierarchical fits at the chosen design "
+                        "(default 20: power to +-0.09).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as one JSON object.")] = False,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write plan.json and report.html here.")] = None,
     forms: Annotated[str | None, typer.Option(
@@ -194,7 +199,8 @@ def plan(
         random_rate=random_rate, pilot=pilot, mc_se=mc_se, max_tokens=max_tokens, reask=reask,
         temperature=temperature, seed=seed,
         workers=workers, looks=looks, spending=spending, futility=futility, null=null, seq_sims=seq_sims,
-        null_sims=null_sims, lapse_fit=lapse_fit, binding_futility=binding_futility,
+        null_sims=null_sims, lapse_fit=lapse_fit, binding_futility=binding_futility, fit=fit,
+        fit_sims=fit_sims,
         say=None if quiet else _say)
     if result.kind == "precision":
         _emit_precision(result, output, as_json)
@@ -260,6 +266,11 @@ def _print_plan(payload: dict[str, Any], size_name: str) -> None:
 
         for line in sequential_lines(payload["sequential"], size_name):
             console.print(line, highlight=False)
+    if payload.get("fit_check"):
+        from cogtestbed.validation.design.fitcheck import fit_check_lines
+
+        for line in fit_check_lines(payload["fit_check"]):
+            console.print(line, highlight=False, soft_wrap=True, markup=False)
 
 
 def recovery_line(rec: dict[str, Any]) -> str:

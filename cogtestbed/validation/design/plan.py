@@ -1053,6 +1053,7 @@ def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: p
             "effect_bias": float(rows["estimate"].mean() - estimand),
             "effect_bias_mc_se": float(rows["estimate"].std(ddof=1) / math.sqrt(len(rows))) if len(rows) > 1
             else None, "studies": int(len(rows)), "lapse_fit": spec.lapse_fit,
+            "random_lapses": spec.lapse is not None and float(spec.lapse.random) > 0,
             "coverage": float(covered[has].mean()) if has.any() else float("nan"),
             "coverage_level": 1 - spec.level, "interval": str(rows["test"].iloc[0]),
             "subjects_scored": int(true_all[model.parameters.names[0]].size), "parameters": per}

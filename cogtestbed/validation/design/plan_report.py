@@ -185,18 +185,18 @@ COVERAGE_SLACK = 0.03
 BIAS_SHARE = 0.1
 
 
-def recovery_warnings(rec: Mapping[str, Any]) -> list[str]:
+def recovery_warnings(rec: Mapping[str, Any], fit_check: Mapping[str, Any] | None = None) -> list[str]:
     """The chosen design's recovery problems (model-level targets), each with what it means and the
     remedy: a biased per-subject MLE of the effect, an interval that covers less than it claims.
-    Measured on fresh studies at the design (:meth:`~cogtestbed.validation.design.plan.Planner.fresh_table`)."""
+    Measured on fresh studies at the design (:meth:`~cogtestbed.validation.design.plan.Planner.fresh_table`).
+    ``fit_check``: the design re-measured with the hierarchical fit (``plan --fit hierarchical``,
+    :mod:`~cogtestbed.validation.design.fitcheck`); the remedy then says whether it removes the bias."""
     if "effect_bias" not in rec:
         return []
     bias, size = rec["effect_bias"], rec.get("effect_size") or 0.0
     cov, nominal = rec.get("coverage"), rec.get("coverage_level")
     fit = "with a lapse term" if rec.get("lapse_fit") is not None else "without a lapse term"
-    remedy = ("report the effect from a hierarchical fit instead (`cogtestbed fit MODEL RUN/trials.parquet -o DIR "
-              "--method hierarchical`, `--lapse fit` where answers may be invalid), or plan more trials per subject "
-              "(the per-subject MLE's bias shrinks with trials)")
+    remedy = _bias_remedy(rec, fit_check)
     out = []
     if size and abs(bias) > BIAS_SHARE * abs(size):
         out.append(f"the per-subject MLE of {rec['effect']} ({fit}) is biased by {abs(bias) / abs(size):.0%} of the "
@@ -208,6 +208,32 @@ def recovery_warnings(rec: Mapping[str, Any]) -> list[str]:
         out.append(f"the test's {nominal:.0%} interval covers the true effect in {cov:.0%} of fresh simulated "
                    f"studies at this design: do not report it as a {nominal:.0%} interval; {remedy}")
     return out
+
+
+def _bias_remedy(rec: Mapping[str, Any], fit_check: Mapping[str, Any] | None) -> str:
+    """What to do about a biased per-subject MLE: the hierarchical fit where ``plan --fit hierarchical``
+    measured that it removes the bias (with its figures), else how to find out; ``--lapse-fit``
+    where the plan simulates lapses and did not fit them."""
+    fit_cmd = "`cogtestbed fit MODEL RUN/trials.parquet -o DIR --method hierarchical`"
+    lapse = ("" if rec.get("lapse_fit") is not None or not rec.get("random_lapses") else
+             "; this plan's answers lapse to random choices, so also plan and fit with a lapse term "
+             "(`plan --lapse-fit fit`, `fit --lapse fit`) and see whether the warning goes")
+    if fit_check is None or fit_check.get("effect_bias") is None:
+        return (f"`plan ... --fit hierarchical` re-measures this design with the hierarchical fit and says whether it "
+                f"removes the bias (then report the effect from {fit_cmd}), or plan more trials per subject (the "
+                f"per-subject MLE's bias shrinks with trials){lapse}")
+    b, se, n = fit_check["effect_bias"], fit_check.get("effect_bias_mc_se"), fit_check["studies"]
+    share = fit_check.get("bias_share")
+    measured = (f"measured with --fit hierarchical on {n} fresh studies: its population estimate's bias "
+                f"{b:+.3g}{'' if se is None else f' ± {se:.2g} (MC SE)'}"
+                + ("" if share is None else f", {share:.0%} of the effect")
+                + f", interval coverage {fit_check['coverage']:.2f}" * (fit_check.get("coverage") is not None)
+                + f", power {fit_check['power']:.2f}")
+    fixes = share is not None and share <= BIAS_SHARE
+    if fixes:
+        return f"the hierarchical fit removes it at this design ({measured}): report the effect from {fit_cmd}{lapse}"
+    return (f"the hierarchical fit does not remove it at this design either ({measured}): plan more trials per "
+            f"subject (the per-subject MLE's bias shrinks with trials){lapse}")
 
 
 def summary_line(payload: dict[str, Any]) -> str:
@@ -283,6 +309,14 @@ def write_plan(payload: dict[str, Any], out: Path) -> dict[str, Path]:
     section = {"title": f"plan: {payload['experiment']}", "verdict": "\n".join([summary_line(payload), *said]),
                "tables": tables, "plots": [png], "details": details}
     sections = [section]
+    if payload.get("fit_check"):  # plan --fit hierarchical
+        from cogtestbed.validation.design.fitcheck import fit_check_lines
+
+        check = payload["fit_check"]
+        text = fit_check_lines(check)
+        sections.append({"title": "hierarchical fit at the chosen design", "verdict": text[0],
+                         "tables": [("hierarchical verification", pd.DataFrame([check]))], "plots": [],
+                         "details": text[1].strip()})
     if "sequential" in payload:  # a group-sequential plan (plan --looks)
         from cogtestbed.validation.design.seqplan import report_section
 
@@ -311,6 +345,11 @@ def plan_markdown(payload: Mapping[str, Any]) -> str:
         dollars = "-" if row.get("dollars") is None else f"${row['dollars']:.3f}"
         lines.append(f"| {row['design']} | {row['power']:.3f} | {row['mc_se']:.3f} | {int(row['calls']):,} "
                      f"| {dollars} |")
+    if payload.get("fit_check"):
+        from cogtestbed.validation.design.fitcheck import fit_check_lines
+
+        lines += ["", "## Hierarchical fit at the chosen design", ""]
+        lines += [f"    {x.strip()}" for x in fit_check_lines(payload["fit_check"])]
     if payload.get("sequential"):
         from cogtestbed.validation.design.seqplan import sequential_lines
 

@@ -158,6 +158,18 @@ def task_model_recovery(spec: ModelRecoveryStudy, exp: ExperimentSpec, task: Map
     return out
 
 
+def population_medians(spec: PowerStudy, model: CognitiveModel) -> dict[str, float]:
+    """The population medians of a power study: ``spec.base`` (defaults otherwise) moved by
+    ``effect_size`` along the named contrast (minimum-norm shift: α⁺ − α⁻ = d gives α⁺ = b + d/2,
+    α⁻ = b − d/2)."""
+    median = {p.name: float(spec.base.get(p.name, p.default)) for p in model.parameters}
+    weights: Mapping[str, float] = model.contrasts.get(spec.effect) or {spec.effect: 1.0}
+    norm = sum(w * w for w in weights.values())
+    for name, w in weights.items():
+        median[name] += spec.effect_size * w / norm
+    return median
+
+
 def power_parameters(spec: PowerStudy, model: CognitiveModel, n: int,
                      rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Subject parameters whose population medians carry the effect.
@@ -167,11 +179,7 @@ def power_parameters(spec: PowerStudy, model: CognitiveModel, n: int,
     subjects scatter around them with SD ``sd_between`` on the unconstrained scale (:func:`scatter`).
     """
     params = model.parameters
-    median = {p.name: float(spec.base.get(p.name, p.default)) for p in params}
-    weights: Mapping[str, float] = model.contrasts.get(spec.effect) or {spec.effect: 1.0}
-    norm = sum(w * w for w in weights.values())
-    for name, w in weights.items():
-        median[name] += spec.effect_size * w / norm
+    median = population_medians(spec, model)
     out = {}
     for p in params:
         if not p.lower <= median[p.name] <= p.upper:

@@ -72,12 +72,21 @@ def twostep(looks: bool) -> None:
     per LLM, and with ``looks`` the 5-look plan's operating characteristics and saving."""
     args = TWOSTEP + (["--looks", "5", "--spending", "pocock", "--futility"] if looks else [])
     print("$ cogtestbed", " ".join(args), flush=True)
+    load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-twostep-") as tmp:
         wall, cpu, payload = timed(args, Path(tmp))
-    one, five, _ = os.getloadavg()
+    one, five, fifteen = os.getloadavg()
     c = payload["chosen"]
     per_llm = payload["cost"]["dollars"] / 2 if payload["cost"]["dollars"] is not None else None
-    print(f"wall {wall:.1f} s, CPU {cpu:.1f} s (load {one:.1f}/{five:.1f} on {os.cpu_count()} CPUs)")
+    print(f"wall {wall:.1f} s, CPU {cpu:.1f} s of the process and its workers (load average {load0[0]:.1f} at the "
+          f"start, {one:.1f}/{five:.1f}/{fifteen:.1f} at the end, on {os.cpu_count()} CPUs shared by other work)")
+    search = payload["search"]
+    print(f"  fixed search: {search['seconds']:.1f} s wall, {search['cpu_seconds']:.1f} s CPU, "
+          f"{search['simulations']:,} simulated studies of {search['designs_simulated']} designs")
+    seq = payload.get("sequential") or {}
+    if "cpu_seconds" in seq:
+        print(f"  sequential simulation: {seq['seconds']:.1f} s wall, {seq['cpu_seconds']:.1f} s CPU, "
+              f"{seq['simulations']:,} simulated studies (+ {seq['calibration_simulations']:,} calibration)")
     print(f"fixed: {c['design']}, power {c['power']:.3f} ± {c['mc_se']:.3f}, ${payload['cost']['dollars']:.2f} for "
           f"both LLMs = ${per_llm:.2f} per LLM (target <= $75)")
     for note in payload.get("notes") or []:

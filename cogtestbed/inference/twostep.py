@@ -457,10 +457,19 @@ def _prefix_regressions(x: np.ndarray, y: np.ndarray, upto: np.ndarray) -> list[
     use = np.flatnonzero(upto >= 8)
     if use.size == 0 or x.shape[0] == 0:
         return out
-    ends = upto[use] - 1
-    cxx = np.cumsum(x[:, :, None] * x[:, None, :], axis=0)[ends]
-    cxy = np.cumsum(x * y[:, None], axis=0)[ends]
-    cyy, cy = np.cumsum(y * y)[ends], np.cumsum(y)[ends]
+    # X'X, X'y, y'y and Σy of the first u pairs at each distinct prefix end u: sums of the segments
+    # between consecutive ends (one reduceat over the pairs), accumulated over the segments
+    cuts = np.unique(upto[use])
+    n_pairs = x.shape[0]
+    cuts = cuts[cuts <= n_pairs]
+    if cuts.size == 0:
+        return out
+    rows = np.concatenate([(x[:, :, None] * x[:, None, :]).reshape(n_pairs, 16), x * y[:, None], (y * y)[:, None],
+                           y[:, None]], axis=1)[:cuts[-1]]
+    sums = np.cumsum(np.add.reduceat(rows, np.concatenate([[0], cuts[:-1]]), axis=0), axis=0)
+    use = use[upto[use] <= n_pairs]
+    at = sums[np.searchsorted(cuts, upto[use])]
+    cxx, cxy, cyy, cy = at[:, :16].reshape(-1, 4, 4), at[:, 16:20], at[:, 20], at[:, 21]
     n = upto[use].astype(np.float64)
     var_y = cyy / n - (cy / n) ** 2
     ok = np.isfinite(cxx).all(axis=(1, 2)) & (var_y > 1e-12)
@@ -500,8 +509,11 @@ def cogbench_prefix_metrics(trials: pd.DataFrame, sizes: Sequence[int]) -> list[
     counts = np.searchsorted(run_ids, sizes, side="left") if run_ids.dtype.kind in "iu" else None
     ends = [int(np.searchsorted(sorted_subject, n, side="left")) for n in sizes]
     regs = _prefix_regressions(x, y, np.searchsorted(pair_subject, sizes, side="left"))
-    vx, vy, vs = x[both_valid], y[both_valid], pair_subject[both_valid]
-    valid_regs = _prefix_regressions(vx, vy, np.searchsorted(vs, sizes, side="left"))
+    if both_valid.all():  # no invalid answer: the valid-only regression is the same regression
+        valid_regs = regs
+    else:
+        vx, vy, vs = x[both_valid], y[both_valid], pair_subject[both_valid]
+        valid_regs = _prefix_regressions(vx, vy, np.searchsorted(vs, sizes, side="left"))
     out: list[MetricsResult | None] = []
     for i, (n, end, reg, valid_only) in enumerate(zip(sizes, ends, regs, valid_regs, strict=True)):
         if reg is None or valid_only is None or end == 0:

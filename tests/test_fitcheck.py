@@ -55,9 +55,12 @@ def test_the_warning_says_the_hierarchical_fit_removes_the_bias_with_the_measure
     (w,) = recovery_warnings(_REC, check)
     assert "the hierarchical fit removes it at this design" in w and "bias +0.004 ± 0.01 (MC SE), 2% of the effect" in w
     assert "--method hierarchical" in w and "power 0.85" in w
-    check = {**check, "effect_bias": -0.05, "bias_share": 0.25}
+    check = {**check, "effect_bias": -0.05, "bias_share": 0.25}  # 0.05 - 2 x 0.01 > 10% of 0.2
     (w,) = recovery_warnings(_REC, check)
     assert "does not remove it at this design either" in w and "more trials per subject" in w
+    check = {**check, "effect_bias": -0.036, "effect_bias_mc_se": 0.027, "bias_share": 0.18}  # 2 studies' figure
+    (w,) = recovery_warnings(_REC, check)
+    assert "is not settled" in w and "more --fit-sims would tell" in w
 
 
 def test_the_warning_names_lapse_fit_where_answers_lapse_to_random_choices_and_no_lapse_term_is_fitted():

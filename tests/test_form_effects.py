@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from cogtestbed.inference.form_effects import (
+    bias_corrected_test,
     dl_tau2,
     form_random_effects,
     form_summaries,
@@ -28,6 +29,25 @@ def test_effect_test_is_the_t_test_on_form_means() -> None:
     means = np.array([y[f == k].mean() for k in range(8)])
     ref = stats.ttest_1samp(means, 0.1)
     assert abs(r.p_value - ref.pvalue) < 1e-12 and abs(r.t - ref.statistic) < 1e-12 and r.df == 7
+
+
+def test_bias_corrected_test_by_hand() -> None:
+    """The bias comes off the mean of the form means, its variance onto the SE, and the df are
+    Welch–Satterthwaite's; with no bias and no bias SE it is the plain test on form means."""
+    y, f = _data(2)
+    means = np.array([y[f == k].mean() for k in range(8)])
+    a = means.var(ddof=1) / 8
+    r = bias_corrected_test(y, f, bias=0.2, bias_se=0.05, bias_n=200, null=0.1)
+    se = np.sqrt(a + 0.05**2)
+    df = (a + 0.05**2) ** 2 / (a**2 / 7 + 0.05**4 / 199)
+    assert r.se == pytest.approx(se, rel=1e-12) and r.df == pytest.approx(df, rel=1e-12)
+    assert r.t == pytest.approx((means.mean() - 0.2 - 0.1) / se, rel=1e-12)
+    assert r.p_value == pytest.approx(2 * stats.t.sf(abs(r.t), df), rel=1e-10)
+    assert 7 < r.df < 207
+    plain = bias_corrected_test(y, f, 0.0, 0.0, 200, 0.1)
+    assert plain.df == pytest.approx(7) and plain.p_value == pytest.approx(form_random_effects(y, f, 0.1).p_value)
+    assert bias_corrected_test(y[f == 0], f[f == 0], 0.1, 0.01, 200).p_value is None  # one form
+    assert bias_corrected_test(y, f, float("nan"), 0.01, 200).p_value is None
 
 
 def test_dersimonian_laird_by_hand() -> None:

@@ -180,7 +180,7 @@ def _frame_type() -> type:
 def fit(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLike[str], *, model: str,
         method: Literal["mle", "hierarchical"] = "mle", source: str = "auto", separate_runs: bool = False,
         draws: int = 1000, max_draws: int | None = None, chains: int = 4, seed: int = 0,
-        lapse: str = "none") -> pd.DataFrame | BayesFit:
+        lapse: str = "none", form_effects: Sequence[str] | None = None) -> pd.DataFrame | BayesFit:
     """Fit ``model`` to a trial table or file (``cogtestbed fit``).
 
     ``method="mle"``: one row per subject (estimates, NLL, AIC, BIC, convergence, and whether the
@@ -190,14 +190,25 @@ def fit(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os
     ``.diagnostics`` and ``.subject_summary()``.  Where the experiment pools sessions, the runs
     of each agent are fitted together as one subject unless ``separate_runs``.  ``lapse``: the
     fitted lapse term (``none``, ``fit`` or a fixed rate, as ``--lapse``).
+
+    A table run across two or more prompt forms (its ``form`` column) is fitted hierarchically with
+    crossed subject and form effects (:func:`~cogtestbed.inference.form_hierarchical.fit_forms_hierarchical`)
+    on ``form_effects`` (default: every parameter); the fit's ``.form_sd`` holds each between-form
+    SD's posterior (mean, median, interval, R-hat, ESS).  Pooled runs are pooled within a form.
     """
     exp = get_experiment(experiment)
     cog = fit_model(exp, model, method, lapse)
     table, _, _ = fit_table(exp, table_or_path, source, separate_runs)
     if method == "mle":
         return cog.fit_identified(table)
+    from cogtestbed.inference.form_hierarchical import fit_forms_hierarchical, has_forms
     from cogtestbed.inference.hierarchical import fit_hierarchical
 
+    if has_forms(table):
+        return fit_forms_hierarchical(cog, table, form_effects, draws=draws, chains=chains, seed=seed,
+                                      max_draws=max_draws)
+    if form_effects:
+        raise ValueError("--form-effects needs a table run across two or more prompt forms (its 'form' column)")
     return fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws)
 
 
@@ -217,12 +228,23 @@ def fit_model(exp: ExperimentSpec, model: str, method: str, lapse: str = "none")
 def fit_table(exp: ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLike[str], source: str = "auto",
               separate_runs: bool = False) -> tuple[pd.DataFrame, str, bool]:
     """(the table to fit, its source, whether runs were pooled): where the experiment pools
-    sessions, the runs of each agent become one subject unless ``separate_runs``."""
-    from cogtestbed.trials import pool_runs
-
+    sessions, the runs of each agent (in one prompt form) become one subject unless ``separate_runs``."""
     table, detected = read_table(exp, table_or_path, source)
     pooled = exp.pooling_unit == "session" and not separate_runs
-    return (pool_runs(table) if pooled else table), detected, pooled
+    return (pool_runs_within_forms(table) if pooled else table), detected, pooled
+
+
+def pool_runs_within_forms(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`~cogtestbed.trials.pool_runs` by agent, and by form where the table has forms (an
+    agent's runs in different prompt forms are different units of a forms analysis)."""
+    from cogtestbed.environments.forms import FORM_COLUMN
+    from cogtestbed.trials import pool_runs
+
+    if FORM_COLUMN not in table.columns:
+        return pool_runs(table)
+    agent = table["agent"].astype(str) if "agent" in table.columns else ""
+    unit = agent + "|form " + table[FORM_COLUMN].astype(str)
+    return pool_runs(table.assign(_pool_unit=unit), by="_pool_unit").drop(columns="_pool_unit")
 
 
 def check(spec_or_name: str | ExperimentSpec, *, quick: bool = True, data_dir: str | os.PathLike[str] | None = None,

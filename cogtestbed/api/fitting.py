@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +25,14 @@ def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.P
                  experiment: str | None = None, method: str = "hierarchical", source: str = "auto",
                  separate_runs: bool = False, draws: int = 1000, max_draws: int | None = None, chains: int = 4,
                  log_likelihood: bool = False, seed: int = 0, lapse: str = "none", force: bool = False,
-                 say: Callable[[str], None] = _quiet) -> dict[str, Any]:
+                 form_effects: Sequence[str] | None = None, say: Callable[[str], None] = _quiet) -> dict[str, Any]:
     """Fit ``model`` to the trial table or published data file ``path`` and write the fit to the
     folder ``output`` (``cogtestbed fit``; ``force`` overwrites its files); return the summary it
     writes as ``summary.json`` (model, source, subjects, unit; MLE: the parameters' means, summed
     AIC and BIC over the subjects whose answers identify the model, a flag naming the others;
-    hierarchical: the population medians and 90 % intervals, diagnostics, LOO).
+    hierarchical: the population medians and 90 % intervals, diagnostics, LOO; on a table run
+    across prompt forms, the crossed subject × form model on ``form_effects`` (default: every
+    parameter) and each between-form SD's posterior, ``form_sd``, and each form's effect).
 
     ``experiment``: default, the table's experiment column, else the one experiment declaring
     ``model``.  Files: ``mle.csv`` (MLE, one row per subject, equal to :func:`cogtestbed.fit`'s
@@ -59,7 +61,7 @@ def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.P
             payload.update({"files": [str(dest)], **mle_summary(fits, cog.parameters.names)})
         else:
             payload.update(_hierarchical(cog, table, out, draws, chains, seed, payload["n_subjects"], log_likelihood,
-                                         max_draws, say))
+                                         max_draws, say, form_effects))
         summary = out / "summary.json"
         atomic_write_bytes(summary, lambda tmp: tmp.write_text(json.dumps(payload, indent=1, default=str)))
     return payload
@@ -93,14 +95,26 @@ def write_posterior(idata: Any, path: Path, log_likelihood: bool = False) -> Pat
 
 
 def _hierarchical(cog: Any, table: Any, output: Path, draws: int, chains: int, seed: int, n_subjects: int,
-                  log_likelihood: bool, max_draws: int | None, say: Callable[[str], None]) -> dict[str, Any]:
-    """Sample the hierarchical model, write its files; the summary's population, diagnostics and LOO."""
+                  log_likelihood: bool, max_draws: int | None, say: Callable[[str], None],
+                  form_effects: Sequence[str] | None = None) -> dict[str, Any]:
+    """Sample the hierarchical model (with crossed form effects where the table has forms), write its
+    files; the summary's population, diagnostics and LOO (and the form SDs' posteriors)."""
+    from cogtestbed.inference.form_hierarchical import fit_forms_hierarchical, has_forms
     from cogtestbed.inference.hierarchical import fit_hierarchical, loo
     from cogtestbed.outputs import atomic_write_bytes
 
-    say(f"sampling {cog.name} on {n_subjects} subjects ({chains} chains x {draws} draws)...")
-    res = fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws)
+    forms = has_forms(table)
+    if form_effects and not forms:
+        raise ValueError("--form-effects needs a table run across two or more prompt forms (its 'form' column)")
+    say(f"sampling {cog.name} on {n_subjects} subjects ({chains} chains x {draws} draws)"
+        + (" with crossed prompt-form effects" if forms else "") + "...")
+    res = (fit_forms_hierarchical(cog, table, form_effects, draws=draws, chains=chains, seed=seed, max_draws=max_draws)
+           if forms else
+           fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws))
     say(f"diagnostics: {res.diagnostics.report()}")
+    for p, s in (res.form_sd or {}).items():
+        say(f"between-form SD of {p} (unconstrained scale): {s['median']:.3g} [{s['interval'][0]:.3g}, "
+            f"{s['interval'][1]:.3g}] ({s['level']:.0%} posterior), R-hat {s['r_hat']:.3f}, ESS {s['ess_bulk']:.0f}")
     nc = write_posterior(res.idata, output / "posterior.nc", log_likelihood)
     post = res.idata.posterior
     pop = {p: _interval(post[f"{p}_pop"]) for p in cog.parameters.names}
@@ -113,8 +127,11 @@ def _hierarchical(cog: Any, table: Any, output: Path, draws: int, chains: int, s
     subjects_csv = output / "subjects.csv"
     atomic_write_bytes(subjects_csv, lambda tmp: subj.to_csv(tmp, index=False))
     atomic_write_bytes(output / "diagnostics.csv", lambda tmp: res.diagnostics.table.to_csv(tmp))
-    return {"population": pop, "diagnostics": res.diagnostics.as_dict(), "elpd_loo": float(lo.elpd_loo),
-            "files": [str(nc), str(subjects_csv)]}
+    out = {"population": pop, "diagnostics": res.diagnostics.as_dict(), "elpd_loo": float(lo.elpd_loo),
+           "files": [str(nc), str(subjects_csv)]}
+    if res.form_sd is not None:
+        out.update({"form_sd": res.form_sd, "form_effects": res.form_effects})
+    return out
 
 
 def _interval(draws: Any) -> dict[str, float]:

@@ -570,13 +570,17 @@ def fit(
     seed: SeedOpt = 0,
     as_json: JsonOpt = False,
     lapse: LapseFitOpt = "none",
+    form_effects: Annotated[str | None, typer.Option(
+        "--form-effects", help="P1,P2,...: the parameters given a prompt-form effect when the table has a 'form' "
+                               "column (hierarchical; default: every parameter).")] = None,
     force: ForceOpt = False,
 ) -> None:
     """Fit a model to a trial file: InferenceData (netCDF) + summary (hierarchical), or MLE table.
 
     Where the experiment pools sessions (CogBench's runs of one LLM are one participant), the runs
     of each agent in the file are fitted together as one subject, as the validation studies do;
-    ``--separate-runs`` fits each run on its own.
+    ``--separate-runs`` fits each run on its own.  A table run across prompt forms (``--forms``) is
+    fitted with crossed subject and form effects; the summary reports each between-form SD's posterior.
     """
     from cogtestbed.api.fitting import fit_and_save
 
@@ -584,6 +588,7 @@ def fit(
         return fit_and_save(model, path, output=output, experiment=experiment, method=method, source=source,
                             separate_runs=separate_runs, draws=draws, max_draws=max_draws, chains=chains,
                             log_likelihood=log_likelihood, seed=seed, lapse=lapse, force=force,
+                            form_effects=None if form_effects is None else form_effects.split(","),
                             say=lambda line: console_err.print(line, markup=False))
 
     if method == "hierarchical":  # a long fit: the collector back on, the start-up frozen

@@ -265,10 +265,12 @@ def forms_pymc_model(model: Any, trials: pd.DataFrame, form_parameters: Sequence
     coords = {"subject": subjects, "obs": np.arange(idx.shape[0]), "form": forms}
     with pm.Model(coords=coords) as m:
         shifts = {}
+        # pm.Data, not a constant: a compiled sampler is reused for another table of the same shape
+        subject_form = pm.Data("subject_form", form_idx.astype(np.int64), dims="subject")
         for name in form_parameters:
             sigma = pm.HalfNormal(f"{name}_form_sigma", form_sd_scale)
             z = pm.Normal(f"{name}_form_z", 0.0, 1.0, dims="form")
-            shifts[name] = (sigma * z)[pt.as_tensor_variable(form_idx)]
+            shifts[name] = (sigma * z)[subject_form]
         theta = subject_parameters(model.parameters, True, centred=getattr(model, "centred_parameters", ()),
                                    shifts=shifts)
         first = theta[model.parameters.names[0]]
@@ -501,6 +503,11 @@ class BayesFit:
     idata: Any
     diagnostics: Diagnostics
     model_name: str = ""
+    #: The posterior of each between-form SD, where the model had crossed form effects
+    #: (:func:`~cogtestbed.inference.form_hierarchical.fit_forms_hierarchical`); else None.
+    form_sd: dict[str, Any] | None = None
+    #: Each form's posterior mean effect by parameter (same condition).
+    form_effects: dict[str, Any] | None = None
 
     def subject_summary(self, hdi_probs: Sequence[float] = (0.5, 0.9)) -> pd.DataFrame:
         """Per-subject posterior mean and central intervals of every subject-level variable."""

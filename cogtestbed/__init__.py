@@ -57,6 +57,9 @@ _PUBLIC: dict[str, str] = {
     "plan": "cogtestbed.api.plan",
     "Plan": "cogtestbed.api.plan",
     "run": "cogtestbed.api.run",
+    "PairedRun": "cogtestbed.api.run",
+    "looks": "cogtestbed.api.looks",
+    "LookReplay": "cogtestbed.api.looks",
     # the typed errors (each one line and exit status 2 on the command line; cogtestbed.errors)
     "CogtestbedError": "cogtestbed.errors",
     "InputError": "cogtestbed.errors",
@@ -83,12 +86,12 @@ _PUBLIC: dict[str, str] = {
 }
 
 __all__ = [
-    "BackendError", "BackendUnavailable", "BudgetError", "CogtestbedError", "ConformanceError", "DataError",
-    "DataFormatError", "FormError", "InputError", "LLMError", "MemoryLimitError", "OutputError", "ParameterError",
-    "Phenotype", "Plan", "PlanInfeasible", "PriceError", "ResumeMismatch", "RunDirError", "Study", "TrialTableError",
-    "UnknownNameError", "UnpricedModel", "WorkerDied", "WriteFailed",
-    "__version__", "check", "describe", "estimates", "experiments", "fit", "fit_and_save", "get_experiment", "metrics",
-    "model_recovery", "phenotype", "plan", "plot_recovery", "power", "recover", "run", "sbc", "simulate",
+    "__version__", "BackendError", "BackendUnavailable", "BudgetError", "CogtestbedError", "ConformanceError",
+    "DataError", "DataFormatError", "FormError", "InputError", "LLMError", "LookReplay", "MemoryLimitError",
+    "OutputError", "PairedRun", "ParameterError", "Phenotype", "Plan", "PlanInfeasible", "PriceError",
+    "ResumeMismatch", "RunDirError", "Study", "TrialTableError", "UnknownNameError", "UnpricedModel", "WorkerDied",
+    "WriteFailed", "check", "describe", "estimates", "experiments", "fit", "fit_and_save", "get_experiment", "looks",
+    "metrics", "model_recovery", "phenotype", "plan", "plot_recovery", "power", "recover", "run", "sbc", "simulate",
     "true_parameters",
 ]
 
@@ -96,9 +99,10 @@ if TYPE_CHECKING:
     from cogtestbed.api.core import check, experiments, fit, get_experiment, metrics, simulate
     from cogtestbed.api.describe import describe
     from cogtestbed.api.fitting import fit_and_save
+    from cogtestbed.api.looks import LookReplay, looks
     from cogtestbed.api.phenotype import Phenotype, phenotype
     from cogtestbed.api.plan import Plan, plan
-    from cogtestbed.api.run import run
+    from cogtestbed.api.run import PairedRun, run
     from cogtestbed.api.studies import (
         Study,
         estimates,

@@ -84,3 +84,26 @@ def test_check_prints_the_report_ct_check_returns(capsys: pytest.CaptureFixture[
     assert printed["ok"] is report.passed is True
     assert [(r["check"], r["status"]) for r in printed["results"]] == [(r.check, r.status) for r in report.results]
     assert [r["check"] for r in printed["results"]] == only
+
+
+def test_run_of_two_llms_dry_run_prints_the_estimates_ct_run_returns(capsys: pytest.CaptureFixture[str]) -> None:
+    llms = ["openai:model-a", "openai:model-b"]
+    args = ["run", EXP, *(a for m in llms for a in ("--llm", m)), "--base-url", "http://127.0.0.1:9/v1",
+            "--allow-unpriced", "--subjects", "2", "-o", "unused", "--dry-run"]
+    assert run_cli(args) == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    returned = ct.run(EXP, llm=llms, output="unused", subjects=2, dry_run=True, base_url="http://127.0.0.1:9/v1",
+                      allow_unpriced=True)
+    assert len(printed) == 2 and printed == json.loads(json.dumps(returned, default=str))
+    assert printed[0]["calls"] == printed[1]["calls"] > 0
+    with pytest.raises(ct.InputError, match="two different models to pair"):
+        ct.run(EXP, llm=[llms[0], llms[0]], output="unused", dry_run=True, allow_unpriced=True)
+
+
+def test_looks_of_a_folder_without_a_sequential_run_is_one_line(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ct.InputError, match="holds no sequential run"):
+        ct.looks(tmp_path)
+    assert run_cli(["looks", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {tmp_path} holds no sequential run")

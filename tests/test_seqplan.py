@@ -500,7 +500,7 @@ def test_a_hand_edited_sequential_section_is_refused_before_any_call(tmp_path, e
     ('{"look": 2}', "line 2 is not look 2"),
 ])
 def test_an_edited_looks_file_is_refused_in_one_line_naming_file_and_line(tmp_path, line, message):
-    from cogtestbed.cli.looks import recorded_looks
+    from cogtestbed.api.looks import recorded_looks
 
     (tmp_path / "looks.jsonl").write_text('{"look": 1, "decision": "continue", "statistic": null}\n' + line + "\n")
     with pytest.raises(ValueError, match=message) as err:

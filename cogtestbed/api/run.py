@@ -8,29 +8,14 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from cogtestbed.api.console import console_err
 from cogtestbed.api.core import design_overrides
 from cogtestbed.errors import InputError
-
-
-class _Err:
-    """A rich console on stderr, built on first use (progress lines and the run's summary)."""
-
-    _console: Any = None
-
-    def __getattr__(self, name: str) -> Any:
-        if _Err._console is None:
-            from rich.console import Console
-
-            _Err._console = Console(stderr=True)
-        return getattr(_Err._console, name)
-
-
-console_err: Any = _Err()
 
 
 def default_cache() -> Path:
@@ -392,7 +377,7 @@ def model_dir(output: Path, index: int, llm: str) -> Path:
     return output / f"{index + 1}-{slug}"
 
 
-def _planned_llms(plan: Path | None, llms: list[str] | None) -> list[str]:
+def _planned_llms(plan: Path | None, llms: Sequence[str] | None) -> list[str]:
     """The ``--llm`` given, else the LLM(s) a plan was priced for."""
     if plan is None or llms:
         return list(llms or [])
@@ -401,37 +386,110 @@ def _planned_llms(plan: Path | None, llms: list[str] | None) -> list[str]:
     return list(dict.fromkeys(load_plan(plan)["llms"]))
 
 
-def run(experiment: str | Any = None, *, llm: str | None = None, output: str | os.PathLike[str],
-        subjects: int = 1, seed: int = 0, design: Mapping[str, Any] | None = None,
+@dataclass
+class PairedRun:
+    """Two LLMs on the same sessions (``run --llm A --llm B``): each LLM's run result (``runs``, one
+    run directory each under the output) and ``report``, the paired comparison written as
+    ``paired.json`` (None where a budget stopped a run before both finished)."""
+
+    runs: list[Any]
+    report: dict[str, Any] | None
+
+    @property
+    def status(self) -> str:
+        """``stopped`` where a budget stopped either run, else ``complete``."""
+        return "stopped" if any(getattr(r, "status", None) == "stopped" for r in self.runs) else "complete"
+
+
+def run(experiment: str | Any = None, *, llm: str | Sequence[str] | None = None, output: str | os.PathLike[str],
+        subjects: int = 1, seed: int = 0, design: Mapping[str, Any] | Sequence[str] | None = None,
         plan: str | os.PathLike[str] | None = None, dry_run: bool = False, **options: Any) -> Any:
     """Run an LLM as subjects through an experiment (``cogtestbed run``): the same run directory,
     response cache, budgets and resume as the command line.  ``llm`` is ``BACKEND:MODEL``
-    (``hf:smollm2-135m`` runs a real model offline); ``plan`` a ``plan.json`` of
-    :func:`cogtestbed.plan` (its experiment, design, subjects, seed, settings and limits; a
-    sequential plan runs look by look on the command line); ``options`` are the other fields of
-    :class:`RunRequest` (``max_tokens``, ``temperature``, ``reask``, ``cache``, ``max_calls``,
-    ``max_cost``, ``resume``, ``mode``, ``base_url``, ``forms``, ``batch``, ...).  Returns the run's
-    result (``.trials``, ``.stats``, ``.status``: ``complete`` or ``stopped`` by the budget), or with
-    ``dry_run`` the calls, tokens and cost it would take."""
+    (``hf:smollm2-135m`` runs a real model offline), or two of them to run both on the same sessions
+    (one run directory each under ``output`` and ``paired.json``: a :class:`PairedRun`); ``plan`` a
+    ``plan.json`` of :func:`cogtestbed.plan` (its experiment, design, subjects, seed, settings and
+    limits, and its LLMs where ``llm`` is left out; a sequential plan runs look by look, appending
+    each look to ``looks.jsonl``); ``design`` a mapping of design fields (or ``NAME=VALUE`` items);
+    ``options`` are the other fields of :class:`RunRequest` (``max_tokens``, ``temperature``,
+    ``reask``, ``cache``, ``max_calls``, ``max_cost``, ``add_budget``, ``resume``, ``mode``,
+    ``base_url``, ``forms``, ``batch``, ...).  Returns the run's result (``.trials``, ``.stats``,
+    ``.status``: ``complete`` or ``stopped`` by the budget; None where a sequential run had already
+    stopped), or with ``dry_run`` the calls, tokens and cost it would take (a list: one per LLM)."""
     from cogtestbed.api.core import get_experiment
+    from cogtestbed.experiments.spec import ExperimentSpec
 
     names = {f.name for f in fields(RunRequest)}
     unknown = sorted(set(options) - names)
     if unknown:
         raise TypeError(f"run() got unknown option(s) {', '.join(unknown)}; choose from {', '.join(sorted(names))}")
-    name = None if experiment is None else get_experiment(experiment).name
+    # a spec object is registered here; a name is looked up with the run's other checks (in their order)
+    name = get_experiment(experiment).name if isinstance(experiment, ExperimentSpec) else experiment
     plan_path = None if plan is None else Path(plan)
-    llms = _planned_llms(plan_path, [llm] if llm else None)
-    if len(llms) != 1:
-        raise InputError(f"run() plays one LLM, got {llms or 'none'} (two LLMs on the same sessions: cogtestbed run "
-                         "--llm A --llm B)")
+    given = [llm] if isinstance(llm, str) else list(llm or [])
+    llms = _planned_llms(plan_path, given)
     defaults: dict[str, Any] = {f.name: f.default for f in fields(RunRequest) if f.default is not MISSING}
     defaults.update({f.name: f.default_factory() for f in fields(RunRequest) if f.default_factory is not MISSING})
+    items = [f"{k}={v}" for k, v in design.items()] if isinstance(design, Mapping) else list(design or [])
     opts = {**defaults, **options, "experiment": name, "subjects": subjects, "seed": seed, "plan": plan_path,
-            "design": [f"{k}={v}" for k, v in (design or {}).items()]}
-    request, settings = planned_request(llms[0], Path(output), opts)
-    if dry_run:
+            "design": items, "dry_run": dry_run}
+    output = Path(output)
+    if len(llms) != 1:
+        if plan_path is not None and not dry_run and _sequential_kind(plan_path) == "metric-power":
+            return _run_sequential_pair(llms, output, opts)
+        return _run_paired(llms, output, opts)
+    return _run_one(llms[0], output, opts)
+
+
+def _run_one(llm: str, output: Path, opts: dict[str, Any]) -> Any:
+    """One LLM's run (or its dry run, or a sequential plan's looks)."""
+    request, settings = planned_request(llm, output, opts)
+    if opts["dry_run"]:
         return estimate_run(request)
-    if settings is not None and settings.get("sequential") is not None:
-        raise InputError("a sequential plan runs look by look: cogtestbed run --plan PLAN")
+    if settings is not None and settings.get("sequential") is not None:  # a group-sequential plan: look by look
+        from cogtestbed.api.looks import run_sequential
+
+        return run_sequential(request, {**settings["sequential"], "experiment": request.experiment}, execute_run)
     return execute_run(request)
+
+
+def _two_llms(llms: list[str]) -> None:
+    if len(llms) != 2 or llms[0] == llms[1]:
+        raise InputError(f"--llm takes one model, or two different models to pair; got {llms}")
+
+
+def _run_sequential_pair(llms: list[str], output: Path, opts: dict[str, Any]) -> Any:
+    """A sequential plan of a metric difference between two LLMs (:func:`cogtestbed.api.looks.run_sequential_pair`)."""
+    from cogtestbed.api.looks import run_sequential_pair
+
+    _two_llms(llms)
+    pairs = [planned_request(llm, model_dir(output, i, llm), opts) for i, llm in enumerate(llms)]
+    seq = pairs[0][1]
+    assert seq is not None
+    return run_sequential_pair([r for r, _ in pairs], output,
+                               {**seq["sequential"], "experiment": pairs[0][0].experiment}, execute_run)
+
+
+def _run_paired(llms: list[str], output: Path, opts: dict[str, Any]) -> Any:
+    """Both models on the same sessions (one run directory each), then ``paired.json``: the headline
+    metrics side by side with a paired test (:mod:`cogtestbed.validation.runs.paired`).  A dry run:
+    each model's estimate; a budget stop of the first model ends the run before the second starts."""
+    import json
+
+    from cogtestbed.registry import get_experiment, read_trials
+    from cogtestbed.validation.runs.paired import paired_report
+
+    _two_llms(llms)
+    dirs = [model_dir(output, i, llm) for i, llm in enumerate(llms)]
+    runs: list[Any] = []
+    for llm, path in zip(llms, dirs, strict=True):
+        runs.append(_run_one(llm, path, opts))
+        if getattr(runs[-1], "status", None) == "stopped":
+            return PairedRun(runs, None)
+    if opts["dry_run"]:
+        return runs
+    exp = get_experiment(opts["experiment"] or planned_request(llms[0], dirs[0], opts)[0].experiment)
+    tables = {llm: read_trials(path / "trials.parquet") for llm, path in zip(llms, dirs, strict=True)}
+    report = paired_report(exp, tables)
+    (output / "paired.json").write_text(json.dumps(report, indent=1, default=float) + "\n")
+    return PairedRun(runs, report)

@@ -1,10 +1,10 @@
-"""``cogtestbed run``: a real LLM as N subjects of any registered experiment (a thin layer over
-:mod:`cogtestbed.api.run`; two LLMs on the same sessions and a sequential plan's looks are played here)."""
+"""``cogtestbed run``: a real LLM as N subjects of any registered experiment, two LLMs on the same
+sessions, or a sequential plan's looks (a thin layer over :func:`cogtestbed.api.run.run`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -13,12 +13,6 @@ from cogtestbed.api.run import (
     DEFAULT_RETRY_WINDOW,
     EXIT_BUDGET_STOP,
     PROGRESS_EVERY,
-    _planned_llms,
-    _sequential_kind,
-    estimate_run,
-    execute_run,
-    model_dir,
-    planned_request,
 )
 from cogtestbed.cli.app import app, console_err, print_json
 from cogtestbed.cli.simulate import FormsOpt
@@ -100,62 +94,20 @@ def run(
 
     Exit status: 0 complete, 2 bad input or a backend error (one line), 3 stopped by the budget.
     """
-    llms = _planned_llms(plan, llms)
-    opts = {k: v for k, v in locals().items() if k not in ("llms", "output")}
-    if len(llms) != 1:
-        if plan is not None and not dry_run and _sequential_kind(plan) == "metric-power":
-            _run_sequential_pair(llms, output, opts)
-            return
-        _run_paired(llms, output, opts)
-        return
-    request, p = planned_request(llms[0], output, opts)
+    from cogtestbed.api.run import PairedRun
+    from cogtestbed.api.run import run as run_llm
+
+    opts = {k: v for k, v in locals().items() if k not in ("llms", "output", "experiment", "subjects", "seed",
+                                                            "design", "plan", "dry_run", "PairedRun", "run_llm")}
+    result = run_llm(experiment, llm=llms, output=output, subjects=subjects, seed=seed, design=design, plan=plan,
+                     dry_run=dry_run, **opts)
     if dry_run:
-        print_json(estimate_run(request))
+        for estimate in result if isinstance(result, list) else [result]:
+            print_json(estimate)
         return
-    if p is not None and p.get("sequential") is not None:  # a group-sequential plan: look by look
-        from cogtestbed.cli.looks import run_sequential
+    if isinstance(result, PairedRun) and result.report is not None:
+        from cogtestbed.validation.runs.paired import format_report
 
-        result = run_sequential(request, {**p["sequential"], "experiment": request.experiment}, execute_run)
-        if result is not None and result.status == "stopped":
-            raise typer.Exit(EXIT_BUDGET_STOP)
-        return
-    result = execute_run(request)
-    if result.status == "stopped":
+        console_err.print(format_report(result.report), highlight=False)
+    if getattr(result, "status", None) == "stopped":
         raise typer.Exit(EXIT_BUDGET_STOP)
-
-
-def _run_sequential_pair(llms: list[str], output: Path, opts: dict[str, Any]) -> None:
-    """A sequential plan of a metric difference between two LLMs (:func:`cogtestbed.cli.looks.run_sequential_pair`)."""
-    from cogtestbed.cli.looks import run_sequential_pair
-
-    if len(llms) != 2 or llms[0] == llms[1]:
-        raise ValueError(f"--llm takes one model, or two different models to pair; got {llms}")
-    pairs = [planned_request(llm, model_dir(output, i, llm), opts) for i, llm in enumerate(llms)]
-    seq = pairs[0][1]
-    assert seq is not None
-    result = run_sequential_pair([r for r, _ in pairs], output,
-                                 {**seq["sequential"], "experiment": pairs[0][0].experiment}, execute_run)
-    if result is not None and result.status == "stopped":
-        raise typer.Exit(EXIT_BUDGET_STOP)
-
-
-def _run_paired(llms: list[str], output: Path, kwargs: dict[str, Any]) -> None:
-    """Both models on the same sessions (one run directory each), then ``paired.json``: the headline
-    metrics side by side with a paired test (:mod:`cogtestbed.validation.runs.paired`)."""
-    import json
-
-    from cogtestbed.registry import get_experiment, read_trials
-    from cogtestbed.validation.runs.paired import format_report, paired_report
-
-    if len(llms) != 2 or llms[0] == llms[1]:
-        raise ValueError(f"--llm takes one model, or two different models to pair; got {llms}")
-    dirs = [model_dir(output, i, llm) for i, llm in enumerate(llms)]
-    for llm, path in zip(llms, dirs, strict=True):
-        run(llms=[llm], output=path, **kwargs)
-    if kwargs.get("dry_run"):
-        return
-    exp = get_experiment(str(kwargs["experiment"]))
-    tables = {llm: read_trials(path / "trials.parquet") for llm, path in zip(llms, dirs, strict=True)}
-    report = paired_report(exp, tables)
-    (output / "paired.json").write_text(json.dumps(report, indent=1, default=float) + "\n")
-    console_err.print(format_report(report), highlight=False)

@@ -107,3 +107,20 @@ def test_looks_of_a_folder_without_a_sequential_run_is_one_line(tmp_path: Path,
     assert run_cli(["looks", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"error: {tmp_path} holds no sequential run")
+
+
+def test_recover_prints_the_summary_of_the_study_ct_recover_returns(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--subjects", "6", "--reps", "2", "--trials", "48", "--seed", "2", "--workers", "1"]
+    assert run_cli(["recover", "rw", *args, "--json", "-o", str(tmp_path / "cli")]) == 0
+    printed = _json(capsys)
+    study = ct.recover("rw", subjects=6, reps=2, trials=48, seed=2, workers=1, output=tmp_path / "api")
+    returned = json.loads(json.dumps(study.to_dict(), default=str))
+    assert printed["report"] == str(tmp_path / "cli" / "report.html") and (tmp_path / "api" / "report.html").exists()
+    assert printed["verdict"] == returned["verdict"] and printed["designs"] == returned["designs"]
+    assert_close(printed["parameters"], returned["parameters"], rtol=1e-9, where="recovery summary")
+    written = pd.read_parquet(tmp_path / "cli" / "results.parquet")
+    assert_close(written["estimate"].tolist(), study.table["estimate"].tolist(), rtol=1e-9, where="estimates")
+    # the command line's spelling of the options gives the same study
+    again = ct.recover("rw", subjects="6", reps=2, trials="48", seed=2, workers=1, design=[])
+    assert_close(again.table["estimate"].tolist(), study.table["estimate"].tolist(), rtol=1e-9, where="spelling")

@@ -128,17 +128,23 @@ def test_the_timed_task_is_not_run_again() -> None:
 def test_a_hierarchical_study_says_it_is_timing_a_task_before_the_compile(capsys, monkeypatch) -> None:
     """The timed task of a hierarchical study compiles its model first: a line says so before it."""
     import cogtestbed.validation.design.estimate as estimate
-    from cogtestbed.cli.studies import _say_estimate
+    from cogtestbed.api.studies import say_estimate
     from cogtestbed.validation.studies.driver import study_spec
 
     said: list[str] = []
     monkeypatch.setattr(estimate, "study_estimate", lambda spec, workers: said.append(capsys.readouterr().err))
     spec = study_spec(kind="recovery", experiment="instrumental-learning", models=("rw-pm",), subjects=(4,),
                       trials=(48,), reps=3, seed=1, method="hierarchical")
-    assert _say_estimate(spec, 1) is None
+    assert say_estimate(spec, 1, _stderr) is None
     assert said == ["recovery: timing one task of the smallest cell for the estimate (it compiles the hierarchical "
                     "model first, which can take a minute)\n"]
     mle = study_spec(kind="recovery", experiment="instrumental-learning", models=("rw-pm",), subjects=(4,),
                      trials=(48,), reps=3, seed=1)
-    _say_estimate(mle, 1)
+    say_estimate(mle, 1, _stderr)
     assert said[-1] == ""  # an MLE study's timed task is quick: no such line
+
+
+def _stderr(line: str) -> None:
+    import sys
+
+    print(line, file=sys.stderr)

@@ -11,7 +11,8 @@ processes and returns a :class:`Study`: ``.table`` (one row per estimate or simu
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,13 +27,37 @@ if TYPE_CHECKING:
 
 Sizes = int | Sequence[int] | None
 Assignments = Mapping[str, float] | None
+#: A design: a mapping of fields, or ``--design NAME=VALUE`` items as the command line spells them.
+Design = Mapping[str, Any] | Sequence[str] | None
+
+
+def _quiet(_: Any) -> None:
+    """A callback that does nothing."""
+
+
+def _start(kind: str, total: int) -> None:
+    """The default ``start``: nothing shown."""
+
+
+@dataclass
+class Watch:
+    """How a running study reports: ``say`` a line (its up-front time estimate, when ``estimate``),
+    ``start(kind, total)`` before its first task, ``advance(k)`` as ``k`` more tasks finish.  The command
+    line draws its progress bar and lines from these; the default says nothing."""
+
+    say: Callable[[str], None] = _quiet
+    start: Callable[[str, int], None] = _start
+    advance: Callable[[int], None] = _quiet
+    estimate: bool = False
 
 
 class Study:
-    """A finished study: its spec, the tidy ``table``, the ``summary`` and the ``verdict``."""
+    """A finished study: its spec, the tidy ``table``, the ``summary`` and the ``verdict``;
+    ``files``: what ``output=DIR`` wrote (results.parquet, summary.json, plots, report.html)."""
 
-    def __init__(self, result: StudyResult) -> None:
+    def __init__(self, result: StudyResult, files: Mapping[str, Path] | None = None) -> None:
         self.result = result
+        self.files = dict(files or {})
 
     @property
     def spec(self) -> StudySpec:
@@ -52,6 +77,26 @@ class Study:
         """The study's result in one paragraph (as the command prints it)."""
         return self.result.verdict
 
+    def to_dict(self) -> dict[str, Any]:
+        """What the command prints with ``--json``: the summary (recovery: ``parameters``, or
+        ``cells`` of several designs; ``confusion``, ``power``, ``sbc``, ...), the report written,
+        the verdict, the resolved designs (every field), the true parameters' distribution and the
+        seconds taken."""
+        from cogtestbed.validation.studies.report import resolved
+
+        s, kind = self.summary, self.spec.kind
+        if kind == "recovery":
+            cells = list(s.values())
+            payload: dict[str, Any] = {"parameters": cells[0]["parameters"]} if len(cells) == 1 else {"cells": cells}
+        else:
+            key = {"model-recovery": "confusion", "power": "power", "sbc": "sbc"}.get(kind, kind.replace("-", "_"))
+            payload = {key: s}
+        if "report" in self.files:
+            payload["report"] = str(self.files["report"])
+        payload.update(verdict=self.verdict, designs=resolved(self.spec), true_parameters=self.spec.true_distribution,
+                       seconds=self.result.seconds)
+        return payload
+
     def plot(self, directory: str | os.PathLike[str] | None = None) -> Figures:
         """The study's plots (recovery: true against estimated per parameter and the error
         correlations; power curves; confusion matrices; SBC rank histograms) as PNG files in
@@ -68,16 +113,46 @@ class Study:
         """results.parquet, summary.json, the plots and report.html (as ``-o DIR`` writes them)."""
         from cogtestbed.validation.studies.report import write_study
 
-        return write_study(self.result, Path(directory))
+        self.files = write_study(self.result, Path(directory))
+        return self.files
 
     def __repr__(self) -> str:
         return f"Study({self.spec.kind}: {self.verdict})"
 
 
-def _sizes(value: Sizes, default: tuple[Any, ...]) -> tuple[Any, ...]:
+def _sizes(value: Sizes | str, default: tuple[Any, ...], option: str = "--subjects") -> tuple[Any, ...]:
+    """A size, a list of sizes or a comma list as the command line spells it (``"10,20"``)."""
+    from cogtestbed.api.specs import ints
+
     if value is None:
         return default
+    if isinstance(value, str):
+        return ints(value, default, option)
     return (int(value),) if isinstance(value, int) else tuple(int(v) for v in value)
+
+
+def _assignments(value: Assignments | Sequence[str], option: str) -> dict[str, Any]:
+    """A mapping of names to values, or ``NAME=VALUE`` items as the command line spells them."""
+    from cogtestbed.api.specs import parse_assignments
+
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return dict(value)
+    return parse_assignments(list(value), option)
+
+
+def _sized(experiment: str, design: Design, trials: Sizes | str) -> dict[str, Any]:
+    """The study's ``design`` and ``trials``: a mapping of fields, or ``--design`` items (a comma list
+    on the trials field sweeps it; on another integer field it raises
+    :class:`~cogtestbed.validation.studies.sizes.DesignSweep`: one study per value)."""
+    from cogtestbed.api.specs import sized
+
+    if isinstance(design, Mapping):
+        return {"design": dict(design), "trials": _sizes(trials, (None,), "--trials")}
+    if isinstance(trials, int) or (trials is not None and not isinstance(trials, str)):
+        trials = ",".join(str(int(t)) for t in ([trials] if isinstance(trials, int) else trials))
+    return sized(experiment, list(design or []), trials)
 
 
 def _experiment_name(experiment: str | ExperimentSpec | None, model: str | None = None) -> str:
@@ -86,30 +161,66 @@ def _experiment_name(experiment: str | ExperimentSpec | None, model: str | None 
     from cogtestbed.api.core import get_experiment
     from cogtestbed.registry import experiment_of
 
-    if experiment is None:
-        return experiment_of(None, model=model)
+    if experiment is None or isinstance(experiment, str):
+        return experiment_of(experiment, model=model)
     return get_experiment(experiment).name
 
 
-def run_spec(spec: StudySpec, *, workers: int | None = None, output: str | os.PathLike[str] | None = None,
-             precision: Assignments = None, assurance: float = 0.9) -> Study:
-    """Check ``spec`` (and the memory its tasks need) before computing, run it and return the
-    :class:`Study`; ``precision`` and ``assurance`` judge a recovery (``recover --precision``)."""
-    from cogtestbed.validation.studies.driver import check_study, check_study_memory, concurrent_tasks, run_study
-    from cogtestbed.validation.studies.report import check_output_dir, write_study
+def say_estimate(spec: StudySpec, workers: int | None, say: Callable[[str], None]) -> Any:
+    """The study's up-front time estimate, said (for a job over
+    :data:`~cogtestbed.progress.ESTIMATE_OVER` seconds; :mod:`cogtestbed.validation.design.estimate`);
+    returns it (its timed task's rows are reused by the study), or None."""
+    from cogtestbed import progress
+    from cogtestbed.validation.design.estimate import MIN_TASKS, study_estimate
 
+    if getattr(spec, "method", None) == "hierarchical" and len(spec.tasks()) >= MIN_TASKS:
+        # the timed task compiles the hierarchical model first (tens of seconds): say so, not silence
+        say(f"{spec.kind}: timing one task of the smallest cell for the estimate (it compiles the hierarchical "
+            "model first, which can take a minute)")
+    est = study_estimate(spec, workers)
+    if est is not None and est.seconds > progress.ESTIMATE_OVER:
+        say(est.line(spec.kind))
+    return est
+
+
+def run_spec(spec: StudySpec, *, workers: int | None = None, dask: str | None = None,
+             output: str | os.PathLike[str] | None = None, force: bool = False, precision: Assignments = None,
+             assurance: float = 0.9, watch: Watch | None = None) -> Study:
+    """Check ``spec`` before computing (the experiment's spec, the output folder, the memory its
+    tasks need on this machine), run it (local processes, or the Dask scheduler at ``dask``) and
+    return the :class:`Study`; ``output=DIR`` writes its files (``force`` overwrites);
+    ``precision`` and ``assurance`` judge a recovery (``recover --precision``)."""
+    from cogtestbed.outputs import output_dir
+    from cogtestbed.validation.studies.driver import (
+        check_study,
+        check_study_memory,
+        concurrent_tasks,
+        dask_client,
+        run_study,
+    )
+    from cogtestbed.validation.studies.report import write_study
+
+    watch = watch or Watch()
     exp = check_study(spec)
-    check_study_memory(spec, exp, concurrent_tasks(spec, workers))
-    if output is not None:
-        check_output_dir(Path(output))
-    result = run_study(spec, workers=workers)
-    if spec.kind == "recovery":
-        from cogtestbed.validation.studies.recovery_checks import add_recovery_checks
+    out = None if output is None else Path(output)
+    with output_dir(out, force):
+        if dask is None:  # before anything starts: a refusal is the only line
+            check_study_memory(spec, exp, concurrent_tasks(spec, workers))
+        client = dask_client(dask) if dask is not None else None
+        est = say_estimate(spec, workers, watch.say) if dask is None and watch.estimate else None
+        watch.start(spec.kind, len(spec.tasks()))
+        try:
+            result = run_study(spec, workers=workers, dask=client, on_task_done=watch.advance,
+                               done=None if est is None else est.done)
+        finally:
+            if client is not None:
+                client.close()
+        if spec.kind == "recovery":  # the user's tolerance, estimates at a bound
+            from cogtestbed.validation.studies.recovery_checks import add_recovery_checks
 
-        add_recovery_checks(result, dict(precision or {}), assurance)
-    if output is not None:
-        write_study(result, Path(output))
-    return Study(result)
+            add_recovery_checks(result, _assignments(precision, "--precision"), assurance)
+        files = write_study(result, out) if out is not None else {}
+    return Study(result, files)
 
 
 def _spec(**fields: Any) -> StudySpec:
@@ -125,12 +236,14 @@ def _lapse(invalid: float, random: float) -> Any:
     return lapse if lapse.active else None
 
 
-def recover(model: str, *, experiment: str | ExperimentSpec | None = None, subjects: Sizes = 50,
-            trials: Sizes = None, design: Mapping[str, Any] | None = None, runs: Sizes = 1, reps: int = 100,
-            method: str = "mle", sampler: str = "prior", fix: Assignments = None, params: Assignments = None,
-            draws: int = 1000, chains: int = 4, lapse_invalid: float = 0.0, lapse_random: float = 0.0,
-            lapse: str = "none", precision: Assignments = None, assurance: float = 0.9, seed: int = 0,
-            workers: int | None = None, output: str | os.PathLike[str] | None = None) -> Study:
+def recover(model: str, *, experiment: str | ExperimentSpec | None = None, subjects: Sizes | str = 50,
+            trials: Sizes | str = None, design: Design = None, runs: Sizes | str = 1, reps: int = 100,
+            method: str = "mle", sampler: str = "prior", fix: Assignments | Sequence[str] = None,
+            params: Assignments | Sequence[str] = None, draws: int = 1000, chains: int = 4,
+            lapse_invalid: float = 0.0, lapse_random: float = 0.0, lapse: str = "none",
+            precision: Assignments | Sequence[str] = None, assurance: float = 0.9, seed: int = 0,
+            workers: int | None = None, dask: str | None = None, output: str | os.PathLike[str] | None = None,
+            force: bool = False, watch: Watch | None = None) -> Study:
     """Parameter recovery (``cogtestbed recover``): simulate ``reps`` data sets of ``subjects``
     subjects with known parameters (drawn from the model's prior, or ``sampler="uniform"``), fit
     ``model`` (``method`` ``mle`` or ``hierarchical``) and compare: r, RMSE and bias per
@@ -139,68 +252,150 @@ def recover(model: str, *, experiment: str | ExperimentSpec | None = None, subje
 
     name = _experiment_name(experiment, model)
     spec = _spec(kind="recovery", experiment=name, models=(model,), method=method,
-                 subjects=_sizes(subjects, (50,)), trials=_sizes(trials, (None,)), design=dict(design or {}),
-                 runs=_sizes(runs, (1,)), reps=reps, seed=seed, sampler=sampler, fixed=dict(fix or {}),
-                 params=dict(params or {}), draws=draws, tune=draws, chains=chains,
-                 lapse=_lapse(lapse_invalid, lapse_random), lapse_fit=lapse_fit(lapse))
-    return run_spec(spec, workers=workers, output=output, precision=precision, assurance=assurance)
+                 subjects=_sizes(subjects, (50,)), **_sized(name, design, trials),
+                 runs=_sizes(runs, (1,), "--runs"), reps=reps, seed=seed, sampler=sampler,
+                 fixed=_assignments(fix, "--fix"), params=_assignments(params, "--param"), draws=draws, tune=draws,
+                 chains=chains, lapse=_lapse(lapse_invalid, lapse_random), lapse_fit=lapse_fit(lapse))
+    precision = _assignments(precision, "--precision")
+    return run_spec(spec, workers=workers, dask=dask, output=output, force=force, precision=precision,
+                    assurance=assurance, watch=watch)
 
 
 def model_recovery(models: Sequence[str], *, experiment: str | ExperimentSpec | None = None,
-                   subjects: int = 30, trials: int | None = None, design: Mapping[str, Any] | None = None,
-                   runs: int = 1, reps: int = 50, method: str = "mle", params: Assignments = None,
+                   subjects: int = 30, trials: Sizes | str = None, design: Design = None,
+                   runs: int = 1, reps: int = 50, method: str = "mle", params: Assignments | Sequence[str] = None,
                    draws: int = 500, chains: int = 2, seed: int = 0, workers: int | None = None,
-                   output: str | os.PathLike[str] | None = None) -> Study:
+                   dask: str | None = None, output: str | os.PathLike[str] | None = None, force: bool = False,
+                   watch: Watch | None = None) -> Study:
     """Model recovery (``cogtestbed model-recovery``): simulate each model, fit all, the
     confusion matrix of the best fits (AIC/BIC, or LOO for hierarchical fits)."""
     if len(models) < 2:
         raise InputError(f"model recovery needs at least two models, got {len(models)}")
-    spec = _spec(kind="model-recovery", experiment=_experiment_name(experiment, models[0]), models=tuple(models),
-                 method=method, subjects=(subjects,), runs=(runs,), reps=reps, trials=(trials,),
-                 design=dict(design or {}), seed=seed, params=dict(params or {}), draws=draws, tune=draws,
-                 chains=chains)
-    return run_spec(spec, workers=workers, output=output)
+    name = _experiment_name(experiment, models[0])
+    spec = _spec(kind="model-recovery", experiment=name, models=tuple(models),
+                 method=method, subjects=(subjects,), runs=(runs,), reps=reps, **_sized(name, design, trials),
+                 seed=seed, params=_assignments(params, "--param"), draws=draws, tune=draws, chains=chains)
+    return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch)
 
 
 def sbc(model: str, *, experiment: str | ExperimentSpec | None = None, subjects: int = 20,
-        trials: int | None = None, design: Mapping[str, Any] | None = None, runs: int = 1, reps: int = 100,
-        params: Assignments = None, draws: int = 500, chains: int = 2, backend: str = "auto", seed: int = 0,
-        workers: int | None = None, output: str | os.PathLike[str] | None = None) -> Study:
+        trials: Sizes | str = None, design: Design = None, runs: int = 1, reps: int = 100,
+        params: Assignments | Sequence[str] = None, draws: int = 500, chains: int = 2, backend: str = "auto",
+        seed: int = 0, workers: int | None = None, dask: str | None = None,
+        output: str | os.PathLike[str] | None = None, force: bool = False, watch: Watch | None = None) -> Study:
     """Simulation-based calibration of the hierarchical model (``cogtestbed sbc``; rank
     uniformity, Talts et al. 2018)."""
-    spec = _spec(kind="sbc", experiment=_experiment_name(experiment, model), models=(model,), method="hierarchical",
-                 subjects=(subjects,), runs=(runs,), reps=reps, seed=seed, trials=(trials,),
-                 design=dict(design or {}), params=dict(params or {}), draws=draws, tune=draws, chains=chains,
+    name = _experiment_name(experiment, model)
+    spec = _spec(kind="sbc", experiment=name, models=(model,), method="hierarchical",
+                 subjects=(subjects,), runs=(runs,), reps=reps, seed=seed, **_sized(name, design, trials),
+                 params=_assignments(params, "--param"), draws=draws, tune=draws, chains=chains,
                  sampler_backend=backend)
-    return run_spec(spec, workers=workers, output=output)
+    return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch)
 
 
 def power(target: str, *, effect: Mapping[str, float] | str | None = None, metric: str | None = None,
           compare: tuple[str, str] | None = None, test: str | None = None, agent: str | None = None,
-          sweep: str | None = None, option: Mapping[str, Any] | None = None,
-          experiment: str | ExperimentSpec | None = None, subjects: Sizes = (10, 20, 40, 80), runs: Sizes = None,
-          trials: Sizes = None, design: Mapping[str, Any] | None = None, sims: int = 200, method: str = "mle",
-          level: float = 0.05, base: Assignments = None, sd_between: float = 0.5, params: Assignments = None,
-          draws: int = 500, chains: int = 2, lapse_invalid: float = 0.0, lapse_random: float = 0.0,
-          seed: int = 0, workers: int | None = None, output: str | os.PathLike[str] | None = None) -> Study:
+          sweep: str | None = None, option: Mapping[str, Any] | Sequence[str] | None = None,
+          experiment: str | ExperimentSpec | None = None, subjects: Sizes | str = (10, 20, 40, 80),
+          runs: Sizes | str = None, trials: Sizes | str = None, design: Design = None, sims: int = 200,
+          method: str = "mle", level: float = 0.05, base: Assignments | Sequence[str] = None,
+          sd_between: float = 0.5, params: Assignments | Sequence[str] = None, draws: int = 500, chains: int = 2,
+          lapse_invalid: float = 0.0, lapse_random: float = 0.0, seed: int = 0, workers: int | None = None,
+          dask: str | None = None, output: str | os.PathLike[str] | None = None, force: bool = False,
+          watch: Watch | None = None) -> Study:
     """Power (``cogtestbed power``) in its three forms: of a test on a model parameter
     (``power(MODEL, effect={NAME: SIZE}, experiment=...)``), of a metric difference between two
     settings of one agent (``power(EXPERIMENT, metric=M, compare=("A:p=v", "A:p=w"))``) or of a
     test the metrics report (``power(EXPERIMENT, test=KEY, agent="A:p=v")``)."""
-    from cogtestbed.api.specs import one_assignment, power_spec
+    from cogtestbed.api.specs import assignment_items, one_assignment, power_spec
 
-    exp_name = None if experiment is None else _experiment_name(experiment)
-    if effect is None and exp_name is not None:  # a metric or test target names the experiment itself
-        target, exp_name = exp_name, None
+    given = experiment if experiment is None or isinstance(experiment, str) else _experiment_name(experiment)
+    effect_item = one_assignment(effect)
+    exp_name = _experiment_name(given, target) if effect_item is not None and metric is None and test is None \
+        else target
     default_runs = (10,) if metric is not None else (1,)
-    common: dict[str, Any] = {"subjects": _sizes(subjects, (10,)), "runs": _sizes(runs, default_runs),
-                              "trials": _sizes(trials, (None,)), "design": dict(design or {}), "reps": sims,
-                              "seed": seed, "level": level, "method": method, "base": dict(base or {}),
-                              "sd_between": sd_between, "params": dict(params or {}), "draws": draws,
-                              "tune": draws, "chains": chains, "lapse": _lapse(lapse_invalid, lapse_random)}
-    options = [f"{k}={v}" for k, v in (option or {}).items()]
-    spec = power_spec(target, exp_name, one_assignment(effect), metric, compare, test, agent, common, options, sweep)
-    return run_spec(spec, workers=workers, output=output)
+    common: dict[str, Any] = {"subjects": _sizes(subjects, (10,)), "runs": _sizes(runs, default_runs, "--runs"),
+                              **_sized(exp_name, design, trials), "reps": sims, "seed": seed, "level": level,
+                              "method": method, "base": _assignments(base, "--base"), "sd_between": sd_between,
+                              "params": _assignments(params, "--param"), "draws": draws, "tune": draws,
+                              "chains": chains, "lapse": _lapse(lapse_invalid, lapse_random)}
+    spec = power_spec(target, given, effect_item, metric, compare, test, agent, common, assignment_items(option),
+                      sweep)
+    return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch)
+
+
+def metric_validity(experiment: str | ExperimentSpec, *, metric: str, agent: str, parameter: str,
+                    values: Sequence[float] | str, direction: str = "any", runs: Sizes | str = 10,
+                    trials: Sizes | str = None, design: Design = None, reps: int = 20, seed: int = 0,
+                    workers: int | None = None, dask: str | None = None,
+                    output: str | os.PathLike[str] | None = None, force: bool = False,
+                    watch: Watch | None = None) -> Study:
+    """Metric validity (``cogtestbed metric-validity``): sweep the agent parameter ``parameter``
+    over ``values`` from the agent's setting ``agent`` (``AGENT[:p=v,...]``); the metric's mean and
+    SD per value and whether it moves in ``direction`` (increasing, decreasing or any)."""
+    from cogtestbed.api.specs import floats
+    from cogtestbed.parameters import parse_agent
+
+    name = _experiment_name(experiment)
+    agent_name, params = parse_agent(agent)
+    spec = _spec(kind="metric-validity", experiment=name, agent=agent_name, params=params, metric=metric,
+                 parameter=parameter, values=floats(values) if isinstance(values, str) else tuple(values),
+                 direction=direction, runs=_sizes(runs, (10,), "--runs"), **_sized(name, design, trials), reps=reps,
+                 seed=seed)
+    return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch)
+
+
+def study(experiment: str | ExperimentSpec, name: str | None = None, *, reps: int = 20, seed: int = 0,
+          workers: int | None = None, dask: str | None = None, output: str | os.PathLike[str] | None = None,
+          force: bool = False, watch: Watch | None = None) -> Study | list[dict[str, str]]:
+    """A study the experiment declares, run with its declared settings (``cogtestbed study
+    EXPERIMENT NAME``, e.g. ``metric-power`` or ``recovery:1``); without ``name`` the declared
+    studies (``{"study", "description"}`` each)."""
+    from cogtestbed.api.core import get_experiment
+    from cogtestbed.validation.studies.driver import declared_studies, spec_from_decl
+
+    exp = get_experiment(experiment)
+    if name is None:
+        return [{"study": n, "description": d.description} for n, d in declared_studies(exp)]
+    (_, decl), = declared_studies(exp, name)
+    return run_spec(spec_from_decl(exp, decl, reps=reps, seed=seed), workers=workers, dask=dask, output=output,
+                    force=force, watch=watch)
+
+
+def form_study(model: str, *, forms: str | Sequence[int], experiment: str | ExperimentSpec | None = None,
+               form_sd: Mapping[str, float] | Sequence[str] | None = None, subjects: int | str = 50,
+               reps: int = 100, params: Assignments | Sequence[str] = None,
+               effect: Mapping[str, float] | str | None = None,
+               design: Design = None, trials: Sizes | str = None, level: float = 0.05,
+               seed: int = 0) -> dict[str, Any]:
+    """A study across prompt forms (``recover --forms`` and ``power --forms``;
+    :mod:`cogtestbed.validation.studies.form_studies`): ``subjects`` split over the ``forms``,
+    offsets drawn with ``form_sd``; with ``effect`` the forms-aware test's rejection rate beside
+    the naive test's, without it the recovery of the form SD and its interval's coverage (MLE).
+    Returns the summary (experiment, model, the forms, and the study's results)."""
+    from cogtestbed.api.core import get_experiment
+    from cogtestbed.api.specs import one_assignment, parse_assignments
+    from cogtestbed.environments.forms import FormDesign, parse_form_sd, resolve_forms
+    from cogtestbed.validation.studies.form_studies import form_study_spec, run_form_study, summarise_form_study
+
+    name = _experiment_name(experiment, model)
+    exp = get_experiment(name)
+    ids = forms if isinstance(forms, str) else ",".join(str(int(f)) for f in forms)
+    sd = dict(form_sd) if isinstance(form_sd, Mapping) else parse_form_sd(list(form_sd) if form_sd else None)
+    form_design = FormDesign(resolve_forms(exp.prompt_forms, ids), sd)
+    sizes = _sizes(subjects, (50,))
+    if len(sizes) != 1:
+        raise InputError("--subjects takes one total with --forms (it is split over the forms)")
+    if trials is not None:
+        raise InputError("--trials with --forms: give the design's trials field with --design FIELD=N")
+    fields = _sized(name, design, None).get("design") or {}
+    design_obj = exp.design_cls(**fields) if fields else None
+    item = one_assignment(effect)
+    eff = None if item is None else next(iter(parse_assignments([item], "--effect").items()))
+    spec = form_study_spec(name, model, form_design, int(sizes[0]), _assignments(params, "--param"), eff,
+                           design_obj, level)
+    summary = summarise_form_study(spec, run_form_study(spec, reps, seed))
+    return {"experiment": name, "model": model, **form_design.as_json(), **summary}
 
 
 def true_parameters(trials: pd.DataFrame) -> pd.DataFrame:

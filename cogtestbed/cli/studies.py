@@ -1,10 +1,12 @@
 """``cogtestbed recover | model-recovery | power | sbc | metric-validity | study | fit``.
 
-Every study command builds a :class:`~cogtestbed.validation.studies.driver.StudySpec`, checks it
-against the experiment spec *before* computing (a nonsense combination is one line on stderr,
-exit status 2), runs it (local process pool, or ``--dask SCHEDULER_ADDRESS``) with a progress
-bar, prints a table or one JSON object (``--json``), and with ``-o DIR`` writes
-results.parquet, summary.json, PNG plots and report.html (each atomically).
+Every study command parses its options and calls the API's study function of the same name
+(:mod:`cogtestbed.api.studies`), which builds the study spec, checks it against the experiment
+spec *before* computing (a nonsense combination is one line on stderr, exit status 2), runs it
+(local process pool, or ``--dask SCHEDULER_ADDRESS``) and with ``-o DIR`` writes
+results.parquet, summary.json, PNG plots and report.html (each atomically); the command shows a
+progress bar and prints a table or one JSON object (``--json``).  ``fit`` calls
+:func:`cogtestbed.api.fitting.fit_and_save`.
 
 ``power`` has three forms: a model parameter or contrast (``power MODEL --effect NAME=SIZE``), a
 metric difference between two agent settings (``power EXPERIMENT --metric M --compare
@@ -14,7 +16,6 @@ KEY --agent AGENT:p=v``).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import json
@@ -26,21 +27,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cogtestbed.api.specs import (
-    floats,
-    ints,
-    lapse_fit,
-    parse_assignments,
-    power_spec,
-    sized,
-    study_spec_of,
-)
 from cogtestbed.cli.app import app, console, console_err, print_json
-from cogtestbed.cli.simulate import FormSdOpt, FormsOpt, LapseInvalidOpt, LapseRandomOpt, forms_option, lapse_option
-from cogtestbed.outputs import output_dir
+from cogtestbed.cli.simulate import FormSdOpt, FormsOpt, LapseInvalidOpt, LapseRandomOpt
 
 if TYPE_CHECKING:  # the study machinery is imported inside the command bodies (a light command line)
-    from cogtestbed.validation.studies.driver import StudyResult, StudySpec
+    from cogtestbed.api.studies import Study
 
 ExperimentOpt = Annotated[str | None, typer.Option(
     "--experiment", "-e", help="Experiment name. Default: the table's experiment column, else the one experiment "
@@ -70,64 +61,41 @@ ParamOpt = Annotated[list[str] | None, typer.Option("--param", help="Agent param
                                                                     "settings the model lacks, or the agent's base.")]
 
 
-def _execute(spec: StudySpec, workers: int | None, dask: str | None, as_json: bool) -> StudyResult:
-    """Check the spec (and reach the Dask scheduler) before computing, then run with a progress bar."""
-    from cogtestbed.cli.app import progress
-    from cogtestbed.validation.studies.driver import (
-        check_study,
-        check_study_memory,
-        concurrent_tasks,
-        dask_client,
-        run_study,
-    )
+class _Bar:
+    """The command line's view of a running study (:class:`~cogtestbed.api.studies.Watch`): its time
+    estimate on stderr, a progress bar on a terminal, off it a line per interval."""
 
-    exp = check_study(spec)
-    if dask is None:  # before the progress bar: a refusal is the only line on stderr
-        check_study_memory(spec, exp, concurrent_tasks(spec, workers))
-    client = dask_client(dask) if dask is not None else None
-    from cogtestbed.progress import TaskProgress, stderr_reporter
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+        self.done: Any = None
+        self.lines: Any = None
 
-    total = len(spec.tasks())
-    terminal = console_err.is_terminal
-    est = _say_estimate(spec, workers) if dask is None and (terminal or not as_json) else None
-    done = iter(progress(range(total), f"{spec.kind} ({total} tasks)", total=total,
-                         enabled=terminal))  # a bar on a terminal; off it, a line per interval
-    next(done, None)
-    lines = None if terminal or as_json else TaskProgress(stderr_reporter(False), spec.kind, total)
+    def watch(self, dask: str | None) -> Any:
+        from cogtestbed.api.studies import Watch
 
-    def tick(k: int) -> None:
+        terminal = console_err.is_terminal
+        return Watch(say=lambda line: console_err.print(line, highlight=False, markup=False, soft_wrap=True),
+                     start=self.start, advance=self.advance, estimate=dask is None and (terminal or not self.as_json))
+
+    def start(self, kind: str, total: int) -> None:
+        from cogtestbed.cli.app import progress
+        from cogtestbed.progress import TaskProgress, stderr_reporter
+
+        terminal = console_err.is_terminal
+        self.done = iter(progress(range(total), f"{kind} ({total} tasks)", total=total,
+                                  enabled=terminal))  # a bar on a terminal; off it, a line per interval
+        next(self.done, None)
+        self.lines = None if terminal or self.as_json else TaskProgress(stderr_reporter(False), kind, total)
+
+    def advance(self, k: int) -> None:
         for _ in range(k):
-            next(done, None)
-        if lines is not None:
-            lines.advance(k)
+            next(self.done, None)
+        if self.lines is not None:
+            self.lines.advance(k)
 
-    try:
-        result = run_study(spec, workers=workers, dask=client, on_task_done=tick,
-                           done=None if est is None else est.done)
-    finally:
-        if client is not None:
-            client.close()
-    for _ in done:
-        pass
-    return result
-
-
-def _say_estimate(spec: StudySpec, workers: int | None) -> Any:
-    """The study's up-front time estimate on stderr, before its tasks start (for a job over
-    :data:`~cogtestbed.progress.ESTIMATE_OVER` seconds; :mod:`cogtestbed.validation.design.estimate`);
-    returns it (its timed task's rows are reused), or None."""
-    from cogtestbed import progress
-    from cogtestbed.validation.design.estimate import MIN_TASKS, study_estimate
-
-    if getattr(spec, "method", None) == "hierarchical" and len(spec.tasks()) >= MIN_TASKS:
-        # the timed task compiles the hierarchical model first (tens of seconds): say so, not silence
-        console_err.print(f"{spec.kind}: timing one task of the smallest cell for the estimate (it compiles the "
-                          "hierarchical model first, which can take a minute)", highlight=False, markup=False,
-                          soft_wrap=True)
-    est = study_estimate(spec, workers)
-    if est is not None and est.seconds > progress.ESTIMATE_OVER:
-        console_err.print(est.line(spec.kind), highlight=False, markup=False, soft_wrap=True)
-    return est
+    def close(self) -> None:
+        for _ in self.done or ():
+            pass
 
 
 #: Rate columns of a study's cells (with ``sims``: shown with their 95 % interval, not an SE).
@@ -158,57 +126,34 @@ def readable_frame(frame: Any, spec: Any = None) -> Any:
     return out.drop(columns=[c for c in ("mc_se",) if c in out.columns])
 
 
-def _finish(result: StudyResult, as_json: bool, output: Path | None, payload: dict[str, Any]) -> None:
-    if output is not None:
-        from cogtestbed.validation.studies.report import write_study
-
-        files = write_study(result, output)
-        payload["report"] = str(files["report"])
-    from cogtestbed.validation.studies.report import resolved
-
-    designs = resolved(result.spec)
-    payload["verdict"] = result.verdict
-    payload["designs"] = designs
-    payload["true_parameters"] = result.spec.true_distribution
-    payload["seconds"] = result.seconds
+def _show(study: Study, as_json: bool, output: Path | None) -> None:
+    """Print the study's tables and verdict (or ``--json``: its summary, :meth:`Study.to_dict`)."""
+    payload = study.to_dict()
     if as_json:
         print_json(payload)
         return
-    console.print(result.verdict, highlight=False)
-    for d in designs:  # the resolved design: every field, defaults included
+    from rich.table import Table
+
+    from cogtestbed.formatting import num
+    from cogtestbed.validation.studies.report import _summary_tables
+
+    for caption, frame in _summary_tables(study.result):
+        frame = readable_frame(frame, study.spec)
+        numbered = not all(isinstance(i, str) for i in frame.index)  # a row number says nothing
+        table = Table(title=caption)
+        if not numbered:
+            table.add_column("")
+        for c in frame.columns:
+            table.add_column(str(c).replace("_", " "), justify="left" if c == "design" else "right")
+        for idx, row in frame.iterrows():
+            table.add_row(*([] if numbered else [str(idx)]), *(num(v) for v in row))
+        console.print(table)
+    console.print(study.verdict, highlight=False)
+    for d in payload["designs"]:  # the resolved design: every field, defaults included
         fields = ", ".join(f"{k}={v}" for k, v in d["fields"].items())
         console.print(f"design {d['label']}: {fields}", highlight=False, soft_wrap=True)
     if output is not None:
         console_err.print(f"wrote {output}/report.html")
-
-
-def _show(result: StudyResult, as_json: bool, output: Path | None) -> None:
-    """Print the study's table (unless ``--json``) and finish with the summary payload."""
-    s, kind = result.summary, result.spec.kind
-    if kind == "recovery":
-        cells = list(s.values())
-        payload: dict[str, Any] = {"parameters": cells[0]["parameters"]} if len(cells) == 1 else {"cells": cells}
-    else:
-        payload = {{"model-recovery": "confusion", "power": "power", "sbc": "sbc"}.get(kind, kind.replace("-", "_")):
-                   s}
-    if not as_json:
-        from rich.table import Table
-
-        from cogtestbed.formatting import num
-        from cogtestbed.validation.studies.report import _summary_tables
-
-        for caption, frame in _summary_tables(result):
-            frame = readable_frame(frame, result.spec)
-            numbered = not all(isinstance(i, str) for i in frame.index)  # a row number says nothing
-            table = Table(title=caption)
-            if not numbered:
-                table.add_column("")
-            for c in frame.columns:
-                table.add_column(str(c).replace("_", " "), justify="left" if c == "design" else "right")
-            for idx, row in frame.iterrows():
-                table.add_row(*([] if numbered else [str(idx)]), *(num(v) for v in row))
-            console.print(table)
-    _finish(result, as_json, output, payload)
 
 
 @dataclass(frozen=True)
@@ -221,6 +166,13 @@ class RunOptions:
     as_json: bool = False
     output: Path | None = None
     force: bool = False
+    #: The study's view on stderr (:class:`~cogtestbed.api.studies.Watch`), set by the command.
+    watch: Any = None
+
+    def api(self) -> dict[str, Any]:
+        """The shared options as the keywords of the API's study functions."""
+        return {"seed": self.seed, "workers": self.workers, "dask": self.dask, "output": self.output,
+                "force": self.force, "watch": self.watch}
 
 
 #: The shared options as command parameters (added to each command by :func:`study_command`).
@@ -231,17 +183,18 @@ RUN_PARAMETERS = tuple(
                                       ("force", ForceOpt, False)))
 
 
-def study_command(*names: str) -> Callable[[Callable[..., StudySpec | None]], Callable[..., StudySpec | None]]:
+def study_command(*names: str) -> Callable[[Callable[..., Study | None]], Callable[..., Study | None]]:
     """Register a study command (under ``names``; default: the function's name with dashes).
 
-    The decorated function takes its own options plus ``run`` (:class:`RunOptions`) and returns
-    the :class:`StudySpec` to run (or ``None`` when it has printed what was asked); the command
-    gains the shared options, checks the spec and the output folder, runs and prints.
+    The decorated function takes its own options plus ``run`` (:class:`RunOptions`), calls the
+    API's study function with them (``**run.api()``: seed, workers, Dask, output, the progress
+    view) and returns its :class:`~cogtestbed.api.studies.Study` (or ``None`` when it has printed
+    what was asked); the command gains the shared options and prints the study.
     """
 
-    def register(fn: Callable[..., StudySpec | None]) -> Callable[..., StudySpec | None]:
+    def register(fn: Callable[..., Study | None]) -> Callable[..., Study | None]:
         # the return annotation names the study machinery, which registration must not import
-        hints = typing.get_type_hints(fn, localns={"StudySpec": object}, include_extras=True)
+        hints = typing.get_type_hints(fn, localns={"Study": object}, include_extras=True)
         own = [p.replace(annotation=hints[p.name]) for p in inspect.signature(fn).parameters.values()
                if p.name != "run"]
 
@@ -249,38 +202,29 @@ def study_command(*names: str) -> Callable[[Callable[..., StudySpec | None]], Ca
         def command(**kwargs: Any) -> None:
             from cogtestbed.validation.studies.sizes import DesignSweep
 
-            run = RunOptions(**{p.name: kwargs.pop(p.name) for p in RUN_PARAMETERS})
+            shared = {p.name: kwargs.pop(p.name) for p in RUN_PARAMETERS}
+            bar = _Bar(shared["as_json"])
+            run = RunOptions(**shared, watch=bar.watch(shared["dask"]))
             try:
-                spec = fn(run=run, **kwargs)
+                study = fn(run=run, **kwargs)
             except DesignSweep as sweep:  # one study per value of an integer design field
-                _each_value(sweep, run, kwargs)
+                _each_value(sweep, shared, kwargs)
                 return
-            if spec is None:
-                return
-            from cogtestbed.validation.studies.driver import check_study
+            bar.close()
+            if study is not None:
+                _show(study, run.as_json, run.output)
 
-            check_study(spec)
-            precision = parse_assignments(kwargs.get("precision") or [], "--precision")
-            with output_dir(run.output, run.force):
-                result = _execute(spec, run.workers, run.dask, run.as_json)
-                if spec.kind == "recovery":  # the user's tolerance, estimates at a bound
-                    from cogtestbed.validation.studies.recovery_checks import add_recovery_checks
-
-                    add_recovery_checks(result, precision, float(kwargs.get("assurance", 0.9)))
-                _show(result, run.as_json, run.output)
-
-        def _each_value(sweep: Any, run: RunOptions, kwargs: dict[str, Any]) -> None:
+        def _each_value(sweep: Any, shared: dict[str, Any], kwargs: dict[str, Any]) -> None:
             """Run the command once per swept value: ``-o DIR`` gets ``DIR/NAME=VALUE/``; ``--json``
             prints one JSON object per value (one per line)."""
             items = list(kwargs.get("design") or [])
             at = next(i for i, item in enumerate(items) if item.partition("=")[0].strip() == sweep.name)
             for value in sweep.values:
                 items[at] = f"{sweep.name}={value}"
-                out = None if run.output is None else run.output / f"{sweep.name}={value}"
-                if not run.as_json:
+                out = None if shared["output"] is None else shared["output"] / f"{sweep.name}={value}"
+                if not shared["as_json"]:
                     console.print(f"[bold]{sweep.name} = {value}[/]", highlight=False)
-                command(**{**kwargs, "design": list(items)},
-                        **{**dataclasses.asdict(run), "output": out})
+                command(**{**kwargs, "design": list(items)}, **{**shared, "output": out})
 
         params = [*own, *RUN_PARAMETERS]
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
@@ -292,29 +236,9 @@ def study_command(*names: str) -> Callable[[Callable[..., StudySpec | None]], Ca
     return register
 
 
-def _forms_study(experiment: str, model: str, forms: str, form_sd: list[str] | None, subjects: str, reps: int,
-                 param: list[str] | None, effect: tuple[str, float] | None, design: list[str] | None,
-                 trials: str | None, level: float, run: RunOptions) -> None:
-    """Run and print the forms study (:mod:`cogtestbed.validation.studies.form_studies`) of a command."""
-    from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.form_studies import form_study_spec, run_form_study, summarise_form_study
-
-    exp = get_experiment(experiment)
-    form_design = forms_option(exp, forms, form_sd)
-    assert form_design is not None
-    sizes = ints(subjects, (50,))
-    if len(sizes) != 1:
-        raise ValueError("--subjects takes one total with --forms (it is split over the forms)")
-    if trials is not None:
-        raise ValueError("--trials with --forms: give the design's trials field with --design FIELD=N")
-    fields = sized(experiment, design, None).get("design") or {}
-    design_obj = exp.design_cls(**fields) if fields else None
-    spec = form_study_spec(experiment, model, form_design, int(sizes[0]),
-                           parse_assignments(param or [], "--param"), effect, design_obj, level)
-    with console_err.status(f"{reps} forms studies of {model}"):
-        summary = summarise_form_study(spec, run_form_study(spec, reps, run.seed))
-    summary = {"experiment": experiment, "model": model, **form_design.as_json(), **summary}
-    if run.as_json:
+def _print_form_study(summary: dict[str, Any], as_json: bool) -> None:
+    """A forms study's summary (:func:`cogtestbed.api.studies.form_study`): JSON, or a line per key."""
+    if as_json:
         print_json(summary)
         return
     for key, value in summary.items():
@@ -349,23 +273,24 @@ def recover(
     forms: FormsOpt = None,
     form_sd: FormSdOpt = None,
     run: RunOptions = RunOptions(),
-) -> StudySpec | None:
+) -> Study | None:
     """Parameter recovery: simulate with known parameters, fit, compare (r, RMSE, bias, share within a
     stated tolerance, interval coverage, estimates at a bound).  With --forms and --form-sd: the
     recovery of the form SD and the coverage of its interval (MLE, subjects split over the forms)."""
-    from cogtestbed.registry import experiment_of
+    from cogtestbed.api.studies import form_study
+    from cogtestbed.api.studies import recover as recovery
 
-    experiment = experiment_of(experiment, model=model)
     if forms is not None:
-        _forms_study(experiment, model, forms, form_sd, subjects, reps, param, None, design, trials, 0.05, run)
+        with console_err.status(f"{reps} forms studies of {model}"):
+            summary = form_study(model, forms=forms, experiment=experiment, form_sd=form_sd, subjects=subjects,
+                                 reps=reps, params=param, design=design, trials=trials, seed=run.seed)
+        _print_form_study(summary, run.as_json)
         return None
-    spec = study_spec_of(kind="recovery", experiment=experiment, models=(model,), method=method,
-                     subjects=ints(subjects, (50,)), **sized(experiment, design, trials),
-                     runs=ints(runs, (1,), "--runs"), reps=reps, seed=run.seed, sampler=sampler,
-                     fixed=parse_assignments(fix or [], "--fix"),
-                     params=parse_assignments(param or [], "--param"), draws=draws, tune=draws, chains=chains,
-                     lapse=lapse_option(lapse_invalid, lapse_random), lapse_fit=lapse_fit(lapse))
-    return spec
+    return recovery(model, experiment=experiment, subjects=subjects, trials=trials, design=design, runs=runs, reps=reps,
+                    method=method, sampler=sampler, fix=fix, params=param, draws=draws, chains=chains,
+                    lapse_invalid=lapse_invalid, lapse_random=lapse_random, lapse=lapse, precision=precision,
+                    assurance=assurance, **run.api())
+
 
 
 @study_command("model-recovery")
@@ -384,19 +309,13 @@ def model_recovery(
     draws: DrawsOpt = 500,
     chains: ChainsOpt = 2,
     run: RunOptions = RunOptions(),
-) -> StudySpec | None:
+) -> Study | None:
     """Model recovery: simulate each model, fit all, confusion matrix (AIC/BIC, or LOO)."""
-    if len(models) < 2:
-        raise ValueError(f"model recovery needs at least two models, got {len(models)}")
-    from cogtestbed.registry import experiment_of
+    from cogtestbed.api.studies import model_recovery as confusion
 
-    experiment = experiment_of(experiment, model=models[0])
-    spec = study_spec_of(kind="model-recovery", experiment=experiment, models=tuple(models),
-                     method=method, subjects=(subjects,), runs=(runs,), reps=reps,
-                     **sized(experiment, design, None if trials is None else str(trials)),
-                     seed=run.seed, params=parse_assignments(param or [], "--param"), draws=draws, tune=draws,
-                     chains=chains)
-    return spec
+    return confusion(models, experiment=experiment, subjects=subjects, trials=trials, design=design, runs=runs,
+                     reps=reps, method=method, params=param, draws=draws, chains=chains, **run.api())
+
 
 
 @study_command()
@@ -415,18 +334,13 @@ def sbc(
     chains: ChainsOpt = 2,
     backend: Annotated[str, typer.Option(help="NUTS implementation: auto, nutpie or pymc.")] = "auto",
     run: RunOptions = RunOptions(),
-) -> StudySpec | None:
+) -> Study | None:
     """Simulation-based calibration of the hierarchical model (rank uniformity, Talts et al. 2018)."""
-    from cogtestbed.registry import experiment_of
+    from cogtestbed.api.studies import sbc as calibration
 
-    experiment = experiment_of(experiment, model=model)
-    spec = study_spec_of(kind="sbc", experiment=experiment, models=(model,), method="hierarchical",
-                     subjects=(subjects,), runs=(runs,), reps=reps, seed=run.seed,
-                     **sized(experiment, design, None if trials is None else str(trials)),
-                     params=parse_assignments(param or [], "--param"), draws=draws,
-                     tune=draws,
-                     chains=chains, sampler_backend=backend)
-    return spec
+    return calibration(model, experiment=experiment, subjects=subjects, trials=trials, design=design, runs=runs,
+                       reps=reps, params=param, draws=draws, chains=chains, backend=backend, **run.api())
+
 
 
 @study_command()
@@ -467,30 +381,27 @@ def power(
     forms: FormsOpt = None,
     form_sd: FormSdOpt = None,
     run: RunOptions = RunOptions(),
-) -> StudySpec | None:
+) -> Study | None:
     """Power: of a test on a model parameter, of a metric difference, or of a declared test.  With
     --forms (and --effect): the forms-aware test's rejection rate beside the naive test's."""
-    from cogtestbed.registry import experiment_of
+    from cogtestbed.api.studies import form_study
+    from cogtestbed.api.studies import power as power_study
 
     if forms is not None:
         if effect is None:
             raise ValueError("power --forms needs --effect NAME=SIZE (0: the type-I error rate)")
-        eff = parse_assignments([effect], "--effect")
-        _forms_study(experiment_of(experiment, model=target), target, forms, form_sd, subjects, sims, param,
-                     next(iter(eff.items())), design, trials, level, run)
+        with console_err.status(f"{sims} forms studies of {target}"):
+            summary = form_study(target, forms=forms, experiment=experiment, form_sd=form_sd, subjects=subjects,
+                                 reps=sims, params=param, effect=effect, design=design, trials=trials, level=level,
+                                 seed=run.seed)
+        _print_form_study(summary, run.as_json)
         return None
-    default_runs = (10,) if metric is not None else (1,)
-    exp_name = experiment_of(experiment, model=target) if effect is not None and metric is None and test is None \
-        else target
-    common: dict[str, Any] = {"subjects": ints(subjects, (10,)), "runs": ints(runs, default_runs, "--runs"),
-                              **sized(exp_name, design, trials), "reps": sims,
-                              "seed": run.seed, "level": level,
-                              "method": method, "base": parse_assignments(base or [], "--base"),
-                              "sd_between": sd_between,
-                              "params": parse_assignments(param or [], "--param"), "draws": draws, "tune": draws,
-                              "chains": chains, "lapse": lapse_option(lapse_invalid, lapse_random)}
-    spec = power_spec(target, experiment, effect, metric, compare, test, agent, common, option, sweep)
-    return spec
+    return power_study(target, effect=effect, metric=metric, compare=compare, test=test, agent=agent, sweep=sweep,
+                       option=option, experiment=experiment, subjects=subjects, runs=runs, trials=trials,
+                       design=design, sims=sims, method=method, level=level, base=base, sd_between=sd_between,
+                       params=param, draws=draws, chains=chains, lapse_invalid=lapse_invalid,
+                       lapse_random=lapse_random, **run.api())
+
 
 
 @study_command("metric-validity", "validity")
@@ -506,15 +417,13 @@ def metric_validity(
     design: DesignOpt = None,
     reps: Annotated[int, typer.Option(min=1, help="Replications per value.")] = 20,
     run: RunOptions = RunOptions(),
-) -> StudySpec | None:
+) -> Study | None:
     """Metric validity: sweep an agent parameter; the metric's mean/SD per value and its monotonicity."""
-    from cogtestbed.parameters import parse_agent
-    name, params = parse_agent(agent)
-    spec = study_spec_of(kind="metric-validity", experiment=experiment, agent=name, params=params, metric=metric,
-                     parameter=parameter, values=floats(values), direction=direction,
-                     runs=ints(runs, (10,), "--runs"), **sized(experiment, design, trials), reps=reps,
-                     seed=run.seed)
-    return spec
+    from cogtestbed.api.studies import metric_validity as validity
+
+    return validity(experiment, metric=metric, agent=agent, parameter=parameter, values=values, direction=direction,
+                    runs=runs, trials=trials, design=design, reps=reps, **run.api())
+
 
 
 @study_command()
@@ -524,28 +433,26 @@ def study(
                                                     "or recovery:1.")] = None,
     reps: Annotated[int, typer.Option(min=1, help="Replications.")] = 20,
     run: RunOptions = RunOptions(),
-) -> StudySpec | None:
+) -> Study | None:
     """Run a study the experiment declares, with its declared settings (or list them)."""
     from rich.table import Table
 
-    from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.driver import declared_studies, spec_from_decl
+    from cogtestbed.api.studies import study as declared
 
-    exp = get_experiment(experiment)
-    if name is None:
-        rows = [{"study": n, "description": d.description} for n, d in declared_studies(exp)]
-        if run.as_json:
-            print_json({"experiment": exp.name, "studies": rows})
-            return None
-        table = Table(title=f"studies declared by {exp.name}")
-        table.add_column("study")
-        table.add_column("description")
-        for r in rows:
-            table.add_row(r["study"], r["description"])
-        console.print(table)
+    result = declared(experiment, name, reps=reps, **run.api())
+    if not isinstance(result, list):
+        return result
+    if run.as_json:
+        print_json({"experiment": experiment, "studies": result})
         return None
-    (_, decl), = declared_studies(exp, name)
-    return spec_from_decl(exp, decl, reps=reps, seed=run.seed)
+    table = Table(title=f"studies declared by {experiment}")
+    table.add_column("study")
+    table.add_column("description")
+    for r in result:
+        table.add_row(r["study"], r["description"])
+    console.print(table)
+    return None
+
 
 
 @app.command()

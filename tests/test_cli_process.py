@@ -141,17 +141,68 @@ def test_progress_bars_run_on_the_lazily_built_console():
         assert entered is console._real()
 
 
-def test_the_demo_job_runs_end_to_end_as_make_demo_runs_it(tmp_path: Path) -> None:
-    """``make demo``'s job as a process of its own (stderr a pipe, progress bars included): exit 0,
-    one-line progress messages, and the report naming what it measured."""
+#: ``python -m cogtestbed`` with the demo's studies and its pilot → plan made small (fewer reps, subject
+#: counts and a coarser plan), patched in the child process before the command runs: the same job,
+#: code path and process (stderr a pipe), in seconds instead of minutes.
+SMALL_DEMO = """
+import runpy
+
+import cogtestbed.cli.demo_real as real
+from cogtestbed.validation.studies import driver
+
+full_run_study = driver.run_study
+SMALL = {"recovery": {"reps": 2, "subjects": (12,)}, "power": {"reps": 4, "subjects": (10, 20)}}
+
+
+def small_run_study(spec, workers=None, **kwargs):
+    return full_run_study(spec.model_copy(update=SMALL[spec.kind]), workers=1, **kwargs)
+
+
+driver.run_study = small_run_study
+real.PLAN_ARGS = {**real.PLAN_ARGS, "effect": "optimism_bias=0.6", "subjects": "8:12", "mc_se": 0.25}
+runpy.run_module("cogtestbed", run_name="__main__")
+"""
+
+
+def _demo_job(tmp_path: Path, prefix: list[str], *args: str) -> Path:
+    """Run ``cogtestbed demo`` as ``make demo`` does (a process of its own, stderr a pipe, progress bars
+    included) and check what it must show: exit 0, no traceback, the report naming what it measured."""
     out = tmp_path / "demo_output"
-    proc = subprocess.run([sys.executable, "-m", "cogtestbed", "demo", "-o", str(out), "--force"],
+    proc = subprocess.run([sys.executable, *prefix, "demo", "-o", str(out), "--force", *args],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     report = (out / "report.md").read_text()
     assert report.startswith("# cogtestbed demo: instrumental learning") and "## CogBench metrics" in report
     assert {"trials.parquet", "metrics.json", "report.html"} <= {p.name for p in out.iterdir()}
+    assert "## A real model: hf:smollm2-135m" in report and "### pilot → plan" in report
+    assert {"recovery", "power", "real_model"} <= {p.name for p in out.iterdir()}
+    return out
+
+
+@pytest.mark.slow
+def test_the_demo_job_runs_end_to_end_as_make_demo_runs_it(tmp_path: Path) -> None:
+    """``make demo``'s job at its own sizes (minutes; the default suite runs :data:`SMALL_DEMO`)."""
+    _demo_job(tmp_path, ["-m", "cogtestbed"])
+
+
+def test_the_demo_job_runs_end_to_end_with_small_studies(tmp_path: Path) -> None:
+    """The demo's whole job with small studies and plan (:data:`SMALL_DEMO`): every part runs, in order,
+    and writes its values (the recovery and power tables hold every task's rows)."""
+    import pandas as pd
+
+    out = _demo_job(tmp_path, ["-c", SMALL_DEMO], "--subjects", "10")
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert len(metrics["synthetic"]["per_run"]) == 10 and metrics["synthetic"]["metrics"]["n_runs"] == 10
+    assert 0.0 <= metrics["synthetic"]["metrics"]["performance"] <= 1.0
+    sessions, plan = metrics["real_model"]["sessions"], metrics["real_model"]["plan"]
+    assert len(sessions) == 2 and "refused" not in plan  # the pilot's plan is made, not refused
+    assert plan["run"]["subjects"] in (8, 9, 10, 11, 12) and 0.0 < plan["pilot"]["invalid_rate"] < 1.0
+    recovery, power = (pd.read_parquet(out / kind / "results.parquet") for kind in ("recovery", "power"))
+    assert len(recovery) == 2 * 12 * 4 and set(recovery["rep"]) == {0, 1}  # reps x subjects x parameters
+    assert recovery["estimate"].notna().all()
+    assert len(power) == 4 * 2 * 2 and set(power["n_subjects"]) == {10, 20}  # reps x subjects x trials
+    assert power["p_value"].between(0, 1).all()
 
 
 def test_the_demo_report_flags_estimates_at_a_bound_and_rounds_metrics() -> None:

@@ -19,6 +19,7 @@ the best optimum.  AIC = 2k + 2·NLL and BIC = k·ln(n) + 2·NLL (Schwarz 1978).
 from __future__ import annotations
 
 import itertools
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,9 @@ from numba import njit
 
 from cogtestbed.inference.optim import EXP, FTOL, GTOL, IDENTITY, MAX_ITER, SINE, mle_driver
 from cogtestbed.parameters import Parameter, ParameterSet
+
+#: log of the largest double: exp of anything above it overflows to inf.
+_LOG_MAX = math.log(np.finfo(float).max)
 
 #: Half-width, in logit units, of the start grid of a logit-transformed parameter.
 GRID_LOGIT_SPAN = 5.0
@@ -399,8 +403,8 @@ class CognitiveModel(ABC):
         for p, v in zip(self.parameters, z, strict=True):
             if self._sine_scaled(p):
                 x = p.lower + 0.5 * (p.upper - p.lower) * (1 + np.sin(v))
-            elif p.transform == "log":
-                x = p.lower + np.exp(v)
+            elif p.transform == "log":  # at or past the upper bound without exp's overflow (exp(710) = inf)
+                x = p.upper if v >= min(math.log(p.upper - p.lower), _LOG_MAX) else p.lower + np.exp(v)
             else:
                 x = v
             out.append(min(max(float(x), p.lower), p.upper))  # np.clip's result (NaN stays NaN), without its overhead

@@ -55,7 +55,7 @@ import importlib.util
 import logging
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -404,9 +404,10 @@ def observe_pointwise(name: str, op: Any, theta: Any, obs_subject: Any,
 # ----------------------------------------------------------------------------- diagnostics
 @dataclass(frozen=True)
 class Diagnostics:
-    """Convergence summary of one Bayesian fit."""
+    """Convergence summary of one Bayesian fit (``max_rhat`` None where no R-hat exists:
+    :attr:`rhat_reason` says why, and the fit fails that check)."""
 
-    max_rhat: float
+    max_rhat: float | None
     min_ess_bulk: float
     min_ess_tail: float
     divergences: int
@@ -420,7 +421,9 @@ class Diagnostics:
     @property
     def problems(self) -> list[str]:
         out = []
-        if not self.max_rhat <= RHAT_MAX:
+        if self.max_rhat is None:
+            out.append(f"R-hat not computed: {self.rhat_reason}")
+        elif not self.max_rhat <= RHAT_MAX:
             out.append(f"max R-hat {self.max_rhat:.3f} > {RHAT_MAX}")
         floor = ESS_MIN_PER_CHAIN * self.n_chains
         if not self.min_ess_bulk >= floor:
@@ -430,6 +433,15 @@ class Diagnostics:
         if self.divergences:
             out.append(f"{self.divergences} divergent transitions")
         return out
+
+    @property
+    def rhat_reason(self) -> str | None:
+        """Why ``max_rhat`` is None (None when it has a value)."""
+        if self.max_rhat is not None:
+            return None
+        if self.n_chains < 2:
+            return f"R-hat compares chains and this fit ran {self.n_chains}; sample 2 or more"
+        return "no sampled variable has an R-hat (their draws do not vary)"
 
     @property
     def ok(self) -> bool:
@@ -448,7 +460,8 @@ class Diagnostics:
 
     def report(self) -> str:
         """One line stating all four checks with their thresholds, and the verdict."""
-        return (f"max R-hat {self.max_rhat:.4f} (<= {RHAT_MAX}), min bulk ESS {self.min_ess_bulk:.0f} and min "
+        rhat = "null" if self.max_rhat is None else f"{self.max_rhat:.4f}"
+        return (f"max R-hat {rhat} (<= {RHAT_MAX}), min bulk ESS {self.min_ess_bulk:.0f} and min "
                 f"tail ESS {self.min_ess_tail:.0f} (>= {self.ess_floor}), {self.divergences} divergences (0): "
                 f"{self.verdict}")
 
@@ -466,6 +479,7 @@ class Diagnostics:
             "sampler": self.sampler,
             "ok": self.ok,
             "rhat_max": RHAT_MAX,
+            "max_rhat_reason": self.rhat_reason,
             "ess_floor": self.ess_floor,
             "verdict": self.verdict,
             "problems": self.problems,
@@ -484,7 +498,7 @@ def diagnose(idata: Any, seconds: float = float("nan"), sampler: str = "",
     table = az.summary(idata, var_names=list(var_names), kind="all", round_to="none")
     div = int(idata.sample_stats["diverging"].sum()) if "diverging" in idata.sample_stats else 0
     return Diagnostics(
-        max_rhat=float(np.nanmax(table["r_hat"])) if len(table) else float("nan"),
+        max_rhat=_worst(table, "r_hat", np.max),
         min_ess_bulk=float(np.nanmin(table["ess_bulk"])) if len(table) else float("nan"),
         min_ess_tail=float(np.nanmin(table["ess_tail"])) if len(table) else float("nan"),
         divergences=div,
@@ -494,6 +508,13 @@ def diagnose(idata: Any, seconds: float = float("nan"), sampler: str = "",
         sampler=sampler,
         table=table,
     )
+
+
+def _worst(table: pd.DataFrame, column: str, reduce: Callable[[np.ndarray], Any]) -> float | None:
+    """``reduce`` over a column's finite values; None where it has none (one chain has no R-hat)."""
+    values = table[column].to_numpy(float) if column in table and len(table) else np.array([])
+    values = values[~np.isnan(values)]
+    return float(reduce(values)) if len(values) else None
 
 
 @dataclass

@@ -67,6 +67,9 @@ LOOKS: tuple[int, ...] = tuple(range(2, 11))
 MIN_FACTOR, MAX_FACTOR = 0.8, 1.35
 #: Smallest size at which the fair fixed comparator is evaluated, as a multiple of the fixed plan's size.
 FIXED_MIN_FACTOR = 0.5
+#: Margin of the calibrated level below α, in SDs of a fresh type-I estimate (:func:`calibration_level`):
+#: z at 90 % (the project's choice; at 1,000 null studies per set α = .05 becomes .0375).
+CAL_MARGIN_Z = 1.2816
 #: Grid points per unit of Z of the searched rules' bounds (``sequential.efficacy_bounds``: within
 #: 1e-6 of the default grid's for 2–10 looks, at a ninth of its cost).
 SHAPE_GRID = 20
@@ -128,31 +131,51 @@ def _side_scores(b: Boundaries, z: np.ndarray, cols: Sequence[int], dirn: float,
 
 def fit_bounds(shape: Shape, sizes: tuple[int, ...], cal_z: np.ndarray, cols: Sequence[int], dirn: float,
                side: float, binding: bool) -> tuple[Boundaries, str]:
-    """A rule's bounds at look sizes ``sizes``: analytic where the calibration null studies agree with
-    normal theory (rate within 2 MC SE of ``side``), else shifted to reject at ``side`` on them."""
-    from cogtestbed.validation.design.seqsim import calibrate_shift
+    """A rule's bounds at look sizes ``sizes``: the analytic bounds where the calibration null studies
+    agree with normal theory on both sides (each side's rate within 2 MC SE of ``side``), else each
+    side shifted to reject at ``side`` on them (against the effect's direction first, futility ignored;
+    then in it, futility ignored unless ``binding``)."""
+    from cogtestbed.validation.design.seqsim import calibrate_shift, null_scores
 
     base = Boundaries(sizes, shape.spending, shape.bounds.level, shape.bounds.efficacy, shape.bounds.futility)
-    scores = _side_scores(base, cal_z, cols, dirn, binding)
-    n = scores.size
-    rate = float(np.mean(scores >= 0))
+    up = _side_scores(base, cal_z, cols, dirn, binding)
+    n = up.size
+    down = null_scores(strip_futility(base), cal_z, cols, -dirn) if dirn else None
+    rate = float(np.mean(up >= 0))
+    rate_other = None if down is None else float(np.mean(down >= 0))
     se = math.sqrt(side * (1 - side) / n)
     info = {"side_level": side, "null_sims": n, "nominal_rate": round(rate, 6), "nominal_rate_mc_se": round(se, 6),
+            "nominal_rate_other": None if rate_other is None else round(rate_other, 6),
             "futility": ("binding" if binding else "non-binding") if shape.futility else None}
-    if abs(rate - side) <= 2 * se:
+    if abs(rate - side) <= 2 * se and (rate_other is None or abs(rate_other - side) <= 2 * se):
         return dataclasses.replace(base, calibration={**info, "method": "analytic bounds", "shift": 0.0}), \
             "analytic bounds"
-    shifted = base.with_shift(calibrate_shift(scores, side), {**info, "method": "simulated calibration"})
+    if down is not None:
+        shift_other = calibrate_shift(down, side)
+        other = tuple(round(b + shift_other, 6) for b in base.efficacy)
+        base = dataclasses.replace(base, efficacy_other=other)
+        info["shift_other"] = round(shift_other, 6)
+        up = _side_scores(base, cal_z, cols, dirn, binding)
+    shifted = base.with_shift(calibrate_shift(up, side), {**info, "method": "simulated calibration"})
     if shifted.futility is not None:  # a shift down must not leave a futility bound above its efficacy bound
         fut = tuple(min(a, b) for a, b in zip(shifted.futility, shifted.efficacy, strict=True))
         shifted = dataclasses.replace(shifted, futility=fut)
     return shifted, "simulated calibration"
 
 
+def calibration_level(level: float, null_sims: int) -> float:
+    """The level every rule and the fair fixed test are calibrated to: α less :data:`CAL_MARGIN_Z`
+    times the SD of a fresh type-I estimate about a level calibrated on other null studies
+    (two independent sets of ``null_sims``: √(2α(1−α)/N)), so that a design calibrated on one set
+    keeps its type-I error ≤ α on fresh studies about 90 % of the time.  Both designs get it: the
+    comparison stays at equal type-I error."""
+    return level - CAL_MARGIN_Z * math.sqrt(2 * level * (1 - level) / null_sims)
+
+
 def score_all(shape_list: Sequence[Shape], maxima: Sequence[int], col: dict[int, int], eff: Any, cal: Any, nul: Any,
-              dirn: float, level: float, binding: bool) -> list[Scored]:
-    """Every (rule, maximum size) applied to the same simulated paths."""
-    side = level / 2 if dirn else level
+              dirn: float, cal_level: float, binding: bool) -> list[Scored]:
+    """Every (rule, maximum size) applied to the same simulated paths, calibrated to ``cal_level``."""
+    side = cal_level / 2 if dirn else cal_level
     out = []
     for shape in shape_list:
         for m in maxima:
@@ -171,10 +194,10 @@ def score_all(shape_list: Sequence[Shape], maxima: Sequence[int], col: dict[int,
 # ----------------------------------------------------------------------------- the fair fixed comparator
 def fair_fixed(eff_z: np.ndarray, cal_z: np.ndarray, nul_z: np.ndarray, sizes: Sequence[int], dirn: float,
                level: float, target: float) -> dict[str, Any]:
-    """The fixed test at every size with its critical value in the effect's direction calibrated on
-    the calibration null studies to α/2 (α for an undirected statistic), the other direction at
-    z_{1−α/2}: power on the effect studies, type-I error on the search null studies, and the smallest
-    size reaching ``target`` power (None with a reason when none does)."""
+    """The fixed test at every size with its critical values in and against the effect's direction
+    each calibrated on the calibration null studies to ``level``/2 (``level`` for an undirected
+    statistic): power on the effect studies, type-I error on the search null studies, and the
+    smallest size reaching ``target`` power (None with a reason when none does)."""
     from cogtestbed.validation.design.seqsim import calibrate_shift
 
     side = level / 2 if dirn else level
@@ -183,14 +206,17 @@ def fair_fixed(eff_z: np.ndarray, cal_z: np.ndarray, nul_z: np.ndarray, sizes: S
     for i, n in enumerate(sizes):
         toward_cal = _toward(cal_z[:, i], dirn)
         crit = z_nom + calibrate_shift(toward_cal - z_nom, side)
+        other = z_nom + calibrate_shift(-toward_cal - z_nom, side) if dirn else crit
         power = float(np.mean(_toward(eff_z[:, i], dirn) >= crit))
-        t1 = _fixed_reject(nul_z[:, i], dirn, crit, z_nom)
-        rows.append({"size": int(n), "critical": round(crit, 6), "power": power, "type1": t1})
+        t1 = _fixed_reject(nul_z[:, i], dirn, crit, other)
+        rows.append({"size": int(n), "critical": round(crit, 6), "critical_other": round(other, 6), "power": power,
+                     "type1": t1})
     reach = [r for r in rows if r["power"] >= target]
     best = reach[0] if reach else None
     return {"rows": rows, "chosen": best, "sims": int(eff_z.shape[0]), "null_sims": int(nul_z.shape[0]),
-            "method": ("the fixed plan's test with its critical value calibrated on the same calibration null "
-                       "studies as the sequential bounds: both designs spend type-I error alpha exactly"),
+            "level": level,
+            "method": ("the fixed plan's test with its critical values calibrated on the same calibration null "
+                       "studies and to the same level as the sequential bounds: equal type-I error"),
             "reason": None if best else f"no size up to {sizes[-1]} reaches power {target:g} at the calibrated level"}
 
 
@@ -200,7 +226,8 @@ def _toward(z: np.ndarray, dirn: float) -> np.ndarray:
 
 
 def _fixed_reject(z: np.ndarray, dirn: float, crit: float, z_nom: float) -> float:
-    """Rejection rate of the fixed test: ``Z·d ≥ crit`` or ``Z·d ≤ −z_nom`` (``|Z| ≥ crit`` undirected)."""
+    """Rejection rate of the fixed test: ``Z·d ≥ crit`` or ``Z·d ≤ −z_nom`` (``|Z| ≥ crit`` undirected;
+    ``z_nom``: the critical value against the effect's direction)."""
     t = _toward(z, dirn)
     if dirn == 0:
         return float(np.mean(t >= crit))
@@ -287,13 +314,14 @@ def search(eff: Any, cal: Any, nul: Any, sizes: Sequence[int], maxima: Sequence[
     :data:`MIN_FACTOR` times the fair fixed size, if lower); the fair fixed comparator at ``fixed_sizes``."""
     col = {n: i for i, n in enumerate(sizes)}
     fixed_cols = [col[n] for n in fixed_sizes]
-    fair = fair_fixed(eff.z[:, fixed_cols], cal.z[:, fixed_cols], nul.z[:, fixed_cols], fixed_sizes, dirn, level,
-                      target)
+    cal_level = calibration_level(level, int(cal.z.shape[0]))
+    fair = fair_fixed(eff.z[:, fixed_cols], cal.z[:, fixed_cols], nul.z[:, fixed_cols], fixed_sizes, dirn,
+                      cal_level, target)
     if fair["chosen"] is not None:  # the maxima reach down to MIN_FACTOR times the fair fixed size too
         lo = max(4, min(lo, math.floor(MIN_FACTOR * fair["chosen"]["size"])))
     lo_fixed = fixed_sizes[0]
-    shape_list = shapes(level, target, looks, families, futility)
-    scored = score_all(shape_list, [m for m in maxima if m >= lo], col, eff, cal, nul, dirn, level, binding)
+    shape_list = shapes(cal_level, target, looks, families, futility)
+    scored = score_all(shape_list, [m for m in maxima if m >= lo], col, eff, cal, nul, dirn, cal_level, binding)
     passing = sorted((s for s in scored if s.type1 <= level and s.power >= target), key=Scored.key)
     edges = []
     if passing and passing[0].bounds.sizes[-1] == sizes[-1]:
@@ -302,7 +330,7 @@ def search(eff: Any, cal: Any, nul: Any, sizes: Sequence[int], maxima: Sequence[
         edges.append(f"the fair fixed size, {lo_fixed}, is the smallest evaluated: a smaller one may reach the power")
     searched = {"looks": list(looks), "spending": list(families), "futility": [bool(f) for f in futility],
                 "maximum_sizes": [lo, sizes[-1]], "rules": len(scored), "passing": len(passing), "edges": edges,
-                "effect_sims": int(eff.z.shape[0]), "null_sims": int(nul.z.shape[0]),
+                "effect_sims": int(eff.z.shape[0]), "null_sims": int(nul.z.shape[0]), "calibration_level": cal_level,
                 "futility_type1": "binding" if binding else "non-binding",
                 "analytic": sum(s.method == "analytic bounds" for s in scored)}
     return Search(scored, passing, fair, searched)
@@ -341,8 +369,8 @@ def _confirm(top: Sequence[Scored], spec: PlannedStudy, null: PlannedStudy, sim:
     (nul,) = nsim.run([(null, 2, None if not binding else Rule(tuple(s.bounds for s in top), cols, dirn))])
     info.subjects = csim.subjects + nsim.subjects
     if fair_n is not None and np.isfinite(nul.z[:, col[fair_n]]).all():
-        crit = fair["chosen"]["critical"]
-        info.fixed_type1 = _fixed_reject(nul.z[:, col[fair_n]], dirn, crit, float(stats.norm.isf(level / 2)))
+        c = fair["chosen"]
+        info.fixed_type1 = _fixed_reject(nul.z[:, col[fair_n]], dirn, c["critical"], c["critical_other"])
     chosen, rows, picked = choose(top, cols, eff, nul, dirn, level, target, binding)
     if picked is not None:
         info.z_effect, info.z_null = eff.z[:, list(cols[picked])], nul.z[:, list(cols[picked])]
@@ -463,8 +491,10 @@ def fair_statement(fair: dict[str, Any], seq: dict[str, Any], size_name: str, se
             "fixed_power_mc_se": se_p, "fixed_type1": t1 if t1 is not None else c["type1"],
             "sequential_type1": seq_type1, "sequential_type1_mc_se": seq_se, "fixed_cost_key": fair_key,
             "statement": (f"saving stated at equal type-I error: against the fixed test calibrated the same way (both "
-                          f"at alpha exactly): {c['size']} {size_name}, critical value {c['critical']:.3f} in the "
-                          f"effect's direction, power {c['power']:.3f} ± {se_p:.3f}, {t1_text} (sequential: "
+                          f"to level {fair['level']:.4f} on the same null studies, a margin below alpha so that "
+                          f"fresh type-I stays <= alpha): {c['size']} {size_name}, critical values "
+                          f"{c['critical']:.3f} in / {c['critical_other']:.3f} against the effect's direction, "
+                          f"power {c['power']:.3f} ± {se_p:.3f}, {t1_text} (sequential: "
                           f"{seq_type1:.3f} ± {seq_se:.3f}); {ref}{worse}")}
 
 

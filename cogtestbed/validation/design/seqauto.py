@@ -503,10 +503,13 @@ def auto_lines(seq: Mapping[str, Any]) -> list[str]:
     a = seq["auto"]["searched"]
     conf = seq["auto"]["confirmed"]
     pick = next((i for i, r in enumerate(conf) if r["passes"]), None)
+    level = a.get("calibration_level")
     out = [f"  --looks auto: {a['rules']:,} rules ({a['looks'][0]}-{a['looks'][-1]} looks x {len(a['spending'])} "
            f"spending functions x futility off/on x maximum {a['maximum_sizes'][0]}-{a['maximum_sizes'][1]}) applied "
            f"to the same {a['effect_sims']:,} effect and 2 x {a['null_sims']:,} null studies ({a['analytic']:,} with "
-           f"analytic bounds); {a['passing']:,} met alpha and power"]
+           f"analytic bounds); {a['passing']:,} met alpha and power"
+           + (f"; every rule and the fixed comparator calibrated to level {level:.4f} (alpha less a margin "
+              "for the calibration's MC error)" if level is not None else "")]
     out += [f"  note: {e}" for e in a.get("edges", [])]
     if pick is not None:
         out.append(f"  chosen: the search's #{pick + 1} of {len(conf)} confirmed on fresh studies (the first to keep "

@@ -498,8 +498,11 @@ def _bounds_lines(d: Mapping[str, Any]) -> list[str]:
                    f"in the effect's direction, within 2 MC SE of {cal['side_level']:.3f}")
     else:
         err = f" (MC error ± {cal['shift_mc_error']:.3f})" if cal.get("shift_mc_error") is not None else ""
+        other = (f" (against it by {cal['shift_other']:+.3f} to reject at {cal['side_level']:.3f} there too)"
+                 if cal.get("shift_other") is not None else "")
         out.append(f"  simulated calibration on {cal['null_sims']} null studies: the spending function's bounds "
                    f"moved by {cal['shift']:+.3f}{err} to reject at {cal['side_level']:.3f} in the effect's direction"
+                   + other
                    + {"binding": " with futility obeyed (binding)",
                       "non-binding": " ignoring futility (non-binding)"}.get(str(cal.get("futility")), ""))
     if d["futility"] is not None:

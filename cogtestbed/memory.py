@@ -3,7 +3,11 @@ anything is allocated (a base module: environments, models and studies all call 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import time
+from collections.abc import Iterator
 
 from cogtestbed.errors import CogtestbedError
 
@@ -48,22 +52,67 @@ SECONDS_PER_INPUT_MB = 2.3
 MEMORY_PER_INPUT_BYTE = 8
 
 
-def check_input_size(path: str | os.PathLike[str]) -> None:
-    """Refuse in one line, before reading, a published file larger than the input limit (naming
-    the estimated time and memory, the limit and its override), or one whose estimated memory
-    exceeds what is available (:func:`check_memory`)."""
+#: A file above this size (MiB) that is read (under the limit, or above it with the limit raised)
+#: gets a progress line on stderr before it is read and one after.  A named default.
+PROGRESS_INPUT_MB = 10.0
+
+
+def input_estimate(path: str | os.PathLike[str]) -> tuple[float, int, str]:
+    """(MiB on disk, bytes of memory once read, what the estimate rests on) of an input file: a
+    CSV by :data:`MEMORY_PER_INPUT_BYTE` per byte, a Parquet table by its footer's uncompressed
+    size (its rows too) times :data:`MEMORY_COPIES`."""
     from pathlib import Path
 
     size = Path(path).stat().st_size
-    mib = size / 2**20
+    if Path(path).suffix == ".parquet":
+        try:
+            import pyarrow.parquet as pq
+
+            meta = pq.ParquetFile(path).metadata
+            raw = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+            return size / 2**20, int(raw * MEMORY_COPIES), f"{meta.num_rows:,} rows"
+        except Exception:  # noqa: BLE001 - not Parquet after all: the reader says so in one line
+            pass
+    return size / 2**20, size * MEMORY_PER_INPUT_BYTE, ""
+
+
+def input_limit_mb() -> float:
+    """The input limit in MiB: :data:`MAX_INPUT_MB`, or ``$COGTESTBED_MAX_INPUT_MB``."""
     raw = os.environ.get(MAX_INPUT_ENV)
     try:
         limit = float(raw) if raw else MAX_INPUT_MB
     except ValueError:
         raise ValueError(f"{MAX_INPUT_ENV} must be a number of MiB, got {raw!r}") from None
-    need = size * MEMORY_PER_INPUT_BYTE
+    return limit
+
+
+def check_input_size(path: str | os.PathLike[str]) -> None:
+    """Refuse in one line, before reading, a user's file (a published CSV, a trial table) larger
+    than the input limit (naming the estimated time and memory, the limit and its override), or
+    one whose estimated memory exceeds what is available (:func:`check_memory`)."""
+    mib, need, basis = input_estimate(path)
+    limit = input_limit_mb()
     if mib > limit:
         raise MemoryLimitError(
-            f"{path} is {mib:.0f} MiB: importing and scoring it takes about {mib * SECONDS_PER_INPUT_MB:.0f} s "
-            f"and {format_bytes(need)} of memory; the input limit is {limit:g} MiB ({MAX_INPUT_ENV}=N raises it)")
+            f"{path} is {mib:.0f} MiB{f' ({basis})' if basis else ''}: reading and scoring it takes about "
+            f"{mib * SECONDS_PER_INPUT_MB:.0f} s and {format_bytes(need)} of memory; the input limit is {limit:g} MiB "
+            f"({MAX_INPUT_ENV}=N raises it)")
     check_memory(need, f"reading {path} ({mib:.0f} MiB)", "split the file")
+
+
+@contextlib.contextmanager
+def reading_input(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Check a user's file (:func:`check_input_size`) and read it inside this block; a file above
+    :data:`PROGRESS_INPUT_MB` gets a line on stderr before (its size, the estimated time, memory)
+    and one after (the time it took), so a long read is never silent."""
+    check_input_size(path)
+    mib, need, basis = input_estimate(path)
+    if mib <= PROGRESS_INPUT_MB:
+        yield
+        return
+    start = time.perf_counter()
+    shown = f"{mib:.0f} MiB{', ' + basis if basis else ''}"
+    print(f"reading {path} ({shown}): about {mib * SECONDS_PER_INPUT_MB:.0f} s and {format_bytes(need)} of memory ...",
+          file=sys.stderr, flush=True)
+    yield
+    print(f"read {path} in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)

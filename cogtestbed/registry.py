@@ -12,6 +12,7 @@ and dispatches on the contracts; it never branches on an experiment's name.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -154,12 +155,17 @@ def validate_table(trials: pd.DataFrame, experiment: str | None = None, source: 
     return trials
 
 
-def read_trials(path: str | os.PathLike[str], experiment: str | None = None) -> pd.DataFrame:
+def read_trials(path: str | os.PathLike[str], experiment: str | None = None, user_file: bool = False) -> pd.DataFrame:
     """Read a Parquet trial table written by :func:`write_trials` (schema checked; with
-    ``experiment`` given, a table of another experiment is refused)."""
+    ``experiment`` given, a table of another experiment is refused).  ``user_file``: a file the
+    user named, under the input limit (:func:`cogtestbed.memory.reading_input`); a run's own
+    table is read as it is."""
+    from cogtestbed.memory import reading_input
     from cogtestbed.trials import read_trial_file
 
-    return validate_table(read_trial_file(path), experiment, source=Path(path))
+    with reading_input(path) if user_file else contextlib.nullcontext():
+        table = read_trial_file(path)
+    return validate_table(table, experiment, source=Path(path))
 
 
 def trials_manifest(trials: pd.DataFrame, manifest: Mapping[str, Any],

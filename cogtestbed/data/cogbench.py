@@ -141,8 +141,10 @@ def import_probabilistic(path: str | Path, human: bool | None = None) -> pd.Data
     human file (``store.py`` treats ``engine == 'human'`` differently).  ``human=None`` infers
     this from the file name, as CogBench does; the table always holds P(red | left) in ``lh``
     and marks human rows with ``cogbench_human_lh`` so that the compatibility score can
-    reproduce CogBench's double flip.  CogBench's ``run`` becomes the subject; rows of a run
-    (usually 2; some files append a run twice) are numbered in file order.
+    reproduce CogBench's double flip.  CogBench's ``run`` becomes the subject; a session judges each
+    condition (``informative_lh``) once, so a run that judges a condition again holds another
+    session (some files append a run twice): its rows are that run's session 1, 2, …, never
+    merged into one session; rows of a session are numbered in file order.
     """
     from cogtestbed.tables.probabilistic import stimulus_table
 
@@ -159,7 +161,11 @@ def import_probabilistic(path: str | Path, human: bool | None = None) -> pd.Data
         agent=Path(path).stem, human_lh=is_human,
     )
     table["subject"] = df["run"].to_numpy(np.int64)
-    table["trial"] = df.groupby("run").cumcount().to_numpy(np.int64)
+    # a session judges each condition (informative or not) once: a run that judges one again holds a
+    # second session (215 runs of claude-1.csv are appended twice), numbered as such, not merged into one
+    session = df.groupby(["run", "informative_lh"], sort=False).cumcount().to_numpy(np.int64)
+    table["session"] = session
+    table["trial"] = df.assign(_s=session).groupby(["run", "_s"], sort=False).cumcount().to_numpy(np.int64)
     return table
 
 

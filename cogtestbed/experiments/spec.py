@@ -520,13 +520,16 @@ class ExperimentSpec:
         """Read ``path`` as a trial table (``.parquet``) or through one of the importers
         (``source`` names one; ``auto`` asks each importer's sniff) and validate it against
         :attr:`schema` before anything is computed; returns the table and the source used."""
+        from cogtestbed.memory import reading_input
         from cogtestbed.schema import TrialTableError, validate_trials
         from cogtestbed.trials import read_trial_file
 
         if not path.exists():
             raise FileNotFoundError(f"no such file: {path}")
         if source == "trials" or (source == "auto" and path.suffix == ".parquet"):
-            return validate_trials(read_trial_file(path), self.schema, self.name, source=path), "trials"
+            with reading_input(path):  # a large file: refused in one line with its estimate, or its progress shown
+                table = read_trial_file(path)
+            return validate_trials(table, self.schema, self.name, source=path), "trials"
         if source == "auto":
             found = next((imp for imp in self.importers.values() if imp.sniff(path)), None)
             if found is None:
@@ -535,10 +538,8 @@ class ExperimentSpec:
                     f"{self.name} ({', '.join(self.importers) or 'none'}) recognises it; pass --from")
             source = found.source
         importer = self.importer(source)
-        from cogtestbed.memory import check_input_size
-
-        check_input_size(path)  # a large file: refused in one line with its estimate, before reading
-        table = importer.load(path)
+        with reading_input(path):
+            table = importer.load(path)
         return validate_trials(table, self.schema, self.name, source=path, file_columns=importer.file_columns), source
 
     def metric_option(self, name: str) -> MetricOption:

@@ -442,7 +442,13 @@ def collider_metrics(trials: pd.DataFrame, scheme: str = "auto", aggregate: str 
     if human is not None:
         from cogtestbed.data.causal import import_rw17_human
 
-        htable = import_rw17_human(human) if not isinstance(human, pd.DataFrame) else human
+        if isinstance(human, pd.DataFrame):
+            htable = human
+        else:
+            from cogtestbed.memory import reading_input
+
+            with reading_input(human):  # a user's file, under the input limit
+                htable = import_rw17_human(human)
         detail["alignment"] = human_alignment(trials, htable, seed=seed)
         metrics["spearman_rho"] = detail["alignment"]["pooled"]["rho"]
     rows = _per_subject_rows(trials, valid, block, per_subject, use_cells, scheme, seed)

@@ -154,11 +154,14 @@ def revealed_metrics(trials: pd.DataFrame, pair: str | None = None, reference: s
     """
     table = trials
     if pair is not None:
+        from cogtestbed.memory import reading_input
         from cogtestbed.schema import canonical_rows, validate_trials
         from cogtestbed.tables.revealed import EXPERIMENT, SCHEMA
         from cogtestbed.trials import read_trial_file
 
-        other = canonical_rows(validate_trials(read_trial_file(pair), SCHEMA, EXPERIMENT, source=pair))
+        with reading_input(pair):  # a user's second table: under the input limit as the first
+            other_raw = read_trial_file(pair)
+        other = canonical_rows(validate_trials(other_raw, SCHEMA, EXPERIMENT, source=pair))
         a, b = str(trials["agent"].iloc[0]), str(other["agent"].iloc[0])
         if a == b:
             other = other.assign(agent=f"{b} ({Path(pair).stem})")

@@ -70,7 +70,7 @@ def read_pilot(path: Path, exp: ExperimentSpec, spec: PlannedStudy) -> Pilot:
     config = manifest.get("config", {})
     if config.get("experiment") not in (None, exp.name):
         raise ValueError(f"--pilot: {path} is a run of {config.get('experiment')}, not of {exp.name}")
-    table = read_trials(trials_path)
+    table = read_trials(trials_path, user_file=True)
     calls = pd.read_parquet(path / CALLS_FILE) if (path / CALLS_FILE).exists() else pd.DataFrame()
     valid = table["valid"].to_numpy(bool) if "valid" in table else np.ones(len(table), bool)
     fitted, model_name = _pilot_fit(exp, spec, table) if valid.sum() >= MIN_PILOT_VALID else ({}, None)

@@ -146,7 +146,7 @@ def metrics_from_files(
     out: list[AgentMetrics] = []
     for path in collect_files(paths):
         if path.suffix == ".parquet":
-            table = read_trials(path)
+            table = read_trials(path, user_file=True)
             for (exp_name, agent), group in table.groupby(["experiment", "agent"], observed=True):
                 if exp_name not in relevant or (wanted is not None and agent not in wanted):
                     continue

@@ -146,13 +146,7 @@ def metrics(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame
     column, or the experiment whose importer recognises it).  ``options`` are the experiment's own
     metrics options (:class:`~cogtestbed.metrics_result.MetricOption`; a string is converted as on
     the command line, a dash in a name read as an underscore)."""
-    if experiment is None:
-        from cogtestbed.registry import experiment_of
-
-        if isinstance(table_or_path, _frame_type()):
-            raise InputError("metrics of a table needs its experiment")
-        experiment = experiment_of(None, Path(table_or_path))
-    exp = get_experiment(experiment)
+    exp = get_experiment(experiment_for(experiment, table_or_path))
     converted: dict[str, Any] = {}
     for name, value in options.items():
         option = exp.metric_option(name.replace("-", "_"))
@@ -171,13 +165,35 @@ def metrics(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame
     return result
 
 
+def experiment_for(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | str | os.PathLike[str],
+                   model: str | None = None) -> str | ExperimentSpec:
+    """The experiment of a call that may leave it out (``experiment`` None): a table's
+    ``experiment`` column (one name), a file's (its column, or the importer that recognises it),
+    else the one experiment declaring ``model`` (:func:`cogtestbed.registry.experiment_of`)."""
+    from cogtestbed.registry import experiment_of
+
+    if experiment is not None:
+        return experiment
+    if not isinstance(table_or_path, _frame_type()):
+        return experiment_of(None, Path(table_or_path), model)
+    from cogtestbed.schema import table_experiments
+
+    names = table_experiments(table_or_path)
+    if len(names) == 1:
+        return names[0]
+    if model is not None and not names:
+        return experiment_of(None, model=model)
+    raise InputError(f"the table holds {'trials of ' + ', '.join(names) if names else 'no trial'}: name its "
+                     "experiment")
+
+
 def _frame_type() -> type:
     import pandas as pd
 
     return pd.DataFrame
 
 
-def fit(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLike[str], *, model: str,
+def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | str | os.PathLike[str], *, model: str,
         method: Literal["mle", "hierarchical"] = "mle", source: str = "auto", separate_runs: bool = False,
         draws: int = 1000, max_draws: int | None = None, chains: int = 4, seed: int = 0,
         lapse: str = "none", form_effects: Sequence[str] | None = None) -> pd.DataFrame | BayesFit:
@@ -189,14 +205,16 @@ def fit(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os
     ``method="hierarchical"``: the posterior, an object with ``.idata`` (arviz InferenceData),
     ``.diagnostics`` and ``.subject_summary()``.  Where the experiment pools sessions, the runs
     of each agent are fitted together as one subject unless ``separate_runs``.  ``lapse``: the
-    fitted lapse term (``none``, ``fit`` or a fixed rate, as ``--lapse``).
+    fitted lapse term (``none``, ``fit`` or a fixed rate, as ``--lapse``).  ``experiment`` None:
+    the table's (its experiment column, or the importer that recognises the file), else the one
+    experiment declaring ``model``.
 
     A table run across two or more prompt forms (its ``form`` column) is fitted hierarchically with
     crossed subject and form effects (:func:`~cogtestbed.inference.form_hierarchical.fit_forms_hierarchical`)
     on ``form_effects`` (default: every parameter); the fit's ``.form_sd`` holds each between-form
     SD's posterior (mean, median, interval, R-hat, ESS).  Pooled runs are pooled within a form.
     """
-    exp = get_experiment(experiment)
+    exp = get_experiment(experiment_for(experiment, table_or_path, model))
     cog = fit_model(exp, model, method, lapse)
     table, _, _ = fit_table(exp, table_or_path, source, separate_runs)
     if method == "mle":

@@ -37,13 +37,17 @@ def test_bias_corrected_test_by_hand() -> None:
     y, f = _data(2)
     means = np.array([y[f == k].mean() for k in range(8)])
     a = means.var(ddof=1) / 8
-    r = bias_corrected_test(y, f, bias=0.2, bias_se=0.05, bias_n=200, null=0.1)
+    r = bias_corrected_test(y, f, bias=0.2, bias_se=0.05, bias_n=200, null=0.1, df_method="satterthwaite")
     se = np.sqrt(a + 0.05**2)
     df = (a + 0.05**2) ** 2 / (a**2 / 7 + 0.05**4 / 199)
     assert r.se == pytest.approx(se, rel=1e-12) and r.df == pytest.approx(df, rel=1e-12)
     assert r.t == pytest.approx((means.mean() - 0.2 - 0.1) / se, rel=1e-12)
     assert r.p_value == pytest.approx(2 * stats.t.sf(abs(r.t), df), rel=1e-10)
     assert 7 < r.df < 207
+    hsu = bias_corrected_test(y, f, bias=0.2, bias_se=0.05, bias_n=200, null=0.1)
+    assert hsu.df == 7 and hsu.t == pytest.approx(r.t) and hsu.p_value > r.p_value
+    with pytest.raises(ValueError, match="df_method"):
+        bias_corrected_test(y, f, 0.2, 0.05, 200, df_method="z")
     plain = bias_corrected_test(y, f, 0.0, 0.0, 200, 0.1)
     assert plain.df == pytest.approx(7) and plain.p_value == pytest.approx(form_random_effects(y, f, 0.1).p_value)
     assert bias_corrected_test(y[f == 0], f[f == 0], 0.1, 0.01, 200).p_value is None  # one form

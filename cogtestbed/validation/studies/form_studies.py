@@ -18,8 +18,9 @@ truth is 0), and a test on form means has the power to see that bias as an effec
 measured in each replicate by a parametric bootstrap under the null (:func:`null_bias`:
 ``bias_sims`` subjects simulated at the fitted population medians projected onto the null, fitted
 as the study's subjects are) and subtracted
-(:func:`~cogtestbed.inference.form_effects.bias_corrected_test`); the uncorrected test is reported
-beside it (``aware_uncorrected``).
+(:func:`~cogtestbed.inference.form_effects.bias_corrected_test`, Hsu's K − 1 df); the same test with
+Welch–Satterthwaite df (``aware_satterthwaite``) and the uncorrected test (``aware_uncorrected``) are
+reported beside it.
 
 Rejection rates come with their Monte-Carlo SE ``sqrt(p(1 − p)/R)``; coverage likewise.
 """
@@ -140,7 +141,9 @@ def form_replicate(spec: FormStudySpec, seed: int) -> dict[str, Any]:
             bias_seed = int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
             bias, bias_se, n_sim = null_bias(spec, fits, model, bias_seed)
             corrected = bias_corrected_test(effect, forms, bias, bias_se, n_sim, spec.null)
-            row.update({"aware_p": corrected.p_value, "bias": bias, "bias_se": bias_se, "aware_df": corrected.df})
+            welch = bias_corrected_test(effect, forms, bias, bias_se, n_sim, spec.null, "satterthwaite")
+            row.update({"aware_p": corrected.p_value, "aware_satterthwaite_p": welch.p_value, "bias": bias,
+                        "bias_se": bias_se, "aware_df": corrected.df, "satterthwaite_df": welch.df})
     for name, sd in spec.forms.sd.items():
         re = form_random_effects(_unconstrained(model, name, fits[name].to_numpy(dtype=np.float64)), forms,
                                  level=spec.level)
@@ -174,7 +177,7 @@ def summarise_form_study(spec: FormStudySpec, results: pd.DataFrame) -> dict[str
     counted), and for each form SD its mean estimate and the coverage of its interval."""
     out: dict[str, Any] = {"n_studies": len(results), "alpha": spec.alpha, "k_forms": spec.forms.k,
                            "n_per_form": spec.n_per_form}
-    tests = [t for t in ("aware", "aware_uncorrected", "naive") if f"{t}_p" in results.columns]
+    tests = [t for t in ("aware", "aware_satterthwaite", "aware_uncorrected", "naive") if f"{t}_p" in results.columns]
     if "bias" in results.columns:
         out["bias_correction"] = {"simulated_subjects": spec.bias_sims,
                                   "mean_bias": float(np.nanmean(results["bias"].to_numpy(dtype=np.float64)))}

@@ -55,6 +55,7 @@ _PUBLIC: dict[str, str] = {
     "estimates": "cogtestbed.api.studies",
     "plot_recovery": "cogtestbed.api.studies",
     "plan": "cogtestbed.api.plan",
+    "plan_forms": "cogtestbed.api.form_plan",
     "Plan": "cogtestbed.api.plan",
     "run": "cogtestbed.api.run",
     "PairedRun": "cogtestbed.api.run",
@@ -91,7 +92,8 @@ __all__ = [
     "OutputError", "PairedRun", "ParameterError", "Phenotype", "Plan", "PlanInfeasible", "PriceError",
     "ResumeMismatch", "RunDirError", "Study", "TrialTableError", "UnknownNameError", "UnpricedModel", "WorkerDied",
     "WriteFailed", "check", "describe", "estimates", "experiments", "fit", "fit_and_save", "get_experiment", "looks",
-    "metrics", "model_recovery", "phenotype", "plan", "plot_recovery", "power", "recover", "run", "sbc", "simulate",
+    "metrics", "model_recovery", "phenotype", "plan", "plan_forms", "plot_recovery", "power", "recover", "run", "sbc",
+    "simulate",
     "true_parameters",
 ]
 
@@ -99,6 +101,7 @@ if TYPE_CHECKING:
     from cogtestbed.api.core import check, experiments, fit, get_experiment, metrics, simulate
     from cogtestbed.api.describe import describe
     from cogtestbed.api.fitting import fit_and_save
+    from cogtestbed.api.form_plan import plan_forms
     from cogtestbed.api.looks import LookReplay, looks
     from cogtestbed.api.phenotype import Phenotype, phenotype
     from cogtestbed.api.plan import Plan, plan

@@ -124,3 +124,23 @@ def test_recover_prints_the_summary_of_the_study_ct_recover_returns(tmp_path: Pa
     # the command line's spelling of the options gives the same study
     again = ct.recover("rw", subjects="6", reps=2, trials="48", seed=2, workers=1, design=[])
     assert_close(again.table["estimate"].tolist(), study.table["estimate"].tolist(), rtol=1e-9, where="spelling")
+
+
+def test_plan_forms_prints_the_plan_ct_plan_forms_returns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cogtestbed.environments.forms import FormDesign
+    from cogtestbed.simulation import simulate
+
+    table = simulate(EXP, "rw-pm", 16, 5, {"alpha_pos": 0.5, "alpha_neg": 0.5, "beta": 5.0},
+                     forms=FormDesign(tuple(range(4)), {"alpha_pos": 0.5}))
+    pilot = tmp_path / "pilot.parquet"
+    table.to_parquet(pilot)
+    args = ["plan", EXP, "--model", "rw-pm", "--effect", "optimism_bias=0.2", "--forms", "1,2,4", "--pilot",
+            str(pilot), "--base", "alpha_pos=0.5", "--base", "alpha_neg=0.5", "--json"]
+    assert run_cli(args) == 0
+    printed = _json(capsys)
+    returned = ct.plan_forms(EXP, forms=[1, 2, 4], model="rw-pm", effect={"optimism_bias": 0.2}, pilot=pilot,
+                             base={"alpha_pos": 0.5, "alpha_neg": 0.5})
+    assert_close(printed, json.loads(json.dumps(returned, default=str)), rtol=1e-9, where="forms plan")
+    assert [row["forms"] for row in printed["designs"]] == [2, 4] and "one_form" in printed
+    with pytest.raises(ct.FormError, match="needs --model and --effect"):
+        ct.plan_forms(EXP, forms="1,2", model=None, effect=None)

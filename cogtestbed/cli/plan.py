@@ -21,44 +21,6 @@ from cogtestbed.cli.simulate import FormSdOpt
 RangeOpt = Annotated[str | None, typer.Option(help="LO:HI or a comma list.")]
 
 
-def _plan_forms(exp: Any, forms: str, form_sd: list[str] | None, model: str | None, effect: str | None,
-                llm: list[str] | None, pilot: Path | None, param: list[str] | None, base: list[str] | None,
-                power: float, level: float, seed: int, design: list[str] | None, prices: Path | None,
-                allow_unpriced: bool, max_tokens: int | None, temperature: float | None, reask: int,
-                as_json: bool) -> None:
-    """``plan --forms``: parse, call :func:`~cogtestbed.validation.design.form_plan.plan_forms_study`, print."""
-    from cogtestbed.api.core import design_overrides
-    from cogtestbed.environments.forms import FormError, parse_form_sd
-    from cogtestbed.experiments.spec import resolve_temperature
-    from cogtestbed.parameters import parse_assignments
-    from cogtestbed.registry import read_trials
-    from cogtestbed.validation.design.form_plan import plan_forms_study
-    from cogtestbed.validation.design.plan import Pricer
-
-    if model is None or effect is None:
-        raise FormError("plan --forms needs --model and --effect NAME=SIZE")
-    parts = [p.strip() for p in forms.split(",") if p.strip()]
-    if not parts or not all(p.isdigit() for p in parts):
-        raise FormError(f"--forms takes counts of forms, e.g. 1,2,4,8, got {forms!r}")
-    eff = next(iter(parse_assignments([effect], "--effect").items()))
-    fields = design_overrides(design or [])
-    design_obj = exp.design_cls(**fields) if fields else None
-    pricer = None
-    if llm:  # a session priced by the first LLM
-        pricer = Pricer(exp, (llm[0],), seed=seed, max_tokens=max_tokens,
-                        temperature=resolve_temperature(exp.decoding, temperature)[0], reask=reask, prices=prices,
-                        allow_unpriced=allow_unpriced)
-    pilot_table = None if pilot is None else read_trials(pilot / "trials.parquet" if pilot.is_dir() else pilot)
-    params = {**parse_assignments(base or [], "--base"), **parse_assignments(param or [], "--param")}
-    result = plan_forms_study(exp.name, model, eff, [int(p) for p in parts], parse_form_sd(form_sd), params=params,
-                              target=power, alpha=level, pricer=pricer, pilot=pilot_table, seed=seed,
-                              design=design_obj)
-    if as_json:
-        print_json(result)
-        return
-    _print_forms_plan(result, exp.name, model, eff, power)
-
-
 def _print_forms_plan(result: dict[str, Any], experiment: str, model: str, eff: tuple[str, float],
                       power: float) -> None:
     from rich.table import Table
@@ -183,10 +145,19 @@ def plan(
     from cogtestbed.validation.studies.report import check_output_target
 
     if forms is not None:
-        from cogtestbed.registry import get_experiment
+        from cogtestbed.api.form_plan import plan_forms
 
-        _plan_forms(get_experiment(experiment), forms, form_sd, model, effect, llm, pilot, param, base, power, level,
-                    seed, design, prices, allow_unpriced, max_tokens, temperature, reask, as_json)
+        planned = plan_forms(experiment, forms=forms, model=model, effect=effect, form_sd=form_sd, llm=llm,
+                             pilot=pilot, params=param, base=base, power=power, level=level, seed=seed, design=design,
+                             prices=prices, allow_unpriced=allow_unpriced, max_tokens=max_tokens,
+                             temperature=temperature, reask=reask)
+        if as_json:
+            print_json(planned)
+            return
+        from cogtestbed.parameters import parse_assignments
+
+        eff = next(iter(parse_assignments([str(effect)], "--effect").items()))
+        _print_forms_plan(planned, planned["experiment"], str(model), eff, power)
         return
     if output is not None:  # before the simulations: a refused folder costs nothing (created when written)
         check_output_target(output)

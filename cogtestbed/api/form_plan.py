@@ -1,0 +1,67 @@
+"""A plan over prompt forms (``cogtestbed plan --forms``): :func:`plan_forms` chooses the number
+of forms and the subjects per form jointly by dollars
+(:func:`~cogtestbed.validation.design.form_plan.plan_forms_study`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from cogtestbed.errors import InputError
+
+
+def _items(value: Mapping[str, Any] | Sequence[str] | str | None) -> list[str]:
+    from cogtestbed.api.specs import assignment_items
+
+    return assignment_items(value)
+
+
+def plan_forms(experiment: str, *, forms: str | Sequence[int], model: str | None,
+               effect: Mapping[str, float] | str | None,
+               form_sd: Mapping[str, float] | Sequence[str] | None = None, llm: Sequence[str] | str | None = None,
+               pilot: str | os.PathLike[str] | None = None, params: Mapping[str, float] | Sequence[str] | None = None,
+               base: Mapping[str, float] | Sequence[str] | None = None, power: float = 0.8, level: float = 0.05,
+               seed: int = 0, design: Mapping[str, Any] | Sequence[str] | None = None,
+               prices: str | os.PathLike[str] | None = None, allow_unpriced: bool = False,
+               max_tokens: int | None = None, temperature: float | None = None, reask: int = 0) -> dict[str, Any]:
+    """Plan a study of ``model``'s ``effect`` (``{NAME: SIZE}``) across prompt forms: for each count
+    in ``forms`` (``"1,2,4,8"``), the subjects per form that reach ``power`` at ``level`` with the
+    forms-aware test (a t test on the form means), the forms' effect SD from ``form_sd`` or a
+    ``pilot`` run; with ``llm`` each design is priced by the first LLM's session and the cheapest
+    chosen.  Returns the plan (``scales``, ``rows``, ``chosen``; what ``plan --forms --json`` prints)."""
+    from cogtestbed.api.core import design_overrides, get_experiment
+    from cogtestbed.environments.forms import FormError, parse_form_sd
+    from cogtestbed.experiments.spec import resolve_temperature
+    from cogtestbed.parameters import parse_assignments
+    from cogtestbed.registry import read_trials
+    from cogtestbed.validation.design.form_plan import plan_forms_study
+    from cogtestbed.validation.design.plan import Pricer
+
+    exp = get_experiment(experiment)
+    effect_items = _items(effect)
+    if model is None or not effect_items:
+        raise FormError("plan --forms needs --model and --effect NAME=SIZE")
+    text = forms if isinstance(forms, str) else ",".join(str(int(f)) for f in forms)
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts or not all(p.isdigit() for p in parts):
+        raise FormError(f"--forms takes counts of forms, e.g. 1,2,4,8, got {text!r}")
+    if len(effect_items) != 1:
+        raise InputError(f"--effect takes one NAME=SIZE, got {len(effect_items)}")
+    eff = next(iter(parse_assignments(effect_items, "--effect").items()))
+    fields = design_overrides(_items(design)) if not isinstance(design, Mapping) else dict(design)
+    design_obj = exp.design_cls(**fields) if fields else None
+    llms = [llm] if isinstance(llm, str) else list(llm or [])
+    pricer = None
+    if llms:  # a session priced by the first LLM
+        pricer = Pricer(exp, (llms[0],), seed=seed, max_tokens=max_tokens,
+                        temperature=resolve_temperature(exp.decoding, temperature)[0], reask=reask,
+                        prices=None if prices is None else Path(prices), allow_unpriced=allow_unpriced)
+    pilot_path = None if pilot is None else Path(pilot)
+    pilot_table = None if pilot_path is None else read_trials(
+        pilot_path / "trials.parquet" if pilot_path.is_dir() else pilot_path)
+    sd = dict(form_sd) if isinstance(form_sd, Mapping) else parse_form_sd(list(form_sd) if form_sd else None)
+    merged = {**parse_assignments(_items(base), "--base"), **parse_assignments(_items(params), "--param")}
+    return plan_forms_study(exp.name, model, eff, [int(p) for p in parts], sd, params=merged, target=power,
+                            alpha=level, pricer=pricer, pilot=pilot_table, seed=seed, design=design_obj)

@@ -107,7 +107,7 @@ def test_convergence_warning_names_failed_thresholds() -> None:
     assert not diag.ok
     text = "; ".join(diag.problems)
     assert "R-hat" in text and "bulk ESS" in text and "divergent" in text
-    trials = _trials(4)
+    trials = _trials(8)  # the shape of the fit above: its compiled sampler is reused
     with pytest.warns(ConvergenceWarning, match="R-hat|ESS|divergent"):
         fit_hierarchical(EXP.model("rw-pm"), trials, draws=10, tune=10, chains=2, seed=0)
 

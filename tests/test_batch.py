@@ -311,3 +311,29 @@ def test_the_command_lines_default_bound_on_service_requests_is_the_librarys() -
     from cogtestbed.llm_adapters.limits import DEFAULT_MAX_SERVICE_REQUESTS
 
     assert run_api.DEFAULT_MAX_SERVICE_REQUESTS == DEFAULT_MAX_SERVICE_REQUESTS
+
+
+def test_a_run_stopped_by_its_service_request_bound_exits_3_and_resumes(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run --batch --max-service-requests N``: the request beyond N is not sent, the run stops as a budget
+    stop does (exit 3, run.json says why and counts them), and ``--resume`` collects the batch in flight."""
+    from cogtestbed.llm_adapters.batch_server import BatchEmulator, serve_batches
+
+    study = load_study("batch_mode")
+    (tmp_path / "prices.toml").write_text(study.PRICES)
+    monkeypatch.setenv("COGTESTBED_PRICES", str(tmp_path / "prices.toml"))
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
+    emulator = BatchEmulator(study.models(), polls=2)
+    out = tmp_path / "run"
+    with serve_batches(emulator) as url:
+        args = study.run_args("collider", "openai", url, out, 2)
+        code, _ = study.cli([*args, "--max-service-requests", "3"])
+        assert code == 3
+        assert sum(emulator.tally.http.values()) == 3  # upload, create, one poll; the 4th never sent
+        stopped = json.loads((out / "run.json").read_text())
+        assert stopped["status"] == "stopped", stopped["status"]
+        assert "--max-service-requests 3" in json.dumps(stopped)
+        assert study.cli([*args, "--resume"])[0] == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["status"] == "complete" and run["stats"]["subjects_complete"] == 2
+    assert emulator.tally.requests_run == run["stats"]["total_calls"]  # nothing lost, nothing sent twice

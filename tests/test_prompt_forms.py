@@ -123,3 +123,33 @@ def test_simulate_with_forms_keeps_sessions_and_records_truth() -> None:
     np.testing.assert_allclose(per["param_alpha_pos"].to_numpy(), 1 / (1 + np.exp(-z)), rtol=1e-12)
     zero = simulate("instrumental-learning", "rw-pm", 8, 5, {"alpha_pos": 0.3}, forms=FormDesign((0, 1)))
     assert zero.drop(columns="form").equals(plain)
+
+
+def test_collider_cover_stories_rotate_the_papers_domains() -> None:
+    """Forms 8 and 9 tell each RW17 domain's items in the next (and the one after) domain's verbatim
+    sentences, simultaneously (a rotation never rewrites its own output), and pass the conformance check."""
+    from cogtestbed.environments import causal_materials as m
+    from cogtestbed.environments.causal import CausalColliderEnv, CausalDesign
+
+    forms = get_experiment("collider").prompt_forms
+    eight, nine = forms[8], forms[9]
+    assert eight.kind == nine.kind == "cover-story" and eight.paper_text and eight.as_json()["paper_text"]
+    env = CausalColliderEnv(CausalDesign())
+    obs, _ = env.reset(seed=1)
+    domain = obs["domain"]
+    order = ("economy", "sociology", "weather")
+    nxt = order[(order.index(domain) + 1) % 3]
+    told = eight.apply(obs["prompt"])
+    assert told.startswith(m.RW17_DOMAINS[nxt]["intro"]) and m.RW17_DOMAINS[domain]["intro"] not in told
+    assert nine.apply(obs["prompt"]).startswith(m.RW17_DOMAINS[order[(order.index(domain) + 2) % 3]]["intro"])
+    assert numbers_in(told) == numbers_in(obs["prompt"])
+    assert eight.apply(eight.apply(eight.apply(obs["prompt"]))) == obs["prompt"]  # three turns: back home
+    check_prompt_forms(get_experiment("collider"), CheckConfig())
+
+
+def test_a_mapping_rewrites_simultaneously() -> None:
+    form = PromptForm(1, "cover-story", "ours: a/b swapped", mapping=(("apple", "berry"), ("berry", "apple")))
+    assert form.apply("apple then berry") == "berry then apple"
+    assert form.matched("only berry") == [True] and form.matched("neither") == [False]
+    with pytest.raises(ValueError, match="mapped twice"):
+        PromptForm(1, "cover-story", "ours", mapping=(("a", "b"), ("a", "c")))

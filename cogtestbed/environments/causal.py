@@ -536,8 +536,38 @@ _ANSWER = PromptForm(3, "paraphrase", "ours: the answer instruction reworded (st
                      replacements=((M.NUMERIC_INSTRUCTION,
                                     "Answer with one number from 0 to 100, where 0 means very unlikely and 100 "
                                     "means very likely, and write nothing else: no explanation, no other text."),))
-PROMPT_FORMS: tuple[PromptForm, ...] = standard_forms(
-    _FRAME, _TASK, _ANSWER, "ours: headings, task sentence and answer instruction all reworded (forms 1-3)")
+
+
+def _cover_story_mapping(shift: int) -> tuple[tuple[str, str], ...]:
+    """Each RW17 domain's text (preamble, observation lead, every variable phrase, per
+    counterbalancing) mapped to the text of the domain ``shift`` places on in RW17_DOMAINS, all
+    the paper's own sentences; only the plain design (no overload) is mapped."""
+    design = CausalDesign()
+    pairs: dict[str, str] = {}
+    for i, domain in enumerate(RW17_DOMAINS):
+        target = RW17_DOMAINS[(i + shift) % len(RW17_DOMAINS)]
+        for cb in CNTBL_CONDS:
+            a, b = cell_text(design, domain, "none", cb), cell_text(design, target, "none", cb)
+            found = [(a.preamble, b.preamble), (a.lead, b.lead),
+                     *((a.phrase[key], b.phrase[key]) for key in sorted(a.phrase))]
+            for old, new in found:
+                if pairs.setdefault(old, new) != new:
+                    raise AssertionError(f"cover story: {old!r} maps to two texts")
+    return tuple(pairs.items())
+
+
+def _cover_story(form_id: int, shift: int) -> PromptForm:
+    turn = ", ".join(f"{d} -> {RW17_DOMAINS[(i + shift) % 3]}" for i, d in enumerate(RW17_DOMAINS))
+    return PromptForm(form_id, "cover-story", f"the paper's own cover stories rotated ({turn}): each domain's "
+                      "preamble, variables and observation told in another RW17 domain's verbatim sentences, "
+                      "same counterbalancing and causal structure (RW17 content without overload; the "
+                      "table's domain column keeps the design's domain)", "ours", mapping=_cover_story_mapping(shift),
+                      paper_text=True)
+
+
+PROMPT_FORMS: tuple[PromptForm, ...] = (*standard_forms(
+    _FRAME, _TASK, _ANSWER, "ours: headings, task sentence and answer instruction all reworded (forms 1-3)"),
+    _cover_story(8, 1), _cover_story(9, 2))
 
 
 class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):

@@ -21,6 +21,7 @@ synthetic subject is :func:`form_offsets`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,14 +62,22 @@ class PromptForm:
     source: Literal["paper", "ours"] = "ours"
     replacements: tuple[tuple[str, str], ...] = ()
     patterns: tuple[tuple[str, str], ...] = ()
+    #: ``(text, new text)`` pairs replaced simultaneously in one pass (longest first), so a
+    #: rotation of cover stories (A → B, B → C, C → A) never rewrites its own output; the
+    #: conformance check counts the mapping as one rewrite (some pair must find its text).
+    mapping: tuple[tuple[str, str], ...] = ()
+    #: Whether the new text is the paper's own (verbatim sentences of another of its settings).
+    paper_text: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in FORM_KINDS:
             raise ValueError(f"form {self.id}: kind must be one of {FORM_KINDS}, got {self.kind!r}")
         if (self.kind == "verbatim") != (self.source == "paper"):
             raise ValueError(f"form {self.id}: only the verbatim form is the paper's")
-        if self.kind == "verbatim" and (self.replacements or self.patterns):
+        if self.kind == "verbatim" and (self.replacements or self.patterns or self.mapping):
             raise ValueError("the verbatim form rewrites nothing")
+        if len({old for old, _ in self.mapping}) != len(self.mapping):
+            raise ValueError(f"form {self.id}: a text is mapped twice")
         for pattern, _ in self.patterns:
             re.compile(pattern)
 
@@ -78,12 +87,15 @@ class PromptForm:
             text = text.replace(old, new)
         for pattern, repl in self.patterns:
             text = re.sub(pattern, repl, text)
+        if self.mapping:
+            table = dict(self.mapping)
+            text = _mapping_regex(self.mapping).sub(lambda m: table[m.group(0)], text)
         return text
 
     def apply(self, prompt: Any) -> Any:
         """The prompt (a string, or chat messages whose ``content`` strings are rewritten) in this
         form's wording; form 0 returns ``prompt`` itself."""
-        if not (self.replacements or self.patterns):
+        if not (self.replacements or self.patterns or self.mapping):
             return prompt
         if isinstance(prompt, str):
             return self.rewrite_text(prompt)
@@ -95,12 +107,20 @@ class PromptForm:
     def matched(self, text: str) -> list[bool]:
         """Whether each replacement and each pattern finds its text in ``text`` (in order)."""
         return [old in text for old, _ in self.replacements] + [
-            re.search(p, text) is not None for p, _ in self.patterns]
+            re.search(p, text) is not None for p, _ in self.patterns] + (
+            [any(old in text for old, _ in self.mapping)] if self.mapping else [])
 
     def as_json(self) -> dict[str, Any]:
         """The form as ``cogtestbed list EXP --json`` shows it."""
         return {"id": self.id, "kind": self.kind, "differs": self.differs,
-                "verbatim": self.source == "paper", "source": self.source}
+                "verbatim": self.source == "paper", "source": self.source,
+                "paper_text": self.paper_text or self.source == "paper"}
+
+
+@functools.lru_cache(maxsize=16)
+def _mapping_regex(mapping: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
+    """One alternation of a mapping's texts, longest first (a text inside a longer one loses)."""
+    return re.compile("|".join(re.escape(old) for old in sorted((o for o, _ in mapping), key=len, reverse=True)))
 
 
 #: Form 0 of every experiment: the prompt the environment renders, as the paper (or its code) has it.
@@ -122,11 +142,13 @@ def texts_of(prompt: Any) -> str:
     return ""
 
 
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"(?<![A-Za-z])\d+(?:\.\d+)?")
 
 
 def numbers_in(prompt: Any) -> list[str]:
-    """The numbers a prompt states, sorted (the information check compares them across forms)."""
+    """The numbers a prompt states, sorted (the information check compares them across forms).
+    Digits right after a letter are part of a name, not a number (H2O, O3 in the collider's
+    weather story)."""
     return sorted(_NUMBER.findall(texts_of(prompt)))
 
 

@@ -232,7 +232,10 @@ def constant_answers(table: pd.DataFrame, subjects: Any = None) -> pd.DataFrame:
     out = table.copy()
     valid = out["valid"].fillna(False).to_numpy(dtype=bool)
     answer = out.loc[valid, "action"]
-    copies = [c for c in out.columns if c != "action" and _same_values(out.loc[valid, c], answer)]
+    from cogtestbed.schema import ID_COLUMNS
+
+    copies = [c for c in out.columns
+              if c not in ("action", *ID_COLUMNS) and _same_values(out.loc[valid, c], answer)]
     rows = valid if subjects is None else valid & out["subject"].isin(list(subjects)).to_numpy()
     for column in ("action", *copies):  # columns holding the answer again (BART's pumps, its reward) with it
         out.loc[rows, column] = answer.min()

@@ -147,7 +147,7 @@ def test_progress_bars_run_on_the_lazily_built_console():
 SMALL_DEMO = """
 import runpy
 
-import cogtestbed.cli.demo_real as real
+import cogtestbed.api.demo_real as real
 from cogtestbed.validation.studies import driver
 
 full_run_study = driver.run_study
@@ -207,7 +207,7 @@ def test_the_demo_job_runs_end_to_end_with_small_studies(tmp_path: Path) -> None
 
 def test_the_demo_report_flags_estimates_at_a_bound_and_rounds_metrics() -> None:
     """Per-subject β estimates stuck at the 1e5 bound are flagged (they pull the mean); metrics have 3 digits."""
-    from cogtestbed.cli.demo import _report
+    from cogtestbed.api.demo import _report
 
     per_run = {"alpha_pos": [0.4] * 10, "alpha_neg": [0.2] * 10, "beta_pm": [5.0] * 8 + [1e5, 1e5],
                "optimism_bias": [0.2] * 10}

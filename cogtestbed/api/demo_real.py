@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from cogtestbed.cli.app import console_err
+from cogtestbed.api.console import console_err
 
 MODEL_LABEL = "SmolLM2-135M-Instruct"
 #: The plan of the demo: the effect of the demo's power study, a short, coarse search (Monte-Carlo SE

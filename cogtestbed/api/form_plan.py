@@ -35,7 +35,6 @@ def plan_forms(experiment: str, *, forms: str | Sequence[int], model: str | None
     from cogtestbed.environments.forms import FormError, parse_form_sd
     from cogtestbed.experiments.spec import resolve_temperature
     from cogtestbed.parameters import parse_assignments
-    from cogtestbed.registry import read_trials
     from cogtestbed.validation.design.form_plan import plan_forms_study
     from cogtestbed.validation.design.plan import Pricer
 
@@ -43,10 +42,7 @@ def plan_forms(experiment: str, *, forms: str | Sequence[int], model: str | None
     effect_items = _items(effect)
     if model is None or not effect_items:
         raise FormError("plan --forms needs --model and --effect NAME=SIZE")
-    text = forms if isinstance(forms, str) else ",".join(str(int(f)) for f in forms)
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts or not all(p.isdigit() for p in parts):
-        raise FormError(f"--forms takes counts of forms, e.g. 1,2,4,8, got {text!r}")
+    counts = _counts(forms)
     if len(effect_items) != 1:
         raise InputError(f"--effect takes one NAME=SIZE, got {len(effect_items)}")
     eff = next(iter(parse_assignments(effect_items, "--effect").items()))
@@ -58,10 +54,30 @@ def plan_forms(experiment: str, *, forms: str | Sequence[int], model: str | None
         pricer = Pricer(exp, (llms[0],), seed=seed, max_tokens=max_tokens,
                         temperature=resolve_temperature(exp.decoding, temperature)[0], reask=reask,
                         prices=None if prices is None else Path(prices), allow_unpriced=allow_unpriced)
-    pilot_path = None if pilot is None else Path(pilot)
-    pilot_table = None if pilot_path is None else read_trials(
-        pilot_path / "trials.parquet" if pilot_path.is_dir() else pilot_path)
+    pilot_table = _pilot(pilot)
     sd = dict(form_sd) if isinstance(form_sd, Mapping) else parse_form_sd(list(form_sd) if form_sd else None)
     merged = {**parse_assignments(_items(base), "--base"), **parse_assignments(_items(params), "--param")}
-    return plan_forms_study(exp.name, model, eff, [int(p) for p in parts], sd, params=merged, target=power,
+    return plan_forms_study(exp.name, model, eff, counts, sd, params=merged, target=power,
                             alpha=level, pricer=pricer, pilot=pilot_table, seed=seed, design=design_obj)
+
+
+def _counts(forms: str | Sequence[int]) -> list[int]:
+    """``--forms`` as counts of forms (``"1,2,4,8"`` or a list)."""
+    from cogtestbed.environments.forms import FormError
+
+    text = forms if isinstance(forms, str) else ",".join(str(int(f)) for f in forms)
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts or not all(p.isdigit() for p in parts):
+        raise FormError(f"--forms takes counts of forms, e.g. 1,2,4,8, got {text!r}")
+    return [int(p) for p in parts]
+
+
+def _pilot(pilot: str | os.PathLike[str] | None) -> Any:
+    """The pilot's trial table (a run directory's ``trials.parquet``, or the file), or None."""
+    from cogtestbed.registry import read_trials
+
+    if pilot is None:
+        return None
+    path = Path(pilot)
+    return read_trials(path / "trials.parquet" if path.is_dir() else path)
+

@@ -151,13 +151,7 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
                       test, agent, common)
     assert isinstance(spec, PlannedStudy)  # a power study of one of its three forms
     spec = _with_lapse_fit(spec, lapse_fit)
-    if fit != "mle" or fit_sims is not None:
-        from cogtestbed.validation.design.fitcheck import check_fit
-
-        check_fit(fit, spec, looks, fit_sims)
-        if precision is not None:
-            raise ValueError("--fit hierarchical verifies a power plan's design; --precision plans one subject's MLE "
-                             "(drop one of them)")
+    _check_fit_option(fit, fit_sims, spec, looks, precision is not None)
     spec, pilot_info = _pilot_and_lapses(spec, exp, None if pilot is None else Path(pilot), llms, given_base,
                                          given_params, invalid_rate, random_rate, say)
     if target is not None:
@@ -192,6 +186,18 @@ def _attach_fit_check(payload: dict[str, Any], result: Any, exp: Any, sims: int 
     payload["fit_check"] = verify_hierarchical(result.spec, exp, result.chosen.point, sims or HIERARCHICAL_SIMS,
                                                workers)
     payload["warnings"] = recovery_warnings(payload["recovery"], payload["fit_check"])
+
+
+def _check_fit_option(fit: str, fit_sims: int | None, spec: Any, looks: Any, precision: bool) -> None:
+    """``--fit`` / ``--fit-sims`` checked against the plan asked for, before any simulation."""
+    if fit == "mle" and fit_sims is None:
+        return
+    from cogtestbed.validation.design.fitcheck import check_fit
+
+    check_fit(fit, spec, looks, fit_sims)
+    if precision:
+        raise ValueError("--fit hierarchical verifies a power plan's design; --precision plans one subject's MLE "
+                         "(drop one of them)")
 
 
 def _extend_to(size_name: str, subjects: str | None, runs: str | None) -> int | None:

@@ -12,6 +12,7 @@ the CPU columns.
     python benchmarks/bench_seqplan.py [--rounds 3] [--seq-sims 1000] [--warmup 1]
     python benchmarks/bench_seqplan.py --profile 100   # cProfile of the sequential simulation alone
     python benchmarks/bench_seqplan.py --twostep [--fixed]   # issue 40's two-LLM two-step plan: $ and time
+    python benchmarks/bench_seqplan.py --path-cost 20   # CPU s per simulated path of that 5-look plan
 """
 
 from __future__ import annotations
@@ -101,7 +102,33 @@ def twostep(looks: bool) -> None:
         print("sequential:", seq.get("reason"))
 
 
+def path_cost(paths: int) -> None:
+    """CPU seconds per simulated sequential path of the two-step comparison (2 x 1,599 runs x 20 days,
+    the 5-look plan's candidate maxima 1,023-1,599 around the fixed 1,279 runs: every look of every
+    candidate tested on the same path), in this process, after one untimed path."""
+    import time
+
+    from cogtestbed.validation.design.seqpaths import simulate_paths
+    from cogtestbed.validation.design.seqplan import candidate_maxima, look_sizes
+    from cogtestbed.validation.studies.driver import study_spec
+
+    spec = study_spec(kind="metric-power", experiment="two-step", agent="hybrid", params={"beta": 5.0},
+                      metric="model_basedness", compare=({"w": 0.3}, {"w": 0.45}), seed=0)
+    maxima = candidate_maxima(1023, 1599, 1279)
+    sizes = tuple(sorted({n for m in maxima for n in look_sizes(m, 5)}))
+    simulate_paths(spec.model_dump_json(), 20, 1, 1599, sizes, 0, [0])
+    start = time.process_time()
+    simulate_paths(spec.model_dump_json(), 20, 1, 1599, sizes, 0, list(range(1, paths + 1)))
+    cpu = (time.process_time() - start) / paths
+    one, five, _ = os.getloadavg()
+    print(f"{len(maxima)} candidate maxima, {len(sizes)} prefix sizes per path: {cpu:.3f} CPU s per path "
+          f"({paths} paths; load {one:.1f}/{five:.1f})")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--path-cost"]:
+        path_cost(int(sys.argv[2]) if len(sys.argv) > 2 else 20)
+        return
     if sys.argv[1:2] == ["--profile"]:
         profile(int(sys.argv[2]) if len(sys.argv) > 2 else 100)
         return

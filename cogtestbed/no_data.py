@@ -141,10 +141,13 @@ def degenerate_units(trials: pd.DataFrame, min_distinct: int = MIN_DISTINCT_ANSW
     answers = valid_answers(trials)
     if answers.empty:
         return {}
-    subjects = trials.loc[answers.index, "subject"]
+    subjects = trials.loc[answers.index, "subject"].to_numpy()
+    values = answers.to_numpy()
+    # distinct answers per subject counted at once; only a subject with too few is looked at
+    counts = pd.DataFrame({"s": subjects, "v": values}).drop_duplicates().groupby("s", sort=True).size()
     out: dict[Any, str] = {}
-    for subject, group in answers.groupby(subjects.to_numpy(), sort=True):
-        reason = degenerate_reason(group.to_numpy(), min_distinct)
+    for subject in counts.index[counts.to_numpy() < min_distinct]:
+        reason = degenerate_reason(values[subjects == subject], min_distinct)
         if reason is not None:
             out[subject.item() if isinstance(subject, np.generic) else subject] = reason
     return out
@@ -167,10 +170,18 @@ def null_unidentified(result: dict[str, Any], trials: pd.DataFrame, keys: tuple[
     answers = valid_answers(trials)
     if answers.empty:
         return result
+    return apply_unidentified(result, keys, degenerate_reason(answers.to_numpy(), min_distinct),
+                              degenerate_units(trials, min_distinct), unit)
+
+
+def apply_unidentified(result: dict[str, Any], keys: tuple[str, ...], table_reason: str | None,
+                       units: Mapping[Any, str], unit: str = "per_subject") -> dict[str, Any]:
+    """:func:`null_unidentified` given what it finds in the table: the reason the table's valid
+    answers are degenerate (None: they are not) and the degenerate units with their reasons (a
+    sequential plan's prefixes of one table share the units' reasons: ``MetricsSpec.on_prefixes``)."""
     flags = list(result.get("flags") or [])
     reasons: dict[str, str] = dict(result.get("null_reasons") or {})
     metrics = dict(result.get("metrics") or {})
-    table_reason = degenerate_reason(answers.to_numpy(), min_distinct)
     if table_reason is not None:
         nulled = [k for k in keys if k in metrics]
         metrics.update(dict.fromkeys(nulled))
@@ -181,7 +192,6 @@ def null_unidentified(result: dict[str, Any], trials: pd.DataFrame, keys: tuple[
     out = {**result, "metrics": metrics, "flags": flags}
     if reasons:
         out["null_reasons"] = reasons
-    units = degenerate_units(trials, min_distinct)
     if unit in result and units:
         out[unit] = [_row_nulled(row, keys) if _unit_id(row) in units else row for row in result[unit]]
     if units and table_reason is None:

@@ -149,6 +149,37 @@ class _LazyField:
         spec.__dict__[self.name] = value
 
 
+class _PrefixChecks:
+    """The degenerate-answer rule (:func:`cogtestbed.no_data.null_unidentified`) for every prefix of
+    one table (subject ids below n), found once: each unit's reason is its own answers' (so a
+    prefix's degenerate units are the table's below n), and once a prefix's valid answers take
+    enough distinct values every longer prefix's do."""
+
+    def __init__(self, trials: pd.DataFrame, min_distinct: int) -> None:
+        from cogtestbed.no_data import degenerate_units, valid_answers
+
+        self.answers = valid_answers(trials)
+        self.answer_subject = trials.loc[self.answers.index, "subject"].to_numpy()
+        self.units = degenerate_units(trials, min_distinct)
+        self.min_distinct = min_distinct
+        self.identified_from: float = float("inf")  # the smallest n known to identify
+
+    def at(self, n: int) -> tuple[str | None, dict[Any, str]] | None:
+        """(the table-level reason, the degenerate units) of the prefix of units below ``n``; None
+        where it holds no valid answer (the rule leaves its result as it is)."""
+        from cogtestbed.no_data import degenerate_reason
+
+        reason = None
+        if n < self.identified_from:
+            below = self.answers.to_numpy()[self.answer_subject < n]
+            if below.size == 0:
+                return None
+            reason = degenerate_reason(below, self.min_distinct)
+            if reason is None:
+                self.identified_from = n
+        return reason, {u: r for u, r in self.units.items() if u < n}
+
+
 @dataclass(frozen=True)
 class MetricsSpec:
     """The published metrics of an experiment: a plain function of the trial table.
@@ -201,18 +232,23 @@ class MetricsSpec:
         """This spec called on the first n units of ``trials`` (subject ids below n) for each n of
         ``sizes``: through :attr:`prefixes` where the experiment has it (same values to rounding),
         else one call per prefix."""
+        from cogtestbed.no_data import apply_unidentified, null_nonfinite
         from cogtestbed.schema import canonical_rows
 
         fast = self.prefixes(canonical_rows(trials), list(sizes), **options) if self.prefixes is not None else None
         subject = trials["subject"].to_numpy()
         valid = trials["valid"].fillna(False).to_numpy(dtype=bool) if "valid" in trials.columns else None
+        checks = _PrefixChecks(trials, self.min_distinct_answers) if fast is not None else None
         out = []
         for i, n in enumerate(sizes):
             has_data = valid is not None and bool(valid[subject < n].any())
-            if fast is None or fast[i] is None or not has_data:  # no data: the spec's own null result
+            if fast is None or fast[i] is None or not has_data or checks is None:  # no data: the spec's own result
                 out.append(self(trials[subject < n], **options))
-            else:
-                out.append(self._checked(fast[i], trials[subject < n]))
+            else:  # the rule of _checked, from the table's answers found once
+                found = checks.at(n)
+                result = dict(fast[i]) if found is None else apply_unidentified(
+                    dict(fast[i]), self.unidentified, found[0], found[1], self.unit)
+                out.append(cast(MetricsResult, null_nonfinite(result)))
         return out
 
     def resolve(self, name: str) -> str:

@@ -67,3 +67,12 @@ def test_the_error_kinds_are_documented_on_the_api_page() -> None:
 def test_a_bad_option_of_the_api_is_an_input_error() -> None:
     with pytest.raises(ct.InputError, match="--method must be mle or hierarchical"):
         ct.fit("instrumental-learning", "nothing.parquet", model="rw-pm", method="bayes")  # type: ignore[arg-type]
+
+
+def test_the_api_raises_its_typed_input_error_for_a_bad_plan_or_fit_option() -> None:
+    """The API's own option checks raise :class:`ct.InputError` (a ValueError), not a bare ValueError."""
+    with pytest.raises(ct.InputError, match="--model goes with --effect"):
+        ct.plan("instrumental-learning", model="rw-pm", llm=["openai:gpt-4o-mini"])
+    table = ct.simulate("instrumental-learning", "rw-pm", subjects=2, seed=1)
+    with pytest.raises(ct.InputError, match="--form-effects needs a table run across two or more prompt forms"):
+        ct.fit("instrumental-learning", table, model="rw-pm", method="hierarchical", form_effects=["alpha_pos"])

@@ -219,6 +219,13 @@ def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | s
     table, _, _ = fit_table(exp, table_or_path, source, separate_runs)
     if method == "mle":
         return cog.fit_identified(table)
+    return sample_hierarchical(cog, table, form_effects, draws=draws, chains=chains, seed=seed, max_draws=max_draws)
+
+
+def sample_hierarchical(cog: Any, table: pd.DataFrame, form_effects: Sequence[str] | None, *, draws: int,
+                        chains: int, seed: int, max_draws: int | None) -> Any:
+    """The hierarchical posterior of ``cog`` on ``table``: with crossed subject and form effects
+    where the table was run across prompt forms, else the model's own hierarchical fit."""
     from cogtestbed.inference.form_hierarchical import fit_forms_hierarchical, has_forms
     from cogtestbed.inference.hierarchical import fit_hierarchical
 
@@ -226,7 +233,7 @@ def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | s
         return fit_forms_hierarchical(cog, table, form_effects, draws=draws, chains=chains, seed=seed,
                                       max_draws=max_draws)
     if form_effects:
-        raise ValueError("--form-effects needs a table run across two or more prompt forms (its 'form' column)")
+        raise InputError("--form-effects needs a table run across two or more prompt forms (its 'form' column)")
     return fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws)
 
 

@@ -99,18 +99,15 @@ def _hierarchical(cog: Any, table: Any, output: Path, draws: int, chains: int, s
                   form_effects: Sequence[str] | None = None) -> dict[str, Any]:
     """Sample the hierarchical model (with crossed form effects where the table has forms), write its
     files; the summary's population, diagnostics and LOO (and the form SDs' posteriors)."""
-    from cogtestbed.inference.form_hierarchical import fit_forms_hierarchical, has_forms
-    from cogtestbed.inference.hierarchical import fit_hierarchical, loo
+    from cogtestbed.api.core import sample_hierarchical
+    from cogtestbed.inference.form_hierarchical import has_forms
+    from cogtestbed.inference.hierarchical import loo
     from cogtestbed.outputs import atomic_write_bytes
 
     forms = has_forms(table)
-    if form_effects and not forms:
-        raise ValueError("--form-effects needs a table run across two or more prompt forms (its 'form' column)")
     say(f"sampling {cog.name} on {n_subjects} subjects ({chains} chains x {draws} draws)"
         + (" with crossed prompt-form effects" if forms else "") + "...")
-    res = (fit_forms_hierarchical(cog, table, form_effects, draws=draws, chains=chains, seed=seed, max_draws=max_draws)
-           if forms else
-           fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws))
+    res = sample_hierarchical(cog, table, form_effects, draws=draws, chains=chains, seed=seed, max_draws=max_draws)
     say(f"diagnostics: {res.diagnostics.report()}")
     for p, s in (res.form_sd or {}).items():
         say(f"between-form SD of {p} (unconstrained scale): {s['median']:.3g} [{s['interval'][0]:.3g}, "

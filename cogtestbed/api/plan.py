@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cogtestbed.errors import InputError
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -86,7 +88,7 @@ class Plan:
         from cogtestbed.validation.design.plan_report import plot_frontier
 
         if self.kind == "precision":
-            raise ValueError("a precision plan has no cost-power frontier to plot")
+            raise InputError("a precision plan has no cost-power frontier to plot")
         out = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="cogtestbed-plan-"))
         return Figures([plot_frontier(self.payload, out)])
 
@@ -196,7 +198,7 @@ def _check_fit_option(fit: str, fit_sims: int | None, spec: Any, looks: Any, pre
 
     check_fit(fit, spec, looks, fit_sims)
     if precision:
-        raise ValueError("--fit hierarchical verifies a power plan's design; --precision plans one subject's MLE "
+        raise InputError("--fit hierarchical verifies a power plan's design; --precision plans one subject's MLE "
                          "(drop one of them)")
 
 
@@ -218,7 +220,7 @@ def _with_lapse_fit(spec: Any, lapse_fit: str | None) -> Any:
     from cogtestbed.validation.studies.study_kinds import PowerStudy
 
     if not isinstance(spec, PowerStudy):
-        raise ValueError("--lapse-fit sets how a model target's per-subject MLE is fitted: it goes with --model and "
+        raise InputError("--lapse-fit sets how a model target's per-subject MLE is fitted: it goes with --model and "
                          "--effect")
     return spec.model_copy(update={"lapse_fit": lapse_option(lapse_fit)})
 
@@ -232,7 +234,7 @@ def _searched(exp: Any, design: list[str] | None, trials: str | None) -> tuple[d
     fixed, swept, searched = plan_design(exp, design)
     if swept != (None,):  # --design TRIALS_FIELD=a,b,c: the trial counts searched
         if trials is not None:
-            raise ValueError("--trials and a --design list both size the run; give one of them")
+            raise InputError("--trials and a --design list both size the run; give one of them")
         trials = ",".join(str(t) for t in swept)
     return fixed, trials, None if searched is None else Axis(*searched)
 
@@ -267,7 +269,7 @@ def _looks_option(looks: int | str | None) -> int | str | None:
         return looks
     if isinstance(looks, str) and looks.strip().isdigit():
         return int(looks)
-    raise ValueError(f"--looks must be an integer from 2 (a sequential design looks at least twice) or auto, "
+    raise InputError(f"--looks must be an integer from 2 (a sequential design looks at least twice) or auto, "
                      f"got {looks!r}")
 
 
@@ -277,29 +279,29 @@ def _check_sequential_options(looks: int | str | None, spending: str, futility: 
     """The options of a sequential plan go with ``--looks``, and ``--looks`` with a power target:
     an option that would be ignored is refused in one line."""
     if binding and not (looks == "auto" or futility):
-        raise ValueError("--binding-futility makes futility stops count in the type-I error: it goes with --futility "
+        raise InputError("--binding-futility makes futility stops count in the type-I error: it goes with --futility "
                          "or --looks auto")
     if looks is None and null_sims is not None:
-        raise ValueError("--null-sims shapes a sequential plan: add --looks K (or drop it)")
+        raise InputError("--null-sims shapes a sequential plan: add --looks K (or drop it)")
     if looks is None:
         given = [name for name, on in (("--spending", spending != "obrien-fleming"), ("--futility", futility),
                                        ("--null", null is not None), ("--seq-sims", seq_sims is not None)) if on]
         if given:
-            raise ValueError(f"{', '.join(given)} shape a sequential plan: add --looks K (or drop them)")
+            raise InputError(f"{', '.join(given)} shape a sequential plan: add --looks K (or drop them)")
         return
     from cogtestbed.validation.design.seqplan import check_looks
 
     if looks == "auto":
         given = [name for name, on in (("--spending", spending != "obrien-fleming"), ("--futility", futility)) if on]
         if given:
-            raise ValueError(f"--looks auto searches {' and '.join(given)}: drop {'them' if len(given) > 1 else 'it'}")
+            raise InputError(f"--looks auto searches {' and '.join(given)}: drop {'them' if len(given) > 1 else 'it'}")
     else:
         check_looks(int(looks), spending)
     if precision:
-        raise ValueError("--looks plans a sequential test of a target power; --precision plans a fixed design's "
+        raise InputError("--looks plans a sequential test of a target power; --precision plans a fixed design's "
                          "estimate: use one of them")
     if null is not None and test is None:
-        raise ValueError("--null names the agent under which a test's null holds: it goes with --test")
+        raise InputError("--null names the agent under which a test's null holds: it goes with --test")
 
 
 def _say_look_estimate(planner: Any, say: Callable[[str], None]) -> None:
@@ -337,7 +339,7 @@ def _pilot_and_lapses(spec: Any, exp: Any, pilot: Path | None, llm: list[str], g
     rate = invalid_rate if invalid_rate is not None else (pilot_info.invalid_rate if pilot_info else 0.0)
     if rate > MAX_INVALID_RATE:
         source = "--invalid-rate" if invalid_rate is not None else f"the pilot in {pilot}"
-        raise ValueError(f"{source} gives {rate:.0%} invalid answers (more than {MAX_INVALID_RATE:.0%}): fix the "
+        raise InputError(f"{source} gives {rate:.0%} invalid answers (more than {MAX_INVALID_RATE:.0%}): fix the "
                          "prompt or the answer settings first, or plan for an expected rate with --invalid-rate")
     if rate > 0 or random_rate > 0:
         from cogtestbed.lapse import Lapse
@@ -355,20 +357,20 @@ def _target(llm: list[str], model: str | None, effect: str | None, metric: str |
     target = None
     if precision is not None:
         if effect is not None or metric is not None or test is not None or model is None:
-            raise ValueError("--precision PARAM=HALFWIDTH goes with --model M (and no --effect, --metric or --test)")
+            raise InputError("--precision PARAM=HALFWIDTH goes with --model M (and no --effect, --metric or --test)")
         (target_param, halfwidth), = parse_assignments([precision], "--precision").items()
         target, effect = (target_param, halfwidth), f"{target_param}=0"
     elif not llm:
-        raise ValueError("a power target is priced by an LLM: give --llm BACKEND:MODEL (or plan for --precision, "
+        raise InputError("a power target is priced by an LLM: give --llm BACKEND:MODEL (or plan for --precision, "
                          "which costs designs in trials without one)")
     if effect is not None and model is None:
-        raise ValueError("--effect needs --model (the model whose parameter carries the effect)")
+        raise InputError("--effect needs --model (the model whose parameter carries the effect)")
     if model is not None and effect is None:
-        raise ValueError("--model goes with --effect NAME=SIZE")
+        raise InputError("--model goes with --effect NAME=SIZE")
     if not 1 <= len(llm) <= 2 and precision is None:
-        raise ValueError(f"--llm takes one model, or two for a metric difference; got {len(llm)}")
+        raise InputError(f"--llm takes one model, or two for a metric difference; got {len(llm)}")
     if len(llm) == 2 and metric is None:
-        raise ValueError("two --llm compare two LLMs: that is a metric difference (--metric M --compare A B)")
+        raise InputError("two --llm compare two LLMs: that is a metric difference (--metric M --compare A B)")
     return effect, target
 
 
@@ -385,21 +387,21 @@ def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assur
     from cogtestbed.validation.studies.study_data import design_for_trials
 
     if len(llm) > 1:
-        raise ValueError("--precision prices one LLM: give --llm once")
+        raise InputError("--precision prices one LLM: give --llm once")
     if field_axis is not None:
         if trials is not None:
-            raise ValueError(f"--trials and --design {field_axis.name}=a,b,c: plan searches one size of the design "
+            raise InputError(f"--trials and --design {field_axis.name}=a,b,c: plan searches one size of the design "
                              f"at a time; fix the trials field with --design {exp.trials_field}=N")
         trials_axis = field_axis
     elif exp.trials_field is None:
         if trials is not None:
-            raise ValueError(f"experiment {exp.name} has a fixed number of trials per run (no trials field)")
+            raise InputError(f"experiment {exp.name} has a fixed number of trials per run (no trials field)")
         trials_axis = Axis("trials", (int(design_for_trials(exp, None, spec.design).n_trials),))
     else:
         trials_axis = Axis("trials", trials_values(spec, exp, trials))
     pooled = exp.pooling_unit == "session"
     if runs is not None and not pooled:
-        raise ValueError(f"experiment {exp.name} pools subjects, not sessions: --runs needs an experiment whose "
+        raise InputError(f"experiment {exp.name} pools subjects, not sessions: --runs needs an experiment whose "
                          "pooling unit is the session")
     runs_axis = Axis("runs", (parse_range(runs, None) or declared_runs(spec, exp)) if pooled else (1,))
     pricer = Pricer(exp, (llm[0],), seed=seed, max_tokens=max_tokens,

@@ -76,12 +76,7 @@ def verify_hierarchical(spec: PowerStudy, exp: Any, point: Any, sims: int = HIER
     hier = spec.model_copy(update={"method": "hierarchical", "seed": spec.seed + FIT_SEED_OFFSET,
                                    "draws": FIT_DRAWS, "tune": FIT_TUNE, "chains": FIT_CHAINS})
     evaluator = PowerEvaluator(hier, workers, "fit check: hierarchical fits of fresh studies at")
-    try:
-        est = evaluator.ensure(point, sims)
-    except BaseException:
-        evaluator.close(abort=True)
-        raise
-    evaluator.close()
+    est = evaluator.ensure_and_close(point, sims)
     rows = evaluator.table(point)
     return summarise(rows, est.hits, est.sims, population_effect(spec, exp.model(spec.models[0])), spec.level,
                      spec.effect_size, time.perf_counter() - start)

@@ -545,6 +545,17 @@ class PowerEvaluator:
                 self.pool.shutdown()
             self.pool = None
 
+    def ensure_and_close(self, point: Point, sims: int) -> Estimate:
+        """:meth:`ensure` ``sims`` simulations at ``point``, then :meth:`close` the pool (ending its
+        workers at once if an interrupt or an error stops the simulations)."""
+        try:
+            est = self.ensure(point, sims)
+        except BaseException:
+            self.close(abort=True)
+            raise
+        self.close()
+        return est
+
 
 def decided(est: Estimate, target: float) -> bool:
     """Whether the sequential look may stop: the estimate is :data:`DECIDE_Z` SEs from the target."""
@@ -808,12 +819,7 @@ class Planner:
         those whose power picked the design (which favour designs whose estimates ran high)."""
         fresh = PowerEvaluator(self.spec.model_copy(update={"seed": self.spec.seed + FRESH_SEED_OFFSET}),
                                self.power.workers, "fixed plan: fresh studies for the recovery at")
-        try:
-            fresh.ensure(chosen.point, chosen.estimate.sims)
-        except BaseException:
-            fresh.close(abort=True)
-            raise
-        fresh.close()
+        fresh.ensure_and_close(chosen.point, chosen.estimate.sims)
         return fresh.table(chosen.point)
 
     def extend_sizes(self) -> None:

@@ -589,12 +589,7 @@ def fixed_type1(spec: PlannedStudy, point: Any, null_agent: str | None, workers:
 
     evaluator = PowerEvaluator(null_spec(spec, null_agent), workers, "sequential plan: the fixed design's test on "
                                "null studies at")
-    try:
-        est = evaluator.ensure(point, sims)
-    except BaseException:
-        evaluator.close(abort=True)
-        raise
-    evaluator.close()
+    est = evaluator.ensure_and_close(point, sims)
     return est.hits, est.sims
 
 

@@ -153,3 +153,32 @@ def test_a_mapping_rewrites_simultaneously() -> None:
     assert form.matched("only berry") == [True] and form.matched("neither") == [False]
     with pytest.raises(ValueError, match="mapped twice"):
         PromptForm(1, "cover-story", "ours", mapping=(("a", "b"), ("a", "c")))
+
+
+def test_belief_coherence_states_why_it_has_no_cover_stories() -> None:
+    """The paper tells every context in one frame and its settings are different networks (no
+    one-to-one map between their evidence), so no cover-story form: the reason is in list --json."""
+    from cogtestbed.api.describe import describe_experiment
+    from cogtestbed.environments.belief import (
+        NO_COVER_STORY_FORMS,
+        PAPER_FRAME,
+        BeliefDesign,
+        ground_truth,
+        render,
+        schedule,
+    )
+
+    info = describe_experiment(get_experiment("belief-coherence"))
+    assert [f["kind"] for f in info["prompt_forms"]].count("cover-story") == 0
+    assert info["cover_story_note"] == NO_COVER_STORY_FORMS and "one frame" in NO_COVER_STORY_FORMS
+    assert "cover_story_note" not in describe_experiment(get_experiment("collider"))
+    questions, nodes = [], []
+    for network in ("heart", "diabetes"):
+        design = BeliefDesign(network=network, n_contexts=2, n_reps=1)
+        gt = ground_truth(design)
+        prompts = [render(gt, 0, int(k), int(a)) for k, a in zip(*schedule(design), strict=True)]
+        assert len(prompts) == 8 and all(PAPER_FRAME in p for p in prompts)
+        questions.append(gt.phrasebook.question(*gt.target))
+        nodes.append(set(gt.network.states))
+    assert questions == ["have moderate or greater structural heart disease", "have diabetes/pre-diabetes"]
+    assert nodes[0] - nodes[1] and nodes[1] - nodes[0]  # neither setting's variables re-tell the other's

@@ -45,6 +45,7 @@ def describe_experiment(exp: ExperimentSpec) -> dict[str, Any]:
     """Everything a user can name for ``exp`` (an :class:`ExperimentSpec`), as plain data."""
     from cogtestbed.validation.studies.driver import declared_studies
 
+    note = exp.env_cls.cover_story_note
     return {
         "name": exp.name, "description": exp.description, "citation": exp.citation,
         "pooling_unit": exp.pooling_unit, "trials_field": exp.trials_field,
@@ -59,5 +60,6 @@ def describe_experiment(exp: ExperimentSpec) -> dict[str, Any]:
                                 for o in exp.metrics.options.values()]},
         "importers": sorted(exp.importers),
         "prompt_forms": [f.as_json() for f in exp.prompt_forms],
+        **({"cover_story_note": note} if note is not None else {}),
         "studies": [{"name": n, "kind": d.kind, "description": d.description} for n, d in declared_studies(exp)],
     }

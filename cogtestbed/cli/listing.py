@@ -59,6 +59,8 @@ def _print(info: dict[str, Any]) -> None:
     console.print(f"importers: {', '.join(info['importers']) or '(none)'}", highlight=False)
     console.print(_table("prompt forms (--forms K or --forms ID,ID,...)", ["id", "kind", "source", "what differs"],
                          [[f["id"], f["kind"], f["source"], f["differs"]] for f in info["prompt_forms"]]))
+    if "cover_story_note" in info:
+        console.print(f"cover stories: {info['cover_story_note']}", highlight=False)
     console.print(_table("declared studies (cogtestbed study EXPERIMENT NAME)", ["study", "description"],
                          [[s["name"], s["description"]] for s in info["studies"]]))
 

@@ -454,6 +454,9 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     #: The prompt's wordings (:mod:`cogtestbed.environments.forms`): form 0 is the paper's verbatim
     #: prompt, the others this project's paraphrases, option orders and cover stories.
     prompt_forms: ClassVar[tuple[PromptForm, ...]] = (VERBATIM,)
+    #: Where the paper gives no cover story a form could tell the same information in, why (one
+    #: line; ``cogtestbed list EXP --json`` shows it as ``cover_story_note``); None: not stated.
+    cover_story_note: ClassVar[str | None] = None
 
     def __init__(self, design: DesignT | None = None, render_mode: str | None = None) -> None:
         self.design: DesignT = design if design is not None else self.design_cls()  # type: ignore[assignment]

@@ -444,6 +444,27 @@ _ESTIMATE = PromptForm(3, "paraphrase", "ours: the request for a best estimate r
 PROMPT_FORMS: tuple[PromptForm, ...] = standard_forms(
     _CASE, _QUESTION, _ESTIMATE, "ours: opening, question and request all reworded (forms 1-3)")
 
+#: The paper's one frame: every prompt of App. B (B.1.1-B.3.2), in all four of its datasets, opens so.
+PAPER_FRAME = "There is a patient who "
+#: Why belief-coherence declares no ``cover-story`` forms (issue 42 item 1; the collider's forms 8
+#: and 9 rotate its RW17 domains).  Unlike the collider's domains, which tell one causal structure
+#: in three sets of sentences, the paper has no second cover story to rotate in:
+#:
+#: * one frame: every prompt of App. B, for every dataset, is "There is a patient who
+#:   <patient_description>. ... <clinical_question>" (:data:`PAPER_FRAME`);
+#: * its "contexts" x are the patient evidence itself, the information p*(x) is computed from;
+#:   replacing one context's text by another's changes the question, not its wording;
+#: * its four settings (B.5: structural heart disease, diabetes/pre-diabetes, pediatric fever,
+#:   infant colic) are different Bayesian networks with different evidence nodes and ground
+#:   truths, with no one-to-one map between their variables; telling one network's evidence under
+#:   another's clinical question changes what is asked and p*(x).  They stay a design field
+#:   (``--design network=heart``, ``diabetes``, ...), and the paper's other prompts (π_MSE, π_ABS,
+#:   π_Bayes, B.1.2-B.1.4) stay the design's ``variants``, both recorded per row.
+NO_COVER_STORY_FORMS = (
+    "no cover-story forms: the paper tells every context in one frame ('There is a patient who ...', "
+    "App. B); its contexts are the evidence (the information) and its four settings (B.5) are different "
+    "networks with different ground truths, so they stay the design field 'network'")
+
 
 class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
     """The belief-coherence experiment (see module docstring).
@@ -463,6 +484,7 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
 
     experiment: ClassVar[str] = EXPERIMENT
     prompt_forms: ClassVar[tuple[PromptForm, ...]] = PROMPT_FORMS
+    cover_story_note: ClassVar[str | None] = NO_COVER_STORY_FORMS
     #: One-shot questions: no feedback, no adaptive design, so lapses apply after the fact.
     answer_independent: ClassVar[bool] = True
     #: Probabilities in [0, 1] (belief and lie calls) or a decision code 0–2 (Yes / Defer / No).

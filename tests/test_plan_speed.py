@@ -94,3 +94,74 @@ def test_a_top_up_stops_once_the_design_is_clearly_below_the_target() -> None:
     assert planner.futile(Estimate(30, 48))  # 0.62: 3 SEs below 0.8
     assert not planner.futile(Estimate(37, 48))  # 0.77: within 2 SEs
     assert not planner.futile(Estimate(0, 0))
+
+
+# ------------------------------------------------------------------ two-step pricing (issue 40)
+#: ``Pricer.exact`` of two-step designs as printed by the dry run before its rendering was memoised
+#: (main of 01:45 UTC, Nov 25; seed 7): (llms, days, runs, variant) -> calls, prompt tokens, completion
+#: tokens, dollars, calls when every answer is invalid, max_cost_usd of one LLM.
+TWOSTEP_PRICES = [
+    (("openai:gpt-4o", "openai:gpt-4o"), 2, 1, "code", (8, 892, 64, 0.0028, 1, 0.00679)),
+    (("openai:gpt-4o", "openai:gpt-4o"), 7, 3, "code", (84, 15736, 672, 0.046, 3, 0.111143)),
+    (("openai:gpt-4o", "openai:gpt-4o"), 20, 5, "code", (400, 151328, 3200, 0.4104, 5, 1.00672)),
+    (("openai:gpt-4o", "openai:gpt-4o"), 33, 4, "paper", (528, 301972, 4224, 0.7972, 4, 1.967853)),
+    (("openai:gpt-4o", "openai:gpt-4o"), 20, 11, "code", (880, 332848, 7040, 0.9026, 11, 2.214363)),
+    (("openai:gpt-4o-mini",), 7, 3, "code", (42, 7868, 336, 0.0014, 3, 0.006669)),
+    (("openai:gpt-4o-mini",), 33, 4, "paper", (264, 150986, 2112, 0.0239, 4, 0.118072)),
+]
+
+
+def test_twostep_pricing_equals_the_dry_run_before_memoising() -> None:
+    """The memoised two-step rendering prices every design as the dry run did before (calls, tokens,
+    dollars), two LLMs and one, different days, run counts and prompt variants."""
+    from cogtestbed.environments.twostep import TwoStepDesign
+    from cogtestbed.validation.design.plan import Pricer
+
+    exp = get_experiment("two-step")
+    pricers: dict[tuple[str, ...], Pricer] = {}
+    for llms, days, runs, variant, want in TWOSTEP_PRICES:
+        pricer = pricers.setdefault(llms, Pricer(exp, llms, seed=7))
+        cost = pricer.exact(TwoStepDesign(n_days=days, prompt_variant=variant), runs)
+        report = cost.per_llm[0]
+        got = (cost.calls, cost.prompt_tokens, cost.completion_tokens, cost.dollars,
+               report["calls_if_every_answer_is_invalid"], report["max_cost_usd"])
+        assert got[:3] == want[:3] and got[4] == want[4], (days, runs, variant)
+        assert got[3] == pytest.approx(want[3], abs=1e-9) and got[5] == pytest.approx(want[5], abs=1e-9)
+
+
+def reference_base_text(history: list[str]) -> str:
+    """Two-step's prompt text before the question as first written (re-rendered at every step)."""
+    from cogtestbed.environments.twostep import Q_PREFIX, START_TEXT
+
+    text = START_TEXT
+    if history:
+        text += "Your previous space travels went as follows:\n"
+        n = len(history)
+        for count, line in enumerate(history):
+            ago = n - count
+            text += f"- {ago}{' day' if ago == 1 else ' days'} ago, {line}"
+    return text + f"\n{Q_PREFIX} Do you want to take the spaceship to planet X or planet Y?\n"
+
+
+def test_twostep_memoised_text_equals_the_fresh_rendering_across_sessions() -> None:
+    """Every step's memoised text equals a fresh rendering of the history, with invalid answers
+    (no history line) and across a reset to a new session (the memo starts over)."""
+    from cogtestbed.environments.base import NO_ACTION
+    from cogtestbed.environments.twostep import TwoStepDesign, TwoStepEnv
+
+    design = TwoStepDesign(n_days=12)
+    env = TwoStepEnv(design)
+    sessions = TwoStepEnv.sample_sessions(design, 2, np.random.default_rng(3))
+    env.action_space.seed(5)
+    rng = np.random.default_rng(4)
+    checked = 0
+    for i in range(2):
+        env.reset(options={"session": sessions.subject(i)})
+        done = False
+        while not done:
+            assert env._base_text() == reference_base_text(env._history)
+            checked += 1
+            action = NO_ACTION if rng.random() < 0.2 else env.action_space.sample()
+            _, _, done, _, _ = env.step(action)
+        assert len(env._history) > 0
+    assert checked > 24

@@ -644,6 +644,8 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     def _is_no_action(action: Any) -> bool:
         if action is None:
             return True
+        if type(action) is int or isinstance(action, np.integer):  # the common case, without np.ndim
+            return bool(action == NO_ACTION)
         if np.ndim(action) != 0 or isinstance(action, (str, bytes)):
             return False
         try:

@@ -207,6 +207,8 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
             Phase("alien", spaces.Discrete(2), self.parse_alien),
         )
         self._history: list[str] = []
+        #: (history length, :meth:`_base_text`) of the last rendering.
+        self._base_cache: tuple[int, str] | None = None
         self._planet = -1
         self._action1 = -1
 
@@ -241,6 +243,7 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
 
     def _start(self) -> None:
         self._history = []
+        self._base_cache = None
         self._planet = -1
         self._action1 = -1
 
@@ -290,14 +293,23 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
 
     # -- rendering and parsing -------------------------------------------------------------
     def _base_text(self) -> str:
-        text = START_TEXT
-        if self._history:
-            text += "Your previous space travels went as follows:\n"
-            n = len(self._history)
-            for count, line in enumerate(self._history):
-                ago = n - count
-                text += f"- {ago}{' day' if ago == 1 else ' days'} ago, {line}"
-        return text + f"\n{Q_PREFIX} Do you want to take the spaceship to planet X or planet Y?\n"
+        """The prompt's text before the current stage's question: the start text and every day so far.
+
+        Both stages of a day share it and the history only grows, so it is rendered once per
+        length of the history (a dry run renders every prompt of every session: issue 40)."""
+        n = len(self._history)
+        cached = self._base_cache
+        if cached is not None and cached[0] == n:
+            return cached[1]
+        parts = [START_TEXT]
+        if n:
+            parts.append("Your previous space travels went as follows:\n")
+            parts.extend(f"- {n - count}{' day' if n - count == 1 else ' days'} ago, {line}"
+                         for count, line in enumerate(self._history))
+        parts.append(f"\n{Q_PREFIX} Do you want to take the spaceship to planet X or planet Y?\n")
+        text = "".join(parts)
+        self._base_cache = (n, text)
+        return text
 
     def render_prompt(self) -> str:
         """The exact string CogBench sends for the current stage (text + answer prefix)."""

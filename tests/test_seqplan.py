@@ -146,6 +146,36 @@ def test_metric_target_sequential_plan_tiny():
     _check(res, 2)
 
 
+def test_fixed_looks_saving_is_stated_at_equal_type1_tiny(capsys):
+    """``--looks K`` states its saving against the fixed test calibrated to alpha on the same
+    calibration null studies (type-I on the same fresh null studies as the sequential design's),
+    with the fixed plan's nominal design and its saving beside it (issue 40 item 1)."""
+    import json
+    import math
+
+    from cogtestbed.cli import run_cli
+
+    code = run_cli(["plan", "two-step", "--metric", "model_basedness", "--compare", "hybrid:w=0,beta=5",
+                    "hybrid:w=1,beta=5", "--llm", "openai:gpt-4o-mini", "--mc-se", "0.2", "--looks", "2",
+                    "--seq-sims", "30", "--null-sims", "60", "--workers", "1", "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err[-2000:]
+    seq = json.loads(out.out.strip().splitlines()[-1])["sequential"]
+    sav, fair = seq["saving"], seq["fair_fixed"]
+    assert sav["fair"] is True and sav["comparator"] == "fixed test calibrated to alpha on the same null studies"
+    assert fair["level"] == 0.05 and fair["chosen"]["size"] == sav["fixed_size"] and sav["fixed_power"] >= 0.8
+    assert sav["fixed_null_sims"] == seq["null"]["sims"] == 60  # the same fresh null studies
+    assert sav["fixed_type1"] == fair["chosen"]["type1"] and sav["sequential_type1"] == seq["null"]["rejection_rate"]
+    assert abs(sav["fixed_type1"] - sav["sequential_type1"]) <= 3 * math.hypot(sav["fixed_type1_mc_se"],
+                                                                               sav["sequential_type1_mc_se"])
+    assert seq["fixed"]["cost_key"] == pytest.approx(sav["fixed_cost_key"])  # the saving is against this design
+    assert sav["percent"] == pytest.approx(100 * (1 - seq["expected"]["effect"]["cost_key"] / sav["fixed_cost_key"]))
+    plan = seq["plan_fixed"]  # the nominal design's saving, secondary
+    assert plan["size"] > 0 and plan["saving_percent"] == pytest.approx(
+        100 * (1 - seq["expected"]["effect"]["cost_key"] / plan["cost_key"]))
+    assert sav["statement"].startswith("saving stated at equal type-I error") and "nominal test" in sav["statement"]
+
+
 def test_test_target_sequential_plan_tiny():
     exp = get_experiment("belief-coherence")
     (decl,) = [d for d in exp.studies_of("test-power") if d.test == "t1_lr"]

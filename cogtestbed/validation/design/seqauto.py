@@ -44,8 +44,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
+from cogtestbed.validation.design.seqfair import FIXED_MIN_FACTOR, _fixed_reject, fair_fixed
 from cogtestbed.validation.design.seqpaths import Boundaries, boundaries
 from cogtestbed.validation.design.seqplan import (
     Candidate,
@@ -65,8 +65,6 @@ FAMILIES: tuple[str, ...] = ("obrien-fleming", "pocock", "hsd:-4", "hsd:-2", "hs
 LOOKS: tuple[int, ...] = tuple(range(2, 11))
 #: Smallest and largest maximum size searched, as multiples of the fixed plan's size.
 MIN_FACTOR, MAX_FACTOR = 0.8, 1.35
-#: Smallest size at which the fair fixed comparator is evaluated, as a multiple of the fixed plan's size.
-FIXED_MIN_FACTOR = 0.5
 #: Margin of the calibrated level below α, in SDs of a fresh type-I estimate (:func:`calibration_level`):
 #: z at 90 % (the project's choice; at 1,000 null studies per set α = .05 becomes .0375).
 CAL_MARGIN_Z = 1.2816
@@ -189,49 +187,6 @@ def score_all(shape_list: Sequence[Shape], maxima: Sequence[int], col: dict[int,
             t1 = float(operate(null_b, nul.z, nul.est, cols, dirn, None).rejected.mean())
             out.append(Scored(shape, bounds, cols, method, power_op.rate, t1, float(power_op.units.mean())))
     return out
-
-
-# ----------------------------------------------------------------------------- the fair fixed comparator
-def fair_fixed(eff_z: np.ndarray, cal_z: np.ndarray, nul_z: np.ndarray, sizes: Sequence[int], dirn: float,
-               level: float, target: float) -> dict[str, Any]:
-    """The fixed test at every size with its critical values in and against the effect's direction
-    each calibrated on the calibration null studies to ``level``/2 (``level`` for an undirected
-    statistic): power on the effect studies, type-I error on the search null studies, and the
-    smallest size reaching ``target`` power (None with a reason when none does)."""
-    from cogtestbed.validation.design.seqsim import calibrate_shift
-
-    side = level / 2 if dirn else level
-    z_nom = float(stats.norm.isf(level / 2))
-    rows = []
-    for i, n in enumerate(sizes):
-        toward_cal = _toward(cal_z[:, i], dirn)
-        crit = z_nom + calibrate_shift(toward_cal - z_nom, side)
-        other = z_nom + calibrate_shift(-toward_cal - z_nom, side) if dirn else crit
-        power = float(np.mean(_toward(eff_z[:, i], dirn) >= crit))
-        t1 = _fixed_reject(nul_z[:, i], dirn, crit, other)
-        rows.append({"size": int(n), "critical": round(crit, 6), "critical_other": round(other, 6), "power": power,
-                     "type1": t1})
-    reach = [r for r in rows if r["power"] >= target]
-    best = reach[0] if reach else None
-    return {"rows": rows, "chosen": best, "sims": int(eff_z.shape[0]), "null_sims": int(nul_z.shape[0]),
-            "level": level,
-            "method": ("the fixed plan's test with its critical values calibrated on the same calibration null "
-                       "studies and to the same level as the sequential bounds: equal type-I error"),
-            "reason": None if best else f"no size up to {sizes[-1]} reaches power {target:g} at the calibrated level"}
-
-
-def _toward(z: np.ndarray, dirn: float) -> np.ndarray:
-    z = np.where(np.isfinite(z), z, 0.0)
-    return np.abs(z) if dirn == 0 else z * dirn
-
-
-def _fixed_reject(z: np.ndarray, dirn: float, crit: float, z_nom: float) -> float:
-    """Rejection rate of the fixed test: ``Z·d ≥ crit`` or ``Z·d ≤ −z_nom`` (``|Z| ≥ crit`` undirected;
-    ``z_nom``: the critical value against the effect's direction)."""
-    t = _toward(z, dirn)
-    if dirn == 0:
-        return float(np.mean(t >= crit))
-    return float(np.mean((t >= crit) | (t <= -z_nom)))
 
 
 # ----------------------------------------------------------------------------- the search
@@ -428,24 +383,16 @@ def auto_payload(result: Any, pricer: Any, exp: Any, sims: int, workers: int, nu
     """``plan --looks auto`` at the fixed plan's chosen design: the search, the chosen design's every
     look priced, and the ``sequential`` section of plan.json with the saving stated against the fixed
     design at equal type-I error (and, for reference, against the fixed plan's own design)."""
-    from cogtestbed.validation.design.plan import sessions_per_llm
-    from cogtestbed.validation.design.seqplan import _money, price_looks, sequential_payload
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.validation.design.seqplan import fair_payload, price_looks
 
     spec, point, size_name = result.spec, result.chosen.point, result.size_name
     auto = plan_auto(spec, getattr(point, size_name), point.trials, point.runs, result.target, sims, workers,
                      null_agent, null_sims, binding, say)
     res, fair = auto.result, auto.fair
-    chosen_fair = fair["chosen"]
-    if chosen_fair is not None:
-        at = type(point)(**{**point.as_dict(), size_name: chosen_fair["size"]})
-        fair_cost = pricer.exact(design_for_trials(exp, point.trials, spec.design), sessions_per_llm(spec, at))
-    else:
-        fair_cost = result.chosen.cost
     if res.chosen is not None:
         price_looks(res.chosen, spec, pricer, exp, point, size_name)
     futility = res.chosen is not None and res.chosen.bounds.futility is not None
-    seq = sequential_payload(res, spec, fair_cost, size_name, futility, binding)
+    seq = fair_payload(result, res, fair, pricer, exp, futility, binding)
     seq["auto"] = {"searched": auto.searched, "confirmed": auto.confirmed,
                    "fair_fixed": {k: v for k, v in fair.items() if k != "rows"}, "fixed_by_size": fair["rows"]}
     seq["auto"]["lines"] = auto_lines(seq)
@@ -455,47 +402,7 @@ def auto_payload(result: Any, pricer: Any, exp: Any, sims: int, workers: int, nu
                          f"{result.target:g} on fresh studies" if auto.searched["passing"] else
                          f"no rule of the {auto.searched['rules']} searched reaches power {result.target:g} with "
                          "type-I error <= alpha")
-        return res, seq
-    plan_key, fair_key, exp_key = _money(result.chosen.cost), _money(fair_cost), seq["expected"]["effect"]["cost_key"]
-    seq["fixed"]["label"] = (f"the fixed design at equal type-I error ({chosen_fair['size']} {size_name})"
-                             if chosen_fair else f"the fixed plan's design ({getattr(point, size_name)} {size_name})")
-    seq["plan_fixed"] = {"size": getattr(point, size_name), "calls": result.chosen.cost.calls,
-                         "dollars": result.chosen.cost.dollars, "cost_key": plan_key,
-                         "saving_percent": None if exp_key is None else 100 * (1 - exp_key / plan_key)}
-    seq["saving"] = {**seq["saving"], **fair_statement(fair, seq, size_name, res.chosen.null.rate,
-                                                       res.chosen.null.sims, getattr(point, size_name), fair_key)}
     return res, seq
-
-
-def fair_statement(fair: dict[str, Any], seq: dict[str, Any], size_name: str, seq_type1: float, seq_null: int,
-                   plan_size: int, fair_key: float) -> dict[str, Any]:
-    """Which fixed design the saving is stated against, and its own error rates."""
-    c = fair["chosen"]
-    seq_se = math.sqrt(seq_type1 * (1 - seq_type1) / max(seq_null, 1))
-    plan_pct = seq["plan_fixed"]["saving_percent"]
-    ref = (f"against the fixed plan's own design ({plan_size} {size_name}, its nominal test): "
-           + ("n/a" if plan_pct is None else f"{plan_pct:.1f}%"))
-    worse = ("; no sequential rule searched is cheaper than this fixed test at equal type-I error: the fixed "
-             "design is the cheaper choice here" if seq["saving"].get("percent") is not None
-             and seq["saving"]["percent"] < 0 else "")
-    if c is None:
-        return {"comparator": "fixed plan's design", "fair": None,
-                "statement": (f"saving stated against the fixed plan's design: {fair['reason']}, so the fixed test at "
-                              f"equal type-I error has no size in range ({ref})")}
-    se_p = math.sqrt(c["power"] * (1 - c["power"]) / fair["sims"])
-    t1 = fair.get("confirm_type1")
-    t1_text = (f"type-I {t1:.3f} ± {math.sqrt(t1 * (1 - t1) / seq_null):.3f} on {seq_null:,} fresh null studies"
-               if t1 is not None else f"type-I {c['type1']:.3f} on {fair['null_sims']:,} search null studies")
-    return {"comparator": "fixed test calibrated to alpha on the same null studies", "fair": True,
-            "fixed_size": c["size"], "fixed_critical": c["critical"], "fixed_power": c["power"],
-            "fixed_power_mc_se": se_p, "fixed_type1": t1 if t1 is not None else c["type1"],
-            "sequential_type1": seq_type1, "sequential_type1_mc_se": seq_se, "fixed_cost_key": fair_key,
-            "statement": (f"saving stated at equal type-I error: against the fixed test calibrated the same way (both "
-                          f"to level {fair['level']:.4f} on the same null studies, a margin below alpha so that "
-                          f"fresh type-I stays <= alpha): {c['size']} {size_name}, critical values "
-                          f"{c['critical']:.3f} in / {c['critical_other']:.3f} against the effect's direction, "
-                          f"power {c['power']:.3f} ± {se_p:.3f}, {t1_text} (sequential: "
-                          f"{seq_type1:.3f} ± {seq_se:.3f}); {ref}{worse}")}
 
 
 def auto_lines(seq: Mapping[str, Any]) -> list[str]:

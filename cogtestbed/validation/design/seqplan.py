@@ -222,6 +222,10 @@ class SequentialResult:
     cpu_seconds: float = 0.0
     #: (rejections, studies) of the fixed design's test on fresh null studies (None: not yet measured)
     fixed_null: tuple[int, int] | None = None
+    #: the fair fixed comparator (:func:`~cogtestbed.validation.design.seqfair.fair_fixed`: the fixed
+    #: test calibrated to α on the same calibration null studies, its type-I error on the same fresh
+    #: null studies); None where the paths do not hold every fixed size (model targets) or uncalibrated
+    fair: dict[str, Any] | None = None
 
 
 def simulate_hypothesis(spec: PlannedStudy, trials: int | None, runs: int, n_top: int, sizes: Sequence[int],
@@ -279,7 +283,8 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     lo = max(2 * looks, min(fixed_size, math.floor(min_factor * fixed_size)))
     n_top = max(lo, math.ceil(max_factor * fixed_size))
     maxima = candidate_maxima(lo, n_top, fixed_size)
-    all_sizes = tuple(sorted({n for m in maxima for n in look_sizes(m, looks)}))
+    fixed_sizes = _fair_sizes(spec, fixed_size, n_top, calibrate)
+    all_sizes = tuple(sorted({n for m in maxima for n in look_sizes(m, looks)} | set(fixed_sizes)))
     col = {n: i for i, n in enumerate(all_sizes)}
     dirn = direction(spec)
     say = say or (lambda _m: None)
@@ -290,10 +295,8 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     sim = Simulator(trials, runs, n_top, all_sizes, sims, spec.seed, workers, width=max(2, lo // looks))
     null = null_spec(spec, null_agent)
     nsim = dataclasses.replace(sim, sims=null_sims)
-    bounds = nominal
     typed = _type1_rule(binding)
-    if calibrate:
-        bounds = _calibrate(nsim, null, nominal, columns, dirn, spec, futility, binding)
+    bounds, cal_z = _calibrate(nsim, null, nominal, columns, dirn, spec, futility, binding, calibrate)
     sim.label = "sequential plan: studies under the effect"
     (eff,) = sim.run([(spec, 0, Rule(tuple(bounds), columns, dirn))])
     nsim.label = "sequential plan: fresh null studies"
@@ -309,9 +312,37 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     shown = chosen or cands[-1]
     cols = [col[n] for n in shown.bounds.sizes]
     fixed = _fixed_from_paths(spec, nul, col.get(fixed_size))
+    fair = _fair(eff.z, cal_z, nul.z, [col[n] for n in fixed_sizes], fixed_sizes, dirn, spec.level, target)
     return SequentialResult(chosen, cands, eff.z[:, cols], nul.z[:, cols], time.perf_counter() - start,
                             sims + null_sims, null_sims if calibrate else 0, sim.subjects, _cpu() - cpu,
-                            fixed_null=fixed)
+                            fixed_null=fixed, fair=fair)
+
+
+def _fair_sizes(spec: PlannedStudy, fixed_size: int, n_top: int, calibrate: bool) -> list[int]:
+    """The sizes the fair fixed comparator is evaluated at (``--looks auto``'s grid), or none for a
+    model target (its paths stop where the procedure stops, so they do not hold every size) or
+    uncalibrated bounds (no calibration null studies)."""
+    from cogtestbed.validation.design.seqfair import FIXED_MIN_FACTOR
+
+    if isinstance(spec, PowerStudy) or not calibrate:
+        return []
+    return candidate_maxima(max(2, min(fixed_size, math.floor(FIXED_MIN_FACTOR * fixed_size))), n_top, fixed_size)
+
+
+def _fair(eff_z: np.ndarray, cal_z: np.ndarray | None, nul_z: np.ndarray, cols: list[int], sizes: list[int],
+          dirn: float, level: float, target: float) -> dict[str, Any] | None:
+    """The fair fixed comparator on the plan's own paths: the fixed test calibrated to ``level`` (the
+    sequential bounds' level) on the same calibration null studies, its type-I error measured on the
+    same fresh null studies as the sequential design's; None where a path lacks a size."""
+    from cogtestbed.validation.design.seqfair import fair_fixed
+
+    if cal_z is None or not cols or not all(np.isfinite(z[:, cols]).all() for z in (eff_z, cal_z, nul_z)):
+        return None
+    fair = fair_fixed(eff_z[:, cols], cal_z[:, cols], nul_z[:, cols], sizes, dirn, level, target)
+    fair["level_words"] = "alpha itself, the level the sequential bounds are calibrated to"
+    if fair["chosen"] is not None:  # measured on the same fresh null studies as the sequential type-I
+        fair["confirm_type1"] = fair["chosen"]["type1"]
+    return fair
 
 
 def _type1_rule(binding: bool) -> Callable[[Boundaries], Boundaries]:
@@ -321,11 +352,16 @@ def _type1_rule(binding: bool) -> Callable[[Boundaries], Boundaries]:
 
 
 def _calibrate(nsim: Any, null: PlannedStudy, nominal: Sequence[Boundaries], columns: Sequence[Sequence[int]],
-               dirn: float, spec: PlannedStudy, futility: bool, binding: bool) -> list[Boundaries]:
+               dirn: float, spec: PlannedStudy, futility: bool, binding: bool,
+               calibrate: bool = True) -> tuple[list[Boundaries], np.ndarray | None]:
     """Each maximum size's bounds shifted to reject at α/2 (α undirected) in the effect's direction on
-    ``nsim.sims`` calibration null studies (seed stream 1), futility obeyed only when ``binding``."""
+    ``nsim.sims`` calibration null studies (seed stream 1), futility obeyed only when ``binding``; and
+    those studies' Z paths (the fair fixed comparator is calibrated on them too).  Without
+    ``calibrate``: the nominal bounds and no paths."""
     from cogtestbed.validation.design.seqsim import Rule, null_scores
 
+    if not calibrate:
+        return list(nominal), None
     typed = _type1_rule(binding)
     nsim.label = "sequential plan: calibration null studies"
     (cal,) = nsim.run([(null, 1, Rule(tuple(typed(b) for b in nominal), tuple(map(tuple, columns)), dirn,
@@ -335,7 +371,7 @@ def _calibrate(nsim: Any, null: PlannedStudy, nominal: Sequence[Boundaries], col
             "futility": ("binding" if binding else "non-binding") if futility else None}
     rng = np.random.default_rng(np.random.SeedSequence([spec.seed, 40_961]))
     return [_no_crossing(b.with_shift(*_shift_and_error(null_scores(typed(b), cal.z, cols, dirn), side, info, rng)))
-            for b, cols in zip(nominal, columns, strict=True)]
+            for b, cols in zip(nominal, columns, strict=True)], cal.z
 
 
 def _no_crossing(b: Boundaries) -> Boundaries:
@@ -558,8 +594,50 @@ def attach_sequential(payload: dict[str, Any], result: Any, pricer: Any, exp: An
         price_looks(res.chosen, spec, pricer, exp, point, size_name)
         if res.fixed_null is None:  # model targets: the fixed design's own test on fresh null studies
             res.fixed_null = fixed_type1(spec, point, null_agent, workers, null_sims or MIN_NULL_SIMS)
-    seq = sequential_payload(res, spec, result.chosen.cost, size_name, futility, binding)
+    if res.fair is not None:  # the saving at equal type-I error (the nominal design's beside it)
+        seq = fair_payload(result, res, res.fair, pricer, exp, futility, binding)
+        seq["fair_fixed"] = res.fair
+    else:
+        seq = sequential_payload(res, spec, result.chosen.cost, size_name, futility, binding)
+        why = ("a model target's paths stop at the sequential bounds, so the fixed test is not calibrated on them"
+               if isinstance(spec, PowerStudy) else "the bounds are not calibrated on simulated null studies")
+        if "saving" in seq:
+            seq["saving"]["comparator"] = "fixed plan's design (its nominal test)"
+            seq["saving"]["statement"] = (f"saving stated against the fixed plan's design with its nominal test, not "
+                                          f"at equal type-I error ({why}): " + seq["saving"].get("statement", ""))
     return record_sequential(payload, seq, res, result, pricer)
+
+
+def fair_payload(result: Any, res: SequentialResult, fair: dict[str, Any], pricer: Any, exp: Any, futility: bool,
+                 binding: bool) -> dict[str, Any]:
+    """The ``sequential`` section of plan.json (its looks already priced) with the saving stated
+    against the fair fixed comparator ``fair``
+    (:func:`~cogtestbed.validation.design.seqfair.fair_fixed`; its chosen size priced here), the
+    fixed plan's own design and its saving beside it (``plan_fixed``); against the fixed plan's design
+    when ``fair`` has no size in range (the statement says so)."""
+    from cogtestbed.validation.design.plan import sessions_per_llm
+    from cogtestbed.validation.design.seqfair import fair_statement
+    from cogtestbed.validation.studies.study_data import design_for_trials
+
+    spec, point, size_name = result.spec, result.chosen.point, result.size_name
+    chosen_fair = fair["chosen"]
+    if chosen_fair is not None:
+        at = type(point)(**{**point.as_dict(), size_name: chosen_fair["size"]})
+        fair_cost = pricer.exact(design_for_trials(exp, point.trials, spec.design), sessions_per_llm(spec, at))
+    else:
+        fair_cost = result.chosen.cost
+    seq = sequential_payload(res, spec, fair_cost, size_name, futility, binding)
+    if res.chosen is None:
+        return seq
+    plan_key, fair_key, exp_key = _money(result.chosen.cost), _money(fair_cost), seq["expected"]["effect"]["cost_key"]
+    seq["fixed"]["label"] = (f"the fixed design at equal type-I error ({chosen_fair['size']} {size_name})"
+                             if chosen_fair else f"the fixed plan's design ({getattr(point, size_name)} {size_name})")
+    seq["plan_fixed"] = {"size": getattr(point, size_name), "calls": result.chosen.cost.calls,
+                         "dollars": result.chosen.cost.dollars, "cost_key": plan_key,
+                         "saving_percent": None if exp_key is None else 100 * (1 - exp_key / plan_key)}
+    seq["saving"] = {**seq["saving"], **fair_statement(fair, seq, size_name, res.chosen.null.rate,
+                                                       res.chosen.null.sims, getattr(point, size_name), fair_key)}
+    return seq
 
 
 def record_sequential(payload: dict[str, Any], seq: dict[str, Any], res: SequentialResult, result: Any,

@@ -329,7 +329,10 @@ def test_recovery_warning_says_meaning_and_remedy_in_every_output():
            "coverage_level": 0.95, "studies": 178, "lapse_fit": None}
     (bias, cover) = recovery_warnings(rec)
     assert "biased by 32% of the effect" in bias and "stays a valid test" in bias and "must not be reported" in bias
-    assert "--method hierarchical" in bias and "--lapse fit" in bias and "178 fresh simulated studies" in bias
+    assert "--method hierarchical" in bias and "--fit hierarchical" in bias and "178 fresh simulated studies" in bias
+    assert "--lapse fit" not in bias  # the plan simulated no lapses: a lapse term is no remedy here
+    (lapsing, _) = recovery_warnings({**rec, "random_lapses": True})
+    assert "lapse to random choices" in lapsing and "`plan --lapse-fit fit`, `fit --lapse fit`" in lapsing
     assert "covers the true effect in 88%" in cover
     assert recovery_warnings({**rec, "effect_bias": -0.01, "coverage": 0.94}) == []
     assert recovery_warnings({"metric": "model_basedness"}) == []

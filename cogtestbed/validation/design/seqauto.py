@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from cogtestbed.validation.design.seqfair import FIXED_MIN_FACTOR, _fixed_reject, fair_fixed
+from cogtestbed.validation.design.seqfair import FIXED_MIN_FACTOR, fair_fixed, fixed_reject_rate
 from cogtestbed.validation.design.seqpaths import Boundaries, boundaries
 from cogtestbed.validation.design.seqplan import (
     Candidate,
@@ -325,7 +325,7 @@ def _confirm(top: Sequence[Scored], spec: PlannedStudy, null: PlannedStudy, sim:
     info.subjects = csim.subjects + nsim.subjects
     if fair_n is not None and np.isfinite(nul.z[:, col[fair_n]]).all():
         c = fair["chosen"]
-        info.fixed_type1 = _fixed_reject(nul.z[:, col[fair_n]], dirn, c["critical"], c["critical_other"])
+        info.fixed_type1 = fixed_reject_rate(nul.z[:, col[fair_n]], dirn, c["critical"], c["critical_other"])
     chosen, rows, picked = choose(top, cols, eff, nul, dirn, level, target, binding)
     if picked is not None:
         info.z_effect, info.z_null = eff.z[:, list(cols[picked])], nul.z[:, list(cols[picked])]

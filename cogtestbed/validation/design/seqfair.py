@@ -34,7 +34,7 @@ def fair_fixed(eff_z: np.ndarray, cal_z: np.ndarray, nul_z: np.ndarray, sizes: S
         crit = z_nom + calibrate_shift(toward_cal - z_nom, side)
         other = z_nom + calibrate_shift(-toward_cal - z_nom, side) if dirn else crit
         power = float(np.mean(_toward(eff_z[:, i], dirn) >= crit))
-        t1 = _fixed_reject(nul_z[:, i], dirn, crit, other)
+        t1 = fixed_reject_rate(nul_z[:, i], dirn, crit, other)
         rows.append({"size": int(n), "critical": round(crit, 6), "critical_other": round(other, 6), "power": power,
                      "type1": t1})
     reach = [r for r in rows if r["power"] >= target]
@@ -51,7 +51,7 @@ def _toward(z: np.ndarray, dirn: float) -> np.ndarray:
     return np.abs(z) if dirn == 0 else z * dirn
 
 
-def _fixed_reject(z: np.ndarray, dirn: float, crit: float, z_nom: float) -> float:
+def fixed_reject_rate(z: np.ndarray, dirn: float, crit: float, z_nom: float) -> float:
     """Rejection rate of the fixed test: ``Z·d ≥ crit`` or ``Z·d ≤ −z_nom`` (``|Z| ≥ crit`` undirected;
     ``z_nom``: the critical value against the effect's direction)."""
     t = _toward(z, dirn)

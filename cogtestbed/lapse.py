@@ -33,6 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from cogtestbed.errors import InputError
+
 #: Step kinds of :attr:`LapseDraws.kind`.
 NORMAL, INVALID, RANDOM = 0, 1, 2
 #: Index of the lapse stream among the children of ``SeedSequence(seed)`` (0: environment,
@@ -51,9 +53,9 @@ class Lapse:
         for name in ("invalid", "random"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
-                raise ValueError(f"lapse rate {name} must be a number in [0, 1], got {value!r}")
+                raise InputError(f"lapse rate {name} must be a number in [0, 1], got {value!r}")
         if float(self.invalid) + float(self.random) > 1.0:
-            raise ValueError(f"lapse rates invalid + random must be at most 1, got {self.invalid} + {self.random}")
+            raise InputError(f"lapse rates invalid + random must be at most 1, got {self.invalid} + {self.random}")
 
     @property
     def active(self) -> bool:

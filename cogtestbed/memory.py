@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 
-from cogtestbed.errors import CogtestbedError
+from cogtestbed.errors import CogtestbedError, InputError
 
 #: Copies of a trial table's data alive at once while it is simulated and analysed (the session
 #: and outcome arrays, the table itself, a fitter's packed arrays): the memory estimate's factor.
@@ -82,7 +82,7 @@ def input_limit_mb() -> float:
     try:
         limit = float(raw) if raw else MAX_INPUT_MB
     except ValueError:
-        raise ValueError(f"{MAX_INPUT_ENV} must be a number of MiB, got {raw!r}") from None
+        raise InputError(f"{MAX_INPUT_ENV} must be a number of MiB, got {raw!r}") from None
     return limit
 
 

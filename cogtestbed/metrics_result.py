@@ -14,6 +14,8 @@ from typing import Any, Literal, TypedDict, cast
 
 import numpy as np
 
+from cogtestbed.errors import InputError
+
 #: The per-unit key of a metrics result: one row per simulated/LLM subject, or per CogBench run.
 MetricsUnit = Literal["per_subject", "per_run"]
 
@@ -50,7 +52,7 @@ def metrics_result(metrics: Mapping[str, Any], unit: MetricsUnit, rows: list[dic
                    n_invalid: int, flags: list[str] | tuple[str, ...] = (), **detail: Any) -> MetricsResult:
     """A :class:`MetricsResult` with the unit key ``unit`` (``per_subject`` / ``per_run``)."""
     if unit not in METRICS_UNITS:
-        raise ValueError(f"unit must be one of {', '.join(METRICS_UNITS)}, got {unit!r}")
+        raise InputError(f"unit must be one of {', '.join(METRICS_UNITS)}, got {unit!r}")
     out: dict[str, Any] = {"metrics": dict(metrics), unit: list(rows), "n_invalid": int(n_invalid),
                            "flags": [str(f) for f in flags]}
     out.update(detail)
@@ -126,16 +128,16 @@ class MetricOption:
 
     def convert(self, raw: str) -> Any:
         if self.choices is not None and raw not in self.choices:
-            raise ValueError(f"{self.flag} must be one of {', '.join(self.choices)}, got {raw!r}")
+            raise InputError(f"{self.flag} must be one of {', '.join(self.choices)}, got {raw!r}")
         try:
             value = self.type(raw)
         except (TypeError, ValueError, OverflowError):
-            raise ValueError(f"{self.flag}: cannot read {raw!r}") from None
+            raise InputError(f"{self.flag}: cannot read {raw!r}") from None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if not math.isfinite(value):
-                raise ValueError(f"{self.flag} must be a finite number, got {raw!r}")
+                raise InputError(f"{self.flag} must be a finite number, got {raw!r}")
             if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
                 lo = "-inf" if self.low is None else f"{self.low:g}"
                 hi = "inf" if self.high is None else f"{self.high:g}"
-                raise ValueError(f"{self.flag} must lie in [{lo}, {hi}], got {raw}")
+                raise InputError(f"{self.flag} must lie in [{lo}, {hi}], got {raw}")
         return value

@@ -51,9 +51,9 @@ class Parameter:
 
     def __post_init__(self) -> None:
         if not self.lower < self.upper:
-            raise ValueError(f"{self.name}: lower bound must be below upper bound")
+            raise InputError(f"{self.name}: lower bound must be below upper bound")
         if not self.lower <= self.default <= self.upper:
-            raise ValueError(f"{self.name}: default {self.default} outside its bounds")
+            raise InputError(f"{self.name}: default {self.default} outside its bounds")
 
     @classmethod
     def unit(cls, name: str, default: float, description: str = "", **kw: Any) -> Parameter:
@@ -215,7 +215,7 @@ def per_subject(values: Any, n: int) -> np.ndarray:
         return np.ascontiguousarray(array)
     if array.size == 1 and array.ndim <= 1:
         return np.full(n, array.reshape(()))
-    raise ValueError(f"a parameter needs one value or one per subject ({n}), got shape {array.shape}")
+    raise InputError(f"a parameter needs one value or one per subject ({n}), got shape {array.shape}")
 
 
 def parse_assignments(items: Sequence[str], option: str = "") -> dict[str, float]:
@@ -242,5 +242,5 @@ def parse_agent(text: str) -> tuple[str, dict[str, float]]:
     """``AGENT[:p=v,q=w]`` → (agent name, parameter values)."""
     name, _, rest = text.partition(":")
     if not name.strip():
-        raise ValueError(f"expected AGENT[:NAME=VALUE,...], got {text!r}")
+        raise InputError(f"expected AGENT[:NAME=VALUE,...], got {text!r}")
     return name.strip(), parse_assignments([x for x in rest.split(",") if x.strip()])

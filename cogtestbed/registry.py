@@ -23,6 +23,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import (
     ExperimentSpec,
     Generator,
@@ -106,7 +107,7 @@ def register(spec: ExperimentSpec) -> ExperimentSpec:
     if known is not None or spec.name in _builtin_names() or spec.name in _plugin_entry_points():
         if spec.name in _builtin_names() and get_experiment(spec.name) is spec:
             return spec
-        raise ValueError(f"an experiment named {spec.name!r} is already registered: give yours another name")
+        raise InputError(f"an experiment named {spec.name!r} is already registered: give yours another name")
     _REGISTERED[spec.name] = spec
     return spec
 
@@ -128,7 +129,7 @@ def _installed_experiment(name: str) -> ExperimentSpec:
     if not isinstance(spec, ExperimentSpec):
         raise TypeError(f"experiment {name!r} does not declare an ExperimentSpec (got {type(spec).__name__})")
     if spec.name != name:
-        raise ValueError(f"experiment module {name!r} declares a spec named {spec.name!r}")
+        raise InputError(f"experiment module {name!r} declares a spec named {spec.name!r}")
     return spec
 
 
@@ -262,7 +263,7 @@ def experiment_of(given: str | None = None, path: str | os.PathLike[str] | None 
         if len(found) == 1:
             return found[0]
         if len(found) > 1:
-            raise ValueError(f"{where} holds several experiments ({', '.join(found)}); name one with --experiment")
+            raise InputError(f"{where} holds several experiments ({', '.join(found)}); name one with --experiment")
     if model is not None:
         return _owner_of(model, refuse_unknown=where is None, where=where)
     raise _cannot_tell(where, model)
@@ -281,8 +282,8 @@ def _owner_of(model: str, refuse_unknown: bool, where: Path | None = None) -> st
     if len(owners) == 1:
         return owners[0]
     if len(owners) > 1:
-        raise ValueError(f"model {model!r} is declared by {', '.join(owners)}; name one with --experiment")
+        raise InputError(f"model {model!r} is declared by {', '.join(owners)}; name one with --experiment")
     if refuse_unknown:
         models = sorted({m for name in experiment_names() for m in get_experiment(name).models})
-        raise ValueError(f"unknown model {model!r}: choose one of: {', '.join(models)}")
+        raise InputError(f"unknown model {model!r}: choose one of: {', '.join(models)}")
     raise _cannot_tell(where, model)

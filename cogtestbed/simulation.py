@@ -23,6 +23,7 @@ import pandas as pd
 from cogtestbed.agents.base import SyntheticAgent
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, Sessions, TextEnv
 from cogtestbed.environments.forms import FORM_COLUMN, OFFSET_PREFIX, FormDesign, FormDraw, FormError, draw_forms
+from cogtestbed.errors import InputError
 from cogtestbed.lapse import INVALID, NORMAL, RANDOM, Lapse, LapseDraws, draw_lapses, lapse_rng
 from cogtestbed.memory import MEMORY_COPIES, check_memory
 from cogtestbed.parameters import per_subject
@@ -227,7 +228,7 @@ def simulate(
     """
     exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
     if n_subjects < 1:
-        raise ValueError("n_subjects must be at least 1")
+        raise InputError("n_subjects must be at least 1")
     agent_cls = exp.agent(agent)
     design = design if design is not None else exp.env_cls.design_cls()
     per_subject = subject_params(agent_cls, params, n_subjects)
@@ -242,7 +243,7 @@ def simulate(
     if lapse is not None and lapse.active:
         draws = draw_lapses(lapse, lapse_rng(seed), n_subjects, steps, exp.env_cls.lapse_draws)
     if method not in ("batch", "step"):
-        raise ValueError(f"method must be 'batch' or 'step', got {method!r}")
+        raise InputError(f"method must be 'batch' or 'step', got {method!r}")
     # Both paths read the same rows: on the step path a session that ends early (variable-length
     # tasks) must not shift the next subject's draws.
     rows = agent_rng.random((n_subjects, steps * agent_cls.draws_per_trial))

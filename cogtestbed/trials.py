@@ -45,6 +45,7 @@ import pandas as pd
 import pyarrow as pa
 from pandas.api.extensions import ExtensionArray
 
+from cogtestbed.errors import InputError
 from cogtestbed.outputs import atomic_write_bytes, new_file_mode, write_failure
 from cogtestbed.schema import TrialTableError
 
@@ -121,7 +122,7 @@ def strings(codes: np.ndarray, vocabulary: Sequence[str | None]) -> ExtensionArr
     (flattened): Arrow's take of the vocabulary, without a Python object per row."""
     flat = np.asarray(codes).reshape(-1)
     if flat.size and (flat.min() < 0 or flat.max() >= len(vocabulary)):
-        raise ValueError(f"string codes must lie in 0..{len(vocabulary) - 1}")
+        raise InputError(f"string codes must lie in 0..{len(vocabulary) - 1}")
     taken = pa.array(list(vocabulary), type=pa.large_string()).take(pa.array(flat.astype(np.int64, copy=False)))
     return pd.arrays.ArrowStringArray(pa.chunked_array([taken]))
 
@@ -144,7 +145,7 @@ def lists(values: np.ndarray | pa.Array, offsets: np.ndarray) -> ExtensionArray:
     held as an Arrow ``list`` column (``pd.ArrowDtype(pa.list_(...))``); a cell reads back as a list."""
     offsets = np.asarray(offsets)
     if offsets.ndim != 1 or offsets.size < 1:
-        raise ValueError(f"a list column needs one offset more than its rows, got shape {offsets.shape}")
+        raise InputError(f"a list column needs one offset more than its rows, got shape {offsets.shape}")
     return pd.arrays.ArrowExtensionArray(_list_array(values, offsets, offsets.size - 1))
 
 
@@ -161,7 +162,7 @@ def padded_lists(padded: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, n
     rows, width = padded.shape
     lengths = np.asarray(lengths, dtype=np.int64).reshape(rows)
     if ((lengths < 0) | (lengths > width)).any():
-        raise ValueError(f"list lengths must lie in 0..{width}")
+        raise InputError(f"list lengths must lie in 0..{width}")
     offsets = list_offsets(lengths)
     return padded.reshape(-1)[segment_index(np.arange(0, rows * width, width), lengths, offsets)], offsets
 
@@ -220,7 +221,7 @@ def finish_table(experiment: str, columns: Mapping[str, Column], *, agent: str,
     ``pd.DataFrame(..., copy=False)``.
     """
     if not {"action", "reward", "valid"} <= set(columns):
-        raise ValueError("finish_table needs the columns action, reward and valid")
+        raise InputError("finish_table needs the columns action, reward and valid")
     rows = _Rows(columns, keep)
     cols: dict[str, Any] = {
         "experiment": _constant_category(experiment, rows.n_rows),
@@ -263,13 +264,13 @@ class _Rows:
         if keep is not None and np.ndim(keep) == 1:
             self.lengths = np.asarray(keep, dtype=np.int64)
             if self.lengths.size and self.lengths.min() < 0:
-                raise ValueError("kept lengths must be non-negative")
+                raise InputError("kept lengths must be non-negative")
             shapes.append((len(self.lengths), 1))
         elif keep is not None:
             self.mask = np.asarray(keep, dtype=bool)
             shapes.append(self.mask.shape)
         if not shapes:
-            raise ValueError("finish_table needs a 2-D column or keep to know the subjects and steps")
+            raise InputError("finish_table needs a 2-D column or keep to know the subjects and steps")
         self.n_subjects, self.n_steps = np.broadcast_shapes(*shapes)
         if self.lengths is not None:
             self.n_steps = max(self.n_steps, int(self.lengths.max(initial=0)))
@@ -295,7 +296,7 @@ class _Rows:
         elif len(values) == self.n:
             out = values if self._flat_mask is None else values[self._flat_mask]
         else:
-            raise ValueError(f"a flat column needs {self.n} rows (or the {self.n_rows} kept), got {len(values)}")
+            raise InputError(f"a flat column needs {self.n} rows (or the {self.n_rows} kept), got {len(values)}")
         if isinstance(out, np.ndarray) and (text or out.dtype.kind in "OUS"):
             return _string_array(out)
         return out
@@ -336,9 +337,9 @@ def _list_array(values: np.ndarray | pa.Array, offsets: np.ndarray, n_rows: int)
     ``list<item>``, or ``large_list<item>`` where the values overflow its 32-bit offsets."""
     offsets = np.asarray(offsets)
     if offsets.shape != (n_rows + 1,):
-        raise ValueError(f"a list column needs {n_rows + 1} offsets, got shape {offsets.shape}")
+        raise InputError(f"a list column needs {n_rows + 1} offsets, got shape {offsets.shape}")
     if offsets[0] != 0 or offsets[-1] != len(values) or (np.diff(offsets) < 0).any():
-        raise ValueError("list offsets must rise from 0 to the number of values")
+        raise InputError("list offsets must rise from 0 to the number of values")
     flat = values if isinstance(values, pa.Array) else pa.array(values)
     if len(values) < 2**31:
         return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), flat, type=pa.list_(flat.type))
@@ -349,7 +350,7 @@ def _coded_list_array(codes: np.ndarray, vocabulary: tuple[tuple[Any, ...], ...]
     """The Arrow list array of ``vocabulary[codes]`` (numbers, or strings), its offsets and values
     gathered with whole-array steps (Arrow's ``take`` on a list array copies row by row)."""
     if codes.size and (codes.min() < 0 or codes.max() >= len(vocabulary)):
-        raise ValueError(f"list codes must lie in 0..{len(vocabulary) - 1}")
+        raise InputError(f"list codes must lie in 0..{len(vocabulary) - 1}")
     sizes = np.array([len(v) for v in vocabulary], dtype=np.int64)
     flat = [x for v in vocabulary for x in v]
     words = any(isinstance(x, str) for x in flat)

@@ -76,3 +76,26 @@ def test_the_api_raises_its_typed_input_error_for_a_bad_plan_or_fit_option() -> 
     table = ct.simulate("instrumental-learning", "rw-pm", subjects=2, seed=1)
     with pytest.raises(ct.InputError, match="--form-effects needs a table run across two or more prompt forms"):
         ct.fit("instrumental-learning", table, model="rw-pm", method="hierarchical", form_effects=["alpha_pos"])
+
+
+def test_the_library_raises_no_bare_value_error() -> None:
+    """Every refusal of the library is typed (issue 38 item 1): no module raises a bare ``ValueError``;
+    an :class:`~cogtestbed.errors.InputError` (itself a ValueError) or a narrower kind instead.  A bare
+    ``raise ValueError`` without a message is a parser's control flow, caught on its next lines."""
+    import ast
+    from pathlib import Path
+
+    package = Path(ct.__file__).resolve().parent
+    bare = []
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            raised = node.exc if isinstance(node, ast.Raise) else None
+            if isinstance(raised, ast.Call) and isinstance(raised.func, ast.Name) and raised.func.id == "ValueError":
+                bare.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert bare == []
+
+
+def test_a_deep_refusal_reaches_the_caller_as_an_input_error() -> None:
+    """A check deep in the layers (the parameter bounds of an agent) raises the typed kind."""
+    with pytest.raises(ct.CogtestbedError):
+        ct.simulate("magnitude", "observer", subjects=1, seed=1, params={"prior_sd": -1.0})

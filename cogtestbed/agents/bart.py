@@ -14,6 +14,7 @@ import numpy as np
 from cogtestbed.agents.base import KernelLapsingAgent, SyntheticAgent
 from cogtestbed.environments.bart import EXPERIMENT, INFLATE, SKIP, BartDesign, BartEnv, BartSessions
 from cogtestbed.environments.base import Outcomes
+from cogtestbed.errors import InputError
 from cogtestbed.inference.bart import TYPES, TargetModel, draw_target, simulate_bart_kernel
 from cogtestbed.lapse import LapseDraws
 from cogtestbed.parameters import ParameterSet, per_subject
@@ -31,7 +32,7 @@ class _BartAgent(KernelLapsingAgent[BartDesign, BartSessions]):
         try:
             return self.params[f"target_{int(max_pumps)}"]
         except KeyError:
-            raise ValueError(f"no target parameter for balloons with max_pumps={max_pumps} "
+            raise InputError(f"no target parameter for balloons with max_pumps={max_pumps} "
                              f"(the target agent knows {TYPES})") from None
 
     def act(self, obs: Mapping[str, Any]) -> int:
@@ -58,7 +59,7 @@ class _BartAgent(KernelLapsingAgent[BartDesign, BartSessions]):
         if cls.p_inflate < 0:
             for m in set(int(x) for x in design.max_pumps):
                 if f"target_{m}" not in params:
-                    raise ValueError(f"no target parameter for balloons with max_pumps={m}")
+                    raise InputError(f"no target parameter for balloons with max_pumps={m}")
                 targets = np.where(sessions.type_max == m, np.asarray(params[f"target_{m}"])[:, None], targets)
             noise = per_subject(params["noise"], n)
         actions, rewards, valid, played = simulate_bart_kernel(

@@ -35,6 +35,7 @@ from cogtestbed.environments.revealed import (
     item_arrays,
 )
 from cogtestbed.environments.revealed_items import MAX_OUTCOMES
+from cogtestbed.errors import InputError
 from cogtestbed.inference.revealed_model import DISSONANT_PARAMETERS, SMOOTH_EPS, eta_row
 from cogtestbed.numerics import gamma_draw, log_softmax, splitmix64_next
 from cogtestbed.parameters import ParameterSet
@@ -159,7 +160,7 @@ class _RevealedAgent(SyntheticAgent[RevealedDesign, RevealedSessions]):
         if cls.mode != MODE_SAMPLED:
             return cls.draws_per_trial
         if not 1 <= n_samples <= cls.draws_per_trial:
-            raise ValueError(f"agent {cls.name} draws 1 to {cls.draws_per_trial} samples per item, "
+            raise InputError(f"agent {cls.name} draws 1 to {cls.draws_per_trial} samples per item, "
                              f"the design asks for n_samples={n_samples}")
         return n_samples
 
@@ -221,7 +222,7 @@ def sampler_agent(n: int) -> type[DissonantSampler]:
     """A sample-only dissonant agent that can draw up to ``n`` completions per step (designs with
     ``n_samples`` beyond :data:`SAMPLER_N`)."""
     if n < 1:
-        raise ValueError("a sampler needs at least one draw per step")
+        raise InputError("a sampler needs at least one draw per step")
     return type(f"DissonantSampler{n}", (DissonantSampler,), {"draws_per_trial": n})
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from cogtestbed.cli.app import app, console, console_err, print_json, stderr_is_terminal
+from cogtestbed.errors import InputError
 
 
 def metric_option_args(args: list[str]) -> dict[str, str]:
@@ -18,11 +19,11 @@ def metric_option_args(args: list[str]) -> dict[str, str]:
     while i < len(args):
         arg = args[i]
         if not arg.startswith("--") or len(arg) < 3:
-            raise ValueError(f"unexpected argument {arg!r}; experiment options look like --name value")
+            raise InputError(f"unexpected argument {arg!r}; experiment options look like --name value")
         name, eq, value = arg[2:].partition("=")
         if not eq:
             if i + 1 >= len(args):
-                raise ValueError(f"option {arg} needs a value")
+                raise InputError(f"option {arg} needs a value")
             value = args[i + 1]
             i += 1
         out[name] = value

@@ -176,7 +176,7 @@ def plan(
     if result.kind == "precision":
         _emit_precision(result, output, as_json)
         return
-    _emit_plan(result.payload, result.size_name, output, as_json)
+    _emit_plan(result, output, as_json)
 
 
 def _say(line: str) -> None:
@@ -200,17 +200,17 @@ def _emit_precision(result: Any, output: Path | None, as_json: bool) -> None:
     console.print(f"design {payload['chosen']['resolved']['label']}: {fields}", highlight=False, soft_wrap=True)
 
 
-def _emit_plan(payload: dict[str, Any], size_name: str, output: Path | None, as_json: bool) -> None:
-    """Write plan.json and report.html under ``output`` (where given); print the plan as JSON or text."""
-    from cogtestbed.validation.design.plan_report import write_plan
-
+def _emit_plan(result: Any, output: Path | None, as_json: bool) -> None:
+    """Save the plan under ``output`` (:meth:`Plan.save <cogtestbed.api.plan.Plan.save>`: plan.json,
+    frontier.png, report.html); print it as JSON or text."""
+    payload = result.payload
     if output is not None:
-        files = write_plan(payload, output)
+        files = result.save(output)
         payload["files"] = {k: str(v) for k, v in files.items()}
     if as_json:
         print_json(payload)
         return
-    _print_plan(payload, size_name)
+    _print_plan(payload, result.size_name)
     if output is not None:
         console_err.print(f"wrote {output}/plan.json and {output}/report.html")
 

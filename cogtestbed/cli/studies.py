@@ -29,6 +29,7 @@ import typer
 
 from cogtestbed.cli.app import app, console, console_err, print_json
 from cogtestbed.cli.simulate import FormSdOpt, FormsOpt, LapseInvalidOpt, LapseRandomOpt
+from cogtestbed.errors import InputError
 
 if TYPE_CHECKING:  # the study machinery is imported inside the command bodies (a light command line)
     from cogtestbed.api.studies import Study
@@ -389,7 +390,7 @@ def power(
 
     if forms is not None:
         if effect is None:
-            raise ValueError("power --forms needs --effect NAME=SIZE (0: the type-I error rate)")
+            raise InputError("power --forms needs --effect NAME=SIZE (0: the type-I error rate)")
         with console_err.status(f"{sims} forms studies of {target}"):
             summary = form_study(target, forms=forms, experiment=experiment, form_sd=form_sd, subjects=subjects,
                                  reps=sims, params=param, effect=effect, design=design, trials=trials, level=level,

@@ -46,6 +46,7 @@ from pydantic import Field, field_validator
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_option_number
+from cogtestbed.errors import InputError
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.bart import ALPHABET, EXPERIMENT, SCHEMA
 from cogtestbed.trials import finish_table
@@ -65,7 +66,7 @@ class BartDesign(Design):
     @classmethod
     def _types(cls, v: tuple[int, ...]) -> tuple[int, ...]:
         if not 1 <= len(v) <= len(ALPHABET) or any(m < 1 for m in v):
-            raise ValueError(f"max_pumps must hold 1-{len(ALPHABET)} positive integers")
+            raise InputError(f"max_pumps must hold 1-{len(ALPHABET)} positive integers")
         return v
 
     @property

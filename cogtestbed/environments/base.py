@@ -48,6 +48,7 @@ from gymnasium import spaces
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from cogtestbed.environments.forms import VERBATIM, PromptForm
+from cogtestbed.errors import InputError
 from cogtestbed.lapse import random_choice
 from cogtestbed.schema import TrialSchema
 
@@ -109,11 +110,11 @@ class ScoredResponse:
 
     def __post_init__(self) -> None:
         if len(self.continuations) < 2:
-            raise ValueError("a scored response needs at least two continuations")
+            raise InputError("a scored response needs at least two continuations")
         if len(set(self.continuations)) != len(self.continuations):
-            raise ValueError(f"continuations must be distinct, got {self.continuations!r}")
+            raise InputError(f"continuations must be distinct, got {self.continuations!r}")
         if self.n_samples < 1:
-            raise ValueError("n_samples must be at least 1")
+            raise InputError("n_samples must be at least 1")
 
 
 ResponseKind = TextResponse | ScoredResponse
@@ -150,7 +151,7 @@ class AnswerDefaults:
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1 or not all(self.stop):
-            raise ValueError("answer defaults need max_tokens >= 1 and non-empty stop strings")
+            raise InputError("answer defaults need max_tokens >= 1 and non-empty stop strings")
 
 
 #: One line of at most 8 tokens: the answers of most experiments (a letter, a number, a word).
@@ -176,9 +177,9 @@ class ScoredAnswer:
 
     def __post_init__(self) -> None:
         if self.method not in ("exact", "sampled"):
-            raise ValueError(f"method must be 'exact' or 'sampled', got {self.method!r}")
+            raise InputError(f"method must be 'exact' or 'sampled', got {self.method!r}")
         if self.method == "sampled" and (self.n_samples is None or self.n_samples < 1):
-            raise ValueError("a sampled answer needs n_samples >= 1")
+            raise InputError("a sampled answer needs n_samples >= 1")
 
     @property
     def probabilities(self) -> np.ndarray:
@@ -186,7 +187,7 @@ class ScoredAnswer:
         lp = np.asarray(self.logprobs, dtype=np.float64)
         top = np.max(lp)
         if not np.isfinite(top):
-            raise ValueError("a scored answer needs at least one finite log-probability")
+            raise InputError("a scored answer needs at least one finite log-probability")
         w = np.exp(lp - top)
         return w / w.sum()
 
@@ -200,10 +201,10 @@ class ScoredAnswer:
         counts = np.asarray(counts, dtype=np.float64)
         matched = int(counts.sum())
         if matched < 1:
-            raise ValueError("no sample matched any continuation")
+            raise InputError("no sample matched any continuation")
         n = matched if n_drawn is None else int(n_drawn)
         if n < matched:
-            raise ValueError(f"n_drawn={n} is below the {matched} matched samples")
+            raise InputError(f"n_drawn={n} is below the {matched} matched samples")
         with np.errstate(divide="ignore"):
             return cls(np.log(counts / matched), method="sampled", n_samples=n,
                        mass_outside=(n - matched) / n)
@@ -231,7 +232,7 @@ class ResponseKindSpace(spaces.Space[Any]):
 
     def __init__(self, kinds: tuple[ResponseKind, ...], seed: int | None = None) -> None:
         if not kinds:
-            raise ValueError("at least one response kind is needed")
+            raise InputError("at least one response kind is needed")
         self.kinds = tuple(dict.fromkeys(kinds))
         super().__init__(shape=None, dtype=None, seed=seed)
 
@@ -324,7 +325,7 @@ def sequence_from_text(text: str) -> Any:
         try:
             return json.loads(stripped)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"not a JSON list: {text!r} ({exc.msg})") from None
+            raise InputError(f"not a JSON list: {text!r} ({exc.msg})") from None
     return [part.strip() for part in stripped.split(",") if part.strip()]
 
 
@@ -474,10 +475,10 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
         they differ (:meth:`step` then takes the current phase's plain value or such a dict).
         """
         if not phases:
-            raise ValueError("a trial needs at least one phase")
+            raise InputError("a trial needs at least one phase")
         names = [p.name for p in phases]
         if len(set(names)) != len(names):
-            raise ValueError(f"phase names must be distinct, got {names}")
+            raise InputError(f"phase names must be distinct, got {names}")
         self.phases = tuple(phases)
         first = phases[0].action_space
         if all(p.action_space == first for p in phases):
@@ -565,7 +566,7 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
         else:
             session = self.sample_sessions(self.design, 1, self.np_random)
         if session.n_subjects != 1:
-            raise ValueError("reset expects a one-subject session; use Sessions.subject(i)")
+            raise InputError("reset expects a one-subject session; use Sessions.subject(i)")
         self.session = session
         self.t = 0
         self.outcomes = Outcomes.empty(1, self.max_steps(self.design), self.action_dtype)
@@ -626,7 +627,7 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
         """Word the prompts from now on in prompt form ``form_id`` (:attr:`prompt_forms`)."""
         forms = {f.id: f for f in type(self).prompt_forms}
         if form_id not in forms:
-            raise ValueError(f"{self.experiment} declares prompt forms {sorted(forms)}, not {form_id}")
+            raise InputError(f"{self.experiment} declares prompt forms {sorted(forms)}, not {form_id}")
         self.form = forms[form_id]
 
     def _phase_observation(self) -> dict[str, Any]:
@@ -670,7 +671,7 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
         if isinstance(space, spaces.Box):
             return box_action_value(action, space, phase.name)
         if not space.contains(action):
-            raise ValueError(f"invalid action {action!r} for phase {phase.name!r} ({space})")
+            raise InputError(f"invalid action {action!r} for phase {phase.name!r} ({space})")
         return int(action)
 
     def lapse_unit(self) -> int:
@@ -700,7 +701,7 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
         if isinstance(phase.response, ScoredResponse):
             k = len(phase.response.continuations)
             if k > u.size:
-                raise ValueError(f"{type(self).__name__}: a random scored answer needs {k} uniforms, "
+                raise InputError(f"{type(self).__name__}: a random scored answer needs {k} uniforms, "
                                  f"lapse_draws is {u.size}")
             return ScoredAnswer(uniform_simplex_logprobs(u[:k]))
         space = phase.action_space
@@ -716,7 +717,7 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
                 raise NotImplementedError(f"{type(self).__name__}: phase {phase.name!r} has an unbounded answer "
                                           "range; define random_answer")
             if low.size > u.size:
-                raise ValueError(f"{type(self).__name__}: a random answer to {phase.name!r} needs {low.size} "
+                raise InputError(f"{type(self).__name__}: a random answer to {phase.name!r} needs {low.size} "
                                  f"uniforms, lapse_draws is {u.size}")
             if space.shape in ((), (1,)):
                 return float(low.reshape(-1)[0] + float(u[0]) * (high.reshape(-1)[0] - low.reshape(-1)[0]))
@@ -783,10 +784,10 @@ def box_action_value(action: Any, space: spaces.Box, phase: str) -> float:
     try:
         value = float(np.asarray(action, dtype=np.float64))
     except (TypeError, ValueError):
-        raise ValueError(f"invalid action {action!r} for phase {phase!r}: expected a number") from None
+        raise InputError(f"invalid action {action!r} for phase {phase!r}: expected a number") from None
     low, high = float(np.min(space.low)), float(np.max(space.high))
     if not low <= value <= high:
-        raise ValueError(f"invalid action {action!r} for phase {phase!r}: expected a number in [{low:g}, {high:g}]")
+        raise InputError(f"invalid action {action!r} for phase {phase!r}: expected a number in [{low:g}, {high:g}]")
     return value
 
 
@@ -795,8 +796,8 @@ def scored_action_value(action: ScoredAnswer, phase: Phase) -> int:
     response = phase.response
     assert isinstance(response, ScoredResponse)
     if not isinstance(action, ScoredAnswer):
-        raise ValueError(f"phase {phase.name!r} is scored: expected a ScoredAnswer, got {action!r}")
+        raise InputError(f"phase {phase.name!r} is scored: expected a ScoredAnswer, got {action!r}")
     if np.shape(action.logprobs) != (len(response.continuations),):
-        raise ValueError(f"phase {phase.name!r} scores {len(response.continuations)} continuations, "
+        raise InputError(f"phase {phase.name!r} scores {len(response.continuations)} continuations, "
                          f"the answer has {np.size(action.logprobs)} log-probabilities")
     return int(np.argmax(action.probabilities))

@@ -61,6 +61,7 @@ from cogtestbed.environments.bayesnets import (
     load_network,
 )
 from cogtestbed.environments.forms import PromptForm, standard_forms
+from cogtestbed.errors import InputError
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.belief import EXPERIMENT, SCHEMA
 from cogtestbed.trials import Column, finish_table, strings
@@ -251,7 +252,7 @@ class BeliefDesign(Design):
     def _variants(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         bad = [x for x in v if x not in VARIANTS]
         if bad or "pi0" not in v or len(set(v)) != len(v):
-            raise ValueError(f"variants must be distinct names from {VARIANTS} including pi0, got {v}")
+            raise InputError(f"variants must be distinct names from {VARIANTS} including pi0, got {v}")
         return v
 
     @model_validator(mode="after")
@@ -259,7 +260,7 @@ class BeliefDesign(Design):
         try:
             ground_truth(self)
         except NetworkError as exc:
-            raise ValueError(str(exc)) from None
+            raise InputError(str(exc)) from None
         return self
 
     @model_validator(mode="after")
@@ -576,18 +577,18 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
         a = np.atleast_1d(np.asarray(action, dtype=np.float64))
         if kind in (BELIEF, LIE_COND):
             if a.size not in (1, 2) or not (a.min() >= 0.0 and a.max() <= 1.0):
-                raise ValueError(f"invalid action {action!r} for phase {self.phase.name!r}: "
+                raise InputError(f"invalid action {action!r} for phase {self.phase.name!r}: "
                                  "(p_no, p_yes) or p_yes in [0, 1] expected")
             return float(a[-1])
         if kind == DECISION:
             forced = int(a[1]) if a.size > 1 else (int(a[0]) if int(a[0]) != DEFER else -1)
             if int(a[0]) not in (NO, YES, DEFER) or forced not in (-1, NO, YES) or a.size > 2:
-                raise ValueError(f"invalid action {action!r} for the decision: (choice, forced) with choice "
+                raise InputError(f"invalid action {action!r} for the decision: (choice, forced) with choice "
                                  "0 No / 1 Yes / 2 Defer and forced 0 / 1")
             return float(int(a[0]))
         k = self.gt.n_aux
         if a.size != k or not (a.min() >= 0.0 and a.max() <= 1.0):
-            raise ValueError(f"invalid action {action!r} for lie_aux: {k} probabilities expected")
+            raise InputError(f"invalid action {action!r} for lie_aux: {k} probabilities expected")
         total = 0.0
         for v in a:  # sequential sum, as the batch kernel adds
             total += float(v)

@@ -91,6 +91,7 @@ from cogtestbed.environments.base import (
     TextEnv,
 )
 from cogtestbed.environments.forms import PromptForm, standard_forms
+from cogtestbed.errors import InputError
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.causal import EXPERIMENT, SCHEMA
 from cogtestbed.trials import finish_table
@@ -189,17 +190,17 @@ class CausalDesign(Design):
         valid = RW17_DOMAINS if self.content == "rw17" else ABSTRACT_DOMAINS
         for d in self.domain_list:
             if d not in valid:
-                raise ValueError(f"unknown {self.content} domain {d!r}; choose from {valid}")
+                raise InputError(f"unknown {self.content} domain {d!r}; choose from {valid}")
         for cb in self.cntbl_conds:
             if cb not in CNTBL_CONDS:
-                raise ValueError(f"unknown counterbalancing condition {cb!r}; choose from {CNTBL_CONDS}")
+                raise InputError(f"unknown counterbalancing condition {cb!r}; choose from {CNTBL_CONDS}")
         if self.overload != "none":
             if not self.fillers:
-                raise ValueError("an overloaded design needs at least one filler source")
+                raise InputError("an overloaded design needs at least one filler source")
             if self.content == "abstract" and "crossdomain" in self.fillers:
-                raise ValueError("abstract content has no cross-domain filler; use fillers=('lorem',)")
+                raise InputError("abstract content has no cross-domain filler; use fillers=('lorem',)")
         if len(set(self.domain_list)) != len(self.domain_list) or not self.domain_list:
-            raise ValueError("domains must be distinct and non-empty")
+            raise InputError("domains must be distinct and non-empty")
         return self
 
     @property

@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 
+from cogtestbed.errors import InputError
+
 
 def permute_rows(values: np.ndarray, rng: np.random.Generator, k: int | None = None,
                  in_place: bool = False) -> np.ndarray:
@@ -28,14 +30,14 @@ def permute_rows(values: np.ndarray, rng: np.random.Generator, k: int | None = N
     shuffle.  Each swap is one whole-column step over the rows.
     """
     if in_place and not (isinstance(values, np.ndarray) and values.flags.writeable):
-        raise ValueError("permute_rows(in_place=True) needs a writable array")
+        raise InputError("permute_rows(in_place=True) needs a writable array")
     table = values if in_place else np.array(values, copy=True, order="C")
     if table.ndim != 2:
-        raise ValueError(f"permute_rows needs an (n, m) array, got shape {table.shape}")
+        raise InputError(f"permute_rows needs an (n, m) array, got shape {table.shape}")
     n, m = table.shape
     k = m if k is None else int(k)
     if not 0 <= k <= m:
-        raise ValueError(f"cannot take {k} of {m} entries per row")
+        raise InputError(f"cannot take {k} of {m} entries per row")
     swaps = min(k, m - 1)
     if swaps > 0:
         u = rng.random((n, swaps))
@@ -62,7 +64,7 @@ class RoundedNormal:
 
     def __init__(self, sd: float) -> None:
         if not sd > 0 or not math.isfinite(sd):
-            raise ValueError(f"sd must be a positive number, got {sd!r}")
+            raise InputError(f"sd must be a positive number, got {sd!r}")
         from scipy.special import ndtr  # imported on use: scipy.special costs a metrics call ~0.07 s of CPU
 
         half = int(math.ceil(self.TAIL_SDS * sd))

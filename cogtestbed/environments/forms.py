@@ -71,13 +71,13 @@ class PromptForm:
 
     def __post_init__(self) -> None:
         if self.kind not in FORM_KINDS:
-            raise ValueError(f"form {self.id}: kind must be one of {FORM_KINDS}, got {self.kind!r}")
+            raise InputError(f"form {self.id}: kind must be one of {FORM_KINDS}, got {self.kind!r}")
         if (self.kind == "verbatim") != (self.source == "paper"):
-            raise ValueError(f"form {self.id}: only the verbatim form is the paper's")
+            raise InputError(f"form {self.id}: only the verbatim form is the paper's")
         if self.kind == "verbatim" and (self.replacements or self.patterns or self.mapping):
-            raise ValueError("the verbatim form rewrites nothing")
+            raise InputError("the verbatim form rewrites nothing")
         if len({old for old, _ in self.mapping}) != len(self.mapping):
-            raise ValueError(f"form {self.id}: a text is mapped twice")
+            raise InputError(f"form {self.id}: a text is mapped twice")
         for pattern, _ in self.patterns:
             re.compile(pattern)
 

@@ -38,6 +38,7 @@ from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, S
 from cogtestbed.environments.draws import RoundedNormal, permute_rows
 from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_machine
+from cogtestbed.errors import InputError
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.horizon import EXPERIMENT, SCHEMA, game_table
 
@@ -63,7 +64,7 @@ class HorizonDesign(Design):
     @classmethod
     def _horizons(cls, v: tuple[int, ...]) -> tuple[int, ...]:
         if not v or any(h < 1 or h > len(NUM_WORDS) - 1 for h in v):
-            raise ValueError(f"horizons must lie in 1..{len(NUM_WORDS) - 1}")
+            raise InputError(f"horizons must lie in 1..{len(NUM_WORDS) - 1}")
         return v
 
     @property

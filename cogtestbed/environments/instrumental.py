@@ -30,6 +30,7 @@ from pydantic import Field, field_validator
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_machine
+from cogtestbed.errors import InputError
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.instrumental import EXPERIMENT, SCHEMA
 from cogtestbed.trials import Column, finish_table, outcome_columns, strings
@@ -52,14 +53,14 @@ class InstrumentalDesign(Design):
     @classmethod
     def _probabilities(cls, v: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
         if len(v) != 4 or any(not 0.0 <= p <= 1.0 for pair in v for p in pair):
-            raise ValueError("reward_probs must be four (p0, p1) pairs of probabilities")
+            raise InputError("reward_probs must be four (p0, p1) pairs of probabilities")
         return v
 
     @field_validator("alphabet")
     @classmethod
     def _letters(cls, v: str) -> str:
         if len(set(v)) != len(v) or len(v) < 8 or not v.isalpha() or not v.isupper():
-            raise ValueError("alphabet must hold at least 8 distinct upper-case letters")
+            raise InputError("alphabet must hold at least 8 distinct upper-case letters")
         return v
 
     @property

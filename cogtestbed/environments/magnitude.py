@@ -36,6 +36,7 @@ from pydantic import Field, field_validator, model_validator
 from cogtestbed.environments import magnitude_stimuli as stim
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
+from cogtestbed.errors import InputError
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.magnitude import (
     BCS_ABLATIONS,
@@ -203,17 +204,17 @@ class MagnitudeDesign(Design):
     @model_validator(mode="after")
     def _check(self) -> MagnitudeDesign:
         if self.task != "all" and self.task not in TASKS:
-            raise ValueError(f"unknown task {self.task!r}; choose one of: all, {', '.join(TASKS)}")
+            raise InputError(f"unknown task {self.task!r}; choose one of: all, {', '.join(TASKS)}")
         for name, values, known in (("condition", self.conditions, CONDITIONS),
                                     ("modality", self.modalities, MODALITIES),
                                     ("range", self.ranges, RANGES)):
             if not values:
-                raise ValueError(f"a design needs at least one {name}")
+                raise InputError(f"a design needs at least one {name}")
             bad = [v for v in values if v not in known]
             if bad or len(set(values)) != len(values):
-                raise ValueError(f"{name}s must be distinct values of {', '.join(known)}; got {values}")
+                raise InputError(f"{name}s must be distinct values of {', '.join(known)}; got {values}")
         if not self.blocks:
-            raise ValueError("no block to play: the duration task has only the text modality")
+            raise InputError("no block to play: the duration task has only the text modality")
         check_subject_memory(self)
         return self
 
@@ -443,7 +444,7 @@ def stimulus_image(task: str, x: float, seed: int, blur: float = 0.0) -> bytes:
         return stim.ratio_image(x, seed, blur)
     if task == "maze-distance":
         return stim.maze_image(stim.maze_path(x, seed), blur)
-    raise ValueError(f"the {task} task has no image modality")
+    raise InputError(f"the {task} task has no image modality")
 
 
 def _real(v: Any) -> np.ndarray:

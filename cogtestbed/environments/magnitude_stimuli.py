@@ -32,6 +32,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
+from cogtestbed.errors import InputError
+
 #: Characters of the ASCII marker line and of the longer ASCII line (text resolution 1/50).
 ASCII_CELLS = 50
 #: Side of the square stimulus images in pixels (a common vision-encoder input size).
@@ -267,11 +269,11 @@ def read_ami_words(path: str | Path) -> tuple[Word, ...]:
     p = Path(path)
     m = _NITE_ID.match(p.name)
     if m is None:
-        raise ValueError(f"{p.name}: not an AMI word file (expected <meeting>.<speaker>.words.xml)")
+        raise InputError(f"{p.name}: not an AMI word file (expected <meeting>.<speaker>.words.xml)")
     try:
         root = ET.parse(p).getroot()
     except ET.ParseError as exc:
-        raise ValueError(f"{p}: not valid XML ({exc})") from None
+        raise InputError(f"{p}: not valid XML ({exc})") from None
     out = []
     for el in root.iter():
         if el.tag.rsplit("}", 1)[-1] != "w" or el.get("punc") == "true":
@@ -281,7 +283,7 @@ def read_ami_words(path: str | Path) -> tuple[Word, ...]:
             continue
         out.append(Word(m["speaker"], el.text.strip(), float(start), float(end)))  # type: ignore[union-attr]
     if not out:
-        raise ValueError(f"{p}: no timed words")
+        raise InputError(f"{p}: no timed words")
     return tuple(sorted(out, key=lambda w: w.start))
 
 
@@ -292,7 +294,7 @@ def ami_corpus(directory: str) -> tuple[Word, ...]:
     One meeting per directory is the expected layout (speakers of one meeting interleave)."""
     files = sorted(Path(directory).glob("*.words.xml"))
     if not files:
-        raise ValueError(f"no AMI word files (*.words.xml) in {directory}")
+        raise InputError(f"no AMI word files (*.words.xml) in {directory}")
     words = [w for f in files for w in read_ami_words(f)]
     return tuple(sorted(words, key=lambda w: (w.start, w.speaker)))
 

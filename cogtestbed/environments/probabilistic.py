@@ -45,6 +45,7 @@ from pydantic import field_validator
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_decimal_digits
+from cogtestbed.errors import InputError
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.probabilistic import EXPERIMENT, SCHEMA, TRIAL_TYPES, bayes_posterior, stimulus_table
 
@@ -64,7 +65,7 @@ class ProbabilisticDesign(Design):
     def _tenths(cls, v: tuple[float, ...]) -> tuple[float, ...]:
         # 10 wheel sections and 10 balls per urn: probabilities are whole tenths strictly inside (0, 1)
         if not v or any(not 0.0 < p < 1.0 or abs(p * 10 - round(p * 10)) > 1e-9 for p in v):
-            raise ValueError("probabilities must be non-empty multiples of 0.1 strictly between 0 and 1")
+            raise InputError("probabilities must be non-empty multiples of 0.1 strictly between 0 and 1")
         return v
 
     @property

@@ -42,6 +42,7 @@ from pydantic import Field, field_validator
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_decimal_digits, parse_machine
+from cogtestbed.errors import InputError
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.restless import EXPERIMENT, SCHEMA
 from cogtestbed.trials import Column, finish_table
@@ -76,14 +77,14 @@ class RestlessDesign(Design):
     @classmethod
     def _blocks(cls, v: tuple[int, ...]) -> tuple[int, ...]:
         if not v or any(n < 1 for n in v):
-            raise ValueError("block_lengths must be positive")
+            raise InputError("block_lengths must be positive")
         return v
 
     @field_validator("random_block_range")
     @classmethod
     def _range(cls, v: tuple[int, int] | None) -> tuple[int, int] | None:
         if v is not None and not 1 <= v[0] <= v[1]:
-            raise ValueError("random_block_range must be (low, high) with 1 <= low <= high")
+            raise InputError("random_block_range must be (low, high) with 1 <= low <= high")
         return v
 
     @property

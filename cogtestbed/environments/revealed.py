@@ -76,6 +76,7 @@ from cogtestbed.environments.revealed_items import (
     dice_items,
     preference_items,
 )
+from cogtestbed.errors import InputError
 from cogtestbed.lapse import random_choice
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.revealed import EXPERIMENT, SCHEMA
@@ -155,13 +156,13 @@ class RevealedDesign(Design):
         def sub(name: str, values: tuple[Any, ...], allowed: tuple[Any, ...]) -> None:
             bad = [v for v in values if v not in allowed]
             if bad:
-                raise ValueError(f"{name}: unknown {bad!r}; choose from {', '.join(map(str, allowed))}")
+                raise InputError(f"{name}: unknown {bad!r}; choose from {', '.join(map(str, allowed))}")
 
         for name in _TUPLE_FIELDS:
             values = getattr(self, name)
             twice = sorted({v for v in values if values.count(v) > 1}, key=str)
             if twice:
-                raise ValueError(f"{name}: {', '.join(map(str, twice))} given twice (every item would be asked twice)")
+                raise InputError(f"{name}: {', '.join(map(str, twice))} given twice (every item would be asked twice)")
         sub("scenarios", self.scenarios, SCENARIOS)
         sub("variants", self.variants, VARIANTS)
         sub("channels", self.channels, CHANNELS)
@@ -172,18 +173,18 @@ class RevealedDesign(Design):
         sub("choice_options", self.choice_options, tuple(range(2, 13)))
         for name in ("coin_biases", "preference_biases"):
             if any(b < 1 for b in getattr(self, name)):
-                raise ValueError(f"{name}: biases are integers >= 1 (1 = fair)")
+                raise InputError(f"{name}: biases are integers >= 1 (1 = fair)")
         known = set(SINGLE_OBSERVATIONS)
         for o in self.observations:
             if not set(o.split("+")) <= known:
-                raise ValueError(f"observations: unknown {o!r}; use {', '.join(SINGLE_OBSERVATIONS)} "
+                raise InputError(f"observations: unknown {o!r}; use {', '.join(SINGLE_OBSERVATIONS)} "
                                  "or pairs joined by '+'")
         if not self.channels or not self.scenarios or not self.variants:
-            raise ValueError("a design needs at least one scenario, variant and channel")
+            raise InputError("a design needs at least one scenario, variant and channel")
         if self.n_samples < 1:
-            raise ValueError("n_samples must be at least 1")
+            raise InputError("n_samples must be at least 1")
         if not items_for(self):
-            raise ValueError("this design selects no item")
+            raise InputError("this design selects no item")
         return self
 
     @property
@@ -582,11 +583,11 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
         if isinstance(action, ScoredAnswer):
             lp = np.asarray(action.logprobs, dtype=np.float64)
             if lp.shape != (k,):
-                raise ValueError(f"a scored answer needs {k} log-probabilities, got shape {lp.shape}")
+                raise InputError(f"a scored answer needs {k} log-probabilities, got shape {lp.shape}")
             return int(np.argmax(lp))
         value = int(action)
         if not 0 <= value < k:
-            raise ValueError(f"invalid answer {action!r}: expected an index in 0..{k - 1}")
+            raise InputError(f"invalid answer {action!r}: expected an index in 0..{k - 1}")
         return value
 
     def _play(self, action: Any) -> float:

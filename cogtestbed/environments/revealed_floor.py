@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from cogtestbed.errors import InputError
+
 #: Floor of both distributions in the symmetric KL (then renormalised); see module docstring.
 SYMKL_EPS = 1e-9
 #: Monte-Carlo repetitions of the sampling noise floor reported beside sampled estimates.
@@ -40,7 +42,7 @@ def samples_for_floor(k: int, n: int, target: float) -> int:
     uniform k-outcome distribution is at most ``target``: the CLT scaling E ∝ N^(-1/2) from the
     floor at ``n``, then grown until the simulated floor meets the target."""
     if target <= 0:
-        raise ValueError(f"a noise-floor target must be positive, got {target}")
+        raise InputError(f"a noise-floor target must be positive, got {target}")
     floor = noise_floor(k, n)["chebyshev_mean"]
     if floor <= target:
         return n

@@ -48,6 +48,7 @@ from pydantic import Field, model_validator
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_option_letter
+from cogtestbed.errors import InputError
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.twostep import ALIEN_LETTERS, EXPERIMENT, PLANETS, SCHEMA
 from cogtestbed.trials import Column, finish_table, masked_action, strings
@@ -76,7 +77,7 @@ class TwoStepDesign(Design):
     @model_validator(mode="after")
     def _bounds(self) -> TwoStepDesign:
         if not self.prob_low < self.prob_high:
-            raise ValueError("prob_low must be below prob_high")
+            raise InputError("prob_low must be below prob_high")
         return self
 
     @property

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
-from cogtestbed.errors import CogtestbedError
+from cogtestbed.errors import CogtestbedError, InputError
 from cogtestbed.metrics_result import METRICS_RESULT_KEYS as METRICS_RESULT_KEYS
 from cogtestbed.metrics_result import METRICS_UNITS as METRICS_UNITS
 from cogtestbed.metrics_result import MetricOption as MetricOption
@@ -101,7 +101,7 @@ class Lazy:
     def __post_init__(self) -> None:
         module, colon, attribute = self.target.partition(":")
         if not (module and colon and attribute):
-            raise ValueError(f"a lazy piece is named 'package.module:attribute', got {self.target!r}")
+            raise InputError(f"a lazy piece is named 'package.module:attribute', got {self.target!r}")
 
     def load(self) -> Any:
         """The named object (one clear error where the module or the attribute does not exist)."""
@@ -359,7 +359,7 @@ class StudyDecl:
 
     def __post_init__(self) -> None:
         if self.kind not in STUDY_KINDS:
-            raise ValueError(f"unknown study kind {self.kind!r}; choose one of: {', '.join(STUDY_KINDS)}")
+            raise InputError(f"unknown study kind {self.kind!r}; choose one of: {', '.join(STUDY_KINDS)}")
 
 
 #: Sampling temperature of ``cogtestbed run`` for an experiment whose paper states none (this
@@ -378,9 +378,9 @@ class Decoding:
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.temperature) and self.temperature >= 0):
-            raise ValueError(f"a decoding temperature must be a finite number >= 0, got {self.temperature}")
+            raise InputError(f"a decoding temperature must be a finite number >= 0, got {self.temperature}")
         if not self.source.strip():
-            raise ValueError("a decoding default needs its source (the paper's section)")
+            raise InputError("a decoding default needs its source (the paper's section)")
 
 
 def resolve_temperature(decoding: Decoding | None, given: float | None) -> tuple[float, str]:
@@ -446,7 +446,7 @@ class ExperimentSpec:
         if not self.has_lazy_pieces:
             problems += self._piece_problems(self.env_cls, self.agents)
         if problems:
-            raise ValueError(f"experiment spec {self.name!r} is inconsistent: " + "; ".join(problems))
+            raise InputError(f"experiment spec {self.name!r} is inconsistent: " + "; ".join(problems))
 
     @property
     def has_lazy_pieces(self) -> bool:
@@ -464,7 +464,7 @@ class ExperimentSpec:
         pieces = self._imported_pieces()
         problems = self._piece_problems(**pieces)
         if problems:
-            raise ValueError(f"experiment spec {self.name!r} is inconsistent: " + "; ".join(problems))
+            raise InputError(f"experiment spec {self.name!r} is inconsistent: " + "; ".join(problems))
         self.__dict__.update(pieces)
 
     # -- self-consistency (checked at declaration; the conformance suite checks behaviour) --

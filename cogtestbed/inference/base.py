@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.errors import InputError
 from cogtestbed.inference.optim import EXP, FTOL, GTOL, IDENTITY, MAX_ITER, SINE, mle_driver
 from cogtestbed.parameters import Parameter, ParameterSet
 
@@ -204,7 +205,7 @@ class CognitiveModel(ABC):
         (:meth:`cogtestbed.environments.base.TextEnv.random_answer`), so the mixture is exact
         for simulated lapses."""
         if self.lapse_options is None:
-            raise ValueError(f"model {self.name!r} does not declare the answers a lapse is uniform over "
+            raise InputError(f"model {self.name!r} does not declare the answers a lapse is uniform over "
                              "(lapse_options or lapse_log_uniform), so it cannot take a lapse term")
         n = np.asarray(getattr(data, self.observation_fields[0])).shape[0]
         return np.full(n, -np.log(self.lapse_options))
@@ -231,7 +232,7 @@ class CognitiveModel(ABC):
         for c, col in enumerate(columns):
             if isinstance(col, str):
                 if col not in names:
-                    raise ValueError(f"{self.name}: kernel column {col!r} is not a parameter ({', '.join(names)})")
+                    raise InputError(f"{self.name}: kernel column {col!r} is not a parameter ({', '.join(names)})")
                 embed[names.index(col), c] = 1.0
             else:
                 offset[c] = float(col)
@@ -327,7 +328,7 @@ class CognitiveModel(ABC):
         try:
             weights = self.contrasts[name]
         except KeyError:
-            raise ValueError(
+            raise InputError(
                 f"unknown effect {name!r} for model {self.name}; choose a parameter "
                 f"({', '.join(self.parameters.names)}) or a contrast "
                 f"({', '.join(self.contrasts) or 'none'})"
@@ -422,7 +423,7 @@ class CognitiveModel(ABC):
     def require_observations(self, data: Mapping[Hashable, Any]) -> None:
         """Refuse to fit data in which no subject has a valid observation (one clear error)."""
         if not any(self.n_observations(d) > 0 for d in data.values()):
-            raise ValueError(f"no valid trials to fit {self.name!r} to: all {len(data)} subject(s) have only "
+            raise InputError(f"no valid trials to fit {self.name!r} to: all {len(data)} subject(s) have only "
                              "invalid (missing) answers")
 
     def _result(self, theta: np.ndarray, nll: float, converged: bool, data: Any) -> MLEResult:
@@ -660,7 +661,7 @@ def lapse_option(text: str) -> float | None | str:
             eps = float("nan")
         if 0.0 <= eps < 1.0:
             return eps
-    raise ValueError(f"--lapse must be none, fit or fixed=E with E in [0, 1), got {text!r}")
+    raise InputError(f"--lapse must be none, fit or fixed=E with E in [0, 1), got {text!r}")
 
 
 def invalid_rate(trials: pd.DataFrame) -> dict[str, float]:
@@ -672,7 +673,7 @@ def invalid_rate(trials: pd.DataFrame) -> dict[str, float]:
     valid = trials["valid"].to_numpy(dtype=bool)
     n, k = int(valid.size), int((~valid).sum())
     if n == 0:
-        raise ValueError("no trials: the invalid-answer rate is undefined")
+        raise InputError("no trials: the invalid-answer rate is undefined")
     ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
     return {"estimate": k / n, "lo95": float(ci.low), "hi95": float(ci.high), "n_invalid": k, "n_trials": n}
 
@@ -692,10 +693,10 @@ def with_lapse(model: CognitiveModel, lapse: float | str | None = "fit") -> Cogn
     if lapse is None:
         return model
     if isinstance(model, _LapseMixin):
-        raise ValueError(f"model {model.name!r} already has a lapse term")
+        raise InputError(f"model {model.name!r} already has a lapse term")
     fixed = None if lapse == "fit" else float(lapse)
     if fixed is not None and not 0.0 <= fixed < 1.0:
-        raise ValueError(f"a fixed lapse rate must be in [0, 1), got {lapse!r}")
+        raise InputError(f"a fixed lapse rate must be in [0, 1), got {lapse!r}")
     base = type(model)
     kernel = lapse_kernel(model._kernel(), len(model.observation_fields))
     columns = tuple(model.kernel_columns or model.parameters.names)

@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from cogtestbed.errors import DataError
+from cogtestbed.errors import DataError, InputError
 from cogtestbed.metrics_result import MetricOption
 
 #: Default test level.
@@ -205,7 +205,7 @@ def paired_rows(table: pd.DataFrame, renormalise: bool = False, average: bool = 
     need = {"phase", "variant", "context_id", "rep", "p_elicited", "decision", "theta", "p_true", "subject"}
     missing = need - set(table.columns)
     if missing:
-        raise ValueError(f"not a belief-coherence trial table: lacks {', '.join(sorted(missing))}")
+        raise InputError(f"not a belief-coherence trial table: lacks {', '.join(sorted(missing))}")
     col = "p_renormalised" if renormalise else "p_elicited"
     keys = ["subject", "context_id", "rep"]
     belief = table.loc[(table["phase"] == "belief") & (table["variant"] == "pi0") & table["valid"],
@@ -511,7 +511,7 @@ def _classifier(backend: str, seed: int) -> Any:
         return CatBoostClassifier(depth=6, iterations=1000, verbose=False, random_seed=seed, thread_count=1,
                                   allow_writing_files=False)  # no catboost_info/ in the working directory
     if backend != "sklearn":
-        raise ValueError(f"backend must be 'sklearn' or 'catboost', got {backend!r}")
+        raise InputError(f"backend must be 'sklearn' or 'catboost', got {backend!r}")
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     return HistGradientBoostingClassifier(max_iter=GB_TREES, max_depth=GB_DEPTH, learning_rate=0.1,
@@ -556,7 +556,7 @@ def t1_nested_arrays(a: np.ndarray, p: np.ndarray, theta: np.ndarray, group: np.
     95 % context-bootstrap CI (the paper's rule), and the placebo-controlled t test
     (:data:`T1B_RULES`) against ``placebos`` locally permuted θ̃ fitted on the same folds."""
     if placebos < 2:
-        raise ValueError(f"T1b needs at least 2 placebos (the t test has placebos - 1 df), got {placebos}")
+        raise InputError(f"T1b needs at least 2 placebos (the t test has placebos - 1 df), got {placebos}")
     base = p[:, None] if context is None else np.column_stack([p, context])
     l0 = cv_log_loss(base, a, group, backend, seed)
     l1 = cv_log_loss(np.column_stack([base, theta]), a, group, backend, seed)
@@ -632,7 +632,7 @@ def t1_nested(table: pd.DataFrame, level: float = LEVEL, backend: str = "sklearn
     by ``rule`` (:data:`T1B_RULES`, ``placebos`` fits for the placebo rule); both rules' intervals,
     p-values and decisions are in ``rules``."""
     if rule not in T1B_RULES:
-        raise ValueError(f"T1b rule must be one of {', '.join(T1B_RULES)}, got {rule!r}")
+        raise InputError(f"T1b rule must be one of {', '.join(T1B_RULES)}, got {rule!r}")
     rows = paired_rows(table, renormalise, average)
     if rows["group"].nunique() < 2:
         return _null("t1_nested: fewer than 2 contexts with a valid π0 belief and decision (grouped CV needs 2)",
@@ -759,11 +759,11 @@ def t2_arrays(a: np.ndarray, p: np.ndarray, *, k: int = T2_BINS, direction: str 
     """T2 on arrays: per choice pair the % of bin pairs with a significant violation (exact Fisher,
     Holm within the pair with ``use_holm``) and the decision's p-value by ``rule`` (:data:`T2_RULES`)."""
     if direction not in ("increasing", "either"):
-        raise ValueError(f"direction must be 'increasing' or 'either', got {direction!r}")
+        raise InputError(f"direction must be 'increasing' or 'either', got {direction!r}")
     if rule not in T2_RULES:
-        raise ValueError(f"T2 rule must be one of {', '.join(T2_RULES)}, got {rule!r}")
+        raise InputError(f"T2 rule must be one of {', '.join(T2_RULES)}, got {rule!r}")
     if rule == "permutation" and n_perm < 1:
-        raise ValueError(f"the T2 permutation rule needs n_perm >= 1, got {n_perm}")
+        raise InputError(f"the T2 permutation rule needs n_perm >= 1, got {n_perm}")
     bins = quantile_bins(p, k)
     out: dict[str, Any] = {}
     p_all = []
@@ -1103,7 +1103,7 @@ def _run_test(name: str, table: pd.DataFrame, level: float = LEVEL, k: int = CMI
         "accuracy": lambda: accuracy(table, level),
     }
     if name not in calls:
-        raise ValueError(f"unknown belief-coherence test {name!r}; choose one of {', '.join(calls)}")
+        raise InputError(f"unknown belief-coherence test {name!r}; choose one of {', '.join(calls)}")
     return calls[name]()
 
 

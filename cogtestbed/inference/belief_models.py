@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.errors import InputError
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.parameters import Parameter, ParameterSet
 from cogtestbed.tables.belief import EXPERIMENT
@@ -285,7 +286,7 @@ def generating_values(agent: str, params: Mapping[str, float]) -> dict[str, floa
     if agent == "loss-rum":
         out = normalise_loss(params["c_fp"], params["c_fn"], params["c_d"], params["scale"])
         return {**{k: float(v) for k, v in out.items()}, "gamma": float(params["gamma"])}
-    raise ValueError(f"no model parameters for agent {agent!r} (logit-rum or loss-rum)")
+    raise InputError(f"no model parameters for agent {agent!r} (logit-rum or loss-rum)")
 
 
 def mnl_centred(coef: Mapping[str, Any]) -> dict[str, Any]:

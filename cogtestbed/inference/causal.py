@@ -42,6 +42,7 @@ from numba import njit
 from scipy import stats
 
 from cogtestbed import no_data
+from cogtestbed.errors import InputError
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.inference.cbn import (
     M1,
@@ -223,13 +224,13 @@ def fit_cbn(task: np.ndarray, y: np.ndarray, scheme: str = "3p", restarts: int =
     See the module docstring for the objective, the starts and every reported number.
     """
     if scheme not in SCHEMES:
-        raise ValueError(f"unknown scheme {scheme!r}; choose from {', '.join(SCHEMES)}")
+        raise InputError(f"unknown scheme {scheme!r}; choose from {', '.join(SCHEMES)}")
     task = np.asarray(task, dtype=np.int64)
     y = np.asarray(y, dtype=np.float64)
     if len(y) == 0:
-        raise ValueError("no valid judgments to fit")
+        raise InputError("no valid judgments to fit")
     if np.any((y < 0) | (y > 1)) or not np.all(np.isfinite(y)):
-        raise ValueError("judgments must lie in [0, 1] (ratings / 100)")
+        raise InputError("judgments must lie in [0, 1] (ratings / 100)")
     link, k = SCHEMES[scheme]
     cnt, s1, s2 = task_stats(task, y)
     spread = np.array([[1.0] * k, [-1.0] * k])
@@ -421,9 +422,9 @@ def collider_metrics(trials: pd.DataFrame, scheme: str = "auto", aggregate: str 
     single subject's row is the pooled fit; the rows are empty when subjects are not fitted.
     """
     if scheme not in ("3p", "4p", "auto"):
-        raise ValueError(f"--scheme must be 3p, 4p or auto, got {scheme!r}")
+        raise InputError(f"--scheme must be 3p, 4p or auto, got {scheme!r}")
     if aggregate not in ("auto", "cells", "rows"):
-        raise ValueError(f"aggregate must be auto, cells or rows, got {aggregate!r}")
+        raise InputError(f"aggregate must be auto, cells or rows, got {aggregate!r}")
     valid = valid_judgments(trials)
     n_total = len(trials)
     use_cells = aggregate == "cells" or (aggregate == "auto" and needs_cell_aggregation(trials))

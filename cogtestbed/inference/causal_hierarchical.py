@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.errors import InputError
 from cogtestbed.inference.cbn import _NC, M1, M2, M_, PC, B, noisy_or_table_grad, valid_judgments
 from cogtestbed.numerics import digamma
 from cogtestbed.parameters import ParameterSet
@@ -208,9 +209,9 @@ def build_model(trials: pd.DataFrame, scheme: str = "3p", pooling: str = "partia
     from cogtestbed.inference.hierarchical import constrain, observe_pointwise, subject_parameters
 
     if scheme not in PARAMS:
-        raise ValueError(f"scheme must be 3p or 4p, got {scheme!r}")
+        raise InputError(f"scheme must be 3p or 4p, got {scheme!r}")
     if pooling not in ("partial", "none", "complete"):
-        raise ValueError(f"pooling must be partial, none or complete, got {pooling!r}")
+        raise InputError(f"pooling must be partial, none or complete, got {pooling!r}")
     params = PARAMS[scheme]
     d = model_data(trials)
     n_sub = len(d["subjects"])

@@ -39,6 +39,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import optimize, stats
 
+from cogtestbed.errors import InputError
+
 #: Forms with a single subject take the pooled within-form variance (their own is undefined).
 POOLED_FOR_SINGLETONS = True
 
@@ -188,7 +190,7 @@ def bias_corrected_test(values: ArrayLike, forms: ArrayLike, bias: float, bias_s
     if se == 0:
         return CorrectedTest(float(m.mean()), bias, bias_se, 0.0, None, None, None)
     if df_method not in ("hsu", "satterthwaite"):
-        raise ValueError(f"df_method must be hsu or satterthwaite, got {df_method!r}")
+        raise InputError(f"df_method must be hsu or satterthwaite, got {df_method!r}")
     df = float(k - 1)
     if df_method == "satterthwaite":
         df = (a + b) ** 2 / (a**2 / (k - 1) + b**2 / (bias_n - 1))

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.environments.forms import FORM_COLUMN
+from cogtestbed.errors import InputError
 from cogtestbed.inference.hierarchical import BayesFit, fit_hierarchical, forms_pymc_model
 
 #: NUTS target acceptance of the forms model (the crossed effects' posterior is curved where a
@@ -50,7 +51,7 @@ def resolve_form_parameters(model: Any, requested: Sequence[str] | None = None) 
     chosen = tuple(dict.fromkeys(str(p).strip() for p in requested if str(p).strip()))
     unknown = [p for p in chosen if p not in names]
     if unknown or not chosen:
-        raise ValueError(f"--form-effects {','.join(chosen) or '(none)'}: give parameters of {model.name} "
+        raise InputError(f"--form-effects {','.join(chosen) or '(none)'}: give parameters of {model.name} "
                          f"({', '.join(names)})")
     return chosen
 
@@ -92,7 +93,7 @@ def fit_forms_hierarchical(model: Any, table: pd.DataFrame, form_parameters: Seq
     its ``form`` column); the returned fit's ``form_sd`` holds :func:`form_sd_summary` and
     ``form_effects`` each form's posterior mean effect."""
     if not has_forms(table):
-        raise ValueError("a fit with form effects needs a table run across two or more prompt forms "
+        raise InputError("a fit with form effects needs a table run across two or more prompt forms "
                          "(its 'form' column; simulate or run with --forms)")
     params = resolve_form_parameters(model, form_parameters)
     target = max(FORM_TARGET_ACCEPT, float(getattr(model, "target_accept", None) or 0.0))

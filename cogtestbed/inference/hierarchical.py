@@ -62,6 +62,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from cogtestbed.errors import InputError
 from cogtestbed.parameters import Parameter, ParameterSet
 
 Sampler = Literal["auto", "nutpie", "pymc"]
@@ -121,7 +122,7 @@ def subject_parameters(
 
     unknown = sorted(set(centred) - set(parameters.names))
     if unknown:
-        raise ValueError(f"centred parameters {unknown} are not parameters of {parameters.owner} "
+        raise InputError(f"centred parameters {unknown} are not parameters of {parameters.owner} "
                          f"({', '.join(parameters.names)})")
     natural: dict[str, Any] = {}
     unconstrained: dict[str, Any] = {}
@@ -174,7 +175,7 @@ def pool_subject_arrays(
     Returns the subject index of every observation (in ``data`` order, sorted) and the arrays.
     """
     if not data:
-        raise ValueError("no subjects with observations to pool")
+        raise InputError("no subjects with observations to pool")
     masks = []
     for d in data.values():
         m = None if keep is None else keep(d)
@@ -249,10 +250,10 @@ def forms_pymc_model(model: Any, trials: pd.DataFrame, form_parameters: Sequence
     import pytensor.tensor as pt
 
     if "form" not in trials.columns:
-        raise ValueError("a forms model needs the table's 'form' column (simulate or run with --forms)")
+        raise InputError("a forms model needs the table's 'form' column (simulate or run with --forms)")
     unknown = [p for p in form_parameters if p not in model.parameters.names]
     if unknown or not form_parameters:
-        raise ValueError(f"form effects on {list(form_parameters)}: give parameters of {model.name} "
+        raise InputError(f"form effects on {list(form_parameters)}: give parameters of {model.name} "
                          f"({', '.join(model.parameters.names)})")
     kernel = model.kernel()
     if kernel is None:
@@ -624,10 +625,10 @@ def fit_hierarchical(
 def _check_sampling(draws: int, tune: int, chains: int, max_draws: int | None) -> None:
     """Refuse draws, tuning, chains or ``max_draws`` that no sampler run can take."""
     if draws < 1 or chains < 1 or tune < 0:
-        raise ValueError(f"sampling needs draws >= 1, chains >= 1 and tune >= 0; got draws={draws}, "
+        raise InputError(f"sampling needs draws >= 1, chains >= 1 and tune >= 0; got draws={draws}, "
                          f"chains={chains}, tune={tune}")
     if max_draws is not None and max_draws < draws:
-        raise ValueError(f"max_draws ({max_draws}) must be at least draws ({draws})")
+        raise InputError(f"max_draws ({max_draws}) must be at least draws ({draws})")
 
 
 def _sampler_to_use(sampler: str) -> str:
@@ -636,7 +637,7 @@ def _sampler_to_use(sampler: str) -> str:
     if use == "auto":
         use = "nutpie" if nutpie_available() else "pymc"
     if use not in ("nutpie", "pymc"):
-        raise ValueError(f"sampler must be auto, nutpie or pymc, got {sampler!r}")
+        raise InputError(f"sampler must be auto, nutpie or pymc, got {sampler!r}")
     return use
 
 

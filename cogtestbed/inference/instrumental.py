@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.errors import InputError
 from cogtestbed.inference.base import CognitiveModel, subject_slices
 from cogtestbed.lapse import INVALID, RANDOM
 from cogtestbed.metrics_result import MetricsResult, metrics_result
@@ -182,7 +183,7 @@ def _visit_offsets(casino: np.ndarray, n_casinos: int, group: int, j: int, out: 
     for t in range(casino.shape[0]):
         c = casino[t]
         if c < 0 or c >= n_casinos:
-            raise ValueError("casino index out of range")
+            raise InputError("casino index out of range")
         k = counts[c]
         counts[c] = k + 1
         out[t] = k * _VISIT + c * group + j
@@ -220,7 +221,7 @@ def simulate_rwpm_kernel(
     """
     n, t_max = casino.shape
     if n_casinos < 1 or n_casinos > SIM_LANES:
-        raise ValueError("the RW± kernel plays 1 to SIM_LANES casinos")
+        raise InputError("the RW± kernel plays 1 to SIM_LANES casinos")
     lapses = lapse_kind.shape[0] > 0
     actions = np.empty((n, t_max), dtype=np.int64)
     rewards = np.empty((n, t_max), dtype=np.float64)

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.errors import InputError
 from cogtestbed.inference.base import NO_ANSWER_LOG_UNIFORM, CognitiveModel, MLEResult
 from cogtestbed.inference.magnitude_fits import (
     AIC_PARAMS,
@@ -98,7 +99,7 @@ def _codes(col: pd.Series, categories: tuple[str, ...]) -> np.ndarray:
     codes = pd.Categorical(col.astype(str), categories=list(categories)).codes
     if (codes < 0).any():
         bad = sorted(set(col.astype(str)) - set(categories))
-        raise ValueError(f"unknown values {bad} in column {col.name!r}")
+        raise InputError(f"unknown values {bad} in column {col.name!r}")
     return np.asarray(codes, dtype=np.int64)
 
 
@@ -122,7 +123,7 @@ def check_one_session_per_block(trials: pd.DataFrame) -> None:
     if dup.any():
         first = trials.loc[dup].sort_values(keys, kind="stable").iloc[0]
         where = ", ".join(f"{k}={first[k]}" for k in keys)
-        raise ValueError(f"{int(dup.sum())} rows repeat a subject's trial (first: {where}): a subject plays "
+        raise InputError(f"{int(dup.sum())} rows repeat a subject's trial (first: {where}): a subject plays "
                          "each (task, condition, modality, range) block once, so a second session of a block "
                          "would overwrite the first; give it a subject of its own")
 
@@ -134,7 +135,7 @@ def check_cube_memory(trials: pd.DataFrame, bootstrap_rounds: int) -> None:
 
     trial = pd.to_numeric(trials["trial"], errors="coerce") if len(trials) else pd.Series([0])
     if trial.isna().any() or (trial < 0).any():
-        raise ValueError("column trial must hold the trial's index within its session (integers from 0)")
+        raise InputError("column trial must hold the trial's index within its session (integers from 0)")
     t_max = int(trial.max())
     need = _K * _C * _M * _R * (t_max + 1) * _CUBE_BYTES * (2 if bootstrap_rounds else 1)
     check_memory(need, f"a magnitude subject's trial cube (trial up to {t_max})",
@@ -144,7 +145,7 @@ def check_cube_memory(trials: pd.DataFrame, bootstrap_rounds: int) -> None:
 def check_bootstrap(rounds: int, n_subjects: int) -> None:
     """Bootstrap rounds: 0 (none) to :data:`BOOTSTRAP_MAX` (a time bound; Sec. 3.6 uses 30)."""
     if not 0 <= rounds <= BOOTSTRAP_MAX:
-        raise ValueError(f"--bootstrap must be 0 (no bootstrap) to {BOOTSTRAP_MAX:,} rounds (the paper uses "
+        raise InputError(f"--bootstrap must be 0 (no bootstrap) to {BOOTSTRAP_MAX:,} rounds (the paper uses "
                          f"{BOOTSTRAP_ROUNDS}; each round refits every cell of each of the {n_subjects} "
                          f"subject(s), ~3.5 ms each), got {rounds}")
 
@@ -497,9 +498,9 @@ def _subject_hierarchy(g: pd.DataFrame, draws: int, chains: int, seed: int) -> d
 
 def _check_hierarchy_options(draws: int, chains: int) -> None:
     if draws < 0:
-        raise ValueError(f"hierarchy_draws must be >= 0 (0: no hierarchy), got {draws}")
+        raise InputError(f"hierarchy_draws must be >= 0 (0: no hierarchy), got {draws}")
     if draws and chains < 2:
-        raise ValueError(f"hierarchy_chains must be >= 2 (R-hat compares chains), got {chains}")
+        raise InputError(f"hierarchy_chains must be >= 2 (R-hat compares chains), got {chains}")
 
 
 def magnitude_metrics(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP_ROUNDS, seed: int = 0,
@@ -561,16 +562,16 @@ def _check_metrics_options(trials: pd.DataFrame, bootstrap: int, variance: str, 
     """Refuse options of :func:`magnitude_metrics` it cannot honour, and a table without its columns."""
     _check_hierarchy_options(hierarchy_draws, hierarchy_chains)
     if variance not in VARIANCE_READINGS:
-        raise ValueError(f"variance must be one of {', '.join(VARIANCE_READINGS)}, got {variance!r}")
+        raise InputError(f"variance must be one of {', '.join(VARIANCE_READINGS)}, got {variance!r}")
     if evidence_condition not in CONDITIONS:
-        raise ValueError(f"evidence_condition must be one of {', '.join(CONDITIONS)}")
+        raise InputError(f"evidence_condition must be one of {', '.join(CONDITIONS)}")
     missing = [c for c in ("task", "condition", "modality", "range", "x", "range_low", "range_high")
                if c not in trials.columns]
     if missing:
-        raise ValueError(f"not a magnitude trial table: missing columns {', '.join(missing)}")
+        raise InputError(f"not a magnitude trial table: missing columns {', '.join(missing)}")
     check_bootstrap(bootstrap, int(trials["subject"].nunique()))
     if not 0 <= forest_trees <= FOREST_MAX_TREES:
-        raise ValueError(f"--forest-trees must be 0 (no forest) to {FOREST_MAX_TREES}, got {forest_trees}")
+        raise InputError(f"--forest-trees must be 0 (no forest) to {FOREST_MAX_TREES}, got {forest_trees}")
 
 
 def _coverage_flags(trials: pd.DataFrame, per: list[dict[str, Any]], headline: dict[str, Any], n_invalid: int,
@@ -663,7 +664,7 @@ def answer_range_log_width(task: pd.Series) -> np.ndarray:
     names = task.astype(str)
     unknown = sorted(set(names) - set(width))
     if unknown:
-        raise ValueError(f"unknown magnitude task(s) {', '.join(unknown)}; choose from: {', '.join(width)}")
+        raise InputError(f"unknown magnitude task(s) {', '.join(unknown)}; choose from: {', '.join(width)}")
     return np.log(names.map(width).to_numpy(dtype=np.float64))
 
 
@@ -705,7 +706,7 @@ class _MagnitudeModel(CognitiveModel):
         u, v = data.u[data.valid], data.v[data.valid]
         n = u.size
         if n < 3:
-            raise ValueError("a magnitude fit needs at least 3 valid answers")
+            raise InputError("a magnitude fit needs at least 3 valid answers")
         du = u - u.mean()
         beta = float(np.clip((du @ (v - v.mean())) / (du @ du), lo, hi))
         c = float(v.mean() - beta * u.mean())

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cogtestbed.errors import InputError
 from cogtestbed.inference.magnitude_observers import OBSERVERS, static_bayes_centred, static_bayes_mu_p
 from cogtestbed.tables.magnitude import CONDITIONS, MODALITIES, TASK_NAMES
 
@@ -113,10 +114,10 @@ def hierarchy_data(trials: pd.DataFrame) -> HierarchyData:
     """The cells of one subject's valid answers (one clear error for anything else)."""
     g = trials[trials["valid"].astype(bool)]
     if g["subject"].nunique() != 1:
-        raise ValueError("w_prior_hierarchy fits one subject (an LLM's run); select it first")
+        raise InputError("w_prior_hierarchy fits one subject (an LLM's run); select it first")
     conds = set(g["condition"].astype(str))
     if "base" not in conds or len(conds) < 2:
-        raise ValueError("the hierarchy needs the base condition and at least one ablation")
+        raise InputError("the hierarchy needs the base condition and at least one ablation")
     lo, hi = g["range_low"].to_numpy(np.float64), g["range_high"].to_numpy(np.float64)
     u = (g["x"].to_numpy(np.float64) - lo) / (hi - lo)
     v = (g["action"].to_numpy(np.float64, na_value=np.nan) - lo) / (hi - lo)
@@ -128,7 +129,7 @@ def hierarchy_data(trials: pd.DataFrame) -> HierarchyData:
     n_cells = len(names)
     counts = np.bincount(cell, minlength=n_cells)
     if counts.min() < 3:
-        raise ValueError("every (task, condition, modality, range) cell needs at least 3 valid answers")
+        raise InputError("every (task, condition, modality, range) cell needs at least 3 valid answers")
     first = np.zeros(n_cells, dtype=np.int64)
     first[cell[::-1]] = np.arange(len(cell))[::-1]
     return HierarchyData(u=u, v=v, cell=cell.astype(np.int64), log_w=np.log(hi - lo), cell_names=list(names),

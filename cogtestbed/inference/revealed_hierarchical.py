@@ -34,6 +34,7 @@ import pandas as pd
 
 from cogtestbed.environments.revealed import FEATURES
 from cogtestbed.environments.revealed_items import SCENARIOS
+from cogtestbed.errors import InputError
 from cogtestbed.inference.hierarchical import SD_SCALE
 
 #: Biases given per-scenario deviations (partially pooled within each subject).
@@ -64,7 +65,7 @@ def cell_arrays(model: Any, trials: pd.DataFrame) -> tuple[list[Any], np.ndarray
         scens.append(scen[order])
         cells.append(i * len(SCENARIOS) + scen[order])
     if not parts:
-        raise ValueError("no subjects with observations to fit")
+        raise InputError("no subjects with observations to fit")
     fields = model.observation_fields
     arrays = {f: np.ascontiguousarray(np.concatenate([p[f] for p in parts])) for f in fields}
     return subjects, np.concatenate(scens), np.concatenate(cells), arrays
@@ -119,7 +120,7 @@ def dissonant_pymc_model(model: Any, trials: pd.DataFrame, hierarchical: bool = 
     from cogtestbed.inference.hierarchical import pointwise_loglik_op, subject_parameters
 
     if subject_level not in ("centred", "non-centred"):
-        raise ValueError(f"subject_level must be centred or non-centred, got {subject_level!r}")
+        raise InputError(f"subject_level must be centred or non-centred, got {subject_level!r}")
 
     subjects, scenario, cell, arrays = cell_arrays(model, trials)
     pooled = pooled_scenarios(arrays, scenario)

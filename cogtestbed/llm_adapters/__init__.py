@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.agent import Attempt, LLMAgent
 from cogtestbed.llm_adapters.base import (
     BackendUnavailable,
@@ -35,7 +36,7 @@ def parse_spec(spec: str) -> tuple[str, str]:
     """``"BACKEND:MODEL"`` → (backend, model); the model may itself contain colons."""
     backend, sep, model = spec.partition(":")
     if not sep or not model or backend not in BACKENDS:
-        raise ValueError(f"--llm must be BACKEND:MODEL with BACKEND one of {', '.join(BACKENDS)} "
+        raise InputError(f"--llm must be BACKEND:MODEL with BACKEND one of {', '.join(BACKENDS)} "
                          f"(e.g. hf:tiny-random, openai:gpt-4o-mini), got {spec!r}")
     return backend, model
 
@@ -50,10 +51,10 @@ def make_client(spec: str, *, base_url: str | None = None, mode: str = "auto",
     """
     backend, model = parse_spec(spec)
     if mode not in ("auto", "chat", "completions"):
-        raise ValueError(f"mode must be auto, chat or completions, got {mode!r}")
+        raise InputError(f"mode must be auto, chat or completions, got {mode!r}")
     if backend == "hf":
         if base_url is not None:
-            raise ValueError("--base-url is for hosted backends; a local hf model has none (serve "
+            raise InputError("--base-url is for hosted backends; a local hf model has none (serve "
                              "it with `python -m cogtestbed.llm_adapters.server` and use openai:)")
         from cogtestbed.llm_adapters.hf import HFClient
 
@@ -65,7 +66,7 @@ def make_client(spec: str, *, base_url: str | None = None, mode: str = "auto",
         return OpenAIClient(model, base_url=base_url, mode="chat" if mode == "auto" else mode,  # type: ignore[arg-type]
                             **options)
     if mode == "completions":
-        raise ValueError("the Anthropic Messages API is chat only")
+        raise InputError("the Anthropic Messages API is chat only")
     from cogtestbed.llm_adapters.anthropic_client import AnthropicClient
 
     return AnthropicClient(model, base_url=base_url, **options)

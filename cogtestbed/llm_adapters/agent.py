@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from cogtestbed.environments.base import NO_ACTION, ScoredAnswer, ScoredResponse, TextEnv
+from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.base import (
     GenerateRequest,
     Generation,
@@ -110,7 +111,7 @@ class LLMAgent:
                  temperature: float = 0.0, stop: tuple[str, ...] = ("\n",), reask: int = 0,
                  top_logprobs: int | None = None, sample_seed: int = 0, subject: int = 0) -> None:
         if reask < 0:
-            raise ValueError("reask must be >= 0")
+            raise InputError("reask must be >= 0")
         self.client, self.env = client, env
         self.max_tokens, self.temperature, self.stop = max_tokens, temperature, tuple(stop)
         self.reask, self.top_logprobs = reask, top_logprobs
@@ -139,7 +140,7 @@ class LLMAgent:
             final: Prompt = messages
         else:
             if not isinstance(prompt, str):
-                raise ValueError(f"{self.client.spec} is a completion model but the environment "
+                raise InputError(f"{self.client.spec} is a completion model but the environment "
                                  "renders chat messages; use a chat model or chat mode")
             final = prompt
         return GenerateRequest(final, self.max_tokens, self.temperature, self.stop,

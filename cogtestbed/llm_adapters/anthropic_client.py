@@ -17,6 +17,7 @@ import os
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.base import (
     BackendError,
     BackendUnavailable,
@@ -70,7 +71,7 @@ class AnthropicClient(LLMClient):
         except ImportError as exc:  # pragma: no cover - exercised only without the extra
             raise BackendUnavailable("the anthropic backend needs: pip install 'cogtestbed[llm]'") from exc
         if not timeout > 0:
-            raise ValueError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+            raise InputError(f"--timeout must be a positive number of seconds, got {timeout:g}")
         self._anthropic = anthropic
         self.model = model
         self.base_url = base_url

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from cogtestbed.errors import CogtestbedError
+from cogtestbed.errors import CogtestbedError, InputError
 from cogtestbed.redact import redact
 
 #: A chat message: ``{"role": "user" | "assistant" | "system", "content": str}``, optionally with
@@ -115,7 +115,7 @@ def image_media_type(data: bytes) -> str:
         return "image/gif"
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "image/webp"
-    raise ValueError("an image must be PNG, JPEG, GIF or WebP bytes")
+    raise InputError("an image must be PNG, JPEG, GIF or WebP bytes")
 
 
 def image_data_url(data: bytes) -> str:
@@ -127,7 +127,7 @@ def decode_data_url(url: str) -> bytes:
     """Bytes of a base64 ``data:`` URL (the local server accepts no remote image URLs)."""
     head, sep, payload = url.partition(",")
     if not (url.startswith("data:") and sep and head.endswith(";base64")):
-        raise ValueError("only base64 data: URLs are accepted as images")
+        raise InputError("only base64 data: URLs are accepted as images")
     return base64.b64decode(payload)
 
 
@@ -164,16 +164,16 @@ class GenerateRequest:
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1:
-            raise ValueError("max_tokens must be at least 1")
+            raise InputError("max_tokens must be at least 1")
         if self.temperature < 0:
-            raise ValueError("temperature must be >= 0")
+            raise InputError("temperature must be >= 0")
         if not isinstance(self.prompt, str):
             for m in self.prompt:
                 if "role" not in m or "content" not in m:
-                    raise ValueError(f"chat messages need 'role' and 'content', got {dict(m)!r}")
+                    raise InputError(f"chat messages need 'role' and 'content', got {dict(m)!r}")
                 for image in message_images(m):
                     if not isinstance(image, bytes):
-                        raise ValueError(f"message images must be bytes, got {type(image).__name__}")
+                        raise InputError(f"message images must be bytes, got {type(image).__name__}")
                     image_media_type(image)
         object.__setattr__(self, "stop", tuple(self.stop))
 
@@ -412,7 +412,7 @@ class LLMClient(ABC):
     def check_images(self, n_images: int) -> None:
         """Raise one clear ValueError when images would be sent to a text-only model."""
         if n_images and not self.vision:
-            raise ValueError(f"{self.spec} is a text-only model but the prompts carry images; use a "
+            raise InputError(f"{self.spec} is a text-only model but the prompts carry images; use a "
                              "vision-language model (e.g. hf:tiny-random-vlm or a multimodal API model)")
 
     def endpoint_identity(self) -> dict[str, Any] | None:

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.base import (
     BackendError,
     GenerateRequest,
@@ -309,7 +310,7 @@ def provider_for(client: LLMClient) -> Provider:
         return OpenAIBatches(client)
     if client.backend == "anthropic":
         return AnthropicBatches(client)
-    raise ValueError(f"--batch needs a hosted backend with a batch API (openai:, anthropic:), not {client.spec}")
+    raise InputError(f"--batch needs a hosted backend with a batch API (openai:, anthropic:), not {client.spec}")
 
 
 # ----------------------------------------------------------------------------- the record
@@ -426,7 +427,7 @@ class BatchClient(LLMClient):
     def __init__(self, inner: LLMClient, *, poll: float = DEFAULT_POLL_SECONDS,
                  linger: float = DEFAULT_LINGER_SECONDS) -> None:
         if not poll > 0 or not linger > 0:
-            raise ValueError(f"--poll-every must be a positive number of seconds, got {poll:g}")
+            raise InputError(f"--poll-every must be a positive number of seconds, got {poll:g}")
         self.inner, self.provider = inner, provider_for(inner)
         self.backend, self.model, self.chat, self.vision = inner.backend, inner.model, inner.chat, inner.vision
         self.can_score = False
@@ -683,7 +684,7 @@ def batch_price(price: Price | None, spec: str) -> Price:
     """The price of ``spec`` in batch mode; ValueError (one line) where the table gives none."""
     batched = None if price is None else price.batch()
     if batched is None:
-        raise ValueError(f"--batch: the price table has no batch_discount for {spec} (add one with --prices FILE)")
+        raise InputError(f"--batch: the price table has no batch_discount for {spec} (add one with --prices FILE)")
     return batched
 
 

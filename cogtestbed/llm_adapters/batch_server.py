@@ -38,6 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.hf import HFClient
 
 
@@ -102,7 +103,7 @@ class BatchEmulator:
         from cogtestbed.llm_adapters.server import Billing, create_app
 
         if polls < 1:
-            raise ValueError("polls must be at least 1")
+            raise InputError("polls must be at least 1")
         self.inner = create_app(models, billing=Billing())
         self.polls = polls
         self.faults: deque[BatchFault] = deque(faults or [])

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cogtestbed.errors import DataError
+from cogtestbed.errors import DataError, InputError
 from cogtestbed.llm_adapters.base import (
     GenerateRequest,
     Generation,
@@ -95,7 +95,7 @@ class ResponseCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if self.path.is_dir():
-            raise ValueError(f"the response cache {self.path} is a directory; give the path of a file")
+            raise InputError(f"the response cache {self.path} is a directory; give the path of a file")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0,
@@ -106,7 +106,7 @@ class ResponseCache:
                 "model TEXT, request TEXT, response TEXT, created TEXT)"
             )
         except (OSError, sqlite3.Error) as exc:
-            raise ValueError(f"cannot open the response cache {self.path}: {exc}") from exc
+            raise InputError(f"cannot open the response cache {self.path}: {exc}") from exc
 
     def corrupt(self, key: str, why: str) -> CacheCorrupt:
         """The error of an unreadable row ``key`` (``why``): names the file and how to rebuild it."""

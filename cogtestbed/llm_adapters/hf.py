@@ -40,6 +40,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.base import (
     IMAGE_TOKEN_BOUND,
     NEUTRAL_SAMPLING,
@@ -197,7 +198,7 @@ class HFClient(LLMClient):
         self.model = name
         has_template = getattr(tokenizer, "chat_template", None) is not None
         if chat and not has_template:
-            raise ValueError(f"{name}: chat=True but the tokenizer has no chat template")
+            raise InputError(f"{name}: chat=True but the tokenizer has no chat template")
         self.chat = has_template if chat is None else chat
         self._fingerprint = fingerprint
         #: The multimodal processor of a vision-language model (None for a text-only model).
@@ -292,7 +293,7 @@ class HFClient(LLMClient):
         (``chat=True``) or without its chat template: one model in both modes, loaded once."""
         other = copy.copy(self)
         if chat and getattr(self.tokenizer, "chat_template", None) is None:
-            raise ValueError(f"{self.model}: chat=True but the tokenizer has no chat template")
+            raise InputError(f"{self.model}: chat=True but the tokenizer has no chat template")
         other.chat = chat
         return other
 
@@ -312,7 +313,7 @@ class HFClient(LLMClient):
         if isinstance(prompt, str) and not self.chat:
             return prompt
         if not self.chat:
-            raise ValueError(f"{self.model} is a completion model (no chat template); send raw text")
+            raise InputError(f"{self.model} is a completion model (no chat template); send raw text")
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
         if self.processor is not None:  # content parts: one image placeholder per image, then the text
             parts = [{"role": m["role"], "content": [{"type": "image"} for _ in message_images(m)]
@@ -345,7 +346,7 @@ class HFClient(LLMClient):
         """(the prompt's token ids as the model reads them, the processor's image tensors): what
         :meth:`_generate` feeds the model and bills as prompt tokens."""
         if raw and not isinstance(request.prompt, str):
-            raise ValueError("a raw completion takes a text prompt")
+            raise InputError("a raw completion takes a text prompt")
         self.check_images(request.n_images)
         text = request.prompt if raw else self.render(request.prompt)
         return self._prompt_ids(request, str(text), raw)
@@ -484,20 +485,20 @@ class HFClient(LLMClient):
         """Exact teacher-forced log-probabilities (see module docstring); ``raw``: a text context
         is scored as is, even on a chat model."""
         if not continuations:
-            raise ValueError("score needs at least one continuation")
+            raise InputError("score needs at least one continuation")
         if raw and not isinstance(context, str):
-            raise ValueError("a raw score takes a text context")
+            raise InputError("a raw score takes a text context")
         rendered_chat = not isinstance(context, str) or (self.chat and not raw)
         text = self.render(context) if rendered_chat else str(context)
         ctx_ids = self.encode(text, rendered_chat=rendered_chat)
         if not ctx_ids:
-            raise ValueError("the context has no tokens (and the tokenizer adds no BOS): nothing "
+            raise InputError("the context has no tokens (and the tokenizer adds no BOS): nothing "
                              "to condition the first continuation token on")
         conts, merged = [], []
         for cont in continuations:
             cont_ids, was_merged = self.continuation_ids(ctx_ids, text, cont, rendered_chat)
             if not cont_ids:
-                raise ValueError(f"continuation {cont!r} has no tokens")
+                raise InputError(f"continuation {cont!r} has no tokens")
             conts.append(cont_ids)
             merged.append(was_merged)
         token_lps = self._batched_token_logprobs(ctx_ids, conts)

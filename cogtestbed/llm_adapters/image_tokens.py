@@ -19,6 +19,8 @@ import io
 import math
 from collections.abc import Callable
 
+from cogtestbed.errors import InputError
+
 #: OpenAI high-detail image pricing: base tokens, tokens per tile, tile side, fit-square side and
 #: the shortest side after scaling (px).
 OPENAI_BASE_TOKENS = 85
@@ -37,7 +39,7 @@ def openai_image_tokens(width: int, height: int, detail: str = "high") -> int:
     if detail == "low":
         return OPENAI_BASE_TOKENS
     if detail != "high":
-        raise ValueError(f"detail must be 'high' or 'low', got {detail!r}")
+        raise InputError(f"detail must be 'high' or 'low', got {detail!r}")
     w, h = float(width), float(height)
     if max(w, h) > OPENAI_FIT_PX:
         f = OPENAI_FIT_PX / max(w, h)
@@ -61,7 +63,7 @@ def anthropic_image_tokens(width: int, height: int) -> int:
 
 def _check_size(width: int, height: int) -> None:
     if width < 1 or height < 1:
-        raise ValueError(f"an image has positive width and height, got {width} x {height}")
+        raise InputError(f"an image has positive width and height, got {width} x {height}")
 
 
 #: Image-token formula of each client backend (``LLMClient.backend``) that documents one.

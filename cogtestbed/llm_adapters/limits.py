@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from cogtestbed.errors import BudgetError
+from cogtestbed.errors import BudgetError, InputError
 
 
 class BudgetExhausted(BudgetError, RuntimeError):
@@ -41,7 +41,7 @@ class _Bucket:
 
     def __init__(self, rate_per_min: float) -> None:
         if rate_per_min <= 0:
-            raise ValueError("rate limits must be positive")
+            raise InputError("rate limits must be positive")
         self.rate = rate_per_min / 60.0
         self.capacity = max(1.0, self.rate)
         self.level = self.capacity
@@ -285,9 +285,9 @@ class Budget:
                  ledger: Callable[[dict[str, object]], None] | None = None,
                  max_service_requests: int | None = DEFAULT_MAX_SERVICE_REQUESTS) -> None:
         if max_service_requests is not None and max_service_requests < 0:
-            raise ValueError(f"--max-service-requests must be a count >= 0, got {max_service_requests}")
+            raise InputError(f"--max-service-requests must be a count >= 0, got {max_service_requests}")
         if max_cost is not None and price is None:
-            raise ValueError("--max-cost needs a price for the model: add it to the price table "
+            raise InputError("--max-cost needs a price for the model: add it to the price table "
                              "(--prices FILE)")
         self.max_calls, self.max_cost, self.price = max_calls, max_cost, price
         self.spent = spent or Spend()

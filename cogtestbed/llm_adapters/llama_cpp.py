@@ -34,6 +34,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.base import BackendUnavailable
 from cogtestbed.llm_adapters.smollm2 import SMOLLM2, gguf_path, model_cache_dir
 
@@ -119,7 +120,7 @@ def serve_llama_cpp(*, python: str | Path | None = None, model: Path | None = No
     ``alias``; yields the base URL (``http://127.0.0.1:PORT/v1``).  ``log``: where the server's
     output goes (default: discarded)."""
     if weights not in WEIGHTS:
-        raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
+        raise InputError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}")
     exe = llama_python(python)
     gguf = model or gguf_path()[0]
     if weights == "float32":

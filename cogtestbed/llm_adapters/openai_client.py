@@ -25,6 +25,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 from weakref import WeakKeyDictionary
 
+from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.base import (
     IMAGE_TOKEN_BOUND,
     MESSAGE_OVERHEAD_TOKENS,
@@ -103,9 +104,9 @@ class OpenAIClient(LLMClient):
         except ImportError as exc:  # pragma: no cover - exercised only without the extra
             raise BackendUnavailable("the openai backend needs: pip install 'cogtestbed[llm]'") from exc
         if mode not in ("chat", "completions"):
-            raise ValueError(f"mode must be 'chat' or 'completions', got {mode!r}")
+            raise InputError(f"mode must be 'chat' or 'completions', got {mode!r}")
         if not timeout > 0:
-            raise ValueError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+            raise InputError(f"--timeout must be a positive number of seconds, got {timeout:g}")
         self._openai = openai
         self.model = model
         self.base_url = base_url
@@ -246,7 +247,7 @@ class OpenAIClient(LLMClient):
                 body.update(logprobs=True, top_logprobs=request.top_logprobs)
             return body
         if request.is_chat:
-            raise ValueError("mode='completions' takes a raw prompt, not chat messages")
+            raise InputError("mode='completions' takes a raw prompt, not chat messages")
         body.update({"prompt": request.prompt, "max_tokens": request.max_tokens})
         if request.top_logprobs is not None:
             body["logprobs"] = request.top_logprobs
@@ -260,7 +261,7 @@ class OpenAIClient(LLMClient):
         try:
             return kind.model_validate(body)
         except Exception as exc:  # pydantic's ValidationError: the body is not such a response
-            raise ValueError(f"not a {self.endpoint} response: {str(exc).splitlines()[0]}") from None
+            raise InputError(f"not a {self.endpoint} response: {str(exc).splitlines()[0]}") from None
 
     def generation(self, resp: Any, request: GenerateRequest) -> Generation:
         """The :class:`Generation` of a chat or completions response (the SDK's typed object)."""
@@ -300,7 +301,7 @@ class OpenAIClient(LLMClient):
                 "e.g. a vLLM server); chat endpoints return no prompt log-probabilities"
             )
         if not isinstance(context, str):
-            raise ValueError("mode='completions' scores a raw-text context")
+            raise InputError("mode='completions' scores a raw-text context")
         client = self._client()
         scores = []
         for cont in continuations:

@@ -26,6 +26,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
+from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.base import DEFAULT_RETRY_WINDOW, BackendError
 from cogtestbed.llm_adapters.logprob_probe import says_logprobs_unsupported
 from cogtestbed.redact import redact
@@ -58,9 +59,9 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.window < 0:
-            raise ValueError("the retry window must be >= 0 seconds")
+            raise InputError("the retry window must be >= 0 seconds")
         if self.attempts is not None and self.attempts < 1:
-            raise ValueError("retry attempts must be >= 1")
+            raise InputError("retry attempts must be >= 1")
 
 
 def status_code(exc: BaseException) -> int | None:

@@ -45,6 +45,7 @@ import pandas as pd
 
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ScoredResponse, Sessions
 from cogtestbed.environments.forms import FormDesign, FormDraw, draw_forms
+from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.agent import Attempt, LLMAgent
 from cogtestbed.llm_adapters.base import LLMClient, Prompt, freeze_prompt
 from cogtestbed.llm_adapters.cache import CURRENT_SUBJECT, CachedClient, SubjectTicket
@@ -456,7 +457,7 @@ async def decide_scoring(exp: Experiment, design: Design, client: CachedClient) 
     try:
         probe = await probe_scoring(client)
     except BudgetExhausted as exc:
-        raise ValueError(f"the budget does not cover even the scoring probe ({len(PROBE_REQUESTS)} "
+        raise InputError(f"the budget does not cover even the scoring probe ({len(PROBE_REQUESTS)} "
                          f"requests): {exc}") from None
     retries = {"probe_retries": len(probe.retries), "probe_retry_log": probe.retries}
     if not probe.ok:
@@ -521,7 +522,7 @@ async def run_experiment(
         budget.max_calls, budget.max_cost = rundir.budget_limits(
             budget.max_calls, budget.max_cost, int(add.calls), add.usd)
         if budget.max_cost is not None and budget.price is None:
-            raise ValueError("--max-cost needs a price for the model: add it to the price table (--prices FILE)")
+            raise InputError("--max-cost needs a price for the model: add it to the price table (--prices FILE)")
         budget.spent = rundir.spent()
         budget.ledger = rundir.ledger_writer()
         batching = await _start_batches(client, rundir, budget)
@@ -599,7 +600,7 @@ async def _start_batches(client: CachedClient, rundir: RunDir, budget: Budget) -
     if not isinstance(inner, BatchClient):
         left = unfinished_batches(rundir.path)
         if left:
-            raise ValueError(f"{rundir.path} has {left} batch(es) in flight: resume it with --batch")
+            raise InputError(f"{rundir.path} has {left} batch(es) in flight: resume it with --batch")
         return False
     inner.attach(rundir.path, client.cache, budget, rundir.path / LEDGER_FILE, client.shared)
     await inner.recover()

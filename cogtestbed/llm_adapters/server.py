@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.base import (
     IMAGES_KEY,
     NEUTRAL_SAMPLING,
@@ -80,7 +81,7 @@ class FaultInjector:
 
     def __init__(self, rate: float = 0.0, fault: Fault | None = None, seed: int = 0) -> None:
         if not 0.0 <= rate <= 1.0:
-            raise ValueError(f"the fault rate must be in [0, 1], got {rate:g}")
+            raise InputError(f"the fault rate must be in [0, 1], got {rate:g}")
         self.pending: deque[Fault] = deque()
         self.log: list[tuple[float, str, str]] = []  # (time, path, what happened)
         self.rate, self.fault = rate, fault or Fault("status", 503)
@@ -485,7 +486,7 @@ class _FaultMiddleware:
             await send({"type": "http.response.body", "body": b'{"id": "', "more_body": True})
             raise ConnectionAbortedError("injected dropped connection")
         else:
-            raise ValueError(f"unknown fault kind {fault.kind!r}")
+            raise InputError(f"unknown fault kind {fault.kind!r}")
 
 
 def _openai_message(m: Mapping[str, Any]) -> dict[str, Any]:
@@ -500,7 +501,7 @@ def _openai_message(m: Mapping[str, Any]) -> dict[str, Any]:
         elif part.get("type") == "image_url":
             images.append(decode_data_url(part["image_url"]["url"]))
         else:
-            raise ValueError(f"unsupported content part {part.get('type')!r}")
+            raise InputError(f"unsupported content part {part.get('type')!r}")
     return {"role": m["role"], "content": text, **({IMAGES_KEY: tuple(images)} if images else {})}
 
 
@@ -515,7 +516,7 @@ def _anthropic_message(m: Mapping[str, Any]) -> dict[str, Any]:
         elif block.get("type") == "image" and block.get("source", {}).get("type") == "base64":
             images.append(base64.b64decode(block["source"]["data"]))
         else:
-            raise ValueError(f"unsupported content block {block.get('type')!r}")
+            raise InputError(f"unsupported content block {block.get('type')!r}")
     return {"role": m["role"], "content": text, **({IMAGES_KEY: tuple(images)} if images else {})}
 
 

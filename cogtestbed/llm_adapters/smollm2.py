@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.base import BackendUnavailable
 
 #: The name after ``hf:`` (``--llm hf:smollm2-135m``, the local server's ``--model``).
@@ -54,9 +55,9 @@ def smollm2_threads() -> int | None:
     try:
         n = int(raw)
     except ValueError:
-        raise ValueError(f"COGTESTBED_TORCH_THREADS must be a whole number, got {raw!r}") from None
+        raise InputError(f"COGTESTBED_TORCH_THREADS must be a whole number, got {raw!r}") from None
     if n < 0:
-        raise ValueError(f"COGTESTBED_TORCH_THREADS must be >= 0, got {n}")
+        raise InputError(f"COGTESTBED_TORCH_THREADS must be >= 0, got {n}")
     return n or None
 
 

@@ -42,6 +42,7 @@ import pandas as pd
 from gymnasium import spaces
 
 from cogtestbed.environments.base import Design, Phase, TextEnv
+from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec, StudyDecl
 from cogtestbed.lapse import Lapse
 from cogtestbed.llm_adapters.base import GenerateRequest, Generation, LLMClient
@@ -565,7 +566,7 @@ class ScriptedClient(LLMClient):
 
     def __init__(self, answers: Sequence[str], chat: bool = False) -> None:
         if not answers:
-            raise ValueError("a scripted client needs at least one answer")
+            raise InputError("a scripted client needs at least one answer")
         self.answers, self.chat = tuple(answers), chat
         self.requests: list[GenerateRequest] = []
 
@@ -1467,7 +1468,7 @@ def check_experiment(spec: ExperimentSpec | str, *, quick: bool = True, data_dir
         spec = get_experiment(spec)
     unknown = sorted(set(checks or ()) - set(CHECKS))
     if unknown:
-        raise ValueError(f"unknown conformance check(s) {', '.join(unknown)}; choose from: {', '.join(CHECKS)}")
+        raise InputError(f"unknown conformance check(s) {', '.join(unknown)}; choose from: {', '.join(CHECKS)}")
     results = [run_check(spec, c) for c in experiment_checks(spec, quick=quick, data_dir=data_dir)
                if checks is None or c.name in checks]
     report = ConformanceReport(spec.name, results)

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from cogtestbed.errors import InputError
 from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
 
 #: Fitters ``plan --fit`` knows: the per-subject MLE (the search's, default) and the hierarchical model.
@@ -40,19 +41,19 @@ FIT_DRAWS, FIT_TUNE, FIT_CHAINS = 500, 500, 2
 def check_fit(fit: str, spec: PlannedStudy, looks: int | str | None, sims: int | None) -> None:
     """Refuse a fitter ``plan`` cannot plan with (one line)."""
     if fit not in FIT_METHODS:
-        raise ValueError(f"--fit must be one of {', '.join(FIT_METHODS)}, got {fit!r}")
+        raise InputError(f"--fit must be one of {', '.join(FIT_METHODS)}, got {fit!r}")
     if sims is not None and fit != "hierarchical":
-        raise ValueError("--fit-sims sets how many studies --fit hierarchical fits: add --fit hierarchical "
+        raise InputError("--fit-sims sets how many studies --fit hierarchical fits: add --fit hierarchical "
                          "(or drop it)")
     if sims is not None and sims < 2:
-        raise ValueError(f"--fit-sims must be at least 2 (a power and a bias need several studies), got {sims}")
+        raise InputError(f"--fit-sims must be at least 2 (a power and a bias need several studies), got {sims}")
     if fit == "mle":
         return
     if not isinstance(spec, PowerStudy):
-        raise ValueError("--fit hierarchical plans a model target's fit: it goes with --model and --effect (a metric "
+        raise InputError("--fit hierarchical plans a model target's fit: it goes with --model and --effect (a metric "
                          "or test target fits no model)")
     if looks is not None:
-        raise ValueError("--fit hierarchical verifies a fixed design; a sequential plan's looks test per-subject MLEs "
+        raise InputError("--fit hierarchical verifies a fixed design; a sequential plan's looks test per-subject MLEs "
                          "(drop --looks or --fit hierarchical)")
 
 

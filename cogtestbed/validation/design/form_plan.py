@@ -31,6 +31,7 @@ import pandas as pd
 from scipy import stats
 
 from cogtestbed.environments.forms import FORM_COLUMN
+from cogtestbed.errors import InputError
 from cogtestbed.inference.form_effects import form_random_effects, form_summaries
 from cogtestbed.registry import get_experiment
 from cogtestbed.validation.studies.form_studies import STUDY_STARTS, FormStudySpec, effect_values
@@ -106,14 +107,14 @@ def pilot_scales(spec: FormStudySpec, table: pd.DataFrame, level: float = 0.95) 
     """σ and τ of the effect from a pilot table with a ``form`` column (the model fitted to it):
     τ by DerSimonian–Laird with its Q-profile interval at ``level``, σ the pooled within-form SD."""
     if FORM_COLUMN not in table.columns:
-        raise ValueError("the pilot table has no 'form' column: run the pilot with --forms")
+        raise InputError("the pilot table has no 'form' column: run the pilot with --forms")
     model = get_experiment(spec.experiment).model(spec.model)
     fits = model.fit_mle(table)
     forms = table.groupby("subject", sort=True)[FORM_COLUMN].first().loc[fits["subject"]].to_numpy(dtype=np.int64)
     values = effect_values(spec, fits, model)
     re = form_random_effects(values, forms, level=level)
     if re.tau is None or re.tau_low is None or re.tau_high is None:
-        raise ValueError(f"the pilot cannot estimate the form SD: {'; '.join(re.notes)}")
+        raise InputError(f"the pilot cannot estimate the form SD: {'; '.join(re.notes)}")
     _, n, _, v = form_summaries(values, forms)
     sigma = float(math.sqrt(np.sum(v * n * (n - 1)) / max(1.0, float(np.sum(n - 1)))))
     return EffectScales(sigma, float(re.tau), f"pilot: {re.k} forms × {re.n} subjects (DerSimonian–Laird τ)",
@@ -142,7 +143,7 @@ def plan_forms(effect: float, scales: EffectScales, forms_grid: Sequence[int], t
     one_form: dict[str, Any] | None = None
     for k in sorted(set(int(x) for x in forms_grid)):
         if k < 1:
-            raise ValueError(f"--forms grid: a count of forms must be >= 1, got {k}")
+            raise InputError(f"--forms grid: a count of forms must be >= 1, got {k}")
         if k == 1:
             n_naive = naive_subjects(effect, scales.sigma, target, alpha)
             one_form = {"forms": 1, "reachable": False,

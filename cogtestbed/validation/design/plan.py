@@ -59,7 +59,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from cogtestbed.errors import CogtestbedError
+from cogtestbed.errors import CogtestbedError, InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.formatting import rate_text
 from cogtestbed.validation.studies.driver import (
@@ -156,9 +156,9 @@ def parse_range(text: str | None, default: tuple[int, int] | None) -> tuple[int,
             return tuple(range(lo, hi + 1))
         values = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
     except ValueError:
-        raise ValueError(f"expected LO:HI or comma-separated positive integers, got {text!r}") from None
+        raise InputError(f"expected LO:HI or comma-separated positive integers, got {text!r}") from None
     if not values or values[0] < 1:
-        raise ValueError(f"expected LO:HI or comma-separated positive integers, got {text!r}")
+        raise InputError(f"expected LO:HI or comma-separated positive integers, got {text!r}")
     return values
 
 
@@ -181,24 +181,24 @@ def design_axes(spec: PlannedStudy, exp: ExperimentSpec, subjects: str | None = 
     if size_name == "subjects":
         size = Axis("subjects", parse_range(subjects, DEFAULT_SIZE) or ())
         if runs is not None and not pooled:
-            raise ValueError(f"experiment {exp.name} pools subjects, not sessions: --runs needs an experiment "
+            raise InputError(f"experiment {exp.name} pools subjects, not sessions: --runs needs an experiment "
                              "whose pooling unit is the session")
     else:
         if subjects is not None:
-            raise ValueError("--subjects sizes a model-level target; a metric or test target is sized in --runs")
+            raise InputError("--subjects sizes a model-level target; a metric or test target is sized in --runs")
         size = Axis("runs", parse_range(runs, DEFAULT_SIZE) or ())
     others: list[Axis] = []
     if pooled:
         others.append(Axis("runs", parse_range(runs, None) or declared_runs(spec, exp)))
     if field is not None:
         if trials is not None:
-            raise ValueError(f"--trials and --design {field.name}=a,b,c: plan searches one size of the design at a "
+            raise InputError(f"--trials and --design {field.name}=a,b,c: plan searches one size of the design at a "
                              f"time; fix the trials field with --design {exp.trials_field}=N")
         others.append(field)
     elif exp.trials_field is not None:
         others.append(Axis("trials", trials_values(spec, exp, trials)))
     elif trials is not None:
-        raise ValueError(f"experiment {exp.name} has a fixed number of trials per run (no trials field)")
+        raise InputError(f"experiment {exp.name} has a fixed number of trials per run (no trials field)")
     return size, others
 
 
@@ -218,7 +218,7 @@ def trials_values(spec: PlannedStudy, exp: ExperimentSpec, text: str | None) -> 
     wanted = parse_range(text, (base, TRIALS_SPAN * base)) or ()
     values = tuple(v for v in wanted if v % step == 0)
     if not values:
-        raise ValueError(f"no trial count in {text!r} is reachable: {exp.name}'s {exp.trials_field} "
+        raise InputError(f"no trial count in {text!r} is reachable: {exp.name}'s {exp.trials_field} "
                          f"scales a session in steps of {step} trials")
     return values
 
@@ -610,9 +610,9 @@ class Planner:
                  max_cost: float | None = None, mc_se: float = DEFAULT_MC_SE, workers: int = 1,
                  on_progress: Callable[[str], None] | None = None, extend_to: int | None = None) -> None:
         if not 0 < target < 1:
-            raise ValueError(f"--power must be in (0, 1), got {target}")
+            raise InputError(f"--power must be in (0, 1), got {target}")
         if not 0 < mc_se < 0.5:
-            raise ValueError(f"--mc-se must be in (0, 0.5), got {mc_se}")
+            raise InputError(f"--mc-se must be in (0, 0.5), got {mc_se}")
         self.exp = check_study(spec)
         self.spec, self.pricer, self.size, self.others = spec, pricer, size, list(others)
         self.target, self.max_cost, self.mc_se = target, max_cost, mc_se

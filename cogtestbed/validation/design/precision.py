@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.formatting import wilson
 from cogtestbed.validation.design.plan import Axis, PlanInfeasible, Point, Pricer, cost_key
@@ -92,9 +93,9 @@ class PrecisionPlanner:
                  trials: Axis, runs: Axis, pricer: Pricer | None = None,
                  on_progress: Callable[[str], None] | None = None) -> None:
         if not halfwidth > 0:
-            raise ValueError(f"--precision halfwidth must be positive, got {halfwidth}")
+            raise InputError(f"--precision halfwidth must be positive, got {halfwidth}")
         if not 0 < assurance < 1:
-            raise ValueError(f"--assurance must be in (0, 1), got {assurance}")
+            raise InputError(f"--assurance must be in (0, 1), got {assurance}")
         self.spec, self.exp, self.parameter = spec, exp, parameter
         self.halfwidth, self.assurance = halfwidth, assurance
         self.trials, self.runs, self.pricer = trials, runs, pricer

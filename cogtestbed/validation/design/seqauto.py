@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from cogtestbed.errors import InputError
 from cogtestbed.validation.design.seqfair import FIXED_MIN_FACTOR, fair_fixed, fixed_reject_rate
 from cogtestbed.validation.design.seqpaths import Boundaries, boundaries
 from cogtestbed.validation.design.seqplan import (
@@ -222,7 +223,7 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
     lo = max(4, min(fixed_size, math.floor(MIN_FACTOR * fixed_size)))
     looks = [k for k in looks if 2 * k <= n_top]
     if not looks:
-        raise ValueError(f"a sequential design needs a maximum of at least 4 units; the fixed design has {fixed_size}")
+        raise InputError(f"a sequential design needs a maximum of at least 4 units; the fixed design has {fixed_size}")
     lo_min = max(4, min(lo, math.floor(MIN_FACTOR * lo_fixed)))  # the lowest maximum search() may try
     maxima = candidate_maxima(lo_min, n_top, fixed_size)
     fixed_sizes = candidate_maxima(lo_fixed, n_top, fixed_size)

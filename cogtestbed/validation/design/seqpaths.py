@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from scipy import optimize, stats
 
-from cogtestbed.errors import ResumeMismatch
+from cogtestbed.errors import InputError, ResumeMismatch
 from cogtestbed.validation.design.sequential import (
     GRID_PER_UNIT,
     Spending,
@@ -231,7 +231,7 @@ def simulate_paths(spec_json: str, trials: int | None, runs: int, n_top: int, si
         elif isinstance(spec, StatTestStudy):
             z, e = _test_path(spec, trials, n_top, sizes, seq)
         else:
-            raise ValueError(f"whole paths are simulated for a metric or test target, not {spec.kind}")
+            raise InputError(f"whole paths are simulated for a metric or test target, not {spec.kind}")
         zs.append(z)
         ests.append(e)
     return np.array(zs), np.array(ests)
@@ -267,22 +267,22 @@ class SequentialSection(BaseModel):
         k = len(self.sizes)
         check_spending(self.spending)
         if any(b <= a for a, b in zip(self.sizes, self.sizes[1:], strict=False)):
-            raise ValueError(f"sizes must increase from look to look, got {self.sizes}")
+            raise InputError(f"sizes must increase from look to look, got {self.sizes}")
         for name in ("efficacy", "futility", "efficacy_other"):
             bounds = getattr(self, name)
             if bounds is not None and len(bounds) != k:
-                raise ValueError(f"{name} has {len(bounds)} bounds for {k} looks")
+                raise InputError(f"{name} has {len(bounds)} bounds for {k} looks")
         looks = (self.model_extra or {}).get("looks")
         if looks is not None and looks != k:
-            raise ValueError(f"looks is {looks!r} but sizes name {k} looks")
+            raise InputError(f"looks is {looks!r} but sizes name {k} looks")
         if self.futility is not None and any(a > b + 1e-9 for a, b in zip(self.futility, self.efficacy, strict=True)):
-            raise ValueError("a futility bound lies above its look's efficacy bound")
+            raise InputError("a futility bound lies above its look's efficacy bound")
         kind = self.statistic.get("kind")
         if kind not in STATISTIC_KINDS:
-            raise ValueError(f"statistic.kind must be one of {', '.join(STATISTIC_KINDS)}, got {kind!r}")
+            raise InputError(f"statistic.kind must be one of {', '.join(STATISTIC_KINDS)}, got {kind!r}")
         missing = [f for f in STATISTIC_FIELDS[kind] if not isinstance(self.statistic.get(f), str)]
         if missing:
-            raise ValueError(f"statistic of kind {kind} needs {', '.join(missing)}")
+            raise InputError(f"statistic of kind {kind} needs {', '.join(missing)}")
         return self
 
 
@@ -295,9 +295,9 @@ def checked_sequential(section: Any, where: str, units: int | None = None) -> di
         err = exc.errors()[0]
         loc = ".".join(str(x) for x in err["loc"])
         got = f" (got {err['input']!r})" if "input" in err and not isinstance(err["input"], dict) else ""
-        raise ValueError(f"{where}{'.' + loc if loc else ''}: {err['msg']}{got}") from None
+        raise InputError(f"{where}{'.' + loc if loc else ''}: {err['msg']}{got}") from None
     if units is not None and out["sizes"][-1] != units:
-        raise ValueError(f"{where}: the last look is at {out['sizes'][-1]} but the plan runs {units}")
+        raise InputError(f"{where}: the last look is at {out['sizes'][-1]} but the plan runs {units}")
     return out
 
 

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from cogtestbed.errors import InputError
 from cogtestbed.validation.design.seqpaths import (  # the bounds and paths the simulation shares
     CONTINUE,
     EFFICACY,
@@ -88,7 +89,7 @@ MAX_LOOKS = 20
 def check_looks(looks: int, spending: str) -> None:
     """Refuse a look count or spending function the design cannot use (one line)."""
     if not 2 <= looks <= MAX_LOOKS:
-        raise ValueError(f"--looks must be an integer from 2 to {MAX_LOOKS} (a sequential design looks at least "
+        raise InputError(f"--looks must be an integer from 2 to {MAX_LOOKS} (a sequential design looks at least "
                          f"twice), got {looks}")
     check_spending(spending)
 
@@ -102,7 +103,7 @@ def default_sims(power: float, mc_se: float) -> int:
 def look_sizes(n_max: int, looks: int) -> tuple[int, ...]:
     """Units finished at each look: ``round(k/K · n_max)``, at least 2 and strictly increasing."""
     if n_max < 2 * looks:
-        raise ValueError(f"{looks} looks need a maximum size of at least {2 * looks} units, got {n_max}")
+        raise InputError(f"{looks} looks need a maximum size of at least {2 * looks} units, got {n_max}")
     return tuple(max(2, round(n_max * k / looks)) for k in range(1, looks + 1))
 
 
@@ -115,7 +116,7 @@ def null_spec(spec: PlannedStudy, null_agent: str | None = None) -> PlannedStudy
     if isinstance(spec, MetricPowerStudy):
         return spec.model_copy(update={"compare": (spec.compare[0], spec.compare[0])})
     if null_agent is None:
-        raise ValueError("a sequential plan of a test needs --null AGENT[:p=v,...]: the agent under which the test's "
+        raise InputError("a sequential plan of a test needs --null AGENT[:p=v,...]: the agent under which the test's "
                          "null holds (its type-I error is measured there)")
     from cogtestbed.parameters import parse_agent
 
@@ -787,7 +788,7 @@ def look_statistic(exp: Any, design: Mapping[str, Any], table: Any, units: int) 
                     "subjects_fitted": int(part["subject"].nunique())}
         return {"statistic": z_from_p(p, 0.0, signed=False), "estimate": p, "p_value": p,
                 "subjects_fitted": int(part["subject"].nunique())}
-    raise ValueError(f"a run executes the looks of a model-effect, metric-difference or test plan, not {stat['kind']}")
+    raise InputError(f"a run executes the looks of a model-effect, metric-difference or test plan, not {stat['kind']}")
 
 
 def _model_statistic(exp: Any, stat: Mapping[str, Any], part: Any, units: int) -> dict[str, Any]:

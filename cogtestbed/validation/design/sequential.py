@@ -40,6 +40,8 @@ from typing import Literal
 import numpy as np
 from scipy import optimize, special, stats
 
+from cogtestbed.errors import InputError
+
 #: A spending function's name: ``obrien-fleming``, ``pocock`` or ``hsd:γ`` (Hwang–Shih–DeCani, |γ| ≤ 40).
 Spending = str
 SPENDING_FUNCTIONS: tuple[str, ...] = ("obrien-fleming", "pocock", "hsd:GAMMA")
@@ -54,10 +56,10 @@ def hsd_gamma(spending: str) -> float | None:
     try:
         gamma = float(spending[4:])
     except ValueError:
-        raise ValueError(f"a Hwang-Shih-DeCani spending function is hsd:GAMMA with a number GAMMA, got {spending!r}")\
+        raise InputError(f"a Hwang-Shih-DeCani spending function is hsd:GAMMA with a number GAMMA, got {spending!r}")\
             from None
     if not (math.isfinite(gamma) and abs(gamma) <= HSD_GAMMA_MAX):
-        raise ValueError(f"the gamma of {spending!r} must be a number from -{HSD_GAMMA_MAX:g} to {HSD_GAMMA_MAX:g}")
+        raise InputError(f"the gamma of {spending!r} must be a number from -{HSD_GAMMA_MAX:g} to {HSD_GAMMA_MAX:g}")
     return gamma
 
 
@@ -65,7 +67,7 @@ def check_spending(spending: str) -> str:
     """``spending`` if it names a spending function, else ValueError (one line)."""
     if spending in ("obrien-fleming", "pocock") or hsd_gamma(spending) is not None:
         return spending
-    raise ValueError(f"--spending must be one of {', '.join(SPENDING_FUNCTIONS)}, got {spending!r}")
+    raise InputError(f"--spending must be one of {', '.join(SPENDING_FUNCTIONS)}, got {spending!r}")
 
 #: Grid points per unit of Z in the recursive integration (odd total for Simpson's rule); with
 #: 60 points per unit the bounds agree with published tables to 1e-4.
@@ -89,7 +91,7 @@ def spent(t: np.ndarray | float, alpha: float, spending: Spending) -> np.ndarray
         if abs(gamma) < 1e-12:
             return alpha * t_arr
         return alpha * np.expm1(-gamma * t_arr) / np.expm1(-gamma)
-    raise ValueError(f"unknown spending function {spending!r}; choose one of {', '.join(SPENDING_FUNCTIONS)}")
+    raise InputError(f"unknown spending function {spending!r}; choose one of {', '.join(SPENDING_FUNCTIONS)}")
 
 
 def _simpson_weights(n: int, step: float) -> np.ndarray:
@@ -178,9 +180,9 @@ def _solve(probability: Callable[[float], float], target: float) -> float:
 def _check_fractions(fractions: Sequence[float] | np.ndarray) -> np.ndarray:
     t = np.asarray(fractions, dtype=float)
     if t.ndim != 1 or t.size < 1 or not np.all(np.isfinite(t)):
-        raise ValueError("information fractions must be a non-empty list of numbers")
+        raise InputError("information fractions must be a non-empty list of numbers")
     if np.any(np.diff(t) <= 0) or t[0] <= 0 or abs(t[-1] - 1.0) > 1e-12:
-        raise ValueError(f"information fractions must increase strictly within (0, 1] and end at 1, got {list(t)}")
+        raise InputError(f"information fractions must increase strictly within (0, 1] and end at 1, got {list(t)}")
     return t
 
 
@@ -189,7 +191,7 @@ def efficacy_bounds(fractions: Sequence[float], alpha: float, spending: Spending
     """One-sided efficacy bounds ``b_k`` on the Z scale (Lan & DeMets 1983), futility ignored
     (``per_unit``: grid points per unit of Z of the recursive integration)."""
     if not 0.0 < alpha < 0.5:
-        raise ValueError(f"alpha must lie in (0, 0.5), got {alpha}")
+        raise InputError(f"alpha must lie in (0, 0.5), got {alpha}")
     t = _check_fractions(fractions)
     increments = np.diff(np.concatenate([[0.0], spent(t, alpha, spending)]))
     recursion = _Recursion(t, 0.0, per_unit)

@@ -38,6 +38,7 @@ from scipy import stats
 
 from cogtestbed.agents.belief import AGENTS
 from cogtestbed.environments.belief import BeliefDesign, BeliefSessions, schedule
+from cogtestbed.errors import InputError
 from cogtestbed.inference import belief as tests
 from cogtestbed.simulation import seed_streams, subject_params
 
@@ -109,7 +110,7 @@ def array_p_value(test: str, d: Mapping[str, np.ndarray], design: BeliefDesign, 
     if test == "t2":
         return float(tests.t2_arrays(d["a"], d["p"], k=k_bins, level=level, n_perm=STUDY_PERM, seed=seed,
                                      **dict(options or {}))["p_value"])
-    raise ValueError(f"unknown array test {test!r}; choose one of {ARRAY_TESTS}")
+    raise InputError(f"unknown array test {test!r}; choose one of {ARRAY_TESTS}")
 
 
 def rejection_rate(test: str, agent: str, params: Mapping[str, Any], design: BeliefDesign, n_sims: int,
@@ -135,7 +136,7 @@ def rejection_rate(test: str, agent: str, params: Mapping[str, Any], design: Bel
             kw = {"n_boot": 200, "seed": seed + i} if test != "t3" else {"n_perm": STUDY_PERM, "seed": seed + i}
             rejects[i] = bool(fn(part, level, **kw, **dict(options or {}))["reject"])
     else:
-        raise ValueError(f"unknown test {test!r}; choose one of {ARRAY_TESTS + TABLE_TESTS}")
+        raise InputError(f"unknown test {test!r}; choose one of {ARRAY_TESTS + TABLE_TESTS}")
     rate = float(rejects.mean())
     return {"test": test, "agent": agent, "rate": rate, "mc_se": float(np.sqrt(rate * (1 - rate) / n_sims)),
             "n_sims": n_sims, "seconds": time.perf_counter() - start}
@@ -321,7 +322,7 @@ def study_population(parameters: Any, n_subjects: int, population: str, rng: np.
         return {p.name: np.asarray(p.to_constrained(p.prior_mean + SD_SCALE * p.prior_sd
                                                     * rng.standard_normal(n_subjects)), dtype=np.float64)
                 for p in parameters}
-    raise ValueError(f"population must be one of {', '.join(POPULATIONS)}, got {population!r}")
+    raise InputError(f"population must be one of {', '.join(POPULATIONS)}, got {population!r}")
 
 
 def hierarchical_study(model: str = "mnl", n_subjects: int = 20, n_contexts: int = 200, n_reps: int = 5,

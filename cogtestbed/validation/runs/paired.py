@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 
 #: Non-zero paired differences below which no signed-rank test is reported.
@@ -67,7 +68,7 @@ def _flat(value: Any, prefix: str = "") -> dict[str, float]:
 def paired_report(exp: ExperimentSpec, tables: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
     """Both models' headline metrics and a paired test per headline metric (module docstring)."""
     if len(tables) != 2:
-        raise ValueError(f"a paired report compares two models, got {len(tables)}")
+        raise InputError(f"a paired report compares two models, got {len(tables)}")
     (name_a, table_a), (name_b, table_b) = tables.items()
     res_a, res_b = exp.metrics(table_a), exp.metrics(table_b)
     key, ids = exp.metrics.paired_by or (exp.metrics.unit, UNIT_IDS[exp.metrics.unit])

@@ -29,6 +29,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from cogtestbed.errors import InputError
+
 Kind = Literal["behaviour", "performance"]
 #: Relative human–random gap below which a metric's normalisation is flagged as unstable.
 TINY_RELATIVE_GAP = 0.05
@@ -114,7 +116,7 @@ def experiment_for_csv(path: Path, forced: str | None = None) -> str:
     if len(matches) == 1:
         return matches[0]
     what = "no registered experiment" if not matches else f"several experiments ({', '.join(matches)})"
-    raise ValueError(f"{path}: {what} recognise this CSV; pass --experiment")
+    raise InputError(f"{path}: {what} recognise this CSV; pass --experiment")
 
 
 def collect_files(paths: Sequence[Path]) -> list[Path]:
@@ -238,7 +240,7 @@ def plot_phenotype(table: pd.DataFrame, path: Path, kind: Kind,
     sub = table[table["kind"] == kind]
     agents = list(dict.fromkeys(sub["agent"]))
     if not agents:
-        raise ValueError(f"no {kind} metrics to plot")
+        raise InputError(f"no {kind} metrics to plot")
     labels = list(dict.fromkeys(sub["label"]))
     lo, hi = AXIS_LIMITS[kind]
     fig, axes = plt.subplots(1, len(agents), figsize=(max(3.0, 2.2 * len(agents)), 0.45 * len(labels) + 1.4),

@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import STUDY_KINDS, ExperimentSpec, StudyDecl, UnknownNameError
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.inference.hierarchical import (
@@ -86,7 +87,7 @@ def check_study(spec: StudySpec) -> ExperimentSpec:
     else:
         _check_agent(spec, exp)
     if any(t is not None for t in spec.trials) and exp.trials_field is None:
-        raise ValueError(f"experiment {exp.name} has a fixed number of trials per run (no trials field); "
+        raise InputError(f"experiment {exp.name} has a fixed number of trials per run (no trials field); "
                          "scale runs instead")
     for t in spec.trials:
         design_for_trials(exp, t, spec.design)
@@ -101,7 +102,7 @@ def _check_agent(spec: MetricStudy, exp: ExperimentSpec) -> None:
         _check_names(setting, names, f"agent {spec.agent}")
     fields_ = set(getattr(exp.design_cls, "model_fields", {}))
     if spec.parameter is not None and spec.parameter not in names | fields_:
-        raise ValueError(f"{spec.parameter!r} is neither a parameter of agent {spec.agent} "
+        raise InputError(f"{spec.parameter!r} is neither a parameter of agent {spec.agent} "
                          f"({', '.join(sorted(names))}) nor a design field ({', '.join(sorted(fields_))})")
     test = getattr(spec, "test", None)
     if test is not None:
@@ -113,7 +114,7 @@ def _check_agent(spec: MetricStudy, exp: ExperimentSpec) -> None:
     metric = getattr(spec, "metric", None)
     if metric is not None and metric not in _headline(exp):
         valid = _headline(exp)
-        raise ValueError(f"{metric!r} is not a headline metric of {exp.name}; "
+        raise InputError(f"{metric!r} is not a headline metric of {exp.name}; "
                          + (f"choose one of: {', '.join(valid)}" if valid else "it declares none"))
 
 
@@ -122,7 +123,7 @@ def _check_models(spec: ModelStudy, exp: ExperimentSpec) -> None:
     for name in spec.models:
         exp.model(name)
     if any(r > 1 for r in spec.runs) and exp.pooling_unit != "session":
-        raise ValueError(f"experiment {exp.name} pools subjects, not sessions: runs > 1 needs an experiment "
+        raise InputError(f"experiment {exp.name} pools subjects, not sessions: runs > 1 needs an experiment "
                          "whose pooling unit is the session")
     for m in spec.models:
         _check_model_settings(spec, exp, exp.model(m))
@@ -135,7 +136,7 @@ def concurrent_tasks(spec: StudySpec, workers: int | None) -> int:
     """Tasks of ``spec`` that run at once on ``workers`` local processes (default: the CPU count)."""
     n = workers if workers is not None else (os.cpu_count() or 1)
     if n < 1:
-        raise ValueError(f"workers must be at least 1, got {n}")
+        raise InputError(f"workers must be at least 1, got {n}")
     return 1 if n == 1 else min(n, len(spec.tasks()))
 
 
@@ -168,7 +169,7 @@ def _check_names(values: Mapping[str, Any], valid: set[str], what: str) -> None:
     bad = sorted(set(values) - valid)
     if bad:
         noun = "is not a parameter" if len(bad) == 1 else "are not parameters"
-        raise ValueError(f"{', '.join(bad)} {noun} of {what}; valid: {', '.join(sorted(valid)) or '(none)'}")
+        raise InputError(f"{', '.join(bad)} {noun} of {what}; valid: {', '.join(sorted(valid)) or '(none)'}")
 
 
 def _check_model_settings(spec: ModelStudy, exp: ExperimentSpec, model: CognitiveModel) -> None:
@@ -177,12 +178,12 @@ def _check_model_settings(spec: ModelStudy, exp: ExperimentSpec, model: Cognitiv
         for setting in ("fixed", "ranges", "base"):
             _check_names(getattr(spec, setting, {}), names, f"model {model.name}")
     if isinstance(spec, RecoveryStudy) and names <= set(spec.fixed):
-        raise ValueError(f"every parameter of {model.name} is fixed ({', '.join(sorted(names))}): nothing is left "
+        raise InputError(f"every parameter of {model.name} is fixed ({', '.join(sorted(names))}): nothing is left "
                          "to recover; drop a --fix")
     if isinstance(spec, PowerStudy):
         model.contrast(spec.effect, {p: 0.0 for p in model.parameters.names})
     if spec.method == "hierarchical" and not model.has_pymc:
-        raise ValueError(f"model {model.name} has no PyMC version: use method='mle'")
+        raise InputError(f"model {model.name} has no PyMC version: use method='mle'")
     gen = exp.generator(model.name)
     _check_names(spec.params, set(exp.agent(gen.agent).parameters.names), f"agent {gen.agent}")
 
@@ -303,7 +304,7 @@ def dask_client(address: str | Any) -> Any:
     try:
         return Client(address, timeout=DASK_CONNECT_TIMEOUT)
     except (OSError, TimeoutError) as exc:
-        raise ValueError(f"cannot reach the Dask scheduler at {address} within {DASK_CONNECT_TIMEOUT:g} s: "
+        raise InputError(f"cannot reach the Dask scheduler at {address} within {DASK_CONNECT_TIMEOUT:g} s: "
                          f"{' '.join(str(exc).split()) or type(exc).__name__}") from None
 
 

@@ -37,6 +37,7 @@ import pandas as pd
 
 from cogtestbed.environments.base import Design
 from cogtestbed.environments.forms import FORM_COLUMN, FormDesign
+from cogtestbed.errors import InputError
 from cogtestbed.inference.form_effects import bias_corrected_test, form_random_effects, generalisability, naive_test
 from cogtestbed.registry import get_experiment
 
@@ -206,11 +207,11 @@ def form_study_spec(experiment: str, model: str, forms: FormDesign, subjects: in
     exp = get_experiment(experiment)
     m = exp.model(model)
     if subjects < 2 * forms.k:
-        raise ValueError(f"--subjects {subjects}: a forms study needs at least 2 subjects per form "
+        raise InputError(f"--subjects {subjects}: a forms study needs at least 2 subjects per form "
                          f"({2 * forms.k} for {forms.k} forms)")
     unknown = [p for p in forms.sd if p not in m.parameters.names]
     if unknown:
-        raise ValueError(f"--form-sd {', '.join(unknown)}: not a parameter of model {model!r} "
+        raise InputError(f"--form-sd {', '.join(unknown)}: not a parameter of model {model!r} "
                          f"({', '.join(m.parameters.names)})")
     values = {**{p.name: p.default for p in m.parameters}, **dict(params or {})}
     contrast = parameter = None
@@ -226,7 +227,7 @@ def form_study_spec(experiment: str, model: str, forms: FormDesign, subjects: in
             parameter, null = name, float(values[name])
             values[name] = values[name] + size
         else:
-            raise ValueError(f"--effect {name}: not a contrast ({', '.join(m.contrasts) or 'none'}) or parameter "
+            raise InputError(f"--effect {name}: not a contrast ({', '.join(m.contrasts) or 'none'}) or parameter "
                              f"of model {model!r}")
     m.parameters.validate(values)
     generator = exp.generators[model]

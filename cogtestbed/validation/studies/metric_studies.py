@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.validation.studies.study_data import TaskFn, seed_of, simulate_runs, welch_p
 from cogtestbed.validation.studies.study_kinds import MetricPowerStudy, MetricStudy, MetricValidityStudy, StatTestStudy
@@ -52,7 +53,7 @@ def metric_value(result: Mapping[str, Any], metric: str) -> float:
     """The headline value of ``metric`` (a number; NaN when the metric could not be computed)."""
     value = result["metrics"].get(metric, float("nan"))
     if isinstance(value, Mapping):
-        raise ValueError(f"metric {metric!r} is a nested mapping, not a number: study one of its entries")
+        raise InputError(f"metric {metric!r} is a nested mapping, not a number: study one of its entries")
     return float(value) if value is not None else float("nan")
 
 
@@ -60,7 +61,7 @@ def unit_values(result: Mapping[str, Any], metric: str, unit: str) -> np.ndarray
     """The metric per run/subject (empty when the metrics result does not list it per unit)."""
     rows = [r for r in result.get(unit) or [] if metric in r and r[metric] is not None]
     if any(isinstance(r[metric], Mapping) for r in rows):
-        raise ValueError(f"metric {metric!r} is a nested mapping for each unit, not a number: study a metric "
+        raise InputError(f"metric {metric!r} is a nested mapping for each unit, not a number: study a metric "
                          "with one value per unit")
     return np.array([float(r[metric]) for r in rows], dtype=float)
 
@@ -82,7 +83,7 @@ def difference_test(a: Mapping[str, Any], b: Mapping[str, Any], metric: str, uni
         return "Welch t-test on per-unit values", welch_p(va, vb)
     has_se = any(f"{metric}_{s}" in a["metrics"] for s in ("se", "ci"))
     if not has_se:
-        raise ValueError(f"metric {metric!r} has neither per-{unit[4:]} values nor a standard error: "
+        raise InputError(f"metric {metric!r} has neither per-{unit[4:]} values nor a standard error: "
                          "no test of a difference")
     se = math.hypot(pooled_se(a, metric), pooled_se(b, metric))
     diff = metric_value(b, metric) - metric_value(a, metric)
@@ -98,7 +99,7 @@ def prefix_differences(results_a: Sequence[Mapping[str, Any]], results_b: Sequen
     when the whole table does: where either whole table has none, every prefix takes the z-test on
     two pooled estimates, computed for all prefixes at once; else each prefix its own Welch test."""
     if len(results_a) != len(results_b):
-        raise ValueError(f"{len(results_a)} prefixes of the first table, {len(results_b)} of the second")
+        raise InputError(f"{len(results_a)} prefixes of the first table, {len(results_b)} of the second")
     m = len(results_a)
     diff = np.array([metric_value(b, metric) - metric_value(a, metric)
                      for a, b in zip(results_a, results_b, strict=True)], dtype=float)
@@ -124,7 +125,7 @@ def test_outcome(result: Mapping[str, Any], test: str, level: float) -> tuple[bo
     """
     value = result.get(test, result["metrics"].get(test))
     if not isinstance(value, Mapping) or not ({"reject", "p_value"} & set(value)):
-        raise ValueError(f"{test!r} is not a statistical test of the metrics result "
+        raise InputError(f"{test!r} is not a statistical test of the metrics result "
                          "(a mapping with 'p_value' or 'reject')")
     p = float(value.get("p_value", float("nan")))
     reject = bool(value["reject"]) if "reject" in value else bool(p < level)

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.inference.hierarchical import (
@@ -183,7 +184,7 @@ def power_parameters(spec: PowerStudy, model: CognitiveModel, n: int,
     out = {}
     for p in params:
         if not p.lower <= median[p.name] <= p.upper:
-            raise ValueError(f"effect pushes {p.name} to {median[p.name]:.3g}, outside its bounds")
+            raise InputError(f"effect pushes {p.name} to {median[p.name]:.3g}, outside its bounds")
         if p.name in spec.fixed:
             out[p.name] = np.full(n, float(spec.fixed[p.name]))
             continue

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cogtestbed.errors import InputError
 from cogtestbed.formatting import num, rate_text
 from cogtestbed.validation.studies.recovery_checks import BOUND_SHARE_FLAG
 
@@ -603,7 +604,7 @@ def check_output_dir(out: Path) -> Path:
         with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
             pass
     except OSError as exc:
-        raise ValueError(f"cannot write to output folder {out}: {exc.strerror or exc}") from None
+        raise InputError(f"cannot write to output folder {out}: {exc.strerror or exc}") from None
     return out
 
 
@@ -619,7 +620,7 @@ def check_output_target(out: Path) -> Path:
     while not here.exists():
         here = here.parent
     if not here.is_dir() or not os.access(here, os.W_OK | os.X_OK):
-        raise ValueError(f"cannot write to output folder {out}: {here} is not a writable folder")
+        raise InputError(f"cannot write to output folder {out}: {here} is not a writable folder")
     return out
 
 

@@ -26,6 +26,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.formatting import FIELD_NOUNS, field_text
 from cogtestbed.validation.studies.study_data import design_for_trials, trials_step
@@ -54,7 +55,7 @@ def split_design(exp: ExperimentSpec, items: list[str] | None) -> tuple[dict[str
         name, sep, value = item.partition("=")
         name = name.strip()
         if not sep or not name:
-            raise ValueError(f"--design expects NAME=VALUE, got {item!r}")
+            raise InputError(f"--design expects NAME=VALUE, got {item!r}")
         if _is_list(exp, item):
             swept = _sweep(exp, name, value)
             continue
@@ -66,7 +67,7 @@ def split_design(exp: ExperimentSpec, items: list[str] | None) -> tuple[dict[str
         return fixed, (None,)
     assert exp.trials_field is not None
     if exp.trials_field in fixed:
-        raise ValueError(f"--design sets {exp.trials_field} twice (a value and a list); give it once")
+        raise InputError(f"--design sets {exp.trials_field} twice (a value and a list); give it once")
     base = design_for_trials(exp, None, fixed)
     step = trials_step(base, exp.trials_field)
     return fixed, tuple(v * step for v in swept)
@@ -95,14 +96,14 @@ def plan_design(exp: ExperimentSpec, items: list[str] | None
     lists = [item for item in items or [] if _is_list(exp, item)]
     if len(lists) > 1:
         names = " and ".join(f"--design {item.partition('=')[0].strip()}=..." for item in lists)
-        raise ValueError(f"plan searches one design field at a time: {names} are both lists; fix all but one")
+        raise InputError(f"plan searches one design field at a time: {names} are both lists; fix all but one")
     try:
         fixed, trials = split_design(exp, items)
     except DesignSweep as sweep:
         rest = [item for item in items or [] if not _is_list(exp, item)]
         fixed, _ = split_design(exp, rest)
         if sweep.name in fixed:
-            raise ValueError(f"--design sets {sweep.name} twice (a value and a list); give it once") from None
+            raise InputError(f"--design sets {sweep.name} twice (a value and a list); give it once") from None
         return fixed, (None,), (sweep.name, sweep.values)
     return fixed, trials, None
 
@@ -120,18 +121,18 @@ def _is_list(exp: ExperimentSpec, item: str) -> bool:
 
 def _sweep(exp: ExperimentSpec, name: str, text: str) -> tuple[int, ...]:
     if name not in exp.design_cls.model_fields:
-        raise ValueError(f"{name!r} is not a design field of {exp.name}; valid: "
+        raise InputError(f"{name!r} is not a design field of {exp.name}; valid: "
                          f"{', '.join(exp.design_cls.model_fields)}")
     try:
         values = tuple(int(x) for x in text.split(","))
     except ValueError:
-        raise ValueError(f"--design {name} expects comma-separated integers, got {text!r}") from None
+        raise InputError(f"--design {name} expects comma-separated integers, got {text!r}") from None
     if any(v < 1 for v in values):
-        raise ValueError(f"--design {name} values must be at least 1, got {text!r}")
+        raise InputError(f"--design {name} values must be at least 1, got {text!r}")
     values = tuple(sorted(set(values)))
     if name != exp.trials_field:
         if name not in integer_fields(exp):
-            raise ValueError(f"--design {name}=a,b,c: {name} is not an integer field of {exp.name}")
+            raise InputError(f"--design {name}=a,b,c: {name} is not an integer field of {exp.name}")
         raise DesignSweep(exp, name, values)
     return values
 

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.inference.base import CognitiveModel, with_lapse
 from cogtestbed.inference.hierarchical import SD_SCALE, sample_hierarchical_prior
@@ -47,17 +48,17 @@ def design_for_trials(exp: ExperimentSpec, trials: int | None, extra: Mapping[st
         loc = ".".join(map(str, first["loc"]))
         where = f"{loc}: " if loc else ""  # a model-level check has no field
         message = str(first["msg"]).removeprefix("Value error, ")
-        raise ValueError(f"design of {exp.name}: {where}{message}") from None
+        raise InputError(f"design of {exp.name}: {where}{message}") from None
     if trials is None or trials == base.n_trials:
         return base
     if trials < 1:
-        raise ValueError(f"trials per run must be at least 1, got {trials}")
+        raise InputError(f"trials per run must be at least 1, got {trials}")
     field_ = exp.trials_field
     if field_ is None:
-        raise ValueError(f"experiment {exp.name} has a fixed number of trials per run (no trials field)")
+        raise InputError(f"experiment {exp.name} has a fixed number of trials per run (no trials field)")
     per = trials_step(base, field_)
     if per < 1 or trials % per:
-        raise ValueError(f"cannot make one run of {exp.name}'s design {trials} trials long: {field_} scales a run "
+        raise InputError(f"cannot make one run of {exp.name}'s design {trials} trials long: {field_} scales a run "
                          f"in steps of {per} trials (--trials counts the whole run; set the field itself with "
                          f"--design {field_}=N)")
     return cls(**{**extra, field_: trials // per})

@@ -16,6 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
+from cogtestbed.errors import InputError
 from cogtestbed.lapse import Lapse
 
 Kind = Literal["recovery", "model-recovery", "sbc", "power",
@@ -60,9 +61,9 @@ class Study(BaseModel):
         for name in ("subjects", "runs", "trials"):
             bad = [n for n in getattr(self, name, (1,)) if n is not None and n < 1]
             if bad:
-                raise ValueError(f"{name} must be at least 1, got {bad[0]}")
+                raise InputError(f"{name} must be at least 1, got {bad[0]}")
         if not getattr(self, "subjects", (1,)) or not self.runs or not self.trials:
-            raise ValueError("subjects, runs and trials need at least one value each")
+            raise InputError("subjects, runs and trials need at least one value each")
         return self
 
     @property
@@ -108,15 +109,15 @@ class ModelStudy(Study):
     def _models(self) -> ModelStudy:
         kind = getattr(self, "kind", "")
         if not self.models:
-            raise ValueError(f"a {kind} study needs a model")
+            raise InputError(f"a {kind} study needs a model")
         repeated = sorted({m for m in self.models if self.models.count(m) > 1})
         if repeated:
-            raise ValueError(f"model {', '.join(repeated)} is named twice: model recovery compares different "
+            raise InputError(f"model {', '.join(repeated)} is named twice: model recovery compares different "
                              "candidate models (a model against itself always ties)")
         if kind != "model-recovery" and len(self.models) != 1:
-            raise ValueError(f"a {kind} study takes exactly one model, got {len(self.models)}")
+            raise InputError(f"a {kind} study takes exactly one model, got {len(self.models)}")
         if isinstance(self.lapse_fit, float) and not 0.0 <= self.lapse_fit < 1.0:
-            raise ValueError(f"a fixed lapse rate must be in [0, 1), got {self.lapse_fit}")
+            raise InputError(f"a fixed lapse rate must be in [0, 1), got {self.lapse_fit}")
         return self
 
     @property
@@ -172,7 +173,7 @@ class ModelRecoveryStudy(SampledStudy):
     @model_validator(mode="after")
     def _candidates(self) -> ModelRecoveryStudy:
         if len(self.models) < 2:
-            raise ValueError("model recovery needs at least two models")
+            raise InputError("model recovery needs at least two models")
         return self
 
     @property
@@ -188,7 +189,7 @@ class SbcStudy(ModelStudy):
     @model_validator(mode="after")
     def _bayesian(self) -> SbcStudy:
         if self.method != "hierarchical":
-            raise ValueError("SBC needs posterior draws: use method='hierarchical'")
+            raise InputError("SBC needs posterior draws: use method='hierarchical'")
         return self
 
     @property
@@ -259,7 +260,7 @@ class MetricValidityStudy(MetricStudy):
     @model_validator(mode="after")
     def _sweep(self) -> MetricValidityStudy:
         if self.parameter is None or len(self.values) < 2:
-            raise ValueError("metric validity sweeps a parameter over at least two values")
+            raise InputError("metric validity sweeps a parameter over at least two values")
         return self
 
 

@@ -82,7 +82,8 @@ def test_invalid_answer_ends_the_session_without_score():
     assert np.isnan(m["score"]) and m["n_incomplete"] == 1
 
 
-@pytest.mark.parametrize(("text", "expected"), [("1", 0), ("2.", 1), (" 1", 0), ("Option 2", 1), ("1 because", 0)])
+@pytest.mark.parametrize(("text", "expected"), [("1", 0), ("2.", 1), (" 1", 0), ("Option 2", 1), ("1 because", 0),
+                                                     ("I prefer option 1: Receive", 0), ("A: I prefer option 2.", 1)])
 def test_parser_accepts(text, expected):
     env = TemporalDiscountingEnv()
     env.reset(seed=0)
@@ -90,7 +91,8 @@ def test_parser_accepts(text, expected):
     assert res.ok and res.action == expected
 
 
-@pytest.mark.parametrize(("text", "reason"), [("", "empty"), ("12", "no option"), ("three", "no option")])
+@pytest.mark.parametrize(("text", "reason"), [("", "empty"), ("12", "no option"), ("three", "no option"),
+                                               ("I prefer neither", "no option"), ("I prefer option 12", "no option")])
 def test_parser_failures(text, reason):
     env = TemporalDiscountingEnv()
     env.reset(seed=0)

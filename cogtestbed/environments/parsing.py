@@ -19,7 +19,10 @@ _MACHINE = re.compile(r"machine\s+([A-Za-z])\b", re.IGNORECASE)
 _BARE_LETTER = re.compile(r"^\W*([A-Za-z])\W*$")
 _LETTER = re.compile(r"(?<![A-Za-z])([A-Za-z])(?![A-Za-z])")
 _LEADING_LETTER = re.compile(r"^\s*([A-Z])(?=[\s.,;:!)]|$)")
-_OPTION_NUMBER = re.compile(r"^[\s\W]*(?:option\s*)?([12])(?!\d)", re.IGNORECASE)
+#: A chat model restates the prompt's answer prefix ("A: I prefer option"): ``"I prefer option 1:
+#: Receive ..."`` is read as option 1 (this project's choice; the paper's completion models continue
+#: the prefix with the number itself).
+_OPTION_NUMBER = re.compile(r"^[\s\W]*(?:(?:A:\s*)?I\s+prefer\s+)?(?:option\s*)?([12])(?!\d)", re.IGNORECASE)
 _DECIMALS = re.compile(r"^\s*(?:0?\.(?=\d))?(\d+)")
 
 
@@ -84,8 +87,8 @@ def parse_option_letter(text: str | None, options: tuple[str, ...], noun: str) -
 
 
 def parse_option_number(text: str | None) -> ParseResult:
-    """Read option "1" or "2" at the start of the answer (``"1"``, ``" 2."``, ``"Option 1 because"``);
-    the action is the option number minus one."""
+    """Read option "1" or "2" at the start of the answer (``"1"``, ``" 2."``, ``"Option 1 because"``,
+    a restated ``"I prefer option 2."``); the action is the option number minus one."""
     if text is None or not text.strip():
         return ParseResult.failure("empty answer")
     m = _OPTION_NUMBER.match(text)

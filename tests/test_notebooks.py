@@ -1,6 +1,7 @@
 """The documentation's notebooks (docs/notebooks): the default suite checks that each is a clean,
 well-formed notebook whose code uses the public API only; ``pytest -m slow`` executes every one
-(as ``make docs`` does while it builds the site)."""
+(as ``make docs`` does while it builds the site), and the default suite's fast smoke binds every
+``ct.NAME(...)`` call of every notebook to the API's signatures."""
 
 from __future__ import annotations
 
@@ -52,3 +53,43 @@ def test_a_notebook_runs(path: Path) -> None:
                             resources={"metadata": {"path": str(path.parent)}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert outputs and not any(o.get("output_type") == "error" for o in outputs)
+
+
+def _ct_calls(source: str) -> list[ast.Call]:
+    """The calls ``ct.NAME(...)`` of a cell."""
+    return [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "ct"]
+
+
+def _bind(call: ast.Call) -> None:
+    """Bind a ``ct.NAME(...)`` call's positional count and keywords to ``NAME``'s signature (TypeError
+    naming the argument that does not bind)."""
+    import inspect
+
+    import cogtestbed as ct
+
+    signature = inspect.signature(getattr(ct, call.func.attr))  # type: ignore[attr-defined]
+    signature.bind(*[None] * len(call.args), **{kw.arg: None for kw in call.keywords if kw.arg is not None})
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_a_notebook_calls_the_api_as_it_is_today(path: Path) -> None:
+    """The default suite's fast smoke of each notebook (the slow test executes them): every ``ct.NAME(...)``
+    it calls is exported and its keywords and number of positional arguments bind to the function's
+    signature, so a renamed function or keyword fails here, not first in ``make docs``."""
+    import cogtestbed as ct
+
+    calls = [call for source in _code(path) for call in _ct_calls(source)]
+    assert calls
+    for call in calls:
+        name = call.func.attr  # type: ignore[attr-defined]
+        assert name in ct.__all__, f"{path.stem}: ct.{name} is not exported"
+        _bind(call)
+
+
+def test_the_api_smoke_would_catch_a_renamed_keyword() -> None:
+    """The smoke above can fail: a call with a keyword the function does not take does not bind."""
+    (call,) = _ct_calls('ct.simulate("instrumental-learning", "rw-pm", subject=12, seed=1)')
+    with pytest.raises(TypeError, match="subject"):
+        _bind(call)

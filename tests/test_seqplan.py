@@ -146,23 +146,32 @@ def test_metric_target_sequential_plan_tiny():
     _check(res, 2)
 
 
+def _fair_looks_plan(capsys: Any, target: list[str]) -> dict[str, Any]:
+    """A tiny ``plan TARGET --looks 2`` (30 effect, 60 calibration and 60 fresh null studies): its
+    ``sequential`` section, whose saving is stated against the fair fixed comparator."""
+    import json
+
+    from cogtestbed.cli import run_cli
+
+    code = run_cli(["plan", *target, "--llm", "openai:gpt-4o-mini", "--mc-se", "0.2", "--looks", "2", "--seq-sims",
+                    "30", "--null-sims", "60", "--workers", "1", "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err[-2000:]
+    seq = json.loads(out.out.strip().splitlines()[-1])["sequential"]
+    assert seq["saving"]["fair"] is True
+    assert seq["saving"]["comparator"] == "fixed test calibrated to alpha on the same null studies"
+    return dict(seq)
+
+
 def test_fixed_looks_saving_is_stated_at_equal_type1_tiny(capsys):
     """``--looks K`` states its saving against the fixed test calibrated to alpha on the same
     calibration null studies (type-I on the same fresh null studies as the sequential design's),
     with the fixed plan's nominal design and its saving beside it (issue 40 item 1)."""
-    import json
     import math
 
-    from cogtestbed.cli import run_cli
-
-    code = run_cli(["plan", "two-step", "--metric", "model_basedness", "--compare", "hybrid:w=0,beta=5",
-                    "hybrid:w=1,beta=5", "--llm", "openai:gpt-4o-mini", "--mc-se", "0.2", "--looks", "2",
-                    "--seq-sims", "30", "--null-sims", "60", "--workers", "1", "--json"])
-    out = capsys.readouterr()
-    assert code == 0, out.err[-2000:]
-    seq = json.loads(out.out.strip().splitlines()[-1])["sequential"]
+    seq = _fair_looks_plan(capsys, ["two-step", "--metric", "model_basedness", "--compare", "hybrid:w=0,beta=5",
+                                    "hybrid:w=1,beta=5"])
     sav, fair = seq["saving"], seq["fair_fixed"]
-    assert sav["fair"] is True and sav["comparator"] == "fixed test calibrated to alpha on the same null studies"
     assert fair["level"] == 0.05 and fair["chosen"]["size"] == sav["fixed_size"] and sav["fixed_power"] >= 0.8
     assert sav["fixed_null_sims"] == seq["null"]["sims"] == 60  # the same fresh null studies
     assert sav["fixed_type1"] == fair["chosen"]["type1"] and sav["sequential_type1"] == seq["null"]["rejection_rate"]
@@ -174,6 +183,34 @@ def test_fixed_looks_saving_is_stated_at_equal_type1_tiny(capsys):
     assert plan["size"] > 0 and plan["saving_percent"] == pytest.approx(
         100 * (1 - seq["expected"]["effect"]["cost_key"] / plan["cost_key"]))
     assert sav["statement"].startswith("saving stated at equal type-I error") and "nominal test" in sav["statement"]
+
+
+def test_model_target_looks_saving_is_stated_at_equal_type1_tiny(capsys):
+    """A model target's ``--looks K`` states its saving at equal type-I error too (issue 40 item 1):
+    its paths are simulated whole (every study to the largest size, not only as far as the procedure
+    goes), so the fixed t-test is calibrated to alpha on the same calibration null studies, its power
+    measured on the same effect studies and its type-I error on the same fresh null studies."""
+    import math
+
+    seq = _fair_looks_plan(capsys, ["instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.6",
+                                    "--subjects", "8", "--trials", "96"])
+    sav, fair = seq["saving"], seq["fair_fixed"]
+    assert "not at equal type-I" not in sav["statement"]
+    assert sav["statement"].startswith("saving stated at equal type-I error") and "8 subjects, its nominal test" in \
+        sav["statement"]
+    assert fair["level"] == 0.05 and fair["sims"] == 30 and fair["null_sims"] == 60
+    sizes = [r["size"] for r in fair["rows"]]
+    assert sizes[0] == 4 and sizes[-1] == 10  # 0.5x to 1.25x the fixed plan's 8 subjects
+    reach = [r for r in fair["rows"] if r["power"] >= 0.8]
+    assert fair["chosen"] == reach[0] and sav["fixed_size"] == reach[0]["size"]  # the smallest reaching 80 %
+    assert fair["rows"][-1]["power"] > fair["rows"][0]["power"]  # 10 subjects detect 0.6 more often than 4
+    assert all(r["type1"] <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 60) for r in fair["rows"])  # calibrated to alpha
+    assert sav["fixed_null_sims"] == seq["null"]["sims"] == 60  # the same fresh null studies
+    assert sav["fixed_type1"] == fair["chosen"]["type1"] and sav["sequential_type1"] == seq["null"]["rejection_rate"]
+    assert sav["sequential_type1"] <= 0.05 and "fixed_type1_mc_se" in sav  # accepted at type-I <= alpha, SE shown
+    assert sav["percent"] == pytest.approx(100 * (1 - seq["expected"]["effect"]["cost_key"] / sav["fixed_cost_key"]))
+    assert seq["plan_fixed"]["size"] == 8
+    assert all(v is not None for p in seq["paths"]["effect"] for v in p)  # whole paths: no study stopped early
 
 
 def test_test_target_sequential_plan_tiny():

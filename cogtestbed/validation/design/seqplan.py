@@ -24,11 +24,14 @@ binding).  The type-I error is measured on other null studies.
 Simulation (:mod:`cogtestbed.validation.design.seqsim`): each subject is simulated and fitted once
 (per-subject MLE fits are independent) and every look of every candidate maximum size is the t-test
 on a prefix of the stored per-subject estimates; a replicate is extended only while some candidate
-still runs it.  The candidate maximum sizes run from :data:`MIN_FACTOR` to :data:`MAX_FACTOR` times
-the fixed plan's size; the chosen one minimises the expected cost under the target effect subject
-to type-I error ≤ α (point estimate on fresh null studies) and power ≥ target.  Costs are linear
-in sessions at a fixed trial count, so candidates are ranked by expected sessions and the chosen
-design's every look is then priced exactly with the dry-run :class:`Pricer`.
+still runs it (with calibrated bounds every replicate is extended to the largest size instead, so
+that the fixed test can be calibrated and measured on the same studies: the saving at equal type-I
+error, :mod:`cogtestbed.validation.design.seqfair`). The candidate maximum sizes run from
+:data:`MIN_FACTOR` to :data:`MAX_FACTOR` times the fixed plan's size; the chosen one minimises the
+expected cost under the target effect subject to type-I error ≤ α (point estimate on fresh null
+studies) and power ≥ target. Costs are linear in sessions at a fixed trial count, so candidates are
+ranked by expected sessions and the chosen design's every look is then priced exactly with the
+dry-run :class:`Pricer`.
 """
 
 from __future__ import annotations
@@ -225,7 +228,7 @@ class SequentialResult:
     fixed_null: tuple[int, int] | None = None
     #: the fair fixed comparator (:func:`~cogtestbed.validation.design.seqfair.fair_fixed`: the fixed
     #: test calibrated to α on the same calibration null studies, its type-I error on the same fresh
-    #: null studies); None where the paths do not hold every fixed size (model targets) or uncalibrated
+    #: null studies); None where uncalibrated (no calibration null studies)
     fair: dict[str, Any] | None = None
 
 
@@ -284,7 +287,7 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     lo = max(2 * looks, min(fixed_size, math.floor(min_factor * fixed_size)))
     n_top = max(lo, math.ceil(max_factor * fixed_size))
     maxima = candidate_maxima(lo, n_top, fixed_size)
-    fixed_sizes = _fair_sizes(spec, fixed_size, n_top, calibrate)
+    fixed_sizes = _fair_sizes(fixed_size, n_top, calibrate)
     all_sizes = tuple(sorted({n for m in maxima for n in look_sizes(m, looks)} | set(fixed_sizes)))
     col = {n: i for i, n in enumerate(all_sizes)}
     dirn = direction(spec)
@@ -293,7 +296,8 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
         f"{_calibration_words(calibrate, null_sims)} up to {n_top} units, {looks} looks, {len(maxima)} maximum sizes")
     nominal = _candidates(maxima, looks, spec, spending, futility, target, calibrate)
     columns = tuple(tuple(col[n] for n in b.sizes) for b in nominal)
-    sim = Simulator(trials, runs, n_top, all_sizes, sims, spec.seed, workers, width=max(2, lo // looks))
+    sim = Simulator(trials, runs, n_top, all_sizes, sims, spec.seed, workers, width=max(2, lo // looks),
+                    whole=bool(fixed_sizes))
     null = null_spec(spec, null_agent)
     nsim = dataclasses.replace(sim, sims=null_sims)
     typed = _type1_rule(binding)
@@ -319,13 +323,14 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
                             fixed_null=fixed, fair=fair)
 
 
-def _fair_sizes(spec: PlannedStudy, fixed_size: int, n_top: int, calibrate: bool) -> list[int]:
-    """The sizes the fair fixed comparator is evaluated at (``--looks auto``'s grid), or none for a
-    model target (its paths stop where the procedure stops, so they do not hold every size) or
-    uncalibrated bounds (no calibration null studies)."""
+def _fair_sizes(fixed_size: int, n_top: int, calibrate: bool) -> list[int]:
+    """The sizes the fair fixed comparator is evaluated at (``--looks auto``'s grid), or none for
+    uncalibrated bounds (no calibration null studies).  A model target's paths are then simulated
+    whole (:attr:`~cogtestbed.validation.design.seqsim.Simulator.whole`: to the largest size, not only
+    as far as the procedure goes), so that every path holds every size."""
     from cogtestbed.validation.design.seqfair import FIXED_MIN_FACTOR
 
-    if isinstance(spec, PowerStudy) or not calibrate:
+    if not calibrate:
         return []
     return candidate_maxima(max(2, min(fixed_size, math.floor(FIXED_MIN_FACTOR * fixed_size))), n_top, fixed_size)
 
@@ -399,9 +404,10 @@ def _shift_and_error(scores: np.ndarray, side: float, info: Mapping[str, Any],
 
 def _fixed_from_paths(spec: PlannedStudy, nul: Any, column: int | None) -> tuple[int, int] | None:
     """(rejections, studies) of the fixed design's own test at its size on the fresh null paths, where
-    every path holds that size (whole paths: metric and test targets); None otherwise (model targets'
-    paths stop where the procedure stops: the fixed design's null is then simulated by the fixed plan)."""
-    if column is None or isinstance(spec, PowerStudy):
+    every path holds that size (whole paths: metric and test targets, and model targets whose paths
+    are simulated whole for the fair comparator); None otherwise (paths that stop where the procedure
+    stops: the fixed design's null is then simulated by the fixed plan)."""
+    if column is None:
         return None
     z = nul.z[:, column]
     if not np.isfinite(z).all():
@@ -593,15 +599,15 @@ def attach_sequential(payload: dict[str, Any], result: Any, pricer: Any, exp: An
                           null_sims=null_sims, binding=binding)
     if res.chosen is not None:
         price_looks(res.chosen, spec, pricer, exp, point, size_name)
-        if res.fixed_null is None:  # model targets: the fixed design's own test on fresh null studies
+        if res.fixed_null is None:  # paths without the fixed size: its own test on fresh null studies
             res.fixed_null = fixed_type1(spec, point, null_agent, workers, null_sims or MIN_NULL_SIMS)
     if res.fair is not None:  # the saving at equal type-I error (the nominal design's beside it)
         seq = fair_payload(result, res, res.fair, pricer, exp, futility, binding)
         seq["fair_fixed"] = res.fair
     else:
         seq = sequential_payload(res, spec, result.chosen.cost, size_name, futility, binding)
-        why = ("a model target's paths stop at the sequential bounds, so the fixed test is not calibrated on them"
-               if isinstance(spec, PowerStudy) else "the bounds are not calibrated on simulated null studies")
+        why = ("the bounds are not calibrated on simulated null studies" if not res.calibration_sims else
+               "the simulated paths do not hold every fixed size")
         if "saving" in seq:
             seq["saving"]["comparator"] = "fixed plan's design (its nominal test)"
             seq["saving"]["statement"] = (f"saving stated against the fixed plan's design with its nominal test, not "

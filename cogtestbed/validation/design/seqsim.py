@@ -10,7 +10,9 @@ executes it (the same fitter and test at each look), but only as far as it goes:
   checks that this gives the run's own refitted statistic (:func:`seqplan._model_statistic`).
 * **Lazily.**  Replicates are simulated in blocks of :data:`BLOCK`, a few subjects at a time
   (one simulate and one fit call per block and step); a replicate stops being extended once every
-  candidate maximum size has stopped it, so a study that stops at look 2 costs look 2's subjects.
+  candidate maximum size has stopped it, so a study that stops at look 2 costs look 2's subjects
+  (``Simulator.whole``: every replicate to the largest size, as ``plan --looks K`` with calibrated
+  bounds simulates them, so that the fixed comparator is tested at every size on the same studies).
 * **Calibrated on the simulated null** (:func:`null_scores`, :func:`calibrate_shift`): the
   efficacy bound in the effect's direction is moved by one shift δ so that, on a *calibration*
   set of simulated null studies run with futility obeyed (as the run executes it), exactly the
@@ -207,6 +209,9 @@ class Simulator:
     width: int = 2
     subjects: int = 0  # units simulated so far (model targets)
     label: str = "sequential plan: simulating studies"  # the heartbeat's phase
+    #: every replicate extended to ``n_top`` whatever the rule (model targets: the fair fixed comparator
+    #: is tested at every size, so no path may stop where the procedure stops)
+    whole: bool = False
 
     def run(self, jobs: Sequence[tuple[PlannedStudy, int, Rule | None]]) -> list[Paths]:
         """Each job's (study, seed stream, rule) paths: ``sims`` replicates each."""
@@ -256,6 +261,7 @@ class Simulator:
         payload = spec.model_dump_json()
         blocks = range(0, self.sims, BLOCK)
         if isinstance(spec, PowerStudy):
+            rule = None if self.whole else rule
             return [(model_block, (payload, self.trials, self.runs, self.n_top, self.sizes, rule, self.seed, stream,
                                    b // BLOCK, min(BLOCK, self.sims - b), self.width)) for b in blocks]
         # a whole path's random numbers are its own (seeded by its index), so these blocks can be small:

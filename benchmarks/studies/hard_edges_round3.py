@@ -14,7 +14,9 @@ now (exit status and its one line, or the numbers it reports).
 * constant answers in every experiment (two simulated subjects, every valid answer set to one
   value, as the conformance check ``constant_answers`` does): the flag, the metrics made null, and
   how many subjects each model's ``fit`` identifies (0 of 2 everywhere);
-* ProbabilisticReasoning/claude-1.csv: the runs the importer finds holding a second session (215).
+* ProbabilisticReasoning/claude-1.csv and claude-2.csv (runs that judge a condition twice): the
+  default refusal (exit 2, one line naming file, run, condition and override), and under
+  ``--sessions split`` the runs holding a second session (215 and 2).
 """
 
 from __future__ import annotations
@@ -67,11 +69,19 @@ def main() -> None:
                          env={"COGTESTBED_MAX_INPUT_MB": "1"})
         print("large input:", said(big))
     constant_answers_everywhere()
-    from cogtestbed.registry import get_experiment
+    two_sessions_under_one_id()
 
-    table = get_experiment("probabilistic-reasoning").importer("cogbench").load(
-        DATA / "ProbabilisticReasoning" / "claude-1.csv")
-    print("claude-1.csv runs with a second session:", int(table.loc[table["session"] == 1, "subject"].nunique()))
+
+def two_sessions_under_one_id() -> None:
+    """CogBench's probabilistic files that judge a condition twice in a run: refused by default (the
+    command's one line), read as second sessions under ``--sessions split``."""
+    for name in ("claude-1.csv", "claude-2.csv"):
+        path = DATA / "ProbabilisticReasoning" / name
+        print(f"metrics {name}:", said(cogtestbed("metrics", str(path))))
+        got = json.loads(cogtestbed("metrics", str(path), "--sessions", "split", "--json").stdout)
+        second = {r["run"] for r in got["per_run"] if r["session"] == 1}
+        print(f"metrics {name} --sessions split: exit 0, {len(second)} runs with a second session, performance "
+              f"{got['metrics']['performance']:.4f}")
 
 
 def constant_answers_everywhere() -> None:

@@ -123,21 +123,24 @@ def simulate(experiment: str | ExperimentSpec, agent: str, *, subjects: int = 10
 
 
 def read_table(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLike[str],
-               source: str = "auto") -> tuple[pd.DataFrame, str]:
+               source: str = "auto", sessions: str | None = None) -> tuple[pd.DataFrame, str]:
     """(the trial table, its source): a table as given (validated against the experiment's
-    schema), or a file read as a trial table or through one of the experiment's importers."""
+    schema), or a file read as a trial table or through one of the experiment's importers
+    (``sessions``: :meth:`~cogtestbed.experiments.spec.ExperimentSpec.read`)."""
     import pandas as pd
 
     from cogtestbed.schema import validate_trials
 
     exp = get_experiment(experiment)
     if isinstance(table_or_path, pd.DataFrame):
+        if sessions is not None:
+            raise InputError("sessions applies to published files read through an importer, not to a table")
         return validate_trials(table_or_path, exp.schema, exp.name), "table"
-    return exp.read(Path(table_or_path), source)
+    return exp.read(Path(table_or_path), source, sessions)
 
 
 def metrics(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | str | os.PathLike[str], *,
-            source: str = "auto", **options: Any) -> dict[str, Any]:
+            source: str = "auto", sessions: str | None = None, **options: Any) -> dict[str, Any]:
     """The experiment's published metrics of a trial table or file, overall and per unit
     (``cogtestbed metrics``): the :class:`~cogtestbed.metrics_result.MetricsResult` keys
     (``metrics``, ``per_subject`` or ``per_run``, ``n_invalid``, ``flags``, ...) with the
@@ -145,13 +148,16 @@ def metrics(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame
     form's metrics and the between-form SDs).  ``experiment`` None: the file's (its experiment
     column, or the experiment whose importer recognises it).  ``options`` are the experiment's own
     metrics options (:class:`~cogtestbed.metrics_result.MetricOption`; a string is converted as on
-    the command line, a dash in a name read as an underscore)."""
+    the command line, a dash in a name read as an underscore).  ``sessions``: ``split`` numbers a
+    second judgement of a condition within one run of a file without trial key (CogBench
+    probabilistic reasoning) as that run's next session; the default (None, ``refuse``) refuses
+    such a file in one line (:func:`cogtestbed.data.rows.number_sessions`)."""
     exp = get_experiment(experiment_for(experiment, table_or_path))
     converted: dict[str, Any] = {}
     for name, value in options.items():
         option = exp.metric_option(name.replace("-", "_"))
         converted[option.name] = option.convert(value) if isinstance(value, str) else value
-    table, detected = read_table(exp, table_or_path, source)
+    table, detected = read_table(exp, table_or_path, source, sessions)
     result: dict[str, Any] = {"experiment": exp.name, "source": detected}
     if not isinstance(table_or_path, _frame_type()):
         result["path"] = str(table_or_path)
@@ -196,7 +202,8 @@ def _frame_type() -> type:
 def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | str | os.PathLike[str], *, model: str,
         method: Literal["mle", "hierarchical"] = "mle", source: str = "auto", separate_runs: bool = False,
         draws: int = 1000, max_draws: int | None = None, chains: int = 4, seed: int = 0,
-        lapse: str = "none", form_effects: Sequence[str] | None = None) -> pd.DataFrame | BayesFit:
+        lapse: str = "none", form_effects: Sequence[str] | None = None,
+        sessions: str | None = None) -> pd.DataFrame | BayesFit:
     """Fit ``model`` to a trial table or file (``cogtestbed fit``).
 
     ``method="mle"``: one row per subject (estimates, NLL, AIC, BIC, convergence, and whether the
@@ -207,7 +214,7 @@ def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | s
     of each agent are fitted together as one subject unless ``separate_runs``.  ``lapse``: the
     fitted lapse term (``none``, ``fit`` or a fixed rate, as ``--lapse``).  ``experiment`` None:
     the table's (its experiment column, or the importer that recognises the file), else the one
-    experiment declaring ``model``.
+    experiment declaring ``model``.  ``sessions``: as :func:`metrics`'s.
 
     A table run across two or more prompt forms (its ``form`` column) is fitted hierarchically with
     crossed subject and form effects (:func:`~cogtestbed.inference.form_hierarchical.fit_forms_hierarchical`)
@@ -216,7 +223,7 @@ def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | s
     """
     exp = get_experiment(experiment_for(experiment, table_or_path, model))
     cog = fit_model(exp, model, method, lapse)
-    table, _, _ = fit_table(exp, table_or_path, source, separate_runs)
+    table, _, _ = fit_table(exp, table_or_path, source, separate_runs, sessions)
     if method == "mle":
         return cog.fit_identified(table)
     return sample_hierarchical(cog, table, form_effects, draws=draws, chains=chains, seed=seed, max_draws=max_draws)
@@ -251,10 +258,11 @@ def fit_model(exp: ExperimentSpec, model: str, method: str, lapse: str = "none")
 
 
 def fit_table(exp: ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLike[str], source: str = "auto",
-              separate_runs: bool = False) -> tuple[pd.DataFrame, str, bool]:
+              separate_runs: bool = False, sessions: str | None = None) -> tuple[pd.DataFrame, str, bool]:
     """(the table to fit, its source, whether runs were pooled): where the experiment pools
-    sessions, the runs of each agent (in one prompt form) become one subject unless ``separate_runs``."""
-    table, detected = read_table(exp, table_or_path, source)
+    sessions, the runs of each agent (in one prompt form) become one subject unless ``separate_runs``
+    (``sessions``: :func:`read_table`)."""
+    table, detected = read_table(exp, table_or_path, source, sessions)
     pooled = exp.pooling_unit == "session" and not separate_runs
     return (pool_runs_within_forms(table) if pooled else table), detected, pooled
 

@@ -25,7 +25,8 @@ def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.P
                  experiment: str | None = None, method: str = "hierarchical", source: str = "auto",
                  separate_runs: bool = False, draws: int = 1000, max_draws: int | None = None, chains: int = 4,
                  log_likelihood: bool = False, seed: int = 0, lapse: str = "none", force: bool = False,
-                 form_effects: Sequence[str] | None = None, say: Callable[[str], None] = _quiet) -> dict[str, Any]:
+                 form_effects: Sequence[str] | None = None, say: Callable[[str], None] = _quiet,
+                 sessions: str | None = None) -> dict[str, Any]:
     """Fit ``model`` to the trial table or published data file ``path`` and write the fit to the
     folder ``output`` (``cogtestbed fit``; ``force`` overwrites its files); return the summary it
     writes as ``summary.json`` (model, source, subjects, unit; MLE: the parameters' means, summed
@@ -37,7 +38,9 @@ def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.P
     ``experiment``: default, the table's experiment column, else the one experiment declaring
     ``model``.  Files: ``mle.csv`` (MLE, one row per subject, equal to :func:`cogtestbed.fit`'s
     table), or ``posterior.nc``, ``subjects.csv``, ``diagnostics.csv`` (hierarchical).  ``say``
-    receives the progress notes (sampling started, diagnostics).
+    receives the progress notes (sampling started, diagnostics); ``sessions`` as
+    :func:`cogtestbed.metrics`'s (``split``: a run of a file without trial key that judges a
+    condition again holds another session; default: such a file is refused).
     """
     from cogtestbed.api.core import fit_model, fit_table, get_experiment
     from cogtestbed.inference.base import invalid_rate, mle_summary
@@ -48,7 +51,7 @@ def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.P
     cog = fit_model(exp, model, method, lapse)
     out = Path(output)
     with output_dir(out, force):
-        table, detected, pooled = fit_table(exp, Path(path), source, separate_runs)
+        table, detected, pooled = fit_table(exp, Path(path), source, separate_runs, sessions)
         payload: dict[str, Any] = {"model": model, "path": str(path), "source": detected,
                                    "n_subjects": int(table["subject"].nunique()), "method": method,
                                    "unit": "agent (runs pooled as sessions)" if pooled else "run"}

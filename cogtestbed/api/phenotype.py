@@ -34,12 +34,17 @@ class Phenotype:
 
 def phenotype(paths: Sequence[str | os.PathLike[str]], *, agents: Sequence[str] | None = None,
               experiment: str | None = None, kind: str = "all", normalisation: str = "signed",
-              output: str | os.PathLike[str] | None = None, force: bool = False) -> Phenotype:
+              output: str | os.PathLike[str] | None = None, force: bool = False,
+              sessions: str | None = None) -> Phenotype:
     """Normalise agents' CogBench metrics (random = 0, human = 1) read from CogBench CSVs
     (``<Task>/<agent>.csv``), trial tables or folders of them (``paths``); ``agents``: only these;
     ``kind``: ``behaviour``, ``performance`` or ``all``; ``normalisation``: ``signed``
     ((x - random) / (human - random), as the paper) or ``absolute``.  ``output``: also write
-    phenotype.csv, phenotype.json and one PNG figure per kind (``force`` overwrites)."""
+    phenotype.csv, phenotype.json and one PNG figure per kind (``force`` overwrites).
+    ``sessions``: ``split`` numbers a second judgement of a condition within one run of a
+    CogBench file without trial key (probabilistic reasoning: claude-1.csv and claude-2.csv hold
+    such runs) as that run's next session; the default refuses such a file in one line.  It
+    applies to those files only (the others' rows have a trial key)."""
     from cogtestbed.outputs import output_dir
 
     if kind not in ("behaviour", "performance", "all"):
@@ -50,16 +55,16 @@ def phenotype(paths: Sequence[str | os.PathLike[str]], *, agents: Sequence[str] 
     out = None if output is None else Path(output)
     with output_dir(out, force):
         return _phenotype([Path(p) for p in paths], None if agents is None else list(agents), experiment, kinds,
-                          normalisation, out)
+                          normalisation, out, sessions)
 
 
 def _phenotype(paths: list[Path], agents: list[str] | None, experiment: str | None, kinds: tuple[str, ...],
-               normalisation: str, output: Path | None) -> Phenotype:
+               normalisation: str, output: Path | None, sessions: str | None = None) -> Phenotype:
     from cogtestbed.outputs import atomic_write_bytes
     from cogtestbed.trials import write_json_atomic
     from cogtestbed.validation.runs.phenotype import metrics_from_files, phenotype_table, plot_phenotype, table_flags
 
-    results = metrics_from_files(paths, agents, experiment, kinds)
+    results = metrics_from_files(paths, agents, experiment, kinds, sessions)
     if not results:
         raise InputError("no metrics found: no file matched a registered CogBench experiment/agent")
     table = phenotype_table(results, kinds)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cogtestbed.cli.app import app, console, console_err, print_json, stderr_is_terminal
+from cogtestbed.cli.app import SessionsOpt, app, console, console_err, print_json, stderr_is_terminal
 from cogtestbed.errors import InputError
 
 
@@ -41,6 +41,7 @@ def metrics(
     source: Annotated[str, typer.Option(
         "--from", help="auto (detect), trials, or an importer such as cogbench.")] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    sessions: SessionsOpt = None,
 ) -> None:
     """Compute the experiment's published metrics, overall and per run.
 
@@ -67,7 +68,7 @@ def metrics(
         report = (lambda line, final: console_err.print(line, highlight=False) if final else status.update(line)) \
             if terminal else stderr_reporter(False)
         with reporting(report, terminal):
-            result = compute_metrics(name, path, source=source, **options)
+            result = compute_metrics(name, path, source=source, sessions=sessions, **options)
     detected = result["source"]
     if as_json:
         print_json(result)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from cogtestbed.cli.app import app, console, console_err, print_json
+from cogtestbed.cli.app import SessionsOpt, app, console, console_err, print_json
 
 
 @app.command()
@@ -25,6 +25,7 @@ def phenotype(
         "--output", "-o", help="Folder for phenotype.csv, phenotype.json and the PNG figures.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")] = False,
+    sessions: SessionsOpt = None,
 ) -> None:
     """Normalise agents' CogBench metrics (random = 0, human = 1) and plot them like Fig. 2."""
     from rich.table import Table
@@ -32,7 +33,7 @@ def phenotype(
     from cogtestbed.api.phenotype import phenotype as profile
 
     result = profile(paths, agents=agents, experiment=experiment, kind=kind, normalisation=normalisation,
-                     output=output, force=force)
+                     output=output, force=force, sessions=sessions)
     if output is not None:
         console_err.print(f"wrote phenotype table and figures to {output}")
     if as_json:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cogtestbed.cli.app import app, console, console_err, print_json
+from cogtestbed.cli.app import SessionsOpt, app, console, console_err, print_json
 from cogtestbed.cli.simulate import FormSdOpt, FormsOpt, LapseInvalidOpt, LapseRandomOpt
 from cogtestbed.errors import InputError
 
@@ -482,6 +482,7 @@ def fit(
         "--form-effects", help="P1,P2,...: the parameters given a prompt-form effect when the table has a 'form' "
                                "column (hierarchical; default: every parameter).")] = None,
     force: ForceOpt = False,
+    sessions: SessionsOpt = None,
 ) -> None:
     """Fit a model to a trial file: InferenceData (netCDF) + summary (hierarchical), or MLE table.
 
@@ -497,7 +498,7 @@ def fit(
                             separate_runs=separate_runs, draws=draws, max_draws=max_draws, chains=chains,
                             log_likelihood=log_likelihood, seed=seed, lapse=lapse, force=force,
                             form_effects=None if form_effects is None else form_effects.split(","),
-                            say=lambda line: console_err.print(line, markup=False))
+                            say=lambda line: console_err.print(line, markup=False), sessions=sessions)
 
     if method == "hierarchical":  # a long fit: the collector back on, the start-up frozen
         from cogtestbed.collector import resume_collection

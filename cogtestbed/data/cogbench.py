@@ -13,7 +13,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cogtestbed.data.rows import DataFormatError, drop_agreeing_duplicates, refuse_duplicated_columns
+from cogtestbed.data.rows import (
+    DataFormatError,
+    drop_agreeing_duplicates,
+    number_sessions,
+    refuse_duplicated_columns,
+)
 from cogtestbed.trials import finish_table
 
 __all__ = ["DataFormatError"]
@@ -134,21 +139,32 @@ def import_instrumental(path: str | Path) -> pd.DataFrame:
 PROBABILISTIC_COLUMNS = ("run", "informative_lh", "prior", "lh", "left_pred", "red_observation")
 
 
-def import_probabilistic(path: str | Path, human: bool | None = None) -> pd.DataFrame:
+#: The file columns identifying one judgement of a session (a session judges each condition once).
+PROBABILISTIC_REPEAT_KEY = ("run", "informative_lh")
+
+
+def import_probabilistic(path: str | Path, human: bool | None = None, sessions: str = "refuse") -> pd.DataFrame:
     """CogBench ProbabilisticReasoning CSV → trial table (one row per judgement).
 
     ``lh`` is P(red | left urn) in CogBench's LLM files but P(observed colour | left urn) in its
     human file (``store.py`` treats ``engine == 'human'`` differently).  ``human=None`` infers
     this from the file name, as CogBench does; the table always holds P(red | left) in ``lh``
     and marks human rows with ``cogbench_human_lh`` so that the compatibility score can
-    reproduce CogBench's double flip.  CogBench's ``run`` becomes the subject; a session judges each
-    condition (``informative_lh``) once, so a run that judges a condition again holds another
-    session (some files append a run twice): its rows are that run's session 1, 2, …, never
-    merged into one session; rows of a session are numbered in file order.
+    reproduce CogBench's double flip.  CogBench's ``run`` becomes the subject.
+
+    A session judges each condition (``informative_lh``) once and the file has no trial key, so a
+    run that judges a condition again is two sessions under one id (CogBench's own claude-1.csv
+    appends 215 runs twice, claude-2.csv 2): ``sessions="refuse"`` (default) refuses it in one line
+    naming the file, run, condition and override; ``sessions="split"`` numbers each repeat as the
+    run's next session (``session`` 1, 2, …), never merged into one
+    (:func:`~cogtestbed.data.rows.number_sessions`; an identical copy is one row under
+    ``refuse``).  Rows of a session are numbered in file order.
     """
     from cogtestbed.tables.probabilistic import stimulus_table
 
     df = read_cogbench_csv(path, PROBABILISTIC_COLUMNS)
+    df, session, n_dropped = number_sessions(df, PROBABILISTIC_REPEAT_KEY, Path(path).name, sessions,
+                                             columns=PROBABILISTIC_COLUMNS)
     is_human = Path(path).stem == "human" if human is None else human
     red = df["red_observation"].astype(str).str.lower().eq("true").to_numpy()[:, None]
     informative = df["informative_lh"].astype(str).str.lower().eq("true").to_numpy()[:, None]
@@ -161,11 +177,9 @@ def import_probabilistic(path: str | Path, human: bool | None = None) -> pd.Data
         agent=Path(path).stem, human_lh=is_human,
     )
     table["subject"] = df["run"].to_numpy(np.int64)
-    # a session judges each condition (informative or not) once: a run that judges one again holds a
-    # second session (215 runs of claude-1.csv are appended twice), numbered as such, not merged into one
-    session = df.groupby(["run", "informative_lh"], sort=False).cumcount().to_numpy(np.int64)
     table["session"] = session
     table["trial"] = df.assign(_s=session).groupby(["run", "_s"], sort=False).cumcount().to_numpy(np.int64)
+    table.attrs["duplicated_rows_dropped"] = n_dropped
     return table
 
 

@@ -9,8 +9,15 @@
   relabelled run — is refused in one line naming the key and the column.  Only columns the source
   is documented to change between copies (``may_differ``) are exempt.
 
-Files that identify rows by position only (CogBench's probabilistic-reasoning judgements,
-causAIign's replicated prompt ids) have no key: their importers number repeated ids in file order.
+* **Two sessions under one id are refused** (:func:`number_sessions`): where a file has no trial
+  key but a session judges each condition once (CogBench's probabilistic-reasoning runs: one
+  informative and one uninformative judgement), a run holding a second judgement of a condition
+  that differs from the first in any column read is refused in one line naming the file, the run,
+  the condition and the override, ``sessions="split"`` (``--sessions split``), which numbers each
+  repeat as the run's next session.  An identical copy (every column read equal) is one row.
+
+causAIign's replicated prompt ids are its documented replicates: their importer makes one subject
+per replicate.
 """
 
 from __future__ import annotations
@@ -23,11 +30,30 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cogtestbed.errors import DataError
+from cogtestbed.errors import DataError, InputError
 
 
 class DataFormatError(DataError):
     """A file is not in the format the importer expects (one clear message)."""
+
+
+class RepeatedSessionError(DataFormatError):
+    """A run of a file without trial key judges a condition twice, differently: a second session
+    under one run id (:func:`number_sessions`; ``sessions="split"`` numbers it instead)."""
+
+
+#: What an importer does with a run that judges a condition again (:func:`number_sessions`):
+#: ``refuse`` (the default) or ``split`` (each repeat is the run's next session).
+SESSIONS_MODES = ("refuse", "split")
+#: The override named by a refusal: the library keyword and the command-line option.
+SESSIONS_OVERRIDE = "sessions='split' (--sessions split)"
+
+
+def check_sessions_mode(sessions: str) -> str:
+    """``sessions`` if it is one of :data:`SESSIONS_MODES`; else one line naming them."""
+    if sessions not in SESSIONS_MODES:
+        raise InputError(f"--sessions must be {' or '.join(SESSIONS_MODES)}, got {sessions!r}")
+    return sessions
 
 
 def header_cells(path: str | Path, sep: str = ",") -> list[str]:
@@ -91,6 +117,41 @@ def drop_agreeing_duplicates(df: pd.DataFrame, key: Sequence[str], name: str,
             "one id? give each session its own id")
     keep = ~df.duplicated(key, keep="first").to_numpy()
     return df.loc[keep].reset_index(drop=True), int((~keep).sum())
+
+
+def number_sessions(df: pd.DataFrame, key: Sequence[str], name: str, sessions: str = "refuse",
+                    columns: Sequence[str] | None = None) -> tuple[pd.DataFrame, np.ndarray, int]:
+    """(rows kept, each row's session within its run, identical copies dropped) of a file without
+    trial key whose session judges each ``key`` (run, condition) once.
+
+    ``sessions="refuse"`` (default): a copy identical in every column read (``columns``, default
+    all) is one row, dropped; a second row under a key that differs from the first is refused in
+    one line (:class:`RepeatedSessionError`) naming the file, the run and condition, both file
+    lines, the first column that differs and the override.  ``sessions="split"``: every repeat of a
+    key, identical or not, is the run's next session (0, 1, ...), numbered in file order; nothing is
+    dropped (a run appended twice may repeat a judgement exactly: CogBench's claude-1.csv holds 8
+    such rows, each in a run whose other judgement differs).
+    """
+    check_sessions_mode(sessions)
+    key = list(key)
+    read = [c for c in (columns if columns is not None else df.columns) if c in df.columns]
+    if sessions == "split":
+        return df, df.groupby(key, sort=False).cumcount().to_numpy(np.int64), 0
+    keep = ~df.duplicated(read, keep="first").to_numpy()
+    n_dropped = int((~keep).sum())
+    kept = df.loc[keep]
+    repeat = kept.duplicated(key, keep="first").to_numpy()
+    if repeat.any():
+        i = int(np.argmax(repeat))
+        row = kept.iloc[i]
+        first = kept.loc[(kept[key] == row[key]).all(axis=1)].iloc[0]
+        column = next(c for c in read if c not in key and not _same(pd.Series([first[c]]), pd.Series([row[c]]))[0])
+        raise RepeatedSessionError(
+            f"{name}: {_key_text(key, [row[k] for k in key])} is judged twice (file lines {int(first.name) + 2} "
+            f"and {int(row.name) + 2} differ in {column!r}: {_plain(first[column])!r} vs {_plain(row[column])!r}): "
+            f"two sessions under one run id; give each its own run id, or pass {SESSIONS_OVERRIDE} to number "
+            "each repeat as the run's next session")
+    return kept.reset_index(drop=True), np.zeros(int(keep.sum()), np.int64), n_dropped
 
 
 def sniff_separator(text: str) -> str:

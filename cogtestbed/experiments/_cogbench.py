@@ -19,16 +19,17 @@ DECODING = Decoding(0.0, "Coda-Forno et al. 2024, Sec. 3: \"We set the temperatu
 def cogbench_importer(load: Callable[[Path], pd.DataFrame], columns: tuple[str, ...],
                       excluded: tuple[str, ...] = (), file_columns: Mapping[str, str] | None = None,
                       key: tuple[str, ...] = ("run", "trial"), may_differ: tuple[str, ...] = (),
-                      ) -> dict[str, Importer]:
+                      repeat_key: tuple[str, ...] = ()) -> dict[str, Importer]:
     """The ``cogbench`` importer of a task: ``load``, recognising files by their ``columns``
     (and the absence of ``excluded`` ones); ``file_columns`` names the CogBench columns that
     trial-table columns are read from (CogBench's ``run`` is always the ``subject``); ``key`` and
-    ``may_differ`` as in :class:`~cogtestbed.experiments.spec.Importer` (the importer's own)."""
+    ``may_differ`` as in :class:`~cogtestbed.experiments.spec.Importer` (the importer's own);
+    ``repeat_key`` for a file without trial key (``load`` then takes ``sessions``)."""
     from cogtestbed.data.cogbench import looks_like_cogbench
 
     names = {"subject": "run", **(file_columns or {})}
     return {"cogbench": Importer("cogbench", load, lambda p: looks_like_cogbench(p, columns, excluded), names,
-                                 key, may_differ)}
+                                 key, may_differ, repeat_key)}
 
 
 def behaviour(key: str, label: str, human: float, random: float, task: str) -> PhenotypeReference:

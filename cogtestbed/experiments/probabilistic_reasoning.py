@@ -1,6 +1,6 @@
 """Probabilistic reasoning (CogBench; Dasgupta et al. 2020): wheel of fortune + urns."""
 
-from cogtestbed.data.cogbench import PROBABILISTIC_COLUMNS, import_probabilistic
+from cogtestbed.data.cogbench import PROBABILISTIC_COLUMNS, PROBABILISTIC_REPEAT_KEY, import_probabilistic
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.probabilistic import MODELS, cogbench_metrics
@@ -24,7 +24,8 @@ SPEC = ExperimentSpec(
                         unidentified=("prior_weighting", "likelihood_weighting", "prior_weighting_ci",
                                       "likelihood_weighting_ci", "ratio", "ratio_ci", "prior_minus_likelihood")),
     importers=cogbench_importer(import_probabilistic, PROBABILISTIC_COLUMNS,
-                                file_columns={"action": "left_pred", "estimate": "left_pred"}, key=()),
+                                file_columns={"action": "left_pred", "estimate": "left_pred"}, key=(),
+                                repeat_key=PROBABILISTIC_REPEAT_KEY),
     pooling_unit="session",
     studies=(
         StudyDecl("recovery", "generalised-Bayes weights from 200 pooled runs", model="generalised-bayes",

@@ -281,15 +281,33 @@ class Importer:
     the offending column.  ``key`` names the file columns that identify a row (``()``: rows are
     identified by position) and ``may_differ`` the columns the source is documented to change
     between copies of a row: rows sharing a key must agree in every other column
-    (:mod:`cogtestbed.data.rows`; conformance check ``importer_conflicts``).
+    (:mod:`cogtestbed.data.rows`; conformance check ``importer_conflicts``).  ``repeat_key`` (a
+    file without trial key) names the columns identifying one judgement of a session (CogBench
+    probabilistic reasoning's run and condition): ``load`` then takes ``sessions`` (``refuse``, its
+    default, or ``split``: :func:`~cogtestbed.data.rows.number_sessions`).
     """
 
     source: str
-    load: Callable[[Path], pd.DataFrame]
+    load: Callable[..., pd.DataFrame]
     sniff: Callable[[Path], bool]
     file_columns: Mapping[str, str] = field(default_factory=dict)
     key: tuple[str, ...] = ()
     may_differ: tuple[str, ...] = ()
+    repeat_key: tuple[str, ...] = ()
+
+    def load_as(self, path: Path, sessions: str | None = None) -> pd.DataFrame:
+        """``load(path)``, with ``sessions`` (``refuse`` or ``split``) where given: only an importer
+        with a :attr:`repeat_key` takes it (any other refuses it in one line)."""
+        if sessions is None:
+            return self.load(path)
+        from cogtestbed.data.rows import check_sessions_mode
+
+        check_sessions_mode(sessions)
+        if not self.repeat_key:
+            raise InputError(f"--sessions applies to files without a trial key; the {self.source!r} importer "
+                             + (f"identifies rows by {', '.join(self.key)} and refuses disagreeing copies"
+                                if self.key else "has no repeated judgements to number"))
+        return self.load(path, sessions=sessions)
 
 
 ParamMap = Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
@@ -552,10 +570,12 @@ class ExperimentSpec:
         ``table_schema``, read without importing the environment)."""
         return self.table_schema if self.table_schema is not None else self.env_cls.table_schema
 
-    def read(self, path: Path, source: str = "auto") -> tuple[pd.DataFrame, str]:
+    def read(self, path: Path, source: str = "auto", sessions: str | None = None) -> tuple[pd.DataFrame, str]:
         """Read ``path`` as a trial table (``.parquet``) or through one of the importers
         (``source`` names one; ``auto`` asks each importer's sniff) and validate it against
-        :attr:`schema` before anything is computed; returns the table and the source used."""
+        :attr:`schema` before anything is computed; returns the table and the source used.
+        ``sessions``: what an importer without trial key does with a run that judges a condition
+        again (:meth:`Importer.load_as`; None: its default, ``refuse``)."""
         from cogtestbed.memory import reading_input
         from cogtestbed.schema import TrialTableError, validate_trials
         from cogtestbed.trials import read_trial_file
@@ -563,6 +583,9 @@ class ExperimentSpec:
         if not path.exists():
             raise FileNotFoundError(f"no such file: {path}")
         if source == "trials" or (source == "auto" and path.suffix == ".parquet"):
+            if sessions is not None:
+                raise InputError(f"--sessions applies to published files read through an importer, not to the "
+                                 f"trial table {path.name} (its sessions are its own)")
             with reading_input(path):  # a large file: refused in one line with its estimate, or its progress shown
                 table = read_trial_file(path)
             return validate_trials(table, self.schema, self.name, source=path), "trials"
@@ -575,7 +598,7 @@ class ExperimentSpec:
             source = found.source
         importer = self.importer(source)
         with reading_input(path):
-            table = importer.load(path)
+            table = importer.load_as(path, sessions)
         return validate_trials(table, self.schema, self.name, source=path, file_columns=importer.file_columns), source
 
     def metric_option(self, name: str) -> MetricOption:

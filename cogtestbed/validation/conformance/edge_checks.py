@@ -4,7 +4,10 @@
 * :func:`check_importer_conflicts`: every importer follows :mod:`cogtestbed.data.rows`: a header
   naming a column twice is refused; where the file has a row key, a copy of a row that disagrees
   in any column (but those the source may change) is refused in one line naming the key, and an
-  identical copy is dropped (the table equals the original's).
+  identical copy is dropped (the table equals the original's); where it has no trial key but a
+  ``repeat_key`` (run and condition), a second judgement that differs is refused by default in one
+  line naming run, condition and the override ``sessions='split'``, which numbers it as the run's
+  next session (:func:`repeat_problems`).
 * ``check_bound_edges`` (in :mod:`~cogtestbed.validation.conformance`, through
   :func:`bound_edge_problems`): every agent simulates at each declared bound of each parameter, and at
   the nearest double inside it, for two seeds, or refuses the value in one line.
@@ -97,8 +100,17 @@ def importer_conflict_problems(importer: Importer, path: Path, tmp: Path) -> lis
     if msg is None or "\n" in msg or repr(header[-1]) not in msg:
         problems.append(f"{where}: a header naming {header[-1]!r} twice is not refused in one line naming it "
                         f"({msg!r})")
-    if not importer.key:
-        return problems
+    if importer.repeat_key:
+        return problems + repeat_problems(importer, path, rows, sep, tmp)
+    return problems + keyed_problems(importer, path, rows, sep, tmp) if importer.key else problems
+
+
+def keyed_problems(importer: Importer, path: Path, rows: list[list[str]], sep: str, tmp: Path) -> list[str]:
+    """What an importer with a row key gets wrong on fabricated copies of the first row of ``path``
+    (``rows``): an identical copy must be dropped, one differing in any column but those the source
+    may change refused in one line naming the key."""
+    header, problems = rows[0], []
+    where = f"importer {importer.source!r} on {path.name}"
     key_idx = [header.index(k) for k in importer.key]
     same = _write_rows(tmp / "same", path.name, [*rows, rows[1]], sep)
     try:
@@ -118,6 +130,45 @@ def importer_conflict_problems(importer: Importer, path: Path, tmp: Path) -> lis
         if msg is None or "\n" in msg or key_text not in msg:
             problems.append(f"{where}: a copy of the row of {key_text} with another {name!r} is not refused in "
                             f"one line naming {key_text!r} ({msg!r})")
+    return problems
+
+
+def repeat_problems(importer: Importer, path: Path, rows: list[list[str]], sep: str, tmp: Path) -> list[str]:
+    """What an importer without trial key (its ``repeat_key``: run and condition) gets wrong on a
+    fabricated second judgement of the first row's run and condition in ``path`` (``rows``): an
+    identical copy must be one row; a copy differing in any column must be refused by default in
+    one line naming the run and condition and the override ``sessions='split'``, and under that
+    override be the run's session 1 (the first column of ``repeat_key`` is the run, the table's
+    subject)."""
+    header, problems, name = rows[0], [], path.name
+    where = f"importer {importer.source!r} on {name}"
+    same = _write_rows(tmp / "same", name, [*rows, rows[1]], sep)
+    try:
+        if not importer.load(same).equals(importer.load(path)):
+            problems.append(f"{where}: an identical copy of a judgement changes the table")
+    except Exception as exc:  # noqa: BLE001 - a refusal of an identical copy is the finding
+        problems.append(f"{where}: an identical copy of a judgement is refused: {exc}")
+    key_idx = [header.index(k) for k in importer.repeat_key]
+    key_text = ", ".join(f"{k} {rows[1][i]}" for k, i in zip(importer.repeat_key, key_idx, strict=True))
+    for j, column in enumerate(header):
+        copy = None if j in key_idx else _conflicting_copy(rows, j)
+        if copy is None:
+            continue
+        again = _write_rows(tmp / "again", name, [*rows, copy], sep)
+        msg = _refusal(importer.load, again)
+        if msg is None or "\n" in msg or key_text not in msg or "sessions='split'" not in msg:
+            problems.append(f"{where}: a second judgement of {key_text} with another {column!r} is not refused in "
+                            f"one line naming {key_text!r} and sessions='split' ({msg!r})")
+            continue
+        try:
+            split = importer.load(again, sessions="split")
+        except Exception as exc:  # noqa: BLE001 - the override must read it
+            problems.append(f"{where}: sessions='split' refuses a second judgement of {key_text}: {exc}")
+            continue
+        run = split["subject"].astype(str) == rows[1][key_idx[0]]
+        if int(split.loc[run, "session"].max()) != 1:
+            problems.append(f"{where}: under sessions='split' the second judgement of {key_text} is not the run's "
+                            "session 1")
     return problems
 
 

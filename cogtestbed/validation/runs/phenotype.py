@@ -134,13 +134,19 @@ def collect_files(paths: Sequence[Path]) -> list[Path]:
 
 def metrics_from_files(
     paths: Sequence[Path], agents: Sequence[str] | None = None, experiment: str | None = None,
-    kinds: Iterable[str] = ("behaviour", "performance"),
+    kinds: Iterable[str] = ("behaviour", "performance"), sessions: str | None = None,
 ) -> list[AgentMetrics]:
     """Each file's reported metrics per (agent, experiment), for experiments with references.
 
     CSV files are CogBench's ``<Task>/<agent>.csv`` (agent = file stem); Parquet files are trial
-    tables (agents and experiments from their ``agent`` / ``experiment`` columns).
+    tables (agents and experiments from their ``agent`` / ``experiment`` columns).  ``sessions``
+    goes to the importers that take it (files without trial key:
+    :meth:`~cogtestbed.experiments.spec.Importer.load_as`).
     """
+    from cogtestbed.data.rows import check_sessions_mode
+
+    if sessions is not None:
+        check_sessions_mode(sessions)
     from cogtestbed.registry import get_experiment, read_trials
 
     relevant = {r.experiment for r in available_references(kinds)}
@@ -162,7 +168,7 @@ def metrics_from_files(
         if exp_name not in relevant:
             continue
         exp = get_experiment(exp_name)
-        table, _ = exp.read(path, "cogbench")
+        table, _ = exp.read(path, "cogbench", sessions if exp.importer("cogbench").repeat_key else None)
         out.append(AgentMetrics(agent, exp_name, str(path), exp.metrics(table)["metrics"]))
     return out
 

@@ -258,6 +258,25 @@ class MetricsSpec:
         folded = {k.lower(): v for k, v in self.aliases.items()} | {k.lower(): k for k in self.headline}
         return folded.get(name.lower(), name)
 
+    def test_result(self, name: str, trials: pd.DataFrame, **options: Any) -> dict[str, Any]:
+        """What this spec returns on ``trials`` for the statistical test ``name``, computed alone
+        where the experiment declares it (:attr:`tests`: a fraction of the cost) and under the same
+        rules as the whole result: no valid answer, degenerate answers
+        (:func:`cogtestbed.no_data.null_unidentified`: ``metrics[name]`` null with the reason where
+        ``name`` is among :attr:`unidentified`) and non-finite values; ``{"metrics": {name: ...},
+        "flags": [...], ...}``.  Without a test of that name alone, the whole result."""
+        from cogtestbed.no_data import no_data_result, null_nonfinite, null_unidentified, valid_rows
+        from cogtestbed.schema import canonical_rows
+
+        alone = self.tests.get(name)
+        if alone is None:
+            return dict(self(trials, **options))
+        if valid_rows(trials) == 0:
+            return no_data_result(trials, (name,), self.unit)
+        result = {"metrics": {name: dict(alone(canonical_rows(trials), **options))}, "flags": []}
+        keys = tuple(k for k in self.unidentified if k == name)
+        return null_nonfinite(null_unidentified(result, trials, keys, self.min_distinct_answers, self.unit))
+
     def __call__(self, trials: pd.DataFrame, **options: Any) -> MetricsResult:
         from cogtestbed.no_data import no_data_result, valid_rows
         from cogtestbed.schema import canonical_rows  # rows in one order: results never depend on the file's

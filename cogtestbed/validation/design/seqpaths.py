@@ -202,12 +202,9 @@ def _test_path(spec: StatTestStudy, trials: int | None, n_top: int, sizes: Seque
     exp = get_experiment(spec.experiment)
     design = design_for_trials(exp, trials, spec.design)
     table = simulate_runs(exp, spec.agent, n_top, seed_of(seq), spec.params, design, lapse=spec.lapse)
-    alone = exp.metrics.tests.get(spec.test)
     z, est = np.zeros(len(sizes)), np.full(len(sizes), np.nan)
     for i, n in enumerate(sizes):
-        part = _prefix(table, n)
-        result = ({"metrics": {spec.test: alone(part, **spec.metric_options)}} if alone is not None
-                  else dict(exp.metrics(part, **spec.metric_options)))
+        result = exp.metrics.test_result(spec.test, _prefix(table, n), **spec.metric_options)
         _, p = test_outcome(result, spec.test, spec.level)
         est[i] = p
         z[i] = z_from_p(p, 0.0, signed=False)

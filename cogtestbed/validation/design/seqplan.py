@@ -784,10 +784,7 @@ def look_statistic(exp: Any, design: Mapping[str, Any], table: Any, units: int) 
     if stat["kind"] == "power":
         return _model_statistic(exp, stat, part, units)
     if stat["kind"] in ("test-size", "test-power"):
-        alone = exp.metrics.tests.get(stat["test"])
-        options = dict(stat.get("metric_options") or {})
-        result = ({"metrics": {stat["test"]: alone(part, **options)}} if alone is not None
-                  else dict(exp.metrics(part, **options)))
+        result = exp.metrics.test_result(stat["test"], part, **dict(stat.get("metric_options") or {}))
         _, p = test_outcome(result, stat["test"], float(design["level"]))
         if not math.isfinite(p):
             return {**_no_statistic(f"{stat['test']} has no p-value on the first {units} subjects"),

@@ -121,9 +121,13 @@ def test_outcome(result: Mapping[str, Any], test: str, level: float) -> tuple[bo
     """(rejected, p-value) of the statistical test ``test`` the metrics result reports.
 
     ``test`` names a key of the result (or of its ``metrics``) whose value carries ``reject``
-    and/or ``p_value``; without ``reject`` the test rejects when p < ``level``.
+    and/or ``p_value``; without ``reject`` the test rejects when p < ``level``.  A test the result
+    holds as null (no data, or answers that do not identify it: ``null_reasons``) is untestable:
+    not rejected, p-value NaN (as a metric-power study's untestable difference).
     """
     value = result.get(test, result["metrics"].get(test))
+    if value is None and test in (result.get("null_reasons") or {}):
+        return False, float("nan")
     if not isinstance(value, Mapping) or not ({"reject", "p_value"} & set(value)):
         raise InputError(f"{test!r} is not a statistical test of the metrics result "
                          "(a mapping with 'p_value' or 'reject')")
@@ -170,13 +174,12 @@ def task_test(spec: StatTestStudy, exp: ExperimentSpec, task: Mapping[str, Any],
               rng: np.random.Generator, sim_seq: np.random.SeedSequence, fit_seed: int) -> pd.DataFrame:
     value = task.get("value")
     params, design = at_value(spec, exp, spec.params, design, value)
-    alone = exp.metrics.tests.get(spec.test)
-    if alone is None:
+    if spec.test not in exp.metrics.tests:
         result = score(spec, exp, params, int(task["runs"]), seed_of(sim_seq), design)
-    else:  # the test computed alone: the same entry as the full metrics', a fraction of the cost
+    else:  # the test computed alone: the same entry as the full metrics' (same rules), a fraction of the cost
         trials = simulate_runs(exp, spec.agent, int(task["runs"]), seed_of(sim_seq), params, design,
                                lapse=spec.lapse)
-        result = {"metrics": {spec.test: alone(trials, **spec.metric_options)}}
+        result = exp.metrics.test_result(spec.test, trials, **spec.metric_options)
     reject, p = test_outcome(result, spec.test, spec.level)
     return pd.DataFrame([{"test": spec.test, **_swept(spec, value), "p_value": p, "rejected": reject}])
 

@@ -194,5 +194,5 @@ def test_summary(table: pd.DataFrame) -> dict[str, Any]:
     for keys, g in groups:
         r = rate(g["rejected"])
         cells.append({**keys, "rejection_rate": r["rate"], "mc_se": r["mc_se"], "sims": r["sims"],
-                      "median_p": float(g["p_value"].median())})
+                      "median_p": float(g["p_value"].median()), "untestable": int(g["p_value"].isna().sum())})
     return {"test": str(table["test"].iloc[0]), "parameter": swept, "cells": cells}

@@ -36,7 +36,105 @@ def test_summarise_gives_power_bias_and_coverage_with_their_mc_errors():
     assert out["effect_bias"] == pytest.approx(0.0, abs=1e-12)  # mean of the three estimates, 0.2
     assert out["effect_bias_mc_se"] == pytest.approx(0.1 / math.sqrt(3))
     assert out["coverage"] == pytest.approx(2 / 3) and out["coverage_level"] == pytest.approx(0.95)
-    assert out["bias_share"] == pytest.approx(0.0, abs=1e-9) and "not a search" in out["note"]
+    assert out["bias_share"] == pytest.approx(0.0, abs=1e-9) and out["draws"] == 500
+
+
+def test_step_size_is_the_normal_step_in_sqrt_n_bounded_and_bracketed():
+    """From 26 subjects at 20 studies, 80 % target, alpha .05: the normal approximation's step in sqrt(N)
+    (sqrt(N') = sqrt(N) (z_.025 + z_.8) / (z_.025 + Phi^-1(power))), at most x2 / x1/2, never onto or past
+    a size that brackets the answer; no step within one binomial SE above the target."""
+    from cogtestbed.validation.design.fitcheck import step_size
+
+    def step(n: int, power: float, tried: dict[int, float] | None = None) -> int | None:
+        return step_size(n, power, 20, 0.8, 0.05, tried or {n: power})
+
+    assert step(26, 0.7) == 34  # ceil(26 x (2.8016 / 2.4844)^2 = 33.06)
+    assert step(26, 0.5) == 52 and step(26, 0.0) == 52  # (2.8016 / 1.96)^2 = 2.04, bounded to x2
+    assert step(26, 0.95) == 15  # floor(26 x (2.8016 / 3.6049)^2 = 15.7): 0.95 clears 0.8 by > 0.089
+    assert step(26, 1.0) == 13  # 20/20 read as 1 - 1/40, bounded to x1/2
+    assert step(26, 0.85) is None and step(26, 0.8) is None  # within one SE (0.089) above the target: stop
+    assert step(15, 0.6, {26: 0.95, 15: 0.6}) == 25  # ceil(15 x 1.602 = 24.03), below the passing 26
+    assert step(20, 0.7, {20: 0.7, 21: 0.9}) is None  # adjacent failing and passing sizes: done
+    assert step(3, 0.95, {3: 0.95}) is None and step(1990, 0.5, {1990: 0.5}) == 2000  # the limits 3 and 2000
+    from cogtestbed.validation.design.fitcheck import affordable_top
+
+    assert affordable_top(24, 0.48, 0.30) == 15 and affordable_top(24, 0.48, None) == 2000  # $0.02 a subject
+    assert affordable_top(24, None, 0.30) == 2000 and affordable_top(24, 0.48, 0.01) == 3
+
+
+def test_search_sizes_finds_the_smallest_size_reaching_the_target_on_a_known_power_curve():
+    """A power curve Phi(delta sqrt(N) - 1.96) whose 80 % point is N = 30, measured as 20 studies'
+    share (rounded): from below, above and far below, the search ends at 29-31 within 3 steps."""
+    from scipy import stats
+
+    from cogtestbed.validation.design.fitcheck import MAX_STEPS, choose_size, search_sizes
+    from cogtestbed.validation.design.plan import Estimate
+
+    delta = (stats.norm.isf(0.025) + stats.norm.ppf(0.8)) / math.sqrt(30)
+
+    def curve(n: int) -> Estimate:
+        return Estimate(round(20 * stats.norm.cdf(delta * math.sqrt(n) - stats.norm.isf(0.025))), 20)
+
+    paths = {start: search_sizes(curve, start, 0.8, 20, 0.05) for start in (20, 30, 45, 8)}
+    assert {s: list(t) for s, t in paths.items()} == {20: [20, 29], 30: [30], 45: [45, 27, 31], 8: [8, 16, 29]}
+    assert [choose_size(t, 0.8) for t in paths.values()] == [(29, True), (30, True), (31, True), (29, True)]
+    assert paths[45][27].rate == 0.75 and paths[45][31].rate == 0.8
+    never = search_sizes(lambda n: Estimate(0, 20), 10, 0.8, 20, 0.05)  # no power anywhere: doubling, capped
+    assert list(never) == [10, 20, 40, 80][:MAX_STEPS + 1] and choose_size(never, 0.8) == (80, False)
+    assert list(search_sizes(lambda n: Estimate(0, 20), 10, 0.8, 20, 0.05, top=30)) == [10, 20, 30]
+
+
+class _FakeHierarchical:
+    """Stands in for the hierarchical power study (each study a PyMC fit in the real plan): power on
+    the known curve of 80 % at 12 subjects, estimates 0.6 +- 0.1."""
+
+    def __init__(self, spec: object, workers: int = 1, label: str | None = None) -> None:
+        self.spec, self.rows = spec, {}
+
+    def ensure(self, point: object, sims: int) -> object:
+        from scipy import stats
+
+        from cogtestbed.validation.design.plan import Estimate
+
+        z = stats.norm.isf(0.025)
+        p = stats.norm.cdf((z + stats.norm.ppf(0.8)) * math.sqrt(point.subjects / 12) - z)
+        hits = round(sims * p)
+        self.rows[point] = pd.DataFrame({"estimate": np.linspace(0.5, 0.7, sims), "lo": 0.3, "hi": 0.9,
+                                         "test": "95% population posterior interval excludes 0"})
+        return Estimate(hits, sims)
+
+    def table(self, point: object) -> pd.DataFrame:
+        return self.rows[point]
+
+    def close(self, abort: bool = False) -> None:
+        pass
+
+
+def test_plan_fit_hierarchical_plans_the_hierarchical_choice_in_every_output(tmp_path, monkeypatch):
+    """``ct.plan(fit="hierarchical")`` searches the size with the hierarchical test from the MLE's
+    choice and plans its choice: the design, cost and power in plan.json are the hierarchical ones
+    (the MLE's beside them), the search's sizes and powers are in fit_check, the terminal, report.md
+    and report.html (the fits themselves stubbed here; a real one: the slow test below)."""
+    import cogtestbed as ct
+    import cogtestbed.validation.design.fitcheck as fitcheck
+
+    monkeypatch.setattr(fitcheck, "PowerEvaluator", _FakeHierarchical, raising=True)
+    result = ct.plan("instrumental-learning", llm="openai:gpt-4o-mini", model="rw-pm", effect="optimism_bias=0.6",
+                     subjects="24", trials="48", mc_se=0.2, workers=1, fit="hierarchical", fit_sims=20)
+    p = result.to_dict()
+    check = p["fit_check"]
+    assert [r["subjects"] for r in check["search"]] == [24, 12]  # 24: 20/20 -> x0.51; 12: 16/20, stop
+    assert check["chosen_size"] == 12 and check["reached"] and check["fits"] == 40
+    assert p["chosen"]["subjects"] == 12 and p["power"] == {"rate": 0.8, "mc_se": pytest.approx(0.0894, abs=1e-4),
+                                                            "sims": 20}
+    assert p["mle_chosen"]["chosen"]["subjects"] == 24 and p["run"]["subjects"] == 12
+    assert p["cost"]["calls"] == p["mle_chosen"]["cost"]["calls"] // 2 == check["search"][1]["calls"]
+    assert p["study"]["method"] == "hierarchical" and check["effect_bias"] == pytest.approx(0.0, abs=1e-12)
+    assert "limited by the MC SE of 20 studies (power ± 0.09 at 0.8)" in check["note"]
+    files = result.save(tmp_path / "plan")
+    md, html = files["markdown"].read_text(), files["report"].read_text()
+    assert "subjects tried 24 -> 12: power 1.00 ± 0.00, 0.80 ± 0.09" in md and "40 hierarchical fits" in md
+    assert "sizes tried with the hierarchical fit" in html and "chosen 12 subjects" in html
 
 
 _REC = {"effect": "optimism_bias", "effect_size": 0.2, "effect_bias": -0.064, "estimand": 0.194, "studies": 178,
@@ -46,18 +144,19 @@ _REC = {"effect": "optimism_bias", "effect_size": 0.2, "effect_bias": -0.064, "e
 def test_the_warning_names_fit_hierarchical_as_the_way_to_find_out_when_not_measured():
     (w,) = recovery_warnings(_REC)
     assert "biased by 32% of the effect" in w and "stays a valid test" in w
-    assert "`plan ... --fit hierarchical` re-measures this design" in w and "--lapse-fit" not in w
+    assert "`plan ... --fit hierarchical` plans with the hierarchical fit" in w and "--lapse-fit" not in w
 
 
 def test_the_warning_says_the_hierarchical_fit_removes_the_bias_with_the_measured_figure():
     check = {"effect_bias": 0.004, "effect_bias_mc_se": 0.01, "studies": 20, "bias_share": 0.02, "coverage": 0.95,
              "power": 0.85}
     (w,) = recovery_warnings(_REC, check)
-    assert "the hierarchical fit removes it at this design" in w and "bias +0.004 ± 0.01 (MC SE), 2% of the effect" in w
+    assert "the hierarchical fit this plan is made with removes it" in w
+    assert "bias +0.004 ± 0.01 (MC SE), 2% of the effect" in w
     assert "--method hierarchical" in w and "power 0.85" in w
     check = {**check, "effect_bias": -0.05, "bias_share": 0.25}  # 0.05 - 2 x 0.01 > 10% of 0.2
     (w,) = recovery_warnings(_REC, check)
-    assert "does not remove it at this design either" in w and "more trials per subject" in w
+    assert "does not remove it either" in w and "more trials per subject" in w
     check = {**check, "effect_bias": -0.036, "effect_bias_mc_se": 0.027, "bias_share": 0.18}  # 2 studies' figure
     (w,) = recovery_warnings(_REC, check)
     assert "is not settled" in w and "more --fit-sims would tell" in w
@@ -113,4 +212,7 @@ def test_plan_fit_hierarchical_verifies_the_chosen_design(tmp_path):
     check = payload["fit_check"]
     assert check["studies"] == 3 and 0.0 <= check["power"] <= 1.0 and check["estimand"] == pytest.approx(0.4)
     assert check["effect_bias"] is not None and abs(check["effect_bias"]) < 0.4
-    assert "Hierarchical fit at the chosen design" in (out / "report.md").read_text()
+    assert "Hierarchical search (--fit hierarchical)" in (out / "report.md").read_text()
+    check_rows = payload["fit_check"]["search"]
+    assert check_rows[0]["subjects"] == payload["mle_chosen"]["chosen"]["subjects"]
+    assert payload["chosen"]["subjects"] == payload["fit_check"]["chosen_size"]

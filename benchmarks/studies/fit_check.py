@@ -5,8 +5,9 @@ RW± optimism bias 0.2 (instrumental learning, rw-pm, the README's plan target) 
 per-subject MLE t-test on ``--mle-studies`` fresh simulated studies (against the population mean of
 the effect, the t-test's estimand: :func:`cogtestbed.validation.design.plan.recovery_at`), and the
 hierarchical test's bias, coverage and power on ``--studies`` fresh studies
-(:func:`cogtestbed.validation.design.fitcheck.verify_hierarchical`, what ``plan --fit hierarchical``
-runs: against the effect at the population medians, exactly 0.2).  With ``--random R`` the answers
+(:func:`cogtestbed.validation.design.fitcheck.search_hierarchical` at this one size, no step; what
+``plan --fit hierarchical`` measures at each size it tries: against the effect at the population
+medians, exactly 0.2).  The size search itself: ``benchmarks/studies/fit_search.py``.  With ``--random R`` the answers
 also lapse to random choices at rate R and the MLE is measured without and with a fitted lapse term
 (``plan --lapse-fit fit``).  Each figure with its Monte-Carlo SE.
 
@@ -21,7 +22,7 @@ import os
 import time
 
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.design.fitcheck import verify_hierarchical
+from cogtestbed.validation.design.fitcheck import search_hierarchical
 from cogtestbed.validation.design.plan import FRESH_SEED_OFFSET, Point, PowerEvaluator, recovery_at
 from cogtestbed.validation.studies.driver import study_spec
 
@@ -71,7 +72,7 @@ def main() -> None:
         show_mle("per-subject MLE, lapse term fitted (--lapse-fit fit)",
                  mle_bias(spec.model_copy(update={"lapse_fit": "fit"}), exp, point, opts.mle_studies, opts.workers))
     if not opts.no_hierarchical:
-        c = verify_hierarchical(spec, exp, point, opts.studies, opts.workers)
+        c = search_hierarchical(spec, exp, point, "subjects", 0.8, opts.studies, opts.workers, max_steps=0).check
         print(f"hierarchical (--fit hierarchical): effect bias {c['effect_bias']:+.4f} ± {c['effect_bias_mc_se']:.4f} "
               f"(MC SE) against {c['estimand']:.4f} = {c['bias_share']:.0%} of the effect; coverage "
               f"{c['coverage']:.3f} ± {c['coverage_mc_se']:.3f}; power {c['power']:.3f} ± {c['power_mc_se']:.3f} "

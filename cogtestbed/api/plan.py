@@ -120,9 +120,9 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
     searched).  ``looks=K`` adds a group-sequential design; ``looks="auto"`` searches the looks
     (2–10), the spending function and futility on/off for the cheapest expected cost meeting α and
     the power (:mod:`cogtestbed.validation.design.seqauto`).  Futility is non-binding (its stops are
-    ignored in the type-I error) unless ``binding_futility``.  ``fit="hierarchical"`` re-measures
-    the chosen design with the hierarchical fit on ``fit_sims`` fresh studies (a verification, not a
-    search: :mod:`cogtestbed.validation.design.fitcheck`).  ``say`` receives progress lines.
+    ignored in the type-I error) unless ``binding_futility``.  ``fit="hierarchical"`` searches the
+    size with the hierarchical fit from the per-subject MLE's choice, ``fit_sims`` fresh studies per
+    size tried, and plans its choice (:mod:`cogtestbed.validation.design.fitcheck`).  ``say`` receives progress lines.
     The same arguments and seed give the same plan as the command line.
     """
     from cogtestbed.api.core import get_experiment
@@ -175,19 +175,34 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
             _attach_looks(payload, result, pricer, exp, looks, spending, futility, seq_sims, n_workers, null,
                           None if say is None else planner.say, null_sims, binding_futility, mc_se)
         if fit == "hierarchical":
-            _attach_fit_check(payload, result, exp, fit_sims, n_workers)
+            payload = _hierarchical_plan(payload, result, planner, exp, fit_sims, n_workers, max_cost, pilot_info)
     return Plan(payload, result.size_name)
 
 
-def _attach_fit_check(payload: dict[str, Any], result: Any, exp: Any, sims: int | None, workers: int) -> None:
-    """``plan --fit hierarchical``: the chosen design re-measured with the hierarchical fit
-    (``payload["fit_check"]``), and the recovery warnings say whether that fit removes the MLE's bias."""
-    from cogtestbed.validation.design.fitcheck import HIERARCHICAL_SIMS, verify_hierarchical
-    from cogtestbed.validation.design.plan_report import recovery_warnings
+def _hierarchical_plan(payload: dict[str, Any], result: Any, planner: Any, exp: Any, sims: int | None, workers: int,
+                       max_cost: float | None, pilot: Any) -> dict[str, Any]:
+    """``plan --fit hierarchical``: the size searched with the hierarchical fit from the per-subject
+    MLE's choice (:func:`~cogtestbed.validation.design.fitcheck.search_hierarchical`, each size priced
+    as the fixed search prices it); the plan's design, cost and power are then the hierarchical ones
+    (``fit_check`` holds the search, ``mle_chosen`` the MLE's choice) and the recovery warnings say
+    whether that fit removes the MLE's bias."""
+    import dataclasses
 
-    payload["fit_check"] = verify_hierarchical(result.spec, exp, result.chosen.point, sims or HIERARCHICAL_SIMS,
-                                               workers)
-    payload["warnings"] = recovery_warnings(payload["recovery"], payload["fit_check"])
+    from cogtestbed.validation.design.fitcheck import HIERARCHICAL_SIMS, affordable_top, search_hierarchical
+    from cogtestbed.validation.design.plan import Evaluated
+    from cogtestbed.validation.design.plan_report import plan_payload, recovery_warnings
+
+    start = result.chosen.point
+    top = affordable_top(getattr(start, result.size_name), result.chosen.cost.dollars, max_cost)
+    found = search_hierarchical(result.spec, exp, start, result.size_name, result.target, sims or HIERARCHICAL_SIMS,
+                                workers, price=planner.exact_cost, top=top)
+    chosen = Evaluated(found.point, found.estimate, planner.exact_cost(found.point))
+    out = plan_payload(dataclasses.replace(result, chosen=chosen, spec=found.spec), planner.pricer, exp, max_cost,
+                       pilot)
+    out["mle_chosen"] = {k: payload[k] for k in ("chosen", "cost", "power")}
+    out["fit_check"] = found.check
+    out["warnings"] = recovery_warnings(out["recovery"], found.check)
+    return out
 
 
 def _check_fit_option(fit: str, fit_sims: int | None, spec: Any, looks: Any, precision: bool) -> None:

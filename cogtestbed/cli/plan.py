@@ -129,9 +129,10 @@ def plan(
                          "(model targets): none, fit (a lapse rate fitted per subject) or fixed=E. Default: none.")
                          ] = None,
     fit: Annotated[str, typer.Option(help="The fit the researcher will report (model targets): mle (the search's "
-                   "per-subject MLE t-test) or hierarchical (then the chosen design is re-measured with the "
-                   "hierarchical PyMC fit on --fit-sims fresh studies: power, bias, coverage).")] = "mle",
-    fit_sims: Annotated[int | None, typer.Option(help="Fresh studies --fit hierarchical fits at the chosen design "
+                   "per-subject MLE t-test) or hierarchical (then the size is searched with the hierarchical PyMC "
+                   "fit from the MLE's choice, --fit-sims fresh studies per size tried, at most 4 sizes, and the "
+                   "plan is its choice: power, bias, coverage).")] = "mle",
+    fit_sims: Annotated[int | None, typer.Option(help="Fresh studies --fit hierarchical fits per size it tries "
                         "(default 20: power to +-0.09).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as one JSON object.")] = False,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write plan.json and report.html here.")] = None,

@@ -1,29 +1,45 @@
-"""``plan --fit hierarchical``: the chosen design re-measured with the hierarchical fit the researcher reports.
+"""``plan --fit hierarchical``: the design searched with the hierarchical fit the researcher reports.
 
 A hierarchical fit (PyMC through nutpie, :func:`cogtestbed.inference.hierarchical.fit_hierarchical`)
 of one simulated study takes seconds to minutes where a per-subject MLE takes milliseconds, so the
-plan does **not** search designs with it: the design is chosen with the per-subject MLE's t-test
-(simulated on hundreds of studies per design), then ``sims`` (default :data:`HIERARCHICAL_SIMS`)
-fresh studies at the chosen design (seeds of their own: ``seed +`` :data:`FIT_SEED_OFFSET`) are
-simulated exactly as the power study simulates them and fitted hierarchically, as
-``cogtestbed fit MODEL RUN/trials.parquet --method hierarchical`` fits a run.  The study's test is the
-power study's hierarchical test (:func:`cogtestbed.validation.studies.model_studies.task_power`): the
-effect's contrast of the population-level parameters, rejected when its central (1 − α) posterior
-interval excludes 0.  Measured: that test's power, the bias of the posterior median against the
-effect it estimates (the contrast at the population medians, :func:`population_effect`) and the
-interval's coverage of it, each with its Monte-Carlo SE: a verification of one design, not a search
-(20 studies give the power to ± 0.09 at 0.8).
+plan first searches designs with the per-subject MLE's t-test (hundreds of studies per design) and
+then searches the size axis (subjects) with the hierarchical test, cheaply (:func:`search_hierarchical`):
+
+* **start** at the MLE's chosen size and fit ``sims`` (default :data:`HIERARCHICAL_SIMS`) fresh
+  studies there (seeds of their own: ``seed +`` :data:`FIT_SEED_OFFSET`; each size's study ``k``
+  has the same seed, so sizes share their random numbers), simulated exactly as the power study
+  simulates them and fitted hierarchically, as ``cogtestbed fit MODEL RUN/trials.parquet --method
+  hierarchical`` fits a run.  The test is the power study's hierarchical test
+  (:func:`cogtestbed.validation.studies.model_studies.task_power`): the effect's contrast of the
+  population-level parameters, rejected when its central (1 − α) posterior interval excludes 0;
+* **step** (:func:`step_size`): below the target power, up; above it by more than
+  :data:`DOWN_MARGIN_Z` binomial SEs (at the target, ``sims`` studies), down; by the normal
+  approximation in √N (power ``Φ(δ√N − z_{α/2})``: ``√N' = √N · (z_{α/2} + z_target) / (z_{α/2} +
+  Φ⁻¹(power))``, at most a factor :data:`MAX_STEP_FACTOR` in N), never onto a size tried or past one
+  that brackets the answer, and at most :data:`MAX_STEPS` steps;
+* **choose** the smallest size tried whose measured power reaches the target (none: the largest
+  tried, and the plan says the target was not reached).  The plan's design, cost and power are then
+  the hierarchical ones.  Measured at the chosen size: the test's power, the bias of the posterior
+  median against the effect it estimates (the contrast at the population medians,
+  :func:`population_effect`) and the interval's coverage, each with its Monte-Carlo SE.
+
+The choice is only as precise as ``sims`` studies allow: 20 give a power to ± 0.09 at 0.8, so a size
+is accepted on a measured power that may be 0.1 below the truth (the output says so; more
+``--fit-sims`` narrow it).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from cogtestbed.errors import InputError
+from cogtestbed.validation.design.plan import MAX_EXTENDED_SIZE, PowerEvaluator
 from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
 
 #: Fitters ``plan --fit`` knows: the per-subject MLE (the search's, default) and the hierarchical model.
@@ -36,6 +52,18 @@ FIT_SEED_OFFSET = 9_999_991
 #: Posterior draws, tuning steps and chains of each verification fit (the plan's study defaults;
 #: the run's own ``cogtestbed fit --method hierarchical`` defaults to more).
 FIT_DRAWS, FIT_TUNE, FIT_CHAINS = 500, 500, 2
+#: Most steps the size search takes after the MLE's size (so at most ``MAX_STEPS + 1`` sizes, each
+#: ``--fit-sims`` hierarchical fits): the project's choice, a bracket and two refinements.
+MAX_STEPS = 3
+#: A size whose measured power exceeds the target by this many binomial SEs (at the target, with
+#: ``--fit-sims`` studies: 0.09 at 0.8 and 20) is stepped down; nearer the target the search stops.
+DOWN_MARGIN_Z = 1.0
+#: Most one step changes the size by: a factor of 2 up or 1/2 down (the normal step from a power
+#: of 0 or 1 measured on few studies is unbounded).
+MAX_STEP_FACTOR = 2.0
+#: Smallest and largest size the search tries (a hierarchical fit needs several subjects; the fixed
+#: search's own limit above).
+MIN_SIZE, MAX_SIZE = 3, MAX_EXTENDED_SIZE
 
 
 def check_fit(fit: str, spec: PlannedStudy, looks: int | str | None, sims: int | None) -> None:
@@ -67,25 +95,142 @@ def population_effect(spec: PowerStudy, model: Any) -> float:
     return float(np.asarray(model.contrast(spec.effect, {k: np.array([v]) for k, v in medians.items()}))[0])
 
 
-def verify_hierarchical(spec: PowerStudy, exp: Any, point: Any, sims: int = HIERARCHICAL_SIMS,
-                        workers: int = 1) -> dict[str, Any]:
-    """``sims`` fresh studies at ``point`` fitted hierarchically: the hierarchical test's power, its
-    estimate's bias and its interval's coverage, each with its MC SE (``plan.json``'s ``fit_check``)."""
-    from cogtestbed.validation.design.plan import PowerEvaluator
+@dataclass
+class HierarchicalSearch:
+    """The outcome of :func:`search_hierarchical`: the chosen design, its hierarchical power, every
+    size tried (``tried``: size → power estimate) and ``plan.json``'s ``fit_check`` (``check``)."""
+
+    point: Any
+    estimate: Any
+    tried: dict[int, Any]
+    #: the study as the search simulated and fitted it (method hierarchical, its seed and draws)
+    spec: Any = None
+    check: dict[str, Any] = field(default_factory=dict)
+
+
+def step_size(n: int, power: float, sims: int, target: float, level: float, tried: Mapping[int, float],
+              top: int = MAX_SIZE) -> int | None:
+    """The next size the search tries after measuring ``power`` on ``sims`` studies at size ``n``
+    (``tried``: every size measured so far and its power, ``n`` included), or None to stop: at the
+    target within :data:`DOWN_MARGIN_Z` SEs, no untried size left between a failing and a passing
+    size, or a step past ``top`` (the module docstring's rule)."""
+    from scipy import stats
+
+    margin = DOWN_MARGIN_Z * math.sqrt(target * (1 - target) / sims)
+    up = power < target
+    if not up and power < target + margin:
+        return None
+    z_a = float(stats.norm.isf(level / 2))
+    now = z_a + float(stats.norm.ppf(min(max(power, 0.5 / sims), 1 - 0.5 / sims)))  # δ√N at the measured power
+    want = z_a + float(stats.norm.ppf(target))
+    factor = min(MAX_STEP_FACTOR, max(1 / MAX_STEP_FACTOR, (want / now) ** 2 if now > 0 else MAX_STEP_FACTOR))
+    if up:  # above n, below the smallest size that reached the target
+        lo, hi = n + 1, min((m for m, pw in tried.items() if pw >= target and m > n), default=top + 1) - 1
+        proposal = math.ceil(n * factor)
+    else:  # below n, above the largest size that fell short
+        lo, hi = max((m for m, pw in tried.items() if pw < target and m < n), default=MIN_SIZE - 1) + 1, n - 1
+        proposal = math.floor(n * factor)
+    lo, hi = max(lo, MIN_SIZE), min(hi, top)
+    if lo > hi:
+        return None
+    nxt = min(max(proposal, lo), hi)
+    return None if nxt in tried else nxt
+
+
+def search_sizes(measure: Callable[[int], Any], start: int, target: float, sims: int, level: float,
+                 max_steps: int = MAX_STEPS, top: int = MAX_SIZE) -> dict[int, Any]:
+    """Every size the search tries, in order, with its power estimate (``measure(n)``: an object with
+    ``rate``, e.g. :class:`~cogtestbed.validation.design.plan.Estimate`): from ``start``, at most
+    ``max_steps`` steps of :func:`step_size` (``top``: no size above it, e.g. the largest affordable)."""
+    tried: dict[int, Any] = {}
+    n: int | None = min(start, top)
+    while n is not None:
+        tried[n] = measure(n)
+        if len(tried) > max_steps:
+            break
+        n = step_size(n, tried[n].rate, sims, target, level, {m: e.rate for m, e in tried.items()}, top)
+    return tried
+
+
+def choose_size(tried: Mapping[int, Any], target: float) -> tuple[int, bool]:
+    """The smallest size tried whose measured power reaches ``target`` (and True), else the largest
+    tried (and False)."""
+    passing = [n for n, e in tried.items() if e.rate >= target]
+    return (min(passing), True) if passing else (max(tried), False)
+
+
+def search_hierarchical(spec: PowerStudy, exp: Any, point: Any, size_name: str, target: float,
+                        sims: int = HIERARCHICAL_SIMS, workers: int = 1, max_steps: int = MAX_STEPS,
+                        price: Callable[[Any], Any] | None = None, top: int = MAX_SIZE,
+                        draws: int = FIT_DRAWS, tune: int = FIT_TUNE, chains: int = FIT_CHAINS) -> HierarchicalSearch:
+    """The size axis searched with the hierarchical test from the MLE's chosen design ``point`` (the
+    module docstring): ``sims`` fresh studies fitted hierarchically per size tried, none above ``top``
+    (e.g. the largest within ``--max-cost``: :func:`affordable_top`); ``price`` (a design's
+    :class:`~cogtestbed.validation.design.plan.Cost`) prices each size tried.  ``check``: ``plan.json``'s
+    ``fit_check``."""
+    import dataclasses
 
     start = time.perf_counter()
     hier = spec.model_copy(update={"method": "hierarchical", "seed": spec.seed + FIT_SEED_OFFSET,
-                                   "draws": FIT_DRAWS, "tune": FIT_TUNE, "chains": FIT_CHAINS})
-    evaluator = PowerEvaluator(hier, workers, "fit check: hierarchical fits of fresh studies at")
-    est = evaluator.ensure_and_close(point, sims)
-    rows = evaluator.table(point)
-    return summarise(rows, est.hits, est.sims, population_effect(spec, exp.model(spec.models[0])), spec.level,
-                     spec.effect_size, time.perf_counter() - start)
+                                   "draws": draws, "tune": tune, "chains": chains})
+    evaluator = PowerEvaluator(hier, workers, "hierarchical search: fits of fresh studies at")
+
+    def at(n: int) -> Any:
+        return dataclasses.replace(point, **{size_name: n})
+
+    costs = {}
+    try:
+        tried = search_sizes(lambda n: evaluator.ensure(at(n), sims), getattr(point, size_name), target, sims,
+                             spec.level, max_steps, top)
+    except BaseException:
+        evaluator.close(abort=True)
+        raise
+    evaluator.close()
+    size, reached = choose_size(tried, target)
+    if price is not None:
+        costs = {n: price(at(n)) for n in tried}
+    check = summarise(evaluator.table(at(size)), tried[size].hits, tried[size].sims,
+                      population_effect(spec, exp.model(spec.models[0])), spec.level, spec.effect_size,
+                      time.perf_counter() - start, draws, tune, chains)
+    check.update(search_record(tried, costs, size, reached, target, sims, size_name, getattr(point, size_name),
+                               max_steps, top))
+    return HierarchicalSearch(at(size), tried[size], tried, hier, check)
+
+
+def affordable_top(size: int, dollars: float | None, max_cost: float | None) -> int:
+    """The largest size within ``max_cost`` dollars when ``size`` costs ``dollars`` (costs are linear
+    in sessions at a fixed trial count), at most :data:`MAX_SIZE`; :data:`MAX_SIZE` without a cap or
+    a price."""
+    if max_cost is None or not dollars:
+        return MAX_SIZE
+    return max(MIN_SIZE, min(MAX_SIZE, math.floor(max_cost / (dollars / size) + 1e-9)))
+
+
+def search_record(tried: Mapping[int, Any], costs: Mapping[int, Any], size: int, reached: bool, target: float,
+                  sims: int, size_name: str, start: int, max_steps: int, top: int) -> dict[str, Any]:
+    """The search's part of ``fit_check``: each size tried in order with its power ± MC SE (and
+    cost), the choice, the hierarchical fits run, and what limits the choice."""
+    se_target = math.sqrt(target * (1 - target) / sims)
+    rows = [{size_name: n, "power": e.rate, "power_mc_se": e.mc_se, "studies": e.sims,
+             **({} if n not in costs else {"calls": costs[n].calls, "dollars": costs[n].dollars})}
+            for n, e in tried.items()]
+    why = (f"the smallest {size_name} tried whose measured power reaches {target:g}" if reached else
+           f"no size tried reaches power {target:g} with the hierarchical fit (at most {max_steps} steps"
+           + (f", {size_name} up to {top} within --max-cost" if top < MAX_SIZE else "")
+           + "): the largest tried is shown, and its power is below the target")
+    return {"search": rows, "size_name": size_name, "start_size": start, "chosen_size": size, "reached": reached,
+            "fits": int(sum(e.sims for e in tried.values())), "max_steps": max_steps, "chosen_why": why,
+            "note": (f"the design searched with the hierarchical fit: from the per-subject MLE's choice ({start} "
+                     f"{size_name}), {sims} fresh studies per size tried were fitted hierarchically (each a PyMC "
+                     "fit) and the population effect's posterior interval tested; sizes stepped by the normal "
+                     "approximation in sqrt(N) from each "
+                     f"measured power; the choice is limited by the MC SE of {sims} studies (power ± "
+                     f"{se_target:.2f} at {target:g})")}
 
 
 def summarise(rows: Any, hits: int, n: int, estimand: float, level: float, effect_size: float,
-              seconds: float) -> dict[str, Any]:
-    """The verification's figures from its studies' rows (estimate, lo, hi per study)."""
+              seconds: float, draws: int = FIT_DRAWS, tune: int = FIT_TUNE, chains: int = FIT_CHAINS) -> dict[str, Any]:
+    """The hierarchical test's figures at one size from its studies' rows (estimate, lo, hi per study)."""
     est = rows["estimate"].to_numpy(float)
     ok = np.isfinite(est)
     power = hits / n if n else float("nan")
@@ -100,24 +245,32 @@ def summarise(rows: Any, hits: int, n: int, estimand: float, level: float, effec
             "effect_bias": bias, "effect_bias_mc_se": bias_se,
             "bias_share": None if bias is None or not effect_size else abs(bias) / abs(effect_size),
             "coverage": cov, "coverage_mc_se": None if cov is None else math.sqrt(cov * (1 - cov) / int(has.sum())),
-            "coverage_level": 1 - level, "draws": FIT_DRAWS, "tune": FIT_TUNE, "chains": FIT_CHAINS,
-            "seconds": round(seconds, 2),
-            "note": (f"a verification of the chosen design, not a search: the design was chosen with the per-subject "
-                     f"MLE's t-test; {n} fresh studies at it were fitted hierarchically (each a PyMC fit, "
-                     f"{FIT_CHAINS} chains x {FIT_DRAWS} draws) and the population effect's {1 - level:.0%} posterior "
-                     "interval tested")}
+            "coverage_level": 1 - level, "draws": draws, "tune": tune, "chains": chains,
+            "seconds": round(seconds, 2)}
 
 
 def fit_check_lines(check: dict[str, Any]) -> list[str]:
-    """The verification in lines for the terminal and report.md."""
+    """The hierarchical search in lines for the terminal, report.md and report.html: the sizes tried
+    with their power, the choice, then the chosen size's power, bias and coverage, then the note."""
     from cogtestbed.formatting import num
 
-    se = check.get("power_mc_se")
-    power = f"{check['power']:.2f} ± {se:.2f} (MC SE)" if se is not None else f"{check['power']:.2f}"
+    def pm(p: float, se: float | None) -> str:
+        return f"{p:.2f} ± {se:.2f}" if se is not None else f"{p:.2f}"
+
+    name = check.get("size_name", "units")
+    rows = check.get("search") or []
+    out = []
+    if rows:
+        sizes = " -> ".join(str(r[name]) for r in rows)
+        powers = ", ".join(pm(r["power"], r["power_mc_se"]) for r in rows)
+        out.append(f"hierarchical search (--fit hierarchical): {name} tried {sizes}: power {powers} (MC SE; "
+                   f"{rows[0]['studies']} fresh studies each, {check['fits']} hierarchical fits, "
+                   f"{check['seconds']:.0f} s); chosen {check['chosen_size']} {name}, {check['chosen_why']}")
     bias = "no estimate" if check.get("effect_bias") is None else (
         f"{num(check['effect_bias'])} ± {num(check.get('effect_bias_mc_se') or float('nan'))} against "
         f"{num(check['estimand'])}")
     cov = "-" if check.get("coverage") is None else (f"{check['coverage']:.2f} ± {check['coverage_mc_se']:.2f} "
                                                      f"(nominal {check['coverage_level']:.2f})")
-    return [f"hierarchical fit at this design (--fit hierarchical, {check['studies']} fresh studies): power {power}, "
-            f"effect bias {bias}, interval coverage {cov}", f"  {check['note']}"]
+    out.append(f"hierarchical fit at the chosen design ({check['studies']} fresh studies): power "
+               f"{pm(check['power'], check.get('power_mc_se'))} (MC SE), effect bias {bias}, interval coverage {cov}")
+    return [*out, f"  {check['note']}"]

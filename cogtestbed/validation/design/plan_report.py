@@ -198,16 +198,17 @@ def recovery_warnings(rec: Mapping[str, Any], fit_check: Mapping[str, Any] | Non
     cov, nominal = rec.get("coverage"), rec.get("coverage_level")
     fit = "with a lapse term" if rec.get("lapse_fit") is not None else "without a lapse term"
     remedy = _bias_remedy(rec, fit_check)
+    where = "at this design" if fit_check is None else "at the per-subject MLE's design"
     out = []
     if size and abs(bias) > BIAS_SHARE * abs(size):
         out.append(f"the per-subject MLE of {rec['effect']} ({fit}) is biased by {abs(bias) / abs(size):.0%} of the "
-                   f"effect at this design ({bias:+.3g} against the population mean {rec['estimand']:.3g}, "
+                   f"effect {where} ({bias:+.3g} against the population mean {rec['estimand']:.3g}, "
                    f"{rec.get('studies', 'the')} fresh simulated studies): the plan's t-test stays a valid test of "
                    "whether the effect is zero (its error rates are the simulated ones), but its estimate and "
                    f"interval must not be reported as the effect's size; {remedy}")
     if cov is not None and nominal is not None and cov < nominal - COVERAGE_SLACK:
-        out.append(f"the test's {nominal:.0%} interval covers the true effect in {cov:.0%} of fresh simulated "
-                   f"studies at this design: do not report it as a {nominal:.0%} interval; {remedy}")
+        out.append(f"the t-test's {nominal:.0%} interval covers the true effect in {cov:.0%} of fresh simulated "
+                   f"studies {where}: do not report it as a {nominal:.0%} interval; {remedy}")
     return out
 
 
@@ -220,21 +221,23 @@ def _bias_remedy(rec: Mapping[str, Any], fit_check: Mapping[str, Any] | None) ->
              "; this plan's answers lapse to random choices, so also plan and fit with a lapse term "
              "(`plan --lapse-fit fit`, `fit --lapse fit`) and see whether the warning goes")
     if fit_check is None or fit_check.get("effect_bias") is None:
-        return (f"`plan ... --fit hierarchical` re-measures this design with the hierarchical fit and says whether it "
-                f"removes the bias (then report the effect from {fit_cmd}), or plan more trials per subject (the "
-                f"per-subject MLE's bias shrinks with trials){lapse}")
+        return (f"`plan ... --fit hierarchical` plans with the hierarchical fit (its size searched with that fit) "
+                f"and says whether it removes the bias (then report the effect from {fit_cmd}), or plan more trials "
+                f"per subject (the per-subject MLE's bias shrinks with trials){lapse}")
     b, se, n = fit_check["effect_bias"], fit_check.get("effect_bias_mc_se"), fit_check["studies"]
     share = fit_check.get("bias_share")
-    measured = (f"measured with --fit hierarchical on {n} fresh studies: its population estimate's bias "
+    measured = (f"measured with --fit hierarchical on {n} fresh studies at the chosen design: its population "
+                f"estimate's bias "
                 f"{b:+.3g}{'' if se is None else f' ± {se:.2g} (MC SE)'}"
                 + ("" if share is None else f", {share:.0%} of the effect")
                 + f", interval coverage {fit_check['coverage']:.2f}" * (fit_check.get("coverage") is not None)
                 + f", power {fit_check['power']:.2f}")
     limit = BIAS_SHARE * abs(rec.get("effect_size") or 0.0)
     if share is not None and share <= BIAS_SHARE:
-        return f"the hierarchical fit removes it at this design ({measured}): report the effect from {fit_cmd}{lapse}"
+        return (f"the hierarchical fit this plan is made with removes it ({measured}): report the effect from "
+                f"{fit_cmd}{lapse}")
     if se is not None and abs(b) - 2 * se > limit:
-        return (f"the hierarchical fit does not remove it at this design either ({measured}): plan more trials per "
+        return (f"the hierarchical fit does not remove it either ({measured}): plan more trials per "
                 f"subject (the per-subject MLE's bias shrinks with trials){lapse}")
     return (f"whether the hierarchical fit removes it is not settled ({measured}: above {BIAS_SHARE:.0%} of the "
             f"effect but within 2 MC SE of it): more --fit-sims would tell; meanwhile plan more trials per subject "
@@ -319,9 +322,11 @@ def write_plan(payload: dict[str, Any], out: Path) -> dict[str, Path]:
 
         check = payload["fit_check"]
         text = fit_check_lines(check)
-        sections.append({"title": "hierarchical fit at the chosen design", "verdict": text[0],
-                         "tables": [("hierarchical verification", pd.DataFrame([check]))], "plots": [],
-                         "details": text[1].strip()})
+        sections.append({"title": "hierarchical search (--fit hierarchical)", "verdict": "\n".join(text[:-1]),
+                         "tables": [("sizes tried with the hierarchical fit", pd.DataFrame(check.get("search") or [])),
+                                    ("hierarchical fit at the chosen design",
+                                     pd.DataFrame([{k: v for k, v in check.items() if k != "search"}]))],
+                         "plots": [], "details": text[-1].strip()})
     if "sequential" in payload:  # a group-sequential plan (plan --looks)
         from cogtestbed.validation.design.seqplan import report_section
 
@@ -353,7 +358,7 @@ def plan_markdown(payload: Mapping[str, Any]) -> str:
     if payload.get("fit_check"):
         from cogtestbed.validation.design.fitcheck import fit_check_lines
 
-        lines += ["", "## Hierarchical fit at the chosen design", ""]
+        lines += ["", "## Hierarchical search (--fit hierarchical)", ""]
         lines += [f"    {x.strip()}" for x in fit_check_lines(payload["fit_check"])]
     if payload.get("sequential"):
         from cogtestbed.validation.design.seqplan import sequential_lines

@@ -173,7 +173,7 @@ def test_the_warning_names_lapse_fit_where_answers_lapse_to_random_choices_and_n
     (["--fit", "bayes"], "--fit must be one of mle, hierarchical"),
     (["--fit-sims", "5"], "--fit-sims sets how many studies --fit hierarchical fits"),
     (["--fit", "hierarchical", "--fit-sims", "1"], "--fit-sims must be at least 2"),
-    (["--fit", "hierarchical", "--looks", "3"], "--fit hierarchical verifies a fixed design"),
+    (["--fit", "hierarchical", "--looks", "3"], "--fit hierarchical plans a fixed design"),
     (["--fit", "hierarchical", "--precision", "optimism_bias=0.5"], "drop one of them"),
 ])
 def test_fit_options_that_cannot_be_planned_are_refused_in_one_line(capsys, extra, message):

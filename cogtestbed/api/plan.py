@@ -213,7 +213,7 @@ def _check_fit_option(fit: str, fit_sims: int | None, spec: Any, looks: Any, pre
 
     check_fit(fit, spec, looks, fit_sims)
     if precision:
-        raise InputError("--fit hierarchical verifies a power plan's design; --precision plans one subject's MLE "
+        raise InputError("--fit hierarchical plans a power plan's design; --precision plans one subject's MLE "
                          "(drop one of them)")
 
 

@@ -44,12 +44,12 @@ from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
 
 #: Fitters ``plan --fit`` knows: the per-subject MLE (the search's, default) and the hierarchical model.
 FIT_METHODS = ("mle", "hierarchical")
-#: Fresh studies ``plan --fit hierarchical`` fits at the chosen design by default (each a PyMC fit).
+#: Fresh studies ``plan --fit hierarchical`` fits per size it tries, by default (each a PyMC fit).
 HIERARCHICAL_SIMS = 20
-#: Added to the study's seed for the hierarchical verification's studies (seeds neither the search
+#: Added to the study's seed for the hierarchical search's studies (seeds neither the MLE's search
 #: nor the recovery's fresh studies used).
 FIT_SEED_OFFSET = 9_999_991
-#: Posterior draws, tuning steps and chains of each verification fit (the plan's study defaults;
+#: Posterior draws, tuning steps and chains of each hierarchical fit of the search (the plan's study defaults;
 #: the run's own ``cogtestbed fit --method hierarchical`` defaults to more).
 FIT_DRAWS, FIT_TUNE, FIT_CHAINS = 500, 500, 2
 #: Most steps the size search takes after the MLE's size (so at most ``MAX_STEPS + 1`` sizes, each
@@ -81,7 +81,7 @@ def check_fit(fit: str, spec: PlannedStudy, looks: int | str | None, sims: int |
         raise InputError("--fit hierarchical plans a model target's fit: it goes with --model and --effect (a metric "
                          "or test target fits no model)")
     if looks is not None:
-        raise InputError("--fit hierarchical verifies a fixed design; a sequential plan's looks test per-subject MLEs "
+        raise InputError("--fit hierarchical plans a fixed design; a sequential plan's looks test per-subject MLEs "
                          "(drop --looks or --fit hierarchical)")
 
 

@@ -42,7 +42,8 @@ def test_summarise_gives_power_bias_and_coverage_with_their_mc_errors():
 def test_step_size_is_the_normal_step_in_sqrt_n_bounded_and_bracketed():
     """From 26 subjects at 20 studies, 80 % target, alpha .05: the normal approximation's step in sqrt(N)
     (sqrt(N') = sqrt(N) (z_.025 + z_.8) / (z_.025 + Phi^-1(power))), at most x2 / x1/2, never onto or past
-    a size that brackets the answer; no step within one binomial SE above the target."""
+    a size that brackets the answer (a step past it bisects the bracket); no step within one binomial SE
+    above the target."""
     from cogtestbed.validation.design.fitcheck import step_size
 
     def step(n: int, power: float, tried: dict[int, float] | None = None) -> int | None:
@@ -54,6 +55,8 @@ def test_step_size_is_the_normal_step_in_sqrt_n_bounded_and_bracketed():
     assert step(26, 1.0) == 13  # 20/20 read as 1 - 1/40, bounded to x1/2
     assert step(26, 0.85) is None and step(26, 0.8) is None  # within one SE (0.089) above the target: stop
     assert step(15, 0.6, {26: 0.95, 15: 0.6}) == 25  # ceil(15 x 1.602 = 24.03), below the passing 26
+    assert step(16, 0.5, {26: 1.0, 16: 0.5}) == 21  # x2 = 32 overshoots the passing 26: the bracket bisected
+    assert step(26, 1.0, {26: 1.0, 20: 0.5}) == 23  # x1/2 = 13 undershoots the failing 20: bisected
     assert step(20, 0.7, {20: 0.7, 21: 0.9}) is None  # adjacent failing and passing sizes: done
     assert step(3, 0.95, {3: 0.95}) is None and step(1990, 0.5, {1990: 0.5}) == 2000  # the limits 3 and 2000
     from cogtestbed.validation.design.fitcheck import affordable_top

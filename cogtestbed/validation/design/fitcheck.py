@@ -15,8 +15,9 @@ then searches the size axis (subjects) with the hierarchical test, cheaply (:fun
 * **step** (:func:`step_size`): below the target power, up; above it by more than
   :data:`DOWN_MARGIN_Z` binomial SEs (at the target, ``sims`` studies), down; by the normal
   approximation in √N (power ``Φ(δ√N − z_{α/2})``: ``√N' = √N · (z_{α/2} + z_target) / (z_{α/2} +
-  Φ⁻¹(power))``, at most a factor :data:`MAX_STEP_FACTOR` in N), never onto a size tried or past one
-  that brackets the answer, and at most :data:`MAX_STEPS` steps;
+  Φ⁻¹(power))``, at most a factor :data:`MAX_STEP_FACTOR` in N), never onto a size tried; a step
+  past a size that already brackets the answer (a failing size below a passing one) bisects the
+  bracket instead; at most :data:`MAX_STEPS` steps;
 * **choose** the smallest size tried whose measured power reaches the target (none: the largest
   tried, and the plan says the target was not reached).  The plan's design, cost and power are then
   the hierarchical ones.  Measured at the chosen size: the test's power, the bias of the posterior
@@ -125,14 +126,18 @@ def step_size(n: int, power: float, sims: int, target: float, level: float, trie
     want = z_a + float(stats.norm.ppf(target))
     factor = min(MAX_STEP_FACTOR, max(1 / MAX_STEP_FACTOR, (want / now) ** 2 if now > 0 else MAX_STEP_FACTOR))
     if up:  # above n, below the smallest size that reached the target
-        lo, hi = n + 1, min((m for m, pw in tried.items() if pw >= target and m > n), default=top + 1) - 1
+        bound = min((m for m, pw in tried.items() if pw >= target and m > n), default=None)
+        lo, hi = n + 1, top if bound is None else bound - 1
         proposal = math.ceil(n * factor)
     else:  # below n, above the largest size that fell short
-        lo, hi = max((m for m, pw in tried.items() if pw < target and m < n), default=MIN_SIZE - 1) + 1, n - 1
+        bound = max((m for m, pw in tried.items() if pw < target and m < n), default=None)
+        lo, hi = MIN_SIZE if bound is None else bound + 1, n - 1
         proposal = math.floor(n * factor)
     lo, hi = max(lo, MIN_SIZE), min(hi, top)
     if lo > hi:
         return None
+    if bound is not None and not lo <= proposal <= hi:  # the step overshoots a size that brackets the answer
+        proposal = (lo + hi) // 2  # bisect the bracket instead
     nxt = min(max(proposal, lo), hi)
     return None if nxt in tried else nxt
 

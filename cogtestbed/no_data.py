@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cogtestbed.errors import DataError
+
 
 def valid_rows(trials: pd.DataFrame) -> int:
     """How many rows hold a valid answer (``valid`` True; a missing ``valid`` counts as invalid)."""
@@ -151,6 +153,18 @@ def degenerate_units(trials: pd.DataFrame, min_distinct: int = MIN_DISTINCT_ANSW
         if reason is not None:
             out[subject.item() if isinstance(subject, np.generic) else subject] = reason
     return out
+
+
+class DegenerateAnswers(DataError):
+    """No subject's valid answers identify the model (:func:`degenerate_units`): a fit would
+    reflect only its prior, so none is made (the hierarchical fits' refusal)."""
+
+
+def unfitted_flag(units: Mapping[Any, str]) -> str:
+    """The flag of a fit naming the subjects left unfitted by the degenerate-answer rule
+    (:func:`degenerate_units`) with the first one's reason (MLE and hierarchical fits alike)."""
+    named = ", ".join(str(s) for s in list(units)[:10]) + (" …" if len(units) > 10 else "")
+    return f"{len(units)} subject(s) ({named}) not fitted: {next(iter(units.values()))}"
 
 
 def _unit_id(row: Mapping[str, Any]) -> Any:

@@ -252,7 +252,8 @@ def stderr_reporter(terminal: bool) -> Report:
 
 
 __all__ = ["SamplingProgress", "TaskProgress", "current", "duration", "for_sampling", "nutpie_progress",
-           "parse_duration", "pymc_callback", "reporting", "stderr_reporter"]
+           "UnitProgress", "parse_duration", "pymc_callback", "reporting", "stderr_reporter", "unit_phase",
+           "unit_progress", "unit_tick"]
 
 
 #: Seconds between a :class:`Heartbeat`'s lines (a plan says where it is at least this often).
@@ -284,6 +285,7 @@ class Heartbeat:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
+        self._thread.join(timeout=1.0)  # a line under way is said before the caller's closing line
 
     def phase(self, name: str, total: int = 0, detail: str = "") -> None:
         """A new phase of ``total`` units (0: unknown)."""
@@ -300,7 +302,7 @@ class Heartbeat:
             eta = f"ETA {_clock(took / self.done * max(0, self.total - self.done))}"
         else:
             eta = "ETA unknown" if not self.total else "ETA once the first result is in"
-        count = f"{self.done:,}/{self.total:,}" if self.total else f"{self.done:,} done"
+        count = f"{self.done:,}/{self.total:,}" if self.total else f"{self.done:,} done" if self.done else "under way"
         detail = f" ({self.detail})" if self.detail else ""
         return f"{self.name}: {count}{detail}, {_clock(now - self.start)} elapsed, {eta}"
 
@@ -340,5 +342,76 @@ def beat() -> Heartbeat | None:
 def tick(units: int = 1) -> None:
     """Count ``units`` finished on the current heartbeat (nothing without one)."""
     hb = _HEARTBEAT.get()
+    if hb is not None:
+        hb.advance(units)
+
+
+#: Seconds between the progress lines of a long computation over units (:func:`unit_progress`).
+UNIT_INTERVAL = 5.0
+#: The heartbeat of a computation over units under way (``metrics`` of a large table), apart from
+#: a plan's (:func:`beat`): the loops that fit each unit (:meth:`CognitiveModel.fit_mle`) count
+#: into it without clobbering a plan's phases.
+_UNIT_BEAT: ContextVar[Heartbeat | None] = ContextVar("cogtestbed_unit_progress", default=None)
+
+
+class UnitProgress:
+    """The handle :func:`unit_progress` yields: its :class:`Heartbeat` and the closing line's text
+    (:meth:`closing`), said once the block ends with the time it took."""
+
+    def __init__(self, heartbeat: Heartbeat) -> None:
+        self.heartbeat = heartbeat
+        self.summary: str | None = None
+
+    def closing(self, text: str) -> None:
+        """What the closing line says (the counts the result holds)."""
+        self.summary = text
+
+
+@contextlib.contextmanager
+def unit_progress(what: str, interval: float | None = None) -> Iterator[UnitProgress | None]:
+    """While the block runs, a line every ``interval`` seconds (default :data:`UNIT_INTERVAL`)
+    through the current reporter (:func:`current`; none, and None yielded, without one): ``what``
+    while it is under way, then the phase a fitting loop sets (:func:`unit_phase`: which model,
+    units fitted of how many, ETA).  A block that outlasts one interval ends with the last phase's
+    line (the last count reached) and the closing line (:meth:`UnitProgress.closing`) with the time
+    it took; a shorter one says nothing."""
+    found = current()
+    if found is None:
+        yield None
+        return
+    report = found[0]
+    said = [""]
+
+    def say(line: str) -> None:
+        said[0] = line
+        report(line, False)
+
+    step = UNIT_INTERVAL if interval is None else interval
+    with Heartbeat(say, step) as hb:
+        hb.phase(what)
+        handle = UnitProgress(hb)
+        token = _UNIT_BEAT.set(hb)
+        try:
+            yield handle
+        finally:
+            _UNIT_BEAT.reset(token)
+    took = time.monotonic() - hb.start
+    if took >= step:
+        last = hb.line()
+        if hb.name != what and last != said[0]:  # the last count reached, unless just said
+            report(last, True)
+        report(f"{handle.summary or what + ': done'} in {_clock(took)}", True)
+
+
+def unit_phase(name: str, total: int) -> None:
+    """Start the phase ``name`` of ``total`` units on the current :func:`unit_progress` (none: nothing)."""
+    hb = _UNIT_BEAT.get()
+    if hb is not None:
+        hb.phase(name, total)
+
+
+def unit_tick(units: int = 1) -> None:
+    """Count ``units`` done on the current :func:`unit_progress` (none: nothing)."""
+    hb = _UNIT_BEAT.get()
     if hb is not None:
         hb.advance(units)

@@ -16,7 +16,16 @@ now (exit status and its one line, or the numbers it reports).
   how many subjects each model's ``fit`` identifies (0 of 2 everywhere);
 * ProbabilisticReasoning/claude-1.csv and claude-2.csv (runs that judge a condition twice): the
   default refusal (exit 2, one line naming file, run, condition and override), and under
-  ``--sessions split`` the runs holding a second session (215 and 2).
+  ``--sessions split`` the runs holding a second session (215 and 2);
+* hierarchical fits of degenerate answers: a table whose every valid answer is one value is refused
+  (exit 2, one line); with one constant subject of three, the fit samples the other two and
+  names the third (``n_identified``, ``unidentified``, ``flags``; null rows in subjects.csv);
+* belief coherence's single-test path on constant answers: the raw test alone (what the studies
+  read before) and ``MetricsSpec.test_result`` (null with the reason, as the whole metrics);
+* progress during a long metrics computation: ``metrics --json`` on 2,000 simulated
+  instrumental-learning runs, its stderr lines and the count the result holds.
+
+``--quick`` leaves out the hierarchical fit and the long metrics computation.
 """
 
 from __future__ import annotations
@@ -70,6 +79,11 @@ def main() -> None:
         print("large input:", said(big))
     constant_answers_everywhere()
     two_sessions_under_one_id()
+    belief_single_test()
+    with tempfile.TemporaryDirectory() as tmp:
+        hierarchical_degenerate(Path(tmp), quick="--quick" in sys.argv)
+        if "--quick" not in sys.argv:
+            metrics_progress(Path(tmp))
 
 
 def two_sessions_under_one_id() -> None:
@@ -82,6 +96,68 @@ def two_sessions_under_one_id() -> None:
         second = {r["run"] for r in got["per_run"] if r["session"] == 1}
         print(f"metrics {name} --sessions split: exit 0, {len(second)} runs with a second session, performance "
               f"{got['metrics']['performance']:.4f}")
+
+
+def _constant_subject(subjects: int = 3) -> pd.DataFrame:
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.simulation import simulate
+
+    table = simulate(get_experiment("instrumental-learning"), "rw-pm", subjects, 1)
+    table.loc[(table["subject"] == 1) & table["valid"], "action"] = 1
+    return table
+
+
+def hierarchical_degenerate(tmp: Path, quick: bool) -> None:
+    """``fit --method hierarchical`` of a constant table (refused) and of one constant subject of three."""
+    table = _constant_subject()
+    constant = table.copy()
+    constant.loc[constant["valid"], "action"] = 1
+    constant.to_parquet(tmp / "constant.parquet")
+    print("fit --method hierarchical, every answer 1:", said(cogtestbed(
+        "fit", "rw-pm", str(tmp / "constant.parquet"), "-o", str(tmp / "fit0"), "--method", "hierarchical")))
+    if quick:
+        return
+    table.to_parquet(tmp / "one.parquet")
+    done = cogtestbed("fit", "rw-pm", str(tmp / "one.parquet"), "-o", str(tmp / "fit1"), "--method", "hierarchical",
+                      "--draws", "200", "--chains", "2", "--json")
+    out = json.loads(done.stdout)
+    rows = pd.read_csv(tmp / "fit1" / "subjects.csv")
+    null = sorted(int(s) for s in rows.loc[rows["mean"].isna(), "subject"].unique())
+    print(f"fit --method hierarchical, subject 1 of 3 constant: exit {done.returncode}, n_subjects "
+          f"{out['n_subjects']}, n_identified {out['n_identified']}, unidentified {list(out['unidentified'])}, "
+          f"subjects.csv null rows for {null}; flag: {out['flags'][0]}")
+
+
+def belief_single_test() -> None:
+    """Test T2 of belief coherence alone on a table whose every valid answer is one value."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.simulation import simulate
+    from cogtestbed.validation.conformance.table_checks import constant_answers
+
+    spec = get_experiment("belief-coherence")
+    table = constant_answers(simulate(spec, "logit-rum", 2, 1, design=spec.design_cls(n_contexts=20)))
+    options = dict(spec.metrics.smoke_options)
+    print("belief t2 alone, constant answers, raw test (before):", spec.metrics.tests["t2"](table, **options))
+    got = spec.metrics.test_result("t2", table, **options)
+    print("belief t2 alone, constant answers, test_result (now):", got["metrics"], got["null_reasons"]["t2"])
+
+
+def metrics_progress(tmp: Path) -> None:
+    """``metrics --json`` on 2,000 simulated runs: the progress lines on stderr and the result's count."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.simulation import simulate
+
+    simulate(get_experiment("instrumental-learning"), "rw-pm", 2000, 1).to_parquet(tmp / "big.parquet")
+    done = cogtestbed("metrics", str(tmp / "big.parquet"), "--json")
+    got = json.loads(done.stdout)
+    lines = done.stderr.strip().splitlines()
+    for line in lines:
+        if not line.startswith("warning:"):
+            print("  stderr:", line)
+    print(f"  stderr: ... and {sum(line.startswith('warning:') for line in lines)} warning lines (MLE fits that "
+          "did not converge)")
+    print(f"metrics of 2,000 runs: exit {done.returncode}, per_run rows {len(got['per_run'])}, n_runs "
+          f"{got['metrics'].get('n_runs')}")
 
 
 def constant_answers_everywhere() -> None:

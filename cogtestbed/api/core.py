@@ -11,7 +11,7 @@ turns into its one-line messages (:mod:`cogtestbed.errors`).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -163,11 +163,20 @@ def metrics(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame
         result["path"] = str(table_or_path)
     if converted:
         result["options"] = converted
-    result.update(exp.metrics(table, **converted))
-    if "form" in table.columns:
-        from cogtestbed.inference.form_effects import form_metrics
+    from cogtestbed.progress import unit_progress
 
-        result["prompt_forms"] = form_metrics(table, lambda t: exp.metrics(t, **converted), result)
+    unit = exp.metrics.unit.removeprefix("per_") + "s"
+    # a long computation says where it is (a line every few seconds, where a reporter listens: the CLI)
+    what = f"metrics of {exp.name}"
+    with unit_progress(f"{what} on {table['subject'].nunique():,} {unit} ({len(table):,} rows)") as progress:
+        result.update(exp.metrics(table, **converted))
+        if "form" in table.columns:
+            from cogtestbed.inference.form_effects import form_metrics
+
+            result["prompt_forms"] = form_metrics(table, lambda t: exp.metrics(t, **converted), result)
+        if progress is not None:  # the closing line counts what the result holds
+            progress.closing(f"{what}: done, {len(result.get(exp.metrics.unit) or []):,} rows of "
+                             f"{exp.metrics.unit} from {len(table):,} trial rows")
     return result
 
 
@@ -210,7 +219,9 @@ def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | s
     subject's answers identify the model: ``identified``, ``null_reason``; a subject whose valid
     answers take one value has NaN estimates);
     ``method="hierarchical"``: the posterior, an object with ``.idata`` (arviz InferenceData),
-    ``.diagnostics`` and ``.subject_summary()``.  Where the experiment pools sessions, the runs
+    ``.diagnostics`` and ``.subject_summary()``, sampled on the subjects whose answers identify the
+    model (the others in ``.unidentified`` and ``.flags``, null in the subject summary; a table
+    where no subject's answers do is refused, ``DegenerateAnswers``).  Where the experiment pools sessions, the runs
     of each agent are fitted together as one subject unless ``separate_runs``.  ``lapse``: the
     fitted lapse term (``none``, ``fit`` or a fixed rate, as ``--lapse``).  ``experiment`` None:
     the table's (its experiment column, or the importer that recognises the file), else the one
@@ -230,18 +241,30 @@ def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | s
 
 
 def sample_hierarchical(cog: Any, table: pd.DataFrame, form_effects: Sequence[str] | None, *, draws: int,
-                        chains: int, seed: int, max_draws: int | None) -> Any:
+                        chains: int, seed: int, max_draws: int | None,
+                        on_start: Callable[[pd.DataFrame], None] | None = None) -> Any:
     """The hierarchical posterior of ``cog`` on ``table``: with crossed subject and form effects
-    where the table was run across prompt forms, else the model's own hierarchical fit."""
+    where the table was run across prompt forms, else the model's own hierarchical fit; either on
+    the subjects whose answers identify the model (the degenerate-answer rule of the MLE fits:
+    :func:`~cogtestbed.inference.hierarchical.on_identified_subjects`; the others in the fit's
+    ``unidentified`` and ``flags``, and a table without one identified subject refused).
+    ``on_start(table)`` is called with the table sampled, just before sampling."""
     from cogtestbed.inference.form_hierarchical import fit_forms_hierarchical, has_forms
-    from cogtestbed.inference.hierarchical import fit_hierarchical
+    from cogtestbed.inference.hierarchical import fit_hierarchical, on_identified_subjects
 
-    if has_forms(table):
-        return fit_forms_hierarchical(cog, table, form_effects, draws=draws, chains=chains, seed=seed,
-                                      max_draws=max_draws)
-    if form_effects:
+    forms = has_forms(table)
+    if form_effects and not forms:
         raise InputError("--form-effects needs a table run across two or more prompt forms (its 'form' column)")
-    return fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws)
+
+    def sample(kept: pd.DataFrame) -> Any:
+        if on_start is not None:
+            on_start(kept)
+        if forms:
+            return fit_forms_hierarchical(cog, kept, form_effects, draws=draws, chains=chains, seed=seed,
+                                          max_draws=max_draws)
+        return fit_hierarchical(cog, kept, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws)
+
+    return on_identified_subjects(cog, table, sample)
 
 
 def fit_model(exp: ExperimentSpec, model: str, method: str, lapse: str = "none") -> Any:

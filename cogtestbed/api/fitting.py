@@ -31,7 +31,10 @@ def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.P
     folder ``output`` (``cogtestbed fit``; ``force`` overwrites its files); return the summary it
     writes as ``summary.json`` (model, source, subjects, unit; MLE: the parameters' means, summed
     AIC and BIC over the subjects whose answers identify the model, a flag naming the others;
-    hierarchical: the population medians and 90 % intervals, diagnostics, LOO; on a table run
+    hierarchical: the population medians and 90 % intervals, diagnostics, LOO, sampled on the
+    subjects whose answers identify the model (``n_identified``; ``unidentified`` names the others
+    with the reason, ``flags`` says so, and their rows of ``subjects.csv`` are null; a table where
+    none is identified is refused); on a table run
     across prompt forms, the crossed subject × form model on ``form_effects`` (default: every
     parameter) and each between-form SD's posterior, ``form_sd``, and each form's effect).
 
@@ -108,9 +111,14 @@ def _hierarchical(cog: Any, table: Any, output: Path, draws: int, chains: int, s
     from cogtestbed.outputs import atomic_write_bytes
 
     forms = has_forms(table)
-    say(f"sampling {cog.name} on {n_subjects} subjects ({chains} chains x {draws} draws)"
-        + (" with crossed prompt-form effects" if forms else "") + "...")
-    res = sample_hierarchical(cog, table, form_effects, draws=draws, chains=chains, seed=seed, max_draws=max_draws)
+
+    def started(kept: Any) -> None:
+        n = int(kept["subject"].nunique())
+        say(f"sampling {cog.name} on {n} subjects" + (f" (of {n_subjects})" if n != n_subjects else "")
+            + f" ({chains} chains x {draws} draws)" + (" with crossed prompt-form effects" if forms else "") + "...")
+
+    res = sample_hierarchical(cog, table, form_effects, draws=draws, chains=chains, seed=seed, max_draws=max_draws,
+                              on_start=started)
     say(f"diagnostics: {res.diagnostics.report()}")
     for p, s in (res.form_sd or {}).items():
         say(f"between-form SD of {p} (unconstrained scale): {s['median']:.3g} [{s['interval'][0]:.3g}, "
@@ -128,7 +136,8 @@ def _hierarchical(cog: Any, table: Any, output: Path, draws: int, chains: int, s
     atomic_write_bytes(subjects_csv, lambda tmp: subj.to_csv(tmp, index=False))
     atomic_write_bytes(output / "diagnostics.csv", lambda tmp: res.diagnostics.table.to_csv(tmp))
     out = {"population": pop, "diagnostics": res.diagnostics.as_dict(), "elpd_loo": float(lo.elpd_loo),
-           "files": [str(nc), str(subjects_csv)]}
+           "files": [str(nc), str(subjects_csv)], "n_identified": n_subjects - len(res.unidentified),
+           "unidentified": {str(s): r for s, r in res.unidentified.items()}, "flags": list(res.flags)}
     if res.form_sd is not None:
         out.update({"form_sd": res.form_sd, "form_effects": res.form_effects})
     return out

@@ -512,7 +512,10 @@ def fit(
             payload = fit_it()
     else:
         payload = fit_it()
+    from cogtestbed.cli.metrics import warn_flags
+
     if as_json:
         print_json(payload)
-        return
-    console.print_json(json.dumps(payload, default=str))
+    else:
+        console.print_json(json.dumps(payload, default=str))
+    warn_flags(payload.get("flags") or [])  # subjects whose answers identify no model, on stderr too

@@ -491,13 +491,18 @@ class CognitiveModel(ABC):
     def fit_mle(
         self, trials: pd.DataFrame, n_starts: int | None = None, subjects: Iterable[Hashable] | None = None
     ) -> pd.DataFrame:
-        """Fit every subject; one row per subject with estimates, NLL, AIC, BIC, convergence."""
+        """Fit every subject; one row per subject with estimates, NLL, AIC, BIC, convergence (each
+        fit counted on a long computation's progress line, :func:`cogtestbed.progress.unit_progress`)."""
+        from cogtestbed.progress import unit_phase, unit_tick
+
         data = self.subject_data(trials)
         self.require_observations(data)
         keys = list(data) if subjects is None else list(subjects)
         rows = []
+        unit_phase(f"{self.name} fitted by maximum likelihood to each unit", len(keys))
         for key in keys:
             fit = self.fit_subject(data[key], n_starts=n_starts)
+            unit_tick()
             rows.append(
                 {
                     "subject": key,
@@ -511,6 +516,16 @@ class CognitiveModel(ABC):
             )
         return pd.DataFrame(rows)
 
+    def degenerate_subjects(self, trials: pd.DataFrame) -> dict[Any, str]:
+        """The subjects of ``trials`` whose valid answers take fewer than
+        :attr:`min_distinct_answers` values, each with the reason (the one rule,
+        :func:`cogtestbed.no_data.degenerate_units`): what :meth:`fit_identified` and the
+        hierarchical fits (:func:`~cogtestbed.inference.hierarchical.on_identified_subjects`) leave
+        unfitted."""
+        from cogtestbed.no_data import degenerate_units
+
+        return degenerate_units(trials, self.min_distinct_answers)
+
     def fit_identified(self, trials: pd.DataFrame, n_starts: int | None = None) -> pd.DataFrame:
         """:meth:`fit_mle` under the rule for degenerate answers (:mod:`cogtestbed.no_data`): a
         subject whose valid answers take fewer than :attr:`min_distinct_answers` values is not
@@ -518,11 +533,9 @@ class CognitiveModel(ABC):
         whether it is ``identified`` and, where it is not, why (``null_reason``).  What
         ``cogtestbed fit`` and :func:`cogtestbed.fit` report; the studies fit simulated data
         with :meth:`fit_mle` (an estimate at a bound is their finding)."""
-        from cogtestbed.no_data import degenerate_units
-
         data = self.subject_data(trials)
         self.require_observations(data)
-        degenerate = degenerate_units(trials, self.min_distinct_answers)
+        degenerate = self.degenerate_subjects(trials)
         keys = [k for k in data if k not in degenerate]
         fits = self.fit_mle(trials, n_starts=n_starts, subjects=keys) if keys else pd.DataFrame()
         nan = float("nan")
@@ -547,8 +560,9 @@ def mle_summary(fits: pd.DataFrame, names: Sequence[str]) -> dict[str, Any]:
         "n_identified": len(ok), "flags": []}
     bad = fits[~fits["identified"]]
     if len(bad):
-        named = ", ".join(str(s) for s in bad["subject"].head(10))
-        out["flags"].append(f"{len(bad)} subject(s) ({named}) not fitted: {bad['null_reason'].iloc[0]}")
+        from cogtestbed.no_data import unfitted_flag
+
+        out["flags"].append(unfitted_flag(dict(zip(bad["subject"], bad["null_reason"], strict=True))))
     if not len(ok):
         out["null_reasons"] = dict.fromkeys(("mean", "aic", "bic"), str(bad["null_reason"].iloc[0]))
     return out

@@ -530,9 +530,16 @@ class BayesFit:
     form_sd: dict[str, Any] | None = None
     #: Each form's posterior mean effect by parameter (same condition).
     form_effects: dict[str, Any] | None = None
+    #: The subjects left out because their answers identify no model (the degenerate-answer rule,
+    #: :func:`on_identified_subjects`), each with the reason; the posterior is of the others.
+    unidentified: dict[Any, str] = field(default_factory=dict)
+    #: What the fit's reader must know besides the diagnostics (a flag naming the unidentified subjects).
+    flags: list[str] = field(default_factory=list)
 
     def subject_summary(self, hdi_probs: Sequence[float] = (0.5, 0.9)) -> pd.DataFrame:
-        """Per-subject posterior mean and central intervals of every subject-level variable."""
+        """Per-subject posterior mean and central intervals of every subject-level variable, with
+        ``identified`` and ``null_reason``: a subject left out by the degenerate-answer rule
+        (:attr:`unidentified`) has a row per variable with NaN (null) values and the reason."""
         post = self.idata.posterior
         rows = []
         subjects = post.coords["subject"].values
@@ -547,8 +554,41 @@ class BayesFit:
                 for q in hdi_probs:
                     lo, hi = np.quantile(draws[:, i], [(1 - q) / 2, (1 + q) / 2])
                     row[f"lo{int(q * 100)}"], row[f"hi{int(q * 100)}"] = float(lo), float(hi)
-                rows.append(row)
+                rows.append({**row, "identified": True, "null_reason": None})
+            nan = float("nan")
+            for s, reason in self.unidentified.items():
+                bounds = {f"{side}{int(q * 100)}": nan for q in hdi_probs for side in ("lo", "hi")}
+                rows.append({"subject": s, "parameter": name, "mean": nan, "median": nan, **bounds,
+                             "identified": False, "null_reason": reason})
         return pd.DataFrame(rows)
+
+
+def on_identified_subjects(model: Any, trials: pd.DataFrame, sample: Callable[[pd.DataFrame], BayesFit]) -> BayesFit:
+    """``sample`` (a hierarchical fit) on the subjects of ``trials`` whose valid answers identify
+    ``model``, under the rule of :meth:`~cogtestbed.inference.base.CognitiveModel.fit_identified`
+    (:meth:`~cogtestbed.inference.base.CognitiveModel.degenerate_subjects`): the others are left
+    out (the population is estimated from the identified subjects), named in the fit's
+    :attr:`BayesFit.unidentified` and :attr:`BayesFit.flags`, with null rows in its subject
+    summary.  Where no subject is identified (a table whose every valid answer is one value, say),
+    the posterior would reflect only the prior: :class:`~cogtestbed.no_data.DegenerateAnswers` is
+    raised, in one line with the reason."""
+    from cogtestbed.no_data import DegenerateAnswers, degenerate_reason, unfitted_flag, valid_answers, valid_rows
+
+    degenerate = model.degenerate_subjects(trials)
+    if not degenerate:
+        return sample(trials)
+    kept = trials[~trials["subject"].isin(list(degenerate))]
+    if valid_rows(kept) == 0:
+        reason = degenerate_reason(valid_answers(trials).to_numpy(), model.min_distinct_answers) or (
+            f"each of the {len(degenerate)} subjects' valid answers is degenerate ({next(iter(degenerate.values()))})")
+        raise DegenerateAnswers(f"{getattr(model, 'name', 'model')}: no subject's answers identify the model: "
+                                f"{reason}; a hierarchical posterior would reflect only its prior, so none is "
+                                "sampled (--method mle reports each subject null with its reason)")
+    fit = sample(kept)
+    fit.unidentified = dict(degenerate)
+    fit.flags.append(unfitted_flag(degenerate) + f"; the posterior (population included) is of the other "
+                     f"{kept['subject'].nunique()} subject(s)")
+    return fit
 
 
 def nutpie_available() -> bool:

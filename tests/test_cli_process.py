@@ -160,6 +160,7 @@ def small_run_study(spec, workers=None, **kwargs):
 
 driver.run_study = small_run_study
 real.PLAN_ARGS = {**real.PLAN_ARGS, "effect": "optimism_bias=0.6", "subjects": "8:12", "mc_se": 0.25}
+real.FORMS_PILOT = {"forms": 2, "subjects": 4, "visits_per_casino": 1}
 runpy.run_module("cogtestbed", run_name="__main__")
 """
 
@@ -176,6 +177,7 @@ def _demo_job(tmp_path: Path, prefix: list[str], *args: str) -> Path:
     assert report.startswith("# cogtestbed demo: instrumental learning") and "## CogBench metrics" in report
     assert {"trials.parquet", "metrics.json", "report.html"} <= {p.name for p in out.iterdir()}
     assert "## A real model: hf:smollm2-135m" in report and "### pilot → plan" in report
+    assert "### prompt forms: pilot → forms plan" in report
     assert {"recovery", "power", "real_model"} <= {p.name for p in out.iterdir()}
     return out
 
@@ -198,6 +200,11 @@ def test_the_demo_job_runs_end_to_end_with_small_studies(tmp_path: Path) -> None
     sessions, plan = metrics["real_model"]["sessions"], metrics["real_model"]["plan"]
     assert len(sessions) == 2 and "refused" not in plan  # the pilot's plan is made, not refused
     assert plan["run"]["subjects"] in (8, 9, 10, 11, 12) and 0.0 < plan["pilot"]["invalid_rate"] < 1.0
+    forms = metrics["real_model"]["forms_pilot"]  # 2 forms x 2 sessions of 4 trials: never an identified form SD
+    assert "--forms 1,2,4,8 --pilot" in forms["command"] and forms["pilot"]["calls"] == 16
+    assert forms["identified"] is False and forms["problems"] and "plan" not in forms
+    assert forms["assumed_plan"]["form_sd"] == {"alpha_pos": 0.15}
+    assert "does NOT identify the form SD" in (out / "report.md").read_text()
     recovery, power = (pd.read_parquet(out / kind / "results.parquet") for kind in ("recovery", "power"))
     assert len(recovery) == 2 * 12 * 4 and set(recovery["rep"]) == {0, 1}  # reps x subjects x parameters
     assert recovery["estimate"].notna().all()

@@ -63,16 +63,20 @@ def test_cli_fit_refuses_form_effects_without_forms(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_cli_fit_converges_and_reports_the_form_sd(tmp_path: Path) -> None:
-    """8 forms × 3 RW± subjects × 96 trials, form SD 1.0 on logit α⁺: ``fit --method hierarchical``
+    """8 forms × 6 RW± subjects × 96 trials, form SD 1.0 on logit α⁺: ``fit --method hierarchical``
     takes the crossed model, converges (R-hat ≤ 1.01, bulk ESS ≥ 400 of 4 × 1000 draws, no
-    divergence) and its form-SD interval holds the truth and is away from 0."""
+    divergence) and its form-SD interval holds the truth and the SD of the 8 forms' drawn offsets,
+    and is away from 0.  (With 3 subjects a form the 8 offsets are pinned too loosely for the last:
+    the interval's lower end came out 0.089 at seed 3.)"""
     path = tmp_path / "t.parquet"
-    _table(24, 1.0, seed=3).to_parquet(path)
+    table = _table(48, 1.0, seed=3)
+    table.to_parquet(path)
+    drawn = float(table.groupby("form")["form_offset_alpha_pos"].first().std(ddof=1))
     result = CliRunner().invoke(app, ["fit", "rw-pm", str(path), "-o", str(tmp_path / "fit"), "--form-effects",
                                       "alpha_pos", "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads((tmp_path / "fit" / "summary.json").read_text())
     diag, sd = out["diagnostics"], out["form_sd"]["alpha_pos"]
     assert diag["max_rhat"] <= 1.01 and diag["min_ess_bulk"] >= 400 and diag["divergences"] == 0
-    assert sd["interval"][0] > 0.1 and sd["interval"][0] <= 1.0 <= sd["interval"][1]
+    assert sd["interval"][0] > 0.1 and sd["interval"][0] <= min(1.0, drawn) <= max(1.0, drawn) <= sd["interval"][1]
     assert sorted(out["form_effects"]["alpha_pos"]) == [str(f) for f in range(8)]

@@ -97,3 +97,26 @@ def test_plan_with_a_pilot_across_forms_says_the_form_sd_and_its_interval(tmp_pa
     flat = " ".join(text.output.split())
     assert text.exit_code == 0 and f"[{sc['tau_interval'][0]:.3g}, " in flat and "(95% Q-profile)" in flat
     assert "pilot: 8 forms" in flat and "upper bound" in flat
+
+
+def test_pilot_problems_say_when_a_pilot_does_not_identify_the_form_sd() -> None:
+    """Estimates at a bound in half the pilot or more, or τ = 0, make the pilot's τ no estimate."""
+    import pandas as pd
+
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.design.form_plan import pilot_problems
+
+    model = get_experiment("instrumental-learning").model("rw-pm")
+    spec = form_study_spec("instrumental-learning", "rw-pm", FormDesign(tuple(range(4)), {}), 8,
+                           {"alpha_pos": 0.5, "alpha_neg": 0.5}, ("optimism_bias", 0.2))
+    inside = pd.DataFrame({"alpha_pos": [0.3, 0.5, 0.6, 0.4], "alpha_neg": [0.4, 0.5, 0.3, 0.6]})
+    assert pilot_problems(spec, inside, model, 0.2, 0.5) == ()
+    stuck = inside.assign(alpha_neg=[0.0, 0.0, 0.3, 0.6])  # 2 of 4 at the lower bound
+    (problem,) = pilot_problems(spec, stuck, model, 0.2, 0.5)
+    assert problem.startswith("2 of 4 pilot subjects have an estimate of alpha_pos or alpha_neg at a bound")
+    assert pilot_problems(spec, inside.assign(alpha_neg=[0.0, 0.5, 0.3, 0.6]), model, 0.2, 0.5) == ()  # 1 of 4
+    (zero,) = pilot_problems(spec, inside, model, 0.0, 0.31)
+    assert zero.startswith("τ = 0 (upper end 0.31)")
+    scales = EffectScales(0.2, 0.0, "pilot", (0.0, 0.31), problems=(zero,))
+    assert not scales.identified and scales.as_json()["problems"] == [zero]
+    assert EffectScales(0.2, 0.1, "pilot", (0.0, 0.3)).as_json()["identified"] is True

@@ -1,17 +1,20 @@
-"""Prompt forms (issue 42): coverage of the hierarchical model's form-SD interval, a small calibration.
+"""Prompt forms (issue 42): calibration of the hierarchical model's form-SD interval.
 
 Each replicate simulates RW± subjects (α⁺ = α⁻ = 0.5, β = 5, CogBench's 96 trials) in 8 prompt
-forms, each form shifting logit α⁺ by a Normal(0, ``--form-sd``) offset, fits the hierarchical
-model with crossed subject and form effects
-(:func:`~cogtestbed.inference.form_hierarchical.fit_forms_hierarchical`, form effect on α⁺,
-4 chains) and records whether the 95 % central posterior interval of ``alpha_pos_form_sigma``
-holds the true SD, with the fit's R-hat, ESS and divergences.  Prints one JSON line: coverage
-with its Monte-Carlo SE, the mean posterior median, and how many fits converged (R-hat ≤ 1.01,
-bulk ESS ≥ 400, no divergence).
+forms × 10 subjects, each form shifting logit α⁺ by a Normal(0, ``--form-sd``) offset (0.15: the
+settings of the MLE figure, ``prompt_forms_rwpm.py``), fits the hierarchical model with crossed
+subject and form effects (:func:`~cogtestbed.inference.form_hierarchical.fit_forms_hierarchical`,
+form effect on α⁺, 4 chains) and records whether the 95 % central posterior interval of
+``alpha_pos_form_sigma`` holds the true SD, its posterior median, and the fit's R-hat, ESS and
+divergences.  Prints one JSON line: the coverage with its Monte-Carlo SE (target 85-95 %), the
+bias of the posterior median with its MC SE, the same coverage among the fits that converged
+(R-hat ≤ 1.01, bulk ESS ≥ 400, no divergence), and the diagnostics' spread.
 
-Run: ``python benchmarks/studies/prompt_forms_hierarchical.py --studies 20`` (slow: one to a few
-minutes a replicate on a shared core).  ``--rows FILE`` appends each replicate's row to a CSV,
-``--part I/N`` runs every N-th replicate from the I-th, ``--summarise FILE`` summarises a CSV.
+Run: ``nice -n 10 python benchmarks/studies/prompt_forms_hierarchical.py --studies 80 --rows FILE``
+(slow: about a minute of one core a replicate after the first's compilation; ``--part I/N`` runs
+every N-th replicate from the I-th, so parts run side by side share one run's seeds).  ``--rows
+FILE`` appends each replicate's row to a CSV as it finishes (what completed survives a stop);
+``--summarise FILE [FILE ...]`` summarises CSVs (the parts' rows together).
 """
 
 from __future__ import annotations
@@ -52,29 +55,40 @@ def replicate(seed: int, forms: int, per_form: int, sd: float, draws: int) -> di
 
 def summarise(rows: pd.DataFrame) -> dict[str, Any]:
     r = len(rows)
-    cov = float(rows["covered"].astype(bool).mean())
+    covered = rows["covered"].astype(bool)
+    cov = float(covered.mean())
     ok = (rows["max_rhat"] <= 1.01) & (rows["min_ess_bulk"] >= 400) & (rows["divergences"] == 0)
+    err = rows["median"] - rows["true"]
+    cov_ok = float(covered[ok].mean()) if ok.any() else None
     return {"n_studies": r, "coverage": cov, "mc_se": math.sqrt(cov * (1 - cov) / r), "level": 0.95,
-            "mean_posterior_median": float(rows["median"].mean()), "converged": int(ok.sum()),
-            "max_rhat": float(rows["max_rhat"].max()), "min_ess_bulk": float(rows["min_ess_bulk"].min()),
-            "divergences": int(rows["divergences"].sum()), "median_seconds": float(rows["seconds"].median())}
+            "median_bias": float(err.mean()), "median_bias_mc_se": float(err.std(ddof=1) / math.sqrt(r)) if r > 1
+            else None, "mean_posterior_median": float(rows["median"].mean()),
+            "mean_interval": [float(rows["low"].mean()), float(rows["high"].mean())],
+            "converged": int(ok.sum()), "coverage_converged": cov_ok,
+            "max_rhat": float(rows["max_rhat"].max()), "median_max_rhat": float(rows["max_rhat"].median()),
+            "min_ess_bulk": float(rows["min_ess_bulk"].min()),
+            "median_min_ess_bulk": float(rows["min_ess_bulk"].median()),
+            "min_form_sd_ess": float(rows["form_sd_ess"].min()),
+            "divergences": int(rows["divergences"].sum()),
+            "fits_with_divergences": int((rows["divergences"] > 0).sum()),
+            "median_seconds": float(rows["seconds"].median())}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--studies", type=int, default=20)
     ap.add_argument("--forms", type=int, default=8)
-    ap.add_argument("--per-form", type=int, default=3)
-    ap.add_argument("--form-sd", type=float, default=0.5)
+    ap.add_argument("--per-form", type=int, default=10)
+    ap.add_argument("--form-sd", type=float, default=0.15)
     ap.add_argument("--draws", type=int, default=500, help="draws (and tuning steps) per chain")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--rows", type=Path, default=None)
     ap.add_argument("--part", default="0/1")
-    ap.add_argument("--summarise", type=Path, default=None)
+    ap.add_argument("--summarise", type=Path, nargs="+", default=None)
     args = ap.parse_args()
     start = time.perf_counter()
     if args.summarise is not None:
-        rows = pd.read_csv(args.summarise)
+        rows = pd.concat([pd.read_csv(f) for f in args.summarise], ignore_index=True)
     else:
         part, parts = (int(x) for x in args.part.split("/"))
         seeds = np.random.SeedSequence(args.seed).generate_state(args.studies, dtype=np.uint32)[part::parts]

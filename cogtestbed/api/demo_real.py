@@ -26,6 +26,16 @@ MODEL_LABEL = "SmolLM2-135M-Instruct"
 PLAN_ARGS: dict[str, Any] = {"model": "rw-pm", "effect": "optimism_bias=0.4", "subjects": "8:128", "trials": "96",
                              "mc_se": 0.15}
 PILOT_EXPERIMENT = "instrumental-learning"
+#: The demo's pilot across prompt forms (issue 42): SmolLM2 sessions of the short
+#: instrumental-learning design, balanced over the first ``forms`` of its declared forms (form 0 the
+#: paper's verbatim prompt, the others ours).  A project default sized to keep `make demo` within
+#: about a minute more; a pilot this small rarely identifies a form SD, and the report says so.
+FORMS_PILOT: dict[str, Any] = {"forms": 4, "subjects": 8, "visits_per_casino": 2}
+#: The plan over forms from that pilot (``cogtestbed plan --forms``): the effect of :data:`PLAN_ARGS`.
+FORMS_PLAN_ARGS: dict[str, Any] = {"model": "rw-pm", "effect": "optimism_bias=0.4", "forms": "1,2,4,8"}
+#: The form SD the demo plans for where its pilot does not identify one: the issue's figure
+#: (RW± optimism bias with form SD 0.15 on logit α⁺), stated as an assumption, never as the pilot's.
+ASSUMED_FORM_SD = {"alpha_pos": 0.15}
 
 
 def real_model_part(client: Any, output: Path, seed: int, workers: int | None, params: dict[str, float]
@@ -57,7 +67,12 @@ def real_model_part(client: Any, output: Path, seed: int, workers: int | None, p
     sections.append({"title": "pilot → plan: the model's session as the pilot", "verdict": plan["verdict"],
                      "tables": plan["tables"], "details": json.dumps(plan["json"], indent=1, default=str)})
     lines += ["### pilot → plan", "", plan["verdict"], ""]
-    return sections, lines, {"sessions": [r.as_json() for r in results], "plan": plan["json"]}
+    forms = forms_pilot(client, folder, seed)
+    sections.append({"title": "prompt forms: a pilot across forms → a forms plan", "verdict": forms["verdict"],
+                     "tables": forms["tables"], "details": json.dumps(forms["json"], indent=1, default=str)})
+    lines += ["### prompt forms: pilot → forms plan", "", forms["verdict"], ""]
+    return sections, lines, {"sessions": [r.as_json() for r in results], "plan": plan["json"],
+                             "forms_pilot": forms["json"]}
 
 
 def _verdict(res: Any) -> str:
@@ -96,3 +111,76 @@ def _plan(spec: str, folder: Path, workers: int | None) -> dict[str, Any]:
     frontier = pd.DataFrame(payload.get("frontier", []))
     return {"verdict": verdict, "tables": [("cost–power frontier", frontier)] if len(frontier) else [],
             "json": {"command": command, "pilot": p, "lapse": payload["lapse"], "run": chosen}}
+
+
+def forms_pilot(client: Any, folder: Path, seed: int) -> dict[str, Any]:
+    """The pilot across prompt forms (:data:`FORMS_PILOT`) and the forms plan it feeds
+    (``cogtestbed plan … --forms 1,2,4,8 --pilot DIR``): the estimated form SD and the plan's choice,
+    or, where the pilot does not identify the form SD, why, and the plan for :data:`ASSUMED_FORM_SD`."""
+    from cogtestbed.api.form_plan import plan_forms
+    from cogtestbed.errors import InputError
+    from cogtestbed.validation.runs.real_model import run_session
+
+    cfg = FORMS_PILOT
+    run_dir = folder / "forms_pilot"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    console_err.print(f"{client.spec}: a pilot across {cfg['forms']} prompt forms ({cfg['subjects']} sessions of "
+                      f"{PILOT_EXPERIMENT})", highlight=False, markup=False)
+    _, summary = run_session(client.with_chat(False), PILOT_EXPERIMENT, "completions", run_dir,
+                             folder / "llm_cache.sqlite", seed=seed, subjects=int(cfg["subjects"]),
+                             forms=tuple(range(int(cfg["forms"]))), visits_per_casino=cfg["visits_per_casino"])
+    args = FORMS_PLAN_ARGS
+    command = (f"cogtestbed plan {PILOT_EXPERIMENT} --model {args['model']} --effect {args['effect']} "
+               f"--forms {args['forms']} --pilot {run_dir}")
+    console_err.print(f"pilot → forms plan: {command}", highlight=False, markup=False, soft_wrap=True)
+    per_session = summary.trials // max(1, int(cfg["subjects"]))
+    ran = (f"{MODEL_LABEL} in {cfg['forms']} prompt forms of {PILOT_EXPERIMENT} (form 0 verbatim, the others ours): "
+           f"{cfg['subjects']} sessions of {per_session} trials, {summary.calls} calls in {summary.seconds:.1f} s, "
+           f"{_rate(summary.valid_rate)} valid answers")
+    out: dict[str, Any] = {"command": command, "pilot": {**cfg, "run_dir": str(run_dir), **summary.as_json()}}
+    planned: dict[str, Any] | None = None
+    try:
+        planned = plan_forms(PILOT_EXPERIMENT, pilot=run_dir, **args)
+    except InputError as exc:  # the pilot's own refusal (too few valid subjects in a form, no estimate)
+        problems = [str(exc)]
+    else:
+        problems = list(planned["scales"].get("problems", []))
+    if planned is not None and not problems:
+        out["plan"] = planned
+        return {"verdict": f"{ran}. {_forms_choice(planned, 'the pilot')}", "tables": _forms_tables(planned),
+                "json": out}
+    assumed = plan_forms(PILOT_EXPERIMENT, form_sd=ASSUMED_FORM_SD, **args)
+    out.update(identified=False, problems=problems, assumed_plan=assumed)
+    sd = ", ".join(f"{k}={v:g}" for k, v in ASSUMED_FORM_SD.items())
+    verdict = (f"{ran}. This pilot does NOT identify the form SD, so no estimate is reported and no plan is made "
+               f"from it: {'; '.join(problems)}. For comparison, the plan for an ASSUMED form SD "
+               f"(`--form-sd {sd}` on the logit scale, not measured): {_forms_choice(assumed, 'the assumption')}")
+    return {"verdict": verdict, "tables": _forms_tables(assumed), "json": out}
+
+
+def _rate(rate: float | None) -> str:
+    return "no" if rate is None else f"{rate:.0%}"
+
+
+def _forms_choice(planned: dict[str, Any], source: str) -> str:
+    """One sentence: τ and σ of the effect (from ``source``) and the forms × subjects the plan chose."""
+    from cogtestbed.formatting import num
+
+    sc, eff = planned["scales"], (FORMS_PLAN_ARGS["effect"].partition("=")[0], float(planned["effect"]))
+    interval = sc.get("tau_interval")
+    tau = num(sc["tau"]) + ("" if interval is None else f" [{num(interval[0])}, {num(interval[1])}] "
+                                                         f"({sc['level']:.0%} Q-profile)")
+    chosen = planned["chosen"]
+    choice = ("no count of forms reaches power " f"{planned['target_power']:g}" if chosen is None else
+              f"{chosen['forms']} forms × {chosen['subjects_per_form']} subjects ({chosen['subjects']} in all) reach "
+              f"power {chosen['power']:.2f}")
+    one = planned["one_form"]
+    single = "" if one is None else (f"; one form cannot test it over wordings (the naive test, which ignores forms, "
+                                     f"would take {one['naive_subjects']} subjects at a size above α)")
+    return (f"{eff[0]} varies between forms with SD τ = {tau} from {source}, one subject's σ = {num(sc['sigma'])}; "
+            f"for {eff[0]} = {eff[1]:g}: {choice}{single}.")
+
+
+def _forms_tables(planned: dict[str, Any]) -> list[tuple[str, pd.DataFrame]]:
+    rows = pd.DataFrame(planned["designs"])
+    return [("forms × subjects (forms-aware test: t on the form means)", rows)] if len(rows) else []

@@ -33,6 +33,9 @@ def _print_forms_plan(result: dict[str, Any], experiment: str, model: str, eff: 
                                  f" [{num(interval[0])}, {num(interval[1])}] ({sc['level']:.0%} Q-profile)")
     console.print(f"{experiment} {model}: {eff[0]} = {eff[1]:g} at power {power:g}; effect SD between forms τ = "
                   f"{tau_text}, one subject's σ = {num(sc['sigma'])} ({sc['source']})", highlight=False)
+    for problem in sc.get("problems", []):
+        console.print(f"WARNING: the pilot does not identify τ: {problem}; the designs below rest on it "
+                      "(plan from --form-sd instead)", highlight=False)
     table = Table(title="forms x subjects (forms-aware test: t on the form means)")
     columns = ["forms", "subjects/form", "subjects", "power"] + (["power if τ at its upper bound"] if interval else [])
     for col in (*columns, "dollars", "note"):

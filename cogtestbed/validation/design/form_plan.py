@@ -44,23 +44,35 @@ SIGMA_SUBJECTS = 60
 _MIDPOINTS = (np.arange(4000) + 0.5) / 4000
 #: Most subjects per form a plan considers.
 MAX_PER_FORM = 2_000
+#: A pilot in which at least this share of subjects has an estimate of the effect's parameters at a
+#: bound of its range does not identify the form SD (the spread across forms then measures where
+#: the optimiser stopped, not the wording).  A choice of ours.
+PILOT_BOUND_SHARE = 0.5
 
 
 @dataclass(frozen=True)
 class EffectScales:
     """σ (one subject's SD within a form) and τ (between-form SD) of the effect, and where from;
-    a τ estimated from a pilot carries its Q-profile interval (``tau_interval`` at ``level``)."""
+    a τ estimated from a pilot carries its Q-profile interval (``tau_interval`` at ``level``) and
+    the reasons, if any, why the pilot does not identify it (``problems``: :func:`pilot_problems`)."""
 
     sigma: float
     tau: float
     source: str
     tau_interval: tuple[float, float] | None = None
     level: float = 0.95
+    problems: tuple[str, ...] = ()
+
+    @property
+    def identified(self) -> bool:
+        """Whether τ is an estimate a plan may use (no :attr:`problems`)."""
+        return not self.problems
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"sigma": self.sigma, "tau": self.tau, "source": self.source}
         if self.tau_interval is not None:
-            out.update({"tau_interval": list(self.tau_interval), "level": self.level})
+            out.update({"tau_interval": list(self.tau_interval), "level": self.level,
+                        "identified": self.identified, "problems": list(self.problems)})
         return out
 
 
@@ -118,7 +130,30 @@ def pilot_scales(spec: FormStudySpec, table: pd.DataFrame, level: float = 0.95) 
     _, n, _, v = form_summaries(values, forms)
     sigma = float(math.sqrt(np.sum(v * n * (n - 1)) / max(1.0, float(np.sum(n - 1)))))
     return EffectScales(sigma, float(re.tau), f"pilot: {re.k} forms × {re.n} subjects (DerSimonian–Laird τ)",
-                        (float(re.tau_low), float(re.tau_high)), level)
+                        (float(re.tau_low), float(re.tau_high)), level,
+                        pilot_problems(spec, fits, model, float(re.tau), float(re.tau_high)))
+
+
+def pilot_problems(spec: FormStudySpec, fits: pd.DataFrame, model: Any, tau: float, tau_high: float
+                   ) -> tuple[str, ...]:
+    """Why a pilot's τ is no estimate a plan may use (empty: it is one): at least
+    :data:`PILOT_BOUND_SHARE` of its subjects have an estimate of the effect's parameters at a bound
+    of their range, or τ came out 0 (the forms' means differ no more than their within-form noise
+    predicts, so the pilot cannot tell the form SD from 0)."""
+    from cogtestbed.validation.studies.recovery_checks import at_bound
+
+    names = list(model.contrasts[spec.contrast]) if spec.contrast is not None else [str(spec.parameter)]
+    hit = np.zeros(len(fits), dtype=bool)
+    for name in names:
+        hit |= at_bound(fits[name].to_numpy(dtype=np.float64), model.parameters[name])
+    problems = []
+    if len(fits) and hit.mean() >= PILOT_BOUND_SHARE:
+        problems.append(f"{int(hit.sum())} of {len(fits)} pilot subjects have an estimate of {' or '.join(names)} at "
+                        "a bound of its range: the spread across forms measures where the fit stopped, not the wording")
+    if tau <= 0.0:
+        problems.append(f"τ = 0 (upper end {tau_high:.3g}): the forms' means differ no more than their within-form "
+                        "noise predicts, so the pilot cannot tell the form SD from 0")
+    return tuple(problems)
 
 
 def _cheapest_n(effect: float, s: EffectScales, k: int, target: float, alpha: float, max_n: int) -> int | None:

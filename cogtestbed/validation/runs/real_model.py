@@ -144,9 +144,10 @@ def _mean(column: pd.Series | None) -> float | None:
 
 
 def run_session(client: Any, name: str, mode: str, run_dir: Path, cache_path: Path, *, seed: int = 0,
-                max_tokens: int | None = None, transport: str = "in-process", **overrides: Any
-                ) -> tuple[Any, SessionSummary]:
-    """One subject of ``name``'s short design on ``client`` through
+                max_tokens: int | None = None, transport: str = "in-process", subjects: int = 1,
+                forms: tuple[int, ...] | None = None, **overrides: Any) -> tuple[Any, SessionSummary]:
+    """One subject (or ``subjects``, assigned to prompt ``forms`` as ``run --forms`` assigns them) of
+    ``name``'s short design on ``client`` through
     :func:`~cogtestbed.llm_adapters.runner.run_experiment`; (its RunResult, its summary).
 
     ``client`` must already render ``mode`` (an :class:`~cogtestbed.llm_adapters.hf.HFClient`
@@ -160,8 +161,8 @@ def run_session(client: Any, name: str, mode: str, run_dir: Path, cache_path: Pa
     design = short_design(name, **overrides)
     answer = exp.env_cls.answer_defaults(design)  # what `cogtestbed run` uses unless told otherwise
     config = RunConfig(experiment=name, llm=client.spec, base_url=getattr(client, "base_url", None), mode=mode,
-                       n_subjects=1, seed=seed, design=design.model_dump(mode="json"),
-                       max_tokens=max_tokens or answer.max_tokens, stop=answer.stop)
+                       n_subjects=subjects, seed=seed, design=design.model_dump(mode="json"),
+                       max_tokens=max_tokens or answer.max_tokens, stop=answer.stop, forms=forms)
     cached = CachedClient(client, ResponseCache(cache_path), Budget())
     start = time.perf_counter()
     result = asyncio.run(run_experiment(exp, design, cached, config, run_dir, concurrency=1))

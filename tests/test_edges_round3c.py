@@ -186,3 +186,25 @@ def test_the_metrics_command_prints_the_progress_lines_on_stderr(tmp_path, monke
     assert err[-1].startswith("metrics of instrumental-learning: done, 3 rows of per_run from 288 trial rows in ")
     assert [line for line in err if line.startswith("rw-pm fitted")][-1].startswith(
         "rw-pm fitted by maximum likelihood to each unit: 3/3, ")
+
+
+def test_the_constant_answers_conformance_check_covers_hierarchical_fits() -> None:
+    from cogtestbed.validation.conformance.table_checks import hierarchical_constant_problems
+
+    model = get_experiment("instrumental-learning").model("rw-pm")
+    one = _one_constant()
+    every = one.copy()
+    every.loc[every["valid"], "action"] = 1
+    assert hierarchical_constant_problems(model, every, True, {0, 1, 2}) == []
+    assert hierarchical_constant_problems(model, one, False, {1}) == []
+
+    class Blind:  # a hierarchical fit without the rule
+        name, has_pymc, min_distinct_answers = "blind", True, 2
+
+        def degenerate_subjects(self, trials):
+            return {}
+
+    assert hierarchical_constant_problems(Blind(), every, True, {0, 1, 2}) == [
+        "model 'blind': a hierarchical fit samples answers that identify no model"]
+    assert hierarchical_constant_problems(Blind(), one, False, {1}) == [
+        "model 'blind': a hierarchical fit samples constant subject(s) [1]"]

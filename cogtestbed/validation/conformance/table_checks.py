@@ -278,11 +278,43 @@ def constant_answer_problems(spec: ExperimentSpec, result: Mapping[str, Any], wh
     return problems
 
 
+class _Sampled(Exception):
+    """Raised in place of sampling a hierarchical model: the check only looks at what it is given."""
+
+
+def hierarchical_constant_problems(model: Any, table: pd.DataFrame, whole: bool, constant: set[Any]) -> list[str]:
+    """What the hierarchical fits get wrong (:func:`~cogtestbed.inference.hierarchical.on_identified_subjects`,
+    nothing sampled) on ``table``, whose answers are constant for every subject (``whole``) or for
+    the subjects ``constant``: the first must be refused, the second sampled without them."""
+    from cogtestbed.inference.hierarchical import on_identified_subjects
+    from cogtestbed.no_data import DegenerateAnswers
+
+    if not getattr(model, "has_pymc", False):
+        return []
+    seen: list[set[Any]] = []
+
+    def sample(kept: pd.DataFrame) -> Any:
+        seen.append(set(kept["subject"].unique()))
+        raise _Sampled
+
+    try:
+        on_identified_subjects(model, table, sample)
+    except DegenerateAnswers:
+        return [] if whole else [f"model {model.name!r}: a hierarchical fit is refused though other subjects vary"]
+    except _Sampled:
+        if whole:
+            return [f"model {model.name!r}: a hierarchical fit samples answers that identify no model"]
+        return [f"model {model.name!r}: a hierarchical fit samples constant subject(s) {sorted(seen[0] & constant)}"
+                ] if seen[0] & constant else []
+    return [f"model {model.name!r}: a hierarchical fit neither sampled nor refused"]
+
+
 def check_constant_answers(spec: ExperimentSpec, config: CheckConfig) -> None:
     """Answers without variation (a table's, one subject's) are flagged as degenerate, the metrics
     they do not identify (:attr:`MetricsSpec.unidentified`) are null with a reason, in the
     headline and in the unit's row, and every model's fit of them is null (``identified`` False,
-    with the reason), never an estimate (:mod:`cogtestbed.no_data`)."""
+    with the reason), never an estimate (:mod:`cogtestbed.no_data`); a hierarchical fit refuses
+    the constant table and leaves the constant subject out (:func:`hierarchical_constant_problems`)."""
     from cogtestbed.simulation import simulate
 
     table = simulate(spec, spec.declared_agents[0], CONSTANT_SUBJECTS, config.seed, design=spec.design_cls())
@@ -293,6 +325,9 @@ def check_constant_answers(spec: ExperimentSpec, config: CheckConfig) -> None:
         result = checked_metrics(spec, edited, f"constant answers ({what})")
         problems += [f"{what} constant: {p}" for p in
                      constant_answer_problems(spec, result, whole, set(first))]
+        for name in sorted(spec.models):
+            problems += [f"{what} constant: {p}" for p in
+                         hierarchical_constant_problems(spec.model(name), edited, whole, set(first))]
         for name in sorted(spec.models) if whole else ():
             fits = spec.model(name).fit_identified(edited)
             params = list(spec.model(name).parameters.names)

@@ -136,7 +136,8 @@ def test_plan_fit_hierarchical_plans_the_hierarchical_choice_in_every_output(tmp
     assert "limited by the MC SE of 20 studies (power ± 0.09 at 0.8)" in check["note"]
     files = result.save(tmp_path / "plan")
     md, html = files["markdown"].read_text(), files["report"].read_text()
-    assert "subjects tried 24 -> 12: power 1.00 ± 0.00, 0.80 ± 0.09" in md and "40 hierarchical fits" in md
+    assert "subjects tried 24 -> 12: power 1.00 ± 0.00 [0.84, 1.00], 0.80 ± 0.09 [0.58, 0.92]" in md
+    assert "40 hierarchical fits" in md
     assert "sizes tried with the hierarchical fit" in html and "chosen 12 subjects" in html
 
 

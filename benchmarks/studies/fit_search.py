@@ -48,8 +48,9 @@ def main() -> None:
           f"({mle['power']['sims']} sims), ${mle['cost']['dollars']:.4f}")
     for row in check["search"]:
         dollars = "-" if row.get("dollars") is None else f"${row['dollars']:.4f}"
+        lo, hi = row["power_interval"]
         print(f"  hierarchical at {row['subjects']} subjects: power {row['power']:.3f} ± {row['power_mc_se']:.3f} "
-              f"({row['studies']} fits), {dollars}")
+              f"[95% {lo:.2f}, {hi:.2f}] ({row['studies']} fits), {dollars}")
     print(f"chosen with --fit hierarchical: {chosen['design']}, power {check['power']:.3f} ± "
           f"{check['power_mc_se']:.3f}, ${cost['dollars']:.4f} ({check['fits']} hierarchical fits, "
           f"search {check['seconds']:.0f} s; everything {seconds:.0f} s wall, load {os.getloadavg()[0]:.1f})")

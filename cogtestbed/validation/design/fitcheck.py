@@ -216,8 +216,10 @@ def search_record(tried: Mapping[int, Any], costs: Mapping[int, Any], size: int,
     """The search's part of ``fit_check``: each size tried in order with its power ± MC SE (and
     cost), the choice, the hierarchical fits run, and what limits the choice."""
     se_target = math.sqrt(target * (1 - target) / sims)
-    rows = [{size_name: n, "power": e.rate, "power_mc_se": e.mc_se, "studies": e.sims,
-             **({} if n not in costs else {"calls": costs[n].calls, "dollars": costs[n].dollars})}
+    from cogtestbed.formatting import wilson
+
+    rows = [{size_name: n, "power": e.rate, "power_mc_se": e.mc_se, "power_interval": list(wilson(e.hits, e.sims)),
+             "studies": e.sims, **({} if n not in costs else {"calls": costs[n].calls, "dollars": costs[n].dollars})}
             for n, e in tried.items()]
     why = (f"the smallest {size_name} tried whose measured power reaches {target:g}" if reached else
            f"no size tried reaches power {target:g} with the hierarchical fit (at most {max_steps} steps"
@@ -259,18 +261,19 @@ def fit_check_lines(check: dict[str, Any]) -> list[str]:
     with their power, the choice, then the chosen size's power, bias and coverage, then the note."""
     from cogtestbed.formatting import num
 
-    def pm(p: float, se: float | None) -> str:
-        return f"{p:.2f} ± {se:.2f}" if se is not None else f"{p:.2f}"
+    def pm(p: float, se: float | None, interval: Any = None) -> str:
+        text = f"{p:.2f} ± {se:.2f}" if se is not None else f"{p:.2f}"
+        return text if interval is None else f"{text} [{interval[0]:.2f}, {interval[1]:.2f}]"
 
     name = check.get("size_name", "units")
     rows = check.get("search") or []
     out = []
     if rows:
         sizes = " -> ".join(str(r[name]) for r in rows)
-        powers = ", ".join(pm(r["power"], r["power_mc_se"]) for r in rows)
-        out.append(f"hierarchical search (--fit hierarchical): {name} tried {sizes}: power {powers} (MC SE; "
-                   f"{rows[0]['studies']} fresh studies each, {check['fits']} hierarchical fits, "
-                   f"{check['seconds']:.0f} s); chosen {check['chosen_size']} {name}, {check['chosen_why']}")
+        powers = ", ".join(pm(r["power"], r["power_mc_se"], r.get("power_interval")) for r in rows)
+        out.append(f"hierarchical search (--fit hierarchical): {name} tried {sizes}: power {powers} (± MC SE "
+                   f"[95% Wilson interval]; {rows[0]['studies']} fresh studies each, {check['fits']} hierarchical "
+                   f"fits, {check['seconds']:.0f} s); chosen {check['chosen_size']} {name}, {check['chosen_why']}")
     bias = "no estimate" if check.get("effect_bias") is None else (
         f"{num(check['effect_bias'])} ± {num(check.get('effect_bias_mc_se') or float('nan'))} against "
         f"{num(check['estimand'])}")

@@ -17,9 +17,9 @@ import contextlib
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 #: Seconds between progress lines off a terminal.
 LINE_INTERVAL = 30.0
@@ -30,6 +30,7 @@ NUTPIE_TEMPLATE = ("{{ total_finished_draws }}|{{ total_draws }}|{{ finished_cha
                    "{{ running_chains }}|{{ time_sampling }}|{{ time_remaining_estimate }}")
 
 Report = Callable[[str, bool], None]
+_T = TypeVar("_T")
 _CURRENT: ContextVar[tuple[Report, bool] | None] = ContextVar("cogtestbed_progress", default=None)
 
 
@@ -253,7 +254,7 @@ def stderr_reporter(terminal: bool) -> Report:
 
 __all__ = ["SamplingProgress", "TaskProgress", "current", "duration", "for_sampling", "nutpie_progress",
            "UnitProgress", "parse_duration", "pymc_callback", "reporting", "stderr_reporter", "unit_phase",
-           "unit_progress", "unit_tick"]
+           "unit_progress", "unit_tick", "each_unit"]
 
 
 #: Seconds between a :class:`Heartbeat`'s lines (a plan says where it is at least this often).
@@ -415,3 +416,12 @@ def unit_tick(units: int = 1) -> None:
     hb = _UNIT_BEAT.get()
     if hb is not None:
         hb.advance(units)
+
+
+def each_unit(items: Iterable[_T], name: str, total: int) -> Iterator[_T]:
+    """``items`` (one per unit: a run's rows, a subject's) with the phase ``name`` of ``total``
+    units started on the current :func:`unit_progress`, each unit counted once its body is done."""
+    unit_phase(name, total)
+    for item in items:
+        yield item
+        unit_tick()

@@ -208,3 +208,26 @@ def test_the_constant_answers_conformance_check_covers_hierarchical_fits() -> No
         "model 'blind': a hierarchical fit samples answers that identify no model"]
     assert hierarchical_constant_problems(Blind(), one, False, {1}) == [
         "model 'blind': a hierarchical fit samples constant subject(s) [1]"]
+
+
+@pytest.mark.parametrize(("experiment", "agent", "phase"), [
+    ("bart", "target", "BART scores of each run"),
+    ("temporal-discounting", "hyperbolic", "discounting scores of each run"),
+    ("probabilistic-reasoning", "generalised-bayes", "probabilistic scores of each run (session)"),
+    ("restless-bandit", "kalman", "restless-bandit scores of each run"),
+])
+def test_each_experiments_per_run_loop_counts_the_rows_the_result_holds(experiment, agent, phase,
+                                                                       monkeypatch) -> None:
+    import cogtestbed as ct
+    from cogtestbed.progress import reporting
+
+    monkeypatch.setattr("cogtestbed.progress.UNIT_INTERVAL", 0.001)
+    spec = get_experiment(experiment)
+    table = simulate(spec, agent, 4, 2)
+    lines: list[str] = []
+    with reporting(lambda line, final: lines.append(line)):
+        result = ct.metrics(experiment, table)
+    n = len(result[spec.metrics.unit])
+    assert n == 4
+    assert [line for line in lines if line.startswith(phase)][-1].startswith(f"{phase}: {n}/{n}, ")
+    assert lines[-1].startswith(f"metrics of {experiment}: done, {n} rows of per_run from {len(table)} trial rows")

@@ -252,8 +252,11 @@ def expected_pumps(n: float, m: int) -> float:
 # ----------------------------------------------------------------------------- metrics
 def cogbench_metrics(trials: pd.DataFrame) -> MetricsResult:
     """CogBench's BART scores per run and their means over runs (see module docstring)."""
+    from cogtestbed.progress import each_unit
+
     per_run = []
-    for subject, df in trials.groupby("subject", sort=True):
+    runs = trials.groupby("subject", sort=True)
+    for subject, df in each_unit(runs, "BART scores of each run", runs.ngroups):
         ok = df["valid"].to_numpy(dtype=bool)
         d = df.loc[ok]
         exploded = d["exploded"].to_numpy(dtype=bool)

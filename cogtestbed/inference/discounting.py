@@ -296,8 +296,11 @@ def expected_score(k: float, design: DiscountingDesign | None = None) -> dict[st
 def run_scores(trials: pd.DataFrame, design: DiscountingDesign | None = None) -> list[dict[str, Any]]:
     """Per-run score, anomaly flags and mvf (computed from answers or taken from summaries; the
     environment's staircase, with the default design unless ``design`` is given, scores answers)."""
+    from cogtestbed.progress import each_unit
+
     out = []
-    for subject, df in trials.groupby("subject", sort=True):
+    runs = trials.groupby("subject", sort=True)
+    for subject, df in each_unit(runs, "discounting scores of each run", runs.ngroups):
         run: dict[str, Any] = {"run": int(subject) if isinstance(subject, (int, np.integer)) else subject}
         items = df["item"].astype("string") if "item" in df else pd.Series([""] * len(df))
         if (items == SUMMARY_ITEM).any():

@@ -527,8 +527,11 @@ def magnitude_metrics(trials: pd.DataFrame, bootstrap: int = BOOTSTRAP_ROUNDS, s
     seq = np.random.SeedSequence(seed)
     subjects = list(trials.groupby("subject", sort=True))  # subject order, not row order
     rngs = [np.random.default_rng(s) for s in seq.spawn(len(subjects))]
+    from cogtestbed.progress import each_unit
+
     per = []
-    for (sid, g), rng in zip(subjects, rngs, strict=True):
+    units = each_unit(zip(subjects, rngs, strict=True), "magnitude metrics of each subject", len(subjects))
+    for (sid, g), rng in units:
         res = subject_metrics(g, rng, bootstrap, variance, evidence_condition, forest_trees)
         per.append({"subject": sid.item() if hasattr(sid, "item") else sid, **res})
     keys = ("nrmse", "bcs", "bcs_per_task", "w_prior", "factor_evidence", "rre", "bayesbench",

@@ -256,8 +256,11 @@ def cogbench_metrics(trials: pd.DataFrame) -> MetricsResult:
 def _run_rows(trials: pd.DataFrame, scored: pd.DataFrame, error: np.ndarray) -> list[dict[str, Any]]:
     """Each run's (subject, session) share of the pooled score: 1 − mean |error|, counts."""
     err = pd.Series(error, index=scored.index)
+    from cogtestbed.progress import each_unit
+
     rows = []
-    for (subject, session), g in trials.groupby(["subject", "session"], sort=True, observed=True):
+    runs = trials.groupby(["subject", "session"], sort=True, observed=True)
+    for (subject, session), g in each_unit(runs, "probabilistic scores of each run (session)", runs.ngroups):
         e = err.reindex(g.index).dropna()
         rows.append({"run": _plain(subject), "session": _plain(session),
                      "performance": float(1 - e.mean()) if len(e) else float("nan"),

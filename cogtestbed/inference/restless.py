@@ -361,7 +361,9 @@ def cogbench_metrics(trials: pd.DataFrame) -> MetricsResult:
         # CogBench iterates run = 0 … max(run): a missing run index scores NaN
         session = int(trials["session"].iloc[0])
         keys = [(r, session) for r in range(int(trials["subject"].max()) + 1)]
-    for subject, session in keys:
+    from cogtestbed.progress import each_unit
+
+    for subject, session in each_unit(keys, "restless-bandit scores of each run", len(keys)):
         run_df = groups.get((subject, session))
         if run_df is None or run_df.empty:
             flags.append(f"run {subject} has no trials: scored NaN and skipped by the mean")

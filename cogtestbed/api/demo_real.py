@@ -26,11 +26,12 @@ MODEL_LABEL = "SmolLM2-135M-Instruct"
 PLAN_ARGS: dict[str, Any] = {"model": "rw-pm", "effect": "optimism_bias=0.4", "subjects": "8:128", "trials": "96",
                              "mc_se": 0.15}
 PILOT_EXPERIMENT = "instrumental-learning"
-#: The demo's pilot across prompt forms (issue 42): SmolLM2 sessions of the short
-#: instrumental-learning design, balanced over the first ``forms`` of its declared forms (form 0 the
-#: paper's verbatim prompt, the others ours).  A project default sized to keep `make demo` within
-#: about a minute more; a pilot this small rarely identifies a form SD, and the report says so.
-FORMS_PILOT: dict[str, Any] = {"forms": 4, "subjects": 8, "visits_per_casino": 2}
+#: The demo's pilot across prompt forms (issue 42): SmolLM2 sessions of 8 instrumental-learning
+#: trials, balanced over the first ``forms`` of its declared forms (form 0 the paper's verbatim
+#: prompt, the others ours): 48 calls.  A project default sized to keep `make demo` within a minute
+#: more (about 1 s of one core a call on the loaded machine); a pilot this small rarely identifies a
+#: form SD, and the report says so.
+FORMS_PILOT: dict[str, Any] = {"forms": 3, "subjects": 6, "visits_per_casino": 2}
 #: The plan over forms from that pilot (``cogtestbed plan --forms``): the effect of :data:`PLAN_ARGS`.
 FORMS_PLAN_ARGS: dict[str, Any] = {"model": "rw-pm", "effect": "optimism_bias=0.4", "forms": "1,2,4,8"}
 #: The form SD the demo plans for where its pilot does not identify one: the issue's figure

@@ -110,13 +110,44 @@ def test_pilot_problems_say_when_a_pilot_does_not_identify_the_form_sd() -> None
     spec = form_study_spec("instrumental-learning", "rw-pm", FormDesign(tuple(range(4)), {}), 8,
                            {"alpha_pos": 0.5, "alpha_neg": 0.5}, ("optimism_bias", 0.2))
     inside = pd.DataFrame({"alpha_pos": [0.3, 0.5, 0.6, 0.4], "alpha_neg": [0.4, 0.5, 0.3, 0.6]})
-    assert pilot_problems(spec, inside, model, 0.2, 0.5) == ()
+    assert pilot_problems(spec, inside, model, 0.2, (0.0, 0.5)) == ()
     stuck = inside.assign(alpha_neg=[0.0, 0.0, 0.3, 0.6])  # 2 of 4 at the lower bound
-    (problem,) = pilot_problems(spec, stuck, model, 0.2, 0.5)
+    (problem,) = pilot_problems(spec, stuck, model, 0.2, (0.0, 0.5))
     assert problem.startswith("2 of 4 pilot subjects have an estimate of alpha_pos or alpha_neg at a bound")
-    assert pilot_problems(spec, inside.assign(alpha_neg=[0.0, 0.5, 0.3, 0.6]), model, 0.2, 0.5) == ()  # 1 of 4
-    (zero,) = pilot_problems(spec, inside, model, 0.0, 0.31)
+    assert pilot_problems(spec, inside.assign(alpha_neg=[0.0, 0.5, 0.3, 0.6]), model, 0.2, (0.0, 0.5)) == ()  # 1 of 4
+    (zero,) = pilot_problems(spec, inside, model, 0.0, (0.0, 0.31))
     assert zero.startswith("τ = 0 (upper end 0.31)")
+    # optimism bias = α⁺ − α⁻ lies in [-1, 1]: no SD above 1; [0, 1.2] holds them all, [0.05, 1.2] does not
+    (everything,) = pilot_problems(spec, inside, model, 0.3, (0.0, 1.2))
+    assert everything.startswith("τ's interval [0, 1.2] holds every SD the effect can have (at most 1,")
+    assert pilot_problems(spec, inside, model, 0.3, (0.05, 1.2)) == ()
     scales = EffectScales(0.2, 0.0, "pilot", (0.0, 0.31), problems=(zero,))
     assert not scales.identified and scales.as_json()["problems"] == [zero]
     assert EffectScales(0.2, 0.1, "pilot", (0.0, 0.3)).as_json()["identified"] is True
+
+
+def test_plan_warns_when_its_pilot_does_not_identify_the_form_sd(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A pilot of 3 forms × 4 sessions of 8 trials: τ's interval holds every SD the optimism bias can
+    have, so ``plan --forms --pilot`` marks τ unidentified in --json and prints a WARNING line."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from cogtestbed.cli import app
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.simulation import simulate
+
+    exp = get_experiment("instrumental-learning")
+    table = simulate(exp, "rw-pm", 12, 3, {"alpha_pos": 0.5, "alpha_neg": 0.5, "beta": 5.0},
+                     design=exp.design_cls(visits_per_casino=2), forms=FormDesign(tuple(range(3)), {"alpha_pos": 0.15}))
+    path = tmp_path / "pilot.parquet"
+    table.to_parquet(path)
+    args = ["plan", "instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.4", "--forms", "1,2,4",
+            "--pilot", str(path)]
+    res = CliRunner().invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    sc = json.loads(res.output)["scales"]
+    assert sc["identified"] is False and sc["tau_interval"][0] == 0.0 and sc["tau_interval"][1] > 1.0
+    assert any("holds every SD the effect can have" in p for p in sc["problems"])
+    text = CliRunner().invoke(app, args)
+    assert text.exit_code == 0 and "WARNING: the pilot does not identify τ" in " ".join(text.output.split())

@@ -131,15 +131,24 @@ def pilot_scales(spec: FormStudySpec, table: pd.DataFrame, level: float = 0.95) 
     sigma = float(math.sqrt(np.sum(v * n * (n - 1)) / max(1.0, float(np.sum(n - 1)))))
     return EffectScales(sigma, float(re.tau), f"pilot: {re.k} forms × {re.n} subjects (DerSimonian–Laird τ)",
                         (float(re.tau_low), float(re.tau_high)), level,
-                        pilot_problems(spec, fits, model, float(re.tau), float(re.tau_high)))
+                        pilot_problems(spec, fits, model, float(re.tau), (float(re.tau_low), float(re.tau_high))))
 
 
-def pilot_problems(spec: FormStudySpec, fits: pd.DataFrame, model: Any, tau: float, tau_high: float
-                   ) -> tuple[str, ...]:
+def effect_max_sd(spec: FormStudySpec, model: Any) -> float:
+    """The largest SD the study's effect can have: half its range (``Σ |w_p| (upper_p − lower_p)``
+    over a contrast's parameters); infinite where a parameter is unbounded."""
+    weights = model.contrasts[spec.contrast] if spec.contrast is not None else {str(spec.parameter): 1.0}
+    params = model.parameters
+    return 0.5 * sum(abs(float(w)) * (params[p].upper - params[p].lower) for p, w in weights.items())
+
+
+def pilot_problems(spec: FormStudySpec, fits: pd.DataFrame, model: Any, tau: float,
+                   interval: tuple[float, float]) -> tuple[str, ...]:
     """Why a pilot's τ is no estimate a plan may use (empty: it is one): at least
     :data:`PILOT_BOUND_SHARE` of its subjects have an estimate of the effect's parameters at a bound
-    of their range, or τ came out 0 (the forms' means differ no more than their within-form noise
-    predicts, so the pilot cannot tell the form SD from 0)."""
+    of their range; τ came out 0 (the forms' means differ no more than their within-form noise
+    predicts, so the pilot cannot tell the form SD from 0); or τ's ``interval`` holds every SD the
+    effect can have (:func:`effect_max_sd`), so the pilot says nothing about it."""
     from cogtestbed.validation.studies.recovery_checks import at_bound
 
     names = list(model.contrasts[spec.contrast]) if spec.contrast is not None else [str(spec.parameter)]
@@ -150,9 +159,14 @@ def pilot_problems(spec: FormStudySpec, fits: pd.DataFrame, model: Any, tau: flo
     if len(fits) and hit.mean() >= PILOT_BOUND_SHARE:
         problems.append(f"{int(hit.sum())} of {len(fits)} pilot subjects have an estimate of {' or '.join(names)} at "
                         "a bound of its range: the spread across forms measures where the fit stopped, not the wording")
+    low, high = interval
     if tau <= 0.0:
-        problems.append(f"τ = 0 (upper end {tau_high:.3g}): the forms' means differ no more than their within-form "
+        problems.append(f"τ = 0 (upper end {high:.3g}): the forms' means differ no more than their within-form "
                         "noise predicts, so the pilot cannot tell the form SD from 0")
+    widest = effect_max_sd(spec, model)
+    if low <= 0.0 and high >= widest:
+        problems.append(f"τ's interval [0, {high:.3g}] holds every SD the effect can have (at most {widest:.3g}, half "
+                        "its range): the pilot says nothing about the form SD")
     return tuple(problems)
 
 

@@ -138,6 +138,8 @@ def test_plan_fit_hierarchical_plans_the_hierarchical_choice_in_every_output(tmp
     md, html = files["markdown"].read_text(), files["report"].read_text()
     assert "subjects tried 24 -> 12: power 1.00 ± 0.00 [0.84, 1.00], 0.80 ± 0.09 [0.58, 0.92]" in md
     assert "40 hierarchical fits" in md
+    assert "(20 sims) with the hierarchical fit (--fit hierarchical: the size searched with it; the per-subject " \
+        "MLE's t-test chose 24 subjects" in md
     assert "sizes tried with the hierarchical fit" in html and "chosen 12 subjects" in html
 
 

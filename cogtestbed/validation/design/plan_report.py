@@ -262,7 +262,18 @@ def summary_line(payload: dict[str, Any]) -> str:
             f"{payload['target']['power']:.0%} power for {payload['target']['what']}: "
             f"{c['design']} ({sessions}) — {cost['calls']:,} calls, "
             f"{cost['prompt_tokens']:,} prompt + {cost['completion_tokens']:,} completion tokens (max), "
-            f"{dollars} on {llms}; power {rate_text(p['rate'], p['sims'])}")
+            f"{dollars} on {llms}; power {rate_text(p['rate'], p['sims'])}" + _hierarchical_words(payload))
+
+
+def _hierarchical_words(payload: Mapping[str, Any]) -> str:
+    """Where ``plan --fit hierarchical`` chose the size: that it did, and the per-subject MLE's choice."""
+    mle = payload.get("mle_chosen")
+    if not mle:
+        return ""
+    dollars = mle["cost"].get("dollars")
+    return (f" with the hierarchical fit (--fit hierarchical: the size searched with it; the per-subject MLE's "
+            f"t-test chose {mle['chosen']['design']}"
+            + ("" if dollars is None else f", ${dollars:.2f}") + ")")
 
 
 # ----------------------------------------------------------------------------- report

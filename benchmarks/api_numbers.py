@@ -1,6 +1,7 @@
-"""The numbers of issue #38, printed: ``python benchmarks/api_numbers.py [--runs N] [--skip-workflow]``.
+"""The numbers of issue #38: ``python benchmarks/api_numbers.py [--runs N] [--before DIR] [--skip-workflow]``.
 
-1. ``cogtestbed --help`` CPU time (user + system, ``/usr/bin/time -f %U+%S``), median of N runs;
+1. ``cogtestbed --help`` CPU time (user + system of the process), median of N runs, as the console
+   script and as ``python -m cogtestbed``; ``--before DIR`` measures another checkout alongside;
 2. the Python workflow (simulate 40 RW± subjects → MLE → hierarchical → plot, ``ct.`` names only):
    its line count, that it runs, and its wall time;
 3. the import graph (``tests/test_import_graph.py``): upward imports and cycles, ``TYPE_CHECKING``
@@ -13,10 +14,12 @@ import argparse
 import graphlib
 import importlib.util
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,15 +39,23 @@ print(figures.paths)
 '''
 
 
-def help_cpu(runs: int) -> list[float]:
-    """CPU seconds (user + system) of ``cogtestbed --help``, one per run."""
+def help_cpu(runs: int, trees: list[Path]) -> dict[tuple[str, Path], list[float]]:
+    """CPU seconds (user + system, the child's ``getrusage``) of ``cogtestbed --help`` as the console
+    script and as ``python -m cogtestbed``, one per run, for each checkout in ``trees``; the runs of
+    all (command, checkout) pairs are interleaved, so a change of load falls on each alike.  Run
+    from a folder outside every checkout (``python -m`` puts the working folder first on the path)."""
     exe = shutil.which("cogtestbed") or str(Path(sys.executable).with_name("cogtestbed"))
-    out = []
-    for _ in range(runs):
-        proc = subprocess.run(["/usr/bin/time", "-f", "%U %S", exe, "--help"], capture_output=True, text=True,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
-        user, system = proc.stderr.strip().splitlines()[-1].split()
-        out.append(float(user) + float(system))
+    commands = {"cogtestbed --help": [exe, "--help"], "python -m cogtestbed --help": [sys.executable, "-m",
+                                                                                       "cogtestbed", "--help"]}
+    out: dict[tuple[str, Path], list[float]] = {(name, tree): [] for name in commands for tree in trees}
+    with tempfile.TemporaryDirectory() as elsewhere:
+        for _ in range(runs):
+            for name, tree in out:
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                subprocess.run(commands[name], stdout=subprocess.DEVNULL, cwd=elsewhere, check=True,
+                               env={**os.environ, "PYTHONPATH": str(tree)})
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                out[name, tree].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return out
 
 
@@ -65,12 +76,15 @@ def graph_numbers() -> tuple[int, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--runs", type=int, default=21)
+    ap.add_argument("--before", type=Path, help="Another checkout whose --help is measured alongside.")
     ap.add_argument("--skip-workflow", action="store_true")
     args = ap.parse_args()
-    cpu = help_cpu(args.runs)
-    print(f"cogtestbed --help: median {statistics.median(cpu):.3f} s CPU (user+sys) over {args.runs} runs "
-          f"(min {min(cpu):.3f}, max {max(cpu):.3f})")
+    trees = [ROOT, *([args.before] if args.before else [])]
+    for (name, tree), cpu in help_cpu(args.runs, trees).items():
+        q1, _, q3 = statistics.quantiles(cpu, n=4)
+        print(f"{name} ({tree}): median {statistics.median(cpu):.3f} s CPU (user+sys) over {args.runs} runs "
+              f"(quartiles {q1:.3f}, {q3:.3f})")
     upward, cycles = graph_numbers()
     print(f"import graph: {upward} upward imports, {cycles} modules on a cycle (TYPE_CHECKING imports included)")
     lines = [ln for ln in WORKFLOW.splitlines() if ln.strip()]

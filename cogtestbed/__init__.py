@@ -50,6 +50,9 @@ _PUBLIC: dict[str, str] = {
     "power": "cogtestbed.api.studies",
     "sbc": "cogtestbed.api.studies",
     "model_recovery": "cogtestbed.api.studies",
+    "metric_validity": "cogtestbed.api.studies",
+    "study": "cogtestbed.api.studies",
+    "form_study": "cogtestbed.api.studies",
     "Study": "cogtestbed.api.studies",
     "true_parameters": "cogtestbed.api.studies",
     "estimates": "cogtestbed.api.studies",
@@ -91,10 +94,9 @@ __all__ = [
     "DataError", "DataFormatError", "FormError", "InputError", "LLMError", "LookReplay", "MemoryLimitError",
     "OutputError", "PairedRun", "ParameterError", "Phenotype", "Plan", "PlanInfeasible", "PriceError",
     "ResumeMismatch", "RunDirError", "Study", "TrialTableError", "UnknownNameError", "UnpricedModel", "WorkerDied",
-    "WriteFailed", "check", "describe", "estimates", "experiments", "fit", "fit_and_save", "get_experiment", "looks",
-    "metrics", "model_recovery", "phenotype", "plan", "plan_forms", "plot_recovery", "power", "recover", "run", "sbc",
-    "simulate",
-    "true_parameters",
+    "WriteFailed", "check", "describe", "estimates", "experiments", "fit", "fit_and_save", "form_study",
+    "get_experiment", "looks", "metric_validity", "metrics", "model_recovery", "phenotype", "plan", "plan_forms",
+    "plot_recovery", "power", "recover", "run", "sbc", "simulate", "study", "true_parameters",
 ]
 
 if TYPE_CHECKING:
@@ -109,11 +111,14 @@ if TYPE_CHECKING:
     from cogtestbed.api.studies import (
         Study,
         estimates,
+        form_study,
+        metric_validity,
         model_recovery,
         plot_recovery,
         power,
         recover,
         sbc,
+        study,
         true_parameters,
     )
     from cogtestbed.data.rows import DataFormatError

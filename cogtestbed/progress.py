@@ -202,10 +202,11 @@ def pymc_callback(progress: SamplingProgress, draws: int, tune: int, chains: int
 class TaskProgress:
     """Tasks of a study done, as a line per :data:`LINE_INTERVAL` seconds (off a terminal), with the
     elapsed time and an ETA from the rate so far, and once the projected total exceeds
-    :data:`ESTIMATE_OVER` seconds a line with the estimate."""
+    :data:`ESTIMATE_OVER` seconds a line with the estimate.  With ``terminal``, every advance
+    rewrites the line in place (``report(line, False)``) and the last one stays."""
 
-    def __init__(self, report: Report, what: str, total: int) -> None:
-        self.report, self.what, self.total = report, what, total
+    def __init__(self, report: Report, what: str, total: int, terminal: bool = False) -> None:
+        self.report, self.what, self.total, self.terminal = report, what, total, terminal
         self.done = 0
         self.start = time.monotonic()
         self.last = self.start
@@ -227,10 +228,22 @@ class TaskProgress:
             self.estimated = True
             self.report(f"{self.what}: estimated {_clock(elapsed + eta)} in all ({self.done} of {self.total} tasks "
                         f"took {_clock(elapsed)})", True)
-        if now - self.last >= LINE_INTERVAL or self.done == self.total:
+        if self.terminal or now - self.last >= LINE_INTERVAL or self.done >= self.total:
             self.last = now
             tail = f", ETA {_clock(eta)}" if eta and self.done < self.total else ""
-            self.report(f"{self.what}: {self.done}/{self.total} tasks, {_clock(elapsed)} elapsed{tail}", True)
+            self.report(f"{self.what}: {self.done}/{self.total} tasks, {_clock(elapsed)} elapsed{tail}",
+                        not self.terminal or self.done >= self.total)
+
+
+def task_lines(what: str, total: int) -> TaskProgress:
+    """A :class:`TaskProgress` on stderr: a line rewritten in place on a terminal, else a line per
+    :data:`LINE_INTERVAL` seconds and one at the end."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    try:
+        terminal = bool(isatty()) if isatty is not None else False
+    except ValueError:  # a closed stream
+        terminal = False
+    return TaskProgress(stderr_reporter(terminal), what, total, terminal)
 
 
 def for_sampling(what: str) -> SamplingProgress | None:
@@ -254,7 +267,7 @@ def stderr_reporter(terminal: bool) -> Report:
 
 __all__ = ["SamplingProgress", "TaskProgress", "current", "duration", "for_sampling", "nutpie_progress",
            "UnitProgress", "parse_duration", "pymc_callback", "reporting", "stderr_reporter", "unit_phase",
-           "unit_progress", "unit_tick", "each_unit"]
+           "task_lines", "unit_progress", "unit_tick", "each_unit"]
 
 
 #: Seconds between a :class:`Heartbeat`'s lines (a plan says where it is at least this often).

@@ -135,3 +135,23 @@ def test_the_readme_workflow_in_at_most_15_lines(tmp_path: Path) -> None:
     assert names["figures"].paths[0].read_bytes()[:4] == b"\x89PNG"
     readme = (ROOT / "README.md").read_text()
     assert WORKFLOW.split("\n")[2] in readme  # the README shows this very example
+
+
+def test_every_ct_name_the_docs_use_exists_with_the_keywords_they_name() -> None:
+    """docs/api.md and the README name only ``ct.`` attributes that exist, and each signature the API
+    table shows (``ct.fn(a, *, b, c=...)``) names only that function's parameters."""
+    import inspect
+    import re
+
+    for page in ("docs/api.md", "README.md"):
+        text = (ROOT / page).read_text()
+        missing = sorted({n for n in re.findall(r"\bct\.([A-Za-z_]+)", text) if not hasattr(ct, n)})
+        assert missing == [], f"{page} names ct.{missing}"
+    table = (ROOT / "docs" / "api.md").read_text()
+    shown = re.findall(r"`ct\.([a-z_]+)\(([^`]*)\)`", table)
+    assert len(shown) >= 15
+    for name, args in shown:
+        params = inspect.signature(getattr(ct, name)).parameters
+        named = {a.split("=")[0].strip() for a in args.replace("\\|", "|").split(",")}
+        named = {a for a in named if re.fullmatch(r"[a-z_]+", a)}
+        assert named <= set(params), f"ct.{name}: the docs name {sorted(named - set(params))}, not parameters"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -179,6 +180,8 @@ def _demo_job(tmp_path: Path, prefix: list[str], *args: str) -> Path:
     assert "## A real model: hf:smollm2-135m" in report and "### pilot → plan" in report
     assert "### prompt forms: pilot → forms plan" in report
     assert {"recovery", "power", "real_model"} <= {p.name for p in out.iterdir()}
+    for kind in ("recovery", "power"):  # each study's progress (stderr is a pipe: its closing line)
+        assert re.search(rf"^demo {kind} study: (\d+)/\1 tasks, ", proc.stderr, re.M), proc.stderr[-2000:]
     return out
 
 

@@ -125,6 +125,31 @@ def test_generate_is_greedy_deterministic_and_honours_stop(tiny, tiny_chat):
         tiny.render([{"role": "user", "content": "hi"}])
 
 
+def test_prompt_token_counts_are_the_generations_and_each_prompt_is_tokenised_once(tiny, tiny_chat):
+    """The bill and the bound of a text prompt equal the prompt tokens a generation reports; a
+    prompt counted before (a dry run counts each request twice) is not tokenised again."""
+    chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "A"},
+            {"role": "user", "content": PROMPT}]
+    for client, prompt in ((tiny, PROMPT), (tiny_chat, PROMPT), (tiny_chat, chat)):
+        reported = client.generate(prompt, max_tokens=1).prompt_tokens
+        encoded: list[str] = []
+        real = client.encode
+        client.encode = lambda text, encoded=encoded, real=real, **kw: (  # type: ignore[method-assign]
+            encoded.append(text) or real(text, **kw))
+        try:
+            client._counted.clear()
+            assert client.billed_prompt_tokens(prompt) == (reported, True)
+            assert client.prompt_token_bound(prompt) == reported
+            assert len(encoded) == 1
+        finally:
+            del client.encode
+    # the mode is part of the key: one model's completion and chat copies count the same text apart
+    plain = tiny_chat.with_chat(False)
+    assert plain.prompt_token_bound(PROMPT) == len(tiny_chat.encode(PROMPT)) < tiny_chat.prompt_token_bound(PROMPT)
+    with pytest.raises(ValueError, match="completion model"):
+        plain.prompt_token_bound(chat)
+
+
 # ----------------------------------------------------------------------------- HTTP backends
 def test_openai_adapter_against_a_real_server(server, tiny, tiny_chat):
     url, _ = server

@@ -145,6 +145,30 @@ def test_task_progress_lines_with_an_estimate(monkeypatch) -> None:
     assert all("ETA" not in x for x in lines[1:])  # one line per 30 s: none yet
 
 
+def test_task_progress_on_a_terminal_rewrites_its_line_each_task_and_keeps_the_last(monkeypatch) -> None:
+    import cogtestbed.progress as progress
+
+    clock = iter([0.0, 1.0, 2.0, 3.0])
+    monkeypatch.setattr(progress.time, "monotonic", lambda: next(clock))
+    lines: list[tuple[str, bool]] = []
+    tasks = progress.TaskProgress(lambda line, final: lines.append((line, final)), "demo power study", 3,
+                                  terminal=True)
+    for _ in range(3):
+        tasks.advance()
+    assert [final for _, final in lines] == [False, False, True]
+    assert lines[0][0] == "demo power study: 1/3 tasks, 1 s elapsed"
+    assert lines[1][0] == "demo power study: 2/3 tasks, 2 s elapsed, ETA 1 s"  # 1 s a task after the first
+    assert lines[2][0] == "demo power study: 3/3 tasks, 3 s elapsed"
+
+
+def test_task_lines_off_a_terminal_write_plain_lines_to_stderr(capsys) -> None:
+    from cogtestbed.progress import task_lines
+
+    tasks = task_lines("demo recovery study", 2)  # pytest's captured stderr is no terminal
+    tasks.advance(2)
+    assert capsys.readouterr().err.startswith("demo recovery study: 2/2 tasks, ")
+
+
 def test_a_warning_during_a_command_prints_as_one_line_without_source() -> None:
     """ConvergenceWarning and the like print as ``warning: CATEGORY: message`` on one line, not with
     Python's source file, line number and code line."""

@@ -89,7 +89,9 @@ def _to_parquet(table: Any, path: Path) -> None:
 
 
 def _studies(output: Path, seed: int, workers: int | None) -> list[dict[str, Any]]:
-    """Recovery study + power curve for RW± at CogBench's design: the HTML report's sections."""
+    """Recovery study + power curve for RW± at CogBench's design: the HTML report's sections.  Each
+    study's tasks show on stderr as they finish (:func:`cogtestbed.progress.task_lines`)."""
+    from cogtestbed.progress import task_lines
     from cogtestbed.validation.studies.driver import run_study, study_spec
     from cogtestbed.validation.studies.report import plots, study_section
 
@@ -102,7 +104,8 @@ def _studies(output: Path, seed: int, workers: int | None) -> list[dict[str, Any
     ]
     sections = []
     for spec in specs:
-        result = run_study(spec, workers=workers)
+        lines = task_lines(f"demo {spec.kind} study", len(spec.tasks()))
+        result = run_study(spec, workers=workers, on_task_done=lines.advance)
         folder = output / spec.kind
         atomic_write_bytes(folder / "results.parquet", functools.partial(_to_parquet, result.table))
         sections.append(study_section(result, plots(result, folder)))

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import sys
+import types
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
@@ -34,13 +35,21 @@ class LightGroup(TyperGroup):
     """
 
     def resolve_command(self, ctx: Context, args: list[str]) -> Any:
-        """click's command look-up, with :func:`~cogtestbed.cli.coercion.use_plain_coercion`."""
+        """click's command look-up, with :func:`~cogtestbed.cli.coercion.use_plain_coercion`
+        (and the light help formatter where the command's help page is asked for)."""
         from cogtestbed.cli.coercion import use_plain_coercion
 
         name, command, rest = super().resolve_command(ctx, args)
         use_plain_coercion(command, ctx)
         show_unset_defaults(command)
+        if "--help" in rest:
+            import_help_formatter()
         return name, command, rest
+
+    def format_help(self, ctx: Context, formatter: Any) -> None:
+        """typer's help page, through :func:`import_help_formatter`."""
+        import_help_formatter()
+        super().format_help(ctx, formatter)
 
     def get_help_option(self, ctx: Context) -> Any:
         """The help option, defaulting to ``False``."""
@@ -48,6 +57,49 @@ class LightGroup(TyperGroup):
         if option is not None and option.default is None:
             option.default = False
         return option
+
+
+#: Modules typer's help formatter (``typer.rich_utils``) imports at its top and uses for no help page
+#: of this command line, with the one name it takes from each: ``Markdown`` renders help only in
+#: typer's "markdown" markup mode (the app's is "rich"), ``Traceback`` is never used there (our
+#: tracebacks are Python's, redacted).  Together with what they import (markdown-it, pygments,
+#: rich.syntax, rich.pretty, attrs) they are ~40 % of ``cogtestbed --help``'s CPU time.
+HELP_UNUSED = {"rich.markdown": "Markdown", "rich.traceback": "Traceback"}
+
+
+def _deferred(module: str, name: str) -> type:
+    """A stand-in for ``module.name`` (a class): calling it imports ``module`` and returns the
+    real class's instance, so a caller that does use it gets exactly what the import would give."""
+
+    def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:  # noqa: N807 - the stand-in's constructor
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    return type(name, (), {"__new__": __new__, "__module__": module,
+                           "__doc__": f"Stand-in for {module}.{name}, imported on first call."})
+
+
+def import_help_formatter() -> None:
+    """Import ``typer.rich_utils`` (typer's help formatter) without :data:`HELP_UNUSED`'s modules.
+
+    While it is imported, stand-ins (:func:`_deferred`) answer for those modules not yet loaded; they
+    are taken out of ``sys.modules`` right after, so a later ``import rich.markdown`` loads the real
+    module.  Called before a help page is built; a no-op once typer's formatter is loaded.
+    """
+    if "typer.rich_utils" in sys.modules:
+        return
+    stand_ins = {}
+    for module, name in HELP_UNUSED.items():
+        if module not in sys.modules:
+            stand_in = types.ModuleType(module, f"Stand-in for {module} while typer.rich_utils loads.")
+            setattr(stand_in, name, _deferred(module, name))
+            stand_ins[module] = stand_in
+    sys.modules.update(stand_ins)
+    try:
+        importlib.import_module("typer.rich_utils")
+    finally:
+        for module, stand_in in stand_ins.items():
+            if sys.modules.get(module) is stand_in:
+                del sys.modules[module]
 
 
 def show_unset_defaults(command: Any) -> None:

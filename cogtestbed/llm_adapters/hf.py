@@ -35,6 +35,7 @@ import asyncio
 import copy
 import hashlib
 import io
+import json
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -213,6 +214,9 @@ class HFClient(LLMClient):
         #: Seconds one generation may take (``generate``'s ``max_time``), None: unbounded.  Set by
         #: :mod:`cogtestbed.llm_adapters.server`, which bounds each request's generation.
         self.max_time: float | None = None
+        #: Token counts of text prompts already counted (:meth:`_text_prompt_tokens`), shared with
+        #: :meth:`with_chat`'s copies (the mode is part of the key).
+        self._counted: dict[bytes, int] = {}
 
     @contextmanager
     def _forward(self) -> Iterator[None]:
@@ -334,8 +338,28 @@ class HFClient(LLMClient):
         """Exact: the tokens of the rendered prompt (chat template included), plus
         :data:`~cogtestbed.llm_adapters.base.IMAGE_TOKEN_BOUND` per image."""
         images = 0 if isinstance(prompt, str) else sum(len(message_images(m)) for m in prompt)
+        if not images:
+            return self._text_prompt_tokens(prompt)
         rendered = self.render(prompt)
         return len(self.encode(rendered, rendered_chat=self.chat)) + IMAGE_TOKEN_BOUND * images
+
+    #: Entries of :attr:`_counted` past which it starts again (a 16-byte key and an int each).
+    COUNTED_LIMIT = 200_000
+
+    def _text_prompt_tokens(self, prompt: Prompt) -> int:
+        """The tokens of an image-free ``prompt`` as the model reads it (rendered, chat template
+        included), counted once per prompt and mode: a dry run counts every request twice (the bill
+        and the bound), and a plan's candidate designs replay the same subjects' sessions."""
+        text = prompt if isinstance(prompt, str) else json.dumps(prompt, ensure_ascii=False, sort_keys=True,
+                                                                 default=repr)
+        key = hashlib.blake2b(f"{self.chat}:{isinstance(prompt, str)}:{text}".encode(), digest_size=16).digest()
+        n = self._counted.get(key)
+        if n is None:
+            n = len(self.encode(self.render(prompt), rendered_chat=self.chat))
+            if len(self._counted) >= self.COUNTED_LIMIT:
+                self._counted.clear()
+            self._counted[key] = n
+        return n
 
     # -- generate --------------------------------------------------------------------------
     async def agenerate(self, request: GenerateRequest, *, raw: bool = False) -> Generation:
@@ -354,7 +378,10 @@ class HFClient(LLMClient):
     def billed_prompt_tokens(self, prompt: Prompt) -> tuple[int, bool]:
         """Exact: the prompt tokens a generation of ``prompt`` reports (chat template and image
         tokens included), as :meth:`_generate` counts them."""
-        return len(self._request_ids(GenerateRequest(prompt), raw=False)[0]), True
+        request = GenerateRequest(prompt)
+        if not request.n_images:  # _generate feeds encode(render(prompt)): the same count
+            return self._text_prompt_tokens(prompt), True
+        return len(self._request_ids(request, raw=False)[0]), True
 
     def _generate(self, request: GenerateRequest, raw: bool = False) -> Generation:
         torch = self.torch

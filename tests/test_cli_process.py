@@ -151,15 +151,19 @@ import runpy
 import cogtestbed.api.demo_real as real
 from cogtestbed.validation.studies import driver
 
-full_run_study = driver.run_study
+full_study_spec, full_run_study = driver.study_spec, driver.run_study
 SMALL = {"recovery": {"reps": 2, "subjects": (12,)}, "power": {"reps": 4, "subjects": (10, 20)}}
 
 
-def small_run_study(spec, workers=None, **kwargs):
-    return full_run_study(spec.model_copy(update=SMALL[spec.kind]), workers=1, **kwargs)
+def small_study_spec(**fields):
+    return full_study_spec(**{**fields, **SMALL.get(fields.get("kind"), {})})
 
 
-driver.run_study = small_run_study
+def one_worker_run_study(spec, workers=None, **kwargs):
+    return full_run_study(spec, workers=1, **kwargs)
+
+
+driver.study_spec, driver.run_study = small_study_spec, one_worker_run_study
 real.PLAN_ARGS = {**real.PLAN_ARGS, "effect": "optimism_bias=0.6", "subjects": "8:12", "mc_se": 0.25}
 real.FORMS_PILOT = {"forms": 2, "subjects": 4, "visits_per_casino": 1}
 runpy.run_module("cogtestbed", run_name="__main__")

@@ -926,20 +926,22 @@ def lie_rows(table: pd.DataFrame) -> pd.DataFrame:
                    [*keys, "p_elicited"]].rename(columns={"p_elicited": "p0"})
     aux = table.loc[(table["phase"] == "lie_aux") & table["valid"], [*keys, "aux_reported", "aux_true"]]
     cond = table.loc[(table["phase"] == "lie_cond") & table["valid"], [*keys, "aux_state", "p_elicited", "p_true"]]
-    wide = cond.pivot_table(index=keys, columns="aux_state", values="p_elicited", aggfunc="first")
-    truth = cond.pivot_table(index=keys, columns="aux_state", values="p_true", aggfunc="first")
+    # each (subject, context, rep)'s conditional reports and truths by state, as plain dicts (a
+    # MultiIndex look-up per row costs more than the rest of the loop)
+    wide = _rows_by_key(cond.pivot_table(index=keys, columns="aux_state", values="p_elicited", aggfunc="first"))
+    truth = _rows_by_key(cond.pivot_table(index=keys, columns="aux_state", values="p_true", aggfunc="first"))
     rows = []
     for rec in aux.itertuples(index=False):
         key = (rec.subject, rec.context_id, rec.rep)
-        if key not in wide.index:
+        conds = wide.get(key)
+        if conds is None:
             continue
         dist = _aux_distribution(rec.aux_reported, rec.aux_true, key)
-        conds = wide.loc[key]
         if any(pd.isna(conds.get(s)) for s in dist):
             continue
         mixture = sum(float(conds[s]) * w for s, w in dist.items())
         true_z = json.loads(str(rec.aux_true))
-        rows.append((*key, mixture, json.dumps({s: float(truth.loc[key][s]) for s in true_z}), rec.aux_true))
+        rows.append((*key, mixture, json.dumps({s: float(truth[key][s]) for s in true_z}), rec.aux_true))
     frame = pd.DataFrame(rows, columns=[*keys, "mixture", "p_cond_true", "p_z_true"])
     out = frame.merge(p0, on=keys, how="inner")
     out = out.dropna(subset=["p0"]).sort_values(keys, kind="stable").reset_index(drop=True)
@@ -948,6 +950,11 @@ def lie_rows(table: pd.DataFrame) -> pd.DataFrame:
     out["ratio"] = np.abs(out["p0"] - out["mixture"]) / out["p0"]
     out.attrs["dropped_p0_zero"] = int(zero.sum())
     return out
+
+
+def _rows_by_key(frame: pd.DataFrame) -> dict[tuple[Any, ...], dict[Any, Any]]:
+    """``frame``'s rows as ``{index tuple: {column: value}}``."""
+    return dict(zip(frame.index, frame.to_dict("records"), strict=True))
 
 
 def rf_baseline(lie: pd.DataFrame, table: pd.DataFrame, seed: int, patients: int = T4_BASELINE_PATIENTS) -> float:

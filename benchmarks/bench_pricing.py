@@ -5,7 +5,10 @@ Prices a grid of days x runs-per-LLM designs of issue 40's two-LLM comparison (g
 groups, ``Pricer.exact``) in one process after one small untimed dry run (kernels loaded), and
 prints each design's calls, prompt tokens and dollars with its CPU seconds, then the total.
 
-    python benchmarks/bench_pricing.py [--days 20 40 100] [--runs 100 400]
+    python benchmarks/bench_pricing.py [--days 20 40 100] [--runs 100 400] [--llms openai:gpt-4o openai:gpt-4o-mini]
+
+``--llms``: the two groups' LLMs (default gpt-4o for both, one dry run serving both; two different
+LLMs are priced from one playthrough of the sessions, each counted by its own client).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, nargs="+", default=[20, 40, 100])
     parser.add_argument("--runs", type=int, nargs="+", default=[100, 400])
+    parser.add_argument("--llms", nargs=2, default=["openai:gpt-4o", "openai:gpt-4o"])
     args = parser.parse_args()
 
     from cogtestbed.api.core import get_experiment
@@ -25,7 +29,7 @@ def main() -> None:
     from cogtestbed.validation.design.plan import Pricer
 
     exp = get_experiment("two-step")
-    pricer = Pricer(exp, ("openai:gpt-4o", "openai:gpt-4o"), seed=0)
+    pricer = Pricer(exp, tuple(args.llms), seed=0)
     pricer.exact(TwoStepDesign(n_days=3), 2)  # numba kernels loaded, untimed
     total = 0.0
     for days in args.days:

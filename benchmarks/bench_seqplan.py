@@ -11,7 +11,9 @@ the CPU columns.
 
     python benchmarks/bench_seqplan.py [--rounds 3] [--seq-sims 1000] [--warmup 1]
     python benchmarks/bench_seqplan.py --profile 100   # cProfile of the sequential simulation alone
-    python benchmarks/bench_seqplan.py --twostep [--fixed]   # issue 40's two-LLM two-step plan: $ and time
+    python benchmarks/bench_seqplan.py --twostep [--fixed] [--checkout DIR] [--save PLAN.json]
+        # issue 40's two-LLM two-step plan (5 looks, gpt-4o vs gpt-4o-mini; --fixed: the fixed plan, gpt-4o
+        # for both): wall and CPU seconds of the process and its workers, $ and the design
     python benchmarks/bench_seqplan.py --path-cost 20   # CPU s per simulated path of that 5-look plan
 """
 
@@ -34,9 +36,9 @@ FIXED = ["plan", "instrumental-learning", "--model", "rw-pm", "--effect", "optim
 SEQUENTIAL = [*FIXED, "--looks", "10", "--spending", "pocock", "--futility"]
 
 
-def timed(args: list[str], scratch: Path) -> tuple[float, float, dict]:
+def timed(args: list[str], scratch: Path, checkout: Path = ROOT) -> tuple[float, float, dict]:
     """(wall s, CPU s of the process and its children, the plan's JSON) of ``cogtestbed ARGS``."""
-    wall, cpu, out = timed_cogtestbed(ROOT, args, scratch)
+    wall, cpu, out = timed_cogtestbed(checkout, args, scratch)
     return wall, cpu, json.loads(out)
 
 
@@ -61,38 +63,49 @@ def profile(sims: int) -> None:
     pstats.Stats(prof).sort_stats("tottime").print_stats(12)
 
 
-#: Issue 40's two-LLM two-step comparison (gpt-4o): the fixed plan (target <= $75 per LLM at 80 % power)
-#: and its 5-look Pocock plan with futility (target <= 5 min on 2 cores).
+#: Issue 40's two-LLM two-step comparison, fixed (gpt-4o for both LLMs: the target is <= $75 per LLM at
+#: 80 % power) ...
 TWOSTEP = ["plan", "two-step", "--metric", "model_basedness", "--compare", "hybrid:w=0.3,beta=5",
            "hybrid:w=0.45,beta=5", "--llm", "openai:gpt-4o", "--llm", "openai:gpt-4o", "--workers", "2", "--json"]
+#: ... and the issue's 5-look command as it names it (gpt-4o vs gpt-4o-mini; target <= 5 min on 2 cores).
+TWOSTEP_LOOKS = [*TWOSTEP[:TWOSTEP.index("--llm")], "--llm", "openai:gpt-4o", "--llm", "openai:gpt-4o-mini",
+                 "--workers", "2", "--json", "--looks", "5", "--spending", "pocock", "--futility"]
+#: The wall-clock target of the 5-look plan on 2 idle cores, seconds.
+TWOSTEP_TARGET_S = 300
 
 
-def twostep(looks: bool) -> None:
-    """The two-step comparison of issue 40 as one whole ``cogtestbed plan`` process: wall and CPU
-    seconds (with the load average, the machine being shared), the chosen fixed design and its dollars
-    per LLM, and with ``looks`` the 5-look plan's operating characteristics and saving."""
-    args = TWOSTEP + (["--looks", "5", "--spending", "pocock", "--futility"] if looks else [])
-    print("$ cogtestbed", " ".join(args), flush=True)
+def twostep(looks: bool, checkout: Path = ROOT, save: Path | None = None) -> None:
+    """The two-step comparison of issue 40 as one whole ``cogtestbed plan`` process (of ``checkout``):
+    wall and CPU seconds of the process and its workers (with the load average, the machine being
+    shared: on a loaded machine compare CPU, and CPU / 2 is the least wall 2 idle cores could take),
+    the chosen fixed design and its dollars per LLM, and with ``looks`` the 5-look plan's operating
+    characteristics and saving; ``save``: the plan's JSON written there (to compare two checkouts)."""
+    args = TWOSTEP_LOOKS if looks else TWOSTEP
+    print("$ cogtestbed", " ".join(args), f"(code of {checkout})", flush=True)
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-twostep-") as tmp:
-        wall, cpu, payload = timed(args, Path(tmp))
+        wall, cpu, payload = timed(args, Path(tmp), checkout)
     one, five, fifteen = os.getloadavg()
+    if save is not None:
+        save.write_text(json.dumps(payload, indent=1))
     c = payload["chosen"]
-    per_llm = payload["cost"]["dollars"] / 2 if payload["cost"]["dollars"] is not None else None
-    print(f"wall {wall:.1f} s, CPU {cpu:.1f} s of the process and its workers (load average {load0[0]:.1f} at the "
-          f"start, {one:.1f}/{five:.1f}/{fifteen:.1f} at the end, on {os.cpu_count()} CPUs shared by other work)")
+    llms = payload["run"]["llms"]
+    target = f" (target <= {TWOSTEP_TARGET_S} s on 2 idle cores)" if looks else ""
+    print(f"WALL {wall:.1f} s{target}; CPU {cpu:.1f} s of the process and its workers; load average "
+          f"{load0[0]:.1f} at the start, {one:.1f}/{five:.1f}/{fifteen:.1f} at the end, {os.cpu_count()} CPUs")
     search = payload["search"]
     print(f"  fixed search: {search['seconds']:.1f} s wall, {search['cpu_seconds']:.1f} s CPU, "
-          f"{search['simulations']:,} simulated studies of {search['designs_simulated']} designs")
+          f"{search['simulations']:,} simulated studies of {search['designs_simulated']} designs "
+          "(every simulated design priced by its dry run, on the pool's workers)")
     seq = payload.get("sequential") or {}
     if "cpu_seconds" in seq:
         print(f"  sequential simulation: {seq['seconds']:.1f} s wall, {seq['cpu_seconds']:.1f} s CPU, "
               f"{seq['simulations']:,} simulated studies (+ {seq['calibration_simulations']:,} calibration)")
+    per_llm = "; ".join(f"{r['llm']} ${r['estimated_cost_usd']:.2f}" for r in payload["cost"]["per_llm"])
     print(f"fixed: {c['design']}, power {c['power']:.3f} ± {c['mc_se']:.3f}, ${payload['cost']['dollars']:.2f} for "
-          f"both LLMs = ${per_llm:.2f} per LLM (target <= $75)")
+          f"both LLMs ({', '.join(llms)}): {per_llm} (target <= $75 for gpt-4o)")
     for note in payload.get("notes") or []:
         print("note:", note)
-    seq = payload.get("sequential")
     if seq and seq.get("chosen", True) is not None:
         e, n = seq["effect"], seq["null"]
         print(f"sequential: sizes {seq['design']['sizes']}, power {e['rejection_rate']:.3f} ± {e['mc_se']:.3f}, "
@@ -133,7 +146,13 @@ def main() -> None:
         profile(int(sys.argv[2]) if len(sys.argv) > 2 else 100)
         return
     if sys.argv[1:2] == ["--twostep"]:
-        twostep(looks="--fixed" not in sys.argv[2:])
+        ap = argparse.ArgumentParser(description="issue 40's two-step plan, timed")
+        ap.add_argument("--twostep", action="store_true")
+        ap.add_argument("--fixed", action="store_true", help="the fixed plan only (gpt-4o for both LLMs)")
+        ap.add_argument("--checkout", type=Path, default=ROOT, help="time this checkout's code (default: this one)")
+        ap.add_argument("--save", type=Path, default=None, help="write the plan's JSON here")
+        opts = ap.parse_args()
+        twostep(looks=not opts.fixed, checkout=opts.checkout.resolve(), save=opts.save)
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)

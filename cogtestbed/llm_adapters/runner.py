@@ -35,7 +35,7 @@ import io
 import json
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -253,26 +253,43 @@ def count_requests(exp: Experiment, design: Design, client: LLMClient, config: R
     invalid answer are skipped, every re-ask is made, and a subject's repeat of one of its own earlier
     requests at temperature 0 is served from the cache (a completions re-ask repeats its question;
     an unchanged history repeats the prompt), so it is not a request."""
-    c = RequestCount()
+    return count_requests_of(exp, design, [(client, config)], sessions, invalid)[0]
+
+
+def count_requests_of(exp: Experiment, design: Design, pairs: Sequence[tuple[LLMClient, RunConfig]],
+                      sessions: Sessions, invalid: bool = False) -> list[RequestCount]:
+    """:func:`count_requests` of each ``(client, config)`` pair from one playthrough of the sessions.
+
+    The playthrough (the environment, its seeded random actions, the prompt forms) depends on the
+    run's subjects, seed and forms only, never on the client, so the sessions are played once and
+    every step's prompt is counted for each pair as :func:`count_requests` counts it alone (a plan
+    that prices two LLMs renders each prompt once, not once per LLM).  The configs must agree on
+    ``n_subjects``, ``seed`` and ``forms``."""
+    config = pairs[0][1]
+    if any((c.n_subjects, c.seed, c.forms) != (config.n_subjects, config.seed, config.forms) for _, c in pairs):
+        raise InputError("count_requests_of: every config must play the same subjects (n_subjects, seed, forms)")
+    counts = [RequestCount() for _ in pairs]
     forms = subject_forms(config)
     for i in range(config.n_subjects):
         env = exp.env_cls(design)
         env.action_space.seed(config.seed * 1_000_003 + i)
         obs, _ = env.reset(options={"session": sessions.subject(i), "form": forms[i]})
-        done, asked = False, set[Any]()
+        done, asked = False, [set[Any]() for _ in pairs]
         while not done:
             scored = isinstance(obs.get("response"), ScoredResponse)
-            requests = step_requests(client, config, obs["prompt"], obs.get("response"))
-            if invalid and not scored:
-                requests = _invalid_step_requests(client, config, obs["prompt"], env.t, asked)
-            for prompt, out in requests:
-                _count_request(c, client, prompt, out, scored=scored)
+            for (client, cfg), c, seen in zip(pairs, counts, asked, strict=True):
+                requests = step_requests(client, cfg, obs["prompt"], obs.get("response"))
+                if invalid and not scored:
+                    requests = _invalid_step_requests(client, cfg, obs["prompt"], env.t, seen)
+                for prompt, out in requests:
+                    _count_request(c, client, prompt, out, scored=scored)
             obs, _, done, _, _ = env.step(NO_ACTION if invalid and not scored else env.action_space.sample())
-    c.prompt_tokens += c.img_tokens or 0
-    if exp.env_cls.sampling_note(design) is not None and client.can_score and client.http:
-        for prompt, out, scored in PROBE_REQUESTS:  # decide_scoring's probe
-            _count_request(c, client, prompt, out, scored=scored)
-    return c
+    for (client, _), c in zip(pairs, counts, strict=True):
+        c.prompt_tokens += c.img_tokens or 0
+        if exp.env_cls.sampling_note(design) is not None and client.can_score and client.http:
+            for prompt, out, scored in PROBE_REQUESTS:  # decide_scoring's probe
+                _count_request(c, client, prompt, out, scored=scored)
+    return counts
 
 
 def _invalid_step_requests(client: LLMClient, config: RunConfig, prompt: Prompt, step: int,
@@ -707,10 +724,31 @@ def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfi
     worst case as the budget books it (:func:`subject_needs`) and how many subjects the budget
     admits.
     """
-    if exp.env_cls.uses_images(design):
-        client.check_images(1)
+    return dry_runs(exp, design, [(client, config, price)], budget)[0]
+
+
+def dry_runs(exp: Experiment, design: Design, runs: Sequence[tuple[LLMClient, RunConfig, Price | None]],
+             budget: Budget | None = None) -> list[dict[str, Any]]:
+    """:func:`dry_run` of each ``(client, config, price)`` of one design, the sessions played once for
+    all of them (:func:`count_requests_of`): each report equals that run's own dry run.  The configs
+    must agree on ``n_subjects``, ``seed`` and ``forms``."""
+    for client, _, _ in runs:
+        if exp.env_cls.uses_images(design):
+            client.check_images(1)
+    config = runs[0][1]
     sessions = draw_sessions(exp, design, config.n_subjects, config.seed)
-    c = count_requests(exp, design, client, config, sessions)
+    pairs = [(client, cfg) for client, cfg, _ in runs]
+    counts = count_requests_of(exp, design, pairs, sessions)
+    # answers decide what is asked next: the run's range (its every-answer-invalid playthrough)
+    lows = None if exp.env_cls.answer_independent else count_requests_of(exp, design, pairs, sessions, invalid=True)
+    return [_dry_report(exp, design, client, cfg, price, sessions, c, None if lows is None else lows[k], budget)
+            for k, ((client, cfg, price), c) in enumerate(zip(runs, counts, strict=True))]
+
+
+def _dry_report(exp: Experiment, design: Design, client: LLMClient, config: RunConfig, price: Price | None,
+                sessions: Any, c: RequestCount, low: RequestCount | None, budget: Budget | None) -> dict[str, Any]:
+    """One run's dry-run report from its counts (``low``: its every-answer-invalid playthrough, where
+    answers decide what is asked next)."""
     calls = c.calls
     # prompts that render earlier answers may run longer than the playthrough's: the budget's margin
     margin = 1.0 if exp.env_cls.answer_independent else 1.0 + SUBJECT_PROMPT_MARGIN
@@ -730,8 +768,8 @@ def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfi
         "prompts_are_the_runs": prompts_fixed(exp, c),
     }
     report.update(_if_the_server_cannot_score(exp, design, client, config, sessions, price))
-    if not exp.env_cls.answer_independent:  # answers decide what is asked next: the run's range
-        report.update(_calls_range(exp, design, client, config, sessions, calls))
+    if low is not None:
+        report.update(_calls_range(exp, design, config, calls, low))
     if config.reask:
         report["calls_with_all_reasks"] = calls * (1 + config.reask)
     warnings = run_warnings(exp, design, client)
@@ -767,11 +805,10 @@ def _if_the_server_cannot_score(exp: Experiment, design: Design, client: LLMClie
                 "step is then sampled"}}
 
 
-def _calls_range(exp: Experiment, design: Design, client: LLMClient, config: RunConfig, sessions: Any,
-                 calls: int) -> dict[str, Any]:
-    """Where answers decide what is asked next: the requests when every answer is invalid, the
-    ceiling no run exceeds (every step a session can take, each asked 1 + reask times) and a note."""
-    low = count_requests(exp, design, client, config, sessions, invalid=True)
+def _calls_range(exp: Experiment, design: Design, config: RunConfig, calls: int, low: RequestCount) -> dict[str, Any]:
+    """Where answers decide what is asked next: the requests when every answer is invalid (``low``:
+    that playthrough's count), the ceiling no run exceeds (every step a session can take, each asked
+    1 + reask times) and a note."""
     ceiling = max(calls * (1 + config.reask), config.n_subjects * exp.env_cls.max_steps(design) * (1 + config.reask))
     note = (
         f"the run makes {calls} requests when every answer is valid (none served from the cache; re-asks "

@@ -50,7 +50,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -342,6 +342,8 @@ class Pricer:
     batch: bool = False
     clients: list[Any] = field(default_factory=list)
     _cache: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
+    #: Dry runs under way on a pool's workers (:meth:`submit`): (design JSON, sessions) -> future reports.
+    _pending: dict[tuple[str, int], Future[tuple[dict[str, Any], ...]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from cogtestbed.llm_adapters import make_client
@@ -376,33 +378,126 @@ class Pricer:
 
     def dry_run(self, group: int, design: Any, n: int) -> dict[str, Any]:
         """``cogtestbed run --dry-run`` of ``n`` sessions of ``design`` for group ``group``'s LLM."""
-        from cogtestbed.llm_adapters.runner import dry_run
+        return self.reports(design, n)[group]
 
-        llm, client = self.llms[group], self.clients[group]
-        key = (llm, design.model_dump_json(), n)
-        if key not in self._cache:
-            report = dry_run(self.exp, design, client, self.run_config(llm, client, design, n), self.price[group])
-            standard = self.standard[group]
-            if self.batch and standard is not None:
-                from cogtestbed.llm_adapters.batch import batch_report
+    def reports(self, design: Any, n: int) -> tuple[dict[str, Any], ...]:
+        """Each group's ``run --dry-run`` report of ``n`` sessions of ``design`` (cached): taken from
+        the dry runs :meth:`submit` started on a pool, else rendered here, every LLM not yet priced
+        from one playthrough of the sessions (:func:`~cogtestbed.llm_adapters.runner.dry_runs`: each
+        report equals that LLM's own dry run)."""
+        text = design.model_dump_json()
+        self._collect(text, n)
+        missing = [g for g in self._first_groups() if (self.llms[g], text, n) not in self._cache]
+        if missing:
+            from cogtestbed.llm_adapters.runner import dry_runs
 
-                report = batch_report(report, standard)
-            self._cache[key] = report
-        return self._cache[key]
+            runs = [(self.clients[g], self.run_config(self.llms[g], self.clients[g], design, n), self.price[g])
+                    for g in missing]
+            for g, report in zip(missing, dry_runs(self.exp, design, runs), strict=True):
+                standard = self.standard[g]
+                if self.batch and standard is not None:
+                    from cogtestbed.llm_adapters.batch import batch_report
+
+                    report = batch_report(report, standard)
+                self._cache[(self.llms[g], text, n)] = report
+        return tuple(self._cache[(llm, text, n)] for llm in self.llms)
+
+    def _first_groups(self) -> list[int]:
+        """The first group of each distinct LLM (groups with the same LLM share its reports)."""
+        return [self.llms.index(llm) for llm in dict.fromkeys(self.llms)]
+
+    def submit(self, pool: Any, design: Any, n: int) -> None:
+        """Start the dry runs of ``n`` sessions of ``design`` on ``pool`` (a fork pool,
+        :func:`~cogtestbed.validation.studies.driver.fork_pool`), whose workers rebuild this pricer
+        from its settings and render the prompts while this process searches on; :meth:`reports`
+        takes their reports (identical numbers: the same dry run, seeded the same).  Nothing is
+        started for a design already priced, or for an experiment a worker cannot look up by name."""
+        from cogtestbed.registry import get_experiment
+
+        text = design.model_dump_json()
+        if (text, n) in self._pending or all((llm, text, n) in self._cache for llm in self.llms):
+            return
+        try:
+            if get_experiment(self.exp.name) is not self.exp:
+                return
+        except CogtestbedError:
+            return
+        self._pending[(text, n)] = pool.submit(_worker_reports, self._settings(), design, n)
+
+    def price_all(self, items: Sequence[tuple[Any, int]], workers: int, label: str | None = None) -> None:
+        """Price every ``(design, sessions)`` of ``items`` (then cached) on a fork pool of up to
+        ``workers`` processes, the largest first, counting each on the heartbeat under ``label``;
+        with one worker or one design to render, nothing here (:meth:`exact` renders it when asked).
+        An interrupt or an error ends the pool's workers at once."""
+        from cogtestbed.progress import beat, tick
+        from cogtestbed.validation.studies.driver import fork_pool, stop_pool
+
+        todo = {(design.model_dump_json(), n): (design, n) for design, n in items}
+        todo = {k: v for k, v in todo.items() if not all((llm, *k) in self._cache for llm in self.llms)}
+        if workers <= 1 or len(todo) < 2:
+            return
+        hb = beat()
+        if hb is not None and label is not None:
+            hb.phase(label, len(todo))
+        order = sorted(todo.values(), key=lambda item: -item[1])
+        pool = fork_pool(min(workers, len(order)))
+        try:
+            for design, n in order:
+                self.submit(pool, design, n)
+            for design, n in order:
+                self.reports(design, n)
+                tick()
+        except BaseException:
+            stop_pool(pool)
+            raise
+        pool.shutdown(wait=True)
+
+    def _settings(self) -> tuple[tuple[str, Any], ...]:
+        """What a worker needs to build this pricer (the experiment by name)."""
+        return (("exp", self.exp.name), ("llms", self.llms), ("seed", self.seed), ("max_tokens", self.max_tokens),
+                ("temperature", self.temperature), ("reask", self.reask), ("prices", self.prices),
+                ("allow_unpriced", self.allow_unpriced), ("mode", self.mode), ("batch", self.batch))
+
+    def _collect(self, text: str, n: int) -> None:
+        """Cache the reports of a dry run :meth:`submit` started (waiting for it); one that failed or
+        was cancelled (its pool stopped) is left to :meth:`reports` to render here, which raises
+        any error of the design itself as it would without a pool."""
+        future = self._pending.pop((text, n), None)
+        if future is None:
+            return
+        try:
+            reports = future.result()
+        except Exception:  # noqa: BLE001 - rendered again here, where a real error raises with its own traceback
+            return
+        for llm, report in zip(self.llms, reports, strict=True):
+            self._cache.setdefault((llm, text, n), report)
 
     def exact(self, design: Any, n: int) -> Cost:
         """Every prompt of the design rendered and counted (``run --dry-run`` per LLM, summed)."""
-        reports = tuple(self.dry_run(g, design, n) for g in range(len(self.llms)))
-        return _sum_reports(reports, "dry-run")
+        return _sum_reports(self.reports(design, n), "dry-run")
 
     def per_session(self, design: Any) -> Cost:
         """Cost of one session (mean of :data:`UNIT_SESSIONS` rendered sessions, per LLM summed)."""
-        reports = tuple(self.dry_run(g, design, UNIT_SESSIONS) for g in range(len(self.llms)))
-        total = _sum_reports(reports, "per-session")
+        total = _sum_reports(self.reports(design, UNIT_SESSIONS), "per-session")
         k = UNIT_SESSIONS
         return Cost(total.calls // k, total.prompt_tokens // k, total.completion_tokens // k,
                     None if total.dollars is None else total.dollars / k, total.exact_tokens, "per-session",
                     standard_dollars=None if total.standard_dollars is None else total.standard_dollars / k)
+
+
+#: Pricers built in this pool worker, by their settings (:meth:`Pricer.submit`).
+_WORKER_PRICERS: dict[tuple[tuple[str, Any], ...], Pricer] = {}
+
+
+def _worker_reports(settings: tuple[tuple[str, Any], ...], design: Any, n: int) -> tuple[dict[str, Any], ...]:
+    """A pool worker's :meth:`Pricer.reports` (its pricer built once from ``settings``)."""
+    from cogtestbed.registry import get_experiment
+
+    pricer = _WORKER_PRICERS.get(settings)
+    if pricer is None:
+        kwargs = dict(settings)
+        pricer = _WORKER_PRICERS[settings] = Pricer(get_experiment(kwargs.pop("exp")), **kwargs)
+    return pricer.reports(design, n)
 
 
 def _worst(report: Mapping[str, Any], key: str) -> Any:
@@ -663,10 +758,16 @@ class Planner:
 
     # -- the sequential look ---------------------------------------------------------------
     def look(self, point: Point) -> Estimate:
-        """Simulate ``point`` in doubling batches until it is clearly above/below the target."""
+        """Simulate ``point`` in doubling batches until it is clearly above/below the target.
+
+        Every simulated design is priced (:meth:`evaluated`), so its dry run starts on the pool's
+        workers once its first batch is in (:meth:`Pricer.submit`): the prompts are rendered while
+        the search goes on, not one design after another at its end."""
         sims = max(FIRST_BATCH, self.power.done.get(point, 0))
         while True:
             est = self.power.ensure(point, sims)
+            if self.power.pool is not None:
+                self.pricer.submit(self.power.pool, self.design(point), self.sessions(point))
             if decided(est, self.target):
                 self.say(f"{point.label(self.size.name, self.spec)}: power {rate_text(est.rate, est.sims)}")
                 return est

@@ -384,13 +384,14 @@ def auto_payload(result: Any, pricer: Any, exp: Any, sims: int, workers: int, nu
     """``plan --looks auto`` at the fixed plan's chosen design: the search, the chosen design's every
     look priced, and the ``sequential`` section of plan.json with the saving stated against the fixed
     design at equal type-I error (and, for reference, against the fixed plan's own design)."""
-    from cogtestbed.validation.design.seqplan import fair_payload, price_looks
+    from cogtestbed.validation.design.seqplan import fair_payload, price_ahead, price_looks
 
     spec, point, size_name = result.spec, result.chosen.point, result.size_name
     auto = plan_auto(spec, getattr(point, size_name), point.trials, point.runs, result.target, sims, workers,
                      null_agent, null_sims, binding, say)
     res, fair = auto.result, auto.fair
     if res.chosen is not None:
+        price_ahead(pricer, exp, spec, point, size_name, res, fair, workers)
         price_looks(res.chosen, spec, pricer, exp, point, size_name)
     futility = res.chosen is not None and res.chosen.bounds.futility is not None
     seq = fair_payload(result, res, fair, pricer, exp, futility, binding)

@@ -448,6 +448,22 @@ def price_looks(candidate: Candidate, spec: PlannedStudy, pricer: Any, exp: Any,
         tick()
 
 
+def price_ahead(pricer: Any, exp: Any, spec: PlannedStudy, point: Any, size_name: str, res: SequentialResult,
+                fair: dict[str, Any] | None, workers: int) -> None:
+    """Render the chosen design's looks and the fair fixed comparator's size (the prices
+    :func:`price_looks` and :func:`fair_payload` then read) side by side on ``workers`` processes
+    (:meth:`~cogtestbed.validation.design.plan.Pricer.price_all`): the same dry runs, each once."""
+    from cogtestbed.validation.design.plan import sessions_per_llm
+    from cogtestbed.validation.studies.study_data import design_for_trials
+
+    if res.chosen is None:
+        return
+    design = design_for_trials(exp, point.trials, spec.design)
+    sizes = [*res.chosen.bounds.sizes, *([fair["chosen"]["size"]] if fair and fair.get("chosen") else [])]
+    items = [(design, sessions_per_llm(spec, type(point)(**{**point.as_dict(), size_name: n}))) for n in sizes]
+    pricer.price_all(items, workers, "sequential plan: pricing each look and the fixed comparator (dry run)")
+
+
 def expected(costs: Sequence[Any], stop: Sequence[float], attr: str) -> float | None:
     """Σ_k P(stop at k)·(look k's cumulative ``attr``); None when a look is unpriced."""
     values = [getattr(c, attr) if attr != "key" else _money(c) for c in costs]
@@ -598,6 +614,7 @@ def attach_sequential(payload: dict[str, Any], result: Any, pricer: Any, exp: An
                           result.target, sims=sims, workers=workers, null_agent=null_agent, say=say,
                           null_sims=null_sims, binding=binding)
     if res.chosen is not None:
+        price_ahead(pricer, exp, spec, point, size_name, res, res.fair, workers)
         price_looks(res.chosen, spec, pricer, exp, point, size_name)
         if res.fixed_null is None:  # paths without the fixed size: its own test on fresh null studies
             res.fixed_null = fixed_type1(spec, point, null_agent, workers, null_sims or MIN_NULL_SIMS)

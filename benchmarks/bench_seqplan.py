@@ -92,11 +92,12 @@ def twostep(looks: bool, checkout: Path = ROOT, save: Path | None = None) -> Non
     llms = payload["run"]["llms"]
     target = f" (target <= {TWOSTEP_TARGET_S} s on 2 idle cores)" if looks else ""
     print(f"WALL {wall:.1f} s{target}; CPU {cpu:.1f} s of the process and its workers; load average "
-          f"{load0[0]:.1f} at the start, {one:.1f}/{five:.1f}/{fifteen:.1f} at the end, {os.cpu_count()} CPUs")
+          f"{load0[0]:.1f} at the start, {one:.1f}/{five:.1f}/{fifteen:.1f} at the end, {os.cpu_count()} CPUs "
+          f"(CPU / 2 = {cpu / 2:.0f} s: the least wall 2 cores could take)")
     search = payload["search"]
     print(f"  fixed search: {search['seconds']:.1f} s wall, {search['cpu_seconds']:.1f} s CPU, "
-          f"{search['simulations']:,} simulated studies of {search['designs_simulated']} designs "
-          "(every simulated design priced by its dry run, on the pool's workers)")
+          f"{search['simulations']:,} simulated studies of {search['designs_simulated']} designs, each priced by "
+          "its dry run")
     seq = payload.get("sequential") or {}
     if "cpu_seconds" in seq:
         print(f"  sequential simulation: {seq['seconds']:.1f} s wall, {seq['cpu_seconds']:.1f} s CPU, "

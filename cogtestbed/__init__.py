@@ -80,6 +80,8 @@ _PUBLIC: dict[str, str] = {
     "UnknownNameError": "cogtestbed.experiments.spec",
     "TrialTableError": "cogtestbed.schema",
     "DataFormatError": "cogtestbed.data.rows",
+    "RepeatedSessionError": "cogtestbed.data.rows",
+    "DegenerateAnswers": "cogtestbed.no_data",
     "BackendUnavailable": "cogtestbed.llm_adapters.base",
     "LLMError": "cogtestbed.llm_adapters.base",
     "MemoryLimitError": "cogtestbed.memory",
@@ -91,9 +93,11 @@ _PUBLIC: dict[str, str] = {
 
 __all__ = [
     "__version__", "BackendError", "BackendUnavailable", "BudgetError", "CogtestbedError", "ConformanceError",
-    "DataError", "DataFormatError", "FormError", "InputError", "LLMError", "LookReplay", "MemoryLimitError",
+    "DataError", "DataFormatError", "DegenerateAnswers", "FormError", "InputError", "LLMError", "LookReplay",
+    "MemoryLimitError",
     "OutputError", "PairedRun", "ParameterError", "Phenotype", "Plan", "PlanInfeasible", "PriceError",
-    "ResumeMismatch", "RunDirError", "Study", "TrialTableError", "UnknownNameError", "UnpricedModel", "WorkerDied",
+    "RepeatedSessionError", "ResumeMismatch", "RunDirError", "Study", "TrialTableError", "UnknownNameError",
+    "UnpricedModel", "WorkerDied",
     "WriteFailed", "check", "describe", "estimates", "experiments", "fit", "fit_and_save", "form_study",
     "get_experiment", "looks", "metric_validity", "metrics", "model_recovery", "phenotype", "plan", "plan_forms",
     "plot_recovery", "power", "recover", "run", "sbc", "simulate", "study", "true_parameters",
@@ -121,7 +125,7 @@ if TYPE_CHECKING:
         study,
         true_parameters,
     )
-    from cogtestbed.data.rows import DataFormatError
+    from cogtestbed.data.rows import DataFormatError, RepeatedSessionError
     from cogtestbed.environments.forms import FormError
     from cogtestbed.errors import BudgetError, CogtestbedError, DataError, InputError, ResumeMismatch
     from cogtestbed.experiments.spec import UnknownNameError
@@ -129,6 +133,7 @@ if TYPE_CHECKING:
     from cogtestbed.llm_adapters.limits import PriceError, UnpricedModel
     from cogtestbed.llm_adapters.rundir import RunDirError
     from cogtestbed.memory import MemoryLimitError
+    from cogtestbed.no_data import DegenerateAnswers
     from cogtestbed.outputs import OutputError, WriteFailed
     from cogtestbed.parameters import ParameterError
     from cogtestbed.schema import TrialTableError

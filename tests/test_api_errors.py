@@ -99,3 +99,20 @@ def test_a_deep_refusal_reaches_the_caller_as_an_input_error() -> None:
     """A check deep in the layers (the parameter bounds of an agent) raises the typed kind."""
     with pytest.raises(ct.CogtestbedError):
         ct.simulate("magnitude", "observer", subjects=1, seed=1, params={"prior_sd": -1.0})
+
+
+def test_a_warning_names_the_first_caller_outside_the_package() -> None:
+    """``outside_stacklevel`` skips the library's own frames: from here (outside) it is 1, and a
+    hierarchical fit reached through ``ct.fit`` warns at this file's line, not inside ``api/core.py``."""
+    import warnings
+
+    from cogtestbed.errors import outside_stacklevel
+    from cogtestbed.inference.hierarchical import ConvergenceWarning
+
+    assert outside_stacklevel() == 1
+    table = ct.simulate("instrumental-learning", "rw-pm", subjects=8, seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ct.fit("instrumental-learning", table, model="rw-pm", method="hierarchical", draws=10, chains=2, seed=0)
+    convergence = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert convergence and all(w.filename == __file__ for w in convergence)

@@ -62,7 +62,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from cogtestbed.errors import InputError
+from cogtestbed.errors import InputError, outside_stacklevel
 from cogtestbed.parameters import Parameter, ParameterSet
 
 Sampler = Literal["auto", "nutpie", "pymc"]
@@ -657,7 +657,7 @@ def fit_hierarchical(
             + "; ".join(diag.problems) + " — do not trust this posterior without more tuning/draws"
             + (" (max_draws samples again with more draws where only ESS or R-hat fail)."
                if _more_draws_help(diag) else "."),
-            ConvergenceWarning, stacklevel=2,
+            ConvergenceWarning, stacklevel=outside_stacklevel(),
         )
     return BayesFit(idata, diag, getattr(model, "name", ""))
 

@@ -238,12 +238,17 @@ class TaskProgress:
 def task_lines(what: str, total: int) -> TaskProgress:
     """A :class:`TaskProgress` on stderr: a line rewritten in place on a terminal, else a line per
     :data:`LINE_INTERVAL` seconds and one at the end."""
+    terminal = stderr_isatty()
+    return TaskProgress(stderr_reporter(terminal), what, total, terminal)
+
+
+def stderr_isatty() -> bool:
+    """Whether stderr is a terminal by its own ``isatty`` (False for a stream without one or closed)."""
     isatty = getattr(sys.stderr, "isatty", None)
     try:
-        terminal = bool(isatty()) if isatty is not None else False
+        return bool(isatty()) if isatty is not None else False
     except ValueError:  # a closed stream
-        terminal = False
-    return TaskProgress(stderr_reporter(terminal), what, total, terminal)
+        return False
 
 
 def for_sampling(what: str) -> SamplingProgress | None:
@@ -266,8 +271,8 @@ def stderr_reporter(terminal: bool) -> Report:
 
 
 __all__ = ["SamplingProgress", "TaskProgress", "current", "duration", "for_sampling", "nutpie_progress",
-           "UnitProgress", "parse_duration", "pymc_callback", "reporting", "stderr_reporter", "unit_phase",
-           "task_lines", "unit_progress", "unit_tick", "each_unit"]
+           "UnitProgress", "parse_duration", "pymc_callback", "reporting", "stderr_isatty", "stderr_reporter",
+           "unit_phase", "task_lines", "unit_progress", "unit_tick", "each_unit"]
 
 
 #: Seconds between a :class:`Heartbeat`'s lines (a plan says where it is at least this often).

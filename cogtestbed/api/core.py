@@ -163,12 +163,13 @@ def metrics(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame
         result["path"] = str(table_or_path)
     if converted:
         result["options"] = converted
-    from cogtestbed.progress import unit_progress
+    from cogtestbed.progress import current, unit_progress
 
     unit = exp.metrics.unit.removeprefix("per_") + "s"
     # a long computation says where it is (a line every few seconds, where a reporter listens: the CLI)
     what = f"metrics of {exp.name}"
-    with unit_progress(f"{what} on {table['subject'].nunique():,} {unit} ({len(table):,} rows)") as progress:
+    label = f"{what} on {table['subject'].nunique():,} {unit} ({len(table):,} rows)" if current() is not None else what
+    with unit_progress(label) as progress:
         result.update(exp.metrics(table, **converted))
         if "form" in table.columns:
             from cogtestbed.inference.form_effects import form_metrics

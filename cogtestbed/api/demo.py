@@ -84,14 +84,11 @@ def _demo(output: Path, subjects: int, seed: int, workers: int | None, client: A
     console_err.print(f"wrote {output / 'report.html'}")
 
 
-def _to_parquet(table: Any, path: Path) -> None:
-    table.to_parquet(path, index=False)
-
-
 def _studies(output: Path, seed: int, workers: int | None) -> list[dict[str, Any]]:
     """Recovery study + power curve for RW± at CogBench's design: the HTML report's sections.  Each
     study's tasks show on stderr as they finish (:func:`cogtestbed.progress.task_lines`)."""
     from cogtestbed.progress import task_lines
+    from cogtestbed.trials import table_to_parquet
     from cogtestbed.validation.studies.driver import run_study, study_spec
     from cogtestbed.validation.studies.report import plots, study_section
 
@@ -107,7 +104,7 @@ def _studies(output: Path, seed: int, workers: int | None) -> list[dict[str, Any
         lines = task_lines(f"demo {spec.kind} study", len(spec.tasks()))
         result = run_study(spec, workers=workers, on_task_done=lines.advance)
         folder = output / spec.kind
-        atomic_write_bytes(folder / "results.parquet", functools.partial(_to_parquet, result.table))
+        atomic_write_bytes(folder / "results.parquet", functools.partial(table_to_parquet, result.table))
         sections.append(study_section(result, plots(result, folder)))
         console_err.print(result.verdict)
     return sections

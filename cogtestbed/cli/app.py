@@ -162,12 +162,9 @@ TERMINAL_OVERRIDES = ("FORCE_TERMINAL", "FORCE_COLOR", "TTY_COMPATIBLE")
 def stderr_is_terminal() -> bool:
     """``console_err.is_terminal`` (whether someone watches stderr), without importing rich where
     stderr is no terminal and no environment variable overrides that (rich then answers False)."""
-    isatty = getattr(sys.stderr, "isatty", None)
-    try:
-        plain = bool(isatty()) if isatty is not None else False
-    except ValueError:  # a closed stream
-        plain = False
-    if not plain and not any(name in os.environ for name in TERMINAL_OVERRIDES):
+    from cogtestbed.progress import stderr_isatty
+
+    if not stderr_isatty() and not any(name in os.environ for name in TERMINAL_OVERRIDES):
         return False
     return bool(console_err.is_terminal)
 

@@ -158,8 +158,9 @@ class _PrefixChecks:
     def __init__(self, trials: pd.DataFrame, min_distinct: int) -> None:
         from cogtestbed.no_data import degenerate_units, valid_answers
 
-        self.answers = valid_answers(trials)
-        self.answer_subject = trials.loc[self.answers.index, "subject"].to_numpy()
+        answers = valid_answers(trials)
+        self.answers = answers.to_numpy()
+        self.answer_subject = trials.loc[answers.index, "subject"].to_numpy()
         self.units = degenerate_units(trials, min_distinct)
         self.min_distinct = min_distinct
         self.identified_from: float = float("inf")  # the smallest n known to identify
@@ -171,7 +172,7 @@ class _PrefixChecks:
 
         reason = None
         if n < self.identified_from:
-            below = self.answers.to_numpy()[self.answer_subject < n]
+            below = self.answers[self.answer_subject < n]
             if below.size == 0:
                 return None
             reason = degenerate_reason(below, self.min_distinct)
@@ -274,7 +275,7 @@ class MetricsSpec:
         if valid_rows(trials) == 0:
             return no_data_result(trials, (name,), self.unit)
         result = {"metrics": {name: dict(alone(canonical_rows(trials), **options))}, "flags": []}
-        keys = tuple(k for k in self.unidentified if k == name)
+        keys = (name,) if name in self.unidentified else ()
         return null_nonfinite(null_unidentified(result, trials, keys, self.min_distinct_answers, self.unit))
 
     def __call__(self, trials: pd.DataFrame, **options: Any) -> MetricsResult:

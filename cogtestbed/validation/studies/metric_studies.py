@@ -67,12 +67,13 @@ def unit_values(result: Mapping[str, Any], metric: str, unit: str) -> np.ndarray
 
 
 def pooled_se(result: Mapping[str, Any], metric: str) -> float:
-    """Standard error of a pooled metric (``{metric}_se``, or ``{metric}_ci`` / 1.96); NaN if none."""
+    """Standard error of a pooled metric (``{metric}_se``, or ``{metric}_ci`` / 1.96); NaN if none,
+    or if the metrics result holds it as null (not computable, with its reason in ``null_reasons``:
+    e.g. horizon's interval from 10 runs), so the difference is untestable, not a crash."""
     m = result["metrics"]
-    if f"{metric}_se" in m:
-        return float(m[f"{metric}_se"])
-    if f"{metric}_ci" in m:
-        return float(m[f"{metric}_ci"]) / Z95
+    for key, scale in ((f"{metric}_se", 1.0), (f"{metric}_ci", Z95)):
+        if key in m:
+            return float("nan") if m[key] is None else float(m[key]) / scale
     return float("nan")
 
 

@@ -16,7 +16,8 @@ client for the exact teacher-forced log-probability of each declared continuatio
 :class:`ScoringNotSupported` it draws ``n_samples`` completions at temperature 1 (seeded, so a
 rerun is served from the cache), maps each to a continuation with the phase's own parser, and
 answers with the empirical distribution (``method="sampled"``, N recorded; completions that
-match no continuation are the ``mass_outside``).  Each call is an :class:`Attempt` row; rows of a
+match no continuation are the ``mass_outside``); a score refused in a run that meant to score
+exactly is recorded on the step's rows (``score_fallback``) and in the run's :class:`ScoringLog`.  Each call is an :class:`Attempt` row; rows of a
 scored step carry the step's distribution, method and N.  Token log-probabilities a backend
 returns (``top_logprobs``) are kept on the row as JSON.
 """
@@ -24,6 +25,7 @@ returns (``top_logprobs``) are kept on the row as JSON.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -41,6 +43,8 @@ from cogtestbed.llm_adapters.base import (
     ScoringNotSupported,
     run_sync,
 )
+
+logger = logging.getLogger(__name__)
 
 REASK_TEMPLATE = ("Your answer could not be read ({reason}). Please answer again, exactly in the "
                   "form the question asks for.")
@@ -83,6 +87,8 @@ class Attempt:
     #: as a JSON list.
     retries: int = 0
     retry_log: str | None = None
+    #: A sampled scored step of a run that scores exactly: why its exact score was refused.
+    score_fallback: str | None = None
 
     def as_row(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,6 +106,24 @@ def top_logprobs_json(gen: Generation) -> str | None:
     return json.dumps([asdict(t) for t in gen.logprobs], ensure_ascii=False)
 
 
+class ScoringLog:
+    """A run's record of the scored steps it could not score exactly although it meant to
+    (:meth:`LLMAgent._ascored` falls back to sampling where a score request is refused): the reasons
+    with their counts, and one warning line the first time it happens (``expected``: the method the
+    run decided before any subject's call, ``run.json``'s ``scoring.method``)."""
+
+    def __init__(self, expected: str | None) -> None:
+        self.expected = expected
+        self.fallbacks: dict[str, int] = {}
+
+    def fallback(self, reason: str) -> None:
+        """A scored step is sampled because its exact score was refused (``reason``)."""
+        if not self.fallbacks and self.expected == "exact":
+            logger.warning("%s", f"exact scoring abandoned mid-run: a scored step is sampled instead "
+                                 f"({reason}); run.json's scoring counts the steps of each method")
+        self.fallbacks[reason] = self.fallbacks.get(reason, 0) + 1
+
+
 class LLMAgent:
     """A subject backed by an LLM client (see module docstring).
 
@@ -109,13 +133,15 @@ class LLMAgent:
 
     def __init__(self, client: LLMClient, env: TextEnv[Any, Any], *, max_tokens: int = 8,
                  temperature: float = 0.0, stop: tuple[str, ...] = ("\n",), reask: int = 0,
-                 top_logprobs: int | None = None, sample_seed: int = 0, subject: int = 0) -> None:
+                 top_logprobs: int | None = None, sample_seed: int = 0, subject: int = 0,
+                 scoring_log: ScoringLog | None = None) -> None:
         if reask < 0:
             raise InputError("reask must be >= 0")
         self.client, self.env = client, env
         self.max_tokens, self.temperature, self.stop = max_tokens, temperature, tuple(stop)
         self.reask, self.top_logprobs = reask, top_logprobs
         self.sample_seed, self.subject = sample_seed, subject
+        self.scoring_log = scoring_log
         self.attempts: list[Attempt] = []
 
     # -- requests --------------------------------------------------------------------------
@@ -188,8 +214,11 @@ class LLMAgent:
             return await self._asampled(prompt, response, step)
         try:
             result = await self.client.ascore(context, list(response.continuations), response.raw)
-        except ScoringNotSupported:
-            return await self._asampled(prompt, response, step)
+        except ScoringNotSupported as exc:  # refused for this step (an error, non-finite values): sampled
+            reason = str(exc)
+            if self.scoring_log is not None:
+                self.scoring_log.fallback(reason)
+            return await self._asampled(prompt, response, step, fallback=reason)
         answer = ScoredAnswer(np.asarray(result.logprobs, dtype=np.float64), method="exact",
                               mass_outside=result.mass_outside)
         self.attempts.append(Attempt(
@@ -201,7 +230,8 @@ class LLMAgent:
         self.env.record_response(None, None)
         return answer
 
-    async def _asampled(self, prompt: Prompt, response: ScoredResponse, step: int) -> Any:
+    async def _asampled(self, prompt: Prompt, response: ScoredResponse, step: int,
+                        fallback: str | None = None) -> Any:
         """``n_samples`` completions at temperature 1, each mapped to a continuation by the phase's
         parser; the empirical distribution (and the unmatched share) is the answer."""
         k = len(response.continuations)
@@ -222,7 +252,7 @@ class LLMAgent:
                 parsed.error if index is None else None, gen.cached, gen.prompt_tokens,
                 gen.completion_tokens, gen.finish_reason, kind="sample",
                 top_logprobs=top_logprobs_json(gen), continuations=list(response.continuations),
-                **retry_fields(gen),
+                score_fallback=fallback, **retry_fields(gen),
             ))
         try:
             answer = ScoredAnswer.from_counts(counts, n_drawn=response.n_samples)

@@ -33,6 +33,7 @@ from cogtestbed.llm_adapters.base import (
     LLMClient,
     Prompt,
     ScoreResult,
+    ScoringNotSupported,
     canonical_json,
 )
 from cogtestbed.llm_adapters.limits import Budget, Need, RateLimiter
@@ -299,6 +300,7 @@ class CachedClient(LLMClient):
                 estimate = self.score_token_bound(context, continuations)
                 result = await self._one_call(lambda: self.inner.ascore(context, continuations, raw), estimate,
                                               len(continuations), subject)
+            refuse_nonfinite(result)
             self.cache.put_json(key, self.inner, request, result.to_json())
             result.retries = retries
         finally:
@@ -330,6 +332,18 @@ class CachedClient(LLMClient):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def refuse_nonfinite(result: ScoreResult) -> None:
+    """ScoringNotSupported (this request's score refused, never cached) where a log-probability of
+    ``result`` is NaN or infinite: a backend that returns one has no score to give."""
+    import math
+
+    for score in result.scores:
+        values = [score.logprob, *score.token_logprobs]
+        if not all(isinstance(v, int | float) and math.isfinite(v) for v in values):
+            raise ScoringNotSupported(f"the backend gave continuation {score.continuation!r} a non-finite "
+                                      f"log-probability ({score.logprob})")
 
 
 def _reported_usage(response: Any, bound: int, max_tokens: int) -> tuple[int, int]:

@@ -58,14 +58,16 @@ PROBE_REQUESTS: tuple[tuple[str, int, bool], ...] = (
 
 _UNSUPPORTED = re.compile(
     r"not (?:be )?(?:supported|available|enabled|implemented|allowed)|unsupported|does ?n[o']t support|"
-    r"cannot|can't|disabled|not compatible|only supported|requires", re.IGNORECASE)
+    r"cannot|can't|disabled|not compatible|only supported|requires|not permitted|extra inputs|extra_forbidden|"
+    r"unrecognized (?:field|argument|parameter)|unknown (?:field|argument|parameter)", re.IGNORECASE)
 _SUBJECT = re.compile(r"log[\s_-]?prob|echo", re.IGNORECASE)
 
 
 def says_logprobs_unsupported(message: str) -> bool:
     """Whether an error message says the server cannot return log-probabilities (or ``echo``):
     "logprobs is not supported ..." (llama.cpp without ``--logits_all``), "echo is not supported",
-    "does not support logprobs", "prompt_logprobs ... disabled".  Such an error is final whatever
+    "does not support logprobs", "prompt_logprobs ... disabled", a schema that has no such field (vLLM's
+    HTTP 422 "Extra inputs are not permitted" naming ``echo``).  Such an error is final whatever
     its HTTP status (it is not retried: :func:`cogtestbed.llm_adapters.retry.is_retryable`)."""
     return bool(_SUBJECT.search(message)) and bool(_UNSUPPORTED.search(message))
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -310,7 +311,8 @@ class OpenAIClient(LLMClient):
             try:
                 resp = await self._call(lambda kw=kwargs: client.completions.create(**kw))
             except BackendError as exc:  # a 400, or any status whose message says so (llama.cpp: a 500)
-                if exc.status != 400 and not says_logprobs_unsupported(str(exc)):
+                # 422: a server whose request schema has no echo (vLLM: "Extra inputs are not permitted")
+                if exc.status not in (400, 422) and not says_logprobs_unsupported(str(exc)):
                     raise
                 raise ScoringNotSupported(f"the server refused echo + logprobs: {exc}") from exc
             scores.append(_continuation_from_echo(context, cont, self._first_choice(resp).logprobs))
@@ -450,6 +452,9 @@ def _continuation_from_echo(context: str, continuation: str, lp: Any) -> Continu
             break  # the one generated token
         if val is None:
             raise LLMError("the server gave no log-probability for a continuation token")
+        if not math.isfinite(float(val)):  # NaN / inf: no log-probability (refused, never cached)
+            raise ScoringNotSupported(f"the server gave the continuation token {tok!r} a non-finite "
+                                      f"log-probability ({val})")
         tokens.append(tok)
         values.append(float(val))
     if not tokens:

@@ -46,7 +46,7 @@ import pandas as pd
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ScoredResponse, Sessions
 from cogtestbed.environments.forms import FormDesign, FormDraw, draw_forms
 from cogtestbed.errors import InputError
-from cogtestbed.llm_adapters.agent import Attempt, LLMAgent
+from cogtestbed.llm_adapters.agent import Attempt, LLMAgent, ScoringLog
 from cogtestbed.llm_adapters.base import LLMClient, Prompt, freeze_prompt
 from cogtestbed.llm_adapters.cache import CURRENT_SUBJECT, CachedClient, SubjectTicket
 from cogtestbed.llm_adapters.limits import (
@@ -376,9 +376,11 @@ async def play_subjects(
     exp: Experiment, design: Design, client: LLMClient, config: RunConfig, *,
     concurrency: int = 8, on_step: Callable[[], None] | None = None,
     on_subject: Callable[[int, bool], None] | None = None, limit: int | None = None,
+    scoring_log: ScoringLog | None = None,
 ) -> tuple[Sessions, list[Outcomes], list[bool], list[Attempt], str | None]:
     """Play every subject (the first ``limit`` only: a sequential plan's look); returns (sessions,
-    outcomes, complete flags, attempts, stop reason)."""
+    outcomes, complete flags, attempts, stop reason).  ``scoring_log`` collects the scored steps
+    sampled because their exact score was refused mid-run (:class:`~.agent.ScoringLog`)."""
     sessions = draw_sessions(exp, design, config.n_subjects, config.seed)
     seeds = subject_seeds(config.seed, config.n_subjects)
     forms = subject_forms(config)
@@ -407,7 +409,7 @@ async def play_subjects(
         env = exp.env_cls(design)
         agent = LLMAgent(client, env, max_tokens=config.max_tokens, temperature=config.temperature,
                          stop=config.stop, reask=config.reask, top_logprobs=config.top_logprobs,
-                         sample_seed=seeds[i], subject=i)
+                         sample_seed=seeds[i], subject=i, scoring_log=scoring_log)
         await gate.enter(i)
         token = CURRENT_SUBJECT.set(SubjectTicket(i, lambda: remaining(i, env)))
         done = False
@@ -468,7 +470,9 @@ async def decide_scoring(exp: Experiment, design: Design, client: CachedClient) 
     if exp.env_cls.sampling_note(design) is None:
         return None
     if not client.can_score:
-        return {"method": "sampled", "probe": None, "reason": "the backend cannot score (a chat endpoint)"}
+        why = ("batch mode: the batch APIs serve no echo + logprobs scoring requests"
+               if getattr(client.inner, "books_itself", False) else "the backend cannot score (a chat endpoint)")
+        return {"method": "sampled", "probe": None, "reason": why}
     if not client.inner.http:
         return {"method": "exact", "probe": None}
     try:
@@ -485,6 +489,37 @@ async def decide_scoring(exp: Experiment, design: Design, client: CachedClient) 
                 **retries}
     return {"method": "exact", "probe": f"the server's log-probabilities passed the scoring probe: {probe.reason}",
             "probe_checks": probe.checks, **retries}
+
+
+def scoring_provenance(decided: dict[str, Any], calls: pd.DataFrame) -> dict[str, Any]:
+    """``run.json``'s ``scoring``: the method decided before the run (``decided``, from
+    :func:`decide_scoring`: ``planned_method``, its probe and reason) and what the run did, from its
+    call log: the scored steps of each method (``steps``: exact / sampled), the calls of each kind
+    (``calls``: score / sample), ``method`` — ``exact``, ``sampled`` or ``mixed`` (both), the planned
+    method where no scored step was played — and why steps planned exact were sampled
+    (``fallbacks``: each refusal's reason with the steps it sampled)."""
+    out = {k: v for k, v in decided.items() if k not in ("steps", "calls", "fallbacks")}
+    planned = out["planned_method"] = decided.get("planned_method", decided["method"])
+    scored = calls[calls["kind"].isin(["score", "sample"])] if len(calls) else calls
+    steps = {"exact": 0, "sampled": 0}
+    fallbacks: dict[str, int] = {}
+    if len(scored):
+        per_step = scored.groupby(["subject", "step"], sort=True).agg(
+            method=("score_method", "first"), fallback=("score_fallback", "first"))
+        for method, fallback in zip(per_step["method"], per_step["fallback"], strict=True):
+            if method in steps:
+                steps[method] += 1
+            if isinstance(fallback, str):
+                fallbacks[fallback] = fallbacks.get(fallback, 0) + 1
+    out["steps"] = steps
+    out["calls"] = {kind: int((scored["kind"] == kind).sum()) if len(scored) else 0 for kind in ("score", "sample")}
+    out["method"] = (planned if not any(steps.values()) else "mixed" if all(steps.values())
+                     else "exact" if steps["exact"] else "sampled")
+    if fallbacks:
+        out["fallbacks"] = [{"reason": r, "steps": n} for r, n in sorted(fallbacks.items(), key=lambda x: -x[1])]
+        out["why"] = (f"{sum(fallbacks.values())} scored step(s) planned exact were sampled because their exact "
+                      "score was refused (fallbacks)")
+    return out
 
 
 def run_warnings(exp: Experiment, design: Design, client: LLMClient) -> list[dict[str, Any]]:
@@ -552,12 +587,15 @@ async def run_experiment(
         rundir.manifest["warnings"] = warnings
         if scoring is not None:
             rundir.manifest["scoring"] = scoring
+        scoring_log = ScoringLog(None if scoring is None else scoring["method"])
         sessions, outcomes, complete, attempts, stop = await play_subjects(
             exp, design, client, config, concurrency=concurrency, on_step=on_step, on_subject=on_subject,
-            limit=limit)
+            limit=limit, scoring_log=scoring_log)
         note_fingerprints(rundir, client, warnings)
         table, calls = build_tables(exp, design, sessions, outcomes, complete, attempts, config.llm)
         table = with_run_forms(table, config)
+        if scoring is not None:
+            scoring = rundir.manifest["scoring"] = scoring_provenance(scoring, calls)
         status = "complete" if all(complete) else "stopped"
         stats = {
             "calls_total": len(calls),

@@ -8,8 +8,14 @@ subjects are drawn as the power studies draw them (population medians from ``--b
 the model's defaults, scattered with SD ``sd_between`` on the unconstrained scale,
 :func:`~cogtestbed.validation.studies.model_studies.power_parameters`), simulated through the model's
 generating agent and fitted one by one; the share within the halfwidth is reported with its 95 %
-Wilson interval (its Monte-Carlo uncertainty).  Designs are simulated in batches until the interval
-lies on one side of Q or :data:`MAX_SUBJECTS` subjects are spent (then the point estimate decides).
+Wilson interval (its Monte-Carlo uncertainty).  Designs are simulated in batches of :data:`BATCH`
+until a sequential test decides (:mod:`~cogtestbed.validation.design.sizetest`, issue 47): a design
+passes when the one-sided lower Clopper–Pearson bound of its assurance at 1 − 0.025/10 reaches Q, fails
+when the upper bound falls below Q, and fails if still undecided after :data:`MAX_SUBJECTS` subjects,
+so that a design whose true assurance is below Q passes in at most 2.5 % of searches (the search's
+rate, simulated: ``benchmarks/studies/size_search_error.py``).  Before issue 47 the point estimate
+decided and a Wilson interval was re-checked after every batch without adjustment: a design at true
+assurance .88 passed a .9 target 12 % of the time.
 
 The search walks the design axis — the trials axis (the experiment's trials field,
 :mod:`cogtestbed.validation.studies.sizes`), or another integer design field given as a list (``--design
@@ -31,6 +37,7 @@ from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.formatting import wilson
 from cogtestbed.validation.design.plan import Axis, PlanInfeasible, Point, Pricer, cost_key
+from cogtestbed.validation.design.sizetest import SizeTest
 from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_model
 from cogtestbed.validation.studies.study_kinds import PowerStudy
 
@@ -40,6 +47,16 @@ BATCH = 40
 MAX_SUBJECTS = 400
 #: The default assurance Q.
 DEFAULT_ASSURANCE = 0.9
+#: The sequential test each design's assurance must pass (:mod:`~cogtestbed.validation.design.sizetest`):
+#: at most MAX_SUBJECTS / BATCH looks.
+LOOKS = MAX_SUBJECTS // BATCH
+
+
+def size_test(target: float) -> SizeTest:
+    """The per-design test of the precision search: a look after each batch of :data:`BATCH` subjects."""
+    return SizeTest(target, LOOKS)
+
+
 #: Seed stream of the batches timed for the up-front estimate (apart from every design's batches).
 CALIBRATION_STREAM = 999_999
 
@@ -60,14 +77,18 @@ class Share:
     def interval(self) -> tuple[float, float]:
         return wilson(self.hits, self.n)
 
-    def decided(self, target: float) -> bool:
-        lo, hi = self.interval
-        return self.n >= MAX_SUBJECTS or lo >= target or hi < target
+    #: the sequential test's decision (:class:`~cogtestbed.validation.design.sizetest.SizeTest`): None until decided
+    passed: bool | None = None
+
+    def decide(self, target: float) -> bool | None:
+        """The sequential test of "assurance ≥ ``target``" after this batch (:func:`size_test`)."""
+        self.passed = size_test(target).decide(self.hits, self.n, self.n >= MAX_SUBJECTS)
+        return self.passed
 
     def summary(self) -> dict[str, Any]:
         err = np.asarray(self.errors, float)
         lo, hi = self.interval
-        return {"assurance": self.rate, "interval95": [lo, hi], "subjects": self.n,
+        return {"assurance": self.rate, "interval95": [lo, hi], "subjects": self.n, "passed": self.passed,
                 "rmse": float(np.sqrt(np.mean(err ** 2))) if err.size else None,
                 "bias": float(err.mean()) if err.size else None}
 
@@ -127,7 +148,7 @@ class PrecisionPlanner:
     def evaluate(self, point: Point) -> Share:
         """The share within the halfwidth at ``point``, simulated until decided."""
         share = self.shares.setdefault(point, Share())
-        while not share.decided(self.assurance):
+        while share.passed is None and (share.n == 0 or share.decide(self.assurance) is None):
             t, e = self._batch(point, share.n // BATCH)
             err = e - t
             ok = np.isfinite(err)
@@ -140,7 +161,8 @@ class PrecisionPlanner:
         return share
 
     def passes(self, point: Point) -> bool:
-        return self.evaluate(point).rate >= self.assurance
+        """Whether ``point`` passes its sequential test (not its point estimate: issue 47 item 4)."""
+        return bool(self.evaluate(point).passed)
 
     @property
     def searched(self) -> str | None:

@@ -46,7 +46,17 @@ from typing import Any
 import numpy as np
 
 from cogtestbed.errors import InputError
-from cogtestbed.validation.design.seqfair import FIXED_MIN_FACTOR, fair_fixed, fixed_reject_rate
+from cogtestbed.validation.design.seqfair import (
+    FIXED_MIN_FACTOR,
+    _toward,
+    critical_at,
+    fair_fixed,
+    fixed_reject_rate,
+    saving_estimate,
+    smoothed_comparator,
+    type1_check,
+    type1_words,
+)
 from cogtestbed.validation.design.seqpaths import Boundaries, boundaries
 from cogtestbed.validation.design.seqplan import (
     Candidate,
@@ -57,7 +67,7 @@ from cogtestbed.validation.design.seqplan import (
     null_spec,
     operate,
 )
-from cogtestbed.validation.studies.study_kinds import PlannedStudy
+from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
 
 #: Spending families searched (the project's choice: the two Lan–DeMets types and Hwang–Shih–DeCani
 #: γ from O'Brien–Fleming-like −4 to Pocock-like 1).
@@ -200,6 +210,8 @@ class AutoResult:
     fair: dict[str, Any]
     searched: dict[str, Any]
     confirmed: list[dict[str, Any]]
+    #: the model the calibration rests on and the type-I error under alternatives (issue 47 item 3)
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int, target: float, sims: int = 1000,
@@ -243,12 +255,110 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
                    futility)
     passing, fair, searched = found.passing, found.fair, found.searched
     subjects = sim.subjects + nsim.subjects
+    col = {n: i for i, n in enumerate(sizes)}
+    second = _Second(eff, nul, col, searched["calibration_level"], fixed_sizes)
     chosen, confirmed, conf_sims = _confirm(passing[:CONFIRM], spec, null, sim, null_sims, dirn, level, target,
-                                            binding, fair, say)
+                                            binding, fair, say, second)
     subjects += conf_sims.subjects
+    extra: dict[str, Any] = {"assumptions": assumptions(spec, trials, runs)}
+    if chosen is not None:
+        fcols = [col[n] for n in fixed_sizes]
+        pooled = np.vstack([cal.z[:, fcols], nul.z[:, fcols]])
+        say("sequential (--looks auto): the fixed comparator's size at the chosen design's measured type-I error "
+            "(a probit power curve with a bootstrap interval)")
+        smooth = smoothed_comparator(eff.z[:, fcols], pooled, fixed_sizes, dirn, max(chosen.null.rate, 1e-4), target,
+                                     spec.seed)
+        smooth["fresh_type1"] = _comparator_fresh(smooth, conf_sims.c_fixed, fixed_sizes, dirn, level)
+        fair["smoothed"] = smooth
+        extra["robustness"] = robustness(chosen.bounds, spec, null, sim, null_sims, dirn, binding, level, say)
+        subjects += extra["robustness"].pop("_subjects", 0)
     res = _result(chosen, confirmed, conf_sims, time.perf_counter() - start, sims, null_sims, subjects, _cpu() - cpu)
     fair["confirm_type1"] = conf_sims.fixed_type1
-    return AutoResult(res, fair, searched, [c["row"] for c in confirmed])
+    fair["confirm_check"] = conf_sims.fixed_check
+    return AutoResult(res, fair, searched, [c["row"] for c in confirmed], extra)
+
+
+#: Alternatives of :func:`robustness`: the between-subject SD multiplied by this, and random-answer lapses
+#: at this rate (the project's choices: a doubled spread, and Wichmann & Hill 2001's order of lapse rates).
+WIDE_SD_FACTOR, LAPSE_RANDOM = 2.0, 0.1
+#: Exactly Gaussian look statistics simulated for the robustness check.
+GAUSSIAN_PATHS = 200_000
+
+
+def assumptions(spec: PlannedStudy, trials: int | None, runs: int) -> list[str]:
+    """The data-generating model every simulated calibration of this plan rests on (issue 47 item 3):
+    the bounds' level holds for studies drawn from it, not in general."""
+    out = []
+    if isinstance(spec, PowerStudy):
+        lapse = spec.lapse
+        out.append(f"subjects follow the {spec.models[0]} model: {spec.true_distribution}")
+        out.append("lapses: " + (f"invalid {lapse.invalid:g}, random {lapse.random:g} per step" if lapse is not None
+                                 and (lapse.invalid or lapse.random) else "none (every simulated answer follows the "
+                                 "model)"))
+        out.append(f"each subject plays {trials} trials x {runs} run(s); the look statistic is the fixed plan's "
+                   "per-subject MLE t-test on the subjects finished at the look")
+    else:
+        out.append(f"the simulated study as specified ({type(spec).__name__}): the agents and parameters named, "
+                   "their statistic as the fixed plan computes it")
+    out.append("the null: the same with the effect removed; type-I error is estimated on studies drawn from this "
+               "model, so it holds for data like these, not in general (see the robustness check)")
+    return out
+
+
+def robustness(bounds: Boundaries, spec: PlannedStudy, null: PlannedStudy, sim: Any, null_sims: int, dirn: float,
+               binding: bool, level: float, say: Callable[[str], None]) -> dict[str, Any]:
+    """The chosen bounds' type-I error under other data-generating processes than the calibration's
+    (issue 47 item 3): exactly Gaussian look statistics (Brownian motion at the looks' information
+    fractions), and for a model target null studies with the between-subject SD × :data:`WIDE_SD_FACTOR`
+    and with random-answer lapses at :data:`LAPSE_RANDOM` (``null_sims // 2`` each, seed stream 3);
+    each with its one-sided upper bound, and the worst."""
+    b = bounds if binding else strip_futility(bounds)
+    sizes = bounds.sizes
+    k = len(sizes)
+    t = np.asarray(sizes, float) / sizes[-1]
+    rng = np.random.default_rng(np.random.SeedSequence([spec.seed, 4703]))
+    steps = rng.normal(size=(GAUSSIAN_PATHS, k)) * np.sqrt(np.diff(np.concatenate([[0.0], t])))
+    z = np.cumsum(steps, axis=1) / np.sqrt(t)
+    rows = []
+    gauss = operate(b, z, np.zeros_like(z), range(k), dirn, None)
+    rows.append({"alternative": "Gaussian look statistics (normal theory, Brownian motion at the looks)",
+                 **type1_check(int(gauss.rejected.sum()), gauss.sims, level)})
+    subjects = 0
+    if isinstance(null, PowerStudy):
+        from cogtestbed.lapse import Lapse
+
+        lapse = null.lapse or Lapse()
+        wide = null.model_copy(update={"sd_between": null.sd_between * WIDE_SD_FACTOR})
+        rate = min(1 - lapse.invalid, lapse.random + LAPSE_RANDOM)
+        lapsed = null.model_copy(update={"lapse": Lapse(lapse.invalid, rate)})
+        rsims = max(100, null_sims // 2)
+        say(f"sequential (--looks auto): robustness of the chosen bounds' type-I error: {rsims} null studies with "
+            f"the between-subject SD x {WIDE_SD_FACTOR:g} and {rsims} with random-answer lapses {LAPSE_RANDOM:g}")
+        rsim = dataclasses.replace(sim, n_top=sizes[-1], sizes=tuple(sizes), sims=rsims, subjects=0,
+                                   label="sequential search: robustness null studies")
+        paths = rsim.run([(wide, 3, None), (lapsed, 3, None)])
+        subjects = rsim.subjects
+        names = (f"between-subject SD x {WIDE_SD_FACTOR:g} ({null.sd_between * WIDE_SD_FACTOR:g})",
+                 f"random-answer lapses at {rate:g} per step (not fitted)")
+        for name, pth in zip(names, paths, strict=True):
+            op = operate(b, pth.z, pth.est, range(k), dirn, None)
+            rows.append({"alternative": name, **type1_check(int(op.rejected.sum()), op.sims, level)})
+    worst = max(rows, key=lambda r: r["rate"])
+    return {"rows": rows, "worst": worst, "_subjects": subjects,
+            "note": ("the chosen bounds as calibrated, re-evaluated on null studies of another data-generating "
+                     "process; type-I futility " + ("obeyed (binding)" if binding else "ignored (non-binding)"))}
+
+
+def _comparator_fresh(smooth: Mapping[str, Any], c_fixed: np.ndarray | None, fixed_sizes: Sequence[int],
+                      dirn: float, level: float) -> dict[str, Any] | None:
+    """The smoothed comparator's type-I error on the fresh null studies at the evaluated size nearest its
+    estimated size (its critical values as calibrated): the comparator's own level, with its upper bound."""
+    if c_fixed is None or not math.isfinite(smooth["size"]):
+        return None
+    i = int(np.argmin(np.abs(np.asarray(fixed_sizes, float) - smooth["size"])))
+    t = c_fixed[:, i]
+    hits = int(round(fixed_reject_rate(t, dirn, smooth["critical"][i], smooth["critical_other"][i]) * t.size))
+    return {**type1_check(hits, int(t.size), level), "size": int(fixed_sizes[i])}
 
 
 @dataclass
@@ -278,7 +388,10 @@ def search(eff: Any, cal: Any, nul: Any, sizes: Sequence[int], maxima: Sequence[
     lo_fixed = fixed_sizes[0]
     shape_list = shapes(cal_level, target, looks, families, futility)
     scored = score_all(shape_list, [m for m in maxima if m >= lo], col, eff, cal, nul, dirn, cal_level, binding)
-    passing = sorted((s for s in scored if s.type1 <= level and s.power >= target), key=Scored.key)
+    # selection-honest (issue 47): rules are calibrated on ``cal`` and chosen by power and cost alone; the
+    # search null studies ``nul`` choose nothing (the chosen rule is re-calibrated on them, then measured on
+    # a third, fresh set): their type-I per rule is recorded for reference only
+    passing = sorted((s for s in scored if s.power >= target), key=Scored.key)
     edges = []
     if passing and passing[0].bounds.sizes[-1] == sizes[-1]:
         edges.append(f"the cheapest rule's maximum, {sizes[-1]}, is the largest searched: a larger one may be cheaper")
@@ -296,23 +409,56 @@ def search(eff: Any, cal: Any, nul: Any, sizes: Sequence[int], maxima: Sequence[
 class _ConfirmSims:
     subjects: int = 0
     fixed_type1: float | None = None
+    fixed_check: dict[str, Any] | None = None
     z_effect: Any = None
     z_null: Any = None
+    c_fixed: Any = None  # the fresh null studies' Z at the fixed comparator's sizes (None: not whole there)
+
+
+@dataclass
+class _Second:
+    """The search's effect paths and its second null set (``nul``: the search null studies), on which the
+    rules chosen on the first set are re-calibrated (issue 47: selection on one set, calibration on a
+    second, type-I measured on a third)."""
+
+    eff: Any
+    nul: Any
+    col: dict[int, int]
+    cal_level: float
+    fixed_sizes: Sequence[int]
+
+
+def recalibrate(s: Scored, nul: Any, dirn: float, side: float, binding: bool) -> Scored:
+    """Rule ``s`` (its shape and maximum chosen on the calibration null studies) re-calibrated on the
+    second null set ``nul`` (:func:`fit_bounds`: analytic bounds if that set agrees with them, else shifted)."""
+    bounds, method = fit_bounds(s.shape, s.bounds.sizes, nul.z, s.columns, dirn, side, binding)
+    return dataclasses.replace(s, bounds=bounds, method=method)
 
 
 def _confirm(top: Sequence[Scored], spec: PlannedStudy, null: PlannedStudy, sim: Any, null_sims: int, dirn: float,
              level: float, target: float, binding: bool, fair: dict[str, Any],
-             say: Callable[[str], None]) -> tuple[Candidate | None, list[dict[str, Any]], _ConfirmSims]:
-    """The search's best rules on fresh studies (seed stream 2) in the search's order: the first
-    with type-I ≤ α and power ≥ target there is chosen."""
+             say: Callable[[str], None],
+             second: _Second | None = None) -> tuple[Candidate | None, list[dict[str, Any]], _ConfirmSims]:
+    """The search's best rules, each re-calibrated on the second null set (``second``), on fresh studies
+    (seed stream 2) in the search's order: the first with power ≥ target on the fresh effect studies is
+    chosen; the fresh null studies choose nothing: they measure the chosen rule's type-I error (and
+    the fixed comparator's, its critical values re-calibrated on the second set too)."""
     from cogtestbed.validation.design.seqsim import Rule
 
     info = _ConfirmSims()
     if not top:
         return None, [], info
+    fixed_sizes: Sequence[int] = ()
+    if second is not None:
+        side = second.cal_level / 2 if dirn else second.cal_level
+        top = [recalibrate(s, second.nul, dirn, side, binding) for s in top]
+        fixed_sizes = second.fixed_sizes
+        if fair["chosen"] is not None:
+            _recalibrate_fair(fair, second, dirn)
     fair_n = fair["chosen"]["size"] if fair["chosen"] else None
-    n_top = max([s.bounds.sizes[-1] for s in top] + [fair_n or 0])
-    sizes = tuple(sorted({n for s in top for n in s.bounds.sizes} | ({fair_n} if fair_n else set())))
+    n_top = max([s.bounds.sizes[-1] for s in top] + [fair_n or 0] + list(fixed_sizes))
+    sizes = tuple(sorted({n for s in top for n in s.bounds.sizes} | ({fair_n} if fair_n else set())
+                         | set(fixed_sizes)))
     col = {n: i for i, n in enumerate(sizes)}
     cols = tuple(tuple(col[n] for n in s.bounds.sizes) for s in top)
     say(f"sequential (--looks auto): confirming the {len(top)} cheapest rules on {sim.sims} fresh studies under "
@@ -327,17 +473,35 @@ def _confirm(top: Sequence[Scored], spec: PlannedStudy, null: PlannedStudy, sim:
     if fair_n is not None and np.isfinite(nul.z[:, col[fair_n]]).all():
         c = fair["chosen"]
         info.fixed_type1 = fixed_reject_rate(nul.z[:, col[fair_n]], dirn, c["critical"], c["critical_other"])
+        n = int(nul.z.shape[0])
+        info.fixed_check = type1_check(int(round(info.fixed_type1 * n)), n, level)
+    if fixed_sizes:
+        fz = nul.z[:, [col[n] for n in fixed_sizes]]
+        info.c_fixed = fz if np.isfinite(fz).all() else None
     chosen, rows, picked = choose(top, cols, eff, nul, dirn, level, target, binding)
     if picked is not None:
         info.z_effect, info.z_null = eff.z[:, list(cols[picked])], nul.z[:, list(cols[picked])]
     return chosen, rows, info
 
 
+def _recalibrate_fair(fair: dict[str, Any], second: _Second, dirn: float) -> None:
+    """The fair fixed comparator's size (chosen on the calibration null studies) with its critical
+    values re-calibrated on the second null set, its power on the search's effect studies at them."""
+    c = fair["chosen"]
+    i = second.col[c["size"]]
+    crit, other = critical_at(second.nul.z[:, [i]], dirn, second.cal_level)
+    power = float(np.mean(_toward(second.eff.z[:, i], dirn) >= crit[0]))
+    fair["chosen"] = {**c, "critical": round(float(crit[0]), 6), "critical_other": round(float(other[0]), 6),
+                      "power": power, "first_set_critical": c["critical"], "first_set_power": c["power"],
+                      "calibrated_on": "the search null studies (the second set: the size was chosen on the first)"}
+
+
 def choose(top: Sequence[Scored], cols: Sequence[Sequence[int]], eff: Any, nul: Any, dirn: float, level: float,
            target: float, binding: bool) -> tuple[Candidate | None, list[dict[str, Any]], int | None]:
-    """``top`` (in order) on fresh paths (columns ``cols[i]`` of rule i): the first with type-I error
-    ≤ α (futility ignored unless ``binding``) and power ≥ ``target`` there, every rule's fresh figures,
-    and the chosen one's index."""
+    """``top`` (in order) on fresh paths (columns ``cols[i]`` of rule i): the first with power ≥
+    ``target`` on the fresh effect studies (the fresh null studies ``nul`` choose nothing: issue 47),
+    every rule's fresh figures (type-I futility ignored unless ``binding``, with its one-sided upper
+    bound), and the chosen one's index."""
     rows, chosen, picked = [], None, None
     for i, (s, c) in enumerate(zip(top, cols, strict=True)):
         effect = operate(s.bounds, eff.z, eff.est, c, dirn, dirn or None, getattr(eff, "reference", None))
@@ -345,11 +509,12 @@ def choose(top: Sequence[Scored], cols: Sequence[Sequence[int]], eff: Any, nul: 
         null_t1 = operate(s.bounds if binding else strip_futility(s.bounds), nul.z, nul.est, c, dirn, None, ref)
         obeyed = operate(s.bounds, nul.z, nul.est, c, dirn, None, ref)
         cand = Candidate(s.bounds, null_t1, effect, null_obeyed=obeyed)
-        ok = cand.passes(level, target)
+        ok = effect.rate >= target
+        check = type1_check(int(null_t1.rejected.sum()), null_t1.sims, level)
         row = {"looks": s.shape.looks, "spending": s.shape.spending, "futility": s.shape.futility,
                "maximum": s.bounds.sizes[-1], "bounds": s.method, "search_power": s.power, "search_type1": s.type1,
                "search_expected_units": s.units, "power": effect.rate, "type1": null_t1.rate,
-               "expected_units": float(effect.units.mean()), "passes": ok}
+               "type1_upper": check["upper"], "expected_units": float(effect.units.mean()), "passes": ok}
         rows.append({"row": row, "cand": cand})
         if ok and chosen is None:
             chosen, picked = cand, i
@@ -397,6 +562,8 @@ def auto_payload(result: Any, pricer: Any, exp: Any, sims: int, workers: int, nu
     seq = fair_payload(result, res, fair, pricer, exp, futility, binding)
     seq["auto"] = {"searched": auto.searched, "confirmed": auto.confirmed,
                    "fair_fixed": {k: v for k, v in fair.items() if k != "rows"}, "fixed_by_size": fair["rows"]}
+    if res.chosen is not None:
+        honest_figures(seq, auto, res, result, spec.level, spec.seed)
     seq["auto"]["lines"] = auto_lines(seq)
     if res.chosen is None:
         seq["reason"] = (f"none of the {auto.searched['passing']} rules meeting alpha and power on the search's "
@@ -405,6 +572,32 @@ def auto_payload(result: Any, pricer: Any, exp: Any, sims: int, workers: int, nu
                          f"no rule of the {auto.searched['rules']} searched reaches power {result.target:g} with "
                          "type-I error <= alpha")
     return res, seq
+
+
+def honest_figures(seq: dict[str, Any], auto: AutoResult, res: SequentialResult, result: Any, level: float,
+                   seed: int) -> None:
+    """Issue 47's figures into the ``sequential`` section: the fresh type-I error with its upper bound
+    (``null.type1_check``), the saving as an estimate with its interval against the smoothed comparator
+    at the sequential design's measured level (``saving.estimate``; costs linear in units, per unit the
+    fixed plan's priced design), the data-generating assumptions and the robustness check."""
+    from cogtestbed.validation.design.seqplan import _money
+
+    if res.chosen is None:
+        return
+    null = res.chosen.null
+    seq["null"]["type1_check"] = type1_check(int(null.rejected.sum()), null.sims, level)
+    seq["assumptions"] = auto.extra.get("assumptions", [])
+    if "robustness" in auto.extra:
+        seq["robustness"] = auto.extra["robustness"]
+    smooth = auto.fair.get("smoothed")
+    if smooth is None or any(c is None for c in res.chosen.cost) or not math.isfinite(smooth["size"]):
+        return
+    unit_cost = _money(result.chosen.cost) / getattr(result.chosen.point, result.size_name)
+    est = saving_estimate(smooth, unit_cost, [_money(c) for c in res.chosen.cost], res.chosen.effect.stop_look, seed)
+    seq["saving"]["estimate"] = {**est, "fixed_type1": smooth.get("fresh_type1"), "method": smooth["method"],
+                                 "cost": "costs linear in units at the plan's trials (per unit: the fixed plan's "
+                                         "priced design)"}
+    seq["auto"]["fair_fixed"]["smoothed"] = {k: v for k, v in smooth.items() if k != "boot_sizes"}
 
 
 def auto_lines(seq: Mapping[str, Any]) -> list[str]:
@@ -421,6 +614,25 @@ def auto_lines(seq: Mapping[str, Any]) -> list[str]:
               "for the calibration's MC error)" if level is not None else "")]
     out += [f"  note: {e}" for e in a.get("edges", [])]
     if pick is not None:
-        out.append(f"  chosen: the search's #{pick + 1} of {len(conf)} confirmed on fresh studies (the first to keep "
-                   "type-I <= alpha and power >= target there; its error rates below are the fresh ones)")
+        out.append(f"  chosen: the search's #{pick + 1} of {len(conf)}, each re-calibrated on the search null studies "
+                   "(a second set), then confirmed on fresh studies: the first with power >= target there (the fresh "
+                   "null studies choose nothing; its error rates below are the fresh ones)")
+    check = seq.get("null", {}).get("type1_check")
+    if check:
+        out.append(f"  fresh {type1_words(check)}")
+    est = seq.get("saving", {}).get("estimate")
+    if est:
+        ft = est.get("fixed_type1")
+        out.append(f"  saving estimate {est['percent']:.1f}% [95% {est['interval'][0]:.1f}, {est['interval'][1]:.1f}] "
+                   f"against the fixed test at the sequential design's measured type-I {est['level']:.4f}: "
+                   f"{est['fixed_size']:.1f} [{est['fixed_size_interval'][0]:.1f}, "
+                   f"{est['fixed_size_interval'][1]:.1f}] units from a probit power curve"
+                   + (f"; its own fresh {type1_words(ft)} at {ft['size']} units" if ft else ""))
+    for line in seq.get("assumptions", []):
+        out.append(f"  model: {line}")
+    rob = seq.get("robustness")
+    if rob:
+        for r in rob["rows"]:
+            out.append(f"  robustness: {r['alternative']}: {type1_words(r)}")
+        out.append(f"  robustness: worst {rob['worst']['alternative']}: type-I {rob['worst']['rate']:.4f}")
     return out

@@ -7,7 +7,7 @@ sequential bounds, so that a saving is stated at equal type-I error.  Used by ``
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -91,3 +91,121 @@ def fair_statement(fair: dict[str, Any], seq: dict[str, Any], size_name: str, se
                           f"{c['critical']:.3f} in / {c['critical_other']:.3f} against the effect's direction, "
                           f"power {c['power']:.3f} ± {se_p:.3f}, {t1_text} (sequential: "
                           f"{seq_type1:.3f} ± {seq_se:.3f}); {ref}{worse}")}
+
+
+# ----------------------------------------------------------------------------- honest figures (issue 47)
+#: Confidence of the one-sided upper bound on a fresh type-I error (Clopper–Pearson; the project's choice).
+UPPER_CONFIDENCE = 0.95
+#: Bootstrap replicates of the smoothed comparator's size and of the saving (percentile intervals).
+BOOT = 400
+
+
+def upper_bound(hits: int, n: int, confidence: float = UPPER_CONFIDENCE) -> float:
+    """One-sided Clopper–Pearson upper confidence bound of a rate from ``hits`` of ``n`` (1 when n = 0)."""
+    if n <= 0 or hits >= n:
+        return 1.0
+    return float(stats.beta.ppf(confidence, hits + 1, n - hits))
+
+
+def type1_check(hits: int, n: int, alpha: float) -> dict[str, Any]:
+    """A fresh type-I estimate with its upper bound and the acceptance "upper bound ≤ α" (by how much not)."""
+    rate = hits / n if n else float("nan")
+    ub = upper_bound(hits, n)
+    return {"rate": rate, "hits": int(hits), "sims": int(n), "upper": ub, "confidence": UPPER_CONFIDENCE,
+            "alpha": alpha, "meets": bool(ub <= alpha), "excess": max(0.0, ub - alpha)}
+
+
+def type1_words(check: Mapping[str, Any]) -> str:
+    """``type-I 0.040 (40/1,000), one-sided 95% upper bound 0.052: > alpha .05 by 0.002`` in one phrase."""
+    verdict = (f"<= alpha {check['alpha']:g}" if check["meets"] else
+               f"NOT <= alpha {check['alpha']:g} (by {check['excess']:.3f})")
+    return (f"type-I {check['rate']:.4f} ({check['hits']}/{check['sims']:,}), one-sided "
+            f"{100 * check['confidence']:.0f}% upper bound {check['upper']:.4f}: {verdict}")
+
+
+def critical_at(null_z: np.ndarray, dirn: float, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per size (columns of ``null_z``), the fixed test's critical values in and against the effect's
+    direction, each calibrated on the null paths to reject at ``level``/2 (``level`` undirected)."""
+    from cogtestbed.validation.design.seqsim import calibrate_shift
+
+    side = level / 2 if dirn else level
+    z_nom = float(stats.norm.isf(side))
+    crit, other = [], []
+    for i in range(null_z.shape[1]):
+        toward = _toward(null_z[:, i], dirn)
+        crit.append(z_nom + calibrate_shift(toward - z_nom, side))
+        other.append(z_nom + calibrate_shift(-toward - z_nom, side) if dirn else crit[-1])
+    return np.asarray(crit), np.asarray(other)
+
+
+def _probit_fit(sizes: np.ndarray, hits: np.ndarray, reps: int) -> tuple[float, float]:
+    """Binomial MLE of power(n) = Φ(a + b·√n) (b > 0 in practice: the normal-theory power curve of a
+    test whose noncentrality grows with √n; Cohen 1988, ch. 2) from ``hits`` of ``reps`` per size."""
+    from scipy.optimize import minimize
+
+    x = np.sqrt(sizes.astype(float))
+    p = np.clip(hits / reps, 0.5 / reps, 1 - 0.5 / reps)
+    b0, a0 = np.polyfit(x, stats.norm.ppf(p), 1)
+
+    def nll(theta: np.ndarray) -> float:
+        eta = theta[0] + theta[1] * x
+        return -float(np.sum(hits * stats.norm.logcdf(eta) + (reps - hits) * stats.norm.logsf(eta)))
+
+    fit = minimize(nll, np.array([a0, b0]), method="Nelder-Mead", options={"xatol": 1e-7, "fatol": 1e-9})
+    return float(fit.x[0]), float(fit.x[1])
+
+
+def _size_at(a: float, b: float, target: float) -> float:
+    if b <= 0:
+        return float("inf")
+    return float(((stats.norm.ppf(target) - a) / b) ** 2)
+
+
+def smoothed_comparator(eff_z: np.ndarray, null_z: np.ndarray, sizes: Sequence[int], dirn: float, level: float,
+                        target: float, seed: int = 0, boot: int = BOOT) -> dict[str, Any]:
+    """The fixed comparator's size as an estimate (issue 47 item 2): the fixed test at every size
+    ``sizes`` (columns of the paths) with its critical values calibrated on ``null_z`` to ``level``
+    (the sequential design's measured type-I error), its power on the effect paths ``eff_z``
+    smoothed by a monotone probit curve in √n (:func:`_probit_fit`), and the size where the curve
+    reaches ``target``, with a percentile bootstrap interval over the effect studies (``boot``
+    replicates; the null paths' calibration is held fixed)."""
+    sizes_a = np.asarray(sizes, int)
+    crit, other = critical_at(null_z, dirn, level)
+    hit = np.stack([_toward(eff_z[:, i], dirn) >= crit[i] for i in range(sizes_a.size)], axis=1)
+    reps = hit.shape[0]
+    a, b = _probit_fit(sizes_a, hit.sum(axis=0), reps)
+    n_star = _size_at(a, b, target)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 47]))
+    weights = rng.multinomial(reps, np.full(reps, 1 / reps), size=boot)
+    boot_n = np.array([_size_at(*_probit_fit(sizes_a, w @ hit, reps), target) for w in weights])
+    lo, hi = np.percentile(boot_n, [2.5, 97.5])
+    return {"level": level, "size": n_star, "interval": [float(lo), float(hi)], "probit": [a, b],
+            "sizes": [int(n) for n in sizes_a], "power": [float(v) for v in hit.mean(axis=0)],
+            "critical": [float(c) for c in crit], "critical_other": [float(c) for c in other],
+            "effect_sims": int(reps), "null_sims": int(null_z.shape[0]), "bootstrap": boot, "boot_sizes": boot_n,
+            "method": ("the fixed test with its critical values calibrated on the null studies to the sequential "
+                       "design's measured type-I error; its power at every size on the same effect studies smoothed "
+                       "by a probit curve in sqrt(n), the size where it reaches the target power, 95% percentile "
+                       f"bootstrap interval over the effect studies ({boot} replicates)")}
+
+
+def saving_estimate(smooth: Mapping[str, Any], unit_cost: float, look_costs: Sequence[float], stop_look: np.ndarray,
+                    seed: int = 0) -> dict[str, Any]:
+    """The expected saving as an estimate with its interval: 1 − E[cost of the sequential design under
+    the effect] / cost of the smoothed comparator's size (costs linear in units at the plan's trial
+    count: ``unit_cost`` per unit), each side bootstrapped over its own studies (independent sets),
+    95% percentile interval."""
+    looks = len(look_costs)
+    stop = np.asarray(stop_look, int)
+    costs = np.asarray(look_costs, float)
+    exp_cost = float(np.mean(costs[stop]))
+    fixed_cost = smooth["size"] * unit_cost
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 4747]))
+    boot_n = np.asarray(smooth["boot_sizes"], float)
+    counts = rng.multinomial(stop.size, np.bincount(stop, minlength=looks) / stop.size, size=boot_n.size)
+    boot_exp = counts @ costs / stop.size
+    pct = 100 * (1 - boot_exp / (boot_n * unit_cost))
+    lo, hi = np.percentile(pct, [2.5, 97.5])
+    return {"percent": 100 * (1 - exp_cost / fixed_cost), "interval": [float(lo), float(hi)],
+            "expected_cost_key": exp_cost, "fixed_cost_key": fixed_cost, "fixed_size": smooth["size"],
+            "fixed_size_interval": smooth["interval"], "level": smooth["level"]}

@@ -582,9 +582,11 @@ def sequential_lines(seq: Mapping[str, Any], size_name: str) -> list[str]:
            f"({d['spending']}{fut}); {'Z·d' if d.get('direction') else '|Z|'} bounds {bounds}"]
     out += list(seq.get("auto", {}).get("lines", []))  # what plan --looks auto searched
     out += _bounds_lines(d)
+    check = n.get("type1_check")
+    accept = (f"one-sided {100 * check['confidence']:.0f}% upper bound {check['upper']:.3f}" if check else
+              "accepted only at most alpha")
     out.append(f"  power {e['rejection_rate']:.3f} ± {e['mc_se']:.3f} ({e['sims']} studies under the effect), "
-               f"type-I {n['rejection_rate']:.3f} ± {n['mc_se']:.3f} ({n['sims']} fresh null studies; accepted only "
-               "at most alpha)")
+               f"type-I {n['rejection_rate']:.3f} ± {n['mc_se']:.3f} ({n['sims']} fresh null studies; {accept})")
     if seq.get("saving", {}).get("statement"):
         out.append("  " + seq["saving"]["statement"])
     out.append("  stops at look (effect): " + " ".join(f"{p:.2f}" for p in e["stop_look"])

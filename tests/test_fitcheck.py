@@ -126,21 +126,23 @@ def test_plan_fit_hierarchical_plans_the_hierarchical_choice_in_every_output(tmp
                      subjects="24", trials="48", mc_se=0.2, workers=1, fit="hierarchical", fit_sims=20)
     p = result.to_dict()
     check = p["fit_check"]
-    assert [r["subjects"] for r in check["search"]] == [24, 12]  # 24: 20/20 -> x0.51; 12: 16/20, stop
-    assert check["chosen_size"] == 12 and check["reached"] and check["fits"] == 40
-    assert p["chosen"]["subjects"] == 12 and p["power"] == {"rate": 0.8, "mc_se": pytest.approx(0.0894, abs=1e-4),
-                                                            "sims": 20}
-    assert p["mle_chosen"]["chosen"]["subjects"] == 24 and p["run"]["subjects"] == 12
-    assert p["cost"]["calls"] == p["mle_chosen"]["cost"]["calls"] // 2 == check["search"][1]["calls"]
+    # each size decided by its sequential test (issue 47): 24 passes on 20/20 (lower bound 0.815), 12 (0.80) and
+    # 15 (0.88) stay undecided to 60 studies and fail, 19 passes on 38/40
+    assert [(r["subjects"], r["studies"]) for r in check["search"]] == [(24, 20), (12, 60), (15, 60), (19, 40)]
+    assert check["chosen_size"] == 19 and check["reached"] and check["fits"] == 180
+    assert p["chosen"]["subjects"] == 19 and p["power"] == {"rate": 0.95, "mc_se": pytest.approx(0.0345, abs=1e-4),
+                                                            "sims": 40}
+    assert p["mle_chosen"]["chosen"]["subjects"] == 24 and p["run"]["subjects"] == 19
+    assert p["cost"]["calls"] == check["search"][3]["calls"] == p["mle_chosen"]["cost"]["calls"] * 19 // 24
     assert p["study"]["method"] == "hierarchical" and check["effect_bias"] == pytest.approx(0.0, abs=1e-12)
-    assert "limited by the MC SE of 20 studies (power ± 0.09 at 0.8)" in check["note"]
+    assert "in batches of 20 per size tried, at most 3" in check["note"]
     files = result.save(tmp_path / "plan")
     md, html = files["markdown"].read_text(), files["report"].read_text()
-    assert "subjects tried 24 -> 12: power 1.00 ± 0.00 [0.84, 1.00], 0.80 ± 0.09 [0.58, 0.92]" in md
-    assert "40 hierarchical fits" in md
-    assert "(20 sims) with the hierarchical fit (--fit hierarchical: the size searched with it; the per-subject " \
+    assert "subjects tried 24 -> 12 -> 15 -> 19: power 1.00 ± 0.00 [0.84, 1.00], 0.80 ± 0.05 [0.68, 0.88]" in md
+    assert "20/60/60/40 fresh studies, 180 hierarchical fits" in md
+    assert "(40 sims) with the hierarchical fit (--fit hierarchical: the size searched with it; the per-subject " \
         "MLE's t-test chose 24 subjects" in md
-    assert "sizes tried with the hierarchical fit" in html and "chosen 12 subjects" in html
+    assert "sizes tried with the hierarchical fit" in html and "chosen 19 subjects" in html
 
 
 _REC = {"effect": "optimism_bias", "effect_size": 0.2, "effect_bias": -0.064, "estimand": 0.194, "studies": 178,

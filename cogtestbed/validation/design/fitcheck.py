@@ -293,11 +293,10 @@ def search_record(tried: Mapping[int, Any], costs: Mapping[int, Any], size: int,
     return {"search": rows, "size_name": size_name, "start_size": start, "chosen_size": size, "reached": reached,
             "fits": int(sum(e.sims for e in tried.values())), "max_steps": max_steps, "chosen_why": why,
             "note": (f"the design searched with the hierarchical fit: from the per-subject MLE's choice ({start} "
-                     f"{size_name}), {sims} fresh studies per size tried were fitted hierarchically (each a PyMC "
-                     "fit) and the population effect's posterior interval tested; sizes stepped by the normal "
-                     "approximation in sqrt(N) from each "
-                     f"measured power; the choice is limited by the MC SE of {sims} studies (power ± "
-                     f"{se_target:.2f} at {target:g})")}
+                     f"{size_name}), fresh studies fitted hierarchically (each a PyMC fit) in batches of {sims} "
+                     f"per size tried, at most {SIZE_LOOKS}, and the population effect's posterior interval tested; "
+                     f"a size passes when {size_test(target).words()}; sizes stepped by the normal approximation "
+                     f"in sqrt(N) from each measured power (one batch: power ± {se_target:.2f} at {target:g})")}
 
 
 def summarise(rows: Any, hits: int, n: int, estimand: float, level: float, effect_size: float,
@@ -337,8 +336,9 @@ def fit_check_lines(check: dict[str, Any]) -> list[str]:
         sizes = " -> ".join(str(r[name]) for r in rows)
         powers = ", ".join(pm(r["power"], r["power_mc_se"], r.get("power_interval")) for r in rows)
         out.append(f"hierarchical search (--fit hierarchical): {name} tried {sizes}: power {powers} (± MC SE "
-                   f"[95% Wilson interval]; {rows[0]['studies']} fresh studies each, {check['fits']} hierarchical "
-                   f"fits, {check['seconds']:.0f} s); chosen {check['chosen_size']} {name}, {check['chosen_why']}")
+                   f"[95% Wilson interval]; {'/'.join(str(r['studies']) for r in rows)} fresh studies, "
+                   f"{check['fits']} hierarchical fits, {check['seconds']:.0f} s); chosen {check['chosen_size']} "
+                   f"{name}, {check['chosen_why']}")
     bias = "no estimate" if check.get("effect_bias") is None else (
         f"{num(check['effect_bias'])} ± {num(check.get('effect_bias_mc_se') or float('nan'))} against "
         f"{num(check['estimand'])}")

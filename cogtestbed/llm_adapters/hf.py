@@ -232,6 +232,14 @@ class HFClient(LLMClient):
             finally:
                 self.torch.set_num_threads(before)
 
+    @property
+    def context_length(self) -> int | None:
+        """The most tokens (prompt and generation) the model reads: its config's
+        ``max_position_embeddings`` (a vision-language model's text config's), None if it names none."""
+        config = self.hf_model.config
+        n = getattr(getattr(config, "text_config", None) or config, "max_position_embeddings", None)
+        return n if isinstance(n, int) and n > 0 else None
+
     # -- construction --------------------------------------------------------------------
     @classmethod
     def tiny_random(cls, chat: bool = False, device: str | None = None) -> HFClient:
@@ -431,7 +439,9 @@ class HFClient(LLMClient):
         kwargs: dict[str, Any] = dict(
             max_new_tokens=request.max_tokens, do_sample=sample, return_dict_in_generate=True,
             repetition_penalty=NEUTRAL_SAMPLING_EXTRAS["repetition_penalty"], no_repeat_ngram_size=0,
-            output_logits=True, pad_token_id=self.tokenizer.pad_token_id
+            # the logits of every step are kept only where log-probabilities are asked for (each step
+            # holds a vocabulary-sized row: with max_tokens in the thousands, hundreds of MB)
+            output_logits=request.top_logprobs is not None, pad_token_id=self.tokenizer.pad_token_id
             if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id,
         )
         if self.max_time is not None:  # a server's bound on one request's generation time

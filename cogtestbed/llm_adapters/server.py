@@ -32,15 +32,17 @@ import argparse
 import asyncio
 import base64
 import json
+import logging
 import re
 import signal
 import socket
 import threading
 import time
 import uuid
+import weakref
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,14 +164,29 @@ MAX_GENERATION_SECONDS = 60.0
 MAX_TOKENS_LIMIT = 4096
 #: Seconds a SIGTERM waits for requests in flight before the server exits anyway (:func:`main`).
 SHUTDOWN_GRACE_SECONDS = 3.0
+#: Most log-probability alternatives per token: OpenAI's limit, on both routes (chat's
+#: ``top_logprobs`` and completions' ``logprobs``); more is refused with 400.
+MAX_TOP_LOGPROBS = 20
+#: Most requests the server holds at once (one computing per model, the others waiting for it); one
+#: more gets 429 with ``Retry-After`` at once (:class:`_Gate`).  ``--max-queue`` changes it.  With
+#: one generation at a time per model, ``max_tokens`` capped and the body capped, this bounds the
+#: server's memory: the models, one generation's logits per model and ``MAX_QUEUE`` bodies.
+MAX_QUEUE = 16
+#: Roles a chat message may have: OpenAI's, less ``tool``/``function`` (this server calls no tools);
+#: ``developer`` is read as ``system`` (OpenAI's newer name for it).
+CHAT_ROLES = ("system", "developer", "user", "assistant")
+#: Roles of the Anthropic Messages API (the system prompt is the top-level ``system`` field).
+ANTHROPIC_ROLES = ("user", "assistant")
 
 
 class RequestError(ValueError):
-    """A request the server refuses: ``status`` (4xx) and an OpenAI-style error body."""
+    """A request the server refuses: ``status`` (4xx, or 503 when busy), an OpenAI-style error body
+    and, for a busy server, ``retry_after`` seconds (sent as ``Retry-After``)."""
 
-    def __init__(self, status: int, message: str, param: str | None = None) -> None:
+    def __init__(self, status: int, message: str, param: str | None = None,
+                 retry_after: float | None = None) -> None:
         super().__init__(message)
-        self.status, self.param = status, param
+        self.status, self.param, self.retry_after = status, param, retry_after
 
 
 def _field(body: Mapping[str, Any], name: str, kind: type | tuple[type, ...], default: Any = None,
@@ -223,12 +240,37 @@ def _stops(body: Mapping[str, Any], key: str = "stop") -> tuple[str, ...]:
     return stops
 
 
-def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _messages(body: Mapping[str, Any], roles: tuple[str, ...] = CHAT_ROLES) -> list[dict[str, Any]]:
+    """The request's messages, checked: a non-empty list of ``{role, content}`` objects whose roles
+    are among ``roles`` (else 400 naming the message)."""
     messages = _field(body, "messages", list, required=True)
     if not messages or not all(isinstance(m, dict) and isinstance(m.get("role"), str)
                                and isinstance(m.get("content"), str | list) for m in messages):
         raise RequestError(400, "'messages' must be a non-empty list of {role, content} objects", "messages")
+    for k, m in enumerate(messages):
+        if m["role"] not in roles:
+            raise RequestError(400, f"messages[{k}].role {json.dumps(m['role'])[:40]} is not supported; "
+                               f"roles: {', '.join(roles)}", f"messages[{k}].role")
     return [dict(m) for m in messages]
+
+
+def _top_logprobs(body: Mapping[str, Any], name: str) -> int | None:
+    """``body[name]`` (the number of log-probability alternatives per token) in [0,
+    :data:`MAX_TOP_LOGPROBS`], OpenAI's bounds; None when absent."""
+    k = _field(body, name, int)
+    if k is not None and not 0 <= k <= MAX_TOP_LOGPROBS:
+        raise RequestError(400, f"{name!r} must be in [0, {MAX_TOP_LOGPROBS}], got {k}", name)
+    return k
+
+
+def _one_choice(body: Mapping[str, Any]) -> None:
+    """Refuse (400) ``n`` or ``best_of`` other than 1: this server answers one choice per request,
+    never fewer than asked in silence."""
+    for key in ("n", "best_of"):
+        value = _field(body, key, int)
+        if value is not None and value != 1:
+            raise RequestError(400, f"{key!r} = {value} is not supported: this server returns one choice per "
+                               f"request (send {key}: 1 or leave it out, and send {value} requests)", key)
 
 
 def _include_usage(body: Mapping[str, Any]) -> bool:
@@ -278,37 +320,113 @@ def _chat_chunks(head: dict[str, Any], text: str, finish: str | None, usage: dic
 
 def error_body(status: int, message: str, param: str | None = None) -> dict[str, Any]:
     """An OpenAI-style error body: ``{"error": {message, type, param, code}}``."""
-    kind = "invalid_request_error" if status < 500 else "server_error"
-    code = {404: "model_not_found", 413: "request_too_large"}.get(status)
+    kind = ("rate_limit_error" if status == 429 else "invalid_request_error" if status < 500 else "server_error")
+    code = {405: "method_not_allowed", 413: "request_too_large", 429: "rate_limit_exceeded",
+            503: "server_busy"}.get(status, "model_not_found" if status == 404 and param == "model" else None)
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
+def _error_response(exc: RequestError) -> Any:
+    from starlette.responses import JSONResponse
+
+    headers = None if exc.retry_after is None else {"retry-after": f"{exc.retry_after:g}"}
+    return JSONResponse(error_body(exc.status, str(exc), exc.param), status_code=exc.status, headers=headers)
+
+
 def _guarded(handler: Any) -> Any:
-    """``handler`` answering every refused or malformed request with a 4xx OpenAI-style error body."""
+    """``handler`` answering every refused or malformed request with a 4xx OpenAI-style error body,
+    and a failure of the server itself with a 500 one (its traceback logged, never sent)."""
     from starlette.responses import JSONResponse
 
     async def endpoint(request: Any) -> Any:
         try:
             return await handler(request)
         except RequestError as exc:
-            return JSONResponse(error_body(exc.status, str(exc), exc.param), status_code=exc.status)
+            return _error_response(exc)
         except (KeyError, ValueError, TypeError, AttributeError) as exc:  # a malformed part of the body
             message = f"malformed request: {str(exc).strip(chr(39) + chr(34))}"
             return JSONResponse(error_body(400, message), status_code=400)
+        except Exception as exc:  # a bug or a model failure: logged here, answered as OpenAI does
+            logging.getLogger(__name__).exception("request to %s failed", request.url.path)
+            return JSONResponse(error_body(500, f"the server failed: {type(exc).__name__}"), status_code=500)
     return endpoint
+
+
+class _Gate:
+    """The server's admission control: at most ``max_queue`` requests held at once (a request
+    beyond gets 429 with ``Retry-After`` at once), one model computation at a time per model, and a
+    request waits at most ``wait`` seconds for its model (then 503 with ``Retry-After``).  Together
+    with ``max_tokens`` capped and the generation time bounded (``max_seconds``), no request holds the
+    server beyond its own limits, and the memory stays bounded (:data:`MAX_QUEUE`)."""
+
+    def __init__(self, max_queue: int, wait: float) -> None:
+        if max_queue < 1 or not wait > 0:
+            raise InputError(f"max_queue must be >= 1 and wait > 0, got {max_queue} and {wait}")
+        self.max_queue, self.wait = max_queue, wait
+        self.held = 0
+        # one lock per (event loop, model): an asyncio lock belongs to the loop that first waits on it
+        self._locks: weakref.WeakKeyDictionary[Any, dict[int, asyncio.Lock]] = weakref.WeakKeyDictionary()
+
+    @asynccontextmanager
+    async def admit(self) -> AsyncIterator[None]:
+        """Hold one of the ``max_queue`` places for the request's whole handling, or refuse (429)."""
+        if self.held >= self.max_queue:
+            raise RequestError(429, f"the server is busy: {self.held} requests held, the limit is {self.max_queue}; "
+                               "retry after 1 s", retry_after=1)
+        self.held += 1
+        try:
+            yield
+        finally:
+            self.held -= 1
+
+    @asynccontextmanager
+    async def model(self, client: Any) -> AsyncIterator[None]:
+        """The model's turn: wait for it at most :attr:`wait` seconds (503 beyond)."""
+        locks = self._locks.setdefault(asyncio.get_running_loop(), {})
+        lock = locks.setdefault(id(client), asyncio.Lock())
+        try:
+            await asyncio.wait_for(lock.acquire(), self.wait)
+        except TimeoutError:
+            raise RequestError(503, f"the server is busy: the model stayed busy for {self.wait:g} s; retry later",
+                               retry_after=self.wait) from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+
+def _prompt_tokens(client: HFClient, request: GenerateRequest, raw: bool) -> int:
+    """The prompt tokens ``client`` would read for ``request`` (what a generation bills)."""
+    if raw:
+        return len(client.encode(str(request.prompt)))
+    return client.billed_prompt_tokens(request.prompt)[0]
+
+
+async def _check_length(client: HFClient, request: GenerateRequest, raw: bool = False) -> int:
+    """The request's prompt tokens, refused (400) when there are none or when prompt and
+    ``max_tokens`` exceed the model's context (as OpenAI refuses them)."""
+    n = await asyncio.to_thread(_prompt_tokens, client, request, raw)
+    if n == 0:
+        raise RequestError(400, "the prompt is empty: it has no tokens", "prompt" if raw else "messages")
+    limit = client.context_length
+    if limit is not None and n + request.max_tokens > limit:
+        raise RequestError(400, f"this model's maximum context length is {limit} tokens; the request asks for "
+                           f"{n} prompt + {request.max_tokens} completion tokens", "max_tokens")
+    return n
 
 
 def _completion_fields(body: Mapping[str, Any]) -> tuple[str, int | None, bool, int]:
     """(prompt, logprobs, echo, max_tokens) of a completions request, checked; ``max_tokens`` may be 0
     with ``echo`` (the prompt scored, nothing generated)."""
-    prompt = _field(body, "prompt", (str, list), "")
+    prompt = _field(body, "prompt", (str, list), required=True)
     if isinstance(prompt, list):
         if len(prompt) != 1 or not isinstance(prompt[0], str):
             raise RequestError(400, "prompt must be one string", "prompt")
         prompt = prompt[0]
-    k = _field(body, "logprobs", int)
-    if k is not None and not 0 <= k <= 20:
-        raise RequestError(400, f"'logprobs' must be in [0, 20], got {k}", "logprobs")
+    if not prompt:
+        raise RequestError(400, "'prompt' must be a non-empty string", "prompt")
+    k = _top_logprobs(body, "logprobs")
+    _one_choice(body)
     echo = bool(_field(body, "echo", bool, False))
     return prompt, k, echo, _max_tokens(body, "max_tokens", minimum=0 if echo else 1)
 
@@ -334,22 +452,28 @@ async def _read_json(request: Any, limit: int) -> dict[str, Any]:
 
 def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = None,
                billing: Billing | None = None, max_body: int = MAX_BODY_BYTES,
-               max_seconds: float = MAX_GENERATION_SECONDS) -> Any:
+               max_seconds: float = MAX_GENERATION_SECONDS, max_queue: int = MAX_QUEUE) -> Any:
     """The ASGI application serving ``models`` (name → client); ``billing`` tallies requests and usage.
 
     What it implements of the OpenAI API: ``stream`` (server-sent events, the answer generated
     whole and sent in pieces, ``stream_options.include_usage`` adding a last chunk with the usage),
-    ``echo`` with ``max_tokens: 0`` (the prompt's log-probabilities, nothing generated), a body limit
-    (``max_body`` bytes, 413), a generation time limit (``max_seconds``), and OpenAI-style error
-    bodies with a 4xx status for every malformed request (404 for an unknown model)."""
+    ``echo`` with ``max_tokens: 0`` (the prompt's log-probabilities, nothing generated), and
+    OpenAI's limits: ``top_logprobs``/``logprobs`` in [0, 20], one choice (``n``/``best_of`` other
+    than 1 refused), a non-empty prompt, known roles, prompt plus ``max_tokens`` within the model's
+    context.  Every refusal is an OpenAI-style JSON error body (4xx; 404 for an unknown model or
+    route).  Its own limits: a body limit (``max_body`` bytes, 413), a generation time limit
+    (``max_seconds``), and at most ``max_queue`` requests held at once, one computing per model
+    (:class:`_Gate`: 429 beyond, 503 after waiting ``max_seconds`` for the model)."""
     billing = billing if billing is not None else Billing()
     from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response, StreamingResponse
     from starlette.routing import Route
 
     for client in models.values():
         client.max_time = max_seconds
+    gate = _Gate(max_queue, max_seconds)
 
     def model_of(body: dict[str, Any]) -> HFClient:
         name = _field(body, "model", str, required=True)
@@ -373,21 +497,25 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
             for name, client in models.items()]})
 
     async def completions(request: Request) -> Response:
-        body = await _read_json(request, max_body)
-        client = model_of(body)
-        prompt, k, echo, max_tokens = _completion_fields(body)
-        _plain_sampling(body)
-        req = GenerateRequest(prompt, max(1, max_tokens), _temperature(body), _stops(body),
-                              _field(body, "seed", int), None if k is None else max(1, k))
-        if max_tokens == 0:  # echo only: the prompt scored, nothing generated
-            gen = Generation("", len(client.encode(prompt)), 0, "length")
-        else:
-            gen = await client.agenerate(req, raw=True)
+        async with gate.admit():
+            body = await _read_json(request, max_body)
+            client = model_of(body)
+            prompt, k, echo, max_tokens = _completion_fields(body)
+            _plain_sampling(body)
+            req = GenerateRequest(prompt, max(1, max_tokens), _temperature(body), _stops(body),
+                                  _field(body, "seed", int), None if k is None else max(1, k))
+            async with gate.model(client):
+                n_prompt = await _check_length(client, req, raw=True)
+                if max_tokens == 0:  # echo only: the prompt scored, nothing generated
+                    gen = Generation("", n_prompt, 0, "length")
+                else:
+                    gen = await client.agenerate(req, raw=True)
+                echoed = (await asyncio.to_thread(client.prompt_logprobs, prompt)
+                          if echo and billing.logprobs else None)
         if not billing.logprobs:  # a server that cannot score answers without log-probabilities
             k = None
         text, logprobs = gen.text, _completion_logprobs(gen, len(prompt)) if k is not None else None
-        if echo and billing.logprobs:
-            echoed = await asyncio.to_thread(client.prompt_logprobs, prompt)
+        if echoed is not None:
             text = prompt + text
             logprobs = _echoed(echoed, logprobs)
         head = {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()),
@@ -398,17 +526,22 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
                       _completion_chunks(head, text, gen.finish_reason, usage, _include_usage(body)))
 
     async def chat_completions(request: Request) -> Response:
-        body = await _read_json(request, max_body)
-        client = model_of(body)
-        if not client.chat:
-            raise RequestError(400, f"model {body['model']!r} has no chat template; use /v1/completions", "model")
-        want = _field(body, "logprobs", bool, False)
-        _plain_sampling(body)
-        top = _field(body, "top_logprobs", int, 1)
-        req = GenerateRequest([_openai_message(m) for m in _messages(body)],
-                              _max_tokens(body, "max_completion_tokens", "max_tokens"), _temperature(body),
-                              _stops(body), _field(body, "seed", int), max(1, top) if want else None)
-        gen = await client.agenerate(req)
+        async with gate.admit():
+            body = await _read_json(request, max_body)
+            client = model_of(body)
+            if not client.chat:
+                raise RequestError(400, f"model {body['model']!r} has no chat template; use /v1/completions",
+                                   "model")
+            want = _field(body, "logprobs", bool, False)
+            _plain_sampling(body)
+            _one_choice(body)
+            top = _top_logprobs(body, "top_logprobs")
+            req = GenerateRequest([_openai_message(m) for m in _messages(body)],
+                                  _max_tokens(body, "max_completion_tokens", "max_tokens"), _temperature(body),
+                                  _stops(body), _field(body, "seed", int), max(1, top or 1) if want else None)
+            async with gate.model(client):
+                await _check_length(client, req)
+                gen = await client.agenerate(req)
         logprobs = _chat_logprobs(gen) if want else None
         head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
                 "model": body["model"]}
@@ -420,18 +553,21 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
                                    _include_usage(body)))
 
     async def messages(request: Request) -> JSONResponse:
-        body = await _read_json(request, max_body)
-        client = model_of(body)
-        if _field(body, "stream", bool, False):  # refused, not ignored: a streaming client would wait for events
-            raise RequestError(400, "this server does not stream /v1/messages; send stream: false", "stream")
-        msgs = [_anthropic_message(m) for m in _messages(body)]
-        system = _field(body, "system", str)
-        if system:
-            msgs.insert(0, {"role": "system", "content": system})
-        _field(body, "max_tokens", int, required=True)
-        req = GenerateRequest(msgs, _max_tokens(body, "max_tokens"), _temperature(body),
-                              _stops(body, "stop_sequences"))
-        gen = await client.agenerate(req)
+        async with gate.admit():
+            body = await _read_json(request, max_body)
+            client = model_of(body)
+            if _field(body, "stream", bool, False):  # refused, not ignored: a streaming client would wait for events
+                raise RequestError(400, "this server does not stream /v1/messages; send stream: false", "stream")
+            msgs = [_anthropic_message(m) for m in _messages(body, ANTHROPIC_ROLES)]
+            system = _field(body, "system", str)
+            if system:
+                msgs.insert(0, {"role": "system", "content": system})
+            _field(body, "max_tokens", int, required=True)
+            req = GenerateRequest(msgs, _max_tokens(body, "max_tokens"), _temperature(body),
+                                  _stops(body, "stop_sequences"))
+            async with gate.model(client):
+                await _check_length(client, req)
+                gen = await client.agenerate(req)
         reason = {"length": "max_tokens", "stop": "end_turn"}.get(gen.finish_reason or "", "end_turn")
         return JSONResponse({
             "id": f"msg_{uuid.uuid4().hex}", "type": "message", "role": "assistant",
@@ -440,12 +576,18 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
             "usage": billed({"input_tokens": gen.prompt_tokens or 0, "output_tokens": gen.completion_tokens or 0}),
         })
 
+    async def http_error(request: Request, exc: Exception) -> Response:
+        """A route or method the server does not have: OpenAI's JSON error shape, not plain text."""
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        return _error_response(RequestError(status, f"{request.method} {request.url.path}: "
+                                            f"{getattr(exc, 'detail', 'failed')}"))
+
     app = Starlette(routes=[
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/v1/completions", _guarded(completions), methods=["POST"]),
         Route("/v1/chat/completions", _guarded(chat_completions), methods=["POST"]),
         Route("/v1/messages", _guarded(messages), methods=["POST"]),
-    ])
+    ], exception_handlers={HTTPException: http_error})
     return _CountRequests(app if faults is None else _FaultMiddleware(app, faults), billing)
 
 
@@ -492,8 +634,9 @@ class _FaultMiddleware:
 def _openai_message(m: Mapping[str, Any]) -> dict[str, Any]:
     """A chat message of the OpenAI API (string or content parts with base64 ``image_url`` data
     URLs) as a :class:`GenerateRequest` message."""
+    role = "system" if m["role"] == "developer" else m["role"]
     if isinstance(m["content"], str):
-        return {"role": m["role"], "content": m["content"]}
+        return {"role": role, "content": m["content"]}
     text, images = "", []
     for part in m["content"]:
         if part.get("type") == "text":
@@ -502,7 +645,7 @@ def _openai_message(m: Mapping[str, Any]) -> dict[str, Any]:
             images.append(decode_data_url(part["image_url"]["url"]))
         else:
             raise InputError(f"unsupported content part {part.get('type')!r}")
-    return {"role": m["role"], "content": text, **({IMAGES_KEY: tuple(images)} if images else {})}
+    return {"role": role, "content": text, **({IMAGES_KEY: tuple(images)} if images else {})}
 
 
 def _anthropic_message(m: Mapping[str, Any]) -> dict[str, Any]:
@@ -539,9 +682,9 @@ def _completion_logprobs(gen: Generation, offset: int) -> dict[str, list[Any]]:
 @contextmanager
 def serve(models: Mapping[str, HFClient], faults: FaultInjector | None = None,
           host: str = "127.0.0.1", billing: Billing | None = None, max_body: int = MAX_BODY_BYTES,
-          max_seconds: float = MAX_GENERATION_SECONDS) -> Iterator[str]:
+          max_seconds: float = MAX_GENERATION_SECONDS, max_queue: int = MAX_QUEUE) -> Iterator[str]:
     """Run the server on a free port of ``host`` in a thread; yield its ``/v1`` base URL."""
-    with serve_app(create_app(models, faults, billing, max_body, max_seconds), host) as root:
+    with serve_app(create_app(models, faults, billing, max_body, max_seconds, max_queue), host) as root:
         yield f"{root}/v1"
 
 
@@ -591,9 +734,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"largest request body; larger ones get 413 (default {MAX_BODY_BYTES})")
     parser.add_argument("--max-seconds", type=float, default=MAX_GENERATION_SECONDS, metavar="SECONDS",
                         help=f"longest generation of one request (default {MAX_GENERATION_SECONDS:g})")
+    parser.add_argument("--max-queue", type=int, default=MAX_QUEUE, metavar="N",
+                        help=f"most requests held at once, one computing per model; more get 429 (default {MAX_QUEUE})")
     args = parser.parse_args(argv)
-    if args.max_body < 1 or not args.max_seconds > 0:
-        parser.error("--max-body and --max-seconds must be positive")
+    if args.max_body < 1 or not 0 < args.max_seconds < float("inf") or args.max_queue < 1:
+        parser.error("--max-body, --max-seconds and --max-queue must be positive (and finite)")
     if not 0.0 <= args.fail_rate <= 1.0:
         parser.error(f"--fail-rate must be in [0, 1], got {args.fail_rate:g}")
     if args.status is not None and not 400 <= args.status <= 599:
@@ -626,8 +771,8 @@ def main(argv: list[str] | None = None) -> None:
 
     args = parse_args(argv)
     models = {name: HFClient.from_pretrained(name) for name in args.model}
-    server = uvicorn.Server(uvicorn.Config(create_app(models, fault_injector(args), None, args.max_body,
-                                                      args.max_seconds), host=args.host, port=args.port))
+    app = create_app(models, fault_injector(args), None, args.max_body, args.max_seconds, args.max_queue)
+    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port))
     thread = threading.Thread(target=server.run, daemon=True)  # off the main thread: our signal handlers
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

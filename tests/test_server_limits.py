@@ -1,0 +1,206 @@
+"""The project's OpenAI-compatible server keeps OpenAI's limits and its own (issue 48, item 3): every
+refusal a JSON error in OpenAI's shape, one request never holding the server for the others, a
+bounded number of requests held, the memory bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHAT = "tiny-random-chat"
+HI = [{"role": "user", "content": "hi"}]
+
+
+def _post(url: str, path: str, body: Any, timeout: float = 60) -> Any:
+    import httpx
+
+    return httpx.post(f"{url}/{path}", json=body, timeout=timeout)
+
+
+@pytest.mark.parametrize(("path", "body", "param", "named"), [
+    ("chat/completions", {"model": CHAT, "messages": HI, "logprobs": True, "top_logprobs": 100000, "max_tokens": 200},
+     "top_logprobs", "'top_logprobs' must be in [0, 20], got 100000"),
+    ("chat/completions", {"model": CHAT, "messages": HI, "logprobs": True, "top_logprobs": -3},
+     "top_logprobs", "'top_logprobs' must be in [0, 20], got -3"),
+    ("completions", {"model": "tiny-random", "prompt": "x", "logprobs": 21}, "logprobs", "must be in [0, 20]"),
+    ("chat/completions", {"model": CHAT, "messages": HI, "n": 2}, "n", "'n' = 2 is not supported"),
+    ("completions", {"model": "tiny-random", "prompt": "x", "n": 3}, "n", "'n' = 3 is not supported"),
+    ("completions", {"model": "tiny-random", "prompt": "x", "best_of": 2}, "best_of", "'best_of' = 2"),
+    ("completions", {"model": "tiny-random", "prompt": ""}, "prompt", "'prompt' must be a non-empty string"),
+    ("completions", {"model": "tiny-random", "prompt": [""]}, "prompt", "'prompt' must be a non-empty string"),
+    ("completions", {"model": "tiny-random"}, "prompt", "missing required parameter: 'prompt'"),
+    ("chat/completions", {"model": CHAT, "messages": [{"role": "wizard", "content": "hi"}]}, "messages[0].role",
+     'messages[0].role "wizard" is not supported'),
+    ("chat/completions", {"model": CHAT, "messages": [*HI, {"role": "tool", "content": "42"}]}, "messages[1].role",
+     'messages[1].role "tool" is not supported'),
+    ("messages", {"model": CHAT, "messages": [{"role": "system", "content": "hi"}], "max_tokens": 2},
+     "messages[0].role", 'messages[0].role "system" is not supported; roles: user, assistant'),
+])
+def test_requests_outside_openais_limits_get_a_400_in_openais_shape(server, path: str, body: dict[str, Any],
+                                                                     param: str, named: str) -> None:
+    url, _ = server
+    resp = _post(url, path, body)
+    assert resp.status_code == 400, resp.text
+    error = resp.json()["error"]
+    assert named in error["message"] and error["param"] == param and error["type"] == "invalid_request_error"
+    assert "\n" not in error["message"]
+
+
+def test_n_1_and_top_logprobs_20_are_served(server) -> None:
+    url, _ = server
+    resp = _post(url, "chat/completions", {"model": CHAT, "messages": HI, "n": 1, "logprobs": True,
+                                           "top_logprobs": 20, "max_tokens": 2})
+    assert resp.status_code == 200, resp.text
+    (choice,) = resp.json()["choices"]
+    assert choice["logprobs"]["content"] and all(1 <= len(t["top_logprobs"]) <= 20
+                                                 for t in choice["logprobs"]["content"])
+
+
+def test_a_developer_message_is_read_as_system(server, tiny_chat) -> None:
+    url, _ = server
+    body = {"model": CHAT, "max_tokens": 3, "messages": [{"role": "developer", "content": "be brief"}, *HI]}
+    dev = _post(url, "chat/completions", body).json()
+    sys_ = _post(url, "chat/completions", {**body, "messages": [{"role": "system", "content": "be brief"}, *HI]})
+    assert dev["usage"] == sys_.json()["usage"]
+    assert dev["choices"][0]["message"] == sys_.json()["choices"][0]["message"]
+
+
+def test_a_prompt_beyond_the_models_context_is_refused(server, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cogtestbed.llm_adapters.hf import HFClient
+
+    monkeypatch.setattr(HFClient, "context_length", property(lambda self: 12))
+    url, _ = server
+    resp = _post(url, "completions", {"model": "tiny-random", "prompt": "hello", "max_tokens": 40})
+    assert resp.status_code == 400
+    assert "maximum context length is 12 tokens" in resp.json()["error"]["message"]
+
+
+def test_an_unknown_route_and_a_server_failure_answer_json(server, tiny, monkeypatch: pytest.MonkeyPatch) -> None:
+    url, _ = server
+    resp = _post(url, "nothere", {})
+    assert resp.status_code == 404 and "POST /v1/nothere" in resp.json()["error"]["message"]
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(tiny, "_generate", broken)
+    resp = _post(url, "completions", {"model": "tiny-random", "prompt": "x", "max_tokens": 2})
+    assert resp.status_code == 500
+    assert resp.json()["error"] == {"message": "the server failed: RuntimeError", "type": "server_error",
+                                    "param": None, "code": None}
+
+
+def test_top_logprobs_100000_gets_a_400_in_under_a_second_while_another_client_is_served(
+        server, tiny_chat, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The done-when of issue 48: a generation holds the model; the hostile request is refused at
+    once, never queued behind it, and the generation still answers."""
+    url, _ = server
+    started, release = threading.Event(), threading.Event()
+    generate = tiny_chat._generate
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        started.set()
+        release.wait(30)
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(tiny_chat, "_generate", held)
+    other: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: other.update(resp=_post(url, "chat/completions", {
+        "model": CHAT, "messages": HI, "max_tokens": 2})))
+    thread.start()
+    try:
+        assert started.wait(30)
+        t0 = time.monotonic()
+        resp = _post(url, "chat/completions", {"model": CHAT, "messages": HI, "logprobs": True,
+                                               "top_logprobs": 100000, "max_tokens": 200}, timeout=5)
+        elapsed = time.monotonic() - t0
+    finally:
+        release.set()
+        thread.join(60)
+    assert resp.status_code == 400 and elapsed < 1.0, (resp.status_code, elapsed)
+    assert other["resp"].status_code == 200
+
+
+def test_requests_beyond_the_queue_get_429_and_the_rest_are_served(tiny, monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx
+
+    from cogtestbed.llm_adapters.server import Billing, serve
+
+    started, release = threading.Event(), threading.Event()
+    generate = tiny._generate
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        started.set()
+        release.wait(30)
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(tiny, "_generate", held)
+    body = {"model": "tiny-random", "prompt": "x", "max_tokens": 2}
+    billing = Billing()
+    with serve({"tiny-random": tiny}, billing=billing, max_queue=2) as url:
+        results: list[Any] = []
+        threads = [threading.Thread(target=lambda: results.append(_post(url, "completions", body)))
+                   for _ in range(2)]
+        threads[0].start()
+        assert started.wait(30)  # the first holds the model
+        threads[1].start()
+        deadline = time.monotonic() + 30
+        while billing.requests < 2 and time.monotonic() < deadline:  # the second waits for it
+            time.sleep(0.01)
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        busy = httpx.post(f"{url}/completions", json=body, timeout=5)
+        elapsed = time.monotonic() - t0
+        release.set()
+        for t in threads:
+            t.join(60)
+    assert busy.status_code == 429 and busy.headers["retry-after"] == "1" and elapsed < 1.0
+    assert busy.status_code == 429 and busy.headers["retry-after"] == "1"
+    assert busy.json()["error"]["code"] == "rate_limit_exceeded"
+    assert [r.status_code for r in results] == [200, 200]
+
+
+def test_a_request_waits_for_its_model_at_most_the_time_limit() -> None:
+    from cogtestbed.llm_adapters.server import RequestError, _Gate
+
+    async def main() -> int:
+        gate, model = _Gate(4, wait=0.2), object()
+        async with gate.admit(), gate.model(model):
+            t0 = time.monotonic()
+            with pytest.raises(RequestError) as info:
+                async with gate.admit(), gate.model(model):
+                    pass
+            assert time.monotonic() - t0 < 2
+            assert gate.held == 1
+        assert gate.held == 0
+        return info.value.status
+
+    assert asyncio.run(main()) == 503
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    pytest.skip("no /proc/self/status")
+
+
+def test_the_servers_memory_stays_bounded_under_logprob_requests(server) -> None:
+    """20 alternatives per token over many requests: the resident memory settles (the logits of a
+    generation are freed; no request keeps a vocabulary-sized answer)."""
+    url, _ = server
+    body = {"model": CHAT, "messages": HI, "logprobs": True, "top_logprobs": 20, "max_tokens": 8,
+            "temperature": 1, "seed": 0}
+    for _ in range(3):
+        assert _post(url, "chat/completions", body).status_code == 200
+    before = _rss_mb()
+    for seed in range(12):
+        resp = _post(url, "chat/completions", {**body, "seed": seed})
+        assert resp.status_code == 200 and len(json.dumps(resp.json())) < 200_000
+    assert _rss_mb() - before < 60

@@ -17,9 +17,9 @@ client for the exact teacher-forced log-probability of each declared continuatio
 rerun is served from the cache), maps each to a continuation with the phase's own parser, and
 answers with the empirical distribution (``method="sampled"``, N recorded; completions that
 match no continuation are the ``mass_outside``); a score refused in a run that meant to score
-exactly is recorded on the step's rows (``score_fallback``) and in the run's :class:`ScoringLog`.  Each call is an :class:`Attempt` row; rows of a
-scored step carry the step's distribution, method and N.  Token log-probabilities a backend
-returns (``top_logprobs``) are kept on the row as JSON.
+exactly is recorded on the step's rows (``score_fallback``) and in the run's :class:`ScoringLog`.
+Each call is an :class:`Attempt` row; rows of a scored step carry the step's distribution, method
+and N.  Token log-probabilities a backend returns (``top_logprobs``) are kept on the row as JSON.
 """
 
 from __future__ import annotations
@@ -172,6 +172,23 @@ class LLMAgent:
         return GenerateRequest(final, self.max_tokens, self.temperature, self.stop,
                                self._seed(step, attempt), self.top_logprobs)
 
+    def sample_request(self, prompt: Prompt, step: int, draw: int) -> GenerateRequest:
+        """The request of draw ``draw`` of a sampled scored step (temperature 1, its own seed)."""
+        req = self.request(prompt, step, 0)
+        return GenerateRequest(req.prompt, self.max_tokens, SAMPLING_TEMPERATURE, self.stop,
+                               self._seed(step, SAMPLE_SEED_KEY + draw, SAMPLING_TEMPERATURE), self.top_logprobs)
+
+    def first_requests(self, obs: Mapping[str, Any]) -> list[GenerateRequest]:
+        """The generation requests :meth:`aact` makes first for ``obs`` whatever the answers: the first
+        ask of a text step, or every draw of a scored step the client cannot score (none where it
+        scores).  Batch mode sends those of answer-independent steps ahead, in one batch."""
+        response, step = obs.get("response"), self.env.t
+        if isinstance(response, ScoredResponse):
+            if self.client.can_score:
+                return []
+            return [self.sample_request(obs["prompt"], step, d) for d in range(response.n_samples)]
+        return [self.request(obs["prompt"], step, 0)]
+
     # -- the agent interface -----------------------------------------------------------------
     async def aact(self, obs: Mapping[str, Any]) -> Any:
         """Ask, parse, maybe re-ask; record the answer on the env; return the action.
@@ -238,10 +255,7 @@ class LLMAgent:
         counts = np.zeros(k, dtype=np.int64)
         rows: list[Attempt] = []
         for draw in range(response.n_samples):
-            req = self.request(prompt, step, 0)
-            req = GenerateRequest(req.prompt, self.max_tokens, SAMPLING_TEMPERATURE, self.stop,
-                                  self._seed(step, SAMPLE_SEED_KEY + draw, SAMPLING_TEMPERATURE),
-                                  self.top_logprobs)
+            req = self.sample_request(prompt, step, draw)
             gen = await self.client.agenerate(req)
             parsed = self.env.parse(gen.text)
             index = _continuation_index(parsed.action, k) if parsed.ok else None

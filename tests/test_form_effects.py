@@ -12,8 +12,10 @@ from cogtestbed.inference.form_effects import (
     form_random_effects,
     form_summaries,
     generalisability,
+    median_tau2,
     naive_test,
     q_profile_interval,
+    reml_tau2,
 )
 
 
@@ -61,6 +63,18 @@ def test_dersimonian_laird_by_hand() -> None:
     tau2 = (q - 3) / (w.sum() - np.sum(w**2) / w.sum())
     got, got_q = dl_tau2(m, v)
     assert abs(got - tau2) < 1e-12 and abs(got_q - q) < 1e-12
+
+
+def test_reml_and_median_estimates_by_hand() -> None:
+    """Equal variances v: REML τ² is the ANOVA estimate max(0, s_m² − v) (Viechtbauer 2005); the
+    median-unbiased τ² solves Q(τ²) = the median of χ²_{K−1}; both 0 when the means agree too well."""
+    m, v = np.array([0.1, 0.5, -0.2, 0.3, 0.9]), np.full(5, 0.02)
+    assert reml_tau2(m, v) == pytest.approx(np.var(m, ddof=1) - 0.02, abs=1e-7)
+    t2 = median_tau2(m, v)
+    assert np.sum((m - m.mean()) ** 2) / (0.02 + t2) == pytest.approx(stats.chi2.ppf(0.5, 4), abs=1e-6)
+    flat = np.array([0.0, 0.01, -0.01, 0.005, 0.0])
+    assert reml_tau2(flat, v) == 0.0 and median_tau2(flat, v) == 0.0
+    assert form_random_effects(*_data(1)).tau_reml is not None
 
 
 def test_q_profile_bounds_solve_the_generalised_q() -> None:

@@ -7,8 +7,8 @@ the population's bias at exactly 0), 8 prompt forms × 10 subjects × 96 trials,
 * the type-I error of the forms-aware test (the t-test on the 8 form means of the bias-corrected
   effect: the MLE's bias under the null measured by ``--bias-sims`` simulated subjects and
   subtracted, Satterthwaite df), of the same test without the correction (``aware_uncorrected``)
-  and of the naive t-test over the 80 subjects, each with its Monte-Carlo SE (target: aware ≤ .05
-  + 2 MC SE);
+  and of the naive t-test over the 80 subjects, each with its Monte-Carlo SE (target: aware's one-sided 95 %
+  upper bound ≤ .05, printed as ``upper95``);
 * the coverage of the 95 % Q-profile interval of the form SD of α⁺ (logit scale) with 8 forms
   (target 85-95 %), and the mean estimate;
 * with ``--effect 0.2`` (α⁺ = 0.6, α⁻ = 0.4) the two tests' power instead.

@@ -30,7 +30,7 @@ Targets (the project's choices, not a paper's):
 Rule: K looks at ``round(k/K · N)`` units, Lan–DeMets Pocock α-spending (α/2 per side), non-binding
 β-spending futility at the drift giving the efficacy bounds 80 % power (the plan's defaults of the
 headline cell); the chosen maximum has the least expected units under the effect with type-I
-≤ α + 2 MC SE and power ≥ .80.  Costs are linear in runs at a fixed design, so the saving in dollars
+a one-sided 95 % upper bound ≤ α and power ≥ .80.  Costs are linear in runs at a fixed design, so the saving in dollars
 equals the saving in runs.
 """
 
@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from cogtestbed.validation.design.seqfair import upper_bound
 from cogtestbed.validation.design.seqplan import boundaries, look_sizes, null_spec, operate, simulate_paths
 from cogtestbed.validation.studies.driver import study_spec
 
@@ -164,11 +165,12 @@ def report(name: str, out: Path) -> dict[str, Any]:
                                              for d in (1, 2)},
                      "calibrated": calibrated(b, z0, e0, z1, e1, cols)})
     sims = int(z1.shape[0])
-    tol = 2 * math.sqrt(LEVEL * (1 - LEVEL) / sims)
-    ok = [r for r in rows if r["type1"][0] <= LEVEL + tol and r["power"][0] >= POWER]
+    for r in rows:  # acceptance (issue 47): the one-sided 95% upper bound of type-I at most alpha
+        r["type1_upper"] = upper_bound(int(round(r["type1"][0] * sims)), sims)
+    ok = [r for r in rows if r["type1_upper"] <= LEVEL and r["power"][0] >= POWER]
     chosen = min(ok, key=lambda r: r["units_effect"]) if ok else None
     result = {"target": name, "sims": sims, "fixed": fixed, "best_fixed": best, "maxima": rows,
-              "chosen": chosen, "alpha_plus_2se": LEVEL + tol}
+              "chosen": chosen}
     if chosen is not None and best is not None:
         result["saving_percent"] = 100 * (1 - chosen["units_effect"] / best["units"])
         result["saving_percent_null"] = 100 * (1 - chosen["units_null"] / best["units"])
@@ -177,7 +179,7 @@ def report(name: str, out: Path) -> dict[str, Any]:
 
 def show(r: dict[str, Any], dollars_per_unit: float | None) -> None:
     print(f"{r['target']}: {r['sims']} simulated sequential studies per hypothesis; "
-          f"{LOOKS} {SPENDING} looks with futility; alpha + 2 SE = {r['alpha_plus_2se']:.4f}")
+          f"{LOOKS} {SPENDING} looks with futility; accepted: one-sided 95% upper bound of type-I <= alpha")
     for f in r["fixed"]:
         print(f"  fixed {f['units']:>4}: power {f['power'][0]:.3f} ± {f['power'][1]:.3f}, "
               f"type-I {f['type1'][0]:.3f} ± {f['type1'][1]:.3f}")
@@ -186,7 +188,8 @@ def show(r: dict[str, Any], dollars_per_unit: float | None) -> None:
           f"{best['units']} units, power {best['power'][0]:.3f} ± {best['power'][1]:.3f}")
     for row in r["maxima"]:
         print(f"  max {row['max']:>4} looks {row['looks']} |Z| bounds {row['efficacy']} futility {row['futility']}")
-        print(f"       type-I {row['type1'][0]:.4f} ± {row['type1'][1]:.4f} (efficacy only "
+        print(f"       type-I {row['type1'][0]:.4f} ± {row['type1'][1]:.4f} (upper 95% {row['type1_upper']:.4f}; "
+              "efficacy only "
               f"{row['type1_efficacy_only'][0]:.4f} ± {row['type1_efficacy_only'][1]:.4f}); power "
               f"{row['power'][0]:.4f} ± {row['power'][1]:.4f}; E[units] effect {row['units_effect']:.1f}, "
               f"null {row['units_null']:.1f}")
@@ -203,7 +206,7 @@ def show(r: dict[str, Any], dollars_per_unit: float | None) -> None:
               f"{theory['chi2_df1']:.4f}, a chi2(2) statistic as |Z| {theory['chi2_df2']:.4f} (200,000 paths)")
     c = r["chosen"]
     if c is None:
-        print("  chosen: none passes type-I <= alpha + 2 SE and power >= .80")
+        print("  chosen: none has a type-I upper bound <= alpha and power >= .80")
         return
     print(f"  chosen: max {c['max']}: type-I {c['type1'][0]:.4f} ± {c['type1'][1]:.4f}, power {c['power'][0]:.4f} ± "
           f"{c['power'][1]:.4f}, expected units {c['units_effect']:.1f} (effect) / {c['units_null']:.1f} (null) "

@@ -9,10 +9,13 @@ metric) is summarised per form by its mean ``m_k`` and the squared standard erro
   ``w = 1/v`` and ``Q = Σ w (m − m̄_w)²``; the weighted mean ``μ̂(τ²) = Σ w* m / Σ w*``,
   ``w* = 1/(v + τ̂²)``;
 * the **effect test** of ``μ = μ₀`` on the K form means: ``t = (m̄ − μ₀) / (s_m / √K)`` on
-  ``t_{K−1}`` (Clark's 1973 by-item analysis; the Hartung–Knapp–Sidik–Jonkman test with equal
-  weights).  The spread of the form means holds the form variance, so it enters the SE, and with
-  balanced forms (equal n_k, as :func:`~cogtestbed.environments.forms.assign_forms` gives) the
-  test is exact under normality: its size is α when forms vary.  Equal weights rather than
+  ``t_{K−1}`` (Clark's 1973 by-item analysis).  It coincides with the Hartung–Knapp–Sidik–Jonkman
+  test only when that test's weights ``w*`` are equal (equal ``v_k``; with the per-form ``v_k``
+  used here they are not, so HKSJ is a different test).  The spread of the form means holds the
+  form variance, so it enters the SE; the t is exact only when the K form means are independent
+  and normal with one variance (balanced forms, as :func:`~cogtestbed.environments.forms.assign_forms`
+  gives, *and* normal per-subject values): per-subject MLEs are skewed and pile up at parameter
+  bounds, so it is approximate and its size is measured (docs/prompt-forms.md).  Equal weights rather than
   ``w*``: with 10 subjects a form, ``v_k`` is itself noisy and weighting by it inflated the size
   (measured: 4 of 20 null studies rejected); τ̂ and its interval use the weights ``w*``.  The
   *naive* test (:func:`naive_test`, a one-sample t over subjects) ignores forms and rejects too
@@ -64,10 +67,12 @@ class RandomEffects:
     level: float
     per_form: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the REML estimate of the between-form SD (:func:`reml_tau2`), beside DerSimonian–Laird's ``tau``
+    tau_reml: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"k_forms": self.k, "n": self.n, "mean": self.mu, "se": self.se, "df": self.df, "t": self.t,
-                "p_value": self.p_value, "between_form_sd": self.tau,
+                "p_value": self.p_value, "between_form_sd": self.tau, "between_form_sd_reml": self.tau_reml,
                 "between_form_sd_interval": [self.tau_low, self.tau_high], "level": self.level, "q": self.q,
                 "per_form": self.per_form, "notes": self.notes}
 
@@ -103,6 +108,39 @@ def dl_tau2(m: np.ndarray, v: np.ndarray) -> tuple[float, float]:
     q = float(np.sum(w * (m - mw) ** 2))
     c = float(np.sum(w) - np.sum(w**2) / np.sum(w))
     return max(0.0, (q - (len(m) - 1)) / c) if c > 0 else 0.0, q
+
+
+def reml_tau2(m: np.ndarray, v: np.ndarray) -> float:
+    """The REML estimate of τ² (Viechtbauer 2005, eq. 9: the restricted likelihood of the form means
+    ``m`` with variances ``v + τ²``, maximised over τ² ≥ 0)."""
+
+    def nll(tau2: float) -> float:
+        w = 1.0 / (v + tau2)
+        mu = float(np.sum(w * m) / np.sum(w))
+        return 0.5 * float(np.sum(np.log(v + tau2)) + math.log(float(np.sum(w))) + np.sum(w * (m - mu) ** 2))
+
+    hi = 10.0 * float(np.var(m)) + float(np.max(v)) + 1e-12
+    fit = optimize.minimize_scalar(nll, bounds=(0.0, hi), method="bounded", options={"xatol": 1e-10})
+    return float(fit.x) if nll(float(fit.x)) < nll(0.0) else 0.0
+
+
+def median_tau2(m: np.ndarray, v: np.ndarray) -> float:
+    """The median-unbiased estimate of τ²: where the generalised Q equals the median of χ²_{K−1}
+    (the Q-profile at level 0; Viechtbauer 2007's construction), 0 when Q(0) is below it."""
+    return _q_root(m, v, float(stats.chi2.ppf(0.5, len(m) - 1)))
+
+
+def _q_root(m: np.ndarray, v: np.ndarray, target: float) -> float:
+    def gen_q(tau2: float) -> float:
+        mu, w = _pooled_mean(m, v, tau2)
+        return float(np.sum(w * (m - mu) ** 2))
+
+    if gen_q(0.0) <= target:
+        return 0.0
+    hi = max(1.0, float(np.var(m)) * 10 + float(np.max(v)))
+    while gen_q(hi) > target:
+        hi *= 4
+    return float(optimize.brentq(lambda t2: gen_q(t2) - target, 0.0, hi, xtol=1e-12))
 
 
 def q_profile_interval(m: np.ndarray, v: np.ndarray, level: float = 0.95) -> tuple[float, float]:
@@ -151,7 +189,7 @@ def form_random_effects(values: ArrayLike, forms: ArrayLike, null: float = 0.0,
     p = float(2 * stats.t.sf(abs(t), k - 1)) if np.isfinite(t) else None
     lo, hi = q_profile_interval(m, v, level)
     return RandomEffects(k, int(n.sum()), mu, se, k - 1, t if np.isfinite(t) else None, p, math.sqrt(tau2), lo, hi,
-                         q, level, per_form)
+                         q, level, per_form, tau_reml=math.sqrt(reml_tau2(m, v)))
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from cogtestbed.environments.base import Design
 from cogtestbed.environments.forms import FORM_COLUMN, FormDesign
@@ -146,10 +147,14 @@ def form_replicate(spec: FormStudySpec, seed: int) -> dict[str, Any]:
             row.update({"aware_p": corrected.p_value, "aware_satterthwaite_p": welch.p_value, "bias": bias,
                         "bias_se": bias_se, "aware_df": corrected.df, "satterthwaite_df": welch.df})
     for name, sd in spec.forms.sd.items():
-        re = form_random_effects(_unconstrained(model, name, fits[name].to_numpy(dtype=np.float64)), forms,
-                                 level=spec.level)
+        raw = fits[name].to_numpy(dtype=np.float64)
+        re = form_random_effects(_unconstrained(model, name, raw), forms, level=spec.level)
+        p = model.parameters[name]
+        off = (raw > p.lower + BOUND_EPS) & (raw < p.upper - BOUND_EPS)  # estimates off the parameter's bounds
+        re_off = form_random_effects(_unconstrained(model, name, raw[off]), forms[off], level=spec.level)
         row.update({f"sd_{name}_true": sd, f"sd_{name}_hat": re.tau, f"sd_{name}_low": re.tau_low,
-                    f"sd_{name}_high": re.tau_high})
+                    f"sd_{name}_high": re.tau_high, f"sd_{name}_reml": re.tau_reml,
+                    f"sd_{name}_reml_offbound": re_off.tau_reml})
     return row
 
 
@@ -170,7 +175,9 @@ def _rate(hits: np.ndarray) -> dict[str, float | int | None]:
     if r == 0:
         return {"rate": None, "mc_se": None, "n": 0}
     p = float(hits.mean())
-    return {"rate": p, "mc_se": math.sqrt(p * (1 - p) / r), "n": r}
+    k = int(hits.sum())  # one-sided 95% Clopper-Pearson upper bound: the acceptance bound of issue 47
+    upper = 1.0 if k >= r else float(stats.beta.ppf(0.95, k + 1, r - k))
+    return {"rate": p, "mc_se": math.sqrt(p * (1 - p) / r), "n": r, "upper95": upper}
 
 
 def summarise_form_study(spec: FormStudySpec, results: pd.DataFrame) -> dict[str, Any]:
@@ -190,7 +197,10 @@ def summarise_form_study(spec: FormStudySpec, results: pd.DataFrame) -> dict[str
         lo = results[f"sd_{name}_low"].to_numpy(dtype=np.float64)
         hi = results[f"sd_{name}_high"].to_numpy(dtype=np.float64)
         ok = np.isfinite(lo) & np.isfinite(hi)
-        out[f"form_sd_{name}"] = {"true": sd, "mean_estimate": float(np.nanmean(results[f"sd_{name}_hat"])),
+        extra = {f"mean_{k}": float(np.nanmean(results[f"sd_{name}_{k}"])) for k in ("reml", "reml_offbound")
+                 if f"sd_{name}_{k}" in results.columns}
+        out[f"form_sd_{name}"] = {"true": sd, "mean_estimate": float(np.nanmean(results[f"sd_{name}_hat"])), **extra,
+                                  "excludes_0": float(np.mean(lo[ok] > 0)) if ok.any() else None,
                                   "coverage": _rate((lo[ok] <= sd) & (sd <= hi[ok])), "level": spec.level}
     return out
 

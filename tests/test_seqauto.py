@@ -143,6 +143,11 @@ def test_plan_looks_auto_end_to_end_small_study() -> None:
     seq = plan.sequential
     assert seq is not None and seq.get("chosen", True) is not None, seq.get("reason")
     assert seq["null"]["rejection_rate"] <= 0.05 and seq["null"]["sims"] == 200
+    check = seq["null"]["type1_check"]  # issue 47: the fresh type-I with its one-sided upper bound
+    assert check["sims"] == 200 and check["upper"] > check["rate"] and check["meets"] == (check["upper"] <= 0.05)
+    est = seq["saving"]["estimate"]
+    assert est["interval"][0] < est["percent"] < est["interval"][1] and est["fixed_type1"]["sims"] == 200
+    assert seq["assumptions"] and seq["robustness"]["worst"]["rate"] >= seq["robustness"]["rows"][0]["rate"]
     assert seq["effect"]["rejection_rate"] >= 0.80
     assert seq["design"]["calibration"]["method"] in ("analytic bounds", "simulated calibration")
     assert seq["saving"]["comparator"].startswith("fixed test calibrated") or seq["saving"]["fair"] is None

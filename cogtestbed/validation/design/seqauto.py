@@ -49,6 +49,7 @@ from cogtestbed.errors import InputError
 from cogtestbed.validation.design.seqfair import (
     FIXED_MIN_FACTOR,
     _toward,
+    assumptions,
     critical_at,
     fair_fixed,
     fixed_reject_rate,
@@ -283,26 +284,6 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
 WIDE_SD_FACTOR, LAPSE_RANDOM = 2.0, 0.1
 #: Exactly Gaussian look statistics simulated for the robustness check.
 GAUSSIAN_PATHS = 200_000
-
-
-def assumptions(spec: PlannedStudy, trials: int | None, runs: int) -> list[str]:
-    """The data-generating model every simulated calibration of this plan rests on (issue 47 item 3):
-    the bounds' level holds for studies drawn from it, not in general."""
-    out = []
-    if isinstance(spec, PowerStudy):
-        lapse = spec.lapse
-        out.append(f"subjects follow the {spec.models[0]} model: {spec.true_distribution}")
-        out.append("lapses: " + (f"invalid {lapse.invalid:g}, random {lapse.random:g} per step" if lapse is not None
-                                 and (lapse.invalid or lapse.random) else "none (every simulated answer follows the "
-                                 "model)"))
-        out.append(f"each subject plays {trials} trials x {runs} run(s); the look statistic is the fixed plan's "
-                   "per-subject MLE t-test on the subjects finished at the look")
-    else:
-        out.append(f"the simulated study as specified ({type(spec).__name__}): the agents and parameters named, "
-                   "their statistic as the fixed plan computes it")
-    out.append("the null: the same with the effect removed; type-I error is estimated on studies drawn from this "
-               "model, so it holds for data like these, not in general (see the robustness check)")
-    return out
 
 
 def robustness(bounds: Boundaries, spec: PlannedStudy, null: PlannedStudy, sim: Any, null_sims: int, dirn: float,

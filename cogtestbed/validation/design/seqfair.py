@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
+
 #: Smallest size at which the fair fixed comparator is evaluated, as a multiple of the fixed plan's size.
 FIXED_MIN_FACTOR = 0.5
 
@@ -209,3 +211,23 @@ def saving_estimate(smooth: Mapping[str, Any], unit_cost: float, look_costs: Seq
     return {"percent": 100 * (1 - exp_cost / fixed_cost), "interval": [float(lo), float(hi)],
             "expected_cost_key": exp_cost, "fixed_cost_key": fixed_cost, "fixed_size": smooth["size"],
             "fixed_size_interval": smooth["interval"], "level": smooth["level"]}
+
+
+def assumptions(spec: PlannedStudy, trials: int | None, runs: int) -> list[str]:
+    """The data-generating model every simulated calibration of this plan rests on (issue 47 item 3):
+    the bounds' level holds for studies drawn from it, not in general."""
+    out = []
+    if isinstance(spec, PowerStudy):
+        lapse = spec.lapse
+        out.append(f"subjects follow the {spec.models[0]} model: {spec.true_distribution}")
+        out.append("lapses: " + (f"invalid {lapse.invalid:g}, random {lapse.random:g} per step" if lapse is not None
+                                 and (lapse.invalid or lapse.random) else "none (every simulated answer follows the "
+                                 "model)"))
+        out.append(f"each subject plays {trials} trials x {runs} run(s); the look statistic is the fixed plan's "
+                   "per-subject MLE t-test on the subjects finished at the look")
+    else:
+        out.append(f"the simulated study as specified ({type(spec).__name__}): the agents and parameters named, "
+                   "their statistic as the fixed plan computes it")
+    out.append("the null: the same with the effect removed; type-I error is estimated on studies drawn from this "
+               "model, so it holds for data like these, not in general (see the robustness check)")
+    return out

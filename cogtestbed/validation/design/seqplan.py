@@ -581,6 +581,8 @@ def sequential_lines(seq: Mapping[str, Any], size_name: str) -> list[str]:
     out = [f"sequential: {d['looks']} looks at {', '.join(str(s) for s in d['sizes'])} {size_name} "
            f"({d['spending']}{fut}); {'Z·d' if d.get('direction') else '|Z|'} bounds {bounds}"]
     out += list(seq.get("auto", {}).get("lines", []))  # what plan --looks auto searched
+    if "auto" not in seq:  # --looks auto's lines name them already
+        out += [f"  model: {line}" for line in seq.get("assumptions", [])]
     out += _bounds_lines(d)
     check = n.get("type1_check")
     accept = (f"one-sided {100 * check['confidence']:.0f}% upper bound {check['upper']:.3f}" if check else
@@ -631,6 +633,10 @@ def attach_sequential(payload: dict[str, Any], result: Any, pricer: Any, exp: An
             seq["saving"]["comparator"] = "fixed plan's design (its nominal test)"
             seq["saving"]["statement"] = (f"saving stated against the fixed plan's design with its nominal test, not "
                                           f"at equal type-I error ({why}): " + seq["saving"].get("statement", ""))
+    if res.calibration_sims:  # issue 47: the model the calibrated bounds rest on
+        from cogtestbed.validation.design.seqfair import assumptions
+
+        seq["assumptions"] = assumptions(spec, point.trials, point.runs)
     return record_sequential(payload, seq, res, result, pricer)
 
 

@@ -63,6 +63,7 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.errors import InputError, outside_stacklevel
+from cogtestbed.inference.reproducible import strict_float
 from cogtestbed.parameters import Parameter, ParameterSet
 
 Sampler = Literal["auto", "nutpie", "pymc"]
@@ -358,17 +359,25 @@ def _define_op() -> Any:
             def run(*args):  # type: ignore[no-untyped-def]
                 return kernel(*args)
 
-            # A stable cache key lets pytensor cache the compiled graph on disk: the kernel's
-            # qualified name plus a hash of its source (an edited kernel gets a new key).
-            import hashlib
-            import inspect
-
-            src = inspect.getsource(getattr(kernel, "py_func", kernel))
-            digest = hashlib.sha256(src.encode()).hexdigest()[:16]
-            return run, f"cogtestbed-pointwise-{kernel.__module__}.{kernel.__name__}-{digest}"
+            return run, _kernel_cache_key(kernel)
     except ImportError:  # pragma: no cover - older pytensor: object-mode fallback
         pass
     return PointwiseLogLik
+
+
+def _kernel_cache_key(kernel: Any) -> str | None:
+    """PyTensor's on-disk cache key of the Op running ``kernel``: the kernel's name and a digest of
+    the package's sources (:func:`~cogtestbed.inference.optim.cache_tag`), or None (compiled in
+    every process, never cached) for a kernel with no stable name (a lapse kernel made by ``exec``).
+
+    The cached function holds the compiled kernel *and everything it calls*, so the key changes with
+    any source file of the package, not only the kernel's own source: a key from the kernel's
+    source alone served a stale likelihood after an edit of a helper it inlines, and could not be
+    made for a kernel without source (a hierarchical fit with a lapse term raised ``OSError``)."""
+    from cogtestbed.inference.optim import cache_tag
+
+    tag = cache_tag(kernel)
+    return None if tag is None else f"cogtestbed-pointwise-{kernel.__module__}-{tag}"
 
 
 _OP_CLASS: Any = None
@@ -627,6 +636,11 @@ def fit_hierarchical(
     same seed and tuning, until every check passes or the next run would exceed ``max_draws``
     (Vehtari et al. 2021 recommend more draws for a low ESS).  ``diagnostics.n_draws`` is the draws
     per chain of the run returned, ``diagnostics.seconds`` the time of all runs.
+
+    A seeded fit gives the same draws in every process on one machine and lock, whatever the
+    state of the compilation caches (the models are compiled without fast-math,
+    :func:`~cogtestbed.inference.reproducible.strict_float`); across CPUs they agree to Monte
+    Carlo error.
     """
     import pymc as pm
 
@@ -697,7 +711,8 @@ def _sample(pm_model: Any, use: str, model: Any, hierarchical: bool, draws: int,
                         compiled=use == "nutpie" and _compiled_key(pm_model, getattr(model, "name", id(model)),
                                                                    hierarchical) in _COMPILED)
     if use == "nutpie":
-        compiled = _nutpie_compiled(pm_model, getattr(model, "name", id(model)), hierarchical)
+        with strict_float():
+            compiled = _nutpie_compiled(pm_model, getattr(model, "name", id(model)), hierarchical)
         import nutpie
 
         # nutpie's own bar only where the caller asks for it (progressbar=True); with a reporter open, its
@@ -714,7 +729,7 @@ def _sample(pm_model: Any, use: str, model: Any, hierarchical: bool, draws: int,
             progress.finish()
         return idata
     extra = {"callback": pymc_callback(progress, draws, tune, chains)} if progress is not None else {}
-    with pm_model, _quiet_pymc():
+    with pm_model, _quiet_pymc(), strict_float():
         idata = pm.sample(
             draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
             target_accept=target_accept, progressbar=progressbar, compute_convergence_checks=False, **extra,

@@ -185,7 +185,7 @@ def search_objective(kernel: Any) -> Any:
     (:func:`natural_from_search`), to the kernel's columns ``offset + θ·embed`` (one subject),
     and returns NLL = −Σ ll with the chain rule ∂NLL/∂z_j = −(embed · Σ_obs grad)_j · dθ_j/dz_j.
     """
-    return _specialise(_search_nll, "KERNEL", kernel, _tag(kernel))
+    return _specialise(_search_nll, "KERNEL", kernel, cache_tag(kernel))
 
 
 def bfgs_driver(objective: Any) -> Any:
@@ -199,7 +199,7 @@ def bfgs_driver(objective: Any) -> Any:
     argument is positional and required: numba's dispatcher resolves a call with omitted
     defaults in Python (≈ 0.5 ms a call, a third of a 96-trial fit).
     """
-    tag = _tag(objective)
+    tag = cache_tag(objective)
     minimize = _specialise(_minimize_bfgs, "OBJECTIVE", objective, tag)
     return _specialise(_bfgs_from_starts, "MINIMIZE", minimize, tag)
 
@@ -221,7 +221,7 @@ def _specialise(template: Callable[..., Any], name: str, fn: Any, tag: str | Non
     identity) nor cache a caller that passes a function as a value (a dynamic address).  Bound
     as a *global*, the call is an ordinary static call numba caches: a copy of ``template``'s
     code with its own globals and a qualified name carrying ``tag`` (the bound function and the
-    state of its sources, :func:`_tag`), so each binding has its own cache index and an edited
+    state of its sources, :func:`cache_tag`), so each binding has its own cache index and an edited
     kernel is never served a stale driver.  ``tag=None`` (no stable name) compiles uncached.
     """
     key = (template.__name__, id(fn))
@@ -250,7 +250,7 @@ def _remove_stale(compiled: Any, qualname: str) -> None:
                 path.unlink(missing_ok=True)
 
 
-def _tag(fn: Any) -> str | None:
+def cache_tag(fn: Any) -> str | None:
     """A name for the ``@njit`` function ``fn``, stable across processes and changing with its
     sources: its name and a digest of its module, qualified name and :func:`_sources_digest`
     (a specialisation keeps its own tag).  None unless ``fn`` is what its module and qualified

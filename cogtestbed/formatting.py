@@ -71,11 +71,15 @@ def wilson(hits: float, n: int, z: float = Z95) -> tuple[float, float]:
 
 
 def rate_text(rate: float | None, sims: int | None) -> str:
-    """A simulated rate with its 95 % interval: ``0.14 [0.10, 0.19] (200 sims)``."""
+    """A simulated rate with its Monte-Carlo SE √(p(1−p)/sims) and 95 % Wilson interval:
+    ``0.14 ± 0.025 MC SE [0.10, 0.19] (200 sims)``; at a rate of 0 or 1 (where that SE is 0) the
+    interval alone: ``0 [0, 0.019] (200 sims)``."""
     if rate is None or sims is None or sims <= 0 or not math.isfinite(float(rate)):
         return "n/a (no simulations)"
-    lo, hi = wilson(float(rate) * sims, int(sims))
-    return f"{num(rate)} [{num(lo, 2)}, {num(hi, 2)}] ({sims} sims)"
+    p = float(rate)
+    lo, hi = wilson(p * sims, int(sims))
+    se = f" ± {num(math.sqrt(p * (1 - p) / sims), 2)} MC SE" if 0 < p < 1 else ""
+    return f"{num(rate)}{se} [{num(lo, 2)}, {num(hi, 2)}] ({sims} sims)"
 
 
 #: How a design field is named in a label (plural noun); fields not listed are written ``name=value``.

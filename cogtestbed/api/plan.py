@@ -108,12 +108,22 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
          seed: int = 0, workers: int | None = None, looks: int | str | None = None, spending: str = "obrien-fleming",
          futility: bool = False, null: str | None = None, seq_sims: int | None = None,
          null_sims: int | None = None, lapse_fit: str | None = None, binding_futility: bool = False,
-         fit: str = "mle", fit_sims: int | None = None,
+         fit: str = "mle", fit_sims: int | None = None, human: Any = None,
          say: Say = None) -> Plan:
     """Plan a study (``cogtestbed plan``): the cheapest design that reaches the target power
     (``power``) at level ``level``, priced by ``llm`` (``BACKEND:MODEL``; two for a metric
     difference between two LLMs), or with ``precision={PARAM: HALFWIDTH}`` the cheapest design
     whose one-subject MLE lies within the half-width with probability ``assurance``.
+
+    A model parameter between two groups: two ``llm`` with ``model`` and ``effect`` plan the
+    difference of that parameter between the two LLMs (the second's population median moved by
+    the effect; each LLM plays ``subjects`` × ``runs`` sessions, priced by its own dry run, as the
+    metric comparison prices two LLMs); one ``llm`` with ``human`` (a trial table of the
+    experiment, or its path: any sample of people, fitted once by the per-subject MLE,
+    :func:`~cogtestbed.validation.studies.model_studies.reference_sample`) plans the LLM against
+    that sample (its fitted medians the LLM's base before the effect).  Tested by a Welch t-test of
+    the two groups' per-subject MLE (log scale for a log-scaled parameter), or with
+    ``fit="hierarchical"`` by the posterior of the difference of the two groups' population values.
 
     Sizes: ``subjects`` / ``runs`` / ``trials`` as ``(lo, hi)``, a list, or the command line's
     text (``"10:200"``); ``design`` fixes fields (a list ``FIELD=a,b,c`` on an integer field is
@@ -130,7 +140,7 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
     from cogtestbed.experiments.spec import resolve_temperature
     from cogtestbed.parameters import parse_assignments
     from cogtestbed.progress import heartbeat
-    from cogtestbed.validation.design.plan import Planner, Pricer, design_axes
+    from cogtestbed.validation.design.plan import Planner, Pricer, design_axes, n_groups
     from cogtestbed.validation.design.plan_report import plan_payload
     from cogtestbed.validation.studies.study_kinds import PlannedStudy
 
@@ -142,16 +152,21 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
     _check_sequential_options(looks, spending, futility, null, seq_sims, precision, test, null_sims,
                               binding_futility)
     llms = [llm] if isinstance(llm, str) else list(llm or [])
-    effect, target = _target(llms, model, effect, metric, test, precision)
+    effect, target = _target(llms, model, effect, metric, test, precision, human is not None)
     given_base, given_params = parse_assignments(assignment_items(base)), parse_assignments(assignment_items(params))
     fixed, trials, field_axis = _searched(exp, assignment_items(design) or None, trials)
     common: dict[str, Any] = {"subjects": (1,), "runs": (1,), "trials": (None,), "design": fixed,
                               "reps": 1, "seed": seed, "level": level, "method": "mle", "base": given_base,
                               "sd_between": sd_between, "params": given_params, "draws": 500, "tune": 500,
                               "chains": 2}
+    if effect is not None and target is None and (len(llms) == 2 or human is not None):
+        common["groups"] = 2
+        _check_two_groups(looks, fit, human is not None)
     spec = power_spec(model or exp.name, exp.name if effect is not None else None, effect, metric, compare,
                       test, agent, common)
     assert isinstance(spec, PlannedStudy)  # a power study of one of its three forms
+    if human is not None:
+        spec = _with_human(spec, exp, human, given_base)
     spec = _with_lapse_fit(spec, lapse_fit)
     _check_fit_option(fit, fit_sims, spec, looks, precision is not None)
     spec, pilot_info = _pilot_and_lapses(spec, exp, None if pilot is None else Path(pilot), llms, given_base,
@@ -160,7 +175,7 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
         return _plan_precision(spec, exp, target[0], target[1], assurance, runs, trials, llms, seed, max_tokens,
                                temperature, reask, prices_path, field_axis, allow_unpriced, say, batch)
     size, others = design_axes(spec, exp, subjects, runs, trials, field_axis)
-    pricer = Pricer(exp, tuple(llms) * (2 if spec.kind == "metric-power" and len(llms) == 1 else 1), seed=seed,
+    pricer = Pricer(exp, tuple(llms) * (2 if n_groups(spec) == 2 and len(llms) == 1 else 1), seed=seed,
                     max_tokens=max_tokens, temperature=resolve_temperature(exp.decoding, temperature)[0],
                     reask=reask, prices=prices_path, allow_unpriced=allow_unpriced, batch=batch)
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
@@ -363,8 +378,32 @@ def _pilot_and_lapses(spec: Any, exp: Any, pilot: Path | None, llm: list[str], g
     return spec, pilot_info
 
 
+def _check_two_groups(looks: int | str | None, fit: str, human: bool) -> None:
+    """A model parameter's difference between two groups is planned as a fixed design, with the MLE
+    or (two LLMs) the hierarchical fit; anything else refused in one line."""
+    if looks is not None:
+        raise InputError("--looks plans a sequential test of one group's effect; a difference between two groups is "
+                         "planned as a fixed design (drop --looks)")
+    if human and fit != "mle":
+        raise InputError("--human is planned with the per-subject MLE (the hierarchical fit of a human sample is not "
+                         "planned yet): drop --fit hierarchical")
+
+
+def _with_human(spec: Any, exp: Any, human: Any, given_base: Mapping[str, float]) -> Any:
+    """The two-group study with its first group the fixed sample ``human`` (a trial table of the
+    experiment, or a path to one), fitted once; its fitted medians the simulated LLM's base
+    (``--base`` overrides them)."""
+    from cogtestbed.api.core import read_table
+    from cogtestbed.validation.studies.model_studies import reference_sample
+
+    table, _ = read_table(exp, human, "auto", None)  # each subject of the sample one unit: never pooled
+    source = str(human) if isinstance(human, (str, os.PathLike)) else "the human sample"
+    ref = reference_sample(exp.model(spec.models[0]), spec.effect, table, source)
+    return spec.model_copy(update={"reference": ref, "base": {**ref.medians, **given_base}})
+
+
 def _target(llm: list[str], model: str | None, effect: str | None, metric: str | None, test: str | None,
-            precision: str | None) -> tuple[str | None, tuple[str, float] | None]:
+            precision: str | None, human: bool = False) -> tuple[str | None, tuple[str, float] | None]:
     """(the effect, the precision target (parameter, half-width) or None) of the options; one clear
     error for any other mix.  A precision target plans a zero effect of its parameter."""
     from cogtestbed.parameters import parse_assignments
@@ -383,9 +422,15 @@ def _target(llm: list[str], model: str | None, effect: str | None, metric: str |
     if model is not None and effect is None:
         raise InputError("--model goes with --effect NAME=SIZE")
     if not 1 <= len(llm) <= 2 and precision is None:
-        raise InputError(f"--llm takes one model, or two for a metric difference; got {len(llm)}")
-    if len(llm) == 2 and metric is None:
-        raise InputError("two --llm compare two LLMs: that is a metric difference (--metric M --compare A B)")
+        raise InputError(f"--llm takes one model, or two for a difference between two LLMs; got {len(llm)}")
+    if len(llm) == 2 and metric is None and effect is None:
+        raise InputError("two --llm compare two LLMs: in a metric (--metric M --compare A B) or in a model "
+                         "parameter (--model M --effect NAME=DIFFERENCE)")
+    if human and (effect is None or precision is not None):
+        raise InputError("--human compares a model parameter between an LLM and people: it goes with --model M "
+                         "--effect NAME=DIFFERENCE")
+    if human and len(llm) != 1:
+        raise InputError("--human is one group; the LLM compared with it is one --llm")
     return effect, target
 
 

@@ -143,8 +143,12 @@ def _behaviour_power_common(target: str, common: dict[str, Any], options: list[s
                             sweep: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The agent's base parameters, and the study fields metric and test power share (no model-fit
     fields; the metrics options and the ``--sweep`` parameter and values)."""
+    if common.get("groups", 1) != 1:
+        raise InputError("two groups compare a model parameter (--effect); a metric difference is --metric M "
+                         "--compare A B")
     common = {k: v for k, v in common.items()
-              if k not in ("subjects", "base", "sd_between", "method", "draws", "tune", "chains")}
+              if k not in ("subjects", "base", "sd_between", "method", "draws", "tune", "chains", "groups",
+                           "reference")}
     base = common.pop("params")
     common["metric_options"] = parse_metric_assignments(target, options)
     if sweep is not None:

@@ -302,11 +302,15 @@ def power(target: str, *, effect: Mapping[str, float] | str | None = None, metri
           sd_between: float = 0.5, params: Assignments | Sequence[str] = None, draws: int = 500, chains: int = 2,
           lapse_invalid: float = 0.0, lapse_random: float = 0.0, seed: int = 0, workers: int | None = None,
           dask: str | None = None, output: str | os.PathLike[str] | None = None, force: bool = False,
-          watch: Watch | None = None) -> Study:
+          watch: Watch | None = None, groups: int = 1) -> Study:
     """Power (``cogtestbed power``) in its three forms: of a test on a model parameter
-    (``power(MODEL, effect={NAME: SIZE}, experiment=...)``), of a metric difference between two
-    settings of one agent (``power(EXPERIMENT, metric=M, compare=("A:p=v", "A:p=w"))``) or of a
-    test the metrics report (``power(EXPERIMENT, test=KEY, agent="A:p=v")``)."""
+    (``power(MODEL, effect={NAME: SIZE}, experiment=...)``; ``groups=2``: the difference of that
+    parameter between two groups of ``subjects`` each, e.g. two LLMs, the second's median moved by
+    the effect), of a metric difference between two settings of one agent
+    (``power(EXPERIMENT, metric=M, compare=("A:p=v", "A:p=w"))``) or of a test the metrics report
+    (``power(EXPERIMENT, test=KEY, agent="A:p=v")``).  The sizes share common random numbers
+    (repetition r of every size simulates the same seeds), so the curve is monotone in size up to
+    its Monte-Carlo SE (``summary["cells"][i]["mc_se"]``)."""
     from cogtestbed.api.specs import assignment_items, one_assignment, power_spec
 
     given = experiment if experiment is None or isinstance(experiment, str) else _experiment_name(experiment)
@@ -318,7 +322,7 @@ def power(target: str, *, effect: Mapping[str, float] | str | None = None, metri
                               **_sized(exp_name, design, trials), "reps": sims, "seed": seed, "level": level,
                               "method": method, "base": _assignments(base, "--base"), "sd_between": sd_between,
                               "params": _assignments(params, "--param"), "draws": draws, "tune": draws,
-                              "chains": chains, "lapse": _lapse(lapse_invalid, lapse_random)}
+                              "chains": chains, "lapse": _lapse(lapse_invalid, lapse_random), "groups": groups}
     spec = power_spec(target, given, effect_item, metric, compare, test, agent, common, assignment_items(option),
                       sweep)
     return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch)

@@ -58,11 +58,17 @@ def _print_forms_plan(result: dict[str, Any], experiment: str, model: str, eff: 
 def plan(
     experiment: Annotated[str, typer.Argument(help="Experiment name, e.g. instrumental-learning.")],
     llm: Annotated[list[str] | None, typer.Option(
-        "--llm", help="BACKEND:MODEL whose prices and tokenizer cost the design (twice for a metric "
-        "difference between two LLMs). Required for a power target; optional with --precision (default: "
-        "cost in trials).")] = None,
+        "--llm", help="BACKEND:MODEL whose prices and tokenizer cost the design (twice for a difference "
+        "between two LLMs: in a metric, or with --model/--effect in a model parameter). Required for a power "
+        "target; optional with --precision (default: cost in trials).")] = None,
     model: Annotated[str | None, typer.Option(help="Model of an --effect target, e.g. rw-pm.")] = None,
-    effect: Annotated[str | None, typer.Option(help="NAME=SIZE: a model parameter or contrast.")] = None,
+    effect: Annotated[str | None, typer.Option(help="NAME=SIZE: a model parameter or contrast (with two --llm or "
+                                                    "--human: the difference of the second group's median over the "
+                                                    "first's).")] = None,
+    human: Annotated[Path | None, typer.Option(help="A trial table of people (Parquet/CSV, or a file the experiment "
+                                                    "imports): with one --llm, --model and --effect, plan the "
+                                                    "parameter's difference between the LLM and this sample "
+                                                    "(fitted once per subject).")] = None,
     metric: Annotated[str | None, typer.Option(help="Headline metric whose difference is detected.")] = None,
     compare: Annotated[tuple[str, str] | None, typer.Option(
         help="Two settings of one agent, AGENT:p=v,... AGENT:p=v,... (with --metric).")] = None,
@@ -175,7 +181,7 @@ def plan(
         temperature=temperature, seed=seed,
         workers=workers, looks=looks, spending=spending, futility=futility, null=null, seq_sims=seq_sims,
         null_sims=null_sims, lapse_fit=lapse_fit, binding_futility=binding_futility, fit=fit,
-        fit_sims=fit_sims,
+        fit_sims=fit_sims, human=human,
         say=None if quiet else _say)
     if result.kind == "precision":
         _emit_precision(result, output, as_json)

@@ -99,14 +99,14 @@ class _Bar:
             pass
 
 
-#: Rate columns of a study's cells (with ``sims``: shown with their 95 % interval, not an SE).
+#: Rate columns of a study's cells (with ``sims``: shown with their 95 % interval beside the MC SE).
 RATE_COLUMNS = ("power", "type_i_error", "rejection_rate")
 
 
 def readable_frame(frame: Any, spec: Any = None) -> Any:
     """A summary table for a person: the design named by its fields (a ``design`` column in place
-    of ``n_trials``), a rate with ``sims`` with its 95 % Wilson interval in place of the
-    Monte-Carlo SE (which is 0 at rates 0 and 1); counts stay integers (:func:`num`)."""
+    of ``n_trials``), a rate with ``sims`` with its Monte-Carlo SE (``MC SE``) and its 95 % Wilson
+    interval (which says more where the SE is 0, at rates 0 and 1); counts stay integers (:func:`num`)."""
     from cogtestbed.formatting import num, wilson
 
     out = frame.copy()
@@ -124,7 +124,7 @@ def readable_frame(frame: Any, spec: Any = None) -> Any:
         out[f"{c} 95% interval"] = [
             "n/a" if not s else "[{}, {}]".format(*(num(x, 2) for x in wilson(float(r) * int(s), int(s))))
             for r, s in zip(frame[c], frame["sims"], strict=True)]
-    return out.drop(columns=[c for c in ("mc_se",) if c in out.columns])
+    return out.rename(columns={"mc_se": "MC SE"})
 
 
 def _show(study: Study, as_json: bool, output: Path | None) -> None:
@@ -381,6 +381,9 @@ def power(
     lapse_random: LapseRandomOpt = 0.0,
     forms: FormsOpt = None,
     form_sd: FormSdOpt = None,
+    groups: Annotated[int, typer.Option(min=1, max=2, help="With --effect: 1 tests the effect against 0 in one "
+                                        "group; 2 tests the parameter's difference between two groups of --subjects "
+                                        "each (e.g. two LLMs), the second's median moved by the effect.")] = 1,
     run: RunOptions = RunOptions(),
 ) -> Study | None:
     """Power: of a test on a model parameter, of a metric difference, or of a declared test.  With
@@ -391,6 +394,8 @@ def power(
     if forms is not None:
         if effect is None:
             raise InputError("power --forms needs --effect NAME=SIZE (0: the type-I error rate)")
+        if groups != 1:
+            raise InputError("power --forms tests one group's effect across prompt forms: drop --groups")
         with console_err.status(f"{sims} forms studies of {target}"):
             summary = form_study(target, forms=forms, experiment=experiment, form_sd=form_sd, subjects=subjects,
                                  reps=sims, params=param, effect=effect, design=design, trials=trials, level=level,
@@ -401,7 +406,7 @@ def power(
                        option=option, experiment=experiment, subjects=subjects, runs=runs, trials=trials,
                        design=design, sims=sims, method=method, level=level, base=base, sd_between=sd_between,
                        params=param, draws=draws, chains=chains, lapse_invalid=lapse_invalid,
-                       lapse_random=lapse_random, **run.api())
+                       lapse_random=lapse_random, groups=groups, **run.api())
 
 
 

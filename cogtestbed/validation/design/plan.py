@@ -289,8 +289,14 @@ def sessions_per_llm(spec: PlannedStudy, point: Point) -> int:
 
 
 def n_groups(spec: PlannedStudy) -> int:
-    """LLMs (agent settings) a design needs: two for a metric difference, else one."""
-    return 2 if spec.kind == "metric-power" else 1
+    """LLMs (agent settings) a design needs: two for a metric difference and for a parameter's
+    difference between two simulated groups (two LLMs), else one (an LLM against a fixed human
+    sample is one LLM)."""
+    if spec.kind == "metric-power":
+        return 2
+    if isinstance(spec, PowerStudy) and spec.groups == 2 and spec.reference is None:
+        return 2
+    return 1
 
 
 @dataclass(frozen=True)
@@ -1084,6 +1090,9 @@ def pareto(evaluated: Iterable[Evaluated]) -> list[Evaluated]:
 
 
 def describe_target(spec: PlannedStudy) -> str:
+    if isinstance(spec, PowerStudy) and spec.groups == 2:
+        other = "two LLMs" if spec.reference is None else f"an LLM and {spec.reference.source}"
+        return f"a difference in {spec.effect} of {spec.effect_size:g} between {other} ({spec.models[0]})"
     if spec.kind == "power":
         return f"{spec.effect} = {spec.effect_size:g} ({spec.models[0]})"
     if spec.kind == "metric-power":
@@ -1124,7 +1133,7 @@ def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: p
     root = np.random.SeedSequence([spec.seed, 1_000_003])
     pop_seq, *seqs = root.spawn(1 + RECOVERY_REPS)
     population = power_parameters(spec, model, ESTIMAND_DRAWS, np.random.default_rng(pop_seq))
-    estimand = float(np.mean(model.contrast(spec.effect, population)))
+    estimand = effect_estimand(spec, model, population, pop_seq)
     true_parts, est_parts = [], []
     for seq in seqs:
         param_seq, sim_seq = seq.spawn(2)
@@ -1164,6 +1173,26 @@ def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: p
             "coverage": float(covered[has].mean()) if has.any() else float("nan"),
             "coverage_level": 1 - spec.level, "interval": str(rows["test"].iloc[0]),
             "subjects_scored": int(true_all[model.parameters.names[0]].size), "parameters": per}
+
+
+def effect_estimand(spec: PowerStudy, model: Any, population: Mapping[str, np.ndarray],
+                    seq: np.random.SeedSequence) -> float:
+    """What the power study's test estimates, from a large simulated ``population`` (the shifted
+    group): the population mean of the effect (one group); two groups: its mean on the test's scale
+    (:func:`~cogtestbed.validation.studies.model_studies.effect_scale`) minus the first group's
+    (simulated at the base medians, or the fixed reference sample's mean)."""
+    from cogtestbed.validation.studies.model_studies import effect_scale, on_scale, power_parameters
+
+    assert spec.effect is not None
+    if spec.groups == 1:
+        return float(np.mean(model.contrast(spec.effect, population)))
+    scale = effect_scale(model, spec.effect)
+    shifted = float(np.mean(on_scale(model.contrast(spec.effect, population), scale)))
+    if spec.reference is not None:
+        return shifted - float(np.nanmean(spec.reference.values))
+    base = power_parameters(spec.model_copy(update={"effect_size": 0.0}), model, ESTIMAND_DRAWS,
+                            np.random.default_rng(seq.spawn(1)[0]))
+    return shifted - float(np.mean(on_scale(model.contrast(spec.effect, base), scale)))
 
 
 def _r_bias_rmse(true: np.ndarray, est: np.ndarray) -> dict[str, float]:

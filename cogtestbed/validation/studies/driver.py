@@ -2,10 +2,12 @@
 
 A study is a declarative :class:`StudySpec` (experiment, kind, models or agent, design grid,
 parameter distribution, reps, seed).  It is split into independent *tasks* (one per repetition
-and design cell); each task derives its random streams from ``SeedSequence([seed, task_index])``
-only, so a study gives the identical results table whether its tasks run in this process, on a
-local process pool or on a Dask cluster (:func:`run_study`).  Everything dispatches on the
-experiment spec (:class:`~cogtestbed.experiments.spec.ExperimentSpec`):
+and design cell); each task derives its random streams from ``SeedSequence([seed, stream])`` only
+(the task's index, or its repetition for the power kinds: common random numbers across a power
+curve's sizes, :data:`~cogtestbed.validation.studies.study_kinds.CRN_KINDS`), so a study gives
+the identical results table whether its tasks run in this process, on a local process pool or on a
+Dask cluster (:func:`run_study`).  Everything dispatches on the experiment spec
+(:class:`~cogtestbed.experiments.spec.ExperimentSpec`):
 
 * data *from a model* are simulated by the agent of the model's **generator**
   (``spec.generator(model).agent_params(theta)``), so a model and its agent may differ (the
@@ -199,7 +201,7 @@ def run_task(spec: StudySpec, task: Mapping[str, Any]) -> pd.DataFrame:
     from cogtestbed.validation.studies.model_studies import MODEL_TASKS
 
     exp = get_experiment(spec.experiment)
-    ss = np.random.SeedSequence([spec.seed, int(task["index"])])
+    ss = np.random.SeedSequence([spec.seed, spec.stream(task)])
     param_seq, sim_seq, fit_seq = ss.spawn(3)
     streams = {"rng": np.random.default_rng(param_seq), "sim_seq": sim_seq,
                "fit_seed": int(fit_seq.generate_state(1)[0])}

@@ -40,6 +40,7 @@ from cogtestbed.validation.studies.study_kinds import (
     ModelStudy,
     PowerStudy,
     RecoveryStudy,
+    ReferenceSample,
     SbcStudy,
 )
 
@@ -240,8 +241,107 @@ def detected(p_value: float, estimate: float, effect_size: float, level: float) 
     return effect_size == 0 or bool(np.sign(estimate) == np.sign(effect_size))
 
 
+def effect_scale(model: CognitiveModel, effect: str) -> str:
+    """The scale a two-group test compares ``effect`` on: ``log`` for a log-transformed parameter
+    (a discount rate k, an inverse temperature: its per-subject MLE is skewed and bounded below, its
+    log near-normal, and a ridge estimate at the upper bound does not dominate a mean), ``natural``
+    for any other parameter and for contrasts (a difference of parameters)."""
+    if effect in model.parameters.names and model.parameters[effect].transform == "log":
+        return "log"
+    return "natural"
+
+
+def on_scale(values: Any, scale: str) -> np.ndarray:
+    """``values`` on the test's scale (:func:`effect_scale`)."""
+    x = np.asarray(values, dtype=np.float64)
+    return np.log(x) if scale == "log" else x
+
+
+def reference_sample(model: CognitiveModel, effect: str, trials: pd.DataFrame, source: str) -> ReferenceSample:
+    """A fixed first group for a two-group power study (an LLM against a human sample): the
+    per-subject MLE of ``model`` on ``trials`` (any trial table of the experiment: a file today, a
+    human population's table later), as ``effect`` on the test's scale, and the median of each
+    parameter's estimates as the simulated group's base."""
+    fits = model.fit_mle(trials)
+    values = on_scale(model.contrast(effect, {p: fits[p].to_numpy(float) for p in model.parameters.names}),
+                      effect_scale(model, effect))
+    medians = {p: float(np.nanmedian(fits[p].to_numpy(float))) for p in model.parameters.names}
+    return ReferenceSample(source=source, values=tuple(float(v) for v in values), medians=medians)
+
+
+def _group_values(spec: PowerStudy, model: CognitiveModel, fitter: CognitiveModel, exp: ExperimentSpec,
+                  true: Mapping[str, np.ndarray], n: int, seq: np.random.SeedSequence, design: Any,
+                  runs: int) -> np.ndarray:
+    """One simulated group's per-subject MLE of the effect, on the test's scale."""
+    trials = simulate_model(spec, exp, model.name, true, n, seed_of(seq), design, runs)
+    fits = fitter.fit_mle(trials)
+    return on_scale(model.contrast(spec.effect, {p: fits[p].to_numpy() for p in model.parameters.names}),
+                    effect_scale(model, spec.effect))
+
+
+def _group_draws(spec: PowerStudy, model: CognitiveModel, fitter: CognitiveModel, exp: ExperimentSpec,
+                 true: Mapping[str, np.ndarray], n: int, seq: np.random.SeedSequence, design: Any, runs: int,
+                 fit_seed: int) -> np.ndarray:
+    """One simulated group's posterior draws of the effect's population value (hierarchical fit)."""
+    trials = simulate_model(spec, exp, model.name, true, n, seed_of(seq), design, runs)
+    post = _fit_bayes(fitter, trials, spec, fit_seed).idata.posterior
+    return np.asarray(model.contrast(spec.effect, {p: post[f"{p}_pop"].values.ravel()
+                                                   for p in model.parameters.names if f"{p}_pop" in post}))
+
+
+def task_power_groups(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
+                      rng: np.random.Generator, sim_seq: np.random.SeedSequence, fit_seed: int) -> pd.DataFrame:
+    """Two groups (two LLMs, or an LLM and a fixed ``reference`` sample) of ``n`` subjects each, the
+    second's population medians moved by the effect; detected when the difference (second − first)
+    is significant in the effect's direction.  MLE: a two-sided Welch t-test of the two groups'
+    per-subject estimates (on the log scale for a log-scaled parameter, :func:`effect_scale`);
+    hierarchical: each group fitted on its own, the posterior of the difference of the population
+    values rejecting 0 at ``level`` (two-sided tail probability).  Each group draws from a stream of
+    its own, so the subjects of a larger design extend a smaller one's (common random numbers)."""
+    model = exp.model(spec.models[0])
+    n, runs = int(task["n_subjects"]), int(task["runs"])
+    (rng_a, rng_b), (seq_a, seq_b) = rng.spawn(2), sim_seq.spawn(2)
+    null = spec.model_copy(update={"effect_size": 0.0})
+    true_b = power_parameters(spec, model, n, rng_b)
+    fitter = fitted_model(spec, model)
+    if spec.method == "mle":
+        scale = effect_scale(model, spec.effect)
+        if spec.reference is not None:
+            va = np.asarray(spec.reference.values, float)
+        else:
+            va = _group_values(spec, model, fitter, exp, power_parameters(null, model, n, rng_a), n, seq_a, design,
+                               runs)
+        vb = _group_values(spec, model, fitter, exp, true_b, n, seq_b, design, runs)
+        va, vb = va[np.isfinite(va)], vb[np.isfinite(vb)]
+        estimate, lo, hi, p_value = float(vb.mean() - va.mean()) if va.size and vb.size else np.nan, np.nan, \
+            np.nan, float("nan")
+        if va.size > 1 and vb.size > 1:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                res = stats.ttest_ind(vb, va, equal_var=False)
+                ci = res.confidence_interval(1 - spec.level)
+            p_value, lo, hi = float(res.pvalue), float(ci.low), float(ci.high)
+        what = f"log {spec.effect}" if scale == "log" else spec.effect
+        test = f"two-sided Welch t-test of two groups' per-subject MLE ({what})"
+    else:
+        da = _group_draws(spec, model, fitter, exp, power_parameters(null, model, n, rng_a), n, seq_a, design, runs,
+                          fit_seed)
+        db = _group_draws(spec, model, fitter, exp, true_b, n, seq_b, design, runs, fit_seed + 1)
+        draws = db - da
+        lo, hi = np.quantile(draws, [spec.level / 2, 1 - spec.level / 2])
+        estimate = float(np.median(draws))
+        p_value = float(2 * min((draws <= 0).mean(), (draws >= 0).mean()))
+        test = (f"{100 * (1 - spec.level):.0f}% posterior interval of the difference of two groups' population "
+                "values excludes 0")
+    return pd.DataFrame([{"effect": spec.effect, "effect_size": spec.effect_size, "estimate": estimate,
+                          "p_value": p_value, "lo": lo, "hi": hi,
+                          "detected": detected(p_value, estimate, spec.effect_size, spec.level), "test": test}])
+
+
 def task_power(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
                rng: np.random.Generator, sim_seq: np.random.SeedSequence, fit_seed: int) -> pd.DataFrame:
+    if spec.groups == 2:
+        return task_power_groups(spec, exp, task, design, rng, sim_seq, fit_seed)
     model = exp.model(spec.models[0])
     n = int(task["n_subjects"])
     true = power_parameters(spec, model, n, rng)

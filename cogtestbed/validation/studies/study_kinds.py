@@ -12,6 +12,7 @@ distribution its true parameters come from (:attr:`Study.true_distribution`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
@@ -24,6 +25,12 @@ Kind = Literal["recovery", "model-recovery", "sbc", "power",
 Method = Literal["mle", "hierarchical"]
 #: Kinds that simulate from models and fit them; the others score agents with the metrics function.
 MODEL_KINDS = ("recovery", "model-recovery", "sbc", "power")
+#: Kinds whose tasks at every design cell use common random numbers (:meth:`Study.stream` = the
+#: repetition): repetition r of 10 and of 40 runs (or subjects) draws the same subjects and answers,
+#: the larger design's data extending the smaller's, so the power curve over sizes varies by the
+#: design, not by which random numbers each size drew (monotone in size up to Monte-Carlo error),
+#: as the planner's designs always did (one cell each, index = repetition).
+CRN_KINDS = ("power", "metric-power", "test-size", "test-power")
 METRIC_KINDS = ("metric-validity", "metric-power", "test-size", "test-power")
 #: Metric-level kinds that sweep ``parameter`` over ``values`` when given (an agent parameter or a
 #: design field, such as the samples per item of a sampling-only backend).
@@ -72,8 +79,14 @@ class Study(BaseModel):
         return "fixed agent settings"
 
     def tasks(self) -> list[Task]:
-        """Independent units of work, in a fixed order (index = seed stream)."""
+        """Independent units of work, in a fixed order (index = seed stream, :meth:`stream`)."""
         raise NotImplementedError
+
+    def stream(self, task: Mapping[str, Any]) -> int:
+        """The seed stream of ``task`` (``SeedSequence([seed, stream])``): its index, so every task
+        draws its own random numbers; for the power kinds (:data:`CRN_KINDS`) its repetition, so a
+        power curve's sizes share common random numbers."""
+        return int(task["rep"]) if self.kind in CRN_KINDS else int(task["index"])
 
     def at_point(self, subjects: int, runs: int, trials: int | None, reps: int) -> Self:
         """This study at one design point with ``reps`` repetitions (``subjects`` where it has them)."""
@@ -197,13 +210,47 @@ class SbcStudy(ModelStudy):
         return "draws from the hierarchical prior"
 
 
+class ReferenceSample(BaseModel):
+    """A fixed first group of a two-group power study: a sample that is not simulated (a human
+    sample's trial table, fitted once), as the per-subject MLE of the tested parameter or contrast
+    on the test's scale (:func:`~cogtestbed.validation.studies.model_studies.effect_scale`).  Any
+    source of trial tables (a file today; issue 52's human populations later) becomes one through
+    :func:`~cogtestbed.validation.studies.model_studies.reference_sample`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: Where the sample came from (a path, a population's name), for reports.
+    source: str
+    #: Per-subject estimates of the effect, on the test's scale (one per fitted unit).
+    values: tuple[float, ...]
+    #: The model's population medians fitted to the sample (median of the per-subject MLE): the
+    #: simulated group's medians before the effect.
+    medians: dict[str, float] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _enough(self) -> ReferenceSample:
+        if sum(1 for v in self.values if v == v) < 2:
+            raise InputError(f"the sample from {self.source} has fewer than 2 fitted subjects: no two-group test")
+        return self
+
+
 class PowerStudy(ModelStudy):
-    """Power of a test on a model parameter or contrast (share of simulated studies rejecting)."""
+    """Power of a test on a model parameter or contrast (share of simulated studies rejecting):
+    one group's effect against 0 (``groups=1``), or the difference between two groups
+    (``groups=2``: two LLMs, or an LLM and a fixed ``reference`` sample)."""
 
     kind: Literal["power"] = "power"
-    #: The parameter or contrast tested, and its shift of the population median.
+    #: The parameter or contrast tested, and its shift of the population median (``groups=2``: the
+    #: second group's median over the first's).
     effect: str
     effect_size: float = 0.0
+    #: 1: a one-sample test of the effect against 0; 2: two groups of ``subjects`` each (two LLMs),
+    #: the second's medians moved by the effect, their difference tested
+    #: (:func:`~cogtestbed.validation.studies.model_studies.task_power`).
+    groups: Literal[1, 2] = 1
+    #: With ``groups=2``: the first group as a fixed sample (an LLM against a human sample) instead
+    #: of simulated subjects; its fitted medians are the simulated group's base.
+    reference: ReferenceSample | None = None
     #: Population medians before the effect (defaults otherwise), and the between-subject SD on
     #: the unconstrained scale.
     base: dict[str, float] = Field(default_factory=dict)
@@ -212,11 +259,25 @@ class PowerStudy(ModelStudy):
     #: Model parameters held fixed at these values.
     fixed: dict[str, float] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _groups(self) -> PowerStudy:
+        if self.reference is not None and self.groups != 2:
+            raise InputError("a reference sample is the first of two groups: it needs groups=2")
+        if self.reference is not None and self.method != "mle":
+            raise InputError("a two-group test against a fixed sample uses its per-subject MLE: use method='mle' "
+                             "(the hierarchical fit of a human sample is not planned yet)")
+        return self
+
     @property
     def true_distribution(self) -> str:
         base = ", ".join(f"{k}={v:g}" for k, v in self.base.items()) or "defaults"
-        return (f"population medians ({base}) shifted by the effect, subjects scattered with SD "
-                f"{self.sd_between:g} on the unconstrained scale")
+        spread = f"subjects scattered with SD {self.sd_between:g} on the unconstrained scale"
+        if self.groups == 1:
+            return f"population medians ({base}) shifted by the effect, {spread}"
+        if self.reference is not None:
+            return (f"group 1: the {len(self.reference.values)} subjects of {self.reference.source} (fitted once); "
+                    f"group 2: their fitted medians ({base}) shifted by the effect, {spread}")
+        return f"group 1: population medians ({base}); group 2: shifted by the effect; {spread}"
 
 
 # ----------------------------------------------------------------------------- metric kinds

@@ -108,7 +108,8 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
          seed: int = 0, workers: int | None = None, looks: int | str | None = None, spending: str = "obrien-fleming",
          futility: bool = False, null: str | None = None, seq_sims: int | None = None,
          null_sims: int | None = None, lapse_fit: str | None = None, binding_futility: bool = False,
-         fit: str = "mle", fit_sims: int | None = None, human: Any = None,
+         fit: str = "mle", fit_sims: int | None = None, human: Any = None, reasoning_effort: str | None = None,
+         thinking_budget: int | None = None, assume_reasoning_tokens: str | None = None,
          say: Say = None) -> Plan:
     """Plan a study (``cogtestbed plan``): the cheapest design that reaches the target power
     (``power``) at level ``level``, priced by ``llm`` (``BACKEND:MODEL``; two for a metric
@@ -132,7 +133,10 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
     the power (:mod:`cogtestbed.validation.design.seqauto`).  Futility is non-binding (its stops are
     ignored in the type-I error) unless ``binding_futility``.  ``fit="hierarchical"`` searches the
     size with the hierarchical fit from the per-subject MLE's choice, ``fit_sims`` fresh studies per
-    size tried, and plans its choice (:mod:`cogtestbed.validation.design.fitcheck`).  ``say`` receives progress lines.
+    size tried, and plans its choice (:mod:`cogtestbed.validation.design.fitcheck`).  A reasoning model
+    (issue 49) is priced with ``reasoning_effort`` / ``thinking_budget`` as run and its completion tokens per
+    call from ``pilot`` or ``assume_reasoning_tokens`` (``N`` or ``LOW:HIGH``); without either it is refused.
+    ``say`` receives progress lines.
     The same arguments and seed give the same plan as the command line.
     """
     from cogtestbed.api.core import get_experiment
@@ -169,15 +173,17 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
         spec = _with_human(spec, exp, human, given_base)
     spec = _with_lapse_fit(spec, lapse_fit)
     _check_fit_option(fit, fit_sims, spec, looks, precision is not None)
+    reasoning = {"reasoning_effort": reasoning_effort, "thinking_budget": thinking_budget,
+                 "hidden": hidden_tokens(llms, pilot, assume_reasoning_tokens, thinking_budget)}
     spec, pilot_info = _pilot_and_lapses(spec, exp, None if pilot is None else Path(pilot), llms, given_base,
                                          given_params, invalid_rate, random_rate, say)
     if target is not None:
         return _plan_precision(spec, exp, target[0], target[1], assurance, runs, trials, llms, seed, max_tokens,
-                               temperature, reask, prices_path, field_axis, allow_unpriced, say, batch)
+                               temperature, reask, prices_path, field_axis, allow_unpriced, say, batch, reasoning)
     size, others = design_axes(spec, exp, subjects, runs, trials, field_axis)
     pricer = Pricer(exp, tuple(llms) * (2 if n_groups(spec) == 2 and len(llms) == 1 else 1), seed=seed,
                     max_tokens=max_tokens, temperature=resolve_temperature(exp.decoding, temperature)[0],
-                    reask=reask, prices=prices_path, allow_unpriced=allow_unpriced, batch=batch)
+                    reask=reask, prices=prices_path, allow_unpriced=allow_unpriced, batch=batch, **reasoning)
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
     planner = Planner(spec, pricer, size, others, target=power, max_cost=max_cost, mc_se=mc_se, workers=n_workers,
                       extend_to=_extend_to(size.name, subjects, runs), on_progress=say)
@@ -192,6 +198,20 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
         if fit == "hierarchical":
             payload = _hierarchical_plan(payload, result, planner, exp, fit_sims, n_workers, max_cost, pilot_info)
     return Plan(payload, result.size_name)
+
+
+def hidden_tokens(llms: Sequence[str], pilot: str | os.PathLike[str] | None, assumption: str | None,
+                  thinking_budget: int | None) -> Any:
+    """A reasoning model's completion tokens per call (:mod:`~cogtestbed.llm_adapters.hidden_tokens`): the
+    assumption given, else the pilot's measurement where an LLM planned reasons, else None (a plan for a
+    reasoning model is then refused by its pricer)."""
+    from cogtestbed.llm_adapters import hidden_tokens as ht
+
+    if assumption is not None:
+        return ht.from_assumption(assumption)
+    if pilot is None or not any(ht.reasons(llm, thinking_budget) for llm in llms):
+        return None
+    return ht.from_pilot(Path(pilot), llms[0] if len(set(llms)) == 1 else None)
 
 
 def _hierarchical_plan(payload: dict[str, Any], result: Any, planner: Any, exp: Any, sims: int | None, workers: int,
@@ -437,7 +457,7 @@ def _target(llm: list[str], model: str | None, effect: str | None, metric: str |
 def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assurance: float, runs: str | None,
                     trials: str | None, llm: list[str], seed: int, max_tokens: int | None, temperature: float | None,
                     reask: int, prices: Path | None, field_axis: Any = None, allow_unpriced: bool = False,
-                    say: Say = None, batch: bool = False) -> Plan:
+                    say: Say = None, batch: bool = False, reasoning: dict[str, Any] | None = None) -> Plan:
     """``plan --precision``: the cheapest design meeting the precision target
     (:mod:`cogtestbed.validation.design.precision`); saved as ``precision.json`` (``plan.json``,
     which ``run --plan`` executes, belongs to power plans)."""
@@ -466,7 +486,7 @@ def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assur
     runs_axis = Axis("runs", (parse_range(runs, None) or declared_runs(spec, exp)) if pooled else (1,))
     pricer = Pricer(exp, (llm[0],), seed=seed, max_tokens=max_tokens,
                     temperature=resolve_temperature(exp.decoding, temperature)[0], reask=reask,
-                    prices=prices, allow_unpriced=allow_unpriced, batch=batch) if llm else None
+                    prices=prices, allow_unpriced=allow_unpriced, batch=batch, **(reasoning or {})) if llm else None
     planner = PrecisionPlanner(spec, exp, parameter, halfwidth, assurance, trials_axis, runs_axis, pricer,
                                on_progress=say)
     if say is not None:

@@ -112,6 +112,11 @@ class RunRequest:
     poll_every: float = 30.0
     #: Most HTTP requests that are no model call (a batch API's uploads, polls, downloads) per invocation.
     max_service_requests: int = DEFAULT_MAX_SERVICE_REQUESTS
+    #: ``--reasoning-effort``: OpenAI's ``reasoning_effort`` of a reasoning model (issue 49).
+    reasoning_effort: str | None = None
+    #: ``--thinking-budget``: Anthropic's extended thinking on with this ``budget_tokens``; for OpenAI's
+    #: reasoning models the hidden tokens each call's completion limit reserves.
+    thinking_budget: int | None = None
 
 
 def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRequest, dict[str, Any] | None]:
@@ -128,6 +133,9 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRe
         p = plan_run_settings(o["plan"], o["experiment"], llm, o["subjects"], o["seed"], o["design"])
         o.update(experiment=p["experiment"], subjects=p["subjects"], seed=p["seed"], max_tokens=p["max_tokens"],
                  reask=p["reask"])
+        for name in ("reasoning_effort", "thinking_budget"):  # the plan's reasoning controls unless given
+            if o.get(name) is None and p.get(name) is not None:
+                o[name] = p[name]
         fields = p["design"]
         if o["temperature"] is None:
             o["temperature"], temperature_source = p["temperature"], f"the plan ({o['plan']})"
@@ -146,7 +154,8 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRe
         add_budget=o["add_budget"] or [], prices=o["prices"], allow_unpriced=o["allow_unpriced"], timeout=o["timeout"],
         retry_for=o["retry_for"], resume=o["resume"], progress_every=o["progress_every"], batch=o["batch"],
         poll_every=o["poll_every"],
-        max_service_requests=o.get("max_service_requests", DEFAULT_MAX_SERVICE_REQUESTS))
+        max_service_requests=o.get("max_service_requests", DEFAULT_MAX_SERVICE_REQUESTS),
+        reasoning_effort=o.get("reasoning_effort"), thinking_budget=o.get("thinking_budget"))
     return request, p
 
 
@@ -209,14 +218,28 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
 
         client = BatchClient(client, poll=request.poll_every)
     temperature, _ = run_decoding(exp, request)
+    allowance = reasoning_allowance(request.llm, request.reasoning_effort, request.thinking_budget)
     config = RunConfig(
         experiment=exp.name, llm=request.llm, base_url=redact_url(request.base_url),
         mode="chat" if client.chat else "completions", n_subjects=request.subjects, seed=request.seed,
         design=design_obj.model_dump(mode="json"), max_tokens=request.max_tokens or answer.max_tokens,
         temperature=temperature, stop=stops, reask=request.reask, top_logprobs=request.top_logprobs,
         forms=None if request.forms is None else resolve_forms(exp.prompt_forms, request.forms),
+        reasoning_effort=request.reasoning_effort, thinking_budget=request.thinking_budget,
+        hidden_allowance=allowance,
     )
     return exp, design_obj, client, config
+
+
+def reasoning_allowance(llm: str, effort: str | None, budget: int | None) -> int | None:
+    """The reasoning controls checked against the model's row of the capability table (one line where it
+    has no such control or takes no such value), and the hidden tokens each call reserves
+    (:func:`~cogtestbed.llm_adapters.capabilities.hidden_allowance`)."""
+    from cogtestbed.llm_adapters.capabilities import capability_of, check_reasoning, hidden_allowance
+
+    cap = capability_of(llm)
+    check_reasoning(llm, cap, effort, budget)
+    return hidden_allowance(cap, budget)
 
 
 def run_decoding(exp: Any, request: RunRequest) -> tuple[float, dict[str, Any]]:

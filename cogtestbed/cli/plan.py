@@ -149,6 +149,13 @@ def plan(
         "--forms", help="Counts of prompt forms to plan over, e.g. 1,2,4,8 (with --model, --effect and --form-sd "
         "or --pilot): forms x subjects chosen jointly by dollars.")] = None,
     form_sd: FormSdOpt = None,
+    reasoning_effort: Annotated[str | None, typer.Option(
+        help="A reasoning model's reasoning_effort, as run (capability table: docs/llm-runs.md).")] = None,
+    thinking_budget: Annotated[int | None, typer.Option(
+        help="A reasoning model's thinking budget, as run (run --thinking-budget).")] = None,
+    assume_reasoning_tokens: Annotated[str | None, typer.Option(
+        help="A reasoning model's completion tokens per call, hidden ones included: N (priced from N/2 to 2N) or "
+        "LOW:HIGH; without it (or a --pilot of the model) a plan for a reasoning model is refused.")] = None,
 ) -> None:
     """Plan a study: the cheapest design that reaches the target power, in calls, tokens and dollars."""
     from cogtestbed.api.plan import plan as make_plan
@@ -181,7 +188,8 @@ def plan(
         temperature=temperature, seed=seed,
         workers=workers, looks=looks, spending=spending, futility=futility, null=null, seq_sims=seq_sims,
         null_sims=null_sims, lapse_fit=lapse_fit, binding_futility=binding_futility, fit=fit,
-        fit_sims=fit_sims, human=human,
+        fit_sims=fit_sims, human=human, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget,
+        assume_reasoning_tokens=assume_reasoning_tokens,
         say=None if quiet else _say)
     if result.kind == "precision":
         _emit_precision(result, output, as_json)
@@ -231,6 +239,12 @@ def _print_plan(payload: dict[str, Any], size_name: str) -> None:
     from cogtestbed.validation.design.plan_report import summary_line
 
     console.print(summary_line(payload), highlight=False, soft_wrap=True)
+    cost = payload.get("cost") or {}
+    if cost.get("dollars_range"):  # a reasoning model: its hidden tokens priced over an interval (issue 49)
+        low, high = cost["dollars_range"]
+        source = (cost["per_llm"][0].get("reasoning") or {}).get("completion_tokens_per_call", {}).get("source", "")
+        console.print(f"cost range: ${low:.3f} to ${high:.3f} (expected ${cost['dollars']:.3f}; hidden reasoning "
+                      f"tokens per call from the {source})", highlight=False, soft_wrap=True, markup=False)
     line = recovery_line(payload.get("recovery") or {})
     if line:
         console.print(line, highlight=False, soft_wrap=True)

@@ -89,6 +89,13 @@ def run(
         help="plan.json of `cogtestbed plan`: its experiment, design, subjects, seed, answer settings and "
         "limits; --llm chooses or replaces its LLM(s).")] = None,
     forms: FormsOpt = None,
+    reasoning_effort: Annotated[str | None, typer.Option(
+        help="A reasoning model's reasoning_effort (OpenAI: low | medium | high; gpt-5 also minimal): the values "
+        "each model takes are in the capability table (docs/llm-runs.md).")] = None,
+    thinking_budget: Annotated[int | None, typer.Option(
+        help="Hidden tokens a reasoning model may spend per call before its answer: Anthropic's extended thinking "
+        "on with this budget_tokens (>= 1024); for OpenAI's reasoning models the tokens reserved (default 8192). "
+        "The completion limit is this plus --max-tokens.")] = None,
 ) -> None:
     """Run an LLM as subjects through an experiment; write the trial table and a manifest.
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from cogtestbed.environments.base import NO_ACTION, ScoredAnswer, ScoredResponse, TextEnv
+from cogtestbed.environments.base import NO_ACTION, ParseResult, ScoredAnswer, ScoredResponse, TextEnv
 from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.base import (
     GenerateRequest,
@@ -89,14 +89,34 @@ class Attempt:
     retry_log: str | None = None
     #: A sampled scored step of a run that scores exactly: why its exact score was refused.
     score_fallback: str | None = None
+    #: Hidden reasoning tokens of the call, part of ``completion_tokens`` (None: the backend reports none).
+    reasoning_tokens: int | None = None
 
     def as_row(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def retry_fields(gen: Generation | ScoreResult) -> dict[str, Any]:
-    """The :class:`Attempt` fields of the retries a generation (or a score) needed."""
-    return {"retries": len(gen.retries), "retry_log": json.dumps(gen.retries) if gen.retries else None}
+    """The :class:`Attempt` fields of the retries a generation (or a score) needed (and a generation's
+    hidden reasoning tokens)."""
+    hidden = {"reasoning_tokens": gen.reasoning_tokens} if isinstance(gen, Generation) else {}
+    return {"retries": len(gen.retries), "retry_log": json.dumps(gen.retries) if gen.retries else None, **hidden}
+
+
+#: Finish reasons of an answer cut at its completion limit (OpenAI's ``length``, Anthropic's ``max_tokens``).
+LIMIT_REASONS = ("length", "max_tokens")
+#: The invalid reason of an answer that reached its completion limit before any visible text (issue 49).
+TRUNCATED_REASON = "truncated"
+
+
+def truncated_error(gen: Generation, request: GenerateRequest) -> str | None:
+    """The parse error of an answer that hit its completion limit with no visible text — a reasoning model
+    that spent the limit thinking — with what to change; None for any other answer (it is parsed)."""
+    if gen.finish_reason not in LIMIT_REASONS or gen.text.strip():
+        return None
+    hidden = f" ({gen.reasoning_tokens} of them hidden reasoning)" if gen.reasoning_tokens else ""
+    return (f"{TRUNCATED_REASON}: the completion limit of {request.max_tokens} tokens was reached before any "
+            f"answer text{hidden}; raise --thinking-budget (a reasoning model) or --max-tokens")
 
 
 def top_logprobs_json(gen: Generation) -> str | None:
@@ -134,9 +154,12 @@ class LLMAgent:
     def __init__(self, client: LLMClient, env: TextEnv[Any, Any], *, max_tokens: int = 8,
                  temperature: float = 0.0, stop: tuple[str, ...] = ("\n",), reask: int = 0,
                  top_logprobs: int | None = None, sample_seed: int = 0, subject: int = 0,
-                 scoring_log: ScoringLog | None = None) -> None:
+                 scoring_log: ScoringLog | None = None, reasoning_effort: str | None = None,
+                 thinking_budget: int | None = None) -> None:
         if reask < 0:
             raise InputError("reask must be >= 0")
+        #: Reasoning controls every request carries (:mod:`.capabilities`); ``max_tokens`` covers them.
+        self.reasoning_effort, self.thinking_budget = reasoning_effort, thinking_budget
         self.client, self.env = client, env
         self.max_tokens, self.temperature, self.stop = max_tokens, temperature, tuple(stop)
         self.reask, self.top_logprobs = reask, top_logprobs
@@ -170,13 +193,15 @@ class LLMAgent:
                                  "renders chat messages; use a chat model or chat mode")
             final = prompt
         return GenerateRequest(final, self.max_tokens, self.temperature, self.stop,
-                               self._seed(step, attempt), self.top_logprobs)
+                               self._seed(step, attempt), self.top_logprobs, self.reasoning_effort,
+                               self.thinking_budget)
 
     def sample_request(self, prompt: Prompt, step: int, draw: int) -> GenerateRequest:
         """The request of draw ``draw`` of a sampled scored step (temperature 1, its own seed)."""
         req = self.request(prompt, step, 0)
         return GenerateRequest(req.prompt, self.max_tokens, SAMPLING_TEMPERATURE, self.stop,
-                               self._seed(step, SAMPLE_SEED_KEY + draw, SAMPLING_TEMPERATURE), self.top_logprobs)
+                               self._seed(step, SAMPLE_SEED_KEY + draw, SAMPLING_TEMPERATURE), self.top_logprobs,
+                               self.reasoning_effort, self.thinking_budget)
 
     def first_requests(self, obs: Mapping[str, Any]) -> list[GenerateRequest]:
         """The generation requests :meth:`aact` makes first for ``obs`` whatever the answers: the first
@@ -206,7 +231,8 @@ class LLMAgent:
             req = self.request(prompt, step, attempt, retry_of)
             self.client.check_images(req.n_images)
             gen = await self.client.agenerate(req)
-            parsed = self.env.parse(gen.text)
+            cut = truncated_error(gen, req)
+            parsed = self.env.parse(gen.text) if cut is None else ParseResult.failure(cut)
             self.attempts.append(Attempt(
                 self.subject, step, attempt, _as_text(req.prompt), gen.text, parsed.ok,
                 parsed.error, gen.cached, gen.prompt_tokens, gen.completion_tokens,
@@ -257,7 +283,8 @@ class LLMAgent:
         for draw in range(response.n_samples):
             req = self.sample_request(prompt, step, draw)
             gen = await self.client.agenerate(req)
-            parsed = self.env.parse(gen.text)
+            cut = truncated_error(gen, req)
+            parsed = self.env.parse(gen.text) if cut is None else ParseResult.failure(cut)
             index = _continuation_index(parsed.action, k) if parsed.ok else None
             if index is not None:
                 counts[index] += 1

@@ -29,6 +29,7 @@ from cogtestbed.llm_adapters.base import (
     image_media_type,
     message_images,
 )
+from cogtestbed.llm_adapters.capabilities import capability_of, unsent
 from cogtestbed.llm_adapters.openai_client import redact_url
 from cogtestbed.llm_adapters.retry import RetryPolicy, call_with_retries
 from cogtestbed.redact import register_key, register_key_variable
@@ -81,6 +82,8 @@ class AnthropicClient(LLMClient):
         register_key_variable(api_key_env)  # its value is removed from every message (cogtestbed.redact)
         self._sdk: WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = WeakKeyDictionary()
         self.retries: list[tuple[str, float]] = []
+        #: What the model accepts (:mod:`.capabilities`): extended thinking, and no temperature with it.
+        self.capability = capability_of(self.spec)
 
     def check_ready(self) -> None:
         if not os.environ.get(self.api_key_env) and self.base_url is None:
@@ -106,8 +109,12 @@ class AnthropicClient(LLMClient):
             "model": self.model,
             "max_tokens": request.max_tokens,
             "messages": anthropic_messages([m for m in messages if m["role"] != "system"]),
-            "temperature": request.temperature,
         }
+        thinking = request.thinking_budget is not None
+        if not unsent(self.capability, {"temperature": request.temperature}, thinking):
+            body["temperature"] = request.temperature  # thinking takes no temperature but the default (1)
+        if thinking:
+            body["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}
         if system:
             body["system"] = system
         stops = [s for s in request.stop if s.strip()]
@@ -118,7 +125,8 @@ class AnthropicClient(LLMClient):
     async def agenerate(self, request: GenerateRequest) -> Generation:
         client = self._client()
         kwargs = self.request_body(request)
-        kwargs["extra_body"] = {"temperature": kwargs.pop("temperature")}
+        if "temperature" in kwargs:
+            kwargs["extra_body"] = {"temperature": kwargs.pop("temperature")}
         errors = (self._anthropic.APIConnectionError,)
         try:
             resp = await call_with_retries(lambda: client.messages.create(**kwargs), self.retry, errors,
@@ -132,8 +140,10 @@ class AnthropicClient(LLMClient):
         return redact_url(self.base_url) or "api.anthropic.com"
 
     def generation(self, resp: Any, request: GenerateRequest) -> Generation:
-        """The :class:`Generation` of a Messages API response (the SDK's typed ``Message``)."""
-        text = "".join(getattr(block, "text", "") for block in resp.content)
+        """The :class:`Generation` of a Messages API response (the SDK's typed ``Message``): the text blocks'
+        text (a thinking block is not the answer).  Thinking tokens bill inside ``output_tokens``; Anthropic
+        reports no separate count, so ``reasoning_tokens`` stays None."""
+        text = "".join(getattr(block, "text", "") for block in resp.content if getattr(block, "type", "text") == "text")
         text, _ = apply_stop(text, request.stop)
         return Generation(
             text=text,

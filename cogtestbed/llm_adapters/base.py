@@ -161,6 +161,11 @@ class GenerateRequest:
     stop: tuple[str, ...] = ()
     seed: int | None = None
     top_logprobs: int | None = None
+    #: OpenAI's ``reasoning_effort`` (a reasoning model; :mod:`.capabilities`), None: the model's default.
+    reasoning_effort: str | None = None
+    #: Anthropic's extended-thinking ``budget_tokens`` (thinking on); ``max_tokens`` then covers it plus the
+    #: answer.  None: no thinking.
+    thinking_budget: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1:
@@ -213,6 +218,9 @@ class GenerateRequest:
             {**m, IMAGES_KEY: [image_digest(b) for b in m[IMAGES_KEY]]} if IMAGES_KEY in m else m
             for m in self.messages]
         d["stop"] = list(self.stop)
+        for name in ("reasoning_effort", "thinking_budget"):  # absent when unset: earlier cache keys stand
+            if d[name] is None:
+                del d[name]
         return d
 
 
@@ -238,11 +246,16 @@ class Generation:
     cached: bool = False
     #: Set by the response cache: the retries this call needed (``"<error>; waited <s>s"``).
     retries: list[str] = field(default_factory=list)
+    #: Hidden reasoning tokens the backend reported (OpenAI's ``completion_tokens_details.reasoning_tokens``);
+    #: they are part of ``completion_tokens``.  None where the backend reports none.
+    reasoning_tokens: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("cached")
         d.pop("retries")
+        if d["reasoning_tokens"] is None:
+            del d["reasoning_tokens"]
         return d
 
     @classmethod
@@ -255,6 +268,7 @@ class Generation:
             finish_reason=d.get("finish_reason"),
             logprobs=None if lps is None else [TokenLogprob(**x) for x in lps],
             cached=cached,
+            reasoning_tokens=d.get("reasoning_tokens"),
         )
 
 
@@ -498,6 +512,14 @@ def checked_usage(value: Any, name: str, where: str) -> int | None:
         "%s reported usage %s=%s: not a token count; recorded as unknown and booked at its worst case",
         where, name, redact(repr(value))[:40])
     return None
+
+
+def reasoning_tokens(usage: Any) -> Any:
+    """OpenAI's ``usage.completion_tokens_details.reasoning_tokens`` (an SDK object or a dict): the hidden
+    tokens inside ``completion_tokens``; None where the usage has none."""
+    details = usage.get("completion_tokens_details") if isinstance(usage, dict) else getattr(
+        usage, "completion_tokens_details", None)
+    return details.get("reasoning_tokens") if isinstance(details, dict) else getattr(details, "reasoning_tokens", None)
 
 
 def canonical_json(obj: Any) -> str:

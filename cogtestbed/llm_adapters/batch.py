@@ -609,7 +609,7 @@ class BatchClient(LLMClient):
         gen = outcome.generation
         if gen is not None:
             prompt, completion = _usage(gen, p.bound, p.request.max_tokens)
-            budget.settle(p.booking, prompt, completion, succeeded=True)
+            budget.settle(p.booking, prompt, completion, succeeded=True, reasoning_tokens=gen.reasoning_tokens)
             self.attached.cache.put(p.key, self, p.request, gen)  # before the wave's done line
             p.future.set_result(gen)
             return
@@ -676,7 +676,7 @@ def _request_from_json(d: Mapping[str, Any]) -> GenerateRequest:
     prompt = d["prompt"] if isinstance(d["prompt"], str) else tuple(
         {k: v for k, v in m.items() if k != "images"} for m in d["prompt"])
     return GenerateRequest(prompt, int(d["max_tokens"]), float(d["temperature"]), tuple(d.get("stop") or ()),
-                           d.get("seed"), d.get("top_logprobs"))
+                           d.get("seed"), d.get("top_logprobs"), d.get("reasoning_effort"), d.get("thinking_budget"))
 
 
 # ----------------------------------------------------------------------------- pricing

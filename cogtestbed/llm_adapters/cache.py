@@ -35,6 +35,7 @@ from cogtestbed.llm_adapters.base import (
     ScoreResult,
     ScoringNotSupported,
     canonical_json,
+    reasoning_tokens,
 )
 from cogtestbed.llm_adapters.limits import Budget, Need, RateLimiter
 from cogtestbed.llm_adapters.retry import REQUEST_GATE, RETRY_LOG, status_code
@@ -226,14 +227,14 @@ class CachedClient(LLMClient):
         """A backend call that is not an HTTP request (a local model): one booking, settled with
         the usage it reports (its worst case where it reports none)."""
         booking = self.budget.reserve(bound, max_tokens, subject)
-        ok, usage = False, (bound, max_tokens)
+        ok, usage, hidden = False, (bound, max_tokens), None
         try:
             await self.limiter.acquire(bound + max_tokens)
             result = await call()
-            usage = _reported_usage(result, bound, max_tokens)
+            usage, hidden = _reported_usage(result, bound, max_tokens), reported_reasoning(result)
             ok = True
         finally:
-            self.budget.settle(booking, *usage, succeeded=ok)
+            self.budget.settle(booking, *usage, succeeded=ok, reasoning_tokens=hidden)
         return result
 
     @contextlib.contextmanager
@@ -245,11 +246,11 @@ class CachedClient(LLMClient):
         with an error status is a call that bills nothing)."""
         async def gate(send: Callable[[], Awaitable[Any]]) -> Any:
             booking = self.budget.reserve(bound, max_tokens, subject)
-            usage, counted = (bound, max_tokens), True
+            usage, counted, hidden = (bound, max_tokens), True, None
             try:
                 await self.limiter.acquire(bound + max_tokens)
                 response = await send()
-                usage = _reported_usage(response, bound, max_tokens)
+                usage, hidden = _reported_usage(response, bound, max_tokens), reported_reasoning(response)
                 return response
             except Exception as exc:
                 status = status_code(exc)
@@ -259,7 +260,7 @@ class CachedClient(LLMClient):
                     counted = status in (408, 429) or status >= 500
                 raise
             finally:
-                self.budget.settle(booking, *usage, succeeded=counted)
+                self.budget.settle(booking, *usage, succeeded=counted, reasoning_tokens=hidden)
 
         token = REQUEST_GATE.set(gate)
         try:
@@ -362,3 +363,12 @@ def _reported_usage(response: Any, bound: int, max_tokens: int) -> tuple[int, in
     prompt = read("prompt_tokens", "input_tokens")
     completion = read("completion_tokens", "output_tokens")
     return (bound if prompt is None else prompt, max_tokens if completion is None else completion)
+
+
+def reported_reasoning(response: Any) -> int | None:
+    """The hidden reasoning tokens a response reports (a :class:`Generation`'s ``reasoning_tokens``, or an
+    OpenAI SDK response's ``usage.completion_tokens_details.reasoning_tokens``); None where it reports none
+    or a value that is not a count."""
+    value = response.reasoning_tokens if isinstance(response, Generation) else reasoning_tokens(
+        getattr(response, "usage", None))
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -251,6 +251,8 @@ class Spend:
     cost: float = 0.0
     #: Calls that may have been answered (billed): not those the server refused with an error status.
     answered: int = 0
+    #: Hidden reasoning tokens the server reported, part of ``completion_tokens`` (issue 49).
+    reasoning_tokens: int = 0
 
 
 class Budget:
@@ -294,6 +296,8 @@ class Budget:
         self.ledger = ledger
         #: This invocation's new calls and usage (the run's totals are in ``spent``).
         self.calls = self.prompt_tokens = self.completion_tokens = 0
+        #: This invocation's hidden reasoning tokens (part of ``completion_tokens``) as the backend reported them.
+        self.reasoning_tokens = 0
         #: This invocation's service requests (:meth:`service_request`) and their bound (None: unbounded).
         self.service_requests, self.max_service_requests = 0, max_service_requests
         self.cost = 0.0
@@ -407,21 +411,26 @@ class Budget:
         return booking
 
     def settle(self, booking: Booking, prompt_tokens: int, completion_tokens: int,
-               succeeded: bool) -> None:
+               succeeded: bool, reasoning_tokens: int | None = None) -> None:
         """Replace the booking by the reported usage (a failed call is not billed).  A count that is not
-        a non-negative number is taken at the booking's worst case: a server's usage never credits."""
+        a non-negative number is taken at the booking's worst case: a server's usage never credits.
+        ``reasoning_tokens``: the hidden tokens among ``completion_tokens`` where the backend reports them
+        (recorded in the ledger; they are billed as the completion tokens they are part of)."""
         if not (prompt_tokens >= 0 and completion_tokens >= 0):  # NaN fails too
             prompt_tokens, completion_tokens = self._worst_tokens(booking)
+        hidden = reasoning_tokens if succeeded and isinstance(reasoning_tokens, int) and reasoning_tokens >= 0 else 0
         self.booked = (self.booked - booking.worst).clip()
         real = Need(1.0, self.call_cost(prompt_tokens, completion_tokens)) if succeeded else Need()
         if succeeded:
             self.calls += 1
             self.prompt_tokens += prompt_tokens
             self.completion_tokens += completion_tokens
+            self.reasoning_tokens += hidden
             self.cost += real.usd
             self.spent.calls += 1
             self.spent.prompt_tokens += prompt_tokens
             self.spent.completion_tokens += completion_tokens
+            self.spent.reasoning_tokens += hidden
             self.spent.cost += real.usd
         if real.usd > booking.worst.usd + 1e-12:
             self.stopped = (f"overrun: a call cost ${real.usd:.6f}, above its booked worst case "
@@ -434,6 +443,7 @@ class Budget:
         self._log({"id": booking.ledger_id, "settle_usd": real.usd, "calls": int(real.calls),
                    "prompt_tokens": prompt_tokens if succeeded else 0,
                    "completion_tokens": completion_tokens if succeeded else 0,
+                   **({"reasoning_tokens": hidden} if hidden else {}),
                    "answered": int(succeeded and prompt_tokens + completion_tokens > 0)})
 
     def settle_orphan(self, ledger_id: str, worst_usd: float, prompt_tokens: int, completion_tokens: int,
@@ -476,7 +486,7 @@ class Budget:
     def summary(self) -> dict[str, object]:
         return {"new_calls": self.calls, "service_requests": self.service_requests,
                 "max_service_requests": self.max_service_requests, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens,
+                "completion_tokens": self.completion_tokens, "reasoning_tokens": self.reasoning_tokens,
                 "cost_usd": round(self.cost, 6) if self.price else None, "stopped": self.stopped,
                 "max_calls": self.max_calls, "max_cost": self.max_cost,
                 "total_calls": self.spent.calls,
@@ -503,6 +513,7 @@ def read_ledger(lines: Iterable[str]) -> Spend:
             spend.answered += int(event.get("answered", event.get("calls", 0)))
             spend.prompt_tokens += int(event.get("prompt_tokens", 0))
             spend.completion_tokens += int(event.get("completion_tokens", 0))
+            spend.reasoning_tokens += int(event.get("reasoning_tokens", 0))
             spend.cost += float(event["settle_usd"])
     spend.calls += len(open_)
     spend.answered += len(open_)

@@ -48,7 +48,9 @@ from cogtestbed.llm_adapters.base import (
     finish_score,
     image_data_url,
     message_images,
+    reasoning_tokens,
 )
+from cogtestbed.llm_adapters.capabilities import capability_of, unsent
 from cogtestbed.llm_adapters.logprob_probe import says_logprobs_unsupported
 from cogtestbed.llm_adapters.retry import RetryPolicy, call_with_retries, describe_error
 from cogtestbed.redact import register_key, register_key_variable
@@ -132,6 +134,8 @@ class OpenAIClient(LLMClient):
         self.served: dict[str, Any] | None = None
         #: Every ``system_fingerprint`` the server's answers carried (OpenAI: its backend configuration).
         self.system_fingerprints: set[str] = set()
+        #: What the model accepts (:mod:`.capabilities`; None: every field is sent, as to any server).
+        self.capability = capability_of(self.spec)
 
     @property
     def fingerprint(self) -> str:
@@ -233,18 +237,27 @@ class OpenAIClient(LLMClient):
     def request_body(self, request: GenerateRequest) -> dict[str, Any]:
         """The JSON body of the generation request of ``request`` (chat: messages, completions: the raw
         prompt): what :meth:`agenerate` sends and what a Batch API line carries."""
-        body: dict[str, Any] = {"model": self.model, "temperature": request.temperature, **NEUTRAL_SAMPLING}
-        if self.base_url is not None and self.sampling_extras:
+        cap = self.capability
+        wanted = {"temperature": request.temperature, **NEUTRAL_SAMPLING}
+        dropped = unsent(cap, wanted)
+        body: dict[str, Any] = {"model": self.model, **{k: v for k, v in wanted.items() if k not in dropped}}
+        reasoning = cap is not None and cap.is_reasoning
+        if self.base_url is not None and self.sampling_extras and not reasoning:
             body.update(NEUTRAL_SAMPLING_EXTRAS)
-        if request.stop:
-            body["stop"] = list(request.stop)
+        if request.stop and (cap is None or cap.stop):
+            body["stop"] = list(request.stop)  # else applied to the text (apply_stop)
         if request.seed is not None:
             body["seed"] = request.seed
+        if request.reasoning_effort is not None:
+            body["reasoning_effort"] = request.reasoning_effort
         if self.mode == "chat":
-            # OpenAI's own endpoint wants max_completion_tokens; compatible servers max_tokens.
+            # OpenAI's own endpoint wants max_completion_tokens; compatible servers max_tokens; a reasoning
+            # model the capability table's field wherever it is served
             limit = "max_completion_tokens" if self.base_url is None else "max_tokens"
+            if reasoning and cap is not None:
+                limit = cap.limit_field
             body.update({"messages": openai_messages(request), limit: request.max_tokens})
-            if request.top_logprobs is not None:
+            if request.top_logprobs is not None and (cap is None or cap.logprobs):
                 body.update(logprobs=True, top_logprobs=request.top_logprobs)
             return body
         if request.is_chat:
@@ -291,6 +304,7 @@ class OpenAIClient(LLMClient):
                                             self.where),
             finish_reason=choice.finish_reason,
             logprobs=logprobs,
+            reasoning_tokens=checked_usage(reasoning_tokens(usage), "reasoning_tokens", self.where),
         )
 
     # -- score -----------------------------------------------------------------------------

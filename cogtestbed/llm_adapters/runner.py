@@ -49,6 +49,7 @@ from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.agent import Attempt, LLMAgent, ScoringLog
 from cogtestbed.llm_adapters.base import LLMClient, Prompt, freeze_prompt
 from cogtestbed.llm_adapters.cache import CURRENT_SUBJECT, CachedClient, SubjectTicket
+from cogtestbed.llm_adapters.hidden_tokens import HiddenTokens, reasons, refusal
 from cogtestbed.llm_adapters.limits import (
     SUBJECT_PROMPT_MARGIN,
     UNPRICED_NOTE,
@@ -96,6 +97,25 @@ class RunConfig:
     top_logprobs: int | None = None
     #: Prompt forms the subjects are assigned to (balanced, seeded); ``None``: form 0 for all.
     forms: tuple[int, ...] | None = None
+    #: ``--reasoning-effort`` (OpenAI's reasoning models; None: the model's default) and ``--thinking-budget``
+    #: (Anthropic's extended thinking on; for OpenAI's reasoning models the hidden tokens reserved) (issue 49).
+    reasoning_effort: str | None = None
+    thinking_budget: int | None = None
+    #: Hidden tokens each request's completion limit reserves before the answer's ``max_tokens``
+    #: (:func:`~cogtestbed.llm_adapters.capabilities.hidden_allowance`); None: not a reasoning run.
+    hidden_allowance: int | None = None
+
+    @property
+    def completion_limit(self) -> int:
+        """The completion limit a request carries: the answer's ``max_tokens`` plus the hidden allowance."""
+        return self.max_tokens + (self.hidden_allowance or 0)
+
+    def agent(self, client: LLMClient, env: Any, **kwargs: Any) -> LLMAgent:
+        """The :class:`LLMAgent` of this run's answer and reasoning settings."""
+        return LLMAgent(client, env, max_tokens=self.completion_limit, temperature=self.temperature, stop=self.stop,
+                        reask=self.reask, top_logprobs=self.top_logprobs, reasoning_effort=self.reasoning_effort,
+                        thinking_budget=self.thinking_budget if self.hidden_allowance is not None and
+                        not _always_reasons(self.llm) else None, **kwargs)
 
     def as_json(self) -> dict[str, Any]:
         return json.loads(json.dumps(asdict(self), default=str))  # tuples → lists, as stored
@@ -115,6 +135,15 @@ class RunResult:
     complete: np.ndarray
     status: str
     stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _always_reasons(llm: str) -> bool:
+    """Whether ``llm`` reasons on every call (OpenAI's reasoning models: the thinking budget is only the
+    hidden tokens reserved, never sent)."""
+    from cogtestbed.llm_adapters.capabilities import capability_of
+
+    cap = capability_of(llm)
+    return cap is not None and cap.always_reasons()
 
 
 def subject_forms(config: RunConfig) -> list[int]:
@@ -208,14 +237,14 @@ def step_requests(client: LLMClient, config: RunConfig, prompt: Prompt, response
     text answer; for a scored step, one per continuation scored (the context and it, one token out)
     where the backend scores, else ``n_samples`` sampled answers (the prompt, ``max_tokens`` out)."""
     if not isinstance(response, ScoredResponse):
-        return [(prompt, config.max_tokens)]
+        return [(prompt, config.completion_limit)]
     if client.can_score:
         text = prompt if isinstance(prompt, str) else "\n".join(str(m["content"]) for m in prompt)
         n = client.score_requests(len(response.continuations))
         if n == 1:
             return [(text + "".join(response.continuations), len(response.continuations))]
         return [(text + c, 1) for c in response.continuations]
-    return [(prompt, config.max_tokens)] * response.n_samples
+    return [(prompt, config.completion_limit)] * response.n_samples
 
 
 #: Tokens a generated token may become when its answer is quoted back in a later prompt and tokenised
@@ -242,6 +271,13 @@ class RequestCount:
     scored_requests: int = 0
     #: Earlier answers quoted in the requests' chat histories (assistant messages).
     quoted_answers: int = 0
+    #: Requests that draw one sample of a scored step's sampled estimate (a backend that cannot score).
+    sample_requests: int = 0
+
+    def by_kind(self) -> dict[str, int]:
+        """Requests by step kind (``text``, ``sample``, ``score``), as ``calls.parquet``'s ``kind``."""
+        return {"text": self.calls - self.scored_requests - self.sample_requests, "sample": self.sample_requests,
+                "score": self.scored_requests}
 
 
 def count_requests(exp: Experiment, design: Design, client: LLMClient, config: RunConfig,
@@ -298,17 +334,16 @@ def _invalid_step_requests(client: LLMClient, config: RunConfig, prompt: Prompt,
     re-ask.  At temperature 0 a first ask ``asked`` before is served from the cache, and so is its
     whole chain of re-asks (each quotes the cached answer before it, so it repeats too); ``asked``
     gains the first ask."""
-    agent = LLMAgent(client, None, max_tokens=config.max_tokens,  # type: ignore[arg-type] # builds requests only
-                     temperature=config.temperature, stop=config.stop, reask=config.reask)
+    agent = config.agent(client, None)  # builds requests only
     first = agent.request(prompt, step, 0, None)
     key = (freeze_prompt(first.prompt), first.seed) if config.temperature == 0 else object()
     if key in asked:
         return []
     asked.add(key)
-    out: list[tuple[Prompt, int]] = [(first.prompt, config.max_tokens)]
+    out: list[tuple[Prompt, int]] = [(first.prompt, config.completion_limit)]
     for attempt in range(1, config.reask + 1):
         request = agent.request(prompt, step, attempt, ("?", "x" * REASK_REASON_BYTES))
-        out.append((request.prompt, config.max_tokens))
+        out.append((request.prompt, config.completion_limit))
     return out
 
 
@@ -329,6 +364,8 @@ def _count_request(c: RequestCount, client: LLMClient, prompt: Prompt, out: int,
     c.completion += out
     if scored and client.can_score:
         c.scored_requests += 1
+    elif scored:
+        c.sample_requests += 1
     for image in () if isinstance(prompt, str) else (b for m in prompt for b in message_images(m)):
         c.n_images += 1
         if is_exact:  # already in the exact count
@@ -344,8 +381,7 @@ def subject_needs(exp: Experiment, design: Design, client: LLMClient, config: Ru
     forms = subject_forms(config)
     env = exp.env_cls(design)
     env.action_space.seed(config.seed * 1_000_003 + i)
-    agent = LLMAgent(client, env, max_tokens=config.max_tokens, temperature=config.temperature,
-                     stop=config.stop, reask=config.reask, top_logprobs=config.top_logprobs, subject=i)
+    agent = config.agent(client, env, subject=i)
     obs, _ = env.reset(options={"session": sessions.subject(i), "form": forms[i]})
     needs, done = [], False
     while not done:
@@ -407,9 +443,7 @@ async def play_subjects(
 
     async def play(i: int) -> tuple[Outcomes, bool, list[Attempt]]:
         env = exp.env_cls(design)
-        agent = LLMAgent(client, env, max_tokens=config.max_tokens, temperature=config.temperature,
-                         stop=config.stop, reask=config.reask, top_logprobs=config.top_logprobs,
-                         sample_seed=seeds[i], subject=i, scoring_log=scoring_log)
+        agent = config.agent(client, env, sample_seed=seeds[i], subject=i, scoring_log=scoring_log)
         await gate.enter(i)
         token = CURRENT_SUBJECT.set(SubjectTicket(i, lambda: remaining(i, env)))
         done = False
@@ -585,6 +619,11 @@ async def run_experiment(
         for warning in warnings:  # before any subject's call
             logger.warning("%s", warning["message"])
         rundir.manifest["warnings"] = warnings
+        capability = capability_entry(config)
+        if capability is not None:
+            rundir.manifest["capability"] = capability
+            if capability["line"] is not None:  # what the run wanted but cannot send: one line, before any call
+                logger.warning("%s", capability["line"])
         if scoring is not None:
             rundir.manifest["scoring"] = scoring
         scoring_log = ScoringLog(None if scoring is None else scoring["method"])
@@ -624,6 +663,33 @@ async def run_experiment(
         await client.aclose()
         rundir.release()
     return RunResult(table, calls, np.asarray(complete), status, stats)
+
+
+def capability_entry(config: RunConfig) -> dict[str, Any] | None:
+    """``run.json``'s ``capability``: the model's row of the capability table
+    (:mod:`~cogtestbed.llm_adapters.capabilities`), what the run wanted but does not send (``not_sent``,
+    with ``line``, the sentence the run states at its start; None where everything is sent), the reasoning
+    controls and the completion limit (the answer's tokens plus the hidden allowance).  None for a model
+    the table has no row for (a local model)."""
+    from cogtestbed.llm_adapters.base import NEUTRAL_SAMPLING
+    from cogtestbed.llm_adapters.capabilities import capability_of, unsent, unsent_line
+
+    cap = capability_of(config.llm)
+    if cap is None:
+        return None
+    thinking = config.thinking_budget is not None and cap.reasoning == "thinking"
+    wanted: dict[str, Any] = {"temperature": config.temperature}
+    if config.llm.startswith("openai:"):
+        wanted.update(NEUTRAL_SAMPLING)
+    dropped = unsent(cap, wanted, thinking)
+    if config.top_logprobs is not None and not cap.logprobs:
+        dropped["top_logprobs"] = config.top_logprobs
+    line = unsent_line(config.llm, cap, dropped) if dropped else None
+    return {"row": cap.as_json(), "not_sent": dropped, "line": line,
+            "stop": "sent" if cap.stop else "applied to the answer text (the model takes no stop strings)",
+            "reasoning_effort": config.reasoning_effort, "thinking_budget": config.thinking_budget,
+            "completion_limit": {"answer": config.max_tokens, "hidden_allowance": config.hidden_allowance,
+                                 "total": config.completion_limit}}
 
 
 def note_fingerprints(rundir: RunDir, client: CachedClient, warnings: list[dict[str, Any]]) -> None:
@@ -749,7 +815,7 @@ def _cost_note(exp: Experiment, c: RequestCount) -> str:
 
 
 def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfig,
-            price: Price | None, budget: Budget | None = None) -> dict[str, Any]:
+            price: Price | None, budget: Budget | None = None, hidden: HiddenTokens | None = None) -> dict[str, Any]:
     """Count the calls and tokens a run would spend, without calling the model.
 
     Prompts depend on earlier answers, so each session is played with valid random actions
@@ -760,13 +826,15 @@ def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfi
     512 px tiles, Anthropic's w·h/750) and included in ``prompt_tokens``; backends without one
     report ``image_tokens`` as ``None``.  With a limited ``budget`` the report adds each subject's
     worst case as the budget books it (:func:`subject_needs`) and how many subjects the budget
-    admits.
+    admits.  A reasoning model's expected cost needs ``hidden``, its completion tokens per call measured in
+    a pilot or assumed (:mod:`~cogtestbed.llm_adapters.hidden_tokens`): then it is a range; without it null,
+    with the reason.
     """
-    return dry_runs(exp, design, [(client, config, price)], budget)[0]
+    return dry_runs(exp, design, [(client, config, price)], budget, hidden)[0]
 
 
 def dry_runs(exp: Experiment, design: Design, runs: Sequence[tuple[LLMClient, RunConfig, Price | None]],
-             budget: Budget | None = None) -> list[dict[str, Any]]:
+             budget: Budget | None = None, hidden: HiddenTokens | None = None) -> list[dict[str, Any]]:
     """:func:`dry_run` of each ``(client, config, price)`` of one design, the sessions played once for
     all of them (:func:`count_requests_of`): each report equals that run's own dry run.  The configs
     must agree on ``n_subjects``, ``seed`` and ``forms``."""
@@ -779,8 +847,35 @@ def dry_runs(exp: Experiment, design: Design, runs: Sequence[tuple[LLMClient, Ru
     counts = count_requests_of(exp, design, pairs, sessions)
     # answers decide what is asked next: the run's range (its every-answer-invalid playthrough)
     lows = None if exp.env_cls.answer_independent else count_requests_of(exp, design, pairs, sessions, invalid=True)
-    return [_dry_report(exp, design, client, cfg, price, sessions, c, None if lows is None else lows[k], budget)
-            for k, ((client, cfg, price), c) in enumerate(zip(runs, counts, strict=True))]
+    reports = [_dry_report(exp, design, client, cfg, price, sessions, c, None if lows is None else lows[k], budget)
+               for k, ((client, cfg, price), c) in enumerate(zip(runs, counts, strict=True))]
+    for (client, cfg, price), c, report in zip(runs, counts, reports, strict=True):
+        if reasons(cfg.llm, cfg.thinking_budget):
+            report.update(reasoning_cost(cfg, price, c, hidden, client.chars_per_token))
+    return reports
+
+
+def reasoning_cost(config: RunConfig, price: Price | None, c: RequestCount, hidden: HiddenTokens | None,
+                   chars_per_token: float = 4.0) -> dict[str, Any]:
+    """A reasoning model's dry-run entries: the expected cost and its range from ``hidden`` (completion tokens
+    per call by step kind, hidden ones included; estimated prompt tokens re-priced at the pilot's billed
+    tokens per character), or null with the reason where nothing measures them."""
+    limit = {"answer": config.max_tokens, "hidden_allowance": config.hidden_allowance,
+             "per_call": config.completion_limit}
+    entry: dict[str, Any] = {"completion_limit": limit, "reasoning_effort": config.reasoning_effort,
+                             "thinking_budget": config.thinking_budget}
+    if hidden is None:
+        return {"estimated_cost_usd": None, "estimated_cost_null_reason": refusal(config.llm), "reasoning": entry}
+    calls = {k: n for k, n in c.by_kind().items() if n}
+    entry["completion_tokens_per_call"] = hidden.as_json()
+    out: dict[str, Any] = {"reasoning": entry}
+    prompt = hidden.prompt_tokens(c.prompt_tokens, chars_per_token, c.exact)
+    if prompt != c.prompt_tokens:
+        entry["prompt_tokens_calibrated"] = prompt
+    if price is not None:
+        low, mid, high = hidden.cost_range(price, prompt, calls)
+        out.update(estimated_cost_usd=round(mid, 4), estimated_cost_usd_range=[round(low, 4), round(high, 4)])
+    return out
 
 
 def _dry_report(exp: Experiment, design: Design, client: LLMClient, config: RunConfig, price: Price | None,

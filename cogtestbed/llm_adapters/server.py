@@ -58,6 +58,13 @@ from cogtestbed.llm_adapters.base import (
     decode_data_url,
 )
 from cogtestbed.llm_adapters.hf import HFClient
+from cogtestbed.llm_adapters.reasoning_emulator import (
+    ReasoningModel,
+    anthropic_refusal,
+    format_answer,
+    last_user_text,
+    openai_refusal,
+)
 
 
 @dataclass(frozen=True)
@@ -112,11 +119,15 @@ class Billing:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     logprobs: bool = True
+    #: Hidden reasoning tokens billed (part of ``completion_tokens``) by a model acting as a reasoning model
+    #: (:mod:`.reasoning_emulator`).
+    reasoning_tokens: int = 0
 
-    def bill(self, usage: Mapping[str, int | None]) -> None:
+    def bill(self, usage: Mapping[str, Any], hidden: int = 0) -> None:
         self.answered += 1
         self.prompt_tokens += int(usage.get("prompt_tokens") or usage.get("input_tokens") or 0)
         self.completion_tokens += int(usage.get("completion_tokens") or usage.get("output_tokens") or 0)
+        self.reasoning_tokens += hidden
 
 
 class _CountRequests:
@@ -452,7 +463,8 @@ async def _read_json(request: Any, limit: int) -> dict[str, Any]:
 
 def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = None,
                billing: Billing | None = None, max_body: int = MAX_BODY_BYTES,
-               max_seconds: float = MAX_GENERATION_SECONDS, max_queue: int = MAX_QUEUE) -> Any:
+               max_seconds: float = MAX_GENERATION_SECONDS, max_queue: int = MAX_QUEUE,
+               reasoning: Mapping[str, ReasoningModel] | None = None) -> Any:
     """The ASGI application serving ``models`` (name → client); ``billing`` tallies requests and usage.
 
     What it implements of the OpenAI API: ``stream`` (server-sent events, the answer generated
@@ -463,8 +475,10 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
     context.  Every refusal is an OpenAI-style JSON error body (4xx; 404 for an unknown model or
     route).  Its own limits: a body limit (``max_body`` bytes, 413), a generation time limit
     (``max_seconds``), and at most ``max_queue`` requests held at once, one computing per model
-    (:class:`_Gate`: 429 beyond, 503 after waiting ``max_seconds`` for the model)."""
+    (:class:`_Gate`: 429 beyond, 503 after waiting ``max_seconds`` for the model).  The models named
+    in ``reasoning`` act as reasoning models (:mod:`.reasoning_emulator`)."""
     billing = billing if billing is not None else Billing()
+    reasoning = dict(reasoning or {})
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.requests import Request
@@ -529,6 +543,9 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
         async with gate.admit():
             body = await _read_json(request, max_body)
             client = model_of(body)
+            if body["model"] in reasoning:
+                async with gate.model(client):
+                    return await _reasoned_chat(body, client, reasoning[body["model"]], billing)
             if not client.chat:
                 raise RequestError(400, f"model {body['model']!r} has no chat template; use /v1/completions",
                                    "model")
@@ -552,10 +569,13 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
                       _chat_chunks({**head, "object": "chat.completion.chunk"}, gen.text, gen.finish_reason, usage,
                                    _include_usage(body)))
 
-    async def messages(request: Request) -> JSONResponse:
+    async def messages(request: Request) -> Response:
         async with gate.admit():
             body = await _read_json(request, max_body)
             client = model_of(body)
+            if body["model"] in reasoning and body.get("thinking") is not None:
+                async with gate.model(client):
+                    return await _thinking_message(body, client, reasoning[body["model"]], billing)
             if _field(body, "stream", bool, False):  # refused, not ignored: a streaming client would wait for events
                 raise RequestError(400, "this server does not stream /v1/messages; send stream: false", "stream")
             msgs = [_anthropic_message(m) for m in _messages(body, ANTHROPIC_ROLES)]
@@ -663,6 +683,64 @@ def _anthropic_message(m: Mapping[str, Any]) -> dict[str, Any]:
     return {"role": m["role"], "content": text, **({IMAGES_KEY: tuple(images)} if images else {})}
 
 
+async def _reasoned_chat(body: dict[str, Any], client: HFClient, emu: ReasoningModel, billing: Billing) -> Any:
+    """A chat completion of a model acting as an OpenAI reasoning model (:mod:`.reasoning_emulator`)."""
+    from starlette.responses import JSONResponse
+
+    refusal = openai_refusal(body, emu)
+    if refusal is not None:
+        return JSONResponse(refusal.body, status_code=refusal.status)
+    messages = [_openai_message(m) for m in _messages(body)]
+    limit = body.get("max_completion_tokens") or emu.max_limit
+    effort = body.get("reasoning_effort")
+    hidden = min(limit, emu.hidden_tokens(body, effort))
+    text, finish, prompt, out = await _emulated_answer(client, emu, messages, limit - hidden)
+    usage = {"prompt_tokens": prompt, "completion_tokens": hidden + out, "total_tokens": prompt + hidden + out,
+             "completion_tokens_details": {"reasoning_tokens": hidden}}
+    billing.bill(usage, hidden)
+    choice = {"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None,
+              "finish_reason": finish}
+    return JSONResponse({"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion",
+                         "created": int(time.time()), "model": body["model"], "choices": [choice], "usage": usage})
+
+async def _thinking_message(body: dict[str, Any], client: HFClient, emu: ReasoningModel, billing: Billing) -> Any:
+    """A Messages API answer with extended thinking (:mod:`.reasoning_emulator`)."""
+    from starlette.responses import JSONResponse
+
+    refusal = anthropic_refusal(body)
+    if refusal is not None:
+        return JSONResponse(refusal.body, status_code=refusal.status)
+    msgs = [_anthropic_message(m) for m in _messages(body)]
+    budget = int(body["thinking"]["budget_tokens"])
+    hidden = emu.hidden_tokens(body, None, budget)
+    text, finish, prompt, out = await _emulated_answer(client, emu, msgs, int(body["max_tokens"]) - hidden)
+    usage = {"input_tokens": prompt, "output_tokens": hidden + out}
+    billing.bill(usage, hidden)
+    return JSONResponse({
+        "id": f"msg_{uuid.uuid4().hex}", "type": "message", "role": "assistant", "model": body["model"],
+        "content": [{"type": "thinking", "thinking": f"(emulated: {hidden} hidden tokens)",
+                     "signature": "emulated"}, {"type": "text", "text": text}],
+        "stop_reason": "max_tokens" if finish == "length" else "end_turn", "stop_sequence": None, "usage": usage})
+
+
+async def _emulated_answer(client: HFClient, emu: ReasoningModel, messages: list[dict[str, Any]],
+                           room: int) -> tuple[str, str, int, int]:
+    """(text, finish reason, prompt tokens, answer tokens) of an emulated reasoning model's answer in the
+    ``room`` tokens its hidden ones left: :attr:`ReasoningModel.answer`'s text (cut at ``room`` tokens) or
+    the served model's; nothing (``length``) where no room is left."""
+    prompt = client.billed_prompt_tokens(messages)[0]
+    if room <= 0:
+        return "", "length", prompt, 0
+    if emu.answer is None:
+        gen = await client.agenerate(GenerateRequest(messages, min(room, MAX_TOKENS_LIMIT), 0.0))
+        return gen.text, gen.finish_reason or "stop", prompt, gen.completion_tokens or 0
+    text = emu.answer(last_user_text(messages))
+    ids = client.encode(text, rendered_chat=True)
+    if len(ids) > room:
+        return str(client.tokenizer.decode(ids[:room])), "length", prompt, room
+    return text, "stop", prompt, len(ids)
+
+
 def _usage(gen: Generation) -> dict[str, int]:
     p, c = gen.prompt_tokens or 0, gen.completion_tokens or 0
     return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
@@ -682,9 +760,11 @@ def _completion_logprobs(gen: Generation, offset: int) -> dict[str, list[Any]]:
 @contextmanager
 def serve(models: Mapping[str, HFClient], faults: FaultInjector | None = None,
           host: str = "127.0.0.1", billing: Billing | None = None, max_body: int = MAX_BODY_BYTES,
-          max_seconds: float = MAX_GENERATION_SECONDS, max_queue: int = MAX_QUEUE) -> Iterator[str]:
-    """Run the server on a free port of ``host`` in a thread; yield its ``/v1`` base URL."""
-    with serve_app(create_app(models, faults, billing, max_body, max_seconds, max_queue), host) as root:
+          max_seconds: float = MAX_GENERATION_SECONDS, max_queue: int = MAX_QUEUE,
+          reasoning: Mapping[str, ReasoningModel] | None = None) -> Iterator[str]:
+    """Run the server on a free port of ``host`` in a thread; yield its ``/v1`` base URL (``reasoning``:
+    the served names that act as reasoning models, :mod:`.reasoning_emulator`)."""
+    with serve_app(create_app(models, faults, billing, max_body, max_seconds, max_queue, reasoning), host) as root:
         yield f"{root}/v1"
 
 
@@ -736,6 +816,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"longest generation of one request (default {MAX_GENERATION_SECONDS:g})")
     parser.add_argument("--max-queue", type=int, default=MAX_QUEUE, metavar="N",
                         help=f"most requests held at once, one computing per model; more get 429 (default {MAX_QUEUE})")
+    parser.add_argument("--reasoning-as", action="append", default=[], metavar="NAME",
+                        help="also serve the first --model as NAME acting as a reasoning model (OpenAI's o-series on "
+                        "/v1/chat/completions, extended thinking on /v1/messages): hidden tokens billed, refused "
+                        "fields answered with the provider's 400, answers in the form the prompt asks for "
+                        "(repeatable; e.g. --reasoning-as o3)")
     args = parser.parse_args(argv)
     if args.max_body < 1 or not 0 < args.max_seconds < float("inf") or args.max_queue < 1:
         parser.error("--max-body, --max-seconds and --max-queue must be positive (and finite)")
@@ -771,7 +856,10 @@ def main(argv: list[str] | None = None) -> None:
 
     args = parse_args(argv)
     models = {name: HFClient.from_pretrained(name) for name in args.model}
-    app = create_app(models, fault_injector(args), None, args.max_body, args.max_seconds, args.max_queue)
+    first = models[args.model[0]]
+    models.update({alias: first for alias in args.reasoning_as})
+    reasoning = {alias: ReasoningModel(answer=format_answer) for alias in args.reasoning_as}
+    app = create_app(models, fault_injector(args), None, args.max_body, args.max_seconds, args.max_queue, reasoning)
     server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port))
     thread = threading.Thread(target=server.run, daemon=True)  # off the main thread: our signal handlers
     stop = threading.Event()

@@ -313,6 +313,9 @@ class Cost:
     per_llm: tuple[dict[str, Any], ...] = ()
     #: With ``--batch``: the same requests at the standard price (``dollars`` is the batch price).
     standard_dollars: float | None = None
+    #: A reasoning model: (low, high) of ``dollars`` over the interval of its completion tokens per call
+    #: (:mod:`~cogtestbed.llm_adapters.hidden_tokens`); None for any other model.
+    dollars_range: tuple[float, float] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -346,6 +349,12 @@ class Pricer:
     #: Price the runs in the provider's batch mode (``run --batch``: :mod:`cogtestbed.llm_adapters.batch`):
     #: at the table's ``batch_discount``, scored steps sampled; the standard price is kept beside it.
     batch: bool = False
+    #: A reasoning model's controls (``run --reasoning-effort / --thinking-budget``) and its completion tokens
+    #: per call, measured in a pilot or assumed (:mod:`~cogtestbed.llm_adapters.hidden_tokens`): without
+    #: them a reasoning model is refused in one line.
+    reasoning_effort: str | None = None
+    thinking_budget: int | None = None
+    hidden: Any = None
     clients: list[Any] = field(default_factory=list)
     _cache: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
     #: Dry runs under way on a pool's workers (:meth:`submit`): (design JSON, sessions) -> future reports.
@@ -353,10 +362,16 @@ class Pricer:
 
     def __post_init__(self) -> None:
         from cogtestbed.llm_adapters import make_client
+        from cogtestbed.llm_adapters.capabilities import capability_of, check_reasoning
+        from cogtestbed.llm_adapters.hidden_tokens import reasons, refusal
         from cogtestbed.llm_adapters.limits import PriceTable, require_price
 
         table = PriceTable(self.prices)
         self.price = [require_price(table, s, self.allow_unpriced) for s in self.llms]
+        for spec, price in zip(self.llms, self.price, strict=True):
+            check_reasoning(spec, capability_of(spec), self.reasoning_effort, self.thinking_budget)
+            if price is not None and self.hidden is None and reasons(spec, self.thinking_budget):
+                raise InputError(refusal(spec))
         self.standard = list(self.price)
         built: dict[str, Any] = {}
         for spec in dict.fromkeys(self.llms):
@@ -370,13 +385,16 @@ class Pricer:
 
     def run_config(self, llm: str, client: Any, design: Any, n: int) -> Any:
         """The :class:`~cogtestbed.llm_adapters.runner.RunConfig` ``cogtestbed run`` builds for it."""
+        from cogtestbed.llm_adapters.capabilities import capability_of, hidden_allowance
         from cogtestbed.llm_adapters.runner import RunConfig
 
         answer = self.exp.env_cls.answer_defaults(design)
         return RunConfig(experiment=self.exp.name, llm=llm, base_url=None,
                          mode="chat" if client.chat else "completions", n_subjects=n, seed=self.seed,
                          design=design.model_dump(mode="json"), max_tokens=self.tokens_per_answer(design),
-                         temperature=self.temperature, reask=self.reask, stop=answer.stop)
+                         temperature=self.temperature, reask=self.reask, stop=answer.stop,
+                         reasoning_effort=self.reasoning_effort, thinking_budget=self.thinking_budget,
+                         hidden_allowance=hidden_allowance(capability_of(llm), self.thinking_budget))
 
     def tokens_per_answer(self, design: Any) -> int:
         """Most tokens an answer to ``design`` may take: the given ``max_tokens``, else the experiment's."""
@@ -399,7 +417,7 @@ class Pricer:
 
             runs = [(self.clients[g], self.run_config(self.llms[g], self.clients[g], design, n), self.price[g])
                     for g in missing]
-            for g, report in zip(missing, dry_runs(self.exp, design, runs), strict=True):
+            for g, report in zip(missing, dry_runs(self.exp, design, runs, hidden=self.hidden), strict=True):
                 standard = self.standard[g]
                 if self.batch and standard is not None:
                     from cogtestbed.llm_adapters.batch import batch_report
@@ -462,7 +480,9 @@ class Pricer:
         """What a worker needs to build this pricer (the experiment by name)."""
         return (("exp", self.exp.name), ("llms", self.llms), ("seed", self.seed), ("max_tokens", self.max_tokens),
                 ("temperature", self.temperature), ("reask", self.reask), ("prices", self.prices),
-                ("allow_unpriced", self.allow_unpriced), ("mode", self.mode), ("batch", self.batch))
+                ("allow_unpriced", self.allow_unpriced), ("mode", self.mode), ("batch", self.batch),
+                ("reasoning_effort", self.reasoning_effort), ("thinking_budget", self.thinking_budget),
+                ("hidden", self.hidden))
 
     def _collect(self, text: str, n: int) -> None:
         """Cache the reports of a dry run :meth:`submit` started (waiting for it); one that failed or
@@ -488,7 +508,9 @@ class Pricer:
         k = UNIT_SESSIONS
         return Cost(total.calls // k, total.prompt_tokens // k, total.completion_tokens // k,
                     None if total.dollars is None else total.dollars / k, total.exact_tokens, "per-session",
-                    standard_dollars=None if total.standard_dollars is None else total.standard_dollars / k)
+                    standard_dollars=None if total.standard_dollars is None else total.standard_dollars / k,
+                    dollars_range=None if total.dollars_range is None else (total.dollars_range[0] / k,
+                                                                            total.dollars_range[1] / k))
 
 
 #: Pricers built in this pool worker, by their settings (:meth:`Pricer.submit`).
@@ -524,7 +546,19 @@ def _sum_reports(reports: Sequence[Mapping[str, Any]], source: str) -> Cost:
                 dollars=None if any(d is None for d in dollars) else float(sum(dollars)),
                 exact_tokens=all(r["token_counts"].startswith("exact") for r in reports),
                 source=source, per_llm=tuple(dict(r) for r in reports),
-                standard_dollars=None if any(d is None for d in standard) else float(sum(d or 0.0 for d in standard)))
+                standard_dollars=None if any(d is None for d in standard) else float(sum(d or 0.0 for d in standard)),
+                dollars_range=_sum_ranges(reports))
+
+
+def _sum_ranges(reports: Sequence[Mapping[str, Any]]) -> tuple[float, float] | None:
+    """The summed cost range of reports of which one prices a reasoning model (a report without a range
+    counts its expected cost at both ends); None where none has a range or a cost is unknown."""
+    if not any("estimated_cost_usd_range" in r for r in reports):
+        return None
+    ranges = [r.get("estimated_cost_usd_range") or [r.get("estimated_cost_usd")] * 2 for r in reports]
+    if any(v is None for pair in ranges for v in pair):
+        return None
+    return float(sum(p[0] for p in ranges)), float(sum(p[1] for p in ranges))
 
 
 def cost_key(cost: Cost) -> float:

@@ -130,7 +130,9 @@ def run_section(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_cos
     return {"experiment": exp.name, "llms": list(pricer.llms), "subjects": sessions_per_llm(result.spec, point),
             "seed": pricer.seed, "design": design.model_dump(mode="json"),
             "max_tokens": pricer.tokens_per_answer(design), "temperature": pricer.temperature, "reask": pricer.reask,
-            "max_calls": None if calls is None else int(calls), "max_cost": max_cost}
+            "max_calls": None if calls is None else int(calls), "max_cost": max_cost,
+            **({"reasoning_effort": pricer.reasoning_effort} if pricer.reasoning_effort is not None else {}),
+            **({"thinking_budget": pricer.thinking_budget} if pricer.thinking_budget is not None else {})}
 
 
 def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_cost: float | None,

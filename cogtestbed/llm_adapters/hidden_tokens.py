@@ -1,0 +1,162 @@
+"""Pricing a reasoning model's hidden tokens (issue 49): from a pilot's measurement, or an assumption.
+
+A reasoning model bills its hidden tokens as output, and they are often many times the answer's, so a
+cost priced from the answers alone is wrong by that factor.  What a call bills beyond its prompt is
+measured in a pilot run of the model (``calls.parquet``'s ``completion_tokens``, hidden ones included,
+and ``reasoning_tokens`` where the provider reports them), per step kind (``text``: an answer, ``sample``:
+one draw of a sampled estimate), with a normal 95 % interval of the mean per call
+(:func:`from_pilot`); or it is an explicit assumption (``--assume-reasoning-tokens N`` or ``LOW:HIGH``,
+:func:`from_assumption`).  :meth:`HiddenTokens.cost_range` prices a dry run's calls with it: a cost
+range (low, expected, high).  Without either, a plan for a reasoning model is refused
+(:func:`refusal`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cogtestbed.errors import InputError
+
+#: z of the two-sided 95 % normal interval of a pilot's mean tokens per call.
+Z95 = 1.959964
+#: Where an assumption gives one number N, the range it is priced over: N / this to N x this (this
+#: package's default, stated in the plan).
+ASSUMPTION_FACTOR = 2.0
+
+
+@dataclass(frozen=True)
+class KindTokens:
+    """Billed completion tokens per call of one step kind: mean, interval, and the calls behind it."""
+
+    mean: float
+    low: float
+    high: float
+    calls: int
+    #: Mean hidden reasoning tokens per call among them (None where the provider reports none).
+    reasoning_mean: float | None = None
+
+
+@dataclass(frozen=True)
+class HiddenTokens:
+    """Completion tokens per call (hidden ones included) by step kind, and where they come from."""
+
+    kinds: dict[str, KindTokens]
+    source: str
+    #: The pilot's billed prompt tokens per character of its prompts: where the plan's prompt tokens are an
+    #: estimate (no tokenizer of the model here), they are re-priced at this rate (None: an assumption).
+    prompt_tokens_per_char: float | None = None
+
+    def __hash__(self) -> int:  # a plan's pricer settings are a dictionary key (its pool workers' pricers)
+        import json
+
+        return hash(json.dumps(self.as_json(), sort_keys=True))
+
+    def per_call(self, kind: str) -> KindTokens:
+        """The kind's tokens per call; a kind the pilot did not make takes every call's pooled figure."""
+        return self.kinds.get(kind) or self.kinds["all"]
+
+    def prompt_tokens(self, estimated: int, chars_per_token: float, exact: bool) -> int:
+        """A plan's prompt tokens: its count where ``exact``, else its estimate (``chars_per_token``
+        characters a token) re-priced at the pilot's billed tokens per character."""
+        if exact or self.prompt_tokens_per_char is None:
+            return estimated
+        return round(estimated * chars_per_token * self.prompt_tokens_per_char)
+
+    def cost_range(self, price: Any, prompt_tokens: int, calls: dict[str, int]) -> tuple[float, float, float]:
+        """(low, expected, high) USD of ``calls`` (kind -> requests) with ``prompt_tokens`` in all."""
+        def total(which: str) -> float:
+            out = sum(n * getattr(self.per_call(kind), which) for kind, n in calls.items())
+            return float(price.cost(prompt_tokens, round(out)))
+        return total("low"), total("mean"), total("high")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"source": self.source, "per_call": {k: v.__dict__ for k, v in self.kinds.items()},
+                "prompt_tokens_per_char": self.prompt_tokens_per_char}
+
+
+def _kind_tokens(values: Any, reasoning: Any) -> KindTokens:
+    import numpy as np
+
+    x = np.asarray(values, dtype=float)
+    mean = float(x.mean())
+    half = Z95 * float(x.std(ddof=1)) / math.sqrt(len(x)) if len(x) > 1 else mean
+    r = np.asarray(reasoning, dtype=float)
+    r = r[np.isfinite(r)]
+    return KindTokens(round(mean, 2), round(max(0.0, mean - half), 2), round(mean + half, 2), int(len(x)),
+                      round(float(r.mean()), 2) if len(r) else None)
+
+
+def from_pilot(path: str | Path, llm: str | None = None) -> HiddenTokens:
+    """The completion tokens per call of the pilot run in ``path`` (its ``calls.parquet``, answered calls
+    not served from the cache), per step kind and pooled (``all``); ``llm``: the model planned, which the
+    pilot must have run."""
+    import json
+
+    import pandas as pd
+
+    from cogtestbed.llm_adapters.runner import CALLS_FILE, CONFIG_FILE
+
+    path = Path(path)
+    if not (path / CALLS_FILE).exists():
+        raise InputError(f"--pilot: no {CALLS_FILE} in {path} (run `cogtestbed run ... -o {path}` first)")
+    manifest = json.loads((path / CONFIG_FILE).read_text()) if (path / CONFIG_FILE).exists() else {}
+    ran = manifest.get("config", {}).get("llm")
+    if llm is not None and ran is not None and ran != llm:
+        raise InputError(f"--pilot: {path} ran {ran}; a reasoning model's hidden tokens are its own: pilot {llm}")
+    calls = pd.read_parquet(path / CALLS_FILE)
+    calls = calls[~calls["cached"].astype(bool) & calls["completion_tokens"].notna()]
+    if calls.empty:
+        raise InputError(f"--pilot: {path} has no answered call with a reported usage to measure hidden tokens from")
+    reasoning = calls["reasoning_tokens"] if "reasoning_tokens" in calls else pd.Series([float("nan")] * len(calls))
+    kinds = {"all": _kind_tokens(calls["completion_tokens"], reasoning)}
+    for kind, group in calls.groupby("kind", sort=True):
+        kinds[str(kind)] = _kind_tokens(group["completion_tokens"], reasoning.loc[group.index])
+    chars = sum(len(_MARKER.sub("", str(text))) for text in calls["prompt"])
+    billed = pd.to_numeric(calls["prompt_tokens"], errors="coerce").sum()
+    per_char = round(float(billed) / chars, 6) if chars and billed > 0 else None
+    return HiddenTokens(kinds, f"pilot {path} ({ran or 'model unknown'}, {len(calls)} answered calls)", per_char)
+
+
+#: The role and image markers ``calls.parquet``'s ``prompt`` text puts around chat messages.
+_MARKER = re.compile(r"^\[(?:user|assistant|system|image)\]\n", re.M)
+
+
+def from_assumption(text: str) -> HiddenTokens:
+    """``--assume-reasoning-tokens``: ``N`` (priced from N / :data:`ASSUMPTION_FACTOR` to N x it) or
+    ``LOW:HIGH`` completion tokens per call, hidden ones included."""
+    try:
+        parts = [float(p) for p in str(text).split(":")]
+    except ValueError:
+        parts = []
+    if len(parts) == 1 and parts[0] > 0:
+        mid = parts[0]
+        low, high = mid / ASSUMPTION_FACTOR, mid * ASSUMPTION_FACTOR
+    elif len(parts) == 2 and 0 <= parts[0] <= parts[1] and parts[1] > 0:
+        low, high = parts
+        mid = (low + high) / 2
+    else:
+        raise InputError(f"--assume-reasoning-tokens must be N or LOW:HIGH completion tokens per call (hidden ones "
+                         f"included), positive, got {text!r}")
+    row = KindTokens(mid, low, high, 0)
+    return HiddenTokens({"all": row}, f"assumption --assume-reasoning-tokens {text}"
+                        + (f" (priced from N/{ASSUMPTION_FACTOR:g} to N x {ASSUMPTION_FACTOR:g})"
+                           if len(parts) == 1 else ""))
+
+
+def reasons(llm: str, thinking_budget: int | None) -> bool:
+    """Whether a run of ``llm`` spends hidden tokens: a model that always reasons, or thinking turned on."""
+    from cogtestbed.llm_adapters.capabilities import capability_of
+
+    cap = capability_of(llm)
+    return cap is not None and (cap.always_reasons() or (cap.reasoning == "thinking" and thinking_budget is not None))
+
+
+def refusal(llm: str) -> str:
+    """The one line a plan for a reasoning model without a measurement or an assumption is refused with."""
+    return (f"{llm} is a reasoning model: it bills hidden reasoning tokens as output, often many times the answer's, "
+            "so its cost cannot be priced from the prompts; give --pilot DIR (a run of it: its tokens per call are "
+            "measured) or --assume-reasoning-tokens N (or LOW:HIGH) completion tokens per call")

@@ -787,7 +787,9 @@ def _completion_note(c: RequestCount, config: RunConfig) -> str:
         parts.append(f"{c.scored_requests} scoring requests generate 1 token each (0 where the model's next "
                      "token ends the text)")
     if text:
-        parts.append(f"{text} answers generate at most {config.max_tokens} tokens each (--max-tokens): how many, "
+        hidden = (f" ({config.max_tokens} of the answer, --max-tokens, and {config.hidden_allowance} hidden reasoning, "
+                  "--thinking-budget)" if config.hidden_allowance else " (--max-tokens)")
+        parts.append(f"{text} answers generate at most {config.completion_limit} tokens each{hidden}: how many, "
                      "the model decides during the run")
     return "; ".join(parts) + "; max_completion_tokens is their ceiling and is what the budget books"
 
@@ -865,7 +867,8 @@ def reasoning_cost(config: RunConfig, price: Price | None, c: RequestCount, hidd
     entry: dict[str, Any] = {"completion_limit": limit, "reasoning_effort": config.reasoning_effort,
                              "thinking_budget": config.thinking_budget}
     if hidden is None:
-        return {"estimated_cost_usd": None, "estimated_cost_null_reason": refusal(config.llm), "reasoning": entry}
+        why = refusal(config.llm) + " (options of `cogtestbed plan`; max_cost_usd is the ceiling)"
+        return {"estimated_cost_usd": None, "estimated_cost_null_reason": why, "reasoning": entry}
     calls = {k: n for k, n in c.by_kind().items() if n}
     entry["completion_tokens_per_call"] = hidden.as_json()
     out: dict[str, Any] = {"reasoning": entry}

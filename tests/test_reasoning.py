@@ -192,3 +192,20 @@ def test_the_docs_show_every_row_of_the_capability_table() -> None:
     docs = (Path(__file__).resolve().parents[1] / "docs" / "llm-runs.md").read_text()
     missing = [p for p in capability_table() if f"| `{p}` |" not in docs]
     assert missing == [] and "checked 2026-11-25" in docs
+
+
+def test_a_batch_result_line_reads_its_hidden_tokens() -> None:
+    """Batch mode parses each result line with the client's own ``generation`` (llm_adapters/batch.py):
+    the hidden tokens of a line's usage reach the generation, and so the ledger."""
+    from cogtestbed.llm_adapters.openai_client import OpenAIClient
+
+    client = OpenAIClient("o3")
+    body = {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "o3",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "B"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 40, "completion_tokens": 300, "total_tokens": 340,
+                      "completion_tokens_details": {"reasoning_tokens": 298}}}
+    gen = client.generation(client.parse_body(body), GenerateRequest("Q?", 8200))
+    assert (gen.text, gen.completion_tokens, gen.reasoning_tokens) == ("B", 300, 298)
+    assert gen.to_json()["reasoning_tokens"] == 298
+    assert "reasoning_tokens" not in client.generation(client.parse_body({**body, "usage": {
+        "prompt_tokens": 40, "completion_tokens": 3, "total_tokens": 43}}), GenerateRequest("Q?", 8)).to_json()

@@ -170,3 +170,19 @@ def test_an_llm_against_a_human_sample_plans_one_llm_against_the_fixed_sample(tm
     with pytest.raises(ValueError, match="--human is one group"):
         ct.plan("instrumental-learning", llm=("openai:gpt-4o-mini", "openai:gpt-4o"), model="rw",
                 effect={"alpha": 0.3}, human=path)
+
+
+@pytest.mark.slow
+def test_two_group_hierarchical_fit_tests_the_posterior_difference():
+    """``method="hierarchical"``: each group fitted on its own, the posterior of the difference of
+    the population learning rates (second − first, 0.3 simulated) is positive and its interval
+    decides the test."""
+    import cogtestbed as ct
+
+    study = ct.power("rw", effect={"alpha": 0.3}, experiment="instrumental-learning", groups=2, subjects=(8,),
+                     sims=2, seed=1, workers=1, method="hierarchical", draws=300, chains=2)
+    rows = study.table
+    assert set(rows["test"]) == {"95% posterior interval of the difference of two groups' population values "
+                                 "excludes 0"}
+    assert (rows["estimate"] > 0.1).all() and (rows["lo"] < rows["estimate"]).all()
+    assert (rows["detected"] == (rows["lo"] > 0)).all()

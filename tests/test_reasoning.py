@@ -209,3 +209,18 @@ def test_a_batch_result_line_reads_its_hidden_tokens() -> None:
     assert gen.to_json()["reasoning_tokens"] == 298
     assert "reasoning_tokens" not in client.generation(client.parse_body({**body, "usage": {
         "prompt_tokens": 40, "completion_tokens": 3, "total_tokens": 43}}), GenerateRequest("Q?", 8)).to_json()
+
+
+def test_a_batch_run_of_a_reasoning_model_books_its_hidden_tokens(model, tmp_path: Path) -> None:
+    from cogtestbed.llm_adapters.batch_server import BatchEmulator, serve_batches
+
+    emulator = BatchEmulator({"o3": model}, polls=1, reasoning={"o3": ReasoningModel(answer=format_answer)})
+    with serve_batches(emulator) as url:
+        result = ct.run("instrumental-learning", llm="openai:o3", output=tmp_path / "run", base_url=url + "/v1",
+                        cache=tmp_path / "c.sqlite", design=DESIGN, batch=True, poll_every=0.01)
+    assert result.status == "complete" and result.trials["valid"].all()
+    spend = read_ledger((tmp_path / "run" / "spend.jsonl").read_text().splitlines())
+    calls = pd.read_parquet(tmp_path / "run" / "calls.parquet")
+    assert (spend.prompt_tokens, spend.completion_tokens) == (emulator.tally.prompt_tokens,
+                                                               emulator.tally.completion_tokens)
+    assert spend.reasoning_tokens == int(calls["reasoning_tokens"].sum()) > 8 * 48

@@ -99,12 +99,13 @@ class BatchEmulator:
     """The emulator's state and its ASGI application (:meth:`app`)."""
 
     def __init__(self, models: Mapping[str, HFClient], polls: int = 2,
-                 faults: list[BatchFault] | None = None) -> None:
+                 faults: list[BatchFault] | None = None, reasoning: Mapping[str, Any] | None = None) -> None:
+        """``reasoning``: the served names that act as reasoning models (:mod:`.reasoning_emulator`)."""
         from cogtestbed.llm_adapters.server import Billing, create_app
 
         if polls < 1:
             raise InputError("polls must be at least 1")
-        self.inner = create_app(models, billing=Billing())
+        self.inner = create_app(models, billing=Billing(), reasoning=reasoning)
         self.polls = polls
         self.faults: deque[BatchFault] = deque(faults or [])
         self.tally = Tally()

@@ -136,3 +136,18 @@ def test_simulated_searches_pick_an_underpowered_size_at_most_5_percent() -> Non
     assert sse.hierarchical(200, 24.0, 20, True, 1)["underpowered"] <= 0.05
     assert sse.hierarchical(200, 24.0, 8, False, 1)["underpowered"] > 0.15
     assert sse.precision_search(100, 96.0, 0.9, True, 1)["underpowered"] <= 0.05
+
+
+def test_confirmation_list_keeps_rules_with_a_power_margin() -> None:
+    """to_confirm: the cheapest rules, plus the cheapest whose search power clears the target by 2 SEs
+    (at 1,000 studies: 0.8253), in the search's order."""
+    shape = seqauto.Shape(3, "pocock", False, boundaries((1, 2, 3), LEVEL, "pocock", False, TARGET))
+    rules = [seqauto.Scored(shape, shape.bounds, (0, 1, 2), "analytic bounds", p, 0.03, u)
+             for u, p in [(10, 0.80), (11, 0.81), (12, 0.80), (13, 0.83), (14, 0.84), (15, 0.80)]]
+    saved = seqauto.CONFIRM, seqauto.MARGIN_RULES
+    try:
+        seqauto.CONFIRM, seqauto.MARGIN_RULES = 3, 2
+        got = seqauto.to_confirm(rules, TARGET, 1000)
+    finally:
+        seqauto.CONFIRM, seqauto.MARGIN_RULES = saved
+    assert [r.units for r in got] == [10, 13, 14]

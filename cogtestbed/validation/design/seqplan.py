@@ -47,6 +47,7 @@ import numpy as np
 from scipy import stats
 
 from cogtestbed.errors import InputError
+from cogtestbed.validation.design.seqfair import type1_check
 from cogtestbed.validation.design.seqpaths import (  # the bounds and paths the simulation shares
     CONTINUE,
     EFFICACY,
@@ -269,7 +270,8 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
                     binding: bool = False) -> SequentialResult:
     """Simulate the sequential procedure at every maximum size from ``min_factor·fixed_size`` to
     ``max_factor·fixed_size`` and choose the one with the least expected units under the effect
-    that keeps type-I error ≤ α (its point estimate, on fresh null studies) and power ≥ ``target``.
+    with power ≥ ``target``; its type-I error is measured on fresh null studies that choose nothing
+    (issue 47: reported with its one-sided upper bound; with ``calibrate=False`` they also require ≤ α).
 
     ``sims`` studies are simulated under the effect; ``null_sims`` (default: at least
     :data:`MIN_NULL_SIMS`) fresh null studies measure the type-I error.  With ``calibrate`` (the
@@ -312,7 +314,9 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
                        null_obeyed=None if binding or not futility else operate(b, nul.z, nul.est, cols, dirn, None,
                                                                                 nul.reference))
              for b, cols in zip(bounds, columns, strict=True)]
-    passing = [c for c in cands if c.passes(spec.level, target)]
+    # calibrated bounds (issue 47): the fresh null studies choose nothing, they measure the chosen maximum's
+    # type-I error (reported with its upper bound); nominal bounds have no calibration set, so there they guard
+    passing = [c for c in cands if c.effect.rate >= target and (calibrate or c.null.rate <= spec.level)]
     chosen = min(passing, key=lambda c: (c.effect.units.mean(), c.bounds.sizes[-1])) if passing else None
     shown = chosen or cands[-1]
     cols = [col[n] for n in shown.bounds.sizes]
@@ -501,6 +505,7 @@ def sequential_payload(res: SequentialResult, spec: PlannedStudy, fixed_cost: An
                    "statistic": statistic_name(spec)},
         "looks": looks,
         "null": {**obeyed.summary(k), "rejection_rate": cand.null.rate, "mc_se": cand.null.mc_se,
+                 "type1_check": type1_check(int(cand.null.rejected.sum()), cand.null.sims, spec.level),
                  "type1_futility": None if not futility else (
                      "futility stops obeyed (binding futility)" if binding else
                      "futility stops ignored (non-binding futility: a run may go on past a futility bound)")},

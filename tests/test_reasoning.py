@@ -140,6 +140,8 @@ def test_a_run_sends_no_refused_field_and_its_ledger_is_the_bill(model, tmp_path
     assert text.reasoning_mean == pytest.approx(billing.reasoning_tokens / 16, abs=0.01)
     with pytest.raises(InputError, match="ran openai:o3"):
         from_pilot(tmp_path / "run", "openai:o4-mini")
+    with pytest.raises(InputError, match="is a run of instrumental-learning, not of two-step"):
+        from_pilot(tmp_path / "run", "openai:o3", "two-step")
 
 
 def test_an_answer_cut_while_thinking_is_truncated_not_a_parse_error(model, tmp_path: Path) -> None:

@@ -25,12 +25,15 @@ def plan_forms(experiment: str, *, forms: str | Sequence[int], model: str | None
                base: Mapping[str, float] | Sequence[str] | None = None, power: float = 0.8, level: float = 0.05,
                seed: int = 0, design: Mapping[str, Any] | Sequence[str] | None = None,
                prices: str | os.PathLike[str] | None = None, allow_unpriced: bool = False,
-               max_tokens: int | None = None, temperature: float | None = None, reask: int = 0) -> dict[str, Any]:
+               max_tokens: int | None = None, temperature: float | None = None, reask: int = 0,
+               reasoning_effort: str | None = None, thinking_budget: int | None = None,
+               assume_reasoning_tokens: str | None = None) -> dict[str, Any]:
     """Plan a study of ``model``'s ``effect`` (``{NAME: SIZE}``) across prompt forms: for each count
     in ``forms`` (``"1,2,4,8"``), the subjects per form that reach ``power`` at ``level`` with the
     forms-aware test (a t test on the form means), the forms' effect SD from ``form_sd`` or a
     ``pilot`` run; with ``llm`` each design is priced by the first LLM's session and the cheapest
-    chosen.  Returns the plan (``scales``, ``rows``, ``chosen``; what ``plan --forms --json`` prints)."""
+    chosen (a reasoning model priced as :func:`cogtestbed.plan` prices it).
+    Returns the plan (``scales``, ``rows``, ``chosen``; what ``plan --forms --json`` prints)."""
     from cogtestbed.api.core import design_overrides, get_experiment
     from cogtestbed.environments.forms import FormError, parse_form_sd
     from cogtestbed.experiments.spec import resolve_temperature
@@ -51,9 +54,14 @@ def plan_forms(experiment: str, *, forms: str | Sequence[int], model: str | None
     llms = [llm] if isinstance(llm, str) else list(llm or [])
     pricer = None
     if llms:  # a session priced by the first LLM
+        from cogtestbed.api.plan import hidden_tokens
+
         pricer = Pricer(exp, (llms[0],), seed=seed, max_tokens=max_tokens,
                         temperature=resolve_temperature(exp.decoding, temperature)[0], reask=reask,
-                        prices=None if prices is None else Path(prices), allow_unpriced=allow_unpriced)
+                        prices=None if prices is None else Path(prices), allow_unpriced=allow_unpriced,
+                        reasoning_effort=reasoning_effort, thinking_budget=thinking_budget,
+                        hidden=hidden_tokens(llms[:1], pilot, assume_reasoning_tokens, thinking_budget,
+                                            exp.name))
     pilot_table = _pilot(pilot)
     sd = dict(form_sd) if isinstance(form_sd, Mapping) else parse_form_sd(list(form_sd) if form_sd else None)
     merged = {**parse_assignments(_items(base), "--base"), **parse_assignments(_items(params), "--param")}

@@ -174,7 +174,7 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
     spec = _with_lapse_fit(spec, lapse_fit)
     _check_fit_option(fit, fit_sims, spec, looks, precision is not None)
     reasoning = {"reasoning_effort": reasoning_effort, "thinking_budget": thinking_budget,
-                 "hidden": hidden_tokens(llms, pilot, assume_reasoning_tokens, thinking_budget)}
+                 "hidden": hidden_tokens(llms, pilot, assume_reasoning_tokens, thinking_budget, exp.name)}
     spec, pilot_info = _pilot_and_lapses(spec, exp, None if pilot is None else Path(pilot), llms, given_base,
                                          given_params, invalid_rate, random_rate, say)
     if target is not None:
@@ -201,7 +201,7 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
 
 
 def hidden_tokens(llms: Sequence[str], pilot: str | os.PathLike[str] | None, assumption: str | None,
-                  thinking_budget: int | None) -> Any:
+                  thinking_budget: int | None, experiment: str | None = None) -> Any:
     """A reasoning model's completion tokens per call (:mod:`~cogtestbed.llm_adapters.hidden_tokens`): the
     assumption given, else the pilot's measurement where an LLM planned reasons, else None (a plan for a
     reasoning model is then refused by its pricer)."""
@@ -211,7 +211,7 @@ def hidden_tokens(llms: Sequence[str], pilot: str | os.PathLike[str] | None, ass
         return ht.from_assumption(assumption)
     if pilot is None or not any(ht.reasons(llm, thinking_budget) for llm in llms):
         return None
-    return ht.from_pilot(Path(pilot), llms[0] if len(set(llms)) == 1 else None)
+    return ht.from_pilot(Path(pilot), llms[0] if len(set(llms)) == 1 else None, experiment)
 
 
 def _hierarchical_plan(payload: dict[str, Any], result: Any, planner: Any, exp: Any, sims: int | None, workers: int,

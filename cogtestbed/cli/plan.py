@@ -167,7 +167,8 @@ def plan(
         planned = plan_forms(experiment, forms=forms, model=model, effect=effect, form_sd=form_sd, llm=llm,
                              pilot=pilot, params=param, base=base, power=power, level=level, seed=seed, design=design,
                              prices=prices, allow_unpriced=allow_unpriced, max_tokens=max_tokens,
-                             temperature=temperature, reask=reask)
+                             temperature=temperature, reask=reask, reasoning_effort=reasoning_effort,
+                             thinking_budget=thinking_budget, assume_reasoning_tokens=assume_reasoning_tokens)
         if as_json:
             print_json(planned)
             return

@@ -658,7 +658,8 @@ class BatchClient(LLMClient):
                     self.stats["recovered_answers"] += 1
                 if line.get("ledger_id") in open_ids:
                     budget.settle_orphan(str(line["ledger_id"]), float(line.get("worst_usd") or 0.0), *usage,
-                                         billed=gen is not None or outcome.billed)
+                                         billed=gen is not None or outcome.billed,
+                                         reasoning_tokens=None if gen is None else gen.reasoning_tokens)
             record.write({"event": "done", "wave": wave["wave"], "recovered": batch_id is not None})
 
 

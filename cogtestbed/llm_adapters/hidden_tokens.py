@@ -90,10 +90,10 @@ def _kind_tokens(values: Any, reasoning: Any) -> KindTokens:
                       round(float(r.mean()), 2) if len(r) else None)
 
 
-def from_pilot(path: str | Path, llm: str | None = None) -> HiddenTokens:
+def from_pilot(path: str | Path, llm: str | None = None, experiment: str | None = None) -> HiddenTokens:
     """The completion tokens per call of the pilot run in ``path`` (its ``calls.parquet``, answered calls
-    not served from the cache), per step kind and pooled (``all``); ``llm``: the model planned, which the
-    pilot must have run."""
+    not served from the cache), per step kind and pooled (``all``); ``llm`` and ``experiment``: the model and
+    the experiment planned, which the pilot must have run."""
     import json
 
     import pandas as pd
@@ -105,6 +105,10 @@ def from_pilot(path: str | Path, llm: str | None = None) -> HiddenTokens:
         raise InputError(f"--pilot: no {CALLS_FILE} in {path} (run `cogtestbed run ... -o {path}` first)")
     manifest = json.loads((path / CONFIG_FILE).read_text()) if (path / CONFIG_FILE).exists() else {}
     ran = manifest.get("config", {}).get("llm")
+    played = manifest.get("config", {}).get("experiment")
+    if experiment is not None and played is not None and played != experiment:
+        raise InputError(f"--pilot: {path} is a run of {played}, not of {experiment}: tokens per call are the "
+                         "experiment's own")
     if llm is not None and ran is not None and ran != llm:
         raise InputError(f"--pilot: {path} ran {ran}; a reasoning model's hidden tokens are its own: pilot {llm}")
     calls = pd.read_parquet(path / CALLS_FILE)

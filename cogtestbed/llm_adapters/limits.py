@@ -447,7 +447,7 @@ class Budget:
                    "answered": int(succeeded and prompt_tokens + completion_tokens > 0)})
 
     def settle_orphan(self, ledger_id: str, worst_usd: float, prompt_tokens: int, completion_tokens: int,
-                      billed: bool) -> None:
+                      billed: bool, reasoning_tokens: int | None = None) -> None:
         """Settle a booking an earlier invocation made and never settled (it was killed with the call in
         flight: batch mode collects such calls on ``--resume``).  :func:`read_ledger` counted it in
         ``spent`` at its worst case (``worst_usd``, one call); this replaces that by the usage reported
@@ -456,12 +456,15 @@ class Budget:
         self.spent.cost += real - worst_usd
         self.spent.calls -= 0 if billed else 1
         self.spent.answered -= 0 if billed else 1
+        hidden = reasoning_tokens if billed and isinstance(reasoning_tokens, int) and reasoning_tokens >= 0 else 0
         if billed:
             self.spent.prompt_tokens += prompt_tokens
             self.spent.completion_tokens += completion_tokens
+            self.spent.reasoning_tokens += hidden
         self._log({"id": ledger_id, "settle_usd": real, "calls": int(billed),
                    "prompt_tokens": prompt_tokens if billed else 0,
-                   "completion_tokens": completion_tokens if billed else 0, "answered": int(billed)})
+                   "completion_tokens": completion_tokens if billed else 0,
+                   **({"reasoning_tokens": hidden} if hidden else {}), "answered": int(billed)})
 
     def _worst_tokens(self, booking: Booking) -> tuple[int, int]:
         """Tokens that cost the booking's worst case (all of it as output where the model has a price)."""

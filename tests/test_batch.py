@@ -47,8 +47,9 @@ def test_quick_study_calls_dollars_faults_and_kill() -> None:
         else:
             assert row["dry_calls_if_all_invalid"] <= row["run_calls"] <= row["dry_calls"], row
             assert row["run_usd"] <= row["dry_max_usd"], row
-    for row in out["faults"]:
-        assert row["exit"] == 0 and row["expired"] == 2 and row["errored"] == 1 and row["reasked"] == 3, row
+    for row in out["faults"]:  # one batch of every request: 1 ran, the rest expired; their re-ask has a failed line
+        assert row["exit"] == 0 and row["expired"] == row["first_batch_lines"] - 1 and row["errored"] == 1, row
+        assert row["reasked"] == row["expired"] + 1 and row["batches"] == 3, row
         assert row["same_trials_as_clean_run"], row
         assert row["run_calls"] == row["emulator_ran"] + row["errored"], row  # an errored line is a call; expired not
     for row in out["kills"]:
@@ -62,7 +63,9 @@ def test_anthropic_message_batches_expiry_and_errors_are_reasked(tmp_path: Path,
     monkeypatch.setenv("COGTESTBED_PRICES", str(tmp_path / "prices.toml"))
     monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))  # restored after the study sets it
     row = study.fault_row("anthropic", tmp_path)
-    assert row["exit"] == 0 and row["expired"] == 2 and row["errored"] == 1 and row["reasked"] == 3, row
+    # one batch of all 60 requests (3 subjects x 20): 1 ran, 59 expired; their re-ask has a failed line
+    assert row["first_batch_lines"] == 60 and row["batches"] == 3, row
+    assert row["exit"] == 0 and row["expired"] == 59 and row["errored"] == 1 and row["reasked"] == 60, row
     assert row["run_calls"] == row["emulator_ran"] + 1, row
     run = json.loads((tmp_path / "fault-anthropic" / "run.json").read_text())
     assert run["batch"]["provider"] == "anthropic" and run["transport"]["batch"] is True
@@ -337,3 +340,87 @@ def test_a_run_stopped_by_its_service_request_bound_exits_3_and_resumes(tmp_path
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "complete" and run["stats"]["subjects_complete"] == 2
     assert emulator.tally.requests_run == run["stats"]["total_calls"]  # nothing lost, nothing sent twice
+
+
+def _batch_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, study: Any) -> None:
+    (tmp_path / "prices.toml").write_text(study.PRICES)
+    monkeypatch.setenv("COGTESTBED_PRICES", str(tmp_path / "prices.toml"))
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
+
+
+def test_a_60_prompt_collider_batch_run_sends_one_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 48 item 2: no collider prompt depends on an answer, so all 60 (3 subjects x 20) go in one
+    batch; the dry run says 1 turnaround; the play reads them as this run's calls, not cache hits."""
+    import pandas as pd
+
+    from cogtestbed.llm_adapters.batch_server import BatchEmulator, serve_batches
+
+    study = load_study("batch_mode")
+    _batch_env(tmp_path, monkeypatch, study)
+    emulator = BatchEmulator(study.models(), polls=2)
+    with serve_batches(emulator) as url:
+        args = study.run_args("collider", "openai", url, tmp_path / "run", 3)
+        dry = json.loads(study.cli([*args[:-2], *args[-2:], "--dry-run", "-o", str(tmp_path / "dry")])[1])
+        assert study.cli(args)[0] == 0
+    assert dry["calls"] == 60 and dry["batch"]["batch_turnarounds"] == 1
+    assert dry["batch"]["worst_case_wall_hours"] == 24 and not any("turnarounds" in w for w in dry.get("warnings", []))
+    assert dry["price_usd_per_mtok"]["batch_discount"] == 0.5  # the discount the batch price has taken off
+    assert emulator.tally.http["batches.create"] == 1 and emulator.tally.requests_run == 60
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["batch"]["batches"] == 1 and run["batch"]["lines"] == 60 and run["stats"]["total_calls"] == 60
+    calls = pd.read_parquet(tmp_path / "run" / "calls.parquet")
+    assert len(calls) == 60 and not calls["cached"].any() and run["stats"]["cache_hits"] == 0
+
+
+@pytest.mark.slow
+def test_a_2_subject_instrumental_batch_run_sends_one_batch_per_step(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each instrumental-learning prompt renders the previous answer's outcome: one batch per step, each
+    holding both subjects' step; the dry run counts as many turnarounds and warns past a day."""
+    from cogtestbed.llm_adapters.batch_server import BatchEmulator, serve_batches
+
+    study = load_study("batch_mode")
+    _batch_env(tmp_path, monkeypatch, study)
+    emulator = BatchEmulator(study.models(), polls=1)
+    with serve_batches(emulator) as url:
+        args = ["run", "instrumental-learning", "--llm", f"openai:{study.MODEL}", "--base-url", url + "/v1",
+                "--subjects", "2", "-o", str(tmp_path / "run"), "--batch", "--poll-every", "0.01",
+                "--design", "visits_per_casino=3"]
+        dry = json.loads(study.cli([*args, "--dry-run", "-o", str(tmp_path / "dry")])[1])
+        assert study.cli(args)[0] == 0
+    steps = 4 * 3  # four casinos, three visits each
+    assert dry["batch"]["batch_turnarounds"] == steps and dry["batch"]["worst_case_wall_hours"] == 24 * steps
+    assert any(f"{steps} batch turnarounds" in w and "days" in w for w in dry["warnings"])
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["batch"]["batches"] == steps == emulator.tally.http["batches.create"]
+    assert run["batch"]["lines"] == 2 * steps  # both subjects' step k in batch k
+
+
+def test_run_batch_against_a_server_without_a_batch_api_says_so(server: Any, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from cogtestbed.cli import run_cli
+    from cogtestbed.llm_adapters.limits import read_ledger
+
+    study = load_study("batch_mode")
+    _batch_env(tmp_path, monkeypatch, study)
+    url, _ = server
+    code = run_cli(study.run_args("collider", "openai", url.removesuffix("/v1"), tmp_path / "run", 1))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2, err
+    assert len([x for x in err if x.startswith("error")]) == 1 and "Traceback" not in "\n".join(err)
+    assert "has no batch API (POST /v1/files answered HTTP 404); run without --batch" in err[-1], err
+    ledger = tmp_path / "run" / "spend.jsonl"
+    if ledger.exists():  # a run directory kept: nothing created, nothing booked
+        with ledger.open() as fh:
+            assert read_ledger(fh).cost == 0
+
+
+def test_the_emulator_lists_its_models(tiny_chat: Any) -> None:
+    import httpx
+
+    from cogtestbed.llm_adapters.batch_server import BatchEmulator, serve_batches
+
+    with serve_batches(BatchEmulator({"tiny-random-chat": tiny_chat})) as url:
+        models = httpx.get(url + "/v1/models").json()
+    assert [m["id"] for m in models["data"]] == ["tiny-random-chat"]

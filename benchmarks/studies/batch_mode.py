@@ -8,11 +8,13 @@ calls and settled dollars (run.json), and the dry run's calls and dollars at the
 same sessions run one request at a time through the project's server give the reference requests.
 
 Part 2, faults: a batch that expires after one request and one with a failed request (500): every
-failed line re-asked in a follow-up batch, the run completes with the trials of a clean run.
+failed line re-asked in a follow-up batch, the run completes with the trials of a clean run (every
+other end a batch can have: ``batch_faults.py``).
 
 Part 3, kill -9: a real ``cogtestbed run --batch`` subprocess killed with SIGKILL while it polls its
-second batch, then ``--resume`` (collider): the requests the emulator ran (as a multiset of request bodies) against
-an uninterrupted run's — lost and duplicated requests (target 0 each), calls and dollars against the dry run.
+batch (collider: all its requests in one), then ``--resume``: the requests the emulator ran (as a
+multiset of request bodies) against an uninterrupted run's — lost and duplicated requests (target 0
+each), calls and dollars against the dry run.
 
     PYTHONPATH=. python benchmarks/studies/batch_mode.py            # all parts
     PYTHONPATH=. python benchmarks/studies/batch_mode.py --quick    # OpenAI only, smaller (the test suite's)
@@ -122,7 +124,10 @@ def fault_row(backend: str, root: Path, subjects: int = 3) -> dict[str, Any]:
     run = _stats(root / f"fault-{backend}")
     batch = run.get("batch") or {}
     clean = root / f"collider-{backend}"
-    return {"provider": backend, "exit": code, "expired": emulator.tally.expired, "errored": emulator.tally.errored,
+    events = [json.loads(x) for x in (root / f"fault-{backend}" / "batches.jsonl").read_text().splitlines()]
+    first = next(e for e in events if e.get("event") == "submit")
+    return {"provider": backend, "exit": code, "first_batch_lines": len(first["lines"]),
+            "batches": batch.get("batches"), "expired": emulator.tally.expired, "errored": emulator.tally.errored,
             "reasked": batch.get("reasked"), "emulator_ran": emulator.tally.requests_run,
             "run_calls": run["stats"]["total_calls"],
             "same_trials_as_clean_run": clean.exists() and _trials(clean) == _trials(root / f"fault-{backend}")}
@@ -140,7 +145,7 @@ def _wait_for(path: Path, predicate: Any, proc: subprocess.Popen[str], seconds: 
 
 
 def kill_row(backend: str, root: Path, subjects: int) -> dict[str, Any]:
-    """SIGKILL a real run while it polls its second batch, resume it; compare with an uninterrupted run."""
+    """SIGKILL a real run while it polls its batch, resume it; compare with an uninterrupted run."""
     from cogtestbed.llm_adapters.batch_server import BatchEmulator, serve_batches
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
@@ -155,8 +160,8 @@ def kill_row(backend: str, root: Path, subjects: int) -> dict[str, Any]:
             args = [sys.executable, "-m", "cogtestbed", *run_args("collider", backend, url, out, subjects, poll=0.1)]
             if name == "killed":
                 proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                polling = _wait_for(out / "batches.jsonl", lambda t: t.count('"created"') >= 2, proc)
-                time.sleep(0.3)  # mid-poll of the second batch
+                polling = _wait_for(out / "batches.jsonl", lambda t: t.count('"created"') >= 1, proc)
+                time.sleep(0.3)  # mid-poll of its batch (collider: every request in one batch)
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
                 rows["killed_mid_poll"] = polling and proc.returncode == -signal.SIGKILL

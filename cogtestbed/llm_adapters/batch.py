@@ -45,7 +45,9 @@ import asyncio
 import contextvars
 import json
 import logging
+import math
 import os
+import re
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -53,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cogtestbed.errors import InputError
+from cogtestbed.errors import DataError, InputError
 from cogtestbed.llm_adapters.base import (
     BackendError,
     GenerateRequest,
@@ -80,32 +82,59 @@ MAX_SUBMISSIONS = 4
 #: The batch window both providers offer (OpenAI's only ``completion_window``; Anthropic's fixed 24 h).
 COMPLETION_WINDOW = "24h"
 
-__all__ = ["BATCH_FILE", "BatchClient", "BatchRecord", "batch_price", "batch_report", "unfinished_batches"]
+__all__ = ["BATCH_FILE", "BatchClient", "BatchRecord", "batch_price", "batch_report", "batch_turnarounds",
+           "unfinished_batches"]
 
 
 @dataclass
 class LineOutcome:
     """What a batch returned for one request: a generation, or why not — ``retry`` (it may pass
-    when asked again) or ``error`` (it will not) — and whether the provider ran it (``billed``)."""
+    when asked again) or ``error`` (it will not) — and whether the provider ran it (``billed``);
+    ``unknown_usage``: billed, but what it billed is unknown (a corrupt or missing result line, a batch
+    that is gone), so it is booked at its worst case; ``conflict``: the results answer it more than
+    once, differently (refused, never cached)."""
 
     generation: Generation | None = None
     retry: str | None = None
     error: str | None = None
     billed: bool = False
+    unknown_usage: bool = False
+    conflict: str | None = None
+
+
+#: States in which a batch has ended (OpenAI's; Anthropic's single ``ended`` is mapped to ``ended``).
+END_STATES = ("completed", "expired", "cancelled", "failed", "ended")
 
 
 @dataclass
 class BatchStatus:
-    """A polled batch: its provider state, whether processing ended, and its request counts."""
+    """A polled batch: its provider state, whether processing ended, its request counts (None where
+    the provider's counts are not counts: they are shown, never trusted) and why it failed."""
 
     state: str
     ended: bool
-    total: int
-    done: int
-    failed: int
+    total: int | None
+    done: int | None
+    failed: int | None
+    reason: str | None = None
 
     def line(self, batch_id: str) -> str:
-        return f"batch {batch_id}: {self.state}, {self.done}/{self.total} answered, {self.failed} failed"
+        def n(v: int | None) -> str:
+            return "?" if v is None else str(v)
+
+        why = f" ({self.reason})" if self.reason else ""
+        return f"batch {batch_id}: {self.state}{why}, {n(self.done)}/{n(self.total)} answered, {n(self.failed)} failed"
+
+
+def count_of(value: Any) -> int | None:
+    """A request count a batch API reported, or None where it is not a non-negative integer."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and value >= 0:
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
 
 
 class Provider(ABC):
@@ -138,6 +167,17 @@ class Provider(ABC):
         except BackendError as exc:
             raise BackendError(f"{self.client.spec} batch API at {self.client.where}: {exc}", exc.status) from None
 
+    async def create_call(self, fn: Any, what: str, route: str) -> Any:
+        """:meth:`call` of a request that starts a batch: a server that answers it 404 or 405 has no
+        batch API (one line, exit 2: nothing was created)."""
+        try:
+            return await self.call(fn, what)
+        except BackendError as exc:
+            if exc.status not in (404, 405):
+                raise
+            raise InputError(f"--batch: the server at {self.client.where} has no batch API ({route} answered "
+                             f"HTTP {exc.status}); run without --batch") from None
+
     @abstractmethod
     def connection_errors(self) -> tuple[type[BaseException], ...]: ...
 
@@ -158,23 +198,51 @@ class Provider(ABC):
 
     @abstractmethod
     async def results(self, batch_id: str, requests: Mapping[str, GenerateRequest]) -> dict[str, LineOutcome]:
-        """Every result line of an ended batch, by custom id (lines of unknown ids are dropped)."""
+        """Every result line of an ended batch, by custom id (lines of unknown ids are dropped; a
+        custom id answered twice differently is a ``conflict``; one answered and also failed keeps its
+        answer; a line that is not JSON but names its custom id is billed at its worst case)."""
 
 
-def _json_lines(text: str, where: str) -> list[dict[str, Any]]:
-    """The JSON objects of a JSONL text; a line that is not one is refused in one line."""
-    out = []
+_CUSTOM_ID = re.compile(r'"custom_id"\s*:\s*"([^"\\]+)"')
+
+
+def _json_lines(text: str, where: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The JSON objects of a JSONL text with a custom id, and the custom ids named by lines that are
+    not such objects (a corrupt line: the provider ran it, its answer is lost).  A corrupt line is one
+    warning line, never the end of the batch."""
+    out, corrupt = [], []
     for n, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
             continue
         try:
             item = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise BackendError(f"{where}: line {n} is not JSON ({exc.msg})") from None
-        if not isinstance(item, dict) or not isinstance(item.get("custom_id"), str):
-            raise BackendError(f"{where}: line {n} has no custom_id")
-        out.append(item)
-    return out
+            item, why = None, f"not JSON ({exc.msg})"
+        else:
+            why = "no custom_id"
+        if isinstance(item, dict) and isinstance(item.get("custom_id"), str):
+            out.append(item)
+            continue
+        named = _CUSTOM_ID.search(raw)
+        logger.warning("%s: result line %d is %s%s", where, n, why,
+                       f" (custom_id {named.group(1)}: booked at its worst case, asked again)" if named
+                       else "; the requests without a result are booked at their worst case and asked again")
+        if named:
+            corrupt.append(named.group(1))
+    return out, corrupt
+
+
+def _merge(outcomes: dict[str, LineOutcome], cid: str, new: LineOutcome) -> None:
+    """Add one result line's outcome: an answer beats a failure of the same request (the provider
+    billed it), two different answers are a conflict, a repeated identical answer is one answer."""
+    old = outcomes.get(cid)
+    if old is None or (old.generation is None and new.generation is not None):
+        outcomes[cid] = new
+    elif old.generation is not None and new.generation is not None and (
+            old.generation.text != new.generation.text):
+        outcomes[cid] = LineOutcome(billed=True, unknown_usage=True, conflict=(
+            f"custom_id {cid} is answered twice with different answers ({old.generation.text[:40]!r} and "
+            f"{new.generation.text[:40]!r})"))
 
 
 def _retryable(status: int | None) -> bool:
@@ -196,11 +264,11 @@ class OpenAIBatches(Provider):
     async def submit(self, lines: list[dict[str, Any]], tag: str) -> str:
         sdk = self.client._client()
         data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
-        uploaded = await self.call(lambda: sdk.files.create(file=("requests.jsonl", data), purpose="batch"),
-                                   "batch file upload")
-        batch = await self.call(lambda: sdk.batches.create(
+        uploaded = await self.create_call(lambda: sdk.files.create(file=("requests.jsonl", data), purpose="batch"),
+                                          "batch file upload", "POST /v1/files")
+        batch = await self.create_call(lambda: sdk.batches.create(
             input_file_id=uploaded.id, endpoint=self.client.endpoint, completion_window=COMPLETION_WINDOW,
-            metadata={"cogtestbed_tag": tag}), "batch create")
+            metadata={"cogtestbed_tag": tag}), "batch create", "POST /v1/batches")
         return str(batch.id)
 
     async def find(self, tag: str) -> str | None:
@@ -215,16 +283,20 @@ class OpenAIBatches(Provider):
         sdk = self.client._client()
         batch = await self.call(lambda: sdk.batches.retrieve(batch_id), "batch poll")
         counts = batch.request_counts
-        ended = batch.status in ("completed", "expired", "cancelled", "failed")
-        if batch.status == "failed":
-            errors = "; ".join(f"{e.code}: {e.message}" for e in ((batch.errors and batch.errors.data) or []))
-            raise BackendError(f"{self.client.spec}: batch {batch_id} failed validation ({errors or 'no reason'})")
-        return BatchStatus(batch.status, ended, int(getattr(counts, "total", 0) or 0),
-                           int(getattr(counts, "completed", 0) or 0), int(getattr(counts, "failed", 0) or 0))
+        state = str(batch.status)
+        reason = None
+        if state == "failed":
+            errors = getattr(batch, "errors", None)
+            data = getattr(errors, "data", None) or []
+            reason = "; ".join(f"{getattr(e, 'code', None)}: {getattr(e, 'message', None)}"
+                               for e in data) or "no reason"
+        return BatchStatus(state, state in END_STATES, count_of(getattr(counts, "total", None)),
+                           count_of(getattr(counts, "completed", None)), count_of(getattr(counts, "failed", None)),
+                           reason)
 
-    async def _file(self, file_id: str | None) -> list[dict[str, Any]]:
+    async def _file(self, file_id: str | None) -> tuple[list[dict[str, Any]], list[str]]:
         if not file_id:
-            return []
+            return [], []
         sdk = self.client._client()
         content = await self.call(lambda: sdk.files.content(file_id), "batch results download")
         return _json_lines(content.text, f"{self.client.spec}: batch file {file_id}")
@@ -233,10 +305,17 @@ class OpenAIBatches(Provider):
         sdk = self.client._client()
         batch = await self.call(lambda: sdk.batches.retrieve(batch_id), "batch retrieve for its files")
         out: dict[str, LineOutcome] = {}
-        for item in await self._file(batch.output_file_id) + await self._file(batch.error_file_id):
-            request = requests.get(item["custom_id"])
-            if request is not None:
-                out[item["custom_id"]] = self._outcome(item, request)
+        corrupt: list[str] = []
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            items, bad = await self._file(file_id)
+            corrupt += bad
+            for item in items:
+                request = requests.get(item["custom_id"])
+                if request is not None:
+                    _merge(out, item["custom_id"], self._outcome(item, request))
+        for cid in corrupt:
+            if cid in requests:
+                _merge(out, cid, LineOutcome(retry="a corrupt result line", billed=True, unknown_usage=True))
         return out
 
     def _outcome(self, item: Mapping[str, Any], request: GenerateRequest) -> LineOutcome:
@@ -244,7 +323,7 @@ class OpenAIBatches(Provider):
         if isinstance(error, dict):  # not run: batch_expired, batch_cancelled, request_timeout
             return LineOutcome(retry=f"{error.get('code')}: {error.get('message')}")
         if not isinstance(response, dict) or not isinstance(response.get("status_code"), int):
-            return LineOutcome(retry="a result line without a response")
+            return LineOutcome(retry="a result line without a response", billed=True, unknown_usage=True)
         status, body = response["status_code"], response.get("body")
         if status != 200:
             message = body.get("error", {}).get("message") if isinstance(body, dict) else None
@@ -253,7 +332,7 @@ class OpenAIBatches(Provider):
         try:
             return LineOutcome(self.client.generation(self.client.parse_body(body), request), billed=True)
         except (ValueError, BackendError) as exc:
-            return LineOutcome(retry=str(exc), billed=True)
+            return LineOutcome(retry=str(exc), billed=True, unknown_usage=True)
 
 
 class AnthropicBatches(Provider):
@@ -268,40 +347,55 @@ class AnthropicBatches(Provider):
 
     async def submit(self, lines: list[dict[str, Any]], tag: str) -> str:
         sdk = self.client._client()
-        batch = await self.call(lambda: sdk.messages.batches.create(requests=lines), "batch create")
+        batch = await self.create_call(lambda: sdk.messages.batches.create(requests=lines), "batch create",
+                                       "POST /v1/messages/batches")
         return str(batch.id)
 
     async def status(self, batch_id: str) -> BatchStatus:
         sdk = self.client._client()
         batch = await self.call(lambda: sdk.messages.batches.retrieve(batch_id), "batch poll")
         c = batch.request_counts
-        total = c.processing + c.succeeded + c.errored + c.canceled + c.expired
-        return BatchStatus(batch.processing_status, batch.processing_status == "ended", total, c.succeeded,
-                           c.errored + c.canceled + c.expired)
+        parts = [count_of(getattr(c, k, None)) for k in ("processing", "succeeded", "errored", "canceled", "expired")]
+        total = None if None in parts else sum(p for p in parts if p is not None)
+        failed = None if None in parts[2:] else sum(p for p in parts[2:] if p is not None)
+        state = str(batch.processing_status)
+        return BatchStatus(state, state == "ended", total, parts[1], failed)
 
     async def results(self, batch_id: str, requests: Mapping[str, GenerateRequest]) -> dict[str, LineOutcome]:
         sdk = self.client._client()
 
         async def read() -> list[Any]:  # the SDK retrieves the batch for its results_url, then reads that
             self.count("batch retrieve for its results")
-            return [item async for item in await sdk.messages.batches.results(batch_id)]
+            items = []
+            try:
+                async for item in await sdk.messages.batches.results(batch_id):
+                    items.append(item)
+            except ValueError as exc:  # a line that is not JSON: the rest of the file cannot be read
+                logger.warning("%s: batch %s: a result line is not JSON (%s); the requests without a result "
+                               "are booked at their worst case and asked again", self.client.spec, batch_id, exc)
+            return items
 
         out: dict[str, LineOutcome] = {}
         for item in await self.call(read, "batch results download"):
-            request = requests.get(item.custom_id)
+            request = requests.get(str(getattr(item, "custom_id", "")))
             if request is None:
                 continue
-            result = item.result
-            if result.type == "succeeded":
-                out[item.custom_id] = LineOutcome(self.client.generation(result.message, request), billed=True)
-            elif result.type == "errored":
-                err = result.error.error
-                line = f"{err.type}: {err.message}"
-                retry = err.type in ("api_error", "overloaded_error", "rate_limit_error", "timeout_error")
-                out[item.custom_id] = LineOutcome(retry=line, billed=True) if retry else LineOutcome(error=line)
-            else:  # canceled, expired: never run
-                out[item.custom_id] = LineOutcome(retry=f"{result.type} before it ran")
+            _merge(out, item.custom_id, self._outcome(item.result, request))
         return out
+
+    def _outcome(self, result: Any, request: GenerateRequest) -> LineOutcome:
+        if result.type == "succeeded":
+            try:
+                return LineOutcome(self.client.generation(result.message, request), billed=True)
+            except (AttributeError, TypeError, ValueError) as exc:
+                return LineOutcome(retry=f"a result line that is not a message ({exc})", billed=True,
+                                   unknown_usage=True)
+        if result.type == "errored":
+            err = result.error.error
+            line = f"{err.type}: {err.message}"
+            retry = err.type in ("api_error", "overloaded_error", "rate_limit_error", "timeout_error")
+            return LineOutcome(retry=line, billed=True) if retry else LineOutcome(error=line)
+        return LineOutcome(retry=f"{result.type} before it ran")  # canceled, expired: never run
 
 
 def provider_for(client: LLMClient) -> Provider:
@@ -436,9 +530,11 @@ class BatchClient(LLMClient):
         self.live = 0
         self.attached: _Attached | None = None
         self.stats = {"waves": 0, "lines": 0, "reasked": 0, "expired_or_cancelled": 0, "errored": 0,
-                      "recovered_batches": 0, "recovered_answers": 0}
+                      "unknown_usage": 0, "gone_batches": 0, "recovered_batches": 0, "recovered_answers": 0}
         self._flushing = False
         self._timer: asyncio.TimerHandle | None = None
+        #: Cache keys of answers :meth:`fetch_ahead` stored, not yet read by the play.
+        self.fetched_ahead: set[str] = set()
 
     # -- delegated ---------------------------------------------------------------------------
     @property
@@ -494,6 +590,41 @@ class BatchClient(LLMClient):
         record = self.attached.record.summary() if self.attached else {}
         return {"provider": self.backend, "endpoint": getattr(self.inner, "endpoint", "/v1/messages/batches"),
                 "poll_every_s": self.poll, **record, **self.stats, "http_requests": self.provider.http_requests}
+
+    # -- fetching ahead ------------------------------------------------------------------------------
+    async def fetch_ahead(self, requests: list[tuple[int, GenerateRequest]]) -> int:
+        """Send every ``(subject, request)`` whose prompt depends on no answer in one batch before the
+        subjects play (their re-asks and failed lines follow in later waves); the answers go to the
+        cache, and the play that follows reads them as this run's calls (:attr:`fetched_ahead`).
+        Requests already in the cache and repeats are not sent.  A line the budget refuses is left to
+        the play (whose admission decides); any other failure stops the run.  Returns the lines sent."""
+        from cogtestbed.llm_adapters.cache import cache_key
+
+        assert self.attached is not None
+        loop = asyncio.get_running_loop()
+        wave: dict[str, _Pending] = {}
+        for subject, request in requests:
+            key = cache_key(self, request, self.attached.shared)
+            if key in wave or self.attached.cache.get(key) is not None:
+                continue
+            wave[key] = _Pending(request, key, self.inner.prompt_token_bound(request.prompt), subject,
+                                 loop.create_future())
+        if not wave:
+            return 0
+        live, self.live = self.live, 0  # re-asked lines go out at once: no subject plays yet
+        self._flushing = True
+        try:
+            await self._flush(list(wave.values()))
+            results = await asyncio.gather(*(p.future for p in wave.values()), return_exceptions=True)
+        finally:
+            self.live = live
+        for p, result in zip(wave.values(), results, strict=True):
+            if isinstance(result, Generation):
+                self.fetched_ahead.add(p.key)
+        failures = [r for r in results if isinstance(r, BaseException) and not isinstance(r, BudgetExhausted)]
+        if failures:
+            raise failures[0]
+        return len(wave)
 
     # -- generating ------------------------------------------------------------------------------
     async def agenerate(self, request: GenerateRequest) -> Generation:
@@ -574,33 +705,81 @@ class BatchClient(LLMClient):
         ids = {f"w{number}-{j}": p for j, p in enumerate(booked)}
         lines = [self.provider.line(cid, p.request) for cid, p in ids.items()]  # built before anything is sent
         record.write({"event": "submit", "wave": number, "tag": tag, "lines": [
-            {"custom_id": cid, "key": p.key, "request": p.request.to_json(),
+            {"custom_id": cid, "key": p.key, "request": p.request.to_json(), "bound": p.bound,
              "ledger_id": p.booking.ledger_id if p.booking else None,
              "worst_usd": p.booking.worst.usd if p.booking else 0.0} for cid, p in ids.items()]})
         self.stats["waves"] += 1
         self.stats["lines"] += len(lines)
         for p in booked:
             p.in_flight = True
-        batch_id = await self.provider.submit(lines, tag)
+        try:
+            batch_id = await self.provider.submit(lines, tag)
+        except InputError:  # no batch API: nothing was created, nothing billed
+            for p in booked:
+                self.attached.budget.settle(p.booking, 0, 0, succeeded=False)  # type: ignore[arg-type]
+                p.booking, p.in_flight = None, False
+            record.write({"event": "done", "wave": number, "created": False})
+            raise
         record.write({"event": "created", "wave": number, "batch_id": batch_id})
         outcomes = await self._collect(batch_id, {cid: p.request for cid, p in ids.items()})
         for cid, p in ids.items():
-            self._settle(p, outcomes.get(cid) or LineOutcome(retry="no result line for this request"))
+            self._settle(p, outcomes[cid])
         record.write({"event": "done", "wave": number})
 
     async def _collect(self, batch_id: str, requests: Mapping[str, GenerateRequest]) -> dict[str, LineOutcome]:
-        """Poll ``batch_id`` until it ends (a progress line whenever its counts change); its results."""
+        """Poll ``batch_id`` until it ends (a progress line whenever its counts change); the outcome of
+        every request, whatever the batch's end (:meth:`_judged`): completed, expired, cancelled,
+        failed, gone (HTTP 404 after it was created), with corrupt or missing result lines."""
         shown = ""
-        while True:
-            status = await self.provider.status(batch_id)
-            line = status.line(batch_id)
-            if line != shown:
-                logger.info("%s", line)
-                shown = line
-            if status.ended:
-                break
-            await asyncio.sleep(self.poll)
-        return await self.provider.results(batch_id, requests)
+        try:
+            while True:
+                status = await self.provider.status(batch_id)
+                line = status.line(batch_id)
+                if line != shown:
+                    logger.info("%s", line)
+                    shown = line
+                if status.ended:
+                    break
+                await asyncio.sleep(self.poll)
+            found = await self.provider.results(batch_id, requests)
+        except BackendError as exc:
+            if exc.status != 404:
+                raise
+            logger.warning("%s", f"batch {batch_id} is gone ({exc}): whether the provider ran its {len(requests)} "
+                                 "requests is unknown, so each is booked at its worst case and asked again")
+            self.stats["gone_batches"] += 1
+            return {cid: LineOutcome(retry=f"batch {batch_id} gone (HTTP 404)", billed=True, unknown_usage=True)
+                    for cid in requests}
+        return self._judged(batch_id, status, requests, found)
+
+    def _judged(self, batch_id: str, status: BatchStatus, requests: Mapping[str, GenerateRequest],
+                found: dict[str, LineOutcome]) -> dict[str, LineOutcome]:
+        """Every request's outcome: its result line's, or — without one — never run where the batch
+        ``failed`` (the provider runs nothing of a batch that fails validation), else billed at its worst
+        case (the provider may have run it).  One warning line each for requests without a result,
+        answers without usage and conflicting answers."""
+        out = dict(found)
+        missing = [cid for cid in requests if cid not in found]
+        if status.state == "failed":
+            logger.warning("%s", f"batch {batch_id} failed ({status.reason}): its {len(missing)} requests without "
+                                 "a result are asked again (a failed batch runs nothing)")
+            for cid in missing:
+                out[cid] = LineOutcome(retry=f"batch failed: {status.reason}")
+        elif missing:
+            logger.warning("%s", f"batch {batch_id} ({status.state}): {len(missing)} of {len(requests)} requests have "
+                                 "no result line: each is booked at its worst case and asked again")
+            for cid in missing:
+                out[cid] = LineOutcome(retry="no result line for this request", billed=True, unknown_usage=True)
+        no_usage = [cid for cid, o in out.items() if o.generation is not None and (
+            o.generation.prompt_tokens is None or o.generation.completion_tokens is None)]
+        if no_usage:
+            logger.warning("%s", f"batch {batch_id}: {len(no_usage)} answers report no usage: each is booked at "
+                                 "its worst case")
+        for o in out.values():
+            if o.conflict:
+                logger.warning("%s", f"batch {batch_id}: {o.conflict}: refused (booked at its worst case)")
+        self.stats["unknown_usage"] += sum(1 for o in out.values() if o.unknown_usage) + len(no_usage)
+        return out
 
     def _settle(self, p: _Pending, outcome: LineOutcome) -> None:
         """Settle a line's booking, store its answer, and answer its call — or queue it again."""
@@ -613,8 +792,14 @@ class BatchClient(LLMClient):
             self.attached.cache.put(p.key, self, p.request, gen)  # before the wave's done line
             p.future.set_result(gen)
             return
-        budget.settle(p.booking, 0, 0, succeeded=outcome.billed)
+        usage = (p.bound, p.request.max_tokens) if outcome.unknown_usage else (0, 0)
+        budget.settle(p.booking, *usage, succeeded=outcome.billed)
         p.booking = None
+        if outcome.conflict is not None:
+            self.stats["errored"] += 1
+            p.future.set_exception(DataError(f"{self.spec}: batch results refused: {outcome.conflict}; "
+                                             "--resume asks it again"))
+            return
         if outcome.retry is None:
             self.stats["errored"] += 1
             p.future.set_exception(BackendError(f"{self.spec} batch request refused: {outcome.error}", 400))
@@ -623,7 +808,8 @@ class BatchClient(LLMClient):
         p.reasons.append(outcome.retry)
         if p.submissions >= MAX_SUBMISSIONS:
             p.future.set_exception(BackendError(
-                f"{self.spec}: a batch request failed {p.submissions} times (last: {outcome.retry})"))
+                f"{self.spec}: a batch request failed {p.submissions} times (last: {outcome.retry}); "
+                "--resume asks it again"))
             return
         self.stats["reasked"] += 1
         p.in_flight = False  # booked and sent again with the next wave
@@ -632,11 +818,12 @@ class BatchClient(LLMClient):
 
     # -- resuming ----------------------------------------------------------------------------
     async def recover(self) -> None:
-        """Finish the waves an earlier invocation left (see module docstring), before the replay."""
+        """Finish the waves an earlier invocation left (see module docstring), before the replay:
+        whatever the batch's end, its answers go to the cache and every booking still open is settled
+        (what was billed, its worst case where that is unknown); what has no answer is asked by the replay."""
         assert self.attached is not None
-        record, budget = self.attached.record, self.attached.budget
+        record = self.attached.record
         for wave in record.unfinished():
-            open_ids = open_ledger_ids(self.attached.ledger)
             batch_id = wave["batch_id"] or await self.provider.find(wave["tag"])
             lines = wave.get("lines", [])
             requests = {line["custom_id"]: _request_from_json(line["request"]) for line in lines}
@@ -649,18 +836,36 @@ class BatchClient(LLMClient):
             else:
                 logger.warning("resuming: wave %s was never accepted by the provider; its %d requests are "
                                "asked again", wave["wave"], len(lines))
-            for line in lines:
-                outcome = outcomes.get(line["custom_id"]) or LineOutcome(retry="not collected")
-                gen = outcome.generation
-                usage = (0, 0) if gen is None else _usage(gen, 0, 0)
-                if gen is not None:
-                    self.attached.cache.put_json(line["key"], self, line["request"], gen.to_json())
-                    self.stats["recovered_answers"] += 1
-                if line.get("ledger_id") in open_ids:
-                    budget.settle_orphan(str(line["ledger_id"]), float(line.get("worst_usd") or 0.0), *usage,
-                                         billed=gen is not None or outcome.billed,
-                                         reasoning_tokens=None if gen is None else gen.reasoning_tokens)
+            self._settle_recovered(lines, outcomes)
             record.write({"event": "done", "wave": wave["wave"], "recovered": batch_id is not None})
+
+    def _settle_recovered(self, lines: list[dict[str, Any]], outcomes: Mapping[str, LineOutcome]) -> None:
+        """Store the recovered answers and settle the open bookings of a recovered wave's ``lines``."""
+        assert self.attached is not None
+        budget = self.attached.budget
+        open_ids = open_ledger_ids(self.attached.ledger)
+        for line in lines:
+            outcome = outcomes.get(line["custom_id"]) or LineOutcome(retry="not collected")
+            gen, worst = outcome.generation, self._worst_tokens(line)
+            usage = (_usage(gen, *worst) if gen is not None else worst if outcome.unknown_usage else (0, 0))
+            if gen is not None:
+                self.attached.cache.put_json(line["key"], self, line["request"], gen.to_json())
+                self.stats["recovered_answers"] += 1
+            if line.get("ledger_id") in open_ids:
+                budget.settle_orphan(str(line["ledger_id"]), float(line.get("worst_usd") or 0.0), *usage,
+                                     billed=gen is not None or outcome.billed,
+                                     reasoning_tokens=None if gen is None else gen.reasoning_tokens)
+
+    def _worst_tokens(self, line: Mapping[str, Any]) -> tuple[int, int]:
+        """A recorded line's worst case in tokens: its prompt bound and ``max_tokens`` (a record made
+        before bounds were recorded: its booked worst case in dollars, all of it as output)."""
+        assert self.attached is not None
+        if isinstance(line.get("bound"), int):
+            return int(line["bound"]), int(line["request"]["max_tokens"])
+        price = self.attached.budget.price
+        if price is None or price.output <= 0:
+            return 0, int(line["request"]["max_tokens"])
+        return 0, math.ceil(float(line.get("worst_usd") or 0.0) * 1e6 / price.output - 1e-9)
 
 
 def _usage(gen: Generation, bound: int, max_tokens: int) -> tuple[int, int]:
@@ -701,12 +906,47 @@ def batch_report(report: dict[str, Any], standard: Price) -> dict[str, Any]:
     out["standard_estimated_cost_usd"] = round(standard_usd, 4)
     if report.get("max_cost_usd") is not None and keep > 0:
         out["standard_max_cost_usd"] = math.ceil(report["max_cost_usd"] / keep * 1e6 - 1e-6) / 1e6
+    if isinstance(out.get("price_usd_per_mtok"), dict):  # the batch price, with the discount it has taken off
+        out["price_usd_per_mtok"] = {**out["price_usd_per_mtok"], "batch_discount": standard.batch_discount,
+                                     "batch_discount_applied": True}
+    turns = batch_turnarounds(report)
     out["batch"] = {
         "discount": standard.batch_discount,
-        "price_usd_per_mtok": report.get("price_usd_per_mtok"),
+        "price_usd_per_mtok": out.get("price_usd_per_mtok"),
         "standard_price_usd_per_mtok": {"input": standard.input, "output": standard.output},
-        "note": ("every request travels in the provider's batch API at its batch price; sessions play in "
-                 "parallel waves (wave k holds step k of every session), so a run takes about one batch "
-                 "turnaround (up to 24 h) per step; scored steps are sampled (batch APIs serve no echo scoring)"),
+        **turns,
+        "note": ("every request travels in the provider's batch API at its batch price; requests whose prompt "
+                 "depends on no answer go out in one batch, across all subjects and steps; an experiment whose "
+                 "next prompt depends on the previous answer plays its sessions in parallel waves (wave k holds "
+                 "step k of every session), one batch turnaround (up to 24 h) per step; scored steps are sampled "
+                 "(batch APIs serve no echo scoring)"),
     }
+    if turns["worst_case_wall_hours"] > 24:
+        warning = (f"batch mode: {turns['batch_turnarounds']} batch turnarounds, up to "
+                   f"{turns['worst_case_wall_hours']:g} h ({turns['worst_case_wall_hours'] / 24:.1f} days) if each "
+                   f"takes the provider's {BATCH_WINDOW_HOURS} h window")
+        out["warnings"] = [*out.get("warnings", []), warning]
     return out
+
+
+#: Hours a provider may take to end one batch (OpenAI's ``completion_window`` 24h; Anthropic's 24 h).
+BATCH_WINDOW_HOURS = 24
+
+
+def batch_turnarounds(report: Mapping[str, Any]) -> dict[str, Any]:
+    """How many batches a run waits for, one after another, from its dry run's ``report``: one where
+    every prompt depends on no answer (all sent at once: ``answer_independent``), else the longest
+    session's requests (its steps are asked one after another, every session's step k in one batch);
+    each re-ask (``--reask``) may add one per step.  ``worst_case_wall_hours``: each batch taking the
+    provider's :data:`BATCH_WINDOW_HOURS` (a batch line that fails and is asked again adds one more)."""
+    steps = int(report.get("longest_session_calls") or 0)
+    first = 1 if report.get("answer_independent") else steps
+    reasks = int(report.get("calls_with_all_reasks") or 0) // max(int(report.get("calls") or 1), 1) - 1
+    worst = first + max(reasks, 0) * steps
+    return {"batch_turnarounds": first, "batch_turnarounds_with_all_reasks": worst,
+            "worst_case_wall_hours": worst * BATCH_WINDOW_HOURS,
+            "turnarounds_note": ("one batch holds every request whose prompt depends on no answer"
+                                 if report.get("answer_independent") else
+                                 f"one batch per step of the longest session ({steps} requests), all sessions' "
+                                 "step k in one batch") + (f"; re-asks may add one per step ({worst} in all)"
+                                                             if worst > first else "")}

@@ -46,11 +46,28 @@ from cogtestbed.llm_adapters.hf import HFClient
 class BatchFault:
     """What goes wrong with one batch: ``expire_after`` — the batch's window ends after that many of
     its requests ran (the rest are ``expired``); ``errors`` — indices of requests that fail with
-    ``status`` (500: a server error, retryable; 400: a refused request)."""
+    ``status`` (500: a server error, retryable; 400: a refused request).  The ends the issue-48 fault
+    server injects (OpenAI's API): ``fail`` — the batch ends ``failed`` with this message, running
+    nothing; ``cancel_after`` — cancelled after that many requests ran (the rest ``batch_cancelled``);
+    ``gone_after`` — after that many requests ran, every request for the batch answers 404; ``corrupt``
+    — these requests run (and bill) but their output lines are not JSON (``corrupt_named``: the broken
+    line still shows its custom id); ``no_usage`` — their output lines carry no ``usage``;
+    ``also_error`` — answered and also listed in the error file (HTTP 500); ``conflict`` — answered
+    twice in the output file, the second time differently; ``garbage_counts`` — ``request_counts`` that
+    are not counts."""
 
     expire_after: int | None = None
     errors: tuple[int, ...] = ()
     status: int = 500
+    fail: str | None = None
+    cancel_after: int | None = None
+    gone_after: int | None = None
+    corrupt: tuple[int, ...] = ()
+    corrupt_named: bool = False
+    no_usage: tuple[int, ...] = ()
+    also_error: tuple[int, ...] = ()
+    conflict: tuple[int, ...] = ()
+    garbage_counts: bool = False
 
 
 @dataclass
@@ -65,6 +82,8 @@ class Tally:
     completion_tokens: int = 0
     expired: int = 0
     errored: int = 0
+    #: Usage billed per custom id (prompt, completion tokens) of every request run.
+    by_id: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def requests_run(self) -> int:
@@ -106,6 +125,7 @@ class BatchEmulator:
         if polls < 1:
             raise InputError("polls must be at least 1")
         self.inner = create_app(models, billing=Billing(), reasoning=reasoning)
+        self.models = list(models)
         self.polls = polls
         self.faults: deque[BatchFault] = deque(faults or [])
         self.tally = Tally()
@@ -129,25 +149,55 @@ class BatchEmulator:
             self.tally.completion_tokens += int(usage.get("completion_tokens") or usage.get("output_tokens") or 0)
         return resp.status_code, payload
 
+    def _ended_by_fault(self, batch: dict[str, Any], j: int) -> bool:
+        """Whether the batch's fault ends it before request ``j`` runs (gone, or cancelled)."""
+        fault, outcomes = batch["fault"], batch["outcomes"]
+        ran = sum(1 for kind, _ in outcomes.values() if kind in ("ran", "error"))
+        if fault.gone_after is not None and ran >= fault.gone_after:
+            batch["gone"] = True
+            return True
+        if fault.cancel_after is not None and j >= fault.cancel_after:
+            batch["cancelled"] = True
+            for k in range(len(batch["lines"])):
+                outcomes.setdefault(k, ("cancelled", None))
+            return True
+        return False
+
+    async def _run_line(self, batch: dict[str, Any], j: int) -> None:
+        """Run request ``j`` of the batch through the local server (billed, tallied by its custom id)."""
+        line = batch["lines"][j]
+        path, body = batch["route"](line)
+        self.tally.ran[batch["provider"]] += 1
+        self.tally.bodies[json.dumps(body, sort_keys=True)] += 1
+        status, payload = await self._run(path, body)
+        batch["outcomes"][j] = ("ran", (status, payload))
+        usage = (payload.get("usage") or {}) if status == 200 and isinstance(payload, dict) else {}
+        self.tally.by_id[str(line.get("custom_id"))] = (
+            int(usage.get("prompt_tokens") or usage.get("input_tokens") or 0),
+            int(usage.get("completion_tokens") or usage.get("output_tokens") or 0))
+
     async def _advance(self, batch: dict[str, Any]) -> None:
         """One poll's worth of work: the next share of the batch's requests run (or expire)."""
         batch["polls"] += 1
         lines, fault = batch["lines"], batch["fault"]
+        if fault.fail is not None:  # failed validation: nothing runs
+            batch["failed"] = True
+            for j in range(len(lines)):
+                batch["outcomes"][j] = ("not run", None)
+            return
         share = -(-len(lines) // self.polls)
         todo = [j for j in range(len(lines)) if j not in batch["outcomes"]][:share]
         for j in todo:
+            if self._ended_by_fault(batch, j):
+                return
             if fault.expire_after is not None and j >= fault.expire_after:
                 batch["outcomes"][j] = ("expired", None)
                 self.tally.expired += 1
-                continue
-            if j in fault.errors:
+            elif j in fault.errors:
                 batch["outcomes"][j] = ("error", fault.status)
                 self.tally.errored += 1
-                continue
-            path, body = batch["route"](lines[j])
-            self.tally.ran[batch["provider"]] += 1
-            self.tally.bodies[json.dumps(body, sort_keys=True)] += 1
-            batch["outcomes"][j] = ("ran", await self._run(path, body))
+            else:
+                await self._run_line(batch, j)
         if fault.expire_after is not None and len(batch["outcomes"]) > fault.expire_after:
             for j in range(len(lines)):  # the window ended: whatever has not run expires now
                 if j not in batch["outcomes"]:
@@ -160,25 +210,37 @@ class BatchEmulator:
         done = len(outcomes) == len(b["lines"])
         expired = any(kind == "expired" for kind, _ in outcomes.values())
         ok = sum(1 for kind, r in outcomes.values() if kind == "ran" and r[0] == 200)
-        status = ("validating" if b["polls"] == 0 else "in_progress" if not done
-                  else "expired" if expired else "completed")
-        return {"id": b["id"], "object": "batch", "endpoint": b["endpoint"], "errors": None,
+        status = ("validating" if b["polls"] == 0 else "in_progress" if not done else "failed" if b.get("failed")
+                  else "cancelled" if b.get("cancelled") else "expired" if expired else "completed")
+        fault = b["fault"]
+        counts: dict[str, Any] = {"total": len(b["lines"]), "completed": ok, "failed": len(outcomes) - ok}
+        if fault.garbage_counts:
+            counts = {"total": "many", "completed": -3, "failed": None}
+        errors = None if not b.get("failed") else {"object": "list", "data": [
+            {"code": "invalid_request", "message": fault.fail, "param": None, "line": 1}]}
+        return {"id": b["id"], "object": "batch", "endpoint": b["endpoint"], "errors": errors,
                 "input_file_id": b["input_file_id"], "completion_window": "24h", "status": status,
                 "output_file_id": b.get("output_file_id"), "error_file_id": b.get("error_file_id"),
                 "created_at": b["created_at"], "metadata": b["metadata"],
-                "request_counts": {"total": len(b["lines"]), "completed": ok, "failed": len(outcomes) - ok}}
+                "request_counts": counts}
 
     def _openai_files(self, b: dict[str, Any]) -> None:
         """Write the output and error files of an ended batch."""
         out: list[dict[str, Any]] = []
         err: list[dict[str, Any]] = []
+        fault: BatchFault = b["fault"]
+        raw_out: list[str] = []
         for j, (kind, result) in sorted(b["outcomes"].items()):
             cid = b["lines"][j]["custom_id"]
             line: dict[str, Any] = {"id": f"batch_req_{uuid.uuid4().hex}", "custom_id": cid, "response": None,
                                     "error": None}
-            if kind == "expired":
+            if kind == "not run":
+                continue
+            if kind in ("expired", "cancelled"):
                 line["error"] = {"code": "batch_expired",
-                                 "message": "This request could not be executed before the completion window expired."}
+                                 "message": "This request could not be executed before the completion window expired."
+                                 } if kind == "expired" else {"code": "batch_cancelled",
+                                                              "message": "This request was cancelled."}
                 err.append(line)
             elif kind == "error":
                 line["response"] = {"status_code": result, "request_id": uuid.uuid4().hex,
@@ -186,14 +248,43 @@ class BatchEmulator:
                                                        if result >= 500 else "invalid_request_error"}}}
                 err.append(line)
             else:
-                status, body = result
-                line["response"] = {"status_code": status, "request_id": uuid.uuid4().hex, "body": body}
-                (out if status == 200 else err).append(line)
-        for name, lines in (("output_file_id", out), ("error_file_id", err)):
-            if lines:
+                self._answered_lines(line, j, result, fault, out, err, raw_out)
+        for name, lines, raw in (("output_file_id", out, raw_out), ("error_file_id", err, [])):
+            if lines or raw:
                 fid = f"file-{uuid.uuid4().hex}"
-                self.files[fid] = "".join(json.dumps(x) + "\n" for x in lines).encode()
+                text = "".join(json.dumps(x) + "\n" for x in lines) + "".join(r + "\n" for r in raw)
+                self.files[fid] = text.encode()
                 b[name] = fid
+
+    @staticmethod
+    def _answered_lines(line: dict[str, Any], j: int, result: Any, fault: BatchFault, out: list[dict[str, Any]],
+                        err: list[dict[str, Any]], raw_out: list[str]) -> None:
+        """The output/error-file lines of request ``j`` that ran (its fault's corruption applied)."""
+        cid = line["custom_id"]
+        status, body = result
+        if j in fault.no_usage and isinstance(body, dict):
+            body = {k: v for k, v in body.items() if k != "usage"}
+        line["response"] = {"status_code": status, "request_id": uuid.uuid4().hex, "body": body}
+        if status != 200:
+            err.append(line)
+            return
+        if j in fault.corrupt:
+            raw_out.append((f'{{"custom_id": "{cid}", "response": {{"status_c' if fault.corrupt_named
+                            else '{"id": "batch_req_x", "respo') + "\x00garbage")
+            return
+        out.append(line)
+        if j in fault.conflict:
+            other = json.loads(json.dumps(line))
+            for choice in other["response"]["body"].get("choices", []):
+                if isinstance(choice.get("message"), dict):
+                    choice["message"]["content"] = "a different answer"
+                else:
+                    choice["text"] = "a different answer"
+            out.append(other)
+        if j in fault.also_error:
+            err.append({**line, "id": f"batch_req_{uuid.uuid4().hex}", "response": {
+                "status_code": 500, "request_id": uuid.uuid4().hex,
+                "body": {"error": {"message": "injected fault", "type": "server_error"}}}})
 
     # -- Anthropic -----------------------------------------------------------------------------
     def _anthropic_batch(self, b: dict[str, Any], base: str) -> dict[str, Any]:
@@ -215,6 +306,8 @@ class BatchEmulator:
     def _anthropic_result(self, kind: str, result: Any) -> dict[str, Any]:
         if kind == "expired":
             return {"type": "expired"}
+        if kind in ("cancelled", "not run"):
+            return {"type": "canceled"}
         status, body = (result, None) if kind == "error" else result
         if status == 200:
             return {"type": "succeeded", "message": body}
@@ -277,13 +370,15 @@ class BatchEmulator:
         async def retrieve(request: Request) -> JSONResponse:
             self.tally.http["batches.retrieve"] += 1
             b = batch_of(request, "openai")
-            if b is None:
+            if b is None or b.get("gone"):
                 return error(404, "no such batch")
             if len(b["outcomes"]) < len(b["lines"]):
                 if b["polls"] > 0:
                     await self._advance(b)
                 else:
                     b["polls"] += 1
+                if b.get("gone"):
+                    return error(404, "no such batch")
                 if len(b["outcomes"]) == len(b["lines"]):
                     self._openai_files(b)
             return JSONResponse(self._openai_batch(b))
@@ -336,7 +431,9 @@ class BatchEmulator:
             Route("/v1/batches", create, methods=["POST"]),
             Route("/v1/batches", listing, methods=["GET"]),
             Route("/v1/batches/{batch_id}", retrieve, methods=["GET"]),
-            Route("/v1/models", lambda r: JSONResponse({"object": "list", "data": []}), methods=["GET"]),
+            Route("/v1/models", lambda r: JSONResponse({"object": "list", "data": [
+                {"id": name, "object": "model", "created": 0, "owned_by": "cogtestbed"} for name in self.models]}),
+                  methods=["GET"]),
             Route("/v1/messages/batches", a_create, methods=["POST"]),
             Route("/v1/messages/batches/{batch_id}", a_retrieve, methods=["GET"]),
             Route("/v1/messages/batches/{batch_id}/results", a_results, methods=["GET"]),

@@ -198,9 +198,15 @@ class CachedClient(LLMClient):
         key = cache_key(self.inner, request, self.shared)
         stored = self.cache.get(key)
         if stored is not None:
-            self.hits += 1
+            # an answer this run's batch fetched ahead (batch mode) is a call of this run, not a cache hit
+            fresh: set[str] = getattr(self.inner, "fetched_ahead", set())
+            ahead = key in fresh
+            if ahead:
+                fresh.discard(key)
+            else:
+                self.hits += 1
             try:
-                return Generation.from_json(stored, cached=True)
+                return Generation.from_json(stored, cached=not ahead)
             except (KeyError, TypeError, ValueError) as exc:
                 raise self.cache.corrupt(key, f"not a stored response: {type(exc).__name__}: {exc}") from None
         bound = self.inner.prompt_token_bound(request.prompt)

@@ -47,7 +47,7 @@ from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ScoredResp
 from cogtestbed.environments.forms import FormDesign, FormDraw, draw_forms
 from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.agent import Attempt, LLMAgent, ScoringLog
-from cogtestbed.llm_adapters.base import LLMClient, Prompt, freeze_prompt
+from cogtestbed.llm_adapters.base import GenerateRequest, LLMClient, Prompt, freeze_prompt
 from cogtestbed.llm_adapters.cache import CURRENT_SUBJECT, CachedClient, SubjectTicket
 from cogtestbed.llm_adapters.hidden_tokens import HiddenTokens, reasons, refusal
 from cogtestbed.llm_adapters.limits import (
@@ -273,6 +273,8 @@ class RequestCount:
     quoted_answers: int = 0
     #: Requests that draw one sample of a scored step's sampled estimate (a backend that cannot score).
     sample_requests: int = 0
+    #: Requests of the session that makes the most (its steps are asked one after another).
+    longest_session: int = 0
 
     def by_kind(self) -> dict[str, int]:
         """Requests by step kind (``text``, ``sample``, ``score``), as ``calls.parquet``'s ``kind``."""
@@ -311,21 +313,31 @@ def count_requests_of(exp: Experiment, design: Design, pairs: Sequence[tuple[LLM
         env.action_space.seed(config.seed * 1_000_003 + i)
         obs, _ = env.reset(options={"session": sessions.subject(i), "form": forms[i]})
         done, asked = False, [set[Any]() for _ in pairs]
+        before = [c.calls for c in counts]
         while not done:
-            scored = isinstance(obs.get("response"), ScoredResponse)
-            for (client, cfg), c, seen in zip(pairs, counts, asked, strict=True):
-                requests = step_requests(client, cfg, obs["prompt"], obs.get("response"))
-                if invalid and not scored:
-                    requests = _invalid_step_requests(client, cfg, obs["prompt"], env.t, seen)
-                for prompt, out in requests:
-                    _count_request(c, client, prompt, out, scored=scored)
+            scored = _count_step(pairs, counts, asked, obs, env.t, invalid)
             obs, _, done, _, _ = env.step(NO_ACTION if invalid and not scored else env.action_space.sample())
+        for c, b in zip(counts, before, strict=True):
+            c.longest_session = max(c.longest_session, c.calls - b)
     for (client, _), c in zip(pairs, counts, strict=True):
         c.prompt_tokens += c.img_tokens or 0
         if exp.env_cls.sampling_note(design) is not None and client.can_score and client.http:
             for prompt, out, scored in PROBE_REQUESTS:  # decide_scoring's probe
                 _count_request(c, client, prompt, out, scored=scored)
     return counts
+
+
+def _count_step(pairs: Sequence[tuple[LLMClient, RunConfig]], counts: list[RequestCount], asked: list[set[Any]],
+                obs: dict[str, Any], step: int, invalid: bool) -> bool:
+    """Count one step's requests for each pair (:func:`count_requests_of`); whether it is scored."""
+    scored = isinstance(obs.get("response"), ScoredResponse)
+    for (client, cfg), c, seen in zip(pairs, counts, asked, strict=True):
+        requests = step_requests(client, cfg, obs["prompt"], obs.get("response"))
+        if invalid and not scored:
+            requests = _invalid_step_requests(client, cfg, obs["prompt"], step, seen)
+        for prompt, out in requests:
+            _count_request(c, client, prompt, out, scored=scored)
+    return scored
 
 
 def _invalid_step_requests(client: LLMClient, config: RunConfig, prompt: Prompt, step: int,
@@ -493,6 +505,41 @@ async def play_subjects(
     return sessions, outcomes, complete, attempts, (stop_reason[0] if stop_reason else None)
 
 
+def first_requests(exp: Experiment, design: Design, client: LLMClient, config: RunConfig,
+                   limit: int | None = None) -> list[tuple[int, GenerateRequest]]:
+    """``(subject, request)`` of every first ask the run's subjects make (the first ``limit``), built
+    as :func:`play_subjects`' agents build them (:meth:`LLMAgent.first_requests`), their sessions
+    played with valid random actions as the dry run plays them.  In an experiment whose prompts depend
+    on no answer (``answer_independent``) these are the run's requests; requests whose chat history
+    quotes an earlier answer are left out (the play asks them)."""
+    sessions = draw_sessions(exp, design, config.n_subjects, config.seed)
+    seeds, forms = subject_seeds(config.seed, config.n_subjects), subject_forms(config)
+    out: list[tuple[int, GenerateRequest]] = []
+    for i in range(config.n_subjects if limit is None else min(limit, config.n_subjects)):
+        env = exp.env_cls(design)
+        env.action_space.seed(config.seed * 1_000_003 + i)
+        agent = LLMAgent(client, env, max_tokens=config.max_tokens, temperature=config.temperature,
+                         stop=config.stop, reask=config.reask, top_logprobs=config.top_logprobs,
+                         sample_seed=seeds[i], subject=i)
+        obs, _ = env.reset(options={"session": sessions.subject(i), "form": forms[i]})
+        done = False
+        while not done:
+            out += [(i, r) for r in agent.first_requests(obs)
+                    if isinstance(r.prompt, str) or not any(m.get("role") == "assistant" for m in r.prompt)]
+            obs, _, done, _, _ = env.step(env.action_space.sample())
+    return out
+
+
+async def send_ahead(exp: Experiment, design: Design, client: CachedClient, config: RunConfig,
+                     limit: int | None) -> None:
+    """Batch mode: where no prompt depends on an answer (``answer_independent``), every first ask of
+    the run goes out in one batch before the subjects play (:meth:`BatchClient.fetch_ahead`)."""
+    if exp.env_cls.answer_independent:
+        sent = await client.inner.fetch_ahead(  # type: ignore[attr-defined]
+            first_requests(exp, design, client, config, limit))
+        logger.info("batch mode: %d requests that depend on no answer sent ahead in one batch", sent)
+
+
 async def decide_scoring(exp: Experiment, design: Design, client: CachedClient) -> dict[str, Any] | None:
     """How the run answers its scored steps, decided before any subject's call: where the backend
     claims to score over HTTP (a completions endpoint), the probe's requests (booked and counted as
@@ -603,14 +650,7 @@ async def run_experiment(
         await client.aclose()
         raise
     try:
-        budget = client.budget
-        add = add_budget or Need()
-        budget.max_calls, budget.max_cost = rundir.budget_limits(
-            budget.max_calls, budget.max_cost, int(add.calls), add.usd)
-        if budget.max_cost is not None and budget.price is None:
-            raise InputError("--max-cost needs a price for the model: add it to the price table (--prices FILE)")
-        budget.spent = rundir.spent()
-        budget.ledger = rundir.ledger_writer()
+        budget = _open_budget(client.budget, rundir, add_budget)
         batching = await _start_batches(client, rundir, budget)
         if batching:
             concurrency = config.n_subjects  # every session in each wave
@@ -626,6 +666,8 @@ async def run_experiment(
                 logger.warning("%s", capability["line"])
         if scoring is not None:
             rundir.manifest["scoring"] = scoring
+        if batching:
+            await send_ahead(exp, design, client, config, limit)
         scoring_log = ScoringLog(None if scoring is None else scoring["method"])
         sessions, outcomes, complete, attempts, stop = await play_subjects(
             exp, design, client, config, concurrency=concurrency, on_step=on_step, on_subject=on_subject,
@@ -636,15 +678,7 @@ async def run_experiment(
         if scoring is not None:
             scoring = rundir.manifest["scoring"] = scoring_provenance(scoring, calls)
         status = "complete" if all(complete) else "stopped"
-        stats = {
-            "calls_total": len(calls),
-            "cache_hits": int(calls["cached"].sum()) if len(calls) else 0,
-            **budget.summary(),
-            "retries": ((int(calls["retries"].sum()) if len(calls) else 0)
-                        + int((scoring or {}).get("probe_retries", 0))),
-            "subjects_complete": int(np.sum(complete)),
-            "invalid_trials": int((~table["valid"]).sum()),
-        }
+        stats = _run_stats(table, calls, budget, scoring, complete)
         manifest = {
             "command": "run", "config": config.as_json(), "status": status, "stop_reason": stop,
             "complete_subjects": [int(i) for i in np.flatnonzero(complete)], "stats": stats,
@@ -690,6 +724,31 @@ def capability_entry(config: RunConfig) -> dict[str, Any] | None:
             "reasoning_effort": config.reasoning_effort, "thinking_budget": config.thinking_budget,
             "completion_limit": {"answer": config.max_tokens, "hidden_allowance": config.hidden_allowance,
                                  "total": config.completion_limit}}
+
+
+def _open_budget(budget: Budget, rundir: RunDir, add_budget: Need | None) -> Budget:
+    """``budget`` with the run directory's totals (raised by ``add_budget``), spend and ledger."""
+    add = add_budget or Need()
+    budget.max_calls, budget.max_cost = rundir.budget_limits(budget.max_calls, budget.max_cost, int(add.calls), add.usd)
+    if budget.max_cost is not None and budget.price is None:
+        raise InputError("--max-cost needs a price for the model: add it to the price table (--prices FILE)")
+    budget.spent = rundir.spent()
+    budget.ledger = rundir.ledger_writer()
+    return budget
+
+
+def _run_stats(table: pd.DataFrame, calls: pd.DataFrame, budget: Budget, scoring: dict[str, Any] | None,
+               complete: list[bool]) -> dict[str, Any]:
+    """``run.json``'s ``stats``: calls, cache hits, the budget's totals, retries, subjects, invalid trials."""
+    return {
+        "calls_total": len(calls),
+        "cache_hits": int(calls["cached"].sum()) if len(calls) else 0,
+        **budget.summary(),
+        "retries": ((int(calls["retries"].sum()) if len(calls) else 0)
+                    + int((scoring or {}).get("probe_retries", 0))),
+        "subjects_complete": int(np.sum(complete)),
+        "invalid_trials": int((~table["valid"]).sum()),
+    }
 
 
 def note_fingerprints(rundir: RunDir, client: CachedClient, warnings: list[dict[str, Any]]) -> None:
@@ -902,6 +961,8 @@ def _dry_report(exp: Experiment, design: Design, client: LLMClient, config: RunC
                                                                        c.completion)),
         "cost_vs_billed": _cost_note(exp, c),
         "prompts_are_the_runs": prompts_fixed(exp, c),
+        "answer_independent": bool(exp.env_cls.answer_independent),
+        "longest_session_calls": c.longest_session,
     }
     report.update(_if_the_server_cannot_score(exp, design, client, config, sessions, price))
     if low is not None:

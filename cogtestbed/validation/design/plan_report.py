@@ -254,7 +254,7 @@ def summary_line(payload: dict[str, Any]) -> str:
     unpriced = "no price (--allow-unpriced: ranked by tokens)"
     dollars = f"${cost['dollars']:.2f}" if cost["dollars"] is not None else unpriced
     if cost.get("standard_dollars") is not None:
-        dollars += f" in batch mode (${cost['standard_dollars']:.2f} at the standard price)"
+        dollars += f" in batch mode (${cost['standard_dollars']:.2f} at the standard price{_batch_wall(cost)})"
     llms = " + ".join(dict.fromkeys(payload["run"]["llms"]))
     sessions = f"{c['sessions_per_llm']} session{'' if c['sessions_per_llm'] == 1 else 's'} per LLM"
     from cogtestbed.formatting import chosen_design_phrase
@@ -265,6 +265,19 @@ def summary_line(payload: dict[str, Any]) -> str:
             f"{c['design']} ({sessions}) — {cost['calls']:,} calls, "
             f"{cost['prompt_tokens']:,} prompt + {cost['completion_tokens']:,} completion tokens (max), "
             f"{dollars} on {llms}; power {rate_text(p['rate'], p['sims'])}" + _hierarchical_words(payload))
+
+
+def _batch_wall(cost: Mapping[str, Any]) -> str:
+    """A batch-mode plan's turnarounds and worst-case wall time (the longest of its LLMs' runs; each
+    batch may take the provider's 24 h), with a warning where that exceeds a day."""
+    turns = [r["batch"] for r in cost.get("per_llm") or () if isinstance(r.get("batch"), dict)
+             and "batch_turnarounds" in r["batch"]]
+    if not turns:
+        return ""
+    worst = max(turns, key=lambda t: t["worst_case_wall_hours"])
+    hours = worst["worst_case_wall_hours"]
+    over = f" — WARNING: more than a day ({hours / 24:.1f} days)" if hours > 24 else ""
+    return f"; {worst['batch_turnarounds']} batch turnaround(s), up to {hours:g} h{over}"
 
 
 def _hierarchical_words(payload: Mapping[str, Any]) -> str:

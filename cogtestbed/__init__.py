@@ -40,6 +40,7 @@ _PUBLIC: dict[str, str] = {
     "get_experiment": "cogtestbed.api.core",
     "simulate": "cogtestbed.api.core",
     "metrics": "cogtestbed.api.core",
+    "MetricsReport": "cogtestbed.metrics_result",
     "fit": "cogtestbed.api.core",
     "check": "cogtestbed.api.core",
     "fit_and_save": "cogtestbed.api.fitting",
@@ -94,7 +95,7 @@ _PUBLIC: dict[str, str] = {
 __all__ = [
     "__version__", "BackendError", "BackendUnavailable", "BudgetError", "CogtestbedError", "ConformanceError",
     "DataError", "DataFormatError", "DegenerateAnswers", "FormError", "InputError", "LLMError", "LookReplay",
-    "MemoryLimitError",
+    "MemoryLimitError", "MetricsReport",
     "OutputError", "PairedRun", "ParameterError", "Phenotype", "Plan", "PlanInfeasible", "PriceError",
     "RepeatedSessionError", "ResumeMismatch", "RunDirError", "Study", "TrialTableError", "UnknownNameError",
     "UnpricedModel", "WorkerDied",
@@ -133,6 +134,7 @@ if TYPE_CHECKING:
     from cogtestbed.llm_adapters.limits import PriceError, UnpricedModel
     from cogtestbed.llm_adapters.rundir import RunDirError
     from cogtestbed.memory import MemoryLimitError
+    from cogtestbed.metrics_result import MetricsReport
     from cogtestbed.no_data import DegenerateAnswers
     from cogtestbed.outputs import OutputError, WriteFailed
     from cogtestbed.parameters import ParameterError

@@ -43,6 +43,21 @@ class MetricsResult(TypedDict, total=False):
     null_reasons: dict[str, str]
 
 
+class MetricsReport(MetricsResult, total=False):
+    """What :func:`cogtestbed.metrics` returns: a plain ``dict`` typed as this (a
+    :class:`MetricsResult`, with where it came from).  ``experiment``: the experiment's name;
+    ``source``: ``trials`` or the importer that read the file; ``path``: the file (a table given
+    as a DataFrame has none); ``options``: the metrics options used (where any was given);
+    ``prompt_forms``: each prompt form's metrics and the between-form SDs (a table with a ``form``
+    column)."""
+
+    experiment: str
+    source: str
+    path: str
+    options: dict[str, Any]
+    prompt_forms: dict[str, Any]
+
+
 #: The keys every :class:`MetricsResult` has besides its unit key.
 METRICS_RESULT_KEYS: tuple[str, ...] = ("metrics", "n_invalid", "flags")
 METRICS_UNITS: tuple[str, ...] = ("per_subject", "per_run")

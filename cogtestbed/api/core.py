@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from cogtestbed.environments.base import Design
     from cogtestbed.experiments.spec import ExperimentSpec
     from cogtestbed.inference.hierarchical import BayesFit
+    from cogtestbed.metrics_result import MetricsReport
     from cogtestbed.validation.conformance.suite import ConformanceReport
 
 def experiments() -> list[str]:
@@ -112,7 +113,7 @@ def simulate(experiment: str | ExperimentSpec, agent: str, *, subjects: int = 10
                             forms=form_design)
     if out is not None:
         manifest = {
-            "experiment": exp.name, "agent": agent, "params": agent_cls.parameters.validate(given),
+            "experiment": exp.name, "agent": agent, "params": manifest_params(agent_cls.parameters, given),
             "n_subjects": subjects, "seed": seed, "method": method,
             "lapse": None if not lapse.active else {"invalid": lapse.invalid, "random": lapse.random},
             "design": design_obj.model_dump(),
@@ -120,6 +121,13 @@ def simulate(experiment: str | ExperimentSpec, agent: str, *, subjects: int = 10
         }
         write_trials(trials, out, manifest)
     return trials
+
+
+def manifest_params(parameters: Any, given: Mapping[str, Any]) -> dict[str, float | list[float]]:
+    """The simulated parameters as a manifest records them: each a number, or its list of one value
+    per subject where ``given`` has one (what :func:`simulate` accepts, with or without ``output``)."""
+    arrays = parameters.validate_array(given)
+    return {name: float(a) if a.size == 1 else [float(v) for v in a.ravel()] for name, a in arrays.items()}
 
 
 def read_table(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLike[str],
@@ -140,9 +148,10 @@ def read_table(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | s
 
 
 def metrics(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | str | os.PathLike[str], *,
-            source: str = "auto", sessions: str | None = None, **options: Any) -> dict[str, Any]:
+            source: str = "auto", sessions: str | None = None, **options: Any) -> MetricsReport:
     """The experiment's published metrics of a trial table or file, overall and per unit
-    (``cogtestbed metrics``): the :class:`~cogtestbed.metrics_result.MetricsResult` keys
+    (``cogtestbed metrics``), as a plain dict typed :class:`~cogtestbed.metrics_result.MetricsReport`
+    (``ct.MetricsReport``): the :class:`~cogtestbed.metrics_result.MetricsResult` keys
     (``metrics``, ``per_subject`` or ``per_run``, ``n_invalid``, ``flags``, ...) with the
     experiment, source and options, and for a table with a ``form`` column ``prompt_forms`` (each
     form's metrics and the between-form SDs).  ``experiment`` None: the file's (its experiment
@@ -158,7 +167,7 @@ def metrics(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame
         option = exp.metric_option(name.replace("-", "_"))
         converted[option.name] = option.convert(value) if isinstance(value, str) else value
     table, detected = read_table(exp, table_or_path, source, sessions)
-    result: dict[str, Any] = {"experiment": exp.name, "source": detected}
+    result: MetricsReport = {"experiment": exp.name, "source": detected}
     if not isinstance(table_or_path, _frame_type()):
         result["path"] = str(table_or_path)
     if converted:
@@ -210,20 +219,30 @@ def _frame_type() -> type:
 
 
 def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | str | os.PathLike[str], *, model: str,
-        method: Literal["mle", "hierarchical"] = "mle", source: str = "auto", separate_runs: bool = False,
-        draws: int = 1000, max_draws: int | None = None, chains: int = 4, seed: int = 0,
+        method: Literal["mle", "hierarchical"] = "mle", source: str = "auto", unit: str = "auto",
+        separate_runs: bool = False, draws: int = 1000, max_draws: int | None = None, chains: int = 4, seed: int = 0,
         lapse: str = "none", form_effects: Sequence[str] | None = None,
         sessions: str | None = None) -> pd.DataFrame | BayesFit:
     """Fit ``model`` to a trial table or file (``cogtestbed fit``).
 
-    ``method="mle"``: one row per subject (estimates, NLL, AIC, BIC, convergence, and whether the
-    subject's answers identify the model: ``identified``, ``null_reason``; a subject whose valid
-    answers take one value has NaN estimates);
+    ``unit`` says what one fitted unit is (:mod:`cogtestbed.api.fit_units`): ``subject`` (each
+    subject of the table with its sessions), ``session``, ``agent`` (the runs of each agent pooled
+    as one participant, CogBench's convention for an LLM's runs) or ``auto`` (default, as the
+    command line's): ``agent`` where the experiment pools sessions, unless the table's simulated
+    subjects have different true parameters, which are never pooled; ``subject`` otherwise.
+    ``separate_runs`` is ``unit="subject"`` (``--separate-runs``).  Every result states its units:
+    the MLE table's ``attrs["units"]`` (unit, n_units, unit_reason) and its ``unit`` and
+    ``n_sessions`` columns; a hierarchical fit's ``.units``.
+
+    ``method="mle"``: one row per unit (estimates, NLL, AIC, BIC, convergence, and whether the
+    unit's answers identify the estimate: ``identified``, ``null_reason``, see
+    :meth:`~cogtestbed.inference.base.CognitiveModel.fit_identified`: a unit whose valid answers
+    take one value has NaN estimates; an estimate at a bound, on a flat profile or shared exactly by
+    units whose answers differ keeps its values and is flagged);
     ``method="hierarchical"``: the posterior, an object with ``.idata`` (arviz InferenceData),
-    ``.diagnostics`` and ``.subject_summary()``, sampled on the subjects whose answers identify the
+    ``.diagnostics`` and ``.subject_summary()``, sampled on the units whose answers identify the
     model (the others in ``.unidentified`` and ``.flags``, null in the subject summary; a table
-    where no subject's answers do is refused, ``DegenerateAnswers``).  Where the experiment pools sessions, the runs
-    of each agent are fitted together as one subject unless ``separate_runs``.  ``lapse``: the
+    where no unit's answers do is refused, ``DegenerateAnswers``).  ``lapse``: the
     fitted lapse term (``none``, ``fit`` or a fixed rate, as ``--lapse``).  ``experiment`` None:
     the table's (its experiment column, or the importer that recognises the file), else the one
     experiment declaring ``model``.  ``sessions``: as :func:`metrics`'s.
@@ -235,10 +254,21 @@ def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | s
     """
     exp = get_experiment(experiment_for(experiment, table_or_path, model))
     cog = fit_model(exp, model, method, lapse)
-    table, _, _ = fit_table(exp, table_or_path, source, separate_runs, sessions)
+    table, _, units = fit_table(exp, table_or_path, source, unit, sessions, separate_runs)
     if method == "mle":
-        return cog.fit_identified(table)
-    return sample_hierarchical(cog, table, form_effects, draws=draws, chains=chains, seed=seed, max_draws=max_draws)
+        return with_units(cog.fit_identified(table), table, units)
+    res = sample_hierarchical(cog, table, form_effects, draws=draws, chains=chains, seed=seed, max_draws=max_draws)
+    res.units = units.as_dict()
+    return res
+
+
+def with_units(fits: pd.DataFrame, table: pd.DataFrame, units: Any) -> pd.DataFrame:
+    """An MLE table with its units stated: the ``unit`` and ``n_sessions`` (sessions pooled in the
+    unit) columns and ``attrs["units"]`` (:class:`~cogtestbed.api.fit_units.FitUnits`)."""
+    sessions = table.groupby("subject", sort=False)["session"].nunique()
+    out = fits.assign(unit=units.unit, n_sessions=fits["subject"].map(sessions).astype("int64"))
+    out.attrs["units"] = units.as_dict()
+    return out
 
 
 def sample_hierarchical(cog: Any, table: pd.DataFrame, form_effects: Sequence[str] | None, *, draws: int,
@@ -282,13 +312,16 @@ def fit_model(exp: ExperimentSpec, model: str, method: str, lapse: str = "none")
 
 
 def fit_table(exp: ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLike[str], source: str = "auto",
-              separate_runs: bool = False, sessions: str | None = None) -> tuple[pd.DataFrame, str, bool]:
-    """(the table to fit, its source, whether runs were pooled): where the experiment pools
-    sessions, the runs of each agent (in one prompt form) become one subject unless ``separate_runs``
-    (``sessions``: :func:`read_table`)."""
+              unit: str = "auto", sessions: str | None = None,
+              separate_runs: bool = False) -> tuple[pd.DataFrame, str, Any]:
+    """(the table to fit, each subject one unit; its source; the stated units,
+    :class:`~cogtestbed.api.fit_units.FitUnits`): ``unit`` as :func:`fit`'s
+    (:func:`~cogtestbed.api.fit_units.choose_units`; ``sessions``: :func:`read_table`)."""
+    from cogtestbed.api.fit_units import choose_units
+
     table, detected = read_table(exp, table_or_path, source, sessions)
-    pooled = exp.pooling_unit == "session" and not separate_runs
-    return (pool_runs_within_forms(table) if pooled else table), detected, pooled
+    fitted, units = choose_units(exp, table, unit, separate_runs)
+    return fitted, detected, units
 
 
 def pool_runs_within_forms(table: pd.DataFrame) -> pd.DataFrame:

@@ -23,13 +23,14 @@ def _quiet(_: str) -> None:
 
 def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.PathLike[str],
                  experiment: str | None = None, method: str = "hierarchical", source: str = "auto",
-                 separate_runs: bool = False, draws: int = 1000, max_draws: int | None = None, chains: int = 4,
-                 log_likelihood: bool = False, seed: int = 0, lapse: str = "none", force: bool = False,
+                 unit: str = "auto", separate_runs: bool = False, draws: int = 1000, max_draws: int | None = None,
+                 chains: int = 4, log_likelihood: bool = False, seed: int = 0, lapse: str = "none", force: bool = False,
                  form_effects: Sequence[str] | None = None, say: Callable[[str], None] = _quiet,
                  sessions: str | None = None) -> dict[str, Any]:
     """Fit ``model`` to the trial table or published data file ``path`` and write the fit to the
     folder ``output`` (``cogtestbed fit``; ``force`` overwrites its files); return the summary it
-    writes as ``summary.json`` (model, source, subjects, unit; MLE: the parameters' means, summed
+    writes as ``summary.json`` (model, source, units: ``unit``, ``n_units`` (= ``n_subjects``) and
+    ``unit_reason``, chosen by ``unit`` as :func:`cogtestbed.fit` does; MLE: the parameters' means, summed
     AIC and BIC over the subjects whose answers identify the model, a flag naming the others;
     hierarchical: the population medians and 90 % intervals, diagnostics, LOO, sampled on the
     subjects whose answers identify the model (``n_identified``; ``unidentified`` names the others
@@ -45,7 +46,7 @@ def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.P
     :func:`cogtestbed.metrics`'s (``split``: a run of a file without trial key that judges a
     condition again holds another session; default: such a file is refused).
     """
-    from cogtestbed.api.core import fit_model, fit_table, get_experiment
+    from cogtestbed.api.core import fit_model, fit_table, get_experiment, with_units
     from cogtestbed.inference.base import invalid_rate, mle_summary
     from cogtestbed.outputs import atomic_write_bytes, output_dir
     from cogtestbed.registry import experiment_of
@@ -54,14 +55,13 @@ def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.P
     cog = fit_model(exp, model, method, lapse)
     out = Path(output)
     with output_dir(out, force):
-        table, detected, pooled = fit_table(exp, Path(path), source, separate_runs, sessions)
+        table, detected, units = fit_table(exp, Path(path), source, unit, sessions, separate_runs)
         payload: dict[str, Any] = {"model": model, "path": str(path), "source": detected,
-                                   "n_subjects": int(table["subject"].nunique()), "method": method,
-                                   "unit": "agent (runs pooled as sessions)" if pooled else "run"}
+                                   "n_subjects": units.n_units, "method": method, **units.as_dict()}
         if lapse != "none":  # the lapse term models random answers; invalid ones are a binomial rate
             payload.update({"lapse": lapse, "invalid_rate": invalid_rate(table)})
         if method == "mle":
-            fits = cog.fit_identified(table)
+            fits = with_units(cog.fit_identified(table), table, units)
             dest = out / "mle.csv"
             atomic_write_bytes(dest, lambda tmp: fits.to_csv(tmp, index=False))
             payload.update({"files": [str(dest)], **mle_summary(fits, cog.parameters.names)})
@@ -70,6 +70,7 @@ def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.P
                                          max_draws, say, form_effects))
         summary = out / "summary.json"
         atomic_write_bytes(summary, lambda tmp: tmp.write_text(json.dumps(payload, indent=1, default=str)))
+    say(units.line())
     return payload
 
 

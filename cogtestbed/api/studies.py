@@ -426,13 +426,25 @@ def estimates(fit: Any) -> pd.DataFrame:
 def plot_recovery(trials: pd.DataFrame, *fits: Any, labels: Sequence[str] | None = None,
                   directory: str | os.PathLike[str] | None = None) -> Figures:
     """True against estimated parameters of simulated subjects: one panel per parameter, one
-    colour per fit (MLE tables or hierarchical fits); the identity line dashed.  Written as
+    colour per fit (MLE tables or hierarchical fits); the identity line dashed; a log-scale
+    parameter (its declared transform) on log axes; estimates that are not identified (an MLE
+    table's ``identified`` False: at a bound, a flat profile, a shared plateau) drawn as crosses and
+    counted in the legend, the panel's title giving r over all and over the identified estimates
+    (log scale for a log-scale parameter).  A fit must hold one unit per subject of ``trials``
+    (``unit="subject"``: a fit of pooled runs or of single sessions is refused).  Written as
     ``recovery.png`` in ``directory`` (default: a temporary one)."""
     import tempfile
+
+    import numpy as np
 
     from cogtestbed.validation.studies.report import _plt, _save
 
     truth = true_parameters(trials)
+    for f in fits:
+        units = (getattr(f, "attrs", None) or {}).get("units") or getattr(f, "units", None) or {}
+        if units.get("unit", "subject") != "subject":
+            raise InputError(f"plot_recovery needs one fitted unit per subject of the table; this fit's unit is "
+                             f"{units['unit']!r} ({units.get('unit_reason', '')}): fit with unit='subject'")
     frames = [estimates(f) for f in fits]
     names = [c for c in truth.columns if c != "subject" and any(c in f.columns for f in frames)]
     if not names:
@@ -440,18 +452,57 @@ def plot_recovery(trials: pd.DataFrame, *fits: Any, labels: Sequence[str] | None
     tags = list(labels) if labels is not None else [
         "MLE" if isinstance(f, type(frame)) and f is frame else "hierarchical" for f, frame in zip(fits, frames,
                                                                                                 strict=True)]
+    logs = log_scale_parameters(trials, names)
     plt = _plt()
-    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(names), figsize=(3.4 * len(names), 3.4), squeeze=False)
     for ax, name in zip(axes[0], names, strict=True):
+        titles = []
         for frame, tag in zip(frames, tags, strict=True):
-            if name in frame.columns:
-                joined = truth[["subject", name]].merge(frame[["subject", name]], on="subject", suffixes=("", "_est"))
-                ax.scatter(joined[name], joined[f"{name}_est"], s=14, alpha=0.7, label=tag)
+            if name not in frame.columns:
+                continue
+            cols = ["subject", name, *(["identified"] if "identified" in frame.columns else [])]
+            joined = truth[["subject", name]].merge(frame[cols], on="subject", suffixes=("", "_est"))
+            ok = joined["identified"].astype(bool).to_numpy() if "identified" in joined else np.ones(len(joined), bool)
+            x, y = joined[name].to_numpy(float), joined[f"{name}_est"].to_numpy(float)
+            dots = ax.scatter(x[ok], y[ok], s=14, alpha=0.7, label=f"{tag} ({int(ok.sum())})")
+            if (~ok).any():
+                ax.scatter(x[~ok], y[~ok], s=22, marker="x", color=dots.get_facecolor()[0], alpha=0.9,
+                           label=f"{tag}: not identified ({int((~ok).sum())})")
+            titles.append(f"{tag} r {_r(x, y, name in logs)} all, {_r(x[ok], y[ok], name in logs)} identified")
+        if name in logs:
+            ax.set_xscale("log")
+            ax.set_yscale("log")
         lo, hi = ax.get_xlim()
         ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
-        ax.set_xlabel(f"true {name}")
+        ax.set_xlabel(f"true {name}" + (" (log scale)" if name in logs else ""))
         ax.set_ylabel("estimate")
-    axes[0][0].legend(fontsize=8)
+        ax.set_title("\n".join(titles), fontsize=7)
+        ax.legend(fontsize=6)
     out = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="cogtestbed-recovery-"))
     out.mkdir(parents=True, exist_ok=True)
     return Figures([_save(fig, out / "recovery.png")])
+
+
+def _r(x: Any, y: Any, log: bool) -> str:
+    """Pearson r of finite positive (log scale) or finite pairs, as text ("-" under 3 pairs)."""
+    import numpy as np
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    keep = np.isfinite(x) & np.isfinite(y) & ((x > 0) & (y > 0) if log else True)
+    x, y = (np.log(x[keep]), np.log(y[keep])) if log else (x[keep], y[keep])
+    if len(x) < 3 or np.std(x) == 0 or np.std(y) == 0:
+        return "-"
+    return f"{np.corrcoef(x, y)[0, 1]:.2f}"
+
+
+def log_scale_parameters(trials: pd.DataFrame, names: Sequence[str]) -> set[str]:
+    """The parameters among ``names`` that the table's experiment declares log-scale (their
+    transform, in any of its models)."""
+    from cogtestbed.registry import get_experiment
+
+    experiments = trials["experiment"].dropna().astype(str).unique() if "experiment" in trials.columns else []
+    out = set()
+    for name in experiments:
+        for model in get_experiment(name).models.values():
+            out |= {p.name for p in model.parameters if p.name in names and p.transform == "log"}
+    return out

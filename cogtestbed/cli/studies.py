@@ -469,9 +469,14 @@ def fit(
     experiment: ExperimentOpt = None,
     method: MethodOpt = "hierarchical",
     source: Annotated[str, typer.Option("--from", help="auto, trials or an importer.")] = "auto",
+    unit: Annotated[str, typer.Option(
+        "--unit", help="What one fitted unit is: subject (each subject of the file with its sessions), session, "
+                       "agent (the runs of each agent pooled as one participant) or auto: agent where the "
+                       "experiment pools sessions and no agent's runs have different true parameters, else "
+                       "subject.")] = "auto",
     separate_runs: Annotated[bool, typer.Option(
         "--separate-runs", help="Fit every run (subject of the file) on its own, even where the experiment "
-                                "pools an agent's runs into one fitted unit.")] = False,
+                                "pools an agent's runs into one fitted unit (= --unit subject).")] = False,
     draws: DrawsOpt = 1000,
     max_draws: Annotated[int | None, typer.Option(
         "--max-draws", min=1, help="Where a run fails only its ESS or R-hat checks (no divergences), sample "
@@ -492,15 +497,17 @@ def fit(
     """Fit a model to a trial file: InferenceData (netCDF) + summary (hierarchical), or MLE table.
 
     Where the experiment pools sessions (CogBench's runs of one LLM are one participant), the runs
-    of each agent in the file are fitted together as one subject, as the validation studies do;
-    ``--separate-runs`` fits each run on its own.  A table run across prompt forms (``--forms``) is
+    of each agent in the file are fitted together as one subject, as the validation studies do,
+    unless the file's simulated subjects have different true parameters (never pooled);
+    ``--unit`` chooses the unit (``--separate-runs``: each run on its own).  The first line says
+    how many units were fitted and why.  A table run across prompt forms (``--forms``) is
     fitted with crossed subject and form effects; the summary reports each between-form SD's posterior.
     """
     from cogtestbed.api.fitting import fit_and_save
 
     def fit_it() -> dict[str, Any]:
         return fit_and_save(model, path, output=output, experiment=experiment, method=method, source=source,
-                            separate_runs=separate_runs, draws=draws, max_draws=max_draws, chains=chains,
+                            unit=unit, separate_runs=separate_runs, draws=draws, max_draws=max_draws, chains=chains,
                             log_likelihood=log_likelihood, seed=seed, lapse=lapse, force=force,
                             form_effects=None if form_effects is None else form_effects.split(","),
                             say=lambda line: console_err.print(line, markup=False), sessions=sessions)

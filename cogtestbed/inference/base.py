@@ -489,32 +489,42 @@ class CognitiveModel(ABC):
         return self._result(best_theta, best_nll, converged, data)
 
     def fit_mle(
-        self, trials: pd.DataFrame, n_starts: int | None = None, subjects: Iterable[Hashable] | None = None
+        self, trials: pd.DataFrame, n_starts: int | None = None, subjects: Iterable[Hashable] | None = None,
+        identify: bool = False,
     ) -> pd.DataFrame:
         """Fit every subject; one row per subject with estimates, NLL, AIC, BIC, convergence (each
-        fit counted on a long computation's progress line, :func:`cogtestbed.progress.unit_progress`)."""
+        fit counted on a long computation's progress line, :func:`cogtestbed.progress.unit_progress`).
+
+        ``identify``: also judge whether each estimate is identified by the subject's answers
+        (:mod:`cogtestbed.inference.identification`: at a bound, on a flat likelihood-ratio profile,
+        or shared exactly by subjects whose answers differ): columns ``identified`` and
+        ``unidentified_reason`` (None where identified).  It costs two profile fits per parameter
+        and subject."""
+        from cogtestbed.inference.identification import shared_estimates, unidentified_reason
         from cogtestbed.progress import unit_phase, unit_tick
 
         data = self.subject_data(trials)
         self.require_observations(data)
         keys = list(data) if subjects is None else list(subjects)
         rows = []
+        starts = self.n_starts if n_starts is None else n_starts
         unit_phase(f"{self.name} fitted by maximum likelihood to each unit", len(keys))
         for key in keys:
             fit = self.fit_subject(data[key], n_starts=n_starts)
             unit_tick()
-            rows.append(
-                {
-                    "subject": key,
-                    **fit.params,
-                    "nll": fit.nll,
-                    "aic": fit.aic,
-                    "bic": fit.bic,
-                    "n_obs": fit.n_obs,
-                    "converged": fit.converged,
-                }
-            )
-        return pd.DataFrame(rows)
+            row: dict[str, Any] = {"subject": key, **fit.params, "nll": fit.nll, "aic": fit.aic, "bic": fit.bic,
+                   "n_obs": fit.n_obs, "converged": fit.converged}
+            if identify:
+                row["unidentified_reason"] = unidentified_reason(self, data[key], fit, starts)
+            rows.append(row)
+        out = pd.DataFrame(rows)
+        if identify:
+            names = list(self.parameters.names)
+            shared = shared_estimates(self, {r["subject"]: [r[n] for n in names] for r in rows}, data)
+            reasons = [r["unidentified_reason"] or shared.get(r["subject"]) for r in rows]
+            out["unidentified_reason"] = pd.Series(reasons, index=out.index, dtype=object)
+            out["identified"] = out["unidentified_reason"].isna()
+        return out
 
     def degenerate_subjects(self, trials: pd.DataFrame) -> dict[Any, str]:
         """The subjects of ``trials`` whose valid answers take fewer than
@@ -527,44 +537,59 @@ class CognitiveModel(ABC):
         return degenerate_units(trials, self.min_distinct_answers)
 
     def fit_identified(self, trials: pd.DataFrame, n_starts: int | None = None) -> pd.DataFrame:
-        """:meth:`fit_mle` under the rule for degenerate answers (:mod:`cogtestbed.no_data`): a
-        subject whose valid answers take fewer than :attr:`min_distinct_answers` values is not
-        fitted (its parameters, NLL, AIC and BIC are NaN, ``converged`` False); every row says
-        whether it is ``identified`` and, where it is not, why (``null_reason``).  What
-        ``cogtestbed fit`` and :func:`cogtestbed.fit` report; the studies fit simulated data
-        with :meth:`fit_mle` (an estimate at a bound is their finding)."""
+        """:meth:`fit_mle` under the rule for degenerate answers (:mod:`cogtestbed.no_data`) and
+        with each estimate judged (``identify``): a subject whose valid answers take fewer than
+        :attr:`min_distinct_answers` values is not fitted (its parameters, NLL, AIC and BIC are NaN,
+        ``converged`` False); a fitted estimate at a bound, on a flat likelihood-ratio profile or
+        shared exactly by subjects whose answers differ keeps its values but is not identified
+        (:mod:`cogtestbed.inference.identification`).  Every row says whether it is ``identified``
+        and, where it is not, why (``null_reason``).  What ``cogtestbed fit`` and
+        :func:`cogtestbed.fit` report; the recovery study fits with ``identify`` too and reports
+        recovery on the identified subjects beside all of them."""
         data = self.subject_data(trials)
         self.require_observations(data)
         degenerate = self.degenerate_subjects(trials)
         keys = [k for k in data if k not in degenerate]
-        fits = self.fit_mle(trials, n_starts=n_starts, subjects=keys) if keys else pd.DataFrame()
+        fits = (self.fit_mle(trials, n_starts=n_starts, subjects=keys, identify=True) if keys
+                else pd.DataFrame())
         nan = float("nan")
         skipped = pd.DataFrame([{"subject": k, **dict.fromkeys(self.parameters.names, nan), "nll": nan, "aic": nan,
-                                 "bic": nan, "n_obs": self.n_observations(data[k]), "converged": False}
+                                 "bic": nan, "n_obs": self.n_observations(data[k]), "converged": False,
+                                 "unidentified_reason": degenerate[k], "identified": False}
                                 for k in data if k in degenerate])
         out = pd.concat([f for f in (fits, skipped) if not f.empty], ignore_index=True)
-        out["identified"] = [k not in degenerate for k in out["subject"]]
-        out["null_reason"] = [degenerate.get(k) for k in out["subject"]]
+        out = out.rename(columns={"unidentified_reason": "null_reason"})
+        out["identified"] = out["identified"].astype(bool)
+        out = out[[c for c in out.columns if c not in ("identified", "null_reason")] + ["identified", "null_reason"]]
         order = {k: i for i, k in enumerate(data)}
         return out.sort_values("subject", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
 def mle_summary(fits: pd.DataFrame, names: Sequence[str]) -> dict[str, Any]:
-    """The summary of an MLE table (:meth:`CognitiveModel.fit_identified`):
-    mean estimates, summed AIC / BIC over the identified subjects (null, with the reason, where
-    none is), and a flag naming the subjects whose answers identify no model."""
+    """The summary of an MLE table (:meth:`CognitiveModel.fit_identified`): mean estimates over
+    the identified subjects, summed AIC / BIC over the fitted ones (null, with the reason, where
+    none is), and flags naming the subjects whose answers identify no model (not fitted) and
+    those fitted whose estimate is not identified (at a bound, a flat profile, a shared plateau)."""
     ok = fits[fits["identified"]]
+    fitted = fits[fits[list(names)].notna().all(axis=1)]
     out: dict[str, Any] = {
         "mean": {p: float(ok[p].mean()) if len(ok) else None for p in names},
-        "aic": float(ok["aic"].sum()) if len(ok) else None, "bic": float(ok["bic"].sum()) if len(ok) else None,
-        "n_identified": len(ok), "flags": []}
-    bad = fits[~fits["identified"]]
-    if len(bad):
+        "aic": float(fitted["aic"].sum()) if len(fitted) else None,
+        "bic": float(fitted["bic"].sum()) if len(fitted) else None,
+        "n_units": len(fits), "n_identified": len(ok), "flags": []}
+    unfitted = fits[~fits.index.isin(fitted.index)]
+    if len(unfitted):
         from cogtestbed.no_data import unfitted_flag
 
-        out["flags"].append(unfitted_flag(dict(zip(bad["subject"], bad["null_reason"], strict=True))))
+        out["flags"].append(unfitted_flag(dict(zip(unfitted["subject"], unfitted["null_reason"], strict=True))))
+    ridge = fitted[~fitted["identified"]]
+    if len(ridge):
+        named = ", ".join(str(s) for s in list(ridge["subject"])[:10]) + (" …" if len(ridge) > 10 else "")
+        out["flags"].append(f"{len(ridge)} subject(s) ({named}) fitted but not identified, left out of the means: "
+                            f"{ridge['null_reason'].iloc[0]}")
     if not len(ok):
-        out["null_reasons"] = dict.fromkeys(("mean", "aic", "bic"), str(bad["null_reason"].iloc[0]))
+        reason = str(fits["null_reason"].iloc[0])
+        out["null_reasons"] = {"mean": reason} | ({} if len(fitted) else dict.fromkeys(("aic", "bic"), reason))
     return out
 
 

@@ -199,6 +199,12 @@ def hyperbolic_pointwise_kernel(
     ``log P(choice)`` with P(Option 1) = σ(z), z = (V1 − V2)/(τ·S), V = A/(1 + k·D)
     (:func:`prob_option1`), clipped below at 1e-10 (no gradient there);
     ∂z/∂k = Σ ∓A·D/(1 + k·D)² /(τ·S), ∂z/∂τ = −z/τ.  Only valid answers are passed in.
+
+    Defined on the whole closed box, τ = 0 included: there (and where x/τ overflows) the answer
+    has prob_option1's deterministic probability 1, 0 (clipped) or ½ at a tie, the limit of the
+    logistic, with no gradient.  τ = 0 is the parameter's lower bound, and the MLE's search map
+    ``0 + exp z`` reaches it exactly once exp underflows (a long BFGS step on subjects whose
+    answers one k explains without error: issue 46's ZeroDivisionError).
     """
     n = choice.shape[0]
     ll = np.empty(n)
@@ -211,6 +217,10 @@ def hyperbolic_pointwise_kernel(
                                  questions[t, 3], questions[t, 4])
         x = (a1 / (1.0 + k * d1) - a2 / (1.0 + k * d2)) / scale
         dx_dk = (-a1 * d1 / (1.0 + k * d1) ** 2 + a2 * d2 / (1.0 + k * d2) ** 2) / scale
+        if tau <= 0.0 or not np.isfinite(x / tau):  # the deterministic limit (see above)
+            signed = x if choice[t] == 0 else -x
+            ll[t] = 0.0 if signed > 0.0 else (np.log(0.5) if signed == 0.0 else log_clip)
+            continue
         z = x / tau
         u = z if choice[t] == 0 else -z  # log P = log σ(u)
         lp = -np.log1p(np.exp(-u)) if u >= 0.0 else u - np.log1p(np.exp(u))
@@ -220,6 +230,8 @@ def hyperbolic_pointwise_kernel(
         ll[t] = lp
         e = np.exp(-abs(u))
         slope = e / (1.0 + e) if u >= 0.0 else 1.0 / (1.0 + e)  # σ(−u) = d log σ(u)/du
+        if slope == 0.0:  # σ(u) = 1 to double precision: no gradient (and z/τ may be inf)
+            continue
         if choice[t] != 0:
             slope = -slope
         grad[t, 0] = slope * dx_dk / tau

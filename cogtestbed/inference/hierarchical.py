@@ -544,6 +544,9 @@ class BayesFit:
     unidentified: dict[Any, str] = field(default_factory=dict)
     #: What the fit's reader must know besides the diagnostics (a flag naming the unidentified subjects).
     flags: list[str] = field(default_factory=list)
+    #: What one subject of the fit is, how many there are and why (``unit``, ``n_units``,
+    #: ``unit_reason``: :class:`cogtestbed.api.fit_units.FitUnits`), where :func:`cogtestbed.fit` set it.
+    units: dict[str, Any] | None = None
 
     def subject_summary(self, hdi_probs: Sequence[float] = (0.5, 0.9)) -> pd.DataFrame:
         """Per-subject posterior mean and central intervals of every subject-level variable, with

@@ -68,21 +68,29 @@ def gaussian_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, y: np.
                               x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The generalised-Bayes likelihood: per-judgement log N(y; β0 + β1·x1 + β2·x2, σ²) and its
     gradient in (β1, β2, β0, σ): with r = y − μ, ∂/∂β = r·x/σ² (x = x1, x2, 1) and
-    ∂/∂σ = −1/σ + r²/σ³."""
+    ∂/∂σ = −1/σ + r²/σ³, computed through u = r/σ (divisions by σ alone, which overflow to ±inf
+    instead of dividing by an underflowed σ² or σ³).
+
+    Defined on the whole closed box, σ = 0 included: the degenerate normal (log-density −inf off
+    the mean, +inf on it, no gradient).  σ's lower bound is 0 and the MLE's search map ``0 + exp z``
+    reaches it once exp underflows (the lapse model's search, issue 46: a ZeroDivisionError before)."""
     n = y.shape[0]
     ll = np.empty(n)
-    grad = np.empty((n, 4))
+    grad = np.zeros((n, 4))
     half_log_2pi = 0.5 * math.log(2.0 * math.pi)
     for i in range(n):
         s = obs_subject[i]
         b1, b2, b0, sd = theta[s, 0], theta[s, 1], theta[s, 2], theta[s, 3]
         r = y[i] - (b0 + b1 * x1[i] + b2 * x2[i])
-        var = sd * sd
-        ll[i] = -math.log(sd) - half_log_2pi - 0.5 * r * r / var
-        grad[i, 0] = r * x1[i] / var
-        grad[i, 1] = r * x2[i] / var
-        grad[i, 2] = r / var
-        grad[i, 3] = -1.0 / sd + r * r / (var * sd)
+        if sd <= 0.0:
+            ll[i] = math.inf if r == 0.0 else -math.inf
+            continue
+        u = r / sd
+        ll[i] = -math.log(sd) - half_log_2pi - 0.5 * u * u
+        grad[i, 0] = u * x1[i] / sd
+        grad[i, 1] = u * x2[i] / sd
+        grad[i, 2] = u / sd
+        grad[i, 3] = (u * u - 1.0) / sd
     return ll, grad
 
 

@@ -46,9 +46,11 @@ from cogtestbed.validation.studies.study_kinds import (
 
 
 def _estimates_mle(model: CognitiveModel, trials: pd.DataFrame) -> pd.DataFrame:
-    fits = model.fit_mle(trials)
-    long = fits.melt(id_vars="subject", value_vars=list(model.parameters.names), var_name="parameter",
-                     value_name="estimate")
+    """Long per-(subject, parameter) estimates, each with whether the subject's estimate is
+    identified and why not (:meth:`CognitiveModel.fit_mle` with ``identify``)."""
+    fits = model.fit_mle(trials, identify=True)
+    long = fits.melt(id_vars=["subject", "identified", "unidentified_reason"],
+                     value_vars=list(model.parameters.names), var_name="parameter", value_name="estimate")
     order = {s: i for i, s in enumerate(fits["subject"])}
     return long.assign(_o=long["subject"].map(order)).sort_values(["_o"], kind="stable").drop(columns="_o")
 
@@ -75,6 +77,10 @@ def _with_contrasts(df: pd.DataFrame, model: CognitiveModel, cols: Iterable[str]
         row = pd.DataFrame({"subject": wide.index, "parameter": name})
         for c in cols:
             row[c] = np.asarray(model.contrast(name, {p: wide[(c, p)] for p in model.parameters.names}))
+        if "identified" in df.columns:  # a contrast is identified where its subject's estimate is
+            per_subject = df.drop_duplicates("subject").set_index("subject")
+            row["identified"] = per_subject.loc[wide.index, "identified"].to_numpy(dtype=bool)
+            row["unidentified_reason"] = per_subject.loc[wide.index, "unidentified_reason"].to_numpy(dtype=object)
         extra.append(row)
     return pd.concat([df, *extra], ignore_index=True)
 
@@ -106,7 +112,7 @@ def task_recovery(spec: RecoveryStudy, exp: ExperimentSpec, task: Mapping[str, A
     fit = None
     if spec.method == "mle":
         est = _estimates_mle(fitter, trials)
-        cols = ["true", "estimate"]
+        cols = ["true", "estimate", "identified", "unidentified_reason"]
     else:
         fit = _fit_bayes(fitter, trials, spec, fit_seed)
         est = _estimates_bayes(fitter, fit)
@@ -115,7 +121,7 @@ def task_recovery(spec: RecoveryStudy, exp: ExperimentSpec, task: Mapping[str, A
     est = est.assign(true=[true[p][order[s]] for s, p in zip(est["subject"], est["parameter"], strict=True)])
     # Contrast intervals need draws: Bayesian contrasts carry point values only.
     est = _with_contrasts(est[["subject", "parameter", *cols]], model,
-                          cols if fit is None else ["true", "estimate"])
+                          ["true", "estimate"] if fit is not None or spec.method == "mle" else cols)
     if fit is not None and spec.population and spec.sampler == "prior":
         est = pd.concat([est, _population_rows(fitter, pop, fit)], ignore_index=True)
         est["subject"] = est["subject"].astype(str)  # one type per column (Parquet)

@@ -16,7 +16,6 @@ verdict says which convention it used (r ≥ 0.8) and that no tolerance was give
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,29 +24,12 @@ import pandas as pd
 
 from cogtestbed.errors import InputError
 from cogtestbed.formatting import wilson
-from cogtestbed.parameters import Parameter
+from cogtestbed.inference.identification import BOUND_RTOL as BOUND_RTOL
+from cogtestbed.inference.identification import at_bound as at_bound
+from cogtestbed.inference.identification import bounds_of as bounds_of
 
-#: An estimate within this relative distance of a bound counts as at the bound.
-BOUND_RTOL = 1e-4
 #: A parameter with more than this share of its estimates at a bound is flagged.
 BOUND_SHARE_FLAG = 0.05
-
-
-def bounds_of(p: Parameter) -> list[float]:
-    """Finite bounds of ``p`` and of its MLE search box (where an optimiser stops)."""
-    lo, hi = p.search_bounds()
-    out = [p.lower, p.upper, p.from_search(lo), p.from_search(hi)]
-    return sorted({b for b in out if math.isfinite(b)})
-
-
-def at_bound(est: np.ndarray, p: Parameter) -> np.ndarray:
-    """Which estimates sit at a bound of ``p`` (or of its search box)."""
-    est = np.asarray(est, float)
-    hit = np.zeros(est.shape, bool)
-    span = (p.upper - p.lower) if math.isfinite(p.upper - p.lower) else max(1.0, float(np.nanmax(np.abs(est))))
-    for b in bounds_of(p):
-        hit |= np.abs(est - b) <= BOUND_RTOL * max(abs(b), span * 1e-2, 1e-12)
-    return hit
 
 
 def add_recovery_checks(result: Any, precision: Mapping[str, float], assurance: float) -> None:

@@ -106,6 +106,15 @@ def plot_error_by_size(result: Any, out: Path) -> list[Path]:
     return [_save(fig, out / "recovery_error_by_size.png")]
 
 
+def _corr(x: np.ndarray, y: np.ndarray) -> float:
+    """Pearson r of the finite pairs (NaN under 3 pairs or with a constant side)."""
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    if len(x) < 3 or np.std(x) == 0 or np.std(y) == 0:
+        return float("nan")
+    return float(np.corrcoef(x, y)[0, 1])
+
+
 def plot_recovery(table: pd.DataFrame, out: Path) -> list[Path]:
     plt = _plt()
     paths = []
@@ -114,20 +123,33 @@ def plot_recovery(table: pd.DataFrame, out: Path) -> list[Path]:
         fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.2), squeeze=False)
         for ax, name in zip(axes[0], names, strict=True):
             g = cell[cell["parameter"] == name]
-            ax.scatter(g["true"], g["estimate"], s=6, alpha=0.4)
-            lo = float(np.nanmin([g["true"].min(), g["estimate"].min()]))
-            hi = float(np.nanmax([g["true"].max(), g["estimate"].max()]))
-            ax.plot([lo, hi], [lo, hi], "k--", lw=1)
+            log = "scale" in g and bool((g["scale"] == "log").all())  # the parameter's declared scale
+            ok = (g["identified"].astype(bool).to_numpy() if "identified" in g and g["identified"].notna().all()
+                  else np.ones(len(g), bool))
             x, y = g["true"].to_numpy(float), g["estimate"].to_numpy(float)
-            if "scale" in g and (g["scale"] == "log").all():  # scored on the log scale
-                x, y = np.log(x), np.log(y)
-            r = np.corrcoef(x, y)[0, 1] if len(g) > 2 else np.nan
-            ax.set_title(f"{name}  r={r:.2f}")
-            ax.set_xlabel("true")
-            ax.set_ylabel("estimate")
-            if name.startswith("beta") and (g["true"] > 0).all() and (g["estimate"] > 0).all():
+            ax.scatter(x[ok], y[ok], s=6, alpha=0.4, label=f"identified ({int(ok.sum())})")
+            if (~ok).any():
+                ax.scatter(x[~ok], y[~ok], s=10, marker="x", color="tab:red", alpha=0.5,
+                           label=f"not identified ({int((~ok).sum())})")
+                ax.legend(fontsize=6)
+            if log:  # scored on the log scale, drawn on log axes
+                keep = (x > 0) & (y > 0)
                 ax.set_xscale("log")
                 ax.set_yscale("log")
+                x, y, ok = np.log(x[keep]), np.log(y[keep]), ok[keep]
+            lo = float(np.nanmin([g["true"].min(), g["estimate"].min()]))
+            hi = float(np.nanmax([g["true"].max(), g["estimate"].max()]))
+            if log:
+                pos = g[["true", "estimate"]].to_numpy(float)
+                lo = float(np.nanmin(pos[pos > 0])) if (pos > 0).any() else 1e-3
+            ax.plot([lo, hi], [lo, hi], "k--", lw=1)
+            r = _corr(x, y)
+            title = f"{name}  r={r:.2f}"
+            if not ok.all():
+                title += f"\nr={_corr(x[ok], y[ok]):.2f} on the identified"
+            ax.set_title(title, fontsize=9)
+            ax.set_xlabel("true" + (" (log scale)" if log else ""))
+            ax.set_ylabel("estimate")
         fig.suptitle(f"parameter recovery, {n} subjects x {t} trials per run", y=1.04)
         paths.append(_save(fig, out / f"recovery_scatter_{n}x{t}.png"))
         wide = cell.assign(err=cell["estimate"] - cell["true"]).pivot_table(
@@ -252,6 +274,13 @@ def _param_stats(name: str, v: dict[str, Any]) -> str:
     if v.get("at_bound"):
         flag = " — FLAG: estimates at a bound" if v["at_bound"] > BOUND_SHARE_FLAG else ""
         bits.append(f"{v['at_bound']:.0%} of estimates at a bound{flag}")
+    if v.get("n_unidentified"):
+        why = ", ".join(f"{n} {k}" for k, n in v["unidentified_reasons"].items())
+        ident = v["identified"]
+        on = f"r {num(ident['r'], 2)}" if not ident.get("r_note") else ident["r_note"]
+        on += f", RMSE {num(ident['rmse'])}"
+        bits.append(f"{v['n_unidentified']} of {v['n']} estimates NOT identified ({why}); on the "
+                    f"{v['n_identified']} identified: {on}")
     return f"{name}: " + ", ".join(bits)
 
 
@@ -518,7 +547,8 @@ def plots(result: Any, out: Path) -> list[Path]:
 
 
 #: Columns of a recovery table, in order (those present).
-RECOVERY_COLUMNS = ("r", "rmse", "bias", "mean_true", "mean_estimate", "coverage90", "at_bound")
+RECOVERY_COLUMNS = ("r", "rmse", "bias", "mean_true", "mean_estimate", "coverage90", "at_bound", "r_identified",
+                    "n_identified", "n_unidentified")
 
 
 def _recovery_frame(params: dict[str, Any]) -> pd.DataFrame:

@@ -53,6 +53,28 @@ def recovery_summary(table: pd.DataFrame) -> dict[str, Any]:
 
 
 def _recovery_entry(g: pd.DataFrame) -> dict[str, Any]:
+    """r, bias, RMSE (and coverage) of one cell's parameter over every subject; where the table
+    says which estimates are identified (MLE: :mod:`cogtestbed.inference.identification`), the
+    same over the identified ones (``identified``), their count and the reasons of the others."""
+    entry = _recovery_stats(g)
+    if "identified" in g.columns and g["identified"].notna().all():
+        ok = g["identified"].astype(bool).to_numpy()
+        reasons = g.loc[~ok, "unidentified_reason"].astype(str).str.partition(":")[0].value_counts()
+        entry.update({"n_identified": int(ok.sum()), "n_unidentified": int((~ok).sum()),
+                      "unidentified_reasons": {str(k): int(v) for k, v in reasons.items()}})
+        sub = _recovery_stats(g[ok])
+        entry["identified"] = {k: _none_if_nan(sub[k]) for k in ("r", "bias", "rmse", "n", "n_finite", "r_note")
+                               if k in sub}
+        entry["r_identified"] = entry["identified"]["r"]
+    return entry
+
+
+def _none_if_nan(value: Any) -> Any:
+    """``value``, with a NaN float as None (what the JSON of the summary holds)."""
+    return None if isinstance(value, float) and np.isnan(value) else value
+
+
+def _recovery_stats(g: pd.DataFrame) -> dict[str, Any]:
     true, est = g["true"].to_numpy(float), g["estimate"].to_numpy(float)
     log = "scale" in g and bool((g["scale"] == "log").all())
     if log:  # e.g. β: errors are multiplicative, score log β

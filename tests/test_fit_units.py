@@ -1,0 +1,186 @@
+"""Issue 46, the fits: no traceback from a likelihood at its bounds, no silent pooling of simulated
+subjects, no ridge called an estimate (seeded reproductions)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import cogtestbed as ct
+from cogtestbed.cli import run_cli
+from cogtestbed.inference.discounting import HyperbolicModel
+from cogtestbed.inference.optim import search_objective
+from cogtestbed.inference.probabilistic import GeneralisedBayes
+from cogtestbed.trials import manifest_path
+
+RIDGE = {"k": 42.169650, "temperature": 0.001778}  # issue 46's ridge: a node of the start grid
+
+
+def _td_subjects(n: int = 30, seed: int = 1) -> pd.DataFrame:
+    k = np.exp(np.random.default_rng(0).uniform(np.log(0.005), np.log(1.0), n))
+    return ct.simulate("temporal-discounting", "hyperbolic", subjects=n, seed=seed,
+                       params={"k": k, "temperature": 0.05})
+
+
+# ----------------------------------------------------------------------------- item 1: the crash
+@pytest.mark.parametrize("seed", [44, 67])
+def test_the_discounting_mle_fits_the_subject_that_divided_by_zero(seed: int) -> None:
+    """One subject (true k 0.0574, 11-12 answers): BFGS stepped to z ≈ −1274 for τ, exp underflowed
+    to τ = 0 and the kernel divided by it (ZeroDivisionError in _fit_numba)."""
+    trials = ct.simulate("temporal-discounting", "hyperbolic", subjects=1, seed=seed, params={"k": 0.0574})
+    fit = HyperbolicModel().fit_mle(trials).iloc[0]
+    assert np.isfinite(fit["nll"]) and 0.0 <= fit["k"] <= 100.0 and 0.0 <= fit["temperature"] <= 10.0
+
+
+def test_likelihoods_are_defined_at_their_zero_bound() -> None:
+    """τ = 0 (discounting) and σ = 0 (probabilistic reasoning) are the parameters' lower bounds: the
+    kernels give the deterministic / degenerate limit there instead of dividing by zero, and the
+    search objective survives exp's underflow (z = −1e4)."""
+    td = HyperbolicModel()
+    data = next(iter(td.subject_data(_td_subjects(1)).values()))
+    ll, grad = td.pointwise(np.array([0.1, 0.0]), data)
+    assert np.all(np.isfinite(ll)) and np.all(grad == 0.0) and ll.max() == 0.0
+    deterministic = np.exp(ll)
+    assert set(np.round(deterministic, 6)) <= {0.0, 0.5, 1.0}
+    f, g = search_objective(td._kernel())(np.array([-1e4, -1e4]), td.objective_args(data))
+    assert np.isfinite(f) and np.all(np.isfinite(g))
+
+    gb = GeneralisedBayes()
+    trials = ct.simulate("probabilistic-reasoning", "generalised-bayes", subjects=1, seed=0)
+    pdata = next(iter(gb.subject_data(trials).values()))
+    ll, grad = gb.pointwise(np.array([1.0, 1.0, 0.0, 0.0]), pdata)
+    assert np.all(np.isneginf(ll) | np.isposinf(ll)) and np.all(grad == 0.0)
+    f, g = search_objective(gb._kernel())(np.array([0.0, 0.0, 0.0, -1e4]), gb.objective_args(pdata))
+    assert np.isposinf(f) or np.isneginf(f)
+
+
+# ----------------------------------------------------------------------------- item 2: units
+def test_fit_on_simulated_subjects_with_their_own_parameters_returns_one_unit_each() -> None:
+    trials = _td_subjects()
+    fits = ct.fit("temporal-discounting", trials, model="hyperbolic")
+    assert len(fits) == 30 and fits["subject"].tolist() == list(range(30))
+    assert fits.attrs["units"]["unit"] == "subject" and fits.attrs["units"]["n_units"] == 30
+    assert "never pooled" in fits.attrs["units"]["unit_reason"]
+    assert (fits["unit"] == "subject").all() and (fits["n_sessions"] == 1).all()
+    assert fits["n_obs"].max() <= 13  # one staircase each, not 324 pooled answers
+
+
+def test_runs_of_one_agent_are_pooled_where_the_experiment_says_and_only_then() -> None:
+    trials = _td_subjects(6)
+    same = trials.assign(param_k=0.1, param_temperature=0.05)  # the same agent run 6 times
+    pooled = ct.fit("temporal-discounting", same, model="hyperbolic")
+    assert len(pooled) == 1 and pooled.attrs["units"]["unit"] == "agent" and pooled["n_sessions"].iloc[0] == 6
+    assert len(ct.fit("temporal-discounting", same, model="hyperbolic", unit="subject")) == 6
+    assert len(ct.fit("temporal-discounting", same, model="hyperbolic", separate_runs=True)) == 6
+    with pytest.raises(ct.InputError, match="never pooled"):
+        ct.fit("temporal-discounting", trials, model="hyperbolic", unit="agent")
+    with pytest.raises(ct.InputError, match="--unit"):
+        ct.fit("temporal-discounting", trials, model="hyperbolic", unit="everything")
+    # an experiment that fits subjects: auto is subject; session splits a subject's sessions
+    rw = ct.simulate("instrumental-learning", "rw", subjects=3, seed=0)
+    assert ct.fit("instrumental-learning", rw, model="rw").attrs["units"]["unit"] == "subject"
+    two = pd.concat([rw, rw.assign(session=1)], ignore_index=True)
+    assert len(ct.fit("instrumental-learning", two, model="rw", unit="session")) == 6
+
+
+def test_the_cli_states_its_units_as_python_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "td.parquet"
+    ct.simulate("temporal-discounting", "hyperbolic", subjects=8, seed=3, output=path,
+                params={"k": [0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.0]})  # a per-subject list with output=
+    assert run_cli(["fit", "hyperbolic", str(path), "-o", str(tmp_path / "fit"), "--method", "mle", "--json"]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out.strip().splitlines()[-1])
+    assert summary["unit"] == "subject" and summary["n_units"] == summary["n_subjects"] == 8
+    assert "8 subjects fitted: each subject on its own" in captured.err
+    python = ct.fit(None, path, model="hyperbolic")
+    assert python.attrs["units"] == {k: summary[k] for k in ("unit", "n_units", "unit_reason")}
+    assert len(pd.read_csv(tmp_path / "fit" / "mle.csv")) == 8
+    manifest = json.loads(manifest_path(path).read_text())
+    assert manifest["params"]["k"] == [0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.0]
+    assert manifest["params"]["temperature"] == 0.05
+
+
+# ----------------------------------------------------------------------------- item 3: identification
+def test_ridge_subjects_are_flagged_not_called_estimates() -> None:
+    """The seeded reproduction: subjects whose every answer one large k explains come back at the
+    start-grid node k = 42.169650, τ = 0.001778 (NLL ≈ 0), converged; flagged now."""
+    fits = ct.fit("temporal-discounting", _td_subjects(), model="hyperbolic")
+    ridge = fits[np.isclose(fits["k"], RIDGE["k"], rtol=1e-6) & np.isclose(fits["temperature"], RIDGE["temperature"],
+                                                                            rtol=1e-3)]
+    assert len(ridge) >= 4 and ridge["converged"].all()
+    assert not ridge["identified"].any()
+    assert ridge["null_reason"].str.startswith("flat profile").all()
+    assert fits["identified"].any()  # not everything is flagged
+    summary_means = fits[fits["identified"]][["k", "temperature"]].mean()
+    assert summary_means["k"] < 5.0  # the ridge no longer drags the mean
+
+
+def test_a_bound_and_a_shared_plateau_are_reasons() -> None:
+    from cogtestbed.inference.base import MLEResult
+    from cogtestbed.inference.identification import shared_estimates, unidentified_reason
+
+    model = HyperbolicModel()
+    data = model.subject_data(_td_subjects(2))
+    at_bound = MLEResult({"k": 100.0, "temperature": 0.05}, 3.0, 12, True, 2)
+    assert unidentified_reason(model, data[0], at_bound, 5).startswith("at a bound: k = 100")
+    shared = shared_estimates(model, {0: [0.3, 0.01], 1: [0.3, 0.01]}, data)
+    assert set(shared) == {0, 1} and "shared exactly by 2 subjects" in shared[0]
+    assert shared_estimates(model, {0: [0.3, 0.01], 1: [0.3, 0.01]}, {0: data[0], 1: data[0]}) == {}
+
+
+def test_recovery_reports_r_on_the_identified_apart_and_plots_them() -> None:
+    """The issue's command (30 subjects, seed 2, MLE) at 6 reps: rep 5 holds 8 ridge subjects."""
+    study = ct.recover("hyperbolic", experiment="temporal-discounting", subjects=30, reps=6, seed=2, method="mle",
+                       workers=1)
+    table = study.table
+    ridge = table[(table["parameter"] == "k") & np.isclose(table["estimate"], RIDGE["k"], rtol=1e-6)]
+    assert len(ridge) >= 6 and not ridge["identified"].any()
+    k = next(iter(study.summary.values()))["parameters"]["k"]
+    assert k["n_identified"] + k["n_unidentified"] == k["n"] == 180 and k["n_unidentified"] > 0
+    assert k["r_identified"] is not None and k["r_identified"] > k["r"]
+    assert "NOT identified" in study.verdict and "identified:" in study.verdict
+
+
+def test_plot_recovery_draws_every_subject_on_its_declared_scale(tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    trials = _td_subjects()
+    fits = ct.fit("temporal-discounting", trials, model="hyperbolic")
+    seen: list = []
+    original = plt.Figure.savefig
+
+    def spy(fig, *args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.extend(fig.axes)
+        return original(fig, *args, **kwargs)
+
+    plt.Figure.savefig = spy  # type: ignore[method-assign]
+    try:
+        figures = ct.plot_recovery(trials, fits, directory=tmp_path)
+    finally:
+        plt.Figure.savefig = original  # type: ignore[method-assign]
+    assert all(Path(f).exists() for f in figures) and len(figures) == 1
+    k_ax = next(ax for ax in seen if ax.get_xlabel().startswith("true k"))
+    assert k_ax.get_xscale() == "log" and k_ax.get_yscale() == "log"
+    drawn = sum(len(c.get_offsets()) for c in k_ax.collections)
+    assert drawn == 30
+    pooled = ct.fit("temporal-discounting", trials.assign(param_k=0.1, param_temperature=0.05), model="hyperbolic")
+    with pytest.raises(ct.InputError, match="one fitted unit per subject"):
+        ct.plot_recovery(trials, pooled, directory=tmp_path)
+
+
+def test_metrics_returns_the_documented_typed_dict() -> None:
+    from typing import get_type_hints
+
+    result = ct.metrics("temporal-discounting", _td_subjects(3))
+    assert isinstance(result, dict)
+    hints = get_type_hints(ct.MetricsReport)
+    assert {"metrics", "per_run", "n_invalid", "flags", "experiment", "source"} <= set(hints)
+    assert set(result) <= set(hints) and result["experiment"] == "temporal-discounting"
+    assert get_type_hints(ct.metrics)["return"] is ct.MetricsReport

@@ -324,19 +324,6 @@ def fit_table(exp: ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLi
     return fitted, detected, units
 
 
-def pool_runs_within_forms(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`~cogtestbed.trials.pool_runs` by agent, and by form where the table has forms (an
-    agent's runs in different prompt forms are different units of a forms analysis)."""
-    from cogtestbed.environments.forms import FORM_COLUMN
-    from cogtestbed.trials import pool_runs
-
-    if FORM_COLUMN not in table.columns:
-        return pool_runs(table)
-    agent = table["agent"].astype(str) if "agent" in table.columns else ""
-    unit = agent + "|form " + table[FORM_COLUMN].astype(str)
-    return pool_runs(table.assign(_pool_unit=unit), by="_pool_unit").drop(columns="_pool_unit")
-
-
 def check(spec_or_name: str | ExperimentSpec, *, quick: bool = True, data_dir: str | os.PathLike[str] | None = None,
           checks: Sequence[str] | None = None) -> ConformanceReport:
     """Run the conformance suite on an experiment (``cogtestbed check``): a registered name or a

@@ -100,8 +100,6 @@ def choose_units(exp: ExperimentSpec, table: pd.DataFrame, unit: str = "auto",
     else:
         reason = "each session on its own (as asked)"
     if unit == "agent":
-        from cogtestbed.api.core import pool_runs_within_forms
-
         table = pool_runs_within_forms(table)
     elif unit == "session":
         run = pd.factorize(pd.MultiIndex.from_arrays([table["subject"], table["session"]]), sort=True)[0]
@@ -109,4 +107,17 @@ def choose_units(exp: ExperimentSpec, table: pd.DataFrame, unit: str = "auto",
     return table, FitUnits(unit, int(table["subject"].nunique()), reason)
 
 
-__all__ = ["FIT_UNITS", "FitUnit", "FitUnits", "choose_units", "differing_truth"]
+def pool_runs_within_forms(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`~cogtestbed.trials.pool_runs` by agent, and by form where the table has forms (an
+    agent's runs in different prompt forms are different units of a forms analysis)."""
+    from cogtestbed.environments.forms import FORM_COLUMN
+    from cogtestbed.trials import pool_runs
+
+    if FORM_COLUMN not in table.columns:
+        return pool_runs(table)
+    agent = table["agent"].astype(str) if "agent" in table.columns else ""
+    unit = agent + "|form " + table[FORM_COLUMN].astype(str)
+    return pool_runs(table.assign(_pool_unit=unit), by="_pool_unit").drop(columns="_pool_unit")
+
+
+__all__ = ["FIT_UNITS", "FitUnit", "FitUnits", "choose_units", "differing_truth", "pool_runs_within_forms"]

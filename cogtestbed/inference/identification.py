@@ -25,15 +25,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from cogtestbed.inference.optim import FTOL, GTOL, MAX_ITER, mle_driver
 from cogtestbed.parameters import Parameter
 
-if TYPE_CHECKING:
-    from cogtestbed.inference.base import CognitiveModel, MLEResult
+#: The model and fit types of :mod:`cogtestbed.inference.base` (which imports this module: named,
+#: not imported, so that no import cycle forms).
+CognitiveModel = Any
+MLEResult = Any
 
 #: χ²₁(0.95) / 2: the NLL rise that bounds a profile-likelihood 95 % interval.
 LR_HALF_CHI2 = 1.9207294103470056
@@ -119,11 +121,13 @@ def unidentified_reason(model: CognitiveModel, data: Any, fit: MLEResult, n_star
     for p in model.parameters:
         v = values[p.name]
         lo, hi = search_ends(p)
-        if bool(at_bound(np.array([v]), p)[0]) or (p.transform == "log" and not lo <= v <= hi):
+        hit = bool(at_bound(np.array([v]), p)[0])
+        beyond = p.transform == "log" and not hit and not lo <= v <= hi
+        if hit or beyond:
             return (f"at a bound: {p.name} = {v:.6g} (bounds {', '.join(f'{b:g}' for b in bounds_of(p))}"
-                    + (f"; beyond its search range [{lo:g}, {hi:g}], towards a bound)" if not lo <= v <= hi else ")"))
+                    + (f"; beyond its search range [{lo:g}, {hi:g}], towards a bound)" if beyond else ")"))
     if not fit.converged:
-        return "the search did not converge (no stationary point: the likelihood is still changing there)"
+        return "the search did not converge (no stationary point; the likelihood is still changing there)"
     return flat_profile(model, data, fit, n_starts)
 
 

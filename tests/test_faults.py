@@ -287,7 +287,7 @@ def test_fit_pools_runs_per_agent_as_the_experiment_declares(capsys, tmp_path: P
 @pytest.mark.slow
 def test_fit_separate_runs_fits_each_run(capsys, tmp_path: Path) -> None:
     separate = _fit_json(["-o", str(tmp_path / "b"), "--separate-runs"], capsys)
-    assert separate["n_subjects"] == 100 and separate["unit"] == "run"
+    assert separate["n_subjects"] == 100 and separate["unit"] == "subject" and separate["n_units"] == 100
     assert len(pd.read_csv(tmp_path / "b" / "mle.csv")) == 100
 
 

@@ -59,9 +59,9 @@ def _recovery_entry(g: pd.DataFrame) -> dict[str, Any]:
     entry = _recovery_stats(g)
     if "identified" in g.columns and g["identified"].notna().all():
         ok = g["identified"].astype(bool).to_numpy()
-        reasons = g.loc[~ok, "unidentified_reason"].astype(str).str.partition(":")[0].value_counts()
+        kinds = pd.Series([str(r).partition(":")[0] for r in g.loc[~ok, "unidentified_reason"]], dtype=object)
         entry.update({"n_identified": int(ok.sum()), "n_unidentified": int((~ok).sum()),
-                      "unidentified_reasons": {str(k): int(v) for k, v in reasons.items()}})
+                      "unidentified_reasons": {str(k): int(v) for k, v in kinds.value_counts().items()}})
         sub = _recovery_stats(g[ok])
         entry["identified"] = {k: _none_if_nan(sub[k]) for k in ("r", "bias", "rmse", "n", "n_finite", "r_note")
                                if k in sub}

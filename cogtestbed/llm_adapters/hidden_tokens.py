@@ -21,6 +21,9 @@ from typing import Any
 
 from cogtestbed.errors import InputError
 
+#: A run directory's call log (:data:`cogtestbed.llm_adapters.runner.CALLS_FILE`; the runner imports this
+#: module, so the name is not imported from it).
+CALLS_FILE = "calls.parquet"
 #: z of the two-sided 95 % normal interval of a pilot's mean tokens per call.
 Z95 = 1.959964
 #: Where an assumption gives one number N, the range it is priced over: N / this to N x this (this
@@ -98,7 +101,7 @@ def from_pilot(path: str | Path, llm: str | None = None, experiment: str | None 
 
     import pandas as pd
 
-    from cogtestbed.llm_adapters.runner import CALLS_FILE, CONFIG_FILE
+    from cogtestbed.llm_adapters.rundir import CONFIG_FILE
 
     path = Path(path)
     if not (path / CALLS_FILE).exists():

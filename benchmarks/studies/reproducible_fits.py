@@ -62,9 +62,24 @@ def small_table(experiment: str, model: str, subjects: int, seed: int) -> Any:
     return simulate_from_model(spec, model, params, seed, small_design(spec, CheckConfig()))
 
 
+def issue50_table() -> Any:
+    """The issue's small fit: RW±, 20 subjects drawn from the hierarchical prior (``default_rng(2024)``),
+    the default design (96 trials), simulation seed 100."""
+    import numpy as np
+
+    from cogtestbed.inference.hierarchical import sample_hierarchical_prior
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.simulation import simulate
+
+    spec = get_experiment("instrumental-learning")
+    _, params = sample_hierarchical_prior(spec.model("rw-pm").parameters, 20, np.random.default_rng(2024))
+    return simulate(spec, "rw-pm", 20, 100, params)
+
+
 def fit_once(experiment: str, model: str, method: str, subjects: int = SUBJECTS, draws: int = DRAWS,
-             chains: int = CHAINS, prior_fit: bool = False) -> dict[str, Any]:
-    """One seeded fit (``ct.fit``, seed 0) of a small table: its digest and timings."""
+             chains: int = CHAINS, prior_fit: bool = False, issue50: bool = False) -> dict[str, Any]:
+    """One seeded fit (``ct.fit``, seed 0) of a small table (``issue50``: :func:`issue50_table`, RW±,
+    200 + 200 draws): its digest and timings."""
     import warnings
 
     import cogtestbed as ct
@@ -76,10 +91,18 @@ def fit_once(experiment: str, model: str, method: str, subjects: int = SUBJECTS,
         if prior_fit:
             ct.fit(experiment, small_table(experiment, model, subjects, 7), model=model, method=method,
                    draws=draws, chains=chains, seed=3)
-        fit = ct.fit(experiment, small_table(experiment, model, subjects, 1), model=model, method=method,
-                     draws=draws, chains=chains, seed=0)
+        if issue50:
+            experiment, model, draws = "instrumental-learning", "rw-pm", 200
+        table = issue50_table() if issue50 else small_table(experiment, model, subjects, 1)
+        fit = ct.fit(experiment, table, model=model, method=method, draws=draws, chains=chains, seed=0)
     digest = table_digest(fit) if method == "mle" else draws_digest(fit)
-    return {"experiment": experiment, "model": model, "method": method, "digest": digest,
+    if method == "mle":
+        shown = {"nll_sum": float(fit["nll"].sum())}
+    else:
+        post = fit.idata.posterior
+        first = next((str(v) for v in post.data_vars if str(v).endswith("_mu")), str(next(iter(post.data_vars))))
+        shown = {f"{first}_sum": float(post[first].sum()), "max_rhat": fit.diagnostics.max_rhat}
+    return {"experiment": experiment, "model": model, "method": method, "digest": digest, **shown,
             "wall_s": round(time.perf_counter() - start, 1), "cpu_s": round(time.process_time() - cpu, 1)}
 
 
@@ -116,13 +139,16 @@ class _cpu_load:
 
 
 def run_condition(experiment: str, model: str, methods: Sequence[str], condition: str, caches: Path,
-                  cold: str = "all", subjects: int = SUBJECTS, draws: int = DRAWS) -> list[dict[str, Any]]:
+                  cold: str = "all", subjects: int = SUBJECTS, draws: int = DRAWS,
+                  issue50: bool = False) -> list[dict[str, Any]]:
     """``one`` in a fresh process under ``condition`` (see the module docstring): a row per method."""
     import contextlib
 
     method = methods[0] if len(methods) == 1 else "both"
     cmd = [sys.executable, str(Path(__file__).resolve()), "one", experiment, model, "--method", method,
            "--subjects", str(subjects), "--draws", str(draws)]
+    if issue50:
+        cmd.append("--issue50")
     parts = condition.split("+")
     if "prior" in parts:
         cmd.append("--prior-fit")
@@ -139,12 +165,14 @@ def run_condition(experiment: str, model: str, methods: Sequence[str], condition
 
 
 def check(experiment: str, model: str, methods: Sequence[str], conditions: Sequence[str] = CONDITIONS,
-          cold: str = "all", subjects: int = SUBJECTS, draws: int = DRAWS) -> list[dict[str, Any]]:
+          cold: str = "all", subjects: int = SUBJECTS, draws: int = DRAWS,
+          issue50: bool = False) -> list[dict[str, Any]]:
     """Every condition's run of one model's fits, in order, in one set of fresh cache directories
     (a row per run and method)."""
     with tempfile.TemporaryDirectory(prefix="cogtestbed-repro-") as tmp:
         return [row for condition in conditions
-                for row in run_condition(experiment, model, methods, condition, Path(tmp), cold, subjects, draws)]
+                for row in run_condition(experiment, model, methods, condition, Path(tmp), cold, subjects, draws,
+                                         issue50)]
 
 
 def every_model() -> list[tuple[str, str]]:
@@ -169,9 +197,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--subjects", type=int, default=SUBJECTS)
         p.add_argument("--draws", type=int, default=DRAWS)
     one.add_argument("--prior-fit", action="store_true", help="fit other data with the same model first")
+    one.add_argument("--issue50", action="store_true", help="the issue's small fit (RW±, 20 subjects, 2 x 200 + 200)")
     chk.add_argument("--experiment", default="instrumental-learning")
     chk.add_argument("--model", default="rw-pm")
     chk.add_argument("--all", action="store_true", help="every family's models with a PyMC version")
+    chk.add_argument("--issue50", action="store_true", help="the issue's small fit (RW±, 20 subjects, 2 x 200 + 200)")
     chk.add_argument("--conditions", default=",".join(CONDITIONS))
     chk.add_argument("--cold", choices=("all", "numba", "inherit"), default="all",
                      help="what the first run finds: empty caches (all), empty numba caches with PyTensor's C "
@@ -181,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "one":
         for method in methods:
             print(json.dumps(fit_once(args.experiment, args.model, method, args.subjects, args.draws,
-                                      prior_fit=args.prior_fit)), flush=True)
+                                      prior_fit=args.prior_fit, issue50=args.issue50)), flush=True)
         return 0
     conditions = [c for c in args.conditions.split(",") if c]
     unknown = sorted({part for c in conditions for part in c.split("+")} - set(CONDITIONS))
@@ -191,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     models = every_model() if args.all else [(args.experiment, args.model)]
     ok = True
     for experiment, model in models:
-        rows = check(experiment, model, methods, conditions, args.cold, args.subjects, args.draws)
+        rows = check(experiment, model, methods, conditions, args.cold, args.subjects, args.draws, args.issue50)
         for row in rows:
             print(json.dumps(row), flush=True)
         for method in methods:

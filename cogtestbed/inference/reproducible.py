@@ -58,12 +58,13 @@ def strict_float() -> Iterator[None]:
 
 
 def draws_digest(fit: Any) -> str:
-    """SHA-256 (hex) of a Bayesian fit's draws and sampler statistics (timings left out,
-    :data:`TIMING_STATS`): equal digests are identical draws.  ``fit``: a
-    :class:`~cogtestbed.inference.hierarchical.BayesFit` or an ArviZ ``InferenceData``."""
+    """SHA-256 (hex) of a Bayesian fit's draws, sampler statistics (timings left out,
+    :data:`TIMING_STATS`) and pointwise log-likelihood where stored: equal digests are identical
+    draws.  ``fit``: a :class:`~cogtestbed.inference.hierarchical.BayesFit` or an ArviZ
+    ``InferenceData``."""
     idata = getattr(fit, "idata", fit)
     digest = hashlib.sha256()
-    for group in ("posterior", "sample_stats"):
+    for group in ("posterior", "sample_stats", "log_likelihood"):
         if group not in idata.groups():
             continue
         data = idata[group]

@@ -185,3 +185,29 @@ def test_metrics_returns_the_documented_typed_dict() -> None:
     assert {"metrics", "per_run", "n_invalid", "flags", "experiment", "source"} <= set(hints)
     assert set(result) <= set(hints) and result["experiment"] == "temporal-discounting"
     assert inspect.signature(ct.metrics).return_annotation == "MetricsReport"
+
+
+@pytest.mark.slow
+def test_no_model_likelihood_raises_at_the_corners_of_its_box() -> None:
+    """The class of issue 46's crash, for every model of every experiment: the search objective at
+    search coordinates ±1e4 (exp's underflow to a zero bound, its overflow to a cap) and ±π/2 (the
+    sine map's bounds) never raises; a non-finite value there is rejected by the line search."""
+    import itertools
+
+    from cogtestbed.registry import experiment_names, get_experiment
+
+    corners = [-1e4, 0.0, 1e4, -np.pi / 2, np.pi / 2]
+    rng = np.random.default_rng(0)
+    for name in experiment_names():
+        exp = get_experiment(name)
+        for model_name, model in exp.models.items():
+            if model.kernel() is None or model_name not in exp.generators:
+                continue
+            trials = ct.simulate(name, exp.generators[model_name].agent, subjects=1, seed=0)
+            data = next(iter(model.subject_data(trials).values()))
+            objective, args = search_objective(model._kernel()), model.objective_args(data)
+            k = len(model.parameters)
+            points = (itertools.product(corners, repeat=k) if k <= 4
+                      else (rng.choice(corners, k) for _ in range(400)))
+            for z in points:
+                objective(np.asarray(z, dtype=np.float64), args)  # raises on a division by zero

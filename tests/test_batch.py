@@ -190,6 +190,10 @@ def test_plan_prices_batch_mode_at_the_discount_and_shows_the_standard_price() -
                "power": {"rate": 0.9, "sims": 100}, "target": {"power": 0.8, "what": "x"},
                "run": {"llms": ["openai:gpt-4o-mini"]}}
     assert "in batch mode" in summary_line(payload) and "at the standard price" in summary_line(payload)
+    # each two-step answer decides the next prompt: one batch per step of the longest session (4 days x 2 stages)
+    turns = batch.per_llm[0]["batch"]
+    assert turns["batch_turnarounds"] == 8 == batch.per_llm[0]["longest_session_calls"]
+    assert "8 batch turnaround(s), up to 192 h — WARNING: more than a day (8.0 days)" in summary_line(payload)
 
 
 def test_resume_finds_a_batch_created_before_its_id_was_recorded(tmp_path: Path, tiny_chat: Any) -> None:

@@ -151,14 +151,91 @@ def check_output_file(path: Path, force: bool = False, suffix: str | None = None
     return path
 
 
+#: The marker a command holds in an output folder while it writes there (:func:`claim_folder`).
+CLAIM_FILE = ".cogtestbed-writing"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def _take_claim(marker: Path) -> bool:
+    """Create ``marker`` exclusively (this process's id in it): True when this call created it,
+    False when this process holds it already; a live other holder is refused, a dead one's taken over."""
+    for _ in range(2):
+        try:
+            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                holder = int(marker.read_text().strip() or 0)
+            except (OSError, ValueError):
+                holder = 0
+            if holder == os.getpid():
+                return False
+            if holder and _alive(holder):
+                what = f"output folder {marker.parent}" if marker.name == CLAIM_FILE else \
+                    f"output {marker.parent / marker.name[1:].removesuffix(CLAIM_FILE)}"
+                raise OutputError(f"{what} is being written by another command (process {holder}); wait for it "
+                                  "or choose another path") from None
+            with contextlib.suppress(FileNotFoundError):  # a claim left by a killed command
+                marker.unlink()
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(str(os.getpid()))
+        return True
+    raise OutputError(f"output folder {marker.parent} is being claimed by another command; try again")
+
+
+@contextlib.contextmanager
+def claim_folder(path: Path, force: bool = False) -> Iterator[Path]:
+    """Claim the existing folder ``path`` for this command while the body runs: atomically (a
+    marker file created exclusively, so of two commands started at once one wins and the other is
+    refused, whatever ``force`` says), then refuse a folder that holds files unless ``force``.
+    Re-entrant within one process; the marker is removed at the end."""
+    marker = path / CLAIM_FILE
+    ours = _take_claim(marker)
+    try:
+        if ours and not force and any(p.name != CLAIM_FILE for p in path.iterdir()):
+            raise OutputError(f"output folder {path} is not empty; pass --force to overwrite its files")
+        yield path
+    finally:
+        if ours:
+            with contextlib.suppress(FileNotFoundError):
+                marker.unlink()
+
+
+@contextlib.contextmanager
+def claim_file(path: Path, force: bool = False) -> Iterator[Path]:
+    """Claim the output file ``path`` while the body computes and writes it: a marker beside it
+    (``.NAME.cogtestbed-writing``) created exclusively, so of two commands writing one file at once
+    one wins and the other is refused; then an existing ``path`` is refused unless ``force``."""
+    marker = path.with_name(f".{path.name}{CLAIM_FILE}")
+    ours = _take_claim(marker)
+    try:
+        if ours and not force and path.exists():
+            raise OutputError(f"output {path} exists; pass --force to overwrite it")
+        yield path
+    finally:
+        if ours:
+            with contextlib.suppress(FileNotFoundError):
+                marker.unlink()
+
+
 @contextlib.contextmanager
 def output_dir(path: Path | None, force: bool = False) -> Iterator[Path | None]:
-    """Prepare the output folder ``path`` before computing; remove what was created on failure.
+    """Prepare and claim the output folder ``path`` before computing; remove what was created on failure.
 
-    Refused at once: ``path`` is a file; it is a non-empty folder and ``force`` is false; it cannot
-    be created or written.  The folder (and missing parents) are created up front so the check is
-    real, and removed again if the body raises (only folders this call created, only if empty).
-    ``None`` (no ``-o``) passes through.
+    Refused at once: ``path`` is a file; it is a non-empty folder and ``force`` is false; another
+    command is writing there (:func:`claim_folder`: of two commands started at once, one wins); it
+    cannot be created or written.  The folder (and missing parents) are created up front so the
+    check is real, and removed again if the body raises (only folders this call created, only if
+    empty).  ``None`` (no ``-o``) passes through.
     """
     if path is None:
         yield None
@@ -166,8 +243,6 @@ def output_dir(path: Path | None, force: bool = False) -> Iterator[Path | None]:
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise OutputError(f"output {path} exists and is not a folder")
-    if path.is_dir() and any(path.iterdir()) and not force:
-        raise OutputError(f"output folder {path} is not empty; pass --force to overwrite its files")
     created = _missing_parents(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -175,7 +250,8 @@ def output_dir(path: Path | None, force: bool = False) -> Iterator[Path | None]:
         raise OutputError(f"cannot create output folder {path}: {_why(exc)}") from None
     try:
         _probe_folder(path, f"output folder {path}")
-        yield path
+        with claim_folder(path, force):
+            yield path
     except BaseException:
         for folder in created:  # innermost first
             with contextlib.suppress(OSError):

@@ -232,6 +232,8 @@ def parse_assignments(items: Sequence[str], option: str = "") -> dict[str, float
             number = float(value)
         except ValueError:
             raise ParameterError(f"{flag}value of {name!r} is not a number: {value!r}") from None
+        if not np.isfinite(number):
+            raise ParameterError(f"{flag}value of {name!r} must be a finite number, got {value.strip()!r}")
         if name in out:
             raise ParameterError(f"{flag}sets {name} twice ({out[name]:g} and {number:g}); give it once")
         out[name] = number

@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from cogtestbed.errors import InputError
+from cogtestbed.api.checks import public
+from cogtestbed.errors import DataError, InputError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from cogtestbed.metrics_result import MetricsReport
     from cogtestbed.validation.conformance.suite import ConformanceReport
 
+@public()
 def experiments() -> list[str]:
     """Every registered experiment's name: the package's own, then those other installed
     distributions declare through the ``cogtestbed.experiments`` entry-point group."""
@@ -34,6 +36,7 @@ def experiments() -> list[str]:
     return experiment_names()
 
 
+@public()
 def get_experiment(experiment: str | ExperimentSpec) -> ExperimentSpec:
     """The experiment's spec: a registered name looked up (an unknown one raises
     :class:`~cogtestbed.experiments.spec.UnknownNameError` listing the valid names), a spec object
@@ -74,6 +77,7 @@ def design_overrides(items: Sequence[str]) -> dict[str, str | None]:
     return out
 
 
+@public()
 def simulate(experiment: str | ExperimentSpec, agent: str, *, subjects: int = 10, seed: int = 0,
              params: Mapping[str, Any] | None = None, design: Design | Mapping[str, Any] | None = None,
              method: Literal["batch", "step"] = "batch", lapse_invalid: float = 0.0, lapse_random: float = 0.0,
@@ -89,10 +93,8 @@ def simulate(experiment: str | ExperimentSpec, agent: str, *, subjects: int = 10
     """
     from cogtestbed.environments.forms import FormDesign, FormError, resolve_forms
     from cogtestbed.lapse import Lapse
-    from cogtestbed.outputs import check_output_file
+    from cogtestbed.outputs import check_output_file, claim_file
     from cogtestbed.registry import write_trials
-    from cogtestbed.simulation import check_simulation_memory
-    from cogtestbed.simulation import simulate as run_simulation
 
     exp = get_experiment(experiment)
     agent_cls = exp.agent(agent)
@@ -105,13 +107,12 @@ def simulate(experiment: str | ExperimentSpec, agent: str, *, subjects: int = 10
     form_design = None if form_ids is None else FormDesign(resolve_forms(exp.prompt_forms, form_ids),
                                                            dict(form_sd or {}))
     out = None if output is None else Path(output)
-    if out is not None:
-        check_output_file(out, force, ".parquet")
-    check_simulation_memory(exp, agent, subjects, given, design_obj)
-    trials = run_simulation(exp, agent, subjects, seed, given, design=design_obj, method=method,
-                            on_subject_done=on_subject_done, lapse=lapse if lapse.active else None,
-                            forms=form_design)
-    if out is not None:
+    if out is None:
+        return _simulate(exp, agent, subjects, seed, given, design_obj, method, on_subject_done, lapse, form_design)
+    check_output_file(out, force, ".parquet")
+    with claim_file(out, force):  # of two commands writing one file at once, one is refused
+        trials = _simulate(exp, agent, subjects, seed, given, design_obj, method, on_subject_done, lapse,
+                           form_design)
         manifest = {
             "experiment": exp.name, "agent": agent, "params": manifest_params(agent_cls.parameters, given),
             "n_subjects": subjects, "seed": seed, "method": method,
@@ -130,6 +131,19 @@ def manifest_params(parameters: Any, given: Mapping[str, Any]) -> dict[str, floa
     return {name: float(a) if a.size == 1 else [float(v) for v in a.ravel()] for name, a in arrays.items()}
 
 
+def _simulate(exp: ExperimentSpec, agent: str, subjects: int, seed: int, given: dict[str, Any], design_obj: Any,
+              method: Literal["batch", "step"], on_subject_done: Any, lapse: Any,
+              form_design: Any) -> pd.DataFrame:
+    """The simulation of :func:`simulate`, its memory checked first."""
+    from cogtestbed.simulation import check_simulation_memory
+    from cogtestbed.simulation import simulate as run_simulation
+
+    check_simulation_memory(exp, agent, subjects, given, design_obj)
+    return run_simulation(exp, agent, subjects, seed, given, design=design_obj, method=method,
+                          on_subject_done=on_subject_done, lapse=lapse if lapse.active else None,
+                          forms=form_design)
+
+
 def read_table(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLike[str],
                source: str = "auto", sessions: str | None = None) -> tuple[pd.DataFrame, str]:
     """(the trial table, its source): a table as given (validated against the experiment's
@@ -144,9 +158,12 @@ def read_table(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | s
         if sessions is not None:
             raise InputError("sessions applies to published files read through an importer, not to a table")
         return validate_trials(table_or_path, exp.schema, exp.name), "table"
+    if not Path(table_or_path).exists():
+        raise DataError(f"no such file: {table_or_path}")
     return exp.read(Path(table_or_path), source, sessions)
 
 
+@public(paths=('table_or_path',))
 def metrics(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | str | os.PathLike[str], *,
             source: str = "auto", sessions: str | None = None, **options: Any) -> MetricsReport:
     """The experiment's published metrics of a trial table or file, overall and per unit
@@ -218,6 +235,7 @@ def _frame_type() -> type:
     return pd.DataFrame
 
 
+@public(paths=('table_or_path',))
 def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | str | os.PathLike[str], *, model: str,
         method: Literal["mle", "hierarchical"] = "mle", source: str = "auto", unit: str = "auto",
         separate_runs: bool = False, draws: int = 1000, max_draws: int | None = None, chains: int = 4, seed: int = 0,
@@ -324,6 +342,7 @@ def fit_table(exp: ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLi
     return fitted, detected, units
 
 
+@public(paths=('data_dir',))
 def check(spec_or_name: str | ExperimentSpec, *, quick: bool = True, data_dir: str | os.PathLike[str] | None = None,
           checks: Sequence[str] | None = None) -> ConformanceReport:
     """Run the conformance suite on an experiment (``cogtestbed check``): a registered name or a

@@ -5,10 +5,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from cogtestbed.api.checks import public
+
 if TYPE_CHECKING:
     from cogtestbed.experiments.spec import ExperimentSpec
 
 
+@public()
 def describe(experiment: str | ExperimentSpec | None = None) -> dict[str, Any]:
     """Everything a user can name, as the command prints it with ``--json``: without an
     experiment ``{"experiments": [{"name", "description"}, ...]}`` (every registered one); with one,

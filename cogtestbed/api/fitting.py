@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from cogtestbed.api.checks import public
+
 #: netCDF encoding of every numeric variable of ``posterior.nc``: zlib (deflate) level 4 after the
 #: HDF5 byte-shuffle filter, which groups the similar exponent bytes of float draws together.
 POSTERIOR_ENCODING = {"zlib": True, "complevel": 4, "shuffle": True}
@@ -21,6 +23,7 @@ def _quiet(_: str) -> None:
     """The default ``say``: progress notes are dropped."""
 
 
+@public(paths=('path',))
 def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.PathLike[str],
                  experiment: str | None = None, method: str = "hierarchical", source: str = "auto",
                  unit: str = "auto", separate_runs: bool = False, draws: int = 1000, max_draws: int | None = None,

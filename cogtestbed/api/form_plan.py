@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cogtestbed.api.checks import public
 from cogtestbed.errors import InputError
 
 
@@ -18,6 +19,7 @@ def _items(value: Mapping[str, Any] | Sequence[str] | str | None) -> list[str]:
     return assignment_items(value)
 
 
+@public(paths=('pilot', 'prices'))
 def plan_forms(experiment: str, *, forms: str | Sequence[int], model: str | None,
                effect: Mapping[str, float] | str | None,
                form_sd: Mapping[str, float] | Sequence[str] | None = None, llm: Sequence[str] | str | None = None,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cogtestbed.api.checks import public
 from cogtestbed.api.console import console_err
 from cogtestbed.errors import InputError
 
@@ -224,6 +225,7 @@ class LookReplay:
         return {"run_dir": str(self.run_dir), "looks": self.looks, "reproduced": self.reproduced}
 
 
+@public(paths=('run_dir',))
 def looks(run_dir: str | os.PathLike[str]) -> LookReplay:
     """Reproduce every recorded look of a sequential ``run --plan`` in ``run_dir`` from its saved
     trial table(s) (``cogtestbed looks``; the command exits 1 where one is not reproduced)."""

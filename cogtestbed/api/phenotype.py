@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cogtestbed.api.checks import public
 from cogtestbed.errors import InputError
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ class Phenotype:
                 "rows": self.table.to_dict(orient="records"), "flags": self.flags}
 
 
+@public(paths=('paths',))
 def phenotype(paths: Sequence[str | os.PathLike[str]], *, agents: Sequence[str] | None = None,
               experiment: str | None = None, kind: str = "all", normalisation: str = "signed",
               output: str | os.PathLike[str] | None = None, force: bool = False,

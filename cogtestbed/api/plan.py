@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cogtestbed.api.checks import public
 from cogtestbed.errors import InputError
 
 if TYPE_CHECKING:
@@ -61,24 +62,29 @@ class Plan:
 
         return copy.deepcopy(self.payload)
 
-    def save(self, directory: str | os.PathLike[str]) -> dict[str, Path]:
+    def save(self, directory: str | os.PathLike[str], force: bool = False) -> dict[str, Path]:
         """Write ``plan.json``, ``frontier.png`` and ``report.html`` (a precision plan:
-        ``precision.json``) into ``directory``; returns the files."""
-        out = Path(directory)
+        ``precision.json``) into ``directory``; returns the files.  The folder is claimed first
+        (:func:`~cogtestbed.outputs.output_dir`): a non-empty one is refused unless ``force``, and
+        of two commands saving there at once one is refused."""
+        from cogtestbed.outputs import output_dir
+
+        with output_dir(Path(directory), force):
+            self.files = self._write(Path(directory))
+        return self.files
+
+    def _write(self, out: Path) -> dict[str, Path]:
         if self.kind == "precision":
             import json
 
             from cogtestbed.outputs import atomic_write_bytes
 
-            out.mkdir(parents=True, exist_ok=True)
             dest = out / "precision.json"
             atomic_write_bytes(dest, lambda tmp: tmp.write_text(json.dumps(self.payload, indent=1, default=str)))
-            self.files = {"precision": dest}
-            return self.files
+            return {"precision": dest}
         from cogtestbed.validation.design.plan_report import write_plan
 
-        self.files = write_plan(self.payload, out)
-        return self.files
+        return write_plan(self.payload, out)
 
     def plot(self, directory: str | os.PathLike[str] | None = None) -> Figures:
         """The cost-power frontier plot (``frontier.png``, in ``directory`` or a temporary one)."""
@@ -93,6 +99,7 @@ class Plan:
         return Figures([plot_frontier(self.payload, out)])
 
 
+@public(paths=('pilot', 'prices'))
 def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model: str | None = None,
          effect: Mapping[str, float] | str | None = None, metric: str | None = None,
          compare: tuple[str, str] | None = None, test: str | None = None, agent: str | None = None,

@@ -13,6 +13,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from cogtestbed.api.checks import public
 from cogtestbed.api.console import console_err
 from cogtestbed.api.core import design_overrides
 from cogtestbed.errors import InputError
@@ -52,10 +53,13 @@ def parse_add_budget(items: list[str]) -> tuple[int, float]:
                 calls += amount
             else:
                 amount_usd = float(value)
+                if not math.isfinite(amount_usd):
+                    raise ValueError
                 usd += amount_usd
                 amount = 1 if amount_usd > 0 else -1
         except ValueError:
-            raise InputError(f"--add-budget {item!r}: expected calls=N or usd=X (e.g. usd=0.5)") from None
+            raise InputError(f"--add-budget {item!r}: expected calls=N or usd=X, X a finite number (e.g. usd=0.5)"
+                             ) from None
         if amount <= 0:
             raise InputError(f"--add-budget {item!r}: the amount must be positive")
     return calls, usd
@@ -424,6 +428,7 @@ class PairedRun:
         return "stopped" if any(getattr(r, "status", None) == "stopped" for r in self.runs) else "complete"
 
 
+@public(paths=('plan',))
 def run(experiment: str | Any = None, *, llm: str | Sequence[str] | None = None, output: str | os.PathLike[str],
         subjects: int = 1, seed: int = 0, design: Mapping[str, Any] | Sequence[str] | None = None,
         plan: str | os.PathLike[str] | None = None, dry_run: bool = False, **options: Any) -> Any:

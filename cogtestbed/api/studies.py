@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cogtestbed.api.checks import public
 from cogtestbed.api.figures import Figures
 from cogtestbed.errors import InputError
 
@@ -236,6 +237,7 @@ def _lapse(invalid: float, random: float) -> Any:
     return lapse if lapse.active else None
 
 
+@public()
 def recover(model: str, *, experiment: str | ExperimentSpec | None = None, subjects: Sizes | str = 50,
             trials: Sizes | str = None, design: Design = None, runs: Sizes | str = 1, reps: int = 100,
             method: str = "mle", sampler: str = "prior", fix: Assignments | Sequence[str] = None,
@@ -261,6 +263,7 @@ def recover(model: str, *, experiment: str | ExperimentSpec | None = None, subje
                     assurance=assurance, watch=watch)
 
 
+@public()
 def model_recovery(models: Sequence[str], *, experiment: str | ExperimentSpec | None = None,
                    subjects: int = 30, trials: Sizes | str = None, design: Design = None,
                    runs: int = 1, reps: int = 50, method: str = "mle", params: Assignments | Sequence[str] = None,
@@ -278,6 +281,7 @@ def model_recovery(models: Sequence[str], *, experiment: str | ExperimentSpec | 
     return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch)
 
 
+@public()
 def sbc(model: str, *, experiment: str | ExperimentSpec | None = None, subjects: int = 20,
         trials: Sizes | str = None, design: Design = None, runs: int = 1, reps: int = 100,
         params: Assignments | Sequence[str] = None, draws: int = 500, chains: int = 2, backend: str = "auto",
@@ -293,6 +297,7 @@ def sbc(model: str, *, experiment: str | ExperimentSpec | None = None, subjects:
     return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch)
 
 
+@public()
 def power(target: str, *, effect: Mapping[str, float] | str | None = None, metric: str | None = None,
           compare: tuple[str, str] | None = None, test: str | None = None, agent: str | None = None,
           sweep: str | None = None, option: Mapping[str, Any] | Sequence[str] | None = None,
@@ -328,6 +333,7 @@ def power(target: str, *, effect: Mapping[str, float] | str | None = None, metri
     return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch)
 
 
+@public()
 def metric_validity(experiment: str | ExperimentSpec, *, metric: str, agent: str, parameter: str,
                     values: Sequence[float] | str, direction: str = "any", runs: Sizes | str = 10,
                     trials: Sizes | str = None, design: Design = None, reps: int = 20, seed: int = 0,
@@ -349,6 +355,7 @@ def metric_validity(experiment: str | ExperimentSpec, *, metric: str, agent: str
     return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch)
 
 
+@public()
 def study(experiment: str | ExperimentSpec, name: str | None = None, *, reps: int = 20, seed: int = 0,
           workers: int | None = None, dask: str | None = None, output: str | os.PathLike[str] | None = None,
           force: bool = False, watch: Watch | None = None) -> Study | list[dict[str, str]]:
@@ -366,6 +373,7 @@ def study(experiment: str | ExperimentSpec, name: str | None = None, *, reps: in
                     force=force, watch=watch)
 
 
+@public()
 def form_study(model: str, *, forms: str | Sequence[int], experiment: str | ExperimentSpec | None = None,
                form_sd: Mapping[str, float] | Sequence[str] | None = None, subjects: int | str = 50,
                reps: int = 100, params: Assignments | Sequence[str] = None,
@@ -402,6 +410,7 @@ def form_study(model: str, *, forms: str | Sequence[int], experiment: str | Expe
     return {"experiment": name, "model": model, **form_design.as_json(), **summary}
 
 
+@public()
 def true_parameters(trials: pd.DataFrame) -> pd.DataFrame:
     """The known parameters of simulated subjects, one row per subject (the table's ``param_*``
     columns, named without the prefix)."""
@@ -412,6 +421,7 @@ def true_parameters(trials: pd.DataFrame) -> pd.DataFrame:
     return first.rename(columns={c: str(c).removeprefix("param_") for c in cols})
 
 
+@public()
 def estimates(fit: Any) -> pd.DataFrame:
     """Per-subject point estimates of a fit, one row per subject: an MLE table as it is, a
     hierarchical fit's posterior means (``subject_summary``)."""
@@ -423,6 +433,7 @@ def estimates(fit: Any) -> pd.DataFrame:
     return summary.pivot(index="subject", columns="parameter", values="mean").reset_index()
 
 
+@public()
 def plot_recovery(trials: pd.DataFrame, *fits: Any, labels: Sequence[str] | None = None,
                   directory: str | os.PathLike[str] | None = None) -> Figures:
     """True against estimated parameters of simulated subjects: one panel per parameter, one

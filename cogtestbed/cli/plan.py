@@ -145,6 +145,7 @@ def plan(
                         "(default 20: power to +-0.09).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as one JSON object.")] = False,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write plan.json and report.html here.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the files of a non-empty --output folder.")] = False,
     forms: Annotated[str | None, typer.Option(
         "--forms", help="Counts of prompt forms to plan over, e.g. 1,2,4,8 (with --model, --effect and --form-sd "
         "or --pilot): forms x subjects chosen jointly by dollars.")] = None,
@@ -159,7 +160,6 @@ def plan(
 ) -> None:
     """Plan a study: the cheapest design that reaches the target power, in calls, tokens and dollars."""
     from cogtestbed.api.plan import plan as make_plan
-    from cogtestbed.validation.studies.report import check_output_target
 
     if forms is not None:
         from cogtestbed.api.form_plan import plan_forms
@@ -177,25 +177,27 @@ def plan(
         eff = next(iter(parse_assignments([str(effect)], "--effect").items()))
         _print_forms_plan(planned, planned["experiment"], str(model), eff, power)
         return
-    if output is not None:  # before the simulations: a refused folder costs nothing (created when written)
-        check_output_target(output)
-    quiet = as_json and not console_err.is_terminal
-    result = make_plan(
-        experiment, llm=llm, model=model, effect=effect, metric=metric, compare=compare, test=test, agent=agent,
-        precision=precision, assurance=assurance, power=power, level=level, subjects=subjects, runs=runs,
-        trials=trials, design=design, base=base, sd_between=sd_between, params=param, prices=prices,
-        allow_unpriced=allow_unpriced, batch=batch, max_cost=max_cost, invalid_rate=invalid_rate,
-        random_rate=random_rate, pilot=pilot, mc_se=mc_se, max_tokens=max_tokens, reask=reask,
-        temperature=temperature, seed=seed,
-        workers=workers, looks=looks, spending=spending, futility=futility, null=null, seq_sims=seq_sims,
-        null_sims=null_sims, lapse_fit=lapse_fit, binding_futility=binding_futility, fit=fit,
-        fit_sims=fit_sims, human=human, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget,
-        assume_reasoning_tokens=assume_reasoning_tokens,
-        say=None if quiet else _say)
-    if result.kind == "precision":
-        _emit_precision(result, output, as_json)
-        return
-    _emit_plan(result, output, as_json)
+    from cogtestbed.outputs import output_dir
+
+    # claimed before the simulations (a refused folder costs nothing; a second plan into the same
+    # folder at once is refused) and held until the plan is written; progress goes to stderr even
+    # with --json (stdout carries only the JSON)
+    with output_dir(output, force):
+        result = make_plan(
+            experiment, llm=llm, model=model, effect=effect, metric=metric, compare=compare, test=test, agent=agent,
+            precision=precision, assurance=assurance, power=power, level=level, subjects=subjects, runs=runs,
+            trials=trials, design=design, base=base, sd_between=sd_between, params=param, prices=prices,
+            allow_unpriced=allow_unpriced, batch=batch, max_cost=max_cost, invalid_rate=invalid_rate,
+            random_rate=random_rate, pilot=pilot, mc_se=mc_se, max_tokens=max_tokens, reask=reask,
+            temperature=temperature, seed=seed,
+            workers=workers, looks=looks, spending=spending, futility=futility, null=null, seq_sims=seq_sims,
+            null_sims=null_sims, lapse_fit=lapse_fit, binding_futility=binding_futility, fit=fit,
+            fit_sims=fit_sims, human=human, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget,
+            assume_reasoning_tokens=assume_reasoning_tokens, say=_say)
+        if result.kind == "precision":
+            _emit_precision(result, output, as_json, force)
+            return
+        _emit_plan(result, output, as_json, force)
 
 
 def _say(line: str) -> None:
@@ -203,13 +205,13 @@ def _say(line: str) -> None:
     console_err.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def _emit_precision(result: Any, output: Path | None, as_json: bool) -> None:
+def _emit_precision(result: Any, output: Path | None, as_json: bool, force: bool = False) -> None:
     """``plan --precision``'s output: ``precision.json`` under ``output``; the payload or two lines."""
     from cogtestbed.validation.design.precision import precision_line
 
     payload = result.payload
     if output is not None:
-        files = result.save(output)
+        files = result.save(output, force=force)
         payload = {**payload, "files": {k: str(v) for k, v in files.items()}}
     if as_json:
         print_json(payload)
@@ -219,12 +221,12 @@ def _emit_precision(result: Any, output: Path | None, as_json: bool) -> None:
     console.print(f"design {payload['chosen']['resolved']['label']}: {fields}", highlight=False, soft_wrap=True)
 
 
-def _emit_plan(result: Any, output: Path | None, as_json: bool) -> None:
+def _emit_plan(result: Any, output: Path | None, as_json: bool, force: bool = False) -> None:
     """Save the plan under ``output`` (:meth:`Plan.save <cogtestbed.api.plan.Plan.save>`: plan.json,
     frontier.png, report.html); print it as JSON or text."""
     payload = result.payload
     if output is not None:
-        files = result.save(output)
+        files = result.save(output, force=force)
         payload["files"] = {k: str(v) for k, v in files.items()}
     if as_json:
         print_json(payload)

@@ -74,9 +74,8 @@ class _Bar:
     def watch(self, dask: str | None) -> Any:
         from cogtestbed.api.studies import Watch
 
-        terminal = console_err.is_terminal
         return Watch(say=lambda line: console_err.print(line, highlight=False, markup=False, soft_wrap=True),
-                     start=self.start, advance=self.advance, estimate=dask is None and (terminal or not self.as_json))
+                     start=self.start, advance=self.advance, estimate=dask is None)  # stderr, --json or not
 
     def start(self, kind: str, total: int) -> None:
         from cogtestbed.cli.app import progress
@@ -86,7 +85,8 @@ class _Bar:
         self.done = iter(progress(range(total), f"{kind} ({total} tasks)", total=total,
                                   enabled=terminal))  # a bar on a terminal; off it, a line per interval
         next(self.done, None)
-        self.lines = None if terminal or self.as_json else TaskProgress(stderr_reporter(False), kind, total)
+        # progress goes to stderr whatever stdout carries (--json included: a scripted caller sees it live)
+        self.lines = None if terminal else TaskProgress(stderr_reporter(False), kind, total)
 
     def advance(self, k: int) -> None:
         for _ in range(k):

@@ -203,6 +203,11 @@ def form_offsets(form_ids: Sequence[int], sds: Mapping[str, float], rng: np.rand
     return {name: rng.normal(0.0, float(sd), len(form_ids)) for name, sd in sds.items()}
 
 
+#: The largest form-offset SD on a parameter's unconstrained scale: 20 already spreads it over e^±40,
+#: beyond every bound (``cogtestbed.api.checks.MAX_UNCONSTRAINED_SD``, which the API checks; our default).
+MAX_FORM_SD = 20.0
+
+
 def parse_form_sd(items: Sequence[str] | None) -> dict[str, float]:
     """``["alpha_pos=0.15", ...]`` as ``{"alpha_pos": 0.15}``; refuses a malformed or negative SD."""
     out: dict[str, float] = {}
@@ -212,8 +217,9 @@ def parse_form_sd(items: Sequence[str] | None) -> dict[str, float]:
             sd = float(value)
         except ValueError:
             sd = float("nan")
-        if not sep or not name.strip() or not np.isfinite(sd) or sd < 0:
-            raise FormError(f"--form-sd takes PARAM=SD with SD >= 0, got {item!r}")
+        if not sep or not name.strip() or not 0 <= sd <= MAX_FORM_SD:  # NaN fails too
+            raise FormError(f"--form-sd takes PARAM=SD with 0 <= SD <= {MAX_FORM_SD:g} (an SD on the unconstrained "
+                            f"scale), got {item!r}")
         out[name.strip()] = sd
     return out
 

@@ -40,9 +40,10 @@ Task = dict[str, Any]
 
 
 class Study(BaseModel):
-    """Fields of every study kind (validated, frozen; JSON round-trips)."""
+    """Fields of every study kind (validated, frozen; JSON round-trips: no NaN or infinite number,
+    which JSON cannot carry)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     kind: Kind
     experiment: str
@@ -254,7 +255,7 @@ class PowerStudy(ModelStudy):
     #: Population medians before the effect (defaults otherwise), and the between-subject SD on
     #: the unconstrained scale.
     base: dict[str, float] = Field(default_factory=dict)
-    sd_between: float = 0.5
+    sd_between: float = Field(0.5, ge=0)
     level: float = Field(0.05, gt=0, lt=1)
     #: Model parameters held fixed at these values.
     fixed: dict[str, float] = Field(default_factory=dict)

@@ -76,13 +76,12 @@ _SD = Range(0.0, MAX_UNCONSTRAINED_SD)
 RANGES: dict[str, Range] = {
     "subjects": _COUNT, "runs": _COUNT, "trials": _COUNT, "reps": _COUNT, "sims": _COUNT, "draws": _COUNT,
     "max_draws": _COUNT, "chains": _COUNT, "workers": _COUNT, "concurrency": _COUNT, "max_calls": _COUNT,
-    "seed": Range(0), "reask": Range(0), "top_logprobs": Range(0, 20),
+    "seed": Range(0), "reask": Range(0),
     "max_tokens": Range(1, MAX_TOKENS_CAP),
     "sd_between": _SD, "form_sd": _SD,
     "assurance": _PROBABILITY, "power": _PROBABILITY, "level": _PROBABILITY,
     "lapse_invalid": _SHARE, "lapse_random": _SHARE, "invalid_rate": _SHARE, "random_rate": _SHARE,
-    "max_cost": Range(0.0), "rpm": Range(0.0, low_open=True), "tpm": Range(0.0, low_open=True),
-    "timeout": Range(0.0, low_open=True), "temperature": Range(0.0, 2.0), "mc_se": Range(0.0, 1.0, low_open=True),
+    "max_cost": Range(0.0), "temperature": Range(0.0, 2.0), "mc_se": Range(0.0, 1.0, low_open=True),
 }
 
 
@@ -193,8 +192,8 @@ def check_argument(function: str, name: str, value: Any, hint: Any = Any) -> Non
         raise InputError(f"{where} must be a finite number, got {_one_line(repr(value))}")
     allowed = RANGES.get(name)
     bad = [x for x in numbers if allowed is not None and not allowed.holds(x)]
-    if allowed is not None and bad:
-        raise InputError(f"{where} must be in {allowed.text()}, got {bad[0]:g}")
+    if allowed is not None and bad:  # the command-line option named too (the command line calls this function)
+        raise InputError(f"{where} (--{name.replace('_', '-')}) must be in {allowed.text()}, got {bad[0]:g}")
     if type(value).__name__ == "DataFrame" and getattr(value, "empty", False):
         raise DataError(f"{where} is an empty table (no rows or no columns)")
 
@@ -265,9 +264,10 @@ def public(paths: tuple[str, ...] = ()) -> Callable[[F], F]:
                 raise InputError(f"{func.__name__}(): {exc}") from None
             for name, value in bound.arguments.items():
                 kind = signature.parameters[name].kind
-                if kind is inspect.Parameter.VAR_KEYWORD:  # **options: their ranges and numbers
+                if kind is inspect.Parameter.VAR_KEYWORD:  # **options: RANGES names (the function checks the rest)
                     for key, item in value.items():
-                        check_argument(func.__name__, key, item)
+                        if key in RANGES:
+                            check_argument(func.__name__, key, item)
                 elif kind is not inspect.Parameter.VAR_POSITIONAL:
                     check_argument(func.__name__, name, value, resolved.get(name, Any))
                 if name in paths:

@@ -446,16 +446,10 @@ def plot_recovery(trials: pd.DataFrame, *fits: Any, labels: Sequence[str] | None
     ``recovery.png`` in ``directory`` (default: a temporary one)."""
     import tempfile
 
-    import numpy as np
-
     from cogtestbed.validation.studies.report import _plt, _save
 
     truth = true_parameters(trials)
-    for f in fits:
-        units = (getattr(f, "attrs", None) or {}).get("units") or getattr(f, "units", None) or {}
-        if units.get("unit", "subject") != "subject":
-            raise InputError(f"plot_recovery needs one fitted unit per subject of the table; this fit's unit is "
-                             f"{units['unit']!r} ({units.get('unit_reason', '')}): fit with unit='subject'")
+    _require_subject_units(fits)
     frames = [estimates(f) for f in fits]
     names = [c for c in truth.columns if c != "subject" and any(c in f.columns for f in frames)]
     if not names:
@@ -467,31 +461,50 @@ def plot_recovery(trials: pd.DataFrame, *fits: Any, labels: Sequence[str] | None
     plt = _plt()
     fig, axes = plt.subplots(1, len(names), figsize=(3.4 * len(names), 3.4), squeeze=False)
     for ax, name in zip(axes[0], names, strict=True):
-        titles = []
-        for frame, tag in zip(frames, tags, strict=True):
-            if name not in frame.columns:
-                continue
-            cols = ["subject", name, *(["identified"] if "identified" in frame.columns else [])]
-            joined = truth[["subject", name]].merge(frame[cols], on="subject", suffixes=("", "_est"))
-            ok = joined["identified"].astype(bool).to_numpy() if "identified" in joined else np.ones(len(joined), bool)
-            x, y = joined[name].to_numpy(float), joined[f"{name}_est"].to_numpy(float)
-            dots = ax.scatter(x[ok], y[ok], s=14, alpha=0.7, label=f"{tag} ({int(ok.sum())})")
-            if (~ok).any():
-                ax.scatter(x[~ok], y[~ok], s=22, marker="x", color=dots.get_facecolor()[0], alpha=0.9,
-                           label=f"{tag}: not identified ({int((~ok).sum())})")
-            titles.append(f"{tag} r {_r(x, y, name in logs)} all, {_r(x[ok], y[ok], name in logs)} identified")
-        if name in logs:
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-        lo, hi = ax.get_xlim()
-        ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
-        ax.set_xlabel(f"true {name}" + (" (log scale)" if name in logs else ""))
-        ax.set_ylabel("estimate")
-        ax.set_title("\n".join(titles), fontsize=7)
-        ax.legend(fontsize=6)
+        _recovery_panel(ax, name, truth, frames, tags, name in logs)
     out = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="cogtestbed-recovery-"))
     out.mkdir(parents=True, exist_ok=True)
     return Figures([_save(fig, out / "recovery.png")])
+
+
+def _require_subject_units(fits: Sequence[Any]) -> None:
+    """Refuse a fit whose unit is not the subject (pooled runs, single sessions): its rows cannot be
+    paired with the table's true parameters one to one."""
+    for f in fits:
+        units = (getattr(f, "attrs", None) or {}).get("units") or getattr(f, "units", None) or {}
+        if units.get("unit", "subject") != "subject":
+            raise InputError(f"plot_recovery needs one fitted unit per subject of the table; this fit's unit is "
+                             f"{units['unit']!r} ({units.get('unit_reason', '')}): fit with unit='subject'")
+
+
+def _recovery_panel(ax: Any, name: str, truth: pd.DataFrame, frames: Sequence[pd.DataFrame],
+                    tags: Sequence[str], log: bool) -> None:
+    """One parameter's panel of :func:`plot_recovery`: identified estimates as dots, the others as
+    crosses, r over all and over the identified in the title, log axes for a log-scale parameter."""
+    import numpy as np
+
+    titles = []
+    for frame, tag in zip(frames, tags, strict=True):
+        if name not in frame.columns:
+            continue
+        cols = ["subject", name, *(["identified"] if "identified" in frame.columns else [])]
+        joined = truth[["subject", name]].merge(frame[cols], on="subject", suffixes=("", "_est"))
+        ok = joined["identified"].astype(bool).to_numpy() if "identified" in joined else np.ones(len(joined), bool)
+        x, y = joined[name].to_numpy(float), joined[f"{name}_est"].to_numpy(float)
+        dots = ax.scatter(x[ok], y[ok], s=14, alpha=0.7, label=f"{tag} ({int(ok.sum())})")
+        if (~ok).any():
+            ax.scatter(x[~ok], y[~ok], s=22, marker="x", color=dots.get_facecolor()[0], alpha=0.9,
+                       label=f"{tag}: not identified ({int((~ok).sum())})")
+        titles.append(f"{tag} r {_r(x, y, log)} all, {_r(x[ok], y[ok], log)} identified")
+    if log:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    lo, hi = ax.get_xlim()
+    ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+    ax.set_xlabel(f"true {name}" + (" (log scale)" if log else ""))
+    ax.set_ylabel("estimate")
+    ax.set_title("\n".join(titles), fontsize=7)
+    ax.legend(fontsize=6)
 
 
 def _r(x: Any, y: Any, log: bool) -> str:

@@ -251,14 +251,7 @@ class OpenAIClient(LLMClient):
         if request.reasoning_effort is not None:
             body["reasoning_effort"] = request.reasoning_effort
         if self.mode == "chat":
-            # OpenAI's own endpoint wants max_completion_tokens; compatible servers max_tokens; a reasoning
-            # model the capability table's field wherever it is served
-            limit = "max_completion_tokens" if self.base_url is None else "max_tokens"
-            if reasoning and cap is not None:
-                limit = cap.limit_field
-            body.update({"messages": openai_messages(request), limit: request.max_tokens})
-            if request.top_logprobs is not None and (cap is None or cap.logprobs):
-                body.update(logprobs=True, top_logprobs=request.top_logprobs)
+            body.update(self._chat_fields(request, reasoning))
             return body
         if request.is_chat:
             raise InputError("mode='completions' takes a raw prompt, not chat messages")
@@ -266,6 +259,19 @@ class OpenAIClient(LLMClient):
         if request.top_logprobs is not None:
             body["logprobs"] = request.top_logprobs
         return body
+
+    def _chat_fields(self, request: GenerateRequest, reasoning: bool) -> dict[str, Any]:
+        """A chat body's messages, completion limit and log-probability fields."""
+        cap = self.capability
+        # OpenAI's own endpoint wants max_completion_tokens; compatible servers max_tokens; a reasoning
+        # model the capability table's field wherever it is served
+        limit = "max_completion_tokens" if self.base_url is None else "max_tokens"
+        if reasoning and cap is not None:
+            limit = cap.limit_field
+        fields: dict[str, Any] = {"messages": openai_messages(request), limit: request.max_tokens}
+        if request.top_logprobs is not None and (cap is None or cap.logprobs):
+            fields.update(logprobs=True, top_logprobs=request.top_logprobs)
+        return fields
 
     def parse_body(self, body: Any) -> Any:
         """A response body (JSON) of :attr:`endpoint` as the SDK's typed response (a batch's output line);

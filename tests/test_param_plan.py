@@ -186,3 +186,14 @@ def test_two_group_hierarchical_fit_tests_the_posterior_difference():
                                  "excludes 0"}
     assert (rows["estimate"] > 0.1).all() and (rows["lo"] < rows["estimate"]).all()
     assert (rows["detected"] == (rows["lo"] > 0)).all()
+
+
+def test_a_two_group_bias_is_measured_against_the_difference_on_the_tests_scale():
+    """Two groups on log k: a bias of 0.559 against a true log difference of 0.695 is 80 % of the
+    effect, not 559 % of the natural-scale input 0.1."""
+    from cogtestbed.validation.design.plan_report import recovery_warnings
+
+    rec = {"effect": "k", "effect_bias": 0.559, "estimand": 0.695, "effect_size": 0.1, "effect_on_test_scale": 0.695,
+           "studies": 178, "coverage": 0.95, "coverage_level": 0.95, "lapse_fit": None}
+    (warning,) = recovery_warnings(rec)
+    assert "biased by 80% of the effect" in warning

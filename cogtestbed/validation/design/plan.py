@@ -1199,7 +1199,8 @@ def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: p
         per[name] = _r_bias_rmse(t, e)
     covered = (rows["lo"] <= estimand) & (estimand <= rows["hi"])
     has = rows["lo"].notna() & rows["hi"].notna()
-    return {"effect": spec.effect, "estimand": estimand, "effect_size": spec.effect_size,
+    two = {"effect_on_test_scale": estimand} if spec.groups == 2 else {}  # the bias's yardstick
+    return {"effect": spec.effect, "estimand": estimand, "effect_size": spec.effect_size, **two,
             "effect_bias": float(rows["estimate"].mean() - estimand),
             "effect_bias_mc_se": float(rows["estimate"].std(ddof=1) / math.sqrt(len(rows))) if len(rows) > 1
             else None, "studies": int(len(rows)), "lapse_fit": spec.lapse_fit,

@@ -196,7 +196,8 @@ def recovery_warnings(rec: Mapping[str, Any], fit_check: Mapping[str, Any] | Non
     :mod:`~cogtestbed.validation.design.fitcheck`); the remedy then says whether it removes the bias."""
     if "effect_bias" not in rec:
         return []
-    bias, size = rec["effect_bias"], rec.get("effect_size") or 0.0
+    # two groups: the difference on the test's scale (log k), the scale the bias is measured on
+    bias, size = rec["effect_bias"], rec.get("effect_on_test_scale") or rec.get("effect_size") or 0.0
     cov, nominal = rec.get("coverage"), rec.get("coverage_level")
     fit = "with a lapse term" if rec.get("lapse_fit") is not None else "without a lapse term"
     remedy = _bias_remedy(rec, fit_check)

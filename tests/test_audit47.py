@@ -107,6 +107,8 @@ def test_size_test_passes_only_on_a_lower_bound_reaching_the_target() -> None:
     assert t.decide(20, 20, False) is True
     assert t.decide(16, 20, False) is None and t.decide(16, 20, True) is False
     assert t.decide(5, 20, False) is False
+    # 3 studies a batch, 9 at most: even 9/9 has lower bound 0.634 < 0.8, so 3/3 fails at once
+    assert t.decide(3, 3, False) is None and t.decide(3, 3, False, n_max=9) is False
 
 
 def test_hierarchical_search_with_its_test_picks_a_size_at_target_power() -> None:

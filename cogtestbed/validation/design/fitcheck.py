@@ -191,7 +191,7 @@ def measure_decided(measure: Callable[[int, int], Any], n: int, sims: int, test:
     first k studies) until ``test`` decides (issue 47 item 4)."""
     for look in range(1, test.looks + 1):
         est = measure(n, look * sims)
-        passed = test.decide(int(est.hits), int(est.sims), look == test.looks)
+        passed = test.decide(int(est.hits), int(est.sims), look == test.looks, test.looks * sims)
         if passed is not None:
             return Decided(est, passed)
     raise AssertionError("unreachable: the last look decides")
@@ -301,7 +301,7 @@ def search_record(tried: Mapping[int, Any], costs: Mapping[int, Any], size: int,
             "note": (f"the design searched with the hierarchical fit: from the per-subject MLE's choice ({start} "
                      f"{size_name}), fresh studies fitted hierarchically (each a PyMC fit) in batches of {sims} "
                      f"per size tried, at most {SIZE_LOOKS}, and the population effect's posterior interval tested; "
-                     f"a size passes when {size_test(target).words()}; sizes stepped by the normal approximation "
+                     f"{size_test(target).words()}; sizes stepped by the normal approximation "
                      f"in sqrt(N) from each measured power (one batch: power ± {se_target:.2f} at {target:g})")}
 
 

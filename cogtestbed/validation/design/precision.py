@@ -82,7 +82,7 @@ class Share:
 
     def decide(self, target: float) -> bool | None:
         """The sequential test of "assurance ≥ ``target``" after this batch (:func:`size_test`)."""
-        self.passed = size_test(target).decide(self.hits, self.n, self.n >= MAX_SUBJECTS)
+        self.passed = size_test(target).decide(self.hits, self.n, self.n >= MAX_SUBJECTS, MAX_SUBJECTS)
         return self.passed
 
     def summary(self) -> dict[str, Any]:

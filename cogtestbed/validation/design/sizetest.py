@@ -57,12 +57,16 @@ class SizeTest:
     error: float = SIZE_ERROR
     fail_error: float = FAIL_ERROR
 
-    def decide(self, hits: int, n: int, last: bool) -> bool | None:
+    def decide(self, hits: int, n: int, last: bool, n_max: int | None = None) -> bool | None:
         """True (passes), False (fails) or None (undecided: simulate another batch); ``last``: this is
-        the last look, where an undecided size fails."""
-        if lower_bound(hits, n, self.error / self.looks) >= self.target:
+        the last look, where an undecided size fails; ``n_max``: the studies at the last look — a size
+        that could not pass even if every remaining study succeeded fails now (the same decision, sooner)."""
+        err = self.error / self.looks
+        if lower_bound(hits, n, err) >= self.target:
             return True
         if last or upper_bound(hits, n, self.fail_error / self.looks) < self.target:
+            return False
+        if n_max is not None and lower_bound(hits + n_max - n, n_max, err) < self.target:
             return False
         return None
 

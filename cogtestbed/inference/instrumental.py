@@ -180,17 +180,19 @@ def _visit_offsets(casino: np.ndarray, n_casinos: int, group: int, j: int, out: 
     """Where each trial of one subject (group slot ``j``) lives in the visit buffer: the block of its
     visit number within its casino, the lane of (subject, casino).  Returns the most visits of a casino."""
     counts[:] = 0
+    most = 0
     for t in range(casino.shape[0]):
         c = casino[t]
         if c < 0 or c >= n_casinos:
             raise InputError("casino index out of range")
         k = counts[c]
         counts[c] = k + 1
+        if k + 1 > most:
+            most = k + 1
         out[t] = k * _VISIT + c * group + j
-    return counts.max()
+    return most  # a running maximum: ``counts.max()`` would compile numpy's reduction (0.5 s cold)
 
 
-@njit(cache=True, error_model="numpy")
 def simulate_rwpm_kernel(
     casino: np.ndarray,
     reward_draws: np.ndarray,
@@ -217,22 +219,57 @@ def simulate_rwpm_kernel(
     branch-free loop that LLVM vectorises (:func:`_advance_lanes`), its choice decided by the
     table-free exponential of :func:`~cogtestbed.numerics.sigmoid_margin`; the rare choices within its
     error margin are replayed exactly (:func:`_redo_close_lanes`).  Results are scattered back in
-    trial order.
+    trial order.  The arrays are allocated here, in numpy, and :func:`_simulate_rwpm` fills them: numba
+    would compile an allocation routine per dtype and rank (a third of the first call's compile time).
     """
     n, t_max = casino.shape
     if n_casinos < 1 or n_casinos > SIM_LANES:
         raise InputError("the RW± kernel plays 1 to SIM_LANES casinos")
-    lapses = lapse_kind.shape[0] > 0
     actions = np.empty((n, t_max), dtype=np.int64)
     rewards = np.empty((n, t_max), dtype=np.float64)
     valid = np.ones((n, t_max), dtype=np.bool_)
-    group = SIM_LANES // n_casinos
-    buffer = np.zeros(max(t_max, 1) * _VISIT)
-    for k in range(max(t_max, 1)):  # lanes with no visit play a harmless dummy
-        buffer[k * _VISIT + _U * SIM_LANES : k * _VISIT + (_U + 1) * SIM_LANES] = 0.25
+    buffer = np.zeros((max(t_max, 1), _N_FIELDS, SIM_LANES))
+    buffer[:, _U, :] = 0.25  # lanes with no visit play a harmless dummy
     state = np.zeros(_N_STATE * SIM_LANES)
-    offsets = np.empty((group, t_max), dtype=np.uint64)
+    offsets = np.empty((SIM_LANES // n_casinos, t_max), dtype=np.uint64)
     counts = np.empty(n_casinos, dtype=np.int64)
+    lapsed = lapse_kind.shape[0] > 0
+    _simulate_rwpm(casino, reward_draws, alpha_pos, alpha_neg, beta, uniforms, n_casinos,
+                   lapse_kind if lapsed else None, lapse_u if lapsed else None,
+                   actions, rewards, valid, buffer.reshape(-1), state, offsets, counts)
+    return actions, rewards, valid
+
+
+@njit(cache=True, error_model="numpy")
+def _simulate_rwpm(
+    casino: np.ndarray,
+    reward_draws: np.ndarray,
+    alpha_pos: np.ndarray,
+    alpha_neg: np.ndarray,
+    beta: np.ndarray,
+    uniforms: np.ndarray,
+    n_casinos: int,
+    lapse_kind: np.ndarray | None,
+    lapse_u: np.ndarray | None,
+    actions: np.ndarray,
+    rewards: np.ndarray,
+    valid: np.ndarray,
+    buffer: np.ndarray,
+    state: np.ndarray,
+    offsets: np.ndarray,
+    counts: np.ndarray,
+) -> None:
+    """The loops of :func:`simulate_rwpm_kernel`, filling its ``actions``, ``rewards`` and ``valid``
+    (all True on entry) with the work arrays it allocated: the visit ``buffer`` (its choice uniforms
+    set to a dummy), the lane ``state`` (zeros), visit ``offsets`` (group, T) and casino ``counts``.
+
+    ``lapse_kind``/``lapse_u`` are None for no lapses: ``is None`` on an argument is decided when
+    numba compiles (its dead-branch pruning), so a call compiles one copy of the vector loop, with or
+    without lapses, only the one it uses (a run-time switch between two inlined copies cost the first
+    call half a second of compiling, issue 54).
+    """
+    n, t_max = casino.shape
+    group = SIM_LANES // n_casinos
     u_row, r0_row, r1_row = buffer[_U * SIM_LANES :], buffer[_R0 * SIM_LANES :], buffer[_R1 * SIM_LANES :]
     kind_row, lapse_u_row = buffer[_KIND * SIM_LANES :], buffer[_LAPSE_U * SIM_LANES :]
     arm_row, reward_row = buffer[_ARM * SIM_LANES :], buffer[_REWARD * SIM_LANES :]
@@ -255,7 +292,7 @@ def simulate_rwpm_kernel(
                 u_row[o] = u[t]
                 r0_row[o] = draws[t, 0]
                 r1_row[o] = draws[t, 1]
-            if lapses:
+            if lapse_kind is not None and lapse_u is not None:
                 kinds, lu = lapse_kind[i], lapse_u[i]
                 for t in range(t_max):
                     kind_row[at[t]] = kinds[t]
@@ -263,7 +300,10 @@ def simulate_rwpm_kernel(
         state[_V0 * SIM_LANES : (_V1 + 1) * SIM_LANES] = V0
         for k in range(depth):
             base = k * _VISIT
-            close = _advance_lanes(buffer, base, state, True) if lapses else _advance_lanes(buffer, base, state, False)
+            if lapse_kind is None:
+                close = _advance_lanes(buffer, base, state, False)
+            else:
+                close = _advance_lanes(buffer, base, state, True)
             if close:
                 _redo_close_lanes(buffer, base, state)
         for j in range(m):
@@ -272,11 +312,10 @@ def simulate_rwpm_kernel(
             for t in range(t_max):
                 arm[t] = int(arm_row[at[t]])
                 paid[t] = reward_row[at[t]]
-            if lapses:
+            if lapse_kind is not None:
                 ok = valid[start + j]
                 for t in range(t_max):
                     ok[t] = arm[t] >= 0
-    return actions, rewards, valid
 
 
 @njit(cache=True)

@@ -1,0 +1,101 @@
+"""CPU of the first ``cogtestbed simulate`` after a fresh install, and of a warm one (issue 54, item 2).
+
+Runs the README's first command (``cogtestbed simulate instrumental-learning --agent rw-pm ...
+--subjects 50``) in fresh processes:
+
+* **cold**: numba's cache emptied (a new, empty ``NUMBA_CACHE_DIR``, which numba reads and writes
+  instead of the package's ``__pycache__``) and a new, empty ``XDG_CACHE_HOME`` (every cogtestbed
+  cache directory), as after ``pip install``; Python's bytecode cache is written but the kernels compile;
+* **warm**: the same two directories again, as on every later call.
+
+Prints user + system CPU seconds of the whole process (children included) for each of ``--repeats``
+cold and warm runs, the best of each, the numba compile time of a cold run (numba's
+``numba:compile`` events, outermost dispatchers), the kernels it compiled, and the machine's load
+(the machine may be shared: CPU time inflates under load, the best run is the figure).  Target: cold
+≤ 2 s CPU.
+
+Usage: ``python benchmarks/bench_first_call.py [--repeats 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COLD_TARGET = 2.0
+#: The README's first command (Quick start).
+COMMAND = ["-m", "cogtestbed", "simulate", "instrumental-learning", "--agent", "rw-pm", "--param", "alpha_pos=0.4",
+           "--param", "alpha_neg=0.2", "--param", "beta=5", "--subjects", "50", "--seed", "1"]
+#: A cold call in-process, printing the numba compile seconds and the compiled dispatchers.
+COMPILE_PROBE = """
+import sys, time
+from numba.core import event
+done, depth, total = [], [0], [0.0]
+class Outer(event.Listener):
+    def on_start(self, ev):
+        depth[0] += 1
+        if depth[0] == 1: self.t = time.process_time()
+    def on_end(self, ev):
+        depth[0] -= 1
+        done.append(ev.data["dispatcher"].py_func.__qualname__)
+        if depth[0] == 0:  # the command line ends with os._exit: report after each outermost compile
+            total[0] += time.process_time() - self.t
+            print(f"compile CPU {total[0]:.2f} s;", len(done), "dispatchers:", ", ".join(sorted(set(done))),
+                  file=sys.stderr, flush=True)
+event.register("numba:compile", Outer())
+from cogtestbed.cli import console_main
+sys.argv = ["cogtestbed", *sys.argv[1:]]
+console_main()
+"""
+
+
+def run(args: list[str], numba_dir: str, cache_home: str, out: Path) -> float:
+    """CPU seconds (user + system, children included) of ``python ARGS -o OUT --force``."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(NUMBA_CACHE_DIR=numba_dir, XDG_CACHE_HOME=cache_home, PYTHONPATH=str(ROOT))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run([sys.executable, *args, "-o", str(out), "--force"], capture_output=True, text=True,
+                          cwd=ROOT, env=env, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr[-2000:]}")
+    compiled = [line for line in done.stderr.splitlines() if line.startswith("compile CPU")]
+    if compiled:
+        print("  " + compiled[-1])
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    repeats = parser.parse_args().repeats
+    one, five, _ = os.getloadavg()
+    print(f"cogtestbed {' '.join(COMMAND[2:])}  (load {one:.1f}/{five:.1f} on {os.cpu_count()} CPUs)")
+    cold, warm = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "trials.parquet"
+        for r in range(repeats):
+            numba_dir, cache_home = tempfile.mkdtemp(dir=tmp), tempfile.mkdtemp(dir=tmp)
+            start = time.perf_counter()
+            cold.append(run(COMMAND, numba_dir, cache_home, out))
+            print(f"cold run {r + 1}: {cold[-1]:.2f} s CPU ({time.perf_counter() - start:.2f} s wall)")
+            warm.append(run(COMMAND, numba_dir, cache_home, out))
+            print(f"warm run {r + 1}: {warm[-1]:.2f} s CPU")
+        print("compile of one cold call, in-process:")
+        run(["-c", COMPILE_PROBE, *COMMAND[2:]], tempfile.mkdtemp(dir=tmp), tempfile.mkdtemp(dir=tmp), out)
+    verdict = "meets" if min(cold) <= COLD_TARGET else "misses"
+    print(f"first call (cold): best {min(cold):.2f} s CPU ({verdict} the {COLD_TARGET:.0f} s target); "
+          f"warm: best {min(warm):.2f} s CPU")
+    one, five, _ = os.getloadavg()
+    print(f"(load {one:.1f}/{five:.1f} at the end)")
+
+
+if __name__ == "__main__":
+    main()

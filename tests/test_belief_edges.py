@@ -112,3 +112,16 @@ def test_t2_with_one_quantile_bin_is_null_not_p_1(table):
     flat = table.assign(p_elicited=np.where(table["phase"] == "belief", 0.5, table["p_elicited"]))
     r = B.t2(B.canonical_table(flat)[0], n_perm=10)
     assert r["p_value"] is None and r["reject"] is None and "one quantile bin" in r["flags"][0]
+
+
+def test_t4_with_one_context_is_a_flagged_null_not_a_crash():
+    """One belief context (the fewest the design allows): T4's random-forest baseline is
+    cross-validated by context and needs two; the test is null with the reason, the estimate kept
+    (the matrix run found a scikit-learn ValueError here, issue 46)."""
+    one = simulate("belief-coherence", "logit-rum", 1, 5, {}, design=BeliefDesign(n_contexts=1))
+    lie = B.lie_rows(one)
+    assert B.rf_baseline(lie, one, 0) is None
+    t4 = B.t4(one, n_boot=20)
+    assert t4["p_value"] is None and t4["reject"] is None and t4["estimate"] == pytest.approx(
+        float(np.median(lie["ratio"])))
+    assert any("two distinct contexts" in f for f in t4["flags"])

@@ -106,3 +106,16 @@ def test_cli_refuses_a_huge_trial_index_by_its_memory_estimate(tmp_path: Path,
     assert run_cli(["metrics", "magnitude", str(big), "--bootstrap", "0", "--json"]) == 2
     err = capsys.readouterr().err
     assert "trial cube (trial up to 30000000) needs about" in err and "MemoryError" not in err
+
+
+def test_exact_multimodal_answers_give_a_flagged_null_rre_not_a_crash():
+    """Answers without noise that hit every truth (σ_dec 0, w_prior 0): NRMSE_LLM is 0, so RRE and E
+    are undefined: null with the reason, not a ZeroDivisionError (found by the matrix run, issue 46)."""
+    import cogtestbed as ct
+
+    trials = ct.simulate("magnitude", "static-bayes", subjects=2, seed=53857701,
+                         params={"w_prior": 0.0, "mu_p": -1.0, "sigma_dec": 0.0}, design={"trials_per_session": 50})
+    result = ct.metrics("magnitude", trials)
+    assert result["metrics"]["bayesbench"]["E"] is None
+    assert all(v is None for c in result["metrics"]["rre"].values() for v in c.values())
+    assert "NRMSE 0" in result["reasons"]["rre"] and any(f.startswith("RRE null for 2 of 2") for f in result["flags"])

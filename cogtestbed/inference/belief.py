@@ -957,9 +957,12 @@ def _rows_by_key(frame: pd.DataFrame) -> dict[tuple[Any, ...], dict[Any, Any]]:
     return dict(zip(frame.index, frame.to_dict("records"), strict=True))
 
 
-def rf_baseline(lie: pd.DataFrame, table: pd.DataFrame, seed: int, patients: int = T4_BASELINE_PATIENTS) -> float:
+def rf_baseline(lie: pd.DataFrame, table: pd.DataFrame, seed: int,
+                patients: int = T4_BASELINE_PATIENTS) -> float | None:
     """Median Δ̂_LIE/p̂ of cross-validated random forests fitted to patients drawn from the
-    ground truth of the table's contexts (z ~ P*(z|x), θ ~ P*(θ|x,z)): p̂(x), p̂(x,z), P̂(z|x)."""
+    ground truth of the table's contexts (z ~ P*(z|x), θ ~ P*(θ|x,z)): p̂(x), p̂(x,z), P̂(z|x).
+    None where the table's LIE blocks hold fewer than two distinct contexts: the forests are
+    cross-validated by context (grouped folds), which needs two at least."""
     import json
 
     from sklearn.ensemble import RandomForestClassifier
@@ -976,6 +979,8 @@ def rf_baseline(lie: pd.DataFrame, table: pd.DataFrame, seed: int, patients: int
     pz = np.array([[json.loads(str(r))[s] for s in zs] for r in ctx["p_z_true"]])
     pc = np.array([[json.loads(str(r))[s] for s in zs] for r in ctx["p_cond_true"]])
     n_ctx = len(ctx)
+    if n_ctx < 2:
+        return None
     c_idx = np.repeat(np.arange(n_ctx), patients)
     cum = np.cumsum(pz[c_idx], axis=1)
     z = np.minimum((rng.random(c_idx.size)[:, None] > cum).sum(axis=1), len(zs) - 1)
@@ -1022,6 +1027,10 @@ def t4(table: pd.DataFrame, level: float = LEVEL, n_boot: int = N_BOOT, seed: in
         boots[b] = np.median(ratio[np.concatenate([members[i] for i in pick])])
     lo, hi = np.quantile(boots, [0.025, 0.975])
     base = rf_baseline(lie, table, seed) if baseline else 0.0
+    if base is None:  # no cross-validated baseline to test against: no test (the estimate stands)
+        return _null("t4: the random-forest baseline needs LIE blocks in two distinct contexts at least "
+                     "(cross-validated by context); the table has one", level, estimate=est, n=len(lie),
+                     dropped_p0_zero=dropped)
     p_value = (1.0 + np.sum(boots <= base + LIE_TOL)) / (1.0 + n_boot)
     flags = [f"t4: {dropped} blocks with p_E = 0 dropped (Δ_LIE/p undefined)"] if dropped else []
     return _result(est, p_value, level, (float(lo), float(hi)), reject=bool(lo > base + LIE_TOL), baseline=base,

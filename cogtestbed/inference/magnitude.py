@@ -298,7 +298,7 @@ def cue_combination(cube: Cube, k: int, condition: int = _BASE, variance: str = 
     base = float(np.sqrt(np.nanmean(np.where(ok, (mid - x) ** 2, np.nan))))
 
     def nr(pred: np.ndarray) -> float:
-        return float(np.sqrt(np.nanmean(np.where(ok, (pred - x) ** 2, np.nan)))) / base
+        return _ratio(float(np.sqrt(np.nanmean(np.where(ok, (pred - x) ** 2, np.nan)))), base)
 
     def fit(pred: np.ndarray) -> float:
         return float(np.sqrt(np.nanmean(np.where(ok, (pred - yc) ** 2, np.nan))))
@@ -320,8 +320,16 @@ def cue_combination(cube: Cube, k: int, condition: int = _BASE, variance: str = 
         "fit_rmse": {name: fit(p) for name, p in preds.items()},
         "nrmse_reference": nrmse_ref, "nrmse_multimodal": llm,
         "nrmse_text": nr(yt), "nrmse_image": nr(yi),
-        "rre": {"oracle": nrmse_ref["oracle"] / llm, "non_oracle": nrmse_ref[f"non_oracle_{variance}"] / llm},
+        "rre": {"oracle": _ratio(nrmse_ref["oracle"], llm),
+                "non_oracle": _ratio(nrmse_ref[f"non_oracle_{variance}"], llm)},
     }
+
+
+def _ratio(num: float, den: float) -> float:
+    """``num / den``, NaN where ``den`` is 0: an RRE against multimodal answers that hit every
+    truth exactly (NRMSE 0), or an NRMSE whose reference error is 0, is undefined, and the
+    metrics report it as null with the reason (:func:`~cogtestbed.no_data.null_nonfinite`)."""
+    return num / den if den != 0 else math.nan
 
 
 # ============================================================================ factor evidence
@@ -594,6 +602,12 @@ def _coverage_flags(trials: pd.DataFrame, per: list[dict[str, Any]], headline: d
         flags.append(f"BCS over {len(tasks)} visual task(s): C_sum still normalises by ±15 (three tasks)")
     if not headline["rre"]:
         flags.append("no base session in all three modalities: cue combination, RRE and E unavailable")
+    exact = [p["subject"] for p in per
+             if any(not math.isfinite(v) for c in (p.get("rre") or {}).values() for v in c.values())]
+    if exact:
+        reasons["rre"] = ("the multimodal answers hit every true value exactly (NRMSE 0), or the reference "
+                          "error is 0: RRE = NRMSE_ref / NRMSE_LLM is undefined, and so is E")
+        flags.append(f"RRE null for {len(exact)} of {len(per)} subject(s) ({_head(exact)}): {reasons['rre']}")
     return reasons
 
 

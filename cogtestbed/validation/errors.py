@@ -7,7 +7,17 @@ from cogtestbed.errors import CogtestbedError, InputError
 
 
 class StudyInputError(InputError):
-    """A study task rejected its input: the worker's message, on one line."""
+    """A study task rejected its input: the worker's message, on one line.  ``typed``: whether the
+    worker's own exception was one of the library's typed errors (a plain ``ValueError`` from
+    deeper down is shown as one line too, but is a bug to fix at its cause: the matrix run counts
+    it as a traceback, :mod:`cogtestbed.validation.matrix`); ``remote_traceback``: the worker's."""
+
+    def __init__(self, message: str, typed: bool = True, remote_traceback: str = "") -> None:
+        super().__init__(message)
+        self.typed, self.remote_traceback = typed, remote_traceback
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (str(self), self.typed, self.remote_traceback))
 
 
 class StudyFailure(RuntimeError):

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cogtestbed.errors import InputError
+from cogtestbed.errors import CogtestbedError, InputError
 from cogtestbed.experiments.spec import STUDY_KINDS, ExperimentSpec, StudyDecl, UnknownNameError
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.inference.hierarchical import (
@@ -239,9 +239,9 @@ class StudyTaskError(Exception):
     :class:`StudyFailure`.
     """
 
-    def __init__(self, message: str, user: bool, remote_traceback: str = "") -> None:
-        super().__init__(message, user, remote_traceback)
-        self.message, self.user, self.remote_traceback = message, user, remote_traceback
+    def __init__(self, message: str, user: bool, remote_traceback: str = "", typed: bool = False) -> None:
+        super().__init__(message, user, remote_traceback, typed)
+        self.message, self.user, self.remote_traceback, self.typed = message, user, remote_traceback, typed
 
     def __str__(self) -> str:
         return self.message
@@ -261,13 +261,14 @@ def _run_chunk(spec_json: str, tasks: list[dict[str, Any]]) -> pd.DataFrame:
             except Exception as exc:
                 where = f"{spec.kind} task {t['index']} (rep {t['rep']})"
                 raise StudyTaskError(f"{where}: {' '.join(str(exc).split()) or type(exc).__name__}",
-                                     isinstance(exc, (ValueError, UnknownNameError)), traceback.format_exc()) from None
+                                     isinstance(exc, (ValueError, UnknownNameError)), traceback.format_exc(),
+                                     isinstance(exc, CogtestbedError)) from None
         return pd.concat(parts, ignore_index=True)
 
 
 def _reraise(exc: StudyTaskError) -> BaseException:
     if exc.user:
-        return StudyInputError(exc.message)
+        return StudyInputError(exc.message, typed=exc.typed, remote_traceback=exc.remote_traceback)
     return StudyFailure(f"{exc.message}\n\nworker traceback:\n{exc.remote_traceback}")
 
 

@@ -311,20 +311,45 @@ def dask_client(address: str | Any) -> Any:
                          f"{' '.join(str(exc).split()) or type(exc).__name__}") from None
 
 
+def _chunks(tasks: list[dict[str, Any]], workers: int) -> list[list[dict[str, Any]]]:
+    """``tasks`` in about four chunks per worker, in order: the per-task overhead (a message, a
+    pickled payload, a table) is paid per chunk, and four leave room to balance uneven tasks."""
+    size = max(1, math.ceil(len(tasks) / (4 * max(workers, 1))))
+    return [tasks[i:i + size] for i in range(0, len(tasks), size)]
+
+
 def _run_dask(payload: str, tasks: list[dict[str, Any]], dask: Any,
               tick: Callable[[int], None]) -> list[pd.DataFrame]:
-    from distributed import as_completed
+    """Run ``tasks`` on a Dask cluster as the process pool does (:func:`_run_pool`): every worker
+    connected now first runs the study's first task (it compiles, or loads from numba's disk cache,
+    every kernel the study uses, so the chunks that follow only compute; one worker's rows are
+    kept), then the rest goes in chunks (:func:`_chunks`) over the workers' threads.  A worker that
+    joins later compiles on its first chunk."""
+    from distributed import as_completed, wait
 
     client = dask_client(dask)
-    parts = []
+    parts: list[pd.DataFrame] = []
     try:
-        futures = [client.submit(_run_chunk, payload, [t], pure=False) for t in tasks]
+        workers = sorted(client.scheduler_info()["workers"])
+        if workers:
+            warm = [client.submit(_run_chunk, payload, tasks[:1], workers=[w], allow_other_workers=False,
+                                  pure=False) for w in workers]
+            wait(warm)
+            try:
+                parts.append(warm[0].result())
+            except StudyTaskError as exc:
+                raise _reraise(exc) from None
+            tick(1)
+            tasks = tasks[1:]
+        chunks = _chunks(tasks, sum(client.nthreads().values()))
+        futures = [client.submit(_run_chunk, payload, c, pure=False) for c in chunks]
+        sizes = {f.key: len(c) for f, c in zip(futures, chunks, strict=True)}
         for fut in as_completed(futures):
             try:
                 parts.append(fut.result())
             except StudyTaskError as exc:
                 raise _reraise(exc) from None
-            tick(1)
+            tick(sizes[fut.key])
     finally:
         if client is not dask:
             client.close()
@@ -369,8 +394,7 @@ def _run_pool(payload: str, tasks: list[dict[str, Any]], workers: int,
     tick(1)
     tasks = tasks[1:]
     # Chunks amortise per-task overhead (process start-up, pickling) on small tasks.
-    size = max(1, math.ceil(len(tasks) / (4 * workers)))
-    chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
+    chunks = _chunks(tasks, workers)
     # fork: workers inherit the imported, JIT-compiled modules (start-up in ms, not seconds).
     pool = fork_pool(min(workers, len(chunks)))
     try:

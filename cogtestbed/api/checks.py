@@ -145,24 +145,42 @@ def matches(value: Any, hint: Any) -> bool:
 
 
 def _matches_generic(value: Any, origin: Any, args: tuple[Any, ...]) -> bool:
+    """Whether ``value`` is of the generic type ``origin[args]`` (a callable, a path, a tuple, a
+    mapping, a sequence or an array; any other generic by its origin class alone)."""
     if origin is cabc.Callable:
         return callable(value)
     if origin is os.PathLike:
         return isinstance(value, os.PathLike)
     if origin is tuple:
-        if not isinstance(value, tuple):
-            return False
-        if len(args) == 2 and args[1] is Ellipsis:
-            return all(matches(v, args[0]) for v in value)
-        return not args or (len(value) == len(args) and all(matches(v, a) for v, a in zip(value, args, strict=True)))
+        return _matches_tuple(value, args)
     if origin in (cabc.Mapping, dict):
-        return isinstance(value, cabc.Mapping) and (not args or all(
-            matches(k, args[0]) and matches(v, args[1]) for k, v in value.items()))
+        return _matches_mapping(value, args)
     if origin in (cabc.Sequence, list):
-        if isinstance(value, (str, bytes)) or not isinstance(value, (cabc.Sequence, _array_type())):
-            return False
-        return not args or all(matches(v, args[0]) for v in typing.cast(cabc.Iterable[Any], value))
+        return _matches_sequence(value, args)
     return not isinstance(origin, type) or isinstance(value, origin)
+
+
+def _matches_tuple(value: Any, args: tuple[Any, ...]) -> bool:
+    """Whether ``value`` is a ``tuple[args]``: ``tuple[T, ...]`` any length of ``T``, else one item
+    per argument (a bare ``tuple`` any tuple)."""
+    if not isinstance(value, tuple):
+        return False
+    if len(args) == 2 and args[1] is Ellipsis:
+        return all(matches(v, args[0]) for v in value)
+    return not args or (len(value) == len(args) and all(matches(v, a) for v, a in zip(value, args, strict=True)))
+
+
+def _matches_mapping(value: Any, args: tuple[Any, ...]) -> bool:
+    """Whether ``value`` is a mapping whose keys and values are of ``args`` (key type, value type)."""
+    return isinstance(value, cabc.Mapping) and (not args or all(
+        matches(k, args[0]) and matches(v, args[1]) for k, v in value.items()))
+
+
+def _matches_sequence(value: Any, args: tuple[Any, ...]) -> bool:
+    """Whether ``value`` is a sequence (or a numpy array; never text or bytes) of items of ``args[0]``."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (cabc.Sequence, _array_type())):
+        return False
+    return not args or all(matches(v, args[0]) for v in typing.cast(cabc.Iterable[Any], value))
 
 
 def _array_type() -> type:

@@ -147,13 +147,12 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
     The same arguments and seed give the same plan as the command line.
     """
     from cogtestbed.api.core import get_experiment
-    from cogtestbed.api.specs import assignment_items, one_assignment, power_spec, size_text
+    from cogtestbed.api.specs import assignment_items, one_assignment, size_text
     from cogtestbed.experiments.spec import resolve_temperature
     from cogtestbed.parameters import parse_assignments
     from cogtestbed.progress import heartbeat
     from cogtestbed.validation.design.plan import Planner, Pricer, design_axes, n_groups
     from cogtestbed.validation.design.plan_report import plan_payload
-    from cogtestbed.validation.studies.study_kinds import PlannedStudy
 
     exp = get_experiment(experiment)
     subjects, runs, trials = size_text(subjects), size_text(runs), size_text(trials)
@@ -170,12 +169,8 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
                               "reps": 1, "seed": seed, "level": level, "method": "mle", "base": given_base,
                               "sd_between": sd_between, "params": given_params, "draws": 500, "tune": 500,
                               "chains": 2}
-    if effect is not None and target is None and (len(llms) == 2 or human is not None):
-        common["groups"] = 2
-        _check_two_groups(looks, fit, human is not None)
-    spec = power_spec(model or exp.name, exp.name if effect is not None else None, effect, metric, compare,
-                      test, agent, common)
-    assert isinstance(spec, PlannedStudy)  # a power study of one of its three forms
+    common.update(_groups(effect, target, llms, human is not None, looks, fit))
+    spec = _power_study(exp, model, effect, metric, compare, test, agent, common)
     if human is not None:
         spec = _with_human(spec, exp, human, given_base)
     spec = _with_lapse_fit(spec, lapse_fit)
@@ -188,7 +183,7 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
         return _plan_precision(spec, exp, target[0], target[1], assurance, runs, trials, llms, seed, max_tokens,
                                temperature, reask, prices_path, field_axis, allow_unpriced, say, batch, reasoning)
     size, others = design_axes(spec, exp, subjects, runs, trials, field_axis)
-    pricer = Pricer(exp, tuple(llms) * (2 if n_groups(spec) == 2 and len(llms) == 1 else 1), seed=seed,
+    pricer = Pricer(exp, _priced_llms(llms, n_groups(spec)), seed=seed,
                     max_tokens=max_tokens, temperature=resolve_temperature(exp.decoding, temperature)[0],
                     reask=reask, prices=prices_path, allow_unpriced=allow_unpriced, batch=batch, **reasoning)
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
@@ -205,6 +200,36 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
         if fit == "hierarchical":
             payload = _hierarchical_plan(payload, result, planner, exp, fit_sims, n_workers, max_cost, pilot_info)
     return Plan(payload, result.size_name)
+
+
+def _groups(effect: str | None, target: Any, llms: list[str], human: bool, looks: int | str | None,
+            fit: str) -> dict[str, Any]:
+    """``{"groups": 2}`` for a model parameter's difference between two groups (two LLMs, or one LLM
+    and the ``--human`` sample; its options checked by :func:`_check_two_groups`), else ``{}``."""
+    if effect is None or target is not None or not (len(llms) == 2 or human):
+        return {}
+    _check_two_groups(looks, fit, human)
+    return {"groups": 2}
+
+
+def _power_study(exp: Any, model: str | None, effect: str | None, metric: str | None,
+                 compare: tuple[str, str] | None, test: str | None, agent: str | None,
+                 common: dict[str, Any]) -> Any:
+    """The power study planned (:func:`~cogtestbed.api.specs.power_spec`): a model target (``model``,
+    by default the experiment's own), a metric difference or a reported test."""
+    from cogtestbed.api.specs import power_spec
+    from cogtestbed.validation.studies.study_kinds import PlannedStudy
+
+    spec = power_spec(model or exp.name, exp.name if effect is not None else None, effect, metric, compare,
+                      test, agent, common)
+    assert isinstance(spec, PlannedStudy)  # a power study of one of its three forms
+    return spec
+
+
+def _priced_llms(llms: list[str], groups: int) -> tuple[str, ...]:
+    """The LLM pricing each group: one LLM against the ``--human`` sample is priced twice (two
+    groups' sessions), as a two-LLM comparison prices each of its two."""
+    return tuple(llms) * (2 if groups == 2 and len(llms) == 1 else 1)
 
 
 def hidden_tokens(llms: Sequence[str], pilot: str | os.PathLike[str] | None, assumption: str | None,
@@ -448,6 +473,14 @@ def _target(llm: list[str], model: str | None, effect: str | None, metric: str |
         raise InputError("--effect needs --model (the model whose parameter carries the effect)")
     if model is not None and effect is None:
         raise InputError("--model goes with --effect NAME=SIZE")
+    _check_groups(llm, effect, metric, precision, human)
+    return effect, target
+
+
+def _check_groups(llm: list[str], effect: str | None, metric: str | None, precision: str | None,
+                  human: bool) -> None:
+    """The groups a target compares checked (part of :func:`_target`): one or two ``--llm`` (two
+    compare in a metric or a model parameter), ``--human`` one group beside one LLM's parameter."""
     if not 1 <= len(llm) <= 2 and precision is None:
         raise InputError(f"--llm takes one model, or two for a difference between two LLMs; got {len(llm)}")
     if len(llm) == 2 and metric is None and effect is None:
@@ -458,7 +491,6 @@ def _target(llm: list[str], model: str | None, effect: str | None, metric: str |
                          "--effect NAME=DIFFERENCE")
     if human and len(llm) != 1:
         raise InputError("--human is one group; the LLM compared with it is one --llm")
-    return effect, target
 
 
 def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assurance: float, runs: str | None,

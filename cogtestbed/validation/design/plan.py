@@ -1158,8 +1158,10 @@ def recovery_at(spec: PlannedStudy, exp: ExperimentSpec, point: Point, power_row
 
 
 def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: pd.DataFrame) -> dict[str, Any]:
+    """The model level of :func:`recovery`: per-parameter (and effect) recovery over
+    :data:`RECOVERY_REPS` simulated data sets, and the effect's bias and interval coverage across the
+    fresh studies ``rows`` against the estimand (:func:`effect_estimand`)."""
     from cogtestbed.validation.studies.model_studies import power_parameters
-    from cogtestbed.validation.studies.study_data import fitted_model, seed_of, simulate_model
 
     assert spec.effect is not None
     model = exp.model(spec.models[0])
@@ -1168,6 +1170,30 @@ def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: p
     pop_seq, *seqs = root.spawn(1 + RECOVERY_REPS)
     population = power_parameters(spec, model, ESTIMAND_DRAWS, np.random.default_rng(pop_seq))
     estimand = effect_estimand(spec, model, population, pop_seq)
+    true_all, est_all = _recovery_draws(spec, exp, model, point, design, seqs)
+    per = _parameter_recovery(spec, model, true_all, est_all)
+    covered = (rows["lo"] <= estimand) & (estimand <= rows["hi"])
+    has = rows["lo"].notna() & rows["hi"].notna()
+    two = {"effect_on_test_scale": estimand} if spec.groups == 2 else {}  # the bias's yardstick
+    return {"effect": spec.effect, "estimand": estimand, "effect_size": spec.effect_size, **two,
+            "effect_bias": float(rows["estimate"].mean() - estimand),
+            "effect_bias_mc_se": float(rows["estimate"].std(ddof=1) / math.sqrt(len(rows))) if len(rows) > 1
+            else None, "studies": int(len(rows)), "lapse_fit": spec.lapse_fit,
+            "random_lapses": spec.lapse is not None and float(spec.lapse.random) > 0,
+            "coverage": float(covered[has].mean()) if has.any() else float("nan"),
+            "coverage_level": 1 - spec.level, "interval": str(rows["test"].iloc[0]),
+            "subjects_scored": int(true_all[model.parameters.names[0]].size), "parameters": per}
+
+
+def _recovery_draws(spec: PowerStudy, exp: ExperimentSpec, model: Any, point: Point, design: Any,
+                    seqs: Sequence[np.random.SeedSequence]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(true, MLE) values of every model parameter, one entry per simulated subject over the data sets
+    (one per seed of ``seqs``) simulated at ``point`` (with its ``design``) as the power study simulates
+    them and fitted as its test fits them (``--lapse-fit`` included); each subject's estimate aligned
+    with its truth."""
+    from cogtestbed.validation.studies.model_studies import power_parameters
+    from cogtestbed.validation.studies.study_data import fitted_model, seed_of, simulate_model
+
     true_parts, est_parts = [], []
     for seq in seqs:
         param_seq, sim_seq = seq.spawn(2)
@@ -1182,6 +1208,14 @@ def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: p
         est_parts.append({p: fits[p].to_numpy(float) for p in model.parameters.names})
     true_all = {p: np.concatenate([t[p] for t in true_parts]) for p in model.parameters.names}
     est_all = {p: np.concatenate([e[p] for e in est_parts]) for p in model.parameters.names}
+    return true_all, est_all
+
+
+def _parameter_recovery(spec: PowerStudy, model: Any, true_all: Mapping[str, np.ndarray],
+                        est_all: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """r, bias and RMSE (:func:`_r_bias_rmse`) of every free parameter and of the effect (a contrast of
+    the parameters when it is none of them); a log-scaled parameter scored as ``log NAME``."""
+    assert spec.effect is not None
     names = [*model.parameters.names, spec.effect] if spec.effect not in model.parameters.names else \
         list(model.parameters.names)
     per: dict[str, Any] = {}
@@ -1197,17 +1231,7 @@ def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: p
             t, e = np.log(t), np.log(e)  # multiplicative errors (β) are scored on the log scale
             name = f"log {name}"
         per[name] = _r_bias_rmse(t, e)
-    covered = (rows["lo"] <= estimand) & (estimand <= rows["hi"])
-    has = rows["lo"].notna() & rows["hi"].notna()
-    two = {"effect_on_test_scale": estimand} if spec.groups == 2 else {}  # the bias's yardstick
-    return {"effect": spec.effect, "estimand": estimand, "effect_size": spec.effect_size, **two,
-            "effect_bias": float(rows["estimate"].mean() - estimand),
-            "effect_bias_mc_se": float(rows["estimate"].std(ddof=1) / math.sqrt(len(rows))) if len(rows) > 1
-            else None, "studies": int(len(rows)), "lapse_fit": spec.lapse_fit,
-            "random_lapses": spec.lapse is not None and float(spec.lapse.random) > 0,
-            "coverage": float(covered[has].mean()) if has.any() else float("nan"),
-            "coverage_level": 1 - spec.level, "interval": str(rows["test"].iloc[0]),
-            "subjects_scored": int(true_all[model.parameters.names[0]].size), "parameters": per}
+    return per
 
 
 def effect_estimand(spec: PowerStudy, model: Any, population: Mapping[str, np.ndarray],

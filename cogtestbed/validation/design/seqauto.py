@@ -445,17 +445,9 @@ def _confirm(top: Sequence[Scored], spec: PlannedStudy, null: PlannedStudy, sim:
     info = _ConfirmSims()
     if not top:
         return None, [], info
-    fixed_sizes: Sequence[int] = ()
-    if second is not None:
-        side = second.cal_level / 2 if dirn else second.cal_level
-        top = [recalibrate(s, second.nul, dirn, side, binding) for s in top]
-        fixed_sizes = second.fixed_sizes
-        if fair["chosen"] is not None:
-            _recalibrate_fair(fair, second, dirn)
+    top, fixed_sizes = _on_second_set(top, second, fair, dirn, binding)
     fair_n = fair["chosen"]["size"] if fair["chosen"] else None
-    n_top = max([s.bounds.sizes[-1] for s in top] + [fair_n or 0] + list(fixed_sizes))
-    sizes = tuple(sorted({n for s in top for n in s.bounds.sizes} | ({fair_n} if fair_n else set())
-                         | set(fixed_sizes)))
+    n_top, sizes = _confirm_sizes(top, fair_n, fixed_sizes)
     col = {n: i for i, n in enumerate(sizes)}
     cols = tuple(tuple(col[n] for n in s.bounds.sizes) for s in top)
     say(f"sequential (--looks auto): confirming the {len(top)} cheapest rules on {sim.sims} fresh studies under "
@@ -467,6 +459,43 @@ def _confirm(top: Sequence[Scored], spec: PlannedStudy, null: PlannedStudy, sim:
     # type-I error of a non-binding design ignores futility: the fresh null paths run to the end
     (nul,) = nsim.run([(null, 2, None if not binding else Rule(tuple(s.bounds for s in top), cols, dirn))])
     info.subjects = csim.subjects + nsim.subjects
+    _fixed_on_fresh_null(info, nul, col, fair, fair_n, fixed_sizes, dirn, level)
+    chosen, rows, picked = choose(top, cols, eff, nul, dirn, level, target, binding)
+    if picked is not None:
+        info.z_effect, info.z_null = eff.z[:, list(cols[picked])], nul.z[:, list(cols[picked])]
+    return chosen, rows, info
+
+
+def _on_second_set(top: Sequence[Scored], second: _Second | None, fair: dict[str, Any], dirn: float,
+                   binding: bool) -> tuple[Sequence[Scored], Sequence[int]]:
+    """(the rules ``top``, the fair comparator's sizes) for the confirmation: with a second null set,
+    each rule re-calibrated on it (:func:`recalibrate`, each side at half its level for a directed
+    statistic) and the fair comparator's critical values too (:func:`_recalibrate_fair`); else as
+    they are, with no sizes."""
+    if second is None:
+        return top, ()
+    side = second.cal_level / 2 if dirn else second.cal_level
+    top = [recalibrate(s, second.nul, dirn, side, binding) for s in top]
+    if fair["chosen"] is not None:
+        _recalibrate_fair(fair, second, dirn)
+    return top, second.fixed_sizes
+
+
+def _confirm_sizes(top: Sequence[Scored], fair_n: int | None,
+                   fixed_sizes: Sequence[int]) -> tuple[int, tuple[int, ...]]:
+    """(the largest size, every size in order) the confirmation studies are simulated to: each rule's
+    look sizes, the fair comparator's chosen size and its grid of sizes."""
+    n_top = max([s.bounds.sizes[-1] for s in top] + [fair_n or 0] + list(fixed_sizes))
+    sizes = tuple(sorted({n for s in top for n in s.bounds.sizes} | ({fair_n} if fair_n else set())
+                         | set(fixed_sizes)))
+    return n_top, sizes
+
+
+def _fixed_on_fresh_null(info: _ConfirmSims, nul: Any, col: Mapping[int, int], fair: dict[str, Any],
+                         fair_n: int | None, fixed_sizes: Sequence[int], dirn: float, level: float) -> None:
+    """The fixed comparator on the fresh null studies ``nul``, into ``info``: the chosen fair size's
+    type-I error at its critical values (with its check against ``level``) and the z of every size
+    of its grid (None where a path lacks one)."""
     if fair_n is not None and np.isfinite(nul.z[:, col[fair_n]]).all():
         c = fair["chosen"]
         info.fixed_type1 = fixed_reject_rate(nul.z[:, col[fair_n]], dirn, c["critical"], c["critical_other"])
@@ -475,10 +504,6 @@ def _confirm(top: Sequence[Scored], spec: PlannedStudy, null: PlannedStudy, sim:
     if fixed_sizes:
         fz = nul.z[:, [col[n] for n in fixed_sizes]]
         info.c_fixed = fz if np.isfinite(fz).all() else None
-    chosen, rows, picked = choose(top, cols, eff, nul, dirn, level, target, binding)
-    if picked is not None:
-        info.z_effect, info.z_null = eff.z[:, list(cols[picked])], nul.z[:, list(cols[picked])]
-    return chosen, rows, info
 
 
 def _recalibrate_fair(fair: dict[str, Any], second: _Second, dirn: float) -> None:

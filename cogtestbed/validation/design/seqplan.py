@@ -309,15 +309,8 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     nsim.label = "sequential plan: fresh null studies"
     (nul,) = nsim.run([(null, 0, Rule(tuple(typed(b) for b in bounds), columns, dirn))])
     sim.subjects += nsim.subjects
-    cands = [Candidate(b, operate(typed(b), nul.z, nul.est, cols, dirn, None, nul.reference),
-                       operate(b, eff.z, eff.est, cols, dirn, dirn or None, eff.reference),
-                       null_obeyed=None if binding or not futility else operate(b, nul.z, nul.est, cols, dirn, None,
-                                                                                nul.reference))
-             for b, cols in zip(bounds, columns, strict=True)]
-    # calibrated bounds (issue 47): the fresh null studies choose nothing, they measure the chosen maximum's
-    # type-I error (reported with its upper bound); nominal bounds have no calibration set, so there they guard
-    passing = [c for c in cands if c.effect.rate >= target and (calibrate or c.null.rate <= spec.level)]
-    chosen = min(passing, key=lambda c: (c.effect.units.mean(), c.bounds.sizes[-1])) if passing else None
+    cands = _scored(bounds, columns, eff, nul, dirn, typed, futility, binding)
+    chosen = _chosen(cands, target, calibrate, spec.level)
     shown = chosen or cands[-1]
     cols = [col[n] for n in shown.bounds.sizes]
     fixed = _fixed_from_paths(spec, nul, col.get(fixed_size))
@@ -325,6 +318,27 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     return SequentialResult(chosen, cands, eff.z[:, cols], nul.z[:, cols], time.perf_counter() - start,
                             sims + null_sims, null_sims if calibrate else 0, sim.subjects, _cpu() - cpu,
                             fixed_null=fixed, fair=fair)
+
+
+def _scored(bounds: Sequence[Boundaries], columns: Sequence[tuple[int, ...]], eff: Any, nul: Any, dirn: float,
+            typed: Callable[[Boundaries], Boundaries], futility: bool, binding: bool) -> list[Candidate]:
+    """Every maximum size's candidate: its bounds operated on the fresh null studies ``nul`` (as
+    ``typed`` counts type-I errors) and on the studies under the effect ``eff``; with non-binding
+    futility also the null studies obeying futility (``null_obeyed``)."""
+    return [Candidate(b, operate(typed(b), nul.z, nul.est, cols, dirn, None, nul.reference),
+                      operate(b, eff.z, eff.est, cols, dirn, dirn or None, eff.reference),
+                      null_obeyed=None if binding or not futility else operate(b, nul.z, nul.est, cols, dirn, None,
+                                                                               nul.reference))
+            for b, cols in zip(bounds, columns, strict=True)]
+
+
+def _chosen(cands: Sequence[Candidate], target: float, calibrate: bool, level: float) -> Candidate | None:
+    """The candidate with the least expected units under the effect (then the smallest maximum) among
+    those with power ≥ ``target``, or None.  Calibrated bounds (issue 47): the fresh null studies choose
+    nothing, they measure the chosen maximum's type-I error (reported with its upper bound); nominal
+    bounds have no calibration set, so there they guard (type-I error ≤ ``level``)."""
+    passing = [c for c in cands if c.effect.rate >= target and (calibrate or c.null.rate <= level)]
+    return min(passing, key=lambda c: (c.effect.units.mean(), c.bounds.sizes[-1])) if passing else None
 
 
 def _fair_sizes(fixed_size: int, n_top: int, calibrate: bool) -> list[int]:

@@ -45,6 +45,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CONDITIONS = ("cold", "warm", "load", "one-cpu", "hashseed", "prior")
 #: The small seeded fit every check runs (subjects, draws and tuning steps per chain, chains).
 SUBJECTS, DRAWS, CHAINS = 4, 60, 2
+#: Longest a run may take (a cold compilation on a loaded 2-core machine takes minutes).
+CHILD_TIMEOUT_S = 3600
 
 
 def small_table(experiment: str, model: str, subjects: int, seed: int) -> Any:
@@ -157,7 +159,7 @@ def run_condition(experiment: str, model: str, methods: Sequence[str], condition
     load = _cpu_load() if "load" in parts else contextlib.nullcontext()
     with load:
         done = subprocess.run(cmd, env=condition_env(condition, caches, cold), capture_output=True, text=True,
-                              preexec_fn=pin, check=False)
+                              preexec_fn=pin, check=False, timeout=CHILD_TIMEOUT_S)
     if done.returncode != 0:
         raise RuntimeError(f"{experiment}/{model} {method} under {condition} failed:\n{done.stderr[-3000:]}")
     return [{**json.loads(line), "condition": condition} for line in done.stdout.strip().splitlines()

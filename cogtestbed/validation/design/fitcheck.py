@@ -97,7 +97,8 @@ def check_fit(fit: str, spec: PlannedStudy, looks: int | str | None, sims: int |
 
 def population_effect(spec: PowerStudy, model: Any) -> float:
     """The effect at the population medians the power study simulates (the estimand of the
-    hierarchical test's population contrast; two groups: the second group's minus the first's)."""
+    hierarchical test's population contrast, less its value before the effect; two groups: the
+    second group's minus the first's)."""
     from cogtestbed.validation.studies.model_studies import population_medians
 
     assert spec.effect is not None
@@ -106,9 +107,8 @@ def population_effect(spec: PowerStudy, model: Any) -> float:
         medians = population_medians(study, model)
         return float(np.asarray(model.contrast(spec.effect, {k: np.array([v]) for k, v in medians.items()}))[0])
 
-    if spec.groups == 2:
-        return at_medians(spec) - at_medians(spec.model_copy(update={"effect_size": 0.0}))
-    return at_medians(spec)
+    # one group: against its value before the effect, as the test (model_studies.population_null)
+    return at_medians(spec) - at_medians(spec.model_copy(update={"effect_size": 0.0}))
 
 
 @dataclass

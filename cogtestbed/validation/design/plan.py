@@ -1237,16 +1237,18 @@ def _parameter_recovery(spec: PowerStudy, model: Any, true_all: Mapping[str, np.
 def effect_estimand(spec: PowerStudy, model: Any, population: Mapping[str, np.ndarray],
                     seq: np.random.SeedSequence) -> float:
     """What the power study's test estimates, from a large simulated ``population`` (the shifted
-    group): the population mean of the effect (one group); two groups: its mean on the test's scale
-    (:func:`~cogtestbed.validation.studies.model_studies.effect_scale`) minus the first group's
-    (simulated at the base medians, or the fixed reference sample's mean)."""
-    from cogtestbed.validation.studies.model_studies import effect_scale, on_scale, power_parameters
+    group): its mean on the test's scale
+    (:func:`~cogtestbed.validation.studies.model_studies.effect_scale`) minus, for one group, its
+    value before the effect (:func:`~cogtestbed.validation.studies.model_studies.one_sample_null`),
+    for two groups the first group's (simulated at the base medians, or the fixed reference
+    sample's mean)."""
+    from cogtestbed.validation.studies.model_studies import effect_scale, on_scale, one_sample_null, power_parameters
 
     assert spec.effect is not None
-    if spec.groups == 1:
-        return float(np.mean(model.contrast(spec.effect, population)))
     scale = effect_scale(model, spec.effect)
     shifted = float(np.mean(on_scale(model.contrast(spec.effect, population), scale)))
+    if spec.groups == 1:
+        return shifted - one_sample_null(spec, model)
     if spec.reference is not None:
         return shifted - float(np.nanmean(spec.reference.values))
     base = power_parameters(spec.model_copy(update={"effect_size": 0.0}), model, ESTIMAND_DRAWS,

@@ -553,11 +553,23 @@ def sequential_payload(res: SequentialResult, spec: PlannedStudy, fixed_cost: An
     return out
 
 
+def _power_statistic(spec: PowerStudy) -> dict[str, Any]:
+    """A model-effect plan's look statistic: the one-sample test of the effect on its scale against
+    its value before the effect (``null``, ``scale``: what a run's looks subtract and transform)."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.studies.model_studies import effect_scale, one_sample_null, one_sample_test_name
+
+    assert spec.effect is not None
+    model = get_experiment(spec.experiment).model(spec.models[0])
+    return {"kind": "power", "model": spec.models[0], "effect": spec.effect, "effect_size": spec.effect_size,
+            "test": one_sample_test_name(spec, model), "lapse_fit": spec.lapse_fit,
+            "scale": effect_scale(model, spec.effect), "null": one_sample_null(spec, model)}
+
+
 def statistic_name(spec: PlannedStudy) -> dict[str, Any]:
     """What the run computes at each look (read back by ``cogtestbed looks``)."""
     if isinstance(spec, PowerStudy):
-        return {"kind": "power", "model": spec.models[0], "effect": spec.effect, "effect_size": spec.effect_size,
-                "test": "two-sided one-sample t-test on per-subject MLE", "lapse_fit": spec.lapse_fit}
+        return _power_statistic(spec)
     if isinstance(spec, MetricPowerStudy):
         return {"kind": "metric-power", "metric": spec.metric, "test": "difference test of the fixed plan",
                 "metric_options": dict(spec.metric_options)}
@@ -851,6 +863,11 @@ def _model_statistic(exp: Any, stat: Mapping[str, Any], part: Any, units: int) -
         fits = with_lapse(model, stat.get("lapse_fit")).fit_mle(part).sort_values("subject", kind="stable")
     values = np.asarray(model.contrast(stat["effect"], {p: fits[p].to_numpy(float)
                                                         for p in model.parameters.names}), float)
+    # a plan written before the one-sample null was recorded tested the natural-scale contrast against 0
+    if stat.get("scale", "natural") == "log":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = np.log(values)
+    values = values - float(stat.get("null") or 0.0)
     return _t_statistic(values[np.isfinite(values)], units)
 
 

@@ -121,7 +121,10 @@ def _chunk_table(spec: PowerStudy, exp: Any, model: Any, design: Any, runs: int,
 
 def subject_contrasts(spec: PowerStudy, model: Any, table: Any, n: int) -> np.ndarray:
     """The per-subject MLE contrast of each of the ``n`` subjects of ``table`` (subject ids
-    0..n−1); NaN for a subject without a valid trial (as the run's look has no estimate for it)."""
+    0..n−1) on the one-sample test's scale, less its value before the effect
+    (:func:`~cogtestbed.validation.studies.model_studies.one_sample_values`); NaN for a subject
+    without a valid trial (as the run's look has no estimate for it)."""
+    from cogtestbed.validation.studies.model_studies import one_sample_values
     from cogtestbed.validation.studies.study_data import fitted_model
 
     values = np.full(n, np.nan)
@@ -131,7 +134,7 @@ def subject_contrasts(spec: PowerStudy, model: Any, table: Any, n: int) -> np.nd
         warnings.simplefilter("ignore")
         fits = fitted_model(spec, model).fit_mle(table)
     assert spec.effect is not None
-    contrast = model.contrast(spec.effect, {p: fits[p].to_numpy(float) for p in model.parameters.names})
+    contrast = one_sample_values(spec, model, {p: fits[p].to_numpy(float) for p in model.parameters.names})
     values[fits["subject"].to_numpy(int)] = np.asarray(contrast, float)
     return values
 

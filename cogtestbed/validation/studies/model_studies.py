@@ -275,6 +275,46 @@ def reference_sample(model: CognitiveModel, effect: str, trials: pd.DataFrame, s
     return ReferenceSample(source=source, values=tuple(float(v) for v in values), medians=medians)
 
 
+#: Normal quantiles that stand for a population's subjects when :func:`one_sample_null` takes the
+#: mean of an effect before it moves (deterministic, so every study and run compares with one value).
+NULL_QUANTILES = 4096
+
+
+def one_sample_null(spec: PowerStudy, model: CognitiveModel) -> float:
+    """What a one-sample test compares the effect with, on the test's scale (:func:`effect_scale`):
+    the mean of the effect over the population before the effect moves it (``effect_size`` 0:
+    medians at ``spec.base`` or the defaults, subjects scattered by ``sd_between`` as
+    :func:`power_parameters` scatters them), taken over :data:`NULL_QUANTILES` normal quantiles.
+
+    A contrast whose parts share a distribution (optimism bias at equal learning rates) gives 0,
+    the test against 0 it always was; a parameter that cannot be 0 (a discount rate k) is tested
+    against its value before the effect, not against 0, which every design would "detect".  This
+    reading of a one-sample effect is the package's default, not a paper's.
+    """
+    scale = effect_scale(model, spec.effect)
+    medians = population_medians(spec.model_copy(update={"effect_size": 0.0}), model)
+    z = stats.norm.ppf((np.arange(NULL_QUANTILES) + 0.5) / NULL_QUANTILES)
+    values = {p.name: (np.full(z.size, float(spec.fixed[p.name])) if p.name in spec.fixed
+                       else scatter(p, medians[p.name], spec.sd_between, z)) for p in model.parameters}
+    null = float(np.mean(on_scale(model.contrast(spec.effect, values), scale)))
+    return 0.0 if abs(null) < 1e-12 else null
+
+
+def one_sample_values(spec: PowerStudy, model: CognitiveModel, estimates: Mapping[str, Any]) -> np.ndarray:
+    """Per-subject estimates of the effect minus :func:`one_sample_null`, on the test's scale: what
+    a one-sample test compares with 0."""
+    values = on_scale(model.contrast(spec.effect, estimates), effect_scale(model, spec.effect))
+    null = one_sample_null(spec, model)
+    return values - null if null else values
+
+
+def population_null(spec: PowerStudy, model: CognitiveModel) -> float:
+    """The effect at the population medians before it moves (natural scale): what the hierarchical
+    one-sample test compares the population contrast with (0 for a contrast of equal medians)."""
+    medians = population_medians(spec.model_copy(update={"effect_size": 0.0}), model)
+    return float(np.asarray(model.contrast(spec.effect, {k: np.array([v]) for k, v in medians.items()}))[0])
+
+
 def _group_values(spec: PowerStudy, model: CognitiveModel, fitter: CognitiveModel, exp: ExperimentSpec,
                   true: Mapping[str, np.ndarray], n: int, seq: np.random.SeedSequence, design: Any,
                   runs: int) -> np.ndarray:
@@ -355,19 +395,21 @@ def task_power(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, Any], d
     fitter = fitted_model(spec, model)
     if spec.method == "mle":
         fits = fitter.fit_mle(trials)
-        values = np.asarray(model.contrast(spec.effect, {p: fits[p].to_numpy() for p in model.parameters.names}))
-        estimate, lo, hi, p_value = float(values.mean()), np.nan, np.nan, float("nan")
+        values = one_sample_values(spec, model, {p: fits[p].to_numpy(float) for p in model.parameters.names})
+        estimate, lo, hi, p_value = float(np.nanmean(values)), np.nan, np.nan, float("nan")
+        values = values[np.isfinite(values)]
         if len(values) > 1:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 res = stats.ttest_1samp(values, 0.0)
                 ci = res.confidence_interval(1 - spec.level)  # the t-interval of the mean effect
             p_value, lo, hi = float(res.pvalue), float(ci.low), float(ci.high)
-        test = "two-sided one-sample t-test on per-subject MLE"
+        test = one_sample_test_name(spec, model)
     else:
         post = _fit_bayes(fitter, trials, spec, fit_seed).idata.posterior
         draws = np.asarray(model.contrast(spec.effect, {p: post[f"{p}_pop"].values.ravel()
                                                         for p in model.parameters.names if f"{p}_pop" in post}))
+        draws = draws - population_null(spec, model)
         lo, hi = np.quantile(draws, [spec.level / 2, 1 - spec.level / 2])
         estimate = float(np.median(draws))
         # Two-sided posterior tail probability: rejects exactly when the interval excludes 0.
@@ -376,6 +418,16 @@ def task_power(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, Any], d
     return pd.DataFrame([{"effect": spec.effect, "effect_size": spec.effect_size, "estimate": estimate,
                           "p_value": p_value, "lo": lo, "hi": hi,
                           "detected": detected(p_value, estimate, spec.effect_size, spec.level), "test": test}])
+
+
+def one_sample_test_name(spec: PowerStudy, model: CognitiveModel) -> str:
+    """How a one-sample power study's test reads in its rows and reports."""
+    null = one_sample_null(spec, model)
+    scale = effect_scale(model, spec.effect)
+    if not null and scale == "natural":
+        return "two-sided one-sample t-test on per-subject MLE"
+    return (f"two-sided one-sample t-test on per-subject MLE ({scale} scale) against the effect's value before "
+            f"it moves ({null:.4g})")
 
 
 def _ranked(post: Any, var: str) -> np.ndarray:

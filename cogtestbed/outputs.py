@@ -198,16 +198,10 @@ def claim_folder(path: Path, force: bool = False) -> Iterator[Path]:
     marker file created exclusively, so of two commands started at once one wins and the other is
     refused, whatever ``force`` says), then refuse a folder that holds files unless ``force``.
     Re-entrant within one process; the marker is removed at the end."""
-    marker = path / CLAIM_FILE
-    ours = _take_claim(marker)
-    try:
+    with _claimed(path / CLAIM_FILE) as ours:
         if ours and not force and any(p.name != CLAIM_FILE for p in path.iterdir()):
             raise OutputError(f"output folder {path} is not empty; pass --force to overwrite its files")
         yield path
-    finally:
-        if ours:
-            with contextlib.suppress(FileNotFoundError):
-                marker.unlink()
 
 
 @contextlib.contextmanager
@@ -215,12 +209,19 @@ def claim_file(path: Path, force: bool = False) -> Iterator[Path]:
     """Claim the output file ``path`` while the body computes and writes it: a marker beside it
     (``.NAME.cogtestbed-writing``) created exclusively, so of two commands writing one file at once
     one wins and the other is refused; then an existing ``path`` is refused unless ``force``."""
-    marker = path.with_name(f".{path.name}{CLAIM_FILE}")
-    ours = _take_claim(marker)
-    try:
+    with _claimed(path.with_name(f".{path.name}{CLAIM_FILE}")) as ours:
         if ours and not force and path.exists():
             raise OutputError(f"output {path} exists; pass --force to overwrite it")
         yield path
+
+
+@contextlib.contextmanager
+def _claimed(marker: Path) -> Iterator[bool]:
+    """Hold the claim ``marker`` while the body runs (:func:`_take_claim`; True when this call took
+    it, False when this process already held it), removing a marker it took at the end."""
+    ours = _take_claim(marker)
+    try:
+        yield ours
     finally:
         if ours:
             with contextlib.suppress(FileNotFoundError):

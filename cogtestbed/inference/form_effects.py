@@ -131,6 +131,8 @@ def median_tau2(m: np.ndarray, v: np.ndarray) -> float:
 
 
 def _q_root(m: np.ndarray, v: np.ndarray, target: float) -> float:
+    """τ² at which the generalised Q statistic equals ``target`` (0 where Q at τ² = 0 is below it)."""
+
     def gen_q(tau2: float) -> float:
         mu, w = _pooled_mean(m, v, tau2)
         return float(np.sum(w * (m - mu) ** 2))
@@ -147,22 +149,9 @@ def q_profile_interval(m: np.ndarray, v: np.ndarray, level: float = 0.95) -> tup
     """The Q-profile interval of τ (Viechtbauer 2007): τ² where the generalised Q equals the
     upper and lower χ²_{K−1} quantiles (0 where even τ² = 0 gives a Q below the quantile)."""
     k = len(m)
-
-    def gen_q(tau2: float) -> float:
-        mu, w = _pooled_mean(m, v, tau2)
-        return float(np.sum(w * (m - mu) ** 2))
-
-    def root(target: float) -> float:
-        if gen_q(0.0) <= target:
-            return 0.0
-        hi = max(1.0, float(np.var(m)) * 10 + float(np.max(v)))
-        while gen_q(hi) > target:
-            hi *= 4
-        return float(optimize.brentq(lambda t2: gen_q(t2) - target, 0.0, hi, xtol=1e-12))
-
     a = (1 - level) / 2
-    lo2 = root(float(stats.chi2.ppf(1 - a, k - 1)))
-    hi2 = root(float(stats.chi2.ppf(a, k - 1)))
+    lo2 = _q_root(m, v, float(stats.chi2.ppf(1 - a, k - 1)))
+    hi2 = _q_root(m, v, float(stats.chi2.ppf(a, k - 1)))
     return math.sqrt(lo2), math.sqrt(hi2)
 
 

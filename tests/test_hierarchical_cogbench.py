@@ -133,7 +133,12 @@ def test_quick_hierarchical_fit_recovers_population(name: str) -> None:
         assert lo <= centre[p.name] <= hi, (p.name, centre[p.name], lo, hi)
         width = WIDTH[name].get(p.name)
         if width is not None:
-            assert (hi / lo if p.transform == "log" else hi - lo) < width, (p.name, lo, hi)
+            # the 99 % interval's width from the posterior SD (normal approximation, on the log scale for
+            # a log-transformed parameter): the ends of 300 draws themselves move by a third between
+            # seeds (generalised-bayes beta_prior: 1.03 to 1.67 over seeds 3-5), the SD does not
+            spread = np.std(np.log(draws) if p.transform == "log" else draws, ddof=1)
+            span = 2 * 2.576 * spread
+            assert (np.exp(span) if p.transform == "log" else span) < width, (p.name, lo, hi, spread)
     summ = fit.subject_summary()
     assert set(model.parameters.names) <= set(summ["parameter"])
 

@@ -510,7 +510,7 @@ def fit(
                             unit=unit, separate_runs=separate_runs, draws=draws, max_draws=max_draws, chains=chains,
                             log_likelihood=log_likelihood, seed=seed, lapse=lapse, force=force,
                             form_effects=None if form_effects is None else form_effects.split(","),
-                            say=lambda line: console_err.print(line, markup=False), sessions=sessions)
+                            say=lambda line: typer.echo(line, err=True), sessions=sessions)
 
     if method == "hierarchical":  # a long fit: the collector back on, the start-up frozen
         from cogtestbed.collector import resume_collection

@@ -1151,10 +1151,20 @@ def check_power_study(spec: ExperimentSpec, config: CheckConfig) -> None:
             continue
         if (cell["sims"], cell["n_subjects"]) != (1, 2):
             problems.append(f"model {name!r}: a cell of {cell['sims']} simulations of {cell['n_subjects']} subjects")
-        if not p.lower <= cell["mean_estimate"] <= p.upper:
-            problems.append(f"model {name!r}: mean estimate of {p.name} {cell['mean_estimate']} outside "
-                            f"[{p.lower}, {p.upper}]")
+        value = _estimate_of_parameter(study, spec.model(name), float(cell["mean_estimate"]))
+        if not p.lower <= value <= p.upper:
+            problems.append(f"model {name!r}: mean estimate of {p.name} {value} outside [{p.lower}, {p.upper}]")
     _fail(problems, f"{spec.name}: parameter power studies do not run")
+
+
+def _estimate_of_parameter(study: Any, model: Any, estimate: float) -> float:
+    """A one-sample power cell's mean estimate (the effect less its value before it moves, on the
+    test's scale: :func:`~cogtestbed.validation.studies.model_studies.one_sample_values`) as the
+    parameter's own value on its natural scale."""
+    from cogtestbed.validation.studies.model_studies import effect_scale, one_sample_null
+
+    value = estimate + one_sample_null(study, model)
+    return math.exp(value) if effect_scale(model, study.effect) == "log" else value
 
 
 # ----------------------------------------------------------------------------- data and metrics

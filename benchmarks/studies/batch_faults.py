@@ -20,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import batch_mode  # noqa: E402 - the study beside this one: prices, models, run arguments
@@ -101,24 +102,17 @@ def fault_row(name: str, root: Path, clean: list[Any]) -> dict[str, Any]:
 def main() -> list[dict[str, Any]]:
     import pandas as pd
 
-    saved = {k: os.environ.get(k) for k in ("COGTESTBED_PRICES", "COGTESTBED_CACHE")}
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            root = Path(tmp)
-            (root / "prices.toml").write_text(batch_mode.PRICES)
-            os.environ["COGTESTBED_PRICES"] = str(root / "prices.toml")
-            os.environ["COGTESTBED_CACHE"] = str(root / "clean.sqlite")
-            clean = clean_trials(root)
-            rows = []
-            for name in FAULTS:
-                os.environ["COGTESTBED_CACHE"] = str(root / f"{name.replace(' ', '-')}.sqlite")
-                rows.append(fault_row(name, root, clean))
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    # the two variables set below are restored on the way out
+    with mock.patch.dict(os.environ), tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "prices.toml").write_text(batch_mode.PRICES)
+        os.environ["COGTESTBED_PRICES"] = str(root / "prices.toml")
+        os.environ["COGTESTBED_CACHE"] = str(root / "clean.sqlite")
+        clean = clean_trials(root)
+        rows = []
+        for name in FAULTS:
+            os.environ["COGTESTBED_CACHE"] = str(root / f"{name.replace(' ', '-')}.sqlite")
+            rows.append(fault_row(name, root, clean))
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 90):
         print(f"collider, {SUBJECTS} subjects, one fault in the first batch (price in/out ${batch_mode.PRICE_IN:g}/"
               f"${batch_mode.PRICE_OUT:g} per Mtok, batch discount {batch_mode.DISCOUNT}):")

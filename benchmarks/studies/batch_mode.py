@@ -33,6 +33,7 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 #: Example price of the tiny model (USD per million tokens) and the providers' documented batch discount.
 PRICE_IN, PRICE_OUT, DISCOUNT = 1000.0, 2000.0, 0.5
@@ -188,23 +189,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     import pandas as pd
 
-    saved = {k: os.environ.get(k) for k in ("COGTESTBED_PRICES", "COGTESTBED_CACHE")}
     backends = ("openai",) if args.quick else ("openai", "anthropic")
     subjects = 3 if args.quick else 6
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            root = Path(tmp)
-            (root / "prices.toml").write_text(PRICES)
-            os.environ["COGTESTBED_PRICES"] = str(root / "prices.toml")
-            rows = [accounting_row(e, b, root, subjects) for b in backends for e in DESIGNS]
-            faults = [fault_row(b, root, subjects) for b in backends]
-            kills = [kill_row(b, root, subjects) for b in backends]
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    # the two variables set below are restored on the way out
+    with mock.patch.dict(os.environ), tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "prices.toml").write_text(PRICES)
+        os.environ["COGTESTBED_PRICES"] = str(root / "prices.toml")
+        rows = [accounting_row(e, b, root, subjects) for b in backends for e in DESIGNS]
+        faults = [fault_row(b, root, subjects) for b in backends]
+        kills = [kill_row(b, root, subjects) for b in backends]
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(f"accounting (price in/out ${PRICE_IN:g}/${PRICE_OUT:g} per Mtok, batch discount {DISCOUNT}):")
         print(pd.DataFrame(rows).to_string(index=False))

@@ -81,7 +81,7 @@ def choose_units(exp: ExperimentSpec, table: pd.DataFrame, unit: str = "auto",
                              f"--unit {unit}")
         unit = "subject"
     pools = exp.pooling_unit == "session"
-    mixed = differing_truth(table)
+    mixed = differing_truth(table) if unit in ("auto", "agent") else None  # read only for those two
     if unit == "auto":
         if pools and mixed is None:
             unit, reason = "agent", ("the experiment pools sessions: the runs of each agent are one participant "

@@ -96,16 +96,22 @@ def profile_nll(model: CognitiveModel, data: Any, j: int, value: float, n_starts
 
 def flat_profile(model: CognitiveModel, data: Any, fit: MLEResult, n_starts: int) -> str | None:
     """Why a parameter's likelihood-ratio 95 % interval says the answers do not pin it (None: it
-    is bounded; see the module docstring)."""
+    is bounded; see the module docstring).  Each end is profiled only when the answer needs it (a
+    profile is a multi-start fit)."""
     for j, p in enumerate(model.parameters):
         ends = search_ends(p)
-        inside = [math.isfinite(v) and profile_nll(model, data, j, v, n_starts) - fit.nll <= LR_HALF_CHI2
-                  for v in ends]
-        if p.transform == "log" and any(inside):
-            end = ends[0] if inside[0] else ends[1]
-            return (f"flat profile: {p.name}'s likelihood-ratio 95% interval reaches {end:.6g}, the "
-                    f"{'floor' if inside[0] else 'ceiling'} of its search range (unbounded on its log scale)")
-        if all(inside):
+
+        def inside(v: float, j: int = j) -> bool:
+            return math.isfinite(v) and profile_nll(model, data, j, v, n_starts) - fit.nll <= LR_HALF_CHI2
+
+        low = inside(ends[0])
+        if p.transform == "log":
+            if low or inside(ends[1]):
+                end = ends[0] if low else ends[1]
+                return (f"flat profile: {p.name}'s likelihood-ratio 95% interval reaches {end:.6g}, the "
+                        f"{'floor' if low else 'ceiling'} of its search range (unbounded on its log scale)")
+            continue
+        if low and inside(ends[1]):
             return (f"flat profile: {p.name}'s likelihood-ratio 95% interval spans its whole range "
                     f"[{ends[0]:.6g}, {ends[1]:.6g}]")
     return None
@@ -147,12 +153,16 @@ def shared_estimates(model: CognitiveModel, estimates: Mapping[Hashable, Sequenc
         return out
     values = np.array([np.asarray(estimates[k], float) for k in keys])
     scale = np.maximum(np.abs(values), 1e-12)
+    digest: dict[Hashable, bytes] = {}  # each subject's answers read once, however many groups it is in
     for i, key in enumerate(keys):
         same = np.all(np.abs(values - values[i]) <= SHARED_RTOL * scale, axis=1)
         group = [keys[m] for m in np.flatnonzero(same)]
         if len(group) < 2:
             continue
-        digests = {data_digest(model, data[k]) for k in group}
+        for k in group:
+            if k not in digest:
+                digest[k] = data_digest(model, data[k])
+        digests = {digest[k] for k in group}
         if len(digests) > 1:
             shown = ", ".join(f"{n} = {v:.6g}" for n, v in zip(model.parameters.names, values[i], strict=True))
             out[key] = (f"shared exactly by {len(group)} subjects with different answers ({shown}): the search "

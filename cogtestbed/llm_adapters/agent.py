@@ -203,6 +203,12 @@ class LLMAgent:
                                self._seed(step, SAMPLE_SEED_KEY + draw, SAMPLING_TEMPERATURE), self.top_logprobs,
                                self.reasoning_effort, self.thinking_budget)
 
+
+    def _parse(self, gen: Any, req: Any) -> ParseResult:
+        """The environment's parse of an answer, or its truncation (limit reached with no answer) as the
+        failure's reason (:func:`truncated_error`)."""
+        cut = truncated_error(gen, req)
+        return self.env.parse(gen.text) if cut is None else ParseResult.failure(cut)
     def first_requests(self, obs: Mapping[str, Any]) -> list[GenerateRequest]:
         """The generation requests :meth:`aact` makes first for ``obs`` whatever the answers: the first
         ask of a text step, or every draw of a scored step the client cannot score (none where it
@@ -231,8 +237,7 @@ class LLMAgent:
             req = self.request(prompt, step, attempt, retry_of)
             self.client.check_images(req.n_images)
             gen = await self.client.agenerate(req)
-            cut = truncated_error(gen, req)
-            parsed = self.env.parse(gen.text) if cut is None else ParseResult.failure(cut)
+            parsed = self._parse(gen, req)
             self.attempts.append(Attempt(
                 self.subject, step, attempt, _as_text(req.prompt), gen.text, parsed.ok,
                 parsed.error, gen.cached, gen.prompt_tokens, gen.completion_tokens,
@@ -283,8 +288,7 @@ class LLMAgent:
         for draw in range(response.n_samples):
             req = self.sample_request(prompt, step, draw)
             gen = await self.client.agenerate(req)
-            cut = truncated_error(gen, req)
-            parsed = self.env.parse(gen.text) if cut is None else ParseResult.failure(cut)
+            parsed = self._parse(gen, req)
             index = _continuation_index(parsed.action, k) if parsed.ok else None
             if index is not None:
                 counts[index] += 1

@@ -91,8 +91,10 @@ DEFAULT_POLL_SECONDS = 30.0
 DEFAULT_LINGER_SECONDS = 2.0
 #: Most times one request is submitted (its first batch and the follow-ups of a failed line).
 MAX_SUBMISSIONS = 4
-#: The batch window both providers offer (OpenAI's only ``completion_window``; Anthropic's fixed 24 h).
-COMPLETION_WINDOW = "24h"
+#: The batch window both providers offer (OpenAI's only ``completion_window``; Anthropic's fixed 24 h):
+#: hours a provider may take to end one batch (OpenAI's ``completion_window`` 24h; Anthropic's 24 h).
+BATCH_WINDOW_HOURS = 24
+COMPLETION_WINDOW = f"{BATCH_WINDOW_HOURS}h"
 
 __all__ = ["BATCH_FILE", "BatchClient", "BatchRecord", "batch_price", "batch_report", "batch_turnarounds",
            "unfinished_batches"]
@@ -940,9 +942,6 @@ def batch_report(report: dict[str, Any], standard: Price) -> dict[str, Any]:
         out["warnings"] = [*out.get("warnings", []), warning]
     return out
 
-
-#: Hours a provider may take to end one batch (OpenAI's ``completion_window`` 24h; Anthropic's 24 h).
-BATCH_WINDOW_HOURS = 24
 
 
 def batch_turnarounds(report: Mapping[str, Any]) -> dict[str, Any]:

@@ -94,9 +94,11 @@ def capability_table() -> dict[str, Capability]:
     return {pattern: _row(pattern, entry) for pattern, entry in tomllib.loads(text).items()}
 
 
+@cache
 def capability_of(spec: str) -> Capability | None:
     """The row of ``BACKEND:MODEL`` (the longest matching pattern), None where none matches (a local
-    ``hf:`` model: every field is this package's own)."""
+    ``hf:`` model: every field is this package's own); looked up once per name (agents are built per
+    step in a dry run)."""
     rows = capability_table()
     matches = [p for p in rows if fnmatch.fnmatchcase(spec, p)]
     return rows[max(matches, key=len)] if matches else None

@@ -518,9 +518,9 @@ def first_requests(exp: Experiment, design: Design, client: LLMClient, config: R
     for i in range(config.n_subjects if limit is None else min(limit, config.n_subjects)):
         env = exp.env_cls(design)
         env.action_space.seed(config.seed * 1_000_003 + i)
-        agent = LLMAgent(client, env, max_tokens=config.max_tokens, temperature=config.temperature,
-                         stop=config.stop, reask=config.reask, top_logprobs=config.top_logprobs,
-                         sample_seed=seeds[i], subject=i)
+        # the play's own agent (RunConfig.agent: completion limit and reasoning settings), so the requests
+        # sent ahead are the ones the play asks and their answers are found
+        agent = config.agent(client, env, sample_seed=seeds[i], subject=i)
         obs, _ = env.reset(options={"session": sessions.subject(i), "form": forms[i]})
         done = False
         while not done:

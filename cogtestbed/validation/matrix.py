@@ -212,15 +212,6 @@ def _design(exp: Any, case: Case) -> dict[str, Any] | None:
     return None if case.trials is None or exp.trials_field is None else {exp.trials_field: case.trials}
 
 
-def _agent_params(exp: Any, model: str, values: Mapping[str, float] | None, n: int) -> dict[str, Any]:
-    """The generating agent's parameters for ``n`` subjects at the model's ``values`` (one value
-    each: the subjects share them; per-subject lists come from a spread around them)."""
-    gen = exp.generator(model)
-    if values is None:
-        values = {p.name: p.default for p in exp.model(model).parameters}
-    return gen.agent_params({k: np.full(n, v) for k, v in values.items()})
-
-
 def _spread(exp: Any, model: str, values: Mapping[str, float] | None, n: int, seed: int) -> dict[str, Any]:
     """Per-subject agent parameters: each subject its own values, scattered around ``values`` on
     the unconstrained scale (SD 0.3) and kept inside the bounds, so fits meet different truths."""

@@ -99,16 +99,13 @@ def population_effect(spec: PowerStudy, model: Any) -> float:
     """The effect at the population medians the power study simulates (the estimand of the
     hierarchical test's population contrast, less its value before the effect; two groups: the
     second group's minus the first's)."""
-    from cogtestbed.validation.studies.model_studies import population_medians
+    from cogtestbed.validation.studies.model_studies import population_medians, population_null
 
     assert spec.effect is not None
-
-    def at_medians(study: PowerStudy) -> float:
-        medians = population_medians(study, model)
-        return float(np.asarray(model.contrast(spec.effect, {k: np.array([v]) for k, v in medians.items()}))[0])
-
-    # one group: against its value before the effect, as the test (model_studies.population_null)
-    return at_medians(spec) - at_medians(spec.model_copy(update={"effect_size": 0.0}))
+    medians = population_medians(spec, model)
+    shifted = float(np.asarray(model.contrast(spec.effect, {k: np.array([v]) for k, v in medians.items()}))[0])
+    # one group: against its value before the effect, as the test; two groups: the first group's
+    return shifted - population_null(spec, model)
 
 
 @dataclass

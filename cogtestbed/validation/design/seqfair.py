@@ -103,10 +103,11 @@ BOOT = 400
 
 
 def upper_bound(hits: int, n: int, confidence: float = UPPER_CONFIDENCE) -> float:
-    """One-sided Clopper–Pearson upper confidence bound of a rate from ``hits`` of ``n`` (1 when n = 0)."""
-    if n <= 0 or hits >= n:
-        return 1.0
-    return float(stats.beta.ppf(confidence, hits + 1, n - hits))
+    """One-sided Clopper–Pearson upper confidence bound of a rate from ``hits`` of ``n`` (1 when n = 0):
+    :func:`~cogtestbed.validation.design.sizetest.upper_bound` at error 1 − ``confidence``."""
+    from cogtestbed.validation.design.sizetest import upper_bound as cp_upper
+
+    return cp_upper(hits, n, 1 - confidence)
 
 
 def type1_check(hits: int, n: int, alpha: float) -> dict[str, Any]:

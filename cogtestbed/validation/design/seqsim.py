@@ -119,11 +119,12 @@ def _chunk_table(spec: PowerStudy, exp: Any, model: Any, design: Any, runs: int,
     return simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, runs)
 
 
-def subject_contrasts(spec: PowerStudy, model: Any, table: Any, n: int) -> np.ndarray:
+def subject_contrasts(spec: PowerStudy, model: Any, table: Any, n: int, null: float | None = None) -> np.ndarray:
     """The per-subject MLE contrast of each of the ``n`` subjects of ``table`` (subject ids
     0..n−1) on the one-sample test's scale, less its value before the effect
     (:func:`~cogtestbed.validation.studies.model_studies.one_sample_values`); NaN for a subject
-    without a valid trial (as the run's look has no estimate for it)."""
+    without a valid trial (as the run's look has no estimate for it).  ``null``: the one-sample
+    null when the caller has it (:func:`~cogtestbed.validation.studies.model_studies.one_sample_null`)."""
     from cogtestbed.validation.studies.model_studies import one_sample_values
     from cogtestbed.validation.studies.study_data import fitted_model
 
@@ -134,7 +135,7 @@ def subject_contrasts(spec: PowerStudy, model: Any, table: Any, n: int) -> np.nd
         warnings.simplefilter("ignore")
         fits = fitted_model(spec, model).fit_mle(table)
     assert spec.effect is not None
-    contrast = one_sample_values(spec, model, {p: fits[p].to_numpy(float) for p in model.parameters.names})
+    contrast = one_sample_values(spec, model, {p: fits[p].to_numpy(float) for p in model.parameters.names}, null)
     values[fits["subject"].to_numpy(int)] = np.asarray(contrast, float)
     return values
 
@@ -162,6 +163,7 @@ def model_block(spec_json: str, trials: int | None, runs: int, n_top: int, sizes
     candidate of ``rule`` still runs them (``rule`` None: to ``n_top``); random numbers from
     ``SeedSequence([seed, 7919, stream, block, step])``."""
     from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.studies.model_studies import one_sample_null
     from cogtestbed.validation.studies.study_data import design_for_trials
     from cogtestbed.validation.studies.study_kinds import load_study
 
@@ -173,12 +175,13 @@ def model_block(spec_json: str, trials: int | None, runs: int, n_top: int, sizes
     values = np.full((reps, n_top), np.nan)
     out = Paths(np.full((reps, len(sizes)), np.nan), np.full((reps, len(sizes)), np.nan))
     tracker, active, have, step = _Tracker(rule, reps), np.ones(reps, bool), 0, 0
+    null = one_sample_null(spec, model)  # one value for every block's contrasts
     while have < n_top and active.any():
         upto, rows = min(n_top, have + width), np.flatnonzero(active)
         n = rows.size * (upto - have)
         table = _chunk_table(spec, exp, model, design, runs, n,
                              np.random.SeedSequence([seed, 7_919, stream, block, step]))
-        fresh = subject_contrasts(spec, model, table, n).reshape(rows.size, upto - have)
+        fresh = subject_contrasts(spec, model, table, n, null).reshape(rows.size, upto - have)
         values[rows, have:upto] = fresh
         finite = fresh[np.isfinite(fresh)]
         out.total, out.count = out.total + float(finite.sum()), out.count + int(finite.size)

@@ -7,6 +7,7 @@ generator (:func:`~cogtestbed.validation.studies.driver.simulate_model`) and ret
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Iterable, Mapping
@@ -73,12 +74,13 @@ def _with_contrasts(df: pd.DataFrame, model: CognitiveModel, cols: Iterable[str]
         return df
     wide = df.pivot_table(index="subject", columns="parameter", values=list(cols), aggfunc="first")
     extra = []
+    # a contrast is identified where its subject's estimate is
+    per_subject = df.drop_duplicates("subject").set_index("subject") if "identified" in df.columns else None
     for name in model.contrasts:
         row = pd.DataFrame({"subject": wide.index, "parameter": name})
         for c in cols:
             row[c] = np.asarray(model.contrast(name, {p: wide[(c, p)] for p in model.parameters.names}))
-        if "identified" in df.columns:  # a contrast is identified where its subject's estimate is
-            per_subject = df.drop_duplicates("subject").set_index("subject")
+        if per_subject is not None:
             row["identified"] = per_subject.loc[wide.index, "identified"].to_numpy(dtype=bool)
             row["unidentified_reason"] = per_subject.loc[wide.index, "unidentified_reason"].to_numpy(dtype=object)
         extra.append(row)
@@ -293,18 +295,25 @@ def one_sample_null(spec: PowerStudy, model: CognitiveModel) -> float:
     """
     scale = effect_scale(model, spec.effect)
     medians = population_medians(spec.model_copy(update={"effect_size": 0.0}), model)
-    z = stats.norm.ppf((np.arange(NULL_QUANTILES) + 0.5) / NULL_QUANTILES)
+    z = _null_quantiles()
     values = {p.name: (np.full(z.size, float(spec.fixed[p.name])) if p.name in spec.fixed
                        else scatter(p, medians[p.name], spec.sd_between, z)) for p in model.parameters}
     null = float(np.mean(on_scale(model.contrast(spec.effect, values), scale)))
     return 0.0 if abs(null) < 1e-12 else null
 
 
-def one_sample_values(spec: PowerStudy, model: CognitiveModel, estimates: Mapping[str, Any]) -> np.ndarray:
-    """Per-subject estimates of the effect minus :func:`one_sample_null`, on the test's scale: what
-    a one-sample test compares with 0."""
+@functools.cache
+def _null_quantiles() -> np.ndarray:
+    """The :data:`NULL_QUANTILES` normal quantiles :func:`one_sample_null` averages over."""
+    return np.asarray(stats.norm.ppf((np.arange(NULL_QUANTILES) + 0.5) / NULL_QUANTILES))
+
+
+def one_sample_values(spec: PowerStudy, model: CognitiveModel, estimates: Mapping[str, Any],
+                      null: float | None = None) -> np.ndarray:
+    """Per-subject estimates of the effect minus :func:`one_sample_null` (``null``, when the caller
+    has it), on the test's scale: what a one-sample test compares with 0."""
     values = on_scale(model.contrast(spec.effect, estimates), effect_scale(model, spec.effect))
-    null = one_sample_null(spec, model)
+    null = one_sample_null(spec, model) if null is None else null
     return values - null if null else values
 
 
@@ -395,7 +404,8 @@ def task_power(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, Any], d
     fitter = fitted_model(spec, model)
     if spec.method == "mle":
         fits = fitter.fit_mle(trials)
-        values = one_sample_values(spec, model, {p: fits[p].to_numpy(float) for p in model.parameters.names})
+        null = one_sample_null(spec, model)
+        values = one_sample_values(spec, model, {p: fits[p].to_numpy(float) for p in model.parameters.names}, null)
         estimate, lo, hi, p_value = float(np.nanmean(values)), np.nan, np.nan, float("nan")
         values = values[np.isfinite(values)]
         if len(values) > 1:
@@ -404,7 +414,7 @@ def task_power(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, Any], d
                 res = stats.ttest_1samp(values, 0.0)
                 ci = res.confidence_interval(1 - spec.level)  # the t-interval of the mean effect
             p_value, lo, hi = float(res.pvalue), float(ci.low), float(ci.high)
-        test = one_sample_test_name(spec, model)
+        test = one_sample_test_name(spec, model, null)
     else:
         post = _fit_bayes(fitter, trials, spec, fit_seed).idata.posterior
         draws = np.asarray(model.contrast(spec.effect, {p: post[f"{p}_pop"].values.ravel()
@@ -420,9 +430,10 @@ def task_power(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, Any], d
                           "detected": detected(p_value, estimate, spec.effect_size, spec.level), "test": test}])
 
 
-def one_sample_test_name(spec: PowerStudy, model: CognitiveModel) -> str:
-    """How a one-sample power study's test reads in its rows and reports."""
-    null = one_sample_null(spec, model)
+def one_sample_test_name(spec: PowerStudy, model: CognitiveModel, null: float | None = None) -> str:
+    """How a one-sample power study's test reads in its rows and reports (``null``:
+    :func:`one_sample_null`, when the caller has it)."""
+    null = one_sample_null(spec, model) if null is None else null
     scale = effect_scale(model, spec.effect)
     if not null and scale == "natural":
         return "two-sided one-sample t-test on per-subject MLE"

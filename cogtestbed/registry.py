@@ -216,7 +216,7 @@ def _sniffing_experiments(path: Path) -> list[str]:
     out = []
     for name in experiment_names():
         spec = get_experiment(name)
-        for importer in spec.importers.values():
+        for importer in spec.all_importers.values():
             try:
                 if importer.sniff(path):
                     out.append(name)

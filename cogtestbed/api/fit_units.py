@@ -10,7 +10,8 @@ one agent pooled as one participant — stated by every fit, chosen the same way
   (:attr:`~cogtestbed.experiments.spec.ExperimentSpec.pooling_unit`) and no agent's runs carry
   different true parameters, else ``subject``.
 
-Simulated subjects whose true parameters (``param_*`` columns) differ are never pooled: ``auto``
+Simulated subjects whose true parameters (``param_*`` columns) differ, and different human
+participants (a ``participant`` column), are never pooled: ``auto``
 fits them one by one and ``agent`` refuses them (:class:`~cogtestbed.errors.InputError`).
 """
 
@@ -51,7 +52,14 @@ class FitUnits:
 
 def differing_truth(table: pd.DataFrame, by: str = "agent") -> str | None:
     """A sentence naming a true parameter (``param_*``) that differs between the runs one value of
-    ``by`` would pool, or None (no such column, or equal within every group)."""
+    ``by`` would pool, or None (no such column, or equal within every group).  Different people
+    (a ``participant`` column, the ids of imported human data: Psych-201) are never pooled either."""
+    import numpy as np
+
+    if "participant" in table.columns and table.groupby(
+            table[by].astype(str) if by in table.columns else np.zeros(len(table)), sort=False
+    )["participant"].nunique().max() > 1:
+        return "different participants (the table's participant ids: human data) are never pooled"
     cols = [c for c in table.columns if str(c).startswith("param_")]
     if not cols:
         return None

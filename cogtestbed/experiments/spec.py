@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import numpy as np
 
 from cogtestbed.errors import CogtestbedError, InputError
+from cogtestbed.experiments._importer import Importer as Importer
 from cogtestbed.metrics_result import METRICS_RESULT_KEYS as METRICS_RESULT_KEYS
 from cogtestbed.metrics_result import METRICS_UNITS as METRICS_UNITS
 from cogtestbed.metrics_result import MetricOption as MetricOption
@@ -290,44 +291,6 @@ class MetricsSpec:
             name = getattr(self.fn, "__qualname__", repr(self.fn))
             raise TypeError(f"metrics function {name} does not return a MetricsResult: " + "; ".join(problems))
         return self._checked(raw, trials)
-
-
-@dataclass(frozen=True)
-class Importer:
-    """Reads published data of one source into the experiment's trial table.
-
-    ``file_columns`` maps trial-table columns to the columns of the published file they are read
-    from (``action`` ← CogBench's ``choice``), so that a validation error names what the file calls
-    the offending column.  ``key`` names the file columns that identify a row (``()``: rows are
-    identified by position) and ``may_differ`` the columns the source is documented to change
-    between copies of a row: rows sharing a key must agree in every other column
-    (:mod:`cogtestbed.data.rows`; conformance check ``importer_conflicts``).  ``repeat_key`` (a
-    file without trial key) names the columns identifying one judgement of a session (CogBench
-    probabilistic reasoning's run and condition): ``load`` then takes ``sessions`` (``refuse``, its
-    default, or ``split``: :func:`~cogtestbed.data.rows.number_sessions`).
-    """
-
-    source: str
-    load: Callable[..., pd.DataFrame]
-    sniff: Callable[[Path], bool]
-    file_columns: Mapping[str, str] = field(default_factory=dict)
-    key: tuple[str, ...] = ()
-    may_differ: tuple[str, ...] = ()
-    repeat_key: tuple[str, ...] = ()
-
-    def load_as(self, path: Path, sessions: str | None = None) -> pd.DataFrame:
-        """``load(path)``, with ``sessions`` (``refuse`` or ``split``) where given: only an importer
-        with a :attr:`repeat_key` takes it (any other refuses it in one line)."""
-        if sessions is None:
-            return self.load(path)
-        from cogtestbed.data.rows import check_sessions_mode
-
-        check_sessions_mode(sessions)
-        if not self.repeat_key:
-            raise InputError(f"--sessions applies to files without a trial key; the {self.source!r} importer "
-                             + (f"identifies rows by {', '.join(self.key)} and refuses disagreeing copies"
-                                if self.key else "has no repeated judgements to number"))
-        return self.load(path, sessions=sessions)
 
 
 ParamMap = Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]
@@ -610,11 +573,12 @@ class ExperimentSpec:
                 table = read_trial_file(path)
             return validate_trials(table, self.schema, self.name, source=path), "trials"
         if source == "auto":
-            found = next((imp for imp in self.importers.values() if imp.sniff(path)), None)
+            readers = self.all_importers
+            found = next((imp for imp in readers.values() if imp.sniff(path)), None)
             if found is None:
                 raise TrialTableError(
                     f"cannot tell what {path} is: not a .parquet trial table and no importer of "
-                    f"{self.name} ({', '.join(self.importers) or 'none'}) recognises it; pass --from")
+                    f"{self.name} ({', '.join(readers) or 'none'}) recognises it; pass --from")
             source = found.source
         importer = self.importer(source)
         with reading_input(path):
@@ -645,11 +609,24 @@ class ExperimentSpec:
         self.model(model)
         return self.generators[model]
 
+    @property
+    def all_importers(self) -> dict[str, Importer]:
+        """The declared importers and, where none is declared under that name, the ``psych201``
+        importer of this experiment's own Psych-201 transcripts (``cogtestbed export --to
+        psych201``; :mod:`cogtestbed.experiments._psych201`): every experiment reads them."""
+        from cogtestbed.experiments._psych201 import SOURCE, psych201_importer
+
+        if SOURCE in self.importers:
+            return dict(self.importers)
+        return {**self.importers, **psych201_importer(self.name)}
+
     def importer(self, source: str) -> Importer:
+        """The importer ``source`` (declared, or the ``psych201`` one every experiment has)."""
+        readers = self.all_importers
         try:
-            return self.importers[source]
+            return readers[source]
         except KeyError:
-            raise UnknownNameError("data source", source, self.importers, self.name) from None
+            raise UnknownNameError("data source", source, readers, self.name) from None
 
     def studies_of(self, kind: str) -> tuple[StudyDecl, ...]:
         return tuple(s for s in self.studies if s.kind == kind)

@@ -1,7 +1,10 @@
 """Two-step task (CogBench; Daw et al. 2011): 20 days × 2 stages, 0.7/0.3 transitions."""
 
 from cogtestbed.data.cogbench import TWOSTEP_COLUMNS, import_twostep
+from cogtestbed.data.psych201_twostep import DATA_SET as SHAHAR
+from cogtestbed.data.psych201_twostep import parse_shahar2019
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
+from cogtestbed.experiments._psych201 import psych201_importer
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.twostep import MODELS, cogbench_metrics, cogbench_prefix_metrics
 from cogtestbed.tables.twostep import SCHEMA
@@ -25,7 +28,9 @@ SPEC = ExperimentSpec(
                         prefixes=cogbench_prefix_metrics,
                         unidentified=("model_basedness", "model_basedness_ci", "reward_effect", "common_effect",
                                       "model_basedness_valid_only")),
-    importers=cogbench_importer(import_twostep, TWOSTEP_COLUMNS, file_columns={"action": "action1", "planet": "state"}),
+    importers={**cogbench_importer(import_twostep, TWOSTEP_COLUMNS,
+                                   file_columns={"action": "action1", "planet": "state"}),
+               **psych201_importer("two-step", {SHAHAR: parse_shahar2019})},
     pooling_unit="session",
     trials_field="n_days",
     studies=(

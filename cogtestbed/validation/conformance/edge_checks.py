@@ -183,6 +183,8 @@ def check_importer_conflicts(spec: ExperimentSpec, config: CheckConfig) -> None:
     problems: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         for source in sorted(spec.importers):
+            if not spec.importer(source).tabular:  # per-participant records: they refuse conflicts themselves
+                continue
             files = sniffed_files(spec, source, root, problems)
             if files:
                 path = min(files, key=lambda p: p.stat().st_size)

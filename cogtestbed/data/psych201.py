@@ -1,0 +1,480 @@
+"""Psych-201 transcripts in and out (github.com/marcelbinz/Psych-201, Apache-2.0).
+
+A Psych-201 file is JSON Lines, one record per participant (``prompts.jsonl``, or that file alone
+inside a ``.zip``): ``text`` (the experiment transcribed in natural language, every choice marked
+``<<…>>``), ``experiment`` (``<data set>/<source file>``), ``participant`` and, in some data sets,
+``RTs`` and ``diagnosis``.  Each data set has its own transcript (its ``generate_prompts.py`` is
+the authority on what each sentence means), so each is read by its own **parser**: a function of
+one :class:`Record` returning that participant's trial rows (:data:`Parser`); the experiment's spec
+declares its parsers (:func:`cogtestbed.experiments._psych201.psych201_importer`) and
+:func:`read_table_records` assembles their rows into one trial table.
+
+Tables this package writes (:func:`export_records`) are a data set of their own, named
+``cogtestbed/<experiment>``: a header (the experiment, the participant's agent and generating
+parameters, the table's columns and their types) and one sentence per trial with the choice
+marked ``<<…>>``; :func:`decode_export` reads them back into the very table that was written
+(every column, in canonical row order).
+
+What cannot be read is refused in one line naming the file and its line
+(:class:`Psych201Error`, a :class:`~cogtestbed.errors.DataError`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cogtestbed.data.rows import DataFormatError
+from cogtestbed.schema import ID_COLUMNS, canonical_rows
+
+#: The record fields every Psych-201 line has.
+REQUIRED_FIELDS = ("text", "experiment", "participant")
+#: The data-set name of the transcripts this package writes (``cogtestbed/<experiment>``).
+OWN_DATA_SET = "cogtestbed"
+#: How a choice is marked in a transcript.
+CHOICE = re.compile(r"<<(.*?)>>", re.S)
+#: Agent name of the rows of human participants.
+HUMAN_AGENT = "human"
+#: Psych-201 data sets no experiment of this package reads, with the reason (every experiment's
+#: importer refuses them with it).
+REFUSED = {
+    "dezfouli": "Dezfouli et al. (2019)'s two-armed bandit runs 12 timed blocks whose reward probabilities "
+                "the transcript does not give and which change between blocks; no experiment here has that "
+                "design (instrumental-learning's table is 4 casinos with known probabilities, the restless and "
+                "horizon bandits pay Gaussian rewards), so its choices cannot be scored or fitted as one of them "
+                "without inventing the blocks' probabilities",
+}
+#: File names read as Psych-201 (``prompts.jsonl``, ``prompts.jsonl.zip``, ``x.zip`` holding one).
+SUFFIXES = (".jsonl", ".zip")
+
+
+class Psych201Error(DataFormatError):
+    """A file that is not a readable Psych-201 file, or a record its parser cannot read."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One participant's line of a Psych-201 file (``line``: its 1-based line number)."""
+
+    text: str
+    experiment: str
+    participant: str
+    line: int
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def data_set(self) -> str:
+        """The data set's name: the ``experiment`` field up to its first ``/``."""
+        return data_set_of(self.experiment)
+
+    def choices(self) -> list[str]:
+        """The participant's choices in transcript order (the ``<<…>>`` marks)."""
+        return CHOICE.findall(self.text)
+
+    def where(self, path: str | Path) -> str:
+        return f"{Path(path).name} line {self.line} (participant {self.participant})"
+
+
+#: ``parser(record) -> rows``: one participant's trial rows (columns ``session``, ``trial``, the
+#: stimulus columns, ``action``, ``reward``, ``valid``, then any extra columns), or raise
+#: :class:`Psych201Error` naming what it cannot read (``record.where(path)`` is added).
+Parser = Callable[[Record], pd.DataFrame]
+
+
+def data_set_of(experiment: str) -> str:
+    """``shahar2019twosteptask/TST_nspn.csv`` → ``shahar2019twosteptask``."""
+    return experiment.split("/", 1)[0]
+
+
+# ----------------------------------------------------------------------------- reading
+def _open_lines(path: Path) -> io.TextIOBase:
+    """The JSON lines of ``path``: the file itself, or the one ``.jsonl`` member of a zip
+    (``__MACOSX`` resource forks ignored)."""
+    if path.suffix.lower() == ".zip":
+        try:
+            archive = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise Psych201Error(f"{path.name} is not a readable zip archive: {exc}") from exc
+        members = [n for n in archive.namelist() if n.endswith(".jsonl") and not n.startswith("__MACOSX")
+                   and "/._" not in n and not Path(n).name.startswith("._")]
+        if len(members) != 1:
+            raise Psych201Error(f"{path.name}: a Psych-201 zip holds one .jsonl file, found "
+                                f"{len(members)} ({', '.join(members) or 'none'})")
+        return io.TextIOWrapper(archive.open(members[0]), encoding="utf-8")
+    return path.open(encoding="utf-8")
+
+
+def _record(obj: Any, line: int, name: str) -> Record:
+    """One parsed JSON line checked as a Psych-201 record."""
+    if not isinstance(obj, dict):
+        raise Psych201Error(f"{name} line {line}: a Psych-201 record is a JSON object, got {type(obj).__name__}")
+    missing = [k for k in REQUIRED_FIELDS if k not in obj]
+    if missing:
+        raise Psych201Error(f"{name} line {line}: not a Psych-201 record: missing field(s) {', '.join(missing)}")
+    text, experiment, participant = obj["text"], obj["experiment"], obj["participant"]
+    if not isinstance(text, str) or not isinstance(experiment, str) or not experiment.strip():
+        raise Psych201Error(f"{name} line {line}: 'text' and 'experiment' must be non-empty strings")
+    if isinstance(participant, bool) or not isinstance(participant, (str, int)) or str(participant).strip() == "":
+        raise Psych201Error(f"{name} line {line}: 'participant' must be a string or an integer, got {participant!r}")
+    if not CHOICE.search(text):
+        raise Psych201Error(f"{name} line {line}: the transcript marks no choice with <<…>>")
+    extra = {k: v for k, v in obj.items() if k not in REQUIRED_FIELDS}
+    return Record(text, experiment, str(participant), line, extra)
+
+
+def read_records(path: str | Path) -> list[Record]:
+    """Every record of a Psych-201 file (``.jsonl`` or ``.jsonl.zip``), each checked
+    (:data:`REQUIRED_FIELDS`, at least one marked choice).  A participant's record repeated
+    identically is read once; two different records of one participant are refused."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"no such file: {p}")
+    out: dict[tuple[str, str], Record] = {}
+    with _open_lines(p) as lines:
+        try:
+            for i, raw in enumerate(lines, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    obj = json.loads(raw)
+                except json.JSONDecodeError as exc:
+                    raise Psych201Error(f"{p.name} line {i}: not JSON: {exc.msg} (column {exc.colno})") from None
+                rec = _record(obj, i, p.name)
+                key = (rec.experiment, rec.participant)
+                seen = out.get(key)
+                if seen is not None and (seen.text, seen.extra) != (rec.text, rec.extra):
+                    raise Psych201Error(f"{p.name}: participant {rec.participant} of {rec.experiment} has two "
+                                        f"different records (lines {seen.line} and {i})")
+                out.setdefault(key, rec)
+        except UnicodeDecodeError as exc:
+            raise Psych201Error(f"{p.name} is not UTF-8 text: {exc.reason}") from None
+    if not out:
+        raise Psych201Error(f"{p.name} holds no Psych-201 record")
+    return list(out.values())
+
+
+def first_record(path: str | Path) -> dict[str, Any] | None:
+    """The first JSON line of ``path`` as a dict holding :data:`REQUIRED_FIELDS`, or None (a cheap
+    sniff: reads one line; never raises)."""
+    p = Path(path)
+    name = p.name.lower()
+    if not (name.endswith(".jsonl") or name.endswith(".zip")) or not p.is_file():
+        return None
+    try:
+        with _open_lines(p) as lines:
+            for raw in lines:
+                if raw.strip():
+                    obj = json.loads(raw)
+                    return obj if isinstance(obj, dict) and all(k in obj for k in REQUIRED_FIELDS) else None
+    except (OSError, ValueError, Psych201Error, zipfile.BadZipFile):
+        return None
+    return None
+
+
+def write_records(records: Iterable[Mapping[str, Any]], path: str | Path) -> None:
+    """``records`` as JSON Lines at ``path`` (``.jsonl``, or ``.zip`` holding ``prompts.jsonl``),
+    written atomically (:func:`cogtestbed.outputs.atomic_write_bytes`)."""
+    from cogtestbed.outputs import atomic_write_bytes
+
+    body = "".join(json.dumps(dict(r), ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+    p = Path(path)
+    if p.suffix.lower() == ".zip":
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("prompts.jsonl", body)
+        body = buf.getvalue()
+    atomic_write_bytes(p, lambda tmp: tmp.write_bytes(body))
+
+
+# ----------------------------------------------------------------------------- assembling
+def participant_order(participants: Sequence[str]) -> list[str]:
+    """Participants in a fixed order whatever the file's line order: numerically where every id
+    is a whole number, else as text (the subject ids are their positions)."""
+    if all(re.fullmatch(r"-?\d+", p) for p in participants):
+        return sorted(participants, key=int)
+    return sorted(participants)
+
+
+def read_table_records(path: str | Path, experiment: str, parsers: Mapping[str, Parser],
+                       refused: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """The trial table of the Psych-201 file ``path`` for ``experiment``: each record read by the
+    parser of its data set (``parsers``; the package's own exports by :func:`decode_export`).
+
+    One data set per file.  Human participants become subjects 0, 1, … in
+    :func:`participant_order`, with ``agent`` ``human`` and a ``participant`` column holding the
+    file's id; ``refused`` maps data sets this experiment knows and refuses to the reason.
+    """
+    p = Path(path)
+    records = read_records(p)
+    sets = sorted({r.data_set for r in records})
+    if len(sets) > 1:
+        raise Psych201Error(f"{p.name} holds several Psych-201 data sets ({', '.join(sets)}); split it by data set")
+    data_set = sets[0]
+    if data_set == OWN_DATA_SET:
+        return decode_export(records, experiment, p)
+    why = {**REFUSED, **(refused or {})}
+    if data_set in why and data_set not in parsers:
+        raise Psych201Error(f"{p.name}: Psych-201 data set {data_set!r} is not read as {experiment}: "
+                            f"{why[data_set]}")
+    parser = parsers.get(data_set)
+    if parser is None:
+        known = ", ".join(sorted([*parsers, f"{OWN_DATA_SET}/{experiment}"]))
+        raise Psych201Error(f"{p.name}: Psych-201 data set {data_set!r} has no parser for experiment {experiment} "
+                            f"(it reads: {known})")
+    by_id = {r.participant: r for r in records}
+    parts = []
+    for subject, participant in enumerate(participant_order(list(by_id))):
+        rec = by_id[participant]
+        try:
+            rows = parser(rec)
+        except Psych201Error as exc:
+            raise Psych201Error(f"{rec.where(p)}: {exc}") from None
+        parts.append(rows.assign(subject=np.int64(subject), participant=participant))
+    return _assemble(experiment, parts)
+
+
+def _assemble(experiment: str, parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Parsers' rows as one trial table in the schema's column order (ids, stimulus, outcomes,
+    agent, then the rest)."""
+    from cogtestbed.trials import categorical_dtype
+
+    rows = pd.concat(parts, ignore_index=True)
+    n = len(rows)
+    names = list(parts[0].columns)
+    after = names.index("valid") + 1
+    stimulus = [c for c in names[:after] if c not in (*ID_COLUMNS, "action", "reward", "valid", "participant")]
+    rest = [c for c in names[after:] if c not in ("subject", "participant")]
+    table = pd.DataFrame({
+        "experiment": pd.Categorical([experiment] * n, dtype=categorical_dtype((experiment,))),
+        "subject": rows["subject"].to_numpy(dtype=np.int64),
+        "session": rows["session"].to_numpy(dtype=np.int64),
+        "trial": rows["trial"].to_numpy(dtype=np.int64),
+        **{c: rows[c] for c in stimulus},
+        "action": rows["action"], "reward": rows["reward"].to_numpy(dtype=np.float64),
+        "valid": rows["valid"].to_numpy(dtype=bool),
+        "raw_response": pd.array([None] * n, dtype="string"), "parse_error": pd.array([None] * n, dtype="string"),
+        "agent": pd.Categorical([HUMAN_AGENT] * n, dtype=categorical_dtype((HUMAN_AGENT,))),
+        "participant": pd.array(rows["participant"].astype(str), dtype="string"),
+        **{c: rows[c] for c in rest},
+    })
+    return canonical_rows(table)
+
+
+# ----------------------------------------------------------------------------- own transcripts
+#: Columns a participant's header carries (one value per subject), not its trial sentences.
+_HEADER_COLUMNS = ("agent",)
+_PARAM_PREFIX = "param_"
+_TRIAL = re.compile(r"Trial (\d+): (.*)You (?:choose <<(.*?)>>|give no answer)( \(an invalid answer\))?\. "
+                    r"You receive (.*)\.\Z")
+_INVALID = " (an invalid answer)"
+
+
+def _json(value: Any) -> str:
+    """One cell as JSON, ``<`` and ``>`` escaped so that no value reads as a choice mark."""
+    return json.dumps(_plain(value), ensure_ascii=False, allow_nan=True).replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def _plain(value: Any) -> Any:
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    try:  # a pyarrow scalar, a list cell
+        return _plain(value.as_py())
+    except AttributeError:
+        return str(value)
+
+
+def _dtype_of(column: pd.Series) -> Any:
+    """The JSON description of a column's dtype (:func:`_restore` reads it back)."""
+    dtype = column.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return {"category": [_plain(c) for c in dtype.categories], "ordered": bool(dtype.ordered)}
+    if isinstance(dtype, pd.ArrowDtype):
+        return {"arrow": str(dtype.pyarrow_dtype)}
+    if isinstance(dtype, pd.StringDtype):
+        return {"string": "NA" if dtype.na_value is pd.NA else "nan"}
+    return str(dtype)
+
+
+def _restore(values: list[Any], dtype: Any, name: str) -> Any:
+    """A column of ``dtype`` (:func:`_dtype_of`) from its JSON values."""
+    if isinstance(dtype, dict) and "category" in dtype:
+        return pd.Categorical(values, categories=pd.Index(dtype["category"], dtype=_category_index_dtype()),
+                              ordered=dtype["ordered"])
+    if isinstance(dtype, dict) and "arrow" in dtype:
+        import pyarrow as pa
+
+        from cogtestbed.trials import _arrow_lists_as_arrow_dtype
+
+        arrow = pa.array(values, type=_arrow_type(dtype["arrow"], name))
+        return pd.array(arrow, dtype=_arrow_lists_as_arrow_dtype(arrow.type) or pd.ArrowDtype(arrow.type))
+    if isinstance(dtype, dict) and "string" in dtype:
+        return pd.array(values, dtype=pd.StringDtype(na_value=pd.NA if dtype["string"] == "NA" else np.nan))
+    if dtype in ("float64", "float32"):
+        return np.array([np.nan if v is None else v for v in values], dtype=dtype)
+    return pd.array(values, dtype=dtype) if dtype[:1].isupper() else np.array(values, dtype=dtype)
+
+
+def _category_index_dtype() -> Any:
+    return pd.Index(["a"]).dtype
+
+
+def _arrow_type(text: str, name: str) -> Any:
+    """The pyarrow type written as ``text`` (lists of a primitive type)."""
+    import pyarrow as pa
+
+    found = re.fullmatch(r"(large_)?list<(?:item|element): (\w+)>", text)
+    if found is None:
+        raise Psych201Error(f"column {name!r} has a type the transcript cannot restore: {text}")
+    item = pa.type_for_alias(found.group(2))
+    return pa.large_list(item) if found.group(1) else pa.list_(item)
+
+
+def _split_subjects(table: pd.DataFrame) -> list[tuple[int, pd.DataFrame]]:
+    return [(int(s), rows) for s, rows in canonical_rows(table).groupby("subject", sort=True)]
+
+
+def export_records(table: pd.DataFrame, experiment: str, description: str) -> list[dict[str, Any]]:
+    """One Psych-201 record per subject of the trial table ``table`` of ``experiment``: the
+    package's own transcript (:data:`OWN_DATA_SET`), which :func:`decode_export` reads back into
+    ``table`` (every column; rows in canonical order).  Rows are written in canonical order, so
+    the file does not depend on the table's row order."""
+    columns = [c for c in table.columns if c not in ID_COLUMNS]
+    header_cols = [c for c in columns if c in _HEADER_COLUMNS or c.startswith(_PARAM_PREFIX)]
+    trial_cols = [c for c in columns if c not in header_cols and c != "action"]
+    types = [[c, _dtype_of(table[c])] for c in table.columns]
+    out = []
+    for subject, rows in _split_subjects(table):
+        head = {}
+        for c in header_cols:
+            values = rows[c].drop_duplicates()
+            if len(values) != 1:
+                raise Psych201Error(f"column {c!r} varies within subject {subject}: a transcript carries one value "
+                                    "per participant")
+            head[c] = _plain(values.iloc[0])
+        lines = [f"You take part in the experiment {experiment} of cogtestbed: {description}.",
+                 "Each line below is one trial: what you were shown (each value in JSON), your choice marked "
+                 "<<…>> and what you received.",
+                 f"Participant (JSON): {_json(head)}",
+                 f"Table columns (JSON): {_json(types)}", ""]
+        data = {c: rows[c].tolist() for c in trial_cols}
+        action = rows["action"].tolist()
+        valid = rows["valid"].to_numpy(dtype=bool)
+        session = rows["session"].to_numpy()
+        trial = rows["trial"].to_numpy()
+        current = None
+        for i in range(len(rows)):
+            if session[i] != current:
+                current = session[i]
+                lines.append(f"Session {int(current)}:")
+            shown = "".join(f"{c} {_json(data[c][i])}, " for c in trial_cols if c not in ("reward", "valid"))
+            chosen = "give no answer" if _plain(action[i]) is None else f"choose <<{_json(action[i])}>>"
+            mark = "" if valid[i] else _INVALID
+            lines.append(f"Trial {int(trial[i])}: {shown}You {chosen}{mark}. You receive {_json(data['reward'][i])}.")
+        out.append({"text": "\n".join(lines) + "\n", "experiment": f"{OWN_DATA_SET}/{experiment}",
+                    "participant": str(subject)})
+    return out
+
+
+def _header_json(text: str, label: str, where: str) -> Any:
+    found = re.search(rf"^{re.escape(label)} \(JSON\): (.*)$", text, re.M)
+    if found is None:
+        raise Psych201Error(f"{where}: no '{label} (JSON):' line: not a transcript written by cogtestbed")
+    try:
+        return json.loads(found.group(1))
+    except json.JSONDecodeError as exc:
+        raise Psych201Error(f"{where}: the '{label}' line is not JSON: {exc.msg}") from None
+
+
+def _fields(shown: str, names: list[str], where: str) -> dict[str, Any]:
+    """``name VALUE, name VALUE, `` (values in JSON) of one trial sentence."""
+    decoder = json.JSONDecoder()
+    out, pos = {}, 0
+    for name in names:
+        if not shown.startswith(f"{name} ", pos):
+            raise Psych201Error(f"{where}: expected '{name} …' at {shown[pos:pos + 40]!r}")
+        value, pos = decoder.raw_decode(shown, pos + len(name) + 1)
+        if not shown.startswith(", ", pos):
+            raise Psych201Error(f"{where}: expected ', ' after the value of {name}")
+        out[name] = value
+        pos += 2
+    if pos != len(shown):
+        raise Psych201Error(f"{where}: unexpected text {shown[pos:pos + 40]!r}")
+    return out
+
+
+def decode_export(records: Sequence[Record], experiment: str, path: str | Path) -> pd.DataFrame:
+    """The trial table of transcripts written by :func:`export_records` (refused in one line
+    where a record is of another experiment or does not follow that format)."""
+    name = Path(path).name
+    wanted = f"{OWN_DATA_SET}/{experiment}"
+    columns: dict[str, list[Any]] = {}
+    types: list[list[Any]] | None = None
+    for rec in sorted(records, key=lambda r: int(r.participant) if r.participant.lstrip("-").isdigit() else 0):
+        where = rec.where(name)
+        if rec.experiment != wanted:
+            raise Psych201Error(f"{where}: a transcript of {rec.experiment}, not of {wanted}")
+        if not re.fullmatch(r"-?\d+", rec.participant):
+            raise Psych201Error(f"{where}: participant ids of cogtestbed transcripts are subject numbers")
+        head = _header_json(rec.text, "Participant", where)
+        these = _header_json(rec.text, "Table columns", where)
+        if types is None:
+            types = these
+            columns = {c: [] for c, _ in types}
+        elif these != types:
+            raise Psych201Error(f"{where}: its columns differ from the first record's")
+        _decode_trials(rec, head, types, columns, where)
+    assert types is not None
+    table = pd.DataFrame({c: _restore(columns[c], t, c) for c, t in types})
+    return canonical_rows(table)
+
+
+def _decode_trials(rec: Record, head: Mapping[str, Any], types: list[list[Any]], columns: dict[str, list[Any]],
+                   where: str) -> None:
+    """Append one record's trials to ``columns``."""
+    names = [c for c, _ in types]
+    header_cols = [c for c in names if c in _HEADER_COLUMNS or c.startswith(_PARAM_PREFIX)]
+    trial_cols = [c for c in names if c not in (*ID_COLUMNS, *header_cols, "action")]
+    shown_cols = [c for c in trial_cols if c not in ("reward", "valid")]
+    missing = [c for c in header_cols if c not in head]
+    if missing:
+        raise Psych201Error(f"{where}: the participant line lacks {', '.join(missing)}")
+    session = None
+    body = rec.text.split("\n\n", 1)[1] if "\n\n" in rec.text else ""
+    for k, line in enumerate(body.splitlines()):
+        if not line:
+            continue
+        if line.startswith("Session ") and line.endswith(":"):
+            session = int(line[8:-1])
+            continue
+        found = _TRIAL.match(line)
+        if found is None or session is None:
+            raise Psych201Error(f"{where}: transcript line {k + 1} is not a trial sentence: {line[:60]!r}")
+        shown, action, reward = found.group(2), found.group(3), found.group(5)
+        values = _fields(shown, shown_cols, where)
+        valid = found.group(4) is None
+        row = {"experiment": rec.experiment.split("/", 1)[1], "subject": int(rec.participant), "session": session,
+               "trial": int(found.group(1)), **values, "reward": json.loads(reward), "valid": valid,
+               "action": None if action is None else json.loads(action), **head}
+        for c in names:
+            columns[c].append(row[c])

@@ -1,0 +1,169 @@
+"""Psych-201 transcripts in and out (issue 52 item 1): the reader's refusals, the Shahar two-step
+parser, the detection through every table-reading function, and export → import."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cogtestbed.api.core import read_table
+from cogtestbed.data.psych201 import Psych201Error, read_records
+from cogtestbed.data.psych201_twostep import parse_shahar2019
+
+PSYCH201 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "psych201"
+SHAHAR = PSYCH201 / "shahar2019twosteptask" / "prompts.jsonl.zip"
+DEZFOULI = PSYCH201 / "dezfouli2019" / "prompts.jsonl.zip"
+
+HEADER = ("You will make choices in a two-stage decision task.\n"
+          "In the first stage, you will choose between two options: M and Z.\n"
+          "Your first-stage choice will lead to one of two second-stage states: S or A.\n"
+          "In each second-stage state, you will make another choice between two options: R and W.\n"
+          "Each second-stage choice can result in either receiving a reward (1) or no reward (0).\n"
+          "The reward probabilities of second-stage options change slowly over time.\n"
+          "Your goal is to maximize your rewards over 121 trials.\n\n")
+
+
+def _trial(first: str, state: str, second: str, reward: bool) -> str:
+    outcome = "a reward" if reward else "no reward"
+    return (f"You are presented with first-stage options M and Z. You choose <<{first}>>. This leads to state "
+            f"{state}. In state {state}, you choose <<{second}>>. You receive {outcome}.\n")
+
+
+def _shahar_record(participant: str = "7") -> dict[str, object]:
+    # M commonly reaches A (3 of 4 trials), so Z commonly reaches S
+    trials = [("M", "A", "R", True), ("M", "S", "W", False), ("Z", "S", "W", True), ("M", "A", "W", False)]
+    text = HEADER + "".join(_trial(*t) for t in trials[:2])
+    text += ("\n\nYou are now back 18 months later to undertake the same task again but this time over 201 "
+             "new trials.\n\n")
+    text += "".join(_trial(*t) for t in trials[2:])
+    return {"text": text, "experiment": "shahar2019twosteptask/TST_nspn.csv", "participant": participant,
+            "RTs": [500, 600, 510, 610, 520, 620, 530, 630]}
+
+
+def _write_jsonl(path: Path, records: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def shahar_head(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first 6 participants of the Shahar file, as .jsonl."""
+    with zipfile.ZipFile(SHAHAR) as archive:
+        lines = archive.read("prompts.jsonl").decode().splitlines()[:6]
+    path = tmp_path_factory.mktemp("shahar") / "head.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_the_shahar_parser_maps_letters_back_to_the_tasks_states_and_actions() -> None:
+    from cogtestbed.data.psych201 import _record
+
+    rows = parse_shahar2019(_record(_shahar_record(), 1, "x"))
+    # action: M=0, Z=1; planet: the state option k commonly reaches (M->A: A is planet 0, S planet 1)
+    assert rows["action"].tolist() == [0, 0, 1, 0]
+    assert rows["planet"].tolist() == [0, 1, 1, 0]
+    assert rows["common"].tolist() == [True, False, True, True]
+    assert rows["action2"].tolist() == [0, 1, 1, 1]
+    assert rows["reward"].tolist() == [1.0, 0.0, 1.0, 0.0]
+    assert rows["session"].tolist() == [0, 0, 1, 1] and rows["trial"].tolist() == [0, 1, 0, 1]
+    assert rows["rt1_ms"].tolist() == [500, 510, 520, 530] and rows["rt2_ms"].tolist() == [600, 610, 620, 630]
+
+
+def test_a_few_shahar_participants_import_and_number_in_id_order(shahar_head: Path, tmp_path: Path) -> None:
+    table, source = read_table("two-step", shahar_head)
+    assert source == "psych201"
+    assert table["subject"].nunique() == 6 and table["agent"].astype(str).eq("human").all()
+    # the file's participants (1..6) in id order, whatever the line order
+    lines = shahar_head.read_text().splitlines()
+    shuffled = tmp_path / "shuffled.jsonl"
+    shuffled.write_text("\n".join(lines[::-1]) + "\n")
+    again, _ = read_table("two-step", shuffled)
+    pd.testing.assert_frame_equal(table, again)
+    per = table.groupby("subject")["participant"].first().tolist()
+    assert per == sorted(per, key=int)
+    # every participant's rare transitions are the minority (the design's 0.3)
+    rare = 1 - table.groupby("subject")["common"].mean()
+    assert ((rare > 0.15) & (rare < 0.45)).all()
+
+
+@pytest.mark.slow
+def test_shahar_imports_as_554_two_step_subjects() -> None:
+    table, _ = read_table("two-step", SHAHAR)
+    assert table["subject"].nunique() == 554
+    n = table.groupby("subject").size()
+    assert n.min() == 240 and n.max() == 320
+    assert set(table["session"].unique()) == {0, 1}
+
+
+@pytest.mark.parametrize(("content", "says"), [
+    ("not json\n", "line 1: not JSON"),
+    ('{"text": "no marks", "experiment": "a/b", "participant": 1}\n', "marks no choice"),
+    ('{"text": "<<A>>", "participant": 1}\n', "missing field(s) experiment"),
+    ('[1, 2]\n', "is a JSON object"),
+    ('{"text": "<<A>>", "experiment": "a/b", "participant": 1}\n'
+     '{"text": "<<B>>", "experiment": "a/b", "participant": 1}\n', "two different records (lines 1 and 2)"),
+])
+def test_the_reader_refuses_what_it_cannot_read_in_one_line(tmp_path: Path, content: str, says: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    with pytest.raises(Psych201Error, match=None) as err:
+        read_records(path)
+    assert says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_identical_repeated_record_is_read_once_and_zips_are_read(tmp_path: Path) -> None:
+    rec = _shahar_record()
+    path = _write_jsonl(tmp_path / "p.jsonl", [rec, rec])
+    assert len(read_records(path)) == 1
+    archive = tmp_path / "p.jsonl.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("prompts.jsonl", json.dumps(rec) + "\n")
+        z.writestr("__MACOSX/._prompts.jsonl", "junk")
+    assert read_records(archive)[0].participant == "7"
+    two = tmp_path / "two.zip"
+    with zipfile.ZipFile(two, "w") as z:
+        z.writestr("a.jsonl", json.dumps(rec) + "\n")
+        z.writestr("b.jsonl", json.dumps(rec) + "\n")
+    with pytest.raises(Psych201Error, match="holds one .jsonl file, found 2"):
+        read_records(two)
+
+
+def test_a_participant_the_parser_cannot_read_is_named(tmp_path: Path) -> None:
+    rec = _shahar_record()
+    rec["text"] = str(rec["text"]).replace("You choose <<M>>. This leads to state A. In state A, you choose <<R>>.",
+                                           "You choose <<Q>>. This leads to state A. In state A, you choose <<R>>.")
+    path = _write_jsonl(tmp_path / "p.jsonl", [rec])
+    with pytest.raises(Psych201Error, match=r"p.jsonl line 1 \(participant 7\): trial 1 names an option"):
+        read_table("two-step", path, "psych201")
+
+
+def test_dezfouli_is_refused_with_its_reason() -> None:
+    with pytest.raises(Psych201Error, match="'dezfouli' is not read as instrumental-learning: .*12 timed blocks"):
+        read_table("instrumental-learning", DEZFOULI, "psych201")
+
+
+def test_the_cli_reads_psych201_and_refuses_in_one_line(shahar_head: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from cogtestbed.cli import run_cli
+
+    assert run_cli(["metrics", str(shahar_head), "--json"]) == 0  # detected: experiment and source
+    out = json.loads(capsys.readouterr().out)
+    assert out["experiment"] == "two-step" and out["source"] == "psych201" and out["metrics"]["n_runs"] == 6
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "x", "experiment": "shahar2019twosteptask/a", "participant": 1}\n')
+    assert run_cli(["metrics", "two-step", str(bad), "--from", "psych201"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "marks no choice" in err and len(err.splitlines()) == 1
+
+
+def test_fit_reads_psych201(shahar_head: Path) -> None:
+    import cogtestbed as ct
+
+    table, _ = read_table("two-step", shahar_head)
+    fits = ct.fit(None, table[table["subject"] < 2], model="hybrid")  # each participant its own unit
+    assert len(fits) == 2 and np.isfinite(fits["w"]).all() and fits.attrs["units"]["unit"] == "subject"

@@ -7,6 +7,9 @@ import pytest
 from scipy import stats
 
 from cogtestbed.inference.form_effects import (
+    FORM_SD_ESTIMATOR,
+    anova_interval,
+    anova_tau2,
     bias_corrected_test,
     dl_tau2,
     form_random_effects,
@@ -74,7 +77,32 @@ def test_reml_and_median_estimates_by_hand() -> None:
     assert np.sum((m - m.mean()) ** 2) / (0.02 + t2) == pytest.approx(stats.chi2.ppf(0.5, 4), abs=1e-6)
     flat = np.array([0.0, 0.01, -0.01, 0.005, 0.0])
     assert reml_tau2(flat, v) == 0.0 and median_tau2(flat, v) == 0.0
-    assert form_random_effects(*_data(1)).tau_reml is not None
+    assert form_random_effects(*_data(1)).tau_dl is not None
+
+
+def test_default_form_sd_is_the_one_way_anova_by_hand() -> None:
+    """Issue 47 item 5: the default τ̂² is (MSB − MSW)/n₀ (= REML for balanced forms, = G-theory's
+    σ²_f), its interval the F pivot's; the interval excludes 0 exactly when the ANOVA F test rejects."""
+    y, f = _data(4, k=6, n=9, tau=0.6)
+    groups = [y[f == k] for k in range(6)]
+    msw = np.mean([g.var(ddof=1) for g in groups])
+    msb = 9 * np.var([g.mean() for g in groups], ddof=1)
+    r = form_random_effects(y, f)
+    assert r.tau == pytest.approx(np.sqrt((msb - msw) / 9), rel=1e-10)
+    assert r.tau**2 == pytest.approx(generalisability(y, f)["var_form"], rel=1e-10)
+    # balanced: REML with a common within-form variance; the REML on per-form v_k differs
+    assert r.tau**2 == pytest.approx(reml_tau2(np.array([g.mean() for g in groups]), np.full(6, msw / 9)), rel=1e-5)
+    fstat, lo_q, hi_q = msb / msw, stats.f.ppf(0.975, 5, 48), stats.f.ppf(0.025, 5, 48)
+    assert r.tau_low == pytest.approx(np.sqrt(max(0, (fstat / lo_q - 1) / 9) * msw), rel=1e-10)
+    assert r.tau_high == pytest.approx(np.sqrt((fstat / hi_q - 1) / 9 * msw), rel=1e-10)
+    assert r.as_json()["between_form_sd_estimator"] == FORM_SD_ESTIMATOR
+    _, n, m, v = form_summaries(y, f)
+    assert anova_tau2(n, m, v) == pytest.approx(r.tau**2) and anova_interval(n, m, v) == (r.tau_low, r.tau_high)
+    # at τ = 0 with normal values the interval excludes 0 at its nominal 2.5 % (the F test's size)
+    excl = sum(form_random_effects(*_data(s, k=8, n=10, tau=0.0)).tau_low > 0 for s in range(400))
+    assert 1 <= excl <= 22  # Binomial(400, .025): mean 10
+    p_f = stats.f_oneway(*groups).pvalue
+    assert (r.tau_low > 0) == (p_f < 0.025)
 
 
 def test_q_profile_bounds_solve_the_generalised_q() -> None:

@@ -68,7 +68,7 @@ def test_plan_refuses_bad_grids() -> None:
 
 def test_plan_with_a_pilot_across_forms_says_the_form_sd_and_its_interval(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """``plan --forms 1,2,4,8 --pilot TABLE``: τ and σ come from the pilot (no --form-sd needed), the
-    printed τ carries its Q-profile interval, and each design's power if τ is at its upper bound,
+    printed τ carries its F interval, and each design's power if τ is at its upper bound,
     which is never above the power at the estimate."""
     import json
 
@@ -95,7 +95,7 @@ def test_plan_with_a_pilot_across_forms_says_the_form_sd_and_its_interval(tmp_pa
             assert row["power_at_tau_high"] <= row["power"] + 1e-12
     text = CliRunner().invoke(app, args)
     flat = " ".join(text.output.split())
-    assert text.exit_code == 0 and f"[{sc['tau_interval'][0]:.3g}, " in flat and "(95% Q-profile)" in flat
+    assert text.exit_code == 0 and f"[{sc['tau_interval'][0]:.3g}, " in flat and "(95% F interval)" in flat
     assert "pilot: 8 forms" in flat and "upper bound" in flat
 
 

@@ -170,7 +170,7 @@ def _forms_choice(planned: dict[str, Any], source: str) -> str:
     sc, eff = planned["scales"], (FORMS_PLAN_ARGS["effect"].partition("=")[0], float(planned["effect"]))
     interval = sc.get("tau_interval")
     tau = num(sc["tau"]) + ("" if interval is None else f" [{num(interval[0])}, {num(interval[1])}] "
-                                                         f"({sc['level']:.0%} Q-profile)")
+                                                         f"({sc['level']:.0%} F interval)")
     chosen = planned["chosen"]
     choice = ("no count of forms reaches power " f"{planned['target_power']:g}" if chosen is None else
               f"{chosen['forms']} forms × {chosen['subjects_per_form']} subjects ({chosen['subjects']} in all) reach "

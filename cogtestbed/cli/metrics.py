@@ -102,7 +102,7 @@ def _print_forms(forms: dict[str, Any]) -> None:
 
     from cogtestbed.formatting import num
 
-    out = Table(title=f"across prompt forms {forms['forms']} (random effects; SD interval: Q-profile)")
+    out = Table(title=f"across prompt forms {forms['forms']} (random effects; SD: one-way ANOVA, F interval)")
     for col in ("value", "between-form SD", "interval", "G"):
         out.add_column(col, justify="right" if col != "value" else "left")
     for key, b in forms["between_forms"].items():

@@ -30,7 +30,7 @@ def _print_forms_plan(result: dict[str, Any], experiment: str, model: str, eff: 
     sc = result["scales"]
     interval = sc.get("tau_interval")
     tau_text = num(sc["tau"]) + ("" if interval is None else
-                                 f" [{num(interval[0])}, {num(interval[1])}] ({sc['level']:.0%} Q-profile)")
+                                 f" [{num(interval[0])}, {num(interval[1])}] ({sc['level']:.0%} F interval)")
     console.print(f"{experiment} {model}: {eff[0]} = {eff[1]:g} at power {power:g}; effect SD between forms τ = "
                   f"{tau_text}, one subject's σ = {num(sc['sigma'])} ({sc['source']})", highlight=False)
     for problem in sc.get("problems", []):

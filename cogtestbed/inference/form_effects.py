@@ -5,9 +5,19 @@ of the wordings one could have used).  A per-subject value ``y`` (an MLE estimat
 metric) is summarised per form by its mean ``m_k`` and the squared standard error of that mean
 ``v_k = s_k² / n_k``, and the form means are pooled by a random-effects analysis:
 
-* **DerSimonian & Laird (1986)**: ``τ̂² = max(0, (Q − (K − 1)) / (Σw − Σw²/Σw))`` with
-  ``w = 1/v`` and ``Q = Σ w (m − m̄_w)²``; the weighted mean ``μ̂(τ²) = Σ w* m / Σ w*``,
-  ``w* = 1/(v + τ̂²)``;
+* the **between-form SD** τ (the default, :data:`FORM_SD_ESTIMATOR`): the one-way random-effects
+  ANOVA estimate with the within-form variance pooled over forms (Henderson's method I; Searle,
+  Casella & McCulloch 1992, §3.5), ``τ̂² = max(0, (MSB − MSW) / n₀)`` with
+  ``n₀ = (N − Σn_k²/N) / (K − 1)``; with balanced forms it is the REML estimate (the same section),
+  and its interval is the exact F interval of ``τ²/σ²`` (``F = MSB/MSW`` on ``K − 1, N − K`` df)
+  times MSW.  Chosen by the bias figures of issue 47 (docs/prompt-forms.md): the estimators below
+  plug each form's own ``v_k = s_k²/n_k`` (9 df at 10 subjects a form) into weights as if it were
+  known, which inflates Q (at τ = 0 their 95 % Q-profile interval excluded 0 in 8 % of Gaussian
+  studies at K = 8, 14 % at K = 16, for a nominal 2.5 %) and with it their estimates;
+* **DerSimonian & Laird (1986)** (:func:`dl_tau2`, the default before issue 47):
+  ``τ̂² = max(0, (Q − (K − 1)) / (Σw − Σw²/Σw))`` with ``w = 1/v`` and ``Q = Σ w (m − m̄_w)²``;
+  the weighted mean ``μ̂(τ²) = Σ w* m / Σ w*``, ``w* = 1/(v + τ̂²)``; REML on the same ``v_k``
+  (:func:`reml_tau2`) and the median-unbiased Q-profile estimate (:func:`median_tau2`) beside it;
 * the **effect test** of ``μ = μ₀`` on the K form means: ``t = (m̄ − μ₀) / (s_m / √K)`` on
   ``t_{K−1}`` (Clark's 1973 by-item analysis).  It coincides with the Hartung–Knapp–Sidik–Jonkman
   test only when that test's weights ``w*`` are equal (equal ``v_k``; with the per-form ``v_k``
@@ -20,11 +30,11 @@ metric) is summarised per form by its mean ``m_k`` and the squared standard erro
   (measured: 4 of 20 null studies rejected); τ̂ and its interval use the weights ``w*``.  The
   *naive* test (:func:`naive_test`, a one-sample t over subjects) ignores forms and rejects too
   often when they vary;
-* the **interval of τ** by the Q-profile method (Viechtbauer 2007): the τ² at which the
-  generalised ``Q(τ²) = Σ w*(m − μ̂(τ²))²`` equals the χ²_{K−1} quantiles;
+* the **Q-profile interval** of τ (Viechtbauer 2007, :func:`q_profile_interval`): the τ² at which
+  the generalised ``Q(τ²) = Σ w*(m − μ̂(τ²))²`` equals the χ²_{K−1} quantiles;
 * the **generalisability coefficient** (G-theory, one facet, subjects nested in forms, p:f):
-  from the one-way random-effects ANOVA variance components σ²_f (forms) and σ²_{p:f} (subjects
-  within forms, residual included), ``G = σ²_{p:f} / (σ²_{p:f} + σ²_f)``, the share of a
+  from the one-way random-effects ANOVA variance components σ²_f (forms: the default τ̂²) and
+  σ²_{p:f} (subjects within forms, residual included), ``G = σ²_{p:f} / (σ²_{p:f} + σ²_f)``, the share of a
   subject's variance that is not due to the wording it saw (1: the wording does not matter), and
   ``G_study = σ²_{p:f}/n / (σ²_{p:f}/n + σ²_f/K)`` of the study mean over K forms × n subjects.
 
@@ -46,6 +56,8 @@ from cogtestbed.errors import InputError
 
 #: Forms with a single subject take the pooled within-form variance (their own is undefined).
 POOLED_FOR_SINGLETONS = True
+#: The default estimator of the between-form SD (``between_form_sd``; module docstring, issue 47 item 5).
+FORM_SD_ESTIMATOR = "one-way random-effects ANOVA (pooled within-form variance; REML for balanced forms)"
 
 
 @dataclass(frozen=True)
@@ -67,14 +79,15 @@ class RandomEffects:
     level: float
     per_form: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    #: the REML estimate of the between-form SD (:func:`reml_tau2`), beside DerSimonian–Laird's ``tau``
-    tau_reml: float | None = None
+    #: DerSimonian–Laird's estimate of the between-form SD (:func:`dl_tau2`; the default before issue 47),
+    #: beside ``tau`` (:data:`FORM_SD_ESTIMATOR`)
+    tau_dl: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"k_forms": self.k, "n": self.n, "mean": self.mu, "se": self.se, "df": self.df, "t": self.t,
-                "p_value": self.p_value, "between_form_sd": self.tau, "between_form_sd_reml": self.tau_reml,
-                "between_form_sd_interval": [self.tau_low, self.tau_high], "level": self.level, "q": self.q,
-                "per_form": self.per_form, "notes": self.notes}
+                "p_value": self.p_value, "between_form_sd": self.tau, "between_form_sd_estimator": FORM_SD_ESTIMATOR,
+                "between_form_sd_dl": self.tau_dl, "between_form_sd_interval": [self.tau_low, self.tau_high],
+                "level": self.level, "q": self.q, "per_form": self.per_form, "notes": self.notes}
 
 
 def form_summaries(values: ArrayLike, forms: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray,
@@ -94,6 +107,38 @@ def form_summaries(values: ArrayLike, forms: ArrayLike) -> tuple[np.ndarray, np.
     if POOLED_FOR_SINGLETONS:
         s2 = np.where(np.isnan(s2), pooled, s2)
     return ids, n, m, s2 / n
+
+
+def oneway_anova(n: np.ndarray, m: np.ndarray, v: np.ndarray) -> tuple[float, float, float, int, int]:
+    """(MSB, MSW, n₀, K − 1, N − K) of the one-way ANOVA of subjects in forms, from
+    :func:`form_summaries`' ``n_k``, ``m_k`` and ``v_k = s_k²/n_k`` (a singleton's pooled ``v_k``
+    carries no within-form sum of squares)."""
+    big_n, k = float(n.sum()), len(n)
+    ssw = float(np.sum((n - 1) * n * v))
+    grand = float(np.sum(n * m) / big_n)
+    msb = float(np.sum(n * (m - grand) ** 2)) / (k - 1)
+    n0 = (big_n - float(np.sum(n**2)) / big_n) / (k - 1)
+    return msb, ssw / (big_n - k), n0, k - 1, int(big_n) - k
+
+
+def anova_tau2(n: np.ndarray, m: np.ndarray, v: np.ndarray) -> float:
+    """The default τ̂² (:data:`FORM_SD_ESTIMATOR`): ``max(0, (MSB − MSW) / n₀)``, the one-way
+    random-effects ANOVA estimate (Searle, Casella & McCulloch 1992, §3.5; REML when the forms are
+    balanced and it is positive)."""
+    msb, msw, n0, _, _ = oneway_anova(n, m, v)
+    return max(0.0, (msb - msw) / n0)
+
+
+def anova_interval(n: np.ndarray, m: np.ndarray, v: np.ndarray, level: float = 0.95,
+                   ) -> tuple[float, float]:
+    """The interval of τ from the F pivot ``(MSB/MSW) / (1 + n₀ τ²/σ²) ~ F_{K−1, N−K}`` (exact for
+    ``τ²/σ²`` with balanced forms and normal values; Searle, Casella & McCulloch 1992, §3.5d), its
+    ends times MSW; it excludes 0 exactly when the ANOVA F test rejects at ``1 − level`` / 2."""
+    msb, msw, n0, df1, df2 = oneway_anova(n, m, v)
+    a = (1 - level) / 2
+    f = msb / msw
+    ends = [max(0.0, (f / float(stats.f.ppf(q, df1, df2)) - 1) / n0) * msw for q in (1 - a, a)]
+    return math.sqrt(ends[0]), math.sqrt(ends[1])
 
 
 def _pooled_mean(m: np.ndarray, v: np.ndarray, tau2: float) -> tuple[float, np.ndarray]:
@@ -158,7 +203,8 @@ def q_profile_interval(m: np.ndarray, v: np.ndarray, level: float = 0.95) -> tup
 def form_random_effects(values: ArrayLike, forms: ArrayLike, null: float = 0.0,
                         level: float = 0.95) -> RandomEffects:
     """The random-effects analysis of per-subject ``values`` across their ``forms`` (module
-    docstring): pooled mean, forms-aware test of ``mean = null``, between-form SD with its interval."""
+    docstring): pooled mean, forms-aware test of ``mean = null``, between-form SD
+    (:data:`FORM_SD_ESTIMATOR`) with its F interval."""
     ids, n, m, v = form_summaries(values, forms)
     k = len(ids)
     per_form = [{"form": int(i), "n": int(c), "mean": float(mm),
@@ -171,14 +217,14 @@ def form_random_effects(values: ArrayLike, forms: ArrayLike, null: float = 0.0,
     if not np.all(np.isfinite(v)) or np.any(v <= 0):
         return RandomEffects(**{**empty.__dict__, "notes": ["no within-form variance (one subject per form, or "
                                                               "identical values)"]})
-    tau2, q = dl_tau2(m, v)
+    tau2_dl, q = dl_tau2(m, v)
     mu = float(m.mean())
     se = float(np.std(m, ddof=1)) / math.sqrt(k)
     t = (mu - null) / se if se > 0 else float("nan")
     p = float(2 * stats.t.sf(abs(t), k - 1)) if np.isfinite(t) else None
-    lo, hi = q_profile_interval(m, v, level)
-    return RandomEffects(k, int(n.sum()), mu, se, k - 1, t if np.isfinite(t) else None, p, math.sqrt(tau2), lo, hi,
-                         q, level, per_form, tau_reml=math.sqrt(reml_tau2(m, v)))
+    lo, hi = anova_interval(n, m, v, level)
+    return RandomEffects(k, int(n.sum()), mu, se, k - 1, t if np.isfinite(t) else None, p,
+                         math.sqrt(anova_tau2(n, m, v)), lo, hi, q, level, per_form, tau_dl=math.sqrt(tau2_dl))
 
 
 @dataclass(frozen=True)

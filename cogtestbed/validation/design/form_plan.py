@@ -13,7 +13,8 @@ freedom to estimate τ at all, so no number of subjects in one form tests the ef
 wordings (the naive test's count is shown beside it, with the warning that its size is not α).
 
 σ and τ come from, in this order: a pilot table run across forms (``pilot``: the per-subject
-estimates' pooled within-form SD and the DerSimonian–Laird τ), else the study itself: τ is the
+estimates' pooled within-form SD and the one-way ANOVA τ, the package's default form-SD
+estimator), else the study itself: τ is the
 SD of the true effect over the forms' offsets (exact, by :data:`TAU_DRAWS` draws of the offset
 distribution, no fitting) and σ the SD of the MLE estimates of :data:`SIGMA_SUBJECTS` simulated
 subjects of one form.  Each subject costs ``dollars_per_subject`` (one session's dry-run price).
@@ -53,7 +54,7 @@ PILOT_BOUND_SHARE = 0.5
 @dataclass(frozen=True)
 class EffectScales:
     """σ (one subject's SD within a form) and τ (between-form SD) of the effect, and where from;
-    a τ estimated from a pilot carries its Q-profile interval (``tau_interval`` at ``level``) and
+    a τ estimated from a pilot carries its F interval (``tau_interval`` at ``level``) and
     the reasons, if any, why the pilot does not identify it (``problems``: :func:`pilot_problems`)."""
 
     sigma: float
@@ -117,7 +118,8 @@ def simulated_scales(spec: FormStudySpec, seed: int) -> EffectScales:
 
 def pilot_scales(spec: FormStudySpec, table: pd.DataFrame, level: float = 0.95) -> EffectScales:
     """σ and τ of the effect from a pilot table with a ``form`` column (the model fitted to it):
-    τ by DerSimonian–Laird with its Q-profile interval at ``level``, σ the pooled within-form SD."""
+    τ by :data:`~cogtestbed.inference.form_effects.FORM_SD_ESTIMATOR` with its F interval at
+    ``level``, σ the pooled within-form SD."""
     if FORM_COLUMN not in table.columns:
         raise InputError("the pilot table has no 'form' column: run the pilot with --forms")
     model = get_experiment(spec.experiment).model(spec.model)
@@ -129,7 +131,7 @@ def pilot_scales(spec: FormStudySpec, table: pd.DataFrame, level: float = 0.95) 
         raise InputError(f"the pilot cannot estimate the form SD: {'; '.join(re.notes)}")
     _, n, _, v = form_summaries(values, forms)
     sigma = float(math.sqrt(np.sum(v * n * (n - 1)) / max(1.0, float(np.sum(n - 1)))))
-    return EffectScales(sigma, float(re.tau), f"pilot: {re.k} forms × {re.n} subjects (DerSimonian–Laird τ)",
+    return EffectScales(sigma, float(re.tau), f"pilot: {re.k} forms × {re.n} subjects (one-way ANOVA τ)",
                         (float(re.tau_low), float(re.tau_high)), level,
                         pilot_problems(spec, fits, model, float(re.tau), (float(re.tau_low), float(re.tau_high))))
 

@@ -10,7 +10,11 @@ Normal(0, SD) offset on its unconstrained scale), fits every subject by MLE, and
   (:func:`~cogtestbed.inference.form_effects.form_random_effects`) and by the naive one-sample t
   over subjects (:func:`~cogtestbed.inference.form_effects.naive_test`);
 * the **form SD**: the between-form SD of the per-subject estimates of the shifted parameter on its
-  unconstrained scale, with its Q-profile interval, against the true SD.
+  unconstrained scale (the default estimator,
+  :data:`~cogtestbed.inference.form_effects.FORM_SD_ESTIMATOR`), with its F interval, against the
+  true SD; also DerSimonian–Laird's, and the default on the estimates off the parameter's bounds
+  (``sd_PARAM_offbound``): a bound's clipped logit (±6.9) moves with the offset and makes the form
+  means spread about 1.6 times the true SD (RW± α⁺ at 96 trials, docs/prompt-forms.md).
 
 The forms-aware test corrects the estimator's bias (``bias_sims`` > 0, the default): a per-subject
 MLE can be biased at the study's design (RW±'s α⁺ − α⁻ at CogBench's 96 trials: −0.018 when the
@@ -153,8 +157,8 @@ def form_replicate(spec: FormStudySpec, seed: int) -> dict[str, Any]:
         off = (raw > p.lower + BOUND_EPS) & (raw < p.upper - BOUND_EPS)  # estimates off the parameter's bounds
         re_off = form_random_effects(_unconstrained(model, name, raw[off]), forms[off], level=spec.level)
         row.update({f"sd_{name}_true": sd, f"sd_{name}_hat": re.tau, f"sd_{name}_low": re.tau_low,
-                    f"sd_{name}_high": re.tau_high, f"sd_{name}_reml": re.tau_reml,
-                    f"sd_{name}_reml_offbound": re_off.tau_reml})
+                    f"sd_{name}_high": re.tau_high, f"sd_{name}_dl": re.tau_dl,
+                    f"sd_{name}_offbound": re_off.tau})
     return row
 
 
@@ -197,7 +201,7 @@ def summarise_form_study(spec: FormStudySpec, results: pd.DataFrame) -> dict[str
         lo = results[f"sd_{name}_low"].to_numpy(dtype=np.float64)
         hi = results[f"sd_{name}_high"].to_numpy(dtype=np.float64)
         ok = np.isfinite(lo) & np.isfinite(hi)
-        extra = {f"mean_{k}": float(np.nanmean(results[f"sd_{name}_{k}"])) for k in ("reml", "reml_offbound")
+        extra = {f"mean_{k}": float(np.nanmean(results[f"sd_{name}_{k}"])) for k in ("dl", "offbound")
                  if f"sd_{name}_{k}" in results.columns}
         out[f"form_sd_{name}"] = {"true": sd, "mean_estimate": float(np.nanmean(results[f"sd_{name}_hat"])), **extra,
                                   "excludes_0": float(np.mean(lo[ok] > 0)) if ok.any() else None,

@@ -1,0 +1,69 @@
+"""Held-out per-choice NLL of a cognitive model (issue 52 item 5): the seeded split, the pooled
+fit, the per-subject scores and the paired comparison, checked against values computed by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import cogtestbed as ct
+from cogtestbed.errors import InputError
+from cogtestbed.inference.heldout import heldout_nll, heldout_split, paired_comparison, subject_nll
+from cogtestbed.inference.twostep import MODELS
+
+PARAMS = {"w": 0.5, "alpha": 0.5, "beta": 4.0, "lam": 0.5, "persev": 0.3}
+
+
+@pytest.fixture(scope="module")
+def trials() -> pd.DataFrame:
+    return ct.simulate("two-step", "hybrid", subjects=12, seed=3, design={"n_days": 60}, params=PARAMS)
+
+
+def test_split_is_seeded_and_independent_of_order() -> None:
+    subjects = [f"s{k}" for k in range(20)]
+    train, test = heldout_split(subjects, 5, seed=7)
+    assert len(test) == 5 and len(train) == 15 and not set(train) & set(test)
+    assert heldout_split(list(reversed(subjects)) + subjects[:3], 5, seed=7) == (train, test)
+    assert heldout_split(subjects, 5, seed=8)[1] != test
+    with pytest.raises(InputError, match="between 1 and 19"):
+        heldout_split(subjects, 20, seed=0)
+
+
+def test_subject_nll_is_the_models_nll_per_choice(trials: pd.DataFrame) -> None:
+    model = MODELS["hybrid"]
+    table = subject_nll(model, PARAMS, trials)
+    data = model.subject_data(trials)
+    theta = np.array([PARAMS[n] for n in model.parameters.names])
+    for _, row in table.iterrows():
+        d = data[row["subject"]]
+        assert row["n_choices"] == int(np.sum(d.a1 >= 0) + np.sum(d.a2 >= 0)) == 120
+        assert row["nll"] == pytest.approx(model.nll(theta, d), rel=1e-12)
+        assert row["nll_per_choice"] == pytest.approx(row["nll"] / 120, rel=1e-12)
+
+
+def test_heldout_fit_uses_only_training_subjects(trials: pd.DataFrame) -> None:
+    model = MODELS["hybrid"]
+    _, test = heldout_split(trials["subject"].unique(), 3, seed=0)
+    held = heldout_nll(model, trials, test, n_starts=2)
+    assert [s for s in held.table["subject"]] == sorted(test, key=str) and len(held.train) == 9
+    again = heldout_nll(model, trials[~trials["subject"].isin(test)].pipe(
+        lambda t: pd.concat([t, trials[trials["subject"].isin(test)].assign(action=0)])), test, n_starts=2)
+    assert again.params == pytest.approx(held.params, rel=1e-9)  # held-out answers never reach the fit
+    assert (held.table["nll_per_choice"] < math.log(2)).all()  # a learner beats chance on its own data
+
+
+def test_paired_comparison_matches_the_t_interval() -> None:
+    a = pd.Series([0.60, 0.62, 0.58, 0.65], index=list("wxyz"))
+    b = pd.Series([0.69, 0.70, 0.66, 0.71, 0.5], index=list("wxyzv"))
+    out = paired_comparison(a, b)
+    d = np.array([-0.09, -0.08, -0.08, -0.06])
+    half = stats.t.ppf(0.975, 3) * d.std(ddof=1) / 2
+    assert out["n"] == 4 and out["mean_difference"] == pytest.approx(d.mean())
+    assert out["interval"] == pytest.approx([d.mean() - half, d.mean() + half])
+    assert out["verdict"] == "a lower"
+    assert paired_comparison(b, a)["verdict"] == "b lower"
+    assert paired_comparison(a.iloc[:1], b)["verdict"] is None

@@ -9,13 +9,24 @@ the command line is a thin layer over (keyword names follow the options)::
     trials = ct.simulate("instrumental-learning", "rw-pm", subjects=40, seed=1)
     mle = ct.fit("instrumental-learning", trials, model="rw-pm")                 # one row per subject
     post = ct.fit("instrumental-learning", trials, model="rw-pm", method="hierarchical")
-    study = ct.recover("rw-pm", subjects=40, reps=20)                            # .table .verdict .plot()
+    study = ct.recover("instrumental-learning", "rw-pm", subjects=40, reps=20)   # .table .verdict .plot()
     plan = ct.plan("instrumental-learning", model="rw-pm", effect={"optimism_bias": 0.2},
                    llm="openai:gpt-4o-mini", subjects=(10, 80))                  # .chosen .frontier .save()
     report = ct.check("instrumental-learning")                                   # .passed .table()
 
 Experiment authors import their building blocks from :mod:`cogtestbed.extend`.  Names are
-imported on first use (``cogtestbed --help`` loads no numerical package).
+imported on first use (``cogtestbed --help`` loads no numerical package).  ``dir(ct)`` lists the
+public functions, their result types (``ct.Study``, ``ct.Plan``, ``ct.BayesFit``,
+``ct.ConformanceReport``, ``ct.RunResult``, ...) and ``ct.errors``, the namespace of every error
+class (each is still ``ct.InputError``, ``from cogtestbed import InputError`` and, for those
+defined there, ``from cogtestbed.errors import InputError``).
+
+One argument order (docs/api.md): the experiment first (None or left out: inferred), then the data a
+function reads, then the model(s) or target it is about; everything else by keyword:
+``ct.fit(experiment, table, model)``, ``ct.fit_and_save(experiment, path, model, output=...)``,
+``ct.recover(experiment, model)``, ``ct.model_recovery(experiment, models)``,
+``ct.power(experiment, target)``.  The earlier model-first calls (``ct.recover("rw-pm")``,
+``ct.recover("softmax", experiment=SPEC)``) keep working.
 
 Layers: :mod:`cogtestbed.environments` (gymnasium tasks with rendered prompts and parsers),
 :mod:`cogtestbed.agents` (synthetic subjects with numba batch paths),
@@ -25,12 +36,10 @@ Layers: :mod:`cogtestbed.environments` (gymnasium tasks with rendered prompts an
 functions below).
 """
 
-from __future__ import annotations
-
-import importlib
-import sys
-import types
-from typing import TYPE_CHECKING, Any
+import importlib as _importlib
+import sys as _sys
+import types as _types
+import typing as _typing
 
 __version__ = "0.1.0"
 
@@ -65,48 +74,28 @@ _PUBLIC: dict[str, str] = {
     "PairedRun": "cogtestbed.api.run",
     "looks": "cogtestbed.api.looks",
     "LookReplay": "cogtestbed.api.looks",
-    # the typed errors (each one line and exit status 2 on the command line; cogtestbed.errors)
-    "CogtestbedError": "cogtestbed.errors",
-    "InputError": "cogtestbed.errors",
-    "DataError": "cogtestbed.errors",
-    "BudgetError": "cogtestbed.errors",
-    "ResumeMismatch": "cogtestbed.errors",
-    "RunDirError": "cogtestbed.llm_adapters.rundir",
-    "PriceError": "cogtestbed.llm_adapters.limits",
-    "UnpricedModel": "cogtestbed.llm_adapters.limits",
-    "BackendError": "cogtestbed.llm_adapters.base",
-    "WriteFailed": "cogtestbed.outputs",
-    "PlanInfeasible": "cogtestbed.validation.design.plan",
-    "ParameterError": "cogtestbed.parameters",
-    "UnknownNameError": "cogtestbed.experiments.spec",
-    "TrialTableError": "cogtestbed.schema",
-    "DataFormatError": "cogtestbed.data.rows",
-    "RepeatedSessionError": "cogtestbed.data.rows",
-    "DegenerateAnswers": "cogtestbed.no_data",
-    "BackendUnavailable": "cogtestbed.llm_adapters.base",
-    "LLMError": "cogtestbed.llm_adapters.base",
-    "MemoryLimitError": "cogtestbed.memory",
-    "OutputError": "cogtestbed.outputs",
-    "FormError": "cogtestbed.environments.forms",
-    "WorkerDied": "cogtestbed.validation.errors",
-    "ConformanceError": "cogtestbed.validation.errors",
+    # the result types of the functions above (what ct.fit, ct.check, ct.run, ... return)
+    "BayesFit": "cogtestbed.inference.hierarchical",
+    "ConformanceReport": "cogtestbed.validation.conformance.suite",
+    "CheckResult": "cogtestbed.validation.conformance.suite",
+    "RunResult": "cogtestbed.llm_adapters.runner",
+    "Figures": "cogtestbed.api.figures",
 }
 
+#: The names ``dir(ct)`` lists (the errors are under ``ct.errors``).
 __all__ = [
-    "__version__", "BackendError", "BackendUnavailable", "BudgetError", "CogtestbedError", "ConformanceError",
-    "DataError", "DataFormatError", "DegenerateAnswers", "FormError", "InputError", "LLMError", "LookReplay",
-    "MemoryLimitError", "MetricsReport",
-    "OutputError", "PairedRun", "ParameterError", "Phenotype", "Plan", "PlanInfeasible", "PriceError",
-    "RepeatedSessionError", "ResumeMismatch", "RunDirError", "Study", "TrialTableError", "UnknownNameError",
-    "UnpricedModel", "WorkerDied",
-    "WriteFailed", "check", "describe", "estimates", "experiments", "fit", "fit_and_save", "form_study",
-    "get_experiment", "looks", "metric_validity", "metrics", "model_recovery", "phenotype", "plan", "plan_forms",
-    "plot_recovery", "power", "recover", "run", "sbc", "simulate", "study", "true_parameters",
+    "__version__", "errors", "BayesFit", "CheckResult", "ConformanceReport", "Figures", "LookReplay", "MetricsReport",
+    "PairedRun", "Phenotype", "Plan", "RunResult", "Study", "check", "describe", "estimates", "experiments", "fit",
+    "fit_and_save", "form_study", "get_experiment", "looks", "metric_validity", "metrics", "model_recovery",
+    "phenotype", "plan", "plan_forms", "plot_recovery", "power", "recover", "run", "sbc", "simulate", "study",
+    "true_parameters",
 ]
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, listed under ct.errors
+    from cogtestbed.api import errors
     from cogtestbed.api.core import check, experiments, fit, get_experiment, metrics, simulate
     from cogtestbed.api.describe import describe
+    from cogtestbed.api.figures import Figures
     from cogtestbed.api.fitting import fit_and_save
     from cogtestbed.api.form_plan import plan_forms
     from cogtestbed.api.looks import LookReplay, looks
@@ -126,50 +115,68 @@ if TYPE_CHECKING:
         study,
         true_parameters,
     )
-    from cogtestbed.data.rows import DataFormatError, RepeatedSessionError
-    from cogtestbed.environments.forms import FormError
-    from cogtestbed.errors import BudgetError, CogtestbedError, DataError, InputError, ResumeMismatch
-    from cogtestbed.experiments.spec import UnknownNameError
-    from cogtestbed.llm_adapters.base import BackendError, BackendUnavailable, LLMError
-    from cogtestbed.llm_adapters.limits import PriceError, UnpricedModel
-    from cogtestbed.llm_adapters.rundir import RunDirError
-    from cogtestbed.memory import MemoryLimitError
+    from cogtestbed.data.rows import DataFormatError, RepeatedSessionError  # noqa: F401
+    from cogtestbed.environments.forms import FormError  # noqa: F401
+    from cogtestbed.errors import BudgetError, CogtestbedError, DataError, InputError, ResumeMismatch  # noqa: F401
+    from cogtestbed.experiments.spec import UnknownNameError  # noqa: F401
+    from cogtestbed.inference.hierarchical import BayesFit
+    from cogtestbed.llm_adapters.base import BackendError, BackendUnavailable, LLMError  # noqa: F401
+    from cogtestbed.llm_adapters.limits import PriceError, UnpricedModel  # noqa: F401
+    from cogtestbed.llm_adapters.rundir import RunDirError  # noqa: F401
+    from cogtestbed.llm_adapters.runner import RunResult
+    from cogtestbed.memory import MemoryLimitError  # noqa: F401
     from cogtestbed.metrics_result import MetricsReport
-    from cogtestbed.no_data import DegenerateAnswers
-    from cogtestbed.outputs import OutputError, WriteFailed
-    from cogtestbed.parameters import ParameterError
-    from cogtestbed.schema import TrialTableError
-    from cogtestbed.validation.design.plan import PlanInfeasible
-    from cogtestbed.validation.errors import ConformanceError, WorkerDied
+    from cogtestbed.no_data import DegenerateAnswers  # noqa: F401
+    from cogtestbed.outputs import OutputError, WriteFailed  # noqa: F401
+    from cogtestbed.parameters import ParameterError  # noqa: F401
+    from cogtestbed.schema import TrialTableError  # noqa: F401
+    from cogtestbed.validation.conformance.suite import CheckResult, ConformanceReport
+    from cogtestbed.validation.design.plan import PlanInfeasible  # noqa: F401
+    from cogtestbed.validation.errors import ConformanceError, WorkerDied  # noqa: F401
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its module on first access."""
+def __getattr__(name: str) -> _typing.Any:
+    """A public name, imported from its module on first access (the error classes, listed under
+    ``ct.errors``, stay reachable as ``ct.NAME``)."""
     module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'cogtestbed' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    if module is None:  # an error class, named by ct.errors (cogtestbed.api.errors.ERRORS)
+        errors = _importlib.import_module("cogtestbed.api.errors")
+        if name not in errors.ERRORS:
+            raise AttributeError(f"module 'cogtestbed' has no attribute {name!r}")
+        module = errors.ERRORS[name]
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_PUBLIC})
+    """The public names only (no import helper, no error class: those are under ``ct.errors``)."""
+    return sorted({*__all__, *(n for n in globals() if n.startswith("__") and n.endswith("__"))})
 
 
-class _Package(types.ModuleType):
+class _Package(_types.ModuleType):
     """The package module, whose ``experiments`` is always the public function
     (:func:`cogtestbed.api.core.experiments`), though the subpackage of the specs is called
     ``cogtestbed.experiments`` too: importing it stores it aside (it is reached through
-    ``import cogtestbed.experiments.NAME`` and ``sys.modules``, never as an attribute)."""
+    ``import cogtestbed.experiments.NAME`` and ``sys.modules``, never as an attribute).  Likewise
+    ``errors`` is always :mod:`cogtestbed.api.errors`, the namespace of every error class, which
+    holds every name of the base module :mod:`cogtestbed.errors` too (still importable as it is)."""
 
     @property
-    def experiments(self) -> Any:
-        return importlib.import_module("cogtestbed.api.core").experiments
+    def experiments(self) -> _typing.Any:
+        return _importlib.import_module("cogtestbed.api.core").experiments
 
     @experiments.setter
-    def experiments(self, module: types.ModuleType) -> None:
+    def experiments(self, module: _types.ModuleType) -> None:
         self.__dict__["_experiments_package"] = module
 
+    @property
+    def errors(self) -> _typing.Any:
+        return _importlib.import_module("cogtestbed.api.errors")
 
-sys.modules[__name__].__class__ = _Package
+    @errors.setter
+    def errors(self, module: _types.ModuleType) -> None:
+        self.__dict__["_errors_module"] = module
+
+
+_sys.modules[__name__].__class__ = _Package

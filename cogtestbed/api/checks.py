@@ -263,9 +263,42 @@ def _hints(func: Callable[..., Any]) -> dict[str, Any]:
     return out
 
 
-def public(paths: tuple[str, ...] = ()) -> Callable[[F], F]:
+#: Rewrites an earlier call form of a public function into its current one: (args, kwargs) → (args, kwargs).
+Legacy = Callable[[tuple[Any, ...], dict[str, Any]], tuple[tuple[Any, ...], dict[str, Any]]]
+
+
+def model_first(field: str, data: str | None = None) -> Legacy:
+    """The earlier call form ``FUNC(MODEL[, DATA], experiment=E)`` (the model first, the experiment by
+    keyword) of a function whose current order is ``FUNC(EXPERIMENT[, DATA], MODEL)`` (docs/api.md,
+    "One argument order"), rewritten into the current one.  ``field``: the name of the model argument
+    (``model``, ``models``, ``target``); ``data``: the argument between them, where there is one.
+
+    A call is the earlier form exactly when it does not give ``field`` (by keyword or position):
+    the current form always does.  An experiment left out is None (inferred, as before)."""
+    width = 2 if data is None else 3
+
+    def rewrite(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        kwargs = dict(kwargs)
+        if field in kwargs or len(args) >= width:  # the current form
+            if not args and "experiment" not in kwargs:
+                kwargs["experiment"] = None
+            return args, kwargs
+        if not args:  # nothing positional and no model: the binding says what is missing
+            return args, kwargs
+        model, rest = args[0], args[1:]
+        experiment = kwargs.pop("experiment", None)
+        if data is not None and not rest and data in kwargs:
+            rest = (kwargs.pop(data),)
+        return (experiment, *rest, model), kwargs
+
+    return rewrite
+
+
+def public(paths: tuple[str, ...] = (), legacy: Legacy | None = None) -> Callable[[F], F]:
     """Decorate a public function of ``ct.`` with the checks of this module; ``paths`` names its
-    arguments that are files or folders it reads (a string or path there must exist)."""
+    arguments that are files or folders it reads (a string or path there must exist); ``legacy``
+    rewrites an earlier call form that users still write into the current one (:func:`model_first`)
+    before anything is checked."""
 
     def decorate(func: F) -> F:
         signature = inspect.signature(func)
@@ -276,6 +309,8 @@ def public(paths: tuple[str, ...] = ()) -> Callable[[F], F]:
             nonlocal resolved
             if resolved is None:
                 resolved = _hints(func)
+            if legacy is not None:
+                args, kwargs = legacy(args, kwargs)
             try:
                 bound = signature.bind(*args, **kwargs)
             except TypeError as exc:

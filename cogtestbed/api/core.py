@@ -236,7 +236,7 @@ def _frame_type() -> type:
 
 
 @public(paths=('table_or_path',))
-def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | str | os.PathLike[str], *, model: str,
+def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | str | os.PathLike[str], model: str, *,
         method: Literal["mle", "hierarchical"] = "mle", source: str = "auto", unit: str = "auto",
         separate_runs: bool = False, draws: int = 1000, max_draws: int | None = None, chains: int = 4, seed: int = 0,
         lapse: str = "none", form_effects: Sequence[str] | None = None,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from cogtestbed.api.checks import public
+from cogtestbed.api.checks import model_first, public
 
 #: netCDF encoding of every numeric variable of ``posterior.nc``: zlib (deflate) level 4 after the
 #: HDF5 byte-shuffle filter, which groups the similar exponent bytes of float draws together.
@@ -23,9 +23,9 @@ def _quiet(_: str) -> None:
     """The default ``say``: progress notes are dropped."""
 
 
-@public(paths=('path',))
-def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.PathLike[str],
-                 experiment: str | None = None, method: str = "hierarchical", source: str = "auto",
+@public(paths=('path',), legacy=model_first("model", data="path"))
+def fit_and_save(experiment: str | None, path: str | os.PathLike[str], model: str, *, output: str | os.PathLike[str],
+                 method: str = "hierarchical", source: str = "auto",
                  unit: str = "auto", separate_runs: bool = False, draws: int = 1000, max_draws: int | None = None,
                  chains: int = 4, log_likelihood: bool = False, seed: int = 0, lapse: str = "none", force: bool = False,
                  form_effects: Sequence[str] | None = None, say: Callable[[str], None] = _quiet,
@@ -42,10 +42,12 @@ def fit_and_save(model: str, path: str | os.PathLike[str], *, output: str | os.P
     across prompt forms, the crossed subject × form model on ``form_effects`` (default: every
     parameter) and each between-form SD's posterior, ``form_sd``, and each form's effect).
 
-    ``experiment``: default, the table's experiment column, else the one experiment declaring
-    ``model``.  Files: ``mle.csv`` (MLE, one row per subject, equal to :func:`cogtestbed.fit`'s
-    table), or ``posterior.nc``, ``subjects.csv``, ``diagnostics.csv`` (hierarchical).  ``say``
-    receives the progress notes (sampling started, diagnostics); ``sessions`` as
+    ``experiment``: None, the table's experiment column, else the one experiment declaring
+    ``model`` (the argument order of :func:`cogtestbed.fit`; the earlier call form
+    ``fit_and_save(MODEL, PATH, output=..., experiment=...)`` still works).  Files: ``mle.csv`` (MLE,
+    one row per subject, equal to :func:`cogtestbed.fit`'s table), or ``posterior.nc``,
+    ``subjects.csv``, ``diagnostics.csv`` (hierarchical).  ``say`` receives the progress notes
+    (sampling started, diagnostics); ``sessions`` as
     :func:`cogtestbed.metrics`'s (``split``: a run of a file without trial key that judges a
     condition again holds another session; default: such a file is refused).
     """

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cogtestbed.api.checks import public
+from cogtestbed.api.checks import model_first, public
 from cogtestbed.api.figures import Figures
 from cogtestbed.errors import InputError
 
@@ -237,8 +237,8 @@ def _lapse(invalid: float, random: float) -> Any:
     return lapse if lapse.active else None
 
 
-@public()
-def recover(model: str, *, experiment: str | ExperimentSpec | None = None, subjects: Sizes | str = 50,
+@public(legacy=model_first("model"))
+def recover(experiment: str | ExperimentSpec | None, model: str, *, subjects: Sizes | str = 50,
             trials: Sizes | str = None, design: Design = None, runs: Sizes | str = 1, reps: int = 100,
             method: str = "mle", sampler: str = "prior", fix: Assignments | Sequence[str] = None,
             params: Assignments | Sequence[str] = None, draws: int = 1000, chains: int = 4,
@@ -249,7 +249,10 @@ def recover(model: str, *, experiment: str | ExperimentSpec | None = None, subje
     """Parameter recovery (``cogtestbed recover``): simulate ``reps`` data sets of ``subjects``
     subjects with known parameters (drawn from the model's prior, or ``sampler="uniform"``), fit
     ``model`` (``method`` ``mle`` or ``hierarchical``) and compare: r, RMSE and bias per
-    parameter, the share within ``precision={PARAM: HALFWIDTH}``, estimates at a bound."""
+    parameter, the share within ``precision={PARAM: HALFWIDTH}``, estimates at a bound.
+
+    ``experiment`` None: the one experiment declaring ``model``.  The earlier call form
+    ``recover(MODEL, experiment=...)`` still works (:func:`~cogtestbed.api.checks.model_first`)."""
     from cogtestbed.api.specs import lapse_fit
 
     name = _experiment_name(experiment, model)
@@ -263,15 +266,16 @@ def recover(model: str, *, experiment: str | ExperimentSpec | None = None, subje
                     assurance=assurance, watch=watch)
 
 
-@public()
-def model_recovery(models: Sequence[str], *, experiment: str | ExperimentSpec | None = None,
-                   subjects: int = 30, trials: Sizes | str = None, design: Design = None,
+@public(legacy=model_first("models"))
+def model_recovery(experiment: str | ExperimentSpec | None, models: Sequence[str], *, subjects: int = 30,
+                   trials: Sizes | str = None, design: Design = None,
                    runs: int = 1, reps: int = 50, method: str = "mle", params: Assignments | Sequence[str] = None,
                    draws: int = 500, chains: int = 2, seed: int = 0, workers: int | None = None,
                    dask: str | None = None, output: str | os.PathLike[str] | None = None, force: bool = False,
                    watch: Watch | None = None) -> Study:
     """Model recovery (``cogtestbed model-recovery``): simulate each model, fit all, the
-    confusion matrix of the best fits (AIC/BIC, or LOO for hierarchical fits)."""
+    confusion matrix of the best fits (AIC/BIC, or LOO for hierarchical fits).  The earlier call
+    form ``model_recovery(MODELS, experiment=...)`` still works."""
     if len(models) < 2:
         raise InputError(f"model recovery needs at least two models, got {len(models)}")
     name = _experiment_name(experiment, models[0])
@@ -297,11 +301,12 @@ def sbc(model: str, *, experiment: str | ExperimentSpec | None = None, subjects:
     return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch)
 
 
-@public()
-def power(target: str, *, effect: Mapping[str, float] | str | None = None, metric: str | None = None,
+@public(legacy=model_first("target"))
+def power(experiment: str | ExperimentSpec | None, target: str, *, effect: Mapping[str, float] | str | None = None,
+          metric: str | None = None,
           compare: tuple[str, str] | None = None, test: str | None = None, agent: str | None = None,
           sweep: str | None = None, option: Mapping[str, Any] | Sequence[str] | None = None,
-          experiment: str | ExperimentSpec | None = None, subjects: Sizes | str = (10, 20, 40, 80),
+          subjects: Sizes | str = (10, 20, 40, 80),
           runs: Sizes | str = None, trials: Sizes | str = None, design: Design = None, sims: int = 200,
           method: str = "mle", level: float = 0.05, base: Assignments | Sequence[str] = None,
           sd_between: float = 0.5, params: Assignments | Sequence[str] = None, draws: int = 500, chains: int = 2,
@@ -309,13 +314,14 @@ def power(target: str, *, effect: Mapping[str, float] | str | None = None, metri
           dask: str | None = None, output: str | os.PathLike[str] | None = None, force: bool = False,
           watch: Watch | None = None, groups: int = 1) -> Study:
     """Power (``cogtestbed power``) in its three forms: of a test on a model parameter
-    (``power(MODEL, effect={NAME: SIZE}, experiment=...)``; ``groups=2``: the difference of that
+    (``power(EXPERIMENT, MODEL, effect={NAME: SIZE})``; ``groups=2``: the difference of that
     parameter between two groups of ``subjects`` each, e.g. two LLMs, the second's median moved by
     the effect), of a metric difference between two settings of one agent
     (``power(EXPERIMENT, metric=M, compare=("A:p=v", "A:p=w"))``) or of a test the metrics report
     (``power(EXPERIMENT, test=KEY, agent="A:p=v")``).  The sizes share common random numbers
     (repetition r of every size simulates the same seeds), so the curve is monotone in size up to
-    its Monte-Carlo SE (``summary["cells"][i]["mc_se"]``)."""
+    its Monte-Carlo SE (``summary["cells"][i]["mc_se"]``).  With one positional argument it is the
+    target, as in the earlier call form ``power(MODEL, effect=..., experiment=...)``, which still works."""
     from cogtestbed.api.specs import assignment_items, one_assignment, power_spec
 
     given = experiment if experiment is None or isinstance(experiment, str) else _experiment_name(experiment)

@@ -287,7 +287,7 @@ def recover(
                                  reps=reps, params=param, design=design, trials=trials, seed=run.seed)
         _print_form_study(summary, run.as_json)
         return None
-    return recovery(model, experiment=experiment, subjects=subjects, trials=trials, design=design, runs=runs, reps=reps,
+    return recovery(experiment, model, subjects=subjects, trials=trials, design=design, runs=runs, reps=reps,
                     method=method, sampler=sampler, fix=fix, params=param, draws=draws, chains=chains,
                     lapse_invalid=lapse_invalid, lapse_random=lapse_random, lapse=lapse, precision=precision,
                     assurance=assurance, **run.api())
@@ -314,7 +314,7 @@ def model_recovery(
     """Model recovery: simulate each model, fit all, confusion matrix (AIC/BIC, or LOO)."""
     from cogtestbed.api.studies import model_recovery as confusion
 
-    return confusion(models, experiment=experiment, subjects=subjects, trials=trials, design=design, runs=runs,
+    return confusion(experiment, models, subjects=subjects, trials=trials, design=design, runs=runs,
                      reps=reps, method=method, params=param, draws=draws, chains=chains, **run.api())
 
 
@@ -402,8 +402,8 @@ def power(
                                  seed=run.seed)
         _print_form_study(summary, run.as_json)
         return None
-    return power_study(target, effect=effect, metric=metric, compare=compare, test=test, agent=agent, sweep=sweep,
-                       option=option, experiment=experiment, subjects=subjects, runs=runs, trials=trials,
+    return power_study(experiment, target, effect=effect, metric=metric, compare=compare, test=test, agent=agent,
+                       sweep=sweep, option=option, subjects=subjects, runs=runs, trials=trials,
                        design=design, sims=sims, method=method, level=level, base=base, sd_between=sd_between,
                        params=param, draws=draws, chains=chains, lapse_invalid=lapse_invalid,
                        lapse_random=lapse_random, groups=groups, **run.api())
@@ -506,7 +506,7 @@ def fit(
     from cogtestbed.api.fitting import fit_and_save
 
     def fit_it() -> dict[str, Any]:
-        return fit_and_save(model, path, output=output, experiment=experiment, method=method, source=source,
+        return fit_and_save(experiment, path, model, output=output, method=method, source=source,
                             unit=unit, separate_runs=separate_runs, draws=draws, max_draws=max_draws, chains=chains,
                             log_likelihood=log_likelihood, seed=seed, lapse=lapse, force=force,
                             form_effects=None if form_effects is None else form_effects.split(","),

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.agents.base import SyntheticAgent
+from cogtestbed.environments.adaptive import is_adaptive
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, Sessions, TextEnv
 from cogtestbed.environments.forms import FORM_COLUMN, OFFSET_PREFIX, FormDesign, FormDraw, FormError, draw_forms
 from cogtestbed.errors import InputError
@@ -244,6 +245,8 @@ def simulate(
         draws = draw_lapses(lapse, lapse_rng(seed), n_subjects, steps, exp.env_cls.lapse_draws)
     if method not in ("batch", "step"):
         raise InputError(f"method must be 'batch' or 'step', got {method!r}")
+    if is_adaptive(design):
+        method = "step"  # no kernel plays an adaptive session: each next trial depends on the answers so far
     # Both paths read the same rows: on the step path a session that ends early (variable-length
     # tasks) must not shift the next subject's draws.
     rows = agent_rng.random((n_subjects, steps * agent_cls.draws_per_trial))

@@ -65,6 +65,19 @@ def design_of(exp: ExperimentSpec, design: Design | Mapping[str, Any] | None) ->
     raise TypeError(f"design of {exp.name}: a mapping of fields or a {cls.__name__}, got {type(design).__name__}")
 
 
+def with_adaptive(exp: ExperimentSpec, design: Design, adaptive: Sequence[str] | str | None,
+                  trials: int | None) -> Design:
+    """``design`` with the adaptive session's fields (``adaptive``, ``trials``) set where ``adaptive``
+    names parameters (:func:`cogtestbed.experiments._adaptive.adaptive_fields`; refused in one line
+    for an experiment whose trials cannot be chosen freely)."""
+    from cogtestbed.experiments._adaptive import adaptive_fields
+
+    fields = adaptive_fields(exp, adaptive, trials)
+    if not fields:
+        return design
+    return type(design)(**{**design.model_dump(), **fields})
+
+
 def design_overrides(items: Sequence[str]) -> dict[str, str | None]:
     """``--design NAME=VALUE`` items as text for the design to coerce (a tuple or list field takes
     ``a,b`` or a JSON list); ``null`` is none (a field whose default is the paradigm's own)."""
@@ -83,9 +96,15 @@ def simulate(experiment: str | ExperimentSpec, agent: str, *, subjects: int = 10
              method: Literal["batch", "step"] = "batch", lapse_invalid: float = 0.0, lapse_random: float = 0.0,
              forms: str | Sequence[int] | None = None, form_sd: Mapping[str, float] | None = None,
              output: str | os.PathLike[str] | None = None, force: bool = False,
-             on_subject_done: Any = None) -> pd.DataFrame:
+             on_subject_done: Any = None, adaptive: Sequence[str] | str | None = None,
+             trials: int | None = None) -> pd.DataFrame:
     """Simulate ``subjects`` synthetic subjects of ``agent`` (known parameters ``params``: a value
     or one per subject) and return their trial table (``cogtestbed simulate``).
+
+    ``adaptive`` (parameter names, ``"k,temperature"`` or ``"all"``) with ``trials``: adaptive
+    sessions of ``trials`` trials, each chosen to maximise the expected information on those
+    parameters (issue 53, :mod:`cogtestbed.inference.adaptive`; played step by step), where the
+    experiment declares a design space (else refused in one line with the reason).
 
     ``lapse_invalid`` / ``lapse_random``: rates of invalid and uniformly random answers;
     ``forms``: prompt forms (``K`` or ids, as ``--forms``) and ``form_sd`` their offsets;
@@ -100,7 +119,9 @@ def simulate(experiment: str | ExperimentSpec, agent: str, *, subjects: int = 10
     agent_cls = exp.agent(agent)
     lapse = Lapse(lapse_invalid, lapse_random)
     given = dict(params or {})
-    design_obj = design_of(exp, design)
+    design_obj = with_adaptive(exp, design_of(exp, design), adaptive, trials)
+    if adaptive:
+        method = "step"  # an adaptive session's next trial depends on the answers so far
     if forms is None and form_sd:
         raise FormError("--form-sd needs --forms (the forms whose offsets it draws)")
     form_ids = forms if isinstance(forms, str) or forms is None else ",".join(str(int(f)) for f in forms)

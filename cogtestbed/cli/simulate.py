@@ -24,6 +24,12 @@ LapseInvalidOpt = Annotated[float, typer.Option(
 LapseRandomOpt = Annotated[float, typer.Option(
     "--lapse-random", help="Rate of uniformly random answers per step or trial (over the valid answers).")]
 
+AdaptiveOpt = Annotated[str | None, typer.Option(
+    "--adaptive", help="PARAM[,PARAM] or all: an adaptive session, each next trial chosen to maximise the expected "
+    "information on these parameters of the experiment's model (needs --trials; issue 53).")]
+TrialsOpt = Annotated[int | None, typer.Option(
+    "--trials", min=1, help="Trials of an adaptive session (with --adaptive).")]
+
 FormsOpt = Annotated[str | None, typer.Option(
     "--forms", help="Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigned to them, balanced "
     "and seeded (cogtestbed list EXP shows the forms).")]
@@ -70,6 +76,8 @@ def simulate(
     forms: FormsOpt = None,
     form_sd: FormSdOpt = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
+    adaptive: AdaptiveOpt = None,
+    trials: TrialsOpt = None,
 ) -> None:
     """Simulate synthetic subjects with known parameters and write their trial table."""
     from rich.progress import Progress
@@ -83,15 +91,15 @@ def simulate(
     options: dict[str, Any] = {"subjects": subjects, "seed": seed, "params": params,
                                "design": design_overrides(design or []),
                "method": method, "lapse_invalid": lapse_invalid, "lapse_random": lapse_random, "forms": forms,
-               "form_sd": sd, "output": output, "force": force}
-    if method == "step":  # the reference loop is slow: show progress per subject
+               "form_sd": sd, "output": output, "force": force, "adaptive": adaptive, "trials": trials}
+    if method == "step" or adaptive:  # the reference loop is slow: show progress per subject
         with Progress(*Progress.get_default_columns(), console=console_err, transient=True) as bar:
             task = bar.add_task("stepping subjects", total=subjects)
-            trials = run_simulation(experiment, agent, on_subject_done=lambda _: bar.advance(task), **options)
+            table = run_simulation(experiment, agent, on_subject_done=lambda _: bar.advance(task), **options)
     else:
         with console_err.status(f"simulating {subjects} subjects"):
-            trials = run_simulation(experiment, agent, **options)
-    console_err.print(f"wrote {len(trials)} trials of {subjects} subjects to {output}")
+            table = run_simulation(experiment, agent, **options)
+    console_err.print(f"wrote {len(table)} trials of {subjects} subjects to {output}")
 
 
 def _form_sd(items: list[str] | None) -> dict[str, float]:

@@ -60,8 +60,9 @@ import numpy as np
 import pandas as pd
 from gymnasium import spaces
 from numba import njit
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from cogtestbed.environments.adaptive import AdaptiveFields, chooser_for, is_adaptive
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_option_number
@@ -85,16 +86,25 @@ UP_FACTORS = (1.1, 1.2, 1.5)
 DOWN_FACTORS = (1.1, 1.02, 1.01)
 
 
-class DiscountingDesign(Design):
-    """Design of the task; defaults are CogBench's released code."""
+class DiscountingDesign(Design, AdaptiveFields):
+    """Design of the task; defaults are CogBench's released code.  ``adaptive`` / ``trials`` (issue 53):
+    a session of ``trials`` questions from :func:`adaptive_questions`, each chosen for information on
+    the named parameters of the hyperbolic model, instead of the staircase."""
 
     base_pay: int = Field(default=500, ge=10, le=10**7)
     magnitude_factor: int = Field(default=10, ge=2, le=1000)
     prompt_variant: Literal["code", "paper"] = "code"
 
+    @model_validator(mode="after")
+    def _adaptive_length(self) -> DiscountingDesign:
+        if bool(self.adaptive) != (self.trials > 0):
+            raise ValueError("an adaptive session needs both adaptive parameters and trials >= 1 "
+                             f"(got adaptive={list(self.adaptive)}, trials={self.trials})")
+        return self
+
     @property
     def n_trials(self) -> int:
-        return MAX_QUESTIONS
+        return self.trials if self.adaptive else MAX_QUESTIONS
 
     @classmethod
     def paper(cls, **overrides: Any) -> DiscountingDesign:
@@ -164,6 +174,29 @@ def anomaly_question(design: DiscountingDesign, item: int, mvf_code: int) -> Que
     return Question("delay_length_asymmetry", "anomaly", f"Wait 12 months to receive {g} dollars now.",
                     f"Pay {extra} dollars and receive the {g} dollars gain now.",
                     g, 1.0, g - extra, 0.0, b)
+
+
+#: Adaptive design space (issue 53; this project's, not CogBench's): the staircase's question "B dollars
+#: now" vs "int(B·f) dollars in m months" over these later/sooner factors f and delays m (months).  The
+#: factors reach the indifference point 1 + k·D of every k the prior spans (k ≈ 0.002-100 per year).
+ADAPTIVE_FACTORS = (1.01, 1.02, 1.05, 1.1, 1.15, 1.2, 1.3, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0, 5.0, 7.5, 10.0)
+ADAPTIVE_MONTHS = (1, 3, 6, 12, 24, 60)
+ADAPTIVE_BLOCK = "adaptive"  # = cogtestbed.inference.discounting.ADAPTIVE_BLOCK
+
+
+def adaptive_questions(design: DiscountingDesign) -> list[Question]:
+    """The candidate questions of an adaptive session, code = index (factor-major): CogBench's gain
+    question with the later amount and the delay varied (:data:`ADAPTIVE_FACTORS` × :data:`ADAPTIVE_MONTHS`)."""
+    b = design.base_pay
+    out: list[Question] = []
+    for f in ADAPTIVE_FACTORS:
+        for m in ADAPTIVE_MONTHS:
+            later = int(b * f)
+            when = f"in {m} month{'s' if m != 1 else ''}"
+            out.append(Question(f"adaptive_{len(out)}", ADAPTIVE_BLOCK, f"Receive {b} dollars now.",
+                                f"Receive {later} dollars {when}.", float(b), 0.0, float(later), m / 12.0,
+                                float(b)))
+    return out
 
 
 @dataclass
@@ -237,7 +270,10 @@ QUESTION_CODES = "question"
 
 
 def question_list(design: DiscountingDesign) -> list[Question]:
-    """Every question the staircase can ask, indexed by the codes of :func:`asked_questions`."""
+    """Every question the staircase can ask, indexed by the codes of :func:`asked_questions`
+    (an adaptive design's: :func:`adaptive_questions`)."""
+    if is_adaptive(design):
+        return adaptive_questions(design)
     baseline = [baseline_question(design, b, level, bool(down)) for b in range(3) for level in range(3)
                 for down in range(2)]
     anomalies = [anomaly_question(design, item, m) for item in range(len(ANOMALY_ITEMS))
@@ -340,12 +376,12 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
 
     def __init__(self, design: DiscountingDesign | None = None, render_mode: str | None = None):
         super().__init__(design, render_mode)
-        big = float(self.design.base_pay * self.design.magnitude_factor * 2)
+        big = float(self.design.base_pay * max(self.design.magnitude_factor, max(ADAPTIVE_FACTORS)) * 2)
         self.observation_space = spaces.Dict(
             {
-                "question": spaces.Discrete(MAX_QUESTIONS + 1),
+                "question": spaces.Discrete(self.max_steps(self.design) + 1),
                 "amounts": spaces.Box(-big, big, (2,), dtype=np.float64),
-                "delays": spaces.Box(0.0, 2.0, (2,), dtype=np.float64),
+                "delays": spaces.Box(0.0, max(2.0, max(ADAPTIVE_MONTHS) / 12.0), (2,), dtype=np.float64),
                 "scale": spaces.Box(0.0, big, (), dtype=np.float64),
                 "prompt": self.prompt_space(300 * (MAX_QUESTIONS + 1)),
             }
@@ -354,6 +390,13 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
         self._state = StaircaseState()
         self._aborted = False
         self._transcript: list[str] = []
+        self._space = adaptive_questions(self.design) if is_adaptive(self.design) else []
+        self._chooser: Any = None
+        self._code = -1
+
+    @classmethod
+    def max_steps(cls, design: Design) -> int:
+        return design.n_trials
 
     # -- stochastic design -----------------------------------------------------------------
     @classmethod
@@ -368,22 +411,38 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
         self._state = StaircaseState()
         self._aborted = False
         self._transcript = []
+        if self._space:  # adaptive (issue 53): the chooser names each question; its codes are recorded
+            self._chooser = chooser_for(EXPERIMENT, self.design)
+            self.outcomes.extra[QUESTION_CODES] = np.full((1, self.max_steps(self.design)), len(self._space),
+                                                          dtype=np.int64)
+            self._code = self._chooser.choose()
 
     def _terminated(self) -> bool:
+        if self._space:
+            return self._aborted or self.t >= self.design.trials
         return self._aborted or self._state.done or self.t >= MAX_QUESTIONS
 
     def current_question(self) -> Question:
+        if self._space:
+            return self._space[self._code]
         return self._state.question(self.design)
 
     def _play(self, action: Any) -> float:
         return 0.0  # the task pays nothing
 
     def _record(self, t: int, action: Any, reward: float) -> None:
+        if self._space:
+            self.outcomes.extra[QUESTION_CODES][0, t] = self._code
         if self._is_no_action(action):
             self._aborted = True  # an invalid answer ends the session (see module docstring)
             return
         if self.design.prompt_variant == "paper":
             self._transcript.append(self._question_text() + f"{A_PREFIX} {self.answer_prefix} {int(action) + 1}.")
+        if self._space:
+            self._chooser.update(self._code, int(action))
+            if t + 1 < self.design.trials:
+                self._code = self._chooser.choose()
+            return
         self._state.answer(int(action))
 
     def _observation(self) -> dict[str, Any]:
@@ -426,6 +485,8 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
         """One row per asked question (unasked steps of shorter sessions are dropped)."""
         played = outcomes.played if outcomes.played is not None else outcomes.valid
         codes = outcomes.extra.get(QUESTION_CODES)  # recorded by a kernel that played the staircase
+        if is_adaptive(design) and codes is None:
+            raise ValueError("an adaptive session's outcomes carry the codes of the questions chosen")
         if codes is None:
             codes = asked_questions(np.ascontiguousarray(outcomes.action, dtype=np.int64),
                                     np.ascontiguousarray(outcomes.valid, dtype=bool),

@@ -56,6 +56,7 @@ if TYPE_CHECKING:  # the spec module stays import-light; the pieces are imported
     from cogtestbed.agents.base import SyntheticAgent
     from cogtestbed.environments.base import Design, TextEnv
     from cogtestbed.environments.forms import PromptForm
+    from cogtestbed.experiments._adaptive import AdaptiveDecl
     from cogtestbed.inference.base import CognitiveModel
     from cogtestbed.schema import TrialSchema
 
@@ -441,6 +442,10 @@ class ExperimentSpec:
     expected_failures: Mapping[str, str] = field(default_factory=dict)
     #: Decoding settings the paper states (``None``: it states none; ``run`` then decodes greedily).
     decoding: Decoding | None = None
+    #: Adaptive sessions (issue 53): the model and design space that choose each trial
+    #: (:class:`~cogtestbed.experiments._adaptive.AdaptiveDecl`), or why the trials cannot be chosen
+    #: freely (a one-line reason; ``None``: none declared).
+    adaptive: AdaptiveDecl | str | None = None
 
     def __post_init__(self) -> None:
         problems = self._declared_problems()
@@ -448,6 +453,14 @@ class ExperimentSpec:
             problems += self._piece_problems(self.env_cls, self.agents)
         if problems:
             raise InputError(f"experiment spec {self.name!r} is inconsistent: " + "; ".join(problems))
+        if not self.has_lazy_pieces:
+            self._register_adaptive()
+
+    def _register_adaptive(self) -> None:
+        """Give the environment its adaptive trial chooser (once the environment is imported)."""
+        from cogtestbed.experiments._adaptive import register_adaptive
+
+        register_adaptive(self)
 
     @property
     def has_lazy_pieces(self) -> bool:
@@ -467,6 +480,7 @@ class ExperimentSpec:
         if problems:
             raise InputError(f"experiment spec {self.name!r} is inconsistent: " + "; ".join(problems))
         self.__dict__.update(pieces)
+        self._register_adaptive()
 
     # -- self-consistency (checked at declaration; the conformance suite checks behaviour) --
     def problems(self) -> list[str]:
@@ -495,6 +509,9 @@ class ExperimentSpec:
         for check, reason in self.expected_failures.items():
             if not str(reason).strip():
                 out.append(f"expected failure of {check!r} needs a reason")
+        chooser = getattr(self.adaptive, "model", None)
+        if chooser is not None and chooser not in self.models:
+            out.append(f"adaptive sessions name unknown model {chooser!r}")
         return out
 
     def _piece_problems(self, env_cls: type[TextEnv[Any, Any]],

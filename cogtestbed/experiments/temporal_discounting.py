@@ -1,9 +1,10 @@
 """Temporal discounting (CogBench; Ruggeri et al. 2022): staircase + 4 anomaly items."""
 
 from cogtestbed.data.cogbench import DISCOUNTING_COLUMNS, DISCOUNTING_KEY, import_discounting
+from cogtestbed.experiments._adaptive import AdaptiveDecl
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
-from cogtestbed.inference.discounting import MODELS, cogbench_metrics
+from cogtestbed.inference.discounting import MODELS, adaptive_space, cogbench_metrics
 from cogtestbed.tables.discounting import SCHEMA
 
 _TAU = 0.05
@@ -37,4 +38,6 @@ SPEC = ExperimentSpec(
                   runs=(5, 10, 20, 40)),
     ),
     phenotype=(behaviour("score", "Temporal discounting", 10.3, 9.106, "TemporalDiscounting"),),
+    adaptive=AdaptiveDecl("hyperbolic", adaptive_space,
+                          "B dollars now vs int(B*f) dollars in m months (16 factors x 6 delays; ours)"),
 )

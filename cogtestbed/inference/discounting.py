@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.errors import DataError
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.lapse import step_lapse, unit_lapse
 from cogtestbed.metrics_result import MetricsResult, metrics_result
@@ -48,9 +49,12 @@ from cogtestbed.tables.discounting import (
 
 if TYPE_CHECKING:  # the staircase's questions come from the environment, imported where they are asked
     from cogtestbed.environments.discounting import DiscountingDesign
+    from cogtestbed.inference.adaptive import DesignSpace
 
 EXPERIMENT = "temporal-discounting"
 CLIP = 1e-10
+#: ``block`` of an adaptive session's questions (:data:`cogtestbed.environments.discounting.ADAPTIVE_BLOCK`).
+ADAPTIVE_BLOCK = "adaptive"
 
 K = Parameter.positive("k", 0.1, upper=100.0, description="hyperbolic discount rate per year",
                        prior_mean=-2.0, prior_sd=1.5, search_floor=1e-4, search_ceiling=100.0)
@@ -239,6 +243,19 @@ def hyperbolic_pointwise_kernel(
     return ll, grad
 
 
+# ----------------------------------------------------------------------------- adaptive design space
+def adaptive_space(design: DiscountingDesign) -> DesignSpace:
+    """The hyperbolic kernel's ``questions`` rows of the adaptive candidates
+    (:func:`~cogtestbed.environments.discounting.adaptive_questions`, issue 53); answers Option 1 / 2."""
+    from cogtestbed.environments.discounting import adaptive_questions
+    from cogtestbed.inference.adaptive import DesignSpace
+
+    qs = adaptive_questions(design)
+    rows = np.array([(q.amount1, q.delay1, q.amount2, q.delay2, q.scale) for q in qs], dtype=np.float64)
+    return DesignSpace(f"{EXPERIMENT}/base_pay={design.base_pay}", {"questions": rows}, (0, 1),
+                       tuple(q.option2 for q in qs))
+
+
 # ----------------------------------------------------------------------------- model
 @dataclass(frozen=True)
 class DiscountingData:
@@ -343,7 +360,14 @@ def _score_answers(design: DiscountingDesign | None, answers: list[int]) -> dict
 
 
 def cogbench_metrics(trials: pd.DataFrame) -> MetricsResult:
-    """CogBench's temporal-discounting score and anomaly items: means over runs (NaN skipped)."""
+    """CogBench's temporal-discounting score and anomaly items: means over runs (NaN skipped).
+
+    Refused for an adaptive table (issue 53): the score counts the staircase's branches and the
+    anomaly items, which an adaptive session never asks (its questions depend on the answers
+    through the posterior, not the staircase's tree); fit the hyperbolic model instead."""
+    if "block" in trials and (trials["block"].astype("string") == ADAPTIVE_BLOCK).any():
+        raise DataError("temporal-discounting metrics refused: the CogBench score assumes the fixed staircase, and "
+                        "this table's questions were chosen adaptively (issue 53); fit the hyperbolic model instead")
     per_run = run_scores(trials)
     table = pd.DataFrame(per_run)
     metrics: dict[str, Any] = {"score": float(table["score"].mean())}

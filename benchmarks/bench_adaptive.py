@@ -1,0 +1,71 @@
+"""Adaptive designs (issue 53): milliseconds per trial choice on one core, target ≤ 50 ms for a
+3-parameter model.
+
+A choice is :meth:`AdaptiveDesigner.choose` (the expected information gain of every candidate of the
+design space, exact over the answers, then the argmax) after a Bayes update.  Models: temporal
+discounting's hyperbolic (k, temperature; 121² grid) and the same model with a fitted lapse rate
+(``with_lapse``: k, temperature, lapse; 31³ grid), each with all parameters as targets and with k
+alone (the others integrated out), on the 96 candidates of the experiment's space.  Also prints the
+one-time cost of the likelihood table (the model's own kernel at every node × design × answer).
+
+Timings: best of N process-CPU-time runs, the process pinned to one core and BLAS to one thread.
+
+    .venv/bin/python benchmarks/bench_adaptive.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(var, "1")
+if hasattr(os, "sched_setaffinity"):  # one core for every figure
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+from _timing import best_cpu_of  # noqa: E402
+
+TARGET_MS = 50.0
+
+
+def main() -> None:
+    from cogtestbed.environments.discounting import DiscountingDesign
+    from cogtestbed.inference.adaptive import _TABLES, AdaptiveDesigner, DesignSpace
+    from cogtestbed.inference.base import LAPSE_FIELD, with_lapse
+    from cogtestbed.inference.discounting import HyperbolicModel, adaptive_space
+
+    base = adaptive_space(DiscountingDesign(adaptive=("k",), trials=1))
+    lapse_space = DesignSpace(base.key, {**base.fields, LAPSE_FIELD: np.full(base.size, np.log(0.5))}, base.answers)
+    cases = [(HyperbolicModel(), base), (with_lapse(HyperbolicModel(), "fit"), lapse_space)]
+    worst3 = 0.0
+    for model, space in cases:
+        _TABLES.clear()
+        start = time.process_time()
+        AdaptiveDesigner(model, space)
+        build = time.process_time() - start
+        k = len(model.parameters)
+        for targets in ((), ("k",)):
+            designer = AdaptiveDesigner(model, space, targets)
+            rng = np.random.default_rng(0)
+            for _ in range(10):  # a session under way: a posterior that is not the prior
+                designer.update(designer.choose(), int(rng.integers(2)))
+
+            def choice(d: AdaptiveDesigner = designer) -> int:
+                return d.choose()
+
+            ms = 1e3 * best_cpu_of(choice, repeats=20)
+            if k == 3:
+                worst3 = max(worst3, ms)
+            print(f"{model.name} ({', '.join(model.parameters.names)}; grid {designer.table.log_prior.size:,} nodes, "
+                  f"{space.size} designs x {len(space.answers)} answers), targets "
+                  f"{','.join(targets) or 'all'}: {ms:.2f} ms per choice (table built once: {build:.2f} s CPU)")
+    verdict = "PASS" if worst3 <= TARGET_MS else "FAIL"
+    print(f"3-parameter model, slowest choice {worst3:.2f} ms vs target <= {TARGET_MS:.0f} ms: {verdict}")
+
+
+if __name__ == "__main__":
+    main()

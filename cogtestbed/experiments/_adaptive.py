@@ -1,0 +1,85 @@
+"""An experiment's declaration of its adaptive sessions (issue 53): which model's posterior chooses
+the trials and from which design space, or why its trials cannot be chosen freely.
+
+A spec sets ``adaptive=AdaptiveDecl(model, space)``: ``space(design)`` returns the
+:class:`~cogtestbed.inference.adaptive.DesignSpace` of the design's candidate trials (the model's
+kernel arrays of each), and the environment plays ``design.trials`` of them, each chosen by an
+:class:`~cogtestbed.inference.adaptive.AdaptiveDesigner` on the parameters ``design.adaptive``.  A
+spec whose trials cannot be chosen without breaking the instrument sets ``adaptive="<reason>"``;
+:func:`adaptive_model` refuses ``--adaptive`` in one line with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cogtestbed.errors import InputError
+
+# ``spec`` arguments are :class:`~cogtestbed.experiments.spec.ExperimentSpec` objects (typed Any: the spec
+# module calls :func:`register_adaptive`, so this module does not import it back)
+
+if TYPE_CHECKING:
+    from cogtestbed.inference.adaptive import DesignSpace
+    from cogtestbed.inference.base import CognitiveModel
+
+#: The reason given where a spec declares nothing.
+UNDECLARED = "the experiment declares no adaptive design space"
+#: ``--adaptive all``: every parameter of the model.
+ALL = "all"
+
+
+@dataclass(frozen=True)
+class AdaptiveDecl:
+    """Adaptive sessions of an experiment: the ``model`` (a name among the spec's models) whose grid
+    posterior chooses each trial from ``space(design)``."""
+
+    model: str
+    space: Callable[[Any], DesignSpace]
+    note: str = ""
+
+
+def register_adaptive(spec: Any) -> None:
+    """Give the spec's environment its trial chooser (called when the spec is declared)."""
+    decl = spec.adaptive
+    if not isinstance(decl, AdaptiveDecl):
+        return
+    from cogtestbed.environments.adaptive import register_chooser
+
+    def factory(design: Any) -> Any:
+        from cogtestbed.inference.adaptive import AdaptiveDesigner
+
+        return AdaptiveDesigner(spec.models[decl.model], decl.space(design), tuple(design.adaptive))
+
+    register_chooser(spec.name, factory)
+
+
+def adaptive_model(spec: Any) -> CognitiveModel:
+    """The model whose posterior chooses the spec's adaptive trials (refused in one line, with the
+    spec's reason, where its trials cannot be chosen freely)."""
+    decl = spec.adaptive
+    if not isinstance(decl, AdaptiveDecl):
+        raise InputError(f"{spec.name}: --adaptive refused: {decl or UNDECLARED}")
+    return spec.models[decl.model]
+
+
+def adaptive_fields(spec: Any, params: Sequence[str] | str | None, trials: int | None) -> dict[str, Any]:
+    """The design fields of an adaptive session of ``spec`` (``adaptive``, ``trials``), checked:
+    ``params`` names parameters of the spec's adaptive model (or ``all``), ``trials`` ≥ 1.  Empty
+    without ``params``."""
+    if params is None or (not isinstance(params, str) and not list(params)):
+        if trials:
+            raise InputError("--trials sets the length of an adaptive session: give --adaptive PARAM[,PARAM] too")
+        return {}
+    model = adaptive_model(spec)
+    names = [p.strip() for p in (params.split(",") if isinstance(params, str) else params) if p.strip()]
+    if names == [ALL]:
+        names = list(model.parameters.names)
+    unknown = [n for n in names if n not in model.parameters.names]
+    if unknown or not names:
+        raise InputError(f"--adaptive {','.join(unknown) or '(none)'}: the {spec.name} adaptive model "
+                         f"{model.name!r} has parameters {', '.join(model.parameters.names)} (or 'all')")
+    if trials is None or trials < 1:
+        raise InputError("--adaptive needs --trials N (N >= 1): the length of the adaptive session")
+    return {"adaptive": tuple(n for n in model.parameters.names if n in names), "trials": int(trials)}

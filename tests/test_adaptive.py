@@ -1,0 +1,147 @@
+"""Adaptive designs (issue 53): the grid posterior is Bayes' rule with the model's own likelihood, the
+expected information gain is the exact mutual information, a session replays from its answers, and
+the interface refuses what it cannot do in one line."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import expit
+
+import cogtestbed as ct
+from cogtestbed.environments.discounting import adaptive_questions
+from cogtestbed.errors import DataError, InputError
+from cogtestbed.inference.adaptive import AdaptiveDesigner, DesignSpace, replay
+from cogtestbed.inference.discounting import HyperbolicModel, adaptive_space
+
+MODEL = HyperbolicModel()
+
+
+def _space(rows: list[tuple[float, float, float, float, float]], key: str) -> DesignSpace:
+    return DesignSpace(key, {"questions": np.array(rows, dtype=np.float64)}, (0, 1))
+
+
+def _p1(k: np.ndarray, tau: np.ndarray, q: tuple[float, ...]) -> np.ndarray:
+    """P(Option 1) of the hyperbolic model, written out (the brute-force reference)."""
+    a1, d1, a2, d2, s = q
+    x = (a1 / (1 + k * d1) - a2 / (1 + k * d2)) / s
+    return np.asarray(expit(x / tau))
+
+
+TINY = [(500, 0, 550, 1, 500), (500, 0, 1000, 1, 500), (500, 0, 750, 5, 500), (500, 0, 2500, 0.25, 500)]
+
+
+def _brute_force_grid(points: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(k, tau, prior weight) of every node of the designer's grid, in C order."""
+    pk, pt = MODEL.parameters
+    zk = np.linspace(pk.prior_mean - 4 * pk.prior_sd, pk.prior_mean + 4 * pk.prior_sd, points)
+    zt = np.linspace(pt.prior_mean - 4 * pt.prior_sd, pt.prior_mean + 4 * pt.prior_sd, points)
+    nodes = np.array(list(itertools.product(zk, zt)))
+    prior = np.exp(-0.5 * ((nodes[:, 0] - pk.prior_mean) / pk.prior_sd) ** 2
+                   - 0.5 * ((nodes[:, 1] - pt.prior_mean) / pt.prior_sd) ** 2)
+    return np.exp(nodes[:, 0]), np.exp(nodes[:, 1]), prior / prior.sum()
+
+
+def test_posterior_is_brute_force_bayes_on_a_tiny_grid() -> None:
+    space = _space(TINY, "test/tiny")
+    designer = AdaptiveDesigner(MODEL, space, points=5)
+    k, tau, post = _brute_force_grid(5)
+    for d, y in [(0, 1), (2, 0), (1, 1), (3, 0), (0, 0)]:
+        designer.update(d, y)
+        p1 = np.clip(_p1(k, tau, TINY[d]), 1e-10, 1 - 1e-10)
+        post = post * (p1 if y == 0 else 1 - p1)
+        post /= post.sum()
+        np.testing.assert_allclose(designer.weights, post, rtol=1e-9, atol=1e-15)
+
+
+def test_information_is_the_exact_mutual_information() -> None:
+    """I(θ_T; Y) of every candidate, for all parameters and for k alone (τ integrated out), equals the
+    mutual information summed out by hand over nodes and answers."""
+    space = _space(TINY, "test/tiny")
+    k, tau, w = _brute_force_grid(5)
+    for targets in ((), ("k",)):
+        designer = AdaptiveDesigner(MODEL, space, targets, points=5)
+        expected = []
+        for q in TINY:
+            p1 = np.clip(_p1(k, tau, q), 1e-10, 1 - 1e-10)
+            p1 = p1 / (p1 + np.clip(1 - _p1(k, tau, q), 1e-10, 1 - 1e-10))
+            py = np.array([np.sum(w * p1), np.sum(w * (1 - p1))])
+            if targets:  # group the nodes by k: p(y | k) = Σ_τ w p(y | k, τ) / w(k)
+                wk = w.reshape(5, 5)
+                pk1 = (wk * p1.reshape(5, 5)).sum(1) / wk.sum(1)
+                cond = [(wk.sum(1), pk1)]
+            else:
+                cond = [(w, p1)]
+            h = -np.sum(py * np.log(py))
+            hc = sum(np.sum(ww * -(pp * np.log(pp) + (1 - pp) * np.log(1 - pp))) for ww, pp in cond)
+            expected.append(h - hc)
+        np.testing.assert_allclose(designer.information(), expected, rtol=1e-9, atol=1e-12)
+
+
+def test_a_design_that_cannot_discriminate_has_no_information() -> None:
+    """The same amount now and later (no delay): every k and τ answer 50/50, so the answer tells
+    nothing (EIG 0), and the choice goes to a design that can discriminate."""
+    space = _space([(500, 0, 500, 0, 500), (500, 0, 1000, 1, 500)], "test/flat")
+    designer = AdaptiveDesigner(MODEL, space, points=9)
+    info = designer.information()
+    assert abs(info[0]) < 1e-12
+    assert info[1] > 0.1
+    assert designer.choose() == 1
+
+
+def test_discounting_space_is_the_environments_questions() -> None:
+    design = ct.get_experiment("temporal-discounting").env_cls.design_cls(adaptive=("k",), trials=3)
+    qs, space = adaptive_questions(design), adaptive_space(design)
+    assert space.size == len(qs) == 96
+    assert space.fields["questions"][7].tolist() == [500.0, 0.0, 510.0, 0.25, 500.0]
+    assert qs[7].option2 == "Receive 510 dollars in 3 months."
+
+
+def test_adaptive_simulation_replays_from_its_answers_and_seed() -> None:
+    a = ct.simulate("temporal-discounting", "hyperbolic", subjects=3, seed=4, adaptive="k,temperature", trials=12,
+                    params={"k": [0.02, 0.3, 3.0], "temperature": 0.05})
+    b = ct.simulate("temporal-discounting", "hyperbolic", subjects=3, seed=4, adaptive=["k", "temperature"],
+                    trials=12, params={"k": [0.02, 0.3, 3.0], "temperature": 0.05})
+    pd.testing.assert_frame_equal(a, b)
+    assert len(a) == 36 and set(a["block"].astype(str)) == {"adaptive"}
+    design = ct.get_experiment("temporal-discounting").env_cls.design_cls(adaptive=("k", "temperature"), trials=12)
+    space = adaptive_space(design)
+    for _, rows in a.groupby("subject"):
+        chosen = [int(str(item).removeprefix("adaptive_")) for item in rows["item"]]
+        assert replay(MODEL, space, rows["action"].tolist(), ("k", "temperature")) == chosen
+        # the recorded stimulus columns are the chosen candidates' own
+        np.testing.assert_array_equal(rows[["amount1", "delay1", "amount2", "delay2", "scale"]].to_numpy(),
+                                      space.fields["questions"][chosen])
+    # different subjects answer differently and get different questions
+    assert a.groupby("subject")["item"].apply(tuple).nunique() == 3
+
+
+def test_adaptive_posterior_narrows_on_the_target() -> None:
+    design = ct.get_experiment("temporal-discounting").env_cls.design_cls(adaptive=("k",), trials=20)
+    space = adaptive_space(design)
+    table = ct.simulate("temporal-discounting", "hyperbolic", subjects=1, seed=1, adaptive="k", trials=20,
+                        params={"k": 0.3, "temperature": 0.05})
+    designer = AdaptiveDesigner(MODEL, space, ("k",))
+    prior_sd = designer.summary("k")["sd"]
+    for item, action in zip(table["item"], table["action"], strict=True):
+        designer.update(int(str(item).removeprefix("adaptive_")), int(action))
+    post = designer.summary("k")
+    assert post["sd"] < prior_sd / 5
+    assert post["lo"] < np.log(0.3) < post["hi"]
+
+
+def test_refusals_are_one_line() -> None:
+    with pytest.raises(InputError, match="instrumental-learning: --adaptive refused: "):
+        ct.simulate("instrumental-learning", "rw-pm", subjects=1, adaptive="alpha", trials=5)
+    with pytest.raises(InputError, match="has parameters k, temperature"):
+        ct.simulate("temporal-discounting", "hyperbolic", subjects=1, adaptive="beta", trials=5)
+    with pytest.raises(InputError, match="needs --trials"):
+        ct.simulate("temporal-discounting", "hyperbolic", subjects=1, adaptive="k")
+    with pytest.raises(InputError, match="give --adaptive"):
+        ct.simulate("temporal-discounting", "hyperbolic", subjects=1, trials=5)
+    table = ct.simulate("temporal-discounting", "hyperbolic", subjects=1, adaptive="all", trials=3)
+    with pytest.raises(DataError, match="assumes the fixed staircase"):
+        ct.metrics("temporal-discounting", table)

@@ -52,6 +52,7 @@ _PUBLIC: dict[str, str] = {
     "MetricsReport": "cogtestbed.metrics_result",
     "fit": "cogtestbed.api.core",
     "check": "cogtestbed.api.core",
+    "export": "cogtestbed.api.export",
     "fit_and_save": "cogtestbed.api.fitting",
     "describe": "cogtestbed.api.describe",
     "phenotype": "cogtestbed.api.phenotype",
@@ -85,8 +86,8 @@ _PUBLIC: dict[str, str] = {
 #: The names ``dir(ct)`` lists (the errors are under ``ct.errors``).
 __all__ = [
     "__version__", "errors", "BayesFit", "CheckResult", "ConformanceReport", "Figures", "LookReplay", "MetricsReport",
-    "PairedRun", "Phenotype", "Plan", "RunResult", "Study", "check", "describe", "estimates", "experiments", "fit",
-    "fit_and_save", "form_study", "get_experiment", "looks", "metric_validity", "metrics", "model_recovery",
+    "PairedRun", "Phenotype", "Plan", "RunResult", "Study", "check", "describe", "estimates", "experiments",
+    "export", "fit", "fit_and_save", "form_study", "get_experiment", "looks", "metric_validity", "metrics", "model_recovery",
     "phenotype", "plan", "plan_forms", "plot_recovery", "power", "recover", "run", "sbc", "simulate", "study",
     "true_parameters",
 ]
@@ -95,6 +96,7 @@ if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, lis
     from cogtestbed.api import errors
     from cogtestbed.api.core import check, experiments, fit, get_experiment, metrics, simulate
     from cogtestbed.api.describe import describe
+    from cogtestbed.api.export import export
     from cogtestbed.api.figures import Figures
     from cogtestbed.api.fitting import fit_and_save
     from cogtestbed.api.form_plan import plan_forms

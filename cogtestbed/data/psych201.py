@@ -125,10 +125,15 @@ def _record(obj: Any, line: int, name: str) -> Record:
         raise Psych201Error(f"{name} line {line}: 'text' and 'experiment' must be non-empty strings")
     if isinstance(participant, bool) or not isinstance(participant, (str, int)) or str(participant).strip() == "":
         raise Psych201Error(f"{name} line {line}: 'participant' must be a string or an integer, got {participant!r}")
-    if not CHOICE.search(text):
+    if not CHOICE.search(text) and data_set_of(experiment) != OWN_DATA_SET:  # ours: a subject may never answer
         raise Psych201Error(f"{name} line {line}: the transcript marks no choice with <<…>>")
     extra = {k: v for k, v in obj.items() if k not in REQUIRED_FIELDS}
     return Record(text, experiment, str(participant), line, extra)
+
+
+def record_of(obj: Any, line: int, name: str = "records") -> Record:
+    """A record from a parsed JSON object (as :func:`read_records` checks each line)."""
+    return _record(obj, line, name)
 
 
 def read_records(path: str | Path) -> list[Record]:
@@ -372,12 +377,16 @@ def export_records(table: pd.DataFrame, experiment: str, description: str) -> li
                 raise Psych201Error(f"column {c!r} varies within subject {subject}: a transcript carries one value "
                                     "per participant")
             head[c] = _plain(values.iloc[0])
+        data = {c: [_json(v) for v in rows[c].tolist()] for c in trial_cols}
+        same = {c: json.loads(data[c][0]) for c in trial_cols
+                if c not in ("reward", "valid") and len(set(data[c])) == 1}
+        shown_cols = [c for c in trial_cols if c not in same and c not in ("reward", "valid")]
         lines = [f"You take part in the experiment {experiment} of cogtestbed: {description}.",
-                 "Each line below is one trial: what you were shown (each value in JSON), your choice marked "
-                 "<<…>> and what you received.",
+                 "Each line below is one trial: what you were shown (each value in JSON), your choice (marked with "
+                 "double angle brackets) and what you received.",
                  f"Participant (JSON): {_json(head)}",
+                 f"Same on every trial (JSON): {_json(same)}",
                  f"Table columns (JSON): {_json(types)}", ""]
-        data = {c: rows[c].tolist() for c in trial_cols}
         action = rows["action"].tolist()
         valid = rows["valid"].to_numpy(dtype=bool)
         session = rows["session"].to_numpy()
@@ -387,10 +396,10 @@ def export_records(table: pd.DataFrame, experiment: str, description: str) -> li
             if session[i] != current:
                 current = session[i]
                 lines.append(f"Session {int(current)}:")
-            shown = "".join(f"{c} {_json(data[c][i])}, " for c in trial_cols if c not in ("reward", "valid"))
+            shown = "".join(f"{c} {data[c][i]}, " for c in shown_cols)
             chosen = "give no answer" if _plain(action[i]) is None else f"choose <<{_json(action[i])}>>"
             mark = "" if valid[i] else _INVALID
-            lines.append(f"Trial {int(trial[i])}: {shown}You {chosen}{mark}. You receive {_json(data['reward'][i])}.")
+            lines.append(f"Trial {int(trial[i])}: {shown}You {chosen}{mark}. You receive {data['reward'][i]}.")
         out.append({"text": "\n".join(lines) + "\n", "experiment": f"{OWN_DATA_SET}/{experiment}",
                     "participant": str(subject)})
     return out
@@ -455,7 +464,10 @@ def _decode_trials(rec: Record, head: Mapping[str, Any], types: list[list[Any]],
     names = [c for c, _ in types]
     header_cols = [c for c in names if c in _HEADER_COLUMNS or c.startswith(_PARAM_PREFIX)]
     trial_cols = [c for c in names if c not in (*ID_COLUMNS, *header_cols, "action")]
-    shown_cols = [c for c in trial_cols if c not in ("reward", "valid")]
+    same = _header_json(rec.text, "Same on every trial", where)
+    if not isinstance(same, dict) or not isinstance(head, dict):
+        raise Psych201Error(f"{where}: the participant and same-on-every-trial lines are JSON objects")
+    shown_cols = [c for c in trial_cols if c not in ("reward", "valid") and c not in same]
     missing = [c for c in header_cols if c not in head]
     if missing:
         raise Psych201Error(f"{where}: the participant line lacks {', '.join(missing)}")
@@ -475,6 +487,6 @@ def _decode_trials(rec: Record, head: Mapping[str, Any], types: list[list[Any]],
         valid = found.group(4) is None
         row = {"experiment": rec.experiment.split("/", 1)[1], "subject": int(rec.participant), "session": session,
                "trial": int(found.group(1)), **values, "reward": json.loads(reward), "valid": valid,
-               "action": None if action is None else json.loads(action), **head}
+               "action": None if action is None else json.loads(action), **same, **head}
         for c in names:
             columns[c].append(row[c])

@@ -1,0 +1,77 @@
+"""``ct.export`` / ``cogtestbed export``: a trial table written in another format (Psych-201 JSON
+Lines), checked to read back as the same table before the file is written."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from cogtestbed.api.checks import public
+from cogtestbed.errors import DataError, InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from cogtestbed.experiments.spec import ExperimentSpec
+
+#: The formats :func:`export` writes.
+EXPORT_FORMATS: tuple[str, ...] = ("psych201",)
+
+
+@public(paths=("table_or_path",))
+def export(table_or_path: pd.DataFrame | str | os.PathLike[str], *, to: Literal["psych201"] = "psych201",
+           output: str | os.PathLike[str] | None = None, experiment: str | ExperimentSpec | None = None,
+           source: str = "auto", force: bool = False) -> list[dict[str, Any]]:
+    """Write a trial table (a DataFrame, a ``.parquet`` file or any file an importer reads) as
+    Psych-201 JSON Lines (``cogtestbed export TABLE --to psych201 -o FILE``); returns the records.
+
+    One record per subject (``text``, ``experiment`` = ``cogtestbed/<experiment>``,
+    ``participant`` = the subject id): the experiment's description, the participant's agent and
+    generating parameters, then one sentence per trial with the choice marked ``<<…>>``
+    (:func:`cogtestbed.data.psych201.export_records`).  Reading the file back
+    (``--from psych201``) gives the same table: every column, rows in canonical order; this is
+    checked before anything is written (a table that would not read back is refused in one line,
+    :class:`~cogtestbed.errors.DataError`).  ``output`` ends in ``.jsonl`` or ``.zip`` (None: only
+    the records are returned); ``force`` overwrites it.  Rows are written in canonical order, so
+    the file does not depend on the table's row order."""
+    from cogtestbed.api.core import experiment_for, get_experiment, read_table
+    from cogtestbed.data.psych201 import decode_export, export_records, record_of
+    from cogtestbed.outputs import check_output_file, claim_file
+    from cogtestbed.schema import canonical_rows
+
+    if to not in EXPORT_FORMATS:
+        raise InputError(f"--to must be one of {', '.join(EXPORT_FORMATS)}, got {to!r}")
+    out = None if output is None else Path(output)
+    if out is not None:
+        if out.suffix.lower() not in (".jsonl", ".zip"):
+            raise InputError(f"a Psych-201 file ends in .jsonl or .zip (prompts.jsonl.zip), got {out.name}")
+        check_output_file(out, force)
+    exp = get_experiment(experiment_for(experiment, table_or_path))
+    table, _ = read_table(exp, table_or_path, source)
+    if table.empty:
+        raise DataError("the table holds no trial: nothing to export")
+    records = export_records(table, exp.name, exp.description)
+    back = decode_export([record_of(r, i + 1) for i, r in enumerate(records)], exp.name, out or "export")
+    expected = canonical_rows(table).reset_index(drop=True)
+    problem = _difference(back, expected)
+    if problem is not None:
+        raise DataError(f"{exp.name}: this table would not read back from Psych-201 unchanged ({problem}); "
+                        "nothing written")
+    if out is not None:
+        from cogtestbed.data.psych201 import write_records
+
+        with claim_file(out, force):
+            write_records(records, out)
+    return records
+
+
+def _difference(back: pd.DataFrame, expected: pd.DataFrame) -> str | None:
+    """The first difference between the table read back and the table exported (None: equal)."""
+    import pandas as pd
+
+    try:
+        pd.testing.assert_frame_equal(back, expected)
+    except AssertionError as exc:
+        return " ".join(str(exc).split())[:300]
+    return None

@@ -87,9 +87,9 @@ _PUBLIC: dict[str, str] = {
 __all__ = [
     "__version__", "errors", "BayesFit", "CheckResult", "ConformanceReport", "Figures", "LookReplay", "MetricsReport",
     "PairedRun", "Phenotype", "Plan", "RunResult", "Study", "check", "describe", "estimates", "experiments",
-    "export", "fit", "fit_and_save", "form_study", "get_experiment", "looks", "metric_validity", "metrics", "model_recovery",
-    "phenotype", "plan", "plan_forms", "plot_recovery", "power", "recover", "run", "sbc", "simulate", "study",
-    "true_parameters",
+    "export", "fit", "fit_and_save", "form_study", "get_experiment", "looks", "metric_validity", "metrics",
+    "model_recovery", "phenotype", "plan", "plan_forms", "plot_recovery", "power", "recover", "run", "sbc",
+    "simulate", "study", "true_parameters",
 ]
 
 if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, listed under ct.errors

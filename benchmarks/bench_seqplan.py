@@ -15,6 +15,9 @@ the CPU columns.
         # issue 40's two-LLM two-step plan (5 looks, gpt-4o vs gpt-4o-mini; --fixed: the fixed plan, gpt-4o
         # for both): wall and CPU seconds of the process and its workers, $ and the design
     python benchmarks/bench_seqplan.py --path-cost 20   # CPU s per simulated path of that 5-look plan
+    python benchmarks/bench_seqplan.py --auto [--workers 1] [--seq-sims 200 --null-sims 200] [--rounds 1]
+        # issue 54 item 4: the fixed plan vs plan --looks auto (whole processes): wall, CPU, subjects
+        # fitted, CPU per fitted subject, and the ratio (target: auto <= 2x the fixed plan's wall on 2 cores)
 """
 
 from __future__ import annotations
@@ -139,7 +142,50 @@ def path_cost(paths: int) -> None:
           f"({paths} paths; load {one:.1f}/{five:.1f})")
 
 
+def auto(rounds: int, workers: int, seq_sims: int | None, null_sims: int | None) -> None:
+    """The fixed plan and ``plan --looks auto`` of the same cell, alternating, ``rounds`` times each (after one
+    untimed fixed plan that fills the caches): wall and CPU of each whole process with its workers, the
+    subjects each fitted (the fixed search's power studies; the sequential part's ``units_simulated``) and
+    the ratio of the medians."""
+    common = ["--workers", str(workers)]
+    sizes = (["--seq-sims", str(seq_sims)] if seq_sims else []) + (["--null-sims", str(null_sims)] if null_sims else [])
+    runs = {"fixed": [*FIXED[:-3], *common, "--json"], "auto": [*FIXED[:-3], *common, "--json", "--looks", "auto",
+                                                               *sizes]}
+    print("$ cogtestbed", " ".join(runs["auto"]), flush=True)
+    times: dict[str, list[tuple[float, float]]] = {"fixed": [], "auto": []}
+    with tempfile.TemporaryDirectory(prefix="bench-seqauto-") as tmp:
+        timed(runs["fixed"], Path(tmp))
+        for r in range(rounds):
+            for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
+                wall, cpu, payload = timed(runs[name], Path(tmp))
+                times[name].append((wall, cpu))
+                search = payload["search"]
+                fits = sum(e["sims"] * e["subjects"] for e in payload["evaluated"])
+                load = "/".join(f"{x:.1f}" for x in os.getloadavg()[:2])
+                line = (f"round {r + 1} {name:5s}: wall {wall:7.1f} s  CPU {cpu:7.1f} s  (load {load}); fixed search "
+                        f"{search['cpu_seconds']:.1f} s CPU, {fits:,} subjects fitted")
+                seq = payload.get("sequential") or {}
+                if "units_simulated" in seq:
+                    line += (f"; sequential {seq['seconds']:.1f} s wall, {seq['cpu_seconds']:.1f} s CPU, "
+                             f"{seq['units_simulated']:,} subjects fitted "
+                             f"({1000 * seq['cpu_seconds'] / max(seq['units_simulated'], 1):.2f} CPU ms each)")
+                print(line, flush=True)
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in times.items()}
+    print(f"auto / fixed: wall {med['auto'][0] / med['fixed'][0]:.2f}x, CPU {med['auto'][1] / med['fixed'][1]:.2f}x "
+          f"(target: wall <= 2x on 2 idle cores; on a shared machine compare CPU)")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--auto"]:
+        ap = argparse.ArgumentParser(description="plan --looks auto vs the fixed plan, timed")
+        ap.add_argument("--auto", action="store_true")
+        ap.add_argument("--rounds", type=int, default=1)
+        ap.add_argument("--workers", type=int, default=1)
+        ap.add_argument("--seq-sims", type=int, default=None)
+        ap.add_argument("--null-sims", type=int, default=None)
+        o = ap.parse_args()
+        auto(o.rounds, o.workers, o.seq_sims, o.null_sims)
+        return
     if sys.argv[1:2] == ["--path-cost"]:
         path_cost(int(sys.argv[2]) if len(sys.argv) > 2 else 20)
         return

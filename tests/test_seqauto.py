@@ -172,3 +172,32 @@ def test_output_names_bounds_method_and_futility_rule() -> None:
     text = "\n".join(_bounds_lines(d))
     assert "simulated calibration" in text and "moved by -0.200" in text
     assert "binding: type-I error computed with" in text
+
+
+def test_subjects_fitted_counts_each_simulated_subject_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``plan --looks auto``'s "subjects fitted" (plan.json ``units_simulated``) is the number of subjects its
+    simulations fitted, each once: the null-study simulators are copies of the effect studies' and must start
+    their count at 0 (they carried it over, counting the effect and confirmation studies twice: issue 54 item 4).
+    The simulation is replaced by normal paths that report ``reps × n_top`` subjects per block."""
+    from cogtestbed.validation.design import seqsim
+    from cogtestbed.validation.studies.driver import study_spec
+
+    fitted: list[int] = []
+
+    def fake(self: seqsim.Simulator, flat, reps):  # type: ignore[no-untyped-def]
+        out = []
+        for _fn, args in flat:
+            payload, n_top, sizes, block, n = args[0], args[3], args[4], args[8], args[9]
+            theta = 0.45 if '"effect_size":0.2' in payload.replace(" ", "") else 0.0
+            p = brownian(n, n_top + 1, theta, 1000 + 7 * block + len(fitted))
+            cols = [s - 2 for s in sizes]
+            fitted.append(n * n_top)
+            out.append(seqsim.Paths(p.z[:, cols], p.est[:, cols], 0.0, n * n_top))
+        return out
+
+    monkeypatch.setattr(seqsim.Simulator, "_execute", fake)
+    spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
+                      effect_size=0.2, seed=0, trials=(96,))
+    res = seqauto.plan_auto(spec, 26, 96, 1, TARGET, sims=200, null_sims=200, looks=(2, 4),
+                            families=("pocock",))
+    assert res.result.subjects == sum(fitted) > 0

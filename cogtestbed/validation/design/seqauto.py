@@ -252,7 +252,9 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
     null = null_spec(spec, null_agent)
     sim.label = "sequential search: studies under the effect"
     (eff,) = sim.run([(spec, 0, None)])
-    nsim = dataclasses.replace(sim, sims=null_sims, label="sequential search: calibration and search null studies")
+    # subjects=0: the copy must not carry the effect studies' count into its own (they were counted twice)
+    nsim = dataclasses.replace(sim, sims=null_sims, subjects=0,
+                               label="sequential search: calibration and search null studies")
     cal, nul = nsim.run([(null, 1, None), (null, 0, None)])
     found = search(eff, cal, nul, sizes, maxima, fixed_sizes, lo, level, target, dirn, binding, looks, families,
                    futility)
@@ -455,7 +457,7 @@ def _confirm(top: Sequence[Scored], spec: PlannedStudy, null: PlannedStudy, sim:
     csim = dataclasses.replace(sim, n_top=n_top, sizes=sizes, subjects=0,
                                label="sequential search: confirmation studies under the effect")
     (eff,) = csim.run([(spec, 2, Rule(tuple(s.bounds for s in top), cols, dirn))])
-    nsim = dataclasses.replace(csim, sims=null_sims, label="sequential search: fresh null studies")
+    nsim = dataclasses.replace(csim, sims=null_sims, subjects=0, label="sequential search: fresh null studies")
     # type-I error of a non-binding design ignores futility: the fresh null paths run to the end
     (nul,) = nsim.run([(null, 2, None if not binding else Rule(tuple(s.bounds for s in top), cols, dirn))])
     info.subjects = csim.subjects + nsim.subjects

@@ -5,6 +5,7 @@ the interface refuses what it cannot do in one line."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -110,7 +111,8 @@ def test_adaptive_simulation_replays_from_its_answers_and_seed() -> None:
     design = ct.get_experiment("temporal-discounting").env_cls.design_cls(adaptive=("k", "temperature"), trials=12)
     space = adaptive_space(design)
     for _, rows in a.groupby("subject"):
-        chosen = [int(str(item).removeprefix("adaptive_")) for item in rows["item"]]
+        chosen = rows["design_index"].tolist()
+        assert chosen == [int(str(item).removeprefix("adaptive_")) for item in rows["item"]]
         assert replay(MODEL, space, rows["action"].tolist(), ("k", "temperature")) == chosen
         # the recorded stimulus columns are the chosen candidates' own
         np.testing.assert_array_equal(rows[["amount1", "delay1", "amount2", "delay2", "scale"]].to_numpy(),
@@ -126,8 +128,8 @@ def test_adaptive_posterior_narrows_on_the_target() -> None:
                         params={"k": 0.3, "temperature": 0.05})
     designer = AdaptiveDesigner(MODEL, space, ("k",))
     prior_sd = designer.summary("k")["sd"]
-    for item, action in zip(table["item"], table["action"], strict=True):
-        designer.update(int(str(item).removeprefix("adaptive_")), int(action))
+    for d, action in zip(table["design_index"], table["action"], strict=True):
+        designer.update(int(d), int(action))
     post = designer.summary("k")
     assert post["sd"] < prior_sd / 5
     assert post["lo"] < np.log(0.3) < post["hi"]
@@ -145,3 +147,32 @@ def test_refusals_are_one_line() -> None:
     table = ct.simulate("temporal-discounting", "hyperbolic", subjects=1, adaptive="all", trials=3)
     with pytest.raises(DataError, match="assumes the fixed staircase"):
         ct.metrics("temporal-discounting", table)
+
+
+def test_run_prices_an_adaptive_session_and_refuses_batch(tmp_path: Path) -> None:
+    est = ct.run("temporal-discounting", llm="openai:gpt-4o-mini", output=tmp_path / "dry", subjects=3,
+                 adaptive="k", trials=25, dry_run=True)
+    assert est["calls"] == 75 and est["longest_session_calls"] == 25
+    with pytest.raises(InputError, match="--batch refused for an adaptive session"):
+        ct.run("temporal-discounting", llm="openai:gpt-4o-mini", output=tmp_path / "b", subjects=1,
+               adaptive="k", trials=5, dry_run=True, batch=True)
+    with pytest.raises(InputError, match="two-step: --adaptive refused"):
+        ct.run("two-step", llm="openai:gpt-4o-mini", output=tmp_path / "c", adaptive="w", trials=5, dry_run=True)
+
+
+@pytest.mark.slow
+def test_an_adaptive_smollm2_session_runs_and_its_table_fits(tmp_path: Path) -> None:
+    """SmolLM2-135M (offline) answers 16 adaptive questions of temporal discounting; the table records
+    each chosen design, replays from its answers, and the hyperbolic model fits it."""
+    pytest.importorskip("transformers")
+    result = ct.run("temporal-discounting", llm="hf:smollm2-135m", output=tmp_path / "run", subjects=1,
+                    adaptive="k,temperature", trials=16, cache=tmp_path / "cache.sqlite")
+    table = result.trials
+    assert len(table) == 16 and table["valid"].all()
+    assert table["action"].nunique() == 2  # it prefers the later amount on some questions, not on all
+    design = ct.get_experiment("temporal-discounting").env_cls.design_cls(adaptive=("k", "temperature"), trials=16)
+    assert replay(MODEL, adaptive_space(design), table["action"].tolist(), ("k", "temperature")) == \
+        table["design_index"].tolist()
+    fit = MODEL.fit_mle(table)
+    est = fit.iloc[0]
+    assert np.isfinite(est["nll"]) and 0 < est["k"] < 100 and 0 < est["temperature"] <= 10

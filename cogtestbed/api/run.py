@@ -15,7 +15,7 @@ from typing import Any
 
 from cogtestbed.api.checks import public
 from cogtestbed.api.console import console_err
-from cogtestbed.api.core import design_overrides
+from cogtestbed.api.core import design_overrides, with_adaptive
 from cogtestbed.errors import InputError
 
 
@@ -121,6 +121,10 @@ class RunRequest:
     #: ``--thinking-budget``: Anthropic's extended thinking on with this ``budget_tokens``; for OpenAI's
     #: reasoning models the hidden tokens each call's completion limit reserves.
     thinking_budget: int | None = None
+    #: ``--adaptive``: parameters whose expected information chooses each next trial (issue 53), with
+    #: ``trials`` the session's length (design fields ``adaptive`` / ``trials``).
+    adaptive: str | None = None
+    trials: int | None = None
 
 
 def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRequest, dict[str, Any] | None]:
@@ -159,7 +163,8 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRe
         retry_for=o["retry_for"], resume=o["resume"], progress_every=o["progress_every"], batch=o["batch"],
         poll_every=o["poll_every"],
         max_service_requests=o.get("max_service_requests", DEFAULT_MAX_SERVICE_REQUESTS),
-        reasoning_effort=o.get("reasoning_effort"), thinking_budget=o.get("thinking_budget"))
+        reasoning_effort=o.get("reasoning_effort"), thinking_budget=o.get("thinking_budget"),
+        adaptive=o.get("adaptive"), trials=o.get("trials"))
     return request, p
 
 
@@ -199,6 +204,7 @@ def check_request(request: RunRequest) -> None:
 
 def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
     """(experiment, design, client, config) of a request."""
+    from cogtestbed.environments.adaptive import is_adaptive
     from cogtestbed.environments.forms import resolve_forms
     from cogtestbed.llm_adapters import make_client, parse_spec
     from cogtestbed.llm_adapters.openai_client import redact_url
@@ -210,6 +216,11 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
     exp = get_experiment(request.experiment)
     backend, _ = parse_spec(request.llm)
     design_obj = exp.env_cls.design_cls(**{**request.design_fields, **design_overrides(request.design)})
+    design_obj = with_adaptive(exp, design_obj, request.adaptive, request.trials)
+    if request.batch and is_adaptive(design_obj):
+        raise InputError("--batch refused for an adaptive session: its trials are chosen one at a time from the "
+                         "answers so far, so no step can be sent in a batch ahead of the previous answer; run "
+                         "without --batch")
     answer = exp.env_cls.answer_defaults(design_obj)
     stops = tuple(codecs.decode(s, "unicode_escape") for s in request.stop) if request.stop else answer.stop
     if not request.timeout > 0:

@@ -15,7 +15,7 @@ from cogtestbed.api.run import (
     PROGRESS_EVERY,
 )
 from cogtestbed.cli.app import app, console_err, print_json
-from cogtestbed.cli.simulate import FormsOpt
+from cogtestbed.cli.simulate import AdaptiveOpt, FormsOpt, TrialsOpt
 
 
 @app.command()
@@ -96,6 +96,8 @@ def run(
         help="Hidden tokens a reasoning model may spend per call before its answer: Anthropic's extended thinking "
         "on with this budget_tokens (>= 1024); for OpenAI's reasoning models the tokens reserved (default 8192). "
         "The completion limit is this plus --max-tokens.")] = None,
+    adaptive: AdaptiveOpt = None,
+    trials: TrialsOpt = None,
 ) -> None:
     """Run an LLM as subjects through an experiment; write the trial table and a manifest.
 

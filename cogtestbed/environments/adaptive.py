@@ -33,6 +33,9 @@ class TrialChooser(Protocol):
 
 
 ChooserFactory = Callable[[Any], TrialChooser]
+#: Trial-table column of an adaptive session: the index of each trial's design in the design space
+#: (the stimulus columns hold the design itself); with the answers it replays the session.
+DESIGN_COLUMN = "design_index"
 _FACTORIES: dict[str, ChooserFactory] = {}
 
 

@@ -62,10 +62,11 @@ from gymnasium import spaces
 from numba import njit
 from pydantic import Field, model_validator
 
-from cogtestbed.environments.adaptive import AdaptiveFields, chooser_for, is_adaptive
+from cogtestbed.environments.adaptive import DESIGN_COLUMN, AdaptiveFields, chooser_for, is_adaptive
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_option_number
+from cogtestbed.errors import InputError
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.discounting import (
     ANOMALY_ITEMS,
@@ -98,7 +99,7 @@ class DiscountingDesign(Design, AdaptiveFields):
     @model_validator(mode="after")
     def _adaptive_length(self) -> DiscountingDesign:
         if bool(self.adaptive) != (self.trials > 0):
-            raise ValueError("an adaptive session needs both adaptive parameters and trials >= 1 "
+            raise InputError("an adaptive session needs both adaptive parameters and trials >= 1 "
                              f"(got adaptive={list(self.adaptive)}, trials={self.trials})")
         return self
 
@@ -486,7 +487,8 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
         played = outcomes.played if outcomes.played is not None else outcomes.valid
         codes = outcomes.extra.get(QUESTION_CODES)  # recorded by a kernel that played the staircase
         if is_adaptive(design) and codes is None:
-            raise ValueError("an adaptive session's outcomes carry the codes of the questions chosen")
+            raise InputError("outcomes of an adaptive design carry the codes of the questions chosen "
+                             "(play it step by step)")
         if codes is None:
             codes = asked_questions(np.ascontiguousarray(outcomes.action, dtype=np.int64),
                                     np.ascontiguousarray(outcomes.valid, dtype=bool),
@@ -497,5 +499,7 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
             stim[c] = categories(codes, (*(getattr(q, c) for q in questions), None))
         for c in QUESTION_NUMBER_FIELDS:
             stim[c] = np.array([*(getattr(q, c) for q in questions), np.nan], dtype=np.float64)[codes]
+        if is_adaptive(design):
+            stim[DESIGN_COLUMN] = np.asarray(codes, dtype=np.int64)
         return finish_table(EXPERIMENT, {**stim, **outcome_columns(outcomes)}, agent=agent, params=params,
                             keep=played)

@@ -67,6 +67,9 @@ Status = Literal["passed", "failed", "xfail", "xpass", "skipped"]
 #: The cue of CogBench's question/answer prompts (Coda-Forno et al. 2024): a prompt whose last
 #: line starts with it is a completion prompt that the subject continues.
 COMPLETION_CUE = "A:"
+#: Psych-201's choice cue: its transcripts mark every choice ``<<…>>`` (Binz et al. 2025, Centaur), so a
+#: prompt in that form ends with ``<<`` (its environment's ``answer_prefix``) and the answer continues it.
+PSYCH201_CUE = "<<"
 #: Characters an instruction prompt (answered in a new chat turn) may end with.
 INSTRUCTION_ENDINGS = ".?!:)\"'"
 #: An instruction may close with an answer-format block: up to this many ``<label>: <value>``
@@ -395,7 +398,8 @@ def prompt_form_problems(prompt: Any, answer_prefix: str = "") -> list[str]:
     """Why ``prompt`` does not end as an LLM must continue it (empty: it does).
 
     A completion prompt's last line starts with :data:`COMPLETION_CUE` (``"A:"``) and ends with
-    the environment's ``answer_prefix`` where it declares one; an instruction prompt (answered in
+    the environment's ``answer_prefix`` where it declares one (or, in Psych-201's form, ends with its
+    choice cue :data:`PSYCH201_CUE`, the declared prefix); an instruction prompt (answered in
     a new chat turn) ends a sentence, without trailing whitespace, or closes with an answer-format
     block after a line ending with ":" (:func:`strip_format_block`).  Chat messages must end with
     a user turn.
@@ -410,7 +414,8 @@ def prompt_form_problems(prompt: Any, answer_prefix: str = "") -> list[str]:
         return ["the prompt is empty"]
     last_line = prompt.rsplit("\n", 1)[-1]
     tail = repr(prompt[-60:])
-    if last_line.lstrip().startswith(COMPLETION_CUE):
+    psych201 = answer_prefix == PSYCH201_CUE and prompt.endswith(PSYCH201_CUE)
+    if last_line.lstrip().startswith(COMPLETION_CUE) or psych201:
         if answer_prefix and not prompt.endswith(answer_prefix):
             return [f"completion prompt does not end with the answer prefix {answer_prefix!r}: …{tail}"]
         if prompt != prompt.rstrip():  # a served model reads a lone whitespace token there (issue 39)

@@ -1,0 +1,154 @@
+"""risky-choice (Spektor et al. 2024, Psych-201 transcript): values specific to the experiment; the
+generic checks come from the conformance suite."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cogtestbed.environments.risky import (
+    SPEKTOR_EXP2_CONTEXTS,
+    RiskyChoiceEnv,
+    RiskyDesign,
+    draw_sessions,
+    parse_lottery,
+)
+from cogtestbed.inference.risky import (
+    MODELS,
+    VALUE_ANCHOR,
+    choice_shares,
+    median_interval,
+    outcome_value,
+    risky_metrics,
+)
+from cogtestbed.registry import get_experiment
+from cogtestbed.simulation import simulate
+
+SPEKTOR = Path(__file__).resolve().parents[2] / "shared/data/psych201/spektor2024lossaversion/prompts.jsonl.zip"
+
+
+def test_prompt_is_the_transcripts_text_up_to_the_choice_cue() -> None:
+    env = RiskyChoiceEnv()
+    obs, _ = env.reset(seed=3)
+    a, b = env.letters()
+    x = [int(v) for v in obs["outcomes"]]
+    lines = obs["prompt"].split("\n")
+    assert lines[0] == "Dear participant,"
+    assert lines[8] == f"The lotteries' names are {a} and {b}."
+    assert lines[9:11] == ["", "Session 1:"]
+    assert lines[11] == (f"The outcomes of lottery {a} are {x[0]} with 50% chance and {x[1]} with 50% chance. "
+                         f"The outcomes of lottery {b} are {x[2]} with 50% chance and {x[3]} with 50% chance. "
+                         "You choose <<")
+    assert len(lines) == 12
+
+
+@pytest.mark.parametrize(("text", "action"), [("Q>>.", 1), ("S>>", 0), ("<<Q>>", 1), (" Q", 1), ("lottery S", 0),
+                                              ("I choose lottery Q.", 1), ("q>>", 1)])
+def test_parser_reads_the_transcripts_answers(text: str, action: int) -> None:
+    assert parse_lottery(text, ("S", "Q")).action == action
+
+
+@pytest.mark.parametrize("text", ["", "banana", "999999", "X>>", "lottery S or lottery Q", "S and Q", "\u2603"])
+def test_parser_never_guesses(text: str) -> None:
+    res = parse_lottery(text, ("S", "Q"))
+    assert res.action is None and res.error
+
+
+def test_every_session_shows_its_contexts_pairs_once_per_repetition() -> None:
+    design = RiskyDesign(repetitions=2)
+    s = draw_sessions(design, 6, np.random.default_rng(0))
+    assert s.shown.shape == (6, 196, 4)
+    for i in range(6):
+        assert sorted(set(s.context[i])) == [0, 1]  # both contexts, one per session
+        for sess in (0, 1):
+            rows = s.session[i] == sess
+            ctx = int(s.context[i, rows][0])
+            shown = {tuple(sorted([tuple(sorted(r[:2])), tuple(sorted(r[2:]))])) for r in s.shown[i, rows]}
+            pairs = {tuple(sorted([tuple(sorted(p[:2])), tuple(sorted(p[2:]))])) for p in SPEKTOR_EXP2_CONTEXTS[ctx]}
+            assert shown == pairs and rows.sum() == 98
+    # counterbalanced: both orders occur
+    assert len({int(s.context[i, 0]) for i in range(6)}) == 2
+
+
+def test_value_function_is_anchored_and_loss_averse() -> None:
+    for alpha in (0.3, 0.8, 1.5):
+        assert outcome_value(VALUE_ANCHOR, 2.0, alpha)[0] == pytest.approx(VALUE_ANCHOR)
+        assert outcome_value(-VALUE_ANCHOR, 2.0, alpha)[0] == pytest.approx(-2.0 * VALUE_ANCHOR)
+    assert outcome_value(10.0, 1.0, 1.0)[0] == pytest.approx(10.0)  # α = 1: u(x) = x
+    assert outcome_value(0.0, 3.0, 0.5) == (0.0, 0.0, 0.0)
+
+
+def test_expected_value_model_is_prospect_theory_at_lambda_alpha_one() -> None:
+    table = simulate(get_experiment("risky-choice"), "prospect-theory", 2, 5)
+    pt, ev = MODELS["prospect-theory"], MODELS["expected-value"]
+    data = next(iter(pt.subject_data(table).values()))
+    assert ev.nll(np.array([1.3]), data) == pytest.approx(pt.nll(np.array([1.0, 1.0, 1.3]), data))
+
+
+def test_loss_averse_decider_avoids_the_riskier_symmetric_lottery() -> None:
+    spec = get_experiment("risky-choice")
+    averse = simulate(spec, "prospect-theory", 20, 1, params={"lambda": 3.0, "alpha": 1.0, "theta": 2.0})
+    seeking = simulate(spec, "prospect-theory", 20, 1, params={"lambda": 0.5, "alpha": 1.0, "theta": 2.0})
+    assert choice_shares(averse)["p_risky"] < 0.2 < 0.8 < choice_shares(seeking)["p_risky"]
+
+
+def test_metrics_recover_loss_aversion_order() -> None:
+    spec = get_experiment("risky-choice")
+    low = risky_metrics(simulate(spec, "prospect-theory", 8, 2, params={"lambda": 1.0, "theta": 2.0}))
+    high = risky_metrics(simulate(spec, "prospect-theory", 8, 2, params={"lambda": 3.0, "theta": 2.0}))
+    assert low["metrics"]["loss_aversion"] < 1.6 < 2.0 < high["metrics"]["loss_aversion"]
+    assert len(low["per_subject"]) == 8
+
+
+def test_median_interval_is_the_order_statistic_interval() -> None:
+    med, lo, hi = median_interval(np.arange(1.0, 21.0))
+    assert med == 10.5 and (lo, hi) == (6.0, 15.0)  # n = 20: the 6th and 15th order statistics (95.9 %)
+    assert np.isnan(median_interval(np.array([1.0, 2.0]))[1])
+
+
+@pytest.mark.skipif(not SPEKTOR.is_file(), reason="the Psych-201 file is not in ../shared/data")
+def test_spektor_file_imports_every_participant() -> None:
+    from cogtestbed.data.spektor2024 import load
+
+    table = load(SPEKTOR)
+    assert table["subject"].nunique() == 282 and len(table) == 73250
+    assert table.groupby("study")["subject"].nunique().to_dict() == {"exp1": 40, "exp2": 185, "exp3": 57}
+    assert table["valid"].all() and set(table["action"].unique()) == {0, 1}
+    with zipfile.ZipFile(SPEKTOR) as z:
+        name = next(n for n in z.namelist() if n.endswith(".jsonl") and not n.startswith("__MACOSX"))
+        first = json.loads(z.open(name).readline())
+    sub = table[table["subject"] == 1000 * int(first["experiment"][-5]) + first["participant"]]
+    letters = (sub["letter0"].iloc[0], sub["letter1"].iloc[0])
+    chosen = [letters[a] for a in sub["action"]]
+    assert chosen == [c.split(">>")[0] for c in first["text"].split("<<")[1:]]
+
+
+def test_spektor_refusals_are_one_line(tmp_path: Path) -> None:
+    from cogtestbed.data.rows import DataFormatError
+    from cogtestbed.data.spektor2024 import load, parse_participant, sniff
+
+    text = ("Dear participant,\nThe lotteries' names are S and Q.\n\nSession 1:\n"
+            "The outcomes of lottery S are -9 with 50% chance and 16 with 50% chance. The outcomes of lottery Q are "
+            "-15 with 50% chance and 22 with 50% chance. You choose <<Q>>.")
+    record = {"text": text, "experiment": "spektor2024lossaversion/exp2.csv", "participant": 4}
+    rows = parse_participant(record)
+    assert rows["action"].tolist() == [1] and rows["subject"] == 2004 and rows["x1"].tolist() == [-9.0]
+    bad = {**record, "text": text.replace("<<Q>>", "<<Z>>")}
+    path = tmp_path / "prompts.jsonl"
+    path.write_text(json.dumps(record) + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(DataFormatError) as exc:
+        load(path)
+    assert "\n" not in str(exc.value) and "line 2" in str(exc.value) and "<<Z>>" in str(exc.value)
+    assert not sniff(tmp_path / "missing.jsonl")
+
+
+def test_psych201_choice_cue_ends_a_completion_prompt() -> None:
+    from cogtestbed.validation.conformance.suite import prompt_form_problems
+
+    assert prompt_form_problems("Session 1:\nThe outcomes ... You choose <<", "<<") == []
+    assert prompt_form_problems("Session 1:\nThe outcomes ... You choose <<")  # no declared cue: mid-sentence
+    assert prompt_form_problems("Session 1:\nThe outcomes ... You choose << ", "<<")  # trailing whitespace

@@ -39,6 +39,8 @@ SHORT_DESIGNS: dict[str, dict[str, Any]] = {
     "probabilistic-reasoning": {},
     "restless-bandit": {"block_lengths": (3, 3)},
     "revealed-belief": {"scenarios": ("dice",), "variants": ("regular",), "dice_faces": (6,), "n_dice": (1,)},
+    # two pairs of each of Spektor et al.'s two contexts (4 trials)
+    "risky-choice": {"contexts": (((28, -28, 32, -32), (12, -20, 24, -32)), ((28, -28, 32, -32), (36, -26, 44, -32)))},
     "temporal-discounting": {},
     "two-step": {"n_days": 3},
 }

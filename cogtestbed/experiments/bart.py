@@ -43,4 +43,6 @@ SPEC = ExperimentSpec(
         behaviour("risk", "Risk taking", 17.22, 0.99, "BART"),
         performance("BART", 12.8, 0.88, "BART"),
     ),
+    adaptive=("each balloon's pumps follow from the subject's own earlier pumps and the drawn explosion points; "
+             "there is no design variable to choose between trials"),
 )

@@ -94,4 +94,7 @@ SPEC = ExperimentSpec(
         StudyDecl("recovery", "4-parameter MNL at the paper design (200 contexts x 5)", model="mnl"),
         StudyDecl("recovery", "loss-form decider (c_FP, c_D, scale, gamma)", model="loss"),
     ),
+    adaptive=("its decision models read the subject's own reported belief (no design variable) and have 4 "
+             "parameters (the grid takes at most 3); its queries are the published networks' contexts, which the "
+             "coherence metrics need in full"),
 )

@@ -96,4 +96,6 @@ SPEC = ExperimentSpec(
         StudyDecl("metric-power", "explaining away: weak-EA w 0.5 vs normative", metric="ea", agent="weak-ea",
                   compare=({"w": 0.5, "noise_sd": 0.1}, {"w": 1.0, "noise_sd": 0.1}), runs=(5, 10, 20)),
     ),
+    adaptive=("answers are continuous ratings (no discrete answer space for an exact information gain) and the "
+             "metrics need the published query set in full"),
 )

@@ -47,4 +47,6 @@ SPEC = ExperimentSpec(
         behaviour("random_exploration", "Random exploration", 0.0174, 0.0010, "HorizonTask"),
         performance("Horizon task", 51.61, 50.43, "HorizonTask"),
     ),
+    adaptive=("a learning task: each game's rewards and forced choices are the instrument, and a trial's meaning "
+             "depends on the rewards seen so far"),
 )

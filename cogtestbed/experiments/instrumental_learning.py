@@ -48,4 +48,6 @@ SPEC = ExperimentSpec(
         behaviour("optimism_bias", "Optimism bias", 0.186, 0.184, "InstrumentalLearning"),
         performance("Instrumental learning", 0.552, 0.498, "InstrumentalLearning"),
     ),
+    adaptive=("a learning task: each trial's outcome feeds the subject's learning, so a trial cannot be chosen "
+             "without changing what is learnt"),
 )

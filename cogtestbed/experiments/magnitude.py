@@ -68,4 +68,7 @@ SPEC = ExperimentSpec(
                   params={"w_prior": 0.4, "sigma_dec": 0.1},
                   design={"task": "line-ratio", "ranges": "medium", "trials_per_session": 30}),
     ),
+    adaptive=("answers are continuous estimates, and the observer's prior is learnt from the session's stimulus "
+             "distribution (regression to the mean is the measurement), so choosing the stimuli changes what is "
+             "measured"),
 )

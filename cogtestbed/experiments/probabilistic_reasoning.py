@@ -47,4 +47,6 @@ SPEC = ExperimentSpec(
         behaviour("likelihood_weighting", "Likelihood weighting", 0.913, 0.019, "ProbabilisticReasoning"),
         performance("Probabilistic reasoning", 0.828, 0.656, "ProbabilisticReasoning"),
     ),
+    adaptive=("CogBench's fixed items: the prior and likelihood weightings are regressions over the published item "
+             "set"),
 )

@@ -45,4 +45,5 @@ SPEC = ExperimentSpec(
         behaviour("metacognition", "Meta-cognition", 0.765, 0.664, "RestlessBandit"),
         performance("Restless bandit", 54.88, 49.98, "RestlessBandit"),
     ),
+    adaptive=("a learning task: the drifting rewards and the subject's own history are the instrument"),
 )

@@ -62,4 +62,6 @@ SPEC = ExperimentSpec(
                   compare=({}, {"beta_anchor": 0.44}), parameter="n_samples", values=_SAMPLE_SIZES,
                   runs=_DETECT_RUNS, design=_ANCHOR_ITEMS),
     ),
+    adaptive=("answers are probability distributions (no discrete answer space for an exact information gain) and "
+             "the metrics compare them item by item over the published item set"),
 )

@@ -51,4 +51,5 @@ SPEC = ExperimentSpec(
         behaviour("model_basedness", "Model-basedness", 0.0263, 0.0009, "TwoStepTask"),
         performance("Two-step task", 0.527, 0.500, "TwoStepTask"),
     ),
+    adaptive=("a learning task: the drifting rewards and transitions the subject has seen are the instrument"),
 )

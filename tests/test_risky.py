@@ -112,38 +112,39 @@ def test_median_interval_is_the_order_statistic_interval() -> None:
 
 @pytest.mark.skipif(not SPEKTOR.is_file(), reason="the Psych-201 file is not in ../shared/data")
 def test_spektor_file_imports_every_participant() -> None:
-    from cogtestbed.data.spektor2024 import load
-
-    table = load(SPEKTOR)
+    importer = get_experiment("risky-choice").importer("psych201")
+    assert importer.sniff(SPEKTOR)
+    table = importer.load(SPEKTOR)
     assert table["subject"].nunique() == 282 and len(table) == 73250
     assert table.groupby("study")["subject"].nunique().to_dict() == {"exp1": 40, "exp2": 185, "exp3": 57}
     assert table["valid"].all() and set(table["action"].unique()) == {0, 1}
     with zipfile.ZipFile(SPEKTOR) as z:
         name = next(n for n in z.namelist() if n.endswith(".jsonl") and not n.startswith("__MACOSX"))
         first = json.loads(z.open(name).readline())
-    sub = table[table["subject"] == 1000 * int(first["experiment"][-5]) + first["participant"]]
+    sub = table[table["participant"] == f"{Path(first['experiment']).stem}:{first['participant']}"]
     letters = (sub["letter0"].iloc[0], sub["letter1"].iloc[0])
     chosen = [letters[a] for a in sub["action"]]
     assert chosen == [c.split(">>")[0] for c in first["text"].split("<<")[1:]]
+    assert sub["rt"].tolist() == [float(v) for v in first["RTs"]]
 
 
 def test_spektor_refusals_are_one_line(tmp_path: Path) -> None:
-    from cogtestbed.data.rows import DataFormatError
-    from cogtestbed.data.spektor2024 import load, parse_participant, sniff
+    from cogtestbed.data.psych201 import Psych201Error, Record
+    from cogtestbed.data.spektor2024 import parse_spektor2024
 
     text = ("Dear participant,\nThe lotteries' names are S and Q.\n\nSession 1:\n"
             "The outcomes of lottery S are -9 with 50% chance and 16 with 50% chance. The outcomes of lottery Q are "
             "-15 with 50% chance and 22 with 50% chance. You choose <<Q>>.")
     record = {"text": text, "experiment": "spektor2024lossaversion/exp2.csv", "participant": 4}
-    rows = parse_participant(record)
-    assert rows["action"].tolist() == [1] and rows["subject"] == 2004 and rows["x1"].tolist() == [-9.0]
-    bad = {**record, "text": text.replace("<<Q>>", "<<Z>>")}
+    rows = parse_spektor2024(Record(text, record["experiment"], "4", 1))
+    assert rows["action"].tolist() == [1] and rows["x1"].tolist() == [-9.0] and rows["reward"].tolist() == [3.5]
+    bad = {**record, "participant": 5, "text": text.replace("<<Q>>", "<<Z>>")}
     path = tmp_path / "prompts.jsonl"
     path.write_text(json.dumps(record) + "\n" + json.dumps(bad) + "\n")
-    with pytest.raises(DataFormatError) as exc:
-        load(path)
+    importer = get_experiment("risky-choice").importer("psych201")
+    with pytest.raises(Psych201Error) as exc:
+        importer.load(path)
     assert "\n" not in str(exc.value) and "line 2" in str(exc.value) and "<<Z>>" in str(exc.value)
-    assert not sniff(tmp_path / "missing.jsonl")
 
 
 def test_psych201_choice_cue_ends_a_completion_prompt() -> None:

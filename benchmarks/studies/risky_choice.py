@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cogtestbed.data.spektor2024 import load
 from cogtestbed.inference.risky import MODELS, median_interval
+from cogtestbed.registry import get_experiment
 
 SPEKTOR = Path(__file__).resolve().parents[3] / "shared/data/psych201/spektor2024lossaversion/prompts.jsonl.zip"
 
@@ -101,7 +101,7 @@ def main() -> None:
     if args.what == "recovery":
         recovery(args.subjects, args.reps, tuple(int(t) for t in args.trials.split(",")), args.seed)
         return
-    table = load(SPEKTOR)
+    table = get_experiment("risky-choice").importer("psych201").load(SPEKTOR)
     if args.what == "human-mle":
         human_mle(table)
     else:

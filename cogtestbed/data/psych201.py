@@ -209,6 +209,15 @@ def participant_order(participants: Sequence[str]) -> list[str]:
     return sorted(participants)
 
 
+def participant_ids(records: Sequence[Record]) -> dict[str, Record]:
+    """Each record under its participant id, qualified by its source file (``exp2:17``) where the data
+    set's records come from several files: a data set numbers its participants within each source
+    file (Spektor et al. 2024's three experiments each have a participant 1)."""
+    if len({r.experiment for r in records}) <= 1:
+        return {r.participant: r for r in records}
+    return {f"{Path(r.experiment.split('/', 1)[-1]).stem}:{r.participant}": r for r in records}
+
+
 def read_table_records(path: str | Path, experiment: str, parsers: Mapping[str, Parser],
                        refused: Mapping[str, str] | None = None) -> pd.DataFrame:
     """The trial table of the Psych-201 file ``path`` for ``experiment``: each record read by the
@@ -216,7 +225,8 @@ def read_table_records(path: str | Path, experiment: str, parsers: Mapping[str, 
 
     One data set per file.  Human participants become subjects 0, 1, … in
     :func:`participant_order`, with ``agent`` ``human`` and a ``participant`` column holding the
-    file's id; ``refused`` maps data sets this experiment knows and refuses to the reason.
+    file's id (:func:`participant_ids`: qualified by source file where the data set has several);
+    ``refused`` maps data sets this experiment knows and refuses to the reason.
     """
     p = Path(path)
     records = read_records(p)
@@ -235,7 +245,7 @@ def read_table_records(path: str | Path, experiment: str, parsers: Mapping[str, 
         known = ", ".join(sorted([*parsers, f"{OWN_DATA_SET}/{experiment}"]))
         raise Psych201Error(f"{p.name}: Psych-201 data set {data_set!r} has no parser for experiment {experiment} "
                             f"(it reads: {known})")
-    by_id = {r.participant: r for r in records}
+    by_id = participant_ids(records)
     parts = []
     for subject, participant in enumerate(participant_order(list(by_id))):
         rec = by_id[participant]

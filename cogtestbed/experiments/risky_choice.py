@@ -1,6 +1,8 @@
 """Risky choice between two 50/50 lotteries with gains and losses (Spektor et al. 2024, as transcribed
 in Psych-201): prospect-theory and expected-value deciders."""
 
+from cogtestbed.data.spektor2024 import DATA_SET, parse_spektor2024
+from cogtestbed.experiments._psych201 import psych201_importer
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.risky import HEADLINE, MODEL_KEYS, MODELS, risky_metrics
 from cogtestbed.tables.risky import EXPERIMENT, SCHEMA
@@ -19,7 +21,7 @@ SPEC = ExperimentSpec(
     models=MODELS,
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(risky_metrics, unit="per_subject", headline=HEADLINE, unidentified=MODEL_KEYS),
-    importers={},
+    importers=psych201_importer(EXPERIMENT, {DATA_SET: parse_spektor2024}),
     pooling_unit="subject",
     trials_field="repetitions",
     studies=(

@@ -75,21 +75,25 @@ _PUBLIC: dict[str, str] = {
     "PairedRun": "cogtestbed.api.run",
     "looks": "cogtestbed.api.looks",
     "LookReplay": "cogtestbed.api.looks",
+    "transcript_nll": "cogtestbed.api.transcripts",
+    "participant_nll": "cogtestbed.api.transcripts",
+    "heldout_nll": "cogtestbed.api.transcripts",
     # the result types of the functions above (what ct.fit, ct.check, ct.run, ... return)
     "BayesFit": "cogtestbed.inference.hierarchical",
     "ConformanceReport": "cogtestbed.validation.conformance.suite",
     "CheckResult": "cogtestbed.validation.conformance.suite",
     "RunResult": "cogtestbed.llm_adapters.runner",
     "Figures": "cogtestbed.api.figures",
+    "HeldOut": "cogtestbed.inference.heldout",
 }
 
 #: The names ``dir(ct)`` lists (the errors are under ``ct.errors``).
 __all__ = [
-    "__version__", "errors", "BayesFit", "CheckResult", "ConformanceReport", "Figures", "LookReplay", "MetricsReport",
-    "PairedRun", "Phenotype", "Plan", "RunResult", "Study", "check", "describe", "estimates", "experiments",
-    "export", "fit", "fit_and_save", "form_study", "get_experiment", "looks", "metric_validity", "metrics",
-    "model_recovery", "phenotype", "plan", "plan_forms", "plot_recovery", "power", "recover", "run", "sbc",
-    "simulate", "study", "true_parameters",
+    "__version__", "errors", "BayesFit", "CheckResult", "ConformanceReport", "Figures", "HeldOut", "LookReplay",
+    "MetricsReport", "PairedRun", "Phenotype", "Plan", "RunResult", "Study", "check", "describe", "estimates",
+    "experiments", "export", "fit", "fit_and_save", "form_study", "get_experiment", "heldout_nll", "looks",
+    "metric_validity", "metrics", "model_recovery", "participant_nll", "phenotype", "plan", "plan_forms",
+    "plot_recovery", "power", "recover", "run", "sbc", "simulate", "study", "transcript_nll", "true_parameters",
 ]
 
 if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, listed under ct.errors
@@ -117,10 +121,12 @@ if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, lis
         study,
         true_parameters,
     )
+    from cogtestbed.api.transcripts import heldout_nll, participant_nll, transcript_nll
     from cogtestbed.data.rows import DataFormatError, RepeatedSessionError  # noqa: F401
     from cogtestbed.environments.forms import FormError  # noqa: F401
     from cogtestbed.errors import BudgetError, CogtestbedError, DataError, InputError, ResumeMismatch  # noqa: F401
     from cogtestbed.experiments.spec import UnknownNameError  # noqa: F401
+    from cogtestbed.inference.heldout import HeldOut
     from cogtestbed.inference.hierarchical import BayesFit
     from cogtestbed.llm_adapters.base import BackendError, BackendUnavailable, LLMError  # noqa: F401
     from cogtestbed.llm_adapters.limits import PriceError, UnpricedModel  # noqa: F401

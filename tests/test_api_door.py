@@ -17,7 +17,7 @@ import cogtestbed as ct
 from cogtestbed.api import checks
 
 #: Arguments a public function reads from disk (a missing one is a DataError) ...
-INPUT_PATHS = {"table_or_path", "path", "paths", "pilot", "run_dir", "data_dir", "plan", "prices"}
+INPUT_PATHS = {"table_or_path", "path", "paths", "pilot", "run_dir", "data_dir", "plan", "prices", "transcripts"}
 #: ... and those it writes to (need not exist).
 OUTPUT_PATHS = {"output", "directory", "cache"}
 #: Valid values of the required arguments (so that only the argument under test is bad).
@@ -25,7 +25,7 @@ REQUIRED: dict[str, Any] = {
     "experiment": "instrumental-learning", "agent": "rw-pm", "model": "rw-pm", "spec_or_name": "instrumental-learning",
     "target": "rw-pm", "models": ["rw-pm", "rw"], "metric": "optimism", "parameter": "alpha_pos",
     "values": [0.1, 0.2], "forms": "2", "effect": {"optimism_bias": 0.2}, "fit": object(),
-    "trials": pd.DataFrame({"a": [1]}),
+    "trials": pd.DataFrame({"a": [1]}), "llm": "hf:tiny-random", "choices": pd.DataFrame({"a": [1]}), "test": 1,
 }
 
 FUNCTIONS = sorted(name for name, module in ct._PUBLIC.items()

@@ -67,3 +67,24 @@ def test_paired_comparison_matches_the_t_interval() -> None:
     assert out["verdict"] == "a lower"
     assert paired_comparison(b, a)["verdict"] == "b lower"
     assert paired_comparison(a.iloc[:1], b)["verdict"] is None
+
+
+def test_recovery_studys_task_blind_responder_plays_the_task() -> None:
+    """benchmarks/studies/centaur_recovery.py: the position-biased responder takes the first option
+    with probability 0.7, reaches the planet its spaceship commonly (or rarely) leads to, and is
+    paid by the environment's reward probabilities; the position-bias model's NLL is its formula."""
+    from study_scripts import load_study
+
+    study = load_study("centaur_recovery")
+    table = study.simulate("position-biased", 20, seed=4, human_params=pd.DataFrame())
+    assert table["subject"].nunique() == 20 and set(table["session"]) == {0, 1} and len(table) == 20 * 322
+    assert (table["action"] == 0).mean() == pytest.approx(0.7, abs=0.02)
+    assert (table["action2"] == 0).mean() == pytest.approx(0.7, abs=0.02)
+    assert ((table["planet"] == table["action"]) == table["common"]).all()
+    assert table["common"].mean() == pytest.approx(0.7, abs=0.02)
+    b = study.bias_fit(table)
+    one = table[table["subject"] == 3]
+    n1, n2 = int((one["action"] == 0).sum()), int((one["action2"] == 0).sum())
+    expected = -(n1 * math.log(b[0]) + (322 - n1) * math.log(1 - b[0])
+                 + n2 * math.log(b[1]) + (322 - n2) * math.log(1 - b[1])) / 644
+    assert study.bias_nll(table, b).loc[3] == pytest.approx(expected, rel=1e-12)

@@ -4,6 +4,7 @@ for a context-free model and equal a direct forward pass for a real one, and ref
 
 from __future__ import annotations
 
+import functools
 import math
 from types import SimpleNamespace
 
@@ -42,6 +43,7 @@ class BigramLM(torch.nn.Module):
         return SimpleNamespace(logits=logits[None])
 
 
+@functools.cache
 def _tokenizer():  # noqa: ANN202
     return build_tiny_random()[1]
 

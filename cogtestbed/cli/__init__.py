@@ -34,6 +34,7 @@ from cogtestbed.cli import plan as _plan  # noqa: F401,E402
 from cogtestbed.cli import run as _run  # noqa: F401,E402
 from cogtestbed.cli import simulate as _simulate  # noqa: F401,E402
 from cogtestbed.cli import studies as _studies  # noqa: F401,E402
+from cogtestbed.cli import transcripts as _transcripts  # noqa: F401,E402
 from cogtestbed.cli.app import app, console_err, is_user_error, one_line
 from cogtestbed.redact import redact
 

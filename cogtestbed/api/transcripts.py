@@ -1,0 +1,126 @@
+"""``ct.transcript_nll``: a language model's per-choice log-likelihood on Psych-201 transcripts
+(Centaur's measure; :mod:`cogtestbed.llm_adapters.transcript`), and ``ct.heldout_nll``: a
+cognitive model's per-choice NLL on held-out participants (:mod:`cogtestbed.inference.heldout`),
+so the two can be set side by side on the same participants (``cogtestbed transcript-nll``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cogtestbed.api.checks import public
+from cogtestbed.errors import InputError
+from cogtestbed.inference.heldout import HeldOut
+
+#: ``options="auto"``: the option sets declared for the record's Psych-201 data set, if any.
+AUTO = "auto"
+
+
+def _client(llm: Any) -> Any:
+    """The in-process model of ``llm`` (a spec such as ``hf:smollm2-135m``, or a client)."""
+    from cogtestbed.llm_adapters import make_client
+
+    client = make_client(llm, mode="completions") if isinstance(llm, str) else llm
+    if not hasattr(client, "hf_model"):
+        raise InputError(f"{getattr(client, 'spec', llm)}: transcript log-likelihood needs an in-process model "
+                         "(hf:..., e.g. hf:smollm2-135m): a served API returns no log-probabilities of the "
+                         "transcript's own tokens")
+    return client
+
+
+def _records(source: Any) -> list[Any]:
+    """Records of a Psych-201 file, or the given records / (participant, text) pairs."""
+    from cogtestbed.data.psych201 import Record, read_records
+
+    if isinstance(source, (str, Path)):
+        return read_records(source)
+    out = []
+    for k, item in enumerate(source):
+        if isinstance(item, Record):
+            out.append(item)
+        else:
+            if isinstance(item, str) or len(item) != 2:
+                raise InputError(f"transcripts: give a Psych-201 file, records or (participant, text) pairs, "
+                                 f"got {type(item).__name__} at position {k}")
+            participant, text = item
+            out.append(Record(str(text), "transcript", str(participant), k + 1))
+    return out
+
+
+@public(paths=("transcripts",))
+def transcript_nll(llm: Any, transcripts: str | Path | Sequence[Any], *, participants: Sequence[str] | None = None,
+                   options: Any = AUTO, overflow: str = "refuse", window: int | None = None,
+                   min_context: int | None = None) -> pd.DataFrame:
+    """Per-choice log-likelihood of ``llm`` (an in-process model) on each participant's transcript.
+
+    ``transcripts``: a Psych-201 file (``prompts.jsonl[.zip]``), or records or ``(participant, text)``
+    pairs.  ``participants``: the ids to score (all by default).  ``options``: ``"auto"``
+    (the option sets declared for the data set in
+    :data:`~cogtestbed.llm_adapters.transcript.OPTION_SETS`), None, a list or a function (see
+    :func:`cogtestbed.llm_adapters.transcript.transcript_nll`, with ``overflow``, ``window`` and
+    ``min_context``).  The text is fed raw (no chat template), as Centaur's evaluation does.
+
+    Returns one row per marked choice, with ``participant`` and ``data_set`` first; the seconds
+    each participant took are in ``attrs["seconds"]``.  Summarise with :func:`participant_nll`.
+    """
+    from cogtestbed.llm_adapters.transcript import OPTION_SETS
+    from cogtestbed.llm_adapters.transcript import transcript_nll as score
+
+    records = _records(transcripts)
+    if participants is not None:
+        by_id = {r.participant: r for r in records}
+        missing = [p for p in participants if str(p) not in by_id]
+        if missing:
+            raise InputError(f"participant(s) not in the transcripts: {', '.join(map(str, missing[:5]))}")
+        records = [by_id[str(p)] for p in participants]
+    client = _client(llm)
+    parts, seconds = [], {}
+    for rec in records:
+        opts = OPTION_SETS.get(rec.data_set) if isinstance(options, str) and options == AUTO else options
+        start = time.perf_counter()
+        table = score(client, rec.text, options=opts, overflow=overflow,  # type: ignore[arg-type]
+                      window=window, min_context=min_context)
+        seconds[rec.participant] = time.perf_counter() - start
+        parts.append(table.assign(participant=rec.participant, data_set=rec.data_set))
+    out = pd.concat(parts, ignore_index=True)
+    out = out[["participant", "data_set", *[c for c in out.columns if c not in ("participant", "data_set")]]]
+    out.attrs.update(model=getattr(client, "model", str(llm)), seconds=seconds, overflow=overflow,
+                     window=window or client.context_length, min_context=min_context)
+    return out
+
+
+@public()
+def participant_nll(choices: pd.DataFrame) -> pd.DataFrame:
+    """Per participant of a :func:`transcript_nll` table: choices, choices scored, and the mean
+    per-choice NLL (nats) raw (Centaur's) and normalised over the options; NaN where none scored."""
+    def one(df: pd.DataFrame) -> pd.Series:
+        raw, norm = df["logp_raw"].dropna(), df["logp_norm"].dropna()
+        return pd.Series({"n_choices": len(df), "n_scored_raw": len(raw), "n_scored_norm": len(norm),
+                          "nll_raw": float(-raw.mean()) if len(raw) else np.nan,
+                          "nll_norm": float(-norm.mean()) if len(norm) else np.nan})
+
+    rows = {p: one(df) for p, df in choices.groupby("participant", sort=False)}
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = "participant"
+    out = out.reset_index()
+    return out.sort_values("participant", key=lambda s: s.astype(str), kind="stable").reset_index(drop=True)
+
+
+@public()
+def heldout_nll(experiment: str, trials: pd.DataFrame, *, model: str, test: Sequence[Hashable] | int,
+                seed: int = 0, n_starts: int | None = None) -> HeldOut:
+    """``model`` of ``experiment`` fitted pooled on the training subjects of ``trials``, scored per
+    choice on the held-out ones: ``test`` names them, or is how many to draw (seeded by ``seed``;
+    :func:`cogtestbed.inference.heldout.heldout_split`)."""
+    from cogtestbed.inference.heldout import heldout_nll as score
+    from cogtestbed.inference.heldout import heldout_split
+    from cogtestbed.registry import get_experiment
+
+    exp = get_experiment(experiment)
+    chosen = heldout_split(list(trials["subject"].unique()), test, seed)[1] if isinstance(test, int) else list(test)
+    return score(exp.model(model), trials, chosen, n_starts=n_starts)

@@ -176,3 +176,29 @@ def test_an_adaptive_smollm2_session_runs_and_its_table_fits(tmp_path: Path) -> 
     fit = MODEL.fit_mle(table)
     est = fit.iloc[0]
     assert np.isfinite(est["nll"]) and 0 < est["k"] < 100 and 0 < est["temperature"] <= 10
+
+
+def test_plan_adaptive_prices_both_arms_for_one_precision_target() -> None:
+    plan = ct.plan("temporal-discounting", adaptive="k", precision="k=1.0", assurance=0.8, llm="openai:gpt-4o-mini",
+                   subjects=10, trials="1:12", adaptive_sims=12, seed=3)
+    p = plan.payload
+    assert plan.kind == "adaptive" and p["max_trials"] == 12 and p["sessions"] == 10
+    for arm in ("fixed", "adaptive"):
+        a = p[arm]
+        if a["calls"] is not None:  # reached: the share there meets the assurance, and calls = trials x sessions
+            assert a["share"] >= 0.8 and a["calls"] == a["trials"] * 10 and a["cost_usd"] > 0
+    assert p["adaptive"]["calls"] is not None and p["adaptive"]["trials"] <= 12
+    with pytest.raises(InputError, match="plans a precision target"):
+        ct.plan("temporal-discounting", adaptive="k", llm="openai:gpt-4o-mini")
+
+
+def test_precision_trials_reads_the_share_within_the_halfwidth() -> None:
+    from cogtestbed.validation.design.adaptive import AdaptiveComparison, Curves, precision_trials
+
+    z = np.zeros((4, 3))
+    mean = np.array([[1.0, 0.4, 0.1], [1.0, 1.0, 0.1], [0.0, 0.0, 0.0], [2.0, 0.2, 0.2]])
+    curves = {arm: {"k": Curves(mean if arm == "adaptive" else mean + 1, z, z, z)} for arm in ("fixed", "adaptive")}
+    res = AdaptiveComparison("x", ("k",), 3, {"k": np.zeros(4)}, curves)
+    out = precision_trials(res, "k", 0.5, 0.75)
+    assert out["adaptive"]["trials"] == 2.0 and out["adaptive"]["share"] == 0.75  # 3 of 4 within 0.5 at trial 2
+    assert np.isnan(out["fixed"]["trials"]) and out["fixed"]["share"] == 0.0

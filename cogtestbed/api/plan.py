@@ -74,14 +74,14 @@ class Plan:
         return self.files
 
     def _write(self, out: Path) -> dict[str, Path]:
-        if self.kind == "precision":
+        if self.kind in ("precision", "adaptive"):
             import json
 
             from cogtestbed.outputs import atomic_write_bytes
 
-            dest = out / "precision.json"
+            dest = out / f"{self.kind}.json"
             atomic_write_bytes(dest, lambda tmp: tmp.write_text(json.dumps(self.payload, indent=1, default=str)))
-            return {"precision": dest}
+            return {self.kind: dest}
         from cogtestbed.validation.design.plan_report import write_plan
 
         return write_plan(self.payload, out)
@@ -93,8 +93,9 @@ class Plan:
         from cogtestbed.api.figures import Figures
         from cogtestbed.validation.design.plan_report import plot_frontier
 
-        if self.kind == "precision":
-            raise InputError("a precision plan has no cost-power frontier to plot")
+        if self.kind in ("precision", "adaptive"):
+            raise InputError(f"a{'n' if self.kind == 'adaptive' else ''} {self.kind} plan has no cost-power "
+                             "frontier to plot")
         out = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="cogtestbed-plan-"))
         return Figures([plot_frontier(self.payload, out)])
 
@@ -117,6 +118,7 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
          null_sims: int | None = None, lapse_fit: str | None = None, binding_futility: bool = False,
          fit: str = "mle", fit_sims: int | None = None, human: Any = None, reasoning_effort: str | None = None,
          thinking_budget: int | None = None, assume_reasoning_tokens: str | None = None,
+         adaptive: str | Sequence[str] | None = None, adaptive_sims: int = 200,
          say: Say = None) -> Plan:
     """Plan a study (``cogtestbed plan``): the cheapest design that reaches the target power
     (``power``) at level ``level``, priced by ``llm`` (``BACKEND:MODEL``; two for a metric
@@ -143,6 +145,11 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
     size tried, and plans its choice (:mod:`cogtestbed.validation.design.fitcheck`).  A reasoning model
     (issue 49) is priced with ``reasoning_effort`` / ``thinking_budget`` as run and its completion tokens per
     call from ``pilot`` or ``assume_reasoning_tokens`` (``N`` or ``LOW:HIGH``); without either it is refused.
+    ``adaptive`` (parameter names, issue 53) with ``precision={PARAM: HALFWIDTH}``: the trials per session
+    that adaptive sessions on those parameters and fixed sessions of the same design space need for
+    P(|posterior mean − truth| ≤ HALFWIDTH) ≥ ``assurance`` (unconstrained scale, subjects drawn from the
+    prior, ``adaptive_sims`` of them, at most the top of ``trials`` trials, default 60), each priced by
+    ``llm``'s dry run for ``subjects`` sessions (:func:`_plan_adaptive`).
     ``say`` receives progress lines.
     The same arguments and seed give the same plan as the command line.
     """
@@ -155,6 +162,9 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
     from cogtestbed.validation.design.plan_report import plan_payload
 
     exp = get_experiment(experiment)
+    if adaptive:
+        return _plan_adaptive(exp, adaptive, precision, assurance, llm, subjects, trials, adaptive_sims, seed,
+                              prices, allow_unpriced, say)
     subjects, runs, trials = size_text(subjects), size_text(runs), size_text(trials)
     effect, precision = one_assignment(effect), one_assignment(precision)
     prices_path = None if prices is None else Path(prices)
@@ -531,3 +541,85 @@ def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assur
     if say is not None:
         say(planner.estimate_line())
     return Plan(precision_payload(planner.plan(), planner), kind="precision")
+
+
+#: Most trials per session ``plan --adaptive`` simulates where ``trials`` gives no top.
+ADAPTIVE_MAX_TRIALS = 60
+
+
+def _plan_adaptive(exp: Any, adaptive: str | Sequence[str], precision: Mapping[str, float] | str | None,
+                   assurance: float, llm: str | Sequence[str] | None, subjects: Any, trials: Any, sims: int, seed: int,
+                   prices: str | os.PathLike[str] | None, allow_unpriced: bool, say: Say) -> Plan:
+    """``plan --adaptive``: adaptive against fixed sessions for one precision target
+    (:func:`cogtestbed.validation.design.adaptive.precision_trials`), each arm's trials per session priced
+    by ``llm``'s dry run (one call per trial; a fixed session of the same space has the same prompts'
+    length).  Power targets are refused in one line."""
+    import math
+    import tempfile
+
+    from cogtestbed.api.specs import one_assignment, size_text
+    from cogtestbed.validation.design.adaptive import compare, precision_trials
+
+    target = one_assignment(precision)
+    if target is None:
+        raise InputError("plan --adaptive plans a precision target: give --precision PARAM=HALFWIDTH (a power target "
+                         "over adaptive sessions is not planned yet)")
+    from cogtestbed.parameters import parse_assignments
+
+    parameter, halfwidth = next(iter(parse_assignments([target], "--precision").items()))
+    if not (halfwidth > 0 and 0 < assurance < 1):
+        raise InputError(f"--precision needs HALFWIDTH > 0 and --assurance in (0, 1), got {halfwidth}, {assurance}")
+    try:
+        text = str(trials) if isinstance(trials, int) else size_text(trials)
+        top = int(str(text).replace(",", ":").split(":")[-1]) if text else ADAPTIVE_MAX_TRIALS
+        n_sessions = int(subjects) if isinstance(subjects, int) else int(size_text(subjects) or 1)
+    except ValueError:
+        raise InputError(f"plan --adaptive: --subjects is one number of sessions and --trials N or LO:HI (its top is "
+                         f"the longest session simulated), got {subjects!r} and {trials!r}") from None
+    if sims < 2 or top < 1 or n_sessions < 1:
+        raise InputError("plan --adaptive needs --adaptive-sims >= 2, trials >= 1 and subjects >= 1")
+    if say is not None:
+        say(f"simulating {sims} subjects from the prior through {top} adaptive and {top} fixed trials")
+    result = compare(exp, adaptive, top, sims, seed)
+    if parameter not in result.truth:
+        raise InputError(f"--precision {parameter}: the adaptive model has parameters {', '.join(result.truth)}")
+    reached = precision_trials(result, parameter, halfwidth, assurance)
+    arms: dict[str, dict[str, Any]] = {k: dict(v) for k, v in reached.items()}
+    llms = [llm] if isinstance(llm, str) else list(llm or [])
+    for arm in arms.values():
+        n = arm["trials"]
+        arm["calls"] = None if math.isnan(n) else int(n) * n_sessions
+        arm["cost_usd"] = None
+        if llms and not math.isnan(n):
+            from cogtestbed.api.run import RunRequest, estimate_run
+
+            with tempfile.TemporaryDirectory() as tmp:
+                est = estimate_run(RunRequest(experiment=exp.name, llm=llms[0], output=Path(tmp) / "dry",
+                                              subjects=n_sessions, seed=seed, adaptive=",".join(result.targets),
+                                              trials=int(n), prices=None if prices is None else Path(prices),
+                                              allow_unpriced=allow_unpriced))
+            arm["calls"], arm["cost_usd"] = est["calls"], est.get("estimated_cost_usd")
+    ratio = arms["adaptive"]["trials"] / arms["fixed"]["trials"]
+    payload = {"kind": "adaptive", "experiment": exp.name, "llm": llms[0] if llms else None, "targets":
+               list(result.targets), "parameter": parameter, "scale": "unconstrained", "halfwidth": halfwidth,
+               "assurance": assurance, "sessions": n_sessions, "simulated_subjects": sims, "max_trials": top,
+               "seed": seed, "fixed": arms["fixed"], "adaptive": arms["adaptive"],
+               "trials_ratio": None if math.isnan(ratio) else ratio,
+               "fixed_design": "the design space in one seeded random order (validation/design/adaptive.py)"}
+    return Plan(payload, "trials", kind="adaptive")
+
+
+def adaptive_line(payload: Mapping[str, Any]) -> str:
+    """``plan --adaptive``'s summary: each arm's trials per session and cost for the same target."""
+    def arm(name: str) -> str:
+        a = payload[name]
+        if a["calls"] is None:
+            return f"{name}: not reached within {payload['max_trials']} trials (share {a['share']:.2f})"
+        cost = "" if a["cost_usd"] is None else f", ${a['cost_usd']:.4f}"
+        return f"{name}: {a['trials']:.0f} trials per session ({a['calls']} calls{cost})"
+
+    head = (f"{payload['experiment']}: P(|posterior mean - truth| <= {payload['halfwidth']:g}) >= "
+            f"{payload['assurance']:g} on {payload['parameter']} (unconstrained scale), {payload['sessions']} "
+            f"session(s){' priced for ' + payload['llm'] if payload['llm'] else ''}")
+    ratio = "" if payload["trials_ratio"] is None else f"; adaptive/fixed trials = {payload['trials_ratio']:.2f}"
+    return f"{head}\n{arm('fixed')}\n{arm('adaptive')}{ratio}"

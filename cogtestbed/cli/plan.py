@@ -157,6 +157,12 @@ def plan(
     assume_reasoning_tokens: Annotated[str | None, typer.Option(
         help="A reasoning model's completion tokens per call, hidden ones included: N (priced from N/2 to 2N) or "
         "LOW:HIGH; without it (or a --pilot of the model) a plan for a reasoning model is refused.")] = None,
+    adaptive: Annotated[str | None, typer.Option(
+        help="PARAM[,PARAM] or all: with --precision PARAM=HALFWIDTH, the trials per session adaptive sessions "
+        "and fixed ones of the same design space need (posterior mean within HALFWIDTH of the truth, unconstrained "
+        "scale, with probability --assurance), each priced by --llm (issue 53).")] = None,
+    adaptive_sims: Annotated[int, typer.Option(
+        min=2, help="Subjects drawn from the prior that plan --adaptive simulates.")] = 200,
 ) -> None:
     """Plan a study: the cheapest design that reaches the target power, in calls, tokens and dollars."""
     from cogtestbed.api.plan import plan as make_plan
@@ -193,7 +199,11 @@ def plan(
             workers=workers, looks=looks, spending=spending, futility=futility, null=null, seq_sims=seq_sims,
             null_sims=null_sims, lapse_fit=lapse_fit, binding_futility=binding_futility, fit=fit,
             fit_sims=fit_sims, human=human, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget,
-            assume_reasoning_tokens=assume_reasoning_tokens, say=_say)
+            assume_reasoning_tokens=assume_reasoning_tokens, adaptive=adaptive, adaptive_sims=adaptive_sims,
+            say=_say)
+        if result.kind == "adaptive":
+            _emit_adaptive(result, output, as_json, force)
+            return
         if result.kind == "precision":
             _emit_precision(result, output, as_json, force)
             return
@@ -219,6 +229,20 @@ def _emit_precision(result: Any, output: Path | None, as_json: bool, force: bool
     console.print(precision_line(payload), highlight=False, soft_wrap=True)
     fields = ", ".join(f"{k}={v}" for k, v in payload["chosen"]["resolved"]["fields"].items())
     console.print(f"design {payload['chosen']['resolved']['label']}: {fields}", highlight=False, soft_wrap=True)
+
+
+def _emit_adaptive(result: Any, output: Path | None, as_json: bool, force: bool = False) -> None:
+    """``plan --adaptive``'s output: ``adaptive.json`` under ``output``; the payload or three lines."""
+    from cogtestbed.api.plan import adaptive_line
+
+    payload = result.payload
+    if output is not None:
+        files = result.save(output, force=force)
+        payload = {**payload, "files": {k: str(v) for k, v in files.items()}}
+    if as_json:
+        print_json(payload)
+        return
+    console.print(adaptive_line(payload), highlight=False, soft_wrap=True, markup=False)
 
 
 def _emit_plan(result: Any, output: Path | None, as_json: bool, force: bool = False) -> None:

@@ -166,3 +166,26 @@ def trials_for_precision(result: AdaptiveComparison, parameter: str, target_sd: 
     """Trials per session each arm needs for a mean posterior SD of ``parameter`` ≤ ``target_sd``
     (NaN where the simulated length does not reach it)."""
     return {arm: trials_to_reach(result.curves[arm][parameter].sd.mean(axis=0), target_sd) for arm in ARMS}
+
+
+def within(result: AdaptiveComparison, parameter: str, halfwidth: float) -> dict[str, np.ndarray]:
+    """Per arm and trial count: the share of subjects whose posterior mean lies within ``halfwidth``
+    of the truth (unconstrained scale)."""
+    truth = result.truth[parameter][:, None]
+    return {arm: (np.abs(result.curves[arm][parameter].mean - truth) <= halfwidth).mean(axis=0) for arm in ARMS}
+
+
+def precision_trials(result: AdaptiveComparison, parameter: str, halfwidth: float,
+                     assurance: float) -> dict[str, dict[str, float]]:
+    """Per arm: the fewest trials per session at which P(|posterior mean − truth| ≤ ``halfwidth``) ≥
+    ``assurance`` over subjects drawn from the prior (NaN: not within the simulated length), with that
+    share and its Monte-Carlo SE."""
+    out = {}
+    n = result.truth[parameter].size
+    for arm, share in within(result, parameter, halfwidth).items():
+        hit = np.flatnonzero(share >= assurance)
+        t = int(hit[0]) if hit.size else None
+        p = float(share[t]) if t is not None else float(share[-1])
+        out[arm] = {"trials": float(t + 1) if t is not None else float("nan"), "share": p,
+                    "share_se": float(np.sqrt(p * (1 - p) / n))}
+    return out

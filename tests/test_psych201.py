@@ -287,3 +287,18 @@ def test_the_export_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "exists" in capsys.readouterr().err
     assert run_cli(["export", str(trials), "--to", "csv", "-o", str(out), "--force"]) == 2
     assert run_cli(["export", str(trials), "--to", "psych201", "-o", str(tmp_path / "t.txt")]) == 2
+
+
+def test_the_shahar_study_prints_cogbenchs_metric_with_its_intervals(shahar_head: Path) -> None:
+    from study_scripts import load_study
+
+    import cogtestbed as ct
+
+    study = load_study("psych201_shahar")
+    table, _ = read_table("two-step", shahar_head)
+    out = study.cogbench_part(table, boot=200, seed=0)
+    pooled = ct.metrics("two-step", table)["metrics"]["model_basedness"]
+    assert out["participants"] == 6 and out["model_basedness"] == round(pooled, 4)
+    lo, hi = out["bootstrap_95"]
+    assert lo < out["model_basedness"] < hi and out["ols_95"][0] < out["model_basedness"] < out["ols_95"][1]
+    assert study.import_summary(table)["participants"] == 6

@@ -318,7 +318,7 @@ def test_list_is_generated_from_the_specs(capsys) -> None:
         p.name: (p.lower, p.upper, p.default) for p in exp.model("rw").parameters}
     assert {f["name"]: f["default"] for f in info["design"]["fields"]}["visits_per_casino"] == 24
     assert info["metrics"]["headline"] == list(exp.metrics.headline)
-    assert info["importers"] == ["cogbench"] and "model-recovery" in [s["name"] for s in info["studies"]]
+    assert info["importers"] == ["cogbench", "psych201"] and "model-recovery" in [s["name"] for s in info["studies"]]
     assert run_cli(["list", "two-step"]) == 0
     assert "hybrid" in capsys.readouterr().out
     assert run_cli(["list", "nope"]) == 2

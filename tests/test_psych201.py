@@ -302,3 +302,11 @@ def test_the_shahar_study_prints_cogbenchs_metric_with_its_intervals(shahar_head
     lo, hi = out["bootstrap_95"]
     assert lo < out["model_basedness"] < hi and out["ols_95"][0] < out["model_basedness"] < out["ols_95"][1]
     assert study.import_summary(table)["participants"] == 6
+
+
+def test_a_psych201_file_no_experiment_reads_is_named_with_its_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    from cogtestbed.cli import run_cli
+
+    assert run_cli(["metrics", str(DEZFOULI)]) == 2
+    err = capsys.readouterr().err
+    assert "data set 'dezfouli', which no experiment reads" in err and "12 timed blocks" in err

@@ -61,7 +61,7 @@ def describe_experiment(exp: ExperimentSpec) -> dict[str, Any]:
                     "options": [{"name": o.name, "flag": o.flag, "default": o.default,
                                  "choices": list(o.choices) if o.choices else None, "help": o.help}
                                 for o in exp.metrics.options.values()]},
-        "importers": sorted(exp.importers),
+        "importers": sorted(exp.all_importers),
         "prompt_forms": [f.as_json() for f in exp.prompt_forms],
         **({"cover_story_note": note} if note is not None else {}),
         "studies": [{"name": n, "kind": d.kind, "description": d.description} for n, d in declared_studies(exp)],

@@ -185,6 +185,17 @@ def first_record(path: str | Path) -> dict[str, Any] | None:
     return None
 
 
+def unread_reason(path: str | Path) -> str | None:
+    """Where ``path`` is a Psych-201 file (its first record), the sentence saying which data set it
+    holds and why none of the experiments asked read it (:data:`REFUSED`), else None."""
+    record = first_record(path)
+    if record is None or not isinstance(record.get("experiment"), str):
+        return None
+    data_set = data_set_of(record["experiment"])
+    why = REFUSED.get(data_set, "no experiment declares a parser for it")
+    return f"{Path(path).name} is a Psych-201 file of data set {data_set!r}, which no experiment reads: {why}"
+
+
 def write_records(records: Iterable[Mapping[str, Any]], path: str | Path) -> None:
     """``records`` as JSON Lines at ``path`` (``.jsonl``, or ``.zip`` holding ``prompts.jsonl``),
     written atomically (:func:`cogtestbed.outputs.atomic_write_bytes`)."""

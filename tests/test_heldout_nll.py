@@ -13,7 +13,7 @@ from scipy import stats
 import cogtestbed as ct
 from cogtestbed.errors import InputError
 from cogtestbed.inference.heldout import heldout_nll, heldout_split, paired_comparison, subject_nll
-from cogtestbed.inference.twostep import MODELS
+from cogtestbed.inference.twostep import MODELS, position_bias_fit, position_bias_nll
 
 PARAMS = {"w": 0.5, "alpha": 0.5, "beta": 4.0, "lam": 0.5, "persev": 0.3}
 
@@ -82,9 +82,12 @@ def test_recovery_studys_task_blind_responder_plays_the_task() -> None:
     assert (table["action2"] == 0).mean() == pytest.approx(0.7, abs=0.02)
     assert ((table["planet"] == table["action"]) == table["common"]).all()
     assert table["common"].mean() == pytest.approx(0.7, abs=0.02)
-    b = study.bias_fit(table)
+    b = position_bias_fit(table)
+    assert b == ((table["action"] == 0).mean(), (table["action2"] == 0).mean())
     one = table[table["subject"] == 3]
     n1, n2 = int((one["action"] == 0).sum()), int((one["action2"] == 0).sum())
     expected = -(n1 * math.log(b[0]) + (322 - n1) * math.log(1 - b[0])
-                 + n2 * math.log(b[1]) + (322 - n2) * math.log(1 - b[1])) / 644
-    assert study.bias_nll(table, b).loc[3] == pytest.approx(expected, rel=1e-12)
+                 + n2 * math.log(b[1]) + (322 - n2) * math.log(1 - b[1]))
+    row = position_bias_nll(table, b).set_index("subject").loc[3]
+    assert row["nll"] == pytest.approx(expected, rel=1e-12) and row["n_choices"] == 644
+    assert row["nll_per_choice"] == pytest.approx(expected / 644, rel=1e-12)

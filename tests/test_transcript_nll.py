@@ -169,3 +169,24 @@ def test_shahar_option_sets() -> None:
             "choice between two options: R and W.\n\nYou are presented with first-stage options M and Z. You "
             "choose <<Z>>. This leads to state S. In state S, you choose <<W>>. You receive no reward.\n")
     assert shahar2019_options(text, ["Z", "W"]) == [("M", "Z"), ("R", "W")]
+
+
+def test_option_tokens_read_from_the_line_equal_the_whole_prefix() -> None:
+    """The option's tokens are read from the choice's own line when its tokens there are the
+    transcript's; they equal those of re-tokenizing the whole text before the choice."""
+    from cogtestbed.llm_adapters.transcript import _option_tokens, _tokenize
+
+    tok = _tokenizer()
+    text = "Casino 1.\n" + "".join(f"Machine {k}: Q: <<{'AB'[k % 2]}>>. A: <<C>>.\n" for k in range(6))
+    ids, offsets = _tokenize(tok, text)
+    for c in marked_choices(text):
+        first = next(k for k, (a, _) in enumerate(offsets) if a == c.start)
+        for option in ("A", "B", "C", "AB"):
+            fast = _option_tokens(tok, text, c, option, ids, offsets, first)
+            whole, whole_offsets = _tokenize(tok, text[:c.start] + option + ">>")
+            span = _token_span(whole_offsets, c.start, c.start + len(option))
+            assert span is not None and fast == whole[span[0]:span[1]]
+    client, q = _known_client()
+    df = transcript_nll(client, text, options=[("A", "B"), ("C", "AB")] * 6)
+    np.testing.assert_allclose(df["logp_norm"].iloc[:2], np.log([q["A"] / (q["A"] + q["B"]),
+                                                                 q["C"] / (q["C"] + q["A"] / len(tok))]), atol=1e-12)

@@ -21,8 +21,10 @@ hybrid model's (issue 52 item 5; Centaur's measure, Binz et al. 2025).
   kept, as Centaur's evaluation does.
 * Printed per held-out participant: SmolLM2's raw NLL (Centaur's: full-vocabulary log-prob of the
   choice token), its NLL renormalised over the two options of each choice, the hybrid model's
-  held-out NLL, chance (log 2); then means with 95% t intervals over participants and the paired
-  differences (normalised SmolLM2 − hybrid).  One JSON line per result.
+  held-out NLL, the task-blind position-bias model's (P(first option) per stage, fitted on the
+  same training participants; the reference ``centaur_recovery.py`` shows chance cannot be),
+  chance (log 2); then means with 95% t intervals over participants and the paired differences
+  (normalised SmolLM2 − hybrid, − position bias; hybrid − position bias).  One JSON line each.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import numpy as np
 from cogtestbed.api.transcripts import participant_nll, transcript_nll
 from cogtestbed.data.psych201 import read_records
 from cogtestbed.inference.heldout import heldout_split, paired_comparison, pooled_fit, subject_nll
+from cogtestbed.inference.twostep import position_bias_fit, position_bias_nll
 from cogtestbed.llm_adapters.transcript import shahar2019_options
 from cogtestbed.registry import get_experiment
 
@@ -88,21 +91,30 @@ def main() -> None:
         scored = scored[scored["session"] == 0]
         records = [(p, text.split(SECOND, 1)[0]) for p, text in records]
     held = subject_nll(model, fit.params, scored)
+    bias = position_bias_fit(table[table["participant"].isin(train_ids)])
+    held["position_bias"] = position_bias_nll(scored, bias)["nll_per_choice"].to_numpy()
     held["participant"] = held["subject"].map({s: p for p, s in ids.items()})
+    print(json.dumps({"position_bias_fit": [round(b, 4) for b in bias]}), flush=True)
     choices = transcript_nll("hf:smollm2-135m", records, options=shahar2019_options, overflow="window",
                              min_context=args.min_context)
-    llm = participant_nll(choices).merge(held[["participant", "nll_per_choice", "n_choices"]], on="participant")
+    llm = participant_nll(choices).merge(held[["participant", "nll_per_choice", "n_choices", "position_bias"]],
+                                         on="participant")
     for _, row in llm.iterrows():
         print(json.dumps({"participant": row["participant"], "choices": int(row["n_choices_x"]),
                           "hybrid_choices": int(row["n_choices_y"]),
                           "smollm2_raw": round(row["nll_raw"], 4), "smollm2_norm": round(row["nll_norm"], 4),
-                          "hybrid": round(row["nll_per_choice"], 4), "chance": round(math.log(2), 4),
+                          "hybrid": round(row["nll_per_choice"], 4), "position_bias": round(row["position_bias"], 4),
+                          "chance": round(math.log(2), 4),
                           "seconds": round(choices.attrs["seconds"][row["participant"]], 1)}), flush=True)
     summary = {name: {"mean": round(float(llm[col].mean()), 4), "ci95": t_interval(llm[col].to_numpy(float))}
                for name, col in (("smollm2_raw", "nll_raw"), ("smollm2_norm", "nll_norm"),
-                                 ("hybrid", "nll_per_choice"))}
-    diff = paired_comparison(llm.set_index("participant")["nll_norm"], llm.set_index("participant")["nll_per_choice"])
-    print(json.dumps({"summary_nats_per_choice": summary, "smollm2_norm_minus_hybrid": diff,
+                                 ("hybrid", "nll_per_choice"), ("position_bias", "position_bias"))}
+    by = llm.set_index("participant")
+    diffs = {f"{a}_minus_{b}": paired_comparison(by[ca], by[cb]) for a, ca, b, cb in (
+        ("smollm2_norm", "nll_norm", "hybrid", "nll_per_choice"),
+        ("smollm2_norm", "nll_norm", "position_bias", "position_bias"),
+        ("hybrid", "nll_per_choice", "position_bias", "position_bias"))}
+    print(json.dumps({"summary_nats_per_choice": summary, **diffs,
                       "seconds_per_participant": round(float(np.mean(list(choices.attrs["seconds"].values()))), 1),
                       "unscored_choices": int(choices["logp_raw"].isna().sum())}, default=str), flush=True)
 

@@ -14,8 +14,9 @@ Design (this project's defaults, none from a paper):
   first-listed option with probability 0.7 at both stages (its planets and rewards drawn from the
   same pre-drawn transitions and reward probabilities as the environment's).
 * Per source: the hybrid model and a task-blind **position-bias model** (P(first option) per
-  stage, the training frequencies) are fitted on ``--train`` training participants (pooled MLE,
-  once per source), then scored per choice on N fresh held-out participants, ``--reps`` times.
+  stage, the training frequencies: :func:`cogtestbed.inference.twostep.position_bias_fit`) are
+  fitted on ``--train`` training participants (pooled MLE, once per source), then scored per
+  choice on N fresh held-out participants, ``--reps`` times.
 * Verdict "cognitive model" when the hybrid's held-out per-choice NLL is below the reference's
   with the 90% t interval of the paired differences excluding 0 (a one-sided 5% test), for two
   references: **chance** (log 2 per choice) and the **fitted position-bias model**.  Correct: that
@@ -37,6 +38,7 @@ import pandas as pd
 
 import cogtestbed as ct
 from cogtestbed.inference.heldout import paired_comparison, pooled_fit, subject_nll
+from cogtestbed.inference.twostep import position_bias_fit, position_bias_nll
 from cogtestbed.registry import get_experiment
 from cogtestbed.tables.twostep import ALIEN_LETTERS
 
@@ -76,23 +78,6 @@ def simulate(source: str, n: int, seed: int, human_params: pd.DataFrame) -> pd.D
                        reward=(rng.random(m) < p_alien).astype(float))
 
 
-def bias_fit(trials: pd.DataFrame) -> tuple[float, float]:
-    """P(first option) at each stage over the valid answers of ``trials`` (the position-bias model)."""
-    return (float((trials["action"] == 0).mean()), float((trials.loc[trials["action2"] >= 0, "action2"] == 0).mean()))
-
-
-def bias_nll(trials: pd.DataFrame, b: tuple[float, float]) -> pd.Series:
-    """Per-choice NLL of the position-bias model per subject."""
-    def one(df: pd.DataFrame) -> float:
-        a1, a2 = df["action"].to_numpy(int), df["action2"].to_numpy(int)
-        a2 = a2[a2 >= 0]
-        ll = np.sum(np.where(a1 == 0, math.log(b[0]), math.log(1 - b[0])))
-        ll += np.sum(np.where(a2 == 0, math.log(b[1]), math.log(1 - b[1])))
-        return float(-ll / (a1.size + a2.size))
-
-    return trials.groupby("subject").apply(one)
-
-
 def human_parameters(n: int, seed: int) -> pd.DataFrame:
     """Per-participant hybrid MLE fits of ``n`` seeded Shahar participants."""
     exp = get_experiment("two-step")
@@ -120,10 +105,10 @@ def main() -> None:
         t0 = time.perf_counter()
         train = simulate(source, args.train, args.seed * 1000 + 10 * k, humans)
         fit = pooled_fit(model, train, n_starts=3)
-        bias = bias_fit(train)
+        bias = position_bias_fit(train)
         test = simulate(source, args.reps * n_max, args.seed * 1000 + 10 * k + 1, humans)
         hyb = subject_nll(model, fit.params, test).set_index("subject")["nll_per_choice"]
-        blind = bias_nll(test, bias)
+        blind = position_bias_nll(test, bias).set_index("subject")["nll_per_choice"]
         chance = pd.Series(math.log(2), index=hyb.index)
         correct = {ref: dict.fromkeys(SIZES, 0) for ref in ("chance", "position-bias")}
         for r in range(args.reps):

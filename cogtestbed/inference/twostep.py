@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.errors import InputError
 from cogtestbed.inference.base import NO_ANSWER_LOG_UNIFORM, CognitiveModel
 from cogtestbed.lapse import step_lapse, unit_lapse
 from cogtestbed.metrics_result import MetricsResult, metrics_result
@@ -554,3 +555,32 @@ def cogbench_metrics(trials: pd.DataFrame) -> MetricsResult:
         "invalid_rate": n_invalid / max(len(trials), 1),
     }
     return metrics_result(metrics, "per_run", per_run, n_invalid, reg["flags"])
+
+
+# ----------------------------------------------------------------------------- task-blind baseline
+def position_bias_fit(trials: pd.DataFrame) -> tuple[float, float]:
+    """The task-blind **position-bias model**: P(first-listed option) at the first and the second
+    stage, the MLE over every answered choice of ``trials`` (their frequencies).  A reference for
+    held-out NLL comparisons (:mod:`cogtestbed.inference.heldout`): unlike chance it absorbs a fixed
+    preference, which the hybrid's perseveration would otherwise pass off as learning."""
+    a1 = np.concatenate([d.a1 for d in twostep_data(trials).values()])
+    a2 = np.concatenate([d.a2 for d in twostep_data(trials).values()])
+    a1, a2 = a1[a1 >= 0], a2[a2 >= 0]
+    if a1.size == 0 or a2.size == 0:
+        raise InputError("no answered choice at one of the stages to fit the position-bias model to")
+    return float(np.mean(a1 == 0)), float(np.mean(a2 == 0))
+
+
+def position_bias_nll(trials: pd.DataFrame, bias: tuple[float, float]) -> pd.DataFrame:
+    """Per subject: the position-bias model's NLL at ``bias`` (probabilities clipped to
+    [1e-10, 1 − 1e-10]), the choices scored and the per-choice NLL (as
+    :func:`cogtestbed.inference.heldout.subject_nll`)."""
+    logs = [np.log(np.clip([b, 1.0 - b], CLIP, 1.0 - CLIP)) for b in bias]
+    rows = []
+    for key, d in twostep_data(trials).items():
+        a1, a2 = d.a1[d.a1 >= 0], d.a2[d.a2 >= 0]
+        n = a1.size + a2.size
+        nll = -float(logs[0][a1].sum() + logs[1][a2].sum())
+        rows.append({"subject": key, "nll": nll if n else np.nan, "n_choices": n,
+                     "nll_per_choice": nll / n if n else np.nan})
+    return pd.DataFrame(rows).sort_values("subject", key=lambda s: s.astype(str), kind="stable").reset_index(drop=True)

@@ -123,16 +123,31 @@ def _tokenize(tokenizer: Any, text: str) -> tuple[list[int], list[tuple[int, int
     return list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
 
 
-def _option_tokens(tokenizer: Any, text: str, choice: MarkedChoice, option: str,
-                   prefix: list[int]) -> list[int] | None:
+def _option_tokens(tokenizer: Any, text: str, choice: MarkedChoice, option: str, ids: list[int],
+                   offsets: Sequence[tuple[int, int]], first: int) -> list[int] | None:
     """``option``'s tokens where the choice stands (the text before it, the option, the closing
     mark), or None when the option does not tokenize on its own there (the text before it then
-    tokenizes differently, or a token crosses the option's ends)."""
-    ids, offsets = _tokenize(tokenizer, text[:choice.start] + option + CLOSE)
-    span = _token_span(offsets, choice.start, choice.start + len(option))
-    if span is None or ids[:span[0]] != prefix:
+    tokenizes differently, or a token crosses the option's ends).
+
+    The choice's line alone is tokenized first (from a token boundary at the line's start): when
+    its tokens before the choice are the transcript's own, the option's tokens are read there;
+    otherwise the whole text before the choice is tokenized again (exact, but quadratic in a long
+    transcript)."""
+    line = text.rfind("\n", 0, choice.start) + 1
+    k0 = next((k for k in range(first, -1, -1) if offsets[k][0] == line and offsets[k][1] > line), None)
+    if k0 is not None and line > 0:
+        enc = tokenizer(text[line:choice.start] + option + CLOSE, return_offsets_mapping=True,
+                        add_special_tokens=False)
+        local = list(enc["input_ids"])
+        span = _token_span([tuple(o) for o in enc["offset_mapping"]], choice.start - line,
+                           choice.start - line + len(option))
+        if span is not None and local[:span[0]] == ids[k0:first]:
+            return local[span[0]:span[1]]
+    full, full_offsets = _tokenize(tokenizer, text[:choice.start] + option + CLOSE)
+    span = _token_span(full_offsets, choice.start, choice.start + len(option))
+    if span is None or full[:span[0]] != ids[:first]:
         return None
-    return ids[span[0]:span[1]]
+    return full[span[0]:span[1]]
 
 
 def _plan(tokenizer: Any, text: str, choices: list[MarkedChoice],
@@ -157,7 +172,8 @@ def _plan(tokenizer: Any, text: str, choices: list[MarkedChoice],
             plan.option_ids.append(None)
             continue
         chosen = ids[span[0]:span[1]]
-        toks = [chosen if o == c.text else _option_tokens(tokenizer, text, c, o, ids[:span[0]]) for o in opts]
+        toks = [chosen if o == c.text else _option_tokens(tokenizer, text, c, o, ids, offsets, span[0])
+                for o in opts]
         plan.option_ids.append(None if any(t is None for t in toks) else [t for t in toks if t is not None])
     return plan
 

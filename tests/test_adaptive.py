@@ -202,3 +202,23 @@ def test_precision_trials_reads_the_share_within_the_halfwidth() -> None:
     out = precision_trials(res, "k", 0.5, 0.75)
     assert out["adaptive"]["trials"] == 2.0 and out["adaptive"]["share"] == 0.75  # 3 of 4 within 0.5 at trial 2
     assert np.isnan(out["fixed"]["trials"]) and out["fixed"]["share"] == 0.0
+
+
+def test_risky_choice_adaptive_session_replays_and_nulls_the_design_shares() -> None:
+    from cogtestbed.inference.risky import MODELS as RISKY
+    from cogtestbed.inference.risky import adaptive_space as risky_space
+
+    table = ct.simulate("risky-choice", "prospect-theory", subjects=2, seed=2, adaptive="lambda", trials=8,
+                        params={"lambda": [0.8, 3.0], "alpha": 0.8, "theta": 1.0})
+    assert len(table) == 16 and (table["session"] == 0).all()
+    design = ct.get_experiment("risky-choice").env_cls.design_cls(adaptive=("lambda",), trials=8)
+    space = risky_space(design)
+    assert space.size == 83  # Experiment 2's 98 pairs, 15 symmetric ones in both contexts
+    for _, rows in table.groupby("subject"):
+        chosen = rows["design_index"].tolist()
+        assert replay(RISKY["prospect-theory"], space, rows["action"].tolist(), ("lambda",)) == chosen
+        np.testing.assert_array_equal(rows[["x1", "x2", "y1", "y2"]].to_numpy(), space.fields["outcomes"][chosen])
+    report = ct.metrics("risky-choice", table)
+    assert report["metrics"]["p_risky"] is None and report["metrics"]["p_higher_ev"] is None
+    assert np.isfinite(report["metrics"]["loss_aversion"])
+    assert any("chosen adaptively" in f for f in report["flags"])

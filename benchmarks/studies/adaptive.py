@@ -17,9 +17,13 @@ trials ratio: bootstrap over subjects, 200 resamples).  Coverage of a calibrated
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
-from cogtestbed.validation.design.adaptive import ARMS, compare, summarise
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # one core: no BLAS threads spinning
+    os.environ.setdefault(_var, "1")
+
+from cogtestbed.validation.design.adaptive import ARMS, compare, summarise  # noqa: E402
 
 #: The designs the issue names: (experiment, targets) run by default.
 DEFAULT_RUNS = (("temporal-discounting", "k"), ("temporal-discounting", "k,temperature"))

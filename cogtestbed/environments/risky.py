@@ -41,8 +41,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 from gymnasium import spaces
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from cogtestbed.environments.adaptive import DESIGN_COLUMN, AdaptiveFields, chooser_for, is_adaptive
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import cut_new_turn, parse_option_letter
@@ -113,8 +114,13 @@ def format_outcome(value: float) -> str:
     return str(int(v)) if v.is_integer() else repr(v)
 
 
-class RiskyDesign(Design):
-    """Design of the task; defaults: Spektor et al. (2024) Experiment 2 (see the module docstring)."""
+class RiskyDesign(Design, AdaptiveFields):
+    """Design of the task; defaults: Spektor et al. (2024) Experiment 2 (see the module docstring).
+
+    ``adaptive`` / ``trials`` (issue 53): one session of ``trials`` pairs from :func:`adaptive_pairs`
+    (the contexts' distinct pairs), each chosen for information on the named prospect-theory
+    parameters; the chosen pair is shown as declared (lottery a named first, outcomes in order: no
+    side randomisation) in session 1."""
 
     #: Lottery sets, one per session; each pair (a1, a2, b1, b2).
     contexts: tuple[tuple[tuple[float, float, float, float], ...], ...] = SPEKTOR_EXP2_CONTEXTS
@@ -139,6 +145,13 @@ class RiskyDesign(Design):
                                      f"got {pair!r}")
         return v
 
+    @model_validator(mode="after")
+    def _adaptive_length(self) -> RiskyDesign:
+        if bool(self.adaptive) != (self.trials > 0):
+            raise InputError("an adaptive session needs both adaptive parameters and trials >= 1 "
+                             f"(got adaptive={list(self.adaptive)}, trials={self.trials})")
+        return self
+
     @property
     def n_sessions(self) -> int:
         return len(self.contexts)
@@ -149,7 +162,17 @@ class RiskyDesign(Design):
 
     @property
     def n_trials(self) -> int:
-        return self.n_sessions * self.trials_per_session
+        return self.trials if self.adaptive else self.n_sessions * self.trials_per_session
+
+
+def adaptive_pairs(design: RiskyDesign) -> tuple[tuple[Pair, ...], tuple[int, ...]]:
+    """The candidate pairs of an adaptive session: every distinct pair of the design's contexts, in
+    order of first appearance, and the context each first appears in."""
+    pairs: dict[Pair, int] = {}
+    for c, ctx in enumerate(design.contexts):
+        for pair in ctx:
+            pairs.setdefault(tuple(float(x) for x in pair), c)  # type: ignore[arg-type]
+    return tuple(pairs), tuple(pairs.values())
 
 
 @dataclass(frozen=True)
@@ -296,12 +319,31 @@ class RiskyChoiceEnv(TextEnv[RiskyDesign, RiskySessions]):
         return self.session
 
     def _start(self) -> None:
-        """Nothing to prepare: each trial is a one-shot prompt."""
+        """Nothing to prepare for a one-shot prompt; an adaptive session gets its chooser (issue 53)."""
+        self._pairs: tuple[Pair, ...] = ()
+        if is_adaptive(self.design):
+            self._pairs = adaptive_pairs(self.design)[0]
+            self._chooser: Any = chooser_for(EXPERIMENT, self.design)
+            self.outcomes.extra[DESIGN_COLUMN] = np.full((1, self.design.n_trials), -1, dtype=np.int64)
+            self._code = self._chooser.choose()
+
+    def _record(self, t: int, action: Any, reward: float) -> None:
+        """An adaptive session learns from a valid answer and chooses the next pair (an invalid one
+        teaches nothing: the same posterior chooses again)."""
+        if not self._pairs:
+            return
+        self.outcomes.extra[DESIGN_COLUMN][0, t] = self._code
+        if not self._is_no_action(action):
+            self._chooser.update(self._code, int(action))
+        if t + 1 < self.design.n_trials:
+            self._code = self._chooser.choose()
 
     def _cur(self) -> int:
         return min(self.t, self.design.n_trials - 1)
 
     def _outcomes(self) -> np.ndarray:
+        if getattr(self, "_pairs", ()):
+            return np.asarray(self._pairs[self._code], dtype=np.float64)
         return np.asarray(self._s.shown[0, self._cur()], dtype=np.float64)
 
     def _play(self, action: Any) -> float:
@@ -327,7 +369,7 @@ class RiskyChoiceEnv(TextEnv[RiskyDesign, RiskySessions]):
     def render_prompt(self) -> str:
         """Instructions, the names, the session heading and the trial's sentence up to ``<<``."""
         a, b = self.letters()
-        session = int(self._s.session[0, self._cur()]) + 1
+        session = 1 if getattr(self, "_pairs", ()) else int(self._s.session[0, self._cur()]) + 1
         return (f"{INSTRUCTIONS}\nThe lotteries' names are {a} and {b}.\n\nSession {session}:\n"
                 + trial_sentence((a, b), self._outcomes()))
 
@@ -341,14 +383,27 @@ class RiskyChoiceEnv(TextEnv[RiskyDesign, RiskySessions]):
         cls, design: RiskyDesign, sessions: RiskySessions, outcomes: Outcomes,
         *, agent: str = "unknown", params: dict[str, np.ndarray] | None = None,
     ) -> pd.DataFrame:
-        """One row per trial in the schema of :mod:`cogtestbed.tables.risky`."""
+        """One row per trial in the schema of :mod:`cogtestbed.tables.risky` (an adaptive session's:
+        the chosen pairs, their ``design_index`` and the context each first appears in)."""
         n, t = sessions.context.shape
+        shown, context, session = sessions.shown, sessions.context, sessions.session
+        chosen = outcomes.extra.get(DESIGN_COLUMN)
+        if is_adaptive(design):
+            if chosen is None:
+                raise InputError("outcomes of an adaptive design carry the pairs chosen (play it step by step)")
+            pairs, first = adaptive_pairs(design)
+            t = chosen.shape[1]
+            shown = np.asarray(pairs, dtype=np.float64)[chosen]
+            context = np.asarray(first, dtype=np.int64)[chosen]
+            session = np.zeros((n, t), dtype=np.int64)
         codes = np.searchsorted(np.array(list(LETTERS)), sessions.letters)  # (n, 2)
-        stim: dict[str, Column] = {"session": sessions.session,
+        stim: dict[str, Column] = {"session": session,
                                    "trial": np.broadcast_to(np.arange(t, dtype=np.int64), (n, t))}
         for j, name in enumerate(OUTCOME_COLUMNS):
-            stim[name] = sessions.shown[..., j]
+            stim[name] = shown[..., j]
         stim["letter0"] = strings(np.repeat(codes[:, :1], t, axis=1), list(LETTERS))
         stim["letter1"] = strings(np.repeat(codes[:, 1:], t, axis=1), list(LETTERS))
-        stim["context"] = sessions.context
+        stim["context"] = context
+        if is_adaptive(design):
+            stim[DESIGN_COLUMN] = chosen
         return finish_table(EXPERIMENT, {**stim, **outcome_columns(outcomes)}, agent=agent, params=params)

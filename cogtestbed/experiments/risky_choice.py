@@ -2,9 +2,10 @@
 in Psych-201): prospect-theory and expected-value deciders."""
 
 from cogtestbed.data.spektor2024 import DATA_SET, parse_spektor2024
+from cogtestbed.experiments._adaptive import AdaptiveDecl
 from cogtestbed.experiments._psych201 import psych201_importer
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
-from cogtestbed.inference.risky import HEADLINE, MODEL_KEYS, MODELS, risky_metrics
+from cogtestbed.inference.risky import HEADLINE, MODEL_KEYS, MODELS, adaptive_space, risky_metrics
 from cogtestbed.tables.risky import EXPERIMENT, SCHEMA
 
 _PT = {"lambda": 1.5, "alpha": 0.8, "theta": 1.0}
@@ -38,4 +39,5 @@ SPEC = ExperimentSpec(
         StudyDecl("metric-power", "p_risky: λ 1.0 vs 2.0", metric="p_risky", agent="prospect-theory",
                   compare=({**_PT, "lambda": 1.0}, {**_PT, "lambda": 2.0}), runs=(5, 10, 20)),
     ),
+    adaptive=AdaptiveDecl("prospect-theory", adaptive_space, "the design's distinct lottery pairs (83 for Exp. 2)"),
 )

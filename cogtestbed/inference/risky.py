@@ -219,7 +219,26 @@ class ExpectedValueModel(_RiskyModel):
 MODELS: dict[str, CognitiveModel] = {m.name: m for m in (ProspectTheoryModel(), ExpectedValueModel())}
 
 
+# ----------------------------------------------------------------------------- adaptive design space
+def adaptive_space(design: Any) -> Any:
+    """The prospect-theory kernel's ``outcomes`` rows of the adaptive candidates (the design's distinct
+    lottery pairs, :func:`~cogtestbed.environments.risky.adaptive_pairs`; issue 53); answers first / second."""
+    import hashlib
+
+    from cogtestbed.environments.risky import adaptive_pairs
+    from cogtestbed.inference.adaptive import DesignSpace
+
+    pairs, _ = adaptive_pairs(design)
+    rows = np.asarray(pairs, dtype=np.float64)
+    key = f"{EXPERIMENT}/{hashlib.sha1(rows.tobytes()).hexdigest()[:16]}"
+    return DesignSpace(key, {"outcomes": rows}, (0, 1))
+
+
 # ----------------------------------------------------------------------------- metrics
+#: Column of an adaptive session's table (:data:`cogtestbed.environments.adaptive.DESIGN_COLUMN`).
+ADAPTIVE_COLUMN = "design_index"
+#: The per-subject shares that assume the fixed design.
+SHARE_KEYS = ("p_risky", "p_higher_ev", "p_risky_mixed", "p_risky_gain", "p_risky_loss")
 #: Headline keys (:func:`risky_metrics`).
 HEADLINE = ("loss_aversion", "p_risky", "p_higher_ev")
 #: Keys estimated through the prospect-theory fit (null for answers without variation).
@@ -291,6 +310,13 @@ def risky_metrics(trials: pd.DataFrame, n_starts: int | None = None) -> MetricsR
         "p_higher_ev": float(table["p_higher_ev"].mean()) if table["p_higher_ev"].notna().any() else float("nan"),
         "n_subjects": len(table),
     }
+    if ADAPTIVE_COLUMN in trials.columns:  # issue 53: the shares count the pairs shown, chosen from the answers
+        for row in rows:
+            row.update(dict.fromkeys(SHARE_KEYS))
+        metrics.update(dict.fromkeys(("p_risky", "p_higher_ev")))
+        flags.append("p_risky and p_higher_ev are null: they are shares over the fixed design's pairs, and this "
+                     "table's pairs were chosen adaptively from the answers (issue 53); loss_aversion is the "
+                     "model's fit, valid for any design")
     return metrics_result(metrics, "per_subject", rows, n_invalid, flags)
 
 

@@ -6,8 +6,50 @@ never from deep module paths, which may move (CONTRIBUTING.md, "Adding an experi
     from cogtestbed.extend import (ExperimentSpec, MetricsSpec, Parameter, ParameterSet, TextEnv,
                                    TrialSchema, Values, finish_table, metrics_result, ...)
 
-and is checked with ``cogtestbed.check(SPEC)``.  Importing this module imports the pieces (numpy,
-numba, gymnasium, pydantic); the command line never imports it.
+and is checked with ``cogtestbed.check(SPEC)``, or, in the package's own pytest run, with one test
+per conformance check (:func:`parametrize_with_checks`, as scikit-learn's)::
+
+    @parametrize_with_checks([SPEC])
+    def test_conformance(spec, check):
+        check(spec)
+
+An LLM backend is added the same way as an experiment: :func:`register_backend` in a script, or the
+entry-point group ``cogtestbed.backends`` in a distribution (``echo = "mypkg.backend:BACKEND"``, a
+:class:`Backend` whose factory returns an :class:`LLMClient`); ``--llm echo:MODEL`` then runs it.
+
+**The name, once.**  An experiment's name is its spec's ``name``: the environment, the agents and
+the models that do not declare ``experiment`` themselves take it from the spec that names them
+(:meth:`ExperimentSpec.claim_pieces`), and ``cls.experiment`` is then what ``trials_table`` passes
+to :func:`finish_table`.  A piece that declares another name is refused (conformance check
+``spec_declaration``).
+
+**The outcome conventions** (:class:`Outcomes`, what a batch kernel returns and the environment
+records): arrays of shape (n_subjects, n_trials); ``valid`` False marks an *invalid step*, an answer
+that could not be parsed or a lapse of kind :data:`INVALID`: its ``action`` is :data:`NO_ACTION`
+(−1; NaN for a float action), nothing is paid (``reward`` is NaN in the table), the agent learns
+nothing from it, and the environment does what it does for an unparseable LLM answer (a phase with
+``skip_rest_if_invalid`` skips the rest of the trial); ``played`` False marks a step a
+variable-length session never reached; a parser never guesses (``ParseResult.failure``).  Metrics
+leave invalid steps out and say how many (``n_invalid``, a flag); no data is null with a reason.
+
+**The lapse protocol** (:mod:`cogtestbed.lapse`): a synthetic subject's lapses are pre-drawn per
+(subject, lapse unit) as :class:`LapseDraws` (``kind``: :data:`NORMAL`, :data:`INVALID` or
+:data:`RANDOM`; ``u``: the uniforms of a random answer) from their own seeded stream.  A batch
+kernel that plays lapses subclasses :class:`KernelLapsingAgent` and implements
+``simulate_batch_lapsed(design, sessions, params, uniforms, lapse)``: choose as usual (drawing its
+uniforms), read the unit's kind with :func:`unit_lapse` (NORMAL where the draws are empty: lapses
+off), apply :func:`step_lapse` / :func:`lapsed_choice` (−1 invalid, :func:`random_choice` random),
+then play the recorded answer as the environment does.  An environment whose steps do not depend on
+earlier answers sets ``answer_independent = True`` and needs none of this (lapses are applied after
+the batch run).  A model's lapse mixture needs only ``lapse_options`` (or ``lapse_log_uniform``).
+
+**A likelihood without a hand gradient.**  A :class:`CognitiveModel` may set ``loglik_kernel``
+(``@njit kernel(theta, obs_subject, *arrays) -> ll``) instead of ``pointwise_kernel`` (which also
+returns the gradient): the gradient is then taken by finite differences
+(:mod:`cogtestbed.inference.numgrad`); the hand gradient is an optional speed-up.
+
+Importing this module imports the pieces (numpy, numba, gymnasium, pydantic); the command line
+never imports it.
 """
 
 from cogtestbed.agents.base import KernelLapsingAgent, SyntheticAgent
@@ -34,18 +76,32 @@ from cogtestbed.experiments.spec import (
     same_name_generators,
 )
 from cogtestbed.inference.base import CognitiveModel, subject_slices, with_lapse
-from cogtestbed.lapse import Lapse, lapsed_choice, random_choice
+from cogtestbed.lapse import (
+    INVALID,
+    NORMAL,
+    RANDOM,
+    Lapse,
+    LapseDraws,
+    lapsed_choice,
+    random_choice,
+    step_lapse,
+    unit_lapse,
+)
+from cogtestbed.llm_adapters.backends import Backend, register_backend
+from cogtestbed.llm_adapters.base import GenerateRequest, Generation, LLMClient
 from cogtestbed.metrics_result import MetricOption, MetricsResult, metrics_result
 from cogtestbed.parameters import Parameter, ParameterError, ParameterSet, per_subject
 from cogtestbed.schema import REWARDED, RowRule, TrialSchema, TrialTableError, Values, validate_trials
 from cogtestbed.trials import Column, categories, coded_lists, finish_table, lists, outcome_columns, strings
+from cogtestbed.validation.conformance.parametrize import parametrize_with_checks
 
 __all__ = [
-    "NO_ACTION", "REWARDED", "VERBATIM", "AnswerDefaults", "CognitiveModel", "Column", "Decoding", "Design",
-    "ExperimentSpec", "Generator", "Importer", "KernelLapsingAgent", "Lapse", "MetricOption", "MetricsResult",
-    "MetricsSpec", "Outcomes", "Parameter", "ParameterError", "ParameterSet", "ParseResult", "Phase", "PromptForm",
-    "RowRule", "ScoredResponse", "Sessions", "StudyDecl", "SyntheticAgent", "TextEnv", "TrialSchema",
-    "TrialTableError", "Values", "categories", "coded_lists", "finish_table", "lapsed_choice", "lazy", "lists",
-    "metrics_result", "outcome_columns", "paraphrase", "per_subject", "random_choice", "same_name_generators",
-    "strings", "subject_slices", "validate_trials", "with_lapse",
+    "INVALID", "NORMAL", "NO_ACTION", "RANDOM", "REWARDED", "VERBATIM", "AnswerDefaults", "Backend", "CognitiveModel",
+    "Column", "Decoding", "Design", "ExperimentSpec", "GenerateRequest", "Generation", "Generator", "Importer",
+    "KernelLapsingAgent", "LLMClient", "Lapse", "LapseDraws", "MetricOption", "MetricsResult", "MetricsSpec",
+    "Outcomes", "Parameter", "ParameterError", "ParameterSet", "ParseResult", "Phase", "PromptForm", "RowRule",
+    "ScoredResponse", "Sessions", "StudyDecl", "SyntheticAgent", "TextEnv", "TrialSchema", "TrialTableError", "Values",
+    "categories", "coded_lists", "finish_table", "lapsed_choice", "lazy", "lists", "metrics_result",
+    "outcome_columns", "paraphrase", "parametrize_with_checks", "per_subject", "random_choice", "register_backend",
+    "same_name_generators", "step_lapse", "strings", "subject_slices", "unit_lapse", "validate_trials", "with_lapse",
 ]

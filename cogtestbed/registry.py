@@ -97,15 +97,16 @@ _REGISTERED: dict[str, ExperimentSpec] = {}
 def register(spec: ExperimentSpec) -> ExperimentSpec:
     """Register ``spec`` in this process under its name, so that everything that looks an
     experiment up by name (simulation, studies and their forked workers, LLM runs) finds it;
-    returns it.  Registering the same object again is a no-op; another experiment under a
-    registered name, a built-in one's included, is refused."""
+    returns it.  Registering the same object again, or the spec a name already resolves to (the
+    package's own, an installed plug-in's), is a no-op; another experiment under a registered name
+    is refused."""
     if not isinstance(spec, ExperimentSpec):
         raise TypeError(f"register takes an ExperimentSpec, got {type(spec).__name__}")
     known = _REGISTERED.get(spec.name)
     if known is spec:
         return spec
     if known is not None or spec.name in _builtin_names() or spec.name in _plugin_entry_points():
-        if spec.name in _builtin_names() and get_experiment(spec.name) is spec:
+        if known is None and _installed_experiment(spec.name) is spec:  # the package's or a plug-in's own
             return spec
         raise InputError(f"an experiment named {spec.name!r} is already registered: give yours another name")
     _REGISTERED[spec.name] = spec

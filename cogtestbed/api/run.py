@@ -206,7 +206,7 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
     """(experiment, design, client, config) of a request."""
     from cogtestbed.environments.adaptive import is_adaptive
     from cogtestbed.environments.forms import resolve_forms
-    from cogtestbed.llm_adapters import make_client, parse_spec
+    from cogtestbed.llm_adapters.backends import get_backend, make_client, parse_spec
     from cogtestbed.llm_adapters.openai_client import redact_url
     from cogtestbed.llm_adapters.retry import RetryPolicy
     from cogtestbed.llm_adapters.runner import RunConfig
@@ -225,7 +225,7 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
     stops = tuple(codecs.decode(s, "unicode_escape") for s in request.stop) if request.stop else answer.stop
     if not request.timeout > 0:
         raise InputError(f"--timeout must be a positive number of seconds, got {request.timeout:g}")
-    options: dict[str, Any] = {} if backend == "hf" else {
+    options: dict[str, Any] = {} if not get_backend(backend).remote else {  # a local model has no transport
         "timeout": request.timeout, "retry": RetryPolicy(window=request.retry_for)}
     client = make_client(request.llm, base_url=request.base_url, mode=request.mode, **options)
     if request.batch:

@@ -452,7 +452,7 @@ def plot_recovery(trials: pd.DataFrame, *fits: Any, labels: Sequence[str] | None
     ``recovery.png`` in ``directory`` (default: a temporary one)."""
     import tempfile
 
-    from cogtestbed.validation.studies.report import _plt, _save
+    from cogtestbed.validation.studies.report import pyplot, save_figure
 
     truth = true_parameters(trials)
     _require_subject_units(fits)
@@ -464,13 +464,13 @@ def plot_recovery(trials: pd.DataFrame, *fits: Any, labels: Sequence[str] | None
         "MLE" if isinstance(f, type(frame)) and f is frame else "hierarchical" for f, frame in zip(fits, frames,
                                                                                                 strict=True)]
     logs = log_scale_parameters(trials, names)
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(names), figsize=(3.4 * len(names), 3.4), squeeze=False)
     for ax, name in zip(axes[0], names, strict=True):
         _recovery_panel(ax, name, truth, frames, tags, name in logs)
     out = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="cogtestbed-recovery-"))
     out.mkdir(parents=True, exist_ok=True)
-    return Figures([_save(fig, out / "recovery.png")])
+    return Figures([save_figure(fig, out / "recovery.png")])
 
 
 def _require_subject_units(fits: Sequence[Any]) -> None:

@@ -136,9 +136,9 @@ def _show(study: Study, as_json: bool, output: Path | None) -> None:
     from rich.table import Table
 
     from cogtestbed.formatting import num
-    from cogtestbed.validation.studies.report import _summary_tables
+    from cogtestbed.validation.studies.report import summary_tables
 
-    for caption, frame in _summary_tables(study.result):
+    for caption, frame in summary_tables(study.result):
         frame = readable_frame(frame, study.spec)
         numbered = not all(isinstance(i, str) for i in frame.index)  # a row number says nothing
         table = Table(title=caption)

@@ -449,7 +449,9 @@ class ExperimentSpec:
 
     def __post_init__(self) -> None:
         problems = self._declared_problems()
+        self.claim_pieces(models=self.models)
         if not self.has_lazy_pieces:
+            self.claim_pieces(self.env_cls, self.agents)
             problems += self._piece_problems(self.env_cls, self.agents)
         if problems:
             raise InputError(f"experiment spec {self.name!r} is inconsistent: " + "; ".join(problems))
@@ -461,6 +463,17 @@ class ExperimentSpec:
         from cogtestbed.experiments._adaptive import register_adaptive
 
         register_adaptive(self)
+
+    def claim_pieces(self, env_cls: type | None = None, agents: Mapping[str, type] | None = None,
+                     models: Mapping[str, Any] | None = None) -> None:
+        """Give the spec's name to each piece that declares no ``experiment`` (the environment
+        class, the agent classes, the models' classes), so that the name is declared once, in the
+        spec; run on declaration and when the lazy pieces are imported.  A piece that names another
+        experiment keeps it (conformance check ``spec_declaration`` reports it)."""
+        classes = [env_cls, *(agents or {}).values(), *(type(m) for m in (models or {}).values())]
+        for cls in classes:
+            if cls is not None and getattr(cls, "experiment", None) is None:
+                cls.experiment = self.name  # type: ignore[attr-defined]
 
     @property
     def has_lazy_pieces(self) -> bool:
@@ -476,6 +489,7 @@ class ExperimentSpec:
         """Import every lazy piece and check the declaration against them; keep them only when
         consistent (otherwise every access reports the problems)."""
         pieces = self._imported_pieces()
+        self.claim_pieces(**pieces)
         problems = self._piece_problems(**pieces)
         if problems:
             raise InputError(f"experiment spec {self.name!r} is inconsistent: " + "; ".join(problems))
@@ -486,7 +500,9 @@ class ExperimentSpec:
     def problems(self) -> list[str]:
         """Declaration errors: names that do not resolve, models without a generator, … (imports
         the lazy pieces)."""
-        return self._declared_problems() + self._piece_problems(**self._imported_pieces())
+        pieces = self._imported_pieces()
+        self.claim_pieces(**pieces)
+        return self._declared_problems() + self._piece_problems(**pieces)
 
     def _declared_problems(self) -> list[str]:
         """The errors visible without importing the lazy pieces."""

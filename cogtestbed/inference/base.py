@@ -128,6 +128,11 @@ class CognitiveModel(ABC):
     its kernel has columns the model fixes or ties, :attr:`kernel_columns`.  Tested for every
     registered model (conformance checks ``pointwise_likelihood``, ``likelihood_gradient``,
     ``search_objective``, ``lapse_likelihood``, ``pymc_likelihood``).
+
+    **Without a hand gradient.**  A model may set :attr:`loglik_kernel` (the same kernel returning
+    ``ll`` alone) instead of :attr:`pointwise_kernel`: its gradient is then taken by central finite
+    differences (:mod:`cogtestbed.inference.numgrad`), everything else unchanged; writing the exact
+    gradient is the optional speed-up (``benchmarks/numgrad_speed.py``).
     """
 
     #: Registry name (shared with the agent that simulates it), e.g. ``"rw-pm"``.
@@ -146,8 +151,13 @@ class CognitiveModel(ABC):
     #: ``{"optimism_bias": {"alpha_pos": 1.0, "alpha_neg": -1.0}}`` for α⁺ − α⁻.
     contrasts: ClassVar[Mapping[str, Mapping[str, float]]] = {}
     #: The model's likelihood: ``@njit kernel(theta, obs_subject, *arrays) -> (ll, grad)`` (see
-    #: the class docstring).  None only for models without a likelihood.
+    #: the class docstring).  None only for models without a likelihood, or with :attr:`loglik_kernel`.
     pointwise_kernel: ClassVar[Any] = None
+    #: The likelihood without a hand-written gradient: ``@njit kernel(theta, obs_subject, *arrays)
+    #: -> ll`` (the contract of :attr:`pointwise_kernel`, ``ll`` alone).  Read where no
+    #: ``pointwise_kernel`` is set: the gradient is then taken by central finite differences within
+    #: the parameters' bounds (:mod:`cogtestbed.inference.numgrad`); a hand gradient is the faster option.
+    loglik_kernel: ClassVar[Any] = None
     #: Attribute names of the per-subject data object passed to the kernel after
     #: ``obs_subject``, in order; the first is the PyMC model's observed variable.
     observation_fields: ClassVar[tuple[str, ...]] = ()
@@ -245,14 +255,31 @@ class CognitiveModel(ABC):
         return offset + np.asarray(theta, dtype=np.float64) @ embed
 
     @classmethod
-    def kernel(cls) -> Any:
-        """The :attr:`pointwise_kernel` itself (read from the class: a numba dispatcher read
+    def _class_kernel(cls, attribute: str) -> Any:
+        """The class attribute ``attribute`` as set (read from the class: a numba dispatcher read
         through an instance would bind it like a method), or None."""
         for klass in cls.__mro__:
-            if "pointwise_kernel" in klass.__dict__:
-                k = klass.__dict__["pointwise_kernel"]
+            if attribute in klass.__dict__:
+                k = klass.__dict__[attribute]
                 return k.__func__ if isinstance(k, staticmethod) else k
         return None
+
+    @classmethod
+    def kernel(cls) -> Any:
+        """The :attr:`pointwise_kernel`; else the kernel of :attr:`loglik_kernel` with its gradient
+        by finite differences (:func:`~cogtestbed.inference.numgrad.numerical_gradient_kernel`); else None."""
+        kernel = cls._class_kernel("pointwise_kernel")
+        loglik = None if kernel is not None else cls._class_kernel("loglik_kernel")
+        if loglik is None:
+            return kernel
+        from cogtestbed.inference.numgrad import numerical_gradient_kernel
+
+        names = cls.parameters.names
+        columns = names if cls.kernel_columns is None else cls.kernel_columns
+        bounds = [cls.parameters[col] if isinstance(col, str) else None for col in columns]
+        return numerical_gradient_kernel(
+            loglik, len(cls.observation_fields), [-np.inf if p is None else p.lower for p in bounds],
+            [np.inf if p is None else p.upper for p in bounds], [p is not None for p in bounds])
 
     def _kernel(self) -> Any:
         kernel = self.kernel()

@@ -1342,8 +1342,9 @@ def check_tables_module(spec: ExperimentSpec, config: CheckConfig) -> None:
     """The schema is declared once, in the tables module of the environment's family
     (``cogtestbed/tables/<family>.py`` for ``cogtestbed/environments/<family>.py``; an experiment
     of another package keeps the same layout in its own package, :func:`tables_module_name`):
-    ``SCHEMA`` is the spec's ``table_schema`` and its environment's, and ``EXPERIMENT`` is the
-    spec's name."""
+    ``SCHEMA`` is the spec's ``table_schema`` and its environment's, and ``EXPERIMENT``, where the
+    module declares one (the name is declared once, in the spec: :meth:`ExperimentSpec.claim_pieces`),
+    is the spec's name."""
     problems = []
     if not isinstance(spec.table_schema, TrialSchema):
         problems.append("table_schema is not declared (a TrialSchema from the tables module)")
@@ -1357,7 +1358,7 @@ def check_tables_module(spec: ExperimentSpec, config: CheckConfig) -> None:
     else:
         if getattr(tables, "SCHEMA", None) is not spec.schema:
             problems.append(f"{module}.SCHEMA is not the spec's schema")
-        names = {getattr(tables, "EXPERIMENT", None), spec.name, spec.env_cls.experiment}
+        names = {getattr(tables, "EXPERIMENT", spec.name), spec.name, spec.env_cls.experiment}
         if len(names) != 1:
             problems.append(f"EXPERIMENT, the spec's name and the environment's differ: {sorted(map(str, names))}")
     _fail(problems, f"{spec.name}: tables module")

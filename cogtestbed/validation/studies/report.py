@@ -73,6 +73,12 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
+#: matplotlib's pyplot on the Agg backend, and a figure written atomically and closed: the public
+#: names of :func:`_plt` and :func:`_save` for other modules (no underscore import across modules).
+pyplot = _plt
+save_figure = _save
+
+
 # ----------------------------------------------------------------------------- plots
 def plot_error_by_size(result: Any, out: Path) -> list[Path]:
     """RMSE (and the share within the stated tolerance) of each parameter against the design's size,
@@ -578,6 +584,10 @@ def _summary_tables(result: Any) -> list[tuple[str, pd.DataFrame]]:
         return [(f"{c['metric']} by {c['parameter']}, {c['runs']} runs", pd.DataFrame(c["by_value"]))
                 for c in s.values()]
     return [(kind, pd.DataFrame(s["cells"]))]
+
+
+#: The captioned tables of a study's summary (the public name of :func:`_summary_tables`).
+summary_tables = _summary_tables
 
 
 def html_report(title: str, sections: list[dict[str, Any]]) -> str:

@@ -12,7 +12,6 @@ from cogtestbed.extend import Outcomes, ParameterSet, SyntheticAgent, per_subjec
 
 from .environments.coin import CoinDesign, CoinSessions
 from .models import PARAMETERS, evidence, p_heads_coin
-from .tables.coin import EXPERIMENT
 
 
 @njit(cache=True)
@@ -35,7 +34,6 @@ def _outcomes(sessions: CoinSessions, action: np.ndarray) -> Outcomes:
 
 class SoftmaxAgent(SyntheticAgent[CoinDesign, CoinSessions]):
     name: ClassVar[str] = "softmax"
-    experiment: ClassVar[str] = EXPERIMENT
     parameters: ClassVar[ParameterSet] = PARAMETERS
     draws_per_trial: ClassVar[int] = 1
 
@@ -57,7 +55,6 @@ class SoftmaxAgent(SyntheticAgent[CoinDesign, CoinSessions]):
 
 class RandomAgent(SyntheticAgent[CoinDesign, CoinSessions]):
     name: ClassVar[str] = "random"
-    experiment: ClassVar[str] = EXPERIMENT
     parameters: ClassVar[ParameterSet] = ParameterSet((), "random")
     draws_per_trial: ClassVar[int] = 1
 

@@ -14,8 +14,6 @@ from numba import njit
 
 from cogtestbed.extend import CognitiveModel, MetricsResult, Parameter, ParameterSet, metrics_result
 
-from .tables.coin import EXPERIMENT
-
 #: log(0.7 / 0.3): the log-odds one extra head adds (a head against a tail: twice that per flip).
 LOG_ODDS_PER_HEAD = math.log(0.7 / 0.3)
 
@@ -65,7 +63,6 @@ class Softmax(CognitiveModel):
     """Guesses follow σ(β·L) of the evidence L."""
 
     name: ClassVar[str] = "softmax"
-    experiment: ClassVar[str] = EXPERIMENT
     parameters: ClassVar[ParameterSet] = PARAMETERS
     pointwise_kernel: ClassVar[Any] = softmax_pointwise_kernel
     observation_fields: ClassVar[tuple[str, ...]] = ("y", "ev")

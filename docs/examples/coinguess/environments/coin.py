@@ -23,7 +23,7 @@ from cogtestbed.extend import (
     paraphrase,
 )
 
-from ..tables.coin import EXPERIMENT, MAX_FLIPS, SCHEMA
+from ..tables.coin import MAX_FLIPS, SCHEMA
 
 #: P(heads) of the heads coin (the tails coin: 1 minus it).
 P_HEADS = 0.7
@@ -66,7 +66,6 @@ PROMPT_FORMS: tuple[PromptForm, ...] = (
 class CoinGuessEnv(TextEnv[CoinDesign, CoinSessions]):
     """Observation: ``trial``, ``heads``, ``flips`` and ``prompt``; action 1 (heads coin) or 0."""
 
-    experiment: ClassVar[str] = EXPERIMENT
     design_cls: ClassVar[type[Design]] = CoinDesign
     table_schema: ClassVar[TrialSchema] = SCHEMA
     prompt_forms: ClassVar[tuple[PromptForm, ...]] = PROMPT_FORMS
@@ -133,5 +132,5 @@ class CoinGuessEnv(TextEnv[CoinDesign, CoinSessions]):
                    "heads_coin": sessions.heads_coin, "action": outcomes.action,
                    "reward": np.where(outcomes.valid, outcomes.reward, np.nan), "valid": outcomes.valid,
                    "raw_response": outcomes.raw_response, "parse_error": outcomes.parse_error}
-        return finish_table(EXPERIMENT, {k: v for k, v in columns.items() if v is not None}, agent=agent,
+        return finish_table(cls.experiment, {k: v for k, v in columns.items() if v is not None}, agent=agent,
                             params=params)

@@ -1,8 +1,7 @@
-"""The coin-guess trial table: name and schema."""
+"""The coin-guess trial table: its schema (the experiment's name is declared once, in the spec)."""
 
 from cogtestbed.extend import REWARDED, TrialSchema, Values
 
-EXPERIMENT = "coin-guess"
 #: Flips per trial (the design's default; the schema allows up to MAX_FLIPS).
 MAX_FLIPS = 20
 

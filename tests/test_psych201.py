@@ -200,7 +200,7 @@ def _canonical(table: pd.DataFrame) -> pd.DataFrame:
 @pytest.mark.parametrize("experiment", [
     "bart", pytest.param("belief-coherence", marks=pytest.mark.slow), "collider", "horizon", "instrumental-learning",
     pytest.param("magnitude", marks=pytest.mark.slow), "probabilistic-reasoning", "restless-bandit", "revealed-belief",
-    "temporal-discounting", "two-step"])
+    "risky-choice", "temporal-discounting", "two-step"])
 def test_a_synthetic_session_exported_and_reimported_is_identical(experiment: str, tmp_path: Path) -> None:
     import cogtestbed as ct
 
@@ -216,7 +216,8 @@ def test_every_registered_experiment_is_in_the_round_trip_test() -> None:
     import cogtestbed as ct
 
     covered = {"bart", "belief-coherence", "collider", "horizon", "instrumental-learning", "magnitude",
-               "probabilistic-reasoning", "restless-bandit", "revealed-belief", "temporal-discounting", "two-step"}
+               "probabilistic-reasoning", "restless-bandit", "revealed-belief", "risky-choice", "temporal-discounting",
+               "two-step"}
     missing = set(ct.experiments()) - covered
     for name in sorted(missing):  # an experiment added since: its one-subject round trip here
         table = ct.simulate(name, ct.get_experiment(name).declared_agents[0], subjects=1, seed=0)

@@ -91,3 +91,11 @@ def test_recovery_studys_task_blind_responder_plays_the_task() -> None:
     row = position_bias_nll(table, b).set_index("subject").loc[3]
     assert row["nll"] == pytest.approx(expected, rel=1e-12) and row["n_choices"] == 644
     assert row["nll_per_choice"] == pytest.approx(expected / 644, rel=1e-12)
+
+
+def test_public_heldout_nll_draws_the_seeded_split(trials: pd.DataFrame) -> None:
+    held = ct.heldout_nll("two-step", trials, model="hybrid", test=3, seed=5, n_starts=2)
+    assert held.test == sorted(heldout_split(list(trials["subject"].unique()), 3, 5)[1], key=str)
+    again = heldout_nll(MODELS["hybrid"], trials, held.test, n_starts=2)
+    assert held.params == again.params and held.as_dict()["n_train"] == 9
+    pd.testing.assert_frame_equal(held.table, again.table)

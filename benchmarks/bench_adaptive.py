@@ -3,9 +3,10 @@
 
 A choice is :meth:`AdaptiveDesigner.choose` (the expected information gain of every candidate of the
 design space, exact over the answers, then the argmax) after a Bayes update.  Models: temporal
-discounting's hyperbolic (k, temperature; 121² grid) and the same model with a fitted lapse rate
-(``with_lapse``: k, temperature, lapse; 31³ grid), each with all parameters as targets and with k
-alone (the others integrated out), on the 96 candidates of the experiment's space.  Also prints the
+discounting's hyperbolic (k, temperature; 121² grid; 96 candidates), the same model with a fitted
+lapse rate (``with_lapse``: k, temperature, lapse; 31³ grid) and risky choice's prospect theory
+(λ, α, θ; 31³ grid; 83 lottery pairs), each with all parameters as targets and with the first alone
+(the others integrated out).  Also prints the
 one-time cost of the likelihood table (the model's own kernel at every node × design × answer).
 
 Timings: best of N process-CPU-time runs, the process pinned to one core and BLAS to one thread.
@@ -37,10 +38,15 @@ def main() -> None:
     from cogtestbed.inference.adaptive import _TABLES, AdaptiveDesigner, DesignSpace
     from cogtestbed.inference.base import LAPSE_FIELD, with_lapse
     from cogtestbed.inference.discounting import HyperbolicModel, adaptive_space
+    from cogtestbed.inference.risky import MODELS as RISKY
+    from cogtestbed.inference.risky import adaptive_space as risky_space
+    from cogtestbed.registry import get_experiment
 
     base = adaptive_space(DiscountingDesign(adaptive=("k",), trials=1))
     lapse_space = DesignSpace(base.key, {**base.fields, LAPSE_FIELD: np.full(base.size, np.log(0.5))}, base.answers)
-    cases = [(HyperbolicModel(), base), (with_lapse(HyperbolicModel(), "fit"), lapse_space)]
+    pairs = risky_space(get_experiment("risky-choice").env_cls.design_cls(adaptive=("lambda",), trials=1))
+    cases = [(HyperbolicModel(), base), (with_lapse(HyperbolicModel(), "fit"), lapse_space),
+             (RISKY["prospect-theory"], pairs)]
     worst3 = 0.0
     for model, space in cases:
         _TABLES.clear()
@@ -48,7 +54,7 @@ def main() -> None:
         AdaptiveDesigner(model, space)
         build = time.process_time() - start
         k = len(model.parameters)
-        for targets in ((), ("k",)):
+        for targets in ((), (model.parameters.names[0],)):
             designer = AdaptiveDesigner(model, space, targets)
             rng = np.random.default_rng(0)
             for _ in range(10):  # a session under way: a posterior that is not the prior

@@ -311,3 +311,42 @@ def test_a_psych201_file_no_experiment_reads_is_named_with_its_reason(capsys: py
     assert run_cli(["metrics", str(DEZFOULI)]) == 2
     err = capsys.readouterr().err
     assert "data set 'dezfouli', which no experiment reads" in err and "12 timed blocks" in err
+
+
+def test_any_text_in_a_column_survives_the_round_trip() -> None:
+    """LLM answers hold any text: newlines, U+2028, quotes, <<marks>>, the sentence's own words."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    import cogtestbed as ct
+    from cogtestbed.data.psych201 import CHOICE, decode_export, record_of
+
+    table = ct.simulate("two-step", "hybrid", subjects=1, seed=0)
+    tricky = st.one_of(st.text(), st.sampled_from(["You give no answer. You receive 3.", "<<1>>", "a\u2028b",
+                                                   "x, planet 1, ", '"', "\\", "Session 0:", "Trial 1: "]))
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.lists(st.one_of(st.none(), tricky), min_size=len(table), max_size=len(table)))
+    def check(texts: list[str | None]) -> None:
+        t = table.assign(raw_response=pd.array(texts, dtype="string"))
+        records = ct.export(t, to="psych201", experiment="two-step")
+        assert len(CHOICE.findall(records[0]["text"])) == int(t["action"].notna().sum())  # only the choices
+        back = decode_export([record_of(r, 1) for r in records], "two-step", "x.jsonl")
+        pd.testing.assert_frame_equal(back, _canonical(t))
+
+    check()
+
+
+def test_a_damaged_export_is_refused_in_one_line(tmp_path: Path) -> None:
+    import cogtestbed as ct
+
+    out = tmp_path / "t.jsonl"
+    ct.export(ct.simulate("two-step", "hybrid", subjects=1, seed=0), to="psych201", output=out)
+    record = json.loads(out.read_text())
+    damages = (("You receive 1.0.", "You receive one."), ("planet 1,", "planet [1,"), ("Session 0:", "Session x:"))
+    for old, new in damages:
+        damaged = tmp_path / "d.jsonl"
+        damaged.write_text(json.dumps({**record, "text": record["text"].replace(old, new, 1)}) + "\n")
+        with pytest.raises(Psych201Error) as err:
+            read_table("two-step", damaged, "psych201")
+        assert "d.jsonl line 1 (participant 0)" in str(err.value) and "\n" not in str(err.value)

@@ -473,9 +473,20 @@ def decode_export(records: Sequence[Record], experiment: str, path: str | Path) 
             columns = {c: [] for c, _ in types}
         elif these != types:
             raise Psych201Error(f"{where}: its columns differ from the first record's")
-        _decode_trials(rec, head, types, columns, where)
+        try:
+            _decode_trials(rec, head, types, columns, where)
+        except (ValueError, TypeError, KeyError) as exc:  # a value or line the format does not allow
+            if isinstance(exc, Psych201Error):
+                raise
+            raise Psych201Error(f"{where}: not a transcript cogtestbed wrote: {type(exc).__name__}: {exc}") from None
     assert types is not None
-    table = pd.DataFrame({c: _restore(columns[c], t, c) for c, t in types})
+    try:
+        table = pd.DataFrame({c: _restore(columns[c], t, c) for c, t in types})
+    except (ValueError, TypeError, KeyError) as exc:
+        if isinstance(exc, Psych201Error):
+            raise
+        raise Psych201Error(f"{name}: a column's values do not fit its declared type: {type(exc).__name__}: "
+                            f"{exc}") from None
     return canonical_rows(table)
 
 
@@ -494,7 +505,7 @@ def _decode_trials(rec: Record, head: Mapping[str, Any], types: list[list[Any]],
         raise Psych201Error(f"{where}: the participant line lacks {', '.join(missing)}")
     session = None
     body = rec.text.split("\n\n", 1)[1] if "\n\n" in rec.text else ""
-    for k, line in enumerate(body.splitlines()):
+    for k, line in enumerate(body.split("\n")):  # only \n ends a line (a JSON string may hold U+2028)
         if not line:
             continue
         if line.startswith("Session ") and line.endswith(":"):

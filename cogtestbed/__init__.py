@@ -25,7 +25,8 @@ One argument order (docs/api.md): the experiment first (None or left out: inferr
 function reads, then the model(s) or target it is about; everything else by keyword:
 ``ct.fit(experiment, table, model)``, ``ct.fit_and_save(experiment, path, model, output=...)``,
 ``ct.recover(experiment, model)``, ``ct.model_recovery(experiment, models)``,
-``ct.power(experiment, target)``.  The earlier model-first calls (``ct.recover("rw-pm")``,
+``ct.power(experiment, target)``, ``ct.sbc(experiment, model)``, ``ct.form_study(experiment, model,
+forms=...)``.  The earlier model-first calls (``ct.recover("rw-pm")``,
 ``ct.recover("softmax", experiment=SPEC)``) keep working.
 
 Layers: :mod:`cogtestbed.environments` (gymnasium tasks with rendered prompts and parsers),

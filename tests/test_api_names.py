@@ -89,7 +89,10 @@ def test_one_argument_order_and_the_earlier_forms(specs: list[Any]) -> None:
         assert now == before and now.experiment == EXP
     assert [s.kind for s in specs[::2]] == ["recovery", "recovery", "recovery", "model-recovery", "power", "power"]
     assert specs[0].models == ("rw-pm",) and specs[6].models == ("rw", "rw-pm")
-    for name in ("fit", "fit_and_save", "recover", "model_recovery", "power"):
+    ct.sbc(EXP, "rw-pm", reps=2)
+    ct.sbc("rw-pm", experiment=EXP, reps=2)
+    assert specs[-1] == specs[-2] and specs[-1].kind == "sbc"
+    for name in ("fit", "fit_and_save", "recover", "model_recovery", "power", "sbc", "form_study"):
         assert next(iter(inspect.signature(getattr(ct, name)).parameters)) == "experiment", name
 
 
@@ -113,3 +116,16 @@ def test_fit_and_fit_and_save_in_both_orders(tmp_path: Path) -> None:
     inferred = ct.fit_and_save("rw-pm", path=table, output=tmp_path / "inferred", method="mle")
     assert now["model"] == before["model"] == inferred["model"] == "rw-pm"
     assert now["mean"] == before["mean"] == inferred["mean"] and set(now["mean"]) == {"alpha_pos", "alpha_neg", "beta"}
+
+
+def test_form_study_in_both_orders(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cogtestbed.validation.studies.form_studies as form_studies
+
+    seen: list[Any] = []
+    monkeypatch.setattr(form_studies, "run_form_study", lambda spec, reps, seed: seen.append(spec))
+    monkeypatch.setattr(form_studies, "summarise_form_study", lambda spec, result: {})
+    now = ct.form_study(EXP, "rw-pm", forms="0,1", subjects=8, reps=1)
+    before = ct.form_study("rw-pm", forms="0,1", experiment=EXP, subjects=8, reps=1)
+    inferred = ct.form_study("rw-pm", forms="0,1", subjects=8, reps=1)
+    assert now == before == inferred and now["experiment"] == EXP and now["model"] == "rw-pm"
+    assert seen[0] == seen[1] == seen[2]

@@ -285,14 +285,14 @@ def model_recovery(experiment: str | ExperimentSpec | None, models: Sequence[str
     return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch)
 
 
-@public()
-def sbc(model: str, *, experiment: str | ExperimentSpec | None = None, subjects: int = 20,
+@public(legacy=model_first("model"))
+def sbc(experiment: str | ExperimentSpec | None, model: str, *, subjects: int = 20,
         trials: Sizes | str = None, design: Design = None, runs: int = 1, reps: int = 100,
         params: Assignments | Sequence[str] = None, draws: int = 500, chains: int = 2, backend: str = "auto",
         seed: int = 0, workers: int | None = None, dask: str | None = None,
         output: str | os.PathLike[str] | None = None, force: bool = False, watch: Watch | None = None) -> Study:
     """Simulation-based calibration of the hierarchical model (``cogtestbed sbc``; rank
-    uniformity, Talts et al. 2018)."""
+    uniformity, Talts et al. 2018).  The earlier call form ``sbc(MODEL, experiment=...)`` still works."""
     name = _experiment_name(experiment, model)
     spec = _spec(kind="sbc", experiment=name, models=(model,), method="hierarchical",
                  subjects=(subjects,), runs=(runs,), reps=reps, seed=seed, **_sized(name, design, trials),
@@ -379,8 +379,8 @@ def study(experiment: str | ExperimentSpec, name: str | None = None, *, reps: in
                     force=force, watch=watch)
 
 
-@public()
-def form_study(model: str, *, forms: str | Sequence[int], experiment: str | ExperimentSpec | None = None,
+@public(legacy=model_first("model"))
+def form_study(experiment: str | ExperimentSpec | None, model: str, *, forms: str | Sequence[int],
                form_sd: Mapping[str, float] | Sequence[str] | None = None, subjects: int | str = 50,
                reps: int = 100, params: Assignments | Sequence[str] = None,
                effect: Mapping[str, float] | str | None = None,
@@ -390,7 +390,8 @@ def form_study(model: str, *, forms: str | Sequence[int], experiment: str | Expe
     :mod:`cogtestbed.validation.studies.form_studies`): ``subjects`` split over the ``forms``,
     offsets drawn with ``form_sd``; with ``effect`` the forms-aware test's rejection rate beside
     the naive test's, without it the recovery of the form SD and its interval's coverage (MLE).
-    Returns the summary (experiment, model, the forms, and the study's results)."""
+    Returns the summary (experiment, model, the forms, and the study's results).  The earlier call
+    form ``form_study(MODEL, forms=..., experiment=...)`` still works."""
     from cogtestbed.api.core import get_experiment
     from cogtestbed.api.specs import one_assignment, parse_assignments
     from cogtestbed.environments.forms import FormDesign, parse_form_sd, resolve_forms

@@ -283,7 +283,7 @@ def recover(
 
     if forms is not None:
         with console_err.status(f"{reps} forms studies of {model}"):
-            summary = form_study(model, forms=forms, experiment=experiment, form_sd=form_sd, subjects=subjects,
+            summary = form_study(experiment, model, forms=forms, form_sd=form_sd, subjects=subjects,
                                  reps=reps, params=param, design=design, trials=trials, seed=run.seed)
         _print_form_study(summary, run.as_json)
         return None
@@ -339,7 +339,7 @@ def sbc(
     """Simulation-based calibration of the hierarchical model (rank uniformity, Talts et al. 2018)."""
     from cogtestbed.api.studies import sbc as calibration
 
-    return calibration(model, experiment=experiment, subjects=subjects, trials=trials, design=design, runs=runs,
+    return calibration(experiment, model, subjects=subjects, trials=trials, design=design, runs=runs,
                        reps=reps, params=param, draws=draws, chains=chains, backend=backend, **run.api())
 
 
@@ -397,7 +397,7 @@ def power(
         if groups != 1:
             raise InputError("power --forms tests one group's effect across prompt forms: drop --groups")
         with console_err.status(f"{sims} forms studies of {target}"):
-            summary = form_study(target, forms=forms, experiment=experiment, form_sd=form_sd, subjects=subjects,
+            summary = form_study(experiment, target, forms=forms, form_sd=form_sd, subjects=subjects,
                                  reps=sims, params=param, effect=effect, design=design, trials=trials, level=level,
                                  seed=run.seed)
         _print_form_study(summary, run.as_json)

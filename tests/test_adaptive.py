@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -161,13 +162,17 @@ def test_run_prices_an_adaptive_session_and_refuses_batch(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
-def test_an_adaptive_smollm2_session_runs_and_its_table_fits(tmp_path: Path) -> None:
-    """SmolLM2-135M (offline) answers 16 adaptive questions of temporal discounting; the table records
-    each chosen design, replays from its answers, and the hyperbolic model fits it."""
-    pytest.importorskip("transformers")
-    result = ct.run("temporal-discounting", llm="hf:smollm2-135m", output=tmp_path / "run", subjects=1,
-                    adaptive="k,temperature", trials=16, cache=tmp_path / "cache.sqlite")
-    table = result.trials
+def test_an_adaptive_smollm2_session_runs_and_its_table_fits(smollm2: Any, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """SmolLM2-135M (offline) answers 16 adaptive questions of temporal discounting in-process, and the
+    same model served by the local OpenAI-compatible server answers them as an API model: the same
+    answers and designs.  The table records each chosen design, replays from its answers, and the
+    hyperbolic model fits it."""
+    from cogtestbed.llm_adapters.server import serve
+
+    options = {"subjects": 1, "adaptive": "k,temperature", "trials": 16}
+    table = ct.run("temporal-discounting", llm="hf:smollm2-135m", output=tmp_path / "run",
+                   cache=tmp_path / "a.sqlite", **options).trials
     assert len(table) == 16 and table["valid"].all()
     assert table["action"].nunique() == 2  # it prefers the later amount on some questions, not on all
     design = ct.get_experiment("temporal-discounting").env_cls.design_cls(adaptive=("k", "temperature"), trials=16)
@@ -176,6 +181,12 @@ def test_an_adaptive_smollm2_session_runs_and_its_table_fits(tmp_path: Path) -> 
     fit = MODEL.fit_mle(table)
     est = fit.iloc[0]
     assert np.isfinite(est["nll"]) and 0 < est["k"] < 100 and 0 < est["temperature"] <= 10
+    monkeypatch.setenv("OPENAI_API_KEY", "local-server")
+    with serve({"smollm2-135m": smollm2}) as url:
+        remote = ct.run("temporal-discounting", llm="openai:smollm2-135m", base_url=url, mode="chat",
+                        output=tmp_path / "api", cache=tmp_path / "b.sqlite", **options).trials
+    assert remote["action"].tolist() == table["action"].tolist()
+    assert remote["design_index"].tolist() == table["design_index"].tolist()
 
 
 def test_plan_adaptive_prices_both_arms_for_one_precision_target() -> None:

@@ -78,6 +78,8 @@ class GridTable:
     prob: np.ndarray  # (G, D, Y) p(y | θ_g, d)
     log_prob: np.ndarray  # (G, D, Y)
     entropy: np.ndarray  # (G, D) H[p(y | θ_g, d)] in nats
+    #: Per target set, what :func:`_target_major` derives (filled on first use).
+    by_targets: dict[tuple[str, ...], tuple[np.ndarray, int, np.ndarray | None]] = field(default_factory=dict)
 
 
 _TABLES: dict[tuple[Any, ...], GridTable] = {}
@@ -156,6 +158,23 @@ def _entropy(p: np.ndarray) -> np.ndarray:
         return -np.sum(np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0), axis=-1)
 
 
+def _target_major(table: GridTable, targets: tuple[str, ...]) -> tuple[np.ndarray, int, np.ndarray | None]:
+    """(node order with the target parameters major, number of target nodes, p(y | node, d) in that
+    order as (targets, nuisance, D·Y); None where every parameter is a target), shared by the sessions
+    of one table and targets: p(y | θ_T, d) is then a batched mat-vec."""
+    if targets not in table.by_targets:
+        names = table.names
+        shape = tuple(len(a) for a in table.axes)
+        t_axes = [names.index(t) for t in targets]
+        n_axes = [j for j in range(len(names)) if j not in t_axes]
+        order = np.arange(int(np.prod(shape))).reshape(shape).transpose(t_axes + n_axes).ravel()
+        n_target = int(np.prod([shape[j] for j in t_axes]))
+        d_y = table.prob.shape[1] * table.prob.shape[2]
+        prob_tn = np.ascontiguousarray(table.prob[order].reshape(n_target, -1, d_y)) if n_axes else None
+        table.by_targets[targets] = (order, n_target, prob_tn)
+    return table.by_targets[targets]
+
+
 @dataclass
 class AdaptiveDesigner:
     """One adaptive session's posterior and design choice (see the module docstring).
@@ -181,16 +200,8 @@ class AdaptiveDesigner:
         self.targets = tuple(t for t in names if t in self.targets) or names
         self.table = likelihood_table(self.model, self.space, self.points)
         self.log_post = self.table.log_prior.copy()
-        k = len(names)
-        shape = tuple(len(a) for a in self.table.axes)
-        t_axes = [names.index(t) for t in self.targets]
-        n_axes = [j for j in range(k) if j not in t_axes]
-        # node order with the target parameters major: p(y | θ_T, d) is then a batched mat-vec
-        self._order = np.arange(int(np.prod(shape))).reshape(shape).transpose(t_axes + n_axes).ravel()
-        self._n_target = int(np.prod([shape[j] for j in t_axes]))
-        d_y = self.space.size * len(self.space.answers)
-        self._prob_tn = np.ascontiguousarray(self.table.prob[self._order].reshape(self._n_target, -1, d_y))
-        self._all = not n_axes
+        self._order, self._n_target, self._prob_tn = _target_major(self.table, self.targets)
+        self._all = self._prob_tn is None
 
     # -- posterior -----------------------------------------------------------------------
     @property
@@ -238,6 +249,7 @@ class AdaptiveDesigner:
             marginal = (w @ self.table.prob.reshape(w.size, -1)).reshape(d_n, y_n)
             conditional = w @ self.table.entropy
         else:
+            assert self._prob_tn is not None
             w_tn = w[self._order].reshape(self._n_target, -1)
             w_t = w_tn.sum(axis=1)
             joint = np.matmul(w_tn[:, None, :], self._prob_tn)[:, 0, :].reshape(self._n_target, d_n, y_n)

@@ -68,9 +68,11 @@ def transcript_nll(llm: Any, transcripts: str | Path | Sequence[Any], *, partici
     Returns one row per marked choice, with ``participant`` and ``data_set`` first; the seconds
     each participant took are in ``attrs["seconds"]``.  Summarise with :func:`participant_nll`.
     """
-    from cogtestbed.llm_adapters.transcript import OPTION_SETS
+    from cogtestbed.llm_adapters.transcript import OPTION_SETS, OVERFLOWS
     from cogtestbed.llm_adapters.transcript import transcript_nll as score
 
+    if overflow not in OVERFLOWS:  # before the model loads
+        raise InputError(f"overflow must be one of {', '.join(OVERFLOWS)}, got {overflow!r}")
     records = _records(transcripts)
     if participants is not None:
         by_id = {r.participant: r for r in records}

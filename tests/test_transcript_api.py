@@ -78,7 +78,6 @@ def test_cli_prints_the_participants_and_refuses_a_served_model(psych201_file: P
     assert "in-process model" in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.slow
 def test_smollm2_matches_the_exact_continuation_scorer(smollm2: Any) -> None:
     """One teacher-forced pass over a short transcript gives each choice the log-probability the
     package's exact scorer (its own forward pass per context) gives the option as a continuation."""

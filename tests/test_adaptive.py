@@ -233,3 +233,10 @@ def test_risky_choice_adaptive_session_replays_and_nulls_the_design_shares() -> 
     assert report["metrics"]["p_risky"] is None and report["metrics"]["p_higher_ev"] is None
     assert np.isfinite(report["metrics"]["loss_aversion"])
     assert any("chosen adaptively" in f for f in report["flags"])
+
+
+def test_describe_names_the_adaptive_model_or_the_reason() -> None:
+    td = ct.describe("temporal-discounting")["adaptive"]
+    assert td["model"] == "hyperbolic" and td["parameters"] == ["k", "temperature"]
+    assert ct.describe("risky-choice")["adaptive"]["parameters"] == ["lambda", "alpha", "theta"]
+    assert ct.describe("instrumental-learning")["adaptive"]["refused"].startswith("a learning task")

@@ -65,4 +65,15 @@ def describe_experiment(exp: ExperimentSpec) -> dict[str, Any]:
         "prompt_forms": [f.as_json() for f in exp.prompt_forms],
         **({"cover_story_note": note} if note is not None else {}),
         "studies": [{"name": n, "kind": d.kind, "description": d.description} for n, d in declared_studies(exp)],
+        "adaptive": _adaptive(exp),
     }
+
+
+def _adaptive(exp: ExperimentSpec) -> dict[str, Any]:
+    """The experiment's adaptive sessions (issue 53): the model and design space, or why none."""
+    from cogtestbed.experiments._adaptive import UNDECLARED, AdaptiveDecl
+
+    decl = exp.adaptive
+    if not isinstance(decl, AdaptiveDecl):
+        return {"refused": decl or UNDECLARED}
+    return {"model": decl.model, "parameters": list(exp.models[decl.model].parameters.names), "space": decl.note}

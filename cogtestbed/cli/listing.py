@@ -63,6 +63,10 @@ def _print(info: dict[str, Any]) -> None:
         console.print(f"cover stories: {info['cover_story_note']}", highlight=False)
     console.print(_table("declared studies (cogtestbed study EXPERIMENT NAME)", ["study", "description"],
                          [[s["name"], s["description"]] for s in info["studies"]]))
+    adaptive = info["adaptive"]
+    console.print("adaptive sessions (--adaptive PARAM --trials N): " + (
+        f"refused: {adaptive['refused']}" if "refused" in adaptive else
+        f"model {adaptive['model']} ({', '.join(adaptive['parameters'])}); {adaptive['space']}"), highlight=False)
 
 
 @app.command("list")

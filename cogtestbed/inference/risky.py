@@ -60,9 +60,9 @@ VALUE_ANCHOR = 20.0
 
 # Bounds, defaults and priors (normal on the log scale) are chosen by cogtestbed, not from the paper:
 # λ up to 10 and α up to 2 cover loss seeking to strong aversion, concave to convex value functions;
-# the priors centre near the MLEs of Spektor et al.'s Experiment 2 participants (λ about 1.2, α 0.75,
-# θ 1.5 per point: docs/risky-choice.md; log(α − 0.1) for α), the defaults at a textbook decider (λ 1.5,
-# α 0.8, θ 1).
+# the priors centre on λ 1.2, α 0.77 (log(α − 0.1)), θ 1.35, near the median MLEs of Spektor et al.'s
+# Exp. 2 participants (λ 0.98, α 0.86, θ 1.62: docs/risky-choice.md); the defaults are a textbook
+# decider (λ 1.5, α 0.8, θ 1).
 #: Default chosen by cogtestbed, not from the paper: α ≥ 0.1.  As α → 0 every gain is worth about A
 #: and every loss λ·A, and u(x) ≈ A·(1 + α·ln(x/A)): with θ → ∞ a log-value decider with sensitivity
 #: θ·α, a degenerate corner that held the MLE's optimum for some sessions of 98 trials.

@@ -18,6 +18,7 @@ the CPU columns.
     python benchmarks/bench_seqplan.py --auto [--workers 1] [--seq-sims 200 --null-sims 200] [--rounds 1]
         # issue 54 item 4: the fixed plan vs plan --looks auto (whole processes): wall, CPU, subjects
         # fitted, CPU per fitted subject, and the ratio (target: auto <= 2x the fixed plan's wall on 2 cores)
+    python benchmarks/bench_seqplan.py --profile-auto 200   # cProfile of plan --looks auto's search
 """
 
 from __future__ import annotations
@@ -64,6 +65,28 @@ def profile(sims: int) -> None:
     prof.disable()
     print(f"{sims} studies per hypothesis: {res.subjects:,} subjects fitted, {res.cpu_seconds:.1f} s CPU")
     pstats.Stats(prof).sort_stats("tottime").print_stats(12)
+
+
+def profile_auto(sims: int) -> None:
+    """Where ``plan --looks auto``'s time goes: ``seqauto.plan_auto`` of the headline cell (26 subjects x 96 trials
+    fixed) at ``sims`` studies per set (effect and each null set), one process, under cProfile: the functions
+    with the most cumulative time (issue 54 item 4)."""
+    import cProfile
+    import pstats
+    import time
+
+    from cogtestbed.validation.design.seqauto import plan_auto
+    from cogtestbed.validation.studies.driver import study_spec
+
+    spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
+                      effect_size=0.2, seed=0, trials=(96,))
+    prof = cProfile.Profile()
+    cpu = time.process_time()
+    prof.enable()
+    res = plan_auto(spec, 26, 96, 1, 0.8, sims=sims, null_sims=sims, workers=1)
+    prof.disable()
+    print(f"{sims} studies per set: {res.result.subjects:,} subjects fitted, {time.process_time() - cpu:.1f} s CPU")
+    pstats.Stats(prof).sort_stats("cumtime").print_stats(30)
 
 
 #: Issue 40's two-LLM two-step comparison, fixed (gpt-4o for both LLMs: the target is <= $75 per LLM at
@@ -185,6 +208,9 @@ def main() -> None:
         ap.add_argument("--null-sims", type=int, default=None)
         o = ap.parse_args()
         auto(o.rounds, o.workers, o.seq_sims, o.null_sims)
+        return
+    if sys.argv[1:2] == ["--profile-auto"]:
+        profile_auto(int(sys.argv[2]) if len(sys.argv) > 2 else 200)
         return
     if sys.argv[1:2] == ["--path-cost"]:
         path_cost(int(sys.argv[2]) if len(sys.argv) > 2 else 20)

@@ -70,6 +70,10 @@ _PUBLIC: dict[str, str] = {
     "estimates": "cogtestbed.api.studies",
     "plot_recovery": "cogtestbed.api.studies",
     "plan": "cogtestbed.api.plan",
+    "population": "cogtestbed.api.population",
+    "populations": "cogtestbed.api.population",
+    "population_from_fit": "cogtestbed.api.population",
+    "build_population": "cogtestbed.api.population",
     "plan_forms": "cogtestbed.api.form_plan",
     "Plan": "cogtestbed.api.plan",
     "run": "cogtestbed.api.run",
@@ -86,6 +90,7 @@ _PUBLIC: dict[str, str] = {
     "RunResult": "cogtestbed.llm_adapters.runner",
     "Figures": "cogtestbed.api.figures",
     "HeldOut": "cogtestbed.inference.heldout",
+    "Population": "cogtestbed.inference.population",
 }
 
 #: The names ``dir(ct)`` lists (the errors are under ``ct.errors``).
@@ -95,6 +100,7 @@ __all__ = [
     "experiments", "export", "fit", "fit_and_save", "form_study", "get_experiment", "heldout_nll", "looks",
     "metric_validity", "metrics", "model_recovery", "participant_nll", "phenotype", "plan", "plan_forms",
     "plot_recovery", "power", "recover", "run", "sbc", "simulate", "study", "transcript_nll", "true_parameters",
+    "Population", "build_population", "population", "population_from_fit", "populations",
 ]
 
 if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, listed under ct.errors
@@ -108,6 +114,7 @@ if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, lis
     from cogtestbed.api.looks import LookReplay, looks
     from cogtestbed.api.phenotype import Phenotype, phenotype
     from cogtestbed.api.plan import Plan, plan
+    from cogtestbed.api.population import build_population, population, population_from_fit, populations
     from cogtestbed.api.run import PairedRun, run
     from cogtestbed.api.studies import (
         Study,
@@ -129,6 +136,7 @@ if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, lis
     from cogtestbed.experiments.spec import UnknownNameError  # noqa: F401
     from cogtestbed.inference.heldout import HeldOut
     from cogtestbed.inference.hierarchical import BayesFit
+    from cogtestbed.inference.population import Population
     from cogtestbed.llm_adapters.base import BackendError, BackendUnavailable, LLMError  # noqa: F401
     from cogtestbed.llm_adapters.limits import PriceError, UnpricedModel  # noqa: F401
     from cogtestbed.llm_adapters.rundir import RunDirError  # noqa: F401

@@ -26,6 +26,7 @@ REQUIRED: dict[str, Any] = {
     "target": "rw-pm", "models": ["rw-pm", "rw"], "metric": "optimism", "parameter": "alpha_pos",
     "values": [0.1, 0.2], "forms": "2", "effect": {"optimism_bias": 0.2}, "fit": object(),
     "trials": pd.DataFrame({"a": [1]}), "llm": "hf:tiny-random", "choices": pd.DataFrame({"a": [1]}), "test": 1,
+    "name": "human:cogbench-instrumental",
 }
 
 FUNCTIONS = sorted(name for name, module in ct._PUBLIC.items()

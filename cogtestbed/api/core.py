@@ -97,7 +97,7 @@ def simulate(experiment: str | ExperimentSpec, agent: str, *, subjects: int = 10
              forms: str | Sequence[int] | None = None, form_sd: Mapping[str, float] | None = None,
              output: str | os.PathLike[str] | None = None, force: bool = False,
              on_subject_done: Any = None, adaptive: Sequence[str] | str | None = None,
-             trials: int | None = None) -> pd.DataFrame:
+             trials: int | None = None, population: Any = None) -> pd.DataFrame:
     """Simulate ``subjects`` synthetic subjects of ``agent`` (known parameters ``params``: a value
     or one per subject) and return their trial table (``cogtestbed simulate``).
 
@@ -105,6 +105,12 @@ def simulate(experiment: str | ExperimentSpec, agent: str, *, subjects: int = 10
     sessions of ``trials`` trials, each chosen to maximise the expected information on those
     parameters (issue 53, :mod:`cogtestbed.inference.adaptive`; played step by step), where the
     experiment declares a design space (else refused in one line with the reason).
+
+    ``population`` (``"human:NAME"``, a population file or a
+    :class:`~cogtestbed.inference.population.Population`, issue 52): the subjects' parameters are
+    drawn from it (one posterior draw of its group parameters, subjects scattered by its SDs;
+    :func:`population_params`); ``agent`` must be its model's agent and ``params`` may set only
+    the agent's other parameters.
 
     ``lapse_invalid`` / ``lapse_random``: rates of invalid and uniformly random answers;
     ``forms``: prompt forms (``K`` or ids, as ``--forms``) and ``form_sd`` their offsets;
@@ -119,6 +125,9 @@ def simulate(experiment: str | ExperimentSpec, agent: str, *, subjects: int = 10
     agent_cls = exp.agent(agent)
     lapse = Lapse(lapse_invalid, lapse_random)
     given = dict(params or {})
+    drawn: dict[str, Any] | None = None
+    if population is not None:
+        given, drawn = population_params(exp, agent, population, subjects, seed, given)
     design_obj = with_adaptive(exp, design_of(exp, design), adaptive, trials)
     if adaptive:
         method = "step"  # an adaptive session's next trial depends on the answers so far
@@ -140,9 +149,40 @@ def simulate(experiment: str | ExperimentSpec, agent: str, *, subjects: int = 10
             "lapse": None if not lapse.active else {"invalid": lapse.invalid, "random": lapse.random},
             "design": design_obj.model_dump(),
             "forms": None if form_design is None else form_design.as_json(), "command": "simulate",
+            **({"population": drawn} if drawn is not None else {}),
         }
         write_trials(trials, out, manifest)
     return trials
+
+
+def population_params(exp: ExperimentSpec, agent: str, population: Any, subjects: int, seed: int,
+                      given: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the agent's parameters, what the manifest records of the population) for ``subjects``
+    drawn from ``population`` (:meth:`~cogtestbed.inference.population.Population.sample`, its
+    own seed stream ``SeedSequence([seed, 52])``); ``agent`` must be the population's model's
+    agent, ``given`` may not set a parameter the population draws."""
+    import numpy as np
+
+    from cogtestbed.inference.population import load_population
+
+    pop = load_population(population)
+    model = exp.model(pop.model) if pop.experiment == exp.name else None
+    if model is None:
+        raise InputError(f"population {pop.name} is of experiment {pop.experiment}, not {exp.name}")
+    gen = exp.generator(pop.model)
+    if agent != gen.agent:
+        raise InputError(f"population {pop.name} is of model {pop.model}, simulated by agent {gen.agent}: use "
+                         f"--agent {gen.agent}")
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 52]))
+    values, subj = pop.sample(model.parameters, subjects, rng)
+    drawn = gen.agent_params(subj)
+    clash = sorted(set(given) & set(subj) | set(given) & set(drawn) - set(gen.fixed))
+    if clash:
+        raise InputError(f"population {pop.name} draws {', '.join(clash)}: drop --param for "
+                         f"{'it' if len(clash) == 1 else 'them'}")
+    record = {"name": pop.name, "model": pop.model, "source": pop.source,
+              **{k: v for k, v in values.items() if k.endswith("_pop")}}
+    return {**drawn, **given}, record
 
 
 def manifest_params(parameters: Any, given: Mapping[str, Any]) -> dict[str, float | list[float]]:

@@ -48,6 +48,7 @@ ERRORS: dict[str, str] = {
     "MemoryLimitError": "cogtestbed.memory",
     "OutputError": "cogtestbed.outputs",
     "FormError": "cogtestbed.environments.forms",
+    "PopulationError": "cogtestbed.inference.population",
     "WorkerDied": "cogtestbed.validation.errors",
     "ConformanceError": "cogtestbed.validation.errors",
 }
@@ -55,8 +56,8 @@ ERRORS: dict[str, str] = {
 __all__ = [
     "BackendError", "BackendUnavailable", "BudgetError", "CogtestbedError", "ConformanceError", "DataError",
     "DataFormatError", "DegenerateAnswers", "FormError", "InputError", "LLMError", "MemoryLimitError", "OutputError",
-    "ParameterError", "PlanInfeasible", "PriceError", "RepeatedSessionError", "ResumeMismatch", "RunDirError",
-    "TrialTableError", "UnknownNameError", "UnpricedModel", "WorkerDied", "WriteFailed",
+    "ParameterError", "PlanInfeasible", "PopulationError", "PriceError", "RepeatedSessionError", "ResumeMismatch",
+    "RunDirError", "TrialTableError", "UnknownNameError", "UnpricedModel", "WorkerDied", "WriteFailed",
 ]
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from cogtestbed.environments.forms import FormError
     from cogtestbed.errors import BudgetError, CogtestbedError, DataError, InputError, ResumeMismatch
     from cogtestbed.experiments.spec import UnknownNameError
+    from cogtestbed.inference.population import PopulationError
     from cogtestbed.llm_adapters.base import BackendError, BackendUnavailable, LLMError
     from cogtestbed.llm_adapters.limits import PriceError, UnpricedModel
     from cogtestbed.llm_adapters.rundir import RunDirError

@@ -119,7 +119,7 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
          fit: str = "mle", fit_sims: int | None = None, human: Any = None, reasoning_effort: str | None = None,
          thinking_budget: int | None = None, assume_reasoning_tokens: str | None = None,
          adaptive: str | Sequence[str] | None = None, adaptive_sims: int = 200,
-         say: Say = None) -> Plan:
+         say: Say = None, population: Any = None) -> Plan:
     """Plan a study (``cogtestbed plan``): the cheapest design that reaches the target power
     (``power``) at level ``level``, priced by ``llm`` (``BACKEND:MODEL``; two for a metric
     difference between two LLMs), or with ``precision={PARAM: HALFWIDTH}`` the cheapest design
@@ -131,7 +131,13 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
     metric comparison prices two LLMs); one ``llm`` with ``human`` (a trial table of the
     experiment, or its path: any sample of people, fitted once by the per-subject MLE,
     :func:`~cogtestbed.validation.studies.model_studies.reference_sample`) plans the LLM against
-    that sample (its fitted medians the LLM's base before the effect).  Tested by a Welch t-test of
+    that sample (its fitted medians the LLM's base before the effect).  ``population`` (``"human:NAME"``
+    or a population file, issue 52: the posterior of a hierarchical fit of people) draws the simulated
+    subjects from it (one posterior draw per study, its spread and uncertainty included); with one
+    ``llm`` the first group is as many people as it was fitted to (their number fixed), drawn afresh
+    from it in every simulated study at their own trial count
+    (:func:`~cogtestbed.validation.studies.model_studies.people_design`), so the plan prices the
+    LLM's sample against theirs.  Tested by a Welch t-test of
     the two groups' per-subject MLE (log scale for a log-scaled parameter), or with
     ``fit="hierarchical"`` by the posterior of the difference of the two groups' population values.
 
@@ -172,17 +178,20 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
     _check_sequential_options(looks, spending, futility, null, seq_sims, precision, test, null_sims,
                               binding_futility)
     llms = [llm] if isinstance(llm, str) else list(llm or [])
-    effect, target = _target(llms, model, effect, metric, test, precision, human is not None)
+    people = "--human" if human is not None else (
+        "--population" if population is not None and precision is None and len(llms) == 1 else None)
+    effect, target = _target(llms, model, effect, metric, test, precision, people)
     given_base, given_params = parse_assignments(assignment_items(base)), parse_assignments(assignment_items(params))
     fixed, trials, field_axis = _searched(exp, assignment_items(design) or None, trials)
     common: dict[str, Any] = {"subjects": (1,), "runs": (1,), "trials": (None,), "design": fixed,
                               "reps": 1, "seed": seed, "level": level, "method": "mle", "base": given_base,
                               "sd_between": sd_between, "params": given_params, "draws": 500, "tune": 500,
                               "chains": 2}
-    common.update(_groups(effect, target, llms, human is not None, looks, fit))
+    common.update(_groups(effect, target, llms, people, looks, fit))
     spec = _power_study(exp, model, effect, metric, compare, test, agent, common)
     if human is not None:
-        spec = _with_human(spec, exp, human, given_base)
+        spec = _with_human(spec, exp, human, given_base, population is None)
+    spec = _with_population(spec, population, people == "--population")
     spec = _with_lapse_fit(spec, lapse_fit)
     _check_fit_option(fit, fit_sims, spec, looks, precision is not None)
     reasoning = {"reasoning_effort": reasoning_effort, "thinking_budget": thinking_budget,
@@ -212,14 +221,23 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
     return Plan(payload, result.size_name)
 
 
-def _groups(effect: str | None, target: Any, llms: list[str], human: bool, looks: int | str | None,
+def _groups(effect: str | None, target: Any, llms: list[str], people: str | None, looks: int | str | None,
             fit: str) -> dict[str, Any]:
     """``{"groups": 2}`` for a model parameter's difference between two groups (two LLMs, or one LLM
-    and the ``--human`` sample; its options checked by :func:`_check_two_groups`), else ``{}``."""
-    if effect is None or target is not None or not (len(llms) == 2 or human):
+    and people: the ``--human`` sample or the ``--population``'s; its options checked by
+    :func:`_check_two_groups`), else ``{}``."""
+    if effect is None or target is not None or not (len(llms) == 2 or people):
         return {}
-    _check_two_groups(looks, fit, human)
+    _check_two_groups(looks, fit, people)
     return {"groups": 2}
+
+
+def _with_population(spec: Any, population: Any, first_group: bool) -> Any:
+    """The study drawn from ``population`` (:func:`~cogtestbed.api.specs.with_population`; with
+    ``first_group`` its people are the first of two groups)."""
+    from cogtestbed.api.specs import with_population
+
+    return with_population(spec, population, first_group)
 
 
 def _power_study(exp: Any, model: str | None, effect: str | None, metric: str | None,
@@ -440,32 +458,34 @@ def _pilot_and_lapses(spec: Any, exp: Any, pilot: Path | None, llm: list[str], g
     return spec, pilot_info
 
 
-def _check_two_groups(looks: int | str | None, fit: str, human: bool) -> None:
+def _check_two_groups(looks: int | str | None, fit: str, people: str | None) -> None:
     """A model parameter's difference between two groups is planned as a fixed design, with the MLE
     or (two LLMs) the hierarchical fit; anything else refused in one line."""
     if looks is not None:
         raise InputError("--looks plans a sequential test of one group's effect; a difference between two groups is "
                          "planned as a fixed design (drop --looks)")
-    if human and fit != "mle":
-        raise InputError("--human is planned with the per-subject MLE (the hierarchical fit of a human sample is not "
-                         "planned yet): drop --fit hierarchical")
+    if people and fit != "mle":
+        raise InputError(f"{people} is planned with the per-subject MLE (the hierarchical fit of a human sample is "
+                         "not planned yet): drop --fit hierarchical")
 
 
-def _with_human(spec: Any, exp: Any, human: Any, given_base: Mapping[str, float]) -> Any:
+def _with_human(spec: Any, exp: Any, human: Any, given_base: Mapping[str, float], as_base: bool = True) -> Any:
     """The two-group study with its first group the fixed sample ``human`` (a trial table of the
     experiment, or a path to one), fitted once; its fitted medians the simulated LLM's base
-    (``--base`` overrides them)."""
+    (``--base`` overrides them) unless ``as_base`` is false (a ``--population`` gives the base)."""
     from cogtestbed.api.core import read_table
     from cogtestbed.validation.studies.model_studies import reference_sample
 
     table, _ = read_table(exp, human, "auto", None)  # each subject of the sample one unit: never pooled
     source = str(human) if isinstance(human, (str, os.PathLike)) else "the human sample"
     ref = reference_sample(exp.model(spec.models[0]), spec.effect, table, source)
+    if not as_base:
+        return spec.model_copy(update={"reference": ref})
     return spec.model_copy(update={"reference": ref, "base": {**ref.medians, **given_base}})
 
 
 def _target(llm: list[str], model: str | None, effect: str | None, metric: str | None, test: str | None,
-            precision: str | None, human: bool = False) -> tuple[str | None, tuple[str, float] | None]:
+            precision: str | None, people: str | None = None) -> tuple[str | None, tuple[str, float] | None]:
     """(the effect, the precision target (parameter, half-width) or None) of the options; one clear
     error for any other mix.  A precision target plans a zero effect of its parameter."""
     from cogtestbed.parameters import parse_assignments
@@ -483,24 +503,25 @@ def _target(llm: list[str], model: str | None, effect: str | None, metric: str |
         raise InputError("--effect needs --model (the model whose parameter carries the effect)")
     if model is not None and effect is None:
         raise InputError("--model goes with --effect NAME=SIZE")
-    _check_groups(llm, effect, metric, precision, human)
+    _check_groups(llm, effect, metric, precision, people)
     return effect, target
 
 
 def _check_groups(llm: list[str], effect: str | None, metric: str | None, precision: str | None,
-                  human: bool) -> None:
+                  people: str | None) -> None:
     """The groups a target compares checked (part of :func:`_target`): one or two ``--llm`` (two
-    compare in a metric or a model parameter), ``--human`` one group beside one LLM's parameter."""
+    compare in a metric or a model parameter), people (``--human``, or ``--population`` beside one
+    ``--llm``: the option named by ``people``) one group beside one LLM's parameter."""
     if not 1 <= len(llm) <= 2 and precision is None:
         raise InputError(f"--llm takes one model, or two for a difference between two LLMs; got {len(llm)}")
     if len(llm) == 2 and metric is None and effect is None:
         raise InputError("two --llm compare two LLMs: in a metric (--metric M --compare A B) or in a model "
                          "parameter (--model M --effect NAME=DIFFERENCE)")
-    if human and (effect is None or precision is not None):
-        raise InputError("--human compares a model parameter between an LLM and people: it goes with --model M "
+    if people and (effect is None or precision is not None):
+        raise InputError(f"{people} compares a model parameter between an LLM and people: it goes with --model M "
                          "--effect NAME=DIFFERENCE")
-    if human and len(llm) != 1:
-        raise InputError("--human is one group; the LLM compared with it is one --llm")
+    if people and len(llm) != 1:
+        raise InputError(f"{people} is one group; the LLM compared with it is one --llm")
 
 
 def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assurance: float, runs: str | None,

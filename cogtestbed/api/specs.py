@@ -219,3 +219,26 @@ def one_assignment(value: Mapping[str, Any] | str | None) -> str | None:
 def size_text(value: Any) -> str | None:
     """``(lo, hi)`` → ``lo:hi``; a list → a comma list; text as it is."""
     return _text(value, ":")
+
+
+def with_population(spec: Any, population: Any, first_group: bool = True) -> Any:
+    """The model study ``spec`` with its subjects drawn from ``population`` (``human:NAME``, a file,
+    or a :class:`~cogtestbed.inference.population.Population`; issue 52): a power study's medians
+    and spreads come from its posterior draws; with two groups and ``first_group`` the first is as
+    many people as the population was fitted to (their number fixed: their data are already
+    collected), drawn afresh from it in every simulated study at their own trial count and fitted
+    per subject (:func:`~cogtestbed.validation.studies.model_studies.people_design`); without it
+    (two LLMs) both groups are drawn from it.  None: ``spec`` as it is."""
+    if population is None:
+        return spec
+    from cogtestbed.inference.population import load_population
+    from cogtestbed.validation.studies.study_kinds import PowerStudy
+
+    if not isinstance(spec, PowerStudy):
+        raise InputError("--population draws a model's parameters: it goes with --model M --effect NAME=SIZE (a "
+                         "metric or test target simulates agents, not a model's population)")
+    pop = load_population(population)
+    fields = spec.model_dump(exclude={"from_population", "reference"})
+    people = {"people": pop.subjects, "people_trials": pop.trials} \
+        if spec.groups == 2 and spec.reference is None and first_group else {}
+    return study_spec_of(**{**fields, **people}, from_population=pop, reference=spec.reference)

@@ -245,18 +245,25 @@ def recover(experiment: str | ExperimentSpec | None, model: str, *, subjects: Si
             lapse_invalid: float = 0.0, lapse_random: float = 0.0, lapse: str = "none",
             precision: Assignments | Sequence[str] = None, assurance: float = 0.9, seed: int = 0,
             workers: int | None = None, dask: str | None = None, output: str | os.PathLike[str] | None = None,
-            force: bool = False, watch: Watch | None = None) -> Study:
+            force: bool = False, watch: Watch | None = None, population: Any = None) -> Study:
     """Parameter recovery (``cogtestbed recover``): simulate ``reps`` data sets of ``subjects``
-    subjects with known parameters (drawn from the model's prior, or ``sampler="uniform"``), fit
-    ``model`` (``method`` ``mle`` or ``hierarchical``) and compare: r, RMSE and bias per
-    parameter, the share within ``precision={PARAM: HALFWIDTH}``, estimates at a bound.
+    subjects with known parameters (drawn from the model's prior, ``sampler="uniform"``, or a
+    ``population``: ``"human:NAME"``, a population file, one posterior draw of its group parameters
+    per data set), fit ``model`` (``method`` ``mle`` or ``hierarchical``) and compare: r, RMSE and
+    bias per parameter, the share within ``precision={PARAM: HALFWIDTH}``, estimates at a bound.
 
     ``experiment`` None: the one experiment declaring ``model``.  The earlier call form
     ``recover(MODEL, experiment=...)`` still works (:func:`~cogtestbed.api.checks.model_first`)."""
     from cogtestbed.api.specs import lapse_fit
 
     name = _experiment_name(experiment, model)
-    spec = _spec(kind="recovery", experiment=name, models=(model,), method=method,
+    if population is not None:
+        from cogtestbed.inference.population import load_population
+
+        if sampler not in ("prior", "population"):
+            raise InputError(f"--population is where the true parameters come from; drop --sampler {sampler}")
+        population, sampler = load_population(population), "population"
+    spec = _spec(kind="recovery", experiment=name, models=(model,), method=method, from_population=population,
                  subjects=_sizes(subjects, (50,)), **_sized(name, design, trials),
                  runs=_sizes(runs, (1,), "--runs"), reps=reps, seed=seed, sampler=sampler,
                  fixed=_assignments(fix, "--fix"), params=_assignments(params, "--param"), draws=draws, tune=draws,
@@ -312,7 +319,7 @@ def power(experiment: str | ExperimentSpec | None, target: str, *, effect: Mappi
           sd_between: float = 0.5, params: Assignments | Sequence[str] = None, draws: int = 500, chains: int = 2,
           lapse_invalid: float = 0.0, lapse_random: float = 0.0, seed: int = 0, workers: int | None = None,
           dask: str | None = None, output: str | os.PathLike[str] | None = None, force: bool = False,
-          watch: Watch | None = None, groups: int = 1) -> Study:
+          watch: Watch | None = None, groups: int = 1, population: Any = None) -> Study:
     """Power (``cogtestbed power``) in its three forms: of a test on a model parameter
     (``power(EXPERIMENT, MODEL, effect={NAME: SIZE})``; ``groups=2``: the difference of that
     parameter between two groups of ``subjects`` each, e.g. two LLMs, the second's median moved by
@@ -321,8 +328,14 @@ def power(experiment: str | ExperimentSpec | None, target: str, *, effect: Mappi
     (``power(EXPERIMENT, test=KEY, agent="A:p=v")``).  The sizes share common random numbers
     (repetition r of every size simulates the same seeds), so the curve is monotone in size up to
     its Monte-Carlo SE (``summary["cells"][i]["mc_se"]``).  With one positional argument it is the
-    target, as in the earlier call form ``power(MODEL, effect=..., experiment=...)``, which still works."""
-    from cogtestbed.api.specs import assignment_items, one_assignment, power_spec
+    target, as in the earlier call form ``power(MODEL, effect=..., experiment=...)``, which still works.
+
+    ``population`` (``"human:NAME"`` or a population file; issue 52) replaces ``base`` and
+    ``sd_between``: each simulated study takes one posterior draw of its group parameters (medians
+    moved by the effect, subjects scattered by that draw's SDs); with ``groups=2`` the first group
+    is as many people as the population was fitted to (their number fixed), drawn afresh from it at
+    their own trial count, and ``subjects`` sizes the second group."""
+    from cogtestbed.api.specs import assignment_items, one_assignment, power_spec, with_population
 
     given = experiment if experiment is None or isinstance(experiment, str) else _experiment_name(experiment)
     effect_item = one_assignment(effect)
@@ -336,6 +349,7 @@ def power(experiment: str | ExperimentSpec | None, target: str, *, effect: Mappi
                               "chains": chains, "lapse": _lapse(lapse_invalid, lapse_random), "groups": groups}
     spec = power_spec(target, given, effect_item, metric, compare, test, agent, common, assignment_items(option),
                       sweep)
+    spec = with_population(spec, population)
     return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch)
 
 

@@ -31,6 +31,7 @@ from cogtestbed.cli import looks as _looks  # noqa: F401,E402
 from cogtestbed.cli import metrics as _metrics  # noqa: F401,E402
 from cogtestbed.cli import phenotype as _phenotype  # noqa: F401,E402
 from cogtestbed.cli import plan as _plan  # noqa: F401,E402
+from cogtestbed.cli import population as _population  # noqa: F401,E402
 from cogtestbed.cli import run as _run  # noqa: F401,E402
 from cogtestbed.cli import simulate as _simulate  # noqa: F401,E402
 from cogtestbed.cli import studies as _studies  # noqa: F401,E402

@@ -69,6 +69,11 @@ def plan(
                                                     "imports): with one --llm, --model and --effect, plan the "
                                                     "parameter's difference between the LLM and this sample "
                                                     "(fitted once per subject).")] = None,
+    population: Annotated[str | None, typer.Option(
+        help="human:NAME (shipped; `cogtestbed population list`) or a population file: the simulated subjects "
+             "drawn from it (one posterior draw of the people's group parameters per study); with one --llm, "
+             "--model and --effect, plan the parameter's difference between the LLM and these people (their "
+             "per-subject MLE, their number fixed).")] = None,
     metric: Annotated[str | None, typer.Option(help="Headline metric whose difference is detected.")] = None,
     compare: Annotated[tuple[str, str] | None, typer.Option(
         help="Two settings of one agent, AGENT:p=v,... AGENT:p=v,... (with --metric).")] = None,
@@ -167,6 +172,11 @@ def plan(
     """Plan a study: the cheapest design that reaches the target power, in calls, tokens and dollars."""
     from cogtestbed.api.plan import plan as make_plan
 
+    if forms is not None and population is not None:
+        from cogtestbed.errors import InputError
+
+        raise InputError("--forms plans prompt forms around the model's medians; --population is not planned with "
+                         "forms yet: drop one")
     if forms is not None:
         from cogtestbed.api.form_plan import plan_forms
 
@@ -200,7 +210,7 @@ def plan(
             null_sims=null_sims, lapse_fit=lapse_fit, binding_futility=binding_futility, fit=fit,
             fit_sims=fit_sims, human=human, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget,
             assume_reasoning_tokens=assume_reasoning_tokens, adaptive=adaptive, adaptive_sims=adaptive_sims,
-            say=_say)
+            say=_say, population=population)
         if result.kind == "adaptive":
             _emit_adaptive(result, output, as_json, force)
             return

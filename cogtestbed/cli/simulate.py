@@ -29,6 +29,10 @@ AdaptiveOpt = Annotated[str | None, typer.Option(
     "information on these parameters of the experiment's model (needs --trials; issue 53).")]
 TrialsOpt = Annotated[int | None, typer.Option(
     "--trials", min=1, help="Trials of an adaptive session (with --adaptive).")]
+PopulationOpt = Annotated[str | None, typer.Option(
+    "--population", help="Draw the subjects' parameters from a population: human:NAME (shipped; `cogtestbed "
+    "population list`) or a population file (`cogtestbed population build`): one posterior draw of the people's "
+    "group parameters per simulated data set, subjects scattered by its SDs.")]
 
 FormsOpt = Annotated[str | None, typer.Option(
     "--forms", help="Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigned to them, balanced "
@@ -78,6 +82,7 @@ def simulate(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
     adaptive: AdaptiveOpt = None,
     trials: TrialsOpt = None,
+    population: PopulationOpt = None,
 ) -> None:
     """Simulate synthetic subjects with known parameters and write their trial table."""
     from rich.progress import Progress
@@ -91,7 +96,8 @@ def simulate(
     options: dict[str, Any] = {"subjects": subjects, "seed": seed, "params": params,
                                "design": design_overrides(design or []),
                "method": method, "lapse_invalid": lapse_invalid, "lapse_random": lapse_random, "forms": forms,
-               "form_sd": sd, "output": output, "force": force, "adaptive": adaptive, "trials": trials}
+               "form_sd": sd, "output": output, "force": force, "adaptive": adaptive, "trials": trials,
+               "population": population}
     if method == "step" or adaptive:  # the reference loop is slow: show progress per subject
         with Progress(*Progress.get_default_columns(), console=console_err, transient=True) as bar:
             task = bar.add_task("stepping subjects", total=subjects)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cogtestbed.cli.app import SessionsOpt, app, console, console_err, print_json
-from cogtestbed.cli.simulate import FormSdOpt, FormsOpt, LapseInvalidOpt, LapseRandomOpt
+from cogtestbed.cli.simulate import FormSdOpt, FormsOpt, LapseInvalidOpt, LapseRandomOpt, PopulationOpt
 from cogtestbed.errors import InputError
 
 if TYPE_CHECKING:  # the study machinery is imported inside the command bodies (a light command line)
@@ -257,7 +257,8 @@ def recover(
                                            "experiments that pool sessions).")] = "1",
     reps: Annotated[int, typer.Option(min=1, help="Simulated data sets.")] = 100,
     method: MethodOpt = "mle",
-    sampler: Annotated[str, typer.Option(help="prior (hierarchical prior) or uniform.")] = "prior",
+    sampler: Annotated[str, typer.Option(help="prior (hierarchical prior) or uniform (--population: the "
+                                              "population's draws).")] = "prior",
     fix: Annotated[list[str] | None, typer.Option("--fix", help="Hold model parameter NAME=VALUE fixed.")] = None,
     param: ParamOpt = None,
     draws: DrawsOpt = 1000,
@@ -273,6 +274,7 @@ def recover(
     assurance: Annotated[float, typer.Option(min=0.0, max=1.0, help="Assurance Q of --precision.")] = 0.9,
     forms: FormsOpt = None,
     form_sd: FormSdOpt = None,
+    population: PopulationOpt = None,
     run: RunOptions = RunOptions(),
 ) -> Study | None:
     """Parameter recovery: simulate with known parameters, fit, compare (r, RMSE, bias, share within a
@@ -281,6 +283,9 @@ def recover(
     from cogtestbed.api.studies import form_study
     from cogtestbed.api.studies import recover as recovery
 
+    if forms is not None and population is not None:
+        raise InputError("--forms studies draw subjects around the model's medians; --population is not planned "
+                         "with forms yet: drop one")
     if forms is not None:
         with console_err.status(f"{reps} forms studies of {model}"):
             summary = form_study(experiment, model, forms=forms, form_sd=form_sd, subjects=subjects,
@@ -290,7 +295,7 @@ def recover(
     return recovery(experiment, model, subjects=subjects, trials=trials, design=design, runs=runs, reps=reps,
                     method=method, sampler=sampler, fix=fix, params=param, draws=draws, chains=chains,
                     lapse_invalid=lapse_invalid, lapse_random=lapse_random, lapse=lapse, precision=precision,
-                    assurance=assurance, **run.api())
+                    assurance=assurance, population=population, **run.api())
 
 
 
@@ -383,7 +388,10 @@ def power(
     form_sd: FormSdOpt = None,
     groups: Annotated[int, typer.Option(min=1, max=2, help="With --effect: 1 tests the effect against 0 in one "
                                         "group; 2 tests the parameter's difference between two groups of --subjects "
-                                        "each (e.g. two LLMs), the second's median moved by the effect.")] = 1,
+                                        "each (e.g. two LLMs), the second's median moved by the effect; with "
+                                        "--population the first group is the population's people, their number "
+                                        "fixed).")] = 1,
+    population: PopulationOpt = None,
     run: RunOptions = RunOptions(),
 ) -> Study | None:
     """Power: of a test on a model parameter, of a metric difference, or of a declared test.  With
@@ -391,6 +399,9 @@ def power(
     from cogtestbed.api.studies import form_study
     from cogtestbed.api.studies import power as power_study
 
+    if forms is not None and population is not None:
+        raise InputError("--forms studies draw subjects around the model's medians; --population is not planned "
+                         "with forms yet: drop one")
     if forms is not None:
         if effect is None:
             raise InputError("power --forms needs --effect NAME=SIZE (0: the type-I error rate)")
@@ -406,7 +417,7 @@ def power(
                        sweep=sweep, option=option, subjects=subjects, runs=runs, trials=trials,
                        design=design, sims=sims, method=method, level=level, base=base, sd_between=sd_between,
                        params=param, draws=draws, chains=chains, lapse_invalid=lapse_invalid,
-                       lapse_random=lapse_random, groups=groups, **run.api())
+                       lapse_random=lapse_random, groups=groups, population=population, **run.api())
 
 
 

@@ -294,7 +294,7 @@ def n_groups(spec: PlannedStudy) -> int:
     sample is one LLM)."""
     if spec.kind == "metric-power":
         return 2
-    if isinstance(spec, PowerStudy) and spec.groups == 2 and spec.reference is None:
+    if isinstance(spec, PowerStudy) and spec.groups == 2 and spec.reference is None and spec.people is None:
         return 2
     return 1
 
@@ -1126,6 +1126,8 @@ def pareto(evaluated: Iterable[Evaluated]) -> list[Evaluated]:
 def describe_target(spec: PlannedStudy) -> str:
     if isinstance(spec, PowerStudy) and spec.groups == 2:
         other = "two LLMs" if spec.reference is None else f"an LLM and {spec.reference.source}"
+        if spec.people is not None and spec.from_population is not None:
+            other = f"an LLM and {spec.people} people of population {spec.from_population.name}"
         return f"a difference in {spec.effect} of {spec.effect_size:g} between {other} ({spec.models[0]})"
     if spec.kind == "power":
         return f"{spec.effect} = {spec.effect_size:g} ({spec.models[0]})"
@@ -1168,7 +1170,7 @@ def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: p
     design = design_for_trials(exp, point.trials, point.design(spec.design))
     root = np.random.SeedSequence([spec.seed, 1_000_003])
     pop_seq, *seqs = root.spawn(1 + RECOVERY_REPS)
-    population = power_parameters(spec, model, ESTIMAND_DRAWS, np.random.default_rng(pop_seq))
+    population = power_parameters(spec, model, ESTIMAND_DRAWS, np.random.default_rng(pop_seq), each=True)
     estimand = effect_estimand(spec, model, population, pop_seq)
     true_all, est_all = _recovery_draws(spec, exp, model, point, design, seqs)
     per = _parameter_recovery(spec, model, true_all, est_all)
@@ -1252,7 +1254,7 @@ def effect_estimand(spec: PowerStudy, model: Any, population: Mapping[str, np.nd
     if spec.reference is not None:
         return shifted - float(np.nanmean(spec.reference.values))
     base = power_parameters(spec.model_copy(update={"effect_size": 0.0}), model, ESTIMAND_DRAWS,
-                            np.random.default_rng(seq.spawn(1)[0]))
+                            np.random.default_rng(seq.spawn(1)[0]), each=True)
     return shifted - float(np.mean(on_scale(model.contrast(spec.effect, base), scale)))
 
 

@@ -108,8 +108,10 @@ def _pilot_fit(exp: ExperimentSpec, spec: PlannedStudy, table: pd.DataFrame) -> 
 
 def apply_pilot(spec: PlannedStudy, exp: ExperimentSpec, pilot: Pilot, given_base: dict[str, float],
                 given_params: dict[str, float]) -> PlannedStudy:
-    """``spec`` with the pilot's fitted medians as the base of the simulation (explicit values win)."""
-    if not pilot.fitted or pilot.fitted_model is None:
+    """``spec`` with the pilot's fitted medians as the base of the simulation (explicit values win);
+    a study drawn from a population keeps the population's medians (the pilot gives its invalid rate
+    and tokens only)."""
+    if not pilot.fitted or pilot.fitted_model is None or getattr(spec, "from_population", None) is not None:
         return spec
     if isinstance(spec, ModelStudy):
         base = {k: v for k, v in pilot.fitted.items() if k not in spec.fixed}

@@ -124,7 +124,7 @@ def task_recovery(spec: RecoveryStudy, exp: ExperimentSpec, task: Mapping[str, A
     # Contrast intervals need draws: Bayesian contrasts carry point values only.
     est = _with_contrasts(est[["subject", "parameter", *cols]], model,
                           ["true", "estimate"] if fit is not None or spec.method == "mle" else cols)
-    if fit is not None and spec.population and spec.sampler == "prior":
+    if fit is not None and spec.population and spec.sampler in ("prior", "population"):
         est = pd.concat([est, _population_rows(fitter, pop, fit)], ignore_index=True)
         est["subject"] = est["subject"].astype(str)  # one type per column (Parquet)
     # Fixed parameters are not recovered; log-scale parameters are scored on the log scale.
@@ -168,26 +168,43 @@ def task_model_recovery(spec: ModelRecoveryStudy, exp: ExperimentSpec, task: Map
     return out
 
 
-def population_medians(spec: PowerStudy, model: CognitiveModel) -> dict[str, float]:
-    """The population medians of a power study: ``spec.base`` (defaults otherwise) moved by
-    ``effect_size`` along the named contrast (minimum-norm shift: α⁺ − α⁻ = d gives α⁺ = b + d/2,
-    α⁻ = b − d/2)."""
-    median = {p.name: float(spec.base.get(p.name, p.default)) for p in model.parameters}
+def effect_shift(spec: PowerStudy, model: CognitiveModel) -> dict[str, float]:
+    """Each parameter's move of its population median by ``effect_size`` along the named contrast
+    (minimum-norm shift: α⁺ − α⁻ = d gives α⁺ + d/2, α⁻ − d/2), on the natural scale."""
     weights: Mapping[str, float] = model.contrasts.get(spec.effect) or {spec.effect: 1.0}
     norm = sum(w * w for w in weights.values())
-    for name, w in weights.items():
-        median[name] += spec.effect_size * w / norm
+    return {name: spec.effect_size * w / norm for name, w in weights.items()}
+
+
+def population_medians(spec: PowerStudy, model: CognitiveModel) -> dict[str, float]:
+    """The population medians of a power study: ``spec.base`` (defaults otherwise; a population's
+    posterior medians, :meth:`~cogtestbed.inference.population.Population.medians`) moved by
+    ``effect_size`` along the named contrast (:func:`effect_shift`)."""
+    if spec.from_population is not None:
+        median = spec.from_population.medians(model.parameters)
+    else:
+        median = {p.name: float(spec.base.get(p.name, p.default)) for p in model.parameters}
+    for name, step in effect_shift(spec, model).items():
+        median[name] += step
     return median
 
 
-def power_parameters(spec: PowerStudy, model: CognitiveModel, n: int,
-                     rng: np.random.Generator) -> dict[str, np.ndarray]:
+def power_parameters(spec: PowerStudy, model: CognitiveModel, n: int, rng: np.random.Generator,
+                     each: bool = False, draw: int | None = None) -> dict[str, np.ndarray]:
     """Subject parameters whose population medians carry the effect.
 
     The medians start at ``spec.base`` (defaults otherwise) and move by ``effect_size`` along
     the named contrast (minimum-norm shift: α⁺ − α⁻ = d gives α⁺ = b + d/2, α⁻ = b − d/2);
     subjects scatter around them with SD ``sd_between`` on the unconstrained scale (:func:`scatter`).
+    From a population (``spec.from_population``): one posterior draw of its group parameters
+    (``draw``, else drawn from ``rng``; ``each``: one per subject, the posterior predictive an
+    estimand averages over), its medians moved by the effect, its subjects scattered by that draw's
+    SDs (:meth:`~cogtestbed.inference.population.Population.sample`).
     """
+    if spec.from_population is not None:
+        _, out = spec.from_population.sample(model.parameters, n, rng, shift=effect_shift(spec, model), each=each,
+                                             draw=draw)
+        return {**out, **{name: np.full(n, float(v)) for name, v in spec.fixed.items()}}
     params = model.parameters
     median = population_medians(spec, model)
     out = {}
@@ -267,13 +284,16 @@ def on_scale(values: Any, scale: str) -> np.ndarray:
 
 def reference_sample(model: CognitiveModel, effect: str, trials: pd.DataFrame, source: str) -> ReferenceSample:
     """A fixed first group for a two-group power study (an LLM against a human sample): the
-    per-subject MLE of ``model`` on ``trials`` (any trial table of the experiment: a file today, a
-    human population's table later), as ``effect`` on the test's scale, and the median of each
-    parameter's estimates as the simulated group's base."""
+    per-subject MLE of ``model`` on ``trials`` (any trial table of the experiment), as ``effect``
+    on the test's scale, and the median of each parameter's estimates as the simulated group's base."""
     fits = model.fit_mle(trials)
-    values = on_scale(model.contrast(effect, {p: fits[p].to_numpy(float) for p in model.parameters.names}),
-                      effect_scale(model, effect))
-    medians = {p: float(np.nanmedian(fits[p].to_numpy(float))) for p in model.parameters.names}
+    return _reference(model, effect, {p: fits[p].to_numpy(float) for p in model.parameters.names}, source)
+
+
+def _reference(model: CognitiveModel, effect: str, estimates: Mapping[str, np.ndarray], source: str) -> ReferenceSample:
+    values = on_scale(model.contrast(effect, dict(estimates)), effect_scale(model, effect))
+    values = values[np.isfinite(values)]  # as the test keeps them (and JSON carries no NaN)
+    medians = {p: float(np.nanmedian(np.asarray(estimates[p], float))) for p in model.parameters.names}
     return ReferenceSample(source=source, values=tuple(float(v) for v in values), medians=medians)
 
 
@@ -294,12 +314,36 @@ def one_sample_null(spec: PowerStudy, model: CognitiveModel) -> float:
     reading of a one-sample effect is the package's default, not a paper's.
     """
     scale = effect_scale(model, spec.effect)
-    medians = population_medians(spec.model_copy(update={"effect_size": 0.0}), model)
-    z = _null_quantiles()
-    values = {p.name: (np.full(z.size, float(spec.fixed[p.name])) if p.name in spec.fixed
-                       else scatter(p, medians[p.name], spec.sd_between, z)) for p in model.parameters}
+    if spec.from_population is not None:
+        values = _population_null_values(spec, model)
+    else:
+        medians = population_medians(spec.model_copy(update={"effect_size": 0.0}), model)
+        z = _null_quantiles()
+        values = {p.name: (np.full(z.size, float(spec.fixed[p.name])) if p.name in spec.fixed
+                           else scatter(p, medians[p.name], spec.sd_between, z)) for p in model.parameters}
     null = float(np.mean(on_scale(model.contrast(spec.effect, values), scale)))
     return 0.0 if abs(null) < 1e-12 else null
+
+
+#: Normal quantiles per posterior draw of a population's :func:`one_sample_null`.
+POPULATION_NULL_QUANTILES = 64
+
+
+def _population_null_values(spec: PowerStudy, model: CognitiveModel) -> dict[str, np.ndarray]:
+    """Subjects standing for a population before the effect: every posterior draw at
+    :data:`POPULATION_NULL_QUANTILES` normal quantiles (deterministic: the posterior predictive's
+    mean without Monte-Carlo error beyond the draws kept)."""
+    pop = spec.from_population
+    assert pop is not None
+    z = np.asarray(stats.norm.ppf((np.arange(POPULATION_NULL_QUANTILES) + 0.5) / POPULATION_NULL_QUANTILES))
+    out = {}
+    for p in model.parameters:
+        if p.name in spec.fixed:
+            out[p.name] = np.full(pop.n_draws * z.size, float(spec.fixed[p.name]))
+            continue
+        mu, sigma = np.asarray(pop.mu[p.name], float), np.asarray(pop.sigma[p.name], float)
+        out[p.name] = p.inside(p.to_constrained((mu[:, None] + sigma[:, None] * z[None, :]).ravel()))
+    return out
 
 
 @functools.cache
@@ -344,6 +388,30 @@ def _group_draws(spec: PowerStudy, model: CognitiveModel, fitter: CognitiveModel
                                                    for p in model.parameters.names if f"{p}_pop" in post}))
 
 
+def _people_values(spec: PowerStudy, model: CognitiveModel, fitter: CognitiveModel, exp: ExperimentSpec,
+                   rng: np.random.Generator, seq: np.random.SeedSequence, draw: int | None) -> np.ndarray:
+    """The first group of an LLM-against-people study (issue 52): ``spec.people`` people drawn
+    afresh from the population's posterior draw ``draw`` (no effect), each playing
+    ``spec.people_trials`` trials (:func:`people_design`), fitted per subject as the LLM's are."""
+    null = spec.model_copy(update={"effect_size": 0.0})
+    n = int(spec.people or 0)
+    design = people_design(exp, spec.people_trials, spec.design)
+    return _group_values(spec, model, fitter, exp, power_parameters(null, model, n, rng, draw=draw), n, seq, design, 1)
+
+
+def people_design(exp: ExperimentSpec, trials: int | None, fixed: Mapping[str, Any]) -> Any:
+    """The design the people played: ``fixed`` fields with their trial count reached through the
+    experiment's trials field, rounded to the nearest count the field can make (the design's own
+    count where it has no trials field or ``trials`` is None)."""
+    from cogtestbed.validation.studies.study_data import design_for_trials, trials_step
+
+    base = design_for_trials(exp, None, fixed)
+    if trials is None or exp.trials_field is None:
+        return base
+    per = trials_step(base, exp.trials_field) or 1
+    return design_for_trials(exp, max(1, round(trials / per)) * per, fixed)
+
+
 def task_power_groups(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
                       rng: np.random.Generator, sim_seq: np.random.SeedSequence, fit_seed: int) -> pd.DataFrame:
     """Two groups (two LLMs, or an LLM and a fixed ``reference`` sample) of ``n`` subjects each, the
@@ -357,15 +425,19 @@ def task_power_groups(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, 
     n, runs = int(task["n_subjects"]), int(task["runs"])
     (rng_a, rng_b), (seq_a, seq_b) = rng.spawn(2), sim_seq.spawn(2)
     null = spec.model_copy(update={"effect_size": 0.0})
-    true_b = power_parameters(spec, model, n, rng_b)
+    # From a population both groups share one posterior draw: under no effect they are one population.
+    draw = spec.from_population.draw(rng) if spec.from_population is not None else None
+    true_b = power_parameters(spec, model, n, rng_b, draw=draw)
     fitter = fitted_model(spec, model)
     if spec.method == "mle":
         scale = effect_scale(model, spec.effect)
         if spec.reference is not None:
             va = np.asarray(spec.reference.values, float)
+        elif spec.people is not None:
+            va = _people_values(spec, model, fitter, exp, rng_a, seq_a, draw)
         else:
-            va = _group_values(spec, model, fitter, exp, power_parameters(null, model, n, rng_a), n, seq_a, design,
-                               runs)
+            va = _group_values(spec, model, fitter, exp, power_parameters(null, model, n, rng_a, draw=draw), n, seq_a,
+                               design, runs)
         vb = _group_values(spec, model, fitter, exp, true_b, n, seq_b, design, runs)
         va, vb = va[np.isfinite(va)], vb[np.isfinite(vb)]
         estimate, lo, hi, p_value = float(vb.mean() - va.mean()) if va.size and vb.size else np.nan, np.nan, \
@@ -379,8 +451,8 @@ def task_power_groups(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, 
         what = f"log {spec.effect}" if scale == "log" else spec.effect
         test = f"two-sided Welch t-test of two groups' per-subject MLE ({what})"
     else:
-        da = _group_draws(spec, model, fitter, exp, power_parameters(null, model, n, rng_a), n, seq_a, design, runs,
-                          fit_seed)
+        da = _group_draws(spec, model, fitter, exp, power_parameters(null, model, n, rng_a, draw=draw), n, seq_a,
+                          design, runs, fit_seed)
         db = _group_draws(spec, model, fitter, exp, true_b, n, seq_b, design, runs, fit_seed + 1)
         draws = db - da
         lo, hi = np.quantile(draws, [spec.level / 2, 1 - spec.level / 2])

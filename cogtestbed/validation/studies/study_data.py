@@ -93,8 +93,11 @@ def _uniform_range(p: Parameter) -> tuple[float, float]:
 
 def draw_true_parameters(spec: SampledStudy, model: CognitiveModel, n: int,
                          rng: np.random.Generator) -> tuple[dict[str, float], dict[str, np.ndarray]]:
-    """(population values, per-subject natural values) for one simulated data set."""
-    if spec.sampler == "prior":
+    """(population values, per-subject natural values) for one simulated data set (a population's:
+    one posterior draw of its group parameters, :meth:`~cogtestbed.inference.population.Population.sample`)."""
+    if spec.from_population is not None:
+        pop, subj = spec.from_population.sample(model.parameters, n, rng)
+    elif spec.sampler == "prior":
         pop, subj = sample_hierarchical_prior(model.parameters, n, rng, SD_SCALE)
     else:
         pop, subj = {}, {}

@@ -18,6 +18,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from cogtestbed.errors import InputError
+from cogtestbed.inference.population import Population
 from cogtestbed.lapse import Lapse
 
 Kind = Literal["recovery", "model-recovery", "sbc", "power",
@@ -118,6 +119,10 @@ class ModelStudy(Study):
     tune: int = Field(1000, ge=0)
     chains: int = Field(4, ge=1)
     sampler_backend: Literal["auto", "nutpie", "pymc"] = "auto"
+    #: A population (issue 52: the posterior of a hierarchical fit's group parameters, e.g. a human
+    #: data set's) the simulated subjects are drawn from (:mod:`cogtestbed.inference.population`):
+    #: each simulated data set takes one posterior draw, its subjects scattered by that draw's SDs.
+    from_population: Population | None = None
 
     @model_validator(mode="after")
     def _models(self) -> ModelStudy:
@@ -132,6 +137,12 @@ class ModelStudy(Study):
             raise InputError(f"a {kind} study takes exactly one model, got {len(self.models)}")
         if isinstance(self.lapse_fit, float) and not 0.0 <= self.lapse_fit < 1.0:
             raise InputError(f"a fixed lapse rate must be in [0, 1), got {self.lapse_fit}")
+        pop = self.from_population
+        if pop is not None and kind != "model-recovery" and self.models[0] != pop.model:
+            raise InputError(f"population {pop.name} is of model {pop.model}: its parameters are not "
+                             f"{self.models[0]}'s (use --model {pop.model})")
+        if pop is not None and pop.experiment != self.experiment:
+            raise InputError(f"population {pop.name} is of experiment {pop.experiment}, not {self.experiment}")
         return self
 
     @property
@@ -157,13 +168,25 @@ class SampledStudy(ModelStudy):
     #: How true parameters are drawn: ``prior`` = the hierarchical prior (a new population per
     #: rep), ``uniform`` = independent uniform draws on ``ranges`` (default: the prior's central
     #: 90 % on the natural scale).
-    sampler: Literal["prior", "uniform"] = "prior"
+    sampler: Literal["prior", "uniform", "population"] = "prior"
     ranges: dict[str, tuple[float, float]] = Field(default_factory=dict)
     #: Model parameters held fixed at these values (e.g. ``{"beta": 5}``).
     fixed: dict[str, float] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _population_sampler(self) -> SampledStudy:
+        if (self.sampler == "population") != (self.from_population is not None):
+            raise InputError("sampler 'population' draws from a population: give both (--population NAME sets it)")
+        if self.from_population is not None and self.kind == "model-recovery":
+            raise InputError("model recovery draws each candidate model's parameters from its prior; a population "
+                             "is of one model")
+        return self
+
     @property
     def true_distribution(self) -> str:
+        if self.from_population is not None:
+            return (f"draws from population {self.from_population.label} (one posterior draw of its group parameters "
+                    "per rep)")
         if self.sampler == "prior":
             return "draws from the hierarchical prior (a new population per rep)"
         ranges = ", ".join(f"{k} in [{lo:g}, {hi:g}]" for k, (lo, hi) in self.ranges.items())
@@ -204,6 +227,8 @@ class SbcStudy(ModelStudy):
     def _bayesian(self) -> SbcStudy:
         if self.method != "hierarchical":
             raise InputError("SBC needs posterior draws: use method='hierarchical'")
+        if self.from_population is not None:
+            raise InputError("SBC draws from the model's own prior; a population is not its prior")
         return self
 
     @property
@@ -252,6 +277,11 @@ class PowerStudy(ModelStudy):
     #: With ``groups=2``: the first group as a fixed sample (an LLM against a human sample) instead
     #: of simulated subjects; its fitted medians are the simulated group's base.
     reference: ReferenceSample | None = None
+    #: With ``groups=2`` and ``from_population``: the first group is this many people drawn afresh
+    #: from the population in every simulated study (their number fixed: their data are already
+    #: collected), each playing ``people_trials`` trials (None: the design's own), fitted per subject.
+    people: int | None = Field(None, ge=2)
+    people_trials: int | None = Field(None, ge=1)
     #: Population medians before the effect (defaults otherwise), and the between-subject SD on
     #: the unconstrained scale.
     base: dict[str, float] = Field(default_factory=dict)
@@ -267,10 +297,19 @@ class PowerStudy(ModelStudy):
         if self.reference is not None and self.method != "mle":
             raise InputError("a two-group test against a fixed sample uses its per-subject MLE: use method='mle' "
                              "(the hierarchical fit of a human sample is not planned yet)")
+        if self.people is not None and (self.groups != 2 or self.from_population is None or self.reference
+                                        is not None or self.method != "mle"):
+            raise InputError("people drawn from a population are the first of two groups: they need groups=2, a "
+                             "population, no reference sample and method='mle'")
+        if self.from_population is not None and self.base:
+            raise InputError(f"population {self.from_population.name} gives the population medians: drop --base "
+                             f"({', '.join(self.base)})")
         return self
 
     @property
     def true_distribution(self) -> str:
+        if self.from_population is not None:
+            return self._population_distribution(self.from_population)
         base = ", ".join(f"{k}={v:g}" for k, v in self.base.items()) or "defaults"
         spread = f"subjects scattered with SD {self.sd_between:g} on the unconstrained scale"
         if self.groups == 1:
@@ -279,6 +318,20 @@ class PowerStudy(ModelStudy):
             return (f"group 1: the {len(self.reference.values)} subjects of {self.reference.source} (fitted once); "
                     f"group 2: their fitted medians ({base}) shifted by the effect, {spread}")
         return f"group 1: population medians ({base}); group 2: shifted by the effect; {spread}"
+
+    def _population_distribution(self, pop: Population) -> str:
+        drawn = (f"population {pop.label}: one posterior draw of its group parameters per simulated study, subjects "
+                 "scattered by that draw's SDs")
+        if self.groups == 1:
+            return f"{drawn}, medians shifted by the effect"
+        if self.reference is not None:
+            return (f"group 1: the {len(self.reference.values)} subjects of {self.reference.source} (their fitted "
+                    f"per-subject MLE, fixed); group 2: {drawn}, medians shifted by the effect")
+        if self.people is not None:
+            played = f" playing {self.people_trials} trials each" if self.people_trials else ""
+            return (f"group 1: {self.people} people (their number fixed){played}; group 2: the LLM's subjects; both "
+                    f"from {drawn}; group 2's medians shifted by the effect")
+        return f"both groups from {drawn}; group 2's medians shifted by the effect"
 
 
 # ----------------------------------------------------------------------------- metric kinds

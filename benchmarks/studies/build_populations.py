@@ -1,0 +1,90 @@
+"""Build the populations the package ships (``cogtestbed/data/populations/NAME.json``, issue 52).
+
+Each is a hierarchical fit of a human data set in ``../shared/data`` kept as a population
+(:func:`cogtestbed.build_population`: refused above R-hat 1.01 or with divergences).  The
+configuration of each (data, model, subset, sampler settings) is in :data:`POPULATIONS`; a subset
+of participants is named where the full data set's fit would not finish on the shared 2-core
+machine, and its population's ``source`` says so.
+
+    python benchmarks/studies/build_populations.py cogbench-instrumental
+    python benchmarks/studies/build_populations.py shahar2019 [--subjects N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import cogtestbed as ct
+from cogtestbed.api.core import read_table
+from cogtestbed.api.population import describe_population
+from cogtestbed.inference.population import shipped_directory
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+@dataclass(frozen=True)
+class Build:
+    experiment: str
+    path: Path
+    source_format: str
+    model: str
+    source: str
+    #: Participants fitted (a seeded random subset), None: all.
+    subjects: int | None = None
+    draws: int = 1000
+    chains: int = 4
+    max_draws: int = 8000
+
+
+POPULATIONS = {
+    "cogbench-instrumental": Build(
+        "instrumental-learning", SHARED / "cogbench/InstrumentalLearning/human.csv", "cogbench", "rw-pm",
+        "CogBench (Coda-Forno et al. 2024) human instrumental-learning data, 50 runs x 96 trials; RW+- "
+        "(Lefebvre et al. 2017)"),
+    "shahar2019": Build(
+        "two-step", SHARED / "psych201/shahar2019twosteptask/prompts.jsonl.zip", "psych201", "hybrid",
+        "Shahar et al. 2019 (PLOS Comp. Biol.) two-step task via Psych-201 (shahar2019twosteptask, Apache-2.0), "
+        "hybrid model (Daw et al. 2011); both sessions of a participant pooled", subjects=40, draws=500,
+        max_draws=1000),
+}
+
+
+def table_of(build: Build, subjects: int | None, seed: int = 0) -> tuple[object, str]:
+    """The human trial table (a seeded random subset of ``subjects`` participants, renumbered
+    0..n-1 in id order) and the words saying which."""
+    exp = ct.get_experiment(build.experiment)
+    table, _ = read_table(exp, build.path, build.source_format)
+    total = int(table["subject"].nunique())
+    if subjects is None or subjects >= total:
+        return table, f"all {total} participants"
+    keep = np.sort(np.random.default_rng(seed).choice(np.sort(table["subject"].unique()), subjects, replace=False))
+    sub = table[table["subject"].isin(keep)].copy()
+    sub["subject"] = sub["subject"].map({s: i for i, s in enumerate(keep)})
+    return sub, (f"a random subset of {subjects} of the {total} participants (numpy seed {seed}; the full fit "
+                 "would not finish on the shared 2-core machine)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("name", choices=sorted(POPULATIONS))
+    ap.add_argument("--subjects", type=int, default=None, help="participants fitted (default: the build's)")
+    ap.add_argument("--output", type=Path, default=None, help="default: the package's populations folder")
+    args = ap.parse_args()
+    build = POPULATIONS[args.name]
+    table, which = table_of(build, args.subjects if args.subjects is not None else build.subjects)
+    out = args.output or shipped_directory() / f"{args.name}.json"
+    start = time.perf_counter()
+    pop = ct.build_population(build.experiment, table, model=build.model, name=args.name,
+                              source=f"{build.source}; {which}", draws=build.draws, chains=build.chains,
+                              max_draws=build.max_draws, output=out, force=True)
+    print("\n".join(describe_population(pop)))
+    print(f"wrote {out} ({out.stat().st_size / 1024:.0f} kB) in {time.perf_counter() - start:.0f} s wall")
+
+
+if __name__ == "__main__":
+    main()

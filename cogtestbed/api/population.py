@@ -1,0 +1,111 @@
+"""Human populations (issue 52): build one from a hierarchical fit, read a shipped or saved one.
+
+A population is the posterior of a hierarchical fit's group parameters, kept as draws
+(:class:`~cogtestbed.inference.population.Population`); ``simulate``, ``recover``, ``power`` and
+``plan`` take one as ``population="human:NAME"`` (``--population``).  :func:`build_population`
+fits a trial table hierarchically and keeps the fit as a population; :func:`population_from_fit`
+keeps a fit you already have; :func:`population` reads one (``human:NAME`` or a file).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from cogtestbed.api.checks import public
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from cogtestbed.experiments.spec import ExperimentSpec
+    from cogtestbed.inference.population import Population
+
+
+@public()
+def population(name: str) -> Population:
+    """A population: ``"human:NAME"`` (one the package ships; a unique prefix is enough, e.g.
+    ``human:shahar2019``) or the path of a saved population file."""
+    from cogtestbed.inference.population import load_population
+
+    return load_population(name)
+
+
+@public()
+def populations() -> list[str]:
+    """The populations the package ships, as ``human:NAME``."""
+    from cogtestbed.inference.population import PREFIX, shipped_populations
+
+    return [f"{PREFIX}{n}" for n in shipped_populations()]
+
+
+@public(paths=("table_or_path",))
+def population_from_fit(fit: Any, *, experiment: str | ExperimentSpec, model: str, name: str,
+                        table_or_path: pd.DataFrame | str | os.PathLike[str] | None = None, source: str = "",
+                        allow_unconverged: bool = False) -> Population:
+    """A population from a hierarchical fit of ``model`` (a :class:`~cogtestbed.inference.hierarchical.BayesFit`,
+    e.g. ``ct.fit(..., method="hierarchical")``): its posterior draws of every parameter's population
+    mean and SD; with ``table_or_path`` (the fitted table, or its path) also each subject's MLE, which a
+    plan of an LLM against these people compares with.  A fit with R-hat above 1.01 or divergent
+    transitions is refused unless ``allow_unconverged``."""
+    from cogtestbed.api.core import get_experiment, read_table
+    from cogtestbed.inference.population import population_from_fit as from_fit
+
+    exp = get_experiment(experiment)
+    table = None if table_or_path is None else read_table(exp, table_or_path)[0]
+    return from_fit(fit, name=name, experiment=exp.name, model=exp.model(model), trials=table, source=source,
+                    allow_unconverged=allow_unconverged)
+
+
+@public(paths=("table_or_path",))
+def build_population(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLike[str], *,
+                     model: str, name: str, source: str = "", from_source: str = "auto", draws: int = 1000,
+                     chains: int = 4, max_draws: int | None = 8000, seed: int = 0, allow_unconverged: bool = False,
+                     output: str | os.PathLike[str] | None = None, force: bool = False) -> Population:
+    """Fit ``model`` hierarchically to ``table_or_path`` (a trial table or a file any importer of the
+    experiment reads: ``from_source``) and keep the fit as a population (``cogtestbed population
+    build``): ``draws`` per chain after as many tuning steps, doubled up to ``max_draws`` while only
+    R-hat or ESS fail; refused above R-hat 1.01 or with divergences unless ``allow_unconverged``.
+    ``output``: also save it (a ``.json`` file; ``force`` overwrites)."""
+    from pathlib import Path
+
+    from cogtestbed.api.core import get_experiment, read_table
+    from cogtestbed.inference.hierarchical import fit_hierarchical
+    from cogtestbed.inference.population import population_from_fit as from_fit
+    from cogtestbed.outputs import check_output_file, claim_file
+
+    exp = get_experiment(experiment)
+    cog = exp.model(model)
+    out = None if output is None else Path(output)
+    if out is not None:
+        check_output_file(out, force, ".json")
+    table, _ = read_table(exp, table_or_path, from_source)
+    fit = fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws,
+                           warn=False, log_likelihood=False)
+    pop = from_fit(fit, name=name, experiment=exp.name, model=cog, trials=table, source=source,
+                   allow_unconverged=allow_unconverged)
+    if out is not None:
+        with claim_file(out, force):
+            pop.save(out)
+    return pop
+
+
+def describe_population(pop: Population) -> list[str]:
+    """Lines describing a population: its source, fit, and each parameter's population median and
+    between-subject SD with their 95 % posterior intervals."""
+    from cogtestbed.registry import get_experiment
+
+    params = get_experiment(pop.experiment).model(pop.model).parameters
+    fit = pop.fit
+    rhat = fit.get("max_rhat")
+    lines = [f"{pop.name}: {pop.experiment}, model {pop.model}, {pop.subjects} subjects"
+             + (f" x {pop.trials} trials (median)" if pop.trials else ""),
+             f"  source: {pop.source or 'not given'}",
+             f"  fit: {fit.get('chains')} chains x {fit.get('draws')} draws ({fit.get('sampler')}), max R-hat "
+             f"{'null' if rhat is None else f'{rhat:.4f}'}, {fit.get('divergences')} divergences; {pop.n_draws} "
+             "posterior draws kept"]
+    for p, row in pop.summary(params).items():
+        lo, hi = row["median_interval"]
+        slo, shi = row["sd_interval"]
+        lines.append(f"  {p}: population median {row['median']:.4g} [{lo:.4g}, {hi:.4g}], between-subject SD "
+                     f"({row['scale']} scale) {row['sd_unconstrained']:.3g} [{slo:.3g}, {shi:.3g}]")
+    return lines

@@ -1,0 +1,179 @@
+"""Issue 52 items 3-4: human populations (the posterior draws of a hierarchical fit's group
+parameters) in simulate, recover, power and plan, built from a fit (refusing an unconverged one),
+shipped as small files, and the LLM-against-people plan with the people's number fixed."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import cogtestbed as ct
+from cogtestbed.errors import DataError, InputError
+from cogtestbed.inference.hierarchical import Diagnostics
+from cogtestbed.inference.population import (
+    Population,
+    PopulationError,
+    load_population,
+    population_from_fit,
+    shipped_populations,
+)
+from cogtestbed.registry import get_experiment
+
+EXP = "instrumental-learning"
+
+
+def _population(n_draws: int = 200, subjects: int = 12, seed: int = 0, sd: float = 0.5) -> Population:
+    """A stand-in population of RW± (instrumental learning) around its defaults."""
+    model = get_experiment(EXP).model("rw-pm")
+    rng = np.random.default_rng(seed)
+    mu = {p.name: tuple(rng.normal(float(p.to_unconstrained(p.default)), 0.05, n_draws)) for p in model.parameters}
+    sigma = {p.name: tuple(np.abs(rng.normal(sd, 0.02, n_draws))) for p in model.parameters}
+    est = {p.name: tuple(float(v) for v in p.inside(p.to_constrained(
+        rng.normal(float(p.to_unconstrained(p.default)), sd, subjects)))) for p in model.parameters}
+    return Population(name="stand-in", experiment=EXP, model="rw-pm", subjects=subjects, trials=96, mu=mu,
+                      sigma=sigma, estimates=est, source="simulated stand-in for people")
+
+
+class _Fit:
+    """A hierarchical fit's two attributes a population reads (an InferenceData and its diagnostics)."""
+
+    def __init__(self, rhat: float | None, divergences: int, chains: int = 2, draws: int = 50) -> None:
+        import arviz as az
+
+        rng = np.random.default_rng(1)
+        names = get_experiment(EXP).model("rw-pm").parameters.names
+        post = {f"{p}_{k}": rng.normal(0.0 if k == "mu" else 0.5, 0.1, (chains, draws)) ** (2 if k == "sigma" else 1)
+                for p in names for k in ("mu", "sigma")}
+        post.update({p: rng.uniform(0.1, 0.9, (chains, draws, 3)) for p in names})
+        self.idata = az.from_dict(posterior=post, dims={p: ["subject"] for p in names},
+                                  coords={"subject": [0, 1, 2]})
+        self.diagnostics = Diagnostics(max_rhat=rhat, min_ess_bulk=500.0, min_ess_tail=500.0, divergences=divergences,
+                                       n_chains=chains, n_draws=draws, seconds=1.0, sampler="nutpie", table=None)
+
+
+# ----------------------------------------------------------------------------- building one
+def test_a_population_keeps_the_fits_posterior_draws_and_refuses_an_unconverged_fit():
+    model = get_experiment(EXP).model("rw-pm")
+    pop = population_from_fit(_Fit(1.004, 0), name="p", experiment=EXP, model=model, keep=60)
+    assert pop.n_draws == 60 and pop.subjects == 3 and set(pop.mu) == set(model.parameters.names)
+    assert pop.fit["max_rhat"] == pytest.approx(1.004) and not pop.fit["unconverged_allowed"]
+    with pytest.raises(PopulationError, match=r"max R-hat 1.020 \(must be <= 1.01\)"):
+        population_from_fit(_Fit(1.02, 0), name="p", experiment=EXP, model=model)
+    with pytest.raises(PopulationError, match="3 divergent transitions"):
+        population_from_fit(_Fit(1.0, 3), name="p", experiment=EXP, model=model)
+    with pytest.raises(PopulationError, match="max R-hat none"):
+        population_from_fit(_Fit(None, 0, chains=1), name="p", experiment=EXP, model=model)
+    kept = population_from_fit(_Fit(1.02, 3), name="p", experiment=EXP, model=model, allow_unconverged=True)
+    assert kept.fit["unconverged_allowed"] and kept.fit["divergences"] == 3
+
+
+def test_a_saved_population_reads_back_equal_and_bad_names_are_one_line(tmp_path):
+    pop = _population()
+    path = pop.save(tmp_path / "pop.json")
+    back = load_population(str(path))
+    assert back.mu["beta"] == pytest.approx(pop.mu["beta"], rel=1e-5) and back.subjects == pop.subjects
+    with pytest.raises(PopulationError, match="no population 'nowhere.json'"):
+        load_population("nowhere.json")
+    with pytest.raises(PopulationError, match="human:zzz names none of the shipped populations"):
+        load_population("human:zzz")
+    (tmp_path / "bad.json").write_text(json.dumps({"name": "x"}))
+    with pytest.raises(DataError, match="is not a population file"):
+        load_population(tmp_path / "bad.json")
+
+
+@pytest.mark.parametrize("name", shipped_populations())
+def test_every_shipped_population_matches_its_model_and_converged(name):
+    pop = ct.population(f"human:{name}")
+    model = get_experiment(pop.experiment).model(pop.model)
+    pop.check(model.parameters)
+    assert pop.fit["max_rhat"] <= 1.01 and pop.fit["divergences"] == 0 and not pop.fit["unconverged_allowed"]
+    assert pop.estimates and pop.n_draws >= 400 and pop.source
+
+
+# ----------------------------------------------------------------------------- drawing subjects
+def test_one_posterior_draw_per_study_and_the_effect_moves_its_median():
+    pop = _population()
+    params = get_experiment(EXP).model("rw-pm").parameters
+    values, subj = pop.sample(params, 4000, np.random.default_rng(3))
+    d = int(np.argmin(np.abs(np.asarray(pop.mu["beta"]) - values["beta_mu"])))
+    assert values["beta_mu"] == pytest.approx(pop.mu["beta"][d])
+    assert np.median(np.log(subj["beta"])) == pytest.approx(values["beta_mu"], abs=0.05)
+    assert np.std(np.log(subj["beta"])) == pytest.approx(pop.sigma["beta"][d], rel=0.05)
+    _, moved = pop.sample(params, 4000, np.random.default_rng(3), shift={"alpha_pos": 0.1})
+    assert np.median(moved["alpha_pos"]) - np.median(subj["alpha_pos"]) == pytest.approx(0.1, abs=0.01)
+    with pytest.raises(PopulationError, match="past its bounds"):
+        pop.sample(params, 10, np.random.default_rng(3), shift={"alpha_pos": 0.9})
+    # the same seed gives the same subjects; a larger study's subjects extend a smaller one's
+    _, small = pop.sample(params, 10, np.random.default_rng(5))
+    _, large = pop.sample(params, 30, np.random.default_rng(5))
+    assert np.array_equal(small["alpha_neg"], large["alpha_neg"][:10])
+
+
+def test_simulate_draws_from_a_population_and_refuses_another_agent_or_a_drawn_param(tmp_path):
+    path = _population().save(tmp_path / "pop.json")
+    out = tmp_path / "sim.parquet"
+    a = ct.simulate(EXP, "rw-pm", subjects=6, seed=2, population=str(path), output=out)
+    b = ct.simulate(EXP, "rw-pm", subjects=6, seed=2, population=str(path))
+    assert a.equals(b) and ct.true_parameters(a)["beta"].nunique() == 6
+    from cogtestbed.trials import read_manifest
+
+    assert read_manifest(out)["population"]["name"] == "stand-in"
+    with pytest.raises(InputError, match="use --agent rw-pm"):
+        ct.simulate(EXP, "rw", subjects=2, population=str(path))
+    with pytest.raises(InputError, match="population stand-in draws beta"):
+        ct.simulate(EXP, "rw-pm", subjects=2, population=str(path), params={"beta": 3.0})
+
+
+# ----------------------------------------------------------------------------- studies and plans
+def test_power_and_recover_take_a_population(tmp_path):
+    path = str(_population().save(tmp_path / "pop.json"))
+    study = ct.power("rw-pm", effect={"optimism_bias": 0.3}, population=path, subjects=(6,), sims=4, seed=1,
+                     workers=1)
+    assert "population stand-in (rw-pm, 12 subjects): one posterior draw" in study.spec.true_distribution
+    two = ct.power("rw-pm", effect={"optimism_bias": 0.3}, population=path, subjects=(6,), sims=2, seed=1,
+                   workers=1, groups=2)
+    assert two.spec.people == 12 and two.spec.people_trials == 96  # the people's number is fixed: all 12
+    rec = ct.recover("rw-pm", population=path, subjects=5, reps=2, seed=1, workers=1)
+    assert rec.spec.sampler == "population" and rec.table["true"].notna().all()
+    with pytest.raises(InputError, match="drop --base"):
+        ct.power("rw-pm", effect={"optimism_bias": 0.3}, population=path, base={"beta": 3}, subjects=(6,), sims=2)
+    with pytest.raises(InputError, match="is of model rw-pm"):
+        ct.power("rw", effect={"alpha": 0.1}, experiment=EXP, population=path, subjects=(6,), sims=2)
+    with pytest.raises(InputError, match="--population draws a model's parameters"):
+        ct.power(EXP, metric="optimism_bias", compare=("rw-pm:alpha_pos=0.3", "rw-pm:alpha_pos=0.4"),
+                 population=path, sims=2)
+
+
+def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path):
+    """``plan(..., population=...)`` with one LLM: the people (their number fixed, drawn afresh from
+    the population) are the first group, the LLM's subjects drawn from it moved by the effect; one
+    LLM priced."""
+    path = str(_population(subjects=40).save(tmp_path / "pop.json"))
+    plan = ct.plan(EXP, llm="openai:gpt-4o-mini", model="rw-pm", effect={"optimism_bias": 0.4}, population=path,
+                   subjects="4:40", trials="96", mc_se=0.1, seed=1, workers=1)
+    payload = plan.to_dict()
+    assert payload["target"]["what"].startswith("a difference in optimism_bias of 0.4 between an LLM and 40 people "
+                                                "of population stand-in")
+    assert len(payload["cost"]["per_llm"]) == 1 and payload["power"]["rate"] >= 0.8
+    assert payload["study"]["people"] == 40 and payload["study"]["reference"] is None
+    with pytest.raises(InputError, match="--population is planned with the per-subject MLE"):
+        ct.plan(EXP, llm="openai:gpt-4o-mini", model="rw-pm", effect={"optimism_bias": 0.4}, population=path,
+                fit="hierarchical")
+    with pytest.raises(InputError, match="--population compares a model parameter"):
+        ct.plan(EXP, llm="openai:gpt-4o-mini", metric="optimism_bias", compare=("rw-pm", "rw-pm"),
+                population=path)
+
+
+def test_the_command_line_lists_shows_and_plans_with_a_population(tmp_path, capsys):
+    from cogtestbed.cli import run_cli
+
+    path = str(_population().save(tmp_path / "pop.json"))
+    assert run_cli(["population", "show", path]) == 0
+    out = capsys.readouterr().out
+    assert "stand-in: instrumental-learning, model rw-pm, 12 subjects x 96 trials" in out and "beta" in out
+    assert run_cli(["population", "list"]) == 0
+    assert run_cli(["simulate", EXP, "--agent", "rw", "-o", str(tmp_path / "x.parquet"),
+                    "--population", path]) == 2
+    assert "use --agent rw-pm" in capsys.readouterr().err

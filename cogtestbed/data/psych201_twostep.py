@@ -50,34 +50,11 @@ _SECOND = "You are now back 18 months later"
 
 def parse_shahar2019(record: Record) -> pd.DataFrame:
     """One participant's trials of ``shahar2019twosteptask`` as two-step rows (module docstring)."""
-    head = _HEADER.search(record.text)
-    if head is None:
-        raise Psych201Error("no header naming the options and states of the two-stage task")
-    o1, o2, s1, s2, o3, o4 = head.groups()
-    if len({o1, o2, s1, s2}) != 4 or o3 == o4:
-        raise Psych201Error(f"the header's letters are not distinct: {head.groups()}")
-    split = record.text.find(_SECOND)
-    sentences = record.text.count("You are presented with")
-    found = list(_TRIAL.finditer(record.text))
-    if len(found) != sentences or not found:
-        raise Psych201Error(f"{sentences - len(found)} of {sentences} trial sentences do not read as the "
-                            "generator writes them")
-    first = np.array([{o1: 0, o2: 1}.get(m.group(3), -1) for m in found])
-    state = np.array([{s1: 0, s2: 1}.get(m.group(4), -1) for m in found])
-    second = np.array([{o3: 0, o4: 1}.get(m.group(6), -1) for m in found])
-    bad = [i for i, m in enumerate(found) if (m.group(1), m.group(2)) != (o1, o2) or m.group(4) != m.group(5)
-           or first[i] < 0 or state[i] < 0 or second[i] < 0]
-    if bad:
-        raise Psych201Error(f"trial {bad[0] + 1} names an option or state the header does not: "
-                            f"{found[bad[0]].group(0)[:120]!r}")
-    same = float(np.mean(first == state))  # option_1 -> state_1 pairing
-    share = max(same, 1.0 - same)
-    if share < MIN_COMMON_SHARE:
-        raise Psych201Error(f"the common transition is not clear from the trials (the majority pairing of "
-                            f"options and states holds on {share:.0%}, below {MIN_COMMON_SHARE:.0%})")
-    # planet k = the state option k commonly reaches
-    planet = state if same >= 0.5 else 1 - state
-    session = np.array([int(split >= 0 and m.start() > split) for m in found], dtype=np.int64)
+    letters = _header_letters(record)
+    found = _trial_sentences(record)
+    first, state, second = _choice_codes(found, letters)
+    planet = _planets(first, state)
+    session = _sessions(record, found)
     trial = np.concatenate([np.arange(np.sum(session == s)) for s in (0, 1)]).astype(np.int64)
     reward = np.array([1.0 if m.group(7) == "a reward" else 0.0 for m in found])
     rts = _reaction_times(record, len(found))
@@ -91,6 +68,61 @@ def parse_shahar2019(record: Record) -> pd.DataFrame:
         "action": pd.array(first, dtype="Int64"), "reward": reward, "valid": np.ones(n, dtype=bool),
         "rt1_ms": rts[:, 0], "rt2_ms": rts[:, 1],
     })
+
+
+def _header_letters(record: Record) -> tuple[str, ...]:
+    """The header's letters ``(option_1, option_2, state_1, state_2, option_3, option_4)``."""
+    head = _HEADER.search(record.text)
+    if head is None:
+        raise Psych201Error("no header naming the options and states of the two-stage task")
+    o1, o2, s1, s2, o3, o4 = head.groups()
+    if len({o1, o2, s1, s2}) != 4 or o3 == o4:
+        raise Psych201Error(f"the header's letters are not distinct: {head.groups()}")
+    return head.groups()
+
+
+def _trial_sentences(record: Record) -> list[re.Match[str]]:
+    """Every trial sentence of the record (refused where one does not read as the generator writes it)."""
+    sentences = record.text.count("You are presented with")
+    found = list(_TRIAL.finditer(record.text))
+    if len(found) != sentences or not found:
+        raise Psych201Error(f"{sentences - len(found)} of {sentences} trial sentences do not read as the "
+                            "generator writes them")
+    return found
+
+
+def _choice_codes(found: list[re.Match[str]], letters: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The first-stage choice, the reached state and the second-stage choice of each trial as 0/1
+    (refused where a trial names an option or state the header does not)."""
+    o1, o2, s1, s2, o3, o4 = letters
+    first = np.array([{o1: 0, o2: 1}.get(m.group(3), -1) for m in found])
+    state = np.array([{s1: 0, s2: 1}.get(m.group(4), -1) for m in found])
+    second = np.array([{o3: 0, o4: 1}.get(m.group(6), -1) for m in found])
+    unknown = (first < 0) | (state < 0) | (second < 0)
+    bad = [i for i, m in enumerate(found)
+           if (m.group(1), m.group(2)) != (o1, o2) or m.group(4) != m.group(5) or unknown[i]]
+    if bad:
+        raise Psych201Error(f"trial {bad[0] + 1} names an option or state the header does not: "
+                            f"{found[bad[0]].group(0)[:120]!r}")
+    return first, state, second
+
+
+def _planets(first: np.ndarray, state: np.ndarray) -> np.ndarray:
+    """Per trial, the first-stage option that commonly reaches the reached state: the majority
+    pairing of options and states (refused below :data:`MIN_COMMON_SHARE`)."""
+    same = float(np.mean(first == state))  # option_1 -> state_1 pairing
+    share = max(same, 1.0 - same)
+    if share < MIN_COMMON_SHARE:
+        raise Psych201Error(f"the common transition is not clear from the trials (the majority pairing of "
+                            f"options and states holds on {share:.0%}, below {MIN_COMMON_SHARE:.0%})")
+    # planet k = the state option k commonly reaches
+    return state if same >= 0.5 else 1 - state
+
+
+def _sessions(record: Record, found: list[re.Match[str]]) -> np.ndarray:
+    """0 for the first measurement's trials, 1 for those after the 18-months sentence."""
+    split = record.text.find(_SECOND)
+    return np.array([int(split >= 0 and m.start() > split) for m in found], dtype=np.int64)
 
 
 def _reaction_times(record: Record, n: int) -> np.ndarray:

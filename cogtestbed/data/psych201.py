@@ -25,7 +25,7 @@ import io
 import json
 import re
 import zipfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -391,39 +391,61 @@ def export_records(table: pd.DataFrame, experiment: str, description: str) -> li
     types = [[c, _dtype_of(table[c])] for c in table.columns]
     out = []
     for subject, rows in _split_subjects(table):
-        head = {}
-        for c in header_cols:
-            values = rows[c].drop_duplicates()
-            if len(values) != 1:
-                raise Psych201Error(f"column {c!r} varies within subject {subject}: a transcript carries one value "
-                                    "per participant")
-            head[c] = _plain(values.iloc[0])
+        head = _subject_header(rows, header_cols, subject)
         data = {c: [_json(v) for v in rows[c].tolist()] for c in trial_cols}
-        same = {c: json.loads(data[c][0]) for c in trial_cols
-                if c not in ("reward", "valid") and len(set(data[c])) == 1}
-        shown_cols = [c for c in trial_cols if c not in same and c not in ("reward", "valid")]
+        same, shown_cols = _same_and_shown(data, trial_cols)
         lines = [f"You take part in the experiment {experiment} of cogtestbed: {description}.",
                  "Each line below is one trial: what you were shown (each value in JSON), your choice (marked with "
                  "double angle brackets) and what you received.",
                  f"Participant (JSON): {_json(head)}",
                  f"Same on every trial (JSON): {_json(same)}",
-                 f"Table columns (JSON): {_json(types)}", ""]
-        action = rows["action"].tolist()
-        valid = rows["valid"].to_numpy(dtype=bool)
-        session = rows["session"].to_numpy()
-        trial = rows["trial"].to_numpy()
-        current = None
-        for i in range(len(rows)):
-            if session[i] != current:
-                current = session[i]
-                lines.append(f"Session {int(current)}:")
-            shown = "".join(f"{c} {data[c][i]}, " for c in shown_cols)
-            chosen = "give no answer" if _plain(action[i]) is None else f"choose <<{_json(action[i])}>>"
-            mark = "" if valid[i] else _INVALID
-            lines.append(f"Trial {int(trial[i])}: {shown}You {chosen}{mark}. You receive {data['reward'][i]}.")
+                 f"Table columns (JSON): {_json(types)}", "",
+                 *_trial_lines(rows, data, shown_cols)]
         out.append({"text": "\n".join(lines) + "\n", "experiment": f"{OWN_DATA_SET}/{experiment}",
                     "participant": str(subject)})
     return out
+
+
+def _same_and_shown(data: Mapping[str, list[str]], trial_cols: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """The trial columns (other than ``reward``/``valid``) with one value on every trial of a
+    subject, with that value, and the other columns, which each trial sentence shows."""
+    same = {c: json.loads(data[c][0]) for c in trial_cols
+            if c not in ("reward", "valid") and len(set(data[c])) == 1}
+    shown_cols = [c for c in trial_cols if c not in same and c not in ("reward", "valid")]
+    return same, shown_cols
+
+
+def _subject_header(rows: pd.DataFrame, header_cols: list[str], subject: int) -> dict[str, Any]:
+    """The one value per participant of each header column of one subject's rows (refused where
+    it varies within the subject)."""
+    head = {}
+    for c in header_cols:
+        values = rows[c].drop_duplicates()
+        if len(values) != 1:
+            raise Psych201Error(f"column {c!r} varies within subject {subject}: a transcript carries one value "
+                                "per participant")
+        head[c] = _plain(values.iloc[0])
+    return head
+
+
+def _trial_lines(rows: pd.DataFrame, data: Mapping[str, list[str]], shown_cols: list[str]) -> list[str]:
+    """One subject's ``Session S:`` lines and trial sentences (``data``: each trial column's
+    values in JSON, in the rows' order)."""
+    lines = []
+    action = rows["action"].tolist()
+    valid = rows["valid"].to_numpy(dtype=bool)
+    session = rows["session"].to_numpy()
+    trial = rows["trial"].to_numpy()
+    current = None
+    for i in range(len(rows)):
+        if session[i] != current:
+            current = session[i]
+            lines.append(f"Session {int(current)}:")
+        shown = "".join(f"{c} {data[c][i]}, " for c in shown_cols)
+        chosen = "give no answer" if _plain(action[i]) is None else f"choose <<{_json(action[i])}>>"
+        mark = "" if valid[i] else _INVALID
+        lines.append(f"Trial {int(trial[i])}: {shown}You {chosen}{mark}. You receive {data['reward'][i]}.")
+    return lines
 
 
 def _header_json(text: str, label: str, where: str) -> Any:
@@ -497,12 +519,28 @@ def _decode_trials(rec: Record, head: Mapping[str, Any], types: list[list[Any]],
     header_cols = [c for c in names if c in _HEADER_COLUMNS or c.startswith(_PARAM_PREFIX)]
     trial_cols = [c for c in names if c not in (*ID_COLUMNS, *header_cols, "action")]
     same = _header_json(rec.text, "Same on every trial", where)
+    _check_participant_lines(head, same, header_cols, where)
+    shown_cols = [c for c in trial_cols if c not in ("reward", "valid") and c not in same]
+    fixed = {**same, **head}
+    for session, found in _trial_matches(rec, where):
+        row = _trial_row(rec, session, found, shown_cols, fixed, where)
+        for c in names:
+            columns[c].append(row[c])
+
+
+def _check_participant_lines(head: Any, same: Any, header_cols: list[str], where: str) -> None:
+    """Refuse participant and same-on-every-trial lines that are not JSON objects, or a
+    participant line that lacks a header column."""
     if not isinstance(same, dict) or not isinstance(head, dict):
         raise Psych201Error(f"{where}: the participant and same-on-every-trial lines are JSON objects")
-    shown_cols = [c for c in trial_cols if c not in ("reward", "valid") and c not in same]
     missing = [c for c in header_cols if c not in head]
     if missing:
         raise Psych201Error(f"{where}: the participant line lacks {', '.join(missing)}")
+
+
+def _trial_matches(rec: Record, where: str) -> Iterator[tuple[int, re.Match[str]]]:
+    """Each trial sentence of a transcript's body with the session it is under (refused at the
+    first line that is neither a ``Session S:`` line nor a trial sentence under one)."""
     session = None
     body = rec.text.split("\n\n", 1)[1] if "\n\n" in rec.text else ""
     for k, line in enumerate(body.split("\n")):  # only \n ends a line (a JSON string may hold U+2028)
@@ -514,11 +552,16 @@ def _decode_trials(rec: Record, head: Mapping[str, Any], types: list[list[Any]],
         found = _TRIAL.match(line)
         if found is None or session is None:
             raise Psych201Error(f"{where}: transcript line {k + 1} is not a trial sentence: {line[:60]!r}")
-        shown, action, reward = found.group(2), found.group(3), found.group(5)
-        values = _fields(shown, shown_cols, where)
-        valid = found.group(4) is None
-        row = {"experiment": rec.experiment.split("/", 1)[1], "subject": int(rec.participant), "session": session,
-               "trial": int(found.group(1)), **values, "reward": json.loads(reward), "valid": valid,
-               "action": None if action is None else json.loads(action), **same, **head}
-        for c in names:
-            columns[c].append(row[c])
+        yield session, found
+
+
+def _trial_row(rec: Record, session: int, found: re.Match[str], shown_cols: list[str], fixed: Mapping[str, Any],
+               where: str) -> dict[str, Any]:
+    """One trial sentence as a table row (``fixed``: the record's same-on-every-trial and
+    participant values)."""
+    shown, action, reward = found.group(2), found.group(3), found.group(5)
+    values = _fields(shown, shown_cols, where)
+    valid = found.group(4) is None
+    return {"experiment": rec.experiment.split("/", 1)[1], "subject": int(rec.participant), "session": session,
+            "trial": int(found.group(1)), **values, "reward": json.loads(reward), "valid": valid,
+            "action": None if action is None else json.loads(action), **fixed}

@@ -256,7 +256,7 @@ def simulate(
             outcomes = agent_cls.simulate_batch(design, sessions, per_subject, rows)
         else:  # None where the kernel does not play lapses: after the fact, or the step path below
             outcomes = agent_cls.simulate_batch_lapsed(design, sessions, per_subject, rows, draws)
-            if outcomes is None and exp.env_cls.answer_independent:
+            if outcomes is None and exp.env_cls.independent_of_answers(design):
                 plain = agent_cls.simulate_batch(design, sessions, per_subject, rows)
                 outcomes = lapse_after_the_fact(exp.env_cls(design), sessions, plain, draws)
     if outcomes is None:

@@ -452,6 +452,14 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     #: its own after a reset, and the simulator applies lapses to a lapse-free batch run after the
     #: fact (:func:`cogtestbed.simulation.lapse_after_the_fact`) instead of playing the step path.
     answer_independent: ClassVar[bool] = False
+
+    @classmethod
+    def independent_of_answers(cls, design: Design) -> bool:
+        """Whether no step of ``design`` depends on an earlier answer: :attr:`answer_independent`, except
+        in an adaptive session (issue 53), whose every next trial is chosen from the answers so far."""
+        from cogtestbed.environments.adaptive import is_adaptive
+
+        return bool(cls.answer_independent) and not is_adaptive(design)
     #: The prompt's wordings (:mod:`cogtestbed.environments.forms`): form 0 is the paper's verbatim
     #: prompt, the others this project's paraphrases, option orders and cover stories.
     prompt_forms: ClassVar[tuple[PromptForm, ...]] = (VERBATIM,)

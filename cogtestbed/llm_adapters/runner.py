@@ -534,7 +534,7 @@ async def send_ahead(exp: Experiment, design: Design, client: CachedClient, conf
                      limit: int | None) -> None:
     """Batch mode: where no prompt depends on an answer (``answer_independent``), every first ask of
     the run goes out in one batch before the subjects play (:meth:`BatchClient.fetch_ahead`)."""
-    if exp.env_cls.answer_independent:
+    if exp.env_cls.independent_of_answers(design):
         sent = await client.inner.fetch_ahead(  # type: ignore[attr-defined]
             first_requests(exp, design, client, config, limit))
         logger.info("batch mode: %d requests that depend on no answer sent ahead in one batch", sent)
@@ -853,15 +853,15 @@ def _completion_note(c: RequestCount, config: RunConfig) -> str:
     return "; ".join(parts) + "; max_completion_tokens is their ceiling and is what the budget books"
 
 
-def prompts_fixed(exp: Experiment, c: RequestCount) -> bool:
+def prompts_fixed(exp: Experiment, design: Design, c: RequestCount) -> bool:
     """Whether the run's prompts are the playthrough's: no step depends on an answer and no chat
     history quotes one."""
-    return bool(exp.env_cls.answer_independent) and c.quoted_answers == 0
+    return exp.env_cls.independent_of_answers(design) and c.quoted_answers == 0
 
 
-def _cost_note(exp: Experiment, c: RequestCount) -> str:
+def _cost_note(exp: Experiment, design: Design, c: RequestCount) -> str:
     """How the dry run's cost compares with the usage the run will be billed."""
-    fixed = prompts_fixed(exp, c)
+    fixed = prompts_fixed(exp, design, c)
     prompts = ("prompt_tokens is the run's exact count (no prompt renders an earlier answer)" if c.exact and fixed
                else "prompt_tokens is exact for the playthrough's prompts; the run's prompts render its own answers"
                if c.exact else "prompt_tokens is an estimate")
@@ -869,7 +869,7 @@ def _cost_note(exp: Experiment, c: RequestCount) -> str:
     if c.quoted_answers:
         extra.append(f"{c.quoted_answers} answers quoted in chat histories at "
                      f"{QUOTED_TOKENS_PER_TOKEN} x max_tokens + 2 tokens each")
-    if not exp.env_cls.answer_independent:
+    if not exp.env_cls.independent_of_answers(design):
         extra.append(f"prompts +{SUBJECT_PROMPT_MARGIN:.0%} as the budget books them")
     return (f"{prompts}; billed cost <= max_cost_usd (the ceiling: completions at max_tokens"
             + "".join(f", {e}" for e in extra) + ")")
@@ -907,7 +907,8 @@ def dry_runs(exp: Experiment, design: Design, runs: Sequence[tuple[LLMClient, Ru
     pairs = [(client, cfg) for client, cfg, _ in runs]
     counts = count_requests_of(exp, design, pairs, sessions)
     # answers decide what is asked next: the run's range (its every-answer-invalid playthrough)
-    lows = None if exp.env_cls.answer_independent else count_requests_of(exp, design, pairs, sessions, invalid=True)
+    lows = (None if exp.env_cls.independent_of_answers(design)
+            else count_requests_of(exp, design, pairs, sessions, invalid=True))
     reports = [_dry_report(exp, design, client, cfg, price, sessions, c, None if lows is None else lows[k], budget)
                for k, ((client, cfg, price), c) in enumerate(zip(runs, counts, strict=True))]
     for (client, cfg, price), c, report in zip(runs, counts, reports, strict=True):
@@ -946,7 +947,7 @@ def _dry_report(exp: Experiment, design: Design, client: LLMClient, config: RunC
     answers decide what is asked next)."""
     calls = c.calls
     # prompts that render earlier answers may run longer than the playthrough's: the budget's margin
-    margin = 1.0 if exp.env_cls.answer_independent else 1.0 + SUBJECT_PROMPT_MARGIN
+    margin = 1.0 if exp.env_cls.independent_of_answers(design) else 1.0 + SUBJECT_PROMPT_MARGIN
     report: dict[str, Any] = {
         "experiment": exp.name, "llm": config.llm, "subjects": config.n_subjects,
         "calls": calls, "prompt_tokens": c.prompt_tokens, "max_completion_tokens": c.completion,
@@ -959,9 +960,9 @@ def _dry_report(exp: Experiment, design: Design, client: LLMClient, config: RunC
         "estimated_cost_usd": None if price is None else round(price.cost(c.prompt_tokens, c.completion), 4),
         "max_cost_usd": None if price is None else _ceil_usd(price.cost(math.ceil(c.bound_tokens * margin),
                                                                        c.completion)),
-        "cost_vs_billed": _cost_note(exp, c),
-        "prompts_are_the_runs": prompts_fixed(exp, c),
-        "answer_independent": bool(exp.env_cls.answer_independent),
+        "cost_vs_billed": _cost_note(exp, design, c),
+        "prompts_are_the_runs": prompts_fixed(exp, design, c),
+        "answer_independent": exp.env_cls.independent_of_answers(design),
         "longest_session_calls": c.longest_session,
     }
     report.update(_if_the_server_cannot_score(exp, design, client, config, sessions, price))

@@ -208,11 +208,25 @@ def claim_folder(path: Path, force: bool = False) -> Iterator[Path]:
 def claim_file(path: Path, force: bool = False) -> Iterator[Path]:
     """Claim the output file ``path`` while the body computes and writes it: a marker beside it
     (``.NAME.cogtestbed-writing``) created exclusively, so of two commands writing one file at once
-    one wins and the other is refused; then an existing ``path`` is refused unless ``force``."""
-    with _claimed(path.with_name(f".{path.name}{CLAIM_FILE}")) as ours:
-        if ours and not force and path.exists():
-            raise OutputError(f"output {path} exists; pass --force to overwrite it")
-        yield path
+    one wins and the other is refused; then an existing ``path`` is refused unless ``force``.  Missing
+    folders of ``path`` are created first (the marker lives there) and removed again, where still
+    empty, if the body raises."""
+    path = Path(path)
+    created = _missing_parents(path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create the folder of output {path}: {_why(exc)}") from None
+    try:
+        with _claimed(path.with_name(f".{path.name}{CLAIM_FILE}")) as ours:
+            if ours and not force and path.exists():
+                raise OutputError(f"output {path} exists; pass --force to overwrite it")
+            yield path
+    except BaseException:
+        for folder in created:  # innermost first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
 
 
 @contextlib.contextmanager

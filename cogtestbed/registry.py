@@ -272,13 +272,13 @@ def experiment_of(given: str | None = None, path: str | os.PathLike[str] | None 
 
 def _cannot_tell(where: Path | None, model: str | None) -> ValueError:
     if where is not None and model is None:
-        from cogtestbed.data.psych201 import unread_reason
+        from cogtestbed.data.psych201 import psych201_defect, unread_reason
 
-        why = unread_reason(where)
+        why = unread_reason(where) or psych201_defect(where)
         if why is not None:
             return InputError(why)
     what = " or ".join(x for x in (f"{where}" if where is not None else "", f"model {model!r}" if model else "") if x)
-    return ValueError(f"cannot tell the experiment from {what or 'the arguments'}: name it with --experiment "
+    return ValueError(f"cannot tell the experiment from {what or 'the arguments'}: name the experiment "
                       f"(one of {', '.join(experiment_names())})")
 
 

@@ -45,7 +45,7 @@ def export(table_or_path: pd.DataFrame | str | os.PathLike[str], *, to: Literal[
     out = None if output is None else Path(output)
     if out is not None:
         if out.suffix.lower() not in (".jsonl", ".zip"):
-            raise InputError(f"a Psych-201 file ends in .jsonl or .zip (prompts.jsonl.zip), got {out.name}")
+            raise InputError(f"a Psych-201 file ends in .jsonl or .zip (prompts.jsonl.zip), got {out}")
         check_output_file(out, force)
     exp = get_experiment(experiment_for(experiment, table_or_path))
     table, _ = read_table(exp, table_or_path, source)

@@ -588,6 +588,10 @@ def _plan_adaptive(exp: Any, adaptive: str | Sequence[str], precision: Mapping[s
     from cogtestbed.parameters import parse_assignments
 
     parameter, halfwidth = next(iter(parse_assignments([target], "--precision").items()))
+    decl = exp.adaptive  # an experiment without adaptive sessions is refused by compare() at once
+    names = list(exp.models[decl.model].parameters.names) if hasattr(decl, "model") else [parameter]
+    if parameter not in names:  # before the simulation, not after it
+        raise InputError(f"--precision {parameter}: the adaptive model has parameters {', '.join(names)}")
     if not (halfwidth > 0 and 0 < assurance < 1):
         raise InputError(f"--precision needs HALFWIDTH > 0 and --assurance in (0, 1), got {halfwidth}, {assurance}")
     try:
@@ -602,8 +606,6 @@ def _plan_adaptive(exp: Any, adaptive: str | Sequence[str], precision: Mapping[s
     if say is not None:
         say(f"simulating {sims} subjects from the prior through {top} adaptive and {top} fixed trials")
     result = compare(exp, adaptive, top, sims, seed)
-    if parameter not in result.truth:
-        raise InputError(f"--precision {parameter}: the adaptive model has parameters {', '.join(result.truth)}")
     reached = precision_trials(result, parameter, halfwidth, assurance)
     arms: dict[str, dict[str, Any]] = {k: dict(v) for k, v in reached.items()}
     llms = [llm] if isinstance(llm, str) else list(llm or [])

@@ -109,8 +109,8 @@ def _open_lines(path: Path) -> io.TextIOBase:
         if len(members) != 1:
             raise Psych201Error(f"{path.name}: a Psych-201 zip holds one .jsonl file, found "
                                 f"{len(members)} ({', '.join(members) or 'none'})")
-        return io.TextIOWrapper(archive.open(members[0]), encoding="utf-8")
-    return path.open(encoding="utf-8")
+        return io.TextIOWrapper(archive.open(members[0]), encoding="utf-8-sig")  # a leading BOM is no data
+    return path.open(encoding="utf-8-sig")
 
 
 def _record(obj: Any, line: int, name: str) -> Record:
@@ -194,6 +194,21 @@ def unread_reason(path: str | Path) -> str | None:
     data_set = data_set_of(record["experiment"])
     why = REFUSED.get(data_set, "no experiment declares a parser for it")
     return f"{Path(path).name} is a Psych-201 file of data set {data_set!r}, which no experiment reads: {why}"
+
+
+def psych201_defect(path: str | Path) -> str | None:
+    """Where ``path`` is named as a Psych-201 file would be (``.jsonl``, ``.zip``) but cannot be read
+    as one, the sentence saying why (what :func:`read_records` refuses: not UTF-8, not JSON, a zip
+    with other than one ``.jsonl``, no record, ...), so that a failed detection names the defect
+    instead of asking for the experiment; else None."""
+    p = Path(path)
+    if not p.name.lower().endswith((".jsonl", ".zip")) or not p.is_file():
+        return None
+    try:
+        read_records(p)
+    except Psych201Error as exc:
+        return f"cannot tell the experiment from {p}: as a Psych-201 file: {exc}"
+    return None
 
 
 def write_records(records: Iterable[Mapping[str, Any]], path: str | Path) -> None:

@@ -112,3 +112,32 @@ def test_plan_adaptive_precision_typo_refused_before_simulating(monkeypatch):
     monkeypatch.setattr(design, "compare", never)
     with pytest.raises(InputError, match="--precision nope: the adaptive model has parameters k, temperature"):
         ct.plan("temporal-discounting", adaptive="k", precision="nope=0.5")
+
+
+def _doc_commands(doc: str, prefix: str) -> list[list[str]]:
+    """The ``prefix`` command lines of ``doc``'s code blocks (continuations joined, comments dropped)."""
+    text = (ROOT / "docs" / doc).read_text()
+    lines = []
+    for block in re.findall(r"```(?:bash)?\n(.*?)```", text, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            if line.startswith(prefix):
+                lines.append(shlex.split(line, comments=True)[1:])
+    return lines
+
+
+@pytest.mark.parametrize("doc", ["human-data.md", "risky-choice.md"])
+def test_documented_psych201_fits_run(doc, tmp_path):
+    """Every ``cogtestbed fit`` line of the Psych-201 pages runs as written, on a one-participant
+    Psych-201 file of the same experiment in place of the data set (human-data.md said
+    ``fit two-step FILE --model hybrid``: fit takes MODEL PATH, and has no --model)."""
+    commands = _doc_commands(doc, "cogtestbed fit ")
+    assert commands
+    for i, args in enumerate(commands):
+        path = next(a for a in args if "psych201" in a)
+        experiment = "two-step" if "shahar" in path else "risky-choice"
+        small = tmp_path / f"{i}.jsonl"
+        ct.export(ct.simulate(experiment, "random", subjects=1, seed=i), to="psych201", output=small)
+        args = [str(small) if a == path else a for a in args]
+        args[args.index("-o") + 1] = str(tmp_path / f"fit{i}")
+        result = runner.invoke(app, args)
+        assert result.exception is None, (args, result.output)

@@ -564,72 +564,40 @@ def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assur
     return Plan(precision_payload(planner.plan(), planner), kind="precision")
 
 
-#: Most trials per session ``plan --adaptive`` simulates where ``trials`` gives no top.
-ADAPTIVE_MAX_TRIALS = 60
-
-
 def _plan_adaptive(exp: Any, adaptive: str | Sequence[str], precision: Mapping[str, float] | str | None,
                    assurance: float, llm: str | Sequence[str] | None, subjects: Any, trials: Any, sims: int, seed: int,
                    prices: str | os.PathLike[str] | None, allow_unpriced: bool, say: Say) -> Plan:
-    """``plan --adaptive``: adaptive against fixed sessions for one precision target
-    (:func:`cogtestbed.validation.design.adaptive.precision_trials`), each arm's trials per session priced
-    by ``llm``'s dry run (one call per trial; a fixed session of the same space has the same prompts'
-    length).  Power targets are refused in one line."""
-    import math
+    """``plan --adaptive`` (:func:`cogtestbed.validation.design.adaptive_plan.plan_adaptive`), each arm's
+    trials per session priced by ``llm``'s dry run.  Power targets are refused in one line."""
+    from cogtestbed.api.specs import one_assignment, size_text
+    from cogtestbed.validation.design.adaptive_plan import adaptive_target, plan_adaptive
+
+    precision_text = one_assignment(precision)
+    trials_text = str(trials) if isinstance(trials, int) else size_text(trials)
+    subjects_text = str(subjects) if isinstance(subjects, int) else size_text(subjects)
+    target = adaptive_target(exp, precision_text, assurance, trials_text, subjects_text, sims)
+    llms = [llm] if isinstance(llm, str) else list(llm or [])
+    price = _dry_run_price(exp, llms[0], target.sessions, seed, prices, allow_unpriced) if llms else None
+    payload = plan_adaptive(exp, adaptive, target, sims, seed, llms[0] if llms else None, price, say)
+    return Plan(payload, "trials", kind="adaptive")
+
+
+def _dry_run_price(exp: Any, llm: str, sessions: int, seed: int, prices: str | os.PathLike[str] | None,
+                   allow_unpriced: bool) -> Callable[[int, Sequence[str]], tuple[int, float | None]]:
+    """``price(trials, targets)``: the calls and cost of ``llm``'s dry run of ``sessions`` adaptive sessions."""
     import tempfile
 
-    from cogtestbed.api.specs import one_assignment, size_text
-    from cogtestbed.validation.design.adaptive import compare, precision_trials
+    from cogtestbed.api.run import RunRequest, estimate_run
 
-    target = one_assignment(precision)
-    if target is None:
-        raise InputError("plan --adaptive plans a precision target: give --precision PARAM=HALFWIDTH (a power target "
-                         "over adaptive sessions is not planned yet)")
-    from cogtestbed.parameters import parse_assignments
+    def price(trials: int, targets: Sequence[str]) -> tuple[int, float | None]:
+        with tempfile.TemporaryDirectory() as tmp:
+            est = estimate_run(RunRequest(experiment=exp.name, llm=llm, output=Path(tmp) / "dry", subjects=sessions,
+                                          seed=seed, adaptive=",".join(targets), trials=trials,
+                                          prices=None if prices is None else Path(prices),
+                                          allow_unpriced=allow_unpriced))
+        return est["calls"], est.get("estimated_cost_usd")
 
-    parameter, halfwidth = next(iter(parse_assignments([target], "--precision").items()))
-    decl = exp.adaptive  # an experiment without adaptive sessions is refused by compare() at once
-    names = list(exp.models[decl.model].parameters.names) if hasattr(decl, "model") else [parameter]
-    if parameter not in names:  # before the simulation, not after it
-        raise InputError(f"--precision {parameter}: the adaptive model has parameters {', '.join(names)}")
-    if not (halfwidth > 0 and 0 < assurance < 1):
-        raise InputError(f"--precision needs HALFWIDTH > 0 and --assurance in (0, 1), got {halfwidth}, {assurance}")
-    try:
-        text = str(trials) if isinstance(trials, int) else size_text(trials)
-        top = int(str(text).replace(",", ":").split(":")[-1]) if text else ADAPTIVE_MAX_TRIALS
-        n_sessions = int(subjects) if isinstance(subjects, int) else int(size_text(subjects) or 1)
-    except ValueError:
-        raise InputError(f"plan --adaptive: --subjects is one number of sessions and --trials N or LO:HI (its top is "
-                         f"the longest session simulated), got {subjects!r} and {trials!r}") from None
-    if sims < 2 or top < 1 or n_sessions < 1:
-        raise InputError("plan --adaptive needs --adaptive-sims >= 2, trials >= 1 and subjects >= 1")
-    if say is not None:
-        say(f"simulating {sims} subjects from the prior through {top} adaptive and {top} fixed trials")
-    result = compare(exp, adaptive, top, sims, seed)
-    reached = precision_trials(result, parameter, halfwidth, assurance)
-    arms: dict[str, dict[str, Any]] = {k: dict(v) for k, v in reached.items()}
-    llms = [llm] if isinstance(llm, str) else list(llm or [])
-    for arm in arms.values():
-        n = arm["trials"]
-        arm["calls"] = None if math.isnan(n) else int(n) * n_sessions
-        arm["cost_usd"] = None
-        if llms and not math.isnan(n):
-            from cogtestbed.api.run import RunRequest, estimate_run
-
-            with tempfile.TemporaryDirectory() as tmp:
-                est = estimate_run(RunRequest(experiment=exp.name, llm=llms[0], output=Path(tmp) / "dry",
-                                              subjects=n_sessions, seed=seed, adaptive=",".join(result.targets),
-                                              trials=int(n), prices=None if prices is None else Path(prices),
-                                              allow_unpriced=allow_unpriced))
-            arm["calls"], arm["cost_usd"] = est["calls"], est.get("estimated_cost_usd")
-    ratio = arms["adaptive"]["trials"] / arms["fixed"]["trials"]
-    payload = {"kind": "adaptive", "experiment": exp.name, "llm": llms[0] if llms else None, "targets":
-               list(result.targets), "parameter": parameter, "scale": "unconstrained", "halfwidth": halfwidth,
-               "assurance": assurance, "sessions": n_sessions, "simulated_subjects": sims, "max_trials": top,
-               "seed": seed, "fixed": arms["fixed"], "adaptive": arms["adaptive"],
-               "trials_ratio": None if math.isnan(ratio) else ratio,
-               "fixed_design": "the design space in one seeded random order (validation/design/adaptive.py)"}
-    return Plan(payload, "trials", kind="adaptive")
+    return price
 
 
 def adaptive_line(payload: Mapping[str, Any]) -> str:

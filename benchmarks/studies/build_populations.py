@@ -8,6 +8,7 @@ machine, and its population's ``source`` says so.
 
     python benchmarks/studies/build_populations.py cogbench-instrumental
     python benchmarks/studies/build_populations.py shahar2019 [--subjects N]
+    python benchmarks/studies/build_populations.py spektor2024 [--subjects N]
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ POPULATIONS = {
         "Shahar et al. 2019 (PLOS Comp. Biol.) two-step task via Psych-201 (shahar2019twosteptask, Apache-2.0), "
         "hybrid model (Daw et al. 2011); both sessions of a participant pooled", subjects=40, draws=500,
         max_draws=1000),
+    "spektor2024": Build(
+        "risky-choice", SHARED / "psych201/spektor2024lossaversion/prompts.jsonl.zip", "psych201", "prospect-theory",
+        "Spektor et al. 2024 (JEP:General) loss-aversion lotteries via Psych-201 (spektor2024lossaversion, "
+        "Apache-2.0), prospect theory as risky-choice declares it", subjects=60, draws=500, max_draws=1000),
 }
 
 

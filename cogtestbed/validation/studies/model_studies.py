@@ -391,25 +391,41 @@ def _group_draws(spec: PowerStudy, model: CognitiveModel, fitter: CognitiveModel
 def _people_values(spec: PowerStudy, model: CognitiveModel, fitter: CognitiveModel, exp: ExperimentSpec,
                    rng: np.random.Generator, seq: np.random.SeedSequence, draw: int | None) -> np.ndarray:
     """The first group of an LLM-against-people study (issue 52): ``spec.people`` people drawn
-    afresh from the population's posterior draw ``draw`` (no effect), each playing
-    ``spec.people_trials`` trials (:func:`people_design`), fitted per subject as the LLM's are."""
-    null = spec.model_copy(update={"effect_size": 0.0})
-    n = int(spec.people or 0)
-    design = people_design(exp, spec.people_trials, spec.design)
-    return _group_values(spec, model, fitter, exp, power_parameters(null, model, n, rng, draw=draw), n, seq, design, 1)
+    afresh from the population's posterior draw ``draw`` (no effect, no LLM lapses), each playing
+    the experiment's own design at ``spec.people_trials`` trials (:func:`people_design`), fitted
+    per subject as the LLM's are.  They do not depend on the LLM's design, so a repetition's people
+    are simulated and fitted once per process for every design a plan tries (:data:`_PEOPLE`)."""
+    key = (spec.model_dump_json(include={"experiment", "models", "effect", "people", "people_trials", "seed",
+                                         "lapse_fit", "params"}),
+           spec.from_population.name if spec.from_population is not None else "", tuple(seq.spawn_key),
+           seq.entropy if isinstance(seq.entropy, int) else str(seq.entropy), draw)
+    if key not in _PEOPLE:
+        people = spec.model_copy(update={"effect_size": 0.0, "lapse": None})
+        n = int(spec.people or 0)
+        design = people_design(exp, spec.people_trials)
+        true = power_parameters(people, model, n, rng, draw=draw)
+        _PEOPLE[key] = _group_values(people, model, fitter, exp, true, n, seq, design, 1)
+        while len(_PEOPLE) > PEOPLE_CACHE:
+            _PEOPLE.pop(next(iter(_PEOPLE)))
+    return _PEOPLE[key]
 
 
-def people_design(exp: ExperimentSpec, trials: int | None, fixed: Mapping[str, Any]) -> Any:
-    """The design the people played: ``fixed`` fields with their trial count reached through the
-    experiment's trials field, rounded to the nearest count the field can make (the design's own
-    count where it has no trials field or ``trials`` is None)."""
+#: Repetitions whose people a process keeps (:func:`_people_values`).
+PEOPLE_CACHE = 2000
+_PEOPLE: dict[Any, np.ndarray] = {}
+
+
+def people_design(exp: ExperimentSpec, trials: int | None) -> Any:
+    """The design the people played: the experiment's own, with their trial count reached through
+    its trials field, rounded to the nearest count the field can make (the design's own count
+    where it has no trials field or ``trials`` is None)."""
     from cogtestbed.validation.studies.study_data import design_for_trials, trials_step
 
-    base = design_for_trials(exp, None, fixed)
+    base = design_for_trials(exp, None, {})
     if trials is None or exp.trials_field is None:
         return base
     per = trials_step(base, exp.trials_field) or 1
-    return design_for_trials(exp, max(1, round(trials / per)) * per, fixed)
+    return design_for_trials(exp, max(1, round(trials / per)) * per, {})
 
 
 def task_power_groups(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,

@@ -57,4 +57,4 @@ def test_catboost_backend_without_the_package_is_one_line(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "catboost", None)  # import catboost → ImportError
     with pytest.raises(B.BeliefTableError, match=r"pip install 'cogtestbed\[catboost\]'"):
-        B._classifier("catboost", 0)
+        B.classifier("catboost", 0)

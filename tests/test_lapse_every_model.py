@@ -14,7 +14,7 @@ from cogtestbed.lapse import INVALID, RANDOM, Lapse, draw_lapses, lapse_rng
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import simulate
 from cogtestbed.validation.conformance.config import CheckConfig
-from cogtestbed.validation.conformance.suite import _model_data, small_design
+from cogtestbed.validation.conformance.harness import model_data, small_design
 
 
 def test_declared_random_answer_densities() -> None:
@@ -55,7 +55,7 @@ def test_magnitude_uniform_is_over_the_task_answer_range() -> None:
 
 def test_revealed_random_answer_is_a_flat_dirichlet_or_uniform_draws() -> None:
     spec = get_experiment("revealed-belief")
-    model, data = _model_data(spec, "dissonant", CheckConfig())
+    model, data = model_data(spec, "dissonant", CheckConfig())
     log_u = model.lapse_log_uniform(data)
     k, method, nsamp = data.k, data.method, data.nsamp
     expected = np.where(method == 0, [math.lgamma(v) for v in k], -nsamp * np.log(k))

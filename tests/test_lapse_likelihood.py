@@ -11,7 +11,8 @@ from cogtestbed.lapse import Lapse
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import as_sessions, simulate
 from cogtestbed.validation.conformance.config import CheckConfig
-from cogtestbed.validation.conformance.suite import _test_points, finite_difference_grad, small_design
+from cogtestbed.validation.conformance.harness import small_design
+from cogtestbed.validation.conformance.likelihood_checks import finite_difference_grad, likelihood_points
 
 EXP = get_experiment("instrumental-learning")
 RWPM = {"alpha_pos": 0.5, "alpha_neg": 0.2, "beta": 5.0}
@@ -58,7 +59,7 @@ def test_gradient_with_a_fitted_lapse_matches_finite_differences(experiment: str
     table = as_sessions(simulate(spec, gen.agent, runs, 3, agent, design=small_design(spec, CheckConfig(quick=False)),
                                  lapse=Lapse(0.1, 0.1)), runs)
     data = next(iter(model.subject_data(table).values()))
-    for theta in _test_points(model.parameters, 5):
+    for theta in likelihood_points(model.parameters, 5):
         nll, grad = model.nll_grad(theta, data)
         fd = finite_difference_grad(lambda t, d=data: model.nll(t, d), theta, model.parameters)
         assert np.allclose(grad, fd, rtol=1e-5, atol=1e-5 * (1 + abs(nll)))

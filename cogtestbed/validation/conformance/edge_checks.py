@@ -22,20 +22,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cogtestbed.validation.errors import ConformanceError, NotApplicable
+from cogtestbed.validation.conformance.harness import fail
+from cogtestbed.validation.errors import NotApplicable
 
 if TYPE_CHECKING:
     from cogtestbed.environments.base import Design
     from cogtestbed.experiments.spec import ExperimentSpec, Importer
     from cogtestbed.validation.conformance.config import CheckConfig
-
-
-def fail(problems: Sequence[str], what: str) -> None:
-    """Raise one :class:`ConformanceError` listing ``problems`` (no-op when empty)."""
-    if problems:
-        shown = list(problems[:20])
-        more = f"\n  … and {len(problems) - 20} more" if len(problems) > 20 else ""
-        raise ConformanceError(f"{what}:\n  " + "\n  ".join(shown) + more)
 
 
 def sniffed_files(spec: ExperimentSpec, source: str, root: Path, problems: list[str]) -> list[Path]:

@@ -86,7 +86,9 @@ def simulate_runs(exp: ExperimentSpec, agent: str, n: int, seed: int, params: Ma
     return as_sessions(simulate(exp, agent, n * runs, seed, rep, design=design, lapse=lapse), runs)
 
 
-def _uniform_range(p: Parameter) -> tuple[float, float]:
+def uniform_range(p: Parameter) -> tuple[float, float]:
+    """The bounds of the uniform sampler of ``p``: its prior mean ± :data:`UNIFORM_PRIOR_Z` prior SDs
+    on the unconstrained scale, mapped to the natural scale and kept inside the bounds."""
     lo, hi = p.prior_mean - UNIFORM_PRIOR_Z * p.prior_sd, p.prior_mean + UNIFORM_PRIOR_Z * p.prior_sd
     return float(p.inside(p.to_constrained(lo))), float(p.inside(p.to_constrained(hi)))
 
@@ -102,7 +104,7 @@ def draw_true_parameters(spec: SampledStudy, model: CognitiveModel, n: int,
     else:
         pop, subj = {}, {}
         for p in model.parameters:
-            lo, hi = spec.ranges.get(p.name, _uniform_range(p))
+            lo, hi = spec.ranges.get(p.name, uniform_range(p))
             subj[p.name] = rng.uniform(lo, hi, n)
     for name, value in spec.fixed.items():
         subj[name] = np.full(n, float(value))

@@ -31,378 +31,58 @@ the *same* realised session:
   outcomes) for ``n`` subjects at once from one :class:`numpy.random.Generator`;
 * ``reset(options={"session": ...})`` plays one of those pre-drawn sessions, and ``reset(seed=s)``
   draws a single session from ``default_rng(s)``.
+
+:class:`TextEnv` lives here; the response kinds, answers and phases it plays are in
+:mod:`cogtestbed.environments.responses`, the design, sessions and outcomes in
+:mod:`cogtestbed.environments.designs`.  Every one of those names is importable from this module
+as before (``from cogtestbed.environments.base import Design, Phase, TextEnv``).
 """
 
 from __future__ import annotations
 
 import string
 from abc import abstractmethod
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, Generic, TypeVar
 
 import gymnasium as gym
 import numpy as np
 import pandas as pd
 from gymnasium import spaces
-from pydantic import BaseModel, ConfigDict, model_validator
 
+from cogtestbed.environments.designs import NO_ACTION, Design, Outcomes, Sessions, is_sequence_type, sequence_from_text
 from cogtestbed.environments.forms import VERBATIM, PromptForm
+from cogtestbed.environments.responses import (
+    ONE_LINE,
+    AnswerDefaults,
+    ParseResult,
+    Phase,
+    ResponseKind,
+    ResponseKindSpace,
+    SamplingNote,
+    ScoredAnswer,
+    ScoredResponse,
+    TextResponse,
+    box_action_value,
+    scored_action_value,
+    uniform_simplex_logprobs,
+)
 from cogtestbed.errors import InputError
 from cogtestbed.lapse import random_choice
 from cogtestbed.schema import TrialSchema
 
-#: Action passed to :meth:`TextEnv.step` when the subject gave no valid answer.  The trial is
-#: recorded as invalid and the episode moves on; the environment never substitutes a choice.
-NO_ACTION = -1
+__all__ = [
+    "COGBENCH_CODE_ANSWER_SUFFIX", "NO_ACTION", "ONE_LINE", "PROMPT_CHARSET", "AnswerDefaults", "Design", "DesignT",
+    "Outcomes", "ParseResult", "Phase", "ResponseKind", "ResponseKindSpace", "SamplingNote", "ScoredAnswer",
+    "ScoredResponse", "Sessions", "SessionsT", "TextEnv", "TextResponse", "box_action_value", "is_sequence_type",
+    "scored_action_value", "sequence_from_text", "uniform_simplex_logprobs",
+]
 
 #: Characters a rendered prompt may contain (used for the gymnasium ``Text`` space).
 PROMPT_CHARSET = frozenset(string.printable)
 
-
-@dataclass(frozen=True)
-class ParseResult:
-    """Outcome of parsing one answer: an action, or ``None`` with the reason it failed."""
-
-    action: Any | None
-    error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @classmethod
-    def success(cls, action: Any) -> ParseResult:
-        return cls(action=action, error=None)
-
-    @classmethod
-    def failure(cls, reason: str) -> ParseResult:
-        return cls(action=None, error=reason)
-
-
-@dataclass(frozen=True)
-class TextResponse:
-    """Response kind of a step answered in free text and read by the environment's parser.
-
-    This is the default: a step whose observation carries no ``"response"`` key is a text step.
-    """
-
-    kind: ClassVar[str] = "text"
-
-
-@dataclass(frozen=True)
-class ScoredResponse:
-    """Response kind of a step answered with a probability distribution over ``continuations``.
-
-    An LLM subject obtains the exact teacher-forced log-probability of each continuation after
-    the prompt (``LLMClient.score``); a backend that cannot score is sampled ``n_samples`` times
-    at temperature 1 and the empirical distribution is recorded as an estimate (with its N).
-    A synthetic subject returns the same :class:`ScoredAnswer`.
-    """
-
-    continuations: tuple[str, ...]
-    #: Completions drawn where a backend cannot score (the estimate records this N).
-    n_samples: int = 100
-    #: Score the prompt as raw text even on a chat model: the continuation completes the text
-    #: itself (a next-token probe), so no chat template is applied.
-    raw: bool = False
-    kind: ClassVar[str] = "scored"
-
-    def __post_init__(self) -> None:
-        if len(self.continuations) < 2:
-            raise InputError("a scored response needs at least two continuations")
-        if len(set(self.continuations)) != len(self.continuations):
-            raise InputError(f"continuations must be distinct, got {self.continuations!r}")
-        if self.n_samples < 1:
-            raise InputError("n_samples must be at least 1")
-
-
-ResponseKind = TextResponse | ScoredResponse
-
-
-@dataclass(frozen=True)
-class SamplingNote:
-    """What answering a design's scored steps by sampling costs a subject that cannot score.
-
-    An environment declares it (:meth:`TextEnv.sampling_note`); a run prints ``message`` (one line)
-    before its first call and records :meth:`as_json` in its manifests.  ``detail`` holds the
-    figures the message states (e.g. the expected sampling error of each metric), unrounded.
-    """
-
-    n_samples: int
-    message: str
-    detail: Mapping[str, Any] = field(default_factory=dict)
-
-    def as_json(self) -> dict[str, Any]:
-        return {"kind": "sampled-estimate", "n_samples": int(self.n_samples), "message": self.message,
-                "detail": dict(self.detail)}
-
-
-@dataclass(frozen=True)
-class AnswerDefaults:
-    """How an LLM's answer ends when a run sets neither ``--stop`` nor ``--max-tokens``: its stop
-    strings, its most tokens, and where the choice comes from (``source``, recorded in the run's
-    manifest).  Declared by the environment (:meth:`TextEnv.answer_defaults`), whose prompt asks
-    for the answer's form."""
-
-    stop: tuple[str, ...]
-    max_tokens: int
-    source: str
-
-    def __post_init__(self) -> None:
-        if self.max_tokens < 1 or not all(self.stop):
-            raise InputError("answer defaults need max_tokens >= 1 and non-empty stop strings")
-
-
-#: One line of at most 8 tokens: the answers of most experiments (a letter, a number, a word).
-ONE_LINE = AnswerDefaults(("\n",), 8, "this project's default: a one-line answer (stop at a newline), "
-                          "at most 8 tokens")
-
-
-@dataclass(frozen=True)
-class ScoredAnswer:
-    """The answer to a :class:`ScoredResponse` step.
-
-    ``logprobs[k]`` is log P(continuation k | prompt) as the subject gave it (teacher-forced and
-    unnormalised for an exact score; log of the sample share for an estimate, ``-inf`` where a
-    continuation was never drawn).  ``mass_outside`` is the probability outside the listed
-    continuations where known.  ``method`` is ``"exact"`` or ``"sampled"``; ``n_samples`` the N
-    of a sampled estimate.
-    """
-
-    logprobs: np.ndarray
-    method: str = "exact"
-    mass_outside: float | None = None
-    n_samples: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.method not in ("exact", "sampled"):
-            raise InputError(f"method must be 'exact' or 'sampled', got {self.method!r}")
-        if self.method == "sampled" and (self.n_samples is None or self.n_samples < 1):
-            raise InputError("a sampled answer needs n_samples >= 1")
-
-    @property
-    def probabilities(self) -> np.ndarray:
-        """The distribution renormalised over the continuations (log-sum-exp)."""
-        lp = np.asarray(self.logprobs, dtype=np.float64)
-        top = np.max(lp)
-        if not np.isfinite(top):
-            raise InputError("a scored answer needs at least one finite log-probability")
-        w = np.exp(lp - top)
-        return w / w.sum()
-
-    @classmethod
-    def from_counts(cls, counts: np.ndarray, n_drawn: int | None = None) -> ScoredAnswer:
-        """A sampled estimate from counts of each continuation among the draws.
-
-        ``n_drawn`` is the number of completions drawn (default: the matched ones); draws that
-        matched no continuation give ``mass_outside`` = unmatched / ``n_drawn``.
-        """
-        counts = np.asarray(counts, dtype=np.float64)
-        matched = int(counts.sum())
-        if matched < 1:
-            raise InputError("no sample matched any continuation")
-        n = matched if n_drawn is None else int(n_drawn)
-        if n < matched:
-            raise InputError(f"n_drawn={n} is below the {matched} matched samples")
-        with np.errstate(divide="ignore"):
-            return cls(np.log(counts / matched), method="sampled", n_samples=n,
-                       mass_outside=(n - matched) / n)
-
-
-@dataclass(frozen=True)
-class Phase:
-    """One response within a trial: its action space, parser and response kind.
-
-    ``parse`` turns the completion of this phase's prompt into an action (usually a bound method
-    of the environment, since what is offered can depend on the trial).  ``skip_rest_if_invalid``
-    marks a phase whose answer the trial's later phases need (a choice that a confidence report
-    refers to): when its answer is invalid the remaining phases of the trial are not asked.
-    """
-
-    name: str
-    action_space: spaces.Space[Any]
-    parse: Callable[[str], ParseResult]
-    response: ResponseKind = field(default_factory=TextResponse)
-    skip_rest_if_invalid: bool = False
-
-
-class ResponseKindSpace(spaces.Space[Any]):
-    """Gymnasium space of the ``response`` observation entry: one of the declared response kinds."""
-
-    def __init__(self, kinds: tuple[ResponseKind, ...], seed: int | None = None) -> None:
-        if not kinds:
-            raise InputError("at least one response kind is needed")
-        self.kinds = tuple(dict.fromkeys(kinds))
-        super().__init__(shape=None, dtype=None, seed=seed)
-
-    def contains(self, x: Any) -> bool:
-        return any(x == k for k in self.kinds)
-
-    def sample(self, mask: Any = None, probability: Any = None) -> ResponseKind:
-        return self.kinds[int(self.np_random.integers(len(self.kinds)))]
-
-    @property
-    def is_np_flattenable(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return f"ResponseKindSpace({self.kinds!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ResponseKindSpace) and self.kinds == other.kinds
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class Design(BaseModel):
-    """Base class of experiment designs: frozen, validated, with the published defaults.
-
-    Subclasses add fields; named variants (paper vs released code) are class methods.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    #: Example values of fields whose default shows none (``None``: "the paradigm's own"), used by
-    #: :meth:`field_example`.
-    field_examples: ClassVar[Mapping[str, Any]] = {}
-
-    @property
-    def n_trials(self) -> int:  # pragma: no cover - every design overrides
-        raise NotImplementedError
-
-    @model_validator(mode="before")
-    @classmethod
-    def _sequences_from_text(cls, data: Any) -> Any:
-        """A tuple or list field given as text (the command line's ``--design NAME=VALUE``) is a
-        JSON list where the text is one (``["economy", "weather"]``, nested lists included), JSON
-        ``null`` for none, else its comma-separated items, stripped (``economy,weather``)."""
-        if not isinstance(data, dict):
-            return data
-        out = dict(data)
-        for name, value in data.items():
-            field_ = cls.model_fields.get(name)
-            if field_ is not None and isinstance(value, str) and is_sequence_type(field_.annotation):
-                out[name] = sequence_from_text(value)
-        return out
-
-    @classmethod
-    def field_example(cls, name: str) -> str:
-        """A ``--design`` value of field ``name`` that the design accepts: its default (or
-        :attr:`field_examples`) written as the command line takes it."""
-        import json
-
-        field_ = cls.model_fields[name]
-        value = cls.field_examples.get(name, field_.get_default(call_default_factory=True))
-        if isinstance(value, tuple | list) and all(isinstance(v, str | int | float) and not isinstance(v, bool)
-                                                  for v in value):
-            text = ",".join(str(v) for v in value)
-        elif isinstance(value, bool) or value is None or isinstance(value, tuple | list | dict):
-            text = json.dumps(value)
-        else:
-            text = str(value)
-        return f"{name}={text}"
-
-
-def is_sequence_type(annotation: Any) -> bool:
-    """Whether a field annotation is a tuple or list (or an optional one)."""
-    import types
-    import typing
-
-    origin = typing.get_origin(annotation)
-    if origin in (tuple, list):
-        return True
-    if origin in (typing.Union, types.UnionType):
-        return any(is_sequence_type(a) for a in typing.get_args(annotation) if a is not type(None))
-    return annotation in (tuple, list)
-
-
-def sequence_from_text(text: str) -> Any:
-    """The value of a tuple or list field written as text: JSON list or ``null``, else comma items."""
-    import json
-
-    stripped = text.strip()
-    if stripped.startswith("[") or stripped == "null":
-        try:
-            return json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not a JSON list: {text!r} ({exc.msg})") from None
-    return [part.strip() for part in stripped.split(",") if part.strip()]
-
-
-@dataclass(frozen=True)
-class Sessions:
-    """Pre-drawn stochastic parts of ``n`` sessions: numpy arrays whose first axis is subject.
-
-    Subclasses declare one array field per quantity; :meth:`subject` slices one session out.
-    """
-
-    @property
-    def n_subjects(self) -> int:
-        first = fields(self)[0].name
-        return int(np.shape(getattr(self, first))[0])
-
-    def subject(self, i: int) -> Self:
-        """Session ``i`` as a one-subject ``Sessions`` (arrays keep a leading axis of 1)."""
-        return type(self)(**{f.name: getattr(self, f.name)[i : i + 1] for f in fields(self)})
-
-
 DesignT = TypeVar("DesignT", bound=Design)
 SessionsT = TypeVar("SessionsT", bound=Sessions)
-
-
-@dataclass
-class Outcomes:
-    """What happened on each trial of ``n`` sessions, as arrays of shape (n_subjects, n_trials).
-
-    ``action`` holds :data:`NO_ACTION` (NaN for a float ``action``) where the subject gave no
-    valid answer; ``played`` is False for steps a variable-length session never reached; ``extra``
-    holds experiment-specific per-step values (e.g. a confidence report); ``scored`` holds the
-    :class:`ScoredAnswer` of each scored step (None elsewhere).
-    """
-
-    action: np.ndarray
-    reward: np.ndarray
-    valid: np.ndarray
-    raw_response: np.ndarray | None = None
-    parse_error: np.ndarray | None = None
-    extra: dict[str, np.ndarray] = field(default_factory=dict)
-    played: np.ndarray | None = None
-    scored: np.ndarray | None = None
-
-    @classmethod
-    def empty(cls, n_subjects: int, n_trials: int, action_dtype: Any = np.int64) -> Outcomes:
-        """Outcomes of unplayed trials; a float ``action_dtype`` marks missing actions with NaN."""
-        float_action = np.dtype(action_dtype).kind == "f"
-        return cls(
-            action=np.full((n_subjects, n_trials), np.nan if float_action else NO_ACTION,
-                           dtype=action_dtype),
-            reward=np.full((n_subjects, n_trials), np.nan),
-            valid=np.zeros((n_subjects, n_trials), dtype=bool),
-            raw_response=np.full((n_subjects, n_trials), None, dtype=object),
-            parse_error=np.full((n_subjects, n_trials), None, dtype=object),
-            played=np.zeros((n_subjects, n_trials), dtype=bool),
-            scored=np.full((n_subjects, n_trials), None, dtype=object),
-        )
-
-    @classmethod
-    def stack(cls, parts: list[Outcomes]) -> Outcomes:
-        """Concatenate one-subject outcomes along the subject axis."""
-
-        def cat(name: str) -> np.ndarray:
-            return np.concatenate([getattr(p, name) for p in parts], axis=0)
-
-        extra_keys = parts[0].extra.keys() if parts else ()
-        return cls(
-            action=cat("action"),
-            reward=cat("reward"),
-            valid=cat("valid"),
-            raw_response=cat("raw_response") if parts and parts[0].raw_response is not None else None,
-            parse_error=cat("parse_error") if parts and parts[0].parse_error is not None else None,
-            extra={k: np.concatenate([p.extra[k] for p in parts], axis=0) for k in extra_keys},
-            played=cat("played") if parts and parts[0].played is not None else None,
-            scored=cat("scored") if parts and parts[0].scored is not None else None,
-        )
-
 
 #: The whitespace CogBench's released code appends to every answer prefix and cogtestbed drops — the
 #: one departure of its prompts' whitespace from that code (issue 39).  The paper (Coda-Forno et al.
@@ -778,34 +458,3 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     def prompt_space(max_length: int) -> spaces.Text:
         """Gymnasium space for a rendered prompt of at most ``max_length`` characters."""
         return spaces.Text(max_length=max_length, min_length=1, charset=PROMPT_CHARSET)
-
-
-def uniform_simplex_logprobs(u: np.ndarray) -> np.ndarray:
-    """Log-probabilities of a point drawn uniformly on the simplex (flat Dirichlet) from one
-    uniform per coordinate: normalised standard exponentials −log u (Devroye 1986, XI.4)."""
-    e = -np.log(np.clip(np.asarray(u, dtype=np.float64), 1e-300, 1.0))
-    return np.log(e) - np.log(e.sum())
-
-
-def box_action_value(action: Any, space: spaces.Box, phase: str) -> float:
-    """A continuous answer as a float, checked against the phase's bounds (one clear error)."""
-    try:
-        value = float(np.asarray(action, dtype=np.float64))
-    except (TypeError, ValueError):
-        raise InputError(f"invalid action {action!r} for phase {phase!r}: expected a number") from None
-    low, high = float(np.min(space.low)), float(np.max(space.high))
-    if not low <= value <= high:
-        raise InputError(f"invalid action {action!r} for phase {phase!r}: expected a number in [{low:g}, {high:g}]")
-    return value
-
-
-def scored_action_value(action: ScoredAnswer, phase: Phase) -> int:
-    """Index of the most probable continuation of a :class:`ScoredAnswer` (checked for size)."""
-    response = phase.response
-    assert isinstance(response, ScoredResponse)
-    if not isinstance(action, ScoredAnswer):
-        raise InputError(f"phase {phase.name!r} is scored: expected a ScoredAnswer, got {action!r}")
-    if np.shape(action.logprobs) != (len(response.continuations),):
-        raise InputError(f"phase {phase.name!r} scores {len(response.continuations)} continuations, "
-                         f"the answer has {np.size(action.logprobs)} log-probabilities")
-    return int(np.argmax(action.probabilities))

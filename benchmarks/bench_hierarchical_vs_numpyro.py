@@ -1,0 +1,307 @@
+"""Hierarchical fits against NumPyro (issue 54 item 1): min bulk ESS per CPU-second and R-hat of the
+package's PyMC model of each family, beside the same model written in NumPyro for the benchmark (the
+same priors, likelihood and data: ``benchmarks/numpyro_models.py``).
+
+    make bench-numpyro                                      # builds .venv-numpyro, runs every case
+    python benchmarks/bench_hierarchical_vs_numpyro.py --cases rw-pm --numpyro-python .venv-numpyro/bin/python
+    python benchmarks/bench_hierarchical_vs_numpyro.py --list
+
+For each case: ``--reps`` data sets simulated with cogtestbed from one draw each of the model's
+hierarchical prior (:func:`~cogtestbed.inference.hierarchical.sample_hierarchical_prior`, seeded), fitted
+by :func:`~cogtestbed.inference.hierarchical.fit_hierarchical` with the product's settings (nutpie, the
+model's target acceptance, ``chains`` × (``tune`` + ``draws``), cores 2, seed = rep) in this process, then
+by NumPyro's NUTS in a subprocess of the NumPyro environment (same chains, tuning, draws, target
+acceptance).  Both report CPU seconds of the fit (process CPU time, every thread, model building and
+compilation included: the first data set compiles, the next reuse the compiled model on both sides) and
+the same diagnostics (:func:`~cogtestbed.inference.hierarchical.diagnose` over the free variables: min
+bulk and tail ESS, max R-hat, divergences).  The pointwise log-likelihood for PSIS-LOO, which ``ct.fit``
+adds after sampling, is left out (NumPyro computes none).
+
+Before timing, the two models are checked to be the same: the log-likelihood of data set 0 at three
+parameter matrices drawn from the prior (the package's numba kernel against the JAX transcription) and
+the joint log density (priors, Jacobians and likelihood) at three random unconstrained points (PyMC's
+``compile_logp`` against NumPyro's ``potential_energy``) must agree within 1e-6 relative; a case that
+fails is reported and not timed.
+
+Prints one JSON line per case and data set, then a Markdown table (``ratio``: the package's min bulk
+ESS per CPU-second over NumPyro's).  Exits 1 where a check fails, 2 where NumPyro's environment is
+missing.  CPU time, not wall: the machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The two models agree where their log-likelihoods and log densities differ by at most this, relative.
+AGREE_REL = 1e-6
+#: The NumPyro environment's Python (``make bench-numpyro`` builds it).
+NUMPYRO_PYTHON = ROOT / ".venv-numpyro" / "bin" / "python"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmarked model: its experiment, the NumPyro likelihood's name, subjects, and whether the
+    data come from ``simulate`` with the model's own agent (the issue's RW± recipe) or the generator."""
+
+    experiment: str
+    model: str
+    likelihood: str
+    subjects: int = 50
+    direct: bool = False
+    rng_seed: int = 2024
+    #: Fields of the experiment's default design changed for the benchmark (a smaller magnitude session).
+    design: tuple[tuple[str, Any], ...] = ()
+    #: Sessions a subject plays, pooled (``simulate_from_model(runs=...)``): a horizon session is one
+    #: game, a probabilistic-reasoning session two judgements.
+    runs: int = 1
+
+
+#: One magnitude task, base condition, text, three ranges of 50 trials: 150 answers a subject (the default
+#: design's 9,000 a subject would make one fit of 50 subjects minutes long on both sides).
+MAGNITUDE_DESIGN = (("task", "marker-location"), ("conditions", ("base",)), ("modalities", ("text",)))
+
+CASES: dict[str, Case] = {
+    "rw-pm": Case("instrumental-learning", "rw-pm", "rw-pm", direct=True),
+    "rw": Case("instrumental-learning", "rw", "rw-pm", direct=True),
+    "hyperbolic": Case("temporal-discounting", "hyperbolic", "hyperbolic"),
+    "prospect-theory": Case("risky-choice", "prospect-theory", "prospect-theory"),
+    "expected-value": Case("risky-choice", "expected-value", "prospect-theory"),
+    "generalised-bayes": Case("probabilistic-reasoning", "generalised-bayes", "generalised-bayes", runs=20),
+    "magnitude-linear": Case("magnitude", "linear", "linear", design=MAGNITUDE_DESIGN),
+    "static-bayes": Case("magnitude", "static-bayes", "static-bayes", design=MAGNITUDE_DESIGN),
+    "magnitude-kalman": Case("magnitude", "kalman", "kalman-magnitude", design=MAGNITUDE_DESIGN),
+    "bart": Case("bart", "target", "bart-target"),
+    "horizon": Case("horizon", "info-bonus", "info-bonus", runs=40),
+}
+
+
+def tables(case: Case, reps: int) -> list[Any]:
+    """``reps`` seeded tables of ``case`` (simulation seeds 100, 101, …; one prior draw each)."""
+    from cogtestbed.inference.hierarchical import sample_hierarchical_prior
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.simulation import simulate
+    from cogtestbed.validation.conformance.suite import simulate_from_model
+
+    exp = get_experiment(case.experiment)
+    model = exp.model(case.model)
+    rng = np.random.default_rng(case.rng_seed)
+    out = []
+    for rep in range(reps):
+        _, true = sample_hierarchical_prior(model.parameters, case.subjects, rng)
+        if case.direct:
+            out.append(simulate(exp, case.model, case.subjects, 100 + rep, true))
+        else:
+            out.append(simulate_from_model(exp, case.model, true, 100 + rep, exp.design_cls(**dict(case.design)),
+                                           runs=case.runs))
+    return out
+
+
+def column_matrix(model: Any, natural: dict[str, np.ndarray]) -> np.ndarray:
+    """The kernel's parameter matrix of subject values ``natural`` (``kernel_columns``)."""
+    n = len(next(iter(natural.values())))
+    columns = model.kernel_columns or model.parameters.names
+    return np.ascontiguousarray(np.stack(
+        [natural[c] if isinstance(c, str) else np.full(n, float(c)) for c in columns], axis=1))
+
+
+def static_of(case: Case, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Constants the NumPyro likelihood needs as Python values (shapes)."""
+    if case.likelihood == "rw-pm":
+        return {"n_casinos": int(arrays["casino"].max()) + 1}
+    return {}
+
+
+def write_spec(case: Case, data: list[Any], path: Path, sampler: dict[str, Any]) -> dict[str, Any]:
+    """Write the NumPyro spec of ``case`` and return the package's check values (log-likelihood at the
+    check matrices, joint log density at the check points)."""
+    from cogtestbed.inference.hierarchical import SD_SCALE, pool_model_arrays, sample_hierarchical_prior
+    from cogtestbed.registry import get_experiment
+
+    model = get_experiment(case.experiment).model(case.model)
+    pooled = [pool_model_arrays(model, t) for t in data]
+    subjects, idx0, arrays0 = pooled[0]
+    rng = np.random.default_rng(7)
+    thetas = [column_matrix(model, sample_hierarchical_prior(model.parameters, len(subjects), rng)[1])
+              for _ in range(3)]
+    kernel = model.kernel()
+    check_ll = [float(kernel(th, idx0, *arrays0.values())[0].sum()) for th in thetas]
+    pm_model = model.pymc_model(data[0])
+    logp = pm_model.compile_logp()
+    points = []
+    for _ in range(3):
+        point = {k: rng.normal(0.0, 0.7, size=np.shape(v)) for k, v in pm_model.initial_point().items()}
+        points.append(point)
+    check_logp = [float(logp(p)) for p in points]
+    meta = {
+        "likelihood": case.likelihood, "n_subjects": len(subjects), "fields": list(arrays0),
+        "parameters": [{"name": p.name, "transform": p.transform, "lower": float(p.lower), "upper": float(p.upper),
+                        "prior_mean": float(p.prior_mean), "prior_sd": float(p.prior_sd)} for p in model.parameters],
+        "centred": list(getattr(model, "centred_parameters", ())), "sd_scale": SD_SCALE,
+        "columns": list(model.kernel_columns or model.parameters.names), "static": static_of(case, arrays0),
+        "check_points": [{k: np.asarray(v).tolist() for k, v in p.items()} for p in points], **sampler,
+    }
+    arrays = {"meta": np.array(json.dumps(meta)), "check_theta": np.stack(thetas)}
+    for rep, (_, idx, arr) in enumerate(pooled):
+        arrays[f"r{rep}_obs_subject"] = idx
+        arrays.update({f"r{rep}_{k}": v for k, v in arr.items()})
+    np.savez(path, **arrays)
+    return {"check_loglik": check_ll, "check_logp": check_logp, "trials": int(len(idx0)) // len(subjects)}
+
+
+def fit_package(case: Case, data: list[Any], sampler: dict[str, Any]) -> list[dict[str, Any]]:
+    """Fit every table with the package (in this process) and return CPU seconds and diagnostics."""
+    from cogtestbed.inference.hierarchical import fit_hierarchical
+    from cogtestbed.registry import get_experiment
+
+    model = get_experiment(case.experiment).model(case.model)
+    rows = []
+    for rep, table in enumerate(data):
+        cpu, wall = time.process_time(), time.perf_counter()
+        fit = fit_hierarchical(model, table, draws=sampler["draws"], tune=sampler["tune"], chains=sampler["chains"],
+                               seed=sampler["seeds"][rep], cores=2, warn=False, log_likelihood=False)
+        rows.append({"cpu_s": time.process_time() - cpu, "wall_s": time.perf_counter() - wall,
+                     **fit.diagnostics.columns(), "sampler": fit.diagnostics.sampler})
+    return rows
+
+
+def numpyro_diagnostics(draws: Any, rep: int) -> dict[str, Any]:
+    """The package's :func:`diagnose` of NumPyro's draws of data set ``rep`` (free variables)."""
+    import arviz as az
+
+    from cogtestbed.inference.hierarchical import diagnose
+
+    prefix = f"r{rep}_"
+    posterior = {k[len(prefix):]: draws[k] for k in draws.files if k.startswith(prefix) and k != f"{prefix}diverging"}
+    idata = az.from_dict(posterior=posterior, sample_stats={"diverging": draws[f"{prefix}diverging"]})
+    return diagnose(idata, var_names=sorted(posterior), sampler="numpyro").columns()
+
+
+def fit_numpyro(python: Path, spec: Path, out: Path, check_only: bool = False) -> dict[str, Any]:
+    """Run ``numpyro_models.py`` in NumPyro's environment; its JSON line."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    command = [str(python), str(ROOT / "benchmarks" / "numpyro_models.py"), str(spec), str(out)]
+    proc = subprocess.run(command + (["--check-only"] if check_only else []),
+                          capture_output=True, text=True, env=env, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"numpyro_models.py failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def agree(ours: Sequence[float], theirs: Sequence[float]) -> float:
+    """The largest relative difference of two lists of values."""
+    return max(abs(a - b) / max(abs(a), 1e-300) for a, b in zip(ours, theirs, strict=True))
+
+
+def run_case(name: str, case: Case, args: argparse.Namespace, python: Path) -> list[dict[str, Any]]:
+    """Check, fit and compare one case; one row per data set."""
+    sampler = {"chains": args.chains, "draws": args.draws, "tune": args.draws, "seeds": list(range(args.reps))}
+    from cogtestbed.registry import get_experiment
+
+    model = get_experiment(case.experiment).model(case.model)
+    sampler["target_accept"] = float(getattr(model, "target_accept", None) or 0.9)
+    data = tables(case, args.reps)
+    with tempfile.TemporaryDirectory() as tmp:
+        spec, out = Path(tmp) / "spec.npz", Path(tmp) / "draws.npz"
+        ours = write_spec(case, data, spec, sampler)
+        checked = fit_numpyro(python, spec, out, check_only=True)
+        ll_rel = agree(ours["check_loglik"], checked["check_loglik"])
+        logp_rel = agree(ours["check_logp"], checked["check_logp"])
+        same = ll_rel <= AGREE_REL and logp_rel <= AGREE_REL
+        if args.check_only:
+            print(json.dumps({"case": name, "loglik_rel_diff": ll_rel, "logp_rel_diff": logp_rel, "same_model": same,
+                              "package": ours, "numpyro": checked}), flush=True)
+            return [{"same_model": same}]
+        if same:
+            theirs = fit_numpyro(python, spec, out)
+            draws = np.load(out)
+            np_rows = [{**f, **numpyro_diagnostics(draws, f["rep"])} for f in theirs["fits"]]
+    pkg_rows = fit_package(case, data, sampler) if same else [{} for _ in range(args.reps)]
+    if not same:
+        np_rows, theirs = [{} for _ in range(args.reps)], checked
+    rows = []
+    for rep, (pkg, npy) in enumerate(zip(pkg_rows, np_rows, strict=True)):
+        row = {"case": name, "experiment": case.experiment, "model": case.model, "rep": rep,
+               "subjects": case.subjects, "trials": ours["trials"], "chains": args.chains, "draws": args.draws,
+               "loglik_rel_diff": ll_rel, "logp_rel_diff": logp_rel, "same_model": same,
+               "package": _rates(pkg), "numpyro": _rates(npy), "numpyro_version": theirs["numpyro"],
+               "jax_version": theirs["jax"]}
+        if same:
+            row["ratio"] = row["package"]["ess_per_cpu_s"] / row["numpyro"]["ess_per_cpu_s"]
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
+def _rates(fit: dict[str, Any]) -> dict[str, Any]:
+    if not fit:
+        return {}
+    return {**fit, "ess_per_cpu_s": fit["min_ess_bulk"] / fit["cpu_s"]}
+
+
+def table(rows: Sequence[dict[str, Any]]) -> str:
+    """The Markdown table of docs/benchmarks.md."""
+    lines = ["| case | data set | data | package ESS/CPU-s (CPU s) | NumPyro ESS/CPU-s (CPU s) | ratio | "
+             "R-hat package / NumPyro | divergences | log-lik / log-density agree |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        p, n = r["package"], r["numpyro"]
+        if not r["same_model"]:
+            lines.append(f"| {r['case']} | {r['rep']} | — | not timed: the models differ "
+                         f"({r['loglik_rel_diff']:.1e}, {r['logp_rel_diff']:.1e}) | | | | | |")
+            continue
+        lines.append(
+            f"| {r['experiment']} {r['model']} | {r['rep']}{' (compiles)' if r['rep'] == 0 else ''} | "
+            f"{r['subjects']} × {r['trials']}, {r['chains']} × {r['draws']} | {p['ess_per_cpu_s']:.1f} "
+            f"({p['cpu_s']:.1f}) | {n['ess_per_cpu_s']:.1f} ({n['cpu_s']:.1f}) | **{r['ratio']:.2f}×** | "
+            f"{p['max_rhat']:.3f} / {n['max_rhat']:.3f} | {p['divergences']} / {n['divergences']} | "
+            f"{r['loglik_rel_diff']:.0e} / {r['logp_rel_diff']:.0e} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated cases (--list)")
+    parser.add_argument("--reps", type=int, default=2, help="data sets per case (the first compiles)")
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--draws", type=int, default=1000, help="draws and tuning steps per chain")
+    parser.add_argument("--numpyro-python", type=Path, default=Path(os.environ.get("NUMPYRO_PYTHON", NUMPYRO_PYTHON)))
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--check-only", action="store_true", help="only check that the two models agree")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, case in CASES.items():
+            print(f"{name}: {case.experiment} {case.model}, {case.subjects} subjects")
+        return 0
+    names = [c for c in args.cases.split(",") if c]
+    unknown = [c for c in names if c not in CASES]
+    if unknown or args.reps < 1 or args.chains < 2 or args.draws < 1:
+        print(f"give cases of {', '.join(CASES)}, --reps >= 1, --chains >= 2, --draws >= 1 (unknown: {unknown})",
+              file=sys.stderr)
+        return 2
+    if not args.numpyro_python.exists():
+        print(f"no NumPyro environment at {args.numpyro_python}: run 'make bench-numpyro' (or give --numpyro-python)",
+              file=sys.stderr)
+        return 2
+    print(json.dumps({"load_average": os.getloadavg(), "cases": names}), flush=True)
+    rows = [row for name in names for row in run_case(name, CASES[name], args, args.numpyro_python)]
+    if not args.check_only:
+        print(table(rows))
+    return 0 if all(r["same_model"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

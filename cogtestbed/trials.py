@@ -58,7 +58,7 @@ def _is_arrow_list(arrow_type: pa.DataType) -> bool:
     return bool(pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type))
 
 
-def _arrow_lists_as_arrow_dtype(arrow_type: pa.DataType) -> pd.ArrowDtype | None:
+def arrow_lists_as_arrow_dtype(arrow_type: pa.DataType) -> pd.ArrowDtype | None:
     """``types_mapper`` of :func:`read_table`: a list column reads back as the ``pd.ArrowDtype`` a
     :func:`lists` column has; every other column as pandas reads it by default."""
     return pd.ArrowDtype(arrow_type) if _is_arrow_list(arrow_type) else None
@@ -90,7 +90,7 @@ def read_table(where: str | os.PathLike[str]) -> pd.DataFrame:
     """A Parquet table written by :func:`table_to_parquet`, list columns as ``pd.ArrowDtype``."""
     import pyarrow.parquet as pq
 
-    return pq.read_table(where).to_pandas(types_mapper=_arrow_lists_as_arrow_dtype)
+    return pq.read_table(where).to_pandas(types_mapper=arrow_lists_as_arrow_dtype)
 
 
 def pool_runs(table: pd.DataFrame, by: str = "agent") -> pd.DataFrame:

@@ -115,7 +115,7 @@ def test_convergence_warning_names_failed_thresholds() -> None:
 def test_max_draws_doubles_the_draws_until_every_check_passes() -> None:
     """A run short of the ESS floor is sampled again with twice the draws (same seed) up to
     ``max_draws``; divergences are not mended by draws, and a cap below ``draws`` is refused."""
-    from cogtestbed.inference.hierarchical import _more_draws_help
+    from cogtestbed.inference.hierarchical_sampling import _more_draws_help
 
     model, trials = EXP.model("rw"), _trials(5, 1)
     short = fit_hierarchical(model, trials, draws=25, tune=150, chains=2, seed=3, warn=False, log_likelihood=False)

@@ -455,7 +455,7 @@ def test_static_bayes_hierarchy_samples_w_prior_centred_with_the_same_likelihood
 def test_nutpie_cache_tells_models_with_different_constant_data_apart() -> None:
     import pymc as pm
 
-    from cogtestbed.inference.hierarchical import _constant_digest
+    from cogtestbed.inference.hierarchical_sampling import _constant_digest
 
     def bare(y: np.ndarray) -> pm.Model:
         with pm.Model() as m:

@@ -27,7 +27,7 @@ def test_every_numba_function_of_a_compiled_model_is_strict() -> None:
     setting as it was."""
     from pytensor import config
 
-    from cogtestbed.inference import hierarchical
+    from cogtestbed.inference import hierarchical_sampling
     from cogtestbed.registry import get_experiment
 
     model = get_experiment("instrumental-learning").model("rw")
@@ -35,7 +35,7 @@ def test_every_numba_function_of_a_compiled_model_is_strict() -> None:
     before = config.numba__fastmath
     with strict_float():
         assert config.numba__fastmath is False
-        compiled = hierarchical._nutpie_compiled(pm_model, model.name, True)
+        compiled = hierarchical_sampling._nutpie_compiled(pm_model, model.name, True)
     assert config.numba__fastmath == before
     for fn in (compiled.logp_func, compiled.expand_func):
         assert fn.vm.jit_fn.targetoptions["fastmath"] is False
@@ -46,7 +46,7 @@ def test_a_lapse_kernel_compiles_uncached_and_a_kernel_key_follows_the_sources()
     kernel's key carries the package's sources digest (an edited helper it inlines selects a new
     cache entry, never a stale compiled likelihood)."""
     from cogtestbed.inference.base import lapse_kernel
-    from cogtestbed.inference.hierarchical import _kernel_cache_key
+    from cogtestbed.inference.hierarchical_op import _kernel_cache_key
     from cogtestbed.inference.instrumental import rwpm_pointwise_kernel
     from cogtestbed.inference.optim import _sources_digest
 

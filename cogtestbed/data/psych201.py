@@ -365,10 +365,10 @@ def _restore(values: list[Any], dtype: Any, name: str) -> Any:
     if isinstance(dtype, dict) and "arrow" in dtype:
         import pyarrow as pa
 
-        from cogtestbed.trials import _arrow_lists_as_arrow_dtype
+        from cogtestbed.trials import arrow_lists_as_arrow_dtype
 
         arrow = pa.array(values, type=_arrow_type(dtype["arrow"], name))
-        return pd.array(arrow, dtype=_arrow_lists_as_arrow_dtype(arrow.type) or pd.ArrowDtype(arrow.type))
+        return pd.array(arrow, dtype=arrow_lists_as_arrow_dtype(arrow.type) or pd.ArrowDtype(arrow.type))
     if isinstance(dtype, dict) and "string" in dtype:
         return pd.array(values, dtype=pd.StringDtype(na_value=pd.NA if dtype["string"] == "NA" else np.nan))
     if dtype in ("float64", "float32"):

@@ -37,7 +37,7 @@ import pandas as pd
 from numba import njit
 
 from cogtestbed.errors import InputError
-from cogtestbed.inference.cbn import _NC, M1, M2, M_, PC, B, noisy_or_table_grad, valid_judgments
+from cogtestbed.inference.cbn import M1, M2, M_, N_GRAD_COLUMNS, PC, B, noisy_or_table_grad, valid_judgments
 from cogtestbed.numerics import digamma
 from cogtestbed.parameters import ParameterSet
 
@@ -113,7 +113,7 @@ def zoib_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, y: np.ndar
     n = y.shape[0]
     ll = np.empty(n)
     grad = np.zeros((n, theta.shape[1]))
-    table = np.empty((11, _NC + 1))
+    table = np.empty((11, N_GRAD_COLUMNS + 1))
     # Per (subject, task) cell: μ, log B-normaliser, ∂/∂α and ∂/∂β without the log y terms
     # (they do not depend on y, so lgamma/ψ run 11 times per subject, not once per judgment).
     cell = np.empty((11, 5))
@@ -164,7 +164,7 @@ def zoib_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, y: np.ndar
             da = ly + cell[t, 2]
             db = l1y + cell[t, 3]
         dmu = kappa * (da - db) * cell[t, 4]
-        for j in range(_NC):
+        for j in range(N_GRAD_COLUMNS):
             grad[i, j] = dmu * table[t, j + 1]
         grad[i, 4] = mu * da + (1.0 - mu) * db
         grad[i, 5] = -1.0 / pic

@@ -38,7 +38,7 @@ _EPS = 1e-300
 #: Floor of the denominators of the gradient tables (its square stays a normal double).
 _DEN_FLOOR = 1e-150
 #: Derivative columns of the task tables (four CBN inputs).
-_NC = 4
+N_GRAD_COLUMNS = 4
 
 
 # ----------------------------------------------------------------------------- closed forms
@@ -92,7 +92,7 @@ def _prod(w: np.ndarray, i: int, j: int, out: int, compl_i: bool) -> None:
     a0 = 1.0 - w[i, 0] if compl_i else w[i, 0]
     sg = -1.0 if compl_i else 1.0
     w[out, 0] = a0 * w[j, 0]
-    for k in range(1, _NC + 1):
+    for k in range(1, N_GRAD_COLUMNS + 1):
         w[out, k] = a0 * w[j, k] + sg * w[i, k] * w[j, 0]
 
 
@@ -107,7 +107,7 @@ def _ratio(w: np.ndarray, n1: int, n2: int, m1: int, m2: int, out: np.ndarray) -
     m0 = w[m1, 0] + (w[m2, 0] if m2 >= 0 else 0.0)
     den = max(n0 + m0, _DEN_FLOOR)
     out[0] = n0 / den
-    for k in range(1, _NC + 1):
+    for k in range(1, N_GRAD_COLUMNS + 1):
         nv = w[n1, k] + (w[n2, k] if n2 >= 0 else 0.0)
         mv = w[m1, k] + (w[m2, k] if m2 >= 0 else 0.0)
         out[k] = (nv * m0 - mv * n0) / (den * den)
@@ -121,9 +121,9 @@ def _table_from_rows(w: np.ndarray, q: float, out: np.ndarray) -> None:
     w[4, :] = 0.0
     w[5, :] = 0.0
     w[6, :] = 0.0
-    w[4, 0], w[4, _NC] = q * q, 2.0 * q
-    w[5, 0], w[5, _NC] = q * (1.0 - q), 1.0 - 2.0 * q
-    w[6, 0], w[6, _NC] = (1.0 - q) * (1.0 - q), -2.0 * (1.0 - q)
+    w[4, 0], w[4, N_GRAD_COLUMNS] = q * q, 2.0 * q
+    w[5, 0], w[5, N_GRAD_COLUMNS] = q * (1.0 - q), 1.0 - 2.0 * q
+    w[6, 0], w[6, N_GRAD_COLUMNS] = (1.0 - q) * (1.0 - q), -2.0 * (1.0 - q)
     # rows 7–10: e·π for (11, 01, 10, 00); rows 11–14: (1 − e)·π
     _prod(w, 3, 4, 7, False)
     _prod(w, 1, 5, 8, False)
@@ -137,7 +137,7 @@ def _table_from_rows(w: np.ndarray, q: float, out: np.ndarray) -> None:
     out[1, :] = w[1]
     out[2, :] = w[3]
     out[3, :] = 0.0
-    out[3, 0], out[3, _NC] = q, 1.0
+    out[3, 0], out[3, N_GRAD_COLUMNS] = q, 1.0
     out[4, :] = out[3, :]
     _ratio(w, 7, -1, 8, -1, out[5])       # VI
     _ratio(w, 7, 9, 8, 10, out[6])        # VII
@@ -154,7 +154,7 @@ def noisy_or_table_grad(b: float, m1: float, m2: float, q: float, out: np.ndarra
     ``out`` (11, 5): column 0 the value, columns 1–4 ∂/∂b, ∂/∂m1, ∂/∂m2, ∂/∂p_c.
     """
     nb, n1, n2 = 1.0 - b, 1.0 - m1, 1.0 - m2
-    w = np.zeros((15, _NC + 1))
+    w = np.zeros((15, N_GRAD_COLUMNS + 1))
     w[0, 0], w[0, 1] = b, 1.0
     w[1, 0], w[1, 1], w[1, 3] = 1.0 - nb * n2, n2, nb
     w[2, 0], w[2, 1], w[2, 2] = 1.0 - nb * n1, n1, nb
@@ -166,7 +166,7 @@ def noisy_or_table_grad(b: float, m1: float, m2: float, q: float, out: np.ndarra
 def logistic_table_grad(w0: float, w1: float, w2: float, q: float, out: np.ndarray) -> None:
     """The 11 logistic-link task probabilities and their derivatives w.r.t. (w0, w1, w2, p_c);
     e(c1, c2) = σ(w0 + w1·c1 + w2·c2), so ∂e/∂w_i = e(1 − e)·[input i is on]."""
-    w = np.zeros((15, _NC + 1))
+    w = np.zeros((15, N_GRAD_COLUMNS + 1))
     for row, x, on1, on2 in ((0, w0, 0.0, 0.0), (1, w0 + w2, 0.0, 1.0), (2, w0 + w1, 1.0, 0.0),
                              (3, w0 + w1 + w2, 1.0, 1.0)):
         e = sigmoid(x)

@@ -1,0 +1,301 @@
+"""Sampling a PyMC model of the :class:`~cogtestbed.inference.base.CognitiveModel` contract:
+:func:`fit_hierarchical` (nutpie when installed, PyMC's NUTS otherwise; compiled models reused),
+:func:`on_identified_subjects` (the posterior of the subjects the data identify).
+:mod:`cogtestbed.inference.hierarchical` re-exports them."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import importlib.util
+import logging
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from cogtestbed.errors import InputError, outside_stacklevel
+from cogtestbed.inference.hierarchical_diagnostics import BayesFit, ConvergenceWarning, Diagnostics, diagnose
+from cogtestbed.inference.reproducible import strict_float
+
+Sampler = Literal["auto", "nutpie", "pymc"]
+
+#: NUTS target acceptance rate unless the model or the caller asks for another.
+TARGET_ACCEPT = 0.9
+
+
+def on_identified_subjects(model: Any, trials: pd.DataFrame, sample: Callable[[pd.DataFrame], BayesFit]) -> BayesFit:
+    """``sample`` (a hierarchical fit) on the subjects of ``trials`` whose valid answers identify
+    ``model``, under the rule of :meth:`~cogtestbed.inference.base.CognitiveModel.fit_identified`
+    (:meth:`~cogtestbed.inference.base.CognitiveModel.degenerate_subjects`): the others are left
+    out (the population is estimated from the identified subjects), named in the fit's
+    :attr:`BayesFit.unidentified` and :attr:`BayesFit.flags`, with null rows in its subject
+    summary.  Where no subject is identified (a table whose every valid answer is one value, say),
+    the posterior would reflect only the prior: :class:`~cogtestbed.no_data.DegenerateAnswers` is
+    raised, in one line with the reason."""
+    from cogtestbed.no_data import DegenerateAnswers, degenerate_reason, unfitted_flag, valid_answers, valid_rows
+
+    degenerate = model.degenerate_subjects(trials)
+    if not degenerate:
+        return sample(trials)
+    kept = trials[~trials["subject"].isin(list(degenerate))]
+    if valid_rows(kept) == 0:
+        reason = degenerate_reason(valid_answers(trials).to_numpy(), model.min_distinct_answers) or (
+            f"each of the {len(degenerate)} subjects' valid answers is degenerate ({next(iter(degenerate.values()))})")
+        raise DegenerateAnswers(f"{getattr(model, 'name', 'model')}: no subject's answers identify the model: "
+                                f"{reason}; a hierarchical posterior would reflect only its prior, so none is "
+                                "sampled (--method mle reports each subject null with its reason)")
+    fit = sample(kept)
+    fit.unidentified = dict(degenerate)
+    fit.flags.append(unfitted_flag(degenerate) + f"; the posterior (population included) is of the other "
+                     f"{kept['subject'].nunique()} subject(s)")
+    return fit
+
+
+def nutpie_available() -> bool:
+    return importlib.util.find_spec("nutpie") is not None
+
+
+def fit_hierarchical(
+    model: Any,
+    trials: pd.DataFrame,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    seed: int = 0,
+    sampler: Sampler = "auto",
+    hierarchical: bool = True,
+    cores: int | None = None,
+    target_accept: float | None = None,
+    progressbar: bool = False,
+    warn: bool = True,
+    log_likelihood: bool = True,
+    max_draws: int | None = None,
+) -> BayesFit:
+    """Sample ``model.pymc_model(trials, hierarchical)`` and diagnose the run.
+
+    ``model`` is a :class:`~cogtestbed.inference.base.CognitiveModel` (or any object with
+    ``pymc_model``) or an already built ``pm.Model``.  ``sampler="auto"`` uses nutpie (Rust NUTS
+    on a numba-compiled logp, Seyboldt et al.) when installed, else PyMC's NUTS; both draw from
+    the same posterior.  The returned InferenceData holds the pointwise log-likelihood (for
+    PSIS-LOO; ``log_likelihood=False`` skips it, e.g. in SBC loops where it is not used).  A
+    :class:`ConvergenceWarning` names every failed threshold when ``warn``.  ``target_accept``
+    defaults to the model's own ``target_accept`` attribute (models with stiff posteriors, such
+    as near-deterministic choosers, raise it), else :data:`TARGET_ACCEPT`.
+
+    ``max_draws``: where a run fails only its ESS or R-hat checks (no divergent transition: those
+    call for another geometry, not more draws), sample again with twice the draws per chain, the
+    same seed and tuning, until every check passes or the next run would exceed ``max_draws``
+    (Vehtari et al. 2021 recommend more draws for a low ESS).  ``diagnostics.n_draws`` is the draws
+    per chain of the run returned, ``diagnostics.seconds`` the time of all runs.
+
+    A seeded fit gives the same draws in every process on one machine and lock, whatever the
+    state of the compilation caches (the models are compiled without fast-math,
+    :func:`~cogtestbed.inference.reproducible.strict_float`); across CPUs they agree to Monte
+    Carlo error.
+    """
+    import pymc as pm
+
+    _check_sampling(draws, tune, chains, max_draws)
+    if target_accept is None:
+        target_accept = float(getattr(model, "target_accept", None) or TARGET_ACCEPT)
+    pm_model = model if isinstance(model, pm.Model) else model.pymc_model(trials, hierarchical)
+    use = _sampler_to_use(sampler)
+    cores = cores or min(chains, 2)
+    start = time.perf_counter()
+    free = [v.name for v in pm_model.free_RVs]
+    run = functools.partial(_sample, pm_model, use, model, hierarchical, tune=tune, chains=chains, seed=seed,
+                            cores=cores, target_accept=target_accept, progressbar=progressbar)
+    idata = run(draws)
+    diag = diagnose(idata, float("nan"), use, var_names=free)
+    while _more_draws_help(diag) and max_draws is not None and 2 * draws <= max_draws:
+        draws *= 2
+        idata = run(draws)
+        diag = diagnose(idata, float("nan"), use, var_names=free)
+    diag = dataclasses.replace(diag, seconds=time.perf_counter() - start)
+    if log_likelihood:
+        with pm_model:
+            pm.compute_log_likelihood(idata, progressbar=False)
+    _add_constant_data(idata, pm_model)
+    if warn and not diag.ok:
+        warnings.warn(
+            f"{getattr(model, 'name', 'model')}: sampler diagnostics failed: "
+            + "; ".join(diag.problems) + " — do not trust this posterior without more tuning/draws"
+            + (" (max_draws samples again with more draws where only ESS or R-hat fail)."
+               if _more_draws_help(diag) else "."),
+            ConvergenceWarning, stacklevel=outside_stacklevel(),
+        )
+    return BayesFit(idata, diag, getattr(model, "name", ""))
+
+
+def _check_sampling(draws: int, tune: int, chains: int, max_draws: int | None) -> None:
+    """Refuse draws, tuning, chains or ``max_draws`` that no sampler run can take."""
+    if draws < 1 or chains < 1 or tune < 0:
+        raise InputError(f"sampling needs draws >= 1, chains >= 1 and tune >= 0; got draws={draws}, "
+                         f"chains={chains}, tune={tune}")
+    if max_draws is not None and max_draws < draws:
+        raise InputError(f"max_draws ({max_draws}) must be at least draws ({draws})")
+
+
+def _sampler_to_use(sampler: str) -> str:
+    """``auto`` resolves to nutpie where installed, else PyMC; any other name must be one of the two."""
+    use = sampler
+    if use == "auto":
+        use = "nutpie" if nutpie_available() else "pymc"
+    if use not in ("nutpie", "pymc"):
+        raise InputError(f"sampler must be auto, nutpie or pymc, got {sampler!r}")
+    return use
+
+
+def _sample(pm_model: Any, use: str, model: Any, hierarchical: bool, draws: int, *, tune: int, chains: int,
+            seed: int, cores: int, target_accept: float, progressbar: bool) -> Any:
+    """One sampler run of ``draws`` per chain (nutpie on the cached compiled model, or PyMC's NUTS)."""
+    import pymc as pm
+
+    from cogtestbed.progress import for_sampling, nutpie_progress, pymc_callback
+
+    # the command line's reporter, where one is open and no bar of the sampler's own is asked for
+    progress = None if progressbar else for_sampling(
+        f"sampling {getattr(model, 'name', '') or 'the model'} ({chains} chains x {tune} tune + {draws} draws)")
+    if progress is not None:  # the up-front estimate, before the set-up
+        units = (tune + draws) * chains / max(1, min(chains, cores)) * _n_observed(pm_model)
+        progress.expect(f"{use}:{_kind_name(model, pm_model)}", units,
+                        compiled=use == "nutpie" and _compiled_key(pm_model, getattr(model, "name", id(model)),
+                                                                   hierarchical) in _COMPILED)
+    if use == "nutpie":
+        with strict_float():
+            compiled = _nutpie_compiled(pm_model, getattr(model, "name", id(model)), hierarchical)
+        import nutpie
+
+        # nutpie's own bar only where the caller asks for it (progressbar=True); with a reporter open, its
+        # progress is routed to our single line (nutpie_progress) and nutpie draws nothing itself
+        routed = nutpie_progress(progress, cores) if progress is not None else contextlib.nullcontext()
+        with routed:
+            idata = nutpie.sample(
+                compiled, draws=draws, tune=tune, chains=chains, seed=seed, cores=cores,
+                target_accept=target_accept, progress_bar=progressbar or progress is not None,
+                store_divergences=False,
+                low_rank_modified_mass_matrix=bool(getattr(model, "low_rank_mass_matrix", False)),
+            )
+        if progress is not None:
+            progress.finish()
+        return idata
+    extra = {"callback": pymc_callback(progress, draws, tune, chains)} if progress is not None else {}
+    with pm_model, _quiet_pymc(), strict_float():
+        idata = pm.sample(
+            draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
+            target_accept=target_accept, progressbar=progressbar, compute_convergence_checks=False, **extra,
+        )
+    if progress is not None:
+        progress.finish()
+    return idata
+
+
+def _more_draws_help(diag: Diagnostics) -> bool:
+    """Whether a failed run failed only on ESS or R-hat (no divergence), which more draws can mend."""
+    return not diag.ok and diag.divergences == 0
+
+
+_COMPILED: dict[Any, Any] = {}
+
+
+def _nutpie_compiled(pm_model: Any, name: Any, hierarchical: bool) -> Any:
+    """nutpie-compiled model, reused across fits with data of the same shapes.
+
+    Compiling a model to numba takes seconds; a recovery or SBC study refits one model to
+    many data sets of one shape.  The data live in ``pm.Data`` containers, so a cached
+    compilation is pointed at the new arrays with nutpie's ``with_data``.
+    """
+    import nutpie
+
+    data = {d.name: d.get_value() for d in pm_model.data_vars}
+    key = _compiled_key(pm_model, name, hierarchical)
+    if key not in _COMPILED:
+        if len(_COMPILED) > 8:
+            _COMPILED.clear()
+        _COMPILED[key] = nutpie.compile_pymc_model(pm_model)
+        return _COMPILED[key]
+    import dataclasses
+
+    cached = _COMPILED[key]
+    compiled = cached.with_data(**{k: v for k, v in data.items() if k in cached.shared_data})
+    # Coordinates (subject ids) come from the new model, not the cached one.
+    coords = {**(cached.coords or {}), **{k: pd.Index(v) for k, v in pm_model.coords.items()}}
+    return dataclasses.replace(compiled, _coords=coords)
+
+
+def _compiled_key(pm_model: Any, name: Any, hierarchical: bool) -> tuple[Any, ...]:
+    """The key of a compiled model in :data:`_COMPILED`: models equal in it share one compilation."""
+    data = {d.name: d.get_value() for d in pm_model.data_vars}
+    # A bare pm.Model has name "": the free variables (and an optional ``cogtestbed_key`` set by
+    # the builder) keep different models with equal data shapes (e.g. pooling variants) apart.
+    return (name, hierarchical, getattr(pm_model, "cogtestbed_key", None),
+            tuple(v.name for v in pm_model.free_RVs),
+            tuple(sorted((k, v.shape, str(v.dtype)) for k, v in data.items())),
+            tuple(sorted((k, len(v)) for k, v in pm_model.coords.items())),
+            _constant_digest(pm_model))
+
+
+def _kind_name(model: Any, pm_model: Any) -> str:
+    """A model's name for the sampling cost model (a bare pm.Model: its free variables)."""
+    name = getattr(model, "name", "") or ""
+    return name if name else ",".join(sorted(v.name for v in pm_model.free_RVs))[:120]
+
+
+def _n_observed(pm_model: Any) -> int:
+    """Observations of the model (the data a gradient evaluation visits): the longest data array,
+    ``pm.Data`` or observed constant; at least 1."""
+    sizes = [int(np.size(d.get_value())) for d in pm_model.data_vars]
+    for rv in pm_model.observed_RVs:
+        data = getattr(pm_model.rvs_to_values.get(rv), "data", None)
+        if data is not None:
+            sizes.append(int(np.size(data)))
+    return max([1, *sizes])
+
+
+def _constant_digest(pm_model: Any) -> str:
+    """SHA-256 of the graph's constants (observed arrays and index arrays given as numpy rather
+    than ``pm.Data``): ``with_data`` cannot re-point those, so they must be part of the key."""
+    import hashlib
+
+    from pytensor.graph.traversal import ancestors
+    from pytensor.tensor.variable import TensorConstant
+
+    outputs = [*pm_model.observed_RVs, *pm_model.deterministics, *pm_model.free_RVs]
+    digest = hashlib.sha256()
+    for var in ancestors(outputs):
+        if isinstance(var, TensorConstant) and var.data.size > 1:
+            digest.update(np.ascontiguousarray(var.data).tobytes())
+    for rv in pm_model.observed_RVs:
+        value = pm_model.rvs_to_values[rv]
+        if isinstance(value, TensorConstant):
+            digest.update(np.ascontiguousarray(value.data).tobytes())
+    return digest.hexdigest()
+
+
+def _add_constant_data(idata: Any, pm_model: Any) -> None:
+    """Store the model's ``pm.Data`` (e.g. ``obs_subject``) in ``constant_data`` (nutpie omits it)."""
+    import xarray as xr
+
+    if "constant_data" in idata.groups():
+        return
+    dims = pm_model.named_vars_to_dims
+    ds = xr.Dataset({d.name: (dims.get(d.name, [f"{d.name}_dim_{i}" for i in range(d.ndim)]),
+                              d.get_value()) for d in pm_model.data_vars})
+    idata.add_groups(constant_data=ds)
+
+
+class _quiet_pymc:
+    """Silence PyMC's per-fit INFO logging (sampler banner) inside studies."""
+
+    def __enter__(self) -> None:
+        self._logger = logging.getLogger("pymc")
+        self._level = self._logger.level
+        self._logger.setLevel(logging.WARNING)
+
+    def __exit__(self, *exc: Any) -> None:
+        self._logger.setLevel(self._level)

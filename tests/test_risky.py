@@ -89,6 +89,24 @@ def test_expected_value_model_is_prospect_theory_at_lambda_alpha_one() -> None:
     assert ev.nll(np.array([1.3]), data) == pytest.approx(pt.nll(np.array([1.0, 1.0, 1.3]), data))
 
 
+@pytest.mark.parametrize("name", ["prospect-theory", "expected-value"])
+def test_grid_nll_equals_the_pointwise_kernels(name: str) -> None:
+    """The fast start-grid NLL (value differences shared by rows with one (λ, α)) is the generic
+    path's sum of the pointwise kernel, on the start grid and on shuffled rows, invalid answers left out."""
+    from cogtestbed.inference.base import CognitiveModel
+
+    model = MODELS[name]
+    table = simulate(get_experiment("risky-choice"), name, 3, 7)
+    table.loc[table.index[::5], "valid"] = False
+    rng = np.random.default_rng(2)
+    for data in model.subject_data(table).values():
+        grid = model.start_grid()
+        rows = np.concatenate([grid, grid[rng.permutation(len(grid))[:50]]])
+        fast, generic = model.nll_many(rows, data), CognitiveModel.nll_many(model, rows, data)
+        np.testing.assert_allclose(fast, generic, rtol=1e-12)
+        assert fast.shape == (len(rows),) and np.all(fast > 0)
+
+
 def test_loss_averse_decider_avoids_the_riskier_symmetric_lottery() -> None:
     spec = get_experiment("risky-choice")
     averse = simulate(spec, "prospect-theory", 20, 1, params={"lambda": 3.0, "alpha": 1.0, "theta": 2.0})

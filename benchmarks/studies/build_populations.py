@@ -8,12 +8,17 @@ machine, and its population's ``source`` says so.
 
     python benchmarks/studies/build_populations.py cogbench-instrumental
     python benchmarks/studies/build_populations.py shahar2019 [--subjects N]
-    python benchmarks/studies/build_populations.py spektor2024 [--subjects N]
+    python benchmarks/studies/build_populations.py spektor2024 [--subjects N] [--draws D --max-draws M]
+
+The population is written only when its fit passes the gate; otherwise the script prints the fit's
+diagnostics and says it wrote nothing.  Every run prints the fit's diagnostics (max R-hat, min bulk
+and tail ESS, divergences) and its wall and CPU time (the process's, all sampler threads).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,18 +82,29 @@ def table_of(build: Build, subjects: int | None, seed: int = 0) -> tuple[object,
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("name", choices=sorted(POPULATIONS))
-    ap.add_argument("--subjects", type=int, default=None, help="participants fitted (default: the build's)")
+    ap.add_argument("--subjects", type=int, default=None, help="participants fitted (default: the build's; 0: all)")
+    ap.add_argument("--draws", type=int, default=None, help="draws (and tuning steps) per chain (default: the build's)")
+    ap.add_argument("--max-draws", type=int, default=None, help="doubling limit (default: the build's)")
     ap.add_argument("--output", type=Path, default=None, help="default: the package's populations folder")
     args = ap.parse_args()
     build = POPULATIONS[args.name]
-    table, which = table_of(build, args.subjects if args.subjects is not None else build.subjects)
+    subjects = build.subjects if args.subjects is None else (args.subjects or None)
+    table, which = table_of(build, subjects)
+    draws = args.draws or build.draws
     out = args.output or shipped_directory() / f"{args.name}.json"
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     pop = ct.build_population(build.experiment, table, model=build.model, name=args.name,
-                              source=f"{build.source}; {which}", draws=build.draws, chains=build.chains,
-                              max_draws=build.max_draws, output=out, force=True)
+                              source=f"{build.source}; {which}", draws=draws, chains=build.chains,
+                              max_draws=args.max_draws or max(build.max_draws, draws), allow_unconverged=True)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     print("\n".join(describe_population(pop)))
-    print(f"wrote {out} ({out.stat().st_size / 1024:.0f} kB) in {time.perf_counter() - start:.0f} s wall")
+    print(json.dumps({"population": args.name, "subjects": pop.subjects, "fit": pop.fit,
+                      "wall_s": round(wall), "cpu_s": round(cpu)}), flush=True)
+    if pop.fit.get("unconverged_allowed"):
+        print("NOT written: the fit fails the population gate (R-hat <= 1.01, 0 divergences)")
+        return
+    pop.save(out)
+    print(f"wrote {out} ({out.stat().st_size / 1024:.0f} kB) in {wall:.0f} s wall, {cpu:.0f} s CPU")
 
 
 if __name__ == "__main__":

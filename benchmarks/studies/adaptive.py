@@ -12,6 +12,10 @@ trials ratio: bootstrap over subjects, 200 resamples).  Coverage of a calibrated
 
     .venv/bin/python benchmarks/studies/adaptive.py --subjects 500 --trials 30
     .venv/bin/python benchmarks/studies/adaptive.py --experiment risky-choice --targets loss_aversion
+    .venv/bin/python benchmarks/studies/adaptive.py --experiment magnitude --targets w_prior --trials 30
+
+Magnitude estimation plays one block (line ratio, base condition, text, medium range: the spec's
+``study_design``); its fixed arm is the instrument's own stimuli, uniform over the range.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ def main() -> None:
                   f"{s['adaptive_trials_to_fixed_sd']:.0f} trials: ratio {s['trials_ratio']:.3f} ± "
                   f"{s['trials_ratio_se']:.3f} (goal <= 0.333; resamples that never reach it: "
                   f"{s['trials_ratio_unreached']})")
+            print(f"{'':<14}posterior SD after {args.trials} trials, adaptive / fixed: {s['sd_ratio']:.3f} ± "
+                  f"{s['sd_ratio_se']:.3f}")
 
 
 if __name__ == "__main__":

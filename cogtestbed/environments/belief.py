@@ -52,6 +52,8 @@ import pandas as pd
 from gymnasium import spaces
 from pydantic import Field, field_validator, model_validator
 
+from cogtestbed.environments import belief_adaptive
+from cogtestbed.environments.adaptive import DESIGN_COLUMN, AdaptiveFields, is_adaptive
 from cogtestbed.environments.base import AnswerDefaults, Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.bayesnets import (
     Network,
@@ -221,8 +223,11 @@ def _split(v: Any) -> Any:
     return v
 
 
-class BeliefDesign(Design):
-    """Design of the belief-coherence experiment; defaults are the paper's 200 contexts × 5 reps."""
+class BeliefDesign(Design, AdaptiveFields):
+    """Design of the belief-coherence experiment; defaults are the paper's 200 contexts × 5 reps.
+
+    ``adaptive`` / ``trials`` (issue 53): ``trials`` contexts (``n_contexts``), each drawn from the p*
+    bin chosen for information on the named decision-model parameters (:mod:`.belief_adaptive`)."""
 
     network: str = "child"
     #: "node=state"; None: the network's default (:data:`NETWORK_DEFAULTS`).
@@ -247,6 +252,11 @@ class BeliefDesign(Design):
     def _split_lists(cls, v: Any) -> Any:
         return _split(v)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _adaptive_length(cls, data: Any) -> Any:
+        return belief_adaptive.contexts_from_trials(data)
+
     @field_validator("variants")
     @classmethod
     def _variants(cls, v: tuple[str, ...]) -> tuple[str, ...]:
@@ -257,6 +267,7 @@ class BeliefDesign(Design):
 
     @model_validator(mode="after")
     def _network_ok(self) -> BeliefDesign:
+        belief_adaptive.check_design(self)
         try:
             ground_truth(self)
         except NetworkError as exc:
@@ -548,6 +559,8 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
     @classmethod
     def sample_sessions(cls, design: BeliefDesign, n: int, rng: np.random.Generator) -> BeliefSessions:
         gt = ground_truth(design)
+        if is_adaptive(design):  # issue 53: n_contexts draws per p* bin, the chooser picks the bins
+            return BeliefSessions(*belief_adaptive.draw_pools(gt, n, design.n_bins, design.n_contexts, rng))
         config = np.stack([stratified_configs(gt, design.n_contexts, design.n_bins, rng) for _ in range(n)])
         theta = (rng.random(config.shape) < gt.pstar[config]).astype(np.int64)
         return BeliefSessions(config=config, theta=theta)
@@ -570,6 +583,13 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
             "p_no": np.full((1, steps), np.nan), "forced": np.full((1, steps), -1, dtype=np.int64),
             "aux": np.full((1, steps, MAX_AUX_STATES), np.nan),
         })
+        if is_adaptive(self.design):
+            belief_adaptive.start(self, (self.kind_of == BELIEF) & (self.arg_of == VARIANTS.index("pi0")),
+                                  self.kind_of == DECISION)
+
+    def _record(self, t: int, action: Any, reward: float) -> None:
+        if is_adaptive(self.design):
+            belief_adaptive.record(self, t)
 
     def _action_value(self, action: Any) -> Any:
         """The recorded number: P(Yes) (belief, lie_cond), the choice (decision), Σ P(z) (lie_aux)."""
@@ -649,8 +669,13 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
     @classmethod
     def trials_table(cls, design: BeliefDesign, sessions: BeliefSessions, outcomes: Outcomes,
                      *, agent: str = "unknown", params: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
-        """One row per call with the columns of the module docstring (see :func:`belief_columns`)."""
+        """One row per call with the columns of the module docstring (see :func:`belief_columns`); an
+        adaptive session's: the contexts it chose and each call's ``design_index`` (the p* bin)."""
+        if is_adaptive(design):
+            sessions = BeliefSessions(*belief_adaptive.chosen_contexts(design, outcomes))
         stimulus = belief_columns(design, sessions, outcomes)
+        if is_adaptive(design):
+            stimulus[DESIGN_COLUMN] = outcomes.extra[DESIGN_COLUMN]
         return finish_table(EXPERIMENT, {**stimulus, "action": outcomes.action,
                                          "reward": np.full(outcomes.action.shape, np.nan), "valid": outcomes.valid,
                                          "raw_response": outcomes.raw_response, "parse_error": outcomes.parse_error},

@@ -34,6 +34,7 @@ from gymnasium import spaces
 from pydantic import Field, field_validator, model_validator
 
 from cogtestbed.environments import magnitude_stimuli as stim
+from cogtestbed.environments.adaptive import DESIGN_COLUMN, AdaptiveFields, chooser_for, is_adaptive
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.errors import InputError
@@ -79,6 +80,12 @@ STEERING_VERBAL = ("You should behave like a Bayesian observer and take into acc
 STEERING_RANGE = "For {n} previous {observations}, the values were observed to lie in the range of {lo} to {hi}."
 #: [gap] trials per session (the paper gives none; the BCS power analysis favours ≥ 50).
 DEFAULT_TRIALS = 50
+#: [gap] candidate stimuli of an adaptive session (issue 53; ours): 11 positions u = (x − a)/W evenly
+#: spaced over the session range [a, a + W], its ends included (the paper draws stimuli uniformly from
+#: the range, Sec. 3.1: an adaptive session asks within the same range).
+ADAPTIVE_STIMULI: tuple[float, ...] = tuple(float(v) for v in np.linspace(0.0, 1.0, 11))
+#: Conditions an adaptive session cannot play: order reversal *is* the fixed stimulus order reversed.
+NOT_ADAPTIVE_CONDITIONS = ("order-reversal",)
 
 #: Steering codes carried by the observation (0 none, 1 verbal, 2 numerical, 3 biased numerical).
 STEER_NONE, STEER_VERBAL, STEER_NUMERICAL, STEER_BIASED = 0, 1, 2, 3
@@ -163,8 +170,13 @@ def _tuple(v: Any) -> Any:
     return v
 
 
-class MagnitudeDesign(Design):
+class MagnitudeDesign(Design, AdaptiveFields):
     """A BayesBench design (defaults for the paper's gaps, Ma et al. 2025 §3, App. A.3).
+
+    ``adaptive`` / ``trials`` (issue 53): every block plays ``trials`` trials (``trials_per_session`` =
+    ``trials``) whose stimuli are chosen from :data:`ADAPTIVE_STIMULI` of the block's range, each for
+    information on the named static-Bayes parameters (one posterior over the subject's blocks, as the
+    model's fit shares them).
 
     Documented defaults where the paper is silent:
 
@@ -201,6 +213,19 @@ class MagnitudeDesign(Design):
 
     _split = field_validator("conditions", "modalities", "ranges", mode="before")(_tuple)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _adaptive_length(cls, data: Any) -> Any:
+        """An adaptive design's blocks are ``trials`` long (a ``trials_per_session`` other than the
+        default and ``trials`` is refused)."""
+        if isinstance(data, dict) and data.get("adaptive") and data.get("trials"):
+            given = data.get("trials_per_session")
+            if given is not None and int(given) not in (int(data["trials"]), DEFAULT_TRIALS):
+                raise InputError(f"an adaptive magnitude session plays trials={data['trials']} per block: "
+                                 f"trials_per_session={given} contradicts it")
+            data = {**data, "trials_per_session": data["trials"]}
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> MagnitudeDesign:
         if self.task != "all" and self.task not in TASKS:
@@ -215,8 +240,19 @@ class MagnitudeDesign(Design):
                 raise InputError(f"{name}s must be distinct values of {', '.join(known)}; got {values}")
         if not self.blocks:
             raise InputError("no block to play: the duration task has only the text modality")
+        self._check_adaptive()
         check_subject_memory(self)
         return self
+
+    def _check_adaptive(self) -> None:
+        if bool(self.adaptive) != (self.trials > 0):
+            raise InputError("an adaptive session needs both adaptive parameters and trials >= 1 "
+                             f"(got adaptive={list(self.adaptive)}, trials={self.trials})")
+        fixed = [c for c in self.conditions if c in NOT_ADAPTIVE_CONDITIONS]
+        if self.adaptive and fixed:
+            raise InputError(f"an adaptive magnitude session cannot play {', '.join(fixed)}: it is the fixed "
+                             "stimulus order reversed, and an adaptive session has no fixed order (drop it from "
+                             "conditions)")
 
     @property
     def tasks(self) -> tuple[str, ...]:
@@ -565,6 +601,19 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         assert self.session is not None
         self._steps = step_arrays(self.design, self.session)
         self._images, self._users, self._answers = {}, {}, {}
+        self._chooser: Any = None
+        if is_adaptive(self.design):  # issue 53: the chooser names each stimulus; its index is recorded
+            self._chooser = chooser_for(EXPERIMENT, self.design)
+            self.outcomes.extra[DESIGN_COLUMN] = np.full((1, self.design.n_trials), -1, dtype=np.int64)
+            self._choose(0)
+
+    def _choose(self, step: int) -> None:
+        """Ask the chooser for the stimulus of ``step``: position u of the block's range."""
+        assert self._steps is not None
+        code = int(self._chooser.choose())
+        self.outcomes.extra[DESIGN_COLUMN][0, step] = code
+        lo, hi = self._steps.value("low", step), self._steps.value("high", step)
+        self._steps.x[0, step] = lo + ADAPTIVE_STIMULI[code] * (hi - lo)
 
     def _pos(self) -> int:
         return min(self.t, self.design.n_trials - 1)
@@ -613,6 +662,13 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
 
     def _record(self, t: int, action: Any, reward: float) -> None:
         self._answers[t] = self._answer_text(t)
+        if self._chooser is None:
+            return
+        if not self._is_no_action(action):  # an invalid answer teaches nothing: the same posterior chooses
+            lo, hi = self._value("low", t), self._value("high", t)
+            self._chooser.update(int(self.outcomes.extra[DESIGN_COLUMN][0, t]), (float(action) - lo) / (hi - lo))
+        if t + 1 < self.design.n_trials:
+            self._choose(t + 1)
 
     def _answer_text(self, step: int) -> str:
         """The subject's own earlier answer as the history shows it (raw text, else the number)."""
@@ -686,6 +742,13 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         s = step_arrays(design, sessions)
         sch = s.schedule
         n = sessions.n_subjects
+        chosen = outcomes.extra.get(DESIGN_COLUMN)
+        x = np.reshape(s.x, -1)
+        if is_adaptive(design):
+            if chosen is None:
+                raise InputError("outcomes of an adaptive design carry the stimuli chosen (play it step by step)")
+            u = np.asarray(ADAPTIVE_STIMULI)[np.reshape(chosen, -1)]
+            x = np.tile(sch.low, n) + u * np.tile(sch.high - sch.low, n)
 
         def cat(codes: np.ndarray, values: tuple[str, ...]) -> pd.Categorical:
             return pd.Categorical.from_codes(np.tile(codes.astype(np.int8), n), categories=list(values),
@@ -696,10 +759,12 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         stimulus: dict[str, Any] = {
             "task": cat(task_codes, TASK_NAMES), "condition": cat(sch.condition, CONDITIONS),
             "modality": cat(sch.modality, MODALITIES), "range": cat(range_codes, RANGES),
-            "x": np.reshape(s.x, -1), "range_low": np.tile(sch.low, n), "range_high": np.tile(sch.high, n),
+            "x": x, "range_low": np.tile(sch.low, n), "range_high": np.tile(sch.high, n),
             "blur": np.tile(sch.blur, n), "context": np.tile(sch.context, n),
             "render_seed": np.reshape(s.render_seed, -1),
             "session": np.tile(sch.block, n), "trial": np.tile(sch.trial, n),
             **outcome_columns(outcomes), "action": np.asarray(outcomes.action, dtype=np.float64),
         }
+        if chosen is not None and is_adaptive(design):
+            stimulus[DESIGN_COLUMN] = np.reshape(chosen, -1)
         return finish_table(EXPERIMENT, stimulus, agent=agent, params=params)

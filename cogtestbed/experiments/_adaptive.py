@@ -38,6 +38,14 @@ class AdaptiveDecl:
     model: str
     space: Callable[[Any], DesignSpace]
     note: str = ""
+    #: Where the posterior reads more than (design, answer) from a table (continuous answers, a
+    #: covariate the subject reports): per subject, per trial, (design index, the kernel's observation
+    #: fields); the adaptive-vs-fixed comparison then plays both arms through the environment (the
+    #: fixed arm: the instrument's own stimuli) and replays each posterior with these.
+    observations: Callable[[Any], list[list[tuple[int, dict[str, Any]]]]] | None = None
+    #: Design fields of the adaptive-vs-fixed comparison and of ``plan --adaptive`` (e.g. one block
+    #: of magnitude estimation, where ``--trials`` counts the trials of every block).
+    study_design: tuple[tuple[str, Any], ...] = ()
 
 
 def register_adaptive(spec: Any) -> None:

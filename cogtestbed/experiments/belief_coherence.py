@@ -3,7 +3,9 @@
 from collections.abc import Mapping
 from typing import Any
 
+from cogtestbed.experiments._adaptive import AdaptiveDecl
 from cogtestbed.experiments.spec import ExperimentSpec, Generator, MetricsSpec, StudyDecl, lazy
+from cogtestbed.inference.adaptive_belief import ADAPTIVE_MODEL, adaptive_space, fixed_design_only, observations
 from cogtestbed.inference.belief import METRIC_OPTIONS, TESTS, belief_metrics, belief_test
 from cogtestbed.inference.belief_models import MODELS, mnl_uncentred
 from cogtestbed.tables.belief import SCHEMA
@@ -69,8 +71,9 @@ SPEC = ExperimentSpec(
     models=MODELS,
     generators={"mnl": Generator("logit-rum", params=_mnl_to_utilities),
                 "loss": Generator("loss-rum", params=_loss_to_agent)},
-    metrics=MetricsSpec(belief_metrics, unit="per_subject", headline=(*_TESTS, "t1_cmi_isotonic", "accuracy"),
-                        options=METRIC_OPTIONS, tests={name: belief_test(name) for name in TESTS},
+    metrics=MetricsSpec(fixed_design_only(belief_metrics), unit="per_subject",
+                        headline=(*_TESTS, "t1_cmi_isotonic", "accuracy"), options=METRIC_OPTIONS,
+                        tests={name: fixed_design_only(belief_test(name)) for name in TESTS},
                         smoke_options=_SMOKE_OPTIONS, unidentified=("t2", "t4"),
                         aliases={"T1a": "t1_cmi", "T1b": "t1_nested", "T1c": "t1_lr", "T2": "t2", "T3": "t3",
                                  "T4": "t4"}),
@@ -94,7 +97,8 @@ SPEC = ExperimentSpec(
         StudyDecl("recovery", "4-parameter MNL at the paper design (200 contexts x 5)", model="mnl"),
         StudyDecl("recovery", "loss-form decider (c_FP, c_D, scale, gamma)", model="loss"),
     ),
-    adaptive=("its decision models read the subject's own reported belief (no design variable) and have 4 "
-             "parameters (the grid takes at most 3); its queries are the published networks' contexts, which the "
-             "coherence metrics need in full"),
+    adaptive=AdaptiveDecl(ADAPTIVE_MODEL, adaptive_space,
+                          "the p* bin of the next context (the instrument's non-empty bins; a configuration drawn "
+                          "within it as the fixed design draws it)", observations=observations,
+                          study_design=(("variants", ("pi0",)), ("lie_node", "none"), ("n_reps", 1))),
 )

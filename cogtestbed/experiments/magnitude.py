@@ -1,5 +1,6 @@
 """Magnitude estimation (BayesBench; Ma, Wang & Fountas 2025): four tasks, three sessions, ablations."""
 
+from cogtestbed.experiments._adaptive import AdaptiveDecl
 from cogtestbed.experiments.spec import (
     Decoding,
     ExperimentSpec,
@@ -8,6 +9,7 @@ from cogtestbed.experiments.spec import (
     lazy,
     same_name_generators,
 )
+from cogtestbed.inference.adaptive_magnitude import ADAPTIVE_MODEL, adaptive_space, fixed_design_only, observations
 from cogtestbed.inference.magnitude import (
     CONDITIONS,
     HIERARCHY_CHAINS,
@@ -32,7 +34,7 @@ SPEC = ExperimentSpec(
     models=MODELS,
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(
-        magnitude_metrics, unit="per_subject", headline=("nrmse", "bcs", "bcs_per_task", "w_prior",
+        fixed_design_only(magnitude_metrics), unit="per_subject", headline=("nrmse", "bcs", "bcs_per_task", "w_prior",
                                                          "factor_evidence", "rre", "bayesbench",
                                                          "bias_variance", "image_weight"),
         unidentified=("bcs", "bcs_per_task", "bcs_signs", "w_prior", "w_prior_se", "factor_evidence", "rre",
@@ -68,7 +70,9 @@ SPEC = ExperimentSpec(
                   params={"w_prior": 0.4, "sigma_dec": 0.1},
                   design={"task": "line-ratio", "ranges": "medium", "trials_per_session": 30}),
     ),
-    adaptive=("answers are continuous estimates, and the observer's prior is learnt from the session's stimulus "
-             "distribution (regression to the mean is the measurement), so choosing the stimuli changes what is "
-             "measured"),
+    adaptive=AdaptiveDecl(ADAPTIVE_MODEL, adaptive_space,
+                          "the stimulus's position in the block's range: 11 positions, ends included (ours)",
+                          observations=observations, study_design=(
+                              ("task", "line-ratio"), ("conditions", ("base",)), ("modalities", ("text",)),
+                              ("ranges", ("medium",)))),
 )

@@ -40,7 +40,9 @@ from cogtestbed.inference.base import CognitiveModel
 #: Grid nodes per parameter by number of parameters: 121² nodes put 0.1 between nodes of log k
 #: (prior SD 1.5, ±4 SD); a 3-parameter grid of 31³ = 29 791 nodes keeps a trial choice under 50 ms
 #: on one core (``benchmarks/bench_adaptive.py``).
-GRID_POINTS = {1: 801, 2: 121, 3: 31}
+#: A 4-parameter grid (belief coherence's MNL decider) of 17⁴ = 83 521 nodes puts 0.5 prior SD
+#: between nodes.
+GRID_POINTS = {1: 801, 2: 121, 3: 31, 4: 17}
 #: Half-width of the grid in prior SDs on the unconstrained scale (the prior mass outside ±4 SD of a
 #: normal is 6e-5: a subject drawn there is clipped to the edge node's value).
 GRID_SPAN = 4.0
@@ -60,8 +62,13 @@ class DesignSpace:
 
     key: str
     fields: Mapping[str, np.ndarray]
-    answers: tuple[int, ...]
+    answers: tuple[Any, ...]
     labels: tuple[str, ...] = ()
+    #: Continuous answers (magnitude estimates): ``answers`` are the centres of equal-width bins
+    #: the expected information is computed over (midpoint rule: the kernel's density at each centre,
+    #: normalised over the bins), while an answer updates the posterior with the kernel's density at
+    #: its exact value (:meth:`AdaptiveDesigner.update`).
+    continuous: bool = False
 
     @property
     def size(self) -> int:
@@ -78,6 +85,7 @@ class GridTable:
     prob: np.ndarray  # (G, D, Y) p(y | θ_g, d)
     log_prob: np.ndarray  # (G, D, Y)
     entropy: np.ndarray  # (G, D) H[p(y | θ_g, d)] in nats
+    theta: np.ndarray  # (G, ·) the kernel's parameter rows of the nodes (exact updates: :func:`node_loglik`)
     #: Per target set, what :func:`_target_major` derives (filled on first use).
     by_targets: dict[tuple[str, ...], tuple[np.ndarray, int, np.ndarray | None]] = field(default_factory=dict)
 
@@ -95,8 +103,8 @@ def likelihood_table(model: CognitiveModel, space: DesignSpace, points: int | No
     """The grid and ``p(y | θ_g, d)`` of every node, design and answer, from the model's own
     pointwise kernel (one call per chunk of rows; cached per model, space and grid)."""
     k = len(model.parameters)
-    if k > 3:
-        raise InputError(f"model {model.name!r} has {k} parameters: the adaptive grid takes at most 3")
+    if k > max(GRID_POINTS):
+        raise InputError(f"model {model.name!r} has {k} parameters: the adaptive grid takes at most {max(GRID_POINTS)}")
     points = points or GRID_POINTS[k]
     key = (type(model).__qualname__, model.name, space.key, points, span)
     if key in _TABLES:
@@ -111,7 +119,8 @@ def likelihood_table(model: CognitiveModel, space: DesignSpace, points: int | No
     prob = np.exp(log_prob)
     with np.errstate(divide="ignore", invalid="ignore"):
         entropy = -np.sum(np.where(prob > 0, prob * log_prob, 0.0), axis=2)
-    table = GridTable(tuple(model.parameters.names), axes, log_prior, prob, log_prob, entropy)
+    theta = np.ascontiguousarray(model.kernel_theta(natural))
+    table = GridTable(tuple(model.parameters.names), axes, log_prior, prob, log_prob, entropy, theta)
     _TABLES[key] = table
     return table
 
@@ -127,11 +136,10 @@ def _kernel_table(model: CognitiveModel, natural: np.ndarray, space: DesignSpace
     kernel = model._kernel()
     theta = np.ascontiguousarray(model.kernel_theta(natural))
     g_all, d_n, y_n = theta.shape[0], space.size, len(space.answers)
-    answer_dtype = np.int64
     out = np.empty((g_all, d_n, y_n))
     per = max(1, _CHUNK_ROWS // max(1, d_n * y_n))
     design_arrays = [np.asarray(space.fields[f]) for f in fields[1:]]
-    answers = np.asarray(space.answers, dtype=answer_dtype)
+    answers = np.asarray(space.answers, dtype=np.float64 if space.continuous else np.int64)
     for start in range(0, g_all, per):
         stop = min(g_all, start + per)
         g = stop - start
@@ -143,6 +151,23 @@ def _kernel_table(model: CognitiveModel, natural: np.ndarray, space: DesignSpace
         out[start:stop] = ll.reshape(g, d_n, y_n)
     out -= _logsumexp(out, axis=2)[..., None]
     return out
+
+
+def node_loglik(model: CognitiveModel, theta: np.ndarray, observation: Mapping[str, Any]) -> np.ndarray:
+    """log p(observations | θ_g) of every grid node (G,), summed over the observations: the model's
+    kernel at the observed fields (``observation``: every field of
+    :attr:`CognitiveModel.observation_fields`, the answer first, each an array of m observations)."""
+    fields = model.observation_fields
+    missing = [f for f in fields if f not in observation]
+    if missing:
+        raise InputError(f"an observation of model {model.name!r} lacks the field(s) {missing}")
+    arrays = [np.asarray(observation[f]) for f in fields]
+    m = int(arrays[0].shape[0])
+    g = theta.shape[0]
+    obs_subject = np.repeat(np.arange(g, dtype=np.int64), m)
+    tiled = [np.ascontiguousarray(np.tile(a, (g,) + (1,) * (a.ndim - 1))) for a in arrays]
+    ll, _ = model._kernel()(theta, obs_subject, *tiled)
+    return np.asarray(ll, dtype=np.float64).reshape(g, m).sum(axis=1)
 
 
 def _logsumexp(x: np.ndarray, axis: int | None = None) -> Any:
@@ -189,7 +214,8 @@ class AdaptiveDesigner:
     points: int | None = None
     table: GridTable = field(init=False)
     log_post: np.ndarray = field(init=False)
-    history: list[tuple[int, int]] = field(init=False, default_factory=list)
+    history: list[tuple[int, Any]] = field(init=False, default_factory=list)
+    _weights: tuple[np.ndarray, np.ndarray] | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         names = tuple(self.model.parameters.names)
@@ -206,16 +232,35 @@ class AdaptiveDesigner:
     # -- posterior -----------------------------------------------------------------------
     @property
     def weights(self) -> np.ndarray:
-        """Posterior probability of every grid node (G,)."""
+        """Posterior probability of every grid node (G,) (computed once per posterior)."""
+        if self._weights is not None and self._weights[0] is self.log_post:
+            return self._weights[1]
         w = np.exp(self.log_post - self.log_post.max())
-        return w / w.sum()
+        w /= w.sum()
+        self._weights = (self.log_post, w)
+        return w
 
     def update(self, design: int, answer: Any) -> None:
-        """Bayes' rule on the grid after ``answer`` to candidate ``design`` (the model's likelihood)."""
+        """Bayes' rule on the grid after ``answer`` to candidate ``design`` (the model's likelihood;
+        a continuous space's answer: the kernel's density at its exact value and the design's fields)."""
+        if self.space.continuous:
+            d = int(design)
+            obs = {f: np.asarray(self.space.fields[f])[d:d + 1] for f in self.model.observation_fields[1:]}
+            self.observe(d, {self.model.observation_fields[0]: np.array([float(answer)]), **obs})
+            return
         y = self.space.answers.index(int(answer))
         self.log_post = self.log_post + self.table.log_prob[:, int(design), y]
         self.log_post -= self.log_post.max()
         self.history.append((int(design), int(answer)))
+
+    def observe(self, design: int, observation: Mapping[str, Any]) -> None:
+        """Bayes' rule on the grid after the observations ``observation`` (the model's kernel fields,
+        :func:`node_loglik`) of the trial that asked candidate ``design``: for answers whose likelihood
+        reads more than the design (belief coherence's decisions read the subject's reported belief)."""
+        self.log_post = self.log_post + node_loglik(self.model, self.table.theta, observation)
+        self.log_post -= self.log_post.max()
+        first = np.asarray(observation[self.model.observation_fields[0]])
+        self.history.append((int(design), first.tolist()))
 
     def marginal(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """(nodes on the unconstrained scale, posterior probabilities) of one parameter."""
@@ -276,4 +321,4 @@ def replay(model: CognitiveModel, space: DesignSpace, answers: Sequence[Any], ta
     return chosen
 
 
-__all__ = ["AdaptiveDesigner", "DesignSpace", "GridTable", "likelihood_table", "replay"]
+__all__ = ["AdaptiveDesigner", "DesignSpace", "GridTable", "likelihood_table", "node_loglik", "replay"]

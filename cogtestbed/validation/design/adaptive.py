@@ -76,11 +76,13 @@ def _space(exp: Experiment, design: Any) -> DesignSpace:
 def compare(experiment: str | Experiment, targets: Sequence[str] | str, trials: int, subjects: int,
             seed: int = 0) -> AdaptiveComparison:
     """Simulate ``subjects`` subjects drawn from the prior through ``trials`` adaptive trials (on
-    ``targets``) and ``trials`` fixed ones, and every posterior along the way (module docstring)."""
+    ``targets``) and ``trials`` fixed ones, and every posterior along the way (module docstring;
+    the design: the spec's ``AdaptiveDecl.study_design`` with the adaptive fields)."""
     exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
     model = adaptive_model(exp)
     fields = adaptive_fields(exp, targets, trials)
-    design = exp.env_cls.design_cls(**fields)
+    assert isinstance(exp.adaptive, AdaptiveDecl)
+    design = exp.env_cls.design_cls(**{**dict(exp.adaptive.study_design), **fields})
     space = _space(exp, design)
     if subjects < 2:
         raise InputError("the comparison needs at least 2 subjects")
@@ -89,21 +91,54 @@ def compare(experiment: str | Experiment, targets: Sequence[str] | str, trials: 
     truth = {p.name: np.asarray(p.to_unconstrained(natural[p.name])) for p in model.parameters}
     gen = exp.generators[model.name]
     table = simulate(exp, gen.agent, subjects, seed, gen.agent_params(natural), design=design)
+    tuple_targets = tuple(fields["adaptive"])
+    decl = exp.adaptive
+    assert isinstance(decl, AdaptiveDecl)
+    if decl.observations is not None:  # both arms through the environment, posteriors from the kernel
+        fixed_design = type(design)(**{**design.model_dump(), "adaptive": (), "trials": 0})
+        fixed = simulate(exp, gen.agent, subjects, seed, gen.agent_params(natural), design=fixed_design)
+        curves = {arm: _observed_curves(model, space, tuple_targets, decl.observations(t), trials)
+                  for arm, t in (("fixed", fixed), ("adaptive", table))}
+        return AdaptiveComparison(exp.name, tuple_targets, trials, truth, curves)
     adaptive_runs = [(g[DESIGN_COLUMN].to_numpy(dtype=np.int64), g["action"].to_numpy(dtype=np.int64))
                      for _, g in table.sort_values(["subject", "trial"]).groupby("subject", sort=True)]
     if any(len(d) != trials for d, _ in adaptive_runs):
         raise InputError("an adaptive session ended early (an invalid answer): the comparison needs whole sessions")
-    order = np.concatenate([order_rng.permutation(space.size) for _ in range(-(-trials // space.size))])[:trials]
-    theta = np.column_stack([natural[n] for n in model.parameters.names])
-    prob = np.exp(_kernel_table(model, theta, space))[:, order, :]  # (subjects, trials, answers)
-    u = answer_rng.random((subjects, trials, 1))
-    picks = np.minimum((u > np.cumsum(prob, axis=2)).sum(axis=2), len(space.answers) - 1)
-    answers = np.asarray(space.answers)[picks]
-    fixed_runs = [(order, answers[i]) for i in range(subjects)]
-    tuple_targets = tuple(fields["adaptive"])
+    fixed_runs = _random_order_runs(model, space, natural, trials, order_rng, answer_rng)
     curves = {arm: _posterior_curves(model, space, tuple_targets, runs)
               for arm, runs in (("fixed", fixed_runs), ("adaptive", adaptive_runs))}
     return AdaptiveComparison(exp.name, tuple_targets, trials, truth, curves)
+
+
+def _random_order_runs(model: Any, space: DesignSpace, natural: dict[str, np.ndarray], trials: int,
+                       order_rng: np.random.Generator, answer_rng: np.random.Generator
+                       ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The fixed arm of a discrete design space: one seeded random order of the whole space (the same
+    for every subject), answers drawn from the model's likelihood at each subject's parameters."""
+    order = np.concatenate([order_rng.permutation(space.size) for _ in range(-(-trials // space.size))])[:trials]
+    theta = np.column_stack([natural[n] for n in model.parameters.names])
+    prob = np.exp(_kernel_table(model, theta, space))[:, order, :]  # (subjects, trials, answers)
+    u = answer_rng.random((theta.shape[0], trials, 1))
+    picks = np.minimum((u > np.cumsum(prob, axis=2)).sum(axis=2), len(space.answers) - 1)
+    answers = np.asarray(space.answers)[picks]
+    return [(order, answers[i]) for i in range(theta.shape[0])]
+
+
+def _observed_curves(model: Any, space: DesignSpace, targets: tuple[str, ...],
+                     runs: list[list[tuple[int, dict[str, Any]]]], trials: int) -> dict[str, Curves]:
+    """Each parameter's posterior after every trial of every run of kernel observations."""
+    if any(len(r) != trials for r in runs):
+        raise InputError("a session has an invalid answer: the comparison needs whole sessions")
+    names = model.parameters.names
+    out = {name: np.empty((4, len(runs), trials)) for name in names}
+    for i, run in enumerate(runs):
+        designer = AdaptiveDesigner(model, space, targets)
+        for j, (d, obs) in enumerate(run):
+            designer.observe(d, obs)
+            for name in names:
+                s = designer.summary(name, LEVEL)
+                out[name][:, i, j] = s["mean"], s["sd"], s["lo"], s["hi"]
+    return {name: Curves(*arr) for name, arr in out.items()}
 
 
 def _posterior_curves(model: Any, space: DesignSpace, targets: tuple[str, ...],
@@ -132,7 +167,8 @@ def summarise(result: AdaptiveComparison, parameter: str, boot: int = 200, seed:
     """Per arm at the last trial: mean posterior SD, recovery r (posterior mean vs truth), 90 %
     interval coverage, each with its Monte-Carlo SE; and the trials the adaptive arm needs to reach
     the fixed arm's mean SD at the last trial, as a ratio of the fixed length (bootstrap SE over
-    subjects; NaN where a resample never reaches it)."""
+    subjects; NaN where a resample never reaches it); and the ratio of the arms' mean posterior SDs at
+    the last trial, adaptive over fixed (bootstrap SE over subjects)."""
     truth = result.truth[parameter]
     n = truth.size
     out: dict[str, Any] = {"parameter": parameter, "subjects": n, "trials": result.trials,
@@ -150,11 +186,14 @@ def summarise(result: AdaptiveComparison, parameter: str, boot: int = 200, seed:
     fixed_sd, adaptive_sd = result.curves["fixed"][parameter].sd, result.curves["adaptive"][parameter].sd
     need = trials_to_reach(adaptive_sd.mean(axis=0), float(fixed_sd[:, -1].mean()))
     rng = np.random.default_rng(seed)
-    ratios = []
+    ratios, sd_ratios = [], []
     for _ in range(boot):
         idx = rng.integers(0, n, n)
         ratios.append(trials_to_reach(adaptive_sd[idx].mean(axis=0), float(fixed_sd[idx, -1].mean())) / result.trials)
+        sd_ratios.append(float(adaptive_sd[idx, -1].mean() / fixed_sd[idx, -1].mean()))
     ratios_arr = np.asarray(ratios)
+    out["sd_ratio"] = float(adaptive_sd[:, -1].mean() / fixed_sd[:, -1].mean())
+    out["sd_ratio_se"] = float(np.std(sd_ratios, ddof=1))
     out["adaptive_trials_to_fixed_sd"] = need
     out["trials_ratio"] = need / result.trials
     out["trials_ratio_se"] = float(np.nanstd(ratios_arr, ddof=1)) if np.isfinite(ratios_arr).sum() > 1 else float("nan")

@@ -19,7 +19,7 @@ subject's own reports, so a miscalibrated subject costs efficiency, never validi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -27,8 +27,8 @@ from cogtestbed.environments.adaptive import DESIGN_COLUMN, chooser_for
 from cogtestbed.errors import InputError
 from cogtestbed.tables.belief import EXPERIMENT
 
-if TYPE_CHECKING:
-    from cogtestbed.environments.belief import BeliefCoherenceEnv, BeliefDesign, GroundTruth
+# ``env``, ``design`` and ``gt`` arguments are a BeliefCoherenceEnv, BeliefDesign and GroundTruth of
+# :mod:`cogtestbed.environments.belief` (typed Any: that module imports this one).
 
 #: [gap] The belief a bin's question is expected to elicit: the P*(x)-weighted mean p* of the bin's
 #: configurations (the instrument's within-bin draw; ours).
@@ -52,7 +52,7 @@ def contexts_from_trials(data: Any) -> Any:
     return data
 
 
-def check_design(design: BeliefDesign) -> None:
+def check_design(design: Any) -> None:
     """Adaptive parameters go with trials >= 1, and an adaptive session needs the decision phase."""
     if bool(design.adaptive) != (design.trials > 0) or (design.adaptive and not design.decision):
         raise InputError("an adaptive session needs adaptive parameters, trials >= 1 and the decision phase "
@@ -60,7 +60,7 @@ def check_design(design: BeliefDesign) -> None:
                          f"decision={design.decision})")
 
 
-def adaptive_bins(gt: GroundTruth, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+def adaptive_bins(gt: Any, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
     """(the non-empty p* bins, in order; each bin's expected belief :data:`BIN_BELIEF`)."""
     bins = gt.bins(n_bins)
     filled = np.unique(bins)
@@ -68,7 +68,7 @@ def adaptive_bins(gt: GroundTruth, n_bins: int) -> tuple[np.ndarray, np.ndarray]
     return filled, belief
 
 
-def draw_pools(gt: GroundTruth, n: int, n_bins: int, per_bin: int, rng: np.random.Generator
+def draw_pools(gt: Any, n: int, n_bins: int, per_bin: int, rng: np.random.Generator
                ) -> tuple[np.ndarray, np.ndarray]:
     """(configurations, θ) of ``n`` adaptive sessions, shape (n, bins · per_bin), bin-major: ``per_bin``
     draws ∝ P*(x) within every non-empty bin (with replacement, as the fixed design's), θ ~ Bernoulli(p*)."""
@@ -83,7 +83,7 @@ def draw_pools(gt: GroundTruth, n: int, n_bins: int, per_bin: int, rng: np.rando
     return config, theta
 
 
-def start(env: BeliefCoherenceEnv, pi0: np.ndarray, decision: np.ndarray) -> None:
+def start(env: Any, pi0: np.ndarray, decision: np.ndarray) -> None:
     """Give the session its chooser, keep the pre-drawn pools (the session's arrays) and choose the
     first context; ``pi0`` / ``decision``: which calls of a repetition are the π0 report and the decision."""
     design = env.design
@@ -101,12 +101,12 @@ def start(env: BeliefCoherenceEnv, pi0: np.ndarray, decision: np.ndarray) -> Non
     choose(env, 0)
 
 
-def _span(env: BeliefCoherenceEnv, context: int) -> slice:
+def _span(env: Any, context: int) -> slice:
     per = len(env.kind_of) * env.design.n_reps
     return slice(context * per, (context + 1) * per)
 
 
-def choose(env: BeliefCoherenceEnv, context: int) -> None:
+def choose(env: Any, context: int) -> None:
     """Ask the chooser for the bin of ``context`` and take the bin's next pre-drawn configuration."""
     b = int(env._chooser.choose())
     configs, thetas = env._adaptive["pool"]
@@ -133,7 +133,7 @@ def context_observation(pi0: np.ndarray, decision: np.ndarray, action: np.ndarra
     return {"a": a, "p": np.full(a.size, p), "n": np.ones(a.size)}
 
 
-def record(env: BeliefCoherenceEnv, t: int) -> None:
+def record(env: Any, t: int) -> None:
     """After a context's last call: the chooser learns from it and chooses the next context."""
     per = len(env.kind_of) * env.design.n_reps
     if (t + 1) % per:
@@ -148,7 +148,7 @@ def record(env: BeliefCoherenceEnv, t: int) -> None:
         choose(env, context + 1)
 
 
-def chosen_contexts(design: BeliefDesign, outcomes: Any) -> tuple[np.ndarray, np.ndarray]:
+def chosen_contexts(design: Any, outcomes: Any) -> tuple[np.ndarray, np.ndarray]:
     """(configuration, θ) of every context an adaptive session asked, (n, n_contexts), from its outcomes."""
     if CONFIG_EXTRA not in outcomes.extra:
         raise InputError("outcomes of an adaptive design carry the contexts chosen (play it step by step)")

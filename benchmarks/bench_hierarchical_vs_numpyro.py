@@ -14,7 +14,8 @@ by NumPyro's NUTS in a subprocess of the NumPyro environment (same chains, tunin
 acceptance).  Both report CPU seconds of the fit (process CPU time, every thread, model building and
 compilation included: the first data set compiles, the next reuse the compiled model on both sides) and
 the same diagnostics (:func:`~cogtestbed.inference.hierarchical.diagnose` over the free variables: min
-bulk and tail ESS, max R-hat, divergences).  The pointwise log-likelihood for PSIS-LOO, which ``ct.fit``
+bulk and tail ESS, max R-hat, divergences) and the mean leapfrog steps per draw after tuning
+(``mean_steps``).  The pointwise log-likelihood for PSIS-LOO, which ``ct.fit``
 adds after sampling, is left out (NumPyro computes none).
 
 Before timing, the two models are checked to be the same: the log-likelihood of data set 0 at three
@@ -172,8 +173,10 @@ def fit_package(case: Case, data: list[Any], sampler: dict[str, Any]) -> list[di
         cpu, wall = time.process_time(), time.perf_counter()
         fit = fit_hierarchical(model, table, draws=sampler["draws"], tune=sampler["tune"], chains=sampler["chains"],
                                seed=sampler["seeds"][rep], cores=2, warn=False, log_likelihood=False)
+        steps = fit.idata.sample_stats["n_steps"].values if "n_steps" in fit.idata.sample_stats else np.nan
         rows.append({"cpu_s": time.process_time() - cpu, "wall_s": time.perf_counter() - wall,
-                     **fit.diagnostics.columns(), "sampler": fit.diagnostics.sampler})
+                     **fit.diagnostics.columns(), "sampler": fit.diagnostics.sampler,
+                     "mean_steps": float(np.mean(steps))})
     return rows
 
 
@@ -184,9 +187,11 @@ def numpyro_diagnostics(draws: Any, rep: int) -> dict[str, Any]:
     from cogtestbed.inference.hierarchical import diagnose
 
     prefix = f"r{rep}_"
-    posterior = {k[len(prefix):]: draws[k] for k in draws.files if k.startswith(prefix) and k != f"{prefix}diverging"}
-    idata = az.from_dict(posterior=posterior, sample_stats={"diverging": draws[f"{prefix}diverging"]})
-    return diagnose(idata, var_names=sorted(posterior), sampler="numpyro").columns()
+    stats = (f"{prefix}diverging", f"{prefix}num_steps")
+    posterior = {k[len(prefix):]: draws[k] for k in draws.files if k.startswith(prefix) and k not in stats}
+    idata = az.from_dict(posterior=posterior, sample_stats={"diverging": draws[stats[0]]})
+    steps = float(np.mean(draws[stats[1]])) if stats[1] in draws.files else float("nan")
+    return {**diagnose(idata, var_names=sorted(posterior), sampler="numpyro").columns(), "mean_steps": steps}
 
 
 def fit_numpyro(python: Path, spec: Path, out: Path, check_only: bool = False) -> dict[str, Any]:
@@ -255,19 +260,20 @@ def _rates(fit: dict[str, Any]) -> dict[str, Any]:
 def table(rows: Sequence[dict[str, Any]]) -> str:
     """The Markdown table of docs/benchmarks.md."""
     lines = ["| case | data set | data | package ESS/CPU-s (CPU s) | NumPyro ESS/CPU-s (CPU s) | ratio | "
-             "R-hat package / NumPyro | divergences | log-lik / log-density agree |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "R-hat package / NumPyro | divergences | leapfrog steps a draw | log-lik / log-density agree |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         p, n = r["package"], r["numpyro"]
         if not r["same_model"]:
             lines.append(f"| {r['case']} | {r['rep']} | — | not timed: the models differ "
-                         f"({r['loglik_rel_diff']:.1e}, {r['logp_rel_diff']:.1e}) | | | | | |")
+                         f"({r['loglik_rel_diff']:.1e}, {r['logp_rel_diff']:.1e}) | | | | | | |")
             continue
         lines.append(
             f"| {r['experiment']} {r['model']} | {r['rep']}{' (compiles)' if r['rep'] == 0 else ''} | "
             f"{r['subjects']} × {r['trials']}, {r['chains']} × {r['draws']} | {p['ess_per_cpu_s']:.1f} "
             f"({p['cpu_s']:.1f}) | {n['ess_per_cpu_s']:.1f} ({n['cpu_s']:.1f}) | **{r['ratio']:.2f}×** | "
             f"{p['max_rhat']:.3f} / {n['max_rhat']:.3f} | {p['divergences']} / {n['divergences']} | "
+            f"{p.get('mean_steps', float('nan')):.1f} / {n.get('mean_steps', float('nan')):.1f} | "
             f"{r['loglik_rel_diff']:.0e} / {r['logp_rel_diff']:.0e} |")
     return "\n".join(lines)
 

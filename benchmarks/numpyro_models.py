@@ -10,7 +10,7 @@ kernel's columns, the sampler settings, the check points) and calls::
 
 (``--check-only``: the checks alone) which prints one JSON line (CPU and wall seconds of each fit, the
 log-likelihood and joint log density at the check points) and writes the draws of every free variable
-and the divergences to ``OUT.npz``.
+and the divergences and leapfrog steps of every draw to ``OUT.npz``.
 
 The prior is :func:`cogtestbed.inference.hierarchical.subject_parameters`' exactly: per parameter
 ``{p}_mu ~ Normal(prior_mean, prior_sd)``, ``{p}_sigma ~ HalfNormal(sd_scale · prior_sd)``, non-centred
@@ -325,13 +325,15 @@ def run(spec_path: str, out_path: str, fit: bool = True) -> dict[str, Any]:
     for rep, seed in enumerate(meta["seeds"]):
         data = data_of(spec, meta, rep)
         cpu, wall = time.process_time(), time.perf_counter()
-        mcmc.run(jax.random.PRNGKey(seed), data, extra_fields=("diverging",))
+        mcmc.run(jax.random.PRNGKey(seed), data, extra_fields=("diverging", "num_steps"))
         samples = mcmc.get_samples(group_by_chain=True)
         jax.block_until_ready(samples)
         fits.append({"rep": rep, "cpu_s": time.process_time() - cpu, "wall_s": time.perf_counter() - wall})
         for name, value in samples.items():
             draws[f"r{rep}_{name}"] = np.asarray(value)
-        draws[f"r{rep}_diverging"] = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"])
+        extra = mcmc.get_extra_fields(group_by_chain=True)
+        draws[f"r{rep}_diverging"] = np.asarray(extra["diverging"])
+        draws[f"r{rep}_num_steps"] = np.asarray(extra["num_steps"])
     np.savez(out_path, **draws)
     return {**result, "fits": fits}
 

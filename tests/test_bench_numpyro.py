@@ -1,0 +1,66 @@
+"""The NumPyro benchmark's package side (issue 54 item 1): the spec it hands to NumPyro's environment,
+the padding the sequential NumPyro likelihoods read, and its refusals.  NumPyro itself is not installed
+here (it lives in ``.venv-numpyro``), so the fits are not run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _load(name: str) -> ModuleType:
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_padded_blocks_subjects_in_order() -> None:
+    models = _load("numpyro_models")
+    idx = np.array([0, 0, 1, 2, 2, 2])
+    out = models.padded(idx, {"x": np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])}, 3)
+    np.testing.assert_array_equal(out["x"], [[1.0, 2.0, 0.0], [3.0, 0.0, 0.0], [4.0, 5.0, 6.0]])
+    np.testing.assert_array_equal(out["mask"], [[True, True, False], [True, False, False], [True, True, True]])
+
+
+def test_spec_carries_the_package_model(tmp_path: Path) -> None:
+    bench = _load("bench_hierarchical_vs_numpyro")
+    models = _load("numpyro_models")
+    case = bench.Case("instrumental-learning", "rw", "rw-pm", subjects=3, direct=True)
+    data = bench.tables(case, 1)
+    sampler = {"chains": 2, "draws": 10, "tune": 10, "seeds": [0], "target_accept": 0.9}
+    ours = bench.write_spec(case, data, tmp_path / "spec.npz", sampler)
+    spec = np.load(tmp_path / "spec.npz")
+    meta = json.loads(str(spec["meta"]))
+    assert meta["columns"] == ["alpha", "alpha", "beta"]
+    assert [(p["name"], p["transform"], p["prior_mean"], p["prior_sd"]) for p in meta["parameters"]] == [
+        ("alpha", "logit", -1.0, 1.5), ("beta", "log", 1.5, 1.0)]
+    assert meta["static"] == {"n_casinos": 4} and meta["sd_scale"] == 0.5 and ours["trials"] == 96
+    # the padded blocks NumPyro's RW± scan reads are each subject's valid trials, in table order
+    blocks = models.padded(spec["r0_obs_subject"], {"action": spec["r0_action"]}, 3)
+    table = data[0].sort_values(["subject", "trial"], kind="stable")
+    first = table[table["subject"] == table["subject"].iloc[0]]
+    np.testing.assert_array_equal(blocks["action"][0], first["action"].to_numpy(dtype=np.int64))
+    assert spec["check_theta"].shape == (3, 3, 3)
+    np.testing.assert_array_equal(spec["check_theta"][:, :, 0], spec["check_theta"][:, :, 1])  # α, α
+    assert all(np.isfinite(ours["check_logp"])) and all(v < 0 for v in ours["check_loglik"])
+
+
+def test_refusals_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _load("bench_hierarchical_vs_numpyro")
+    assert bench.main(["--cases", "nope", "--numpyro-python", str(tmp_path / "python")]) == 2
+    assert bench.main(["--cases", "rw-pm", "--numpyro-python", str(tmp_path / "python")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "unknown: ['nope']" in err[0] and "make bench-numpyro" in err[1]

@@ -63,21 +63,24 @@ I–XI), ``query_var`` (X = C1, Y = C2, Z = E as named in the prompt), ``obs_x``
 ``obs_z`` (observed states, −1 = not observed), ``prompt_type``, ``prompt_id`` (causAIign's
 prompt id), ``filler_words``; outcome ``action`` = the rating on 0–100 (NaN/NA if invalid) and
 ``confidence`` (0–100 where the prompt asked for it and the answer gave it).
+
+The items and design are in :mod:`cogtestbed.environments.causal_design`, the prompts' text in
+:mod:`cogtestbed.environments.causal_prompts` (from the released materials,
+:mod:`cogtestbed.environments.causal_materials`), the answers' parsing in
+:mod:`cogtestbed.environments.causal_answers`; this module is the environment, its sessions, prompt
+forms and trial table, and every name of those modules is importable from here too.
 """
 
 from __future__ import annotations
 
 import functools
-import re
 import string
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 from gymnasium import spaces
-from pydantic import model_validator
 
 from cogtestbed.environments import causal_materials as M
 from cogtestbed.environments.base import (
@@ -90,418 +93,47 @@ from cogtestbed.environments.base import (
     Sessions,
     TextEnv,
 )
+from cogtestbed.environments.causal_answers import CausalAnswer, parse_answer, parse_number
+from cogtestbed.environments.causal_design import (
+    ABSTRACT_DOMAINS,
+    CB_ID_OFFSET,
+    CNTBL_CONDS,
+    ITEM_TASK,
+    ITEMS,
+    ITEMS_PER_CELL,
+    LETTER_TO_ROMAN,
+    ROMAN,
+    ROMAN_INDEX,
+    RW17_DOMAINS,
+    CausalDesign,
+    Content,
+    Filler,
+    Item,
+    Overload,
+    PromptType,
+    canonical_states,
+    domain_label,
+)
+from cogtestbed.environments.causal_prompts import (
+    INSTRUCTIONS,
+    CellText,
+    cell_for,
+    cell_text,
+    random_names,
+    render_item,
+)
 from cogtestbed.environments.forms import PromptForm, standard_forms
-from cogtestbed.errors import InputError
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.causal import EXPERIMENT, SCHEMA
 from cogtestbed.trials import finish_table
 
-ROMAN = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI")
-LETTER_TO_ROMAN = {"i": "I", "j": "II", "k": "III", "d": "IV", "e": "V", "a": "VI", "b": "VII",
-                   "c": "VIII", "f": "IX", "g": "X", "h": "XI"}
-ROMAN_INDEX = {r: i for i, r in enumerate(ROMAN)}
-CNTBL_CONDS = ("ppp", "pmm", "mpm", "mmp")
-RW17_DOMAINS = ("economy", "sociology", "weather")
-ABSTRACT_DOMAINS = ("abs_alnum_10", "abs_all_10", "abs_num_symb_10")
-#: causAIign prompt ids: 160 per domain variant, these offsets per counterbalancing condition.
-CB_ID_OFFSET = {"ppp": 0, "pmm": 60, "mpm": 100, "mmp": 120}
-ITEMS_PER_CELL = 20
-
-
-@dataclass(frozen=True)
-class Item:
-    """One of the 20 items of a cell: letter, queried variable and ordered observations."""
-
-    letter: str
-    query: str  # "X", "Y" or "Z"
-    observed: tuple[tuple[str, int], ...]  # (variable, state) in the order the prompt names them
-
-    @property
-    def task(self) -> str:
-        return LETTER_TO_ROMAN[self.letter]
-
-    def state(self, var: str) -> int:
-        return dict(self.observed).get(var, -1)
-
-
-def _items() -> tuple[Item, ...]:
-    """The 20 items in causAIign's order (read off the released prompts)."""
-    out = []
-    for letter, eff in (("a", 1), ("b", 1), ("c", 1), ("d", None), ("e", None),
-                        ("f", 0), ("g", 0), ("h", 0)):
-        other = {"a": 1, "b": None, "c": 0, "d": 1, "e": 0, "f": 1, "g": None, "h": 0}[letter]
-        for q, alt in (("X", "Y"), ("Y", "X")):
-            obs: list[tuple[str, int]] = []
-            if eff is not None:
-                obs.append(("Z", eff))
-            if other is not None:
-                obs.append((alt, other))
-            out.append(Item(letter, q, tuple(obs)))
-    out.append(Item("i", "Z", (("X", 0), ("Y", 0))))
-    out.append(Item("j", "Z", (("X", 0), ("Y", 1))))
-    out.append(Item("j", "Z", (("Y", 0), ("X", 1))))
-    out.append(Item("k", "Z", (("X", 1), ("Y", 1))))
-    return tuple(out)
-
-
-ITEMS = _items()
-#: Roman task index (0–10) of each of the 20 items.
-ITEM_TASK = np.array([ROMAN_INDEX[it.task] for it in ITEMS], dtype=np.int64)
-
-
-def canonical_states(item: Item) -> tuple[int, int, int]:
-    """(C1, C2, E) states with C1 = the queried cause (for E queries, C1 = the absent cause of II)."""
-    if item.query == "Y":
-        return item.state("Y"), item.state("X"), item.state("Z")
-    if item.query == "Z" and item.state("X") == 1 and item.state("Y") == 0:
-        return 0, 1, -1  # II's mirror item: canonically C1 = the absent cause
-    return item.state("X"), item.state("Y"), item.state("Z")
-
-
-# ----------------------------------------------------------------------------- design
-Content = Literal["rw17", "abstract"]
-Overload = Literal["none", "d", "e", "de"]
-Filler = Literal["crossdomain", "lorem"]
-PromptType = Literal["numeric", "cot", "numeric_conf"]
-
-
-class CausalDesign(Design):
-    """Design of a collider experiment (defaults: causAIign's RW17 numeric, 240 judgments)."""
-
-    content: Content = "rw17"
-    overload: Overload = "none"
-    #: Filler sources of an overloaded design (each is a separate set of domain variants).
-    fillers: tuple[Filler, ...] = ("crossdomain", "lorem")
-    #: Domains (default: the content condition's three).
-    domains: tuple[str, ...] | None = None
-    cntbl_conds: tuple[str, ...] = CNTBL_CONDS
-    prompt_type: PromptType = "numeric"
-    scope: Literal["all", "cell"] = "all"
-    shuffle: bool = True
-    #: Abstract variable names: causAIign's released ones, or fresh random ones per subject.
-    abstract_names: Literal["causaign", "random"] = "causaign"
-    #: A non-integer answer in (0, 1) (e.g. "0.85"): a rating of 0.85 on the 0–100 scale
-    #: ("accept") or an invalid answer that looks like a 0–1 probability ("reject").
-    probability_answers: Literal["accept", "reject"] = "accept"
-    field_examples: ClassVar[Mapping[str, Any]] = {"domains": RW17_DOMAINS[::2]}
-
-    @model_validator(mode="after")
-    def _check(self) -> CausalDesign:
-        valid = RW17_DOMAINS if self.content == "rw17" else ABSTRACT_DOMAINS
-        for d in self.domain_list:
-            if d not in valid:
-                raise InputError(f"unknown {self.content} domain {d!r}; choose from {valid}")
-        for cb in self.cntbl_conds:
-            if cb not in CNTBL_CONDS:
-                raise InputError(f"unknown counterbalancing condition {cb!r}; choose from {CNTBL_CONDS}")
-        if self.overload != "none":
-            if not self.fillers:
-                raise InputError("an overloaded design needs at least one filler source")
-            if self.content == "abstract" and "crossdomain" in self.fillers:
-                raise InputError("abstract content has no cross-domain filler; use fillers=('lorem',)")
-        if len(set(self.domain_list)) != len(self.domain_list) or not self.domain_list:
-            raise InputError("domains must be distinct and non-empty")
-        return self
-
-    @property
-    def domain_list(self) -> tuple[str, ...]:
-        if self.domains is not None:
-            return self.domains
-        return RW17_DOMAINS if self.content == "rw17" else ABSTRACT_DOMAINS
-
-    @property
-    def variants(self) -> tuple[tuple[str, str], ...]:
-        """(domain, filler) pairs; filler "none" unless overloaded (causAIign's domain order)."""
-        if self.overload == "none":
-            return tuple((d, "none") for d in self.domain_list)
-        return tuple((d, f) for f in self.fillers for d in self.domain_list)
-
-    @property
-    def n_cells(self) -> int:
-        return len(self.variants) * len(self.cntbl_conds)
-
-    @property
-    def n_trials(self) -> int:
-        return ITEMS_PER_CELL * (self.n_cells if self.scope == "all" else 1)
-
-    # -- named variants ----------------------------------------------------------------
-    @classmethod
-    def rw17(cls, **kw: Any) -> CausalDesign:
-        """RW17 cover stories (causAIign ``rw17_indep_causes``), 240 judgments."""
-        return cls(content="rw17", **kw)
-
-    @classmethod
-    def abstract(cls, **kw: Any) -> CausalDesign:
-        """Random-string variables (causAIign ``random_abstract``), 240 judgments."""
-        return cls(content="abstract", **kw)
-
-    @classmethod
-    def rw17_overloaded(cls, **kw: Any) -> CausalDesign:
-        """RW17-Overloaded as in the thesis: edge filler, cross-domain + lorem, 480 judgments."""
-        kw.setdefault("fillers", ("crossdomain", "lorem"))
-        return cls(content="rw17", overload="e", **kw)
-
-    @classmethod
-    def abstract_overloaded(cls, **kw: Any) -> CausalDesign:
-        """Abstract-Overloaded as released: ``de`` lorem (≈100 words per variable slot); the
-        released file orders its domains all, alnum, num_symb (prompt ids follow that order)."""
-        kw.setdefault("domains", ("abs_all_10", "abs_alnum_10", "abs_num_symb_10"))
-        return cls(content="abstract", overload="de", fillers=("lorem",), **kw)
-
-    @classmethod
-    def human(cls, **kw: Any) -> CausalDesign:
-        """Rehder & Waldmann's human design: one cell per subject, its 20 items in random order."""
-        return cls(content="rw17", scope="cell", **kw)
-
-
-def domain_label(design: CausalDesign, domain: str, filler: str) -> str:
-    """causAIign's name of a domain variant (e.g. ``econ_ovl_e=soc``, ``abs_all_10_overloaded_de``)."""
-    if design.overload == "none":
-        return domain
-    if design.content == "abstract":
-        return f"{domain}_overloaded_{design.overload}"
-    partner = "ctl" if filler == "lorem" else M.SHORT_LABEL[M.CROSS_DOMAIN_PARTNER[domain]]
-    return f"{M.SHORT_LABEL[domain]}_ovl_{design.overload}={partner}"
-
-
-# ----------------------------------------------------------------------------- rendering
-@dataclass(frozen=True)
-class CellText:
-    """Everything item-independent about one (domain variant, counterbalancing) cell."""
-
-    preamble: str  # intro … independence paragraph, ending before the observation
-    lead: str  # observation lead-in
-    phrase: dict[tuple[str, int], str]  # (var, state) -> "low interest rates"
-    filler_words: int
-
-
-def _cap(s: str) -> str:
-    return s[:1].upper() + s[1:]
-
-
-def random_names(rng: np.random.Generator, generator: str) -> tuple[str, str, str]:
-    """Three fresh 10-character names from one of causAIign's generators."""
-    alnum = string.ascii_letters + string.digits
-    symbols = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
-    alphabet = {"abs_alnum_10": alnum, "abs_all_10": alnum + symbols,
-                "abs_num_symb_10": string.digits + symbols}[generator]
-    chars = np.array(list(alphabet))
-    return tuple("".join(rng.choice(chars, 10)) for _ in range(3))  # type: ignore[return-value]
-
-
-@dataclass
-class _CellParts:
-    """The pieces a cell's preamble is assembled from (one entry per variable X, Y, Z or link)."""
-
-    names: tuple[str, ...]
-    intro: str
-    detailed: list[str]
-    plural: str
-    lead: str
-    phrase: dict[tuple[str, int], str]
-    mechanisms: list[str]
-    d_fill: list[str]
-    e_fill: list[str]
-
-
-_VARS = ("X", "Y", "Z")
-
-
-def _rw17_parts(design: CausalDesign, domain: str, filler: str, cb: str) -> _CellParts:
-    """The pieces of an RW17 (real-world domain) cell, with cross-domain overload fillers."""
-    overloaded = design.overload != "none"
-    dom: dict[str, Any] = M.RW17_DOMAINS[domain]
-    names = tuple(dom["names"])
-    present = dom["cb"][cb]["present"]
-    phrase = {}
-    for v, n in zip(_VARS, names, strict=True):
-        phrase[(v, 1)] = f"{present[v]} {n}"
-        phrase[(v, 0)] = f"normal {n}"
-    parts = _CellParts(names, dom["intro"], list(dom["detailed"]), "systems" if overloaded else dom["plural"],
-                       "You are currently observing: " if overloaded else dom["observation_lead"], phrase,
-                       list(dom["cb"][cb]["mechanisms"]), ["", "", ""], ["", ""])
-    if overloaded and filler == "crossdomain":
-        partner: dict[str, Any] = M.RW17_DOMAINS[M.CROSS_DOMAIN_PARTNER[domain]]
-        if "d" in design.overload:
-            parts.d_fill = list(partner["detailed"])
-        if "e" in design.overload:
-            parts.e_fill = list(partner["cb"][cb]["mechanisms"])
-    return parts
-
-
-def _abstract_parts(domain: str, cb: str, names: tuple[str, str, str] | None) -> _CellParts:
-    """The pieces of an abstract-variable cell (the senses of ``cb`` name present/absent)."""
-    if names is None:
-        names = tuple(M.ABSTRACT_NAMES[domain])  # type: ignore[assignment]
-    assert names is not None
-    phrase = {}
-    for v, n, sense in zip(_VARS, names, cb, strict=True):
-        pres, absent = M.ABSTRACT_SENSES[v][sense]
-        phrase[(v, 1)] = f"{pres} {n}"
-        phrase[(v, 0)] = f"{absent} {n}"
-    return _CellParts(names, M.ABSTRACT_INTRO.format(X=names[0], Y=names[1], Z=names[2]), ["", "", ""],
-                      "systems", "You are currently observing: ", phrase, ["", ""], ["", "", ""], ["", ""])
-
-
-def _lorem_fill(design: CausalDesign, parts: _CellParts) -> None:
-    """Lorem-ipsum overload: long blocks in the variable (d) and/or mechanism (e) slots."""
-    if design.overload == "de":  # the released layout: long blocks in the variable slots only
-        parts.d_fill = list(M.LOREM_D)
-    else:
-        if "d" in design.overload:
-            parts.d_fill = [M.LOREM_E] * 3
-        if "e" in design.overload:
-            parts.e_fill = [M.LOREM_E] * 2
-
-
-def _preamble(p: _CellParts) -> str:
-    """The cell's fixed preamble: intro, variables, causal links and the independence clause."""
-    var_parts = []
-    for i, v in enumerate(_VARS):
-        head = " ".join(x for x in (p.detailed[i], p.d_fill[i]) if x)
-        n = p.names[i]
-        pres_word = p.phrase[(v, 1)][: -len(n) - 1]
-        abs_word = p.phrase[(v, 0)][: -len(n) - 1]
-        sentence = f"Some {p.plural} have {pres_word} {n}. Others have {abs_word} {n}."
-        var_parts.append(f"{head} {sentence}" if head else sentence)
-    vx, vy, vz = p.phrase[("X", 1)], p.phrase[("Y", 1)], p.phrase[("Z", 1)]
-    causal_parts = []
-    for i, vc in enumerate((vx, vy)):
-        causal_parts.append(f"{_cap(vc)} causes {vz}.")
-        causal_parts.extend(x for x in (p.mechanisms[i], p.e_fill[i]) if x)
-    indep = (f"Both {vx} and {vy} can each cause {vz} on their own. That is, it's not the case "
-             f"that both of these have to be present in order for {vz} to be present. Rather, "
-             f"{vx} can independently cause {vz} on their own, and {vy} can independently cause "
-             f"{vz} on their own as well.")
-    return (f"{p.intro} Here are some variables: {' '.join(var_parts)}  Here are the causal "
-            f"relationships: {' '.join(causal_parts)} {indep}")
-
-
-def cell_text(design: CausalDesign, domain: str, filler: str, cb: str,
-              names: tuple[str, str, str] | None = None) -> CellText:
-    """Render the fixed part of a cell's prompts (see module docstring for the layouts)."""
-    parts = (_rw17_parts(design, domain, filler, cb) if design.content == "rw17"
-             else _abstract_parts(domain, cb, names))
-    if design.overload != "none" and filler == "lorem":
-        _lorem_fill(design, parts)
-    words = sum(len(x.split()) for x in (*parts.d_fill, *parts.e_fill) if x)
-    return CellText(_preamble(parts), parts.lead, parts.phrase, words)
-
-
-INSTRUCTIONS = {"numeric": M.NUMERIC_INSTRUCTION, "cot": M.COT_INSTRUCTION,
-                "numeric_conf": M.NUMERIC_CONF_INSTRUCTION}
-
-
-def render_item(cell: CellText, item: Item, prompt_type: str) -> str:
-    """The full prompt of one item (causAIign's released wording)."""
-    obs = " and ".join(cell.phrase[o] for o in item.observed)
-    query = cell.phrase[(item.query, 1)]
-    return (f"{cell.preamble} {cell.lead}{obs}. Your task is to estimate how likely it is that "
-            f"{query} is present on a scale from 0 to 100, given the observations and causal "
-            f"relationships described. 0 means completely unlikely and 100 means completely "
-            f"likely. {INSTRUCTIONS[prompt_type]}")
-
-
-# ----------------------------------------------------------------------------- parsing
-_NUM = r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)"
-_FULL = re.compile(rf"^\s*({_NUM})\s*%?\s*\.?\s*$")
-_ANY = re.compile(rf"(?<![\w.]){_NUM}(?![\w])")
-_RESPONSE = re.compile(r"<response>(.*?)</response>", re.DOTALL | re.IGNORECASE)
-_FIELD = re.compile(r"<(\w+?)>(.*?)</\1>", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class CausalAnswer:
-    """A parsed answer: the rating (0–100) and, where asked for, confidence and explanation."""
-
-    rating: float
-    confidence: float | None = None
-    explanation: str | None = None
-
-    def __float__(self) -> float:
-        return float(self.rating)
-
-
-def _check_range(value: float, text: str, probability_answers: str) -> str | None:
-    if not np.isfinite(value) or value < 0.0 or value > 100.0:
-        return f"rating {text!r} is outside [0, 100]"
-    if probability_answers == "reject" and 0.0 < value < 1.0 and value != int(value):
-        return f"rating {text!r} looks like a probability on the 0-1 scale, not 0-100"
-    return None
-
-
-def parse_number(text: str, probability_answers: str = "accept", strict: bool = False
-                 ) -> tuple[float | None, str | None]:
-    """A single rating in [0, 100] from ``text``: (value, None) or (None, reason).
-
-    Accepted: the whole answer is one number (integer or decimal, optional ``%`` and final
-    period); else the last non-empty line is one number (reasoning followed by the answer);
-    else (not ``strict``) the answer contains exactly one number.  Several numbers, no number,
-    values outside [0, 100] or an API error message are invalid, with the reason.  Unlike
-    causAIign's ``\\b(\\d{1,3})\\b``, "0.85" is 0.85 (not 0) and "72.5" is 72.5 (not 72).
-    """
-    if text is None or not str(text).strip():
-        return None, "empty answer"
-    s = str(text).strip()
-    if s.lower().startswith("error"):
-        return None, f"answer is an error message: {s[:60]!r}"
-    candidates = [s]
-    lines = [ln for ln in s.splitlines() if ln.strip()]
-    if len(lines) > 1:
-        candidates.append(lines[-1])
-    for cand in candidates:
-        m = _FULL.match(cand.replace("**", ""))
-        if m:
-            value = float(m.group(1))
-            err = _check_range(value, m.group(1), probability_answers)
-            return (None, err) if err else (value, None)
-    if strict:
-        return None, f"expected a single number in [0, 100], got {s[:60]!r}"
-    if re.fullmatch(r"\s*\d+,\d+\s*%?\s*", s):
-        return None, f"decimal comma in {s[:60]!r}; expected a number such as 72.5"
-    numbers = _ANY.findall(s)
-    if not numbers:
-        return None, f"no number in answer {s[:60]!r}"
-    if len(numbers) > 1:
-        shown = ", ".join(numbers[:4])
-        return None, f"several numbers ({shown}{', ...' if len(numbers) > 4 else ''}) in a numeric answer"
-    value = float(numbers[0])
-    err = _check_range(value, numbers[0], probability_answers)
-    return (None, err) if err else (value, None)
-
-
-def parse_answer(text: str, prompt_type: str, probability_answers: str = "accept") -> ParseResult:
-    """Parse an answer to a collider prompt into a :class:`CausalAnswer` (or a failure).
-
-    ``numeric``: :func:`parse_number`.  ``cot`` / ``numeric_conf``: the ``<response>…</response>``
-    block (causAIign's regexes; the whole text if the wrapper is missing), its
-    ``<likelihood>`` field must be exactly one number in [0, 100]; ``<confidence>`` is read
-    when present (an unreadable confidence is recorded as missing, the rating stays valid) and
-    ``<explanation>`` is kept.
-    """
-    if prompt_type == "numeric":
-        value, err = parse_number(text, probability_answers)
-        if err is not None:
-            return ParseResult.failure(err)
-        return ParseResult.success(CausalAnswer(float(value)))  # type: ignore[arg-type]
-    if text is None or not str(text).strip():
-        return ParseResult.failure("empty answer")
-    s = str(text)
-    block = _RESPONSE.search(s)
-    fields = {k.lower(): v.strip() for k, v in _FIELD.findall(block.group(1) if block else s)}
-    if "likelihood" not in fields:
-        if s.strip().lower().startswith("error"):
-            return ParseResult.failure(f"answer is an error message: {s.strip()[:60]!r}")
-        return ParseResult.failure("no <likelihood> field in the XML answer")
-    value, err = parse_number(fields["likelihood"], probability_answers, strict=True)
-    if err is not None:
-        return ParseResult.failure(f"<likelihood>: {err}")
-    conf = None
-    if "confidence" in fields:
-        c, cerr = parse_number(fields["confidence"], "accept", strict=True)
-        conf = c if cerr is None else None
-    return ParseResult.success(CausalAnswer(float(value), conf, fields.get("explanation")))  # type: ignore[arg-type]
-
+__all__ = [
+    "ABSTRACT_DOMAINS", "CB_ID_OFFSET", "CNTBL_CONDS", "EXPERIMENT", "INSTRUCTIONS", "ITEMS", "ITEMS_PER_CELL",
+    "ITEM_TASK", "LETTER_TO_ROMAN", "PROMPT_FORMS", "ROMAN", "ROMAN_INDEX", "RW17_DOMAINS", "SCHEMA", "CausalAnswer",
+    "CausalColliderEnv", "CausalDesign", "CausalSessions", "CellText", "Content", "Filler", "Item", "Overload",
+    "PromptType", "canonical_states", "cell_for", "cell_text", "domain_label", "filler_words_table",
+    "parse_answer", "parse_number", "prompt_ids", "random_names", "render_item", "stimulus_columns",
+]
 
 # ----------------------------------------------------------------------------- sessions
 @dataclass(frozen=True)
@@ -733,12 +365,6 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
                             agent=agent, params=params)
 
 
-def cell_for(design: CausalDesign, variant: int, cb: int, names_seed: int = 0) -> CellText:
-    domain, filler = design.variants[variant]
-    names = None
-    if design.content == "abstract" and design.abstract_names == "random":
-        names = random_names(np.random.default_rng([names_seed, variant]), domain)
-    return cell_text(design, domain, filler, design.cntbl_conds[cb], names)
 
 
 def prompt_ids(design: CausalDesign, sessions: CausalSessions) -> np.ndarray:

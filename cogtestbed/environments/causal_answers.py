@@ -1,0 +1,114 @@
+"""Answers to the collider task's prompts: a rating on 0–100 read from a numeric answer
+(:func:`parse_number`) or from causAIign's XML answer with likelihood, confidence and explanation
+(:func:`parse_answer`, giving a :class:`CausalAnswer`).  Nothing unreadable is replaced: a failure
+carries its reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from cogtestbed.environments.base import ParseResult
+
+_NUM = r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)"
+_FULL = re.compile(rf"^\s*({_NUM})\s*%?\s*\.?\s*$")
+_ANY = re.compile(rf"(?<![\w.]){_NUM}(?![\w])")
+_RESPONSE = re.compile(r"<response>(.*?)</response>", re.DOTALL | re.IGNORECASE)
+_FIELD = re.compile(r"<(\w+?)>(.*?)</\1>", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class CausalAnswer:
+    """A parsed answer: the rating (0–100) and, where asked for, confidence and explanation."""
+
+    rating: float
+    confidence: float | None = None
+    explanation: str | None = None
+
+    def __float__(self) -> float:
+        return float(self.rating)
+
+
+def _check_range(value: float, text: str, probability_answers: str) -> str | None:
+    if not np.isfinite(value) or value < 0.0 or value > 100.0:
+        return f"rating {text!r} is outside [0, 100]"
+    if probability_answers == "reject" and 0.0 < value < 1.0 and value != int(value):
+        return f"rating {text!r} looks like a probability on the 0-1 scale, not 0-100"
+    return None
+
+
+def parse_number(text: str, probability_answers: str = "accept", strict: bool = False
+                 ) -> tuple[float | None, str | None]:
+    """A single rating in [0, 100] from ``text``: (value, None) or (None, reason).
+
+    Accepted: the whole answer is one number (integer or decimal, optional ``%`` and final
+    period); else the last non-empty line is one number (reasoning followed by the answer);
+    else (not ``strict``) the answer contains exactly one number.  Several numbers, no number,
+    values outside [0, 100] or an API error message are invalid, with the reason.  Unlike
+    causAIign's ``\\b(\\d{1,3})\\b``, "0.85" is 0.85 (not 0) and "72.5" is 72.5 (not 72).
+    """
+    if text is None or not str(text).strip():
+        return None, "empty answer"
+    s = str(text).strip()
+    if s.lower().startswith("error"):
+        return None, f"answer is an error message: {s[:60]!r}"
+    candidates = [s]
+    lines = [ln for ln in s.splitlines() if ln.strip()]
+    if len(lines) > 1:
+        candidates.append(lines[-1])
+    for cand in candidates:
+        m = _FULL.match(cand.replace("**", ""))
+        if m:
+            value = float(m.group(1))
+            err = _check_range(value, m.group(1), probability_answers)
+            return (None, err) if err else (value, None)
+    if strict:
+        return None, f"expected a single number in [0, 100], got {s[:60]!r}"
+    if re.fullmatch(r"\s*\d+,\d+\s*%?\s*", s):
+        return None, f"decimal comma in {s[:60]!r}; expected a number such as 72.5"
+    numbers = _ANY.findall(s)
+    if not numbers:
+        return None, f"no number in answer {s[:60]!r}"
+    if len(numbers) > 1:
+        shown = ", ".join(numbers[:4])
+        return None, f"several numbers ({shown}{', ...' if len(numbers) > 4 else ''}) in a numeric answer"
+    value = float(numbers[0])
+    err = _check_range(value, numbers[0], probability_answers)
+    return (None, err) if err else (value, None)
+
+
+def parse_answer(text: str, prompt_type: str, probability_answers: str = "accept") -> ParseResult:
+    """Parse an answer to a collider prompt into a :class:`CausalAnswer` (or a failure).
+
+    ``numeric``: :func:`parse_number`.  ``cot`` / ``numeric_conf``: the ``<response>…</response>``
+    block (causAIign's regexes; the whole text if the wrapper is missing), its
+    ``<likelihood>`` field must be exactly one number in [0, 100]; ``<confidence>`` is read
+    when present (an unreadable confidence is recorded as missing, the rating stays valid) and
+    ``<explanation>`` is kept.
+    """
+    if prompt_type == "numeric":
+        value, err = parse_number(text, probability_answers)
+        if err is not None:
+            return ParseResult.failure(err)
+        return ParseResult.success(CausalAnswer(float(value)))  # type: ignore[arg-type]
+    if text is None or not str(text).strip():
+        return ParseResult.failure("empty answer")
+    s = str(text)
+    block = _RESPONSE.search(s)
+    fields = {k.lower(): v.strip() for k, v in _FIELD.findall(block.group(1) if block else s)}
+    if "likelihood" not in fields:
+        if s.strip().lower().startswith("error"):
+            return ParseResult.failure(f"answer is an error message: {s.strip()[:60]!r}")
+        return ParseResult.failure("no <likelihood> field in the XML answer")
+    value, err = parse_number(fields["likelihood"], probability_answers, strict=True)
+    if err is not None:
+        return ParseResult.failure(f"<likelihood>: {err}")
+    conf = None
+    if "confidence" in fields:
+        c, cerr = parse_number(fields["confidence"], "accept", strict=True)
+        conf = c if cerr is None else None
+    return ParseResult.success(CausalAnswer(float(value), conf, fields.get("explanation")))  # type: ignore[arg-type]
+

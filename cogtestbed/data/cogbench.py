@@ -242,8 +242,6 @@ def import_restless(path: str | Path) -> pd.DataFrame:
     ``best_arm`` is derived from it (−1 where unknown).  Means and unchosen rewards are not in the
     files (NaN).  A missing ``choice`` is an invalid trial.
     """
-    from cogtestbed.trials import finish_table as _finish
-
     df = read_cogbench_csv(path, RESTLESS_COLUMNS, key=("run", "trial")).sort_values(["run", "trial"], kind="stable")
     choice_flat, valid_flat = responses(df, "choice", Path(path).name)
     choice, valid = choice_flat[:, None], valid_flat[:, None]
@@ -263,7 +261,7 @@ def import_restless(path: str | Path) -> pd.DataFrame:
         "confidence_parse_error": none,
     }
     reward = np.where(valid, df["reward"].to_numpy(np.float64)[:, None], np.nan)
-    table = _finish("restless-bandit", {**stimulus, "action": choice, "reward": reward, "valid": valid},
+    table = finish_table("restless-bandit", {**stimulus, "action": choice, "reward": reward, "valid": valid},
                     agent=Path(path).stem)
     table["subject"] = df["run"].to_numpy(np.int64)
     table["trial"] = df["trial"].to_numpy(np.int64)

@@ -79,8 +79,8 @@ class SamplingProgress:
             return
         basis = (f"{n} earlier fit{'s' * (n != 1)} of this kind on this machine" if n else
                  "no earlier fit of this kind recorded here: the default cost model, which may be off several times")
-        self.report(f"{self.what}: estimated {_clock(setup + sampling)} in all (an estimate before set-up: "
-                    f"{_clock(setup)} set-up + {_clock(sampling)} sampling, from {basis}; the progress lines "
+        self.report(f"{self.what}: estimated {clock(setup + sampling)} in all (an estimate before set-up: "
+                    f"{clock(setup)} set-up + {clock(sampling)} sampling, from {basis}; the progress lines "
                     "follow the real rate)", True)
 
     def update(self, done: int, total: int, chains_done: int, chains: int, eta_s: float | None) -> None:
@@ -88,14 +88,14 @@ class SamplingProgress:
         self.total = total
         if self.start is None:
             self.start = now
-            self.report(f"{self.what}: sampling began after {_clock(now - self.created)} of set-up "
+            self.report(f"{self.what}: sampling began after {clock(now - self.created)} of set-up "
                         f"({chains} chains, {total} draws in all, tuning included)", True)
-        eta = f", ETA {_clock(eta_s)}" if eta_s is not None else ""
+        eta = f", ETA {clock(eta_s)}" if eta_s is not None else ""
         line = (f"{self.what}: {done}/{total} draws (tuning included), {chains_done}/{chains} chains done, "
-                f"{_clock(now - self.start)} elapsed{eta}")
+                f"{clock(now - self.start)} elapsed{eta}")
         if not self.estimated and eta_s is not None and eta_s + (now - self.start) > ESTIMATE_OVER:
             self.estimated = True
-            self.report(f"{self.what}: estimated {_clock(eta_s + now - self.start)} in all", True)
+            self.report(f"{self.what}: estimated {clock(eta_s + now - self.start)} in all", True)
         if self.terminal or now - self.last >= LINE_INTERVAL:
             self.last = now
             self.report(line, not self.terminal)
@@ -104,14 +104,15 @@ class SamplingProgress:
         """The closing line: every draw done, and the time sampling took (recorded for the next
         estimate of this kind)."""
         took = time.monotonic() - (self.start if self.start is not None else self.created)
-        self.report(f"{self.what}: done, {self.total or 'all'} draws in {_clock(took)}", True)
+        self.report(f"{self.what}: done, {self.total or 'all'} draws in {clock(took)}", True)
         if self.kind is not None and self.start is not None:
             from cogtestbed import timings
 
             timings.record(self.kind, self.start - self.created if self.fresh else None, took, self.units)
 
 
-def _clock(seconds: float) -> str:
+def clock(seconds: float) -> str:
+    """Seconds as a clock reading for a person: ``42 s``, ``3 min 05 s``, ``1 h 02 min``."""
     seconds = max(0.0, float(seconds))
     if seconds < 60:
         return f"{seconds:.0f} s"
@@ -120,8 +121,8 @@ def _clock(seconds: float) -> str:
 
 
 def duration(seconds: float) -> str:
-    """Seconds for a person: 2 significant digits under a minute (``0.31 s``), else :func:`_clock`."""
-    return f"{seconds:.2g} s" if seconds < 59.5 else _clock(seconds)
+    """Seconds for a person: 2 significant digits under a minute (``0.31 s``), else :func:`clock`."""
+    return f"{seconds:.2g} s" if seconds < 59.5 else clock(seconds)
 
 
 _DURATION = re.compile(r"([\d.]+)\s*(ms|s|m|h|µs|us|ns)")
@@ -226,12 +227,12 @@ class TaskProgress:
         eta = since / later * (self.total - self.done) if later > 0 and since > 0 else None
         if not self.estimated and eta is not None and elapsed + eta > ESTIMATE_OVER and self.done < self.total:
             self.estimated = True
-            self.report(f"{self.what}: estimated {_clock(elapsed + eta)} in all ({self.done} of {self.total} tasks "
-                        f"took {_clock(elapsed)})", True)
+            self.report(f"{self.what}: estimated {clock(elapsed + eta)} in all ({self.done} of {self.total} tasks "
+                        f"took {clock(elapsed)})", True)
         if self.terminal or now - self.last >= LINE_INTERVAL or self.done >= self.total:
             self.last = now
-            tail = f", ETA {_clock(eta)}" if eta and self.done < self.total else ""
-            self.report(f"{self.what}: {self.done}/{self.total} tasks, {_clock(elapsed)} elapsed{tail}",
+            tail = f", ETA {clock(eta)}" if eta and self.done < self.total else ""
+            self.report(f"{self.what}: {self.done}/{self.total} tasks, {clock(elapsed)} elapsed{tail}",
                         not self.terminal or self.done >= self.total)
 
 
@@ -318,12 +319,12 @@ class Heartbeat:
         now = time.monotonic()
         took = now - self.since
         if self.total and self.done:
-            eta = f"ETA {_clock(took / self.done * max(0, self.total - self.done))}"
+            eta = f"ETA {clock(took / self.done * max(0, self.total - self.done))}"
         else:
             eta = "ETA unknown" if not self.total else "ETA once the first result is in"
         count = f"{self.done:,}/{self.total:,}" if self.total else f"{self.done:,} done" if self.done else "under way"
         detail = f" ({self.detail})" if self.detail else ""
-        return f"{self.name}: {count}{detail}, {_clock(now - self.start)} elapsed, {eta}"
+        return f"{self.name}: {count}{detail}, {clock(now - self.start)} elapsed, {eta}"
 
     def _beat(self) -> None:
         while not self._stop.wait(self.interval):
@@ -419,7 +420,7 @@ def unit_progress(what: str, interval: float | None = None) -> Iterator[UnitProg
         last = hb.line()
         if hb.name != what and last != said[0]:  # the last count reached, unless just said
             report(last, True)
-        report(f"{handle.summary or what + ': done'} in {_clock(took)}", True)
+        report(f"{handle.summary or what + ': done'} in {clock(took)}", True)
 
 
 def unit_phase(name: str, total: int) -> None:

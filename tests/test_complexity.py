@@ -40,8 +40,7 @@ OVERSIZED = {
 }
 #: Imports of another module's private name still to be made public (importer: names), issue 51.
 PRIVATE_IMPORTS = {
-    "cogtestbed/validation/design/adaptive.py": {"_kernel_table"},  # [wing-plan]
-    "cogtestbed/validation/design/estimate.py": {"_clock", "_run_chunk"},  # [wing-plan]
+    "cogtestbed/validation/design/estimate.py": {"_run_chunk"},  # [wing-plan]
     "cogtestbed/validation/design/plan.py": {"_reraise", "_run_chunk"},  # [wing-plan]
     "cogtestbed/validation/design/plan_report.py": {"_plt", "_save", "_atomic_write"},  # [wing-plan]
     "cogtestbed/validation/design/seqauto.py": {"_toward", "_cpu", "_money"},  # [wing-plan]

@@ -115,7 +115,7 @@ def likelihood_table(model: CognitiveModel, space: DesignSpace, points: int | No
     log_prior = sum(-0.5 * ((mesh[:, j] - p.prior_mean) / p.prior_sd) ** 2 for j, p in enumerate(model.parameters))
     log_prior = np.asarray(log_prior, dtype=np.float64)
     log_prior -= _logsumexp(log_prior)
-    log_prob = _kernel_table(model, natural, space)
+    log_prob = kernel_table(model, natural, space)
     prob = np.exp(log_prob)
     with np.errstate(divide="ignore", invalid="ignore"):
         entropy = -np.sum(np.where(prob > 0, prob * log_prob, 0.0), axis=2)
@@ -125,7 +125,7 @@ def likelihood_table(model: CognitiveModel, space: DesignSpace, points: int | No
     return table
 
 
-def _kernel_table(model: CognitiveModel, natural: np.ndarray, space: DesignSpace) -> np.ndarray:
+def kernel_table(model: CognitiveModel, natural: np.ndarray, space: DesignSpace) -> np.ndarray:
     """log p(y | θ_g, d) (G, D, Y) from the model's kernel: every grid node is a 'subject' that
     answered every candidate with every answer.  Rows are normalised over the answers (a kernel that
     clips tiny probabilities leaves a sum a hair above 1)."""

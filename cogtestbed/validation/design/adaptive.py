@@ -27,7 +27,7 @@ import numpy as np
 from cogtestbed.environments.adaptive import DESIGN_COLUMN
 from cogtestbed.errors import InputError
 from cogtestbed.experiments._adaptive import AdaptiveDecl, adaptive_fields, adaptive_model
-from cogtestbed.inference.adaptive import AdaptiveDesigner, DesignSpace, _kernel_table
+from cogtestbed.inference.adaptive import AdaptiveDesigner, DesignSpace, kernel_table
 from cogtestbed.registry import Experiment, get_experiment
 from cogtestbed.simulation import simulate
 
@@ -117,7 +117,7 @@ def _random_order_runs(model: Any, space: DesignSpace, natural: dict[str, np.nda
     for every subject), answers drawn from the model's likelihood at each subject's parameters."""
     order = np.concatenate([order_rng.permutation(space.size) for _ in range(-(-trials // space.size))])[:trials]
     theta = np.column_stack([natural[n] for n in model.parameters.names])
-    prob = np.exp(_kernel_table(model, theta, space))[:, order, :]  # (subjects, trials, answers)
+    prob = np.exp(kernel_table(model, theta, space))[:, order, :]  # (subjects, trials, answers)
     u = answer_rng.random((theta.shape[0], trials, 1))
     picks = np.minimum((u > np.cumsum(prob, axis=2)).sum(axis=2), len(space.answers) - 1)
     answers = np.asarray(space.answers)[picks]

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from cogtestbed.progress import _clock, duration
+from cogtestbed.progress import clock, duration
 
 #: Fewest tasks for which a study is calibrated first (one or two tasks are their own estimate).
 MIN_TASKS = 3
@@ -38,7 +38,7 @@ class StudyEstimate:
     done: dict[int, Any] = field(default_factory=dict)
 
     def line(self, what: str) -> str:
-        return (f"{what}: estimated {_clock(self.seconds)} for {self.tasks} tasks on {self.workers} worker"
+        return (f"{what}: estimated {clock(self.seconds)} for {self.tasks} tasks on {self.workers} worker"
                 f"{'s' * (self.workers != 1)} (an estimate: one task of the smallest cell, {self.timed_label}, "
                 f"took {self.timed_seconds:.2g} s here, scaled by subjects × trials × runs; the progress "
                 "lines follow the real rate)")

@@ -3,6 +3,7 @@
     PYTHONPATH=. python benchmarks/architecture_measures.py             # the working tree
     PYTHONPATH=. python benchmarks/architecture_measures.py --ref fc6621c   # a commit (read with git archive)
     PYTHONPATH=. python benchmarks/architecture_measures.py --ref fc6621c --json
+    PYTHONPATH=. python benchmarks/architecture_measures.py --table fc6621c   # docs/architecture.md's table
 
 Every figure is counted from the source (nothing of the package is imported):
 
@@ -265,19 +266,67 @@ def report(m: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _workflow_cell(w: Mapping[str, Any]) -> str:
+    cell = f"{w['files']} files, {w['folders']} folder{'s' if w['folders'] != 1 else ''}"
+    if "other_modules_in_its_folders" in w:
+        cell += f" (+{w['other_modules_in_its_folders']} other modules there)"
+    return cell
+
+
+def table_rows(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """The markdown rows of docs/architecture.md's before/after table."""
+    rows = [(f"files per workflow: {name}", _workflow_cell(before["workflows"][name]),
+             _workflow_cell(after["workflows"][name])) for name in before["workflows"]]
+
+    def options(m: Mapping[str, Any]) -> str:
+        o = m["options"]
+        by = ", ".join(f"{k} {v}" for k, v in o["cli_options_by_module"].items())
+        typed = "a typed request" if o["typed_request"] else "no typed request"
+        return f"{o['cli_options_total']} in `cli/` ({by}); `ct.plan` {o['ct_plan_parameters']} parameters; {typed}"
+
+    def largest(m: Mapping[str, Any]) -> str:
+        s = m["sizes"]
+        return f"`{s['largest']['module'].removeprefix('cogtestbed/')}` ({s['largest']['lines']:,} lines)"
+
+    def worst(m: Mapping[str, Any]) -> str:
+        return "; ".join(f"`{w['module'].removeprefix('cogtestbed/')}` {w['mi']:.1f}" for w in m["sizes"]["worst_mi"])
+
+    def over(m: Mapping[str, Any]) -> str:
+        s = m["sizes"]
+        return f"{len(s['over_800_lines'])} / {len(s['under_mi_10'])}"
+
+    rows += [("options declared once (item 2)", options(before), options(after)),
+             ("modules (lines)", f"{before['sizes']['modules']} ({before['sizes']['lines']:,})",
+              f"{after['sizes']['modules']} ({after['sizes']['lines']:,})"),
+             ("largest module", largest(before), largest(after)),
+             ("MI of the worst five", worst(before), worst(after)),
+             (f"modules above {MAX_LINES} lines / under MI {MIN_MI:g}", over(before), over(after)),
+             ("underscore imports across modules", str(len(before["underscore_imports"])),
+              str(len(after["underscore_imports"]))),
+             ("upward imports / import cycles", f"{len(before['upward_imports'])} / {len(before['cycles'])}",
+              f"{len(after['upward_imports'])} / {len(after['cycles'])}")]
+    return "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ref", help="a commit to measure (default: the working tree)")
     parser.add_argument("--json", action="store_true", help="print the measures as JSON")
+    parser.add_argument("--table", metavar="BEFORE", help="print the markdown rows comparing commit BEFORE with "
+                        "--ref (default: the working tree)")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as tmp_before:
         try:
-            root = checkout(args.ref, Path(tmp))
+            m = measure(checkout(args.ref, Path(tmp)))
+            before = measure(checkout(args.table, Path(tmp_before))) if args.table else None
         except subprocess.CalledProcessError as exc:
-            print(f"error: cannot read commit {args.ref!r}: {exc.stderr.decode().strip()}", file=sys.stderr)
+            print(f"error: cannot read commit {args.ref or args.table!r}: {exc.stderr.decode().strip()}",
+                  file=sys.stderr)
             return 2
-        m = measure(root)
-    print(json.dumps(m, indent=1) if args.json else report(m))
+    if before is not None:
+        print(table_rows(before, m))
+    else:
+        print(json.dumps(m, indent=1) if args.json else report(m))
     return 0
 
 

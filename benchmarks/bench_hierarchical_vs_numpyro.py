@@ -22,7 +22,8 @@ Before timing, the two models are checked to be the same: the log-likelihood of 
 parameter matrices drawn from the prior (the package's numba kernel against the JAX transcription) and
 the joint log density (priors, Jacobians and likelihood) at three random unconstrained points (PyMC's
 ``compile_logp`` against NumPyro's ``potential_energy``) must agree within 1e-6 relative; a case that
-fails is reported and not timed.
+fails is reported and not timed.  ``--check-only`` does only that, and times one log density and gradient
+evaluation on each side (``grad_us``, CPU µs: where the time goes, with ``mean_steps``).
 
 Prints one JSON line per case and data set, then a Markdown table (``ratio``: the package's min bulk
 ESS per CPU-second over NumPyro's).  Exits 1 where a check fails, 2 where NumPyro's environment is
@@ -162,6 +163,22 @@ def write_spec(case: Case, data: list[Any], path: Path, sampler: dict[str, Any])
     return {"check_loglik": check_ll, "check_logp": check_logp, "trials": int(len(idx0)) // len(subjects)}
 
 
+def package_grad_cost(case: Case, table: Any, repeats: int = 300) -> float:
+    """CPU µs of one log density and gradient evaluation of the package's PyMC model (PyTensor's NUMBA
+    mode, what nutpie compiles, called from Python: an upper bound of nutpie's own call)."""
+    from cogtestbed.registry import get_experiment
+
+    pm_model = get_experiment(case.experiment).model(case.model).pymc_model(table)
+    f = pm_model.logp_dlogp_function(ravel_inputs=True, mode="NUMBA")
+    f.set_extra_values({})
+    x = np.concatenate([np.ravel(v) for v in pm_model.initial_point().values()])
+    f(x)
+    start = time.process_time()
+    for _ in range(repeats):
+        f(x)
+    return (time.process_time() - start) / repeats * 1e6
+
+
 def fit_package(case: Case, data: list[Any], sampler: dict[str, Any]) -> list[dict[str, Any]]:
     """Fit every table with the package (in this process) and return CPU seconds and diagnostics."""
     from cogtestbed.inference.hierarchical import fit_hierarchical
@@ -228,7 +245,9 @@ def run_case(name: str, case: Case, args: argparse.Namespace, python: Path) -> l
         same = ll_rel <= AGREE_REL and logp_rel <= AGREE_REL
         if args.check_only:
             print(json.dumps({"case": name, "loglik_rel_diff": ll_rel, "logp_rel_diff": logp_rel, "same_model": same,
-                              "package": ours, "numpyro": checked}), flush=True)
+                              "package": ours, "numpyro": checked,
+                              "grad_us": {"package": package_grad_cost(case, data[0]),
+                                          "numpyro": checked["grad_us"]}}), flush=True)
             return [{"same_model": same}]
         if same:
             theirs = fit_numpyro(python, spec, out)
@@ -286,7 +305,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--draws", type=int, default=1000, help="draws and tuning steps per chain")
     parser.add_argument("--numpyro-python", type=Path, default=Path(os.environ.get("NUMPYRO_PYTHON", NUMPYRO_PYTHON)))
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
-    parser.add_argument("--check-only", action="store_true", help="only check that the two models agree")
+    parser.add_argument("--check-only", action="store_true",
+                        help="only check that the two models agree, and time one log density + gradient on each side")
     args = parser.parse_args(argv)
     if args.list:
         for name, case in CASES.items():

@@ -9,7 +9,8 @@ kernel's columns, the sampler settings, the check points) and calls::
     .venv-numpyro/bin/python benchmarks/numpyro_models.py SPEC.npz OUT.npz
 
 (``--check-only``: the checks alone) which prints one JSON line (CPU and wall seconds of each fit, the
-log-likelihood and joint log density at the check points) and writes the draws of every free variable
+log-likelihood and joint log density at the check points, ``grad_us``: CPU µs of one jitted log density
+and gradient evaluation) and writes the draws of every free variable
 and the divergences and leapfrog steps of every draw to ``OUT.npz``.
 
 The prior is :func:`cogtestbed.inference.hierarchical.subject_parameters`' exactly: per parameter
@@ -305,6 +306,21 @@ def checks(spec: Any, meta: dict[str, Any], model: Callable[..., None]) -> dict[
     return {"check_loglik": ll, "check_logp": logp}
 
 
+def grad_cost(spec: Any, meta: dict[str, Any], model: Callable[..., None], repeats: int = 300) -> float:
+    """CPU µs of one log density and gradient evaluation (jitted, on data set 0, after a warm call)."""
+    import jax
+    from numpyro.infer.util import initialize_model
+
+    info = initialize_model(jax.random.PRNGKey(0), model, model_args=(data_of(spec, meta, 0),))
+    value_and_grad = jax.jit(jax.value_and_grad(info.potential_fn))
+    x = info.param_info.z
+    jax.block_until_ready(value_and_grad(x))
+    start = time.process_time()
+    for _ in range(repeats):
+        jax.block_until_ready(value_and_grad(x))
+    return (time.process_time() - start) / repeats * 1e6
+
+
 def run(spec_path: str, out_path: str, fit: bool = True) -> dict[str, Any]:
     import jax
     import numpyro
@@ -316,7 +332,7 @@ def run(spec_path: str, out_path: str, fit: bool = True) -> dict[str, Any]:
     model = make_model(meta)
     result: dict[str, Any] = {"numpyro": numpyro.__version__, "jax": jax.__version__, **checks(spec, meta, model)}
     if not fit:
-        return result
+        return {**result, "grad_us": grad_cost(spec, meta, model)}
     kernel = NUTS(model, target_accept_prob=meta["target_accept"])
     mcmc = MCMC(kernel, num_warmup=meta["tune"], num_samples=meta["draws"], num_chains=meta["chains"],
                 chain_method="sequential", progress_bar=False, jit_model_args=True)

@@ -45,7 +45,7 @@ def sessions(client: Any, names: list[str], work: Path) -> list[dict[str, Any]]:
 def speed(client: Any, work: Path) -> dict[str, Any]:
     """Calls per second of one CogBench session (completions), in-process and through the server."""
     from cogtestbed.llm_adapters.openai_client import OpenAIClient
-    from cogtestbed.llm_adapters.server import serve
+    from cogtestbed.llm_adapters.servers.server import serve
     from cogtestbed.validation.runs.real_model import run_session
 
     raw = client.with_chat(False)

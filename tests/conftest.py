@@ -53,7 +53,7 @@ def tiny_chat() -> Any:
 def server(tiny: Any, tiny_chat: Any) -> Any:
     """The local OpenAI-compatible server serving both tiny models: yields (base URL, its fault
     injector); faults still pending when the module ends are dropped."""
-    from cogtestbed.llm_adapters.server import FaultInjector, serve
+    from cogtestbed.llm_adapters.servers.server import FaultInjector, serve
 
     faults = FaultInjector()
     with serve({"tiny-random": tiny, "tiny-random-chat": tiny_chat}, faults) as url:

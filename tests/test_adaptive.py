@@ -172,7 +172,7 @@ def test_an_adaptive_smollm2_session_runs_and_its_table_fits(smollm2: Any, tmp_p
     same model served by the local OpenAI-compatible server answers them as an API model: the same
     answers and designs.  The table records each chosen design, replays from its answers, and the
     hyperbolic model fits it."""
-    from cogtestbed.llm_adapters.server import serve
+    from cogtestbed.llm_adapters.servers.server import serve
 
     options = {"subjects": 1, "adaptive": "k,temperature", "trials": 16}
     table = ct.run("temporal-discounting", llm="hf:smollm2-135m", output=tmp_path / "run",

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from study_scripts import load_study
 
-from cogtestbed.llm_adapters.batch_server import BatchFault
+from cogtestbed.llm_adapters.servers.emulators.batch import BatchFault
 
 #: Run in the default suite (each ~10 s); the rest are ``-m slow``.
 QUICK = ("failed", "gone", "conflicting duplicate answers", "corrupt line")
@@ -91,10 +91,10 @@ def test_resume_collects_a_batch_left_in_flight_whatever_its_end(tmp_path: Path,
 
     from cogtestbed.llm_adapters.base import GenerateRequest
     from cogtestbed.llm_adapters.batch import BatchClient, BatchRecord, open_ledger_ids
-    from cogtestbed.llm_adapters.batch_server import BatchEmulator, serve_batches
     from cogtestbed.llm_adapters.cache import ResponseCache, cache_key
     from cogtestbed.llm_adapters.limits import Budget, Price, read_ledger
     from cogtestbed.llm_adapters.openai_client import OpenAIClient
+    from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
 
     fault, billed, at_worst, kept = RECOVERED[name]
     price = Price(1000.0, 2000.0)

@@ -126,7 +126,7 @@ def test_dry_run_prompt_tokens_are_what_the_local_server_bills(smollm2: Any, tmp
     """SmolLM2 behind the local server: the dry run counts prompts with the model's own tokenizer, so
     its prompt tokens and requests are the server's; completions stop before --max-tokens, so billed
     cost is below the dry run's ceiling (booked at max_tokens), never above."""
-    from cogtestbed.llm_adapters.server import Billing, serve
+    from cogtestbed.llm_adapters.servers.server import Billing, serve
 
     prices = tmp_path / "prices.toml"
     prices.write_text('["openai:smollm2*"]\ninput = 1000.0\noutput = 2000.0\n')
@@ -182,7 +182,7 @@ def test_a_chat_history_that_quotes_answers_stays_under_the_dry_runs_ceiling(tmp
     prompt tokens are the playthrough's (2,168), the server billed 2,210, and the ceiling that books
     each quoted answer at 3 x max_tokens + 2 tokens holds ($2.338 billed <= $2.400)."""
     from cogtestbed.llm_adapters.hf import HFClient
-    from cogtestbed.llm_adapters.server import Billing, serve
+    from cogtestbed.llm_adapters.servers.server import Billing, serve
 
     prices = tmp_path / "prices.toml"
     prices.write_text('["openai:tiny-random*"]\ninput = 1000.0\noutput = 2000.0\n')

@@ -61,7 +61,7 @@ def test_full_study_every_mode_and_twenty_capped_runs() -> None:
 
 
 def test_retries_of_scored_calls_are_recorded(server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cogtestbed.llm_adapters.server import Fault
+    from cogtestbed.llm_adapters.servers.server import Fault
 
     url, faults = server
     monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
@@ -85,7 +85,7 @@ def test_retries_of_scored_calls_are_recorded(server, tmp_path: Path, monkeypatc
 
 def test_a_server_without_logprobs_is_found_before_any_subject(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                               tiny: Any) -> None:
-    from cogtestbed.llm_adapters.server import Billing, serve
+    from cogtestbed.llm_adapters.servers.server import Billing, serve
 
     billing = Billing(logprobs=False)
     monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))

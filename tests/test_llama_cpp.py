@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 def report() -> dict[str, Any]:
     pytest.importorskip("torch")
     from cogtestbed.llm_adapters.base import BackendUnavailable
-    from cogtestbed.llm_adapters.llama_cpp import llama_python
+    from cogtestbed.llm_adapters.servers.llama_cpp import llama_python
 
     try:
         llama_python()

@@ -32,7 +32,7 @@ from cogtestbed.llm_adapters.limits import Budget, Need, PriceTable, RateLimiter
 from cogtestbed.llm_adapters.openai_client import OpenAIClient  # noqa: E402
 from cogtestbed.llm_adapters.retry import RetryPolicy  # noqa: E402
 from cogtestbed.llm_adapters.runner import RunConfig, dry_run, run_experiment  # noqa: E402
-from cogtestbed.llm_adapters.server import Fault  # noqa: E402
+from cogtestbed.llm_adapters.servers.server import Fault  # noqa: E402
 from cogtestbed.registry import get_experiment  # noqa: E402
 from cogtestbed.simulation import run_stepwise, seed_streams  # noqa: E402
 

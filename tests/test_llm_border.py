@@ -148,7 +148,7 @@ def test_a_server_echoing_the_key_never_gets_it_written(server, tmp_path: Path, 
     """A server that quotes the Authorization header in its error bodies: retried errors (stderr,
     calls.parquet's retry_log) and the error that fails the run (stderr, run.json's error) carry no key,
     and neither does any other file the runs wrote (tables, manifests, ledger, the response cache)."""
-    from cogtestbed.llm_adapters.server import Fault
+    from cogtestbed.llm_adapters.servers.server import Fault
 
     url, faults = server
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
@@ -182,7 +182,7 @@ def two_servers(tiny):
     """Two local servers serving different models under the same name ``tiny-random`` (the tiny model
     and one built with another seed): (url, billing) each."""
     from cogtestbed.llm_adapters.hf import HFClient, build_tiny_random
-    from cogtestbed.llm_adapters.server import Billing, serve
+    from cogtestbed.llm_adapters.servers.server import Billing, serve
 
     other = HFClient(*build_tiny_random(seed=1), "tiny-random-seed1", chat=False)
     billing_a, billing_b = Billing(), Billing()
@@ -227,7 +227,7 @@ def test_two_servers_serving_different_models_under_one_name_share_no_answers(
     # shared, the address may change on --resume, but not the model the server lists under the name
     code, said = _run([*args(b, "sa", "--share-cache"), "--resume"], capsys)
     assert code == 2 and "another model under the same name" in said and "tiny-random-seed1" in said
-    from cogtestbed.llm_adapters.server import serve
+    from cogtestbed.llm_adapters.servers.server import serve
 
     with serve({"tiny-random": tiny}) as c:  # the same model at a third address
         assert _run([*args(c, "sa", "--share-cache"), "--resume"], capsys)[0] == 0
@@ -309,7 +309,7 @@ def test_malformed_or_oversized_requests_get_an_openai_style_4xx(tiny, tiny_chat
                                                                  named: str) -> None:
     import httpx
 
-    from cogtestbed.llm_adapters.server import serve
+    from cogtestbed.llm_adapters.servers.server import serve
 
     with serve({"tiny-random": tiny, "tiny-random-chat": tiny_chat}, max_body=4096) as url:
         content = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -321,7 +321,7 @@ def test_malformed_or_oversized_requests_get_an_openai_style_4xx(tiny, tiny_chat
 
 def test_the_generation_time_of_a_request_is_bounded(tiny) -> None:
     from cogtestbed.llm_adapters.base import GenerateRequest
-    from cogtestbed.llm_adapters.server import create_app
+    from cogtestbed.llm_adapters.servers.server import create_app
 
     create_app({"tiny-random": tiny}, max_seconds=0.5)
     assert tiny.max_time == 0.5
@@ -344,7 +344,7 @@ def test_the_server_stops_on_the_first_sigterm_with_a_request_in_flight(tmp_path
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "cogtestbed.llm_adapters.server", "--model", "tiny-random",
+    proc = subprocess.Popen([sys.executable, "-m", "cogtestbed.llm_adapters.servers.server", "--model", "tiny-random",
                              "--port", str(port), "--fail-rate", "1", "--delay", "300"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
     try:
@@ -376,7 +376,7 @@ def _quietly(call) -> None:
 def _nonsense_server(answer: dict):
     """An OpenAI-compatible server on 127.0.0.1 whose completions answer ``answer["body"]`` (bytes) with
     status 200: the test sets what it sends."""
-    from cogtestbed.llm_adapters.server import serve_app
+    from cogtestbed.llm_adapters.servers.server import serve_app
 
     async def app(scope, receive, send):
         if scope["type"] != "http":

@@ -25,7 +25,7 @@ from cogtestbed.llm_adapters.hf import HFClient  # noqa: E402
 from cogtestbed.llm_adapters.openai_client import OpenAIClient  # noqa: E402
 from cogtestbed.llm_adapters.retry import RetryPolicy  # noqa: E402
 from cogtestbed.llm_adapters.runner import RunConfig, run_experiment  # noqa: E402
-from cogtestbed.llm_adapters.server import serve  # noqa: E402
+from cogtestbed.llm_adapters.servers.server import serve  # noqa: E402
 
 FAST_RETRY = RetryPolicy(attempts=4, initial=0.02, max_wait=0.2)
 SESSION = ToySessions(statement=np.array([[1]]))  # one question (the sampled test's design)

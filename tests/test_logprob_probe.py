@@ -82,7 +82,7 @@ def _broken(tiny: Any, how: str) -> Any:
 @pytest.mark.parametrize("how", sorted(BROKEN_ECHOES))
 def test_a_server_with_misaligned_echoed_logprobs_is_scored_by_sampling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                         tiny: Any, how: str) -> None:
-    from cogtestbed.llm_adapters.server import serve
+    from cogtestbed.llm_adapters.servers.server import serve
 
     monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
     with serve({"tiny-random": _broken(tiny, how)}) as url:

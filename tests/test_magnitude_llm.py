@@ -27,7 +27,7 @@ from cogtestbed.llm_adapters.hf import HFClient  # noqa: E402
 from cogtestbed.llm_adapters.openai_client import OpenAIClient  # noqa: E402
 from cogtestbed.llm_adapters.retry import RetryPolicy  # noqa: E402
 from cogtestbed.llm_adapters.runner import RunConfig, run_experiment  # noqa: E402
-from cogtestbed.llm_adapters.server import serve  # noqa: E402
+from cogtestbed.llm_adapters.servers.server import serve  # noqa: E402
 from cogtestbed.registry import get_experiment  # noqa: E402
 
 FAST = RetryPolicy(attempts=2, initial=0.02, max_wait=0.1)

@@ -22,8 +22,8 @@ from cogtestbed.llm_adapters.capabilities import (
 )
 from cogtestbed.llm_adapters.hidden_tokens import from_assumption, from_pilot
 from cogtestbed.llm_adapters.limits import read_ledger
-from cogtestbed.llm_adapters.reasoning_emulator import ReasoningModel, format_answer
-from cogtestbed.llm_adapters.server import Billing, serve
+from cogtestbed.llm_adapters.servers.emulators.reasoning import ReasoningModel, format_answer
+from cogtestbed.llm_adapters.servers.server import Billing, serve
 
 DESIGN = ["visits_per_casino=2"]  # 8 trials a session
 
@@ -214,7 +214,7 @@ def test_a_batch_result_line_reads_its_hidden_tokens() -> None:
 
 
 def test_a_batch_run_of_a_reasoning_model_books_its_hidden_tokens(model, tmp_path: Path) -> None:
-    from cogtestbed.llm_adapters.batch_server import BatchEmulator, serve_batches
+    from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
 
     emulator = BatchEmulator({"o3": model}, polls=1, reasoning={"o3": ReasoningModel(answer=format_answer)})
     with serve_batches(emulator) as url:

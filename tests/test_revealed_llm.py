@@ -20,7 +20,7 @@ from cogtestbed.environments.revealed import RevealedBeliefEnv, RevealedDesign, 
 from cogtestbed.llm_adapters import LLMAgent  # noqa: E402
 from cogtestbed.llm_adapters.hf import HFClient, build_tiny_random  # noqa: E402
 from cogtestbed.llm_adapters.openai_client import OpenAIClient  # noqa: E402
-from cogtestbed.llm_adapters.server import FaultInjector, serve  # noqa: E402
+from cogtestbed.llm_adapters.servers.server import FaultInjector, serve  # noqa: E402
 from cogtestbed.simulation import run_stepwise  # noqa: E402
 
 #: 1d4 (one token each), 1d10 (the terminator rule), 3d12 (34 multi-digit outcomes), letters, labels.

@@ -27,7 +27,7 @@ from cogtestbed.llm_adapters import rundir as rundir_mod  # noqa: E402
 from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache  # noqa: E402
 from cogtestbed.llm_adapters.limits import Budget, BudgetExhausted, Need, Price, read_ledger  # noqa: E402
 from cogtestbed.llm_adapters.runner import RunConfig, draw_sessions, run_experiment, subject_needs  # noqa: E402
-from cogtestbed.llm_adapters.server import fault_injector, parse_args  # noqa: E402
+from cogtestbed.llm_adapters.servers.server import fault_injector, parse_args  # noqa: E402
 from cogtestbed.outputs import WriteFailed  # noqa: E402
 from cogtestbed.registry import get_experiment  # noqa: E402
 
@@ -225,7 +225,7 @@ def test_transport_settings_may_change_on_resume_identity_may_not(tmp_path, caps
 
 
 def rundir_fault(status: int):
-    from cogtestbed.llm_adapters.server import Fault
+    from cogtestbed.llm_adapters.servers.server import Fault
 
     return Fault("status", status, retry_after=0.0)
 
@@ -307,7 +307,7 @@ def test_a_persistent_503_mid_run_fails_cleanly_and_resume_continues(tmp_path, c
     assert code == 2 and "HTTP 503" in error_lines(err)[0]
     assert not Path(run).exists()  # failed before any paid call: no trace
     faults.pending.clear()
-    from cogtestbed.llm_adapters.server import Fault
+    from cogtestbed.llm_adapters.servers.server import Fault
 
     faults.add(*[Fault("delay", seconds=0.0)] * 3, *[rundir_fault(503)] * 200)  # 3 answers, then an outage
     code, err = cli(capsys, "run", *served(url, tmp_path, "--retry-for", "0.3", "-o", run))

@@ -93,7 +93,7 @@ def test_float32_gguf_holds_the_dequantised_tensors_and_the_metadata(tmp_path: P
     gguf = pytest.importorskip("gguf")
     from gguf.quants import dequantize, quantize
 
-    from cogtestbed.llm_adapters.llama_cpp import GGUF_FTYPE_ALL_F32, float32_gguf
+    from cogtestbed.llm_adapters.servers.llama_cpp import GGUF_FTYPE_ALL_F32, float32_gguf
 
     rng = np.random.default_rng(0)
     weights = rng.normal(size=(4, 64)).astype(np.float32)

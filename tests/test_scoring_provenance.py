@@ -54,7 +54,7 @@ def _breaks_after_the_probe(tiny: Any, every: int) -> Any:
 @pytest.mark.parametrize("every", [1, 4])
 def test_a_run_that_abandons_exact_scoring_mid_run_says_so_and_counts_each_method(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny: Any, every: int) -> None:
-    from cogtestbed.llm_adapters.server import serve
+    from cogtestbed.llm_adapters.servers.server import serve
 
     monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
     with serve({"tiny-random": _breaks_after_the_probe(tiny, every)}) as url:

@@ -130,7 +130,7 @@ def test_top_logprobs_100000_gets_a_400_in_under_a_second_while_another_client_i
 def test_requests_beyond_the_queue_get_429_and_the_rest_are_served(tiny, monkeypatch: pytest.MonkeyPatch) -> None:
     import httpx
 
-    from cogtestbed.llm_adapters.server import Billing, serve
+    from cogtestbed.llm_adapters.servers.server import Billing, serve
 
     started, release = threading.Event(), threading.Event()
     generate = tiny._generate
@@ -167,10 +167,11 @@ def test_requests_beyond_the_queue_get_429_and_the_rest_are_served(tiny, monkeyp
 
 
 def test_a_request_waits_for_its_model_at_most_the_time_limit() -> None:
-    from cogtestbed.llm_adapters.server import RequestError, _Gate
+    from cogtestbed.llm_adapters.servers.admission import Gate
+    from cogtestbed.llm_adapters.servers.checks import RequestError
 
     async def main() -> int:
-        gate, model = _Gate(4, wait=0.2), object()
+        gate, model = Gate(4, wait=0.2), object()
         async with gate.admit(), gate.model(model):
             t0 = time.monotonic()
             with pytest.raises(RequestError) as info:

@@ -153,7 +153,7 @@ def test_the_server_serves_the_same_answers(smollm2: Any, tmp_path: Path) -> Non
     """One family through the local OpenAI-compatible server, both modes: the same answers, parses
     and valid rate as in-process (greedy decoding of the same weights)."""
     from cogtestbed.llm_adapters.openai_client import OpenAIClient
-    from cogtestbed.llm_adapters.server import serve
+    from cogtestbed.llm_adapters.servers.server import serve
 
     name = "instrumental-learning"
     with serve({"smollm2-135m": smollm2}) as url:

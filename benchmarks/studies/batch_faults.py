@@ -1,5 +1,5 @@
 """Every end a batch can have, on the fault-injecting batch server (issue 48 item 1; 127.0.0.1 only,
-the tiny random chat model behind :mod:`cogtestbed.llm_adapters.batch_server`).
+the tiny random chat model behind :mod:`cogtestbed.llm_adapters.servers.emulators.batch`).
 
 A 2-subject collider run (its 40 requests in one batch) meets each fault in its first batch — failed,
 expired, cancelled, gone (HTTP 404 after it was created), a corrupt result line (with and without its
@@ -25,7 +25,7 @@ from unittest import mock
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import batch_mode  # noqa: E402 - the study beside this one: prices, models, run arguments
 
-from cogtestbed.llm_adapters.batch_server import BatchFault  # noqa: E402
+from cogtestbed.llm_adapters.servers.emulators.batch import BatchFault  # noqa: E402
 
 SUBJECTS = 2
 #: Every line of the faulty batch.
@@ -53,7 +53,7 @@ def usd(prompt: int, completion: int) -> float:
 
 def clean_trials(root: Path) -> list[Any]:
     """The trial table of a run that meets no fault."""
-    from cogtestbed.llm_adapters.batch_server import BatchEmulator, serve_batches
+    from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
 
     with serve_batches(BatchEmulator(batch_mode.models(), polls=2)) as url:
         code = batch_mode.cli(batch_mode.run_args("collider", "openai", url, root / "clean", SUBJECTS))[0]
@@ -68,8 +68,8 @@ def fault_row(name: str, root: Path, clean: list[Any]) -> dict[str, Any]:
 
     from cogtestbed.cli import run_cli
     from cogtestbed.llm_adapters.batch import open_ledger_ids
-    from cogtestbed.llm_adapters.batch_server import BatchEmulator, serve_batches
     from cogtestbed.llm_adapters.limits import read_ledger
+    from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
 
     fault, unknown, _ = FAULTS[name]
     emulator = BatchEmulator(batch_mode.models(), polls=2, faults=[fault])

@@ -1,7 +1,7 @@
 """Spend vs ``--max-cost`` of `cogtestbed run` against the local server: 20 seeded runs, never above.
 
 Each run plays ``instrumental-learning`` (8 trials per subject) with the tiny local model behind the
-project's OpenAI-compatible server (:mod:`cogtestbed.llm_adapters.server`), priced at $1000 per
+project's OpenAI-compatible server (:mod:`cogtestbed.llm_adapters.servers.server`), priced at $1000 per
 million tokens (a token costs $0.001, so a subject costs dollars and the caps bind).  The seed
 draws the cap (uniform on $2–$14), the number of subjects (3–8) and the concurrency (1, 4 or 16,
 so often above the number of subjects), and seeds the server's random 503 faults (10 % of requests)
@@ -29,7 +29,7 @@ import pandas as pd
 
 from cogtestbed.api.run import RunRequest, execute_run
 from cogtestbed.llm_adapters.hf import HFClient
-from cogtestbed.llm_adapters.server import Fault, FaultInjector, serve
+from cogtestbed.llm_adapters.servers.server import Fault, FaultInjector, serve
 
 PRICES = '["openai:tiny-random"]\ninput = 1000\noutput = 1000\n'
 #: Share of the server's requests answered 503 (seeded per run).

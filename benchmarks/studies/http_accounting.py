@@ -1,6 +1,6 @@
 """Every HTTP request is a call (issue 30): runs on the local OpenAI-compatible server
-(:mod:`cogtestbed.llm_adapters.server`, 127.0.0.1 only, the tiny random models) compared with the
-server's own tally of requests and billed usage (:class:`~cogtestbed.llm_adapters.server.Billing`).
+(:mod:`cogtestbed.llm_adapters.servers.server`, 127.0.0.1 only, the tiny random models) compared with the
+server's own tally of requests and billed usage (:class:`~cogtestbed.llm_adapters.servers.server.Billing`).
 
 Part 1, accounting: for each experiment and mode (exact scoring over completions, sampling over
 chat, a completions server that returns no log-probabilities, images), the dry run's calls against
@@ -59,7 +59,7 @@ def local_server(logprobs: bool = True, fault_rate: float = 0.0, drop: bool = Fa
                  smollm2: bool = False) -> Iterator[Served]:
     """The tiny models behind the local server (127.0.0.1), with a billing tally and faults."""
     from cogtestbed.llm_adapters.hf import HFClient
-    from cogtestbed.llm_adapters.server import Billing, Fault, FaultInjector, serve
+    from cogtestbed.llm_adapters.servers.server import Billing, Fault, FaultInjector, serve
 
     if not _LOADED:
         _LOADED.update({"tiny-random": HFClient.tiny_random(), "tiny-random-chat": HFClient.tiny_random(chat=True),

@@ -160,7 +160,7 @@ def run_route(client: Any, name: str, mode: str, root: Path, label: str, overrid
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     from cogtestbed.llm_adapters.hf import HFClient
-    from cogtestbed.llm_adapters.llama_cpp import WEIGHTS, serve_llama_cpp
+    from cogtestbed.llm_adapters.servers.llama_cpp import WEIGHTS, serve_llama_cpp
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--llama-python", default=None, help="the Python with llama-cpp-python[server]")

@@ -1,6 +1,6 @@
 """The LLM border (issue 39, items 1, 2 and 5): the figures docs/llm-runs.md quotes, printed.
 
-Everything runs on local servers on 127.0.0.1 (:mod:`cogtestbed.llm_adapters.server`, the tiny
+Everything runs on local servers on 127.0.0.1 (:mod:`cogtestbed.llm_adapters.servers.server`, the tiny
 random models); nothing calls a hosted API.
 
 1. Cache identity: two servers serve different models under one name (``tiny-random``: the tiny
@@ -49,7 +49,7 @@ def run_args(url: str, out: Path, cache: Path, *extra: str) -> list[str]:
 
 def cache_identity(root: Path) -> dict[str, Any]:
     from cogtestbed.llm_adapters.hf import HFClient, build_tiny_random
-    from cogtestbed.llm_adapters.server import Billing, serve
+    from cogtestbed.llm_adapters.servers.server import Billing, serve
 
     first, other = HFClient.tiny_random(), HFClient(*build_tiny_random(seed=1), "tiny-random-seed1", chat=False)
     bill_a, bill_b = Billing(), Billing()
@@ -82,7 +82,7 @@ def every_written_text(root: Path) -> str:
 
 def secrets(root: Path) -> dict[str, Any]:
     from cogtestbed.llm_adapters.hf import HFClient
-    from cogtestbed.llm_adapters.server import Fault, FaultInjector, serve
+    from cogtestbed.llm_adapters.servers.server import Fault, FaultInjector, serve
 
     faults = FaultInjector()
     os.environ["OPENAI_API_KEY"] = KEY
@@ -104,7 +104,7 @@ def secrets(root: Path) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def negative_usage_server() -> Iterator[str]:
-    from cogtestbed.llm_adapters.server import serve_app
+    from cogtestbed.llm_adapters.servers.server import serve_app
 
     answer = json.dumps({"id": "c", "object": "text_completion", "created": 0, "model": "m",
                          "choices": [{"index": 0, "text": " 1", "logprobs": None, "finish_reason": "stop"}],

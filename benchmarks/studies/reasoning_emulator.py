@@ -1,8 +1,8 @@
 """Reasoning models against the project's emulator (issue 49): every experiment family, the ledger against
 the server's bill, and a plan priced from a 1-session pilot against a 5-session run.
 
-The server (:mod:`cogtestbed.llm_adapters.server`) serves ``o3`` acting as OpenAI's o3
-(:mod:`cogtestbed.llm_adapters.reasoning_emulator`: refuses every field the capability table says o3
+The server (:mod:`cogtestbed.llm_adapters.servers.server`) serves ``o3`` acting as OpenAI's o3
+(:mod:`cogtestbed.llm_adapters.servers.emulators.reasoning`: refuses every field the capability table says o3
 refuses, with OpenAI's 400; bills hidden reasoning tokens; answers in the form the prompt asks for).
 
 Part 1: one session of every experiment family (the conformance suite's small design, shrunk where it
@@ -32,8 +32,8 @@ import cogtestbed as ct
 from cogtestbed.llm_adapters.hf import HFClient
 from cogtestbed.llm_adapters.hidden_tokens import from_pilot
 from cogtestbed.llm_adapters.limits import PriceTable, read_ledger
-from cogtestbed.llm_adapters.reasoning_emulator import ReasoningModel, format_answer
-from cogtestbed.llm_adapters.server import Billing, serve
+from cogtestbed.llm_adapters.servers.emulators.reasoning import ReasoningModel, format_answer
+from cogtestbed.llm_adapters.servers.server import Billing, serve
 from cogtestbed.registry import get_experiment
 from cogtestbed.validation.conformance.suite import CheckConfig, small_design
 

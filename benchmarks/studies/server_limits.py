@@ -1,6 +1,6 @@
 """The project's server under hostile requests (issue 48, item 3): the figures docs/llm-runs.md quotes.
 
-Starts ``python -m cogtestbed.llm_adapters.server`` as a separate process on 127.0.0.1 (nothing
+Starts ``python -m cogtestbed.llm_adapters.servers.server`` as a separate process on 127.0.0.1 (nothing
 calls a hosted API) and, while one client's generation is in flight:
 
 1. sends the requests issue 48 found harmful or silently mis-served (chat ``top_logprobs: 100000``
@@ -60,7 +60,7 @@ def main() -> None:
     args = parser.parse_args()
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
-    proc = subprocess.Popen([sys.executable, "-m", "cogtestbed.llm_adapters.server", "--model", args.model,
+    proc = subprocess.Popen([sys.executable, "-m", "cogtestbed.llm_adapters.servers.server", "--model", args.model,
                              "--port", str(port), "--max-seconds", str(args.max_seconds),
                              "--max-queue", str(args.max_queue)], env=os.environ.copy(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # its access log

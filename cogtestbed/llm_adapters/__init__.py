@@ -6,7 +6,7 @@
 * :mod:`.agent` — :class:`LLMAgent`, the subject adapter;
 * :mod:`.cache`, :mod:`.limits`, :mod:`.retry` — response cache, budget, rate limits, retries;
 * :mod:`.runner` — run N subjects through an experiment (``cogtestbed run``);
-* :mod:`.server` — a small OpenAI-compatible HTTP server for a local model.
+* :mod:`~cogtestbed.llm_adapters.servers.server` — a small OpenAI-compatible HTTP server for a local model.
 
 Backends are chosen by a spec ``BACKEND:MODEL`` (:func:`make_client`) and registered like
 experiments (:mod:`.backends`: :func:`register_backend` and the entry-point group

@@ -87,7 +87,7 @@ BUILTIN: dict[str, Backend] = {
     "openai": Backend("openai", _openai, description="OpenAI and OpenAI-compatible servers"),
     "anthropic": Backend("anthropic", _anthropic, description="the Anthropic Messages API"),
     "hf": Backend("hf", _hf, remote=False, description="a local transformers model (hf:tiny-random, ...)",
-                  local_hint="serve it with `python -m cogtestbed.llm_adapters.server` and use openai:"),
+                  local_hint="serve it with `python -m cogtestbed.llm_adapters.servers.server` and use openai:"),
 }
 #: Backends registered in this process (:func:`register_backend`).
 _REGISTERED: dict[str, Backend] = {}

@@ -212,7 +212,7 @@ class HFClient(LLMClient):
         # No token healing: a prompt is fed exactly as an HTTP server receives it (a trailing space
         # stays a token), so the in-process and served routes give the same raw answers (issue 39).
         #: Seconds one generation may take (``generate``'s ``max_time``), None: unbounded.  Set by
-        #: :mod:`cogtestbed.llm_adapters.server`, which bounds each request's generation.
+        #: :mod:`cogtestbed.llm_adapters.servers.server`, which bounds each request's generation.
         self.max_time: float | None = None
         #: Token counts of text prompts already counted (:meth:`_text_prompt_tokens`), shared with
         #: :meth:`with_chat`'s copies (the mode is part of the key).

@@ -1,7 +1,7 @@
 """OpenAI-compatible backends through the official ``openai`` SDK.
 
 One client covers OpenAI and every server that speaks its API (vLLM, llama.cpp server, Ollama,
-LM Studio, ``transformers serve``, :mod:`cogtestbed.llm_adapters.server`): set ``base_url``.
+LM Studio, ``transformers serve``, :mod:`cogtestbed.llm_adapters.servers.server`): set ``base_url``.
 ``mode="chat"`` uses ``/chat/completions`` (a raw prompt becomes one user message, as CogBench
 sends it); ``mode="completions"`` uses ``/completions`` with the raw prompt (base models).
 
@@ -9,7 +9,7 @@ The key is read from the environment variable ``api_key_env`` (default ``OPENAI_
 first call and kept only in the SDK object; servers that need no key get a placeholder.
 
 ``score`` needs the legacy completions endpoint with ``echo`` and ``logprobs`` (vLLM and
-:mod:`~cogtestbed.llm_adapters.server` have it; OpenAI's hosted chat models do not): the server
+:mod:`~cogtestbed.llm_adapters.servers.server` have it; OpenAI's hosted chat models do not): the server
 returns the log-probability of every prompt token, and the continuation's tokens are those whose
 character offset falls at or after the end of the context.  Only the top-k alternatives are
 returned, so ``mass_outside`` is not available.
@@ -415,7 +415,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 def local_tokenizer(model: str, base_url: str | None, chat: bool) -> LLMClient | None:
     """The tokenizer of a model served on this machine (``base_url`` on :data:`LOOPBACK`, e.g.
-    :mod:`cogtestbed.llm_adapters.server`) that this package loads offline — a built-in name
+    :mod:`cogtestbed.llm_adapters.servers.server`) that this package loads offline — a built-in name
     (``smollm2-135m``, ``tiny-random[-chat|-vlm]``) or an existing local model directory — as an
     :class:`~cogtestbed.llm_adapters.hf.HFClient` rendering prompts as the server does (``chat``:
     its chat template; else the raw text).  None anywhere else (a hosted API, a remote server, a

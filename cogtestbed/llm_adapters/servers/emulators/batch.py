@@ -15,14 +15,15 @@ It follows the providers' documented request and response shapes:
   /v1/messages/batches/{id}/results`` (lines ``{custom_id, result: {type: succeeded, message} |
   {type: errored, error: {type: error, error: {type, message}}} | {type: expired}}``).
 
-Each request of a batch is answered by the project's own server (:mod:`.server`, in process) — a
+Each request of a batch is answered by the project's own server
+(:mod:`~cogtestbed.llm_adapters.servers.server`, in process) — a
 local model behind ``/v1/chat/completions``, ``/v1/completions`` or ``/v1/messages`` — so usage is the
 served model's own token count.  A batch advances only when it is polled: every poll runs a share of
 its requests (``polls`` polls run them all), so a client sees its progress.  :class:`BatchFault`
 makes a batch expire after some of its requests or fail chosen ones; :class:`Tally` counts every HTTP
 request, every request run (by its body, to find duplicates) and the usage billed.
 
-    python -m cogtestbed.llm_adapters.batch_server --model tiny-random-chat --port 8001
+    python -m cogtestbed.llm_adapters.servers.emulators.batch --model tiny-random-chat --port 8001
 """
 
 from __future__ import annotations
@@ -119,8 +120,10 @@ class BatchEmulator:
 
     def __init__(self, models: Mapping[str, HFClient], polls: int = 2,
                  faults: list[BatchFault] | None = None, reasoning: Mapping[str, Any] | None = None) -> None:
-        """``reasoning``: the served names that act as reasoning models (:mod:`.reasoning_emulator`)."""
-        from cogtestbed.llm_adapters.server import Billing, create_app
+        """``reasoning``: the served names that act as reasoning models
+        (:mod:`~cogtestbed.llm_adapters.servers.emulators.reasoning`)."""
+        from cogtestbed.llm_adapters.servers.billing import Billing
+        from cogtestbed.llm_adapters.servers.server import create_app
 
         if polls < 1:
             raise InputError("polls must be at least 1")
@@ -444,7 +447,7 @@ class BatchEmulator:
 def serve_batches(emulator: BatchEmulator, host: str = "127.0.0.1") -> Iterator[str]:
     """Run ``emulator`` on a free port of ``host`` in a thread; yield its root URL (Anthropic's base
     URL; OpenAI's is it plus ``/v1``)."""
-    from cogtestbed.llm_adapters.server import serve_app
+    from cogtestbed.llm_adapters.servers.server import serve_app
 
     with serve_app(emulator.app(), host) as root:
         yield root
@@ -462,7 +465,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m cogtestbed.llm_adapters.batch_server --model NAME [--port N] [--polls K]``."""
+    """``python -m cogtestbed.llm_adapters.servers.emulators.batch --model NAME [--port N] [--polls K]``."""
     import uvicorn
 
     args = parse_args(argv)

@@ -1,6 +1,6 @@
 """The project's server as a reasoning model (issue 49): hidden tokens billed, unsupported fields refused.
 
-:class:`ReasoningModel` makes a model of :mod:`.server` act as
+:class:`ReasoningModel` makes a model of :mod:`~cogtestbed.llm_adapters.servers.server` act as
 
 * an **OpenAI reasoning model** on ``/v1/chat/completions``: a request carrying a field the capability
   table says such a model refuses (``temperature`` other than 1, ``top_p``, the penalties, ``logprobs``,
@@ -25,11 +25,20 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from cogtestbed.llm_adapters.base import GenerateRequest
+from cogtestbed.llm_adapters.servers.billing import Billing
+from cogtestbed.llm_adapters.servers.checks import MAX_TOKENS_LIMIT, anthropic_message, checked_messages, openai_message
+
+if TYPE_CHECKING:
+    from cogtestbed.llm_adapters.hf import HFClient
 
 #: Mean hidden tokens per call at each ``reasoning_effort`` (the emulator's own numbers; the model's
 #: default effort is ``medium``).
@@ -164,3 +173,63 @@ def format_answer(text: str) -> str:
     if tail.rstrip().endswith("0."):
         return "5"
     return "50" if re.search(r"\b100\b", tail) else "0.5"
+
+
+async def reasoned_chat(body: dict[str, Any], client: HFClient, emu: ReasoningModel, billing: Billing) -> Any:
+    """A chat completion of a model acting as an OpenAI reasoning model (this module)."""
+    from starlette.responses import JSONResponse
+
+    refusal = openai_refusal(body, emu)
+    if refusal is not None:
+        return JSONResponse(refusal.body, status_code=refusal.status)
+    messages = [openai_message(m) for m in checked_messages(body)]
+    limit = body.get("max_completion_tokens") or emu.max_limit
+    effort = body.get("reasoning_effort")
+    hidden = min(limit, emu.hidden_tokens(body, effort))
+    text, finish, prompt, out = await _emulated_answer(client, emu, messages, limit - hidden)
+    usage = {"prompt_tokens": prompt, "completion_tokens": hidden + out, "total_tokens": prompt + hidden + out,
+             "completion_tokens_details": {"reasoning_tokens": hidden}}
+    billing.bill(usage, hidden)
+    choice = {"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None,
+              "finish_reason": finish}
+    return JSONResponse({"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion",
+                         "created": int(time.time()), "model": body["model"], "choices": [choice], "usage": usage})
+
+async def thinking_message(body: dict[str, Any], client: HFClient, emu: ReasoningModel, billing: Billing) -> Any:
+    """A Messages API answer with extended thinking (this module)."""
+    from starlette.responses import JSONResponse
+
+    refusal = anthropic_refusal(body)
+    if refusal is not None:
+        return JSONResponse(refusal.body, status_code=refusal.status)
+    msgs = [anthropic_message(m) for m in checked_messages(body)]
+    budget = int(body["thinking"]["budget_tokens"])
+    hidden = emu.hidden_tokens(body, None, budget)
+    text, finish, prompt, out = await _emulated_answer(client, emu, msgs, int(body["max_tokens"]) - hidden)
+    usage = {"input_tokens": prompt, "output_tokens": hidden + out}
+    billing.bill(usage, hidden)
+    return JSONResponse({
+        "id": f"msg_{uuid.uuid4().hex}", "type": "message", "role": "assistant", "model": body["model"],
+        "content": [{"type": "thinking", "thinking": f"(emulated: {hidden} hidden tokens)",
+                     "signature": "emulated"}, {"type": "text", "text": text}],
+        "stop_reason": "max_tokens" if finish == "length" else "end_turn", "stop_sequence": None, "usage": usage})
+
+
+async def _emulated_answer(client: HFClient, emu: ReasoningModel, messages: list[dict[str, Any]],
+                           room: int) -> tuple[str, str, int, int]:
+    """(text, finish reason, prompt tokens, answer tokens) of an emulated reasoning model's answer in the
+    ``room`` tokens its hidden ones left: :attr:`ReasoningModel.answer`'s text (cut at ``room`` tokens) or
+    the served model's; nothing (``length``) where no room is left."""
+    prompt = client.billed_prompt_tokens(messages)[0]
+    if room <= 0:
+        return "", "length", prompt, 0
+    if emu.answer is None:
+        gen = await client.agenerate(GenerateRequest(messages, min(room, MAX_TOKENS_LIMIT), 0.0))
+        return gen.text, gen.finish_reason or "stop", prompt, gen.completion_tokens or 0
+    text = emu.answer(last_user_text(messages))
+    ids = client.encode(text, rendered_chat=True)
+    if len(ids) > room:
+        return str(client.tokenizer.decode(ids[:room])), "length", prompt, room
+    return text, "stop", prompt, len(ids)
+
+

@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parents[1]
 TOUCHED = ("cogtestbed", "cogtestbed.api.checks", "cogtestbed.api.core", "cogtestbed.api.errors",
            "cogtestbed.api.fitting", "cogtestbed.api.run", "cogtestbed.api.studies", "cogtestbed.cli.studies",
            "cogtestbed.experiments.spec", "cogtestbed.extend", "cogtestbed.inference.base",
-           "cogtestbed.inference.numgrad", "cogtestbed.llm_adapters", "cogtestbed.llm_adapters.backends",
+           "cogtestbed.inference.numgrad", "cogtestbed.llm_adapters", "cogtestbed.llm_adapters.clients.backends",
            "cogtestbed.registry", "cogtestbed.validation.conformance.parametrize",
            "cogtestbed.validation.studies.report")
 HELPERS = {"Any", "TYPE_CHECKING", "annotations", "importlib", "sys", "types", "typing"}

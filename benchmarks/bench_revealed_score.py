@@ -15,7 +15,7 @@ import time
 import torch
 
 from cogtestbed.environments.revealed import RevealedDesign, continuations
-from cogtestbed.llm_adapters.hf import HFClient
+from cogtestbed.llm_adapters.clients.hf import HFClient
 
 
 def main() -> None:

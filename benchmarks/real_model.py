@@ -44,7 +44,7 @@ def sessions(client: Any, names: list[str], work: Path) -> list[dict[str, Any]]:
 
 def speed(client: Any, work: Path) -> dict[str, Any]:
     """Calls per second of one CogBench session (completions), in-process and through the server."""
-    from cogtestbed.llm_adapters.openai_client import OpenAIClient
+    from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
     from cogtestbed.llm_adapters.servers.server import serve
     from cogtestbed.validation.runs.real_model import run_session
 
@@ -63,7 +63,7 @@ def reload_seconds(repeats: int = 5) -> dict[str, Any]:
     """Best and median of ``repeats`` loads of the converted copy (tokenizer + weights)."""
     import statistics
 
-    from cogtestbed.llm_adapters.hf import HFClient
+    from cogtestbed.llm_adapters.clients.hf import HFClient
 
     HFClient.smollm2()  # imports and the first read off disk
     times = []
@@ -77,7 +77,7 @@ def reload_seconds(repeats: int = 5) -> dict[str, Any]:
 
 def convert_seconds() -> float:
     """A first conversion, into a fresh temporary cache."""
-    from cogtestbed.llm_adapters.smollm2 import ensure_converted
+    from cogtestbed.llm_adapters.clients.smollm2 import ensure_converted
 
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--convert", action="store_true", help="also time a first conversion")
     parser.add_argument("--no-speed", action="store_true", help="skip the reload and calls/s figures")
     args = parser.parse_args(argv)
-    from cogtestbed.llm_adapters.hf import HFClient
+    from cogtestbed.llm_adapters.clients.hf import HFClient
     from cogtestbed.registry import experiment_names
 
     names = args.only or list(experiment_names())

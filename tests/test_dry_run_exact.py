@@ -101,8 +101,8 @@ def test_an_oversized_simulation_is_refused_in_one_line(tmp_path: Path, capsys: 
 
 
 def test_the_served_models_own_tokenizer_is_found_only_on_this_machine() -> None:
-    from cogtestbed.llm_adapters.hf import HFClient
-    from cogtestbed.llm_adapters.openai_client import local_tokenizer
+    from cogtestbed.llm_adapters.clients.hf import HFClient
+    from cogtestbed.llm_adapters.clients.openai_client import local_tokenizer
 
     assert local_tokenizer("gpt-4o-mini", None, True) is None  # OpenAI's own API
     assert local_tokenizer("tiny-random", "http://10.1.2.3:8000/v1", False) is None  # another machine
@@ -181,7 +181,7 @@ def test_a_chat_history_that_quotes_answers_stays_under_the_dry_runs_ceiling(tmp
     """Magnitude's chat history quotes the model's own answers, which the dry run cannot know: its
     prompt tokens are the playthrough's (2,168), the server billed 2,210, and the ceiling that books
     each quoted answer at 3 x max_tokens + 2 tokens holds ($2.338 billed <= $2.400)."""
-    from cogtestbed.llm_adapters.hf import HFClient
+    from cogtestbed.llm_adapters.clients.hf import HFClient
     from cogtestbed.llm_adapters.servers.server import Billing, serve
 
     prices = tmp_path / "prices.toml"

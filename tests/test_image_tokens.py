@@ -7,7 +7,7 @@ import io
 import pytest
 from PIL import Image
 
-from cogtestbed.llm_adapters.image_tokens import anthropic_image_tokens, image_tokens, openai_image_tokens
+from cogtestbed.llm_adapters.clients.image_tokens import anthropic_image_tokens, image_tokens, openai_image_tokens
 
 
 def test_openai_tiles_match_the_documented_examples():

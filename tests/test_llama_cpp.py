@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def report() -> dict[str, Any]:
     pytest.importorskip("torch")
-    from cogtestbed.llm_adapters.base import BackendUnavailable
+    from cogtestbed.llm_adapters.clients.base import BackendUnavailable
     from cogtestbed.llm_adapters.servers.llama_cpp import llama_python
 
     try:

@@ -14,7 +14,7 @@ import pytest
 from study_scripts import load_study
 
 from cogtestbed.cli import run_cli
-from cogtestbed.llm_adapters.limits import Price, PriceError, PriceTable, UnpricedModel, require_price
+from cogtestbed.llm_adapters.clients.prices import Price, PriceError, PriceTable, UnpricedModel, require_price
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -95,8 +95,8 @@ def test_plan_of_an_unpriced_model_exits_2(capsys: pytest.CaptureFixture[str]) -
 
 
 def test_the_anthropic_dry_run_counts_as_the_docs_say() -> None:
-    from cogtestbed.llm_adapters.anthropic_client import AnthropicClient
-    from cogtestbed.llm_adapters.base import LLMClient
+    from cogtestbed.llm_adapters.clients.anthropic_client import AnthropicClient
+    from cogtestbed.llm_adapters.clients.base import LLMClient
 
     pytest.importorskip("anthropic")
     client = AnthropicClient("claude-sonnet-4-5")
@@ -181,7 +181,7 @@ def test_a_server_echoing_the_key_never_gets_it_written(server, tmp_path: Path, 
 def two_servers(tiny):
     """Two local servers serving different models under the same name ``tiny-random`` (the tiny model
     and one built with another seed): (url, billing) each."""
-    from cogtestbed.llm_adapters.hf import HFClient, build_tiny_random
+    from cogtestbed.llm_adapters.clients.hf import HFClient, build_tiny_random
     from cogtestbed.llm_adapters.servers.server import Billing, serve
 
     other = HFClient(*build_tiny_random(seed=1), "tiny-random-seed1", chat=False)
@@ -320,7 +320,7 @@ def test_malformed_or_oversized_requests_get_an_openai_style_4xx(tiny, tiny_chat
 
 
 def test_the_generation_time_of_a_request_is_bounded(tiny) -> None:
-    from cogtestbed.llm_adapters.base import GenerateRequest
+    from cogtestbed.llm_adapters.clients.base import GenerateRequest
     from cogtestbed.llm_adapters.servers.server import create_app
 
     create_app({"tiny-random": tiny}, max_seconds=0.5)

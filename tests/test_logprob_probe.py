@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cogtestbed.cli import app
-from cogtestbed.llm_adapters.logprob_probe import (
+from cogtestbed.llm_adapters.clients.logprob_probe import (
     PROBE_CONTEXT,
     PROBE_CONTINUATION,
     check_consistency,
@@ -148,8 +148,8 @@ def no_logprobs_server() -> Iterator[str]:
 
 
 def test_an_http_500_saying_logprobs_are_unsupported_is_not_retried(no_logprobs_server: str) -> None:
-    from cogtestbed.llm_adapters.base import ScoringNotSupported
-    from cogtestbed.llm_adapters.openai_client import OpenAIClient
+    from cogtestbed.llm_adapters.clients.base import ScoringNotSupported
+    from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
 
     client = OpenAIClient("smollm2", base_url=no_logprobs_server, mode="completions")
 

@@ -20,7 +20,7 @@ import pytest
 
 import cogtestbed as ct
 from cogtestbed import registry
-from cogtestbed.llm_adapters import backends
+from cogtestbed.llm_adapters.clients import backends
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "docs" / "examples" / "coinguess"

@@ -13,8 +13,8 @@ import pytest
 
 import cogtestbed as ct
 from cogtestbed.errors import InputError
-from cogtestbed.llm_adapters.base import GenerateRequest
-from cogtestbed.llm_adapters.capabilities import (
+from cogtestbed.llm_adapters.clients.base import GenerateRequest
+from cogtestbed.llm_adapters.clients.capabilities import (
     DEFAULT_HIDDEN_ALLOWANCE,
     capability_of,
     check_reasoning,
@@ -30,7 +30,7 @@ DESIGN = ["visits_per_casino=2"]  # 8 trials a session
 
 @pytest.fixture(scope="module")
 def model():
-    from cogtestbed.llm_adapters.hf import HFClient
+    from cogtestbed.llm_adapters.clients.hf import HFClient
 
     return HFClient.from_pretrained("tiny-random-chat")
 
@@ -66,8 +66,8 @@ def test_reasoning_controls_are_checked_against_the_table() -> None:
 
 
 def test_requests_send_only_what_the_model_accepts() -> None:
-    from cogtestbed.llm_adapters.anthropic_client import AnthropicClient
-    from cogtestbed.llm_adapters.openai_client import OpenAIClient
+    from cogtestbed.llm_adapters.clients.anthropic_client import AnthropicClient
+    from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
 
     request = GenerateRequest("Q?", 8200, 0.0, ("\n",), None, 3, "high")
     body = OpenAIClient("o3", base_url="http://127.0.0.1:1/v1").request_body(request)
@@ -85,7 +85,7 @@ def test_requests_send_only_what_the_model_accepts() -> None:
 
 def test_reasoning_controls_enter_the_cache_key_only_when_set() -> None:
     from cogtestbed.llm_adapters.cache import cache_key
-    from cogtestbed.llm_adapters.openai_client import OpenAIClient
+    from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
 
     client = OpenAIClient("o3", base_url="http://127.0.0.1:1/v1")
     plain = GenerateRequest("Q?", 8)
@@ -189,7 +189,7 @@ def test_a_plan_for_a_reasoning_model_needs_a_pilot_or_an_assumption() -> None:
 
 
 def test_the_docs_show_every_row_of_the_capability_table() -> None:
-    from cogtestbed.llm_adapters.capabilities import capability_table
+    from cogtestbed.llm_adapters.clients.capabilities import capability_table
 
     docs = (Path(__file__).resolve().parents[1] / "docs" / "llm-runs.md").read_text()
     missing = [p for p in capability_table() if f"| `{p}` |" not in docs]
@@ -199,7 +199,7 @@ def test_the_docs_show_every_row_of_the_capability_table() -> None:
 def test_a_batch_result_line_reads_its_hidden_tokens() -> None:
     """Batch mode parses each result line with the client's own ``generation`` (llm_adapters/batch.py):
     the hidden tokens of a line's usage reach the generation, and so the ledger."""
-    from cogtestbed.llm_adapters.openai_client import OpenAIClient
+    from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
 
     client = OpenAIClient("o3")
     body = {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "o3",

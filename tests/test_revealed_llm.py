@@ -18,8 +18,8 @@ pytest.importorskip("openai")
 
 from cogtestbed.environments.revealed import RevealedBeliefEnv, RevealedDesign, continuations  # noqa: E402
 from cogtestbed.llm_adapters import LLMAgent  # noqa: E402
-from cogtestbed.llm_adapters.hf import HFClient, build_tiny_random  # noqa: E402
-from cogtestbed.llm_adapters.openai_client import OpenAIClient  # noqa: E402
+from cogtestbed.llm_adapters.clients.hf import HFClient, build_tiny_random  # noqa: E402
+from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient  # noqa: E402
 from cogtestbed.llm_adapters.servers.server import FaultInjector, serve  # noqa: E402
 from cogtestbed.simulation import run_stepwise  # noqa: E402
 

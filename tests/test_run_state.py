@@ -25,7 +25,8 @@ from filelock import FileLock  # noqa: E402
 
 from cogtestbed.llm_adapters import rundir as rundir_mod  # noqa: E402
 from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache  # noqa: E402
-from cogtestbed.llm_adapters.limits import Budget, BudgetExhausted, Need, Price, read_ledger  # noqa: E402
+from cogtestbed.llm_adapters.clients.prices import Price
+from cogtestbed.llm_adapters.limits import Budget, BudgetExhausted, Need, read_ledger  # noqa: E402
 from cogtestbed.llm_adapters.runner import RunConfig, draw_sessions, run_experiment, subject_needs  # noqa: E402
 from cogtestbed.llm_adapters.servers.server import fault_injector, parse_args  # noqa: E402
 from cogtestbed.outputs import WriteFailed  # noqa: E402
@@ -323,7 +324,7 @@ def test_a_persistent_503_mid_run_fails_cleanly_and_resume_continues(tmp_path, c
 # ----------------------------------------------------------------------------- the server's faults
 def test_the_cli_retry_default_is_the_library_one():
     from cogtestbed.api import run as run_cli
-    from cogtestbed.llm_adapters.base import DEFAULT_RETRY_WINDOW
+    from cogtestbed.llm_adapters.clients.base import DEFAULT_RETRY_WINDOW
 
     assert run_cli.DEFAULT_RETRY_WINDOW == DEFAULT_RETRY_WINDOW
     assert run_cli.parse_add_budget(["calls=5,usd=0.5", "usd=0.25"]) == (5, 0.75)

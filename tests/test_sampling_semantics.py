@@ -16,8 +16,8 @@ import pytest
 
 
 def test_every_request_body_names_its_sampling() -> None:
-    from cogtestbed.llm_adapters.base import NEUTRAL_SAMPLING, NEUTRAL_SAMPLING_EXTRAS, GenerateRequest
-    from cogtestbed.llm_adapters.openai_client import OpenAIClient
+    from cogtestbed.llm_adapters.clients.base import NEUTRAL_SAMPLING, NEUTRAL_SAMPLING_EXTRAS, GenerateRequest
+    from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
 
     request = GenerateRequest("Q: A or B?\n\nA: Machine", max_tokens=3, temperature=0.0, stop=("\n",))
     served = OpenAIClient("m", base_url="http://127.0.0.1:9/v1", mode="completions").request_body(request)
@@ -34,8 +34,8 @@ def test_every_request_body_names_its_sampling() -> None:
 def test_the_wire_carries_the_sampling_and_the_server_refuses_what_it_does_not_implement(server: Any) -> None:
     """The SDK sends the extras in the JSON body (``extra_body``); the project's server accepts the neutral
     values (vLLM's ``top_k: -1`` too) and answers any other with a 400 naming the field."""
-    from cogtestbed.llm_adapters.base import GenerateRequest
-    from cogtestbed.llm_adapters.openai_client import OpenAIClient
+    from cogtestbed.llm_adapters.clients.base import GenerateRequest
+    from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
 
     url, _ = server
     seen: list[dict[str, Any]] = []
@@ -72,7 +72,7 @@ def test_the_wire_carries_the_sampling_and_the_server_refuses_what_it_does_not_i
 def test_generation_ignores_a_models_own_sampling_defaults(tiny: Any) -> None:
     """A hub model's ``generation_config`` (Qwen's: repetition_penalty 1.05, top_k 20) must not change what
     the in-process route does: the kwargs it passes override them with the served semantics."""
-    from cogtestbed.llm_adapters.base import GenerateRequest
+    from cogtestbed.llm_adapters.clients.base import GenerateRequest
 
     greedy = tiny._generate_kwargs(GenerateRequest("x", max_tokens=3))
     assert greedy["do_sample"] is False and greedy["repetition_penalty"] == 1.0 and greedy["no_repeat_ngram_size"] == 0

@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cogtestbed.cli import app
-from cogtestbed.llm_adapters.logprob_probe import PROBE_CONTEXT, PROBE_CONTINUATION, says_logprobs_unsupported
+from cogtestbed.llm_adapters.clients.logprob_probe import PROBE_CONTEXT, PROBE_CONTINUATION, says_logprobs_unsupported
 
 REVEALED = ("--design", "scenarios=choice", "--design", "variants=regular", "--design", "choice_options=2,6",
             "--design", "n_samples=3")
@@ -100,8 +100,8 @@ def test_non_finite_logprobs_are_refused_per_request_and_never_cached(tmp_path: 
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A local model whose scores come back NaN / -inf for some continuations: those steps are sampled
     (with why), the values never reach the cache or the trial table."""
-    from cogtestbed.llm_adapters.base import ContinuationScore, ScoreResult
-    from cogtestbed.llm_adapters.hf import HFClient
+    from cogtestbed.llm_adapters.clients.base import ContinuationScore, ScoreResult
+    from cogtestbed.llm_adapters.clients.hf import HFClient
 
     real = HFClient.ascore
     bad = iter([math.nan, -math.inf] * 1000)
@@ -131,8 +131,8 @@ def test_non_finite_logprobs_are_refused_per_request_and_never_cached(tmp_path: 
 
 
 def test_a_non_finite_echoed_logprob_is_refused_by_the_http_client() -> None:
-    from cogtestbed.llm_adapters.base import ScoringNotSupported
-    from cogtestbed.llm_adapters.openai_client import _continuation_from_echo
+    from cogtestbed.llm_adapters.clients.base import ScoringNotSupported
+    from cogtestbed.llm_adapters.clients.openai_client import _continuation_from_echo
 
     lp = SimpleNamespace(tokens=["The", " answer", " yes"], text_offset=[0, 3, 10],
                          token_logprobs=[None, -1.0, float("nan")])
@@ -177,9 +177,9 @@ def vllm_422() -> Iterator[str]:
 
 
 def test_a_422_for_echo_is_scoring_not_supported_without_retries(vllm_422: str) -> None:
-    from cogtestbed.llm_adapters.base import ScoringNotSupported
-    from cogtestbed.llm_adapters.logprob_probe import probe_scoring
-    from cogtestbed.llm_adapters.openai_client import OpenAIClient
+    from cogtestbed.llm_adapters.clients.base import ScoringNotSupported
+    from cogtestbed.llm_adapters.clients.logprob_probe import probe_scoring
+    from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
 
     client = OpenAIClient("m", base_url=vllm_422, mode="completions")
 

@@ -72,7 +72,7 @@ def test_a_developer_message_is_read_as_system(server, tiny_chat) -> None:
 
 
 def test_a_prompt_beyond_the_models_context_is_refused(server, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cogtestbed.llm_adapters.hf import HFClient
+    from cogtestbed.llm_adapters.clients.hf import HFClient
 
     monkeypatch.setattr(HFClient, "context_length", property(lambda self: 12))
     url, _ = server

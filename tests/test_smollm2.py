@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from cogtestbed.llm_adapters import make_client  # noqa: E402
-from cogtestbed.llm_adapters.base import BackendUnavailable  # noqa: E402
+from cogtestbed.llm_adapters.clients.base import BackendUnavailable  # noqa: E402
 from cogtestbed.registry import experiment_names, get_experiment  # noqa: E402
 from cogtestbed.validation.runs.real_model import (  # noqa: E402
     SHORT_DESIGNS,
@@ -152,7 +152,7 @@ def test_every_experiment_one_short_session_slow(smollm2: Any, tmp_path: Path, n
 def test_the_server_serves_the_same_answers(smollm2: Any, tmp_path: Path) -> None:
     """One family through the local OpenAI-compatible server, both modes: the same answers, parses
     and valid rate as in-process (greedy decoding of the same weights)."""
-    from cogtestbed.llm_adapters.openai_client import OpenAIClient
+    from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
     from cogtestbed.llm_adapters.servers.server import serve
 
     name = "instrumental-learning"
@@ -187,7 +187,7 @@ def test_conversion_into_a_fresh_cache(smollm2: Any, tmp_path: Path, capfd: pyte
     session uses, and a second call that converts nothing."""
     from safetensors.torch import load_file
 
-    from cogtestbed.llm_adapters.smollm2 import DONE_MARKER, ensure_converted
+    from cogtestbed.llm_adapters.clients.smollm2 import DONE_MARKER, ensure_converted
 
     folder = ensure_converted(tmp_path)
     err = capfd.readouterr().err

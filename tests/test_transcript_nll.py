@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from cogtestbed.errors import InputError  # noqa: E402
-from cogtestbed.llm_adapters.hf import HFClient, build_tiny_random  # noqa: E402
+from cogtestbed.llm_adapters.clients.hf import HFClient, build_tiny_random  # noqa: E402
 from cogtestbed.llm_adapters.transcript import (  # noqa: E402
     TranscriptError,
     _token_span,

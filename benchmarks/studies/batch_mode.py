@@ -44,7 +44,7 @@ _MODELS: dict[str, Any] = {}
 
 
 def models() -> dict[str, Any]:
-    from cogtestbed.llm_adapters.hf import HFClient
+    from cogtestbed.llm_adapters.clients.hf import HFClient
 
     if not _MODELS:
         _MODELS[MODEL] = HFClient.tiny_random(chat=True)

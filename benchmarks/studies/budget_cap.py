@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.api.run import RunRequest, execute_run
-from cogtestbed.llm_adapters.hf import HFClient
+from cogtestbed.llm_adapters.clients.hf import HFClient
 from cogtestbed.llm_adapters.servers.server import Fault, FaultInjector, serve
 
 PRICES = '["openai:tiny-random"]\ninput = 1000\noutput = 1000\n'

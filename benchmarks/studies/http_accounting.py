@@ -58,7 +58,7 @@ class Served:
 def local_server(logprobs: bool = True, fault_rate: float = 0.0, drop: bool = False, seed: int = 0,
                  smollm2: bool = False) -> Iterator[Served]:
     """The tiny models behind the local server (127.0.0.1), with a billing tally and faults."""
-    from cogtestbed.llm_adapters.hf import HFClient
+    from cogtestbed.llm_adapters.clients.hf import HFClient
     from cogtestbed.llm_adapters.servers.server import Billing, Fault, FaultInjector, serve
 
     if not _LOADED:

@@ -53,9 +53,9 @@ SCORE_TOLERANCE = 0.5
 
 def recording_client(base_url: str, mode: str) -> Any:
     """An ``OpenAIClient`` of the served SmolLM2 that keeps each generation's prompt and reported usage."""
-    from cogtestbed.llm_adapters.base import GenerateRequest, Generation
-    from cogtestbed.llm_adapters.hf import SMOLLM2
-    from cogtestbed.llm_adapters.openai_client import OpenAIClient
+    from cogtestbed.llm_adapters.clients.base import GenerateRequest, Generation
+    from cogtestbed.llm_adapters.clients.hf import SMOLLM2
+    from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
 
     class Recording(OpenAIClient):
         def __init__(self) -> None:
@@ -105,8 +105,8 @@ def scores_of(result: Any) -> list[list[float]]:
 def direct_echo_error(hf: Any, url: str, result: Any) -> dict[str, Any]:
     """The largest |llama.cpp's echoed score − the in-process exact score| over the session's scored
     contexts, asked directly (no probe): what exact scoring through this server would have recorded."""
-    from cogtestbed.llm_adapters.hf import SMOLLM2
-    from cogtestbed.llm_adapters.openai_client import OpenAIClient
+    from cogtestbed.llm_adapters.clients.hf import SMOLLM2
+    from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
 
     rows = result.calls[result.calls["kind"] == "score"].drop_duplicates(["subject", "step"])
     client = OpenAIClient(SMOLLM2, base_url=url, mode="completions")
@@ -159,7 +159,7 @@ def run_route(client: Any, name: str, mode: str, root: Path, label: str, overrid
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    from cogtestbed.llm_adapters.hf import HFClient
+    from cogtestbed.llm_adapters.clients.hf import HFClient
     from cogtestbed.llm_adapters.servers.llama_cpp import WEIGHTS, serve_llama_cpp
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -48,7 +48,7 @@ def run_args(url: str, out: Path, cache: Path, *extra: str) -> list[str]:
 
 
 def cache_identity(root: Path) -> dict[str, Any]:
-    from cogtestbed.llm_adapters.hf import HFClient, build_tiny_random
+    from cogtestbed.llm_adapters.clients.hf import HFClient, build_tiny_random
     from cogtestbed.llm_adapters.servers.server import Billing, serve
 
     first, other = HFClient.tiny_random(), HFClient(*build_tiny_random(seed=1), "tiny-random-seed1", chat=False)
@@ -81,7 +81,7 @@ def every_written_text(root: Path) -> str:
 
 
 def secrets(root: Path) -> dict[str, Any]:
-    from cogtestbed.llm_adapters.hf import HFClient
+    from cogtestbed.llm_adapters.clients.hf import HFClient
     from cogtestbed.llm_adapters.servers.server import Fault, FaultInjector, serve
 
     faults = FaultInjector()

@@ -38,8 +38,8 @@ def demo(output: str | os.PathLike[str] = "demo_output", *, subjects: int = 50, 
 
 def _real_client() -> Any:
     """hf:smollm2-135m, loaded (converted once on a first run); one clear line when it is missing."""
-    from cogtestbed.llm_adapters.base import BackendUnavailable
-    from cogtestbed.llm_adapters.smollm2 import SMOLLM2
+    from cogtestbed.llm_adapters.clients.base import BackendUnavailable
+    from cogtestbed.llm_adapters.clients.smollm2 import SMOLLM2
 
     try:
         from cogtestbed.llm_adapters import make_client

@@ -32,9 +32,9 @@ ERRORS: dict[str, str] = {
     "BudgetError": "cogtestbed.errors",
     "ResumeMismatch": "cogtestbed.errors",
     "RunDirError": "cogtestbed.llm_adapters.rundir",
-    "PriceError": "cogtestbed.llm_adapters.limits",
-    "UnpricedModel": "cogtestbed.llm_adapters.limits",
-    "BackendError": "cogtestbed.llm_adapters.base",
+    "PriceError": "cogtestbed.llm_adapters.clients.prices",
+    "UnpricedModel": "cogtestbed.llm_adapters.clients.prices",
+    "BackendError": "cogtestbed.llm_adapters.clients.base",
     "WriteFailed": "cogtestbed.outputs",
     "PlanInfeasible": "cogtestbed.validation.design.plan",
     "ParameterError": "cogtestbed.parameters",
@@ -43,8 +43,8 @@ ERRORS: dict[str, str] = {
     "DataFormatError": "cogtestbed.data.rows",
     "RepeatedSessionError": "cogtestbed.data.rows",
     "DegenerateAnswers": "cogtestbed.no_data",
-    "BackendUnavailable": "cogtestbed.llm_adapters.base",
-    "LLMError": "cogtestbed.llm_adapters.base",
+    "BackendUnavailable": "cogtestbed.llm_adapters.clients.base",
+    "LLMError": "cogtestbed.llm_adapters.clients.base",
     "MemoryLimitError": "cogtestbed.memory",
     "OutputError": "cogtestbed.outputs",
     "FormError": "cogtestbed.environments.forms",
@@ -66,8 +66,8 @@ if TYPE_CHECKING:
     from cogtestbed.errors import BudgetError, CogtestbedError, DataError, InputError, ResumeMismatch
     from cogtestbed.experiments.spec import UnknownNameError
     from cogtestbed.inference.population import PopulationError
-    from cogtestbed.llm_adapters.base import BackendError, BackendUnavailable, LLMError
-    from cogtestbed.llm_adapters.limits import PriceError, UnpricedModel
+    from cogtestbed.llm_adapters.clients.base import BackendError, BackendUnavailable, LLMError
+    from cogtestbed.llm_adapters.clients.prices import PriceError, UnpricedModel
     from cogtestbed.llm_adapters.rundir import RunDirError
     from cogtestbed.memory import MemoryLimitError
     from cogtestbed.no_data import DegenerateAnswers

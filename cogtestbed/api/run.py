@@ -206,8 +206,8 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
     """(experiment, design, client, config) of a request."""
     from cogtestbed.environments.adaptive import is_adaptive
     from cogtestbed.environments.forms import resolve_forms
-    from cogtestbed.llm_adapters.backends import get_backend, make_client, parse_spec
-    from cogtestbed.llm_adapters.openai_client import redact_url
+    from cogtestbed.llm_adapters.clients.backends import get_backend, make_client, parse_spec
+    from cogtestbed.llm_adapters.clients.openai_client import redact_url
     from cogtestbed.llm_adapters.retry import RetryPolicy
     from cogtestbed.llm_adapters.runner import RunConfig
     from cogtestbed.registry import get_experiment
@@ -249,8 +249,8 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
 def reasoning_allowance(llm: str, effort: str | None, budget: int | None) -> int | None:
     """The reasoning controls checked against the model's row of the capability table (one line where it
     has no such control or takes no such value), and the hidden tokens each call reserves
-    (:func:`~cogtestbed.llm_adapters.capabilities.hidden_allowance`)."""
-    from cogtestbed.llm_adapters.capabilities import capability_of, check_reasoning, hidden_allowance
+    (:func:`~cogtestbed.llm_adapters.clients.capabilities.hidden_allowance`)."""
+    from cogtestbed.llm_adapters.clients.capabilities import capability_of, check_reasoning, hidden_allowance
 
     cap = capability_of(llm)
     check_reasoning(llm, cap, effort, budget)
@@ -282,7 +282,8 @@ def answer_settings(exp: Any, design: Any, request: RunRequest) -> dict[str, Any
 def estimate_run(request: RunRequest) -> dict[str, Any]:
     """``--dry-run``: calls, tokens and cost, nothing called; with ``--max-calls`` / ``--max-cost``
     also how many subjects the budget admits at their worst case."""
-    from cogtestbed.llm_adapters.limits import Budget, PriceTable, require_price
+    from cogtestbed.llm_adapters.clients.prices import PriceTable, require_price
+    from cogtestbed.llm_adapters.limits import Budget
     from cogtestbed.llm_adapters.runner import dry_run as estimate
 
     standard = require_price(PriceTable(request.prices), request.llm, request.allow_unpriced)
@@ -310,7 +311,8 @@ def run_price(request: RunRequest, standard: Any) -> Any:
 def execute_run(request: RunRequest) -> Any:
     """Check the run directory, build the client, play the run, write the tables; the RunResult."""
     from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache
-    from cogtestbed.llm_adapters.limits import Budget, Need, PriceTable, RateLimiter
+    from cogtestbed.llm_adapters.clients.prices import PriceTable
+    from cogtestbed.llm_adapters.limits import Budget, Need, RateLimiter
     from cogtestbed.llm_adapters.rundir import check_run_dir
     from cogtestbed.llm_adapters.runner import run_experiment
 

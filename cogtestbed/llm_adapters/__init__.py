@@ -1,15 +1,16 @@
 """Real LLMs as subjects: one client contract, several backends, and the run machinery.
 
-* :mod:`.base` — the contract (``generate`` / ``score``) and its data types;
-* backends: :mod:`.openai_client` (OpenAI and compatible servers), :mod:`.anthropic_client`,
-  :mod:`.hf` (local ``transformers`` models and ``hf:tiny-random``);
+* :mod:`~cogtestbed.llm_adapters.clients.base` — the contract (``generate`` / ``score``) and its data types;
+* backends: :mod:`~cogtestbed.llm_adapters.clients.openai_client` (OpenAI and compatible servers),
+  :mod:`~cogtestbed.llm_adapters.clients.anthropic_client`,
+  :mod:`~cogtestbed.llm_adapters.clients.hf` (local ``transformers`` models and ``hf:tiny-random``);
 * :mod:`.agent` — :class:`LLMAgent`, the subject adapter;
 * :mod:`.cache`, :mod:`.limits`, :mod:`.retry` — response cache, budget, rate limits, retries;
 * :mod:`.runner` — run N subjects through an experiment (``cogtestbed run``);
 * :mod:`~cogtestbed.llm_adapters.servers.server` — a small OpenAI-compatible HTTP server for a local model.
 
 Backends are chosen by a spec ``BACKEND:MODEL`` (:func:`make_client`) and registered like
-experiments (:mod:`.backends`: :func:`register_backend` and the entry-point group
+experiments (:mod:`~cogtestbed.llm_adapters.clients.backends`: :func:`register_backend` and the entry-point group
 ``cogtestbed.backends``), so another package adds one.  Heavy dependencies (torch, the SDKs) are
 imported only when a backend is built.
 """
@@ -17,7 +18,7 @@ imported only when a backend is built.
 from __future__ import annotations
 
 from cogtestbed.llm_adapters.agent import Attempt, LLMAgent
-from cogtestbed.llm_adapters.backends import (
+from cogtestbed.llm_adapters.clients.backends import (
     BUILTIN,
     Backend,
     backend_names,
@@ -26,7 +27,7 @@ from cogtestbed.llm_adapters.backends import (
     parse_spec,
     register_backend,
 )
-from cogtestbed.llm_adapters.base import (
+from cogtestbed.llm_adapters.clients.base import (
     BackendUnavailable,
     ContinuationScore,
     GenerateRequest,

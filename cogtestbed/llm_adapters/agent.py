@@ -34,7 +34,7 @@ import numpy as np
 
 from cogtestbed.environments.base import NO_ACTION, ParseResult, ScoredAnswer, ScoredResponse, TextEnv
 from cogtestbed.errors import InputError
-from cogtestbed.llm_adapters.base import (
+from cogtestbed.llm_adapters.clients.base import (
     GenerateRequest,
     Generation,
     LLMClient,
@@ -158,7 +158,8 @@ class LLMAgent:
                  thinking_budget: int | None = None) -> None:
         if reask < 0:
             raise InputError("reask must be >= 0")
-        #: Reasoning controls every request carries (:mod:`.capabilities`); ``max_tokens`` covers them.
+        #: Reasoning controls every request carries (:mod:`~cogtestbed.llm_adapters.clients.capabilities`);
+        #: ``max_tokens`` covers them.
         self.reasoning_effort, self.thinking_budget = reasoning_effort, thinking_budget
         self.client, self.env = client, env
         self.max_tokens, self.temperature, self.stop = max_tokens, temperature, tuple(stop)

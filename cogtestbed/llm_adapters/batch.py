@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.errors import DataError, InputError
-from cogtestbed.llm_adapters.base import (
+from cogtestbed.llm_adapters.clients.base import (
     BackendError,
     GenerateRequest,
     Generation,
@@ -76,7 +76,8 @@ from cogtestbed.llm_adapters.base import (
     Prompt,
     ScoringNotSupported,
 )
-from cogtestbed.llm_adapters.limits import Booking, Budget, BudgetExhausted, Price
+from cogtestbed.llm_adapters.clients.prices import Price
+from cogtestbed.llm_adapters.limits import Booking, Budget, BudgetExhausted
 from cogtestbed.llm_adapters.retry import call_with_retries
 
 logger = logging.getLogger(__name__)

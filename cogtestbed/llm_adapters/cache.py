@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.errors import DataError, InputError
-from cogtestbed.llm_adapters.base import (
+from cogtestbed.llm_adapters.clients.base import (
     GenerateRequest,
     Generation,
     LLMClient,

@@ -156,7 +156,7 @@ def from_assumption(text: str) -> HiddenTokens:
 
 def reasons(llm: str, thinking_budget: int | None) -> bool:
     """Whether a run of ``llm`` spends hidden tokens: a model that always reasons, or thinking turned on."""
-    from cogtestbed.llm_adapters.capabilities import capability_of
+    from cogtestbed.llm_adapters.clients.capabilities import capability_of
 
     cap = capability_of(llm)
     return cap is not None and (cap.always_reasons() or (cap.reasoning == "thinking" and thinking_budget is not None))

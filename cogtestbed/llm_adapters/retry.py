@@ -27,8 +27,8 @@ from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
 from cogtestbed.errors import InputError
-from cogtestbed.llm_adapters.base import DEFAULT_RETRY_WINDOW, BackendError
-from cogtestbed.llm_adapters.logprob_probe import says_logprobs_unsupported
+from cogtestbed.llm_adapters.clients.base import DEFAULT_RETRY_WINDOW, BackendError
+from cogtestbed.llm_adapters.clients.logprob_probe import says_logprobs_unsupported
 from cogtestbed.redact import redact
 
 T = TypeVar("T")

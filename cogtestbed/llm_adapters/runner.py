@@ -47,18 +47,12 @@ from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ScoredResp
 from cogtestbed.environments.forms import FormDesign, FormDraw, draw_forms
 from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.agent import Attempt, LLMAgent, ScoringLog
-from cogtestbed.llm_adapters.base import GenerateRequest, LLMClient, Prompt, freeze_prompt
 from cogtestbed.llm_adapters.cache import CURRENT_SUBJECT, CachedClient, SubjectTicket
+from cogtestbed.llm_adapters.clients.base import GenerateRequest, LLMClient, Prompt, freeze_prompt
+from cogtestbed.llm_adapters.clients.logprob_probe import PROBE_REQUESTS, probe_scoring
+from cogtestbed.llm_adapters.clients.prices import UNPRICED_NOTE, Price
 from cogtestbed.llm_adapters.hidden_tokens import HiddenTokens, reasons, refusal
-from cogtestbed.llm_adapters.limits import (
-    SUBJECT_PROMPT_MARGIN,
-    UNPRICED_NOTE,
-    Budget,
-    BudgetExhausted,
-    Need,
-    Price,
-)
-from cogtestbed.llm_adapters.logprob_probe import PROBE_REQUESTS, probe_scoring
+from cogtestbed.llm_adapters.limits import SUBJECT_PROMPT_MARGIN, Budget, BudgetExhausted, Need
 from cogtestbed.llm_adapters.rundir import CONFIG_FILE, TRANSPORT_FIELDS, RunDir, identity_differences
 from cogtestbed.no_data import json_safe
 from cogtestbed.redact import redact_json
@@ -102,7 +96,7 @@ class RunConfig:
     reasoning_effort: str | None = None
     thinking_budget: int | None = None
     #: Hidden tokens each request's completion limit reserves before the answer's ``max_tokens``
-    #: (:func:`~cogtestbed.llm_adapters.capabilities.hidden_allowance`); None: not a reasoning run.
+    #: (:func:`~cogtestbed.llm_adapters.clients.capabilities.hidden_allowance`); None: not a reasoning run.
     hidden_allowance: int | None = None
 
     @property
@@ -140,7 +134,7 @@ class RunResult:
 def _always_reasons(llm: str) -> bool:
     """Whether ``llm`` reasons on every call (OpenAI's reasoning models: the thinking budget is only the
     hidden tokens reserved, never sent)."""
-    from cogtestbed.llm_adapters.capabilities import capability_of
+    from cogtestbed.llm_adapters.clients.capabilities import capability_of
 
     cap = capability_of(llm)
     return cap is not None and cap.always_reasons()
@@ -363,8 +357,8 @@ def _count_request(c: RequestCount, client: LLMClient, prompt: Prompt, out: int,
     """Add one HTTP request of ``prompt`` (at most ``out`` tokens out) to ``c``: its prompt tokens
     as billed (:meth:`LLMClient.billed_prompt_tokens`: exact with the model's own tokenizer, images
     included; else an estimate, images by the provider's formula), and the bound the budget books."""
-    from cogtestbed.llm_adapters.base import message_images
-    from cogtestbed.llm_adapters.image_tokens import image_tokens
+    from cogtestbed.llm_adapters.clients.base import message_images
+    from cogtestbed.llm_adapters.clients.image_tokens import image_tokens
 
     n, is_exact = client.billed_prompt_tokens(prompt)
     c.calls, c.prompt_tokens, c.exact = c.calls + 1, c.prompt_tokens + n, c.exact and is_exact
@@ -543,7 +537,7 @@ async def send_ahead(exp: Experiment, design: Design, client: CachedClient, conf
 async def decide_scoring(exp: Experiment, design: Design, client: CachedClient) -> dict[str, Any] | None:
     """How the run answers its scored steps, decided before any subject's call: where the backend
     claims to score over HTTP (a completions endpoint), the probe's requests (booked and counted as
-    calls like any other; :func:`~cogtestbed.llm_adapters.logprob_probe.probe_scoring`) check that the
+    calls like any other; :func:`~cogtestbed.llm_adapters.clients.logprob_probe.probe_scoring`) check that the
     server returns log-probabilities and that they are consistent; if not, the whole run samples
     instead (``client.can_score`` is turned off, so the budget books sampling's worst case), says so
     in one line and records why (``run.json``'s ``scoring``).  ``None`` where the run has no scored
@@ -566,7 +560,7 @@ async def decide_scoring(exp: Experiment, design: Design, client: CachedClient) 
         client.can_score = client.inner.can_score = False
         logger.warning("%s", f"exact scoring refused, every scored step is sampled instead: {probe.reason}")
         return {"method": "sampled", "probe": probe.reason, "reason": "the server's log-probabilities failed "
-                "the scoring probe (cogtestbed.llm_adapters.logprob_probe)", "probe_checks": probe.checks,
+                "the scoring probe (cogtestbed.llm_adapters.clients.logprob_probe)", "probe_checks": probe.checks,
                 **retries}
     return {"method": "exact", "probe": f"the server's log-probabilities passed the scoring probe: {probe.reason}",
             "probe_checks": probe.checks, **retries}
@@ -701,12 +695,12 @@ async def run_experiment(
 
 def capability_entry(config: RunConfig) -> dict[str, Any] | None:
     """``run.json``'s ``capability``: the model's row of the capability table
-    (:mod:`~cogtestbed.llm_adapters.capabilities`), what the run wanted but does not send (``not_sent``,
+    (:mod:`~cogtestbed.llm_adapters.clients.capabilities`), what the run wanted but does not send (``not_sent``,
     with ``line``, the sentence the run states at its start; None where everything is sent), the reasoning
     controls and the completion limit (the answer's tokens plus the hidden allowance).  None for a model
     the table has no row for (a local model)."""
-    from cogtestbed.llm_adapters.base import NEUTRAL_SAMPLING
-    from cogtestbed.llm_adapters.capabilities import capability_of, unsent, unsent_line
+    from cogtestbed.llm_adapters.clients.base import NEUTRAL_SAMPLING
+    from cogtestbed.llm_adapters.clients.capabilities import capability_of, unsent, unsent_line
 
     cap = capability_of(config.llm)
     if cap is None:
@@ -883,7 +877,7 @@ def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfi
     (``env.action_space``, seeded): the history grows as it does for a subject who always
     answers.  Completion tokens are counted at their maximum (``max_tokens`` per call), and the
     re-ask worst case is reported separately.  Cache hits are not subtracted.  Images are counted
-    with the provider's documented formula (:mod:`cogtestbed.llm_adapters.image_tokens`: OpenAI's
+    with the provider's documented formula (:mod:`cogtestbed.llm_adapters.clients.image_tokens`: OpenAI's
     512 px tiles, Anthropic's w·h/750) and included in ``prompt_tokens``; backends without one
     report ``image_tokens`` as ``None``.  With a limited ``budget`` the report adds each subject's
     worst case as the budget books it (:func:`subject_needs`) and how many subjects the budget

@@ -284,7 +284,7 @@ def transcript_nll(client: Any, text: str, *, options: OptionSets | Sequence[Seq
     """Per-choice log-likelihood of ``client``'s model on one marked transcript (module docstring).
 
     ``client``: an in-process model with a tokenizer and teacher-forced logits
-    (:class:`~cogtestbed.llm_adapters.hf.HFClient`: ``hf:smollm2-135m``, ``hf:tiny-random``, any
+    (:class:`~cogtestbed.llm_adapters.clients.hf.HFClient`: ``hf:smollm2-135m``, ``hf:tiny-random``, any
     local ``transformers`` causal LM).  ``options``: the option set of each choice (a list, or a
     function of the text and the chosen strings), for ``logp_norm``; without it only ``logp_raw``
     (Centaur's) is computed.  ``window``: tokens per forward pass (the model's context length by

@@ -9,8 +9,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from cogtestbed.errors import InputError
-from cogtestbed.llm_adapters.base import GenerateRequest
-from cogtestbed.llm_adapters.hf import HFClient
+from cogtestbed.llm_adapters.clients.base import GenerateRequest
+from cogtestbed.llm_adapters.clients.hf import HFClient
 from cogtestbed.llm_adapters.servers.checks import RequestError
 
 

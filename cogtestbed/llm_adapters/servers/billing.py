@@ -21,7 +21,7 @@ class Billing:
     completion_tokens: int = 0
     logprobs: bool = True
     #: Hidden reasoning tokens billed (part of ``completion_tokens``) by a model acting as a reasoning model
-    #: (:mod:`~cogtestbed.llm_adapters.servers.emulators.reasoning`).
+    #: (:mod:`~.emulators.reasoning`).
     reasoning_tokens: int = 0
 
     def bill(self, usage: Mapping[str, Any], hidden: int = 0) -> None:

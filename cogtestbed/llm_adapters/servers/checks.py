@@ -1,6 +1,6 @@
 """The server's request checks: its limits, each field read and checked (a refusal is a
 :class:`RequestError`, answered with an OpenAI-style error body), the body read within its limit, and the
-chat messages of both APIs turned into :class:`~cogtestbed.llm_adapters.base.GenerateRequest` messages."""
+chat messages of both APIs turned into :class:`~cogtestbed.llm_adapters.clients.base.GenerateRequest` messages."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cogtestbed.errors import InputError
-from cogtestbed.llm_adapters.base import (
+from cogtestbed.llm_adapters.clients.base import (
     IMAGES_KEY,
     NEUTRAL_SAMPLING,
     NEUTRAL_SAMPLING_EXTRAS,
@@ -86,7 +86,7 @@ def checked_temperature(body: Mapping[str, Any]) -> float:
 
 def check_plain_sampling(body: Mapping[str, Any]) -> None:
     """Refuse (400) a sampling field this server does not implement set to anything but "off": it
-    samples plain softmax at the temperature (:data:`~cogtestbed.llm_adapters.base.NEUTRAL_SAMPLING`
+    samples plain softmax at the temperature (:data:`~cogtestbed.llm_adapters.clients.base.NEUTRAL_SAMPLING`
     and its extras are accepted; ``top_k`` -1 is vLLM's "off"), never silently otherwise."""
     for key, off in {**NEUTRAL_SAMPLING, **NEUTRAL_SAMPLING_EXTRAS}.items():
         value = body_field(body, key, (int, float))

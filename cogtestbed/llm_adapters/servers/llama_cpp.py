@@ -7,7 +7,7 @@ crash on some CPUs) into a virtual environment of its own, and :func:`serve_llam
 server as a subprocess of that environment's Python on 127.0.0.1, waits until ``GET /v1/models``
 answers, and stops it (SIGTERM, then SIGKILL) when the block ends.  The model is served under the
 name ``smollm2-135m``, so ``OpenAIClient("smollm2-135m", base_url=...)`` counts prompts with the
-same model's tokenizer loaded in process (:func:`~cogtestbed.llm_adapters.openai_client.local_tokenizer`).
+same model's tokenizer loaded in process (:func:`~cogtestbed.llm_adapters.clients.openai_client.local_tokenizer`).
 
 ``logits_all=False`` (llama-cpp-python's default) serves a model that cannot return prompt
 log-probabilities: it answers a request for them with HTTP 500 "logprobs is not supported ...".
@@ -35,8 +35,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from cogtestbed.errors import InputError
-from cogtestbed.llm_adapters.base import BackendUnavailable
-from cogtestbed.llm_adapters.smollm2 import SMOLLM2, gguf_path, model_cache_dir
+from cogtestbed.llm_adapters.clients.base import BackendUnavailable
+from cogtestbed.llm_adapters.clients.smollm2 import SMOLLM2, gguf_path, model_cache_dir
 
 #: The variable naming the Python of the environment that has ``llama-cpp-python[server]``.
 LLAMA_PYTHON_ENV = "COGTESTBED_LLAMA_PYTHON"
@@ -72,7 +72,7 @@ GGUF_FTYPE_ALL_F32 = 0
 def float32_gguf(source: Path | None = None, target: Path | None = None) -> Path:
     """A GGUF file holding ``source``'s tensors dequantised to float32 and its metadata unchanged
     (but the file type), written once (atomically) to ``target`` — default: beside the in-process
-    copy under :func:`~cogtestbed.llm_adapters.smollm2.model_cache_dir`, keyed by the source's name
+    copy under :func:`~cogtestbed.llm_adapters.clients.smollm2.model_cache_dir`, keyed by the source's name
     and size; returns its path."""
     import numpy as np
     from gguf import GGUFReader, GGUFWriter

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from cogtestbed.llm_adapters.base import Generation
+from cogtestbed.llm_adapters.clients.base import Generation
 
 
 def with_echoed(echoed: list[tuple[str, int, float | None]], logprobs: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -1,6 +1,6 @@
 """A small OpenAI-compatible (and Anthropic-Messages-compatible) HTTP server for local models.
 
-Serves :class:`~cogtestbed.llm_adapters.hf.HFClient` models with starlette + uvicorn::
+Serves :class:`~cogtestbed.llm_adapters.clients.hf.HFClient` models with starlette + uvicorn::
 
     python -m cogtestbed.llm_adapters.servers.server --model tiny-random --port 8000
     cogtestbed run instrumental-learning --llm openai:tiny-random --base-url http://127.0.0.1:8000/v1
@@ -16,12 +16,12 @@ that the SDK adapters are tested against a real server, and it can put a local m
 same adapter as a hosted one.
 
 This module holds the routes, the serving and the command line; the request checks are in
-:mod:`~cogtestbed.llm_adapters.servers.checks`, the answers' shapes in
-:mod:`~cogtestbed.llm_adapters.servers.responses`, the admission control in
-:mod:`~cogtestbed.llm_adapters.servers.admission`, the tally in :mod:`~cogtestbed.llm_adapters.servers.billing`.
-The test emulators it can put in front of a model are in :mod:`~cogtestbed.llm_adapters.servers.emulators`.
+:mod:`~.checks`, the answers' shapes in
+:mod:`~.responses`, the admission control in
+:mod:`~.admission`, the tally in :mod:`~.billing`.
+The test emulators it can put in front of a model are in :mod:`~.emulators`.
 
-:class:`~cogtestbed.llm_adapters.servers.emulators.faults.FaultInjector` makes the next requests fail at the
+:class:`~.emulators.faults.FaultInjector` makes the next requests fail at the
 HTTP level — a status code with ``Retry-After``, a connection dropped half-way through the response body, or a
 delay — so that tests can prove the adapters' retries.  It also fails a seeded random share of the requests,
 which the command line exposes::
@@ -45,8 +45,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from cogtestbed.llm_adapters.base import GenerateRequest, Generation
-from cogtestbed.llm_adapters.hf import HFClient
+from cogtestbed.llm_adapters.clients.base import GenerateRequest, Generation
+from cogtestbed.llm_adapters.clients.hf import HFClient
 from cogtestbed.llm_adapters.servers.admission import Gate, check_length
 from cogtestbed.llm_adapters.servers.billing import Billing, CountRequests
 from cogtestbed.llm_adapters.servers.checks import (
@@ -107,7 +107,7 @@ def create_app(models: Mapping[str, HFClient], faults: FaultInjector | None = No
     route).  Its own limits: a body limit (``max_body`` bytes, 413), a generation time limit
     (``max_seconds``), and at most ``max_queue`` requests held at once, one computing per model
     (:class:`Gate`: 429 beyond, 503 after waiting ``max_seconds`` for the model).  The models named
-    in ``reasoning`` act as reasoning models (:mod:`~cogtestbed.llm_adapters.servers.emulators.reasoning`)."""
+    in ``reasoning`` act as reasoning models (:mod:`~.emulators.reasoning`)."""
     billing = billing if billing is not None else Billing()
     reasoning = dict(reasoning or {})
     from starlette.applications import Starlette
@@ -251,7 +251,7 @@ def serve(models: Mapping[str, HFClient], faults: FaultInjector | None = None,
           max_seconds: float = MAX_GENERATION_SECONDS, max_queue: int = MAX_QUEUE,
           reasoning: Mapping[str, ReasoningModel] | None = None) -> Iterator[str]:
     """Run the server on a free port of ``host`` in a thread; yield its ``/v1`` base URL (``reasoning``:
-    the served names that act as reasoning models, :mod:`~cogtestbed.llm_adapters.servers.emulators.reasoning`)."""
+    the served names that act as reasoning models, :mod:`~.emulators.reasoning`)."""
     with serve_app(create_app(models, faults, billing, max_body, max_seconds, max_queue, reasoning), host) as root:
         yield f"{root}/v1"
 

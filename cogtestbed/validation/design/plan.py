@@ -342,7 +342,7 @@ class Pricer:
     temperature: float = 0.0
     reask: int = 0
     prices: Path | None = None
-    #: A model without a price is refused (:func:`~cogtestbed.llm_adapters.limits.require_price`) unless
+    #: A model without a price is refused (:func:`~cogtestbed.llm_adapters.clients.prices.require_price`) unless
     #: this is set; then its designs are costed in calls and tokens only.
     allow_unpriced: bool = False
     mode: str = "auto"
@@ -362,9 +362,9 @@ class Pricer:
 
     def __post_init__(self) -> None:
         from cogtestbed.llm_adapters import make_client
-        from cogtestbed.llm_adapters.capabilities import capability_of, check_reasoning
+        from cogtestbed.llm_adapters.clients.capabilities import capability_of, check_reasoning
+        from cogtestbed.llm_adapters.clients.prices import PriceTable, require_price
         from cogtestbed.llm_adapters.hidden_tokens import reasons, refusal
-        from cogtestbed.llm_adapters.limits import PriceTable, require_price
 
         table = PriceTable(self.prices)
         self.price = [require_price(table, s, self.allow_unpriced) for s in self.llms]
@@ -385,7 +385,7 @@ class Pricer:
 
     def run_config(self, llm: str, client: Any, design: Any, n: int) -> Any:
         """The :class:`~cogtestbed.llm_adapters.runner.RunConfig` ``cogtestbed run`` builds for it."""
-        from cogtestbed.llm_adapters.capabilities import capability_of, hidden_allowance
+        from cogtestbed.llm_adapters.clients.capabilities import capability_of, hidden_allowance
         from cogtestbed.llm_adapters.runner import RunConfig
 
         answer = self.exp.env_cls.answer_defaults(design)

@@ -152,7 +152,7 @@ def run_session(client: Any, name: str, mode: str, run_dir: Path, cache_path: Pa
     ``name``'s short design on ``client`` through
     :func:`~cogtestbed.llm_adapters.runner.run_experiment`; (its RunResult, its summary).
 
-    ``client`` must already render ``mode`` (an :class:`~cogtestbed.llm_adapters.hf.HFClient`
+    ``client`` must already render ``mode`` (an :class:`~cogtestbed.llm_adapters.clients.hf.HFClient`
     with ``chat`` set accordingly, or an OpenAI-compatible client of that mode).
     """
     from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache

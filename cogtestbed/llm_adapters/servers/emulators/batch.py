@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cogtestbed.errors import InputError
-from cogtestbed.llm_adapters.hf import HFClient
+from cogtestbed.llm_adapters.clients.hf import HFClient
 
 
 @dataclass(frozen=True)

@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cogtestbed.llm_adapters.base import GenerateRequest
+from cogtestbed.llm_adapters.clients.base import GenerateRequest
 from cogtestbed.llm_adapters.servers.billing import Billing
 from cogtestbed.llm_adapters.servers.checks import MAX_TOKENS_LIMIT, anthropic_message, checked_messages, openai_message
 
 if TYPE_CHECKING:
-    from cogtestbed.llm_adapters.hf import HFClient
+    from cogtestbed.llm_adapters.clients.hf import HFClient
 
 #: Mean hidden tokens per call at each ``reasoning_effort`` (the emulator's own numbers; the model's
 #: default effort is ``medium``).

@@ -17,7 +17,7 @@ Consistent servers agree: the echoed log-probability of the continuation's first
 log-probability the generation gives it (where it is among the top :data:`PROBE_TOP`), or is at
 most the smallest of them (where it is not), within :data:`PROBE_TOLERANCE` nats; no echoed value
 is above 0; and the first echoed token carries none (nothing precedes it; checked on every scoring
-request, :func:`~cogtestbed.llm_adapters.openai_client.OpenAIClient.ascore`).  A server that fails,
+request, :func:`~.openai_client.OpenAIClient.ascore`).  A server that fails,
 or that answers either request with an error saying log-probabilities (or ``echo``) are unsupported
 — whatever its HTTP status: llama.cpp without ``--logits_all`` answers HTTP 500 "logprobs is not
 supported" — is scored by sampling (:func:`cogtestbed.llm_adapters.runner.decide_scoring` records
@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from cogtestbed.llm_adapters.base import (
+from cogtestbed.llm_adapters.clients.base import (
     BackendError,
     GenerateRequest,
     LLMClient,

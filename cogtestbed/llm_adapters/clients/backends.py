@@ -26,7 +26,7 @@ from cogtestbed.errors import InputError
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
-    from cogtestbed.llm_adapters.base import LLMClient
+    from cogtestbed.llm_adapters.clients.base import LLMClient
 
 #: Entry-point group through which other distributions register backends.
 ENTRY_POINT_GROUP = "cogtestbed.backends"
@@ -61,14 +61,14 @@ class Backend:
 
 # ----------------------------------------------------------------------------- the package's own
 def _hf(model: str, *, base_url: str | None, mode: str, **options: Any) -> LLMClient:
-    from cogtestbed.llm_adapters.hf import HFClient
+    from cogtestbed.llm_adapters.clients.hf import HFClient
 
     chat = None if mode == "auto" else mode == "chat"
     return HFClient.from_pretrained(model, chat=chat, **options)
 
 
 def _openai(model: str, *, base_url: str | None, mode: str, **options: Any) -> LLMClient:
-    from cogtestbed.llm_adapters.openai_client import OpenAIClient
+    from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
 
     return OpenAIClient(model, base_url=base_url, mode="chat" if mode == "auto" else mode,  # type: ignore[arg-type]
                         **options)
@@ -77,7 +77,7 @@ def _openai(model: str, *, base_url: str | None, mode: str, **options: Any) -> L
 def _anthropic(model: str, *, base_url: str | None, mode: str, **options: Any) -> LLMClient:
     if mode == "completions":
         raise InputError("the Anthropic Messages API is chat only")
-    from cogtestbed.llm_adapters.anthropic_client import AnthropicClient
+    from cogtestbed.llm_adapters.clients.anthropic_client import AnthropicClient
 
     return AnthropicClient(model, base_url=base_url, **options)
 

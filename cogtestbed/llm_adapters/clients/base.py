@@ -161,7 +161,7 @@ class GenerateRequest:
     stop: tuple[str, ...] = ()
     seed: int | None = None
     top_logprobs: int | None = None
-    #: OpenAI's ``reasoning_effort`` (a reasoning model; :mod:`.capabilities`), None: the model's default.
+    #: OpenAI's ``reasoning_effort`` (a reasoning model; :mod:`~.capabilities`), None: the model's default.
     reasoning_effort: str | None = None
     #: Anthropic's extended-thinking ``budget_tokens`` (thinking on); ``max_tokens`` then covers it plus the
     #: answer.  None: no thinking.

@@ -2,11 +2,11 @@
 
 A raw prompt is sent as one user message (CogBench's protocol for chat models).  The key comes
 from ``ANTHROPIC_API_KEY`` (or ``api_key_env``).  The API rejects whitespace-only stop sequences,
-so those are applied to the returned text instead (:func:`~cogtestbed.llm_adapters.base.apply_stop`).
+so those are applied to the returned text instead (:func:`~.base.apply_stop`).
 ``temperature`` and ``seed`` are not sent as SDK arguments: the temperature travels in the request
 body (the API's ``temperature`` field) and the seed, which the API does not take, only keeps
 independent samples apart in the cache.  The API returns no log-probabilities: ``score`` raises
-:class:`~cogtestbed.llm_adapters.base.ScoringNotSupported`.
+:class:`~.base.ScoringNotSupported`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from cogtestbed.errors import InputError
-from cogtestbed.llm_adapters.base import (
+from cogtestbed.llm_adapters.clients.base import (
     BackendError,
     BackendUnavailable,
     GenerateRequest,
@@ -29,8 +29,8 @@ from cogtestbed.llm_adapters.base import (
     image_media_type,
     message_images,
 )
-from cogtestbed.llm_adapters.capabilities import capability_of, unsent
-from cogtestbed.llm_adapters.openai_client import redact_url
+from cogtestbed.llm_adapters.clients.capabilities import capability_of, unsent
+from cogtestbed.llm_adapters.clients.openai_client import redact_url
 from cogtestbed.llm_adapters.retry import RetryPolicy, call_with_retries
 from cogtestbed.redact import register_key, register_key_variable
 
@@ -82,7 +82,7 @@ class AnthropicClient(LLMClient):
         register_key_variable(api_key_env)  # its value is removed from every message (cogtestbed.redact)
         self._sdk: WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = WeakKeyDictionary()
         self.retries: list[tuple[str, float]] = []
-        #: What the model accepts (:mod:`.capabilities`): extended thinking, and no temperature with it.
+        #: What the model accepts (:mod:`~.capabilities`): extended thinking, and no temperature with it.
         self.capability = capability_of(self.spec)
 
     def check_ready(self) -> None:

@@ -87,25 +87,25 @@ class _ScriptedProvider:
         return f"b{len(self.batches)}"
 
     async def status(self, batch_id: str) -> Any:
-        from cogtestbed.llm_adapters.batch import BatchStatus
+        from cogtestbed.llm_adapters.middleware.batch.protocol import BatchStatus
 
         return BatchStatus("completed", True, 1, 1, 0)
 
     async def results(self, batch_id: str, requests: Any) -> Any:
-        from cogtestbed.llm_adapters.batch import LineOutcome
         from cogtestbed.llm_adapters.clients.base import Generation
+        from cogtestbed.llm_adapters.middleware.batch.protocol import LineOutcome
 
         return {cid: LineOutcome(Generation(f"answer to {r.prompt}", 3, 2), billed=True) for cid, r in requests.items()}
 
 
 def test_sequential_sessions_run_in_waves_of_one_step_each(tmp_path: Path) -> None:
     """Each session's next prompt depends on its previous answer: wave k holds step k of every session."""
-    from cogtestbed.llm_adapters.batch import BatchClient
-    from cogtestbed.llm_adapters.cache import CURRENT_SUBJECT, ResponseCache, SubjectTicket
     from cogtestbed.llm_adapters.clients.base import GenerateRequest
     from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
     from cogtestbed.llm_adapters.clients.prices import Price
-    from cogtestbed.llm_adapters.limits import Budget, Need
+    from cogtestbed.llm_adapters.middleware.batch.client import BatchClient
+    from cogtestbed.llm_adapters.middleware.cache import CURRENT_SUBJECT, ResponseCache, SubjectTicket
+    from cogtestbed.llm_adapters.middleware.limits import Budget, Need
 
     client = BatchClient(OpenAIClient("m", base_url="http://127.0.0.1:9/v1"), poll=0.01)
     provider = _ScriptedProvider()
@@ -141,8 +141,8 @@ def test_sequential_sessions_run_in_waves_of_one_step_each(tmp_path: Path) -> No
 
 
 def test_price_table_batch_discount_and_refusals(tmp_path: Path) -> None:
-    from cogtestbed.llm_adapters.batch import batch_price
     from cogtestbed.llm_adapters.clients.prices import Price, PriceTable
+    from cogtestbed.llm_adapters.middleware.batch.pricing import batch_price
 
     table = PriceTable()
     for spec in ("openai:gpt-4o-mini", "anthropic:claude-sonnet-4-5"):
@@ -200,12 +200,13 @@ def test_plan_prices_batch_mode_at_the_discount_and_shows_the_standard_price() -
 def test_resume_finds_a_batch_created_before_its_id_was_recorded(tmp_path: Path, tiny_chat: Any) -> None:
     """Killed between the provider accepting a batch and the ``created`` line: ``--resume`` finds the
     batch by the wave's tag (OpenAI's batch metadata), collects it, and settles its ledger booking."""
-    from cogtestbed.llm_adapters.batch import BatchClient, BatchRecord
-    from cogtestbed.llm_adapters.cache import ResponseCache, cache_key
     from cogtestbed.llm_adapters.clients.base import GenerateRequest
     from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
     from cogtestbed.llm_adapters.clients.prices import Price
-    from cogtestbed.llm_adapters.limits import Budget, read_ledger
+    from cogtestbed.llm_adapters.middleware.batch.client import BatchClient
+    from cogtestbed.llm_adapters.middleware.batch.record import BatchRecord
+    from cogtestbed.llm_adapters.middleware.cache import ResponseCache, cache_key
+    from cogtestbed.llm_adapters.middleware.limits import Budget, read_ledger
     from cogtestbed.llm_adapters.runner import _start_batches
     from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
 
@@ -261,8 +262,8 @@ def test_resume_finds_a_batch_created_before_its_id_was_recorded(tmp_path: Path,
 
 def _one_batched_answer(client: Any, tmp_path: Path, budget: Any) -> Any:
     """Ask ``client`` (a BatchClient) one request as the only subject of a run; the answer or the error."""
-    from cogtestbed.llm_adapters.cache import ResponseCache
     from cogtestbed.llm_adapters.clients.base import GenerateRequest
+    from cogtestbed.llm_adapters.middleware.cache import ResponseCache
 
     cache = ResponseCache(tmp_path / "cache.sqlite")
     client.attach(tmp_path, cache, budget, tmp_path / "spend.jsonl")
@@ -285,10 +286,10 @@ def _one_batched_answer(client: Any, tmp_path: Path, budget: Any) -> Any:
 def test_every_batch_api_request_is_counted_against_a_bounded_budget(tmp_path: Path, tiny_chat: Any) -> None:
     """Upload, create, polls and downloads are no model calls, but each is a service request of the budget
     (every one the emulator received, none uncounted), and the budget's bound stops the run before the next."""
-    from cogtestbed.llm_adapters.batch import BatchClient
     from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
     from cogtestbed.llm_adapters.clients.prices import Price
-    from cogtestbed.llm_adapters.limits import Budget, BudgetExhausted
+    from cogtestbed.llm_adapters.middleware.batch.client import BatchClient
+    from cogtestbed.llm_adapters.middleware.limits import Budget, BudgetExhausted
     from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
 
     emulator = BatchEmulator({"tiny-random-chat": tiny_chat}, polls=3)
@@ -318,7 +319,7 @@ def test_every_batch_api_request_is_counted_against_a_bounded_budget(tmp_path: P
 
 def test_the_command_lines_default_bound_on_service_requests_is_the_librarys() -> None:
     from cogtestbed.api import run as run_api
-    from cogtestbed.llm_adapters.limits import DEFAULT_MAX_SERVICE_REQUESTS
+    from cogtestbed.llm_adapters.middleware.limits import DEFAULT_MAX_SERVICE_REQUESTS
 
     assert run_api.DEFAULT_MAX_SERVICE_REQUESTS == DEFAULT_MAX_SERVICE_REQUESTS
 
@@ -407,7 +408,7 @@ def test_run_batch_against_a_server_without_a_batch_api_says_so(server: Any, tmp
                                                                 monkeypatch: pytest.MonkeyPatch,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     from cogtestbed.cli import run_cli
-    from cogtestbed.llm_adapters.limits import read_ledger
+    from cogtestbed.llm_adapters.middleware.limits import read_ledger
 
     study = load_study("batch_mode")
     _batch_env(tmp_path, monkeypatch, study)

@@ -89,12 +89,13 @@ def test_resume_collects_a_batch_left_in_flight_whatever_its_end(tmp_path: Path,
     kept where there is one, the wave done (the replay asks what has no answer)."""
     import asyncio
 
-    from cogtestbed.llm_adapters.batch import BatchClient, BatchRecord, open_ledger_ids
-    from cogtestbed.llm_adapters.cache import ResponseCache, cache_key
     from cogtestbed.llm_adapters.clients.base import GenerateRequest
     from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
     from cogtestbed.llm_adapters.clients.prices import Price
-    from cogtestbed.llm_adapters.limits import Budget, read_ledger
+    from cogtestbed.llm_adapters.middleware.batch.client import BatchClient
+    from cogtestbed.llm_adapters.middleware.batch.record import BatchRecord, open_ledger_ids
+    from cogtestbed.llm_adapters.middleware.cache import ResponseCache, cache_key
+    from cogtestbed.llm_adapters.middleware.limits import Budget, read_ledger
     from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
 
     fault, billed, at_worst, kept = RECOVERED[name]

@@ -355,7 +355,7 @@ def test_study_summary_names_the_true_parameter_distribution(capsys, tmp_path: P
 
 # ----------------------------------------------------------------------------- response cache paths
 def test_a_cache_path_that_is_a_directory_or_unwritable_is_one_clear_error(tmp_path: Path) -> None:
-    from cogtestbed.llm_adapters.cache import ResponseCache
+    from cogtestbed.llm_adapters.middleware.cache import ResponseCache
 
     with pytest.raises(ValueError, match="is a directory; give the path of a file"):
         ResponseCache(tmp_path)

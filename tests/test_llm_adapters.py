@@ -24,14 +24,14 @@ openai = pytest.importorskip("openai")
 
 from cogtestbed.environments.base import NO_ACTION  # noqa: E402
 from cogtestbed.llm_adapters import LLMAgent, ScoringNotSupported, make_client  # noqa: E402
-from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache  # noqa: E402
 from cogtestbed.llm_adapters.clients.anthropic_client import AnthropicClient  # noqa: E402
 from cogtestbed.llm_adapters.clients.base import BackendError, GenerateRequest  # noqa: E402
 from cogtestbed.llm_adapters.clients.hf import HFClient  # noqa: E402
 from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient  # noqa: E402
 from cogtestbed.llm_adapters.clients.prices import PriceTable  # noqa: E402
-from cogtestbed.llm_adapters.limits import Budget, Need, RateLimiter  # noqa: E402
-from cogtestbed.llm_adapters.retry import RetryPolicy  # noqa: E402
+from cogtestbed.llm_adapters.middleware.cache import CachedClient, ResponseCache  # noqa: E402
+from cogtestbed.llm_adapters.middleware.limits import Budget, Need, RateLimiter  # noqa: E402
+from cogtestbed.llm_adapters.middleware.retry import RetryPolicy  # noqa: E402
 from cogtestbed.llm_adapters.runner import RunConfig, dry_run, run_experiment  # noqa: E402
 from cogtestbed.llm_adapters.servers.server import Fault  # noqa: E402
 from cogtestbed.registry import get_experiment  # noqa: E402

@@ -20,10 +20,10 @@ from toy_env import ElicitJudgeEnv, ToyDesign, ToySessions  # noqa: E402
 
 from cogtestbed.environments.base import NO_ACTION, ScoredAnswer  # noqa: E402
 from cogtestbed.llm_adapters import LLMAgent  # noqa: E402
-from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache  # noqa: E402
 from cogtestbed.llm_adapters.clients.hf import HFClient  # noqa: E402
 from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient  # noqa: E402
-from cogtestbed.llm_adapters.retry import RetryPolicy  # noqa: E402
+from cogtestbed.llm_adapters.middleware.cache import CachedClient, ResponseCache  # noqa: E402
+from cogtestbed.llm_adapters.middleware.retry import RetryPolicy  # noqa: E402
 from cogtestbed.llm_adapters.runner import RunConfig, run_experiment  # noqa: E402
 from cogtestbed.llm_adapters.servers.server import serve  # noqa: E402
 

@@ -20,12 +20,12 @@ from typer.testing import CliRunner  # noqa: E402
 from cogtestbed.cli import app  # noqa: E402
 from cogtestbed.environments.magnitude import MagnitudeDesign, MagnitudeEnv  # noqa: E402
 from cogtestbed.environments.magnitude_stimuli import marker_image, ratio_image  # noqa: E402
-from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache, cache_key  # noqa: E402
 from cogtestbed.llm_adapters.clients.anthropic_client import AnthropicClient  # noqa: E402
 from cogtestbed.llm_adapters.clients.base import GenerateRequest  # noqa: E402
 from cogtestbed.llm_adapters.clients.hf import HFClient  # noqa: E402
 from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient  # noqa: E402
-from cogtestbed.llm_adapters.retry import RetryPolicy  # noqa: E402
+from cogtestbed.llm_adapters.middleware.cache import CachedClient, ResponseCache, cache_key  # noqa: E402
+from cogtestbed.llm_adapters.middleware.retry import RetryPolicy  # noqa: E402
 from cogtestbed.llm_adapters.runner import RunConfig, run_experiment  # noqa: E402
 from cogtestbed.llm_adapters.servers.server import serve  # noqa: E402
 from cogtestbed.registry import get_experiment  # noqa: E402

@@ -21,7 +21,7 @@ from cogtestbed.llm_adapters.clients.capabilities import (
     hidden_allowance,
 )
 from cogtestbed.llm_adapters.hidden_tokens import from_assumption, from_pilot
-from cogtestbed.llm_adapters.limits import read_ledger
+from cogtestbed.llm_adapters.middleware.limits import read_ledger
 from cogtestbed.llm_adapters.servers.emulators.reasoning import ReasoningModel, format_answer
 from cogtestbed.llm_adapters.servers.server import Billing, serve
 
@@ -84,8 +84,8 @@ def test_requests_send_only_what_the_model_accepts() -> None:
 
 
 def test_reasoning_controls_enter_the_cache_key_only_when_set() -> None:
-    from cogtestbed.llm_adapters.cache import cache_key
     from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
+    from cogtestbed.llm_adapters.middleware.cache import cache_key
 
     client = OpenAIClient("o3", base_url="http://127.0.0.1:1/v1")
     plain = GenerateRequest("Q?", 8)
@@ -197,7 +197,7 @@ def test_the_docs_show_every_row_of_the_capability_table() -> None:
 
 
 def test_a_batch_result_line_reads_its_hidden_tokens() -> None:
-    """Batch mode parses each result line with the client's own ``generation`` (llm_adapters/batch.py):
+    """Batch mode parses each result line with the client's own ``generation`` (llm_adapters/middleware/batch/):
     the hidden tokens of a line's usage reach the generation, and so the ledger."""
     from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
 

@@ -24,9 +24,9 @@ pytest.importorskip("openai")
 from filelock import FileLock  # noqa: E402
 
 from cogtestbed.llm_adapters import rundir as rundir_mod  # noqa: E402
-from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache  # noqa: E402
 from cogtestbed.llm_adapters.clients.prices import Price
-from cogtestbed.llm_adapters.limits import Budget, BudgetExhausted, Need, read_ledger  # noqa: E402
+from cogtestbed.llm_adapters.middleware.cache import CachedClient, ResponseCache  # noqa: E402
+from cogtestbed.llm_adapters.middleware.limits import Budget, BudgetExhausted, Need, read_ledger  # noqa: E402
 from cogtestbed.llm_adapters.runner import RunConfig, draw_sessions, run_experiment, subject_needs  # noqa: E402
 from cogtestbed.llm_adapters.servers.server import fault_injector, parse_args  # noqa: E402
 from cogtestbed.outputs import WriteFailed  # noqa: E402

@@ -67,8 +67,8 @@ def fault_row(name: str, root: Path, clean: list[Any]) -> dict[str, Any]:
     import io
 
     from cogtestbed.cli import run_cli
-    from cogtestbed.llm_adapters.batch import open_ledger_ids
-    from cogtestbed.llm_adapters.limits import read_ledger
+    from cogtestbed.llm_adapters.middleware.batch.record import open_ledger_ids
+    from cogtestbed.llm_adapters.middleware.limits import read_ledger
     from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
 
     fault, unknown, _ = FAULTS[name]

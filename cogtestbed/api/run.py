@@ -91,7 +91,7 @@ class RunRequest:
     top_logprobs: int | None = None
     cache: Path | None = None
     #: Key the response cache by the model's name alone, not the endpoint
-    #: (:func:`~cogtestbed.llm_adapters.cache.cache_key`).
+    #: (:func:`~cogtestbed.llm_adapters.middleware.cache.cache_key`).
     share_cache: bool = False
     concurrency: int = 8
     rpm: float | None = None
@@ -110,7 +110,7 @@ class RunRequest:
     limit: int | None = None
     #: ``--forms``: K or form ids; subjects are assigned to the prompt forms (balanced, seeded).
     forms: str | None = None
-    #: Send the requests through the provider's batch API (:mod:`cogtestbed.llm_adapters.batch`).
+    #: Send the requests through the provider's batch API (:mod:`cogtestbed.llm_adapters.middleware.batch`).
     batch: bool = False
     #: Seconds between polls of a batch.
     poll_every: float = 30.0
@@ -208,7 +208,7 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
     from cogtestbed.environments.forms import resolve_forms
     from cogtestbed.llm_adapters.clients.backends import get_backend, make_client, parse_spec
     from cogtestbed.llm_adapters.clients.openai_client import redact_url
-    from cogtestbed.llm_adapters.retry import RetryPolicy
+    from cogtestbed.llm_adapters.middleware.retry import RetryPolicy
     from cogtestbed.llm_adapters.runner import RunConfig
     from cogtestbed.registry import get_experiment
 
@@ -229,7 +229,7 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
         "timeout": request.timeout, "retry": RetryPolicy(window=request.retry_for)}
     client = make_client(request.llm, base_url=request.base_url, mode=request.mode, **options)
     if request.batch:
-        from cogtestbed.llm_adapters.batch import BatchClient
+        from cogtestbed.llm_adapters.middleware.batch.client import BatchClient
 
         client = BatchClient(client, poll=request.poll_every)
     temperature, _ = run_decoding(exp, request)
@@ -283,7 +283,7 @@ def estimate_run(request: RunRequest) -> dict[str, Any]:
     """``--dry-run``: calls, tokens and cost, nothing called; with ``--max-calls`` / ``--max-cost``
     also how many subjects the budget admits at their worst case."""
     from cogtestbed.llm_adapters.clients.prices import PriceTable, require_price
-    from cogtestbed.llm_adapters.limits import Budget
+    from cogtestbed.llm_adapters.middleware.limits import Budget
     from cogtestbed.llm_adapters.runner import dry_run as estimate
 
     standard = require_price(PriceTable(request.prices), request.llm, request.allow_unpriced)
@@ -292,7 +292,7 @@ def estimate_run(request: RunRequest) -> dict[str, Any]:
     budget = Budget(request.max_calls, request.max_cost, price)
     report = estimate(exp, design_obj, client, config, price, budget)
     if request.batch and standard is not None:
-        from cogtestbed.llm_adapters.batch import batch_report
+        from cogtestbed.llm_adapters.middleware.batch.pricing import batch_report
 
         report = batch_report(report, standard)
     return {**report, "decoding": run_decoding(exp, request)[1], "answer": answer_settings(exp, design_obj, request)}
@@ -303,16 +303,16 @@ def run_price(request: RunRequest, standard: Any) -> Any:
     where the table gives the model no ``batch_discount``)."""
     if not request.batch or standard is None:
         return standard
-    from cogtestbed.llm_adapters.batch import batch_price
+    from cogtestbed.llm_adapters.middleware.batch.pricing import batch_price
 
     return batch_price(standard, request.llm)
 
 
 def execute_run(request: RunRequest) -> Any:
     """Check the run directory, build the client, play the run, write the tables; the RunResult."""
-    from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache
     from cogtestbed.llm_adapters.clients.prices import PriceTable
-    from cogtestbed.llm_adapters.limits import Budget, Need, RateLimiter
+    from cogtestbed.llm_adapters.middleware.cache import CachedClient, ResponseCache
+    from cogtestbed.llm_adapters.middleware.limits import Budget, Need, RateLimiter
     from cogtestbed.llm_adapters.rundir import check_run_dir
     from cogtestbed.llm_adapters.runner import run_experiment
 

@@ -1,16 +1,19 @@
 """Real LLMs as subjects: one client contract, several backends, and the run machinery.
 
-* :mod:`~cogtestbed.llm_adapters.clients.base` — the contract (``generate`` / ``score``) and its data types;
-* backends: :mod:`~cogtestbed.llm_adapters.clients.openai_client` (OpenAI and compatible servers),
-  :mod:`~cogtestbed.llm_adapters.clients.anthropic_client`,
-  :mod:`~cogtestbed.llm_adapters.clients.hf` (local ``transformers`` models and ``hf:tiny-random``);
-* :mod:`.agent` — :class:`LLMAgent`, the subject adapter;
-* :mod:`.cache`, :mod:`.limits`, :mod:`.retry` — response cache, budget, rate limits, retries;
-* :mod:`.runner` — run N subjects through an experiment (``cogtestbed run``);
-* :mod:`~cogtestbed.llm_adapters.servers.server` — a small OpenAI-compatible HTTP server for a local model.
+The package is in four wings (issue 51), each a sub-package whose ``__init__`` imports nothing:
+
+* :mod:`.clients` — the contract (:mod:`.clients.base`: ``generate`` / ``score``), the backend
+  registry (:mod:`.clients.backends`), the backends (OpenAI and compatible servers, Anthropic, local
+  ``transformers`` models), and what a hosted model accepts and costs (capabilities, prices);
+* :mod:`.middleware` — what wraps a client in a run: response cache, retries, rate limits and the
+  budget, batch mode;
+* the run machinery: :mod:`.agent` (:class:`LLMAgent`, the subject adapter), :mod:`.runner` (run N
+  subjects through an experiment: ``cogtestbed run``), :mod:`.rundir`;
+* :mod:`.servers` — the project's local OpenAI-compatible server, and the **test emulators**
+  (:mod:`.servers.emulators`) it can put in front of a model.
 
 Backends are chosen by a spec ``BACKEND:MODEL`` (:func:`make_client`) and registered like
-experiments (:mod:`~cogtestbed.llm_adapters.clients.backends`: :func:`register_backend` and the entry-point group
+experiments (:mod:`.clients.backends`: :func:`register_backend` and the entry-point group
 ``cogtestbed.backends``), so another package adds one.  Heavy dependencies (torch, the SDKs) are
 imported only when a backend is built.
 """

@@ -13,7 +13,7 @@ from the same totals) and ``status``:
   for its whole life; a second one on the same directory fails at once.  The kernel drops the lock
   when a process dies, so a killed run never leaves a stale lock behind.
 * **Ledger**: ``RUN_DIR/spend.jsonl`` gets a line when a call's worst case is booked and one when
-  it settles (:func:`cogtestbed.llm_adapters.limits.read_ledger`), so the totals survive a kill.
+  it settles (:func:`cogtestbed.llm_adapters.middleware.limits.read_ledger`), so the totals survive a kill.
 * **Commit**: the tables and the manifest are first all written to temporary files beside their
   targets (the step that can fail: disk full, permissions, a bad value), then renamed into place
   in one go, ``run.json`` last; a failed commit leaves the previous files untouched.  Files get
@@ -35,7 +35,7 @@ from typing import IO, Any
 from filelock import FileLock, Timeout
 
 from cogtestbed.errors import CogtestbedError, ResumeMismatch
-from cogtestbed.llm_adapters.limits import Spend, read_ledger
+from cogtestbed.llm_adapters.middleware.limits import Spend, read_ledger
 from cogtestbed.outputs import new_file_mode, write_failure
 from cogtestbed.redact import redact, redact_json
 from cogtestbed.trials import package_versions, write_files_together

@@ -19,7 +19,7 @@ run against the cache therefore re-issues exactly the calls that never completed
 table is the one an uninterrupted run writes.  Tables are written once, atomically, at the end.
 
 Budgets (``max_calls`` / ``max_cost``) are totals over the run directory, never exceeded
-(:class:`~cogtestbed.llm_adapters.limits.Budget`).  A subject is admitted at its first new call
+(:class:`~cogtestbed.llm_adapters.middleware.limits.Budget`).  A subject is admitted at its first new call
 for its whole remaining worst case, estimated by :func:`subject_needs` (the dry run's playthrough:
 valid random actions, every re-ask, a margin on the prompt tokens), so that the budget goes to
 subjects that can finish.  A budget stop leaves ``status: "stopped"``; the table holds the subjects
@@ -47,12 +47,12 @@ from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ScoredResp
 from cogtestbed.environments.forms import FormDesign, FormDraw, draw_forms
 from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.agent import Attempt, LLMAgent, ScoringLog
-from cogtestbed.llm_adapters.cache import CURRENT_SUBJECT, CachedClient, SubjectTicket
 from cogtestbed.llm_adapters.clients.base import GenerateRequest, LLMClient, Prompt, freeze_prompt
 from cogtestbed.llm_adapters.clients.logprob_probe import PROBE_REQUESTS, probe_scoring
 from cogtestbed.llm_adapters.clients.prices import UNPRICED_NOTE, Price
 from cogtestbed.llm_adapters.hidden_tokens import HiddenTokens, reasons, refusal
-from cogtestbed.llm_adapters.limits import SUBJECT_PROMPT_MARGIN, Budget, BudgetExhausted, Need
+from cogtestbed.llm_adapters.middleware.cache import CURRENT_SUBJECT, CachedClient, SubjectTicket
+from cogtestbed.llm_adapters.middleware.limits import SUBJECT_PROMPT_MARGIN, Budget, BudgetExhausted, Need
 from cogtestbed.llm_adapters.rundir import CONFIG_FILE, TRANSPORT_FIELDS, RunDir, identity_differences
 from cogtestbed.no_data import json_safe
 from cogtestbed.redact import redact_json
@@ -764,10 +764,12 @@ def note_fingerprints(rundir: RunDir, client: CachedClient, warnings: list[dict[
 
 
 async def _start_batches(client: CachedClient, rundir: RunDir, budget: Budget) -> bool:
-    """Batch mode (:mod:`.batch`): attach the run directory, then collect the batches an earlier
+    """Batch mode (:mod:`~cogtestbed.llm_adapters.middleware.batch`): attach the run directory, then collect the
+    batches an earlier
     invocation left in flight.  False for a run that sends requests one by one — refused where the
     run directory still has batches to collect."""
-    from cogtestbed.llm_adapters.batch import BatchClient, unfinished_batches
+    from cogtestbed.llm_adapters.middleware.batch.client import BatchClient
+    from cogtestbed.llm_adapters.middleware.batch.record import unfinished_batches
     from cogtestbed.llm_adapters.rundir import LEDGER_FILE
 
     inner = client.inner

@@ -31,7 +31,7 @@ from cogtestbed.llm_adapters.clients.base import (
 )
 from cogtestbed.llm_adapters.clients.capabilities import capability_of, unsent
 from cogtestbed.llm_adapters.clients.openai_client import redact_url
-from cogtestbed.llm_adapters.retry import RetryPolicy, call_with_retries
+from cogtestbed.llm_adapters.middleware.retry import RetryPolicy, call_with_retries
 from cogtestbed.redact import register_key, register_key_variable
 
 

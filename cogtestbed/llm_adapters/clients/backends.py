@@ -12,6 +12,9 @@ The factory receives ``mode`` as given (``auto``, ``chat`` or ``completions``: c
 decides what ``auto`` means for it; a backend that is not :attr:`Backend.remote` takes no
 ``base_url`` (refused here) and is given no ``timeout`` / ``retry`` by ``cogtestbed run``.
 Factories import their heavy dependencies when called, so listing backends imports none.
+
+A backend with a provider batch API names it in :attr:`Backend.batches` (``run --batch`` asks
+:func:`batch_api` for it; nothing branches on a backend's name there either).
 """
 
 from __future__ import annotations
@@ -42,7 +45,10 @@ class Backend:
 
     ``remote``: the client calls a service (it takes ``base_url``, and ``cogtestbed run`` gives it
     ``timeout`` and ``retry``); False for a model run in this process (``hf``), which is refused a
-    ``base_url`` with ``local_hint`` (what to do instead) after the reason.
+    ``base_url`` with ``local_hint`` (what to do instead) after the reason.  ``batches``: the
+    backend's batch API, ``batches(client)`` → a
+    :class:`~cogtestbed.llm_adapters.middleware.batch.protocol.Provider` (None: it has none, and
+    ``run --batch`` is refused for it).
     """
 
     name: str
@@ -50,6 +56,7 @@ class Backend:
     remote: bool = True
     description: str = ""
     local_hint: str = ""
+    batches: Callable[[LLMClient], Any] | None = None
 
     def client(self, model: str, *, base_url: str | None = None, mode: str = "auto", **options: Any) -> LLMClient:
         """The client of ``model`` on this backend."""
@@ -82,10 +89,24 @@ def _anthropic(model: str, *, base_url: str | None, mode: str, **options: Any) -
     return AnthropicClient(model, base_url=base_url, **options)
 
 
+def _openai_batches(client: LLMClient) -> Any:
+    from cogtestbed.llm_adapters.middleware.batch.providers import OpenAIBatches
+
+    return OpenAIBatches(client)
+
+
+def _anthropic_batches(client: LLMClient) -> Any:
+    from cogtestbed.llm_adapters.middleware.batch.providers import AnthropicBatches
+
+    return AnthropicBatches(client)
+
+
 #: The package's backends, in the order they are listed.
 BUILTIN: dict[str, Backend] = {
-    "openai": Backend("openai", _openai, description="OpenAI and OpenAI-compatible servers"),
-    "anthropic": Backend("anthropic", _anthropic, description="the Anthropic Messages API"),
+    "openai": Backend("openai", _openai, description="OpenAI and OpenAI-compatible servers",
+                      batches=_openai_batches),
+    "anthropic": Backend("anthropic", _anthropic, description="the Anthropic Messages API",
+                         batches=_anthropic_batches),
     "hf": Backend("hf", _hf, remote=False, description="a local transformers model (hf:tiny-random, ...)",
                   local_hint="serve it with `python -m cogtestbed.llm_adapters.servers.server` and use openai:"),
 }
@@ -166,6 +187,12 @@ def parse_spec(spec: str) -> tuple[str, str]:
         raise InputError(f"--llm must be BACKEND:MODEL with BACKEND one of {', '.join(backend_names())} "
                          f"(e.g. hf:tiny-random, openai:gpt-4o-mini), got {spec!r}")
     return backend, model
+
+
+def batch_api(name: str) -> Callable[[LLMClient], Any] | None:
+    """The batch API of the backend called ``name`` (:attr:`Backend.batches`); None where it has none
+    or no backend has that name."""
+    return get_backend(name).batches if _known(name) else None
 
 
 def _known(name: str) -> bool:

@@ -390,7 +390,7 @@ class LLMClient(ABC):
     #: The model accepts images in chat messages (a vision-language model).  Hosted backends
     #: pass images on and let the service decide; local models know.
     vision: bool = False
-    #: Every call is an HTTP request sent through :func:`~cogtestbed.llm_adapters.retry.call_with_retries`
+    #: Every call is an HTTP request sent through :func:`~cogtestbed.llm_adapters.middleware.retry.call_with_retries`
     #: (so the response cache books each request, retries included, as one call of the budget).
     http: bool = False
 

@@ -68,7 +68,7 @@ def says_logprobs_unsupported(message: str) -> bool:
     "logprobs is not supported ..." (llama.cpp without ``--logits_all``), "echo is not supported",
     "does not support logprobs", "prompt_logprobs ... disabled", a schema that has no such field (vLLM's
     HTTP 422 "Extra inputs are not permitted" naming ``echo``).  Such an error is final whatever
-    its HTTP status (it is not retried: :func:`cogtestbed.llm_adapters.retry.is_retryable`)."""
+    its HTTP status (it is not retried: :func:`cogtestbed.llm_adapters.middleware.retry.is_retryable`)."""
     return bool(_SUBJECT.search(message)) and bool(_UNSUPPORTED.search(message))
 
 

@@ -52,7 +52,7 @@ from cogtestbed.llm_adapters.clients.base import (
 )
 from cogtestbed.llm_adapters.clients.capabilities import capability_of, unsent
 from cogtestbed.llm_adapters.clients.logprob_probe import says_logprobs_unsupported
-from cogtestbed.llm_adapters.retry import RetryPolicy, call_with_retries, describe_error
+from cogtestbed.llm_adapters.middleware.retry import RetryPolicy, call_with_retries, describe_error
 from cogtestbed.redact import register_key, register_key_variable
 
 Mode = Literal["chat", "completions"]

@@ -346,7 +346,7 @@ class Pricer:
     #: this is set; then its designs are costed in calls and tokens only.
     allow_unpriced: bool = False
     mode: str = "auto"
-    #: Price the runs in the provider's batch mode (``run --batch``: :mod:`cogtestbed.llm_adapters.batch`):
+    #: Price the runs in the provider's batch mode (``run --batch``: :mod:`cogtestbed.llm_adapters.middleware.batch`):
     #: at the table's ``batch_discount``, scored steps sampled; the standard price is kept beside it.
     batch: bool = False
     #: A reasoning model's controls (``run --reasoning-effort / --thinking-budget``) and its completion tokens
@@ -377,7 +377,8 @@ class Pricer:
         for spec in dict.fromkeys(self.llms):
             built[spec] = make_client(spec, mode=self.mode)
         if self.batch:
-            from cogtestbed.llm_adapters.batch import BatchClient, batch_price
+            from cogtestbed.llm_adapters.middleware.batch.client import BatchClient
+            from cogtestbed.llm_adapters.middleware.batch.pricing import batch_price
 
             built = {spec: BatchClient(client) for spec, client in built.items()}
             self.price = [None if p is None else batch_price(p, s) for p, s in zip(self.price, self.llms, strict=True)]
@@ -420,7 +421,7 @@ class Pricer:
             for g, report in zip(missing, dry_runs(self.exp, design, runs, hidden=self.hidden), strict=True):
                 standard = self.standard[g]
                 if self.batch and standard is not None:
-                    from cogtestbed.llm_adapters.batch import batch_report
+                    from cogtestbed.llm_adapters.middleware.batch.pricing import batch_report
 
                     report = batch_report(report, standard)
                 self._cache[(self.llms[g], text, n)] = report

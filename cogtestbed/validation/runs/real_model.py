@@ -155,8 +155,8 @@ def run_session(client: Any, name: str, mode: str, run_dir: Path, cache_path: Pa
     ``client`` must already render ``mode`` (an :class:`~cogtestbed.llm_adapters.clients.hf.HFClient`
     with ``chat`` set accordingly, or an OpenAI-compatible client of that mode).
     """
-    from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache
-    from cogtestbed.llm_adapters.limits import Budget
+    from cogtestbed.llm_adapters.middleware.cache import CachedClient, ResponseCache
+    from cogtestbed.llm_adapters.middleware.limits import Budget
     from cogtestbed.llm_adapters.runner import RunConfig, run_experiment
 
     exp = get_experiment(name)

@@ -37,8 +37,8 @@ from cogtestbed.llm_adapters.clients.base import (
     canonical_json,
     reasoning_tokens,
 )
-from cogtestbed.llm_adapters.limits import Budget, Need, RateLimiter
-from cogtestbed.llm_adapters.retry import REQUEST_GATE, RETRY_LOG, status_code
+from cogtestbed.llm_adapters.middleware.limits import Budget, Need, RateLimiter
+from cogtestbed.llm_adapters.middleware.retry import REQUEST_GATE, RETRY_LOG, status_code
 from cogtestbed.redact import redact
 
 CACHE_FORMAT = 1

@@ -7,7 +7,7 @@ at least that long.  The SDKs' own retries are switched off so that this one pol
 
 Retries go on for a window (``--retry-for``, default :data:`DEFAULT_RETRY_WINDOW` seconds from the
 first try): a retry whose wait would end after the window is not made.  Each retry is logged
-(logger ``cogtestbed.llm_adapters.retry``, shown on stderr by the CLI) and appended to
+(logger ``cogtestbed.llm_adapters.middleware.retry``, shown on stderr by the CLI) and appended to
 :data:`RETRY_LOG` when a caller collects them (the response cache does, for ``calls.parquet``).
 An error that is not retried, or the last one, is raised as one-line :class:`BackendError`.
 """
@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 #: Wraps every HTTP attempt of the current call (the first try and each retry) when a caller sets
 #: one: ``await gate(send)`` books the request before ``send()`` is awaited and settles it after
-#: (the response cache's budget does: every HTTP request is a call, :mod:`cogtestbed.llm_adapters.cache`).
+#: (the response cache's budget does: every HTTP request is a call, :mod:`cogtestbed.llm_adapters.middleware.cache`).
 REQUEST_GATE: ContextVar[Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]] | None] = ContextVar(
     "cogtestbed_request_gate", default=None)
 

@@ -87,7 +87,7 @@ _PUBLIC: dict[str, str] = {
     "BayesFit": "cogtestbed.inference.hierarchical",
     "ConformanceReport": "cogtestbed.validation.conformance.suite",
     "CheckResult": "cogtestbed.validation.conformance.suite",
-    "RunResult": "cogtestbed.llm_adapters.runner",
+    "RunResult": "cogtestbed.llm_adapters.runs.config",
     "Figures": "cogtestbed.api.figures",
     "HeldOut": "cogtestbed.inference.heldout",
     "Population": "cogtestbed.inference.population",
@@ -139,8 +139,8 @@ if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, lis
     from cogtestbed.inference.population import Population
     from cogtestbed.llm_adapters.clients.base import BackendError, BackendUnavailable, LLMError  # noqa: F401
     from cogtestbed.llm_adapters.clients.prices import PriceError, UnpricedModel  # noqa: F401
-    from cogtestbed.llm_adapters.rundir import RunDirError  # noqa: F401
-    from cogtestbed.llm_adapters.runner import RunResult
+    from cogtestbed.llm_adapters.runs.config import RunResult
+    from cogtestbed.llm_adapters.runs.rundir import RunDirError  # noqa: F401
     from cogtestbed.memory import MemoryLimitError  # noqa: F401
     from cogtestbed.metrics_result import MetricsReport
     from cogtestbed.no_data import DegenerateAnswers  # noqa: F401

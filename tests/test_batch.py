@@ -207,7 +207,7 @@ def test_resume_finds_a_batch_created_before_its_id_was_recorded(tmp_path: Path,
     from cogtestbed.llm_adapters.middleware.batch.record import BatchRecord
     from cogtestbed.llm_adapters.middleware.cache import ResponseCache, cache_key
     from cogtestbed.llm_adapters.middleware.limits import Budget, read_ledger
-    from cogtestbed.llm_adapters.runner import _start_batches
+    from cogtestbed.llm_adapters.runs.runner import _start_batches
     from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
 
     emulator = BatchEmulator({"tiny-random-chat": tiny_chat}, polls=1)

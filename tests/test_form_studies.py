@@ -108,7 +108,7 @@ def test_run_assigns_forms_as_simulate_does() -> None:
     import pandas as pd
 
     from cogtestbed.environments.forms import draw_forms
-    from cogtestbed.llm_adapters.runner import RunConfig, subject_forms, with_run_forms
+    from cogtestbed.llm_adapters.runs.config import RunConfig, subject_forms, with_run_forms
 
     config = RunConfig("instrumental-learning", "hf:tiny-random", None, "completions", 6, 3, {}, forms=(0, 2, 4))
     forms = subject_forms(config)

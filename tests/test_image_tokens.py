@@ -37,7 +37,8 @@ def test_image_tokens_read_the_png_size_and_skip_undocumented_backends():
 
 def test_dry_run_counts_image_tokens():
     from cogtestbed.llm_adapters import make_client
-    from cogtestbed.llm_adapters.runner import RunConfig, dry_run
+    from cogtestbed.llm_adapters.runs.config import RunConfig
+    from cogtestbed.llm_adapters.runs.pricing import dry_run
     from cogtestbed.registry import get_experiment
 
     exp = get_experiment("magnitude")

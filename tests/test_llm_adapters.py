@@ -32,7 +32,9 @@ from cogtestbed.llm_adapters.clients.prices import PriceTable  # noqa: E402
 from cogtestbed.llm_adapters.middleware.cache import CachedClient, ResponseCache  # noqa: E402
 from cogtestbed.llm_adapters.middleware.limits import Budget, Need, RateLimiter  # noqa: E402
 from cogtestbed.llm_adapters.middleware.retry import RetryPolicy  # noqa: E402
-from cogtestbed.llm_adapters.runner import RunConfig, dry_run, run_experiment  # noqa: E402
+from cogtestbed.llm_adapters.runs.config import RunConfig  # noqa: E402
+from cogtestbed.llm_adapters.runs.pricing import dry_run  # noqa: E402
+from cogtestbed.llm_adapters.runs.runner import run_experiment  # noqa: E402
 from cogtestbed.llm_adapters.servers.server import Fault  # noqa: E402
 from cogtestbed.registry import get_experiment  # noqa: E402
 from cogtestbed.simulation import run_stepwise, seed_streams  # noqa: E402

@@ -236,7 +236,7 @@ def test_two_servers_serving_different_models_under_one_name_share_no_answers(
 
 
 def test_a_server_listing_another_model_under_the_name_is_refused_on_resume() -> None:
-    from cogtestbed.llm_adapters.rundir import endpoint_change
+    from cogtestbed.llm_adapters.runs.rundir import endpoint_change
 
     url = "http://127.0.0.1:8000/v1"
     old = {"url": url, "served_model": {"id": "m", "root": "/models/a"}, "shared_cache": False}
@@ -444,7 +444,7 @@ def test_a_changed_system_fingerprint_is_a_warning_and_run_json_keeps_both() -> 
     not refused for it, but warned, and ``run.json``'s endpoint records every value seen."""
     from types import SimpleNamespace
 
-    from cogtestbed.llm_adapters.runner import note_fingerprints
+    from cogtestbed.llm_adapters.runs.runner import note_fingerprints
 
     rundir = SimpleNamespace(manifest={"endpoint": {"url": "api.openai.com", "system_fingerprints": ["fp_a"]}})
     warnings: list[dict[str, str]] = []

@@ -24,7 +24,8 @@ from cogtestbed.llm_adapters.clients.hf import HFClient  # noqa: E402
 from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient  # noqa: E402
 from cogtestbed.llm_adapters.middleware.cache import CachedClient, ResponseCache  # noqa: E402
 from cogtestbed.llm_adapters.middleware.retry import RetryPolicy  # noqa: E402
-from cogtestbed.llm_adapters.runner import RunConfig, run_experiment  # noqa: E402
+from cogtestbed.llm_adapters.runs.config import RunConfig  # noqa: E402
+from cogtestbed.llm_adapters.runs.runner import run_experiment  # noqa: E402
 from cogtestbed.llm_adapters.servers.server import serve  # noqa: E402
 
 FAST_RETRY = RetryPolicy(attempts=4, initial=0.02, max_wait=0.2)

@@ -26,7 +26,8 @@ from cogtestbed.llm_adapters.clients.hf import HFClient  # noqa: E402
 from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient  # noqa: E402
 from cogtestbed.llm_adapters.middleware.cache import CachedClient, ResponseCache, cache_key  # noqa: E402
 from cogtestbed.llm_adapters.middleware.retry import RetryPolicy  # noqa: E402
-from cogtestbed.llm_adapters.runner import RunConfig, run_experiment  # noqa: E402
+from cogtestbed.llm_adapters.runs.config import RunConfig  # noqa: E402
+from cogtestbed.llm_adapters.runs.runner import run_experiment  # noqa: E402
 from cogtestbed.llm_adapters.servers.server import serve  # noqa: E402
 from cogtestbed.registry import get_experiment  # noqa: E402
 

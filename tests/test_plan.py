@@ -247,9 +247,9 @@ def write_synthetic_pilot(path: Path, subjects: int, invalid: float, seed: int) 
     """A run directory, written by the run's own writer, whose answers come from RW± with known
     parameters (and lapsed, invalid answers); its call log has one call per trial."""
     from cogtestbed.lapse import Lapse
-    from cogtestbed.llm_adapters.agent import Attempt
-    from cogtestbed.llm_adapters.rundir import RunDir
-    from cogtestbed.llm_adapters.runner import commit_tables
+    from cogtestbed.llm_adapters.runs.agent import Attempt
+    from cogtestbed.llm_adapters.runs.rundir import RunDir
+    from cogtestbed.llm_adapters.runs.runner import commit_tables
     from cogtestbed.simulation import simulate
 
     exp = get_experiment(INSTRUMENTAL)

@@ -15,7 +15,7 @@ from scipy import stats
 
 import cogtestbed.validation.design.plan as plan_module
 from cogtestbed.environments.twostep import TwoStepDesign
-from cogtestbed.llm_adapters.runner import dry_run
+from cogtestbed.llm_adapters.runs.pricing import dry_run
 from cogtestbed.registry import get_experiment
 from cogtestbed.validation.design.plan import Planner, PowerEvaluator, Pricer, design_axes
 from cogtestbed.validation.studies.driver import fork_pool, stop_pool, study_spec

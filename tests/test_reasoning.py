@@ -20,8 +20,8 @@ from cogtestbed.llm_adapters.clients.capabilities import (
     check_reasoning,
     hidden_allowance,
 )
-from cogtestbed.llm_adapters.hidden_tokens import from_assumption, from_pilot
 from cogtestbed.llm_adapters.middleware.limits import read_ledger
+from cogtestbed.llm_adapters.runs.hidden_tokens import from_assumption, from_pilot
 from cogtestbed.llm_adapters.servers.emulators.reasoning import ReasoningModel, format_answer
 from cogtestbed.llm_adapters.servers.server import Billing, serve
 

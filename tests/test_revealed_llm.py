@@ -167,7 +167,7 @@ def test_sampling_backend_warns_with_the_noise_floor_once(tmp_path: Path, server
 
 
 def test_scoring_backends_and_plain_environments_carry_no_sampling_warning(tiny: HFClient) -> None:
-    from cogtestbed.llm_adapters.runner import run_warnings
+    from cogtestbed.llm_adapters.runs.runner import run_warnings
     from cogtestbed.registry import get_experiment
 
     exp = get_experiment("revealed-belief")

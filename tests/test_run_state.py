@@ -23,11 +23,13 @@ pytest.importorskip("openai")
 
 from filelock import FileLock  # noqa: E402
 
-from cogtestbed.llm_adapters import rundir as rundir_mod  # noqa: E402
 from cogtestbed.llm_adapters.clients.prices import Price
 from cogtestbed.llm_adapters.middleware.cache import CachedClient, ResponseCache  # noqa: E402
 from cogtestbed.llm_adapters.middleware.limits import Budget, BudgetExhausted, Need, read_ledger  # noqa: E402
-from cogtestbed.llm_adapters.runner import RunConfig, draw_sessions, run_experiment, subject_needs  # noqa: E402
+from cogtestbed.llm_adapters.runs import rundir as rundir_mod  # noqa: E402
+from cogtestbed.llm_adapters.runs.config import RunConfig, draw_sessions
+from cogtestbed.llm_adapters.runs.requests import subject_needs
+from cogtestbed.llm_adapters.runs.runner import run_experiment  # noqa: E402
 from cogtestbed.llm_adapters.servers.server import fault_injector, parse_args  # noqa: E402
 from cogtestbed.outputs import WriteFailed  # noqa: E402
 from cogtestbed.registry import get_experiment  # noqa: E402

@@ -18,7 +18,7 @@ pytest.importorskip("transformers")
 
 import cogtestbed as ct  # noqa: E402
 from cogtestbed.cli import run_cli  # noqa: E402
-from cogtestbed.llm_adapters.transcript import shahar2019_options  # noqa: E402
+from cogtestbed.llm_adapters.runs.transcript import shahar2019_options  # noqa: E402
 
 HEADER = ("You will make choices in a two-stage decision task.\nIn the first stage, you will choose between two "
           "options: {a} and {b}.\nYour first-stage choice will lead to one of two second-stage states: S or A.\n"

@@ -16,7 +16,7 @@ pytest.importorskip("transformers")
 
 from cogtestbed.errors import InputError  # noqa: E402
 from cogtestbed.llm_adapters.clients.hf import HFClient, build_tiny_random  # noqa: E402
-from cogtestbed.llm_adapters.transcript import (  # noqa: E402
+from cogtestbed.llm_adapters.runs.transcript import (  # noqa: E402
     TranscriptError,
     _token_span,
     marked_choices,
@@ -174,7 +174,7 @@ def test_shahar_option_sets() -> None:
 def test_option_tokens_read_from_the_line_equal_the_whole_prefix() -> None:
     """The option's tokens are read from the choice's own line when its tokens there are the
     transcript's; they equal those of re-tokenizing the whole text before the choice."""
-    from cogtestbed.llm_adapters.transcript import _option_tokens, _tokenize
+    from cogtestbed.llm_adapters.runs.transcript import _option_tokens, _tokenize
 
     tok = _tokenizer()
     text = "Casino 1.\n" + "".join(f"Machine {k}: Q: <<{'AB'[k % 2]}>>. A: <<C>>.\n" for k in range(6))

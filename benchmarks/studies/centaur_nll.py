@@ -41,7 +41,7 @@ from cogtestbed.api.transcripts import participant_nll, transcript_nll
 from cogtestbed.data.psych201 import read_records
 from cogtestbed.inference.heldout import heldout_split, paired_comparison, pooled_fit, subject_nll
 from cogtestbed.inference.twostep import position_bias_fit, position_bias_nll
-from cogtestbed.llm_adapters.transcript import shahar2019_options
+from cogtestbed.llm_adapters.runs.transcript import shahar2019_options
 from cogtestbed.registry import get_experiment
 
 SECOND = "\n\nYou are now back 18 months later"

@@ -31,8 +31,8 @@ from typing import Any
 import cogtestbed as ct
 from cogtestbed.llm_adapters.clients.hf import HFClient
 from cogtestbed.llm_adapters.clients.prices import PriceTable
-from cogtestbed.llm_adapters.hidden_tokens import from_pilot
 from cogtestbed.llm_adapters.middleware.limits import read_ledger
+from cogtestbed.llm_adapters.runs.hidden_tokens import from_pilot
 from cogtestbed.llm_adapters.servers.emulators.reasoning import ReasoningModel, format_answer
 from cogtestbed.llm_adapters.servers.server import Billing, serve
 from cogtestbed.registry import get_experiment

@@ -31,7 +31,7 @@ ERRORS: dict[str, str] = {
     "DataError": "cogtestbed.errors",
     "BudgetError": "cogtestbed.errors",
     "ResumeMismatch": "cogtestbed.errors",
-    "RunDirError": "cogtestbed.llm_adapters.rundir",
+    "RunDirError": "cogtestbed.llm_adapters.runs.rundir",
     "PriceError": "cogtestbed.llm_adapters.clients.prices",
     "UnpricedModel": "cogtestbed.llm_adapters.clients.prices",
     "BackendError": "cogtestbed.llm_adapters.clients.base",
@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from cogtestbed.inference.population import PopulationError
     from cogtestbed.llm_adapters.clients.base import BackendError, BackendUnavailable, LLMError
     from cogtestbed.llm_adapters.clients.prices import PriceError, UnpricedModel
-    from cogtestbed.llm_adapters.rundir import RunDirError
+    from cogtestbed.llm_adapters.runs.rundir import RunDirError
     from cogtestbed.memory import MemoryLimitError
     from cogtestbed.no_data import DegenerateAnswers
     from cogtestbed.outputs import OutputError, WriteFailed

@@ -100,7 +100,7 @@ def run_sequential_pair(requests: Sequence[Any], output: Path, design: dict[str,
     LLM that had not started then gets the other's stored budget)."""
     from dataclasses import replace
 
-    from cogtestbed.llm_adapters.rundir import CONFIG_FILE
+    from cogtestbed.llm_adapters.runs.rundir import CONFIG_FILE
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.design.seqplan import SEQUENTIAL_FILE
 

@@ -209,7 +209,7 @@ def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
     from cogtestbed.llm_adapters.clients.backends import get_backend, make_client, parse_spec
     from cogtestbed.llm_adapters.clients.openai_client import redact_url
     from cogtestbed.llm_adapters.middleware.retry import RetryPolicy
-    from cogtestbed.llm_adapters.runner import RunConfig
+    from cogtestbed.llm_adapters.runs.config import RunConfig
     from cogtestbed.registry import get_experiment
 
     check_request(request)
@@ -284,7 +284,7 @@ def estimate_run(request: RunRequest) -> dict[str, Any]:
     also how many subjects the budget admits at their worst case."""
     from cogtestbed.llm_adapters.clients.prices import PriceTable, require_price
     from cogtestbed.llm_adapters.middleware.limits import Budget
-    from cogtestbed.llm_adapters.runner import dry_run as estimate
+    from cogtestbed.llm_adapters.runs.pricing import dry_run as estimate
 
     standard = require_price(PriceTable(request.prices), request.llm, request.allow_unpriced)
     exp, design_obj, client, config = _client_and_config(request)
@@ -313,8 +313,8 @@ def execute_run(request: RunRequest) -> Any:
     from cogtestbed.llm_adapters.clients.prices import PriceTable
     from cogtestbed.llm_adapters.middleware.cache import CachedClient, ResponseCache
     from cogtestbed.llm_adapters.middleware.limits import Budget, Need, RateLimiter
-    from cogtestbed.llm_adapters.rundir import check_run_dir
-    from cogtestbed.llm_adapters.runner import run_experiment
+    from cogtestbed.llm_adapters.runs.rundir import check_run_dir
+    from cogtestbed.llm_adapters.runs.runner import run_experiment
 
     add_calls, add_usd = parse_add_budget(request.add_budget)
     if (add_calls or add_usd) and not request.resume:

@@ -1,5 +1,5 @@
 """``ct.transcript_nll``: a language model's per-choice log-likelihood on Psych-201 transcripts
-(Centaur's measure; :mod:`cogtestbed.llm_adapters.transcript`), and ``ct.heldout_nll``: a
+(Centaur's measure; :mod:`cogtestbed.llm_adapters.runs.transcript`), and ``ct.heldout_nll``: a
 cognitive model's per-choice NLL on held-out participants (:mod:`cogtestbed.inference.heldout`),
 so the two can be set side by side on the same participants (``cogtestbed transcript-nll``)."""
 
@@ -61,15 +61,15 @@ def transcript_nll(llm: Any, transcripts: str | Path | Sequence[Any], *, partici
     ``transcripts``: a Psych-201 file (``prompts.jsonl[.zip]``), or records or ``(participant, text)``
     pairs.  ``participants``: the ids to score (all by default).  ``options``: ``"auto"``
     (the option sets declared for the data set in
-    :data:`~cogtestbed.llm_adapters.transcript.OPTION_SETS`), None, a list or a function (see
-    :func:`cogtestbed.llm_adapters.transcript.transcript_nll`, with ``overflow``, ``window`` and
+    :data:`~cogtestbed.llm_adapters.runs.transcript.OPTION_SETS`), None, a list or a function (see
+    :func:`cogtestbed.llm_adapters.runs.transcript.transcript_nll`, with ``overflow``, ``window`` and
     ``min_context``).  The text is fed raw (no chat template), as Centaur's evaluation does.
 
     Returns one row per marked choice, with ``participant`` and ``data_set`` first; the seconds
     each participant took are in ``attrs["seconds"]``.  Summarise with :func:`participant_nll`.
     """
-    from cogtestbed.llm_adapters.transcript import OPTION_SETS, OVERFLOWS
-    from cogtestbed.llm_adapters.transcript import transcript_nll as score
+    from cogtestbed.llm_adapters.runs.transcript import OPTION_SETS, OVERFLOWS
+    from cogtestbed.llm_adapters.runs.transcript import transcript_nll as score
 
     if overflow not in OVERFLOWS:  # before the model loads
         raise InputError(f"overflow must be one of {', '.join(OVERFLOWS)}, got {overflow!r}")

@@ -7,8 +7,9 @@ The package is in four wings (issue 51), each a sub-package whose ``__init__`` i
   ``transformers`` models), and what a hosted model accepts and costs (capabilities, prices);
 * :mod:`.middleware` — what wraps a client in a run: response cache, retries, rate limits and the
   budget, batch mode;
-* the run machinery: :mod:`.agent` (:class:`LLMAgent`, the subject adapter), :mod:`.runner` (run N
-  subjects through an experiment: ``cogtestbed run``), :mod:`.rundir`;
+* :mod:`.runs` — LLM runs apart from the clients: :mod:`.runs.agent` (:class:`LLMAgent`, the subject
+  adapter), :mod:`.runs.runner` (run N subjects through an experiment: ``cogtestbed run``), the dry
+  run's pricing (:mod:`.runs.pricing`), the run directory (:mod:`.runs.rundir`);
 * :mod:`.servers` — the project's local OpenAI-compatible server, and the **test emulators**
   (:mod:`.servers.emulators`) it can put in front of a model.
 
@@ -20,7 +21,6 @@ imported only when a backend is built.
 
 from __future__ import annotations
 
-from cogtestbed.llm_adapters.agent import Attempt, LLMAgent
 from cogtestbed.llm_adapters.clients.backends import (
     BUILTIN,
     Backend,
@@ -40,6 +40,7 @@ from cogtestbed.llm_adapters.clients.base import (
     ScoreResult,
     ScoringNotSupported,
 )
+from cogtestbed.llm_adapters.runs.agent import Attempt, LLMAgent
 
 #: The package's own backends (every registered one: :func:`backend_names`).
 BACKENDS = tuple(BUILTIN)

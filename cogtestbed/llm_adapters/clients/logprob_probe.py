@@ -20,7 +20,7 @@ is above 0; and the first echoed token carries none (nothing precedes it; checke
 request, :func:`~.openai_client.OpenAIClient.ascore`).  A server that fails,
 or that answers either request with an error saying log-probabilities (or ``echo``) are unsupported
 — whatever its HTTP status: llama.cpp without ``--logits_all`` answers HTTP 500 "logprobs is not
-supported" — is scored by sampling (:func:`cogtestbed.llm_adapters.runner.decide_scoring` records
+supported" — is scored by sampling (:func:`cogtestbed.llm_adapters.runs.runner.decide_scoring` records
 why in ``run.json``'s ``scoring``).
 
 Both probe requests go through the run's client (cached, booked on the budget, counted by the dry

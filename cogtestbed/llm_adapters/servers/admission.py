@@ -19,7 +19,7 @@ class Gate:
     beyond gets 429 with ``Retry-After`` at once), one model computation at a time per model, and a
     request waits at most ``wait`` seconds for its model (then 503 with ``Retry-After``).  Together
     with ``max_tokens`` capped and the generation time bounded (``max_seconds``), no request holds the
-    server beyond its own limits, and the memory stays bounded (:data:`MAX_QUEUE`)."""
+    server beyond its own limits, and the memory stays bounded (:data:`~.checks.MAX_QUEUE`)."""
 
     def __init__(self, max_queue: int, wait: float) -> None:
         if max_queue < 1 or not wait > 0:

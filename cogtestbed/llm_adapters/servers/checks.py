@@ -31,7 +31,7 @@ MAX_TOKENS_LIMIT = 4096
 #: ``top_logprobs`` and completions' ``logprobs``); more is refused with 400.
 MAX_TOP_LOGPROBS = 20
 #: Most requests the server holds at once (one computing per model, the others waiting for it); one
-#: more gets 429 with ``Retry-After`` at once (:class:`Gate`).  ``--max-queue`` changes it.  With
+#: more gets 429 with ``Retry-After`` at once (:class:`~.admission.Gate`).  ``--max-queue`` changes it.  With
 #: one generation at a time per model, ``max_tokens`` capped and the body capped, this bounds the
 #: server's memory: the models, one generation's logits per model and ``MAX_QUEUE`` bodies.
 MAX_QUEUE = 16

@@ -3,7 +3,7 @@
 ``cogtestbed plan`` joins the two halves the testbed already has: the generic power driver
 (:mod:`cogtestbed.validation.studies.driver`, any of its three power forms: a model parameter or contrast,
 a metric difference between two settings, a statistical test the metrics function reports) answers
-in subjects × runs × trials, and the dry run of an LLM run (:func:`cogtestbed.llm_adapters.runner.dry_run`)
+in subjects × runs × trials, and the dry run of an LLM run (:func:`cogtestbed.llm_adapters.runs.pricing.dry_run`)
 answers in calls, tokens and dollars.  A :class:`Planner` searches the design space the experiment
 declares and prices every design it simulates with that very dry run.
 
@@ -32,7 +32,7 @@ in growing batches until its power is clearly above or below the target):
 
 Every simulated design is priced exactly: its prompts are rendered by the experiment's own
 environment and counted by the model's tokenizer (or the backend's documented fallback), through
-the same :func:`~cogtestbed.llm_adapters.runner.dry_run` as ``cogtestbed run --dry-run``, so a plan's
+the same :func:`~cogtestbed.llm_adapters.runs.pricing.dry_run` as ``cogtestbed run --dry-run``, so a plan's
 calls, tokens and dollars equal that command's by construction.  While searching, combinations are
 ordered and pruned by their cost per session (the dry run of :data:`UNIT_SESSIONS` sessions).
 
@@ -314,7 +314,7 @@ class Cost:
     #: With ``--batch``: the same requests at the standard price (``dollars`` is the batch price).
     standard_dollars: float | None = None
     #: A reasoning model: (low, high) of ``dollars`` over the interval of its completion tokens per call
-    #: (:mod:`~cogtestbed.llm_adapters.hidden_tokens`); None for any other model.
+    #: (:mod:`~cogtestbed.llm_adapters.runs.hidden_tokens`); None for any other model.
     dollars_range: tuple[float, float] | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -325,7 +325,7 @@ class Cost:
 
 @dataclass
 class Pricer:
-    """Prices designs with :func:`~cogtestbed.llm_adapters.runner.dry_run` (``run --dry-run``'s code).
+    """Prices designs with :func:`~cogtestbed.llm_adapters.runs.pricing.dry_run` (``run --dry-run``'s code).
 
     ``llms``: one spec per group (a metric difference compares two LLMs; one spec given prices
     both groups as that model).  ``completion_per_call``: tokens per answer measured in a pilot
@@ -350,7 +350,7 @@ class Pricer:
     #: at the table's ``batch_discount``, scored steps sampled; the standard price is kept beside it.
     batch: bool = False
     #: A reasoning model's controls (``run --reasoning-effort / --thinking-budget``) and its completion tokens
-    #: per call, measured in a pilot or assumed (:mod:`~cogtestbed.llm_adapters.hidden_tokens`): without
+    #: per call, measured in a pilot or assumed (:mod:`~cogtestbed.llm_adapters.runs.hidden_tokens`): without
     #: them a reasoning model is refused in one line.
     reasoning_effort: str | None = None
     thinking_budget: int | None = None
@@ -364,7 +364,7 @@ class Pricer:
         from cogtestbed.llm_adapters import make_client
         from cogtestbed.llm_adapters.clients.capabilities import capability_of, check_reasoning
         from cogtestbed.llm_adapters.clients.prices import PriceTable, require_price
-        from cogtestbed.llm_adapters.hidden_tokens import reasons, refusal
+        from cogtestbed.llm_adapters.runs.hidden_tokens import reasons, refusal
 
         table = PriceTable(self.prices)
         self.price = [require_price(table, s, self.allow_unpriced) for s in self.llms]
@@ -385,9 +385,9 @@ class Pricer:
         self.clients = [built[s] for s in self.llms]
 
     def run_config(self, llm: str, client: Any, design: Any, n: int) -> Any:
-        """The :class:`~cogtestbed.llm_adapters.runner.RunConfig` ``cogtestbed run`` builds for it."""
+        """The :class:`~cogtestbed.llm_adapters.runs.config.RunConfig` ``cogtestbed run`` builds for it."""
         from cogtestbed.llm_adapters.clients.capabilities import capability_of, hidden_allowance
-        from cogtestbed.llm_adapters.runner import RunConfig
+        from cogtestbed.llm_adapters.runs.config import RunConfig
 
         answer = self.exp.env_cls.answer_defaults(design)
         return RunConfig(experiment=self.exp.name, llm=llm, base_url=None,
@@ -408,13 +408,13 @@ class Pricer:
     def reports(self, design: Any, n: int) -> tuple[dict[str, Any], ...]:
         """Each group's ``run --dry-run`` report of ``n`` sessions of ``design`` (cached): taken from
         the dry runs :meth:`submit` started on a pool, else rendered here, every LLM not yet priced
-        from one playthrough of the sessions (:func:`~cogtestbed.llm_adapters.runner.dry_runs`: each
+        from one playthrough of the sessions (:func:`~cogtestbed.llm_adapters.runs.pricing.dry_runs`: each
         report equals that LLM's own dry run)."""
         text = design.model_dump_json()
         self._collect(text, n)
         missing = [g for g in self._first_groups() if (self.llms[g], text, n) not in self._cache]
         if missing:
-            from cogtestbed.llm_adapters.runner import dry_runs
+            from cogtestbed.llm_adapters.runs.pricing import dry_runs
 
             runs = [(self.clients[g], self.run_config(self.llms[g], self.clients[g], design, n), self.price[g])
                     for g in missing]
@@ -531,7 +531,7 @@ def _worker_reports(settings: tuple[tuple[str, Any], ...], design: Any, n: int) 
 
 def _worst(report: Mapping[str, Any], key: str) -> Any:
     """``report[key]``, or its value should the server turn out not to score (the run then samples,
-    :func:`~cogtestbed.llm_adapters.runner.decide_scoring`) where that is larger: a plan books the
+    :func:`~cogtestbed.llm_adapters.runs.runner.decide_scoring`) where that is larger: a plan books the
     worst case of the method that may run."""
     alt = (report.get("if_the_server_cannot_score") or {}).get(key)
     value = report[key]

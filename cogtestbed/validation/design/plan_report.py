@@ -60,7 +60,7 @@ class Pilot:
 
 def read_pilot(path: Path, exp: ExperimentSpec, spec: PlannedStudy) -> Pilot:
     """Invalid rate, tokens per call and fitted parameters of the pilot run in ``path``."""
-    from cogtestbed.llm_adapters.runner import CALLS_FILE, TRIALS_FILE
+    from cogtestbed.llm_adapters.runs.config import CALLS_FILE, TRIALS_FILE
     from cogtestbed.registry import read_trials
     from cogtestbed.trials import read_manifest
 

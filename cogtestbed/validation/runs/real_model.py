@@ -4,7 +4,7 @@ What the demo's real-model section, ``benchmarks/real_model.py`` (docs/real-mode
 real-model tests share: a short design per experiment (:data:`SHORT_DESIGNS`, a project default
 that never claims a paper used it: the smallest session that still shows every step kind of the
 task), the modes an experiment supports, one session through the ordinary run machinery
-(:func:`~cogtestbed.llm_adapters.runner.run_experiment`: the same environment, prompts and parsers
+(:func:`~cogtestbed.llm_adapters.runs.runner.run_experiment`: the same environment, prompts and parsers
 as every other subject), and a summary of the recorded tables: the valid-answer rate, the parse
 errors grouped by reason, tokens per call, calls per second and, for scored steps, the recorded
 distributions' sums and the mass outside the continuations.
@@ -150,14 +150,15 @@ def run_session(client: Any, name: str, mode: str, run_dir: Path, cache_path: Pa
                 forms: tuple[int, ...] | None = None, **overrides: Any) -> tuple[Any, SessionSummary]:
     """One subject (or ``subjects``, assigned to prompt ``forms`` as ``run --forms`` assigns them) of
     ``name``'s short design on ``client`` through
-    :func:`~cogtestbed.llm_adapters.runner.run_experiment`; (its RunResult, its summary).
+    :func:`~cogtestbed.llm_adapters.runs.runner.run_experiment`; (its RunResult, its summary).
 
     ``client`` must already render ``mode`` (an :class:`~cogtestbed.llm_adapters.clients.hf.HFClient`
     with ``chat`` set accordingly, or an OpenAI-compatible client of that mode).
     """
     from cogtestbed.llm_adapters.middleware.cache import CachedClient, ResponseCache
     from cogtestbed.llm_adapters.middleware.limits import Budget
-    from cogtestbed.llm_adapters.runner import RunConfig, run_experiment
+    from cogtestbed.llm_adapters.runs.config import RunConfig
+    from cogtestbed.llm_adapters.runs.runner import run_experiment
 
     exp = get_experiment(name)
     design = short_design(name, **overrides)

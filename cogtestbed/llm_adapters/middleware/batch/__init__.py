@@ -4,11 +4,11 @@ polled, the output and error files downloaded) or Anthropic's Message Batches
 (``/v1/messages/batches`` created and polled, its results JSONL read).
 
 **Packing.**  Where no prompt depends on an answer (the environment's ``answer_independent``), every
-first ask of every subject and step is sent ahead in one batch (:meth:`BatchClient.fetch_ahead`, called
-by :func:`~cogtestbed.llm_adapters.runner.send_ahead`): one turnaround for the whole run.
+first ask of every subject and step is sent ahead in one batch (:meth:`~.client.BatchClient.fetch_ahead`, called
+by :func:`~cogtestbed.llm_adapters.runs.runner.send_ahead`): one turnaround for the whole run.
 
-**Waves.**  Otherwise subjects play as in any run (:func:`~cogtestbed.llm_adapters.runner.play_subjects`, all of
-them at once), but a new request does not travel alone: :class:`BatchClient` holds it until every
+**Waves.**  Otherwise subjects play as in any run (:func:`~cogtestbed.llm_adapters.runs.runner.play_subjects`, all of
+them at once), but a new request does not travel alone: :class:`~.client.BatchClient` holds it until every
 subject still playing waits for an answer (or, where some subject waits on something else, until no
 new request has come for ``linger`` seconds), then submits all of them in one batch.  So wave k holds
 step k of every session: experiments whose next prompt depends on the previous answer (bandits,
@@ -17,7 +17,7 @@ two-step) run their independent sessions in parallel waves, one batch per step.
 **Results** are matched to requests by ``custom_id`` (never by order).  A line that failed for a reason
 that may pass (a server error, a rate limit, a request the batch's window expired before running, a
 cancelled one, a line missing from the results) is asked again in the next wave, at most
-:data:`MAX_SUBMISSIONS` times in all; one the provider refused (a bad request) fails its subject's
+:data:`~.protocol.MAX_SUBMISSIONS` times in all; one the provider refused (a bad request) fails its subject's
 call with the provider's message, as a refused HTTP request does.
 
 **Every end.**  A batch may end ``completed``, ``expired``, ``cancelled`` or ``failed``, vanish (HTTP 404
@@ -25,7 +25,7 @@ after it was created), or return result lines that are corrupt, missing, without
 in the error file.  Whatever the end, every answer is kept, every line is booked at what the provider
 billed — its worst case, with one warning line, where that cannot be known (gone, corrupt, missing, no
 usage) — and what has no answer is asked again; a ``custom_id`` answered twice differently is refused
-(its call fails with one line naming the id; ``--resume`` asks it again).  :func:`batch_turnarounds`
+(its call fails with one line naming the id; ``--resume`` asks it again).  :func:`~.pricing.batch_turnarounds`
 counts the batches a run waits for, one after another.
 
 **Budget.**  Every line is booked at its worst case (:meth:`Budget.reserve`) before its batch is

@@ -21,7 +21,7 @@ from typing import Any
 
 from cogtestbed.errors import InputError
 
-#: A run directory's call log (:data:`cogtestbed.llm_adapters.runner.CALLS_FILE`; the runner imports this
+#: A run directory's call log (:data:`cogtestbed.llm_adapters.runs.config.CALLS_FILE`; the runner imports this
 #: module, so the name is not imported from it).
 CALLS_FILE = "calls.parquet"
 #: z of the two-sided 95 % normal interval of a pilot's mean tokens per call.
@@ -101,7 +101,7 @@ def from_pilot(path: str | Path, llm: str | None = None, experiment: str | None 
 
     import pandas as pd
 
-    from cogtestbed.llm_adapters.rundir import CONFIG_FILE
+    from cogtestbed.llm_adapters.runs.rundir import CONFIG_FILE
 
     path = Path(path)
     if not (path / CALLS_FILE).exists():

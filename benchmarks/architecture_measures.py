@@ -48,7 +48,8 @@ TOP_HALF = ("cogtestbed.cli", "cogtestbed.api", "cogtestbed.validation", "cogtes
 #: workflow → (command module file name, public function of ``ct``).
 WORKFLOWS = {"planning": ("plan.py", "plan"), "studies": ("studies.py", "power"),
              "conformance": ("check.py", "check"), "LLM runs": ("run.py", "run")}
-#: The LLM subsystems by module file name (issue 51: "clients/backends, middleware, servers").
+#: The LLM subsystems by module file name (issue 51: "clients/backends, middleware, servers"), where
+#: ``llm_adapters/`` is flat; once it is split, each is the modules of its folder ``llm_adapters/NAME/``.
 SUBSYSTEMS = {
     "clients": ("anthropic_client.py", "openai_client.py", "hf.py", "llama_cpp.py", "smollm2.py", "backends.py",
                 "capabilities.py", "logprob_probe.py", "hidden_tokens.py", "image_tokens.py"),
@@ -161,9 +162,10 @@ def workflows(root: Path, graph: Mapping[str, set[str]]) -> dict[str, dict[str, 
         out[workflow] = {"files": len(files), "folders": len(folders), "folder_names": folders}
     llm = [p for p in (root / "cogtestbed" / "llm_adapters").rglob("*.py") if p.name != "__init__.py"]
     for subsystem, stems in SUBSYSTEMS.items():
-        mine = [p for p in llm if p.name in stems]
+        wing = root / "cogtestbed" / "llm_adapters" / subsystem  # its own folder once llm_adapters/ is split
+        mine = [p for p in llm if wing in p.parents] if wing.is_dir() else [p for p in llm if p.name in stems]
         dirs = {p.parent for p in mine}
-        others = [p for p in llm if p.parent in dirs and p.name not in stems]
+        others = [p for p in llm if p.parent in dirs and p not in mine]
         out[subsystem] = {"files": len(mine), "folders": len(dirs),
                           "folder_names": sorted(module_name(root, d / "__init__.py") for d in dirs),
                           "other_modules_in_its_folders": len(others)}

@@ -18,7 +18,7 @@ from gymnasium import spaces
 from cogtestbed.environments.base import Design, TextEnv
 from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
-from cogtestbed.llm_adapters.base import GenerateRequest, Generation, LLMClient
+from cogtestbed.llm_adapters.clients.base import GenerateRequest, Generation, LLMClient
 from cogtestbed.validation.conformance.config import CheckConfig
 from cogtestbed.validation.conformance.harness import (
     agent_names,
@@ -86,7 +86,7 @@ def check_garbage_answers(spec: ExperimentSpec, config: CheckConfig) -> None:
 
 def _garbage_subject_problems(spec: ExperimentSpec, design: Design, config: CheckConfig, chat: bool) -> list[str]:
     """One session of an LLM subject (scripted client) that answers nothing but garbage."""
-    from cogtestbed.llm_adapters.agent import LLMAgent
+    from cogtestbed.llm_adapters.runs.agent import LLMAgent
     from cogtestbed.simulation import seed_streams
 
     mode = "chat" if chat else "completion"
@@ -134,9 +134,10 @@ def check_llm_budget(spec: ExperimentSpec, config: CheckConfig) -> None:
     calls than the budget and pays for none of a subject that does not finish."""
     import asyncio
 
-    from cogtestbed.llm_adapters.cache import CachedClient, ResponseCache
-    from cogtestbed.llm_adapters.limits import Budget
-    from cogtestbed.llm_adapters.runner import RunConfig, run_experiment
+    from cogtestbed.llm_adapters.middleware.cache import CachedClient, ResponseCache
+    from cogtestbed.llm_adapters.middleware.limits import Budget
+    from cogtestbed.llm_adapters.runs.config import RunConfig
+    from cogtestbed.llm_adapters.runs.runner import run_experiment
 
     design = small_design(spec, config)
     budget = max(1, min(LLM_BUDGET_CALLS, spec.env_cls.max_steps(design) - 1))

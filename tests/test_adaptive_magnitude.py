@@ -90,3 +90,14 @@ def test_refusals_are_one_line() -> None:
     with pytest.raises(InputError, match="has parameters w_prior, mu_p, sigma_dec"):
         ct.simulate("magnitude", "static-bayes", subjects=1, adaptive="q_over_r", trials=3, design=ONE_BLOCK)
     assert ct.describe("magnitude")["adaptive"]["model"] == "static-bayes"
+
+
+def test_plan_prices_the_one_block_session_it_simulates() -> None:
+    """``plan --adaptive`` simulates the spec's one-block study design and prices the same design (a
+    trial per block: calls = trials x sessions, not x the default design's blocks)."""
+    p = ct.plan("magnitude", adaptive="w_prior", precision="w_prior=1.0", assurance=0.5, llm="openai:gpt-4o-mini",
+                subjects=5, trials="1:4", adaptive_sims=4, seed=3).payload
+    for arm in ("fixed", "adaptive"):
+        if p[arm]["calls"] is not None:
+            assert p[arm]["calls"] == p[arm]["trials"] * 5
+    assert p["fixed_design"].startswith("the instrument's own trials")

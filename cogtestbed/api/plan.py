@@ -584,7 +584,8 @@ def _plan_adaptive(exp: Any, adaptive: str | Sequence[str], precision: Mapping[s
 
 def _dry_run_price(exp: Any, llm: str, sessions: int, seed: int, prices: str | os.PathLike[str] | None,
                    allow_unpriced: bool) -> Callable[[int, Sequence[str]], tuple[int, float | None]]:
-    """``price(trials, targets)``: the calls and cost of ``llm``'s dry run of ``sessions`` adaptive sessions."""
+    """``price(trials, targets)``: the calls and cost of ``llm``'s dry run of ``sessions`` adaptive sessions
+    (of the design the comparison simulates: the spec's ``AdaptiveDecl.study_design``)."""
     import tempfile
 
     from cogtestbed.api.run import RunRequest, estimate_run
@@ -593,6 +594,7 @@ def _dry_run_price(exp: Any, llm: str, sessions: int, seed: int, prices: str | o
         with tempfile.TemporaryDirectory() as tmp:
             est = estimate_run(RunRequest(experiment=exp.name, llm=llm, output=Path(tmp) / "dry", subjects=sessions,
                                           seed=seed, adaptive=",".join(targets), trials=trials,
+                                          design_fields=dict(getattr(exp.adaptive, "study_design", ())),
                                           prices=None if prices is None else Path(prices),
                                           allow_unpriced=allow_unpriced))
         return est["calls"], est.get("estimated_cost_usd")

@@ -87,7 +87,14 @@ def plan_adaptive(exp: Any, adaptive: str | Sequence[str], target: AdaptiveTarge
             "assurance": target.assurance, "sessions": target.sessions, "simulated_subjects": sims,
             "max_trials": target.top, "seed": seed, "fixed": arms["fixed"], "adaptive": arms["adaptive"],
             "trials_ratio": None if math.isnan(ratio) else ratio,
-            "fixed_design": "the design space in one seeded random order (validation/design/adaptive.py)"}
+            "fixed_design": _fixed_design(exp)}
+
+
+def _fixed_design(exp: Any) -> str:
+    """What the fixed arm asks (:func:`~cogtestbed.validation.design.adaptive.compare`)."""
+    if getattr(exp.adaptive, "observations", None) is not None:
+        return "the instrument's own trials of the same design and length (validation/design/adaptive.py)"
+    return "the design space in one seeded random order (validation/design/adaptive.py)"
 
 
 def _priced_arm(reached: dict[str, float], sessions: int, targets: Sequence[str],

@@ -13,8 +13,9 @@ Every figure is counted from the source (nothing of the package is imported):
   every module of the top half (``cli/``, ``api/``, ``validation/``, ``llm_adapters/``) reachable from
   them by imports (function-level ones included, the graph of ``tests/test_import_graph.py``), counted
   with the folders they lie in.  Clients, middleware and servers are the ``llm_adapters`` modules
-  named in :data:`SUBSYSTEMS` (by file name, wherever they lie); for each: its modules, their
-  folders, and the modules of other subsystems sharing those folders.
+  of its folder (``llm_adapters/clients/``, ``middleware/``, ``servers/``) once ``llm_adapters/`` is
+  split, else those named in :data:`SUBSYSTEMS` (by file name); for each: its modules, their
+  folders, and the other modules sharing those folders.
 * **options**: typer options declared per command (``typer.Option`` / ``typer.Argument`` in the
   command modules), the keyword parameters of ``ct.plan``, and whether a typed request exists
   (a ``class PlanRequest``; issue 51 item 2).

@@ -57,7 +57,7 @@ QUICK_FLOOR = "import os, pandas, numba; os._exit(0)"
 WORKER_PROBE = """
 import json, multiprocessing, os, sys, time
 from numba.core.event import install_timer
-from cogtestbed.validation.studies.driver import _run_chunk, StudySpec, study_spec
+from cogtestbed.validation.studies.driver import run_chunk, StudySpec, study_spec
 spec = study_spec(kind="recovery", experiment="instrumental-learning", models=("rw-pm",), subjects=(50,),
                  reps=6, seed=0)
 payload, tasks = spec.model_dump_json(), spec.tasks()
@@ -67,13 +67,13 @@ def worker(chunk, queue):
     def add(dt): compile_s[0] += dt
     cpu, wall = time.process_time(), time.perf_counter()
     with install_timer("numba:compile", add):
-        _run_chunk(payload, chunk)
+        run_chunk(payload, chunk)
     queue.put({"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall, "compile": compile_s[0]})
 
 fork = multiprocessing.get_context("fork")
 queue = fork.Queue()
 if sys.argv[1] == "forked":  # as run_study: the parent runs the first task, then forks
-    _run_chunk(payload, tasks[:1])
+    run_chunk(payload, tasks[:1])
 p = fork.Process(target=worker, args=(tasks[1:], queue))
 p.start(); out = queue.get(); p.join()
 print(json.dumps(out))

@@ -73,3 +73,10 @@ def record(kind: str, setup_s: float | None, sampling_s: float, units: float) ->
 
 
 __all__ = ["DEFAULT", "KEEP", "estimate", "record", "store_path"]
+
+
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and its finished children (a pool's workers):
+    the CPU time a plan or study reports beside its wall time."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system

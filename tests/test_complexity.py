@@ -36,13 +36,7 @@ OVERSIZED = {
     "cogtestbed/validation/studies/report.py",  # MI 1.6 [wing-plan]
 }
 #: Imports of another module's private name still to be made public (importer: names), issue 51.
-PRIVATE_IMPORTS = {
-    "cogtestbed/validation/design/estimate.py": {"_run_chunk"},  # [wing-plan]
-    "cogtestbed/validation/design/plan.py": {"_reraise", "_run_chunk"},  # [wing-plan]
-    "cogtestbed/validation/design/plan_report.py": {"_plt", "_save", "_atomic_write"},  # [wing-plan]
-    "cogtestbed/validation/design/seqauto.py": {"_toward", "_cpu", "_money"},  # [wing-plan]
-    "cogtestbed/validation/design/seqplan.py": {"_prefix"},  # [wing-plan]
-}
+PRIVATE_IMPORTS: dict[str, set[str]] = {}
 
 
 def _modules() -> list[Path]:

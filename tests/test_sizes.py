@@ -266,7 +266,7 @@ def test_a_plan_whose_simulation_fails_on_its_input_says_so_in_one_line(monkeypa
     def failing(payload: str, tasks: list) -> None:
         raise StudyTaskError("metric-power task 0 (rep 0): metric 'accuracy' is a nested mapping", True)
 
-    monkeypatch.setattr(plan_module, "_run_chunk", failing)
+    monkeypatch.setattr(plan_module, "run_chunk", failing)
     spec = study_spec(kind="metric-power", experiment="belief-coherence", agent="leak", metric="accuracy",
                       compare=({"leak": 0.0}, {"leak": 0.3}))
     with pytest.raises(StudyInputError, match="metric 'accuracy' is a nested mapping"):

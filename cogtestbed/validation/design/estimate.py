@@ -54,11 +54,11 @@ def task_units(spec: Any, default_trials: int, task: dict[str, Any]) -> float:
 def timed_task(payload: str, task: dict[str, Any]) -> tuple[float, Any]:
     """(seconds, rows) of one task, run twice here: the first run loads the compiled code, the
     second is timed (both give the same rows: a task's seed stream is its index)."""
-    from cogtestbed.validation.studies.driver import _run_chunk
+    from cogtestbed.validation.studies.driver import run_chunk
 
-    _run_chunk(payload, [task])
+    run_chunk(payload, [task])
     start = time.perf_counter()
-    rows = _run_chunk(payload, [task])
+    rows = run_chunk(payload, [task])
     return time.perf_counter() - start, rows
 
 

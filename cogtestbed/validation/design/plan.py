@@ -46,7 +46,6 @@ model fitted to the pilot (the base of the power simulation).
 from __future__ import annotations
 
 import math
-import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -62,12 +61,13 @@ from scipy import stats
 from cogtestbed.errors import CogtestbedError, InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.formatting import rate_text
+from cogtestbed.timings import cpu_seconds
 from cogtestbed.validation.studies.driver import (
     StudyTaskError,
-    _reraise,
-    _run_chunk,
     check_study,
     fork_pool,
+    reraise,
+    run_chunk,
     stop_pool,
 )
 from cogtestbed.validation.studies.study_data import design_for_trials, trials_step
@@ -562,6 +562,11 @@ def _sum_ranges(reports: Sequence[Mapping[str, Any]]) -> tuple[float, float] | N
     return float(sum(p[0] for p in ranges)), float(sum(p[1] for p in ranges))
 
 
+def money(cost: Cost) -> float:
+    """The cost's dollars as a plain float (:func:`cost_key`: the number designs are compared by)."""
+    return float(cost_key(cost))
+
+
 def cost_key(cost: Cost) -> float:
     """What "cheapest" minimises: dollars where priced (and not free), else the tokens a run sends and
     receives (a local model's compute)."""
@@ -645,7 +650,7 @@ class PowerEvaluator:
         try:
             return self._run_tasks(payload, tasks)
         except StudyTaskError as exc:
-            raise _reraise(exc) from None
+            raise reraise(exc) from None
 
     def _run_tasks(self, payload: str, tasks: list[dict[str, Any]]) -> list[pd.DataFrame]:
         """The tasks' rows, in chunks (a local fork pool whose workers end with this process);
@@ -656,15 +661,15 @@ class PowerEvaluator:
             size = max(1, math.ceil(len(tasks) / 4))
             out = []
             for i in range(0, len(tasks), size):
-                out.append(_run_chunk(payload, tasks[i:i + size]))
+                out.append(run_chunk(payload, tasks[i:i + size]))
                 tick(len(tasks[i:i + size]))
             return out
         first: list[pd.DataFrame] = []
         if self.pool is None:  # the first task here compiles the kernels; forked workers inherit them
-            first, tasks = [_run_chunk(payload, tasks[:1])], tasks[1:]
+            first, tasks = [run_chunk(payload, tasks[:1])], tasks[1:]
             self.pool = fork_pool(self.workers)
         size = math.ceil(len(tasks) / (2 * self.workers))
-        futures = {self.pool.submit(_run_chunk, payload, tasks[i:i + size]): min(size, len(tasks) - i)
+        futures = {self.pool.submit(run_chunk, payload, tasks[i:i + size]): min(size, len(tasks) - i)
                    for i in range(0, len(tasks), size)}
         for f in as_completed(futures):
             f.result()
@@ -936,7 +941,7 @@ class Planner:
         return out
 
     def plan(self) -> PlanResult:
-        start, cpu0 = time.perf_counter(), _cpu()
+        start, cpu0 = time.perf_counter(), cpu_seconds()
         try:
             for combo in self.combos([a.coarse() for a in self.others]):
                 self.search_combo(combo)
@@ -952,8 +957,8 @@ class Planner:
         self.power.close()
         evaluated = self.evaluated()
         return PlanResult(self.spec, self.target, self.size.name, chosen, evaluated, pareto(evaluated), recovery,
-                          time.perf_counter() - start, _cpu() - cpu0, self.power.simulations, self.pruned, self.notes,
-                          next((a.name for a in self.others if a.name != "runs"), None))
+                          time.perf_counter() - start, cpu_seconds() - cpu0, self.power.simulations, self.pruned,
+                          self.notes, next((a.name for a in self.others if a.name != "runs"), None))
 
     def fresh_table(self, chosen: Evaluated) -> pd.DataFrame:
         """As many simulated studies at the chosen design as chose it, on seeds of their own
@@ -1105,12 +1110,6 @@ def _product(grids: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
     for grid in grids:
         out = [(*prefix, v) for prefix in out for v in grid]
     return out
-
-
-def _cpu() -> float:
-    """CPU seconds of this process and its finished children (the pool's workers)."""
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
 
 
 def pareto(evaluated: Iterable[Evaluated]) -> list[Evaluated]:

@@ -297,9 +297,9 @@ def _hierarchical_words(payload: Mapping[str, Any]) -> str:
 # ----------------------------------------------------------------------------- report
 def plot_frontier(payload: dict[str, Any], out: Path) -> Path:
     """Power against cost of every simulated design (±1.96 MC SE), the frontier and the choice."""
-    from cogtestbed.validation.studies.report import _plt, _save
+    from cogtestbed.validation.studies.report import pyplot, save_figure
 
-    plt = _plt()
+    plt = pyplot()
     frame = pd.DataFrame(payload["evaluated"])
     x_name = "dollars" if frame["dollars"].notna().all() and (frame["dollars"] > 0).any() else "prompt_tokens"
     fig, ax = plt.subplots(figsize=(7, 4.2))
@@ -322,16 +322,16 @@ def plot_frontier(payload: dict[str, Any], out: Path) -> Path:
     ax.set_ylim(-0.02, 1.02)
     ax.legend(fontsize=7, loc="lower right")
     ax.set_title(f"{payload['experiment']}: {payload['target']['what']}", fontsize=9)
-    return _save(fig, out / FRONTIER_PNG)
+    return save_figure(fig, out / FRONTIER_PNG)
 
 
 def write_plan(payload: dict[str, Any], out: Path) -> dict[str, Path]:
     """``plan.json``, ``frontier.png`` and ``report.html`` in ``out`` (each written atomically)."""
-    from cogtestbed.validation.studies.report import _atomic_write, check_output_dir, html_report
+    from cogtestbed.validation.studies.report import atomic_write, check_output_dir, html_report
 
     check_output_dir(out)
     plan = out / PLAN_FILE
-    _atomic_write(plan, json.dumps(payload, indent=1, default=str))
+    atomic_write(plan, json.dumps(payload, indent=1, default=str))
     png = plot_frontier(payload, out)
     tables = [("chosen design", pd.DataFrame([payload["chosen"]]).set_index("design")),
               ("cost-power frontier", pd.DataFrame(payload["frontier"]).set_index("design")),
@@ -361,9 +361,9 @@ def write_plan(payload: dict[str, Any], out: Path) -> dict[str, Path]:
 
         sections.append(report_section(payload["sequential"], out))
     report = out / REPORT_FILE
-    _atomic_write(report, html_report(f"cogtestbed plan: {payload['experiment']}", sections))
+    atomic_write(report, html_report(f"cogtestbed plan: {payload['experiment']}", sections))
     markdown = out / MARKDOWN_FILE
-    _atomic_write(markdown, plan_markdown(payload))
+    atomic_write(markdown, plan_markdown(payload))
     return {"plan": plan, "report": report, "markdown": markdown, "frontier": png}
 
 

@@ -48,13 +48,13 @@ import numpy as np
 from cogtestbed.errors import InputError
 from cogtestbed.validation.design.seqfair import (
     FIXED_MIN_FACTOR,
-    _toward,
     assumptions,
     critical_at,
     fair_fixed,
     fixed_reject_rate,
     saving_estimate,
     smoothed_comparator,
+    toward,
     type1_check,
     type1_words,
 )
@@ -226,10 +226,11 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
     target effect that keeps type-I error ≤ α and power ≥ ``target``, confirmed on fresh studies
     (module docstring).  ``sims`` studies under the effect and ``null_sims`` (default ``max(1000,
     sims)``) null studies per set."""
-    from cogtestbed.validation.design.seqplan import MIN_NULL_SIMS, _cpu
+    from cogtestbed.timings import cpu_seconds
+    from cogtestbed.validation.design.seqplan import MIN_NULL_SIMS
     from cogtestbed.validation.design.seqsim import Simulator
 
-    start, cpu = time.perf_counter(), _cpu()
+    start, cpu = time.perf_counter(), cpu_seconds()
     say = say or (lambda _m: None)
     null_sims = null_sims if null_sims is not None else max(MIN_NULL_SIMS, sims)
     dirn, level = direction(spec), spec.level
@@ -277,7 +278,8 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
         fair["smoothed"] = smooth
         extra["robustness"] = robustness(chosen.bounds, spec, null, sim, null_sims, dirn, binding, level, say)
         subjects += extra["robustness"].pop("_subjects", 0)
-    res = _result(chosen, confirmed, conf_sims, time.perf_counter() - start, sims, null_sims, subjects, _cpu() - cpu)
+    res = _result(chosen, confirmed, conf_sims, time.perf_counter() - start, sims, null_sims, subjects,
+                  cpu_seconds() - cpu)
     fair["confirm_type1"] = conf_sims.fixed_type1
     fair["confirm_check"] = conf_sims.fixed_check
     return AutoResult(res, fair, searched, [c["row"] for c in confirmed], extra)
@@ -514,7 +516,7 @@ def _recalibrate_fair(fair: dict[str, Any], second: _Second, dirn: float) -> Non
     c = fair["chosen"]
     i = second.col[c["size"]]
     crit, other = critical_at(second.nul.z[:, [i]], dirn, second.cal_level)
-    power = float(np.mean(_toward(second.eff.z[:, i], dirn) >= crit[0]))
+    power = float(np.mean(toward(second.eff.z[:, i], dirn) >= crit[0]))
     fair["chosen"] = {**c, "critical": round(float(crit[0]), 6), "critical_other": round(float(other[0]), 6),
                       "power": power, "first_set_critical": c["critical"], "first_set_power": c["power"],
                       "calibrated_on": "the search null studies (the second set: the size was chosen on the first)"}
@@ -604,7 +606,7 @@ def honest_figures(seq: dict[str, Any], auto: AutoResult, res: SequentialResult,
     (``null.type1_check``), the saving as an estimate with its interval against the smoothed comparator
     at the sequential design's measured level (``saving.estimate``; costs linear in units, per unit the
     fixed plan's priced design), the data-generating assumptions and the robustness check."""
-    from cogtestbed.validation.design.seqplan import _money
+    from cogtestbed.validation.design.plan import money
 
     if res.chosen is None:
         return
@@ -616,8 +618,8 @@ def honest_figures(seq: dict[str, Any], auto: AutoResult, res: SequentialResult,
     smooth = auto.fair.get("smoothed")
     if smooth is None or any(c is None for c in res.chosen.cost) or not math.isfinite(smooth["size"]):
         return
-    unit_cost = _money(result.chosen.cost) / getattr(result.chosen.point, result.size_name)
-    est = saving_estimate(smooth, unit_cost, [_money(c) for c in res.chosen.cost], res.chosen.effect.stop_look, seed)
+    unit_cost = money(result.chosen.cost) / getattr(result.chosen.point, result.size_name)
+    est = saving_estimate(smooth, unit_cost, [money(c) for c in res.chosen.cost], res.chosen.effect.stop_look, seed)
     seq["saving"]["estimate"] = {**est, "fixed_type1": smooth.get("fresh_type1"), "method": smooth["method"],
                                  "cost": "costs linear in units at the plan's trials (per unit: the fixed plan's "
                                          "priced design)"}

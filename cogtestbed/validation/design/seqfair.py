@@ -32,10 +32,10 @@ def fair_fixed(eff_z: np.ndarray, cal_z: np.ndarray, nul_z: np.ndarray, sizes: S
     z_nom = float(stats.norm.isf(level / 2))
     rows = []
     for i, n in enumerate(sizes):
-        toward_cal = _toward(cal_z[:, i], dirn)
+        toward_cal = toward(cal_z[:, i], dirn)
         crit = z_nom + calibrate_shift(toward_cal - z_nom, side)
         other = z_nom + calibrate_shift(-toward_cal - z_nom, side) if dirn else crit
-        power = float(np.mean(_toward(eff_z[:, i], dirn) >= crit))
+        power = float(np.mean(toward(eff_z[:, i], dirn) >= crit))
         t1 = fixed_reject_rate(nul_z[:, i], dirn, crit, other)
         rows.append({"size": int(n), "critical": round(crit, 6), "critical_other": round(other, 6), "power": power,
                      "type1": t1})
@@ -48,7 +48,8 @@ def fair_fixed(eff_z: np.ndarray, cal_z: np.ndarray, nul_z: np.ndarray, sizes: S
             "reason": None if best else f"no size up to {sizes[-1]} reaches power {target:g} at the calibrated level"}
 
 
-def _toward(z: np.ndarray, dirn: float) -> np.ndarray:
+def toward(z: np.ndarray, dirn: float) -> np.ndarray:
+    """Z toward the effect's direction ``dirn`` (±1; ``|Z|`` when undirected, 0), a non-finite Z as 0."""
     z = np.where(np.isfinite(z), z, 0.0)
     return np.abs(z) if dirn == 0 else z * dirn
 
@@ -56,7 +57,7 @@ def _toward(z: np.ndarray, dirn: float) -> np.ndarray:
 def fixed_reject_rate(z: np.ndarray, dirn: float, crit: float, z_nom: float) -> float:
     """Rejection rate of the fixed test: ``Z·d ≥ crit`` or ``Z·d ≤ −z_nom`` (``|Z| ≥ crit`` undirected;
     ``z_nom``: the critical value against the effect's direction)."""
-    t = _toward(z, dirn)
+    t = toward(z, dirn)
     if dirn == 0:
         return float(np.mean(t >= crit))
     return float(np.mean((t >= crit) | (t <= -z_nom)))
@@ -135,9 +136,9 @@ def critical_at(null_z: np.ndarray, dirn: float, level: float) -> tuple[np.ndarr
     z_nom = float(stats.norm.isf(side))
     crit, other = [], []
     for i in range(null_z.shape[1]):
-        toward = _toward(null_z[:, i], dirn)
-        crit.append(z_nom + calibrate_shift(toward - z_nom, side))
-        other.append(z_nom + calibrate_shift(-toward - z_nom, side) if dirn else crit[-1])
+        along = toward(null_z[:, i], dirn)
+        crit.append(z_nom + calibrate_shift(along - z_nom, side))
+        other.append(z_nom + calibrate_shift(-along - z_nom, side) if dirn else crit[-1])
     return np.asarray(crit), np.asarray(other)
 
 
@@ -174,7 +175,7 @@ def smoothed_comparator(eff_z: np.ndarray, null_z: np.ndarray, sizes: Sequence[i
     replicates; the null paths' calibration is held fixed)."""
     sizes_a = np.asarray(sizes, int)
     crit, other = critical_at(null_z, dirn, level)
-    hit = np.stack([_toward(eff_z[:, i], dirn) >= crit[i] for i in range(sizes_a.size)], axis=1)
+    hit = np.stack([toward(eff_z[:, i], dirn) >= crit[i] for i in range(sizes_a.size)], axis=1)
     reps = hit.shape[0]
     a, b = _probit_fit(sizes_a, hit.sum(axis=0), reps)
     n_star = _size_at(a, b, target)

@@ -156,7 +156,7 @@ def z_from_p(p: float, estimate: float, signed: bool) -> float:
 
 
 # ----------------------------------------------------------------------------- one replicate
-def _prefix(table: Any, n: int) -> Any:
+def first_units(table: Any, n: int) -> Any:
     """The first ``n`` units (subjects 0..n−1) of a simulated table."""
     return table[table["subject"] < n]
 
@@ -204,7 +204,7 @@ def _test_path(spec: StatTestStudy, trials: int | None, n_top: int, sizes: Seque
     table = simulate_runs(exp, spec.agent, n_top, seed_of(seq), spec.params, design, lapse=spec.lapse)
     z, est = np.zeros(len(sizes)), np.full(len(sizes), np.nan)
     for i, n in enumerate(sizes):
-        result = exp.metrics.test_result(spec.test, _prefix(table, n), **spec.metric_options)
+        result = exp.metrics.test_result(spec.test, first_units(table, n), **spec.metric_options)
         _, p = test_outcome(result, spec.test, spec.level)
         est[i] = p
         z[i] = z_from_p(p, 0.0, signed=False)

@@ -47,14 +47,15 @@ import numpy as np
 from scipy import stats
 
 from cogtestbed.errors import InputError
+from cogtestbed.timings import cpu_seconds
 from cogtestbed.validation.design.seqfair import type1_check
 from cogtestbed.validation.design.seqpaths import (  # the bounds and paths the simulation shares
     CONTINUE,
     EFFICACY,
     EFFICACY_OTHER,
     Boundaries,
-    _prefix,
     boundaries,
+    first_units,
     z_from_p,
 )
 from cogtestbed.validation.design.sequential import Spending, check_spending
@@ -283,7 +284,7 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
 
     from cogtestbed.validation.design.seqsim import Rule, Simulator
 
-    start, cpu = time.perf_counter(), _cpu()
+    start, cpu = time.perf_counter(), cpu_seconds()
     null_sims = null_sims if null_sims is not None else max(MIN_NULL_SIMS, sims)
     check_looks(looks, spending)
     lo = max(2 * looks, min(fixed_size, math.floor(min_factor * fixed_size)))
@@ -316,7 +317,7 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     fixed = _fixed_from_paths(spec, nul, col.get(fixed_size))
     fair = _fair(eff.z, cal_z, nul.z, [col[n] for n in fixed_sizes], fixed_sizes, dirn, spec.level, target)
     return SequentialResult(chosen, cands, eff.z[:, cols], nul.z[:, cols], time.perf_counter() - start,
-                            sims + null_sims, null_sims if calibrate else 0, sim.subjects, _cpu() - cpu,
+                            sims + null_sims, null_sims if calibrate else 0, sim.subjects, cpu_seconds() - cpu,
                             fixed_null=fixed, fair=fair)
 
 
@@ -434,21 +435,7 @@ def _fixed_from_paths(spec: PlannedStudy, nul: Any, column: int | None) -> tuple
     return int(np.sum(np.abs(z) >= crit)), int(z.size)
 
 
-def _cpu() -> float:
-    """CPU seconds of this process and its finished children."""
-    import resource
-
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
 # ----------------------------------------------------------------------------- prices and plan.json
-def _money(cost: Any) -> float:
-    from cogtestbed.validation.design.plan import cost_key
-
-    return float(cost_key(cost))
-
-
 def price_looks(candidate: Candidate, spec: PlannedStudy, pricer: Any, exp: Any, point: Any, size_name: str) -> None:
     """Each look's cumulative design priced with the dry run (``run --dry-run``'s code)."""
     from cogtestbed.progress import beat, tick
@@ -484,7 +471,8 @@ def price_ahead(pricer: Any, exp: Any, spec: PlannedStudy, point: Any, size_name
 
 def expected(costs: Sequence[Any], stop: Sequence[float], attr: str) -> float | None:
     """Σ_k P(stop at k)·(look k's cumulative ``attr``); None when a look is unpriced."""
-    values = [getattr(c, attr) if attr != "key" else _money(c) for c in costs]
+    from cogtestbed.validation.design.plan import money
+    values = [getattr(c, attr) if attr != "key" else money(c) for c in costs]
     if any(v is None for v in values):
         return None
     return float(sum(p * v for p, v in zip(stop, values, strict=True)))
@@ -495,6 +483,7 @@ def sequential_payload(res: SequentialResult, spec: PlannedStudy, fixed_cost: An
     """The ``sequential`` section of ``plan.json``: the design, its simulated operating
     characteristics under the null and the target effect, its costs beside the fixed design's.
     ``binding``: the type-I error obeys futility stops (else it ignores them: non-binding)."""
+    from cogtestbed.validation.design.plan import money
     cand = res.chosen
     if cand is None:
         best = max(res.candidates, key=lambda c: c.effect.rate)
@@ -512,7 +501,7 @@ def sequential_payload(res: SequentialResult, spec: PlannedStudy, fixed_cost: An
                       "calls": c.calls, "prompt_tokens": c.prompt_tokens, "dollars": c.dollars,
                       "p_stop_effect": stop1[i], "p_stop_null": stop0[i]})
     exp_key = expected(cand.cost, stop1, "key")
-    fixed_key = _money(fixed_cost)
+    fixed_key = money(fixed_cost)
     out: dict[str, Any] = {
         "design": {**cand.bounds.as_dict(), "size_axis": size_name, "futility_rule": futility,
                    "futility_binding": bool(futility and binding), "direction": direction(spec),
@@ -531,7 +520,7 @@ def sequential_payload(res: SequentialResult, spec: PlannedStudy, fixed_cost: An
             "null": {"calls": expected(cand.cost, stop0, "calls"), "dollars": expected(cand.cost, stop0, "dollars"),
                      "cost_key": expected(cand.cost, stop0, "key")}},
         "maximum": {"calls": cand.cost[-1].calls, "prompt_tokens": cand.cost[-1].prompt_tokens,
-                    "dollars": cand.cost[-1].dollars, "cost_key": _money(cand.cost[-1])},
+                    "dollars": cand.cost[-1].dollars, "cost_key": money(cand.cost[-1])},
         "fixed": {"calls": fixed_cost.calls, "prompt_tokens": fixed_cost.prompt_tokens, "dollars": fixed_cost.dollars,
                   "cost_key": fixed_key},
         "saving": {"cost_key": None if exp_key is None else fixed_key - exp_key,
@@ -678,7 +667,7 @@ def fair_payload(result: Any, res: SequentialResult, fair: dict[str, Any], price
     (:func:`~cogtestbed.validation.design.seqfair.fair_fixed`; its chosen size priced here), the
     fixed plan's own design and its saving beside it (``plan_fixed``); against the fixed plan's design
     when ``fair`` has no size in range (the statement says so)."""
-    from cogtestbed.validation.design.plan import sessions_per_llm
+    from cogtestbed.validation.design.plan import money, sessions_per_llm
     from cogtestbed.validation.design.seqfair import fair_statement
     from cogtestbed.validation.studies.study_data import design_for_trials
 
@@ -692,7 +681,7 @@ def fair_payload(result: Any, res: SequentialResult, fair: dict[str, Any], price
     seq = sequential_payload(res, spec, fair_cost, size_name, futility, binding)
     if res.chosen is None:
         return seq
-    plan_key, fair_key, exp_key = _money(result.chosen.cost), _money(fair_cost), seq["expected"]["effect"]["cost_key"]
+    plan_key, fair_key, exp_key = money(result.chosen.cost), money(fair_cost), seq["expected"]["effect"]["cost_key"]
     seq["fixed"]["label"] = (f"the fixed design at equal type-I error ({chosen_fair['size']} {size_name})"
                              if chosen_fair else f"the fixed plan's design ({getattr(point, size_name)} {size_name})")
     seq["plan_fixed"] = {"size": getattr(point, size_name), "calls": result.chosen.cost.calls,
@@ -836,7 +825,7 @@ def look_statistic(exp: Any, design: Mapping[str, Any], table: Any, units: int) 
     stat = design["statistic"]
     if stat["kind"] == "metric-power":
         return pair_statistic(exp, stat, table, units)
-    part = _prefix(table, units)
+    part = first_units(table, units)
     if stat["kind"] == "power":
         return _model_statistic(exp, stat, part, units)
     if stat["kind"] in ("test-size", "test-power"):
@@ -898,7 +887,7 @@ def pair_statistic(exp: Any, stat: Mapping[str, Any], tables: Sequence[Any], uni
 
     options = dict(stat.get("metric_options") or {})
     metric = stat["metric"]
-    parts = [_prefix(t, units) for t in tables]
+    parts = [first_units(t, units) for t in tables]
     values = []
     for i, part in enumerate(parts):
         if not part["valid"].any():

@@ -247,7 +247,10 @@ class StudyTaskError(Exception):
         return self.message
 
 
-def _run_chunk(spec_json: str, tasks: list[dict[str, Any]]) -> pd.DataFrame:
+def run_chunk(spec_json: str, tasks: list[dict[str, Any]]) -> pd.DataFrame:
+    """Run a chunk of a study's tasks (in a worker or in process): the spec as its JSON, the rows of
+    every task concatenated; a task that fails raises :class:`StudyTaskError` (picklable, with the
+    worker's traceback), which :func:`reraise` turns back into the typed error."""
     from cogtestbed.collector import resume_collection
 
     resume_collection()  # the study's work starts: the collector back on, the start-up frozen
@@ -266,7 +269,9 @@ def _run_chunk(spec_json: str, tasks: list[dict[str, Any]]) -> pd.DataFrame:
         return pd.concat(parts, ignore_index=True)
 
 
-def _reraise(exc: StudyTaskError) -> BaseException:
+def reraise(exc: StudyTaskError) -> BaseException:
+    """The error to raise for a task's :class:`StudyTaskError`: a :class:`StudyInputError` for the
+    user's input, else a :class:`StudyFailure` carrying the worker's traceback."""
     if exc.user:
         return StudyInputError(exc.message, typed=exc.typed, remote_traceback=exc.remote_traceback)
     return StudyFailure(f"{exc.message}\n\nworker traceback:\n{exc.remote_traceback}")
@@ -332,23 +337,23 @@ def _run_dask(payload: str, tasks: list[dict[str, Any]], dask: Any,
     try:
         workers = sorted(client.scheduler_info()["workers"])
         if workers:
-            warm = [client.submit(_run_chunk, payload, tasks[:1], workers=[w], allow_other_workers=False,
+            warm = [client.submit(run_chunk, payload, tasks[:1], workers=[w], allow_other_workers=False,
                                   pure=False) for w in workers]
             wait(warm)
             try:
                 parts.append(warm[0].result())
             except StudyTaskError as exc:
-                raise _reraise(exc) from None
+                raise reraise(exc) from None
             tick(1)
             tasks = tasks[1:]
         chunks = _chunks(tasks, sum(client.nthreads().values()))
-        futures = [client.submit(_run_chunk, payload, c, pure=False) for c in chunks]
+        futures = [client.submit(run_chunk, payload, c, pure=False) for c in chunks]
         sizes = {f.key: len(c) for f, c in zip(futures, chunks, strict=True)}
         for fut in as_completed(futures):
             try:
                 parts.append(fut.result())
             except StudyTaskError as exc:
-                raise _reraise(exc) from None
+                raise reraise(exc) from None
             tick(sizes[fut.key])
     finally:
         if client is not dask:
@@ -388,9 +393,9 @@ def _run_pool(payload: str, tasks: list[dict[str, Any]], workers: int,
     # The first task runs here before the pool starts, so every compiled (or cache-loaded)
     # function it needs is inherited by the forked workers instead of being loaded by each.
     try:
-        parts = [_run_chunk(payload, tasks[:1])]
+        parts = [run_chunk(payload, tasks[:1])]
     except StudyTaskError as exc:
-        raise _reraise(exc) from None
+        raise reraise(exc) from None
     tick(1)
     tasks = tasks[1:]
     # Chunks amortise per-task overhead (process start-up, pickling) on small tasks.
@@ -398,12 +403,12 @@ def _run_pool(payload: str, tasks: list[dict[str, Any]], workers: int,
     # fork: workers inherit the imported, JIT-compiled modules (start-up in ms, not seconds).
     pool = fork_pool(min(workers, len(chunks)))
     try:
-        futs = {pool.submit(_run_chunk, payload, c): c for c in chunks}
+        futs = {pool.submit(run_chunk, payload, c): c for c in chunks}
         for fut in cf_completed(futs):
             try:
                 parts.append(fut.result())
             except StudyTaskError as exc:
-                raise _reraise(exc) from None
+                raise reraise(exc) from None
             except BrokenProcessPool:
                 first = futs[fut][0]["index"]
                 raise WorkerDied(
@@ -455,9 +460,9 @@ def run_study(
         parts = []
         for t in tasks:
             try:
-                parts.append(_run_chunk(payload, [t]))
+                parts.append(run_chunk(payload, [t]))
             except StudyTaskError as exc:
-                raise _reraise(exc) from None
+                raise reraise(exc) from None
             tick(1)
     else:
         parts = _run_pool(payload, tasks, n_workers, tick)

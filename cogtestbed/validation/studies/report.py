@@ -56,7 +56,8 @@ def _runs(n: Any) -> str:
     return f"{int(n)} run{'s' if int(n) != 1 else ''}"
 
 
-def _plt() -> Any:
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (no display needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -65,18 +66,13 @@ def _plt() -> Any:
     return plt
 
 
-def _save(fig: Any, path: Path) -> Path:
+def save_figure(fig: Any, path: Path) -> Path:
+    """Write ``fig`` to ``path`` atomically (a temporary file renamed over it) and close it."""
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    _plt().close(fig)
+    pyplot().close(fig)
     os.replace(tmp, path)
     return path
-
-
-#: matplotlib's pyplot on the Agg backend, and a figure written atomically and closed: the public
-#: names of :func:`_plt` and :func:`_save` for other modules (no underscore import across modules).
-pyplot = _plt
-save_figure = _save
 
 
 # ----------------------------------------------------------------------------- plots
@@ -86,7 +82,7 @@ def plot_error_by_size(result: Any, out: Path) -> list[Path]:
     cells = list(result.summary.values())
     if len({c["n_trials"] for c in cells}) < 2:
         return []
-    plt = _plt()
+    plt = pyplot()
     spec = result.spec
     names = list(cells[0]["parameters"])
     within = any("within" in v for c in cells for v in c["parameters"].values())
@@ -109,7 +105,7 @@ def plot_error_by_size(result: Any, out: Path) -> list[Path]:
             ax.set_xlabel(_trials_axis(spec))
         axes[0, j].legend(fontsize=7)
     fig.suptitle(f"recovery error against size: {spec.models[0]} on {spec.experiment}", y=1.02, fontsize=10)
-    return [_save(fig, out / "recovery_error_by_size.png")]
+    return [save_figure(fig, out / "recovery_error_by_size.png")]
 
 
 def _corr(x: np.ndarray, y: np.ndarray) -> float:
@@ -122,7 +118,7 @@ def _corr(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def plot_recovery(table: pd.DataFrame, out: Path) -> list[Path]:
-    plt = _plt()
+    plt = pyplot()
     paths = []
     for (n, t), cell in table.groupby(["n_subjects", "n_trials"], sort=True):
         names = list(dict.fromkeys(cell["parameter"]))
@@ -157,7 +153,7 @@ def plot_recovery(table: pd.DataFrame, out: Path) -> list[Path]:
             ax.set_xlabel("true" + (" (log scale)" if log else ""))
             ax.set_ylabel("estimate")
         fig.suptitle(f"parameter recovery, {n} subjects x {t} trials per run", y=1.04)
-        paths.append(_save(fig, out / f"recovery_scatter_{n}x{t}.png"))
+        paths.append(save_figure(fig, out / f"recovery_scatter_{n}x{t}.png"))
         wide = cell.assign(err=cell["estimate"] - cell["true"]).pivot_table(
             index=["rep", "subject"], columns="parameter", values="err", aggfunc="first")[names]
         corr = wide.corr().to_numpy()
@@ -170,12 +166,12 @@ def plot_recovery(table: pd.DataFrame, out: Path) -> list[Path]:
                 ax.text(j, i, f"{corr[i, j]:.2f}", ha="center", va="center", fontsize=8)
         fig.colorbar(im, ax=ax, shrink=0.8)
         ax.set_title("correlation of estimation errors")
-        paths.append(_save(fig, out / f"recovery_error_corr_{n}x{t}.png"))
+        paths.append(save_figure(fig, out / f"recovery_error_corr_{n}x{t}.png"))
     return paths
 
 
 def plot_confusion(summary: dict[str, Any], out: Path) -> list[Path]:
-    plt = _plt()
+    plt = pyplot()
     paths = []
     for crit, m in summary.items():
         probs = np.asarray(m["probabilities"])
@@ -191,12 +187,12 @@ def plot_confusion(summary: dict[str, Any], out: Path) -> list[Path]:
                 ax.text(j, i, f"{probs[i, j]:.2f}", ha="center", va="center",
                         color="white" if probs[i, j] > 0.6 else "black")
         ax.set_title(f"model recovery ({crit.upper()})")
-        paths.append(_save(fig, out / f"confusion_{crit}.png"))
+        paths.append(save_figure(fig, out / f"confusion_{crit}.png"))
     return paths
 
 
 def plot_power(summary: dict[str, Any], out: Path, spec: Any = None) -> list[Path]:
-    plt = _plt()
+    plt = pyplot()
     cells = pd.DataFrame(summary["cells"])
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     key = summary.get("rate_key", "power")
@@ -211,11 +207,11 @@ def plot_power(summary: dict[str, Any], out: Path, spec: Any = None) -> list[Pat
     model = f"{spec.models[0]}: " if spec is not None else ""
     ax.set_title(f"{model}{summary['effect']} = {summary['effect_size']:g}\n{summary['test']}", fontsize=9)
     ax.legend()
-    return [_save(fig, out / "power_curve.png")]
+    return [save_figure(fig, out / "power_curve.png")]
 
 
 def plot_sbc(summary: dict[str, Any], out: Path) -> list[Path]:
-    plt = _plt()
+    plt = pyplot()
     names = list(summary)
     cols = min(3, len(names))
     rows = math.ceil(len(names) / cols)
@@ -229,7 +225,7 @@ def plot_sbc(summary: dict[str, Any], out: Path) -> list[Path]:
     for ax in axes.ravel()[len(names):]:
         ax.axis("off")
     fig.suptitle("SBC rank histograms (uniform if calibrated)")
-    return [_save(fig, out / "sbc_ranks.png")]
+    return [save_figure(fig, out / "sbc_ranks.png")]
 
 
 # ----------------------------------------------------------------------------- verdict
@@ -448,7 +444,7 @@ def _power_reach(spec: Any, cells: list[dict[str, Any]], target: float = 0.8) ->
 
 # ----------------------------------------------------------------------------- outputs
 def plot_validity(summary: dict[str, Any], out: Path, spec: Any = None) -> list[Path]:
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     for cell in summary.values():
         rows = pd.DataFrame(cell["by_value"])
@@ -459,14 +455,14 @@ def plot_validity(summary: dict[str, Any], out: Path, spec: Any = None) -> list[
     ax.legend(fontsize=7)
     title = "metric validity: mean ± SD across replications"
     ax.set_title(title + (f"\n{_rate_title({'metric': spec.metric}, spec)}" if spec is not None else ""), fontsize=8)
-    return [_save(fig, out / "metric_validity.png")]
+    return [save_figure(fig, out / "metric_validity.png")]
 
 
 def plot_rate(summary: dict[str, Any], out: Path, value: str, name: str, spec: Any = None) -> list[Path]:
     """A rejection rate (or metric power) against what varies: the swept parameter, else the
     design's size (its trials field) where several designs were run, else the runs; one line per
     other cell, labelled by runs and design; the title names the test, agent and its settings."""
-    plt = _plt()
+    plt = pyplot()
     cells = pd.DataFrame(summary["cells"])
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     swept = summary.get("parameter") if "value" in cells else None
@@ -491,7 +487,7 @@ def plot_rate(summary: dict[str, Any], out: Path, value: str, name: str, spec: A
     ax.set_xlabel(x_label)
     ax.set_ylabel(value.replace("_", " "))
     ax.set_title(_rate_title(summary, spec), fontsize=8)
-    return [_save(fig, out / f"{name}.png")]
+    return [save_figure(fig, out / f"{name}.png")]
 
 
 def _wilson_bars(rates: Any, sims: Any) -> np.ndarray:
@@ -626,7 +622,8 @@ def study_section(result: Any, plot_paths: list[Path]) -> dict[str, Any]:
             "details": details}
 
 
-def _atomic_write(path: Path, data: str | bytes) -> None:
+def atomic_write(path: Path, data: str | bytes) -> None:
+    """Write text or bytes to ``path`` atomically (a reader never sees half a file)."""
     from cogtestbed.trials import atomic_write_bytes
 
     payload = data.encode("utf-8") if isinstance(data, str) else data
@@ -685,7 +682,7 @@ def write_study(result: Any, out: Path) -> dict[str, Path]:
             frame[c] = frame[c].astype(str)
     atomic_write_bytes(table, lambda tmp: frame.to_parquet(tmp, index=False))
     summary = out / "summary.json"
-    _atomic_write(summary, json.dumps({"spec": result.spec.model_dump(), "designs": resolved(result.spec),
+    atomic_write(summary, json.dumps({"spec": result.spec.model_dump(), "designs": resolved(result.spec),
                                        "summary": result.summary,
                                        "verdict": result.verdict,
                                        "true_parameters": result.spec.true_distribution, "seconds": result.seconds,
@@ -693,7 +690,7 @@ def write_study(result: Any, out: Path) -> dict[str, Path]:
                                       indent=1, default=str))
     pngs = plots(result, out)
     report = out / "report.html"
-    _atomic_write(report, html_report(f"cogtestbed study: {result.spec.kind}",
+    atomic_write(report, html_report(f"cogtestbed study: {result.spec.kind}",
                                       [study_section(result, pngs)]))
     return {"table": table, "summary": summary, "report": report,
             **{p.stem: p for p in pngs}}

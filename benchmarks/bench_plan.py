@@ -14,7 +14,9 @@ import resource
 import time
 
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.design.plan import Planner, Pricer, design_axes
+from cogtestbed.validation.design.plan import Planner
+from cogtestbed.validation.design.pricing import Pricer
+from cogtestbed.validation.design.space import design_axes
 from cogtestbed.validation.studies.driver import study_spec
 
 LLM = "openai:gpt-4o-mini"

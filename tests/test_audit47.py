@@ -14,7 +14,7 @@ from study_scripts import load_study
 from test_seqauto import brownian
 
 from cogtestbed.validation.design import fitcheck, seqauto
-from cogtestbed.validation.design.plan import Estimate
+from cogtestbed.validation.design.power_sims import Estimate
 from cogtestbed.validation.design.seqfair import (
     saving_estimate,
     smoothed_comparator,

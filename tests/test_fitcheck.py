@@ -72,7 +72,7 @@ def test_search_sizes_finds_the_smallest_size_reaching_the_target_on_a_known_pow
     from scipy import stats
 
     from cogtestbed.validation.design.fitcheck import MAX_STEPS, choose_size, search_sizes
-    from cogtestbed.validation.design.plan import Estimate
+    from cogtestbed.validation.design.power_sims import Estimate
 
     delta = (stats.norm.isf(0.025) + stats.norm.ppf(0.8)) / math.sqrt(30)
 
@@ -98,7 +98,7 @@ class _FakeHierarchical:
     def ensure(self, point: object, sims: int) -> object:
         from scipy import stats
 
-        from cogtestbed.validation.design.plan import Estimate
+        from cogtestbed.validation.design.power_sims import Estimate
 
         z = stats.norm.isf(0.025)
         p = stats.norm.cdf((z + stats.norm.ppf(0.8)) * math.sqrt(point.subjects / 12) - z)

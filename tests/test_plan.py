@@ -15,22 +15,11 @@ from scipy import stats
 from versions import assert_exact_versions
 
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.design.plan import (
-    Axis,
-    Cost,
-    Estimate,
-    Evaluated,
-    PlanInfeasible,
-    Planner,
-    Point,
-    Pricer,
-    decided,
-    design_axes,
-    fit_probit,
-    pareto,
-    parse_range,
-)
+from cogtestbed.validation.design.plan import Evaluated, PlanInfeasible, Planner, fit_probit, pareto
 from cogtestbed.validation.design.plan_report import plan_payload, plan_run_settings, write_plan
+from cogtestbed.validation.design.power_sims import Estimate, decided
+from cogtestbed.validation.design.pricing import Cost, Pricer
+from cogtestbed.validation.design.space import Axis, Point, design_axes, parse_range
 from cogtestbed.validation.studies.driver import StudySpec, study_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -210,7 +199,7 @@ def test_test_level_target_belief_coherence_t1():
 def test_invalid_answers_cost_power():
     """An expected invalid rate is simulated as lapses: the same design loses power."""
     from cogtestbed.lapse import Lapse
-    from cogtestbed.validation.design.plan import PowerEvaluator
+    from cogtestbed.validation.design.power_sims import PowerEvaluator
 
     point = Point(8, 1, 48)
     clean = PowerEvaluator(rw_spec(0.4), workers=1).ensure(point, 48)

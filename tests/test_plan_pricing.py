@@ -17,7 +17,10 @@ import cogtestbed.validation.design.plan as plan_module
 from cogtestbed.environments.twostep import TwoStepDesign
 from cogtestbed.llm_adapters.runs.pricing import dry_run
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.design.plan import Planner, PowerEvaluator, Pricer, design_axes
+from cogtestbed.validation.design.plan import Planner
+from cogtestbed.validation.design.power_sims import PowerEvaluator
+from cogtestbed.validation.design.pricing import Pricer
+from cogtestbed.validation.design.space import design_axes
 from cogtestbed.validation.studies.driver import fork_pool, stop_pool, study_spec
 from cogtestbed.validation.studies.study_kinds import load_study
 

@@ -13,7 +13,9 @@ from scipy import stats
 
 from cogtestbed.inference.base import grid_neighbours
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.design.plan import Axis, Estimate, Planner, Point
+from cogtestbed.validation.design.plan import Planner
+from cogtestbed.validation.design.power_sims import Estimate
+from cogtestbed.validation.design.space import Axis, Point
 
 
 def reference_start_order(grid_nll: np.ndarray, points: int, ndim: int) -> np.ndarray:
@@ -115,7 +117,7 @@ def test_twostep_pricing_equals_the_dry_run_before_memoising() -> None:
     """The memoised two-step rendering prices every design as the dry run did before (calls, tokens,
     dollars), two LLMs and one, different days, run counts and prompt variants."""
     from cogtestbed.environments.twostep import TwoStepDesign
-    from cogtestbed.validation.design.plan import Pricer
+    from cogtestbed.validation.design.pricing import Pricer
 
     exp = get_experiment("two-step")
     pricers: dict[tuple[str, ...], Pricer] = {}

@@ -219,7 +219,9 @@ def test_plan_refuses_two_lists(capsys, extra: list[str], message: str) -> None:
 def test_a_searched_field_reaches_every_part_of_a_design_point() -> None:
     """A metric difference (two LLMs' settings) sized in runs with n_reps searched: the point's study,
     design, dry-run price and label all carry the field's value."""
-    from cogtestbed.validation.design.plan import Axis, Planner, Pricer, design_axes, study_at
+    from cogtestbed.validation.design.plan import Planner
+    from cogtestbed.validation.design.pricing import Pricer
+    from cogtestbed.validation.design.space import Axis, design_axes, study_at
     from cogtestbed.validation.studies.driver import study_spec
 
     exp = get_experiment("belief-coherence")
@@ -254,8 +256,9 @@ def test_plan_searches_a_field_for_a_metric_difference(capsys) -> None:
 def test_a_plan_whose_simulation_fails_on_its_input_says_so_in_one_line(monkeypatch) -> None:
     """The planner's tasks raise as the study driver's: bad input (here belief coherence's accuracy, a
     mapping per subject, which cannot be differenced) is a one-line StudyInputError, not a traceback."""
-    import cogtestbed.validation.design.plan as plan_module
-    from cogtestbed.validation.design.plan import Point, PowerEvaluator
+    import cogtestbed.validation.design.power_sims as power_sims
+    from cogtestbed.validation.design.power_sims import PowerEvaluator
+    from cogtestbed.validation.design.space import Point
     from cogtestbed.validation.errors import StudyInputError
     from cogtestbed.validation.studies.driver import StudyTaskError, study_spec
     from cogtestbed.validation.studies.metric_studies import unit_values
@@ -266,7 +269,7 @@ def test_a_plan_whose_simulation_fails_on_its_input_says_so_in_one_line(monkeypa
     def failing(payload: str, tasks: list) -> None:
         raise StudyTaskError("metric-power task 0 (rep 0): metric 'accuracy' is a nested mapping", True)
 
-    monkeypatch.setattr(plan_module, "run_chunk", failing)
+    monkeypatch.setattr(power_sims, "run_chunk", failing)
     spec = study_spec(kind="metric-power", experiment="belief-coherence", agent="leak", metric="accuracy",
                       compare=({"leak": 0.0}, {"leak": 0.3}))
     with pytest.raises(StudyInputError, match="metric 'accuracy' is a nested mapping"):

@@ -66,7 +66,8 @@ def _reduced(ct, args: dict, opts: argparse.Namespace) -> tuple[dict, dict, dict
 
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.design.fitcheck import search_hierarchical
-    from cogtestbed.validation.design.plan import Point, Pricer
+    from cogtestbed.validation.design.pricing import Pricer
+    from cogtestbed.validation.design.space import Point
     from cogtestbed.validation.studies.study_data import design_for_trials
     from cogtestbed.validation.studies.study_kinds import load_study
 

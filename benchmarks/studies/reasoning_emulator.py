@@ -11,7 +11,7 @@ field would be one), and the run's ledger (``spend.jsonl``) against what the ser
 completion and hidden reasoning tokens.
 
 Part 2: a 1-session pilot of instrumental-learning, the plan's pricer
-(:class:`~cogtestbed.validation.design.plan.Pricer`, what ``cogtestbed plan`` prices with) fed the pilot's
+(:class:`~cogtestbed.validation.design.pricing.Pricer`, what ``cogtestbed plan`` prices with) fed the pilot's
 completion tokens per call, its predicted cost of a 5-session run with another seed, and that run's
 billed cost at o3's price.
 
@@ -79,7 +79,7 @@ def families(model: HFClient, names: list[str], root: Path) -> None:
 
 
 def pilot_vs_run(model: HFClient, root: Path, n: int = 5) -> None:
-    from cogtestbed.validation.design.plan import Pricer
+    from cogtestbed.validation.design.pricing import Pricer
 
     name = "instrumental-learning"
     exp = get_experiment(name)

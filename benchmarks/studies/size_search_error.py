@@ -35,8 +35,9 @@ import numpy as np
 from scipy import stats
 
 from cogtestbed.validation.design import fitcheck, precision
-from cogtestbed.validation.design.plan import Axis, Estimate, Point
+from cogtestbed.validation.design.power_sims import Estimate
 from cogtestbed.validation.design.seqfair import upper_bound
+from cogtestbed.validation.design.space import Axis, Point
 
 TARGET, LEVEL = 0.8, 0.05
 

@@ -41,7 +41,7 @@ def plan_forms(experiment: str, *, forms: str | Sequence[int], model: str | None
     from cogtestbed.experiments.spec import resolve_temperature
     from cogtestbed.parameters import parse_assignments
     from cogtestbed.validation.design.form_plan import plan_forms_study
-    from cogtestbed.validation.design.plan import Pricer
+    from cogtestbed.validation.design.pricing import Pricer
 
     exp = get_experiment(experiment)
     effect_items = _items(effect)

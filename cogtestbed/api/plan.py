@@ -164,8 +164,10 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
     from cogtestbed.experiments.spec import resolve_temperature
     from cogtestbed.parameters import parse_assignments
     from cogtestbed.progress import heartbeat
-    from cogtestbed.validation.design.plan import Planner, Pricer, design_axes, n_groups
+    from cogtestbed.validation.design.plan import Planner
     from cogtestbed.validation.design.plan_report import plan_payload
+    from cogtestbed.validation.design.pricing import Pricer
+    from cogtestbed.validation.design.space import design_axes, n_groups
 
     exp = get_experiment(experiment)
     if adaptive:
@@ -315,7 +317,7 @@ def _check_fit_option(fit: str, fit_sims: int | None, spec: Any, looks: Any, pre
 def _extend_to(size_name: str, subjects: str | None, runs: str | None) -> int | None:
     """How far the size axis may grow: a default range to :data:`MAX_EXTENDED_SIZE` when needed,
     a range the user gave not at all."""
-    from cogtestbed.validation.design.plan import MAX_EXTENDED_SIZE
+    from cogtestbed.validation.design.space import MAX_EXTENDED_SIZE
 
     given = subjects if size_name == "subjects" else runs
     return MAX_EXTENDED_SIZE if given is None else None
@@ -338,7 +340,7 @@ def _with_lapse_fit(spec: Any, lapse_fit: str | None) -> Any:
 def _searched(exp: Any, design: list[str] | None, trials: str | None) -> tuple[dict[str, Any], str | None, Any]:
     """(fixed design fields, the trials searched as ``--trials`` text, the searched design field's
     axis or None) of ``--design`` and ``--trials`` (:func:`~cogtestbed.validation.studies.sizes.plan_design`)."""
-    from cogtestbed.validation.design.plan import Axis
+    from cogtestbed.validation.design.space import Axis
     from cogtestbed.validation.studies.sizes import plan_design
 
     fixed, swept, searched = plan_design(exp, design)
@@ -358,8 +360,8 @@ def _attach_looks(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, l
     picks among many rules)."""
     import dataclasses
 
-    from cogtestbed.validation.design.plan import spec_at
     from cogtestbed.validation.design.seqplan import DEFAULT_SEQ_SIMS, attach_sequential, default_sims
+    from cogtestbed.validation.design.space import spec_at
 
     result = dataclasses.replace(result, spec=spec_at(result.spec, result.chosen.point))
     if seq_sims is None:
@@ -417,7 +419,8 @@ def _check_sequential_options(looks: int | str | None, spending: str, futility: 
 def _say_look_estimate(planner: Any, say: Callable[[str], None]) -> None:
     """The plan's up-front estimate per look (:func:`cogtestbed.validation.design.estimate.plan_look_line`)."""
     from cogtestbed.validation.design.estimate import plan_look_line
-    from cogtestbed.validation.design.plan import DECIDE_MAX_SIMS, FIRST_BATCH
+    from cogtestbed.validation.design.plan import FIRST_BATCH
+    from cogtestbed.validation.design.power_sims import DECIDE_MAX_SIMS
 
     size, others = planner.size, planner.others
     smallest = planner.point(size.values[0], {a.name: a.values[0] for a in others})
@@ -532,8 +535,9 @@ def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assur
     (:mod:`cogtestbed.validation.design.precision`); saved as ``precision.json`` (``plan.json``,
     which ``run --plan`` executes, belongs to power plans)."""
     from cogtestbed.experiments.spec import resolve_temperature
-    from cogtestbed.validation.design.plan import Axis, Pricer, declared_runs, parse_range, trials_values
     from cogtestbed.validation.design.precision import PrecisionPlanner, precision_payload
+    from cogtestbed.validation.design.pricing import Pricer
+    from cogtestbed.validation.design.space import Axis, declared_runs, parse_range, trials_values
     from cogtestbed.validation.studies.study_data import design_for_trials
 
     if len(llm) > 1:

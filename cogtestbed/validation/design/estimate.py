@@ -95,7 +95,7 @@ def study_estimate(spec: Any, workers: int | None) -> StudyEstimate | None:
 def plan_look_line(spec: Any, exp: Any, smallest: Any, largest: Any, first: int, most: int) -> str | None:
     """``plan``'s per-look estimate: one simulation of the smallest design timed here, scaled to the
     smallest and the largest design (a look is ``first`` to ``most`` simulations)."""
-    from cogtestbed.validation.design.plan import study_at
+    from cogtestbed.validation.design.space import study_at
     from cogtestbed.validation.studies.study_data import design_for_trials
 
     def units(point: Any) -> float:

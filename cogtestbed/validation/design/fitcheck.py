@@ -46,8 +46,9 @@ from typing import Any
 import numpy as np
 
 from cogtestbed.errors import InputError
-from cogtestbed.validation.design.plan import MAX_EXTENDED_SIZE, PowerEvaluator
+from cogtestbed.validation.design.power_sims import PowerEvaluator
 from cogtestbed.validation.design.sizetest import SizeTest
+from cogtestbed.validation.design.space import MAX_EXTENDED_SIZE
 from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
 
 #: Fitters ``plan --fit`` knows: the per-subject MLE (the search's, default) and the hierarchical model.
@@ -200,7 +201,7 @@ def search_sizes(measure: Callable[..., Any], start: int, target: float, sims: i
     ``max_steps`` steps of :func:`step_size` (``top``: no size above it, e.g. the largest affordable).
     With ``test`` (the plan's search), ``measure(n, k)`` gives the estimate on k studies and each size is
     measured until ``test`` decides (:func:`measure_decided`; a size reaches the target only if it passes);
-    without, ``measure(n)`` (an object with ``rate``, e.g. :class:`~cogtestbed.validation.design.plan.Estimate`)
+    without, ``measure(n)`` (an object with ``rate``, e.g. :class:`~cogtestbed.validation.design.power_sims.Estimate`)
     and the point estimate decides."""
     tried: dict[int, Any] = {}
     n: int | None = min(start, top)
@@ -238,7 +239,7 @@ def search_hierarchical(spec: PowerStudy, exp: Any, point: Any, size_name: str, 
     """The size axis searched with the hierarchical test from the MLE's chosen design ``point`` (the
     module docstring): ``sims`` fresh studies fitted hierarchically per size tried, none above ``top``
     (e.g. the largest within ``--max-cost``: :func:`affordable_top`); ``price`` (a design's
-    :class:`~cogtestbed.validation.design.plan.Cost`) prices each size tried.  ``check``: ``plan.json``'s
+    :class:`~cogtestbed.validation.design.pricing.Cost`) prices each size tried.  ``check``: ``plan.json``'s
     ``fit_check``."""
     import dataclasses
 

@@ -230,7 +230,7 @@ def plan_forms_study(experiment: str, model: str, effect: tuple[str, float], for
                      design: Any = None) -> dict[str, Any]:
     """``cogtestbed plan … --forms 1,2,4,8 --form-sd P=SD``: σ and τ of ``effect`` (from ``pilot``,
     a table run across forms, else simulated), each K's cheapest design and the choice; a session
-    is priced by ``pricer`` (:class:`~cogtestbed.validation.design.plan.Pricer`, ``None``: subjects only)."""
+    is priced by ``pricer`` (:class:`~cogtestbed.validation.design.pricing.Pricer`, ``None``: subjects only)."""
     from cogtestbed.environments.forms import FormDesign, FormError
     from cogtestbed.validation.studies.form_studies import form_study_spec
 

@@ -23,7 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.trials import package_versions
-from cogtestbed.validation.design.plan import Evaluated, PlanResult, Pricer, describe_target, sessions_per_llm, study_at
+from cogtestbed.validation.design.plan import Evaluated, PlanResult, describe_target
+from cogtestbed.validation.design.pricing import Pricer
+from cogtestbed.validation.design.space import sessions_per_llm, study_at
 from cogtestbed.validation.studies.study_data import design_for_trials
 from cogtestbed.validation.studies.study_kinds import ModelStudy, PlannedStudy
 

@@ -36,8 +36,10 @@ import numpy as np
 from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.formatting import wilson
-from cogtestbed.validation.design.plan import Axis, PlanInfeasible, Point, Pricer, cost_key
+from cogtestbed.validation.design.plan import PlanInfeasible
+from cogtestbed.validation.design.pricing import Pricer, cost_key
 from cogtestbed.validation.design.sizetest import SizeTest
+from cogtestbed.validation.design.space import Axis, Point
 from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_model
 from cogtestbed.validation.studies.study_kinds import PowerStudy
 

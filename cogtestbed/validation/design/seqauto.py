@@ -606,7 +606,7 @@ def honest_figures(seq: dict[str, Any], auto: AutoResult, res: SequentialResult,
     (``null.type1_check``), the saving as an estimate with its interval against the smoothed comparator
     at the sequential design's measured level (``saving.estimate``; costs linear in units, per unit the
     fixed plan's priced design), the data-generating assumptions and the robustness check."""
-    from cogtestbed.validation.design.plan import money
+    from cogtestbed.validation.design.pricing import money
 
     if res.chosen is None:
         return

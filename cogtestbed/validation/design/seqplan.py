@@ -439,7 +439,7 @@ def _fixed_from_paths(spec: PlannedStudy, nul: Any, column: int | None) -> tuple
 def price_looks(candidate: Candidate, spec: PlannedStudy, pricer: Any, exp: Any, point: Any, size_name: str) -> None:
     """Each look's cumulative design priced with the dry run (``run --dry-run``'s code)."""
     from cogtestbed.progress import beat, tick
-    from cogtestbed.validation.design.plan import sessions_per_llm
+    from cogtestbed.validation.design.space import sessions_per_llm
     from cogtestbed.validation.studies.study_data import design_for_trials
 
     design = design_for_trials(exp, point.trials, spec.design)
@@ -457,8 +457,8 @@ def price_ahead(pricer: Any, exp: Any, spec: PlannedStudy, point: Any, size_name
                 fair: dict[str, Any] | None, workers: int) -> None:
     """Render the chosen design's looks and the fair fixed comparator's size (the prices
     :func:`price_looks` and :func:`fair_payload` then read) side by side on ``workers`` processes
-    (:meth:`~cogtestbed.validation.design.plan.Pricer.price_all`): the same dry runs, each once."""
-    from cogtestbed.validation.design.plan import sessions_per_llm
+    (:meth:`~cogtestbed.validation.design.pricing.Pricer.price_all`): the same dry runs, each once."""
+    from cogtestbed.validation.design.space import sessions_per_llm
     from cogtestbed.validation.studies.study_data import design_for_trials
 
     if res.chosen is None:
@@ -471,7 +471,7 @@ def price_ahead(pricer: Any, exp: Any, spec: PlannedStudy, point: Any, size_name
 
 def expected(costs: Sequence[Any], stop: Sequence[float], attr: str) -> float | None:
     """Σ_k P(stop at k)·(look k's cumulative ``attr``); None when a look is unpriced."""
-    from cogtestbed.validation.design.plan import money
+    from cogtestbed.validation.design.pricing import money
     values = [getattr(c, attr) if attr != "key" else money(c) for c in costs]
     if any(v is None for v in values):
         return None
@@ -483,7 +483,7 @@ def sequential_payload(res: SequentialResult, spec: PlannedStudy, fixed_cost: An
     """The ``sequential`` section of ``plan.json``: the design, its simulated operating
     characteristics under the null and the target effect, its costs beside the fixed design's.
     ``binding``: the type-I error obeys futility stops (else it ignores them: non-binding)."""
-    from cogtestbed.validation.design.plan import money
+    from cogtestbed.validation.design.pricing import money
     cand = res.chosen
     if cand is None:
         best = max(res.candidates, key=lambda c: c.effect.rate)
@@ -667,8 +667,9 @@ def fair_payload(result: Any, res: SequentialResult, fair: dict[str, Any], price
     (:func:`~cogtestbed.validation.design.seqfair.fair_fixed`; its chosen size priced here), the
     fixed plan's own design and its saving beside it (``plan_fixed``); against the fixed plan's design
     when ``fair`` has no size in range (the statement says so)."""
-    from cogtestbed.validation.design.plan import money, sessions_per_llm
+    from cogtestbed.validation.design.pricing import money
     from cogtestbed.validation.design.seqfair import fair_statement
+    from cogtestbed.validation.design.space import sessions_per_llm
     from cogtestbed.validation.studies.study_data import design_for_trials
 
     spec, point, size_name = result.spec, result.chosen.point, result.size_name
@@ -695,7 +696,7 @@ def fair_payload(result: Any, res: SequentialResult, fair: dict[str, Any], price
 def record_sequential(payload: dict[str, Any], seq: dict[str, Any], res: SequentialResult, result: Any,
                       pricer: Any) -> dict[str, Any]:
     """Put a sequential plan's section into the payload and point the run section at its design."""
-    from cogtestbed.validation.design.plan import sessions_per_llm
+    from cogtestbed.validation.design.space import sessions_per_llm
 
     spec, point, size_name = result.spec, result.chosen.point, result.size_name
     payload["sequential"] = seq
@@ -715,7 +716,7 @@ def fixed_type1(spec: PlannedStudy, point: Any, null_agent: str | None, workers:
                 sims: int = MIN_NULL_SIMS) -> tuple[int, int]:
     """(rejections, studies) of the fixed design ``point``'s own test on ``sims`` null studies (the
     fixed plan's power study of the null: every rejection counts)."""
-    from cogtestbed.validation.design.plan import PowerEvaluator
+    from cogtestbed.validation.design.power_sims import PowerEvaluator
 
     evaluator = PowerEvaluator(null_spec(spec, null_agent), workers, "sequential plan: the fixed design's test on "
                                "null studies at")

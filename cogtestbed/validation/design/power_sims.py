@@ -1,0 +1,162 @@
+"""Power by simulation at a design: a plan's :class:`PowerEvaluator` runs the generic study tasks
+(:mod:`cogtestbed.validation.studies.driver`) at each design point in growing batches, and
+:func:`decided` says when a batch may stop (the estimate clearly above or below the target).
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from cogtestbed.validation.design.space import Point, size_axis_name, study_at
+from cogtestbed.validation.studies.driver import (
+    StudyTaskError,
+    fork_pool,
+    reraise,
+    run_chunk,
+    stop_pool,
+)
+from cogtestbed.validation.studies.study_kinds import PlannedStudy
+
+#: A design is called above/below the target once its estimate is this many binomial SEs (at
+#: the target) away from it ...
+DECIDE_Z = 2.0
+
+#: ... or once it has this many simulations (then its point estimate decides).
+DECIDE_MAX_SIMS = 96
+
+
+# ----------------------------------------------------------------------------- power by simulation
+@dataclass
+class Estimate:
+    """Power at one design: rejections / simulations, with the binomial MC SE."""
+
+    hits: int
+    sims: int
+
+    @property
+    def rate(self) -> float:
+        return self.hits / self.sims if self.sims else float("nan")
+
+    @property
+    def mc_se(self) -> float:
+        p = self.rate
+        return math.sqrt(p * (1 - p) / self.sims) if self.sims else float("nan")
+
+
+def outcome_column(spec: PlannedStudy) -> str:
+    """The column of a power task's rows that says whether the simulated study detected the effect."""
+    return "rejected" if spec.kind in ("test-size", "test-power") else "detected"
+
+
+class PowerEvaluator:
+    """Simulated power of designs through the generic study tasks, extended in batches.
+
+    Design ``d``'s simulation ``k`` is task ``k`` of the study ``spec`` at ``d`` (seed stream
+    ``SeedSequence([seed, k])``), so a design's first ``n`` simulations are the same whenever they
+    are run, and designs share their random numbers (common random numbers make the power curve
+    over the size axis smoother).  Tasks run in a local fork pool of ``workers`` processes.
+    """
+
+    def __init__(self, spec: PlannedStudy, workers: int = 1, label: str | None = None) -> None:
+        self.spec, self.workers = spec, max(1, workers)
+        #: What its simulations are for, on the heartbeat (None: the fixed plan's search).
+        self.label = label
+        self.rows: dict[Point, list[pd.DataFrame]] = {}
+        self.done: dict[Point, int] = {}
+        self.pool: ProcessPoolExecutor | None = None
+        self.simulations = 0
+
+    def study_at(self, point: Point, reps: int) -> PlannedStudy:
+        return study_at(self.spec, point, reps)
+
+    def estimate(self, point: Point) -> Estimate:
+        if point not in self.rows:
+            return Estimate(0, 0)
+        hits = pd.concat(self.rows[point])[outcome_column(self.spec)].astype(bool)
+        return Estimate(int(hits.sum()), int(hits.size))
+
+    def table(self, point: Point) -> pd.DataFrame:
+        return pd.concat(self.rows[point], ignore_index=True)
+
+    def ensure(self, point: Point, sims: int) -> Estimate:
+        """At least ``sims`` simulations of ``point`` (runs only the missing ones)."""
+        from cogtestbed.progress import beat
+
+        have = self.done.get(point, 0)
+        if sims > have:
+            study = self.study_at(point, sims)
+            tasks = study.tasks()[have:sims]
+            hb = beat()
+            if hb is not None:
+                what = self.label or "fixed plan: simulating"
+                so_far = f"{len(self.done)} designs and {self.simulations:,} simulated studies so far" \
+                    if self.label is None else ""
+                hb.phase(f"{what} {point.label(size_axis_name(self.spec))}", len(tasks), so_far)
+            self.rows.setdefault(point, []).extend(self._run(study.model_dump_json(), tasks))
+            self.done[point] = sims
+            self.simulations += len(tasks)
+        return self.estimate(point)
+
+    def _run(self, payload: str, tasks: list[dict[str, Any]]) -> list[pd.DataFrame]:
+        """The tasks' rows; a failed task raises as the study driver raises it (bad input: one line)."""
+        try:
+            return self._run_tasks(payload, tasks)
+        except StudyTaskError as exc:
+            raise reraise(exc) from None
+
+    def _run_tasks(self, payload: str, tasks: list[dict[str, Any]]) -> list[pd.DataFrame]:
+        """The tasks' rows, in chunks (a local fork pool whose workers end with this process);
+        each finished task counts on the current heartbeat (:func:`cogtestbed.progress.tick`)."""
+        from cogtestbed.progress import tick
+
+        if self.workers == 1 or len(tasks) < 2 * self.workers:
+            size = max(1, math.ceil(len(tasks) / 4))
+            out = []
+            for i in range(0, len(tasks), size):
+                out.append(run_chunk(payload, tasks[i:i + size]))
+                tick(len(tasks[i:i + size]))
+            return out
+        first: list[pd.DataFrame] = []
+        if self.pool is None:  # the first task here compiles the kernels; forked workers inherit them
+            first, tasks = [run_chunk(payload, tasks[:1])], tasks[1:]
+            self.pool = fork_pool(self.workers)
+        size = math.ceil(len(tasks) / (2 * self.workers))
+        futures = {self.pool.submit(run_chunk, payload, tasks[i:i + size]): min(size, len(tasks) - i)
+                   for i in range(0, len(tasks), size)}
+        for f in as_completed(futures):
+            f.result()
+            tick(futures[f])
+        return [*first, *(f.result() for f in futures)]
+
+    def close(self, abort: bool = False) -> None:
+        """Shut the pool down: waiting for its workers, or (``abort``: an interrupt, an error)
+        cancelling what is queued and ending the workers now."""
+        if self.pool is not None:
+            if abort:
+                stop_pool(self.pool)
+            else:
+                self.pool.shutdown()
+            self.pool = None
+
+    def ensure_and_close(self, point: Point, sims: int) -> Estimate:
+        """:meth:`ensure` ``sims`` simulations at ``point``, then :meth:`close` the pool (ending its
+        workers at once if an interrupt or an error stops the simulations)."""
+        try:
+            est = self.ensure(point, sims)
+        except BaseException:
+            self.close(abort=True)
+            raise
+        self.close()
+        return est
+
+
+def decided(est: Estimate, target: float) -> bool:
+    """Whether the sequential look may stop: the estimate is :data:`DECIDE_Z` SEs from the target."""
+    if est.sims >= DECIDE_MAX_SIMS:
+        return True
+    return abs(est.rate - target) >= DECIDE_Z * math.sqrt(target * (1 - target) / est.sims)

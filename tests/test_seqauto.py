@@ -159,7 +159,7 @@ def test_plan_looks_auto_end_to_end_small_study() -> None:
 
 def test_output_names_bounds_method_and_futility_rule() -> None:
     """The text report says how the bounds were set and whether futility counts in the type-I error."""
-    from cogtestbed.validation.design.seqplan import _bounds_lines
+    from cogtestbed.validation.design.seqpayload import _bounds_lines
 
     d = {"futility": [0.1, 2.0], "futility_binding": False,
          "calibration": {"method": "analytic bounds", "null_sims": 1000, "nominal_rate": 0.024,

@@ -86,7 +86,8 @@ def test_model_target_sequential_plan_tiny():
 def test_reused_fits_give_the_run_s_refitted_statistic_and_decision():
     """The plan fits each subject once and tests prefixes of the stored estimates; the run refits
     the finished subjects at every look (``_model_statistic``): the same Z and decision."""
-    from cogtestbed.validation.design.seqplan import _model_statistic, statistic_name
+    from cogtestbed.validation.design.runlooks import _model_statistic
+    from cogtestbed.validation.design.seqpayload import statistic_name
     from cogtestbed.validation.design.seqsim import _chunk_table, prefix_z, subject_contrasts
     from cogtestbed.validation.studies.study_data import design_for_trials
 
@@ -350,7 +351,7 @@ def _pair_plan(path: Path, llms: tuple[str, str], sizes: tuple[int, ...] = (2, 4
 
 
 def test_pair_statistic_is_the_plans_difference_test():
-    from cogtestbed.validation.design.seqplan import pair_statistic
+    from cogtestbed.validation.design.runlooks import pair_statistic
     from cogtestbed.validation.studies.metric_studies import difference_test, metric_value
     from cogtestbed.validation.studies.study_data import design_for_trials, simulate_runs
 
@@ -507,7 +508,8 @@ def test_sequential_pair_run_on_valid_answers_stops_by_its_rule(tmp_path, monkey
 def test_a_subject_without_an_estimate_is_left_out_of_the_look_not_turned_into_z_0():
     """One subject with no valid trial used to make the look's mean and t-test NaN, recorded as
     Z = 0 (futility). The run leaves that subject out, as the plan's simulation does."""
-    from cogtestbed.validation.design.seqplan import _model_statistic, statistic_name
+    from cogtestbed.validation.design.runlooks import _model_statistic
+    from cogtestbed.validation.design.seqpayload import statistic_name
     from cogtestbed.validation.design.seqsim import _chunk_table, prefix_z, subject_contrasts
     from cogtestbed.validation.studies.study_data import design_for_trials
 

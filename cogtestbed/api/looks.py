@@ -2,7 +2,7 @@
 :func:`run_sequential_pair`), and :func:`looks` (``cogtestbed looks RUN_DIR``).
 
 A run of a sequential plan (``plan … --looks K``) plays the first ``n_k`` subjects, fits and tests
-them as the plan simulated (:func:`cogtestbed.validation.design.seqplan.evaluate_look`), appends the look to
+them as the plan simulated (:func:`cogtestbed.validation.design.runlooks.evaluate_look`), appends the look to
 ``looks.jsonl`` and stops (efficacy or futility) or resumes the same run directory for the next
 look (earlier subjects come from the response cache).  ``--resume`` continues at the first look not
 recorded.  A plan of a metric difference between two LLMs runs both in step, one run directory each
@@ -29,7 +29,7 @@ def recorded_looks(run_dir: Path) -> list[dict[str, Any]]:
     decision, a finite statistic or none); a line that is not one is refused naming file and line."""
     import math
 
-    from cogtestbed.validation.design.seqplan import LOOKS_FILE
+    from cogtestbed.validation.design.runlooks import LOOKS_FILE
 
     path = run_dir / LOOKS_FILE
     if not path.exists():
@@ -58,7 +58,7 @@ def run_sequential(request: Any, design: dict[str, Any], execute_run: Callable[[
     from dataclasses import replace
 
     from cogtestbed.registry import get_experiment, read_trials
-    from cogtestbed.validation.design.seqplan import SEQUENTIAL_FILE
+    from cogtestbed.validation.design.runlooks import SEQUENTIAL_FILE
 
     if design["statistic"]["kind"] == "metric-power":
         raise InputError("--plan: a sequential plan of a metric difference compares two LLMs: run it with both "
@@ -102,7 +102,7 @@ def run_sequential_pair(requests: Sequence[Any], output: Path, design: dict[str,
 
     from cogtestbed.llm_adapters.runs.rundir import CONFIG_FILE
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.seqplan import SEQUENTIAL_FILE
+    from cogtestbed.validation.design.runlooks import SEQUENTIAL_FILE
 
     if int(design.get("runs_per_subject", 1)) != 1:
         raise InputError("--plan: a sequential plan with several sessions per subject is not executed by run")
@@ -141,8 +141,8 @@ def _check_recorded_design(output: Path, design: dict[str, Any]) -> None:
     """A ``--resume`` goes on only with the design the run recorded (``sequential.json``): other
     bounds, look sizes, statistic, effect or spending are refused in one line
     (:func:`~cogtestbed.validation.design.seqpaths.check_same_design`)."""
+    from cogtestbed.validation.design.runlooks import SEQUENTIAL_FILE
     from cogtestbed.validation.design.seqpaths import check_same_design
-    from cogtestbed.validation.design.seqplan import SEQUENTIAL_FILE
 
     path = output / SEQUENTIAL_FILE
     if not path.exists():
@@ -180,7 +180,7 @@ def _stopped(done: Sequence[dict[str, Any]]) -> bool:
 def _record_look(exp: Any, design: dict[str, Any], output: Path, k: int, table: Any) -> dict[str, Any]:
     """Test look ``k`` on ``table`` (a run's, or the pair's tables), append it to ``output/looks.jsonl``
     and print it."""
-    from cogtestbed.validation.design.seqplan import LOOKS_FILE, evaluate_look
+    from cogtestbed.validation.design.runlooks import LOOKS_FILE, evaluate_look
 
     look = evaluate_look(exp, design, table, k)
     with (output / LOOKS_FILE).open("a") as fh:
@@ -230,8 +230,8 @@ def looks(run_dir: str | os.PathLike[str]) -> LookReplay:
     """Reproduce every recorded look of a sequential ``run --plan`` in ``run_dir`` from its saved
     trial table(s) (``cogtestbed looks``; the command exits 1 where one is not reproduced)."""
     from cogtestbed.registry import get_experiment, read_trials
+    from cogtestbed.validation.design.runlooks import LOOKS_FILE, SEQUENTIAL_FILE, evaluate_look
     from cogtestbed.validation.design.seqpaths import checked_sequential
-    from cogtestbed.validation.design.seqplan import LOOKS_FILE, SEQUENTIAL_FILE, evaluate_look
 
     run_dir = Path(run_dir)
     path = run_dir / SEQUENTIAL_FILE

@@ -360,7 +360,8 @@ def _attach_looks(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, l
     picks among many rules)."""
     import dataclasses
 
-    from cogtestbed.validation.design.seqplan import DEFAULT_SEQ_SIMS, attach_sequential, default_sims
+    from cogtestbed.validation.design.seqpayload import attach_sequential
+    from cogtestbed.validation.design.seqplan import DEFAULT_SEQ_SIMS, default_sims
     from cogtestbed.validation.design.space import spec_at
 
     result = dataclasses.replace(result, spec=spec_at(result.spec, result.chosen.point))

@@ -294,7 +294,7 @@ def _print_plan(payload: dict[str, Any], size_name: str) -> None:
         console.print(f"  frontier: {row['design']}: power {rate_text(row['power'], row['sims'])}, "
                       f"{int(row['calls']):,} calls, {dollars}", highlight=False, soft_wrap=True)
     if "sequential" in payload:
-        from cogtestbed.validation.design.seqplan import sequential_lines
+        from cogtestbed.validation.design.seqpayload import sequential_lines
 
         for line in sequential_lines(payload["sequential"], size_name):
             console.print(line, highlight=False)

@@ -359,7 +359,7 @@ def write_plan(payload: dict[str, Any], out: Path) -> dict[str, Path]:
                                      pd.DataFrame([{k: v for k, v in check.items() if k != "search"}]))],
                          "plots": [], "details": text[-1].strip()})
     if "sequential" in payload:  # a group-sequential plan (plan --looks)
-        from cogtestbed.validation.design.seqplan import report_section
+        from cogtestbed.validation.design.seqpayload import report_section
 
         sections.append(report_section(payload["sequential"], out))
     report = out / REPORT_FILE
@@ -392,7 +392,7 @@ def plan_markdown(payload: Mapping[str, Any]) -> str:
         lines += ["", "## Hierarchical search (--fit hierarchical)", ""]
         lines += [f"    {x.strip()}" for x in fit_check_lines(payload["fit_check"])]
     if payload.get("sequential"):
-        from cogtestbed.validation.design.seqplan import sequential_lines
+        from cogtestbed.validation.design.seqpayload import sequential_lines
 
         seq = payload["sequential"]
         lines += ["", "## Sequential plan", ""]

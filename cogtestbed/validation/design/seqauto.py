@@ -561,9 +561,9 @@ def attach_auto(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, sim
                 null_agent: str | None, say: Callable[[str], None] | None, null_sims: int | None,
                 binding: bool) -> dict[str, Any]:
     """``plan --looks auto``: the search's design recorded in the payload (its ``sequential``
-    section, and the run section pointed at it) as :func:`~cogtestbed.validation.design.seqplan.attach_sequential`
+    section, and the run section pointed at it) as :func:`~cogtestbed.validation.design.seqpayload.attach_sequential`
     records a given design."""
-    from cogtestbed.validation.design.seqplan import record_sequential
+    from cogtestbed.validation.design.seqpayload import record_sequential
 
     res, seq = auto_payload(result, pricer, exp, sims, workers, null_agent, say, null_sims, binding)
     return record_sequential(payload, seq, res, result, pricer)
@@ -575,7 +575,7 @@ def auto_payload(result: Any, pricer: Any, exp: Any, sims: int, workers: int, nu
     """``plan --looks auto`` at the fixed plan's chosen design: the search, the chosen design's every
     look priced, and the ``sequential`` section of plan.json with the saving stated against the fixed
     design at equal type-I error (and, for reference, against the fixed plan's own design)."""
-    from cogtestbed.validation.design.seqplan import fair_payload, price_ahead, price_looks
+    from cogtestbed.validation.design.seqpayload import fair_payload, price_ahead, price_looks
 
     spec, point, size_name = result.spec, result.chosen.point, result.size_name
     auto = plan_auto(spec, getattr(point, size_name), point.trials, point.runs, result.target, sims, workers,

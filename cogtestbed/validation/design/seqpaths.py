@@ -1,8 +1,9 @@
 """The pieces of a sequential plan that its simulation shares with the plan itself: the bounds
 (:class:`Boundaries`, :func:`boundaries`: Lan–DeMets spending, :mod:`cogtestbed.validation.design.sequential`),
 the Z of a p-value (:func:`z_from_p`) and whole simulated statistic paths of metric-difference and
-test targets (:func:`simulate_paths`).  :mod:`cogtestbed.validation.design.seqsim` (the simulation) and
-:mod:`cogtestbed.validation.design.seqplan` (the plan and the run's looks) both build on it.
+test targets (:func:`simulate_paths`).  :mod:`cogtestbed.validation.design.seqsim` (the simulation),
+:mod:`cogtestbed.validation.design.seqplan` (the plan) and :mod:`cogtestbed.validation.design.runlooks`
+(the run's looks) build on it.
 """
 
 from __future__ import annotations
@@ -236,7 +237,7 @@ def simulate_paths(spec_json: str, trials: int | None, runs: int, n_top: int, si
 
 # ----------------------------------------------------------------------------- the plan's sequential section
 _Finite = Annotated[float, Field(strict=False, allow_inf_nan=False)]
-#: What a run can compute at a look (:func:`cogtestbed.validation.design.seqplan.look_statistic`).
+#: What a run can compute at a look (:func:`cogtestbed.validation.design.runlooks.look_statistic`).
 STATISTIC_KINDS = ("power", "metric-power", "test-size", "test-power")
 #: The fields each statistic kind needs.
 STATISTIC_FIELDS = {"power": ("model", "effect"), "metric-power": ("metric",), "test-size": ("test",),

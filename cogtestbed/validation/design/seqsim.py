@@ -7,7 +7,7 @@ executes it (the same fitter and test at each look), but only as far as it goes:
   subjects finished by look k are the same at every later look; the look's statistic (the fixed
   plan's one-sample t-test on the per-subject contrast) is computed from the stored contrasts of
   the prefix (:func:`prefix_z`, one vectorised scipy call per look size).  ``tests/test_seqplan.py``
-  checks that this gives the run's own refitted statistic (:func:`seqplan._model_statistic`).
+  checks that this gives the run's own refitted statistic (:func:`runlooks.look_statistic`).
 * **Lazily.**  Replicates are simulated in blocks of :data:`BLOCK`, a few subjects at a time
   (one simulate and one fit call per block and step); a replicate stops being extended once every
   candidate maximum size has stopped it, so a study that stops at look 2 costs look 2's subjects
@@ -50,7 +50,7 @@ PATH_BLOCK = 10
 def prefix_z(values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(Z, estimate) per row of the fixed plan's two-sided one-sample t-test on the first ``n``
     per-subject values: ``Z = sign(mean)·Φ⁻¹(1 − p/2)`` capped at ``Z_CAP``.  A subject without an
-    estimate (NaN) is left out, as the run's look leaves it out (``seqplan._t_statistic``); Z is 0
+    estimate (NaN) is left out, as the run's look leaves it out (``runlooks.look_statistic``); Z is 0
     where no p-value exists (fewer than 2 estimates, or no spread), as the run's rule takes it."""
     v = values[:, :n]
     with warnings.catch_warnings():

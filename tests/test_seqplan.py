@@ -11,15 +11,8 @@ import numpy as np
 import pytest
 
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.design.seqplan import (
-    Boundaries,
-    boundaries,
-    check_looks,
-    look_sizes,
-    operate,
-    plan_sequential,
-    z_from_p,
-)
+from cogtestbed.validation.design.seqpaths import Boundaries, boundaries, z_from_p
+from cogtestbed.validation.design.seqplan import check_looks, look_sizes, operate, plan_sequential
 from cogtestbed.validation.studies.driver import study_spec
 
 ROOT = Path(__file__).resolve().parents[1]

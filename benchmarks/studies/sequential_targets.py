@@ -46,7 +46,8 @@ from typing import Any
 import numpy as np
 
 from cogtestbed.validation.design.seqfair import upper_bound
-from cogtestbed.validation.design.seqplan import boundaries, look_sizes, null_spec, operate, simulate_paths
+from cogtestbed.validation.design.seqpaths import boundaries, simulate_paths
+from cogtestbed.validation.design.seqplan import look_sizes, null_spec, operate
 from cogtestbed.validation.studies.driver import study_spec
 
 LEVEL, POWER, LOOKS, SPENDING = 0.05, 0.80, 5, "pocock"

@@ -457,7 +457,7 @@ def test_loss_hierarchical_converges_on_a_small_design():
 
 def test_power_cli_passes_metric_options_to_the_test():
     """``power EXPERIMENT --test KEY --option t2_bins=K``: the K of a T2 power curve from the CLI."""
-    from cogtestbed.api.specs import power_spec as _power_spec
+    from cogtestbed.validation.studies.options import power_spec as _power_spec
 
     common = {"subjects": (10,), "runs": (1,), "trials": (50, 100), "design": {"n_reps": 2}, "reps": 4, "seed": 0,
               "level": 0.05, "method": "mle", "base": {}, "sd_between": 0.5, "params": {}, "draws": 10, "tune": 10,

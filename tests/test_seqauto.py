@@ -119,14 +119,14 @@ def test_fair_fixed_calibrates_a_liberal_statistic() -> None:
 
 
 def test_looks_option_checks() -> None:
-    from cogtestbed.api.plan import _check_sequential_options, _looks_option
+    from cogtestbed.validation.design.request import check_sequential_options, looks_option
 
-    assert _looks_option("auto") == "auto" and _looks_option("5") == 5 and _looks_option(None) is None
+    assert looks_option("auto") == "auto" and looks_option("5") == 5 and looks_option(None) is None
     with pytest.raises(ValueError, match="--looks must be"):
-        _looks_option("many")
+        looks_option("many")
     with pytest.raises(ValueError, match="searches --spending"):
-        _check_sequential_options("auto", "pocock", False, None, None, None, None)
-    _check_sequential_options("auto", "obrien-fleming", False, None, None, None, None)
+        check_sequential_options("auto", "pocock", False, None, None, None, None)
+    check_sequential_options("auto", "obrien-fleming", False, None, None, None, None)
 
 
 @pytest.mark.slow

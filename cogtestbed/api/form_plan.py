@@ -14,7 +14,7 @@ from cogtestbed.errors import InputError
 
 
 def _items(value: Mapping[str, Any] | Sequence[str] | str | None) -> list[str]:
-    from cogtestbed.api.specs import assignment_items
+    from cogtestbed.validation.studies.options import assignment_items
 
     return assignment_items(value)
 
@@ -56,7 +56,7 @@ def plan_forms(experiment: str, *, forms: str | Sequence[int], model: str | None
     llms = [llm] if isinstance(llm, str) else list(llm or [])
     pricer = None
     if llms:  # a session priced by the first LLM
-        from cogtestbed.api.plan import hidden_tokens
+        from cogtestbed.validation.design.request import hidden_tokens
 
         pricer = Pricer(exp, (llms[0],), seed=seed, max_tokens=max_tokens,
                         temperature=resolve_temperature(exp.decoding, temperature)[0], reask=reask,

@@ -123,7 +123,7 @@ class Study:
 
 def _sizes(value: Sizes | str, default: tuple[Any, ...], option: str = "--subjects") -> tuple[Any, ...]:
     """A size, a list of sizes or a comma list as the command line spells it (``"10,20"``)."""
-    from cogtestbed.api.specs import ints
+    from cogtestbed.validation.studies.options import ints
 
     if value is None:
         return default
@@ -134,7 +134,7 @@ def _sizes(value: Sizes | str, default: tuple[Any, ...], option: str = "--subjec
 
 def _assignments(value: Assignments | Sequence[str], option: str) -> dict[str, Any]:
     """A mapping of names to values, or ``NAME=VALUE`` items as the command line spells them."""
-    from cogtestbed.api.specs import parse_assignments
+    from cogtestbed.validation.studies.options import parse_assignments
 
     if value is None:
         return {}
@@ -147,7 +147,7 @@ def _sized(experiment: str, design: Design, trials: Sizes | str) -> dict[str, An
     """The study's ``design`` and ``trials``: a mapping of fields, or ``--design`` items (a comma list
     on the trials field sweeps it; on another integer field it raises
     :class:`~cogtestbed.validation.studies.sizes.DesignSweep`: one study per value)."""
-    from cogtestbed.api.specs import sized
+    from cogtestbed.validation.studies.options import sized
 
     if isinstance(design, Mapping):
         return {"design": dict(design), "trials": _sizes(trials, (None,), "--trials")}
@@ -225,7 +225,7 @@ def run_spec(spec: StudySpec, *, workers: int | None = None, dask: str | None = 
 
 
 def _spec(**fields: Any) -> StudySpec:
-    from cogtestbed.api.specs import study_spec_of
+    from cogtestbed.validation.studies.options import study_spec_of
 
     return study_spec_of(**fields)
 
@@ -254,7 +254,7 @@ def recover(experiment: str | ExperimentSpec | None, model: str, *, subjects: Si
 
     ``experiment`` None: the one experiment declaring ``model``.  The earlier call form
     ``recover(MODEL, experiment=...)`` still works (:func:`~cogtestbed.api.checks.model_first`)."""
-    from cogtestbed.api.specs import lapse_fit
+    from cogtestbed.validation.studies.options import lapse_fit
 
     name = _experiment_name(experiment, model)
     if population is not None:
@@ -335,7 +335,7 @@ def power(experiment: str | ExperimentSpec | None, target: str, *, effect: Mappi
     moved by the effect, subjects scattered by that draw's SDs); with ``groups=2`` the first group
     is as many people as the population was fitted to (their number fixed), drawn afresh from it at
     their own trial count, and ``subjects`` sizes the second group."""
-    from cogtestbed.api.specs import assignment_items, one_assignment, power_spec, with_population
+    from cogtestbed.validation.studies.options import assignment_items, one_assignment, power_spec, with_population
 
     given = experiment if experiment is None or isinstance(experiment, str) else _experiment_name(experiment)
     effect_item = one_assignment(effect)
@@ -363,8 +363,8 @@ def metric_validity(experiment: str | ExperimentSpec, *, metric: str, agent: str
     """Metric validity (``cogtestbed metric-validity``): sweep the agent parameter ``parameter``
     over ``values`` from the agent's setting ``agent`` (``AGENT[:p=v,...]``); the metric's mean and
     SD per value and whether it moves in ``direction`` (increasing, decreasing or any)."""
-    from cogtestbed.api.specs import floats
     from cogtestbed.parameters import parse_agent
+    from cogtestbed.validation.studies.options import floats
 
     name = _experiment_name(experiment)
     agent_name, params = parse_agent(agent)
@@ -407,9 +407,9 @@ def form_study(experiment: str | ExperimentSpec | None, model: str, *, forms: st
     Returns the summary (experiment, model, the forms, and the study's results).  The earlier call
     form ``form_study(MODEL, forms=..., experiment=...)`` still works."""
     from cogtestbed.api.core import get_experiment
-    from cogtestbed.api.specs import one_assignment, parse_assignments
     from cogtestbed.environments.forms import FormDesign, parse_form_sd, resolve_forms
     from cogtestbed.validation.studies.form_studies import form_study_spec, run_form_study, summarise_form_study
+    from cogtestbed.validation.studies.options import one_assignment, parse_assignments
 
     name = _experiment_name(experiment, model)
     exp = get_experiment(name)

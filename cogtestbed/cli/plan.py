@@ -243,7 +243,7 @@ def _emit_precision(result: Any, output: Path | None, as_json: bool, force: bool
 
 def _emit_adaptive(result: Any, output: Path | None, as_json: bool, force: bool = False) -> None:
     """``plan --adaptive``'s output: ``adaptive.json`` under ``output``; the payload or three lines."""
-    from cogtestbed.api.plan import adaptive_line
+    from cogtestbed.validation.design.adaptive_plan import adaptive_line
 
     payload = result.payload
     if output is not None:

@@ -11,7 +11,7 @@ the same space has the same prompts' length) and writes the plan's payload.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,3 +107,19 @@ def _priced_arm(reached: dict[str, float], sessions: int, targets: Sequence[str]
     if price is not None and not math.isnan(n):
         arm["calls"], arm["cost_usd"] = price(int(n), targets)
     return arm
+
+
+def adaptive_line(payload: Mapping[str, Any]) -> str:
+    """``plan --adaptive``'s summary: each arm's trials per session and cost for the same target."""
+    def arm(name: str) -> str:
+        a = payload[name]
+        if a["calls"] is None:
+            return f"{name}: not reached within {payload['max_trials']} trials (share {a['share']:.2f})"
+        cost = "" if a["cost_usd"] is None else f", ${a['cost_usd']:.4f}"
+        return f"{name}: {a['trials']:.0f} trials per session ({a['calls']} calls{cost})"
+
+    head = (f"{payload['experiment']}: P(|posterior mean - truth| <= {payload['halfwidth']:g}) >= "
+            f"{payload['assurance']:g} on {payload['parameter']} (unconstrained scale), {payload['sessions']} "
+            f"session(s){' priced for ' + payload['llm'] if payload['llm'] else ''}")
+    ratio = "" if payload["trials_ratio"] is None else f"; adaptive/fixed trials = {payload['trials_ratio']:.2f}"
+    return f"{head}\n{arm('fixed')}\n{arm('adaptive')}{ratio}"

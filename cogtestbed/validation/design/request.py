@@ -1,0 +1,522 @@
+"""A plan asked for (``cogtestbed plan``, :func:`cogtestbed.plan`): its options checked, its study
+built and the plan run, fixed (:mod:`~cogtestbed.validation.design.plan`), group-sequential
+(:mod:`~cogtestbed.validation.design.seqpayload`, :mod:`~cogtestbed.validation.design.seqauto`), with the
+hierarchical fit (:mod:`~cogtestbed.validation.design.fitcheck`) or for precision
+(:mod:`~cogtestbed.validation.design.precision`).
+
+:class:`PlanRequest` holds the arguments as :func:`cogtestbed.plan` takes them; :func:`run_plan` checks
+them, each bad mix refused in one line naming the option, in the order the options are read, and
+returns the payload of ``plan.json`` (or ``precision.json``).  The public face
+(:mod:`cogtestbed.api.plan`) only builds the request and wraps the payload.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cogtestbed.errors import InputError
+
+#: What a plan says while it works (one line at a time), or None for silence.
+Say = Callable[[str], None] | None
+#: Reads a trial table of the experiment (a table or a path): ``(exp, table_or_path, source, sessions)`` to
+#: ``(table, source)`` (:func:`cogtestbed.api.core.read_table`).
+ReadTable = Callable[[Any, Any, str, Any], Any]
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """The arguments of a fixed, sequential or precision plan, as :func:`cogtestbed.plan` takes them
+    (see its docstring for each); read and checked by :func:`run_plan`."""
+
+    llm: str | Sequence[str] | None = None
+    model: str | None = None
+    effect: Mapping[str, float] | str | None = None
+    metric: str | None = None
+    compare: tuple[str, str] | None = None
+    test: str | None = None
+    agent: str | None = None
+    precision: Mapping[str, float] | str | None = None
+    assurance: float = 0.9
+    power: float = 0.8
+    level: float = 0.05
+    subjects: Any = None
+    runs: Any = None
+    trials: Any = None
+    design: Mapping[str, Any] | Sequence[str] | None = None
+    base: Mapping[str, float] | Sequence[str] | None = None
+    sd_between: float = 0.5
+    params: Mapping[str, float] | Sequence[str] | None = None
+    prices: str | os.PathLike[str] | None = None
+    allow_unpriced: bool = False
+    batch: bool = False
+    max_cost: float | None = None
+    invalid_rate: float | None = None
+    random_rate: float = 0.0
+    pilot: str | os.PathLike[str] | None = None
+    mc_se: float = 0.03
+    max_tokens: int | None = None
+    reask: int = 0
+    temperature: float | None = None
+    seed: int = 0
+    workers: int | None = None
+    looks: int | str | None = None
+    spending: str = "obrien-fleming"
+    futility: bool = False
+    null: str | None = None
+    seq_sims: int | None = None
+    null_sims: int | None = None
+    lapse_fit: str | None = None
+    binding_futility: bool = False
+    fit: str = "mle"
+    fit_sims: int | None = None
+    human: Any = None
+    reasoning_effort: str | None = None
+    thinking_budget: int | None = None
+    assume_reasoning_tokens: str | None = None
+    population: Any = None
+
+
+@dataclass(frozen=True)
+class _Study:
+    """A request read: the study planned and what the plan needs beside it."""
+
+    spec: Any
+    llms: list[str]
+    subjects: str | None
+    runs: str | None
+    trials: str | None
+    looks: int | str | None
+    target: tuple[str, float] | None
+    field_axis: Any
+    reasoning: dict[str, Any]
+    pilot_info: Any
+
+
+def run_plan(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say = None) -> tuple[dict[str, Any], str, str]:
+    """(payload, size axis name, kind) of the plan ``req`` asks for: ``kind`` ``power`` (``plan.json``'s
+    payload) or ``precision`` (``precision.json``'s).  ``read_table`` reads a ``human`` sample;
+    ``say`` receives progress lines."""
+    from cogtestbed.experiments.spec import resolve_temperature
+    from cogtestbed.progress import heartbeat
+    from cogtestbed.validation.design.plan import Planner
+    from cogtestbed.validation.design.plan_report import plan_payload
+    from cogtestbed.validation.design.pricing import Pricer
+    from cogtestbed.validation.design.space import design_axes, n_groups
+
+    st = _study(exp, req, read_table, say)
+    prices_path = None if req.prices is None else Path(req.prices)
+    spec, llms = st.spec, st.llms
+    if st.target is not None:
+        payload = _plan_precision(spec, exp, st.target[0], st.target[1], req.assurance, st.runs, st.trials, llms,
+                                  req.seed, req.max_tokens, req.temperature, req.reask, prices_path, st.field_axis,
+                                  req.allow_unpriced, say, req.batch, st.reasoning)
+        return payload, "subjects", "precision"
+    size, others = design_axes(spec, exp, st.subjects, st.runs, st.trials, st.field_axis)
+    pricer = Pricer(exp, _priced_llms(llms, n_groups(spec)), seed=req.seed,
+                    max_tokens=req.max_tokens, temperature=resolve_temperature(exp.decoding, req.temperature)[0],
+                    reask=req.reask, prices=prices_path, allow_unpriced=req.allow_unpriced, batch=req.batch,
+                    **st.reasoning)
+    n_workers = req.workers if req.workers is not None else (os.cpu_count() or 1)
+    planner = Planner(spec, pricer, size, others, target=req.power, max_cost=req.max_cost, mc_se=req.mc_se,
+                      workers=n_workers, extend_to=_extend_to(size.name, st.subjects, st.runs), on_progress=say)
+    if say is not None:
+        _say_look_estimate(planner, say)
+    with heartbeat(say):
+        result = planner.plan()
+        payload = plan_payload(result, pricer, exp, req.max_cost, st.pilot_info)
+        if st.looks is not None:
+            _attach_looks(payload, result, pricer, exp, st.looks, req.spending, req.futility, req.seq_sims, n_workers,
+                          req.null, None if say is None else planner.say, req.null_sims, req.binding_futility,
+                          req.mc_se)
+        if req.fit == "hierarchical":
+            payload = _hierarchical_plan(payload, result, planner, exp, req.fit_sims, n_workers, req.max_cost,
+                                         st.pilot_info)
+    return payload, result.size_name, "power"
+
+
+def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Study:
+    """The request's options read and checked, in the order the command reads them, and the study
+    built: the target, the groups, the people, the lapse fit, the pilot and the expected lapses."""
+    from cogtestbed.parameters import parse_assignments
+    from cogtestbed.validation.studies.options import assignment_items, one_assignment, size_text
+
+    subjects, runs, trials = size_text(req.subjects), size_text(req.runs), size_text(req.trials)
+    effect, precision = one_assignment(req.effect), one_assignment(req.precision)
+    looks = looks_option(req.looks)
+    check_sequential_options(looks, req.spending, req.futility, req.null, req.seq_sims, precision, req.test,
+                             req.null_sims, req.binding_futility)
+    llms = [req.llm] if isinstance(req.llm, str) else list(req.llm or [])
+    people = "--human" if req.human is not None else (
+        "--population" if req.population is not None and precision is None and len(llms) == 1 else None)
+    effect, target = _target(llms, req.model, effect, req.metric, req.test, precision, people)
+    given_base = parse_assignments(assignment_items(req.base))
+    given_params = parse_assignments(assignment_items(req.params))
+    fixed, trials, field_axis = _searched(exp, assignment_items(req.design) or None, trials)
+    common: dict[str, Any] = {"subjects": (1,), "runs": (1,), "trials": (None,), "design": fixed,
+                              "reps": 1, "seed": req.seed, "level": req.level, "method": "mle", "base": given_base,
+                              "sd_between": req.sd_between, "params": given_params, "draws": 500, "tune": 500,
+                              "chains": 2}
+    common.update(_groups(effect, target, llms, people, looks, req.fit))
+    spec = _power_study(exp, req.model, effect, req.metric, req.compare, req.test, req.agent, common)
+    if req.human is not None:
+        spec = _with_human(spec, exp, req.human, given_base, req.population is None, read_table)
+    spec = _with_population(spec, req.population, people == "--population")
+    spec = _with_lapse_fit(spec, req.lapse_fit)
+    _check_fit_option(req.fit, req.fit_sims, spec, looks, precision is not None)
+    reasoning = {"reasoning_effort": req.reasoning_effort, "thinking_budget": req.thinking_budget,
+                 "hidden": hidden_tokens(llms, req.pilot, req.assume_reasoning_tokens, req.thinking_budget, exp.name)}
+    spec, pilot_info = _pilot_and_lapses(spec, exp, None if req.pilot is None else Path(req.pilot), llms, given_base,
+                                         given_params, req.invalid_rate, req.random_rate, say)
+    return _Study(spec, llms, subjects, runs, trials, looks, target, field_axis, reasoning, pilot_info)
+
+
+def _groups(effect: str | None, target: Any, llms: list[str], people: str | None, looks: int | str | None,
+            fit: str) -> dict[str, Any]:
+    """``{"groups": 2}`` for a model parameter's difference between two groups (two LLMs, or one LLM
+    and people: the ``--human`` sample or the ``--population``'s; its options checked by
+    :func:`_check_two_groups`), else ``{}``."""
+    if effect is None or target is not None or not (len(llms) == 2 or people):
+        return {}
+    _check_two_groups(looks, fit, people)
+    return {"groups": 2}
+
+
+def _with_population(spec: Any, population: Any, first_group: bool) -> Any:
+    """The study drawn from ``population`` (:func:`~cogtestbed.validation.studies.options.with_population`; with
+    ``first_group`` its people are the first of two groups)."""
+    from cogtestbed.validation.studies.options import with_population
+
+    return with_population(spec, population, first_group)
+
+
+def _power_study(exp: Any, model: str | None, effect: str | None, metric: str | None,
+                 compare: tuple[str, str] | None, test: str | None, agent: str | None,
+                 common: dict[str, Any]) -> Any:
+    """The power study planned (:func:`~cogtestbed.validation.studies.options.power_spec`): a model target (``model``,
+    by default the experiment's own), a metric difference or a reported test."""
+    from cogtestbed.validation.studies.options import power_spec
+    from cogtestbed.validation.studies.study_kinds import PlannedStudy
+
+    spec = power_spec(model or exp.name, exp.name if effect is not None else None, effect, metric, compare,
+                      test, agent, common)
+    assert isinstance(spec, PlannedStudy)  # a power study of one of its three forms
+    return spec
+
+
+def _priced_llms(llms: list[str], groups: int) -> tuple[str, ...]:
+    """The LLM pricing each group: one LLM against the ``--human`` sample is priced twice (two
+    groups' sessions), as a two-LLM comparison prices each of its two."""
+    return tuple(llms) * (2 if groups == 2 and len(llms) == 1 else 1)
+
+
+def hidden_tokens(llms: Sequence[str], pilot: str | os.PathLike[str] | None, assumption: str | None,
+                  thinking_budget: int | None, experiment: str | None = None) -> Any:
+    """A reasoning model's completion tokens per call (:mod:`~cogtestbed.llm_adapters.runs.hidden_tokens`): the
+    assumption given, else the pilot's measurement where an LLM planned reasons, else None (a plan for a
+    reasoning model is then refused by its pricer)."""
+    from cogtestbed.llm_adapters.runs import hidden_tokens as ht
+
+    if assumption is not None:
+        return ht.from_assumption(assumption)
+    if pilot is None or not any(ht.reasons(llm, thinking_budget) for llm in llms):
+        return None
+    return ht.from_pilot(Path(pilot), llms[0] if len(set(llms)) == 1 else None, experiment)
+
+
+def _hierarchical_plan(payload: dict[str, Any], result: Any, planner: Any, exp: Any, sims: int | None, workers: int,
+                       max_cost: float | None, pilot: Any) -> dict[str, Any]:
+    """``plan --fit hierarchical``: the size searched with the hierarchical fit from the per-subject
+    MLE's choice (:func:`~cogtestbed.validation.design.fitcheck.search_hierarchical`, each size priced
+    as the fixed search prices it); the plan's design, cost and power are then the hierarchical ones
+    (``fit_check`` holds the search, ``mle_chosen`` the MLE's choice) and the recovery warnings say
+    whether that fit removes the MLE's bias."""
+    import dataclasses
+
+    from cogtestbed.validation.design.fitcheck import HIERARCHICAL_SIMS, affordable_top, search_hierarchical
+    from cogtestbed.validation.design.plan import Evaluated
+    from cogtestbed.validation.design.plan_report import plan_payload, recovery_warnings
+
+    start = result.chosen.point
+    top = affordable_top(getattr(start, result.size_name), result.chosen.cost.dollars, max_cost)
+    found = search_hierarchical(result.spec, exp, start, result.size_name, result.target, sims or HIERARCHICAL_SIMS,
+                                workers, price=planner.exact_cost, top=top)
+    chosen = Evaluated(found.point, found.estimate, planner.exact_cost(found.point))
+    out = plan_payload(dataclasses.replace(result, chosen=chosen, spec=found.spec), planner.pricer, exp, max_cost,
+                       pilot)
+    out["mle_chosen"] = {k: payload[k] for k in ("chosen", "cost", "power")}
+    out["fit_check"] = found.check
+    out["warnings"] = recovery_warnings(out["recovery"], found.check)
+    return out
+
+
+def _check_fit_option(fit: str, fit_sims: int | None, spec: Any, looks: Any, precision: bool) -> None:
+    """``--fit`` / ``--fit-sims`` checked against the plan asked for, before any simulation."""
+    if fit == "mle" and fit_sims is None:
+        return
+    from cogtestbed.validation.design.fitcheck import check_fit
+
+    check_fit(fit, spec, looks, fit_sims)
+    if precision:
+        raise InputError("--fit hierarchical plans a power plan's design; --precision plans one subject's MLE "
+                         "(drop one of them)")
+
+
+def _extend_to(size_name: str, subjects: str | None, runs: str | None) -> int | None:
+    """How far the size axis may grow: a default range to :data:`MAX_EXTENDED_SIZE` when needed,
+    a range the user gave not at all."""
+    from cogtestbed.validation.design.space import MAX_EXTENDED_SIZE
+
+    given = subjects if size_name == "subjects" else runs
+    return MAX_EXTENDED_SIZE if given is None else None
+
+
+def _with_lapse_fit(spec: Any, lapse_fit: str | None) -> Any:
+    """The study fitted with ``--lapse-fit`` (a model target's per-subject MLE with a lapse term, as
+    ``cogtestbed fit --lapse`` fits it); refused in one line for a metric or test target."""
+    if lapse_fit is None:
+        return spec
+    from cogtestbed.inference.base import lapse_option
+    from cogtestbed.validation.studies.study_kinds import PowerStudy
+
+    if not isinstance(spec, PowerStudy):
+        raise InputError("--lapse-fit sets how a model target's per-subject MLE is fitted: it goes with --model and "
+                         "--effect")
+    return spec.model_copy(update={"lapse_fit": lapse_option(lapse_fit)})
+
+
+def _searched(exp: Any, design: list[str] | None, trials: str | None) -> tuple[dict[str, Any], str | None, Any]:
+    """(fixed design fields, the trials searched as ``--trials`` text, the searched design field's
+    axis or None) of ``--design`` and ``--trials`` (:func:`~cogtestbed.validation.studies.sizes.plan_design`)."""
+    from cogtestbed.validation.design.space import Axis
+    from cogtestbed.validation.studies.sizes import plan_design
+
+    fixed, swept, searched = plan_design(exp, design)
+    if swept != (None,):  # --design TRIALS_FIELD=a,b,c: the trial counts searched
+        if trials is not None:
+            raise InputError("--trials and a --design list both size the run; give one of them")
+        trials = ",".join(str(t) for t in swept)
+    return fixed, trials, None if searched is None else Axis(*searched)
+
+
+def _attach_looks(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, looks: int | str, spending: str,
+                  futility: bool, seq_sims: int | None, workers: int, null: str | None, say: Any,
+                  null_sims: int | None = None, binding: bool = False, mc_se: float = 0.03) -> None:
+    """The sequential plan of ``plan --looks`` at the chosen design (its searched field fixed):
+    ``seq_sims`` studies under the effect (default: as many as give ``mc_se`` at the target power;
+    ``--looks auto``: :data:`~cogtestbed.validation.design.seqplan.DEFAULT_SEQ_SIMS`, as a search
+    picks among many rules)."""
+    import dataclasses
+
+    from cogtestbed.validation.design.seqpayload import attach_sequential
+    from cogtestbed.validation.design.seqplan import DEFAULT_SEQ_SIMS, default_sims
+    from cogtestbed.validation.design.space import spec_at
+
+    result = dataclasses.replace(result, spec=spec_at(result.spec, result.chosen.point))
+    if seq_sims is None:
+        seq_sims = DEFAULT_SEQ_SIMS if looks == "auto" else default_sims(result.target, mc_se)
+    if looks == "auto":
+        from cogtestbed.validation.design.seqauto import attach_auto
+
+        attach_auto(payload, result, pricer, exp, seq_sims, workers, null, say, null_sims, binding)
+        return
+    attach_sequential(payload, result, pricer, exp, int(looks), spending, futility,
+                      seq_sims, workers, null, say=say, null_sims=null_sims, binding=binding)
+
+
+def looks_option(looks: int | str | None) -> int | str | None:
+    """``looks`` as K (an integer) or ``"auto"``; anything else refused in one line."""
+    if looks is None or looks == "auto" or (isinstance(looks, int) and not isinstance(looks, bool)):
+        return looks
+    if isinstance(looks, str) and looks.strip().isdigit():
+        return int(looks)
+    raise InputError(f"--looks must be an integer from 2 (a sequential design looks at least twice) or auto, "
+                     f"got {looks!r}")
+
+
+def check_sequential_options(looks: int | str | None, spending: str, futility: bool, null: str | None,
+                              seq_sims: int | None, precision: str | None, test: str | None,
+                              null_sims: int | None = None, binding: bool = False) -> None:
+    """The options of a sequential plan go with ``--looks``, and ``--looks`` with a power target:
+    an option that would be ignored is refused in one line."""
+    if binding and not (looks == "auto" or futility):
+        raise InputError("--binding-futility makes futility stops count in the type-I error: it goes with --futility "
+                         "or --looks auto")
+    if looks is None and null_sims is not None:
+        raise InputError("--null-sims shapes a sequential plan: add --looks K (or drop it)")
+    if looks is None:
+        given = [name for name, on in (("--spending", spending != "obrien-fleming"), ("--futility", futility),
+                                       ("--null", null is not None), ("--seq-sims", seq_sims is not None)) if on]
+        if given:
+            raise InputError(f"{', '.join(given)} shape a sequential plan: add --looks K (or drop them)")
+        return
+    from cogtestbed.validation.design.seqplan import check_looks
+
+    if looks == "auto":
+        given = [name for name, on in (("--spending", spending != "obrien-fleming"), ("--futility", futility)) if on]
+        if given:
+            raise InputError(f"--looks auto searches {' and '.join(given)}: drop {'them' if len(given) > 1 else 'it'}")
+    else:
+        check_looks(int(looks), spending)
+    if precision:
+        raise InputError("--looks plans a sequential test of a target power; --precision plans a fixed design's "
+                         "estimate: use one of them")
+    if null is not None and test is None:
+        raise InputError("--null names the agent under which a test's null holds: it goes with --test")
+
+
+def _say_look_estimate(planner: Any, say: Callable[[str], None]) -> None:
+    """The plan's up-front estimate per look (:func:`cogtestbed.validation.design.estimate.plan_look_line`)."""
+    from cogtestbed.validation.design.estimate import plan_look_line
+    from cogtestbed.validation.design.plan import FIRST_BATCH
+    from cogtestbed.validation.design.power_sims import DECIDE_MAX_SIMS
+
+    size, others = planner.size, planner.others
+    smallest = planner.point(size.values[0], {a.name: a.values[0] for a in others})
+    largest = planner.point(size.values[-1], {a.name: a.values[-1] for a in others})
+    line = plan_look_line(planner.spec, planner.exp, smallest, largest, FIRST_BATCH, DECIDE_MAX_SIMS)
+    if line is not None:
+        say(line)
+
+
+def _pilot_and_lapses(spec: Any, exp: Any, pilot: Path | None, llm: list[str], given_base: dict[str, float],
+                      given_params: dict[str, float], invalid_rate: float | None,
+                      random_rate: float, say: Say = None) -> tuple[Any, Any]:
+    """The study with the pilot's fitted parameters and the expected invalid and random answers
+    (``--invalid-rate``, else the pilot's rate) simulated as lapses; and the pilot read (or None)."""
+    from cogtestbed.validation.design.plan_report import MAX_INVALID_RATE, apply_pilot, read_pilot
+
+    pilot_info = read_pilot(pilot, exp, spec) if pilot is not None else None
+    if pilot_info is not None and pilot_info.llm is not None and pilot_info.llm not in llm:
+        warning = (f"warning: the pilot in {pilot} ran {pilot_info.llm}, not {' or '.join(llm)}: its invalid "
+                   f"rate, tokens per call and fitted parameters are {pilot_info.llm}'s")
+        if say is not None:
+            say(warning)
+        else:
+            import warnings
+
+            warnings.warn(warning, stacklevel=3)
+    if pilot_info is not None:
+        spec = apply_pilot(spec, exp, pilot_info, given_base, given_params)
+    rate = invalid_rate if invalid_rate is not None else (pilot_info.invalid_rate if pilot_info else 0.0)
+    if rate > MAX_INVALID_RATE:
+        source = "--invalid-rate" if invalid_rate is not None else f"the pilot in {pilot}"
+        raise InputError(f"{source} gives {rate:.0%} invalid answers (more than {MAX_INVALID_RATE:.0%}): fix the "
+                         "prompt or the answer settings first, or plan for an expected rate with --invalid-rate")
+    if rate > 0 or random_rate > 0:
+        from cogtestbed.lapse import Lapse
+
+        spec = spec.model_copy(update={"lapse": Lapse(invalid=rate, random=random_rate)})
+    return spec, pilot_info
+
+
+def _check_two_groups(looks: int | str | None, fit: str, people: str | None) -> None:
+    """A model parameter's difference between two groups is planned as a fixed design, with the MLE
+    or (two LLMs) the hierarchical fit; anything else refused in one line."""
+    if looks is not None:
+        raise InputError("--looks plans a sequential test of one group's effect; a difference between two groups is "
+                         "planned as a fixed design (drop --looks)")
+    if people and fit != "mle":
+        raise InputError(f"{people} is planned with the per-subject MLE (the hierarchical fit of a human sample is "
+                         "not planned yet): drop --fit hierarchical")
+
+
+def _with_human(spec: Any, exp: Any, human: Any, given_base: Mapping[str, float], as_base: bool,
+                read_table: ReadTable) -> Any:
+    """The two-group study with its first group the fixed sample ``human`` (a trial table of the
+    experiment, or a path to one), fitted once; its fitted medians the simulated LLM's base
+    (``--base`` overrides them) unless ``as_base`` is false (a ``--population`` gives the base).
+    ``read_table(exp, human, source, sessions)``: :func:`cogtestbed.api.core.read_table`."""
+    from cogtestbed.validation.studies.model_studies import reference_sample
+
+    table, _ = read_table(exp, human, "auto", None)  # each subject of the sample one unit: never pooled
+    source = str(human) if isinstance(human, (str, os.PathLike)) else "the human sample"
+    ref = reference_sample(exp.model(spec.models[0]), spec.effect, table, source)
+    if not as_base:
+        return spec.model_copy(update={"reference": ref})
+    return spec.model_copy(update={"reference": ref, "base": {**ref.medians, **given_base}})
+
+
+def _target(llm: list[str], model: str | None, effect: str | None, metric: str | None, test: str | None,
+            precision: str | None, people: str | None = None) -> tuple[str | None, tuple[str, float] | None]:
+    """(the effect, the precision target (parameter, half-width) or None) of the options; one clear
+    error for any other mix.  A precision target plans a zero effect of its parameter."""
+    from cogtestbed.parameters import parse_assignments
+
+    target = None
+    if precision is not None:
+        if effect is not None or metric is not None or test is not None or model is None:
+            raise InputError("--precision PARAM=HALFWIDTH goes with --model M (and no --effect, --metric or --test)")
+        (target_param, halfwidth), = parse_assignments([precision], "--precision").items()
+        target, effect = (target_param, halfwidth), f"{target_param}=0"
+    elif not llm:
+        raise InputError("a power target is priced by an LLM: give --llm BACKEND:MODEL (or plan for --precision, "
+                         "which costs designs in trials without one)")
+    if effect is not None and model is None:
+        raise InputError("--effect needs --model (the model whose parameter carries the effect)")
+    if model is not None and effect is None:
+        raise InputError("--model goes with --effect NAME=SIZE")
+    _check_groups(llm, effect, metric, precision, people)
+    return effect, target
+
+
+def _check_groups(llm: list[str], effect: str | None, metric: str | None, precision: str | None,
+                  people: str | None) -> None:
+    """The groups a target compares checked (part of :func:`_target`): one or two ``--llm`` (two
+    compare in a metric or a model parameter), people (``--human``, or ``--population`` beside one
+    ``--llm``: the option named by ``people``) one group beside one LLM's parameter."""
+    if not 1 <= len(llm) <= 2 and precision is None:
+        raise InputError(f"--llm takes one model, or two for a difference between two LLMs; got {len(llm)}")
+    if len(llm) == 2 and metric is None and effect is None:
+        raise InputError("two --llm compare two LLMs: in a metric (--metric M --compare A B) or in a model "
+                         "parameter (--model M --effect NAME=DIFFERENCE)")
+    if people and (effect is None or precision is not None):
+        raise InputError(f"{people} compares a model parameter between an LLM and people: it goes with --model M "
+                         "--effect NAME=DIFFERENCE")
+    if people and len(llm) != 1:
+        raise InputError(f"{people} is one group; the LLM compared with it is one --llm")
+
+
+def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assurance: float, runs: str | None,
+                    trials: str | None, llm: list[str], seed: int, max_tokens: int | None, temperature: float | None,
+                    reask: int, prices: Path | None, field_axis: Any = None, allow_unpriced: bool = False,
+                    say: Say = None, batch: bool = False,
+                    reasoning: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``plan --precision``: the cheapest design meeting the precision target
+    (:mod:`cogtestbed.validation.design.precision`); saved as ``precision.json`` (``plan.json``,
+    which ``run --plan`` executes, belongs to power plans)."""
+    from cogtestbed.experiments.spec import resolve_temperature
+    from cogtestbed.validation.design.precision import PrecisionPlanner, precision_payload
+    from cogtestbed.validation.design.pricing import Pricer
+    from cogtestbed.validation.design.space import Axis, declared_runs, parse_range, trials_values
+    from cogtestbed.validation.studies.study_data import design_for_trials
+
+    if len(llm) > 1:
+        raise InputError("--precision prices one LLM: give --llm once")
+    if field_axis is not None:
+        if trials is not None:
+            raise InputError(f"--trials and --design {field_axis.name}=a,b,c: plan searches one size of the design "
+                             f"at a time; fix the trials field with --design {exp.trials_field}=N")
+        trials_axis = field_axis
+    elif exp.trials_field is None:
+        if trials is not None:
+            raise InputError(f"experiment {exp.name} has a fixed number of trials per run (no trials field)")
+        trials_axis = Axis("trials", (int(design_for_trials(exp, None, spec.design).n_trials),))
+    else:
+        trials_axis = Axis("trials", trials_values(spec, exp, trials))
+    pooled = exp.pooling_unit == "session"
+    if runs is not None and not pooled:
+        raise InputError(f"experiment {exp.name} pools subjects, not sessions: --runs needs an experiment whose "
+                         "pooling unit is the session")
+    runs_axis = Axis("runs", (parse_range(runs, None) or declared_runs(spec, exp)) if pooled else (1,))
+    pricer = Pricer(exp, (llm[0],), seed=seed, max_tokens=max_tokens,
+                    temperature=resolve_temperature(exp.decoding, temperature)[0], reask=reask,
+                    prices=prices, allow_unpriced=allow_unpriced, batch=batch, **(reasoning or {})) if llm else None
+    planner = PrecisionPlanner(spec, exp, parameter, halfwidth, assurance, trials_axis, runs_axis, pricer,
+                               on_progress=say)
+    if say is not None:
+        say(planner.estimate_line())
+    return precision_payload(planner.plan(), planner)

@@ -347,7 +347,7 @@ def test_cli_llm_run(tmp_path):
 def test_declared_power_study_sweeps_the_leak_with_the_test_alone():
     from cogtestbed.experiments.belief_coherence import SPEC
     from cogtestbed.validation.studies.driver import declared_studies, run_declared_study
-    from cogtestbed.validation.studies.report import verdict
+    from cogtestbed.validation.studies.verdict import verdict
 
     (name, decl), = [(n, d) for n, d in declared_studies(SPEC) if d.kind == "test-power" and d.test == "t1_lr"]
     result = run_declared_study(SPEC, decl, reps=3, seed=0, design={**decl.design, "n_contexts": 100})

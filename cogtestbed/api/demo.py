@@ -90,7 +90,8 @@ def _studies(output: Path, seed: int, workers: int | None) -> list[dict[str, Any
     from cogtestbed.progress import task_lines
     from cogtestbed.trials import table_to_parquet
     from cogtestbed.validation.studies.driver import run_study, study_spec
-    from cogtestbed.validation.studies.report import plots, study_section
+    from cogtestbed.validation.studies.plots import plots
+    from cogtestbed.validation.studies.report import study_section
 
     specs = [
         study_spec(kind="recovery", experiment=DEMO_EXPERIMENT, models=("rw-pm",), subjects=(50,),

@@ -104,7 +104,7 @@ class Study:
         ``directory`` (default: a temporary one)."""
         import tempfile
 
-        from cogtestbed.validation.studies.report import plots
+        from cogtestbed.validation.studies.plots import plots
 
         out = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="cogtestbed-study-"))
         out.mkdir(parents=True, exist_ok=True)
@@ -467,7 +467,7 @@ def plot_recovery(trials: pd.DataFrame, *fits: Any, labels: Sequence[str] | None
     ``recovery.png`` in ``directory`` (default: a temporary one)."""
     import tempfile
 
-    from cogtestbed.validation.studies.report import pyplot, save_figure
+    from cogtestbed.validation.studies.plots import pyplot, save_figure
 
     truth = true_parameters(trials)
     _require_subject_units(fits)

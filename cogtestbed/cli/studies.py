@@ -111,7 +111,7 @@ def readable_frame(frame: Any, spec: Any = None) -> Any:
 
     out = frame.copy()
     if spec is not None and "n_trials" in out.columns:
-        from cogtestbed.validation.studies.report import design_name
+        from cogtestbed.validation.studies.labels import design_name
 
         out.insert(0, "design", [design_name(spec, t) for t in out["n_trials"]])
         out = out.drop(columns=["n_trials"])

@@ -69,7 +69,7 @@ def study_estimate(spec: Any, workers: int | None) -> StudyEstimate | None:
     import os
 
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.report import design_name
+    from cogtestbed.validation.studies.labels import design_name
     from cogtestbed.validation.studies.study_data import design_for_trials
 
     tasks = spec.tasks()

@@ -299,7 +299,7 @@ def _hierarchical_words(payload: Mapping[str, Any]) -> str:
 # ----------------------------------------------------------------------------- report
 def plot_frontier(payload: dict[str, Any], out: Path) -> Path:
     """Power against cost of every simulated design (±1.96 MC SE), the frontier and the choice."""
-    from cogtestbed.validation.studies.report import pyplot, save_figure
+    from cogtestbed.validation.studies.plots import pyplot, save_figure
 
     plt = pyplot()
     frame = pd.DataFrame(payload["evaluated"])

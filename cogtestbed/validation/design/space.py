@@ -175,7 +175,7 @@ class Point:
         if spec is not None:
             from cogtestbed.formatting import FIELD_NOUNS, field_text
             from cogtestbed.registry import get_experiment
-            from cogtestbed.validation.studies.report import design_name
+            from cogtestbed.validation.studies.labels import design_name
 
             spec = spec_at(spec, self)
             trials = self.trials if self.trials is not None else design_for_trials(

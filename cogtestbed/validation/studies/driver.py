@@ -484,7 +484,7 @@ class StudyResult:
 
     @property
     def verdict(self) -> str:
-        from cogtestbed.validation.studies.report import verdict
+        from cogtestbed.validation.studies.verdict import verdict
 
         return verdict(self)
 

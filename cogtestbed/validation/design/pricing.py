@@ -2,7 +2,7 @@
 
 A :class:`Pricer` renders a design's prompts with the experiment's own environment and counts them
 with the model's tokenizer (or the backend's documented fallback), through the same
-:func:`~cogtestbed.llm_adapters.runner.dry_run` as ``cogtestbed run --dry-run``, so a plan's calls,
+:func:`~cogtestbed.llm_adapters.runs.pricing.dry_run` as ``cogtestbed run --dry-run``, so a plan's calls,
 tokens and dollars equal that command's by construction.  While a plan searches, combinations are
 ordered and pruned by their cost per session (the dry run of :data:`UNIT_SESSIONS` sessions).
 :func:`cost_key` is what "cheapest" minimises.

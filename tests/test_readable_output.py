@@ -19,11 +19,16 @@ COGBENCH_IL = ROOT.parent / "shared/data/cogbench/InstrumentalLearning/gpt-4.csv
 
 
 def test_a_missing_optional_dependency_is_one_line_naming_its_extra(monkeypatch, capsys, tmp_path) -> None:
+    before = {m for m in sys.modules if m.startswith("cogtestbed.llm_adapters")}
     for name in [m for m in sys.modules if m.startswith("cogtestbed.llm_adapters") or m == "tenacity"]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "tenacity", None)  # import tenacity -> ModuleNotFoundError
-    code = run_cli(["run", "instrumental-learning", "--llm", "openai:gpt-4o-mini", "--dry-run",
-                    "-o", str(tmp_path / "r")])
+    try:
+        code = run_cli(["run", "instrumental-learning", "--llm", "openai:gpt-4o-mini", "--dry-run",
+                        "-o", str(tmp_path / "r")])
+    finally:  # modules first imported here are dropped: later tests import them against the restored ones
+        for name in [m for m in sys.modules if m.startswith("cogtestbed.llm_adapters") and m not in before]:
+            del sys.modules[name]
     err = capsys.readouterr().err.splitlines()
     assert code == 2 and len(err) == 1, err
     assert "'tenacity'" in err[0] and "pip install 'cogtestbed[llm]'" in err[0]

@@ -33,15 +33,19 @@ in its spec (:class:`~cogtestbed.experiments.spec.AdaptiveDecl`); this module kn
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cogtestbed.errors import InputError
+from cogtestbed.errors import DataError, InputError
 from cogtestbed.inference.base import CognitiveModel
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Grid nodes per parameter by number of parameters: 121² nodes put 0.1 between nodes of log k
 #: (prior SD 1.5, ±4 SD); a 3-parameter grid of 31³ = 29 791 nodes keeps a trial choice under 50 ms
@@ -327,4 +331,31 @@ def replay(model: CognitiveModel, space: DesignSpace, answers: Sequence[Any], ta
     return chosen
 
 
-__all__ = ["AdaptiveDesigner", "DesignSpace", "GridTable", "likelihood_table", "node_loglik", "replay"]
+#: Column of an adaptive session's table: the design index chosen at each trial
+#: (:data:`cogtestbed.environments.adaptive.DESIGN_COLUMN`; NaN or absent in a fixed table).
+ADAPTIVE_COLUMN = "design_index"
+
+
+def is_adaptive_table(trials: pd.DataFrame) -> bool:
+    """Whether a table's trials were chosen adaptively (it carries a non-missing design column)."""
+    return ADAPTIVE_COLUMN in trials and bool(trials[ADAPTIVE_COLUMN].notna().any())
+
+
+def refusing_adaptive(refusal: str) -> Any:
+    """A decorator: the metrics (or test) function it wraps refuses an adaptive table in one line,
+    ``refusal`` (metrics that assume the instrument's fixed design, issue 53)."""
+
+    def wrap(metrics: Any) -> Any:
+        @functools.wraps(metrics)
+        def checked(trials: pd.DataFrame, *args: Any, **kwargs: Any) -> Any:
+            if is_adaptive_table(trials):
+                raise DataError(refusal)
+            return metrics(trials, *args, **kwargs)
+
+        return checked
+
+    return wrap
+
+
+__all__ = ["ADAPTIVE_COLUMN", "AdaptiveDesigner", "DesignSpace", "GridTable", "is_adaptive_table", "likelihood_table",
+           "node_loglik", "refusing_adaptive", "replay"]

@@ -17,21 +17,17 @@ strongly correlated in the posterior, |ρ| ≈ 0.8-0.9: a coarse grid cannot hol
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from cogtestbed.errors import DataError
-from cogtestbed.inference.adaptive import DesignSpace
+from cogtestbed.inference.adaptive import ADAPTIVE_COLUMN, DesignSpace, is_adaptive_table, refusing_adaptive
 from cogtestbed.inference.belief_models import DECISION_CODES
 
 #: The model whose posterior chooses the queries.
 ADAPTIVE_MODEL = "mnl"
-#: Column an adaptive table carries (:data:`cogtestbed.environments.adaptive.DESIGN_COLUMN`).
-ADAPTIVE_COLUMN = "design_index"
 
 
 def adaptive_space(design: Any) -> DesignSpace:
@@ -52,21 +48,8 @@ REFUSAL = ("belief-coherence metrics refused: the tests T1-T4 and the accuracy r
            "instead (cogtestbed fit mnl TABLE -o DIR)")
 
 
-def is_adaptive_table(trials: pd.DataFrame) -> bool:
-    """Whether a belief-coherence table's contexts were chosen adaptively (it carries the design column)."""
-    return ADAPTIVE_COLUMN in trials and bool(pd.notna(trials[ADAPTIVE_COLUMN]).any())
-
-
-def fixed_design_only(metrics: Any) -> Any:
-    """``metrics`` (or a test) refusing an adaptive table in one line (:data:`REFUSAL`)."""
-
-    @functools.wraps(metrics)
-    def checked(trials: pd.DataFrame, *args: Any, **kwargs: Any) -> Any:
-        if is_adaptive_table(trials):
-            raise DataError(REFUSAL)
-        return metrics(trials, *args, **kwargs)
-
-    return checked
+#: ``metrics`` (or a test) refusing an adaptive table in one line (:data:`REFUSAL`).
+fixed_design_only = refusing_adaptive(REFUSAL)
 
 
 def observations(table: pd.DataFrame) -> list[list[tuple[int, dict[str, np.ndarray]]]]:

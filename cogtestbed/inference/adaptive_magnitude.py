@@ -21,14 +21,12 @@ linear observer is a reparameterisation of the static-Bayes one.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from cogtestbed.errors import DataError
-from cogtestbed.inference.adaptive import DesignSpace
+from cogtestbed.inference.adaptive import ADAPTIVE_COLUMN, DesignSpace, is_adaptive_table, refusing_adaptive
 
 #: [gap] Width of the answer bins of the expected information, a fraction of the session width W
 #: (ours; the paper parses answers to the task's precision, 0.01 of the unit tasks' 0.4-wide ranges).
@@ -38,8 +36,6 @@ ANSWER_BIN = 0.04
 ANSWER_RANGE = (-0.5, 1.5)
 #: The model whose posterior chooses the stimuli.
 ADAPTIVE_MODEL = "static-bayes"
-#: Column an adaptive table carries (:data:`cogtestbed.environments.adaptive.DESIGN_COLUMN`).
-ADAPTIVE_COLUMN = "design_index"
 
 
 def answer_bins() -> tuple[float, ...]:
@@ -67,21 +63,8 @@ REFUSAL = ("magnitude metrics refused: NRMSE (against the session midpoint), w_p
            "(cogtestbed fit static-bayes TABLE -o DIR)")
 
 
-def is_adaptive_table(trials: pd.DataFrame) -> bool:
-    """Whether a magnitude table's stimuli were chosen adaptively (it carries the design column)."""
-    return ADAPTIVE_COLUMN in trials and bool(pd.notna(trials[ADAPTIVE_COLUMN]).any())
-
-
-def fixed_design_only(metrics: Any) -> Any:
-    """``metrics`` refusing an adaptive table in one line (:data:`REFUSAL`)."""
-
-    @functools.wraps(metrics)
-    def checked(trials: pd.DataFrame, *args: Any, **kwargs: Any) -> Any:
-        if is_adaptive_table(trials):
-            raise DataError(REFUSAL)
-        return metrics(trials, *args, **kwargs)
-
-    return checked
+#: ``metrics`` refusing an adaptive table in one line (:data:`REFUSAL`).
+fixed_design_only = refusing_adaptive(REFUSAL)
 
 
 def observations(table: pd.DataFrame) -> list[list[tuple[int, dict[str, np.ndarray]]]]:

@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.inference.adaptive import ADAPTIVE_COLUMN
 from cogtestbed.inference.base import CognitiveModel, subject_slices
 from cogtestbed.metrics_result import MetricsResult, metrics_result
 from cogtestbed.parameters import Parameter, ParameterSet
@@ -268,8 +269,6 @@ def adaptive_space(design: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------- metrics
-#: Column of an adaptive session's table (:data:`cogtestbed.environments.adaptive.DESIGN_COLUMN`).
-ADAPTIVE_COLUMN = "design_index"
 #: The per-subject shares that assume the fixed design.
 SHARE_KEYS = ("p_risky", "p_higher_ev", "p_risky_mixed", "p_risky_gain", "p_risky_loss")
 #: Headline keys (:func:`risky_metrics`).

@@ -165,7 +165,7 @@ def plan(
     adaptive: Annotated[str | None, typer.Option(
         help="PARAM[,PARAM] or all: with --precision PARAM=HALFWIDTH, the trials per session adaptive sessions "
         "and fixed ones of the same design space need (posterior mean within HALFWIDTH of the truth, unconstrained "
-        "scale, with probability --assurance), each priced by --llm (issue 53).")] = None,
+        "scale, with probability --assurance), each priced by --llm.")] = None,
     adaptive_sims: Annotated[int, typer.Option(
         min=2, help="Subjects drawn from the prior that plan --adaptive simulates.")] = 200,
 ) -> None:

@@ -26,7 +26,7 @@ LapseRandomOpt = Annotated[float, typer.Option(
 
 AdaptiveOpt = Annotated[str | None, typer.Option(
     "--adaptive", help="PARAM[,PARAM] or all: an adaptive session, each next trial chosen to maximise the expected "
-    "information on these parameters of the experiment's model (needs --trials; issue 53).")]
+    "information on these parameters of the experiment's model (needs --trials).")]
 TrialsOpt = Annotated[int | None, typer.Option(
     "--trials", min=1, help="Trials of an adaptive session (with --adaptive).")]
 PopulationOpt = Annotated[str | None, typer.Option(

@@ -225,14 +225,19 @@ def _say(line: str) -> None:
     console_err.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
+def _saved_payload(result: Any, output: Path | None, force: bool) -> dict[str, Any]:
+    """``result``'s payload, saved under ``output`` (when given) with the files it wrote added."""
+    if output is None:
+        return dict(result.payload)
+    files = result.save(output, force=force)
+    return {**result.payload, "files": {k: str(v) for k, v in files.items()}}
+
+
 def _emit_precision(result: Any, output: Path | None, as_json: bool, force: bool = False) -> None:
     """``plan --precision``'s output: ``precision.json`` under ``output``; the payload or two lines."""
     from cogtestbed.validation.design.precision import precision_line
 
-    payload = result.payload
-    if output is not None:
-        files = result.save(output, force=force)
-        payload = {**payload, "files": {k: str(v) for k, v in files.items()}}
+    payload = _saved_payload(result, output, force)
     if as_json:
         print_json(payload)
         return
@@ -245,10 +250,7 @@ def _emit_adaptive(result: Any, output: Path | None, as_json: bool, force: bool 
     """``plan --adaptive``'s output: ``adaptive.json`` under ``output``; the payload or three lines."""
     from cogtestbed.validation.design.adaptive_plan import adaptive_line
 
-    payload = result.payload
-    if output is not None:
-        files = result.save(output, force=force)
-        payload = {**payload, "files": {k: str(v) for k, v in files.items()}}
+    payload = _saved_payload(result, output, force)
     if as_json:
         print_json(payload)
         return

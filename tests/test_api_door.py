@@ -171,3 +171,15 @@ def test_valid_calls_pass_the_door_unchanged(tmp_path: Path) -> None:
                                                          design={"visits_per_casino": 2}))
     assert "instrumental-learning" in ct.experiments()
     assert os.fspath(tmp_path)  # the door leaves paths as given
+
+
+@pytest.mark.parametrize("experiment", ct.experiments())
+def test_a_bad_design_field_is_an_input_error_in_one_line_on_every_experiment(experiment: str) -> None:
+    """``design=`` is validated by the experiment's pydantic design class; what reaches the caller
+    is the library's InputError naming the field in one line, never pydantic's own error."""
+    agent = sorted(ct.get_experiment(experiment).agents)[0]
+    with pytest.raises(ct.InputError) as caught:
+        ct.simulate(experiment, agent, design={"no_such_field": 3}, subjects=1)
+    message = str(caught.value)
+    assert "\n" not in message and "no_such_field" in message and message.startswith("simulate(): ")
+    assert type(caught.value).__module__.startswith("cogtestbed")

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from cogtestbed.errors import DataError, InputError
+from cogtestbed.errors import DataError, InputError, one_line
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -325,7 +325,13 @@ def public(paths: tuple[str, ...] = (), legacy: Legacy | None = None) -> Callabl
                     check_argument(func.__name__, name, value, resolved.get(name, Any))
                 if name in paths:
                     check_path(func.__name__, name, value)
-            return func(*args, **kwargs)
+            try:
+                return func(*args, **kwargs)
+            except ValueError as exc:  # pydantic's ValidationError (a design or option field): an InputError
+                pydantic = sys.modules.get("pydantic")
+                if pydantic is None or not isinstance(exc, pydantic.ValidationError):
+                    raise
+                raise InputError(f"{func.__name__}(): {one_line(exc)}") from None
 
         return typing.cast(F, checked)
 

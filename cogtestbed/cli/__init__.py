@@ -36,7 +36,8 @@ from cogtestbed.cli import run as _run  # noqa: F401,E402
 from cogtestbed.cli import simulate as _simulate  # noqa: F401,E402
 from cogtestbed.cli import studies as _studies  # noqa: F401,E402
 from cogtestbed.cli import transcripts as _transcripts  # noqa: F401,E402
-from cogtestbed.cli.app import app, console_err, is_user_error, one_line
+from cogtestbed.cli.app import app, console_err, is_user_error
+from cogtestbed.errors import one_line
 from cogtestbed.redact import redact
 
 #: Exit status of a command ended by SIGTERM (128 + signal number, the shell convention).

@@ -217,27 +217,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def one_line(exc: BaseException) -> str:
-    """The message of a user error on one line.
-
-    A pydantic :class:`ValidationError` becomes ``NAME: reason (got VALUE)`` for its first error
-    (``NAME`` is the field, i.e. the option of the same name); pydantic's ``Value error,`` prefix
-    and documentation URL are dropped; any other message has its line breaks folded.
-    """
-    pydantic = sys.modules.get("pydantic")
-    if pydantic is not None and isinstance(exc, pydantic.ValidationError):
-        errors = exc.errors(include_url=False)
-        if errors:
-            first = errors[0]
-            where = ".".join(str(x) for x in first["loc"])
-            msg = str(first["msg"]).removeprefix("Value error, ")
-            got = f" (got {first['input']!r})" if where and not isinstance(first.get("input"), dict) else ""
-            more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-            text = f"{exc.title}: {where + ': ' if where else ''}{msg}{got}{more}"
-            return " ".join(text.split())
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
 T = TypeVar("T")
 
 

@@ -6,7 +6,8 @@ The per-subject MLE is what an LLM-against-people plan spends its time on (every
 fits every person and every LLM subject, issue 52); the 9 x 9 x 9 start grid was three quarters of
 each fit before the row kernel.  Also the CPU time of one log-likelihood-and-gradient evaluation
 over all 282 Psych-201 Spektor et al. participants' 73,250 choices (what each leapfrog step of their
-hierarchical fit costs; skipped when the file is not in ../shared/data).
+hierarchical fit costs: the kernel alone and the compiled model's whole gradient; skipped when the
+file is not in ../shared/data).
 
     python benchmarks/bench_risky_mle.py
 """
@@ -33,20 +34,27 @@ SPEKTOR = Path(__file__).resolve().parents[2] / "shared/data/psych201/spektor202
 
 
 def spektor_gradient_cpu() -> dict[str, float] | None:
-    """CPU ms of :func:`pt_pointwise_kernel` over every valid Spektor choice, subjects at one value each."""
+    """CPU ms over every valid Spektor choice, subjects at one value each: of
+    :func:`pt_pointwise_kernel` (the model's own data packing, each subject's magnitude table) and of
+    the hierarchical PyMC model's whole gradient compiled to numba, as nutpie runs it (the kernel and
+    the per-subject sum of its rows, :func:`~cogtestbed.inference.hierarchical_op.segment_sum`)."""
+    from cogtestbed.inference.hierarchical import pool_model_arrays
     from cogtestbed.inference.risky import pt_pointwise_kernel
-    from cogtestbed.tables.risky import OUTCOME_COLUMNS
 
     if not SPEKTOR.exists():
         return None
+    model = MODELS["prospect-theory"]
     table = get_experiment("risky-choice").importer("psych201").load(SPEKTOR)
-    table = table[table["valid"]]
-    subject = table["subject"].astype("category").cat.codes.to_numpy().astype(np.int64)
-    outcomes = np.ascontiguousarray(table[list(OUTCOME_COLUMNS)].to_numpy(np.float64))
-    choice = table["action"].to_numpy().astype(np.int64)
-    theta = np.tile([1.0, 0.8, 1.3], (int(subject.max()) + 1, 1))
-    cpu = best_cpu_of(lambda: pt_pointwise_kernel(theta, subject, choice, outcomes))
-    return {"choices": len(choice), "subjects": int(subject.max()) + 1, "cpu_ms": round(1e3 * cpu, 1)}
+    subjects, subject, arrays = pool_model_arrays(model, table)
+    theta = np.tile([1.0, 0.8, 1.3], (len(subjects), 1))
+    cpu = best_cpu_of(lambda: pt_pointwise_kernel(theta, subject, *arrays.values()))
+    pm_model = model.pymc_model(table, True)
+    grad = pm_model.compile_fn(pm_model.dlogp(), inputs=pm_model.value_vars, mode="NUMBA", point_fn=False)
+    point = pm_model.initial_point()
+    values = [point[v.name] for v in pm_model.value_vars]
+    grad_cpu = best_cpu_of(lambda: grad(*values))
+    return {"choices": len(subject), "subjects": len(subjects), "kernel_cpu_ms": round(1e3 * cpu, 1),
+            "gradient_cpu_ms": round(1e3 * grad_cpu, 1)}
 
 
 def main() -> None:

@@ -141,28 +141,69 @@ def simulate_choices_kernel(outcomes: np.ndarray, lam: np.ndarray, alpha: np.nda
 
 # ----------------------------------------------------------------------------- likelihood kernel
 @njit(cache=True)
-def pt_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, choice: np.ndarray,
-                        outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def pt_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, choice: np.ndarray, outcomes: np.ndarray,
+                        log_ratio: np.ndarray, magnitude_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-choice log P(choice) and its gradient in the columns (λ, α, θ) (module docstring).
 
-    ``choice`` (n,) 0 = first-named lottery, 1 = second; ``outcomes`` (n, 4).  Only valid answers
-    are passed in."""
+    ``choice`` (n,) 0 = first-named lottery, 1 = second; ``outcomes`` (n, 4); ``log_ratio`` (n, 4)
+    ln(|o|/A) and ``magnitude_id`` (n, 4) the index of |o| among its subject's distinct magnitudes
+    (−1 for o = 0; :func:`magnitude_ids`).  A subject's value A·(|o|/A)^α of each distinct magnitude
+    is computed once and reused by every trial showing it (Spektor et al.'s 73,250 choices have 36
+    magnitudes), so a choice costs one exponential and one log1p: the hierarchical fit's gradient
+    is this kernel over every choice at every leapfrog step.  Only valid answers are passed in."""
     n = choice.shape[0]
     ll = np.empty(n)
     grad = np.zeros((n, 3))
+    size = 1
+    for t in range(n):
+        for j in range(4):
+            size = max(size, magnitude_id[t, j] + 1)
+    value = np.empty(size)  # A·(|o|/A)^α of the subject stamped in owner
+    slope_a = np.empty(size)  # its ∂/∂α
+    owner = np.full(size, -1)
     for t in range(n):
         s_ = obs_subject[t]
         lam, alpha, th = theta[s_, 0], theta[s_, 1], theta[s_, 2]
-        d, dl, da = value_difference(lam, alpha, outcomes[t])
+        d, dl, da = 0.0, 0.0, 0.0
+        for j in range(4):
+            k = magnitude_id[t, j]
+            if k < 0:
+                continue
+            if owner[k] != s_:
+                value[k] = VALUE_ANCHOR * np.exp(alpha * log_ratio[t, j])
+                slope_a[k] = value[k] * log_ratio[t, j]
+                owner[k] = s_
+            half = 0.5 if j < 2 else -0.5
+            if outcomes[t, j] > 0.0:
+                d += half * value[k]
+                da += half * slope_a[k]
+            else:
+                d -= half * lam * value[k]
+                dl -= half * value[k]
+                da -= half * lam * slope_a[k]
         sign = 1.0 if choice[t] == 0 else -1.0
         s = sign * th * d
-        ll[t] = log_sigmoid(s)
         e = np.exp(-abs(s))
+        ll[t] = -np.log1p(e) if s >= 0.0 else s - np.log1p(e)  # log σ(s), log-sum-exp form
         slope = sign * ((e / (1.0 + e)) if s >= 0.0 else (1.0 / (1.0 + e)))  # σ(−s)·ds/dz
         grad[t, 0] = slope * th * dl
         grad[t, 1] = slope * th * da
         grad[t, 2] = slope * d
     return ll, grad
+
+
+def magnitude_ids(outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ln(|o|/A), the index of |o| among the distinct magnitudes of ``outcomes``) for every outcome
+    of ``outcomes`` (n, 4), 0 and −1 for o = 0: the per-subject magnitude table of
+    :func:`pt_pointwise_kernel`."""
+    mag = np.abs(np.asarray(outcomes, dtype=np.float64))
+    distinct, inverse = np.unique(mag, return_inverse=True)
+    ids = inverse.reshape(mag.shape).astype(np.int64)
+    if distinct.size and distinct[0] == 0.0:  # 0 has no value to look up; the others shift down
+        ids -= 1
+    with np.errstate(divide="ignore"):
+        log_ratio = np.where(mag > 0.0, np.log(np.where(mag > 0.0, mag, 1.0) / VALUE_ANCHOR), 0.0)
+    return np.ascontiguousarray(log_ratio), np.ascontiguousarray(ids)
 
 
 @njit(cache=True)
@@ -194,6 +235,8 @@ def pt_nll_rows_kernel(theta: np.ndarray, choice: np.ndarray, outcomes: np.ndarr
 class RiskyData:
     outcomes: np.ndarray  # (n, 4) x1, x2, y1, y2
     choice: np.ndarray  # (n,) 0/1, −1 invalid
+    log_ratio: np.ndarray  # (n, 4) ln(|o|/A) (:func:`magnitude_ids`)
+    magnitude_id: np.ndarray  # (n, 4) index among the subject's distinct |o|, −1 for 0
 
 
 def risky_data(trials: pd.DataFrame) -> dict[Hashable, RiskyData]:
@@ -203,14 +246,14 @@ def risky_data(trials: pd.DataFrame) -> dict[Hashable, RiskyData]:
     valid = ordered["valid"].to_numpy(dtype=bool)
     action = pd.to_numeric(ordered["action"], errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
     choice = np.where(valid, action, -1)
-    return {key: RiskyData(np.ascontiguousarray(outcomes[sl]), np.ascontiguousarray(choice[sl]))
-            for key, sl in slices}
+    return {key: RiskyData(np.ascontiguousarray(outcomes[sl]), np.ascontiguousarray(choice[sl]),
+                           *magnitude_ids(outcomes[sl])) for key, sl in slices}
 
 
 class _RiskyModel(CognitiveModel):
     experiment: ClassVar[str] = EXPERIMENT
     pointwise_kernel: ClassVar[Any] = pt_pointwise_kernel
-    observation_fields: ClassVar[tuple[str, ...]] = ("choice", "outcomes")
+    observation_fields: ClassVar[tuple[str, ...]] = ("choice", "outcomes", "log_ratio", "magnitude_id")
     lapse_options: ClassVar[int | None] = 2  # a lapse picks either lottery
     observed_name: ClassVar[str] = "answer"
 
@@ -226,7 +269,7 @@ class _RiskyModel(CognitiveModel):
     def nll_many(self, thetas: np.ndarray, data: RiskyData) -> np.ndarray:
         """NLL at each row of ``thetas`` (:func:`pt_nll_rows_kernel`: the start grid of every MLE,
         the fit's main cost, without the generic path's tiled copies and unused gradients)."""
-        choice, outcomes = self.kernel_arrays(data)
+        choice, outcomes = self.kernel_arrays(data)[:2]
         full = np.ascontiguousarray(self.kernel_theta(np.atleast_2d(thetas)))
         if choice.shape[0] == 0:
             return np.zeros(full.shape[0])
@@ -265,7 +308,8 @@ def adaptive_space(design: Any) -> Any:
     pairs, _ = adaptive_pairs(design)
     rows = np.asarray(pairs, dtype=np.float64)
     key = f"{EXPERIMENT}/{hashlib.sha1(rows.tobytes()).hexdigest()[:16]}"
-    return DesignSpace(key, {"outcomes": rows}, (0, 1))
+    log_ratio, ids = magnitude_ids(rows)
+    return DesignSpace(key, {"outcomes": rows, "log_ratio": log_ratio, "magnitude_id": ids}, (0, 1))
 
 
 # ----------------------------------------------------------------------------- metrics

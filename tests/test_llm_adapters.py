@@ -402,6 +402,17 @@ def test_dry_run_counts_calls_tokens_and_cost(tmp_path, tiny):
     assert PriceTable().lookup("openai:some-local-model") is None
 
 
+@pytest.mark.parametrize(("model", "price"), [
+    ("openai:gpt-5", (1.25, 10.0)), ("openai:gpt-5-2025-08-07", (1.25, 10.0)), ("openai:gpt-5.1", (1.25, 10.0)),
+    ("openai:gpt-5-mini", (0.25, 2.0)), ("openai:gpt-5-nano", (0.05, 0.40)),
+    ("openai:gpt-5-pro", None), ("openai:gpt-5-codex", None), ("openai:gpt-5.2", None)])
+def test_gpt5_variants_without_a_read_price_are_unpriced_not_priced_as_gpt5(model: str, price: object) -> None:
+    """A price is a source's, never a neighbour's: gpt-5-pro (far dearer than gpt-5), -codex and 5.2
+    have no row, so plan and dry runs refuse them naming --prices instead of pricing them as gpt-5."""
+    found = PriceTable().lookup(model)
+    assert (None if found is None else (found.input, found.output)) == price
+
+
 #: One experiment per kind of prompt: completion text (a tiny base model), chat with pictures (a tiny
 #: vision-language model).  That every experiment's run keeps to its budget is the conformance check
 #: ``llm_budget``.

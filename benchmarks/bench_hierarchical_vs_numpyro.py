@@ -33,6 +33,7 @@ missing.  CPU time, not wall: the machine is shared.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -69,11 +70,21 @@ class Case:
     #: Sessions a subject plays, pooled (``simulate_from_model(runs=...)``): a horizon session is one
     #: game, a probabilistic-reasoning session two judgements.
     runs: int = 1
+    #: How the PyMC model pools the table: ``kernel`` (``pool_model_arrays``, the generic builder),
+    #: ``cells`` (belief coherence's (belief, decision) cells), ``zoib`` (the collider's own
+    #: zero-one-inflated Beta model), ``scenarios`` (revealed belief's (subject, scenario) cells).
+    pooling: str = "kernel"
 
 
 #: One magnitude task, base condition, text, three ranges of 50 trials: 150 answers a subject (the default
 #: design's 9,000 a subject would make one fit of 50 subjects minutes long on both sides).
 MAGNITUDE_DESIGN = (("task", "marker-location"), ("conditions", ("base",)), ("modalities", ("text",)))
+
+#: A revealed-belief grid of ≈ 130 items a subject (both channels) instead of the paper's ≈ 500: every
+#: scenario and variant, fewer dice, observations and options (a 50-subject fit of the full grid is
+#: 48,000 rows of 36 outcomes, far beyond a few CPU-minutes on both sides).
+REVEALED_DESIGN = (("dice_faces", (4, 6)), ("n_dice", (1, 2)), ("observations", ("smaller", "even", "not_first")),
+                   ("coin_biases", (1, 3)), ("choice_options", (2, 4)), ("preference_biases", (1, 2)))
 
 CASES: dict[str, Case] = {
     "rw-pm": Case("instrumental-learning", "rw-pm", "rw-pm", direct=True),
@@ -87,6 +98,16 @@ CASES: dict[str, Case] = {
     "magnitude-kalman": Case("magnitude", "kalman", "kalman-magnitude", design=MAGNITUDE_DESIGN),
     "bart": Case("bart", "target", "bart-target"),
     "horizon": Case("horizon", "info-bonus", "info-bonus", runs=40),
+    "two-step-hybrid": Case("two-step", "hybrid", "twostep"),
+    "two-step-model-based": Case("two-step", "model-based", "twostep"),
+    "two-step-model-free": Case("two-step", "model-free", "twostep"),
+    "restless-kalman": Case("restless-bandit", "kalman", "kalman-chooser"),
+    "belief-mnl": Case("belief-coherence", "mnl", "mnl", pooling="cells"),
+    "belief-loss": Case("belief-coherence", "loss", "loss", pooling="cells"),
+    "collider-3p": Case("collider", "cbn-3p", "zoib", pooling="zoib"),
+    "collider-4p": Case("collider", "cbn-4p", "zoib", pooling="zoib"),
+    "revealed-dissonant": Case("revealed-belief", "dissonant", "dissonant", subjects=10, pooling="scenarios",
+                               design=REVEALED_DESIGN),
 }
 
 
@@ -103,7 +124,14 @@ def tables(case: Case, reps: int) -> list[Any]:
     out = []
     for rep in range(reps):
         _, true = sample_hierarchical_prior(model.parameters, case.subjects, rng)
-        if case.direct:
+        if case.pooling == "zoib":  # the response model's κ and π drawn from their priors, given to the agent
+            agent = model.sample_nuisance(rng)[1]
+            gen = exp.generator(case.model)
+            params = {**{k: np.asarray(v, dtype=np.float64) for k, v in gen.agent_params(true).items()},
+                      **{k: np.full(case.subjects, v) for k, v in agent.items()}}
+            out.append(simulate(exp, gen.agent, case.subjects, 100 + rep, params=params,
+                                design=exp.design_cls(**dict(case.design))))
+        elif case.direct:
             out.append(simulate(exp, case.model, case.subjects, 100 + rep, true))
         else:
             out.append(simulate_from_model(exp, case.model, true, 100 + rep, exp.design_cls(**dict(case.design)),
@@ -119,6 +147,83 @@ def column_matrix(model: Any, natural: dict[str, np.ndarray]) -> np.ndarray:
         [natural[c] if isinstance(c, str) else np.full(n, float(c)) for c in columns], axis=1))
 
 
+def pooled_arrays(case: Case, model: Any, table: Any) -> tuple[list[Any], np.ndarray, dict[str, np.ndarray]]:
+    """(subjects, kernel row of every observation, the kernel's arrays) as the case's PyMC model pools them."""
+    from cogtestbed.inference.hierarchical import pool_model_arrays
+
+    if case.pooling == "cells":
+        from cogtestbed.inference.belief_models import _Cells
+
+        return pool_model_arrays(_Cells(model), table)
+    if case.pooling == "zoib":
+        from cogtestbed.inference.causal_hierarchical import model_data
+
+        d = model_data(table)
+        return d["subjects"], d["obs_subject"], {"y": d["y"], "task": d["task"]}
+    if case.pooling == "scenarios":
+        from cogtestbed.inference.revealed_hierarchical import cell_arrays
+
+        subjects, _, cell, arrays = cell_arrays(model, table)
+        return subjects, cell, arrays
+    return pool_model_arrays(model, table)
+
+
+def case_kernel(case: Case, model: Any) -> Any:
+    """The numba kernel behind the case's PyMC likelihood."""
+    if case.pooling == "zoib":
+        from cogtestbed.inference.causal_hierarchical import zoib_pointwise_kernel
+
+        return zoib_pointwise_kernel
+    return model.kernel()
+
+
+def case_columns(case: Case, model: Any) -> list[Any]:
+    """The kernel's columns filled from the subject parameters (the zero-one-inflated Beta's κ, π0,
+    π1 follow, from the NumPyro model's population sites)."""
+    columns = list(model.kernel_columns or model.parameters.names)
+    return columns[:4] if case.pooling == "zoib" else columns
+
+
+def scenario_meta(case: Case, model: Any, data: list[Any]) -> dict[str, Any]:
+    """Revealed belief: the scenarios and the biases pooled across them (the same for every data set)."""
+    if case.pooling != "scenarios":
+        return {}
+    from cogtestbed.environments.revealed_items import SCENARIOS
+    from cogtestbed.inference.revealed_hierarchical import SCENARIO_SD_SCALE, cell_arrays, pooled_scenarios
+
+    pooled = []
+    for table in data:
+        _, scenario, _, arrays = cell_arrays(model, table)
+        pooled.append(pooled_scenarios(arrays, scenario))
+    if any(p != pooled[0] for p in pooled):
+        raise RuntimeError("the data sets pool different scenarios: one NumPyro model cannot serve them all")
+    return {"n_scenarios": len(SCENARIOS), "scenario_sd_scale": SCENARIO_SD_SCALE,
+            "scenario_pooling": {k: list(v) for k, v in pooled[0].items()}}
+
+
+def check_matrix(case: Case, model: Any, n_rows: int, rng: np.random.Generator) -> np.ndarray:
+    """One kernel parameter matrix drawn from the prior (rows: the kernel's subjects)."""
+    from cogtestbed.inference.hierarchical import sample_hierarchical_prior
+
+    if case.pooling == "scenarios":
+        from cogtestbed.environments.revealed_items import SCENARIOS
+
+        n_scen = len(SCENARIOS)
+        subject = column_matrix(model, sample_hierarchical_prior(model.parameters, n_rows // n_scen, rng)[1])
+        cells = np.repeat(subject, n_scen, axis=0)
+        cells[:, 1:6] += rng.normal(0.0, 0.3, size=(len(cells), 5))  # scenario deviations of the biases
+        return np.ascontiguousarray(cells)
+    natural = sample_hierarchical_prior(model.parameters, n_rows, rng)[1]
+    n = len(next(iter(natural.values())))
+    matrix = np.stack([natural[c] if isinstance(c, str) else np.full(n, float(c))
+                       for c in case_columns(case, model)], axis=1)
+    if case.pooling == "zoib":
+        truth = model.sample_nuisance(rng)[0]
+        extra = [truth["kappa"], truth["pi[0]"], truth["pi[1]"]]
+        matrix = np.concatenate([matrix, np.tile(extra, (n, 1))], axis=1)
+    return np.ascontiguousarray(matrix)
+
+
 def static_of(case: Case, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
     """Constants the NumPyro likelihood needs as Python values (shapes)."""
     if case.likelihood == "rw-pm":
@@ -129,16 +234,15 @@ def static_of(case: Case, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
 def write_spec(case: Case, data: list[Any], path: Path, sampler: dict[str, Any]) -> dict[str, Any]:
     """Write the NumPyro spec of ``case`` and return the package's check values (log-likelihood at the
     check matrices, joint log density at the check points)."""
-    from cogtestbed.inference.hierarchical import SD_SCALE, pool_model_arrays, sample_hierarchical_prior
+    from cogtestbed.inference.hierarchical import SD_SCALE
     from cogtestbed.registry import get_experiment
 
     model = get_experiment(case.experiment).model(case.model)
-    pooled = [pool_model_arrays(model, t) for t in data]
+    pooled = [pooled_arrays(case, model, t) for t in data]
     subjects, idx0, arrays0 = pooled[0]
     rng = np.random.default_rng(7)
-    thetas = [column_matrix(model, sample_hierarchical_prior(model.parameters, len(subjects), rng)[1])
-              for _ in range(3)]
-    kernel = model.kernel()
+    thetas = [check_matrix(case, model, int(idx0.max()) + 1, rng) for _ in range(3)]
+    kernel = case_kernel(case, model)
     check_ll = [float(kernel(th, idx0, *arrays0.values())[0].sum()) for th in thetas]
     pm_model = model.pymc_model(data[0])
     logp = pm_model.compile_logp()
@@ -151,8 +255,9 @@ def write_spec(case: Case, data: list[Any], path: Path, sampler: dict[str, Any])
         "likelihood": case.likelihood, "n_subjects": len(subjects), "fields": list(arrays0),
         "parameters": [{"name": p.name, "transform": p.transform, "lower": float(p.lower), "upper": float(p.upper),
                         "prior_mean": float(p.prior_mean), "prior_sd": float(p.prior_sd)} for p in model.parameters],
-        "centred": list(getattr(model, "centred_parameters", ())), "sd_scale": SD_SCALE,
-        "columns": list(model.kernel_columns or model.parameters.names), "static": static_of(case, arrays0),
+        "centred": list(model.parameters.names if case.pooling == "scenarios"
+                        else getattr(model, "centred_parameters", ())), "sd_scale": SD_SCALE,
+        "columns": case_columns(case, model), "static": static_of(case, arrays0), **scenario_meta(case, model, data),
         "check_points": [{k: np.asarray(v).tolist() for k, v in p.items()} for p in points], **sampler,
     }
     arrays = {"meta": np.array(json.dumps(meta)), "check_theta": np.stack(thetas)}
@@ -189,7 +294,7 @@ def fit_package(case: Case, data: list[Any], sampler: dict[str, Any]) -> list[di
     for rep, table in enumerate(data):
         cpu, wall = time.process_time(), time.perf_counter()
         fit = fit_hierarchical(model, table, draws=sampler["draws"], tune=sampler["tune"], chains=sampler["chains"],
-                               seed=sampler["seeds"][rep], cores=2, warn=False, log_likelihood=False)
+                               seed=sampler["seeds"][rep], cores=sampler["cores"], warn=False, log_likelihood=False)
         steps = fit.idata.sample_stats["n_steps"].values if "n_steps" in fit.idata.sample_stats else np.nan
         rows.append({"cpu_s": time.process_time() - cpu, "wall_s": time.perf_counter() - wall,
                      **fit.diagnostics.columns(), "sampler": fit.diagnostics.sampler,
@@ -230,8 +335,12 @@ def agree(ours: Sequence[float], theirs: Sequence[float]) -> float:
 
 def run_case(name: str, case: Case, args: argparse.Namespace, python: Path) -> list[dict[str, Any]]:
     """Check, fit and compare one case; one row per data set."""
-    sampler = {"chains": args.chains, "draws": args.draws, "tune": args.draws, "seeds": list(range(args.reps))}
+    sampler = {"chains": args.chains, "draws": args.draws, "tune": args.draws if args.tune is None else args.tune,
+               "seeds": list(range(args.reps)), "cores": args.cores}
     from cogtestbed.registry import get_experiment
+
+    if args.subjects is not None and args.subjects < case.subjects:
+        case = dataclasses.replace(case, subjects=args.subjects)
 
     model = get_experiment(case.experiment).model(case.model)
     sampler["target_accept"] = float(getattr(model, "target_accept", None) or 0.9)
@@ -252,22 +361,52 @@ def run_case(name: str, case: Case, args: argparse.Namespace, python: Path) -> l
         if same:
             theirs = fit_numpyro(python, spec, out)
             draws = np.load(out)
-            np_rows = [{**f, **numpyro_diagnostics(draws, f["rep"])} for f in theirs["fits"]]
+            np_rows = [{**f, **numpyro_diagnostics(draws, f["rep"]), "grad_us": checked["grad_us"]}
+                       for f in theirs["fits"]]
     pkg_rows = fit_package(case, data, sampler) if same else [{} for _ in range(args.reps)]
+    if same:
+        grad = package_grad_cost(case, data[0])
+        pkg_rows = [{**r, "grad_us": grad} for r in pkg_rows]
     if not same:
         np_rows, theirs = [{} for _ in range(args.reps)], checked
     rows = []
     for rep, (pkg, npy) in enumerate(zip(pkg_rows, np_rows, strict=True)):
         row = {"case": name, "experiment": case.experiment, "model": case.model, "rep": rep,
                "subjects": case.subjects, "trials": ours["trials"], "chains": args.chains, "draws": args.draws,
+               "tune": sampler["tune"], "cores": args.cores, "load_average": os.getloadavg(),
                "loglik_rel_diff": ll_rel, "logp_rel_diff": logp_rel, "same_model": same,
                "package": _rates(pkg), "numpyro": _rates(npy), "numpyro_version": theirs["numpyro"],
                "jax_version": theirs["jax"]}
         if same:
             row["ratio"] = row["package"]["ess_per_cpu_s"] / row["numpyro"]["ess_per_cpu_s"]
+            row["attribution"] = attribution(row)
         print(json.dumps(row), flush=True)
         rows.append(row)
     return rows
+
+
+def attribution(row: dict[str, Any]) -> dict[str, float]:
+    """The ratio split into measured factors (each > 1 favours the package):
+
+    * ``gradient``: NumPyro's CPU µs per log density + gradient over the package's;
+    * ``steps``: NumPyro's leapfrog steps a draw (after tuning) over the package's;
+    * ``ess_per_draw``: the package's min bulk ESS a draw over NumPyro's;
+    * ``rest``: what the three leave, ``ratio / (gradient · steps · ess_per_draw)``: tuning (its length
+      in steps is not recorded on both sides), compilation and the sampler's own cost per step;
+
+    and each side's ``sampling_share``: the CPU its post-tuning gradients account for,
+    grad µs × steps × chains × draws over the fit's CPU seconds (the rest: tuning, compilation,
+    the sampler's overhead)."""
+    p, n = row["package"], row["numpyro"]
+    gradient = n["grad_us"] / p["grad_us"]
+    steps = n["mean_steps"] / p["mean_steps"]
+    ess = (p["min_ess_bulk"] / (row["chains"] * row["draws"])) / (n["min_ess_bulk"] / (row["chains"] * row["draws"]))
+
+    def share(side: dict[str, Any]) -> float:
+        return side["grad_us"] * 1e-6 * side["mean_steps"] * row["chains"] * row["draws"] / side["cpu_s"]
+
+    return {"gradient": gradient, "steps": steps, "ess_per_draw": ess, "rest": row["ratio"] / (gradient * steps * ess),
+            "sampling_share_package": share(p), "sampling_share_numpyro": share(n)}
 
 
 def _rates(fit: dict[str, Any]) -> dict[str, Any]:
@@ -277,24 +416,33 @@ def _rates(fit: dict[str, Any]) -> dict[str, Any]:
 
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
-    """The Markdown table of docs/benchmarks.md."""
-    lines = ["| case | data set | data | package ESS/CPU-s (CPU s) | NumPyro ESS/CPU-s (CPU s) | ratio | "
-             "R-hat package / NumPyro | divergences | leapfrog steps a draw | log-lik / log-density agree |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    """The Markdown tables of docs/benchmarks.md: the comparison, then the ratio's measured factors."""
+    lines = ["| case | data set | data (subjects × answers, chains × (tune + draws)) | package ESS/CPU-s "
+             "(bulk, tail ESS; CPU s) | NumPyro ESS/CPU-s (bulk, tail ESS; CPU s) | ratio | R-hat package / NumPyro | "
+             "divergences |", "|---|---|---|---|---|---|---|---|"]
+    factors = ["| case | data set | gradient µs package / NumPyro | steps a draw package / NumPyro | "
+               "× gradient | × steps | × ESS a draw | × rest | sampling share package / NumPyro |",
+               "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         p, n = r["package"], r["numpyro"]
         if not r["same_model"]:
-            lines.append(f"| {r['case']} | {r['rep']} | — | not timed: the models differ "
-                         f"({r['loglik_rel_diff']:.1e}, {r['logp_rel_diff']:.1e}) | | | | | | |")
+            lines.append(f"| {r['case']} | {r['rep']} | not timed: the models differ "
+                         f"({r['loglik_rel_diff']:.1e}, {r['logp_rel_diff']:.1e}) | | | | | |")
             continue
+        label = f"{r['rep']}{' (compiles)' if r['rep'] == 0 else ''}"
         lines.append(
-            f"| {r['experiment']} {r['model']} | {r['rep']}{' (compiles)' if r['rep'] == 0 else ''} | "
-            f"{r['subjects']} × {r['trials']}, {r['chains']} × {r['draws']} | {p['ess_per_cpu_s']:.1f} "
-            f"({p['cpu_s']:.1f}) | {n['ess_per_cpu_s']:.1f} ({n['cpu_s']:.1f}) | **{r['ratio']:.2f}×** | "
-            f"{p['max_rhat']:.3f} / {n['max_rhat']:.3f} | {p['divergences']} / {n['divergences']} | "
-            f"{p.get('mean_steps', float('nan')):.1f} / {n.get('mean_steps', float('nan')):.1f} | "
-            f"{r['loglik_rel_diff']:.0e} / {r['logp_rel_diff']:.0e} |")
-    return "\n".join(lines)
+            f"| {r['experiment']} {r['model']} | {label} | {r['subjects']} × {r['trials']}, {r['chains']} × "
+            f"({r['tune']} + {r['draws']}) | {p['ess_per_cpu_s']:.1f} ({p['min_ess_bulk']:.0f}, "
+            f"{p['min_ess_tail']:.0f}; {p['cpu_s']:.1f}) | {n['ess_per_cpu_s']:.1f} ({n['min_ess_bulk']:.0f}, "
+            f"{n['min_ess_tail']:.0f}; {n['cpu_s']:.1f}) | **{r['ratio']:.2f}×** | "
+            f"{p['max_rhat']:.3f} / {n['max_rhat']:.3f} | {p['divergences']} / {n['divergences']} |")
+        a = r["attribution"]
+        factors.append(
+            f"| {r['experiment']} {r['model']} | {label} | {p['grad_us']:.0f} / {n['grad_us']:.0f} | "
+            f"{p['mean_steps']:.1f} / {n['mean_steps']:.1f} | {a['gradient']:.2f} | {a['steps']:.2f} | "
+            f"{a['ess_per_draw']:.2f} | {a['rest']:.2f} | {a['sampling_share_package']:.2f} / "
+            f"{a['sampling_share_numpyro']:.2f} |")
+    return "\n".join(lines) + "\n\n" + "\n".join(factors)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -302,7 +450,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated cases (--list)")
     parser.add_argument("--reps", type=int, default=2, help="data sets per case (the first compiles)")
     parser.add_argument("--chains", type=int, default=4)
-    parser.add_argument("--draws", type=int, default=1000, help="draws and tuning steps per chain")
+    parser.add_argument("--draws", type=int, default=1000, help="draws per chain (and tuning steps unless --tune)")
+    parser.add_argument("--tune", type=int, default=None, help="tuning steps per chain (default: --draws)")
+    parser.add_argument("--subjects", type=int, default=None, help="at most this many subjects per data set")
+    parser.add_argument("--cores", type=int, default=1,
+                        help="nutpie's threads (1: chains one after another, as NumPyro's 'sequential')")
     parser.add_argument("--numpyro-python", type=Path, default=Path(os.environ.get("NUMPYRO_PYTHON", NUMPYRO_PYTHON)))
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--check-only", action="store_true",
@@ -314,8 +466,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     names = [c for c in args.cases.split(",") if c]
     unknown = [c for c in names if c not in CASES]
-    if unknown or args.reps < 1 or args.chains < 2 or args.draws < 1:
-        print(f"give cases of {', '.join(CASES)}, --reps >= 1, --chains >= 2, --draws >= 1 (unknown: {unknown})",
+    if (unknown or args.reps < 1 or args.chains < 2 or args.draws < 1 or (args.tune is not None and args.tune < 1)
+            or (args.subjects is not None and args.subjects < 2) or args.cores < 1):
+        print(f"give cases of {', '.join(CASES)}, --reps >= 1, --chains >= 2, --draws, --tune, --cores >= 1, "
+              f"--subjects >= 2 (unknown: {unknown})",
               file=sys.stderr)
         return 2
     if not args.numpyro_python.exists():

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import numpyro_families  # the benchmarks folder is this script's, so on sys.path
 
 
 # ----------------------------------------------------------------------------- data layout
@@ -227,6 +228,7 @@ LIKELIHOODS: dict[str, tuple[str, Callable[[Any, dict[str, Any], dict[str, Any]]
     "bart-target": ("flat", bart_target_loglik),
     "info-bonus": ("flat", info_bonus_loglik),
 }
+LIKELIHOODS.update(numpyro_families.LIKELIHOODS)
 
 
 # ----------------------------------------------------------------------------- model
@@ -251,6 +253,28 @@ def theta_matrix(natural: dict[str, Any], columns: list[Any], n_subjects: int) -
                      axis=1)
 
 
+def scenario_columns(natural: dict[str, Any], meta: dict[str, Any], n_subjects: int) -> dict[str, Any]:
+    """The revealed-belief model's per-(subject, scenario) values
+    (:func:`cogtestbed.inference.revealed_hierarchical.dissonant_pymc_model`): every parameter repeated
+    over the scenarios, a pooled bias plus ``{p}_scenario_sd · {p}_scenario_z[s, c]`` (non-centred,
+    ``{p}_scenario_sd ~ HalfNormal(scale)``) in the scenarios that carry its feature; rows are the
+    cells ``subject · n_scenarios + scenario``."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    n_scen, pooled = meta["n_scenarios"], meta["scenario_pooling"]
+    out = {}
+    for name, value in natural.items():
+        cells = jnp.repeat(value[:, None], n_scen, axis=1)
+        if name in pooled:
+            sd = numpyro.sample(f"{name}_scenario_sd", dist.HalfNormal(meta["scenario_sd_scale"]))
+            z = numpyro.sample(f"{name}_scenario_z", dist.Normal(0.0, 1.0).expand((n_subjects, len(pooled[name]))))
+            cells = cells.at[:, jnp.asarray(pooled[name])].add(sd * z)
+        out[name] = cells.reshape(n_subjects * n_scen)
+    return out
+
+
 def make_model(meta: dict[str, Any]) -> Callable[..., None]:
     """The hierarchical NumPyro model of ``meta`` (the benchmark's spec)."""
     import numpyro
@@ -259,8 +283,11 @@ def make_model(meta: dict[str, Any]) -> Callable[..., None]:
     params, centred, sd_scale = meta["parameters"], set(meta["centred"]), meta["sd_scale"]
     _, loglik = LIKELIHOODS[meta["likelihood"]]
     n_subjects, static = meta["n_subjects"], meta.get("static", {})
+    extra_columns = numpyro_families.GLOBALS.get(meta["likelihood"])
 
     def model(data: dict[str, Any]) -> None:
+        import jax.numpy as jnp
+
         natural = {}
         for p in params:
             name = p["name"]
@@ -272,7 +299,13 @@ def make_model(meta: dict[str, Any]) -> Callable[..., None]:
                 else:
                     u = mu + sigma * numpyro.sample(f"{name}_z", dist.Normal(0.0, 1.0))
             natural[name] = constrain(p, u)
-        theta = theta_matrix(natural, meta["columns"], n_subjects)
+        rows = n_subjects
+        if meta.get("scenario_pooling") is not None:
+            natural = scenario_columns(natural, meta, n_subjects)
+            rows = n_subjects * meta["n_scenarios"]
+        theta = theta_matrix(natural, meta["columns"], rows)
+        if extra_columns is not None:
+            theta = jnp.concatenate([theta, jnp.stack(extra_columns(rows), axis=1)], axis=1)
         numpyro.factor("loglik", loglik(theta, data, static).sum())
 
     return model

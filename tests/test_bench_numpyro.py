@@ -19,6 +19,8 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 def _load(name: str) -> ModuleType:
     if name in sys.modules:
         return sys.modules[name]
+    if name == "numpyro_models":  # it imports its sibling as a top-level module (the script's folder)
+        _load("numpyro_families")
     spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -64,3 +66,46 @@ def test_refusals_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert bench.main(["--cases", "rw-pm", "--numpyro-python", str(tmp_path / "python")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "unknown: ['nope']" in err[0] and "make bench-numpyro" in err[1]
+
+
+def test_every_hierarchical_model_has_a_case() -> None:
+    """Every model with a PyMC version (what ``ct.fit(..., method="hierarchical")`` samples) is benchmarked."""
+    from cogtestbed.registry import experiment_names, get_experiment
+
+    bench = _load("bench_hierarchical_vs_numpyro")
+    cases = {(c.experiment, c.model) for c in bench.CASES.values()}
+    fitted = set()
+    for name in experiment_names():
+        exp = get_experiment(name)
+        fitted |= {(name, m) for m in exp.models if exp.model(m).has_pymc}
+    assert fitted - cases == set()
+    assert len(fitted) == 20
+
+
+@pytest.mark.parametrize("case", ["belief-mnl", "collider-3p", "revealed-dissonant"])
+def test_pooling_is_the_pymc_models(case: str) -> None:
+    """The arrays handed to NumPyro are the ones the package's own PyMC model holds (its ``pm.Data``)."""
+    import dataclasses
+
+    from cogtestbed.registry import get_experiment
+
+    bench = _load("bench_hierarchical_vs_numpyro")
+    c = dataclasses.replace(bench.CASES[case], subjects=3)
+    table = bench.tables(c, 1)[0]
+    model = get_experiment(c.experiment).model(c.model)
+    subjects, rows, arrays = bench.pooled_arrays(c, model, table)
+    pm_model = model.pymc_model(table)
+    data = {d.name: d.get_value() for d in pm_model.data_vars}
+    np.testing.assert_array_equal(rows, data["obs_cell" if case == "revealed-dissonant" else "obs_subject"])
+    if case == "collider-3p":
+        np.testing.assert_array_equal(arrays["y"], data["y_data"])
+        assert bench.case_columns(c, model) == ["b", "m", "m", "p_c"]
+    elif case == "belief-mnl":
+        np.testing.assert_array_equal(arrays["n"], data["n"])
+        assert arrays["n"].sum() > len(rows)  # cells pool repeated decisions
+    else:
+        np.testing.assert_array_equal(arrays["feat"], data["feat"])
+        meta = bench.scenario_meta(c, model, [table])
+        assert meta["n_scenarios"] == 4 and set(meta["scenario_pooling"]) <= {
+            "beta_first", "beta_anchor", "beta_round", "beta_mid"}
+    assert len(subjects) == 3

@@ -49,7 +49,7 @@ def test_the_packaged_table_prices_every_model_family_the_docs_name() -> None:
                 "anthropic:claude-3-5-haiku-latest", "anthropic:claude-sonnet-4-20250514",
                 "anthropic:claude-sonnet-4-5", "anthropic:claude-opus-4-1"]
     unpriced = {"openai:gpt-5-pro"}  # named in the capability table as unpriced: no source read for its price
-    for spec in sorted(named | set(families) - unpriced):
+    for spec in sorted((named | set(families)) - unpriced):
         price = table.lookup(spec)
         assert price is not None, spec
         assert price.input > 0 and price.output >= price.input and price.batch_discount == 0.5, spec

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cogtestbed.api.run import RunRequest, execute_run
+from cogtestbed.api.run import LLMRun, execute_run
 from cogtestbed.llm_adapters.clients.hf import HFClient
 from cogtestbed.llm_adapters.servers.server import Fault, FaultInjector, serve
 
@@ -46,7 +46,7 @@ def one_run(seed: int, url: str, work: Path, faults: FaultInjector) -> dict[str,
     prices = work / "prices.toml"
     prices.write_text(PRICES)
     run_dir = work / f"run{seed}"
-    request = RunRequest(
+    request = LLMRun(
         experiment="instrumental-learning", llm="openai:tiny-random", output=run_dir, subjects=subjects,
         seed=seed, base_url=url, mode="completions", design=["visits_per_casino=2"],
         cache=work / f"cache{seed}.sqlite", concurrency=concurrency, max_cost=cap, prices=prices)

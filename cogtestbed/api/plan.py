@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from cogtestbed.api.checks import public
 from cogtestbed.errors import InputError
+from cogtestbed.request import build, derive_api, keyword, request_block
+from cogtestbed.validation.design.plan_options import PlanRequest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -104,25 +106,8 @@ class Plan:
 
 
 @public(paths=('pilot', 'prices'))
-def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model: str | None = None,
-         effect: Mapping[str, float] | str | None = None, metric: str | None = None,
-         compare: tuple[str, str] | None = None, test: str | None = None, agent: str | None = None,
-         precision: Mapping[str, float] | str | None = None, assurance: float = 0.9, power: float = 0.8,
-         level: float = 0.05, subjects: Any = None, runs: Any = None, trials: Any = None,
-         design: Mapping[str, Any] | Sequence[str] | None = None,
-         base: Mapping[str, float] | Sequence[str] | None = None,
-         sd_between: float = 0.5, params: Mapping[str, float] | Sequence[str] | None = None,
-         prices: str | os.PathLike[str] | None = None, allow_unpriced: bool = False, batch: bool = False,
-         max_cost: float | None = None,
-         invalid_rate: float | None = None, random_rate: float = 0.0, pilot: str | os.PathLike[str] | None = None,
-         mc_se: float = 0.03, max_tokens: int | None = None, reask: int = 0, temperature: float | None = None,
-         seed: int = 0, workers: int | None = None, looks: int | str | None = None, spending: str = "obrien-fleming",
-         futility: bool = False, null: str | None = None, seq_sims: int | None = None,
-         null_sims: int | None = None, lapse_fit: str | None = None, binding_futility: bool = False,
-         fit: str = "mle", fit_sims: int | None = None, human: Any = None, reasoning_effort: str | None = None,
-         thinking_budget: int | None = None, assume_reasoning_tokens: str | None = None,
-         adaptive: str | Sequence[str] | None = None, adaptive_sims: int = 200,
-         say: Say = None, population: Any = None) -> Plan:
+@derive_api(PlanRequest, after=(keyword("say", None, Say),))
+def plan(experiment: str | Any, **options: Any) -> Plan:
     """Plan a study (``cogtestbed plan``): the cheapest design that reaches the target power
     (``power``) at level ``level``, priced by ``llm`` (``BACKEND:MODEL``; two for a metric
     difference between two LLMs), or with ``precision={PARAM: HALFWIDTH}`` the cheapest design
@@ -163,29 +148,25 @@ def plan(experiment: str | Any, *, llm: str | Sequence[str] | None = None, model
     The same arguments and seed give the same plan as the command line.
     """
     from cogtestbed.api.core import get_experiment, read_table
-    from cogtestbed.validation.design.request import PlanRequest, run_plan
+    from cogtestbed.validation.design.request import run_plan
 
+    req = build(PlanRequest, {**options, "experiment": experiment})
+    say = options.get("say")
     exp = get_experiment(experiment)
-    if adaptive:
-        return _plan_adaptive(exp, adaptive, precision, assurance, llm, subjects, trials, adaptive_sims, seed,
-                              prices, allow_unpriced, say)
-    request = PlanRequest(
-        llm=llm, model=model, effect=effect, metric=metric, compare=compare, test=test, agent=agent,
-        precision=precision, assurance=assurance, power=power, level=level, subjects=subjects, runs=runs,
-        trials=trials, design=design, base=base, sd_between=sd_between, params=params, prices=prices,
-        allow_unpriced=allow_unpriced, batch=batch, max_cost=max_cost, invalid_rate=invalid_rate,
-        random_rate=random_rate, pilot=pilot, mc_se=mc_se, max_tokens=max_tokens, reask=reask,
-        temperature=temperature, seed=seed, workers=workers, looks=looks, spending=spending, futility=futility,
-        null=null, seq_sims=seq_sims, null_sims=null_sims, lapse_fit=lapse_fit, binding_futility=binding_futility,
-        fit=fit, fit_sims=fit_sims, human=human, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget,
-        assume_reasoning_tokens=assume_reasoning_tokens, population=population)
-    payload, size_name, kind = run_plan(exp, request, read_table, say)
-    return Plan(payload, size_name, kind=kind)
+    ad, tg = req.adaptive_sessions, req.target
+    if ad.adaptive:
+        payload, size_name, kind = _plan_adaptive(exp, ad.adaptive, tg.precision, tg.assurance, req.llms.llm,
+                                                  req.sizes.subjects, req.sizes.trials, ad.adaptive_sims, req.seed,
+                                                  req.llms.prices, req.llms.allow_unpriced, say)
+    else:
+        payload, size_name, kind = run_plan(exp, req, read_table, say)
+    return Plan({**payload, "request": request_block(req)}, size_name, kind=kind)
 
 
 def _plan_adaptive(exp: Any, adaptive: str | Sequence[str], precision: Mapping[str, float] | str | None,
                    assurance: float, llm: str | Sequence[str] | None, subjects: Any, trials: Any, sims: int, seed: int,
-                   prices: str | os.PathLike[str] | None, allow_unpriced: bool, say: Say) -> Plan:
+                   prices: str | os.PathLike[str] | None, allow_unpriced: bool,
+                   say: Say) -> tuple[dict[str, Any], str, str]:
     """``plan --adaptive`` (:func:`cogtestbed.validation.design.adaptive_plan.plan_adaptive`), each arm's
     trials per session priced by ``llm``'s dry run.  Power targets are refused in one line."""
     from cogtestbed.validation.design.adaptive_plan import adaptive_target, plan_adaptive
@@ -197,8 +178,7 @@ def _plan_adaptive(exp: Any, adaptive: str | Sequence[str], precision: Mapping[s
     target = adaptive_target(exp, precision_text, assurance, trials_text, subjects_text, sims)
     llms = [llm] if isinstance(llm, str) else list(llm or [])
     price = _dry_run_price(exp, llms[0], target.sessions, seed, prices, allow_unpriced) if llms else None
-    payload = plan_adaptive(exp, adaptive, target, sims, seed, llms[0] if llms else None, price, say)
-    return Plan(payload, "trials", kind="adaptive")
+    return plan_adaptive(exp, adaptive, target, sims, seed, llms[0] if llms else None, price, say), "trials", "adaptive"
 
 
 def _dry_run_price(exp: Any, llm: str, sessions: int, seed: int, prices: str | os.PathLike[str] | None,
@@ -207,11 +187,11 @@ def _dry_run_price(exp: Any, llm: str, sessions: int, seed: int, prices: str | o
     (of the design the comparison simulates: the spec's ``AdaptiveDecl.study_design``)."""
     import tempfile
 
-    from cogtestbed.api.run import RunRequest, estimate_run
+    from cogtestbed.api.run import LLMRun, estimate_run
 
     def price(trials: int, targets: Sequence[str]) -> tuple[int, float | None]:
         with tempfile.TemporaryDirectory() as tmp:
-            est = estimate_run(RunRequest(experiment=exp.name, llm=llm, output=Path(tmp) / "dry", subjects=sessions,
+            est = estimate_run(LLMRun(experiment=exp.name, llm=llm, output=Path(tmp) / "dry", subjects=sessions,
                                           seed=seed, adaptive=",".join(targets), trials=trials,
                                           design_fields=dict(getattr(exp.adaptive, "study_design", ())),
                                           prices=None if prices is None else Path(prices),

@@ -9,7 +9,7 @@ import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,13 @@ from cogtestbed.api.checks import public
 from cogtestbed.api.console import console_err
 from cogtestbed.api.core import design_overrides, with_adaptive
 from cogtestbed.errors import InputError
+from cogtestbed.request import build, derive_api, flat
+from cogtestbed.validation.runs.run_options import (
+    DEFAULT_MAX_SERVICE_REQUESTS,
+    DEFAULT_RETRY_WINDOW,
+    PROGRESS_EVERY,
+    RunRequest,
+)
 
 
 def default_cache() -> Path:
@@ -30,14 +37,9 @@ def default_cache() -> Path:
 #: Exit status of a run stopped by its budget (``--max-calls`` / ``--max-cost``): the tables hold
 #: the finished subjects; ``--resume --add-budget ...`` continues.  (2 is an input error, 1 a bug.)
 EXIT_BUDGET_STOP = 3
-#: Default ``--retry-for`` in seconds; equal to the library's ``DEFAULT_RETRY_WINDOW`` (not imported
-#: here: the command line imports the library only inside command bodies).
-DEFAULT_RETRY_WINDOW = 120.0
-#: Default ``--max-service-requests``; equal to the library's ``DEFAULT_MAX_SERVICE_REQUESTS`` (not imported
-#: here, as above).
-DEFAULT_MAX_SERVICE_REQUESTS = 10_000
-#: Progress lines on a non-terminal stderr (logs, CI): one per this many finished subjects.
-PROGRESS_EVERY = 10
+#: Exit status of a run stopped by its budget (``--max-calls`` / ``--max-cost``): the tables hold
+#: the finished subjects; ``--resume --add-budget ...`` continues.  (2 is an input error, 1 a bug.)
+EXIT_BUDGET_STOP = 3
 
 
 def parse_add_budget(items: list[str]) -> tuple[int, float]:
@@ -66,8 +68,10 @@ def parse_add_budget(items: list[str]) -> tuple[int, float]:
 
 
 @dataclass
-class RunRequest:
-    """Every option of ``cogtestbed run`` (what :func:`execute_run` takes)."""
+class LLMRun:
+    """One LLM's run (what :func:`execute_run` takes): the options of ``cogtestbed run``
+    (:class:`~cogtestbed.validation.runs.run_options.RunRequest`, where each is declared) for one of its
+    LLMs, a plan's settings applied."""
 
     experiment: str
     llm: str
@@ -127,8 +131,8 @@ class RunRequest:
     trials: int | None = None
 
 
-def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRequest, dict[str, Any] | None]:
-    """The :class:`RunRequest` of one LLM from ``run``'s options, a plan's settings applied (its
+def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[LLMRun, dict[str, Any] | None]:
+    """The :class:`LLMRun` of one LLM from ``run``'s options, a plan's settings applied (its
     design, subjects, seed, answer settings and limits; options given win where allowed), and the
     plan's run settings (None without ``--plan``)."""
     o = dict(opts)
@@ -151,7 +155,7 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[RunRe
         o["max_cost"] = o["max_cost"] if o["max_cost"] is not None else p["max_cost"]
     if o["experiment"] is None:
         raise InputError("run needs an EXPERIMENT (or --plan)")
-    request = RunRequest(
+    request = LLMRun(
         experiment=o["experiment"], llm=llm, output=output, subjects=o["subjects"], seed=o["seed"],
         forms=o.get("forms"),
         base_url=o["base_url"], mode=o["mode"], design=o["design"] or [], design_fields=fields,
@@ -176,7 +180,7 @@ def _sequential_kind(plan: Path) -> str | None:
     return None if seq is None else str(seq["statistic"]["kind"])
 
 
-def check_request(request: RunRequest) -> None:
+def check_request(request: LLMRun) -> None:
     """Refuse absurd limits and settings in one line before anything is built or called: a rate
     limit of 0 or NaN is not "no limit", a negative top-k is not a request, a NaN budget is not a budget."""
     def positive(name: str, value: float | None) -> None:
@@ -202,7 +206,7 @@ def check_request(request: RunRequest) -> None:
         raise InputError(f"--subjects must be at least 1, got {request.subjects}")
 
 
-def _client_and_config(request: RunRequest) -> tuple[Any, Any, Any, Any]:
+def _client_and_config(request: LLMRun) -> tuple[Any, Any, Any, Any]:
     """(experiment, design, client, config) of a request."""
     from cogtestbed.environments.adaptive import is_adaptive
     from cogtestbed.environments.forms import resolve_forms
@@ -257,7 +261,7 @@ def reasoning_allowance(llm: str, effort: str | None, budget: int | None) -> int
     return hidden_allowance(cap, budget)
 
 
-def run_decoding(exp: Any, request: RunRequest) -> tuple[float, dict[str, Any]]:
+def run_decoding(exp: Any, request: LLMRun) -> tuple[float, dict[str, Any]]:
     """The run's temperature and its ``decoding`` manifest entry ({temperature, source}): the
     command line's or the plan's, else the experiment's paper's, else greedy."""
     from cogtestbed.experiments.spec import resolve_temperature
@@ -268,7 +272,7 @@ def run_decoding(exp: Any, request: RunRequest) -> tuple[float, dict[str, Any]]:
     return temperature, {"temperature": temperature, "source": source}
 
 
-def answer_settings(exp: Any, design: Any, request: RunRequest) -> dict[str, Any]:
+def answer_settings(exp: Any, design: Any, request: LLMRun) -> dict[str, Any]:
     """The run's stop strings and most tokens per answer and where each comes from (the command
     line, or the experiment's :meth:`~cogtestbed.environments.base.TextEnv.answer_defaults`)."""
     answer = exp.env_cls.answer_defaults(design)
@@ -279,7 +283,7 @@ def answer_settings(exp: Any, design: Any, request: RunRequest) -> dict[str, Any
             "max_tokens_source": given if request.max_tokens else answer.source}
 
 
-def estimate_run(request: RunRequest) -> dict[str, Any]:
+def estimate_run(request: LLMRun) -> dict[str, Any]:
     """``--dry-run``: calls, tokens and cost, nothing called; with ``--max-calls`` / ``--max-cost``
     also how many subjects the budget admits at their worst case."""
     from cogtestbed.llm_adapters.clients.prices import PriceTable, require_price
@@ -298,7 +302,7 @@ def estimate_run(request: RunRequest) -> dict[str, Any]:
     return {**report, "decoding": run_decoding(exp, request)[1], "answer": answer_settings(exp, design_obj, request)}
 
 
-def run_price(request: RunRequest, standard: Any) -> Any:
+def run_price(request: LLMRun, standard: Any) -> Any:
     """The price the run pays: the table's, or with ``--batch`` its batch price (refused in one line
     where the table gives the model no ``batch_discount``)."""
     if not request.batch or standard is None:
@@ -308,7 +312,7 @@ def run_price(request: RunRequest, standard: Any) -> Any:
     return batch_price(standard, request.llm)
 
 
-def execute_run(request: RunRequest) -> Any:
+def execute_run(request: LLMRun) -> Any:
     """Check the run directory, build the client, play the run, write the tables; the RunResult."""
     from cogtestbed.llm_adapters.clients.prices import PriceTable
     from cogtestbed.llm_adapters.middleware.cache import CachedClient, ResponseCache
@@ -441,42 +445,34 @@ class PairedRun:
         return "stopped" if any(getattr(r, "status", None) == "stopped" for r in self.runs) else "complete"
 
 
-@public(paths=('plan',))
-def run(experiment: str | Any = None, *, llm: str | Sequence[str] | None = None, output: str | os.PathLike[str],
-        subjects: int = 1, seed: int = 0, design: Mapping[str, Any] | Sequence[str] | None = None,
-        plan: str | os.PathLike[str] | None = None, dry_run: bool = False, **options: Any) -> Any:
+@public(paths=('plan', 'prices'))
+@derive_api(RunRequest)
+def run(experiment: str | Any = None, **options: Any) -> Any:
     """Run an LLM as subjects through an experiment (``cogtestbed run``): the same run directory,
     response cache, budgets and resume as the command line.  ``llm`` is ``BACKEND:MODEL``
     (``hf:smollm2-135m`` runs a real model offline), or two of them to run both on the same sessions
     (one run directory each under ``output`` and ``paired.json``: a :class:`PairedRun`); ``plan`` a
     ``plan.json`` of :func:`cogtestbed.plan` (its experiment, design, subjects, seed, settings and
     limits, and its LLMs where ``llm`` is left out; a sequential plan runs look by look, appending
-    each look to ``looks.jsonl``); ``design`` a mapping of design fields (or ``NAME=VALUE`` items);
-    ``options`` are the other fields of :class:`RunRequest` (``max_tokens``, ``temperature``,
-    ``reask``, ``cache``, ``max_calls``, ``max_cost``, ``add_budget``, ``resume``, ``mode``,
-    ``base_url``, ``forms``, ``batch``, ...).  Returns the run's result (``.trials``, ``.stats``,
-    ``.status``: ``complete`` or ``stopped`` by the budget; None where a sequential run had already
-    stopped), or with ``dry_run`` the calls, tokens and cost it would take (a list: one per LLM)."""
+    each look to ``looks.jsonl``); ``design`` a mapping of design fields (or ``NAME=VALUE`` items).
+    Returns the run's result (``.trials``, ``.stats``, ``.status``: ``complete`` or ``stopped`` by the
+    budget; None where a sequential run had already stopped), or with ``dry_run`` the calls, tokens and
+    cost it would take (a list: one per LLM)."""
     from cogtestbed.api.core import get_experiment
     from cogtestbed.experiments.spec import ExperimentSpec
 
-    names = {f.name for f in fields(RunRequest)}
-    unknown = sorted(set(options) - names)
-    if unknown:
-        raise TypeError(f"run() got unknown option(s) {', '.join(unknown)}; choose from {', '.join(sorted(names))}")
+    req = build(RunRequest, {**options, "experiment": experiment})
     # a spec object is registered here; a name is looked up with the run's other checks (in their order)
     name = get_experiment(experiment).name if isinstance(experiment, ExperimentSpec) else experiment
-    plan_path = None if plan is None else Path(plan)
-    given = [llm] if isinstance(llm, str) else list(llm or [])
-    llms = _planned_llms(plan_path, given)
-    defaults: dict[str, Any] = {f.name: f.default for f in fields(RunRequest) if f.default is not MISSING}
-    defaults.update({f.name: f.default_factory() for f in fields(RunRequest) if f.default_factory is not MISSING})
+    plan_path = None if req.plan is None else Path(req.plan)
+    llm = req.llms.llm
+    llms = _planned_llms(plan_path, [llm] if isinstance(llm, str) else list(llm or []))
+    design = req.sessions.design
     items = [f"{k}={v}" for k, v in design.items()] if isinstance(design, Mapping) else list(design or [])
-    opts = {**defaults, **options, "experiment": name, "subjects": subjects, "seed": seed, "plan": plan_path,
-            "design": items, "dry_run": dry_run}
-    output = Path(output)
+    opts = {**flat(req), "experiment": name, "plan": plan_path, "design": items}
+    output = Path(req.output)
     if len(llms) != 1:
-        if plan_path is not None and not dry_run and _sequential_kind(plan_path) == "metric-power":
+        if plan_path is not None and not req.budget.dry_run and _sequential_kind(plan_path) == "metric-power":
             return _run_sequential_pair(llms, output, opts)
         return _run_paired(llms, output, opts)
     return _run_one(llms[0], output, opts)

@@ -10,15 +10,14 @@ metrics function reports (``--test KEY --agent AGENT:p=v``).  ``-o DIR`` writes 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from cogtestbed.cli.app import app, console, console_err, print_json
-from cogtestbed.cli.simulate import FormSdOpt
-
-RangeOpt = Annotated[str | None, typer.Option(help="LO:HI or a comma list.")]
+from cogtestbed.cli.options import request_command
+from cogtestbed.request import option
+from cogtestbed.validation.design.plan_options import PlanRequest
 
 
 def _print_forms_plan(result: dict[str, Any], experiment: str, model: str, eff: tuple[str, float],
@@ -54,170 +53,65 @@ def _print_forms_plan(result: dict[str, Any], experiment: str, model: str, eff: 
                                 f"{chosen['forms']} forms x {chosen['subjects_per_form']} subjects"), highlight=False)
 
 
-@app.command()
-def plan(
-    experiment: Annotated[str, typer.Argument(help="Experiment name, e.g. instrumental-learning.")],
-    llm: Annotated[list[str] | None, typer.Option(
-        "--llm", help="BACKEND:MODEL whose prices and tokenizer cost the design (twice for a difference "
-        "between two LLMs: in a metric, or with --model/--effect in a model parameter). Required for a power "
-        "target; optional with --precision (default: cost in trials).")] = None,
-    model: Annotated[str | None, typer.Option(help="Model of an --effect target, e.g. rw-pm.")] = None,
-    effect: Annotated[str | None, typer.Option(help="NAME=SIZE: a model parameter or contrast (with two --llm or "
-                                                    "--human: the difference of the second group's median over the "
-                                                    "first's).")] = None,
-    human: Annotated[Path | None, typer.Option(help="A trial table of people (Parquet/CSV, or a file the experiment "
-                                                    "imports): with one --llm, --model and --effect, plan the "
-                                                    "parameter's difference between the LLM and this sample "
-                                                    "(fitted once per subject).")] = None,
-    population: Annotated[str | None, typer.Option(
-        help="human:NAME (shipped; `cogtestbed population list`) or a population file: the simulated subjects "
-             "drawn from it (one posterior draw of the people's group parameters per study); with one --llm, "
-             "--model and --effect, plan the parameter's difference between the LLM and these people (their "
-             "per-subject MLE, their number fixed).")] = None,
-    metric: Annotated[str | None, typer.Option(help="Headline metric whose difference is detected.")] = None,
-    compare: Annotated[tuple[str, str] | None, typer.Option(
-        help="Two settings of one agent, AGENT:p=v,... AGENT:p=v,... (with --metric).")] = None,
-    test: Annotated[str | None, typer.Option(help="Key of the metrics result holding a test.")] = None,
-    agent: Annotated[str | None, typer.Option(help="AGENT[:p=v,...] under which --test runs.")] = None,
-    precision: Annotated[str | None, typer.Option(
-        help="PARAM=HALFWIDTH (with --model): plan for precision instead of power, the cheapest design where "
-             "P(|estimate - truth| <= HALFWIDTH) >= --assurance for one subject's MLE of PARAM. "
-             "Default: none.")] = None,
-    assurance: Annotated[float, typer.Option(help="Assurance Q of a --precision target.")] = 0.9,
-    power: Annotated[float, typer.Option(help="Target power.")] = 0.8,
-    level: Annotated[float, typer.Option(help="Test level alpha (two-sided).")] = 0.05,
-    subjects: Annotated[str | None, typer.Option(help="Subjects range LO:HI (model-level target; default "
-                                                      "10:200).")] = None,
-    runs: Annotated[str | None, typer.Option(help="Runs range: units per setting (metric/test target; default "
-                                                  "10:200) or sessions per subject (pooled experiments).")] = None,
-    trials: Annotated[str | None, typer.Option(help="Range of trials in one run of the whole design (its n_trials), "
-                                                    "LO:HI or a comma list, reached through the experiment's trials "
-                                                    "field (default: the design's count to 5x). The same in the "
-                                                    "design's terms: --design FIELD=a,b,c.")] = None,
-    design: Annotated[list[str] | None, typer.Option("--design", help="Design field NAME=VALUE (repeatable); "
-                                                     "NAME=a,b,c on an integer field (n_contexts, trials_per_session, "
-                                                     "n_reps, ...) gives the values searched: one list at a time, the "
-                                                     "other fields fixed. Default: the design's defaults.")] = None,
-    base: Annotated[list[str] | None, typer.Option("--base", help="Population median NAME=VALUE.")] = None,
-    sd_between: Annotated[float, typer.Option(help="Between-subject SD, unconstrained scale.")] = 0.5,
-    param: Annotated[list[str] | None, typer.Option("--param", help="Agent parameter NAME=VALUE.")] = None,
-    prices: Annotated[Path | None, typer.Option(help="Price table (TOML) overriding the defaults.")] = None,
-    allow_unpriced: Annotated[bool, typer.Option(
-        "--allow-unpriced", help="Plan a model without a price in calls and tokens only (without it such a "
-        "plan is refused).")] = False,
-    batch: Annotated[bool, typer.Option(
-        "--batch", help="Price the runs in the provider's batch mode (run --batch): the table's batch_discount "
-        "off, the standard price shown beside it.")] = False,
-    max_cost: Annotated[float | None, typer.Option(min=0.0, help="Refuse designs costing more (USD).")] = None,
-    invalid_rate: Annotated[float | None, typer.Option(
-        min=0.0, max=1.0, help="Expected share of invalid answers (simulated as lapses).")] = None,
-    random_rate: Annotated[float, typer.Option(min=0.0, max=1.0, help="Expected share of random answers.")] = 0.0,
-    pilot: Annotated[Path | None, typer.Option(
-        help="Pilot run directory: its invalid rate, tokens per call and fitted parameters.")] = None,
-    mc_se: Annotated[float, typer.Option(help="Largest Monte-Carlo SE of the chosen design's power.")] = 0.03,
-    max_tokens: Annotated[int | None, typer.Option(
-        min=1, show_default="the experiment's own answer setting, as run",
-        help="Most tokens per answer (as run).")] = None,
-    reask: Annotated[int, typer.Option(min=0, help="Re-asks after an unparseable answer (as run).")] = 0,
-    temperature: Annotated[float | None, typer.Option(
-        min=0.0, help="Sampling temperature of the run (default: the experiment's paper's, else 0).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the simulations and of the planned run.")] = 0,
-    workers: Annotated[int | None, typer.Option(help="Local worker processes (default: CPUs).")] = None,
-    looks: Annotated[str | None, typer.Option(help="Group-sequential plan: looks at equal shares of the size axis "
-                                                   "(2 or more), or auto: the looks (2-10), spending function and "
-                                                   "futility on/off with the cheapest expected cost meeting alpha "
-                                                   "and power.")] = None,
-    spending: Annotated[str, typer.Option(help="Alpha-spending of a sequential plan: obrien-fleming or pocock.")
-                        ] = "obrien-fleming",
-    futility: Annotated[bool, typer.Option(help="Non-binding futility bounds (beta-spending) too.")] = False,
-    binding_futility: Annotated[bool, typer.Option(help="Futility stops count in the type-I error (binding: the run "
-                                "must stop at a futility bound); default non-binding.")] = False,
-    null: Annotated[str | None, typer.Option(help="AGENT[:p=v,...] under which a test's null holds (sequential "
-                                                  "plan of a test).")] = None,
-    seq_sims: Annotated[int | None, typer.Option(min=10, help="Simulated sequential studies under the effect; default: "
-                        "as many as give --mc-se at the target power.")] = None,
-    null_sims: Annotated[int | None, typer.Option(min=10, help="Simulated null studies of a sequential plan: as many "
-                         "calibrate its bounds and as many others measure its type-I error and the fixed design's "
-                         "(default: 1,000, or --seq-sims if more).")] = None,
-    lapse_fit: Annotated[str | None, typer.Option(help="Plan with the lapse-aware fit the researcher will use "
-                         "(model targets): none, fit (a lapse rate fitted per subject) or fixed=E. Default: none.")
-                         ] = None,
-    fit: Annotated[str, typer.Option(help="The fit the researcher will report (model targets): mle (the search's "
-                   "per-subject MLE t-test) or hierarchical (then the size is searched with the hierarchical PyMC "
-                   "fit from the MLE's choice, --fit-sims fresh studies per size tried, at most 4 sizes, and the "
-                   "plan is its choice: power, bias, coverage).")] = "mle",
-    fit_sims: Annotated[int | None, typer.Option(help="Fresh studies --fit hierarchical fits per size it tries "
-                        "(default 20: power to +-0.09).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as one JSON object.")] = False,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write plan.json and report.html here.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite the files of a non-empty --output folder.")] = False,
-    forms: Annotated[str | None, typer.Option(
-        "--forms", help="Counts of prompt forms to plan over, e.g. 1,2,4,8 (with --model, --effect and --form-sd "
-        "or --pilot): forms x subjects chosen jointly by dollars.")] = None,
-    form_sd: FormSdOpt = None,
-    reasoning_effort: Annotated[str | None, typer.Option(
-        help="A reasoning model's reasoning_effort, as run (capability table: docs/llm-runs.md).")] = None,
-    thinking_budget: Annotated[int | None, typer.Option(
-        help="A reasoning model's thinking budget, as run (run --thinking-budget).")] = None,
-    assume_reasoning_tokens: Annotated[str | None, typer.Option(
-        help="A reasoning model's completion tokens per call, hidden ones included: N (priced from N/2 to 2N) or "
-        "LOW:HIGH; without it (or a --pilot of the model) a plan for a reasoning model is refused.")] = None,
-    adaptive: Annotated[str | None, typer.Option(
-        help="PARAM[,PARAM] or all: with --precision PARAM=HALFWIDTH, the trials per session adaptive sessions "
-        "and fixed ones of the same design space need (posterior mean within HALFWIDTH of the truth, unconstrained "
-        "scale, with probability --assurance), each priced by --llm.")] = None,
-    adaptive_sims: Annotated[int, typer.Option(
-        min=2, help="Subjects drawn from the prior that plan --adaptive simulates.")] = 200,
-) -> None:
+@dataclass(frozen=True)
+class PlanOutput:
+    """Where and how ``cogtestbed plan`` puts its plan (the command line's own options)."""
+
+    as_json: bool = option(False, flags=("--json",), api=False, help="Print the plan as one JSON object.")
+    output: Path | None = option(None, flags=("--output", "-o"), api=False,
+                                 help="Write plan.json and report.html here.")
+    force: bool = option(False, flags=("--force",), api=False,
+                         help="Overwrite the files of a non-empty --output folder.")
+
+
+@request_command(app, PlanRequest, PlanOutput)
+def plan(req: PlanRequest, out: PlanOutput) -> None:
     """Plan a study: the cheapest design that reaches the target power, in calls, tokens and dollars."""
     from cogtestbed.api.plan import plan as make_plan
+    from cogtestbed.request import api_values
 
-    if forms is not None and population is not None:
-        from cogtestbed.errors import InputError
-
-        raise InputError("--forms plans prompt forms around the model's medians; --population is not planned with "
-                         "forms yet: drop one")
-    if forms is not None:
-        from cogtestbed.api.form_plan import plan_forms
-
-        planned = plan_forms(experiment, forms=forms, model=model, effect=effect, form_sd=form_sd, llm=llm,
-                             pilot=pilot, params=param, base=base, power=power, level=level, seed=seed, design=design,
-                             prices=prices, allow_unpriced=allow_unpriced, max_tokens=max_tokens,
-                             temperature=temperature, reask=reask, reasoning_effort=reasoning_effort,
-                             thinking_budget=thinking_budget, assume_reasoning_tokens=assume_reasoning_tokens)
-        if as_json:
-            print_json(planned)
-            return
-        from cogtestbed.parameters import parse_assignments
-
-        eff = next(iter(parse_assignments([str(effect)], "--effect").items()))
-        _print_forms_plan(planned, planned["experiment"], str(model), eff, power)
+    if req.prompt_forms.forms is not None:
+        _plan_forms(req, req.prompt_forms.forms, out)
         return
     from cogtestbed.outputs import output_dir
 
     # claimed before the simulations (a refused folder costs nothing; a second plan into the same
     # folder at once is refused) and held until the plan is written; progress goes to stderr even
     # with --json (stdout carries only the JSON)
-    with output_dir(output, force):
-        result = make_plan(
-            experiment, llm=llm, model=model, effect=effect, metric=metric, compare=compare, test=test, agent=agent,
-            precision=precision, assurance=assurance, power=power, level=level, subjects=subjects, runs=runs,
-            trials=trials, design=design, base=base, sd_between=sd_between, params=param, prices=prices,
-            allow_unpriced=allow_unpriced, batch=batch, max_cost=max_cost, invalid_rate=invalid_rate,
-            random_rate=random_rate, pilot=pilot, mc_se=mc_se, max_tokens=max_tokens, reask=reask,
-            temperature=temperature, seed=seed,
-            workers=workers, looks=looks, spending=spending, futility=futility, null=null, seq_sims=seq_sims,
-            null_sims=null_sims, lapse_fit=lapse_fit, binding_futility=binding_futility, fit=fit,
-            fit_sims=fit_sims, human=human, reasoning_effort=reasoning_effort, thinking_budget=thinking_budget,
-            assume_reasoning_tokens=assume_reasoning_tokens, adaptive=adaptive, adaptive_sims=adaptive_sims,
-            say=_say, population=population)
+    with output_dir(out.output, out.force):
+        result = make_plan(**api_values(req), say=_say)
         if result.kind == "adaptive":
-            _emit_adaptive(result, output, as_json, force)
+            _emit_adaptive(result, out.output, out.as_json, out.force)
             return
         if result.kind == "precision":
-            _emit_precision(result, output, as_json, force)
+            _emit_precision(result, out.output, out.as_json, out.force)
             return
-        _emit_plan(result, output, as_json, force)
+        _emit_plan(result, out.output, out.as_json, out.force)
+
+
+def _plan_forms(req: PlanRequest, forms: str, out: PlanOutput) -> None:
+    """``plan --forms``: forms x subjects chosen jointly by dollars (:func:`cogtestbed.plan_forms`)."""
+    from cogtestbed.errors import InputError
+
+    tg, lm, sim = req.target, req.llms, req.simulated
+    if tg.population is not None:
+        raise InputError("--forms plans prompt forms around the model's medians; --population is not planned with "
+                         "forms yet: drop one")
+    from cogtestbed.api.form_plan import plan_forms
+
+    planned = plan_forms(req.experiment, forms=forms, model=tg.model, effect=tg.effect,
+                         form_sd=req.prompt_forms.form_sd, llm=lm.llm, pilot=sim.pilot, params=sim.params,
+                         base=sim.base, power=tg.power, level=tg.level, seed=req.seed, design=req.sizes.design,
+                         prices=lm.prices, allow_unpriced=lm.allow_unpriced, max_tokens=lm.max_tokens,
+                         temperature=lm.temperature, reask=lm.reask, reasoning_effort=lm.reasoning_effort,
+                         thinking_budget=lm.thinking_budget, assume_reasoning_tokens=lm.assume_reasoning_tokens)
+    if out.as_json:
+        print_json(planned)
+        return
+    from cogtestbed.parameters import parse_assignments
+
+    eff = next(iter(parse_assignments([str(tg.effect)], "--effect").items()))
+    _print_forms_plan(planned, planned["experiment"], str(tg.model), eff, tg.power)
 
 
 def _say(line: str) -> None:

@@ -4,7 +4,8 @@ built and the plan run, fixed (:mod:`~cogtestbed.validation.design.plan`), group
 hierarchical fit (:mod:`~cogtestbed.validation.design.fitcheck`) or for precision
 (:mod:`~cogtestbed.validation.design.precision`).
 
-:class:`PlanRequest` holds the arguments as :func:`cogtestbed.plan` takes them; :func:`run_plan` checks
+:class:`~cogtestbed.validation.design.plan_options.PlanRequest` holds the options (declared once there:
+the command line's, ``ct.plan``'s and ``plan.json``'s ``request`` block are made from it); :func:`run_plan` checks
 them, each bad mix refused in one line naming the option, in the order the options are read, and
 returns the payload of ``plan.json`` (or ``precision.json``).  The public face
 (:mod:`cogtestbed.api.plan`) only builds the request and wraps the payload.
@@ -19,65 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.errors import InputError
+from cogtestbed.validation.design.plan_options import PlanRequest
 
 #: What a plan says while it works (one line at a time), or None for silence.
 Say = Callable[[str], None] | None
 #: Reads a trial table of the experiment (a table or a path): ``(exp, table_or_path, source, sessions)`` to
 #: ``(table, source)`` (:func:`cogtestbed.api.core.read_table`).
 ReadTable = Callable[[Any, Any, str, Any], Any]
-
-
-@dataclass(frozen=True)
-class PlanRequest:
-    """The arguments of a fixed, sequential or precision plan, as :func:`cogtestbed.plan` takes them
-    (see its docstring for each); read and checked by :func:`run_plan`."""
-
-    llm: str | Sequence[str] | None = None
-    model: str | None = None
-    effect: Mapping[str, float] | str | None = None
-    metric: str | None = None
-    compare: tuple[str, str] | None = None
-    test: str | None = None
-    agent: str | None = None
-    precision: Mapping[str, float] | str | None = None
-    assurance: float = 0.9
-    power: float = 0.8
-    level: float = 0.05
-    subjects: Any = None
-    runs: Any = None
-    trials: Any = None
-    design: Mapping[str, Any] | Sequence[str] | None = None
-    base: Mapping[str, float] | Sequence[str] | None = None
-    sd_between: float = 0.5
-    params: Mapping[str, float] | Sequence[str] | None = None
-    prices: str | os.PathLike[str] | None = None
-    allow_unpriced: bool = False
-    batch: bool = False
-    max_cost: float | None = None
-    invalid_rate: float | None = None
-    random_rate: float = 0.0
-    pilot: str | os.PathLike[str] | None = None
-    mc_se: float = 0.03
-    max_tokens: int | None = None
-    reask: int = 0
-    temperature: float | None = None
-    seed: int = 0
-    workers: int | None = None
-    looks: int | str | None = None
-    spending: str = "obrien-fleming"
-    futility: bool = False
-    null: str | None = None
-    seq_sims: int | None = None
-    null_sims: int | None = None
-    lapse_fit: str | None = None
-    binding_futility: bool = False
-    fit: str = "mle"
-    fit_sims: int | None = None
-    human: Any = None
-    reasoning_effort: str | None = None
-    thinking_budget: int | None = None
-    assume_reasoning_tokens: str | None = None
-    population: Any = None
 
 
 @dataclass(frozen=True)
@@ -108,32 +57,33 @@ def run_plan(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say = None)
     from cogtestbed.validation.design.space import design_axes, n_groups
 
     st = _study(exp, req, read_table, say)
-    prices_path = None if req.prices is None else Path(req.prices)
+    lm, seq = req.llms, req.sequential
+    prices_path = None if lm.prices is None else Path(lm.prices)
     spec, llms = st.spec, st.llms
     if st.target is not None:
-        payload = _plan_precision(spec, exp, st.target[0], st.target[1], req.assurance, st.runs, st.trials, llms,
-                                  req.seed, req.max_tokens, req.temperature, req.reask, prices_path, st.field_axis,
-                                  req.allow_unpriced, say, req.batch, st.reasoning)
+        payload = _plan_precision(spec, exp, st.target[0], st.target[1], req.target.assurance, st.runs, st.trials,
+                                  llms, req.seed, lm.max_tokens, lm.temperature, lm.reask, prices_path,
+                                  st.field_axis, lm.allow_unpriced, say, lm.batch, st.reasoning)
         return payload, "subjects", "precision"
     size, others = design_axes(spec, exp, st.subjects, st.runs, st.trials, st.field_axis)
     pricer = Pricer(exp, _priced_llms(llms, n_groups(spec)), seed=req.seed,
-                    max_tokens=req.max_tokens, temperature=resolve_temperature(exp.decoding, req.temperature)[0],
-                    reask=req.reask, prices=prices_path, allow_unpriced=req.allow_unpriced, batch=req.batch,
+                    max_tokens=lm.max_tokens, temperature=resolve_temperature(exp.decoding, lm.temperature)[0],
+                    reask=lm.reask, prices=prices_path, allow_unpriced=lm.allow_unpriced, batch=lm.batch,
                     **st.reasoning)
     n_workers = req.workers if req.workers is not None else (os.cpu_count() or 1)
-    planner = Planner(spec, pricer, size, others, target=req.power, max_cost=req.max_cost, mc_se=req.mc_se,
+    planner = Planner(spec, pricer, size, others, target=req.target.power, max_cost=lm.max_cost, mc_se=req.mc_se,
                       workers=n_workers, extend_to=_extend_to(size.name, st.subjects, st.runs), on_progress=say)
     if say is not None:
         _say_look_estimate(planner, say)
     with heartbeat(say):
         result = planner.plan()
-        payload = plan_payload(result, pricer, exp, req.max_cost, st.pilot_info)
+        payload = plan_payload(result, pricer, exp, lm.max_cost, st.pilot_info)
         if st.looks is not None:
-            _attach_looks(payload, result, pricer, exp, st.looks, req.spending, req.futility, req.seq_sims, n_workers,
-                          req.null, None if say is None else planner.say, req.null_sims, req.binding_futility,
+            _attach_looks(payload, result, pricer, exp, st.looks, seq.spending, seq.futility, seq.seq_sims, n_workers,
+                          seq.null, None if say is None else planner.say, seq.null_sims, seq.binding_futility,
                           req.mc_se)
-        if req.fit == "hierarchical":
-            payload = _hierarchical_plan(payload, result, planner, exp, req.fit_sims, n_workers, req.max_cost,
+        if req.analysis.fit == "hierarchical":
+            payload = _hierarchical_plan(payload, result, planner, exp, req.analysis.fit_sims, n_workers, lm.max_cost,
                                          st.pilot_info)
     return payload, result.size_name, "power"
 
@@ -144,33 +94,34 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
     from cogtestbed.parameters import parse_assignments
     from cogtestbed.validation.studies.options import assignment_items, one_assignment, size_text
 
-    subjects, runs, trials = size_text(req.subjects), size_text(req.runs), size_text(req.trials)
-    effect, precision = one_assignment(req.effect), one_assignment(req.precision)
-    looks = looks_option(req.looks)
-    check_sequential_options(looks, req.spending, req.futility, req.null, req.seq_sims, precision, req.test,
-                             req.null_sims, req.binding_futility)
-    llms = [req.llm] if isinstance(req.llm, str) else list(req.llm or [])
-    people = "--human" if req.human is not None else (
-        "--population" if req.population is not None and precision is None and len(llms) == 1 else None)
-    effect, target = _target(llms, req.model, effect, req.metric, req.test, precision, people)
-    given_base = parse_assignments(assignment_items(req.base))
-    given_params = parse_assignments(assignment_items(req.params))
-    fixed, trials, field_axis = _searched(exp, assignment_items(req.design) or None, trials)
+    tg, sz, sim, lm, seq = req.target, req.sizes, req.simulated, req.llms, req.sequential
+    subjects, runs, trials = size_text(sz.subjects), size_text(sz.runs), size_text(sz.trials)
+    effect, precision = one_assignment(tg.effect), one_assignment(tg.precision)
+    looks = looks_option(seq.looks)
+    check_sequential_options(looks, seq.spending, seq.futility, seq.null, seq.seq_sims, precision, tg.test,
+                             seq.null_sims, seq.binding_futility)
+    llms = [lm.llm] if isinstance(lm.llm, str) else list(lm.llm or [])
+    people = "--human" if tg.human is not None else (
+        "--population" if tg.population is not None and precision is None and len(llms) == 1 else None)
+    effect, target = _target(llms, tg.model, effect, tg.metric, tg.test, precision, people)
+    given_base = parse_assignments(assignment_items(sim.base))
+    given_params = parse_assignments(assignment_items(sim.params))
+    fixed, trials, field_axis = _searched(exp, assignment_items(sz.design) or None, trials)
     common: dict[str, Any] = {"subjects": (1,), "runs": (1,), "trials": (None,), "design": fixed,
-                              "reps": 1, "seed": req.seed, "level": req.level, "method": "mle", "base": given_base,
-                              "sd_between": req.sd_between, "params": given_params, "draws": 500, "tune": 500,
+                              "reps": 1, "seed": req.seed, "level": tg.level, "method": "mle", "base": given_base,
+                              "sd_between": sim.sd_between, "params": given_params, "draws": 500, "tune": 500,
                               "chains": 2}
-    common.update(_groups(effect, target, llms, people, looks, req.fit))
-    spec = _power_study(exp, req.model, effect, req.metric, req.compare, req.test, req.agent, common)
-    if req.human is not None:
-        spec = _with_human(spec, exp, req.human, given_base, req.population is None, read_table)
-    spec = _with_population(spec, req.population, people == "--population")
-    spec = _with_lapse_fit(spec, req.lapse_fit)
-    _check_fit_option(req.fit, req.fit_sims, spec, looks, precision is not None)
-    reasoning = {"reasoning_effort": req.reasoning_effort, "thinking_budget": req.thinking_budget,
-                 "hidden": hidden_tokens(llms, req.pilot, req.assume_reasoning_tokens, req.thinking_budget, exp.name)}
-    spec, pilot_info = _pilot_and_lapses(spec, exp, None if req.pilot is None else Path(req.pilot), llms, given_base,
-                                         given_params, req.invalid_rate, req.random_rate, say)
+    common.update(_groups(effect, target, llms, people, looks, req.analysis.fit))
+    spec = _power_study(exp, tg.model, effect, tg.metric, tg.compare, tg.test, tg.agent, common)
+    if tg.human is not None:
+        spec = _with_human(spec, exp, tg.human, given_base, tg.population is None, read_table)
+    spec = _with_population(spec, tg.population, people == "--population")
+    spec = _with_lapse_fit(spec, sim.lapse_fit)
+    _check_fit_option(req.analysis.fit, req.analysis.fit_sims, spec, looks, precision is not None)
+    reasoning = {"reasoning_effort": lm.reasoning_effort, "thinking_budget": lm.thinking_budget,
+                 "hidden": hidden_tokens(llms, sim.pilot, lm.assume_reasoning_tokens, lm.thinking_budget, exp.name)}
+    spec, pilot_info = _pilot_and_lapses(spec, exp, None if sim.pilot is None else Path(sim.pilot), llms, given_base,
+                                         given_params, sim.invalid_rate, sim.random_rate, say)
     return _Study(spec, llms, subjects, runs, trials, looks, target, field_axis, reasoning, pilot_info)
 
 

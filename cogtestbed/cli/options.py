@@ -1,0 +1,74 @@
+"""A command's options made from its request (issue 51, item 2): the one place of the command line
+that builds a typer option or argument.
+
+:func:`request_command` registers ``body(request, *more)`` as a command whose parameters are the
+command-line options of the request classes (:func:`cogtestbed.request.cli_leaves`): typer reads the
+generated ``__signature__`` of the command function, so ``--help`` shows each option with its flag,
+help text, default, limits and help panel (the request's sub-object) as declared there.  The command
+function builds each request from the values typer passes (:func:`cogtestbed.request.build`) and calls
+``body`` with them.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from cogtestbed.request import Leaf, build, cli_leaves
+
+
+def typer_info(leaf: Leaf) -> Any:
+    """The typer option (or argument) of ``leaf``."""
+    common: dict[str, Any] = {"help": " ".join(leaf.opt.help.split()), "rich_help_panel": leaf.panel}
+    if leaf.opt.min is not None:
+        common["min"] = leaf.opt.min
+    if leaf.opt.max is not None:
+        common["max"] = leaf.opt.max
+    if leaf.opt.show_default is not None:
+        common["show_default"] = leaf.opt.show_default
+    if leaf.opt.argument:
+        return typer.Argument(**common)
+    return typer.Option(*leaf.opt.flags, **common)  # none declared: typer's own (--name, --no-name for a flag)
+
+
+def parameter(leaf: Leaf) -> inspect.Parameter:
+    """The command function's parameter of ``leaf``: its command-line type annotated with its typer
+    option, its default."""
+    parsed = leaf.opt.cli_type if leaf.opt.cli_type is not None else leaf.hint
+    kind_of = inspect.Parameter.POSITIONAL_OR_KEYWORD if leaf.opt.argument else inspect.Parameter.KEYWORD_ONLY
+    return inspect.Parameter(leaf.name, kind_of, default=leaf.default, annotation=Annotated[parsed, typer_info(leaf)])
+
+
+def command_signature(*classes: type[Any]) -> inspect.Signature:
+    """The parameters of a command taking the command-line options of ``classes`` (in that order;
+    the positional arguments first, as the command line reads them)."""
+    found = [leaf for cls in classes for leaf in cli_leaves(cls)]
+    names = [leaf.name for leaf in found]
+    if len(set(names)) != len(names):
+        raise TypeError(f"options declared twice: {sorted({n for n in names if names.count(n) > 1})}")
+    ordered = [leaf for leaf in found if leaf.opt.argument] + [leaf for leaf in found if not leaf.opt.argument]
+    return inspect.Signature([parameter(leaf) for leaf in ordered])
+
+
+def request_command(app: typer.Typer, *classes: type[Any], name: str | None = None, help: str | None = None,  # noqa: A002
+                    **settings: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``body(REQUEST, ...)`` (one argument per class of ``classes``) as the command ``name``
+    (default: the body's name) of ``app``, its options those of ``classes``; ``help`` defaults to the
+    body's docstring's first paragraph, as typer shows it."""
+
+    def decorate(body: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(body)
+        def command(**values: Any) -> Any:
+            return body(*(build(cls, values) for cls in classes))
+
+        del command.__wrapped__  # typer reads the signature below, not the body's
+        command.__signature__ = command_signature(*classes)  # type: ignore[attr-defined]
+        command.__annotations__ = {}
+        app.command(name, help=help, **settings)(command)
+        return body
+
+    return decorate

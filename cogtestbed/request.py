@@ -1,0 +1,302 @@
+"""A workflow's options, declared once (issue 51, item 2): typed request dataclasses from which the
+command line, the ``ct.`` function and the ``request`` block of the output JSON are derived.
+
+A request (``PlanRequest``, ``RunRequest``, ...) is a frozen dataclass of small sub-objects (target,
+sizes, LLMs, sequential, fit, ...), each a frozen dataclass of options.  An option is a dataclass
+field made by :func:`option`: its default, its help text, its command-line flag, the limits the
+command line enforces and whether the command line or the Python function takes it.  A sub-object is
+a field made by :func:`group`; its ``panel`` is the help panel of its options.  From one request:
+
+* :func:`leaves` lists its options, each with the flat keyword both faces use (unique within the
+  request) and the path of attributes holding it;
+* :func:`build` makes the request from flat keywords (``llm="..."``, ``effect=...``; every option
+  left out takes its default), :func:`flat` gives them back;
+* :func:`api_signature` is the keyword signature of the ``ct.`` function (:func:`derive_api` sets it,
+  its annotations and its docstring's option list on the function);
+* :func:`request_block` is the JSON-able ``request`` block an output file records;
+* the command line's parameters are made from :func:`leaves` by :mod:`cogtestbed.cli.options`, the
+  only module that builds a typer option.
+
+This module imports nothing heavy (the command line imports it to build its help pages).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+import sys
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
+
+#: The metadata key of an option's :class:`Opt` and of a sub-object's :class:`Group`.
+OPTION = "cogtestbed.option"
+GROUP = "cogtestbed.group"
+
+
+@dataclass(frozen=True)
+class Opt:
+    """What an option means beyond its type and default.
+
+    ``help``: its help text (the command line's and the ``ct.`` docstring's); ``flags``: its
+    command-line spellings (default ``--NAME`` with dashes); ``cli_type``: the type the command
+    line parses when it differs from the field's (text for a mapping, a list of ``NAME=VALUE``);
+    ``min``/``max``: limits the command line enforces; ``show_default``: the help's default text;
+    ``cli``/``api``: whether the command line / the ``ct.`` function takes it; ``argument``: a
+    positional command-line argument; ``name``: the flat keyword when it differs from the field's.
+    ``json``: whether the ``request`` block records it; ``record``: the form it records (one for every
+    spelling of the same value: ``(10, 80)`` and ``"10:80"`` alike), by default the value as given.
+    """
+
+    help: str
+    flags: tuple[str, ...] = ()
+    cli_type: Any = None
+    min: float | None = None
+    max: float | None = None
+    show_default: bool | str | None = None
+    cli: bool = True
+    api: bool = True
+    argument: bool = False
+    name: str | None = None
+    json: bool = True
+    record: Callable[[Any], Any] | None = None
+
+
+@dataclass(frozen=True)
+class Group:
+    """A sub-object of a request: the help panel of its options."""
+
+    panel: str
+
+
+def option(default: Any = dataclasses.MISSING, *, help: str, flags: Sequence[str] = (),  # noqa: A002 - typer's word
+           cli_type: Any = None, min: float | None = None, max: float | None = None,  # noqa: A002
+           show_default: bool | str | None = None, cli: bool = True, api: bool = True, argument: bool = False,
+           name: str | None = None, json: bool = True, record: Callable[[Any], Any] | None = None,
+           factory: Callable[[], Any] | None = None) -> Any:
+    """A request's option: a dataclass field with its :class:`Opt` (see there for each argument);
+    ``factory`` makes a mutable default."""
+    meta = {OPTION: Opt(help, tuple(flags), cli_type, min, max, show_default, cli, api, argument, name, json, record)}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def group(cls: type[Any], panel: str) -> Any:
+    """A request's sub-object of class ``cls`` (its options' defaults), shown under ``panel``."""
+    return dataclasses.field(default_factory=cls, metadata={GROUP: Group(panel)})
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One option of a request: its flat keyword ``name``, the attribute ``path`` holding it, its
+    (resolved) type ``hint``, its ``default`` (``inspect.Parameter.empty``: required), its
+    :class:`Opt` and its help ``panel`` (None: the command's own options)."""
+
+    name: str
+    path: tuple[str, ...]
+    hint: Any
+    default: Any
+    opt: Opt
+    panel: str | None
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """Its command-line spellings."""
+        return self.opt.flags or ("--" + self.name.replace("_", "-"),)
+
+
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    """The field types of ``cls`` resolved in its module."""
+    module = sys.modules[cls.__module__].__dict__
+    return typing.get_type_hints(cls, globalns=module)
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return inspect.Parameter.empty
+
+
+_LEAVES: dict[type[Any], tuple[Leaf, ...]] = {}
+
+
+def leaves(cls: type[Any]) -> tuple[Leaf, ...]:
+    """Every option of the request class ``cls``, in declaration order (a sub-object's where it is
+    declared); refused where two options share a flat keyword."""
+    if cls not in _LEAVES:
+        _LEAVES[cls] = _leaves(cls)
+    return _LEAVES[cls]
+
+
+def _leaves(cls: type[Any]) -> tuple[Leaf, ...]:
+    out = list(_walk(cls, (), None))
+    seen: dict[str, Leaf] = {}
+    for leaf in out:
+        if leaf.name in seen:
+            raise TypeError(f"{cls.__name__}: option {leaf.name!r} declared twice ({'.'.join(seen[leaf.name].path)} "
+                            f"and {'.'.join(leaf.path)})")
+        seen[leaf.name] = leaf
+    return tuple(out)
+
+
+def _walk(cls: type[Any], path: tuple[str, ...], panel: str | None) -> Iterable[Leaf]:
+    hints = _hints(cls)
+    for f in dataclasses.fields(cls):
+        if GROUP in f.metadata:
+            yield from _walk(hints[f.name], (*path, f.name), f.metadata[GROUP].panel)
+            continue
+        opt = f.metadata.get(OPTION)
+        if opt is None:
+            raise TypeError(f"{cls.__name__}.{f.name} is neither an option() nor a group()")
+        yield Leaf(opt.name or f.name, (*path, f.name), hints[f.name], _default(f), opt, panel)
+
+
+def build(cls: type[R], values: Mapping[str, Any]) -> R:
+    """The request ``cls`` holding the flat keywords ``values`` (those it does not declare are
+    ignored; every option left out takes its default)."""
+    return typing.cast(R, _build(cls, (), {leaf.path: leaf for leaf in leaves(cls)}, values))
+
+
+def _build(cls: type[Any], path: tuple[str, ...], by_path: dict[tuple[str, ...], Leaf],
+           values: Mapping[str, Any]) -> Any:
+    hints = _hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        here = (*path, f.name)
+        if GROUP in f.metadata:
+            kwargs[f.name] = _build(hints[f.name], here, by_path, values)
+        elif by_path[here].name in values:
+            kwargs[f.name] = values[by_path[here].name]
+    return cls(**kwargs)
+
+
+def value(request: Any, leaf: Leaf) -> Any:
+    """The value of ``leaf`` in ``request``."""
+    out = request
+    for attr in leaf.path:
+        out = getattr(out, attr)
+    return out
+
+
+def flat(request: Any) -> dict[str, Any]:
+    """The request's options by flat keyword."""
+    return {leaf.name: value(request, leaf) for leaf in leaves(type(request))}
+
+
+def api_values(request: Any) -> dict[str, Any]:
+    """The request's options the ``ct.`` function takes, by keyword (the command line calls it with them)."""
+    return {leaf.name: value(request, leaf) for leaf in api_leaves(type(request))}
+
+
+def _json(x: Any) -> Any:
+    """``x`` as JSON holds it: paths as text, mappings and sequences item by item, a table or any
+    other object by its kind (``DataFrame (40 rows)``)."""
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return x
+    if isinstance(x, os.PathLike):
+        return os.fspath(x)
+    if isinstance(x, Mapping):
+        return {str(k): _json(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json(v) for v in x]
+    rows = getattr(x, "shape", None)
+    return f"{type(x).__name__} ({rows[0]} rows)" if isinstance(rows, tuple) and rows else type(x).__name__
+
+
+def request_block(request: Any) -> dict[str, Any]:
+    """The request as an output file records it: ``{SUB_OBJECT: {OPTION: VALUE}}`` (an option
+    outside any sub-object at the top), values JSON-able; options marked ``json=False`` left out."""
+    out: dict[str, Any] = {}
+    for leaf in leaves(type(request)):
+        if not leaf.opt.json:
+            continue
+        where = out
+        for attr in leaf.path[:-1]:
+            where = where.setdefault(attr, {})
+        given = value(request, leaf)
+        where[leaf.path[-1]] = _json(leaf.opt.record(given) if leaf.opt.record is not None and given is not None
+                                     else given)
+    return out
+
+
+def api_leaves(cls: type[Any]) -> tuple[Leaf, ...]:
+    """The options of ``cls`` the ``ct.`` function takes."""
+    return tuple(leaf for leaf in leaves(cls) if leaf.opt.api)
+
+
+def cli_leaves(cls: type[Any]) -> tuple[Leaf, ...]:
+    """The options of ``cls`` the command line takes."""
+    return tuple(leaf for leaf in leaves(cls) if leaf.opt.cli)
+
+
+def api_signature(cls: type[Any], before: Sequence[inspect.Parameter] = (),
+                  after: Sequence[inspect.Parameter] = (), return_annotation: Any = inspect.Signature.empty,
+                  ) -> inspect.Signature:
+    """The ``ct.`` function's signature: ``before`` (its positional arguments), then every option
+    of ``cls`` the function takes (those not among ``before``: a positional command-line argument is
+    the function's own positional one) as a keyword-only argument with its default, then ``after``."""
+    own = {p.name for p in before}
+    params = [*before, *(inspect.Parameter(leaf.name, inspect.Parameter.KEYWORD_ONLY, default=leaf.default,
+                                           annotation=leaf.hint) for leaf in api_leaves(cls) if leaf.name not in own),
+              *after]
+    return inspect.Signature(params, return_annotation=return_annotation)
+
+
+def keyword(name: str, default: Any = None, annotation: Any = Any) -> inspect.Parameter:
+    """A keyword-only parameter of a ``ct.`` function that is no option of its request (a callback,
+    the ``say`` of progress lines): :func:`derive_api`'s ``after``."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+def options_doc(cls: type[Any]) -> str:
+    """The docstring's list of the options of ``cls``, one line each, by sub-object."""
+    lines = ["", "Options (each also a command-line flag; declared once in "
+             f":class:`{cls.__module__}.{cls.__name__}`):", ""]
+    panel: str | None = ""
+    for leaf in api_leaves(cls):
+        if leaf.panel != panel:
+            panel = leaf.panel
+            lines += ["", f"*{panel}*", ""] if panel else []
+        default = "required" if leaf.default is inspect.Parameter.empty else f"default {leaf.default!r}"
+        lines.append(f"- ``{leaf.name}`` ({default}): {' '.join(leaf.opt.help.split())}")
+    return "\n".join(lines)
+
+
+def derive_api(cls: type[Any], *, after: Sequence[inspect.Parameter] = ()) -> Callable[[F], F]:
+    """Give the ``ct.`` function ``func(POSITIONAL..., **options)`` the keyword signature of the
+    request ``cls`` (:func:`api_signature`; its own positional parameters first, ``after`` last),
+    annotations resolved for :func:`cogtestbed.api.checks.public`, and the options listed in its
+    docstring; ``__request__`` names ``cls``.  The function builds the request from its ``**options`` with
+    :func:`build`."""
+
+    def decorate(func: F) -> F:
+        own = inspect.signature(func)
+        before = [p for p in own.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        signature = api_signature(cls, before, after, own.return_annotation)
+        func.__signature__ = signature  # type: ignore[attr-defined]
+        func.__request__ = cls  # type: ignore[attr-defined]
+        annotations = {k: v for k, v in func.__annotations__.items() if k in {p.name for p in before} | {"return"}}
+        annotations.update({p.name: p.annotation for p in signature.parameters.values()
+                            if p.name not in annotations and p.annotation is not inspect.Parameter.empty})
+        func.__annotations__ = annotations
+        func.__doc__ = (func.__doc__ or "").rstrip() + "\n" + options_doc(cls)
+        return func
+
+    return decorate
+
+
+def derived_names(func: Callable[..., Any]) -> set[str]:
+    """The keyword-only parameter names of ``func``'s (derived) signature."""
+    return {p.name for p in inspect.signature(func).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+
+__all__ = ["Group", "Leaf", "Opt", "api_leaves", "api_signature", "api_values", "build", "cli_leaves", "derive_api",
+           "flat", "group", "keyword", "leaves", "option", "options_doc", "request_block", "value"]

@@ -1,0 +1,225 @@
+"""Every option of a plan (``cogtestbed plan``, :func:`cogtestbed.plan`), declared once (issue 51, item 2):
+:class:`PlanRequest` and its sub-objects.  The command line's options and help panels, ``ct.plan``'s
+keywords and the ``request`` block of ``plan.json`` are made from these declarations
+(:mod:`cogtestbed.request`); :func:`~cogtestbed.validation.design.request.run_plan` reads them.
+
+A type is what :func:`cogtestbed.plan` accepts; ``cli_type`` what the command line parses (text for a
+mapping, a repeatable ``NAME=VALUE`` for a list of assignments).  Imports nothing heavy: the command
+line builds its help from here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cogtestbed.request import group, option
+from cogtestbed.validation.studies.options import assignment_items, size_text
+
+
+def _listed(value: Any) -> list[Any]:
+    """One text or a list of them, as a list (``--llm`` given once or twice)."""
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _name(experiment: Any) -> Any:
+    """An experiment by its name (a spec object or the name given)."""
+    return getattr(experiment, "name", experiment)
+
+
+def _text(value: Any) -> str:
+    """A value as the command line spells it (``--looks 3``, ``--adaptive a,b``)."""
+    return value if isinstance(value, str) else ",".join(map(str, value)) if isinstance(value, list | tuple) \
+        else str(value)
+
+
+@dataclass(frozen=True)
+class PlanTarget:
+    """What the plan must detect or estimate, and how surely."""
+
+    model: str | None = option(None, help="Model of an --effect target, e.g. rw-pm.")
+    effect: Mapping[str, float] | str | None = option(
+        None, record=assignment_items, cli_type=str | None,
+        help="NAME=SIZE: a model parameter or contrast (with two --llm or --human: the difference of the second "
+             "group's median over the first's).")
+    human: Any = option(
+        None, cli_type=Path | None,
+        help="A trial table of people (Parquet/CSV, or a file the experiment imports): with one --llm, --model and "
+             "--effect, plan the parameter's difference between the LLM and this sample (fitted once per subject).")
+    population: Any = option(
+        None, cli_type=str | None,
+        help="human:NAME (shipped; `cogtestbed population list`) or a population file: the simulated subjects "
+             "drawn from it (one posterior draw of the people's group parameters per study); with one --llm, "
+             "--model and --effect, plan the parameter's difference between the LLM and these people (their "
+             "per-subject MLE, their number fixed).")
+    metric: str | None = option(None, help="Headline metric whose difference is detected.")
+    compare: tuple[str, str] | None = option(
+        None, help="Two settings of one agent, AGENT:p=v,... AGENT:p=v,... (with --metric).")
+    test: str | None = option(None, help="Key of the metrics result holding a test.")
+    agent: str | None = option(None, help="AGENT[:p=v,...] under which --test runs.")
+    precision: Mapping[str, float] | str | None = option(
+        None, record=assignment_items, cli_type=str | None,
+        help="PARAM=HALFWIDTH (with --model): plan for precision instead of power, the cheapest design where "
+             "P(|estimate - truth| <= HALFWIDTH) >= --assurance for one subject's MLE of PARAM. Default: none.")
+    assurance: float = option(0.9, help="Assurance Q of a --precision target.")
+    power: float = option(0.8, help="Target power.")
+    level: float = option(0.05, help="Test level alpha (two-sided).")
+
+
+@dataclass(frozen=True)
+class PlanSizes:
+    """The sizes searched and the design fields fixed."""
+
+    subjects: Any = option(None, record=size_text, cli_type=str | None,
+                           help="Subjects range LO:HI (model-level target; default 10:200).")
+    runs: Any = option(None, record=size_text, cli_type=str | None,
+                       help="Runs range: units per setting (metric/test target; default 10:200) or sessions per "
+                            "subject (pooled experiments).")
+    trials: Any = option(
+        None, record=size_text, cli_type=str | None,
+        help="Range of trials in one run of the whole design (its n_trials), LO:HI or a comma list, reached through "
+             "the experiment's trials field (default: the design's count to 5x). The same in the design's terms: "
+             "--design FIELD=a,b,c.")
+    design: Mapping[str, Any] | Sequence[str] | None = option(
+        None, record=assignment_items, cli_type=list[str] | None, flags=("--design",),
+        help="Design field NAME=VALUE (repeatable); NAME=a,b,c on an integer field (n_contexts, trials_per_session, "
+             "n_reps, ...) gives the values searched: one list at a time, the other fields fixed. Default: the "
+             "design's defaults.")
+
+
+@dataclass(frozen=True)
+class PlanSubjects:
+    """The simulated subjects: their parameters, their lapses, a pilot run's measurements."""
+
+    base: Mapping[str, float] | Sequence[str] | None = option(
+        None, record=assignment_items, cli_type=list[str] | None, flags=("--base",),
+        help="Population median NAME=VALUE.")
+    sd_between: float = option(0.5, help="Between-subject SD, unconstrained scale.")
+    params: Mapping[str, float] | Sequence[str] | None = option(
+        None, record=assignment_items, cli_type=list[str] | None, flags=("--param",),
+        help="Agent parameter NAME=VALUE.")
+    invalid_rate: float | None = option(None, min=0.0, max=1.0,
+                                        help="Expected share of invalid answers (simulated as lapses).")
+    random_rate: float = option(0.0, min=0.0, max=1.0, help="Expected share of random answers.")
+    pilot: str | os.PathLike[str] | None = option(
+        None, cli_type=Path | None,
+        help="Pilot run directory: its invalid rate, tokens per call and fitted parameters.")
+    lapse_fit: str | None = option(
+        None, help="Plan with the lapse-aware fit the researcher will use (model targets): none, fit (a lapse rate "
+                   "fitted per subject) or fixed=E. Default: none.")
+
+
+@dataclass(frozen=True)
+class PlanLLMs:
+    """The LLMs priced, their prices and their answer settings (as run)."""
+
+    llm: str | Sequence[str] | None = option(
+        None, record=_listed, cli_type=list[str] | None, flags=("--llm",),
+        help="BACKEND:MODEL whose prices and tokenizer cost the design (twice for a difference between two LLMs: in "
+             "a metric, or with --model/--effect in a model parameter). Required for a power target; optional with "
+             "--precision (default: cost in trials).")
+    prices: str | os.PathLike[str] | None = option(None, cli_type=Path | None,
+                                                   help="Price table (TOML) overriding the defaults.")
+    allow_unpriced: bool = option(False, flags=("--allow-unpriced",),
+                                  help="Plan a model without a price in calls and tokens only (without it such a "
+                                       "plan is refused).")
+    batch: bool = option(False, flags=("--batch",),
+                         help="Price the runs in the provider's batch mode (run --batch): the table's batch_discount "
+                              "off, the standard price shown beside it.")
+    max_cost: float | None = option(None, min=0.0, help="Refuse designs costing more (USD).")
+    max_tokens: int | None = option(None, min=1, show_default="the experiment's own answer setting, as run",
+                                    help="Most tokens per answer (as run).")
+    reask: int = option(0, min=0, help="Re-asks after an unparseable answer (as run).")
+    temperature: float | None = option(
+        None, min=0.0, help="Sampling temperature of the run (default: the experiment's paper's, else 0).")
+    reasoning_effort: str | None = option(
+        None, help="A reasoning model's reasoning_effort, as run (capability table: docs/llm-runs.md).")
+    thinking_budget: int | None = option(
+        None, help="A reasoning model's thinking budget, as run (run --thinking-budget).")
+    assume_reasoning_tokens: str | None = option(
+        None, help="A reasoning model's completion tokens per call, hidden ones included: N (priced from N/2 to 2N) "
+                   "or LOW:HIGH; without it (or a --pilot of the model) a plan for a reasoning model is refused.")
+
+
+@dataclass(frozen=True)
+class PlanSequential:
+    """A group-sequential plan (``--looks``)."""
+
+    looks: int | str | None = option(
+        None, record=_text, cli_type=str | None,
+        help="Group-sequential plan: looks at equal shares of the size axis (2 or more), or auto: the looks (2-10), "
+             "spending function and futility on/off with the cheapest expected cost meeting alpha and power.")
+    spending: str = option("obrien-fleming", help="Alpha-spending of a sequential plan: obrien-fleming or pocock.")
+    futility: bool = option(False, help="Non-binding futility bounds (beta-spending) too.")
+    binding_futility: bool = option(
+        False, help="Futility stops count in the type-I error (binding: the run must stop at a futility bound); "
+                    "default non-binding.")
+    null: str | None = option(None, help="AGENT[:p=v,...] under which a test's null holds (sequential plan of a "
+                                         "test).")
+    seq_sims: int | None = option(None, min=10, help="Simulated sequential studies under the effect; default: as "
+                                                     "many as give --mc-se at the target power.")
+    null_sims: int | None = option(
+        None, min=10, help="Simulated null studies of a sequential plan: as many calibrate its bounds and as many "
+                           "others measure its type-I error and the fixed design's (default: 1,000, or --seq-sims if "
+                           "more).")
+
+
+@dataclass(frozen=True)
+class PlanFit:
+    """The fit the researcher will report."""
+
+    fit: str = option("mle", help="The fit the researcher will report (model targets): mle (the search's per-subject "
+                                  "MLE t-test) or hierarchical (then the size is searched with the hierarchical PyMC "
+                                  "fit from the MLE's choice, --fit-sims fresh studies per size tried, at most 4 "
+                                  "sizes, and the plan is its choice: power, bias, coverage).")
+    fit_sims: int | None = option(None, help="Fresh studies --fit hierarchical fits per size it tries (default 20: "
+                                             "power to +-0.09).")
+
+
+@dataclass(frozen=True)
+class PlanForms:
+    """A plan over prompt forms (the command line's ``--forms``; :func:`cogtestbed.plan_forms` in Python)."""
+
+    forms: str | None = option(
+        None, flags=("--forms",), api=False, json=False,
+        help="Counts of prompt forms to plan over, e.g. 1,2,4,8 (with --model, --effect and --form-sd or --pilot): "
+             "forms x subjects chosen jointly by dollars.")
+    form_sd: list[str] | None = option(
+        None, flags=("--form-sd",), api=False, json=False,
+        help="PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD) offset on its unconstrained scale "
+             "(synthetic subjects; needs --forms).")
+
+
+@dataclass(frozen=True)
+class PlanAdaptive:
+    """Adaptive sessions against fixed ones (``--adaptive``, with ``--precision``)."""
+
+    adaptive: str | Sequence[str] | None = option(
+        None, record=_text, cli_type=str | None,
+        help="PARAM[,PARAM] or all: with --precision PARAM=HALFWIDTH, the trials per session adaptive sessions and "
+             "fixed ones of the same design space need (posterior mean within HALFWIDTH of the truth, unconstrained "
+             "scale, with probability --assurance), each priced by --llm.")
+    adaptive_sims: int = option(200, min=2, help="Subjects drawn from the prior that plan --adaptive simulates.")
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """A fixed, sequential, precision or adaptive plan, as ``cogtestbed plan`` and :func:`cogtestbed.plan`
+    take it; read and checked by :func:`~cogtestbed.validation.design.request.run_plan`."""
+
+    experiment: Any = option(cli_type=str, argument=True, record=_name,
+                             help="Experiment name, e.g. instrumental-learning.")
+    llms: PlanLLMs = group(PlanLLMs, "LLMs and prices")
+    target: PlanTarget = group(PlanTarget, "Target")
+    sizes: PlanSizes = group(PlanSizes, "Sizes")
+    simulated: PlanSubjects = group(PlanSubjects, "Simulated subjects")
+    mc_se: float = option(0.03, help="Largest Monte-Carlo SE of the chosen design's power.")
+    seed: int = option(0, help="Seed of the simulations and of the planned run.")
+    workers: int | None = option(None, help="Local worker processes (default: CPUs).")
+    sequential: PlanSequential = group(PlanSequential, "Sequential plan")
+    analysis: PlanFit = group(PlanFit, "Fit")
+    prompt_forms: PlanForms = group(PlanForms, "Prompt forms")
+    adaptive_sessions: PlanAdaptive = group(PlanAdaptive, "Adaptive sessions")

@@ -1,0 +1,166 @@
+"""Every option of an LLM run (``cogtestbed run``, :func:`cogtestbed.run`), declared once (issue 51,
+item 2): :class:`RunRequest` and its sub-objects.  The command line's options and help panels and
+``ct.run``'s keywords are made from these declarations (:mod:`cogtestbed.request`); the run itself
+(:mod:`cogtestbed.api.run`) reads each LLM's settings from them.
+
+A type is what :func:`cogtestbed.run` accepts; ``cli_type`` what the command line parses.  Imports
+nothing heavy: the command line builds its help from here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cogtestbed.request import group, option
+
+#: Default ``--retry-for`` in seconds; equal to the library's ``DEFAULT_RETRY_WINDOW`` (not imported
+#: here: the command line builds its help from this module without the library).
+DEFAULT_RETRY_WINDOW = 120.0
+#: Default ``--max-service-requests``; equal to the library's ``DEFAULT_MAX_SERVICE_REQUESTS`` (not imported
+#: here, as above).
+DEFAULT_MAX_SERVICE_REQUESTS = 10_000
+#: Progress lines on a non-terminal stderr (logs, CI): one per this many finished subjects.
+PROGRESS_EVERY = 10
+
+
+@dataclass(frozen=True)
+class RunLLMs:
+    """The LLM(s) run and how they are reached."""
+
+    llm: str | Sequence[str] | None = option(
+        None, cli_type=list[str] | None, flags=("--llm",),
+        help="BACKEND:MODEL — hf:smollm2-135m (a real model, offline), hf:tiny-random, hf:<hub id or path>, "
+             "openai:gpt-4o-mini, anthropic:claude-...; keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY.  Give it "
+             "twice (base and instruct, say) to run both on the same sessions and write a paired report.")
+    base_url: str | None = option(
+        None, help="OpenAI-compatible or Anthropic endpoint (vLLM, Ollama, llama.cpp, LM Studio...); part of the "
+                   "response cache's key and checked by --resume (see --share-cache).")
+    mode: str = option("auto", help="chat | completions (raw prompt, no chat template) | auto.")
+    reasoning_effort: str | None = option(
+        None, help="A reasoning model's reasoning_effort (OpenAI: low | medium | high; gpt-5 also minimal): the "
+                   "values each model takes are in the capability table (docs/llm-runs.md).")
+    thinking_budget: int | None = option(
+        None, help="Hidden tokens a reasoning model may spend per call before its answer: Anthropic's extended "
+                   "thinking on with this budget_tokens (>= 1024); for OpenAI's reasoning models the tokens reserved "
+                   "(default 8192). The completion limit is this plus --max-tokens.")
+
+
+@dataclass(frozen=True)
+class RunSessions:
+    """The sessions played: how many, which design, which prompt forms."""
+
+    subjects: int = option(1, min=1, help="Independent subjects (sessions).")
+    seed: int = option(0, help="Seed: the same sessions as `simulate --seed`.")
+    design: Mapping[str, Any] | Sequence[str] | None = option(
+        None, cli_type=list[str] | None, flags=("--design",),
+        help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=6.")
+    forms: str | None = option(
+        None, flags=("--forms",), help="Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigned to them, "
+                                       "balanced and seeded (cogtestbed list EXP shows the forms).")
+    adaptive: str | None = option(
+        None, flags=("--adaptive",),
+        help="PARAM[,PARAM] or all: an adaptive session, each next trial chosen to maximise the expected information "
+             "on these parameters of the experiment's model (needs --trials).")
+    trials: int | None = option(None, flags=("--trials",), min=1,
+                                help="Trials of an adaptive session (with --adaptive).")
+
+
+@dataclass(frozen=True)
+class RunAnswers:
+    """What each answer may be (the experiment's own settings by default)."""
+
+    max_tokens: int | None = option(
+        None, min=1, help="Tokens per answer. Default: the experiment's (8 for a one-line answer; belief-coherence "
+                          "64).")
+    temperature: float | None = option(
+        None, min=0.0, help="Sampling temperature; default: the experiment's paper's (magnitude 0.7, CogBench and "
+                            "collider 0), else 0 (greedy); the run's manifest records which.")
+    stop: Sequence[str] | None = option(
+        None, cli_type=list[str] | None,
+        help="Stop string (repeatable; backslash escapes such as \\n work). Default: the experiment's (a newline; "
+             "belief-coherence's multi-line answers: a blank line).")
+    reask: int = option(0, min=0, help="Re-asks after an unparseable answer.")
+    top_logprobs: int | None = option(None, help="Also request the top-k log-probabilities of each answer token.")
+
+
+@dataclass(frozen=True)
+class RunTransport:
+    """The response cache, concurrency, rate limits and retries."""
+
+    cache: str | os.PathLike[str] | None = option(
+        None, cli_type=Path | None, help="SQLite response cache (default $COGTESTBED_CACHE or ~/.cache/cogtestbed/).")
+    share_cache: bool = option(
+        False, flags=("--share-cache",),
+        help="Share cached answers across endpoints: key them by the model's name alone, not the server's address "
+             "and served model (then --resume may change --base-url). Only for servers that serve the very same "
+             "model.")
+    concurrency: int = option(8, min=1, help="Subjects played at once.")
+    rpm: float | None = option(None, help="Requests per minute limit.")
+    tpm: float | None = option(None, help="Tokens per minute limit.")
+    timeout: float = option(60.0, help="Seconds per HTTP request (> 0).")
+    retry_for: float = option(
+        DEFAULT_RETRY_WINDOW, min=0.0,
+        help=f"Seconds to keep retrying a call through 429/5xx/dropped connections (default "
+             f"{DEFAULT_RETRY_WINDOW:g}); each retry is logged and kept in calls.parquet.")
+
+
+@dataclass(frozen=True)
+class RunBudget:
+    """The run's budget and prices, its dry run and its resumption."""
+
+    max_calls: int | None = option(None, min=0, help="Total new calls of the run directory, over every --resume.")
+    max_cost: float | None = option(
+        None, min=0.0, help="Total spend of the run directory in USD, over every --resume; never exceeded (each call "
+                            "books its worst case first; a subject starts only if its whole worst case fits).")
+    add_budget: Sequence[str] | None = option(
+        None, cli_type=list[str] | None, flags=("--add-budget",),
+        help="With --resume: raise the run's totals, calls=N and/or usd=X (repeatable).")
+    prices: str | os.PathLike[str] | None = option(None, cli_type=Path | None,
+                                                   help="Price table (TOML) overriding the defaults.")
+    allow_unpriced: bool = option(
+        False, flags=("--allow-unpriced",),
+        help="--dry-run of a model without a price: count calls and tokens only (without it such a dry run is "
+             "refused).")
+    dry_run: bool = option(False, flags=("--dry-run",), help="Report calls, tokens and cost; call nothing.")
+    resume: bool = option(False, flags=("--resume",), help="Continue the run in --output.")
+
+
+@dataclass(frozen=True)
+class RunBatch:
+    """The provider's batch API (``--batch``)."""
+
+    batch: bool = option(
+        False, flags=("--batch",),
+        help="Send the requests through the provider's batch API (OpenAI Batch API, Anthropic Message Batches) at its "
+             "batch price; sessions play in parallel waves, one batch per step.")
+    poll_every: float = option(30.0, help="With --batch: seconds between polls of a batch.")
+    max_service_requests: int = option(
+        DEFAULT_MAX_SERVICE_REQUESTS, min=0,
+        help="With --batch: most requests to the batch API (uploads, polls, downloads, retries) in this invocation; "
+             "beyond it the run stops (exit 3) and --resume continues it.")
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """An LLM run, as ``cogtestbed run`` and :func:`cogtestbed.run` take it (each LLM's settings, a plan's
+    applied, are then one :class:`cogtestbed.api.run.LLMRun`)."""
+
+    output: str | os.PathLike[str] = option(cli_type=Path, flags=("--output", "-o"), help="Run directory.")
+    experiment: Any = option(None, cli_type=str | None, argument=True,
+                             help="Experiment name, e.g. instrumental-learning (optional with --plan).")
+    plan: str | os.PathLike[str] | None = option(
+        None, cli_type=Path | None,
+        help="plan.json of `cogtestbed plan`: its experiment, design, subjects, seed, answer settings and limits; "
+             "--llm chooses or replaces its LLM(s).")
+    progress_every: int = option(
+        PROGRESS_EVERY, min=1, help="When stderr is not a terminal: a progress line per this many subjects.")
+    llms: RunLLMs = group(RunLLMs, "LLMs")
+    sessions: RunSessions = group(RunSessions, "Sessions")
+    answers: RunAnswers = group(RunAnswers, "Answers")
+    transport: RunTransport = group(RunTransport, "Cache, concurrency and retries")
+    budget: RunBudget = group(RunBudget, "Budget, prices and resume")
+    batch: RunBatch = group(RunBatch, "Batch API")

@@ -1,0 +1,174 @@
+"""Each option of a workflow is declared once (issue 51, item 2): in its request
+(:mod:`cogtestbed.request`: ``PlanRequest``, ...), from which the command line's options and help
+panels (:mod:`cogtestbed.cli.options`), the ``ct.`` function's keywords and the ``request`` block of
+the output JSON are made.
+
+The allowlists below name what is not converted yet, with the count of options each still declares by
+hand; they only shrink (a converted module left on them fails too).  Their goal is empty.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+import typer.main
+
+import cogtestbed as ct
+from cogtestbed.cli import app
+from cogtestbed.request import api_leaves, build, cli_leaves, flat, leaves, request_block
+
+PACKAGE = Path(__file__).resolve().parents[1] / "cogtestbed"
+#: The one module that builds a typer option or argument (from a request's declarations).
+DECLARING = {"cli/options.py"}
+#: A typer option or argument built by hand.
+BY_HAND = re.compile(r"typer\.(Option|Argument)\(")
+
+#: Command-line modules not yet converted: the typer options and arguments each still builds by hand.
+NOT_CONVERTED_CLI: dict[str, int] = {
+    "cli/app.py": 1, "cli/check.py": 5, "cli/demo.py": 6, "cli/export.py": 6, "cli/listing.py": 2,
+    "cli/looks.py": 2, "cli/metrics.py": 4, "cli/phenotype.py": 8, "cli/population.py": 15,
+    "cli/simulate.py": 16, "cli/studies.py": 69, "cli/transcripts.py": 8,
+}
+#: ``ct.`` functions with keyword options not yet made from a request.
+NOT_CONVERTED_API = {
+    "build_population", "check", "export", "fit", "fit_and_save", "form_study", "heldout_nll", "metric_validity",
+    "metrics", "model_recovery", "phenotype", "plan_forms", "plot_recovery", "population_from_fit", "power",
+    "recover", "sbc", "simulate", "study", "transcript_nll",
+}
+#: Keywords of a converted ``ct.`` function that are no option (a progress callback).
+NOT_OPTIONS = {"say"}
+#: The converted commands: command name -> (its request classes, its ``ct.`` function or None).
+CONVERTED: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "plan": (("cogtestbed.validation.design.plan_options:PlanRequest", "cogtestbed.cli.plan:PlanOutput"), "plan"),
+    "run": (("cogtestbed.validation.runs.run_options:RunRequest",), "run"),
+}
+
+
+def _load(path: str) -> type:
+    import importlib
+
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+
+
+def _by_hand() -> dict[str, int]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        found = len(BY_HAND.findall(path.read_text(encoding="utf-8")))
+        if found and rel not in DECLARING:
+            out[rel] = found
+    return out
+
+
+def _public_functions() -> list[str]:
+    return sorted(name for name, module in ct._PUBLIC.items()
+                  if module.startswith("cogtestbed.api") and not inspect.isclass(getattr(ct, name)))
+
+
+def test_no_option_is_declared_by_hand_outside_the_allowlist() -> None:
+    found = _by_hand()
+    extra = {k: v for k, v in found.items() if k not in NOT_CONVERTED_CLI}
+    assert extra == {}, f"typer options built by hand (declare them in the command's request): {extra}"
+    stale = {k: (v, found.get(k, 0)) for k, v in NOT_CONVERTED_CLI.items() if found.get(k, 0) != v}
+    assert stale == {}, f"update NOT_CONVERTED_CLI (allowed, found): {stale}"
+
+
+def test_every_ct_keyword_is_a_request_field() -> None:
+    for name in _public_functions():
+        func = getattr(ct, name)
+        keywords = {p.name for p in inspect.signature(func).parameters.values() if p.kind is p.KEYWORD_ONLY}
+        request = getattr(inspect.unwrap(func), "__request__", None)
+        if request is None:
+            assert not keywords or name in NOT_CONVERTED_API, f"ct.{name}'s keywords are declared by hand: {keywords}"
+            continue
+        assert name not in NOT_CONVERTED_API, f"ct.{name} is converted: take it off NOT_CONVERTED_API"
+        fields = {leaf.name for leaf in api_leaves(request)}
+        assert keywords - NOT_OPTIONS <= fields, (name, keywords - NOT_OPTIONS - fields)
+        positional = {p.name for p in inspect.signature(func).parameters.values() if p.kind is not p.KEYWORD_ONLY}
+        assert fields - keywords <= positional, f"ct.{name} lacks the options {fields - keywords - positional}"
+
+
+def test_the_allowlists_are_reported() -> None:
+    """The count docs/architecture.md quotes (options declared once, issue 51)."""
+    assert len(NOT_CONVERTED_CLI) + len(NOT_CONVERTED_API) <= 34
+
+
+@pytest.mark.parametrize("command", sorted(CONVERTED))
+def test_a_converted_commands_options_are_its_requests(command: str) -> None:
+    classes = [_load(c) for c in CONVERTED[command][0]]
+    click_command = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
+    params = {p.name: p for p in click_command.params}
+    declared = {leaf.name: leaf for cls in classes for leaf in cli_leaves(cls)}
+    assert set(params) == set(declared)
+    for name, leaf in declared.items():
+        param = params[name]
+        if leaf.opt.flags:
+            assert set(leaf.opt.flags) <= set(param.opts)
+        assert (param.help or "").startswith(" ".join(leaf.opt.help.split())[:40]), name
+        if not param.required:
+            assert param.default == leaf.default or (param.default in ((), None) and leaf.default is None), name
+        assert getattr(param, "rich_help_panel", None) == leaf.panel, name
+    function = CONVERTED[command][1]
+    if function is not None:
+        assert getattr(inspect.unwrap(getattr(ct, function)), "__request__", None) is classes[0]
+
+
+def test_names_are_unique_and_every_field_is_declared() -> None:
+    for command, (classes, _) in CONVERTED.items():
+        names = [leaf.name for c in classes for leaf in leaves(_load(c))]
+        assert len(names) == len(set(names)), command
+
+
+def test_a_request_is_built_from_flat_keywords_and_recorded_in_json(tmp_path: Path) -> None:
+    from cogtestbed.validation.design.plan_options import PlanRequest
+
+    req = build(PlanRequest, {"experiment": "instrumental-learning", "llm": ["a:b", "c:d"], "effect": {"x": 0.2},
+                              "subjects": (10, 80), "pilot": tmp_path, "looks": 3, "seed": 7})
+    assert req.llms.llm == ["a:b", "c:d"] and req.target.effect == {"x": 0.2} and req.sizes.subjects == (10, 80)
+    assert req.sequential.looks == 3 and req.seed == 7 and req.target.power == 0.8  # a default
+    assert flat(req)["pilot"] == tmp_path
+    block = request_block(req)
+    assert block["llms"]["llm"] == ["a:b", "c:d"] and block["sizes"]["subjects"] == "10:80"
+    assert block["simulated"]["pilot"] == str(tmp_path) and block["seed"] == 7 and block["experiment"] == \
+        "instrumental-learning"
+    assert block["target"]["power"] == 0.8 and "forms" not in block.get("prompt_forms", {})
+    assert block["target"]["effect"] == ["x=0.2"] and block["sequential"]["looks"] == "3"
+    # the command line's spelling of the same request records the same block
+    cli = build(PlanRequest, {"experiment": "instrumental-learning", "llm": ["a:b", "c:d"], "effect": "x=0.2",
+                              "subjects": "10:80", "pilot": str(tmp_path), "looks": "3", "seed": 7})
+    assert request_block(cli) == block
+
+
+def test_ct_run_takes_every_keyword_it_took_before() -> None:
+    """``ct.run``'s keywords and its former ``**options`` (the fields of the run request users set) are
+    still taken, with their defaults."""
+    before = {"llm", "output", "subjects", "seed", "design", "plan", "dry_run", "base_url", "mode", "max_tokens",
+              "temperature", "stop", "reask", "top_logprobs", "cache", "share_cache", "concurrency", "rpm", "tpm",
+              "max_calls", "max_cost", "add_budget", "prices", "allow_unpriced", "timeout", "retry_for", "resume",
+              "progress_every", "forms", "batch", "poll_every", "max_service_requests", "reasoning_effort",
+              "thinking_budget", "adaptive", "trials"}
+    params = inspect.signature(ct.run).parameters
+    assert before <= set(params) and next(iter(params)) == "experiment" and params["experiment"].default is None
+    assert params["output"].default is inspect.Parameter.empty and params["concurrency"].default == 8
+    with pytest.raises(ct.InputError, match="output"):
+        ct.run("instrumental-learning", llm="hf:tiny-random")
+
+
+def test_ct_plan_takes_every_keyword_it_took_before() -> None:
+    """Every keyword of ``ct.plan`` before its options were derived (issue 51) is still taken."""
+    before = {"llm", "model", "effect", "metric", "compare", "test", "agent", "precision", "assurance", "power",
+              "level", "subjects", "runs", "trials", "design", "base", "sd_between", "params", "prices",
+              "allow_unpriced", "batch", "max_cost", "invalid_rate", "random_rate", "pilot", "mc_se", "max_tokens",
+              "reask", "temperature", "seed", "workers", "looks", "spending", "futility", "null", "seq_sims",
+              "null_sims", "lapse_fit", "binding_futility", "fit", "fit_sims", "human", "reasoning_effort",
+              "thinking_budget", "assume_reasoning_tokens", "adaptive", "adaptive_sims", "say", "population"}
+    params = inspect.signature(ct.plan).parameters
+    assert before <= set(params) and next(iter(params)) == "experiment"
+    assert params["power"].default == 0.8 and params["spending"].default == "obrien-fleming"
+    assert "Options" in (ct.plan.__doc__ or "") and "``binding_futility``" in (ct.plan.__doc__ or "")
+    with pytest.raises(ct.InputError, match="unexpected keyword|got an unexpected"):
+        ct.plan("instrumental-learning", no_such_option=1)

@@ -341,6 +341,25 @@ def test_help_texts_name_no_internal_references() -> None:
     assert len(texts) > 50
 
 
+def test_messages_and_field_descriptions_name_no_issue_numbers() -> None:
+    """Strings the package shows users (refusals, warnings, design-field descriptions) never cite the
+    project's issue tracker: every string constant that is not a docstring is scanned."""
+    import ast
+    import re
+
+    pattern = re.compile(r"\bissues? \d+\b", re.I)
+    package = Path(__file__).resolve().parents[1] / "cogtestbed"
+    bad = []
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.value) for node in ast.walk(tree)
+                      if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+        bad += [f"{path.name}:{node.lineno}" for node in ast.walk(tree)
+                if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and id(node) not in docstrings and pattern.search(node.value)]
+    assert not bad, bad
+
+
 def test_study_summary_names_the_true_parameter_distribution(capsys, tmp_path: Path) -> None:
     import json
 

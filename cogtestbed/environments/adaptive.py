@@ -1,4 +1,4 @@
-"""What an environment needs to play an adaptive session (issue 53): the design fields that ask for
+"""What an environment needs to play an adaptive session: the design fields that ask for
 one, and the chooser of each next trial, which the experiment's spec provides.
 
 An environment whose trials can be chosen freely gives its design class :class:`AdaptiveFields`
@@ -44,7 +44,7 @@ class AdaptiveFields(BaseModel):
 
     adaptive: tuple[str, ...] = Field(
         default=(), description="parameters whose expected information chooses each next trial "
-        "(issue 53); empty: the published fixed design")
+        "; empty: the published fixed design")
     trials: int = Field(default=0, ge=0, le=10_000,
                         description="trials of an adaptive session (0 with no adaptive parameters)")
 

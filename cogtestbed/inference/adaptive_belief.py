@@ -1,4 +1,4 @@
-"""Adaptive belief coherence (issue 53): the design space of the MNL decider's queries and the
+"""Adaptive belief coherence: the design space of the MNL decider's queries and the
 metrics an adaptive table refuses.
 
 **Design space.**  A query is the p* bin the next context is drawn from
@@ -44,7 +44,7 @@ def adaptive_space(design: Any) -> DesignSpace:
 #: Why the coherence metrics are refused for an adaptive table.
 REFUSAL = ("belief-coherence metrics refused: the tests T1-T4 and the accuracy read the instrument's contexts "
            "stratified over the p* bins (Yamin et al. 2026, App. C; their size is validated on that design), and "
-           "this table's contexts were chosen adaptively from the answers (issue 53); fit the decision model "
+           "this table's contexts were chosen adaptively from the answers; fit the decision model "
            "instead (cogtestbed fit mnl TABLE -o DIR)")
 
 

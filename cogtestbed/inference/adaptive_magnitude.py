@@ -1,4 +1,4 @@
-"""Adaptive magnitude estimation (issue 53): the design space of the static-Bayes observer and the
+"""Adaptive magnitude estimation: the design space of the static-Bayes observer and the
 metrics an adaptive table refuses.
 
 **Design space.**  A trial's design is the stimulus's position u = (x − a)/W in the block's range
@@ -59,7 +59,7 @@ def adaptive_space(design: Any) -> DesignSpace:
 REFUSAL = ("magnitude metrics refused: NRMSE (against the session midpoint), w_prior and BCS per session, the "
            "cue-combination fits and RRE (the same stimuli in every modality), and the BayesBench score assume the "
            "instrument's stimuli drawn uniformly over each range and shared by the blocks, and this table's stimuli "
-           "were chosen adaptively (issue 53); fit the static-Bayes model instead "
+           "were chosen adaptively; fit the static-Bayes model instead "
            "(cogtestbed fit static-bayes TABLE -o DIR)")
 
 

@@ -362,12 +362,12 @@ def _score_answers(design: DiscountingDesign | None, answers: list[int]) -> dict
 def cogbench_metrics(trials: pd.DataFrame) -> MetricsResult:
     """CogBench's temporal-discounting score and anomaly items: means over runs (NaN skipped).
 
-    Refused for an adaptive table (issue 53): the score counts the staircase's branches and the
+    Refused for an adaptive table: the score counts the staircase's branches and the
     anomaly items, which an adaptive session never asks (its questions depend on the answers
     through the posterior, not the staircase's tree); fit the hyperbolic model instead."""
     if "block" in trials and (trials["block"].astype("string") == ADAPTIVE_BLOCK).any():
         raise DataError("temporal-discounting metrics refused: the CogBench score assumes the fixed staircase, and "
-                        "this table's questions were chosen adaptively (issue 53); fit the hyperbolic model instead")
+                        "this table's questions were chosen adaptively; fit the hyperbolic model instead")
     per_run = run_scores(trials)
     table = pd.DataFrame(per_run)
     metrics: dict[str, Any] = {"score": float(table["score"].mean())}

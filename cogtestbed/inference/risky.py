@@ -391,7 +391,7 @@ def risky_metrics(trials: pd.DataFrame, n_starts: int | None = None) -> MetricsR
             row.update(dict.fromkeys(SHARE_KEYS))
         metrics.update(dict.fromkeys(("p_risky", "p_higher_ev")))
         flags.append("p_risky and p_higher_ev are null: they are shares over the fixed design's pairs, and this "
-                     "table's pairs were chosen adaptively from the answers (issue 53); loss_aversion is the "
+                     "table's pairs were chosen adaptively from the answers; loss_aversion is the "
                      "model's fit, valid for any design")
     return metrics_result(metrics, "per_subject", rows, n_invalid, flags)
 

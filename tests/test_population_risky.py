@@ -47,3 +47,57 @@ def test_a_plan_of_an_llms_loss_aversion_against_people_prints_a_design_and_its_
     assert len(plan["cost"]["per_llm"]) == 1
     assert plan["study"]["people"] == PEOPLE and plan["study"]["people_trials"] == 98
     assert plan["target"]["what"].startswith(f"a difference in lambda of 1 between an LLM and {PEOPLE} people")
+
+
+# ----------------------------------------------------------------------------- the bounded-estimate rule
+def test_rank_test_is_brunner_munzel_with_a_hodges_lehmann_shift():
+    """:func:`rank_test`: the median pairwise difference, the relative effect, Brunner–Munzel's p; an
+    estimate at a bound counts only as the lowest value, however far below the others the optimiser
+    left it (Welch's p moves by orders of magnitude with it); complete separation falls back to
+    Mann–Whitney's p."""
+    from scipy import stats
+
+    from cogtestbed.validation.studies.study_data import rank_test
+
+    shift, relative, p = rank_test(np.array([3.0, 4.0, 6.0]), np.array([1.0, 2.0, 4.0]))
+    assert shift == 2.0  # differences 2 1 -1 3 2 0 5 4 2: median 2
+    assert relative == pytest.approx((7 + 0.5) / 9 - 0.5)
+    assert p == pytest.approx(stats.brunnermunzel([3.0, 4.0, 6.0], [1.0, 2.0, 4.0]).pvalue)
+    rng = np.random.default_rng(0)
+    people, llm = rng.normal(0.0, 0.5, 270), rng.normal(0.3, 0.5, 20)
+    far, near = (np.r_[people, np.full(25, np.log(low))] for low in (1e-6, 0.05))  # 25 λ at the lower bound
+    assert rank_test(llm, far) == rank_test(llm, near)
+    welch = [stats.ttest_ind(llm, x, equal_var=False).pvalue for x in (far, near)]
+    assert welch[0] < welch[1] / 100
+    _, relative, p_apart = rank_test(np.array([15.0, 16.0, 17.0]), np.arange(10.0))
+    assert relative == 0.5 and p_apart == pytest.approx(stats.mannwhitneyu([15.0, 16.0, 17.0], np.arange(10.0)).pvalue)
+
+
+def test_bounded_estimate_rule_names_its_parameters():
+    from cogtestbed.validation.studies.model_studies import two_group_test
+
+    pt = get_experiment("risky-choice").model("prospect-theory")
+    assert [two_group_test(pt, p) for p in ("lambda", "alpha", "theta")] == ["rank"] * 3
+    rw = get_experiment("instrumental-learning").model("rw-pm")
+    assert two_group_test(rw, "beta") == "welch" and two_group_test(rw, "optimism_bias") == "welch"
+
+
+@pytest.mark.slow
+def test_power_against_people_rises_with_the_llms_subjects(tmp_path):
+    """An LLM's λ 0.5 above people's (60 stand-in people at 98 trials, some of whose per-subject λ run to
+    a bound): with the rank test the power of a seeded run rises with the LLM's subjects."""
+    import cogtestbed as ct
+
+    global PEOPLE
+    saved, PEOPLE = PEOPLE, 60
+    try:
+        path = _people(str(tmp_path / "people.json"))
+    finally:
+        PEOPLE = saved
+    study = ct.power("risky-choice", "prospect-theory", effect={"lambda": 0.5}, population=path, groups=2,
+                     subjects=(5, 15, 45), trials=98, sims=60, seed=3, workers=1)
+    cells = study.summary["cells"]
+    assert [c["n_subjects"] for c in cells] == [5, 15, 45]
+    power = [c["power"] for c in cells]
+    assert all("Brunner-Munzel" in t for t in study.table["test"].unique())
+    assert power[0] < power[1] < power[2] and power[2] - power[0] > 0.3, power

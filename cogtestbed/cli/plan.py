@@ -210,7 +210,8 @@ def recovery_line(rec: dict[str, Any]) -> str:
     if "effect_bias" not in rec:
         return ""
     parts = [f"effect bias {num(rec['effect_bias'])} (estimand {num(rec['estimand'])})"]
-    if rec.get("coverage") is not None and rec.get("coverage_level") is not None:
+    coverage = rec.get("coverage")
+    if coverage is not None and coverage == coverage and rec.get("coverage_level") is not None:  # NaN: no interval
         parts.append(f"interval coverage {num(rec['coverage'], 2)} (nominal {num(rec['coverage_level'], 2)})")
     fresh = f" ({rec['studies']} fresh simulated studies)" if rec.get("studies") else ""
     return "recovery at this design: " + ", ".join(parts) + fresh

@@ -170,6 +170,10 @@ class CognitiveModel(ABC):
     #: u_i ~ Normal(mu, sigma), instead of non-centred offsets: those each subject's data pin
     #: more tightly than the population spread (Betancourt & Girolami 2015).  Same prior.
     centred_parameters: ClassVar[tuple[str, ...]] = ()
+    #: Parameters whose per-subject MLE runs to a bound of its search often at the designs the model
+    #: is fitted to (a likelihood ridge): a two-group power test compares their estimates by ranks, not
+    #: means (the bounded-estimate rule, :func:`~cogtestbed.validation.studies.model_studies.two_group_test`).
+    rank_tested_parameters: ClassVar[tuple[str, ...]] = ()
     #: NUTS target acceptance for hierarchical fits (None: the sampler default of
     #: :func:`cogtestbed.inference.hierarchical.fit_hierarchical`).
     target_accept: ClassVar[float | None] = None

@@ -33,6 +33,7 @@ from cogtestbed.validation.studies.study_data import (
     TaskFn,
     draw_true_parameters,
     fitted_model,
+    rank_test,
     seed_of,
     simulate_model,
 )
@@ -276,6 +277,16 @@ def effect_scale(model: CognitiveModel, effect: str) -> str:
     return "natural"
 
 
+def two_group_test(model: CognitiveModel, effect: str) -> str:
+    """The bounded-estimate rule: how a two-group MLE power test compares ``effect``.  ``rank``
+    (Brunner–Munzel, :func:`~cogtestbed.validation.studies.study_data.rank_test`) for a parameter the
+    model declares in ``rank_tested_parameters`` (its per-subject MLE runs to a bound of the search
+    often, so a mean on any scale is led by how far the optimiser ran, and a power curve can fall as
+    subjects are added); ``welch`` (Welch's t-test on :func:`effect_scale`) for any other parameter and
+    every contrast.  A choice of cogtestbed, not a paper's."""
+    return "rank" if effect in getattr(model, "rank_tested_parameters", ()) else "welch"
+
+
 def on_scale(values: Any, scale: str) -> np.ndarray:
     """``values`` on the test's scale (:func:`effect_scale`)."""
     x = np.asarray(values, dtype=np.float64)
@@ -458,14 +469,21 @@ def task_power_groups(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, 
         va, vb = va[np.isfinite(va)], vb[np.isfinite(vb)]
         estimate, lo, hi, p_value = float(vb.mean() - va.mean()) if va.size and vb.size else np.nan, np.nan, \
             np.nan, float("nan")
-        if va.size > 1 and vb.size > 1:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                res = stats.ttest_ind(vb, va, equal_var=False)
-                ci = res.confidence_interval(1 - spec.level)
-            p_value, lo, hi = float(res.pvalue), float(ci.low), float(ci.high)
         what = f"log {spec.effect}" if scale == "log" else spec.effect
-        test = f"two-sided Welch t-test of two groups' per-subject MLE ({what})"
+        direction = estimate
+        if two_group_test(model, spec.effect) == "rank":  # the bounded-estimate rule: no interval
+            estimate, relative, p_value = rank_test(vb, va)
+            direction = relative
+            test = (f"two-sided Brunner-Munzel rank test of two groups' per-subject MLE of {spec.effect} "
+                    f"(estimates at a bound; estimate: Hodges-Lehmann shift of {what})")
+        else:
+            if va.size > 1 and vb.size > 1:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    res = stats.ttest_ind(vb, va, equal_var=False)
+                    ci = res.confidence_interval(1 - spec.level)
+                p_value, lo, hi = float(res.pvalue), float(ci.low), float(ci.high)
+            test = f"two-sided Welch t-test of two groups' per-subject MLE ({what})"
     else:
         da = _group_draws(spec, model, fitter, exp, power_parameters(null, model, n, rng_a, draw=draw), n, seq_a,
                           design, runs, fit_seed)
@@ -476,9 +494,10 @@ def task_power_groups(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, 
         p_value = float(2 * min((draws <= 0).mean(), (draws >= 0).mean()))
         test = (f"{100 * (1 - spec.level):.0f}% posterior interval of the difference of two groups' population "
                 "values excludes 0")
+        direction = estimate
     return pd.DataFrame([{"effect": spec.effect, "effect_size": spec.effect_size, "estimate": estimate,
                           "p_value": p_value, "lo": lo, "hi": hi,
-                          "detected": detected(p_value, estimate, spec.effect_size, spec.level), "test": test}])
+                          "detected": detected(p_value, direction, spec.effect_size, spec.level), "test": test}])
 
 
 def task_power(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,

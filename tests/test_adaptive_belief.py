@@ -98,3 +98,12 @@ def test_refusals_are_one_line() -> None:
                     design={**SMALL, "n_contexts": 7})
     assert ct.describe("belief-coherence")["adaptive"]["parameters"] == ["mid_yes", "slope_yes", "mid_defer",
                                                                          "slope_defer"]
+
+
+def test_observations_of_a_table_without_a_valid_decision_are_empty() -> None:
+    """An LLM that never answers the decision's two lines (SmolLM2-135M) leaves no observation: each
+    subject's list is empty (a pandas join on an empty frame once broke this)."""
+    table = _simulate(trials=3)
+    table = table.assign(valid=table["valid"] & (table["phase"].astype(str) != "decision"))
+    assert observations(table) == [[], []]
+    assert len(observations(_simulate(trials=3))[0]) == 3

@@ -21,6 +21,7 @@ Magnitude estimation plays one block (line ratio, base condition, text, medium r
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import time
 
@@ -55,10 +56,15 @@ def main() -> None:
                 a = s[arm]
                 print(f"{name:<14}{arm:<10}{a['sd']:>11.3f} ± {a['sd_se']:.3f}{a['r']:>11.3f} ± {a['r_se']:.3f}"
                       f"{100 * a['coverage']:>10.1f} ± {100 * a['coverage_se']:.1f} %")
-            print(f"{'':<14}adaptive reaches the fixed {args.trials}-trial SD ({s['fixed']['sd']:.3f}) after "
-                  f"{s['adaptive_trials_to_fixed_sd']:.0f} trials: ratio {s['trials_ratio']:.3f} ± "
-                  f"{s['trials_ratio_se']:.3f} (goal <= 0.333; resamples that never reach it: "
-                  f"{s['trials_ratio_unreached']})")
+            if math.isfinite(s["adaptive_trials_to_fixed_sd"]):
+                print(f"{'':<14}adaptive reaches the fixed {args.trials}-trial SD ({s['fixed']['sd']:.3f}) after "
+                      f"{s['adaptive_trials_to_fixed_sd']:.0f} trials: ratio {s['trials_ratio']:.3f} ± "
+                      f"{s['trials_ratio_se']:.3f} (goal <= 0.333; resamples that never reach it: "
+                      f"{s['trials_ratio_unreached']})")
+            else:  # no ratio to print: it exceeds 1, by how much this length cannot tell
+                print(f"{'':<14}adaptive does not reach the fixed {args.trials}-trial SD ({s['fixed']['sd']:.3f}) "
+                      f"within {args.trials} trials: ratio > 1 (resamples that never reach it: "
+                      f"{s['trials_ratio_unreached']} of 200)")
             print(f"{'':<14}posterior SD after {args.trials} trials, adaptive / fixed: {s['sd_ratio']:.3f} ± "
                   f"{s['sd_ratio_se']:.3f}")
 

@@ -312,6 +312,23 @@ def run_price(request: LLMRun, standard: Any) -> Any:
     return batch_price(standard, request.llm)
 
 
+def adaptive_steps_note(exp: Any, design: Any) -> str | None:
+    """For an adaptive session whose subject answers more than ``--trials`` steps (calls): how many and why
+    (magnitude estimation plays ``--trials`` in every block; belief coherence asks each context in several
+    calls), so a long run is no surprise (issue 53); None otherwise."""
+    from cogtestbed.environments.adaptive import is_adaptive
+
+    if not is_adaptive(design):
+        return None
+    steps = int(exp.env_cls.max_steps(design))
+    if steps <= design.trials:
+        return None
+    blocks = getattr(design, "blocks", ())
+    why = (f"{len(blocks)} blocks x {design.trials} trials; one block: --design task=... conditions=... "
+           "modalities=... ranges=..." if len(blocks) > 1 else "several calls per adaptive trial")
+    return f"adaptive session: --trials {design.trials} asks up to {steps} calls per subject ({why})"
+
+
 def execute_run(request: LLMRun) -> Any:
     """Check the run directory, build the client, play the run, write the tables; the RunResult."""
     from cogtestbed.llm_adapters.clients.prices import PriceTable
@@ -338,6 +355,9 @@ def execute_run(request: LLMRun) -> Any:
     show_retries()
     decoding = run_decoding(exp, request)[1]
     console_err.print(f"temperature {decoding['temperature']:g}: {decoding['source']}", highlight=False)
+    note = adaptive_steps_note(exp, design_obj)
+    if note:
+        console_err.print(note, highlight=False)
     finished: list[int] = []
     interactive = console_err.is_terminal
 

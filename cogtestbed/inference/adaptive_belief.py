@@ -62,7 +62,9 @@ def observations(table: pd.DataFrame) -> list[list[tuple[int, dict[str, np.ndarr
     pi0 = table.loc[valid & (phase == "belief") & (variant == "pi0"), [*keys, "p_elicited"]]
     mean_p = pi0.groupby(keys)["p_elicited"].mean().clip(0.0, 1.0).rename("p")
     columns = [*keys, "decision"] + ([ADAPTIVE_COLUMN] if ADAPTIVE_COLUMN in table else [])
-    dec = table.loc[valid & (phase == "decision"), columns].join(mean_p, on=keys, how="inner")
+    # merge, not join: a join of an empty frame on two keys returns them as index levels too (pandas), so
+    # a table without a valid decision (an LLM that never answers the decision's two lines) broke the sort
+    dec = table.loc[valid & (phase == "decision"), columns].merge(mean_p.reset_index(), on=keys, how="inner")
     dec["a"] = dec["decision"].astype(str).map(DECISION_CODES).astype(np.int64)
     dec["d"] = dec[ADAPTIVE_COLUMN].astype(np.int64) if ADAPTIVE_COLUMN in dec else -1
     out: dict[Any, list[tuple[int, dict[str, np.ndarray]]]] = {s: [] for s in sorted(table["subject"].unique())}

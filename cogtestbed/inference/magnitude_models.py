@@ -154,6 +154,10 @@ class _MagnitudeModel(CognitiveModel):
         if n < 3:
             raise InputError("a magnitude fit needs at least 3 valid answers")
         du = u - u.mean()
+        if not du @ du > 1e-12:  # an adaptive session may ask one stimulus throughout (issue 53)
+            raise InputError(f"a magnitude fit needs answers to at least 2 distinct stimuli: all {n} valid answers "
+                             f"are to the stimulus at u = {float(u[0]):.3g} of the range, so the slope (and the prior "
+                             "weight) is not identified")
         beta = float(np.clip((du @ (v - v.mean())) / (du @ du), lo, hi))
         c = float(v.mean() - beta * u.mean())
         rss = float(((v - beta * u - c) ** 2).sum())

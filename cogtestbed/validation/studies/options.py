@@ -192,6 +192,8 @@ def _text(value: Any, sep: str = ",") -> str | None:
     comma list, a string as it is."""
     if value is None or isinstance(value, str):
         return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):  # one size: ct.plan(..., subjects=10)
+        return str(value)
     if isinstance(value, tuple) and len(value) == 2 and sep == ":":
         return f"{value[0]}:{value[1]}"
     return ",".join(str(v) for v in value)

@@ -49,6 +49,7 @@ class Opt:
     ``min``/``max``: limits the command line enforces; ``show_default``: the help's default text;
     ``cli``/``api``: whether the command line / the ``ct.`` function takes it; ``argument``: a
     positional command-line argument; ``name``: the flat keyword when it differs from the field's.
+    ``cli_required``: the command line requires it though Python has a default (``simulate -o``);
     ``json``: whether the ``request`` block records it; ``record``: the form it records (one for every
     spelling of the same value: ``(10, 80)`` and ``"10:80"`` alike), by default the value as given.
     """
@@ -65,6 +66,7 @@ class Opt:
     name: str | None = None
     json: bool = True
     record: Callable[[Any], Any] | None = None
+    cli_required: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,10 +80,11 @@ def option(default: Any = dataclasses.MISSING, *, help: str, flags: Sequence[str
            cli_type: Any = None, min: float | None = None, max: float | None = None,  # noqa: A002
            show_default: bool | str | None = None, cli: bool = True, api: bool = True, argument: bool = False,
            name: str | None = None, json: bool = True, record: Callable[[Any], Any] | None = None,
-           factory: Callable[[], Any] | None = None) -> Any:
+           cli_required: bool = False, factory: Callable[[], Any] | None = None) -> Any:
     """A request's option: a dataclass field with its :class:`Opt` (see there for each argument);
     ``factory`` makes a mutable default."""
-    meta = {OPTION: Opt(help, tuple(flags), cli_type, min, max, show_default, cli, api, argument, name, json, record)}
+    meta = {OPTION: Opt(help, tuple(flags), cli_type, min, max, show_default, cli, api, argument, name, json, record,
+                        cli_required)}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)

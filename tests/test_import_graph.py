@@ -44,7 +44,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cogtestbed.agents",),
     ("cogtestbed.experiments",),
     ("cogtestbed.registry",),
-    ("cogtestbed.simulation",),
+    ("cogtestbed.simulation", "cogtestbed.simulate_options"),
     ("cogtestbed.llm_adapters",),
     ("cogtestbed.validation",),  # the package and its errors
     ("cogtestbed.validation.studies",),

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from cogtestbed.api.checks import public
 from cogtestbed.errors import DataError, InputError
+from cogtestbed.request import build, derive_api, keyword
+from cogtestbed.simulate_options import SimulateRequest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -91,13 +93,8 @@ def design_overrides(items: Sequence[str]) -> dict[str, str | None]:
 
 
 @public()
-def simulate(experiment: str | ExperimentSpec, agent: str, *, subjects: int = 10, seed: int = 0,
-             params: Mapping[str, Any] | None = None, design: Design | Mapping[str, Any] | None = None,
-             method: Literal["batch", "step"] = "batch", lapse_invalid: float = 0.0, lapse_random: float = 0.0,
-             forms: str | Sequence[int] | None = None, form_sd: Mapping[str, float] | None = None,
-             output: str | os.PathLike[str] | None = None, force: bool = False,
-             on_subject_done: Any = None, adaptive: Sequence[str] | str | None = None,
-             trials: int | None = None, population: Any = None) -> pd.DataFrame:
+@derive_api(SimulateRequest, after=(keyword("on_subject_done"),))
+def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd.DataFrame:
     """Simulate ``subjects`` synthetic subjects of ``agent`` (known parameters ``params``: a value
     or one per subject) and return their trial table (``cogtestbed simulate``).
 
@@ -121,13 +118,22 @@ def simulate(experiment: str | ExperimentSpec, agent: str, *, subjects: int = 10
     from cogtestbed.outputs import check_output_file, claim_file
     from cogtestbed.registry import write_trials
 
+    req = build(SimulateRequest, {**options, "experiment": experiment, "agent": agent})
+    who, ses = req.who, req.sessions
+    subjects, seed, params, population, output, force = who.subjects, who.seed, who.params, who.population, \
+        req.output, req.force
+    design, method, adaptive, trials, forms = ses.design, ses.method, ses.adaptive, ses.trials, ses.forms
+    lapse_invalid, lapse_random, form_sd = ses.lapse_invalid, ses.lapse_random, _form_sds(ses.form_sd)
+    on_subject_done = options.get("on_subject_done")
     exp = get_experiment(experiment)
     agent_cls = exp.agent(agent)
     lapse = Lapse(lapse_invalid, lapse_random)
-    given = dict(params or {})
+    given = _given_params(params)
     drawn: dict[str, Any] | None = None
     if population is not None:
         given, drawn = population_params(exp, agent, population, subjects, seed, given)
+    if isinstance(design, list | tuple):  # the command line's NAME=VALUE items
+        design = design_overrides(design)
     design_obj = with_adaptive(exp, design_of(exp, design), adaptive, trials)
     if adaptive:
         method = "step"  # an adaptive session's next trial depends on the answers so far
@@ -153,6 +159,24 @@ def simulate(experiment: str | ExperimentSpec, agent: str, *, subjects: int = 10
         }
         write_trials(trials, out, manifest)
     return trials
+
+
+def _given_params(params: Mapping[str, Any] | Sequence[str] | None) -> dict[str, Any]:
+    """``params`` as a mapping (the command line's ``NAME=VALUE`` items parsed)."""
+    if params is None or isinstance(params, Mapping):
+        return dict(params or {})
+    from cogtestbed.parameters import parse_assignments
+
+    return parse_assignments(list(params), "--param")
+
+
+def _form_sds(form_sd: Mapping[str, float] | Sequence[str] | None) -> dict[str, float]:
+    """``form_sd`` as a mapping (the command line's ``PARAM=SD`` items parsed)."""
+    if form_sd is None or isinstance(form_sd, Mapping):
+        return dict(form_sd or {})
+    from cogtestbed.environments.forms import parse_form_sd
+
+    return dict(parse_form_sd(list(form_sd)))
 
 
 def population_params(exp: ExperimentSpec, agent: str, population: Any, subjects: int, seed: int,

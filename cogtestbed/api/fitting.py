@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.api.checks import model_first, public
+from cogtestbed.request import api_values, build, derive_api, keyword
+from cogtestbed.validation.studies.study_options import FitRequest
 
 #: netCDF encoding of every numeric variable of ``posterior.nc``: zlib (deflate) level 4 after the
 #: HDF5 byte-shuffle filter, which groups the similar exponent bytes of float draws together.
@@ -24,12 +26,8 @@ def _quiet(_: str) -> None:
 
 
 @public(paths=('path',), legacy=model_first("model", data="path"))
-def fit_and_save(experiment: str | None, path: str | os.PathLike[str], model: str, *, output: str | os.PathLike[str],
-                 method: str = "hierarchical", source: str = "auto",
-                 unit: str = "auto", separate_runs: bool = False, draws: int = 1000, max_draws: int | None = None,
-                 chains: int = 4, log_likelihood: bool = False, seed: int = 0, lapse: str = "none", force: bool = False,
-                 form_effects: Sequence[str] | None = None, say: Callable[[str], None] = _quiet,
-                 sessions: str | None = None) -> dict[str, Any]:
+@derive_api(FitRequest, after=(keyword("say", _quiet, Callable[[str], None]),))
+def fit_and_save(experiment: str | None, path: str | os.PathLike[str], model: str, **options: Any) -> dict[str, Any]:
     """Fit ``model`` to the trial table or published data file ``path`` and write the fit to the
     folder ``output`` (``cogtestbed fit``; ``force`` overwrites its files); return the summary it
     writes as ``summary.json`` (model, source, units: ``unit``, ``n_units`` (= ``n_subjects``) and
@@ -56,6 +54,14 @@ def fit_and_save(experiment: str | None, path: str | os.PathLike[str], model: st
     from cogtestbed.outputs import atomic_write_bytes, output_dir
     from cogtestbed.registry import experiment_of
 
+    o = api_values(build(FitRequest, {**options, "experiment": experiment, "path": path, "model": model}))
+    (output, method, source, unit, separate_runs, draws, max_draws, chains, log_likelihood, seed, lapse, force,
+     form_effects, sessions) = (o[k] for k in ("output", "method", "source", "unit", "separate_runs", "draws",
+                                                "max_draws", "chains", "log_likelihood", "seed", "lapse", "force",
+                                                "form_effects", "sessions"))
+    if isinstance(form_effects, str):  # the command line's P1,P2,...
+        form_effects = form_effects.split(",")
+    say = options.get("say", _quiet)
     exp = get_experiment(experiment_of(experiment, path, model))
     cog = fit_model(exp, model, method, lapse)
     out = Path(output)

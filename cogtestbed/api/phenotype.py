@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from cogtestbed.api.checks import public
 from cogtestbed.errors import InputError
+from cogtestbed.request import build, derive_api
+from cogtestbed.validation.runs.phenotype_options import PhenotypeRequest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,10 +36,8 @@ class Phenotype:
 
 
 @public(paths=('paths',))
-def phenotype(paths: Sequence[str | os.PathLike[str]], *, agents: Sequence[str] | None = None,
-              experiment: str | None = None, kind: str = "all", normalisation: str = "signed",
-              output: str | os.PathLike[str] | None = None, force: bool = False,
-              sessions: str | None = None) -> Phenotype:
+@derive_api(PhenotypeRequest)
+def phenotype(paths: Sequence[str | os.PathLike[str]], **options: Any) -> Phenotype:
     """Normalise agents' CogBench metrics (random = 0, human = 1) read from CogBench CSVs
     (``<Task>/<agent>.csv``), trial tables or folders of them (``paths``); ``agents``: only these;
     ``kind``: ``behaviour``, ``performance`` or ``all``; ``normalisation``: ``signed``
@@ -49,6 +49,9 @@ def phenotype(paths: Sequence[str | os.PathLike[str]], *, agents: Sequence[str] 
     applies to those files only (the others' rows have a trial key)."""
     from cogtestbed.outputs import output_dir
 
+    req = build(PhenotypeRequest, {**options, "paths": paths})
+    agents, experiment, kind, normalisation = req.agents, req.experiment, req.kind, req.normalisation
+    output, force, sessions = req.output, req.force, req.sessions
     if kind not in ("behaviour", "performance", "all"):
         raise InputError(f"--kind must be behaviour, performance or all, got {kind!r}")
     if normalisation not in ("signed", "absolute"):

@@ -19,6 +19,15 @@ from typing import TYPE_CHECKING, Any
 from cogtestbed.api.checks import model_first, public
 from cogtestbed.api.figures import Figures
 from cogtestbed.errors import InputError
+from cogtestbed.request import api_values, build, derive_api, keyword
+from cogtestbed.validation.studies.study_options import (
+    DeclaredStudyRequest,
+    MetricValidityRequest,
+    ModelRecoveryRequest,
+    PowerRequest,
+    RecoverRequest,
+    SbcRequest,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -224,6 +233,11 @@ def run_spec(spec: StudySpec, *, workers: int | None = None, dask: str | None = 
     return Study(result, files)
 
 
+def _read(options: dict[str, Any], names: str) -> list[Any]:
+    """The values of the whitespace-separated option ``names`` (a request's, by keyword)."""
+    return [options[name] for name in names.split()]
+
+
 def _spec(**fields: Any) -> StudySpec:
     from cogtestbed.validation.studies.options import study_spec_of
 
@@ -238,14 +252,8 @@ def _lapse(invalid: float, random: float) -> Any:
 
 
 @public(legacy=model_first("model"))
-def recover(experiment: str | ExperimentSpec | None, model: str, *, subjects: Sizes | str = 50,
-            trials: Sizes | str = None, design: Design = None, runs: Sizes | str = 1, reps: int = 100,
-            method: str = "mle", sampler: str = "prior", fix: Assignments | Sequence[str] = None,
-            params: Assignments | Sequence[str] = None, draws: int = 1000, chains: int = 4,
-            lapse_invalid: float = 0.0, lapse_random: float = 0.0, lapse: str = "none",
-            precision: Assignments | Sequence[str] = None, assurance: float = 0.9, seed: int = 0,
-            workers: int | None = None, dask: str | None = None, output: str | os.PathLike[str] | None = None,
-            force: bool = False, watch: Watch | None = None, population: Any = None) -> Study:
+@derive_api(RecoverRequest, after=(keyword("watch", None, "Watch | None"),))
+def recover(experiment: str | ExperimentSpec | None, model: str, **options: Any) -> Study:
     """Parameter recovery (``cogtestbed recover``): simulate ``reps`` data sets of ``subjects``
     subjects with known parameters (drawn from the model's prior, ``sampler="uniform"``, or a
     ``population``: ``"human:NAME"``, a population file, one posterior draw of its group parameters
@@ -255,6 +263,14 @@ def recover(experiment: str | ExperimentSpec | None, model: str, *, subjects: Si
     ``experiment`` None: the one experiment declaring ``model``.  The earlier call form
     ``recover(MODEL, experiment=...)`` still works (:func:`~cogtestbed.api.checks.model_first`)."""
     from cogtestbed.validation.studies.options import lapse_fit
+
+    o = api_values(build(RecoverRequest, {**options, "experiment": experiment, "model": model}))
+    keys = ("subjects trials design runs reps method sampler fix params draws chains lapse_invalid "
+            "lapse_random lapse precision assurance seed workers dask output force population")
+    (subjects, trials, design, runs, reps, method, sampler, fix, params, draws, chains,
+     lapse_invalid, lapse_random, lapse, precision, assurance, seed, workers, dask, output, force,
+     population) = _read(o, keys)
+    watch = options.get("watch")
 
     name = _experiment_name(experiment, model)
     if population is not None:
@@ -274,15 +290,16 @@ def recover(experiment: str | ExperimentSpec | None, model: str, *, subjects: Si
 
 
 @public(legacy=model_first("models"))
-def model_recovery(experiment: str | ExperimentSpec | None, models: Sequence[str], *, subjects: int = 30,
-                   trials: Sizes | str = None, design: Design = None,
-                   runs: int = 1, reps: int = 50, method: str = "mle", params: Assignments | Sequence[str] = None,
-                   draws: int = 500, chains: int = 2, seed: int = 0, workers: int | None = None,
-                   dask: str | None = None, output: str | os.PathLike[str] | None = None, force: bool = False,
-                   watch: Watch | None = None) -> Study:
+@derive_api(ModelRecoveryRequest, after=(keyword("watch", None, "Watch | None"),))
+def model_recovery(experiment: str | ExperimentSpec | None, models: Sequence[str], **options: Any) -> Study:
     """Model recovery (``cogtestbed model-recovery``): simulate each model, fit all, the
     confusion matrix of the best fits (AIC/BIC, or LOO for hierarchical fits).  The earlier call
     form ``model_recovery(MODELS, experiment=...)`` still works."""
+    o = api_values(build(ModelRecoveryRequest, {**options, "experiment": experiment, "models": models}))
+    keys = "subjects trials design runs reps method params draws chains seed workers dask output force"
+    (subjects, trials, design, runs, reps, method, params, draws, chains, seed, workers, dask,
+     output, force) = _read(o, keys)
+    watch = options.get("watch")
     if len(models) < 2:
         raise InputError(f"model recovery needs at least two models, got {len(models)}")
     name = _experiment_name(experiment, models[0])
@@ -293,13 +310,15 @@ def model_recovery(experiment: str | ExperimentSpec | None, models: Sequence[str
 
 
 @public(legacy=model_first("model"))
-def sbc(experiment: str | ExperimentSpec | None, model: str, *, subjects: int = 20,
-        trials: Sizes | str = None, design: Design = None, runs: int = 1, reps: int = 100,
-        params: Assignments | Sequence[str] = None, draws: int = 500, chains: int = 2, backend: str = "auto",
-        seed: int = 0, workers: int | None = None, dask: str | None = None,
-        output: str | os.PathLike[str] | None = None, force: bool = False, watch: Watch | None = None) -> Study:
+@derive_api(SbcRequest, after=(keyword("watch", None, "Watch | None"),))
+def sbc(experiment: str | ExperimentSpec | None, model: str, **options: Any) -> Study:
     """Simulation-based calibration of the hierarchical model (``cogtestbed sbc``; rank
     uniformity, Talts et al. 2018).  The earlier call form ``sbc(MODEL, experiment=...)`` still works."""
+    o = api_values(build(SbcRequest, {**options, "experiment": experiment, "model": model}))
+    keys = "subjects trials design runs reps params draws chains backend seed workers dask output force"
+    (subjects, trials, design, runs, reps, params, draws, chains, backend, seed, workers, dask,
+     output, force) = _read(o, keys)
+    watch = options.get("watch")
     name = _experiment_name(experiment, model)
     spec = _spec(kind="sbc", experiment=name, models=(model,), method="hierarchical",
                  subjects=(subjects,), runs=(runs,), reps=reps, seed=seed, **_sized(name, design, trials),
@@ -309,17 +328,8 @@ def sbc(experiment: str | ExperimentSpec | None, model: str, *, subjects: int = 
 
 
 @public(legacy=model_first("target"))
-def power(experiment: str | ExperimentSpec | None, target: str, *, effect: Mapping[str, float] | str | None = None,
-          metric: str | None = None,
-          compare: tuple[str, str] | None = None, test: str | None = None, agent: str | None = None,
-          sweep: str | None = None, option: Mapping[str, Any] | Sequence[str] | None = None,
-          subjects: Sizes | str = (10, 20, 40, 80),
-          runs: Sizes | str = None, trials: Sizes | str = None, design: Design = None, sims: int = 200,
-          method: str = "mle", level: float = 0.05, base: Assignments | Sequence[str] = None,
-          sd_between: float = 0.5, params: Assignments | Sequence[str] = None, draws: int = 500, chains: int = 2,
-          lapse_invalid: float = 0.0, lapse_random: float = 0.0, seed: int = 0, workers: int | None = None,
-          dask: str | None = None, output: str | os.PathLike[str] | None = None, force: bool = False,
-          watch: Watch | None = None, groups: int = 1, population: Any = None) -> Study:
+@derive_api(PowerRequest, after=(keyword("watch", None, "Watch | None"),))
+def power(experiment: str | ExperimentSpec | None, target: str, **options: Any) -> Study:
     """Power (``cogtestbed power``) in its three forms: of a test on a model parameter
     (``power(EXPERIMENT, MODEL, effect={NAME: SIZE})``; ``groups=2``: the difference of that
     parameter between two groups of ``subjects`` each, e.g. two LLMs, the second's median moved by
@@ -336,6 +346,15 @@ def power(experiment: str | ExperimentSpec | None, target: str, *, effect: Mappi
     is as many people as the population was fitted to (their number fixed), drawn afresh from it at
     their own trial count, and ``subjects`` sizes the second group."""
     from cogtestbed.validation.studies.options import assignment_items, one_assignment, power_spec, with_population
+
+    o = api_values(build(PowerRequest, {**options, "experiment": experiment, "target": target}))
+    keys = ("effect metric compare test agent sweep option subjects runs trials design sims method level base "
+            "sd_between params draws chains lapse_invalid lapse_random seed workers dask output force groups "
+            "population")
+    (effect, metric, compare, test, agent, sweep, option, subjects, runs, trials, design, sims,
+     method, level, base, sd_between, params, draws, chains, lapse_invalid, lapse_random, seed,
+     workers, dask, output, force, groups, population) = _read(o, keys)
+    watch = options.get("watch")
 
     given = experiment if experiment is None or isinstance(experiment, str) else _experiment_name(experiment)
     effect_item = one_assignment(effect)
@@ -354,17 +373,19 @@ def power(experiment: str | ExperimentSpec | None, target: str, *, effect: Mappi
 
 
 @public()
-def metric_validity(experiment: str | ExperimentSpec, *, metric: str, agent: str, parameter: str,
-                    values: Sequence[float] | str, direction: str = "any", runs: Sizes | str = 10,
-                    trials: Sizes | str = None, design: Design = None, reps: int = 20, seed: int = 0,
-                    workers: int | None = None, dask: str | None = None,
-                    output: str | os.PathLike[str] | None = None, force: bool = False,
-                    watch: Watch | None = None) -> Study:
+@derive_api(MetricValidityRequest, after=(keyword("watch", None, "Watch | None"),))
+def metric_validity(experiment: str | ExperimentSpec, **options: Any) -> Study:
     """Metric validity (``cogtestbed metric-validity``): sweep the agent parameter ``parameter``
     over ``values`` from the agent's setting ``agent`` (``AGENT[:p=v,...]``); the metric's mean and
     SD per value and whether it moves in ``direction`` (increasing, decreasing or any)."""
     from cogtestbed.parameters import parse_agent
     from cogtestbed.validation.studies.options import floats
+
+    o = api_values(build(MetricValidityRequest, {**options, "experiment": experiment}))
+    keys = "metric agent parameter values direction runs trials design reps seed workers dask output force"
+    (metric, agent, parameter, values, direction, runs, trials, design, reps, seed, workers, dask,
+     output, force) = _read(o, keys)
+    watch = options.get("watch")
 
     name = _experiment_name(experiment)
     agent_name, params = parse_agent(agent)
@@ -376,14 +397,18 @@ def metric_validity(experiment: str | ExperimentSpec, *, metric: str, agent: str
 
 
 @public()
-def study(experiment: str | ExperimentSpec, name: str | None = None, *, reps: int = 20, seed: int = 0,
-          workers: int | None = None, dask: str | None = None, output: str | os.PathLike[str] | None = None,
-          force: bool = False, watch: Watch | None = None) -> Study | list[dict[str, str]]:
+@derive_api(DeclaredStudyRequest, after=(keyword("watch", None, "Watch | None"),))
+def study(experiment: str | ExperimentSpec, name: str | None = None, **options: Any) -> Study | list[dict[str, str]]:
     """A study the experiment declares, run with its declared settings (``cogtestbed study
     EXPERIMENT NAME``, e.g. ``metric-power`` or ``recovery:1``); without ``name`` the declared
     studies (``{"study", "description"}`` each)."""
     from cogtestbed.api.core import get_experiment
     from cogtestbed.validation.studies.driver import declared_studies, spec_from_decl
+
+    o = api_values(build(DeclaredStudyRequest, {**options, "experiment": experiment, "name": name}))
+    keys = "reps seed workers dask output force"
+    (reps, seed, workers, dask, output, force) = _read(o, keys)
+    watch = options.get("watch")
 
     exp = get_experiment(experiment)
     if name is None:

@@ -15,7 +15,7 @@ import os
 import sys
 import types
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import typer
 from typer._click import Context
@@ -252,9 +252,3 @@ def _finite(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [_finite(v) for v in obj]
     return obj
-
-
-#: ``--sessions`` of every command that imports published files (``metrics``, ``fit``, ``phenotype``).
-SessionsOpt = Annotated[str | None, typer.Option(
-    "--sessions", help="refuse (default) or split: a run of a file without trial key (CogBench probabilistic "
-                       "reasoning) that judges a condition again is refused, or numbered as the run's next session.")]

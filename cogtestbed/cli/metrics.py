@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from cogtestbed.cli.app import SessionsOpt, app, console, console_err, print_json, stderr_is_terminal
+from cogtestbed.cli.app import app, console, console_err, print_json, stderr_is_terminal
+from cogtestbed.cli.options import request_command
 from cogtestbed.errors import InputError
+from cogtestbed.request import option
+from cogtestbed.validation.studies.study_options import SESSIONS_HELP
 
 
 def metric_option_args(args: list[str]) -> dict[str, str]:
@@ -31,18 +35,23 @@ def metric_option_args(args: list[str]) -> dict[str, str]:
     return out
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def metrics(
-    ctx: typer.Context,
-    experiment: Annotated[str, typer.Argument(
-        help="Experiment name; may be left out (metrics PATH): then the table's experiment column, or the "
-             "experiment whose importer recognises the file.")],
-    path: Annotated[Path | None, typer.Argument(help="Trial table (.parquet) or published data file.")] = None,
-    source: Annotated[str, typer.Option(
-        "--from", help="auto (detect), trials, or an importer such as cogbench.")] = "auto",
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
-    sessions: SessionsOpt = None,
-) -> None:
+@dataclass(frozen=True)
+class MetricsRequest:
+    """What ``cogtestbed metrics`` computes (its options, declared once: :mod:`cogtestbed.request`;
+    :func:`cogtestbed.metrics` takes the experiment's own options as keywords)."""
+
+    experiment: str = option(
+        argument=True, help="Experiment name; may be left out (metrics PATH): then the table's experiment column, "
+                            "or the experiment whose importer recognises the file.")
+    path: Path | None = option(None, argument=True, help="Trial table (.parquet) or published data file.")
+    source: str = option("auto", flags=("--from",), help="auto (detect), trials, or an importer such as cogbench.")
+    as_json: bool = option(False, flags=("--json",), help="Print one JSON object.")
+    sessions: str | None = option(None, flags=("--sessions",), help=SESSIONS_HELP)
+
+
+@request_command(app, MetricsRequest, context=True,
+                 context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def metrics(ctx: typer.Context, req: MetricsRequest) -> None:
     """Compute the experiment's published metrics, overall and per run.
 
     Experiment-specific options follow as ``--NAME VALUE`` (e.g. ``cogtestbed metrics collider
@@ -53,6 +62,7 @@ def metrics(
     from cogtestbed.api.core import metrics as compute_metrics
     from cogtestbed.progress import reporting, stderr_reporter
 
+    experiment, path, source, as_json, sessions = req.experiment, req.path, req.source, req.as_json, req.sessions
     options = metric_option_args(list(ctx.args))
     if path is None:  # metrics PATH: the experiment from the file
         path, name = Path(experiment), None

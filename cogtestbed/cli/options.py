@@ -40,7 +40,8 @@ def parameter(leaf: Leaf) -> inspect.Parameter:
     option, its default."""
     parsed = leaf.opt.cli_type if leaf.opt.cli_type is not None else leaf.hint
     kind_of = inspect.Parameter.POSITIONAL_OR_KEYWORD if leaf.opt.argument else inspect.Parameter.KEYWORD_ONLY
-    return inspect.Parameter(leaf.name, kind_of, default=leaf.default, annotation=Annotated[parsed, typer_info(leaf)])
+    default = inspect.Parameter.empty if leaf.opt.cli_required else leaf.default
+    return inspect.Parameter(leaf.name, kind_of, default=default, annotation=Annotated[parsed, typer_info(leaf)])
 
 
 def command_signature(*classes: type[Any]) -> inspect.Signature:
@@ -55,18 +56,25 @@ def command_signature(*classes: type[Any]) -> inspect.Signature:
 
 
 def request_command(app: typer.Typer, *classes: type[Any], name: str | None = None, help: str | None = None,  # noqa: A002
-                    **settings: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register ``body(REQUEST, ...)`` (one argument per class of ``classes``) as the command ``name``
-    (default: the body's name) of ``app``, its options those of ``classes``; ``help`` defaults to the
-    body's docstring's first paragraph, as typer shows it."""
+                    context: bool = False, **settings: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``body(REQUEST, ...)`` (one argument per class of ``classes``; with ``context`` click's
+    context first, for a command taking extra arguments) as the command ``name`` (default: the body's
+    name) of ``app``, its options those of ``classes``; ``help`` defaults to the body's docstring, as
+    typer shows it."""
 
     def decorate(body: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(body)
         def command(**values: Any) -> Any:
-            return body(*(build(cls, values) for cls in classes))
+            ctx = (values.pop("ctx"),) if context else ()
+            return body(*ctx, *(build(cls, values) for cls in classes))
 
         del command.__wrapped__  # typer reads the signature below, not the body's
-        command.__signature__ = command_signature(*classes)  # type: ignore[attr-defined]
+        signature = command_signature(*classes)
+        if context:
+            signature = signature.replace(parameters=[
+                inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context),
+                *signature.parameters.values()])
+        command.__signature__ = signature  # type: ignore[attr-defined]
         command.__annotations__ = {}
         app.command(name, help=help, **settings)(command)
         return body

@@ -2,38 +2,21 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
-import typer
-
-from cogtestbed.cli.app import SessionsOpt, app, console, console_err, print_json
+from cogtestbed.cli.app import app, console, console_err, print_json
+from cogtestbed.cli.options import request_command
+from cogtestbed.validation.runs.phenotype_options import PhenotypeRequest
 
 
-@app.command()
-def phenotype(
-    paths: Annotated[list[Path], typer.Argument(
-        help="CogBench CSVs (<Task>/<agent>.csv), trial tables (.parquet) or folders of them.")],
-    agents: Annotated[list[str] | None, typer.Option(
-        "--agent", "-a", help="Only these agents (file stems / agent column); repeatable.")] = None,
-    experiment: Annotated[str | None, typer.Option(
-        help="Experiment of every CSV (default: from the folder name or the file's columns).")] = None,
-    kind: Annotated[str, typer.Option(help="behaviour, performance or all.")] = "all",
-    normalisation: Annotated[str, typer.Option(
-        help="signed: (x-random)/(human-random) as the paper; absolute: |x-random|/|human-random|.")] = "signed",
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="Folder for phenotype.csv, phenotype.json and the PNG figures.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")] = False,
-    sessions: SessionsOpt = None,
-) -> None:
+@request_command(app, PhenotypeRequest)
+def phenotype(req: PhenotypeRequest) -> None:
     """Normalise agents' CogBench metrics (random = 0, human = 1) and plot them like Fig. 2."""
     from rich.table import Table
 
     from cogtestbed.api.phenotype import phenotype as profile
+    from cogtestbed.request import api_values
 
-    result = profile(paths, agents=agents, experiment=experiment, kind=kind, normalisation=normalisation,
-                     output=output, force=force, sessions=sessions)
+    result = profile(**api_values(req))
+    output, as_json, normalisation = req.output, req.as_json, req.normalisation
     if output is not None:
         console_err.print(f"wrote phenotype table and figures to {output}")
     if as_json:

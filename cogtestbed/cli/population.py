@@ -4,12 +4,14 @@ a hierarchical fit's group parameters that ``simulate``, ``recover``, ``power`` 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
 from cogtestbed.cli.app import LightGroup, app, console_err, print_json
+from cogtestbed.cli.options import request_command
+from cogtestbed.request import option
 
 population_app = typer.Typer(cls=LightGroup, no_args_is_help=True, add_completion=False,
                              help="Human populations: the posterior of a hierarchical fit's group parameters "
@@ -27,18 +29,23 @@ def list_populations() -> None:
         typer.echo(f"{name}: {pop.experiment}, model {pop.model}, {pop.subjects} subjects ({pop.source})")
 
 
-@population_app.command("show")
-def show(
-    name: Annotated[str, typer.Argument(help="human:NAME or a population file.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the population's summary as JSON.")] = False,
-) -> None:
+@dataclass(frozen=True)
+class ShowRequest:
+    """What ``cogtestbed population show`` shows (its options, declared once: :mod:`cogtestbed.request`)."""
+
+    name: str = option(argument=True, help="human:NAME or a population file.")
+    as_json: bool = option(False, flags=("--json",), help="Print the population's summary as JSON.")
+
+
+@request_command(population_app, ShowRequest, name="show")
+def show(req: ShowRequest) -> None:
     """A population's source, fit and each parameter's population median and between-subject SD
     (posterior median with a 95 % interval)."""
     from cogtestbed.api.population import describe_population, population
     from cogtestbed.registry import get_experiment
 
-    pop = population(name)
-    if as_json:
+    pop = population(req.name)
+    if req.as_json:
         params = get_experiment(pop.experiment).model(pop.model).parameters
         print_json({"name": pop.name, "experiment": pop.experiment, "model": pop.model, "source": pop.source,
                     "subjects": pop.subjects, "trials": pop.trials, "draws": pop.n_draws, "fit": pop.fit,
@@ -47,31 +54,37 @@ def show(
     typer.echo("\n".join(describe_population(pop)))
 
 
-@population_app.command("build")
-def build(
-    experiment: Annotated[str, typer.Argument(help="Experiment of the trial table, e.g. two-step.")],
-    table: Annotated[Path, typer.Argument(help="Trial table of people (Parquet/CSV, or a file an importer of the "
-                                               "experiment reads).")],
-    model: Annotated[str, typer.Option(help="Model fitted hierarchically, e.g. hybrid.")],
-    name: Annotated[str, typer.Option(help="The population's name.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Population file to write (.json).")],
-    source: Annotated[str, typer.Option("--source", help="Where the data came from (paper, data set).")] = "",
-    from_source: Annotated[str, typer.Option("--from", help="Importer of the table (auto: detected).")] = "auto",
-    draws: Annotated[int, typer.Option(min=1, help="Draws per chain (as many tuning steps).")] = 1000,
-    chains: Annotated[int, typer.Option(min=2, help="Chains.")] = 4,
-    max_draws: Annotated[int, typer.Option(min=1, help="Draws per chain are doubled up to this while only R-hat or "
-                                                       "ESS fail.")] = 8000,
-    seed: Annotated[int, typer.Option(help="Sampler seed.")] = 0,
-    allow_unconverged: Annotated[bool, typer.Option(
-        "--allow-unconverged", help="Keep a fit with R-hat > 1.01 or divergences (refused without it).")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
-) -> None:
+@dataclass(frozen=True)
+class BuildRequest:
+    """What ``cogtestbed population build`` fits and writes (its options, declared once: :mod:`cogtestbed.request`;
+    :func:`cogtestbed.build_population` takes the table as ``table_or_path``)."""
+
+    experiment: str = option(argument=True, help="Experiment of the trial table, e.g. two-step.")
+    table: Path = option(argument=True, help="Trial table of people (Parquet/CSV, or a file an importer of the "
+                                             "experiment reads).")
+    model: str = option(help="Model fitted hierarchically, e.g. hybrid.")
+    name: str = option(help="The population's name.")
+    output: Path = option(flags=("--output", "-o"), help="Population file to write (.json).")
+    source: str = option("", flags=("--source",), help="Where the data came from (paper, data set).")
+    from_source: str = option("auto", flags=("--from",), help="Importer of the table (auto: detected).")
+    draws: int = option(1000, min=1, help="Draws per chain (as many tuning steps).")
+    chains: int = option(4, min=2, help="Chains.")
+    max_draws: int = option(8000, min=1, help="Draws per chain are doubled up to this while only R-hat or ESS fail.")
+    seed: int = option(0, help="Sampler seed.")
+    allow_unconverged: bool = option(False, flags=("--allow-unconverged",),
+                                     help="Keep a fit with R-hat > 1.01 or divergences (refused without it).")
+    force: bool = option(False, flags=("--force",), help="Overwrite an existing output file.")
+
+
+@request_command(population_app, BuildRequest, name="build")
+def build(req: BuildRequest) -> None:
     """Fit MODEL hierarchically to TABLE and save the posterior of its group parameters as a population."""
     from cogtestbed.api.population import build_population, describe_population
 
-    with console_err.status(f"fitting {model} hierarchically"):
-        pop = build_population(experiment, table, model=model, name=name, source=source, from_source=from_source,
-                               draws=draws, chains=chains, max_draws=max_draws, seed=seed,
-                               allow_unconverged=allow_unconverged, output=output, force=force)
+    with console_err.status(f"fitting {req.model} hierarchically"):
+        pop = build_population(req.experiment, req.table, model=req.model, name=req.name, source=req.source,
+                               from_source=req.from_source, draws=req.draws, chains=req.chains,
+                               max_draws=req.max_draws, seed=req.seed, allow_unconverged=req.allow_unconverged,
+                               output=req.output, force=req.force)
     typer.echo("\n".join(describe_population(pop)))
-    typer.echo(f"wrote {output}")
+    typer.echo(f"wrote {req.output}")

@@ -16,51 +16,31 @@ KEY --agent AGENT:p=v``).
 
 from __future__ import annotations
 
-import functools
-import inspect
 import json
-import typing
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from cogtestbed.cli.app import SessionsOpt, app, console, console_err, print_json
-from cogtestbed.cli.simulate import FormSdOpt, FormsOpt, LapseInvalidOpt, LapseRandomOpt, PopulationOpt
+from cogtestbed.cli.app import app, console, console_err, print_json
+from cogtestbed.cli.options import command_signature, request_command
 from cogtestbed.errors import InputError
+from cogtestbed.request import api_values, build
+from cogtestbed.validation.studies.study_options import (
+    DeclaredStudyRequest,
+    FitRequest,
+    MetricValidityRequest,
+    ModelRecoveryRequest,
+    PowerRequest,
+    RecoverRequest,
+    SbcRequest,
+    StudyForms,
+    StudyRun,
+)
 
 if TYPE_CHECKING:  # the study machinery is imported inside the command bodies (a light command line)
     from cogtestbed.api.studies import Study
-
-ExperimentOpt = Annotated[str | None, typer.Option(
-    "--experiment", "-e", help="Experiment name. Default: the table's experiment column, else the one experiment "
-                               "declaring the model.")]
-SeedOpt = Annotated[int, typer.Option(help="Seed of the whole study.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (the summary).")]
-OutOpt = Annotated[Path | None, typer.Option("--output", "-o",
-                                             help="Write results.parquet, summary.json, plots and report.html here.")]
-ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")]
-DaskOpt = Annotated[str | None, typer.Option("--dask", help="Dask scheduler address.")]
-WorkersOpt = Annotated[int | None, typer.Option(min=1, help="Local worker processes (default: CPUs).")]
-MethodOpt = Annotated[str, typer.Option(help="mle or hierarchical.")]
-DrawsOpt = Annotated[int, typer.Option(min=1, help="Posterior draws per chain (hierarchical).")]
-ChainsOpt = Annotated[int, typer.Option(min=1, help="Chains (hierarchical).")]
-TrialsOpt = Annotated[str | None, typer.Option(help="Trials in one run of the whole design (its n_trials: every "
-                                                    "block, condition, session and repetition), comma list; reached "
-                                                    "by scaling the experiment's trials field. Default: the design's "
-                                                    "own. The same sizes in the design's terms: --design FIELD=a,b,c.")]
-DesignOpt = Annotated[list[str] | None, typer.Option("--design", help="Design field NAME=VALUE (repeatable), e.g. "
-                                                                      "network=alarm; NAME=a,b,c on the experiment's "
-                                                                      "trials field (n_contexts, trials_per_session, "
-                                                                      "...) sweeps it. Default: the design's defaults "
-                                                                      "(cogtestbed list EXPERIMENT).")]
-LapseFitOpt = Annotated[str, typer.Option(
-    "--lapse", help="Lapse term of the fitted model: none, fit (rate fitted) or fixed=E.")]
-ParamOpt = Annotated[list[str] | None, typer.Option("--param", help="Agent parameter NAME=VALUE (repeatable): "
-                                                                    "settings the model lacks, or the agent's base.")]
-
 
 class _Bar:
     """The command line's view of a running study (:class:`~cogtestbed.api.studies.Watch`): its time
@@ -157,79 +137,47 @@ def _show(study: Study, as_json: bool, output: Path | None) -> None:
         console_err.print(f"wrote {output}/report.html")
 
 
-@dataclass(frozen=True)
-class RunOptions:
-    """Options every study command shares (``--seed --workers --dask --json -o --force``)."""
+def study_command(request: type[Any], *names: str) -> Callable[[Callable[..., Study | None]], Callable[..., Any]]:
+    """Register a study command (under ``names``; default: the function's name with dashes) whose
+    options are those of ``request`` (:mod:`cogtestbed.validation.studies.study_options`: each declared
+    once there, the shared ones in its ``run`` sub-object, :class:`StudyRun`).
 
-    seed: int = 0
-    workers: int | None = None
-    dask: str | None = None
-    as_json: bool = False
-    output: Path | None = None
-    force: bool = False
-    #: The study's view on stderr (:class:`~cogtestbed.api.studies.Watch`), set by the command.
-    watch: Any = None
-
-    def api(self) -> dict[str, Any]:
-        """The shared options as the keywords of the API's study functions."""
-        return {"seed": self.seed, "workers": self.workers, "dask": self.dask, "output": self.output,
-                "force": self.force, "watch": self.watch}
-
-
-#: The shared options as command parameters (added to each command by :func:`study_command`).
-RUN_PARAMETERS = tuple(
-    inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
-    for name, annotation, default in (("seed", SeedOpt, 0), ("workers", WorkersOpt, None), ("dask", DaskOpt, None),
-                                      ("as_json", JsonOpt, False), ("output", OutOpt, None),
-                                      ("force", ForceOpt, False)))
-
-
-def study_command(*names: str) -> Callable[[Callable[..., Study | None]], Callable[..., Study | None]]:
-    """Register a study command (under ``names``; default: the function's name with dashes).
-
-    The decorated function takes its own options plus ``run`` (:class:`RunOptions`), calls the
-    API's study function with them (``**run.api()``: seed, workers, Dask, output, the progress
-    view) and returns its :class:`~cogtestbed.api.studies.Study` (or ``None`` when it has printed
-    what was asked); the command gains the shared options and prints the study.
+    The decorated function takes the request and the study's view on stderr (``watch``,
+    :class:`~cogtestbed.api.studies.Watch`), calls the API's study function with them and returns its
+    :class:`~cogtestbed.api.studies.Study` (or ``None`` when it has printed what was asked); the
+    command prints the study.
     """
 
-    def register(fn: Callable[..., Study | None]) -> Callable[..., Study | None]:
-        # the return annotation names the study machinery, which registration must not import
-        hints = typing.get_type_hints(fn, localns={"Study": object}, include_extras=True)
-        own = [p.replace(annotation=hints[p.name]) for p in inspect.signature(fn).parameters.values()
-               if p.name != "run"]
-
-        @functools.wraps(fn)
-        def command(**kwargs: Any) -> None:
+    def register(fn: Callable[..., Study | None]) -> Callable[..., Any]:
+        def command(**values: Any) -> None:
             from cogtestbed.validation.studies.sizes import DesignSweep
 
-            shared = {p.name: kwargs.pop(p.name) for p in RUN_PARAMETERS}
-            bar = _Bar(shared["as_json"])
-            run = RunOptions(**shared, watch=bar.watch(shared["dask"]))
+            req = build(request, values)
+            run: StudyRun = req.run
+            bar = _Bar(run.as_json)
             try:
-                study = fn(run=run, **kwargs)
+                study = fn(req, bar.watch(run.dask))
             except DesignSweep as sweep:  # one study per value of an integer design field
-                _each_value(sweep, shared, kwargs)
+                _each_value(sweep, values)
                 return
             bar.close()
             if study is not None:
-                _show(study, run.as_json, run.output)
+                _show(study, run.as_json, None if run.output is None else Path(run.output))
 
-        def _each_value(sweep: Any, shared: dict[str, Any], kwargs: dict[str, Any]) -> None:
+        def _each_value(sweep: Any, values: dict[str, Any]) -> None:
             """Run the command once per swept value: ``-o DIR`` gets ``DIR/NAME=VALUE/``; ``--json``
             prints one JSON object per value (one per line)."""
-            items = list(kwargs.get("design") or [])
+            items = list(values.get("design") or [])
             at = next(i for i, item in enumerate(items) if item.partition("=")[0].strip() == sweep.name)
             for value in sweep.values:
                 items[at] = f"{sweep.name}={value}"
-                out = None if shared["output"] is None else shared["output"] / f"{sweep.name}={value}"
-                if not shared["as_json"]:
+                out = None if values["output"] is None else Path(values["output"]) / f"{sweep.name}={value}"
+                if not values["as_json"]:
                     console.print(f"[bold]{sweep.name} = {value}[/]", highlight=False)
-                command(**{**kwargs, "design": list(items)}, **{**shared, "output": out})
+                command(**{**values, "design": list(items), "output": out})
 
-        params = [*own, *RUN_PARAMETERS]
-        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-        command.__annotations__ = {p.name: p.annotation for p in params}
+        command.__name__, command.__doc__ = fn.__name__, fn.__doc__
+        command.__signature__ = command_signature(request)  # type: ignore[attr-defined]
         for i, name in enumerate(names or (fn.__name__.replace("_", "-"),)):
             app.command(name, help=None if i == 0 else f"Alias of {names[0]}.")(command)
         return fn
@@ -246,223 +194,94 @@ def _print_form_study(summary: dict[str, Any], as_json: bool) -> None:
         console.print(f"{key}: {value}", highlight=False)
 
 
-@study_command()
-def recover(
-    model: Annotated[str, typer.Argument(help="Model name, e.g. rw-pm or cbn-3p.")],
-    experiment: ExperimentOpt = None,
-    subjects: Annotated[str, typer.Option(help="Subjects per data set (comma list).")] = "50",
-    trials: TrialsOpt = None,
-    design: DesignOpt = None,
-    runs: Annotated[str, typer.Option(help="Sessions each subject plays, pooled in the fit (comma list; "
-                                           "experiments that pool sessions).")] = "1",
-    reps: Annotated[int, typer.Option(min=1, help="Simulated data sets.")] = 100,
-    method: MethodOpt = "mle",
-    sampler: Annotated[str, typer.Option(help="prior (hierarchical prior) or uniform (--population: the "
-                                              "population's draws).")] = "prior",
-    fix: Annotated[list[str] | None, typer.Option("--fix", help="Hold model parameter NAME=VALUE fixed.")] = None,
-    param: ParamOpt = None,
-    draws: DrawsOpt = 1000,
-    chains: ChainsOpt = 4,
-    lapse_invalid: LapseInvalidOpt = 0.0,
-    lapse_random: LapseRandomOpt = 0.0,
-    lapse: LapseFitOpt = "none",
-    precision: Annotated[list[str] | None, typer.Option(
-        "--precision", help="PARAM=HALFWIDTH (repeatable): the tolerance a recovered estimate must meet; the "
-                            "verdict calls PARAM recovered well only where a share >= --assurance of the "
-                            "estimates lies within it. Default: none (r, RMSE and bias reported, r >= 0.8 "
-                            "convention named).")] = None,
-    assurance: Annotated[float, typer.Option(min=0.0, max=1.0, help="Assurance Q of --precision.")] = 0.9,
-    forms: FormsOpt = None,
-    form_sd: FormSdOpt = None,
-    population: PopulationOpt = None,
-    run: RunOptions = RunOptions(),
-) -> Study | None:
+def _no_forms_with_population(forms: StudyForms, population: Any) -> None:
+    if forms.forms is not None and population is not None:
+        raise InputError("--forms studies draw subjects around the model's medians; --population is not planned "
+                         "with forms yet: drop one")
+
+
+@study_command(RecoverRequest)
+def recover(req: RecoverRequest, watch: Any) -> Study | None:
     """Parameter recovery: simulate with known parameters, fit, compare (r, RMSE, bias, share within a
     stated tolerance, interval coverage, estimates at a bound).  With --forms and --form-sd: the
     recovery of the form SD and the coverage of its interval (MLE, subjects split over the forms)."""
     from cogtestbed.api.studies import form_study
     from cogtestbed.api.studies import recover as recovery
 
-    if forms is not None and population is not None:
-        raise InputError("--forms studies draw subjects around the model's medians; --population is not planned "
-                         "with forms yet: drop one")
-    if forms is not None:
-        with console_err.status(f"{reps} forms studies of {model}"):
-            summary = form_study(experiment, model, forms=forms, form_sd=form_sd, subjects=subjects,
-                                 reps=reps, params=param, design=design, trials=trials, seed=run.seed)
-        _print_form_study(summary, run.as_json)
+    _no_forms_with_population(req.forms, req.fit.population)
+    if req.forms.forms is not None:
+        sz = req.sizes
+        with console_err.status(f"{sz.reps} forms studies of {req.model}"):
+            summary = form_study(req.experiment, req.model, forms=req.forms.forms, form_sd=req.forms.form_sd,
+                                 subjects=str(sz.subjects), reps=sz.reps, params=req.fit.params, design=sz.design,
+                                 trials=sz.trials, seed=req.run.seed)
+        _print_form_study(summary, req.run.as_json)
         return None
-    return recovery(experiment, model, subjects=subjects, trials=trials, design=design, runs=runs, reps=reps,
-                    method=method, sampler=sampler, fix=fix, params=param, draws=draws, chains=chains,
-                    lapse_invalid=lapse_invalid, lapse_random=lapse_random, lapse=lapse, precision=precision,
-                    assurance=assurance, population=population, **run.api())
+    return recovery(**api_values(req), watch=watch)
 
 
-
-@study_command("model-recovery")
-def model_recovery(
-    models: Annotated[list[str], typer.Argument(help="Candidate models, e.g. rw rw-pm.")],
-    experiment: ExperimentOpt = None,
-    subjects: Annotated[int, typer.Option(min=1)] = 30,
-    trials: Annotated[int | None, typer.Option(help="Trials in one run of the whole design (its n_trials), "
-                                                    "reached by scaling the trials field. Default: the design's "
-                                                    "own.")] = None,
-    design: DesignOpt = None,
-    runs: Annotated[int, typer.Option(min=1, help="Sessions per subject (experiments that pool sessions).")] = 1,
-    reps: Annotated[int, typer.Option(min=1)] = 50,
-    method: MethodOpt = "mle",
-    param: ParamOpt = None,
-    draws: DrawsOpt = 500,
-    chains: ChainsOpt = 2,
-    run: RunOptions = RunOptions(),
-) -> Study | None:
+@study_command(ModelRecoveryRequest, "model-recovery")
+def model_recovery(req: ModelRecoveryRequest, watch: Any) -> Study | None:
     """Model recovery: simulate each model, fit all, confusion matrix (AIC/BIC, or LOO)."""
     from cogtestbed.api.studies import model_recovery as confusion
 
-    return confusion(experiment, models, subjects=subjects, trials=trials, design=design, runs=runs,
-                     reps=reps, method=method, params=param, draws=draws, chains=chains, **run.api())
+    return confusion(**api_values(req), watch=watch)
 
 
-
-@study_command()
-def sbc(
-    model: Annotated[str, typer.Argument(help="Model with a PyMC version, e.g. rw-pm or cbn-3p.")],
-    experiment: ExperimentOpt = None,
-    subjects: Annotated[int, typer.Option(min=1)] = 20,
-    trials: Annotated[int | None, typer.Option(help="Trials in one run of the whole design (its n_trials), "
-                                                    "reached by scaling the trials field. Default: the design's "
-                                                    "own.")] = None,
-    design: DesignOpt = None,
-    runs: Annotated[int, typer.Option(min=1, help="Sessions per subject (experiments that pool sessions).")] = 1,
-    reps: Annotated[int, typer.Option(min=1, help="Simulated data sets (prior draws).")] = 100,
-    param: ParamOpt = None,
-    draws: DrawsOpt = 500,
-    chains: ChainsOpt = 2,
-    backend: Annotated[str, typer.Option(help="NUTS implementation: auto, nutpie or pymc.")] = "auto",
-    run: RunOptions = RunOptions(),
-) -> Study | None:
+@study_command(SbcRequest)
+def sbc(req: SbcRequest, watch: Any) -> Study | None:
     """Simulation-based calibration of the hierarchical model (rank uniformity, Talts et al. 2018)."""
     from cogtestbed.api.studies import sbc as calibration
 
-    return calibration(experiment, model, subjects=subjects, trials=trials, design=design, runs=runs,
-                       reps=reps, params=param, draws=draws, chains=chains, backend=backend, **run.api())
+    return calibration(**api_values(req), watch=watch)
 
 
-
-@study_command()
-def power(
-    target: Annotated[str, typer.Argument(help="Model (with --effect) or experiment (with --metric / --test).")],
-    effect: Annotated[str | None, typer.Option(help="NAME=SIZE, a model parameter or contrast, "
-                                                    "e.g. optimism_bias=0.2 (0: the type-I error rate).")] = None,
-    metric: Annotated[str | None, typer.Option(help="Headline metric whose difference is detected.")] = None,
-    compare: Annotated[tuple[str, str] | None, typer.Option(
-        help="Two settings of one agent, AGENT:p=v,... AGENT:p=v,... (with --metric).")] = None,
-    test: Annotated[str | None, typer.Option(help="Key of the metrics result holding a test (p_value/reject).")] = None,
-    agent: Annotated[str | None, typer.Option(help="AGENT[:p=v,...] under which --test runs.")] = None,
-    sweep: Annotated[str | None, typer.Option(
-        help="NAME=a,b,c: an agent parameter (or design field) whose values each get a rate (with --test or "
-             "--metric), e.g. leak=0,0.1: at 0 the false-positive rate, above it the power. Default: none.")] = None,
-    option: Annotated[list[str] | None, typer.Option(
-        "--option", help="Metrics option NAME=VALUE of the experiment (repeatable; with --metric / --test), "
-                         "e.g. t2_bins=10.")] = None,
-    experiment: Annotated[str | None, typer.Option("--experiment", "-e", help="Experiment (with --effect).")] = None,
-    subjects: Annotated[str, typer.Option(help="Subjects grid (comma list; --effect).")] = "10,20,40,80",
-    runs: Annotated[str | None, typer.Option(help="Runs grid (comma list): sessions per subject, pooled in its fit "
-                                                  "(--effect; default 1), or runs of the design each simulated study "
-                                                  "computes the test over, pooled (--test; default 1: one subject) or "
-                                                  "per setting (--metric; default 10).")] = None,
-    trials: TrialsOpt = None,
-    design: DesignOpt = None,
-    sims: Annotated[int, typer.Option(min=1, help="Simulated studies per cell.")] = 200,
-    method: MethodOpt = "mle",
-    level: Annotated[float, typer.Option(help="Test level alpha (two-sided).")] = 0.05,
-    base: Annotated[list[str] | None, typer.Option(
-        "--base", help="Population median NAME=VALUE before the effect (repeatable).")] = None,
-    sd_between: Annotated[float, typer.Option(help="Between-subject SD, unconstrained scale.")] = 0.5,
-    param: ParamOpt = None,
-    draws: DrawsOpt = 500,
-    chains: ChainsOpt = 2,
-    lapse_invalid: LapseInvalidOpt = 0.0,
-    lapse_random: LapseRandomOpt = 0.0,
-    forms: FormsOpt = None,
-    form_sd: FormSdOpt = None,
-    groups: Annotated[int, typer.Option(min=1, max=2, help="With --effect: 1 tests the effect against 0 in one "
-                                        "group; 2 tests the parameter's difference between two groups of --subjects "
-                                        "each (e.g. two LLMs), the second's median moved by the effect; with "
-                                        "--population the first group is the population's people, their number "
-                                        "fixed).")] = 1,
-    population: PopulationOpt = None,
-    run: RunOptions = RunOptions(),
-) -> Study | None:
+@study_command(PowerRequest)
+def power(req: PowerRequest, watch: Any) -> Study | None:
     """Power: of a test on a model parameter, of a metric difference, or of a declared test.  With
     --forms (and --effect): the forms-aware test's rejection rate beside the naive test's."""
     from cogtestbed.api.studies import form_study
     from cogtestbed.api.studies import power as power_study
 
-    if forms is not None and population is not None:
-        raise InputError("--forms studies draw subjects around the model's medians; --population is not planned "
-                         "with forms yet: drop one")
-    if forms is not None:
-        if effect is None:
+    goal, sz = req.goal, req.sizes
+    _no_forms_with_population(req.forms, req.subjects_fit.population)
+    if req.forms.forms is not None:
+        if goal.effect is None:
             raise InputError("power --forms needs --effect NAME=SIZE (0: the type-I error rate)")
-        if groups != 1:
+        if goal.groups != 1:
             raise InputError("power --forms tests one group's effect across prompt forms: drop --groups")
-        with console_err.status(f"{sims} forms studies of {target}"):
-            summary = form_study(experiment, target, forms=forms, form_sd=form_sd, subjects=subjects,
-                                 reps=sims, params=param, effect=effect, design=design, trials=trials, level=level,
-                                 seed=run.seed)
-        _print_form_study(summary, run.as_json)
+        with console_err.status(f"{sz.sims} forms studies of {req.target}"):
+            summary = form_study(req.experiment, req.target, forms=req.forms.forms, form_sd=req.forms.form_sd,
+                                 subjects=str(sz.subjects), reps=sz.sims, params=req.subjects_fit.params,
+                                 effect=goal.effect, design=sz.design, trials=sz.trials, level=goal.level,
+                                 seed=req.run.seed)
+        _print_form_study(summary, req.run.as_json)
         return None
-    return power_study(experiment, target, effect=effect, metric=metric, compare=compare, test=test, agent=agent,
-                       sweep=sweep, option=option, subjects=subjects, runs=runs, trials=trials,
-                       design=design, sims=sims, method=method, level=level, base=base, sd_between=sd_between,
-                       params=param, draws=draws, chains=chains, lapse_invalid=lapse_invalid,
-                       lapse_random=lapse_random, groups=groups, population=population, **run.api())
+    return power_study(**api_values(req), watch=watch)
 
 
-
-@study_command("metric-validity", "validity")
-def metric_validity(
-    experiment: Annotated[str, typer.Argument(help="Experiment name.")],
-    metric: Annotated[str, typer.Option(help="Headline metric.")],
-    agent: Annotated[str, typer.Option(help="AGENT[:p=v,...]: the agent and its base setting.")],
-    parameter: Annotated[str, typer.Option(help="Agent parameter swept.")],
-    values: Annotated[str, typer.Option(help="Values of the parameter (comma list).")],
-    direction: Annotated[str, typer.Option(help="increasing, decreasing or any.")] = "any",
-    runs: Annotated[str, typer.Option(help="Runs (units) the metric is computed over (comma list).")] = "10",
-    trials: TrialsOpt = None,
-    design: DesignOpt = None,
-    reps: Annotated[int, typer.Option(min=1, help="Replications per value.")] = 20,
-    run: RunOptions = RunOptions(),
-) -> Study | None:
+@study_command(MetricValidityRequest, "metric-validity", "validity")
+def metric_validity(req: MetricValidityRequest, watch: Any) -> Study | None:
     """Metric validity: sweep an agent parameter; the metric's mean/SD per value and its monotonicity."""
     from cogtestbed.api.studies import metric_validity as validity
 
-    return validity(experiment, metric=metric, agent=agent, parameter=parameter, values=values, direction=direction,
-                    runs=runs, trials=trials, design=design, reps=reps, **run.api())
+    return validity(**api_values(req), watch=watch)
 
 
-
-@study_command()
-def study(
-    experiment: Annotated[str, typer.Argument(help="Experiment name.")],
-    name: Annotated[str | None, typer.Argument(help="Declared study (omit to list them), e.g. metric-power "
-                                                    "or recovery:1.")] = None,
-    reps: Annotated[int, typer.Option(min=1, help="Replications.")] = 20,
-    run: RunOptions = RunOptions(),
-) -> Study | None:
+@study_command(DeclaredStudyRequest)
+def study(req: DeclaredStudyRequest, watch: Any) -> Study | None:
     """Run a study the experiment declares, with its declared settings (or list them)."""
     from rich.table import Table
 
     from cogtestbed.api.studies import study as declared
 
-    result = declared(experiment, name, reps=reps, **run.api())
+    result = declared(**api_values(req), watch=watch)
     if not isinstance(result, list):
         return result
-    if run.as_json:
-        print_json({"experiment": experiment, "studies": result})
+    if req.run.as_json:
+        print_json({"experiment": req.experiment, "studies": result})
         return None
-    table = Table(title=f"studies declared by {experiment}")
+    table = Table(title=f"studies declared by {req.experiment}")
     table.add_column("study")
     table.add_column("description")
     for r in result:
@@ -471,40 +290,8 @@ def study(
     return None
 
 
-
-@app.command()
-def fit(
-    model: Annotated[str, typer.Argument(help="Model name, e.g. rw-pm.")],
-    path: Annotated[Path, typer.Argument(help="Trial table (.parquet) or published data file.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Output directory.")],
-    experiment: ExperimentOpt = None,
-    method: MethodOpt = "hierarchical",
-    source: Annotated[str, typer.Option("--from", help="auto, trials or an importer.")] = "auto",
-    unit: Annotated[str, typer.Option(
-        "--unit", help="What one fitted unit is: subject (each subject of the file with its sessions), session, "
-                       "agent (the runs of each agent pooled as one participant) or auto: agent where the "
-                       "experiment pools sessions and no agent's runs have different true parameters, else "
-                       "subject.")] = "auto",
-    separate_runs: Annotated[bool, typer.Option(
-        "--separate-runs", help="Fit every run (subject of the file) on its own, even where the experiment "
-                                "pools an agent's runs into one fitted unit (= --unit subject).")] = False,
-    draws: DrawsOpt = 1000,
-    max_draws: Annotated[int | None, typer.Option(
-        "--max-draws", min=1, help="Where a run fails only its ESS or R-hat checks (no divergences), sample "
-                                   "again with twice the draws per chain, up to this many.")] = None,
-    chains: ChainsOpt = 4,
-    log_likelihood: Annotated[bool, typer.Option(
-        "--log-likelihood/--no-log-likelihood",
-        help="Keep the pointwise log-likelihood in posterior.nc (for LOO/WAIC later; large).")] = False,
-    seed: SeedOpt = 0,
-    as_json: JsonOpt = False,
-    lapse: LapseFitOpt = "none",
-    form_effects: Annotated[str | None, typer.Option(
-        "--form-effects", help="P1,P2,...: the parameters given a prompt-form effect when the table has a 'form' "
-                               "column (hierarchical; default: every parameter).")] = None,
-    force: ForceOpt = False,
-    sessions: SessionsOpt = None,
-) -> None:
+@request_command(app, FitRequest)
+def fit(req: FitRequest) -> None:
     """Fit a model to a trial file: InferenceData (netCDF) + summary (hierarchical), or MLE table.
 
     Where the experiment pools sessions (CogBench's runs of one LLM are one participant), the runs
@@ -517,13 +304,10 @@ def fit(
     from cogtestbed.api.fitting import fit_and_save
 
     def fit_it() -> dict[str, Any]:
-        return fit_and_save(experiment, path, model, output=output, method=method, source=source,
-                            unit=unit, separate_runs=separate_runs, draws=draws, max_draws=max_draws, chains=chains,
-                            log_likelihood=log_likelihood, seed=seed, lapse=lapse, force=force,
-                            form_effects=None if form_effects is None else form_effects.split(","),
-                            say=lambda line: typer.echo(line, err=True), sessions=sessions)
+        return fit_and_save(**api_values(req), say=lambda line: typer.echo(line, err=True))
 
-    if method == "hierarchical":  # a long fit: the collector back on, the start-up frozen
+    as_json = req.as_json
+    if req.method == "hierarchical":  # a long fit: the collector back on, the start-up frozen
         from cogtestbed.collector import resume_collection
         from cogtestbed.progress import reporting, stderr_reporter
 

@@ -3,31 +3,39 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from cogtestbed.cli.app import app, console_err, print_json
+from cogtestbed.cli.options import request_command
+from cogtestbed.request import option
 
 
-@app.command("transcript-nll")
-def transcript_nll(
-    path: Annotated[Path, typer.Argument(help="A Psych-201 file (prompts.jsonl or prompts.jsonl.zip).")],
-    llm: Annotated[str, typer.Option(help="An in-process model (hf:...).")] = "hf:smollm2-135m",
-    participant: Annotated[list[str] | None, typer.Option(
-        "--participant", "-p", help="Only this participant id; repeatable (default: every participant).")] = None,
-    overflow: Annotated[str, typer.Option(
-        help="A transcript longer than the model's context: refuse, truncate (score the first window's "
-             "choices, as Centaur's script cuts the text) or window (sliding window).")] = "refuse",
-    window: Annotated[int | None, typer.Option(help="Tokens per forward pass (default: the model's context).")] = None,
-    min_context: Annotated[int | None, typer.Option(
-        help="With --overflow window: tokens each choice is conditioned on at least (default: half the window).")
-    ] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the per-choice table (CSV).")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
-) -> None:
+@dataclass(frozen=True)
+class TranscriptNllRequest:
+    """What ``cogtestbed transcript-nll`` scores (its options, declared once: :mod:`cogtestbed.request`)."""
+
+    path: Path = option(argument=True, help="A Psych-201 file (prompts.jsonl or prompts.jsonl.zip).")
+    llm: str = option("hf:smollm2-135m", help="An in-process model (hf:...).")
+    participant: list[str] | None = option(
+        None, flags=("--participant", "-p"),
+        help="Only this participant id; repeatable (default: every participant).")
+    overflow: str = option(
+        "refuse", help="A transcript longer than the model's context: refuse, truncate (score the first window's "
+                       "choices, as Centaur's script cuts the text) or window (sliding window).")
+    window: int | None = option(None, help="Tokens per forward pass (default: the model's context).")
+    min_context: int | None = option(
+        None, help="With --overflow window: tokens each choice is conditioned on at least (default: half the "
+                   "window).")
+    output: Path | None = option(None, flags=("--output", "-o"), help="Write the per-choice table (CSV).")
+    force: bool = option(False, flags=("--force",), help="Overwrite an existing output file.")
+
+
+@request_command(app, TranscriptNllRequest, name="transcript-nll")
+def transcript_nll(req: TranscriptNllRequest) -> None:
     """Per-choice NLL of the human's choices: raw (Centaur's, full vocabulary) and over the options."""
+    path, llm, participant, overflow = req.path, req.llm, req.participant, req.overflow
+    window, min_context, output, force = req.window, req.min_context, req.output, req.force
     from cogtestbed.api.transcripts import participant_nll
     from cogtestbed.api.transcripts import transcript_nll as score
     from cogtestbed.outputs import atomic_write_bytes, check_output_file

@@ -1,0 +1,35 @@
+"""Every option of a CogBench phenotype (``cogtestbed phenotype``, :func:`cogtestbed.phenotype`), declared
+once (issue 51, item 2): :class:`PhenotypeRequest`, from which the command line's options and
+``ct.phenotype``'s keywords are made (:mod:`cogtestbed.request`).  Imports nothing heavy."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cogtestbed.request import option
+from cogtestbed.validation.studies.study_options import SESSIONS_HELP
+
+
+@dataclass(frozen=True)
+class PhenotypeRequest:
+    """A phenotype, as ``cogtestbed phenotype`` and :func:`cogtestbed.phenotype` take it."""
+
+    paths: Sequence[str | os.PathLike[str]] = option(
+        cli_type=list[Path], argument=True,
+        help="CogBench CSVs (<Task>/<agent>.csv), trial tables (.parquet) or folders of them.")
+    agents: Sequence[str] | None = option(None, cli_type=list[str] | None, flags=("--agent", "-a"),
+                                          help="Only these agents (file stems / agent column); repeatable.")
+    experiment: str | None = option(
+        None, help="Experiment of every CSV (default: from the folder name or the file's columns).")
+    kind: str = option("all", help="behaviour, performance or all.")
+    normalisation: str = option(
+        "signed", help="signed: (x-random)/(human-random) as the paper; absolute: |x-random|/|human-random|.")
+    output: str | os.PathLike[str] | None = option(
+        None, cli_type=Path | None, flags=("--output", "-o"),
+        help="Folder for phenotype.csv, phenotype.json and the PNG figures.")
+    as_json: bool = option(False, flags=("--json",), api=False, help="Print one JSON object.")
+    force: bool = option(False, flags=("--force",), help="Overwrite existing output files.")
+    sessions: str | None = option(None, flags=("--sessions",), help=SESSIONS_HELP)

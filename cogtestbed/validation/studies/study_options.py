@@ -1,0 +1,344 @@
+"""Every option of the study workflows (``cogtestbed recover | model-recovery | sbc | power |
+metric-validity | study``; :func:`cogtestbed.recover`, ...), declared once (issue 51, item 2): one request
+per study, grouped into small sub-objects.  The command line's options and help panels and the ``ct.``
+functions' keywords are made from these declarations (:mod:`cogtestbed.request`).
+
+A type is what the ``ct.`` function accepts; ``cli_type`` what the command line parses (a size grid
+as text: ``"10,20,40"`` is the same grid as ``(10, 20, 40)``).  A default is spelled as the command line
+shows it where the two differ only in spelling (``subjects="50"``).  Imports nothing heavy: the command
+line builds its help from here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cogtestbed.request import group, option
+
+#: Sizes as :func:`cogtestbed.recover` takes them: a count, a list of counts, or the command line's text.
+Sizes = int | Sequence[int] | str | None
+#: ``NAME=VALUE`` settings: a mapping, or the command line's items.
+Assignments = Mapping[str, float] | Sequence[str] | None
+#: A design: a mapping of fields, or ``--design NAME=VALUE`` items as the command line spells them.
+Design = Mapping[str, Any] | Sequence[str] | None
+
+TRIALS_HELP = ("Trials in one run of the whole design (its n_trials: every block, condition, session and repetition), "
+               "comma list; reached by scaling the experiment's trials field. Default: the design's own. The same "
+               "sizes in the design's terms: --design FIELD=a,b,c.")
+ONE_TRIALS_HELP = ("Trials in one run of the whole design (its n_trials), reached by scaling the trials field. "
+                   "Default: the design's own.")
+DESIGN_HELP = ("Design field NAME=VALUE (repeatable), e.g. network=alarm; NAME=a,b,c on the experiment's trials field "
+               "(n_contexts, trials_per_session, ...) sweeps it. Default: the design's defaults (cogtestbed list "
+               "EXPERIMENT).")
+EXPERIMENT_HELP = ("Experiment name. Default: the table's experiment column, else the one experiment declaring the "
+                   "model.")
+PARAM_HELP = "Agent parameter NAME=VALUE (repeatable): settings the model lacks, or the agent's base."
+FORMS_HELP = ("Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigned to them, balanced and seeded "
+              "(cogtestbed list EXP shows the forms).")
+FORM_SD_HELP = ("PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD) offset on its unconstrained scale "
+                "(synthetic subjects; needs --forms).")
+POPULATION_HELP = ("Draw the subjects' parameters from a population: human:NAME (shipped; `cogtestbed population "
+                   "list`) or a population file (`cogtestbed population build`): one posterior draw of the people's "
+                   "group parameters per simulated data set, subjects scattered by its SDs.")
+
+
+@dataclass(frozen=True)
+class StudyRun:
+    """Where and how a study runs, and where it is written (every study command's own options)."""
+
+    seed: int = option(0, help="Seed of the whole study.")
+    workers: int | None = option(None, min=1, help="Local worker processes (default: CPUs).")
+    dask: str | None = option(None, flags=("--dask",), help="Dask scheduler address.")
+    as_json: bool = option(False, flags=("--json",), api=False, json=False,
+                           help="Print one JSON object (the summary).")
+    output: str | os.PathLike[str] | None = option(
+        None, cli_type=Path | None, flags=("--output", "-o"),
+        help="Write results.parquet, summary.json, plots and report.html here.")
+    force: bool = option(False, flags=("--force",), help="Overwrite existing output files.")
+
+
+@dataclass(frozen=True)
+class Lapses:
+    """Lapses simulated in the synthetic answers."""
+
+    lapse_invalid: float = option(
+        0.0, flags=("--lapse-invalid",),
+        help="Rate of invalid answers per step or trial (recorded invalid, as an unparseable LLM answer).")
+    lapse_random: float = option(
+        0.0, flags=("--lapse-random",),
+        help="Rate of uniformly random answers per step or trial (over the valid answers).")
+
+
+@dataclass(frozen=True)
+class StudyForms:
+    """A study across prompt forms (the command line's ``--forms``; :func:`cogtestbed.form_study` in Python)."""
+
+    forms: str | None = option(None, flags=("--forms",), api=False, help=FORMS_HELP)
+    form_sd: list[str] | None = option(None, flags=("--form-sd",), api=False, help=FORM_SD_HELP)
+
+
+@dataclass(frozen=True)
+class RecoverSizes:
+    """The simulated data sets."""
+
+    subjects: Sizes = option("50", cli_type=str, help="Subjects per data set (comma list).")
+    trials: Sizes = option(None, cli_type=str | None, help=TRIALS_HELP)
+    design: Design = option(None, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
+    runs: Sizes = option("1", cli_type=str, help="Sessions each subject plays, pooled in the fit (comma list; "
+                                                 "experiments that pool sessions).")
+    reps: int = option(100, min=1, help="Simulated data sets.")
+
+
+@dataclass(frozen=True)
+class RecoverFit:
+    """How the true parameters are drawn and the model fitted."""
+
+    method: str = option("mle", help="mle or hierarchical.")
+    sampler: str = option("prior", help="prior (hierarchical prior) or uniform (--population: the population's "
+                                        "draws).")
+    fix: Assignments = option(None, cli_type=list[str] | None, flags=("--fix",),
+                              help="Hold model parameter NAME=VALUE fixed.")
+    params: Assignments = option(None, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
+    draws: int = option(1000, min=1, help="Posterior draws per chain (hierarchical).")
+    chains: int = option(4, min=1, help="Chains (hierarchical).")
+    lapse: str = option("none", flags=("--lapse",),
+                        help="Lapse term of the fitted model: none, fit (rate fitted) or fixed=E.")
+    precision: Assignments = option(
+        None, cli_type=list[str] | None, flags=("--precision",),
+        help="PARAM=HALFWIDTH (repeatable): the tolerance a recovered estimate must meet; the verdict calls PARAM "
+             "recovered well only where a share >= --assurance of the estimates lies within it. Default: none (r, "
+             "RMSE and bias reported, r >= 0.8 convention named).")
+    assurance: float = option(0.9, min=0.0, max=1.0, help="Assurance Q of --precision.")
+    population: Any = option(None, cli_type=str | None, flags=("--population",), help=POPULATION_HELP)
+
+
+@dataclass(frozen=True)
+class RecoverRequest:
+    """Parameter recovery, as ``cogtestbed recover`` and :func:`cogtestbed.recover` take it."""
+
+    model: str = option(argument=True, help="Model name, e.g. rw-pm or cbn-3p.")
+    experiment: Any = option(None, cli_type=str | None, flags=("--experiment", "-e"), help=EXPERIMENT_HELP)
+    sizes: RecoverSizes = group(RecoverSizes, "Sizes")
+    fit: RecoverFit = group(RecoverFit, "Truth and fit")
+    lapses: Lapses = group(Lapses, "Lapses")
+    forms: StudyForms = group(StudyForms, "Prompt forms")
+    run: StudyRun = group(StudyRun, "Run and output")
+
+
+@dataclass(frozen=True)
+class ModelRecoverySizes:
+    """The simulated data sets."""
+
+    subjects: int = option(30, min=1, help="")
+    trials: Sizes = option(None, cli_type=int | None, help=ONE_TRIALS_HELP)
+    design: Design = option(None, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
+    runs: int = option(1, min=1, help="Sessions per subject (experiments that pool sessions).")
+    reps: int = option(50, min=1, help="")
+
+
+@dataclass(frozen=True)
+class HierarchicalFit:
+    """The fit (the hierarchical one's draws and chains)."""
+
+    params: Assignments = option(None, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
+    draws: int = option(500, min=1, help="Posterior draws per chain (hierarchical).")
+    chains: int = option(2, min=1, help="Chains (hierarchical).")
+
+
+@dataclass(frozen=True)
+class ModelRecoveryRequest:
+    """Model recovery, as ``cogtestbed model-recovery`` and :func:`cogtestbed.model_recovery` take it."""
+
+    models: Sequence[str] = option(cli_type=list[str], argument=True, help="Candidate models, e.g. rw rw-pm.")
+    experiment: Any = option(None, cli_type=str | None, flags=("--experiment", "-e"), help=EXPERIMENT_HELP)
+    sizes: ModelRecoverySizes = group(ModelRecoverySizes, "Sizes")
+    method: str = option("mle", help="mle or hierarchical.")
+    fit: HierarchicalFit = group(HierarchicalFit, "Fit")
+    run: StudyRun = group(StudyRun, "Run and output")
+
+
+@dataclass(frozen=True)
+class SbcSizes:
+    """The simulated data sets (prior draws)."""
+
+    subjects: int = option(20, min=1, help="")
+    trials: Sizes = option(None, cli_type=int | None, help=ONE_TRIALS_HELP)
+    design: Design = option(None, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
+    runs: int = option(1, min=1, help="Sessions per subject (experiments that pool sessions).")
+    reps: int = option(100, min=1, help="Simulated data sets (prior draws).")
+
+
+@dataclass(frozen=True)
+class SbcRequest:
+    """Simulation-based calibration, as ``cogtestbed sbc`` and :func:`cogtestbed.sbc` take it."""
+
+    model: str = option(argument=True, help="Model with a PyMC version, e.g. rw-pm or cbn-3p.")
+    experiment: Any = option(None, cli_type=str | None, flags=("--experiment", "-e"), help=EXPERIMENT_HELP)
+    sizes: SbcSizes = group(SbcSizes, "Sizes")
+    fit: HierarchicalFit = group(HierarchicalFit, "Fit")
+    backend: str = option("auto", help="NUTS implementation: auto, nutpie or pymc.")
+    run: StudyRun = group(StudyRun, "Run and output")
+
+
+@dataclass(frozen=True)
+class PowerTarget:
+    """What the study must detect: a model parameter or contrast, a metric difference or a declared test."""
+
+    effect: Mapping[str, float] | str | None = option(
+        None, cli_type=str | None,
+        help="NAME=SIZE, a model parameter or contrast, e.g. optimism_bias=0.2 (0: the type-I error rate).")
+    metric: str | None = option(None, help="Headline metric whose difference is detected.")
+    compare: tuple[str, str] | None = option(
+        None, help="Two settings of one agent, AGENT:p=v,... AGENT:p=v,... (with --metric).")
+    test: str | None = option(None, help="Key of the metrics result holding a test (p_value/reject).")
+    agent: str | None = option(None, help="AGENT[:p=v,...] under which --test runs.")
+    sweep: str | None = option(
+        None, help="NAME=a,b,c: an agent parameter (or design field) whose values each get a rate (with --test or "
+                   "--metric), e.g. leak=0,0.1: at 0 the false-positive rate, above it the power. Default: none.")
+    level: float = option(0.05, help="Test level alpha (two-sided).")
+    groups: int = option(
+        1, min=1, max=2,
+        help="With --effect: 1 tests the effect against 0 in one group; 2 tests the parameter's difference between "
+             "two groups of --subjects each (e.g. two LLMs), the second's median moved by the effect; with "
+             "--population the first group is the population's people, their number fixed).")
+    # last: the field's name is the declaring function's, so no option() follows it in this class body
+    option: Mapping[str, Any] | Sequence[str] | None = option(
+        None, cli_type=list[str] | None, flags=("--option",),
+        help="Metrics option NAME=VALUE of the experiment (repeatable; with --metric / --test), e.g. t2_bins=10.")
+
+
+@dataclass(frozen=True)
+class PowerSizes:
+    """The sizes each get a rate, and the simulated studies per size."""
+
+    subjects: Sizes = option("10,20,40,80", cli_type=str, help="Subjects grid (comma list; --effect).")
+    runs: Sizes = option(
+        None, cli_type=str | None,
+        help="Runs grid (comma list): sessions per subject, pooled in its fit (--effect; default 1), or runs of the "
+             "design each simulated study computes the test over, pooled (--test; default 1: one subject) or per "
+             "setting (--metric; default 10).")
+    trials: Sizes = option(None, cli_type=str | None, help=TRIALS_HELP)
+    design: Design = option(None, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
+    sims: int = option(200, min=1, help="Simulated studies per cell.")
+
+
+@dataclass(frozen=True)
+class PowerSubjects:
+    """The simulated subjects and their fit."""
+
+    method: str = option("mle", help="mle or hierarchical.")
+    base: Assignments = option(None, cli_type=list[str] | None, flags=("--base",),
+                               help="Population median NAME=VALUE before the effect (repeatable).")
+    sd_between: float = option(0.5, help="Between-subject SD, unconstrained scale.")
+    params: Assignments = option(None, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
+    draws: int = option(500, min=1, help="Posterior draws per chain (hierarchical).")
+    chains: int = option(2, min=1, help="Chains (hierarchical).")
+    population: Any = option(None, cli_type=str | None, flags=("--population",), help=POPULATION_HELP)
+
+
+@dataclass(frozen=True)
+class PowerRequest:
+    """A power study, as ``cogtestbed power`` and :func:`cogtestbed.power` take it."""
+
+    target: str = option(argument=True, help="Model (with --effect) or experiment (with --metric / --test).")
+    experiment: Any = option(None, cli_type=str | None, flags=("--experiment", "-e"),
+                             help="Experiment (with --effect).")
+    goal: PowerTarget = group(PowerTarget, "Target")
+    sizes: PowerSizes = group(PowerSizes, "Sizes")
+    subjects_fit: PowerSubjects = group(PowerSubjects, "Simulated subjects and fit")
+    lapses: Lapses = group(Lapses, "Lapses")
+    forms: StudyForms = group(StudyForms, "Prompt forms")
+    run: StudyRun = group(StudyRun, "Run and output")
+
+
+@dataclass(frozen=True)
+class MetricValidityRequest:
+    """A metric's validity, as ``cogtestbed metric-validity`` and :func:`cogtestbed.metric_validity` take it."""
+
+    experiment: Any = option(cli_type=str, argument=True, help="Experiment name.")
+    metric: str = option(help="Headline metric.")
+    agent: str = option(help="AGENT[:p=v,...]: the agent and its base setting.")
+    parameter: str = option(help="Agent parameter swept.")
+    values: Sequence[float] | str = option(cli_type=str, help="Values of the parameter (comma list).")
+    direction: str = option("any", help="increasing, decreasing or any.")
+    runs: Sizes = option("10", cli_type=str, help="Runs (units) the metric is computed over (comma list).")
+    trials: Sizes = option(None, cli_type=str | None, help=TRIALS_HELP)
+    design: Design = option(None, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
+    reps: int = option(20, min=1, help="Replications per value.")
+    run: StudyRun = group(StudyRun, "Run and output")
+
+
+@dataclass(frozen=True)
+class DeclaredStudyRequest:
+    """A study the experiment declares, as ``cogtestbed study`` and :func:`cogtestbed.study` take it."""
+
+    experiment: Any = option(cli_type=str, argument=True, help="Experiment name.")
+    name: str | None = option(None, argument=True, help="Declared study (omit to list them), e.g. metric-power or "
+                                                        "recovery:1.")
+    reps: int = option(20, min=1, help="Replications.")
+    run: StudyRun = group(StudyRun, "Run and output")
+
+
+#: ``--sessions`` of a command that imports published files.
+SESSIONS_HELP = ("refuse (default) or split: a run of a file without trial key (CogBench probabilistic reasoning) "
+                 "that judges a condition again is refused, or numbered as the run's next session.")
+
+
+@dataclass(frozen=True)
+class FitSampling:
+    """The hierarchical fit's sampling."""
+
+    draws: int = option(1000, min=1, help="Posterior draws per chain (hierarchical).")
+    max_draws: int | None = option(
+        None, flags=("--max-draws",), min=1,
+        help="Where a run fails only its ESS or R-hat checks (no divergences), sample again with twice the draws per "
+             "chain, up to this many.")
+    chains: int = option(4, min=1, help="Chains (hierarchical).")
+    log_likelihood: bool = option(
+        False, flags=("--log-likelihood/--no-log-likelihood",),
+        help="Keep the pointwise log-likelihood in posterior.nc (for LOO/WAIC later; large).")
+    seed: int = option(0, help="Seed of the whole study.")
+
+
+@dataclass(frozen=True)
+class FitUnits:
+    """What is read and what one fitted unit is."""
+
+    source: str = option("auto", flags=("--from",), help="auto, trials or an importer.")
+    unit: str = option(
+        "auto", flags=("--unit",),
+        help="What one fitted unit is: subject (each subject of the file with its sessions), session, agent (the "
+             "runs of each agent pooled as one participant) or auto: agent where the experiment pools sessions and "
+             "no agent's runs have different true parameters, else subject.")
+    separate_runs: bool = option(
+        False, flags=("--separate-runs",),
+        help="Fit every run (subject of the file) on its own, even where the experiment pools an agent's runs into "
+             "one fitted unit (= --unit subject).")
+    sessions: str | None = option(None, flags=("--sessions",), help=SESSIONS_HELP)
+
+
+@dataclass(frozen=True)
+class FitRequest:
+    """A fit written to a folder, as ``cogtestbed fit`` and :func:`cogtestbed.fit_and_save` take it."""
+
+    model: str = option(argument=True, help="Model name, e.g. rw-pm.")
+    path: str | os.PathLike[str] = option(cli_type=Path, argument=True,
+                                          help="Trial table (.parquet) or published data file.")
+    output: str | os.PathLike[str] = option(cli_type=Path, flags=("--output", "-o"), help="Output directory.")
+    experiment: Any = option(None, cli_type=str | None, flags=("--experiment", "-e"), help=EXPERIMENT_HELP)
+    method: str = option("hierarchical", help="mle or hierarchical.")
+    lapse: str = option("none", flags=("--lapse",),
+                        help="Lapse term of the fitted model: none, fit (rate fitted) or fixed=E.")
+    form_effects: Sequence[str] | str | None = option(
+        None, cli_type=str | None, flags=("--form-effects",),
+        help="P1,P2,...: the parameters given a prompt-form effect when the table has a 'form' column "
+             "(hierarchical; default: every parameter).")
+    units: FitUnits = group(FitUnits, "Data and units")
+    sampling: FitSampling = group(FitSampling, "Sampling")
+    as_json: bool = option(False, flags=("--json",), api=False, json=False,
+                           help="Print one JSON object (the summary).")
+    force: bool = option(False, flags=("--force",), help="Overwrite existing output files.")

@@ -101,3 +101,62 @@ def test_power_against_people_rises_with_the_llms_subjects(tmp_path):
     power = [c["power"] for c in cells]
     assert all("Brunner-Munzel" in t for t in study.table["test"].unique())
     assert power[0] < power[1] < power[2] and power[2] - power[0] > 0.3, power
+
+
+# ----------------------------------------------------------------------------- the shipped Spektor population
+SPEKTOR = "human:spektor2024"
+#: What ``python benchmarks/studies/build_populations.py spektor2024`` fitted and kept (docs/human-data.md).
+SHIPPED_PEOPLE, SHIPPED_TRIALS = 30, 98
+SHIPPED_MEDIANS = {"lambda": 1.1178, "alpha": 0.8367, "theta": 0.8348}
+
+
+def test_spektor_population_ships_with_its_participants_named(capsys):
+    """``human:spektor2024``: a converged fit of a named subset of Spektor et al.'s participants, listed."""
+    import cogtestbed as ct
+    from cogtestbed.cli import run_cli
+
+    assert run_cli(["population", "list"]) == 0
+    assert "spektor2024" in capsys.readouterr().out
+    pop = ct.population(SPEKTOR)
+    model = get_experiment("risky-choice").model("prospect-theory")
+    assert (pop.experiment, pop.model, pop.subjects, pop.trials) == ("risky-choice", "prospect-theory", SHIPPED_PEOPLE,
+                                                                    SHIPPED_TRIALS)
+    assert f"a random subset of {SHIPPED_PEOPLE} of the 282 participants" in pop.source
+    assert pop.fit["max_rhat"] <= 1.01 and pop.fit["divergences"] == 0 and pop.fit["chains"] == 4
+    assert all(len(v) == SHIPPED_PEOPLE for v in pop.estimates.values())
+    medians = pop.medians(model.parameters)
+    for name, value in SHIPPED_MEDIANS.items():
+        assert medians[name] == pytest.approx(value, abs=5e-4), name
+
+
+def test_spektor_population_drives_simulate_recover_and_power():
+    import cogtestbed as ct
+
+    table = ct.simulate("risky-choice", "prospect-theory", subjects=5, seed=2, population=SPEKTOR)
+    true = ct.true_parameters(table)
+    assert table["subject"].nunique() == 5 and table.groupby("subject").size().eq(98).all()
+    assert true["lambda"].nunique() == 5 and true["lambda"].between(0, 10).all()
+    assert table.equals(ct.simulate("risky-choice", "prospect-theory", subjects=5, seed=2, population=SPEKTOR))
+    rec = ct.recover("risky-choice", "prospect-theory", population=SPEKTOR, subjects=4, reps=1, seed=1, workers=1)
+    assert rec.spec.sampler == "population" and rec.table["true"].notna().all()
+    study = ct.power("risky-choice", "prospect-theory", effect={"lambda": 0.5}, population=SPEKTOR, groups=2,
+                     subjects=(6,), sims=2, seed=1, workers=1)
+    assert study.spec.people == SHIPPED_PEOPLE and study.spec.people_trials == SHIPPED_TRIALS
+    assert study.table["test"].str.contains("Brunner-Munzel").all()
+
+
+@pytest.mark.slow
+def test_the_plan_of_gpt_4o_minis_loss_aversion_against_spektors_people(capsys):
+    """docs/human-data.md's plan: ``cogtestbed plan risky-choice --model prospect-theory --effect lambda=0.5
+    --llm openai:gpt-4o-mini --population human:spektor2024`` prints a design, its power and its price."""
+    from cogtestbed.cli import run_cli
+
+    argv = ["plan", "risky-choice", "--model", "prospect-theory", "--effect", "lambda=0.5", "--llm",
+            "openai:gpt-4o-mini", "--population", SPEKTOR, "--workers", "1", "--json"]
+    assert run_cli(argv) == 0
+    plan = json.loads(capsys.readouterr().out)
+    chosen = plan["chosen"]
+    assert plan["study"]["people"] == SHIPPED_PEOPLE and plan["study"]["people_trials"] == SHIPPED_TRIALS
+    assert chosen["power"] >= 0.8 and chosen["mc_se"] <= 0.03
+    assert chosen["calls"] == chosen["subjects"] * chosen["trials"] and chosen["dollars"] > 0
+    assert "Brunner-Munzel" in plan["study"]["test"] or "Brunner-Munzel" in json.dumps(plan)

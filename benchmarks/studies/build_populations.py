@@ -60,7 +60,7 @@ POPULATIONS = {
     "spektor2024": Build(
         "risky-choice", SHARED / "psych201/spektor2024lossaversion/prompts.jsonl.zip", "psych201", "prospect-theory",
         "Spektor et al. 2024 (JEP:General) loss-aversion lotteries via Psych-201 (spektor2024lossaversion, "
-        "Apache-2.0), prospect theory as risky-choice declares it", subjects=60, draws=500, max_draws=1000),
+        "Apache-2.0), prospect theory as risky-choice declares it", subjects=30, draws=1000, max_draws=1000),
 }
 
 

@@ -18,7 +18,8 @@ from study_scripts import load_study
 from typer.testing import CliRunner
 
 from cogtestbed.cli import app
-from cogtestbed.cli.app import USER_ERRORS, one_line
+from cogtestbed.cli.app import USER_ERRORS
+from cogtestbed.errors import one_line
 from cogtestbed.registry import get_experiment, write_trials
 from cogtestbed.schema import canonical_rows, list_parts
 from cogtestbed.simulation import simulate
@@ -169,7 +170,7 @@ def test_the_untouched_plan_runs_dry(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("option", "named"), [
     (["--rpm", "0"], "--rpm must be a positive number, got 0"),
-    (["--rpm", "nan"], "--rpm must be a positive number, got nan"),
+    (["--rpm", "nan"], "(--rpm) must be a finite number, got nan"),  # the ct. door's refusal, naming the option
     (["--tpm", "-1"], "--tpm must be a positive number"),
     (["--top-logprobs", "-3"], "--top-logprobs must be a count >= 0, got -3"),
 ])

@@ -207,7 +207,7 @@ def check_argument(function: str, name: str, value: Any, hint: Any = Any) -> Non
         raise InputError(f"{where} must be {_hint_text(hint)}, got {_shown(value)}")
     numbers = _numbers(value)
     if any(not math.isfinite(x) for x in numbers):
-        raise InputError(f"{where} must be a finite number, got {_one_line(repr(value))}")
+        raise InputError(f"{where} (--{name.replace('_', '-')}) must be a finite number, got {_one_line(repr(value))}")
     allowed = RANGES.get(name)
     bad = [x for x in numbers if allowed is not None and not allowed.holds(x)]
     if allowed is not None and bad:  # the command-line option named too (the command line calls this function)

@@ -345,6 +345,13 @@ def run_case(name: str, case: Case, args: argparse.Namespace, python: Path) -> l
     model = get_experiment(case.experiment).model(case.model)
     sampler["target_accept"] = float(getattr(model, "target_accept", None) or 0.9)
     data = tables(case, args.reps)
+    if args.package_only:  # the package's fits alone (before/after a change of the package)
+        rows = [{"case": name, "rep": rep, "subjects": case.subjects,
+                 "observations": len(pooled_arrays(case, model, t)[1]), "load_average": os.getloadavg(), **_rates(fit)}
+                for rep, (t, fit) in enumerate(zip(data, fit_package(case, data, sampler), strict=True))]
+        for row in rows:
+            print(json.dumps(row), flush=True)
+        return [{"same_model": True}]
     with tempfile.TemporaryDirectory() as tmp:
         spec, out = Path(tmp) / "spec.npz", Path(tmp) / "draws.npz"
         ours = write_spec(case, data, spec, sampler)
@@ -457,6 +464,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="nutpie's threads (1: chains one after another, as NumPyro's 'sequential')")
     parser.add_argument("--numpyro-python", type=Path, default=Path(os.environ.get("NUMPYRO_PYTHON", NUMPYRO_PYTHON)))
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--package-only", action="store_true",
+                        help="only the package's fits (no NumPyro, no checks): before/after a change of the package")
     parser.add_argument("--check-only", action="store_true",
                         help="only check that the two models agree, and time one log density + gradient on each side")
     args = parser.parse_args(argv)
@@ -472,13 +481,13 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"--subjects >= 2 (unknown: {unknown})",
               file=sys.stderr)
         return 2
-    if not args.numpyro_python.exists():
+    if not args.numpyro_python.exists() and not args.package_only:
         print(f"no NumPyro environment at {args.numpyro_python}: run 'make bench-numpyro' (or give --numpyro-python)",
               file=sys.stderr)
         return 2
     print(json.dumps({"load_average": os.getloadavg(), "cases": names}), flush=True)
     rows = [row for name in names for row in run_case(name, CASES[name], args, args.numpyro_python)]
-    if not args.check_only:
+    if not (args.check_only or args.package_only):
         print(table(rows))
     return 0 if all(r["same_model"] for r in rows) else 1
 

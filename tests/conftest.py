@@ -9,7 +9,59 @@ from typing import Any
 
 import pytest
 
+# One BLAS / OpenMP thread per test process (and the processes tests start): the suite runs on both
+# cores with pytest-xdist, and a second thread per worker only contends (OpenBLAS spins while it waits).
+for _threads in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
+
 ROOT = Path(__file__).resolve().parents[1]
+
+#: Tests run with ``-m slow`` (``make test-slow``), not in the default suite, to keep that suite within
+#: 15 minutes on 2 cores; each has a cheaper sibling left in the default suite (named after it).
+SLOW_IN_DEFAULT = {
+    "tests/test_cli_process.py::test_the_demo_job_runs_end_to_end_with_small_studies": "`make demo` itself",
+    "tests/test_dry_run_exact.py::test_smollm2_answers_belief_coherence_with_the_experiments_stop":
+        "the tiny-model stop tests of the same file",
+    "tests/test_reproducible.py::test_a_seeded_fit_gives_the_same_draws_in_a_fresh_process":
+        "test_hierarchical.py::test_same_seed_same_posterior_and_cached_compilation (bit-for-bit across "
+        "processes is the slow tests' domain)",
+    "tests/test_conformance.py::test_conformance[belief-coherence-metrics_result]": "the other experiments' check",
+    "tests/test_conformance.py::test_conformance[belief-coherence-bound_edges]": "the other experiments' check",
+    "tests/test_conformance.py::test_conformance[belief-coherence-permuted_table]": "tests/test_belief_edges.py",
+    "tests/test_conformance.py::test_conformance[belief-coherence-constant_answers]": "the other experiments' check",
+    "tests/test_conformance.py::test_conformance[restless-bandit-mle_recovery]": "the other experiments' check",
+    "tests/test_conformance.py::test_conformance[revealed-belief-mle_recovery]": "the other experiments' check",
+    **{f"tests/test_hierarchical_cogbench.py::test_quick_hierarchical_fit_recovers_population[{model}]":
+       "the [hyperbolic] case" for model in ("info-bonus", "target", "hybrid", "generalised-bayes")},
+    "tests/test_api_errors.py::test_a_warning_names_the_first_caller_outside_the_package":
+        "outside_stacklevel's own tests in test_api_errors.py",
+    **{f"tests/test_batch_faults.py::test_every_batch_end_completes_with_the_clean_trials_and_the_billed_ledger"
+       f"[{end}]": "the [gone] and [failed] cases" for end in ("conflicting duplicate answers", "corrupt line")},
+    "tests/test_adaptive.py::test_risky_choice_adaptive_session_replays_and_nulls_the_design_shares":
+        "test_adaptive_simulation_replays_from_its_answers_and_seed",
+    "tests/test_every_model_power.py::test_plan_runs_for_one_model_of_every_experiment[horizon:info-bonus]":
+        "the other experiments' cases",
+    "tests/test_matrix.py::test_cell_has_no_traceback[magnitude-fit-mle]": "test_magnitude.py's fits",
+    "tests/test_plan.py::test_plan_refuses_when_no_design_fits_the_budget":
+        "test_plan_finds_the_cheapest_passing_design",
+    "tests/test_batch.py::test_a_60_prompt_collider_batch_run_sends_one_batch":
+        "the other packing tests of test_batch.py",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark :data:`SLOW_IN_DEFAULT` slow (before ``-m 'not slow'`` deselects); an entry whose file was
+    collected but which names no test is an error, so the list cannot go stale silently."""
+    ids = {item.nodeid for item in items}
+    files = {item.nodeid.split("::")[0] for item in items}
+    whole_files = not config.getoption("keyword") and not any("::" in arg for arg in config.args)
+    stale = [name for name in SLOW_IN_DEFAULT if name.split("::")[0] in files and name not in ids]
+    if whole_files and stale:
+        raise pytest.UsageError(f"tests/conftest.py SLOW_IN_DEFAULT names no collected test: {stale}")
+    for item in items:
+        if item.nodeid in SLOW_IN_DEFAULT:
+            item.add_marker(pytest.mark.slow)
 SHARED = ROOT.parent / "shared"
 DATA = SHARED / "data"
 

@@ -147,16 +147,18 @@ def test_spektor_population_drives_simulate_recover_and_power():
 
 @pytest.mark.slow
 def test_the_plan_of_gpt_4o_minis_loss_aversion_against_spektors_people(capsys):
-    """docs/human-data.md's plan: ``cogtestbed plan risky-choice --model prospect-theory --effect lambda=0.5
-    --llm openai:gpt-4o-mini --population human:spektor2024`` prints a design, its power and its price."""
+    """docs/human-data.md's plan: ``cogtestbed plan risky-choice --model prospect-theory --effect lambda=1.0
+    --llm openai:gpt-4o-mini --population human:spektor2024`` prints a design, its power and its price
+    (27 subjects x 98 trials, power 0.848, $0.10 when run with two workers)."""
     from cogtestbed.cli import run_cli
 
-    argv = ["plan", "risky-choice", "--model", "prospect-theory", "--effect", "lambda=0.5", "--llm",
+    argv = ["plan", "risky-choice", "--model", "prospect-theory", "--effect", "lambda=1.0", "--llm",
             "openai:gpt-4o-mini", "--population", SPEKTOR, "--workers", "1", "--json"]
     assert run_cli(argv) == 0
     plan = json.loads(capsys.readouterr().out)
     chosen = plan["chosen"]
     assert plan["study"]["people"] == SHIPPED_PEOPLE and plan["study"]["people_trials"] == SHIPPED_TRIALS
+    assert 20 <= chosen["subjects"] <= 35 and chosen["trials"] == 98
     assert chosen["power"] >= 0.8 and chosen["mc_se"] <= 0.03
     assert chosen["calls"] == chosen["subjects"] * chosen["trials"] and chosen["dollars"] > 0
-    assert "Brunner-Munzel" in plan["study"]["test"] or "Brunner-Munzel" in json.dumps(plan)
+    assert "Brunner-Munzel" in json.dumps(plan)

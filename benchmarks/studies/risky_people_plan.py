@@ -1,11 +1,11 @@
 """An LLM's loss aversion against prospect-theory people, planned and priced (issue 52): the plan
 ``tests/test_population_risky.py`` runs, on its stand-in population (20 people, medians at the
 model's prior means, between-subject SD 0.3 on the log scale), or on any population file
-(``--population``, e.g. ``human:spektor2024`` once it ships).  Prints the chosen design, its power
+(``--population``, e.g. ``human:spektor2024``).  Prints the chosen design, its power
 and price, and the plan's wall and CPU time.
 
     python benchmarks/studies/risky_people_plan.py                       # the stand-in, lambda=1.0
-    python benchmarks/studies/risky_people_plan.py --population human:spektor2024 --effect 0.5 --subjects 20:200
+    python benchmarks/studies/risky_people_plan.py --population human:spektor2024 --effect 1.0 --subjects 10:200
 """
 
 from __future__ import annotations

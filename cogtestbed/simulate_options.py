@@ -38,18 +38,24 @@ class SimulatedSubjects:
 
 
 @dataclass(frozen=True)
-class SimulatedSessions:
-    """The sessions they play: the design, the prompt forms, adaptive trials, lapses."""
+class Lapses:
+    """Lapses simulated in the synthetic answers (also a sub-object of every study's request)."""
 
-    method: Method = option("batch", help="batch: numba kernel; step: gymnasium reset/step loop (identical output).")
-    design: Any = option(None, cli_type=list[str] | None, flags=("--design",),
-                         help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48.")
     lapse_invalid: float = option(
         0.0, flags=("--lapse-invalid",),
         help="Rate of invalid answers per step or trial (recorded invalid, as an unparseable LLM answer).")
     lapse_random: float = option(
         0.0, flags=("--lapse-random",),
         help="Rate of uniformly random answers per step or trial (over the valid answers).")
+
+
+@dataclass(frozen=True)
+class SimulatedSessions:
+    """The sessions they play: the design, the prompt forms, adaptive trials."""
+
+    method: Method = option("batch", help="batch: numba kernel; step: gymnasium reset/step loop (identical output).")
+    design: Any = option(None, cli_type=list[str] | None, flags=("--design",),
+                         help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48.")
     forms: str | Sequence[int] | None = option(
         None, cli_type=str | None, flags=("--forms",),
         help="Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigned to them, balanced and seeded "
@@ -77,3 +83,4 @@ class SimulateRequest:
     force: bool = option(False, flags=("--force",), help="Overwrite an existing output file.")
     who: SimulatedSubjects = group(SimulatedSubjects, "Subjects")
     sessions: SimulatedSessions = group(SimulatedSessions, "Sessions")
+    lapses: Lapses = group(Lapses, "Lapses")

@@ -123,7 +123,7 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
     subjects, seed, params, population, output, force = who.subjects, who.seed, who.params, who.population, \
         req.output, req.force
     design, method, adaptive, trials, forms = ses.design, ses.method, ses.adaptive, ses.trials, ses.forms
-    lapse_invalid, lapse_random, form_sd = ses.lapse_invalid, ses.lapse_random, _form_sds(ses.form_sd)
+    lapse_invalid, lapse_random, form_sd = req.lapses.lapse_invalid, req.lapses.lapse_random, _form_sds(ses.form_sd)
     on_subject_done = options.get("on_subject_done")
     exp = get_experiment(experiment)
     agent_cls = exp.agent(agent)

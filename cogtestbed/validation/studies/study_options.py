@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.request import group, option
+from cogtestbed.simulate_options import Lapses
 
 #: Sizes as :func:`cogtestbed.recover` takes them: a count, a list of counts, or the command line's text.
 Sizes = int | Sequence[int] | str | None
@@ -59,18 +60,6 @@ class StudyRun:
         None, cli_type=Path | None, flags=("--output", "-o"),
         help="Write results.parquet, summary.json, plots and report.html here.")
     force: bool = option(False, flags=("--force",), help="Overwrite existing output files.")
-
-
-@dataclass(frozen=True)
-class Lapses:
-    """Lapses simulated in the synthetic answers."""
-
-    lapse_invalid: float = option(
-        0.0, flags=("--lapse-invalid",),
-        help="Rate of invalid answers per step or trial (recorded invalid, as an unparseable LLM answer).")
-    lapse_random: float = option(
-        0.0, flags=("--lapse-random",),
-        help="Rate of uniformly random answers per step or trial (over the valid answers).")
 
 
 @dataclass(frozen=True)

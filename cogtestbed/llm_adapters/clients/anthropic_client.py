@@ -11,11 +11,9 @@ independent samples apart in the cache.  The API returns no log-probabilities: `
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import os
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.clients.base import (
@@ -24,6 +22,7 @@ from cogtestbed.llm_adapters.clients.base import (
     GenerateRequest,
     Generation,
     LLMClient,
+    SdkPerLoop,
     apply_stop,
     checked_usage,
     image_media_type,
@@ -80,7 +79,7 @@ class AnthropicClient(LLMClient):
         self.retry = retry or RetryPolicy()
         self.api_key_env = api_key_env  # the variable's name; the key is read per SDK object
         register_key_variable(api_key_env)  # its value is removed from every message (cogtestbed.redact)
-        self._sdk: WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = WeakKeyDictionary()
+        self._sdk = SdkPerLoop(self._new_sdk)
         self.retries: list[tuple[str, float]] = []
         #: What the model accepts (:mod:`~.capabilities`): extended thinking, and no temperature with it.
         self.capability = capability_of(self.spec)
@@ -90,15 +89,15 @@ class AnthropicClient(LLMClient):
             raise BackendUnavailable(f"set {self.api_key_env} in the environment for Anthropic")
 
     def _client(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if loop not in self._sdk:
-            self.check_ready()
-            key = os.environ.get(self.api_key_env)
-            register_key(key)
-            self._sdk[loop] = self._anthropic.AsyncAnthropic(
-                api_key=key or "not-needed", base_url=self.base_url, timeout=self.timeout, max_retries=0
-            )
-        return self._sdk[loop]
+        return self._sdk.get()
+
+    def _new_sdk(self) -> Any:
+        """The SDK object of the running event loop (made once per loop by :class:`SdkPerLoop`)."""
+        self.check_ready()
+        key = os.environ.get(self.api_key_env)
+        register_key(key)
+        return self._anthropic.AsyncAnthropic(api_key=key or "not-needed", base_url=self.base_url,
+                                              timeout=self.timeout, max_retries=0)
 
     def request_body(self, request: GenerateRequest) -> dict[str, Any]:
         """The Messages API body of ``request`` (system text apart, whitespace-only stops left to
@@ -158,6 +157,4 @@ class AnthropicClient(LLMClient):
         return {"url": self.where, "served_model": None}
 
     async def aclose(self) -> None:
-        for sdk in list(self._sdk.values()):
-            await sdk.close()
-        self._sdk.clear()
+        await self._sdk.aclose()

@@ -27,10 +27,11 @@ import json
 import logging
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar
+from weakref import WeakKeyDictionary
 
 from cogtestbed.errors import CogtestbedError, InputError
 from cogtestbed.redact import redact
@@ -524,3 +525,23 @@ def reasoning_tokens(usage: Any) -> Any:
 
 def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+class SdkPerLoop:
+    """A hosted backend's SDK objects, one per event loop (an SDK's HTTP pool belongs to the loop that
+    made it): :meth:`get` makes the running loop's with ``make`` the first time, :meth:`aclose` closes all."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._sdk: WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = WeakKeyDictionary()
+
+    def get(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if loop not in self._sdk:
+            self._sdk[loop] = self._make()
+        return self._sdk[loop]
+
+    async def aclose(self) -> None:
+        for sdk in list(self._sdk.values()):
+            await sdk.close()
+        self._sdk.clear()

@@ -17,14 +17,12 @@ returned, so ``mass_outside`` is not available.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import os
 from collections.abc import Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
-from weakref import WeakKeyDictionary
 
 from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.clients.base import (
@@ -42,6 +40,7 @@ from cogtestbed.llm_adapters.clients.base import (
     Prompt,
     ScoreResult,
     ScoringNotSupported,
+    SdkPerLoop,
     TokenLogprob,
     apply_stop,
     checked_usage,
@@ -123,7 +122,7 @@ class OpenAIClient(LLMClient):
         self.sampling_extras = sampling_extras
         self.api_key_env = api_key_env  # the variable's name; the key is read per SDK object
         register_key_variable(api_key_env)  # its value is removed from every message (cogtestbed.redact)
-        self._sdk: WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = WeakKeyDictionary()
+        self._sdk = SdkPerLoop(self._new_sdk)
         self._encoding: Any = None
         self.retries: list[tuple[str, float]] = []
         #: The served model's own tokenizer where it is on this machine (:func:`local_tokenizer`):
@@ -147,16 +146,15 @@ class OpenAIClient(LLMClient):
                                      "(or pass --base-url for a local server)")
 
     def _client(self) -> Any:
-        # The SDK's HTTP pool belongs to one event loop: one SDK object per loop.
-        loop = asyncio.get_running_loop()
-        if loop not in self._sdk:
-            self.check_ready()
-            key = os.environ.get(self.api_key_env)
-            register_key(key)
-            self._sdk[loop] = self._openai.AsyncOpenAI(
-                api_key=key or "not-needed", base_url=self.base_url, timeout=self.timeout, max_retries=0
-            )
-        return self._sdk[loop]
+        return self._sdk.get()
+
+    def _new_sdk(self) -> Any:
+        """The SDK object of the running event loop (made once per loop by :class:`SdkPerLoop`)."""
+        self.check_ready()
+        key = os.environ.get(self.api_key_env)
+        register_key(key)
+        return self._openai.AsyncOpenAI(api_key=key or "not-needed", base_url=self.base_url, timeout=self.timeout,
+                                        max_retries=0)
 
     @property
     def where(self) -> str:
@@ -391,9 +389,7 @@ class OpenAIClient(LLMClient):
         return len(self._encoding.encode(text, disallowed_special=())), self.base_url is None
 
     async def aclose(self) -> None:
-        for sdk in list(self._sdk.values()):
-            await sdk.close()
-        self._sdk.clear()
+        await self._sdk.aclose()
 
 
 #: Fields of a ``GET /models`` entry that say which model a server serves under a name: ``id`` and

@@ -71,9 +71,11 @@ class Opt:
 
 @dataclass(frozen=True)
 class Group:
-    """A sub-object of a request: the help panel of its options."""
+    """A sub-object of a request: the help panel of its options (None: its container's), and the
+    defaults this request gives some of them in place of the sub-object's own."""
 
-    panel: str
+    panel: str | None
+    defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def option(default: Any = dataclasses.MISSING, *, help: str, flags: Sequence[str] = (),  # noqa: A002 - typer's word
@@ -90,9 +92,16 @@ def option(default: Any = dataclasses.MISSING, *, help: str, flags: Sequence[str
     return dataclasses.field(default=default, metadata=meta)
 
 
-def group(cls: type[Any], panel: str) -> Any:
-    """A request's sub-object of class ``cls`` (its options' defaults), shown under ``panel``."""
-    return dataclasses.field(default_factory=cls, metadata={GROUP: Group(panel)})
+def group(cls: type[Any], panel: str | None, *, defaults: Mapping[str, Any] | None = None) -> Any:
+    """A request's sub-object of class ``cls`` (its options' defaults), shown under ``panel`` (None:
+    among its container's options).  ``defaults``: the options of ``cls`` whose default differs in
+    this request (``ct.fit`` fits the MLE by default, ``cogtestbed fit`` the hierarchical model: one
+    declaration of ``method``, two defaults)."""
+    given = dict(defaults or {})
+    unknown = set(given) - {f.name for f in dataclasses.fields(cls)}
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no option {sorted(unknown)}")
+    return dataclasses.field(default_factory=lambda: cls(**given), metadata={GROUP: Group(panel, given)})
 
 
 @dataclass(frozen=True)
@@ -115,12 +124,33 @@ class Leaf:
 
 
 def _hints(cls: type[Any]) -> dict[str, Any]:
-    """The field types of ``cls`` resolved in its module."""
+    """The field types of ``cls`` resolved in its module; a type naming what the module imports
+    only for type checking (``ExperimentSpec``, ``pd.DataFrame``) stays its text: the ``ct.``
+    function's door reads it in the function's module (:func:`cogtestbed.api.checks.public`), the
+    command line parses the option's ``cli_type``."""
     module = sys.modules[cls.__module__].__dict__
-    return typing.get_type_hints(cls, globalns=module)
+    try:
+        return typing.get_type_hints(cls, globalns=module)
+    except NameError:
+        out = {}
+        for f in dataclasses.fields(cls):
+            try:
+                out[f.name] = typing.get_type_hints(_Field(f.type), globalns=module)["hint"]
+            except NameError:
+                out[f.name] = f.type
+        return out
 
 
-def _default(f: dataclasses.Field[Any]) -> Any:
+class _Field:
+    """One field's annotation on its own (:func:`_hints` resolves the fields one by one)."""
+
+    def __init__(self, hint: Any) -> None:
+        self.__annotations__ = {"hint": hint}
+
+
+def _default(f: dataclasses.Field[Any], defaults: Mapping[str, Any] | None = None) -> Any:
+    if defaults and f.name in defaults:
+        return defaults[f.name]
     if f.default is not dataclasses.MISSING:
         return f.default
     if f.default_factory is not dataclasses.MISSING:
@@ -150,16 +180,18 @@ def _leaves(cls: type[Any]) -> tuple[Leaf, ...]:
     return tuple(out)
 
 
-def _walk(cls: type[Any], path: tuple[str, ...], panel: str | None) -> Iterable[Leaf]:
+def _walk(cls: type[Any], path: tuple[str, ...], panel: str | None,
+          defaults: Mapping[str, Any] | None = None) -> Iterable[Leaf]:
     hints = _hints(cls)
     for f in dataclasses.fields(cls):
         if GROUP in f.metadata:
-            yield from _walk(hints[f.name], (*path, f.name), f.metadata[GROUP].panel)
+            sub = f.metadata[GROUP]
+            yield from _walk(hints[f.name], (*path, f.name), panel if sub.panel is None else sub.panel, sub.defaults)
             continue
         opt = f.metadata.get(OPTION)
         if opt is None:
             raise TypeError(f"{cls.__name__}.{f.name} is neither an option() nor a group()")
-        yield Leaf(opt.name or f.name, (*path, f.name), hints[f.name], _default(f), opt, panel)
+        yield Leaf(opt.name or f.name, (*path, f.name), hints[f.name], _default(f, defaults), opt, panel)
 
 
 def build(cls: type[R], values: Mapping[str, Any]) -> R:
@@ -169,13 +201,13 @@ def build(cls: type[R], values: Mapping[str, Any]) -> R:
 
 
 def _build(cls: type[Any], path: tuple[str, ...], by_path: dict[tuple[str, ...], Leaf],
-           values: Mapping[str, Any]) -> Any:
+           values: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> Any:
     hints = _hints(cls)
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = dict(defaults or {})  # this request's own defaults (group(defaults=...))
     for f in dataclasses.fields(cls):
         here = (*path, f.name)
         if GROUP in f.metadata:
-            kwargs[f.name] = _build(hints[f.name], here, by_path, values)
+            kwargs[f.name] = _build(hints[f.name], here, by_path, values, f.metadata[GROUP].defaults)
         elif by_path[here].name in values:
             kwargs[f.name] = values[by_path[here].name]
     return cls(**kwargs)
@@ -273,17 +305,20 @@ def options_doc(cls: type[Any]) -> str:
     return "\n".join(lines)
 
 
-def derive_api(cls: type[Any], *, after: Sequence[inspect.Parameter] = ()) -> Callable[[F], F]:
+def derive_api(cls: type[Any], *, after: Sequence[inspect.Parameter] = (),
+               more_keywords: bool = False) -> Callable[[F], F]:
     """Give the ``ct.`` function ``func(POSITIONAL..., **options)`` the keyword signature of the
     request ``cls`` (:func:`api_signature`; its own positional parameters first, ``after`` last),
     annotations resolved for :func:`cogtestbed.api.checks.public`, and the options listed in its
     docstring; ``__request__`` names ``cls``.  The function builds the request from its ``**options`` with
-    :func:`build`."""
+    :func:`build`.  ``more_keywords``: the function takes other keywords too (``ct.metrics``: the
+    experiment's own metrics options), so its ``**options`` stays last in the signature."""
 
     def decorate(func: F) -> F:
         own = inspect.signature(func)
         before = [p for p in own.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-        signature = api_signature(cls, before, after, own.return_annotation)
+        rest = [p for p in own.parameters.values() if more_keywords and p.kind is inspect.Parameter.VAR_KEYWORD]
+        signature = api_signature(cls, before, (*after, *rest), own.return_annotation)
         func.__signature__ = signature  # type: ignore[attr-defined]
         func.__request__ = cls  # type: ignore[attr-defined]
         annotations = {k: v for k, v in func.__annotations__.items() if k in {p.name for p in before} | {"return"}}

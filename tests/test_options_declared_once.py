@@ -30,7 +30,7 @@ BY_HAND = re.compile(r"typer\.(Option|Argument)\(")
 NOT_CONVERTED_CLI: dict[str, int] = {}
 #: ``ct.`` functions with keyword options not yet made from a request.
 NOT_CONVERTED_API = {
-    "build_population", "check", "export", "fit", "form_study", "heldout_nll", "metrics", "plan_forms",
+    "build_population", "check", "export", "form_study", "heldout_nll", "metrics", "plan_forms",
     "plot_recovery", "population_from_fit", "transcript_nll",
 }
 #: Keywords of a converted ``ct.`` function that are no option (a progress callback, a study's view).
@@ -120,8 +120,8 @@ def test_every_command_is_converted() -> None:
 
 def test_the_allowlists_are_reported() -> None:
     """The counts docs/architecture.md quotes (options declared once, issue 51): no command line module
-    and 11 ``ct.`` functions left."""
-    assert (len(NOT_CONVERTED_CLI), len(NOT_CONVERTED_API)) == (0, 11)
+    and 10 ``ct.`` functions left."""
+    assert (len(NOT_CONVERTED_CLI), len(NOT_CONVERTED_API)) == (0, 10)
 
 
 @pytest.mark.parametrize("command", sorted(CONVERTED))
@@ -202,3 +202,30 @@ def test_ct_plan_takes_every_keyword_it_took_before() -> None:
     assert "Options" in (ct.plan.__doc__ or "") and "``binding_futility``" in (ct.plan.__doc__ or "")
     with pytest.raises(ct.InputError, match="unexpected keyword|got an unexpected"):
         ct.plan("instrumental-learning", no_such_option=1)
+
+
+#: The keyword options of the ``ct.`` functions converted after users called them, as they were
+#: declared by hand (name -> default; ``REQUIRED``: none): still taken, with these defaults, and no other.
+REQUIRED = inspect.Parameter.empty
+KEYWORDS_BEFORE: dict[str, dict[str, object]] = {
+    "fit": {"method": "mle", "source": "auto", "unit": "auto", "separate_runs": False, "draws": 1000,
+            "max_draws": None, "chains": 4, "seed": 0, "lapse": "none", "form_effects": None, "sessions": None},
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEYWORDS_BEFORE))
+def test_a_converted_function_keeps_its_keywords(name: str) -> None:
+    params = inspect.signature(getattr(ct, name)).parameters
+    assert {p.name: p.default for p in params.values() if p.kind is p.KEYWORD_ONLY} == KEYWORDS_BEFORE[name]
+
+
+def test_a_sub_object_may_take_another_default_in_one_request() -> None:
+    """``method`` is declared once (``FitTerms``): ``ct.fit`` fits the MLE by default, ``cogtestbed fit``
+    and ``ct.fit_and_save`` the hierarchical model."""
+    from cogtestbed.validation.studies.study_options import FitRequest, FitTableRequest
+
+    assert build(FitTableRequest, {}).terms.method == "mle"
+    assert build(FitRequest, {"model": "m", "path": "p", "output": "o"}).terms.method == "hierarchical"
+    assert build(FitRequest, {"model": "m", "path": "p", "output": "o", "method": "mle"}).terms.method == "mle"
+    assert inspect.signature(ct.fit_and_save).parameters["method"].default == "hierarchical"
+    assert {leaf.name: leaf.panel for leaf in leaves(FitRequest)}["lapse"] is None  # among the command's own

@@ -19,6 +19,7 @@ from cogtestbed.api.checks import public
 from cogtestbed.errors import DataError, InputError
 from cogtestbed.request import build, derive_api, keyword
 from cogtestbed.simulate_options import SimulateRequest
+from cogtestbed.validation.studies.study_options import FitTableRequest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -321,11 +322,9 @@ def _frame_type() -> type:
 
 
 @public(paths=('table_or_path',))
-def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | str | os.PathLike[str], model: str, *,
-        method: Literal["mle", "hierarchical"] = "mle", source: str = "auto", unit: str = "auto",
-        separate_runs: bool = False, draws: int = 1000, max_draws: int | None = None, chains: int = 4, seed: int = 0,
-        lapse: str = "none", form_effects: Sequence[str] | None = None,
-        sessions: str | None = None) -> pd.DataFrame | BayesFit:
+@derive_api(FitTableRequest)
+def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | str | os.PathLike[str], model: str,
+        **options: Any) -> pd.DataFrame | BayesFit:
     """Fit ``model`` to a trial table or file (``cogtestbed fit``).
 
     ``unit`` says what one fitted unit is (:mod:`cogtestbed.api.fit_units`): ``subject`` (each
@@ -352,15 +351,20 @@ def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | s
 
     A table run across two or more prompt forms (its ``form`` column) is fitted hierarchically with
     crossed subject and form effects (:func:`~cogtestbed.inference.form_hierarchical.fit_forms_hierarchical`)
-    on ``form_effects`` (default: every parameter); the fit's ``.form_sd`` holds each between-form
-    SD's posterior (mean, median, interval, R-hat, ESS).  Pooled runs are pooled within a form.
+    on ``form_effects`` (parameter names, or ``"P1,P2"`` as ``--form-effects``; default: every
+    parameter); the fit's ``.form_sd`` holds each between-form SD's posterior (mean, median,
+    interval, R-hat, ESS).  Pooled runs are pooled within a form.
     """
+    req = build(FitTableRequest, options)
+    terms, data, sampling = req.terms, req.units, req.sampling
     exp = get_experiment(experiment_for(experiment, table_or_path, model))
-    cog = fit_model(exp, model, method, lapse)
-    table, _, units = fit_table(exp, table_or_path, source, unit, sessions, separate_runs)
-    if method == "mle":
+    cog = fit_model(exp, model, terms.method, terms.lapse)
+    table, _, units = fit_table(exp, table_or_path, data.source, data.unit, data.sessions, data.separate_runs)
+    if terms.method == "mle":
         return with_units(cog.fit_identified(table), table, units)
-    res = sample_hierarchical(cog, table, form_effects, draws=draws, chains=chains, seed=seed, max_draws=max_draws)
+    form_effects = terms.form_effects.split(",") if isinstance(terms.form_effects, str) else terms.form_effects
+    res = sample_hierarchical(cog, table, form_effects, draws=sampling.draws, chains=sampling.chains,
+                              seed=sampling.seed, max_draws=sampling.max_draws)
     res.units = units.as_dict()
     return res
 

@@ -39,6 +39,8 @@ def parameter(leaf: Leaf) -> inspect.Parameter:
     """The command function's parameter of ``leaf``: its command-line type annotated with its typer
     option, its default."""
     parsed = leaf.opt.cli_type if leaf.opt.cli_type is not None else leaf.hint
+    if isinstance(parsed, str):  # a type naming what its module imports only for type checking
+        raise TypeError(f"option {leaf.name}: give the type the command line parses (cli_type), not {parsed!r}")
     kind_of = inspect.Parameter.POSITIONAL_OR_KEYWORD if leaf.opt.argument else inspect.Parameter.KEYWORD_ONLY
     default = inspect.Parameter.empty if leaf.opt.cli_required else leaf.default
     return inspect.Parameter(leaf.name, kind_of, default=default, annotation=Annotated[parsed, typer_info(leaf)])

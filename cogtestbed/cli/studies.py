@@ -307,7 +307,7 @@ def fit(req: FitRequest) -> None:
         return fit_and_save(**api_values(req), say=lambda line: typer.echo(line, err=True))
 
     as_json = req.as_json
-    if req.method == "hierarchical":  # a long fit: the collector back on, the start-up frozen
+    if req.terms.method == "hierarchical":  # a long fit: the collector back on, the start-up frozen
         from cogtestbed.collector import resume_collection
         from cogtestbed.progress import reporting, stderr_reporter
 

@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from cogtestbed.request import group, option
 from cogtestbed.simulate_options import Lapses
@@ -287,10 +287,29 @@ class FitSampling:
         help="Where a run fails only its ESS or R-hat checks (no divergences), sample again with twice the draws per "
              "chain, up to this many.")
     chains: int = option(4, min=1, help="Chains (hierarchical).")
+    seed: int = option(0, help="Seed of the whole study.")
+
+
+@dataclass(frozen=True)
+class PosteriorFile:
+    """What the written posterior keeps (a fit written to a folder)."""
+
     log_likelihood: bool = option(
         False, flags=("--log-likelihood/--no-log-likelihood",),
         help="Keep the pointwise log-likelihood in posterior.nc (for LOO/WAIC later; large).")
-    seed: int = option(0, help="Seed of the whole study.")
+
+
+@dataclass(frozen=True)
+class FitTerms:
+    """The fitted model's method and terms (among the command's own options)."""
+
+    method: Literal["mle", "hierarchical"] = option("mle", cli_type=str, help="mle or hierarchical.")
+    lapse: str = option("none", flags=("--lapse",),
+                        help="Lapse term of the fitted model: none, fit (rate fitted) or fixed=E.")
+    form_effects: Sequence[str] | str | None = option(
+        None, cli_type=str | None, flags=("--form-effects",),
+        help="P1,P2,...: the parameters given a prompt-form effect when the table has a 'form' column "
+             "(hierarchical; default: every parameter).")
 
 
 @dataclass(frozen=True)
@@ -319,15 +338,20 @@ class FitRequest:
                                           help="Trial table (.parquet) or published data file.")
     output: str | os.PathLike[str] = option(cli_type=Path, flags=("--output", "-o"), help="Output directory.")
     experiment: Any = option(None, cli_type=str | None, flags=("--experiment", "-e"), help=EXPERIMENT_HELP)
-    method: str = option("hierarchical", help="mle or hierarchical.")
-    lapse: str = option("none", flags=("--lapse",),
-                        help="Lapse term of the fitted model: none, fit (rate fitted) or fixed=E.")
-    form_effects: Sequence[str] | str | None = option(
-        None, cli_type=str | None, flags=("--form-effects",),
-        help="P1,P2,...: the parameters given a prompt-form effect when the table has a 'form' column "
-             "(hierarchical; default: every parameter).")
+    terms: FitTerms = group(FitTerms, None, defaults={"method": "hierarchical"})
     units: FitUnits = group(FitUnits, "Data and units")
     sampling: FitSampling = group(FitSampling, "Sampling")
+    posterior: PosteriorFile = group(PosteriorFile, "Sampling")
     as_json: bool = option(False, flags=("--json",), api=False, json=False,
                            help="Print one JSON object (the summary).")
     force: bool = option(False, flags=("--force",), help="Overwrite existing output files.")
+
+
+@dataclass(frozen=True)
+class FitTableRequest:
+    """A fit returned, as :func:`cogtestbed.fit` takes it (its experiment, table and model
+    positional): the options of :class:`FitRequest` it shares, the MLE by default."""
+
+    terms: FitTerms = group(FitTerms, None)
+    units: FitUnits = group(FitUnits, "Data and units")
+    sampling: FitSampling = group(FitSampling, "Sampling")

@@ -52,6 +52,8 @@ class Opt:
     ``cli_required``: the command line requires it though Python has a default (``simulate -o``);
     ``json``: whether the ``request`` block records it; ``record``: the form it records (one for every
     spelling of the same value: ``(10, 80)`` and ``"10:80"`` alike), by default the value as given.
+    ``cli_name``: the command line's name of it where the function spells it otherwise (``population
+    build``'s ``TABLE``, :func:`cogtestbed.build_population`'s ``table_or_path``).
     """
 
     help: str
@@ -67,6 +69,7 @@ class Opt:
     json: bool = True
     record: Callable[[Any], Any] | None = None
     cli_required: bool = False
+    cli_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -82,11 +85,12 @@ def option(default: Any = dataclasses.MISSING, *, help: str, flags: Sequence[str
            cli_type: Any = None, min: float | None = None, max: float | None = None,  # noqa: A002
            show_default: bool | str | None = None, cli: bool = True, api: bool = True, argument: bool = False,
            name: str | None = None, json: bool = True, record: Callable[[Any], Any] | None = None,
-           cli_required: bool = False, factory: Callable[[], Any] | None = None) -> Any:
+           cli_required: bool = False, cli_name: str | None = None,
+           factory: Callable[[], Any] | None = None) -> Any:
     """A request's option: a dataclass field with its :class:`Opt` (see there for each argument);
     ``factory`` makes a mutable default."""
     meta = {OPTION: Opt(help, tuple(flags), cli_type, min, max, show_default, cli, api, argument, name, json, record,
-                        cli_required)}
+                        cli_required, cli_name)}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -118,9 +122,14 @@ class Leaf:
     panel: str | None
 
     @property
+    def cli_name(self) -> str:
+        """The command line's name of it (its parameter's: ``<TABLE>``)."""
+        return self.opt.cli_name or self.name
+
+    @property
     def flags(self) -> tuple[str, ...]:
         """Its command-line spellings."""
-        return self.opt.flags or ("--" + self.name.replace("_", "-"),)
+        return self.opt.flags or ("--" + self.cli_name.replace("_", "-"),)
 
 
 def _hints(cls: type[Any]) -> dict[str, Any]:
@@ -262,9 +271,16 @@ def request_block(request: Any) -> dict[str, Any]:
     return out
 
 
-def api_leaves(cls: type[Any]) -> tuple[Leaf, ...]:
-    """The options of ``cls`` the ``ct.`` function takes."""
-    return tuple(leaf for leaf in leaves(cls) if leaf.opt.api)
+def api_leaves(cls: type[Any], only: Sequence[str] | None = None) -> tuple[Leaf, ...]:
+    """The options of ``cls`` the ``ct.`` function takes; ``only``: those named, whatever their ``api``
+    (a function taking a part of a workflow's request: :func:`cogtestbed.plan_forms` the options of
+    ``plan --forms``)."""
+    if only is None:
+        return tuple(leaf for leaf in leaves(cls) if leaf.opt.api)
+    unknown = set(only) - {leaf.name for leaf in leaves(cls)}
+    if unknown:
+        raise TypeError(f"{cls.__name__} declares no option {sorted(unknown)}")
+    return tuple(leaf for leaf in leaves(cls) if leaf.name in only)
 
 
 def cli_leaves(cls: type[Any]) -> tuple[Leaf, ...]:
@@ -272,15 +288,28 @@ def cli_leaves(cls: type[Any]) -> tuple[Leaf, ...]:
     return tuple(leaf for leaf in leaves(cls) if leaf.opt.cli)
 
 
+def from_cli(cls: type[R], values: Mapping[str, Any]) -> R:
+    """The request ``cls`` from the values the command line passes, by its parameters' names
+    (:attr:`Leaf.cli_name`)."""
+    renamed = {leaf.cli_name: leaf.name for leaf in leaves(cls) if leaf.cli_name != leaf.name}
+    return build(cls, {renamed.get(k, k): v for k, v in values.items()})
+
+
+def _default_of(leaf: Leaf, required: Sequence[str]) -> Any:
+    return inspect.Parameter.empty if leaf.name in required else leaf.default
+
+
 def api_signature(cls: type[Any], before: Sequence[inspect.Parameter] = (),
                   after: Sequence[inspect.Parameter] = (), return_annotation: Any = inspect.Signature.empty,
-                  ) -> inspect.Signature:
+                  only: Sequence[str] | None = None, required: Sequence[str] = ()) -> inspect.Signature:
     """The ``ct.`` function's signature: ``before`` (its positional arguments), then every option
     of ``cls`` the function takes (those not among ``before``: a positional command-line argument is
-    the function's own positional one) as a keyword-only argument with its default, then ``after``."""
+    the function's own positional one; ``only``: :func:`api_leaves`) as a keyword-only argument with
+    its default (none for those named in ``required``), then ``after``."""
     own = {p.name for p in before}
-    params = [*before, *(inspect.Parameter(leaf.name, inspect.Parameter.KEYWORD_ONLY, default=leaf.default,
-                                           annotation=leaf.hint) for leaf in api_leaves(cls) if leaf.name not in own),
+    params = [*before, *(inspect.Parameter(leaf.name, inspect.Parameter.KEYWORD_ONLY,
+                                           default=_default_of(leaf, required), annotation=leaf.hint)
+                         for leaf in api_leaves(cls, only) if leaf.name not in own),
               *after]
     return inspect.Signature(params, return_annotation=return_annotation)
 
@@ -291,41 +320,45 @@ def keyword(name: str, default: Any = None, annotation: Any = Any) -> inspect.Pa
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
 
-def options_doc(cls: type[Any]) -> str:
-    """The docstring's list of the options of ``cls``, one line each, by sub-object."""
-    lines = ["", "Options (each also a command-line flag; declared once in "
-             f":class:`{cls.__module__}.{cls.__name__}`):", ""]
+def options_doc(cls: type[Any], only: Sequence[str] | None = None, required: Sequence[str] = ()) -> str:
+    """The docstring's list of the options of ``cls`` (``only``: those named), one line each, by sub-object."""
+    taken = api_leaves(cls, only)
+    flags = "each also a command-line flag; " if all(leaf.opt.cli for leaf in taken) else ""
+    lines = ["", f"Options ({flags}declared once in :class:`{cls.__module__}.{cls.__name__}`):", ""]
     panel: str | None = ""
-    for leaf in api_leaves(cls):
+    for leaf in taken:
         if leaf.panel != panel:
             panel = leaf.panel
             lines += ["", f"*{panel}*", ""] if panel else []
-        default = "required" if leaf.default is inspect.Parameter.empty else f"default {leaf.default!r}"
-        lines.append(f"- ``{leaf.name}`` ({default}): {' '.join(leaf.opt.help.split())}")
+        default = _default_of(leaf, required)
+        said = "required" if default is inspect.Parameter.empty else f"default {default!r}"
+        lines.append(f"- ``{leaf.name}`` ({said}): {' '.join(leaf.opt.help.split())}")
     return "\n".join(lines)
 
 
-def derive_api(cls: type[Any], *, after: Sequence[inspect.Parameter] = (),
-               more_keywords: bool = False) -> Callable[[F], F]:
+def derive_api(cls: type[Any], *, after: Sequence[inspect.Parameter] = (), only: Sequence[str] | None = None,
+               required: Sequence[str] = (), more_keywords: bool = False) -> Callable[[F], F]:
     """Give the ``ct.`` function ``func(POSITIONAL..., **options)`` the keyword signature of the
-    request ``cls`` (:func:`api_signature`; its own positional parameters first, ``after`` last),
-    annotations resolved for :func:`cogtestbed.api.checks.public`, and the options listed in its
-    docstring; ``__request__`` names ``cls``.  The function builds the request from its ``**options`` with
-    :func:`build`.  ``more_keywords``: the function takes other keywords too (``ct.metrics``: the
-    experiment's own metrics options), so its ``**options`` stays last in the signature."""
+    request ``cls`` (:func:`api_signature`; its own positional parameters first, ``after`` last;
+    ``only`` and ``required``: a function taking a part of the request, some options without their
+    default), annotations resolved for :func:`cogtestbed.api.checks.public`, and the options listed in its
+    docstring; ``__request__`` names ``cls`` (``__request_only__`` holds ``only``).  The function builds the
+    request from its ``**options`` with :func:`build`.  ``more_keywords``: the function takes other keywords
+    too (``ct.metrics``: the experiment's own metrics options), so its ``**options`` stays last in the signature."""
 
     def decorate(func: F) -> F:
         own = inspect.signature(func)
         before = [p for p in own.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
         rest = [p for p in own.parameters.values() if more_keywords and p.kind is inspect.Parameter.VAR_KEYWORD]
-        signature = api_signature(cls, before, (*after, *rest), own.return_annotation)
+        signature = api_signature(cls, before, (*after, *rest), own.return_annotation, only, required)
         func.__signature__ = signature  # type: ignore[attr-defined]
         func.__request__ = cls  # type: ignore[attr-defined]
+        func.__request_only__ = None if only is None else tuple(only)  # type: ignore[attr-defined]
         annotations = {k: v for k, v in func.__annotations__.items() if k in {p.name for p in before} | {"return"}}
         annotations.update({p.name: p.annotation for p in signature.parameters.values()
                             if p.name not in annotations and p.annotation is not inspect.Parameter.empty})
         func.__annotations__ = annotations
-        func.__doc__ = (func.__doc__ or "").rstrip() + "\n" + options_doc(cls)
+        func.__doc__ = (func.__doc__ or "").rstrip() + "\n" + options_doc(cls, only, required)
         return func
 
     return decorate
@@ -337,4 +370,4 @@ def derived_names(func: Callable[..., Any]) -> set[str]:
 
 
 __all__ = ["Group", "Leaf", "Opt", "api_leaves", "api_signature", "api_values", "build", "cli_leaves", "derive_api",
-           "flat", "group", "keyword", "leaves", "option", "options_doc", "request_block", "value"]
+           "flat", "from_cli", "group", "keyword", "leaves", "option", "options_doc", "request_block", "value"]

@@ -29,10 +29,7 @@ BY_HAND = re.compile(r"typer\.(Option|Argument)\(")
 #: Command-line modules not yet converted: the typer options and arguments each still builds by hand.
 NOT_CONVERTED_CLI: dict[str, int] = {}
 #: ``ct.`` functions with keyword options not yet made from a request.
-NOT_CONVERTED_API = {
-    "build_population", "check", "export", "form_study", "heldout_nll", "metrics", "plan_forms",
-    "plot_recovery", "population_from_fit", "transcript_nll",
-}
+NOT_CONVERTED_API = {"check", "export", "heldout_nll", "metrics", "transcript_nll"}
 #: Keywords of a converted ``ct.`` function that are no option (a progress callback, a study's view).
 NOT_OPTIONS = {"say", "watch", "on_subject_done"}
 #: The converted commands: command name -> (its request classes, its ``ct.`` function or None).
@@ -49,6 +46,8 @@ CONVERTED: dict[str, tuple[tuple[str, ...], str | None]] = {
     "fit": (("cogtestbed.validation.studies.study_options:FitRequest",), "fit_and_save"),
     "simulate": (("cogtestbed.simulate_options:SimulateRequest",), "simulate"),
     "phenotype": (("cogtestbed.validation.runs.phenotype_options:PhenotypeRequest",), "phenotype"),
+    "population build": (("cogtestbed.validation.studies.population_options:BuildPopulationRequest",),
+                         "build_population"),
     # the command line's side only (the ct. function's keywords are on NOT_CONVERTED_API, or it has none)
     "list": (("cogtestbed.cli.listing:ListRequest",), None),
     "looks": (("cogtestbed.cli.looks:LooksRequest",), None),
@@ -58,7 +57,6 @@ CONVERTED: dict[str, tuple[tuple[str, ...], str | None]] = {
     "demo": (("cogtestbed.cli.demo:DemoRequest",), None),
     "metrics": (("cogtestbed.cli.metrics:MetricsRequest",), None),
     "population show": (("cogtestbed.cli.population:ShowRequest",), None),
-    "population build": (("cogtestbed.cli.population:BuildRequest",), None),
 }
 
 
@@ -101,7 +99,7 @@ def test_every_ct_keyword_is_a_request_field() -> None:
             assert not keywords or name in NOT_CONVERTED_API, f"ct.{name}'s keywords are declared by hand: {keywords}"
             continue
         assert name not in NOT_CONVERTED_API, f"ct.{name} is converted: take it off NOT_CONVERTED_API"
-        fields = {leaf.name for leaf in api_leaves(request)}
+        fields = {leaf.name for leaf in api_leaves(request, getattr(inspect.unwrap(func), "__request_only__", None))}
         assert keywords - NOT_OPTIONS <= fields, (name, keywords - NOT_OPTIONS - fields)
         positional = {p.name for p in inspect.signature(func).parameters.values() if p.kind is not p.KEYWORD_ONLY}
         assert fields - keywords <= positional, f"ct.{name} lacks the options {fields - keywords - positional}"
@@ -120,8 +118,8 @@ def test_every_command_is_converted() -> None:
 
 def test_the_allowlists_are_reported() -> None:
     """The counts docs/architecture.md quotes (options declared once, issue 51): no command line module
-    and 10 ``ct.`` functions left."""
-    assert (len(NOT_CONVERTED_CLI), len(NOT_CONVERTED_API)) == (0, 10)
+    and 5 ``ct.`` functions left."""
+    assert (len(NOT_CONVERTED_CLI), len(NOT_CONVERTED_API)) == (0, 5)
 
 
 @pytest.mark.parametrize("command", sorted(CONVERTED))
@@ -131,7 +129,7 @@ def test_a_converted_commands_options_are_its_requests(command: str) -> None:
     for word in command.split():
         click_command = click_command.commands[word]  # type: ignore[attr-defined]
     params = {p.name: p for p in click_command.params if p.name != "ctx"}
-    declared = {leaf.name: leaf for cls in classes for leaf in cli_leaves(cls)}
+    declared = {leaf.cli_name: leaf for cls in classes for leaf in cli_leaves(cls)}
     assert set(params) == set(declared)
     for name, leaf in declared.items():
         param = params[name]
@@ -210,6 +208,18 @@ REQUIRED = inspect.Parameter.empty
 KEYWORDS_BEFORE: dict[str, dict[str, object]] = {
     "fit": {"method": "mle", "source": "auto", "unit": "auto", "separate_runs": False, "draws": 1000,
             "max_draws": None, "chains": 4, "seed": 0, "lapse": "none", "form_effects": None, "sessions": None},
+    "build_population": {"model": REQUIRED, "name": REQUIRED, "source": "", "from_source": "auto", "draws": 1000,
+                         "chains": 4, "max_draws": 8000, "seed": 0, "allow_unconverged": False, "output": None,
+                         "force": False},
+    "population_from_fit": {"experiment": REQUIRED, "model": REQUIRED, "name": REQUIRED, "table_or_path": None,
+                            "source": "", "allow_unconverged": False},
+    "form_study": {"forms": REQUIRED, "form_sd": None, "subjects": 50, "reps": 100, "params": None, "effect": None,
+                   "design": None, "trials": None, "level": 0.05, "seed": 0},
+    "plot_recovery": {"labels": None, "directory": None},
+    "plan_forms": {"forms": REQUIRED, "model": REQUIRED, "effect": REQUIRED, "form_sd": None, "llm": None,
+                   "pilot": None, "params": None, "base": None, "power": 0.8, "level": 0.05, "seed": 0,
+                   "design": None, "prices": None, "allow_unpriced": False, "max_tokens": None, "temperature": None,
+                   "reask": 0, "reasoning_effort": None, "thinking_budget": None, "assume_reasoning_tokens": None},
 }
 
 
@@ -229,3 +239,83 @@ def test_a_sub_object_may_take_another_default_in_one_request() -> None:
     assert build(FitRequest, {"model": "m", "path": "p", "output": "o", "method": "mle"}).terms.method == "mle"
     assert inspect.signature(ct.fit_and_save).parameters["method"].default == "hierarchical"
     assert {leaf.name: leaf.panel for leaf in leaves(FitRequest)}["lapse"] is None  # among the command's own
+
+
+class _Called(Exception):
+    """Raised by a stand-in for a ``ct.`` function: it was called, with these keywords."""
+
+
+def _recorder(seen: dict[str, object]):  # type: ignore[no-untyped-def]
+    def call(*args: object, **kwargs: object) -> None:
+        seen.update(kwargs, args=args)
+        raise _Called
+
+    return call
+
+
+def test_population_build_and_build_population_share_one_request(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``population build``'s TABLE is ``build_population``'s ``table_or_path``: one declaration
+    (``BuildPopulationRequest``), the command line calling the function with its options."""
+    from cogtestbed.cli import run_cli
+    from cogtestbed.validation.studies.population_options import BuildPopulationRequest
+
+    params = inspect.signature(ct.build_population).parameters
+    assert list(params)[:2] == ["experiment", "table_or_path"]
+    assert (params["draws"].default, params["chains"].default, params["max_draws"].default, params["seed"].default,
+            params["output"].default, params["source"].default, params["from_source"].default) == (
+        1000, 4, 8000, 0, None, "", "auto")
+    assert params["model"].default is params["name"].default is inspect.Parameter.empty
+    assert inspect.unwrap(ct.build_population).__request__ is BuildPopulationRequest
+    seen: dict[str, object] = {}
+    monkeypatch.setattr("cogtestbed.api.population.build_population", _recorder(seen))
+    with pytest.raises(_Called):
+        run_cli(["population", "build", "two-step", str(tmp_path / "t.parquet"), "--model", "hybrid", "--name", "x",
+                 "-o", str(tmp_path / "p.json"), "--draws", "7", "--seed", "3"])
+    assert seen.pop("args") == ()
+    assert seen == {"experiment": "two-step", "table_or_path": tmp_path / "t.parquet", "model": "hybrid", "name": "x",
+                    "output": tmp_path / "p.json", "source": "", "from_source": "auto", "draws": 7, "chains": 4,
+                    "max_draws": 8000, "seed": 3, "allow_unconverged": False, "force": False}
+    with pytest.raises(ct.InputError, match="name"):
+        ct.build_population("two-step", tmp_path / "t.parquet", model="hybrid")
+
+
+def test_plan_forms_takes_the_plans_forms_options(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``ct.plan_forms`` takes exactly the plan's options that ``plan --forms`` reads (``PLAN_FORMS_OPTIONS``
+    of ``PlanRequest``), ``forms``, ``model`` and ``effect`` required; the command line passes them all."""
+    from cogtestbed.cli import run_cli
+    from cogtestbed.validation.design.plan_options import PLAN_FORMS_OPTIONS
+
+    params = inspect.signature(ct.plan_forms).parameters
+    assert set(params) == {"experiment", *PLAN_FORMS_OPTIONS}
+    assert [n for n, p in params.items() if p.default is inspect.Parameter.empty] == [
+        "experiment", "model", "effect", "forms"]
+    assert (params["power"].default, params["level"].default, params["reask"].default) == (0.8, 0.05, 0)
+    with pytest.raises(ct.InputError, match="forms"):
+        ct.plan_forms("instrumental-learning", model="rw-pm", effect={"alpha": 0.1})
+    seen: dict[str, object] = {}
+    monkeypatch.setattr("cogtestbed.api.form_plan.plan_forms", _recorder(seen))
+    with pytest.raises(_Called):
+        run_cli(["plan", "instrumental-learning", "--forms", "1,2", "--model", "rw-pm", "--effect", "alpha=0.1",
+                 "--form-sd", "alpha=0.2", "--seed", "5", "--power", "0.9"])
+    assert seen.pop("args") == ("instrumental-learning",)
+    assert set(seen) == set(PLAN_FORMS_OPTIONS)
+    assert (seen["forms"], seen["form_sd"], seen["effect"], seen["seed"], seen["power"], seen["llm"]) == (
+        "1,2", ["alpha=0.2"], "alpha=0.1", 5, 0.9, None)
+
+
+def test_form_study_and_plot_recovery_are_derived() -> None:
+    """``ct.form_study`` takes the forms' options of ``recover``/``power --forms`` (``StudyForms``) and its own
+    sizes, with their former defaults; ``ct.plot_recovery`` its two keywords."""
+    from cogtestbed.validation.studies.study_options import FORM_STUDY_OPTIONS
+
+    params = inspect.signature(ct.form_study).parameters
+    assert set(params) == {"experiment", "model", *FORM_STUDY_OPTIONS}
+    assert params["forms"].default is inspect.Parameter.empty
+    assert (params["subjects"].default, params["reps"].default, params["level"].default, params["seed"].default) == (
+        50, 100, 0.05, 0)
+    with pytest.raises(ct.InputError, match="forms"):
+        ct.form_study("instrumental-learning", "rw-pm")
+    plot = inspect.signature(ct.plot_recovery).parameters
+    assert [(n, p.kind.name, p.default) for n, p in plot.items()][1:] == [
+        ("fits", "VAR_POSITIONAL", inspect.Parameter.empty), ("labels", "KEYWORD_ONLY", None),
+        ("directory", "KEYWORD_ONLY", None)]

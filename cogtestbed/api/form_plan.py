@@ -11,6 +11,8 @@ from typing import Any
 
 from cogtestbed.api.checks import public
 from cogtestbed.errors import InputError
+from cogtestbed.request import build, derive_api
+from cogtestbed.validation.design.plan_options import PLAN_FORMS_OPTIONS, PlanRequest
 
 
 def _items(value: Mapping[str, Any] | Sequence[str] | str | None) -> list[str]:
@@ -20,16 +22,8 @@ def _items(value: Mapping[str, Any] | Sequence[str] | str | None) -> list[str]:
 
 
 @public(paths=('pilot', 'prices'))
-def plan_forms(experiment: str, *, forms: str | Sequence[int], model: str | None,
-               effect: Mapping[str, float] | str | None,
-               form_sd: Mapping[str, float] | Sequence[str] | None = None, llm: Sequence[str] | str | None = None,
-               pilot: str | os.PathLike[str] | None = None, params: Mapping[str, float] | Sequence[str] | None = None,
-               base: Mapping[str, float] | Sequence[str] | None = None, power: float = 0.8, level: float = 0.05,
-               seed: int = 0, design: Mapping[str, Any] | Sequence[str] | None = None,
-               prices: str | os.PathLike[str] | None = None, allow_unpriced: bool = False,
-               max_tokens: int | None = None, temperature: float | None = None, reask: int = 0,
-               reasoning_effort: str | None = None, thinking_budget: int | None = None,
-               assume_reasoning_tokens: str | None = None) -> dict[str, Any]:
+@derive_api(PlanRequest, only=PLAN_FORMS_OPTIONS, required=PLAN_FORMS_OPTIONS[:3])
+def plan_forms(experiment: str, **options: Any) -> dict[str, Any]:
     """Plan a study of ``model``'s ``effect`` (``{NAME: SIZE}``) across prompt forms: for each count
     in ``forms`` (``"1,2,4,8"``), the subjects per form that reach ``power`` at ``level`` with the
     forms-aware test (a t test on the form means), the forms' effect SD from ``form_sd`` or a
@@ -43,11 +37,20 @@ def plan_forms(experiment: str, *, forms: str | Sequence[int], model: str | None
     from cogtestbed.validation.design.form_plan import plan_forms_study
     from cogtestbed.validation.design.pricing import Pricer
 
+    req = build(PlanRequest, {**options, "experiment": experiment})
+    tg, lm, sim = req.target, req.llms, req.simulated
+    forms, form_sd, model, effect, power, level, seed = (
+        req.prompt_forms.forms, req.prompt_forms.form_sd, tg.model, tg.effect, tg.power, tg.level, req.seed)
+    llm, prices, allow_unpriced, max_tokens, temperature, reask = (
+        lm.llm, lm.prices, lm.allow_unpriced, lm.max_tokens, lm.temperature, lm.reask)
+    reasoning_effort, thinking_budget, assume_reasoning_tokens = (
+        lm.reasoning_effort, lm.thinking_budget, lm.assume_reasoning_tokens)
+    pilot, params, base, design = sim.pilot, sim.params, sim.base, req.sizes.design
     exp = get_experiment(experiment)
     effect_items = _items(effect)
     if model is None or not effect_items:
         raise FormError("plan --forms needs --model and --effect NAME=SIZE")
-    counts = _counts(forms)
+    counts = _counts(forms if forms is not None else "")
     if len(effect_items) != 1:
         raise InputError(f"--effect takes one NAME=SIZE, got {len(effect_items)}")
     eff = next(iter(parse_assignments(effect_items, "--effect").items()))

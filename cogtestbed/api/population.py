@@ -13,6 +13,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from cogtestbed.api.checks import public
+from cogtestbed.request import build, derive_api
+from cogtestbed.validation.studies.population_options import BuildPopulationRequest, PopulationFromFitRequest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -39,9 +41,8 @@ def populations() -> list[str]:
 
 
 @public(paths=("table_or_path",))
-def population_from_fit(fit: Any, *, experiment: str | ExperimentSpec, model: str, name: str,
-                        table_or_path: pd.DataFrame | str | os.PathLike[str] | None = None, source: str = "",
-                        allow_unconverged: bool = False) -> Population:
+@derive_api(PopulationFromFitRequest)
+def population_from_fit(fit: Any, **options: Any) -> Population:
     """A population from a hierarchical fit of ``model`` (a :class:`~cogtestbed.inference.hierarchical.BayesFit`,
     e.g. ``ct.fit(..., method="hierarchical")``): its posterior draws of every parameter's population
     mean and SD; with ``table_or_path`` (the fitted table, or its path) also each subject's MLE, which a
@@ -50,6 +51,9 @@ def population_from_fit(fit: Any, *, experiment: str | ExperimentSpec, model: st
     from cogtestbed.api.core import get_experiment, read_table
     from cogtestbed.inference.population import population_from_fit as from_fit
 
+    req = build(PopulationFromFitRequest, {**options, "fit": fit})
+    experiment, model, name, table_or_path, source, allow_unconverged = (
+        req.experiment, req.model, req.name, req.table_or_path, req.source, req.allow_unconverged)
     exp = get_experiment(experiment)
     table = None if table_or_path is None else read_table(exp, table_or_path)[0]
     return from_fit(fit, name=name, experiment=exp.name, model=exp.model(model), trials=table, source=source,
@@ -57,10 +61,9 @@ def population_from_fit(fit: Any, *, experiment: str | ExperimentSpec, model: st
 
 
 @public(paths=("table_or_path",))
-def build_population(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLike[str], *,
-                     model: str, name: str, source: str = "", from_source: str = "auto", draws: int = 1000,
-                     chains: int = 4, max_draws: int | None = 8000, seed: int = 0, allow_unconverged: bool = False,
-                     output: str | os.PathLike[str] | None = None, force: bool = False) -> Population:
+@derive_api(BuildPopulationRequest)
+def build_population(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLike[str],
+                     **options: Any) -> Population:
     """Fit ``model`` hierarchically to ``table_or_path`` (a trial table or a file any importer of the
     experiment reads: ``from_source``) and keep the fit as a population (``cogtestbed population
     build``): ``draws`` per chain after as many tuning steps, doubled up to ``max_draws`` while only
@@ -73,6 +76,10 @@ def build_population(experiment: str | ExperimentSpec, table_or_path: pd.DataFra
     from cogtestbed.inference.population import population_from_fit as from_fit
     from cogtestbed.outputs import check_output_file, claim_file
 
+    req = build(BuildPopulationRequest, {**options, "experiment": experiment, "table_or_path": table_or_path})
+    model, name, source, from_source, draws, chains, max_draws, seed, allow_unconverged, output, force = (
+        req.model, req.name, req.source, req.from_source, req.draws, req.chains, req.max_draws, req.seed,
+        req.allow_unconverged, req.output, req.force)
     exp = get_experiment(experiment)
     cog = exp.model(model)
     out = None if output is None else Path(output)

@@ -21,11 +21,14 @@ from cogtestbed.api.figures import Figures
 from cogtestbed.errors import InputError
 from cogtestbed.request import api_values, build, derive_api, keyword
 from cogtestbed.validation.studies.study_options import (
+    FORM_STUDY_OPTIONS,
     DeclaredStudyRequest,
+    FormStudyRequest,
     MetricValidityRequest,
     ModelRecoveryRequest,
     PowerRequest,
     RecoverRequest,
+    RecoveryPlotRequest,
     SbcRequest,
 )
 
@@ -419,12 +422,8 @@ def study(experiment: str | ExperimentSpec, name: str | None = None, **options: 
 
 
 @public(legacy=model_first("model"))
-def form_study(experiment: str | ExperimentSpec | None, model: str, *, forms: str | Sequence[int],
-               form_sd: Mapping[str, float] | Sequence[str] | None = None, subjects: int | str = 50,
-               reps: int = 100, params: Assignments | Sequence[str] = None,
-               effect: Mapping[str, float] | str | None = None,
-               design: Design = None, trials: Sizes | str = None, level: float = 0.05,
-               seed: int = 0) -> dict[str, Any]:
+@derive_api(FormStudyRequest, only=FORM_STUDY_OPTIONS, required=("forms",))
+def form_study(experiment: str | ExperimentSpec | None, model: str, **options: Any) -> dict[str, Any]:
     """A study across prompt forms (``recover --forms`` and ``power --forms``;
     :mod:`cogtestbed.validation.studies.form_studies`): ``subjects`` split over the ``forms``,
     offsets drawn with ``form_sd``; with ``effect`` the forms-aware test's rejection rate beside
@@ -436,8 +435,14 @@ def form_study(experiment: str | ExperimentSpec | None, model: str, *, forms: st
     from cogtestbed.validation.studies.form_studies import form_study_spec, run_form_study, summarise_form_study
     from cogtestbed.validation.studies.options import one_assignment, parse_assignments
 
+    req = build(FormStudyRequest, {**options, "experiment": experiment, "model": model})
+    forms, form_sd, subjects, reps, params, effect, design, trials, level, seed = (
+        req.forms.forms, req.forms.form_sd, req.subjects, req.reps, req.params, req.effect, req.design, req.trials,
+        req.level, req.seed)
     name = _experiment_name(experiment, model)
     exp = get_experiment(name)
+    if forms is None:
+        raise InputError("form_study(): forms must be K (forms 0..K-1) or form ids, got None")
     ids = forms if isinstance(forms, str) else ",".join(str(int(f)) for f in forms)
     sd = dict(form_sd) if isinstance(form_sd, Mapping) else parse_form_sd(list(form_sd) if form_sd else None)
     form_design = FormDesign(resolve_forms(exp.prompt_forms, ids), sd)
@@ -480,8 +485,8 @@ def estimates(fit: Any) -> pd.DataFrame:
 
 
 @public()
-def plot_recovery(trials: pd.DataFrame, *fits: Any, labels: Sequence[str] | None = None,
-                  directory: str | os.PathLike[str] | None = None) -> Figures:
+@derive_api(RecoveryPlotRequest)
+def plot_recovery(trials: pd.DataFrame, *fits: Any, **options: Any) -> Figures:
     """True against estimated parameters of simulated subjects: one panel per parameter, one
     colour per fit (MLE tables or hierarchical fits); the identity line dashed; a log-scale
     parameter (its declared transform) on log axes; estimates that are not identified (an MLE
@@ -494,6 +499,8 @@ def plot_recovery(trials: pd.DataFrame, *fits: Any, labels: Sequence[str] | None
 
     from cogtestbed.validation.studies.plots import pyplot, save_figure
 
+    req = build(RecoveryPlotRequest, options)
+    labels, directory = req.labels, req.directory
     truth = true_parameters(trials)
     _require_subject_units(fits)
     frames = [estimates(f) for f in fits]

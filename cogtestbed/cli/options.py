@@ -5,7 +5,7 @@ that builds a typer option or argument.
 command-line options of the request classes (:func:`cogtestbed.request.cli_leaves`): typer reads the
 generated ``__signature__`` of the command function, so ``--help`` shows each option with its flag,
 help text, default, limits and help panel (the request's sub-object) as declared there.  The command
-function builds each request from the values typer passes (:func:`cogtestbed.request.build`) and calls
+function builds each request from the values typer passes (:func:`cogtestbed.request.from_cli`) and calls
 ``body`` with them.
 """
 
@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cogtestbed.request import Leaf, build, cli_leaves
+from cogtestbed.request import Leaf, cli_leaves, from_cli
 
 
 def typer_info(leaf: Leaf) -> Any:
@@ -43,14 +43,14 @@ def parameter(leaf: Leaf) -> inspect.Parameter:
         raise TypeError(f"option {leaf.name}: give the type the command line parses (cli_type), not {parsed!r}")
     kind_of = inspect.Parameter.POSITIONAL_OR_KEYWORD if leaf.opt.argument else inspect.Parameter.KEYWORD_ONLY
     default = inspect.Parameter.empty if leaf.opt.cli_required else leaf.default
-    return inspect.Parameter(leaf.name, kind_of, default=default, annotation=Annotated[parsed, typer_info(leaf)])
+    return inspect.Parameter(leaf.cli_name, kind_of, default=default, annotation=Annotated[parsed, typer_info(leaf)])
 
 
 def command_signature(*classes: type[Any]) -> inspect.Signature:
     """The parameters of a command taking the command-line options of ``classes`` (in that order;
     the positional arguments first, as the command line reads them)."""
     found = [leaf for cls in classes for leaf in cli_leaves(cls)]
-    names = [leaf.name for leaf in found]
+    names = [leaf.cli_name for leaf in found]
     if len(set(names)) != len(names):
         raise TypeError(f"options declared twice: {sorted({n for n in names if names.count(n) > 1})}")
     ordered = [leaf for leaf in found if leaf.opt.argument] + [leaf for leaf in found if not leaf.opt.argument]
@@ -68,7 +68,7 @@ def request_command(app: typer.Typer, *classes: type[Any], name: str | None = No
         @functools.wraps(body)
         def command(**values: Any) -> Any:
             ctx = (values.pop("ctx"),) if context else ()
-            return body(*ctx, *(build(cls, values) for cls in classes))
+            return body(*ctx, *(from_cli(cls, values) for cls in classes))
 
         del command.__wrapped__  # typer reads the signature below, not the body's
         signature = command_signature(*classes)

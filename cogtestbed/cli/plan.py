@@ -71,7 +71,7 @@ def plan(req: PlanRequest, out: PlanOutput) -> None:
     from cogtestbed.request import api_values
 
     if req.prompt_forms.forms is not None:
-        _plan_forms(req, req.prompt_forms.forms, out)
+        _plan_forms(req, out)
         return
     from cogtestbed.outputs import output_dir
 
@@ -89,22 +89,20 @@ def plan(req: PlanRequest, out: PlanOutput) -> None:
         _emit_plan(result, out.output, out.as_json, out.force)
 
 
-def _plan_forms(req: PlanRequest, forms: str, out: PlanOutput) -> None:
+def _plan_forms(req: PlanRequest, out: PlanOutput) -> None:
     """``plan --forms``: forms x subjects chosen jointly by dollars (:func:`cogtestbed.plan_forms`)."""
     from cogtestbed.errors import InputError
 
-    tg, lm, sim = req.target, req.llms, req.simulated
+    tg = req.target
     if tg.population is not None:
         raise InputError("--forms plans prompt forms around the model's medians; --population is not planned with "
                          "forms yet: drop one")
     from cogtestbed.api.form_plan import plan_forms
+    from cogtestbed.request import flat
+    from cogtestbed.validation.design.plan_options import PLAN_FORMS_OPTIONS
 
-    planned = plan_forms(req.experiment, forms=forms, model=tg.model, effect=tg.effect,
-                         form_sd=req.prompt_forms.form_sd, llm=lm.llm, pilot=sim.pilot, params=sim.params,
-                         base=sim.base, power=tg.power, level=tg.level, seed=req.seed, design=req.sizes.design,
-                         prices=lm.prices, allow_unpriced=lm.allow_unpriced, max_tokens=lm.max_tokens,
-                         temperature=lm.temperature, reask=lm.reask, reasoning_effort=lm.reasoning_effort,
-                         thinking_budget=lm.thinking_budget, assume_reasoning_tokens=lm.assume_reasoning_tokens)
+    options = flat(req)
+    planned = plan_forms(req.experiment, **{name: options[name] for name in PLAN_FORMS_OPTIONS})
     if out.as_json:
         print_json(planned)
         return

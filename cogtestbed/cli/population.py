@@ -5,13 +5,13 @@ a hierarchical fit's group parameters that ``simulate``, ``recover``, ``power`` 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import typer
 
 from cogtestbed.cli.app import LightGroup, app, console_err, print_json
 from cogtestbed.cli.options import request_command
 from cogtestbed.request import option
+from cogtestbed.validation.studies.population_options import BuildPopulationRequest as BuildRequest
 
 population_app = typer.Typer(cls=LightGroup, no_args_is_help=True, add_completion=False,
                              help="Human populations: the posterior of a hierarchical fit's group parameters "
@@ -54,37 +54,13 @@ def show(req: ShowRequest) -> None:
     typer.echo("\n".join(describe_population(pop)))
 
 
-@dataclass(frozen=True)
-class BuildRequest:
-    """What ``cogtestbed population build`` fits and writes (its options, declared once: :mod:`cogtestbed.request`;
-    :func:`cogtestbed.build_population` takes the table as ``table_or_path``)."""
-
-    experiment: str = option(argument=True, help="Experiment of the trial table, e.g. two-step.")
-    table: Path = option(argument=True, help="Trial table of people (Parquet/CSV, or a file an importer of the "
-                                             "experiment reads).")
-    model: str = option(help="Model fitted hierarchically, e.g. hybrid.")
-    name: str = option(help="The population's name.")
-    output: Path = option(flags=("--output", "-o"), help="Population file to write (.json).")
-    source: str = option("", flags=("--source",), help="Where the data came from (paper, data set).")
-    from_source: str = option("auto", flags=("--from",), help="Importer of the table (auto: detected).")
-    draws: int = option(1000, min=1, help="Draws per chain (as many tuning steps).")
-    chains: int = option(4, min=2, help="Chains.")
-    max_draws: int = option(8000, min=1, help="Draws per chain are doubled up to this while only R-hat or ESS fail.")
-    seed: int = option(0, help="Sampler seed.")
-    allow_unconverged: bool = option(False, flags=("--allow-unconverged",),
-                                     help="Keep a fit with R-hat > 1.01 or divergences (refused without it).")
-    force: bool = option(False, flags=("--force",), help="Overwrite an existing output file.")
-
-
 @request_command(population_app, BuildRequest, name="build")
 def build(req: BuildRequest) -> None:
     """Fit MODEL hierarchically to TABLE and save the posterior of its group parameters as a population."""
     from cogtestbed.api.population import build_population, describe_population
+    from cogtestbed.request import api_values
 
     with console_err.status(f"fitting {req.model} hierarchically"):
-        pop = build_population(req.experiment, req.table, model=req.model, name=req.name, source=req.source,
-                               from_source=req.from_source, draws=req.draws, chains=req.chains,
-                               max_draws=req.max_draws, seed=req.seed, allow_unconverged=req.allow_unconverged,
-                               output=req.output, force=req.force)
+        pop = build_population(**api_values(req))
     typer.echo("\n".join(describe_population(pop)))
     typer.echo(f"wrote {req.output}")

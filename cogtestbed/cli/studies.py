@@ -26,7 +26,7 @@ import typer
 from cogtestbed.cli.app import app, console, console_err, print_json
 from cogtestbed.cli.options import command_signature, request_command
 from cogtestbed.errors import InputError
-from cogtestbed.request import api_values, build
+from cogtestbed.request import api_values, from_cli
 from cogtestbed.validation.studies.study_options import (
     DeclaredStudyRequest,
     FitRequest,
@@ -152,7 +152,7 @@ def study_command(request: type[Any], *names: str) -> Callable[[Callable[..., St
         def command(**values: Any) -> None:
             from cogtestbed.validation.studies.sizes import DesignSweep
 
-            req = build(request, values)
+            req = from_cli(request, values)
             run: StudyRun = req.run
             bar = _Bar(run.as_json)
             try:

@@ -183,14 +183,21 @@ class PlanFit:
 class PlanForms:
     """A plan over prompt forms (the command line's ``--forms``; :func:`cogtestbed.plan_forms` in Python)."""
 
-    forms: str | None = option(
-        None, flags=("--forms",), api=False, json=False,
+    forms: str | Sequence[int] | None = option(
+        None, cli_type=str | None, flags=("--forms",), api=False, json=False,
         help="Counts of prompt forms to plan over, e.g. 1,2,4,8 (with --model, --effect and --form-sd or --pilot): "
              "forms x subjects chosen jointly by dollars.")
-    form_sd: list[str] | None = option(
-        None, flags=("--form-sd",), api=False, json=False,
+    form_sd: Mapping[str, float] | Sequence[str] | None = option(
+        None, cli_type=list[str] | None, flags=("--form-sd",), api=False, json=False,
         help="PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD) offset on its unconstrained scale "
              "(synthetic subjects; needs --forms).")
+
+
+#: The options of a plan over prompt forms: what ``plan --forms`` reads, the keywords of
+#: :func:`cogtestbed.plan_forms` (which requires the first three).
+PLAN_FORMS_OPTIONS = ("forms", "model", "effect", "form_sd", "llm", "pilot", "params", "base", "power", "level", "seed",
+                      "design", "prices", "allow_unpriced", "max_tokens", "temperature", "reask", "reasoning_effort",
+                      "thinking_budget", "assume_reasoning_tokens")
 
 
 @dataclass(frozen=True)

@@ -64,10 +64,13 @@ class StudyRun:
 
 @dataclass(frozen=True)
 class StudyForms:
-    """A study across prompt forms (the command line's ``--forms``; :func:`cogtestbed.form_study` in Python)."""
+    """A study across prompt forms: the command line's ``--forms`` of ``recover`` and ``power``, and
+    :func:`cogtestbed.form_study`'s (:class:`FormStudyRequest`)."""
 
-    forms: str | None = option(None, flags=("--forms",), api=False, help=FORMS_HELP)
-    form_sd: list[str] | None = option(None, flags=("--form-sd",), api=False, help=FORM_SD_HELP)
+    forms: str | Sequence[int] | None = option(None, cli_type=str | None, flags=("--forms",), api=False,
+                                               help=FORMS_HELP)
+    form_sd: Assignments = option(None, cli_type=list[str] | None, flags=("--form-sd",), api=False,
+                                  help=FORM_SD_HELP)
 
 
 @dataclass(frozen=True)
@@ -355,3 +358,39 @@ class FitTableRequest:
     terms: FitTerms = group(FitTerms, None)
     units: FitUnits = group(FitUnits, "Data and units")
     sampling: FitSampling = group(FitSampling, "Sampling")
+
+
+@dataclass(frozen=True)
+class FormStudyRequest:
+    """A study across prompt forms, as :func:`cogtestbed.form_study` takes it (``recover --forms`` and
+    ``power --forms`` call it with their options): the forms' options are :class:`StudyForms`, as on
+    the command line."""
+
+    model: str = option(argument=True, cli=False, help="Model name, e.g. rw-pm.")
+    experiment: Any = option(None, cli=False, help=EXPERIMENT_HELP)
+    subjects: int | str = option(50, cli=False, help="Subjects in all, split over the forms.")
+    reps: int = option(100, cli=False, help="Simulated studies.")
+    params: Assignments = option(None, cli=False, help=PARAM_HELP)
+    effect: Mapping[str, float] | str | None = option(
+        None, cli=False, help="NAME=SIZE: the forms-aware test's rejection rate beside the naive test's (0: the "
+                              "type-I error rate); without it the recovery of the form SD and its interval's coverage.")
+    design: Design = option(None, cli=False, help=DESIGN_HELP)
+    trials: Sizes = option(None, cli=False, help="Refused across forms: the design's trials field is set with design.")
+    level: float = option(0.05, cli=False, help="Test level alpha (two-sided).")
+    seed: int = option(0, cli=False, help="Seed of the whole study.")
+    forms: StudyForms = group(StudyForms, "Prompt forms")
+
+
+#: The options :func:`cogtestbed.form_study` takes (every one of :class:`FormStudyRequest`, the forms' too).
+FORM_STUDY_OPTIONS = ("forms", "form_sd", "subjects", "reps", "params", "effect", "design", "trials", "level", "seed")
+
+
+@dataclass(frozen=True)
+class RecoveryPlotRequest:
+    """The plot of true against estimated parameters, as :func:`cogtestbed.plot_recovery` takes it
+    (no command: ``recover -o DIR`` draws its own)."""
+
+    labels: Sequence[str] | None = option(None, cli=False,
+                                          help="One label per fit (default: MLE or hierarchical, by its kind).")
+    directory: str | os.PathLike[str] | None = option(
+        None, cli=False, help="Folder of recovery.png (default: a temporary one).")

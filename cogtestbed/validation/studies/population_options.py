@@ -1,0 +1,68 @@
+"""Every option of building a human population (issue 52; ``cogtestbed population build``,
+:func:`cogtestbed.build_population`, :func:`cogtestbed.population_from_fit`), declared once (issue 51,
+item 2): the command line's options and the ``ct.`` functions' keywords are made from these requests
+(:mod:`cogtestbed.request`).
+
+A type is what the ``ct.`` function accepts; ``cli_type`` what the command line parses.  Imports
+nothing heavy: the command line builds its help from here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cogtestbed.request import option
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from cogtestbed.experiments.spec import ExperimentSpec
+
+MODEL_HELP = "Model fitted hierarchically, e.g. hybrid."
+NAME_HELP = "The population's name."
+SOURCE_HELP = "Where the data came from (paper, data set)."
+UNCONVERGED_HELP = "Keep a fit with R-hat > 1.01 or divergences (refused without it)."
+TABLE_HELP = "Trial table of people (Parquet/CSV, or a file an importer of the experiment reads)."
+
+
+@dataclass(frozen=True)
+class BuildPopulationRequest:
+    """A population fitted and written, as ``cogtestbed population build`` and
+    :func:`cogtestbed.build_population` take it (the command line's ``TABLE`` is the function's
+    ``table_or_path``)."""
+
+    experiment: Any = option(cli_type=str, argument=True, help="Experiment of the trial table, e.g. two-step.")
+    table_or_path: pd.DataFrame | str | os.PathLike[str] = option(cli_type=Path, argument=True, cli_name="table",
+                                                                  help=TABLE_HELP)
+    model: str = option(help=MODEL_HELP)
+    name: str = option(help=NAME_HELP)
+    output: str | os.PathLike[str] | None = option(None, cli_type=Path, cli_required=True, flags=("--output", "-o"),
+                                                   help="Population file to write (.json).")
+    source: str = option("", flags=("--source",), help=SOURCE_HELP)
+    from_source: str = option("auto", flags=("--from",), help="Importer of the table (auto: detected).")
+    draws: int = option(1000, min=1, help="Draws per chain (as many tuning steps).")
+    chains: int = option(4, min=2, help="Chains.")
+    max_draws: int | None = option(8000, cli_type=int, min=1,
+                                   help="Draws per chain are doubled up to this while only R-hat or ESS fail.")
+    seed: int = option(0, help="Sampler seed.")
+    allow_unconverged: bool = option(False, flags=("--allow-unconverged",), help=UNCONVERGED_HELP)
+    force: bool = option(False, flags=("--force",), help="Overwrite an existing output file.")
+
+
+@dataclass(frozen=True)
+class PopulationFromFitRequest:
+    """A population kept from a hierarchical fit one already has, as :func:`cogtestbed.population_from_fit`
+    takes it (no command: ``population build`` fits and keeps in one go)."""
+
+    fit: Any = option(argument=True, cli=False, help="A hierarchical fit of the model (BayesFit).")
+    experiment: str | ExperimentSpec = option(cli=False, help="The fitted table's experiment.")
+    model: str = option(cli=False, help="The fitted model.")
+    name: str = option(cli=False, help=NAME_HELP)
+    table_or_path: pd.DataFrame | str | os.PathLike[str] | None = option(
+        None, cli=False, help="The fitted table (or its path): each subject's MLE is kept too, which a plan of an "
+                              "LLM against these people compares with.")
+    source: str = option("", cli=False, help=SOURCE_HELP)
+    allow_unconverged: bool = option(False, cli=False, help=UNCONVERGED_HELP)

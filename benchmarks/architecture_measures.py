@@ -12,7 +12,10 @@ Every figure is counted from the source (nothing of the package is imported):
   table of ``cogtestbed/__init__.py``: ``plan``, ``power``, ``check``, ``run``); the workflow's files are
   every module of the top half (``cli/``, ``api/``, ``validation/``, ``llm_adapters/``) reachable from
   them by imports (function-level ones included, the graph of ``tests/test_import_graph.py``), counted
-  with the folders they lie in.  Clients, middleware and servers are the ``llm_adapters`` modules
+  with the folders they lie in.  A workflow's **own** modules are those it reaches and no other of
+  the four reaches (planning reaches the studies it runs, so the studies' shared machinery counts as
+  theirs, not as planning's): where they lie says whether the workflow has one wing.  Clients,
+  middleware and servers are the ``llm_adapters`` modules
   of its folder (``llm_adapters/clients/``, ``middleware/``, ``servers/``) once ``llm_adapters/`` is
   split, else those named in :data:`SUBSYSTEMS` (by file name); for each: its modules, their
   folders, and the other modules sharing those folders.
@@ -160,7 +163,14 @@ def workflows(root: Path, graph: Mapping[str, set[str]]) -> dict[str, dict[str, 
         start += [names[function]] if function in names else []
         files = reach(graph, start)
         folders = sorted({folder(m, root) for m in files})
-        out[workflow] = {"files": len(files), "folders": len(folders), "folder_names": folders}
+        out[workflow] = {"files": len(files), "folders": len(folders), "folder_names": folders, "reached": files}
+    for workflow, w in list(out.items()):
+        others = set().union(*(v["reached"] for k, v in out.items() if k != workflow))
+        own = sorted(w["reached"] - others)
+        w["own"] = own
+        w["own_folders"] = sorted({folder(m, root) for m in own})
+    for w in out.values():
+        w["reached"] = sorted(w["reached"])
     llm = [p for p in (root / "cogtestbed" / "llm_adapters").rglob("*.py") if p.name != "__init__.py"]
     for subsystem, stems in SUBSYSTEMS.items():
         wing = root / "cogtestbed" / "llm_adapters" / subsystem  # its own folder once llm_adapters/ is split
@@ -250,6 +260,9 @@ def report(m: Mapping[str, Any]) -> str:
                  if "other_modules_in_its_folders" in w else "")
         lines.append(f"  {name:12s} {w['files']:3d} files in {w['folders']} folders{extra}: "
                      + ", ".join(f.removeprefix("cogtestbed.") for f in w["folder_names"]))
+        if "own" in w:
+            lines.append(f"  {'':12s} {len(w['own']):3d} reached by no other workflow, in "
+                         + ", ".join(f.removeprefix("cogtestbed.") for f in w["own_folders"]))
     o = m["options"]
     lines.append(f"options: {o['cli_options_total']} typer options/arguments in cli/; by module "
                  + ", ".join(f"{k} {v}" for k, v in o["cli_options_by_module"].items())
@@ -276,10 +289,17 @@ def _workflow_cell(w: Mapping[str, Any]) -> str:
     return cell
 
 
+def _own_cell(w: Mapping[str, Any]) -> str:
+    folders = ", ".join(f"`{f.removeprefix('cogtestbed.')}`" for f in w["own_folders"])
+    return f"{len(w['own'])} in {len(w['own_folders'])} ({folders})"
+
+
 def table_rows(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
     """The markdown rows of docs/architecture.md's before/after table."""
     rows = [(f"files per workflow: {name}", _workflow_cell(before["workflows"][name]),
              _workflow_cell(after["workflows"][name])) for name in before["workflows"]]
+    rows += [(f"modules only {name} reaches (folders)", _own_cell(before["workflows"][name]),
+              _own_cell(after["workflows"][name])) for name in WORKFLOWS]
 
     def options(m: Mapping[str, Any]) -> str:
         o = m["options"]

@@ -29,7 +29,7 @@ BY_HAND = re.compile(r"typer\.(Option|Argument)\(")
 #: Command-line modules not yet converted: the typer options and arguments each still builds by hand.
 NOT_CONVERTED_CLI: dict[str, int] = {}
 #: ``ct.`` functions with keyword options not yet made from a request.
-NOT_CONVERTED_API = {"check", "export", "heldout_nll", "metrics", "transcript_nll"}
+NOT_CONVERTED_API = {"heldout_nll", "metrics", "transcript_nll"}
 #: Keywords of a converted ``ct.`` function that are no option (a progress callback, a study's view).
 NOT_OPTIONS = {"say", "watch", "on_subject_done"}
 #: The converted commands: command name -> (its request classes, its ``ct.`` function or None).
@@ -51,8 +51,8 @@ CONVERTED: dict[str, tuple[tuple[str, ...], str | None]] = {
     # the command line's side only (the ct. function's keywords are on NOT_CONVERTED_API, or it has none)
     "list": (("cogtestbed.cli.listing:ListRequest",), None),
     "looks": (("cogtestbed.cli.looks:LooksRequest",), None),
-    "check": (("cogtestbed.cli.check:CheckRequest",), None),
-    "export": (("cogtestbed.cli.export:ExportRequest",), None),
+    "check": (("cogtestbed.api.workflow_options:CheckRequest", "cogtestbed.cli.check:CheckCommand"), "check"),
+    "export": (("cogtestbed.api.workflow_options:ExportRequest", "cogtestbed.cli.export:ExportCommand"), "export"),
     "transcript-nll": (("cogtestbed.cli.transcripts:TranscriptNllRequest",), None),
     "demo": (("cogtestbed.cli.demo:DemoRequest",), None),
     "metrics": (("cogtestbed.cli.metrics:MetricsRequest",), None),
@@ -118,8 +118,8 @@ def test_every_command_is_converted() -> None:
 
 def test_the_allowlists_are_reported() -> None:
     """The counts docs/architecture.md quotes (options declared once, issue 51): no command line module
-    and 5 ``ct.`` functions left."""
-    assert (len(NOT_CONVERTED_CLI), len(NOT_CONVERTED_API)) == (0, 5)
+    and 3 ``ct.`` functions left."""
+    assert (len(NOT_CONVERTED_CLI), len(NOT_CONVERTED_API)) == (0, 3)
 
 
 @pytest.mark.parametrize("command", sorted(CONVERTED))
@@ -220,6 +220,8 @@ KEYWORDS_BEFORE: dict[str, dict[str, object]] = {
                    "pilot": None, "params": None, "base": None, "power": 0.8, "level": 0.05, "seed": 0,
                    "design": None, "prices": None, "allow_unpriced": False, "max_tokens": None, "temperature": None,
                    "reask": 0, "reasoning_effort": None, "thinking_budget": None, "assume_reasoning_tokens": None},
+    "check": {"quick": True, "data_dir": None, "checks": None},
+    "export": {"to": "psych201", "output": None, "experiment": None, "source": "auto", "force": False},
 }
 
 
@@ -319,3 +321,16 @@ def test_form_study_and_plot_recovery_are_derived() -> None:
     assert [(n, p.kind.name, p.default) for n, p in plot.items()][1:] == [
         ("fits", "VAR_POSITIONAL", inspect.Parameter.empty), ("labels", "KEYWORD_ONLY", None),
         ("directory", "KEYWORD_ONLY", None)]
+
+
+def test_a_type_named_only_for_type_checking_is_checked_at_the_door() -> None:
+    """``ExportRequest.experiment`` is ``str | ExperimentSpec | None`` (``ExperimentSpec`` imported only
+    for type checking, so the request module stays light): the hint stays text, and ``ct.export`` still
+    refuses another type in one line, as before its keywords were derived."""
+    import pandas as pd
+
+    from cogtestbed.api.workflow_options import ExportRequest
+
+    assert {leaf.name: leaf.hint for leaf in leaves(ExportRequest)}["experiment"] == "str | ExperimentSpec | None"
+    with pytest.raises(ct.InputError, match=r"export\(\): experiment must be str or ExperimentSpec or None, got int 5"):
+        ct.export(pd.DataFrame({"subject": [1]}), experiment=5)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from cogtestbed.api.checks import public
+from cogtestbed.api.workflow_options import CheckRequest
 from cogtestbed.errors import DataError, InputError
 from cogtestbed.request import build, derive_api, keyword
 from cogtestbed.simulate_options import SimulateRequest
@@ -432,8 +433,8 @@ def fit_table(exp: ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLi
 
 
 @public(paths=('data_dir',))
-def check(spec_or_name: str | ExperimentSpec, *, quick: bool = True, data_dir: str | os.PathLike[str] | None = None,
-          checks: Sequence[str] | None = None) -> ConformanceReport:
+@derive_api(CheckRequest)
+def check(spec_or_name: str | ExperimentSpec, **options: Any) -> ConformanceReport:
     """Run the conformance suite on an experiment (``cogtestbed check``): a registered name or a
     spec object defined anywhere (its schema and environment come from the spec).  ``data_dir``:
     the published data of the importer check (default ``$COGTESTBED_DATA_DIR``).  Returns the
@@ -442,6 +443,8 @@ def check(spec_or_name: str | ExperimentSpec, *, quick: bool = True, data_dir: s
     from cogtestbed.validation.conformance.config import DATA_DIR_ENV
     from cogtestbed.validation.conformance.suite import check_experiment
 
+    req = build(CheckRequest, options)
+    quick, data_dir, checks = req.quick, req.data_dir, req.checks
     spec = get_experiment(spec_or_name)
     if data_dir is None and os.environ.get(DATA_DIR_ENV):
         data_dir = os.environ[DATA_DIR_ENV]

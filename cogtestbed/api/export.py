@@ -5,24 +5,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from cogtestbed.api.checks import public
+from cogtestbed.api.workflow_options import ExportRequest
 from cogtestbed.errors import DataError, InputError
+from cogtestbed.request import build, derive_api
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from cogtestbed.experiments.spec import ExperimentSpec
 
 #: The formats :func:`export` writes.
 EXPORT_FORMATS: tuple[str, ...] = ("psych201",)
 
 
 @public(paths=("table_or_path",))
-def export(table_or_path: pd.DataFrame | str | os.PathLike[str], *, to: Literal["psych201"] = "psych201",
-           output: str | os.PathLike[str] | None = None, experiment: str | ExperimentSpec | None = None,
-           source: str = "auto", force: bool = False) -> list[dict[str, Any]]:
+@derive_api(ExportRequest)
+def export(table_or_path: pd.DataFrame | str | os.PathLike[str], **options: Any) -> list[dict[str, Any]]:
     """Write a trial table (a DataFrame, a ``.parquet`` file or any file an importer reads) as
     Psych-201 JSON Lines (``cogtestbed export TABLE --to psych201 -o FILE``); returns the records.
 
@@ -40,6 +39,8 @@ def export(table_or_path: pd.DataFrame | str | os.PathLike[str], *, to: Literal[
     from cogtestbed.outputs import check_output_file, claim_file
     from cogtestbed.schema import canonical_rows
 
+    req = build(ExportRequest, options)
+    to, output, experiment, source, force = req.to, req.output, req.experiment, req.source, req.force
     if to not in EXPORT_FORMATS:
         raise InputError(f"--to must be one of {', '.join(EXPORT_FORMATS)}, got {to!r}")
     out = None if output is None else Path(output)

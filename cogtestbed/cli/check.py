@@ -2,46 +2,43 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 
 import typer
 
+from cogtestbed.api.workflow_options import CheckRequest
 from cogtestbed.cli.app import app, console, console_err, print_json
 from cogtestbed.cli.options import request_command
-from cogtestbed.request import option
+from cogtestbed.request import api_values, option
 
 #: Status colours of the check table.
 STYLES = {"passed": "green", "failed": "bold red", "xpass": "bold red", "xfail": "yellow", "skipped": "dim"}
 
 
 @dataclass(frozen=True)
-class CheckRequest:
-    """What ``cogtestbed check`` runs (its options, declared once: :mod:`cogtestbed.request`;
-    :func:`cogtestbed.check` takes ``quick`` and ``checks``)."""
+class CheckCommand:
+    """``cogtestbed check``'s own options (its options shared with :func:`cogtestbed.check`:
+    :class:`~cogtestbed.api.workflow_options.CheckRequest`)."""
 
     experiment: str = option(argument=True, help="Experiment name.")
     full: bool = option(False, flags=("--full",), help="Full mode: the designs of the declared studies.")
-    only: list[str] | None = option(None, flags=("--check",), help="Run only this check (repeatable).")
-    data_dir: Path | None = option(None, flags=("--data",),
-                                   help="Published data for the importer check (default $COGTESTBED_DATA_DIR).")
     as_json: bool = option(False, flags=("--json",), help="Print one JSON object.")
 
 
-@request_command(app, CheckRequest)
-def check(req: CheckRequest) -> None:
+@request_command(app, CheckRequest, CheckCommand)
+def check(req: CheckRequest, cmd: CheckCommand) -> None:
     """Run the experiment's conformance checks and print a table; exit 2 on any failure.
 
     Each failure is printed as one line ``CHECK: first line of its message`` on stderr.
     """
-    experiment, full, only, data_dir, as_json = req.experiment, req.full, req.only, req.data_dir, req.as_json
+    experiment, full, as_json = cmd.experiment, cmd.full, cmd.as_json
     from rich.markup import escape
     from rich.table import Table
 
     from cogtestbed.api.core import check as run_checks
 
     with console_err.status(f"checking {experiment}…"):
-        report = run_checks(experiment, quick=not full, data_dir=data_dir, checks=only)
+        report = run_checks(experiment, **api_values(replace(req, quick=not full)))
     if as_json:
         print_json({"experiment": report.experiment, "ok": report.ok,
                     "results": [{"check": r.check, "status": r.status, "seconds": round(r.seconds, 2),

@@ -1,0 +1,104 @@
+"""Every option of the smaller workflows, declared once (issue 51, item 2): the conformance suite
+(``cogtestbed check``, :func:`cogtestbed.check`), the Psych-201 export (``cogtestbed export``,
+:func:`cogtestbed.export`), the metrics (``cogtestbed metrics``, :func:`cogtestbed.metrics`), a
+language model's transcript log-likelihood (``cogtestbed transcript-nll``,
+:func:`cogtestbed.transcript_nll`) and a cognitive model's held-out NLL (:func:`cogtestbed.heldout_nll`,
+Python only).  The ``ct.`` function's keywords and the command line's options are made from these
+requests (:mod:`cogtestbed.request`); a command's own options (its positional argument where the
+function names it differently, ``--json``, an output file) are its ``cli/`` module's sub-object.
+
+A type is what the ``ct.`` function accepts; ``cli_type`` what the command line parses.  Imports
+nothing heavy: the command line builds its help from here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from cogtestbed.request import option
+from cogtestbed.validation.studies.study_options import SESSIONS_HELP
+
+if TYPE_CHECKING:
+    from cogtestbed.experiments.spec import ExperimentSpec
+
+#: ``options="auto"`` of :func:`cogtestbed.transcript_nll`: the option sets declared for the record's
+#: Psych-201 data set, if any.
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """The conformance suite's run, as :func:`cogtestbed.check` takes it (the experiment positional;
+    ``cogtestbed check`` spells ``quick=False`` as ``--full``)."""
+
+    quick: bool = option(True, cli=False,
+                         help="Quick mode: small designs (False: the designs of the declared studies, as --full).")
+    checks: Sequence[str] | None = option(None, cli_type=list[str] | None, flags=("--check",),
+                                          help="Run only this check (repeatable).")
+    data_dir: str | os.PathLike[str] | None = option(
+        None, cli_type=Path | None, flags=("--data",),
+        help="Published data for the importer check (default $COGTESTBED_DATA_DIR).")
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    """A trial table written in another format, as :func:`cogtestbed.export` takes it (the table
+    positional); the command line requires ``--to`` and ``--output``."""
+
+    to: Literal["psych201"] = option("psych201", cli_type=str, cli_required=True, flags=("--to",),
+                                     help="Format: psych201 (JSON Lines, one record per subject).")
+    output: str | os.PathLike[str] | None = option(None, cli_type=Path, cli_required=True, flags=("--output", "-o"),
+                                                   help="File to write (.jsonl, or .zip holding one).")
+    experiment: str | ExperimentSpec | None = option(
+        None, cli_type=str | None, flags=("--experiment",),
+        help="Experiment of the table (default: its experiment column, or the importer's).")
+    source: str = option("auto", flags=("--from",), help="auto (detect), trials, or an importer.")
+    force: bool = option(False, flags=("--force",), help="Overwrite the output file.")
+
+
+@dataclass(frozen=True)
+class MetricsRequest:
+    """What is read for the metrics, as :func:`cogtestbed.metrics` takes it (the experiment and the
+    table positional, the experiment's own metrics options as further keywords)."""
+
+    source: str = option("auto", flags=("--from",), help="auto (detect), trials, or an importer such as cogbench.")
+    sessions: str | None = option(None, flags=("--sessions",), help=SESSIONS_HELP)
+
+
+@dataclass(frozen=True)
+class TranscriptNllRequest:
+    """A model's per-choice log-likelihood on transcripts, as :func:`cogtestbed.transcript_nll` takes
+    it (the model and the transcripts positional; the command line reads one Psych-201 file)."""
+
+    llm: Any = option("hf:smollm2-135m", cli_type=str, help="An in-process model (hf:...).")
+    participants: Sequence[str] | None = option(
+        None, cli_type=list[str] | None, flags=("--participant", "-p"),
+        help="Only this participant id; repeatable (default: every participant).")
+    options: Any = option(
+        AUTO, cli=False,
+        help="The options of each choice: auto (the option sets declared for the record's Psych-201 data set), None, "
+             "a list or a function (cogtestbed.llm_adapters.runs.transcript.transcript_nll).")
+    overflow: str = option(
+        "refuse", help="A transcript longer than the model's context: refuse, truncate (score the first window's "
+                       "choices, as Centaur's script cuts the text) or window (sliding window).")
+    window: int | None = option(None, help="Tokens per forward pass (default: the model's context).")
+    min_context: int | None = option(
+        None, help="With --overflow window: tokens each choice is conditioned on at least (default: half the "
+                   "window).")
+
+
+@dataclass(frozen=True)
+class HeldoutRequest:
+    """A cognitive model fitted on training subjects and scored on held-out ones, as
+    :func:`cogtestbed.heldout_nll` takes it (the experiment and the trials positional; no command)."""
+
+    model: str = option(cli=False, help="The experiment's model to fit, e.g. rw-pm.")
+    test: Sequence[Hashable] | int = option(
+        cli=False, help="The held-out subjects: their ids, or how many to draw (seeded by seed).")
+    seed: int = option(0, cli=False, help="Seed of the held-out draw (test a count).")
+    n_starts: int | None = option(None, cli=False,
+                                  help="Optimizer starts of the pooled fit (default: the model's own).")

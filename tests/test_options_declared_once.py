@@ -29,7 +29,7 @@ BY_HAND = re.compile(r"typer\.(Option|Argument)\(")
 #: Command-line modules not yet converted: the typer options and arguments each still builds by hand.
 NOT_CONVERTED_CLI: dict[str, int] = {}
 #: ``ct.`` functions with keyword options not yet made from a request.
-NOT_CONVERTED_API = {"heldout_nll", "metrics", "transcript_nll"}
+NOT_CONVERTED_API: set[str] = set()
 #: Keywords of a converted ``ct.`` function that are no option (a progress callback, a study's view).
 NOT_OPTIONS = {"say", "watch", "on_subject_done"}
 #: The converted commands: command name -> (its request classes, its ``ct.`` function or None).
@@ -48,14 +48,15 @@ CONVERTED: dict[str, tuple[tuple[str, ...], str | None]] = {
     "phenotype": (("cogtestbed.validation.runs.phenotype_options:PhenotypeRequest",), "phenotype"),
     "population build": (("cogtestbed.validation.studies.population_options:BuildPopulationRequest",),
                          "build_population"),
-    # the command line's side only (the ct. function's keywords are on NOT_CONVERTED_API, or it has none)
+    # the command line's side only (no ct. function with options)
     "list": (("cogtestbed.cli.listing:ListRequest",), None),
     "looks": (("cogtestbed.cli.looks:LooksRequest",), None),
     "check": (("cogtestbed.api.workflow_options:CheckRequest", "cogtestbed.cli.check:CheckCommand"), "check"),
     "export": (("cogtestbed.api.workflow_options:ExportRequest", "cogtestbed.cli.export:ExportCommand"), "export"),
-    "transcript-nll": (("cogtestbed.cli.transcripts:TranscriptNllRequest",), None),
+    "transcript-nll": (("cogtestbed.api.workflow_options:TranscriptNllRequest",
+                        "cogtestbed.cli.transcripts:TranscriptNllCommand"), "transcript_nll"),
     "demo": (("cogtestbed.cli.demo:DemoRequest",), None),
-    "metrics": (("cogtestbed.cli.metrics:MetricsRequest",), None),
+    "metrics": (("cogtestbed.api.workflow_options:MetricsRequest", "cogtestbed.cli.metrics:MetricsCommand"), "metrics"),
     "population show": (("cogtestbed.cli.population:ShowRequest",), None),
 }
 
@@ -118,8 +119,8 @@ def test_every_command_is_converted() -> None:
 
 def test_the_allowlists_are_reported() -> None:
     """The counts docs/architecture.md quotes (options declared once, issue 51): no command line module
-    and 3 ``ct.`` functions left."""
-    assert (len(NOT_CONVERTED_CLI), len(NOT_CONVERTED_API)) == (0, 3)
+    and no ``ct.`` function left."""
+    assert (len(NOT_CONVERTED_CLI), len(NOT_CONVERTED_API)) == (0, 0)
 
 
 @pytest.mark.parametrize("command", sorted(CONVERTED))
@@ -222,6 +223,10 @@ KEYWORDS_BEFORE: dict[str, dict[str, object]] = {
                    "reask": 0, "reasoning_effort": None, "thinking_budget": None, "assume_reasoning_tokens": None},
     "check": {"quick": True, "data_dir": None, "checks": None},
     "export": {"to": "psych201", "output": None, "experiment": None, "source": "auto", "force": False},
+    "metrics": {"source": "auto", "sessions": None},
+    "transcript_nll": {"participants": None, "options": "auto", "overflow": "refuse", "window": None,
+                       "min_context": None},
+    "heldout_nll": {"model": REQUIRED, "test": REQUIRED, "seed": 0, "n_starts": None},
 }
 
 
@@ -334,3 +339,18 @@ def test_a_type_named_only_for_type_checking_is_checked_at_the_door() -> None:
     assert {leaf.name: leaf.hint for leaf in leaves(ExportRequest)}["experiment"] == "str | ExperimentSpec | None"
     with pytest.raises(ct.InputError, match=r"export\(\): experiment must be str or ExperimentSpec or None, got int 5"):
         ct.export(pd.DataFrame({"subject": [1]}), experiment=5)
+
+
+def test_metrics_takes_the_experiments_own_options_too() -> None:
+    """``ct.metrics``'s request options are keywords, the experiment's own metrics options follow as
+    further keywords (``derive_api(..., more_keywords=True)``) and reach the experiment converted."""
+    params = list(inspect.signature(ct.metrics).parameters.values())
+    assert [p.name for p in params] == ["experiment", "table_or_path", "source", "sessions", "options"]
+    assert params[-1].kind is inspect.Parameter.VAR_KEYWORD
+    import pandas as pd
+
+    table = pd.DataFrame({"subject": [1]})
+    with pytest.raises(KeyError, match="unknown metrics option .--no-such-metric-option"):
+        ct.metrics("instrumental-learning", table, no_such_metric_option=1)
+    with pytest.raises(ct.InputError, match="sessions applies to published files"):  # the request's option read
+        ct.metrics("instrumental-learning", table, sessions="split")

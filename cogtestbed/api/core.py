@@ -16,11 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from cogtestbed.api.checks import public
-from cogtestbed.api.workflow_options import CheckRequest
+from cogtestbed.api.workflow_options import CheckRequest, MetricsRequest
 from cogtestbed.errors import DataError, InputError
-from cogtestbed.request import build, derive_api, keyword
+from cogtestbed.request import api_leaves, build, derive_api, keyword
 from cogtestbed.simulate_options import SimulateRequest
 from cogtestbed.validation.studies.study_options import FitTableRequest
+
+#: The keywords of :func:`metrics` that are its request's, not the experiment's metrics options.
+_METRICS_REQUEST_KEYWORDS = frozenset(leaf.name for leaf in api_leaves(MetricsRequest))
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -251,8 +254,9 @@ def read_table(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | s
 
 
 @public(paths=('table_or_path',))
-def metrics(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | str | os.PathLike[str], *,
-            source: str = "auto", sessions: str | None = None, **options: Any) -> MetricsReport:
+@derive_api(MetricsRequest, more_keywords=True)
+def metrics(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | str | os.PathLike[str],
+            **options: Any) -> MetricsReport:
     """The experiment's published metrics of a trial table or file, overall and per unit
     (``cogtestbed metrics``), as a plain dict typed :class:`~cogtestbed.metrics_result.MetricsReport`
     (``ct.MetricsReport``): the :class:`~cogtestbed.metrics_result.MetricsResult` keys
@@ -265,9 +269,13 @@ def metrics(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame
     second judgement of a condition within one run of a file without trial key (CogBench
     probabilistic reasoning) as that run's next session; the default (None, ``refuse``) refuses
     such a file in one line (:func:`cogtestbed.data.rows.number_sessions`)."""
+    req = build(MetricsRequest, options)
+    source, sessions = req.source, req.sessions
     exp = get_experiment(experiment_for(experiment, table_or_path))
     converted: dict[str, Any] = {}
     for name, value in options.items():
+        if name in _METRICS_REQUEST_KEYWORDS:
+            continue
         option = exp.metric_option(name.replace("-", "_"))
         converted[option.name] = option.convert(value) if isinstance(value, str) else value
     table, detected = read_table(exp, table_or_path, source, sessions)

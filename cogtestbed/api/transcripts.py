@@ -6,7 +6,7 @@ so the two can be set side by side on the same participants (``cogtestbed transc
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +14,10 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.api.checks import public
+from cogtestbed.api.workflow_options import AUTO, HeldoutRequest, TranscriptNllRequest
 from cogtestbed.errors import InputError
 from cogtestbed.inference.heldout import HeldOut
-
-#: ``options="auto"``: the option sets declared for the record's Psych-201 data set, if any.
-AUTO = "auto"
+from cogtestbed.request import build, derive_api
 
 
 def _client(llm: Any) -> Any:
@@ -53,9 +52,8 @@ def _records(source: Any) -> list[Any]:
 
 
 @public(paths=("transcripts",))
-def transcript_nll(llm: Any, transcripts: str | Path | Sequence[Any], *, participants: Sequence[str] | None = None,
-                   options: Any = AUTO, overflow: str = "refuse", window: int | None = None,
-                   min_context: int | None = None) -> pd.DataFrame:
+@derive_api(TranscriptNllRequest)
+def transcript_nll(llm: Any, transcripts: str | Path | Sequence[Any], **kwargs: Any) -> pd.DataFrame:
     """Per-choice log-likelihood of ``llm`` (an in-process model) on each participant's transcript.
 
     ``transcripts``: a Psych-201 file (``prompts.jsonl[.zip]``), or records or ``(participant, text)``
@@ -71,6 +69,9 @@ def transcript_nll(llm: Any, transcripts: str | Path | Sequence[Any], *, partici
     from cogtestbed.llm_adapters.runs.transcript import OPTION_SETS, OVERFLOWS
     from cogtestbed.llm_adapters.runs.transcript import transcript_nll as score
 
+    req = build(TranscriptNllRequest, {**kwargs, "llm": llm})
+    participants, options, overflow, window, min_context = (req.participants, req.options, req.overflow, req.window,
+                                                            req.min_context)
     if overflow not in OVERFLOWS:  # before the model loads
         raise InputError(f"overflow must be one of {', '.join(OVERFLOWS)}, got {overflow!r}")
     records = _records(transcripts)
@@ -114,8 +115,8 @@ def participant_nll(choices: pd.DataFrame) -> pd.DataFrame:
 
 
 @public()
-def heldout_nll(experiment: str, trials: pd.DataFrame, *, model: str, test: Sequence[Hashable] | int,
-                seed: int = 0, n_starts: int | None = None) -> HeldOut:
+@derive_api(HeldoutRequest)
+def heldout_nll(experiment: str, trials: pd.DataFrame, **options: Any) -> HeldOut:
     """``model`` of ``experiment`` fitted pooled on the training subjects of ``trials``, scored per
     choice on the held-out ones: ``test`` names them, or is how many to draw (seeded by ``seed``;
     :func:`cogtestbed.inference.heldout.heldout_split`)."""
@@ -123,6 +124,8 @@ def heldout_nll(experiment: str, trials: pd.DataFrame, *, model: str, test: Sequ
     from cogtestbed.inference.heldout import heldout_split
     from cogtestbed.registry import get_experiment
 
+    req = build(HeldoutRequest, options)
+    model, test, seed, n_starts = req.model, req.test, req.seed, req.n_starts
     exp = get_experiment(experiment)
     chosen = heldout_split(list(trials["subject"].unique()), test, seed)[1] if isinstance(test, int) else list(test)
     return score(exp.model(model), trials, chosen, n_starts=n_starts)

@@ -8,11 +8,11 @@ from typing import Any
 
 import typer
 
+from cogtestbed.api.workflow_options import MetricsRequest
 from cogtestbed.cli.app import app, console, console_err, print_json, stderr_is_terminal
 from cogtestbed.cli.options import request_command
 from cogtestbed.errors import InputError
-from cogtestbed.request import option
-from cogtestbed.validation.studies.study_options import SESSIONS_HELP
+from cogtestbed.request import api_values, option
 
 
 def metric_option_args(args: list[str]) -> dict[str, str]:
@@ -36,22 +36,21 @@ def metric_option_args(args: list[str]) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class MetricsRequest:
-    """What ``cogtestbed metrics`` computes (its options, declared once: :mod:`cogtestbed.request`;
-    :func:`cogtestbed.metrics` takes the experiment's own options as keywords)."""
+class MetricsCommand:
+    """``cogtestbed metrics``'s own options (those shared with :func:`cogtestbed.metrics`:
+    :class:`~cogtestbed.api.workflow_options.MetricsRequest`; the experiment's own options follow as
+    extra ``--NAME VALUE`` arguments)."""
 
     experiment: str = option(
         argument=True, help="Experiment name; may be left out (metrics PATH): then the table's experiment column, "
                             "or the experiment whose importer recognises the file.")
     path: Path | None = option(None, argument=True, help="Trial table (.parquet) or published data file.")
-    source: str = option("auto", flags=("--from",), help="auto (detect), trials, or an importer such as cogbench.")
     as_json: bool = option(False, flags=("--json",), help="Print one JSON object.")
-    sessions: str | None = option(None, flags=("--sessions",), help=SESSIONS_HELP)
 
 
-@request_command(app, MetricsRequest, context=True,
+@request_command(app, MetricsRequest, MetricsCommand, context=True,
                  context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def metrics(ctx: typer.Context, req: MetricsRequest) -> None:
+def metrics(ctx: typer.Context, req: MetricsRequest, cmd: MetricsCommand) -> None:
     """Compute the experiment's published metrics, overall and per run.
 
     Experiment-specific options follow as ``--NAME VALUE`` (e.g. ``cogtestbed metrics collider
@@ -62,7 +61,7 @@ def metrics(ctx: typer.Context, req: MetricsRequest) -> None:
     from cogtestbed.api.core import metrics as compute_metrics
     from cogtestbed.progress import reporting, stderr_reporter
 
-    experiment, path, source, as_json, sessions = req.experiment, req.path, req.source, req.as_json, req.sessions
+    experiment, path, as_json = cmd.experiment, cmd.path, cmd.as_json
     options = metric_option_args(list(ctx.args))
     if path is None:  # metrics PATH: the experiment from the file
         path, name = Path(experiment), None
@@ -78,7 +77,7 @@ def metrics(ctx: typer.Context, req: MetricsRequest) -> None:
         report = (lambda line, final: console_err.print(line, highlight=False) if final else status.update(line)) \
             if terminal else stderr_reporter(False)
         with reporting(report, terminal):
-            result = compute_metrics(name, path, source=source, sessions=sessions, **options)
+            result = compute_metrics(name, path, **options, **api_values(req))
     detected = result["source"]
     if as_json:
         print_json(result)

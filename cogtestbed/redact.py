@@ -23,6 +23,7 @@ import os
 import re
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 #: What a removed secret reads as.
 REDACTED = "[REDACTED]"
@@ -83,3 +84,13 @@ def redact_json(obj: Any) -> Any:
     if isinstance(obj, list | tuple):
         return type(obj)(redact_json(v) for v in obj)
     return obj
+
+
+def redact_url(url: str | None) -> str | None:
+    """``url`` without user info, query or fragment (where credentials sometimes hide)."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))

@@ -240,6 +240,41 @@ def api_values(request: Any) -> dict[str, Any]:
     return {leaf.name: value(request, leaf) for leaf in api_leaves(type(request))}
 
 
+def as_items(value: Any) -> list[Any]:
+    """A record (:attr:`Opt.record`) of ``NAME=VALUE`` settings: a mapping's items (a design object's
+    fields), one text as a list of it, items as given; ``{"x": 0.2}`` and ``["x=0.2"]`` alike."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [f"{k}={v}" for k, v in value.items()]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return [f"{k}={v}" for k, v in dump().items()]
+    return list(value)
+
+
+def as_text(value: Any, sep: str = ",") -> Any:
+    """A record of a size, a range or a list as the command line spells it: ``(lo, hi)`` → ``lo:hi``
+    (``sep`` ``":"``), a list → a comma list, one number → its text, a text as it is."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):  # one size: subjects=10
+        return str(value)
+    if isinstance(value, tuple) and len(value) == 2 and sep == ":":
+        return f"{value[0]}:{value[1]}"
+    return ",".join(str(v) for v in value)
+
+
+def as_list(value: Any) -> list[Any]:
+    """A record of one text or a list of them as a list (``llm="a:b"`` and ``--llm a:b``)."""
+    return [value] if isinstance(value, str) else list(value)
+
+
+def as_name(value: Any) -> Any:
+    """A record of an object by its name (an experiment spec, a population), a text as it is."""
+    return getattr(value, "name", value)
+
+
 def _json(x: Any) -> Any:
     """``x`` as JSON holds it: paths as text, mappings and sequences item by item, a table or any
     other object by its kind (``DataFrame (40 rows)``)."""
@@ -369,5 +404,6 @@ def derived_names(func: Callable[..., Any]) -> set[str]:
     return {p.name for p in inspect.signature(func).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY}
 
 
-__all__ = ["Group", "Leaf", "Opt", "api_leaves", "api_signature", "api_values", "build", "cli_leaves", "derive_api",
+__all__ = ["Group", "Leaf", "Opt", "api_leaves", "api_signature", "api_values", "as_items", "as_list", "as_name",
+           "as_text", "build", "cli_leaves", "derive_api",
            "flat", "from_cli", "group", "keyword", "leaves", "option", "options_doc", "request_block", "value"]

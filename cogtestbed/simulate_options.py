@@ -12,9 +12,12 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from cogtestbed.request import group, option
+from cogtestbed.request import as_items, as_name, as_text, group, option
+
+if TYPE_CHECKING:  # a type only: the command line's help imports no environment
+    from cogtestbed.environments.designs import Design
 
 #: The simulation paths (the values of ``cogtestbed.simulation.Method``, repeated here so that the
 #: command line's help imports no numerical package; a test keeps them equal).
@@ -26,12 +29,12 @@ class SimulatedSubjects:
     """Who is simulated: how many, with which parameters."""
 
     params: Mapping[str, Any] | Sequence[str] | None = option(
-        None, cli_type=list[str] | None, flags=("--param", "-p"),
+        None, record=as_items, cli_type=list[str] | None, flags=("--param", "-p"),
         help="Agent parameter NAME=VALUE (repeatable); defaults otherwise.")
     subjects: int = option(10, min=1, help="Number of simulated subjects.")
     seed: int = option(0, help="Seed of the whole simulation.")
     population: Any = option(
-        None, cli_type=str | None, flags=("--population",),
+        None, record=as_name, cli_type=str | None, flags=("--population",),
         help="Draw the subjects' parameters from a population: human:NAME (shipped; `cogtestbed population list`) "
              "or a population file (`cogtestbed population build`): one posterior draw of the people's group "
              "parameters per simulated data set, subjects scattered by its SDs.")
@@ -54,18 +57,19 @@ class SimulatedSessions:
     """The sessions they play: the design, the prompt forms, adaptive trials."""
 
     method: Method = option("batch", help="batch: numba kernel; step: gymnasium reset/step loop (identical output).")
-    design: Any = option(None, cli_type=list[str] | None, flags=("--design",),
-                         help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48.")
+    design: Design | Mapping[str, Any] | Sequence[str] | None = option(
+        None, record=as_items, cli_type=list[str] | None, flags=("--design",),
+        help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48.")
     forms: str | Sequence[int] | None = option(
-        None, cli_type=str | None, flags=("--forms",),
+        None, record=as_text, cli_type=str | None, flags=("--forms",),
         help="Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigned to them, balanced and seeded "
              "(cogtestbed list EXP shows the forms).")
     form_sd: Mapping[str, float] | Sequence[str] | None = option(
-        None, cli_type=list[str] | None, flags=("--form-sd",),
+        None, record=as_items, cli_type=list[str] | None, flags=("--form-sd",),
         help="PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD) offset on its unconstrained scale "
              "(synthetic subjects; needs --forms).")
     adaptive: Sequence[str] | str | None = option(
-        None, cli_type=str | None, flags=("--adaptive",),
+        None, record=as_text, cli_type=str | None, flags=("--adaptive",),
         help="PARAM[,PARAM] or all: an adaptive session, each next trial chosen to maximise the expected information "
              "on these parameters of the experiment's model (needs --trials).")
     trials: int | None = option(None, flags=("--trials",), min=1,
@@ -76,7 +80,8 @@ class SimulatedSessions:
 class SimulateRequest:
     """A simulation, as ``cogtestbed simulate`` and :func:`cogtestbed.simulate` take it."""
 
-    experiment: Any = option(cli_type=str, argument=True, help="Experiment name, e.g. instrumental-learning.")
+    experiment: Any = option(cli_type=str, argument=True, record=as_name,
+                             help="Experiment name, e.g. instrumental-learning.")
     agent: str = option(flags=("--agent", "-a"), help="Synthetic agent, e.g. rw-pm.")
     output: str | os.PathLike[str] | None = option(None, cli_type=Path, cli_required=True, flags=("--output", "-o"),
                                                    help="Trial table to write (.parquet).")

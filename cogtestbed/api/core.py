@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from cogtestbed.api.checks import public
 from cogtestbed.api.workflow_options import CheckRequest, MetricsRequest
 from cogtestbed.errors import DataError, InputError
-from cogtestbed.request import api_leaves, build, derive_api, keyword
+from cogtestbed.request import api_leaves, build, derive_api, keyword, request_block
 from cogtestbed.simulate_options import SimulateRequest
 from cogtestbed.validation.studies.study_options import FitTableRequest
 
@@ -137,9 +137,9 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
     drawn: dict[str, Any] | None = None
     if population is not None:
         given, drawn = population_params(exp, agent, population, subjects, seed, given)
-    if isinstance(design, list | tuple):  # the command line's NAME=VALUE items
-        design = design_overrides(design)
-    design_obj = with_adaptive(exp, design_of(exp, design), adaptive, trials)
+    fields = design_overrides(design) if isinstance(design, list | tuple) else design  # the command line's items
+    design_obj = with_adaptive(exp, design_of(exp, cast("Design | Mapping[str, Any] | None", fields)), adaptive,
+                               trials)
     if adaptive:
         method = "step"  # an adaptive session's next trial depends on the answers so far
     if forms is None and form_sd:
@@ -161,6 +161,7 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
             "design": design_obj.model_dump(),
             "forms": None if form_design is None else form_design.as_json(), "command": "simulate",
             **({"population": drawn} if drawn is not None else {}),
+            "request": request_block(req),
         }
         write_trials(trials, out, manifest)
     return trials

@@ -17,7 +17,7 @@ from cogtestbed.api.checks import public
 from cogtestbed.api.console import console_err
 from cogtestbed.api.core import design_overrides, with_adaptive
 from cogtestbed.errors import InputError
-from cogtestbed.request import build, derive_api, flat
+from cogtestbed.request import build, derive_api, flat, request_block
 from cogtestbed.validation.runs.run_options import (
     DEFAULT_MAX_SERVICE_REQUESTS,
     DEFAULT_RETRY_WINDOW,
@@ -129,6 +129,9 @@ class LLMRun:
     #: ``trials`` the session's length (design fields ``adaptive`` / ``trials``).
     adaptive: str | None = None
     trials: int | None = None
+    #: ``run.json``'s ``request`` block: the options of ``ct.run`` / ``cogtestbed run`` as given
+    #: (:func:`cogtestbed.request.request_block` of the :class:`RunRequest`), before a plan applied its settings.
+    request: dict[str, Any] | None = None
 
 
 def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[LLMRun, dict[str, Any] | None]:
@@ -168,7 +171,7 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[LLMRu
         poll_every=o["poll_every"],
         max_service_requests=o.get("max_service_requests", DEFAULT_MAX_SERVICE_REQUESTS),
         reasoning_effort=o.get("reasoning_effort"), thinking_budget=o.get("thinking_budget"),
-        adaptive=o.get("adaptive"), trials=o.get("trials"))
+        adaptive=o.get("adaptive"), trials=o.get("trials"), request=o.get("request"))
     return request, p
 
 
@@ -211,9 +214,9 @@ def _client_and_config(request: LLMRun) -> tuple[Any, Any, Any, Any]:
     from cogtestbed.environments.adaptive import is_adaptive
     from cogtestbed.environments.forms import resolve_forms
     from cogtestbed.llm_adapters.clients.backends import get_backend, make_client, parse_spec
-    from cogtestbed.llm_adapters.clients.openai_client import redact_url
     from cogtestbed.llm_adapters.middleware.retry import RetryPolicy
     from cogtestbed.llm_adapters.runs.config import RunConfig
+    from cogtestbed.redact import redact_url
     from cogtestbed.registry import get_experiment
 
     check_request(request)
@@ -385,7 +388,7 @@ def execute_run(request: LLMRun) -> Any:
             result = run_coroutine(run_experiment(
                 exp, design_obj, cached, config, request.output, resume=request.resume,
                 concurrency=request.concurrency, on_step=lambda: bar.advance(task), on_subject=on_subject,
-                add_budget=Need(add_calls, add_usd), transport=transport,
+                add_budget=Need(add_calls, add_usd), transport=transport, request=request.request,
                 extra_manifest={"decoding": decoding, "answer": answer_settings(exp, design_obj, request)},
                 limit=request.limit))
     finally:
@@ -489,7 +492,7 @@ def run(experiment: str | Any = None, **options: Any) -> Any:
     llms = _planned_llms(plan_path, [llm] if isinstance(llm, str) else list(llm or []))
     design = req.sessions.design
     items = [f"{k}={v}" for k, v in design.items()] if isinstance(design, Mapping) else list(design or [])
-    opts = {**flat(req), "experiment": name, "plan": plan_path, "design": items}
+    opts = {**flat(req), "experiment": name, "plan": plan_path, "design": items, "request": request_block(req)}
     output = Path(req.output)
     if len(llms) != 1:
         if plan_path is not None and not req.budget.dry_run and _sequential_kind(plan_path) == "metric-power":

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from cogtestbed.api.checks import model_first, public
 from cogtestbed.api.figures import Figures
 from cogtestbed.errors import InputError
-from cogtestbed.request import api_values, build, derive_api, keyword
+from cogtestbed.request import api_values, build, derive_api, keyword, request_block
 from cogtestbed.validation.studies.study_options import (
     FORM_STUDY_OPTIONS,
     DeclaredStudyRequest,
@@ -198,11 +198,12 @@ def say_estimate(spec: StudySpec, workers: int | None, say: Callable[[str], None
 
 def run_spec(spec: StudySpec, *, workers: int | None = None, dask: str | None = None,
              output: str | os.PathLike[str] | None = None, force: bool = False, precision: Assignments = None,
-             assurance: float = 0.9, watch: Watch | None = None) -> Study:
+             assurance: float = 0.9, watch: Watch | None = None, request: Any = None) -> Study:
     """Check ``spec`` before computing (the experiment's spec, the output folder, the memory its
     tasks need on this machine), run it (local processes, or the Dask scheduler at ``dask``) and
     return the :class:`Study`; ``output=DIR`` writes its files (``force`` overwrites);
-    ``precision`` and ``assurance`` judge a recovery (``recover --precision``)."""
+    ``precision`` and ``assurance`` judge a recovery (``recover --precision``); ``request``: the
+    study's request (``RecoverRequest``, ...), recorded as the ``request`` block of ``summary.json``."""
     from cogtestbed.outputs import output_dir
     from cogtestbed.validation.studies.driver import (
         check_study,
@@ -232,6 +233,8 @@ def run_spec(spec: StudySpec, *, workers: int | None = None, dask: str | None = 
             from cogtestbed.validation.studies.recovery_checks import add_recovery_checks
 
             add_recovery_checks(result, _assignments(precision, "--precision"), assurance)
+        if request is not None:
+            result.request = request_block(request)
         files = write_study(result, out) if out is not None else {}
     return Study(result, files)
 
@@ -267,7 +270,8 @@ def recover(experiment: str | ExperimentSpec | None, model: str, **options: Any)
     ``recover(MODEL, experiment=...)`` still works (:func:`~cogtestbed.api.checks.model_first`)."""
     from cogtestbed.validation.studies.options import lapse_fit
 
-    o = api_values(build(RecoverRequest, {**options, "experiment": experiment, "model": model}))
+    req = build(RecoverRequest, {**options, "experiment": experiment, "model": model})
+    o = api_values(req)
     keys = ("subjects trials design runs reps method sampler fix params draws chains lapse_invalid "
             "lapse_random lapse precision assurance seed workers dask output force population")
     (subjects, trials, design, runs, reps, method, sampler, fix, params, draws, chains,
@@ -289,7 +293,7 @@ def recover(experiment: str | ExperimentSpec | None, model: str, **options: Any)
                  chains=chains, lapse=_lapse(lapse_invalid, lapse_random), lapse_fit=lapse_fit(lapse))
     precision = _assignments(precision, "--precision")
     return run_spec(spec, workers=workers, dask=dask, output=output, force=force, precision=precision,
-                    assurance=assurance, watch=watch)
+                    assurance=assurance, watch=watch, request=req)
 
 
 @public(legacy=model_first("models"))
@@ -298,7 +302,8 @@ def model_recovery(experiment: str | ExperimentSpec | None, models: Sequence[str
     """Model recovery (``cogtestbed model-recovery``): simulate each model, fit all, the
     confusion matrix of the best fits (AIC/BIC, or LOO for hierarchical fits).  The earlier call
     form ``model_recovery(MODELS, experiment=...)`` still works."""
-    o = api_values(build(ModelRecoveryRequest, {**options, "experiment": experiment, "models": models}))
+    req = build(ModelRecoveryRequest, {**options, "experiment": experiment, "models": models})
+    o = api_values(req)
     keys = "subjects trials design runs reps method params draws chains seed workers dask output force"
     (subjects, trials, design, runs, reps, method, params, draws, chains, seed, workers, dask,
      output, force) = _read(o, keys)
@@ -309,7 +314,7 @@ def model_recovery(experiment: str | ExperimentSpec | None, models: Sequence[str
     spec = _spec(kind="model-recovery", experiment=name, models=tuple(models),
                  method=method, subjects=(subjects,), runs=(runs,), reps=reps, **_sized(name, design, trials),
                  seed=seed, params=_assignments(params, "--param"), draws=draws, tune=draws, chains=chains)
-    return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch)
+    return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch, request=req)
 
 
 @public(legacy=model_first("model"))
@@ -317,7 +322,8 @@ def model_recovery(experiment: str | ExperimentSpec | None, models: Sequence[str
 def sbc(experiment: str | ExperimentSpec | None, model: str, **options: Any) -> Study:
     """Simulation-based calibration of the hierarchical model (``cogtestbed sbc``; rank
     uniformity, Talts et al. 2018).  The earlier call form ``sbc(MODEL, experiment=...)`` still works."""
-    o = api_values(build(SbcRequest, {**options, "experiment": experiment, "model": model}))
+    req = build(SbcRequest, {**options, "experiment": experiment, "model": model})
+    o = api_values(req)
     keys = "subjects trials design runs reps params draws chains backend seed workers dask output force"
     (subjects, trials, design, runs, reps, params, draws, chains, backend, seed, workers, dask,
      output, force) = _read(o, keys)
@@ -327,7 +333,7 @@ def sbc(experiment: str | ExperimentSpec | None, model: str, **options: Any) -> 
                  subjects=(subjects,), runs=(runs,), reps=reps, seed=seed, **_sized(name, design, trials),
                  params=_assignments(params, "--param"), draws=draws, tune=draws, chains=chains,
                  sampler_backend=backend)
-    return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch)
+    return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch, request=req)
 
 
 @public(legacy=model_first("target"))
@@ -350,7 +356,8 @@ def power(experiment: str | ExperimentSpec | None, target: str, **options: Any) 
     their own trial count, and ``subjects`` sizes the second group."""
     from cogtestbed.validation.studies.options import assignment_items, one_assignment, power_spec, with_population
 
-    o = api_values(build(PowerRequest, {**options, "experiment": experiment, "target": target}))
+    req = build(PowerRequest, {**options, "experiment": experiment, "target": target})
+    o = api_values(req)
     keys = ("effect metric compare test agent sweep option subjects runs trials design sims method level base "
             "sd_between params draws chains lapse_invalid lapse_random seed workers dask output force groups "
             "population")
@@ -372,7 +379,7 @@ def power(experiment: str | ExperimentSpec | None, target: str, **options: Any) 
     spec = power_spec(target, given, effect_item, metric, compare, test, agent, common, assignment_items(option),
                       sweep)
     spec = with_population(spec, population)
-    return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch)
+    return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch, request=req)
 
 
 @public()
@@ -384,7 +391,8 @@ def metric_validity(experiment: str | ExperimentSpec, **options: Any) -> Study:
     from cogtestbed.parameters import parse_agent
     from cogtestbed.validation.studies.options import floats
 
-    o = api_values(build(MetricValidityRequest, {**options, "experiment": experiment}))
+    req = build(MetricValidityRequest, {**options, "experiment": experiment})
+    o = api_values(req)
     keys = "metric agent parameter values direction runs trials design reps seed workers dask output force"
     (metric, agent, parameter, values, direction, runs, trials, design, reps, seed, workers, dask,
      output, force) = _read(o, keys)
@@ -396,7 +404,7 @@ def metric_validity(experiment: str | ExperimentSpec, **options: Any) -> Study:
                  parameter=parameter, values=floats(values) if isinstance(values, str) else tuple(values),
                  direction=direction, runs=_sizes(runs, (10,), "--runs"), **_sized(name, design, trials), reps=reps,
                  seed=seed)
-    return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch)
+    return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch, request=req)
 
 
 @public()
@@ -408,7 +416,8 @@ def study(experiment: str | ExperimentSpec, name: str | None = None, **options: 
     from cogtestbed.api.core import get_experiment
     from cogtestbed.validation.studies.driver import declared_studies, spec_from_decl
 
-    o = api_values(build(DeclaredStudyRequest, {**options, "experiment": experiment, "name": name}))
+    req = build(DeclaredStudyRequest, {**options, "experiment": experiment, "name": name})
+    o = api_values(req)
     keys = "reps seed workers dask output force"
     (reps, seed, workers, dask, output, force) = _read(o, keys)
     watch = options.get("watch")
@@ -418,7 +427,7 @@ def study(experiment: str | ExperimentSpec, name: str | None = None, **options: 
         return [{"study": n, "description": d.description} for n, d in declared_studies(exp)]
     (_, decl), = declared_studies(exp, name)
     return run_spec(spec_from_decl(exp, decl, reps=reps, seed=seed), workers=workers, dask=dask, output=output,
-                    force=force, watch=watch)
+                    force=force, watch=watch, request=req)
 
 
 @public(legacy=model_first("model"))

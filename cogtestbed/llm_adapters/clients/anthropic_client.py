@@ -29,9 +29,8 @@ from cogtestbed.llm_adapters.clients.base import (
     message_images,
 )
 from cogtestbed.llm_adapters.clients.capabilities import capability_of, unsent
-from cogtestbed.llm_adapters.clients.openai_client import redact_url
 from cogtestbed.llm_adapters.middleware.retry import RetryPolicy, call_with_retries
-from cogtestbed.redact import register_key, register_key_variable
+from cogtestbed.redact import redact_url, register_key, register_key_variable
 
 
 def anthropic_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

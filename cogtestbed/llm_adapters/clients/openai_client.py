@@ -22,7 +22,7 @@ import math
 import os
 from collections.abc import Sequence
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.clients.base import (
@@ -52,7 +52,7 @@ from cogtestbed.llm_adapters.clients.base import (
 from cogtestbed.llm_adapters.clients.capabilities import capability_of, unsent
 from cogtestbed.llm_adapters.clients.logprob_probe import says_logprobs_unsupported
 from cogtestbed.llm_adapters.middleware.retry import RetryPolicy, call_with_retries, describe_error
-from cogtestbed.redact import register_key, register_key_variable
+from cogtestbed.redact import redact_url, register_key, register_key_variable
 
 Mode = Literal["chat", "completions"]
 #: Upper bounds of OpenAI's chat framing, in tokens (documented values: 3 per message, 3 for the
@@ -75,16 +75,6 @@ def openai_messages(request: GenerateRequest) -> list[dict[str, Any]]:
             parts.append({"type": "text", "text": m["content"]})
         out.append({"role": m["role"], "content": parts})
     return out
-
-
-def redact_url(url: str | None) -> str | None:
-    """``url`` without user info, query or fragment (where credentials sometimes hide)."""
-    if url is None:
-        return None
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 class OpenAIClient(LLMClient):

@@ -5,6 +5,8 @@
 the cache is shared across servers, and every ``system_fingerprint`` seen: checked by ``--resume``,
 :func:`endpoint_change`), ``transport`` (how the calls travel: timeout, concurrency, rate limits,
 retry window — free to change on ``--resume``; the base URL too, where the cache is shared),
+``request`` (the options the latest invocation was given, as ``ct.run`` and ``cogtestbed run`` record
+them: :func:`cogtestbed.request.request_block`; free to change on ``--resume``),
 ``budget`` (the run's total ``max_calls`` / ``max_cost``: every invocation on the directory spends
 from the same totals) and ``status``:
 ``running``, ``complete``, ``stopped`` (a budget stop), or ``failed`` (with ``error``).
@@ -116,9 +118,12 @@ class RunDir:
     # -- opening -----------------------------------------------------------------------------
     @classmethod
     def open(cls, path: Path, config: Mapping[str, Any], *, resume: bool,
-             transport: Mapping[str, Any] | None = None, endpoint: Mapping[str, Any] | None = None) -> RunDir:
+             transport: Mapping[str, Any] | None = None, endpoint: Mapping[str, Any] | None = None,
+             request: Mapping[str, Any] | None = None) -> RunDir:
         """Check, create and lock ``path``; compare ``config`` and ``endpoint`` (where the calls go and
-        what serves them: :func:`endpoint_change`) with the stored ones on resume."""
+        what serves them: :func:`endpoint_change`) with the stored ones on resume.  ``request``: the
+        options this invocation was given, recorded as the ``request`` block (like ``transport``, the
+        latest invocation's; never compared on resume: ``config`` is the run's identity)."""
         check_run_dir(path, resume)
         created = not path.exists()
         try:
@@ -148,6 +153,8 @@ class RunDir:
                     raise ResumeMismatch(f"--resume: {path} {why}")
             self.manifest.update(config=dict(config), transport=dict(transport or {}), status="running",
                                  error=None, versions=package_versions())  # of this (latest) invocation
+            if request is not None:
+                self.manifest["request"] = dict(request)
             if endpoint is not None:
                 fingerprints = (self.stored or {}).get("endpoint", {}).get("system_fingerprints", [])
                 self.manifest["endpoint"] = {**endpoint, "system_fingerprints": fingerprints}

@@ -309,12 +309,14 @@ async def run_experiment(
     *, resume: bool = False, concurrency: int = 8, on_step: Callable[[], None] | None = None,
     on_subject: Callable[[int, bool], None] | None = None, extra_manifest: dict[str, Any] | None = None,
     add_budget: Need | None = None, transport: dict[str, Any] | None = None, limit: int | None = None,
+    request: dict[str, Any] | None = None,
 ) -> RunResult:
     """Play the run and write its tables (see module docstring).
 
     ``client.budget``'s limits are the run's totals: on ``--resume`` the stored totals apply
     (given again they must match) and ``add_budget`` raises them.  ``transport``: settings
-    recorded in ``run.json`` that may change between invocations (concurrency, timeouts...).
+    recorded in ``run.json`` that may change between invocations (concurrency, timeouts...);
+    ``request``: ``run.json``'s ``request`` block (the options this invocation was given).
     """
     try:
         if exp.env_cls.uses_images(design):  # fail before any call, not at the first picture
@@ -323,7 +325,8 @@ async def run_experiment(
         endpoint = client.inner.endpoint_identity()
         rundir = RunDir.open(run_dir, config.as_json(), resume=resume,
                              transport={**config.transport(), "concurrency": concurrency, **(transport or {})},
-                             endpoint=None if endpoint is None else {**endpoint, "shared_cache": client.shared})
+                             endpoint=None if endpoint is None else {**endpoint, "shared_cache": client.shared},
+                             request=request)
     except BaseException:
         await client.aclose()
         raise

@@ -16,18 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cogtestbed.request import group, option
+from cogtestbed.request import as_list, as_name, group, option
 from cogtestbed.validation.studies.options import assignment_items, size_text
-
-
-def _listed(value: Any) -> list[Any]:
-    """One text or a list of them, as a list (``--llm`` given once or twice)."""
-    return [value] if isinstance(value, str) else list(value)
-
-
-def _name(experiment: Any) -> Any:
-    """An experiment by its name (a spec object or the name given)."""
-    return getattr(experiment, "name", experiment)
 
 
 def _text(value: Any) -> str:
@@ -117,7 +107,7 @@ class PlanLLMs:
     """The LLMs priced, their prices and their answer settings (as run)."""
 
     llm: str | Sequence[str] | None = option(
-        None, record=_listed, cli_type=list[str] | None, flags=("--llm",),
+        None, record=as_list, cli_type=list[str] | None, flags=("--llm",),
         help="BACKEND:MODEL whose prices and tokenizer cost the design (twice for a difference between two LLMs: in "
              "a metric, or with --model/--effect in a model parameter). Required for a power target; optional with "
              "--precision (default: cost in trials).")
@@ -217,7 +207,7 @@ class PlanRequest:
     """A fixed, sequential, precision or adaptive plan, as ``cogtestbed plan`` and :func:`cogtestbed.plan`
     take it; read and checked by :func:`~cogtestbed.validation.design.request.run_plan`."""
 
-    experiment: Any = option(cli_type=str, argument=True, record=_name,
+    experiment: Any = option(cli_type=str, argument=True, record=as_name,
                              help="Experiment name, e.g. instrumental-learning.")
     llms: PlanLLMs = group(PlanLLMs, "LLMs and prices")
     target: PlanTarget = group(PlanTarget, "Target")

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cogtestbed.request import group, option
+from cogtestbed.redact import redact_url
+from cogtestbed.request import as_items, as_list, as_name, group, option
 
 #: Default ``--retry-for`` in seconds; equal to the library's ``DEFAULT_RETRY_WINDOW`` (not imported
 #: here: the command line builds its help from this module without the library).
@@ -32,13 +33,14 @@ class RunLLMs:
     """The LLM(s) run and how they are reached."""
 
     llm: str | Sequence[str] | None = option(
-        None, cli_type=list[str] | None, flags=("--llm",),
+        None, record=as_list, cli_type=list[str] | None, flags=("--llm",),
         help="BACKEND:MODEL — hf:smollm2-135m (a real model, offline), hf:tiny-random, hf:<hub id or path>, "
              "openai:gpt-4o-mini, anthropic:claude-...; keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY.  Give it "
              "twice (base and instruct, say) to run both on the same sessions and write a paired report.")
     base_url: str | None = option(
-        None, help="OpenAI-compatible or Anthropic endpoint (vLLM, Ollama, llama.cpp, LM Studio...); part of the "
-                   "response cache's key and checked by --resume (see --share-cache).")
+        None, record=redact_url,
+        help="OpenAI-compatible or Anthropic endpoint (vLLM, Ollama, llama.cpp, LM Studio...); part of the response "
+             "cache's key and checked by --resume (see --share-cache).")
     mode: str = option("auto", help="chat | completions (raw prompt, no chat template) | auto.")
     reasoning_effort: str | None = option(
         None, help="A reasoning model's reasoning_effort (OpenAI: low | medium | high; gpt-5 also minimal): the "
@@ -56,7 +58,7 @@ class RunSessions:
     subjects: int = option(1, min=1, help="Independent subjects (sessions).")
     seed: int = option(0, help="Seed: the same sessions as `simulate --seed`.")
     design: Mapping[str, Any] | Sequence[str] | None = option(
-        None, cli_type=list[str] | None, flags=("--design",),
+        None, record=as_items, cli_type=list[str] | None, flags=("--design",),
         help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=6.")
     forms: str | None = option(
         None, flags=("--forms",), help="Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigned to them, "
@@ -150,7 +152,7 @@ class RunRequest:
     applied, are then one :class:`cogtestbed.api.run.LLMRun`)."""
 
     output: str | os.PathLike[str] = option(cli_type=Path, flags=("--output", "-o"), help="Run directory.")
-    experiment: Any = option(None, cli_type=str | None, argument=True,
+    experiment: Any = option(None, record=as_name, cli_type=str | None, argument=True,
                              help="Experiment name, e.g. instrumental-learning (optional with --plan).")
     plan: str | os.PathLike[str] | None = option(
         None, cli_type=Path | None,

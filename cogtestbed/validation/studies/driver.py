@@ -481,6 +481,10 @@ class StudyResult:
         self.spec, self.table, self.summary, self.seconds = spec, table, summary, seconds
         #: The user's recovery criterion (``recover --precision``), read by the verdict.
         self.criterion: dict[str, Any] | None = None
+        #: The ``request`` block of the study's ``summary.json``: the options it was run with, as the
+        #: ``ct.`` function and the command took them (:func:`cogtestbed.request.request_block`); None
+        #: for a study run otherwise.
+        self.request: dict[str, Any] | None = None
 
     @property
     def verdict(self) -> str:

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cogtestbed.errors import InputError
+from cogtestbed.request import as_items, as_text
 
 if TYPE_CHECKING:
     from cogtestbed.validation.studies.driver import StudySpec
@@ -189,25 +190,13 @@ def _test_power_spec(target: str, test: str | None, compare: tuple[str, str] | N
 
 def _text(value: Any, sep: str = ",") -> str | None:
     """A range or list option as the command line spells it: ``(lo, hi)`` → ``lo:hi``, a list → a
-    comma list, a string as it is."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):  # one size: ct.plan(..., subjects=10)
-        return str(value)
-    if isinstance(value, tuple) and len(value) == 2 and sep == ":":
-        return f"{value[0]}:{value[1]}"
-    return ",".join(str(v) for v in value)
+    comma list, a string as it is (:func:`cogtestbed.request.as_text`)."""
+    return as_text(value, sep)
 
 
 def assignment_items(value: Mapping[str, Any] | Sequence[str] | str | None) -> list[str]:
-    """``NAME=VALUE`` items of a mapping (or the items as given)."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Mapping):
-        return [f"{k}={v}" for k, v in value.items()]
-    return list(value)
+    """``NAME=VALUE`` items of a mapping (or the items as given; :func:`cogtestbed.request.as_items`)."""
+    return [] if value is None else as_items(value)
 
 
 def one_assignment(value: Mapping[str, Any] | str | None) -> str | None:

@@ -155,7 +155,9 @@ def write_study(result: Any, out: Path) -> dict[str, Path]:
                                        "summary": result.summary,
                                        "verdict": result.verdict,
                                        "true_parameters": result.spec.true_distribution, "seconds": result.seconds,
-                                       "versions": package_versions()},
+                                       "versions": package_versions(),
+                                       **({"request": result.request} if getattr(result, "request", None)
+                                          is not None else {})},
                                       indent=1, default=str))
     pngs = plots(result, out)
     report = out / "report.html"

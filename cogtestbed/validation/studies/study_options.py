@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from cogtestbed.request import group, option
+from cogtestbed.request import as_items, as_name, as_text, group, option
 from cogtestbed.simulate_options import Lapses
 
 #: Sizes as :func:`cogtestbed.recover` takes them: a count, a list of counts, or the command line's text.
@@ -67,9 +67,9 @@ class StudyForms:
     """A study across prompt forms: the command line's ``--forms`` of ``recover`` and ``power``, and
     :func:`cogtestbed.form_study`'s (:class:`FormStudyRequest`)."""
 
-    forms: str | Sequence[int] | None = option(None, cli_type=str | None, flags=("--forms",), api=False,
+    forms: str | Sequence[int] | None = option(None, record=as_text, cli_type=str | None, flags=("--forms",), api=False,
                                                help=FORMS_HELP)
-    form_sd: Assignments = option(None, cli_type=list[str] | None, flags=("--form-sd",), api=False,
+    form_sd: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--form-sd",), api=False,
                                   help=FORM_SD_HELP)
 
 
@@ -77,11 +77,12 @@ class StudyForms:
 class RecoverSizes:
     """The simulated data sets."""
 
-    subjects: Sizes = option("50", cli_type=str, help="Subjects per data set (comma list).")
-    trials: Sizes = option(None, cli_type=str | None, help=TRIALS_HELP)
-    design: Design = option(None, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
-    runs: Sizes = option("1", cli_type=str, help="Sessions each subject plays, pooled in the fit (comma list; "
-                                                 "experiments that pool sessions).")
+    subjects: Sizes = option("50", record=as_text, cli_type=str, help="Subjects per data set (comma list).")
+    trials: Sizes = option(None, record=as_text, cli_type=str | None, help=TRIALS_HELP)
+    design: Design = option(None, record=as_items, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
+    runs: Sizes = option("1", record=as_text, cli_type=str,
+                         help="Sessions each subject plays, pooled in the fit (comma list; experiments that pool "
+                              "sessions).")
     reps: int = option(100, min=1, help="Simulated data sets.")
 
 
@@ -92,20 +93,20 @@ class RecoverFit:
     method: str = option("mle", help="mle or hierarchical.")
     sampler: str = option("prior", help="prior (hierarchical prior) or uniform (--population: the population's "
                                         "draws).")
-    fix: Assignments = option(None, cli_type=list[str] | None, flags=("--fix",),
+    fix: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--fix",),
                               help="Hold model parameter NAME=VALUE fixed.")
-    params: Assignments = option(None, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
+    params: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
     draws: int = option(1000, min=1, help="Posterior draws per chain (hierarchical).")
     chains: int = option(4, min=1, help="Chains (hierarchical).")
     lapse: str = option("none", flags=("--lapse",),
                         help="Lapse term of the fitted model: none, fit (rate fitted) or fixed=E.")
     precision: Assignments = option(
-        None, cli_type=list[str] | None, flags=("--precision",),
+        None, record=as_items, cli_type=list[str] | None, flags=("--precision",),
         help="PARAM=HALFWIDTH (repeatable): the tolerance a recovered estimate must meet; the verdict calls PARAM "
              "recovered well only where a share >= --assurance of the estimates lies within it. Default: none (r, "
              "RMSE and bias reported, r >= 0.8 convention named).")
     assurance: float = option(0.9, min=0.0, max=1.0, help="Assurance Q of --precision.")
-    population: Any = option(None, cli_type=str | None, flags=("--population",), help=POPULATION_HELP)
+    population: Any = option(None, record=as_name, cli_type=str | None, flags=("--population",), help=POPULATION_HELP)
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,8 @@ class RecoverRequest:
     """Parameter recovery, as ``cogtestbed recover`` and :func:`cogtestbed.recover` take it."""
 
     model: str = option(argument=True, help="Model name, e.g. rw-pm or cbn-3p.")
-    experiment: Any = option(None, cli_type=str | None, flags=("--experiment", "-e"), help=EXPERIMENT_HELP)
+    experiment: Any = option(None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
+                             help=EXPERIMENT_HELP)
     sizes: RecoverSizes = group(RecoverSizes, "Sizes")
     fit: RecoverFit = group(RecoverFit, "Truth and fit")
     lapses: Lapses = group(Lapses, "Lapses")
@@ -126,8 +128,8 @@ class ModelRecoverySizes:
     """The simulated data sets."""
 
     subjects: int = option(30, min=1, help="")
-    trials: Sizes = option(None, cli_type=int | None, help=ONE_TRIALS_HELP)
-    design: Design = option(None, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
+    trials: Sizes = option(None, record=as_text, cli_type=int | None, help=ONE_TRIALS_HELP)
+    design: Design = option(None, record=as_items, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
     runs: int = option(1, min=1, help="Sessions per subject (experiments that pool sessions).")
     reps: int = option(50, min=1, help="")
 
@@ -136,7 +138,7 @@ class ModelRecoverySizes:
 class HierarchicalFit:
     """The fit (the hierarchical one's draws and chains)."""
 
-    params: Assignments = option(None, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
+    params: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
     draws: int = option(500, min=1, help="Posterior draws per chain (hierarchical).")
     chains: int = option(2, min=1, help="Chains (hierarchical).")
 
@@ -146,7 +148,8 @@ class ModelRecoveryRequest:
     """Model recovery, as ``cogtestbed model-recovery`` and :func:`cogtestbed.model_recovery` take it."""
 
     models: Sequence[str] = option(cli_type=list[str], argument=True, help="Candidate models, e.g. rw rw-pm.")
-    experiment: Any = option(None, cli_type=str | None, flags=("--experiment", "-e"), help=EXPERIMENT_HELP)
+    experiment: Any = option(None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
+                             help=EXPERIMENT_HELP)
     sizes: ModelRecoverySizes = group(ModelRecoverySizes, "Sizes")
     method: str = option("mle", help="mle or hierarchical.")
     fit: HierarchicalFit = group(HierarchicalFit, "Fit")
@@ -158,8 +161,8 @@ class SbcSizes:
     """The simulated data sets (prior draws)."""
 
     subjects: int = option(20, min=1, help="")
-    trials: Sizes = option(None, cli_type=int | None, help=ONE_TRIALS_HELP)
-    design: Design = option(None, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
+    trials: Sizes = option(None, record=as_text, cli_type=int | None, help=ONE_TRIALS_HELP)
+    design: Design = option(None, record=as_items, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
     runs: int = option(1, min=1, help="Sessions per subject (experiments that pool sessions).")
     reps: int = option(100, min=1, help="Simulated data sets (prior draws).")
 
@@ -169,7 +172,8 @@ class SbcRequest:
     """Simulation-based calibration, as ``cogtestbed sbc`` and :func:`cogtestbed.sbc` take it."""
 
     model: str = option(argument=True, help="Model with a PyMC version, e.g. rw-pm or cbn-3p.")
-    experiment: Any = option(None, cli_type=str | None, flags=("--experiment", "-e"), help=EXPERIMENT_HELP)
+    experiment: Any = option(None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
+                             help=EXPERIMENT_HELP)
     sizes: SbcSizes = group(SbcSizes, "Sizes")
     fit: HierarchicalFit = group(HierarchicalFit, "Fit")
     backend: str = option("auto", help="NUTS implementation: auto, nutpie or pymc.")
@@ -181,7 +185,7 @@ class PowerTarget:
     """What the study must detect: a model parameter or contrast, a metric difference or a declared test."""
 
     effect: Mapping[str, float] | str | None = option(
-        None, cli_type=str | None,
+        None, record=as_items, cli_type=str | None,
         help="NAME=SIZE, a model parameter or contrast, e.g. optimism_bias=0.2 (0: the type-I error rate).")
     metric: str | None = option(None, help="Headline metric whose difference is detected.")
     compare: tuple[str, str] | None = option(
@@ -199,7 +203,7 @@ class PowerTarget:
              "--population the first group is the population's people, their number fixed).")
     # last: the field's name is the declaring function's, so no option() follows it in this class body
     option: Mapping[str, Any] | Sequence[str] | None = option(
-        None, cli_type=list[str] | None, flags=("--option",),
+        None, record=as_items, cli_type=list[str] | None, flags=("--option",),
         help="Metrics option NAME=VALUE of the experiment (repeatable; with --metric / --test), e.g. t2_bins=10.")
 
 
@@ -207,14 +211,14 @@ class PowerTarget:
 class PowerSizes:
     """The sizes each get a rate, and the simulated studies per size."""
 
-    subjects: Sizes = option("10,20,40,80", cli_type=str, help="Subjects grid (comma list; --effect).")
+    subjects: Sizes = option("10,20,40,80", record=as_text, cli_type=str, help="Subjects grid (comma list; --effect).")
     runs: Sizes = option(
-        None, cli_type=str | None,
+        None, record=as_text, cli_type=str | None,
         help="Runs grid (comma list): sessions per subject, pooled in its fit (--effect; default 1), or runs of the "
              "design each simulated study computes the test over, pooled (--test; default 1: one subject) or per "
              "setting (--metric; default 10).")
-    trials: Sizes = option(None, cli_type=str | None, help=TRIALS_HELP)
-    design: Design = option(None, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
+    trials: Sizes = option(None, record=as_text, cli_type=str | None, help=TRIALS_HELP)
+    design: Design = option(None, record=as_items, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
     sims: int = option(200, min=1, help="Simulated studies per cell.")
 
 
@@ -223,13 +227,13 @@ class PowerSubjects:
     """The simulated subjects and their fit."""
 
     method: str = option("mle", help="mle or hierarchical.")
-    base: Assignments = option(None, cli_type=list[str] | None, flags=("--base",),
+    base: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--base",),
                                help="Population median NAME=VALUE before the effect (repeatable).")
     sd_between: float = option(0.5, help="Between-subject SD, unconstrained scale.")
-    params: Assignments = option(None, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
+    params: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
     draws: int = option(500, min=1, help="Posterior draws per chain (hierarchical).")
     chains: int = option(2, min=1, help="Chains (hierarchical).")
-    population: Any = option(None, cli_type=str | None, flags=("--population",), help=POPULATION_HELP)
+    population: Any = option(None, record=as_name, cli_type=str | None, flags=("--population",), help=POPULATION_HELP)
 
 
 @dataclass(frozen=True)
@@ -237,7 +241,7 @@ class PowerRequest:
     """A power study, as ``cogtestbed power`` and :func:`cogtestbed.power` take it."""
 
     target: str = option(argument=True, help="Model (with --effect) or experiment (with --metric / --test).")
-    experiment: Any = option(None, cli_type=str | None, flags=("--experiment", "-e"),
+    experiment: Any = option(None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
                              help="Experiment (with --effect).")
     goal: PowerTarget = group(PowerTarget, "Target")
     sizes: PowerSizes = group(PowerSizes, "Sizes")
@@ -251,15 +255,16 @@ class PowerRequest:
 class MetricValidityRequest:
     """A metric's validity, as ``cogtestbed metric-validity`` and :func:`cogtestbed.metric_validity` take it."""
 
-    experiment: Any = option(cli_type=str, argument=True, help="Experiment name.")
+    experiment: Any = option(record=as_name, cli_type=str, argument=True, help="Experiment name.")
     metric: str = option(help="Headline metric.")
     agent: str = option(help="AGENT[:p=v,...]: the agent and its base setting.")
     parameter: str = option(help="Agent parameter swept.")
-    values: Sequence[float] | str = option(cli_type=str, help="Values of the parameter (comma list).")
+    values: Sequence[float] | str = option(record=as_text, cli_type=str, help="Values of the parameter (comma list).")
     direction: str = option("any", help="increasing, decreasing or any.")
-    runs: Sizes = option("10", cli_type=str, help="Runs (units) the metric is computed over (comma list).")
-    trials: Sizes = option(None, cli_type=str | None, help=TRIALS_HELP)
-    design: Design = option(None, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
+    runs: Sizes = option("10", record=as_text, cli_type=str,
+                         help="Runs (units) the metric is computed over (comma list).")
+    trials: Sizes = option(None, record=as_text, cli_type=str | None, help=TRIALS_HELP)
+    design: Design = option(None, record=as_items, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
     reps: int = option(20, min=1, help="Replications per value.")
     run: StudyRun = group(StudyRun, "Run and output")
 
@@ -268,7 +273,7 @@ class MetricValidityRequest:
 class DeclaredStudyRequest:
     """A study the experiment declares, as ``cogtestbed study`` and :func:`cogtestbed.study` take it."""
 
-    experiment: Any = option(cli_type=str, argument=True, help="Experiment name.")
+    experiment: Any = option(record=as_name, cli_type=str, argument=True, help="Experiment name.")
     name: str | None = option(None, argument=True, help="Declared study (omit to list them), e.g. metric-power or "
                                                         "recovery:1.")
     reps: int = option(20, min=1, help="Replications.")
@@ -340,7 +345,8 @@ class FitRequest:
     path: str | os.PathLike[str] = option(cli_type=Path, argument=True,
                                           help="Trial table (.parquet) or published data file.")
     output: str | os.PathLike[str] = option(cli_type=Path, flags=("--output", "-o"), help="Output directory.")
-    experiment: Any = option(None, cli_type=str | None, flags=("--experiment", "-e"), help=EXPERIMENT_HELP)
+    experiment: Any = option(None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
+                             help=EXPERIMENT_HELP)
     terms: FitTerms = group(FitTerms, None, defaults={"method": "hierarchical"})
     units: FitUnits = group(FitUnits, "Data and units")
     sampling: FitSampling = group(FitSampling, "Sampling")
@@ -367,15 +373,17 @@ class FormStudyRequest:
     the command line."""
 
     model: str = option(argument=True, cli=False, help="Model name, e.g. rw-pm.")
-    experiment: Any = option(None, cli=False, help=EXPERIMENT_HELP)
+    experiment: Any = option(None, record=as_name, cli=False, help=EXPERIMENT_HELP)
     subjects: int | str = option(50, cli=False, help="Subjects in all, split over the forms.")
     reps: int = option(100, cli=False, help="Simulated studies.")
-    params: Assignments = option(None, cli=False, help=PARAM_HELP)
+    params: Assignments = option(None, record=as_items, cli=False, help=PARAM_HELP)
     effect: Mapping[str, float] | str | None = option(
-        None, cli=False, help="NAME=SIZE: the forms-aware test's rejection rate beside the naive test's (0: the "
-                              "type-I error rate); without it the recovery of the form SD and its interval's coverage.")
-    design: Design = option(None, cli=False, help=DESIGN_HELP)
-    trials: Sizes = option(None, cli=False, help="Refused across forms: the design's trials field is set with design.")
+        None, record=as_items, cli=False,
+        help="NAME=SIZE: the forms-aware test's rejection rate beside the naive test's (0: the type-I error rate); "
+             "without it the recovery of the form SD and its interval's coverage.")
+    design: Design = option(None, record=as_items, cli=False, help=DESIGN_HELP)
+    trials: Sizes = option(None, record=as_text, cli=False,
+                           help="Refused across forms: the design's trials field is set with design.")
     level: float = option(0.05, cli=False, help="Test level alpha (two-sided).")
     seed: int = option(0, cli=False, help="Seed of the whole study.")
     forms: StudyForms = group(StudyForms, "Prompt forms")

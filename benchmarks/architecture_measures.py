@@ -305,7 +305,8 @@ def table_rows(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
         o = m["options"]
         by = ", ".join(f"{k} {v}" for k, v in o["cli_options_by_module"].items())
         typed = "a typed request" if o["typed_request"] else "no typed request"
-        return f"{o['cli_options_total']} in `cli/` ({by}); `ct.plan` {o['ct_plan_parameters']} parameters; {typed}"
+        return (f"{o['cli_options_total']} `typer.Option`/`Argument` calls in `cli/` ({by}); `ct.plan`'s `def` "
+                f"names {o['ct_plan_parameters']} parameters; {typed}")
 
     def largest(m: Mapping[str, Any]) -> str:
         s = m["sizes"]

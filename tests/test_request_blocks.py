@@ -1,7 +1,9 @@
-"""The ``request`` block of each workflow's output (issue 51, item 2): ``plan.json`` (tests of the plan),
-the run folder's ``run.json``, every study's ``summary.json`` and ``simulate``'s manifest record the
-options they were run with, made from the workflow's request (:func:`cogtestbed.request.request_block`),
-the same from the ``ct.`` function and from the command line for the same options."""
+"""The ``request`` block of each workflow's output (issue 51, item 2): ``plan.json``, ``precision.json``
+and ``adaptive.json`` of a plan, the run folder's ``run.json``, ``paired.json`` of two LLMs, a dry run's
+estimate, every study's ``summary.json`` and its printed ``--json``, ``fit``'s ``summary.json`` and
+``simulate``'s manifest record the options they were run with, made from the workflow's request
+(:func:`cogtestbed.request.request_block`), the same from the ``ct.`` function and from the command line
+for the same options."""
 
 from __future__ import annotations
 
@@ -39,16 +41,19 @@ def test_simulates_manifest_records_its_request_the_same_from_ct_and_the_command
     assert api["lapses"] == {"lapse_invalid": 0.0, "lapse_random": 0.1} and api["sessions"]["method"] == "batch"
 
 
-def test_a_studys_summary_records_its_request_the_same_from_ct_and_the_command_line(tmp_path: Path) -> None:
+def test_a_studys_summary_records_its_request_the_same_from_ct_and_the_command_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--subjects", "6", "--reps", "2", "--trials", "48", "--seed", "2", "--workers", "1"]
     assert run_cli(["recover", "rw", *args, "--json", "-o", str(tmp_path / "cli")]) == 0
+    printed = json.loads(capsys.readouterr().out)  # --json: Study.to_dict, with the same block
     study = ct.recover("rw", subjects=6, reps=2, trials=48, seed=2, workers=1, output=tmp_path / "api")
     cli, api = (json.loads((tmp_path / n / "summary.json").read_text())["request"] for n in ("cli", "api"))
     assert _without_output(cli) == _without_output(api)
     assert api["run"]["output"] == str(tmp_path / "api") and "as_json" not in api["run"]
     assert (api["model"], api["experiment"], api["sizes"]["subjects"], api["sizes"]["trials"], api["sizes"]["reps"],
             api["run"]["seed"], api["run"]["workers"], api["fit"]["method"]) == ("rw", None, "6", "48", 2, 2, 1, "mle")
-    assert study.result.request == api  # Study.save writes it again
+    assert study.result.request == api == study.to_dict()["request"]  # Study.save writes it again
+    assert printed["request"] == cli
 
 
 class _Called(Exception):
@@ -144,3 +149,80 @@ def test_simulates_design_is_typed_without_importing_an_environment() -> None:
     exp = ct.get_experiment(EXP)
     fixed = ct.simulate(EXP, "rw-pm", subjects=2, design=exp.design_cls(visits_per_casino=2))
     assert len(fixed) == len(ct.simulate(EXP, "rw-pm", subjects=2, design=["visits_per_casino=2"])) == 16
+
+
+def test_a_fits_summary_records_its_request_the_same_from_ct_and_the_command_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``cogtestbed fit -o DIR`` / ``ct.fit_and_save``: ``summary.json``'s ``request`` (and the printed ``--json``)."""
+    table = tmp_path / "t.parquet"
+    ct.simulate(EXP, "rw-pm", subjects=2, seed=1, design={"visits_per_casino": 2}, output=table)
+    assert run_cli(["fit", "rw-pm", str(table), "-o", str(tmp_path / "cli"), "--method", "mle", "--seed", "5",
+                    "--unit", "subject", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    returned = ct.fit_and_save(None, table, "rw-pm", output=tmp_path / "api", method="mle", seed=5, unit="subject")
+    cli, api = (json.loads((tmp_path / n / "summary.json").read_text())["request"] for n in ("cli", "api"))
+    assert printed["request"] == cli and returned["request"] == api
+    assert _without_output(cli) == _without_output(api)
+    assert (api["model"], api["path"], api["output"], api["terms"]["method"], api["sampling"]["seed"],
+            api["sampling"]["chains"], api["units"]["unit"], api["force"]) == (
+        "rw-pm", str(table), str(tmp_path / "api"), "mle", 5, 4, "subject", False)
+    assert "as_json" not in cli
+
+
+def test_a_dry_runs_estimate_records_its_request_the_same_from_ct_and_the_command_line(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    common = {"base_url": "http://127.0.0.1:9/v1", "allow_unpriced": True, "subjects": 2, "seed": 4,
+              "output": "unused", "dry_run": True}
+    assert run_cli(["run", EXP, "--llm", "openai:model-a", "--base-url", "http://127.0.0.1:9/v1", "--allow-unpriced",
+                    "--subjects", "2", "--seed", "4", "-o", "unused", "--dry-run"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    returned = ct.run(EXP, llm="openai:model-a", **common)
+    block = returned["request"]
+    assert printed["request"] == block and printed["calls"] == returned["calls"] > 0
+    assert (block["llms"]["llm"], block["sessions"]["subjects"], block["sessions"]["seed"], block["budget"]["dry_run"],
+            block["llms"]["base_url"]) == (["openai:model-a"], 2, 4, True, "http://127.0.0.1:9/v1")
+
+
+def test_paired_json_records_the_request_of_its_runs(tmp_path: Path) -> None:
+    """``paired.json`` of ``run --llm A --llm B``: the same block as each of its two runs' ``run.json``
+    (whose equality from ``ct.run`` and ``cogtestbed run`` is tested above), from the command line here."""
+    llms = ["hf:tiny-random", "hf:tiny-random-chat"]
+    assert run_cli(["run", EXP, *(a for m in llms for a in ("--llm", m)), "--subjects", "1", "--seed", "6",
+                    "--design", "visits_per_casino=2", "-o", str(tmp_path / "pair")]) == 0
+    block = json.loads((tmp_path / "pair" / "paired.json").read_text())["request"]
+    assert [_run_json(d)["request"] for d in sorted((tmp_path / "pair").glob("[12]-*"))] == [block, block]
+    assert (block["llms"]["llm"], block["sessions"]["seed"], block["sessions"]["subjects"],
+            block["sessions"]["design"], block["output"]) == (
+        llms, 6, 1, ["visits_per_casino=2"], str(tmp_path / "pair"))
+
+
+@pytest.mark.parametrize("kind", ["precision", "adaptive"])
+def test_a_precision_or_adaptive_plans_file_records_its_request(
+        monkeypatch, tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str) -> None:  # type: ignore[no-untyped-def]
+    """``precision.json`` (``plan --precision``) and ``adaptive.json`` (``plan --adaptive``): the plan's
+    ``request`` beside its payload, the same from ``ct.plan(...).save`` and ``plan -o``.  The planning is
+    replaced by a stub payload (the block does not depend on it; real plans are tested in test_sizes.py
+    and test_adaptive.py)."""
+    stub = ({"chosen": {"stub": True}}, "trials", kind)
+    if kind == "precision":
+        monkeypatch.setattr("cogtestbed.validation.design.request.run_plan", lambda *a, **k: stub)
+        exp, opts = EXP, {"model": "rw-pm", "precision": "optimism_bias=0.2", "subjects": "1:4"}
+        api_opts: dict[str, Any] = {**opts, "precision": {"optimism_bias": 0.2}, "subjects": (1, 4)}
+    else:
+        monkeypatch.setattr("cogtestbed.api.plan._plan_adaptive", lambda *a, **k: stub)
+        exp, opts = "temporal-discounting", {"adaptive": "k", "precision": "k=1.0", "trials": "1:12"}
+        api_opts = {**opts, "adaptive": ["k"]}
+    args = [a for k, v in opts.items() for a in ("--" + k, v)]
+    assert run_cli(["plan", exp, *args, "--seed", "13", "--json", "-o", str(tmp_path / "cli")]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    ct.plan(exp, **api_opts, seed=13).save(tmp_path / "api")
+    cli, api = (json.loads((tmp_path / n / f"{kind}.json").read_text()) for n in ("cli", "api"))
+    assert printed["request"] == cli["request"] == api["request"] and api["chosen"] == {"stub": True}
+    block = api["request"]
+    assert (block["experiment"], block["seed"], block["target"]["precision"]) == (
+        exp, 13, ["optimism_bias=0.2"] if kind == "precision" else ["k=1.0"])
+    if kind == "precision":
+        assert block["sizes"]["subjects"] == "1:4" and block["target"]["model"] == "rw-pm"
+    else:
+        assert block["adaptive_sessions"] == {"adaptive": "k", "adaptive_sims": 200} and block["sizes"]["trials"] == \
+            "1:12"

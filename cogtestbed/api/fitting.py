@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.api.checks import model_first, public
-from cogtestbed.request import api_values, build, derive_api, keyword
+from cogtestbed.request import api_values, build, derive_api, keyword, request_block
 from cogtestbed.validation.studies.study_options import FitRequest
 
 #: netCDF encoding of every numeric variable of ``posterior.nc``: zlib (deflate) level 4 after the
@@ -38,7 +38,9 @@ def fit_and_save(experiment: str | None, path: str | os.PathLike[str], model: st
     with the reason, ``flags`` says so, and their rows of ``subjects.csv`` are null; a table where
     none is identified is refused); on a table run
     across prompt forms, the crossed subject × form model on ``form_effects`` (default: every
-    parameter) and each between-form SD's posterior, ``form_sd``, and each form's effect).
+    parameter) and each between-form SD's posterior, ``form_sd``, and each form's effect); its
+    ``request``: the options it was given (:func:`cogtestbed.request.request_block` of the
+    :class:`~cogtestbed.validation.studies.study_options.FitRequest`).
 
     ``experiment``: None, the table's experiment column, else the one experiment declaring
     ``model`` (the argument order of :func:`cogtestbed.fit`; the earlier call form
@@ -54,7 +56,8 @@ def fit_and_save(experiment: str | None, path: str | os.PathLike[str], model: st
     from cogtestbed.outputs import atomic_write_bytes, output_dir
     from cogtestbed.registry import experiment_of
 
-    o = api_values(build(FitRequest, {**options, "experiment": experiment, "path": path, "model": model}))
+    req = build(FitRequest, {**options, "experiment": experiment, "path": path, "model": model})
+    o = api_values(req)
     (output, method, source, unit, separate_runs, draws, max_draws, chains, log_likelihood, seed, lapse, force,
      form_effects, sessions) = (o[k] for k in ("output", "method", "source", "unit", "separate_runs", "draws",
                                                 "max_draws", "chains", "log_likelihood", "seed", "lapse", "force",
@@ -79,6 +82,7 @@ def fit_and_save(experiment: str | None, path: str | os.PathLike[str], model: st
         else:
             payload.update(_hierarchical(cog, table, out, draws, chains, seed, payload["n_subjects"], log_likelihood,
                                          max_draws, say, form_effects))
+        payload["request"] = request_block(req)  # the options as given (the command line's and ct.'s alike)
         summary = out / "summary.json"
         atomic_write_bytes(summary, lambda tmp: tmp.write_text(json.dumps(payload, indent=1, default=str)))
     say(units.line())

@@ -504,8 +504,8 @@ def run(experiment: str | Any = None, **options: Any) -> Any:
 def _run_one(llm: str, output: Path, opts: dict[str, Any]) -> Any:
     """One LLM's run (or its dry run, or a sequential plan's looks)."""
     request, settings = planned_request(llm, output, opts)
-    if opts["dry_run"]:
-        return estimate_run(request)
+    if opts["dry_run"]:  # the estimate with the options it was given (``request``, as run.json's)
+        return {**estimate_run(request), **({"request": request.request} if request.request is not None else {})}
     if settings is not None and settings.get("sequential") is not None:  # a group-sequential plan: look by look
         from cogtestbed.api.looks import run_sequential
 
@@ -532,7 +532,8 @@ def _run_sequential_pair(llms: list[str], output: Path, opts: dict[str, Any]) ->
 
 def _run_paired(llms: list[str], output: Path, opts: dict[str, Any]) -> Any:
     """Both models on the same sessions (one run directory each), then ``paired.json``: the headline
-    metrics side by side with a paired test (:mod:`cogtestbed.validation.runs.paired`).  A dry run:
+    metrics side by side with a paired test (:mod:`cogtestbed.validation.runs.paired`) and the ``request``
+    block of the options given (:func:`cogtestbed.request.request_block`, as in each ``run.json``).  A dry run:
     each model's estimate; a budget stop of the first model ends the run before the second starts."""
     import json
 
@@ -550,6 +551,6 @@ def _run_paired(llms: list[str], output: Path, opts: dict[str, Any]) -> Any:
         return runs
     exp = get_experiment(opts["experiment"] or planned_request(llms[0], dirs[0], opts)[0].experiment)
     tables = {llm: read_trials(path / "trials.parquet") for llm, path in zip(llms, dirs, strict=True)}
-    report = paired_report(exp, tables)
+    report = {**paired_report(exp, tables), "request": opts["request"]}  # the options, as each run.json's
     (output / "paired.json").write_text(json.dumps(report, indent=1, default=float) + "\n")
     return PairedRun(runs, report)

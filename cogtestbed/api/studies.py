@@ -93,8 +93,8 @@ class Study:
     def to_dict(self) -> dict[str, Any]:
         """What the command prints with ``--json``: the summary (recovery: ``parameters``, or
         ``cells`` of several designs; ``confusion``, ``power``, ``sbc``, ...), the report written,
-        the verdict, the resolved designs (every field), the true parameters' distribution and the
-        seconds taken."""
+        the verdict, the resolved designs (every field), the true parameters' distribution, the
+        seconds taken and the ``request`` block of the options given (as ``summary.json``'s)."""
         from cogtestbed.validation.studies.report import resolved
 
         s, kind = self.summary, self.spec.kind
@@ -108,6 +108,8 @@ class Study:
             payload["report"] = str(self.files["report"])
         payload.update(verdict=self.verdict, designs=resolved(self.spec), true_parameters=self.spec.true_distribution,
                        seconds=self.result.seconds)
+        if getattr(self.result, "request", None) is not None:  # the options given, as summary.json's
+            payload["request"] = self.result.request
         return payload
 
     def plot(self, directory: str | os.PathLike[str] | None = None) -> Figures:

@@ -295,7 +295,8 @@ class FitSampling:
         help="Where a run fails only its ESS or R-hat checks (no divergences), sample again with twice the draws per "
              "chain, up to this many.")
     chains: int = option(4, min=1, help="Chains (hierarchical).")
-    seed: int = option(0, help="Seed of the whole study.")
+    seed: int = option(0, help="Seed of the hierarchical sampler's chains (the MLE starts from a fixed grid and "
+                               "uses none).")
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ the sampler's leapfrog steps (one log-likelihood-and-gradient evaluation each), 
 divergences, max R-hat and min bulk/tail ESS of the free variables, and the population medians.
 
     python benchmarks/studies/spektor_fit_profile.py 20 --draws 200 --chains 2
-    python benchmarks/studies/spektor_fit_profile.py 60 --draws 300 --chains 2
+    python benchmarks/studies/spektor_fit_profile.py 60 --draws 300 --chains 2 [--centred none] [--target-accept 0.98]
 
 Participants: the seeded random subset of ``build_populations.py`` (0: all 282).  Draws = tuning steps.
 """
@@ -35,19 +35,26 @@ def main() -> None:
     ap.add_argument("subjects", type=int)
     ap.add_argument("--draws", type=int, default=200)
     ap.add_argument("--chains", type=int, default=2)
+    ap.add_argument("--centred", default="",
+                    help="parameters sampled centred, comma-separated (default: the model's; none)")
+    ap.add_argument("--target-accept", type=float, default=0.9)
     args = ap.parse_args()
     import arviz as az
     import nutpie
 
     table, which = bp.table_of(bp.POPULATIONS["spektor2024"], args.subjects or None)
     stamp(f"{len(table)} choices of {which}")
-    pm_model = ct.get_experiment("risky-choice").model("prospect-theory").pymc_model(table, True)
+    model = ct.get_experiment("risky-choice").model("prospect-theory")
+    if args.centred:
+        type(model).centred_parameters = tuple(c for c in args.centred.split(",") if c != "none")
+    pm_model = model.pymc_model(table, True)
     stamp("PyMC model built")
     with strict_float():
         compiled = nutpie.compile_pymc_model(pm_model)
     stamp(f"compiled for nutpie ({compiled.n_dim} dimensions)")
     idata = nutpie.sample(compiled, draws=args.draws, tune=args.draws, chains=args.chains, seed=0,
-                          cores=min(args.chains, 2), target_accept=0.9, progress_bar=False, store_divergences=False)
+                          cores=min(args.chains, 2), target_accept=args.target_accept, progress_bar=False,
+                          store_divergences=False)
     stamp(f"sampled {args.chains} chains x {args.draws} tuning + {args.draws} draws")
     stats = idata.sample_stats
     steps = int(stats["n_steps"].sum())

@@ -108,6 +108,22 @@ def test_small_fit_runs_with_diagnostics() -> None:
     assert np.isfinite(loo(fit, by_subject=False).elpd_loo)
 
 
+def test_compiled_key_tells_subject_counts_apart_under_complete_pooling() -> None:
+    """Complete pooling samples and stores no per-subject variable, so its sampled shapes are the same
+    for 6 subjects and 4: only the subject count the builder wrote into the graph (``pt.ones(n)``)
+    tells them apart, and the compiled-model key holds it (issue 54), so a 4-subject table never runs
+    on a 6-subject compilation."""
+    from cogtestbed.inference.hierarchical_sampling import _compiled_key, _stored_shapes
+
+    six = simulate_synthetic_humans(np.random.default_rng(3), n_subjects=6)
+    four = six[six["subject"].isin(six["subject"].unique()[:4])]
+    complete = {n: ch.build_model(t, "3p", "complete") for n, t in ((6, six), (4, four))}
+    assert _stored_shapes(complete[6]) == _stored_shapes(complete[4])
+    assert _compiled_key(complete[6], "", True) != _compiled_key(complete[4], "", True)
+    again = ch.build_model(six.copy(), "3p", "complete")
+    assert _compiled_key(again, "", True) == _compiled_key(complete[6], "", True)
+
+
 def test_sbc_summary_uniform_and_skewed() -> None:
     rng = np.random.default_rng(0)
     n = 400

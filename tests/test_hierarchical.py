@@ -102,6 +102,53 @@ def test_same_seed_same_posterior_and_cached_compilation() -> None:
     assert not np.array_equal(a.idata.posterior["alpha"], c.idata.posterior["alpha"])
 
 
+def _short(trials: pd.DataFrame, every: int = 7) -> pd.DataFrame:
+    """``trials`` with every ``every``-th answer invalid: the same subjects, fewer observations."""
+    short = trials.copy()
+    short.loc[short.index[::every], "valid"] = False
+    return short
+
+
+def test_compiled_key_holds_what_a_compilation_fixes_and_not_the_observation_count() -> None:
+    """Tables with other answers or another number of observations share a compiled model; another
+    subject count (the length of the sampled vector) or pooling does not (issue 54)."""
+    from cogtestbed.inference.hierarchical_sampling import _compiled_key
+
+    rw = EXP.model("rw")
+
+    def key(trials: pd.DataFrame, hierarchical: bool = True) -> tuple:
+        return _compiled_key(rw.pymc_model(trials, hierarchical), rw.name, hierarchical)
+
+    full, short = _trials(5, 1), _short(_trials(5, 1))
+    n = {len(rw.pymc_model(t).coords["obs"]) for t in (full, short)}
+    assert len(n) == 2  # the short table has fewer observations
+    assert key(full) == key(_trials(5, 2)) == key(short)
+    assert key(full) != key(_trials(6, 1)) and key(full) != key(full, hierarchical=False)
+
+
+def test_a_reused_compilation_draws_what_a_fresh_one_draws_on_a_shorter_table() -> None:
+    """A fit on the compilation of a longer table (same seed) gives exactly the draws and the
+    pointwise log-likelihood of a fit on its own fresh compilation (issue 54)."""
+    from cogtestbed.inference import hierarchical_sampling as hs
+
+    model, full, short = EXP.model("rw"), _trials(5, 1), _short(_trials(5, 1))
+    fit_hierarchical(model, full, draws=50, tune=50, chains=1, seed=4, warn=False, log_likelihood=False)
+    key = hs._compiled_key(model.pymc_model(short, True), model.name, True)
+    compiled = hs._COMPILED[key]  # the full table's compilation serves the short one
+    reused = fit_hierarchical(model, short, draws=50, tune=50, chains=1, seed=4, warn=False)
+    assert hs._COMPILED[key] is compiled
+    del hs._COMPILED[key]
+    fresh = fit_hierarchical(model, short, draws=50, tune=50, chains=1, seed=4, warn=False)
+    assert hs._COMPILED[key] is not compiled
+    n_obs = int(short["valid"].sum())
+    assert reused.idata.log_likelihood["choice"].shape == (1, 50, n_obs)
+    for group in ("posterior", "log_likelihood"):
+        for name, values in fresh.idata[group].items():
+            np.testing.assert_array_equal(reused.idata[group][name].values, values.values)
+    assert not np.array_equal(reused.idata.posterior["alpha"], fit_hierarchical(
+        model, full, draws=50, tune=50, chains=1, seed=4, warn=False, log_likelihood=False).idata.posterior["alpha"])
+
+
 def test_convergence_warning_names_failed_thresholds() -> None:
     diag = Diagnostics(1.2, 10.0, 50.0, 3, 2, 100, 1.0, "x", pd.DataFrame())
     assert not diag.ok

@@ -35,7 +35,8 @@ def test_every_numba_function_of_a_compiled_model_is_strict() -> None:
     before = config.numba__fastmath
     with strict_float():
         assert config.numba__fastmath is False
-        compiled = hierarchical_sampling._nutpie_compiled(pm_model, model.name, True)
+        compiled = hierarchical_sampling._nutpie_compiled(
+            pm_model, hierarchical_sampling._compiled_key(pm_model, model.name, True))
     assert config.numba__fastmath == before
     for fn in (compiled.logp_func, compiled.expand_func):
         assert fn.vm.jit_fn.targetoptions["fastmath"] is False
@@ -99,3 +100,69 @@ def test_cold_and_warm_caches_give_the_same_draws(experiment: str, model: str) -
     for method in ("hierarchical", "mle"):
         digests = [row["digest"] for row in rows if row["method"] == method]
         assert len(digests) == 2 and digests[0] == digests[1], (method, rows)
+
+
+def test_numba_ids_are_drawn_at_random_and_pytensor_caches_them_apart() -> None:
+    """After :func:`unique_numba_symbols` (which ``strict_float`` calls) numba numbers the functions it
+    compiles with random 128-bit ids, not 1, 2, 3, …, and PyTensor's numba cache is the folder of its own."""
+    from numba.core.bytecode import FunctionIdentity
+    from pytensor.link.numba import cache
+
+    from cogtestbed.inference.reproducible import UNIQUE_CACHE, unique_numba_symbols
+
+    with strict_float():
+        pass
+    unique_numba_symbols()  # a second call changes nothing
+    ids = [next(FunctionIdentity._unique_ids) for _ in range(3)]
+    assert len(set(ids)) == 3 and max(ids) > 2**64 and sorted(ids) != list(range(ids[0], ids[0] + 3))
+    assert cache.NUMBA_CACHE_PATH.name == UNIQUE_CACHE and cache.NUMBA_CACHE_PATH.is_dir()
+
+
+#: One process's fits for the cache-collision test: each compiles the models named on its command line,
+#: then prints the return code and log density of nutpie's compiled C function at 0 and PyTensor's.
+_COMPILE_AND_CALL = """
+import ctypes, sys
+import numpy as np, nutpie
+sys.path.insert(0, {tests!r})
+from test_hierarchical import EXP, _trials
+from cogtestbed.inference.reproducible import strict_float
+for arg in sys.argv[1:]:
+    name, n = arg.split(":")
+    with strict_float():
+        compiled = nutpie.compile_pymc_model(EXP.model(name).pymc_model(_trials(int(n), 1), True))
+    x, grad, logp = np.zeros(compiled.n_dim), np.zeros(compiled.n_dim), np.zeros(())
+    dbl = ctypes.POINTER(ctypes.c_double)
+    rc = compiled.compiled_logp_func.ctypes(compiled.n_dim, x.ctypes.data_as(dbl), grad.ctypes.data_as(dbl),
+                                            logp.ctypes.data_as(dbl), ctypes.c_void_p(compiled.user_data.ctypes.data))
+    print(arg, rc, repr(float(logp)), repr(float(compiled.logp_func(x)[0])))
+"""
+
+
+@pytest.mark.slow
+def test_models_cached_by_two_processes_run_their_own_graphs_in_a_third(tmp_path: Path) -> None:
+    """Two fresh processes each compile another model first (with numba's counted ids both graphs were
+    ``numba_funcified_fgraph`` number 27), and a third, loading both from the PyTensor cache they filled,
+    runs each model's own log density in nutpie's C function: return code 0 and PyTensor's value (before
+    :func:`unique_numba_symbols`, RW with 5 subjects ran RW±'s graph: error code 1, "All initialization
+    points failed" in a fit)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    script = tmp_path / "compile_and_call.py"
+    script.write_text(_COMPILE_AND_CALL.format(tests=str(root / "tests")))
+    env = {**os.environ, "PYTENSOR_FLAGS": f"base_compiledir={tmp_path / 'pytensor'}",
+           "PYTHONPATH": str(root)}
+
+    def run(*models: str) -> list[list[str]]:
+        out = subprocess.run([sys.executable, str(script), *models], env=env, capture_output=True, text=True,
+                             check=True, timeout=900).stdout
+        return [line.split() for line in out.splitlines() if line.split()[:1] and ":" in line.split()[0]]
+
+    run("rw-pm:8")
+    run("rw:5")
+    rows = run("rw-pm:8", "rw:5")
+    assert [row[0] for row in rows] == ["rw-pm:8", "rw:5"]
+    for _, rc, c_logp, py_logp in rows:
+        assert rc == "0" and float(c_logp) == float(py_logp), rows

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from cogtestbed.inference.reproducible import unique_numba_symbols
+
 
 # ----------------------------------------------------------------------------- numba likelihood op
 def pointwise_loglik_op(kernel: Any, name: str) -> Any:
@@ -165,6 +167,8 @@ def _define_segment_sum() -> Any:
 def _PointwiseLogLik(kernel: Any, name: str) -> Any:
     global _OP_CLASS
     if _OP_CLASS is None:
+        # before any graph with the Op is compiled: symbols no other process's cache entry shares
+        unique_numba_symbols()
         _OP_CLASS = _define_op()
     return _OP_CLASS(kernel, name)
 

@@ -108,7 +108,8 @@ def fit_hierarchical(
     cores = cores or min(chains, 2)
     start = time.perf_counter()
     free = [v.name for v in pm_model.free_RVs]
-    run = functools.partial(_sample, pm_model, use, model, hierarchical, tune=tune, chains=chains, seed=seed,
+    key = _compiled_key(pm_model, getattr(model, "name", id(model)), hierarchical) if use == "nutpie" else None
+    run = functools.partial(_sample, pm_model, use, model, key, tune=tune, chains=chains, seed=seed,
                             cores=cores, target_accept=target_accept, progressbar=progressbar)
     idata = run(draws)
     diag = diagnose(idata, float("nan"), use, var_names=free)
@@ -151,9 +152,10 @@ def _sampler_to_use(sampler: str) -> str:
     return use
 
 
-def _sample(pm_model: Any, use: str, model: Any, hierarchical: bool, draws: int, *, tune: int, chains: int,
-            seed: int, cores: int, target_accept: float, progressbar: bool) -> Any:
-    """One sampler run of ``draws`` per chain (nutpie on the cached compiled model, or PyMC's NUTS)."""
+def _sample(pm_model: Any, use: str, model: Any, key: tuple[Any, ...] | None, draws: int, *, tune: int,
+            chains: int, seed: int, cores: int, target_accept: float, progressbar: bool) -> Any:
+    """One sampler run of ``draws`` per chain (nutpie on the compiled model of ``key``, :func:`_compiled_key`,
+    cached or compiled, or PyMC's NUTS)."""
     import pymc as pm
 
     from cogtestbed.progress import for_sampling, nutpie_progress, pymc_callback
@@ -163,12 +165,11 @@ def _sample(pm_model: Any, use: str, model: Any, hierarchical: bool, draws: int,
         f"sampling {getattr(model, 'name', '') or 'the model'} ({chains} chains x {tune} tune + {draws} draws)")
     if progress is not None:  # the up-front estimate, before the set-up
         units = (tune + draws) * chains / max(1, min(chains, cores)) * _n_observed(pm_model)
-        progress.expect(f"{use}:{_kind_name(model, pm_model)}", units,
-                        compiled=use == "nutpie" and _compiled_key(pm_model, getattr(model, "name", id(model)),
-                                                                   hierarchical) in _COMPILED)
+        progress.expect(f"{use}:{_kind_name(model, pm_model)}", units, compiled=key in _COMPILED)
     if use == "nutpie":
+        assert key is not None, "fit_hierarchical keys every nutpie fit"
         with strict_float():
-            compiled = _nutpie_compiled(pm_model, getattr(model, "name", id(model)), hierarchical)
+            compiled = _nutpie_compiled(pm_model, key)
         import nutpie
 
         # nutpie's own bar only where the caller asks for it (progressbar=True); with a reporter open, its
@@ -203,17 +204,20 @@ def _more_draws_help(diag: Diagnostics) -> bool:
 _COMPILED: dict[Any, Any] = {}
 
 
-def _nutpie_compiled(pm_model: Any, name: Any, hierarchical: bool) -> Any:
-    """nutpie-compiled model, reused across fits with data of the same shapes.
+def _nutpie_compiled(pm_model: Any, key: tuple[Any, ...]) -> Any:
+    """nutpie-compiled model of :func:`_compiled_key` ``key``, reused across fits whose models share it.
 
-    Compiling a model to numba takes seconds; a recovery or SBC study refits one model to
-    many data sets of one shape.  The data live in ``pm.Data`` containers, so a cached
-    compilation is pointed at the new arrays with nutpie's ``with_data``.
+    Compiling a model to numba takes 5-25 CPU-seconds; a recovery or SBC study refits one model to
+    many data sets, an adaptive design or a table with invalid answers gives each data set its own
+    number of observations.  The data live in ``pm.Data`` containers, so a cached compilation is
+    pointed at the new arrays (and at the new lengths of the coordinates, where its graph reads
+    them) with nutpie's ``with_data``.
     """
     import nutpie
 
     data = {d.name: d.get_value() for d in pm_model.data_vars}
-    key = _compiled_key(pm_model, name, hierarchical)
+    data.update({k: v.get_value() for k, v in pm_model.dim_lengths.items()
+                 if hasattr(v, "get_value") and k not in data})
     if key not in _COMPILED:
         if len(_COMPILED) > 8:
             _COMPILED.clear()
@@ -229,15 +233,34 @@ def _nutpie_compiled(pm_model: Any, name: Any, hierarchical: bool) -> Any:
 
 
 def _compiled_key(pm_model: Any, name: Any, hierarchical: bool) -> tuple[Any, ...]:
-    """The key of a compiled model in :data:`_COMPILED`: models equal in it share one compilation."""
+    """The key of a compiled model in :data:`_COMPILED`: models equal in it share one compilation.
+
+    What a nutpie compilation fixes, and nothing else: the graph (the names and the free variables;
+    a bare pm.Model has name "", and an optional ``cogtestbed_key`` set by the builder keeps pooling
+    variants apart), the shapes of the variables it samples and stores (:func:`_stored_shapes`), every
+    constant of the graph (:func:`_constant_digest`), and each ``pm.Data`` array's rank, dtype and
+    which of its axes have length 1 (a broadcast pattern) but not its lengths: nutpie's compiled
+    functions read each shared array's shape when called (``with_data`` checks only the rank), so a
+    table with another number of observations (an adaptive design, invalid answers, belief cells)
+    reuses the compilation (:func:`_nutpie_compiled`)."""
     data = {d.name: d.get_value() for d in pm_model.data_vars}
-    # A bare pm.Model has name "": the free variables (and an optional ``cogtestbed_key`` set by
-    # the builder) keep different models with equal data shapes (e.g. pooling variants) apart.
     return (name, hierarchical, getattr(pm_model, "cogtestbed_key", None),
             tuple(v.name for v in pm_model.free_RVs),
-            tuple(sorted((k, v.shape, str(v.dtype)) for k, v in data.items())),
-            tuple(sorted((k, len(v)) for k, v in pm_model.coords.items())),
+            tuple(sorted((k, v.ndim, tuple(n == 1 for n in v.shape), str(v.dtype)) for k, v in data.items())),
+            _stored_shapes(pm_model),
             _constant_digest(pm_model))
+
+
+def _stored_shapes(pm_model: Any) -> tuple[Any, ...]:
+    """The shapes of the variables nutpie samples and stores, as its compilation computes and fixes
+    them (a subject count, a cell count); with a nutpie that computes them otherwise, the lengths of
+    every data array and coordinate (no reuse across observation counts)."""
+    try:
+        from nutpie.compile_pymc import _compute_shapes
+    except ImportError:  # pragma: no cover - another nutpie
+        return (tuple(sorted((d.name, d.get_value().shape) for d in pm_model.data_vars)),
+                tuple(sorted((k, len(v)) for k, v in pm_model.coords.items())))
+    return tuple(sorted((k, tuple(int(n) for n in np.atleast_1d(v))) for k, v in _compute_shapes(pm_model).items()))
 
 
 def _kind_name(model: Any, pm_model: Any) -> str:
@@ -258,22 +281,25 @@ def _n_observed(pm_model: Any) -> int:
 
 
 def _constant_digest(pm_model: Any) -> str:
-    """SHA-256 of the graph's constants (observed arrays and index arrays given as numpy rather
-    than ``pm.Data``): ``with_data`` cannot re-point those, so they must be part of the key."""
+    """SHA-256 of every constant of the model's log density and stored variables, each with its
+    dtype and shape: observed and index arrays given as numpy rather than ``pm.Data``, and numbers a
+    builder wrote into the graph (a subject count in ``pt.ones(n)``, where no sampled variable has
+    that length): ``with_data`` cannot re-point those, so they must be part of the key."""
     import hashlib
 
+    from pytensor.graph.basic import Constant
     from pytensor.graph.traversal import ancestors
-    from pytensor.tensor.variable import TensorConstant
 
-    outputs = [*pm_model.observed_RVs, *pm_model.deterministics, *pm_model.free_RVs]
+    outputs = [pm_model.logp(), *pm_model.observed_RVs, *pm_model.deterministics, *pm_model.free_RVs]
     digest = hashlib.sha256()
     for var in ancestors(outputs):
-        if isinstance(var, TensorConstant) and var.data.size > 1:
-            digest.update(np.ascontiguousarray(var.data).tobytes())
-    for rv in pm_model.observed_RVs:
-        value = pm_model.rvs_to_values[rv]
-        if isinstance(value, TensorConstant):
-            digest.update(np.ascontiguousarray(value.data).tobytes())
+        if isinstance(var, Constant):
+            data = var.data
+            if isinstance(data, np.ndarray | np.generic):
+                digest.update(f"{data.dtype}{data.shape};".encode())
+                digest.update(np.ascontiguousarray(data).tobytes())
+            else:
+                digest.update(f"{type(data).__name__}:{data!r};".encode())
     return digest.hexdigest()
 
 

@@ -53,8 +53,56 @@ def strict_float() -> Iterator[None]:
     fast-math anyway)."""
     from pytensor import config
 
+    unique_numba_symbols()
     with config.change_flags(numba__fastmath=False):
         yield
+
+
+#: The folder, beside PyTensor's own ``base_compiledir/numba``, of the numba functions compiled once
+#: :func:`unique_numba_symbols` numbers them at random (none from a process that counted 1, 2, 3, …).
+UNIQUE_CACHE = "numba-unique-ids"
+
+
+def unique_numba_symbols() -> None:
+    """Give every numba function compiled from here on a random 128-bit id, and point PyTensor's numba
+    cache at :data:`UNIQUE_CACHE`, where every entry was compiled so (idempotent; nothing is done where
+    PyTensor draws the ids itself, from 2.38.3).
+
+    Why: numba names a compiled function's machine-code symbol after its module, qualified name,
+    argument types and an id from a per-process counter (1, 2, 3, …).  PyTensor writes the graphs it
+    compiles to one on-disk cache and names them all ``numba_funcified_fgraph`` (its Ops' wrappers
+    share names too), so two processes that each compiled a different model first gave both the same
+    symbol, and a process that loaded both from the cache linked one body for both (LLVM merges
+    symbols of one name): nutpie's log density of one model ran the other model's graph (measured:
+    RW± with 8 subjects, then RW with 5, "All initialization points failed … Logp function returned
+    error: ErrorCode(1)"; where the shapes agree, it would compute another model's density without
+    an error).  numba issue 10486; PyTensor 2.38.3 draws the ids at random the same way, but the
+    lock's numba 0.68 is above its bound.  The entries of the shared folder written by counting
+    processes keep their colliding names, hence the folder of its own."""
+    import itertools
+
+    from numba.core.bytecode import FunctionIdentity
+    from pytensor.link.numba import cache
+
+    if not isinstance(FunctionIdentity._unique_ids, itertools.count):
+        return
+    folder = cache.NUMBA_CACHE_PATH.parent / UNIQUE_CACHE
+    folder.mkdir(parents=True, exist_ok=True)
+    cache.NUMBA_CACHE_PATH = folder
+    FunctionIdentity._unique_ids = _RandomIds()  # type: ignore[assignment]
+
+
+class _RandomIds:
+    """An endless iterator of random 128-bit integers (``uuid4``: fresh entropy at every call, so a
+    forked process draws its own), numba's function ids after :func:`unique_numba_symbols`."""
+
+    def __iter__(self) -> _RandomIds:
+        return self
+
+    def __next__(self) -> int:
+        import uuid
+
+        return uuid.uuid4().int
 
 
 def draws_digest(fit: Any) -> str:
@@ -91,4 +139,4 @@ def table_digest(table: pd.DataFrame) -> str:
     return digest.hexdigest()
 
 
-__all__ = ["TIMING_STATS", "draws_digest", "strict_float", "table_digest"]
+__all__ = ["TIMING_STATS", "UNIQUE_CACHE", "draws_digest", "strict_float", "table_digest", "unique_numba_symbols"]

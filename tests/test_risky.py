@@ -19,7 +19,6 @@ from cogtestbed.environments.risky import (
 )
 from cogtestbed.inference.risky import (
     MODELS,
-    PT_PARAMETERS,
     VALUE_ANCHOR,
     choice_shares,
     magnitude_ids,
@@ -155,22 +154,6 @@ def test_hierarchical_gradient_is_the_same_in_numba_and_python() -> None:
     numba = pm_model.compile_fn(pm_model.dlogp(), inputs=pm_model.value_vars, mode="NUMBA", point_fn=False)
     python = pm_model.compile_fn(pm_model.dlogp(), inputs=pm_model.value_vars, point_fn=False)
     np.testing.assert_allclose(numba(*values), python(*values), rtol=1e-10, atol=1e-10)
-
-
-def test_hierarchical_prospect_theory_is_sampled_centred() -> None:
-    """Every PT parameter is sampled centred (``{p}_u ~ Normal({p}_mu, {p}_sigma)``, no ``{p}_z``
-    offsets), and the subject values are the constrained ``{p}_u``: ``lambda = exp(lambda_u)`` etc."""
-    table = simulate(get_experiment("risky-choice"), "prospect-theory", 3, 2)
-    pm_model = MODELS["prospect-theory"].pymc_model(table, True)
-    free = {v.name for v in pm_model.free_RVs}
-    assert {"lambda_u", "alpha_u", "theta_u"} <= free and not {n for n in free if n.endswith("_z")}
-    point = pm_model.initial_point()
-    point["lambda_u"] = np.array([-0.5, 0.0, 0.7])
-    lambda_of_values = pm_model.replace_rvs_by_values([pm_model["lambda"]])[0]
-    lambda_u = pm_model.rvs_to_values[pm_model["lambda_u"]]
-    got = pm_model.compile_fn(lambda_of_values, inputs=[lambda_u], point_fn=False)(point["lambda_u"])
-    lam = PT_PARAMETERS["lambda"]
-    np.testing.assert_allclose(got, [lam.to_constrained(u) for u in (-0.5, 0.0, 0.7)], rtol=1e-12)
 
 
 def test_loss_averse_decider_avoids_the_riskier_symmetric_lottery() -> None:

@@ -8,7 +8,7 @@ machine, and its population's ``source`` says so.
 
     python benchmarks/studies/build_populations.py cogbench-instrumental
     python benchmarks/studies/build_populations.py shahar2019 [--subjects N]
-    python benchmarks/studies/build_populations.py spektor2024 [--subjects N] [--draws D --max-draws M]
+    python benchmarks/studies/build_populations.py spektor2024 [--subjects N] [--draws D --max-draws M] [--centred]
 
 The population is written only when its fit passes the gate; otherwise the script prints the fit's
 diagnostics and says it wrote nothing.  Every run prints the fit's diagnostics (max R-hat, min bulk
@@ -86,12 +86,17 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=None, help="draws (and tuning steps) per chain (default: the build's)")
     ap.add_argument("--max-draws", type=int, default=None, help="doubling limit (default: the build's)")
     ap.add_argument("--output", type=Path, default=None, help="default: the package's populations folder")
+    ap.add_argument("--centred", action="store_true",
+                    help="sample every parameter centred (the model's own setting otherwise)")
     args = ap.parse_args()
     build = POPULATIONS[args.name]
     subjects = build.subjects if args.subjects is None else (args.subjects or None)
     table, which = table_of(build, subjects)
     draws = args.draws or build.draws
     out = args.output or shipped_directory() / f"{args.name}.json"
+    if args.centred:
+        model = type(ct.get_experiment(build.experiment).model(build.model))
+        model.centred_parameters = tuple(model.parameters.names)  # type: ignore[misc]
     start, cpu = time.perf_counter(), time.process_time()
     pop = ct.build_population(build.experiment, table, model=build.model, name=args.name,
                               source=f"{build.source}; {which}", draws=draws, chains=build.chains,

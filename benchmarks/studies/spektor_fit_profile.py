@@ -4,7 +4,8 @@ the sampler's leapfrog steps (one log-likelihood-and-gradient evaluation each), 
 divergences, max R-hat and min bulk/tail ESS of the free variables, and the population medians.
 
     python benchmarks/studies/spektor_fit_profile.py 20 --draws 200 --chains 2
-    python benchmarks/studies/spektor_fit_profile.py 60 --draws 300 --chains 2 [--centred none] [--target-accept 0.98]
+    python benchmarks/studies/spektor_fit_profile.py 60 --draws 300 --chains 2 [--centred lambda,alpha,theta]
+    python benchmarks/studies/spektor_fit_profile.py 0 --draws 60 --chains 1 --target-accept 0.98
 
 Participants: the seeded random subset of ``build_populations.py`` (0: all 282).  Draws = tuning steps.
 """
@@ -36,7 +37,7 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=200)
     ap.add_argument("--chains", type=int, default=2)
     ap.add_argument("--centred", default="",
-                    help="parameters sampled centred, comma-separated (default: the model's; none)")
+                    help="parameters sampled centred, comma-separated (default: none, the model's own)")
     ap.add_argument("--target-accept", type=float, default=0.9)
     args = ap.parse_args()
     import arviz as az
@@ -46,7 +47,7 @@ def main() -> None:
     stamp(f"{len(table)} choices of {which}")
     model = ct.get_experiment("risky-choice").model("prospect-theory")
     if args.centred:
-        type(model).centred_parameters = tuple(c for c in args.centred.split(",") if c != "none")
+        type(model).centred_parameters = tuple(args.centred.split(","))
     pm_model = model.pymc_model(table, True)
     stamp("PyMC model built")
     with strict_float():

@@ -291,13 +291,11 @@ class ProspectTheoryModel(_RiskyModel):
     #: participants (4 chains x 1,000 draws) had 4 divergent transitions in the ridge's curved tails
     #: (max R-hat 1.0055); a smaller step size is the remedy for divergences (Betancourt 2017).
     target_accept: ClassVar[float | None] = 0.98
-    #: Hierarchical fits sample every parameter centred (``{p}_u ~ Normal({p}_mu, {p}_sigma)``): Spektor
-    #: et al.'s participants made 98-352 choices each, enough to pin each one's values more tightly than
-    #: the population spread, where non-centred offsets correlate with the population means.  On 60 of
-    #: the 282 participants (2 chains x (300 + 300), target acceptance 0.9) centred sampling gave min bulk
-    #: ESS 140 and max R-hat 1.030 in 33 leapfrog steps an iteration against 9 and 1.180 in 43 non-centred
-    #: (``benchmarks/studies/spektor_fit_profile.py 60 --draws 300 --chains 2 [--centred ...]``).
-    centred_parameters: ClassVar[tuple[str, ...]] = ("lambda", "alpha", "theta")
+    #: Hierarchical fits keep the generic non-centred parameters.  Centred sampling was measured both
+    #: ways (docs/risky-choice.md, "Centred sampling"): better on 60 of Spektor et al.'s participants
+    #: (98-352 choices each: min bulk ESS 140 against 9), worse on 20 deciders drawn from the prior at
+    #: 98 trials (1-7 divergences, ESS 89-98 against 0 and 285-333; docs/benchmarks.md), so it is not
+    #: the default; ``benchmarks/studies/build_populations.py --centred`` fits a population centred.
 
 
 class ExpectedValueModel(_RiskyModel):

@@ -89,20 +89,15 @@ def unique_numba_symbols() -> None:
     folder = cache.NUMBA_CACHE_PATH.parent / UNIQUE_CACHE
     folder.mkdir(parents=True, exist_ok=True)
     cache.NUMBA_CACHE_PATH = folder
-    FunctionIdentity._unique_ids = _RandomIds()  # type: ignore[assignment]
+    FunctionIdentity._unique_ids = iter(_random_id, None)  # type: ignore[assignment]
 
 
-class _RandomIds:
-    """An endless iterator of random 128-bit integers (``uuid4``: fresh entropy at every call, so a
-    forked process draws its own), numba's function ids after :func:`unique_numba_symbols`."""
+def _random_id() -> int:
+    """A random 128-bit integer (``uuid4``: fresh entropy at every call, so a forked process draws its
+    own): numba's function ids after :func:`unique_numba_symbols`."""
+    import uuid
 
-    def __iter__(self) -> _RandomIds:
-        return self
-
-    def __next__(self) -> int:
-        import uuid
-
-        return uuid.uuid4().int
+    return uuid.uuid4().int
 
 
 def draws_digest(fit: Any) -> str:

@@ -9,6 +9,14 @@ machine, and its population's ``source`` says so.
     python benchmarks/studies/build_populations.py cogbench-instrumental
     python benchmarks/studies/build_populations.py shahar2019 [--subjects N]
     python benchmarks/studies/build_populations.py spektor2024 [--subjects N] [--draws D --max-draws M] [--centred]
+    python benchmarks/studies/build_populations.py spektor2024 --subjects 0 --draws 2000 --tune 1000 --centred
+
+``--tune T`` samples ``T`` tuning steps a chain instead of as many as the draws (the library's
+``build_population`` tunes as long as it draws); the fit is then made with
+:func:`cogtestbed.inference.hierarchical.fit_hierarchical` and kept with
+:func:`cogtestbed.inference.population.population_from_fit`, the two calls ``build_population`` makes.
+Every run also prints the ten variables of highest R-hat (with bulk and tail ESS), so a fit that
+fails the gate says where.
 
 The population is written only when its fit passes the gate; otherwise the script prints the fit's
 diagnostics and says it wrote nothing.  Every run prints the fit's diagnostics (max R-hat, min bulk
@@ -79,6 +87,38 @@ def table_of(build: Build, subjects: int | None, seed: int = 0) -> tuple[object,
                  "would not finish on the shared 2-core machine)")
 
 
+def population(build: Build, table: object, source: str, draws: int, tune: int | None, max_draws: int,
+               name: str) -> tuple[object, object]:
+    """The population (kept whatever its diagnostics) and the hierarchical fit it came from: the two
+    steps of :func:`cogtestbed.build_population`, with ``tune`` tuning steps a chain (None: ``draws``)."""
+    from cogtestbed.inference.hierarchical import fit_hierarchical
+    from cogtestbed.inference.population import population_from_fit
+
+    model = ct.get_experiment(build.experiment).model(build.model)
+    fit = fit_hierarchical(model, table, draws=draws, tune=draws if tune is None else tune, chains=build.chains,
+                           seed=0, max_draws=max_draws, warn=False, log_likelihood=False)
+    pop = population_from_fit(fit, name=name, experiment=build.experiment, model=model, trials=table,
+                              source=source, allow_unconverged=True)
+    return pop, fit
+
+
+def worst_rhat(fit: object, n: int = 10) -> list[str]:
+    """The ``n`` scalar variables of highest R-hat, each with its bulk and tail ESS."""
+    import arviz as az
+
+    post = fit.idata.posterior  # type: ignore[attr-defined]
+    rhat, bulk, tail = (az.rhat(post), az.ess(post, method="bulk"), az.ess(post, method="tail"))
+    rows = []
+    for var in rhat.data_vars:
+        values = np.atleast_1d(rhat[var].values).reshape(-1)
+        for i, r in enumerate(values):
+            rows.append((float(r), f"{var}[{i}]" if values.size > 1 else str(var),
+                         float(np.atleast_1d(bulk[var].values).reshape(-1)[i]),
+                         float(np.atleast_1d(tail[var].values).reshape(-1)[i])))
+    rows.sort(reverse=True)
+    return ["highest R-hat: " + ", ".join(f"{v} {r:.4f} (ESS {b:.0f}/{t:.0f})" for r, v, b, t in rows[:n])]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("name", choices=sorted(POPULATIONS))
@@ -86,6 +126,7 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=None, help="draws (and tuning steps) per chain (default: the build's)")
     ap.add_argument("--max-draws", type=int, default=None, help="doubling limit (default: the build's)")
     ap.add_argument("--output", type=Path, default=None, help="default: the package's populations folder")
+    ap.add_argument("--tune", type=int, default=None, help="tuning steps per chain (default: as many as the draws)")
     ap.add_argument("--centred", action="store_true",
                     help="sample every parameter centred (the model's own setting otherwise)")
     args = ap.parse_args()
@@ -98,10 +139,10 @@ def main() -> None:
         model = type(ct.get_experiment(build.experiment).model(build.model))
         model.centred_parameters = tuple(model.parameters.names)  # type: ignore[misc]
     start, cpu = time.perf_counter(), time.process_time()
-    pop = ct.build_population(build.experiment, table, model=build.model, name=args.name,
-                              source=f"{build.source}; {which}", draws=draws, chains=build.chains,
-                              max_draws=args.max_draws or max(build.max_draws, draws), allow_unconverged=True)
+    pop, fit = population(build, table, f"{build.source}; {which}", draws, args.tune,
+                          args.max_draws or max(build.max_draws, draws), args.name)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    print("\n".join(worst_rhat(fit)))
     print("\n".join(describe_population(pop)))
     print(json.dumps({"population": args.name, "subjects": pop.subjects, "fit": pop.fit,
                       "wall_s": round(wall), "cpu_s": round(cpu)}), flush=True)

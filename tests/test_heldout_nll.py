@@ -50,8 +50,14 @@ def test_heldout_fit_uses_only_training_subjects(trials: pd.DataFrame) -> None:
     _, test = heldout_split(trials["subject"].unique(), 3, seed=0)
     held = heldout_nll(model, trials, test, n_starts=2)
     assert [s for s in held.table["subject"]] == sorted(test, key=str) and len(held.train) == 9
-    again = heldout_nll(model, trials[~trials["subject"].isin(test)].pipe(
-        lambda t: pd.concat([t, trials[trials["subject"].isin(test)].assign(action=0)])), test, n_starts=2)
+    again = heldout_nll(
+        model,
+        trials[~trials["subject"].isin(test)].pipe(
+            lambda t: pd.concat([t, trials[trials["subject"].isin(test)].assign(action=0)])
+        ),
+        test,
+        n_starts=2,
+    )
     assert again.params == pytest.approx(held.params, rel=1e-9)  # held-out answers never reach the fit
     assert (held.table["nll_per_choice"] < math.log(2)).all()  # a learner beats chance on its own data
 
@@ -86,8 +92,9 @@ def test_recovery_studys_task_blind_responder_plays_the_task() -> None:
     assert b == ((table["action"] == 0).mean(), (table["action2"] == 0).mean())
     one = table[table["subject"] == 3]
     n1, n2 = int((one["action"] == 0).sum()), int((one["action2"] == 0).sum())
-    expected = -(n1 * math.log(b[0]) + (322 - n1) * math.log(1 - b[0])
-                 + n2 * math.log(b[1]) + (322 - n2) * math.log(1 - b[1]))
+    expected = -(
+        n1 * math.log(b[0]) + (322 - n1) * math.log(1 - b[0]) + n2 * math.log(b[1]) + (322 - n2) * math.log(1 - b[1])
+    )
     row = position_bias_nll(table, b).set_index("subject").loc[3]
     assert row["nll"] == pytest.approx(expected, rel=1e-12) and row["n_choices"] == 644
     assert row["nll_per_choice"] == pytest.approx(expected / 644, rel=1e-12)
@@ -99,3 +106,18 @@ def test_public_heldout_nll_draws_the_seeded_split(trials: pd.DataFrame) -> None
     again = heldout_nll(MODELS["hybrid"], trials, held.test, n_starts=2)
     assert held.params == again.params and held.as_dict()["n_train"] == 9
     pd.testing.assert_frame_equal(held.table, again.table)
+
+
+def test_nll_study_refuses_participants_whose_two_models_score_different_choices() -> None:
+    """benchmarks/studies/centaur_nll.py sets SmolLM2 and the hybrid side by side only on the same
+    choices (docs/human-data.md): a held-out participant with different choice counts, or scored by
+    one model only, stops the study with one line naming them."""
+    from study_scripts import load_study
+
+    check = load_study("centaur_nll").check_same_choices
+    same = pd.DataFrame({"participant": ["233", "52"], "n_choices_llm": [240, 224], "n_choices_hybrid": [240, 224]})
+    assert check(same, ["233", "52"]) is None
+    with pytest.raises(SystemExit, match=r"different choice counts for participant\(s\) 52 \(224 vs 222\)"):
+        check(same.assign(n_choices_hybrid=[240, 222]), ["233", "52"])
+    with pytest.raises(SystemExit, match=r"participant\(s\) 414 scored by only one"):
+        check(same, ["233", "52", "414"])

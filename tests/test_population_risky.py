@@ -148,8 +148,10 @@ def test_spektor_population_drives_simulate_recover_and_power():
 @pytest.mark.slow
 def test_the_plan_of_gpt_4o_minis_loss_aversion_against_spektors_people(capsys):
     """docs/human-data.md's plan: ``cogtestbed plan risky-choice --model prospect-theory --effect lambda=1.0
-    --llm openai:gpt-4o-mini --population human:spektor2024`` prints a design, its power and its price
-    (27 subjects x 98 trials, power 0.848, $0.10 when run with two workers)."""
+    --llm openai:gpt-4o-mini --population human:spektor2024``, run here with ``--workers 1``, chooses
+    20-35 subjects x 98 trials at power >= 0.8 with MC SE <= 0.03, against the shipped population's
+    people at their trial count, prices subjects x trials calls at a positive price, and names the
+    Brunner-Munzel test."""
     from cogtestbed.cli import run_cli
 
     argv = ["plan", "risky-choice", "--model", "prospect-theory", "--effect", "lambda=1.0", "--llm",

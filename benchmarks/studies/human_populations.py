@@ -4,7 +4,8 @@ The two-group test of ``plan EXP --model M --effect P=D --llm A --population hum
 people's per-subject MLE (their number fixed: their data are already collected) against the LLM's
 subjects, drawn from the population (one posterior draw of its group parameters per simulated
 study) with the median of ``P`` moved by ``D``; a two-sided Welch t-test of the per-subject MLE
-(log scale for a log-scaled parameter).  Prints the population, then
+(log scale for a log-scaled parameter), or the Brunner–Munzel rank test for a parameter the model
+declares in ``rank_tested_parameters`` (the bounded-estimate rule).  Prints the population, then
 
 * the test's **type-I error** under the null — the LLM drawn from the human population itself
   (effect 0) — with its one-sided 95 % Clopper–Pearson upper bound, and
@@ -27,12 +28,22 @@ from cogtestbed.api.population import describe_population
 from cogtestbed.validation.design.seqfair import upper_bound
 
 
-def rejections(pop: ct.Population, effect: str, size: float, subjects: int, trials: int | None, sims: int,
-               seed: int, workers: int) -> tuple[int, int]:
+def rejections(
+    pop: ct.Population, effect: str, size: float, subjects: int, trials: int | None, sims: int, seed: int, workers: int
+) -> tuple[int, int]:
     """(rejections in the effect's direction, or any at 0; studies) of the LLM-vs-people test."""
-    study = ct.power(pop.experiment, pop.model, effect={effect: size}, population=pop, groups=2,
-                     subjects=(subjects,), trials=None if trials is None else (trials,), sims=sims, seed=seed,
-                     workers=workers)
+    study = ct.power(
+        pop.experiment,
+        pop.model,
+        effect={effect: size},
+        population=pop,
+        groups=2,
+        subjects=(subjects,),
+        trials=None if trials is None else (trials,),
+        sims=sims,
+        seed=seed,
+        workers=workers,
+    )
     hits = study.table["detected"].astype(bool)
     return int(hits.sum()), int(hits.size)
 
@@ -54,8 +65,10 @@ def main() -> None:
     where = f"{args.subjects} LLM subjects x {trials} trials against the {pop.subjects} people"
     start = time.perf_counter()
     hits, n = rejections(pop, args.effect, 0.0, args.subjects, trials, args.sims, args.seed, args.workers)
-    print(f"type-I error ({args.effect} = 0, the LLM drawn from the population; {where}): {hits / n:.3f} "
-          f"({hits}/{n}), one-sided 95% upper bound {upper_bound(hits, n):.3f} (level 0.05)")
+    print(
+        f"type-I error ({args.effect} = 0, the LLM drawn from the population; {where}): {hits / n:.3f} "
+        f"({hits}/{n}), one-sided 95% upper bound {upper_bound(hits, n):.3f} (level 0.05)"
+    )
     hits, n = rejections(pop, args.effect, args.size, args.subjects, trials, args.sims, args.seed, args.workers)
     se = (hits / n * (1 - hits / n) / n) ** 0.5
     print(f"power ({args.effect} moved by {args.size:g}; {where}): {hits / n:.3f} ± {se:.3f} MC SE ({n} sims)")

@@ -3,7 +3,8 @@
 
 Prints, each figure with its interval:
 
-* ``import``: participants, trials per participant, sessions (``--from psych201``);
+* ``import``: participants, trials per participant and per measurement (min / median / max), sessions
+  (``--from psych201``);
 * ``cogbench``: CogBench's model-basedness (the reward × transition coefficient of the pooled stay
   regression, Coda-Forno et al. 2024) on all participants, with its OLS 95% interval, a 95%
   participant-bootstrap interval, and the per-participant coefficient (median, IQR, share > 0);
@@ -13,6 +14,7 @@ Prints, each figure with its interval:
   ``w_pop``, the logistic of the group mean on the logit scale) on ``--hier-subjects`` participants
   drawn with ``--seed`` (all 554 take hours on a 2-core machine), with R-hat, ESS and divergences.
 
+    PYTHONPATH=. python benchmarks/studies/psych201_shahar.py --part import
     PYTHONPATH=. python benchmarks/studies/psych201_shahar.py --part cogbench
     PYTHONPATH=. python benchmarks/studies/psych201_shahar.py --part mle
     PYTHONPATH=. python benchmarks/studies/psych201_shahar.py --part hierarchical --hier-subjects 30 --draws 500
@@ -48,10 +50,22 @@ def _interval(values: np.ndarray, stat: Any, boot: int, rng: np.random.Generator
 
 
 def import_summary(table: pd.DataFrame) -> dict[str, Any]:
+    """Participants, trials per participant and per measurement (session; min / median / max), the
+    median share of rare transitions."""
     n = table.groupby("subject").size()
-    return {"part": "import", "participants": int(table["subject"].nunique()), "trials_min": int(n.min()),
-            "trials_max": int(n.max()), "sessions": sorted(int(s) for s in table["session"].unique()),
-            "rare_share_median": round(float(1 - table.groupby("subject")["common"].mean().median()), 3)}
+    per_session = table.groupby(["session", "subject"]).size()
+    return {
+        "part": "import",
+        "participants": int(table["subject"].nunique()),
+        "trials_min": int(n.min()),
+        "trials_median": float(n.median()),
+        "trials_max": int(n.max()),
+        "sessions": sorted(int(s) for s in table["session"].unique()),
+        "session_trials_min_median_max": {
+            int(s): [int(c.min()), float(c.median()), int(c.max())] for s, c in per_session.groupby(level="session")
+        },
+        "rare_share_median": round(float(1 - table.groupby("subject")["common"].mean().median()), 3),
+    }
 
 
 def cogbench_part(table: pd.DataFrame, boot: int, seed: int) -> dict[str, Any]:
@@ -67,14 +81,22 @@ def cogbench_part(table: pd.DataFrame, boot: int, seed: int) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(a), size=(boot, len(a)))
     boot_mb = np.array([np.linalg.solve(a[i].sum(0), b[i].sum(0))[3] for i in idx])
-    return {"part": "cogbench", "participants": len(a), "model_basedness": round(pooled["model_basedness"], 4),
-            "ols_95": [round(pooled["model_basedness"] - pooled["model_basedness_ci"], 4),
-                       round(pooled["model_basedness"] + pooled["model_basedness_ci"], 4)],
-            "bootstrap_95": [round(float(q), 4) for q in np.quantile(boot_mb, [0.025, 0.975])],
-            "per_participant_median": round(float(np.median(coef)), 4),
-            "per_participant_iqr": [round(float(q), 4) for q in np.quantile(coef, [0.25, 0.75])],
-            "share_positive": round(float(np.mean(coef > 0)), 3),
-            "cogbench_human_reference": 0.0263, "n_pairs": pooled["n_pairs"], "boot": boot}
+    return {
+        "part": "cogbench",
+        "participants": len(a),
+        "model_basedness": round(pooled["model_basedness"], 4),
+        "ols_95": [
+            round(pooled["model_basedness"] - pooled["model_basedness_ci"], 4),
+            round(pooled["model_basedness"] + pooled["model_basedness_ci"], 4),
+        ],
+        "bootstrap_95": [round(float(q), 4) for q in np.quantile(boot_mb, [0.025, 0.975])],
+        "per_participant_median": round(float(np.median(coef)), 4),
+        "per_participant_iqr": [round(float(q), 4) for q in np.quantile(coef, [0.25, 0.75])],
+        "share_positive": round(float(np.mean(coef > 0)), 3),
+        "cogbench_human_reference": 0.0263,
+        "n_pairs": pooled["n_pairs"],
+        "boot": boot,
+    }
 
 
 def mle_part(table: pd.DataFrame, subjects: int | None, boot: int, seed: int) -> dict[str, Any]:
@@ -90,43 +112,58 @@ def mle_part(table: pd.DataFrame, subjects: int | None, boot: int, seed: int) ->
     w = ok["w"].to_numpy(dtype=float)
     rng = np.random.default_rng(seed)
     flagged = fits.loc[~fits["identified"], "null_reason"].astype(str)
-    return {"part": "mle", "participants": len(fits), "with_estimate": len(ok),
-            "flagged": int((~fits["identified"]).sum()),
-            "flagged_w_at_bound": int(flagged.str.contains("at a bound: w").sum()),
-            "flagged_lam_or_other": int((~flagged.str.contains("at a bound: w")).sum()),
-            "w_median": round(float(np.median(w)), 3), "w_median_95": _interval(w, np.median, boot, rng),
-            "w_mean": round(float(w.mean()), 3), "w_mean_95": _interval(w, np.mean, boot, rng),
-            "w_iqr": [round(float(q), 3) for q in np.quantile(w, [.25, .75])],
-            "w_median_unflagged": round(float(np.median(fits.loc[fits["identified"], "w"])), 3),
-            "share_w_at_0": round(float(np.mean(w < 1e-3)), 3),
-            "share_w_at_1": round(float(np.mean(w > 1 - 1e-3)), 3),
-            "converged": int(ok["converged"].sum()) if "converged" in ok else None, "seconds": round(seconds, 1),
-            "boot": boot}
+    return {
+        "part": "mle",
+        "participants": len(fits),
+        "with_estimate": len(ok),
+        "flagged": int((~fits["identified"]).sum()),
+        "flagged_w_at_bound": int(flagged.str.contains("at a bound: w").sum()),
+        "flagged_lam_or_other": int((~flagged.str.contains("at a bound: w")).sum()),
+        "w_median": round(float(np.median(w)), 3),
+        "w_median_95": _interval(w, np.median, boot, rng),
+        "w_mean": round(float(w.mean()), 3),
+        "w_mean_95": _interval(w, np.mean, boot, rng),
+        "w_iqr": [round(float(q), 3) for q in np.quantile(w, [0.25, 0.75])],
+        "w_median_unflagged": round(float(np.median(fits.loc[fits["identified"], "w"])), 3),
+        "share_w_at_0": round(float(np.mean(w < 1e-3)), 3),
+        "share_w_at_1": round(float(np.mean(w > 1 - 1e-3)), 3),
+        "converged": int(ok["converged"].sum()) if "converged" in ok else None,
+        "seconds": round(seconds, 1),
+        "boot": boot,
+    }
 
 
 def hierarchical_part(table: pd.DataFrame, subjects: int, draws: int, chains: int, seed: int) -> dict[str, Any]:
     """The hybrid model fitted hierarchically on ``subjects`` participants drawn with ``seed``."""
     rng = np.random.default_rng(seed)
-    ids = np.sort(rng.choice(table["subject"].unique(), size=min(subjects, table["subject"].nunique()),
-                             replace=False))
+    ids = np.sort(rng.choice(table["subject"].unique(), size=min(subjects, table["subject"].nunique()), replace=False))
     chosen = table[table["subject"].isin(ids)]
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the diagnostics are printed below
-        post = ct.fit("two-step", chosen, model="hybrid", method="hierarchical", draws=draws, chains=chains,
-                      seed=seed)
+        post = ct.fit("two-step", chosen, model="hybrid", method="hierarchical", draws=draws, chains=chains, seed=seed)
     seconds = time.perf_counter() - t0
     w_pop = post.idata.posterior["w_pop"].values.ravel()
     w_subject = post.idata.posterior["w"].mean(dim=("chain", "draw")).values
     diag = post.diagnostics
-    return {"part": "hierarchical", "participants": len(ids), "subset_seed": seed,
-            "w_pop_mean": round(float(w_pop.mean()), 3),
-            "w_pop_95": [round(float(q), 3) for q in np.quantile(w_pop, [0.025, 0.975])],
-            "w_subject_posterior_mean_median": round(float(np.median(w_subject)), 3),
-            "max_rhat": round(diag.max_rhat, 3), "min_ess_bulk": round(diag.min_ess_bulk, 1),
-            "min_ess_tail": round(diag.min_ess_tail, 1), "divergences": int(diag.divergences),
-            "draws": draws, "tune": draws, "chains": chains, "sampler": diag.sampler, "seconds": round(seconds, 1),
-            "converged": bool(diag.ok)}
+    return {
+        "part": "hierarchical",
+        "participants": len(ids),
+        "subset_seed": seed,
+        "w_pop_mean": round(float(w_pop.mean()), 3),
+        "w_pop_95": [round(float(q), 3) for q in np.quantile(w_pop, [0.025, 0.975])],
+        "w_subject_posterior_mean_median": round(float(np.median(w_subject)), 3),
+        "max_rhat": round(diag.max_rhat, 3),
+        "min_ess_bulk": round(diag.min_ess_bulk, 1),
+        "min_ess_tail": round(diag.min_ess_tail, 1),
+        "divergences": int(diag.divergences),
+        "draws": draws,
+        "tune": draws,
+        "chains": chains,
+        "sampler": diag.sampler,
+        "seconds": round(seconds, 1),
+        "converged": bool(diag.ok),
+    }
 
 
 def main() -> None:

@@ -3,7 +3,11 @@ fit, the per-subject scores and the paired comparison, checked against values co
 
 from __future__ import annotations
 
+import json
 import math
+import sys
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -121,3 +125,67 @@ def test_nll_study_refuses_participants_whose_two_models_score_different_choices
         check(same.assign(n_choices_hybrid=[240, 222]), ["233", "52"])
     with pytest.raises(SystemExit, match=r"participant\(s\) 414 scored by only one"):
         check(same, ["233", "52", "414"])
+
+
+SHAHAR = Path(__file__).resolve().parents[2] / "shared/data/psych201/shahar2019twosteptask/prompts.jsonl.zip"
+
+
+@pytest.mark.skipif(not SHAHAR.is_file(), reason="the Psych-201 file is not in ../shared/data")
+def test_the_centaur_nll_study_scores_model_and_hybrid_on_the_same_choices(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/studies/centaur_nll.py end to end on the first 4 Shahar participants (2 held out,
+    the other 2 fitted), with a uniform language model in SmolLM2's place (the tiny model's
+    tokenizer, every next token equally likely: its raw NLL per choice is log V and its NLL
+    over the two options log 2, exactly): each held-out participant's choices counted alike by the
+    model and the hybrid (the transcript's marks of the first measurement), the hybrid's and the
+    position-bias model's held-out NLL pinned, and every printed line's keys."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from types import SimpleNamespace
+
+    from study_scripts import load_study
+
+    from cogtestbed.data.psych201 import CHOICE
+    from cogtestbed.llm_adapters.clients.hf import HFClient, build_tiny_random
+
+    tokenizer = build_tiny_random()[1]
+    vocab = len(tokenizer)
+
+    class Uniform(torch.nn.Module):
+        config = SimpleNamespace(max_position_embeddings=65536)
+
+        def forward(self, input_ids, use_cache=False, logits_to_keep=None):  # noqa: ANN001, ANN201, ARG002
+            return SimpleNamespace(logits=torch.zeros((1, input_ids.shape[1], vocab), dtype=torch.float64))
+
+    with zipfile.ZipFile(SHAHAR) as archive:
+        lines = archive.read("prompts.jsonl").decode().splitlines()[:4]
+    head = tmp_path / "head.jsonl"
+    head.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    study = load_study("centaur_nll")
+    client = HFClient(Uniform(), tokenizer, "uniform", chat=False)
+    real = study.transcript_nll
+    monkeypatch.setattr(study, "transcript_nll", lambda llm, *a, **k: real(client, *a, **k))
+    monkeypatch.setattr(sys, "argv", ["centaur_nll.py", "--data", str(head), "--held-out", "2", "--train", "0"])
+    study.main()
+    out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    split, fit, bias, summary = (next(r for r in out if key in r) for key in (
+        "split", "hybrid_pooled_fit", "position_bias_fit", "summary_nats_per_choice"))
+    people = [r for r in out if "participant" in r]
+    assert split["split"] == {"seed": 0, "held_out": ["3", "4"], "n_train_fitted": 2, "n_participants": 4,
+                              "measurement": "first"}
+    assert set(fit) >= {"hybrid_pooled_fit", "train_nll_per_choice", "converged"} and fit["converged"]
+    assert bias["position_bias_fit"] == pytest.approx([0.555, 0.6557], abs=1e-4)
+    marks = {str(json.loads(line)["participant"]): len(CHOICE.findall(json.loads(line)["text"].split(study.SECOND)[0]))
+             for line in lines}
+    assert [p["participant"] for p in people] == ["3", "4"]
+    for p, hybrid, position in zip(people, (0.6887, 0.6131), (0.7418, 0.6721), strict=True):
+        assert p["choices"] == p["hybrid_choices"] == marks[p["participant"]] == 240
+        assert p["smollm2_raw"] == pytest.approx(math.log(vocab), abs=1e-4)
+        assert p["smollm2_norm"] == p["chance"] == round(math.log(2), 4)
+        assert p["hybrid"] == pytest.approx(hybrid, abs=2e-4)
+        assert p["position_bias"] == pytest.approx(position, abs=1e-4)
+    assert set(summary) >= {"summary_nats_per_choice", "smollm2_norm_minus_hybrid", "smollm2_norm_minus_position_bias",
+                            "hybrid_minus_position_bias", "unscored_choices"} and summary["unscored_choices"] == 0
+    assert summary["summary_nats_per_choice"]["smollm2_norm"] == {"mean": round(math.log(2), 4),
+                                                                  "ci95": [round(math.log(2), 4)] * 2}
+    assert summary["hybrid_minus_position_bias"]["mean_difference"] == pytest.approx(-0.0560, abs=3e-4)

@@ -19,6 +19,9 @@ from cogtestbed.data.psych201_twostep import parse_shahar2019
 PSYCH201 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "psych201"
 SHAHAR = PSYCH201 / "shahar2019twosteptask" / "prompts.jsonl.zip"
 DEZFOULI = PSYCH201 / "dezfouli2019" / "prompts.jsonl.zip"
+#: Tests that read the published files skip where ../shared/data is not beside the checkout.
+NEEDS_SHAHAR = pytest.mark.skipif(not SHAHAR.is_file(), reason="the Psych-201 file is not in ../shared/data")
+NEEDS_DEZFOULI = pytest.mark.skipif(not DEZFOULI.is_file(), reason="the Psych-201 file is not in ../shared/data")
 
 HEADER = ("You will make choices in a two-stage decision task.\n"
           "In the first stage, you will choose between two options: M and Z.\n"
@@ -75,6 +78,7 @@ def test_the_shahar_parser_maps_letters_back_to_the_tasks_states_and_actions() -
     assert rows["rt1_ms"].tolist() == [500, 510, 520, 530] and rows["rt2_ms"].tolist() == [600, 610, 620, 630]
 
 
+@NEEDS_SHAHAR
 def test_a_few_shahar_participants_import_and_number_in_id_order(shahar_head: Path, tmp_path: Path) -> None:
     table, source = read_table("two-step", shahar_head)
     assert source == "psych201"
@@ -92,6 +96,7 @@ def test_a_few_shahar_participants_import_and_number_in_id_order(shahar_head: Pa
     assert ((rare > 0.15) & (rare < 0.45)).all()
 
 
+@NEEDS_SHAHAR
 @pytest.mark.slow
 def test_shahar_imports_as_554_two_step_subjects() -> None:
     table, _ = read_table("two-step", SHAHAR)
@@ -143,11 +148,13 @@ def test_a_participant_the_parser_cannot_read_is_named(tmp_path: Path) -> None:
         read_table("two-step", path, "psych201")
 
 
+@NEEDS_DEZFOULI
 def test_dezfouli_is_refused_with_its_reason() -> None:
     with pytest.raises(Psych201Error, match="'dezfouli' is not read as instrumental-learning: .*12 timed blocks"):
         read_table("instrumental-learning", DEZFOULI, "psych201")
 
 
+@NEEDS_SHAHAR
 def test_the_cli_reads_psych201_and_refuses_in_one_line(shahar_head: Path, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     from cogtestbed.cli import run_cli
@@ -162,6 +169,7 @@ def test_the_cli_reads_psych201_and_refuses_in_one_line(shahar_head: Path, tmp_p
     assert "marks no choice" in err and len(err.splitlines()) == 1
 
 
+@NEEDS_SHAHAR
 def test_human_participants_are_never_pooled(shahar_head: Path) -> None:
     import cogtestbed as ct
     from cogtestbed.api.fit_units import choose_units
@@ -172,6 +180,7 @@ def test_human_participants_are_never_pooled(shahar_head: Path) -> None:
     pd.testing.assert_frame_equal(fitted, table)
 
 
+@NEEDS_SHAHAR
 @pytest.mark.slow
 def test_fit_reads_psych201(shahar_head: Path) -> None:
     import cogtestbed as ct
@@ -252,6 +261,7 @@ def test_the_round_trip_holds_over_seeds_agents_and_row_orders(tmp_path: Path) -
     check()
 
 
+@NEEDS_SHAHAR
 def test_an_imported_human_table_exports_and_reads_back(shahar_head: Path, tmp_path: Path) -> None:
     import cogtestbed as ct
 
@@ -290,6 +300,7 @@ def test_the_export_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert run_cli(["export", str(trials), "--to", "psych201", "-o", str(tmp_path / "t.txt")]) == 2
 
 
+@NEEDS_SHAHAR
 def test_the_shahar_study_prints_cogbenchs_metric_with_its_intervals(shahar_head: Path) -> None:
     from study_scripts import load_study
 
@@ -305,6 +316,70 @@ def test_the_shahar_study_prints_cogbenchs_metric_with_its_intervals(shahar_head
     assert study.import_summary(table)["participants"] == 6
 
 
+@NEEDS_SHAHAR
+def test_the_shahar_studys_mle_part_pins_w_on_six_participants(shahar_head: Path) -> None:
+    """The hybrid model's per-participant MLE of the first 6 Shahar participants (the figures of
+    ``psych201_shahar.py --part mle`` on a head of the file): w and the NLL at the optimum, which
+    participants are flagged and why, and the study's summary of w with its bootstrap intervals.
+    Tolerances: the NLL at an optimum to 1e-9 (a few ulps); w to 1e-5 (scipy's L-BFGS-B, another
+    path, lands within 1e-6 of it); the study's 3- and 4-decimal roundings to 2e-3."""
+    from study_scripts import load_study
+
+    import cogtestbed as ct
+
+    table, _ = read_table("two-step", shahar_head)
+    fits = ct.fit("two-step", table, model="hybrid")
+    assert fits["w"].tolist() == pytest.approx([0.1245098, 0.3590276, 0.7901209, 0.99508, 1.0, 0.6472198], rel=1e-5)
+    assert fits["nll"].tolist() == pytest.approx([357.6843893644, 256.4937081232, 337.6896538197, 340.5236636113,
+                                                  411.2610536145, 226.2019220077], rel=1e-9)
+    assert fits["n_obs"].tolist() == [638, 634, 638, 640, 626, 640]
+    assert fits["identified"].tolist() == [True, False, False, False, False, True]
+    reasons = fits["null_reason"].tolist()
+    assert reasons[1].startswith("at a bound: lam = 1 ") and reasons[2].startswith("flat profile: lam's")
+    assert reasons[3].startswith("at a bound: lam = ") and reasons[4].startswith("at a bound: w = 1 ")
+    out = load_study("psych201_shahar").mle_part(table, None, boot=200, seed=0)
+    assert {k: out[k] for k in ("participants", "with_estimate", "flagged", "flagged_w_at_bound",
+                                "flagged_lam_or_other", "converged", "boot")} == {
+        "participants": 6, "with_estimate": 6, "flagged": 4, "flagged_w_at_bound": 1, "flagged_lam_or_other": 3,
+        "converged": 6, "boot": 200}
+    pinned = {"w_median": 0.719, "w_median_95": [0.359, 0.9975], "w_mean": 0.653, "w_mean_95": [0.425, 0.8808],
+              "w_iqr": [0.431, 0.944], "w_median_unflagged": 0.386, "share_w_at_0": 0.0, "share_w_at_1": 0.167}
+    for key, value in pinned.items():
+        assert out[key] == pytest.approx(value, abs=2e-3), key
+    assert out["w_median"] == round(float(np.median(fits["w"])), 3)  # every participant's estimate, flagged too
+
+
+def test_a_psych201_file_two_experiments_parsers_claim_is_refused_in_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Where a second experiment's psych201 importer also declares a parser of the Shahar data set,
+    detection names both and asks for the experiment (registry.experiment_of), in one line; the
+    CLI exits 2; naming the experiment reads it."""
+    import dataclasses
+
+    from cogtestbed import registry
+    from cogtestbed.cli import run_cli
+    from cogtestbed.data.spektor2024 import parse_spektor2024
+    from cogtestbed.errors import InputError
+    from cogtestbed.experiments._psych201 import psych201_importer
+
+    risky = registry.get_experiment("risky-choice")
+    claims_shahar = dataclasses.replace(risky, importers={**risky.importers, **psych201_importer(
+        "risky-choice", {"spektor2024lossaversion": parse_spektor2024, "shahar2019twosteptask": parse_shahar2019})})
+    real = registry.get_experiment
+    monkeypatch.setattr(registry, "get_experiment",
+                        lambda name: claims_shahar if name == "risky-choice" else real(name))
+    path = _write_jsonl(tmp_path / "p.jsonl", [_shahar_record()])
+    with pytest.raises(InputError) as err:
+        registry.experiment_of(path=path)
+    assert str(err.value) == (f"{path} holds several experiments (risky-choice, two-step); "
+                              "name one with --experiment")
+    assert run_cli(["metrics", str(path)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "holds several experiments (risky-choice, two-step)" in lines[0]
+    assert registry.experiment_of("two-step", path) == "two-step"  # named: no detection
+
+
+@NEEDS_DEZFOULI
 def test_a_psych201_file_no_experiment_reads_is_named_with_its_reason(capsys: pytest.CaptureFixture[str]) -> None:
     from cogtestbed.cli import run_cli
 

@@ -153,7 +153,9 @@ def hierarchical_part(table: pd.DataFrame, subjects: int, draws: int, chains: in
         "w_pop_mean": round(float(w_pop.mean()), 3),
         "w_pop_95": [round(float(q), 3) for q in np.quantile(w_pop, [0.025, 0.975])],
         "w_subject_posterior_mean_median": round(float(np.median(w_subject)), 3),
-        "max_rhat": round(diag.max_rhat, 3),
+        # R-hat needs two chains: null (with its reason) for one
+        "max_rhat": None if diag.max_rhat is None else round(diag.max_rhat, 3),
+        "max_rhat_reason": diag.rhat_reason,
         "min_ess_bulk": round(diag.min_ess_bulk, 1),
         "min_ess_tail": round(diag.min_ess_tail, 1),
         "divergences": int(diag.divergences),

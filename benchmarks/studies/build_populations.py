@@ -19,7 +19,8 @@ Every run also prints the ten variables of highest R-hat (with bulk and tail ESS
 fails the gate says where.
 
 The population is written only when its fit passes the gate; otherwise the script prints the fit's
-diagnostics and says it wrote nothing.  Every run prints the fit's diagnostics (max R-hat, min bulk
+diagnostics and says it wrote nothing (``--keep-unconverged PATH`` saves it there, outside the package,
+so that hours of sampling are not lost).  Every run prints the fit's diagnostics (max R-hat, min bulk
 and tail ESS, divergences) and its wall and CPU time (the process's, all sampler threads).
 """
 
@@ -138,6 +139,8 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=None, help="draws (and tuning steps) per chain (default: the build's)")
     ap.add_argument("--max-draws", type=int, default=None, help="doubling limit (default: the build's)")
     ap.add_argument("--output", type=Path, default=None, help="default: the package's populations folder")
+    ap.add_argument("--keep-unconverged", type=Path, default=None, metavar="PATH",
+                    help="save a fit that fails the gate to PATH (a .json outside the package) instead of losing it")
     ap.add_argument("--tune", type=int, default=None, help="tuning steps per chain (default: as many as the draws)")
     ap.add_argument("--centred", action="store_true",
                     help="sample every parameter centred (the model's own setting otherwise)")
@@ -161,6 +164,12 @@ def main() -> None:
                       "wall_s": round(wall), "cpu_s": round(cpu)}), flush=True)
     if pop.fit.get("unconverged_allowed"):
         print("NOT written: the fit fails the population gate (R-hat <= 1.01, 0 divergences)")
+        keep = args.keep_unconverged
+        if keep is not None and keep.resolve().parent != shipped_directory().resolve():
+            pop.save(keep)
+            print(f"kept the unconverged fit in {keep} (load it with population=PATH; it is not shipped)")
+        elif keep is not None:
+            print(f"not kept: {keep} is in the package's populations folder, which ships what is in it")
         return
     pop.save(out)
     print(f"wrote {out} ({out.stat().st_size / 1024:.0f} kB) in {wall:.0f} s wall, {cpu:.0f} s CPU")

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 @public()
 def population(name: str) -> Population:
     """A population: ``"human:NAME"`` (one the package ships; a unique prefix is enough, e.g.
-    ``human:shahar2019``) or the path of a saved population file."""
+    ``human:cogbench`` for ``human:cogbench-instrumental``) or the path of a saved population file."""
     from cogtestbed.inference.population import load_population
 
     return load_population(name)

@@ -200,7 +200,7 @@ def shipped_populations() -> list[str]:
 
 def load_population(source: str | os.PathLike[str] | Population) -> Population:
     """A population: as given, ``human:NAME`` (a shipped one; a unique prefix of its name is
-    enough, e.g. ``human:shahar2019``) or the path of a saved population's JSON."""
+    enough, e.g. ``human:cogbench``) or the path of a saved population's JSON."""
     if isinstance(source, Population):
         return source
     text = str(source)

@@ -116,20 +116,12 @@ def population(build: Build, table: object, source: str, draws: int, tune: int |
 
 
 def worst_rhat(fit: object, n: int = 10) -> list[str]:
-    """The ``n`` scalar variables of highest R-hat, each with its bulk and tail ESS."""
+    """The ``n`` scalar variables of highest R-hat, each with its bulk and tail ESS (ArviZ's summary)."""
     import arviz as az
 
-    post = fit.idata.posterior  # type: ignore[attr-defined]
-    rhat, bulk, tail = (az.rhat(post), az.ess(post, method="bulk"), az.ess(post, method="tail"))
-    rows = []
-    for var in rhat.data_vars:
-        values = np.atleast_1d(rhat[var].values).reshape(-1)
-        for i, r in enumerate(values):
-            rows.append((float(r), f"{var}[{i}]" if values.size > 1 else str(var),
-                         float(np.atleast_1d(bulk[var].values).reshape(-1)[i]),
-                         float(np.atleast_1d(tail[var].values).reshape(-1)[i])))
-    rows.sort(reverse=True)
-    return ["highest R-hat: " + ", ".join(f"{v} {r:.4f} (ESS {b:.0f}/{t:.0f})" for r, v, b, t in rows[:n])]
+    table = az.summary(fit.idata, kind="diagnostics", round_to="none").nlargest(n, "r_hat")  # type: ignore[attr-defined]
+    return ["highest R-hat: " + ", ".join(f"{v} {row.r_hat:.4f} (ESS {row.ess_bulk:.0f}/{row.ess_tail:.0f})"
+                                          for v, row in table.iterrows())]
 
 
 def main() -> None:

@@ -211,3 +211,29 @@ def test_the_human_populations_study_prints_its_error_rates(monkeypatch, capsys)
     monkeypatch.setattr(sys, "argv", ["human_populations.py", "--subjects", "4", "--sims", "2", "--trials", "40"])
     study.main()  # the defaults are not refused
     assert "alpha_pos moved by 0.1; 4 LLM subjects x 40 trials" in capsys.readouterr().out
+
+
+def test_build_population_tunes_as_long_as_it_draws_unless_told(tmp_path, monkeypatch):
+    """``tune`` (``population build --tune``) reaches the sampler; left out, tuning is the draws."""
+    from cogtestbed.cli import run_cli
+
+    seen: list[tuple[int, int]] = []
+
+    def fake_fit(model, trials, *, draws, tune, **_):  # type: ignore[no-untyped-def]
+        seen.append((draws, tune))
+        return _Fit(1.004, 0)
+
+    monkeypatch.setattr("cogtestbed.inference.hierarchical.fit_hierarchical", fake_fit)
+    table = ct.simulate(EXP, "rw-pm", subjects=3, seed=0)
+    pop = ct.build_population(EXP, table, model="rw-pm", name="p", draws=40, tune=15)
+    ct.build_population(EXP, table, model="rw-pm", name="p", draws=40)
+    assert seen == [(40, 15), (40, 40)] and pop.fit["max_rhat"] == pytest.approx(1.004)
+    path = tmp_path / "t.parquet"
+    table.to_parquet(path)
+    assert run_cli(["population", "build", EXP, str(path), "--model", "rw-pm", "--name", "p", "--draws", "30",
+                    "--tune", "7", "-o", str(tmp_path / "p.json")]) == 0
+    assert seen[-1] == (30, 7) and (tmp_path / "p.json").exists()
+    with pytest.raises(InputError, match="tune must be at least 1"):
+        ct.build_population(EXP, table, model="rw-pm", name="p", tune=0)
+    assert run_cli(["population", "build", EXP, str(path), "--model", "rw-pm", "--name", "p", "--tune", "0",
+                    "-o", str(tmp_path / "q.json")]) == 2 and len(seen) == 3

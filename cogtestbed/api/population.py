@@ -13,6 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from cogtestbed.api.checks import public
+from cogtestbed.errors import InputError
 from cogtestbed.request import build, derive_api
 from cogtestbed.validation.studies.population_options import BuildPopulationRequest, PopulationFromFitRequest
 
@@ -66,9 +67,9 @@ def build_population(experiment: str | ExperimentSpec, table_or_path: pd.DataFra
                      **options: Any) -> Population:
     """Fit ``model`` hierarchically to ``table_or_path`` (a trial table or a file any importer of the
     experiment reads: ``from_source``) and keep the fit as a population (``cogtestbed population
-    build``): ``draws`` per chain after as many tuning steps, doubled up to ``max_draws`` while only
-    R-hat or ESS fail; refused above R-hat 1.01 or with divergences unless ``allow_unconverged``.
-    ``output``: also save it (a ``.json`` file; ``force`` overwrites)."""
+    build``): ``draws`` per chain after ``tune`` tuning steps (None: as many as the draws), doubled
+    up to ``max_draws`` while only R-hat or ESS fail; refused above R-hat 1.01 or with divergences
+    unless ``allow_unconverged``.  ``output``: also save it (a ``.json`` file; ``force`` overwrites)."""
     from pathlib import Path
 
     from cogtestbed.api.core import get_experiment, read_table
@@ -80,13 +81,16 @@ def build_population(experiment: str | ExperimentSpec, table_or_path: pd.DataFra
     model, name, source, from_source, draws, chains, max_draws, seed, allow_unconverged, output, force = (
         req.model, req.name, req.source, req.from_source, req.draws, req.chains, req.max_draws, req.seed,
         req.allow_unconverged, req.output, req.force)
+    tune = draws if req.tune is None else req.tune
+    if tune < 1:
+        raise InputError(f"tune must be at least 1 tuning step per chain, got {tune}")
     exp = get_experiment(experiment)
     cog = exp.model(model)
     out = None if output is None else Path(output)
     if out is not None:
         check_output_file(out, force, ".json")
     table, _ = read_table(exp, table_or_path, from_source)
-    fit = fit_hierarchical(cog, table, draws=draws, tune=draws, chains=chains, seed=seed, max_draws=max_draws,
+    fit = fit_hierarchical(cog, table, draws=draws, tune=tune, chains=chains, seed=seed, max_draws=max_draws,
                            warn=False, log_likelihood=False)
     pop = from_fit(fit, name=name, experiment=exp.name, model=cog, trials=table, source=source,
                    allow_unconverged=allow_unconverged)

@@ -43,7 +43,8 @@ class BuildPopulationRequest:
                                                    help="Population file to write (.json).")
     source: str = option("", flags=("--source",), help=SOURCE_HELP)
     from_source: str = option("auto", flags=("--from",), help="Importer of the table (auto: detected).")
-    draws: int = option(1000, min=1, help="Draws per chain (as many tuning steps).")
+    draws: int = option(1000, min=1, help="Draws per chain (as many tuning steps unless --tune).")
+    tune: int | None = option(None, cli_type=int, min=1, help="Tuning steps per chain (default: as many as the draws).")
     chains: int = option(4, min=2, help="Chains.")
     max_draws: int | None = option(8000, cli_type=int, min=1,
                                    help="Draws per chain are doubled up to this while only R-hat or ESS fail.")

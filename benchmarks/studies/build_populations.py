@@ -58,6 +58,9 @@ class Build:
     tune: int | None = None
     #: Sample every parameter centred (the model's own setting otherwise).
     centred: bool = False
+    #: Adapt nutpie's low-rank modified mass matrix (the model's own setting otherwise), which can
+    #: follow a correlated ridge that a diagonal mass matrix crosses in small steps.
+    low_rank: bool = False
 
 
 POPULATIONS = {
@@ -136,6 +139,8 @@ def main() -> None:
     ap.add_argument("--tune", type=int, default=None, help="tuning steps per chain (default: as many as the draws)")
     ap.add_argument("--centred", action="store_true",
                     help="sample every parameter centred (the model's own setting otherwise)")
+    ap.add_argument("--low-rank", action="store_true",
+                    help="adapt nutpie's low-rank modified mass matrix (the model's own setting otherwise)")
     args = ap.parse_args()
     build = POPULATIONS[args.name]
     subjects = build.subjects if args.subjects is None else (args.subjects or None)
@@ -145,6 +150,8 @@ def main() -> None:
     if args.centred or build.centred:
         model = type(ct.get_experiment(build.experiment).model(build.model))
         model.centred_parameters = tuple(model.parameters.names)  # type: ignore[misc]
+    if args.low_rank or build.low_rank:
+        type(ct.get_experiment(build.experiment).model(build.model)).low_rank_mass_matrix = True  # type: ignore[misc]
     start, cpu = time.perf_counter(), time.process_time()
     tune = args.tune if args.tune is not None else build.tune
     pop, fit = population(build, table, f"{build.source}; {which}", draws, tune,

@@ -7,11 +7,12 @@ of participants is named where a fit of the whole data set takes hours of CPU (`
 Spektor et al.'s 282 participants, ``spektor2024`` 30 of them), and its population's ``source`` says so.
 
     python benchmarks/studies/build_populations.py cogbench-instrumental
-    python benchmarks/studies/build_populations.py shahar2019 [--subjects N]
+    python benchmarks/studies/build_populations.py shahar2019 [--subjects N] [--low-rank]
     python benchmarks/studies/build_populations.py spektor2024 [--subjects N] [--draws D --max-draws M] [--centred]
     python benchmarks/studies/build_populations.py spektor2024-all   # --subjects 0 --draws 2000 --tune 1000 --centred
 
-``--tune T`` samples ``T`` tuning steps a chain instead of as many as the draws (the library's
+``--low-rank`` adapts nutpie's low-rank modified mass matrix instead of the model's own (diagonal
+for most).  ``--tune T`` samples ``T`` tuning steps a chain instead of as many as the draws (the library's
 ``build_population`` tunes as long as it draws); the fit is then made with
 :func:`cogtestbed.inference.hierarchical.fit_hierarchical` and kept with
 :func:`cogtestbed.inference.population.population_from_fit`, the two calls ``build_population`` makes.

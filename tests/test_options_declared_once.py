@@ -280,8 +280,8 @@ def test_population_build_and_build_population_share_one_request(tmp_path: Path,
                  "-o", str(tmp_path / "p.json"), "--draws", "7", "--seed", "3"])
     assert seen.pop("args") == ()
     assert seen == {"experiment": "two-step", "table_or_path": tmp_path / "t.parquet", "model": "hybrid", "name": "x",
-                    "output": tmp_path / "p.json", "source": "", "from_source": "auto", "draws": 7, "chains": 4,
-                    "max_draws": 8000, "seed": 3, "allow_unconverged": False, "force": False}
+                    "output": tmp_path / "p.json", "source": "", "from_source": "auto", "draws": 7, "tune": None,
+                    "chains": 4, "max_draws": 8000, "seed": 3, "allow_unconverged": False, "force": False}
     with pytest.raises(ct.InputError, match="name"):
         ct.build_population("two-step", tmp_path / "t.parquet", model="hybrid")
 

@@ -7,8 +7,9 @@ hybrid model's (issue 52 item 5; Centaur's measure, Binz et al. 2025).
 * Data: Psych-201 ``shahar2019twosteptask`` (554 participants, two measurements, ~630 marked
   choices and ~12,900 SmolLM2 tokens each).  The trial table comes from the experiment's
   ``psych201`` importer; the transcripts from the same file.
-* Split: ``--held-out`` participants drawn by a seeded generator (``--seed``) from the ids in
-  their fixed order (:func:`cogtestbed.inference.heldout.heldout_split`); the rest are training
+* Split: ``--held-out`` participants drawn by a seeded generator (``--seed``) from the subject
+  numbers in their fixed order (:func:`cogtestbed.inference.heldout.heldout_split`, the draw of
+  ``ct.heldout_nll``: one seed holds out the same participants in both); the rest are training
   participants, of which ``--train`` (seeded, all with ``--train 0``) fit the hybrid model by
   pooled MLE (one parameter vector).  The split is printed.
 * ``--measurement first`` (the default, for CPU time): only the held-out participants' first
@@ -96,7 +97,11 @@ def main() -> None:
     exp = get_experiment("two-step")
     table = exp.importer("psych201").load(Path(args.data))
     ids = {str(p): s for p, s in table.groupby("participant")["subject"].first().items()}
-    train_ids, test_ids = heldout_split(list(ids), args.held_out, args.seed)
+    # drawn over the subject numbers, as ct.heldout_nll draws it, so one seed holds out the same people
+    participant_of = {s: p for p, s in ids.items()}
+    train_subjects, test_subjects = heldout_split(list(participant_of), args.held_out, args.seed)
+    train_ids = [participant_of[s] for s in train_subjects]
+    test_ids = [participant_of[s] for s in test_subjects]
     if args.train:
         pick = np.random.default_rng(args.seed + 1).choice(
             len(train_ids), size=min(args.train, len(train_ids)), replace=False

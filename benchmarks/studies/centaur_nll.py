@@ -96,9 +96,8 @@ def main() -> None:
 
     exp = get_experiment("two-step")
     table = exp.importer("psych201").load(Path(args.data))
-    ids = {str(p): s for p, s in table.groupby("participant")["subject"].first().items()}
     # drawn over the subject numbers, as ct.heldout_nll draws it, so one seed holds out the same people
-    participant_of = {s: p for p, s in ids.items()}
+    participant_of = {s: str(p) for p, s in table.groupby("participant")["subject"].first().items()}
     train_subjects, test_subjects = heldout_split(list(participant_of), args.held_out, args.seed)
     train_ids = [participant_of[s] for s in train_subjects]
     test_ids = [participant_of[s] for s in test_subjects]
@@ -114,7 +113,7 @@ def main() -> None:
                     "seed": args.seed,
                     "held_out": test_ids,
                     "n_train_fitted": len(train_ids),
-                    "n_participants": len(ids),
+                    "n_participants": len(participant_of),
                     "measurement": args.measurement,
                 }
             }
@@ -144,7 +143,7 @@ def main() -> None:
     held = subject_nll(model, fit.params, scored)
     bias = position_bias_fit(table[table["participant"].isin(train_ids)])
     held["position_bias"] = position_bias_nll(scored, bias)["nll_per_choice"].to_numpy()
-    held["participant"] = held["subject"].map({s: p for p, s in ids.items()})
+    held["participant"] = held["subject"].map(participant_of)
     print(json.dumps({"position_bias_fit": [round(b, 4) for b in bias]}), flush=True)
     choices = transcript_nll(
         "hf:smollm2-135m", records, options=shahar2019_options, overflow="window", min_context=args.min_context

@@ -36,6 +36,8 @@ import argparse
 import dataclasses
 import json
 import os
+import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -316,16 +318,41 @@ def numpyro_diagnostics(draws: Any, rep: int) -> dict[str, Any]:
     return {**diagnose(idata, var_names=sorted(posterior), sampler="numpyro").columns(), "mean_steps": steps}
 
 
-def fit_numpyro(python: Path, spec: Path, out: Path, check_only: bool = False) -> dict[str, Any]:
-    """Run ``numpyro_models.py`` in NumPyro's environment; its JSON line."""
+def fit_numpyro(python: Path, spec: Path, out: Path, check_only: bool = False,
+                cpu_limit: float | None = None) -> dict[str, Any]:
+    """Run ``numpyro_models.py`` in NumPyro's environment; its JSON line.
+
+    ``cpu_limit``: CPU seconds the process may use (``RLIMIT_CPU``: the kernel stops it with SIGXCPU).
+    A process stopped so returns the fits that finished and ``unfinished``: the data set it was
+    fitting and the CPU seconds that fit had used when it was stopped, a lower bound of its cost."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     command = [str(python), str(ROOT / "benchmarks" / "numpyro_models.py"), str(spec), str(out)]
-    proc = subprocess.run(command + (["--check-only"] if check_only else []),
-                          capture_output=True, text=True, env=env, check=False)
+    limit = None if cpu_limit is None else int(np.ceil(cpu_limit))
+
+    def set_limit() -> None:
+        if limit is not None:
+            resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 30))
+
+    proc = subprocess.run(command + (["--check-only"] if check_only else []), capture_output=True, text=True,
+                          env=env, check=False, preexec_fn=set_limit)
+    lines = [json.loads(line) for line in proc.stdout.strip().splitlines() if line.startswith("{")]
+    if proc.returncode in (-signal.SIGXCPU, -signal.SIGKILL) and limit is not None:
+        return stopped_at_limit(lines, limit)
     if proc.returncode != 0:
         raise RuntimeError(f"numpyro_models.py failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = lines[-1]
     return result
+
+
+def stopped_at_limit(lines: Sequence[dict[str, Any]], limit: int) -> dict[str, Any]:
+    """What a NumPyro run stopped at its CPU limit leaves: the finished fits and the one it was in."""
+    started = [line for line in lines if "started" in line]
+    if not started:  # stopped before its first fit began (imports and checks)
+        raise RuntimeError(f"numpyro_models.py used its {limit} CPU-s before its first fit began")
+    last = started[-1]
+    return {"numpyro": last["numpyro"], "jax": last["jax"],
+            "fits": [line["finished"] for line in lines if "finished" in line],
+            "unfinished": {"rep": last["started"], "cpu_s_at_least": limit - last["process_cpu_s"]}}
 
 
 def agree(ours: Sequence[float], theirs: Sequence[float]) -> float:
@@ -366,10 +393,8 @@ def run_case(name: str, case: Case, args: argparse.Namespace, python: Path) -> l
                                           "numpyro": checked["grad_us"]}}), flush=True)
             return [{"same_model": same}]
         if same:
-            theirs = fit_numpyro(python, spec, out)
-            draws = np.load(out)
-            np_rows = [{**f, **numpyro_diagnostics(draws, f["rep"]), "grad_us": checked["grad_us"]}
-                       for f in theirs["fits"]]
+            theirs = fit_numpyro(python, spec, out, cpu_limit=args.numpyro_cpu_limit)
+            np_rows = numpyro_rows(theirs, out, checked["grad_us"], args.reps)
     pkg_rows = fit_package(case, data, sampler) if same else [{} for _ in range(args.reps)]
     if same:
         grad = package_grad_cost(case, data[0])
@@ -384,12 +409,38 @@ def run_case(name: str, case: Case, args: argparse.Namespace, python: Path) -> l
                "loglik_rel_diff": ll_rel, "logp_rel_diff": logp_rel, "same_model": same,
                "package": _rates(pkg), "numpyro": _rates(npy), "numpyro_version": theirs["numpyro"],
                "jax_version": theirs["jax"]}
-        if same:
+        if same and "ess_per_cpu_s" in row["numpyro"]:
             row["ratio"] = row["package"]["ess_per_cpu_s"] / row["numpyro"]["ess_per_cpu_s"]
             row["attribution"] = attribution(row)
+        elif same and row["numpyro"].get("unfinished"):
+            row.update(ratio_bounds(row))
         print(json.dumps(row), flush=True)
         rows.append(row)
     return rows
+
+
+def numpyro_rows(theirs: dict[str, Any], out: Path, grad_us: float, reps: int) -> list[dict[str, Any]]:
+    """One row per data set of NumPyro's run: the finished fits diagnosed, then the fit its CPU limit
+    stopped (``unfinished``, its CPU so far as ``cpu_s``), then ``not_started`` for the rest."""
+    draws = np.load(out) if theirs["fits"] else None
+    rows = [{**f, **numpyro_diagnostics(draws, f["rep"]), "grad_us": grad_us} for f in theirs["fits"]]
+    stopped = theirs.get("unfinished")
+    if stopped is not None:
+        rows.append({"unfinished": True, "cpu_s": stopped["cpu_s_at_least"], "grad_us": grad_us})
+    return rows + [{"not_started": True} for _ in range(reps - len(rows))]
+
+
+def ratio_bounds(row: dict[str, Any]) -> dict[str, float]:
+    """Lower bounds of the ratio where NumPyro's fit was stopped after ``cpu_s`` CPU seconds.
+
+    NumPyro's min bulk ESS per CPU-second is below ``ess_max / cpu_s``, where ``ess_max`` is the
+    largest bulk ESS ArviZ can report for ``n = chains × draws`` draws: ``n · log10(n)`` (its estimate
+    of the autocorrelation time is floored at ``1 / log10(n)``).  So the ratio is above
+    ``package rate · cpu_s / ess_max`` (``ratio_at_least``); ``ratio_at_least_if_ess_at_most_draws``
+    is the bound if NumPyro's ESS had been at most its draws (the usual case, not a certainty)."""
+    n = row["chains"] * row["draws"]
+    rate, cpu = row["package"]["ess_per_cpu_s"], row["numpyro"]["cpu_s"]
+    return {"ratio_at_least": rate * cpu / (n * np.log10(n)), "ratio_at_least_if_ess_at_most_draws": rate * cpu / n}
 
 
 def attribution(row: dict[str, Any]) -> dict[str, float]:
@@ -417,8 +468,8 @@ def attribution(row: dict[str, Any]) -> dict[str, float]:
 
 
 def _rates(fit: dict[str, Any]) -> dict[str, Any]:
-    if not fit:
-        return {}
+    if "min_ess_bulk" not in fit:  # no fit, or NumPyro's stopped at its CPU limit
+        return dict(fit)
     return {**fit, "ess_per_cpu_s": fit["min_ess_bulk"] / fit["cpu_s"]}
 
 
@@ -437,12 +488,17 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
                          f"({r['loglik_rel_diff']:.1e}, {r['logp_rel_diff']:.1e}) | | | | | |")
             continue
         label = f"{r['rep']}{' (compiles)' if r['rep'] == 0 else ''}"
-        lines.append(
-            f"| {r['experiment']} {r['model']} | {label} | {r['subjects']} × {r['trials']}, {r['chains']} × "
-            f"({r['tune']} + {r['draws']}) | {p['ess_per_cpu_s']:.1f} ({p['min_ess_bulk']:.0f}, "
-            f"{p['min_ess_tail']:.0f}; {p['cpu_s']:.1f}) | {n['ess_per_cpu_s']:.1f} ({n['min_ess_bulk']:.0f}, "
-            f"{n['min_ess_tail']:.0f}; {n['cpu_s']:.1f}) | **{r['ratio']:.2f}×** | "
-            f"{p['max_rhat']:.3f} / {n['max_rhat']:.3f} | {p['divergences']} / {n['divergences']} |")
+        head = (f"| {r['experiment']} {r['model']} | {label} | {r['subjects']} × {r['trials']}, {r['chains']} × "
+                f"({r['tune']} + {r['draws']}) | {p['ess_per_cpu_s']:.1f} ({p['min_ess_bulk']:.0f}, "
+                f"{p['min_ess_tail']:.0f}; {p['cpu_s']:.1f}) | ")
+        if "ratio" not in r:  # NumPyro stopped at its CPU limit in this data set, or before it
+            lines.append(head + (f"unfinished after {n['cpu_s']:.0f} CPU-s | **> {r['ratio_at_least']:.2f}×** | "
+                                 if n.get("unfinished") else "not begun (CPU limit) | | ")
+                         + f"{p['max_rhat']:.3f} / – | {p['divergences']} / – |")
+            continue
+        lines.append(head + f"{n['ess_per_cpu_s']:.1f} ({n['min_ess_bulk']:.0f}, "
+                     f"{n['min_ess_tail']:.0f}; {n['cpu_s']:.1f}) | **{r['ratio']:.2f}×** | "
+                     f"{p['max_rhat']:.3f} / {n['max_rhat']:.3f} | {p['divergences']} / {n['divergences']} |")
         a = r["attribution"]
         factors.append(
             f"| {r['experiment']} {r['model']} | {label} | {p['grad_us']:.0f} / {n['grad_us']:.0f} | "
@@ -463,6 +519,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cores", type=int, default=1,
                         help="nutpie's threads (1: chains one after another, as NumPyro's 'sequential')")
     parser.add_argument("--numpyro-python", type=Path, default=Path(os.environ.get("NUMPYRO_PYTHON", NUMPYRO_PYTHON)))
+    parser.add_argument("--numpyro-cpu-limit", type=float, default=None, metavar="SECONDS",
+                        help="stop NumPyro's process after this much CPU (imports and checks included); the data "
+                             "set it was fitting gets a lower bound of its CPU and of the ratio")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--package-only", action="store_true",
                         help="only the package's fits (no NumPyro, no checks): before/after a change of the package")
@@ -476,9 +535,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [c for c in args.cases.split(",") if c]
     unknown = [c for c in names if c not in CASES]
     if (unknown or args.reps < 1 or args.chains < 2 or args.draws < 1 or (args.tune is not None and args.tune < 1)
-            or (args.subjects is not None and args.subjects < 2) or args.cores < 1):
+            or (args.subjects is not None and args.subjects < 2) or args.cores < 1
+            or (args.numpyro_cpu_limit is not None and not args.numpyro_cpu_limit > 0)):
         print(f"give cases of {', '.join(CASES)}, --reps >= 1, --chains >= 2, --draws, --tune, --cores >= 1, "
-              f"--subjects >= 2 (unknown: {unknown})",
+              f"--subjects >= 2, --numpyro-cpu-limit > 0 (unknown: {unknown})",
               file=sys.stderr)
         return 2
     if not args.numpyro_python.exists() and not args.package_only:

@@ -374,6 +374,9 @@ def run(spec_path: str, out_path: str, fit: bool = True) -> dict[str, Any]:
     for rep, seed in enumerate(meta["seeds"]):
         data = data_of(spec, meta, rep)
         cpu, wall = time.process_time(), time.perf_counter()
+        # progress, for a run stopped by a CPU limit: the process CPU when this data set's fit began
+        print(json.dumps({"started": rep, "process_cpu_s": cpu, "numpyro": numpyro.__version__,
+                          "jax": jax.__version__}), flush=True)
         mcmc.run(jax.random.PRNGKey(seed), data, extra_fields=("diverging", "num_steps"))
         samples = mcmc.get_samples(group_by_chain=True)
         jax.block_until_ready(samples)
@@ -383,7 +386,8 @@ def run(spec_path: str, out_path: str, fit: bool = True) -> dict[str, Any]:
         extra = mcmc.get_extra_fields(group_by_chain=True)
         draws[f"r{rep}_diverging"] = np.asarray(extra["diverging"])
         draws[f"r{rep}_num_steps"] = np.asarray(extra["num_steps"])
-    np.savez(out_path, **draws)
+        np.savez(out_path, **draws)  # after every data set: the fits that finished survive a CPU limit
+        print(json.dumps({"finished": fits[-1]}), flush=True)
     return {**result, "fits": fits}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -109,3 +110,48 @@ def test_pooling_is_the_pymc_models(case: str) -> None:
         assert meta["n_scenarios"] == 4 and set(meta["scenario_pooling"]) <= {
             "beta_first", "beta_anchor", "beta_round", "beta_mid"}
     assert len(subjects) == 3
+
+
+def test_numpyro_cpu_limit_keeps_the_finished_fits(tmp_path: Path) -> None:
+    """A NumPyro process stopped by ``--numpyro-cpu-limit`` (the kernel's SIGXCPU) leaves the fits that
+    finished and a lower bound of the CPU of the one it was in; a stand-in for NumPyro's Python prints the
+    same progress lines as ``numpyro_models.py`` and then spins."""
+    bench = _load("bench_hierarchical_vs_numpyro")
+    fake = tmp_path / "python"
+    fake.write_text("#!" + sys.executable + "\n"
+                    "import json, time\n"
+                    "print(json.dumps({'started': 0, 'process_cpu_s': 0.2, 'numpyro': 'x', 'jax': 'y'}), flush=True)\n"
+                    "print(json.dumps({'finished': {'rep': 0, 'cpu_s': 0.3, 'wall_s': 0.3}}), flush=True)\n"
+                    "print(json.dumps({'started': 1, 'process_cpu_s': 0.5, 'numpyro': 'x', 'jax': 'y'}), flush=True)\n"
+                    "while True:\n    pass\n")
+    fake.chmod(0o755)
+    start = time.perf_counter()
+    out = bench.fit_numpyro(fake, tmp_path / "spec.npz", tmp_path / "draws.npz", cpu_limit=1)
+    assert time.perf_counter() - start < 30
+    assert out["fits"] == [{"rep": 0, "cpu_s": 0.3, "wall_s": 0.3}]
+    assert out["unfinished"] == {"rep": 1, "cpu_s_at_least": 0.5} and out["numpyro"] == "x"
+    rows = bench.numpyro_rows({**out, "fits": []}, tmp_path / "none.npz", 10.0, 3)
+    assert rows == [{"unfinished": True, "cpu_s": 0.5, "grad_us": 10.0}, {"not_started": True}, {"not_started": True}]
+
+
+def test_ratio_bounds_and_their_table_row() -> None:
+    """NumPyro stopped after 1,000 CPU-s of 4 × 500 draws: its bulk ESS is at most 2000 · log10(2000) (ArviZ's
+    floor on the autocorrelation time), so a package at 2 ESS per CPU-second is above 2 · 1000 / 6602 ×."""
+    bench = _load("bench_hierarchical_vs_numpyro")
+    package = {"min_ess_bulk": 200.0, "min_ess_tail": 150.0, "cpu_s": 100.0, "max_rhat": 1.004, "divergences": 0}
+    row = {"case": "c", "experiment": "e", "model": "m", "rep": 0, "subjects": 6, "trials": 248, "chains": 4,
+           "draws": 500, "tune": 500, "same_model": True, "package": bench._rates(package),
+           "numpyro": bench._rates({"unfinished": True, "cpu_s": 1000.0})}
+    bounds = bench.ratio_bounds(row)
+    assert bounds["ratio_at_least"] == pytest.approx(2.0 * 1000.0 / (2000 * np.log10(2000)))
+    assert bounds["ratio_at_least_if_ess_at_most_draws"] == pytest.approx(1.0)
+    line = bench.table([{**row, **bounds}]).splitlines()[2]
+    assert "unfinished after 1000 CPU-s" in line and "**> 0.30×**" in line and "1.004 / –" in line
+    later = {**row, "rep": 1, "numpyro": {"not_started": True}}
+    assert "not begun (CPU limit)" in bench.table([later]).splitlines()[2]
+
+
+def test_cpu_limit_must_be_positive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _load("bench_hierarchical_vs_numpyro")
+    assert bench.main(["--cases", "rw-pm", "--numpyro-cpu-limit", "0", "--numpyro-python", str(tmp_path)]) == 2
+    assert "--numpyro-cpu-limit > 0" in capsys.readouterr().err

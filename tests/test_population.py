@@ -237,3 +237,26 @@ def test_build_population_tunes_as_long_as_it_draws_unless_told(tmp_path, monkey
         ct.build_population(EXP, table, model="rw-pm", name="p", tune=0)
     assert run_cli(["population", "build", EXP, str(path), "--model", "rw-pm", "--name", "p", "--tune", "0",
                     "-o", str(tmp_path / "q.json")]) == 2 and len(seen) == 3
+
+
+def test_build_script_configures_a_copy_of_the_model() -> None:
+    """``build_populations.py --centred --low-rank`` sets the options on a copy of the build's model; the
+    registry's model (one object per process) keeps its class's declarations for every later fit."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "studies" / "build_populations.py"
+    spec = importlib.util.spec_from_file_location("build_populations_script", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = script  # its dataclasses look their module up
+    spec.loader.exec_module(script)
+    build = script.POPULATIONS["spektor2024"]
+    model = script.configured_model(build, centred=True, low_rank=True)
+    registry = get_experiment(build.experiment).model(build.model)
+    assert model is not registry and type(model) is type(registry)
+    assert model.centred_parameters == ("lambda", "alpha", "theta") and model.low_rank_mass_matrix is True
+    assert registry.centred_parameters == () and registry.low_rank_mass_matrix is False
+    plain = script.configured_model(build, centred=False, low_rank=False)
+    assert plain.centred_parameters == () and plain.low_rank_mass_matrix is False

@@ -28,6 +28,7 @@ and tail ESS, divergences) and its wall and CPU time (the process's, all sampler
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import time
 from dataclasses import dataclass
@@ -105,14 +106,26 @@ def table_of(build: Build, subjects: int | None, seed: int = 0) -> tuple[object,
                  "that the fit takes minutes of CPU, not hours)")
 
 
-def population(build: Build, table: object, source: str, draws: int, tune: int | None, max_draws: int,
-               name: str) -> tuple[object, object]:
-    """The population (kept whatever its diagnostics) and the hierarchical fit it came from: the two
-    steps of :func:`cogtestbed.build_population`, with ``tune`` tuning steps a chain (None: ``draws``)."""
+def configured_model(build: Build, centred: bool, low_rank: bool) -> object:
+    """The build's model, on a copy that samples every parameter centred and/or adapts nutpie's low-rank
+    mass matrix where asked: attributes of the copy shadow the model class's declarations
+    (``centred_parameters``, ``low_rank_mass_matrix``), so the registry's model stays as declared."""
+    model = copy.copy(ct.get_experiment(build.experiment).model(build.model))
+    if centred:
+        model.centred_parameters = tuple(model.parameters.names)
+    if low_rank:
+        model.low_rank_mass_matrix = True
+    return model
+
+
+def population(build: Build, model: object, table: object, source: str, draws: int, tune: int | None,
+               max_draws: int, name: str) -> tuple[object, object]:
+    """The population (kept whatever its diagnostics) and the hierarchical fit of ``model`` it came from:
+    the two steps of :func:`cogtestbed.build_population` (which does not return the fit, and the fit's
+    highest-R-hat variables are printed here), with ``tune`` tuning steps a chain (None: ``draws``)."""
     from cogtestbed.inference.hierarchical import fit_hierarchical
     from cogtestbed.inference.population import population_from_fit
 
-    model = ct.get_experiment(build.experiment).model(build.model)
     fit = fit_hierarchical(model, table, draws=draws, tune=draws if tune is None else tune, chains=build.chains,
                            seed=0, max_draws=max_draws, warn=False, log_likelihood=False)
     pop = population_from_fit(fit, name=name, experiment=build.experiment, model=model, trials=table,
@@ -149,14 +162,10 @@ def main() -> None:
     table, which = table_of(build, subjects)
     draws = args.draws or build.draws
     out = args.output or shipped_directory() / f"{args.name}.json"
-    if args.centred or build.centred:
-        model = type(ct.get_experiment(build.experiment).model(build.model))
-        model.centred_parameters = tuple(model.parameters.names)  # type: ignore[misc]
-    if args.low_rank or build.low_rank:
-        type(ct.get_experiment(build.experiment).model(build.model)).low_rank_mass_matrix = True  # type: ignore[misc]
+    model = configured_model(build, args.centred or build.centred, args.low_rank or build.low_rank)
     start, cpu = time.perf_counter(), time.process_time()
     tune = args.tune if args.tune is not None else build.tune
-    pop, fit = population(build, table, f"{build.source}; {which}", draws, tune,
+    pop, fit = population(build, model, table, f"{build.source}; {which}", draws, tune,
                           args.max_draws or max(build.max_draws, draws), args.name)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     print("\n".join(worst_rhat(fit)))

@@ -13,6 +13,7 @@ Participants: the seeded random subset of ``build_populations.py`` (0: all 282).
 from __future__ import annotations
 
 import argparse
+import copy
 import sys
 import time
 from pathlib import Path
@@ -45,9 +46,9 @@ def main() -> None:
 
     table, which = bp.table_of(bp.POPULATIONS["spektor2024"], args.subjects or None)
     stamp(f"{len(table)} choices of {which}")
-    model = ct.get_experiment("risky-choice").model("prospect-theory")
+    model = copy.copy(ct.get_experiment("risky-choice").model("prospect-theory"))  # the registry's stays as declared
     if args.centred:
-        type(model).centred_parameters = tuple(args.centred.split(","))
+        model.centred_parameters = tuple(args.centred.split(","))
     pm_model = model.pymc_model(table, True)
     stamp("PyMC model built")
     with strict_float():

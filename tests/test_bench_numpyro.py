@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -125,13 +126,46 @@ def test_numpyro_cpu_limit_keeps_the_finished_fits(tmp_path: Path) -> None:
                     "print(json.dumps({'started': 1, 'process_cpu_s': 0.5, 'numpyro': 'x', 'jax': 'y'}), flush=True)\n"
                     "while True:\n    pass\n")
     fake.chmod(0o755)
-    start = time.perf_counter()
+    start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     out = bench.fit_numpyro(fake, tmp_path / "spec.npz", tmp_path / "draws.npz", cpu_limit=1)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert time.perf_counter() - start < 30
     assert out["fits"] == [{"rep": 0, "cpu_s": 0.3, "wall_s": 0.3}]
-    assert out["unfinished"] == {"rep": 1, "cpu_s_at_least": 0.5} and out["numpyro"] == "x"
+    # the CPU the stand-in used (about 1 s; the kernel's tick-sampled limit check has stopped it at 0.76 s
+    # of this clock), less the 0.5 s its line says it had used when data set 1 began
+    used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    assert out["unfinished"] == {"rep": 1, "cpu_s_at_least": pytest.approx(used - 0.5, abs=1e-9)}
+    assert out["numpyro"] == "x"
     rows = bench.numpyro_rows({**out, "fits": []}, tmp_path / "none.npz", 10.0, 3)
-    assert rows == [{"unfinished": True, "cpu_s": 0.5, "grad_us": 10.0}, {"not_started": True}, {"not_started": True}]
+    assert rows == [{"unfinished": True, "cpu_s": out["unfinished"]["cpu_s_at_least"], "grad_us": 10.0},
+                    {"not_started": True}, {"not_started": True}]
+
+
+def test_a_stop_between_two_fits_leaves_no_unfinished_fit() -> None:
+    """Stopped after data set 0's ``finished`` line and before data set 1's ``started`` (or after the last
+    fit): data set 0 is finished, not also unfinished, and no data set gets a CPU bound holding another's fit."""
+    bench = _load("bench_hierarchical_vs_numpyro")
+    lines = [{"started": 0, "process_cpu_s": 5.0, "numpyro": "x", "jax": "y"},
+             {"finished": {"rep": 0, "cpu_s": 90.0, "wall_s": 90.0}}]
+    out = bench.stopped_at_limit(lines, 100.0)
+    assert out == {"numpyro": "x", "jax": "y", "fits": [{"rep": 0, "cpu_s": 90.0, "wall_s": 90.0}]}
+    rows = bench.numpyro_rows({**out, "fits": []}, Path("none.npz"), 10.0, 2)
+    assert rows == [{"not_started": True}, {"not_started": True}]
+    later = bench.stopped_at_limit([*lines, {"started": 1, "process_cpu_s": 95.5, "numpyro": "x", "jax": "y"}], 100.0)
+    assert later["unfinished"] == {"rep": 1, "cpu_s_at_least": 4.5}
+
+
+def test_a_process_killed_before_its_cpu_limit_is_a_failure_not_a_stop(tmp_path: Path) -> None:
+    """SIGKILL from elsewhere (the out-of-memory killer) well before the CPU limit: refused, no lower bound."""
+    bench = _load("bench_hierarchical_vs_numpyro")
+    fake = tmp_path / "python"
+    fake.write_text("#!" + sys.executable + "\n"
+                    "import json, os, signal\n"
+                    "print(json.dumps({'started': 0, 'process_cpu_s': 0.1, 'numpyro': 'x', 'jax': 'y'}), flush=True)\n"
+                    "os.kill(os.getpid(), signal.SIGKILL)\n")
+    fake.chmod(0o755)
+    with pytest.raises(RuntimeError, match=r"failed \(-9\)"):
+        bench.fit_numpyro(fake, tmp_path / "spec.npz", tmp_path / "draws.npz", cpu_limit=60)
 
 
 def test_ratio_bounds_and_their_table_row() -> None:

@@ -48,12 +48,22 @@ BETA_MAX = 1e5
 CLIP_X = 11.6
 
 ALPHA = Parameter.unit("alpha", 0.3, "learning rate", prior_mean=-1.0, prior_sd=1.5)
-ALPHA_POS = Parameter.unit("alpha_pos", 0.3, "learning rate after positive prediction errors",
-                           prior_mean=-1.0, prior_sd=1.5)
-ALPHA_NEG = Parameter.unit("alpha_neg", 0.3, "learning rate after negative prediction errors",
-                           prior_mean=-1.0, prior_sd=1.5)
-BETA = Parameter.positive("beta", 5.0, upper=BETA_MAX, description="softmax inverse temperature",
-                          prior_mean=1.5, prior_sd=1.0, search_floor=1e-3, search_ceiling=BETA_MAX)
+ALPHA_POS = Parameter.unit(
+    "alpha_pos", 0.3, "learning rate after positive prediction errors", prior_mean=-1.0, prior_sd=1.5
+)
+ALPHA_NEG = Parameter.unit(
+    "alpha_neg", 0.3, "learning rate after negative prediction errors", prior_mean=-1.0, prior_sd=1.5
+)
+BETA = Parameter.positive(
+    "beta",
+    5.0,
+    upper=BETA_MAX,
+    description="softmax inverse temperature",
+    prior_mean=1.5,
+    prior_sd=1.0,
+    search_floor=1e-3,
+    search_ceiling=BETA_MAX,
+)
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -97,8 +107,15 @@ _VISIT = _N_FIELDS * SIM_LANES
 
 @njit(cache=True, inline="always")
 def rw_visit(
-    v0: float, v1: float, arm1: bool, r0: float, r1: float, alpha_pos: float, alpha_neg: float,
-    kind: float, lapse_u: float,
+    v0: float,
+    v1: float,
+    arm1: bool,
+    r0: float,
+    r1: float,
+    alpha_pos: float,
+    alpha_neg: float,
+    kind: float,
+    lapse_u: float,
 ) -> tuple[float, float, float, float]:
     """One RW± trial in a casino with values (v0, v1), the agent having chosen arm 1 iff ``arm1``:
     (new v0, new v1, recorded arm, recorded reward), with selects only (no branch).
@@ -140,9 +157,15 @@ def _advance_lanes(buffer: np.ndarray, base: int, state: np.ndarray, lapses: boo
         d = sigmoid_margin(buffer[at + _U * SIM_LANES], state[_BETA * SIM_LANES + lane] * (v0 - v1))
         close += not abs(d) > SIGMOID_MARGIN
         new0, new1, arm, reward = rw_visit(
-            v0, v1, d >= 0.0, buffer[at + _R0 * SIM_LANES], buffer[at + _R1 * SIM_LANES],
-            state[_APOS * SIM_LANES + lane], state[_ANEG * SIM_LANES + lane],
-            buffer[at + _KIND * SIM_LANES] if lapses else 0.0, buffer[at + _LAPSE_U * SIM_LANES] if lapses else 0.0,
+            v0,
+            v1,
+            d >= 0.0,
+            buffer[at + _R0 * SIM_LANES],
+            buffer[at + _R1 * SIM_LANES],
+            state[_APOS * SIM_LANES + lane],
+            state[_ANEG * SIM_LANES + lane],
+            buffer[at + _KIND * SIM_LANES] if lapses else 0.0,
+            buffer[at + _LAPSE_U * SIM_LANES] if lapses else 0.0,
         )
         state[_V0 * SIM_LANES + lane] = new0
         state[_V1 * SIM_LANES + lane] = new1
@@ -164,8 +187,14 @@ def _redo_close_lanes(buffer: np.ndarray, base: int, state: np.ndarray) -> None:
         if abs(sigmoid_margin(u, beta * (v0 - v1))) > SIGMOID_MARGIN:
             continue
         new0, new1, arm, reward = rw_visit(
-            v0, v1, not u < prob_arm0(beta, v0, v1), buffer[at + _R0 * SIM_LANES], buffer[at + _R1 * SIM_LANES],
-            state[_APOS * SIM_LANES + lane], state[_ANEG * SIM_LANES + lane], buffer[at + _KIND * SIM_LANES],
+            v0,
+            v1,
+            not u < prob_arm0(beta, v0, v1),
+            buffer[at + _R0 * SIM_LANES],
+            buffer[at + _R1 * SIM_LANES],
+            state[_APOS * SIM_LANES + lane],
+            state[_ANEG * SIM_LANES + lane],
+            buffer[at + _KIND * SIM_LANES],
             buffer[at + _LAPSE_U * SIM_LANES],
         )
         state[_V0 * SIM_LANES + lane] = new0
@@ -175,8 +204,7 @@ def _redo_close_lanes(buffer: np.ndarray, base: int, state: np.ndarray) -> None:
 
 
 @njit(cache=True)
-def _visit_offsets(casino: np.ndarray, n_casinos: int, group: int, j: int, out: np.ndarray,
-                   counts: np.ndarray) -> int:
+def _visit_offsets(casino: np.ndarray, n_casinos: int, group: int, j: int, out: np.ndarray, counts: np.ndarray) -> int:
     """Where each trial of one subject (group slot ``j``) lives in the visit buffer: the block of its
     visit number within its casino, the lane of (subject, casino).  Returns the most visits of a casino."""
     counts[:] = 0
@@ -234,9 +262,24 @@ def simulate_rwpm_kernel(
     offsets = np.empty((SIM_LANES // n_casinos, t_max), dtype=np.uint64)
     counts = np.empty(n_casinos, dtype=np.int64)
     lapsed = lapse_kind.shape[0] > 0
-    _simulate_rwpm(casino, reward_draws, alpha_pos, alpha_neg, beta, uniforms, n_casinos,
-                   lapse_kind if lapsed else None, lapse_u if lapsed else None,
-                   actions, rewards, valid, buffer.reshape(-1), state, offsets, counts)
+    _simulate_rwpm(
+        casino,
+        reward_draws,
+        alpha_pos,
+        alpha_neg,
+        beta,
+        uniforms,
+        n_casinos,
+        lapse_kind if lapsed else None,
+        lapse_u if lapsed else None,
+        actions,
+        rewards,
+        valid,
+        buffer.reshape(-1),
+        state,
+        offsets,
+        counts,
+    )
     return actions, rewards, valid
 
 
@@ -370,7 +413,10 @@ def rwpm_nll_many_kernel(
 # ----------------------------------------------------------------------------- likelihood kernel
 @njit(cache=True)
 def rwpm_pointwise_kernel(
-    theta: np.ndarray, obs_subject: np.ndarray, action: np.ndarray, casino: np.ndarray,
+    theta: np.ndarray,
+    obs_subject: np.ndarray,
+    action: np.ndarray,
+    casino: np.ndarray,
     reward: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """RW± likelihood (the models' pointwise kernel): per-trial log P(choice) and its gradient
@@ -464,8 +510,10 @@ def bandit_data(trials: pd.DataFrame) -> dict[Hashable, BanditData]:
     action = np.where(ordered["valid"].to_numpy(dtype=bool), action, -1)
     casino = ordered["casino"].to_numpy(dtype=np.int64) - 1
     reward = ordered["reward"].fillna(0.0).to_numpy(dtype=np.float64)
-    return {subject: BanditData(casino=casino[rows], action=action[rows], reward=reward[rows], n_casinos=n_casinos)
-            for subject, rows in slices}
+    return {
+        subject: BanditData(casino=casino[rows], action=action[rows], reward=reward[rows], n_casinos=n_casinos)
+        for subject, rows in slices
+    }
 
 
 class _BanditModel(CognitiveModel):
@@ -510,9 +558,7 @@ class RescorlaWagnerPM(_BanditModel):
     # 11³-grid / 20-start search and never worse than CogBench's differential evolution.
     grid_points: ClassVar[int] = 9
     n_starts: ClassVar[int] = 8
-    contrasts: ClassVar[Mapping[str, Mapping[str, float]]] = {
-        "optimism_bias": {"alpha_pos": 1.0, "alpha_neg": -1.0}
-    }
+    contrasts: ClassVar[Mapping[str, Mapping[str, float]]] = {"optimism_bias": {"alpha_pos": 1.0, "alpha_neg": -1.0}}
 
 
 MODELS: dict[str, CognitiveModel] = {"rw": RescorlaWagner(), "rw-pm": RescorlaWagnerPM()}
@@ -557,8 +603,13 @@ def cogbench_metrics(trials: pd.DataFrame, n_starts: int | None = None) -> Metri
     table = pd.DataFrame(per_run)
     metrics = {
         key: float(table[key].mean())
-        for key in ("performance", "learning_rate", "optimism_bias",
-                    "distance_to_optimal_learning_rate", "distance_to_optimal_optimism_bias")
+        for key in (
+            "performance",
+            "learning_rate",
+            "optimism_bias",
+            "distance_to_optimal_learning_rate",
+            "distance_to_optimal_optimism_bias",
+        )
     }
     metrics["n_runs"] = len(table)
     metrics["invalid_rate"] = float(table["n_invalid"].sum() / max(table["n_trials"].sum(), 1))

@@ -100,9 +100,16 @@ SIM_LANES = 32
 # Fields of the kernel's visit buffer (one row of SIM_LANES per field, one block of rows per visit):
 # inputs u, the two arms' rewards, lapse kind and lapse uniform; outputs recorded arm and reward.
 _U, _R0, _R1, _KIND, _LAPSE_U, _ARM, _REWARD, _N_FIELDS = range(8)
-# Fields of the lane state: the value pair, the pair before the current visit, α⁺, α⁻, β.
-_V0, _V1, _OLD0, _OLD1, _APOS, _ANEG, _BETA, _N_STATE = range(8)
+# Fields of the lane state: the value pair, α⁺, α⁻, β, and the choice of the current visit (its
+# :func:`~cogtestbed.numerics.sigmoid_margin`: arm 1 iff ≥ 0).
+_V0, _V1, _APOS, _ANEG, _BETA, _MARGIN, _N_STATE = range(7)
 _VISIT = _N_FIELDS * SIM_LANES
+# First-call compile cost (issue 54): the kernel's helpers that only compiled code calls take numba's
+# ``no_cpython_wrapper`` and ``no_cfunc_wrapper`` options (CPU target options numba's own overloads use;
+# its type stubs omit them, hence the ``type: ignore``), so numba builds no Python or C entry point for
+# them; ``_simulate_rwpm``, called from Python only, builds no C one.  The kernel writes conditional
+# expressions for ``min``/``max`` and stores floats into integer arrays without ``int()``: numba compiles
+# each of those builtins as an overload of its own.
 
 
 @njit(cache=True, inline="always")
@@ -138,28 +145,49 @@ def rw_visit(
 
 
 @njit(cache=True, inline="always")
-def _advance_lanes(buffer: np.ndarray, base: int, state: np.ndarray, lapses: bool) -> int:
-    """Play one visit of every lane (its block starts at ``base`` in the visit buffer): the vectorised
-    loop of :func:`simulate_rwpm_kernel`.
+def _choose_lanes(buffer: np.ndarray, base: int, state: np.ndarray) -> int:
+    """The choice of every lane in one visit (its block starts at ``base`` in the visit buffer), stored
+    as its margin in ``_MARGIN``: the first vectorised loop of :func:`simulate_rwpm_kernel`.
 
-    The choice is the sign of :func:`~cogtestbed.numerics.sigmoid_margin` (no libm call, no branch:
-    LLVM compiles the loop to AVX2 instructions over 4 lanes); returns how many lanes fell within
-    :data:`~cogtestbed.numerics.SIGMOID_MARGIN`, whose visits :func:`_redo_close_lanes` replays with
-    the exact :func:`prob_arm0` (the pair before the visit is kept in ``_OLD0``/``_OLD1`` for it).
+    The margin is :func:`~cogtestbed.numerics.sigmoid_margin` (no libm call, no branch: LLVM compiles
+    the loop to AVX2 instructions over 4 lanes); returns how many lanes fell within
+    :data:`~cogtestbed.numerics.SIGMOID_MARGIN`, which :func:`_decide_close_lanes` decides exactly.
     """
     close = 0
     for lane in range(SIM_LANES):
-        at = base + lane
-        v0 = state[_V0 * SIM_LANES + lane]
-        v1 = state[_V1 * SIM_LANES + lane]
-        state[_OLD0 * SIM_LANES + lane] = v0
-        state[_OLD1 * SIM_LANES + lane] = v1
-        d = sigmoid_margin(buffer[at + _U * SIM_LANES], state[_BETA * SIM_LANES + lane] * (v0 - v1))
+        x = state[_BETA * SIM_LANES + lane] * (state[_V0 * SIM_LANES + lane] - state[_V1 * SIM_LANES + lane])
+        d = sigmoid_margin(buffer[base + lane + _U * SIM_LANES], x)
+        state[_MARGIN * SIM_LANES + lane] = d
         close += not abs(d) > SIGMOID_MARGIN
+    return close
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # type: ignore[call-overload]
+def _decide_close_lanes(buffer: np.ndarray, base: int, state: np.ndarray) -> None:
+    """Decide each lane whose margin is within :data:`~cogtestbed.numerics.SIGMOID_MARGIN` exactly as
+    the step path (arm 0 iff u < :func:`prob_arm0`), storing the choice as a margin of ±1.
+
+    Rarely called (a lane's margin is within it with probability at most 2·10⁻⁶): deciding before the
+    visit is played, rather than replaying it, keeps the first call from compiling a second copy of
+    :func:`rw_visit` (issue 54)."""
+    for lane in range(SIM_LANES):
+        at = _MARGIN * SIM_LANES + lane
+        if abs(state[at]) > SIGMOID_MARGIN:
+            continue
+        p = prob_arm0(state[_BETA * SIM_LANES + lane], state[_V0 * SIM_LANES + lane], state[_V1 * SIM_LANES + lane])
+        state[at] = -1.0 if buffer[base + lane + _U * SIM_LANES] < p else 1.0
+
+
+@njit(cache=True, inline="always")
+def _advance_lanes(buffer: np.ndarray, base: int, state: np.ndarray, lapses: bool) -> None:
+    """Play one visit of every lane with the choices :func:`_choose_lanes` stored (arm 1 iff its
+    margin ≥ 0): the second vectorised loop of :func:`simulate_rwpm_kernel`, branch-free."""
+    for lane in range(SIM_LANES):
+        at = base + lane
         new0, new1, arm, reward = rw_visit(
-            v0,
-            v1,
-            d >= 0.0,
+            state[_V0 * SIM_LANES + lane],
+            state[_V1 * SIM_LANES + lane],
+            state[_MARGIN * SIM_LANES + lane] >= 0.0,
             buffer[at + _R0 * SIM_LANES],
             buffer[at + _R1 * SIM_LANES],
             state[_APOS * SIM_LANES + lane],
@@ -171,39 +199,9 @@ def _advance_lanes(buffer: np.ndarray, base: int, state: np.ndarray, lapses: boo
         state[_V1 * SIM_LANES + lane] = new1
         buffer[at + _ARM * SIM_LANES] = arm
         buffer[at + _REWARD * SIM_LANES] = reward
-    return close
 
 
-@njit(cache=True)
-def _redo_close_lanes(buffer: np.ndarray, base: int, state: np.ndarray) -> None:
-    """Replay, from the pair before the visit, each lane whose cheap choice was within the margin,
-    choosing exactly as the step path: arm 0 iff u < :func:`prob_arm0`."""
-    for lane in range(SIM_LANES):
-        at = base + lane
-        v0 = state[_OLD0 * SIM_LANES + lane]
-        v1 = state[_OLD1 * SIM_LANES + lane]
-        beta = state[_BETA * SIM_LANES + lane]
-        u = buffer[at + _U * SIM_LANES]
-        if abs(sigmoid_margin(u, beta * (v0 - v1))) > SIGMOID_MARGIN:
-            continue
-        new0, new1, arm, reward = rw_visit(
-            v0,
-            v1,
-            not u < prob_arm0(beta, v0, v1),
-            buffer[at + _R0 * SIM_LANES],
-            buffer[at + _R1 * SIM_LANES],
-            state[_APOS * SIM_LANES + lane],
-            state[_ANEG * SIM_LANES + lane],
-            buffer[at + _KIND * SIM_LANES],
-            buffer[at + _LAPSE_U * SIM_LANES],
-        )
-        state[_V0 * SIM_LANES + lane] = new0
-        state[_V1 * SIM_LANES + lane] = new1
-        buffer[at + _ARM * SIM_LANES] = arm
-        buffer[at + _REWARD * SIM_LANES] = reward
-
-
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # type: ignore[call-overload]
 def _visit_offsets(casino: np.ndarray, n_casinos: int, group: int, j: int, out: np.ndarray, counts: np.ndarray) -> int:
     """Where each trial of one subject (group slot ``j``) lives in the visit buffer: the block of its
     visit number within its casino, the lane of (subject, casino).  Returns the most visits of a casino."""
@@ -243,10 +241,11 @@ def simulate_rwpm_kernel(
     Speed without changing a bit.  A casino's value pair changes only on its own visits, so each
     (subject, casino) pair is an independent recursion over its visits: :data:`SIM_LANES` such pairs
     (``SIM_LANES // n_casinos`` subjects) are laid out side by side, their trials gathered into a visit
-    buffer (one block per visit number, one row per field), and each visit of all lanes is one
-    branch-free loop that LLVM vectorises (:func:`_advance_lanes`), its choice decided by the
-    table-free exponential of :func:`~cogtestbed.numerics.sigmoid_margin`; the rare choices within its
-    error margin are replayed exactly (:func:`_redo_close_lanes`).  Results are scattered back in
+    buffer (one block per visit number, one row per field), and each visit of all lanes is two
+    branch-free loops that LLVM vectorises: the choices, decided by the table-free exponential of
+    :func:`~cogtestbed.numerics.sigmoid_margin` (:func:`_choose_lanes`; the rare ones within its error
+    margin are then decided exactly, :func:`_decide_close_lanes`), and the visit played with them
+    (:func:`_advance_lanes`).  Results are scattered back in
     trial order.  The arrays are allocated here, in numpy, and :func:`_simulate_rwpm` fills them: numba
     would compile an allocation routine per dtype and rank (a third of the first call's compile time).
     """
@@ -283,7 +282,7 @@ def simulate_rwpm_kernel(
     return actions, rewards, valid
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", no_cfunc_wrapper=True)  # type: ignore[call-overload]
 def _simulate_rwpm(
     casino: np.ndarray,
     reward_draws: np.ndarray,
@@ -317,10 +316,10 @@ def _simulate_rwpm(
     kind_row, lapse_u_row = buffer[_KIND * SIM_LANES :], buffer[_LAPSE_U * SIM_LANES :]
     arm_row, reward_row = buffer[_ARM * SIM_LANES :], buffer[_REWARD * SIM_LANES :]
     for start in range(0, n, group):
-        m = min(group, n - start)
+        m = group if group < n - start else n - start
         depth = 0
         for j in range(group):
-            i = start + min(j, m - 1)  # empty slots of the last group copy its last subject's rates
+            i = start + (j if j < m else m - 1)  # empty slots of the last group copy its last subject's rates
             for c in range(n_casinos):
                 state[_APOS * SIM_LANES + c * group + j] = alpha_pos[i]
                 state[_ANEG * SIM_LANES + c * group + j] = alpha_neg[i]
@@ -328,7 +327,8 @@ def _simulate_rwpm(
             if j >= m:
                 continue
             at = offsets[j]
-            depth = max(depth, _visit_offsets(casino[i], n_casinos, group, j, at, counts))
+            most = _visit_offsets(casino[i], n_casinos, group, j, at, counts)
+            depth = most if most > depth else depth
             u, draws = uniforms[i], reward_draws[i]
             for t in range(t_max):
                 o = at[t]
@@ -343,17 +343,17 @@ def _simulate_rwpm(
         state[_V0 * SIM_LANES : (_V1 + 1) * SIM_LANES] = V0
         for k in range(depth):
             base = k * _VISIT
+            if _choose_lanes(buffer, base, state):
+                _decide_close_lanes(buffer, base, state)
             if lapse_kind is None:
-                close = _advance_lanes(buffer, base, state, False)
+                _advance_lanes(buffer, base, state, False)
             else:
-                close = _advance_lanes(buffer, base, state, True)
-            if close:
-                _redo_close_lanes(buffer, base, state)
+                _advance_lanes(buffer, base, state, True)
         for j in range(m):
             at = offsets[j]
             arm, paid = actions[start + j], rewards[start + j]
             for t in range(t_max):
-                arm[t] = int(arm_row[at[t]])
+                arm[t] = arm_row[at[t]]
                 paid[t] = reward_row[at[t]]
             if lapse_kind is not None:
                 ok = valid[start + j]

@@ -536,6 +536,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="stop NumPyro's process after this much CPU (imports and checks included); the data "
                              "set it was fitting gets a lower bound of its CPU and of the ratio")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--mass-matrix-from-gradients", action="store_true",
+                        help="the package's nutpie fits adapt the mass matrix from draws and gradients (nutpie's "
+                             "default; cogtestbed's is the draws alone: MASS_MATRIX_FROM_GRADIENTS)")
     parser.add_argument("--package-only", action="store_true",
                         help="only the package's fits (no NumPyro, no checks): before/after a change of the package")
     parser.add_argument("--check-only", action="store_true",
@@ -558,7 +561,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"no NumPyro environment at {args.numpyro_python}: run 'make bench-numpyro' (or give --numpyro-python)",
               file=sys.stderr)
         return 2
-    print(json.dumps({"load_average": os.getloadavg(), "cases": names}), flush=True)
+    if args.mass_matrix_from_gradients:
+        from cogtestbed.inference import hierarchical_sampling
+
+        hierarchical_sampling.MASS_MATRIX_FROM_GRADIENTS = True
+    print(json.dumps({"load_average": os.getloadavg(), "cases": names,
+                      "mass_matrix_from_gradients": args.mass_matrix_from_gradients}), flush=True)
     rows = [row for name in names for row in run_case(name, CASES[name], args, args.numpyro_python)]
     if not (args.check_only or args.package_only):
         print(table(rows))

@@ -102,6 +102,34 @@ def test_same_seed_same_posterior_and_cached_compilation() -> None:
     assert not np.array_equal(a.idata.posterior["alpha"], c.idata.posterior["alpha"])
 
 
+def test_mass_matrix_is_adapted_from_the_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """nutpie adapts the diagonal mass matrix from the draws' variance alone
+    (``MASS_MATRIX_FROM_GRADIENTS``, cogtestbed's choice): the setting reaches the sampler and changes
+    what it draws; a model that declares the low-rank mass matrix keeps nutpie's estimate."""
+    import nutpie
+
+    from cogtestbed.inference import hierarchical_sampling as hs
+
+    seen: list[dict[str, object]] = []
+    real = nutpie.sample
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(nutpie, "sample", spy)
+    model, trials = EXP.model("rw"), _trials(5, 1)
+    draws = fit_hierarchical(model, trials, draws=50, tune=50, chains=1, seed=4, warn=False, log_likelihood=False)
+    assert seen[-1]["use_grad_based_mass_matrix"] is False and seen[-1]["low_rank_modified_mass_matrix"] is False
+    monkeypatch.setattr(hs, "MASS_MATRIX_FROM_GRADIENTS", True)
+    grads = fit_hierarchical(model, trials, draws=50, tune=50, chains=1, seed=4, warn=False, log_likelihood=False)
+    assert seen[-1]["use_grad_based_mass_matrix"] is True
+    assert not np.array_equal(draws.idata.posterior["alpha"], grads.idata.posterior["alpha"])
+    low_rank = get_experiment("belief-coherence").model("loss")
+    assert low_rank.low_rank_mass_matrix and hs._mass_matrix_settings(low_rank) == {
+        "low_rank_modified_mass_matrix": True}
+
+
 def _short(trials: pd.DataFrame, every: int = 7) -> pd.DataFrame:
     """``trials`` with every ``every``-th answer invalid: the same subjects, fewer observations."""
     short = trials.copy()

@@ -30,10 +30,10 @@ TARGET_ACCEPT = 0.9
 #: Whether nutpie adapts a diagonal mass matrix from the draws' and the gradients' variances (nutpie's
 #: own default) rather than from the draws' variance alone (Stan's estimate, what NumPyro adapts).
 #: cogtestbed's choice: from the draws alone.  Measured on the NumPyro benchmark's data sets (20 subjects,
-#: 4 chains x (500 + 1000), three seeded data sets of each of 15 models, docs/benchmarks.md "The mass
-#: matrix from the draws"): 33 of 45 fits ended at R-hat <= 1.01 without a divergence, against 27 of 45
-#: with the gradients (one BART fit stuck at R-hat 1.317), at a median 1.15x the min bulk ESS per
-#: CPU-second (0.57x to 9.0x).
+#: 4 chains x (500 + 1000), the seeded data sets of 17 models, docs/benchmarks.md "The mass matrix
+#: from the draws"): 37 of 50 fits ended at R-hat <= 1.01 without a divergence, against 30 of 50 with
+#: the gradients (one BART fit stuck at R-hat 1.317), at a median 1.08x the min bulk ESS per CPU-second
+#: (0.57x to 9.0x).
 #: The low-rank mass matrix (:attr:`~cogtestbed.inference.base.CognitiveModel.low_rank_mass_matrix`)
 #: keeps nutpie's default.
 MASS_MATRIX_FROM_GRADIENTS = False

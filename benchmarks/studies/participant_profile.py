@@ -43,7 +43,15 @@ def main() -> None:
     table, which = bp.table_of(build, build.subjects)
     assert isinstance(table, pd.DataFrame)
     model = ct.get_experiment(build.experiment).model(build.model)
-    data = model.subject_data(table)[args.subject]
+    subjects = model.subject_data(table)
+    if args.subject not in subjects:
+        ap.error(f"--subject: {args.subject} is not a subject number of {args.name} (0-{len(subjects) - 1})")
+    if args.parameter not in model.parameters.names:
+        names = ", ".join(model.parameters.names)
+        ap.error(f"--parameter: {args.parameter} is not a parameter of {build.model} ({names})")
+    if not args.values and args.parameter not in VALUES:
+        ap.error(f"--parameter {args.parameter} has no default grid: give --values")
+    data = subjects[args.subject]
     fit = model.fit_subject(data, n_starts=10)
     participant = table.loc[table["subject"] == args.subject, "participant"].iloc[0]
     print(f"{args.name} subject {args.subject} (Psych-201 participant {participant}; {which}), "

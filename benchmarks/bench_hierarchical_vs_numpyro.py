@@ -113,8 +113,10 @@ CASES: dict[str, Case] = {
 }
 
 
-def tables(case: Case, reps: int) -> list[Any]:
-    """``reps`` seeded tables of ``case`` (simulation seeds 100, 101, …; one prior draw each)."""
+def tables(case: Case, reps: int, first: int = 0) -> list[Any]:
+    """``reps`` seeded tables of ``case``, data sets ``first`` … ``first + reps − 1`` (simulation seeds
+    100 + data set; one prior draw each, in data-set order from one generator, so data set k is the same
+    table whatever ``first`` and ``reps`` are)."""
     from cogtestbed.inference.hierarchical import sample_hierarchical_prior
     from cogtestbed.registry import get_experiment
     from cogtestbed.simulation import simulate
@@ -124,10 +126,12 @@ def tables(case: Case, reps: int) -> list[Any]:
     model = exp.model(case.model)
     rng = np.random.default_rng(case.rng_seed)
     out = []
-    for rep in range(reps):
+    for rep in range(first + reps):
         _, true = sample_hierarchical_prior(model.parameters, case.subjects, rng)
-        if case.pooling == "zoib":  # the response model's κ and π drawn from their priors, given to the agent
-            agent = model.sample_nuisance(rng)[1]
+        agent = model.sample_nuisance(rng)[1] if case.pooling == "zoib" else None
+        if rep < first:  # an earlier data set's draws, consumed so that data set ``rep`` stays the same
+            continue
+        if agent is not None:  # the response model's κ and π drawn from their priors, given to the agent
             gen = exp.generator(case.model)
             params = {**{k: np.asarray(v, dtype=np.float64) for k, v in gen.agent_params(true).items()},
                       **{k: np.full(case.subjects, v) for k, v in agent.items()}}
@@ -375,8 +379,9 @@ def agree(ours: Sequence[float], theirs: Sequence[float]) -> float:
 
 def run_case(name: str, case: Case, args: argparse.Namespace, python: Path) -> list[dict[str, Any]]:
     """Check, fit and compare one case; one row per data set."""
+    first = args.first_data_set
     sampler = {"chains": args.chains, "draws": args.draws, "tune": args.draws if args.tune is None else args.tune,
-               "seeds": list(range(args.reps)), "cores": args.cores}
+               "seeds": list(range(first, first + args.reps)), "cores": args.cores}
     from cogtestbed.registry import get_experiment
 
     if args.subjects is not None and args.subjects < case.subjects:
@@ -384,9 +389,9 @@ def run_case(name: str, case: Case, args: argparse.Namespace, python: Path) -> l
 
     model = get_experiment(case.experiment).model(case.model)
     sampler["target_accept"] = float(getattr(model, "target_accept", None) or 0.9)
-    data = tables(case, args.reps)
+    data = tables(case, args.reps, first)
     if args.package_only:  # the package's fits alone (before/after a change of the package)
-        rows = [{"case": name, "rep": rep, "subjects": case.subjects,
+        rows = [{"case": name, "rep": first + rep, "subjects": case.subjects,
                  "observations": len(pooled_arrays(case, model, t)[1]), "load_average": os.getloadavg(), **_rates(fit)}
                 for rep, (t, fit) in enumerate(zip(data, fit_package(case, data, sampler), strict=True))]
         for row in rows:
@@ -539,6 +544,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--mass-matrix-from-gradients", action="store_true",
                         help="the package's nutpie fits adapt the mass matrix from draws and gradients (nutpie's "
                              "default; cogtestbed's is the draws alone: MASS_MATRIX_FROM_GRADIENTS)")
+    parser.add_argument("--first-data-set", type=int, default=0, metavar="K",
+                        help="with --package-only: fit data sets K … K + reps − 1 (seed = data set), e.g. fresh "
+                             "data sets for a comparison chosen on data sets 0 … K − 1")
     parser.add_argument("--package-only", action="store_true",
                         help="only the package's fits (no NumPyro, no checks): before/after a change of the package")
     parser.add_argument("--check-only", action="store_true",
@@ -552,9 +560,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [c for c in names if c not in CASES]
     if (unknown or args.reps < 1 or args.chains < 2 or args.draws < 1 or (args.tune is not None and args.tune < 1)
             or (args.subjects is not None and args.subjects < 2) or args.cores < 1
-            or (args.numpyro_cpu_limit is not None and not args.numpyro_cpu_limit > 0)):
+            or (args.numpyro_cpu_limit is not None and not args.numpyro_cpu_limit > 0)
+            or args.first_data_set < 0 or (args.first_data_set > 0 and not args.package_only)):
         print(f"give cases of {', '.join(CASES)}, --reps >= 1, --chains >= 2, --draws, --tune, --cores >= 1, "
-              f"--subjects >= 2, --numpyro-cpu-limit > 0 (unknown: {unknown})",
+              f"--subjects >= 2, --numpyro-cpu-limit > 0, --first-data-set >= 0 (> 0 only with --package-only) "
+              f"(unknown: {unknown})",
               file=sys.stderr)
         return 2
     if not args.numpyro_python.exists() and not args.package_only:

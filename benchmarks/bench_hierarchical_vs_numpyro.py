@@ -546,7 +546,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "default; cogtestbed's is the draws alone: MASS_MATRIX_FROM_GRADIENTS)")
     parser.add_argument("--first-data-set", type=int, default=0, metavar="K",
                         help="with --package-only: fit data sets K … K + reps − 1 (seed = data set), e.g. fresh "
-                             "data sets for a comparison chosen on data sets 0 … K − 1")
+                             "data sets for a comparison chosen on data sets 0 … K − 1; data set K is then the "
+                             "process's first fit and compiles, so its CPU is not that of the same data set "
+                             "under --reps K + n")
     parser.add_argument("--package-only", action="store_true",
                         help="only the package's fits (no NumPyro, no checks): before/after a change of the package")
     parser.add_argument("--check-only", action="store_true",

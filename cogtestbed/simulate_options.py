@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # a type only: the command line's help imports no environment
 
 #: The simulation paths (the values of ``cogtestbed.simulation.Method``, repeated here so that the
 #: command line's help imports no numerical package; a test keeps them equal).
-Method = Literal["batch", "step"]
+Method = Literal["auto", "batch", "step"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,9 @@ class Lapses:
 class SimulatedSessions:
     """The sessions they play: the design, the prompt forms, adaptive trials."""
 
-    method: Method = option("batch", help="batch: numba kernel; step: gymnasium reset/step loop (identical output).")
+    method: Method = option("auto", help="batch: numba kernel; step: gymnasium reset/step loop; auto: step for a "
+                                         "small first run whose agent's step path compiles nothing, else batch "
+                                         "(identical output).")
     design: Design | Mapping[str, Any] | Sequence[str] | None = option(
         None, record=as_items, cli_type=list[str] | None, flags=("--design",),
         help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48.")

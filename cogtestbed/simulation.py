@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -31,7 +31,31 @@ from cogtestbed.parameters import per_subject
 from cogtestbed.registry import Experiment, get_experiment
 from cogtestbed.trials import pool_runs as pool_runs  # where the CLI's fit and the studies read it before
 
-Method = Literal["batch", "step"]
+Method = Literal["auto", "batch", "step"]
+
+#: ``method="auto"`` takes the step path for a run of at most this many steps (subjects × a session's
+#: most steps) whose agent's step path compiles nothing (:attr:`SyntheticAgent.compiled_step`), once
+#: per process; otherwise the batch path.  cogtestbed's choice, measured 26 Nov 2026 on the README's
+#: first command (50 RW± subjects × 96 trials): the step path's 4,800 steps cost 0.20 s CPU against
+#: 0.49 s for loading numba's cached kernel and running it, and 2 s for compiling it after install.
+SMALL_RUN_STEPS = 10_000
+_auto_step_runs_left = [1]
+
+
+def resolve_method(method: str, agent_cls: type[SyntheticAgent], n_subjects: int,
+                   steps: int) -> Literal["batch", "step"]:
+    """The path ``method`` names: ``"batch"`` or ``"step"`` as given; ``"auto"`` the step path for the
+    first small run of a process whose agent's step path compiles nothing (:data:`SMALL_RUN_STEPS`: a
+    first call after install compiles no kernel), else the batch path (a loop of small runs compiles
+    the kernel once, on its second run).  Both paths give the same table."""
+    if method not in ("auto", "batch", "step"):
+        raise InputError(f"method must be 'auto', 'batch' or 'step', got {method!r}")
+    if method != "auto":
+        return cast(Literal["batch", "step"], method)
+    if agent_cls.compiled_step or n_subjects * steps > SMALL_RUN_STEPS or _auto_step_runs_left[0] < 1:
+        return "batch"
+    _auto_step_runs_left[0] -= 1
+    return "step"
 
 
 def seed_streams(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
@@ -131,32 +155,34 @@ MEASURED_STEPS = 20_000
 
 
 def session_bytes(experiment: str | Experiment, agent: str, params: Mapping[str, Any] | None = None,
-                  design: Design | None = None) -> int:
+                  design: Design | None = None, method: Literal["batch", "step"] = "batch") -> int:
     """Bytes of one simulated subject-session's trial table, from the design before any allocation:
     the session's most steps (:meth:`TextEnv.max_steps`, closed form) times the bytes a step takes,
     measured on one simulated subject of ``design`` itself where it has at most :data:`MEASURED_STEPS`
-    steps (exact), else of the experiment's default design."""
+    steps (exact), else of the experiment's default design; on the path ``method`` the run takes (the
+    same table either way: the step path compiles no kernel for a run that compiles none)."""
     exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
     design = design if design is not None else exp.env_cls.design_cls()
     steps = int(exp.env_cls.max_steps(design))
     probe = design if steps <= MEASURED_STEPS else exp.env_cls.design_cls()
-    return math.ceil(_bytes_per_step(exp, agent, params, probe) * steps)
+    return math.ceil(_bytes_per_step(exp, agent, params, probe, method) * steps)
 
 
-def _bytes_per_step(exp: Experiment, agent: str, params: Mapping[str, Any] | None, design: Design) -> float:
+def _bytes_per_step(exp: Experiment, agent: str, params: Mapping[str, Any] | None, design: Design,
+                    method: Literal["batch", "step"] = "batch") -> float:
     """Bytes of a one-subject trial table of ``design`` per step the session can take."""
-    one = simulate(exp, agent, 1, 0, params, design=design)
+    one = simulate(exp, agent, 1, 0, params, design=design, method=method)
     return int(one.memory_usage(deep=True).sum()) / max(1, int(exp.env_cls.max_steps(design)))
 
 
 def check_simulation_memory(experiment: str | Experiment, agent: str, n_sessions: int,
                             params: Mapping[str, Any] | None = None, design: Design | None = None,
-                            copies: int = MEMORY_COPIES) -> int:
+                            copies: int = MEMORY_COPIES, method: Literal["batch", "step"] = "batch") -> int:
     """Estimate the memory ``n_sessions`` simulated sessions take (``copies`` working copies of the
     table) and refuse at once when it exceeds what is available; return the estimate in bytes."""
     exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
     fixed = {k: v for k, v in dict(params or {}).items() if not np.ndim(v)}
-    need = session_bytes(exp, agent, fixed, design) * int(n_sessions) * copies
+    need = session_bytes(exp, agent, fixed, design, method) * int(n_sessions) * copies
     check_memory(need, f"{n_sessions} simulated {exp.name} sessions ({copies} working copies)")
     return need
 
@@ -213,7 +239,8 @@ def simulate(
     """Simulate ``n_subjects`` synthetic subjects and return their trial table.
 
     ``params`` maps parameter names to scalars (shared) or arrays of shape (n_subjects,).
-    ``method="step"`` plays the gymnasium environment trial by trial (slow, the reference).
+    ``method="step"`` plays the gymnasium environment trial by trial (slow, the reference);
+    ``"auto"`` chooses (:func:`resolve_method`).
     ``lapse``: invalid and random answers (:mod:`cogtestbed.lapse`).  The batch path plays
     them in the agent's kernel where it supports lapses
     (:meth:`SyntheticAgent.simulate_batch_lapsed`), applies them to the lapse-free batch run where
@@ -243,8 +270,7 @@ def simulate(
     draws = None
     if lapse is not None and lapse.active:
         draws = draw_lapses(lapse, lapse_rng(seed), n_subjects, steps, exp.env_cls.lapse_draws)
-    if method not in ("batch", "step"):
-        raise InputError(f"method must be 'batch' or 'step', got {method!r}")
+    method = resolve_method(method, agent_cls, n_subjects, steps)
     if is_adaptive(design):
         method = "step"  # no kernel plays an adaptive session: each next trial depends on the answers so far
     # Both paths read the same rows: on the step path a session that ends early (variable-length

@@ -38,7 +38,7 @@ def test_simulates_manifest_records_its_request_the_same_from_ct_and_the_command
     assert _without_output(cli) == _without_output(api)
     assert (api["experiment"], api["agent"], api["who"]["seed"], api["who"]["subjects"]) == (EXP, "rw-pm", 7, 3)
     assert api["who"]["params"] == ["alpha_pos=0.4"] and api["sessions"]["design"] == ["visits_per_casino=2"]
-    assert api["lapses"] == {"lapse_invalid": 0.0, "lapse_random": 0.1} and api["sessions"]["method"] == "batch"
+    assert api["lapses"] == {"lapse_invalid": 0.0, "lapse_random": 0.1} and api["sessions"]["method"] == "auto"
 
 
 def test_a_studys_summary_records_its_request_the_same_from_ct_and_the_command_line(

@@ -44,6 +44,10 @@ class SyntheticAgent(ABC, Generic[DesignT, SessionsT]):
     parameters: ClassVar[ParameterSet]
     #: Uniforms consumed per trial (see module docstring).
     draws_per_trial: ClassVar[int] = 1
+    #: Whether the step path (``act``/``update``) calls numba-compiled code.  An agent whose step path
+    #: is plain Python sets False: a small ``method="auto"`` run may then take the step path and compile
+    #: nothing (:func:`cogtestbed.simulation.resolve_method`).
+    compiled_step: ClassVar[bool] = True
 
     def __init__(self, params: Mapping[str, float] | None = None) -> None:
         self.params: dict[str, float] = self.parameters.validate(params)

@@ -24,7 +24,7 @@ from cogtestbed.inference.instrumental import (
     V0,
     RescorlaWagner,
     RescorlaWagnerPM,
-    prob_arm0,
+    prob_arm0_python,
     rw_learning_rate,
     simulate_rwpm_kernel,
 )
@@ -36,6 +36,8 @@ class _BanditAgent(KernelLapsingAgent[InstrumentalDesign, InstrumentalSessions])
     """Shared state and batch path: a (casino × arm) value table updated by RW±."""
 
     experiment: ClassVar[str] = EXPERIMENT
+    #: ``act`` and ``update`` are plain Python, bit-identical to the kernel's compiled scalar functions.
+    compiled_step: ClassVar[bool] = False
 
     def _reset_state(self) -> None:
         self.values = np.full((4, 2), V0)
@@ -48,7 +50,7 @@ class _BanditAgent(KernelLapsingAgent[InstrumentalDesign, InstrumentalSessions])
         c = int(obs["casino"]) - 1
         u = float(self.uniforms()[0])
         beta = self._rates()[2]
-        return 0 if u < prob_arm0(beta, self.values[c, 0], self.values[c, 1]) else 1
+        return 0 if u < prob_arm0_python(beta, self.values[c, 0], self.values[c, 1]) else 1
 
     def update(
         self, obs: Mapping[str, Any], action: Any, reward: float, next_obs: Mapping[str, Any]
@@ -58,7 +60,7 @@ class _BanditAgent(KernelLapsingAgent[InstrumentalDesign, InstrumentalSessions])
         c, a = int(obs["casino"]) - 1, int(action)
         alpha_pos, alpha_neg, _ = self._rates()
         delta = reward - self.values[c, a]
-        self.values[c, a] += rw_learning_rate(alpha_pos, alpha_neg, delta) * delta
+        self.values[c, a] += rw_learning_rate.py_func(alpha_pos, alpha_neg, delta) * delta
 
     @classmethod
     def _batch_rates(cls, params: Mapping[str, np.ndarray], n: int) -> tuple[np.ndarray, ...]:

@@ -117,11 +117,15 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
     ``lapse_invalid`` / ``lapse_random``: rates of invalid and uniformly random answers;
     ``forms``: prompt forms (``K`` or ids, as ``--forms``) and ``form_sd`` their offsets;
     ``output``: also write the table as Parquet with its manifest (``force`` overwrites).
+    ``method``: ``"auto"`` (default: a small first run of an agent whose step path compiles nothing takes
+    the step path, which compiles no kernel; else the batch path: :func:`cogtestbed.simulation.resolve_method`),
+    ``"batch"`` or ``"step"``; the table is the same, and the manifest records the path taken.
     """
     from cogtestbed.environments.forms import FormDesign, FormError, resolve_forms
     from cogtestbed.lapse import Lapse
     from cogtestbed.outputs import check_output_file, claim_file
     from cogtestbed.registry import write_trials
+    from cogtestbed.simulation import resolve_method
 
     req = build(SimulateRequest, {**options, "experiment": experiment, "agent": agent})
     who, ses = req.who, req.sessions
@@ -142,6 +146,7 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
                                trials)
     if adaptive:
         method = "step"  # an adaptive session's next trial depends on the answers so far
+    method = resolve_method(method, agent_cls, subjects, int(exp.env_cls.max_steps(design_obj)))
     if forms is None and form_sd:
         raise FormError("--form-sd needs --forms (the forms whose offsets it draws)")
     form_ids = forms if isinstance(forms, str) or forms is None else ",".join(str(int(f)) for f in forms)
@@ -229,7 +234,7 @@ def _simulate(exp: ExperimentSpec, agent: str, subjects: int, seed: int, given: 
     from cogtestbed.simulation import check_simulation_memory
     from cogtestbed.simulation import simulate as run_simulation
 
-    check_simulation_memory(exp, agent, subjects, given, design_obj)
+    check_simulation_memory(exp, agent, subjects, given, design_obj, method=method)
     return run_simulation(exp, agent, subjects, seed, given, design=design_obj, method=method,
                           on_subject_done=on_subject_done, lapse=lapse if lapse.active else None,
                           forms=form_design)

@@ -56,9 +56,9 @@ class Lapses:
 class SimulatedSessions:
     """The sessions they play: the design, the prompt forms, adaptive trials."""
 
-    method: Method = option("auto", help="batch: numba kernel; step: gymnasium reset/step loop; auto: step for a "
-                                         "small first run whose agent's step path compiles nothing, else batch "
-                                         "(identical output).")
+    method: Method = option("auto", help="batch: numba kernel; step: gymnasium reset/step loop; auto: step for the "
+                                         "first run of a process of at most 10,000 steps (subjects × trials) whose "
+                                         "agent steps in plain Python, else batch (identical output).")
     design: Design | Mapping[str, Any] | Sequence[str] | None = option(
         None, record=as_items, cli_type=list[str] | None, flags=("--design",),
         help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48.")

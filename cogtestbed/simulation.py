@@ -46,13 +46,14 @@ def resolve_method(method: str, agent_cls: type[SyntheticAgent], n_subjects: int
                    steps: int) -> Literal["batch", "step"]:
     """The path ``method`` names: ``"batch"`` or ``"step"`` as given; ``"auto"`` the step path for the
     first small run of a process whose agent's step path compiles nothing (:data:`SMALL_RUN_STEPS`: a
-    first call after install compiles no kernel), else the batch path (a loop of small runs compiles
-    the kernel once, on its second run).  Both paths give the same table."""
+    first call after install compiles no kernel), unless the process has run the batch path already;
+    else the batch path (a loop of small runs compiles the kernel once, on its second run).  Both
+    paths give the same table."""
     if method not in ("auto", "batch", "step"):
         raise InputError(f"method must be 'auto', 'batch' or 'step', got {method!r}")
     if method != "auto":
         return cast(Literal["batch", "step"], method)
-    if agent_cls.compiled_step or n_subjects * steps > SMALL_RUN_STEPS or _auto_step_runs_left[0] < 1:
+    if agent_cls.compiled_step or n_subjects * int(steps) > SMALL_RUN_STEPS or _auto_step_runs_left[0] < 1:
         return "batch"
     _auto_step_runs_left[0] -= 1
     return "step"
@@ -278,6 +279,7 @@ def simulate(
     rows = agent_rng.random((n_subjects, steps * agent_cls.draws_per_trial))
     outcomes: Outcomes | None = None
     if method == "batch":
+        _auto_step_runs_left[0] = 0  # the process has loaded numba's kernels: "auto" takes the batch path
         if draws is None:
             outcomes = agent_cls.simulate_batch(design, sessions, per_subject, rows)
         else:  # None where the kernel does not play lapses: after the fact, or the step path below

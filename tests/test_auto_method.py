@@ -68,14 +68,29 @@ def test_auto_gives_the_batch_paths_table_and_records_the_path(agent: str, tmp_p
     assert recorded == ["step", "batch"]
 
 
-def test_a_first_small_command_compiles_no_kernel(tmp_path: Path) -> None:
-    """The README's first command in a fresh process with an empty numba cache: numba compiles nothing."""
+@pytest.mark.parametrize("extra", [{}, {"lapse_random": 0.2, "lapse_invalid": 0.1}])
+def test_a_first_small_command_compiles_no_kernel(extra: dict[str, float], tmp_path: Path) -> None:
+    """The README's first command in a fresh process with an empty numba cache: numba compiles nothing
+    (random lapses included: the environment's random answer is plain Python on the step path)."""
     probe = ("import sys\nfrom numba.core import event\nseen = []\n"
              "class L(event.Listener):\n    def on_start(self, ev): seen.append(ev.data['dispatcher'].py_func.__name__)\n"
              "    def on_end(self, ev): pass\n"
              "event.register('numba:compile', L())\nimport cogtestbed as ct\n"
              f"ct.simulate('instrumental-learning', 'rw-pm', subjects=50, seed=1, params={PARAMS!r}, "
-             f"output={str(tmp_path / 't.parquet')!r})\nprint('compiled', seen)\n")
+             f"output={str(tmp_path / 't.parquet')!r}, **{extra!r})\nprint('compiled', seen)\n")
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
     assert done.stdout.strip().splitlines()[-1] == "compiled []", done.stdout
+
+
+def test_a_refused_call_or_a_batch_run_leaves_auto_on_the_batch_path(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one step run is not spent by a call refused before it simulates; after a batch run (numba's
+    kernels loaded) "auto" takes the batch path."""
+    monkeypatch.setattr(simulation, "_auto_step_runs_left", [1])
+    with pytest.raises(InputError):
+        ct.simulate("instrumental-learning", "rw-pm", subjects=5, seed=1, form_sd={"beta": 0.1})
+    assert simulation._auto_step_runs_left == [1]
+    ct.simulate("instrumental-learning", "rw-pm", subjects=5, seed=1, method="batch")
+    ct.simulate("instrumental-learning", "rw-pm", subjects=5, seed=1, output=tmp_path / "t.parquet")
+    assert json.loads((tmp_path / "t.parquet.manifest.json").read_text())["method"] == "batch"

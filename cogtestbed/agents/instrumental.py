@@ -1,9 +1,11 @@
 """Synthetic agents for instrumental learning: ``random``, ``rw`` (Rescorla–Wagner) and ``rw-pm``
 (RW± with separate learning rates for positive and negative prediction errors).
 
-Each agent simulates the matching model of :mod:`cogtestbed.inference.instrumental` with the same
-numba primitives the likelihood uses.  Values start at 0.5 per casino arm; choice: arm 0 iff
-u < P(arm 0) = σ(β·(V[c,0] − V[c,1])) with one uniform u per trial.
+Each agent simulates the matching model of :mod:`cogtestbed.inference.instrumental`: the batch path
+with its numba kernel, the step path (``act``/``update``) in plain Python with the same operations
+(``prob_arm0_python``, ``rw_learning_rate.py_func``), so that it compiles nothing. Values start at
+0.5 per casino arm; choice: arm 0 iff u < P(arm 0) = σ(β·(V[c,0] − V[c,1])) with one uniform u per
+trial.
 """
 
 from __future__ import annotations

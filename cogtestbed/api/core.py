@@ -146,16 +146,17 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
                                trials)
     if adaptive:
         method = "step"  # an adaptive session's next trial depends on the answers so far
-    method = resolve_method(method, agent_cls, subjects, int(exp.env_cls.max_steps(design_obj)))
     if forms is None and form_sd:
         raise FormError("--form-sd needs --forms (the forms whose offsets it draws)")
     form_ids = forms if isinstance(forms, str) or forms is None else ",".join(str(int(f)) for f in forms)
     form_design = None if form_ids is None else FormDesign(resolve_forms(exp.prompt_forms, form_ids),
                                                            dict(form_sd or {}))
     out = None if output is None else Path(output)
+    if out is not None:
+        check_output_file(out, force, ".parquet")
+    method = resolve_method(method, agent_cls, subjects, int(exp.env_cls.max_steps(design_obj)))  # once checked
     if out is None:
         return _simulate(exp, agent, subjects, seed, given, design_obj, method, on_subject_done, lapse, form_design)
-    check_output_file(out, force, ".parquet")
     with claim_file(out, force):  # of two commands writing one file at once, one is refused
         trials = _simulate(exp, agent, subjects, seed, given, design_obj, method, on_subject_done, lapse,
                            form_design)

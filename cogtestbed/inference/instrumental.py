@@ -81,7 +81,7 @@ def prob_arm0(beta: float, v0: float, v1: float) -> float:
 def prob_arm0_python(beta: float, v0: float, v1: float) -> float:
     """:func:`prob_arm0` in plain Python, for a step path that compiles nothing: the same operations
     in the same order, and ``math.exp`` is the C library's ``exp`` that numba's ``np.exp`` of a
-    float64 calls, so the same bits (``tests/test_kernel_speed.py`` checks both on 10⁵ inputs)."""
+    float64 calls, so the same bits (``tests/test_auto_method.py`` checks both on 10⁵ inputs)."""
     x = beta * (v0 - v1)
     e = math.exp(-abs(x))
     return (1.0 if x >= 0.0 else e) / (1.0 + e)

@@ -73,7 +73,8 @@ def test_a_first_small_command_compiles_no_kernel(extra: dict[str, float], tmp_p
     """The README's first command in a fresh process with an empty numba cache: numba compiles nothing
     (random lapses included: the environment's random answer is plain Python on the step path)."""
     probe = ("import sys\nfrom numba.core import event\nseen = []\n"
-             "class L(event.Listener):\n    def on_start(self, ev): seen.append(ev.data['dispatcher'].py_func.__name__)\n"
+             "class L(event.Listener):\n"
+             "    def on_start(self, ev): seen.append(ev.data['dispatcher'].py_func.__name__)\n"
              "    def on_end(self, ev): pass\n"
              "event.register('numba:compile', L())\nimport cogtestbed as ct\n"
              f"ct.simulate('instrumental-learning', 'rw-pm', subjects=50, seed=1, params={PARAMS!r}, "
@@ -94,3 +95,13 @@ def test_a_refused_call_or_a_batch_run_leaves_auto_on_the_batch_path(tmp_path: P
     ct.simulate("instrumental-learning", "rw-pm", subjects=5, seed=1, method="batch")
     ct.simulate("instrumental-learning", "rw-pm", subjects=5, seed=1, output=tmp_path / "t.parquet")
     assert json.loads((tmp_path / "t.parquet.manifest.json").read_text())["method"] == "batch"
+
+
+def test_the_help_names_the_small_run_size() -> None:
+    """The command line's help (declared without importing the simulation) states SMALL_RUN_STEPS."""
+    import dataclasses
+
+    from cogtestbed.simulate_options import SimulatedSessions
+
+    method = next(f for f in dataclasses.fields(SimulatedSessions) if f.name == "method")
+    assert f"at most {simulation.SMALL_RUN_STEPS:,} steps" in str(method.metadata)

@@ -154,7 +154,7 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
     out = None if output is None else Path(output)
     if out is not None:
         check_output_file(out, force, ".parquet")
-    method = resolve_method(method, agent_cls, subjects, int(exp.env_cls.max_steps(design_obj)))  # once checked
+    method = resolve_method(method, agent_cls, subjects, exp.env_cls.max_steps(design_obj))  # once checked
     if out is None:
         return _simulate(exp, agent, subjects, seed, given, design_obj, method, on_subject_done, lapse, form_design)
     with claim_file(out, force):  # of two commands writing one file at once, one is refused

@@ -74,17 +74,14 @@ def prob_arm0(beta: float, v0: float, v1: float) -> float:
     for x ≥ 0 and e / (1 + e) below, one exponential and a select instead of a branch (the
     same floating-point operations as the two-branch form, so the same bits)."""
     x = beta * (v0 - v1)
-    e = np.exp(-abs(x))
-    return (1.0 if x >= 0.0 else e) / (1.0 + e)
-
-
-def prob_arm0_python(beta: float, v0: float, v1: float) -> float:
-    """:func:`prob_arm0` in plain Python, for a step path that compiles nothing: the same operations
-    in the same order, and ``math.exp`` is the C library's ``exp`` that numba's ``np.exp`` of a
-    float64 calls, so the same bits (``tests/test_auto_method.py`` checks both on 10⁵ inputs)."""
-    x = beta * (v0 - v1)
     e = math.exp(-abs(x))
     return (1.0 if x >= 0.0 else e) / (1.0 + e)
+
+
+#: :func:`prob_arm0` uncompiled, for a step path that compiles nothing: ``math.exp`` is the C library's
+#: ``exp``, which the compiled function calls too (``llvm.exp.f64``), so the same bits
+#: (``tests/test_auto_method.py`` checks both on 10⁵ inputs).
+prob_arm0_python = prob_arm0.py_func
 
 
 @njit(cache=True, inline="always")

@@ -1,4 +1,5 @@
-"""Tiny timing helpers shared by the benchmark scripts (best-of-n wall clock)."""
+"""Tiny helpers shared by the benchmark scripts (best-of-n wall clock; the agent each experiment is
+benchmarked with)."""
 
 from __future__ import annotations
 
@@ -50,3 +51,9 @@ def best_cpu_of_each(fns: Sequence[Callable[[], Any]], repeats: int = 5) -> list
     slow spell fall on one side only.  Interleaved, both sides see the same spells.
     """
     return _best_each(fns, repeats, time.process_time)
+
+
+def agent_of(spec: Any) -> str:
+    """The generating agent of the experiment's first model (its first agent when it has none)."""
+    named = [g.agent for g in spec.generators.values()]
+    return named[0] if named else sorted(spec.agents)[0]

@@ -14,7 +14,8 @@ cold and warm runs, the best of each, the numba compile time of a cold run (numb
 (the machine may be shared: CPU time inflates under load, the best run is the figure).  Target: cold
 ≤ 2 s CPU.
 
-Usage: ``python benchmarks/bench_first_call.py [--repeats 3]``.
+Usage: ``python benchmarks/bench_first_call.py [--repeats 3]``; ``--every-experiment``: one cold and one
+warm first call of each experiment's first generating agent (10 subjects), the matrix.
 """
 
 from __future__ import annotations
@@ -72,10 +73,35 @@ def run(args: list[str], numba_dir: str, cache_home: str, out: Path) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def every_experiment() -> None:
+    """One cold and one warm first call of every registered experiment (its first model's generating
+    agent, 10 subjects, default design): the matrix beside the README's command."""
+    from _timing import agent_of
+
+    from cogtestbed.registry import experiment_names, get_experiment
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "trials.parquet"
+        for name in experiment_names():
+            agent = agent_of(get_experiment(name))
+            command = ["-m", "cogtestbed", "simulate", name, "--agent", agent, "--subjects", "10", "--seed", "1"]
+            numba_dir, cache_home = tempfile.mkdtemp(dir=tmp), tempfile.mkdtemp(dir=tmp)
+            cold = run(command, numba_dir, cache_home, out)
+            warm = run(command, numba_dir, cache_home, out)
+            verdict = "meets" if cold <= COLD_TARGET else "misses"
+            print(f"{name} ({agent}): cold {cold:.2f} s CPU ({verdict} {COLD_TARGET:.0f} s), warm {warm:.2f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    repeats = parser.parse_args().repeats
+    parser.add_argument("--every-experiment", action="store_true",
+                        help="one cold and one warm first call of every experiment (10 subjects) instead")
+    args = parser.parse_args()
+    if args.every_experiment:
+        every_experiment()
+        return
+    repeats = args.repeats
     one, five, _ = os.getloadavg()
     print(f"cogtestbed {' '.join(COMMAND[2:])}  (load {one:.1f}/{five:.1f} on {os.cpu_count()} CPUs)")
     cold, warm = [], []

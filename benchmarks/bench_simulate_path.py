@@ -28,9 +28,9 @@ if hasattr(os, "sched_setaffinity"):  # one core for every figure (the kernel's 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-from _timing import best_cpu_of  # noqa: E402
+from _timing import agent_of, best_cpu_of  # noqa: E402
 
-from cogtestbed.registry import ExperimentSpec, experiment_names, get_experiment  # noqa: E402
+from cogtestbed.registry import experiment_names, get_experiment  # noqa: E402
 from cogtestbed.simulation import seed_streams, simulate, subject_params  # noqa: E402
 
 #: Trials simulated per experiment (subjects = this / trials per subject, at least 10).
@@ -39,12 +39,6 @@ TARGET_TRIALS = 400_000
 RW_NS_TARGET = 15.0
 RW_SUBJECTS = 20_000
 REPEATS = 5
-
-
-def agent_of(spec: ExperimentSpec) -> str:
-    """The generating agent of the experiment's first model (its first agent when it has none)."""
-    named = [g.agent for g in spec.generators.values()]
-    return named[0] if named else sorted(spec.agents)[0]
 
 
 def bench(name: str) -> tuple[str, int, float, float, float, float]:

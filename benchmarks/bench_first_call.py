@@ -15,7 +15,10 @@ cold and warm runs, the best of each, the numba compile time of a cold run (numb
 ≤ 2 s CPU.
 
 Usage: ``python benchmarks/bench_first_call.py [--repeats 3]``; ``--every-experiment``: one cold and one
-warm first call of each experiment's first generating agent (10 subjects), the matrix.
+warm first call of each experiment's first generating agent (10 subjects), the matrix;
+``--interpreted-cost``: CPU microseconds a step of every agent's batch path with its kernels run as plain
+Python (``method="interpreted"``, 10 subjects, 2 for belief coherence; a session's most steps), beside
+the figure the agent declares (``SyntheticAgent.interpreted_step_us``, which ``method="auto"`` budgets with).
 """
 
 from __future__ import annotations
@@ -92,12 +95,36 @@ def every_experiment() -> None:
             print(f"{name} ({agent}): cold {cold:.2f} s CPU ({verdict} {COLD_TARGET:.0f} s), warm {warm:.2f} s")
 
 
+def interpreted_cost() -> None:
+    """µs per step of every agent's interpreted batch path, beside the figure it declares."""
+    from cogtestbed.registry import experiment_names, get_experiment
+    from cogtestbed.simulation import simulate
+
+    for name in experiment_names():
+        exp = get_experiment(name)
+        steps = int(exp.env_cls.max_steps(exp.env_cls.design_cls()))
+        n = 2 if name == "belief-coherence" else 10
+        for agent in exp.agents:
+            simulate(name, agent, 1, 0, method="interpreted")  # the twins built, numpy's paths warm
+            start = time.process_time()
+            simulate(name, agent, n, 1, method="interpreted")
+            per_step = 1e6 * (time.process_time() - start) / (n * steps)
+            declared = exp.agent(agent).interpreted_step_us
+            flag = "" if per_step <= declared else "  ABOVE the declared figure"
+            print(f"{name} {agent}: {per_step:.1f} µs a step ({steps} steps a session), declared {declared:g}{flag}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--every-experiment", action="store_true",
                         help="one cold and one warm first call of every experiment (10 subjects) instead")
+    parser.add_argument("--interpreted-cost", action="store_true",
+                        help="µs a step of every agent's interpreted batch path instead")
     args = parser.parse_args()
+    if args.interpreted_cost:
+        interpreted_cost()
+        return
     if args.every_experiment:
         every_experiment()
         return

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # a type only: the command line's help imports no environment
 
 #: The simulation paths (the values of ``cogtestbed.simulation.Method``, repeated here so that the
 #: command line's help imports no numerical package; a test keeps them equal).
-Method = Literal["auto", "batch", "step"]
+Method = Literal["auto", "batch", "interpreted", "step"]
 
 
 @dataclass(frozen=True)
@@ -56,9 +56,10 @@ class Lapses:
 class SimulatedSessions:
     """The sessions they play: the design, the prompt forms, adaptive trials."""
 
-    method: Method = option("auto", help="batch: numba kernel; step: gymnasium reset/step loop; auto: step for the "
-                                         "first run of a process of at most 10,000 steps (subjects × trials) whose "
-                                         "agent steps in plain Python, else batch (identical output).")
+    method: Method = option("auto", help="batch: numba kernels; interpreted: the same kernels as plain Python (no "
+                                         "compilation); step: gymnasium reset/step loop; auto: interpreted for the "
+                                         "first run of a process estimated at most 0.5 s of Python, else batch "
+                                         "(identical output).")
     design: Design | Mapping[str, Any] | Sequence[str] | None = option(
         None, record=as_items, cli_type=list[str] | None, flags=("--design",),
         help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48.")

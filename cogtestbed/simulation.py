@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 import numpy as np
 import pandas as pd
@@ -25,38 +25,42 @@ from cogtestbed.environments.adaptive import is_adaptive
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, Sessions, TextEnv
 from cogtestbed.environments.forms import FORM_COLUMN, OFFSET_PREFIX, FormDesign, FormDraw, FormError, draw_forms
 from cogtestbed.errors import InputError
+from cogtestbed.interpreted import interpreting
 from cogtestbed.lapse import INVALID, NORMAL, RANDOM, Lapse, LapseDraws, draw_lapses, lapse_rng
 from cogtestbed.memory import MEMORY_COPIES, check_memory
 from cogtestbed.parameters import per_subject
 from cogtestbed.registry import Experiment, get_experiment
 from cogtestbed.trials import pool_runs as pool_runs  # where the CLI's fit and the studies read it before
 
-Method = Literal["auto", "batch", "step"]
+Method = Literal["auto", "batch", "interpreted", "step"]
+#: The paths a run takes: the batch path compiled, the batch path with its kernels run as plain
+#: Python (:mod:`cogtestbed.interpreted`), the step path.
+Path = Literal["batch", "interpreted", "step"]
 
-#: ``method="auto"`` takes the step path for a run of at most this many steps (subjects × a session's
-#: most steps) whose agent's step path compiles nothing (:attr:`SyntheticAgent.compiled_step`), once
-#: per process; otherwise the batch path.  cogtestbed's choice, measured 26 Nov 2026 on the README's
-#: first command (50 RW± subjects × 96 trials): the step path's 4,800 steps cost 0.20 s CPU against
-#: 0.49 s for loading numba's cached kernel and running it, and 2 s for compiling it after install.
-SMALL_RUN_STEPS = 10_000
-_auto_step_runs_left = [1]
+#: ``method="auto"`` interprets the batch path's kernels for a run whose estimated Python time
+#: (subjects × a session's most steps × the agent's :attr:`SyntheticAgent.interpreted_step_us`) is
+#: at most this, once per process; otherwise it compiles them.  cogtestbed's choice, measured
+#: 26 Nov 2026: compiling an experiment's kernels after install costs 0.6–5 s of CPU (1.5–2.8 s for
+#: most), loading them from numba's cache 0.3–0.9 s (``python benchmarks/bench_first_call.py``).
+INTERPRETED_BUDGET_S = 0.5
+_auto_interpreted_runs_left = [1]
 
 
-def resolve_method(method: str, agent_cls: type[SyntheticAgent], n_subjects: int,
-                   steps: int) -> Literal["batch", "step"]:
-    """The path ``method`` names: ``"batch"`` or ``"step"`` as given; ``"auto"`` the step path for the
-    first small run of a process whose agent's step path compiles nothing (:data:`SMALL_RUN_STEPS`: a
-    first call after install compiles no kernel), unless the process has run the batch path already;
-    else the batch path (a loop of small runs compiles the kernel once, on its second run).  Both
-    paths give the same table."""
-    if method not in ("auto", "batch", "step"):
-        raise InputError(f"method must be 'auto', 'batch' or 'step', got {method!r}")
+def resolve_method(method: str, agent_cls: type[SyntheticAgent], n_subjects: int, steps: int) -> Path:
+    """The path ``method`` names: ``"batch"``, ``"interpreted"`` or ``"step"`` as given; ``"auto"``
+    the interpreted batch path for the first small run of a process (:data:`INTERPRETED_BUDGET_S`: a
+    first call after install compiles no kernel), unless the process has compiled a run already; else
+    the batch path (a loop of small runs compiles the kernels once, on its second run).  Every path
+    gives the same table."""
+    if method not in get_args(Method):
+        raise InputError(f"method must be one of {', '.join(map(repr, get_args(Method)))}, got {method!r}")
     if method != "auto":
-        return cast(Literal["batch", "step"], method)
-    if agent_cls.compiled_step or n_subjects * int(steps) > SMALL_RUN_STEPS or _auto_step_runs_left[0] < 1:
+        return cast(Path, method)
+    estimate_s = n_subjects * int(steps) * agent_cls.interpreted_step_us * 1e-6
+    if estimate_s > INTERPRETED_BUDGET_S or _auto_interpreted_runs_left[0] < 1:
         return "batch"
-    _auto_step_runs_left[0] -= 1
-    return "step"
+    _auto_interpreted_runs_left[0] -= 1
+    return "interpreted"
 
 
 def seed_streams(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
@@ -156,12 +160,12 @@ MEASURED_STEPS = 20_000
 
 
 def session_bytes(experiment: str | Experiment, agent: str, params: Mapping[str, Any] | None = None,
-                  design: Design | None = None, method: Literal["batch", "step"] = "batch") -> int:
+                  design: Design | None = None, method: Path = "batch") -> int:
     """Bytes of one simulated subject-session's trial table, from the design before any allocation:
     the session's most steps (:meth:`TextEnv.max_steps`, closed form) times the bytes a step takes,
     measured on one simulated subject of ``design`` itself where it has at most :data:`MEASURED_STEPS`
     steps (exact), else of the experiment's default design; on the path ``method`` the run takes (the
-    same table either way: the step path compiles no kernel for a run that compiles none)."""
+    same table either way: a run that compiles nothing measures without compiling)."""
     exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
     design = design if design is not None else exp.env_cls.design_cls()
     steps = int(exp.env_cls.max_steps(design))
@@ -170,7 +174,7 @@ def session_bytes(experiment: str | Experiment, agent: str, params: Mapping[str,
 
 
 def _bytes_per_step(exp: Experiment, agent: str, params: Mapping[str, Any] | None, design: Design,
-                    method: Literal["batch", "step"] = "batch") -> float:
+                    method: Path = "batch") -> float:
     """Bytes of a one-subject trial table of ``design`` per step the session can take."""
     one = simulate(exp, agent, 1, 0, params, design=design, method=method)
     return int(one.memory_usage(deep=True).sum()) / max(1, int(exp.env_cls.max_steps(design)))
@@ -178,7 +182,7 @@ def _bytes_per_step(exp: Experiment, agent: str, params: Mapping[str, Any] | Non
 
 def check_simulation_memory(experiment: str | Experiment, agent: str, n_sessions: int,
                             params: Mapping[str, Any] | None = None, design: Design | None = None,
-                            copies: int = MEMORY_COPIES, method: Literal["batch", "step"] = "batch") -> int:
+                            copies: int = MEMORY_COPIES, method: Path = "batch") -> int:
     """Estimate the memory ``n_sessions`` simulated sessions take (``copies`` working copies of the
     table) and refuse at once when it exceeds what is available; return the estimate in bytes."""
     exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
@@ -241,7 +245,8 @@ def simulate(
 
     ``params`` maps parameter names to scalars (shared) or arrays of shape (n_subjects,).
     ``method="step"`` plays the gymnasium environment trial by trial (slow, the reference);
-    ``"auto"`` chooses (:func:`resolve_method`).
+    ``"interpreted"`` the batch path with its kernels run as plain Python (no compilation,
+    :mod:`cogtestbed.interpreted`); ``"auto"`` chooses (:func:`resolve_method`).
     ``lapse``: invalid and random answers (:mod:`cogtestbed.lapse`).  The batch path plays
     them in the agent's kernel where it supports lapses
     (:meth:`SyntheticAgent.simulate_batch_lapsed`), applies them to the lapse-free batch run where
@@ -265,21 +270,32 @@ def simulate(
     if forms is not None:
         drawn = draw_forms(forms, n_subjects, seed)
         per_subject = shifted_params(agent_cls, per_subject, drawn)
+    steps = exp.env_cls.max_steps(design)
+    # no kernel plays an adaptive session (each next trial depends on the answers so far): the step path
+    adaptive = is_adaptive(design) and method in get_args(Method)
+    path = "step" if adaptive else resolve_method(method, agent_cls, n_subjects, steps)
+    with interpreting(path == "interpreted"):
+        table = _play(exp, agent, agent_cls, design, n_subjects, seed, per_subject, path, on_subject_done, lapse)
+    return table if drawn is None else with_form_columns(table, drawn)
+
+
+def _play(exp: Experiment, agent: str, agent_cls: type[SyntheticAgent], design: Design, n_subjects: int,
+          seed: int, per_subject: dict[str, np.ndarray], path: Path,
+          on_subject_done: Callable[[int], None] | None, lapse: Lapse | None) -> pd.DataFrame:
+    """Draw ``seed``'s sessions and play them on ``path`` (:func:`simulate`): the trial table."""
     env_rng, agent_rng = seed_streams(seed)
     sessions = exp.env_cls.sample_sessions(design, n_subjects, env_rng)
     steps = exp.env_cls.max_steps(design)
     draws = None
     if lapse is not None and lapse.active:
         draws = draw_lapses(lapse, lapse_rng(seed), n_subjects, steps, exp.env_cls.lapse_draws)
-    method = resolve_method(method, agent_cls, n_subjects, steps)
-    if is_adaptive(design):
-        method = "step"  # no kernel plays an adaptive session: each next trial depends on the answers so far
     # Both paths read the same rows: on the step path a session that ends early (variable-length
     # tasks) must not shift the next subject's draws.
     rows = agent_rng.random((n_subjects, steps * agent_cls.draws_per_trial))
     outcomes: Outcomes | None = None
-    if method == "batch":
-        _auto_step_runs_left[0] = 0  # the process has loaded numba's kernels: "auto" takes the batch path
+    if path != "step":
+        if path == "batch":
+            _auto_interpreted_runs_left[0] = 0  # the process has compiled: "auto" compiles from now on
         if draws is None:
             outcomes = agent_cls.simulate_batch(design, sessions, per_subject, rows)
         else:  # None where the kernel does not play lapses: after the fact, or the step path below
@@ -296,8 +312,7 @@ def simulate(
             return subject if draws is None else LapsingSubject(subject, env, draws.subject(i))
 
         outcomes = run_stepwise(env, sessions, make_subject, on_subject_done)
-    table = exp.env_cls.trials_table(design, sessions, outcomes, agent=agent, params=per_subject)
-    return table if drawn is None else with_form_columns(table, drawn)
+    return exp.env_cls.trials_table(design, sessions, outcomes, agent=agent, params=per_subject)
 
 
 def shifted_params(agent_cls: type[SyntheticAgent], per_subject: dict[str, np.ndarray],

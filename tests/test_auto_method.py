@@ -1,26 +1,40 @@
-"""``method="auto"`` (issue 54, item 2: a first call that compiles nothing): a small first run of an
-agent whose step path is plain Python takes the step path, every other run the batch path, and the
-table is the same either way."""
+"""``method="auto"`` (issue 54, item 2: a first call that compiles nothing): a small first run of a
+process runs the batch path's kernels as plain Python (:mod:`cogtestbed.interpreted`), every other run
+compiles them, and the table is the same either way, for every experiment and agent."""
 
 from __future__ import annotations
 
+import io
 import json
+import math
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import cogtestbed as ct
 from cogtestbed import simulation
 from cogtestbed.errors import InputError
 from cogtestbed.inference.instrumental import prob_arm0, prob_arm0_python, rw_learning_rate
-from cogtestbed.registry import get_experiment
+from cogtestbed.interpreted import _LIBM_NUMPY, interpreted, interpreting, is_interpreting, kernel
+from cogtestbed.lapse import Lapse
+from cogtestbed.numerics import gamma_draw, splitmix64_mix, splitmix64_next
+from cogtestbed.registry import experiment_names, get_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = {"alpha_pos": 0.4, "alpha_neg": 0.2, "beta": 5.0}
+#: Subjects a case of the matrix simulates: at most ~0.2 s of interpreted Python each.
+SUBJECTS = {"belief-coherence": 1, "magnitude": 3, "revealed-belief": 2}
+
+
+def parquet(table: pd.DataFrame) -> bytes:
+    out = io.BytesIO()
+    table.to_parquet(out)
+    return out.getvalue()
 
 
 def test_the_python_choice_probability_has_the_kernels_bits() -> None:
@@ -37,71 +51,124 @@ def test_the_python_choice_probability_has_the_kernels_bits() -> None:
         assert rw_learning_rate.py_func(0.3, 0.1, delta) == rw_learning_rate(0.3, 0.1, delta)
 
 
-def test_auto_takes_the_step_path_once_for_a_small_run(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interpreted_kernel_is_the_python_numba_compiled() -> None:
+    """A twin is the dispatcher's Python with its dispatchers twinned (nothing it calls compiles), numpy's
+    transcendentals the C library's (as numba's compiled code calls them), uint64 arithmetic wrapping."""
+    twin = interpreted(splitmix64_next)
+    assert twin is not splitmix64_next and twin.__code__ is splitmix64_next.py_func.__code__
+    assert twin.__globals__["splitmix64_mix"] is interpreted(splitmix64_mix)
+    assert interpreted(math.exp) is math.exp  # not a dispatcher: itself
+    x = np.random.default_rng(1).normal(0.0, 30.0, 1_000)
+    assert _LIBM_NUMPY.exp(x).tolist() == [math.exp(v) for v in x]
+    assert _LIBM_NUMPY.log(2.5) == math.log(2.5) and _LIBM_NUMPY.sqrt is np.sqrt
+    state = np.uint64(2**64 - 3)
+    with interpreting():
+        assert is_interpreting() and kernel(gamma_draw) is not gamma_draw
+        assert kernel(splitmix64_next)(state) == splitmix64_next(state)  # wraps, as compiled, silently
+        assert kernel(gamma_draw)(0.7, state) == gamma_draw(0.7, state)
+    assert not is_interpreting() and kernel(gamma_draw) is gamma_draw
+
+
+def test_auto_interprets_once_a_process_within_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     exp = get_experiment("instrumental-learning")
     rwpm, steps = exp.agent("rw-pm"), exp.env_cls.max_steps(exp.env_cls.design_cls())
-    monkeypatch.setattr(simulation, "_auto_step_runs_left", [1])
-    assert simulation.resolve_method("auto", rwpm, 200, steps) == "batch"  # 19,200 steps: not small
-    assert simulation.resolve_method("auto", rwpm, 50, steps) == "step"
-    assert simulation.resolve_method("auto", rwpm, 50, steps) == "batch"  # once a process: a loop compiles
+    most = int(simulation.INTERPRETED_BUDGET_S / (rwpm.interpreted_step_us * 1e-6 * steps))
+    monkeypatch.setattr(simulation, "_auto_interpreted_runs_left", [1])
+    assert simulation.resolve_method("auto", rwpm, most + 1, steps) == "batch"  # over the budget
+    assert simulation.resolve_method("auto", rwpm, most, steps) == "interpreted"
+    assert simulation.resolve_method("auto", rwpm, 5, steps) == "batch"  # once a process: a loop compiles
     assert simulation.resolve_method("step", rwpm, 5_000, steps) == "step"
-    monkeypatch.setattr(simulation, "_auto_step_runs_left", [1])
-    compiled = get_experiment("two-step").agent("hybrid")
-    assert compiled.compiled_step and simulation.resolve_method("auto", compiled, 2, 20) == "batch"
-    with pytest.raises(InputError, match="'auto', 'batch' or 'step'"):
+    assert simulation.resolve_method("interpreted", rwpm, 5_000, steps) == "interpreted"
+    monkeypatch.setattr(simulation, "_auto_interpreted_runs_left", [1])
+    belief = get_experiment("belief-coherence")
+    heavy = belief.agent("logit-rum")
+    assert simulation.resolve_method("auto", heavy, 10, belief.env_cls.max_steps(belief.env_cls.design_cls())) \
+        == "batch"  # 80,000 steps at 65 µs: compiling costs less
+    with pytest.raises(InputError, match="'auto', 'batch', 'interpreted', 'step'"):
         simulation.resolve_method("fast", rwpm, 1, 1)
 
 
-@pytest.mark.parametrize("agent", ["rw-pm", "rw", "random"])
-def test_auto_gives_the_batch_paths_table_and_records_the_path(agent: str, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    params = {k: v for k, v in PARAMS.items() if k in get_experiment("instrumental-learning").agent(agent)
-              .parameters.names} | ({"alpha": 0.3} if agent == "rw" else {})
-    monkeypatch.setattr(simulation, "_auto_step_runs_left", [1])
-    auto = ct.simulate("instrumental-learning", agent, subjects=40, seed=3, params=params,
-                       output=tmp_path / "auto.parquet", lapse_random=0.05)
-    batch = ct.simulate("instrumental-learning", agent, subjects=40, seed=3, params=params, method="batch",
-                        output=tmp_path / "batch.parquet", lapse_random=0.05)
+def _cases() -> list[tuple[str, str]]:
+    return [(name, agent) for name in experiment_names() for agent in get_experiment(name).agents]
+
+
+@pytest.mark.parametrize(("experiment", "agent"), _cases())
+def test_interpreted_gives_the_compiled_table(experiment: str, agent: str) -> None:
+    """Across the matrix (every experiment's every agent, default parameters, two seeds, with and without
+    invalid and random answers): the interpreted batch path's table is the compiled one's, byte for byte."""
+    n = SUBJECTS.get(experiment, 4)
+    # magnitude's lapses take the step path, which interprets nothing (and costs seconds): not here
+    lapses = [None] if experiment == "magnitude" else [None, Lapse(invalid=0.1, random=0.1)]
+    for seed in (0,) if experiment == "belief-coherence" else (0, 7):  # belief: 0.5 s a subject
+        for lapse in lapses:
+            compiled = simulation.simulate(experiment, agent, n, seed, method="batch", lapse=lapse)
+            python = simulation.simulate(experiment, agent, n, seed, method="interpreted", lapse=lapse)
+            assert parquet(python) == parquet(compiled), (seed, lapse)
+
+
+def test_auto_gives_the_batch_paths_table_and_records_the_path(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(simulation, "_auto_interpreted_runs_left", [1])
+    auto = ct.simulate("two-step", "hybrid", subjects=20, seed=3, output=tmp_path / "auto.parquet",
+                       lapse_random=0.05)
+    batch = ct.simulate("two-step", "hybrid", subjects=20, seed=3, method="batch", output=tmp_path / "batch.parquet",
+                        lapse_random=0.05)
     assert auto.equals(batch)
     assert (tmp_path / "auto.parquet").read_bytes() == (tmp_path / "batch.parquet").read_bytes()
     recorded = [json.loads((tmp_path / f"{n}.parquet.manifest.json").read_text())["method"] for n in ("auto", "batch")]
-    assert recorded == ["step", "batch"]
+    assert recorded == ["interpreted", "batch"]
+
+
+_PROBE = ("import sys\nfrom numba.core import event\nseen = []\n"
+          "class L(event.Listener):\n"
+          "    def on_start(self, ev): seen.append(ev.data['dispatcher'].py_func.__name__)\n"
+          "    def on_end(self, ev): pass\n"
+          "event.register('numba:compile', L())\nimport cogtestbed as ct\n{calls}\nprint('compiled', seen)\n")
+
+
+def _compiled_in_a_fresh_process(calls: str, tmp_path: Path) -> str:
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", _PROBE.format(calls=calls)], capture_output=True, text=True,
+                          env=env, check=True)
+    return done.stdout.strip().splitlines()[-1]
 
 
 @pytest.mark.parametrize("extra", [{}, {"lapse_random": 0.2, "lapse_invalid": 0.1}])
 def test_a_first_small_command_compiles_no_kernel(extra: dict[str, float], tmp_path: Path) -> None:
-    """The README's first command in a fresh process with an empty numba cache: numba compiles nothing
-    (random lapses included: the environment's random answer is plain Python on the step path)."""
-    probe = ("import sys\nfrom numba.core import event\nseen = []\n"
-             "class L(event.Listener):\n"
-             "    def on_start(self, ev): seen.append(ev.data['dispatcher'].py_func.__name__)\n"
-             "    def on_end(self, ev): pass\n"
-             "event.register('numba:compile', L())\nimport cogtestbed as ct\n"
-             f"ct.simulate('instrumental-learning', 'rw-pm', subjects=50, seed=1, params={PARAMS!r}, "
-             f"output={str(tmp_path / 't.parquet')!r}, **{extra!r})\nprint('compiled', seen)\n")
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
-    assert done.stdout.strip().splitlines()[-1] == "compiled []", done.stdout
+    """The README's first command in a fresh process with an empty numba cache: numba compiles nothing."""
+    call = (f"ct.simulate('instrumental-learning', 'rw-pm', subjects=50, seed=1, params={PARAMS!r}, "
+            f"output={str(tmp_path / 't.parquet')!r}, **{extra!r})")
+    assert _compiled_in_a_fresh_process(call, tmp_path) == "compiled []"
+
+
+def test_every_experiment_interpreted_compiles_no_kernel(tmp_path: Path) -> None:
+    """Every experiment's agents on the interpreted path, lapses included, in a fresh process with an empty
+    numba cache: numba compiles nothing (every kernel a simulation calls is called through ``kernel``)."""
+    calls = "\n".join(
+        f"ct.simulate({name!r}, {agent!r}, subjects=1, seed=2, method='interpreted'"
+        + ("" if name == "magnitude" else ", lapse_random=0.2, lapse_invalid=0.1") + ")"
+        for name, agent in _cases() if name != "belief-coherence" or agent in ("logit-rum", "random"))
+    assert _compiled_in_a_fresh_process(calls, tmp_path) == "compiled []"
 
 
 def test_a_refused_call_or_a_batch_run_leaves_auto_on_the_batch_path(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """The one step run is not spent by a call refused before it simulates; after a batch run (numba's
-    kernels loaded) "auto" takes the batch path."""
-    monkeypatch.setattr(simulation, "_auto_step_runs_left", [1])
+    """The one interpreted run is not spent by a call refused before it simulates; after a compiled run
+    "auto" compiles."""
+    monkeypatch.setattr(simulation, "_auto_interpreted_runs_left", [1])
     with pytest.raises(InputError):
         ct.simulate("instrumental-learning", "rw-pm", subjects=5, seed=1, form_sd={"beta": 0.1})
-    assert simulation._auto_step_runs_left == [1]
+    assert simulation._auto_interpreted_runs_left == [1]
     ct.simulate("instrumental-learning", "rw-pm", subjects=5, seed=1, method="batch")
     ct.simulate("instrumental-learning", "rw-pm", subjects=5, seed=1, output=tmp_path / "t.parquet")
     assert json.loads((tmp_path / "t.parquet.manifest.json").read_text())["method"] == "batch"
 
 
-def test_the_help_names_the_small_run_size() -> None:
-    """The command line's help (declared without importing the simulation) states SMALL_RUN_STEPS."""
+def test_the_help_names_the_budget() -> None:
+    """The command line's help (declared without importing the simulation) states INTERPRETED_BUDGET_S."""
     import dataclasses
 
     from cogtestbed.simulate_options import SimulatedSessions
 
     method = next(f for f in dataclasses.fields(SimulatedSessions) if f.name == "method")
-    assert f"at most {simulation.SMALL_RUN_STEPS:,} steps" in str(method.metadata)
+    assert f"at most {simulation.INTERPRETED_BUDGET_S} s of Python" in str(method.metadata)

@@ -16,6 +16,7 @@ from cogtestbed.environments.bart import EXPERIMENT, INFLATE, SKIP, BartDesign, 
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.errors import InputError
 from cogtestbed.inference.bart import TYPES, TargetModel, draw_target, simulate_bart_kernel
+from cogtestbed.interpreted import kernel
 from cogtestbed.lapse import LapseDraws
 from cogtestbed.parameters import ParameterSet, per_subject
 
@@ -62,7 +63,7 @@ class _BartAgent(KernelLapsingAgent[BartDesign, BartSessions]):
                     raise InputError(f"no target parameter for balloons with max_pumps={m}")
                 targets = np.where(sessions.type_max == m, np.asarray(params[f"target_{m}"])[:, None], targets)
             noise = per_subject(params["noise"], n)
-        actions, rewards, valid, played = simulate_bart_kernel(
+        actions, rewards, valid, played = kernel(simulate_bart_kernel)(
             sessions.type_max, sessions.sequence, sessions.break_point, np.ascontiguousarray(targets),
             noise, np.full(n, cls.p_inflate), np.ascontiguousarray(uniforms),
             BartEnv.max_steps(design), np.ascontiguousarray(lapse.kind), np.ascontiguousarray(lapse.u[..., 0]),

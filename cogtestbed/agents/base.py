@@ -44,10 +44,12 @@ class SyntheticAgent(ABC, Generic[DesignT, SessionsT]):
     parameters: ClassVar[ParameterSet]
     #: Uniforms consumed per trial (see module docstring).
     draws_per_trial: ClassVar[int] = 1
-    #: Whether the step path (``act``/``update``) calls numba-compiled code.  An agent whose step path
-    #: is plain Python sets False: a small ``method="auto"`` run may then take the step path and compile
-    #: nothing (:func:`cogtestbed.simulation.resolve_method`).
-    compiled_step: ClassVar[bool] = True
+    #: CPU microseconds a step of the batch path costs with its kernels run as plain Python
+    #: (:mod:`cogtestbed.interpreted`), an upper estimate: ``method="auto"`` interprets a first run
+    #: whose estimate is within :data:`cogtestbed.simulation.INTERPRETED_BUDGET_S` (compiling costs
+    #: more).  cogtestbed's figure, measured 26 Nov 2026 (``python benchmarks/bench_first_call.py
+    #: --interpreted-cost``): 0.2–13 µs a step for most agents (horizon's 23); heavier agents set their own.
+    interpreted_step_us: ClassVar[float] = 15.0
 
     def __init__(self, params: Mapping[str, float] | None = None) -> None:
         self.params: dict[str, float] = self.parameters.validate(params)

@@ -50,6 +50,7 @@ from cogtestbed.environments.causal import (
     filler_words_table,
 )
 from cogtestbed.inference.cbn import N_TASKS, logistic_probs, noisy_or_probs, task_probs_general
+from cogtestbed.interpreted import kernel
 from cogtestbed.numerics import gamma_draw, logit, sigmoid, splitmix64_next, std_normal
 from cogtestbed.parameters import Parameter, ParameterSet
 
@@ -224,7 +225,7 @@ class ColliderAgent(SyntheticAgent[CausalDesign, CausalSessions]):
         gamma = np.ascontiguousarray(full["gamma"]) if "gamma" in full else np.zeros(n)
         task = ITEM_TASK[sessions.item]
         filler = filler_words_table(design)[sessions.variant, sessions.cb]
-        ratings = simulate_kernel(cls.kind, np.ascontiguousarray(theta), np.ascontiguousarray(resp),
+        ratings = kernel(simulate_kernel)(cls.kind, np.ascontiguousarray(theta), np.ascontiguousarray(resp),
                                   gamma, np.ascontiguousarray(task),
                                   np.ascontiguousarray(filler, dtype=np.float64),
                                   np.ascontiguousarray(uniforms))

@@ -26,6 +26,7 @@ from cogtestbed.inference.discounting import (
     question_tables,
     simulate_staircase_kernel,
 )
+from cogtestbed.interpreted import kernel
 from cogtestbed.lapse import LapseDraws
 from cogtestbed.parameters import ParameterSet, per_subject
 
@@ -63,7 +64,7 @@ class _DiscountingAgent(KernelLapsingAgent[DiscountingDesign, DiscountingSession
         def arr(name: str, default: float) -> np.ndarray:
             return per_subject(params.get(name, default), n)
 
-        actions, valid, played, questions = simulate_staircase_kernel(
+        actions, valid, played, questions = kernel(simulate_staircase_kernel)(
             base, anom, arr("k", 0.0), arr("temperature", 0.0), np.full(n, cls.p_random),
             np.ascontiguousarray(uniforms[:, :MAX_QUESTIONS]),
             np.ascontiguousarray(lapse.kind[:, :MAX_QUESTIONS]), np.ascontiguousarray(lapse.u[:, :MAX_QUESTIONS, 0]),

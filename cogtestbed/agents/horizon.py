@@ -23,6 +23,7 @@ from cogtestbed.agents.base import KernelLapsingAgent, SyntheticAgent
 from cogtestbed.environments.base import NO_ACTION, Outcomes
 from cogtestbed.environments.horizon import EXPERIMENT, HorizonDesign, HorizonSessions
 from cogtestbed.inference.horizon import PARAMETERS, info_diff, prob_j
+from cogtestbed.interpreted import kernel
 from cogtestbed.lapse import LapseDraws, step_lapse, unit_lapse
 from cogtestbed.parameters import ParameterSet, per_subject
 
@@ -94,7 +95,7 @@ class _HorizonAgent(KernelLapsingAgent[HorizonDesign, HorizonSessions]):
         def arr(name: str) -> np.ndarray:
             return per_subject(params.get(name, 0.0) if not cls._random else 1.0, n)
 
-        action, reward, valid, played = simulate_horizon_kernel(
+        action, reward, valid, played = kernel(simulate_horizon_kernel)(
             sessions.horizon, sessions.forced, np.ascontiguousarray(sessions.rewards),
             arr("bonus_h1"), arr("bonus_h6"), arr("temperature_h1"), arr("temperature_h6"),
             arr("bias"), np.ascontiguousarray(uniforms), cls._random,

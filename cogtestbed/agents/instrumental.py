@@ -3,7 +3,7 @@
 
 Each agent simulates the matching model of :mod:`cogtestbed.inference.instrumental`: the batch path
 with its numba kernel, the step path (``act``/``update``) in plain Python with the same operations
-(``prob_arm0_python``, ``rw_learning_rate.py_func``), so that it compiles nothing. Values start at
+(``prob_arm0_python``, ``rw_learning_rate.py_func``). Values start at
 0.5 per casino arm; choice: arm 0 iff u < P(arm 0) = σ(β·(V[c,0] − V[c,1])) with one uniform u per
 trial.
 """
@@ -38,9 +38,6 @@ class _BanditAgent(KernelLapsingAgent[InstrumentalDesign, InstrumentalSessions])
     """Shared state and batch path: a (casino × arm) value table updated by RW±."""
 
     experiment: ClassVar[str] = EXPERIMENT
-    #: ``act`` and ``update`` are plain Python, bit-identical to the kernel's compiled scalar functions.
-    compiled_step: ClassVar[bool] = False
-
     def _reset_state(self) -> None:
         self.values = np.full((4, 2), V0)
 

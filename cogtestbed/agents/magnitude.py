@@ -50,6 +50,7 @@ from cogtestbed.agents.base import SyntheticAgent
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.magnitude import MagnitudeDesign, MagnitudeSessions, block_schedule, subject_stimuli
 from cogtestbed.inference.magnitude_observers import KALMAN_P0, KIND, OBSERVERS, respond, simulate_kernel
+from cogtestbed.interpreted import kernel
 from cogtestbed.parameters import ParameterSet
 from cogtestbed.tables.magnitude import CONDITIONS, EXPERIMENT, MODALITIES
 
@@ -61,6 +62,8 @@ class MagnitudeAgent(SyntheticAgent[MagnitudeDesign, MagnitudeSessions]):
     experiment: ClassVar[str] = EXPERIMENT
     draws_per_trial: ClassVar[int] = 2
     kind: ClassVar[int]
+    #: Measured 2.3–4.2 µs a step interpreted (see the base class).
+    interpreted_step_us: ClassVar[float] = 5.0
 
     def _reset_state(self) -> None:
         self._mu, self._P = 0.5, KALMAN_P0
@@ -83,7 +86,7 @@ class MagnitudeAgent(SyntheticAgent[MagnitudeDesign, MagnitudeSessions]):
         n = sessions.n_subjects
         theta = np.ascontiguousarray(np.column_stack(
             [np.broadcast_to(np.asarray(params[k], dtype=np.float64), (n,)) for k in cls.parameters.names]))
-        y = simulate_kernel(cls.kind, theta, x, seeds, sch.slot, sch.low, sch.high, sch.blur, sch.context,
+        y = kernel(simulate_kernel)(cls.kind, theta, x, seeds, sch.slot, sch.low, sch.high, sch.blur, sch.context,
                             sch.condition, sch.modality, sch.trial, sch.starts,
                             np.ascontiguousarray(uniforms, dtype=np.float64))
         return Outcomes(action=y, reward=np.full(y.shape, np.nan), valid=np.ones(y.shape, dtype=bool))

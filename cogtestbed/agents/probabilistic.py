@@ -24,6 +24,7 @@ from cogtestbed.environments.probabilistic import (
     bayes_posterior,
 )
 from cogtestbed.inference.probabilistic import PARAMETERS, report
+from cogtestbed.interpreted import kernel
 from cogtestbed.parameters import ParameterSet, per_subject
 
 
@@ -60,6 +61,7 @@ class RandomAgent(SyntheticAgent[ProbabilisticDesign, ProbabilisticSessions]):
     """CogBench's random agent: a uniform integer 1–99 as the probability in hundredths."""
 
     name: ClassVar[str] = "random"
+    interpreted_step_us: ClassVar[float] = 65.0  # measured 60: see the base class
     experiment: ClassVar[str] = EXPERIMENT
     parameters: ClassVar[ParameterSet] = ParameterSet((), "random")
     draws_per_trial: ClassVar[int] = 1
@@ -81,6 +83,7 @@ class GeneralisedBayesAgent(SyntheticAgent[ProbabilisticDesign, ProbabilisticSes
     """Generalised-Bayes reporter with Gaussian log-odds noise (β1, β2, β0, σ)."""
 
     name: ClassVar[str] = "generalised-bayes"
+    interpreted_step_us: ClassVar[float] = 70.0  # measured 67 (a judgement's urn arithmetic): see the base class
     experiment: ClassVar[str] = EXPERIMENT
     parameters: ClassVar[ParameterSet] = PARAMETERS
     draws_per_trial: ClassVar[int] = 2
@@ -104,7 +107,7 @@ class GeneralisedBayesAgent(SyntheticAgent[ProbabilisticDesign, ProbabilisticSes
         def arr(name: str) -> np.ndarray:
             return per_subject(params[name], n)
 
-        estimate = simulate_gb_kernel(
+        estimate = kernel(simulate_gb_kernel)(
             np.ascontiguousarray(sessions.prior), np.ascontiguousarray(sessions.lh),
             np.ascontiguousarray(sessions.red), arr("beta_prior"), arr("beta_likelihood"),
             arr("bias"), arr("noise_sd"), np.ascontiguousarray(uniforms),

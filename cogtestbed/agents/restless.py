@@ -33,6 +33,7 @@ from cogtestbed.inference.restless import (
     kalman_confidence,
     kalman_update,
 )
+from cogtestbed.interpreted import kernel
 from cogtestbed.lapse import RANDOM, LapseDraws, step_lapse, unit_lapse
 from cogtestbed.numerics import sigmoid, std_normal
 from cogtestbed.parameters import ParameterSet, per_subject
@@ -119,7 +120,7 @@ class _RestlessAgent(KernelLapsingAgent[RestlessDesign, RestlessSessions]):
         def arr(name: str) -> np.ndarray:
             return per_subject(0.0 if cls._random else params[name], n)
 
-        action, reward, valid, played = simulate_restless_kernel(
+        action, reward, valid, played = kernel(simulate_restless_kernel)(
             np.ascontiguousarray(sessions.rewards), sessions.block_lengths.sum(axis=1),
             arr("drift_sd"), arr("beta"), arr("confidence_gain"), arr("confidence_bias"),
             arr("confidence_noise"), np.ascontiguousarray(uniforms), cls.draws_per_trial, cls._random,

@@ -16,6 +16,7 @@ from cogtestbed.agents.base import SyntheticAgent
 from cogtestbed.environments.base import Outcomes
 from cogtestbed.environments.risky import EXPERIMENT, RiskyDesign, RiskySessions
 from cogtestbed.inference.risky import EV_PARAMETERS, PT_PARAMETERS, prob_first, simulate_choices_kernel
+from cogtestbed.interpreted import kernel
 from cogtestbed.parameters import ParameterSet, per_subject
 
 
@@ -48,7 +49,7 @@ class _RiskyAgent(SyntheticAgent[RiskyDesign, RiskySessions]):
             return per_subject(cls.fixed.get(name, params.get(name, 0.0)), n)
 
         shown = np.ascontiguousarray(sessions.shown, dtype=np.float64)
-        action = simulate_choices_kernel(shown, arr("lambda"), arr("alpha"), arr("theta"), cls.p_fixed,
+        action = kernel(simulate_choices_kernel)(shown, arr("lambda"), arr("alpha"), arr("theta"), cls.p_fixed,
                                          np.ascontiguousarray(uniforms[:, :t]))
         reward = np.where(action == 0, 0.5 * (shown[..., 0] + shown[..., 1]), 0.5 * (shown[..., 2] + shown[..., 3]))
         return Outcomes(action=action, reward=reward, valid=np.ones((n, t), dtype=bool),

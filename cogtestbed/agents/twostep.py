@@ -26,6 +26,7 @@ from cogtestbed.inference.twostep import (
     simulate_hybrid_kernel,
     stage1_logit,
 )
+from cogtestbed.interpreted import kernel
 from cogtestbed.lapse import LapseDraws
 from cogtestbed.numerics import sigmoid
 from cogtestbed.parameters import ParameterSet, per_subject
@@ -88,7 +89,7 @@ class _TwoStepAgent(KernelLapsingAgent[TwoStepDesign, TwoStepSessions]):
     ) -> Outcomes:
         n = sessions.n_subjects
         w, alpha, beta, lam, persev = cls._kernel_params(params, n)
-        actions, rewards, valid, played = simulate_hybrid_kernel(
+        actions, rewards, valid, played = kernel(simulate_hybrid_kernel)(
             sessions.probs, sessions.transition_u, sessions.reward_u, w, alpha, beta, lam, persev,
             np.ascontiguousarray(uniforms), design.common_prob,
             np.ascontiguousarray(lapse.kind), np.ascontiguousarray(lapse.u[..., 0]),

@@ -117,9 +117,10 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
     ``lapse_invalid`` / ``lapse_random``: rates of invalid and uniformly random answers;
     ``forms``: prompt forms (``K`` or ids, as ``--forms``) and ``form_sd`` their offsets;
     ``output``: also write the table as Parquet with its manifest (``force`` overwrites).
-    ``method``: ``"auto"`` (default: a small first run of an agent whose step path compiles nothing takes
-    the step path, which compiles no kernel; else the batch path: :func:`cogtestbed.simulation.resolve_method`),
-    ``"batch"`` or ``"step"``; the table is the same, and the manifest records the path taken.
+    ``method``: ``"auto"`` (default: a small first run of a process runs the batch path's kernels as plain
+    Python, compiling nothing; else the batch path: :func:`cogtestbed.simulation.resolve_method`),
+    ``"batch"``, ``"interpreted"`` or ``"step"``; the table is the same, and the manifest records the path
+    taken.
     """
     from cogtestbed.environments.forms import FormDesign, FormError, resolve_forms
     from cogtestbed.lapse import Lapse
@@ -229,7 +230,7 @@ def manifest_params(parameters: Any, given: Mapping[str, Any]) -> dict[str, floa
 
 
 def _simulate(exp: ExperimentSpec, agent: str, subjects: int, seed: int, given: dict[str, Any], design_obj: Any,
-              method: Literal["batch", "step"], on_subject_done: Any, lapse: Any,
+              method: Literal["batch", "interpreted", "step"], on_subject_done: Any, lapse: Any,
               form_design: Any) -> pd.DataFrame:
     """The simulation of :func:`simulate`, its memory checked first."""
     from cogtestbed.simulation import check_simulation_memory

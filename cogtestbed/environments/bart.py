@@ -47,6 +47,7 @@ from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, S
 from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_option_number
 from cogtestbed.errors import InputError
+from cogtestbed.interpreted import kernel
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.bart import ALPHABET, EXPERIMENT, SCHEMA
 from cogtestbed.trials import finish_table
@@ -355,7 +356,7 @@ class BartEnv(TextEnv[BartDesign, BartSessions]):
     ) -> pd.DataFrame:
         """One row per balloon (CogBench's trial) in the schema of :mod:`cogtestbed.trials`."""
         played = outcomes.played if outcomes.played is not None else np.ones_like(outcomes.valid)
-        pumps, exploded, ok, first, count = balloons_from_steps(
+        pumps, exploded, ok, first, count = kernel(balloons_from_steps)(
             np.ascontiguousarray(outcomes.action, dtype=np.int64), outcomes.valid, played,
             sessions.break_point,
         )

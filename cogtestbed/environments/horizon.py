@@ -39,6 +39,7 @@ from cogtestbed.environments.draws import RoundedNormal, permute_rows
 from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_machine
 from cogtestbed.errors import InputError
+from cogtestbed.interpreted import kernel
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.horizon import EXPERIMENT, SCHEMA, game_table
 
@@ -166,15 +167,16 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         forced choices shuffled by :func:`~cogtestbed.environments.draws.permute_rows`)."""
         highs = (len(design.horizons), 2, len(design.base_means), len(design.deltas))
         horizon_pick, arm, base_pick, delta_pick = [rng.integers(0, high, size=n) for high in highs]
-        horizon, means = _game_means(horizon_pick, arm, base_pick, delta_pick, np.asarray(design.horizons, np.int64),
-                                     np.asarray(design.base_means, np.float64), np.asarray(design.deltas, np.float64))
+        horizon, means = kernel(_game_means)(
+            horizon_pick, arm, base_pick, delta_pick, np.asarray(design.horizons, np.int64),
+            np.asarray(design.base_means, np.float64), np.asarray(design.deltas, np.float64))
         shape = (n, design.n_trials, 2)
         if _whole_means(design):  # rint(m + sd·z) = m + rint(sd·z) for a whole-number mean m
             rewards = _rounded_normal(design.reward_sd).draw(shape, rng, means[:, None, :])
         else:
             rewards = np.rint(means[:, None, :] + design.reward_sd * rng.standard_normal(shape))
         unequal = rng.random(n) < design.p_unequal
-        forced = permute_rows(_forced_patterns(unequal, rng.integers(0, 2, size=n)), rng, in_place=True)
+        forced = permute_rows(kernel(_forced_patterns)(unequal, rng.integers(0, 2, size=n)), rng, in_place=True)
         return HorizonSessions(horizon=horizon, unequal=unequal, means=means, rewards=rewards, forced=forced)
 
     # -- dynamics --------------------------------------------------------------------------
@@ -254,7 +256,7 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
         pass over the games (:func:`_game_rows`)."""
         nf, t_max = design.n_forced, design.n_trials
         lengths = nf + np.asarray(sessions.horizon, dtype=np.int64)
-        action, valid, reward, reward0, reward1, trial, forced = _game_rows(
+        action, valid, reward, reward0, reward1, trial, forced = kernel(_game_rows)(
             np.ascontiguousarray(sessions.forced, dtype=np.int64),
             np.ascontiguousarray(outcomes.action, dtype=np.int64), np.ascontiguousarray(outcomes.valid, dtype=bool),
             np.ascontiguousarray(sessions.rewards, dtype=np.float64), lengths, int(lengths.sum()))

@@ -46,6 +46,7 @@ from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, S
 from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_decimal_digits
 from cogtestbed.errors import InputError
+from cogtestbed.interpreted import kernel
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.probabilistic import EXPERIMENT, SCHEMA, TRIAL_TYPES, bayes_posterior, stimulus_table
 
@@ -182,8 +183,8 @@ class ProbabilisticReasoningEnv(TextEnv[ProbabilisticDesign, ProbabilisticSessio
         informative_i = rng.integers(0, len(inf), size=(n, 2))
         flat_i = rng.integers(0, len(uninf), size=(n, 2))
         urn_u, ball_u = rng.random((n, 2)), rng.random((n, 2))
-        left_is_f, prior, lh, urn_left, red = _urn_draws(label_u, inf[informative_i], uninf[flat_i], urn_u, ball_u,
-                                                         design.randomise_labels)
+        left_is_f, prior, lh, urn_left, red = kernel(_urn_draws)(
+            label_u, inf[informative_i], uninf[flat_i], urn_u, ball_u, design.randomise_labels)
         return ProbabilisticSessions(left_is_f=left_is_f, prior=prior, lh=lh, urn_left=urn_left, red=red)
 
     # -- dynamics --------------------------------------------------------------------------

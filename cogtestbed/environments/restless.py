@@ -43,6 +43,7 @@ from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ParseResul
 from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_decimal_digits, parse_machine
 from cogtestbed.errors import InputError
+from cogtestbed.interpreted import kernel
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.restless import EXPERIMENT, SCHEMA
 from cogtestbed.trials import Column, finish_table
@@ -289,7 +290,7 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
         first_best, lengths = draw_blocks(design, n, rng)
         lo_mean, hi_mean = sorted(design.means)
         rewards = rng.standard_normal((n, t_max, 2))
-        _rounded_rewards(rewards, first_best, lengths, lo_mean, hi_mean, design.reward_sd,
+        kernel(_rounded_rewards)(rewards, first_best, lengths, lo_mean, hi_mean, design.reward_sd,
                          10.0 ** design.reward_decimals)
         instr_flip = rng.random((n, t_max)) < 0.5
         query_flip = rng.random((n, t_max)) < 0.5
@@ -418,7 +419,7 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
         lengths = np.ascontiguousarray(sessions.block_lengths, dtype=np.int64)
         session_lengths = lengths.sum(axis=1)
         (choice, valid, reward, block, within, best, mean0, mean1, reward0, reward1, confidence, confidence_valid,
-         accurate) = _session_rows(np.ascontiguousarray(outcomes.action, dtype=np.float64),
+         accurate) = kernel(_session_rows)(np.ascontiguousarray(outcomes.action, dtype=np.float64),
                                    np.ascontiguousarray(outcomes.valid, dtype=bool),
                                    np.ascontiguousarray(sessions.rewards, dtype=np.float64),
                                    np.ascontiguousarray(sessions.first_best, dtype=np.int64), lengths,

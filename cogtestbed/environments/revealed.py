@@ -77,6 +77,7 @@ from cogtestbed.environments.revealed_items import (
     preference_items,
 )
 from cogtestbed.errors import InputError
+from cogtestbed.interpreted import kernel
 from cogtestbed.lapse import random_choice
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.revealed import EXPERIMENT, SCHEMA
@@ -369,7 +370,7 @@ def draw_mcq(p_target: np.ndarray, correct: np.ndarray, rng: np.random.Generator
     right = np.round(p_target, 3).reshape(-1)
     picks = permute_rows(np.broadcast_to(np.arange(len(pool), dtype=np.int8), (len(right), len(pool))), rng, 5)
     out = np.empty((len(right), 5))
-    _mcq_options(picks, pool, right, correct.reshape(-1).astype(np.int64, copy=False), out)
+    kernel(_mcq_options)(picks, pool, right, correct.reshape(-1).astype(np.int64, copy=False), out)
     return out.reshape(*np.shape(p_target), 5)
 
 

@@ -49,6 +49,7 @@ from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, S
 from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import parse_option_letter
 from cogtestbed.errors import InputError
+from cogtestbed.interpreted import kernel
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.twostep import ALIEN_LETTERS, EXPERIMENT, PLANETS, SCHEMA
 from cogtestbed.trials import Column, finish_table, masked_action, strings
@@ -226,7 +227,7 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
         t = design.n_trials
         probs = np.empty((n, t, 4))
         probs[:, 0] = rng.uniform(design.prob_low, design.prob_high, (n, 4))
-        _drift(probs, rng.standard_normal((n, t - 1, 4)), design.drift_sd, design.prob_low, design.prob_high)
+        kernel(_drift)(probs, rng.standard_normal((n, t - 1, 4)), design.drift_sd, design.prob_low, design.prob_high)
         transition_u = rng.random((n, t))
         reward_u = rng.random((n, t))
         return TwoStepSessions(probs=probs, transition_u=transition_u, reward_u=reward_u)
@@ -342,7 +343,7 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
         *, agent: str = "unknown", params: dict[str, np.ndarray] | None = None,
     ) -> pd.DataFrame:
         """One row per trial (both stages) in the schema of :mod:`cogtestbed.trials`."""
-        a1, v1, v12, planet, common, action2, alien_idx, reward, probs = _trial_columns(
+        a1, v1, v12, planet, common, action2, alien_idx, reward, probs = kernel(_trial_columns)(
             np.ascontiguousarray(outcomes.action, dtype=np.int64), np.ascontiguousarray(outcomes.valid, dtype=bool),
             np.ascontiguousarray(outcomes.reward, dtype=np.float64), np.ascontiguousarray(sessions.transition_u),
             np.ascontiguousarray(sessions.probs), design.common_prob)

@@ -28,6 +28,7 @@ from numba import njit
 
 from cogtestbed.errors import InputError
 from cogtestbed.inference.base import CognitiveModel, subject_slices
+from cogtestbed.interpreted import kernel
 from cogtestbed.lapse import INVALID, RANDOM
 from cogtestbed.metrics_result import MetricsResult, metrics_result
 from cogtestbed.numerics import SIGMOID_MARGIN, sigmoid_margin
@@ -268,7 +269,7 @@ def simulate_rwpm_kernel(
     offsets = np.empty((SIM_LANES // n_casinos, t_max), dtype=np.uint64)
     counts = np.empty(n_casinos, dtype=np.int64)
     lapsed = lapse_kind.shape[0] > 0
-    _simulate_rwpm(
+    kernel(_simulate_rwpm)(
         casino,
         reward_draws,
         alpha_pos,

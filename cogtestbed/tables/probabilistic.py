@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.interpreted import kernel
 from cogtestbed.schema import RowRule, TrialSchema, Values
 from cogtestbed.trials import Column, finish_table, strings
 
@@ -85,7 +86,7 @@ def stimulus_table(
         return np.asarray(np.broadcast_to(x, shape), dtype=dtype)
 
     valid_flat = flat(valid, bool)
-    likelihood, posterior, action, reward, trial_type, label = _judgement_columns(
+    likelihood, posterior, action, reward, trial_type, label = kernel(_judgement_columns)(
         flat(prior, np.float64), flat(lh, np.float64), flat(red, bool), flat(informative_lh, bool),
         np.empty(0, dtype=bool) if left_is_f is None else flat(left_is_f, bool),
         flat(estimate, np.float64), valid_flat)

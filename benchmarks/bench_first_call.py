@@ -15,7 +15,8 @@ cold and warm runs, the best of each, the numba compile time of a cold run (numb
 ≤ 2 s CPU.
 
 Usage: ``python benchmarks/bench_first_call.py [--repeats 3]``; ``--every-experiment``: one cold and one
-warm first call of each experiment's first generating agent (10 subjects), the matrix;
+warm first call of each experiment's first generating agent (10 subjects), the matrix (``--compile``: and
+the compile CPU and dispatchers of the same call on the compiled path, ``--method batch``);
 ``--interpreted-cost``: CPU microseconds a step of every agent's batch path with its kernels run as plain
 Python (``method="interpreted"``, 10 subjects, 2 for belief coherence; a session's most steps), beside
 the figure the agent declares (``SyntheticAgent.interpreted_step_us``, which ``method="auto"`` budgets with).
@@ -76,9 +77,10 @@ def run(args: list[str], numba_dir: str, cache_home: str, out: Path) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def every_experiment() -> None:
+def every_experiment(compile_too: bool) -> None:
     """One cold and one warm first call of every registered experiment (its first model's generating
-    agent, 10 subjects, default design): the matrix beside the README's command."""
+    agent, 10 subjects, default design): the matrix beside the README's command; ``compile_too``: also
+    the compile CPU and dispatchers of the same call on the compiled path (``--method batch``)."""
     from _timing import agent_of
 
     from cogtestbed.registry import experiment_names, get_experiment
@@ -93,6 +95,10 @@ def every_experiment() -> None:
             warm = run(command, numba_dir, cache_home, out)
             verdict = "meets" if cold <= COLD_TARGET else "misses"
             print(f"{name} ({agent}): cold {cold:.2f} s CPU ({verdict} {COLD_TARGET:.0f} s), warm {warm:.2f} s")
+            if compile_too:
+                print("  compiled path (--method batch), cold:")
+                run(["-c", COMPILE_PROBE, *command[2:], "--method", "batch"], tempfile.mkdtemp(dir=tmp),
+                    tempfile.mkdtemp(dir=tmp), out)
 
 
 def interpreted_cost() -> None:
@@ -119,6 +125,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--every-experiment", action="store_true",
                         help="one cold and one warm first call of every experiment (10 subjects) instead")
+    parser.add_argument("--compile", action="store_true",
+                        help="with --every-experiment: also each call's compile CPU on the compiled path")
     parser.add_argument("--interpreted-cost", action="store_true",
                         help="µs a step of every agent's interpreted batch path instead")
     args = parser.parse_args()
@@ -126,7 +134,7 @@ def main() -> None:
         interpreted_cost()
         return
     if args.every_experiment:
-        every_experiment()
+        every_experiment(args.compile)
         return
     repeats = args.repeats
     one, five, _ = os.getloadavg()

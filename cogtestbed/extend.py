@@ -32,6 +32,10 @@ nothing from it, and the environment does what it does for an unparseable LLM an
 variable-length session never reached; a parser never guesses (``ParseResult.failure``).  Metrics
 leave invalid steps out and say how many (``n_invalid``, a flag); no data is null with a reason.
 
+**Kernels** (:mod:`cogtestbed.interpreted`): Python code calls an ``@njit`` function as
+``kernel(fn)(...)``, so that ``simulate``'s small first run of a process runs it as plain Python and
+compiles nothing (``method="auto"``, the same table).
+
 **The lapse protocol** (:mod:`cogtestbed.lapse`): a synthetic subject's lapses are pre-drawn per
 (subject, lapse unit) as :class:`LapseDraws` (``kind``: :data:`NORMAL`, :data:`INVALID` or
 :data:`RANDOM`; ``u``: the uniforms of a random answer) from their own seeded stream.  A batch
@@ -76,6 +80,7 @@ from cogtestbed.experiments.spec import (
     same_name_generators,
 )
 from cogtestbed.inference.base import CognitiveModel, subject_slices, with_lapse
+from cogtestbed.interpreted import kernel
 from cogtestbed.lapse import (
     INVALID,
     NORMAL,
@@ -101,7 +106,7 @@ __all__ = [
     "KernelLapsingAgent", "LLMClient", "Lapse", "LapseDraws", "MetricOption", "MetricsResult", "MetricsSpec",
     "Outcomes", "Parameter", "ParameterError", "ParameterSet", "ParseResult", "Phase", "PromptForm", "RowRule",
     "ScoredResponse", "Sessions", "StudyDecl", "SyntheticAgent", "TextEnv", "TrialSchema", "TrialTableError", "Values",
-    "categories", "coded_lists", "finish_table", "lapsed_choice", "lazy", "lists", "metrics_result",
+    "categories", "coded_lists", "finish_table", "kernel", "lapsed_choice", "lazy", "lists", "metrics_result",
     "outcome_columns", "paraphrase", "parametrize_with_checks", "per_subject", "random_choice", "register_backend",
     "same_name_generators", "step_lapse", "strings", "subject_slices", "unit_lapse", "validate_trials", "with_lapse",
 ]

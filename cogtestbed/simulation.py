@@ -12,7 +12,7 @@ a lapse-free table, are unchanged by it.
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, cast, get_args
@@ -122,22 +122,47 @@ def lapse_after_the_fact(env: TextEnv[Any, Any], sessions: Sessions, outcomes: O
     to its subject, and its record (action, reward, validity, the environment's extra columns,
     scored answer) replaces the batch's; every other step keeps the agent's own answer, which
     the step path also gives (the agent answers every step from the same pre-drawn uniforms).
+    A lapsed step is played with :meth:`TextEnv.play_step`, which leaves the record ``step`` leaves
+    but renders no next observation: nothing here reads one, and rendering can cost far more than
+    the step (magnitude draws and encodes PNG stimuli: docs/benchmarks.md, issue 54).
     Returns new arrays (``outcomes`` is not modified).
     """
-    out = copy.deepcopy(outcomes)
-    steps = out.action.shape[1]
+    out = _copied(outcomes)
     for i in map(int, np.flatnonzero((draws.kind != NORMAL).any(axis=1))):
         env.reset(options={"session": sessions.subject(i)})
-        for t in range(steps):
-            if out.played is not None and not out.played[i, t]:
-                continue
+        for t, kind in _lapsed_steps(env, out, draws, i):
             env.t = t
-            kind = int(draws.kind[i, env.lapse_unit()])
-            if kind != INVALID and kind != RANDOM:
-                continue
-            env.step(NO_ACTION if kind == INVALID else env.random_answer(draws.u[i, t]))
+            env.play_step(NO_ACTION if kind == INVALID else env.random_answer(draws.u[i, t]))
             _copy_step(env.outcomes, out, i, t)
     return out
+
+
+def _copied(outcomes: Outcomes) -> Outcomes:
+    """``outcomes`` with every array copied, so that writing a step into the copy leaves it as it was.
+    The elements of its object arrays (None, strings, frozen :class:`ScoredAnswer` s) are shared, not
+    copied: nothing modifies them in place, and ``copy.deepcopy`` copied them one Python call each."""
+    arrays = {f.name: getattr(outcomes, f.name) for f in dataclasses.fields(outcomes) if f.name != "extra"}
+    copies: dict[str, Any] = {name: None if a is None else a.copy() for name, a in arrays.items()}
+    return dataclasses.replace(outcomes, **copies, extra={k: a.copy() for k, a in outcomes.extra.items()})
+
+
+def _lapsed_steps(env: TextEnv[Any, Any], outcomes: Outcomes, draws: LapseDraws, i: int) -> list[tuple[int, int]]:
+    """(step, lapse kind) of every step of subject ``i`` that the batch run played and whose lapse
+    unit lapsed (invalid or random), in order.  Where the environment keeps the base
+    :meth:`TextEnv.lapse_unit` (the step itself) they are found with array operations rather than
+    by visiting every step in Python; an environment whose unit is computed from the step (a trial
+    of several steps) is asked step by step."""
+    played = np.ones(outcomes.action.shape[1], dtype=bool) if outcomes.played is None else outcomes.played[i]
+    if type(env).lapse_unit is TextEnv.lapse_unit:
+        kinds = draws.kind[i]
+        return [(int(t), int(kinds[t])) for t in np.flatnonzero(played & np.isin(kinds, (INVALID, RANDOM)))]
+    lapsed = []
+    for t in map(int, np.flatnonzero(played)):
+        env.t = t
+        kind = int(draws.kind[i, env.lapse_unit()])
+        if kind in (INVALID, RANDOM):
+            lapsed.append((t, kind))
+    return lapsed
 
 
 def _copy_step(source: Outcomes, target: Outcomes, i: int, t: int) -> None:

@@ -9,6 +9,7 @@ import pytest
 from cogtestbed.lapse import INVALID, NORMAL, RANDOM, Lapse, draw_lapses, lapse_rng, random_choice
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import simulate
+from cogtestbed.validation.conformance.harness import table_bytes
 
 RWPM = {"alpha_pos": 0.4, "alpha_neg": 0.2, "beta": 50.0}
 
@@ -85,3 +86,43 @@ def test_instrumental_kernel_plays_lapses_natively() -> None:
                                       np.random.default_rng(2).random((2, design.n_trials)), draws)
     assert out is not None
     assert np.array_equal(~out.valid, draws.kind == INVALID)
+
+
+def test_lapses_after_the_fact_render_no_observation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Magnitude (answer-independent, no lapse kernel): the batch path plays each lapsed step without
+    rendering the next prompt (PNG stimuli, issue 54), so the only observations built are one per
+    lapsed subject's reset, and its table is the step path's, byte for byte."""
+    spec = get_experiment("magnitude")
+    design = spec.design_cls(trials_per_session=1)
+    lapse, n, seed = Lapse(0.1, 0.1), 3, 4
+    step = simulate(spec, "static-bayes", n, seed, design=design, lapse=lapse, method="step")
+    kind = draw_lapses(lapse, lapse_rng(seed), n, spec.env_cls.max_steps(design)).kind
+    built = []
+    original = spec.env_cls._phase_observation
+
+    def counted(env: object) -> dict:
+        built.append(1)
+        return original(env)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(spec.env_cls, "_phase_observation", counted)
+    batch = simulate(spec, "static-bayes", n, seed, design=design, lapse=lapse)
+    assert (kind != NORMAL).sum() > 10 * n  # many lapsed steps: the old path built one observation each
+    assert len(built) == int((kind != NORMAL).any(axis=1).sum())
+    assert table_bytes(batch) == table_bytes(step)
+    assert np.array_equal(~batch["valid"].to_numpy(), kind.reshape(-1) == INVALID)
+
+
+def test_lapses_after_the_fact_ask_an_environment_s_own_lapse_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An answer-independent environment whose lapse unit is not the step (here: pairs of steps) is
+    asked the unit of every played step; the table is the step path's, and a step is invalid exactly
+    where its pair's decision is."""
+    spec = get_experiment("magnitude")
+    design = spec.design_cls(trials_per_session=1)
+    monkeypatch.setattr(spec.env_cls, "lapse_unit", lambda env: env.t // 2)
+    lapse, n, seed = Lapse(0.1, 0.1), 2, 6
+    batch = simulate(spec, "linear", n, seed, design=design, lapse=lapse)
+    step = simulate(spec, "linear", n, seed, design=design, lapse=lapse, method="step")
+    assert table_bytes(batch) == table_bytes(step)
+    steps = spec.env_cls.max_steps(design)
+    kind = draw_lapses(lapse, lapse_rng(seed), n, steps).kind[:, np.arange(steps) // 2]
+    assert np.array_equal(~batch["valid"].to_numpy(), kind.reshape(-1) == INVALID)

@@ -92,3 +92,42 @@ def test_phase_declaration_errors():
     with pytest.raises(ValueError, match="distinct"):
         env.declare_phases(p, p)
     assert env.parse("x") == ParseResult.failure(env.parse("x").error)  # type: ignore[arg-type]
+
+
+def test_play_step_records_what_step_records_and_renders_nothing(monkeypatch):
+    """``play_step`` (the simulator's lapses after the fact, issue 54) leaves the record, ``t``,
+    reward, termination and info that ``step`` leaves, without building an observation; ``step`` is
+    ``play_step`` plus the next observation.  A scored answer, a gating invalid answer (which skips
+    the trial's judge phase) and the end of the episode are all played."""
+    actions = [0.7, ScoredAnswer(np.log([0.2, 0.5, 0.1])), NO_ACTION]
+    stepped, played = ElicitJudgeEnv(), ElicitJudgeEnv()
+    stepped.reset(options={"session": toy_session()})
+    played.reset(options={"session": toy_session()})
+
+    def no_observation() -> None:
+        raise AssertionError("play_step built an observation")
+
+    monkeypatch.setattr(played, "_phase_observation", no_observation)
+    for action in actions:
+        obs, reward, terminated, truncated, info = stepped.step(action)
+        assert played.play_step(action) == (reward, terminated, info) and not truncated
+        assert played.t == stepped.t
+    assert terminated and stepped.t == 4
+    for name in ("action", "reward", "valid", "played", "scored"):
+        np.testing.assert_array_equal(getattr(played.outcomes, name), getattr(stepped.outcomes, name))
+    assert played.outcomes.played[0].tolist() == [True, True, True, False]
+    with pytest.raises(RuntimeError, match="episode is over"):
+        played.play_step(0.5)
+    monkeypatch.undo()
+    assert played._phase_observation()["prompt"] == obs["prompt"]
+
+
+def test_no_experiment_overrides_step():
+    """The simulator's lapses after the fact play steps with ``play_step`` alone (issue 54), so what
+    a step does must live in the hooks both call, not in an override of ``step``."""
+    from cogtestbed.environments.base import TextEnv
+    from cogtestbed.registry import experiment_names, get_experiment
+
+    for name in experiment_names():
+        env_cls = get_experiment(name).env_cls
+        assert env_cls.step is TextEnv.step and env_cls.play_step is TextEnv.play_step, name

@@ -102,7 +102,9 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     ``observation_space`` and then declare their phases with :meth:`declare_phases` (which also
     sets ``action_space`` and adds the ``phase``/``response`` entries to the observation space).
     They implement :meth:`sample_sessions`, :meth:`_start`, :meth:`_play`, :meth:`_observation`,
-    :meth:`render_prompt` and :meth:`trials_table`; each phase brings its own parser.
+    :meth:`render_prompt` and :meth:`trials_table`; each phase brings its own parser.  They change
+    what a step does through those hooks, never by overriding :meth:`step`: the simulator plays a
+    step without its observation (:meth:`play_step`), where an override of ``step`` would not run.
     """
 
     metadata = {"render_modes": ["ansi"]}  # noqa: RUF012 - gymnasium declares it mutable
@@ -262,10 +264,24 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
         return self._phase_observation(), self._info()
 
     def step(self, action: Any) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
-        """Play ``action`` (or :data:`NO_ACTION`) in the current phase and advance.
+        """Play ``action`` (or :data:`NO_ACTION`) in the current phase and advance (:meth:`play_step`),
+        then render the next step's observation.
 
         ``info`` is the hidden ground truth of the step just played.  An invalid answer in a
         phase with ``skip_rest_if_invalid`` leaves the trial's remaining phases unplayed.
+        """
+        reward, terminated, info = self.play_step(action)
+        return self._phase_observation(), reward, terminated, False, info
+
+    def play_step(self, action: Any) -> tuple[float, bool, dict[str, Any]]:
+        """:meth:`step` without the next observation: play and record ``action``, advance, and return
+        (gymnasium's reward, terminated, info).
+
+        Rendering the next prompt can cost far more than playing the step (magnitude draws and
+        encodes PNG stimuli); a caller that reads only the record (``outcomes``), as the simulator
+        applying lapses after the fact does, skips it.  Every override point a subclass has
+        (:meth:`_play`, :meth:`_record`, :meth:`_info`, :meth:`_action_value`) is called here, so the
+        record is the one :meth:`step` leaves.
         """
         if self.session is None:
             raise RuntimeError("call reset() before step()")
@@ -276,22 +292,24 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
             action = action[phase.name]
         info = self._info()
         invalid = self._is_no_action(action)
-        if invalid:
-            reward = float("nan")
-        else:
-            value = self._action_value(action)
-            reward = self._play(action)
-            self.outcomes.action[0, t] = value
-            self.outcomes.valid[0, t] = True
-            if isinstance(action, ScoredAnswer):
-                self.outcomes.scored[0, t] = action  # type: ignore[index]
+        reward = float("nan") if invalid else self._play_answer(t, action)
         self.outcomes.reward[0, t] = reward
         self.outcomes.played[0, t] = True  # type: ignore[index]
         self._record(t, action, reward)
         skipped = len(self.phases) - 1 - self.phase_index if invalid and phase.skip_rest_if_invalid else 0
         self.t += 1 + skipped
-        terminated = self._terminated()
-        return self._phase_observation(), 0.0 if np.isnan(reward) else float(reward), terminated, False, info
+        return 0.0 if np.isnan(reward) else float(reward), self._terminated(), info
+
+    def _play_answer(self, t: int, action: Any) -> float:
+        """Play a valid ``action`` at step ``t`` and record it (its value, its validity, a scored
+        answer's distribution): its reward.  The value is checked before anything is played."""
+        value = self._action_value(action)
+        reward = self._play(action)
+        self.outcomes.action[0, t] = value
+        self.outcomes.valid[0, t] = True
+        if isinstance(action, ScoredAnswer):
+            self.outcomes.scored[0, t] = action  # type: ignore[index]
+        return reward
 
     def parse(self, text: str) -> ParseResult:
         """Turn an answer (the completion after the answer prefix) into an action with the

@@ -97,8 +97,7 @@ def test_interpreted_gives_the_compiled_table(experiment: str, agent: str) -> No
     """Across the matrix (every experiment's every agent, default parameters, two seeds, with and without
     invalid and random answers): the interpreted batch path's table is the compiled one's, byte for byte."""
     n = SUBJECTS.get(experiment, 4)
-    # magnitude's lapses take the step path, which interprets nothing (and costs seconds): not here
-    lapses = [None] if experiment == "magnitude" else [None, Lapse(invalid=0.1, random=0.1)]
+    lapses = [None, Lapse(invalid=0.1, random=0.1)]
     for seed in (0,) if experiment == "belief-coherence" else (0, 7):  # belief: 0.5 s a subject
         for lapse in lapses:
             compiled = simulation.simulate(experiment, agent, n, seed, method="batch", lapse=lapse)
@@ -145,8 +144,8 @@ def test_every_experiment_interpreted_compiles_no_kernel(tmp_path: Path) -> None
     """Every experiment's agents on the interpreted path, lapses included, in a fresh process with an empty
     numba cache: numba compiles nothing (every kernel a simulation calls is called through ``kernel``)."""
     calls = "\n".join(
-        f"ct.simulate({name!r}, {agent!r}, subjects=1, seed=2, method='interpreted'"
-        + ("" if name == "magnitude" else ", lapse_random=0.2, lapse_invalid=0.1") + ")"
+        f"ct.simulate({name!r}, {agent!r}, subjects=1, seed=2, method='interpreted', lapse_random=0.2, "
+        "lapse_invalid=0.1)"
         for name, agent in _cases() if name != "belief-coherence" or agent in ("logit-rum", "random"))
     assert _compiled_in_a_fresh_process(calls, tmp_path) == "compiled []"
 

@@ -39,7 +39,6 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 from numba import njit
-from scipy import stats
 
 from cogtestbed import no_data
 from cogtestbed.errors import InputError
@@ -342,6 +341,7 @@ def human_alignment(trials: pd.DataFrame, human: pd.DataFrame, n_boot: int = 200
     Pooled and per domain, each with a 95 % percentile bootstrap CI over items (rows of the
     merged table), ``n_boot`` resamples (the thesis: 2000).
     """
+    from scipy import stats  # here, not at the top: scipy.stats costs a first simulate 0.5 s
     h = valid_judgments(human).groupby(["domain", "letter", "cntbl_cond"], observed=True)["y"].mean()
     a = valid_judgments(trials)
     merged = a.join(h.rename("human"), on=["domain", "letter", "cntbl_cond"]).dropna(subset=["human"])
@@ -363,6 +363,7 @@ def human_alignment(trials: pd.DataFrame, human: pd.DataFrame, n_boot: int = 200
 
 
 def _rank_rows(a: np.ndarray) -> np.ndarray:
+    from scipy import stats  # here, not at the top: scipy.stats costs a first simulate 0.5 s
     return stats.rankdata(a, axis=1)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -85,21 +86,52 @@ def _elementwise(scalar: Callable[[float], float], name: str) -> Callable[[Any],
     return apply
 
 
-#: numpy as an interpreted kernel sees it: the C library's transcendental functions, numpy's rest.
-_LIBM_NUMPY = types.ModuleType("numpy_libm", "numpy with the C library's elementwise transcendentals")
-_LIBM_NUMPY.__dict__.update({k: v for k, v in vars(np).items() if not k.startswith("__")})
+#: numpy's names an interpreted kernel may use as numpy's own: constructors, types, constants and
+#: operations exact on every processor (IEEE-rounded or no arithmetic), so they agree with numba's.
+_EXACT = ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like", "arange",
+          "array", "asarray", "ascontiguousarray", "float64", "float32", "int64", "int32", "int16", "int8",
+          "uint64", "uint32", "uint8", "bool_", "intp", "nan", "inf", "pi", "e", "sqrt", "floor", "ceil",
+          "trunc", "rint", "abs", "fabs", "isnan", "isinf", "isfinite", "minimum", "maximum", "argmax",
+          "argmin", "sign", "copysign", "nextafter", "errstate")
 #: numpy's name -> the C library's function (:mod:`math`), for the elementwise transcendentals.
 _LIBM = {"exp": math.exp, "expm1": math.expm1, "log": math.log, "log1p": math.log1p, "log2": math.log2,
          "log10": math.log10, "sin": math.sin, "cos": math.cos, "tan": math.tan, "tanh": math.tanh,
          "sinh": math.sinh, "cosh": math.cosh, "arcsin": math.asin, "arccos": math.acos, "arctan": math.atan}
+
+
+def _unvetted(name: str) -> Any:
+    raise AttributeError(
+        f"np.{name} is not vetted for interpreted kernels (cogtestbed/interpreted.py): numpy's may differ "
+        "from numba's compiled one (a reduction's order, a SIMD routine); add it to _EXACT or _LIBM if "
+        "it agrees bit for bit, else compute it another way")
+
+
+#: numpy as an interpreted kernel sees it: the vetted exact names, the C library's transcendentals,
+#: and an error for anything else (fails closed: a kernel using an unvetted name fails the matrix test).
+_LIBM_NUMPY = types.ModuleType("numpy_libm", "numpy with the C library's elementwise transcendentals")
+_LIBM_NUMPY.__dict__.update({name: getattr(np, name) for name in _EXACT})
 _LIBM_NUMPY.__dict__.update({name: _elementwise(f, name) for name, f in _LIBM.items()})
+_LIBM_NUMPY.__getattr__ = _unvetted  # type: ignore[method-assign]
 
 
-@functools.cache
 def interpreted(fn: F) -> F:
-    """The plain-Python twin of the ``@njit`` function ``fn`` (``fn`` itself if not one)."""
+    """The plain-Python twin of the ``@njit`` function ``fn`` (``fn`` itself if not one), built once
+    (under a lock: a twin is complete before any thread calls it)."""
     if not isinstance(fn, Dispatcher):
         return fn
+    twin = _TWINS.get(fn)
+    if twin is None:
+        with _BUILDING:
+            twin = _TWINS.get(fn) or _build_twin(fn)
+    return twin  # type: ignore[return-value]
+
+
+_TWINS: dict[Any, Callable[..., Any]] = {}
+_BUILDING = threading.RLock()
+
+
+def _build_twin(fn: Any) -> Callable[..., Any]:
+    """Build ``fn``'s twin and the twins of the dispatchers it names (holding :data:`_BUILDING`)."""
     py = fn.py_func
     namespace = dict(py.__globals__)
     twin = types.FunctionType(py.__code__, namespace, py.__name__, py.__defaults__,
@@ -116,7 +148,8 @@ def interpreted(fn: F) -> F:
                 namespace[name] = _LIBM_NUMPY
     finally:
         del _IN_PROGRESS[fn]
-    return twin  # type: ignore[return-value]
+    _TWINS[fn] = twin
+    return twin
 
 
 _IN_PROGRESS: dict[Any, Callable[..., Any]] = {}

@@ -193,7 +193,8 @@ def gamma_draw(a: float, state: np.uint64) -> tuple[np.uint64, float]:
         state, u1 = splitmix64_next(state)
         state, u2 = splitmix64_next(state)
         x = std_normal(u1, u2)
-        v = (1.0 + c * x) ** 3
+        t = 1.0 + c * x
+        v = t * t * t
         if v <= 0:
             continue
         state, u = splitmix64_next(state)

@@ -135,7 +135,7 @@ def observer_weight(p: np.ndarray, modality: int, blur: float, context: int, con
     context_gain, steering_gain).  In variances (:func:`variance_weight`): a zero noise or
     ``prior_sd = 0`` (a point prior) is the limit, not a division by zero."""
     var_t = p[0] * p[0]
-    var_i = p[1] * p[1] + (p[2] * blur) ** 2
+    var_i = p[1] * p[1] + (p[2] * blur) * (p[2] * blur)
     if modality == _TEXT:
         var_x = var_t
     elif modality == _IMAGE:
@@ -172,7 +172,7 @@ def block_constants(kind: int, p: np.ndarray, lo: float, hi: float, blur: float,
     if kind == 5:  # observer
         w, _ = observer_weight(p, modality, blur, context, condition)
         m = 0.5 + (NUMERICAL_BIAS if condition == _BIASED else 0.0)
-        sd_i = math.sqrt(p[1] * p[1] + (p[2] * blur) ** 2)
+        sd_i = math.sqrt(p[1] * p[1] + (p[2] * blur) * (p[2] * blur))
         wt = variance_weight(p[0] * p[0], sd_i * sd_i)
         c0, c1 = static_bayes_line(w, m)
         return c0, c1, sd_i, wt

@@ -19,7 +19,8 @@ warm first call of each experiment's first generating agent (10 subjects), the m
 the compile CPU and dispatchers of the same call on the compiled path, ``--method batch``);
 ``--interpreted-cost``: CPU microseconds a step of every agent's batch path with its kernels run as plain
 Python (``method="interpreted"``, 10 subjects, 2 for belief coherence; a session's most steps), beside
-the figure the agent declares (``SyntheticAgent.interpreted_step_us``, which ``method="auto"`` budgets with).
+the figure the agent declares for that design and those parameters (``SyntheticAgent.interpreted_cost_us``,
+which ``method="auto"`` budgets with), at the defaults and at the parameter and design cases ``COST_CASES``.
 """
 
 from __future__ import annotations
@@ -101,23 +102,49 @@ def every_experiment(compile_too: bool) -> None:
                     tempfile.mkdtemp(dir=tmp), out)
 
 
+#: (experiment, agent, parameters, design fields) beyond the defaults whose per-step cost an agent's
+#: ``interpreted_cost_us`` makes depend on them (revealed belief's Dirichlet noise and sample count, the
+#: collider's Beta response noise).
+COST_CASES = [
+    *(("revealed-belief", "dissonant", {"noise": v}, {}) for v in (0.01, 0.1, 0.5, 1.0)),
+    ("revealed-belief", "dissonant", {"noise": 1.0, "kappa": 50.0}, {}),
+    *(("revealed-belief", "dissonant-sampler", {}, {"n_samples": n}) for n in (1, 300, 1000)),
+    *(("collider", agent, {"kappa": k}, {}) for agent in ("cbn", "logistic") for k in (0.05, 1.0, 20.0, 1e4)),
+]
+
+
 def interpreted_cost() -> None:
-    """µs per step of every agent's interpreted batch path, beside the figure it declares."""
+    """µs per step of every agent's interpreted batch path (default parameters and design, then
+    :data:`COST_CASES`), beside the figure ``method="auto"`` budgets with
+    (``SyntheticAgent.interpreted_cost_us`` of the same design and parameters)."""
     from cogtestbed.registry import experiment_names, get_experiment
-    from cogtestbed.simulation import simulate
 
     for name in experiment_names():
-        exp = get_experiment(name)
-        steps = int(exp.env_cls.max_steps(exp.env_cls.design_cls()))
         n = 2 if name == "belief-coherence" else 10
-        for agent in exp.agents:
-            simulate(name, agent, 1, 0, method="interpreted")  # the twins built, numpy's paths warm
-            start = time.process_time()
-            simulate(name, agent, n, 1, method="interpreted")
-            per_step = 1e6 * (time.process_time() - start) / (n * steps)
-            declared = exp.agent(agent).interpreted_step_us
-            flag = "" if per_step <= declared else "  ABOVE the declared figure"
-            print(f"{name} {agent}: {per_step:.1f} µs a step ({steps} steps a session), declared {declared:g}{flag}")
+        for agent in get_experiment(name).agents:
+            cost_line(name, agent, n, {}, {})
+    for name, agent, params, fields in COST_CASES:
+        cost_line(name, agent, 2 if name == "revealed-belief" else 10, params, fields)
+
+
+def cost_line(name: str, agent: str, n: int, params: dict[str, float], fields: dict[str, int]) -> None:
+    """Print one agent's measured µs a step interpreted (``n`` subjects after a one-subject warm-up)
+    beside its declared figure for the same design and parameters; flag it when above."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.simulation import simulate
+
+    exp = get_experiment(name)
+    design = exp.env_cls.design_cls(**fields)
+    steps = int(exp.env_cls.max_steps(design))
+    simulate(name, agent, 1, 0, params, design=design, method="interpreted")  # the twins built, numpy's paths warm
+    start = time.process_time()
+    simulate(name, agent, n, 1, params, design=design, method="interpreted")
+    per_step = 1e6 * (time.process_time() - start) / (n * steps)
+    declared = exp.agent(agent).interpreted_cost_us(design, params)
+    flag = "" if per_step <= declared else "  ABOVE the declared figure"
+    case = " ".join(f"{k}={v:g}" for k, v in {**params, **fields}.items())
+    print(f"{name} {agent}{' ' + case if case else ''}: {per_step:.1f} µs a step ({steps} steps a session), "
+          f"declared {declared:g}{flag}", flush=True)
 
 
 def main() -> None:

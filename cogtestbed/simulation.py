@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Literal, cast, get_args
 
 import numpy as np
 import pandas as pd
 
-from cogtestbed.agents.base import SyntheticAgent
+from cogtestbed.agents.base import KernelLapsingAgent, SyntheticAgent
 from cogtestbed.environments.adaptive import is_adaptive
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, Sessions, TextEnv
 from cogtestbed.environments.forms import FORM_COLUMN, OFFSET_PREFIX, FormDesign, FormDraw, FormError, draw_forms
@@ -38,7 +39,8 @@ Method = Literal["auto", "batch", "interpreted", "step"]
 Path = Literal["batch", "interpreted", "step"]
 
 #: ``method="auto"`` interprets the batch path's kernels for a run whose estimated Python time
-#: (subjects × a session's most steps × the agent's :attr:`SyntheticAgent.interpreted_step_us`) is
+#: (:func:`interpreted_estimate_s`: subjects × a session's most steps × the agent's
+#: :meth:`SyntheticAgent.interpreted_cost_us` of the design and parameters) is
 #: at most this, once per process; otherwise it compiles them.  cogtestbed's choice, measured
 #: 26 Nov 2026: compiling an experiment's kernels after install costs 0.6–5 s of CPU (1.5–2.8 s for
 #: most), loading them from numba's cache 0.3–0.9 s (``python benchmarks/bench_first_call.py``).
@@ -46,21 +48,70 @@ INTERPRETED_BUDGET_S = 0.5
 _auto_interpreted_runs_left = [1]
 
 
-def resolve_method(method: str, agent_cls: type[SyntheticAgent], n_subjects: int, steps: int) -> Path:
+def resolve_method(method: str, agent_cls: type[SyntheticAgent], n_subjects: int, steps: int,
+                   design: Design | None = None, params: Mapping[str, Any] | None = None) -> Path:
     """The path ``method`` names: ``"batch"``, ``"interpreted"`` or ``"step"`` as given; ``"auto"``
-    the interpreted batch path for the first small run of a process (:data:`INTERPRETED_BUDGET_S`: a
-    first call after install compiles no kernel), unless the process has compiled a run already; else
-    the batch path (a loop of small runs compiles the kernels once, on its second run).  Every path
-    gives the same table."""
-    if method not in get_args(Method):
-        raise InputError(f"method must be one of {', '.join(map(repr, get_args(Method)))}, got {method!r}")
+    the interpreted batch path for the first small run of a process (:data:`INTERPRETED_BUDGET_S`, with
+    :func:`interpreted_estimate_s` of ``design`` and ``params``: a first call after install compiles no
+    kernel), unless the process has compiled a run already; else the batch path (a loop of small runs
+    compiles the kernels once, on its second run).  Every path gives the same table.  Choosing the
+    interpreted path spends the process's one run: :func:`chosen_path` gives it back if the call fails."""
+    checked_method(method)
     if method != "auto":
         return cast(Path, method)
-    estimate_s = n_subjects * int(steps) * agent_cls.interpreted_step_us * 1e-6
+    estimate_s = interpreted_estimate_s(agent_cls, n_subjects, steps, design, params)
     if estimate_s > INTERPRETED_BUDGET_S or _auto_interpreted_runs_left[0] < 1:
         return "batch"
     _auto_interpreted_runs_left[0] -= 1
     return "interpreted"
+
+
+def checked_method(method: str) -> Method:
+    """``method`` if it is one of :data:`Method`, else one clear error."""
+    if method not in get_args(Method):
+        raise InputError(f"method must be one of {', '.join(map(repr, get_args(Method)))}, got {method!r}")
+    return cast(Method, method)
+
+
+def interpreted_estimate_s(agent_cls: type[SyntheticAgent], n_subjects: int, steps: int,
+                           design: Design | None = None, params: Mapping[str, Any] | None = None) -> float:
+    """CPU seconds ``n_subjects`` sessions of ``steps`` steps are estimated to take interpreted: the agent's
+    per-step figure for this design and these parameters (:meth:`SyntheticAgent.interpreted_cost_us`)."""
+    return n_subjects * int(steps) * agent_cls.interpreted_cost_us(design, params or {}) * 1e-6
+
+
+def plays_step(env_cls: type[TextEnv[Any, Any]], agent_cls: type[SyntheticAgent], design: Design,
+               lapse: Lapse | None) -> bool:
+    """Whether a run plays the step path whatever its method: an adaptive design (each next trial depends
+    on the answers so far; no kernel plays one), or lapses where the agent's kernel does not play them
+    (not a :class:`KernelLapsingAgent`) and they cannot be applied after the fact (a step of the design
+    depends on an earlier answer: not :meth:`TextEnv.independent_of_answers`)."""
+    if is_adaptive(design):
+        return True
+    lapsing = lapse is not None and lapse.active
+    return lapsing and not issubclass(agent_cls, KernelLapsingAgent) and not env_cls.independent_of_answers(design)
+
+
+@contextmanager
+def chosen_path(method: str, exp: Experiment, agent_cls: type[SyntheticAgent], design: Design,
+                params: Mapping[str, Any] | None, n_subjects: int, lapse: Lapse | None = None) -> Iterator[Path]:
+    """The path a run plays, resolved once up front: ``"step"`` where it plays the step path whatever
+    ``method`` asks (:func:`plays_step`; no interpreted run spent), else :func:`resolve_method`.  If the
+    block raises (the call refused after the path is chosen: the output file claimed by another writer,
+    the memory check, an :class:`InputError` during the run), an interpreted run ``"auto"`` spent is
+    given back: the process's one interpreted run goes to a call that completes.  ``n_subjects``: the
+    subjects the block simulates on this path (with a memory probe's one subject)."""
+    if checked_method(method) != "step" and plays_step(exp.env_cls, agent_cls, design, lapse):
+        path: Path = "step"
+    else:
+        path = resolve_method(method, agent_cls, n_subjects, exp.env_cls.max_steps(design), design, params)
+    spent = method == "auto" and path == "interpreted"
+    try:
+        yield path
+    except BaseException:
+        if spent:
+            _auto_interpreted_runs_left[0] += 1
+        raise
 
 
 def seed_streams(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
@@ -271,12 +322,14 @@ def simulate(
     ``params`` maps parameter names to scalars (shared) or arrays of shape (n_subjects,).
     ``method="step"`` plays the gymnasium environment trial by trial (slow, the reference);
     ``"interpreted"`` the batch path with its kernels run as plain Python (no compilation,
-    :mod:`cogtestbed.interpreted`); ``"auto"`` chooses (:func:`resolve_method`).
+    :mod:`cogtestbed.interpreted`); ``"auto"`` chooses (:func:`resolve_method`).  The path is
+    resolved once, up front (:func:`chosen_path`): a run that plays the step path whatever ``method``
+    asks (:func:`plays_step`) plays it and spends no interpreted run.
     ``lapse``: invalid and random answers (:mod:`cogtestbed.lapse`).  The batch path plays
     them in the agent's kernel where it supports lapses
-    (:meth:`SyntheticAgent.simulate_batch_lapsed`), applies them to the lapse-free batch run where
-    no step depends on an earlier answer (:func:`lapse_after_the_fact`), and otherwise plays the
-    step path, whose environment defines what an invalid or random answer does; all give the
+    (:class:`~cogtestbed.agents.base.KernelLapsingAgent`), applies them to the lapse-free batch run where
+    no step depends on an earlier answer (:func:`lapse_after_the_fact`), and otherwise the
+    step path is played, whose environment defines what an invalid or random answer does; all give the
     same table, byte for byte.
 
     ``forms``: subjects are assigned to prompt forms (balanced, seeded from the forms stream of
@@ -295,11 +348,8 @@ def simulate(
     if forms is not None:
         drawn = draw_forms(forms, n_subjects, seed)
         per_subject = shifted_params(agent_cls, per_subject, drawn)
-    steps = exp.env_cls.max_steps(design)
-    # no kernel plays an adaptive session (each next trial depends on the answers so far): the step path
-    adaptive = is_adaptive(design) and method in get_args(Method)
-    path = "step" if adaptive else resolve_method(method, agent_cls, n_subjects, steps)
-    with interpreting(path == "interpreted"):
+    with chosen_path(method, exp, agent_cls, design, per_subject, n_subjects, lapse) as path, \
+            interpreting(path == "interpreted"):
         table = _play(exp, agent, agent_cls, design, n_subjects, seed, per_subject, path, on_subject_done, lapse)
     return table if drawn is None else with_form_columns(table, drawn)
 
@@ -317,18 +367,9 @@ def _play(exp: Experiment, agent: str, agent_cls: type[SyntheticAgent], design: 
     # Both paths read the same rows: on the step path a session that ends early (variable-length
     # tasks) must not shift the next subject's draws.
     rows = agent_rng.random((n_subjects, steps * agent_cls.draws_per_trial))
-    outcomes: Outcomes | None = None
     if path != "step":
-        if path == "batch":
-            _auto_interpreted_runs_left[0] = 0  # the process has compiled: "auto" compiles from now on
-        if draws is None:
-            outcomes = agent_cls.simulate_batch(design, sessions, per_subject, rows)
-        else:  # None where the kernel does not play lapses: after the fact, or the step path below
-            outcomes = agent_cls.simulate_batch_lapsed(design, sessions, per_subject, rows, draws)
-            if outcomes is None and exp.env_cls.independent_of_answers(design):
-                plain = agent_cls.simulate_batch(design, sessions, per_subject, rows)
-                outcomes = lapse_after_the_fact(exp.env_cls(design), sessions, plain, draws)
-    if outcomes is None:
+        outcomes = _play_batch(exp, agent_cls, design, sessions, per_subject, rows, draws, path)
+    else:
         env = exp.env_cls(design)
 
         def make_subject(i: int) -> Any:
@@ -338,6 +379,24 @@ def _play(exp: Experiment, agent: str, agent_cls: type[SyntheticAgent], design: 
 
         outcomes = run_stepwise(env, sessions, make_subject, on_subject_done)
     return exp.env_cls.trials_table(design, sessions, outcomes, agent=agent, params=per_subject)
+
+
+def _play_batch(exp: Experiment, agent_cls: type[SyntheticAgent], design: Design, sessions: Sessions,
+                per_subject: dict[str, np.ndarray], rows: np.ndarray, draws: LapseDraws | None, path: Path) -> Outcomes:
+    """The batch path's outcomes (compiled or interpreted): lapses played by the agent's kernel
+    (:class:`KernelLapsingAgent`) or applied after the fact (:func:`lapse_after_the_fact`; the path was
+    chosen by :func:`plays_step`, so the environment is answer-independent there)."""
+    if path == "batch":
+        _auto_interpreted_runs_left[0] = 0  # the process has compiled: "auto" compiles from now on
+    if draws is None:
+        return agent_cls.simulate_batch(design, sessions, per_subject, rows)
+    if issubclass(agent_cls, KernelLapsingAgent):
+        lapsed = agent_cls.simulate_batch_lapsed(design, sessions, per_subject, rows, draws)
+        if lapsed is None:
+            raise TypeError(f"{agent_cls.__name__} declares a lapsing kernel but plays no lapsed batch")
+        return lapsed
+    plain = agent_cls.simulate_batch(design, sessions, per_subject, rows)
+    return lapse_after_the_fact(exp.env_cls(design), sessions, plain, draws)
 
 
 def shifted_params(agent_cls: type[SyntheticAgent], per_subject: dict[str, np.ndarray],

@@ -48,8 +48,25 @@ class SyntheticAgent(ABC, Generic[DesignT, SessionsT]):
     #: (:mod:`cogtestbed.interpreted`), an upper estimate: ``method="auto"`` interprets a first run
     #: whose estimate is within :data:`cogtestbed.simulation.INTERPRETED_BUDGET_S` (compiling costs
     #: more).  cogtestbed's figure, measured 26 Nov 2026 (``python benchmarks/bench_first_call.py
-    #: --interpreted-cost``): 0.2–13 µs a step for most agents (horizon's 23); heavier agents set their own.
+    #: --interpreted-cost``): 0.2–13 µs a step for most agents; heavier agents set their own (horizon,
+    #: revealed belief), and agents whose cost depends on the design or the parameters override
+    #: :meth:`interpreted_cost_us`.
     interpreted_step_us: ClassVar[float] = 15.0
+
+    @classmethod
+    def interpreted_cost_us(cls, design: DesignT | None, params: Mapping[str, Any]) -> float:
+        """CPU microseconds a step of the interpreted batch path costs for ``design`` (None: the
+        default) and ``params`` (given values, scalars or one per subject; a missing one at its
+        default), averaged over the subjects: what ``method="auto"`` budgets with
+        (:func:`cogtestbed.simulation.interpreted_estimate_s`).  Default :attr:`interpreted_step_us`."""
+        return float(cls.interpreted_step_us)
+
+    @classmethod
+    def share_of_subjects(cls, params: Mapping[str, Any], name: str, test: Any) -> float:
+        """The share of subjects whose parameter ``name`` (its default where not given) passes
+        ``test`` (a vectorised predicate): for :meth:`interpreted_cost_us`."""
+        value = params.get(name, cls.parameters[name].default)
+        return float(np.mean(test(np.asarray(value, dtype=np.float64))))
 
     def __init__(self, params: Mapping[str, float] | None = None) -> None:
         self.params: dict[str, float] = self.parameters.validate(params)

@@ -190,6 +190,10 @@ class ColliderAgent(SyntheticAgent[CausalDesign, CausalSessions]):
     experiment: ClassVar[str] = EXPERIMENT
     draws_per_trial: ClassVar[int] = 3
     kind: ClassVar[int] = 0
+    #: CPU µs a step interpreted with ``kappa`` > 0 (two Gamma draws per answer).  Measured 26 Nov 2026
+    #: by ``benchmarks/bench_first_call.py --interpreted-cost`` (its kappa cases; cbn and logistic): 30–31 at
+    #: kappa 0.05 and 1, 24 at 20 and 1e4; 3.5 at kappa 0, within the base figure.
+    KAPPA_STEP_US: ClassVar[float] = 35.0
     #: Model parameters in kernel order (response parameters follow).
     model_params: ClassVar[tuple[str, ...]] = ()
     #: Extra slots of the kernel's θ vector (name or None → 0).
@@ -197,6 +201,13 @@ class ColliderAgent(SyntheticAgent[CausalDesign, CausalSessions]):
 
     def _reset_state(self) -> None:
         pass
+
+    @classmethod
+    def interpreted_cost_us(cls, design: CausalDesign | None, params: Mapping[str, Any]) -> float:
+        """:attr:`KAPPA_STEP_US` for the subjects with ``kappa`` > 0 (Beta response noise), the base figure
+        for the others."""
+        beta = cls.share_of_subjects(params, "kappa", lambda kappa: kappa > 0.0)
+        return float(cls.interpreted_step_us + beta * (cls.KAPPA_STEP_US - cls.interpreted_step_us))
 
     def _theta(self, values: Mapping[str, Any]) -> np.ndarray:
         return np.array([float(values[k]) if k is not None else 0.0 for k in self.theta_layout])

@@ -81,6 +81,9 @@ def simulate_horizon_kernel(horizon: np.ndarray, forced: np.ndarray, rewards: np
 class _HorizonAgent(KernelLapsingAgent[HorizonDesign, HorizonSessions]):
     experiment: ClassVar[str] = EXPERIMENT
     draws_per_trial: ClassVar[int] = 1
+    #: CPU µs a step interpreted.  Measured 26 Nov 2026 by ``benchmarks/bench_first_call.py --interpreted-cost``:
+    #: random 21.8, info-bonus 25.0 (a session is 6 steps: the per-session overhead weighs).
+    interpreted_step_us: ClassVar[float] = 30.0
     _random: ClassVar[bool] = False
 
     def _reset_state(self) -> None:

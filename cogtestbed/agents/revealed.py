@@ -29,6 +29,7 @@ from numba import njit
 from cogtestbed.agents.base import SyntheticAgent
 from cogtestbed.environments.base import Outcomes, ScoredAnswer
 from cogtestbed.environments.revealed import (
+    DEFAULT_N_SAMPLES,
     EXPERIMENT,
     RevealedDesign,
     RevealedSessions,
@@ -208,6 +209,18 @@ class DissonantAgent(_RevealedAgent):
 
     name: ClassVar[str] = "dissonant"
     parameters: ClassVar[ParameterSet] = DISSONANT_PARAMETERS
+    #: CPU µs a step interpreted with ``noise`` = 0.  Measured 26 Nov 2026 by
+    #: ``benchmarks/bench_first_call.py --interpreted-cost``: 21.7.
+    interpreted_step_us: ClassVar[float] = 25.0
+    #: ... with ``noise`` > 0 (a Gamma draw per option).  Measured 26 Nov 2026 by the same command (its
+    #: noise cases): 130 at noise 0.01, 136 at 0.1, 140 at 0.5, 141 at 1, 142 at 1 with kappa 50.
+    NOISY_STEP_US: ClassVar[float] = 160.0
+
+    @classmethod
+    def interpreted_cost_us(cls, design: RevealedDesign | None, params: Mapping[str, Any]) -> float:
+        """:attr:`NOISY_STEP_US` for the subjects with Dirichlet ``noise`` > 0, else :attr:`interpreted_step_us`."""
+        noisy = cls.share_of_subjects(params, "noise", lambda noise: noise > 0.0)
+        return float(cls.interpreted_step_us + noisy * (cls.NOISY_STEP_US - cls.interpreted_step_us))
 
 
 class DissonantSampler(_RevealedAgent):
@@ -217,8 +230,19 @@ class DissonantSampler(_RevealedAgent):
     parameters: ClassVar[ParameterSet] = DISSONANT_PARAMETERS
     mode: ClassVar[int] = MODE_SAMPLED
     draws_per_trial: ClassVar[int] = SAMPLER_N
-    #: Measured 130 µs a step interpreted at SAMPLER_N draws (see the base class); more draws cost more.
-    interpreted_step_us: ClassVar[float] = 140.0
+    #: CPU µs a step interpreted: :attr:`STEP_US` plus :attr:`DRAW_US` per sample the design's
+    #: ``n_samples`` draws.  Measured 26 Nov 2026 by ``benchmarks/bench_first_call.py --interpreted-cost``
+    #: (its n_samples cases): 34 at 1, 127 at 100, 314 at 300, 964 at 1000.  ``interpreted_step_us``
+    #: is the figure at the default ``n_samples`` (100).
+    STEP_US: ClassVar[float] = 40.0
+    DRAW_US: ClassVar[float] = 1.0
+    interpreted_step_us: ClassVar[float] = STEP_US + DRAW_US * DEFAULT_N_SAMPLES
+
+    @classmethod
+    def interpreted_cost_us(cls, design: RevealedDesign | None, params: Mapping[str, Any]) -> float:
+        """:attr:`STEP_US` + :attr:`DRAW_US` × the design's ``n_samples`` (the inverse-CDF draws a step makes)."""
+        n_samples = DEFAULT_N_SAMPLES if design is None else design.n_samples
+        return float(cls.STEP_US + cls.DRAW_US * n_samples)
 
 
 def sampler_agent(n: int) -> type[DissonantSampler]:
@@ -226,8 +250,7 @@ def sampler_agent(n: int) -> type[DissonantSampler]:
     ``n_samples`` beyond :data:`SAMPLER_N`)."""
     if n < 1:
         raise InputError("a sampler needs at least one draw per step")
-    cost = DissonantSampler.interpreted_step_us * max(1.0, n / SAMPLER_N)
-    return type(f"DissonantSampler{n}", (DissonantSampler,), {"draws_per_trial": n, "interpreted_step_us": cost})
+    return type(f"DissonantSampler{n}", (DissonantSampler,), {"draws_per_trial": n})  # its cost: n_samples
 
 
 AGENTS: dict[str, type[SyntheticAgent]] = {

@@ -126,7 +126,7 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
     from cogtestbed.lapse import Lapse
     from cogtestbed.outputs import check_output_file, claim_file
     from cogtestbed.registry import write_trials
-    from cogtestbed.simulation import resolve_method
+    from cogtestbed.simulation import chosen_path
 
     req = build(SimulateRequest, {**options, "experiment": experiment, "agent": agent})
     who, ses = req.who, req.sessions
@@ -145,8 +145,6 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
     fields = design_overrides(design) if isinstance(design, list | tuple) else design  # the command line's items
     design_obj = with_adaptive(exp, design_of(exp, cast("Design | Mapping[str, Any] | None", fields)), adaptive,
                                trials)
-    if adaptive:
-        method = "step"  # an adaptive session's next trial depends on the answers so far
     if forms is None and form_sd:
         raise FormError("--form-sd needs --forms (the forms whose offsets it draws)")
     form_ids = forms if isinstance(forms, str) or forms is None else ",".join(str(int(f)) for f in forms)
@@ -155,23 +153,33 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
     out = None if output is None else Path(output)
     if out is not None:
         check_output_file(out, force, ".parquet")
-    method = resolve_method(method, agent_cls, subjects, exp.env_cls.max_steps(design_obj))  # once checked
-    if out is None:
-        return _simulate(exp, agent, subjects, seed, given, design_obj, method, on_subject_done, lapse, form_design)
-    with claim_file(out, force):  # of two commands writing one file at once, one is refused
-        trials = _simulate(exp, agent, subjects, seed, given, design_obj, method, on_subject_done, lapse,
-                           form_design)
-        manifest = {
-            "experiment": exp.name, "agent": agent, "params": manifest_params(agent_cls.parameters, given),
-            "n_subjects": subjects, "seed": seed, "method": method,
-            "lapse": None if not lapse.active else {"invalid": lapse.invalid, "random": lapse.random},
-            "design": design_obj.model_dump(),
-            "forms": None if form_design is None else form_design.as_json(), "command": "simulate",
-            **({"population": drawn} if drawn is not None else {}),
-            "request": request_block(req),
-        }
-        write_trials(trials, out, manifest)
+    # the path resolved once the request is checked, counting the memory probe's one subject on it
+    # (check_simulation_memory); a call refused from here on gives back the interpreted run it chose
+    with chosen_path(method, exp, agent_cls, design_obj, given, subjects + 1, lapse) as path:
+        if out is None:
+            return _simulate(exp, agent, subjects, seed, given, design_obj, path, on_subject_done, lapse,
+                             form_design)
+        with claim_file(out, force):  # of two commands writing one file at once, one is refused
+            trials = _simulate(exp, agent, subjects, seed, given, design_obj, path, on_subject_done, lapse,
+                               form_design)
+            write_trials(trials, out, _simulate_manifest(exp, agent, agent_cls, req, given, drawn, path, lapse,
+                                                         design_obj, form_design))
     return trials
+
+
+def _simulate_manifest(exp: ExperimentSpec, agent: str, agent_cls: Any, req: Any, given: dict[str, Any],
+                       drawn: dict[str, Any] | None, method: str, lapse: Any, design_obj: Any,
+                       form_design: Any) -> dict[str, Any]:
+    """The manifest :func:`simulate` writes beside its table; ``method``: the path the run played."""
+    return {
+        "experiment": exp.name, "agent": agent, "params": manifest_params(agent_cls.parameters, given),
+        "n_subjects": req.who.subjects, "seed": req.who.seed, "method": method,
+        "lapse": None if not lapse.active else {"invalid": lapse.invalid, "random": lapse.random},
+        "design": design_obj.model_dump(),
+        "forms": None if form_design is None else form_design.as_json(), "command": "simulate",
+        **({"population": drawn} if drawn is not None else {}),
+        "request": request_block(req),
+    }
 
 
 def _given_params(params: Mapping[str, Any] | Sequence[str] | None) -> dict[str, Any]:

@@ -557,7 +557,7 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
         k = self.n_choices()
         if self.response() is not None:
             return ScoredAnswer(uniform_simplex_logprobs(np.asarray(u)[:k]))
-        return random_choice(float(u[0]), k)
+        return int(kernel(random_choice)(float(u[0]), k))  # interpreted on the interpreted path: nothing compiles
 
     def response(self) -> ScoredResponse | None:
         """The response kind of the current step (None: a text step)."""

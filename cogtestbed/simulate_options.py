@@ -58,7 +58,7 @@ class SimulatedSessions:
 
     method: Method = option("auto", help="batch: numba kernels; interpreted: the same kernels as plain Python (no "
                                          "compilation); step: gymnasium reset/step loop; auto: interpreted for the "
-                                         "first run of a process estimated at most 0.5 s of Python, else batch "
+                                         "first run of a process estimated at most 1.0 s of Python, else batch "
                                          "(identical output).")
     design: Design | Mapping[str, Any] | Sequence[str] | None = option(
         None, record=as_items, cli_type=list[str] | None, flags=("--design",),

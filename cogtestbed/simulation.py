@@ -42,9 +42,10 @@ Path = Literal["batch", "interpreted", "step"]
 #: (:func:`interpreted_estimate_s`: subjects × a session's most steps × the agent's
 #: :meth:`SyntheticAgent.interpreted_cost_us` of the design and parameters) is
 #: at most this, once per process; otherwise it compiles them.  cogtestbed's choice, measured
-#: 26 Nov 2026: compiling an experiment's kernels after install costs 0.6–5 s of CPU (1.5–2.8 s for
-#: most), loading them from numba's cache 0.3–0.9 s (``python benchmarks/bench_first_call.py``).
-INTERPRETED_BUDGET_S = 0.5
+#: 26 Nov 2026 (``python benchmarks/bench_first_call.py --every-experiment --compile``): compiling an
+#: experiment's kernels after install costs 1.5–3.6 s of CPU (risky choice's 0.6 s), loading them from
+#: numba's cache 0.3–0.9 s; the estimates are upper ones (measured figures 10–50 % below).
+INTERPRETED_BUDGET_S = 1.0
 _auto_interpreted_runs_left = [1]
 
 

@@ -341,7 +341,7 @@ def human_alignment(trials: pd.DataFrame, human: pd.DataFrame, n_boot: int = 200
     Pooled and per domain, each with a 95 % percentile bootstrap CI over items (rows of the
     merged table), ``n_boot`` resamples (the thesis: 2000).
     """
-    from scipy import stats  # here, not at the top: scipy.stats costs a first simulate 0.5 s
+    from scipy import stats  # here, not at the top: a first simulate need not import scipy.stats (0.5 s)
     h = valid_judgments(human).groupby(["domain", "letter", "cntbl_cond"], observed=True)["y"].mean()
     a = valid_judgments(trials)
     merged = a.join(h.rename("human"), on=["domain", "letter", "cntbl_cond"]).dropna(subset=["human"])
@@ -363,7 +363,7 @@ def human_alignment(trials: pd.DataFrame, human: pd.DataFrame, n_boot: int = 200
 
 
 def _rank_rows(a: np.ndarray) -> np.ndarray:
-    from scipy import stats  # here, not at the top: scipy.stats costs a first simulate 0.5 s
+    from scipy import stats  # here, not at the top: a first simulate need not import scipy.stats (0.5 s)
     return stats.rankdata(a, axis=1)
 
 

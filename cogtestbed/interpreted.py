@@ -28,11 +28,17 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import numpy as np
+from numba.core import config as numba_config
 from numba.core.dispatcher import Dispatcher
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 _INTERPRETING: ContextVar[bool] = ContextVar("cogtestbed_interpreting", default=False)
+
+#: Whether interpreted kernels agree with compiled ones bit for bit here: not where numba uses Intel's
+#: SVML (installed with ``icc_rt``), whose vectorised ``exp``/``log`` are not the C library's; there
+#: ``method="auto"`` always compiles.
+AGREES_WITH_COMPILED = not getattr(numba_config, "USING_SVML", False)
 
 
 @contextmanager

@@ -26,7 +26,7 @@ from cogtestbed.environments.adaptive import is_adaptive
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, Sessions, TextEnv
 from cogtestbed.environments.forms import FORM_COLUMN, OFFSET_PREFIX, FormDesign, FormDraw, FormError, draw_forms
 from cogtestbed.errors import InputError
-from cogtestbed.interpreted import interpreting
+from cogtestbed.interpreted import AGREES_WITH_COMPILED, interpreting
 from cogtestbed.lapse import INVALID, NORMAL, RANDOM, Lapse, LapseDraws, draw_lapses, lapse_rng
 from cogtestbed.memory import MEMORY_COPIES, check_memory
 from cogtestbed.parameters import per_subject
@@ -61,7 +61,7 @@ def resolve_method(method: str, agent_cls: type[SyntheticAgent], n_subjects: int
     if method != "auto":
         return cast(Path, method)
     estimate_s = interpreted_estimate_s(agent_cls, n_subjects, steps, design, params)
-    if estimate_s > INTERPRETED_BUDGET_S or _auto_interpreted_runs_left[0] < 1:
+    if not AGREES_WITH_COMPILED or estimate_s > INTERPRETED_BUDGET_S or _auto_interpreted_runs_left[0] < 1:
         return "batch"
     _auto_interpreted_runs_left[0] -= 1
     return "interpreted"

@@ -178,3 +178,17 @@ def test_revealed_beliefs_random_text_answer_compiles_nothing_interpreted(tmp_pa
     done = subprocess.run([sys.executable, "-c", _PROBE.format(calls=call)], capture_output=True, text=True,
                           env=env, check=True)
     assert done.stdout.strip().splitlines()[-1] == "compiled []"
+
+
+def test_auto_compiles_where_numba_uses_svml(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where numba vectorises with Intel's SVML, interpreted kernels would not agree bit for bit with the
+    compiled ones: ``auto`` compiles."""
+    exp = get_experiment("two-step")
+    agent = exp.agent("hybrid")
+    steps = exp.env_cls.max_steps(exp.env_cls.design_cls())
+    monkeypatch.setattr(simulation, "_auto_interpreted_runs_left", [1])
+    monkeypatch.setattr(simulation, "AGREES_WITH_COMPILED", False)
+    assert simulation.resolve_method("auto", agent, 2, steps) == "batch"
+    assert simulation._auto_interpreted_runs_left == [1]
+    monkeypatch.setattr(simulation, "AGREES_WITH_COMPILED", True)
+    assert simulation.resolve_method("auto", agent, 2, steps) == "interpreted"

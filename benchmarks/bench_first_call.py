@@ -110,6 +110,7 @@ COST_CASES = [
     ("revealed-belief", "dissonant", {"noise": 1.0, "kappa": 50.0}, {}),
     *(("revealed-belief", "dissonant-sampler", {}, {"n_samples": n}) for n in (1, 300, 1000)),
     *(("collider", agent, {"kappa": k}, {}) for agent in ("cbn", "logistic") for k in (0.05, 1.0, 20.0, 1e4)),
+    *(("belief-coherence", "logit-rum", {}, {"network": net}) for net in ("asia", "cancer", "alarm")),
 ]
 
 

@@ -187,7 +187,11 @@ class ParameterSet:
         out = {}
         for p in self.parameters:
             value = values.get(p.name, p.default)
-            arr = np.asarray(value, dtype=np.float64)
+            try:
+                arr = np.asarray(value, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ParameterError(f"invalid parameters for {self.owner}: {p.name} must be a number or an "
+                                     f"array of numbers, got {value!r}") from None
             if isinstance(value, float | int):  # one value (the defaults): checked without array passes
                 bad = np.asarray(not (math.isfinite(value) and p.lower <= value <= p.upper))
             else:

@@ -402,7 +402,9 @@ def _play_batch(exp: Experiment, agent_cls: type[SyntheticAgent], design: Design
 
 def shifted_params(agent_cls: type[SyntheticAgent], per_subject: dict[str, np.ndarray],
                    drawn: FormDraw) -> dict[str, np.ndarray]:
-    """Each subject's parameters shifted by its form's offset on the unconstrained scale."""
+    """Each subject's parameters shifted by its form's offset on the unconstrained scale; refused in one
+    line where a shift leaves a parameter's bounds (a parameter without a transform is shifted on its own,
+    bounded scale), so no path simulates a subject its agent would refuse."""
     out = dict(per_subject)
     for name in drawn.offsets:
         if name not in agent_cls.parameters.names:
@@ -411,7 +413,19 @@ def shifted_params(agent_cls: type[SyntheticAgent], per_subject: dict[str, np.nd
         p = agent_cls.parameters[name]
         z = np.asarray(p.to_unconstrained(per_subject[name]), dtype=np.float64) + drawn.subject_offsets(name)
         out[name] = np.asarray(p.to_constrained(z), dtype=np.float64)
+        outside = ~np.isfinite(out[name]) | (out[name] < p.lower) | (out[name] > p.upper)
+        if outside.any():
+            raise FormError(f"--form-sd {name}: a form's offset takes {name} to {float(out[name][outside][0]):g}, "
+                            f"outside its bounds [{p.lower:g}, {p.upper:g}] ({_how_shifted(p)}): use a smaller SD or a "
+                            "base value further inside")
     return out
+
+
+def _how_shifted(p: Any) -> str:
+    """Why a form's offset can leave ``p``'s bounds: no transform, or one that saturates."""
+    if p.transform == "identity":
+        return f"{p.name} has no transform, so the offset is added on its own scale"
+    return f"the offset saturates {p.name}'s {p.transform} transform"
 
 
 def with_form_columns(table: pd.DataFrame, drawn: FormDraw) -> pd.DataFrame:

@@ -134,9 +134,10 @@ class SyntheticAgent(ABC, Generic[DesignT, SessionsT]):
         uniforms: np.ndarray,
         lapse: LapseDraws,
     ) -> Outcomes | None:
-        """:meth:`simulate_batch` with pre-drawn lapses (:mod:`cogtestbed.lapse`), or None
-        where the kernel does not play them (the simulator then plays the step path, which gives
-        the same table).
+        """:meth:`simulate_batch` with pre-drawn lapses (:mod:`cogtestbed.lapse`).  The simulator calls
+        it only on a :class:`KernelLapsingAgent` (subclass that to have the kernel play lapses); for any
+        other agent it applies the lapses after the fact where the environment's steps do not depend on
+        earlier answers, and plays the step path otherwise (the same table).
 
         A kernel that supports lapses chooses as usual on every step (drawing its uniforms), then
         applies :func:`~cogtestbed.lapse.lapsed_choice` and plays the recorded answer

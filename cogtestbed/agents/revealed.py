@@ -151,10 +151,18 @@ class _RevealedAgent(SyntheticAgent[RevealedDesign, RevealedSessions]):
         feat = np.ascontiguousarray(obs["features"], dtype=np.float64)
         out = np.full(MAX_OUTCOMES, np.nan)
         u = self.uniforms()
+        if self.mode == MODE_SAMPLED and not hasattr(obs.get("response"), "n_samples"):
+            raise InputError(self._no_samples_on_generated())
         used = self.draws_used(int(getattr(obs.get("response"), "n_samples", 0) or 0))
         step_logprobs(self.mode, self._w(), int(obs["channel"]), k, base, feat, int(obs["correct"]),
                       np.ascontiguousarray(u[:used], dtype=np.float64), out)
         return _answer(out[:k], self.mode, used)
+
+    @classmethod
+    def _no_samples_on_generated(cls) -> str:
+        return (f"agent {cls.name} answers by sampling a scored distribution, and a generated StaA step "
+                "(design staa_mode='generated') has none to sample: use staa_mode='scored', or an agent "
+                "that answers exactly")
 
     @classmethod
     def draws_used(cls, n_samples: int) -> int:
@@ -169,6 +177,8 @@ class _RevealedAgent(SyntheticAgent[RevealedDesign, RevealedSessions]):
     @classmethod
     def simulate_batch(cls, design: RevealedDesign, sessions: RevealedSessions,
                        params: Mapping[str, np.ndarray], uniforms: np.ndarray) -> Outcomes:
+        if cls.mode == MODE_SAMPLED and "staa" in design.channels and design.staa_mode == "generated":
+            raise InputError(cls._no_samples_on_generated())  # as the step path refuses it
         arrays = item_arrays(design)
         n, t = sessions.item.shape
         logp = np.full((n, t, MAX_OUTCOMES), np.nan)

@@ -18,7 +18,7 @@ Usage: ``python benchmarks/bench_first_call.py [--repeats 3]``; ``--every-experi
 warm first call of each experiment's first generating agent (10 subjects), the matrix (``--compile``: and
 the compile CPU and dispatchers of the same call on the compiled path, ``--method batch``);
 ``--interpreted-cost``: CPU microseconds a step of every agent's batch path with its kernels run as plain
-Python (``method="interpreted"``, 10 subjects, 2 for belief coherence; a session's most steps), beside
+Python (``method="interpreted"``, subjects enough for 5,000 steps, at least 2; a session's most steps), beside
 the figure the agent declares for that design and those parameters (``SyntheticAgent.interpreted_cost_us``,
 which ``method="auto"`` budgets with), at the defaults and at the parameter and design cases ``COST_CASES``.
 """
@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 COLD_TARGET = 2.0
@@ -121,29 +122,34 @@ def interpreted_cost() -> None:
     from cogtestbed.registry import experiment_names, get_experiment
 
     for name in experiment_names():
-        n = 2 if name == "belief-coherence" else 10
         for agent in get_experiment(name).agents:
-            cost_line(name, agent, n, {}, {})
+            cost_line(name, agent, {}, {})
     for name, agent, params, fields in COST_CASES:
-        cost_line(name, agent, 2 if name == "revealed-belief" else 10, params, fields)
+        cost_line(name, agent, params, fields)
 
 
-def cost_line(name: str, agent: str, n: int, params: dict[str, float], fields: dict[str, int]) -> None:
-    """Print one agent's measured µs a step interpreted (``n`` subjects after a one-subject warm-up)
-    beside its declared figure for the same design and parameters; flag it when above."""
+#: Steps a measurement plays at least (subjects enough for short sessions: a run's fixed costs amortised).
+MEASURED_STEPS = 5_000
+
+
+def cost_line(name: str, agent: str, params: dict[str, float], fields: dict[str, Any]) -> None:
+    """Print one agent's measured µs a step interpreted (subjects enough for :data:`MEASURED_STEPS`, at
+    least 2, after a one-subject warm-up) beside its declared figure for the same design and parameters;
+    flag it when above."""
     from cogtestbed.registry import get_experiment
     from cogtestbed.simulation import simulate
 
     exp = get_experiment(name)
     design = exp.env_cls.design_cls(**fields)
     steps = int(exp.env_cls.max_steps(design))
+    n = max(2, -(-MEASURED_STEPS // steps))
     simulate(name, agent, 1, 0, params, design=design, method="interpreted")  # the twins built, numpy's paths warm
     start = time.process_time()
     simulate(name, agent, n, 1, params, design=design, method="interpreted")
     per_step = 1e6 * (time.process_time() - start) / (n * steps)
     declared = exp.agent(agent).interpreted_cost_us(design, params)
     flag = "" if per_step <= declared else "  ABOVE the declared figure"
-    case = " ".join(f"{k}={v:g}" for k, v in {**params, **fields}.items())
+    case = " ".join(f"{k}={v:g}" if isinstance(v, float | int) else f"{k}={v}" for k, v in {**params, **fields}.items())
     print(f"{name} {agent}{' ' + case if case else ''}: {per_step:.1f} µs a step ({steps} steps a session), "
           f"declared {declared:g}{flag}", flush=True)
 

@@ -223,8 +223,8 @@ class DissonantAgent(_RevealedAgent):
     #: ``benchmarks/bench_first_call.py --interpreted-cost``: 21.7.
     interpreted_step_us: ClassVar[float] = 25.0
     #: ... with ``noise`` > 0 (a Gamma draw per option).  Measured 26 Nov 2026 by the same command (its
-    #: noise cases): 130 at noise 0.01, 136 at 0.1, 140 at 0.5, 141 at 1, 142 at 1 with kappa 50.
-    NOISY_STEP_US: ClassVar[float] = 160.0
+    #: noise cases): 130–147 at noise 0.01, 136–157 at 0.1, 140–161 at 0.5, 141–161 at 1 (two runs).
+    NOISY_STEP_US: ClassVar[float] = 175.0
 
     @classmethod
     def interpreted_cost_us(cls, design: RevealedDesign | None, params: Mapping[str, Any]) -> float:

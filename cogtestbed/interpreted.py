@@ -13,7 +13,11 @@ Transcendental numpy functions are where they may not agree: numba calls the C l
 (``np.exp`` and ``math.exp`` compile to the same ``llvm.exp.f64``), while numpy's own ``np.exp`` may
 take a SIMD routine on AVX-512 machines.  So an interpreted kernel sees ``np`` through
 :data:`_LIBM_NUMPY`, whose elementwise transcendental functions call :mod:`math` (the C library)
-element by element; everything else is numpy's.
+element by element, whose exact names (constructors, types, IEEE-rounded operations) are numpy's, and
+which refuses any other name.  Two operations the kernels must not use, because numba compiles them
+otherwise than CPython runs them: a power with a constant exponent (numba multiplies; CPython calls
+``pow``) and a float reduction (numba sums in order, numpy pairwise); the tests lint every kernel a
+simulation reaches for both.
 """
 
 from __future__ import annotations

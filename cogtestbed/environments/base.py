@@ -68,6 +68,7 @@ from cogtestbed.environments.responses import (
     uniform_simplex_logprobs,
 )
 from cogtestbed.errors import InputError
+from cogtestbed.interpreted import kernel
 from cogtestbed.lapse import random_choice
 from cogtestbed.schema import TrialSchema
 
@@ -412,10 +413,10 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
             return ScoredAnswer(uniform_simplex_logprobs(u[:k]))
         space = phase.action_space
         if isinstance(space, spaces.Discrete):
-            return int(space.start) + random_choice.py_func(float(u[0]), int(space.n))  # plain Python: the same int
+            return int(space.start) + kernel(random_choice)(float(u[0]), int(space.n))
         if isinstance(space, spaces.MultiDiscrete):
             nvec = np.asarray(space.nvec).reshape(-1)
-            return np.array([random_choice.py_func(float(x), int(n)) for x, n in zip(u, nvec, strict=False)],
+            return np.array([kernel(random_choice)(float(x), int(n)) for x, n in zip(u, nvec, strict=False)],
                             dtype=np.int64).reshape(space.shape)
         if isinstance(space, spaces.Box):
             low, high = np.broadcast_to(space.low, space.shape), np.broadcast_to(space.high, space.shape)

@@ -16,7 +16,8 @@ cold and warm runs, the best of each, the numba compile time of a cold run (numb
 
 Usage: ``python benchmarks/bench_first_call.py [--repeats 3]``; ``--every-experiment``: one cold and one
 warm first call of each experiment's first generating agent (10 subjects), the matrix (``--compile``: and
-the compile CPU and dispatchers of the same call on the compiled path, ``--method batch``);
+the compile CPU and dispatchers of the same call on the compiled path, ``--method batch``; ``--only NAME``:
+one experiment);
 ``--interpreted-cost``: CPU microseconds a step of every agent's batch path with its kernels run as plain
 Python (``method="interpreted"``, subjects enough for 5,000 steps, at least 2; a session's most steps), beside
 the figure the agent declares for that design and those parameters (``SyntheticAgent.interpreted_cost_us``,
@@ -79,17 +80,18 @@ def run(args: list[str], numba_dir: str, cache_home: str, out: Path) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def every_experiment(compile_too: bool) -> None:
+def every_experiment(compile_too: bool, only: str | None = None) -> None:
     """One cold and one warm first call of every registered experiment (its first model's generating
     agent, 10 subjects, default design): the matrix beside the README's command; ``compile_too``: also
-    the compile CPU and dispatchers of the same call on the compiled path (``--method batch``)."""
+    the compile CPU and dispatchers of the same call on the compiled path (``--method batch``); ``only``:
+    that experiment alone."""
     from _timing import agent_of
 
     from cogtestbed.registry import experiment_names, get_experiment
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "trials.parquet"
-        for name in experiment_names():
+        for name in [only] if only else experiment_names():
             agent = agent_of(get_experiment(name))
             command = ["-m", "cogtestbed", "simulate", name, "--agent", agent, "--subjects", "10", "--seed", "1"]
             numba_dir, cache_home = tempfile.mkdtemp(dir=tmp), tempfile.mkdtemp(dir=tmp)
@@ -105,13 +107,18 @@ def every_experiment(compile_too: bool) -> None:
 
 #: (experiment, agent, parameters, design fields) beyond the defaults whose per-step cost an agent's
 #: ``interpreted_cost_us`` makes depend on them (revealed belief's Dirichlet noise and sample count, the
-#: collider's Beta response noise).
+#: collider's Beta response noise, belief coherence's miscalibration), and belief coherence's costliest
+#: measured cases of either figure (report noise on diabetes; miscalibration at the bounds on alarm).
 COST_CASES = [
     *(("revealed-belief", "dissonant", {"noise": v}, {}) for v in (0.01, 0.1, 0.5, 1.0)),
     ("revealed-belief", "dissonant", {"noise": 1.0, "kappa": 50.0}, {}),
     *(("revealed-belief", "dissonant-sampler", {}, {"n_samples": n}) for n in (1, 300, 1000)),
     *(("collider", agent, {"kappa": k}, {}) for agent in ("cbn", "logistic") for k in (0.05, 1.0, 20.0, 1e4)),
     *(("belief-coherence", "logit-rum", {}, {"network": net}) for net in ("asia", "cancer", "alarm")),
+    ("belief-coherence", "nonmono-report", {"report_noise": 0.5}, {"network": "diabetes"}),
+    ("belief-coherence", "logit-rum", {"calib_slope": 3.0, "calib_bias": 1.0}, {}),
+    ("belief-coherence", "nonmono-report", {"calib_slope": 10.0, "calib_bias": -5.0, "report_noise": 0.5},
+     {"network": "alarm"}),
 ]
 
 
@@ -161,6 +168,7 @@ def main() -> None:
                         help="one cold and one warm first call of every experiment (10 subjects) instead")
     parser.add_argument("--compile", action="store_true",
                         help="with --every-experiment: also each call's compile CPU on the compiled path")
+    parser.add_argument("--only", metavar="EXPERIMENT", help="with --every-experiment: that experiment alone")
     parser.add_argument("--interpreted-cost", action="store_true",
                         help="µs a step of every agent's interpreted batch path instead")
     args = parser.parse_args()
@@ -168,7 +176,7 @@ def main() -> None:
         interpreted_cost()
         return
     if args.every_experiment:
-        every_experiment(args.compile)
+        every_experiment(args.compile, args.only)
         return
     repeats = args.repeats
     one, five, _ = os.getloadavg()

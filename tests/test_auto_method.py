@@ -87,9 +87,9 @@ def test_auto_interprets_once_a_process_within_the_budget(monkeypatch: pytest.Mo
     assert simulation.resolve_method("interpreted", rwpm, 5_000, steps) == "interpreted"
     monkeypatch.setattr(simulation, "_auto_interpreted_runs_left", [1])
     belief = get_experiment("belief-coherence")
-    heavy = belief.agent("logit-rum")
-    assert simulation.resolve_method("auto", heavy, 10, belief.env_cls.max_steps(belief.env_cls.design_cls())) \
-        == "batch"  # 80,000 steps at 65 µs: compiling costs less
+    heavy, belief_steps = belief.agent("logit-rum"), belief.env_cls.max_steps(belief.env_cls.design_cls())
+    assert simulation.resolve_method("auto", heavy, 20, belief_steps) == "batch"  # 160,000 steps at 10 µs
+    assert simulation.resolve_method("auto", heavy, 11, belief_steps) == "interpreted"  # 88,000: 0.88 s
     with pytest.raises(InputError, match="'auto', 'batch', 'interpreted', 'step'"):
         simulation.resolve_method("fast", rwpm, 1, 1)
 

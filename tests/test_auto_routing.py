@@ -124,8 +124,9 @@ def test_the_estimate_counts_the_memory_probes_subject(monkeypatch: pytest.Monke
 
 def test_the_cost_depends_on_the_design_and_the_parameters() -> None:
     """Revealed belief's Dirichlet noise (a Gamma draw per option), the sampler's ``n_samples`` (one
-    inverse-CDF draw each) and the collider's Beta precision ``kappa`` (two Gamma draws) raise the
-    figure; a share of subjects raises it in proportion; other agents keep their declared figure."""
+    inverse-CDF draw each), the collider's Beta precision ``kappa`` (two Gamma draws) and belief
+    coherence's miscalibration (the log-odds map, Newton steps for the tilt) raise the figure; a share
+    of subjects raises it in proportion; other agents keep their declared figure."""
     revealed, collider = get_experiment("revealed-belief"), get_experiment("collider")
     dissonant, sampler = revealed.agent("dissonant"), revealed.agent("dissonant-sampler")
     design = revealed.env_cls.design_cls()
@@ -141,6 +142,13 @@ def test_the_cost_depends_on_the_design_and_the_parameters() -> None:
         assert collider.agent(name).interpreted_cost_us(None, {}) == 15.0
         assert collider.agent(name).interpreted_cost_us(None, {"kappa": 20.0}) == 35.0
     assert get_experiment("horizon").agent("info-bonus").interpreted_cost_us(None, {}) == 30.0
+    belief = get_experiment("belief-coherence").agent("logit-rum")
+    assert belief.interpreted_cost_us(None, {}) == belief.interpreted_step_us == 10.0
+    assert belief.interpreted_cost_us(None, {"calib_slope": 1.0, "calib_bias": 0.0, "report_noise": 0.5}) == 10.0
+    assert belief.interpreted_cost_us(None, {"calib_bias": 0.5}) == belief.MISCALIBRATED_STEP_US == 15.0
+    assert belief.interpreted_cost_us(None, {"calib_slope": np.array([1.0, 2.0, 1.0, 1.0]),
+                                             "calib_bias": np.array([0.0, 0.0, 0.0, -1.0])}) == 12.5
+    assert get_experiment("belief-coherence").agent("random").interpreted_cost_us(None, {}) == 5.0
     # the audit's runs "auto" interpreted at 2-10x the budget now compile
     steps = int(revealed.env_cls.max_steps(design))
     assert simulation.resolve_method("auto", dissonant, 20, steps, design, {"noise": 1.0, "kappa": 50.0}) == "batch"

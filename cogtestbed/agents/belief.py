@@ -403,7 +403,7 @@ class BeliefAgent(SyntheticAgent):
     deterministic: ClassVar[bool] = False
     #: CPU µs a step interpreted of a calibrated subject (κ = 1, δ = 0: its belief is p* itself, so no
     #: log-odds map, and a lie_aux step's tilt sits at λ = 0 up to rounding: one evaluation): measured
-    #: 5.3–6.8 µs for every agent and network at the defaults, up to 8.7–9.0 with report noise 0.5
+    #: 5.3–7.5 µs for every agent and network at the defaults, up to 8.8–9.0 with report noise 0.5
     #: (diabetes, nonmono-report; 26 Nov 2026, load ~5 on 2 CPUs: ``python benchmarks/bench_first_call.py
     #: --interpreted-cost``, whose cases include these): see the base class.  It was 55 µs (50–54
     #: measured) while the tilt was a 100-step bisection.

@@ -348,7 +348,10 @@ def test_kill9_then_resume_equals_an_uninterrupted_run(tmp_path, tiny):
     proc.wait()
     assert not (tmp_path / "run/trials.parquet").exists()  # killed before the end
     assert 10 <= rows < 32
-    cli(*args[:-2], "--resume")
+    # the kill needs a process of its own; the resume runs the same CLI in this one (no second start-up)
+    from cogtestbed.cli import run_cli
+
+    assert run_cli([*args[:-2], "--resume"]) == 0
     resumed = pd.read_parquet(tmp_path / "run/trials.parquet")
     manifest = json.loads((tmp_path / "run/trials.parquet.manifest.json").read_text())
     stats = manifest["stats"]

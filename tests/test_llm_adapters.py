@@ -379,10 +379,13 @@ def test_cli_against_openai_server_never_writes_the_key(tmp_path, server):
     assert secret not in proc.stdout + proc.stderr
 
 
-def test_dry_run_counts_calls_tokens_and_cost(tmp_path, tiny):
-    proc = cli("run", "instrumental-learning", "--llm", "hf:tiny-random", "--subjects", "2", "--seed", "3",
-               "-o", str(tmp_path / "r"), "--dry-run", "--reask", "1")
-    report = json.loads(proc.stdout)
+def test_dry_run_counts_calls_tokens_and_cost(tmp_path, tiny, capsys):
+    from cogtestbed.cli import run_cli
+
+    # the CLI in this process (what a subprocess would add is its start-up, not a check)
+    assert run_cli(["run", "instrumental-learning", "--llm", "hf:tiny-random", "--subjects", "2", "--seed", "3",
+                    "-o", str(tmp_path / "r"), "--dry-run", "--reask", "1"]) == 0
+    report = json.loads(capsys.readouterr().out)
     assert report["calls"] == 192 and report["calls_with_all_reasks"] == 384
     assert report["token_counts"].startswith("exact") and report["estimated_cost_usd"] == 0
     assert report["max_completion_tokens"] == 192 * 8

@@ -123,14 +123,14 @@ def test_two_group_study_refuses_what_it_cannot_test():
                  groups=2, runs=(4,), sims=2)
 
 
-def test_two_llm_parameter_plan_is_priced_as_each_llms_dry_run(tmp_path):
+def test_two_llm_parameter_plan_is_priced_as_each_llms_dry_run(tmp_path, capsys):
     """``plan --model M --effect P=D --llm A --llm B``: the difference of P between two LLMs, sized
-    in subjects per LLM and priced as the sum of each LLM's own ``run --dry-run`` of those subjects."""
+    in subjects per LLM and priced as the sum of each LLM's own ``run --dry-run`` of those subjects
+    (run in this process: the command's pricing is compared, not its entry point)."""
     import json
-    import subprocess
-    import sys
 
     import cogtestbed as ct
+    from cogtestbed.cli import run_cli
 
     llms = ("openai:gpt-4o-mini", "openai:gpt-4o")
     plan = ct.plan("instrumental-learning", llm=llms, model="rw", effect={"alpha": 0.3}, subjects="4:16",
@@ -143,11 +143,11 @@ def test_two_llm_parameter_plan_is_priced_as_each_llms_dry_run(tmp_path):
     assert a["subjects"] == b["subjects"] == n
     total = 0.0
     for llm, report in zip(llms, (a, b), strict=True):
-        dry = json.loads(subprocess.run(
-            [sys.executable, "-m", "cogtestbed", "run", "instrumental-learning", "--llm", llm, "--subjects", str(n),
-             "--seed", "1", "--design", f"visits_per_casino={payload['run']['design']['visits_per_casino']}",
-             "-o", str(tmp_path / llm.replace(":", "-")), "--dry-run"], capture_output=True, text=True,
-            check=True).stdout)
+        capsys.readouterr()
+        assert run_cli(["run", "instrumental-learning", "--llm", llm, "--subjects", str(n), "--seed", "1", "--design",
+                        f"visits_per_casino={payload['run']['design']['visits_per_casino']}",
+                        "-o", str(tmp_path / llm.replace(":", "-")), "--dry-run"]) == 0
+        dry = json.loads(capsys.readouterr().out)
         assert (dry["calls"], dry["prompt_tokens"]) == (report["calls"], report["prompt_tokens"])
         total += dry["estimated_cost_usd"]
     assert payload["cost"]["dollars"] == pytest.approx(total)

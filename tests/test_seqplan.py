@@ -163,8 +163,10 @@ def test_fixed_looks_saving_is_stated_at_equal_type1_tiny(capsys):
     with the fixed plan's nominal design and its saving beside it (issue 40 item 1)."""
     import math
 
+    # --trials 20: the runs are searched at the design's own 20 trials (the plan chose it anyway) without
+    # pricing and pruning the default 20-100 trials range first -- a quarter of the CPU, the same plan.
     seq = _fair_looks_plan(capsys, ["two-step", "--metric", "model_basedness", "--compare", "hybrid:w=0,beta=5",
-                                    "hybrid:w=1,beta=5"])
+                                    "hybrid:w=1,beta=5", "--trials", "20"])
     sav, fair = seq["saving"], seq["fair_fixed"]
     assert fair["level"] == 0.05 and fair["chosen"]["size"] == sav["fixed_size"] and sav["fixed_power"] >= 0.8
     assert sav["fixed_null_sims"] == seq["null"]["sims"] == 60  # the same fresh null studies

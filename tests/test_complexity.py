@@ -128,9 +128,11 @@ def test_no_module_imports_another_modules_private_name() -> None:
 
 
 def test_allowlists_name_only_offenders() -> None:
-    """The allowlists only shrink: a module that passes now leaves them."""
-    stale = sorted(OVERSIZED - set(oversized()))
-    found = private_imports()
+    """The allowlists only shrink: a module that passes now leaves them.  An empty allowlist has no
+    stale entry, so the package is measured only for a list that names something (measuring every
+    module's maintainability index again cost ~20 s of CPU for nothing)."""
+    stale = sorted(OVERSIZED - set(oversized())) if OVERSIZED else []
+    found = private_imports() if PRIVATE_IMPORTS else {}
     stale += [f"{name}: {', '.join(sorted(names - found.get(name, set())))}"
               for name, names in PRIVATE_IMPORTS.items() if names - found.get(name, set())]
     assert not stale, ("fixed: remove from OVERSIZED / PRIVATE_IMPORTS in tests/test_complexity.py:\n"

@@ -119,6 +119,16 @@ COST_CASES = [
     ("belief-coherence", "logit-rum", {"calib_slope": 3.0, "calib_bias": 1.0}, {}),
     ("belief-coherence", "nonmono-report", {"calib_slope": 10.0, "calib_bias": -5.0, "report_noise": 0.5},
      {"network": "alarm"}),
+    # the worst the tilt audit found (issue 54): κ = 10 on lie nodes with 5-6 states, the LIE steps' share
+    # raised by π0 alone and no decision
+    *(("belief-coherence", agent, params, {"network": "child", "lie_node": "ChestXray", "variants": ("pi0",),
+                                            "decision": False})
+      for agent, params in (("logit-rum", {"calib_slope": 10.0}),
+                            ("nonmono-report", {"calib_slope": 10.0, "report_noise": 0.5}),
+                            ("nonmono-report", {"calib_slope": 10.0, "calib_bias": 5.0, "report_noise": 0.5}))),
+    *(("belief-coherence", "nonmono-report", {"calib_slope": 10.0, "report_noise": 0.5},
+       {"network": net, "lie_node": node, "variants": ("pi0",), "decision": False})
+      for net, node in (("heart", "Race"), ("diabetes", "Education"))),
 ]
 
 

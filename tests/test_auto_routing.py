@@ -145,9 +145,9 @@ def test_the_cost_depends_on_the_design_and_the_parameters() -> None:
     belief = get_experiment("belief-coherence").agent("logit-rum")
     assert belief.interpreted_cost_us(None, {}) == belief.interpreted_step_us == 10.0
     assert belief.interpreted_cost_us(None, {"calib_slope": 1.0, "calib_bias": 0.0, "report_noise": 0.5}) == 10.0
-    assert belief.interpreted_cost_us(None, {"calib_bias": 0.5}) == belief.MISCALIBRATED_STEP_US == 15.0
+    assert belief.interpreted_cost_us(None, {"calib_bias": 0.5}) == belief.MISCALIBRATED_STEP_US == 35.0
     assert belief.interpreted_cost_us(None, {"calib_slope": np.array([1.0, 2.0, 1.0, 1.0]),
-                                             "calib_bias": np.array([0.0, 0.0, 0.0, -1.0])}) == 12.5
+                                             "calib_bias": np.array([0.0, 0.0, 0.0, -1.0])}) == 22.5
     assert get_experiment("belief-coherence").agent("random").interpreted_cost_us(None, {}) == 5.0
     # the audit's runs "auto" interpreted at 2-10x the budget now compile
     steps = int(revealed.env_cls.max_steps(design))
@@ -202,3 +202,17 @@ def test_auto_compiles_where_numba_uses_svml(monkeypatch: pytest.MonkeyPatch) ->
     assert simulation._auto_interpreted_runs_left == [1]
     monkeypatch.setattr(simulation, "AGREES_WITH_COMPILED", True)
     assert simulation.resolve_method("auto", agent, 2, steps) == "interpreted"
+
+
+def test_form_offsets_are_priced_as_shifted_parameters() -> None:
+    """``--forms``/``--form-sd`` shift the parameters after the path is chosen, so the estimate sees each
+    shifted parameter one SD up (``api.core._cost_params``): calibrated belief subjects given a form SD on
+    κ or δ are priced as miscalibrated (issue 54); an SD of 0, or on another parameter, changes nothing."""
+    from cogtestbed.api.core import _cost_params
+
+    belief = get_experiment("belief-coherence").agent("logit-rum")
+    assert belief.interpreted_cost_us(None, _cost_params(belief, {}, {})) == 10.0
+    assert belief.interpreted_cost_us(None, _cost_params(belief, {}, {"calib_slope": 0.0})) == 10.0
+    assert belief.interpreted_cost_us(None, _cost_params(belief, {}, {"report_noise": 0.5})) == 10.0
+    for name in ("calib_slope", "calib_bias"):
+        assert belief.interpreted_cost_us(None, _cost_params(belief, {}, {name: 0.5})) == 35.0

@@ -8,7 +8,7 @@ from decimal import Decimal, localcontext
 import numpy as np
 import pytest
 
-from cogtestbed.agents.belief import TILT_TOL, coherent_aux
+from cogtestbed.agents.belief import TILT_MAX_ITER, TILT_TOL, coherent_aux, solve_tilt
 from cogtestbed.interpreted import interpreted
 
 #: How close the tilt must come to the 40-digit reference, weight by weight, and its mean to the target.
@@ -113,6 +113,37 @@ EDGES = [
         ),
         0.9999999865677052,
     ),
+    # a middle state holding all but 2e-35: Newton's first step from λ = 0 is ~1e35 (the audit of issue 54:
+    # unbounded while the bracket was open, then split by midpoints, it ran out of steps at [0, 0, 1])
+    (np.array([1e-35, 1.0 - 2e-35, 1e-35]), np.array([0.1, 0.5, 0.9]), 0.7),
+    (np.array([1e-60, 1.0 - 2e-60, 1e-60]), np.array([0.1, 0.5, 0.9]), 0.3),
+    # a denormal pz on the top state, q within 1e-5 of 1, the target 1.7e-15 under the top: its weight
+    # relative to pz's top end underflowed, the end was told wrong and the tilt came out NaN
+    (
+        np.array(
+            [
+                5e-324,
+                0.21646943648432454,
+                0.00978456958277633,
+                0.004023884367390364,
+                0.1589559623210532,
+                0.15029399989043027,
+                0.3533955117010308,
+            ]
+        ),
+        np.array(
+            [
+                0.9999999999999833,
+                0.9999998478768973,
+                0.9999897431250837,
+                0.9999999999998623,
+                0.9999999394457632,
+                0.9999999579278616,
+                0.9999999975178935,
+            ]
+        ),
+        0.9999999999999832,
+    ),
 ]
 
 
@@ -145,3 +176,30 @@ def test_the_tilt_is_the_kl_projection_over_random_cases() -> None:
 
 def test_the_tolerance_sits_between_rounding_and_the_tests_accuracy() -> None:
     assert 1e-15 < TILT_TOL <= ACCURACY / 10
+
+
+@pytest.mark.parametrize("eps", [1e-6, 1e-20, 1e-35, 1e-100, 1e-300])
+def test_a_dominant_middle_state_costs_few_evaluations(eps: float) -> None:
+    """pz = [ε, 1 − 2ε, ε] on q = [0.1, mid, 0.95], every (mid, target) of a 10 × 10 grid: at most 30
+    evaluations (25 measured; the solver before issue 54's audit took ~log2(1/ε), the cap of 100 from ε ~ 1e-30
+    on), each within the cap and the mean on the target."""
+    for mid in np.linspace(0.12, 0.93, 10):
+        for target in np.linspace(0.11, 0.94, 10):
+            pz, q = np.array([eps, 1.0 - 2.0 * eps, eps]), np.array([0.1, mid, 0.95])
+            out = np.zeros(8)
+            den, evaluations = solve_tilt(pz, q, target, 3, 0.1, 0.95, out)
+            assert evaluations <= 30 < TILT_MAX_ITER
+            assert abs(float(np.dot(out[:3] / den, q)) - target) < ACCURACY
+
+
+def test_denormal_pz_on_the_far_side_of_a_tiny_range() -> None:
+    """pz = [5e-324, 0.56] on q 7.2e-20 and 8.5e-19 (λ ≈ −1e21, where Newton's last step falls under λ's
+    last bit): the twin equal, the mean on the target, no NaN."""
+    pz = np.array([5e-324, 0.561786205006766])
+    q = np.array([7.216842531271718e-20, 8.50748034760495e-19])
+    target = 4.516060299266353e-19
+    out, twin_out = np.full(8, np.nan), np.full(8, np.nan)
+    coherent_aux(pz, q, target, 2, out)
+    interpreted(coherent_aux)(pz, q, target, 2, twin_out)
+    np.testing.assert_array_equal(out, twin_out)
+    assert np.isfinite(out[:2]).all() and abs(float(np.dot(out[:2], q)) - target) < 1e-12 * (q[1] - q[0])

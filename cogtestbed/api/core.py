@@ -155,7 +155,8 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
         check_output_file(out, force, ".parquet")
     # the path resolved once the request is checked, counting the memory probe's one subject on it
     # (check_simulation_memory); a call refused from here on gives back the interpreted run it chose
-    with chosen_path(method, exp, agent_cls, design_obj, given, subjects + 1, lapse) as path:
+    with chosen_path(method, exp, agent_cls, design_obj, _cost_params(agent_cls, given, form_sd), subjects + 1,
+                     lapse) as path:
         if out is None:
             return _simulate(exp, agent, subjects, seed, given, design_obj, path, on_subject_done, lapse,
                              form_design)
@@ -189,6 +190,24 @@ def _given_params(params: Mapping[str, Any] | Sequence[str] | None) -> dict[str,
     from cogtestbed.parameters import parse_assignments
 
     return parse_assignments(list(params), "--param")
+
+
+def _cost_params(agent_cls: Any, given: Mapping[str, Any], form_sd: Mapping[str, float]) -> dict[str, Any]:
+    """The parameters ``method="auto"``'s cost estimate sees: ``given``, with each parameter the forms
+    shift (``form_sd`` > 0) one SD up its unconstrained scale.  The offsets are drawn later (simulate's
+    ``shifted_params``) and leave nearly every subject off the given value, so the estimate must not price
+    them at it: a belief subject shifted off κ = 1 or δ = 0 costs a miscalibrated subject's figure
+    (``BeliefAgent.interpreted_cost_us``), not a calibrated one's (issue 54)."""
+    import numpy as np
+
+    out = dict(given)
+    for name, sd in form_sd.items():
+        if sd > 0.0 and name in agent_cls.parameters.names:
+            p = agent_cls.parameters[name]
+            with np.errstate(all="ignore"):
+                z = np.asarray(p.to_unconstrained(out.get(name, p.default)), dtype=np.float64) + sd
+                out[name] = np.asarray(p.to_constrained(z), dtype=np.float64)
+    return out
 
 
 def _form_sds(form_sd: Mapping[str, float] | Sequence[str] | None) -> dict[str, float]:

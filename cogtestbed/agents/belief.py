@@ -252,15 +252,9 @@ def split(lo: float, hi: float, floor: float) -> float:
 def tilt_at_zero(pz: np.ndarray, q: np.ndarray, k: int, lo_q: float, hi_q: float,
                  out: np.ndarray) -> tuple[float, float, float]:
     """:func:`tilt` at λ = 0: out = pz (0 off the support), and the same sums."""
-    den, above, below = 0.0, 0.0, 0.0
     for j in range(k):
-        w = pz[j] if pz[j] > 0.0 else 0.0
-        qj = q[j]
-        out[j] = w
-        den += w
-        above += w * (qj - lo_q)
-        below += w * (hi_q - qj)
-    return den, above, below
+        out[j] = pz[j] if pz[j] > 0.0 else 0.0
+    return end_sums(out, q, k, lo_q, hi_q)
 
 
 @njit(cache=True, inline="always")
@@ -278,14 +272,20 @@ def tilt(logp: np.ndarray, q: np.ndarray, k: int, lam: float, lo_q: float, hi_q:
         x = logp[j] + lam * (q[j] - ref)
         out[j] = x
         top = max(top, x)
+    for j in range(k):
+        out[j] = math.exp(out[j] - top)  # exp(−∞) = 0 off the support
+    return end_sums(out, q, k, lo_q, hi_q)
+
+
+@njit(cache=True, inline="always")
+def end_sums(w: np.ndarray, q: np.ndarray, k: int, lo_q: float, hi_q: float) -> tuple[float, float, float]:
+    """(Σ w, Σ w (q − lo_q), Σ w (hi_q − q)) of the weights ``w``: the tilted mean's distances to the ends
+    of [lo_q, hi_q], times Σ w, as sums of non-negative terms (:func:`tilt`, :func:`tilt_at_zero`)."""
     den, above, below = 0.0, 0.0, 0.0
     for j in range(k):
-        w = math.exp(out[j] - top)  # exp(−∞) = 0 off the support
-        qj = q[j]
-        out[j] = w
-        den += w
-        above += w * (qj - lo_q)
-        below += w * (hi_q - qj)
+        den += w[j]
+        above += w[j] * (q[j] - lo_q)
+        below += w[j] * (hi_q - q[j])
     return den, above, below
 
 

@@ -183,44 +183,78 @@ def solve_tilt(pz: np.ndarray, q: np.ndarray, target: float, k: int, lo_q: float
     logp = np.empty(k)  # log pz, −∞ off the support (filled once λ leaves 0)
     lam, lo_lam, hi_lam = 0.0, -math.inf, math.inf
     step_last, step_before, grow = math.inf, math.inf, 1.0
-    den, above, below, logged = 0.0, 0.0, 0.0, False
+    logged = False
     for n in range(1, TILT_MAX_ITER + 1):
-        if n == 1:  # λ = 0: w = pz, no logs (a calibrated subject's tilt ends here)
-            den, above, below = tilt_at_zero(pz, q, k, lo_q, hi_q, out)
-        if n > 1 or above <= 0.0 or below <= 0.0:  # λ off 0, or a sum of pz's own underflowed
-            if not logged:
-                for j in range(k):
-                    logp[j] = math.log(pz[j]) if pz[j] > 0.0 else -math.inf
-                logged = True
-            den, above, below = tilt(logp, q, k, lam, lo_q, hi_q, out)
-        if above <= 0.0 or below <= 0.0:  # all weight at one end (underflow): φ = ∓∞
-            phi = math.inf if above > 0.0 else -math.inf
-        else:
-            phi = math.log(above) - math.log(below) - goal
-            if abs(phi) <= TILT_TOL:
-                return den, n
+        den, above, below, logged = tilt_sums(n == 1, pz, logp, q, k, lam, lo_q, hi_q, out, logged)
+        phi = tilt_phi(above, below, goal)
+        if abs(phi) <= TILT_TOL:
+            return den, n
         if phi < 0.0:
             lo_lam = lam
         else:
             hi_lam = lam
         slope = tilt_slope(pz, q, k, lo_q, hi_q, out, den, above, below)
         if lo_lam > -math.inf and hi_lam < math.inf:  # bracketed
-            nxt = lam - phi / slope
-            if not (lo_lam < nxt < hi_lam and abs(nxt - lam) <= 0.5 * step_before):
-                nxt = split(lo_lam, hi_lam, 1.0 / gap)
-                if nxt in (lo_lam, hi_lam):
-                    return den, n
+            nxt, done = bracketed_step(lam, phi, slope, lo_lam, hi_lam, step_before, gap)
+            if done:
+                return den, n
         else:
-            reach = open_step(lam, phi, gap, grow)
-            nxt = lam - phi / slope if abs(phi) <= reach * slope else lam
-            if nxt != lam:  # Newton's step (toward the open side: φ increases in λ)
-                grow = 1.0
-            else:  # too long, or under λ's last bit (the bracket then closes and is split to its last bit)
-                nxt = lam + reach if phi < 0.0 else lam - reach
-                grow *= 2.0
+            nxt, grow = open_side_step(lam, phi, slope, gap, grow)
         step_last, step_before = abs(nxt - lam), step_last
         lam = nxt
     raise ArithmeticError("coherent_aux: the tilt did not converge in TILT_MAX_ITER evaluations")
+
+
+@njit(cache=True, inline="always")
+def tilt_sums(first: bool, pz: np.ndarray, logp: np.ndarray, q: np.ndarray, k: int, lam: float, lo_q: float,
+              hi_q: float, out: np.ndarray, logged: bool) -> tuple[float, float, float, bool]:
+    """The tilt at λ into ``out`` and its sums (:func:`end_sums`), and whether ``logp`` holds log pz: at the
+    first evaluation (λ = 0) pz itself, no logs (a calibrated subject's tilt ends there); in log space
+    (:func:`tilt`) after it, or where a sum of pz's own underflowed (log pz filled into ``logp`` once)."""
+    den, above, below = 0.0, 0.0, 0.0
+    if first:
+        den, above, below = tilt_at_zero(pz, q, k, lo_q, hi_q, out)
+    if not first or above <= 0.0 or below <= 0.0:
+        if not logged:
+            for j in range(k):
+                logp[j] = math.log(pz[j]) if pz[j] > 0.0 else -math.inf
+            logged = True
+        den, above, below = tilt(logp, q, k, lam, lo_q, hi_q, out)
+    return den, above, below, logged
+
+
+@njit(cache=True, inline="always")
+def tilt_phi(above: float, below: float, goal: float) -> float:
+    """φ of :func:`solve_tilt` from the tilt's end sums: ∓∞ where every weight sits at one end (underflow)."""
+    if above <= 0.0 or below <= 0.0:
+        return math.inf if above > 0.0 else -math.inf
+    return math.log(above) - math.log(below) - goal
+
+
+@njit(cache=True, inline="always")
+def bracketed_step(lam: float, phi: float, slope: float, lo_lam: float, hi_lam: float, step_before: float,
+                   gap: float) -> tuple[float, bool]:
+    """The next λ once the signs of φ bracket the root (``rtsafe``): Newton's step where it stays inside
+    and is at most half the step before last, else :func:`split`; and whether the bracket can shrink no
+    more (the split is one of its ends)."""
+    nxt = lam - phi / slope
+    if lo_lam < nxt < hi_lam and abs(nxt - lam) <= 0.5 * step_before:
+        return nxt, False
+    nxt = split(lo_lam, hi_lam, 1.0 / gap)
+    return nxt, nxt in (lo_lam, hi_lam)
+
+
+@njit(cache=True, inline="always")
+def open_side_step(lam: float, phi: float, slope: float, gap: float, grow: float) -> tuple[float, float]:
+    """The next λ while a side of the bracket is open, and the next ``grow``: Newton's step (toward the open
+    side: φ increases in λ) where it goes at most :func:`open_step` far, with ``grow`` reset; else that
+    far (too long, or under λ's last bit: the bracket then closes and is split to its last bit), with
+    ``grow`` doubled."""
+    reach = open_step(lam, phi, gap, grow)
+    nxt = lam - phi / slope if abs(phi) <= reach * slope else lam
+    if nxt != lam:
+        return nxt, 1.0
+    return (lam + reach if phi < 0.0 else lam - reach), grow * 2.0
 
 
 @njit(cache=True, inline="always")

@@ -22,7 +22,8 @@ fails the gate says where.
 The population is written only when its fit passes the gate; otherwise the script prints the fit's
 diagnostics and says it wrote nothing (``--keep-unconverged PATH`` saves it there, outside the package,
 so that hours of sampling are not lost).  Every run prints the fit's diagnostics (max R-hat, min bulk
-and tail ESS, divergences) and its wall and CPU time (the process's, all sampler threads).
+and tail ESS, divergences) and its wall and CPU time (the process's, all sampler threads, and its
+finished child processes: PyMC's chains).
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ class Build:
     max_draws: int = 8000
     #: Tuning steps per chain (None: as many as the draws).
     tune: int | None = None
+    #: fit_hierarchical's sampler.
+    sampler: str = "auto"
     #: Sample every parameter centred (the model's own setting otherwise).
     centred: bool = False
     #: Adapt nutpie's low-rank modified mass matrix (the model's own setting otherwise), which can
@@ -119,7 +122,7 @@ def configured_model(build: Build, centred: bool, low_rank: bool) -> object:
 
 
 def population(build: Build, model: object, table: object, source: str, draws: int, tune: int | None,
-               max_draws: int, name: str) -> tuple[object, object]:
+               max_draws: int, name: str, sampler: str = "auto") -> tuple[object, object]:
     """The population (kept whatever its diagnostics) and the hierarchical fit of ``model`` it came from:
     the two steps of :func:`cogtestbed.build_population` (which does not return the fit, and the fit's
     highest-R-hat variables are printed here), with ``tune`` tuning steps a chain (None: ``draws``)."""
@@ -127,7 +130,8 @@ def population(build: Build, model: object, table: object, source: str, draws: i
     from cogtestbed.inference.population import population_from_fit
 
     fit = fit_hierarchical(model, table, draws=draws, tune=draws if tune is None else tune, chains=build.chains,
-                           seed=0, max_draws=max_draws, warn=False, log_likelihood=False)
+                           seed=0, max_draws=max_draws, warn=False, log_likelihood=False,
+                           sampler=sampler)  # type: ignore[arg-type]
     pop = population_from_fit(fit, name=name, experiment=build.experiment, model=model, trials=table,
                               source=source, allow_unconverged=True)
     return pop, fit
@@ -140,6 +144,15 @@ def worst_rhat(fit: object, n: int = 10) -> list[str]:
     table = az.summary(fit.idata, kind="diagnostics", round_to="none").nlargest(n, "r_hat")  # type: ignore[attr-defined]
     return ["highest R-hat: " + ", ".join(f"{v} {row.r_hat:.4f} (ESS {row.ess_bulk:.0f}/{row.ess_tail:.0f})"
                                           for v, row in table.iterrows())]
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process (all its threads: nutpie's chains) and of its finished child processes
+    (PyMC's chains, one process each)."""
+    import resource
+
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def main() -> None:
@@ -156,6 +169,9 @@ def main() -> None:
                     help="sample every parameter centred (the model's own setting otherwise)")
     ap.add_argument("--low-rank", action="store_true",
                     help="adapt nutpie's low-rank modified mass matrix (the model's own setting otherwise)")
+    ap.add_argument("--sampler", choices=("auto", "nutpie", "pymc", "gibbs"), default=None,
+                    help="fit_hierarchical's sampler (default: the build's; gibbs: Metropolis-within-Gibbs with "
+                         "mode jumps, every parameter centred)")
     args = ap.parse_args()
     build = POPULATIONS[args.name]
     subjects = build.subjects if args.subjects is None else (args.subjects or None)
@@ -163,11 +179,12 @@ def main() -> None:
     draws = args.draws or build.draws
     out = args.output or shipped_directory() / f"{args.name}.json"
     model = configured_model(build, args.centred or build.centred, args.low_rank or build.low_rank)
-    start, cpu = time.perf_counter(), time.process_time()
+    start, cpu = time.perf_counter(), cpu_seconds()
     tune = args.tune if args.tune is not None else build.tune
     pop, fit = population(build, model, table, f"{build.source}; {which}", draws, tune,
-                          args.max_draws or max(build.max_draws, draws), args.name)
-    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+                          args.max_draws or max(build.max_draws, draws), args.name,
+                          args.sampler or build.sampler)
+    wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     print("\n".join(worst_rhat(fit)))
     print("\n".join(describe_population(pop)))
     print(json.dumps({"population": args.name, "subjects": pop.subjects, "fit": pop.fit,

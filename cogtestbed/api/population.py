@@ -91,7 +91,7 @@ def build_population(experiment: str | ExperimentSpec, table_or_path: pd.DataFra
         check_output_file(out, force, ".json")
     table, _ = read_table(exp, table_or_path, from_source)
     fit = fit_hierarchical(cog, table, draws=draws, tune=tune, chains=chains, seed=seed, max_draws=max_draws,
-                           warn=False, log_likelihood=False)
+                           warn=False, log_likelihood=False, sampler=req.sampler)
     pop = from_fit(fit, name=name, experiment=exp.name, model=cog, trials=table, source=source,
                    allow_unconverged=allow_unconverged)
     if out is not None:

@@ -68,7 +68,13 @@ from cogtestbed.inference.hierarchical_diagnostics import (
     Diagnostics,
     diagnose,
 )
-from cogtestbed.inference.hierarchical_op import observe_pointwise, pointwise_loglik_op
+from cogtestbed.inference.hierarchical_op import (
+    SD_SCALE,
+    observe_pointwise,
+    pointwise_loglik_op,
+    pool_model_arrays,
+    pool_subject_arrays,
+)
 from cogtestbed.inference.hierarchical_sampling import (
     TARGET_ACCEPT,
     Sampler,
@@ -87,8 +93,6 @@ __all__ = [
     "TARGET_ACCEPT",
 ]
 
-#: Population SD prior scale relative to the parameter's prior SD (HalfNormal(0.5 · prior_sd)).
-SD_SCALE = 0.5
 
 
 # ----------------------------------------------------------------------------- transforms
@@ -174,40 +178,6 @@ def sample_hierarchical_prior(
         pop[f"{p.name}_pop"] = float(p.inside(p.to_constrained(mu)))
         subj[p.name] = p.inside(p.to_constrained(mu + sigma * z))
     return pop, subj
-
-
-def pool_subject_arrays(
-    data: Mapping[Any, Any], fields: Sequence[str], keep: Any = None
-) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Concatenate per-subject observation arrays for a pooled PyMC likelihood.
-
-    ``data`` maps subject → an object with array attributes ``fields`` (a model's
-    ``subject_data``); ``keep(d)`` optionally masks the observations that enter the likelihood.
-    Returns the subject index of every observation (in ``data`` order, sorted) and the arrays.
-    """
-    if not data:
-        raise InputError("no subjects with observations to pool")
-    masks = []
-    for d in data.values():
-        m = None if keep is None else keep(d)
-        masks.append(np.ones(len(getattr(d, fields[0])), dtype=bool) if m is None else np.asarray(m, dtype=bool))
-    obs_subject = np.concatenate([np.full(int(m.sum()), i, dtype=np.int64) for i, m in enumerate(masks)])
-    arrays = {name: np.ascontiguousarray(np.concatenate(
-        [np.asarray(getattr(d, name))[m] for d, m in zip(data.values(), masks, strict=True)]))
-        for name in fields}
-    return obs_subject, arrays
-
-
-def pool_model_arrays(model: Any, trials: pd.DataFrame
-                      ) -> tuple[list[Any], np.ndarray, dict[str, np.ndarray]]:
-    """A model's kernel arrays of all subjects of ``trials``, stacked for the pointwise Op.
-
-    Returns the subject ids (``subject_data`` order), the subject index of every observation and
-    the arrays by :attr:`~cogtestbed.inference.base.CognitiveModel.observation_fields` name.
-    """
-    data = model.subject_data(trials)
-    idx, arrays = pool_subject_arrays(data, model.observation_fields, model.observation_mask)
-    return list(data), idx, arrays
 
 
 def kernel_pymc_model(model: Any, trials: pd.DataFrame, hierarchical: bool = True) -> Any:

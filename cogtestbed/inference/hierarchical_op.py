@@ -4,10 +4,16 @@ inside PyMC and nutpie (:func:`pointwise_loglik_op`), and the observed variable 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numba import njit
+
+from cogtestbed.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from cogtestbed.inference.reproducible import unique_numba_symbols
 
@@ -192,3 +198,42 @@ def observe_pointwise(name: str, op: Any, theta: Any, obs_subject: Any,
     # obs_subject is a distribution parameter so PyMC can infer the support shape (n).
     return pm.CustomDist(name, theta, pt.as_tensor_variable(obs_subject), logp=logp,
                          observed=observed, dims=dims, signature="(s,k),(n)->(n)")
+
+
+# ----------------------------------------------------------------------------- pooled observations
+#: Population SD prior scale relative to the parameter's prior SD (HalfNormal(0.5 · prior_sd)).
+SD_SCALE = 0.5
+
+
+def pool_subject_arrays(
+    data: Mapping[Any, Any], fields: Sequence[str], keep: Any = None
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Concatenate per-subject observation arrays for a pooled PyMC likelihood.
+
+    ``data`` maps subject → an object with array attributes ``fields`` (a model's
+    ``subject_data``); ``keep(d)`` optionally masks the observations that enter the likelihood.
+    Returns the subject index of every observation (in ``data`` order, sorted) and the arrays.
+    """
+    if not data:
+        raise InputError("no subjects with observations to pool")
+    masks = []
+    for d in data.values():
+        m = None if keep is None else keep(d)
+        masks.append(np.ones(len(getattr(d, fields[0])), dtype=bool) if m is None else np.asarray(m, dtype=bool))
+    obs_subject = np.concatenate([np.full(int(m.sum()), i, dtype=np.int64) for i, m in enumerate(masks)])
+    arrays = {name: np.ascontiguousarray(np.concatenate(
+        [np.asarray(getattr(d, name))[m] for d, m in zip(data.values(), masks, strict=True)]))
+        for name in fields}
+    return obs_subject, arrays
+
+
+def pool_model_arrays(model: Any, trials: pd.DataFrame
+                      ) -> tuple[list[Any], np.ndarray, dict[str, np.ndarray]]:
+    """A model's kernel arrays of all subjects of ``trials``, stacked for the pointwise Op.
+
+    Returns the subject ids (``subject_data`` order), the subject index of every observation and
+    the arrays by :attr:`~cogtestbed.inference.base.CognitiveModel.observation_fields` name.
+    """
+    data = model.subject_data(trials)
+    idx, arrays = pool_subject_arrays(data, model.observation_fields, model.observation_mask)
+    return list(data), idx, arrays

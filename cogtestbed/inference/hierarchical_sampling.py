@@ -22,7 +22,7 @@ from cogtestbed.errors import InputError, outside_stacklevel
 from cogtestbed.inference.hierarchical_diagnostics import BayesFit, ConvergenceWarning, Diagnostics, diagnose
 from cogtestbed.inference.reproducible import strict_float
 
-Sampler = Literal["auto", "nutpie", "pymc"]
+Sampler = Literal["auto", "nutpie", "pymc", "gibbs"]
 
 #: NUTS target acceptance rate unless the model or the caller asks for another.
 TARGET_ACCEPT = 0.9
@@ -114,14 +114,17 @@ def fit_hierarchical(
     _check_sampling(draws, tune, chains, max_draws)
     if target_accept is None:
         target_accept = float(getattr(model, "target_accept", None) or TARGET_ACCEPT)
-    pm_model = model if isinstance(model, pm.Model) else model.pymc_model(trials, hierarchical)
     use = _sampler_to_use(sampler)
+    if use == "gibbs" and not isinstance(model, pm.Model):
+        model = _all_centred(model, trials, hierarchical)
+    pm_model = model if isinstance(model, pm.Model) else model.pymc_model(trials, hierarchical)
     cores = cores or min(chains, 2)
     start = time.perf_counter()
     free = [v.name for v in pm_model.free_RVs]
     key = _compiled_key(pm_model, getattr(model, "name", id(model)), hierarchical) if use == "nutpie" else None
+    steps = _gibbs_steps(model, trials, pm_model, seed, target_accept) if use == "gibbs" else None
     run = functools.partial(_sample, pm_model, use, model, key, tune=tune, chains=chains, seed=seed,
-                            cores=cores, target_accept=target_accept, progressbar=progressbar)
+                            cores=cores, target_accept=target_accept, progressbar=progressbar, steps=steps)
     idata = run(draws)
     diag = diagnose(idata, float("nan"), use, var_names=free)
     while _more_draws_help(diag) and max_draws is not None and 2 * draws <= max_draws:
@@ -158,15 +161,17 @@ def _sampler_to_use(sampler: str) -> str:
     use = sampler
     if use == "auto":
         use = "nutpie" if nutpie_available() else "pymc"
-    if use not in ("nutpie", "pymc"):
-        raise InputError(f"sampler must be auto, nutpie or pymc, got {sampler!r}")
+    if use not in ("nutpie", "pymc", "gibbs"):
+        raise InputError(f"sampler must be auto, nutpie, pymc or gibbs, got {sampler!r}")
     return use
 
 
 def _sample(pm_model: Any, use: str, model: Any, key: tuple[Any, ...] | None, draws: int, *, tune: int,
-            chains: int, seed: int, cores: int, target_accept: float, progressbar: bool) -> Any:
+            chains: int, seed: int, cores: int, target_accept: float, progressbar: bool,
+            steps: list[Any] | None = None) -> Any:
     """One sampler run of ``draws`` per chain (nutpie on the compiled model of ``key``, :func:`_compiled_key`,
-    cached or compiled, or PyMC's NUTS)."""
+    cached or compiled, or PyMC: its NUTS, or ``steps``, the Metropolis-within-Gibbs steps of
+    :mod:`~cogtestbed.inference.hierarchical_gibbs`)."""
     import pymc as pm
 
     from cogtestbed.progress import for_sampling, nutpie_progress, pymc_callback
@@ -200,11 +205,26 @@ def _sample(pm_model: Any, use: str, model: Any, key: tuple[Any, ...] | None, dr
     with pm_model, _quiet_pymc(), strict_float():
         idata = pm.sample(
             draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
-            target_accept=target_accept, progressbar=progressbar, compute_convergence_checks=False, **extra,
+            compute_convergence_checks=False, progressbar=progressbar, **extra,
+            **({"step": steps} if steps is not None else {"target_accept": target_accept}),
         )
     if progress is not None:
         progress.finish()
     return idata
+
+
+def _all_centred(model: Any, trials: pd.DataFrame, hierarchical: bool) -> Any:
+    """The model with every parameter sampled centred (the same posterior), as the Gibbs sampler needs."""
+    from cogtestbed.inference.hierarchical_gibbs import all_centred
+
+    return all_centred(model, trials, hierarchical)
+
+
+def _gibbs_steps(model: Any, trials: pd.DataFrame, pm_model: Any, seed: int, target_accept: float) -> list[Any]:
+    """PyMC's NUTS on the population and :mod:`~cogtestbed.inference.hierarchical_gibbs`'s subject step."""
+    from cogtestbed.inference.hierarchical_gibbs import gibbs_steps
+
+    return gibbs_steps(model, trials, pm_model, seed)
 
 
 def _mass_matrix_settings(model: Any) -> dict[str, bool]:

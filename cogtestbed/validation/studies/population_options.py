@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from cogtestbed.request import option
 
@@ -49,6 +49,9 @@ class BuildPopulationRequest:
     max_draws: int | None = option(8000, cli_type=int, min=1,
                                    help="Draws per chain are doubled up to this while only R-hat or ESS fail.")
     seed: int = option(0, help="Sampler seed.")
+    sampler: Literal["auto", "nutpie", "pymc", "gibbs"] = option(
+        "auto", cli_type=str, help="auto (nutpie where installed), nutpie, pymc, or gibbs: Metropolis-within-Gibbs "
+        "with per-subject HMC and mode jumps, every parameter centred (for subjects with two posterior modes).")
     allow_unconverged: bool = option(False, flags=("--allow-unconverged",), help=UNCONVERGED_HELP)
     force: bool = option(False, flags=("--force",), help="Overwrite an existing output file.")
 

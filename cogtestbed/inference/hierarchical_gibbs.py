@@ -43,7 +43,8 @@ import pandas as pd
 
 from cogtestbed.errors import InputError
 
-#: Mean acceptance probability each subject's HMC step size is tuned towards (cogtestbed's choice).
+#: Mean acceptance probability each subject's HMC step size is tuned towards unless the fit names one
+#: (``fit_hierarchical`` passes the model's ``target_accept``, or NUTS's default 0.9); cogtestbed's choice.
 HMC_TARGET_ACCEPT = 0.8
 #: Energy error above which a subject's HMC trajectory counts as divergent (Stan's threshold).
 DIVERGENCE = 1000.0
@@ -99,28 +100,44 @@ class SubjectLikelihood:
         self.kernel = model.kernel()
         self.data = data
         self.n = len(data.subjects)
+        counts = np.bincount(data.obs_subject, minlength=self.n)
+        ordered = bool(np.all(np.diff(data.obs_subject) >= 0))
+        self.starts = (np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.intp)
+                       if ordered and self.n and np.all(counts > 0) else None)
 
     def natural(self, U: np.ndarray) -> np.ndarray:
         return np.column_stack([p.to_constrained(U[:, j]) for j, p in enumerate(self.params)])
 
     def __call__(self, U: np.ndarray) -> np.ndarray:
+        """Log-likelihood of every subject at ``U`` (n, k)."""
         return self.with_gradient(U)[0]
 
     def with_gradient(self, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(log-likelihood of every subject (n,), its gradient in ``U`` (n, k)): the kernel's gradient in
-        its columns, taken back through the embedding and each parameter's transform."""
+        its columns summed per subject, taken back through the embedding and each parameter's transform.
+        A subject whose sum is not finite gets log-likelihood −inf (NaN included) and, where only its
+        gradient overflowed (θ far out), gradient 0: the leapfrog map stays volume-preserving and reversible
+        whatever the force, and the acceptance uses the exact density."""
         nat = self.natural(U)
         theta = np.ascontiguousarray(self.model.kernel_theta(nat))
         ll, grad = self.kernel(theta, self.data.obs_subject, *self.data.arrays)
-        grad = np.asarray(grad)
-        ll = np.where(np.isfinite(ll), ll, -np.inf)
-        # a gradient that overflowed (θ far out) is set to 0: the leapfrog map stays volume-preserving and
-        # reversible whatever the force, and the acceptance uses the exact density
-        per_obs = np.where(np.isfinite(grad), grad, 0.0) @ self.model.embedding()[0].T
-        total = np.column_stack([np.bincount(self.data.obs_subject, weights=per_obs[:, j],
-                                             minlength=self.n) for j in range(U.shape[1])])
-        return (np.bincount(self.data.obs_subject, weights=ll, minlength=self.n),
-                total * np.column_stack([natural_slope(p, U[:, j], nat[:, j]) for j, p in enumerate(self.params)]))
+        with np.errstate(invalid="ignore", over="ignore"):
+            total_ll = self.per_subject(np.asarray(ll))
+            total_grad = self.per_subject(np.asarray(grad)) @ self.model.embedding()[0].T
+            slope = np.column_stack([natural_slope(p, U[:, j], nat[:, j]) for j, p in enumerate(self.params)])
+            gradient = total_grad * slope
+        return (np.where(np.isnan(total_ll), -np.inf, total_ll),
+                np.where(np.isfinite(gradient), gradient, 0.0))
+
+    def per_subject(self, values: np.ndarray) -> np.ndarray:
+        """Sums of ``values`` (N,) or (N, K) over each subject's observations (contiguous: ``obs_subject``
+        is sorted) — one ``reduceat`` where every subject has an observation, else per-column bincounts."""
+        if self.starts is not None:
+            return np.asarray(np.add.reduceat(values, self.starts, axis=0))
+        if values.ndim == 1:
+            return np.bincount(self.data.obs_subject, weights=values, minlength=self.n)
+        return np.column_stack([np.bincount(self.data.obs_subject, weights=values[:, j], minlength=self.n)
+                                for j in range(values.shape[1])])
 
 
 def natural_slope(p: Any, u: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -342,11 +359,12 @@ def _block_step_class() -> Any:
 
         def __init__(self, vars: Any, model: Any = None, blocked: bool = True, rng: Any = None, *,
                      names: list[str] | None = None, likelihood: Any = None,
-                     proposals: Any = None) -> None:
+                     proposals: Any = None, target_accept: float = HMC_TARGET_ACCEPT) -> None:
             self.vars = vars
             self.rng = np.random.default_rng(rng)
             self.names = list(names or [])
             self.likelihood = likelihood
+            self.target_accept = target_accept
             self.initial = proposals
             self.reset_tuning()
 
@@ -394,7 +412,7 @@ def _block_step_class() -> Any:
                 return np.where(np.isfinite(lp), lp, -np.inf), np.where(np.isfinite(g), g, 0.0)
 
             chol = self.walk_chol
-            eps = np.exp(self.log_step)[:, None]
+            eps = stable_steps(np.exp(self.log_step), chol, sd)[:, None]
             steps = int(self.rng.integers(1, 2 * HMC_STEPS))
             p = self.rng.standard_normal(U.shape)
             lp0, g = density(U)
@@ -411,7 +429,7 @@ def _block_step_class() -> Any:
             accept = np.log(self.rng.uniform(size=U.shape[0])) < log_accept
             probability = np.exp(np.minimum(log_accept, 0.0))
             if self.tune:
-                self.log_step += 0.05 * (probability - HMC_TARGET_ACCEPT)
+                self.log_step += 0.05 * (probability - self.target_accept)
             diverging = int(np.sum(~(log_accept > -DIVERGENCE)))
             return np.where(accept[:, None], X, U), np.where(accept, lp, lp0), float(probability.mean()), diverging
 
@@ -467,6 +485,21 @@ def check_gibbs_model(model: Any, pm_model: Any) -> list[str]:
     return names
 
 
+#: A subject's leapfrog step (whitened) is at most this over the square root of the largest curvature of its
+#: population prior, L^T diag(1/σ²) L: a leapfrog step is stable below 2/√curvature (Neal 2011, §5.4.4),
+#: and where the population's σ is small (centred subjects with little data: a funnel) the prior's
+#: curvature is what makes trajectories diverge.  The cap depends on σ, which the subject step conditions
+#: on, so the move stays exact.
+STABLE_STEP = 1.0
+
+
+def stable_steps(steps: np.ndarray, chol: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """Each subject's tuned step, capped by :data:`STABLE_STEP` / √(largest eigenvalue of L^T diag(1/σ²) L)."""
+    curvature = np.einsum("nji,j,njk->nik", chol, 1.0 / sd ** 2, chol)
+    top = np.linalg.eigvalsh(curvature)[:, -1]
+    return np.minimum(steps, STABLE_STEP / np.sqrt(top))
+
+
 def _population_step_class() -> Any:
     from pymc.step_methods.compound import BlockedStep
 
@@ -510,13 +543,19 @@ def _population_step_class() -> Any:
     return PopulationStep
 
 
-def gibbs_steps(model: Any, trials: pd.DataFrame, pm_model: Any, seed: int) -> list[Any]:
+def gibbs_steps(model: Any, trials: pd.DataFrame, pm_model: Any, seed: int,
+                target_accept: float = HMC_TARGET_ACCEPT) -> list[Any]:
     """The two steps of the module docstring for ``pm_model`` (built by ``kernel_pymc_model``), subjects
-    first (at PyMC's start every subject sits at the population mean)."""
+    first (at PyMC's start every subject sits at the population mean); ``target_accept``: the mean
+    acceptance each subject's HMC step size is tuned towards (``fit_hierarchical`` passes the model's, as
+    it does to NUTS: smaller steps where a posterior's curvature makes trajectories diverge)."""
     from cogtestbed.inference.hierarchical_op import SD_SCALE
 
     names = check_gibbs_model(model, pm_model)
     data = subject_data(model, trials)
+    if len(data.subjects) < 2:
+        raise InputError(f"sampler='gibbs' needs at least 2 subjects with observations to sample a population's "
+                         f"SD; {len(data.subjects)} of the table's subjects have any")
     proposals = build_proposals(model, data, seed)
     value = {v.name: v for v in pm_model.value_vars}
     params = list(model.parameters)
@@ -527,5 +566,28 @@ def gibbs_steps(model: Any, trials: pd.DataFrame, pm_model: Any, seed: int) -> l
             vars=[value[f"{n}_mu"] for n in names] + [value[f"{n}_sigma_log__"] for n in names], names=names,
             prior=prior)
         block = _block_step_class()(vars=[value[f"{n}_u"] for n in names], names=names,
-                                    likelihood=SubjectLikelihood(model, data), proposals=proposals)
+                                    likelihood=SubjectLikelihood(model, data), proposals=proposals,
+                                    target_accept=target_accept)
     return [block, population]
+
+
+def dispersed_starts(block: Any, chains: int, seed: int) -> list[dict[str, Any]]:
+    """Each chain's initial values (PyMC ``initvals``): every subject at a draw of its mode mixture, the
+    component chosen uniformly among its modes (so chains start in different modes of a subject that has
+    several: R-hat can only reveal a mode some chain visits), the population at those subjects' mean and
+    SD.  Seeded from ``seed``; the chains' own random streams are PyMC's."""
+    rng = np.random.default_rng([seed, 7_919])
+    prop = block.initial
+    modes = np.isfinite(prop.log_weight[:, :-1])
+    uniform = np.where(modes, -np.log(modes.sum(axis=1, keepdims=True)), -np.inf)
+    start = Proposals(prop.loc[:, :-1], prop.chol[:, :-1] / np.sqrt(JUMP_INFLATION), uniform, prop.walk_chol)
+    out = []
+    for _ in range(chains):
+        U = mixture_draw(start, rng)
+        point: dict[str, Any] = {}
+        for j, n in enumerate(block.names):
+            point[f"{n}_u"] = U[:, j]
+            point[f"{n}_mu"] = float(U[:, j].mean())
+            point[f"{n}_sigma"] = float(max(U[:, j].std(), 1e-3))
+        out.append(point)
+    return out

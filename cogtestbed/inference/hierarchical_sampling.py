@@ -122,7 +122,7 @@ def fit_hierarchical(
     start = time.perf_counter()
     free = [v.name for v in pm_model.free_RVs]
     key = _compiled_key(pm_model, getattr(model, "name", id(model)), hierarchical) if use == "nutpie" else None
-    steps = _gibbs_steps(model, trials, pm_model, seed, target_accept) if use == "gibbs" else None
+    steps = _gibbs_steps(model, trials, pm_model, seed, target_accept, chains) if use == "gibbs" else None
     run = functools.partial(_sample, pm_model, use, model, key, tune=tune, chains=chains, seed=seed,
                             cores=cores, target_accept=target_accept, progressbar=progressbar, steps=steps)
     idata = run(draws)
@@ -168,7 +168,7 @@ def _sampler_to_use(sampler: str) -> str:
 
 def _sample(pm_model: Any, use: str, model: Any, key: tuple[Any, ...] | None, draws: int, *, tune: int,
             chains: int, seed: int, cores: int, target_accept: float, progressbar: bool,
-            steps: list[Any] | None = None) -> Any:
+            steps: tuple[list[Any], list[dict[str, Any]]] | None = None) -> Any:
     """One sampler run of ``draws`` per chain (nutpie on the compiled model of ``key``, :func:`_compiled_key`,
     cached or compiled, or PyMC: its NUTS, or ``steps``, the Metropolis-within-Gibbs steps of
     :mod:`~cogtestbed.inference.hierarchical_gibbs`)."""
@@ -206,7 +206,7 @@ def _sample(pm_model: Any, use: str, model: Any, key: tuple[Any, ...] | None, dr
         idata = pm.sample(
             draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
             compute_convergence_checks=False, progressbar=progressbar, **extra,
-            **({"step": steps} if steps is not None else {"target_accept": target_accept}),
+            **({"step": steps[0], "initvals": steps[1]} if steps is not None else {"target_accept": target_accept}),
         )
     if progress is not None:
         progress.finish()
@@ -220,11 +220,13 @@ def _all_centred(model: Any, trials: pd.DataFrame, hierarchical: bool) -> Any:
     return all_centred(model, trials, hierarchical)
 
 
-def _gibbs_steps(model: Any, trials: pd.DataFrame, pm_model: Any, seed: int, target_accept: float) -> list[Any]:
-    """PyMC's NUTS on the population and :mod:`~cogtestbed.inference.hierarchical_gibbs`'s subject step."""
-    from cogtestbed.inference.hierarchical_gibbs import gibbs_steps
+def _gibbs_steps(model: Any, trials: pd.DataFrame, pm_model: Any, seed: int, target_accept: float,
+                 chains: int) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The steps of :mod:`~cogtestbed.inference.hierarchical_gibbs` and each chain's dispersed start."""
+    from cogtestbed.inference.hierarchical_gibbs import dispersed_starts, gibbs_steps
 
-    return gibbs_steps(model, trials, pm_model, seed)
+    steps = gibbs_steps(model, trials, pm_model, seed, target_accept)
+    return steps, dispersed_starts(steps[0], chains, seed)
 
 
 def _mass_matrix_settings(model: Any) -> dict[str, bool]:

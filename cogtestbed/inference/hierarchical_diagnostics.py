@@ -36,6 +36,12 @@ class Diagnostics:
     sampler: str
     #: Per-variable table (mean, sd, hdi, r_hat, ess_bulk, ess_tail) of the free parameters.
     table: pd.DataFrame = field(repr=False, compare=False)
+    #: The Gibbs sampler's subject HMC trajectories whose energy error exceeded 1000 (Stan's divergence
+    #: threshold), each rejected by its Metropolis test, so the chain stays exact
+    #: (:mod:`~cogtestbed.inference.hierarchical_gibbs`); None for NUTS, whose divergences are ``divergences``.
+    #: Reported, not a check: where a region stops the HMC moves, the mode jumps still enter and leave it, and
+    #: whether the chains mixed is what R-hat (from dispersed starts) and the ESS measure.
+    divergent_rejections: int | None = None
 
     @property
     def problems(self) -> list[str]:
@@ -80,9 +86,11 @@ class Diagnostics:
     def report(self) -> str:
         """One line stating all four checks with their thresholds, and the verdict."""
         rhat = "null" if self.max_rhat is None else f"{self.max_rhat:.4f}"
+        rejected = ("" if self.divergent_rejections is None else
+                    f", {self.divergent_rejections} divergent HMC proposals rejected (Gibbs; not a check)")
         return (f"max R-hat {rhat} (<= {RHAT_MAX}), min bulk ESS {self.min_ess_bulk:.0f} and min "
-                f"tail ESS {self.min_ess_tail:.0f} (>= {self.ess_floor}), {self.divergences} divergences (0): "
-                f"{self.verdict}")
+                f"tail ESS {self.min_ess_tail:.0f} (>= {self.ess_floor}), {self.divergences} divergences (0)"
+                f"{rejected}: {self.verdict}")
 
     def columns(self) -> dict[str, Any]:
         """The checked values and the verdict, for a row of a results table."""
@@ -102,6 +110,7 @@ class Diagnostics:
             "ess_floor": self.ess_floor,
             "verdict": self.verdict,
             "problems": self.problems,
+            **({} if self.divergent_rejections is None else {"divergent_rejections": self.divergent_rejections}),
         }
 
 
@@ -115,7 +124,9 @@ def diagnose(idata: Any, seconds: float = float("nan"), sampler: str = "",
         free = getattr(idata, "_free_vars", None)
         var_names = list(free) if free else list(post.data_vars)
     table = az.summary(idata, var_names=list(var_names), kind="all", round_to="none")
-    div = int(idata.sample_stats["diverging"].sum()) if "diverging" in idata.sample_stats else 0
+    stats = idata.sample_stats
+    div = int(stats["diverging"].sum()) if "diverging" in stats else 0
+    rejected = int(stats["hmc_divergent"].sum()) if "hmc_divergent" in stats else None
     return Diagnostics(
         max_rhat=_worst(table, "r_hat", np.max),
         min_ess_bulk=float(np.nanmin(table["ess_bulk"])) if len(table) else float("nan"),
@@ -126,6 +137,7 @@ def diagnose(idata: Any, seconds: float = float("nan"), sampler: str = "",
         seconds=seconds,
         sampler=sampler,
         table=table,
+        divergent_rejections=rejected,
     )
 
 

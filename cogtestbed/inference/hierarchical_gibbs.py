@@ -355,7 +355,7 @@ def _block_step_class() -> Any:
         """Metropolis–Hastings on every subject's centred values given the population (module docstring)."""
 
         stats_dtypes_shapes: dict[str, tuple[Any, list[int]]] = {
-            "hmc_accept": (np.float64, []), "jumps": (np.int64, []), "diverging": (np.int64, [])}
+            "hmc_accept": (np.float64, []), "jumps": (np.int64, []), "hmc_divergent": (np.int64, [])}
 
         def __init__(self, vars: Any, model: Any = None, blocked: bool = True, rng: Any = None, *,
                      names: list[str] | None = None, likelihood: Any = None,
@@ -392,7 +392,7 @@ def _block_step_class() -> Any:
             out = dict(point)
             for j, n in enumerate(self.names):
                 out[f"{n}_u"] = np.ascontiguousarray(U[:, j])
-            return out, [{"hmc_accept": accepted, "jumps": int(jumped.sum()), "diverging": diverging}]
+            return out, [{"hmc_accept": accepted, "jumps": int(jumped.sum()), "hmc_divergent": diverging}]
 
         def _hamiltonian(self, U: np.ndarray, mu: np.ndarray, sd: np.ndarray
                          ) -> tuple[np.ndarray, np.ndarray, float, int]:
@@ -401,8 +401,9 @@ def _block_step_class() -> Any:
             acceptance :data:`HMC_TARGET_ACCEPT`), a shared number of leapfrog steps drawn uniformly from
             1 .. 2·:data:`HMC_STEPS` − 1 (a state-independent jitter, so the move stays reversible).
             Returns the new values, their log densities, the mean acceptance probability and the number of
-            divergent trajectories (energy error above :data:`DIVERGENCE` or not finite, Stan's rule), which
-            the fit's diagnostics count as NUTS's divergences."""
+            divergent trajectories (energy error above :data:`DIVERGENCE` or not finite, Stan's rule), each
+            rejected: the fit's diagnostics report them (``divergent_rejections``) beside, not as, NUTS's
+            divergences."""
             def density(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                 # a trajectory that runs far out overflows; its end has no finite density and is rejected
                 with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -561,14 +562,53 @@ def gibbs_steps(model: Any, trials: pd.DataFrame, pm_model: Any, seed: int,
     params = list(model.parameters)
     prior = (np.array([p.prior_mean for p in params]), np.array([p.prior_sd for p in params]),
              SD_SCALE * np.array([p.prior_sd for p in params]))
+    likelihood = SubjectLikelihood(model, data)
+    check_target(pm_model, likelihood, names, prior, proposals, seed)
     with pm_model:
         population = _population_step_class()(
             vars=[value[f"{n}_mu"] for n in names] + [value[f"{n}_sigma_log__"] for n in names], names=names,
             prior=prior)
         block = _block_step_class()(vars=[value[f"{n}_u"] for n in names], names=names,
-                                    likelihood=SubjectLikelihood(model, data), proposals=proposals,
+                                    likelihood=likelihood, proposals=proposals,
                                     target_accept=target_accept)
     return [block, population]
+
+
+def gibbs_log_density(point: dict[str, Any], likelihood: SubjectLikelihood, names: list[str], prior: Any) -> float:
+    """The log posterior density the two steps sample, at a point of the PyMC model's value variables: the
+    likelihood, the centred subjects' normal, the population priors (Normal, HalfNormal) and the
+    log-Jacobian of σ's log transform."""
+    from scipy import stats
+
+    m0, s0, c = prior
+    U = np.column_stack([np.asarray(point[f"{n}_u"], dtype=float) for n in names])
+    mu = np.array([float(point[f"{n}_mu"]) for n in names])
+    log_sd = np.array([float(point[f"{n}_sigma_log__"]) for n in names])
+    sd = np.exp(log_sd)
+    return float(likelihood(U).sum() + normal_logpdf(U, mu, sd).sum() + stats.norm.logpdf(mu, m0, s0).sum()
+                 + (np.log(2.0) + stats.norm.logpdf(sd, 0.0, c)).sum() + log_sd.sum())
+
+
+def check_target(pm_model: Any, likelihood: SubjectLikelihood, names: list[str], prior: Any, proposals: Proposals,
+                 seed: int) -> None:
+    """Refuse (:class:`InputError`, one line) a PyMC model whose log density is not the one the Gibbs steps
+    sample: compared at two points near the subjects' modes (their difference, so constants cancel).  A
+    model with an extra term (a ``Potential``), other priors or other data fails."""
+    rng = np.random.default_rng([seed, 104_729])
+    logp = pm_model.compile_logp(jacobian=True)
+    gaps = []
+    for _ in range(2):
+        U = proposals.loc[:, 0] + 0.3 * rng.standard_normal(proposals.loc[:, 0].shape)
+        point: dict[str, Any] = {}
+        for j, n in enumerate(names):
+            point[f"{n}_u"] = U[:, j]
+            point[f"{n}_mu"] = np.asarray(U[:, j].mean() + 0.1 * rng.standard_normal())
+            point[f"{n}_sigma_log__"] = np.asarray(np.log(U[:, j].std() + 0.2) + 0.1 * rng.standard_normal())
+        gaps.append(float(logp(point)) - gibbs_log_density(point, likelihood, names, prior))
+    if not np.isfinite(gaps).all() or abs(gaps[0] - gaps[1]) > 1e-6 * (1.0 + abs(gaps[0])):
+        raise InputError(f"sampler='gibbs': the model's log density is not the hierarchical model the Gibbs "
+                         f"steps sample (their gap moves by {abs(gaps[0] - gaps[1]):.3g} between two points): a "
+                         "model with other priors or extra terms needs nutpie or pymc")
 
 
 def dispersed_starts(block: Any, chains: int, seed: int) -> list[dict[str, Any]]:

@@ -3,13 +3,13 @@
 Each is a hierarchical fit of a human data set in ``../shared/data`` kept as a population
 (:func:`cogtestbed.build_population`: refused above R-hat 1.01 or with divergences).  The
 configuration of each (data, model, subset, sampler settings) is in :data:`POPULATIONS`; a subset
-of participants is named where a fit of the whole data set takes hours of CPU (``spektor2024-all`` is
+of participants is named where a fit of the whole data set takes hours of CPU with NUTS (``spektor2024-all`` is
 Spektor et al.'s 282 participants, ``spektor2024`` 30 of them), and its population's ``source`` says so.
 
     python benchmarks/studies/build_populations.py cogbench-instrumental
     python benchmarks/studies/build_populations.py shahar2019 [--subjects N] [--low-rank]
     python benchmarks/studies/build_populations.py spektor2024 [--subjects N] [--draws D --max-draws M] [--centred]
-    python benchmarks/studies/build_populations.py spektor2024-all   # --subjects 0 --draws 2000 --tune 1000 --centred
+    python benchmarks/studies/build_populations.py spektor2024-all   # all 282: --sampler gibbs --draws 16000 --tune 1000
 
 ``--low-rank`` adapts nutpie's low-rank modified mass matrix instead of the model's own (diagonal
 for most).  ``--tune T`` samples ``T`` tuning steps a chain instead of as many as the draws (the library's
@@ -82,15 +82,17 @@ POPULATIONS = {
         "risky-choice", SHARED / "psych201/spektor2024lossaversion/prompts.jsonl.zip", "psych201", "prospect-theory",
         "Spektor et al. 2024 (JEP:General) loss-aversion lotteries via Psych-201 (spektor2024lossaversion, "
         "Apache-2.0), prospect theory as risky-choice declares it", subjects=30, draws=1000, max_draws=1000),
-    # every participant: sampled centred (the non-centred fit of all 282 was stopped after 61 CPU-minutes;
-    # docs/risky-choice.md, "Centred sampling"), 2,000 draws after 1,000 tuning steps a chain (max R-hat 1.0255
-    # after 1,000 + 1,000; 1.0107 after 1,000 + 2,000, 1.0135 after 1,000 + 3,000, one participant above 1.01
-    # whose likelihood has two low regions, participant_profile.py: not shipped)
+    # every participant, by the Metropolis-within-Gibbs sampler (every parameter centred, per-subject HMC and
+    # mode jumps: cogtestbed/inference/hierarchical_gibbs.py), 16,000 draws after 1,000 tuning steps a chain.
+    # nutpie's NUTS (centred, 2,000 or 3,000 draws a chain) ended at max R-hat 1.0107 and 1.0135: participant
+    # 273's likelihood has two low regions (participant_profile.py) that NUTS crosses too rarely;
+    # docs/risky-choice.md, "The hierarchical fit of all 282 participants"
     "spektor2024-all": Build(
         "risky-choice", SHARED / "psych201/spektor2024lossaversion/prompts.jsonl.zip", "psych201", "prospect-theory",
         "Spektor et al. 2024 (JEP:General) loss-aversion lotteries via Psych-201 (spektor2024lossaversion, "
-        "Apache-2.0), prospect theory as risky-choice declares it, every parameter sampled centred",
-        draws=2000, max_draws=2000, tune=1000, centred=True),
+        "Apache-2.0), prospect theory as risky-choice declares it, every parameter sampled centred, "
+        "Metropolis-within-Gibbs (sampler='gibbs')",
+        draws=16000, max_draws=16000, tune=1000, centred=True, sampler="gibbs"),
 }
 
 

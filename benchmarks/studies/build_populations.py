@@ -9,7 +9,7 @@ Spektor et al.'s 282 participants, ``spektor2024`` 30 of them), and its populati
     python benchmarks/studies/build_populations.py cogbench-instrumental
     python benchmarks/studies/build_populations.py shahar2019 [--subjects N] [--low-rank]
     python benchmarks/studies/build_populations.py spektor2024 [--subjects N] [--draws D --max-draws M] [--centred]
-    python benchmarks/studies/build_populations.py spektor2024-all   # all 282: --sampler gibbs --draws 16000 --tune 1000
+    python benchmarks/studies/build_populations.py spektor2024-all   # all 282: --sampler gibbs --draws 16000
 
 ``--low-rank`` adapts nutpie's low-rank modified mass matrix instead of the model's own (diagonal
 for most).  ``--tune T`` samples ``T`` tuning steps a chain instead of as many as the draws (the library's

@@ -210,7 +210,8 @@ KEYWORDS_BEFORE: dict[str, dict[str, object]] = {
     "fit": {"method": "mle", "source": "auto", "unit": "auto", "separate_runs": False, "draws": 1000,
             "max_draws": None, "chains": 4, "seed": 0, "lapse": "none", "form_effects": None, "sessions": None},
     "build_population": {"model": REQUIRED, "name": REQUIRED, "source": "", "from_source": "auto", "draws": 1000,
-                         "tune": None, "chains": 4, "max_draws": 8000, "seed": 0, "allow_unconverged": False,
+                         "tune": None, "chains": 4, "max_draws": 8000, "seed": 0, "sampler": "auto",
+                         "allow_unconverged": False,
                          "output": None, "force": False},
     "population_from_fit": {"experiment": REQUIRED, "model": REQUIRED, "name": REQUIRED, "table_or_path": None,
                             "source": "", "allow_unconverged": False},
@@ -277,11 +278,12 @@ def test_population_build_and_build_population_share_one_request(tmp_path: Path,
     monkeypatch.setattr("cogtestbed.api.population.build_population", _recorder(seen))
     with pytest.raises(_Called):
         run_cli(["population", "build", "two-step", str(tmp_path / "t.parquet"), "--model", "hybrid", "--name", "x",
-                 "-o", str(tmp_path / "p.json"), "--draws", "7", "--seed", "3"])
+                 "-o", str(tmp_path / "p.json"), "--draws", "7", "--seed", "3", "--sampler", "gibbs"])
     assert seen.pop("args") == ()
     assert seen == {"experiment": "two-step", "table_or_path": tmp_path / "t.parquet", "model": "hybrid", "name": "x",
                     "output": tmp_path / "p.json", "source": "", "from_source": "auto", "draws": 7, "tune": None,
-                    "chains": 4, "max_draws": 8000, "seed": 3, "allow_unconverged": False, "force": False}
+                    "chains": 4, "max_draws": 8000, "seed": 3, "sampler": "gibbs", "allow_unconverged": False,
+                    "force": False}
     with pytest.raises(ct.InputError, match="name"):
         ct.build_population("two-step", tmp_path / "t.parquet", model="hybrid")
 

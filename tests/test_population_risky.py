@@ -164,3 +164,20 @@ def test_the_plan_of_gpt_4o_minis_loss_aversion_against_spektors_people(capsys):
     assert chosen["power"] >= 0.8 and chosen["mc_se"] <= 0.03
     assert chosen["calls"] == chosen["subjects"] * chosen["trials"] and chosen["dollars"] > 0
     assert "Brunner-Munzel" in json.dumps(plan)
+
+
+def test_all_282_spektor_participants_ship_as_a_population_fitted_by_gibbs():
+    """``human:spektor2024-all``: every participant, the Metropolis-within-Gibbs fit (NUTS missed R-hat 1.01 on
+    participant 273's two modes), its population medians as ``build_populations.py spektor2024-all`` kept them
+    (docs/risky-choice.md), and simulate draws people from it."""
+    import cogtestbed as ct
+
+    pop = ct.population("human:spektor2024-all")
+    model = get_experiment("risky-choice").model("prospect-theory")
+    assert (pop.subjects, pop.fit["sampler"], pop.fit["chains"], pop.fit["draws"]) == (282, "gibbs", 4, 16000)
+    assert pop.fit["max_rhat"] <= 1.01 and pop.fit["divergences"] == 0
+    medians = pop.medians(model.parameters)
+    for name, value in {"lambda": 0.9707, "alpha": 0.758, "theta": 0.7007}.items():
+        assert medians[name] == pytest.approx(value, abs=5e-4), name
+    table = ct.simulate("risky-choice", "prospect-theory", subjects=4, seed=1, population="human:spektor2024-all")
+    assert table["subject"].nunique() == 4 and ct.true_parameters(table)["lambda"].nunique() == 4

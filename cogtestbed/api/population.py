@@ -114,6 +114,9 @@ def describe_population(pop: Population) -> list[str]:
              f"  fit: {fit.get('chains')} chains x {fit.get('draws')} draws ({fit.get('sampler')}), max R-hat "
              f"{'null' if rhat is None else f'{rhat:.4f}'}, {fit.get('divergences')} divergences; {pop.n_draws} "
              "posterior draws kept"]
+    if fit.get("verdict") and fit.get("verdict") != "converged":  # a check the population gate does not make
+        lines.append(f"  diagnostics: min bulk / tail ESS {fit.get('min_ess_bulk', float('nan')):.0f} / "
+                     f"{fit.get('min_ess_tail', float('nan')):.0f} over every variable; {fit['verdict']}")
     for p, row in pop.summary(params).items():
         lo, hi = row["median_interval"]
         slo, shi = row["sd_interval"]

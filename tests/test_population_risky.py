@@ -181,3 +181,19 @@ def test_all_282_spektor_participants_ship_as_a_population_fitted_by_gibbs():
         assert medians[name] == pytest.approx(value, abs=5e-4), name
     table = ct.simulate("risky-choice", "prospect-theory", subjects=4, seed=1, population="human:spektor2024-all")
     assert table["subject"].nunique() == 4 and ct.true_parameters(table)["lambda"].nunique() == 4
+
+
+def test_shahar_population_ships_fitted_by_gibbs_and_drives_simulate():
+    """``human:shahar2019``: 40 of Shahar et al.'s participants, the hybrid model, the Metropolis-within-Gibbs fit
+    (nutpie's stopped at R-hat 1.087 on participant 31's two regions), its medians as kept (docs/human-data.md)."""
+    import cogtestbed as ct
+
+    pop = ct.population("human:shahar2019")
+    model = get_experiment("two-step").model("hybrid")
+    assert (pop.subjects, pop.model, pop.fit["sampler"]) == (40, "hybrid", "gibbs")
+    assert pop.fit["max_rhat"] <= 1.01 and pop.fit["divergences"] == 0 and pop.fit["verdict"] == "converged"
+    medians = pop.medians(model.parameters)
+    for name, value in {"w": 0.3171, "alpha": 0.2551, "beta": 4.219}.items():
+        assert medians[name] == pytest.approx(value, rel=1e-3), name
+    table = ct.simulate("two-step", "hybrid", subjects=3, seed=1, population="human:shahar2019")
+    assert table["subject"].nunique() == 3 and ct.true_parameters(table)["w"].nunique() == 3

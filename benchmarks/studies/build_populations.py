@@ -7,7 +7,7 @@ of participants is named where a fit of the whole data set takes hours of CPU wi
 Spektor et al.'s 282 participants, ``spektor2024`` 30 of them), and its population's ``source`` says so.
 
     python benchmarks/studies/build_populations.py cogbench-instrumental
-    python benchmarks/studies/build_populations.py shahar2019 [--subjects N] [--low-rank]
+    python benchmarks/studies/build_populations.py shahar2019 [--subjects N] [--low-rank]  # --sampler gibbs
     python benchmarks/studies/build_populations.py spektor2024 [--subjects N] [--draws D --max-draws M] [--centred]
     python benchmarks/studies/build_populations.py spektor2024-all   # all 282: --sampler gibbs --draws 16000
 
@@ -73,11 +73,13 @@ POPULATIONS = {
         "instrumental-learning", SHARED / "cogbench/InstrumentalLearning/human.csv", "cogbench", "rw-pm",
         "CogBench (Coda-Forno et al. 2024) human instrumental-learning data, 50 runs x 96 trials; RW+- "
         "(Lefebvre et al. 2017)"),
+    # 40 of the 554, by the Metropolis-within-Gibbs sampler: nutpie (500 + 1,000 draws a chain) ended at R-hat
+    # 1.087 on participant 31, whose likelihood has two regions 22 nats apart (docs/human-data.md)
     "shahar2019": Build(
         "two-step", SHARED / "psych201/shahar2019twosteptask/prompts.jsonl.zip", "psych201", "hybrid",
         "Shahar et al. 2019 (PLOS Comp. Biol.) two-step task via Psych-201 (shahar2019twosteptask, Apache-2.0), "
-        "hybrid model (Daw et al. 2011); both sessions of a participant pooled", subjects=40, draws=500,
-        max_draws=1000),
+        "hybrid model (Daw et al. 2011); both sessions of a participant pooled", subjects=40, draws=2000,
+        max_draws=4000, tune=1000, sampler="gibbs"),
     "spektor2024": Build(
         "risky-choice", SHARED / "psych201/spektor2024lossaversion/prompts.jsonl.zip", "psych201", "prospect-theory",
         "Spektor et al. 2024 (JEP:General) loss-aversion lotteries via Psych-201 (spektor2024lossaversion, "

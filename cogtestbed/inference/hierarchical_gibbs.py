@@ -79,7 +79,9 @@ class SubjectData:
 @dataclass(frozen=True)
 class Proposals:
     """Per-subject proposals: mode locations (n, M, k), Cholesky factors (n, M, k, k), log weights
-    (n, M) (−inf pads a subject with fewer modes), the random walk's Cholesky factor (n, k, k)."""
+    (n, M) (−inf pads a subject with fewer modes; the last slot is the tuning draws' component, empty until
+    the first covariance window), and the Cholesky factor of each subject's HMC mass matrix (n, k, k): the
+    Laplace covariance at its best mode until the first window."""
 
     loc: np.ndarray
     chol: np.ndarray

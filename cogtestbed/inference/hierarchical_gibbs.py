@@ -210,7 +210,7 @@ def subject_modes(model: Any, data: SubjectData, i: int, seed: int) -> list[tupl
 
     sobol = stats.qmc.Sobol(len(params), scramble=True, seed=seed).random(MODE_STARTS)
     starts = mean + sd * stats.norm.ppf(np.clip(sobol, 1e-6, 1 - 1e-6))
-    values = -(lik_rows(model, data, i, starts) + normal_logpdf(starts, mean, sd))
+    values = -(lik_rows(lik, starts) + normal_logpdf(starts, mean, sd))
     found: list[tuple[np.ndarray, np.ndarray, float]] = []
     for x0 in spread_starts(starts, values, sd):
         res = optimize.minimize(f_grad, x0, jac=True, method="BFGS")
@@ -240,13 +240,13 @@ def spread_starts(starts: np.ndarray, values: np.ndarray, sd: np.ndarray) -> lis
     return chosen
 
 
-def lik_rows(model: Any, data: SubjectData, i: int, rows: np.ndarray) -> np.ndarray:
-    """Subject ``i``'s log-likelihood at each row of ``rows`` (R, k): its data tiled R times, one pass."""
-    mask = data.obs_subject == i
-    m = int(mask.sum())
-    tiled = SubjectData(list(range(len(rows))), np.repeat(np.arange(len(rows)), m),
-                        [np.ascontiguousarray(np.concatenate([a[mask]] * len(rows))) for a in data.arrays])
-    return SubjectLikelihood(model, tiled)(rows)
+def lik_rows(lik: SubjectLikelihood, rows: np.ndarray) -> np.ndarray:
+    """The log-likelihood of :func:`one_subject`'s ``lik`` at each row of ``rows`` (R, k): its data tiled R
+    times, one pass."""
+    single, copies = lik.data, len(rows)
+    tiled = SubjectData(list(range(copies)), np.repeat(np.arange(copies), single.obs_subject.size),
+                        [np.ascontiguousarray(np.concatenate([a] * copies)) for a in single.arrays])
+    return SubjectLikelihood(lik.model, tiled)(rows)
 
 
 def build_proposals(model: Any, data: SubjectData, seed: int) -> Proposals:

@@ -13,13 +13,13 @@ and dispatches on the contracts; it never branches on an experiment's name.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import json
 import os
 import pkgutil
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,10 +33,9 @@ from cogtestbed.experiments.spec import (
     UnknownNameError,
 )
 from cogtestbed.metrics_result import MetricOption
+from cogtestbed.plugins import Registry
 
-if TYPE_CHECKING:  # the installed distributions are read only for a plug-in's name
-    from importlib.metadata import EntryPoint
-
+if TYPE_CHECKING:
     import pandas as pd
 
 #: The package of the experiment modules (``cogtestbed.experiments`` as an attribute of the package
@@ -49,7 +48,7 @@ ENTRY_POINT_GROUP = "cogtestbed.experiments"
 Experiment = ExperimentSpec
 
 __all__ = [
-    "ENTRY_POINT_GROUP", "Experiment", "ExperimentSpec", "Generator", "Importer", "MetricOption",
+    "ENTRY_POINT_GROUP", "EXPERIMENTS", "Experiment", "ExperimentSpec", "Generator", "Importer", "MetricOption",
     "MetricsSpec", "StudyDecl", "UnknownNameError", "experiment_names", "get_experiment", "read_trials",
     "register", "trials_manifest", "validate_table", "write_trials",
 ]
@@ -59,39 +58,38 @@ def _module_name(name: str) -> str:
     return name.replace("-", "_")
 
 
-@cache
-def _builtin_names() -> tuple[str, ...]:
-    """Experiments declared in this package (module names, not imported)."""
-    return tuple(
-        m.name.replace("_", "-")
-        for m in pkgutil.iter_modules(_experiments_pkg.__path__)
-        if not m.name.startswith("_") and m.name != "spec"
-    )
+def _builtin() -> dict[str, Any]:
+    """Experiments declared in this package (module names, not imported), alphabetical: name → loader."""
+    names = sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(_experiments_pkg.__path__)
+                   if not m.name.startswith("_") and m.name != "spec")
+    return {name: functools.partial(_import_spec, name) for name in names}
 
 
-@cache
-def _plugin_entry_points() -> dict[str, EntryPoint]:
-    from importlib.metadata import entry_points
+def _import_spec(name: str) -> Any:
+    return importlib.import_module(f"{_experiments_pkg.__name__}.{_module_name(name)}").SPEC
 
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name not in _builtin_names()}
+
+def _as_spec(name: str, loaded: Any) -> ExperimentSpec:
+    """A loaded module's ``SPEC`` (or the spec itself), checked."""
+    spec = getattr(loaded, "SPEC", loaded)
+    if not isinstance(spec, ExperimentSpec):
+        raise TypeError(f"experiment {name!r} does not declare an ExperimentSpec (got {type(spec).__name__})")
+    if spec.name != name:
+        raise InputError(f"experiment module {name!r} declares a spec named {spec.name!r}")
+    return spec
+
+
+#: The experiments: the package's own, the plug-ins' (:data:`ENTRY_POINT_GROUP`) and those registered in this
+#: process (:func:`register`), one :class:`~cogtestbed.plugins.Registry` (the pattern backends and plan kinds share).
+EXPERIMENTS: Registry[ExperimentSpec] = Registry(
+    "experiment", ENTRY_POINT_GROUP, _builtin, _as_spec,
+    unknown=lambda name, names: UnknownNameError("experiment", name, names))
 
 
 def experiment_names() -> list[str]:
     """Every registered experiment: the package's own first (alphabetical), then plug-ins, then
     those registered in this process (:func:`register`)."""
-    return sorted(_builtin_names()) + sorted(_plugin_entry_points()) + sorted(_REGISTERED)
-
-
-def _load(name: str) -> Any:
-    if name in _builtin_names():
-        return importlib.import_module(f"{_experiments_pkg.__name__}.{_module_name(name)}").SPEC
-    loaded = _plugin_entry_points()[name].load()
-    return getattr(loaded, "SPEC", loaded)
-
-
-#: Experiments registered in this process by :func:`register` (a spec built in a script or
-#: another package, not installed): looked up before the package's own and the plug-ins.
-_REGISTERED: dict[str, ExperimentSpec] = {}
+    return EXPERIMENTS.names()
 
 
 def register(spec: ExperimentSpec) -> ExperimentSpec:
@@ -102,36 +100,12 @@ def register(spec: ExperimentSpec) -> ExperimentSpec:
     is refused."""
     if not isinstance(spec, ExperimentSpec):
         raise TypeError(f"register takes an ExperimentSpec, got {type(spec).__name__}")
-    known = _REGISTERED.get(spec.name)
-    if known is spec:
-        return spec
-    if known is not None or spec.name in _builtin_names() or spec.name in _plugin_entry_points():
-        if known is None and _installed_experiment(spec.name) is spec:  # the package's or a plug-in's own
-            return spec
-        raise InputError(f"an experiment named {spec.name!r} is already registered: give yours another name")
-    _REGISTERED[spec.name] = spec
-    return spec
+    return EXPERIMENTS.register(spec.name, spec)
 
 
 def get_experiment(name: str) -> ExperimentSpec:
     """The registered experiment called ``name`` (clear error listing valid names)."""
-    registered = _REGISTERED.get(name)
-    return registered if registered is not None else _installed_experiment(name)
-
-
-@cache
-def _installed_experiment(name: str) -> ExperimentSpec:
-    """The experiment ``name`` of this package or of an installed plug-in."""
-    if name not in _builtin_names():  # the installed distributions are scanned only for a plug-in's name
-        names = experiment_names()
-        if name not in _plugin_entry_points():
-            raise UnknownNameError("experiment", name, names)
-    spec = _load(name)
-    if not isinstance(spec, ExperimentSpec):
-        raise TypeError(f"experiment {name!r} does not declare an ExperimentSpec (got {type(spec).__name__})")
-    if spec.name != name:
-        raise InputError(f"experiment module {name!r} declares a spec named {spec.name!r}")
-    return spec
+    return EXPERIMENTS.get(name)
 
 
 # ----------------------------------------------------------------------------- tables of registered experiments

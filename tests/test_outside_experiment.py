@@ -36,7 +36,7 @@ def outside(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, An
         yield root, importlib.import_module("outside_coins.spec").SPEC
     finally:
         sys.path.remove(str(root))
-        registry._REGISTERED.pop("coin-guess", None)
+        registry.EXPERIMENTS.unregister("coin-guess")
 
 
 def test_the_example_imports_only_extend_from_cogtestbed() -> None:
@@ -82,8 +82,8 @@ def test_a_declared_entry_point_reaches_experiments_and_the_cli(outside: tuple[P
     dist.mkdir(exist_ok=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: outside-coins\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[cogtestbed.experiments]\ncoin-guess = outside_coins.spec:SPEC\n")
-    registry._plugin_entry_points.cache_clear()
-    registry._REGISTERED.pop("coin-guess", None)
+    registry.EXPERIMENTS.forget_installed()
+    registry.EXPERIMENTS.unregister("coin-guess")
     try:
         assert "coin-guess" in ct.experiments()
         assert ct.get_experiment("coin-guess").env_cls.__module__ == "outside_coins.environments.coin"
@@ -92,5 +92,4 @@ def test_a_declared_entry_point_reaches_experiments_and_the_cli(outside: tuple[P
                                 cwd=ROOT, env=env, timeout=300)
         assert listed.returncode == 0 and "coin-guess" in listed.stdout, listed.stderr[-1000:]
     finally:
-        registry._plugin_entry_points.cache_clear()
-        registry._installed_experiment.cache_clear()
+        registry.EXPERIMENTS.forget_installed()

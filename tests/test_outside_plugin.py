@@ -134,11 +134,9 @@ def plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def _forget_plugins() -> None:
-    registry._plugin_entry_points.cache_clear()
-    registry._installed_experiment.cache_clear()
-    registry._REGISTERED.pop(NAME, None)
-    backends._plugin_entry_points.cache_clear()
-    backends._installed_backend.cache_clear()
+    registry.EXPERIMENTS.forget_installed()
+    registry.EXPERIMENTS.unregister(NAME)
+    backends.BACKENDS.forget_installed()
 
 
 def test_the_entry_points_add_a_backend_and_an_experiment(plugin: Path) -> None:

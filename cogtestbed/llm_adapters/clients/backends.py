@@ -21,14 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from cogtestbed.errors import InputError
+from cogtestbed.plugins import Registry
 
 if TYPE_CHECKING:
-    from importlib.metadata import EntryPoint
-
     from cogtestbed.llm_adapters.clients.base import LLMClient
 
 #: Entry-point group through which other distributions register backends.
@@ -110,21 +108,6 @@ BUILTIN: dict[str, Backend] = {
     "hf": Backend("hf", _hf, remote=False, description="a local transformers model (hf:tiny-random, ...)",
                   local_hint="serve it with `python -m cogtestbed.llm_adapters.servers.server` and use openai:"),
 }
-#: Backends registered in this process (:func:`register_backend`).
-_REGISTERED: dict[str, Backend] = {}
-
-
-@cache
-def _plugin_entry_points() -> dict[str, EntryPoint]:
-    from importlib.metadata import entry_points
-
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name not in BUILTIN}
-
-
-def backend_names() -> list[str]:
-    """Every backend: the package's own, then the installed plug-ins', then those registered in
-    this process (each group alphabetical)."""
-    return [*BUILTIN, *sorted(set(_plugin_entry_points()) - set(_REGISTERED)), *sorted(_REGISTERED)]
 
 
 def _as_backend(name: str, value: Any) -> Backend:
@@ -135,6 +118,20 @@ def _as_backend(name: str, value: Any) -> Backend:
     if callable(value):
         return Backend(name, value)
     raise TypeError(f"backend {name!r} is neither a Backend nor a factory (got {type(value).__name__})")
+
+
+#: The backends: the package's own (:data:`BUILTIN`), the plug-ins' (:data:`ENTRY_POINT_GROUP`) and those
+#: registered in this process (:func:`register_backend`): the registry pattern experiments and plan kinds share.
+BACKENDS: Registry[Backend] = Registry(
+    "backend", ENTRY_POINT_GROUP, lambda: {name: (lambda b=b: b) for name, b in BUILTIN.items()}, _as_backend,
+    same=lambda a, b: a.factory is b.factory, installed_again=False,
+    unknown=lambda name, names: InputError(f"unknown LLM backend {name!r}: choose one of {', '.join(names)}"))
+
+
+def backend_names() -> list[str]:
+    """Every backend: the package's own, then the installed plug-ins', then those registered in
+    this process (each group alphabetical)."""
+    return BACKENDS.names()
 
 
 def register_backend(name: str, factory: Factory | Backend, *, remote: bool = True,
@@ -148,35 +145,17 @@ def register_backend(name: str, factory: Factory | Backend, *, remote: bool = Tr
     backend = factory if isinstance(factory, Backend) else Backend(name, factory, remote, description)
     if backend.name != name:
         raise InputError(f"register_backend({name!r}) was given a backend named {backend.name!r}")
-    known = _REGISTERED.get(name)
-    if known is not None and known.factory is backend.factory:
-        return known
-    if known is not None or name in BUILTIN or name in _plugin_entry_points():
-        raise InputError(f"a backend named {name!r} is already registered: give yours another name")
-    _REGISTERED[name] = backend
-    return backend
+    return BACKENDS.register(name, backend)
 
 
 def unregister_backend(name: str) -> None:
     """Remove a backend registered in this process (tests, notebooks); the package's own stay."""
-    _REGISTERED.pop(name, None)
+    BACKENDS.unregister(name)
 
 
 def get_backend(name: str) -> Backend:
     """The backend called ``name`` (one :class:`InputError` line listing them where none is)."""
-    if name in BUILTIN:
-        return BUILTIN[name]
-    if name in _REGISTERED:
-        return _REGISTERED[name]
-    return _installed_backend(name)
-
-
-@cache
-def _installed_backend(name: str) -> Backend:
-    entry = _plugin_entry_points().get(name)
-    if entry is None:
-        raise InputError(f"unknown LLM backend {name!r}: choose one of {', '.join(backend_names())}")
-    return _as_backend(name, entry.load())
+    return BACKENDS.get(name)
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -196,7 +175,7 @@ def batch_api(name: str) -> Callable[[LLMClient], Any] | None:
 
 
 def _known(name: str) -> bool:
-    return bool(name) and (name in BUILTIN or name in _REGISTERED or name in _plugin_entry_points())
+    return BACKENDS.known(name)
 
 
 def make_client(spec: str, *, base_url: str | None = None, mode: str = "auto", **options: Any) -> LLMClient:

@@ -117,7 +117,8 @@ class Registry(Generic[T]):
         if known is not None and self._same(known, value):
             return known
         if known is not None or name in self.builtin_names() or name in self._plugins():
-            if known is None and self._installed_again and self._same(self.get(name), value):  # the package's or a plug-in's own
+            # the package's or a plug-in's own thing again
+            if known is None and self._installed_again and self._same(self.get(name), value):
                 return value
             raise InputError(f"a{'n' if self.what[0] in 'aeiou' else ''} {self.what} named {name!r} is already "
                              "registered: give yours another name")

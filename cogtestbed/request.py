@@ -222,6 +222,30 @@ def _build(cls: type[Any], path: tuple[str, ...], by_path: dict[tuple[str, ...],
     return cls(**kwargs)
 
 
+def build_grouped(cls: type[R], given: Mapping[str, Any], values: Mapping[str, Any]) -> R:
+    """The request ``cls`` from its sub-objects ``given`` (by field name; None: its defaults) and flat keywords
+    ``values`` (:func:`build`'s) for the rest: a keyword whose option lies in a sub-object also given is refused
+    (one value per option)."""
+    from cogtestbed.errors import InputError
+
+    chosen = {k: v for k, v in given.items() if v is not None}
+    clash = [leaf.name for leaf in leaves(cls) if leaf.name in values and len(leaf.path) > 1 and leaf.path[0] in chosen]
+    if clash:
+        raise InputError(f"{', '.join(clash)} given twice: as a keyword and in the {leaf_group(cls, clash[0])} given")
+    return typing.cast(R, dataclasses.replace(typing.cast(Any, build(cls, values)), **chosen))
+
+
+def leaf_group(cls: type[Any], name: str) -> str:
+    """The sub-object (field name) holding the option ``name`` of ``cls`` (``""`` for a top-level one)."""
+    path = next(leaf.path for leaf in leaves(cls) if leaf.name == name)
+    return path[0] if len(path) > 1 else ""
+
+
+def sub_objects(request: Any) -> dict[str, Any]:
+    """The request's top-level fields by name (its sub-objects and its top-level options)."""
+    return {f.name: getattr(request, f.name) for f in dataclasses.fields(request)}
+
+
 def value(request: Any, leaf: Leaf) -> Any:
     """The value of ``leaf`` in ``request``."""
     out = request
@@ -405,5 +429,5 @@ def derived_names(func: Callable[..., Any]) -> set[str]:
 
 
 __all__ = ["Group", "Leaf", "Opt", "api_leaves", "api_signature", "api_values", "as_items", "as_list", "as_name",
-           "as_text", "build", "cli_leaves", "derive_api",
+           "as_text", "build", "build_grouped", "cli_leaves", "leaf_group", "sub_objects", "derive_api",
            "flat", "from_cli", "group", "keyword", "leaves", "option", "options_doc", "request_block", "value"]

@@ -8,22 +8,32 @@ statistical test the metrics function reports (``test=KEY, agent="AGENT:p=v"``).
 :class:`Plan` holds ``plan.json``'s payload (:meth:`Plan.to_dict`; :meth:`Plan.save` writes
 ``plan.json``, ``frontier.png`` and ``report.html``, executed by ``cogtestbed run --plan``).
 
-A thin face: the options are read, checked and planned in the planning layer
-(:mod:`cogtestbed.validation.design.request`; ``adaptive``: :mod:`cogtestbed.validation.design.adaptive_plan`).
+A thin face: the request is built here and dispatched through the registry of plan kinds
+(:mod:`cogtestbed.validation.design.plan_kinds`), which checks and plans it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cogtestbed.api.checks import public
 from cogtestbed.errors import InputError
-from cogtestbed.request import build, derive_api, keyword, request_block
-from cogtestbed.validation.design.plan_options import PlanRequest
+from cogtestbed.request import options_doc, request_block
+from cogtestbed.validation.design.plan_options import (
+    PlanAdaptive,
+    PlanFit,
+    PlanForms,
+    PlanLLMs,
+    PlanRequest,
+    PlanSequential,
+    PlanSizes,
+    PlanSubjects,
+    PlanTarget,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,8 +46,9 @@ Say = Callable[[str], None] | None
 
 @dataclass
 class Plan:
-    """A study plan: ``kind`` ``power`` (the payload of ``plan.json``) or ``precision``
-    (``precision.json``'s)."""
+    """A study plan: ``kind`` names the registered plan kind that made it
+    (:mod:`~cogtestbed.validation.design.plan_kinds`: ``power``, ``sequential``, ``hierarchical``,
+    ``precision``, ``adaptive``, ``forms`` or one registered from outside), ``payload`` what its file holds."""
 
     payload: dict[str, Any]
     size_name: str = "subjects"
@@ -51,7 +62,7 @@ class Plan:
 
     @property
     def frontier(self) -> pd.DataFrame:
-        """The cost-power frontier, one row per design (empty for a precision plan)."""
+        """The cost-power frontier, one row per design (empty for a kind without one)."""
         import pandas as pd
 
         return pd.DataFrame(self.payload.get("frontier", []))
@@ -62,123 +73,122 @@ class Plan:
         return self.payload.get("sequential")
 
     def to_dict(self) -> dict[str, Any]:
-        """The plan as ``plan.json`` holds it (``precision.json`` for a precision plan)."""
+        """The plan as its file holds it (``plan.json``, ``precision.json``, ...)."""
         import copy
 
         return copy.deepcopy(self.payload)
 
+    def lines(self) -> list[str]:
+        """The plan as text, as ``cogtestbed plan`` prints it (its kind's
+        :attr:`~cogtestbed.validation.design.kinds.PlanKind.lines`)."""
+        from cogtestbed.validation.design.plan_kinds import get_plan_kind
+
+        return get_plan_kind(self.kind).lines(self.payload, self.size_name)
+
     def save(self, directory: str | os.PathLike[str], force: bool = False) -> dict[str, Path]:
-        """Write ``plan.json``, ``frontier.png`` and ``report.html`` (a precision plan:
-        ``precision.json``) into ``directory``; returns the files.  The folder is claimed first
-        (:func:`~cogtestbed.outputs.output_dir`): a non-empty one is refused unless ``force``, and
-        of two commands saving there at once one is refused."""
+        """Write the plan's files into ``directory`` through its kind (a power plan: ``plan.json``,
+        ``frontier.png`` and ``report.html``; a precision plan ``precision.json``; ...); returns the files.  The
+        folder is claimed first (:func:`~cogtestbed.outputs.output_dir`): a non-empty one is refused unless
+        ``force``, and of two commands saving there at once one is refused."""
         from cogtestbed.outputs import output_dir
+        from cogtestbed.validation.design.plan_kinds import get_plan_kind
 
         with output_dir(Path(directory), force):
-            self.files = self._write(Path(directory))
+            self.files = get_plan_kind(self.kind).save(self.payload, Path(directory))
         return self.files
-
-    def _write(self, out: Path) -> dict[str, Path]:
-        if self.kind in ("precision", "adaptive"):
-            import json
-
-            from cogtestbed.outputs import atomic_write_bytes
-
-            dest = out / f"{self.kind}.json"
-            atomic_write_bytes(dest, lambda tmp: tmp.write_text(json.dumps(self.payload, indent=1, default=str)))
-            return {self.kind: dest}
-        from cogtestbed.validation.design.plan_report import write_plan
-
-        return write_plan(self.payload, out)
 
     def plot(self, directory: str | os.PathLike[str] | None = None) -> Figures:
         """The cost-power frontier plot (``frontier.png``, in ``directory`` or a temporary one)."""
         import tempfile
 
         from cogtestbed.api.figures import Figures
+        from cogtestbed.validation.design.plan_kinds import get_plan_kind
         from cogtestbed.validation.design.plan_report import plot_frontier
 
-        if self.kind in ("precision", "adaptive"):
-            raise InputError(f"a{'n' if self.kind == 'adaptive' else ''} {self.kind} plan has no cost-power "
-                             "frontier to plot")
+        if not get_plan_kind(self.kind).frontier:
+            raise InputError(f"a {self.kind} plan has no cost-power frontier to plot")
         out = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="cogtestbed-plan-"))
         return Figures([plot_frontier(self.payload, out)])
 
 
-@public(paths=('pilot', 'prices'))
-@derive_api(PlanRequest, after=(keyword("say", None, Say),))
-def plan(experiment: str | Any, **options: Any) -> Plan:
-    """Plan a study (``cogtestbed plan``): the cheapest design that reaches the target power
-    (``power``) at level ``level``, priced by ``llm`` (``BACKEND:MODEL``; two for a metric
-    difference between two LLMs), or with ``precision={PARAM: HALFWIDTH}`` the cheapest design
-    whose one-subject MLE lies within the half-width with probability ``assurance``.
+@public(paths=("pilot", "prices"))
+def plan(experiment: str | Any, *, target: PlanTarget | None = None, sizes: PlanSizes | None = None,
+         simulated: PlanSubjects | None = None, llms: PlanLLMs | None = None, sequential: PlanSequential | None = None,
+         analysis: PlanFit | None = None, prompt_forms: PlanForms | None = None,
+         adaptive_sessions: PlanAdaptive | None = None, mc_se: float = 0.03, seed: int = 0, workers: int | None = None,
+         say: Say = None, **options: Any) -> Plan:
+    """Plan a study (``cogtestbed plan``): the cheapest design that answers one question, priced in calls,
+    tokens and dollars.  The request comes in typed groups (:class:`~cogtestbed.validation.design.plan_options.
+    PlanTarget`, :class:`~cogtestbed.validation.design.plan_options.PlanSizes`, ...; each left out takes its
+    defaults), or, as a shortcut building the same request, as flat keywords (``llm=``, ``model=``,
+    ``effect=``, ...: every option listed below); a keyword whose option lies in a group also given is refused.
 
-    A model parameter between two groups: two ``llm`` with ``model`` and ``effect`` plan the
-    difference of that parameter between the two LLMs (the second's population median moved by
-    the effect; each LLM plays ``subjects`` × ``runs`` sessions, priced by its own dry run, as the
-    metric comparison prices two LLMs); one ``llm`` with ``human`` (a trial table of the
-    experiment, or its path: any sample of people, fitted once by the per-subject MLE,
-    :func:`~cogtestbed.validation.studies.model_studies.reference_sample`) plans the LLM against
-    that sample (its fitted medians the LLM's base before the effect).  ``population`` (``"human:NAME"``
-    or a population file, issue 52: the posterior of a hierarchical fit of people) draws the simulated
-    subjects from it (one posterior draw per study, its spread and uncertainty included); with one
-    ``llm`` the first group is as many people as it was fitted to (their number fixed), drawn afresh
-    from it in every simulated study at their own trial count
-    (:func:`~cogtestbed.validation.studies.model_studies.people_design`), so the plan prices the
-    LLM's sample against theirs.  Tested by a Welch t-test of
-    the two groups' per-subject MLE (log scale for a log-scaled parameter), or with
-    ``fit="hierarchical"`` by the posterior of the difference of the two groups' population values.
+    The question is a registered plan kind (:mod:`cogtestbed.validation.design.plan_kinds`): ``question``
+    names one, else the first that claims the request plans it: ``forms`` (``forms``), ``adaptive``
+    (``adaptive`` with ``precision``), ``precision`` (``precision={PARAM: HALFWIDTH}``: the cheapest design
+    whose one-subject MLE lies within the half-width with probability ``assurance``), ``sequential``
+    (``looks=K`` or ``"auto"``), ``hierarchical`` (``fit="hierarchical"``) and ``power`` (the cheapest design
+    reaching the target ``power`` at ``level``).  The kind checks the request before anything is simulated
+    (an option it does not read is refused in one line naming it), runs it, and :meth:`Plan.save` writes
+    through it.
 
-    Sizes: ``subjects`` / ``runs`` / ``trials`` as ``(lo, hi)``, a list, or the command line's
-    text (``"10:200"``); ``design`` fixes fields (a list ``FIELD=a,b,c`` on an integer field is
-    searched).  ``looks=K`` adds a group-sequential design; ``looks="auto"`` searches the looks
-    (2–10), the spending function and futility on/off for the cheapest expected cost meeting α and
-    the power (:mod:`cogtestbed.validation.design.seqauto`).  Futility is non-binding (its stops are
-    ignored in the type-I error) unless ``binding_futility``.  ``fit="hierarchical"`` searches the
-    size with the hierarchical fit from the per-subject MLE's choice, ``fit_sims`` fresh studies per
-    size tried, and plans its choice (:mod:`cogtestbed.validation.design.fitcheck`).  A reasoning model
-    (issue 49) is priced with ``reasoning_effort`` / ``thinking_budget`` as run and its completion tokens per
-    call from ``pilot`` or ``assume_reasoning_tokens`` (``N`` or ``LOW:HIGH``); without either it is refused.
-    ``adaptive`` (parameter names, issue 53) with ``precision={PARAM: HALFWIDTH}``: the trials per session
-    that adaptive sessions on those parameters and fixed sessions of the same design space need for
-    P(|posterior mean − truth| ≤ HALFWIDTH) ≥ ``assurance`` (unconstrained scale, subjects drawn from the
-    prior, ``adaptive_sims`` of them, at most the top of ``trials`` trials, default 60), each priced by
-    ``llm``'s dry run for ``subjects`` sessions (:func:`_plan_adaptive`).
-    ``say`` receives progress lines.
-    The same arguments and seed give the same plan as the command line.
+    A power target takes the three forms of :func:`cogtestbed.power`: a model parameter or contrast
+    (``model="rw-pm", effect={"optimism_bias": 0.2}``; with two ``llm`` the difference between the two LLMs;
+    with one ``llm`` and ``human`` (a trial table of people, fitted once per subject,
+    :func:`~cogtestbed.validation.studies.model_studies.reference_sample`) or ``population`` (``"human:NAME"``
+    or a population file, issue 52) the LLM against those people), a metric difference between two settings
+    (``metric=..., compare=("AGENT:p=v", "AGENT:p=v")``) and a statistical test the metrics function reports
+    (``test=KEY, agent="AGENT:p=v"``).  Two groups are tested by a Welch t-test of the per-subject MLE
+    (log scale for a log-scaled parameter), or with ``fit="hierarchical"`` by the posterior of the
+    difference of the two groups' population values.
+
+    Sizes: ``subjects`` / ``runs`` / ``trials`` as ``(lo, hi)``, a list, one number or the command line's
+    text (``"10:200"``); ``design`` fixes fields (a list ``FIELD=a,b,c`` on an integer field is searched).
+    ``looks="auto"`` searches the looks (2–10), the spending function and futility on/off
+    (:mod:`cogtestbed.validation.design.seqauto`); futility is non-binding unless ``binding_futility``.
+    A reasoning model (issue 49) is priced with ``reasoning_effort`` / ``thinking_budget`` as run and its
+    completion tokens per call from ``pilot`` or ``assume_reasoning_tokens`` (``N`` or ``LOW:HIGH``).
+    ``adaptive`` (parameter names, issue 53) with ``precision={PARAM: HALFWIDTH}``: the trials per session that
+    adaptive sessions and fixed sessions of the same design space need, each priced by ``llm``'s dry run.
+    ``say`` receives progress lines.  The same arguments and seed give the same plan as the command line.
     """
     from cogtestbed.api.core import get_experiment, read_table
-    from cogtestbed.validation.design.request import run_plan
+    from cogtestbed.request import api_leaves, build_grouped
+    from cogtestbed.validation.design.kinds import PlanContext
+    from cogtestbed.validation.design.plan_kinds import plan_request
 
-    req = build(PlanRequest, {**options, "experiment": experiment})
-    say = options.get("say")
+    known = {leaf.name for leaf in api_leaves(PlanRequest)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise InputError(f"plan(): got an unexpected keyword argument {unknown[0]!r}")
+    groups = {"target": target, "sizes": sizes, "simulated": simulated, "llms": llms, "sequential": sequential,
+              "analysis": analysis, "prompt_forms": prompt_forms, "adaptive_sessions": adaptive_sessions}
+    req = build_grouped(PlanRequest, groups, {**options, "experiment": experiment, "mc_se": mc_se, "seed": seed,
+                                              "workers": workers})
+    check_request_values("plan", req, paths=("pilot", "prices", "human"))
     exp = get_experiment(experiment)
-    ad, tg = req.adaptive_sessions, req.target
-    if ad.adaptive:
-        payload, size_name, kind = _plan_adaptive(exp, ad.adaptive, tg.precision, tg.assurance, req.llms.llm,
-                                                  req.sizes.subjects, req.sizes.trials, ad.adaptive_sims, req.seed,
-                                                  req.llms.prices, req.llms.allow_unpriced, say)
-    else:
-        payload, size_name, kind = run_plan(exp, req, read_table, say)
-    return Plan({**payload, "request": request_block(req)}, size_name, kind=kind)
+    kind, planned = plan_request(exp, req, PlanContext(read_table, _dry_run_price, say))
+    return Plan({**planned.payload, "request": request_block(req)}, planned.size_name, kind=kind.name)
 
 
-def _plan_adaptive(exp: Any, adaptive: str | Sequence[str], precision: Mapping[str, float] | str | None,
-                   assurance: float, llm: str | Sequence[str] | None, subjects: Any, trials: Any, sims: int, seed: int,
-                   prices: str | os.PathLike[str] | None, allow_unpriced: bool,
-                   say: Say) -> tuple[dict[str, Any], str, str]:
-    """``plan --adaptive`` (:func:`cogtestbed.validation.design.adaptive_plan.plan_adaptive`), each arm's
-    trials per session priced by ``llm``'s dry run.  Power targets are refused in one line."""
-    from cogtestbed.validation.design.adaptive_plan import adaptive_target, plan_adaptive
-    from cogtestbed.validation.studies.options import one_assignment, size_text
+plan.__request__ = PlanRequest  # type: ignore[attr-defined]
+plan.__doc__ = (plan.__doc__ or "").rstrip() + "\n" + options_doc(PlanRequest)
 
-    precision_text = one_assignment(precision)
-    trials_text = str(trials) if isinstance(trials, int) else size_text(trials)
-    subjects_text = str(subjects) if isinstance(subjects, int) else size_text(subjects)
-    target = adaptive_target(exp, precision_text, assurance, trials_text, subjects_text, sims)
-    llms = [llm] if isinstance(llm, str) else list(llm or [])
-    price = _dry_run_price(exp, llms[0], target.sessions, seed, prices, allow_unpriced) if llms else None
-    return plan_adaptive(exp, adaptive, target, sims, seed, llms[0] if llms else None, price, say), "trials", "adaptive"
+
+def check_request_values(function: str, req: Any, paths: tuple[str, ...] = ()) -> None:
+    """Every option of the request ``req`` checked at the door as a keyword of ``function`` is
+    (:func:`~cogtestbed.api.checks.check_argument`: its type, finite numbers, its range; ``paths``: files that
+    must exist)."""
+    from cogtestbed.api.checks import check_argument, check_path
+    from cogtestbed.request import api_leaves, value
+
+    for leaf in api_leaves(type(req)):
+        given = value(req, leaf)
+        if given is leaf.default:
+            continue
+        check_argument(function, leaf.name, given, leaf.hint)
+        if leaf.name in paths:
+            check_path(function, leaf.name, given)
 
 
 def _dry_run_price(exp: Any, llm: str, sessions: int, seed: int, prices: str | os.PathLike[str] | None,

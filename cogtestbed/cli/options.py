@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import typer
 
-from cogtestbed.request import Leaf, cli_leaves, from_cli
+from cogtestbed.errors import InputError
+from cogtestbed.request import Leaf, cli_leaves, from_cli, leaves
 
 
 def typer_info(leaf: Leaf) -> Any:
@@ -57,6 +58,15 @@ def command_signature(*classes: type[Any]) -> inspect.Signature:
     return inspect.Signature([parameter(leaf) for leaf in ordered])
 
 
+def as_flags(text: str, classes: Sequence[type[Any]]) -> str:
+    """A library message's fields (written `` `name` ``, issue 67) as the command line's flags (``--name``) of the
+    requests ``classes``; a quoted word no request declares stays as it is."""
+    import re
+
+    flags = {leaf.name: leaf.flags[0] for cls in classes for leaf in leaves(cls)}
+    return re.sub(r"`(\w+)`", lambda m: flags.get(m.group(1), m.group(0)), text)
+
+
 def request_command(app: typer.Typer, *classes: type[Any], name: str | None = None, help: str | None = None,  # noqa: A002
                     context: bool = False, **settings: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``body(REQUEST, ...)`` (one argument per class of ``classes``; with ``context`` click's
@@ -68,7 +78,11 @@ def request_command(app: typer.Typer, *classes: type[Any], name: str | None = No
         @functools.wraps(body)
         def command(**values: Any) -> Any:
             ctx = (values.pop("ctx"),) if context else ()
-            return body(*ctx, *(from_cli(cls, values) for cls in classes))
+            try:
+                return body(*ctx, *(from_cli(cls, values) for cls in classes))
+            except InputError as exc:  # the library names fields (`effect`); the command line names its flags
+                exc.args = (as_flags(str(exc), classes), *exc.args[1:])
+                raise
 
         del command.__wrapped__  # typer reads the signature below, not the body's
         signature = command_signature(*classes)

@@ -19,6 +19,7 @@ A backend with a provider batch API names it in :attr:`Backend.batches` (``run -
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -110,6 +111,10 @@ BUILTIN: dict[str, Backend] = {
 }
 
 
+def _itself(backend: Backend) -> Backend:
+    return backend
+
+
 def _as_backend(name: str, value: Any) -> Backend:
     if isinstance(value, Backend):
         if value.name != name:
@@ -123,7 +128,8 @@ def _as_backend(name: str, value: Any) -> Backend:
 #: The backends: the package's own (:data:`BUILTIN`), the plug-ins' (:data:`ENTRY_POINT_GROUP`) and those
 #: registered in this process (:func:`register_backend`): the registry pattern experiments and plan kinds share.
 BACKENDS: Registry[Backend] = Registry(
-    "backend", ENTRY_POINT_GROUP, lambda: {name: (lambda b=b: b) for name, b in BUILTIN.items()}, _as_backend,
+    "backend", ENTRY_POINT_GROUP, lambda: {name: functools.partial(_itself, b) for name, b in BUILTIN.items()},
+    _as_backend,
     same=lambda a, b: a.factory is b.factory, installed_again=False,
     unknown=lambda name, names: InputError(f"unknown LLM backend {name!r}: choose one of {', '.join(names)}"))
 

@@ -37,27 +37,47 @@ class AdaptiveTarget:
     sessions: int
 
 
-def adaptive_target(exp: Any, precision: str | None, assurance: float, trials: Any, subjects: Any,
-                    sims: int) -> AdaptiveTarget:
-    """The target of ``--precision PARAM=HALFWIDTH`` and the sizes (``trials``: ``N`` or ``LO:HI`` text,
-    its top the longest session simulated, default :data:`ADAPTIVE_MAX_TRIALS`; ``subjects``: one number of
-    sessions), refused in one line where they do not make a plan (a power target is not planned yet)."""
+def adaptive_target(exp: Any, precision: Mapping[str, float] | str | None, assurance: float, trials: Any,
+                    subjects: Any, sims: int) -> AdaptiveTarget:
+    """The target of ``precision`` (``{PARAM: HALFWIDTH}``, or the command line's ``PARAM=HALFWIDTH``) and
+    the sizes (``trials``: a count, ``(lo, hi)``, a list or the command line's ``N`` / ``LO:HI``, its top the
+    longest session simulated, default :data:`ADAPTIVE_MAX_TRIALS`; ``subjects``: one number of sessions),
+    refused in one line where they do not make a plan (a power target is not planned yet)."""
+    from cogtestbed.validation.design.sizes import Sizes
+
     if precision is None:
         raise InputError("plan --adaptive plans a precision target: give --precision PARAM=HALFWIDTH (a power target "
                          "over adaptive sessions is not planned yet)")
-    parameter, halfwidth = next(iter(parse_assignments([precision], "--precision").items()))
+    given = dict(precision) if isinstance(precision, Mapping) else parse_assignments([precision], "--precision")
+    if len(given) != 1:
+        raise InputError(f"--precision takes one PARAM=HALFWIDTH, got {len(given)}")
+    parameter, halfwidth = next(iter(given.items()))
     _check_parameter(exp, parameter)
     if not (halfwidth > 0 and 0 < assurance < 1):
         raise InputError(f"--precision needs HALFWIDTH > 0 and --assurance in (0, 1), got {halfwidth}, {assurance}")
-    try:
-        top = int(str(trials).replace(",", ":").split(":")[-1]) if trials else ADAPTIVE_MAX_TRIALS
-        sessions = int(subjects or 1)
-    except ValueError:
-        raise InputError(f"plan --adaptive: --subjects is one number of sessions and --trials N or LO:HI (its top is "
-                         f"the longest session simulated), got {subjects!r} and {trials!r}") from None
-    if sims < 2 or top < 1 or sessions < 1:
+    top = Sizes.of(trials, "trials").top if trials is not None else ADAPTIVE_MAX_TRIALS
+    sessions = Sizes.of(subjects, "subjects") if subjects is not None else None
+    if sessions is not None and len(sessions) != 1:
+        raise InputError(f"plan --adaptive: --subjects is one number of sessions, got {sessions}")
+    if sims < 2 or top < 1:
         raise InputError("plan --adaptive needs --adaptive-sims >= 2, trials >= 1 and subjects >= 1")
-    return AdaptiveTarget(parameter, halfwidth, assurance, top, sessions)
+    return AdaptiveTarget(parameter, halfwidth, assurance, top, 1 if sessions is None else sessions.top)
+
+
+def run_adaptive(exp: Any, req: Any, ctx: Any) -> Any:
+    """The ``adaptive`` plan kind (``adaptive`` with ``precision``): :func:`plan_adaptive`, each arm's
+    trials per session priced by the first LLM's dry run (``ctx.dry_run``) of the sessions asked."""
+    from cogtestbed.validation.design.kinds import Planned
+
+    ad, tg, lm = req.adaptive_sessions, req.target, req.llms
+    target = adaptive_target(exp, tg.precision, tg.assurance, req.sizes.trials, req.sizes.subjects, ad.adaptive_sims)
+    llms = [lm.llm] if isinstance(lm.llm, str) else list(lm.llm or [])
+    price = None
+    if llms and ctx.dry_run is not None:
+        price = ctx.dry_run(exp, llms[0], target.sessions, req.seed, lm.prices, lm.allow_unpriced)
+    payload = plan_adaptive(exp, ad.adaptive, target, ad.adaptive_sims, req.seed, llms[0] if llms else None, price,
+                            ctx.say)
+    return Planned(payload, "trials")
 
 
 def _check_parameter(exp: Any, parameter: str) -> None:

@@ -30,6 +30,9 @@ def _text(value: Any) -> str:
 class PlanTarget:
     """What the plan must detect or estimate, and how surely."""
 
+    question: str | None = option(
+        None, help="The plan kind answering the question (power, sequential, hierarchical, precision, adaptive, "
+                   "forms, or a registered one; `cogtestbed plan --help`). Default: chosen from the other options.")
     model: str | None = option(None, help="Model of an --effect target, e.g. rw-pm.")
     effect: Mapping[str, float] | str | None = option(
         None, record=assignment_items, cli_type=str | None,
@@ -171,14 +174,14 @@ class PlanFit:
 
 @dataclass(frozen=True)
 class PlanForms:
-    """A plan over prompt forms (the command line's ``--forms``; :func:`cogtestbed.plan_forms` in Python)."""
+    """A plan over prompt forms (the ``forms`` plan kind)."""
 
     forms: str | Sequence[int] | None = option(
-        None, cli_type=str | None, flags=("--forms",), api=False, json=False,
+        None, cli_type=str | None, flags=("--forms",), record=_text,
         help="Counts of prompt forms to plan over, e.g. 1,2,4,8 (with --model, --effect and --form-sd or --pilot): "
              "forms x subjects chosen jointly by dollars.")
     form_sd: Mapping[str, float] | Sequence[str] | None = option(
-        None, cli_type=list[str] | None, flags=("--form-sd",), api=False, json=False,
+        None, cli_type=list[str] | None, flags=("--form-sd",), record=assignment_items,
         help="PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD) offset on its unconstrained scale "
              "(synthetic subjects; needs --forms).")
 

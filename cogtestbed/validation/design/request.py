@@ -5,10 +5,11 @@ hierarchical fit (:mod:`~cogtestbed.validation.design.fitcheck`) or for precisio
 (:mod:`~cogtestbed.validation.design.precision`).
 
 :class:`~cogtestbed.validation.design.plan_options.PlanRequest` holds the options (declared once there:
-the command line's, ``ct.plan``'s and ``plan.json``'s ``request`` block are made from it); :func:`run_plan` checks
-them, each bad mix refused in one line naming the option, in the order the options are read, and
-returns the payload of ``plan.json`` (or ``precision.json``).  The public face
-(:mod:`cogtestbed.api.plan`) only builds the request and wraps the payload.
+the command line's, ``ct.plan``'s and ``plan.json``'s ``request`` block are made from it); :func:`_study` checks
+them, each bad mix refused in one line naming the option, in the order the options are read.  The plan
+kinds :func:`run_power`, :func:`run_sequential`, :func:`run_hierarchical` and :func:`run_precision` are
+registered in :mod:`~cogtestbed.validation.design.plan_kinds`; the public face (:mod:`cogtestbed.api.plan`)
+only builds the request and dispatches through that registry.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.errors import InputError
+from cogtestbed.validation.design.kinds import PlanContext, Planned, Say
 from cogtestbed.validation.design.plan_options import PlanRequest
+from cogtestbed.validation.design.sizes import Effect, Sizes
 
-#: What a plan says while it works (one line at a time), or None for silence.
-Say = Callable[[str], None] | None
 #: Reads a trial table of the experiment (a table or a path): ``(exp, table_or_path, source, sessions)`` to
 #: ``(table, source)`` (:func:`cogtestbed.api.core.read_table`).
 ReadTable = Callable[[Any, Any, str, Any], Any]
@@ -35,20 +36,71 @@ class _Study:
 
     spec: Any
     llms: list[str]
-    subjects: str | None
-    runs: str | None
-    trials: str | None
+    subjects: Sizes | None
+    runs: Sizes | None
+    trials: Sizes | None
     looks: int | str | None
-    target: tuple[str, float] | None
+    target: Effect | None
     field_axis: Any
     reasoning: dict[str, Any]
     pilot_info: Any
 
 
-def run_plan(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say = None) -> tuple[dict[str, Any], str, str]:
-    """(payload, size axis name, kind) of the plan ``req`` asks for: ``kind`` ``power`` (``plan.json``'s
-    payload) or ``precision`` (``precision.json``'s).  ``read_table`` reads a ``human`` sample;
-    ``say`` receives progress lines."""
+def run_power(exp: Any, req: PlanRequest, ctx: PlanContext) -> Planned:
+    """The ``power`` plan kind: the cheapest fixed design reaching the target power (``plan.json``'s
+    payload): a model parameter or contrast (one LLM, two LLMs, an LLM against people), a metric
+    difference between two settings or a test the metrics function reports."""
+    return _power_plan(exp, req, ctx, None)
+
+
+def run_sequential(exp: Any, req: PlanRequest, ctx: PlanContext) -> Planned:
+    """The ``sequential`` plan kind (``looks``): the fixed plan and its group-sequential design at the
+    chosen design (:func:`_attach_looks`)."""
+    seq = req.sequential
+
+    def looks(payload: dict[str, Any], result: Any, planner: Any, pricer: Any, st: _Study,
+              workers: int) -> dict[str, Any]:
+        assert st.looks is not None  # the kind claims a request with looks
+        _attach_looks(payload, result, pricer, exp, st.looks, seq.spending, seq.futility, seq.seq_sims, workers,
+                      seq.null, None if ctx.say is None else planner.say, seq.null_sims, seq.binding_futility,
+                      req.mc_se)
+        return payload
+
+    return _power_plan(exp, req, ctx, looks)
+
+
+def run_hierarchical(exp: Any, req: PlanRequest, ctx: PlanContext) -> Planned:
+    """The ``hierarchical`` plan kind (``fit="hierarchical"``): the size searched with the hierarchical
+    fit from the per-subject MLE's choice (:func:`_hierarchical_plan`)."""
+
+    def refit(payload: dict[str, Any], result: Any, planner: Any, pricer: Any, st: _Study,
+              workers: int) -> dict[str, Any]:
+        return _hierarchical_plan(payload, result, planner, exp, req.analysis.fit_sims, workers, req.llms.max_cost,
+                                  st.pilot_info)
+
+    return _power_plan(exp, req, ctx, refit)
+
+
+def run_precision(exp: Any, req: PlanRequest, ctx: PlanContext) -> Planned:
+    """The ``precision`` plan kind (``precision={PARAM: HALFWIDTH}``): the cheapest design whose one-subject
+    MLE lies within the half-width with the assurance asked (``precision.json``'s payload)."""
+    st = _study(exp, req, ctx.read_table, ctx.say)
+    lm = req.llms
+    assert st.target is not None  # the kind claims a request with a precision target
+    payload = _plan_precision(st.spec, exp, st.target[0], st.target[1], req.target.assurance, st.runs, st.trials,
+                              st.llms, req.seed, lm.max_tokens, lm.temperature, lm.reask,
+                              None if lm.prices is None else Path(lm.prices), st.field_axis, lm.allow_unpriced,
+                              ctx.say, lm.batch, st.reasoning)
+    return Planned(payload, "subjects")
+
+
+#: A step after the fixed search, inside its heartbeat: ``(payload, result, planner, pricer, study, workers)`` →
+#: the payload (the looks attached, the hierarchical fit's search).
+_Then = Callable[[dict[str, Any], Any, Any, Any, "_Study", int], dict[str, Any]]
+
+
+def _power_plan(exp: Any, req: PlanRequest, ctx: PlanContext, then: _Then | None) -> Planned:
+    """The fixed search of a power target, then ``then`` (a kind's own step) on its result."""
     from cogtestbed.experiments.spec import resolve_temperature
     from cogtestbed.progress import heartbeat
     from cogtestbed.validation.design.plan import Planner
@@ -56,20 +108,15 @@ def run_plan(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say = None)
     from cogtestbed.validation.design.pricing import Pricer
     from cogtestbed.validation.design.space import design_axes, n_groups
 
-    st = _study(exp, req, read_table, say)
-    lm, seq = req.llms, req.sequential
-    prices_path = None if lm.prices is None else Path(lm.prices)
+    say = ctx.say
+    st = _study(exp, req, ctx.read_table, say)
+    lm = req.llms
     spec, llms = st.spec, st.llms
-    if st.target is not None:
-        payload = _plan_precision(spec, exp, st.target[0], st.target[1], req.target.assurance, st.runs, st.trials,
-                                  llms, req.seed, lm.max_tokens, lm.temperature, lm.reask, prices_path,
-                                  st.field_axis, lm.allow_unpriced, say, lm.batch, st.reasoning)
-        return payload, "subjects", "precision"
     size, others = design_axes(spec, exp, st.subjects, st.runs, st.trials, st.field_axis)
     pricer = Pricer(exp, _priced_llms(llms, n_groups(spec)), seed=req.seed,
                     max_tokens=lm.max_tokens, temperature=resolve_temperature(exp.decoding, lm.temperature)[0],
-                    reask=lm.reask, prices=prices_path, allow_unpriced=lm.allow_unpriced, batch=lm.batch,
-                    **st.reasoning)
+                    reask=lm.reask, prices=None if lm.prices is None else Path(lm.prices),
+                    allow_unpriced=lm.allow_unpriced, batch=lm.batch, **st.reasoning)
     n_workers = req.workers if req.workers is not None else (os.cpu_count() or 1)
     planner = Planner(spec, pricer, size, others, target=req.target.power, max_cost=lm.max_cost, mc_se=req.mc_se,
                       workers=n_workers, extend_to=_extend_to(size.name, st.subjects, st.runs), on_progress=say)
@@ -78,25 +125,22 @@ def run_plan(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say = None)
     with heartbeat(say):
         result = planner.plan()
         payload = plan_payload(result, pricer, exp, lm.max_cost, st.pilot_info)
-        if st.looks is not None:
-            _attach_looks(payload, result, pricer, exp, st.looks, seq.spending, seq.futility, seq.seq_sims, n_workers,
-                          seq.null, None if say is None else planner.say, seq.null_sims, seq.binding_futility,
-                          req.mc_se)
-        if req.analysis.fit == "hierarchical":
-            payload = _hierarchical_plan(payload, result, planner, exp, req.analysis.fit_sims, n_workers, lm.max_cost,
-                                         st.pilot_info)
-    return payload, result.size_name, "power"
+        if then is not None:
+            payload = then(payload, result, planner, pricer, st, n_workers)
+    return Planned(payload, result.size_name)
 
 
 def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Study:
     """The request's options read and checked, in the order the command reads them, and the study
     built: the target, the groups, the people, the lapse fit, the pilot and the expected lapses."""
     from cogtestbed.parameters import parse_assignments
-    from cogtestbed.validation.studies.options import assignment_items, one_assignment, size_text
+    from cogtestbed.validation.design.sizes import Effect, Sizes
+    from cogtestbed.validation.studies.options import assignment_items
 
     tg, sz, sim, lm, seq = req.target, req.sizes, req.simulated, req.llms, req.sequential
-    subjects, runs, trials = size_text(sz.subjects), size_text(sz.runs), size_text(sz.trials)
-    effect, precision = one_assignment(tg.effect), one_assignment(tg.precision)
+    subjects, runs, trials = (None if given is None else Sizes.of(given, name)
+                              for given, name in ((sz.subjects, "subjects"), (sz.runs, "runs"), (sz.trials, "trials")))
+    effect, precision = Effect.of(tg.effect, "effect"), Effect.of(tg.precision, "precision")
     looks = looks_option(seq.looks)
     check_sequential_options(looks, seq.spending, seq.futility, seq.null, seq.seq_sims, precision, tg.test,
                              seq.null_sims, seq.binding_futility)
@@ -125,7 +169,7 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
     return _Study(spec, llms, subjects, runs, trials, looks, target, field_axis, reasoning, pilot_info)
 
 
-def _groups(effect: str | None, target: Any, llms: list[str], people: str | None, looks: int | str | None,
+def _groups(effect: Effect | None, target: Any, llms: list[str], people: str | None, looks: int | str | None,
             fit: str) -> dict[str, Any]:
     """``{"groups": 2}`` for a model parameter's difference between two groups (two LLMs, or one LLM
     and people: the ``--human`` sample or the ``--population``'s; its options checked by
@@ -144,7 +188,7 @@ def _with_population(spec: Any, population: Any, first_group: bool) -> Any:
     return with_population(spec, population, first_group)
 
 
-def _power_study(exp: Any, model: str | None, effect: str | None, metric: str | None,
+def _power_study(exp: Any, model: str | None, effect: Effect | None, metric: str | None,
                  compare: tuple[str, str] | None, test: str | None, agent: str | None,
                  common: dict[str, Any]) -> Any:
     """The power study planned (:func:`~cogtestbed.validation.studies.options.power_spec`): a model target (``model``,
@@ -216,7 +260,7 @@ def _check_fit_option(fit: str, fit_sims: int | None, spec: Any, looks: Any, pre
                          "(drop one of them)")
 
 
-def _extend_to(size_name: str, subjects: str | None, runs: str | None) -> int | None:
+def _extend_to(size_name: str, subjects: Sizes | None, runs: Sizes | None) -> int | None:
     """How far the size axis may grow: a default range to :data:`MAX_EXTENDED_SIZE` when needed,
     a range the user gave not at all."""
     from cogtestbed.validation.design.space import MAX_EXTENDED_SIZE
@@ -239,8 +283,8 @@ def _with_lapse_fit(spec: Any, lapse_fit: str | None) -> Any:
     return spec.model_copy(update={"lapse_fit": lapse_option(lapse_fit)})
 
 
-def _searched(exp: Any, design: list[str] | None, trials: str | None) -> tuple[dict[str, Any], str | None, Any]:
-    """(fixed design fields, the trials searched as ``--trials`` text, the searched design field's
+def _searched(exp: Any, design: list[str] | None, trials: Sizes | None) -> tuple[dict[str, Any], Sizes | None, Any]:
+    """(fixed design fields, the trials searched, the searched design field's
     axis or None) of ``--design`` and ``--trials`` (:func:`~cogtestbed.validation.studies.sizes.plan_design`)."""
     from cogtestbed.validation.design.space import Axis
     from cogtestbed.validation.studies.sizes import plan_design
@@ -249,7 +293,7 @@ def _searched(exp: Any, design: list[str] | None, trials: str | None) -> tuple[d
     if swept != (None,):  # --design TRIALS_FIELD=a,b,c: the trial counts searched
         if trials is not None:
             raise InputError("--trials and a --design list both size the run; give one of them")
-        trials = ",".join(str(t) for t in swept)
+        trials = Sizes.of(list(swept), "trials")
     return fixed, trials, None if searched is None else Axis(*searched)
 
 
@@ -289,7 +333,7 @@ def looks_option(looks: int | str | None) -> int | str | None:
 
 
 def check_sequential_options(looks: int | str | None, spending: str, futility: bool, null: str | None,
-                              seq_sims: int | None, precision: str | None, test: str | None,
+                              seq_sims: int | None, precision: Effect | str | None, test: str | None,
                               null_sims: int | None = None, binding: bool = False) -> None:
     """The options of a sequential plan go with ``--looks``, and ``--looks`` with a power target:
     an option that would be ignored is refused in one line."""
@@ -391,18 +435,17 @@ def _with_human(spec: Any, exp: Any, human: Any, given_base: Mapping[str, float]
     return spec.model_copy(update={"reference": ref, "base": {**ref.medians, **given_base}})
 
 
-def _target(llm: list[str], model: str | None, effect: str | None, metric: str | None, test: str | None,
-            precision: str | None, people: str | None = None) -> tuple[str | None, tuple[str, float] | None]:
+def _target(llm: list[str], model: str | None, effect: Effect | None, metric: str | None, test: str | None,
+            precision: Effect | None, people: str | None = None) -> tuple[Effect | None, Effect | None]:
     """(the effect, the precision target (parameter, half-width) or None) of the options; one clear
     error for any other mix.  A precision target plans a zero effect of its parameter."""
-    from cogtestbed.parameters import parse_assignments
+    from cogtestbed.validation.design.sizes import Effect
 
     target = None
     if precision is not None:
         if effect is not None or metric is not None or test is not None or model is None:
             raise InputError("--precision PARAM=HALFWIDTH goes with --model M (and no --effect, --metric or --test)")
-        (target_param, halfwidth), = parse_assignments([precision], "--precision").items()
-        target, effect = (target_param, halfwidth), f"{target_param}=0"
+        target, effect = precision, Effect(precision.name, 0.0)
     elif not llm:
         raise InputError("a power target is priced by an LLM: give --llm BACKEND:MODEL (or plan for --precision, "
                          "which costs designs in trials without one)")
@@ -414,7 +457,7 @@ def _target(llm: list[str], model: str | None, effect: str | None, metric: str |
     return effect, target
 
 
-def _check_groups(llm: list[str], effect: str | None, metric: str | None, precision: str | None,
+def _check_groups(llm: list[str], effect: Effect | None, metric: str | None, precision: Effect | None,
                   people: str | None) -> None:
     """The groups a target compares checked (part of :func:`_target`): one or two ``--llm`` (two
     compare in a metric or a model parameter), people (``--human``, or ``--population`` beside one
@@ -431,8 +474,8 @@ def _check_groups(llm: list[str], effect: str | None, metric: str | None, precis
         raise InputError(f"{people} is one group; the LLM compared with it is one --llm")
 
 
-def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assurance: float, runs: str | None,
-                    trials: str | None, llm: list[str], seed: int, max_tokens: int | None, temperature: float | None,
+def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assurance: float, runs: Sizes | None,
+                    trials: Sizes | None, llm: list[str], seed: int, max_tokens: int | None, temperature: float | None,
                     reask: int, prices: Path | None, field_axis: Any = None, allow_unpriced: bool = False,
                     say: Say = None, batch: bool = False,
                     reasoning: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -462,7 +505,7 @@ def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assur
     if runs is not None and not pooled:
         raise InputError(f"experiment {exp.name} pools subjects, not sessions: --runs needs an experiment whose "
                          "pooling unit is the session")
-    runs_axis = Axis("runs", (parse_range(runs, None) or declared_runs(spec, exp)) if pooled else (1,))
+    runs_axis = Axis("runs", (parse_range(runs, None, "runs") or declared_runs(spec, exp)) if pooled else (1,))
     pricer = Pricer(exp, (llm[0],), seed=seed, max_tokens=max_tokens,
                     temperature=resolve_temperature(exp.decoding, temperature)[0], reask=reask,
                     prices=prices, allow_unpriced=allow_unpriced, batch=batch, **(reasoning or {})) if llm else None

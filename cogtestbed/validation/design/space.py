@@ -13,7 +13,7 @@ A :class:`Point` is one design; :func:`study_at` is the study at it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,12 +47,12 @@ class Axis:
     """One axis of the design space: its name and the values it may take (sorted)."""
 
     name: str
-    values: tuple[int, ...]
+    values: Sequence[int]
 
     def coarse(self, points: int = COARSE_POINTS) -> tuple[int, ...]:
         """Up to ``points`` values spread evenly (by index) over the axis, ends included."""
         if len(self.values) <= points:
-            return self.values
+            return tuple(self.values)
         idx = np.unique(np.round(np.linspace(0, len(self.values) - 1, points)).astype(int))
         return tuple(self.values[i] for i in idx)
 
@@ -65,22 +65,15 @@ class Axis:
         return min(inner, key=lambda v: (abs(v - mid), v))
 
 
-def parse_range(text: str | None, default: tuple[int, int] | None) -> tuple[int, ...] | None:
-    """``LO:HI`` (every integer between), ``a,b,c`` (those values) or a single integer."""
-    if text is None:
-        return None if default is None else tuple(range(default[0], default[1] + 1))
-    try:
-        if ":" in text:
-            lo, hi = (int(x) for x in text.split(":", 1))
-            if lo < 1 or hi < lo:
-                raise ValueError
-            return tuple(range(lo, hi + 1))
-        values = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
-    except ValueError:
-        raise InputError(f"expected LO:HI or comma-separated positive integers, got {text!r}") from None
-    if not values or values[0] < 1:
-        raise InputError(f"expected LO:HI or comma-separated positive integers, got {text!r}")
-    return values
+def parse_range(given: Any, default: tuple[int, int] | None, name: str = "sizes") -> Sequence[int] | None:
+    """The sizes ``given`` (a :class:`~cogtestbed.validation.design.sizes.Sizes`, ``LO:HI``, ``a,b,c``, one
+    integer, ``(lo, hi)`` or a list; None: ``default``'s range, or None), sorted: a range stays a lazy
+    :class:`range`, never listed integer by integer (:class:`~cogtestbed.validation.design.sizes.Sizes`)."""
+    from cogtestbed.validation.design.sizes import Sizes
+
+    if given is None:
+        return None if default is None else range(default[0], default[1] + 1)
+    return Sizes.of(given, name).values()
 
 
 def size_axis_name(spec: PlannedStudy) -> str:
@@ -88,8 +81,8 @@ def size_axis_name(spec: PlannedStudy) -> str:
     return "subjects" if isinstance(spec, ModelStudy) else "runs"
 
 
-def design_axes(spec: PlannedStudy, exp: ExperimentSpec, subjects: str | None = None, runs: str | None = None,
-                trials: str | None = None, field: Axis | None = None) -> tuple[Axis, list[Axis]]:
+def design_axes(spec: PlannedStudy, exp: ExperimentSpec, subjects: Any = None, runs: Any = None,
+                trials: Any = None, field: Axis | None = None) -> tuple[Axis, list[Axis]]:
     """(size axis, other axes) of the design space ``spec``'s experiment declares.
 
     ``trials`` values must be reachable through the spec's ``trials_field`` (multiples of its step);
@@ -100,17 +93,17 @@ def design_axes(spec: PlannedStudy, exp: ExperimentSpec, subjects: str | None = 
     size_name = size_axis_name(spec)
     pooled = isinstance(spec, ModelStudy) and exp.pooling_unit == "session"
     if size_name == "subjects":
-        size = Axis("subjects", parse_range(subjects, DEFAULT_SIZE) or ())
+        size = Axis("subjects", parse_range(subjects, DEFAULT_SIZE, "subjects") or ())
         if runs is not None and not pooled:
             raise InputError(f"experiment {exp.name} pools subjects, not sessions: --runs needs an experiment "
                              "whose pooling unit is the session")
     else:
         if subjects is not None:
             raise InputError("--subjects sizes a model-level target; a metric or test target is sized in --runs")
-        size = Axis("runs", parse_range(runs, DEFAULT_SIZE) or ())
+        size = Axis("runs", parse_range(runs, DEFAULT_SIZE, "runs") or ())
     others: list[Axis] = []
     if pooled:
-        others.append(Axis("runs", parse_range(runs, None) or declared_runs(spec, exp)))
+        others.append(Axis("runs", parse_range(runs, None, "runs") or declared_runs(spec, exp)))
     if field is not None:
         if trials is not None:
             raise InputError(f"--trials and --design {field.name}=a,b,c: plan searches one size of the design at a "
@@ -131,15 +124,15 @@ def declared_runs(spec: PlannedStudy, exp: ExperimentSpec) -> tuple[int, ...]:
     return (1,)
 
 
-def trials_values(spec: PlannedStudy, exp: ExperimentSpec, text: str | None) -> tuple[int, ...]:
+def trials_values(spec: PlannedStudy, exp: ExperimentSpec, text: Any) -> tuple[int, ...]:
     """Reachable trial counts in the requested range (default: the design's count to ×5)."""
     base = design_for_trials(exp, None, spec.design).n_trials
     assert exp.trials_field is not None
     step = trials_step(design_for_trials(exp, None, spec.design), exp.trials_field)
-    wanted = parse_range(text, (base, TRIALS_SPAN * base)) or ()
+    wanted = parse_range(text, (base, TRIALS_SPAN * base), "trials") or ()
     values = tuple(v for v in wanted if v % step == 0)
     if not values:
-        raise InputError(f"no trial count in {text!r} is reachable: {exp.name}'s {exp.trials_field} "
+        raise InputError(f"no trial count in {str(text)!r} is reachable: {exp.name}'s {exp.trials_field} "
                          f"scales a session in steps of {step} trials")
     return values
 

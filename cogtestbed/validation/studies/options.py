@@ -111,7 +111,7 @@ def parse_metric_assignments(experiment: str, items: list[str] | None) -> dict[s
     return out
 
 
-def power_spec(target: str, experiment: str | None, effect: str | None, metric: str | None,
+def power_spec(target: str, experiment: str | None, effect: str | tuple[str, float] | None, metric: str | None,
                 compare: tuple[str, str] | None, test: str | None, agent: str | None,
                 common: dict[str, Any], options: list[str] | None = None, sweep: str | None = None) -> StudySpec:
     """The power study one of the three CLI forms asks for (one clear error for any other mix).
@@ -126,7 +126,8 @@ def power_spec(target: str, experiment: str | None, effect: str | None, metric: 
         if compare is not None or agent is not None or options or sweep:
             raise InputError("--compare, --agent, --option and --sweep belong to metric and test power, not to "
                              "--effect")
-        (name, size), = parse_assignments([effect], "--effect").items()
+        (name, size), = ((effect[0], effect[1]),) if isinstance(effect, tuple) else \
+            parse_assignments([effect], "--effect").items()
         from cogtestbed.registry import experiment_of
 
         return study_spec_of(kind="power", experiment=experiment_of(experiment, model=target), models=(target,),

@@ -1,0 +1,203 @@
+"""The plan kinds, registered (issue 67): every plan question is one :class:`~cogtestbed.validation.design.kinds.
+PlanKind` in :data:`PLAN_KINDS`, the registry pattern experiments and LLM backends share
+(:class:`cogtestbed.plugins.Registry`: the package's own, the entry-point group ``cogtestbed.plan_kinds``,
+:func:`register_plan_kind` in a script).
+
+The package's own kinds:
+
+========================  ==========================================================================
+``power``                 the cheapest fixed design reaching the target power: a model parameter or contrast
+                          (one LLM, two LLMs, an LLM against people), a metric difference, a reported test
+``sequential``            the same with a group-sequential design (``looks``)
+``hierarchical``          the size searched with the hierarchical fit (``fit="hierarchical"``)
+``precision``             the cheapest design whose one-subject MLE is within a half-width (``precision``)
+``adaptive``              adaptive against fixed sessions for one precision target (``adaptive``)
+``forms``                 forms × subjects chosen jointly by dollars (``forms``)
+========================  ==========================================================================
+
+:func:`plan_request` is the one dispatch :func:`cogtestbed.plan` and the command line use: the kind named
+by the request's ``question``, else the first (by :attr:`~cogtestbed.validation.design.kinds.PlanKind.order`)
+that claims the request; its options checked (:func:`check_request`) before anything is simulated; then
+run.  :meth:`cogtestbed.Plan.save` writes through the same kind.  Nothing here or in its callers branches on a
+kind's name (tests/test_plan_kinds.py reads the dispatch modules' source to keep it so).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cogtestbed.errors import InputError
+from cogtestbed.plugins import Registry
+from cogtestbed.request import leaves, value
+from cogtestbed.validation.design.kinds import PlanContext, PlanKind, Planned
+from cogtestbed.validation.design.plan_options import PLAN_FORMS_OPTIONS, PlanRequest
+
+#: Entry-point group through which other distributions register plan kinds.
+ENTRY_POINT_GROUP = "cogtestbed.plan_kinds"
+#: Options every kind takes (what identifies and seeds the plan, how it is computed).
+ALWAYS = frozenset({"experiment", "seed", "workers", "mc_se", "question"})
+_FORMS_ONLY = frozenset({"forms", "form_sd"})
+_ADAPTIVE_ONLY = frozenset({"adaptive", "adaptive_sims"})
+_EVERY = frozenset(leaf.name for leaf in leaves(PlanRequest))
+
+
+def _write_plan(payload: Mapping[str, Any], out: Path) -> dict[str, Path]:
+    from cogtestbed.validation.design.plan_report import write_plan
+
+    return write_plan(dict(payload), out)
+
+
+def _lines(name: str) -> Any:
+    """The text function ``name`` of :mod:`~cogtestbed.validation.design.plan_text` (imported when called)."""
+
+    def lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
+        from cogtestbed.validation.design import plan_text
+
+        return list(getattr(plan_text, name)(payload, size_name))
+
+    return lines
+
+
+def _run(module: str, name: str) -> Any:
+    """The run function ``name`` of ``module`` (imported when a plan of the kind runs)."""
+
+    def run(exp: Any, req: Any, ctx: PlanContext) -> Planned:
+        import importlib
+
+        return getattr(importlib.import_module(module), name)(exp, req, ctx)
+
+    return run
+
+
+def _check(module: str, name: str) -> Any:
+    """The check function ``name`` of ``module`` (imported when a plan of the kind is checked)."""
+
+    def check(exp: Any, req: Any) -> None:
+        import importlib
+
+        getattr(importlib.import_module(module), name)(exp, req)
+
+    return check
+
+
+_REQUEST = "cogtestbed.validation.design.request"
+_POWERISH = _EVERY - _FORMS_ONLY - _ADAPTIVE_ONLY
+
+#: The package's own plan kinds.
+BUILTIN: tuple[PlanKind, ...] = (
+    PlanKind("forms", "forms x subjects chosen jointly by dollars for one model effect across prompt forms",
+             _run("cogtestbed.validation.design.forms_kind", "run_forms"), claims=lambda r: r.prompt_forms.forms
+             is not None, check=_check("cogtestbed.validation.design.forms_kind", "check_forms"),
+             accepts=frozenset(PLAN_FORMS_OPTIONS), order=10, lines=_lines("forms_lines")),
+    PlanKind("adaptive", "the trials per session adaptive and fixed sessions need for one precision target",
+             _run("cogtestbed.validation.design.adaptive_plan", "run_adaptive"),
+             claims=lambda r: bool(r.adaptive_sessions.adaptive),
+             accepts=_ADAPTIVE_ONLY | {"precision", "assurance", "subjects", "trials", "llm", "prices",
+                                       "allow_unpriced", "model"},
+             order=20, lines=_lines("adaptive_lines")),
+    PlanKind("precision", "the cheapest design whose one-subject MLE of a parameter lies within a half-width",
+             _run(_REQUEST, "run_precision"), claims=lambda r: r.target.precision is not None, accepts=_POWERISH,
+             order=30, lines=_lines("precision_lines")),
+    PlanKind("sequential", "a group-sequential design (looks, spending, futility) for a target power",
+             _run(_REQUEST, "run_sequential"), claims=lambda r: r.sequential.looks is not None, accepts=_POWERISH,
+             order=40, write=_write_plan, lines=_lines("plan_lines"), frontier=True),
+    PlanKind("hierarchical", "the size a target power needs with the hierarchical fit the researcher reports",
+             _run(_REQUEST, "run_hierarchical"), claims=lambda r: r.analysis.fit == "hierarchical", accepts=_POWERISH,
+             order=50, write=_write_plan, lines=_lines("plan_lines"), frontier=True),
+    PlanKind("power", "the cheapest fixed design reaching a target power: a model parameter (one LLM, two LLMs, an "
+             "LLM against people), a metric difference or a reported test", _run(_REQUEST, "run_power"),
+             claims=lambda r: True, accepts=_POWERISH, order=1000, write=_write_plan, lines=_lines("plan_lines"),
+             frontier=True),
+)
+
+
+def _itself(kind: PlanKind) -> PlanKind:
+    return kind
+
+
+def _as_kind(name: str, loaded: Any) -> PlanKind:
+    if not isinstance(loaded, PlanKind):
+        raise TypeError(f"plan kind {name!r} is not a PlanKind (got {type(loaded).__name__})")
+    if loaded.name != name:
+        raise InputError(f"plan kind entry point {name!r} declares a kind named {loaded.name!r}")
+    return loaded
+
+
+#: Every plan kind: the package's own, the plug-ins' and those registered in this process.
+PLAN_KINDS: Registry[PlanKind] = Registry(
+    "plan kind", ENTRY_POINT_GROUP, lambda: {k.name: functools.partial(_itself, k) for k in BUILTIN}, _as_kind,
+    unknown=lambda name, names: InputError(f"`question` {name!r} is no plan kind: choose one of {', '.join(names)}"))
+
+
+def register_plan_kind(kind: PlanKind) -> PlanKind:
+    """Register ``kind`` in this process (``ct.plan(..., question=NAME)``, ``cogtestbed plan --question NAME``
+    and a request it claims then plan it); returns it.  The same kind again is a no-op; another under a
+    taken name is refused."""
+    if not isinstance(kind, PlanKind):
+        raise TypeError(f"register_plan_kind takes a PlanKind, got {type(kind).__name__}")
+    return PLAN_KINDS.register(kind.name, kind)
+
+
+def unregister_plan_kind(name: str) -> None:
+    """Remove a plan kind registered in this process (tests, notebooks)."""
+    PLAN_KINDS.unregister(name)
+
+
+def get_plan_kind(name: str) -> PlanKind:
+    """The plan kind called ``name`` (one line listing them where none is)."""
+    return PLAN_KINDS.get(name)
+
+
+def plan_kind_names() -> list[str]:
+    """Every plan kind's name."""
+    return PLAN_KINDS.names()
+
+
+def choose_kind(req: PlanRequest) -> PlanKind:
+    """The kind that plans ``req``: the one its ``question`` names, else the first by order that claims it."""
+    named = req.target.question
+    if named is not None:
+        return get_plan_kind(named)
+    kinds = sorted((get_plan_kind(name) for name in plan_kind_names()), key=lambda k: k.order)
+    return next(k for k in kinds if k.claims(req))
+
+
+def given_options(req: PlanRequest) -> list[str]:
+    """The options of ``req`` given other values than their defaults (flat keywords, declaration order)."""
+    return [leaf.name for leaf in leaves(PlanRequest) if not _same(value(req, leaf), leaf.default)]
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):  # a table or an array compared element-wise: given
+        return False
+
+
+def check_request(kind: PlanKind, exp: Any, req: PlanRequest) -> None:
+    """The refusals reachable from the request alone, before anything is simulated: the kind's own
+    :attr:`~cogtestbed.validation.design.kinds.PlanKind.check`, then any option given that the kind does not
+    read (one line naming the fields; the command line names their flags)."""
+    kind.check(exp, req)
+    if kind.accepts is None:
+        return
+    extra = [name for name in given_options(req) if name not in kind.accepts | ALWAYS]
+    if extra:
+        fields = ", ".join(f"`{name}`" for name in extra)
+        raise InputError(f"a {kind.name} plan does not take {fields}: drop {'it' if len(extra) == 1 else 'them'} "
+                         f"(`question`: {', '.join(plan_kind_names())})")
+
+
+def plan_request(exp: Any, req: PlanRequest, ctx: PlanContext) -> tuple[PlanKind, Planned]:
+    """The plan ``req`` asks for, through the registry: its kind chosen (:func:`choose_kind`), its request
+    checked (:func:`check_request`), then run."""
+    kind = choose_kind(req)
+    check_request(kind, exp, req)
+    return kind, kind.run(exp, req, ctx)
+
+
+__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "PLAN_KINDS", "check_request", "choose_kind", "get_plan_kind",
+           "given_options", "plan_kind_names", "plan_request", "register_plan_kind", "unregister_plan_kind"]

@@ -9,6 +9,7 @@ hand; they only shrink (a converted module left on them fails too).  Their goal 
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 from pathlib import Path
@@ -100,10 +101,16 @@ def test_every_ct_keyword_is_a_request_field() -> None:
             assert not keywords or name in NOT_CONVERTED_API, f"ct.{name}'s keywords are declared by hand: {keywords}"
             continue
         assert name not in NOT_CONVERTED_API, f"ct.{name} is converted: take it off NOT_CONVERTED_API"
-        fields = {leaf.name for leaf in api_leaves(request, getattr(inspect.unwrap(func), "__request_only__", None))}
-        assert keywords - NOT_OPTIONS <= fields, (name, keywords - NOT_OPTIONS - fields)
+        taken = api_leaves(request, getattr(inspect.unwrap(func), "__request_only__", None))
+        fields = {leaf.name for leaf in taken}
+        groups = {f.name for f in dataclasses.fields(request)}  # ct.plan takes the request's typed groups (issue 67)
+        assert keywords - NOT_OPTIONS <= fields | groups, (name, keywords - NOT_OPTIONS - fields - groups)
         positional = {p.name for p in inspect.signature(func).parameters.values() if p.kind is not p.KEYWORD_ONLY}
-        assert fields - keywords <= positional, f"ct.{name} lacks the options {fields - keywords - positional}"
+        in_groups = {leaf.name for leaf in taken if leaf.path[0] in keywords}
+        if any(p.kind is p.VAR_KEYWORD for p in inspect.signature(func).parameters.values()):
+            in_groups = fields  # the flat keywords' shortcut builds the same request
+        missing = fields - keywords - positional - in_groups
+        assert not missing, f"ct.{name} lacks the options {missing}"
 
 
 def test_every_command_is_converted() -> None:
@@ -164,7 +171,7 @@ def test_a_request_is_built_from_flat_keywords_and_recorded_in_json(tmp_path: Pa
     assert block["llms"]["llm"] == ["a:b", "c:d"] and block["sizes"]["subjects"] == "10:80"
     assert block["simulated"]["pilot"] == str(tmp_path) and block["seed"] == 7 and block["experiment"] == \
         "instrumental-learning"
-    assert block["target"]["power"] == 0.8 and "forms" not in block.get("prompt_forms", {})
+    assert block["target"]["power"] == 0.8 and block["prompt_forms"] == {"forms": None, "form_sd": None}
     assert block["target"]["effect"] == ["x=0.2"] and block["sequential"]["looks"] == "3"
     # the command line's spelling of the same request records the same block
     cli = build(PlanRequest, {"experiment": "instrumental-learning", "llm": ["a:b", "c:d"], "effect": "x=0.2",
@@ -188,16 +195,21 @@ def test_ct_run_takes_every_keyword_it_took_before() -> None:
 
 
 def test_ct_plan_takes_every_keyword_it_took_before() -> None:
-    """Every keyword of ``ct.plan`` before its options were derived (issue 51) is still taken."""
+    """Every keyword of ``ct.plan`` before its options were derived (issue 51) is still taken, as the flat
+    shortcut that builds the same request as its typed groups (issue 67: at most 15 parameters)."""
+    from cogtestbed.validation.design.plan_options import PlanRequest
+
     before = {"llm", "model", "effect", "metric", "compare", "test", "agent", "precision", "assurance", "power",
               "level", "subjects", "runs", "trials", "design", "base", "sd_between", "params", "prices",
               "allow_unpriced", "batch", "max_cost", "invalid_rate", "random_rate", "pilot", "mc_se", "max_tokens",
               "reask", "temperature", "seed", "workers", "looks", "spending", "futility", "null", "seq_sims",
               "null_sims", "lapse_fit", "binding_futility", "fit", "fit_sims", "human", "reasoning_effort",
-              "thinking_budget", "assume_reasoning_tokens", "adaptive", "adaptive_sims", "say", "population"}
+              "thinking_budget", "assume_reasoning_tokens", "adaptive", "adaptive_sims", "population"}
     params = inspect.signature(ct.plan).parameters
-    assert before <= set(params) and next(iter(params)) == "experiment"
-    assert params["power"].default == 0.8 and params["spending"].default == "obrien-fleming"
+    assert len(params) <= 15 and next(iter(params)) == "experiment" and "say" in params
+    assert before <= {leaf.name for leaf in api_leaves(PlanRequest)}
+    assert build(PlanRequest, {"experiment": "x"}).target.power == 0.8
+    assert build(PlanRequest, {"experiment": "x"}).sequential.spending == "obrien-fleming"
     assert "Options" in (ct.plan.__doc__ or "") and "``binding_futility``" in (ct.plan.__doc__ or "")
     with pytest.raises(ct.InputError, match="unexpected keyword|got an unexpected"):
         ct.plan("instrumental-learning", no_such_option=1)
@@ -290,9 +302,11 @@ def test_population_build_and_build_population_share_one_request(tmp_path: Path,
 
 def test_plan_forms_takes_the_plans_forms_options(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """``ct.plan_forms`` takes exactly the plan's options that ``plan --forms`` reads (``PLAN_FORMS_OPTIONS``
-    of ``PlanRequest``), ``forms``, ``model`` and ``effect`` required; the command line passes them all."""
+    of ``PlanRequest``), ``forms``, ``model`` and ``effect`` required; the command line plans forms through
+    ``ct.plan`` (issue 67), passing every one of them in its groups."""
     from cogtestbed.cli import run_cli
-    from cogtestbed.validation.design.plan_options import PLAN_FORMS_OPTIONS
+    from cogtestbed.request import flat
+    from cogtestbed.validation.design.plan_options import PLAN_FORMS_OPTIONS, PlanRequest
 
     params = inspect.signature(ct.plan_forms).parameters
     assert set(params) == {"experiment", *PLAN_FORMS_OPTIONS}
@@ -302,13 +316,14 @@ def test_plan_forms_takes_the_plans_forms_options(monkeypatch) -> None:  # type:
     with pytest.raises(ct.InputError, match="forms"):
         ct.plan_forms("instrumental-learning", model="rw-pm", effect={"alpha": 0.1})
     seen: dict[str, object] = {}
-    monkeypatch.setattr("cogtestbed.api.form_plan.plan_forms", _recorder(seen))
+    monkeypatch.setattr("cogtestbed.api.plan.plan", _recorder(seen))
     with pytest.raises(_Called):
         run_cli(["plan", "instrumental-learning", "--forms", "1,2", "--model", "rw-pm", "--effect", "alpha=0.1",
                  "--form-sd", "alpha=0.2", "--seed", "5", "--power", "0.9"])
     assert seen.pop("args") == ("instrumental-learning",)
-    assert set(seen) == set(PLAN_FORMS_OPTIONS)
-    assert (seen["forms"], seen["form_sd"], seen["effect"], seen["seed"], seen["power"], seen["llm"]) == (
+    seen.pop("say")
+    values = flat(PlanRequest("instrumental-learning", **seen))  # type: ignore[arg-type]
+    assert (values["forms"], values["form_sd"], values["effect"], values["seed"], values["power"], values["llm"]) == (
         "1,2", ["alpha=0.2"], "alpha=0.1", 5, 0.9, None)
 
 

@@ -203,13 +203,15 @@ def test_a_precision_or_adaptive_plans_file_records_its_request(
     ``request`` beside its payload, the same from ``ct.plan(...).save`` and ``plan -o``.  The planning is
     replaced by a stub payload (the block does not depend on it; real plans are tested in test_sizes.py
     and test_adaptive.py)."""
-    stub = ({"chosen": {"stub": True}}, "trials", kind)
+    from cogtestbed.validation.design.kinds import Planned
+
+    stub = Planned({"chosen": {"stub": True}}, "trials")
     if kind == "precision":
-        monkeypatch.setattr("cogtestbed.validation.design.request.run_plan", lambda *a, **k: stub)
+        monkeypatch.setattr("cogtestbed.validation.design.request.run_precision", lambda *a, **k: stub)
         exp, opts = EXP, {"model": "rw-pm", "precision": "optimism_bias=0.2", "subjects": "1:4"}
         api_opts: dict[str, Any] = {**opts, "precision": {"optimism_bias": 0.2}, "subjects": (1, 4)}
     else:
-        monkeypatch.setattr("cogtestbed.api.plan._plan_adaptive", lambda *a, **k: stub)
+        monkeypatch.setattr("cogtestbed.validation.design.adaptive_plan.run_adaptive", lambda *a, **k: stub)
         exp, opts = "temporal-discounting", {"adaptive": "k", "precision": "k=1.0", "trials": "1:12"}
         api_opts = {**opts, "adaptive": ["k"]}
     args = [a for k, v in opts.items() for a in ("--" + k, v)]

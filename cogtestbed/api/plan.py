@@ -14,6 +14,7 @@ A thin face: the request is built here and dispatched through the registry of pl
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -171,7 +172,7 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, sizes: Plan
     return Plan({**planned.payload, "request": request_block(req)}, planned.size_name, kind=kind.name)
 
 
-plan.__request__ = PlanRequest  # type: ignore[attr-defined]
+inspect.unwrap(plan).__request__ = plan.__request__ = PlanRequest  # type: ignore[attr-defined]
 plan.__doc__ = (plan.__doc__ or "").rstrip() + "\n" + options_doc(PlanRequest)
 
 

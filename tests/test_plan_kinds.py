@@ -1,0 +1,220 @@
+"""One planner (issue 67): every plan question is a registered plan kind, dispatched through one registry by
+``ct.plan``, ``Plan.save`` and the command line (never an if-chain on kinds); the request travels typed; every
+refusal reachable from the request alone comes in one line before anything is simulated."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cogtestbed as ct
+from cogtestbed.cli import run_cli
+from cogtestbed.validation.design.kinds import PlanContext, PlanKind, Planned
+from cogtestbed.validation.design.plan_kinds import (
+    get_plan_kind,
+    plan_kind_names,
+    register_plan_kind,
+    unregister_plan_kind,
+)
+from cogtestbed.validation.design.sizes import MAX_PLANNED_SIZE, Effect, Sizes
+
+ROOT = Path(__file__).resolve().parents[1] / "cogtestbed"
+#: The modules that dispatch a plan: none branches on a kind.
+DISPATCH = ("api/plan.py", "api/form_plan.py", "cli/plan.py", "validation/design/plan_kinds.py",
+            "validation/design/kinds.py")
+#: The options whose presence picks a kind: only a kind's ``claims`` reads them to choose.
+CHOOSING = {"forms", "adaptive", "precision", "looks", "fit", "question"}
+#: The modules a plan's request travels through after the edge: no typed value becomes text again there.
+TYPED = ("api/plan.py", "validation/design/plan_kinds.py", "validation/design/request.py",
+         "validation/design/adaptive_plan.py", "validation/design/forms_kind.py")
+
+
+def _tree(rel: str) -> ast.Module:
+    return ast.parse((ROOT / rel).read_text(encoding="utf-8"))
+
+
+def test_the_package_registers_one_kind_per_question() -> None:
+    assert plan_kind_names()[:6] == ["forms", "adaptive", "precision", "sequential", "hierarchical", "power"]
+    assert all(get_plan_kind(n).question for n in plan_kind_names())
+    assert len(inspect.signature(ct.plan).parameters) <= 15
+
+
+@pytest.mark.parametrize("rel", DISPATCH)
+def test_no_dispatch_module_branches_on_a_kind(rel: str) -> None:
+    """No comparison with a kind's name and no ``if`` on an option that picks a kind: the registry chooses
+    (:func:`~cogtestbed.validation.design.plan_kinds.choose_kind`)."""
+    names = set(plan_kind_names())
+    tree = _tree(rel)
+    declared = {id(n) for k in ast.walk(tree) if isinstance(k, ast.keyword) and k.arg == "claims"
+                for n in ast.walk(k.value)}  # a kind's own claims declare which request it answers
+    for node in ast.walk(tree):
+        if id(node) in declared:
+            continue
+        if isinstance(node, ast.Compare):
+            strings = {o.value for o in (node.left, *node.comparators) if isinstance(o, ast.Constant)}
+            tuples = {e.value for o in node.comparators if isinstance(o, (ast.Tuple, ast.Set, ast.List))
+                      for e in o.elts if isinstance(e, ast.Constant)}
+            assert not (strings | tuples) & names, f"{rel}:{node.lineno} compares with a kind: {ast.unparse(node)}"
+        if isinstance(node, (ast.If, ast.IfExp)):
+            read = {n.attr for n in ast.walk(node.test) if isinstance(n, ast.Attribute)}
+            assert not read & CHOOSING, f"{rel}:{node.lineno} branches on {read & CHOOSING}: {ast.unparse(node.test)}"
+
+
+@pytest.mark.parametrize("rel", TYPED)
+def test_no_typed_value_is_rendered_to_text_again(rel: str) -> None:
+    """The effect and the sizes are parsed once (:class:`Effect`, :class:`Sizes`); nothing after the edge
+    turns them back into ``"name=size"`` or ``"lo:hi"`` text to parse them a second time."""
+    called = {n.func.id if isinstance(n.func, ast.Name) else getattr(n.func, "attr", "")
+              for n in ast.walk(_tree(rel)) if isinstance(n, ast.Call)}
+    assert not called & {"size_text", "one_assignment", "as_text"}, (rel, called & {"size_text", "one_assignment"})
+    joined = [ast.unparse(n) for n in ast.walk(_tree(rel)) if isinstance(n, ast.Call)
+              and ast.unparse(n.func).endswith(".join") and "str(" in ast.unparse(n)]
+    assert not [j for j in joined if "swept" in j or "trials" in j or "subjects" in j], joined
+
+
+def test_typed_values_parse_once_and_never_list_a_range() -> None:
+    assert Effect.of({"optimism_bias": 0.2}, "effect") == Effect.of("optimism_bias=0.2", "effect") == \
+        Effect("optimism_bias", 0.2)
+    assert Sizes.of("10:200", "subjects") == Sizes.of((10, 200), "subjects") == Sizes.of(range(10, 201), "subjects")
+    assert Sizes.of([96, 48], "trials").values() == (48, 96) and isinstance(Sizes.of((10, 200), "x").values(), range)
+    with pytest.raises(ct.InputError, match="`effect` takes one NAME=SIZE, got 2"):
+        Effect.of({"a": 1, "b": 2}, "effect")
+    for text in ("10:300000000", "10:99999999999", "0:5", "abc"):
+        with pytest.raises(ct.InputError, match="`runs`"):
+            Sizes.of(text, "runs")
+    assert Sizes.of(f"1:{MAX_PLANNED_SIZE}", "subjects").top == MAX_PLANNED_SIZE
+
+
+# ----------------------------------------------------------------------------- a kind from outside the package
+def _toy_run(exp: Any, req: Any, ctx: PlanContext) -> Planned:
+    if ctx.say is not None:
+        ctx.say("toy: thinking")
+    return Planned({"chosen": {"answer": 42, "model": req.target.model, "experiment": exp.name}}, "subjects")
+
+
+TOY = PlanKind("toy", "the answer to everything (a test's kind)", _toy_run,
+               claims=lambda req: req.target.metric == "toy-metric", accepts=frozenset({"model", "metric"}), order=5,
+               lines=lambda payload, size: [f"toy: {payload['chosen']['answer']} for {payload['chosen']['model']}"])
+
+
+@pytest.fixture
+def toy() -> Any:
+    register_plan_kind(TOY)
+    try:
+        yield TOY
+    finally:
+        unregister_plan_kind("toy")
+
+
+def test_a_kind_registered_from_outside_plans_saves_and_prints(toy: PlanKind, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert register_plan_kind(TOY) is TOY and "toy" in plan_kind_names()  # the same again: a no-op
+    with pytest.raises(ct.InputError, match="already registered"):
+        register_plan_kind(PlanKind("toy", "another", _toy_run))
+    planned = ct.plan("instrumental-learning", question="toy", model="rw-pm")
+    assert planned.kind == "toy" and planned.chosen == {"answer": 42, "model": "rw-pm",
+                                                         "experiment": "instrumental-learning"}
+    assert planned.lines() == ["toy: 42 for rw-pm"] and planned.payload["request"]["target"]["question"] == "toy"
+    files = planned.save(tmp_path / "api")
+    assert json.loads(files["toy"].read_text())["chosen"]["answer"] == 42
+    claimed = ct.plan("instrumental-learning", metric="toy-metric", model="m")  # its claims choose it
+    assert claimed.kind == "toy" and claimed.chosen["model"] == "m"
+    with pytest.raises(ct.InputError, match="has no cost-power frontier"):
+        planned.plot()
+    with pytest.raises(ct.InputError, match=r"a toy plan does not take `looks`: drop it"):
+        ct.plan("instrumental-learning", question="toy", looks=3)
+    capsys.readouterr()
+    assert run_cli(["plan", "instrumental-learning", "--question", "toy", "--model", "rw-pm",
+                    "-o", str(tmp_path / "cli")]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == "toy: 42 for rw-pm" and "toy: thinking" in err and (tmp_path / "cli/toy.json").exists()
+    assert run_cli(["plan", "instrumental-learning", "--question", "toy", "--looks", "3"]) == 2
+    assert "a toy plan does not take --looks: drop it" in capsys.readouterr().err
+
+
+def test_an_unknown_question_lists_the_kinds() -> None:
+    with pytest.raises(ct.InputError, match="no plan kind: choose one of forms, adaptive, precision"):
+        ct.plan("instrumental-learning", question="nope")
+
+
+def test_the_groups_and_the_shortcut_build_one_request(toy: PlanKind) -> None:
+    from cogtestbed.validation.design.plan_options import PlanTarget
+
+    grouped = ct.plan("instrumental-learning", target=PlanTarget(question="toy", model="rw-pm"))
+    flat = ct.plan("instrumental-learning", question="toy", model="rw-pm")
+    assert grouped.payload == flat.payload
+    with pytest.raises(ct.InputError, match="model given twice"):
+        ct.plan("instrumental-learning", target=PlanTarget(question="toy"), model="rw-pm")
+
+
+# ----------------------------------------------------------------------------- refused before any simulation
+def _never(*args: Any, **kwargs: Any) -> None:
+    raise AssertionError("simulated before the request was checked")
+
+
+@pytest.fixture
+def no_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cogtestbed.simulation as simulation
+    import cogtestbed.validation.design.form_plan as form_plan
+    import cogtestbed.validation.design.plan as planner
+
+    monkeypatch.setattr(simulation, "simulate", _never)
+    monkeypatch.setattr(form_plan, "simulated_scales", _never)
+    monkeypatch.setattr(planner.Planner, "plan", _never)
+
+
+LLMS = ["openai:gpt-4o", "openai:gpt-4o-mini"]
+REFUSED: list[tuple[str, dict[str, Any], list[str], str]] = [
+    ("belief-coherence", {"model": "mnl", "effect": {"slope_yes": -6.0}, "forms": [1, 2, 4],
+                          "form_sd": {"slope_yes": 0.2}, "llm": LLMS},
+     ["--model", "mnl", "--effect", "slope_yes=-6", "--forms", "1,2,4", "--form-sd", "slope_yes=0.2",
+      "--llm", LLMS[0], "--llm", LLMS[1]], "mnl cannot be planned with forms"),
+    ("instrumental-learning", {"model": "rw-pm", "effect": {"optimism_bias": 0.2}, "forms": "1,2",
+                               "form_sd": {"nope": 0.2}},
+     ["--model", "rw-pm", "--effect", "optimism_bias=0.2", "--forms", "1,2", "--form-sd", "nope=0.2"],
+     "form.sd. nope: model rw-pm has parameters"),
+    ("instrumental-learning", {"model": "rw-pm", "effect": {"optimism_bias": 0.2}, "llm": LLMS[1],
+                               "subjects": "10:300000000"},
+     ["--model", "rw-pm", "--effect", "optimism_bias=0.2", "--llm", LLMS[1], "--subjects", "10:300000000"],
+     "subjects.? reaches 300,000,000"),
+    ("instrumental-learning", {"model": "rw-pm", "effect": {"optimism_bias": 0.2}, "llm": LLMS[1],
+                               "subjects": "10:99999999999"},
+     ["--model", "rw-pm", "--effect", "optimism_bias=0.2", "--llm", LLMS[1], "--subjects", "10:99999999999"],
+     "subjects.? reaches 99,999,999,999"),
+    ("instrumental-learning", {"model": "rw-pm", "effect": {"optimism_bias": 0.2}, "llm": LLMS[1],
+                               "trials": "48:99999999999"},
+     ["--model", "rw-pm", "--effect", "optimism_bias=0.2", "--llm", LLMS[1], "--trials", "48:99999999999"],
+     "trials.? reaches"),
+    ("two-step", {"metric": "w", "compare": ("hybrid:w=0.2", "hybrid:w=0.8"), "llm": LLMS,
+                  "runs": "10:99999999999"},
+     ["--metric", "w", "--compare", "hybrid:w=0.2", "hybrid:w=0.8", "--llm", LLMS[0], "--llm", LLMS[1], "--runs",
+      "10:99999999999"], "runs.? reaches"),
+]
+
+
+@pytest.mark.parametrize(("experiment", "api", "cli", "message"), REFUSED, ids=lambda x: str(x)[:30])
+def test_a_refusal_reachable_from_the_request_comes_at_once(
+        no_simulation: None, experiment: str, api: dict[str, Any], cli: list[str], message: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Each refusal in under a second, one line, before the first simulation, with memory flat (a range is never
+    listed integer by integer); the library names fields (`subjects`), the command line its flags."""
+    ct.get_experiment(experiment)  # the experiment's import is no part of the check
+    tracemalloc.start()
+    start = time.perf_counter()
+    with pytest.raises(ct.InputError, match=message) as refused:
+        ct.plan(experiment, **api)
+    took = time.perf_counter() - start
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert took < 1.0 and peak < 50e6 and "\n" not in str(refused.value), (took, peak)
+    assert "--" not in str(refused.value)  # fields, not flags
+    assert run_cli(["plan", experiment, *cli]) == 2
+    err = capsys.readouterr().err
+    assert len([line for line in err.splitlines() if line.startswith("error:")]) == 1 and "Traceback" not in err

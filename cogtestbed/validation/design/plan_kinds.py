@@ -100,16 +100,20 @@ BUILTIN: tuple[PlanKind, ...] = (
              order=20, lines=_lines("adaptive_lines")),
     PlanKind("precision", "the cheapest design whose one-subject MLE of a parameter lies within a half-width",
              _run(_REQUEST, "run_precision"), claims=lambda r: r.target.precision is not None, accepts=_POWERISH,
+             check=_check(_REQUEST, "check_target"),
              order=30, lines=_lines("precision_lines")),
     PlanKind("sequential", "a group-sequential design (looks, spending, futility) for a target power",
              _run(_REQUEST, "run_sequential"), claims=lambda r: r.sequential.looks is not None, accepts=_POWERISH,
+             check=_check(_REQUEST, "check_target"),
              order=40, write=_write_plan, lines=_lines("plan_lines"), frontier=True),
     PlanKind("hierarchical", "the size a target power needs with the hierarchical fit the researcher reports",
              _run(_REQUEST, "run_hierarchical"), claims=lambda r: r.analysis.fit == "hierarchical", accepts=_POWERISH,
+             check=_check(_REQUEST, "check_target"),
              order=50, write=_write_plan, lines=_lines("plan_lines"), frontier=True),
     PlanKind("power", "the cheapest fixed design reaching a target power: a model parameter (one LLM, two LLMs, an "
              "LLM against people), a metric difference or a reported test", _run(_REQUEST, "run_power"),
-             claims=lambda r: True, accepts=_POWERISH, order=1000, write=_write_plan, lines=_lines("plan_lines"),
+             claims=lambda r: True, accepts=_POWERISH, check=_check(_REQUEST, "check_target"),
+             order=1000, write=_write_plan, lines=_lines("plan_lines"),
              frontier=True),
 )
 

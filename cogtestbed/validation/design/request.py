@@ -166,7 +166,84 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
                  "hidden": hidden_tokens(llms, sim.pilot, lm.assume_reasoning_tokens, lm.thinking_budget, exp.name)}
     spec, pilot_info = _pilot_and_lapses(spec, exp, None if sim.pilot is None else Path(sim.pilot), llms, given_base,
                                          given_params, sim.invalid_rate, sim.random_rate, say)
+    check_carried(spec, exp, "the pilot's fitted base" if pilot_info is not None else "the base")
     return _Study(spec, llms, subjects, runs, trials, looks, target, field_axis, reasoning, pilot_info)
+
+
+def check_target(exp: Any, req: PlanRequest) -> None:
+    """A power or precision kind's refusals reachable from the target alone, before any simulation: a metric
+    two groups cannot be compared in (:func:`~cogtestbed.validation.design.capabilities.check_metric_target`),
+    a model the experiment lacks, an effect or a precision target on no parameter or contrast of the model
+    (each with the targets that can be planned)."""
+    tg = req.target
+    if tg.metric is not None and tg.compare is not None:
+        from cogtestbed.validation.design.capabilities import check_metric_target
+
+        check_metric_target(exp, tg.metric)
+    if tg.model is None:
+        return
+    if tg.model not in exp.models:
+        raise InputError(f"`model` {tg.model!r} is no model of {exp.name}: choose one of {', '.join(exp.models)}")
+    model = exp.model(tg.model)
+    names = list(model.parameters.names)
+    for field, given, allowed in (("effect", tg.effect, names + list(model.contrasts)), ("precision", tg.precision,
+                                                                                        names)):
+        target = Effect.of(given, field)
+        if target is not None and target.name not in allowed:
+            raise InputError(f"`{field}` {target.name}: model {tg.model} can plan {', '.join(allowed)}")
+    effect = Effect.of(tg.effect, "effect")
+    sim = req.simulated
+    if effect is not None and sim.pilot is None and tg.human is None and tg.population is None:
+        from cogtestbed.parameters import parse_assignments
+        from cogtestbed.request import as_items
+
+        given = parse_assignments(as_items(sim.base)) if sim.base is not None else {}
+        base = {p.name: float(given.get(p.name, p.default)) for p in model.parameters}
+        shift = shift_of(model, effect.name, effect.size)
+        carried(model, effect.name, effect.size, {k: v + shift.get(k, 0.0) for k, v in base.items()}, "the base")
+
+
+def check_carried(spec: Any, exp: Any, source: str) -> None:
+    """Refuse an effect that moves a population median out of its parameter's bounds (from ``source``: the
+    base, or the pilot's fitted base), with the largest effect that base can carry, before any simulation."""
+    from cogtestbed.validation.studies.model_studies import population_medians
+    from cogtestbed.validation.studies.study_kinds import PowerStudy
+
+    if not isinstance(spec, PowerStudy) or spec.from_population is not None or spec.effect_size == 0:
+        return
+    model = exp.model(spec.models[0])
+    moved = population_medians(spec, model)
+    carried(model, spec.effect, spec.effect_size, {p.name: moved[p.name] for p in model.parameters}, source)
+
+
+def shift_of(model: Any, effect: str, size: float) -> dict[str, float]:
+    """Each parameter's move by ``effect`` = ``size`` (the minimum-norm shift along a contrast; the rule of
+    :func:`~cogtestbed.validation.studies.model_studies.effect_shift`, here without importing the studies)."""
+    weights = model.contrasts.get(effect) or {effect: 1.0}
+    norm = sum(w * w for w in weights.values())
+    return {name: size * w / norm for name, w in weights.items()}
+
+
+def carried(model: Any, effect: str, size: float, moved: dict[str, float], source: str) -> None:
+    """Refuse ``effect`` = ``size`` where it moves the medians (``moved``: the base with the effect applied,
+    :func:`~cogtestbed.validation.studies.model_studies.effect_shift`) out of a parameter's bounds; the
+    message names the largest effect ``source`` can carry."""
+    bad = [p for p in model.parameters if not p.lower <= moved[p.name] <= p.upper]
+    if not bad or size == 0:
+        return
+    shift = shift_of(model, effect, size)
+    limits = []
+    for q in model.parameters:
+        c = shift.get(q.name, 0.0) / size
+        if c != 0:
+            base = moved[q.name] - shift[q.name]
+            ends = sorted(((q.lower - base) / c, (q.upper - base) / c))
+            limits.append(ends[1] if size > 0 else ends[0])
+    p = bad[0]
+    largest = "" if not limits else \
+        f": the largest effect this base can carry is {min(limits) if size > 0 else max(limits):.3g}"
+    raise InputError(f"`effect` {effect}={size:g} moves {p.name} from {moved[p.name] - shift.get(p.name, 0.0):.3g} "
+                     f"({source}) to {moved[p.name]:.3g}, outside its bounds [{p.lower:g}, {p.upper:g}]{largest}")
 
 
 def _groups(effect: Effect | None, target: Any, llms: list[str], people: str | None, looks: int | str | None,

@@ -1,0 +1,131 @@
+"""What each experiment can plan (issue 67, ``cogtestbed list EXPERIMENT``), known before anything is simulated.
+
+* **Compared between groups** (``plan --metric M --compare A B``, two LLMs): a headline metric whose metrics
+  result lists it per unit (a Welch t-test on the per-unit values) or with a standard error or interval (a
+  z-test on two pooled estimates; :func:`~cogtestbed.validation.studies.metric_studies.difference_test`).  What
+  a metrics function returns is known only by running it, which takes seconds to minutes per experiment (a
+  JIT-compiled simulator, a bootstrap), so it is probed once per release by :func:`probe_comparisons` on a
+  small simulated table and shipped as ``metric_tests.json`` beside this module (``python -m
+  cogtestbed.validation.design.capabilities`` rewrites it; tests/test_plan_kinds.py re-probes the fast
+  experiments).  An experiment registered from outside the package is probed on first use.
+* **Planned with forms** (``plan --forms``): a model parameter its simulated agent takes under the same name
+  (a form shifts the agent's parameter).
+* **Adapted** (``plan --adaptive``): a parameter of the experiment's adaptive model.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cogtestbed.errors import InputError
+
+#: The shipped probe (:func:`probe_comparisons` of every package experiment).
+SHIPPED = Path(__file__).with_name("metric_tests.json")
+#: Subjects the probe simulates (the fewest every metrics function computes on).
+PROBE_SUBJECTS = 3
+
+
+def probe_comparisons(exp: Any, seed: int = 0) -> dict[str, dict[str, str]]:
+    """``{METRIC: {"test": how two groups' values are compared}}`` or ``{METRIC: {"why": why they cannot be}}``
+    for each headline metric of ``exp``, from its metrics on :data:`PROBE_SUBJECTS` simulated subjects of its
+    first declared agent (:func:`~cogtestbed.validation.studies.metric_studies.difference_test`'s rules)."""
+    from cogtestbed.simulation import simulate
+    from cogtestbed.validation.studies.metric_studies import difference_test
+
+    table = simulate(exp, exp.declared_agents[0], PROBE_SUBJECTS, seed, design=exp.design_cls())
+    result = exp.metrics(table, **dict(exp.metrics.smoke_options))
+    out: dict[str, dict[str, str]] = {}
+    for metric in exp.metrics.headline:
+        try:
+            out[metric] = {"test": difference_test(result, result, metric, exp.metrics.unit)[0]}
+        except InputError as exc:
+            out[metric] = {"why": str(exc)}
+    return out
+
+
+@functools.cache
+def _shipped() -> dict[str, dict[str, dict[str, str]]]:
+    return dict(json.loads(SHIPPED.read_text(encoding="utf-8"))) if SHIPPED.exists() else {}
+
+
+def comparisons(exp: Any) -> dict[str, dict[str, str]]:
+    """How each headline metric of ``exp`` is compared between two groups, or why it cannot be: the shipped
+    probe for a package experiment, else :func:`probe_comparisons` (cached)."""
+    shipped = _shipped().get(exp.name)
+    if shipped is not None and set(shipped) == set(exp.metrics.headline):
+        return shipped
+    return _probed(exp)
+
+
+@functools.cache
+def _probed(exp: Any) -> dict[str, dict[str, str]]:
+    return probe_comparisons(exp)
+
+
+def comparable_metrics(exp: Any) -> list[str]:
+    """The headline metrics of ``exp`` two groups can be compared in."""
+    return [m for m, how in comparisons(exp).items() if "test" in how]
+
+
+def check_metric_target(exp: Any, metric: str) -> None:
+    """Refuse, before any simulation, a metric two groups cannot be compared in (with why, and the metrics
+    that can be)."""
+    resolved = exp.metrics.resolve(metric) if hasattr(exp.metrics, "resolve") else metric
+    how = comparisons(exp).get(resolved)
+    can = ", ".join(comparable_metrics(exp)) or "none"
+    if how is None:
+        raise InputError(f"`metric` {metric!r} is no headline metric of {exp.name}: the metrics two groups can be "
+                         f"compared in are {can}")
+    if "why" in how:
+        raise InputError(f"`metric` {metric!r} cannot be compared between two groups ({how['why']}); {exp.name}'s "
+                         f"metrics that can: {can}")
+
+
+def forms_parameters(exp: Any) -> dict[str, list[str]]:
+    """``{MODEL: [the parameters a forms plan can shift]}``: those its simulated agent takes by the same name."""
+    out: dict[str, list[str]] = {}
+    for name in exp.models:
+        generator = exp.generators.get(name)
+        if generator is None:
+            out[name] = []
+            continue
+        model = exp.model(name)
+        agent = set(generator.agent_params({p.name: p.default for p in model.parameters}))
+        out[name] = [p for p in model.parameters.names if p in agent]
+    return out
+
+
+def adaptive_parameters(exp: Any) -> list[str]:
+    """The parameters ``plan --adaptive`` can target (the adaptive model's), or [] where none is declared."""
+    decl = getattr(exp, "adaptive", None)
+    model = getattr(decl, "model", None)
+    return [] if model is None else list(exp.model(model).parameters.names)
+
+
+def planning(exp: Any) -> dict[str, Any]:
+    """What ``cogtestbed list EXPERIMENT`` shows under planning: each headline metric's comparison between
+    groups, the parameters forms plans can shift, the parameters adaptive plans can target."""
+    return {"metrics": [{"metric": m, **how} for m, how in comparisons(exp).items()],
+            "forms": forms_parameters(exp), "adaptive": adaptive_parameters(exp)}
+
+
+def write_shipped(names: list[str] | None = None) -> Path:
+    """Probe the package's experiments (``names``; default all) and write :data:`SHIPPED`."""
+    from cogtestbed.registry import EXPERIMENTS, get_experiment
+
+    table: dict[str, Mapping[str, Any]] = dict(_shipped())
+    for name in names or list(EXPERIMENTS.builtin_names()):
+        table[name] = probe_comparisons(get_experiment(name))
+    SHIPPED.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    _shipped.cache_clear()
+    return SHIPPED
+
+
+if __name__ == "__main__":  # pragma: no cover - the release step that rewrites the shipped probe
+    import sys
+
+    print(write_shipped(sys.argv[1:] or None))

@@ -192,9 +192,22 @@ REFUSED: list[tuple[str, dict[str, Any], list[str], str]] = [
                                "trials": "48:99999999999"},
      ["--model", "rw-pm", "--effect", "optimism_bias=0.2", "--llm", LLMS[1], "--trials", "48:99999999999"],
      "trials.? reaches"),
-    ("two-step", {"metric": "w", "compare": ("hybrid:w=0.2", "hybrid:w=0.8"), "llm": LLMS,
+    ("belief-coherence", {"metric": "t1_cmi", "compare": ("logit-rum:scale=6", "logit-rum:scale=3"), "llm": LLMS},
+     ["--metric", "t1_cmi", "--compare", "logit-rum:scale=6", "logit-rum:scale=3", "--llm", LLMS[0], "--llm",
+      LLMS[1]], "t1_cmi.? cannot be compared between two groups .*metrics that can: none"),
+    ("two-step", {"metric": "nope", "compare": ("hybrid:w=0.2", "hybrid:w=0.8"), "llm": LLMS},
+     ["--metric", "nope", "--compare", "hybrid:w=0.2", "hybrid:w=0.8", "--llm", LLMS[0], "--llm", LLMS[1]],
+     "no headline metric of two-step: the metrics two groups can be compared in are model_basedness, performance"),
+    ("instrumental-learning", {"model": "rw-pm", "effect": {"nope": 0.2}, "llm": LLMS[1]},
+     ["--model", "rw-pm", "--effect", "nope=0.2", "--llm", LLMS[1]],
+     "effect.? nope: model rw-pm can plan alpha_pos, alpha_neg, beta, optimism_bias"),
+    ("instrumental-learning", {"model": "rw-pm", "effect": {"optimism_bias": 0.95}, "llm": LLMS[1]},
+     ["--model", "rw-pm", "--effect", "optimism_bias=0.95", "--llm", LLMS[1]],
+     "moves alpha_neg from 0.3 .the base. to -0.175, outside its bounds .0, 1.: the largest effect this base can "
+     "carry is 0.6"),
+    ("two-step", {"metric": "model_basedness", "compare": ("hybrid:w=0.2", "hybrid:w=0.8"), "llm": LLMS,
                   "runs": "10:99999999999"},
-     ["--metric", "w", "--compare", "hybrid:w=0.2", "hybrid:w=0.8", "--llm", LLMS[0], "--llm", LLMS[1], "--runs",
+     ["--metric", "model_basedness", "--compare", "hybrid:w=0.2", "hybrid:w=0.8", "--llm", LLMS[0], "--llm", LLMS[1], "--runs",
       "10:99999999999"], "runs.? reaches"),
 ]
 
@@ -218,3 +231,23 @@ def test_a_refusal_reachable_from_the_request_comes_at_once(
     assert run_cli(["plan", experiment, *cli]) == 2
     err = capsys.readouterr().err
     assert len([line for line in err.splitlines() if line.startswith("error:")]) == 1 and "Traceback" not in err
+
+
+def test_the_shipped_comparisons_are_what_the_metrics_return() -> None:
+    """The shipped probe (``metric_tests.json``) agrees with a fresh probe of the fast experiments, and every
+    package experiment has its row (``python -m cogtestbed.validation.design.capabilities`` rewrites it)."""
+    from cogtestbed.validation.design.capabilities import _shipped, comparable_metrics, probe_comparisons
+
+    assert set(_shipped()) == set(ct.experiments())
+    for name in ("instrumental-learning", "temporal-discounting"):
+        assert probe_comparisons(ct.get_experiment(name)) == _shipped()[name]
+    assert set(comparable_metrics(ct.get_experiment("two-step"))) == {"model_basedness", "performance"}
+
+
+def test_list_shows_what_each_metric_and_parameter_can_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    info = ct.describe("belief-coherence")["planning"]
+    assert {m["metric"] for m in info["metrics"]} == set(ct.get_experiment("belief-coherence").metrics.headline)
+    assert info["forms"]["mnl"] == [] and "c_fp" in info["forms"]["loss"] and "slope_yes" in info["adaptive"]
+    assert run_cli(["list", "two-step"]) == 0
+    out = capsys.readouterr().out
+    assert "compared between groups" in out and "parameters forms can shift" in out

@@ -66,7 +66,17 @@ def describe_experiment(exp: ExperimentSpec) -> dict[str, Any]:
         **({"cover_story_note": note} if note is not None else {}),
         "studies": [{"name": n, "kind": d.kind, "description": d.description} for n, d in declared_studies(exp)],
         "adaptive": _adaptive(exp),
+        "planning": _planning(exp),
     }
+
+
+def _planning(exp: ExperimentSpec) -> dict[str, Any]:
+    """What ``cogtestbed plan`` can plan for ``exp`` (issue 67): each headline metric compared between two groups
+    (or why not), the parameters forms plans can shift and adaptive plans target
+    (:func:`~cogtestbed.validation.design.capabilities.planning`)."""
+    from cogtestbed.validation.design.capabilities import planning
+
+    return planning(exp)
 
 
 def _adaptive(exp: ExperimentSpec) -> dict[str, Any]:

@@ -73,7 +73,7 @@ def test_a_bad_option_of_the_api_is_an_input_error() -> None:
 
 def test_the_api_raises_its_typed_input_error_for_a_bad_plan_or_fit_option() -> None:
     """The API's own option checks raise :class:`ct.InputError` (a ValueError), not a bare ValueError."""
-    with pytest.raises(ct.InputError, match="--model goes with --effect"):
+    with pytest.raises(ct.InputError, match="`model` goes with `effect`"):
         ct.plan("instrumental-learning", model="rw-pm", llm=["openai:gpt-4o-mini"])
     table = ct.simulate("instrumental-learning", "rw-pm", subjects=2, seed=1)
     with pytest.raises(ct.InputError, match="--form-effects needs a table run across two or more prompt forms"):

@@ -167,7 +167,7 @@ def test_an_llm_against_a_human_sample_plans_one_llm_against_the_fixed_sample(tm
     payload = plan.to_dict()
     assert payload["target"]["what"] == (f"a difference in alpha of 0.3 between an LLM and {path} (rw)")
     assert len(payload["cost"]["per_llm"]) == 1 and payload["power"]["rate"] >= 0.8
-    with pytest.raises(ValueError, match="--human is one group"):
+    with pytest.raises(ValueError, match="`human` is one group"):
         ct.plan("instrumental-learning", llm=("openai:gpt-4o-mini", "openai:gpt-4o"), model="rw",
                 effect={"alpha": 0.3}, human=path)
 

@@ -207,8 +207,8 @@ REFUSED: list[tuple[str, dict[str, Any], list[str], str]] = [
      "carry is 0.6"),
     ("two-step", {"metric": "model_basedness", "compare": ("hybrid:w=0.2", "hybrid:w=0.8"), "llm": LLMS,
                   "runs": "10:99999999999"},
-     ["--metric", "model_basedness", "--compare", "hybrid:w=0.2", "hybrid:w=0.8", "--llm", LLMS[0], "--llm", LLMS[1], "--runs",
-      "10:99999999999"], "runs.? reaches"),
+     ["--metric", "model_basedness", "--compare", "hybrid:w=0.2", "hybrid:w=0.8", "--llm", LLMS[0], "--llm",
+      LLMS[1], "--runs", "10:99999999999"], "runs.? reaches"),
 ]
 
 

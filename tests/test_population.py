@@ -161,10 +161,10 @@ def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path):
                                                 "of population stand-in")
     assert len(payload["cost"]["per_llm"]) == 1 and payload["power"]["rate"] >= 0.8
     assert payload["study"]["people"] == 12 and payload["study"]["reference"] is None
-    with pytest.raises(InputError, match="--population is planned with the per-subject MLE"):
+    with pytest.raises(InputError, match="`population` is planned with the per-subject MLE"):
         ct.plan(EXP, llm="openai:gpt-4o-mini", model="rw-pm", effect={"optimism_bias": 0.4}, population=path,
                 fit="hierarchical")
-    with pytest.raises(InputError, match="--population compares a model parameter"):
+    with pytest.raises(InputError, match="`population` compares a model parameter"):
         ct.plan(EXP, llm="openai:gpt-4o-mini", metric="optimism_bias", compare=("rw-pm", "rw-pm"),
                 population=path)
 

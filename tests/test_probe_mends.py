@@ -110,7 +110,7 @@ def test_plan_adaptive_precision_typo_refused_before_simulating(monkeypatch):
         raise AssertionError("simulated before checking --precision")
 
     monkeypatch.setattr(design, "compare", never)
-    with pytest.raises(InputError, match="--precision nope: the adaptive model has parameters k, temperature"):
+    with pytest.raises(InputError, match="`precision` nope: the adaptive model has parameters k, temperature"):
         ct.plan("temporal-discounting", adaptive="k", precision="nope=0.5")
 
 

@@ -122,9 +122,9 @@ def test_looks_option_checks() -> None:
     from cogtestbed.validation.design.request import check_sequential_options, looks_option
 
     assert looks_option("auto") == "auto" and looks_option("5") == 5 and looks_option(None) is None
-    with pytest.raises(ValueError, match="--looks must be"):
+    with pytest.raises(ValueError, match="`looks` must be"):
         looks_option("many")
-    with pytest.raises(ValueError, match="searches --spending"):
+    with pytest.raises(ValueError, match="searches `spending`"):
         check_sequential_options("auto", "pocock", False, None, None, None, None)
     check_sequential_options("auto", "obrien-fleming", False, None, None, None, None)
 

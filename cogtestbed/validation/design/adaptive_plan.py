@@ -46,21 +46,21 @@ def adaptive_target(exp: Any, precision: Mapping[str, float] | str | None, assur
     from cogtestbed.validation.design.sizes import Sizes
 
     if precision is None:
-        raise InputError("plan --adaptive plans a precision target: give --precision PARAM=HALFWIDTH (a power target "
+        raise InputError("plan `adaptive` plans a precision target: give `precision` PARAM=HALFWIDTH (a power target "
                          "over adaptive sessions is not planned yet)")
-    given = dict(precision) if isinstance(precision, Mapping) else parse_assignments([precision], "--precision")
+    given = dict(precision) if isinstance(precision, Mapping) else parse_assignments([precision], "`precision`")
     if len(given) != 1:
-        raise InputError(f"--precision takes one PARAM=HALFWIDTH, got {len(given)}")
+        raise InputError(f"`precision` takes one PARAM=HALFWIDTH, got {len(given)}")
     parameter, halfwidth = next(iter(given.items()))
     _check_parameter(exp, parameter)
     if not (halfwidth > 0 and 0 < assurance < 1):
-        raise InputError(f"--precision needs HALFWIDTH > 0 and --assurance in (0, 1), got {halfwidth}, {assurance}")
+        raise InputError(f"`precision` needs HALFWIDTH > 0 and `assurance` in (0, 1), got {halfwidth}, {assurance}")
     top = Sizes.of(trials, "trials").top if trials is not None else ADAPTIVE_MAX_TRIALS
     sessions = Sizes.of(subjects, "subjects") if subjects is not None else None
     if sessions is not None and len(sessions) != 1:
-        raise InputError(f"plan --adaptive: --subjects is one number of sessions, got {sessions}")
+        raise InputError(f"plan `adaptive`: `subjects` is one number of sessions, got {sessions}")
     if sims < 2 or top < 1:
-        raise InputError("plan --adaptive needs --adaptive-sims >= 2, trials >= 1 and subjects >= 1")
+        raise InputError("plan `adaptive` needs `adaptive_sims` >= 2, trials >= 1 and subjects >= 1")
     return AdaptiveTarget(parameter, halfwidth, assurance, top, 1 if sessions is None else sessions.top)
 
 
@@ -86,7 +86,7 @@ def _check_parameter(exp: Any, parameter: str) -> None:
     decl = exp.adaptive
     names = list(exp.models[decl.model].parameters.names) if hasattr(decl, "model") else [parameter]
     if parameter not in names:
-        raise InputError(f"--precision {parameter}: the adaptive model has parameters {', '.join(names)}")
+        raise InputError(f"`precision` {parameter}: the adaptive model has parameters {', '.join(names)}")
 
 
 def plan_adaptive(exp: Any, adaptive: str | Sequence[str], target: AdaptiveTarget, sims: int, seed: int,

@@ -116,11 +116,12 @@ def run_forms(exp: Any, req: Any, ctx: PlanContext) -> Planned:
                                              exp.name))
     merged = {**_assigned(sim.base, "`base`", parse_assignments), **_assigned(sim.params, "`params`",
                                                                              parse_assignments)}
-    payload = plan_forms_study(exp.name, str(tg.model), forms_effect(tg.model, tg.effect),
+    effect = forms_effect(tg.model, tg.effect)
+    payload = plan_forms_study(exp.name, str(tg.model), effect,
                                forms_counts(req.prompt_forms.forms), form_sd_of(req.prompt_forms.form_sd),
                                params=merged, target=tg.power, alpha=tg.level, pricer=pricer, pilot=_pilot(sim.pilot),
                                seed=req.seed, design=design_obj)
-    return Planned(payload, "subjects")
+    return Planned({**payload, "effect_name": effect[0]}, "subjects")
 
 
 def _assigned(value: Any, name: str, parse: Any) -> dict[str, float]:

@@ -81,8 +81,8 @@ def forms_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
     interval = sc.get("tau_interval")
     tau_text = num(sc["tau"]) + ("" if interval is None else
                                  f" [{num(interval[0])}, {num(interval[1])}] ({sc['level']:.0%} F interval)")
-    (name, size), = dict(payload["effect"]).items()
-    out = [f"{payload['experiment']} {payload['model']}: {name} = {size:g} at power {payload['target_power']:g}; "
+    out = [f"{payload['experiment']} {payload['model']}: {payload['effect_name']} = {payload['effect']:g} at power "
+           f"{payload['target_power']:g}; "
            f"effect SD between forms τ = {tau_text}, one subject's σ = {num(sc['sigma'])} ({sc['source']})"]
     out += [f"WARNING: the pilot does not identify τ: {problem}; the designs below rest on it (plan from --form-sd "
             "instead)" for problem in sc.get("problems", [])]

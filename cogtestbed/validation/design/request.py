@@ -145,8 +145,8 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
     check_sequential_options(looks, seq.spending, seq.futility, seq.null, seq.seq_sims, precision, tg.test,
                              seq.null_sims, seq.binding_futility)
     llms = [lm.llm] if isinstance(lm.llm, str) else list(lm.llm or [])
-    people = "--human" if tg.human is not None else (
-        "--population" if tg.population is not None and precision is None and len(llms) == 1 else None)
+    people = "`human`" if tg.human is not None else (
+        "`population`" if tg.population is not None and precision is None and len(llms) == 1 else None)
     effect, target = _target(llms, tg.model, effect, tg.metric, tg.test, precision, people)
     given_base = parse_assignments(assignment_items(sim.base))
     given_params = parse_assignments(assignment_items(sim.params))
@@ -159,7 +159,7 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
     spec = _power_study(exp, tg.model, effect, tg.metric, tg.compare, tg.test, tg.agent, common)
     if tg.human is not None:
         spec = _with_human(spec, exp, tg.human, given_base, tg.population is None, read_table)
-    spec = _with_population(spec, tg.population, people == "--population")
+    spec = _with_population(spec, tg.population, people == "`population`")
     spec = _with_lapse_fit(spec, sim.lapse_fit)
     _check_fit_option(req.analysis.fit, req.analysis.fit_sims, spec, looks, precision is not None)
     reasoning = {"reasoning_effort": lm.reasoning_effort, "thinking_budget": lm.thinking_budget,
@@ -333,7 +333,7 @@ def _check_fit_option(fit: str, fit_sims: int | None, spec: Any, looks: Any, pre
 
     check_fit(fit, spec, looks, fit_sims)
     if precision:
-        raise InputError("--fit hierarchical plans a power plan's design; --precision plans one subject's MLE "
+        raise InputError("`fit` hierarchical plans a power plan's design; `precision` plans one subject's MLE "
                          "(drop one of them)")
 
 
@@ -355,8 +355,8 @@ def _with_lapse_fit(spec: Any, lapse_fit: str | None) -> Any:
     from cogtestbed.validation.studies.study_kinds import PowerStudy
 
     if not isinstance(spec, PowerStudy):
-        raise InputError("--lapse-fit sets how a model target's per-subject MLE is fitted: it goes with --model and "
-                         "--effect")
+        raise InputError("`lapse_fit` sets how a model target's per-subject MLE is fitted: it goes with `model` and "
+                         "`effect`")
     return spec.model_copy(update={"lapse_fit": lapse_option(lapse_fit)})
 
 
@@ -369,7 +369,7 @@ def _searched(exp: Any, design: list[str] | None, trials: Sizes | None) -> tuple
     fixed, swept, searched = plan_design(exp, design)
     if swept != (None,):  # --design TRIALS_FIELD=a,b,c: the trial counts searched
         if trials is not None:
-            raise InputError("--trials and a --design list both size the run; give one of them")
+            raise InputError("`trials` and a `design` list both size the run; give one of them")
         trials = Sizes.of(list(swept), "trials")
     return fixed, trials, None if searched is None else Axis(*searched)
 
@@ -405,7 +405,7 @@ def looks_option(looks: int | str | None) -> int | str | None:
         return looks
     if isinstance(looks, str) and looks.strip().isdigit():
         return int(looks)
-    raise InputError(f"--looks must be an integer from 2 (a sequential design looks at least twice) or auto, "
+    raise InputError(f"`looks` must be an integer from 2 (a sequential design looks at least twice) or auto, "
                      f"got {looks!r}")
 
 
@@ -415,29 +415,29 @@ def check_sequential_options(looks: int | str | None, spending: str, futility: b
     """The options of a sequential plan go with ``--looks``, and ``--looks`` with a power target:
     an option that would be ignored is refused in one line."""
     if binding and not (looks == "auto" or futility):
-        raise InputError("--binding-futility makes futility stops count in the type-I error: it goes with --futility "
-                         "or --looks auto")
+        raise InputError("`binding_futility` makes futility stops count in the type-I error: it goes with `futility` "
+                         "or `looks` auto")
     if looks is None and null_sims is not None:
-        raise InputError("--null-sims shapes a sequential plan: add --looks K (or drop it)")
+        raise InputError("`null_sims` shapes a sequential plan: add `looks` K (or drop it)")
     if looks is None:
-        given = [name for name, on in (("--spending", spending != "obrien-fleming"), ("--futility", futility),
-                                       ("--null", null is not None), ("--seq-sims", seq_sims is not None)) if on]
+        given = [name for name, on in (("`spending`", spending != "obrien-fleming"), ("`futility`", futility),
+                                       ("`null`", null is not None), ("`seq_sims`", seq_sims is not None)) if on]
         if given:
-            raise InputError(f"{', '.join(given)} shape a sequential plan: add --looks K (or drop them)")
+            raise InputError(f"{', '.join(given)} shape a sequential plan: add `looks` K (or drop them)")
         return
     from cogtestbed.validation.design.seqplan import check_looks
 
     if looks == "auto":
-        given = [name for name, on in (("--spending", spending != "obrien-fleming"), ("--futility", futility)) if on]
+        given = [name for name, on in (("`spending`", spending != "obrien-fleming"), ("`futility`", futility)) if on]
         if given:
-            raise InputError(f"--looks auto searches {' and '.join(given)}: drop {'them' if len(given) > 1 else 'it'}")
+            raise InputError(f"`looks` auto searches {' and '.join(given)}: drop {'them' if len(given) > 1 else 'it'}")
     else:
         check_looks(int(looks), spending)
     if precision:
-        raise InputError("--looks plans a sequential test of a target power; --precision plans a fixed design's "
+        raise InputError("`looks` plans a sequential test of a target power; `precision` plans a fixed design's "
                          "estimate: use one of them")
     if null is not None and test is None:
-        raise InputError("--null names the agent under which a test's null holds: it goes with --test")
+        raise InputError("`null` names the agent under which a test's null holds: it goes with `test`")
 
 
 def _say_look_estimate(planner: Any, say: Callable[[str], None]) -> None:
@@ -475,9 +475,9 @@ def _pilot_and_lapses(spec: Any, exp: Any, pilot: Path | None, llm: list[str], g
         spec = apply_pilot(spec, exp, pilot_info, given_base, given_params)
     rate = invalid_rate if invalid_rate is not None else (pilot_info.invalid_rate if pilot_info else 0.0)
     if rate > MAX_INVALID_RATE:
-        source = "--invalid-rate" if invalid_rate is not None else f"the pilot in {pilot}"
+        source = "`invalid_rate`" if invalid_rate is not None else f"the pilot in {pilot}"
         raise InputError(f"{source} gives {rate:.0%} invalid answers (more than {MAX_INVALID_RATE:.0%}): fix the "
-                         "prompt or the answer settings first, or plan for an expected rate with --invalid-rate")
+                         "prompt or the answer settings first, or plan for an expected rate with `invalid_rate`")
     if rate > 0 or random_rate > 0:
         from cogtestbed.lapse import Lapse
 
@@ -489,11 +489,11 @@ def _check_two_groups(looks: int | str | None, fit: str, people: str | None) -> 
     """A model parameter's difference between two groups is planned as a fixed design, with the MLE
     or (two LLMs) the hierarchical fit; anything else refused in one line."""
     if looks is not None:
-        raise InputError("--looks plans a sequential test of one group's effect; a difference between two groups is "
-                         "planned as a fixed design (drop --looks)")
+        raise InputError("`looks` plans a sequential test of one group's effect; a difference between two groups is "
+                         "planned as a fixed design (drop `looks`)")
     if people and fit != "mle":
         raise InputError(f"{people} is planned with the per-subject MLE (the hierarchical fit of a human sample is "
-                         "not planned yet): drop --fit hierarchical")
+                         "not planned yet): drop `fit` hierarchical")
 
 
 def _with_human(spec: Any, exp: Any, human: Any, given_base: Mapping[str, float], as_base: bool,
@@ -521,15 +521,15 @@ def _target(llm: list[str], model: str | None, effect: Effect | None, metric: st
     target = None
     if precision is not None:
         if effect is not None or metric is not None or test is not None or model is None:
-            raise InputError("--precision PARAM=HALFWIDTH goes with --model M (and no --effect, --metric or --test)")
+            raise InputError("`precision` PARAM=HALFWIDTH goes with `model` M (and no `effect`, `metric` or `test`)")
         target, effect = precision, Effect(precision.name, 0.0)
     elif not llm:
-        raise InputError("a power target is priced by an LLM: give --llm BACKEND:MODEL (or plan for --precision, "
+        raise InputError("a power target is priced by an LLM: give `llm` BACKEND:MODEL (or plan for `precision`, "
                          "which costs designs in trials without one)")
     if effect is not None and model is None:
-        raise InputError("--effect needs --model (the model whose parameter carries the effect)")
+        raise InputError("`effect` needs `model` (the model whose parameter carries the effect)")
     if model is not None and effect is None:
-        raise InputError("--model goes with --effect NAME=SIZE")
+        raise InputError("`model` goes with `effect` NAME=SIZE")
     _check_groups(llm, effect, metric, precision, people)
     return effect, target
 
@@ -540,15 +540,15 @@ def _check_groups(llm: list[str], effect: Effect | None, metric: str | None, pre
     compare in a metric or a model parameter), people (``--human``, or ``--population`` beside one
     ``--llm``: the option named by ``people``) one group beside one LLM's parameter."""
     if not 1 <= len(llm) <= 2 and precision is None:
-        raise InputError(f"--llm takes one model, or two for a difference between two LLMs; got {len(llm)}")
+        raise InputError(f"`llm` takes one model, or two for a difference between two LLMs; got {len(llm)}")
     if len(llm) == 2 and metric is None and effect is None:
-        raise InputError("two --llm compare two LLMs: in a metric (--metric M --compare A B) or in a model "
-                         "parameter (--model M --effect NAME=DIFFERENCE)")
+        raise InputError("two `llm` compare two LLMs: in a metric (`metric` M `compare` A B) or in a model "
+                         "parameter (`model` M `effect` NAME=DIFFERENCE)")
     if people and (effect is None or precision is not None):
-        raise InputError(f"{people} compares a model parameter between an LLM and people: it goes with --model M "
-                         "--effect NAME=DIFFERENCE")
+        raise InputError(f"{people} compares a model parameter between an LLM and people: it goes with `model` M "
+                         "`effect` NAME=DIFFERENCE")
     if people and len(llm) != 1:
-        raise InputError(f"{people} is one group; the LLM compared with it is one --llm")
+        raise InputError(f"{people} is one group; the LLM compared with it is one `llm`")
 
 
 def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assurance: float, runs: Sizes | None,
@@ -566,11 +566,11 @@ def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assur
     from cogtestbed.validation.studies.study_data import design_for_trials
 
     if len(llm) > 1:
-        raise InputError("--precision prices one LLM: give --llm once")
+        raise InputError("`precision` prices one LLM: give `llm` once")
     if field_axis is not None:
         if trials is not None:
-            raise InputError(f"--trials and --design {field_axis.name}=a,b,c: plan searches one size of the design "
-                             f"at a time; fix the trials field with --design {exp.trials_field}=N")
+            raise InputError(f"`trials` and `design` {field_axis.name}=a,b,c: plan searches one size of the design "
+                             f"at a time; fix the trials field with `design` {exp.trials_field}=N")
         trials_axis = field_axis
     elif exp.trials_field is None:
         if trials is not None:
@@ -580,7 +580,7 @@ def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assur
         trials_axis = Axis("trials", trials_values(spec, exp, trials))
     pooled = exp.pooling_unit == "session"
     if runs is not None and not pooled:
-        raise InputError(f"experiment {exp.name} pools subjects, not sessions: --runs needs an experiment whose "
+        raise InputError(f"experiment {exp.name} pools subjects, not sessions: `runs` needs an experiment whose "
                          "pooling unit is the session")
     runs_axis = Axis("runs", (parse_range(runs, None, "runs") or declared_runs(spec, exp)) if pooled else (1,))
     pricer = Pricer(exp, (llm[0],), seed=seed, max_tokens=max_tokens,

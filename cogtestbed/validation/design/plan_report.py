@@ -24,6 +24,7 @@ from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.trials import package_versions
 from cogtestbed.validation.design.plan import Evaluated, PlanResult, describe_target
+from cogtestbed.validation.design.power_sims import verdict
 from cogtestbed.validation.design.pricing import Pricer
 from cogtestbed.validation.design.space import sessions_per_llm, study_at
 from cogtestbed.validation.studies.study_data import design_for_trials
@@ -158,7 +159,8 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
                                 "sims": chosen.estimate.sims},
         "recovery": result.recovery,
         "frontier": [e.row(result.size_name, result.spec) for e in result.frontier],
-        "evaluated": [e.row(result.size_name, result.spec) for e in result.evaluated],
+        "evaluated": [{**e.row(result.size_name, result.spec),
+                       **verdict(e.estimate.hits, e.estimate.sims, result.target)} for e in result.evaluated],
         "pruned": result.pruned,
         "lapse": None if result.spec.lapse is None else _lapse_dict(result.spec.lapse),
         "pilot": None if pilot is None else pilot.as_dict(),

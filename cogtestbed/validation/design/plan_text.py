@@ -30,6 +30,11 @@ def plan_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
         dollars = f"${row['dollars']:.3f}" if row["dollars"] is not None else "-"
         out.append(f"  frontier: {row['design']}: power {rate_text(row['power'], row['sims'])}, "
                    f"{int(row['calls']):,} calls, {dollars}")
+    for row in payload.get("evaluated") or []:  # every design searched, with the search's verdict (issue 67)
+        if "verdict" in row:
+            lo, hi = row["interval"]
+            out.append(f"  searched: {row['design']}: power {row['power']:.2f} [{lo:.2f}, {hi:.2f}] "
+                       f"({row['sims']} sims): {row['verdict']}")
     if "sequential" in payload:
         from cogtestbed.validation.design.seqpayload import sequential_lines
 

@@ -160,3 +160,19 @@ def decided(est: Estimate, target: float) -> bool:
     if est.sims >= DECIDE_MAX_SIMS:
         return True
     return abs(est.rate - target) >= DECIDE_Z * math.sqrt(target * (1 - target) / est.sims)
+
+
+def verdict(hits: int, sims: int, target: float, level: float = 0.95) -> dict[str, Any]:
+    """Whether a design searched reaches ``target`` (issue 67: every size searched says so), by the search's own
+    rule (:func:`decided`): ``reached`` or ``not reached`` once its estimate is :data:`DECIDE_Z` binomial SEs (at
+    the target) above or below it, or once it has :data:`DECIDE_MAX_SIMS` simulations (its point estimate then
+    decides), else ``undecided``; with the Wilson interval of its power at ``level`` (Wilson 1927)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    if sims <= 0:
+        return {"verdict": "undecided", "interval": [0.0, 1.0]}
+    rate = hits / sims
+    lo, hi = proportion_confint(hits, sims, alpha=1 - level, method="wilson")
+    margin = 0.0 if sims >= DECIDE_MAX_SIMS else DECIDE_Z * math.sqrt(target * (1 - target) / sims)
+    said = "reached" if rate - target >= margin else "not reached" if target - rate > margin else "undecided"
+    return {"verdict": said, "interval": [float(lo), float(hi)]}

@@ -251,3 +251,42 @@ def test_list_shows_what_each_metric_and_parameter_can_plan(capsys: pytest.Captu
     assert run_cli(["list", "two-step"]) == 0
     out = capsys.readouterr().out
     assert "compared between groups" in out and "parameters forms can shift" in out
+
+
+# ----------------------------------------------------------------------------- one vocabulary (item 5)
+def test_every_size_searched_says_reached_not_reached_or_undecided() -> None:
+    from cogtestbed.validation.design.plan_text import plan_lines
+    from cogtestbed.validation.design.power_sims import DECIDE_MAX_SIMS, verdict
+
+    assert verdict(20, 20, 0.8)["verdict"] == "reached" and verdict(10, 20, 0.8)["verdict"] == "not reached"
+    assert verdict(17, 20, 0.8)["verdict"] == "undecided"  # 0.85 is within 2 SEs of 0.8 at 20 sims
+    assert verdict(int(0.81 * DECIDE_MAX_SIMS), DECIDE_MAX_SIMS, 0.8)["verdict"] == "reached"  # the search's rule
+    lo, hi = verdict(17, 20, 0.8)["interval"]
+    assert 0.63 < lo < 0.65 and 0.94 < hi < 0.95  # Wilson 95 %
+    row = {"design": "8 subjects", "power": 0.85, "sims": 20, **verdict(17, 20, 0.8)}
+    payload = {"frontier": [], "evaluated": [row]}
+    from unittest import mock
+
+    with mock.patch("cogtestbed.validation.design.plan_report.summary_line", return_value="summary"):
+        lines = plan_lines(payload, "subjects")
+    assert "  searched: 8 subjects: power 0.85 [0.64, 0.95] (20 sims): undecided" in lines
+
+
+def test_plan_adaptive_puts_both_arms_side_by_side_on_the_natural_scale() -> None:
+    """``plan --adaptive``: the tolerance on the natural scale (as ``plan --precision``), both arms the same
+    simulated subjects, each arm's trials with an interval, their ratio with an interval, every trial count's
+    verdict."""
+    plan = ct.plan("temporal-discounting", adaptive="k", precision={"k": 0.05}, assurance=0.8, subjects=10,
+                   trials=(1, 16), adaptive_sims=16, seed=3)
+    p = plan.payload
+    assert p["scale"] == "natural" and p["same_subjects"] and p["simulated_subjects"] == 16
+    assert [s["trials"] for s in p["searched"]["adaptive"]] == list(range(1, 17))
+    assert {s["verdict"] for arm in p["searched"].values() for s in arm} <= {"reached", "not reached", "undecided"}
+    for arm in ("fixed", "adaptive"):
+        row = p["searched"][arm][-1]
+        assert row["interval"][0] <= row["share"] <= row["interval"][1]
+    text = "\n".join(plan.lines())
+    assert "(natural scale); both arms on the same 16 subjects" in text and "fixed trial counts:" in text
+    if p["trials_ratio"] is not None and p["trials_ratio_interval"] is not None:
+        lo, hi = p["trials_ratio_interval"]
+        assert lo <= hi and "adaptive/fixed trials =" in text

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from cogtestbed.errors import InputError
 from cogtestbed.parameters import parse_assignments
 
@@ -92,22 +94,87 @@ def _check_parameter(exp: Any, parameter: str) -> None:
 def plan_adaptive(exp: Any, adaptive: str | Sequence[str], target: AdaptiveTarget, sims: int, seed: int,
                   llm: str | None, price: Price | None, say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The ``plan --adaptive`` payload: ``sims`` subjects from the prior through ``target.top`` adaptive and
-    fixed trials, the trials per session each arm needs for ``target``, and each reached arm priced by
-    ``price`` (calls = trials × sessions and no cost without one)."""
-    from cogtestbed.validation.design.adaptive import compare, precision_trials
+    fixed trials (both arms the same subjects and the same design: :func:`~cogtestbed.validation.design.
+    adaptive.compare`), the trials per session each arm needs for ``target`` on the parameter's natural scale
+    (the scale ``plan --precision`` uses: the posterior mean's value within the half-width of the truth), each
+    trial count's verdict with its interval, the ratio of the trials with a bootstrap interval over subjects,
+    and each reached arm priced by ``price`` (calls = trials × sessions and no cost without one)."""
+    from cogtestbed.experiments._adaptive import adaptive_model
+    from cogtestbed.validation.design.adaptive import compare
 
     if say is not None:
-        say(f"simulating {sims} subjects from the prior through {target.top} adaptive and {target.top} fixed trials")
+        say(f"simulating {sims} subjects from the prior through {target.top} adaptive and {target.top} fixed trials "
+            "(the same subjects in both arms)")
     result = compare(exp, adaptive, target.top, sims, seed)
-    reached = precision_trials(result, target.parameter, target.halfwidth, target.assurance)
-    arms = {k: _priced_arm(v, target.sessions, result.targets, price) for k, v in reached.items()}
+    hits = natural_hits(result, adaptive_model(exp), target.parameter, target.halfwidth)
+    reached = {arm: _needed(h, target.assurance) for arm, h in hits.items()}
+    boot = _bootstrap(hits, target.assurance, seed)
+    arms = {k: {**_priced_arm(v, target.sessions, result.targets, price), "trials_interval": boot[k]}
+            for k, v in reached.items()}
     ratio = arms["adaptive"]["trials"] / arms["fixed"]["trials"]
     return {"kind": "adaptive", "experiment": exp.name, "llm": llm, "targets": list(result.targets),
-            "parameter": target.parameter, "scale": "unconstrained", "halfwidth": target.halfwidth,
+            "parameter": target.parameter, "scale": "natural", "halfwidth": target.halfwidth,
             "assurance": target.assurance, "sessions": target.sessions, "simulated_subjects": sims,
+            "same_subjects": True, "design": dict(getattr(exp.adaptive, "study_design", ())),
             "max_trials": target.top, "seed": seed, "fixed": arms["fixed"], "adaptive": arms["adaptive"],
-            "trials_ratio": None if math.isnan(ratio) else ratio,
+            "trials_ratio": None if math.isnan(ratio) else ratio, "trials_ratio_interval": boot["ratio"],
+            "searched": {arm: _searched(h, target.assurance) for arm, h in hits.items()},
             "fixed_design": _fixed_design(exp)}
+
+
+def natural_hits(result: Any, model: Any, parameter: str, halfwidth: float) -> dict[str, np.ndarray]:
+    """Per arm, subjects × trials: whether the posterior mean, mapped to the parameter's natural scale, lies
+    within ``halfwidth`` of the truth there (the scale ``plan --precision`` judges an estimate on)."""
+    p = model.parameters[parameter]
+    truth = np.asarray(p.to_constrained(result.truth[parameter]), dtype=np.float64)[:, None]
+    return {arm: np.abs(np.asarray(p.to_constrained(result.curves[arm][parameter].mean), dtype=np.float64) - truth)
+            <= halfwidth for arm in ("fixed", "adaptive")}
+
+
+def _needed(hits: np.ndarray, assurance: float) -> dict[str, float]:
+    """The fewest trials whose share of subjects within the half-width reaches ``assurance`` (NaN: none), that
+    share and its Monte-Carlo SE."""
+    share = hits.mean(axis=0)
+    at = np.flatnonzero(share >= assurance)
+    t = int(at[0]) if at.size else None
+    p = float(share[t]) if t is not None else float(share[-1])
+    return {"trials": float(t + 1) if t is not None else float("nan"), "share": p,
+            "share_se": float(math.sqrt(p * (1 - p) / hits.shape[0]))}
+
+
+#: Bootstrap resamples of the subjects behind the intervals of the trials needed and of their ratio.
+BOOT = 400
+
+
+def _bootstrap(hits: dict[str, np.ndarray], assurance: float, seed: int) -> dict[str, list[float] | None]:
+    """95 % percentile intervals over subjects resampled (the same resample for both arms) of each arm's trials
+    needed and of their ratio, adaptive over fixed (None where fewer than half the resamples reach it)."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 67]))
+    n = next(iter(hits.values())).shape[0]
+    draws: dict[str, list[float]] = {"fixed": [], "adaptive": [], "ratio": []}
+    for _ in range(BOOT):
+        idx = rng.integers(0, n, n)
+        fixed, adaptive = (_needed(hits[arm][idx], assurance)["trials"] for arm in ("fixed", "adaptive"))
+        draws["fixed"].append(fixed)
+        draws["adaptive"].append(adaptive)
+        draws["ratio"].append(adaptive / fixed)
+    out: dict[str, list[float] | None] = {}
+    for key, values in draws.items():
+        arr = np.asarray(values)
+        finite = arr[np.isfinite(arr)]
+        out[key] = None if finite.size < BOOT / 2 else [float(np.percentile(finite, 2.5)),
+                                                        float(np.percentile(finite, 97.5))]
+    return out
+
+
+def _searched(hits: np.ndarray, assurance: float) -> list[dict[str, Any]]:
+    """Every trial count simulated: its share within the half-width, Wilson interval and verdict (reached, not
+    reached, undecided: :func:`~cogtestbed.validation.design.power_sims.verdict`)."""
+    from cogtestbed.validation.design.power_sims import verdict
+
+    n = hits.shape[0]
+    return [{"trials": t + 1, "share": float(k / n), **verdict(int(k), n, assurance)}
+            for t, k in enumerate(hits.sum(axis=0))]
 
 
 def _fixed_design(exp: Any) -> str:
@@ -130,16 +197,47 @@ def _priced_arm(reached: dict[str, float], sessions: int, targets: Sequence[str]
 
 
 def adaptive_line(payload: Mapping[str, Any]) -> str:
-    """``plan --adaptive``'s summary: each arm's trials per session and cost for the same target."""
-    def arm(name: str) -> str:
+    """``plan --adaptive``'s text: the target on its scale, the fixed and the adaptive arm side by side (trials
+    needed with their interval, the share there, calls and cost), their ratio with its interval, and each arm's
+    trial counts by verdict."""
+    def interval(v: Any) -> str:
+        return "" if v is None else f" [{v[0]:.3g}, {v[1]:.3g}]"
+
+    def cells(name: str) -> list[str]:
         a = payload[name]
         if a["calls"] is None:
-            return f"{name}: not reached within {payload['max_trials']} trials (share {a['share']:.2f})"
+            return [f"not within {payload['max_trials']}", f"{a['share']:.2f} at {payload['max_trials']}", "-"]
         cost = "" if a["cost_usd"] is None else f", ${a['cost_usd']:.4f}"
-        return f"{name}: {a['trials']:.0f} trials per session ({a['calls']} calls{cost})"
+        return [f"{a['trials']:.0f}{interval(a.get('trials_interval'))}", f"{a['share']:.2f} ± {a['share_se']:.2f}",
+                f"{a['calls']} calls{cost}"]
 
-    head = (f"{payload['experiment']}: P(|posterior mean - truth| <= {payload['halfwidth']:g}) >= "
-            f"{payload['assurance']:g} on {payload['parameter']} (unconstrained scale), {payload['sessions']} "
-            f"session(s){' priced for ' + payload['llm'] if payload['llm'] else ''}")
-    ratio = "" if payload["trials_ratio"] is None else f"; adaptive/fixed trials = {payload['trials_ratio']:.2f}"
-    return f"{head}\n{arm('fixed')}\n{arm('adaptive')}{ratio}"
+    head = (f"{payload['experiment']}: P(|estimate - truth| <= {payload['halfwidth']:g}) >= {payload['assurance']:g} "
+            f"on {payload['parameter']} ({payload.get('scale', 'unconstrained')} scale); both arms on the same "
+            f"{payload['simulated_subjects']} subjects drawn from the prior and the same design, "
+            f"{payload['sessions']} session(s){' priced for ' + payload['llm'] if payload['llm'] else ''}")
+    fixed, adaptive = cells("fixed"), cells("adaptive")
+    rows = [("", "fixed", "adaptive"), *((name, fixed[i], adaptive[i])
+                                         for i, name in enumerate(("trials needed", "share within", "calls")))]
+    width = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = [head, *("  " + "  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)).rstrip() for r in rows)]
+    if payload["trials_ratio"] is not None:
+        lines.append(f"adaptive/fixed trials = {payload['trials_ratio']:.2f}"
+                     f"{interval(payload.get('trials_ratio_interval'))} (95 % bootstrap over subjects)")
+    for arm, sizes in (payload.get("searched") or {}).items():
+        lines.append(f"{arm} trial counts: {_runs(sizes)}")
+    return "\n".join(lines)
+
+
+def _runs(sizes: Sequence[Mapping[str, Any]]) -> str:
+    """Consecutive trial counts of one verdict as ranges, each with the interval of its last count's share."""
+    parts: list[str] = []
+    start = 0
+    for i in range(1, len(sizes) + 1):
+        if i == len(sizes) or sizes[i]["verdict"] != sizes[start]["verdict"]:
+            first, last = sizes[start], sizes[i - 1]
+            span = f"{first['trials']}" if first is last else f"{first['trials']}-{last['trials']}"
+            lo, hi = last["interval"]
+            parts.append(f"{span} {last['verdict']} (share at {last['trials']}: {last['share']:.2f} [{lo:.2f}, "
+                         f"{hi:.2f}])")
+            start = i
+    return "; ".join(parts)

@@ -256,7 +256,8 @@ def precision_payload(result: PrecisionResult, planner: PrecisionPlanner) -> dic
     chosen = result.chosen
     designs = resolved_designs(planner.exp, chosen.design(planner.spec.design), (chosen.trials,))
     return {"experiment": planner.exp.name, "model": planner.model.name,
-            "target": {"kind": "precision", "parameter": result.parameter, "halfwidth": result.halfwidth,
+            "target": {"kind": "precision", "scale": "natural", "parameter": result.parameter,
+                       "halfwidth": result.halfwidth,
                        "assurance": result.assurance},
             "chosen": {"design": planner.label(chosen), **chosen.as_dict(), **dict(chosen.fields),
                        **result.share.summary(), "resolved": designs[0]},
@@ -287,7 +288,7 @@ def precision_line(payload: dict[str, Any]) -> str:
 
     lead = chosen_design_phrase(payload.get("evaluated") or [])
     return (f"{lead[0].upper()}{lead[1:]} where P(|{t['parameter']} estimate − truth| ≤ {t['halfwidth']:g}) "
-            f"≥ {t['assurance']:g} "
+            f"≥ {t['assurance']:g} ({t.get('scale', 'natural')} scale) "
             f"for one subject's MLE ({payload['model']}): {c['design']}; P = {c['assurance']:.3f} "
             f"[95% interval {lo:.2f}, {hi:.2f}] over {c['subjects']} simulated subjects{rmse}; "
             f"{cost['trials_per_subject']} trials per subject{price}. True parameters: {payload['true_parameters']}.")

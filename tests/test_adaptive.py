@@ -137,13 +137,13 @@ def test_adaptive_posterior_narrows_on_the_target() -> None:
 
 
 def test_refusals_are_one_line() -> None:
-    with pytest.raises(InputError, match="instrumental-learning: --adaptive refused: "):
+    with pytest.raises(InputError, match="instrumental-learning: `adaptive` refused: "):
         ct.simulate("instrumental-learning", "rw-pm", subjects=1, adaptive="alpha", trials=5)
     with pytest.raises(InputError, match="has parameters k, temperature"):
         ct.simulate("temporal-discounting", "hyperbolic", subjects=1, adaptive="beta", trials=5)
-    with pytest.raises(InputError, match="needs --trials"):
+    with pytest.raises(InputError, match="needs `trials`"):
         ct.simulate("temporal-discounting", "hyperbolic", subjects=1, adaptive="k")
-    with pytest.raises(InputError, match="give --adaptive"):
+    with pytest.raises(InputError, match="give `adaptive`"):
         ct.simulate("temporal-discounting", "hyperbolic", subjects=1, trials=5)
     table = ct.simulate("temporal-discounting", "hyperbolic", subjects=1, adaptive="all", trials=3)
     with pytest.raises(DataError, match="assumes the fixed staircase"):
@@ -161,7 +161,7 @@ def test_run_prices_an_adaptive_session_and_refuses_batch(tmp_path: Path) -> Non
     with pytest.raises(InputError, match="--batch refused for an adaptive session"):
         ct.run("temporal-discounting", llm="openai:gpt-4o-mini", output=tmp_path / "b", subjects=1,
                adaptive="k", trials=5, dry_run=True, batch=True)
-    with pytest.raises(InputError, match="two-step: --adaptive refused"):
+    with pytest.raises(InputError, match="two-step: `adaptive` refused"):
         ct.run("two-step", llm="openai:gpt-4o-mini", output=tmp_path / "c", adaptive="w", trials=5, dry_run=True)
 
 

@@ -68,7 +68,7 @@ def adaptive_model(spec: Any) -> CognitiveModel:
     spec's reason, where its trials cannot be chosen freely)."""
     decl = spec.adaptive
     if not isinstance(decl, AdaptiveDecl):
-        raise InputError(f"{spec.name}: --adaptive refused: {decl or UNDECLARED}")
+        raise InputError(f"{spec.name}: `adaptive` refused: {decl or UNDECLARED}")
     return spec.models[decl.model]
 
 
@@ -78,7 +78,7 @@ def adaptive_fields(spec: Any, params: Sequence[str] | str | None, trials: int |
     without ``params``."""
     if params is None or (not isinstance(params, str) and not list(params)):
         if trials:
-            raise InputError("--trials sets the length of an adaptive session: give --adaptive PARAM[,PARAM] too")
+            raise InputError("`trials` sets the length of an adaptive session: give `adaptive` PARAM[,PARAM] too")
         return {}
     model = adaptive_model(spec)
     names = [p.strip() for p in (params.split(",") if isinstance(params, str) else params) if p.strip()]
@@ -86,8 +86,8 @@ def adaptive_fields(spec: Any, params: Sequence[str] | str | None, trials: int |
         names = list(model.parameters.names)
     unknown = [n for n in names if n not in model.parameters.names]
     if unknown or not names:
-        raise InputError(f"--adaptive {','.join(unknown) or '(none)'}: the {spec.name} adaptive model "
+        raise InputError(f"`adaptive` {','.join(unknown) or '(none)'}: the {spec.name} adaptive model "
                          f"{model.name!r} has parameters {', '.join(model.parameters.names)} (or 'all')")
     if trials is None or trials < 1:
-        raise InputError("--adaptive needs --trials N (N >= 1): the length of the adaptive session")
+        raise InputError("`adaptive` needs `trials` N (N >= 1): the length of the adaptive session")
     return {"adaptive": tuple(n for n in model.parameters.names if n in names), "trials": int(trials)}

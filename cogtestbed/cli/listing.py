@@ -64,7 +64,15 @@ def _print(info: dict[str, Any]) -> None:
         console.print(f"cover stories: {info['cover_story_note']}", highlight=False)
     console.print(_table("declared studies (cogtestbed study EXPERIMENT NAME)", ["study", "description"],
                          [[s["name"], s["description"]] for s in info["studies"]]))
-    plan = info["planning"]
+    _print_planning(info["planning"])
+    adaptive = info["adaptive"]
+    console.print("adaptive sessions (--adaptive PARAM --trials N): " + (
+        f"refused: {adaptive['refused']}" if "refused" in adaptive else
+        f"model {adaptive['model']} ({', '.join(adaptive['parameters'])}); {adaptive['space']}"), highlight=False)
+
+
+def _print_planning(plan: dict[str, Any]) -> None:
+    """What ``plan`` can plan for the experiment (issue 67): metrics between groups, parameters forms can shift."""
     console.print(_table("planning (cogtestbed plan): each headline metric between two groups (--metric M --compare "
                          "A B, two --llm)", ["metric", "compared between groups"],
                          [[m["metric"], m.get("test") or f"no: {m['why']}"] for m in plan["metrics"]]))
@@ -72,10 +80,6 @@ def _print(info: dict[str, Any]) -> None:
                          ["model", "parameters forms can shift"],
                          [[model, ", ".join(params) or "none (its agent takes other parameters)"]
                           for model, params in plan["forms"].items()]))
-    adaptive = info["adaptive"]
-    console.print("adaptive sessions (--adaptive PARAM --trials N): " + (
-        f"refused: {adaptive['refused']}" if "refused" in adaptive else
-        f"model {adaptive['model']} ({', '.join(adaptive['parameters'])}); {adaptive['space']}"), highlight=False)
 
 
 @dataclass(frozen=True)

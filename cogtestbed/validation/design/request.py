@@ -23,7 +23,7 @@ from typing import Any
 from cogtestbed.errors import InputError
 from cogtestbed.validation.design.kinds import PlanContext, Planned, Say
 from cogtestbed.validation.design.plan_options import PlanRequest
-from cogtestbed.validation.design.sizes import Effect, Sizes
+from cogtestbed.validation.design.sizes import Effect, Sizes, assignments
 
 #: Reads a trial table of the experiment (a table or a path): ``(exp, table_or_path, source, sessions)`` to
 #: ``(table, source)`` (:func:`cogtestbed.api.core.read_table`).
@@ -133,7 +133,6 @@ def _power_plan(exp: Any, req: PlanRequest, ctx: PlanContext, then: _Then | None
 def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Study:
     """The request's options read and checked, in the order the command reads them, and the study
     built: the target, the groups, the people, the lapse fit, the pilot and the expected lapses."""
-    from cogtestbed.parameters import parse_assignments
     from cogtestbed.validation.design.sizes import Effect, Sizes
     from cogtestbed.validation.studies.options import assignment_items
 
@@ -148,8 +147,7 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
     people = "`human`" if tg.human is not None else (
         "`population`" if tg.population is not None and precision is None and len(llms) == 1 else None)
     effect, target = _target(llms, tg.model, effect, tg.metric, tg.test, precision, people)
-    given_base = parse_assignments(assignment_items(sim.base))
-    given_params = parse_assignments(assignment_items(sim.params))
+    given_base, given_params = assignments(sim.base, "base"), assignments(sim.params, "params")
     fixed, trials, field_axis = _searched(exp, assignment_items(sz.design) or None, trials)
     common: dict[str, Any] = {"subjects": (1,), "runs": (1,), "trials": (None,), "design": fixed,
                               "reps": 1, "seed": req.seed, "level": tg.level, "method": "mle", "base": given_base,
@@ -194,10 +192,7 @@ def check_target(exp: Any, req: PlanRequest) -> None:
     effect = Effect.of(tg.effect, "effect")
     sim = req.simulated
     if effect is not None and sim.pilot is None and tg.human is None and tg.population is None:
-        from cogtestbed.parameters import parse_assignments
-        from cogtestbed.request import as_items
-
-        given = parse_assignments(as_items(sim.base)) if sim.base is not None else {}
+        given = assignments(sim.base, "base")
         base = {p.name: float(given.get(p.name, p.default)) for p in model.parameters}
         shift = shift_of(model, effect.name, effect.size)
         carried(model, effect.name, effect.size, {k: v + shift.get(k, 0.0) for k, v in base.items()}, "the base")

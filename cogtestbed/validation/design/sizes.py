@@ -47,6 +47,18 @@ class Effect(NamedTuple):
         return cls(name, float(size))
 
 
+def assignments(given: Any, field: str) -> dict[str, float]:
+    """``NAME=VALUE`` settings of the field ``field`` (``base``, ``params``) as ``{NAME: VALUE}``: a mapping taken
+    as it is (never written out as text to be parsed again), the command line's items parsed once; None: none."""
+    from cogtestbed.parameters import parse_assignments
+
+    if given is None:
+        return {}
+    if isinstance(given, Mapping):
+        return {str(k): v for k, v in given.items()}
+    return parse_assignments([given] if isinstance(given, str) else [str(g) for g in given], f"`{field}`")
+
+
 @dataclass(frozen=True)
 class Sizes:
     """Positive sizes of one field (``name``: ``subjects``, ``runs``, ``trials``): every integer from ``lo`` to
@@ -128,4 +140,4 @@ def _bad(name: str, given: Any) -> InputError:
                       f"{given!r}")
 
 
-__all__ = ["MAX_PLANNED_SIZE", "Effect", "Sizes"]
+__all__ = ["MAX_PLANNED_SIZE", "Effect", "Sizes", "assignments"]

@@ -290,3 +290,23 @@ def test_plan_adaptive_puts_both_arms_side_by_side_on_the_natural_scale() -> Non
     if p["trials_ratio"] is not None and p["trials_ratio_interval"] is not None:
         lo, hi = p["trials_ratio_interval"]
         assert lo <= hi and "adaptive/fixed trials =" in text
+
+
+def test_an_effect_a_fitted_base_cannot_carry_names_the_largest_it_can() -> None:
+    """The pilot's fitted base is checked as the base is (after the pilot's fit, before any simulation), with
+    the effect's shift of :func:`~cogtestbed.validation.studies.model_studies.effect_shift`."""
+    from types import SimpleNamespace
+
+    from cogtestbed.validation.design.request import carried, shift_of
+    from cogtestbed.validation.studies.model_studies import effect_shift
+
+    model = ct.get_experiment("instrumental-learning").model("rw-pm")
+    assert shift_of(model, "optimism_bias", 0.4) == effect_shift(
+        SimpleNamespace(effect="optimism_bias", effect_size=0.4), model)  # type: ignore[arg-type]
+    fitted = {"alpha_pos": 0.6, "alpha_neg": 0.05, "beta": 4.0}
+    moved = {k: v + shift_of(model, "optimism_bias", 0.3).get(k, 0.0) for k, v in fitted.items()}
+    with pytest.raises(ct.InputError, match=r"moves alpha_neg from 0.05 \(the pilot's fitted base\) to -0.1, outside "
+                                            r"its bounds \[0, 1\]: the largest effect this base can carry is 0.1$"):
+        carried(model, "optimism_bias", 0.3, moved, "the pilot's fitted base")
+    carried(model, "optimism_bias", 0.1, {k: v + shift_of(model, "optimism_bias", 0.1).get(k, 0.0)
+                                          for k, v in fitted.items()}, "the pilot's fitted base")  # carried: no error

@@ -184,8 +184,8 @@ def check_target(exp: Any, req: PlanRequest) -> None:
         raise InputError(f"`model` {tg.model!r} is no model of {exp.name}: choose one of {', '.join(exp.models)}")
     model = exp.model(tg.model)
     names = list(model.parameters.names)
-    for field, given, allowed in (("effect", tg.effect, names + list(model.contrasts)), ("precision", tg.precision,
-                                                                                        names)):
+    allowed = names + list(model.contrasts)
+    for field, given in (("effect", tg.effect), ("precision", tg.precision)):
         target = Effect.of(given, field)
         if target is not None and target.name not in allowed:
             raise InputError(f"`{field}` {target.name}: model {tg.model} can plan {', '.join(allowed)}")

@@ -15,7 +15,9 @@ per conformance check (:func:`parametrize_with_checks`, as scikit-learn's)::
 
 An LLM backend is added the same way as an experiment: :func:`register_backend` in a script, or the
 entry-point group ``cogtestbed.backends`` in a distribution (``echo = "mypkg.backend:BACKEND"``, a
-:class:`Backend` whose factory returns an :class:`LLMClient`); ``--llm echo:MODEL`` then runs it.
+:class:`Backend` whose factory returns an :class:`LLMClient`); ``--llm echo:MODEL`` then runs it.  A plan
+kind too (issue 67): :func:`register_plan_kind` of a :class:`PlanKind`, or the entry-point group
+``cogtestbed.plan_kinds``; ``plan --question NAME`` then plans it (CONTRIBUTING.md, "Adding a plan kind").
 
 **The name, once.**  An experiment's name is its spec's ``name``: the environment, the agents and
 the models that do not declare ``experiment`` themselves take it from the spec that names them
@@ -99,14 +101,18 @@ from cogtestbed.parameters import Parameter, ParameterError, ParameterSet, per_s
 from cogtestbed.schema import REWARDED, RowRule, TrialSchema, TrialTableError, Values, validate_trials
 from cogtestbed.trials import Column, categories, coded_lists, finish_table, lists, outcome_columns, strings
 from cogtestbed.validation.conformance.parametrize import parametrize_with_checks
+from cogtestbed.validation.design.kinds import PlanContext, PlanKind, Planned
+from cogtestbed.validation.design.plan_kinds import register_plan_kind
 
 __all__ = [
     "INVALID", "NORMAL", "NO_ACTION", "RANDOM", "REWARDED", "VERBATIM", "AnswerDefaults", "Backend", "CognitiveModel",
     "Column", "Decoding", "Design", "ExperimentSpec", "GenerateRequest", "Generation", "Generator", "Importer",
     "KernelLapsingAgent", "LLMClient", "Lapse", "LapseDraws", "MetricOption", "MetricsResult", "MetricsSpec",
-    "Outcomes", "Parameter", "ParameterError", "ParameterSet", "ParseResult", "Phase", "PromptForm", "RowRule",
+    "Outcomes", "Parameter", "ParameterError", "ParameterSet", "ParseResult", "Phase", "PlanContext", "PlanKind",
+    "Planned", "PromptForm", "RowRule",
     "ScoredResponse", "Sessions", "StudyDecl", "SyntheticAgent", "TextEnv", "TrialSchema", "TrialTableError", "Values",
     "categories", "coded_lists", "finish_table", "kernel", "lapsed_choice", "lazy", "lists", "metrics_result",
     "outcome_columns", "paraphrase", "parametrize_with_checks", "per_subject", "random_choice", "register_backend",
+    "register_plan_kind",
     "same_name_generators", "step_lapse", "strings", "subject_slices", "unit_lapse", "validate_trials", "with_lapse",
 ]

@@ -192,9 +192,9 @@ REFUSED: list[tuple[str, dict[str, Any], list[str], str]] = [
                                "trials": "48:99999999999"},
      ["--model", "rw-pm", "--effect", "optimism_bias=0.2", "--llm", LLMS[1], "--trials", "48:99999999999"],
      "trials.? reaches"),
-    ("belief-coherence", {"metric": "t1_cmi", "compare": ("logit-rum:scale=6", "logit-rum:scale=3"), "llm": LLMS},
-     ["--metric", "t1_cmi", "--compare", "logit-rum:scale=6", "logit-rum:scale=3", "--llm", LLMS[0], "--llm",
-      LLMS[1]], "t1_cmi.? cannot be compared between two groups .*metrics that can: none"),
+    ("belief-coherence", {"metric": "t2", "compare": ("logit-rum:scale=6", "logit-rum:scale=3"), "llm": LLMS},
+     ["--metric", "t2", "--compare", "logit-rum:scale=6", "logit-rum:scale=3", "--llm", LLMS[0], "--llm",
+      LLMS[1]], "t2.? cannot be compared between two groups .*metrics that can:"),
     ("two-step", {"metric": "nope", "compare": ("hybrid:w=0.2", "hybrid:w=0.8"), "llm": LLMS},
      ["--metric", "nope", "--compare", "hybrid:w=0.2", "hybrid:w=0.8", "--llm", LLMS[0], "--llm", LLMS[1]],
      "no headline metric of two-step: the metrics two groups can be compared in are model_basedness, performance"),
@@ -236,11 +236,14 @@ def test_a_refusal_reachable_from_the_request_comes_at_once(
 def test_the_shipped_comparisons_are_what_the_metrics_return() -> None:
     """The shipped probe (``metric_tests.json``) agrees with a fresh probe of the fast experiments, and every
     package experiment has its row (``python -m cogtestbed.validation.design.capabilities`` rewrites it)."""
-    from cogtestbed.validation.design.capabilities import _shipped, comparable_metrics, probe_comparisons
+    from cogtestbed.validation.design.capabilities import _shipped, comparable_metrics, fingerprint, probe_comparisons
 
     assert set(_shipped()) == set(ct.experiments())
+    stale = [n for n, row in _shipped().items() if row["_source"]["fingerprint"] != fingerprint(ct.get_experiment(n))]
+    assert not stale, f"metrics changed since the probe: python -m cogtestbed.validation.design.capabilities {stale}"
     for name in ("instrumental-learning", "temporal-discounting"):
-        assert probe_comparisons(ct.get_experiment(name)) == _shipped()[name]
+        shipped = {k: v for k, v in _shipped()[name].items() if k != "_source"}
+        assert probe_comparisons(ct.get_experiment(name)) == shipped
     assert set(comparable_metrics(ct.get_experiment("two-step"))) == {"model_basedness", "performance"}
 
 

@@ -5,7 +5,8 @@
   z-test on two pooled estimates; :func:`~cogtestbed.validation.studies.metric_studies.difference_test`).  What
   a metrics function returns is known only by running it, which takes seconds to minutes per experiment (a
   JIT-compiled simulator, a bootstrap), so it is probed once per release by :func:`probe_comparisons` on a
-  small simulated table and shipped as ``metric_tests.json`` beside this module (``python -m
+  small simulated table and shipped as ``metric_tests.json`` beside this module, with a digest of the metrics
+  module's source (:func:`fingerprint`: a stale row is probed again when used; ``python -m
   cogtestbed.validation.design.capabilities`` rewrites it; tests/test_plan_kinds.py re-probes the fast
   experiments).  An experiment registered from outside the package is probed on first use.
 * **Planned with forms** (``plan --forms``): a model parameter its simulated agent takes under the same name
@@ -29,6 +30,20 @@ SHIPPED = Path(__file__).with_name("metric_tests.json")
 PROBE_SUBJECTS = 3
 
 
+def fingerprint(exp: Any) -> str:
+    """A digest of the source of the module holding ``exp``'s metrics function: a shipped probe made from other
+    source is stale (:func:`comparisons` probes again; the shipped-probe test fails until it is rewritten)."""
+    import hashlib
+    import inspect
+
+    module = inspect.getmodule(exp.metrics.fn)
+    try:
+        source = inspect.getsource(module) if module is not None else ""
+    except (OSError, TypeError):  # no source (a built-in, a notebook): never shipped
+        source = ""
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
 def probe_comparisons(exp: Any, seed: int = 0) -> dict[str, dict[str, str]]:
     """``{METRIC: {"test": how two groups' values are compared}}`` or ``{METRIC: {"why": why they cannot be}}``
     for each headline metric of ``exp``, from its metrics on :data:`PROBE_SUBJECTS` simulated subjects of its
@@ -48,15 +63,16 @@ def probe_comparisons(exp: Any, seed: int = 0) -> dict[str, dict[str, str]]:
 
 
 @functools.cache
-def _shipped() -> dict[str, dict[str, dict[str, str]]]:
+def _shipped() -> dict[str, dict[str, Any]]:
     return dict(json.loads(SHIPPED.read_text(encoding="utf-8"))) if SHIPPED.exists() else {}
 
 
 def comparisons(exp: Any) -> dict[str, dict[str, str]]:
     """How each headline metric of ``exp`` is compared between two groups, or why it cannot be: the shipped
     probe for a package experiment, else :func:`probe_comparisons` (cached)."""
-    shipped = _shipped().get(exp.name)
-    if shipped is not None and set(shipped) == set(exp.metrics.headline):
+    shipped = dict(_shipped().get(exp.name) or {})
+    source = shipped.pop("_source", None)
+    if shipped and set(shipped) == set(exp.metrics.headline) and source == {"fingerprint": fingerprint(exp)}:
         return shipped
     return _probed(exp)
 
@@ -119,7 +135,8 @@ def write_shipped(names: list[str] | None = None) -> Path:
 
     table: dict[str, Mapping[str, Any]] = dict(_shipped())
     for name in names or list(EXPERIMENTS.builtin_names()):
-        table[name] = probe_comparisons(get_experiment(name))
+        exp = get_experiment(name)
+        table[name] = {**probe_comparisons(exp), "_source": {"fingerprint": fingerprint(exp)}}
     SHIPPED.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     _shipped.cache_clear()
     return SHIPPED

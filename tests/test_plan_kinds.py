@@ -273,6 +273,16 @@ def test_every_size_searched_says_reached_not_reached_or_undecided() -> None:
     with mock.patch("cogtestbed.validation.design.plan_report.summary_line", return_value="summary"):
         lines = plan_lines(payload, "subjects")
     assert "  searched: 8 subjects: power 0.85 [0.64, 0.95] (20 sims): undecided" in lines
+    from cogtestbed.validation.design.plan_text import precision_lines
+
+    rows = [{"design": f"{t} trials", "assurance": a, "interval95": [a - 0.05, a + 0.04], "subjects": 200, "passed": p}
+            for t, a, p in ((48, 0.77, False), (72, 0.8, None), (96, 0.88, True))]
+    precision = {"evaluated": rows, "chosen": {"resolved": {"label": "96 trials", "fields": {"n": 96}}}}
+    with mock.patch("cogtestbed.validation.design.precision.precision_line", return_value="line"):
+        said = precision_lines(precision, "subjects")
+    assert said[2:] == ["  searched: 48 trials: P = 0.77 [0.72, 0.81] (200 subjects): not reached",
+                        "  searched: 72 trials: P = 0.80 [0.75, 0.84] (200 subjects): undecided",
+                        "  searched: 96 trials: P = 0.88 [0.83, 0.92] (200 subjects): reached"]
 
 
 def test_plan_adaptive_puts_both_arms_side_by_side_on_the_natural_scale() -> None:

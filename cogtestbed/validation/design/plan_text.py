@@ -68,7 +68,11 @@ def precision_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
 
     resolved = payload["chosen"]["resolved"]
     fields = ", ".join(f"{k}={v}" for k, v in resolved["fields"].items())
-    return [precision_line(dict(payload)), f"design {resolved['label']}: {fields}"]
+    said = {True: "reached", False: "not reached", None: "undecided"}  # the search's own decision (size_test)
+    searched = [f"  searched: {row['design']}: P = {row['assurance']:.2f} [{row['interval95'][0]:.2f}, "
+                f"{row['interval95'][1]:.2f}] ({row['subjects']} subjects): {said[row.get('passed')]}"
+                for row in payload.get("evaluated") or [] if "interval95" in row]
+    return [precision_line(dict(payload)), f"design {resolved['label']}: {fields}", *searched]
 
 
 def adaptive_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:

@@ -74,7 +74,8 @@ def test_question_1_trials_per_session_for_w_prior_within_0_05(capsys) -> None:
     out = _json(["plan", "magnitude", "--model", "static-bayes", "--precision", "w_prior=0.05", "--assurance", "0.9",
                  *MAGNITUDE_ONE_TASK, "--design", "trials_per_session=10,40,160"], capsys)
     chosen = out["chosen"]
-    assert out["target"] == {"kind": "precision", "parameter": "w_prior", "halfwidth": 0.05, "assurance": 0.9}
+    assert out["target"] == {"kind": "precision", "scale": "natural", "parameter": "w_prior", "halfwidth": 0.05,
+                             "assurance": 0.9}
     assert chosen["assurance"] >= 0.9 and chosen["interval95"][0] <= chosen["assurance"] <= chosen["interval95"][1]
     tps = chosen["resolved"]["fields"]["trials_per_session"]
     assert tps in (40, 160) and chosen["design"].startswith(f"{tps} trials per session")

@@ -66,3 +66,18 @@ def test_confidence_sequence_covers_and_shrinks():
 def test_rescale_refuses_unbounded():
     with pytest.raises(ValueError, match="finite bounds"):
         rescale(np.zeros(3), 0.0, np.inf)
+
+
+def test_the_planned_bet_keeps_the_martingale_and_grows_faster_where_right():
+    from cogtestbed.validation.design.eprocess import planned_bet
+
+    seqs = np.array(list(itertools.product([0.0, 1.0], repeat=8)))
+    prob = np.prod(np.where(seqs == 1.0, 0.4, 0.6), axis=1)
+    bet = planned_bet(0.2, 0.45, 0.4)
+    assert bet == pytest.approx(0.2 / (0.45 ** 2 + 0.04)) and bet <= 0.5 / 0.4
+    np.testing.assert_allclose(prob @ np.exp(log_capital(seqs, 0.4, planned=bet)), np.ones(8), rtol=1e-12)
+    rng = np.random.default_rng(4)
+    y = rng.beta(6, 4, (400, 60))  # mean 0.6 against 0.5
+    plain = first_crossing(log_capital(y, 0.5), 0.05)
+    planned = first_crossing(log_capital(y, 0.5, planned=planned_bet(0.1, y.std(), 0.5)), 0.05)
+    assert (planned > 0).mean() > (plain > 0).mean()

@@ -61,9 +61,19 @@ def _running(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean, var
 
 
-def log_capital(y: np.ndarray, m: float, c: float = TRUNCATION) -> np.ndarray:
+def planned_bet(shift: float, sd: float, m: float, c: float = TRUNCATION) -> float:
+    """The constant bet a plan fixes in advance for a planned shift of the mean (rescaled scale) with the
+    statistic's SD ``sd`` there: the Kelly bet ``shift / (sd² + shift²)`` truncated to ``[−c/(1−m), c/m]``
+    (positive: betting on a larger mean)."""
+    bet = shift / (sd * sd + shift * shift) if sd > 0 or shift != 0 else 0.0
+    return float(np.clip(bet, -c / (1.0 - m), c / m))
+
+
+def log_capital(y: np.ndarray, m: float, c: float = TRUNCATION, planned: float | None = None) -> np.ndarray:
     """log ``K_t(m)`` after each observation of ``y`` (last axis: the subjects in order; values in [0, 1],
-    NaN skipped: its factor is 1).  ``m`` in (0, 1)."""
+    NaN skipped: its factor is 1).  ``m`` in (0, 1).  ``planned``: a constant bet fixed before the data
+    (:func:`planned_bet`); the e-process is then the average of the hedged aGRAPA process and the planned
+    bet's own (an average of test martingales is one), which grows faster where the plan's effect is right."""
     if not 0.0 < m < 1.0:
         raise ValueError(f"the null mean must lie inside (0, 1) on the rescaled scale, got {m}")
     y = np.asarray(y, float)
@@ -74,7 +84,11 @@ def log_capital(y: np.ndarray, m: float, c: float = TRUNCATION) -> np.ndarray:
     d = np.where(np.isfinite(y), y - m, 0.0)
     log_up = np.cumsum(np.log1p(up * d), axis=-1)
     log_down = np.cumsum(np.log1p(-down * d), axis=-1)
-    return np.logaddexp(log_up, log_down) - np.log(2.0)
+    hedged = np.logaddexp(log_up, log_down) - np.log(2.0)
+    if planned is None:
+        return hedged
+    fixed = np.cumsum(np.log1p(float(planned) * d), axis=-1)
+    return np.logaddexp(hedged, fixed) - np.log(2.0)
 
 
 def first_crossing(log_k: np.ndarray, alpha: float) -> np.ndarray:
@@ -98,16 +112,17 @@ class Step:
 
 
 def monitor_path(x: Sequence[float], lo: float, hi: float, null: float, alpha: float,
-                 grid: int = CS_GRID) -> list[Step]:
+                 grid: int = CS_GRID, planned: float | None = None) -> list[Step]:
     """Every step of a monitor of the observations ``x`` (NaN: a subject without an estimate) in ``[lo, hi]``
-    against the mean ``null``: the e-value ``K_t(null)``, the running (1 − α) confidence sequence
-    ``{m: K_t(m) < 1/α}`` on a grid of ``grid`` means (intersected over time) and the estimate (mean of
-    the observations so far).  The same function the plan validates and the run records."""
+    against the mean ``null``: the e-value ``K_t(null)`` (with the ``planned`` bet: :func:`log_capital`), the
+    running (1 − α) confidence sequence ``{m: K_t(m) < 1/α}`` of the hedged process on a grid of ``grid``
+    means (intersected over time) and the estimate (mean of the observations so far).  The same function
+    the plan validates and the run records."""
     y = rescale(np.asarray(x, float), lo, hi)
     m0 = (null - lo) / (hi - lo)
     ms = np.linspace(0.0, 1.0, grid)[1:-1]
     log_k = np.array([log_capital(y, float(m)) for m in ms]) if y.size else np.empty((ms.size, 0))
-    log_null = log_capital(y, m0) if y.size else np.empty(0)
+    log_null = log_capital(y, m0, planned=planned) if y.size else np.empty(0)
     inside = np.logical_and.accumulate(log_k < -np.log(alpha), axis=1)
     steps, rejected = [], False
     for t in range(y.size):
@@ -121,4 +136,4 @@ def monitor_path(x: Sequence[float], lo: float, hi: float, null: float, alpha: f
     return steps
 
 
-__all__ = ["CS_GRID", "TRUNCATION", "Step", "first_crossing", "log_capital", "monitor_path", "rescale"]
+__all__ = ["CS_GRID", "TRUNCATION", "Step", "first_crossing", "log_capital", "monitor_path", "planned_bet", "rescale"]

@@ -143,15 +143,15 @@ def upper_bound(rate: float, se: float, n: int) -> float:
 
 
 def operate(eff: np.ndarray, eff_which: np.ndarray, nul: np.ndarray, nul_which: np.ndarray, lo: float, hi: float,
-            level: float, power: float) -> dict[str, Any]:
+            level: float, power: float, planned: float | None = None) -> dict[str, Any]:
     """The monitor's operating characteristics on simulated studies (rows; every subject a look): the cap
     (smallest size with power ≥ ``power`` under the effect, else the largest simulated), power, the null's
     rejection rate at every look up to the cap and beyond (one-sided 95 % upper bound), expected sizes."""
     from cogtestbed.validation.design.eprocess import first_crossing, log_capital, rescale
 
     m0 = (0.0 - lo) / (hi - lo)
-    t_eff = first_crossing(log_capital(rescale(eff, lo, hi), m0), level)
-    t_nul = first_crossing(log_capital(rescale(nul, lo, hi), m0), level)
+    t_eff = first_crossing(log_capital(rescale(eff, lo, hi), m0, planned=planned), level)
+    t_nul = first_crossing(log_capital(rescale(nul, lo, hi), m0, planned=planned), level)
     length = eff.shape[1]
     by_size = np.array([((t_eff > 0) & (t_eff <= n)).mean() for n in range(1, length + 1)])
     reached = np.flatnonzero(by_size >= power)
@@ -197,14 +197,16 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
     outside = int(((finite < lo - 1e-9) | (finite > hi + 1e-9)).sum())
     eff, eff_which = studies(eff_pool, sims, length, rng)
     nul, nul_which = studies(nul_pool, sims, length, rng)
-    ops = operate(eff, eff_which, nul, nul_which, lo, hi, spec.level, power)
+    bet = _planned(eff_pool, spec, lo, hi)
+    ops = operate(eff, eff_which, nul, nul_which, lo, hi, spec.level, power, bet)
     per_unit = float(chosen["dollars"]) / n_fix if chosen.get("dollars") is not None else None
     saving = 1.0 - ops["expected_effect"] / n_fix
-    return {"method": "betting e-process (Waudby-Smith & Ramdas 2023, hedged, aGRAPA bets, c = 1/2), every "
-                      "subject a look; confidence sequence {m: K_t(m) < 1/alpha}",
+    return {"method": "betting e-process (Waudby-Smith & Ramdas 2023: the hedged aGRAPA process, c = 1/2, averaged "
+                      "with the plan's fixed Kelly bet), every subject a look; confidence sequence "
+                      "{m: K_t(m) < 1/alpha}",
             "statistic": f"per-{'pair difference of the' if spec.groups == 2 else 'subject'} MLE of {spec.effect}"
                          f" ({scale} scale) less its null value", "unit": "pair" if spec.groups == 2 else "subject",
-            "bounds": [lo, hi], "null": 0.0, "level": spec.level, "target_power": power,
+            "bounds": [lo, hi], "null": 0.0, "planned_bet": bet, "level": spec.level, "target_power": power,
             "property": f"every observation lies in [{lo:g}, {hi:g}] (the parameters' declared bounds); "
                         f"{outside} of {finite.size} simulated estimates outside",
             "outside": outside, "pool_mean_null": float(np.nanmean(nul_pool)),
@@ -214,6 +216,17 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
             "dollars_null": None if per_unit is None else per_unit * ops["expected_null"],
             "dollars_cap": None if per_unit is None else per_unit * ops["cap"],
             "saving": saving, "saving_se": ops["expected_effect_se"] / n_fix}
+
+
+def _planned(pool: np.ndarray, spec: Any, lo: float, hi: float) -> float:
+    """The bet fixed by the plan (:func:`~cogtestbed.validation.design.eprocess.planned_bet`): the planned
+    effect's direction and the simulated statistic's mean shift and SD under it, rescaled (the plan's
+    simulation, not the run's data, so it is fixed before the first subject)."""
+    from cogtestbed.validation.design.eprocess import planned_bet
+
+    y = (pool[np.isfinite(pool)] - lo) / (hi - lo)
+    m0 = -lo / (hi - lo)
+    return planned_bet(float(y.mean() - m0), float(y.std()), m0)
 
 
 def _null(spec: Any, model: Any) -> float:

@@ -247,10 +247,30 @@ def run_monitor(exp: Any, req: Any, ctx: PlanContext) -> Planned:
     if not chosen or planned.size_name != "subjects":
         payload["monitor"] = {"reason": "no fixed design reached the target power on the subjects axis"}
         return Planned(payload, planned.size_name)
-    spec = load_study(json.dumps(payload["study"]))
+    spec: Any = load_study(json.dumps(payload["study"]))
     payload["monitor"] = monitor_section(spec, chosen, req.target.power, req.sequential.monitor_sims, req.seed,
                                          ctx.say)
+    if spec.groups == 1 and isinstance(payload.get("run"), dict):
+        payload["run"] = run_settings(payload["run"], payload["monitor"], spec, chosen)
     return Planned(payload, planned.size_name)
+
+
+def run_settings(run: Mapping[str, Any], mon: Mapping[str, Any], spec: Any,
+                 chosen: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan's ``run`` section for a monitored run (one LLM): up to the cap's subjects, the calls limit
+    scaled to them, and the monitor (:mod:`cogtestbed.validation.runs.monitor_run`) under ``monitor``."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.studies.model_studies import effect_scale
+
+    model = get_experiment(spec.experiment).model(spec.models[0])
+    cap = int(mon["cap"])
+    calls = run.get("max_calls")
+    per = None if calls is None else math.ceil(int(calls) / int(chosen["subjects"]))
+    design = {"experiment": spec.experiment, "model": model.name, "effect": spec.effect,
+              "scale": effect_scale(model, spec.effect), "null_value": _null(spec, model),
+              "lapse_fit": spec.lapse_fit, "bounds": list(mon["bounds"]), "level": mon["level"], "cap": cap,
+              "planned_bet": mon["planned_bet"]}
+    return {**run, "subjects": cap, "max_calls": None if per is None else per * cap, "monitor": design}
 
 
 def monitor_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:

@@ -46,6 +46,7 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
     return values
 
 
+@pytest.mark.slow
 def test_monitored_run_with_no_evidence_stops_at_the_cap(tmp_path, server, env, capsys):
     url, _ = server
     # the tiny random model answers nothing valid: no subject has an estimate, the e-value stays 1
@@ -121,3 +122,21 @@ def test_kill9_then_resume_continues_the_same_path(tmp_path, server, env):
     assert after[-1]["decision"] in ("efficacy", "futility")
     assert after[-1]["decision"] == "futility" and len(after) == 4  # no valid answer: no evidence, the cap
     assert run_cli(["looks", str(out)]) == 0
+
+
+def test_steps_decide_and_a_torn_last_line_is_dropped(tmp_path):
+    from cogtestbed.errors import InputError
+    from cogtestbed.validation.runs.monitor_run import recorded_steps, steps
+
+    design = {"bounds": [-0.2, 1.0], "level": 0.05, "cap": 12, "planned_bet": None}
+    rising = steps(design, [0.6] * 12)
+    first = next(i for i, s in enumerate(rising) if s["decision"] != "continue")
+    assert rising[first]["decision"] == "efficacy" and rising[first]["e_value"] >= 20 > rising[first - 1]["e_value"]
+    assert all(a["e_value"] < b["e_value"] for a, b in zip(rising, rising[1:], strict=False))
+    flat = steps(design, [float("nan")] * 12)
+    assert [s["decision"] for s in flat] == ["continue"] * 11 + ["futility"] and flat[-1]["e_value"] == 1.0
+    (tmp_path / "monitor.jsonl").write_text("".join(json.dumps(s) + "\n" for s in rising[:2]) + '{"subj')
+    assert [s["subject"] for s in recorded_steps(tmp_path)] == [1, 2]
+    (tmp_path / "monitor.jsonl").write_text(json.dumps(rising[1]) + "\n")
+    with pytest.raises(InputError, match="not step 1"):
+        recorded_steps(tmp_path)

@@ -258,7 +258,8 @@ def run_monitor(exp: Any, req: Any, ctx: PlanContext) -> Planned:
 def run_settings(run: Mapping[str, Any], mon: Mapping[str, Any], spec: Any,
                  chosen: Mapping[str, Any]) -> dict[str, Any]:
     """The plan's ``run`` section for a monitored run (one LLM): up to the cap's subjects, the calls limit
-    scaled to them, and the monitor (:mod:`cogtestbed.validation.runs.monitor_run`) under ``monitor``."""
+    scaled to them, and the monitor (:mod:`cogtestbed.validation.runs.monitor_run`) under ``monitor`` (with
+    ``looks``, the group-sequential design stays in the payload for comparison; the run executes the monitor)."""
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.studies.model_studies import effect_scale
 
@@ -270,7 +271,8 @@ def run_settings(run: Mapping[str, Any], mon: Mapping[str, Any], spec: Any,
               "scale": effect_scale(model, spec.effect), "null_value": _null(spec, model),
               "lapse_fit": spec.lapse_fit, "bounds": list(mon["bounds"]), "level": mon["level"], "cap": cap,
               "planned_bet": mon["planned_bet"]}
-    return {**run, "subjects": cap, "max_calls": None if per is None else per * cap, "monitor": design}
+    kept = {k: v for k, v in run.items() if k != "sequential"}  # the run executes the monitor, not the looks
+    return {**kept, "subjects": cap, "max_calls": None if per is None else per * cap, "monitor": design}
 
 
 def monitor_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:

@@ -16,7 +16,8 @@ from cogtestbed.api.checks import public
 from cogtestbed.api.console import console_err
 from cogtestbed.validation.runs.looks import REDERIVED, recorded_looks
 
-__all__ = ["REDERIVED", "LookReplay", "looks", "recorded_looks", "run_sequential", "run_sequential_pair"]
+__all__ = ["REDERIVED", "LookReplay", "looks", "recorded_looks", "run_monitored", "run_sequential",
+           "run_sequential_pair"]
 
 
 def _say(line: str) -> None:
@@ -38,6 +39,14 @@ def run_sequential_pair(requests: Sequence[Any], output: Path, design: dict[str,
     from cogtestbed.validation.runs.looks import run_sequential_pair as run
 
     return run(requests, output, design, execute_run, _say)
+
+
+def run_monitored(request: Any, design: dict[str, Any], execute_run: Callable[[Any], Any]) -> Any:
+    """A monitored plan's run in ``request.output``, subject by subject
+    (:func:`cogtestbed.validation.runs.monitor_run.run_monitored`), each step said on stderr."""
+    from cogtestbed.validation.runs.monitor_run import run_monitored as run
+
+    return run(request, design, execute_run, _say)
 
 
 @dataclass
@@ -62,6 +71,10 @@ def looks(run_dir: str | os.PathLike[str]) -> LookReplay:
     trial table(s) (``cogtestbed looks``; the command exits 1 where one is not reproduced;
     :func:`cogtestbed.validation.runs.looks.replay_looks`)."""
     from cogtestbed.validation.runs.looks import replay_looks
+    from cogtestbed.validation.runs.monitor_run import MONITOR_DESIGN, replay_monitor
 
+    if (Path(run_dir) / MONITOR_DESIGN).exists():  # a monitored run: every subject a step
+        steps, done = replay_monitor(Path(run_dir))
+        return LookReplay(Path(run_dir), steps, done, "subjects (monitored)")
     rows, ok, axis = replay_looks(Path(run_dir))
     return LookReplay(Path(run_dir), rows, ok, axis)

@@ -510,6 +510,10 @@ def _run_one(llm: str, output: Path, opts: dict[str, Any]) -> Any:
         from cogtestbed.api.looks import run_sequential
 
         return run_sequential(request, {**settings["sequential"], "experiment": request.experiment}, execute_run)
+    if settings is not None and settings.get("monitor") is not None:  # a monitored plan: subject by subject
+        from cogtestbed.api.looks import run_monitored
+
+        return run_monitored(request, dict(settings["monitor"]), execute_run)
     return execute_run(request)
 
 

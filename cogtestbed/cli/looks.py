@@ -33,6 +33,10 @@ def looks(req: LooksRequest) -> None:
         print_json(result.to_dict())
     else:
         for r in result.looks:
+            if "line" in r:  # a monitored run's step (issue 74)
+                console.print(r["line"] + ("  reproduced" if r["reproduced"] else
+                                           f"  MISMATCH ({', '.join(r['differs'])})"), highlight=False)
+                continue
             console.print(f"look {r['look']}: {r['units']} {result.axis}  Z {_z(r['statistic'])} (recorded "
                           f"{_z(r['recorded_statistic'])})  bound {r['efficacy']:.3f}  {r['decision']} "
                           f"(recorded {r['recorded_decision']})  "

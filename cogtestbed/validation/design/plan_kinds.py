@@ -13,6 +13,8 @@ The package's own kinds:
 ``precision``             the cheapest design whose one-subject MLE is within a half-width (``precision``)
 ``adaptive``              adaptive against fixed sessions for one precision target (``adaptive``)
 ``forms``                 forms × subjects chosen jointly by dollars (``forms``)
+``monitor``               an anytime-valid monitor of a model effect beside the fixed (and group-sequential)
+                          design at equal power (``monitor``, issue 74)
 ========================  ==========================================================================
 
 :func:`plan_request` is the one dispatch :func:`cogtestbed.plan` and the command line use: the kind named
@@ -84,7 +86,23 @@ def _check(module: str, name: str) -> Any:
 
 
 _REQUEST = "cogtestbed.validation.design.request"
-_POWERISH = _EVERY - _FORMS_ONLY - _ADAPTIVE_ONLY
+_MONITOR = "cogtestbed.validation.design.monitor_kind"
+
+
+def _monitor_write(payload: Mapping[str, Any], out: Path) -> dict[str, Path]:
+    from cogtestbed.validation.design.monitor_kind import write_monitor
+
+    return write_monitor(payload, out)
+
+
+def _monitor_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
+    from cogtestbed.validation.design.monitor_kind import monitor_lines
+
+    return monitor_lines(payload, size_name)
+
+
+_MONITOR_ONLY = frozenset({"monitor", "monitor_sims"})
+_POWERISH = _EVERY - _FORMS_ONLY - _ADAPTIVE_ONLY - _MONITOR_ONLY
 
 #: The package's own plan kinds.
 BUILTIN: tuple[PlanKind, ...] = (
@@ -114,6 +132,11 @@ BUILTIN: tuple[PlanKind, ...] = (
              "LLM against people), a metric difference or a reported test", _run(_REQUEST, "run_power"),
              claims=lambda r: True, accepts=_POWERISH, check=_check(_REQUEST, "check_target"),
              order=1000, write=_write_plan, lines=_lines("plan_lines"),
+             frontier=True),
+    PlanKind("monitor", "an anytime-valid monitor (betting e-process, every subject a look) beside the fixed and the "
+             "group-sequential design at equal power", _run(_MONITOR, "run_monitor"),
+             claims=lambda r: r.sequential.monitor, accepts=_POWERISH | _MONITOR_ONLY,
+             check=_check(_MONITOR, "check_monitor"), order=35, write=_monitor_write, lines=_monitor_lines,
              frontier=True),
 )
 

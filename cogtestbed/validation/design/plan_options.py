@@ -158,6 +158,12 @@ class PlanSequential:
         None, min=10, help="Simulated null studies of a sequential plan: as many calibrate its bounds and as many "
                            "others measure its type-I error and the fixed design's (default: 1,000, or --seq-sims if "
                            "more).")
+    monitor: bool = option(
+        False, help="Plan an anytime-valid monitor of a model effect (a betting e-process looked at after every "
+                    "subject, its futility cap and expected subjects and dollars) beside the fixed design (and the "
+                    "group-sequential one with --looks) at equal power; `run --plan PLAN` runs it subject by subject.")
+    monitor_sims: int = option(2000, min=20, help="Simulated studies per hypothesis a --monitor plan looks at after "
+                                                   "every subject (null and effect).")
 
 
 @dataclass(frozen=True)

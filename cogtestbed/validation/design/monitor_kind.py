@@ -1,0 +1,345 @@
+"""The ``monitor`` plan kind (issue 74): an anytime-valid monitor of a model parameter's effect, planned and
+priced beside the fixed design (and the group-sequential one, with ``looks``) at equal power.
+
+The statistic is the one the fixed plan tests: each subject's MLE of the effect on the test's scale, less
+its value before the effect (one LLM), or a pair's difference, the second group's subject less the first's
+(two LLMs: subjects enter in pairs, one per group).  The monitor is the betting e-process of
+:mod:`~cogtestbed.validation.design.eprocess`, valid whenever each observation lies in known bounds: here the
+range the parameter's declared bounds give the contrast (:func:`statistic_bounds`; a log-scale parameter
+bounded at 0 has none, so it is refused).  It is looked at after every subject; it stops when
+``K_t ≥ 1/α`` (efficacy) or at the cap (futility), the smallest size at which it reaches the target power.
+
+Validation (:func:`operate`): per hypothesis a pool of simulated subjects at the fixed plan's design
+(:func:`subject_pool`), split into :data:`BATCHES` disjoint sub-pools; each simulated study is a random
+ordering of one sub-pool's subjects, so each is exactly a study of i.i.d. subjects (a random permutation of
+i.i.d. draws is i.i.d.) while the fits are reused across studies.  The studies of one sub-pool share subjects,
+so the Monte-Carlo SEs are the larger of the binomial one and the spread between sub-pools.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cogtestbed.errors import InputError
+from cogtestbed.validation.design.kinds import PlanContext, Planned
+
+#: Disjoint sub-pools per hypothesis (the MC SE's between-pool spread).
+BATCHES = 10
+#: The largest size a monitor is simulated to, as a multiple of the fixed design's.
+MAX_FACTOR = 3.0
+#: Each sub-pool holds this many times the largest size's subjects.
+POOL_FACTOR = 2
+
+
+def statistic_bounds(model: Any, effect: str, scale: str) -> tuple[float, float]:
+    """The range of one subject's estimate of ``effect`` given its parameters' declared bounds (a
+    contrast Σ wᵢθᵢ: each term at the end its weight's sign picks), on the test's scale; an unbounded
+    range is refused in one line (the monitor's validity rests on these bounds)."""
+    params = model.parameters
+    weights = {effect: 1.0} if effect in params.names else dict(model.contrasts[effect])
+    lo = sum(w * (params[p].lower if w > 0 else params[p].upper) for p, w in weights.items())
+    hi = sum(w * (params[p].upper if w > 0 else params[p].lower) for p, w in weights.items())
+    if scale == "log":
+        lo, hi = (math.log(lo) if lo > 0 else -math.inf), (math.log(hi) if hi > 0 else -math.inf)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise InputError(f"`monitor` needs a bounded statistic: {model.name}'s `effect` {effect} ranges over "
+                         f"[{lo:g}, {hi:g}] on its test's scale ({scale}), so no betting e-process is valid for it")
+    return float(lo), float(hi)
+
+
+def check_monitor(exp: Any, req: Any) -> None:
+    """Refusals from the request alone: a model effect with one or two LLMs (no people, no metric or test
+    target, no hierarchical fit), a bounded statistic."""
+    from cogtestbed.validation.design.request import check_target
+    from cogtestbed.validation.design.sizes import Effect
+    from cogtestbed.validation.studies.model_studies import effect_scale
+
+    check_target(exp, req)
+    t = req.target
+    if t.model is None or t.effect is None:
+        raise InputError("a monitor plan needs `model` and `effect` (a model parameter's effect; a metric or a test "
+                         "target has no declared bounds for a betting e-process yet)")
+    for name in ("human", "population", "metric", "test", "precision"):
+        if getattr(t, name) is not None:
+            raise InputError(f"a monitor plan does not take `{name}`: it monitors a model effect of one or two LLMs")
+    if req.analysis.fit != "mle":
+        raise InputError("a monitor plan monitors the per-subject MLE: drop `fit`")
+    model = exp.model(t.model)
+    effect = Effect.of(t.effect, "effect")
+    assert effect is not None
+    name = effect.name
+    if name not in model.parameters.names and name not in model.contrasts:
+        return  # the fixed plan's own check names the choices
+    statistic_bounds(model, name, effect_scale(model, name))
+
+
+def subject_pool(spec: Any, trials: int | None, runs: int, n: int, seed: int) -> np.ndarray:
+    """``n`` simulated subjects' statistic at the design (``trials`` per run, ``runs``): the per-subject MLE
+    of ``spec.effect`` on the test's scale less :func:`one_sample_null` (NaN: no valid trial).  ``spec`` is a
+    one-group :class:`~cogtestbed.validation.studies.study_kinds.PowerStudy`."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.design.seqsim import subject_contrasts
+    from cogtestbed.validation.studies.model_studies import one_sample_null, power_parameters
+    from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_model
+
+    exp = get_experiment(spec.experiment)
+    model = exp.model(spec.models[0])
+    design = design_for_trials(exp, trials, spec.design)
+    param_seq, sim_seq = np.random.SeedSequence(seed).spawn(2)
+    true = power_parameters(spec, model, n, np.random.default_rng(param_seq))
+    table = simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, runs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return subject_contrasts(spec, model, table, n, one_sample_null(spec.model_copy(update={"effect_size": 0.0}),
+                                                                       model))
+
+
+def hypothesis_pool(spec: Any, trials: int | None, runs: int, n: int, seed: int, effect: bool) -> np.ndarray:
+    """``n`` observations of the monitored statistic under the effect (``effect``) or the null: one
+    subject each (one group), or a pair's difference, second group less first (two groups)."""
+    one = spec.model_copy(update={"groups": 1})
+    moved = one if effect else one.model_copy(update={"effect_size": 0.0})
+    if spec.groups == 1:
+        return subject_pool(moved, trials, runs, n, seed)
+    base = one.model_copy(update={"effect_size": 0.0})
+    return subject_pool(moved, trials, runs, n, seed) - subject_pool(base, trials, runs, n, seed + 1)
+
+
+def studies(pool: np.ndarray, reps: int, length: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``reps`` studies of ``length`` observations, each a random ordering of one of :data:`BATCHES` disjoint
+    sub-pools of ``pool``; returns them and each study's sub-pool."""
+    sub = np.array_split(pool, BATCHES)
+    which = np.arange(reps) % BATCHES
+    out = np.empty((reps, length))
+    for i, b in enumerate(which):
+        out[i] = rng.permutation(sub[b])[:length]
+    return out, which
+
+
+def _rate(x: np.ndarray, which: np.ndarray) -> tuple[float, float]:
+    """Mean of ``x`` and its MC SE: the larger of the i.i.d. SE and the between-sub-pool one."""
+    x = np.asarray(x, float)
+    iid = float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else float("nan")
+    means = np.array([x[which == b].mean() for b in np.unique(which)])
+    between = float(means.std(ddof=1) / math.sqrt(means.size)) if means.size > 1 else 0.0
+    return float(x.mean()), max(iid, between)
+
+
+def upper_bound(rate: float, se: float, n: int) -> float:
+    """One-sided 95 % upper bound of a rejection rate: the larger of ``rate + 1.645·se`` (the MC SE, sub-pool
+    spread included) and the Clopper–Pearson bound of ``rate·n`` rejections in ``n`` studies."""
+    from scipy import stats
+
+    k = round(rate * n)
+    cp = 1.0 if k >= n else float(stats.beta.ppf(0.95, k + 1, n - k))
+    return max(rate + 1.645 * se, cp)
+
+
+def operate(eff: np.ndarray, eff_which: np.ndarray, nul: np.ndarray, nul_which: np.ndarray, lo: float, hi: float,
+            level: float, power: float, planned: float | None = None) -> dict[str, Any]:
+    """The monitor's operating characteristics on simulated studies (rows; every subject a look): the cap
+    (smallest size with power ≥ ``power`` under the effect, else the largest simulated), power, the null's
+    rejection rate at every look up to the cap and beyond (one-sided 95 % upper bound), expected sizes."""
+    from cogtestbed.validation.design.eprocess import first_crossing, log_capital, rescale
+
+    m0 = (0.0 - lo) / (hi - lo)
+    t_eff = first_crossing(log_capital(rescale(eff, lo, hi), m0, planned=planned), level)
+    t_nul = first_crossing(log_capital(rescale(nul, lo, hi), m0, planned=planned), level)
+    length = eff.shape[1]
+    by_size = np.array([((t_eff > 0) & (t_eff <= n)).mean() for n in range(1, length + 1)])
+    reached = np.flatnonzero(by_size >= power)
+    cap = int(reached[0] + 1) if reached.size else length
+    stop_eff = np.where((t_eff > 0) & (t_eff <= cap), t_eff, cap)
+    stop_nul = np.where((t_nul > 0) & (t_nul <= cap), t_nul, cap)
+    pw, pw_se = _rate((t_eff > 0) & (t_eff <= cap), eff_which)
+    rej, rej_se = _rate((t_nul > 0) & (t_nul <= cap), nul_which)
+    anytime, any_se = _rate(t_nul > 0, nul_which)
+    e_n, e_se = _rate(stop_eff, eff_which)
+    n_n, n_se = _rate(stop_nul, nul_which)
+    return {"cap": cap, "reached": bool(reached.size), "longest": length, "power": pw, "power_se": pw_se,
+            "null_rejection": rej, "null_rejection_se": rej_se, "null_upper": upper_bound(rej, rej_se, nul.shape[0]),
+            "null_rejection_any": anytime, "null_rejection_any_se": any_se,
+            "null_upper_any": upper_bound(anytime, any_se, nul.shape[0]),
+            "expected_effect": e_n, "expected_effect_se": e_se, "expected_null": n_n, "expected_null_se": n_se,
+            "effect_studies": int(eff.shape[0]), "null_studies": int(nul.shape[0])}
+
+
+def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: int, seed: int,
+                    say: Any = None) -> dict[str, Any]:
+    """The ``monitor`` section of a plan: bounds, the rule, its operating characteristics at the fixed
+    design's trials, expected subjects and dollars beside the fixed design's, the saving with its MC SE."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.studies.model_studies import effect_scale
+
+    exp = get_experiment(spec.experiment)
+    model = exp.model(spec.models[0])
+    scale = effect_scale(model, spec.effect)
+    lo, hi = statistic_bounds(model, spec.effect, scale)
+    lo, hi = (lo - hi, hi - lo) if spec.groups == 2 else (lo - _null(spec, model), hi - _null(spec, model))
+    n_fix, trials, runs = int(chosen["subjects"]), chosen.get("trials"), int(chosen.get("runs") or 1)
+    length = max(4, math.ceil(MAX_FACTOR * n_fix))
+    pool_n = BATCHES * POOL_FACTOR * length
+    if say is not None:
+        say(f"monitor: {2 * pool_n * spec.groups} simulated subjects at the fixed design's trials, {sims} studies "
+            f"per hypothesis looked at after every subject up to {length}")
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 7_474]))
+    eff_pool = hypothesis_pool(spec, trials, runs, pool_n, seed + 74_001, True)
+    nul_pool = hypothesis_pool(spec, trials, runs, pool_n, seed + 74_101, False)
+    finite = np.concatenate([eff_pool, nul_pool])
+    finite = finite[np.isfinite(finite)]
+    outside = int(((finite < lo - 1e-9) | (finite > hi + 1e-9)).sum())
+    eff, eff_which = studies(eff_pool, sims, length, rng)
+    nul, nul_which = studies(nul_pool, sims, length, rng)
+    bet = _planned(eff_pool, spec, lo, hi)
+    ops = operate(eff, eff_which, nul, nul_which, lo, hi, spec.level, power, bet)
+    per_unit = float(chosen["dollars"]) / n_fix if chosen.get("dollars") is not None else None
+    saving = 1.0 - ops["expected_effect"] / n_fix
+    return {"method": "betting e-process (Waudby-Smith & Ramdas 2023: the hedged aGRAPA process, c = 1/2, averaged "
+                      "with the plan's fixed Kelly bet), every subject a look; confidence sequence "
+                      "{m: K_t(m) < 1/alpha}",
+            "statistic": f"per-{'pair difference of the' if spec.groups == 2 else 'subject'} MLE of {spec.effect}"
+                         f" ({scale} scale) less its null value", "unit": "pair" if spec.groups == 2 else "subject",
+            "bounds": [lo, hi], "null": 0.0, "planned_bet": bet, "level": spec.level, "target_power": power,
+            "property": f"every observation lies in [{lo:g}, {hi:g}] (the parameters' declared bounds); "
+                        f"{outside} of {finite.size} simulated estimates outside",
+            "outside": outside, "pool_mean_null": float(np.nanmean(nul_pool)),
+            "missing": float(np.mean(~np.isfinite(np.concatenate([eff_pool, nul_pool])))),
+            "trials": trials, "runs": runs, **ops, "fixed_subjects": n_fix, "dollars_per_unit": per_unit,
+            "dollars_effect": None if per_unit is None else per_unit * ops["expected_effect"],
+            "dollars_null": None if per_unit is None else per_unit * ops["expected_null"],
+            "dollars_cap": None if per_unit is None else per_unit * ops["cap"],
+            "saving": saving, "saving_se": ops["expected_effect_se"] / n_fix}
+
+
+def _planned(pool: np.ndarray, spec: Any, lo: float, hi: float) -> float:
+    """The bet fixed by the plan (:func:`~cogtestbed.validation.design.eprocess.planned_bet`): the planned
+    effect's direction and the simulated statistic's mean shift and SD under it, rescaled (the plan's
+    simulation, not the run's data, so it is fixed before the first subject)."""
+    from cogtestbed.validation.design.eprocess import planned_bet
+
+    y = (pool[np.isfinite(pool)] - lo) / (hi - lo)
+    m0 = -lo / (hi - lo)
+    return planned_bet(float(y.mean() - m0), float(y.std()), m0)
+
+
+def _null(spec: Any, model: Any) -> float:
+    from cogtestbed.validation.studies.model_studies import one_sample_null
+
+    return one_sample_null(spec.model_copy(update={"effect_size": 0.0}), model)
+
+
+def run_monitor(exp: Any, req: Any, ctx: PlanContext) -> Planned:
+    """The ``monitor`` plan kind: the fixed plan (with ``looks``: and its group-sequential design), then the
+    anytime-valid monitor at the chosen design's trials (:func:`monitor_section`)."""
+    from cogtestbed.validation.design.request import run_power, run_sequential
+    from cogtestbed.validation.studies.study_kinds import load_study
+
+    planned = (run_sequential if req.sequential.looks is not None else run_power)(exp, req, ctx)
+    payload = dict(planned.payload)
+    chosen = payload.get("chosen")
+    if not chosen or planned.size_name != "subjects":
+        payload["monitor"] = {"reason": "no fixed design reached the target power on the subjects axis"}
+        return Planned(payload, planned.size_name)
+    spec: Any = load_study(json.dumps(payload["study"]))
+    payload["monitor"] = monitor_section(spec, chosen, req.target.power, req.sequential.monitor_sims, req.seed,
+                                         ctx.say)
+    if spec.groups == 1 and isinstance(payload.get("run"), dict):
+        payload["run"] = run_settings(payload["run"], payload["monitor"], spec, chosen)
+    return Planned(payload, planned.size_name)
+
+
+def run_settings(run: Mapping[str, Any], mon: Mapping[str, Any], spec: Any,
+                 chosen: Mapping[str, Any]) -> dict[str, Any]:
+    """The plan's ``run`` section for a monitored run (one LLM): up to the cap's subjects, the calls limit
+    scaled to them, and the monitor (:mod:`cogtestbed.validation.runs.monitor_run`) under ``monitor`` (with
+    ``looks``, the group-sequential design stays in the payload for comparison; the run executes the monitor)."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.studies.model_studies import effect_scale
+
+    model = get_experiment(spec.experiment).model(spec.models[0])
+    cap = int(mon["cap"])
+    calls = run.get("max_calls")
+    per = None if calls is None else math.ceil(int(calls) / int(chosen["subjects"]))
+    design = {"experiment": spec.experiment, "model": model.name, "effect": spec.effect,
+              "scale": effect_scale(model, spec.effect), "null_value": _null(spec, model),
+              "lapse_fit": spec.lapse_fit, "bounds": list(mon["bounds"]), "level": mon["level"], "cap": cap,
+              "planned_bet": mon["planned_bet"]}
+    kept = {k: v for k, v in run.items() if k != "sequential"}  # the run executes the monitor, not the looks
+    return {**kept, "subjects": cap, "max_calls": None if per is None else per * cap, "monitor": design}
+
+
+def monitor_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
+    """The plan's text, then the three designs side by side at equal power."""
+    from cogtestbed.validation.design.plan_text import plan_lines
+
+    out = list(plan_lines(payload, size_name))
+    return out + design_table(payload)
+
+
+def _money(x: Any) -> str:
+    return "-" if x is None else f"${x:,.4f}"
+
+
+def design_table(payload: Mapping[str, Any]) -> list[str]:
+    """Fixed, group-sequential (where planned) and monitored designs, one row each: subjects expected under
+    the effect and the null, the most, dollars, power and type-I error."""
+    mon, chosen = payload.get("monitor") or {}, payload.get("chosen") or {}
+    if "cap" not in mon:
+        return [f"monitor: {mon.get('reason', 'not planned')}"]
+    unit, n = mon["unit"], chosen["subjects"]
+    rows = [f"designs at equal power (target {mon['target_power']:.2f}), {unit}s at "
+            f"{mon['trials']} trials; every row's dollars priced by the fixed plan's dry run:",
+            f"  {'design':<16} {'E[n] effect':>14} {'E[n] null':>12} {'max':>5} {'$ effect':>10} {'$ null':>10} "
+            f"{'power':>13} {'type-I':>16}",
+            f"  {'fixed':<16} {n:>14} {n:>12} {n:>5} {_money(chosen.get('dollars')):>10} "
+            f"{_money(chosen.get('dollars')):>10} {chosen['power']:>7.3f}±{chosen['mc_se']:.3f} {'(t-test)':>16}"]
+    rows += _sequential_row(payload.get("sequential"))
+    rows.append(f"  {'monitor':<16} {mon['expected_effect']:>8.1f}±{mon['expected_effect_se']:<5.1f} "
+                f"{mon['expected_null']:>12.1f} {mon['cap']:>5} {_money(mon['dollars_effect']):>10} "
+                f"{_money(mon['dollars_null']):>10} {mon['power']:>7.3f}±{mon['power_se']:.3f} "
+                f"{mon['null_rejection']:>8.4f}≤{mon['null_upper']:.4f}")
+    rows.append(f"  monitor: {mon['method']}; stops at K_t >= {1 / mon['level']:g} or at the cap {mon['cap']} "
+                f"(futility{'' if mon['reached'] else ': target power not reached by ' + str(mon['longest'])}); "
+                f"expected saving under the effect {100 * mon['saving']:.1f}% ± {100 * mon['saving_se']:.1f}% of "
+                f"the fixed {unit}s")
+    rows.append(f"  validity needs only: {mon['property']}; null rejection at any look to {mon['longest']} "
+                f"{mon['null_rejection_any']:.4f} (upper {mon['null_upper_any']:.4f}; {mon['null_studies']} null "
+                f"studies); mean of the null pool {mon['pool_mean_null']:+.4f}")
+    return rows
+
+
+def _sequential_row(seq: Any) -> list[str]:
+    """The group-sequential design's row (its chosen candidate), where the plan has one."""
+    if not isinstance(seq, Mapping) or "design" not in seq:
+        return [] if seq is None else ["  group-seq.: no design reached the target (plan.json's `sequential`)"]
+    top = seq["design"]["sizes"][-1]
+    cand = next((c for c in seq.get("candidates", ()) if c.get("max_subjects") == top), None)
+    if cand is None:
+        return []
+    return [f"  {'group-seq.':<16} {cand['expected_units_effect']:>14.1f} {cand['expected_units_null']:>12.1f} "
+            f"{top:>5} {_money(seq['expected']['effect']['dollars']):>10} "
+            f"{_money(seq['expected']['null']['dollars']):>10} {cand['power']:>13.3f} "
+            f"{seq['null']['rejection_rate']:>16.4f}"]
+
+
+def write_monitor(payload: Mapping[str, Any], out: Path) -> dict[str, Path]:
+    """``plan.json`` (and the fixed plan's report) through the fixed plan's writer; ``monitor.json`` beside."""
+    from cogtestbed.outputs import atomic_write_bytes
+    from cogtestbed.validation.design.plan_report import write_plan
+
+    files = write_plan(dict(payload), out)
+    dest = out / "monitor.json"
+    atomic_write_bytes(dest, lambda tmp: tmp.write_text(json.dumps(payload.get("monitor"), indent=1, default=str)))
+    return {**files, "monitor": dest}
+
+
+__all__ = ["BATCHES", "MAX_FACTOR", "check_monitor", "design_table", "hypothesis_pool", "monitor_lines",
+           "monitor_section", "operate", "run_monitor", "statistic_bounds", "studies", "subject_pool",
+           "write_monitor"]

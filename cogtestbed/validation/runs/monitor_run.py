@@ -1,0 +1,181 @@
+"""A monitored run (issue 74): ``run --plan PLAN`` of a ``plan --monitor`` plan plays one subject at a time,
+and after each fits that subject (the plan's per-subject MLE of the effect, on its scale, less its null
+value), updates the betting e-process and its confidence sequence
+(:func:`~cogtestbed.validation.design.eprocess.monitor_path`), appends the step to :data:`MONITOR_FILE`, and
+stops buying calls when ``K_t ≥ 1/α`` (efficacy) or at the plan's cap (futility).  ``--resume`` goes on from
+the last recorded step (the run's own resume finishes a subject a kill interrupted); ``cogtestbed looks RUN``
+re-fits every subject from the trial table and recomputes every step (:func:`replay_monitor`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cogtestbed.errors import InputError
+
+#: The steps of a monitored run, one JSON line per subject, in its folder.
+MONITOR_FILE = "monitor.jsonl"
+#: The plan's monitor as the run executes it, in its folder.
+MONITOR_DESIGN = "monitor_design.json"
+#: What :func:`replay_monitor` recomputes and compares with each recorded step (besides the decision).
+REDERIVED = ("observation", "e_value", "lower", "upper", "estimate")
+
+Say = Callable[[str], None]
+
+
+def subject_values(exp: Any, design: Mapping[str, Any], table: Any) -> dict[int, float]:
+    """Each subject's monitored statistic in ``table`` (subject id → value; NaN: no valid trial), as the
+    plan simulated it: the per-subject MLE of the effect on its scale less the plan's null value."""
+    from cogtestbed.inference.base import with_lapse
+
+    model = exp.model(design["model"])
+    out: dict[int, float] = {int(s): math.nan for s in table["subject"].unique()}
+    valid = table[table["valid"]]
+    if valid.empty:
+        return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = with_lapse(model, design.get("lapse_fit")).fit_mle(table)
+    values = np.asarray(model.contrast(design["effect"], {p: fits[p].to_numpy(float)
+                                                          for p in model.parameters.names}), float)
+    if design.get("scale") == "log":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = np.log(values)
+    for s, v in zip(fits["subject"].to_numpy(int), values - float(design["null_value"]), strict=True):
+        out[int(s)] = float(v) if math.isfinite(v) else math.nan
+    return out
+
+
+def steps(design: Mapping[str, Any], observations: Sequence[float]) -> list[dict[str, Any]]:
+    """Every step of the monitor on ``observations`` (in subject order): the e-value, the confidence
+    sequence, the estimate and the decision (``efficacy`` once ``K_t ≥ 1/α``, ``futility`` at the cap
+    without it, else ``continue``)."""
+    from cogtestbed.validation.design.eprocess import monitor_path
+
+    lo, hi = (float(b) for b in design["bounds"])
+    path = monitor_path(list(observations), lo, hi, 0.0, float(design["level"]),
+                        planned=design.get("planned_bet"))
+    out = []
+    for obs, st in zip(observations, path, strict=True):
+        decision = "efficacy" if st.rejected else "futility" if st.subjects >= int(design["cap"]) else "continue"
+        out.append({"subject": st.subjects, "observation": None if not math.isfinite(obs) else float(obs),
+                    "e_value": st.e_value, "lower": _num(st.lower), "upper": _num(st.upper),
+                    "estimate": _num(st.estimate), "decision": decision})
+    return out
+
+
+def _num(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def recorded_steps(run_dir: Path) -> list[dict[str, Any]]:
+    """The steps a monitored run recorded (none without :data:`MONITOR_FILE`); a torn last line (a kill
+    while writing) is dropped, any other malformed line refused naming file and line."""
+    path = run_dir / MONITOR_FILE
+    if not path.exists():
+        return []
+    lines = path.read_text().splitlines()
+    out: list[dict[str, Any]] = []
+    for i, line in enumerate(lines, 1):
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            if i == len(lines):
+                break
+            raise InputError(f"{path}: line {i} is not JSON") from None
+        if not isinstance(rec, dict) or rec.get("subject") != len(out) + 1:
+            raise InputError(f"{path}: line {i} is not step {len(out) + 1} as a monitored run records it")
+        out.append(rec)
+    return out
+
+
+def run_monitored(request: Any, design: dict[str, Any], execute_run: Callable[[Any], Any], say: Say) -> Any:
+    """Play ``request``'s subjects one at a time under the plan's monitor (module docstring); returns the
+    last run result (None where a resumed run had already stopped)."""
+    from dataclasses import replace
+
+    from cogtestbed.registry import get_experiment, read_trials
+
+    exp = get_experiment(request.experiment)
+    out: Path = request.output
+    done = recorded_steps(out) if request.resume else []
+    if request.resume and (out / MONITOR_DESIGN).exists():
+        recorded = json.loads((out / MONITOR_DESIGN).read_text())
+        if recorded != design:
+            raise InputError(f"{out / MONITOR_DESIGN}: this run was monitored under another plan; resume it with that "
+                             "plan")
+    if done and done[-1]["decision"] != "continue":
+        say(f"the run stopped at subject {done[-1]['subject']} ({done[-1]['decision']}): nothing to resume")
+        return None
+    observations = [math.nan if s["observation"] is None else float(s["observation"]) for s in done]
+    result = None
+    for n in range(len(done) + 1, int(design["cap"]) + 1):
+        req = replace(request, resume=request.resume or n > 1, limit=n,
+                      add_budget=request.add_budget if n == len(done) + 1 else [])
+        result = execute_run(req)
+        if int(result.stats["subjects_complete"]) < n:  # the budget stopped it
+            return result
+        if n == 1:
+            (out / MONITOR_DESIGN).write_text(json.dumps(design, indent=1) + "\n")
+        table = read_trials(out / "trials.parquet", exp.name)
+        value = subject_values(exp, design, table[table["subject"] == n - 1]).get(n - 1, math.nan)
+        observations.append(value)
+        step = steps(design, observations)[-1]
+        with (out / MONITOR_FILE).open("a") as fh:
+            fh.write(json.dumps(step) + "\n")
+        say(step_line(step))
+        if step["decision"] != "continue":
+            result.status = "complete"
+            break
+    return result
+
+
+def step_line(step: Mapping[str, Any]) -> str:
+    """A recorded step in one line."""
+    obs = "none" if step["observation"] is None else f"{step['observation']:+.3f}"
+    lo = "-" if step["lower"] is None else f"{step['lower']:+.3f}"
+    hi = "-" if step["upper"] is None else f"{step['upper']:+.3f}"
+    return (f"subject {step['subject']}: statistic {obs}, e-value {step['e_value']:.3g}, "
+            f"confidence sequence [{lo}, {hi}]: {step['decision']}")
+
+
+def replay_monitor(run_dir: Path) -> tuple[list[dict[str, Any]], bool]:
+    """Every recorded step of the monitored run in ``run_dir`` recomputed from its trial table (every subject
+    re-fitted): each step with the recorded values beside it, ``reproduced`` and ``differs``; whether all are."""
+    from cogtestbed.registry import get_experiment, read_trials
+
+    design = json.loads((run_dir / MONITOR_DESIGN).read_text())
+    recorded = recorded_steps(run_dir)
+    if not recorded:
+        raise InputError(f"{run_dir} records no monitored step yet ({MONITOR_FILE} empty or missing)")
+    exp = get_experiment(design["experiment"])
+    values = subject_values(exp, design, read_trials(run_dir / "trials.parquet", exp.name))
+    again = steps(design, [values.get(i, math.nan) for i in range(len(recorded))])
+    rows, ok = [], True
+    for rec, new in zip(recorded, again, strict=True):
+        differs = [k for k in REDERIVED if not _close(new.get(k), rec.get(k))]
+        if new["decision"] != rec["decision"]:
+            differs.append("decision")
+        ok &= not differs
+        rows.append({**new, **{f"recorded_{k}": rec.get(k) for k in (*REDERIVED, "decision")},
+                     "reproduced": not differs, "differs": differs,
+                     "line": f"{step_line(new)} (recorded e-value {rec.get('e_value', float('nan')):.3g}, "
+                             f"{rec.get('decision')})"})
+    return rows, ok
+
+
+def _close(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-6)
+
+
+__all__ = ["MONITOR_DESIGN", "MONITOR_FILE", "REDERIVED", "recorded_steps", "replay_monitor", "run_monitored",
+           "step_line", "steps", "subject_values"]

@@ -1,0 +1,108 @@
+"""The ``monitor`` plan kind (issue 74): an anytime-valid monitor of a model effect, planned beside the fixed
+design at equal power; its validity rests on the statistic's declared bounds, checked before simulating."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+import cogtestbed as ct
+from cogtestbed.cli import run_cli
+from cogtestbed.validation.design.monitor_kind import design_table, operate, statistic_bounds, studies
+from cogtestbed.validation.design.plan_kinds import choose_kind
+from cogtestbed.validation.design.plan_options import PlanRequest, PlanSequential, PlanTarget
+
+LLM = "openai:gpt-4o-mini"
+
+
+def _never(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("simulated before refusing")
+
+
+@pytest.fixture
+def no_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cogtestbed.simulation as simulation
+    import cogtestbed.validation.design.plan as planner
+
+    monkeypatch.setattr(simulation, "simulate", _never)
+    monkeypatch.setattr(planner.Planner, "plan", _never)
+
+
+def test_the_bounds_come_from_the_declared_parameter_range() -> None:
+    rw = ct.get_experiment("instrumental-learning").model("rw-pm")
+    assert statistic_bounds(rw, "optimism_bias", "natural") == (-1.0, 1.0)
+    assert statistic_bounds(rw, "alpha_pos", "natural") == (0.0, 1.0)
+    k = ct.get_experiment("temporal-discounting").model("hyperbolic")
+    with pytest.raises(ct.InputError, match="needs a bounded statistic"):
+        statistic_bounds(k, "k", "log")
+
+
+def test_monitor_claims_its_request_before_sequential() -> None:
+    req = PlanRequest("instrumental-learning", target=PlanTarget(model="rw-pm", effect={"optimism_bias": 0.2}),
+                      sequential=PlanSequential(monitor=True, looks=3))
+    assert choose_kind(req).name == "monitor"
+    assert choose_kind(PlanRequest("instrumental-learning", sequential=PlanSequential(looks=3))).name == "sequential"
+
+
+@pytest.mark.parametrize(("experiment", "api", "cli", "message"), [
+    ("temporal-discounting", {"model": "hyperbolic", "effect": {"k": 0.1}},
+     ["--model", "hyperbolic", "--effect", "k=0.1"], "needs a bounded statistic"),
+    ("two-step", {"metric": "model_basedness", "compare": ("hybrid:w=0.2", "hybrid:w=0.8"), "llm": [LLM, LLM]},
+     ["--metric", "model_basedness", "--compare", "hybrid:w=0.2", "hybrid:w=0.8", "--llm", LLM, "--llm", LLM],
+     "needs `model` and `effect`"),
+    ("instrumental-learning", {"model": "rw-pm", "effect": {"optimism_bias": 0.2}, "adaptive_sims": 5},
+     ["--model", "rw-pm", "--effect", "optimism_bias=0.2", "--adaptive-sims", "5"], "does not take `adaptive_sims`"),
+])
+def test_refusals_come_before_simulating(no_simulation: None, experiment: str, api: dict[str, Any], cli: list[str],
+                                         message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ct.InputError, match=message):
+        ct.plan(experiment, monitor=True, **api)
+    assert run_cli(["plan", experiment, "--monitor", *cli]) == 2
+    err = capsys.readouterr().err
+    assert len([x for x in err.splitlines() if x.startswith("error:")]) == 1 and "Traceback" not in err
+
+
+def test_operate_caps_at_the_target_power_and_keeps_the_null_below_alpha() -> None:
+    rng = np.random.default_rng(5)
+    # a bounded, skewed statistic piled at its bound: 0 with prob 0.2, else Beta; effect shifts it
+    def draw(n: int, shift: float) -> np.ndarray:
+        x = np.where(rng.random(n) < 0.2, -1.0, 2 * rng.beta(2, 2, n) - 1.0)
+        return np.clip(x + shift, -1, 1) - np.mean(np.clip(np.where(rng.random(200_000) < 0.2, -1.0,
+                                                                   2 * rng.beta(2, 2, 200_000) - 1.0), -1, 1))
+    eff_pool, nul_pool = draw(4000, 0.35), draw(4000, 0.0)
+    eff, ew = studies(eff_pool, 400, 150, rng)
+    nul, nw = studies(nul_pool, 400, 150, rng)
+    ops = operate(eff, ew, nul, nw, -2.0, 2.0, 0.05, 0.8)
+    assert ops["reached"] and 10 < ops["cap"] < 150
+    assert ops["power"] >= 0.8 - 2 * ops["power_se"]
+    assert ops["null_rejection_any"] <= 0.05 and ops["null_upper"] >= ops["null_rejection"]
+    assert ops["expected_effect"] < ops["cap"] and ops["expected_null"] <= ops["cap"]
+    assert ops["expected_null"] > ops["expected_effect"]
+
+
+def test_the_table_puts_the_designs_side_by_side() -> None:
+    mon = {"unit": "subject", "target_power": 0.8, "trials": 96, "cap": 70, "reached": True, "longest": 78,
+           "expected_effect": 55.3, "expected_effect_se": 2.1, "expected_null": 70.0, "dollars_effect": 0.58,
+           "dollars_null": 0.73, "power": 0.805, "power_se": 0.05, "null_rejection": 0.0, "null_upper": 0.0015,
+           "method": "betting", "level": 0.05, "saving": -1.126, "saving_se": 0.08, "property": "in [-1, 1]",
+           "null_rejection_any": 0.001, "null_upper_any": 0.0026, "null_studies": 2000, "pool_mean_null": 0.01}
+    lines = design_table({"monitor": mon, "chosen": {"subjects": 26, "dollars": 0.27, "power": 0.82, "mc_se": 0.03}})
+    assert lines[2].split()[:4] == ["fixed", "26", "26", "26"]
+    assert lines[3].split()[0] == "monitor" and "70" in lines[3].split() and "0.0000≤0.0015" in lines[3]
+    assert "-112.6%" in lines[4]
+    assert design_table({"monitor": {"reason": "none"}}) == ["monitor: none"]
+
+
+@pytest.mark.slow
+def test_plan_monitor_rw_optimism_bias(tmp_path: Any) -> None:
+    """The issue's example: 2,000 null studies looked at after every subject, upper bound <= alpha."""
+    plan = ct.plan("instrumental-learning", model="rw-pm", effect={"optimism_bias": 0.2}, llm=[LLM], monitor=True,
+                   seed=0)
+    mon = plan.payload["monitor"]
+    assert mon["null_studies"] == 2000 and mon["null_upper_any"] <= 0.05 and mon["outside"] == 0
+    assert mon["power"] >= 0.8 - 2 * mon["power_se"] and mon["cap"] >= 1
+    plan.save(tmp_path)
+    assert json.loads((tmp_path / "monitor.json").read_text())["cap"] == mon["cap"]

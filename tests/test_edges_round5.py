@@ -135,3 +135,142 @@ def test_a_server_echoing_the_key_in_every_form_gets_none_of_it_written(
     run = json.loads((root / "retried" / "run.json").read_text())
     assert run["endpoint"]["system_fingerprints"] and all(
         fp.startswith("fp_") and REDACTED in fp for fp in run["endpoint"]["system_fingerprints"])
+
+
+# ------------------------------------------------------------------- 2. one column name, one column
+@pytest.fixture(scope="module")
+def small_table():
+    import cogtestbed as ct
+
+    return ct.simulate("instrumental-learning", "rw", subjects=2, seed=0)
+
+
+def _twice(table, column: str):
+    import pandas as pd
+
+    return pd.concat([table, table[[column]]], axis=1)
+
+
+@pytest.mark.parametrize("column", ["action", "subject", "reward"])
+@pytest.mark.parametrize("call", ["fit", "fit-detected", "metrics", "export", "heldout_nll", "participant_nll"])
+def test_every_table_door_refuses_two_columns_of_one_name_naming_it(small_table, column: str, call: str,
+                                                                     tmp_path: Path) -> None:
+    import cogtestbed as ct
+    from cogtestbed.schema import TrialTableError
+
+    table = _twice(small_table, column)
+    calls = {"fit": lambda: ct.fit("instrumental-learning", table, "rw"),
+             "fit-detected": lambda: ct.fit(None, table, "rw"),
+             "metrics": lambda: ct.metrics("instrumental-learning", table),
+             "export": lambda: ct.export(table, to="psych201", output=tmp_path / "t.jsonl"),
+             "heldout_nll": lambda: ct.heldout_nll("instrumental-learning", table, model="rw", test=1),
+             "participant_nll": lambda: ct.participant_nll(table)}
+    with pytest.raises(TrialTableError) as err:
+        calls[call]()
+    said = str(err.value)
+    assert f"the table has 2 columns named '{column}'; rename or drop the copies" in said and "\n" not in said
+
+
+def test_the_schema_door_names_every_repeated_column() -> None:
+    from cogtestbed.schema import TrialTableError, refuse_duplicated_column_names
+
+    refuse_duplicated_column_names(["a", "b"])  # unique names pass
+    with pytest.raises(TrialTableError, match=r"^t.parquet: the table has 3 columns named 'a', 2 columns named 'b';"):
+        refuse_duplicated_column_names(["a", "b", "a", "b", "a"], "t.parquet")
+
+
+@pytest.mark.parametrize("command", [["metrics", "instrumental-learning"], ["export", "--to", "psych201", "-o"]])
+def test_a_parquet_file_with_two_columns_of_one_name_is_one_line_exit_2(
+        small_table, command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrow = pa.Table.from_pandas(small_table, preserve_index=False)
+    path = tmp_path / "dup.parquet"
+    pq.write_table(arrow.append_column("action", arrow.column("action")), path)
+    args = [*command, str(tmp_path / "t.jsonl")] if command[0] == "export" else command
+    code = run_cli([args[0], str(path), *args[1:]] if command[0] == "export" else [*args, str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert f"{path}: the table has 2 columns named 'action'" in " ".join(err.split())
+
+
+# ------------------------------------------------------------------ 3. control characters in messages
+def test_printable_escapes_what_a_terminal_would_act_on() -> None:
+    from cogtestbed.errors import DataError, printable, quoted
+
+    shown = printable("id \x1b[2J\x1b[31mred\x07\x08 \u202eevil\x9b")
+    assert shown == "id \\x1b[2J\\x1b[31mred\\x07\\x08 \\u202eevil\\x9b"
+    assert printable("tab\tand line\nstay") == "tab\tand line\nstay"  # one_line folds them
+    assert quoted("p\x1b[2J\n7") == "'p\\x1b[2J\\n7'" and quoted(3) == "3"
+    assert str(DataError("participant \x1b[2J7 is bad")) == "participant \\x1b[2J7 is bad"
+
+
+def test_a_participant_id_with_ansi_escapes_never_reaches_the_terminal_raw(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from test_psych201 import _shahar_record, _write_jsonl
+
+    rec = _shahar_record("\x1b[2J\x1b[31m7")
+    rec["text"] = str(rec["text"]).replace("You choose <<M>>.", "You choose <<Q>>.", 1)
+    path = _write_jsonl(tmp_path / "p.jsonl", [rec])
+    code = run_cli(["metrics", "two-step", str(path), "--from", "psych201"])
+    err = capsys.readouterr().err
+    assert code == 2 and "\x1b" not in err and "participant \\x1b[2J\\x1b[31m7" in err, err
+
+
+# ------------------------------------------------------------------------- 4. honest run records
+@pytest.fixture(scope="module")
+def billed_server(tiny):
+    """The local server (whose usage has no ``completion_tokens_details``), with its fault injector and tally."""
+    from cogtestbed.llm_adapters.servers.server import Billing, FaultInjector, serve
+
+    faults, billing = FaultInjector(), Billing()
+    with serve({"tiny-random": tiny}, faults, billing=billing) as url:
+        yield url, faults, billing
+        faults.pending.clear()
+
+
+def test_run_json_totals_cover_every_invocation_and_unknown_hidden_tokens_are_null(
+        billed_server, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run failed by a 401, its --resume that finishes it, and a --resume that makes no call: run.json's
+    token totals are the server's tally of all three, its hidden-token count null (the server never said)."""
+    from cogtestbed.llm_adapters.servers.server import Fault
+
+    url, faults, billing = billed_server
+    prices = tmp_path / "prices.toml"
+    prices.write_text('["openai:tiny-random"]\ninput = 1000.0\noutput = 2000.0\n')
+    out = tmp_path / "run"
+    args = ["run", "instrumental-learning", "--llm", "openai:tiny-random", "--mode", "completions", "--base-url",
+            url, "--design", "visits_per_casino=2", "--cache", str(tmp_path / "c.sqlite"), "--prices", str(prices),
+            "--seed", "3", "-o", str(out)]
+    before = (billing.prompt_tokens, billing.completion_tokens)
+    faults.add(Fault("delay"), Fault("delay"), Fault("delay"), Fault("status", 401))
+    assert run_cli(args) == 2
+    assert run_cli([*args, "--resume"]) == 0, capsys.readouterr().err
+    first = json.loads((out / "run.json").read_text())["stats"]
+    assert run_cli([*args, "--resume"]) == 0, capsys.readouterr().err
+    stats = json.loads((out / "run.json").read_text())["stats"]
+    spent = (billing.prompt_tokens - before[0], billing.completion_tokens - before[1])
+    assert stats["new_calls"] == 0 and stats["new_prompt_tokens"] == 0 and stats["total_calls"] == first["total_calls"]
+    assert (stats["prompt_tokens"], stats["completion_tokens"]) == spent and spent[0] > 0
+    assert first["prompt_tokens"] == spent[0] > first["new_prompt_tokens"] > 0  # the first resume: not its own share
+    assert stats["total_cost_usd"] == pytest.approx((spent[0] * 1000 + spent[1] * 2000) / 1e6, rel=1e-6)
+    assert stats["reasoning_tokens"] is None and first["new_reasoning_tokens"] is None
+    assert stats["new_reasoning_tokens"] == 0  # no call, no hidden token: known
+    assert first["reasoning_unknown_calls"] == stats["reasoning_unknown_calls"] == stats["total_calls"]
+
+
+def test_the_budget_says_unknown_hidden_tokens_are_null_and_reported_ones_are_counted() -> None:
+    from cogtestbed.llm_adapters.middleware.limits import Budget, read_ledger
+
+    lines: list[str] = []
+    budget = Budget(ledger=lambda event: lines.append(json.dumps(event)))
+    budget.settle(budget.reserve(10, 5), 10, 5, True, 3)
+    assert budget.summary()["reasoning_tokens"] == 3
+    budget.settle(budget.reserve(10, 5), 10, 5, True, None)  # the server omitted completion_tokens_details
+    budget.settle(budget.reserve(10, 5), 10, 5, False, None)  # a failed call is no call
+    summary = budget.summary()
+    assert summary["reasoning_tokens"] is None and summary["reasoning_unknown_calls"] == 1
+    assert summary["prompt_tokens"] == 20 and summary["completion_tokens"] == 10
+    spend = read_ledger(lines)
+    assert spend.reasoning() is None and spend.reasoning_tokens == 3 and spend.reasoning_unknown == 1

@@ -274,3 +274,38 @@ def test_the_budget_says_unknown_hidden_tokens_are_null_and_reported_ones_are_co
     assert summary["prompt_tokens"] == 20 and summary["completion_tokens"] == 10
     spend = read_ledger(lines)
     assert spend.reasoning() is None and spend.reasoning_tokens == 3 and spend.reasoning_unknown == 1
+
+
+# ------------------------------------------------------------- 5. reasoning allowances within the row
+@pytest.mark.parametrize(("llm", "budget", "bound", "row"), [
+    ("openai:o3", "999999999", "100,000", "openai:o3*"),
+    ("openai:o3", "100000", "100,000", "openai:o3*"),
+    ("anthropic:claude-opus-4-1-20250805", "32000", "32,000", "anthropic:claude-opus-4-1*"),
+])
+def test_a_thinking_budget_beyond_the_models_output_limit_is_refused_naming_the_bounds_source(
+        llm: str, budget: str, bound: str, row: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = run_cli(["run", "instrumental-learning", "--llm", llm, "--thinking-budget", budget, "--dry-run",
+                    "-o", str(tmp_path / "r")])
+    captured = capsys.readouterr()
+    err = " ".join(captured.err.split())
+    assert code == 2 and captured.err.count("\n") == 1 and not captured.out, captured.err
+    assert f"{llm} answers at most {bound} completion tokens per request" in err
+    assert f"capability table row '{row}': max_output, from " in err and "https://" in err
+
+
+def test_a_thinking_budget_within_the_row_is_booked_as_given(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    code = run_cli(["run", "instrumental-learning", "--llm", "openai:o3", "--thinking-budget", "20000", "--dry-run",
+                    "-o", str(tmp_path / "r")])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["reasoning"]["completion_limit"]["hidden_allowance"] == 20000
+
+
+def test_every_reasoning_row_of_the_capability_table_has_an_output_bound_with_its_source() -> None:
+    from cogtestbed.llm_adapters.clients.capabilities import capability_table
+
+    rows = [c for c in capability_table().values() if c.is_reasoning]
+    assert len(rows) >= 10
+    for cap in rows:
+        assert cap.max_output is not None and cap.max_output >= 32000 and cap.max_output_source.count("https://") == 1
+        assert cap.thinking_min is None or cap.thinking_min < cap.max_output

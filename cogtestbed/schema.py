@@ -470,6 +470,30 @@ def canonical_rows(table: pd.DataFrame) -> pd.DataFrame:
     return table.take(order).reset_index(drop=True)
 
 
+#: A dtype's name as a message says it (:func:`type_in_words`).
+_TYPE_WORDS = {"bool": "boolean (True/False)", "boolean": "nullable boolean (True/False/missing)",
+               "object": "Python objects", "string": "text", "str": "text", "category": "categorical",
+               "datetime64[ns]": "date-time"}
+
+
+def type_in_words(dtype: Any) -> str:
+    """``dtype`` (a pandas or numpy dtype, or its name) as a message says it: ``nullable boolean
+    (True/False/missing)``, ``nullable integer (Int64)``, ``float (float64)``, ``text`` ..."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return "categorical"
+    if isinstance(dtype, pd.StringDtype):
+        return "text"
+    name = str(dtype)
+    if name in _TYPE_WORDS:
+        return _TYPE_WORDS[name]
+    for prefix, words in (("Int", "nullable integer"), ("UInt", "nullable unsigned integer"),
+                          ("Float", "nullable float"), ("int", "integer"), ("uint", "unsigned integer"),
+                          ("float", "float")):
+        if name.startswith(prefix) and name[len(prefix):].isdigit():
+            return f"{words} ({name})"
+    return name
+
+
 def refuse_duplicated_column_names(columns: Any, source: str | os.PathLike[str] | None = None) -> None:
     """Refuse a table whose ``columns`` (its column names) hold one name twice (:class:`TrialTableError`,
     one line naming the column): pandas would hand every reader of that name a table, not a column.  The door of every

@@ -309,3 +309,77 @@ def test_every_reasoning_row_of_the_capability_table_has_an_output_bound_with_it
     for cap in rows:
         assert cap.max_output is not None and cap.max_output >= 32000 and cap.max_output_source.count("https://") == 1
         assert cap.thinking_min is None or cap.thinking_min < cap.max_output
+
+
+# ----------------------------------------------------------------- 6. type refusals in words, 400s
+def test_a_table_with_nullable_columns_exports_and_reads_back_unchanged(small_table, tmp_path: Path) -> None:
+    import pandas as pd
+
+    import cogtestbed as ct
+    from cogtestbed.api.core import read_table
+
+    table = small_table.copy()
+    half = len(table) // 2
+    table["flag"] = pd.array([True, None] * half, dtype="boolean")
+    table["count"] = pd.array([3, None] * half, dtype="Int64")
+    ct.export(table, to="psych201", output=tmp_path / "t.jsonl")
+    back, source = read_table("instrumental-learning", tmp_path / "t.jsonl", "psych201")
+    assert source == "psych201" and str(back["flag"].dtype) == "boolean" and str(back["count"].dtype) == "Int64"
+    assert back["flag"].equals(table["flag"]) and back["count"].equals(table["count"])
+
+
+def test_a_value_that_does_not_fit_its_column_is_refused_naming_the_column_and_the_type(small_table,
+                                                                                        tmp_path: Path) -> None:
+    import pandas as pd
+
+    import cogtestbed as ct
+    from cogtestbed.api.core import read_table
+    from cogtestbed.data.psych201 import Psych201Error
+
+    table = small_table.copy()
+    table["flag"] = pd.array([True, None] * (len(table) // 2), dtype="boolean")
+    path = tmp_path / "t.jsonl"
+    ct.export(table, to="psych201", output=path)
+    path.write_text(path.read_text().replace('[\\"flag\\", \\"boolean\\"]', '[\\"flag\\", \\"int64\\"]'))
+    with pytest.raises(Psych201Error) as err:
+        read_table("instrumental-learning", path, "psych201")
+    assert "t.jsonl: column 'flag' holds values that do not fit its type, integer (int64):" in str(err.value)
+
+
+@pytest.mark.parametrize(("dtype", "words"), [("boolean", "nullable boolean (True/False/missing)"),
+                                              ("Int64", "nullable integer (Int64)"), ("float64", "float (float64)"),
+                                              ("bool", "boolean (True/False)"), ("object", "Python objects")])
+def test_type_in_words(dtype: str, words: str) -> None:
+    import pandas as pd
+
+    from cogtestbed.schema import type_in_words
+
+    assert type_in_words(dtype) == words == type_in_words(pd.api.types.pandas_dtype(dtype))
+
+
+@pytest.mark.parametrize("body", [
+    b'{"model": "tiny-random", "prompt": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",  # past the parser's recursion
+    b'{"model": "tiny-random", "prompt": "x", "extra": ' + b"[" * 200 + b"]" * 200 + b"}",  # parsed, too deep
+    b'{"model": "tiny-random", "prompt": ' + b"[" * 100_000 + b"}",  # deep and unclosed
+])
+@pytest.mark.parametrize("path", ["completions", "chat/completions", "messages"])
+def test_a_deeply_nested_request_body_gets_400_not_500(tiny, body: bytes, path: str) -> None:
+    import httpx
+
+    from cogtestbed.llm_adapters.servers.server import serve
+
+    with serve({"tiny-random": tiny}, max_body=1 << 20) as url:
+        resp = httpx.post(f"{url}/{path}", content=body, headers={"content-type": "application/json"})
+    assert resp.status_code == 400, resp.text
+    error = resp.json()["error"]
+    assert error["type"] == "invalid_request_error" and ("deeper than 32 levels" in error["message"]
+                                                         or "not valid JSON" in error["message"]), error
+
+
+def test_json_depth_counts_without_recursion() -> None:
+    from cogtestbed.llm_adapters.servers.checks import json_depth
+
+    deep: list = []
+    for _ in range(50_000):
+        deep = [deep]
+    assert json_depth({"a": [1, {"b": []}]}) == 4 and json_depth(3) == 0 and json_depth(deep) == 50_001

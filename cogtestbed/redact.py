@@ -158,7 +158,7 @@ def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def redact(text: str) -> str:
     """``text`` without any configured key, in any form, or credential-shaped token (see the module
     docstring): each removed stretch reads :data:`REDACTED`."""
-    if not text:
+    if len(text) < MIN_PIECE:  # too short to hold a piece of a key or a credential-shaped token
         return text
     pieces = [key_forms(key) for key in configured_keys()]
     spans = _key_spans(text, pieces) + _token_spans(text)

@@ -363,13 +363,11 @@ def test_type_in_words(dtype: str, words: str) -> None:
     b'{"model": "tiny-random", "prompt": ' + b"[" * 100_000 + b"}",  # deep and unclosed
 ])
 @pytest.mark.parametrize("path", ["completions", "chat/completions", "messages"])
-def test_a_deeply_nested_request_body_gets_400_not_500(tiny, body: bytes, path: str) -> None:
+def test_a_deeply_nested_request_body_gets_400_not_500(billed_server, body: bytes, path: str) -> None:
     import httpx
 
-    from cogtestbed.llm_adapters.servers.server import serve
-
-    with serve({"tiny-random": tiny}, max_body=1 << 20) as url:
-        resp = httpx.post(f"{url}/{path}", content=body, headers={"content-type": "application/json"})
+    url = billed_server[0]
+    resp = httpx.post(f"{url}/{path}", content=body, headers={"content-type": "application/json"})
     assert resp.status_code == 400, resp.text
     error = resp.json()["error"]
     assert error["type"] == "invalid_request_error" and ("deeper than 32 levels" in error["message"]

@@ -381,3 +381,17 @@ def test_json_depth_counts_without_recursion() -> None:
     for _ in range(50_000):
         deep = [deep]
     assert json_depth({"a": [1, {"b": []}]}) == 4 and json_depth(3) == 0 and json_depth(deep) == 50_001
+
+
+@pytest.mark.parametrize(("assumed", "refused"), [("2000", False), ("99999", False), ("500000", True),
+                                                  ("1000:100000", True), ("1000:90000", False)])
+def test_a_plans_assumed_reasoning_tokens_stay_within_the_row(assumed: str, refused: bool) -> None:
+    from cogtestbed.errors import InputError
+    from cogtestbed.validation.design.request import hidden_tokens
+
+    if not refused:
+        assert hidden_tokens(["openai:gpt-4o", "openai:o3"], None, assumed, None).kinds["all"].calls == 0
+        return
+    with pytest.raises(InputError, match=r"^--assume-reasoning-tokens [\d,]+: openai:o3 answers at most 100,000 "
+                                         r"completion tokens .*capability table row 'openai:o3\*': max_output"):
+        hidden_tokens(["openai:gpt-4o", "openai:o3"], None, assumed, None)

@@ -126,4 +126,4 @@ class ResumeMismatch(CogtestbedError, ValueError):
     """``--resume`` of a run (or a sequential run) with settings other than those it recorded."""
 
 
-__all__ = ["BudgetError", "CogtestbedError", "DataError", "InputError", "ResumeMismatch", "printable", "quoted"]
+__all__ = ["BudgetError", "CogtestbedError", "DataError", "InputError", "ResumeMismatch"]

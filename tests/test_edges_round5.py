@@ -68,6 +68,25 @@ def test_redact_removes_the_key_in_every_form_and_piece(key: str, monkeypatch: p
         assert REDACTED in said and not _leaks(said, key), (form, said)
 
 
+def test_the_leaky_server_echoes_the_key_on_every_route(leaky) -> None:
+    import httpx
+
+    from cogtestbed.llm_adapters.servers.emulators.leaky import echo_forms
+
+    url, _ = leaky
+    asks = {"completions": {"model": "tiny-random", "prompt": "Hi", "max_tokens": 2},
+            "chat/completions": {"model": "tiny-random-chat", "messages": [{"role": "user", "content": "Hi"}],
+                                 "max_tokens": 2},
+            "messages": {"model": "tiny-random-chat", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}}
+    for path, body in asks.items():
+        resp = httpx.post(f"{url}/{path}", json=body, headers={"x-api-key": KEY})
+        answer = resp.json()
+        text = json.dumps(answer.get("choices") or answer.get("content"))
+        assert resp.status_code == 200 and all(json.dumps(form)[1:-1] in text for form in echo_forms(KEY)), path
+        assert resp.headers["x-echo-0"] == KEY
+        assert path == "messages" or answer["system_fingerprint"].startswith("fp_")
+
+
 @pytest.mark.parametrize("token", ["sk%2Dproj%2DAbCdEfGh12345678", "sk-proj%2DAbCdEfGh12345678",
                                    "sk-pro%6A-AbCdEfGh12345678", "Bearer%20AbCdEfGh12345678",
                                    "authorization%3A%20AbCdEfGh12345678"])
@@ -83,20 +102,22 @@ def test_redact_leaves_plain_text_alone(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 @pytest.fixture(scope="module")
-def leaky(tiny):
+def leaky(tiny, tiny_chat):
     """The local server behind :class:`~cogtestbed.llm_adapters.servers.emulators.leaky.EchoKey`: every
     answer, error body, fingerprint and header echoes the caller's key in every form."""
     from cogtestbed.llm_adapters.servers.emulators.leaky import EchoKey
     from cogtestbed.llm_adapters.servers.server import FaultInjector, create_app, serve_app
 
     faults = FaultInjector()
-    with serve_app(EchoKey(create_app({"tiny-random": tiny}, faults))) as root:
+    with serve_app(EchoKey(create_app({"tiny-random": tiny, "tiny-random-chat": tiny_chat}, faults))) as root:
         yield f"{root}/v1", faults
         faults.pending.clear()
 
 
+@pytest.mark.parametrize(("llm", "mode"), [("openai:tiny-random", "completions"), ("openai:tiny-random-chat", "chat")])
 def test_a_server_echoing_the_key_in_every_form_gets_none_of_it_written(
-        leaky, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        leaky, llm: str, mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     """A run retried through two 429s, a run failed by a 401, its --resume, and an export: every file they
     wrote (run directories, the response cache, parquet tables decoded, the transcript) and everything
     they printed hold no form of the key, though the server echoed it in every answer."""
@@ -105,7 +126,7 @@ def test_a_server_echoing_the_key_in_every_form_gets_none_of_it_written(
     url, faults = leaky
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     root = tmp_path / "w"
-    base = ["run", "instrumental-learning", "--llm", "openai:tiny-random", "--mode", "completions", "--base-url",
+    base = ["run", "instrumental-learning", "--llm", llm, "--mode", mode, "--base-url",
             url, "--design", "visits_per_casino=2", "--cache", str(root / "cache.sqlite"), "--retry-for", "30"]
     said = []
 

@@ -38,7 +38,9 @@ This module imports nothing of cogtestbed (it is the bottom of the layer order).
 from __future__ import annotations
 
 import os
+import re
 import sys
+from typing import Any
 
 #: The package's folder: frames whose file lies inside it are the library's own.
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -78,9 +80,33 @@ def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+#: Characters a terminal acts on rather than shows (C0 but tab and line breaks, DEL, C1, Unicode's
+#: bidirectional overrides and isolates): ``ESC [2J`` in a participant id would clear the screen.
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on (:data:`_CONTROLS`: ANSI escapes, bell,
+    backspace, bidirectional overrides) written as its escape (``\\x1b``, ``\\u202e``); line breaks
+    and tabs are left to :func:`one_line`.  Every refusal's message passes it (:class:`CogtestbedError`),
+    and so does every line the command line prints."""
+    return _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def quoted(value: Any) -> str:
+    """``value`` as a message quotes it: a string in quotes, any other value as ``str`` gives it,
+    either with its control characters escaped (:func:`printable`) and its line breaks too."""
+    text = repr(value) if isinstance(value, str) else str(value)
+    return printable(text.replace("\n", "\\n").replace("\r", "\\r"))
+
+
 class CogtestbedError(Exception):
     """Base of every error the library raises for what it was asked (a refusal, not a bug): the
-    command line prints its message as one line and exits with status 2."""
+    command line prints its message as one line and exits with status 2.  Its message is made
+    :func:`printable` when it is made: a value it quotes never drives the terminal."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(printable(a) if isinstance(a, str) else a for a in args))
 
 
 class InputError(CogtestbedError, ValueError):

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
 
-from cogtestbed.errors import DataError
+from cogtestbed.errors import DataError, quoted
 
 if TYPE_CHECKING:  # imported when a table fails a check (the report), not to validate one
     import pandera.pandas as pa
@@ -139,7 +139,7 @@ def _passed(result: Any) -> bool:
 def _fmt(v: Any) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
-    return repr(v) if isinstance(v, str) else str(v)
+    return quoted(v)
 
 
 def _is_bool(s: pd.Series) -> bool:
@@ -470,9 +470,52 @@ def canonical_rows(table: pd.DataFrame) -> pd.DataFrame:
     return table.take(order).reset_index(drop=True)
 
 
+#: A dtype's name as a message says it (:func:`type_in_words`).
+_TYPE_WORDS = {"bool": "boolean (True/False)", "boolean": "nullable boolean (True/False/missing)",
+               "object": "Python objects", "string": "text", "str": "text", "category": "categorical",
+               "datetime64[ns]": "date-time"}
+
+
+def type_in_words(dtype: Any) -> str:
+    """``dtype`` (a pandas or numpy dtype, or its name) as a message says it: ``nullable boolean
+    (True/False/missing)``, ``nullable integer (Int64)``, ``float (float64)``, ``text`` ..."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return "categorical"
+    if isinstance(dtype, pd.StringDtype):
+        return "text"
+    name = str(dtype)
+    if name in _TYPE_WORDS:
+        return _TYPE_WORDS[name]
+    for prefix, words in (("Int", "nullable integer"), ("UInt", "nullable unsigned integer"),
+                          ("Float", "nullable float"), ("int", "integer"), ("uint", "unsigned integer"),
+                          ("float", "float")):
+        if name.startswith(prefix) and name[len(prefix):].isdigit():
+            return f"{words} ({name})"
+    return name
+
+
+def refuse_duplicated_column_names(columns: Any, source: str | os.PathLike[str] | None = None) -> None:
+    """Refuse a table whose ``columns`` (its column names) hold one name twice (:class:`TrialTableError`,
+    one line naming the column): pandas would hand every reader of that name a table, not a column.  The door of every
+    table a public function or command takes (:func:`table_experiments`,
+    :func:`cogtestbed.api.checks.check_argument`, a Parquet file's schema in
+    :func:`cogtestbed.trials.read_trial_file`); the text-file readers refuse such a header themselves
+    (:func:`cogtestbed.data.rows.refuse_duplicated_columns`)."""
+    columns = pd.Index(list(columns))
+    if columns.is_unique:
+        return
+    repeated = list(dict.fromkeys(columns[columns.duplicated()]))
+    where = f"{source}: " if source is not None else ""
+    names = ", ".join(f"{int((columns == c).sum())} columns named {quoted(str(c))}" for c in repeated)
+    raise TrialTableError(f"{where}the table has {names}; rename or drop the copies (a table holds each "
+                          "column once)")
+
+
 def table_experiments(trials: pd.DataFrame, source: str | os.PathLike[str] | None = None) -> list[str]:
-    """The experiments a table holds trials of, after the checks every trial table passes (the
-    common columns, an experiment name, no duplicated trial); raise :class:`TrialTableError`."""
+    """The experiments a table holds trials of, after the checks every trial table passes (each
+    column named once, the common columns, an experiment name, no duplicated trial); raise
+    :class:`TrialTableError`."""
+    refuse_duplicated_column_names(trials.columns, source)
     where = f"{source}: " if source is not None else ""
     missing = [c for c in (*ID_COLUMNS, *OUTCOME_COLUMNS) if c not in trials.columns]
     if missing:

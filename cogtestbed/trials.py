@@ -47,7 +47,7 @@ from pandas.api.extensions import ExtensionArray
 
 from cogtestbed.errors import InputError
 from cogtestbed.outputs import atomic_write_bytes, new_file_mode, write_failure
-from cogtestbed.schema import TrialTableError
+from cogtestbed.schema import TrialTableError, refuse_duplicated_column_names
 
 PARAM_PREFIX = "param_"
 MANIFEST_SUFFIX = ".manifest.json"
@@ -503,9 +503,16 @@ def write_files_together(writers: Mapping[Path, Any]) -> None:
 def read_trial_file(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a Parquet trial table written by :func:`~cogtestbed.registry.write_trials`, unchecked
     (:func:`cogtestbed.schema.validate_trials` checks it); a missing or non-Parquet file is one clear error."""
+    import pyarrow.parquet as pq
+
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no trial table at {p}")
+    try:
+        names = pq.read_schema(p).names
+    except Exception as exc:  # pyarrow raises several types for a non-Parquet file
+        raise TrialTableError(f"{p} is not a Parquet trial table: {exc}") from exc
+    refuse_duplicated_column_names(names, p)
     try:
         return read_table(p)
     except Exception as exc:  # pyarrow raises several types for a non-Parquet file

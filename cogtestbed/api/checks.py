@@ -9,7 +9,8 @@ checks its arguments before it does anything, and a bad one is a documented erro
 * NaN (or ±inf) in a number, or in the numbers of a mapping or list → :class:`~cogtestbed.errors.InputError`;
 * a number outside what its option means (``sd_between=-1``, ``assurance=2``, ``workers=-1``,
   ``max_tokens=1e8``: :data:`RANGES`, one table for every function) → :class:`~cogtestbed.errors.InputError`;
-* an empty table (a DataFrame without rows) → :class:`~cogtestbed.errors.DataError`;
+* an empty table (a DataFrame without rows) → :class:`~cogtestbed.errors.DataError`, and a table with
+  two columns of one name → :class:`~cogtestbed.schema.TrialTableError` naming the column;
 * a file or folder to read that does not exist (the parameters named in ``paths``) →
   :class:`~cogtestbed.errors.DataError`,
 
@@ -212,8 +213,12 @@ def check_argument(function: str, name: str, value: Any, hint: Any = Any) -> Non
     bad = [x for x in numbers if allowed is not None and not allowed.holds(x)]
     if allowed is not None and bad:  # the command-line option named too (the command line calls this function)
         raise InputError(f"{where} (--{name.replace('_', '-')}) must be in {allowed.text()}, got {bad[0]:g}")
-    if type(value).__name__ == "DataFrame" and getattr(value, "empty", False):
-        raise DataError(f"{where} is an empty table (no rows or no columns)")
+    if type(value).__name__ == "DataFrame":
+        if getattr(value, "empty", False):
+            raise DataError(f"{where} is an empty table (no rows or no columns)")
+        from cogtestbed.schema import refuse_duplicated_column_names
+
+        refuse_duplicated_column_names(value.columns, where)
 
 
 def check_path(function: str, name: str, value: Any) -> None:

@@ -422,12 +422,14 @@ def run_coroutine(coro: Any) -> Any:
 
 
 class _StderrHandler(logging.Handler):
-    """One line per record on the current ``sys.stderr``, redacted (:func:`cogtestbed.redact.redact`)."""
+    """One line per record on the current ``sys.stderr``, redacted (:func:`cogtestbed.redact.redact`)
+    and with its control characters escaped (:func:`cogtestbed.errors.printable`)."""
 
     def emit(self, record: logging.LogRecord) -> None:
+        from cogtestbed.errors import printable
         from cogtestbed.redact import redact
 
-        sys.stderr.write(redact(self.format(record)) + "\n")
+        sys.stderr.write(printable(redact(self.format(record))) + "\n")
 
 
 def show_retries() -> None:

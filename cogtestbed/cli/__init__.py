@@ -37,7 +37,7 @@ from cogtestbed.cli import simulate as _simulate  # noqa: F401,E402
 from cogtestbed.cli import studies as _studies  # noqa: F401,E402
 from cogtestbed.cli import transcripts as _transcripts  # noqa: F401,E402
 from cogtestbed.cli.app import app, console_err, is_user_error
-from cogtestbed.errors import one_line
+from cogtestbed.errors import one_line, printable
 from cogtestbed.redact import redact
 
 #: Exit status of a command ended by SIGTERM (128 + signal number, the shell convention).
@@ -55,14 +55,14 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 def _error(message: str) -> None:
     from rich.markup import escape
 
-    console_err.print(f"[bold red]error:[/] {escape(redact(message))}", highlight=False, soft_wrap=True)
+    console_err.print(f"[bold red]error:[/] {escape(printable(redact(message)))}", highlight=False, soft_wrap=True)
 
 
 def warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                  line: str | None = None) -> str:
     """A warning as the command line prints it: one line, ``warning: CATEGORY: message`` — not
     Python's default, which adds the source file, line number and the line of code."""
-    text = redact(" ".join(str(message).split()))
+    text = printable(redact(" ".join(str(message).split())))
     return f"warning: {category.__name__}: {text}\n"
 
 

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.data.rows import DataFormatError
-from cogtestbed.schema import ID_COLUMNS, canonical_rows
+from cogtestbed.schema import ID_COLUMNS, canonical_rows, type_in_words
 
 #: The record fields every Psych-201 line has.
 REQUIRED_FIELDS = ("text", "experiment", "participant")
@@ -373,7 +373,10 @@ def _restore(values: list[Any], dtype: Any, name: str) -> Any:
         return pd.array(values, dtype=pd.StringDtype(na_value=pd.NA if dtype["string"] == "NA" else np.nan))
     if dtype in ("float64", "float32"):
         return np.array([np.nan if v is None else v for v in values], dtype=dtype)
-    return pd.array(values, dtype=dtype) if dtype[:1].isupper() else np.array(values, dtype=dtype)
+    resolved = pd.api.types.pandas_dtype(dtype)  # "boolean", "Int64": pandas' nullable (extension) types
+    if isinstance(resolved, pd.api.extensions.ExtensionDtype):
+        return pd.array(values, dtype=resolved)
+    return np.array(values, dtype=resolved)
 
 
 def _category_index_dtype() -> Any:
@@ -517,14 +520,24 @@ def decode_export(records: Sequence[Record], experiment: str, path: str | Path) 
                 raise
             raise Psych201Error(f"{where}: not a transcript cogtestbed wrote: {type(exc).__name__}: {exc}") from None
     assert types is not None
-    try:
-        table = pd.DataFrame({c: _restore(columns[c], t, c) for c, t in types})
-    except (ValueError, TypeError, KeyError) as exc:
-        if isinstance(exc, Psych201Error):
-            raise
-        raise Psych201Error(f"{name}: a column's values do not fit its declared type: {type(exc).__name__}: "
-                            f"{exc}") from None
-    return canonical_rows(table)
+    restored = {}
+    for c, t in types:
+        try:
+            restored[c] = _restore(columns[c], t, c)
+        except (ValueError, TypeError, KeyError) as exc:
+            if isinstance(exc, Psych201Error):
+                raise
+            raise Psych201Error(f"{name}: column {c!r} holds values that do not fit its type, "
+                                f"{_type_words(t)}: {type(exc).__name__}: {exc}") from None
+    return canonical_rows(pd.DataFrame(restored))
+
+
+def _type_words(dtype: Any) -> str:
+    """A dtype as :func:`_dtype_of` writes it, in words (:func:`cogtestbed.schema.type_in_words`)."""
+    if isinstance(dtype, dict):
+        kind = next(iter(dtype), "")
+        return {"category": "categorical", "string": "text"}.get(kind, f"list ({dtype.get('arrow')})")
+    return type_in_words(dtype)
 
 
 def _decode_trials(rec: Record, head: Mapping[str, Any], types: list[list[Any]], columns: dict[str, list[Any]],

@@ -35,7 +35,7 @@ REASONING_KINDS = ("none", "effort", "thinking")
 #: as a truncated answer).
 DEFAULT_HIDDEN_ALLOWANCE = 8192
 _FIELDS = ("sampling", "limit_field", "logprobs", "stop", "reasoning", "efforts", "thinking_min",
-           "thinking_sampling", "source", "checked", "status", "note")
+           "thinking_sampling", "source", "checked", "status", "note", "max_output", "max_output_source")
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,10 @@ class Capability:
     thinking_min: int | None = None
     thinking_sampling: tuple[str, ...] = ()
     note: str = ""
+    #: The most completion tokens one request may ask for, hidden ones included (None: not in the row),
+    #: and where that bound comes from.
+    max_output: int | None = None
+    max_output_source: str = ""
 
     @property
     def is_reasoning(self) -> bool:
@@ -84,7 +88,8 @@ def _row(pattern: str, entry: Mapping[str, Any]) -> Capability:
     return Capability(pattern, tuple(entry["sampling"]), entry["limit_field"], bool(entry["logprobs"]),
                       bool(entry["stop"]), entry["reasoning"], entry["source"], entry["checked"], entry["status"],
                       tuple(entry.get("efforts", ())), entry.get("thinking_min"),
-                      tuple(entry.get("thinking_sampling", ())), entry.get("note", ""))
+                      tuple(entry.get("thinking_sampling", ())), entry.get("note", ""), entry.get("max_output"),
+                      entry.get("max_output_source", ""))
 
 
 @cache
@@ -123,6 +128,19 @@ def check_reasoning(spec: str, cap: Capability | None, effort: str | None, budge
     if cap is not None and cap.thinking_min is not None and budget < cap.thinking_min:
         raise InputError(f"--thinking-budget {budget}: {spec} takes a thinking budget of at least "
                          f"{cap.thinking_min} tokens ({where}, checked {cap.checked})")
+    check_allowance("--thinking-budget", spec, cap, budget)
+
+
+def check_allowance(option: str, spec: str, cap: Capability | None, tokens: float) -> None:
+    """Refuse in one line a reasoning allowance (``option``: ``--thinking-budget``, a plan's
+    ``--assume-reasoning-tokens``) of ``tokens`` per call that reaches the model's output limit
+    (:attr:`Capability.max_output`), naming the row and the bound's source; the answer needs a token too."""
+    if cap is None or cap.max_output is None or tokens < cap.max_output:
+        return
+    shown = f"{int(tokens):,}" if float(tokens).is_integer() else f"{tokens:,g}"
+    raise InputError(f"{option} {shown}: {spec} answers at most {cap.max_output:,} completion tokens per request, "
+                     f"hidden reasoning included, so an allowance must stay below that (capability table row "
+                     f"{cap.pattern!r}: max_output, from {cap.max_output_source or 'the row'})")
 
 
 def hidden_allowance(cap: Capability | None, budget: int | None) -> int | None:

@@ -39,7 +39,7 @@ from cogtestbed.llm_adapters.clients.base import (
 )
 from cogtestbed.llm_adapters.middleware.limits import Budget, Need, RateLimiter
 from cogtestbed.llm_adapters.middleware.retry import REQUEST_GATE, RETRY_LOG, status_code
-from cogtestbed.redact import redact
+from cogtestbed.redact import redact, redact_json
 
 CACHE_FORMAT = 1
 
@@ -144,17 +144,18 @@ class ResponseCache:
 
     def put(self, key: str, client: LLMClient, request: GenerateRequest,
             generation: Generation) -> None:
+        """Store ``generation`` under ``key``, every string of it redacted (:func:`cogtestbed.redact.redact_json`)."""
         self._execute(
             "INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
             (key, client.backend, client.model, canonical_json(request.to_json()),
-             canonical_json(generation.to_json()), datetime.now(UTC).isoformat(timespec="seconds")),
+             canonical_json(redact_json(generation.to_json())), datetime.now(UTC).isoformat(timespec="seconds")),
         )
 
     def put_json(self, key: str, client: LLMClient, request: dict[str, Any], response: dict[str, Any]) -> None:
-        """Store any JSON response (score calls) under ``key``."""
+        """Store any JSON response (score calls) under ``key``, every string of it redacted."""
         self._execute(
             "INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
-            (key, client.backend, client.model, canonical_json(request), canonical_json(response),
+            (key, client.backend, client.model, canonical_json(request), canonical_json(redact_json(response)),
              datetime.now(UTC).isoformat(timespec="seconds")),
         )
 

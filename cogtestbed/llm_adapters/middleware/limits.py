@@ -124,6 +124,13 @@ class Spend:
     answered: int = 0
     #: Hidden reasoning tokens the server reported, part of ``completion_tokens`` (issue 49).
     reasoning_tokens: int = 0
+    #: Answered calls whose usage did not say how many of their tokens were hidden reasoning
+    #: (``completion_tokens_details`` omitted): where any, the run's count of hidden tokens is unknown.
+    reasoning_unknown: int = 0
+
+    def reasoning(self) -> int | None:
+        """The hidden reasoning tokens of these calls; None (unknown, never 0) where a call's count was not reported."""
+        return None if self.reasoning_unknown else self.reasoning_tokens
 
 
 class Budget:
@@ -167,8 +174,9 @@ class Budget:
         self.ledger = ledger
         #: This invocation's new calls and usage (the run's totals are in ``spent``).
         self.calls = self.prompt_tokens = self.completion_tokens = 0
-        #: This invocation's hidden reasoning tokens (part of ``completion_tokens``) as the backend reported them.
-        self.reasoning_tokens = 0
+        #: This invocation's hidden reasoning tokens (part of ``completion_tokens``) as the backend reported them,
+        #: and its answered calls whose backend did not report them.
+        self.reasoning_tokens = self.reasoning_unknown = 0
         #: This invocation's service requests (:meth:`service_request`) and their bound (None: unbounded).
         self.service_requests, self.max_service_requests = 0, max_service_requests
         self.cost = 0.0
@@ -289,7 +297,9 @@ class Budget:
         (recorded in the ledger; they are billed as the completion tokens they are part of)."""
         if not (prompt_tokens >= 0 and completion_tokens >= 0):  # NaN fails too
             prompt_tokens, completion_tokens = self._worst_tokens(booking)
-        hidden = reasoning_tokens if succeeded and isinstance(reasoning_tokens, int) and reasoning_tokens >= 0 else 0
+        known = isinstance(reasoning_tokens, int) and reasoning_tokens >= 0
+        hidden = reasoning_tokens if succeeded and known and reasoning_tokens is not None else 0
+        unknown = int(succeeded and not known)
         self.booked = (self.booked - booking.worst).clip()
         real = Need(1.0, self.call_cost(prompt_tokens, completion_tokens)) if succeeded else Need()
         if succeeded:
@@ -297,11 +307,13 @@ class Budget:
             self.prompt_tokens += prompt_tokens
             self.completion_tokens += completion_tokens
             self.reasoning_tokens += hidden
+            self.reasoning_unknown += unknown
             self.cost += real.usd
             self.spent.calls += 1
             self.spent.prompt_tokens += prompt_tokens
             self.spent.completion_tokens += completion_tokens
             self.spent.reasoning_tokens += hidden
+            self.spent.reasoning_unknown += unknown
             self.spent.cost += real.usd
         if real.usd > booking.worst.usd + 1e-12:
             self.stopped = (f"overrun: a call cost ${real.usd:.6f}, above its booked worst case "
@@ -315,6 +327,7 @@ class Budget:
                    "prompt_tokens": prompt_tokens if succeeded else 0,
                    "completion_tokens": completion_tokens if succeeded else 0,
                    **({"reasoning_tokens": hidden} if hidden else {}),
+                   **({"reasoning_unknown": 1} if unknown else {}),
                    "answered": int(succeeded and prompt_tokens + completion_tokens > 0)})
 
     def settle_orphan(self, ledger_id: str, worst_usd: float, prompt_tokens: int, completion_tokens: int,
@@ -327,15 +340,19 @@ class Budget:
         self.spent.cost += real - worst_usd
         self.spent.calls -= 0 if billed else 1
         self.spent.answered -= 0 if billed else 1
-        hidden = reasoning_tokens if billed and isinstance(reasoning_tokens, int) and reasoning_tokens >= 0 else 0
+        known = isinstance(reasoning_tokens, int) and reasoning_tokens >= 0
+        hidden = reasoning_tokens if billed and known and reasoning_tokens is not None else 0
+        unknown = int(billed and not known)
         if billed:
             self.spent.prompt_tokens += prompt_tokens
             self.spent.completion_tokens += completion_tokens
             self.spent.reasoning_tokens += hidden
+            self.spent.reasoning_unknown += unknown
         self._log({"id": ledger_id, "settle_usd": real, "calls": int(billed),
                    "prompt_tokens": prompt_tokens if billed else 0,
                    "completion_tokens": completion_tokens if billed else 0,
-                   **({"reasoning_tokens": hidden} if hidden else {}), "answered": int(billed)})
+                   **({"reasoning_tokens": hidden} if hidden else {}),
+                   **({"reasoning_unknown": 1} if unknown else {}), "answered": int(billed)})
 
     def _worst_tokens(self, booking: Booking) -> tuple[int, int]:
         """Tokens that cost the booking's worst case (all of it as output where the model has a price)."""
@@ -358,9 +375,16 @@ class Budget:
         self.service_requests += 1
 
     def summary(self) -> dict[str, object]:
+        """``run.json``'s budget statistics.  ``prompt_tokens``, ``completion_tokens``, ``reasoning_tokens``,
+        ``total_calls`` and ``total_cost_usd`` cover the whole run directory (every invocation, from the
+        ledger); ``new_*`` and ``cost_usd`` this invocation.  A count of hidden reasoning tokens is None
+        (unknown, never 0) where an answered call's usage did not report it (``reasoning_unknown_calls``)."""
         return {"new_calls": self.calls, "service_requests": self.service_requests,
-                "max_service_requests": self.max_service_requests, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "reasoning_tokens": self.reasoning_tokens,
+                "max_service_requests": self.max_service_requests, "prompt_tokens": self.spent.prompt_tokens,
+                "completion_tokens": self.spent.completion_tokens, "reasoning_tokens": self.spent.reasoning(),
+                "reasoning_unknown_calls": self.spent.reasoning_unknown,
+                "new_prompt_tokens": self.prompt_tokens, "new_completion_tokens": self.completion_tokens,
+                "new_reasoning_tokens": None if self.reasoning_unknown else self.reasoning_tokens,
                 "cost_usd": round(self.cost, 6) if self.price else None, "stopped": self.stopped,
                 "max_calls": self.max_calls, "max_cost": self.max_cost,
                 "total_calls": self.spent.calls,
@@ -388,6 +412,7 @@ def read_ledger(lines: Iterable[str]) -> Spend:
             spend.prompt_tokens += int(event.get("prompt_tokens", 0))
             spend.completion_tokens += int(event.get("completion_tokens", 0))
             spend.reasoning_tokens += int(event.get("reasoning_tokens", 0))
+            spend.reasoning_unknown += int(event.get("reasoning_unknown", 0))
             spend.cost += float(event["settle_usd"])
     spend.calls += len(open_)
     spend.answered += len(open_)

@@ -22,6 +22,9 @@ from cogtestbed.llm_adapters.clients.base import (
 #: whole): far above any prompt of this package's experiments (images included), far below what
 #: would exhaust the server's memory.  ``--max-body`` changes it.
 MAX_BODY_BYTES = 8 * 1024 * 1024
+#: Deepest nesting of lists and objects a request body may have (a chat request nests 5 levels, image
+#: parts included); a deeper one is refused with 400, never parsed into a ``RecursionError``.
+MAX_JSON_DEPTH = 32
 #: Longest generation of one request, in seconds (``transformers``' ``max_time``: generation stops
 #: there and the answer ends with ``finish_reason: "length"``).  ``--max-seconds`` changes it.
 MAX_GENERATION_SECONDS = 60.0
@@ -166,7 +169,7 @@ def guarded(handler: Any) -> Any:
             return await handler(request)
         except RequestError as exc:
             return error_response(exc)
-        except (KeyError, ValueError, TypeError, AttributeError) as exc:  # a malformed part of the body
+        except (KeyError, ValueError, TypeError, AttributeError, RecursionError) as exc:  # a malformed part of the body
             message = f"malformed request: {str(exc).strip(chr(39) + chr(34))}"
             return JSONResponse(error_body(400, message), status_code=400)
         except Exception as exc:  # a bug or a model failure: logged here, answered as OpenAI does
@@ -205,9 +208,26 @@ async def read_json(request: Any, limit: int) -> dict[str, Any]:
         body = json.loads(bytes(data))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RequestError(400, f"the request body is not valid JSON ({exc})") from None
+    except RecursionError:  # nested deeper than the parser goes
+        raise RequestError(400, f"the request body nests JSON deeper than {MAX_JSON_DEPTH} levels") from None
     if not isinstance(body, dict):
         raise RequestError(400, "the request body must be a JSON object")
+    if json_depth(body) > MAX_JSON_DEPTH:
+        raise RequestError(400, f"the request body nests JSON deeper than {MAX_JSON_DEPTH} levels")
     return body
+
+
+def json_depth(value: Any) -> int:
+    """How deep ``value`` (parsed JSON) nests lists and objects (a scalar: 0), counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def openai_message(m: Mapping[str, Any]) -> dict[str, Any]:

@@ -285,10 +285,16 @@ def hidden_tokens(llms: Sequence[str], pilot: str | os.PathLike[str] | None, ass
     """A reasoning model's completion tokens per call (:mod:`~cogtestbed.llm_adapters.runs.hidden_tokens`): the
     assumption given, else the pilot's measurement where an LLM planned reasons, else None (a plan for a
     reasoning model is then refused by its pricer)."""
+    from cogtestbed.llm_adapters.clients.capabilities import capability_of, check_allowance
     from cogtestbed.llm_adapters.runs import hidden_tokens as ht
 
     if assumption is not None:
-        return ht.from_assumption(assumption)
+        assumed = ht.from_assumption(assumption)
+        row = assumed.kinds["all"]
+        for llm in llms:  # the tokens assumed per call stay within the model's output limit (its row)
+            check_allowance("--assume-reasoning-tokens", llm, capability_of(llm), row.high if ":" in assumption
+                            else row.mean)
+        return assumed
     if pilot is None or not any(ht.reasons(llm, thinking_budget) for llm in llms):
         return None
     return ht.from_pilot(Path(pilot), llms[0] if len(set(llms)) == 1 else None, experiment)

@@ -102,6 +102,7 @@ def fit_forms_hierarchical(model: Any, table: pd.DataFrame, form_parameters: Seq
     fit = fit_hierarchical(forms_pymc_model(model, table, params), table, draws=draws,
                            tune=draws if tune is None else tune, chains=chains, seed=seed, max_draws=max_draws,
                            warn=warn, log_likelihood=log_likelihood, target_accept=target, cores=cores)
-    return dataclasses.replace(fit, model_name=getattr(model, "name", ""), choice_options=getattr(model, "choice_options", None),
+    return dataclasses.replace(fit, model_name=getattr(model, "name", ""),
+                               choice_options=getattr(model, "choice_options", None),
                                form_sd=form_sd_summary(fit.idata, params, level),
                                form_effects=form_effects_summary(fit.idata, params))

@@ -52,7 +52,8 @@ def test_plot_recovery_titles_a_constant_truth_undefined(monkeypatch: pytest.Mon
                          params={"alpha_pos": np.linspace(0.1, 0.9, 12), "alpha_neg": 0.3, "beta": 5.0})
     truth = trials.groupby("subject", sort=True)[["param_alpha_pos", "param_alpha_neg", "param_beta"]].first()
     rng = np.random.default_rng(0)
-    est = pd.DataFrame({"subject": truth.index.to_numpy(), "alpha_pos": truth["param_alpha_pos"].to_numpy() + rng.normal(0, 0.05, 12),
+    est = pd.DataFrame({"subject": truth.index.to_numpy(),
+                        "alpha_pos": truth["param_alpha_pos"].to_numpy() + rng.normal(0, 0.05, 12),
                         "alpha_neg": NEAR_CONSTANT + rng.normal(0, 0.05, 12), "beta": rng.uniform(3, 7, 12)})
     titles = _titles(monkeypatch)
     ct.plot_recovery(trials, est, directory=tmp_path)

@@ -74,6 +74,12 @@ def parse_number(text: str, probability_answers: str = "accept", strict: bool = 
             return (None, err) if err else (value, None)
     if strict:
         return None, f"expected a single number in [0, 100], got {s[:60]!r}"
+    return _loose_number(s, probability_answers, sources)
+
+
+def _loose_number(s: str, probability_answers: str, sources: tuple[str, ...]) -> tuple[float | None, str | None]:
+    """:func:`parse_number` past its strict forms: a labelled answer, else the one number left once
+    the echoes of ``sources`` are set aside."""
     if re.fullmatch(r"\s*\d+,\d+\s*%?\s*", s):
         return None, f"decimal comma in {s[:60]!r}; expected a number such as 72.5"
     read = read_number(s, sources)

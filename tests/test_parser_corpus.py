@@ -229,3 +229,11 @@ def test_every_registered_experiment_has_a_corpus_here() -> None:
                "restless-bandit", "two-step", "risky-choice", "revealed-belief", "probabilistic-reasoning",
                "belief-coherence"}
     assert set(ct.experiments()) <= covered
+
+
+def test_a_parser_reads_on_a_bare_environment() -> None:
+    """Before a reset there is no prompt to echo: the parser still reads (and refuses) answers."""
+    horizon = get_experiment("horizon").env_cls()
+    assert horizon.shown_prompt() == "" and horizon.parse(" J").action == 1
+    _check(MagnitudeEnv().parse("|----0---|"), f"!{ECHO_REASON}")
+    _check(get_experiment("collider").env_cls().parse("Answer: 40"), 40.0)

@@ -343,7 +343,7 @@ class BartEnv(TextEnv[BartDesign, BartSessions]):
     def parse_answer(self, text: str) -> ParseResult:
         """Read the option number ("1"/"2" after "Option ") and map it to skip/inflate; an echo of
         the question (both options restated) is no answer (:func:`echo_of_prompt`)."""
-        parsed = echo_of_prompt(text, self.render_prompt(), ("1", "2")) or parse_option_number(text)
+        parsed = echo_of_prompt(text, self.shown_prompt(), ("1", "2")) or parse_option_number(text)
         if parsed.action is None:
             return parsed
         skip, _ = self.option_numbers()

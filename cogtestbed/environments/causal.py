@@ -348,7 +348,7 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
         """See :func:`parse_answer` (the design's prompt type and probability-answer policy; the
         prompt is what an echo repeats)."""
         return parse_answer(text, self.design.prompt_type, self.design.probability_answers,
-                            (self.render_prompt(),))
+                            (self.shown_prompt(),))
 
     # -- trial table -----------------------------------------------------------------------
     @classmethod

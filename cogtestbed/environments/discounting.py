@@ -476,7 +476,7 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
     def parse_answer(self, text: str) -> ParseResult:
         """Read "1" / "2" (after "I prefer option"), e.g. ``" 1"``, ``" 2."``, ``"1 because"``; an echo
         of both options is no answer (:func:`echo_of_prompt`)."""
-        return echo_of_prompt(text, self.render_prompt(), ("1", "2")) or parse_option_number(text)
+        return echo_of_prompt(text, self.shown_prompt(), ("1", "2")) or parse_option_number(text)
 
     # -- trial table -----------------------------------------------------------------------
     @classmethod

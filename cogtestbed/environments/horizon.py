@@ -244,7 +244,7 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
     def parse_answer(self, text: str) -> ParseResult:
         """Read "Machine F/J" or a bare "F"/"J" (after the "Machine" prefix); an echo of the history
         is no answer (:func:`echo_of_prompt`)."""
-        return echo_of_prompt(text, self.render_prompt(), ARMS) or parse_machine(text, ARMS)
+        return echo_of_prompt(text, self.shown_prompt(), ARMS) or parse_machine(text, ARMS)
 
     # -- trial table -----------------------------------------------------------------------
     @classmethod

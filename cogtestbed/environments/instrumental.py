@@ -248,7 +248,7 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
         The action is the arm index of the named machine in the current casino.
         """
         offered = self.offered_letters()
-        echo = echo_of_prompt(text, self.render_prompt(), offered)
+        echo = echo_of_prompt(text, self.shown_prompt(), offered)
         if echo is not None:
             return echo
         parsed = parse_machine(text, offered, absent="is not offered in this casino")

@@ -747,7 +747,8 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         """See :func:`parse_magnitude` (the current block's task); what the subject was shown — the
         system prompt and the stimuli of this prompt, not its own earlier answers — is what an echo
         repeats."""
-        shown = tuple(str(m["content"]) for m in self.messages() if m["role"] != "assistant")
+        bare = self._steps is None or self.t >= self.design.n_trials  # a parser of a bare environment
+        shown = () if bare else tuple(str(m["content"]) for m in self.messages() if m["role"] != "assistant")
         return parse_magnitude(text, self.block.task, shown)
 
     # -- trial table -----------------------------------------------------------------------

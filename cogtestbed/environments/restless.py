@@ -398,7 +398,7 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
 
     def parse_choice(self, text: str) -> ParseResult:
         """Choice phase: "Machine F/J" or "F"/"J"; an echo of the prompt is no answer."""
-        return echo_of_prompt(text, self.render_prompt(), ARMS) or parse_machine(text, ARMS)
+        return echo_of_prompt(text, self.shown_prompt(), ARMS) or parse_machine(text, ARMS)
 
     def parse_confidence(self, text: str) -> ParseResult:
         """Confidence phase: the digits after "0." (a restated "Machine X with confidence" is cut)."""

@@ -375,7 +375,7 @@ class RiskyChoiceEnv(TextEnv[RiskyDesign, RiskySessions]):
 
     def parse_answer(self, text: str) -> ParseResult:
         """See :func:`parse_lottery`; an echo of the lotteries is no answer (:func:`echo_of_prompt`)."""
-        return echo_of_prompt(text, self.render_prompt(), self.letters()) or parse_lottery(text, self.letters())
+        return echo_of_prompt(text, self.shown_prompt(), self.letters()) or parse_lottery(text, self.letters())
 
     # -- trial table -----------------------------------------------------------------------
     @classmethod

@@ -330,12 +330,12 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
 
     def parse_spaceship(self, text: str) -> ParseResult:
         """Stage 0: "X"/"Y" (after "Planet": `` X``); an echo of the question is no answer."""
-        return echo_of_prompt(text, self.render_prompt(), PLANETS) or parse_option_letter(text, PLANETS, "planet")
+        return echo_of_prompt(text, self.shown_prompt(), PLANETS) or parse_option_letter(text, PLANETS, "planet")
 
     def parse_alien(self, text: str) -> ParseResult:
         """Stage 1: one of the reached planet's two aliens (after "Alien": `` J``)."""
         aliens = ALIENS[self._planet]
-        return echo_of_prompt(text, self.render_prompt(), aliens) or parse_option_letter(text, aliens, "alien")
+        return echo_of_prompt(text, self.shown_prompt(), aliens) or parse_option_letter(text, aliens, "alien")
 
     # -- trial table -----------------------------------------------------------------------
     @classmethod

@@ -6,7 +6,8 @@ earlier numbers; a sign is a sign only where it touches the number and ends no d
 
 ``fixtures/smollm2_marker_answers.json`` holds SmolLM2-135M-Instruct's real answers to marker-location
 prompts (how they were made is in the file's ``about``); the answers quoted in issue 75 (the ASCII
-echoes that made 18 of 20 answers of a session "valid") are in :data:`ISSUE_ECHOES`.
+echoes that made 18 of 20 answers of a session "valid") are in :data:`ISSUE_ECHOES`; its ``run_path``
+holds SmolLM2's answers through ``cogtestbed run magnitude`` (the issue's path), echoes included.
 """
 
 from __future__ import annotations
@@ -112,6 +113,53 @@ def test_smollm2s_real_marker_answers_parse_as_meant() -> None:
             assert parsed.action == 0.0
         seen[parsed.action if parsed.action is not None else parsed.error.split(" ")[0]] += 1
     assert seen == {0.0: 4, 0.02: 2, 1.0: 13, "no": 2, "number": 1}, seen
+
+
+#: What the parser at main (ba6188e, before issue 75) made of the run-path answers of the fixture's
+#: ``run_path`` (``parse_magnitude(text, "marker-location")``; it took no stimulus):
+#:   chat_s1_long (20 picture echoes): '|0-----0-------------|' (3x), '|0-----0-------------|GRE' (2x) -> 0.0
+#:     valid; '|---...---0---------|' -> -0.0 valid (the dash run read as a minus sign);
+#:     '|1-----1-------------|10' -> 1.0 valid; '|---------------1--------|' (12x) -> invalid "first number -1
+#:     outside the valid range" (a dash-run sign); '|2-----1-------------|10' -> invalid "first number 2
+#:     outside".  7 of 20 echoes scored as answers (the issue saw 18 of 20), now 0 of 20.
+#:   chat_s0: 'Only output the final answer.' (19x) -> invalid "no number" (now: the echo reason).
+#:   chat_s2_medium '|**+1. 34' -> 1.0, '|**+N. ..' -> "first number N outside"; chat_s3 -> 0.99999...: as now.
+RUN_PATH_OUTCOMES = {
+    "chat_s0": {"no number": 1, ECHO_REASON: 19},
+    "chat_s1_long": {ECHO_REASON: 20},
+    "chat_s2_medium": {1.0: 1, "outside": 19},
+    "chat_s3_short_mt32": {1.0: 20},
+}
+
+
+def _outcome(parsed: Any) -> Any:
+    if parsed.action is not None:
+        return round(float(parsed.action), 6)
+    error = str(parsed.error)
+    return next(key for key in (ECHO_REASON, "no number", "outside") if key in error)
+
+
+def test_smollm2s_echoes_on_the_run_path_are_invalid_with_the_echo_reason() -> None:
+    """The fixture's ``run_path``: SmolLM2-135M through ``cogtestbed run magnitude`` (chat, the
+    experiment's 8 tokens and newline stop), as issue 75's user ran it.  Every echoed picture is invalid
+    with the echo reason, read bare or with the prompt shown; the echoed instruction needs the prompt
+    (bare, it is a sentence without a number).  No labelled answer followed an echo on this path (the
+    adversarial ``|----0---|\\nAnswer: 0.3`` in :data:`MARKER` holds that rule)."""
+    runs = json.loads(FIXTURE.read_text())["run_path"]["runs"]
+    assert [run["name"] for run in runs] == list(RUN_PATH_OUTCOMES)
+    for run in runs:
+        assert run["mode"] == "chat" and "cogtestbed run magnitude --llm hf:smollm2-135m" in run["command"]
+        seen: Counter[Any] = Counter()
+        for row in run["answers"]:
+            text = row["raw_response"]
+            parsed = parse_magnitude(text, "marker-location", (run["system"], row["shown"]))
+            seen[_outcome(parsed)] += 1
+            if text.startswith("|") and "---" in text:  # an echoed picture: no number, even bare
+                assert parse_magnitude(text, "marker-location").error == parsed.error, text
+                assert str(parsed.error).startswith(ECHO_REASON), parsed.error
+            if text.strip() == "Only output the final answer.":
+                assert parsed.error == f"{ECHO_REASON} ('Only output the final answer.')"
+        assert dict(seen) == RUN_PATH_OUTCOMES[run["name"]], (run["name"], seen)
 
 
 # ----------------------------------------------------------------------------- collider

@@ -223,3 +223,50 @@ def _units_flag(units: list[Any], keys: tuple[str, ...]) -> str:
 
 def _row_nulled(row: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return {k: (None if k in keys else v) for k, v in row.items()}
+
+
+# ----------------------------------------------------------------------------- undefined statistics
+#: A side of a correlation whose spread (max − min) is at most this share of its largest magnitude
+#: (at least 1) has no variation: a constant written twice in floating point ("0.3" and
+#: "0.30000000000000004") is still a constant, and its r (−0.00, 1.00, anything) means nothing.
+CONSTANT_RTOL = 1e-9
+#: Pairs a correlation needs before it is reported.
+MIN_CORRELATION_PAIRS = 3
+
+
+class Correlation:
+    """Pearson's r of (truth, estimate) pairs, or why it is undefined (issue 75): ``value`` (None where
+    undefined) and ``reason``.  :meth:`text` is how every table, plot title and report prints it."""
+
+    __slots__ = ("reason", "value")
+
+    def __init__(self, value: float | None, reason: str | None = None) -> None:
+        self.value, self.reason = value, reason
+
+    def text(self, digits: int = 2) -> str:
+        """``"0.93"``, or ``"undefined (no variation in the truth)"``."""
+        return f"{self.value:.{digits}f}" if self.value is not None else f"undefined ({self.reason})"
+
+    def or_nan(self) -> float:
+        """The value, NaN where undefined (for arrays and means)."""
+        return float("nan") if self.value is None else self.value
+
+
+def _constant(x: np.ndarray) -> bool:
+    return bool(np.ptp(x) <= CONSTANT_RTOL * max(1.0, float(np.max(np.abs(x)))))
+
+
+def pearson_r(truth: Any, estimate: Any, *, what: tuple[str, str] = ("truth", "estimates"),
+              min_pairs: int = MIN_CORRELATION_PAIRS) -> Correlation:
+    """Pearson's r of the finite pairs of ``truth`` and ``estimate``, or undefined with the reason:
+    fewer than ``min_pairs`` pairs, or no variation in one side (:data:`CONSTANT_RTOL`), named by
+    ``what`` ("no variation in the truth")."""
+    x, y = np.asarray(truth, dtype=float).ravel(), np.asarray(estimate, dtype=float).ravel()
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    if len(x) < min_pairs:
+        return Correlation(None, f"{len(x)} finite pair{'s' * (len(x) != 1)}, fewer than {min_pairs}")
+    for side, name in ((x, what[0]), (y, what[1])):
+        if _constant(side):
+            return Correlation(None, f"no variation in the {name}")
+    return Correlation(float(np.corrcoef(x, y)[0, 1]))

@@ -96,6 +96,53 @@ def test_fit_hierarchical_returns_idata_diagnostics_and_loo() -> None:
     assert set(comp.index) == {"rw", "rw-pm"}
 
 
+def test_inference_data_is_shaped_as_pymc_users_expect() -> None:
+    """Issue 75: ``observed_data`` holds the observed choices and ``posterior_predictive`` (asked for)
+    replicated ones of the same shape, so ``az.plot_ppc`` draws; the posterior holds the model's
+    parameters only, population first in ``az.summary`` (the offsets ``_z`` and ``_sigma_log__`` are
+    in ``unconstrained_posterior``); no dimension is unnamed; warm-up draws only when asked.  The
+    5 subjects of seed 1 reuse the compilation of the fit above."""
+    import re
+
+    import arviz as az
+    import matplotlib
+
+    matplotlib.use("Agg")
+    trials = _trials(5, 1)
+    model = EXP.model("rw-pm")
+    idata = fit_hierarchical(model, trials, draws=150, tune=150, chains=2, seed=2, warn=False,
+                             posterior_predictive=True).idata
+    groups = set(idata.groups())
+    assert {"posterior", "observed_data", "posterior_predictive", "unconstrained_posterior"} <= groups
+    assert not [g for g in groups if g.startswith("warmup")]
+    valid = trials[trials["valid"].astype(bool)]
+    observed = idata.observed_data["choice"]
+    assert observed.dims == ("obs",) and observed.size == len(valid)
+    assert int(observed.sum()) == int(valid["action"].sum())
+    np.testing.assert_array_equal(observed.values, idata.constant_data["action"].values)
+    names = model.parameters.names
+    population = [f"{p}{s}" for p in names for s in ("_mu", "_sigma", "_pop")]
+    assert set(idata.posterior.data_vars) == {*population, *names}
+    internals = {f"{p}_z" for p in names} | {f"{p}_sigma_log__" for p in names}
+    assert internals == set(idata.unconstrained_posterior.data_vars)
+    rows = list(az.summary(idata).index)
+    assert rows[0] == "alpha_pos_mu" and not [r for r in rows if "_z[" in r or r.endswith("__")]
+    assert rows.index("beta_pop") < min(k for k, r in enumerate(rows) if "[" in r)  # population first
+    for g in groups:
+        for name, var in idata[g].data_vars.items():
+            assert not [d for d in var.dims if re.search(r"_dim_\d+$", d)], (g, name, var.dims)
+    ppc = idata.posterior_predictive["choice"]
+    assert ppc.shape == (2, 150, len(valid)) and set(np.unique(ppc.values)) <= {0, 1}
+    p_one = np.where(observed.values == 1, np.exp(idata.log_likelihood["choice"].values),
+                     1 - np.exp(idata.log_likelihood["choice"].values))
+    assert abs(float(ppc.mean()) - float(p_one.mean())) < 0.01
+    assert len(np.ravel(az.plot_ppc(idata, num_pp_samples=20))) >= 1
+    warm = fit_hierarchical(model, trials, draws=20, tune=20, chains=2, seed=2, warn=False, keep_warmup=True)
+    assert warm.idata.warmup_posterior.sizes["draw"] == 20 and "warmup_sample_stats" in warm.idata.groups()
+    assert "posterior_predictive" not in warm.idata.groups()
+    assert warm.with_posterior_predictive(seed=1).posterior_predictive["choice"].shape == (2, 20, len(valid))
+
+
 def test_same_seed_same_posterior_and_cached_compilation() -> None:
     model = EXP.model("rw")
     a = fit_hierarchical(model, _trials(5, 1), draws=50, tune=50, chains=1, seed=4, warn=False)

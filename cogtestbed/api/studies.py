@@ -572,15 +572,16 @@ def _recovery_panel(ax: Any, name: str, truth: pd.DataFrame, frames: Sequence[pd
 
 
 def _r(x: Any, y: Any, log: bool) -> str:
-    """Pearson r of finite positive (log scale) or finite pairs, as text ("-" under 3 pairs)."""
+    """Pearson r of finite positive (log scale) or finite pairs, as text; undefined with its reason
+    (fewer than 3 pairs, no variation in the truth or the estimates: :func:`~cogtestbed.no_data.pearson_r`)."""
     import numpy as np
+
+    from cogtestbed.no_data import pearson_r
 
     x, y = np.asarray(x, float), np.asarray(y, float)
     keep = np.isfinite(x) & np.isfinite(y) & ((x > 0) & (y > 0) if log else True)
     x, y = (np.log(x[keep]), np.log(y[keep])) if log else (x[keep], y[keep])
-    if len(x) < 3 or np.std(x) == 0 or np.std(y) == 0:
-        return "-"
-    return f"{np.corrcoef(x, y)[0, 1]:.2f}"
+    return pearson_r(x, y).text()
 
 
 def log_scale_parameters(trials: pd.DataFrame, names: Sequence[str]) -> set[str]:

@@ -45,7 +45,7 @@ from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
-from cogtestbed.environments.parsing import parse_option_number
+from cogtestbed.environments.parsing import echo_of_prompt, parse_option_number
 from cogtestbed.errors import InputError
 from cogtestbed.interpreted import kernel
 from cogtestbed.schema import TrialSchema
@@ -341,8 +341,9 @@ class BartEnv(TextEnv[BartDesign, BartSessions]):
 
 
     def parse_answer(self, text: str) -> ParseResult:
-        """Read the option number ("1"/"2" after "Option ") and map it to skip/inflate."""
-        parsed = parse_option_number(text)
+        """Read the option number ("1"/"2" after "Option ") and map it to skip/inflate; an echo of
+        the question (both options restated) is no answer (:func:`echo_of_prompt`)."""
+        parsed = echo_of_prompt(text, self.shown_prompt(), ("1", "2")) or parse_option_number(text)
         if parsed.action is None:
             return parsed
         skip, _ = self.option_numbers()

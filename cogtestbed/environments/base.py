@@ -317,6 +317,13 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
         current phase's parser."""
         return self.phase.parse(text)
 
+    def shown_prompt(self) -> str:
+        """The prompt of the current step, what an answer that echoes it repeats (issue 75); empty
+        before a reset and after the last step (a parser may be called on a bare environment)."""
+        if self.session is None or self._terminated():
+            return ""
+        return self.render_prompt()
+
     def record_response(self, raw_response: str | None, parse_error: str | None) -> None:
         """Attach an LLM's raw text and parse error to the trial about to be stepped."""
         self.outcomes.raw_response[0, self.t] = raw_response  # type: ignore[index]

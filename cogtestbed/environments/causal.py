@@ -345,8 +345,10 @@ class CausalColliderEnv(TextEnv[CausalDesign, CausalSessions]):
         return render_item(self.current_cell(), self.current_item(), self.design.prompt_type)
 
     def parse_rating(self, text: str) -> ParseResult:
-        """See :func:`parse_answer` (the design's prompt type and probability-answer policy)."""
-        return parse_answer(text, self.design.prompt_type, self.design.probability_answers)
+        """See :func:`parse_answer` (the design's prompt type and probability-answer policy; the
+        prompt is what an echo repeats)."""
+        return parse_answer(text, self.design.prompt_type, self.design.probability_answers,
+                            (self.shown_prompt(),))
 
     # -- trial table -----------------------------------------------------------------------
     @classmethod

@@ -12,10 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from cogtestbed.environments.base import ParseResult
+from cogtestbed.environments.parsing import ECHO_REASON, read_number, strip_echo
 
 _NUM = r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)"
 _FULL = re.compile(rf"^\s*({_NUM})\s*%?\s*\.?\s*$")
-_ANY = re.compile(rf"(?<![\w.]){_NUM}(?![\w])")
+#: A number standing alone; its sign counts only where it is not the end of a dash run (issue 75).
+_ANY = re.compile(r"(?<![\w.])(?:(?<![-\w.])[-+])?(?<![\w.])(?:\d+(?:\.\d+)?|\.\d+)(?![\w])")
 _RESPONSE = re.compile(r"<response>(.*?)</response>", re.DOTALL | re.IGNORECASE)
 _FIELD = re.compile(r"<(\w+?)>(.*?)</\1>", re.DOTALL)
 
@@ -40,15 +42,20 @@ def _check_range(value: float, text: str, probability_answers: str) -> str | Non
     return None
 
 
-def parse_number(text: str, probability_answers: str = "accept", strict: bool = False
-                 ) -> tuple[float | None, str | None]:
+def parse_number(text: str, probability_answers: str = "accept", strict: bool = False,
+                 sources: tuple[str, ...] = ()) -> tuple[float | None, str | None]:
     """A single rating in [0, 100] from ``text``: (value, None) or (None, reason).
 
     Accepted: the whole answer is one number (integer or decimal, optional ``%`` and final
     period); else the last non-empty line is one number (reasoning followed by the answer);
-    else (not ``strict``) the answer contains exactly one number.  Several numbers, no number,
-    values outside [0, 100] or an API error message are invalid, with the reason.  Unlike
-    causAIign's ``\\b(\\d{1,3})\\b``, "0.85" is 0.85 (not 0) and "72.5" is 72.5 (not 72).
+    else (not ``strict``) a labelled answer ("Answer: 72", which wins over the prompt's "0 to 100"
+    restated before it), else, once the lines and sentences that repeat the prompt (``sources``)
+    are set aside (:func:`~cogtestbed.environments.parsing.strip_echo`), the answer contains exactly
+    one number.  Several numbers, no number, only numbers of the repeated prompt ("the answer
+    repeats the stimulus"), values outside [0, 100] or an API error message are invalid, with the
+    reason.  Unlike causAIign's ``\\b(\\d{1,3})\\b`` (which takes the first 1-3 digit number: its
+    departure, issue 75), "0.85" is 0.85 (not 0), "72.5" is 72.5 (not 72), an echoed "0 means
+    completely unlikely" is no rating 0, and a dash run is no minus sign.
     """
     if text is None or not str(text).strip():
         return None, "empty answer"
@@ -67,11 +74,22 @@ def parse_number(text: str, probability_answers: str = "accept", strict: bool = 
             return (None, err) if err else (value, None)
     if strict:
         return None, f"expected a single number in [0, 100], got {s[:60]!r}"
+    return _loose_number(s, probability_answers, sources)
+
+
+def _loose_number(s: str, probability_answers: str, sources: tuple[str, ...]) -> tuple[float | None, str | None]:
+    """:func:`parse_number` past its strict forms: a labelled answer, else the one number left once
+    the echoes of ``sources`` are set aside."""
     if re.fullmatch(r"\s*\d+,\d+\s*%?\s*", s):
         return None, f"decimal comma in {s[:60]!r}; expected a number such as 72.5"
-    numbers = _ANY.findall(s)
+    read = read_number(s, sources)
+    if read.labelled:
+        err = None if read.value is None else _check_range(read.value, read.text, probability_answers)
+        return (read.value, None) if read.value is not None and err is None else (None, err or read.reason)
+    own, echoed = strip_echo(s, sources)
+    numbers = _ANY.findall(own)
     if not numbers:
-        return None, f"no number in answer {s[:60]!r}"
+        return None, f"{ECHO_REASON} ({s[:40]!r})" if echoed else f"no number in answer {s[:60]!r}"
     if len(numbers) > 1:
         shown = ", ".join(numbers[:4])
         return None, f"several numbers ({shown}{', ...' if len(numbers) > 4 else ''}) in a numeric answer"
@@ -80,7 +98,8 @@ def parse_number(text: str, probability_answers: str = "accept", strict: bool = 
     return (None, err) if err else (value, None)
 
 
-def parse_answer(text: str, prompt_type: str, probability_answers: str = "accept") -> ParseResult:
+def parse_answer(text: str, prompt_type: str, probability_answers: str = "accept",
+                 sources: tuple[str, ...] = ()) -> ParseResult:
     """Parse an answer to a collider prompt into a :class:`CausalAnswer` (or a failure).
 
     ``numeric``: :func:`parse_number`.  ``cot`` / ``numeric_conf``: the ``<response>…</response>``
@@ -90,7 +109,7 @@ def parse_answer(text: str, prompt_type: str, probability_answers: str = "accept
     ``<explanation>`` is kept.
     """
     if prompt_type == "numeric":
-        value, err = parse_number(text, probability_answers)
+        value, err = parse_number(text, probability_answers, sources=sources)
         if err is not None:
             return ParseResult.failure(err)
         return ParseResult.success(CausalAnswer(float(value)))  # type: ignore[arg-type]

@@ -65,7 +65,7 @@ from pydantic import Field, model_validator
 from cogtestbed.environments.adaptive import DESIGN_COLUMN, AdaptiveFields, chooser_for, is_adaptive
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
-from cogtestbed.environments.parsing import parse_option_number
+from cogtestbed.environments.parsing import echo_of_prompt, parse_option_number
 from cogtestbed.errors import InputError
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.discounting import (
@@ -474,8 +474,9 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
 
 
     def parse_answer(self, text: str) -> ParseResult:
-        """Read "1" / "2" (after "I prefer option"), e.g. ``" 1"``, ``" 2."``, ``"1 because"``."""
-        return parse_option_number(text)
+        """Read "1" / "2" (after "I prefer option"), e.g. ``" 1"``, ``" 2."``, ``"1 because"``; an echo
+        of both options is no answer (:func:`echo_of_prompt`)."""
+        return echo_of_prompt(text, self.shown_prompt(), ("1", "2")) or parse_option_number(text)
 
     # -- trial table -----------------------------------------------------------------------
     @classmethod

@@ -37,7 +37,7 @@ from pydantic import Field, field_validator
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.draws import RoundedNormal, permute_rows
 from cogtestbed.environments.forms import PromptForm, standard_forms
-from cogtestbed.environments.parsing import parse_machine
+from cogtestbed.environments.parsing import echo_of_prompt, parse_machine
 from cogtestbed.errors import InputError
 from cogtestbed.interpreted import kernel
 from cogtestbed.schema import TrialSchema
@@ -242,8 +242,9 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
 
 
     def parse_answer(self, text: str) -> ParseResult:
-        """Read "Machine F/J" or a bare "F"/"J" (after the "Machine" prefix)."""
-        return parse_machine(text, ARMS)
+        """Read "Machine F/J" or a bare "F"/"J" (after the "Machine" prefix); an echo of the history
+        is no answer (:func:`echo_of_prompt`)."""
+        return echo_of_prompt(text, self.shown_prompt(), ARMS) or parse_machine(text, ARMS)
 
     # -- trial table -----------------------------------------------------------------------
     @classmethod

@@ -29,7 +29,7 @@ from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
-from cogtestbed.environments.parsing import parse_machine
+from cogtestbed.environments.parsing import echo_of_prompt, parse_machine
 from cogtestbed.errors import InputError
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.instrumental import EXPERIMENT, SCHEMA
@@ -248,6 +248,9 @@ class InstrumentalLearningEnv(TextEnv[InstrumentalDesign, InstrumentalSessions])
         The action is the arm index of the named machine in the current casino.
         """
         offered = self.offered_letters()
+        echo = echo_of_prompt(text, self.shown_prompt(), offered)
+        if echo is not None:
+            return echo
         parsed = parse_machine(text, offered, absent="is not offered in this casino")
         if parsed.action is None:
             return parsed

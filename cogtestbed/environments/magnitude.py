@@ -21,7 +21,6 @@ context, render_seed`` plus the standard outcome columns (``action`` = the numer
 
 from __future__ import annotations
 
-import re
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -37,6 +36,7 @@ from cogtestbed.environments import magnitude_stimuli as stim
 from cogtestbed.environments.adaptive import DESIGN_COLUMN, AdaptiveFields, chooser_for, is_adaptive
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
+from cogtestbed.environments.parsing import read_number
 from cogtestbed.errors import InputError
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.magnitude import (
@@ -89,7 +89,9 @@ NOT_ADAPTIVE_CONDITIONS = ("order-reversal",)
 
 #: Steering codes carried by the observation (0 none, 1 verbal, 2 numerical, 3 biased numerical).
 STEER_NONE, STEER_VERBAL, STEER_NUMERICAL, STEER_BIASED = 0, 1, 2, 3
-_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(\s*%)?")
+#: Duration units other than seconds that an answer may name (the instruction asks for seconds).
+_DURATION_UNITS = {"min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0, "ms": 1e-3,
+                   "millisecond": 1e-3, "milliseconds": 1e-3}
 
 
 @dataclass(frozen=True)
@@ -196,8 +198,9 @@ class MagnitudeDesign(Design, AdaptiveFields):
       segments; dialogue from the documented speaking-rate model, or AMI extracts
       (``duration_corpus``: a directory of AMI ``*.words.xml`` files);
     * block order fixed: task, condition, modality, range (each block an independent context);
-    * parsing: the first number in the answer; it must lie in the task's valid range; "30%" reads
-      as 0.30 for unit-interval tasks; anything else is invalid with a reason.
+    * parsing: :func:`parse_magnitude` (the first number in the answer, as the paper reads it, but a
+      labelled answer first and echoes of the stimulus never, issue 75); it must lie in the task's
+      valid range; "30%" reads as 0.30 for unit-interval tasks; anything else is invalid with a reason.
     """
 
     task: str = Field("all", description="one of TASKS, or 'all' (the four tasks in turn)")
@@ -408,20 +411,35 @@ def step_arrays(design: MagnitudeDesign, sessions: MagnitudeSessions) -> StepArr
                       schedule=schedule)
 
 
-def parse_magnitude(text: str, task: str) -> ParseResult:
-    """The first number of the answer, if it lies in the task's valid range (else a reason)."""
+def parse_magnitude(text: str, task: str, sources: tuple[str, ...] = ()) -> ParseResult:
+    """The answer's number, if it lies in the task's valid range (else a reason).
+
+    BayesBench asks for "only the final numeric estimate (with minimal text if necessary)" (Ma et al.
+    2025, App. A.2.2) and states no parsing rule; this project's default is the first number of the
+    answer (BayesBench's "first number" as this project read it before issue 75).  It departs from
+    that rule where the paper's models did not go (issue 75: SmolLM2-135M echoes the ASCII picture
+    it was shown): the number is read by
+    :func:`~cogtestbed.environments.parsing.read_number` — a labelled answer ("Answer: 0.3") wins
+    over earlier numbers; an echoed picture or a line of the stimulus or instructions (``sources``)
+    is no answer (only an echo: invalid, "the answer repeats the stimulus"); a dash run is no minus
+    sign.  Then "30%" is 0.30 for unit-interval tasks, a duration in minutes or milliseconds is
+    converted to seconds, and the value must lie in the task's valid range.
+    """
     spec = TASKS[task]
-    m = _NUMBER.search(text or "")
-    if m is None:
-        return ParseResult.failure(f"no number in the answer {text[:40]!r}")
-    value = float(m.group(0).rstrip("% \t"))
-    if m.group(1):
+    read = read_number(text, sources)
+    if read.value is None:
+        return ParseResult.failure(str(read.reason))
+    value = read.value
+    if read.percent:
         if not spec.percent:
-            return ParseResult.failure(f"a percentage ({m.group(0).strip()}) is not a {task} answer")
+            return ParseResult.failure(f"a percentage ({read.text}) is not a {task} answer")
         value /= 100.0
+    elif task == "duration" and read.unit in _DURATION_UNITS:
+        value *= _DURATION_UNITS[read.unit]
     lo, hi = spec.valid
     if not (np.isfinite(value) and lo <= value <= hi):
-        return ParseResult.failure(f"first number {value:g} outside the valid range [{lo:g}, {hi:g}]")
+        what = "labelled answer" if read.labelled else "number"
+        return ParseResult.failure(f"{what} {value:g} outside the valid range [{lo:g}, {hi:g}]")
     return ParseResult.success(value)
 
 
@@ -726,8 +744,12 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         return {"trial": self.t, "x": float(self._value("x", self._pos()))}
 
     def parse_estimate(self, text: str) -> ParseResult:
-        """See :func:`parse_magnitude` (the current block's task)."""
-        return parse_magnitude(text, self.block.task)
+        """See :func:`parse_magnitude` (the current block's task); what the subject was shown — the
+        system prompt and the stimuli of this prompt, not its own earlier answers — is what an echo
+        repeats."""
+        bare = self._steps is None or self.t >= self.design.n_trials  # a parser of a bare environment
+        shown = () if bare else tuple(str(m["content"]) for m in self.messages() if m["role"] != "assistant")
+        return parse_magnitude(text, self.block.task, shown)
 
     # -- trial table -----------------------------------------------------------------------
     @classmethod

@@ -111,3 +111,151 @@ def parse_decimal_digits(text: str | None, what: str = "probability") -> ParseRe
     if match is None:
         return ParseResult.failure(f"no {what} digits found in {head.strip()[:40]!r} (expected e.g. '35')")
     return ParseResult.success(float("0." + match.group(1)))
+
+
+# ----------------------------------------------------------------------------- numbers (issue 75)
+#: Reason of an answer whose only numbers come from the stimulus or the prompt it repeats.
+ECHO_REASON = "the answer repeats the stimulus"
+#: An ASCII picture or rule echoed from a stimulus: a run of bars, digits and dashes that holds three
+#: or more dashes in a row (``|----0---|``, ``-------0-------``, ``|-----|``) and a bar or ends in a
+#: dash (:func:`_picture`).  It must not touch a decimal point or another digit at either end, so
+#: ``---1.5`` and ``----75`` are numbers after a dash run.
+_PICTURE = re.compile(r"(?<![\d.,])[-_=~|\d]*[-_=~]{3,}[-_=~|\d]*(?![\d.,])")
+#: A number: a sign only where it touches the digits and is not the end of a run of dashes (nor
+#: glued to a word: ``0.2-0.3`` is a range, not 0.2 and −0.3); thousands separators ``1,250``.
+_SIGNED = re.compile(
+    r"(?:(?<![-\w.,\u2010-\u2015\u2212])(?P<sign>[-+\u2212]))?"
+    r"(?<![\w.])(?P<body>[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?(?![\d])"
+    r"(?P<percent>\s*%)?")
+#: A decimal comma (``0,35``): read neither as 0 nor as 35.
+_DECIMAL_COMMA = re.compile(r",\d+")
+#: The word right after a number (its unit, if any).
+_UNIT = re.compile(r"\s*([A-Za-z]+)")
+#: An answer labelled as such ("Answer: 0.3", "final answer is 0.3", "Estimate = 0.3").
+_LABEL = re.compile(r"\b(?:final\s+)?(?:answer|estimate|estimation)\s*(?:is|would\s+be|[:=])\s*\**\s*",
+                    re.IGNORECASE)
+#: Where an answer's line splits into sentences ("1. 0.52 units east" is one).
+_SENTENCES = re.compile(r"(?<=[^\d\s][.!?;])\s+")
+#: A segment shorter than this (``"0.35"``, ``"Machine F"``) is an answer even where the stimulus
+#: happens to contain it; a longer one found verbatim in the stimulus is an echo.
+ECHO_MIN_CHARS = 12
+_REMOVED = "\x00"
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def strip_echo(text: str, sources: tuple[str, ...] = ()) -> tuple[str, bool]:
+    """``text`` without what repeats the stimulus, and whether anything did.
+
+    Removed: ASCII pictures and rules (:data:`_PICTURE`), and every line or sentence of at least
+    :data:`ECHO_MIN_CHARS` characters that appears verbatim (whitespace and case aside) in one of
+    ``sources`` (the stimulus and instructions the subject was shown, never its own earlier answers)."""
+    out = _PICTURE.sub(_picture, text)
+    echoed = out.count(_REMOVED)
+    out = out.replace(_REMOVED, " ")
+    squashed = tuple(_squash(s) for s in sources if s)
+    if squashed:
+        kept = []
+        for line in out.splitlines():
+            if _echoes(line, squashed):
+                echoed += 1
+                continue
+            sentences = _SENTENCES.split(line)
+            own = [seg for seg in sentences if not _echoes(seg, squashed)]
+            echoed += len(sentences) - len(own)
+            kept.append(" ".join(own))
+        out = "\n".join(kept)
+    return out, bool(echoed)
+
+
+def _picture(m: re.Match[str]) -> str:
+    run = m.group(0)
+    return _REMOVED if "|" in run or not run[-1].isdigit() else run
+
+
+def _echoes(segment: str, squashed: tuple[str, ...]) -> bool:
+    key = _squash(segment).strip(" .,;:!?")
+    return len(key) >= ECHO_MIN_CHARS and any(key in s for s in squashed)
+
+
+class NumberRead:
+    """What :func:`read_number` found: ``value`` (None on failure), ``reason`` (on failure),
+    ``percent`` (written with ``%``), ``text`` (the number as written), ``unit`` (the word right
+    after it, lower case: ``"seconds"``, ``"min"``; empty if none) and ``labelled``."""
+
+    __slots__ = ("labelled", "percent", "reason", "text", "unit", "value")
+
+    def __init__(self, value: float | None, reason: str | None = None, *, percent: bool = False,
+                 text: str = "", unit: str = "", labelled: bool = False) -> None:
+        self.value, self.reason, self.percent, self.text = value, reason, percent, text
+        self.unit, self.labelled = unit, labelled
+
+
+def _number(m: re.Match[str], rest: str, labelled: bool = False) -> NumberRead:
+    body = m.group("body")
+    comma = _DECIMAL_COMMA.match(rest, m.end("body"))
+    if comma is not None:  # what is not a thousands group after a comma: "0,35", "1,5"
+        return NumberRead(None, f"decimal comma in {body + comma.group(0)!r}; expected a number such as 0.35")
+    exponent = m.group(0)[m.end("body") - m.start():].split("%")[0].strip()
+    value = float(body.replace(",", "") + exponent)
+    if m.group("sign") in ("-", "\u2212"):
+        value = -value
+    unit = _UNIT.match(rest, m.end())
+    return NumberRead(value, percent=bool(m.group("percent")), text=m.group(0).strip(),
+                      unit=unit.group(1).lower() if unit else "", labelled=labelled)
+
+
+def read_number(text: str | None, sources: tuple[str, ...] = ()) -> NumberRead:
+    """The number an answer gives, read as its author meant it (issue 75).
+
+    1. A labelled answer ("Answer: 0.3", "My estimate is 0.3") wins over every other number; several
+       labelled answers that disagree are ambiguous (a failure).
+    2. Else what repeats the stimulus is set aside (:func:`strip_echo`: ASCII pictures, and lines or
+       sentences found verbatim in ``sources``) and the first remaining number is the answer; an
+       answer whose only numbers were echoed fails with :data:`ECHO_REASON`.
+    3. A sign counts only where it touches the number and is not part of a run of dashes
+       (``|-----0---|`` is no −0, ``- 0.3`` is a bulleted 0.3); ``1,250`` is 1250; a decimal comma
+       (``0,35``) is a failure, not 0 or 35.
+    """
+    if text is None or not text.strip():
+        return NumberRead(None, "empty answer")
+    labelled = []
+    for lab in _LABEL.finditer(text):
+        m = _SIGNED.match(text, lab.end())
+        if m is not None:
+            labelled.append(_number(m, text, labelled=True))
+    if labelled:
+        values = {r.value for r in labelled if r.value is not None}
+        if len(values) > 1:
+            shown = ", ".join(r.text for r in labelled)
+            return NumberRead(None, f"several labelled answers ({shown})")
+        return labelled[0]
+    rest, echoed = strip_echo(text, sources)
+    m = _SIGNED.search(rest)
+    if m is None:
+        if echoed:
+            return NumberRead(None, f"{ECHO_REASON} ({' '.join(text.split())[:40]!r})")
+        return NumberRead(None, f"no number in the answer {text.strip()[:40]!r}")
+    return _number(m, rest)
+
+
+def echo_of_prompt(text: str | None, prompt: str, options: tuple[str, ...]) -> ParseResult | None:
+    """A failure (:data:`ECHO_REASON`) where a choice answer only repeats its prompt, else None.
+
+    Echoed: every line and sentence of the answer is found verbatim in ``prompt`` (at least
+    :data:`ECHO_MIN_CHARS` characters each), and the answer spans two of them or names two or more
+    of the offered ``options`` (``" 1 for 'skip' or Option 2 for 'inflate')"``).  One restated
+    option (``"Option 1: Receive 500 dollars now."``) names one choice and is read as it (issue 75).
+    """
+    if text is None or not text.strip():
+        return None
+    squashed = (_squash(prompt),)
+    segments = [seg for line in text.splitlines() for seg in _SENTENCES.split(line) if seg.strip()]
+    if not segments or not all(_echoes(seg, squashed) for seg in segments):
+        return None
+    named = {o for o in options if re.search(rf"(?<![A-Za-z0-9]){re.escape(o)}(?![A-Za-z0-9])", text)}
+    if len(segments) < 2 and len(named) < 2:
+        return None
+    return ParseResult.failure(f"{ECHO_REASON} ({' '.join(text.split())[:40]!r})")

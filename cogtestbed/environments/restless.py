@@ -41,7 +41,7 @@ from pydantic import Field, field_validator
 
 from cogtestbed.environments.base import NO_ACTION, Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
-from cogtestbed.environments.parsing import parse_decimal_digits, parse_machine
+from cogtestbed.environments.parsing import echo_of_prompt, parse_decimal_digits, parse_machine
 from cogtestbed.errors import InputError
 from cogtestbed.interpreted import kernel
 from cogtestbed.schema import TrialSchema
@@ -397,8 +397,8 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
         return self.base_text() + spec + f"{A_PREFIX} " + self.answer_prefix_text()
 
     def parse_choice(self, text: str) -> ParseResult:
-        """Choice phase: "Machine F/J" or "F"/"J"."""
-        return parse_machine(text, ARMS)
+        """Choice phase: "Machine F/J" or "F"/"J"; an echo of the prompt is no answer."""
+        return echo_of_prompt(text, self.shown_prompt(), ARMS) or parse_machine(text, ARMS)
 
     def parse_confidence(self, text: str) -> ParseResult:
         """Confidence phase: the digits after "0." (a restated "Machine X with confidence" is cut)."""

@@ -62,6 +62,7 @@ from cogtestbed.environments.base import (
 )
 from cogtestbed.environments.draws import permute_rows
 from cogtestbed.environments.forms import PromptForm, standard_forms
+from cogtestbed.environments.parsing import echo_of_prompt
 from cogtestbed.environments.revealed_items import (
     MARKED_LABELS,
     MAX_OUTCOMES,
@@ -647,8 +648,8 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
 
     def parse(self, text: str) -> ParseResult:
         """StaA: the bracketed option; RevB (a sampled completion): the outcome it starts with."""
-        if self.current_channel() == "staa":
-            return parse_mcq(text)
+        if self.current_channel() == "staa":  # an echo of the answer list is no answer (issue 75)
+            return echo_of_prompt(text, self.shown_prompt(), tuple(MCQ_OPTIONS)) or parse_mcq(text)
         return parse_outcome(text, self.current_item().labels)
 
     # -- trial table -----------------------------------------------------------------------

@@ -46,7 +46,7 @@ from pydantic import Field, field_validator, model_validator
 from cogtestbed.environments.adaptive import DESIGN_COLUMN, AdaptiveFields, chooser_for, is_adaptive
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
-from cogtestbed.environments.parsing import cut_new_turn, parse_option_letter
+from cogtestbed.environments.parsing import cut_new_turn, echo_of_prompt, parse_option_letter
 from cogtestbed.errors import InputError
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.risky import EXPERIMENT, OUTCOME_COLUMNS, SCHEMA
@@ -374,8 +374,8 @@ class RiskyChoiceEnv(TextEnv[RiskyDesign, RiskySessions]):
                 + trial_sentence((a, b), self._outcomes()))
 
     def parse_answer(self, text: str) -> ParseResult:
-        """See :func:`parse_lottery`."""
-        return parse_lottery(text, self.letters())
+        """See :func:`parse_lottery`; an echo of the lotteries is no answer (:func:`echo_of_prompt`)."""
+        return echo_of_prompt(text, self.shown_prompt(), self.letters()) or parse_lottery(text, self.letters())
 
     # -- trial table -----------------------------------------------------------------------
     @classmethod

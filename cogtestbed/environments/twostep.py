@@ -47,7 +47,7 @@ from pydantic import Field, model_validator
 
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
-from cogtestbed.environments.parsing import parse_option_letter
+from cogtestbed.environments.parsing import echo_of_prompt, parse_option_letter
 from cogtestbed.errors import InputError
 from cogtestbed.interpreted import kernel
 from cogtestbed.schema import TrialSchema
@@ -329,12 +329,13 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
         return text + f"{A_PREFIX} Alien"
 
     def parse_spaceship(self, text: str) -> ParseResult:
-        """Stage 0: "X"/"Y" (after "Planet": `` X``)."""
-        return parse_option_letter(text, PLANETS, "planet")
+        """Stage 0: "X"/"Y" (after "Planet": `` X``); an echo of the question is no answer."""
+        return echo_of_prompt(text, self.shown_prompt(), PLANETS) or parse_option_letter(text, PLANETS, "planet")
 
     def parse_alien(self, text: str) -> ParseResult:
         """Stage 1: one of the reached planet's two aliens (after "Alien": `` J``)."""
-        return parse_option_letter(text, ALIENS[self._planet], "alien")
+        aliens = ALIENS[self._planet]
+        return echo_of_prompt(text, self.shown_prompt(), aliens) or parse_option_letter(text, aliens, "alien")
 
     # -- trial table -----------------------------------------------------------------------
     @classmethod

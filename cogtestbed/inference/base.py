@@ -185,6 +185,14 @@ class CognitiveModel(ABC):
     #: name, e.g. the collider's response model); empty: the kernel's (conformance check
     #: ``pymc_likelihood``: PyMC log-likelihood = −NLL).
     other_pymc_likelihood: ClassVar[str] = ""
+    #: 2 where the observation is a binary choice (0/1) whose kernel log-likelihood is log P(observed
+    #: choice): a hierarchical fit can then draw replicated choices (``posterior_predictive=True``,
+    #: :mod:`~cogtestbed.inference.hierarchical_idata`).  None: any other observation.
+    choice_options: ClassVar[int | None] = None
+    #: Names of the axes of the model's data arrays with two or more axes, e.g. ``{"questions": ("obs",
+    #: "question_field")}``: the InferenceData names them (issue 75); unnamed ones become ``obs`` or
+    #: ``{array}_{axis}``.
+    data_dims: ClassVar[Mapping[str, tuple[str, ...]]] = {}
 
     # -- data -------------------------------------------------------------------------
     @abstractmethod

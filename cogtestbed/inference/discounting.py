@@ -24,7 +24,7 @@ prefers paying later), see :func:`expected_score`.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -291,6 +291,9 @@ class HyperbolicModel(CognitiveModel):
     observation_fields: ClassVar[tuple[str, ...]] = ("choice", "questions")
     lapse_options: ClassVar[int | None] = 2  # a lapse picks either option
     observed_name: ClassVar[str] = "answer"
+    choice_options: ClassVar[int | None] = 2  # option 1 or 2
+    #: a question's (amount, delay) of each option and its scale, per observation
+    data_dims: ClassVar[Mapping[str, tuple[str, ...]]] = {"questions": ("obs", "question_field")}
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
         return discounting_data(trials)

@@ -78,9 +78,11 @@ def form_sd_summary(idata: Any, parameters: Sequence[str], level: float = FORM_S
 def form_effects_summary(idata: Any, parameters: Sequence[str]) -> dict[str, Any]:
     """Each form's posterior mean effect ``form_sigma · form_z[f]`` of each parameter (by form id)."""
     post = idata.posterior
+    # the offsets form_z are the sampler's (issue 75: in unconstrained_posterior, not the posterior)
+    offsets = idata.unconstrained_posterior if "unconstrained_posterior" in idata.groups() else post
     out: dict[str, Any] = {}
     for p in parameters:
-        effect = (post[f"{p}_form_sigma"] * post[f"{p}_form_z"]).mean(("chain", "draw"))
+        effect = (post[f"{p}_form_sigma"] * offsets[f"{p}_form_z"]).mean(("chain", "draw"))
         out[p] = {str(int(f)): float(v) for f, v in zip(effect["form"].values, effect.values, strict=True)}
     return out
 
@@ -101,5 +103,6 @@ def fit_forms_hierarchical(model: Any, table: pd.DataFrame, form_parameters: Seq
                            tune=draws if tune is None else tune, chains=chains, seed=seed, max_draws=max_draws,
                            warn=warn, log_likelihood=log_likelihood, target_accept=target, cores=cores)
     return dataclasses.replace(fit, model_name=getattr(model, "name", ""),
+                               choice_options=getattr(model, "choice_options", None),
                                form_sd=form_sd_summary(fit.idata, params, level),
                                form_effects=form_effects_summary(fit.idata, params))

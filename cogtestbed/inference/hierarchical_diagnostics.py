@@ -168,6 +168,16 @@ class BayesFit:
     #: What one subject of the fit is, how many there are and why (``unit``, ``n_units``,
     #: ``unit_reason``: :class:`cogtestbed.api.fit_units.FitUnits`), where :func:`cogtestbed.fit` set it.
     units: dict[str, Any] | None = None
+    #: The model's :attr:`~cogtestbed.inference.base.CognitiveModel.choice_options` (2: a binary
+    #: choice, for which :meth:`with_posterior_predictive` draws replicated choices).
+    choice_options: int | None = None
+
+    def with_posterior_predictive(self, seed: int = 0) -> Any:
+        """The InferenceData with a ``posterior_predictive`` group of replicated choices (one step
+        ahead, binary-choice models), so ``az.plot_ppc(fit.idata)`` draws (issue 75); seeded."""
+        from cogtestbed.inference.hierarchical_idata import add_posterior_predictive
+
+        return add_posterior_predictive(self.idata, self.choice_options, seed, self.model_name or "this model")
 
     def subject_summary(self, hdi_probs: Sequence[float] = (0.5, 0.9)) -> pd.DataFrame:
         """Per-subject posterior mean and central intervals of every subject-level variable, with

@@ -20,6 +20,7 @@ import pandas as pd
 
 from cogtestbed.errors import InputError, outside_stacklevel
 from cogtestbed.inference.hierarchical_diagnostics import BayesFit, ConvergenceWarning, Diagnostics, diagnose
+from cogtestbed.inference.hierarchical_idata import shape_idata
 from cogtestbed.inference.reproducible import strict_float
 
 Sampler = Literal["auto", "nutpie", "pymc", "gibbs"]
@@ -86,6 +87,8 @@ def fit_hierarchical(
     warn: bool = True,
     log_likelihood: bool = True,
     max_draws: int | None = None,
+    keep_warmup: bool = False,
+    posterior_predictive: bool = False,
 ) -> BayesFit:
     """Sample ``model.pymc_model(trials, hierarchical)`` and diagnose the run.
 
@@ -108,6 +111,12 @@ def fit_hierarchical(
     state of the compilation caches (the models are compiled without fast-math,
     :func:`~cogtestbed.inference.reproducible.strict_float`); across CPUs they agree to Monte
     Carlo error.
+
+    The InferenceData is shaped as PyMC users expect (:func:`~cogtestbed.inference.hierarchical_idata.shape_idata`):
+    ``observed_data``; the posterior holds the model's parameters (population first), the sampler's
+    internals (``k_sigma_log__``, the offsets ``k_z``) are in ``unconstrained_posterior``; every
+    dimension is named; the warm-up draws are kept only with ``keep_warmup``; ``posterior_predictive``
+    adds replicated choices (binary-choice models) for ``az.plot_ppc``.
     """
     import pymc as pm
 
@@ -136,6 +145,8 @@ def fit_hierarchical(
         with pm_model:
             pm.compute_log_likelihood(idata, progressbar=False)
     _add_constant_data(idata, pm_model)
+    shape_idata(idata, pm_model, model, keep_warmup=keep_warmup, posterior_predictive=posterior_predictive,
+                seed=seed)
     if warn and not diag.ok:
         warnings.warn(
             f"{getattr(model, 'name', 'model')}: sampler diagnostics failed: "
@@ -144,7 +155,7 @@ def fit_hierarchical(
                if _more_draws_help(diag) else "."),
             ConvergenceWarning, stacklevel=outside_stacklevel(),
         )
-    return BayesFit(idata, diag, getattr(model, "name", ""))
+    return BayesFit(idata, diag, getattr(model, "name", ""), choice_options=getattr(model, "choice_options", None))
 
 
 def _check_sampling(draws: int, tune: int, chains: int, max_draws: int | None) -> None:

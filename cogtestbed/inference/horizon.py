@@ -178,6 +178,7 @@ class InformationBonus(CognitiveModel):
     observation_fields: ClassVar[tuple[str, ...]] = ("y", "dm", "di", "h6")
     lapse_options: ClassVar[int | None] = 2  # a lapse picks either bandit
     observed_name: ClassVar[str] = "choice"
+    choice_options: ClassVar[int | None] = 2  # machine F or J
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
         return choice_data(trials)

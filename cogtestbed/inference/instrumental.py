@@ -528,6 +528,7 @@ class _BanditModel(CognitiveModel):
     experiment: ClassVar[str] = EXPERIMENT
     observation_fields: ClassVar[tuple[str, ...]] = ("action", "casino", "reward")
     observed_name: ClassVar[str] = "choice"
+    choice_options: ClassVar[int | None] = 2  # one of the casino's two machines
     lapse_options: ClassVar[int | None] = 2  # a lapse picks either machine
 
     pointwise_kernel: ClassVar[Any] = rwpm_pointwise_kernel

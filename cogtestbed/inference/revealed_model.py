@@ -23,7 +23,7 @@ g_k = c(ln x_k − ψ(c q_k)), c = 1/ν, for the Dirichlet; n_j − N q_j for th
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -247,6 +247,10 @@ class DissonantModel(CognitiveModel):
     pointwise_kernel: ClassVar[Any] = dissonant_pointwise_kernel
     observation_fields: ClassVar[tuple[str, ...]] = ("x", "lx", "channel", "k", "correct", "method", "nsamp",
                                                      "base", "feat")
+    #: each observation's outcomes (padded to MAX_OUTCOMES) and the features of each outcome
+    data_dims: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        "x": ("obs", "outcome"), "lx": ("obs", "outcome"), "base": ("obs", "outcome"),
+        "feat": ("obs", "feature", "outcome")}
 
     #: One subject's valid steps as the kernel's arrays (:func:`subject_arrays`).
     observations = staticmethod(subject_arrays)

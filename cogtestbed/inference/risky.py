@@ -33,7 +33,7 @@ subjects).  A share without trials that define it is null with its reason.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -256,6 +256,10 @@ class _RiskyModel(CognitiveModel):
     observation_fields: ClassVar[tuple[str, ...]] = ("choice", "outcomes", "log_ratio", "magnitude_id")
     lapse_options: ClassVar[int | None] = 2  # a lapse picks either lottery
     observed_name: ClassVar[str] = "answer"
+    choice_options: ClassVar[int | None] = 2  # the first or the second lottery
+    #: the four outcomes (x1, x2, y1, y2) of each observation's two lotteries
+    data_dims: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        "outcomes": ("obs", "outcome"), "log_ratio": ("obs", "outcome"), "magnitude_id": ("obs", "outcome")}
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
         return risky_data(trials)

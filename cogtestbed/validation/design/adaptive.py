@@ -28,6 +28,7 @@ from cogtestbed.environments.adaptive import DESIGN_COLUMN
 from cogtestbed.errors import InputError
 from cogtestbed.experiments._adaptive import AdaptiveDecl, adaptive_fields, adaptive_model
 from cogtestbed.inference.adaptive import AdaptiveDesigner, DesignSpace, kernel_table
+from cogtestbed.no_data import pearson_r
 from cogtestbed.registry import Experiment, get_experiment
 from cogtestbed.simulation import simulate
 
@@ -177,10 +178,12 @@ def summarise(result: AdaptiveComparison, parameter: str, boot: int = 200, seed:
         c = result.curves[arm][parameter]
         sd, mean = c.sd[:, -1], c.mean[:, -1]
         covered = (c.lo[:, -1] <= truth) & (truth <= c.hi[:, -1])
-        r = float(np.corrcoef(mean, truth)[0, 1])
+        corr = pearson_r(truth, mean, what=("truth", "posterior means"))
+        r = corr.or_nan()  # null in JSON, its reason in r_note, where undefined (issue 75)
         out[arm] = {
             "sd": float(sd.mean()), "sd_se": float(sd.std(ddof=1) / np.sqrt(n)),
             "r": r, "r_se": float((1 - r * r) / np.sqrt(n - 1)),
+            **({} if corr.value is not None else {"r_note": f"r undefined: {corr.reason}"}),
             "coverage": float(covered.mean()), "coverage_se": float(np.sqrt(covered.mean() * (1 - covered.mean()) / n)),
         }
     fixed_sd, adaptive_sd = result.curves["fixed"][parameter].sd, result.curves["adaptive"][parameter].sd

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.experiments.spec import ExperimentSpec
+from cogtestbed.no_data import pearson_r
 from cogtestbed.validation.design.space import Point
 from cogtestbed.validation.studies.study_data import design_for_trials
 from cogtestbed.validation.studies.study_kinds import MetricPowerStudy, PlannedStudy, PowerStudy
@@ -151,7 +152,7 @@ def effect_estimand(spec: PowerStudy, model: Any, population: Mapping[str, np.nd
 def _r_bias_rmse(true: np.ndarray, est: np.ndarray) -> dict[str, float]:
     ok = np.isfinite(true) & np.isfinite(est)
     t, e = true[ok], est[ok]
-    r = float(np.corrcoef(t, e)[0, 1]) if t.size > 2 and t.std() > 0 and e.std() > 0 else float("nan")
+    r = pearson_r(t, e).or_nan()  # NaN (null in JSON) where undefined: no variation, under 3 pairs
     err = e - t
     return {"r": r, "bias": float(err.mean()) if err.size else float("nan"),
             "rmse": float(np.sqrt((err ** 2).mean())) if err.size else float("nan")}

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cogtestbed.no_data import pearson_r
 from cogtestbed.validation.studies.labels import design_name, runs_text
 
 
@@ -70,13 +71,10 @@ def plot_error_by_size(result: Any, out: Path) -> list[Path]:
     return [save_figure(fig, out / "recovery_error_by_size.png")]
 
 
-def _corr(x: np.ndarray, y: np.ndarray) -> float:
-    """Pearson r of the finite pairs (NaN under 3 pairs or with a constant side)."""
-    keep = np.isfinite(x) & np.isfinite(y)
-    x, y = x[keep], y[keep]
-    if len(x) < 3 or np.std(x) == 0 or np.std(y) == 0:
-        return float("nan")
-    return float(np.corrcoef(x, y)[0, 1])
+def _corr(x: np.ndarray, y: np.ndarray) -> str:
+    """Pearson r of the finite pairs as a title prints it: undefined with its reason under 3 pairs
+    or with a side without variation (:func:`~cogtestbed.no_data.pearson_r`)."""
+    return pearson_r(x, y).text()
 
 
 def plot_recovery(table: pd.DataFrame, out: Path) -> list[Path]:
@@ -107,10 +105,9 @@ def plot_recovery(table: pd.DataFrame, out: Path) -> list[Path]:
                 pos = g[["true", "estimate"]].to_numpy(float)
                 lo = float(np.nanmin(pos[pos > 0])) if (pos > 0).any() else 1e-3
             ax.plot([lo, hi], [lo, hi], "k--", lw=1)
-            r = _corr(x, y)
-            title = f"{name}  r={r:.2f}"
+            title = f"{name}  r={_corr(x, y)}"
             if not ok.all():
-                title += f"\nr={_corr(x[ok], y[ok]):.2f} on the identified"
+                title += f"\nr={_corr(x[ok], y[ok])} on the identified"
             ax.set_title(title, fontsize=9)
             ax.set_xlabel("true" + (" (log scale)" if log else ""))
             ax.set_ylabel("estimate")

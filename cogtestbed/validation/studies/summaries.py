@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from cogtestbed.no_data import pearson_r
 from cogtestbed.validation.studies.study_data import rate
 from cogtestbed.validation.studies.study_kinds import StudySpec
 
@@ -84,10 +85,9 @@ def _recovery_stats(g: pd.DataFrame) -> dict[str, Any]:
     n_ok = int(ok.sum())
     if n_ok < MIN_RECOVERY_POINTS:
         r, r_note = float("nan"), f"too few subjects to judge (n={n_ok}, need {MIN_RECOVERY_POINTS})"
-    elif np.std(true[ok]) > 0 and np.std(est[ok]) > 0:
-        r, r_note = float(np.corrcoef(true[ok], est[ok])[0, 1]), ""
-    else:
-        r, r_note = float("nan"), f"r undefined: {'true values' if np.std(true[ok]) == 0 else 'estimates'} constant"
+    else:  # undefined (null, with the reason) where a side has no variation, float noise of a constant included
+        corr = pearson_r(true[ok], est[ok])
+        r, r_note = corr.or_nan(), "" if corr.value is not None else f"r undefined: {corr.reason}"
     entry: dict[str, Any] = {"r": r, "bias": float(err.mean()) if err.size else float("nan"),
                              "rmse": float(np.sqrt((err ** 2).mean())) if err.size else float("nan"), "n": len(g),
                              "n_finite": n_ok}

@@ -14,6 +14,7 @@ import pytest
 import typer.main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from doc_blocks import BLOCK_PAGES, PAGES, Block, Invocation, blocks, invocations, run_bash, unknown_words  # noqa: E402
 
 from cogtestbed.cli import app  # noqa: E402
@@ -91,3 +92,25 @@ def test_a_doc_block_runs(block: Block, tmp_path_factory: pytest.TempPathFactory
         exec(compile(block.source, block.id, "exec"), namespace)  # noqa: S102 - the page's own example
     finally:
         os.chdir(before)
+
+
+#: Figures beside a command that no test checks or regenerates (``python benchmarks/docs_figures.py`` lists
+#: them): the count only shrinks; its goal is 0.
+UNCHECKED_FIGURES = 10
+
+
+def test_unchecked_figures_only_shrink() -> None:
+    from docs_figures import unchecked
+
+    found = unchecked()
+    assert len(found) <= UNCHECKED_FIGURES, [f"{f.page}:{f.line}" for f in found]
+    assert len(found) == UNCHECKED_FIGURES, f"{len(found)} left: lower UNCHECKED_FIGURES"
+
+
+def test_the_figure_list_finds_an_unchecked_figure(tmp_path: Path) -> None:
+    from docs_figures import Figure, is_checked
+
+    figure = Figure("docs/x.md", 3, "result", "#  -> power 0.83 [0.71, 0.92]")
+    assert not is_checked(figure, ["", "", ""], {"test_x.py": "docs/x.md 0.5"})
+    assert is_checked(figure, ["", "", ""], {"test_x.py": "docs/x.md: 0.83 within [0.71, 0.92]"})
+    assert is_checked(figure, ["<!-- doc: checked tests/test_x.py -->", "", ""], {})

@@ -81,17 +81,23 @@ class _Doc:
         self.text, self.path = text, path
 
 
-def run_bash(block: Block, workdir: Path, timeout: float) -> subprocess.CompletedProcess[str]:
-    """Run a ``bash`` block with ``set -euo pipefail`` in ``workdir`` (where the repository's folders are
-    linked, so ``benchmarks/...`` and ``shared/data`` resolve and outputs stay in ``workdir``), with this
-    interpreter's ``cogtestbed`` first on PATH."""
+def prepare(workdir: Path) -> None:
+    """Make ``workdir`` look like the repository's root to a page's commands: its folders linked in
+    (``benchmarks/...`` resolves, outputs stay in ``workdir``) and the project's data at ``../shared``, where
+    the pages put it."""
     for name in ("benchmarks", "docs", "tests", "cogtestbed", "locks", "pyproject.toml", "Makefile"):
         link = workdir / name
         if not link.exists():
             link.symlink_to(ROOT / name)
     shared = ROOT.parent / "shared"
-    if shared.is_dir() and not (workdir / "shared").exists():
-        (workdir / "shared").symlink_to(shared)
+    if shared.is_dir() and not (workdir.parent / "shared").exists():
+        (workdir.parent / "shared").symlink_to(shared)
+
+
+def run_bash(block: Block, workdir: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run a ``bash`` block with ``set -euo pipefail`` in ``workdir`` (:func:`prepare`), with this
+    interpreter's ``cogtestbed`` first on PATH."""
+    prepare(workdir)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            "PYTHONPATH": str(ROOT)}
     return subprocess.run(["bash", "-c", "set -euo pipefail\n" + block.source], cwd=workdir, env=env,

@@ -15,7 +15,17 @@ import typer.main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from doc_blocks import BLOCK_PAGES, PAGES, Block, Invocation, blocks, invocations, run_bash, unknown_words  # noqa: E402
+from doc_blocks import (
+    BLOCK_PAGES,
+    PAGES,
+    Block,
+    Invocation,
+    blocks,
+    invocations,
+    prepare,
+    run_bash,
+    unknown_words,
+)  # noqa: E402
 
 from cogtestbed.cli import app  # noqa: E402
 
@@ -78,14 +88,18 @@ _NAMESPACES: dict[Path, dict[str, object]] = {}
 def test_a_doc_block_runs(block: Block, tmp_path_factory: pytest.TempPathFactory) -> None:
     """The block runs without error, in a folder of its page's own (blocks of one page share it, and
     ``python`` blocks share the page's namespace, in the page's order)."""
-    workdir = tmp_path_factory.mktemp(block.page.stem, numbered=False) if block.page not in _NAMESPACES \
-        else Path(str(_NAMESPACES[block.page]["__workdir__"]))
+    if block.page in _NAMESPACES:
+        workdir = Path(str(_NAMESPACES[block.page]["__workdir__"]))
+    else:  # <page>/repo, with the data at <page>/shared: the pages' ../shared
+        workdir = tmp_path_factory.mktemp(block.page.stem) / "repo"
+        workdir.mkdir()
     namespace = _NAMESPACES.setdefault(block.page, {"__name__": "__doc__", "__workdir__": str(workdir)})
     if block.language == "bash":
         done = run_bash(block, workdir, TIMEOUT[block.kind])
         assert done.returncode == 0, \
             f"{block.id} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
         return
+    prepare(workdir)
     before = Path.cwd()
     os.chdir(workdir)
     try:

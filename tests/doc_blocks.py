@@ -85,6 +85,7 @@ def prepare(workdir: Path) -> None:
     """Make ``workdir`` look like the repository's root to a page's commands: its folders linked in
     (``benchmarks/...`` resolves, outputs stay in ``workdir``) and the project's data at ``../shared``, where
     the pages put it."""
+    workdir.mkdir(parents=True, exist_ok=True)
     for name in ("benchmarks", "docs", "tests", "cogtestbed", "locks", "pyproject.toml", "Makefile"):
         link = workdir / name
         if not link.exists():
@@ -100,8 +101,23 @@ def run_bash(block: Block, workdir: Path, timeout: float) -> subprocess.Complete
     prepare(workdir)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            "PYTHONPATH": str(ROOT)}
-    return subprocess.run(["bash", "-c", "set -euo pipefail\n" + block.source], cwd=workdir, env=env,
+    return subprocess.run(["bash", "-c", "set -euo pipefail\n" + script(block.source)], cwd=workdir, env=env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def script(source: str) -> str:
+    """A ``bash`` block as it runs: a command whose next line is a ``# error: ...`` comment (the refusal
+    the page shows) must fail, with exit status 2; every other command must succeed."""
+    lines = list(_logical_lines(source))
+    out = []
+    for k, (_, line) in enumerate(lines):
+        following = next((nxt.strip() for _, nxt in lines[k + 1:] if nxt.strip()), "")
+        if following.startswith("# error:") and line.strip() and not line.lstrip().startswith("#"):
+            out.append(f"set +e; {line}\nstatus=$?; set -e\n"
+                       f"[ $status -eq 2 ] || {{ echo 'expected a refusal (exit 2), got '$status >&2; exit 1; }}")
+        else:
+            out.append(line)
+    return "\n".join(out)
 
 
 # ----------------------------------------------------------------------------------- commands named

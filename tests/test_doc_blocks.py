@@ -71,6 +71,14 @@ def test_commands_are_found_in_blocks_and_inline_code(tmp_path: Path) -> None:
                                                            ("serve", "-m", "m")]
 
 
+def test_a_refusal_the_page_shows_must_be_a_refusal(tmp_path: Path) -> None:
+    block = Block(tmp_path / "p.md", "bash", "cogtestbed list no-such\n# error: unknown experiment\n", 1, "fast", "")
+    assert run_bash(block, tmp_path / "w", 120).returncode == 0
+    fails = Block(tmp_path / "p.md", "bash", "true\n# error: a refusal that does not happen\nexit 0\n", 1, "fast", "")
+    done = run_bash(fails, tmp_path / "w", 120)
+    assert done.returncode == 1 and "expected a refusal (exit 2), got 0" in done.stderr
+
+
 def _all_blocks() -> list[Block]:
     return [b for page in BLOCK_PAGES for b in blocks(page)]
 

@@ -83,13 +83,15 @@ class _Doc:
 
 def prepare(workdir: Path) -> None:
     """Make ``workdir`` look like the repository's root to a page's commands: its folders linked in
-    (``benchmarks/...`` resolves, outputs stay in ``workdir``) and the project's data at ``../shared``, where
-    the pages put it."""
+    (``benchmarks/...`` resolves, outputs stay in ``workdir``), ``.venv`` the environment running the tests,
+    and the project's data at ``../shared``, where the pages put it."""
     workdir.mkdir(parents=True, exist_ok=True)
     for name in ("benchmarks", "docs", "tests", "cogtestbed", "locks", "pyproject.toml", "Makefile"):
         link = workdir / name
         if not link.exists():
             link.symlink_to(ROOT / name)
+    if not (workdir / ".venv").exists():  # `source .venv/bin/activate`: the interpreter running the tests
+        (workdir / ".venv").symlink_to(Path(sys.prefix))
     shared = ROOT.parent / "shared"
     if shared.is_dir() and not (workdir.parent / "shared").exists():
         (workdir.parent / "shared").symlink_to(shared)

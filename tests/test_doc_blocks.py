@@ -72,7 +72,7 @@ def test_commands_are_found_in_blocks_and_inline_code(tmp_path: Path) -> None:
 
 
 def test_a_refusal_the_page_shows_must_be_a_refusal(tmp_path: Path) -> None:
-    block = Block(tmp_path / "p.md", "bash", "cogtestbed list no-such\n# error: unknown experiment\n", 1, "fast", "")
+    block = Block(tmp_path / "p.md", "bash", "(exit 2)\n# error: a refusal\n", 1, "fast", "")
     assert run_bash(block, tmp_path / "w", 120).returncode == 0
     fails = Block(tmp_path / "p.md", "bash", "true\n# error: a refusal that does not happen\nexit 0\n", 1, "fast", "")
     done = run_bash(fails, tmp_path / "w", 120)

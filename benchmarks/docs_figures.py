@@ -5,7 +5,8 @@ A *figure* here is what a page shows as a command's result:
 
 * a picture (``![...](file.png)``) with a command within :data:`NEAR` lines of it;
 * an output block: a fence with no language (or ``text``/``console``) right after a ``bash`` block;
-* a result comment in a ``bash`` block: a line ``# -> ...`` or ``#  -> ...``.
+* a result in a ``bash`` block: a comment line holding a decimal number, after a command of the block
+  (``#  -> 80 trials per session; P = 0.912``, ``# complete: ... $0.0132``).
 
 A figure counts as *checked* when the line before it carries ``<!-- doc: checked BY -->`` (``BY``: the test
 or script that checks or regenerates it), when the picture's file name appears in ``tests/``, or when a test
@@ -61,8 +62,12 @@ def figures(page: Path) -> list[Figure]:
     fenced = blocks(page, ("bash", "", "text", "console"))
     for prev, block in zip([None, *fenced], fenced, strict=False):
         if block.language == "bash":
+            seen_command = False
             for offset, src in enumerate(block.source.splitlines()):
-                if re.match(r"^\s*#\s*->", src) and NUMBER.search(src):
+                comment = src.split("#", 1)[1] if "#" in src else ""
+                if src.strip() and not src.lstrip().startswith("#"):
+                    seen_command = True
+                elif seen_command and NUMBER.search(comment):  # a printed number the page shows as a comment
                     out.append(Figure(rel, block.line + offset, "result", src.strip()))
         elif prev is not None and prev.language == "bash" and \
                 block.line - (prev.line + prev.source.count("\n")) <= 4:

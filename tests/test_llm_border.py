@@ -346,7 +346,7 @@ def test_the_server_stops_on_the_first_sigterm_with_a_request_in_flight(tmp_path
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "cogtestbed.llm_adapters.servers.server", "--model", "tiny-random",
+    proc = subprocess.Popen([sys.executable, "-m", "cogtestbed", "serve", "--model", "tiny-random",
                              "--port", str(port), "--fail-rate", "1", "--delay", "300"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
     try:

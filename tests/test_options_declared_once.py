@@ -59,6 +59,7 @@ CONVERTED: dict[str, tuple[tuple[str, ...], str | None]] = {
     "demo": (("cogtestbed.cli.demo:DemoRequest",), None),
     "metrics": (("cogtestbed.api.workflow_options:MetricsRequest", "cogtestbed.cli.metrics:MetricsCommand"), "metrics"),
     "population show": (("cogtestbed.cli.population:ShowRequest",), None),
+    "serve": (("cogtestbed.cli.serve:ServeRequest",), None),
 }
 
 

@@ -23,6 +23,7 @@ pytest.importorskip("openai")
 
 from filelock import FileLock  # noqa: E402
 
+from cogtestbed.errors import InputError  # noqa: E402
 from cogtestbed.llm_adapters.clients.prices import Price
 from cogtestbed.llm_adapters.middleware.cache import CachedClient, ResponseCache  # noqa: E402
 from cogtestbed.llm_adapters.middleware.limits import Budget, BudgetExhausted, Need, read_ledger  # noqa: E402
@@ -30,7 +31,7 @@ from cogtestbed.llm_adapters.runs import rundir as rundir_mod  # noqa: E402
 from cogtestbed.llm_adapters.runs.config import RunConfig, draw_sessions
 from cogtestbed.llm_adapters.runs.requests import subject_needs
 from cogtestbed.llm_adapters.runs.runner import run_experiment  # noqa: E402
-from cogtestbed.llm_adapters.servers.server import fault_injector, parse_args  # noqa: E402
+from cogtestbed.llm_adapters.servers.server import fault_injector  # noqa: E402
 from cogtestbed.outputs import WriteFailed  # noqa: E402
 from cogtestbed.registry import get_experiment  # noqa: E402
 
@@ -336,18 +337,16 @@ def test_the_cli_retry_default_is_the_library_one():
 
 
 def test_server_command_line_exposes_fault_injection():
-    injector = fault_injector(parse_args(["--model", "tiny-random", "--fail-rate", "0.2", "--status", "503",
-                                          "--retry-after", "2"]))
+    injector = fault_injector(0.2, 503, retry_after=2)
     assert injector is not None and injector.fault.status == 503 and injector.fault.retry_after == 2
     hits = [injector.next("/v1/completions") for _ in range(2000)]
     share = sum(h is not None for h in hits) / len(hits)
     assert 0.17 < share < 0.23
-    again = fault_injector(parse_args(["--model", "m", "--fail-rate", "0.2"]))
+    again = fault_injector(0.2)
     assert [h is None for h in hits[:50]] == [again.next("/") is None for _ in range(50)]  # seeded
-    assert fault_injector(parse_args(["--model", "m", "--fail-rate", "0.5", "--drop"])).fault.kind == "drop"
-    assert fault_injector(parse_args(["--model", "m", "--fail-rate", "1", "--delay", "2"])).fault.seconds == 2
-    assert fault_injector(parse_args(["--model", "m"])) is None
-    for bad in (["--fail-rate", "2"], ["--status", "200", "--fail-rate", "0.1"], ["--drop", "--status", "503"]):
-        with pytest.raises(SystemExit) as info:
-            parse_args(["--model", "m", *bad])
-        assert info.value.code == 2
+    assert fault_injector(0.5, drop=True).fault.kind == "drop"
+    assert fault_injector(1, delay=2).fault.seconds == 2
+    assert fault_injector() is None
+    for bad in ({"fail_rate": 2}, {"status": 200, "fail_rate": 0.1}, {"drop": True, "status": 503}):
+        with pytest.raises(InputError):
+            fault_injector(**bad)

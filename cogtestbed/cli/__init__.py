@@ -33,6 +33,7 @@ from cogtestbed.cli import phenotype as _phenotype  # noqa: F401,E402
 from cogtestbed.cli import plan as _plan  # noqa: F401,E402
 from cogtestbed.cli import population as _population  # noqa: F401,E402
 from cogtestbed.cli import run as _run  # noqa: F401,E402
+from cogtestbed.cli import serve as _serve  # noqa: F401,E402
 from cogtestbed.cli import simulate as _simulate  # noqa: F401,E402
 from cogtestbed.cli import studies as _studies  # noqa: F401,E402
 from cogtestbed.cli import transcripts as _transcripts  # noqa: F401,E402

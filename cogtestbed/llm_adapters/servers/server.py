@@ -2,7 +2,7 @@
 
 Serves :class:`~cogtestbed.llm_adapters.clients.hf.HFClient` models with starlette + uvicorn::
 
-    python -m cogtestbed.llm_adapters.servers.server --model tiny-random --port 8000
+    cogtestbed serve --model tiny-random --port 8000
     cogtestbed run instrumental-learning --llm openai:tiny-random --base-url http://127.0.0.1:8000/v1
 
 Endpoints: ``GET /v1/models``, ``POST /v1/completions`` (``prompt``, ``max_tokens``,
@@ -26,25 +26,25 @@ HTTP level — a status code with ``Retry-After``, a connection dropped half-way
 delay — so that tests can prove the adapters' retries.  It also fails a seeded random share of the requests,
 which the command line exposes::
 
-    python -m cogtestbed.llm_adapters.servers.server --model tiny-random --fail-rate 0.2 --status 503
-    python -m cogtestbed.llm_adapters.servers.server --model tiny-random --fail-rate 1 --status 503  # an outage
-    python -m cogtestbed.llm_adapters.servers.server --model tiny-random --fail-rate 0.1 --drop  # dropped connections
-    python -m cogtestbed.llm_adapters.servers.server --model tiny-random --fail-rate 0.5 --delay 3  # slow answers
+    cogtestbed serve --model tiny-random --fail-rate 0.2 --status 503
+    cogtestbed serve --model tiny-random --fail-rate 1 --status 503  # an outage
+    cogtestbed serve --model tiny-random --fail-rate 0.1 --drop  # dropped connections
+    cogtestbed serve --model tiny-random --fail-rate 0.5 --delay 3  # slow answers
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import signal
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.clients.base import GenerateRequest, Generation
 from cogtestbed.llm_adapters.clients.hf import HFClient
 from cogtestbed.llm_adapters.servers.admission import Gate, check_length
@@ -281,86 +281,88 @@ def serve_app(app: Any, host: str = "127.0.0.1") -> Iterator[str]:
         sock.close()
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--model", action="append", required=True,
-                        help="hub id, local path, smollm2-135m, tiny-random, tiny-random-chat or tiny-random-vlm "
-                        "(repeatable)")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    faults = parser.add_argument_group("fault injection (a seeded random share of the POST requests)")
-    faults.add_argument("--fail-rate", type=float, default=0.0, help="share of requests that fail, in [0, 1]")
-    kind = faults.add_mutually_exclusive_group()
-    kind.add_argument("--status", type=int, default=None, help="answer this HTTP status (default 503)")
-    kind.add_argument("--drop", action="store_true", help="drop the connection half-way through the body")
-    kind.add_argument("--delay", type=float, default=None, metavar="SECONDS",
-                      help="answer normally after this many seconds")
-    faults.add_argument("--retry-after", type=float, default=None, metavar="SECONDS",
-                        help="send Retry-After with --status")
-    faults.add_argument("--fault-seed", type=int, default=0, help="seed of the random faults")
-    parser.add_argument("--max-body", type=int, default=MAX_BODY_BYTES, metavar="BYTES",
-                        help=f"largest request body; larger ones get 413 (default {MAX_BODY_BYTES})")
-    parser.add_argument("--max-seconds", type=float, default=MAX_GENERATION_SECONDS, metavar="SECONDS",
-                        help=f"longest generation of one request (default {MAX_GENERATION_SECONDS:g})")
-    parser.add_argument("--max-queue", type=int, default=MAX_QUEUE, metavar="N",
-                        help=f"most requests held at once, one computing per model; more get 429 (default {MAX_QUEUE})")
-    parser.add_argument("--reasoning-as", action="append", default=[], metavar="NAME",
-                        help="also serve the first --model as NAME acting as a reasoning model (OpenAI's o-series on "
-                        "/v1/chat/completions, extended thinking on /v1/messages): hidden tokens billed, refused "
-                        "fields answered with the provider's 400, answers in the form the prompt asks for "
-                        "(repeatable; e.g. --reasoning-as o3)")
-    args = parser.parse_args(argv)
-    if args.max_body < 1 or not 0 < args.max_seconds < float("inf") or args.max_queue < 1:
-        parser.error("--max-body, --max-seconds and --max-queue must be positive (and finite)")
-    if not 0.0 <= args.fail_rate <= 1.0:
-        parser.error(f"--fail-rate must be in [0, 1], got {args.fail_rate:g}")
-    if args.status is not None and not 400 <= args.status <= 599:
-        parser.error(f"--status must be an HTTP error status (400-599), got {args.status}")
-    return args
+#: The one line the deprecated ``python -m`` entry points print (the command is ``cogtestbed serve``).
+DEPRECATED_ENTRY = ("warning: DeprecationWarning: `python -m {module}` is deprecated and will be removed; "
+                    "use `cogtestbed serve` (same options)")
 
 
-def fault_injector(args: argparse.Namespace) -> FaultInjector | None:
-    """The injector the command-line flags describe (None without ``--fail-rate``)."""
-    if args.fail_rate <= 0:
+def fault_injector(fail_rate: float = 0.0, status: int | None = None, drop: bool = False,
+                   delay: float | None = None, retry_after: float | None = None,
+                   seed: int = 0) -> FaultInjector | None:
+    """The :class:`~.emulators.faults.FaultInjector` that ``cogtestbed serve``'s fault options describe:
+    a seeded ``fail_rate`` share of the POST requests answered with HTTP ``status`` (503 by default,
+    ``Retry-After: retry_after`` seconds), dropped half-way through the body (``drop``) or answered after
+    ``delay`` seconds.  ``None`` without a ``fail_rate``.  Raises :class:`~cogtestbed.errors.InputError` on
+    a rate outside [0, 1], a status outside 400-599 or more than one kind of fault."""
+    if not 0.0 <= fail_rate <= 1.0:
+        raise InputError(f"--fail-rate must be in [0, 1], got {fail_rate:g}")
+    if status is not None and not 400 <= status <= 599:
+        raise InputError(f"--status must be an HTTP error status (400-599), got {status}")
+    if sum((status is not None, drop, delay is not None)) > 1:
+        raise InputError("--status, --drop and --delay are different faults: give one of them")
+    if fail_rate <= 0:
         return None
-    if args.drop:
+    if drop:
         fault = Fault("drop")
-    elif args.delay is not None:
-        fault = Fault("delay", seconds=args.delay)
+    elif delay is not None:
+        fault = Fault("delay", seconds=delay)
     else:
-        fault = Fault("status", args.status or 503, retry_after=args.retry_after)
-    return FaultInjector(args.fail_rate, fault, args.fault_seed)
+        fault = Fault("status", status or 503, retry_after=retry_after)
+    return FaultInjector(fail_rate, fault, seed)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """``python -m cogtestbed.llm_adapters.servers.server --model NAME [--port N] [--fail-rate R ...]``.
+def run_server(models: Sequence[str], host: str = "127.0.0.1", port: int = 8000,
+               faults: FaultInjector | None = None, max_body: int = MAX_BODY_BYTES,
+               max_seconds: float = MAX_GENERATION_SECONDS, max_queue: int = MAX_QUEUE,
+               reasoning_as: Sequence[str] = ()) -> int:
+    """Serve ``models`` (hub ids, local paths or built-in names, :meth:`HFClient.from_pretrained`) on
+    ``host:port`` until SIGTERM or Ctrl-C (``cogtestbed serve``); return the exit status (0 when stopped by a
+    signal, 1 when the server failed to start, e.g. a port in use, or ended by itself).
 
-    The first SIGTERM (or Ctrl-C) stops the server: it stops accepting requests, gives those in flight
-    :data:`SHUTDOWN_GRACE_SECONDS`, then exits whatever is still running (a generation in a worker
-    thread cannot be interrupted, and would otherwise keep the process alive until it ends)."""
-    import os
-
+    ``reasoning_as``: names under which the first model is also served acting as a reasoning model
+    (:mod:`~.emulators.reasoning`: OpenAI's o-series on ``/v1/chat/completions``, extended thinking on
+    ``/v1/messages``).  The first signal stops the server: it stops accepting requests and gives those in
+    flight :data:`SHUTDOWN_GRACE_SECONDS`; a generation still running in a worker thread then cannot be
+    interrupted, so a caller that owns its process ends it with ``os._exit`` (the command line does)."""
     import uvicorn
 
-    args = parse_args(argv)
-    models = {name: HFClient.from_pretrained(name) for name in args.model}
-    first = models[args.model[0]]
-    models.update({alias: first for alias in args.reasoning_as})
-    reasoning = {alias: ReasoningModel(answer=format_answer) for alias in args.reasoning_as}
-    app = create_app(models, fault_injector(args), None, args.max_body, args.max_seconds, args.max_queue, reasoning)
-    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port))
+    if not models:
+        raise InputError("give at least one --model")
+    if max_body < 1 or not 0 < max_seconds < float("inf") or max_queue < 1:
+        raise InputError("--max-body, --max-seconds and --max-queue must be positive (and finite)")
+    clients = {name: HFClient.from_pretrained(name) for name in models}
+    first = clients[models[0]]
+    clients.update({alias: first for alias in reasoning_as})
+    reasoning = {alias: ReasoningModel(answer=format_answer) for alias in reasoning_as}
+    app = create_app(clients, faults, None, max_body, max_seconds, max_queue, reasoning)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port))
     thread = threading.Thread(target=server.run, daemon=True)  # off the main thread: our signal handlers
     stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda signum, frame: stop.set())
-    thread.start()
-    while not stop.wait(0.2):
-        if not thread.is_alive():  # the server failed to start (port in use...) or ended
-            break
-    server.should_exit = True
-    thread.join(timeout=SHUTDOWN_GRACE_SECONDS)
-    os._exit(0 if stop.is_set() else 1)
+    previous = {sig: signal.signal(sig, lambda signum, frame: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        thread.start()
+        while not stop.wait(0.2):
+            if not thread.is_alive():  # the server failed to start (port in use...) or ended
+                break
+        server.should_exit = True
+        thread.join(timeout=SHUTDOWN_GRACE_SECONDS)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0 if stop.is_set() else 1
+
+
+def main(argv: list[str] | None = None, module: str = __name__) -> None:
+    """The deprecated ``python -m cogtestbed.llm_adapters.servers.server`` (and the older
+    ``python -m cogtestbed.llm_adapters.server``): one deprecation line on stderr, then ``cogtestbed serve``
+    with the same arguments.  The command line is the layer above this one, so it is looked up at run time."""
+    import importlib
+    import sys
+
+    sys.stderr.write(DEPRECATED_ENTRY.format(module=module) + "\n")
+    run_cli = importlib.import_module("cogtestbed.cli").run_cli
+    sys.exit(run_cli(["serve", *(sys.argv[1:] if argv is None else argv)]))
 
 
 if __name__ == "__main__":
-    main()
+    main(module="cogtestbed.llm_adapters.servers.server")

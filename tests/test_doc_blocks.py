@@ -1,0 +1,138 @@
+"""The docs run (issue 72): every ``cogtestbed ...`` command README.md, CONTRIBUTING.md and docs/ name exists
+with the options they give it (default suite, no command run), and every ``bash`` and ``python`` block of
+those pages runs: those marked ``<!-- doc: fast -->`` in the default suite, the others under ``-m slow``
+(``make test-docs``), those marked ``<!-- doc: skip REASON -->`` never (a hosted API's key, ``make`` itself).
+The blocks are read with Sybil (:mod:`tests.doc_blocks`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import typer.main
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from doc_blocks import (
+    BLOCK_PAGES,
+    PAGES,
+    Block,
+    Invocation,
+    blocks,
+    invocations,
+    prepare,
+    run_bash,
+    unknown_words,
+)  # noqa: E402
+
+from cogtestbed.cli import app  # noqa: E402
+
+ROOT_COMMAND = typer.main.get_command(app)
+#: Seconds one block may take: a fast one in the default suite, a slow one under ``make test-docs``.
+TIMEOUT = {"fast": 120, "slow": 3600}
+
+
+def _metric_flags(command: str, words: list[str]) -> set[str]:
+    """``cogtestbed metrics EXPERIMENT``'s own options (each experiment declares them); every experiment's
+    where the page names none (``metrics PATH``)."""
+    if command != "metrics":
+        return set()
+    from cogtestbed.registry import experiment_names, get_experiment
+
+    named = [w for w in words if w in experiment_names()][:1] or experiment_names()
+    return {o.flag for name in named for o in get_experiment(name).metrics.options.values()}
+
+
+def test_every_command_and_option_the_docs_name_exists() -> None:
+    found = [(inv.where, " ".join(inv.words)[:80], bad) for page in PAGES for inv in invocations(page)
+             if (bad := unknown_words(inv, ROOT_COMMAND, _metric_flags))]
+    assert found == []
+
+
+def test_the_check_finds_a_missing_command_or_option() -> None:
+    page = PAGES[0]
+    assert unknown_words(Invocation(page, 1, ("serv", "--model", "x")), ROOT_COMMAND) == ["command 'serv'"]
+    assert unknown_words(Invocation(page, 1, ("plan", "magnitude", "--no-such")), ROOT_COMMAND) == [
+        "option '--no-such' of `cogtestbed plan`"]
+    assert unknown_words(Invocation(page, 1, ("population", "show", "--json")), ROOT_COMMAND) == []
+    assert unknown_words(Invocation(page, 1, ("metrics", "collider", "x.csv", "--scheme", "4p")), ROOT_COMMAND,
+                         _metric_flags) == []
+    assert unknown_words(Invocation(page, 1, ("metrics", "collider", "x.csv", "--pair", "y")), ROOT_COMMAND,
+                         _metric_flags) == ["option '--pair' of `cogtestbed metrics`"]
+
+
+def test_commands_are_found_in_blocks_and_inline_code(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text("Run `cogtestbed list` or\n\n```bash\nX=1 cogtestbed plan magnitude \\\n    --json  # c\n"
+                    "ls && cogtestbed serve -m m\n.venv/bin/ruff check cogtestbed tests\n```\n")
+    assert sorted(i.words for i in invocations(page)) == [("list",), ("plan", "magnitude", "--json"),
+                                                           ("serve", "-m", "m")]
+
+
+def test_a_refusal_the_page_shows_must_be_a_refusal(tmp_path: Path) -> None:
+    block = Block(tmp_path / "p.md", "bash", "(exit 2)\n# error: a refusal\n", 1, "fast", "")
+    assert run_bash(block, tmp_path / "w", 120).returncode == 0
+    fails = Block(tmp_path / "p.md", "bash", "true\n# error: a refusal that does not happen\nexit 0\n", 1, "fast", "")
+    done = run_bash(fails, tmp_path / "w", 120)
+    assert done.returncode == 1 and "expected a refusal (exit 2), got 0" in done.stderr
+
+
+def _all_blocks() -> list[Block]:
+    return [b for page in BLOCK_PAGES for b in blocks(page)]
+
+
+def _param(block: Block) -> object:
+    marks = {"slow": [pytest.mark.slow], "skip": [pytest.mark.skip(reason=block.reason or "marked skip")],
+             "fast": []}[block.kind]
+    return pytest.param(block, id=block.id, marks=marks)
+
+
+_NAMESPACES: dict[Path, dict[str, object]] = {}
+
+
+@pytest.mark.parametrize("block", [_param(b) for b in _all_blocks()])
+def test_a_doc_block_runs(block: Block, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The block runs without error, in a folder of its page's own (blocks of one page share it, and
+    ``python`` blocks share the page's namespace, in the page's order)."""
+    if block.page in _NAMESPACES:
+        workdir = Path(str(_NAMESPACES[block.page]["__workdir__"]))
+    else:  # <page>/repo, with the data at <page>/shared: the pages' ../shared
+        workdir = tmp_path_factory.mktemp(block.page.stem) / "repo"
+        workdir.mkdir()
+    namespace = _NAMESPACES.setdefault(block.page, {"__name__": "__doc__", "__workdir__": str(workdir)})
+    if block.language == "bash":
+        done = run_bash(block, workdir, TIMEOUT[block.kind])
+        assert done.returncode == 0, \
+            f"{block.id} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+        return
+    prepare(workdir)
+    before = Path.cwd()
+    os.chdir(workdir)
+    try:
+        exec(compile(block.source, block.id, "exec"), namespace)  # noqa: S102 - the page's own example
+    finally:
+        os.chdir(before)
+
+
+#: Figures beside a command that no test checks or regenerates (``python benchmarks/docs_figures.py`` lists
+#: them): the count only shrinks; its goal is 0.
+UNCHECKED_FIGURES = 45
+
+
+def test_unchecked_figures_only_shrink() -> None:
+    from docs_figures import unchecked
+
+    found = unchecked()
+    assert len(found) <= UNCHECKED_FIGURES, [f"{f.page}:{f.line}" for f in found]
+    assert len(found) == UNCHECKED_FIGURES, f"{len(found)} left: lower UNCHECKED_FIGURES"
+
+
+def test_the_figure_list_finds_an_unchecked_figure(tmp_path: Path) -> None:
+    from docs_figures import Figure, is_checked
+
+    figure = Figure("docs/x.md", 3, "result", "#  -> power 0.83 [0.71, 0.92]")
+    assert not is_checked(figure, ["", "", ""], {"test_x.py": "docs/x.md 0.5"})
+    assert is_checked(figure, ["", "", ""], {"test_x.py": "docs/x.md: 0.83 within [0.71, 0.92]"})
+    assert is_checked(figure, ["<!-- doc: checked tests/test_x.py -->", "", ""], {})

@@ -15,9 +15,15 @@ import pandas as pd
 
 from cogtestbed.api.checks import public
 from cogtestbed.api.workflow_options import AUTO, HeldoutRequest, TranscriptNllRequest
+from cogtestbed.data.psych201 import record_label, select_records
 from cogtestbed.errors import InputError
 from cogtestbed.inference.heldout import HeldOut
 from cogtestbed.request import build, derive_api
+
+#: A participant's identity in every table here: the record (its ``experiment`` field: the study or
+#: source file) and the id, with the data set; ids repeat across records (Psych-201's
+#: ``spektor2019contexteffects``: 130 records of 33 ids).
+IDENTITY = ("participant", "record", "data_set")
 
 
 def _client(llm: Any) -> Any:
@@ -76,11 +82,7 @@ def transcript_nll(llm: Any, transcripts: str | Path | Sequence[Any], **kwargs: 
         raise InputError(f"overflow must be one of {', '.join(OVERFLOWS)}, got {overflow!r}")
     records = _records(transcripts)
     if participants is not None:
-        by_id = {r.participant: r for r in records}
-        missing = [p for p in participants if str(p) not in by_id]
-        if missing:
-            raise InputError(f"participant(s) not in the transcripts: {', '.join(map(str, missing[:5]))}")
-        records = [by_id[str(p)] for p in participants]
+        records = select_records(records, participants)
     client = _client(llm)
     parts, seconds = [], {}
     for rec in records:
@@ -88,10 +90,10 @@ def transcript_nll(llm: Any, transcripts: str | Path | Sequence[Any], **kwargs: 
         start = time.perf_counter()
         table = score(client, rec.text, options=opts, overflow=overflow,  # type: ignore[arg-type]
                       window=window, min_context=min_context)
-        seconds[rec.participant] = time.perf_counter() - start
-        parts.append(table.assign(participant=rec.participant, data_set=rec.data_set))
+        seconds[rec.label] = time.perf_counter() - start
+        parts.append(table.assign(participant=rec.participant, record=rec.experiment, data_set=rec.data_set))
     out = pd.concat(parts, ignore_index=True)
-    out = out[["participant", "data_set", *[c for c in out.columns if c not in ("participant", "data_set")]]]
+    out = out[[*IDENTITY, *[c for c in out.columns if c not in IDENTITY]]]
     out.attrs.update(model=getattr(client, "model", str(llm)), seconds=seconds, overflow=overflow,
                      window=window or client.context_length, min_context=min_context)
     return out
@@ -107,11 +109,19 @@ def participant_nll(choices: pd.DataFrame) -> pd.DataFrame:
                           "nll_raw": float(-raw.mean()) if len(raw) else np.nan,
                           "nll_norm": float(-norm.mean()) if len(norm) else np.nan})
 
-    rows = {p: one(df) for p, df in choices.groupby("participant", sort=False)}
-    out = pd.DataFrame.from_dict(rows, orient="index")
-    out.index.name = "participant"
-    out = out.reset_index()
-    return out.sort_values("participant", key=lambda s: s.astype(str), kind="stable").reset_index(drop=True)
+    rows = [{"participant": p, "record": r, "data_set": d, **one(df)}
+            for (p, r, d), df in choices.groupby(list(IDENTITY), sort=False)]
+    out = pd.DataFrame(rows)
+    key = out["record"].map(record_label) + ":" + out["participant"].astype(str)
+    return out.iloc[sorted(range(len(out)), key=lambda i: (str(out["data_set"].iat[i]), _natural(key.iat[i])))]\
+        .reset_index(drop=True)
+
+
+def _natural(label: str) -> tuple[Any, ...]:
+    """``exp10:2`` after ``exp2:10``: digits compared as numbers."""
+    import re
+
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", label))
 
 
 @public()

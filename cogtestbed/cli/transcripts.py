@@ -37,6 +37,9 @@ def transcript_nll(req: TranscriptNllRequest, cmd: TranscriptNllCommand) -> None
         atomic_write_bytes(output, lambda tmp: choices.to_csv(tmp, index=False))
         console_err.print(f"wrote {len(choices)} choices to {output}")
     summary = participant_nll(choices)
-    summary["seconds"] = summary["participant"].map(choices.attrs["seconds"])
+    from cogtestbed.data.psych201 import record_label
+
+    labels = summary["record"].map(record_label) + ":" + summary["participant"].astype(str)
+    summary["seconds"] = labels.map(choices.attrs["seconds"])
     print_json({"model": choices.attrs["model"], "overflow": overflow, "window": choices.attrs["window"],
                 "participants": summary.to_dict(orient="records")})

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.api.checks import public
-from cogtestbed.api.workflow_options import AUTO, HeldoutRequest, TranscriptNllRequest
+from cogtestbed.api.workflow_options import AUTO, HeldoutRequest, TranscriptNllRequest, ValidateRequest
 from cogtestbed.data.psych201 import record_label, select_records
 from cogtestbed.errors import InputError
 from cogtestbed.inference.heldout import HeldOut
@@ -122,6 +122,32 @@ def _natural(label: str) -> tuple[Any, ...]:
     import re
 
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", label))
+
+
+@public(paths=("path",))
+def transcript_table(path: str | Path) -> pd.DataFrame:
+    """Any Psych-201 file (``.jsonl``, ``.zip`` holding one, ``.gz``) as a transcript table: one row
+    per marked choice with ``data_set``, ``record`` (the study or source file), ``participant``,
+    ``choice``, the text ``before`` it, the ``chosen`` text, its ``rt`` and the ``options`` the text
+    states, whether or not an experiment models the data set
+    (:mod:`cogtestbed.data.psych201_table`).  ``ct.export(table, to="psych201", output=...)``
+    writes it back byte for byte."""
+    from cogtestbed.data.psych201_table import transcript_table as read
+
+    return read(path)
+
+
+@public(paths=("path",))
+@derive_api(ValidateRequest)
+def validate(path: str | Path, **options: Any) -> pd.DataFrame:
+    """Every defect of the Psych-201 file ``path`` (``cogtestbed validate FILE``): one row per
+    defect with its ``line``, ``participant``, ``field``, ``kind`` and ``message``; no row for a
+    file without one.  The kinds and the heuristics behind ``condition_leak``, ``option_outside``
+    and ``rt_unit``: :mod:`cogtestbed.data.psych201_validate`."""
+    from cogtestbed.data.psych201_validate import defects_table, validate_psych201
+
+    req = build(ValidateRequest, options)
+    return defects_table(validate_psych201(path, max_length=req.max_length))
 
 
 @public()

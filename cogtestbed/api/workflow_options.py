@@ -92,6 +92,15 @@ class TranscriptNllRequest:
 
 
 @dataclass(frozen=True)
+class ValidateRequest:
+    """A Psych-201 file checked for every defect, as :func:`cogtestbed.validate` takes it (the file
+    positional)."""
+
+    max_length: int = option(32768, flags=("--max-length",),
+                             help="The evaluation's maximum text length in characters (Psych-201 eval.py).")
+
+
+@dataclass(frozen=True)
 class HeldoutRequest:
     """A cognitive model fitted on training subjects and scored on held-out ones, as
     :func:`cogtestbed.heldout_nll` takes it (the experiment and the trials positional; no command)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from cogtestbed.api.workflow_options import TranscriptNllRequest
+from cogtestbed.api.workflow_options import TranscriptNllRequest, ValidateRequest
 from cogtestbed.cli.app import app, console_err, print_json
 from cogtestbed.cli.options import request_command
 from cogtestbed.request import api_values, option
@@ -43,3 +43,34 @@ def transcript_nll(req: TranscriptNllRequest, cmd: TranscriptNllCommand) -> None
     summary["seconds"] = labels.map(choices.attrs["seconds"])
     print_json({"model": choices.attrs["model"], "overflow": overflow, "window": choices.attrs["window"],
                 "participants": summary.to_dict(orient="records")})
+
+
+@dataclass(frozen=True)
+class ValidateCommand:
+    """``cogtestbed validate``'s own options (those shared with :func:`cogtestbed.validate`:
+    :class:`~cogtestbed.api.workflow_options.ValidateRequest`)."""
+
+    path: Path = option(argument=True, help="A Psych-201 file (prompts.jsonl, prompts.jsonl.zip or .gz).")
+    json: bool = option(False, flags=("--json",), help="Print the defects as JSON.")
+
+
+@request_command(app, ValidateRequest, ValidateCommand, name="validate")
+def validate(req: ValidateRequest, cmd: ValidateCommand) -> None:
+    """List every defect of a Psych-201 file with its line and field (exit status 1 where there is one)."""
+    import typer
+
+    from cogtestbed.api.transcripts import validate as check
+    from cogtestbed.cli.app import console
+
+    defects = check(cmd.path, **api_values(req))
+    if cmd.json:
+        print_json({"file": str(cmd.path), "defects": defects.to_dict(orient="records")})
+    else:
+        for d in defects.itertuples():
+            who = f" (participant {d.participant})" if d.participant is not None else ""
+            console.print(f"{cmd.path}:{d.line}{who}: {d.field}: {d.kind}: {d.message}", highlight=False,
+                          markup=False, soft_wrap=True)
+        kinds = defects["kind"].value_counts().to_dict()
+        console_err.print(f"{len(defects)} defect(s)" + (f": {kinds}" if kinds else ""), highlight=False, markup=False)
+    if len(defects):
+        raise typer.Exit(1)

@@ -64,13 +64,14 @@ OptionRule = Callable[[str], list[tuple[int, int, tuple[str, ...]]]]
 
 # ----------------------------------------------------------------------------- stated options
 _ITEM = r"'?([A-Z0-9]{1,3})'?"
+_MIDDLE = r"'?[A-Z0-9]{1,3}'?"
 #: A statement of options (this module's heuristic): a cue word, then within the sentence a list of
 #: two to six short codes (one to three capital letters or digits, optionally quoted) joined by
 #: commas and a final ``and``/``or``: "choose between two options: L and R", "The options' names are
 #: J, G, and F", "two houses labeled 'S' and I'", "options to choose from, J and G".
 _STATEMENT = re.compile(
     r"\b(?:options?|names|named|labeled|labelled|between|from|lotter(?:y|ies)|houses|machines|buttons|keys)\b"
-    r"[^.\n<>]{0,40}?[\s:,]" + _ITEM + r"((?:\s*,\s*" + _ITEM + r"){0,4})\s*,?\s+(?:and|or)\s+" + _ITEM + r"\b")
+    r"[^.\n<>]{0,40}?[\s:,]" + _ITEM + r"((?:\s*,\s*" + _MIDDLE + r"){0,4})\s*,?\s+(?:and|or)\s+" + _ITEM + r"\b")
 #: A key listing: two or more consecutive lines ``K: …`` (one to three capitals or digits).
 _KEYS = re.compile(r"(?:^[A-Z0-9]{1,3}: [^\n]*\n){2,}", re.M)
 

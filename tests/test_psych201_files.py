@@ -32,7 +32,7 @@ REAL = {
     "dezfouli2019": {"too_long"}, "shahar2019twosteptask": {"too_long"},
 }
 #: Files over ~2 s to read on the 2-core machine run with the slow tests.
-SLOW = {"spektor2024lossaversion", "dezfouli2019", "shahar2019twosteptask"}
+SLOW = {"spektor2024lossaversion", "dezfouli2019", "shahar2019twosteptask", "thoma2025problearn"}
 
 
 def _real(name: str) -> Path:

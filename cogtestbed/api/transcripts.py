@@ -5,7 +5,6 @@ so the two can be set side by side on the same participants (``cogtestbed transc
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -60,54 +59,85 @@ def _records(source: Any) -> list[Any]:
 @public(paths=("transcripts",))
 @derive_api(TranscriptNllRequest)
 def transcript_nll(llm: Any, transcripts: str | Path | Sequence[Any], **kwargs: Any) -> pd.DataFrame:
-    """Per-choice log-likelihood of ``llm`` (an in-process model) on each participant's transcript.
+    """The log-likelihood of ``llm`` (an in-process model) on each participant's transcript, three
+    measures side by side (:data:`~cogtestbed.llm_adapters.runs.psych201_eval.MEASURES`).
 
     ``transcripts``: a Psych-201 file (``prompts.jsonl[.zip]``), or records or ``(participant, text)``
-    pairs.  ``participants``: the ids to score (all by default).  ``options``: ``"auto"``
-    (the option sets declared for the data set in
-    :data:`~cogtestbed.llm_adapters.runs.transcript.OPTION_SETS`), None, a list or a function (see
-    :func:`cogtestbed.llm_adapters.runs.transcript.transcript_nll`, with ``overflow``, ``window`` and
-    ``min_context``).  The text is fed raw (no chat template), as Centaur's evaluation does.
+    pairs.  ``participants``: whom to score (all by default): an id where one record has it, else
+    ``RECORD:ID`` (``exp1:1``; :func:`cogtestbed.data.psych201.select_records` refuses an id several
+    records share, naming them).  ``measures``: ``psych201`` (Psych-201's evaluation: the summed
+    token NLL of each response span, the text cut to ``max_length`` characters without an unclosed
+    mark, :mod:`cogtestbed.llm_adapters.runs.psych201_eval`; participants that share their opening
+    tokens batched over one key-value cache, ``batch_tokens``, ``share_prefix``) and ``choice``
+    (the per-choice ``logp_raw``/``logp_norm``: ``options`` ``"auto"`` takes the option sets declared
+    for the data set in :data:`~cogtestbed.llm_adapters.runs.transcript.OPTION_SETS`; ``overflow``,
+    ``window``, ``min_context``: :func:`cogtestbed.llm_adapters.runs.transcript.transcript_nll`).
+    ``checkpoint``: a JSON Lines file finished participants are appended to and read back from (a
+    killed run resumes where it stopped).  The text is fed raw (no chat template), as the
+    evaluation does.  Progress goes to the current reporter (:mod:`cogtestbed.progress`; the
+    command line's stderr).
 
-    Returns one row per marked choice, with ``participant`` and ``data_set`` first; the seconds
-    each participant took are in ``attrs["seconds"]``.  Summarise with :func:`participant_nll`.
+    Returns one row per marked choice, ``participant``, ``record`` (the study or source file) and
+    ``data_set`` first; the seconds each participant took are in ``attrs["seconds"]`` (under
+    ``RECORD:ID``).  Summarise with :func:`participant_nll`.
     """
     from cogtestbed.llm_adapters.runs.transcript import OPTION_SETS, OVERFLOWS
     from cogtestbed.llm_adapters.runs.transcript import transcript_nll as score
+    from cogtestbed.llm_adapters.runs.transcript_scoring import score_records
 
     req = build(TranscriptNllRequest, {**kwargs, "llm": llm})
-    participants, options, overflow, window, min_context = (req.participants, req.options, req.overflow, req.window,
-                                                            req.min_context)
+    options, overflow, window, min_context = req.options, req.overflow, req.window, req.min_context
     if overflow not in OVERFLOWS:  # before the model loads
         raise InputError(f"overflow must be one of {', '.join(OVERFLOWS)}, got {overflow!r}")
     records = _records(transcripts)
-    if participants is not None:
-        records = select_records(records, participants)
+    if req.participants is not None:
+        records = select_records(records, req.participants)
     client = _client(llm)
-    parts, seconds = [], {}
-    for rec in records:
+
+    def per_choice(rec: Any) -> pd.DataFrame:
         opts = OPTION_SETS.get(rec.data_set) if isinstance(options, str) and options == AUTO else options
-        start = time.perf_counter()
-        table = score(client, rec.text, options=opts, overflow=overflow,  # type: ignore[arg-type]
-                      window=window, min_context=min_context)
-        seconds[rec.label] = time.perf_counter() - start
-        parts.append(table.assign(participant=rec.participant, record=rec.experiment, data_set=rec.data_set))
+        return score(client, rec.text, options=opts, overflow=overflow,  # type: ignore[arg-type]
+                     window=window, min_context=min_context)
+
+    settings = {"options": options if isinstance(options, str) else repr(options), "overflow": overflow,
+                "window": window, "min_context": min_context, "max_length": req.max_length}
+    parts, seconds = score_records(client, records, measures=list(req.measures), choice_scorer=per_choice,
+                                   max_length=req.max_length, batch_tokens=req.batch_tokens,
+                                   share_prefix=req.share_prefix, checkpoint=req.checkpoint, settings=settings)
+    parts = [t.assign(participant=r.participant, record=r.experiment, data_set=r.data_set)
+             for t, r in zip(parts, records, strict=True)]
     out = pd.concat(parts, ignore_index=True)
     out = out[[*IDENTITY, *[c for c in out.columns if c not in IDENTITY]]]
     out.attrs.update(model=getattr(client, "model", str(llm)), seconds=seconds, overflow=overflow,
-                     window=window or client.context_length, min_context=min_context)
+                     window=window or client.context_length, min_context=min_context, max_length=req.max_length,
+                     measures=list(req.measures))
     return out
 
 
 @public()
 def participant_nll(choices: pd.DataFrame) -> pd.DataFrame:
-    """Per participant of a :func:`transcript_nll` table: choices, choices scored, and the mean
-    per-choice NLL (nats) raw (Centaur's) and normalised over the options; NaN where none scored."""
-    def one(df: pd.DataFrame) -> pd.Series:
-        raw, norm = df["logp_raw"].dropna(), df["logp_norm"].dropna()
-        return pd.Series({"n_choices": len(df), "n_scored_raw": len(raw), "n_scored_norm": len(norm),
-                          "nll_raw": float(-raw.mean()) if len(raw) else np.nan,
-                          "nll_norm": float(-norm.mean()) if len(norm) else np.nan})
+    """Per participant (record and id) of a :func:`transcript_nll` table, the three measures, each
+    named for what it is (:data:`~cogtestbed.llm_adapters.runs.psych201_eval.MEASURES`):
+
+    * ``psych201_nll`` — Psych-201's evaluation: the sum over the participant's response spans of
+      each span's summed token NLL (nats), with ``n_spans``; its analyses average it per experiment
+      (``summary.groupby("data_set")["psych201_nll"].mean()``);
+    * ``centaur_nll`` — Centaur's per-response average: ``psych201_nll / n_spans``;
+    * ``nll_raw`` / ``nll_norm`` — this package's mean per-choice NLL, raw and over the options.
+
+    NaN where nothing was scored (a measure not computed, or no choice scored)."""
+    def one(df: pd.DataFrame) -> dict[str, Any]:
+        out: dict[str, Any] = {"n_choices": len(df)}
+        if "psych201_nll" in df:
+            spans = df["psych201_nll"].dropna()
+            out.update(n_spans=len(spans), psych201_nll=float(spans.sum()) if len(spans) else np.nan,
+                       centaur_nll=float(spans.mean()) if len(spans) else np.nan)
+        if "logp_raw" in df:
+            raw, norm = df["logp_raw"].dropna(), df["logp_norm"].dropna()
+            out.update(n_scored_raw=len(raw), n_scored_norm=len(norm),
+                       nll_raw=float(-raw.mean()) if len(raw) else np.nan,
+                       nll_norm=float(-norm.mean()) if len(norm) else np.nan)
+        return out
 
     rows = [{"participant": p, "record": r, "data_set": d, **one(df)}
             for (p, r, d), df in choices.groupby(list(IDENTITY), sort=False)]

@@ -223,7 +223,7 @@ def open_content(path: str | Path, limit: int | None = None) -> io.BufferedReade
     elif name.endswith(".gz"):
         import gzip
 
-        raw = gzip.open(p, "rb")
+        raw = gzip.open(p, "rb")  # noqa: SIM115 - closed with the stream returned
     else:
         if p.stat().st_size > cap:
             raise _over_limit(p.name, f"the file ({p.stat().st_size / 2**20:,.0f} MiB)", cap)

@@ -41,7 +41,7 @@ import io
 import json
 import re
 import zipfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -185,7 +185,7 @@ def _record_rows(obj: Mapping[str, Any], line: int, layout: str, style: str) -> 
     rows, prev = [], 0
     for i, m in enumerate(marks):
         rows.append({**base, "choice": i, "before": text[prev:m.start()], "chosen": m.group(1), "after": None,
-                     "rt": rts[i], "options": None if options[i] is None else list(options[i]),
+                     "rt": rts[i], "options": None if (opts := options[i]) is None else list(opts),
                      "layout": layout if i == 0 else None, "text_json": style if i == 0 else None})
         prev = m.end()
     rows[-1]["after"] = text[prev:]
@@ -336,8 +336,3 @@ def write_transcript_table(table: pd.DataFrame, path: str | Path, member: str = 
 def records_of_table(table: pd.DataFrame) -> list[dict[str, Any]]:
     """The records of a transcript table as JSON objects (one per line)."""
     return [json.loads(line) for line in transcript_bytes(table).decode("utf-8").splitlines() if line.strip()]
-
-
-def options_of(table: pd.DataFrame) -> Sequence[Any]:
-    """The ``options`` column (a helper for callers that want tuples)."""
-    return [None if o is None else tuple(o) for o in table["options"].tolist()]

@@ -158,7 +158,8 @@ def _markers(number: int, who: str, text: str) -> list[Defect]:
         if mark == "<<":
             if depth:
                 out.append(Defect(number, who, "text", "markers_nested",
-                                  f"'<<' at character {at} inside the mark opened at {opened}: {text[at - 20:at + 20]!r}"))
+                                  f"'<<' at character {at} inside the mark opened at {opened}: "
+                                  f"{text[max(0, at - 20):at + 20]!r}"))
             else:
                 opened = at
             depth += 1

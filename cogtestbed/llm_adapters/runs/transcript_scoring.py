@@ -52,14 +52,17 @@ class Checkpoint:
         self.path = None if path is None else Path(path)
         self.rows: dict[str, list[dict[str, Any]]] = {}
         if self.path is not None and self.path.exists():
-            for k, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), start=1):
+            text = self.path.read_text(encoding="utf-8")
+            lines = text.splitlines()
+            if text and not text.endswith("\n"):  # a last line cut by a kill: dropped, scored again
+                lines = lines[:-1]
+                self.path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+            for k, line in enumerate(lines, start=1):
                 try:
                     item = json.loads(line)
                     self.rows[item["key"]] = item["rows"]
                 except (json.JSONDecodeError, KeyError, TypeError):
-                    if k < len(self.path.read_text(encoding="utf-8").splitlines()):
-                        raise InputError(f"{self.path} line {k} is not a checkpoint line of transcript-nll") from None
-                    # a last line cut by a kill: scored again
+                    raise InputError(f"{self.path} line {k} is not a checkpoint line of transcript-nll") from None
 
     def add(self, key: str, rows: list[dict[str, Any]]) -> None:
         self.rows[key] = rows

@@ -127,7 +127,7 @@ def test_the_three_measures_per_participant_and_identity(tiny: Any, tmp_path: Pa
     rng = np.random.default_rng(1)
     texts = _texts(rng, 3)
     path = _file(tmp_path, texts, ["ds2024/study01", "ds2024/study02", "ds2024/study02"], ["1", "1", "2"])
-    with pytest.raises(ct.errors.DataError, match=r"participant 1 is in 2 records \(study01:1, study02:1\)"):
+    with pytest.raises(ct.errors.InputError, match=r"participant 1 is in 2 records \(study01:1, study02:1\)"):
         ct.transcript_nll(tiny, path, participants=["1"])
     choices = ct.transcript_nll(tiny, path, participants=["study02:1", "2"])
     assert list(choices.columns[:3]) == ["participant", "record", "data_set"]
@@ -197,3 +197,30 @@ def test_smollm2_equals_the_independent_implementation_on_real_data_sets(smollm2
         row = summary[summary["participant"] == rec.participant].iloc[0]
         assert row["n_spans"] == len(ref) > 0
         assert abs(row["psych201_nll"] - sum(ref)) < 1e-4
+
+
+def test_the_command_selects_by_record_and_writes_the_scores_back(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from cogtestbed.cli import run_cli
+    from cogtestbed.data.psych201 import read_content
+
+    texts = _texts(np.random.default_rng(3), 3)
+    path = _file(tmp_path, texts, ["ds2024/exp1.csv", "ds2024/exp2.csv", "ds2024/exp2.csv"], ["1", "1", "2"])
+    assert run_cli(["transcript-nll", str(path), "--llm", "hf:tiny-random", "-p", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "participant 1 is in 2 records (exp1:1, exp2:1)" in err and len(err.strip().splitlines()) == 1
+    out = tmp_path / "scored.jsonl"
+    assert run_cli(["transcript-nll", str(path), "--llm", "hf:tiny-random", "-p", "exp2:1", "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    shown = json.loads(captured.out)
+    assert "transcript-nll: 1/1 participants scored" in captured.err
+    assert set(shown["measures"]) == {"psych201_nll", "centaur_nll", "nll_raw"}
+    (row,) = shown["participants"]
+    assert (row["record"], row["participant"], row["data_set"]) == ("ds2024/exp2.csv", "1", "ds2024")
+    back = out.read_bytes().splitlines(keepends=True)
+    original = read_content(path).splitlines(keepends=True)
+    assert back[0] == original[0] and back[2] == original[2]  # records not scored: byte for byte
+    scored = json.loads(back[1])
+    assert {k: v for k, v in scored.items() if k != "cogtestbed_scores"} == json.loads(original[1])
+    sums = scored["cogtestbed_scores"]["psych201_nll"]
+    assert len(sums) == texts[1].count("<<") and sum(sums) == pytest.approx(row["psych201_nll"], rel=1e-12)

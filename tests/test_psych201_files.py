@@ -19,9 +19,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cogtestbed.data.psych201 import InputLimitError, Psych201Error, read_content, read_records, select_records
+from cogtestbed.data.psych201 import InputLimitError, read_content, read_records, select_records
 from cogtestbed.data.psych201_table import transcript_bytes, transcript_table, write_transcript_table
 from cogtestbed.data.psych201_validate import KINDS, validate_psych201
+from cogtestbed.errors import InputError
 
 PSYCH201 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "psych201"
 #: The shared files, and the true defects each reports (docs/human-data.md, "Validating"): Busch's
@@ -120,12 +121,12 @@ def test_a_repeated_id_is_refused_naming_its_records_and_selected_by_record(tmp_
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     records = read_records(path)
     assert len(records) == 4
-    with pytest.raises(Psych201Error) as err:
+    with pytest.raises(InputError) as err:
         select_records(records, ["1"])
     assert "participant 1 is in 3 records (study01:1, study02:1, study03:1)" in str(err.value)
     assert [r.text for r in select_records(records, ["study02:1", "olschewski2024/study03:1", "2"])] == [
         "<<2>>", "<<3>>", "<<z>>"]
-    with pytest.raises(Psych201Error, match="participant 9 is not in the transcripts"):
+    with pytest.raises(InputError, match="participant 9 is not in the transcripts"):
         select_records(records, ["9"])
 
 

@@ -83,10 +83,20 @@ def _transcript_table(table_or_path: Any, experiment: Any) -> pd.DataFrame | Non
     import pandas as pd
 
     from cogtestbed.data.psych201 import first_record
-    from cogtestbed.data.psych201_table import is_transcript_table, transcript_table
+    from cogtestbed.data.psych201_table import is_transcript_table, scored_table, transcript_table
 
     if isinstance(table_or_path, pd.DataFrame):
-        return table_or_path if is_transcript_table(table_or_path) else None
+        frame = table_or_path
+        if is_transcript_table(frame):
+            return frame
+        scored = {"record", "participant", "choice"} <= set(frame.columns) and bool(
+            {"psych201_nll", "logp_raw"} & set(frame.columns))
+        if not scored:
+            return None
+        source = frame.attrs.get("transcripts")  # a transcript-nll table: its scores on its file's records
+        if source is None:
+            raise InputError("this scored table does not name the Psych-201 file it scored (attrs['transcripts'])")
+        return scored_table(frame, source)
     path = Path(table_or_path)
     if path.suffix.lower() == ".parquet" and path.is_file():
         import pyarrow.parquet as pq

@@ -111,6 +111,8 @@ def transcript_nll(llm: Any, transcripts: str | Path | Sequence[Any], **kwargs: 
     out.attrs.update(model=getattr(client, "model", str(llm)), seconds=seconds, overflow=overflow,
                      window=window or client.context_length, min_context=min_context, max_length=req.max_length,
                      measures=list(req.measures))
+    if isinstance(transcripts, (str, Path)):  # ct.export(out, to="psych201") writes the scores onto its records
+        out.attrs["transcripts"] = str(transcripts)
     return out
 
 

@@ -18,32 +18,66 @@ class TranscriptNllCommand:
     :class:`~cogtestbed.api.workflow_options.TranscriptNllRequest`)."""
 
     path: Path = option(argument=True, help="A Psych-201 file (prompts.jsonl or prompts.jsonl.zip).")
-    output: Path | None = option(None, flags=("--output", "-o"), help="Write the per-choice table (CSV).")
+    output: Path | None = option(
+        None, flags=("--output", "-o"),
+        help="Write the per-choice table (.csv or .parquet), or the transcripts with their scores as Psych-201 "
+             "(.jsonl or .zip: each scored record gains cogtestbed_scores).")
     force: bool = option(False, flags=("--force",), help="Overwrite an existing output file.")
+
+
+#: Output suffixes of ``transcript-nll -o``: tables, and Psych-201 files with the scores as metadata.
+TABLE_SUFFIXES, PSYCH201_SUFFIXES = (".csv", ".parquet"), (".jsonl", ".zip")
 
 
 @request_command(app, TranscriptNllRequest, TranscriptNllCommand, name="transcript-nll")
 def transcript_nll(req: TranscriptNllRequest, cmd: TranscriptNllCommand) -> None:
-    """Per-choice NLL of the human's choices: raw (Centaur's, full vocabulary) and over the options."""
+    """NLL of the human's choices, three measures: Psych-201's evaluation (summed token NLL per response span),
+    Centaur's per-response average, and the per-choice NLL (raw and over the options); progress on stderr."""
     path, output, force, overflow = cmd.path, cmd.output, cmd.force, req.overflow
     from cogtestbed.api.transcripts import participant_nll
     from cogtestbed.api.transcripts import transcript_nll as score
-    from cogtestbed.outputs import atomic_write_bytes, check_output_file
+    from cogtestbed.errors import InputError
+    from cogtestbed.llm_adapters.runs.psych201_eval import MEASURES
+    from cogtestbed.outputs import check_output_file
+    from cogtestbed.progress import reporting, stderr_reporter
 
     if output is not None:
-        check_output_file(output, force=force, suffix=".csv")
-    choices = score(transcripts=path, **api_values(req))
+        if output.suffix.lower() not in (*TABLE_SUFFIXES, *PSYCH201_SUFFIXES):
+            raise InputError(f"-o ends in {', '.join((*TABLE_SUFFIXES, *PSYCH201_SUFFIXES))}, got {output}")
+        check_output_file(output, force=force)
+    terminal = console_err.is_terminal
+    with reporting(stderr_reporter(terminal), terminal):
+        choices = score(transcripts=path, **api_values(req))
     if output is not None:
-        atomic_write_bytes(output, lambda tmp: choices.to_csv(tmp, index=False))
-        console_err.print(f"wrote {len(choices)} choices to {output}")
+        _write(choices, output, force)
     summary = participant_nll(choices)
     from cogtestbed.data.psych201 import record_label
 
     labels = summary["record"].map(record_label) + ":" + summary["participant"].astype(str)
     summary["seconds"] = labels.map(choices.attrs["seconds"])
     print_json({"model": choices.attrs["model"], "overflow": overflow, "window": choices.attrs["window"],
+                "max_length": req.max_length,
+                "measures": {k: v for k, v in MEASURES.items() if k in summary.columns},
                 "participants": summary.to_dict(orient="records")})
 
+
+def _write(choices: object, output: Path, force: bool) -> None:
+    import pandas as pd
+
+    from cogtestbed.outputs import atomic_write_bytes
+
+    assert isinstance(choices, pd.DataFrame)
+    if output.suffix.lower() in PSYCH201_SUFFIXES:
+        from cogtestbed.api.export import export
+
+        records = export(choices, to="psych201", output=output, force=True)
+        console_err.print(f"wrote {len(records)} records with their scores to {output}", highlight=False)
+        return
+    if output.suffix.lower() == ".parquet":
+        atomic_write_bytes(output, lambda tmp: choices.to_parquet(tmp, index=False))
+    else:
+        atomic_write_bytes(output, lambda tmp: choices.to_csv(tmp, index=False))
+    console_err.print(f"wrote {len(choices)} choices to {output}", highlight=False)
 
 @dataclass(frozen=True)
 class ValidateCommand:

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.data.rows import DataFormatError
+from cogtestbed.errors import InputError
 from cogtestbed.schema import ID_COLUMNS, canonical_rows
 
 #: The record fields every Psych-201 line has.
@@ -126,7 +127,8 @@ def select_records(records: Sequence[Record], wanted: Iterable[str | int]) -> li
     """The records ``wanted`` names, in that order: each item is a participant id (``1``) where
     exactly one record has it, or ``RECORD:ID`` (``exp1:1``, ``exp1.csv:1`` or the whole
     ``experiment`` field then ``:1``) naming the record too.  An id that several records share
-    is refused in one line naming them (identity is (record, participant)); an unknown one too."""
+    is refused in one line naming them (identity is (record, participant)); an unknown one too
+    (:class:`~cogtestbed.errors.InputError`)."""
     out: list[Record] = []
     for item in wanted:
         text = str(item)
@@ -136,10 +138,10 @@ def select_records(records: Sequence[Record], wanted: Iterable[str | int]) -> li
             named = [r for r in records if r.participant == pid and record in _names_of(r)]
             found = named or found
         if not found:
-            raise Psych201Error(f"participant {text} is not in the transcripts")
+            raise InputError(f"participant {text} is not in the transcripts")
         if len(found) > 1:
             names = ", ".join(r.label for r in found[:8]) + (", …" if len(found) > 8 else "")
-            raise Psych201Error(f"participant {text} is in {len(found)} records ({names}): identity is (record, "
+            raise InputError(f"participant {text} is in {len(found)} records ({names}): identity is (record, "
                                 f"participant); name one as RECORD:ID, e.g. {found[0].label}")
         out.extend(found)
     return out

@@ -285,8 +285,8 @@ def transcript_bytes(table: pd.DataFrame) -> bytes:
         text = _text(rows)
         literal = (json.dumps(text) if style == "ascii" else json.dumps(text, ensure_ascii=False) if style == "utf8"
                    else _raw_literal(str(style), text))
-        if extra:
-            scores = {c: [_cell(v) for v in rows[c].tolist()] for c in extra}
+        scores = {c: [_cell(v) for v in rows[c].tolist()] for c in extra}
+        if any(v is not None for values in scores.values() for v in values):  # a record not scored: as it was
             layout = _with_scores(str(layout), scores)
         out.append(str(layout).replace(PLACEHOLDER, literal))
     out.append(str(table.attrs.get("psych201_trailing", "")))
@@ -331,6 +331,29 @@ def write_transcript_table(table: pd.DataFrame, path: str | Path, member: str = 
         data = gzip.compress(body, mtime=0)
     atomic_write_bytes(p, lambda tmp: tmp.write_bytes(data))
     return body
+
+
+#: Columns of a scored table that are not scores (the transcript table has them already).
+_NOT_SCORES = ("participant", "record", "data_set", "choice", "chosen", "options")
+
+
+def scored_table(scores: pd.DataFrame, path: str | Path) -> pd.DataFrame:
+    """The transcript table of the Psych-201 file ``path`` with the per-choice ``scores`` (a
+    :func:`cogtestbed.transcript_nll` table: ``record``, ``participant``, ``choice`` and the score
+    columns) added, matched on (record, participant, choice); records not scored keep no score
+    (:func:`write_transcript_table` writes them as they were)."""
+    table = transcript_table(path)
+    missing = [c for c in ("record", "participant", "choice") if c not in scores.columns]
+    if missing:
+        raise Psych201Error(f"not a scored table: no column(s) {', '.join(missing)}")
+    columns = [c for c in scores.columns if c not in _NOT_SCORES and c not in COLUMNS]
+    keyed = scores[["record", "participant", "choice", *columns]].astype({"record": str, "participant": str})
+    merged = table.astype({"record": str, "participant": str}).merge(
+        keyed, on=["record", "participant", "choice"], how="left", validate="many_to_one")
+    for c in ("record", "participant"):
+        merged[c] = table[c].to_numpy()
+    merged.attrs.update(table.attrs)
+    return merged
 
 
 def records_of_table(table: pd.DataFrame) -> list[dict[str, Any]]:

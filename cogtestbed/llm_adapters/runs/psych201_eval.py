@@ -184,37 +184,44 @@ def _cache_kw(base: Any, cache: Any) -> dict[str, Any]:
     return {"cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values": cache}
 
 
+def _shared_length(group: list[Prepared]) -> int:
+    """Tokens every member shares at its start (at least one token of each left over); 0 alone."""
+    if len(group) == 1:
+        return 0
+    return min(min(_common(group[0].ids, g.ids) for g in group), *(len(g.ids) - 1 for g in group))
+
+
+def _fill(model: Any, torch: Any, hidden: Any, p: Prepared, positions: list[int], offset: int,
+          into: dict[int, float]) -> None:
+    """log p(token t) for each span position ``t`` into ``into``, from ``hidden``'s row t - 1 - offset."""
+    values = _log_probs(model, torch, hidden, [t - 1 - offset for t in positions], [p.ids[t] for t in positions])
+    for t, v in zip(positions, values, strict=True):
+        into[t] = float(v)
+
+
 def _score_group(model: Any, torch: Any, device: str, group: list[Prepared]) -> None:
     """Fill each member's ``nll`` (one value per span): the shared prefix once, the remainders
     batched over its key-value cache."""
     base = model.get_decoder() if hasattr(model, "get_decoder") else model.base_model
-    shared = 0 if len(group) == 1 else min(min(_common(group[0].ids, g.ids) for g in group),
-                                           *(len(g.ids) - 1 for g in group))
-    logp = [dict[int, float]() for _ in group]
+    shared = _shared_length(group)
+    logp: list[dict[int, float]] = [{} for _ in group]
     cache = None
     if shared > 0:
-        prefix = torch.tensor([group[0].ids[:shared]], device=device)
-        out = base(input_ids=prefix, use_cache=True)
+        out = base(input_ids=torch.tensor([group[0].ids[:shared]], device=device), use_cache=True)
         cache = getattr(out, "past_key_values", None) or getattr(out, "cache", None)
-        hidden = out.last_hidden_state[0]
-        for k, p in enumerate(group):
-            inside = [t for t in _span_positions(p) if t <= shared]  # predicted from a prefix row
-            for t, v in zip(inside, _log_probs(model, torch, hidden, [t - 1 for t in inside],
-                                               [p.ids[t] for t in inside]), strict=True):
-                logp[k][t] = float(v)
+        for k, p in enumerate(group):  # span tokens predicted from a prefix row
+            _fill(model, torch, out.last_hidden_state[0], p, [t for t in _span_positions(p) if t <= shared], 0,
+                  logp[k])
+        if cache is not None and len(group) > 1:
+            cache.batch_repeat_interleave(len(group))
     rest = [p.ids[shared:] for p in group]
     width = max(len(r) for r in rest)
     ids = torch.tensor([r + [0] * (width - len(r)) for r in rest], device=device)
     mask = torch.tensor([[1] * (shared + len(r)) + [0] * (width - len(r)) for r in rest], device=device)
-    if cache is not None and len(group) > 1:
-        cache.batch_repeat_interleave(len(group))
     out = base(input_ids=ids, attention_mask=mask, use_cache=cache is not None, **_cache_kw(base, cache))
-    hidden = out.last_hidden_state
     for k, p in enumerate(group):
-        later = [t for t in _span_positions(p) if t > shared]
-        values = _log_probs(model, torch, hidden[k], [t - 1 - shared for t in later], [p.ids[t] for t in later])
-        for t, v in zip(later, values, strict=True):
-            logp[k][t] = float(v)
+        _fill(model, torch, out.last_hidden_state[k], p, [t for t in _span_positions(p) if t > shared], shared,
+              logp[k])
     for k, p in enumerate(group):
         p.nll = [-sum(logp[k][t] for t in range(a, e)) for a, e in p.spans]
 

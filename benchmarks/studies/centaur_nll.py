@@ -167,7 +167,7 @@ def main() -> None:
                     "hybrid": round(row["nll_per_choice"], 4),
                     "position_bias": round(row["position_bias"], 4),
                     "chance": round(math.log(2), 4),
-                    "seconds": round(choices.attrs["seconds"][row["participant"]], 1),
+                    "seconds": round(row["seconds"], 1),
                 }
             ),
             flush=True,

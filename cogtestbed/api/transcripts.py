@@ -127,7 +127,8 @@ def participant_nll(choices: pd.DataFrame) -> pd.DataFrame:
     * ``centaur_nll`` — Centaur's per-response average: ``psych201_nll / n_spans``;
     * ``nll_raw`` / ``nll_norm`` — this package's mean per-choice NLL, raw and over the options.
 
-    NaN where nothing was scored (a measure not computed, or no choice scored)."""
+    NaN where nothing was scored (a measure not computed, or no choice scored); ``seconds``: the
+    time each participant took (from the table's ``attrs``)."""
     def one(df: pd.DataFrame) -> dict[str, Any]:
         out: dict[str, Any] = {"n_choices": len(df)}
         if "psych201_nll" in df:
@@ -145,6 +146,8 @@ def participant_nll(choices: pd.DataFrame) -> pd.DataFrame:
             for (p, r, d), df in choices.groupby(list(IDENTITY), sort=False)]
     out = pd.DataFrame(rows)
     key = out["record"].map(record_label) + ":" + out["participant"].astype(str)
+    if "seconds" in choices.attrs:
+        out["seconds"] = key.map(choices.attrs["seconds"])
     return out.iloc[sorted(range(len(out)), key=lambda i: (str(out["data_set"].iat[i]), _natural(key.iat[i])))]\
         .reset_index(drop=True)
 

@@ -51,10 +51,6 @@ def transcript_nll(req: TranscriptNllRequest, cmd: TranscriptNllCommand) -> None
     if output is not None:
         _write(choices, output, force)
     summary = participant_nll(choices)
-    from cogtestbed.data.psych201 import record_label
-
-    labels = summary["record"].map(record_label) + ":" + summary["participant"].astype(str)
-    summary["seconds"] = labels.map(choices.attrs["seconds"])
     print_json({"model": choices.attrs["model"], "overflow": overflow, "window": choices.attrs["window"],
                 "max_length": req.max_length,
                 "measures": {k: v for k, v in MEASURES.items() if k in summary.columns},

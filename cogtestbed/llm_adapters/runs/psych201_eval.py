@@ -208,7 +208,7 @@ def _score_group(model: Any, torch: Any, device: str, group: list[Prepared]) -> 
     cache = None
     if shared > 0:
         out = base(input_ids=torch.tensor([group[0].ids[:shared]], device=device), use_cache=True)
-        cache = getattr(out, "past_key_values", None) or getattr(out, "cache", None)
+        cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
         for k, p in enumerate(group):  # span tokens predicted from a prefix row
             _fill(model, torch, out.last_hidden_state[0], p, [t for t in _span_positions(p) if t <= shared], 0,
                   logp[k])

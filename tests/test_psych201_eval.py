@@ -224,3 +224,21 @@ def test_the_command_selects_by_record_and_writes_the_scores_back(tmp_path: Path
     assert {k: v for k, v in scored.items() if k != "cogtestbed_scores"} == json.loads(original[1])
     sums = scored["cogtestbed_scores"]["psych201_nll"]
     assert len(sums) == texts[1].count("<<") and sum(sums) == pytest.approx(row["psych201_nll"], rel=1e-12)
+
+
+def test_a_scored_parquet_table_exports_onto_its_file(tiny: Any, tmp_path: Path) -> None:
+    from cogtestbed.cli import run_cli
+
+    texts = _texts(np.random.default_rng(4), 2)
+    path = _file(tmp_path, texts, ["d/e", "d/e"], ["1", "2"])
+    table = tmp_path / "scores.parquet"
+    assert run_cli(["transcript-nll", str(path), "--llm", "hf:tiny-random", "--measure", "psych201", "-o",
+                    str(table)]) == 0
+    out = tmp_path / "scored.zip"
+    assert run_cli(["export", str(table), "--to", "psych201", "-o", str(out)]) == 0
+    from cogtestbed.data.psych201 import read_records
+
+    back = read_records(out)
+    assert [r.text for r in back] == texts
+    scores = [r.extra["cogtestbed_scores"]["psych201_nll"] for r in back]
+    assert [len(s) for s in scores] == [t.count("<<") for t in texts] and all(v > 0 for s in scores for v in s)

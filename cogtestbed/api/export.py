@@ -101,11 +101,10 @@ def _transcript_table(table_or_path: Any, experiment: Any) -> pd.DataFrame | Non
     if path.suffix.lower() == ".parquet" and path.is_file():
         import pyarrow.parquet as pq
 
-        names = pq.ParquetFile(path).schema_arrow.names
-        if all(c in names for c in ("layout", "text_json", "before", "chosen", "after")):
-            table = pd.read_parquet(path)
-            return table if is_transcript_table(table) else None
-        return None
+        names = set(pq.ParquetFile(path).schema_arrow.names)
+        transcript = {"layout", "text_json", "before", "chosen", "after"} <= names
+        scored = {"record", "participant", "choice"} <= names and bool({"psych201_nll", "logp_raw"} & names)
+        return _transcript_table(pd.read_parquet(path), experiment) if transcript or scored else None
     if experiment is None and first_record(path) is not None:
         return transcript_table(path)
     return None

@@ -171,8 +171,8 @@ class _Capped(io.RawIOBase):
     """A binary stream that raises :class:`InputLimitError` as soon as more than ``limit`` bytes
     have been read from it: reading stops at the limit whatever a header declares."""
 
-    def __init__(self, raw: Any, limit: int, name: str) -> None:
-        self._raw, self._limit, self._name, self._seen = raw, limit, name, 0
+    def __init__(self, raw: Any, limit: int, name: str, owner: Any = None) -> None:
+        self._raw, self._limit, self._name, self._seen, self._owner = raw, limit, name, 0, owner
 
     def readable(self) -> bool:
         return True
@@ -187,6 +187,8 @@ class _Capped(io.RawIOBase):
 
     def close(self) -> None:
         self._raw.close()
+        if self._owner is not None:  # the zip archive the member came from
+            self._owner.close()
         super().close()
 
 
@@ -222,15 +224,16 @@ def open_content(path: str | Path, limit: int | None = None) -> io.BufferedReade
             raise _over_limit(p.name, f"its member {member.filename} holds {member.file_size / 2**20:,.0f} MiB "
                                       "uncompressed, which", cap)
         raw: Any = archive.open(member)
+        owner: Any = archive
     elif name.endswith(".gz"):
         import gzip
 
-        raw = gzip.open(p, "rb")  # noqa: SIM115 - closed with the stream returned
+        raw, owner = gzip.open(p, "rb"), None  # noqa: SIM115 - closed with the stream returned
     else:
         if p.stat().st_size > cap:
             raise _over_limit(p.name, f"the file ({p.stat().st_size / 2**20:,.0f} MiB)", cap)
-        raw = p.open("rb")
-    return io.BufferedReader(_Capped(raw, cap, p.name), buffer_size=1 << 16)
+        raw, owner = p.open("rb"), None  # noqa: SIM115 - closed with the stream returned
+    return io.BufferedReader(_Capped(raw, cap, p.name, owner), buffer_size=1 << 16)
 
 
 def read_content(path: str | Path, limit: int | None = None) -> bytes:

@@ -316,11 +316,13 @@ def test_the_validate_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     path.write_text(json.dumps(GOOD) + "\n" + json.dumps(_record(participant="2", RTs=["1", "2", "3"])) + "\n")
     assert run_cli(["validate", str(path)]) == 1
     out = capsys.readouterr().out.strip().splitlines()
-    assert len(out) == 2 and out[0].startswith(f"{path}:2 (participant 2): RTs[0]: rt_string: 3 of 3 RTs")
+    assert len(out) == 2 and out[0].startswith(
+        f"{path}:2 (participant 2 of corpus/exp1.csv): RTs[0]: rt_string: 3 of 3 RTs")
     assert "rt_unit" in out[1]
     assert run_cli(["validate", str(path), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert [d["kind"] for d in doc["defects"]] == ["rt_string", "rt_unit"] and doc["defects"][0]["line"] == 2
+    assert doc["defects"][0]["record"] == "corpus/exp1.csv"
     clean = tmp_path / "c.jsonl"
     clean.write_text(json.dumps(GOOD) + "\n")
     assert run_cli(["validate", str(clean)]) == 0

@@ -176,7 +176,7 @@ def transcript_table(path: str | Path) -> pd.DataFrame:
 @derive_api(ValidateRequest)
 def validate(path: str | Path, **options: Any) -> pd.DataFrame:
     """Every defect of the Psych-201 file ``path`` (``cogtestbed validate FILE``): one row per
-    defect with its ``line``, ``participant``, ``field``, ``kind`` and ``message``; no row for a
+    defect with its ``line``, ``participant``, ``record``, ``field``, ``kind`` and ``message``; no row for a
     file without one.  The kinds and the heuristics behind ``condition_leak``, ``option_outside``
     and ``rt_unit``: :mod:`cogtestbed.data.psych201_validate`."""
     from cogtestbed.data.psych201_validate import defects_table, validate_psych201

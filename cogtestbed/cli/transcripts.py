@@ -97,7 +97,7 @@ def validate(req: ValidateRequest, cmd: ValidateCommand) -> None:
         print_json({"file": str(cmd.path), "defects": defects.to_dict(orient="records")})
     else:
         for d in defects.itertuples():
-            who = f" (participant {d.participant})" if d.participant is not None else ""
+            who = "" if d.participant is None else f" (participant {d.participant} of {d.record})"
             console.print(f"{cmd.path}:{d.line}{who}: {d.field}: {d.kind}: {d.message}", highlight=False,
                           markup=False, soft_wrap=True)
         kinds = defects["kind"].value_counts().to_dict()

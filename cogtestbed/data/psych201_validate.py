@@ -35,7 +35,7 @@ import json
 import re
 import statistics
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,14 +58,16 @@ _IDENTIFIER = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]*[a-z0-9]\b")
 @dataclass(frozen=True)
 class Defect:
     """One defect: the file's 1-based ``line`` (0: the file as a whole), the record's
-    ``participant`` where known, the ``field`` (``text``, ``RTs[3]``, ``choice 12``, …), its
-    ``kind`` (:data:`KINDS`) and one sentence."""
+    ``participant`` and its ``record`` (the ``experiment`` field) where known, the ``field``
+    (``text``, ``RTs[3]``, ``choice 12``, …), its ``kind`` (:data:`KINDS`) and one sentence."""
 
     line: int
     participant: str | None
     field: str
     kind: str
     message: str
+    #: The record's ``experiment`` field (its study or source file), where the line has one.
+    record: str | None = None
 
     def __str__(self) -> str:
         who = f" (participant {self.participant})" if self.participant is not None else ""
@@ -89,8 +91,21 @@ def validate_psych201(path: str | Path, max_length: int = MAX_LENGTH) -> list[De
     for number, raw in enumerate(content.split(b"\n"), start=1):
         if not raw.strip() or raw.strip() == b"\xef\xbb\xbf":
             continue
-        out.extend(_line(number, raw, seen, max_length))
+        found = _line(number, raw, seen, max_length)
+        if found:
+            record = _record_field(raw)
+            out.extend(replace(d, record=record) for d in found)
     return out
+
+
+def _record_field(raw: bytes) -> str | None:
+    """The line's ``experiment`` field where it reads as a record with one, else None."""
+    try:
+        obj = json.loads(raw.decode("utf-8").lstrip("\ufeff"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    value = obj.get("experiment") if isinstance(obj, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def _line(number: int, raw: bytes, seen: dict[tuple[str, str], tuple[int, Any]], max_length: int) -> list[Defect]:
@@ -239,7 +254,8 @@ def _rts(number: int, who: str, rts: Any, n_choices: int) -> list[Defect]:
 
 
 def defects_table(defects: list[Defect]) -> Any:
-    """The defects as a DataFrame (line, participant, field, kind, message)."""
+    """The defects as a DataFrame (line, participant, record, field, kind, message)."""
     import pandas as pd
 
-    return pd.DataFrame([asdict(d) for d in defects], columns=["line", "participant", "field", "kind", "message"])
+    return pd.DataFrame([asdict(d) for d in defects],
+                        columns=["line", "participant", "record", "field", "kind", "message"])

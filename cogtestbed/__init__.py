@@ -83,6 +83,8 @@ _PUBLIC: dict[str, str] = {
     "transcript_nll": "cogtestbed.api.transcripts",
     "participant_nll": "cogtestbed.api.transcripts",
     "heldout_nll": "cogtestbed.api.transcripts",
+    "transcript_table": "cogtestbed.api.transcripts",
+    "validate": "cogtestbed.api.transcripts",
     # the result types of the functions above (what ct.fit, ct.check, ct.run, ... return)
     "BayesFit": "cogtestbed.inference.hierarchical",
     "ConformanceReport": "cogtestbed.validation.conformance.suite",
@@ -99,7 +101,8 @@ __all__ = [
     "MetricsReport", "PairedRun", "Phenotype", "Plan", "RunResult", "Study", "check", "describe", "estimates",
     "experiments", "export", "fit", "fit_and_save", "form_study", "get_experiment", "heldout_nll", "looks",
     "metric_validity", "metrics", "model_recovery", "participant_nll", "phenotype", "plan", "plan_forms",
-    "plot_recovery", "power", "recover", "run", "sbc", "simulate", "study", "transcript_nll", "true_parameters",
+    "plot_recovery", "power", "recover", "run", "sbc", "simulate", "study", "transcript_nll", "transcript_table",
+    "true_parameters", "validate",
     "Population", "build_population", "population", "population_from_fit", "populations",
 ]
 
@@ -129,7 +132,7 @@ if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, lis
         study,
         true_parameters,
     )
-    from cogtestbed.api.transcripts import heldout_nll, participant_nll, transcript_nll
+    from cogtestbed.api.transcripts import heldout_nll, participant_nll, transcript_nll, transcript_table, validate
     from cogtestbed.data.rows import DataFormatError, RepeatedSessionError  # noqa: F401
     from cogtestbed.environments.forms import FormError  # noqa: F401
     from cogtestbed.errors import BudgetError, CogtestbedError, DataError, InputError, ResumeMismatch  # noqa: F401

@@ -56,6 +56,8 @@ CONVERTED: dict[str, tuple[tuple[str, ...], str | None]] = {
     "export": (("cogtestbed.api.workflow_options:ExportRequest", "cogtestbed.cli.export:ExportCommand"), "export"),
     "transcript-nll": (("cogtestbed.api.workflow_options:TranscriptNllRequest",
                         "cogtestbed.cli.transcripts:TranscriptNllCommand"), "transcript_nll"),
+    "validate": (("cogtestbed.api.workflow_options:ValidateRequest", "cogtestbed.cli.transcripts:ValidateCommand"),
+                 "validate"),
     "demo": (("cogtestbed.cli.demo:DemoRequest",), None),
     "metrics": (("cogtestbed.api.workflow_options:MetricsRequest", "cogtestbed.cli.metrics:MetricsCommand"), "metrics"),
     "population show": (("cogtestbed.cli.population:ShowRequest",), None),
@@ -239,7 +241,9 @@ KEYWORDS_BEFORE: dict[str, dict[str, object]] = {
     "export": {"to": "psych201", "output": None, "experiment": None, "source": "auto", "force": False},
     "metrics": {"source": "auto", "sessions": None},
     "transcript_nll": {"participants": None, "options": "auto", "overflow": "refuse", "window": None,
-                       "min_context": None},
+                       "min_context": None, "measures": ("psych201", "choice"), "max_length": 32768,
+                       "batch_tokens": 16384, "share_prefix": True, "checkpoint": None},
+    "validate": {"max_length": 32768},
     "heldout_nll": {"model": REQUIRED, "test": REQUIRED, "seed": 0, "n_starts": None},
 }
 

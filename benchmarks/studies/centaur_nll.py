@@ -146,7 +146,8 @@ def main() -> None:
     held["participant"] = held["subject"].map(participant_of)
     print(json.dumps({"position_bias_fit": [round(b, 4) for b in bias]}), flush=True)
     choices = transcript_nll(
-        "hf:smollm2-135m", records, options=shahar2019_options, overflow="window", min_context=args.min_context
+        "hf:smollm2-135m", records, options=shahar2019_options, overflow="window", min_context=args.min_context,
+        measures=["choice"],  # the per-choice measure only, as the study has always printed (issue 70 added psych201)
     )
     llm = participant_nll(choices).merge(
         held[["participant", "nll_per_choice", "n_choices", "position_bias"]],
@@ -166,7 +167,7 @@ def main() -> None:
                     "hybrid": round(row["nll_per_choice"], 4),
                     "position_bias": round(row["position_bias"], 4),
                     "chance": round(math.log(2), 4),
-                    "seconds": round(choices.attrs["seconds"][row["participant"]], 1),
+                    "seconds": round(row["seconds"], 1),
                 }
             ),
             flush=True,

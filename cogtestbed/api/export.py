@@ -25,6 +25,12 @@ def export(table_or_path: pd.DataFrame | str | os.PathLike[str], **options: Any)
     """Write a trial table (a DataFrame, a ``.parquet`` file or any file an importer reads) as
     Psych-201 JSON Lines (``cogtestbed export TABLE --to psych201 -o FILE``); returns the records.
 
+    A transcript table (:func:`cogtestbed.transcript_table`, or a scored one from
+    :func:`cogtestbed.transcript_nll`), or any Psych-201 file given without ``experiment``, is
+    written as it is: the file's own bytes (a zip's content; the archive is new), a scored table's
+    extra columns added to each record as ``cogtestbed_scores``
+    (:func:`cogtestbed.data.psych201_table.write_transcript_table`).  Otherwise:
+
     One record per subject (``text``, ``experiment`` = ``cogtestbed/<experiment>``,
     ``participant`` = the subject id): the experiment's description, the participant's agent and
     generating parameters, then one sentence per trial with the choice marked ``<<…>>``
@@ -48,6 +54,9 @@ def export(table_or_path: pd.DataFrame | str | os.PathLike[str], **options: Any)
         if out.suffix.lower() not in (".jsonl", ".zip"):
             raise InputError(f"a Psych-201 file ends in .jsonl or .zip (prompts.jsonl.zip), got {out}")
         check_output_file(out, force)
+    transcripts = _transcript_table(table_or_path, experiment)
+    if transcripts is not None:
+        return _export_transcripts(transcripts, out, force)
     exp = get_experiment(experiment_for(experiment, table_or_path))
     table, _ = read_table(exp, table_or_path, source)
     if table.empty:
@@ -64,6 +73,52 @@ def export(table_or_path: pd.DataFrame | str | os.PathLike[str], **options: Any)
 
         with claim_file(out, force):
             write_records(records, out)
+    return records
+
+
+def _transcript_table(table_or_path: Any, experiment: Any) -> pd.DataFrame | None:
+    """The transcript table to write as it is (:mod:`cogtestbed.data.psych201_table`): a transcript
+    table (scored or not; a DataFrame or a ``.parquet`` file), or any Psych-201 file when no
+    experiment is named; None for a trial table."""
+    import pandas as pd
+
+    from cogtestbed.data.psych201 import first_record
+    from cogtestbed.data.psych201_table import is_transcript_table, scored_table, transcript_table
+
+    if isinstance(table_or_path, pd.DataFrame):
+        frame = table_or_path
+        if is_transcript_table(frame):
+            return frame
+        scored = {"record", "participant", "choice"} <= set(frame.columns) and bool(
+            {"psych201_nll", "logp_raw"} & set(frame.columns))
+        if not scored:
+            return None
+        source = frame.attrs.get("transcripts")  # a transcript-nll table: its scores on its file's records
+        if source is None:
+            raise InputError("this scored table does not name the Psych-201 file it scored (attrs['transcripts'])")
+        return scored_table(frame, source)
+    path = Path(table_or_path)
+    if path.suffix.lower() == ".parquet" and path.is_file():
+        import pyarrow.parquet as pq
+
+        names = set(pq.ParquetFile(path).schema_arrow.names)
+        transcript = {"layout", "text_json", "before", "chosen", "after"} <= names
+        scored = {"record", "participant", "choice"} <= names and bool({"psych201_nll", "logp_raw"} & names)
+        return _transcript_table(pd.read_parquet(path), experiment) if transcript or scored else None
+    if experiment is None and first_record(path) is not None:
+        return transcript_table(path)
+    return None
+
+
+def _export_transcripts(table: pd.DataFrame, out: Path | None, force: bool) -> list[dict[str, Any]]:
+    """A transcript table written back as Psych-201 (its own bytes; extra columns as scores)."""
+    from cogtestbed.data.psych201_table import records_of_table, write_transcript_table
+    from cogtestbed.outputs import claim_file
+
+    records = records_of_table(table)  # refuses a table without layouts before anything is written
+    if out is not None:
+        with claim_file(out, force):
+            write_transcript_table(table, out)
     return records
 
 

@@ -5,7 +5,6 @@ so the two can be set side by side on the same participants (``cogtestbed transc
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,10 +13,16 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.api.checks import public
-from cogtestbed.api.workflow_options import AUTO, HeldoutRequest, TranscriptNllRequest
+from cogtestbed.api.workflow_options import AUTO, HeldoutRequest, TranscriptNllRequest, ValidateRequest
+from cogtestbed.data.psych201 import record_label, select_records
 from cogtestbed.errors import InputError
 from cogtestbed.inference.heldout import HeldOut
 from cogtestbed.request import build, derive_api
+
+#: A participant's identity in every table here: the record (its ``experiment`` field: the study or
+#: source file) and the id, with the data set; ids repeat across records (Psych-201's
+#: ``spektor2019contexteffects``: 130 records of 33 ids).
+IDENTITY = ("participant", "record", "data_set")
 
 
 def _client(llm: Any) -> Any:
@@ -54,64 +59,130 @@ def _records(source: Any) -> list[Any]:
 @public(paths=("transcripts",))
 @derive_api(TranscriptNllRequest)
 def transcript_nll(llm: Any, transcripts: str | Path | Sequence[Any], **kwargs: Any) -> pd.DataFrame:
-    """Per-choice log-likelihood of ``llm`` (an in-process model) on each participant's transcript.
+    """The log-likelihood of ``llm`` (an in-process model) on each participant's transcript, three
+    measures side by side (:data:`~cogtestbed.llm_adapters.runs.psych201_eval.MEASURES`).
 
     ``transcripts``: a Psych-201 file (``prompts.jsonl[.zip]``), or records or ``(participant, text)``
-    pairs.  ``participants``: the ids to score (all by default).  ``options``: ``"auto"``
-    (the option sets declared for the data set in
-    :data:`~cogtestbed.llm_adapters.runs.transcript.OPTION_SETS`), None, a list or a function (see
-    :func:`cogtestbed.llm_adapters.runs.transcript.transcript_nll`, with ``overflow``, ``window`` and
-    ``min_context``).  The text is fed raw (no chat template), as Centaur's evaluation does.
+    pairs.  ``participants``: whom to score (all by default): an id where one record has it, else
+    ``RECORD:ID`` (``exp1:1``; :func:`cogtestbed.data.psych201.select_records` refuses an id several
+    records share, naming them).  ``measures``: ``psych201`` (Psych-201's evaluation: the summed
+    token NLL of each response span, the text cut to ``max_length`` characters without an unclosed
+    mark, :mod:`cogtestbed.llm_adapters.runs.psych201_eval`; participants that share their opening
+    tokens batched over one key-value cache, ``batch_tokens``, ``share_prefix``) and ``choice``
+    (the per-choice ``logp_raw``/``logp_norm``: ``options`` ``"auto"`` takes the option sets declared
+    for the data set in :data:`~cogtestbed.llm_adapters.runs.transcript.OPTION_SETS`; ``overflow``,
+    ``window``, ``min_context``: :func:`cogtestbed.llm_adapters.runs.transcript.transcript_nll`).
+    ``checkpoint``: a JSON Lines file finished participants are appended to and read back from (a
+    killed run resumes where it stopped).  The text is fed raw (no chat template), as the
+    evaluation does.  Progress goes to the current reporter (:mod:`cogtestbed.progress`; the
+    command line's stderr).
 
-    Returns one row per marked choice, with ``participant`` and ``data_set`` first; the seconds
-    each participant took are in ``attrs["seconds"]``.  Summarise with :func:`participant_nll`.
+    Returns one row per marked choice, ``participant``, ``record`` (the study or source file) and
+    ``data_set`` first; the seconds each participant took are in ``attrs["seconds"]`` (under
+    ``RECORD:ID``).  Summarise with :func:`participant_nll`.
     """
     from cogtestbed.llm_adapters.runs.transcript import OPTION_SETS, OVERFLOWS
     from cogtestbed.llm_adapters.runs.transcript import transcript_nll as score
+    from cogtestbed.llm_adapters.runs.transcript_scoring import score_records
 
     req = build(TranscriptNllRequest, {**kwargs, "llm": llm})
-    participants, options, overflow, window, min_context = (req.participants, req.options, req.overflow, req.window,
-                                                            req.min_context)
+    options, overflow, window, min_context = req.options, req.overflow, req.window, req.min_context
     if overflow not in OVERFLOWS:  # before the model loads
         raise InputError(f"overflow must be one of {', '.join(OVERFLOWS)}, got {overflow!r}")
     records = _records(transcripts)
-    if participants is not None:
-        by_id = {r.participant: r for r in records}
-        missing = [p for p in participants if str(p) not in by_id]
-        if missing:
-            raise InputError(f"participant(s) not in the transcripts: {', '.join(map(str, missing[:5]))}")
-        records = [by_id[str(p)] for p in participants]
+    if req.participants is not None:
+        records = select_records(records, req.participants)
     client = _client(llm)
-    parts, seconds = [], {}
-    for rec in records:
+
+    def per_choice(rec: Any) -> pd.DataFrame:
         opts = OPTION_SETS.get(rec.data_set) if isinstance(options, str) and options == AUTO else options
-        start = time.perf_counter()
-        table = score(client, rec.text, options=opts, overflow=overflow,  # type: ignore[arg-type]
-                      window=window, min_context=min_context)
-        seconds[rec.participant] = time.perf_counter() - start
-        parts.append(table.assign(participant=rec.participant, data_set=rec.data_set))
+        return score(client, rec.text, options=opts, overflow=overflow,  # type: ignore[arg-type]
+                     window=window, min_context=min_context)
+
+    settings = {"options": options if isinstance(options, str) else repr(options), "overflow": overflow,
+                "window": window, "min_context": min_context, "max_length": req.max_length}
+    parts, seconds = score_records(client, records, measures=list(req.measures), choice_scorer=per_choice,
+                                   max_length=req.max_length, batch_tokens=req.batch_tokens,
+                                   share_prefix=req.share_prefix, checkpoint=req.checkpoint, settings=settings)
+    parts = [t.assign(participant=r.participant, record=r.experiment, data_set=r.data_set)
+             for t, r in zip(parts, records, strict=True)]
     out = pd.concat(parts, ignore_index=True)
-    out = out[["participant", "data_set", *[c for c in out.columns if c not in ("participant", "data_set")]]]
+    out = out[[*IDENTITY, *[c for c in out.columns if c not in IDENTITY]]]
     out.attrs.update(model=getattr(client, "model", str(llm)), seconds=seconds, overflow=overflow,
-                     window=window or client.context_length, min_context=min_context)
+                     window=window or client.context_length, min_context=min_context, max_length=req.max_length,
+                     measures=list(req.measures))
+    if isinstance(transcripts, (str, Path)):  # ct.export(out, to="psych201") writes the scores onto its records
+        out.attrs["transcripts"] = str(transcripts)
     return out
 
 
 @public()
 def participant_nll(choices: pd.DataFrame) -> pd.DataFrame:
-    """Per participant of a :func:`transcript_nll` table: choices, choices scored, and the mean
-    per-choice NLL (nats) raw (Centaur's) and normalised over the options; NaN where none scored."""
-    def one(df: pd.DataFrame) -> pd.Series:
-        raw, norm = df["logp_raw"].dropna(), df["logp_norm"].dropna()
-        return pd.Series({"n_choices": len(df), "n_scored_raw": len(raw), "n_scored_norm": len(norm),
-                          "nll_raw": float(-raw.mean()) if len(raw) else np.nan,
-                          "nll_norm": float(-norm.mean()) if len(norm) else np.nan})
+    """Per participant (record and id) of a :func:`transcript_nll` table, the three measures, each
+    named for what it is (:data:`~cogtestbed.llm_adapters.runs.psych201_eval.MEASURES`):
 
-    rows = {p: one(df) for p, df in choices.groupby("participant", sort=False)}
-    out = pd.DataFrame.from_dict(rows, orient="index")
-    out.index.name = "participant"
-    out = out.reset_index()
-    return out.sort_values("participant", key=lambda s: s.astype(str), kind="stable").reset_index(drop=True)
+    * ``psych201_nll`` — Psych-201's evaluation: the sum over the participant's response spans of
+      each span's summed token NLL (nats), with ``n_spans``; its analyses average it per experiment
+      (``summary.groupby("data_set")["psych201_nll"].mean()``);
+    * ``centaur_nll`` — Centaur's per-response average: ``psych201_nll / n_spans``;
+    * ``nll_raw`` / ``nll_norm`` — this package's mean per-choice NLL, raw and over the options.
+
+    NaN where nothing was scored (a measure not computed, or no choice scored); ``seconds``: the
+    time each participant took (from the table's ``attrs``)."""
+    def one(df: pd.DataFrame) -> dict[str, Any]:
+        out: dict[str, Any] = {"n_choices": len(df)}
+        if "psych201_nll" in df:
+            spans = df["psych201_nll"].dropna()
+            out.update(n_spans=len(spans), psych201_nll=float(spans.sum()) if len(spans) else np.nan,
+                       centaur_nll=float(spans.mean()) if len(spans) else np.nan)
+        if "logp_raw" in df:
+            raw, norm = df["logp_raw"].dropna(), df["logp_norm"].dropna()
+            out.update(n_scored_raw=len(raw), n_scored_norm=len(norm),
+                       nll_raw=float(-raw.mean()) if len(raw) else np.nan,
+                       nll_norm=float(-norm.mean()) if len(norm) else np.nan)
+        return out
+
+    rows = [{"participant": p, "record": r, "data_set": d, **one(df)}
+            for (p, r, d), df in choices.groupby(list(IDENTITY), sort=False)]
+    out = pd.DataFrame(rows)
+    key = out["record"].map(record_label) + ":" + out["participant"].astype(str)
+    if "seconds" in choices.attrs:
+        out["seconds"] = key.map(choices.attrs["seconds"])
+    return out.iloc[sorted(range(len(out)), key=lambda i: (str(out["data_set"].iat[i]), _natural(key.iat[i])))]\
+        .reset_index(drop=True)
+
+
+def _natural(label: str) -> tuple[Any, ...]:
+    """``exp10:2`` after ``exp2:10``: digits compared as numbers."""
+    import re
+
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", label))
+
+
+@public(paths=("path",))
+def transcript_table(path: str | Path) -> pd.DataFrame:
+    """Any Psych-201 file (``.jsonl``, ``.zip`` holding one, ``.gz``) as a transcript table: one row
+    per marked choice with ``data_set``, ``record`` (the study or source file), ``participant``,
+    ``choice``, the text ``before`` it, the ``chosen`` text, its ``rt`` and the ``options`` the text
+    states, whether or not an experiment models the data set
+    (:mod:`cogtestbed.data.psych201_table`).  ``ct.export(table, to="psych201", output=...)``
+    writes it back byte for byte."""
+    from cogtestbed.data.psych201_table import transcript_table as read
+
+    return read(path)
+
+
+@public(paths=("path",))
+@derive_api(ValidateRequest)
+def validate(path: str | Path, **options: Any) -> pd.DataFrame:
+    """Every defect of the Psych-201 file ``path`` (``cogtestbed validate FILE``): one row per
+    defect with its ``line``, ``participant``, ``record``, ``field``, ``kind`` and ``message``; no row for a
+    file without one.  The kinds and the heuristics behind ``condition_leak``, ``option_outside``
+    and ``rt_unit``: :mod:`cogtestbed.data.psych201_validate`."""
+    from cogtestbed.data.psych201_validate import defects_table, validate_psych201
+
+    req = build(ValidateRequest, options)
+    return defects_table(validate_psych201(path, max_length=req.max_length))
 
 
 @public()

@@ -89,6 +89,27 @@ class TranscriptNllRequest:
     min_context: int | None = option(
         None, help="With --overflow window: tokens each choice is conditioned on at least (default: half the "
                    "window).")
+    measures: Sequence[str] = option(
+        ("psych201", "choice"), cli_type=list[str], flags=("--measure",),
+        help="What to compute; repeatable: psych201 (Psych-201's evaluation: summed token NLL per response span, "
+             "text cut to --max-length; with Centaur's per-response average) and choice (the per-choice NLL).")
+    max_length: int = option(32768, help="The evaluation's maximum text length in characters (Psych-201 eval.py).")
+    batch_tokens: int = option(16384, help="psych201 measure: padded tokens per batch of participants that share "
+                                           "their opening tokens (memory).")
+    share_prefix: bool = option(True, help="psych201 measure: run a shared opening once and reuse its key-value "
+                                           "cache (off: one plain pass per participant).")
+    checkpoint: str | os.PathLike[str] | None = option(
+        None, cli_type=Path | None, help="A JSON Lines file of finished participants: those in it are read back, "
+                                         "new ones appended as they finish (resume after a kill).")
+
+
+@dataclass(frozen=True)
+class ValidateRequest:
+    """A Psych-201 file checked for every defect, as :func:`cogtestbed.validate` takes it (the file
+    positional)."""
+
+    max_length: int = option(32768, flags=("--max-length",),
+                             help="The evaluation's maximum text length in characters (Psych-201 eval.py).")
 
 
 @dataclass(frozen=True)

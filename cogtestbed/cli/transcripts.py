@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from cogtestbed.api.workflow_options import TranscriptNllRequest
+from cogtestbed.api.workflow_options import TranscriptNllRequest, ValidateRequest
 from cogtestbed.cli.app import app, console_err, print_json
 from cogtestbed.cli.options import request_command
 from cogtestbed.request import api_values, option
@@ -18,25 +18,89 @@ class TranscriptNllCommand:
     :class:`~cogtestbed.api.workflow_options.TranscriptNllRequest`)."""
 
     path: Path = option(argument=True, help="A Psych-201 file (prompts.jsonl or prompts.jsonl.zip).")
-    output: Path | None = option(None, flags=("--output", "-o"), help="Write the per-choice table (CSV).")
+    output: Path | None = option(
+        None, flags=("--output", "-o"),
+        help="Write the per-choice table (.csv or .parquet), or the transcripts with their scores as Psych-201 "
+             "(.jsonl or .zip: each scored record gains cogtestbed_scores).")
     force: bool = option(False, flags=("--force",), help="Overwrite an existing output file.")
+
+
+#: Output suffixes of ``transcript-nll -o``: tables, and Psych-201 files with the scores as metadata.
+TABLE_SUFFIXES, PSYCH201_SUFFIXES = (".csv", ".parquet"), (".jsonl", ".zip")
 
 
 @request_command(app, TranscriptNllRequest, TranscriptNllCommand, name="transcript-nll")
 def transcript_nll(req: TranscriptNllRequest, cmd: TranscriptNllCommand) -> None:
-    """Per-choice NLL of the human's choices: raw (Centaur's, full vocabulary) and over the options."""
+    """NLL of the human's choices, three measures: Psych-201's evaluation (summed token NLL per response span),
+    Centaur's per-response average, and the per-choice NLL (raw and over the options); progress on stderr."""
     path, output, force, overflow = cmd.path, cmd.output, cmd.force, req.overflow
     from cogtestbed.api.transcripts import participant_nll
     from cogtestbed.api.transcripts import transcript_nll as score
-    from cogtestbed.outputs import atomic_write_bytes, check_output_file
+    from cogtestbed.errors import InputError
+    from cogtestbed.llm_adapters.runs.psych201_eval import MEASURES
+    from cogtestbed.outputs import check_output_file
+    from cogtestbed.progress import reporting, stderr_reporter
 
     if output is not None:
-        check_output_file(output, force=force, suffix=".csv")
-    choices = score(transcripts=path, **api_values(req))
+        if output.suffix.lower() not in (*TABLE_SUFFIXES, *PSYCH201_SUFFIXES):
+            raise InputError(f"-o ends in {', '.join((*TABLE_SUFFIXES, *PSYCH201_SUFFIXES))}, got {output}")
+        check_output_file(output, force=force)
+    terminal = console_err.is_terminal
+    with reporting(stderr_reporter(terminal), terminal):
+        choices = score(transcripts=path, **api_values(req))
     if output is not None:
-        atomic_write_bytes(output, lambda tmp: choices.to_csv(tmp, index=False))
-        console_err.print(f"wrote {len(choices)} choices to {output}")
+        _write(choices, output, force)
     summary = participant_nll(choices)
-    summary["seconds"] = summary["participant"].map(choices.attrs["seconds"])
     print_json({"model": choices.attrs["model"], "overflow": overflow, "window": choices.attrs["window"],
+                "max_length": req.max_length,
+                "measures": {k: v for k, v in MEASURES.items() if k in summary.columns},
                 "participants": summary.to_dict(orient="records")})
+
+
+def _write(choices: object, output: Path, force: bool) -> None:
+    import pandas as pd
+
+    from cogtestbed.outputs import atomic_write_bytes
+
+    assert isinstance(choices, pd.DataFrame)
+    if output.suffix.lower() in PSYCH201_SUFFIXES:
+        from cogtestbed.api.export import export
+
+        records = export(choices, to="psych201", output=output, force=True)
+        console_err.print(f"wrote {len(records)} records with their scores to {output}", highlight=False)
+        return
+    if output.suffix.lower() == ".parquet":
+        atomic_write_bytes(output, lambda tmp: choices.to_parquet(tmp, index=False))
+    else:
+        atomic_write_bytes(output, lambda tmp: choices.to_csv(tmp, index=False))
+    console_err.print(f"wrote {len(choices)} choices to {output}", highlight=False)
+
+@dataclass(frozen=True)
+class ValidateCommand:
+    """``cogtestbed validate``'s own options (those shared with :func:`cogtestbed.validate`:
+    :class:`~cogtestbed.api.workflow_options.ValidateRequest`)."""
+
+    path: Path = option(argument=True, help="A Psych-201 file (prompts.jsonl, prompts.jsonl.zip or .gz).")
+    json: bool = option(False, flags=("--json",), help="Print the defects as JSON.")
+
+
+@request_command(app, ValidateRequest, ValidateCommand, name="validate")
+def validate(req: ValidateRequest, cmd: ValidateCommand) -> None:
+    """List every defect of a Psych-201 file with its line and field (exit status 1 where there is one)."""
+    import typer
+
+    from cogtestbed.api.transcripts import validate as check
+    from cogtestbed.cli.app import console
+
+    defects = check(cmd.path, **api_values(req))
+    if cmd.json:
+        print_json({"file": str(cmd.path), "defects": defects.to_dict(orient="records")})
+    else:
+        for d in defects.itertuples():
+            who = "" if d.participant is None else f" (participant {d.participant} of {d.record})"
+            console.print(f"{cmd.path}:{d.line}{who}: {d.field}: {d.kind}: {d.message}", highlight=False,
+                          markup=False, soft_wrap=True)
+        kinds = defects["kind"].value_counts().to_dict()
+        console_err.print(f"{len(defects)} defect(s)" + (f": {kinds}" if kinds else ""), highlight=False, markup=False)
+    if len(defects):
+        raise typer.Exit(1)

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.data.rows import DataFormatError
+from cogtestbed.errors import InputError
 from cogtestbed.schema import ID_COLUMNS, canonical_rows, type_in_words
 
 #: The record fields every Psych-201 line has.
@@ -54,7 +55,7 @@ REFUSED = {
                 "without inventing the blocks' probabilities",
 }
 #: File names read as Psych-201 (``prompts.jsonl``, ``prompts.jsonl.zip``, ``x.zip`` holding one).
-SUFFIXES = (".jsonl", ".zip")
+SUFFIXES = (".jsonl", ".zip", ".gz")
 
 
 class Psych201Error(DataFormatError):
@@ -76,6 +77,19 @@ class Record:
         """The data set's name: the ``experiment`` field up to its first ``/``."""
         return data_set_of(self.experiment)
 
+    @property
+    def key(self) -> tuple[str, str]:
+        """The record's identity: (its ``experiment`` field, i.e. the study or source file, and the
+        participant id).  Ids repeat across records (a participant of several studies; a data set
+        numbering participants per source file), so the id alone names no one."""
+        return (self.experiment, self.participant)
+
+    @property
+    def label(self) -> str:
+        """``RECORD:ID`` naming this record unambiguously (:func:`select_records` reads it back):
+        the source file's stem (``exp1``) where the ``experiment`` field names one, else the field."""
+        return f"{record_label(self.experiment)}:{self.participant}"
+
     def choices(self) -> list[str]:
         """The participant's choices in transcript order (the ``<<…>>`` marks)."""
         return CHOICE.findall(self.text)
@@ -95,22 +109,145 @@ def data_set_of(experiment: str) -> str:
     return experiment.split("/", 1)[0]
 
 
+def record_label(experiment: str) -> str:
+    """The short name of a record's ``experiment`` field: ``spektor2019contexteffects/exp1.csv`` →
+    ``exp1`` (the source file's stem), the field itself where it names no file after the data set."""
+    rest = experiment.split("/", 1)[1] if "/" in experiment else ""
+    stem = Path(rest).stem if rest.strip("/") else ""
+    return stem or experiment
+
+
+def _names_of(rec: Record) -> set[str]:
+    """Every name :func:`select_records` accepts for ``rec``'s record (before ``:ID``)."""
+    rest = rec.experiment.split("/", 1)[1] if "/" in rec.experiment else rec.experiment
+    return {rec.experiment, rest, record_label(rec.experiment), Path(rest).name}
+
+
+def select_records(records: Sequence[Record], wanted: Iterable[str | int]) -> list[Record]:
+    """The records ``wanted`` names, in that order: each item is a participant id (``1``) where
+    exactly one record has it, or ``RECORD:ID`` (``exp1:1``, ``exp1.csv:1`` or the whole
+    ``experiment`` field then ``:1``) naming the record too.  An id that several records share
+    is refused in one line naming them (identity is (record, participant)); an unknown one too
+    (:class:`~cogtestbed.errors.InputError`)."""
+    out: list[Record] = []
+    for item in wanted:
+        text = str(item)
+        found = [r for r in records if r.participant == text]
+        record, sep, pid = text.rpartition(":")
+        if sep:
+            named = [r for r in records if r.participant == pid and record in _names_of(r)]
+            found = named or found
+        if not found:
+            raise InputError(f"participant {text} is not in the transcripts")
+        if len(found) > 1:
+            names = ", ".join(r.label for r in found[:8]) + (", …" if len(found) > 8 else "")
+            raise InputError(f"participant {text} is in {len(found)} records ({names}): identity is (record, "
+                                f"participant); name one as RECORD:ID, e.g. {found[0].label}")
+        out.extend(found)
+    return out
+
+
 # ----------------------------------------------------------------------------- reading
+class InputLimitError(Psych201Error):
+    """A Psych-201 file whose content (uncompressed: a zip or gzip member as read) is over the
+    input limit (:func:`cogtestbed.memory.input_limit_mb`, ``$COGTESTBED_MAX_INPUT_MB``)."""
+
+
+def input_limit_bytes() -> int:
+    """The input limit in bytes of *content read* (:func:`cogtestbed.memory.input_limit_mb`)."""
+    from cogtestbed.memory import input_limit_mb
+
+    return int(input_limit_mb() * 2**20)
+
+
+def _over_limit(name: str, what: str, limit: int) -> InputLimitError:
+    from cogtestbed.memory import MAX_INPUT_ENV
+
+    return InputLimitError(f"{name}: {what} is over the input limit of {limit / 2**20:g} MiB of content read "
+                           f"({MAX_INPUT_ENV}=N raises it)")
+
+
+class _Capped(io.RawIOBase):
+    """A binary stream that raises :class:`InputLimitError` as soon as more than ``limit`` bytes
+    have been read from it: reading stops at the limit whatever a header declares."""
+
+    def __init__(self, raw: Any, limit: int, name: str, owner: Any = None) -> None:
+        self._raw, self._limit, self._name, self._seen, self._owner = raw, limit, name, 0, owner
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._raw.read(min(len(buffer), self._limit + 1 - self._seen) or 1)
+        self._seen += len(data)
+        if self._seen > self._limit:
+            raise _over_limit(self._name, "its uncompressed content", self._limit)
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._raw.close()
+        if self._owner is not None:  # the zip archive the member came from
+            self._owner.close()
+        super().close()
+
+
+def _zip_member(path: Path) -> tuple[zipfile.ZipFile, zipfile.ZipInfo]:
+    """The one ``.jsonl`` member of a Psych-201 zip (``__MACOSX`` resource forks ignored)."""
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise Psych201Error(f"{path.name} is not a readable zip archive: {exc}") from exc
+    members = [i for i in archive.infolist() if i.filename.endswith(".jsonl") and not i.filename.startswith("__MACOSX")
+               and "/._" not in i.filename and not Path(i.filename).name.startswith("._")]
+    if len(members) != 1:
+        archive.close()
+        raise Psych201Error(f"{path.name}: a Psych-201 zip holds one .jsonl file, found "
+                            f"{len(members)} ({', '.join(i.filename for i in members) or 'none'})")
+    return archive, members[0]
+
+
+def open_content(path: str | Path, limit: int | None = None) -> io.BufferedReader:
+    """The JSON Lines bytes of a Psych-201 file: the file itself, the one ``.jsonl`` member of a
+    zip, or a gzip file's content, **capped at the input limit of content read**
+    (:func:`input_limit_bytes`): a zip member is refused by its declared uncompressed size before
+    anything is read, and every source stops with :class:`InputLimitError` once more than the
+    limit has come out of it (a zip bomb is refused after at most ``limit`` bytes, in memory a
+    buffer's worth)."""
+    p = Path(path)
+    cap = input_limit_bytes() if limit is None else limit
+    name = p.name.lower()
+    if name.endswith(".zip"):
+        archive, member = _zip_member(p)
+        if member.file_size > cap:
+            archive.close()
+            raise _over_limit(p.name, f"its member {member.filename} holds {member.file_size / 2**20:,.0f} MiB "
+                                      "uncompressed, which", cap)
+        raw: Any = archive.open(member)
+        owner: Any = archive
+    elif name.endswith(".gz"):
+        import gzip
+
+        raw, owner = gzip.open(p, "rb"), None  # noqa: SIM115 - closed with the stream returned
+    else:
+        if p.stat().st_size > cap:
+            raise _over_limit(p.name, f"the file ({p.stat().st_size / 2**20:,.0f} MiB)", cap)
+        raw, owner = p.open("rb"), None  # noqa: SIM115 - closed with the stream returned
+    return io.BufferedReader(_Capped(raw, cap, p.name, owner), buffer_size=1 << 16)
+
+
+def read_content(path: str | Path, limit: int | None = None) -> bytes:
+    """All the JSON Lines bytes of a Psych-201 file (:func:`open_content`: capped at the limit)."""
+    try:
+        with open_content(path, limit) as stream:
+            return stream.read()
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:  # a damaged archive
+        raise Psych201Error(f"{Path(path).name}: cannot be read: {exc}") from None
+
+
 def _open_lines(path: Path) -> io.TextIOBase:
-    """The JSON lines of ``path``: the file itself, or the one ``.jsonl`` member of a zip
-    (``__MACOSX`` resource forks ignored)."""
-    if path.suffix.lower() == ".zip":
-        try:
-            archive = zipfile.ZipFile(path)
-        except (zipfile.BadZipFile, OSError) as exc:
-            raise Psych201Error(f"{path.name} is not a readable zip archive: {exc}") from exc
-        members = [n for n in archive.namelist() if n.endswith(".jsonl") and not n.startswith("__MACOSX")
-                   and "/._" not in n and not Path(n).name.startswith("._")]
-        if len(members) != 1:
-            raise Psych201Error(f"{path.name}: a Psych-201 zip holds one .jsonl file, found "
-                                f"{len(members)} ({', '.join(members) or 'none'})")
-        return io.TextIOWrapper(archive.open(members[0]), encoding="utf-8-sig")  # a leading BOM is no data
-    return path.open(encoding="utf-8-sig")
+    """The JSON lines of ``path`` as text (:func:`open_content`; a leading BOM is no data)."""
+    return io.TextIOWrapper(open_content(path), encoding="utf-8-sig")
 
 
 def _record(obj: Any, line: int, name: str) -> Record:
@@ -172,7 +309,7 @@ def first_record(path: str | Path) -> dict[str, Any] | None:
     sniff: reads one line; never raises)."""
     p = Path(path)
     name = p.name.lower()
-    if not (name.endswith(".jsonl") or name.endswith(".zip")) or not p.is_file():
+    if not name.endswith(SUFFIXES) or not p.is_file():
         return None
     try:
         with _open_lines(p) as lines:
@@ -202,7 +339,7 @@ def psych201_defect(path: str | Path) -> str | None:
     with other than one ``.jsonl``, no record, ...), so that a failed detection names the defect
     instead of asking for the experiment; else None."""
     p = Path(path)
-    if not p.name.lower().endswith((".jsonl", ".zip")) or not p.is_file():
+    if not p.name.lower().endswith(SUFFIXES) or not p.is_file():
         return None
     try:
         read_records(p)

@@ -1,0 +1,250 @@
+"""Psych-201's own evaluation measure, batched over participants (issue 70).
+
+Psych-201's evaluation script (``0_analyses/eval.py``, github.com/marcelbinz/Psych-201) compares a
+language model with human participants as follows; this module computes exactly that measure:
+
+1. **Truncation** (:func:`safe_truncate`): the text is cut to ``max_length`` characters (its
+   ``--max-seq-length``, 32,768 by default); its few textual fixes are applied (``<<skip>>`` →
+   ``<<skip>>.``, ``<<-`` → ``<< -``, ``<<think>>`` → ``<< think>>``, ``More Details >>`` →
+   ``More Details ->``); where more ``<<`` than ``>>`` remain, the text is cut at its last ``<<``
+   (no unclosed mark is left); whitespace right before a ``>>`` is removed.
+2. **Response spans** (:func:`response_spans`): the text is tokenized as the tokenizer does by
+   default (special tokens included); a span is the tokens after each occurrence of the token
+   sequence of ``" <<"`` up to the next occurrence of that of ``">>"`` (the end of the text where
+   none follows).  A choice whose marks the tokenizer merges with other text (no ``" <<"`` token
+   sequence before it) is no span: the script does not score it, and neither does this module.
+3. **Per participant**: one teacher-forced pass; each span's NLL is the **sum** of its tokens'
+   cross-entropies (natural log, softmax over the whole vocabulary); the script keeps the list of
+   span NLLs per participant, and its analyses average per experiment.
+
+Centaur's "per-response average" is the mean of those span NLLs (:data:`MEASURES`).
+
+**Speed** (:func:`score_texts`): participants whose token sequences share a prefix (the
+instructions, where a data set does not randomise their letters) are run as one group: the shared
+prefix once, its key-value cache reused by every member, the members' remainders batched (right
+padding, attention mask).  Only the rows of the final hidden state that predict a span token go
+through the output layer.  ``done`` is called after each group, so a caller can save what is
+finished and resume after a kill (:func:`cogtestbed.api.transcripts.transcript_nll`'s
+``checkpoint``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: The evaluation's maximum text length in characters (``eval.py``'s ``--max-seq-length``).
+MAX_LENGTH = 32768
+#: The token texts that open and close a response span (``eval.py``: ``" <<"`` and ``">>"``).
+OPEN_TEXT, CLOSE_TEXT = " <<", ">>"
+#: The three measures ``transcript-nll`` reports, and what each is.
+MEASURES = {
+    "psych201_nll": "Psych-201's evaluation (0_analyses/eval.py): per participant, the sum over response spans "
+                    "of each span's summed token NLL, text cut to max_length without an unclosed mark",
+    "centaur_nll": "Centaur's per-response average: the mean over the participant's response spans of the span's "
+                   "summed token NLL (psych201_nll / n_spans)",
+    "nll_raw": "this package's per-choice NLL: the mean over aligned marked choices of -log p(choice tokens), "
+               "whole text, overflow rule; nll_norm renormalised over the stated options",
+}
+_SPACE_BEFORE_CLOSE = re.compile(r"\s+(?=>>)")
+_FIXES = (("<<skip>>", "<<skip>>."), ("<<-", "<< -"), ("<<think>>", "<< think>>"),
+          ("More Details >>", "More Details ->"))
+
+
+def safe_truncate(text: str, max_length: int = MAX_LENGTH) -> str:
+    """The text the evaluation scores: cut to ``max_length`` characters, its textual fixes
+    applied, cut again at the last ``<<`` where a mark would be left open, whitespace before
+    ``>>`` removed (module docstring, step 1)."""
+    cut = text[:max_length]
+    for old, new in _FIXES:
+        cut = cut.replace(old, new)
+    if cut.count("<<") > cut.count(">>"):
+        cut = cut[:cut.rfind("<<")]
+    return _SPACE_BEFORE_CLOSE.sub("", cut)
+
+
+def _find(seq: Sequence[int], sub: Sequence[int], start: int) -> int:
+    m = len(sub)
+    first = sub[0]
+    for i in range(start, len(seq) - m + 1):
+        if seq[i] == first and list(seq[i:i + m]) == list(sub):
+            return i
+    return -1
+
+
+def response_spans(ids: Sequence[int], open_ids: Sequence[int], close_ids: Sequence[int]) -> list[tuple[int, int]]:
+    """[first, end) token ranges of the response spans of ``ids`` (module docstring, step 2);
+    empty spans (``<<>>``) are none."""
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while True:
+        s = _find(ids, open_ids, i)
+        if s < 0:
+            return spans
+        a = s + len(open_ids)
+        e = _find(ids, close_ids, a)
+        e = len(ids) if e < 0 else e
+        if e > a:
+            spans.append((a, e))
+        i = e + len(close_ids)
+
+
+@dataclass
+class Prepared:
+    """One participant's text as the evaluation scores it: the truncated text, its tokens and
+    their character offsets, and the response spans."""
+
+    text: str
+    ids: list[int]
+    offsets: list[tuple[int, int]]
+    spans: list[tuple[int, int]]
+    nll: list[float] = field(default_factory=list)
+
+    def choice_of_span(self) -> list[int]:
+        """The index of the marked choice (its ``<<``, counted in the text) each span belongs to."""
+        out = []
+        for a, _ in self.spans:
+            start = self.offsets[a][0] if a < len(self.offsets) else len(self.text)
+            out.append(max(self.text[:start].count("<<") - 1, 0))
+        return out
+
+
+def marker_ids(tokenizer: Any) -> tuple[list[int], list[int]]:
+    """The token sequences of ``" <<"`` and ``">>"`` (no special tokens), as the script takes them."""
+    return (list(tokenizer(OPEN_TEXT, add_special_tokens=False)["input_ids"]),
+            list(tokenizer(CLOSE_TEXT, add_special_tokens=False)["input_ids"]))
+
+
+def prepare(tokenizer: Any, text: str, max_length: int = MAX_LENGTH) -> Prepared:
+    """A text truncated, tokenized and its spans found (steps 1 and 2)."""
+    cut = safe_truncate(text, max_length)
+    enc = tokenizer(cut, return_offsets_mapping=True)
+    ids = list(enc["input_ids"])
+    open_ids, close_ids = marker_ids(tokenizer)
+    return Prepared(cut, ids, [tuple(o) for o in enc["offset_mapping"]], response_spans(ids, open_ids, close_ids))
+
+
+# ----------------------------------------------------------------------------- grouping
+def _common(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    k = 0
+    while k < n and a[k] == b[k]:
+        k += 1
+    return k
+
+
+def prefix_groups(seqs: Sequence[Sequence[int]], batch_tokens: int, min_shared: int = 16) -> list[list[int]]:
+    """Indices of ``seqs`` in groups: sequences sorted by their tokens, consecutive ones joined
+    while they share at least ``min_shared`` leading tokens with the group's first and the
+    group's padded remainders stay within ``batch_tokens``."""
+    order = sorted(range(len(seqs)), key=lambda i: list(seqs[i]))
+    groups: list[list[int]] = []
+    for i in order:
+        if groups:
+            g = groups[-1]
+            shared = min(_common(seqs[g[0]], seqs[i]), *(len(seqs[j]) - 1 for j in (*g, i)))
+            longest = max(len(seqs[j]) for j in (*g, i)) - shared
+            if shared >= min_shared and longest * (len(g) + 1) <= batch_tokens:
+                g.append(i)
+                continue
+        groups.append([i])
+    return groups
+
+
+# ----------------------------------------------------------------------------- forward passes
+def _log_probs(model: Any, torch: Any, hidden: Any, rows: Sequence[int], targets: Sequence[int]) -> np.ndarray:
+    """log p(target | row's context) for each (row of ``hidden``, target token)."""
+    if not rows:
+        return np.zeros(0)
+    head = model.get_output_embeddings()
+    logits = head(hidden[list(rows)]).double()
+    cap = getattr(model.config, "final_logit_softcapping", None)
+    if cap:
+        logits = torch.tanh(logits / cap) * cap
+    lp = torch.log_softmax(logits, dim=-1)
+    return lp[torch.arange(len(rows)), torch.tensor(list(targets))].cpu().numpy()
+
+
+def _span_positions(p: Prepared) -> list[int]:
+    return [t for a, e in p.spans for t in range(a, e)]
+
+
+def _cache_kw(base: Any, cache: Any) -> dict[str, Any]:
+    """The key-value cache argument under the name the model's forward takes (``cache`` in
+    transformers 5, ``past_key_values`` before)."""
+    if cache is None:
+        return {}
+    import inspect
+
+    return {"cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values": cache}
+
+
+def _shared_length(group: list[Prepared]) -> int:
+    """Tokens every member shares at its start (at least one token of each left over); 0 alone."""
+    if len(group) == 1:
+        return 0
+    return min(min(_common(group[0].ids, g.ids) for g in group), *(len(g.ids) - 1 for g in group))
+
+
+def _fill(model: Any, torch: Any, hidden: Any, p: Prepared, positions: list[int], offset: int,
+          into: dict[int, float]) -> None:
+    """log p(token t) for each span position ``t`` into ``into``, from ``hidden``'s row t - 1 - offset."""
+    values = _log_probs(model, torch, hidden, [t - 1 - offset for t in positions], [p.ids[t] for t in positions])
+    for t, v in zip(positions, values, strict=True):
+        into[t] = float(v)
+
+
+def _score_group(model: Any, torch: Any, device: str, group: list[Prepared]) -> None:
+    """Fill each member's ``nll`` (one value per span): the shared prefix once, the remainders
+    batched over its key-value cache."""
+    base = model.get_decoder() if hasattr(model, "get_decoder") else model.base_model
+    shared = _shared_length(group)
+    logp: list[dict[int, float]] = [{} for _ in group]
+    cache = None
+    if shared > 0:
+        out = base(input_ids=torch.tensor([group[0].ids[:shared]], device=device), use_cache=True)
+        cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+        for k, p in enumerate(group):  # span tokens predicted from a prefix row
+            _fill(model, torch, out.last_hidden_state[0], p, [t for t in _span_positions(p) if t <= shared], 0,
+                  logp[k])
+        if cache is not None and len(group) > 1:
+            cache.batch_repeat_interleave(len(group))
+    rest = [p.ids[shared:] for p in group]
+    width = max(len(r) for r in rest)
+    ids = torch.tensor([r + [0] * (width - len(r)) for r in rest], device=device)
+    mask = torch.tensor([[1] * (shared + len(r)) + [0] * (width - len(r)) for r in rest], device=device)
+    out = base(input_ids=ids, attention_mask=mask, use_cache=cache is not None, **_cache_kw(base, cache))
+    for k, p in enumerate(group):
+        _fill(model, torch, out.last_hidden_state[k], p, [t for t in _span_positions(p) if t > shared], shared,
+              logp[k])
+    for k, p in enumerate(group):
+        p.nll = [-sum(logp[k][t] for t in range(a, e)) for a, e in p.spans]
+
+
+def score_texts(client: Any, texts: Sequence[str], *, max_length: int = MAX_LENGTH, batch_tokens: int = 16384,
+                share_prefix: bool = True, done: Callable[[list[int], list[Prepared]], None] | None = None
+                ) -> list[Prepared]:
+    """Psych-201's measure of ``client``'s model on each text (module docstring): each text's
+    :class:`Prepared` with ``nll``, one summed token NLL per response span.  ``batch_tokens``
+    bounds a group's padded tokens (memory); ``share_prefix`` False runs every text on its own
+    (one plain pass each, as the script does); ``done(indices, prepared)`` is called after each
+    group."""
+    prepared = [prepare(client.tokenizer, t, max_length) for t in texts]
+    groups = (prefix_groups([p.ids for p in prepared], batch_tokens) if share_prefix
+              else [[i] for i in range(len(prepared))])
+    torch = client.torch
+    guard: Callable[[], AbstractContextManager[Any]] = getattr(client, "_forward", nullcontext)  # the model's lock
+    for g in groups:
+        members = [prepared[i] for i in g]
+        todo = [p for p in members if p.spans]
+        if todo:
+            with guard(), torch.inference_mode():
+                _score_group(client.hf_model, torch, client.device, todo)
+        if done is not None:
+            done(g, members)
+    return prepared

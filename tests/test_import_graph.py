@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cogtestbed.errors", "cogtestbed.no_data", "cogtestbed.outputs", "cogtestbed.schema", "cogtestbed.parameters",
      "cogtestbed.numerics", "cogtestbed.timings", "cogtestbed.formatting", "cogtestbed.lapse",
      "cogtestbed.metrics_result", "cogtestbed.memory", "cogtestbed.progress", "cogtestbed.collector",
-     "cogtestbed.redact", "cogtestbed.request", "cogtestbed.interpreted", "cogtestbed.plugins"),
+     "cogtestbed.redact", "cogtestbed.request", "cogtestbed.interpreted", "cogtestbed.plugins", "cogtestbed.shims"),
     ("cogtestbed.trials",),
     ("cogtestbed.tables",),
     ("cogtestbed.environments",),

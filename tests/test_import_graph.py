@@ -50,10 +50,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cogtestbed.validation.studies",),
     ("cogtestbed.validation.design",),
     ("cogtestbed.validation.conformance",),
-    ("cogtestbed.validation.families",),
     ("cogtestbed.validation.runs",),
     ("cogtestbed.api",),  # the public functions (cogtestbed/__init__.py names them)
-    ("cogtestbed.validation.matrix",),  # the matrix run: every workflow through the public functions (issue 46)
     ("cogtestbed.cli",),
     ("cogtestbed.extend",),
     ("cogtestbed.__main__",),

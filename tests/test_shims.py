@@ -19,7 +19,7 @@ from cogtestbed.shims import numba_shim, nutpie_shim
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "cogtestbed"
 #: The private names of numba and nutpie the package once patched in place (issue 73).
-INTERNALS = ("_unique_ids", "_lib", "_cache")
+INTERNALS = ("_unique_ids", "_lib", "_cache", "_compute_shapes", "_coords")
 
 
 def _locked(name: str) -> set[str]:
@@ -83,4 +83,9 @@ def test_no_module_outside_the_shims_reaches_into_those_internals() -> None:
             own = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
             if isinstance(node, ast.Attribute) and node.attr in INTERNALS and not own:
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} .{node.attr}")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("numba", "nutpie"):
+                found += [f"{path.relative_to(ROOT)}:{node.lineno} {a.name}" for a in node.names
+                          if a.name.startswith("_")]
+            if isinstance(node, ast.keyword) and node.arg in INTERNALS:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.arg}=")
     assert found == []

@@ -264,13 +264,13 @@ def _nutpie_compiled(pm_model: Any, key: tuple[Any, ...]) -> Any:
             _COMPILED.clear()
         _COMPILED[key] = nutpie.compile_pymc_model(pm_model)
         return _COMPILED[key]
-    import dataclasses
+    from cogtestbed.shims.nutpie_shim import with_coords
 
     cached = _COMPILED[key]
     compiled = cached.with_data(**{k: v for k, v in data.items() if k in cached.shared_data})
     # Coordinates (subject ids) come from the new model, not the cached one.
     coords = {**(cached.coords or {}), **{k: pd.Index(v) for k, v in pm_model.coords.items()}}
-    return dataclasses.replace(compiled, _coords=coords)
+    return with_coords(compiled, coords)
 
 
 def _compiled_key(pm_model: Any, name: Any, hierarchical: bool) -> tuple[Any, ...]:
@@ -296,12 +296,13 @@ def _stored_shapes(pm_model: Any) -> tuple[Any, ...]:
     """The shapes of the variables nutpie samples and stores, as its compilation computes and fixes
     them (a subject count, a cell count); with a nutpie that computes them otherwise, the lengths of
     every data array and coordinate (no reuse across observation counts)."""
-    try:
-        from nutpie.compile_pymc import _compute_shapes
-    except ImportError:  # pragma: no cover - another nutpie
+    from cogtestbed.shims.nutpie_shim import stored_shapes
+
+    shapes = stored_shapes(pm_model)
+    if shapes is None:  # pragma: no cover - another nutpie
         return (tuple(sorted((d.name, d.get_value().shape) for d in pm_model.data_vars)),
                 tuple(sorted((k, len(v)) for k, v in pm_model.coords.items())))
-    return tuple(sorted((k, tuple(int(n) for n in np.atleast_1d(v))) for k, v in _compute_shapes(pm_model).items()))
+    return tuple(sorted((k, tuple(int(n) for n in np.atleast_1d(v))) for k, v in shapes.items()))
 
 
 def _kind_name(model: Any, pm_model: Any) -> str:

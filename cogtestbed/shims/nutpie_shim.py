@@ -1,4 +1,5 @@
-"""nutpie's internals the package relies on (issue 73): its progress kinds, off notebooks.
+"""nutpie's internals the package relies on (issue 73): its progress kinds off notebooks, the shapes its
+compilation fixes, and a compiled model's coordinates.
 
 ``nutpie.sample`` reports progress through a template callback only inside a notebook; on a terminal
 it draws its own indicatif bar, and it has no public parameter for a callback there.
@@ -48,6 +49,23 @@ def template_progress(template: str, cores: int, callback: Callable[[str], None]
         module._lib = real
 
 
+def stored_shapes(pm_model: Any) -> dict[str, Any] | None:
+    """The shapes nutpie's compilation computes and fixes for ``pm_model``'s stored variables (name → shape);
+    None where the installed nutpie has no such function."""
+    try:
+        from nutpie.compile_pymc import _compute_shapes
+    except ImportError:  # pragma: no cover - another nutpie
+        return None
+    return dict(_compute_shapes(pm_model))
+
+
+def with_coords(compiled: Any, coords: dict[str, Any]) -> Any:
+    """``compiled`` (a nutpie compiled PyMC model, a dataclass) with the coordinates ``coords``."""
+    import dataclasses
+
+    return dataclasses.replace(compiled, _coords=coords)
+
+
 def problems() -> list[str]:
     """What no longer holds of the internals this shim relies on in the installed nutpie ([] where all
     does): the locked version, ``nutpie.sample._lib.ProgressType`` with ``none``, ``indicatif`` and
@@ -66,7 +84,15 @@ def problems() -> list[str]:
     source = inspect.getsource(sampler) if sampler is not None else ""
     if "_lib.ProgressType.indicatif(progress_rate)" not in source:
         out.append("nutpie's sampler no longer builds its terminal bar from _lib.ProgressType.indicatif")
+    compile_pymc: Any = importlib.import_module("nutpie.compile_pymc")
+    if not callable(getattr(compile_pymc, "_compute_shapes", None)):
+        out.append("nutpie.compile_pymc has no _compute_shapes")
+    import dataclasses
+
+    model_cls = getattr(compile_pymc, "CompiledPyMCModel", None)
+    if model_cls is None or "_coords" not in {f.name for f in dataclasses.fields(model_cls)}:
+        out.append("nutpie's CompiledPyMCModel has no _coords field")
     return out
 
 
-__all__ = ["LOCKED", "problems", "template_progress"]
+__all__ = ["LOCKED", "problems", "stored_shapes", "template_progress", "with_coords"]

@@ -95,7 +95,10 @@ def fit_hierarchical(
     ``model`` is a :class:`~cogtestbed.inference.base.CognitiveModel` (or any object with
     ``pymc_model``) or an already built ``pm.Model``.  ``sampler="auto"`` uses nutpie (Rust NUTS
     on a numba-compiled logp, Seyboldt et al.) when installed, else PyMC's NUTS; both draw from
-    the same posterior.  The returned InferenceData holds the pointwise log-likelihood (for
+    the same posterior.  Any other name is looked up in :data:`SAMPLERS` (``nutpie``, ``pymc``, the
+    experimental ``gibbs`` of :mod:`~cogtestbed.inference.hierarchical_gibbs`, plug-ins'); the posterior's
+    ``attrs`` carry the sampler's provenance (:meth:`~cogtestbed.inference.samplers.SamplerKind.provenance`).
+    The returned InferenceData holds the pointwise log-likelihood (for
     PSIS-LOO; ``log_likelihood=False`` skips it, e.g. in SBC loops where it is not used).  A
     :class:`ConvergenceWarning` names every failed threshold when ``warn``.  ``target_accept``
     defaults to the model's own ``target_accept`` attribute (models with stiff posteriors, such

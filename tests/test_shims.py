@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from cogtestbed.shims import numba_shim, nutpie_shim
+from cogtestbed.shims import numba_shim, nutpie_shim, pytensor_shim
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "cogtestbed"
 #: The private names of numba and nutpie the package once patched in place (issue 73).
-INTERNALS = ("_unique_ids", "_lib", "_cache", "_compute_shapes", "_coords")
+INTERNALS = ("_unique_ids", "_lib", "_cache", "_compute_shapes", "_coords", "NUMBA_CACHE_PATH")
 
 
 def _locked(name: str) -> set[str]:
@@ -29,12 +29,13 @@ def _locked(name: str) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("shim, library", [(numba_shim, "numba"), (nutpie_shim, "nutpie")])
+@pytest.mark.parametrize("shim, library", [(numba_shim, "numba"), (nutpie_shim, "nutpie"),
+                                           (pytensor_shim, "pytensor")])
 def test_shim_is_pinned_to_the_locked_version(shim: object, library: str) -> None:
     assert _locked(library) == {shim.LOCKED}  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("shim", [numba_shim, nutpie_shim])
+@pytest.mark.parametrize("shim", [numba_shim, nutpie_shim, pytensor_shim])
 def test_the_internals_a_shim_relies_on_still_hold(shim: object) -> None:
     assert shim.problems() == []  # type: ignore[attr-defined]
 
@@ -45,7 +46,7 @@ def test_numba_shim_replaces_the_id_counter_and_numba_draws_from_it() -> None:
 
     before = FunctionIdentity.__dict__["_unique_ids"]
     try:
-        FunctionIdentity._unique_ids = itertools.count(1)  # type: ignore[attr-defined]
+        FunctionIdentity._unique_ids = itertools.count(1)
         assert numba_shim.counts_ids()
         numba_shim.draw_ids_from(lambda: 123456789)
         assert not numba_shim.counts_ids()
@@ -53,7 +54,7 @@ def test_numba_shim_replaces_the_id_counter_and_numba_draws_from_it() -> None:
         assert compiled(1) == 2
         assert FunctionIdentity.from_function(lambda: 0).unique_id == 123456789
     finally:
-        FunctionIdentity._unique_ids = before  # type: ignore[attr-defined]
+        FunctionIdentity._unique_ids = before
 
 
 def test_nutpie_shim_turns_the_terminal_bar_into_the_template_callback() -> None:
@@ -72,6 +73,18 @@ def test_nutpie_shim_turns_the_terminal_bar_into_the_template_callback() -> None
         assert sample._lib.PyStorage is real.PyStorage  # everything else is the real module's
         assert type(sample._lib.ProgressType.indicatif(100)) is kinds
     assert sample._lib is real
+
+
+def test_pytensor_shim_moves_the_numba_cache_and_back(tmp_path: Path) -> None:
+    before = pytensor_shim.numba_cache()
+    try:
+        pytensor_shim.use_numba_cache(tmp_path / "numba")
+        assert pytensor_shim.numba_cache() == tmp_path / "numba" and (tmp_path / "numba").is_dir()
+        from pytensor.link.numba.cache import NumbaPyTensorCacheLocator  # what numba asks for the folder
+
+        assert NumbaPyTensorCacheLocator.get_cache_path(None) == tmp_path / "numba"  # type: ignore[arg-type]
+    finally:
+        pytensor_shim.use_numba_cache(before)
 
 
 def test_no_module_outside_the_shims_reaches_into_those_internals() -> None:

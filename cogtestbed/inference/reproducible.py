@@ -81,15 +81,12 @@ def unique_numba_symbols() -> None:
     access is :func:`cogtestbed.shims.numba_shim.draw_ids_from`, pinned to the locked numba.  The entries
     of the shared folder written by counting processes keep their colliding names, hence the folder of
     its own."""
-    from pytensor.link.numba import cache
-
     from cogtestbed.shims.numba_shim import counts_ids, draw_ids_from
+    from cogtestbed.shims.pytensor_shim import numba_cache, use_numba_cache
 
     if not counts_ids():
         return
-    folder = cache.NUMBA_CACHE_PATH.parent / UNIQUE_CACHE
-    folder.mkdir(parents=True, exist_ok=True)
-    cache.NUMBA_CACHE_PATH = folder
+    use_numba_cache(numba_cache().parent / UNIQUE_CACHE)
     draw_ids_from(_random_id)
 
 

@@ -6,7 +6,10 @@ it draws its own indicatif bar, and it has no public parameter for a callback th
 :func:`template_progress` makes the terminal's bar a template callback while a block runs, by
 standing in for ``nutpie.sample._lib`` (the compiled extension the sampler builds its progress kind
 from: ``_lib.ProgressType.indicatif(rate)`` becomes ``_lib.ProgressType.template_callback(rate,
-template, cores, callback)``); the sampling itself is untouched.
+template, cores, callback)``); the sampling itself is untouched.  :func:`stored_shapes`: the shapes
+``nutpie.compile_pymc._compute_shapes`` fixes in a compilation (what a compiled model may be reused
+for); :func:`with_coords`: a compiled model with other coordinates (its ``_coords`` field: ``with_data``
+re-points the data but keeps the coordinates of the model it was compiled from).
 """
 
 from __future__ import annotations

@@ -54,7 +54,9 @@ def test_a_registered_sampler_is_dispatched_to_and_its_provenance_written() -> N
         return _fake_posterior(job, state, draws, progress)
 
     kind = SamplerKind("fake-iid", "independent normal draws (a test)", "numpy", lambda job: "set up", sample)
-    hs.SAMPLERS.register("fake-iid", kind)
+    from cogtestbed.extend import register_sampler
+
+    assert register_sampler(kind) is kind
     try:
         with pm.Model() as model:
             pm.Normal("x")

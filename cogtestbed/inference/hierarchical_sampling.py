@@ -265,6 +265,14 @@ SAMPLERS: Registry[SamplerKind] = Registry(
     as_sampler)
 
 
+def register_sampler(kind: SamplerKind) -> SamplerKind:
+    """Register ``kind`` in this process under its name, so that ``fit_hierarchical(..., sampler=kind.name)``
+    and every fit built on it run it; returns it (another sampler under a taken name is refused in one line)."""
+    if not isinstance(kind, SamplerKind):
+        raise TypeError(f"register_sampler takes a SamplerKind, got {type(kind).__name__}")
+    return SAMPLERS.register(kind.name, kind)
+
+
 def _mass_matrix_settings(model: Any) -> dict[str, bool]:
     """nutpie's mass-matrix settings for ``model``: low-rank where the model declares it (nutpie's
     estimate), else diagonal from the draws' variance (:data:`MASS_MATRIX_FROM_GRADIENTS`)."""

@@ -9,7 +9,9 @@ Prints (Yamin et al. 2026 design, 200 contexts x 5 repetitions):
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -17,7 +19,9 @@ from cogtestbed.environments import belief as env_mod
 from cogtestbed.environments.bayesnets import load_network
 from cogtestbed.environments.belief import BeliefCoherenceEnv, BeliefDesign, ground_truth
 from cogtestbed.inference import belief as tests
-from cogtestbed.validation.families.belief import rejection_rate, simulate_outcomes, study_arrays, study_design
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "studies"))
+from belief_family import rejection_rate, simulate_outcomes, study_arrays, study_design  # noqa: E402
 
 
 def bench_exact_posterior() -> float:

@@ -7,7 +7,9 @@ The likelihood is the MLE's numba kernel behind the pointwise Op; the figure is 
 from __future__ import annotations
 
 import json
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -15,7 +17,9 @@ from cogtestbed.environments.revealed import RevealedDesign
 from cogtestbed.inference.revealed_hierarchical import dissonant_pymc_model
 from cogtestbed.inference.revealed_model import MODELS
 from cogtestbed.simulation import simulate
-from cogtestbed.validation.families.revealed import HIERARCHICAL_DESIGN
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "studies"))
+from revealed_family import HIERARCHICAL_DESIGN  # noqa: E402
 
 REPS = 20
 

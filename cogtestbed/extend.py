@@ -15,7 +15,9 @@ per conformance check (:func:`parametrize_with_checks`, as scikit-learn's)::
 
 An LLM backend is added the same way as an experiment: :func:`register_backend` in a script, or the
 entry-point group ``cogtestbed.backends`` in a distribution (``echo = "mypkg.backend:BACKEND"``, a
-:class:`Backend` whose factory returns an :class:`LLMClient`); ``--llm echo:MODEL`` then runs it.  A plan
+:class:`Backend` whose factory returns an :class:`LLMClient`); ``--llm echo:MODEL`` then runs it.  So is a
+posterior sampler: :func:`register_sampler` of a :class:`SamplerKind`, or the entry-point group
+``cogtestbed.samplers``; ``fit_hierarchical(..., sampler=NAME)`` then runs it.  A plan
 kind too (issue 67): :func:`register_plan_kind` of a :class:`PlanKind`, or the entry-point group
 ``cogtestbed.plan_kinds``; ``plan --question NAME`` then plans it (CONTRIBUTING.md, "Adding a plan kind").
 
@@ -82,6 +84,8 @@ from cogtestbed.experiments.spec import (
     same_name_generators,
 )
 from cogtestbed.inference.base import CognitiveModel, subject_slices, with_lapse
+from cogtestbed.inference.hierarchical_sampling import register_sampler
+from cogtestbed.inference.samplers import SamplerKind, SamplingJob
 from cogtestbed.interpreted import kernel
 from cogtestbed.lapse import (
     INVALID,
@@ -109,10 +113,10 @@ __all__ = [
     "Column", "Decoding", "Design", "ExperimentSpec", "GenerateRequest", "Generation", "Generator", "Importer",
     "KernelLapsingAgent", "LLMClient", "Lapse", "LapseDraws", "MetricOption", "MetricsResult", "MetricsSpec",
     "Outcomes", "Parameter", "ParameterError", "ParameterSet", "ParseResult", "Phase", "PlanContext", "PlanKind",
-    "Planned", "PromptForm", "RowRule",
-    "ScoredResponse", "Sessions", "StudyDecl", "SyntheticAgent", "TextEnv", "TrialSchema", "TrialTableError", "Values",
-    "categories", "coded_lists", "finish_table", "kernel", "lapsed_choice", "lazy", "lists", "metrics_result",
-    "outcome_columns", "paraphrase", "parametrize_with_checks", "per_subject", "random_choice", "register_backend",
-    "register_plan_kind",
-    "same_name_generators", "step_lapse", "strings", "subject_slices", "unit_lapse", "validate_trials", "with_lapse",
+    "Planned", "PromptForm", "RowRule", "SamplerKind", "SamplingJob", "ScoredResponse", "Sessions", "StudyDecl",
+    "SyntheticAgent", "TextEnv", "TrialSchema", "TrialTableError", "Values", "categories", "coded_lists",
+    "finish_table", "kernel", "lapsed_choice", "lazy", "lists", "metrics_result", "outcome_columns",
+    "parametrize_with_checks", "paraphrase", "per_subject", "random_choice", "register_backend", "register_plan_kind",
+    "register_sampler", "same_name_generators", "step_lapse", "strings", "subject_slices", "unit_lapse",
+    "validate_trials", "with_lapse",
 ]

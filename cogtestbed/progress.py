@@ -153,33 +153,14 @@ def nutpie_progress(progress: SamplingProgress, cores: int) -> Iterator[None]:
     """Route nutpie's terminal progress bar to ``progress`` while the block runs.
 
     nutpie draws an indicatif bar outside notebooks; its template callback (used in notebooks)
-    formats :data:`NUTPIE_TEMPLATE` instead, which :func:`on_nutpie_line` parses.
+    formats :data:`NUTPIE_TEMPLATE` instead, which :func:`on_nutpie_line` parses.  nutpie has no public
+    hook for that off notebooks: :func:`cogtestbed.shims.nutpie_shim.template_progress` holds the one
+    private access, pinned to the locked nutpie.
     """
-    import importlib
+    from cogtestbed.shims.nutpie_shim import template_progress
 
-    module: Any = importlib.import_module("nutpie.sample")
-    real = module._lib
-    kinds = real.ProgressType
-
-    class _Kinds:
-        none = kinds.none
-        template_callback = kinds.template_callback
-
-        @staticmethod
-        def indicatif(rate: int) -> Any:
-            return kinds.template_callback(rate, NUTPIE_TEMPLATE, cores, on_nutpie_line(progress))
-
-    class _Lib:
-        ProgressType = _Kinds
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(real, name)
-
-    module._lib = _Lib()
-    try:
+    with template_progress(NUTPIE_TEMPLATE, cores, on_nutpie_line(progress)):
         yield
-    finally:
-        module._lib = real
 
 
 def pymc_callback(progress: SamplingProgress, draws: int, tune: int, chains: int) -> Callable[..., None]:

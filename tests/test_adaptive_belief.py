@@ -107,3 +107,25 @@ def test_observations_of_a_table_without_a_valid_decision_are_empty() -> None:
     table = table.assign(valid=table["valid"] & (table["phase"].astype(str) != "decision"))
     assert observations(table) == [[], []]
     assert len(observations(_simulate(trials=3))[0]) == 3
+
+
+def test_the_adaptive_session_uses_only_the_environments_public_interface() -> None:
+    """Issue 73: belief_adaptive reads and writes the environment through public names only (no
+    ``env._x``), and the session's adaptive state is the environment's public ``adaptive``."""
+    import ast
+    from pathlib import Path
+
+    from cogtestbed.environments import belief_adaptive
+    from cogtestbed.environments.belief import BeliefCoherenceEnv, BeliefDesign
+
+    tree = ast.parse(Path(belief_adaptive.__file__).read_text(encoding="utf-8"))
+    private = [f"{ast.unparse(n)}:{n.lineno}" for n in ast.walk(tree)
+               if isinstance(n, ast.Attribute) and n.attr.startswith("_") and not n.attr.startswith("__")]
+    assert private == []
+    env = BeliefCoherenceEnv(BeliefDesign(adaptive=("mid_yes",), trials=3, n_reps=1))
+    env.reset(seed=4)
+    assert isinstance(env.adaptive, belief_adaptive.AdaptiveContexts)
+    assert env.adaptive.asked.sum() == 1  # the first context is chosen at the start
+    config, theta = env.drawn.config[0, 0], env.drawn.theta[0, 0]
+    assert env.adaptive.configs[env.outcomes.extra["design_index"][0, 0]].tolist().count(config) >= 1
+    assert theta in (0, 1)

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from study_scripts import load_study
 
 from cogtestbed.agents.belief import AGENTS, coherent_aux, tk_weight
 from cogtestbed.environments.bayesnets import NETWORK_DIR, NetworkError, Phrasebook, humanise, load_network
@@ -358,7 +359,7 @@ def test_declared_power_study_sweeps_the_leak_with_the_test_alone():
 
 
 def test_hierarchical_cli_passes_the_design_and_sampler_settings(monkeypatch, capsys):
-    from cogtestbed.validation.families import belief as V
+    V = load_study("belief_family")
 
     seen: dict = {}
 
@@ -443,7 +444,7 @@ def test_loss_mle_survives_a_vanishing_scale():
 def test_loss_hierarchical_converges_on_a_small_design():
     """The README's loss-form row: 10 subjects × 100 contexts × 5, typical population, 2 × 1500 draws
     (with 6 subjects the population SDs are too weakly identified for 200 ESS in 1500 draws)."""
-    from cogtestbed.validation.families.belief import hierarchical_study
+    hierarchical_study = load_study("belief_family").hierarchical_study
 
     frame, diag = hierarchical_study("loss", n_subjects=10, n_contexts=100, n_reps=5, draws=1500, chains=2, seed=0,
                                      population="typical")
@@ -594,7 +595,9 @@ def test_t3_joint_permutation_is_uniform_under_exchangeable_reports_and_degenera
 
 
 def test_calibration_table_has_rates_bounds_and_verdicts():
-    from cogtestbed.validation.families.belief import CalibrationCell, calibration_study, calibration_verdict
+    V = load_study("belief_family")
+    CalibrationCell, calibration_study, calibration_verdict = (V.CalibrationCell, V.calibration_study,
+                                                               V.calibration_verdict)
 
     assert calibration_verdict(0.06, "= α") == "yes" and calibration_verdict(0.08, "= α") == "no"
     assert calibration_verdict(0.0, "≤ α") == "yes" and calibration_verdict(0.002, "= 0") == "no"

@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cogtestbed.errors", "cogtestbed.no_data", "cogtestbed.outputs", "cogtestbed.schema", "cogtestbed.parameters",
      "cogtestbed.numerics", "cogtestbed.timings", "cogtestbed.formatting", "cogtestbed.lapse",
      "cogtestbed.metrics_result", "cogtestbed.memory", "cogtestbed.progress", "cogtestbed.collector",
-     "cogtestbed.redact", "cogtestbed.request", "cogtestbed.interpreted", "cogtestbed.plugins"),
+     "cogtestbed.redact", "cogtestbed.request", "cogtestbed.interpreted", "cogtestbed.plugins", "cogtestbed.shims"),
     ("cogtestbed.trials",),
     ("cogtestbed.tables",),
     ("cogtestbed.environments",),
@@ -50,10 +50,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cogtestbed.validation.studies",),
     ("cogtestbed.validation.design",),
     ("cogtestbed.validation.conformance",),
-    ("cogtestbed.validation.families",),
     ("cogtestbed.validation.runs",),
     ("cogtestbed.api",),  # the public functions (cogtestbed/__init__.py names them)
-    ("cogtestbed.validation.matrix",),  # the matrix run: every workflow through the public functions (issue 46)
     ("cogtestbed.cli",),
     ("cogtestbed.extend",),
     ("cogtestbed.__main__",),

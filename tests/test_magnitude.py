@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from study_scripts import load_study
 from typer.testing import CliRunner
 
 from cogtestbed.agents.magnitude import AGENTS
@@ -29,7 +30,8 @@ from cogtestbed.inference.magnitude import (
 )
 from cogtestbed.inference.magnitude_fits import VARIANTS, factor_evidence
 from cogtestbed.simulation import simulate
-from cogtestbed.validation.families.magnitude import observer_cell_w_errors
+
+observer_cell_w_errors = load_study("magnitude_family").observer_cell_w_errors
 
 TINY = MagnitudeDesign(trials_per_session=3, conditions="base,noise-gradual,numerical-biased,context-short,"
                        "order-reversal")

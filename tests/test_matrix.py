@@ -2,7 +2,7 @@
 workflows at the smallest design (1 subject, the fewest trials), and property-based fits and
 simulations (hypothesis: parameters drawn across each declared prior and at its bounds, sizes and
 seeds).  A run ends returned or refused with a typed error; never a traceback.  Cells known to
-crash and being fixed elsewhere (:data:`~cogtestbed.validation.matrix.KNOWN_OPEN`) are expected
+crash and being fixed elsewhere (``KNOWN_OPEN`` (benchmarks/studies/matrix.py)) are expected
 failures (not strict: they pass once fixed).  The whole matrix is ``make test-matrix``
 (docs/matrix.md); its hierarchical and SBC cells run here under the ``slow`` marker."""
 
@@ -14,19 +14,15 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from study_scripts import load_study
 
 from cogtestbed.registry import experiment_names, get_experiment
-from cogtestbed.validation.matrix import (
-    KNOWN_OPEN,
-    Case,
-    Outcome,
-    cases,
-    draw_params,
-    markdown,
-    matrix_table,
-    run_case,
-    trials_range,
-)
+
+_matrix = load_study("matrix")  # benchmarks/studies/matrix.py: the matrix run and its command
+KNOWN_OPEN, Case, Outcome, cases, draw_params = (_matrix.KNOWN_OPEN, _matrix.Case, _matrix.Outcome, _matrix.cases,
+                                                 _matrix.draw_params)
+markdown, matrix_table, run_case, trials_range = (_matrix.markdown, _matrix.matrix_table, _matrix.run_case,
+                                                  _matrix.trials_range)
 
 EXPERIMENTS = experiment_names()
 #: The workflows of the fast slice (the others take seconds to minutes a run).

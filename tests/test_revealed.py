@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from study_scripts import load_study
 
 from cogtestbed.agents.revealed import AGENTS, sampler_agent
 from cogtestbed.environments.base import ScoredAnswer, ScoredResponse
@@ -364,9 +365,9 @@ def test_mle_recovers_kappa_inside_its_identified_range() -> None:
 
 @pytest.mark.slow
 def test_hierarchical_fit_converges_and_recovers_the_biases() -> None:
-    from cogtestbed.validation.families.revealed import hierarchical_recovery
+    hierarchical_recovery = load_study("revealed_family").hierarchical_recovery
 
-    # the study's documented run (``python -m cogtestbed.validation.families.revealed --only hierarchical
+    # the study's documented run (``python benchmarks/studies/revealed_family.py --only hierarchical
     # --subjects 6 --draws 1000 --chains 4``, about 12 min on two busy cores); a shorter one
     # (4 models, 4 x 500 draws) had 8 divergences and R-hat 1.016 on β_mid's scenario level
     res = hierarchical_recovery(n_subjects=6, draws=1000, tune=1000, chains=4, seed=0)

@@ -20,8 +20,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
-
-from cogtestbed.validation.families.belief import calibration_cells, calibration_row, plot_size, size_study
+from belief_family import calibration_cells, calibration_row, plot_size, size_study
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "belief_size_vs_noise.png"
 

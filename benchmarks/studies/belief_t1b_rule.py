@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from belief_family import CALIBRATION_TESTS, simulate_outcomes, study_design
 
 from cogtestbed.environments.belief import BeliefCoherenceEnv
 from cogtestbed.inference import belief as tests
-from cogtestbed.validation.families.belief import CALIBRATION_TESTS, simulate_outcomes, study_design
 
 #: Bootstrap resamples per study (as the calibration table and the declared studies).
 STUDY_BOOT = 200

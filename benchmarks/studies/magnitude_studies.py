@@ -367,7 +367,7 @@ def observer_bias(seed: int, n: int = 300) -> None:
     per condition (bias) with its standard error, the SD of one subject-task cell, and the
     correlation of a subject's errors across conditions (the frozen percept noise every condition
     reuses)."""
-    from cogtestbed.validation.families.magnitude import observer_cell_w_errors
+    from magnitude_family import observer_cell_w_errors
 
     params = {"sigma_dec": 0.05}
     err, truth = observer_cell_w_errors(n, seed, BIAS_CONDITIONS, params["sigma_dec"])

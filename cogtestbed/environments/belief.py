@@ -573,9 +573,14 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
         return t // (s * self.design.n_reps), (t // s) % self.design.n_reps, t % s
 
     @property
-    def _s(self) -> BeliefSessions:
+    def drawn(self) -> BeliefSessions:
+        """The session's arrays (configuration and θ of each context; an adaptive session's pools first)."""
         assert self.session is not None
         return self.session
+
+    def ask(self, context: int, config: int, theta: int) -> None:
+        """Context ``context`` shows configuration ``config``, hidden θ ``theta`` (an adaptive choice)."""
+        self.drawn.config[0, context], self.drawn.theta[0, context] = config, theta
 
     def _start(self) -> None:
         steps = self.max_steps(self.design)
@@ -583,13 +588,14 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
             "p_no": np.full((1, steps), np.nan), "forced": np.full((1, steps), -1, dtype=np.int64),
             "aux": np.full((1, steps, MAX_AUX_STATES), np.nan),
         })
+        self.adaptive: belief_adaptive.AdaptiveContexts | None = None
         if is_adaptive(self.design):
-            belief_adaptive.start(self, (self.kind_of == BELIEF) & (self.arg_of == VARIANTS.index("pi0")),
-                                  self.kind_of == DECISION)
+            self.adaptive = belief_adaptive.AdaptiveContexts(
+                self, (self.kind_of == BELIEF) & (self.arg_of == VARIANTS.index("pi0")), self.kind_of == DECISION)
 
     def _record(self, t: int, action: Any, reward: float) -> None:
-        if is_adaptive(self.design):
-            belief_adaptive.record(self, t)
+        if self.adaptive is not None:
+            self.adaptive.record(self, t)
 
     def _action_value(self, action: Any) -> Any:
         """The recorded number: P(Yes) (belief, lie_cond), the choice (decision), Σ P(z) (lie_aux)."""
@@ -629,7 +635,7 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
 
     def _context_arrays(self, t: int) -> tuple[int, int, float, np.ndarray, np.ndarray]:
         c = min(self.locate(t)[0], self.design.n_contexts - 1)
-        cfg = int(self._s.config[0, c])
+        cfg = int(self.drawn.config[0, c])
         k = self.gt.n_aux
         pc = np.zeros(MAX_AUX_STATES)
         pz = np.zeros(MAX_AUX_STATES)
@@ -646,20 +652,20 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
             "kind": kind, "variant": int(self.arg_of[i]) if kind == BELIEF else 0,
             "z_state": int(self.arg_of[i]) if kind == LIE_COND else 0,
             "context": c, "rep": rep, "p_star": np.float64(pstar), "p_cond": pc, "aux_true": pz,
-            "n_aux": self.gt.n_aux, "hidden_theta": int(self._s.theta[0, c]),
+            "n_aux": self.gt.n_aux, "hidden_theta": int(self.drawn.theta[0, c]),
             "prompt": "(session finished)" if done else self.render_prompt(),
         }
 
     def _info(self) -> dict[str, Any]:
         t = min(self.t, self._max_steps - 1)
         c, rep, _ = self.locate(t)
-        return {"trial": self.t, "context": c, "rep": rep, "theta": int(self._s.theta[0, c]),
-                "p_star": float(self.gt.pstar[int(self._s.config[0, c])])}
+        return {"trial": self.t, "context": c, "rep": rep, "theta": int(self.drawn.theta[0, c]),
+                "p_star": float(self.gt.pstar[int(self.drawn.config[0, c])])}
 
     # -- rendering -------------------------------------------------------------------------
     def render_prompt(self) -> str:
         c, _, i = self.locate(min(self.t, self._max_steps - 1))
-        cfg = int(self._s.config[0, c])
+        cfg = int(self.drawn.config[0, c])
         key = (cfg, i)
         if key not in self._prompts:  # the 5 repetitions of a context share their prompts
             self._prompts[key] = render(self.gt, cfg, int(self.kind_of[i]), int(self.arg_of[i]))
@@ -710,15 +716,13 @@ def aux_prompt(description: str, aux_name: str, states: tuple[str, ...]) -> str:
 
 def step_arrays(design: BeliefDesign, sessions: BeliefSessions) -> dict[str, np.ndarray]:
     """Per-step (n, steps) arrays: context, rep, phase, argument, configuration, θ, p_true."""
-    gt = ground_truth(design)
-    phase_of, arg_of = schedule(design)
+    gt, (phase_of, arg_of) = ground_truth(design), schedule(design)
     s, r = len(phase_of), design.n_reps
     steps = design.n_contexts * r * s
     t = np.arange(steps)
     context, rep, k = t // (s * r), (t // s) % r, t % s
     phase, arg = phase_of[k], arg_of[k]
-    cfg = sessions.config[:, context]
-    theta = sessions.theta[:, context]
+    cfg, theta = sessions.config[:, context], sessions.theta[:, context]
     p_true = gt.pstar[cfg]
     if gt.n_aux:
         cond = phase == LIE_COND
@@ -769,8 +773,7 @@ def _aux_columns(gt: GroundTruth, a: Mapping[str, np.ndarray], outcomes: Outcome
     n, steps = a["phase"].shape
     if gt.lie_node is None:
         return None, None, None, None
-    states = gt.network.states[gt.lie_node]
-    phase = a["phase"]
+    states, phase = gt.network.states[gt.lie_node], a["phase"]
     is_lie = (phase == LIE_AUX) | (phase == LIE_COND)
     node = strings(np.where(is_lie, 0, 1), (gt.lie_node, None))
     state = strings(np.where(phase == LIE_COND, a["arg"], len(states)), (*states, None))

@@ -83,40 +83,59 @@ def draw_pools(gt: Any, n: int, n_bins: int, per_bin: int, rng: np.random.Genera
     return config, theta
 
 
-def start(env: Any, pi0: np.ndarray, decision: np.ndarray) -> None:
-    """Give the session its chooser, keep the pre-drawn pools (the session's arrays) and choose the
-    first context; ``pi0`` / ``decision``: which calls of a repetition are the π0 report and the decision."""
-    design = env.design
-    pool = env._s
-    env._adaptive = {"pool": (pool.config[0].reshape(-1, design.n_contexts),
-                              pool.theta[0].reshape(-1, design.n_contexts)),
-                     "pi0": np.tile(pi0, design.n_reps), "decision": np.tile(decision, design.n_reps)}
-    env._asked = np.zeros(env._adaptive["pool"][0].shape[0], dtype=np.int64)
-    env.session = type(pool)(config=np.zeros((1, design.n_contexts), dtype=np.int64),
-                             theta=np.zeros((1, design.n_contexts), dtype=np.int64))
-    steps = env.max_steps(design)
-    for name in (DESIGN_COLUMN, CONFIG_EXTRA, THETA_EXTRA):
-        env.outcomes.extra[name] = np.full((1, steps), -1, dtype=np.int64)
-    env._chooser = chooser_for(EXPERIMENT, design)
-    choose(env, 0)
+class AdaptiveContexts:
+    """The adaptive state of one session: the pre-drawn pools (bin-major), which calls of a repetition
+    are the π0 report and the decision, how many contexts each bin has given, and the chooser.
+
+    It works on the environment only through :class:`~cogtestbed.environments.belief.BeliefCoherenceEnv`'s
+    public interface: ``design``, ``kind_of``, ``outcomes``, ``drawn`` (the session's arrays) and
+    ``ask(context, config, theta)``."""
+
+    def __init__(self, env: Any, pi0: np.ndarray, decision: np.ndarray) -> None:
+        """Keep the pre-drawn pools (the session's arrays), give the session its chooser and choose the
+        first context; ``pi0`` / ``decision``: which calls of a repetition are the π0 report and the decision."""
+        design = env.design
+        pool = env.drawn
+        self.configs = pool.config[0].reshape(-1, design.n_contexts)
+        self.thetas = pool.theta[0].reshape(-1, design.n_contexts)
+        self.pi0, self.decision = np.tile(pi0, design.n_reps), np.tile(decision, design.n_reps)
+        self.asked = np.zeros(self.configs.shape[0], dtype=np.int64)
+        env.session = type(pool)(config=np.zeros((1, design.n_contexts), dtype=np.int64),
+                                 theta=np.zeros((1, design.n_contexts), dtype=np.int64))
+        steps = env.max_steps(design)
+        for name in (DESIGN_COLUMN, CONFIG_EXTRA, THETA_EXTRA):
+            env.outcomes.extra[name] = np.full((1, steps), -1, dtype=np.int64)
+        self.chooser: Any = chooser_for(EXPERIMENT, design)  # a posterior chooser: choose() and observe()
+        self.choose(env, 0)
+
+    def choose(self, env: Any, context: int) -> None:
+        """Ask the chooser for the bin of ``context`` and take the bin's next pre-drawn configuration."""
+        b = int(self.chooser.choose())
+        k = int(self.asked[b]) % self.configs.shape[1]
+        self.asked[b] += 1
+        cfg, theta = int(self.configs[b, k]), int(self.thetas[b, k])
+        env.ask(context, cfg, theta)
+        span = _span(env, context)
+        for name, value in ((DESIGN_COLUMN, b), (CONFIG_EXTRA, cfg), (THETA_EXTRA, theta)):
+            env.outcomes.extra[name][0, span] = value
+
+    def record(self, env: Any, t: int) -> None:
+        """After a context's last call: the chooser learns from it and chooses the next context."""
+        per = len(env.kind_of) * env.design.n_reps
+        if (t + 1) % per:
+            return
+        context = t // per
+        span = _span(env, context)
+        obs = context_observation(self.pi0, self.decision, env.outcomes.action[0, span], env.outcomes.valid[0, span])
+        if obs is not None:
+            self.chooser.observe(int(env.outcomes.extra[DESIGN_COLUMN][0, t]), obs)
+        if context + 1 < env.design.n_contexts:
+            self.choose(env, context + 1)
 
 
 def _span(env: Any, context: int) -> slice:
     per = len(env.kind_of) * env.design.n_reps
     return slice(context * per, (context + 1) * per)
-
-
-def choose(env: Any, context: int) -> None:
-    """Ask the chooser for the bin of ``context`` and take the bin's next pre-drawn configuration."""
-    b = int(env._chooser.choose())
-    configs, thetas = env._adaptive["pool"]
-    k = int(env._asked[b]) % configs.shape[1]
-    env._asked[b] += 1
-    cfg, theta = int(configs[b, k]), int(thetas[b, k])
-    env._s.config[0, context], env._s.theta[0, context] = cfg, theta
-    span = _span(env, context)
-    for name, value in ((DESIGN_COLUMN, b), (CONFIG_EXTRA, cfg), (THETA_EXTRA, theta)):
-        env.outcomes.extra[name][0, span] = value
 
 
 def context_observation(pi0: np.ndarray, decision: np.ndarray, action: np.ndarray, valid: np.ndarray
@@ -133,21 +152,6 @@ def context_observation(pi0: np.ndarray, decision: np.ndarray, action: np.ndarra
     return {"a": a, "p": np.full(a.size, p), "n": np.ones(a.size)}
 
 
-def record(env: Any, t: int) -> None:
-    """After a context's last call: the chooser learns from it and chooses the next context."""
-    per = len(env.kind_of) * env.design.n_reps
-    if (t + 1) % per:
-        return
-    context = t // per
-    span = _span(env, context)
-    obs = context_observation(env._adaptive["pi0"], env._adaptive["decision"], env.outcomes.action[0, span],
-                              env.outcomes.valid[0, span])
-    if obs is not None:
-        env._chooser.observe(int(env.outcomes.extra[DESIGN_COLUMN][0, t]), obs)
-    if context + 1 < env.design.n_contexts:
-        choose(env, context + 1)
-
-
 def chosen_contexts(design: Any, outcomes: Any) -> tuple[np.ndarray, np.ndarray]:
     """(configuration, θ) of every context an adaptive session asked, (n, n_contexts), from its outcomes."""
     if CONFIG_EXTRA not in outcomes.extra:
@@ -156,5 +160,5 @@ def chosen_contexts(design: Any, outcomes: Any) -> tuple[np.ndarray, np.ndarray]
     return np.asarray(outcomes.extra[CONFIG_EXTRA])[:, first], np.asarray(outcomes.extra[THETA_EXTRA])[:, first]
 
 
-__all__ = ["BIN_BELIEF", "adaptive_bins", "check_design", "chosen_contexts", "context_observation",
-           "contexts_from_trials", "draw_pools", "record", "start"]
+__all__ = ["BIN_BELIEF", "AdaptiveContexts", "adaptive_bins", "check_design", "chosen_contexts",
+           "context_observation", "contexts_from_trials", "draw_pools"]

@@ -76,6 +76,7 @@ from cogtestbed.inference.hierarchical_op import (
     pool_subject_arrays,
 )
 from cogtestbed.inference.hierarchical_sampling import (
+    SAMPLERS,
     TARGET_ACCEPT,
     Sampler,
     fit_hierarchical,
@@ -89,7 +90,7 @@ __all__ = [
     "BayesFit", "compare_loo", "constrain", "ConvergenceWarning", "diagnose", "Diagnostics", "ESS_MIN_PER_CHAIN",
     "fit_hierarchical", "FORM_SD_SCALE", "forms_pymc_model", "kernel_pymc_model", "loo", "nutpie_available",
     "observe_pointwise", "on_identified_subjects", "pointwise_loglik_op", "pool_model_arrays", "pool_subject_arrays",
-    "RHAT_MAX", "sample_hierarchical_prior", "Sampler", "SD_SCALE", "subject_parameters", "SubjectParams",
+    "RHAT_MAX", "sample_hierarchical_prior", "Sampler", "SAMPLERS", "SD_SCALE", "subject_parameters", "SubjectParams",
     "TARGET_ACCEPT",
 ]
 

@@ -1,6 +1,12 @@
 """Metropolis-within-Gibbs for centred hierarchical fits whose subjects have several posterior modes
 (``fit_hierarchical(..., sampler="gibbs")``).
 
+**Experimental** (issue 73): the package's own MCMC sampler, registered as the experimental kind
+``gibbs`` (:data:`~cogtestbed.inference.hierarchical_sampling.GIBBS`; its provenance, this package's
+version and commit, is written into every posterior and population it makes); ``auto`` never picks it.
+It stays only by a measured decision against maintained samplers (nutpie at a low-rank mass matrix,
+more or longer NUTS chains).
+
 NUTS moves every variable along one trajectory; a subject whose likelihood has two low regions
 separated by a barrier of a few nats (Spektor et al.'s participant 273 under prospect theory:
 λ ≈ 1.5 and λ ≈ 8–10, 4.4 nats between; docs/risky-choice.md) is crossed so rarely that R-hat stays

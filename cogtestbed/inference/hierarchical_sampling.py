@@ -22,8 +22,11 @@ from cogtestbed.errors import InputError, outside_stacklevel
 from cogtestbed.inference.hierarchical_diagnostics import BayesFit, ConvergenceWarning, Diagnostics, diagnose
 from cogtestbed.inference.hierarchical_idata import shape_idata
 from cogtestbed.inference.reproducible import strict_float
+from cogtestbed.inference.samplers import ENTRY_POINT_GROUP, SamplerKind, SamplingJob, as_sampler, stamp
+from cogtestbed.plugins import Registry
 
-Sampler = Literal["auto", "nutpie", "pymc", "gibbs"]
+#: A sampler's name: ``auto`` or one of :data:`SAMPLERS` (the package's: nutpie, pymc, gibbs).
+Sampler = Literal["auto", "nutpie", "pymc", "gibbs"] | str
 
 #: NUTS target acceptance rate unless the model or the caller asks for another.
 TARGET_ACCEPT = 0.9
@@ -95,7 +98,10 @@ def fit_hierarchical(
     ``model`` is a :class:`~cogtestbed.inference.base.CognitiveModel` (or any object with
     ``pymc_model``) or an already built ``pm.Model``.  ``sampler="auto"`` uses nutpie (Rust NUTS
     on a numba-compiled logp, Seyboldt et al.) when installed, else PyMC's NUTS; both draw from
-    the same posterior.  The returned InferenceData holds the pointwise log-likelihood (for
+    the same posterior.  Any other name is looked up in :data:`SAMPLERS` (``nutpie``, ``pymc``, the
+    experimental ``gibbs`` of :mod:`~cogtestbed.inference.hierarchical_gibbs`, plug-ins'); the posterior's
+    ``attrs`` carry the sampler's provenance (:meth:`~cogtestbed.inference.samplers.SamplerKind.provenance`).
+    The returned InferenceData holds the pointwise log-likelihood (for
     PSIS-LOO; ``log_likelihood=False`` skips it, e.g. in SBC loops where it is not used).  A
     :class:`ConvergenceWarning` names every failed threshold when ``warn``.  ``target_accept``
     defaults to the model's own ``target_accept`` attribute (models with stiff posteriors, such
@@ -123,17 +129,16 @@ def fit_hierarchical(
     _check_sampling(draws, tune, chains, max_draws)
     if target_accept is None:
         target_accept = float(getattr(model, "target_accept", None) or TARGET_ACCEPT)
-    use = _sampler_to_use(sampler)
-    if use == "gibbs" and not isinstance(model, pm.Model):
-        model = _all_centred(model, trials, hierarchical)
+    kind = SAMPLERS.get(_sampler_to_use(sampler))
+    use = kind.name
+    if kind.prepare is not None and not isinstance(model, pm.Model):
+        model = kind.prepare(model, trials, hierarchical)
     pm_model = model if isinstance(model, pm.Model) else model.pymc_model(trials, hierarchical)
-    cores = cores or min(chains, 2)
     start = time.perf_counter()
     free = [v.name for v in pm_model.free_RVs]
-    key = _compiled_key(pm_model, getattr(model, "name", id(model)), hierarchical) if use == "nutpie" else None
-    steps = _gibbs_steps(model, trials, pm_model, seed, target_accept, chains) if use == "gibbs" else None
-    run = functools.partial(_sample, pm_model, use, model, key, tune=tune, chains=chains, seed=seed,
-                            cores=cores, target_accept=target_accept, progressbar=progressbar, steps=steps)
+    job = SamplingJob(pm_model, model, trials, hierarchical, tune=tune, chains=chains, seed=seed,
+                      cores=cores or min(chains, 2), target_accept=target_accept, progressbar=progressbar)
+    run = functools.partial(_sample, kind, job, kind.setup(job))
     idata = run(draws)
     diag = diagnose(idata, float("nan"), use, var_names=free)
     while _more_draws_help(diag) and max_draws is not None and 2 * draws <= max_draws:
@@ -147,6 +152,7 @@ def fit_hierarchical(
     _add_constant_data(idata, pm_model)
     shape_idata(idata, pm_model, model, keep_warmup=keep_warmup, posterior_predictive=posterior_predictive,
                 seed=seed)
+    stamp(idata, kind)
     if warn and not diag.ok:
         warnings.warn(
             f"{getattr(model, 'name', 'model')}: sampler diagnostics failed: "
@@ -168,60 +174,69 @@ def _check_sampling(draws: int, tune: int, chains: int, max_draws: int | None) -
 
 
 def _sampler_to_use(sampler: str) -> str:
-    """``auto`` resolves to nutpie where installed, else PyMC; any other name must be one of the two."""
-    use = sampler
-    if use == "auto":
-        use = "nutpie" if nutpie_available() else "pymc"
-    if use not in ("nutpie", "pymc", "gibbs"):
-        raise InputError(f"sampler must be auto, nutpie, pymc or gibbs, got {sampler!r}")
-    return use
+    """``auto`` resolves to nutpie where installed, else PyMC; any other name must be registered
+    (:data:`SAMPLERS`)."""
+    if sampler == "auto":
+        return "nutpie" if nutpie_available() else "pymc"
+    if not SAMPLERS.known(sampler):
+        raise InputError(f"sampler must be auto, {', '.join(SAMPLERS.names())}, got {sampler!r}")
+    return sampler
 
 
-def _sample(pm_model: Any, use: str, model: Any, key: tuple[Any, ...] | None, draws: int, *, tune: int,
-            chains: int, seed: int, cores: int, target_accept: float, progressbar: bool,
-            steps: tuple[list[Any], list[dict[str, Any]]] | None = None) -> Any:
-    """One sampler run of ``draws`` per chain (nutpie on the compiled model of ``key``, :func:`_compiled_key`,
-    cached or compiled, or PyMC: its NUTS, or ``steps``, the Metropolis-within-Gibbs steps of
-    :mod:`~cogtestbed.inference.hierarchical_gibbs`)."""
-    import pymc as pm
+def _sample(kind: SamplerKind, job: SamplingJob, state: Any, draws: int) -> Any:
+    """One run of ``kind`` of ``draws`` per chain, reported to the command line's reporter where one is open
+    and no bar of the sampler's own is asked for."""
+    from cogtestbed.progress import for_sampling
 
-    from cogtestbed.progress import for_sampling, nutpie_progress, pymc_callback
-
-    # the command line's reporter, where one is open and no bar of the sampler's own is asked for
-    progress = None if progressbar else for_sampling(
+    model, pm_model, chains, tune = job.model, job.pm_model, job.chains, job.tune
+    progress = None if job.progressbar else for_sampling(
         f"sampling {getattr(model, 'name', '') or 'the model'} ({chains} chains x {tune} tune + {draws} draws)")
     if progress is not None:  # the up-front estimate, before the set-up
-        units = (tune + draws) * chains / max(1, min(chains, cores)) * _n_observed(pm_model)
-        progress.expect(f"{use}:{_kind_name(model, pm_model)}", units, compiled=key in _COMPILED)
-    if use == "nutpie":
-        assert key is not None, "fit_hierarchical keys every nutpie fit"
-        with strict_float():
-            compiled = _nutpie_compiled(pm_model, key)
-        import nutpie
-
-        # nutpie's own bar only where the caller asks for it (progressbar=True); with a reporter open, its
-        # progress is routed to our single line (nutpie_progress) and nutpie draws nothing itself
-        routed = nutpie_progress(progress, cores) if progress is not None else contextlib.nullcontext()
-        with routed:
-            idata = nutpie.sample(
-                compiled, draws=draws, tune=tune, chains=chains, seed=seed, cores=cores,
-                target_accept=target_accept, progress_bar=progressbar or progress is not None,
-                store_divergences=False,
-                **_mass_matrix_settings(model),
-            )
-        if progress is not None:
-            progress.finish()
-        return idata
-    extra = {"callback": pymc_callback(progress, draws, tune, chains)} if progress is not None else {}
-    with pm_model, _quiet_pymc(), strict_float():
-        idata = pm.sample(
-            draws=draws, tune=tune, chains=chains, cores=cores, random_seed=seed,
-            compute_convergence_checks=False, progressbar=progressbar, **extra,
-            **({"step": steps[0], "initvals": steps[1]} if steps is not None else {"target_accept": target_accept}),
-        )
+        units = (tune + draws) * chains / max(1, min(chains, job.cores)) * _n_observed(pm_model)
+        progress.expect(f"{kind.name}:{_kind_name(model, pm_model)}", units, compiled=kind.compiled(state))
+    idata = kind.sample(job, state, draws, progress)
     if progress is not None:
         progress.finish()
     return idata
+
+
+def _nutpie_key(job: SamplingJob) -> tuple[Any, ...]:
+    return _compiled_key(job.pm_model, getattr(job.model, "name", id(job.model)), job.hierarchical)
+
+
+def _nutpie_sample(job: SamplingJob, key: tuple[Any, ...], draws: int, progress: Any) -> Any:
+    """nutpie on the compiled model of ``key`` (:func:`_compiled_key`), cached or compiled; its own bar only
+    where the caller asks for it, else its progress routed to ``progress`` (nutpie draws nothing itself)."""
+    import nutpie
+
+    from cogtestbed.progress import nutpie_progress
+
+    with strict_float():
+        compiled = _nutpie_compiled(job.pm_model, key)
+    routed = nutpie_progress(progress, job.cores) if progress is not None else contextlib.nullcontext()
+    with routed:
+        return nutpie.sample(
+            compiled, draws=draws, tune=job.tune, chains=job.chains, seed=job.seed, cores=job.cores,
+            target_accept=job.target_accept, progress_bar=job.progressbar or progress is not None,
+            store_divergences=False, **_mass_matrix_settings(job.model),
+        )
+
+
+def _pymc_sample(job: SamplingJob, steps: tuple[list[Any], list[dict[str, Any]]] | None, draws: int,
+                 progress: Any) -> Any:
+    """PyMC's ``pm.sample``: its NUTS, or ``steps`` (the Metropolis-within-Gibbs steps of
+    :mod:`~cogtestbed.inference.hierarchical_gibbs` and each chain's start)."""
+    import pymc as pm
+
+    from cogtestbed.progress import pymc_callback
+
+    extra = {"callback": pymc_callback(progress, draws, job.tune, job.chains)} if progress is not None else {}
+    with job.pm_model, _quiet_pymc(), strict_float():
+        return pm.sample(
+            draws=draws, tune=job.tune, chains=job.chains, cores=job.cores, random_seed=job.seed,
+            compute_convergence_checks=False, progressbar=job.progressbar, **extra,
+            **({"step": steps[0], "initvals": steps[1]} if steps is not None else {"target_accept": job.target_accept}),
+        )
 
 
 def _all_centred(model: Any, trials: pd.DataFrame, hierarchical: bool) -> Any:
@@ -231,13 +246,42 @@ def _all_centred(model: Any, trials: pd.DataFrame, hierarchical: bool) -> Any:
     return all_centred(model, trials, hierarchical)
 
 
-def _gibbs_steps(model: Any, trials: pd.DataFrame, pm_model: Any, seed: int, target_accept: float,
-                 chains: int) -> tuple[list[Any], list[dict[str, Any]]]:
+def _gibbs_steps(job: SamplingJob) -> tuple[list[Any], list[dict[str, Any]]]:
     """The steps of :mod:`~cogtestbed.inference.hierarchical_gibbs` and each chain's dispersed start."""
     from cogtestbed.inference.hierarchical_gibbs import dispersed_starts, gibbs_steps
 
-    steps = gibbs_steps(model, trials, pm_model, seed, target_accept)
-    return steps, dispersed_starts(steps[0], chains, seed)
+    steps = gibbs_steps(job.model, job.trials, job.pm_model, job.seed, job.target_accept)
+    return steps, dispersed_starts(steps[0], job.chains, job.seed)
+
+
+def _no_state(_job: SamplingJob) -> None:
+    return None
+
+
+#: The package's samplers (issue 73).  ``gibbs`` is experimental: it stays only by the measured decision
+#: of docs/benchmarks.md (issue 73, item 2); ``auto`` never picks it.
+NUTPIE = SamplerKind("nutpie", "NUTS of nutpie (Rust) on the numba-compiled log density; the default where "
+                     "installed", "nutpie", _nutpie_key, _nutpie_sample, available=lambda: nutpie_available(),
+                     compiled=lambda key: key in _COMPILED)
+PYMC = SamplerKind("pymc", "PyMC's NUTS", "pymc", _no_state, _pymc_sample)
+GIBBS = SamplerKind("gibbs", "EXPERIMENTAL: the package's Metropolis-within-Gibbs for centred models whose subjects "
+                    "have several posterior modes (cogtestbed/inference/hierarchical_gibbs.py)", "cogtestbed",
+                    _gibbs_steps, _pymc_sample, prepare=lambda model, trials, hierarchical: _all_centred(
+                        model, trials, hierarchical), experimental=True)
+
+#: Every sampler ``fit_hierarchical(..., sampler=NAME)`` runs: the package's (:data:`NUTPIE`, :data:`PYMC`,
+#: :data:`GIBBS`), the ``cogtestbed.samplers`` entry points', those registered in the process.
+SAMPLERS: Registry[SamplerKind] = Registry(
+    "sampler", ENTRY_POINT_GROUP, lambda: {k.name: functools.partial(lambda k: k, k) for k in (NUTPIE, PYMC, GIBBS)},
+    as_sampler)
+
+
+def register_sampler(kind: SamplerKind) -> SamplerKind:
+    """Register ``kind`` in this process under its name, so that ``fit_hierarchical(..., sampler=kind.name)``
+    and every fit built on it run it; returns it (another sampler under a taken name is refused in one line)."""
+    if not isinstance(kind, SamplerKind):
+        raise TypeError(f"register_sampler takes a SamplerKind, got {type(kind).__name__}")
+    return SAMPLERS.register(kind.name, kind)
 
 
 def _mass_matrix_settings(model: Any) -> dict[str, bool]:
@@ -275,13 +319,13 @@ def _nutpie_compiled(pm_model: Any, key: tuple[Any, ...]) -> Any:
             _COMPILED.clear()
         _COMPILED[key] = nutpie.compile_pymc_model(pm_model)
         return _COMPILED[key]
-    import dataclasses
+    from cogtestbed.shims.nutpie_shim import with_coords
 
     cached = _COMPILED[key]
     compiled = cached.with_data(**{k: v for k, v in data.items() if k in cached.shared_data})
     # Coordinates (subject ids) come from the new model, not the cached one.
     coords = {**(cached.coords or {}), **{k: pd.Index(v) for k, v in pm_model.coords.items()}}
-    return dataclasses.replace(compiled, _coords=coords)
+    return with_coords(compiled, coords)
 
 
 def _compiled_key(pm_model: Any, name: Any, hierarchical: bool) -> tuple[Any, ...]:
@@ -307,12 +351,13 @@ def _stored_shapes(pm_model: Any) -> tuple[Any, ...]:
     """The shapes of the variables nutpie samples and stores, as its compilation computes and fixes
     them (a subject count, a cell count); with a nutpie that computes them otherwise, the lengths of
     every data array and coordinate (no reuse across observation counts)."""
-    try:
-        from nutpie.compile_pymc import _compute_shapes
-    except ImportError:  # pragma: no cover - another nutpie
+    from cogtestbed.shims.nutpie_shim import stored_shapes
+
+    shapes = stored_shapes(pm_model)
+    if shapes is None:  # pragma: no cover - another nutpie
         return (tuple(sorted((d.name, d.get_value().shape) for d in pm_model.data_vars)),
                 tuple(sorted((k, len(v)) for k, v in pm_model.coords.items())))
-    return tuple(sorted((k, tuple(int(n) for n in np.atleast_1d(v))) for k, v in _compute_shapes(pm_model).items()))
+    return tuple(sorted((k, tuple(int(n) for n in np.atleast_1d(v))) for k, v in shapes.items()))
 
 
 def _kind_name(model: Any, pm_model: Any) -> str:

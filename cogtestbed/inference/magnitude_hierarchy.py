@@ -192,12 +192,14 @@ def w_prior_hierarchy(trials: pd.DataFrame, draws: int = 1000, tune: int = 1000,
     data = hierarchy_data(trials)
     model = w_prior_hierarchy_model(data, centred_cells)
     fit = fit_hierarchical(model, trials, draws=draws, tune=tune, chains=chains, seed=seed,
-                           sampler=sampler, warn=False, log_likelihood=False,  # type: ignore[arg-type]
+                           sampler=sampler, warn=False, log_likelihood=False,
                            target_accept=target_accept)
     post = fit.idata.posterior
     level = post["level"].values.reshape(-1, len(data.conditions))
     delta = level[:, 1:] - level[:, :1]
     w = post["w_prior"].values.reshape(-1, len(data.cell_names))
+    from cogtestbed.inference.samplers import provenance_of
+
     d = fit.diagnostics
     return {
         "p_delta_w_positive": {c: float((delta[:, j] > 0).mean()) for j, c in enumerate(data.ablations)},
@@ -205,7 +207,7 @@ def w_prior_hierarchy(trials: pd.DataFrame, draws: int = 1000, tune: int = 1000,
         "level": {c: _interval(level[:, j]) for j, c in enumerate(data.conditions)},
         "w_prior": {name: _interval(w[:, j]) for j, name in enumerate(data.cell_names)},
         "diagnostics": {**d.columns(), "ok": d.ok, "verdict": d.verdict, "sampler": d.sampler,
-                        "seconds": d.seconds, "report": d.report()},
+                        **provenance_of(fit.idata), "seconds": d.seconds, "report": d.report()},
         "idata": fit.idata,
     }
 

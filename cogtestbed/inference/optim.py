@@ -245,7 +245,7 @@ def _remove_stale(compiled: Any, qualname: str) -> None:
     prefix = f"{Path(__file__).stem}.{stem}_"
     current = f"{Path(__file__).stem}.{qualname}-"
     with contextlib.suppress(OSError):
-        for path in Path(compiled._cache.cache_path).glob(f"{prefix}*"):
+        for path in Path(compiled.stats.cache_path).glob(f"{prefix}*"):
             if not path.name.startswith(current):
                 path.unlink(missing_ok=True)
 

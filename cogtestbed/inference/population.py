@@ -269,8 +269,10 @@ def population_from_fit(fit: Any, *, name: str, experiment: str, model: Any, tri
     if trials is not None:
         extra = _sample_of(model, trials)
         n_subjects = len(next(iter(extra["estimates"].values())))
-    record = {**diag.as_dict(), "unconverged_allowed": bool(problems), "kept_draws": len(pick),
-              "unidentified_subjects": len(getattr(fit, "unidentified", {}) or {})}
+    from cogtestbed.inference.samplers import provenance_of
+
+    record = {**diag.as_dict(), **provenance_of(fit.idata), "unconverged_allowed": bool(problems),
+              "kept_draws": len(pick), "unidentified_subjects": len(getattr(fit, "unidentified", {}) or {})}
     record = {k: v for k, v in record.items() if k not in ("problems",)}
     return Population(name=name, experiment=experiment, model=getattr(model, "name", str(model)), source=source,
                       subjects=n_subjects, mu=mu, sigma=sigma, fit=json.loads(json.dumps(record, default=str)),

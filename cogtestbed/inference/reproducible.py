@@ -77,19 +77,17 @@ def unique_numba_symbols() -> None:
     RW± with 8 subjects, then RW with 5, "All initialization points failed … Logp function returned
     error: ErrorCode(1)"; where the shapes agree, it would compute another model's density without
     an error).  numba issue 10486; PyTensor 2.38.3 draws the ids at random the same way, but the
-    lock's numba 0.68 is above its bound.  The entries of the shared folder written by counting
-    processes keep their colliding names, hence the folder of its own."""
-    import itertools
+    lock's numba 0.68 is above its bound.  numba has no public setting for its ids: the one private
+    access is :func:`cogtestbed.shims.numba_shim.draw_ids_from`, pinned to the locked numba.  The entries
+    of the shared folder written by counting processes keep their colliding names, hence the folder of
+    its own."""
+    from cogtestbed.shims.numba_shim import counts_ids, draw_ids_from
+    from cogtestbed.shims.pytensor_shim import numba_cache, use_numba_cache
 
-    from numba.core.bytecode import FunctionIdentity
-    from pytensor.link.numba import cache
-
-    if not isinstance(FunctionIdentity._unique_ids, itertools.count):
+    if not counts_ids():
         return
-    folder = cache.NUMBA_CACHE_PATH.parent / UNIQUE_CACHE
-    folder.mkdir(parents=True, exist_ok=True)
-    cache.NUMBA_CACHE_PATH = folder
-    FunctionIdentity._unique_ids = iter(_random_id, None)  # type: ignore[assignment]
+    use_numba_cache(numba_cache().parent / UNIQUE_CACHE)
+    draw_ids_from(_random_id)
 
 
 def _random_id() -> int:

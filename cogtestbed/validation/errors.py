@@ -10,7 +10,7 @@ class StudyInputError(InputError):
     """A study task rejected its input: the worker's message, on one line.  ``typed``: whether the
     worker's own exception was one of the library's typed errors (a plain ``ValueError`` from
     deeper down is shown as one line too, but is a bug to fix at its cause: the matrix run counts
-    it as a traceback, :mod:`cogtestbed.validation.matrix`); ``remote_traceback``: the worker's."""
+    it as a traceback, the matrix run, ``benchmarks/studies/matrix.py``); ``remote_traceback``: the worker's."""
 
     def __init__(self, message: str, typed: bool = True, remote_traceback: str = "") -> None:
         super().__init__(message)

@@ -50,8 +50,9 @@ class BuildPopulationRequest:
                                    help="Draws per chain are doubled up to this while only R-hat or ESS fail.")
     seed: int = option(0, help="Sampler seed.")
     sampler: Literal["auto", "nutpie", "pymc", "gibbs"] = option(
-        "auto", cli_type=str, help="auto (nutpie where installed), nutpie, pymc, or gibbs: Metropolis-within-Gibbs "
-        "with per-subject HMC and mode jumps, every parameter centred (for subjects with two posterior modes).")
+        "auto", cli_type=str, help="auto (nutpie where installed), nutpie, pymc, or gibbs (experimental): "
+        "Metropolis-within-Gibbs with per-subject HMC and mode jumps, every parameter centred (for subjects with "
+        "two posterior modes).")
     allow_unconverged: bool = option(False, flags=("--allow-unconverged",), help=UNCONVERGED_HELP)
     force: bool = option(False, flags=("--force",), help="Overwrite an existing output file.")
 

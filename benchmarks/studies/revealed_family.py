@@ -1,7 +1,7 @@
 """Studies of the revealed-belief family: sampling noise floors, samples needed to detect a bias,
 parameter recovery and the β_first / β_label identifiability check.
 
-``python -m cogtestbed.validation.families.revealed [-o DIR] [--quick] [--only STUDY ...]`` prints every
+``python benchmarks/studies/revealed_family.py [-o DIR] [--quick] [--only STUDY ...]`` prints every
 figure as JSON lines (``--only hierarchical`` for study 7, which the default run leaves out).
 
 1. **Noise floor** (sample-only APIs; this project's addition — the paper scores exact

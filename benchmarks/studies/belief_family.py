@@ -6,7 +6,7 @@ run on the π0 and decision arrays of one batch simulation (no trial table: the 
 all studies at once); T1b, T3 and T4 build each study's trial table and call the same functions
 the ``metrics`` command uses.
 
-Studies (``python -m cogtestbed.validation.families.belief size|power|recovery -o DIR``):
+Studies (``python benchmarks/studies/belief_family.py size|power|recovery -o DIR``):
 
 * ``size``: rejection rates of every test on a calibrated logit RUM (the paper's quick-simulation
   utilities, scale 6) over report noise σ ∈ {0, .05, .10, .15}, plus ``t1_lr_mean``, the
@@ -391,8 +391,8 @@ def plot_size(frame: pd.DataFrame, path: Path, level: float = tests.LEVEL) -> No
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line of ``python -m cogtestbed.validation.families.belief``."""
-    parser = argparse.ArgumentParser(prog="python -m cogtestbed.validation.families.belief",
+    """The command line of ``python benchmarks/studies/belief_family.py``."""
+    parser = argparse.ArgumentParser(prog="python benchmarks/studies/belief_family.py",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("study", choices=("size", "power", "recovery", "hierarchical"))
     parser.add_argument("--model", default="mnl", choices=("mnl", "loss"),

@@ -1,0 +1,153 @@
+"""The house measures of issue 73 (docs/architecture.md, "The house after the wings"): package lines, radon
+C-rank blocks, command-line options, option names declared in more than one request class, upward imports.
+
+    PYTHONPATH=. python benchmarks/house_metrics.py                    # the working tree
+    PYTHONPATH=. python benchmarks/house_metrics.py --ref 3371524      # a commit (read with git archive)
+    PYTHONPATH=. python benchmarks/house_metrics.py --table 3371524    # markdown rows: that commit vs the tree
+
+Counted from the source (:mod:`ast`, radon), except the command-line options, which the commit's own
+command line reports (``benchmarks/cli_options.py`` run on the commit's package in a subprocess):
+
+* **package lines**: newlines of every ``cogtestbed/**/*.py``;
+* **C-rank blocks**: functions and methods (closures and nested classes' methods included, as
+  ``tests/test_complexity.py`` walks them) of cyclomatic complexity 11-20 (radon's rank C) or above;
+* **CLI options**: every option of every command (``cogtestbed --help`` and below), summed over commands;
+* **option fields / names / names in more than one request class**: the class attributes declared with
+  ``option(...)`` (the typed requests of ``cogtestbed/request.py``), the distinct names, and the names
+  declared in two or more classes;
+* **upward imports**: the import graph of ``tests/test_import_graph.py`` on the commit's modules, under
+  this tree's layer order (an earlier commit's own order placed ``validation/matrix.py`` above ``api``:
+  the exception issue 73 removed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from radon import complexity as radon_complexity
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from architecture_measures import HERE, load_graph_test  # noqa: E402
+
+
+def checkout(ref: str | None, into: Path) -> Path:
+    """The repository root holding ``cogtestbed/`` and ``tests/`` at ``ref`` (None: this working tree)."""
+    import io
+    import tarfile
+
+    if ref is None:
+        return HERE
+    data = subprocess.run(["git", "-C", str(HERE), "archive", ref, "cogtestbed", "tests/test_import_graph.py"],  # noqa: S607
+                          check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def _blocks(source: str) -> list[Any]:
+    out, todo = [], list(radon_complexity.cc_visit(source))
+    while todo:
+        block = todo.pop()
+        out.append(block)
+        todo += [*getattr(block, "closures", []), *getattr(block, "methods", []), *getattr(block, "inner_classes", [])]
+    return [b for b in out if not hasattr(b, "methods")]
+
+
+def _option_fields(tree: ast.AST) -> list[tuple[str, str]]:
+    """(class, field) of every ``name: T = option(...)`` in a class body."""
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for item in node.body:
+            if (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+                    and isinstance(item.value, ast.Call) and ast.unparse(item.value.func).endswith("option")):
+                out.append((node.name, item.target.id))
+    return out
+
+
+def cli_options(root: Path) -> int | None:
+    """Options summed over every command, as the commit's command line parses them (None: it did not run)."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, str(HERE / "benchmarks" / "cli_options.py")], env=env,
+                          capture_output=True, text=True, check=False, cwd=root)
+    if done.returncode != 0:
+        return None
+    return sum(len(options) for options in json.loads(done.stdout).values())
+
+
+def measure(root: Path) -> dict[str, Any]:
+    lines = c_rank = 0
+    declared: dict[str, set[str]] = defaultdict(set)
+    fields = 0
+    for path in sorted((root / "cogtestbed").rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        lines += source.count("\n")
+        c_rank += sum(1 for b in _blocks(source) if b.complexity > 10)
+        for cls, name in _option_fields(ast.parse(source)):
+            declared[name].add(cls)
+            fields += 1
+    graph_test = load_graph_test(HERE)  # this tree's layer order (no exception), on the commit's modules
+    graph_test.PACKAGE = root / "cogtestbed"
+    upward = [f"{m} -> {t}" for m, t in graph_test.upward_imports(graph_test.import_graph())]
+    return {"package_lines": lines, "c_rank_blocks": c_rank, "cli_options": cli_options(root),
+            "option_fields": fields, "option_names": len(declared),
+            "names_in_several_requests": sorted(n for n, classes in declared.items() if len(classes) > 1),
+            "upward_imports": upward}
+
+
+ROWS = (("package lines", "package_lines"), ("radon C-rank blocks (complexity > 10)", "c_rank_blocks"),
+        ("CLI options (summed over commands)", "cli_options"), ("option fields in request classes", "option_fields"),
+        ("option names", "option_names"),
+        ("names declared in more than one request class", "names_in_several_requests"),
+        ("upward imports", "upward_imports"))
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, list):
+        return str(len(value))
+    return "n/a" if value is None else f"{value:,}"
+
+
+def table(before: dict[str, Any], after: dict[str, Any], ref: str) -> str:
+    rows = [f"| measure | before ({ref}) | after |", "|---|---:|---:|"]
+    rows += [f"| {label} | {_cell(before[key])} | {_cell(after[key])} |" for label, key in ROWS]
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ref", help="a commit to measure (default: the working tree)")
+    parser.add_argument("--json", action="store_true", help="print the measures as JSON")
+    parser.add_argument("--table", metavar="BEFORE", help="markdown rows: commit BEFORE against --ref (default: "
+                        "the working tree)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as tmp_before:
+        try:
+            after = measure(checkout(args.ref, Path(tmp)))
+            before = measure(checkout(args.table, Path(tmp_before))) if args.table else None
+        except subprocess.CalledProcessError as exc:
+            print(f"error: cannot read commit {args.ref or args.table!r}: {exc.stderr.decode().strip()}",
+                  file=sys.stderr)
+            return 2
+    if before is not None:
+        print(table(before, after, args.table))
+    elif args.json:
+        print(json.dumps(after, indent=1))
+    else:
+        for label, key in ROWS:
+            print(f"{label}: {_cell(after[key])}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -126,6 +126,7 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
     return cast("pd.DataFrame", table)  # kept: a table either way
 
 
+@public()
 @derive_api(SimulateRequest, after=(keyword("on_subject_done"),), required=("output",))
 def simulate_file(experiment: str | ExperimentSpec, agent: str, **options: Any) -> int:
     """:func:`simulate` writing its table to ``output`` a chunk of subjects at a time, none of it kept:

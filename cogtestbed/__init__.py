@@ -100,7 +100,8 @@ __all__ = [
     "MetricsReport", "PairedRun", "Phenotype", "Plan", "RunResult", "Study", "check", "describe", "estimates",
     "experiments", "export", "fit", "fit_and_save", "form_study", "get_experiment", "heldout_nll", "looks",
     "metric_validity", "metrics", "model_recovery", "participant_nll", "phenotype", "plan", "plan_forms",
-    "plot_recovery", "power", "recover", "run", "sbc", "simulate", "simulate_file", "study", "transcript_nll", "true_parameters",
+    "plot_recovery", "power", "recover", "run", "sbc", "simulate", "simulate_file", "study", "transcript_nll",
+    "true_parameters",
     "Population", "build_population", "population", "population_from_fit", "populations",
 ]
 

@@ -49,6 +49,7 @@ _PUBLIC: dict[str, str] = {
     "experiments": "cogtestbed.api.core",
     "get_experiment": "cogtestbed.api.core",
     "simulate": "cogtestbed.api.core",
+    "simulate_file": "cogtestbed.api.core",
     "metrics": "cogtestbed.api.core",
     "MetricsReport": "cogtestbed.metrics_result",
     "fit": "cogtestbed.api.core",
@@ -101,14 +102,14 @@ __all__ = [
     "MetricsReport", "PairedRun", "Phenotype", "Plan", "RunResult", "Study", "check", "describe", "estimates",
     "experiments", "export", "fit", "fit_and_save", "form_study", "get_experiment", "heldout_nll", "looks",
     "metric_validity", "metrics", "model_recovery", "participant_nll", "phenotype", "plan", "plan_forms",
-    "plot_recovery", "power", "recover", "run", "sbc", "simulate", "study", "transcript_nll", "transcript_table",
-    "true_parameters", "validate",
+    "plot_recovery", "power", "recover", "run", "sbc", "simulate", "simulate_file", "study", "transcript_nll",
+    "transcript_table", "true_parameters", "validate",
     "Population", "build_population", "population", "population_from_fit", "populations",
 ]
 
 if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, listed under ct.errors
     from cogtestbed.api import errors
-    from cogtestbed.api.core import check, experiments, fit, get_experiment, metrics, simulate
+    from cogtestbed.api.core import check, experiments, fit, get_experiment, metrics, simulate, simulate_file
     from cogtestbed.api.describe import describe
     from cogtestbed.api.export import export
     from cogtestbed.api.figures import Figures

@@ -18,7 +18,7 @@ import importlib
 import json
 import os
 import pkgutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -145,12 +145,13 @@ def read_trials(path: str | os.PathLike[str], experiment: str | None = None, use
 
 
 def trials_manifest(trials: pd.DataFrame, manifest: Mapping[str, Any],
-                    spec: ExperimentSpec | None = None) -> dict[str, Any]:
+                    spec: ExperimentSpec | None = None, validate: bool = True) -> dict[str, Any]:
     """The manifest written beside a trial table (the table is validated first, against ``spec``
-    where given; see :func:`validate_table`)."""
+    where given; see :func:`validate_table`; not where ``validate`` is False: its chunks were)."""
     from cogtestbed.trials import SCHEMA_VERSION, package_versions
 
-    validate_table(trials, spec=spec)
+    if validate:
+        validate_table(trials, spec=spec)
     return {
         "schema_version": SCHEMA_VERSION,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -170,6 +171,37 @@ def write_trials(trials: pd.DataFrame, path: str | os.PathLike[str], manifest: M
                           manifest_path(out): lambda tmp: tmp.write_text(
                               json.dumps(full_manifest, indent=2, sort_keys=True, default=str))})
     return out
+
+
+def write_trial_chunks(chunks: Iterable[pd.DataFrame], path: str | os.PathLike[str], manifest: Mapping[str, Any],
+                       keep: bool = False) -> tuple[int, pd.DataFrame | None]:
+    """:func:`write_trials` of a table given as chunks of whole subjects, in order (each validated, then
+    written as row groups of one Parquet file: :func:`cogtestbed.trials.chunks_to_parquet`), holding one
+    chunk at a time unless ``keep``; the same files as :func:`write_trials` of their concatenation, but
+    for the manifest's time.  Returns (rows written, the concatenated table where ``keep``, else None)."""
+    import pandas as pd
+
+    from cogtestbed.trials import chunks_to_parquet, manifest_path, write_files_together
+
+    out = Path(path)
+    kept: list[pd.DataFrame] = []
+    rows = [0]
+
+    def seen(chunk: pd.DataFrame) -> None:
+        validate_table(chunk)
+        if keep:
+            kept.append(chunk)
+
+    def parquet(tmp: Path) -> None:
+        rows[0] = chunks_to_parquet(chunks, tmp, seen)
+
+    def manifest_file(tmp: Path) -> None:  # written after the table: its row count is known then
+        full = trials_manifest(pd.DataFrame(), {}, validate=False)
+        full = {**full, "n_rows": rows[0], **manifest}
+        tmp.write_text(json.dumps(full, indent=2, sort_keys=True, default=str))
+
+    write_files_together({out: parquet, manifest_path(out): manifest_file})
+    return rows[0], (pd.concat(kept, ignore_index=True) if keep else None)
 
 
 # ----------------------------------------------------------------------------- which experiment

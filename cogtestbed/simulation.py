@@ -31,6 +31,7 @@ from cogtestbed.lapse import INVALID, NORMAL, RANDOM, Lapse, LapseDraws, draw_la
 from cogtestbed.memory import MEMORY_COPIES, check_memory
 from cogtestbed.parameters import per_subject
 from cogtestbed.registry import Experiment, get_experiment
+from cogtestbed.subject_draws import Call, NotChunkable, chunk_bounds, chunk_draws, draw_plan
 from cogtestbed.trials import pool_runs as pool_runs  # where the CLI's fit and the studies read it before
 
 Method = Literal["auto", "batch", "interpreted", "step"]
@@ -368,6 +369,14 @@ def _play(exp: Experiment, agent: str, agent_cls: type[SyntheticAgent], design: 
     # Both paths read the same rows: on the step path a session that ends early (variable-length
     # tasks) must not shift the next subject's draws.
     rows = agent_rng.random((n_subjects, steps * agent_cls.draws_per_trial))
+    return _play_drawn(exp, agent, agent_cls, design, sessions, per_subject, path, on_subject_done, rows, draws,
+                       agent_rng)
+
+
+def _play_drawn(exp: Experiment, agent: str, agent_cls: type[SyntheticAgent], design: Design, sessions: Sessions,
+                per_subject: dict[str, np.ndarray], path: Path, on_subject_done: Callable[[int], None] | None,
+                rows: np.ndarray, draws: LapseDraws | None, agent_rng: np.random.Generator) -> pd.DataFrame:
+    """Play drawn ``sessions`` with the agent's uniform ``rows`` and lapse ``draws`` on ``path``."""
     if path != "step":
         outcomes = _play_batch(exp, agent_cls, design, sessions, per_subject, rows, draws, path)
     else:
@@ -380,6 +389,102 @@ def _play(exp: Experiment, agent: str, agent_cls: type[SyntheticAgent], design: 
 
         outcomes = run_stepwise(env, sessions, make_subject, on_subject_done)
     return exp.env_cls.trials_table(design, sessions, outcomes, agent=agent, params=per_subject)
+
+
+#: Bytes of trial table a chunk of :func:`simulate_chunks` aims at when no chunk size is given: a chunk's
+#: table, its arrays and its Parquet conversion stay a few hundred MiB whatever the subject count.
+CHUNK_BYTES = 48 * 2**20
+
+
+def simulate_chunks(
+    experiment: str | Experiment,
+    agent: str,
+    n_subjects: int,
+    seed: int,
+    params: Mapping[str, Any] | None = None,
+    design: Design | None = None,
+    method: Path = "batch",
+    on_subject_done: Callable[[int], None] | None = None,
+    lapse: Lapse | None = None,
+    forms: FormDesign | None = None,
+    chunk: int | None = None,
+) -> Iterator[pd.DataFrame]:
+    """:func:`simulate`'s trial table in chunks of at most ``chunk`` subjects (default: about
+    :data:`CHUNK_BYTES` of table each), in subject order: their concatenation is :func:`simulate`'s
+    table for the same arguments, row for row (issue 71), while memory holds one chunk at a time.
+
+    Every draw is the one the all-at-once run gives the chunk's subjects: the agent's uniforms and the
+    lapses are read from their streams' places (:mod:`cogtestbed.subject_draws`), as are the sessions
+    where the environment draws them as uniforms with a subject axis first (every session of the chunk
+    alone); otherwise all sessions are drawn up front and sliced (their arrays only, not the table).
+    ``method`` is a resolved path (:func:`chosen_path`)."""
+    exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
+    if n_subjects < 1:
+        raise InputError("n_subjects must be at least 1")
+    agent_cls = exp.agent(agent)
+    design = design if design is not None else exp.env_cls.design_cls()
+    per_subject = subject_params(agent_cls, params, n_subjects)
+    drawn = None
+    if forms is not None:
+        drawn = draw_forms(forms, n_subjects, seed)
+        per_subject = shifted_params(agent_cls, per_subject, drawn)
+    if chunk is None:
+        chunk = chunk_subjects(exp, agent, {k: v[0] for k, v in per_subject.items()}, design, method)
+    draws = _ChunkDraws(exp, agent_cls, design, n_subjects, seed, lapse)
+    for start, stop in chunk_bounds(n_subjects, chunk):
+        part = {k: v[start:stop] for k, v in per_subject.items()}
+        done = None if on_subject_done is None else (lambda i, s=start: on_subject_done(i + s))
+        with interpreting(method == "interpreted"):
+            table = _play_drawn(exp, agent, agent_cls, design, draws.sessions(start, stop), part, method,
+                                done, draws.rows(start, stop), draws.lapses(start, stop), draws.agent_rng)
+        table["subject"] = table["subject"].to_numpy() + start
+        yield table if drawn is None else with_form_columns(table, drawn)
+
+
+def chunk_subjects(experiment: str | Experiment, agent: str, params: Mapping[str, Any] | None = None,
+                   design: Design | None = None, method: Path = "batch") -> int:
+    """Subjects a chunk of :func:`simulate_chunks` holds by default: about :data:`CHUNK_BYTES` of trial
+    table (:func:`session_bytes`), at least one."""
+    fixed = {k: v for k, v in dict(params or {}).items() if not np.ndim(v)}
+    return max(1, CHUNK_BYTES // max(1, session_bytes(experiment, agent, fixed, design, method)))
+
+
+class _ChunkDraws:
+    """The draws of a :func:`simulate` run, served a chunk of subjects at a time."""
+
+    def __init__(self, exp: Experiment, agent_cls: type[SyntheticAgent], design: Design, n: int, seed: int,
+                 lapse: Lapse | None) -> None:
+        self.n, self.steps = n, exp.env_cls.max_steps(design)
+        self.env_rng, self.agent_rng = seed_streams(seed)
+        self.k = self.steps * agent_cls.draws_per_trial
+        self.draw_sessions = lambda m, rng: exp.env_cls.sample_sessions(design, m, rng)
+        self.plan = draw_plan(self.draw_sessions)
+        self.all_sessions: Sessions | None = None
+        self.lapse = lapse if lapse is not None and lapse.active else None
+        self.lapse_k, self.seed = exp.env_cls.lapse_draws, seed
+
+    def sessions(self, start: int, stop: int) -> Sessions:
+        if self.plan is not None:
+            try:
+                return cast(Sessions, chunk_draws(self.draw_sessions, self.plan, self.env_rng, self.n, start, stop))
+            except NotChunkable:  # drawn otherwise than the probes: all at once from here on
+                self.plan = None
+        if self.all_sessions is None:
+            self.all_sessions = self.draw_sessions(self.n, self.env_rng)
+        whole = self.all_sessions
+        return type(whole)(**{f.name: getattr(whole, f.name)[start:stop] for f in dataclasses.fields(whole)})
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        plan = (Call((self.k,), shared=False),)
+        return chunk_draws(lambda m, rng: rng.random((m, self.k)), plan, self.agent_rng, self.n, start, stop)
+
+    def lapses(self, start: int, stop: int) -> LapseDraws | None:
+        if self.lapse is None:
+            return None
+        lapse, steps, k = self.lapse, self.steps, self.lapse_k
+        plan = (Call((steps,), shared=False), Call((steps, k), shared=False))
+        return chunk_draws(lambda m, rng: draw_lapses(lapse, rng, m, steps, k), plan, lapse_rng(self.seed),
+                           self.n, start, stop)
 
 
 def _play_batch(exp: Experiment, agent_cls: type[SyntheticAgent], design: Design, sessions: Sessions,

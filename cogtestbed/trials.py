@@ -36,7 +36,7 @@ import json
 import os
 import platform
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -73,7 +73,17 @@ def table_to_parquet(frame: pd.DataFrame, where: str | os.PathLike[str] | io.Byt
     recorded as the object columns of lists pandas has always written: plain pandas reads their
     cells as arrays, :func:`read_table` as ``pd.ArrowDtype`` lists again.
     """
-    table = pa.Table.from_pandas(frame, preserve_index=False)
+    import pyarrow.parquet as pq  # Parquet's file layer (and its TLS stack) only where a file is written or read
+
+    pq.write_table(_arrow_table(frame), where)
+
+
+def _arrow_table(frame: pd.DataFrame, schema: pa.Schema | None = None) -> pa.Table:
+    """``frame`` as Arrow (with ``schema``: the first chunk's, which every later chunk keeps), its list
+    columns recorded as pandas' object columns of lists (:func:`table_to_parquet`)."""
+    table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+    if schema is not None:
+        return table
     lists = {field.name for field in table.schema if _is_arrow_list(field.type)}
     if lists:
         meta = json.loads(table.schema.metadata[b"pandas"])
@@ -81,9 +91,34 @@ def table_to_parquet(frame: pd.DataFrame, where: str | os.PathLike[str] | io.Byt
             if column["name"] in lists:
                 column["numpy_type"], column["metadata"] = "object", None
         table = table.replace_schema_metadata({**table.schema.metadata, b"pandas": json.dumps(meta).encode()})
-    import pyarrow.parquet as pq  # Parquet's file layer (and its TLS stack) only where a file is written or read
+    return table
 
-    pq.write_table(table, where)
+
+def chunks_to_parquet(frames: Iterable[pd.DataFrame], where: str | os.PathLike[str],
+                      on_chunk: Callable[[pd.DataFrame], None] | None = None) -> int:
+    """Write ``frames`` (chunks of one table, in order) as one Parquet file, a row group or more each,
+    holding one chunk in memory at a time (issue 71); it reads back as :func:`table_to_parquet` of their
+    concatenation.  Later chunks take the first chunk's schema (a column that is all missing in a chunk
+    keeps its type).  ``on_chunk`` sees each chunk before it is written.  Returns the rows written."""
+    import pyarrow.parquet as pq
+
+    writer: pq.ParquetWriter | None = None
+    rows = 0
+    try:
+        for frame in frames:
+            if on_chunk is not None:
+                on_chunk(frame)
+            table = _arrow_table(frame, None if writer is None else writer.schema)
+            if writer is None:
+                writer = pq.ParquetWriter(where, table.schema)
+            writer.write_table(table)
+            rows += len(frame)
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        raise ValueError("no chunk to write")
+    return rows
 
 
 def read_table(where: str | os.PathLike[str]) -> pd.DataFrame:

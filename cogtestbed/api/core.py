@@ -122,10 +122,26 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
     ``"batch"``, ``"interpreted"`` or ``"step"``; the table is the same, and the manifest records the path
     taken.
     """
+    table, _ = _simulate_request(experiment, agent, options, keep=True)
+    return cast("pd.DataFrame", table)  # kept: a table either way
+
+
+@public()
+@derive_api(SimulateRequest, after=(keyword("on_subject_done"),), required=("output",))
+def simulate_file(experiment: str | ExperimentSpec, agent: str, **options: Any) -> int:
+    """:func:`simulate` writing its table to ``output`` a chunk of subjects at a time, none of it kept:
+    memory stays that of a chunk (:func:`cogtestbed.simulation.simulate_chunks`) at any subject count, and
+    the file is the one :func:`simulate` writes (issue 71).  Returns the trials written (``cogtestbed
+    simulate``)."""
+    return _simulate_request(experiment, agent, options, keep=False)[1]
+
+
+def _simulate_request(experiment: str | ExperimentSpec, agent: str, options: Mapping[str, Any],
+                      keep: bool) -> tuple[pd.DataFrame | None, int]:
+    """(the table, unless written and not ``keep``; its rows) of :func:`simulate`'s ``options``."""
     from cogtestbed.environments.forms import FormDesign, FormError, resolve_forms
     from cogtestbed.lapse import Lapse
     from cogtestbed.outputs import check_output_file, claim_file
-    from cogtestbed.registry import write_trials
     from cogtestbed.simulation import chosen_path
 
     req = build(SimulateRequest, {**options, "experiment": experiment, "agent": agent})
@@ -158,14 +174,14 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
     with chosen_path(method, exp, agent_cls, design_obj, _cost_params(agent_cls, given, form_sd), subjects + 1,
                      lapse) as path:
         if out is None:
-            return _simulate(exp, agent, subjects, seed, given, design_obj, path, on_subject_done, lapse,
-                             form_design)
+            table = _simulate(exp, agent, subjects, seed, given, design_obj, path, on_subject_done, lapse,
+                              form_design)
+            return table, len(table)
         with claim_file(out, force):  # of two commands writing one file at once, one is refused
-            trials = _simulate(exp, agent, subjects, seed, given, design_obj, path, on_subject_done, lapse,
-                               form_design)
-            write_trials(trials, out, _simulate_manifest(exp, agent, agent_cls, req, given, drawn, path, lapse,
+            return _simulate_streamed(exp, agent, subjects, seed, given, design_obj, path, on_subject_done, lapse,
+                                      form_design, out, keep,
+                                      _simulate_manifest(exp, agent, agent_cls, req, given, drawn, path, lapse,
                                                          design_obj, form_design))
-    return trials
 
 
 def _simulate_manifest(exp: ExperimentSpec, agent: str, agent_cls: Any, req: Any, given: dict[str, Any],
@@ -267,6 +283,24 @@ def _simulate(exp: ExperimentSpec, agent: str, subjects: int, seed: int, given: 
     return run_simulation(exp, agent, subjects, seed, given, design=design_obj, method=method,
                           on_subject_done=on_subject_done, lapse=lapse if lapse.active else None,
                           forms=form_design)
+
+
+def _simulate_streamed(exp: ExperimentSpec, agent: str, subjects: int, seed: int, given: dict[str, Any],
+                       design_obj: Any, method: Literal["batch", "interpreted", "step"], on_subject_done: Any,
+                       lapse: Any, form_design: Any, out: Path, keep: bool,
+                       manifest: dict[str, Any]) -> tuple[pd.DataFrame | None, int]:
+    """The simulation of :func:`simulate` written to ``out`` in chunks of subjects (a chunk's memory
+    checked first), kept only where ``keep``: (the table or None, its rows)."""
+    from cogtestbed.registry import write_trial_chunks
+    from cogtestbed.simulation import check_simulation_memory, chunk_subjects, simulate_chunks
+
+    chunk = min(subjects, chunk_subjects(exp, agent, given, design_obj, method))
+    check_simulation_memory(exp, agent, subjects if keep else chunk, given, design_obj, method=method)
+    chunks = simulate_chunks(exp, agent, subjects, seed, given, design=design_obj, method=method,
+                             on_subject_done=on_subject_done, lapse=lapse if lapse.active else None,
+                             forms=form_design, chunk=chunk)
+    rows, table = write_trial_chunks(chunks, out, manifest, keep=keep)
+    return table, rows
 
 
 def read_table(experiment: str | ExperimentSpec, table_or_path: pd.DataFrame | str | os.PathLike[str],

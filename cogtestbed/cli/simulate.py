@@ -40,7 +40,7 @@ def simulate(req: SimulateRequest) -> None:
     """Simulate synthetic subjects with known parameters and write their trial table."""
     from rich.progress import Progress
 
-    from cogtestbed.api.core import simulate as run_simulation
+    from cogtestbed.api.core import simulate_file
     from cogtestbed.request import api_values
 
     options = api_values(req)
@@ -48,8 +48,8 @@ def simulate(req: SimulateRequest) -> None:
     if req.sessions.method == "step" or req.sessions.adaptive:  # the reference loop is slow: progress per subject
         with Progress(*Progress.get_default_columns(), console=console_err, transient=True) as bar:
             task = bar.add_task("stepping subjects", total=subjects)
-            table = run_simulation(**options, on_subject_done=lambda _: bar.advance(task))
+            rows = simulate_file(**options, on_subject_done=lambda _: bar.advance(task))
     else:
         with console_err.status(f"simulating {subjects} subjects"):
-            table = run_simulation(**options)
-    console_err.print(f"wrote {len(table)} trials of {subjects} subjects to {output}")
+            rows = simulate_file(**options)
+    console_err.print(f"wrote {rows} trials of {subjects} subjects to {output}")

@@ -40,7 +40,7 @@ from cogtestbed.validation.design.plan_options import PLAN_FORMS_OPTIONS, PlanRe
 #: Entry-point group through which other distributions register plan kinds.
 ENTRY_POINT_GROUP = "cogtestbed.plan_kinds"
 #: Options every kind takes (what identifies and seeds the plan, how it is computed).
-ALWAYS = frozenset({"experiment", "seed", "workers", "mc_se", "question"})
+ALWAYS = frozenset({"experiment", "seed", "workers", "dask", "mc_se", "question"})
 _FORMS_ONLY = frozenset({"forms", "form_sd"})
 _ADAPTIVE_ONLY = frozenset({"adaptive", "adaptive_sims"})
 _EVERY = frozenset(leaf.name for leaf in leaves(PlanRequest))
@@ -220,10 +220,14 @@ def check_request(kind: PlanKind, exp: Any, req: PlanRequest) -> None:
 
 def plan_request(exp: Any, req: PlanRequest, ctx: PlanContext) -> tuple[PlanKind, Planned]:
     """The plan ``req`` asks for, through the registry: its kind chosen (:func:`choose_kind`), its request
-    checked (:func:`check_request`), then run."""
+    checked (:func:`check_request`), then run: its simulated studies on the Dask scheduler ``req.dask`` where
+    given (:func:`~cogtestbed.validation.design.power_sims.on_cluster`)."""
+    from cogtestbed.validation.design.power_sims import on_cluster
+
     kind = choose_kind(req)
     check_request(kind, exp, req)
-    return kind, kind.run(exp, req, ctx)
+    with on_cluster(req.dask):
+        return kind, kind.run(exp, req, ctx)
 
 
 __all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "PLAN_KINDS", "check_request", "choose_kind", "get_plan_kind",

@@ -225,6 +225,9 @@ class PlanRequest:
     mc_se: float = option(0.03, help="Largest Monte-Carlo SE of the chosen design's power.")
     seed: int = option(0, help="Seed of the simulations and of the planned run.")
     workers: int | None = option(None, help="Local worker processes (default: CPUs).")
+    dask: str | None = option(None, flags=("--dask",), json=False,
+                              help="Dask scheduler address: the plan's simulated studies run there (as a study's "
+                                   "--dask); the plan is the local one.")
     sequential: PlanSequential = group(PlanSequential, "Sequential plan")
     analysis: PlanFit = group(PlanFit, "Fit")
     prompt_forms: PlanForms = group(PlanForms, "Prompt forms")

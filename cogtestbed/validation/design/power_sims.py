@@ -6,7 +6,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +18,7 @@ import pandas as pd
 from cogtestbed.validation.design.space import Point, size_axis_name, study_at
 from cogtestbed.validation.studies.driver import (
     StudyTaskError,
+    dask_client,
     fork_pool,
     reraise,
     run_chunk,
@@ -28,6 +32,45 @@ DECIDE_Z = 2.0
 
 #: ... or once it has this many simulations (then its point estimate decides).
 DECIDE_MAX_SIMS = 96
+
+
+#: The Dask client a plan's simulated studies run on (:func:`on_cluster`; None: this machine).
+_CLUSTER: ContextVar[Any | None] = ContextVar("plan_cluster", default=None)
+
+
+@contextmanager
+def on_cluster(dask: str | Any | None) -> Iterator[Any | None]:
+    """Within the block, every :class:`PowerEvaluator` sends its simulated studies to the Dask scheduler
+    ``dask`` (an address or a ``distributed.Client``; None: they run here), as a study's ``--dask`` does
+    (issue 71): the same tasks, seeds and chunks, the rows in task order, so the plan is the local one."""
+    if dask is None:
+        yield None
+        return
+    client = dask_client(dask)
+    token = _CLUSTER.set(client)
+    try:
+        yield client
+    finally:
+        _CLUSTER.reset(token)
+        if client is not dask:
+            client.close()
+
+
+def _run_on_cluster(client: Any, payload: str, tasks: list[dict[str, Any]]) -> list[pd.DataFrame]:
+    """The rows of ``tasks`` run on ``client``'s workers in chunks (about two per thread), in task order;
+    each finished chunk counts on the heartbeat."""
+    from distributed import as_completed as finished
+
+    from cogtestbed.progress import tick
+
+    size = max(1, math.ceil(len(tasks) / (2 * max(1, sum(client.nthreads().values())))))
+    chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
+    futures = [client.submit(run_chunk, payload, c, pure=False) for c in chunks]
+    sizes = {f.key: len(c) for f, c in zip(futures, chunks, strict=True)}
+    for f in finished(futures):
+        f.result()
+        tick(sizes[f.key])
+    return [f.result() for f in futures]
 
 
 # ----------------------------------------------------------------------------- power by simulation
@@ -114,6 +157,9 @@ class PowerEvaluator:
         each finished task counts on the current heartbeat (:func:`cogtestbed.progress.tick`)."""
         from cogtestbed.progress import tick
 
+        client = _CLUSTER.get()
+        if client is not None:
+            return _run_on_cluster(client, payload, tasks)
         if self.workers == 1 or len(tasks) < 2 * self.workers:
             size = max(1, math.ceil(len(tasks) / 4))
             out = []

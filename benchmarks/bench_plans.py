@@ -1,0 +1,151 @@
+"""Every ``cogtestbed plan`` command README.md and docs/ show, timed (issue 71, item 2).
+
+Each command of a fenced code block (backslash continuations joined) runs as a child process with its
+``-o`` replaced by a temporary folder; printed per plan: exit status, wall and CPU seconds (the child's
+``resource.getrusage``), the slowest step of its plan.json (the largest ``seconds`` it records, by path),
+and whether the plan's own estimate line ("a look of N-M simulations takes X to Y") contains the measured
+time of a look (the search's seconds over the designs it searched).  A command whose files are not here (a
+``--pilot runs/pilot``) or that elides its arguments (``…``) is listed as skipped.
+
+    python benchmarks/bench_plans.py                      # every plan, each stopped at --limit s
+    python benchmarks/bench_plans.py --list; python benchmarks/bench_plans.py --pick 1,9,13 --limit 600
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import resource
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+LOOK = re.compile(r"a look of [\d,]+-[\d,]+ simulations takes (?P<lo>[^ ]+(?: [^ ]+)*?) to (?P<hi>.+?) before")
+
+
+def documented_plans() -> list[tuple[str, str]]:
+    """(file, command) of every ``cogtestbed plan`` command in a fenced block of README.md and docs/*.md
+    (a pipe after it dropped)."""
+    out = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        fenced, lines = False, []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+            elif fenced:
+                lines.append(line)
+            else:
+                lines.append("")
+        for line in "\n".join(lines).replace("\\\n", " ").splitlines():
+            line = line.strip().lstrip("$ ").split(" #")[0].split(" | ")[0]
+            command = " ".join(line.split())
+            if command.startswith("cogtestbed plan ") and command not in {c for _, c in out}:
+                out.append((path.relative_to(ROOT).as_posix(), command))
+    return out
+
+
+def seconds_of(text: str) -> float | None:
+    """Seconds of a duration as the planner prints it (``5.7 s``, ``22 min 42 s``, ``1 h 3 min``, ``850 ms``)."""
+    units = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
+    parts = re.findall(r"([\d.]+)\s*(ms|s|min|h)\b", text)
+    return sum(float(v) * units[u] for v, u in parts) if parts else None
+
+
+def slowest(payload: Any, path: str = "") -> tuple[str, float]:
+    """(path, seconds) of the largest ``seconds`` entry of ``payload``."""
+    best = ("", -1.0)
+    if isinstance(payload, dict):
+        for key, value in payload.items():
+            here = f"{path}.{key}" if path else key
+            if key == "seconds" and isinstance(value, int | float):
+                best = max(best, (path or key, float(value)), key=lambda b: b[1])
+            else:
+                best = max(best, slowest(value, here), key=lambda b: b[1])
+    elif isinstance(payload, list):
+        for i, value in enumerate(payload):
+            best = max(best, slowest(value, f"{path}[{i}]"), key=lambda b: b[1])
+    return best
+
+
+def run(command: str, limit: float) -> dict[str, Any]:
+    """Run one documented plan; its figures."""
+    argv = shlex.split(command)[1:]
+    if "…" in command or "..." in command:
+        return {"status": "skipped: arguments elided"}
+    for flag in ("--pilot", "--human", "--prices"):
+        if flag in argv and not (ROOT / argv[argv.index(flag) + 1]).exists():
+            return {"status": f"skipped: {flag} {argv[argv.index(flag) + 1]} not here"}
+    with tempfile.TemporaryDirectory() as tmp:
+        if "-o" in argv:
+            argv[argv.index("-o") + 1] = str(Path(tmp) / "plan")
+        elif "--output" in argv:
+            argv[argv.index("--output") + 1] = str(Path(tmp) / "plan")
+        else:
+            argv += ["-o", str(Path(tmp) / "plan")]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        try:
+            done = subprocess.run([sys.executable, "-m", "cogtestbed", *argv], capture_output=True, text=True,
+                                  cwd=ROOT, timeout=limit)
+            status, err = str(done.returncode), done.stderr
+        except subprocess.TimeoutExpired as exc:
+            status, err = f"> {limit:.0f} s", (exc.stderr or b"").decode() if isinstance(exc.stderr, bytes) \
+                else (exc.stderr or "")
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out: dict[str, Any] = {"status": status, "wall": wall,
+                               "cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime}
+        plan_json = Path(tmp) / "plan" / "plan.json"
+        payload = json.loads(plan_json.read_text()) if plan_json.exists() else None
+    if payload is not None:
+        out["slowest"] = slowest(payload)
+    look = LOOK.search(" ".join(err.split()))
+    if look:
+        lo, hi = seconds_of(look["lo"]), seconds_of(look["hi"])
+        out["estimate"] = f"{look['lo']} to {look['hi']}"
+        search = (payload or {}).get("search", {})
+        designs = len((payload or {}).get("designs") or (payload or {}).get("frontier") or [])
+        if isinstance(search, dict) and search.get("seconds") and designs and lo is not None and hi is not None:
+            per_look = float(search["seconds"]) / designs
+            out["look"] = per_look
+            out["inside"] = lo <= per_look <= hi
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--limit", type=float, default=300.0, help="seconds before a plan is stopped")
+    ap.add_argument("--only", default=None, help="run only commands containing this text")
+    ap.add_argument("--pick", default=None, help="run only these numbers of --list (e.g. 1,9,13)")
+    ap.add_argument("--list", action="store_true", help="list the commands and stop")
+    args = ap.parse_args()
+    plans = [(f, c) for f, c in documented_plans() if args.only is None or args.only in c]
+    print(f"{len(plans)} documented plan commands")
+    picked = None if args.pick is None else {int(k) for k in args.pick.split(",")}
+    for i, (where, command) in enumerate(plans, 1):
+        if picked is not None and i not in picked:
+            continue
+        if args.list:
+            print(f"{i:2d} {where}: {command}")
+            continue
+        r = run(command, args.limit)
+        wall = f"{r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU" if "wall" in r else ""
+        slow = f"; slowest step {r['slowest'][0]} {r['slowest'][1]:.1f} s" if r.get("slowest", ("", -1))[1] >= 0 \
+            else ""
+        est = ""
+        if "estimate" in r:
+            est = f"; estimate {r['estimate']}"
+            if "look" in r:
+                est += f", measured look {r['look']:.1f} s: {'inside' if r['inside'] else 'OUTSIDE'}"
+        over = " (over 120 s)" if r.get("wall", 0) > 120 else ""
+        print(f"{i:2d} [{r['status']}] {wall}{over}{slow}{est} | {where}: {command}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -43,6 +43,8 @@ from cogtestbed.errors import CogtestbedError, InputError
 from cogtestbed.experiments._importer import Importer as Importer
 from cogtestbed.metrics_result import METRICS_RESULT_KEYS as METRICS_RESULT_KEYS
 from cogtestbed.metrics_result import METRICS_UNITS as METRICS_UNITS
+from cogtestbed.metrics_result import WELCH_PER_UNIT
+from cogtestbed.metrics_result import MetricComparison as MetricComparison
 from cogtestbed.metrics_result import MetricOption as MetricOption
 from cogtestbed.metrics_result import MetricsResult as MetricsResult
 from cogtestbed.metrics_result import MetricsUnit as MetricsUnit
@@ -222,6 +224,20 @@ class MetricsSpec:
     #: Descriptive metrics (a reward rate, a mean, an error) keep their values.
     unidentified: tuple[str, ...] = ()
     min_distinct_answers: int = 2
+    #: How a difference in a headline metric between two groups is tested, or why it cannot be
+    #: (:class:`~cogtestbed.metrics_result.MetricComparison`), where it is not the default: a Welch
+    #: t-test on the metric's per-unit values (:meth:`comparability`).  Read before any simulation.
+    comparisons: Mapping[str, MetricComparison] = field(default_factory=dict)
+
+    def comparability(self, metric: str) -> MetricComparison:
+        """How a difference in headline ``metric`` (or its alias) between two groups is tested: the
+        declared :attr:`comparisons` entry, else a Welch t-test on its per-unit values."""
+        return self.comparisons.get(self.resolve(metric), WELCH_PER_UNIT)
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.comparisons) - set(self.headline))
+        if unknown:
+            raise InputError(f"comparisons name metrics that are not headline metrics: {', '.join(unknown)}")
 
     def _checked(self, result: Any, trials: pd.DataFrame) -> MetricsResult:
         """``result`` of ``fn`` on ``trials`` under the rules of every experiment: degenerate

@@ -122,7 +122,7 @@ from cogtestbed.inference.belief_table import (
     paired_rows,
     test_result,
 )
-from cogtestbed.metrics_result import MetricOption
+from cogtestbed.metrics_result import MetricComparison, MetricOption
 
 #: The family's public names: this module's own and those of its parts, re-exported.
 __all__ = [
@@ -135,6 +135,7 @@ __all__ = [
     "t1_cmi", "t1_cmi_arrays", "t1_lr", "t1_lr_arrays", "t1_nested", "t1_nested_arrays", "T1A_RULE", "T1A_RULES",
     "T1B_PLACEBOS", "T1B_RULE", "T1B_RULES", "t2", "t2_arrays", "T2_BINS", "t2_permutation_p", "T2_RULE", "T2_RULES",
     "t2_statistic", "t3", "T3_READING", "T3_READINGS", "t4", "T4_BASELINE_PATIENTS", "test_result", "TESTS",
+    "COMPARISONS", "unit_statistic",
 ]
 
 #: The tests as plain functions of a trial table (each returns ``p_value`` and ``reject``).
@@ -222,6 +223,55 @@ def belief_test(name: str) -> Callable[..., dict[str, Any]]:
 
     run.__name__ = run.__qualname__ = f"belief_test_{name}"
     return run
+
+
+#: Options a unit statistic never reads: only the estimate is computed (no interval, no null distribution).
+_ESTIMATE_ONLY = {"n_boot": 0, "n_perm": 0}
+
+
+def unit_statistic(name: str) -> Callable[..., float]:
+    """``fn(one_subject_table, **metrics options) -> float``: test ``name``'s estimate on one subject's
+    own rows (T1a's kNN CMI, T3's largest RMSE, T1c's LR statistic, accuracy's π0 RMSE), without its
+    bootstrap or permutations; NaN where the subject's rows do not define it (too few pairs, no
+    variant).  The per-run statistic a comparison of two groups' subjects tests
+    (:data:`COMPARISONS`): the paper aggregates five seeds (runs) per model (§5), each a subject here."""
+    def run(table: pd.DataFrame, **options: Any) -> float:
+        check_options(**options)
+        result = _run_test(name, canonical_table(table)[0], **{**options, **_ESTIMATE_ONLY})
+        value = result.get("estimate")
+        return float(value) if value is not None else float("nan")
+
+    run.__name__ = run.__qualname__ = f"belief_unit_{name}"
+    return run
+
+
+_PERMUTATION = ("permutation test of the difference of the two groups' mean per-subject {what} (subjects "
+                "exchanged between the groups; exact when the groups' subjects are exchangeable under the null: "
+                "independent runs of the same design, identically distributed)")
+_NOT_PER_SUBJECT = "{what}: no per-subject value{why}, and the pooled {kind} has no standard error"
+
+#: How each headline test is compared between two groups (two LLMs, an LLM and a reference agent): the
+#: tests with an estimate on one subject's rows by a permutation test of the per-subject estimates
+#: (:func:`unit_statistic`); the others say why not.
+COMPARISONS: dict[str, MetricComparison] = {
+    "t1_cmi": MetricComparison("permutation", _PERMUTATION.format(what="T1a kNN CMI estimate"),
+                               unit_statistic("t1_cmi")),
+    "t3": MetricComparison("permutation", _PERMUTATION.format(what="T3 RMSE (largest over the variants)"),
+                           unit_statistic("t3")),
+    "t1_lr": MetricComparison("permutation", _PERMUTATION.format(what="T1c likelihood-ratio statistic"),
+                              unit_statistic("t1_lr")),
+    "accuracy": MetricComparison("permutation", _PERMUTATION.format(what="π0 RMSE against p*"),
+                                 unit_statistic("accuracy")),
+    "t1_cmi_isotonic": MetricComparison("none", _NOT_PER_SUBJECT.format(
+        what="T1a on isotonic beliefs", why=" (the calibration is fitted on the pooled table)", kind="estimate")),
+    "t1_nested": MetricComparison("none", _NOT_PER_SUBJECT.format(
+        what="T1b", why=" (a cross-validated boosted fit per subject is too costly to simulate)",
+        kind="improvement")),
+    "t2": MetricComparison("none", "T2: its estimate is a share of significant bin-pair tests, which grows with "
+                           "the sample, not an effect size; no test of a difference between groups"),
+    "t4": MetricComparison("none", _NOT_PER_SUBJECT.format(
+        what="T4", why=" (the LIE phases and the random-forest baseline are pooled)", kind="median ratio")),
+}
 
 
 def belief_metrics(table: pd.DataFrame, **options: Any) -> dict[str, Any]:

@@ -181,9 +181,9 @@ class MetricComparison:
 
     test: ComparisonTest
     reason: str = ""
-    #: ``fn(one_unit_table, **metrics options) -> float``: the metric of one unit's own rows (NaN where
-    #: the unit's rows do not define it); required by ``permutation``.
-    unit_statistic: Callable[..., float] | None = None
+    #: ``fn(table, **metrics options) -> {unit id: float}``: the metric of each unit (subject) on its own
+    #: rows (NaN where they do not define it), from the whole table at once; required by ``permutation``.
+    unit_statistic: Callable[..., Mapping[int, float]] | None = None
 
     def __post_init__(self) -> None:
         if self.test not in COMPARISON_TESTS:

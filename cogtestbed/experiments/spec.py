@@ -234,6 +234,17 @@ class MetricsSpec:
         declared :attr:`comparisons` entry, else a Welch t-test on its per-unit values."""
         return self.comparisons.get(self.resolve(metric), WELCH_PER_UNIT)
 
+    def check_comparable(self, metric: str, experiment: str) -> None:
+        """Refuse, from the declaration alone (before any simulation, in one line), a difference in
+        ``metric`` between two groups that :meth:`comparability` declares untestable: why, and the
+        metrics of ``experiment`` that can be compared."""
+        how = self.comparability(metric)
+        if how.comparable:
+            return
+        can = [m for m in self.headline if self.comparability(m).comparable]
+        raise InputError(f"metric {metric!r} of {experiment} cannot be compared between two groups: {how.reason}; "
+                         + (f"comparable: {', '.join(can)}" if can else "none of its metrics can be"))
+
     def __post_init__(self) -> None:
         unknown = sorted(set(self.comparisons) - set(self.headline))
         if unknown:

@@ -229,20 +229,40 @@ def belief_test(name: str) -> Callable[..., dict[str, Any]]:
 _ESTIMATE_ONLY = {"n_boot": 0, "n_perm": 0}
 
 
-def unit_statistic(name: str) -> Callable[..., float]:
-    """``fn(one_subject_table, **metrics options) -> float``: test ``name``'s estimate on one subject's
+def unit_statistic(name: str) -> Callable[..., dict[int, float]]:
+    """``fn(table, **metrics options) -> {subject: estimate}``: test ``name``'s estimate on each subject's
     own rows (T1a's kNN CMI, T3's largest RMSE, T1c's LR statistic, accuracy's π0 RMSE), without its
     bootstrap or permutations; NaN where the subject's rows do not define it (too few pairs, no
     variant).  The per-run statistic a comparison of two groups' subjects tests
-    (:data:`COMPARISONS`): the paper aggregates five seeds (runs) per model (§5), each a subject here."""
-    def run(table: pd.DataFrame, **options: Any) -> float:
+    (:data:`COMPARISONS`): the paper aggregates five seeds (runs) per model (§5), each a subject here.
+    T1a reads the table's paired rows once (:func:`_t1_cmi_by_subject`)."""
+    def run(table: pd.DataFrame, **options: Any) -> dict[int, float]:
         check_options(**options)
-        result = _run_test(name, canonical_table(table)[0], **{**options, **_ESTIMATE_ONLY})
-        value = result.get("estimate")
-        return float(value) if value is not None else float("nan")
+        table = canonical_table(table)[0]
+        if name == "t1_cmi":
+            return _t1_cmi_by_subject(table, **options)
+        out = {}
+        for subject, part in table.groupby("subject", sort=True):
+            value = _run_test(name, part, **{**options, **_ESTIMATE_ONLY}).get("estimate")
+            out[int(subject)] = float(value) if value is not None else float("nan")
+        return out
 
     run.__name__ = run.__qualname__ = f"belief_unit_{name}"
     return run
+
+
+def _t1_cmi_by_subject(table: pd.DataFrame, k: int = CMI_K, seed: int = 0, renormalise: str = "no",
+                       average_reps: str = "no", **_: Any) -> dict[int, float]:
+    """T1a's estimate (:func:`t1_cmi_arrays`, the same jitter draw as :func:`t1_cmi` on the subject's
+    table alone) of every subject, the paired rows built once; NaN for a subject with fewer than k + 1 pairs."""
+    rows = paired_rows(table, renormalise == "yes", average_reps == "yes")
+    out = {int(s): float("nan") for s in pd.unique(table["subject"])}
+    for subject, part in rows.groupby("subject", sort=True):
+        if len(part) > k:
+            out[int(subject)] = float(t1_cmi_arrays(part["a"].to_numpy(), part["p"].to_numpy(),
+                                                    part["theta"].to_numpy(), part["group"].to_numpy(), k=k,
+                                                    n_boot=0, n_perm=0, seed=seed)["estimate"])
+    return out
 
 
 _PERMUTATION = ("permutation test of the difference of the two groups' mean per-subject {what} (subjects "

@@ -119,19 +119,7 @@ def _check_agent(spec: MetricStudy, exp: ExperimentSpec) -> None:
         raise InputError(f"{metric!r} is not a headline metric of {exp.name}; "
                          + (f"choose one of: {', '.join(valid)}" if valid else "it declares none"))
     if metric is not None and getattr(spec, "compare", None) is not None:
-        check_comparable(exp, metric)
-
-
-def check_comparable(exp: ExperimentSpec, metric: str) -> None:
-    """Refuse, from the declaration alone (before any simulation), a difference in ``metric`` between two
-    groups that the experiment declares untestable (:meth:`~cogtestbed.experiments.spec.MetricsSpec.comparability`),
-    naming why and the metrics that can be compared."""
-    how = exp.metrics.comparability(metric)
-    if how.comparable:
-        return
-    can = [m for m in exp.metrics.headline if exp.metrics.comparability(m).comparable]
-    raise InputError(f"metric {metric!r} of {exp.name} cannot be compared between two groups: {how.reason}; "
-                     + (f"comparable: {', '.join(can)}" if can else "none of its metrics can be"))
+        exp.metrics.check_comparable(metric, exp.name)
 
 
 def _check_models(spec: ModelStudy, exp: ExperimentSpec) -> None:

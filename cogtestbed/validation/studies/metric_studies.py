@@ -55,10 +55,9 @@ def comparison_result(exp: ExperimentSpec, metric: str, trials: pd.DataFrame,
     opts = dict(options or {})
     if how.unit_statistic is None:
         return dict(exp.metrics(trials, **opts))
-    rows: list[dict[str, Any]] = []
-    for subject, part in trials.groupby("subject", sort=True):
-        value = float(how.unit_statistic(part, **opts))
-        rows.append({"subject": int(subject), metric: value if math.isfinite(value) else None})
+    by_unit = how.unit_statistic(trials, **opts)
+    rows: list[dict[str, Any]] = [{"subject": int(s), metric: float(v) if math.isfinite(v) else None}
+                                  for s, v in sorted(by_unit.items())]
     values = [float(r[metric]) for r in rows if r[metric] is not None]
     n_invalid = int((~trials["valid"].fillna(False).astype(bool)).sum()) if "valid" in trials.columns else 0
     return {"metrics": {metric: float(np.mean(values)) if values else None}, exp.metrics.unit: rows,

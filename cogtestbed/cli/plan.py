@@ -170,12 +170,11 @@ def _print_plan(payload: dict[str, Any], size_name: str) -> None:
     from cogtestbed.validation.design.plan_report import summary_line
 
     console.print(summary_line(payload), highlight=False, soft_wrap=True)
-    cost = payload.get("cost") or {}
-    if cost.get("dollars_range"):  # a reasoning model: its hidden tokens priced over an interval (issue 49)
-        low, high = cost["dollars_range"]
-        source = (cost["per_llm"][0].get("reasoning") or {}).get("completion_tokens_per_call", {}).get("source", "")
-        console.print(f"cost range: ${low:.3f} to ${high:.3f} (expected ${cost['dollars']:.3f}; hidden reasoning "
-                      f"tokens per call from the {source})", highlight=False, soft_wrap=True, markup=False)
+    from cogtestbed.validation.design.pricing import cost_range_line
+
+    cost_line = cost_range_line(payload.get("cost") or {})  # completion tokens measured or assumed (issue 67)
+    if cost_line is not None:
+        console.print(cost_line, highlight=False, soft_wrap=True, markup=False)
     line = recovery_line(payload.get("recovery") or {})
     if line:
         console.print(line, highlight=False, soft_wrap=True)

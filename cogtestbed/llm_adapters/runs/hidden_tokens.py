@@ -52,6 +52,27 @@ class HiddenTokens:
     #: The pilot's billed prompt tokens per character of its prompts: where the plan's prompt tokens are an
     #: estimate (no tokenizer of the model here), they are re-priced at this rate (None: an assumption).
     prompt_tokens_per_char: float | None = None
+    #: Where the pilot ran on this machine or an emulator (a loopback ``base_url``, an in-process model):
+    #: the endpoint it measured, else None.  Its hidden tokens are the local server's, not a provider's.
+    local_endpoint: str | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> HiddenTokens:
+        """The inverse of :meth:`as_json` (a plan's ``run.completion_tokens_per_call``)."""
+        try:
+            kinds = {str(k): KindTokens(**v) for k, v in dict(data["per_call"]).items()}
+            return cls(kinds, str(data["source"]), data.get("prompt_tokens_per_char"), data.get("local_endpoint"))
+        except (KeyError, TypeError, ValueError):
+            raise InputError("completion_tokens_per_call: not the JSON of a pilot's or an assumption's tokens per "
+                             "call (source, per_call)") from None
+
+    @property
+    def local_note(self) -> str | None:
+        """``hidden tokens measured on a local endpoint (...)`` where the pilot ran locally, else None."""
+        if self.local_endpoint is None:
+            return None
+        return (f"hidden tokens measured on a local endpoint ({self.local_endpoint}): a provider's model may spend "
+                "far more (or fewer) tokens per call; pilot the hosted model before trusting this price")
 
     def __hash__(self) -> int:  # a plan's pricer settings are a dictionary key (its pool workers' pricers)
         import json
@@ -77,8 +98,9 @@ class HiddenTokens:
         return total("low"), total("mean"), total("high")
 
     def as_json(self) -> dict[str, Any]:
-        return {"source": self.source, "per_call": {k: v.__dict__ for k, v in self.kinds.items()},
-                "prompt_tokens_per_char": self.prompt_tokens_per_char}
+        return {"source": self.source, "per_call": {k: dict(v.__dict__) for k, v in self.kinds.items()},
+                "prompt_tokens_per_char": self.prompt_tokens_per_char,
+                **({"local_endpoint": self.local_endpoint} if self.local_endpoint is not None else {})}
 
 
 def _kind_tokens(values: Any, reasoning: Any) -> KindTokens:
@@ -125,7 +147,48 @@ def from_pilot(path: str | Path, llm: str | None = None, experiment: str | None 
     chars = sum(len(_MARKER.sub("", str(text))) for text in calls["prompt"])
     billed = pd.to_numeric(calls["prompt_tokens"], errors="coerce").sum()
     per_char = round(float(billed) / chars, 6) if chars and billed > 0 else None
-    return HiddenTokens(kinds, f"pilot {path} ({ran or 'model unknown'}, {len(calls)} answered calls)", per_char)
+    local = local_endpoint(manifest.get("config", {}))
+    return HiddenTokens(kinds, f"pilot {path} ({ran or 'model unknown'}, {len(calls)} answered calls"
+                        + (f", on the local endpoint {local}" if local else "") + ")", per_char, local)
+
+
+#: Host names of this machine (:data:`cogtestbed.llm_adapters.clients.openai_client.LOOPBACK`).
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
+
+
+def local_endpoint(config: dict[str, Any]) -> str | None:
+    """The endpoint of a run's config (``run.json``'s ``config``) where it is this machine: a ``base_url`` on a
+    loopback host (the package's server, its reasoning emulator, llama.cpp) or an in-process backend; else None."""
+    from urllib.parse import urlparse
+
+    url = config.get("base_url")
+    if url:
+        host = (urlparse(str(url)).hostname or "").lower()
+        return str(url) if host in LOOPBACK_HOSTS or host.startswith("127.") else None
+    from cogtestbed.errors import CogtestbedError
+    from cogtestbed.llm_adapters.clients.backends import get_backend
+
+    backend = str(config.get("llm") or "").partition(":")[0]
+    try:
+        remote = get_backend(backend).remote
+    except (CogtestbedError, KeyError, ValueError):
+        return None
+    return None if remote else f"{config.get('llm')} (in-process)"
+
+
+def expected_from_pilot(path: str | Path, llms: Any, experiment: str | None = None) -> HiddenTokens | None:
+    """A pilot's completion tokens per call for a model that does not reason (the expected cost and its
+    range of a plan, :func:`~cogtestbed.llm_adapters.runs.pricing.expected_cost`); its billed prompt tokens
+    per character only where it ran the model planned; None where it has no usage to measure."""
+    import dataclasses
+
+    try:
+        found = from_pilot(path, None, experiment)
+    except InputError:
+        return None
+    if not any(f"({llm}," in found.source for llm in llms):
+        found = dataclasses.replace(found, prompt_tokens_per_char=None)
+    return found
 
 
 #: The role and image markers ``calls.parquet``'s ``prompt`` text puts around chat messages.

@@ -122,7 +122,28 @@ def dry_runs(exp: Experiment, design: Design, runs: Sequence[tuple[LLMClient, Ru
     for (client, cfg, price), c, report in zip(runs, counts, reports, strict=True):
         if reasons(cfg.llm, cfg.thinking_budget):
             report.update(reasoning_cost(cfg, price, c, hidden, client.chars_per_token))
+        report.update(expected_cost(report, cfg, price, c, hidden, client.chars_per_token))
     return reports
+
+
+def expected_cost(report: dict[str, Any], config: RunConfig, price: Price | None, c: RequestCount,
+                  hidden: HiddenTokens | None, chars_per_token: float = 4.0) -> dict[str, Any]:
+    """The one expected price of a run (issue 67: the plan's and ``run --dry-run``'s): ``expected_cost_usd``
+    and, where completion tokens per call are measured or assumed (``hidden``: a pilot of any model, or
+    ``--assume-reasoning-tokens``), its range ``expected_cost_usd_range`` (the interval of the tokens per
+    call, :meth:`~cogtestbed.llm_adapters.runs.hidden_tokens.HiddenTokens.cost_range`; prompt tokens
+    re-priced at the pilot's billed tokens per character where they are an estimate).  Without a
+    measurement: the booked cost (``max_tokens`` per call), no range."""
+    if reasons(config.llm, config.thinking_budget):  # reasoning_cost priced the measurement already
+        return {"expected_cost_usd": report.get("estimated_cost_usd"),
+                **({"expected_cost_usd_range": report["estimated_cost_usd_range"]}
+                   if "estimated_cost_usd_range" in report else {})}
+    if hidden is None or price is None:
+        return {"expected_cost_usd": report.get("estimated_cost_usd")}
+    calls = {k: n for k, n in c.by_kind().items() if n}
+    low, mid, high = hidden.cost_range(price, hidden.prompt_tokens(c.prompt_tokens, chars_per_token, c.exact), calls)
+    return {"expected_cost_usd": round(mid, 4), "expected_cost_usd_range": [round(low, 4), round(high, 4)],
+            "expected_completion_tokens_per_call": hidden.as_json()}
 
 
 def reasoning_cost(config: RunConfig, price: Price | None, c: RequestCount, hidden: HiddenTokens | None,

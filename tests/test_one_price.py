@@ -18,10 +18,11 @@ from cogtestbed.validation.studies.study_data import design_for_trials
 
 #: A small design of every experiment (its own smallest sizes where the default is long to render).
 SMALL = {"belief-coherence": {"n_contexts": 2, "n_reps": 1},
-         "magnitude": {"task": "line_ratio", "conditions": ("base",), "modalities": ("text",), "ranges": ("medium",),
+         "magnitude": {"task": "line-ratio", "conditions": ("base",), "modalities": ("text",), "ranges": ("medium",),
                        "trials_per_session": 5},
-         "revealed-belief": {"scenarios": ("dice",), "variants": ("regular",), "n_samples": 2},
-         "bart": {"balloons_per_type": 2}, "restless-bandit": {}, "horizon": {}}
+         "revealed-belief": {"scenarios": ("dice",), "variants": ("regular",), "n_samples": 2, "dice_faces": (4, 6, 8),
+                             "n_dice": (1,), "channels": ("revb",)},
+         "bart": {"balloons_per_type": 1, "max_pumps": (8, 4, 2)}}
 
 PILOT = HiddenTokens({"all": KindTokens(6.0, 4.0, 8.0, 30), "text": KindTokens(6.0, 4.0, 8.0, 30)},
                      "pilot runs/p (hf:tiny-random, 30 answered calls, on the local endpoint hf:tiny-random "
@@ -51,10 +52,10 @@ def test_plan_price_is_the_dry_run_price_of_its_run_block(name: str, tmp_path: P
     exp = get_experiment(name)
     design = _design(exp)
     for hidden, batch in ((None, False), (PILOT, False), (None, True)):
-        pricer = Pricer(exp, ("openai:gpt-4o-mini",), seed=3, hidden=hidden, batch=batch)
+        pricer = Pricer(exp, ("openai:gpt-4o",), seed=3, hidden=hidden, batch=batch)
         cost = pricer.exact(design, 2)
         block = run_block(pricer, exp, design, 2, cost.per_llm[0], None)
-        dry = _dry_run_of_block(tmp_path, block, "openai:gpt-4o-mini")
+        dry = _dry_run_of_block(tmp_path, block, "openai:gpt-4o")
         assert cost.expected_dollars is not None and cost.expected_dollars > 0
         assert round(dry["expected_cost_usd"], 2) == round(cost.expected_dollars, 2)
         assert dry["expected_cost_usd"] == pytest.approx(cost.expected_dollars, abs=1e-4)

@@ -26,6 +26,10 @@ from cogtestbed.errors import InputError
 CALLS_FILE = "calls.parquet"
 #: z of the two-sided 95 % normal interval of a pilot's mean tokens per call.
 Z95 = 1.959964
+#: Where a plan's prompt tokens are an estimate (no tokenizer of the model here, re-priced at the pilot's billed
+#: tokens per character), its cost range takes them ± this share (this package's default: the re-priced counts
+#: were within 4 % of the billed ones in benchmarks/studies/price_coverage.py).
+PROMPT_MARGIN = 0.10
 #: Where an assumption gives one number N, the range it is priced over: N / this to N x this (this
 #: package's default, stated in the plan).
 ASSUMPTION_FACTOR = 2.0
@@ -55,13 +59,38 @@ class HiddenTokens:
     #: Where the pilot ran on this machine or an emulator (a loopback ``base_url``, an in-process model):
     #: the endpoint it measured, else None.  Its hidden tokens are the local server's, not a provider's.
     local_endpoint: str | None = None
+    #: Calls per session the pilot made (mean, and its 95 % prediction interval for the mean of a run's sessions
+    #: given by :meth:`calls_per_session`'s ``sessions``), and the design it played (JSON): where answers decide
+    #: what is asked next, a dry run's random playthrough is not the model's, so a plan of the same design takes
+    #: the pilot's calls per session.  None for an assumption.
+    session_calls: tuple[float, ...] | None = None
+    design: dict[str, Any] | None = None
+
+    def calls_per_session(self, sessions: int) -> tuple[float, float, float] | None:
+        """(low, mean, high) calls per session of a run of ``sessions`` sessions: the pilot's mean with the
+        t prediction interval of a mean of ``sessions`` new sessions (± t₀.₉₇₅,ₖ₋₁ · SD · √(1/k + 1/n));
+        a one-session pilot gives its count ±25 % (this package's default: no spread is measured); None
+        without a measurement."""
+        if not self.session_calls:
+            return None
+        import numpy as np
+        from scipy import stats
+
+        x = np.asarray(self.session_calls, dtype=float)
+        mean = float(x.mean())
+        if x.size < 2:
+            return 0.75 * mean, mean, 1.25 * mean
+        half = float(stats.t.ppf(0.975, x.size - 1)) * float(x.std(ddof=1)) * math.sqrt(1 / x.size + 1 / sessions)
+        return max(0.0, mean - half), mean, mean + half
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> HiddenTokens:
         """The inverse of :meth:`as_json` (a plan's ``run.completion_tokens_per_call``)."""
         try:
             kinds = {str(k): KindTokens(**v) for k, v in dict(data["per_call"]).items()}
-            return cls(kinds, str(data["source"]), data.get("prompt_tokens_per_char"), data.get("local_endpoint"))
+            calls = data.get("session_calls")
+            return cls(kinds, str(data["source"]), data.get("prompt_tokens_per_char"), data.get("local_endpoint"),
+                       None if calls is None else tuple(float(c) for c in calls), data.get("design"))
         except (KeyError, TypeError, ValueError):
             raise InputError("completion_tokens_per_call: not the JSON of a pilot's or an assumption's tokens per "
                              "call (source, per_call)") from None
@@ -90,17 +119,27 @@ class HiddenTokens:
             return estimated
         return round(estimated * chars_per_token * self.prompt_tokens_per_char)
 
-    def cost_range(self, price: Any, prompt_tokens: int, calls: dict[str, int]) -> tuple[float, float, float]:
-        """(low, expected, high) USD of ``calls`` (kind -> requests) with ``prompt_tokens`` in all."""
-        def total(which: str) -> float:
-            out = sum(n * getattr(self.per_call(kind), which) for kind, n in calls.items())
-            return float(price.cost(prompt_tokens, round(out)))
-        return total("low"), total("mean"), total("high")
+    def cost_range(self, price: Any, prompt_tokens: int, calls: dict[str, int],
+                   scale: tuple[float, float, float] = (1.0, 1.0, 1.0),
+                   exact_prompts: bool = True) -> tuple[float, float, float]:
+        """(low, expected, high) USD of ``calls`` (kind -> requests) with ``prompt_tokens`` in all; ``scale``:
+        (low, expected, high) factors on the calls and prompt tokens (a pilot's calls per session against the
+        dry run's, where answers decide what is asked next); prompt tokens that are an estimate
+        (``exact_prompts`` false) ± :data:`PROMPT_MARGIN` at the ends."""
+        margin = 0.0 if exact_prompts else PROMPT_MARGIN
+
+        def total(which: str, factor: float, prompt_factor: float) -> float:
+            out = sum(n * factor * getattr(self.per_call(kind), which) for kind, n in calls.items())
+            return float(price.cost(round(prompt_tokens * factor * prompt_factor), round(out)))
+        return (total("low", scale[0], 1 - margin), total("mean", scale[1], 1.0),
+                total("high", scale[2], 1 + margin))
 
     def as_json(self) -> dict[str, Any]:
         return {"source": self.source, "per_call": {k: dict(v.__dict__) for k, v in self.kinds.items()},
                 "prompt_tokens_per_char": self.prompt_tokens_per_char,
-                **({"local_endpoint": self.local_endpoint} if self.local_endpoint is not None else {})}
+                **({"local_endpoint": self.local_endpoint} if self.local_endpoint is not None else {}),
+                **({"session_calls": list(self.session_calls), "design": self.design}
+                   if self.session_calls is not None else {})}
 
 
 def _kind_tokens(values: Any, reasoning: Any) -> KindTokens:
@@ -148,8 +187,12 @@ def from_pilot(path: str | Path, llm: str | None = None, experiment: str | None 
     billed = pd.to_numeric(calls["prompt_tokens"], errors="coerce").sum()
     per_char = round(float(billed) / chars, 6) if chars and billed > 0 else None
     local = local_endpoint(manifest.get("config", {}))
+    all_calls = pd.read_parquet(path / CALLS_FILE, columns=["subject", "attempt"])
+    firsts = all_calls[all_calls["attempt"].fillna(0).astype(int) == 0] if "attempt" in all_calls else all_calls
+    session_calls = tuple(float(n) for n in firsts.groupby("subject").size().to_numpy())
     return HiddenTokens(kinds, f"pilot {path} ({ran or 'model unknown'}, {len(calls)} answered calls"
-                        + (f", on the local endpoint {local}" if local else "") + ")", per_char, local)
+                        + (f", on the local endpoint {local}" if local else "") + ")", per_char, local,
+                        session_calls or None, manifest.get("config", {}).get("design"))
 
 
 #: Host names of this machine (:data:`cogtestbed.llm_adapters.clients.openai_client.LOOPBACK`).

@@ -45,6 +45,19 @@ class KindTokens:
     calls: int
     #: Mean hidden reasoning tokens per call among them (None where the provider reports none).
     reasoning_mean: float | None = None
+    #: SD of the tokens per call (a pilot's; None for an assumption): the range of a run of M calls is then the
+    #: t prediction interval of their mean, mean ± t₀.₉₇₅,ₙ₋₁ · SD · √(1/n + 1/M) (:meth:`interval`).
+    sd: float | None = None
+
+    def interval(self, calls: float) -> tuple[float, float]:
+        """(low, high) tokens per call of a run of ``calls`` calls: the pilot's prediction interval for their
+        mean where it measured a spread, else the stored interval (an assumption's, or a one-call pilot's)."""
+        if self.sd is None or self.calls < 2 or calls <= 0:
+            return self.low, self.high
+        from scipy import stats
+
+        half = float(stats.t.ppf(0.975, self.calls - 1)) * self.sd * math.sqrt(1 / self.calls + 1 / calls)
+        return max(0.0, self.mean - half), self.mean + half
 
 
 @dataclass(frozen=True)
@@ -128,8 +141,12 @@ class HiddenTokens:
         (``exact_prompts`` false) ± :data:`PROMPT_MARGIN` at the ends."""
         margin = 0.0 if exact_prompts else PROMPT_MARGIN
 
+        def per_call(kind: str, which: str, n: float) -> float:
+            row = self.per_call(kind)
+            return row.mean if which == "mean" else row.interval(n)[0 if which == "low" else 1]
+
         def total(which: str, factor: float, prompt_factor: float) -> float:
-            out = sum(n * factor * getattr(self.per_call(kind), which) for kind, n in calls.items())
+            out = sum(n * factor * per_call(kind, which, n * factor) for kind, n in calls.items())
             return float(price.cost(round(prompt_tokens * factor * prompt_factor), round(out)))
         return (total("low", scale[0], 1 - margin), total("mean", scale[1], 1.0),
                 total("high", scale[2], 1 + margin))
@@ -151,7 +168,8 @@ def _kind_tokens(values: Any, reasoning: Any) -> KindTokens:
     r = np.asarray(reasoning, dtype=float)
     r = r[np.isfinite(r)]
     return KindTokens(round(mean, 2), round(max(0.0, mean - half), 2), round(mean + half, 2), int(len(x)),
-                      round(float(r.mean()), 2) if len(r) else None)
+                      round(float(r.mean()), 2) if len(r) else None,
+                      round(float(x.std(ddof=1)), 3) if len(x) > 1 else None)
 
 
 def from_pilot(path: str | Path, llm: str | None = None, experiment: str | None = None) -> HiddenTokens:

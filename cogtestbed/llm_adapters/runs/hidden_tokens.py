@@ -78,32 +78,30 @@ class HiddenTokens:
     #: the pilot's calls per session.  None for an assumption.
     session_calls: tuple[float, ...] | None = None
     design: dict[str, Any] | None = None
+    #: Billed prompt tokens per session of the pilot (None for an assumption, or a pilot of another model):
+    #: a plan of the same design takes them (prompts that render earlier answers grow with the model's own).
+    session_prompt_tokens: tuple[float, ...] | None = None
 
     def calls_per_session(self, sessions: int) -> tuple[float, float, float] | None:
         """(low, mean, high) calls per session of a run of ``sessions`` sessions: the pilot's mean with the
         t prediction interval of a mean of ``sessions`` new sessions (± t₀.₉₇₅,ₖ₋₁ · SD · √(1/k + 1/n));
         a one-session pilot gives its count ±25 % (this package's default: no spread is measured); None
         without a measurement."""
-        if not self.session_calls:
-            return None
-        import numpy as np
-        from scipy import stats
+        return _per_session(self.session_calls, sessions)
 
-        x = np.asarray(self.session_calls, dtype=float)
-        mean = float(x.mean())
-        if x.size < 2:
-            return 0.75 * mean, mean, 1.25 * mean
-        half = float(stats.t.ppf(0.975, x.size - 1)) * float(x.std(ddof=1)) * math.sqrt(1 / x.size + 1 / sessions)
-        return max(0.0, mean - half), mean, mean + half
+    def prompt_tokens_per_session(self, sessions: int) -> tuple[float, float, float] | None:
+        """(low, mean, high) billed prompt tokens per session, as :meth:`calls_per_session`."""
+        return _per_session(self.session_prompt_tokens, sessions)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> HiddenTokens:
         """The inverse of :meth:`as_json` (a plan's ``run.completion_tokens_per_call``)."""
         try:
             kinds = {str(k): KindTokens(**v) for k, v in dict(data["per_call"]).items()}
-            calls = data.get("session_calls")
+            calls, prompts = data.get("session_calls"), data.get("session_prompt_tokens")
             return cls(kinds, str(data["source"]), data.get("prompt_tokens_per_char"), data.get("local_endpoint"),
-                       None if calls is None else tuple(float(c) for c in calls), data.get("design"))
+                       None if calls is None else tuple(float(c) for c in calls), data.get("design"),
+                       None if prompts is None else tuple(float(c) for c in prompts))
         except (KeyError, TypeError, ValueError):
             raise InputError("completion_tokens_per_call: not the JSON of a pilot's or an assumption's tokens per "
                              "call (source, per_call)") from None
@@ -133,30 +131,50 @@ class HiddenTokens:
         return round(estimated * chars_per_token * self.prompt_tokens_per_char)
 
     def cost_range(self, price: Any, prompt_tokens: int, calls: dict[str, int],
-                   scale: tuple[float, float, float] = (1.0, 1.0, 1.0),
-                   exact_prompts: bool = True) -> tuple[float, float, float]:
+                   scale: tuple[float, float, float] = (1.0, 1.0, 1.0), exact_prompts: bool = True,
+                   prompts: tuple[float, float, float] | None = None) -> tuple[float, float, float]:
         """(low, expected, high) USD of ``calls`` (kind -> requests) with ``prompt_tokens`` in all; ``scale``:
         (low, expected, high) factors on the calls and prompt tokens (a pilot's calls per session against the
         dry run's, where answers decide what is asked next); prompt tokens that are an estimate
-        (``exact_prompts`` false) ± :data:`PROMPT_MARGIN` at the ends."""
+        (``exact_prompts`` false) ± :data:`PROMPT_MARGIN` at the ends; ``prompts``: (low, expected, high) prompt
+        tokens in all measured by a pilot of the same design (then used as they are)."""
         margin = 0.0 if exact_prompts else PROMPT_MARGIN
+        ends = prompts or (prompt_tokens * scale[0] * (1 - margin), prompt_tokens * scale[1],
+                           prompt_tokens * scale[2] * (1 + margin))
 
         def per_call(kind: str, which: str, n: float) -> float:
             row = self.per_call(kind)
             return row.mean if which == "mean" else row.interval(n)[0 if which == "low" else 1]
 
-        def total(which: str, factor: float, prompt_factor: float) -> float:
+        def total(which: str, factor: float, prompt: float) -> float:
             out = sum(n * factor * per_call(kind, which, n * factor) for kind, n in calls.items())
-            return float(price.cost(round(prompt_tokens * factor * prompt_factor), round(out)))
-        return (total("low", scale[0], 1 - margin), total("mean", scale[1], 1.0),
-                total("high", scale[2], 1 + margin))
+            return float(price.cost(round(prompt), round(out)))
+        return total("low", scale[0], ends[0]), total("mean", scale[1], ends[1]), total("high", scale[2], ends[2])
 
     def as_json(self) -> dict[str, Any]:
         return {"source": self.source, "per_call": {k: dict(v.__dict__) for k, v in self.kinds.items()},
                 "prompt_tokens_per_char": self.prompt_tokens_per_char,
                 **({"local_endpoint": self.local_endpoint} if self.local_endpoint is not None else {}),
                 **({"session_calls": list(self.session_calls), "design": self.design}
-                   if self.session_calls is not None else {})}
+                   if self.session_calls is not None else {}),
+                **({"session_prompt_tokens": list(self.session_prompt_tokens)}
+                   if self.session_prompt_tokens is not None else {})}
+
+
+def _per_session(values: tuple[float, ...] | None, sessions: int) -> tuple[float, float, float] | None:
+    """(low, mean, high) of a per-session count for the mean of ``sessions`` new sessions (t prediction
+    interval; ±25 % from one session)."""
+    if not values:
+        return None
+    import numpy as np
+    from scipy import stats
+
+    x = np.asarray(values, dtype=float)
+    mean = float(x.mean())
+    if x.size < 2:
+        return 0.75 * mean, mean, 1.25 * mean
+    half = float(stats.t.ppf(0.975, x.size - 1)) * float(x.std(ddof=1)) * math.sqrt(1 / x.size + 1 / sessions)
+    return max(0.0, mean - half), mean, mean + half
 
 
 def _kind_tokens(values: Any, reasoning: Any) -> KindTokens:
@@ -205,12 +223,15 @@ def from_pilot(path: str | Path, llm: str | None = None, experiment: str | None 
     billed = pd.to_numeric(calls["prompt_tokens"], errors="coerce").sum()
     per_char = round(float(billed) / chars, 6) if chars and billed > 0 else None
     local = local_endpoint(manifest.get("config", {}))
-    all_calls = pd.read_parquet(path / CALLS_FILE, columns=["subject", "attempt"])
+    all_calls = pd.read_parquet(path / CALLS_FILE, columns=["subject", "attempt", "prompt_tokens"])
     firsts = all_calls[all_calls["attempt"].fillna(0).astype(int) == 0] if "attempt" in all_calls else all_calls
     session_calls = tuple(float(n) for n in firsts.groupby("subject").size().to_numpy())
+    tokens = pd.to_numeric(all_calls["prompt_tokens"], errors="coerce")
+    session_prompts = (tuple(float(n) for n in tokens.groupby(all_calls["subject"]).sum().to_numpy())
+                       if tokens.notna().all() else None)
     return HiddenTokens(kinds, f"pilot {path} ({ran or 'model unknown'}, {len(calls)} answered calls"
                         + (f", on the local endpoint {local}" if local else "") + ")", per_char, local,
-                        session_calls or None, manifest.get("config", {}).get("design"))
+                        session_calls or None, manifest.get("config", {}).get("design"), session_prompts or None)
 
 
 #: Host names of this machine (:data:`cogtestbed.llm_adapters.clients.openai_client.LOOPBACK`).
@@ -247,8 +268,8 @@ def expected_from_pilot(path: str | Path, llms: Any, experiment: str | None = No
         found = from_pilot(path, None, experiment)
     except InputError:
         return None
-    if not any(f"({llm}," in found.source for llm in llms):
-        found = dataclasses.replace(found, prompt_tokens_per_char=None)
+    if not any(f"({llm}," in found.source for llm in llms):  # another model's tokenizer: not its prompt counts
+        found = dataclasses.replace(found, prompt_tokens_per_char=None, session_prompt_tokens=None)
     return found
 
 

@@ -144,10 +144,21 @@ def expected_cost(report: dict[str, Any], config: RunConfig, price: Price | None
     calls = {k: n for k, n in c.by_kind().items() if n}
     scale = pilot_calls_scale(report, config, c, hidden)
     low, mid, high = hidden.cost_range(price, hidden.prompt_tokens(c.prompt_tokens, chars_per_token, c.exact), calls,
-                                       scale or (1.0, 1.0, 1.0), c.exact)
+                                       scale or (1.0, 1.0, 1.0), c.exact, pilot_prompts(config, hidden))
     return {"expected_cost_usd": round(mid, 4), "expected_cost_usd_range": [round(low, 4), round(high, 4)],
             "expected_completion_tokens_per_call": hidden.as_json(),
             **({"expected_calls": round(c.calls * scale[1])} if scale else {})}
+
+
+def pilot_prompts(config: RunConfig, hidden: HiddenTokens | None) -> tuple[float, float, float] | None:
+    """(low, expected, high) prompt tokens of a run of ``config.n_subjects`` sessions from a pilot of the same
+    model and design (its billed prompt tokens per session: prompts that render earlier answers grow with the
+    model's own answers, not a random playthrough's); None otherwise."""
+    if hidden is None or hidden.design != config.design:
+        return None
+    per = hidden.prompt_tokens_per_session(config.n_subjects)
+    return None if per is None else (per[0] * config.n_subjects, per[1] * config.n_subjects,
+                                     per[2] * config.n_subjects)
 
 
 def pilot_calls_scale(report: dict[str, Any], config: RunConfig, c: RequestCount,
@@ -184,7 +195,8 @@ def reasoning_cost(config: RunConfig, price: Price | None, c: RequestCount, hidd
     if prompt != c.prompt_tokens:
         entry["prompt_tokens_calibrated"] = prompt
     if price is not None:
-        low, mid, high = hidden.cost_range(price, prompt, calls, scale or (1.0, 1.0, 1.0), c.exact)
+        low, mid, high = hidden.cost_range(price, prompt, calls, scale or (1.0, 1.0, 1.0), c.exact,
+                                           pilot_prompts(config, hidden))
         out.update(estimated_cost_usd=round(mid, 4), estimated_cost_usd_range=[round(low, 4), round(high, 4)])
     return out
 

@@ -86,3 +86,25 @@ def test_a_reasoning_plan_carries_its_cost_range_and_a_local_pilot_is_flagged(tm
     assert local_endpoint({"llm": "openai:o3", "base_url": "http://127.0.0.1:8000/v1"}) == "http://127.0.0.1:8000/v1"
     assert local_endpoint({"llm": "openai:o3", "base_url": None}) is None
     assert local_endpoint({"llm": "hf:tiny-random"}) == "hf:tiny-random (in-process)"
+
+
+def test_a_pilot_of_the_same_design_gives_calls_and_prompts_per_session_and_a_prediction_interval() -> None:
+    exp = get_experiment("temporal-discounting")  # titration: answers decide how many questions are asked
+    design = _design(exp)
+    row = KindTokens(300.0, 280.0, 320.0, 18, None, 60.0)
+    rows = {"all": row, "text": row}
+    pilot = HiddenTokens(rows, "pilot p (openai:o3, 18 answered calls)", None, None, (9.0, 9.0),
+                         design.model_dump(mode="json"), (1100.0, 1300.0))
+    assert HiddenTokens.from_json(pilot.as_json()) == pilot
+    assert pilot.calls_per_session(3) == (9.0, 9.0, 9.0)
+    low, mean, high = pilot.prompt_tokens_per_session(3)
+    assert mean == 1200.0 and low < 1200.0 < high
+    lo, hi = rows["all"].interval(27)
+    assert lo < 280.0 and hi > 320.0  # a run's mean of 27 calls varies more than the pilot's mean of 18
+    report = Pricer(exp, ("openai:o3",), seed=1, hidden=pilot).exact(design, 3).per_llm[0]
+    other = Pricer(exp, ("openai:o3",), seed=1, hidden=from_assumption("300")).exact(design, 3).per_llm[0]
+    assert report["calls"] == other["calls"] != 27  # the random playthrough's calls, as the dry run counts them
+    from cogtestbed.llm_adapters.clients.prices import PriceTable
+
+    price = PriceTable().lookup("openai:o3")
+    assert report["expected_cost_usd"] == pytest.approx(round(price.cost(3600, 27 * 300), 4), abs=1e-4)

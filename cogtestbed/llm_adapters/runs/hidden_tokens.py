@@ -161,6 +161,19 @@ class HiddenTokens:
                    if self.session_prompt_tokens is not None else {})}
 
 
+def _per_session_counts(calls_file: Path) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
+    """(calls, billed prompt tokens) of each session of a pilot's call log (first attempts counted as calls;
+    prompt tokens None where a call has no reported usage)."""
+    import pandas as pd
+
+    log = pd.read_parquet(calls_file, columns=["subject", "attempt", "prompt_tokens"])
+    firsts = log[log["attempt"].fillna(0).astype(int) == 0]
+    calls = tuple(float(n) for n in firsts.groupby("subject").size().to_numpy())
+    tokens = pd.to_numeric(log["prompt_tokens"], errors="coerce")
+    prompts = tuple(float(n) for n in tokens.groupby(log["subject"]).sum().to_numpy()) if tokens.notna().all() else ()
+    return calls or None, prompts or None
+
+
 def _per_session(values: tuple[float, ...] | None, sessions: int) -> tuple[float, float, float] | None:
     """(low, mean, high) of a per-session count for the mean of ``sessions`` new sessions (t prediction
     interval; ±25 % from one session)."""
@@ -223,12 +236,7 @@ def from_pilot(path: str | Path, llm: str | None = None, experiment: str | None 
     billed = pd.to_numeric(calls["prompt_tokens"], errors="coerce").sum()
     per_char = round(float(billed) / chars, 6) if chars and billed > 0 else None
     local = local_endpoint(manifest.get("config", {}))
-    all_calls = pd.read_parquet(path / CALLS_FILE, columns=["subject", "attempt", "prompt_tokens"])
-    firsts = all_calls[all_calls["attempt"].fillna(0).astype(int) == 0] if "attempt" in all_calls else all_calls
-    session_calls = tuple(float(n) for n in firsts.groupby("subject").size().to_numpy())
-    tokens = pd.to_numeric(all_calls["prompt_tokens"], errors="coerce")
-    session_prompts = (tuple(float(n) for n in tokens.groupby(all_calls["subject"]).sum().to_numpy())
-                       if tokens.notna().all() else None)
+    session_calls, session_prompts = _per_session_counts(path / CALLS_FILE)
     return HiddenTokens(kinds, f"pilot {path} ({ran or 'model unknown'}, {len(calls)} answered calls"
                         + (f", on the local endpoint {local}" if local else "") + ")", per_char, local,
                         session_calls or None, manifest.get("config", {}).get("design"), session_prompts or None)

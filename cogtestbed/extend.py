@@ -100,7 +100,7 @@ from cogtestbed.lapse import (
 )
 from cogtestbed.llm_adapters.clients.backends import Backend, register_backend
 from cogtestbed.llm_adapters.clients.base import GenerateRequest, Generation, LLMClient
-from cogtestbed.metrics_result import MetricOption, MetricsResult, metrics_result
+from cogtestbed.metrics_result import MetricComparison, MetricOption, MetricsResult, metrics_result
 from cogtestbed.parameters import Parameter, ParameterError, ParameterSet, per_subject
 from cogtestbed.schema import REWARDED, RowRule, TrialSchema, TrialTableError, Values, validate_trials
 from cogtestbed.trials import Column, categories, coded_lists, finish_table, lists, outcome_columns, strings
@@ -111,10 +111,10 @@ from cogtestbed.validation.design.plan_kinds import register_plan_kind
 __all__ = [
     "INVALID", "NORMAL", "NO_ACTION", "RANDOM", "REWARDED", "VERBATIM", "AnswerDefaults", "Backend", "CognitiveModel",
     "Column", "Decoding", "Design", "ExperimentSpec", "GenerateRequest", "Generation", "Generator", "Importer",
-    "KernelLapsingAgent", "LLMClient", "Lapse", "LapseDraws", "MetricOption", "MetricsResult", "MetricsSpec",
-    "Outcomes", "Parameter", "ParameterError", "ParameterSet", "ParseResult", "Phase", "PlanContext", "PlanKind",
-    "Planned", "PromptForm", "RowRule", "SamplerKind", "SamplingJob", "ScoredResponse", "Sessions", "StudyDecl",
-    "SyntheticAgent", "TextEnv", "TrialSchema", "TrialTableError", "Values", "categories", "coded_lists",
+    "KernelLapsingAgent", "LLMClient", "Lapse", "LapseDraws", "MetricComparison", "MetricOption", "MetricsResult",
+    "MetricsSpec", "Outcomes", "Parameter", "ParameterError", "ParameterSet", "ParseResult", "Phase", "PlanContext",
+    "PlanKind", "Planned", "PromptForm", "RowRule", "SamplerKind", "SamplingJob", "ScoredResponse", "Sessions",
+    "StudyDecl", "SyntheticAgent", "TextEnv", "TrialSchema", "TrialTableError", "Values", "categories", "coded_lists",
     "finish_table", "kernel", "lapsed_choice", "lazy", "lists", "metrics_result", "outcome_columns",
     "parametrize_with_checks", "paraphrase", "per_subject", "random_choice", "register_backend", "register_plan_kind",
     "register_sampler", "same_name_generators", "step_lapse", "strings", "subject_slices", "unit_lapse",

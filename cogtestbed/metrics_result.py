@@ -156,3 +156,57 @@ class MetricOption:
                 hi = "inf" if self.high is None else f"{self.high:g}"
                 raise InputError(f"{self.flag} must lie in [{lo}, {hi}], got {raw}")
         return value
+
+
+#: How a difference in a headline metric between two groups is tested (:class:`MetricComparison`).
+ComparisonTest = Literal["welch", "z", "permutation", "none"]
+COMPARISON_TESTS: tuple[str, ...] = ("welch", "z", "permutation", "none")
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    """Whether and how a headline metric is compared between two groups (two LLMs, an LLM and a reference
+    agent: ``plan --metric M --compare A B``, ``power --metric``), declared per metric on
+    :attr:`cogtestbed.experiments.spec.MetricsSpec.comparisons` so a plan checks it before it simulates
+    and ``cogtestbed list EXPERIMENT`` shows it.
+
+    ``test``: ``welch`` (a Welch t-test on the metric's per-unit values, the metrics result's
+    ``per_subject`` / ``per_run`` rows), ``z`` (a z-test on the two pooled estimates with their standard
+    errors, ``{metric}_se`` or ``{metric}_ci``), ``permutation`` (a two-sided permutation test of the
+    difference of the two groups' mean ``unit_statistic``: the metric computed on each unit's own rows,
+    units exchanged between the groups; exact when the two groups' units are exchangeable under the null)
+    or ``none`` (not comparable: ``reason`` says why).  ``reason``: the assumption of the test, or why
+    there is none.
+    """
+
+    test: ComparisonTest
+    reason: str = ""
+    #: ``fn(table, **metrics options) -> {unit id: float}``: the metric of each unit (subject) on its own
+    #: rows (NaN where they do not define it), from the whole table at once; required by ``permutation``.
+    unit_statistic: Callable[..., Mapping[int, float]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.test not in COMPARISON_TESTS:
+            raise InputError(f"a metric comparison's test must be one of {', '.join(COMPARISON_TESTS)}, "
+                             f"got {self.test!r}")
+        if self.test == "permutation" and self.unit_statistic is None:
+            raise InputError("a permutation comparison needs the metric's unit_statistic")
+        if self.test == "none" and not self.reason:
+            raise InputError("a metric that cannot be compared says why (reason)")
+
+    @property
+    def comparable(self) -> bool:
+        """Whether a difference between two groups can be tested."""
+        return self.test != "none"
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"comparable", "test", "reason"}`` (what ``list`` and ``plan.json`` show)."""
+        return {"comparable": self.comparable, "test": self.test, "reason": self.reason}
+
+
+#: The comparison of a headline metric no experiment declares otherwise: Welch on its per-unit values.
+WELCH_PER_UNIT = MetricComparison("welch", "Welch t-test on the per-unit values (units independent within "
+                                  "each group, means approximately normal)")
+#: The comparison of a pooled estimate with a standard error.
+Z_POOLED = MetricComparison("z", "z-test on the two pooled estimates with their standard errors (estimates "
+                            "approximately normal, groups independent)")

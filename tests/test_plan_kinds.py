@@ -194,7 +194,7 @@ REFUSED: list[tuple[str, dict[str, Any], list[str], str]] = [
      "trials.? reaches"),
     ("belief-coherence", {"metric": "t2", "compare": ("logit-rum:scale=6", "logit-rum:scale=3"), "llm": LLMS},
      ["--metric", "t2", "--compare", "logit-rum:scale=6", "logit-rum:scale=3", "--llm", LLMS[0], "--llm",
-      LLMS[1]], "t2.? cannot be compared between two groups .*metrics that can:"),
+      LLMS[1]], "'t2' of belief-coherence cannot be compared between two groups: .*comparable: t1_cmi"),
     ("two-step", {"metric": "nope", "compare": ("hybrid:w=0.2", "hybrid:w=0.8"), "llm": LLMS},
      ["--metric", "nope", "--compare", "hybrid:w=0.2", "hybrid:w=0.8", "--llm", LLMS[0], "--llm", LLMS[1]],
      "no headline metric of two-step: the metrics two groups can be compared in are model_basedness, performance"),
@@ -245,6 +245,23 @@ def test_the_shipped_comparisons_are_what_the_metrics_return() -> None:
         shipped = {k: v for k, v in _shipped()[name].items() if k != "_source"}
         assert probe_comparisons(ct.get_experiment(name)) == shipped
     assert set(comparable_metrics(ct.get_experiment("two-step"))) == {"model_basedness", "performance"}
+
+
+def test_list_and_the_refusal_read_the_declared_comparisons() -> None:
+    """One source: where an experiment declares a metric's comparison (``MetricsSpec.comparisons``), ``list``
+    (:func:`~cogtestbed.validation.design.capabilities.comparisons`), the shipped probe and the refusal agree."""
+    from cogtestbed.validation.design.capabilities import _shipped, comparable_metrics, comparisons
+
+    exp = ct.get_experiment("belief-coherence")
+    declared = {m for m in exp.metrics.headline if exp.metrics.comparability(m).comparable}
+    assert declared == {"t1_cmi", "t3", "t1_lr", "accuracy"} == set(comparable_metrics(exp))
+    shipped = {k: v for k, v in _shipped()["belief-coherence"].items() if k != "_source"}
+    assert shipped == comparisons(exp)
+    assert comparisons(exp)["t1_cmi"]["test"] == "permutation test of the per-unit means"
+    for name in ct.experiments():
+        other = ct.get_experiment(name)
+        for metric, how in other.metrics.comparisons.items():
+            assert ("test" in comparisons(other)[metric]) == how.comparable, (name, metric)
 
 
 def test_list_shows_what_each_metric_and_parameter_can_plan(capsys: pytest.CaptureFixture[str]) -> None:

@@ -129,6 +129,10 @@ class LLMRun:
     #: ``trials`` the session's length (design fields ``adaptive`` / ``trials``).
     adaptive: str | None = None
     trials: int | None = None
+    #: Completion tokens per call measured in a pilot or assumed (a plan's ``run.completion_tokens_per_call``,
+    #: :meth:`~cogtestbed.llm_adapters.runs.hidden_tokens.HiddenTokens.as_json`): the dry run's expected cost
+    #: and its range are priced with them, as the plan's were.
+    completion_tokens_per_call: dict[str, Any] | None = None
     #: ``run.json``'s ``request`` block: the options of ``ct.run`` / ``cogtestbed run`` as given
     #: (:func:`cogtestbed.request.request_block` of the :class:`RunRequest`), before a plan applied its settings.
     request: dict[str, Any] | None = None
@@ -154,6 +158,7 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[LLMRu
         fields = p["design"]
         if o["temperature"] is None:
             o["temperature"], temperature_source = p["temperature"], f"the plan ({o['plan']})"
+        o["batch"] = bool(o["batch"] or p.get("batch"))
         o["max_calls"] = o["max_calls"] if o["max_calls"] is not None else p["max_calls"]
         o["max_cost"] = o["max_cost"] if o["max_cost"] is not None else p["max_cost"]
     if o["experiment"] is None:
@@ -171,7 +176,8 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[LLMRu
         poll_every=o["poll_every"],
         max_service_requests=o.get("max_service_requests", DEFAULT_MAX_SERVICE_REQUESTS),
         reasoning_effort=o.get("reasoning_effort"), thinking_budget=o.get("thinking_budget"),
-        adaptive=o.get("adaptive"), trials=o.get("trials"), request=o.get("request"))
+        adaptive=o.get("adaptive"), trials=o.get("trials"), request=o.get("request"),
+        completion_tokens_per_call=None if p is None else p.get("completion_tokens_per_call"))
     return request, p
 
 
@@ -297,7 +303,12 @@ def estimate_run(request: LLMRun) -> dict[str, Any]:
     exp, design_obj, client, config = _client_and_config(request)
     price = run_price(request, standard)
     budget = Budget(request.max_calls, request.max_cost, price)
-    report = estimate(exp, design_obj, client, config, price, budget)
+    hidden = None
+    if request.completion_tokens_per_call is not None:
+        from cogtestbed.llm_adapters.runs.hidden_tokens import HiddenTokens
+
+        hidden = HiddenTokens.from_json(request.completion_tokens_per_call)
+    report = estimate(exp, design_obj, client, config, price, budget, hidden)
     if request.batch and standard is not None:
         from cogtestbed.llm_adapters.middleware.batch.pricing import batch_report
 

@@ -6,7 +6,7 @@ from typing import Any
 from cogtestbed.experiments._adaptive import AdaptiveDecl
 from cogtestbed.experiments.spec import ExperimentSpec, Generator, MetricsSpec, StudyDecl, lazy
 from cogtestbed.inference.adaptive_belief import ADAPTIVE_MODEL, adaptive_space, fixed_design_only, observations
-from cogtestbed.inference.belief import METRIC_OPTIONS, TESTS, belief_metrics, belief_test
+from cogtestbed.inference.belief import COMPARISONS, METRIC_OPTIONS, TESTS, belief_metrics, belief_test
 from cogtestbed.inference.belief_models import MODELS, mnl_uncentred
 from cogtestbed.tables.belief import SCHEMA
 
@@ -74,7 +74,7 @@ SPEC = ExperimentSpec(
     metrics=MetricsSpec(fixed_design_only(belief_metrics), unit="per_subject",
                         headline=(*_TESTS, "t1_cmi_isotonic", "accuracy"), options=METRIC_OPTIONS,
                         tests={name: fixed_design_only(belief_test(name)) for name in TESTS},
-                        smoke_options=_SMOKE_OPTIONS, unidentified=("t2", "t4"),
+                        smoke_options=_SMOKE_OPTIONS, unidentified=("t2", "t4"), comparisons=COMPARISONS,
                         aliases={"T1a": "t1_cmi", "T1b": "t1_nested", "T1c": "t1_lr", "T2": "t2", "T3": "t3",
                                  "T4": "t4"}),
     pooling_unit="subject",

@@ -4,6 +4,7 @@ from cogtestbed.data.cogbench import HORIZON_COLUMNS, HORIZON_EXCLUDED, import_h
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.horizon import MODELS, cogbench_metrics
+from cogtestbed.metrics_result import Z_POOLED
 from cogtestbed.tables.horizon import SCHEMA
 
 _BASE = {"bonus_h1": 0.0, "bonus_h6": 6.0, "temperature_h1": 5.0, "temperature_h6": 8.0, "bias": 0.0}
@@ -23,7 +24,8 @@ SPEC = ExperimentSpec(
     metrics=MetricsSpec(cogbench_metrics, unit="per_run",
                         headline=("performance", "directed_exploration", "random_exploration"),
                         unidentified=("directed_exploration", "random_exploration", "directed_exploration_ci",
-                                      "random_exploration_ci")),
+                                      "random_exploration_ci"),
+                        comparisons={k: Z_POOLED for k in ("directed_exploration", "random_exploration")}),
     importers=cogbench_importer(import_horizon, HORIZON_COLUMNS, HORIZON_EXCLUDED,
                                 file_columns={"action": "choice"}),
     pooling_unit="session",

@@ -18,8 +18,14 @@ from cogtestbed.inference.magnitude import (
     VARIANCE_READINGS,
     magnitude_metrics,
 )
-from cogtestbed.metrics_result import MetricOption
+from cogtestbed.metrics_result import MetricComparison, MetricOption
 from cogtestbed.tables.magnitude import SCHEMA
+
+#: Magnitude's headline mappings (one value per task, condition or parameter) are not one number to compare.
+_NESTED = {name: MetricComparison("none", f"{name} is a mapping of values (per task or condition), not one number: "
+                                  "compare bcs, or a model parameter (--model --effect)")
+           for name in ("nrmse", "bcs_per_task", "w_prior", "factor_evidence", "rre", "bayesbench", "bias_variance",
+                        "image_weight")}
 
 SPEC = ExperimentSpec(
     name="magnitude",
@@ -37,6 +43,7 @@ SPEC = ExperimentSpec(
         fixed_design_only(magnitude_metrics), unit="per_subject", headline=("nrmse", "bcs", "bcs_per_task", "w_prior",
                                                          "factor_evidence", "rre", "bayesbench",
                                                          "bias_variance", "image_weight"),
+        comparisons=_NESTED,
         unidentified=("bcs", "bcs_per_task", "bcs_signs", "w_prior", "w_prior_se", "factor_evidence", "rre",
                       "bayesbench", "image_weight", "cue_combination", "combiner_fit"),
         options={

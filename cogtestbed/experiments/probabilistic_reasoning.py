@@ -4,6 +4,7 @@ from cogtestbed.data.cogbench import PROBABILISTIC_COLUMNS, PROBABILISTIC_REPEAT
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.probabilistic import MODELS, cogbench_metrics
+from cogtestbed.metrics_result import Z_POOLED
 from cogtestbed.tables.probabilistic import SCHEMA
 
 _BASE = {"beta_prior": 0.6, "beta_likelihood": 0.4, "bias": 0.0, "noise_sd": 0.5}
@@ -22,7 +23,8 @@ SPEC = ExperimentSpec(
     metrics=MetricsSpec(cogbench_metrics, unit="per_run",
                         headline=("performance", "prior_weighting", "likelihood_weighting"),
                         unidentified=("prior_weighting", "likelihood_weighting", "prior_weighting_ci",
-                                      "likelihood_weighting_ci", "ratio", "ratio_ci", "prior_minus_likelihood")),
+                                      "likelihood_weighting_ci", "ratio", "ratio_ci", "prior_minus_likelihood"),
+                        comparisons={k: Z_POOLED for k in ("prior_weighting", "likelihood_weighting")}),
     importers=cogbench_importer(import_probabilistic, PROBABILISTIC_COLUMNS,
                                 file_columns={"action": "left_pred", "estimate": "left_pred"}, key=(),
                                 repeat_key=PROBABILISTIC_REPEAT_KEY),

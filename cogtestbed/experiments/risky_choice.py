@@ -6,6 +6,7 @@ from cogtestbed.experiments._adaptive import AdaptiveDecl
 from cogtestbed.experiments._psych201 import psych201_importer
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.risky import HEADLINE, MODEL_KEYS, MODELS, adaptive_space, risky_metrics
+from cogtestbed.metrics_result import MetricComparison
 from cogtestbed.tables.risky import EXPERIMENT, SCHEMA
 
 _PT = {"lambda": 1.5, "alpha": 0.8, "theta": 1.0}
@@ -21,7 +22,10 @@ SPEC = ExperimentSpec(
     table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),
-    metrics=MetricsSpec(risky_metrics, unit="per_subject", headline=HEADLINE, unidentified=MODEL_KEYS),
+    metrics=MetricsSpec(risky_metrics, unit="per_subject", headline=HEADLINE, unidentified=MODEL_KEYS, comparisons={
+        "loss_aversion": MetricComparison("none", "loss_aversion is the median of the per-subject λ (no per-subject "
+                                          "value, no standard error): compare λ with --model prospect-theory --effect "
+                                          "lambda=D")}),
     importers=psych201_importer(EXPERIMENT, {DATA_SET: parse_spektor2024}),
     pooling_unit="subject",
     trials_field="repetitions",

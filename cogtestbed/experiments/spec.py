@@ -43,6 +43,8 @@ from cogtestbed.errors import CogtestbedError, InputError
 from cogtestbed.experiments._importer import Importer as Importer
 from cogtestbed.metrics_result import METRICS_RESULT_KEYS as METRICS_RESULT_KEYS
 from cogtestbed.metrics_result import METRICS_UNITS as METRICS_UNITS
+from cogtestbed.metrics_result import WELCH_PER_UNIT
+from cogtestbed.metrics_result import MetricComparison as MetricComparison
 from cogtestbed.metrics_result import MetricOption as MetricOption
 from cogtestbed.metrics_result import MetricsResult as MetricsResult
 from cogtestbed.metrics_result import MetricsUnit as MetricsUnit
@@ -222,6 +224,31 @@ class MetricsSpec:
     #: Descriptive metrics (a reward rate, a mean, an error) keep their values.
     unidentified: tuple[str, ...] = ()
     min_distinct_answers: int = 2
+    #: How a difference in a headline metric between two groups is tested, or why it cannot be
+    #: (:class:`~cogtestbed.metrics_result.MetricComparison`), where it is not the default: a Welch
+    #: t-test on the metric's per-unit values (:meth:`comparability`).  Read before any simulation.
+    comparisons: Mapping[str, MetricComparison] = field(default_factory=dict)
+
+    def comparability(self, metric: str) -> MetricComparison:
+        """How a difference in headline ``metric`` (or its alias) between two groups is tested: the
+        declared :attr:`comparisons` entry, else a Welch t-test on its per-unit values."""
+        return self.comparisons.get(self.resolve(metric), WELCH_PER_UNIT)
+
+    def check_comparable(self, metric: str, experiment: str) -> None:
+        """Refuse, from the declaration alone (before any simulation, in one line), a difference in
+        ``metric`` between two groups that :meth:`comparability` declares untestable: why, and the
+        metrics of ``experiment`` that can be compared."""
+        how = self.comparability(metric)
+        if how.comparable:
+            return
+        can = [m for m in self.headline if self.comparability(m).comparable]
+        raise InputError(f"metric {metric!r} of {experiment} cannot be compared between two groups: {how.reason}; "
+                         + (f"comparable: {', '.join(can)}" if can else "none of its metrics can be"))
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.comparisons) - set(self.headline))
+        if unknown:
+            raise InputError(f"comparisons name metrics that are not headline metrics: {', '.join(unknown)}")
 
     def _checked(self, result: Any, trials: pd.DataFrame) -> MetricsResult:
         """``result`` of ``fn`` on ``trials`` under the rules of every experiment: degenerate

@@ -7,6 +7,7 @@ from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogb
 from cogtestbed.experiments._psych201 import psych201_importer
 from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
 from cogtestbed.inference.twostep import MODELS, cogbench_metrics, cogbench_prefix_metrics
+from cogtestbed.metrics_result import Z_POOLED
 from cogtestbed.tables.twostep import SCHEMA
 
 _BASE = {"alpha": 0.5, "beta": 5.0, "lam": 0.5, "persev": 0.0}
@@ -27,7 +28,8 @@ SPEC = ExperimentSpec(
     metrics=MetricsSpec(cogbench_metrics, unit="per_run", headline=("performance", "model_basedness"),
                         prefixes=cogbench_prefix_metrics,
                         unidentified=("model_basedness", "model_basedness_ci", "reward_effect", "common_effect",
-                                      "model_basedness_valid_only")),
+                                      "model_basedness_valid_only"),
+                        comparisons={"model_basedness": Z_POOLED}),
     importers={**cogbench_importer(import_twostep, TWOSTEP_COLUMNS,
                                    file_columns={"action": "action1", "planet": "state"}),
                **psych201_importer("two-step", {SHAHAR: parse_shahar2019})},

@@ -122,7 +122,7 @@ from cogtestbed.inference.belief_table import (
     paired_rows,
     test_result,
 )
-from cogtestbed.metrics_result import MetricOption
+from cogtestbed.metrics_result import MetricComparison, MetricOption
 
 #: The family's public names: this module's own and those of its parts, re-exported.
 __all__ = [
@@ -135,6 +135,7 @@ __all__ = [
     "t1_cmi", "t1_cmi_arrays", "t1_lr", "t1_lr_arrays", "t1_nested", "t1_nested_arrays", "T1A_RULE", "T1A_RULES",
     "T1B_PLACEBOS", "T1B_RULE", "T1B_RULES", "t2", "t2_arrays", "T2_BINS", "t2_permutation_p", "T2_RULE", "T2_RULES",
     "t2_statistic", "t3", "T3_READING", "T3_READINGS", "t4", "T4_BASELINE_PATIENTS", "test_result", "TESTS",
+    "COMPARISONS", "unit_statistic",
 ]
 
 #: The tests as plain functions of a trial table (each returns ``p_value`` and ``reject``).
@@ -222,6 +223,75 @@ def belief_test(name: str) -> Callable[..., dict[str, Any]]:
 
     run.__name__ = run.__qualname__ = f"belief_test_{name}"
     return run
+
+
+#: Options a unit statistic never reads: only the estimate is computed (no interval, no null distribution).
+_ESTIMATE_ONLY = {"n_boot": 0, "n_perm": 0}
+
+
+def unit_statistic(name: str) -> Callable[..., dict[int, float]]:
+    """``fn(table, **metrics options) -> {subject: estimate}``: test ``name``'s estimate on each subject's
+    own rows (T1a's kNN CMI, T3's largest RMSE, T1c's LR statistic, accuracy's π0 RMSE), without its
+    bootstrap or permutations; NaN where the subject's rows do not define it (too few pairs, no
+    variant).  The per-run statistic a comparison of two groups' subjects tests
+    (:data:`COMPARISONS`): the paper aggregates five seeds (runs) per model (§5), each a subject here.
+    T1a reads the table's paired rows once (:func:`_t1_cmi_by_subject`)."""
+    def run(table: pd.DataFrame, **options: Any) -> dict[int, float]:
+        check_options(**options)
+        table = canonical_table(table)[0]
+        if name == "t1_cmi":
+            return _t1_cmi_by_subject(table, **options)
+        out = {}
+        for subject, part in table.groupby("subject", sort=True):
+            value = _run_test(name, part, **{**options, **_ESTIMATE_ONLY}).get("estimate")
+            out[int(subject)] = float(value) if value is not None else float("nan")
+        return out
+
+    run.__name__ = run.__qualname__ = f"belief_unit_{name}"
+    return run
+
+
+def _t1_cmi_by_subject(table: pd.DataFrame, k: int = CMI_K, seed: int = 0, renormalise: str = "no",
+                       average_reps: str = "no", **_: Any) -> dict[int, float]:
+    """T1a's estimate (:func:`t1_cmi_arrays`, the same jitter draw as :func:`t1_cmi` on the subject's
+    table alone) of every subject, the paired rows built once; NaN for a subject with fewer than k + 1 pairs."""
+    rows = paired_rows(table, renormalise == "yes", average_reps == "yes")
+    out = {int(s): float("nan") for s in pd.unique(table["subject"])}
+    for subject, part in rows.groupby("subject", sort=True):
+        if len(part) > k:
+            out[int(subject)] = float(t1_cmi_arrays(part["a"].to_numpy(), part["p"].to_numpy(),
+                                                    part["theta"].to_numpy(), part["group"].to_numpy(), k=k,
+                                                    n_boot=0, n_perm=0, seed=seed)["estimate"])
+    return out
+
+
+_PERMUTATION = ("permutation test of the difference of the two groups' mean per-subject {what} (subjects "
+                "exchanged between the groups; exact when the groups' subjects are exchangeable under the null: "
+                "independent runs of the same design, identically distributed)")
+_NOT_PER_SUBJECT = "{what}: no per-subject value{why}, and the pooled {kind} has no standard error"
+
+#: How each headline test is compared between two groups (two LLMs, an LLM and a reference agent): the
+#: tests with an estimate on one subject's rows by a permutation test of the per-subject estimates
+#: (:func:`unit_statistic`); the others say why not.
+COMPARISONS: dict[str, MetricComparison] = {
+    "t1_cmi": MetricComparison("permutation", _PERMUTATION.format(what="T1a kNN CMI estimate"),
+                               unit_statistic("t1_cmi")),
+    "t3": MetricComparison("permutation", _PERMUTATION.format(what="T3 RMSE (largest over the variants)"),
+                           unit_statistic("t3")),
+    "t1_lr": MetricComparison("permutation", _PERMUTATION.format(what="T1c likelihood-ratio statistic"),
+                              unit_statistic("t1_lr")),
+    "accuracy": MetricComparison("permutation", _PERMUTATION.format(what="π0 RMSE against p*"),
+                                 unit_statistic("accuracy")),
+    "t1_cmi_isotonic": MetricComparison("none", _NOT_PER_SUBJECT.format(
+        what="T1a on isotonic beliefs", why=" (the calibration is fitted on the pooled table)", kind="estimate")),
+    "t1_nested": MetricComparison("none", _NOT_PER_SUBJECT.format(
+        what="T1b", why=" (a cross-validated boosted fit per subject is too costly to simulate)",
+        kind="improvement")),
+    "t2": MetricComparison("none", "T2: its estimate is a share of significant bin-pair tests, which grows with "
+                           "the sample, not an effect size; no test of a difference between groups"),
+    "t4": MetricComparison("none", _NOT_PER_SUBJECT.format(
+        what="T4", why=" (the LIE phases and the random-forest baseline are pooled)", kind="median ratio")),
+}
 
 
 def belief_metrics(table: pd.DataFrame, **options: Any) -> dict[str, Any]:

@@ -121,12 +121,63 @@ def dry_runs(exp: Experiment, design: Design, runs: Sequence[tuple[LLMClient, Ru
                for k, ((client, cfg, price), c) in enumerate(zip(runs, counts, strict=True))]
     for (client, cfg, price), c, report in zip(runs, counts, reports, strict=True):
         if reasons(cfg.llm, cfg.thinking_budget):
-            report.update(reasoning_cost(cfg, price, c, hidden, client.chars_per_token))
+            report.update(reasoning_cost(cfg, price, c, hidden, client.chars_per_token,
+                                         pilot_calls_scale(report, cfg, c, hidden)))
+        report.update(expected_cost(report, cfg, price, c, hidden, client.chars_per_token))
     return reports
 
 
+def expected_cost(report: dict[str, Any], config: RunConfig, price: Price | None, c: RequestCount,
+                  hidden: HiddenTokens | None, chars_per_token: float = 4.0) -> dict[str, Any]:
+    """The one expected price of a run (issue 67: the plan's and ``run --dry-run``'s): ``expected_cost_usd``
+    and, where completion tokens per call are measured or assumed (``hidden``: a pilot of any model, or
+    ``--assume-reasoning-tokens``), its range ``expected_cost_usd_range`` (the interval of the tokens per
+    call, :meth:`~cogtestbed.llm_adapters.runs.hidden_tokens.HiddenTokens.cost_range`; prompt tokens
+    re-priced at the pilot's billed tokens per character where they are an estimate).  Without a
+    measurement: the booked cost (``max_tokens`` per call), no range."""
+    if reasons(config.llm, config.thinking_budget):  # reasoning_cost priced the measurement already
+        return {"expected_cost_usd": report.get("estimated_cost_usd"),
+                **({"expected_cost_usd_range": report["estimated_cost_usd_range"]}
+                   if "estimated_cost_usd_range" in report else {})}
+    if hidden is None or price is None:
+        return {"expected_cost_usd": report.get("estimated_cost_usd")}
+    calls = {k: n for k, n in c.by_kind().items() if n}
+    scale = pilot_calls_scale(report, config, c, hidden)
+    low, mid, high = hidden.cost_range(price, hidden.prompt_tokens(c.prompt_tokens, chars_per_token, c.exact), calls,
+                                       scale or (1.0, 1.0, 1.0), c.exact, pilot_prompts(config, hidden))
+    return {"expected_cost_usd": round(mid, 4), "expected_cost_usd_range": [round(low, 4), round(high, 4)],
+            "expected_completion_tokens_per_call": hidden.as_json(),
+            **({"expected_calls": round(c.calls * scale[1])} if scale else {})}
+
+
+def pilot_prompts(config: RunConfig, hidden: HiddenTokens | None) -> tuple[float, float, float] | None:
+    """(low, expected, high) prompt tokens of a run of ``config.n_subjects`` sessions from a pilot of the same
+    model and design (its billed prompt tokens per session: prompts that render earlier answers grow with the
+    model's own answers, not a random playthrough's); None otherwise."""
+    if hidden is None or hidden.design != config.design:
+        return None
+    per = hidden.prompt_tokens_per_session(config.n_subjects)
+    return None if per is None else (per[0] * config.n_subjects, per[1] * config.n_subjects,
+                                     per[2] * config.n_subjects)
+
+
+def pilot_calls_scale(report: dict[str, Any], config: RunConfig, c: RequestCount,
+                      hidden: HiddenTokens | None) -> tuple[float, float, float] | None:
+    """Where answers decide what is asked next (the dry run's random playthrough is not the model's) and the
+    pilot played the same design: (low, expected, high) of the pilot's calls per session
+    (:meth:`~cogtestbed.llm_adapters.runs.hidden_tokens.HiddenTokens.calls_per_session`) over the dry run's;
+    None otherwise."""
+    if hidden is None or report.get("answer_independent", True) or not c.calls or hidden.design != config.design:
+        return None
+    per = hidden.calls_per_session(config.n_subjects)
+    if per is None:
+        return None
+    dry = c.calls / config.n_subjects
+    return per[0] / dry, per[1] / dry, per[2] / dry
+
+
 def reasoning_cost(config: RunConfig, price: Price | None, c: RequestCount, hidden: HiddenTokens | None,
-                   chars_per_token: float = 4.0) -> dict[str, Any]:
+                   chars_per_token: float = 4.0, scale: tuple[float, float, float] | None = None) -> dict[str, Any]:
     """A reasoning model's dry-run entries: the expected cost and its range from ``hidden`` (completion tokens
     per call by step kind, hidden ones included; estimated prompt tokens re-priced at the pilot's billed
     tokens per character), or null with the reason where nothing measures them."""
@@ -144,7 +195,8 @@ def reasoning_cost(config: RunConfig, price: Price | None, c: RequestCount, hidd
     if prompt != c.prompt_tokens:
         entry["prompt_tokens_calibrated"] = prompt
     if price is not None:
-        low, mid, high = hidden.cost_range(price, prompt, calls)
+        low, mid, high = hidden.cost_range(price, prompt, calls, scale or (1.0, 1.0, 1.0), c.exact,
+                                           pilot_prompts(config, hidden))
         out.update(estimated_cost_usd=round(mid, 4), estimated_cost_usd_range=[round(low, 4), round(high, 4)])
     return out
 

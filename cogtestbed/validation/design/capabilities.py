@@ -1,6 +1,10 @@
 """What each experiment can plan (issue 67, ``cogtestbed list EXPERIMENT``), known before anything is simulated.
 
-* **Compared between groups** (``plan --metric M --compare A B``, two LLMs): a headline metric whose metrics
+* **Compared between groups** (``plan --metric M --compare A B``, two LLMs): first what the experiment
+  declares (:attr:`MetricsSpec.comparisons <cogtestbed.experiments.spec.MetricsSpec.comparisons>`, one
+  :class:`~cogtestbed.metrics_result.MetricComparison` per metric: the one source where it exists, read by
+  ``list``, by the plan's refusal and by ``power --metric``'s, through
+  :meth:`~cogtestbed.experiments.spec.MetricsSpec.check_comparable`); else a headline metric whose metrics
   result lists it per unit (a Welch t-test on the per-unit values) or with a standard error or interval (a
   z-test on two pooled estimates; :func:`~cogtestbed.validation.studies.metric_studies.difference_test`).  What
   a metrics function returns is known only by running it, which takes seconds to minutes per experiment (a
@@ -44,17 +48,37 @@ def fingerprint(exp: Any) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
+#: The name :func:`~cogtestbed.validation.studies.metric_studies.difference_test` gives each declared test.
+TEST_NAMES = {"welch": "Welch t-test on per-unit values", "z": "z-test on two pooled estimates",
+              "permutation": "permutation test of the per-unit means"}
+
+
+def declared_comparisons(exp: Any) -> dict[str, dict[str, str]]:
+    """The comparisons ``exp`` declares (:attr:`~cogtestbed.experiments.spec.MetricsSpec.comparisons`) as rows of
+    :func:`comparisons`: ``{"test", "assumption"}`` where comparable, else ``{"why"}``."""
+    out: dict[str, dict[str, str]] = {}
+    for metric, how in (getattr(exp.metrics, "comparisons", None) or {}).items():
+        out[metric] = ({"test": TEST_NAMES[how.test], "assumption": how.reason} if how.comparable
+                       else {"why": how.reason})
+    return out
+
+
 def probe_comparisons(exp: Any, seed: int = 0) -> dict[str, dict[str, str]]:
     """``{METRIC: {"test": how two groups' values are compared}}`` or ``{METRIC: {"why": why they cannot be}}``
-    for each headline metric of ``exp``, from its metrics on :data:`PROBE_SUBJECTS` simulated subjects of its
-    first declared agent (:func:`~cogtestbed.validation.studies.metric_studies.difference_test`'s rules)."""
+    for each headline metric of ``exp``: its declaration (:func:`declared_comparisons`), else from its metrics on
+    :data:`PROBE_SUBJECTS` simulated subjects of its first declared agent
+    (:func:`~cogtestbed.validation.studies.metric_studies.difference_test`'s rules; nothing is simulated where
+    every headline metric is declared)."""
     from cogtestbed.simulation import simulate
     from cogtestbed.validation.studies.metric_studies import difference_test
 
+    out = declared_comparisons(exp)
+    rest = [m for m in exp.metrics.headline if m not in out]
+    if not rest:
+        return out
     table = simulate(exp, exp.declared_agents[0], PROBE_SUBJECTS, seed, design=exp.design_cls())
     result = exp.metrics(table, **dict(exp.metrics.smoke_options))
-    out: dict[str, dict[str, str]] = {}
-    for metric in exp.metrics.headline:
+    for metric in rest:
         try:
             out[metric] = {"test": difference_test(result, result, metric, exp.metrics.unit)[0]}
         except InputError as exc:
@@ -69,12 +93,16 @@ def _shipped() -> dict[str, dict[str, Any]]:
 
 def comparisons(exp: Any) -> dict[str, dict[str, str]]:
     """How each headline metric of ``exp`` is compared between two groups, or why it cannot be: the shipped
-    probe for a package experiment, else :func:`probe_comparisons` (cached)."""
+    probe for a package experiment, else :func:`probe_comparisons` (cached); a declared comparison
+    (:func:`declared_comparisons`) always wins."""
+    declared = declared_comparisons(exp)
+    if set(exp.metrics.headline) <= set(declared):
+        return {m: declared[m] for m in exp.metrics.headline}
     shipped = dict(_shipped().get(exp.name) or {})
     source = shipped.pop("_source", None)
     if shipped and set(shipped) == set(exp.metrics.headline) and source == {"fingerprint": fingerprint(exp)}:
-        return shipped
-    return _probed(exp)
+        return {**shipped, **declared}
+    return {**_probed(exp), **declared}
 
 
 @functools.cache
@@ -89,13 +117,17 @@ def comparable_metrics(exp: Any) -> list[str]:
 
 def check_metric_target(exp: Any, metric: str) -> None:
     """Refuse, before any simulation, a metric two groups cannot be compared in (with why, and the metrics
-    that can be)."""
+    that can be): a declared one by :meth:`~cogtestbed.experiments.spec.MetricsSpec.check_comparable` (the
+    refusal ``power --metric`` gives), an undeclared one by the probe (:func:`comparisons`)."""
     resolved = exp.metrics.resolve(metric) if hasattr(exp.metrics, "resolve") else metric
     how = comparisons(exp).get(resolved)
     can = ", ".join(comparable_metrics(exp)) or "none"
     if how is None:
         raise InputError(f"`metric` {metric!r} is no headline metric of {exp.name}: the metrics two groups can be "
                          f"compared in are {can}")
+    if resolved in (getattr(exp.metrics, "comparisons", None) or {}):
+        exp.metrics.check_comparable(metric, exp.name)
+        return
     if "why" in how:
         raise InputError(f"`metric` {metric!r} cannot be compared between two groups ({how['why']}); {exp.name}'s "
                          f"metrics that can: {can}")

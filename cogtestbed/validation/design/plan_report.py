@@ -23,9 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.trials import package_versions
-from cogtestbed.validation.design.plan import Evaluated, PlanResult, describe_target
+from cogtestbed.validation.design.plan import PlanResult, describe_target
 from cogtestbed.validation.design.power_sims import verdict
-from cogtestbed.validation.design.pricing import Pricer
+from cogtestbed.validation.design.pricing import Pricer, tokens_source
 from cogtestbed.validation.design.space import sessions_per_llm, study_at
 from cogtestbed.validation.studies.study_data import design_for_trials
 from cogtestbed.validation.studies.study_kinds import ModelStudy, PlannedStudy
@@ -128,14 +128,24 @@ def run_section(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_cos
     """The run configuration ``cogtestbed run --plan`` executes (one run per LLM listed)."""
     point = result.chosen.point
     design = design_for_trials(exp, point.trials, point.design(result.spec.design))
+    first = result.chosen.cost.per_llm[0] if result.chosen.cost else None
+    return run_block(pricer, exp, design, sessions_per_llm(result.spec, point), first, max_cost)
+
+
+def run_block(pricer: Pricer, exp: ExperimentSpec, design: Any, subjects: int, first: Mapping[str, Any] | None,
+              max_cost: float | None) -> dict[str, Any]:
+    """The ``run`` block of ``subjects`` sessions of ``design`` priced by ``pricer`` (``first``: the first
+    LLM's dry-run report, or None): everything ``run --plan`` and ``run --dry-run --plan`` need to run and
+    price exactly what the plan priced (answer settings, batch mode, the completion tokens per call)."""
     # the cap admits the worst case of the method that will run (a dry run's calls_ceiling, where
     # answers decide what is asked next), so a run is never stopped short by its own plan
-    first = result.chosen.cost.per_llm[0] if result.chosen.cost else None
     calls = None if first is None else first.get("calls_ceiling", int(first["calls"]) * (1 + pricer.reask))
-    return {"experiment": exp.name, "llms": list(pricer.llms), "subjects": sessions_per_llm(result.spec, point),
+    return {"experiment": exp.name, "llms": list(pricer.llms), "subjects": subjects,
             "seed": pricer.seed, "design": design.model_dump(mode="json"),
             "max_tokens": pricer.tokens_per_answer(design), "temperature": pricer.temperature, "reask": pricer.reask,
             "max_calls": None if calls is None else int(calls), "max_cost": max_cost,
+            **({"batch": True} if pricer.batch else {}),
+            **({"completion_tokens_per_call": pricer.hidden.as_json()} if pricer.hidden is not None else {}),
             **({"reasoning_effort": pricer.reasoning_effort} if pricer.reasoning_effort is not None else {}),
             **({"thinking_budget": pricer.thinking_budget} if pricer.thinking_budget is not None else {})}
 
@@ -145,10 +155,9 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
     """Everything the plan found (the body of ``plan.json`` and of ``--json``)."""
     chosen = result.chosen
     assert chosen.cost is not None
-    cost = chosen.cost.as_dict()
+    cost = {**chosen.cost.as_dict(), **tokens_source(pricer)}
     if pilot is not None and pilot.completion_tokens_per_call is not None:
         cost["expected_completion_tokens"] = round(pilot.completion_tokens_per_call * chosen.cost.calls)
-        cost["expected_dollars"] = _expected_dollars(chosen, pricer, pilot.completion_tokens_per_call)
     return {
         "plan_version": PLAN_VERSION, "experiment": exp.name, "versions": package_versions(),
         "target": {"kind": result.spec.kind, "what": describe_target(result.spec), "power": result.target,
@@ -176,16 +185,6 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
 
 def _lapse_dict(lapse: Any) -> dict[str, float]:
     return {"invalid": float(lapse.invalid), "random": float(lapse.random)}
-
-
-def _expected_dollars(chosen: Evaluated, pricer: Pricer, completion_per_call: float) -> float | None:
-    assert chosen.cost is not None
-    total = 0.0
-    for report, price in zip(chosen.cost.per_llm, pricer.price, strict=True):
-        if price is None:
-            return None
-        total += price.cost(int(report["prompt_tokens"]), round(completion_per_call * int(report["calls"])))
-    return round(total, 4)
 
 
 #: Interval coverage this far below its nominal level is called a problem of the plan's test.
@@ -467,6 +466,12 @@ class PlanRun(BaseModel):
     reask: _Count = 0
     max_calls: _Count | None = None
     max_cost: _Money | None = None
+    #: Priced in the provider's batch mode (``plan --batch``): ``run --plan`` runs (and prices) it so.
+    batch: bool = False
+    #: The completion tokens per call the plan priced with (a pilot's or an assumption's,
+    #: :meth:`~cogtestbed.llm_adapters.runs.hidden_tokens.HiddenTokens.as_json`): ``run --dry-run --plan`` prices
+    #: with them, so its expected cost is the plan's.
+    completion_tokens_per_call: dict[str, Any] | None = None
 
 
 def plan_run_settings(path: Path, experiment: str | None, llm: str | None, subjects: int, seed: int,

@@ -13,14 +13,12 @@ def plan_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
     sequential plan; the hierarchical fit's search, for a hierarchical one)."""
     from cogtestbed.formatting import rate_text
     from cogtestbed.validation.design.plan_report import summary_line
+    from cogtestbed.validation.design.pricing import cost_range_line
 
     out = [summary_line(dict(payload))]
-    cost = payload.get("cost") or {}
-    if cost.get("dollars_range"):  # a reasoning model: its hidden tokens priced over an interval (issue 49)
-        low, high = cost["dollars_range"]
-        source = (cost["per_llm"][0].get("reasoning") or {}).get("completion_tokens_per_call", {}).get("source", "")
-        out.append(f"cost range: ${low:.3f} to ${high:.3f} (expected ${cost['dollars']:.3f}; hidden reasoning "
-                   f"tokens per call from the {source})")
+    cost_line = cost_range_line(payload.get("cost") or {})  # completion tokens measured or assumed (issue 67)
+    if cost_line is not None:
+        out += cost_line.splitlines()
     line = recovery_line(payload.get("recovery") or {})
     if line:
         out.append(line)

@@ -37,7 +37,7 @@ from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.formatting import wilson
 from cogtestbed.validation.design.plan import PlanInfeasible
-from cogtestbed.validation.design.pricing import Pricer, cost_key
+from cogtestbed.validation.design.pricing import Pricer, cost_key, cost_range_line, tokens_source
 from cogtestbed.validation.design.sizetest import SizeTest
 from cogtestbed.validation.design.space import Axis, Point
 from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_model
@@ -200,7 +200,9 @@ class PrecisionPlanner:
         if self.pricer is not None:
             c = self.pricer.exact(design, point.runs)
             out.update(calls=c.calls, prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
-                       dollars=c.dollars, llms=list(self.pricer.llms))
+                       dollars=c.dollars, expected_dollars=c.expected_dollars,
+                       dollars_range=None if c.dollars_range is None else list(c.dollars_range),
+                       llms=list(self.pricer.llms), **tokens_source(self.pricer))
             out["key"] = cost_key(c)
         else:
             out["key"] = float(out["trials_per_subject"])
@@ -287,11 +289,13 @@ def precision_line(payload: dict[str, Any]) -> str:
     from cogtestbed.formatting import chosen_design_phrase
 
     lead = chosen_design_phrase(payload.get("evaluated") or [])
+    line = cost_range_line(cost)
     return (f"{lead[0].upper()}{lead[1:]} where P(|{t['parameter']} estimate − truth| ≤ {t['halfwidth']:g}) "
             f"≥ {t['assurance']:g} ({t.get('scale', 'natural')} scale) "
             f"for one subject's MLE ({payload['model']}): {c['design']}; P = {c['assurance']:.3f} "
             f"[95% interval {lo:.2f}, {hi:.2f}] over {c['subjects']} simulated subjects{rmse}; "
-            f"{cost['trials_per_subject']} trials per subject{price}. True parameters: {payload['true_parameters']}.")
+            f"{cost['trials_per_subject']} trials per subject{price}. True parameters: {payload['true_parameters']}."
+            + ("" if line is None else "\n" + line))
 
 
 __all__ = ["DEFAULT_ASSURANCE", "PrecisionPlanner", "PrecisionResult", "precision_line", "precision_payload"]

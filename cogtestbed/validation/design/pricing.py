@@ -37,9 +37,14 @@ class Cost:
     per_llm: tuple[dict[str, Any], ...] = ()
     #: With ``--batch``: the same requests at the standard price (``dollars`` is the batch price).
     standard_dollars: float | None = None
-    #: A reasoning model: (low, high) of ``dollars`` over the interval of its completion tokens per call
-    #: (:mod:`~cogtestbed.llm_adapters.runs.hidden_tokens`); None for any other model.
+    #: (low, high) of ``expected_dollars`` over the interval of the completion tokens per call measured in a
+    #: pilot or assumed (:mod:`~cogtestbed.llm_adapters.runs.hidden_tokens`; a reasoning model always has one);
+    #: None where nothing measures them.
     dollars_range: tuple[float, float] | None = None
+    #: The expected dollars: the sum of the LLMs' dry-run ``expected_cost_usd``
+    #: (:func:`~cogtestbed.llm_adapters.runs.pricing.expected_cost`, the one function ``run --dry-run`` prices
+    #: with): the measured completion tokens per call where a pilot or an assumption gives them, else ``dollars``.
+    expected_dollars: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -235,7 +240,8 @@ class Pricer:
                     None if total.dollars is None else total.dollars / k, total.exact_tokens, "per-session",
                     standard_dollars=None if total.standard_dollars is None else total.standard_dollars / k,
                     dollars_range=None if total.dollars_range is None else (total.dollars_range[0] / k,
-                                                                            total.dollars_range[1] / k))
+                                                                            total.dollars_range[1] / k),
+                    expected_dollars=None if total.expected_dollars is None else total.expected_dollars / k)
 
 
 #: Pricers built in this pool worker, by their settings (:meth:`Pricer.submit`).
@@ -272,15 +278,24 @@ def _sum_reports(reports: Sequence[Mapping[str, Any]], source: str) -> Cost:
                 exact_tokens=all(r["token_counts"].startswith("exact") for r in reports),
                 source=source, per_llm=tuple(dict(r) for r in reports),
                 standard_dollars=None if any(d is None for d in standard) else float(sum(d or 0.0 for d in standard)),
-                dollars_range=_sum_ranges(reports))
+                dollars_range=_sum_ranges(reports), expected_dollars=expected_dollars(reports))
+
+
+def expected_dollars(reports: Sequence[Mapping[str, Any]]) -> float | None:
+    """The summed ``expected_cost_usd`` of dry-run reports (each LLM's ``run --dry-run``), rounded to the
+    cent's hundredth as each report is; None where one is unknown."""
+    values = [r.get("expected_cost_usd", r.get("estimated_cost_usd")) for r in reports]
+    return None if any(v is None for v in values) else round(float(sum(values)), 4)
 
 
 def _sum_ranges(reports: Sequence[Mapping[str, Any]]) -> tuple[float, float] | None:
-    """The summed cost range of reports of which one prices a reasoning model (a report without a range
-    counts its expected cost at both ends); None where none has a range or a cost is unknown."""
-    if not any("estimated_cost_usd_range" in r for r in reports):
+    """The summed expected-cost range of reports of which one has a range (measured or assumed completion
+    tokens per call; a report without a range counts its expected cost at both ends); None where none has a
+    range or a cost is unknown."""
+    if not any("expected_cost_usd_range" in r for r in reports):
         return None
-    ranges = [r.get("estimated_cost_usd_range") or [r.get("estimated_cost_usd")] * 2 for r in reports]
+    ranges = [r.get("expected_cost_usd_range") or [r.get("expected_cost_usd", r.get("estimated_cost_usd"))] * 2
+              for r in reports]
     if any(v is None for pair in ranges for v in pair):
         return None
     return float(sum(p[0] for p in ranges)), float(sum(p[1] for p in ranges))
@@ -295,3 +310,33 @@ def cost_key(cost: Cost) -> float:
     """What "cheapest" minimises: dollars where priced (and not free), else the tokens a run sends and
     receives (a local model's compute)."""
     return cost.dollars if cost.dollars else float(cost.prompt_tokens + cost.completion_tokens)
+
+
+def tokens_source(pricer: Pricer | None) -> dict[str, Any]:
+    """What a plan's ``cost`` block says about the completion tokens per call it priced with:
+    ``completion_tokens_per_call`` (the pilot's or the assumption's, with its source) and, where the pilot ran
+    on this machine or an emulator, ``local_endpoint`` (``HiddenTokens.local_note``)."""
+    hidden = None if pricer is None else pricer.hidden
+    if hidden is None:
+        return {}
+    out: dict[str, Any] = {"completion_tokens_per_call": hidden.as_json()}
+    if hidden.local_note is not None:
+        out["local_endpoint"] = hidden.local_note
+    return out
+
+
+def cost_range_line(cost: Mapping[str, Any]) -> str | None:
+    """``cost range: $LOW to $HIGH (expected $X; completion tokens per call from SOURCE)`` of a plan's
+    ``cost`` block with a ``dollars_range`` (every plan kind prints it: docs/llm-runs.md), then the local
+    endpoint's warning where the pilot ran locally; None without a range."""
+    if not cost.get("dollars_range"):
+        return None
+    low, high = cost["dollars_range"]
+    expected = cost.get("expected_dollars", cost.get("dollars"))
+    source = (cost.get("completion_tokens_per_call") or {}).get("source", "the pilot or the assumption")
+    line = (f"cost range: ${low:.3f} to ${high:.3f} (expected "
+            + ("unknown" if expected is None else f"${expected:.3f}")
+            + f"; completion tokens per call, hidden ones included, from the {source})")
+    if cost.get("local_endpoint"):
+        line += f"\nWARNING: {cost['local_endpoint']}"
+    return line

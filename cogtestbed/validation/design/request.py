@@ -295,9 +295,11 @@ def hidden_tokens(llms: Sequence[str], pilot: str | os.PathLike[str] | None, ass
             check_allowance("--assume-reasoning-tokens", llm, capability_of(llm), row.high if ":" in assumption
                             else row.mean)
         return assumed
-    if pilot is None or not any(ht.reasons(llm, thinking_budget) for llm in llms):
+    if pilot is None:
         return None
-    return ht.from_pilot(Path(pilot), llms[0] if len(set(llms)) == 1 else None, experiment)
+    if any(ht.reasons(llm, thinking_budget) for llm in llms):
+        return ht.from_pilot(Path(pilot), llms[0] if len(set(llms)) == 1 else None, experiment)
+    return ht.expected_from_pilot(Path(pilot), llms, experiment)
 
 
 def _hierarchical_plan(payload: dict[str, Any], result: Any, planner: Any, exp: Any, sims: int | None, workers: int,

@@ -91,7 +91,7 @@ def pair_statistic(exp: Any, stat: Mapping[str, Any], tables: Sequence[Any], uni
     sessions and the fixed plan's difference test (:func:`difference_test`: Welch on per-run values,
     else the z-test of two pooled estimates); the estimate is second LLM − first, as the plan's
     ``--compare A B`` is B − A.  No metric for an LLM, or no p-value: a null statistic with its reason."""
-    from cogtestbed.validation.studies.metric_studies import difference_test, metric_value
+    from cogtestbed.validation.studies.metric_studies import comparison_result, difference_test, metric_value
 
     options = dict(stat.get("metric_options") or {})
     metric = stat["metric"]
@@ -100,14 +100,14 @@ def pair_statistic(exp: Any, stat: Mapping[str, Any], tables: Sequence[Any], uni
     for i, part in enumerate(parts):
         if not part["valid"].any():
             return _no_statistic(f"no valid trial among LLM {i + 1}'s first {units} sessions")
-        values.append(dict(exp.metrics(part, **options)))
+        values.append(comparison_result(exp, metric, part, options))
     a, b = values
     va, vb = metric_value(a, metric), metric_value(b, metric)
     out = {"value_a": va if math.isfinite(va) else None, "value_b": vb if math.isfinite(vb) else None}
     if not (math.isfinite(va) and math.isfinite(vb)):
         which = " and ".join(f"LLM {i + 1}" for i, v in enumerate((va, vb)) if not math.isfinite(v))
         return {**_no_statistic(f"{metric} is null for {which} on the first {units} sessions"), **out}
-    _, p = difference_test(a, b, metric, exp.metrics.unit)
+    _, p = difference_test(a, b, metric, exp.metrics.unit, exp.metrics.comparability(metric).test)
     if not math.isfinite(p):
         return {**_no_statistic(f"the difference test of {metric} has no p-value (zero standard error)"), **out,
                 "estimate": vb - va}

@@ -167,7 +167,7 @@ def _metric_path(spec: MetricPowerStudy, trials: int | None, n_top: int, sizes: 
     """(Z, difference) at each prefix of one simulated metric-difference study (``n_top`` runs per
     setting simulated once; the fixed plan's difference test on each prefix of both)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.metric_studies import prefix_differences
+    from cogtestbed.validation.studies.metric_studies import comparison_prefixes, prefix_differences
     from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_runs
 
     exp = get_experiment(spec.experiment)
@@ -177,9 +177,9 @@ def _metric_path(spec: MetricPowerStudy, trials: int | None, n_top: int, sizes: 
               for s, setting in zip((seq_a, seq_b), spec.compare, strict=True)]
     # every prefix of both tables at once (sums accumulated once where the experiment can: MetricsSpec.prefixes),
     # and the fixed plan's difference test of every prefix pair at once
-    results_a, results_b = (exp.metrics.on_prefixes(t, sizes, **spec.metric_options) for t in tables)
-    p, est = prefix_differences([dict(r) for r in results_a], [dict(r) for r in results_b], spec.metric,
-                                exp.metrics.unit)
+    results_a, results_b = (comparison_prefixes(exp, spec.metric, t, sizes, spec.metric_options) for t in tables)
+    p, est = prefix_differences(results_a, results_b, spec.metric, exp.metrics.unit,
+                                exp.metrics.comparability(spec.metric).test)
     return z_of_p(p), est
 
 

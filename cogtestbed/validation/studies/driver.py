@@ -118,6 +118,8 @@ def _check_agent(spec: MetricStudy, exp: ExperimentSpec) -> None:
         valid = _headline(exp)
         raise InputError(f"{metric!r} is not a headline metric of {exp.name}; "
                          + (f"choose one of: {', '.join(valid)}" if valid else "it declares none"))
+    if metric is not None and getattr(spec, "compare", None) is not None:
+        exp.metrics.check_comparable(metric, exp.name)
 
 
 def _check_models(spec: ModelStudy, exp: ExperimentSpec) -> None:

@@ -5,11 +5,14 @@ task / seed / pool machinery as the model studies (:mod:`cogtestbed.validation.s
 task simulates ``runs`` runs of an agent setting — the units the metric is computed over:
 CogBench's runs of one LLM where the experiment pools sessions, simulated subjects elsewhere.
 
-Metric power picks the test the metric's form allows (:func:`difference_test`): a Welch t-test
-on the per-unit values where the metrics result lists the metric per run/subject, else a z-test
+Metric power tests the difference the way the experiment declares for the metric
+(:meth:`~cogtestbed.experiments.spec.MetricsSpec.comparability`, :func:`difference_test`): a Welch t-test
+on the per-unit values where the metrics result lists the metric per run/subject, a z-test
 on the two pooled estimates with their standard errors (``{metric}_se``, or the 95 % half-width
 ``{metric}_ci`` / 1.96) where the metric is one pooled fit (CogBench's two-step, horizon and
-probabilistic-reasoning regressions).
+probabilistic-reasoning regressions), or a permutation test of the two groups' mean per-unit statistic
+where the metric is pooled but has an estimate on each unit's own rows (belief coherence's T1a and T3:
+:func:`comparison_result`, :func:`permutation_p`).
 """
 
 from __future__ import annotations
@@ -31,11 +34,68 @@ from cogtestbed.validation.studies.study_kinds import MetricPowerStudy, MetricSt
 Z95 = float(stats.norm.ppf(0.975))
 
 
+#: Random splits of the permutation test of a difference (all splits, exactly, where they are fewer).
+PERMUTATION_RESAMPLES = 1999
+
+
 def score(spec: MetricStudy, exp: ExperimentSpec, params: Mapping[str, float], runs: int, seed: int,
           design: Any) -> dict[str, Any]:
     """The metrics result of ``runs`` simulated runs of the study's agent at ``params``."""
     trials = simulate_runs(exp, spec.agent, runs, seed, params, design, lapse=spec.lapse)
     return dict(exp.metrics(trials, **spec.metric_options))
+
+
+def comparison_result(exp: ExperimentSpec, metric: str, trials: pd.DataFrame,
+                      options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What a comparison of ``metric`` between two groups reads of one group's ``trials``: where the
+    experiment declares a per-unit statistic for it (:attr:`~cogtestbed.metrics_result.MetricComparison.unit_statistic`)
+    the metric on each subject's own rows (``None`` where they do not define it) and their mean as the
+    headline, computed alone (a fraction of the whole metrics' cost); else the whole metrics result."""
+    how = exp.metrics.comparability(metric)
+    opts = dict(options or {})
+    if how.unit_statistic is None:
+        return dict(exp.metrics(trials, **opts))
+    by_unit = how.unit_statistic(trials, **opts)
+    rows: list[dict[str, Any]] = [{"subject": int(s), metric: float(v) if math.isfinite(v) else None}
+                                  for s, v in sorted(by_unit.items())]
+    values = [float(r[metric]) for r in rows if r[metric] is not None]
+    n_invalid = int((~trials["valid"].fillna(False).astype(bool)).sum()) if "valid" in trials.columns else 0
+    return {"metrics": {metric: float(np.mean(values)) if values else None}, exp.metrics.unit: rows,
+            "n_invalid": n_invalid, "flags": []}
+
+
+def comparison_prefixes(exp: ExperimentSpec, metric: str, trials: pd.DataFrame, sizes: Sequence[int],
+                        options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """:func:`comparison_result` of the first n units (subject ids below n) for each n of ``sizes``: per-unit
+    statistics computed once and cut, else the metrics spec's own prefixes."""
+    if exp.metrics.comparability(metric).unit_statistic is None:
+        return [dict(r) for r in exp.metrics.on_prefixes(trials, sizes, **dict(options or {}))]
+    whole = comparison_result(exp, metric, trials, options)
+    unit = exp.metrics.unit
+    out = []
+    for n in sizes:
+        rows = [r for r in whole[unit] if r["subject"] < n]
+        values = [float(r[metric]) for r in rows if r[metric] is not None]
+        out.append({**whole, "metrics": {metric: float(np.mean(values)) if values else None}, unit: rows})
+    return out
+
+
+def permutation_p(a: np.ndarray, b: np.ndarray, resamples: int = PERMUTATION_RESAMPLES, seed: int = 0) -> float:
+    """Two-sided permutation p-value of mean(b) − mean(a), the units exchanged between the two groups
+    (:func:`scipy.stats.permutation_test`, every split where there are at most ``resamples``); NaN with
+    fewer than 2 units in a group.  Exact at level α when the groups' units are exchangeable under the
+    null (Good 2005, *Permutation, Parametric and Bootstrap Tests of Hypotheses*, §3)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.size < 2 or b.size < 2:
+        return float("nan")
+
+    def diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.mean(y, axis=axis) - np.mean(x, axis=axis)
+
+    res = stats.permutation_test((a, b), diff, permutation_type="independent", vectorized=True,
+                                 n_resamples=resamples, alternative="two-sided",
+                                 random_state=np.random.default_rng(seed))
+    return float(res.pvalue)
 
 
 def at_value(spec: MetricStudy, exp: ExperimentSpec, params: Mapping[str, float], design: Any,
@@ -77,9 +137,15 @@ def pooled_se(result: Mapping[str, Any], metric: str) -> float:
     return float("nan")
 
 
-def difference_test(a: Mapping[str, Any], b: Mapping[str, Any], metric: str, unit: str) -> tuple[str, float]:
-    """(test name, two-sided p-value) for a difference in ``metric`` between two metrics results."""
+def difference_test(a: Mapping[str, Any], b: Mapping[str, Any], metric: str, unit: str,
+                    test: str = "welch") -> tuple[str, float]:
+    """(test name, two-sided p-value) for a difference in ``metric`` between two metrics results: the
+    declared ``test`` (:class:`~cogtestbed.metrics_result.MetricComparison`), ``permutation`` on the
+    per-unit values of :func:`comparison_result`, else Welch on per-unit values where both list them, else
+    the z-test on the two pooled estimates."""
     va, vb = unit_values(a, metric, unit), unit_values(b, metric, unit)
+    if test == "permutation":
+        return "permutation test of the per-unit means", permutation_p(va, vb)
     if va.size and vb.size:
         return "Welch t-test on per-unit values", welch_p(va, vb)
     has_se = any(f"{metric}_{s}" in a["metrics"] for s in ("se", "ci"))
@@ -93,7 +159,7 @@ def difference_test(a: Mapping[str, Any], b: Mapping[str, Any], metric: str, uni
 
 
 def prefix_differences(results_a: Sequence[Mapping[str, Any]], results_b: Sequence[Mapping[str, Any]], metric: str,
-                       unit: str) -> tuple[np.ndarray, np.ndarray]:
+                       unit: str, test: str = "welch") -> tuple[np.ndarray, np.ndarray]:
     """(two-sided p-value, difference b − a) of :func:`difference_test` for each pair of metrics
     results of nested prefixes of two tables (the last pair: the whole tables), as a sequential plan
     tests every look of a simulated study.  Per-unit values are per unit, so a prefix has them exactly
@@ -106,9 +172,10 @@ def prefix_differences(results_a: Sequence[Mapping[str, Any]], results_b: Sequen
                      for a, b in zip(results_a, results_b, strict=True)], dtype=float)
     if m == 0:
         return np.zeros(0), diff
-    if unit_values(results_a[-1], metric, unit).size and unit_values(results_b[-1], metric, unit).size:
-        return np.array([difference_test(a, b, metric, unit)[1] for a, b in zip(results_a, results_b,
-                                                                               strict=True)]), diff
+    if test == "permutation" or (unit_values(results_a[-1], metric, unit).size
+                                 and unit_values(results_b[-1], metric, unit).size):
+        return np.array([difference_test(a, b, metric, unit, test)[1] for a, b in zip(results_a, results_b,
+                                                                                     strict=True)]), diff
     for r in (*results_a, *results_b):
         if not any(f"{metric}_{s}" in r["metrics"] for s in ("se", "ci")):
             difference_test(r, r, metric, unit)  # raises: neither per-unit values nor a standard error
@@ -157,9 +224,11 @@ def task_metric_power(spec: MetricPowerStudy, exp: ExperimentSpec, task: Mapping
     runs = int(task["runs"])
     value = task.get("value")
     base, design = at_value(spec, exp, spec.params, design, value)
-    a = score(spec, exp, {**base, **spec.compare[0]}, runs, seed_of(seq_a), design)
-    b = score(spec, exp, {**base, **spec.compare[1]}, runs, seed_of(seq_b), design)
-    test, p = difference_test(a, b, spec.metric, exp.metrics.unit)
+    a, b = (comparison_result(exp, spec.metric, simulate_runs(exp, spec.agent, runs, seed_of(seq),
+                                                              {**base, **setting}, design, lapse=spec.lapse),
+                              spec.metric_options)
+            for seq, setting in ((seq_a, spec.compare[0]), (seq_b, spec.compare[1])))
+    test, p = difference_test(a, b, spec.metric, exp.metrics.unit, exp.metrics.comparability(spec.metric).test)
     ea, eb = metric_value(a, spec.metric), metric_value(b, spec.metric)
     return pd.DataFrame([{"metric": spec.metric, **_swept(spec, value), "estimate_a": ea, "estimate_b": eb,
                           "difference": eb - ea, "p_value": p, "detected": bool(p < spec.level), "test": test}])

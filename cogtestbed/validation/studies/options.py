@@ -170,6 +170,9 @@ def _metric_power_spec(target: str, metric: str, compare: tuple[str, str] | None
     (name_a, a), (name_b, b) = parse_agent(compare[0]), parse_agent(compare[1])
     if name_a != name_b:
         raise InputError(f"--compare takes two settings of one agent, got {name_a!r} and {name_b!r}")
+    from cogtestbed.registry import get_experiment
+
+    get_experiment(target).metrics.check_comparable(metric, target)  # before anything is simulated
     return study_spec_of(kind="metric-power", experiment=target, agent=name_a, metric=metric, compare=(a, b),
                      params=base, **common)
 

@@ -290,6 +290,12 @@ def test_every_size_searched_says_reached_not_reached_or_undecided() -> None:
     with mock.patch("cogtestbed.validation.design.plan_report.summary_line", return_value="summary"):
         lines = plan_lines(payload, "subjects")
     assert "  searched: 8 subjects: power 0.85 [0.64, 0.95] (20 sims): undecided" in lines
+    cost = {"dollars_range": [0.1, 0.3], "expected_dollars": 0.2, "local_endpoint": "measured locally",
+            "completion_tokens_per_call": {"source": "assumption 500:3000"}}
+    with mock.patch("cogtestbed.validation.design.plan_report.summary_line", return_value="summary"):
+        lines = plan_lines({**payload, "cost": cost}, "subjects")
+    assert lines[1].startswith("cost range: $0.100 to $0.300 (expected $0.200; ") and "assumption 500:3000" in lines[1]
+    assert lines[2] == "WARNING: measured locally"  # the power kind's lines carry the one price's range (issue 67)
     from cogtestbed.validation.design.plan_text import precision_lines
 
     rows = [{"design": f"{t} trials", "assurance": a, "interval95": [a - 0.05, a + 0.04], "subjects": 200, "passed": p}

@@ -283,8 +283,9 @@ def _priced_llms(llms: list[str], groups: int) -> tuple[str, ...]:
 def hidden_tokens(llms: Sequence[str], pilot: str | os.PathLike[str] | None, assumption: str | None,
                   thinking_budget: int | None, experiment: str | None = None) -> Any:
     """A reasoning model's completion tokens per call (:mod:`~cogtestbed.llm_adapters.runs.hidden_tokens`): the
-    assumption given, else the pilot's measurement where an LLM planned reasons, else None (a plan for a
-    reasoning model is then refused by its pricer)."""
+    assumption given, else the pilot's measurement where an LLM planned reasons, else the pilot's expected
+    completion tokens per call (one price for plan and dry run, issue 67), else None (a plan for a reasoning
+    model is then refused by its pricer)."""
     from cogtestbed.llm_adapters.clients.capabilities import capability_of, check_allowance
     from cogtestbed.llm_adapters.runs import hidden_tokens as ht
 

@@ -191,17 +191,33 @@ def profile_intervals(model: CognitiveModel, data: Any, fit: MLEResult,
     return {p.name: profile_interval(model, data, fit, j, n_starts) for j, p in enumerate(model.parameters)}
 
 
+def parameter_flag(p: Parameter, lower: float, upper: float) -> str | None:
+    """The flag of ``p``'s reported interval [lower, upper] (:func:`profile_interval`: an end that
+    reaches the search range is reported as the declared bound), None where it is bounded."""
+    if math.isnan(lower) or math.isnan(upper):
+        return None
+    iv = ProfileInterval(lower, upper, lower <= p.lower, upper >= p.upper)
+    return interval_reason_of(p, iv)
+
+
+def interval_reason_of(p: Parameter, iv: ProfileInterval) -> str | None:
+    """The flag of one parameter's interval, None where it is bounded within the declared range."""
+    if not iv.unbounded(p):
+        return None
+    if iv.reaches_lower and iv.reaches_upper:
+        return (f"{UNBOUNDED}: {p.name}'s likelihood-ratio 95% interval covers its whole range "
+                f"[{iv.lower:.6g}, {iv.upper:.6g}]")
+    return (f"{UNBOUNDED}: {p.name}'s likelihood-ratio 95% interval [{iv.lower:.6g}, {iv.upper:.6g}] reaches "
+            "the end of its search range where its declared range is unbounded")
+
+
 def interval_reason(model: CognitiveModel, intervals: Mapping[str, ProfileInterval]) -> str | None:
     """The flag of the first parameter whose interval is unbounded within its declared range."""
     for p in model.parameters:
         iv = intervals.get(p.name)
-        if iv is None or not iv.unbounded(p):
-            continue
-        if iv.reaches_lower and iv.reaches_upper:
-            return (f"{UNBOUNDED}: {p.name}'s likelihood-ratio 95% interval covers its whole range "
-                    f"[{iv.lower:.6g}, {iv.upper:.6g}]")
-        return (f"{UNBOUNDED}: {p.name}'s likelihood-ratio 95% interval [{iv.lower:.6g}, {iv.upper:.6g}] reaches "
-                "the end of its search range where its declared range is unbounded")
+        reason = None if iv is None else interval_reason_of(p, iv)
+        if reason is not None:
+            return reason
     return None
 
 
@@ -252,5 +268,5 @@ def shared_estimates(model: CognitiveModel, estimates: Mapping[Hashable, Sequenc
 
 
 __all__ = ["FIT_FAILED", "LR_HALF_CHI2", "UNBOUNDED", "ProfileInterval", "at_bound", "bounds_of",
-           "interval_reason", "profile_interval", "profile_intervals", "profile_nll", "shared_estimates",
+           "interval_reason", "parameter_flag", "profile_interval", "profile_intervals", "profile_nll", "shared_estimates",
            "unidentified_reason"]

@@ -8,7 +8,7 @@
 * ``at_bound`` — the share of estimates at a bound of the parameter or of the fitter's search box
   (a β stuck at 1e5 for a true β of 5 drags its mean to thousands): flagged in the verdict
   whenever it exceeds :data:`BOUND_SHARE_FLAG`;
-* ``mean_true`` / ``mean_estimate`` (natural scale).
+* ``mean_true`` / ``mean_estimate`` / ``median_estimate`` (natural scale, over every subject).
 
 "Recovered well" is then said only where the user's criterion holds (``meets``); without one the
 verdict says which convention it used (r ≥ 0.8) and that no tolerance was given.
@@ -53,6 +53,7 @@ def add_recovery_checks(result: Any, precision: Mapping[str, float], assurance: 
             true, est = g["true"].to_numpy(float), g["estimate"].to_numpy(float)
             entry["mean_true"] = float(np.nanmean(true)) if true.size else None
             entry["mean_estimate"] = float(np.nanmean(est)) if est.size else None
+            entry["median_estimate"] = float(np.nanmedian(est)) if est.size else None
             entry["at_bound"] = float(at_bound(est, model.parameters[name]).mean()) if est.size else None
             if name in precision:
                 h = float(precision[name])

@@ -546,7 +546,7 @@ class CognitiveModel(ABC):
             row: dict[str, Any] = {"subject": key, **fit.params, "nll": fit.nll, "aic": fit.aic, "bic": fit.bic,
                    "n_obs": fit.n_obs, "converged": fit.converged}
             if identify:
-                intervals = profile_intervals(self, data[key], fit) if fit.converged else {}
+                intervals = profile_intervals(self, data[key], fit)  # a failed fit's too: every row has one
                 for p in self.parameters.names:
                     iv = intervals.get(p)
                     row[f"{p}_lo95"] = iv.lower if iv is not None else float("nan")

@@ -82,10 +82,11 @@ def one_rep(experiment: str, model: Any, agent: str, true: dict[str, np.ndarray]
             f = fits.loc[s]
             failed = isinstance(f["null_reason"], str) and f["null_reason"].startswith(FIT_FAILED)
             unfitted = not np.isfinite(f[p.name])
-            flag = failed or unfitted or parameter_flag(p, f[f"{p.name}_lo95"], f[f"{p.name}_hi95"]) is not None
+            kind = ("fit failed" if failed or unfitted else
+                    "unbounded interval" if parameter_flag(p, f[f"{p.name}_lo95"], f[f"{p.name}_hi95"]) else None)
             rows.append({"parameter": p.name, "log": p.transform == "log", "true": true[p.name][i],
                          "estimate": f[p.name], "lo": f[f"{p.name}_lo95"], "hi": f[f"{p.name}_hi95"],
-                         "flagged": flag})
+                         "flagged": kind is not None, "kind": kind})
     return pd.DataFrame(rows)
 
 
@@ -117,7 +118,11 @@ def report(name: str, table: pd.DataFrame) -> None:
               f"{m['pinned_bias']:>+16.3f} ± {se['pinned_bias']:.3f}{'yes' if ok else 'NO':>5}"
               f"{g['flagged'].mean():>9.1%}{cover:>10.1%}")
     subj = table.assign(s=table.groupby(["rep", "parameter"]).cumcount()).groupby(["rep", "s"])["flagged"].any()
-    print(f"  subjects with any parameter flagged: {subj.mean():.1%}")
+    first = table[table["parameter"] == table["parameter"].iloc[0]]
+    print(f"  subjects with any parameter flagged: {subj.mean():.1%} (failed fit {(first['kind'] == 'fit failed').mean():.1%}); "
+          "flags per parameter by kind: " + "; ".join(
+              f"{p} " + ", ".join(f"{n} {k}" for k, n in g["kind"].value_counts().items())
+              for p, g in table.groupby("parameter", sort=False) if g["kind"].notna().any()))
 
 
 def spektor() -> None:

@@ -53,6 +53,8 @@ SHARED_RTOL = 1e-9
 #: Grid starts of each profile fit besides the warm start (the other parameters' optimum at the
 #: previous profile point): the profile is continuous, so the warm start is nearly always the optimum.
 PROFILE_GRID_STARTS = 2
+#: Start-grid rows (lowest NLL at the subject's data) a profile fit's grid starts are drawn from.
+PROFILE_NODES = 24
 #: Root-finding tolerance of an interval end, as a share of the parameter's search range (on its
 #: search scale: natural for a bounded parameter, log for a log-scale one).
 PROFILE_XTOL = 1e-3
@@ -94,22 +96,24 @@ def _search_coordinate(p: Parameter, value: float) -> float:
 
 
 def profile_nll(model: CognitiveModel, data: Any, j: int, value: float, n_starts: int,
-                warm: np.ndarray | None = None) -> tuple[float, np.ndarray | None]:
+                warm: np.ndarray | None = None, nodes: np.ndarray | None = None) -> tuple[float, np.ndarray | None]:
     """min over the other parameters of the NLL with parameter ``j`` held at ``value``, and where
     (the others on the numba search scale; None for a one-parameter model).  ``warm``: one start
-    or a stack of starts of the others on that scale.
+    or a stack of starts of the others on that scale; ``nodes``: the start-grid rows to try (all
+    where None).
 
     The same numba BFGS as the fit (:meth:`CognitiveModel.fit_subject`), from the best
     ``n_starts`` nodes of the start grid and from ``warm`` (the others' optimum at a nearby value),
     on the search objective with parameter ``j`` moved into the kernel's fixed columns."""
     codes, lo, hi, embed, offset, obs_subject, arrays = model.objective_args(data)
-    grid = model.start_grid().copy()
+    rows = np.arange(len(model.start_grid())) if nodes is None else np.asarray(nodes)
+    grid = model.start_grid()[rows].copy()
     grid[:, j] = value
     grid_nll = model.nll_many(grid, data)
     if len(model.parameters) == 1:
         return float(grid_nll[0]), None
     keep = np.array([i for i in range(len(model.parameters)) if i != j])
-    z_grid = model._unconstrained_grid()[:, keep]
+    z_grid = model._unconstrained_grid()[rows][:, keep]
     _, first = np.unique(z_grid, axis=0, return_index=True)  # one start per node of the other axes
     order = first[np.argsort(grid_nll[first], kind="stable")][:n_starts]
     starts = z_grid[order] if warm is None else np.vstack([np.atleast_2d(warm), z_grid[order]])
@@ -140,7 +144,7 @@ class ProfileInterval:
 
 
 def _interval_end(model: CognitiveModel, data: Any, fit: MLEResult, j: int, side: int, n_starts: int,
-                  warm0: np.ndarray | None) -> tuple[float, bool]:
+                  warm0: np.ndarray | None, nodes: np.ndarray | None) -> tuple[float, bool]:
     """(search-scale end, whether it is the end of the search range) of one side of the interval."""
     from scipy.optimize import brentq
 
@@ -157,7 +161,7 @@ def _interval_end(model: CognitiveModel, data: Any, fit: MLEResult, j: int, side
         if u == start:
             return -LR_HALF_CHI2
         warm = None if warm0 is None else np.vstack([warm0, state["warm"]])
-        nll, z = profile_nll(model, data, j, p.from_search(u), n_starts, warm)
+        nll, z = profile_nll(model, data, j, p.from_search(u), n_starts, warm, nodes)
         state["warm"] = z
         return nll - fit.nll - LR_HALF_CHI2
 
@@ -168,17 +172,25 @@ def _interval_end(model: CognitiveModel, data: Any, fit: MLEResult, j: int, side
     return float(brentq(rise, lo, hi, xtol=xtol, rtol=1e-6, maxiter=50)), False
 
 
+def best_nodes(model: CognitiveModel, data: Any) -> np.ndarray:
+    """The :data:`PROFILE_NODES` start-grid rows of lowest NLL for ``data``: the grid starts a
+    profile fit draws from (one grid evaluation per subject, not one per profile point)."""
+    grid_nll = model.nll_many(model.start_grid(), data)
+    return np.argsort(grid_nll, kind="stable")[:PROFILE_NODES]
+
+
 def profile_interval(model: CognitiveModel, data: Any, fit: MLEResult, j: int,
-                     n_starts: int = PROFILE_GRID_STARTS) -> ProfileInterval:
+                     n_starts: int = PROFILE_GRID_STARTS, nodes: np.ndarray | None = None) -> ProfileInterval:
     """Parameter ``j``'s likelihood-ratio 95 % interval at ``fit`` (see the module docstring): each
     end the root of profile NLL − NLL − χ²₁(0.95)/2 between the estimate and the end of the search
-    range (Brent's method), or that end where the profile stays within the threshold there."""
+    range (Brent's method), or that end where the profile stays within the threshold there.
+    ``nodes``: the start-grid rows its profile fits may start from (:func:`best_nodes`; all where None)."""
     p = model.parameters.parameters[j]
     theta = np.array([fit.params[q] for q in model.parameters.names], float)
     z_hat = model.to_search(theta)
     warm = None if len(model.parameters) == 1 else np.delete(z_hat, j)
-    lo, lo_end = _interval_end(model, data, fit, j, -1, n_starts, warm)
-    hi, hi_end = _interval_end(model, data, fit, j, +1, n_starts, warm)
+    lo, lo_end = _interval_end(model, data, fit, j, -1, n_starts, warm, nodes)
+    hi, hi_end = _interval_end(model, data, fit, j, +1, n_starts, warm, nodes)
     return ProfileInterval(p.lower if lo_end and math.isfinite(p.lower) else p.from_search(lo),
                            p.upper if hi_end else p.from_search(hi), lo_end, hi_end)
 
@@ -188,7 +200,8 @@ def profile_intervals(model: CognitiveModel, data: Any, fit: MLEResult,
     """:func:`profile_interval` of every parameter (empty where the fit has a NaN estimate)."""
     if not all(math.isfinite(fit.params[q]) for q in model.parameters.names):
         return {}
-    return {p.name: profile_interval(model, data, fit, j, n_starts) for j, p in enumerate(model.parameters)}
+    nodes = best_nodes(model, data)
+    return {p.name: profile_interval(model, data, fit, j, n_starts, nodes) for j, p in enumerate(model.parameters)}
 
 
 def parameter_flag(p: Parameter, lower: float, upper: float) -> str | None:

@@ -4,9 +4,10 @@ For each population below, ``--reps`` simulated samples of ``--subjects`` subjec
 maximum likelihood (:meth:`~cogtestbed.inference.base.CognitiveModel.fit_identified`: every
 fitted subject with its likelihood-ratio 95 % interval and its flag).  Per parameter it prints:
 
-* the truth (the median of the sample's true values; for a log-scale parameter on the log scale),
-  the **default summary** (the median over every fitted subject, what ``fit``'s summary and the
-  population build report) and its bias with the Monte-Carlo SE over reps;
+* the truth and the **default summary** over every fitted subject (what ``fit``'s summary and the
+  recovery verdict report, :func:`~cogtestbed.inference.base.default_summary`: for a log-scale
+  parameter the median, on the log scale, against the median of the true values; for another the
+  mean against their mean) and its bias with the Monte-Carlo SE over reps;
 * the all-subject mean's bias against the mean of the true values, and the pinned-only mean's
   (the identified-only summary before issue 68), each with its MC SE;
 * ``ok``: the default summary is no further from its truth than the all-subject mean from its
@@ -91,19 +92,24 @@ def one_rep(experiment: str, model: Any, agent: str, true: dict[str, np.ndarray]
 
 
 def rep_summaries(g: pd.DataFrame) -> dict[str, float]:
-    """One rep's summaries of one parameter (log scale for a log-scale parameter)."""
-    f = np.log if bool(g["log"].iloc[0]) else (lambda x: x)
+    """One rep's summaries of one parameter (log scale for a log-scale parameter): the default
+    summary (:func:`~cogtestbed.inference.base.default_summary`: the median of a log-scale
+    parameter against the median of the truths, the mean of another against their mean)."""
+    log = bool(g["log"].iloc[0])
+    f = np.log if log else (lambda x: x)
     t, e = f(g["true"].to_numpy(float)), f(g["estimate"].to_numpy(float))
     ok = np.isfinite(e)
     pinned = ok & ~g["flagged"].to_numpy(bool)
-    return {"median_bias": float(np.median(e[ok]) - np.median(t)), "mean_bias": float(np.mean(e[ok]) - np.mean(t)),
+    stat = np.median if log else np.mean
+    return {"median_bias": float(stat(e[ok]) - stat(t)), "mean_bias": float(np.mean(e[ok]) - np.mean(t)),
             "pinned_bias": float(np.mean(e[pinned]) - np.mean(t)) if pinned.any() else np.nan,
-            "truth": float(np.median(t)), "median": float(np.median(e[ok]))}
+            "truth": float(stat(t)), "median": float(stat(e[ok]))}
 
 
 def report(name: str, table: pd.DataFrame) -> None:
-    print(f"\n{name}: {table['rep'].nunique()} reps x {table.groupby('rep')['parameter'].size().iloc[0] // table['parameter'].nunique()} subjects")
-    print(f"  {'parameter':<14}{'truth':>9}{'default (median)':>18}{'bias ± MC SE':>20}{'mean bias ± SE':>20}"
+    per_rep = table.groupby("rep")["parameter"].size().iloc[0] // table["parameter"].nunique()
+    print(f"\n{name}: {table['rep'].nunique()} reps x {per_rep} subjects")
+    print(f"  {'parameter (default)':<22}{'truth':>9}{'default summary':>18}{'bias ± MC SE':>20}{'mean bias ± SE':>20}"
           f"{'pinned-only mean bias':>24}{'ok':>5}{'flagged':>9}{'coverage':>10}")
     for p, g in table.groupby("parameter", sort=False):
         reps = pd.DataFrame([rep_summaries(r) for _, r in g.groupby("rep")])
@@ -113,13 +119,15 @@ def report(name: str, table: pd.DataFrame) -> None:
         has = g["lo"].notna()
         cover = ((g["true"] >= g["lo"]) & (g["true"] <= g["hi"]))[has].mean()
         scale = "log " if bool(g["log"].iloc[0]) else ""
-        print(f"  {scale + str(p):<14}{m['truth']:>9.3f}{m['median']:>18.3f}"
+        p = f"{p} ({'median' if scale else 'mean'})"
+        print(f"  {scale + str(p):<22}{m['truth']:>9.3f}{m['median']:>18.3f}"
               f"{m['median_bias']:>+12.3f} ± {se['median_bias']:.3f}{m['mean_bias']:>+12.3f} ± {se['mean_bias']:.3f}"
               f"{m['pinned_bias']:>+16.3f} ± {se['pinned_bias']:.3f}{'yes' if ok else 'NO':>5}"
               f"{g['flagged'].mean():>9.1%}{cover:>10.1%}")
     subj = table.assign(s=table.groupby(["rep", "parameter"]).cumcount()).groupby(["rep", "s"])["flagged"].any()
     first = table[table["parameter"] == table["parameter"].iloc[0]]
-    print(f"  subjects with any parameter flagged: {subj.mean():.1%} (failed fit {(first['kind'] == 'fit failed').mean():.1%}); "
+    failed = (first["kind"] == "fit failed").mean()
+    print(f"  subjects with any parameter flagged: {subj.mean():.1%} (failed fit {failed:.1%}); "
           "flags per parameter by kind: " + "; ".join(
               f"{p} " + ", ".join(f"{n} {k}" for k, n in g["kind"].value_counts().items())
               for p, g in table.groupby("parameter", sort=False) if g["kind"].notna().any()))
@@ -133,7 +141,8 @@ def spektor() -> None:
     t0 = time.process_time()
     fits = model.fit_identified(table)
     fitted = fits[fits["lambda"].notna()]
-    print(f"\nSpektor et al. (2024), {len(fits)} participants, prospect theory by MLE ({time.process_time() - t0:.0f} s "
+    cpu = time.process_time() - t0
+    print(f"\nSpektor et al. (2024), {len(fits)} participants, prospect theory by MLE ({cpu:.0f} s "
           f"CPU): {len(fitted)} fitted, {int((~fitted['identified']).sum())} flagged "
           f"({(~fitted['identified']).mean():.1%}); medians over all fitted: "
           + ", ".join(f"{p} {fitted[p].median():.3f}" for p in model.parameters.names))

@@ -601,16 +601,35 @@ class CognitiveModel(ABC):
         return out.sort_values("subject", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
+def summary_kind(p: Parameter) -> str:
+    """Which all-subject statistic summarises ``p``'s per-subject estimates (issue 68): the median
+    for a log-scale parameter, whose estimates at a far end of its range (β = 1e5, k = 1e-12) drag
+    a mean without limit; the mean for a parameter on a bounded linear or logit scale, whose
+    estimates cannot drag it far and whose median shifts towards a pile-up at a bound (measured:
+    ``benchmarks/studies/summary_bias.py``, docs/studies.md)."""
+    return "median" if p.transform == "log" else "mean"
+
+
+def default_summary(values: np.ndarray, p: Parameter) -> float:
+    """:func:`summary_kind`'s statistic of the finite ``values`` (NaN where there is none)."""
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return float("nan")
+    return float(np.median(v) if summary_kind(p) == "median" else np.mean(v))
+
+
 def flag_kinds(reasons: Iterable[Any]) -> dict[str, int]:
     """How many flags of each kind (the text before a reason's first colon), most common first."""
     kinds = pd.Series([str(r).partition(":")[0] for r in reasons if r is not None], dtype=object)
     return {str(k): int(v) for k, v in kinds.value_counts().items()}
 
 
-def mle_summary(fits: pd.DataFrame, names: Sequence[str]) -> dict[str, Any]:
+def mle_summary(fits: pd.DataFrame, names: Sequence[str], parameters: ParameterSet | None = None) -> dict[str, Any]:
     """The summary of an MLE table (:meth:`CognitiveModel.fit_identified`), over every fitted
-    subject whatever its estimate (issue 68: a summary never selects on the estimate): the median
-    estimate of each parameter (``median``, robust to estimates at a bound), the mean beside it,
+    subject whatever its estimate (issue 68: a summary never selects on the estimate): each
+    parameter's default summary (``summary``, with ``summary_kind``: :func:`default_summary`, where
+    ``parameters`` are given), its median and mean beside it,
     summed AIC / BIC (null, with the reason, where no subject is fitted), the share of fitted
     subjects flagged and the flags' reasons (``flagged``, ``flag_reasons``), and — a labelled
     secondary figure only — the median over the subjects the data pin (``median_pinned_only``).
@@ -628,6 +647,9 @@ def mle_summary(fits: pd.DataFrame, names: Sequence[str]) -> dict[str, Any]:
         "flagged": (len(ridge) / len(fitted)) if len(fitted) else None,
         "flag_reasons": flag_kinds(ridge["null_reason"]) if len(ridge) else {},
         "median_pinned_only": {p: float(ok[p].median()) if len(ok) else None for p in names}, "flags": []}
+    if parameters is not None and len(fitted):
+        out["summary"] = {p.name: default_summary(fitted[p.name].to_numpy(float), p) for p in parameters}
+        out["summary_kind"] = {p.name: summary_kind(p) for p in parameters}
     unfitted = fits[~fits.index.isin(fitted.index)]
     if len(unfitted):
         from cogtestbed.no_data import unfitted_flag
@@ -640,7 +662,7 @@ def mle_summary(fits: pd.DataFrame, names: Sequence[str]) -> dict[str, Any]:
                             f"pin their estimate ({why}); they stay in the medians, each with its interval")
     if not len(fitted):
         reason = str(fits["null_reason"].iloc[0])
-        out["null_reasons"] = dict.fromkeys(("median", "mean", "aic", "bic", "median_pinned_only"), reason)
+        out["null_reasons"] = dict.fromkeys(("summary", "median", "mean", "aic", "bic", "median_pinned_only"), reason)
     elif not len(ok):
         out["null_reasons"] = {"median_pinned_only": "no fitted subject is pinned by its data"}
     return out

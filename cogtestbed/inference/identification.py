@@ -155,12 +155,13 @@ def _interval_end(model: CognitiveModel, data: Any, fit: MLEResult, j: int, side
     xtol = PROFILE_XTOL * (ends[1] - ends[0])
     if abs(end - start) <= xtol:
         return end, True
-    state = {"warm": warm0}
+    state: dict[str, np.ndarray | None] = {"warm": warm0}
 
     def rise(u: float) -> float:
         if u == start:
             return -LR_HALF_CHI2
-        warm = None if warm0 is None else np.vstack([warm0, state["warm"]])
+        last = state["warm"]
+        warm = None if warm0 is None else np.vstack([warm0, warm0 if last is None else last])
         nll, z = profile_nll(model, data, j, p.from_search(u), n_starts, warm, nodes)
         state["warm"] = z
         return nll - fit.nll - LR_HALF_CHI2
@@ -243,7 +244,8 @@ def unidentified_reason(model: CognitiveModel, data: Any, fit: MLEResult, n_star
     if not all(math.isfinite(fit.params[p.name]) for p in model.parameters):
         return None
     if not fit.converged:
-        return f"{FIT_FAILED}: the search did not converge (no stationary point; the likelihood is still changing there)"
+        return (f"{FIT_FAILED}: the search did not converge (no stationary point; the likelihood is still changing "
+                "there)")
     return interval_reason(model, profile_intervals(model, data, fit, n_starts) if intervals is None else intervals)
 
 
@@ -281,5 +283,6 @@ def shared_estimates(model: CognitiveModel, estimates: Mapping[Hashable, Sequenc
 
 
 __all__ = ["FIT_FAILED", "LR_HALF_CHI2", "UNBOUNDED", "ProfileInterval", "at_bound", "bounds_of",
-           "interval_reason", "parameter_flag", "profile_interval", "profile_intervals", "profile_nll", "shared_estimates",
+           "interval_reason", "parameter_flag", "profile_interval", "profile_intervals", "profile_nll",
+           "shared_estimates",
            "unidentified_reason"]

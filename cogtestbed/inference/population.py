@@ -166,7 +166,8 @@ class Population(BaseModel):
         return out
 
     def sample_estimates(self) -> dict[str, np.ndarray]:
-        """The fitted sample's per-subject MLE (NaN where a subject was not identified); refused in
+        """The fitted sample's per-subject MLE, every subject whatever its estimate (NaN only where
+        the fit gave no finite value); refused in
         one line for a population saved without them."""
         if not self.estimates:
             raise PopulationError(f"population {self.name} carries no per-subject estimates of its sample: rebuild it "

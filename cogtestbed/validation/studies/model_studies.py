@@ -97,10 +97,11 @@ def _with_contrasts(df: pd.DataFrame, model: CognitiveModel, cols: Iterable[str]
             row[c] = np.asarray(model.contrast(name, {p: wide[(c, p)] for p in model.parameters.names}))
         if per_subject is not None:
             ok = per_subject.loc[wide.index, "subject_identified"].to_numpy(dtype=bool)
-            why = df[~df["identified"].astype(bool)].drop_duplicates("subject").set_index("subject")["unidentified_reason"]
+            flagged = df[~df["identified"].astype(bool)].drop_duplicates("subject")
+            why = flagged.set_index("subject")["unidentified_reason"]
             row["identified"] = ok
-            row["unidentified_reason"] = pd.Series([None if k else why.get(s) for s, k in zip(wide.index, ok, strict=True)],
-                                                   dtype=object)
+            row["unidentified_reason"] = pd.Series(
+                [None if k else why.get(s) for s, k in zip(wide.index, ok, strict=True)], dtype=object)
             row["subject_identified"] = ok
         extra.append(row)
     return pd.concat([df, *extra], ignore_index=True)

@@ -58,8 +58,8 @@ def _param_stats(name: str, v: dict[str, Any]) -> str:
     scale = " (log scale)" if v.get("scale") == "log" else ""
     bits = [f"r {num(v['r'], 2)}" if not v.get("r_note") else v["r_note"],
             f"RMSE {num(v['rmse'])}{scale}", f"bias {num(v['bias'])}"]
-    if v.get("median_estimate") is not None:
-        bits.append(f"median estimate {num(v['median_estimate'])} for mean truth {num(v['mean_true'])}")
+    if v.get("summary_estimate") is not None:
+        bits.append(f"{v['summary_kind']} estimate {num(v['summary_estimate'])} for mean truth {num(v['mean_true'])}")
     within = v.get("within")
     if within:
         lo, hi = within["interval95"]

@@ -10,8 +10,9 @@ the reported end is the parameter's declared bound (0 for a log-scale β whose s
 
 A **flag** means the data cannot pin the parameter, and nothing else (issue 68):
 
-* **the fit failed** — the search did not converge, or several subjects whose answers differ come
-  back with the very same estimate (the optimiser stopped where it started, on a plateau of the
+* **the fit failed** — the search did not converge (away from every bound: a search that runs
+  towards a bound, τ → 0, found its supremum there and is judged by its interval), or several
+  subjects whose answers differ come back with the very same estimate (the optimiser stopped where it started, on a plateau of the
   likelihood, as the six temporal-discounting subjects of issue 46 did at k = 42.169650,
   τ = 0.001778: :func:`shared_estimates`);
 * **an unbounded interval** — the likelihood-ratio interval is unbounded within the parameter's
@@ -235,15 +236,28 @@ def interval_reason(model: CognitiveModel, intervals: Mapping[str, ProfileInterv
     return None
 
 
+def heading_to_a_bound(model: CognitiveModel, fit: MLEResult) -> bool:
+    """Whether a fit sits at a bound of a parameter, or beyond the search range of a log-scale one
+    (τ → 0): a search that stops there without a stationary point found the supremum at the bound,
+    an estimate at a bound judged by its interval (issue 68), not a failed fit."""
+    for p in model.parameters:
+        v = fit.params[p.name]
+        lo, hi = search_ends(p)
+        if bool(at_bound(np.array([v]), p)[0]) or (p.transform == "log" and not lo <= v <= hi):
+            return True
+    return False
+
+
 def unidentified_reason(model: CognitiveModel, data: Any, fit: MLEResult, n_starts: int = PROFILE_GRID_STARTS,
                         intervals: Mapping[str, ProfileInterval] | None = None) -> str | None:
-    """Why the data cannot pin one subject's fitted estimate: the fit failed (no convergence), or
+    """Why the data cannot pin one subject's fitted estimate: the fit failed (no convergence, away
+    from every bound: :func:`heading_to_a_bound`), or
     a parameter's likelihood-ratio interval is unbounded within its declared range; None where
     every parameter is pinned.  A fit with NaN estimates (no valid answer) is left to the caller's
     own reason.  ``intervals``: the subject's :func:`profile_intervals`, where already computed."""
     if not all(math.isfinite(fit.params[p.name]) for p in model.parameters):
         return None
-    if not fit.converged:
+    if not fit.converged and not heading_to_a_bound(model, fit):
         return (f"{FIT_FAILED}: the search did not converge (no stationary point; the likelihood is still changing "
                 "there)")
     return interval_reason(model, profile_intervals(model, data, fit, n_starts) if intervals is None else intervals)

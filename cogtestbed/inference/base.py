@@ -32,6 +32,10 @@ from numba import njit
 
 from cogtestbed.errors import InputError
 from cogtestbed.inference.optim import EXP, FTOL, GTOL, IDENTITY, MAX_ITER, SINE, mle_driver
+from cogtestbed.inference.summary import default_summary as default_summary
+from cogtestbed.inference.summary import flag_kinds as flag_kinds
+from cogtestbed.inference.summary import mle_summary as mle_summary
+from cogtestbed.inference.summary import summary_kind as summary_kind
 from cogtestbed.parameters import Parameter, ParameterSet
 
 #: log of the largest double: exp of anything above it overflows to inf.
@@ -599,73 +603,6 @@ class CognitiveModel(ABC):
         out = out[[c for c in out.columns if c not in ("identified", "null_reason")] + ["identified", "null_reason"]]
         order = {k: i for i, k in enumerate(data)}
         return out.sort_values("subject", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
-
-
-def summary_kind(p: Parameter) -> str:
-    """Which all-subject statistic summarises ``p``'s per-subject estimates (issue 68): the median
-    for a log-scale parameter, whose estimates at a far end of its range (β = 1e5, k = 1e-12) drag
-    a mean without limit; the mean for a parameter on a bounded linear or logit scale, whose
-    estimates cannot drag it far and whose median shifts towards a pile-up at a bound (measured:
-    ``benchmarks/studies/summary_bias.py``, docs/studies.md)."""
-    return "median" if p.transform == "log" else "mean"
-
-
-def default_summary(values: np.ndarray, p: Parameter) -> float:
-    """:func:`summary_kind`'s statistic of the finite ``values`` (NaN where there is none)."""
-    v = np.asarray(values, float)
-    v = v[np.isfinite(v)]
-    if not v.size:
-        return float("nan")
-    return float(np.median(v) if summary_kind(p) == "median" else np.mean(v))
-
-
-def flag_kinds(reasons: Iterable[Any]) -> dict[str, int]:
-    """How many flags of each kind (the text before a reason's first colon), most common first."""
-    kinds = pd.Series([str(r).partition(":")[0] for r in reasons if r is not None], dtype=object)
-    return {str(k): int(v) for k, v in kinds.value_counts().items()}
-
-
-def mle_summary(fits: pd.DataFrame, names: Sequence[str], parameters: ParameterSet | None = None) -> dict[str, Any]:
-    """The summary of an MLE table (:meth:`CognitiveModel.fit_identified`), over every fitted
-    subject whatever its estimate (issue 68: a summary never selects on the estimate): each
-    parameter's default summary (``summary``, with ``summary_kind``: :func:`default_summary`, where
-    ``parameters`` are given), its median and mean beside it,
-    summed AIC / BIC (null, with the reason, where no subject is fitted), the share of fitted
-    subjects flagged and the flags' reasons (``flagged``, ``flag_reasons``), and — a labelled
-    secondary figure only — the median over the subjects the data pin (``median_pinned_only``).
-    Flags name the subjects whose answers identify no model (not fitted) and those whose fit failed
-    or whose interval is unbounded."""
-    fitted = fits[fits[list(names)].notna().all(axis=1)]
-    ok = fitted[fitted["identified"].astype(bool)]
-    ridge = fitted[~fitted["identified"].astype(bool)]
-    out: dict[str, Any] = {
-        "median": {p: float(fitted[p].median()) if len(fitted) else None for p in names},
-        "mean": {p: float(fitted[p].mean()) if len(fitted) else None for p in names},
-        "aic": float(fitted["aic"].sum()) if len(fitted) else None,
-        "bic": float(fitted["bic"].sum()) if len(fitted) else None,
-        "n_units": len(fits), "n_fitted": len(fitted), "n_identified": len(ok),
-        "flagged": (len(ridge) / len(fitted)) if len(fitted) else None,
-        "flag_reasons": flag_kinds(ridge["null_reason"]) if len(ridge) else {},
-        "median_pinned_only": {p: float(ok[p].median()) if len(ok) else None for p in names}, "flags": []}
-    if parameters is not None and len(fitted):
-        out["summary"] = {p.name: default_summary(fitted[p.name].to_numpy(float), p) for p in parameters}
-        out["summary_kind"] = {p.name: summary_kind(p) for p in parameters}
-    unfitted = fits[~fits.index.isin(fitted.index)]
-    if len(unfitted):
-        from cogtestbed.no_data import unfitted_flag
-
-        out["flags"].append(unfitted_flag(dict(zip(unfitted["subject"], unfitted["null_reason"], strict=True))))
-    if len(ridge):
-        named = ", ".join(str(s) for s in list(ridge["subject"])[:10]) + (" …" if len(ridge) > 10 else "")
-        why = ", ".join(f"{n} {k}" for k, n in out["flag_reasons"].items())
-        out["flags"].append(f"{len(ridge)} of {len(fitted)} fitted subject(s) ({named}) flagged: the data cannot "
-                            f"pin their estimate ({why}); they stay in the medians, each with its interval")
-    if not len(fitted):
-        reason = str(fits["null_reason"].iloc[0])
-        out["null_reasons"] = dict.fromkeys(("summary", "median", "mean", "aic", "bic", "median_pinned_only"), reason)
-    elif not len(ok):
-        out["null_reasons"] = {"median_pinned_only": "no fitted subject is pinned by its data"}
-    return out
 
 
 # ----------------------------------------------------------------------------- lapse mixture

@@ -12,9 +12,9 @@ A **flag** means the data cannot pin the parameter, and nothing else (issue 68):
 
 * **the fit failed** — the search did not converge (away from every bound: a search that runs
   towards a bound, τ → 0, found its supremum there and is judged by its interval), or several
-  subjects whose answers differ come back with the very same estimate (the optimiser stopped where it started, on a plateau of the
-  likelihood, as the six temporal-discounting subjects of issue 46 did at k = 42.169650,
-  τ = 0.001778: :func:`shared_estimates`);
+  subjects whose answers differ come back with the very same estimate (the optimiser stopped
+  where it started, on a plateau of the likelihood, as the six temporal-discounting subjects of
+  issue 46 did at k = 42.169650, τ = 0.001778: :func:`shared_estimates`);
 * **an unbounded interval** — the likelihood-ratio interval is unbounded within the parameter's
   declared range: it covers the whole range, or it reaches an end where the declared range is
   unbounded (an infinite upper bound).

@@ -61,4 +61,24 @@ def conditional_on_sample(spec: PowerStudy, sims: int | None = None, workers: in
     return out
 
 
-__all__ = ["conditional_on_sample", "participants_reference"]
+def conditional_section(spec: Any, sims: int, workers: int | None = None) -> dict[str, Any] | None:
+    """The plan's ``power_conditional`` (:func:`conditional_on_sample` at the chosen design ``spec``,
+    ``sims`` studies each) where ``spec`` is an LLM against a population's people; None otherwise
+    (and, with the reason, where the population carries no per-subject estimates)."""
+    if not (isinstance(spec, PowerStudy) and spec.people is not None and spec.from_population is not None):
+        return None
+    if not spec.from_population.estimates:
+        return {"reason": f"population {spec.from_population.name} carries no per-subject estimates of its sample"}
+    return conditional_on_sample(spec, sims=sims, workers=workers)
+
+
+def conditional_words(section: dict[str, Any] | None) -> str:
+    """``; conditional on the real N participants: power P ± SE, null rejection R ± SE`` ('' where none)."""
+    if not section or "power" not in section:
+        return ""
+    p, n = section["power"], section["null_rejection"]
+    return (f"; conditional on the real {section['n_participants']} participants: power {p['rate']:.3f} ± "
+            f"{p['mc_se']:.3f}, null rejection {n['rate']:.3f} ± {n['mc_se']:.3f} ({p['sims']} studies each)")
+
+
+__all__ = ["conditional_on_sample", "conditional_section", "conditional_words", "participants_reference"]

@@ -52,6 +52,36 @@ def test_smoothed_comparator_finds_the_normal_theory_size_with_an_interval() -> 
     assert est["interval"][0] < est["percent"] < est["interval"][1]
 
 
+def test_the_joint_saving_interval_resamples_null_and_effect_studies_and_adds_the_nominal_plan() -> None:
+    """Issue 68 item 3: exactly normal paths (the fixed test at nominal α = .05 has 80 % power at 30
+    units); a sequential design measured at level 0.03 on 1,000 fresh null studies, expected cost
+    22.5 units.  Against the nominal-α fixed plan the comparator is about 30 units; at the measured
+    (lower) level it is larger, so that saving is larger; the joint interval, which also resamples
+    the null studies and the level, is wider than the effect-only bootstrap's."""
+    from cogtestbed.validation.design.seqfair import joint_saving
+
+    theta = (stats.norm.isf(0.025) + stats.norm.ppf(0.8)) / math.sqrt(30)
+    eff, nul = brownian(2000, 45, theta, 11), brownian(4000, 45, 0.0, 12)
+    sizes = list(range(15, 46))
+    cols = [n - 2 for n in sizes]
+    rejected = np.zeros(1000, bool)
+    rejected[:30] = True
+    stop = np.repeat([0, 1, 2, 2], 250)
+    costs = [10.0, 20.0, 30.0]
+    out = joint_saving({"effect": eff.z[:, cols], "null": nul.z[:, cols]}, rejected, stop, costs, 1.0, sizes, 1.0,
+                       LEVEL, TARGET, seed=1, boot=100)
+    nominal, at_level = out["nominal"], out["at_level"]
+    assert abs(nominal["fixed_size"] - 30) < 2.5 and nominal["critical"] == pytest.approx(stats.norm.isf(0.025))
+    assert nominal["percent"] == pytest.approx(100 * (1 - 22.5 / nominal["fixed_size"]))
+    assert at_level["percent"] > nominal["percent"]
+    for fig in (nominal, at_level):
+        assert fig["interval"][0] < fig["percent"] < fig["interval"][1]
+    s = smoothed_comparator(eff.z[:, cols], nul.z[:, cols], sizes, 1.0, 0.03, TARGET, seed=1, boot=100)
+    effect_only = saving_estimate(s, 1.0, costs, stop, seed=1)["interval"]
+    assert at_level["interval"][1] - at_level["interval"][0] > effect_only[1] - effect_only[0]
+    assert out["replicates"] == 100
+
+
 def test_the_fresh_null_studies_choose_nothing() -> None:
     """choose() picks the first rule with power ≥ target on the fresh effect studies whatever its fresh
     type-I error: here every fresh null path rejects, and the first rule is still the choice (its

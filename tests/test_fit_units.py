@@ -105,44 +105,82 @@ def test_the_cli_states_its_units_as_python_does(tmp_path: Path, capsys: pytest.
 
 
 # ----------------------------------------------------------------------------- item 3: identification
-def test_ridge_subjects_are_flagged_not_called_estimates() -> None:
+def test_ridge_subjects_carry_their_interval_and_summaries_keep_every_subject() -> None:
     """The seeded reproduction: subjects whose every answer one large k explains come back at the
-    start-grid node k = 42.169650, τ = 0.001778 (NLL ≈ 0), converged; flagged now."""
+    start-grid node k = 42.169650, τ = 0.001778 (NLL ≈ 0), converged.  Their data pin k from below
+    only: each carries its likelihood-ratio interval, k ≥ 0.47 up to the declared bound 100, and is
+    not flagged (issue 68: a flag means the data cannot pin the parameter); the summary is the
+    median over every fitted subject."""
+    from cogtestbed.inference.base import mle_summary
+
     fits = ct.fit("temporal-discounting", _td_subjects(), model="hyperbolic")
     ridge = fits[np.isclose(fits["k"], RIDGE["k"], rtol=1e-6) & np.isclose(fits["temperature"], RIDGE["temperature"],
                                                                             rtol=1e-3)]
     assert len(ridge) >= 4 and ridge["converged"].all()
-    assert not ridge["identified"].any()
-    assert ridge["null_reason"].str.startswith("flat profile").all()
-    assert fits["identified"].any()  # not everything is flagged
-    summary_means = fits[fits["identified"]][["k", "temperature"]].mean()
-    assert summary_means["k"] < 5.0  # the ridge no longer drags the mean
+    assert ridge["identified"].all()
+    assert ridge["k_hi95"].eq(100.0).all() and ridge["k_lo95"].between(0.3, 0.7).all()
+    assert (fits["k_lo95"] <= fits["k"]).all() and (fits["k"] <= fits["k_hi95"]).all()
+    flagged = fits[~fits["identified"]]
+    assert len(flagged) and flagged["null_reason"].str.match(r"^(fit failed|unbounded interval): ").all()
+    summary = mle_summary(fits, ("k", "temperature"))
+    fitted = fits[fits["k"].notna()]
+    assert summary["median"]["k"] == pytest.approx(float(fitted["k"].median()))
+    assert summary["median"]["k"] < 1.0  # the ridge no longer drags the summary: it is a median of all
+    assert summary["flagged"] == pytest.approx((~fitted["identified"]).mean())
 
 
-def test_a_bound_and_a_shared_plateau_are_reasons() -> None:
+def test_a_failed_fit_and_a_shared_plateau_are_reasons_a_bound_is_not() -> None:
     from cogtestbed.inference.base import MLEResult
     from cogtestbed.inference.identification import shared_estimates, unidentified_reason
 
     model = HyperbolicModel()
     data = model.subject_data(_td_subjects(2))
-    at_bound = MLEResult({"k": 100.0, "temperature": 0.05}, 3.0, 12, True, 2)
-    assert unidentified_reason(model, data[0], at_bound, 5).startswith("at a bound: k = 100")
+    fit = model.fit_subject(data[0])
+    failed = MLEResult(fit.params, fit.nll, fit.n_obs, False, 2)
+    assert unidentified_reason(model, data[0], failed).startswith("fit failed: the search did not converge")
     shared = shared_estimates(model, {0: [0.3, 0.01], 1: [0.3, 0.01]}, data)
-    assert set(shared) == {0, 1} and "shared exactly by 2 subjects" in shared[0]
+    assert set(shared) == {0, 1} and "fit failed: shared exactly by 2 subjects" in shared[0]
     assert shared_estimates(model, {0: [0.3, 0.01], 1: [0.3, 0.01]}, {0: data[0], 1: data[0]}) == {}
 
 
-def test_recovery_reports_r_on_the_identified_apart_and_plots_them() -> None:
-    """The issue's command (30 subjects, seed 2, MLE) at 6 reps: rep 5 holds 8 ridge subjects."""
+def test_an_estimate_at_a_bound_with_a_bounded_interval_is_not_flagged() -> None:
+    """A learning rate at 1 whose profile falls off below it: reported [lower, 1], not flagged; an
+    interval over the whole range is flagged."""
+    from cogtestbed.inference.identification import ProfileInterval, parameter_flag, profile_interval
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.simulation import simulate
+
+    model = get_experiment("instrumental-learning").model("rw-pm")
+    alpha = model.parameters["alpha_pos"]
+    assert parameter_flag(alpha, 0.55, 1.0) is None
+    assert parameter_flag(alpha, 0.0, 1.0).startswith("unbounded interval: alpha_pos")
+    assert ProfileInterval(0.2, 1.0, False, True).unbounded(alpha) is False
+    trials = simulate("instrumental-learning", "rw-pm", 1, 7, params={"alpha_pos": 0.95, "alpha_neg": 0.3,
+                                                                      "beta": 8.0})
+    data = model.subject_data(trials)[0]
+    fit = model.fit_subject(data)
+    iv = profile_interval(model, data, fit, 2)
+    assert iv.lower < fit.params["beta"] < iv.upper  # β's interval brackets its estimate
+    from cogtestbed.inference.identification import LR_HALF_CHI2, profile_nll
+
+    if not iv.reaches_lower:  # the end is where the profile rises by χ²₁(0.95)/2
+        rise = profile_nll(model, data, 2, iv.lower, 5)[0] - fit.nll
+        assert rise == pytest.approx(LR_HALF_CHI2, abs=0.1)
+
+
+def test_recovery_reports_flags_and_coverage_beside_all_subject_statistics() -> None:
+    """The issue-46 command (30 subjects, seed 2, MLE) at 6 reps: every row carries its interval,
+    the statistics are over all 180 subjects, the flag share and interval coverage beside them."""
     study = ct.recover("hyperbolic", experiment="temporal-discounting", subjects=30, reps=6, seed=2, method="mle",
                        workers=1)
     table = study.table
-    ridge = table[(table["parameter"] == "k") & np.isclose(table["estimate"], RIDGE["k"], rtol=1e-6)]
-    assert len(ridge) >= 6 and not ridge["identified"].any()
+    k_rows = table[table["parameter"] == "k"]
+    assert k_rows["lo95"].notna().all() and (k_rows["lo95"] <= k_rows["estimate"]).all()
     k = next(iter(study.summary.values()))["parameters"]["k"]
-    assert k["n_identified"] + k["n_unidentified"] == k["n"] == 180 and k["n_unidentified"] > 0
-    assert k["r_identified"] is not None and k["r_identified"] > k["r"]
-    assert "NOT identified" in study.verdict and "identified:" in study.verdict
+    assert k["n_identified"] + k["n_unidentified"] == k["n"] == 180
+    assert k["flagged"] == pytest.approx(k["n_unidentified"] / 180)
+    assert 0.8 <= k["coverage95"] <= 1.0
+    assert "NOT identified" not in study.verdict and "LR 95% interval coverage" in study.verdict
 
 
 def test_plot_recovery_draws_every_subject_on_its_declared_scale(tmp_path: Path) -> None:

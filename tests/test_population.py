@@ -161,6 +161,12 @@ def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path):
                                                 "of population stand-in")
     assert len(payload["cost"]["per_llm"]) == 1 and payload["power"]["rate"] >= 0.8
     assert payload["study"]["people"] == 12 and payload["study"]["reference"] is None
+    cond = payload["power_conditional"]  # issue 68: against the population's own 12 participants, with MC SE
+    assert cond["n_participants"] == 12 and cond["power"]["sims"] == cond["null_rejection"]["sims"] == \
+        payload["power"]["sims"]
+    from cogtestbed.validation.design.plan_report import summary_line
+
+    assert 0 < cond["power"]["mc_se"] < 0.2 and "conditional on the real 12 participants" in summary_line(payload)
     with pytest.raises(InputError, match="`population` is planned with the per-subject MLE"):
         ct.plan(EXP, llm="openai:gpt-4o-mini", model="rw-pm", effect={"optimism_bias": 0.4}, population=path,
                 fit="hierarchical")

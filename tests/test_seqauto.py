@@ -147,6 +147,10 @@ def test_plan_looks_auto_end_to_end_small_study() -> None:
     assert check["sims"] == 200 and check["upper"] > check["rate"] and check["meets"] == (check["upper"] <= 0.05)
     est = seq["saving"]["estimate"]
     assert est["interval"][0] < est["percent"] < est["interval"][1] and est["fixed_type1"]["sims"] == 200
+    assert est["interval_method"].startswith("joint percentile bootstrap")  # issue 68: null and effect together
+    nominal = seq["saving"]["nominal"]  # issue 68: against the fixed plan at nominal alpha
+    assert nominal["interval"][0] < nominal["percent"] < nominal["interval"][1] and nominal["alpha"] == 0.05
+    assert any(line.startswith("  saving against the fixed plan at nominal alpha") for line in seq["auto"]["lines"])
     assert seq["assumptions"] and seq["robustness"]["worst"]["rate"] >= seq["robustness"]["rows"][0]["rate"]
     assert seq["effect"]["rejection_rate"] >= 0.80
     assert seq["design"]["calibration"]["method"] in ("analytic bounds", "simulated calibration")

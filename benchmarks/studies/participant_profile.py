@@ -61,7 +61,7 @@ def main() -> None:
     values = [float(v) for v in args.values.split(",")] if args.values else VALUES[args.parameter]
     print(f"{args.parameter}  profile NLL - MLE's (nats; the other parameters re-fitted)")
     for v in values:
-        print(f"{v:<6} {profile_nll(model, data, j, v, n_starts=20) - fit.nll:8.2f}")
+        print(f"{v:<6} {profile_nll(model, data, j, v, n_starts=20)[0] - fit.nll:8.2f}")
 
 
 if __name__ == "__main__":

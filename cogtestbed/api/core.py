@@ -245,7 +245,7 @@ def population_params(exp: ExperimentSpec, agent: str, population: Any, subjects
 
     from cogtestbed.inference.population import load_population
 
-    pop = load_population(population)
+    pop = load_population(population, use=True)
     model = exp.model(pop.model) if pop.experiment == exp.name else None
     if model is None:
         raise InputError(f"population {pop.name} is of experiment {pop.experiment}, not {exp.name}")

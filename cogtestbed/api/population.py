@@ -103,9 +103,11 @@ def build_population(experiment: str | ExperimentSpec, table_or_path: pd.DataFra
 def describe_population(pop: Population) -> list[str]:
     """Lines describing a population: its source, fit, and each parameter's population median and
     between-subject SD with their 95 % posterior intervals."""
+    from cogtestbed.inference.population import POPULATION_GATE, gate_failures
     from cogtestbed.registry import get_experiment
 
     params = get_experiment(pop.experiment).model(pop.model).parameters
+    pop.check(params)
     fit = pop.fit
     rhat = fit.get("max_rhat")
     lines = [f"{pop.name}: {pop.experiment}, model {pop.model}, {pop.subjects} subjects"
@@ -114,9 +116,12 @@ def describe_population(pop: Population) -> list[str]:
              f"  fit: {fit.get('chains')} chains x {fit.get('draws')} draws ({fit.get('sampler')}), max R-hat "
              f"{'null' if rhat is None else f'{rhat:.4f}'}, {fit.get('divergences')} divergences; {pop.n_draws} "
              "posterior draws kept"]
-    if fit.get("verdict") and fit.get("verdict") != "converged":  # a check the population gate does not make
-        lines.append(f"  diagnostics: min bulk / tail ESS {fit.get('min_ess_bulk', float('nan')):.0f} / "
-                     f"{fit.get('min_ess_tail', float('nan')):.0f} over every variable; {fit['verdict']}")
+    failed = gate_failures(fit)
+    verdict = "passed" if not failed else "FAILED: " + "; ".join(failed)
+    lines.append(f"  population gate ({POPULATION_GATE}): {verdict}")
+    if fit.get("min_ess_tail") is not None:  # reported beside the gate, not part of it
+        lines.append(f"  min bulk / tail ESS {fit.get('min_ess_bulk', float('nan')):.0f} / "
+                     f"{fit.get('min_ess_tail', float('nan')):.0f} over every variable (not part of the gate)")
     for p, row in pop.summary(params).items():
         lo, hi = row["median_interval"]
         slo, shi = row["sd_interval"]

@@ -170,6 +170,16 @@ def _sized(experiment: str, design: Design, trials: Sizes | str) -> dict[str, An
     return sized(experiment, list(design or []), trials)
 
 
+def _refuse_implausible(pop: Any) -> None:
+    """Refuse, before any simulation, a population whose group parameters are implausible
+    (:meth:`~cogtestbed.inference.population.Population.implausible`, naming the field)."""
+    from cogtestbed.registry import get_experiment
+
+    exp = get_experiment(pop.experiment)
+    if pop.model in exp.models:
+        pop.check(exp.model(pop.model).parameters)
+
+
 def _experiment_name(experiment: str | ExperimentSpec | None, model: str | None = None) -> str:
     """The name of the experiment (a spec object is registered in this process first); None: the
     one experiment declaring ``model`` (:func:`cogtestbed.registry.experiment_of`)."""
@@ -287,7 +297,8 @@ def recover(experiment: str | ExperimentSpec | None, model: str, **options: Any)
 
         if sampler not in ("prior", "population"):
             raise InputError(f"--population is where the true parameters come from; drop --sampler {sampler}")
-        population, sampler = load_population(population), "population"
+        population, sampler = load_population(population, use=True), "population"
+        _refuse_implausible(population)
     spec = _spec(kind="recovery", experiment=name, models=(model,), method=method, from_population=population,
                  subjects=_sizes(subjects, (50,)), **_sized(name, design, trials),
                  runs=_sizes(runs, (1,), "--runs"), reps=reps, seed=seed, sampler=sampler,

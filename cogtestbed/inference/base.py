@@ -32,6 +32,10 @@ from numba import njit
 
 from cogtestbed.errors import InputError
 from cogtestbed.inference.optim import EXP, FTOL, GTOL, IDENTITY, MAX_ITER, SINE, mle_driver
+from cogtestbed.inference.summary import default_summary as default_summary
+from cogtestbed.inference.summary import flag_kinds as flag_kinds
+from cogtestbed.inference.summary import mle_summary as mle_summary
+from cogtestbed.inference.summary import summary_kind as summary_kind
 from cogtestbed.parameters import Parameter, ParameterSet
 
 #: log of the largest double: exp of anything above it overflows to inf.
@@ -534,19 +538,19 @@ class CognitiveModel(ABC):
         """Fit every subject; one row per subject with estimates, NLL, AIC, BIC, convergence (each
         fit counted on a long computation's progress line, :func:`cogtestbed.progress.unit_progress`).
 
-        ``identify``: also judge whether each estimate is identified by the subject's answers
-        (:mod:`cogtestbed.inference.identification`: at a bound, on a flat likelihood-ratio profile,
-        or shared exactly by subjects whose answers differ): columns ``identified`` and
-        ``unidentified_reason`` (None where identified).  It costs two profile fits per parameter
-        and subject."""
-        from cogtestbed.inference.identification import shared_estimates, unidentified_reason
+        ``identify``: also give each parameter its likelihood-ratio 95 % interval (columns
+        ``{name}_lo95`` and ``{name}_hi95``: :func:`~cogtestbed.inference.identification.profile_interval`)
+        and say whether the data pin the estimate (:mod:`cogtestbed.inference.identification`:
+        the fit failed, or an interval is unbounded within the parameter's declared range):
+        columns ``identified`` and ``unidentified_reason`` (None where pinned).  It costs two
+        root findings on the profile per parameter and subject."""
+        from cogtestbed.inference.identification import profile_intervals, shared_estimates, unidentified_reason
         from cogtestbed.progress import unit_phase, unit_tick
 
         data = self.subject_data(trials)
         self.require_observations(data)
         keys = list(data) if subjects is None else list(subjects)
         rows = []
-        starts = self.n_starts if n_starts is None else n_starts
         unit_phase(f"{self.name} fitted by maximum likelihood to each unit", len(keys))
         for key in keys:
             fit = self.fit_subject(data[key], n_starts=n_starts)
@@ -554,7 +558,12 @@ class CognitiveModel(ABC):
             row: dict[str, Any] = {"subject": key, **fit.params, "nll": fit.nll, "aic": fit.aic, "bic": fit.bic,
                    "n_obs": fit.n_obs, "converged": fit.converged}
             if identify:
-                row["unidentified_reason"] = unidentified_reason(self, data[key], fit, starts)
+                intervals = profile_intervals(self, data[key], fit)  # a failed fit's too: every row has one
+                for p in self.parameters.names:
+                    iv = intervals.get(p)
+                    row[f"{p}_lo95"] = iv.lower if iv is not None else float("nan")
+                    row[f"{p}_hi95"] = iv.upper if iv is not None else float("nan")
+                row["unidentified_reason"] = unidentified_reason(self, data[key], fit, intervals=intervals)
             rows.append(row)
         out = pd.DataFrame(rows)
         if identify:
@@ -579,12 +588,12 @@ class CognitiveModel(ABC):
         """:meth:`fit_mle` under the rule for degenerate answers (:mod:`cogtestbed.no_data`) and
         with each estimate judged (``identify``): a subject whose valid answers take fewer than
         :attr:`min_distinct_answers` values is not fitted (its parameters, NLL, AIC and BIC are NaN,
-        ``converged`` False); a fitted estimate at a bound, on a flat likelihood-ratio profile or
-        shared exactly by subjects whose answers differ keeps its values but is not identified
-        (:mod:`cogtestbed.inference.identification`).  Every row says whether it is ``identified``
-        and, where it is not, why (``null_reason``).  What ``cogtestbed fit`` and
-        :func:`cogtestbed.fit` report; the recovery study fits with ``identify`` too and reports
-        recovery on the identified subjects beside all of them."""
+        ``converged`` False); every fitted subject carries each parameter's likelihood-ratio 95 %
+        interval, and one whose fit failed or whose interval is unbounded within the parameter's
+        declared range keeps its values but is flagged (:mod:`cogtestbed.inference.identification`).
+        Every row says whether the data pin it (``identified``) and, where they do not, why
+        (``null_reason``).  What ``cogtestbed fit`` and :func:`cogtestbed.fit` report; summaries
+        are over every fitted subject, the flags beside them (:func:`mle_summary`)."""
         data = self.subject_data(trials)
         self.require_observations(data)
         degenerate = self.degenerate_subjects(trials)
@@ -602,34 +611,6 @@ class CognitiveModel(ABC):
         out = out[[c for c in out.columns if c not in ("identified", "null_reason")] + ["identified", "null_reason"]]
         order = {k: i for i, k in enumerate(data)}
         return out.sort_values("subject", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
-
-
-def mle_summary(fits: pd.DataFrame, names: Sequence[str]) -> dict[str, Any]:
-    """The summary of an MLE table (:meth:`CognitiveModel.fit_identified`): mean estimates over
-    the identified subjects, summed AIC / BIC over the fitted ones (null, with the reason, where
-    none is), and flags naming the subjects whose answers identify no model (not fitted) and
-    those fitted whose estimate is not identified (at a bound, a flat profile, a shared plateau)."""
-    ok = fits[fits["identified"]]
-    fitted = fits[fits[list(names)].notna().all(axis=1)]
-    out: dict[str, Any] = {
-        "mean": {p: float(ok[p].mean()) if len(ok) else None for p in names},
-        "aic": float(fitted["aic"].sum()) if len(fitted) else None,
-        "bic": float(fitted["bic"].sum()) if len(fitted) else None,
-        "n_units": len(fits), "n_identified": len(ok), "flags": []}
-    unfitted = fits[~fits.index.isin(fitted.index)]
-    if len(unfitted):
-        from cogtestbed.no_data import unfitted_flag
-
-        out["flags"].append(unfitted_flag(dict(zip(unfitted["subject"], unfitted["null_reason"], strict=True))))
-    ridge = fitted[~fitted["identified"]]
-    if len(ridge):
-        named = ", ".join(str(s) for s in list(ridge["subject"])[:10]) + (" …" if len(ridge) > 10 else "")
-        out["flags"].append(f"{len(ridge)} subject(s) ({named}) fitted but not identified, left out of the means: "
-                            f"{ridge['null_reason'].iloc[0]}")
-    if not len(ok):
-        reason = str(fits["null_reason"].iloc[0])
-        out["null_reasons"] = {"mean": reason} | ({} if len(fitted) else dict.fromkeys(("aic", "bic"), reason))
-    return out
 
 
 # ----------------------------------------------------------------------------- lapse mixture

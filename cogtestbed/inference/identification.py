@@ -1,30 +1,38 @@
-"""Whether one subject's maximum-likelihood estimate is identified by its answers (issue 46).
+"""Whether the data pin one subject's maximum-likelihood estimate, and its interval (issues 46, 68).
 
-A multi-start MLE always returns a number; three situations make that number no estimate:
+Every fitted subject's parameter carries its **likelihood-ratio 95 % interval** (profile likelihood,
+Venzon & Moolgavkar 1988): the values θ_j whose profile NLL — the minimum over the other parameters
+with θ_j held there (:func:`profile_nll`) — lies within χ²₁(0.95)/2 ≈ 1.92 of the minimum.  Each end
+is found by Brent's root finding (:func:`scipy.optimize.brentq`) on the profile between the estimate
+and the end of the parameter's search range, or is that end where the profile stays within 1.92 of
+the minimum there (:func:`profile_interval`).  Where an interval reaches the end of the search range,
+the reported end is the parameter's declared bound (0 for a log-scale β whose search stops at 1e-6).
 
-* **at a bound** — the estimate sits on a bound of the parameter or of its search box (a β
-  stopped at the search ceiling, a τ at its floor), or a log-scale parameter beyond its search
-  range (towards 0 or ∞): the likelihood still rose towards the bound; a search that did not
-  converge is no estimate either;
-* **a flat profile** — the likelihood-ratio 95 % interval of a parameter (profile likelihood,
-  Venzon & Moolgavkar 1988: the values θ_j whose profile NLL lies within χ²₁(0.95)/2 ≈ 1.92 of
-  the minimum) reaches an end of the search range where the parameter's scale is unbounded (a
-  log-scale parameter's floor or ceiling: the data bound it on one side at most), or covers the
-  whole range of a bounded parameter.  The profile NLL at an end is the minimum over the other
-  parameters with θ_j held there (a fit of the remaining parameters, :func:`profile_nll`);
-* **shared exactly** — several subjects whose answers differ come back with the very same
-  estimate: the optimiser stopped where it started (a node of the start grid on a plateau of the
-  likelihood), as the six temporal-discounting subjects of issue 46 did at k = 42.169650,
-  τ = 0.001778 (:func:`shared_estimates`).
+A **flag** means the data cannot pin the parameter, and nothing else (issue 68):
 
-:func:`unidentified_reason` gives the first reason that applies to one subject (None: identified).
-The 95 % level and "an end of the search range" are this project's rule, not a paper's.
+* **the fit failed** — the search did not converge (away from every bound: a search that runs
+  towards a bound, τ → 0, found its supremum there and is judged by its interval), or several
+  subjects whose answers differ come back with the very same estimate (the optimiser stopped
+  where it started, on a plateau of the likelihood, as the six temporal-discounting subjects of
+  issue 46 did at k = 42.169650, τ = 0.001778: :func:`shared_estimates`);
+* **an unbounded interval** — the likelihood-ratio interval is unbounded within the parameter's
+  declared range: it covers the whole range, or it reaches an end where the declared range is
+  unbounded (an infinite upper bound).
+
+An estimate at a bound with a bounded interval (a learning rate of 1.0 whose interval is
+[0.81, 1]) is no flag: it is reported with its interval.  :func:`unidentified_reason` gives the
+first reason that applies to one subject (None: every parameter pinned).  The 95 % level and "an
+end of the search range" are this project's rule, not a paper's.
+
+Cost: two root findings per parameter, each a handful of profile fits warm-started from the
+estimate (:data:`PROFILE_GRID_STARTS` grid starts besides); measured in ``docs/studies.md``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,6 +51,16 @@ LR_HALF_CHI2 = 1.9207294103470056
 BOUND_RTOL = 1e-4
 #: Relative tolerance under which two subjects' estimates count as the same.
 SHARED_RTOL = 1e-9
+#: Grid starts of each profile fit besides the warm start (the other parameters' optimum at the
+#: previous profile point): the profile is continuous, so the warm start is nearly always the optimum.
+PROFILE_GRID_STARTS = 2
+#: Start-grid rows (lowest NLL at the subject's data) a profile fit's grid starts are drawn from.
+PROFILE_NODES = 24
+#: Root-finding tolerance of an interval end, as a share of the parameter's search range (on its
+#: search scale: natural for a bounded parameter, log for a log-scale one).
+PROFILE_XTOL = 1e-3
+#: The reason prefix of a fit that failed, and of an unbounded interval.
+FIT_FAILED, UNBOUNDED = "fit failed", "unbounded interval"
 
 
 def bounds_of(p: Parameter) -> list[float]:
@@ -72,69 +90,177 @@ def search_ends(p: Parameter) -> tuple[float, float]:
     return p.from_search(lo), p.from_search(hi)
 
 
-def profile_nll(model: CognitiveModel, data: Any, j: int, value: float, n_starts: int) -> float:
-    """min over the other parameters of the NLL with parameter ``j`` held at ``value``.
+def _search_coordinate(p: Parameter, value: float) -> float:
+    """``value`` on ``p``'s search scale (log for a log-scale parameter), clipped into the range."""
+    lo, hi = p.search_bounds()
+    return min(max(p.to_search(value), lo), hi)
 
-    The same numba BFGS and start grid as the fit (:meth:`CognitiveModel.fit_subject`), on the
-    search objective with parameter ``j`` moved into the kernel's fixed columns."""
+
+def profile_nll(model: CognitiveModel, data: Any, j: int, value: float, n_starts: int,
+                warm: np.ndarray | None = None, nodes: np.ndarray | None = None) -> tuple[float, np.ndarray | None]:
+    """min over the other parameters of the NLL with parameter ``j`` held at ``value``, and where
+    (the others on the numba search scale; None for a one-parameter model).  ``warm``: one start
+    or a stack of starts of the others on that scale; ``nodes``: the start-grid rows to try (all
+    where None).
+
+    The same numba BFGS as the fit (:meth:`CognitiveModel.fit_subject`), from the best
+    ``n_starts`` nodes of the start grid and from ``warm`` (the others' optimum at a nearby value),
+    on the search objective with parameter ``j`` moved into the kernel's fixed columns."""
     codes, lo, hi, embed, offset, obs_subject, arrays = model.objective_args(data)
-    grid = model.start_grid().copy()
+    rows = np.arange(len(model.start_grid())) if nodes is None else np.asarray(nodes)
+    grid = model.start_grid()[rows].copy()
     grid[:, j] = value
     grid_nll = model.nll_many(grid, data)
     if len(model.parameters) == 1:
-        return float(grid_nll[0])
+        return float(grid_nll[0]), None
     keep = np.array([i for i in range(len(model.parameters)) if i != j])
-    z_grid = model._unconstrained_grid()[:, keep]
+    z_grid = model._unconstrained_grid()[rows][:, keep]
     _, first = np.unique(z_grid, axis=0, return_index=True)  # one start per node of the other axes
     order = first[np.argsort(grid_nll[first], kind="stable")][:n_starts]
+    starts = z_grid[order] if warm is None else np.vstack([np.atleast_2d(warm), z_grid[order]])
     args = (codes[keep], lo[keep], hi[keep], np.ascontiguousarray(embed[keep]),
             offset + value * embed[j], obs_subject, arrays)
-    _, nll, _ = mle_driver(model._kernel())(np.ascontiguousarray(z_grid[order]), args, MAX_ITER, GTOL, FTOL,
-                                             np.inf)
-    return float(min(nll, float(np.min(grid_nll[order]))))
+    z, nll, _ = mle_driver(model._kernel())(np.ascontiguousarray(starts), args, MAX_ITER, GTOL, FTOL, np.inf)
+    best = float(np.min(grid_nll[order]))
+    if nll <= best:
+        return float(nll), np.asarray(z, float)
+    return best, z_grid[order[0]].copy()
 
 
-def flat_profile(model: CognitiveModel, data: Any, fit: MLEResult, n_starts: int) -> str | None:
-    """Why a parameter's likelihood-ratio 95 % interval says the answers do not pin it (None: it
-    is bounded; see the module docstring).  Each end is profiled only when the answer needs it (a
-    profile is a multi-start fit)."""
-    for j, p in enumerate(model.parameters):
-        ends = search_ends(p)
+@dataclass(frozen=True)
+class ProfileInterval:
+    """One parameter's likelihood-ratio 95 % interval (natural scale) and which ends of its search
+    range it reaches (there the end reported is the declared bound)."""
 
-        def inside(v: float, j: int = j) -> bool:
-            return math.isfinite(v) and profile_nll(model, data, j, v, n_starts) - fit.nll <= LR_HALF_CHI2
+    lower: float
+    upper: float
+    reaches_lower: bool
+    reaches_upper: bool
 
-        low = inside(ends[0])
-        if p.transform == "log":
-            if low or inside(ends[1]):
-                end = ends[0] if low else ends[1]
-                return (f"flat profile: {p.name}'s likelihood-ratio 95% interval reaches {end:.6g}, the "
-                        f"{'floor' if low else 'ceiling'} of its search range (unbounded on its log scale)")
-            continue
-        if low and inside(ends[1]):
-            return (f"flat profile: {p.name}'s likelihood-ratio 95% interval spans its whole range "
-                    f"[{ends[0]:.6g}, {ends[1]:.6g}]")
+    def unbounded(self, p: Parameter) -> bool:
+        """Whether the interval is unbounded within ``p``'s declared range: it covers the whole
+        range, or reaches an end where the range is unbounded."""
+        return ((self.reaches_lower and self.reaches_upper) or (self.reaches_upper and math.isinf(p.upper))
+                or (self.reaches_lower and math.isinf(p.lower)))
+
+
+def _interval_end(model: CognitiveModel, data: Any, fit: MLEResult, j: int, side: int, n_starts: int,
+                  warm0: np.ndarray | None, nodes: np.ndarray | None) -> tuple[float, bool]:
+    """(search-scale end, whether it is the end of the search range) of one side of the interval."""
+    from scipy.optimize import brentq
+
+    p = model.parameters.parameters[j]
+    ends = p.search_bounds()
+    end = ends[1] if side > 0 else ends[0]
+    start = _search_coordinate(p, fit.params[p.name])
+    xtol = PROFILE_XTOL * (ends[1] - ends[0])
+    if abs(end - start) <= xtol:
+        return end, True
+    state: dict[str, np.ndarray | None] = {"warm": warm0}
+
+    def rise(u: float) -> float:
+        if u == start:
+            return -LR_HALF_CHI2
+        last = state["warm"]
+        warm = None if warm0 is None else np.vstack([warm0, warm0 if last is None else last])
+        nll, z = profile_nll(model, data, j, p.from_search(u), n_starts, warm, nodes)
+        state["warm"] = z
+        return nll - fit.nll - LR_HALF_CHI2
+
+    if rise(end) <= 0.0:
+        return end, True
+    state["warm"] = warm0
+    lo, hi = min(start, end), max(start, end)
+    return float(brentq(rise, lo, hi, xtol=xtol, rtol=1e-6, maxiter=50)), False
+
+
+def best_nodes(model: CognitiveModel, data: Any) -> np.ndarray:
+    """The :data:`PROFILE_NODES` start-grid rows of lowest NLL for ``data``: the grid starts a
+    profile fit draws from (one grid evaluation per subject, not one per profile point)."""
+    grid_nll = model.nll_many(model.start_grid(), data)
+    return np.argsort(grid_nll, kind="stable")[:PROFILE_NODES]
+
+
+def profile_interval(model: CognitiveModel, data: Any, fit: MLEResult, j: int,
+                     n_starts: int = PROFILE_GRID_STARTS, nodes: np.ndarray | None = None) -> ProfileInterval:
+    """Parameter ``j``'s likelihood-ratio 95 % interval at ``fit`` (see the module docstring): each
+    end the root of profile NLL − NLL − χ²₁(0.95)/2 between the estimate and the end of the search
+    range (Brent's method), or that end where the profile stays within the threshold there.
+    ``nodes``: the start-grid rows its profile fits may start from (:func:`best_nodes`; all where None)."""
+    p = model.parameters.parameters[j]
+    theta = np.array([fit.params[q] for q in model.parameters.names], float)
+    z_hat = model.to_search(theta)
+    warm = None if len(model.parameters) == 1 else np.delete(z_hat, j)
+    lo, lo_end = _interval_end(model, data, fit, j, -1, n_starts, warm, nodes)
+    hi, hi_end = _interval_end(model, data, fit, j, +1, n_starts, warm, nodes)
+    return ProfileInterval(p.lower if lo_end and math.isfinite(p.lower) else p.from_search(lo),
+                           p.upper if hi_end else p.from_search(hi), lo_end, hi_end)
+
+
+def profile_intervals(model: CognitiveModel, data: Any, fit: MLEResult,
+                      n_starts: int = PROFILE_GRID_STARTS) -> dict[str, ProfileInterval]:
+    """:func:`profile_interval` of every parameter (empty where the fit has a NaN estimate)."""
+    if not all(math.isfinite(fit.params[q]) for q in model.parameters.names):
+        return {}
+    nodes = best_nodes(model, data)
+    return {p.name: profile_interval(model, data, fit, j, n_starts, nodes) for j, p in enumerate(model.parameters)}
+
+
+def parameter_flag(p: Parameter, lower: float, upper: float) -> str | None:
+    """The flag of ``p``'s reported interval [lower, upper] (:func:`profile_interval`: an end that
+    reaches the search range is reported as the declared bound), None where it is bounded."""
+    if math.isnan(lower) or math.isnan(upper):
+        return None
+    iv = ProfileInterval(lower, upper, lower <= p.lower, upper >= p.upper)
+    return interval_reason_of(p, iv)
+
+
+def interval_reason_of(p: Parameter, iv: ProfileInterval) -> str | None:
+    """The flag of one parameter's interval, None where it is bounded within the declared range."""
+    if not iv.unbounded(p):
+        return None
+    if iv.reaches_lower and iv.reaches_upper:
+        return (f"{UNBOUNDED}: {p.name}'s likelihood-ratio 95% interval covers its whole range "
+                f"[{iv.lower:.6g}, {iv.upper:.6g}]")
+    return (f"{UNBOUNDED}: {p.name}'s likelihood-ratio 95% interval [{iv.lower:.6g}, {iv.upper:.6g}] reaches "
+            "the end of its search range where its declared range is unbounded")
+
+
+def interval_reason(model: CognitiveModel, intervals: Mapping[str, ProfileInterval]) -> str | None:
+    """The flag of the first parameter whose interval is unbounded within its declared range."""
+    for p in model.parameters:
+        iv = intervals.get(p.name)
+        reason = None if iv is None else interval_reason_of(p, iv)
+        if reason is not None:
+            return reason
     return None
 
 
-def unidentified_reason(model: CognitiveModel, data: Any, fit: MLEResult, n_starts: int) -> str | None:
-    """Why one subject's fitted estimate is not identified: at a bound, or on a flat profile
-    (:func:`flat_profile`); None where it is identified.  A fit with NaN estimates (no valid
-    answer) is left to the caller's own reason."""
-    values = fit.params
-    if not all(math.isfinite(values[p.name]) for p in model.parameters):
-        return None
+def heading_to_a_bound(model: CognitiveModel, fit: MLEResult) -> bool:
+    """Whether a fit sits at a bound of a parameter, or beyond the search range of a log-scale one
+    (τ → 0): a search that stops there without a stationary point found the supremum at the bound,
+    an estimate at a bound judged by its interval (issue 68), not a failed fit."""
     for p in model.parameters:
-        v = values[p.name]
+        v = fit.params[p.name]
         lo, hi = search_ends(p)
-        hit = bool(at_bound(np.array([v]), p)[0])
-        beyond = p.transform == "log" and not hit and not lo <= v <= hi
-        if hit or beyond:
-            return (f"at a bound: {p.name} = {v:.6g} (bounds {', '.join(f'{b:g}' for b in bounds_of(p))}"
-                    + (f"; beyond its search range [{lo:g}, {hi:g}], towards a bound)" if beyond else ")"))
-    if not fit.converged:
-        return "the search did not converge (no stationary point; the likelihood is still changing there)"
-    return flat_profile(model, data, fit, n_starts)
+        if bool(at_bound(np.array([v]), p)[0]) or (p.transform == "log" and not lo <= v <= hi):
+            return True
+    return False
+
+
+def unidentified_reason(model: CognitiveModel, data: Any, fit: MLEResult, n_starts: int = PROFILE_GRID_STARTS,
+                        intervals: Mapping[str, ProfileInterval] | None = None) -> str | None:
+    """Why the data cannot pin one subject's fitted estimate: the fit failed (no convergence, away
+    from every bound: :func:`heading_to_a_bound`), or
+    a parameter's likelihood-ratio interval is unbounded within its declared range; None where
+    every parameter is pinned.  A fit with NaN estimates (no valid answer) is left to the caller's
+    own reason.  ``intervals``: the subject's :func:`profile_intervals`, where already computed."""
+    if not all(math.isfinite(fit.params[p.name]) for p in model.parameters):
+        return None
+    if not fit.converged and not heading_to_a_bound(model, fit):
+        return (f"{FIT_FAILED}: the search did not converge (no stationary point; the likelihood is still changing "
+                "there)")
+    return interval_reason(model, profile_intervals(model, data, fit, n_starts) if intervals is None else intervals)
 
 
 def data_digest(model: CognitiveModel, data: Any) -> bytes:
@@ -165,10 +291,12 @@ def shared_estimates(model: CognitiveModel, estimates: Mapping[Hashable, Sequenc
         digests = {digest[k] for k in group}
         if len(digests) > 1:
             shown = ", ".join(f"{n} = {v:.6g}" for n, v in zip(model.parameters.names, values[i], strict=True))
-            out[key] = (f"shared exactly by {len(group)} subjects with different answers ({shown}): the search "
-                        "stopped on a plateau of the likelihood, not at an estimate")
+            out[key] = (f"{FIT_FAILED}: shared exactly by {len(group)} subjects with different answers ({shown}): "
+                        "the search stopped on a plateau of the likelihood, not at an estimate")
     return out
 
 
-__all__ = ["LR_HALF_CHI2", "at_bound", "bounds_of", "flat_profile", "profile_nll", "shared_estimates",
+__all__ = ["FIT_FAILED", "LR_HALF_CHI2", "UNBOUNDED", "ProfileInterval", "at_bound", "bounds_of",
+           "interval_reason", "parameter_flag", "profile_interval", "profile_intervals", "profile_nll",
+           "shared_estimates",
            "unidentified_reason"]

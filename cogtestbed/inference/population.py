@@ -45,6 +45,32 @@ class PopulationError(InputError):
     """A population that cannot be built, read or used (one clear line)."""
 
 
+class PopulationWarning(UserWarning):
+    """A population used although its fit fails the population gate (:data:`POPULATION_GATE`)."""
+
+
+#: The population gate, stated once (issue 68): what a fit must pass to be built or shipped
+#: (:func:`population_from_fit`) and what ``population show`` reports; ``simulate``, ``recover``,
+#: ``power`` and ``plan`` from a population that fails it warn in one line naming the failed
+#: diagnostic (:func:`load_population` with ``use``).  The ESS floor of a fit's own verdict
+#: (100 per chain) is not part of it: ``population show`` prints the ESS beside the gate.
+POPULATION_GATE = "max R-hat <= 1.01 and 0 divergent transitions"
+
+
+def gate_failures(fit: Mapping[str, Any]) -> list[str]:
+    """The diagnostics of a fit record (``max_rhat``, ``divergences``) that fail
+    :data:`POPULATION_GATE`, each as a phrase (empty: it passes)."""
+    from cogtestbed.inference.hierarchical_diagnostics import RHAT_MAX
+
+    out = []
+    rhat = fit.get("max_rhat")
+    if rhat is None or not float(rhat) <= RHAT_MAX:
+        out.append(f"max R-hat {'none' if rhat is None else f'{float(rhat):.3f}'} (must be <= {RHAT_MAX})")
+    if fit.get("divergences"):
+        out.append(f"{fit['divergences']} divergent transitions (must be 0)")
+    return out
+
+
 class Population(BaseModel):
     """The posterior of a hierarchical fit's group parameters (one model of one experiment)."""
 
@@ -74,8 +100,10 @@ class Population(BaseModel):
         lengths = {len(v) for v in (*self.mu.values(), *self.sigma.values())}
         if len(lengths) != 1 or lengths.pop() < 2:
             raise PopulationError(f"population {self.name}: every parameter needs the same number (>= 2) of draws")
-        if any(s < 0 for v in self.sigma.values() for s in v):
-            raise PopulationError(f"population {self.name}: a population SD draw is negative")
+        negative = [k for k, v in self.sigma.items() if any(s < 0 for s in v)]
+        if negative:
+            raise PopulationError(f"population {self.name}: field sigma.{negative[0]}: a population SD draw is "
+                                  "negative")
         if self.estimates and (set(self.estimates) != set(self.mu)
                                or {len(v) for v in self.estimates.values()} != {self.subjects}):
             raise PopulationError(f"population {self.name}: the per-subject estimates need one value per subject "
@@ -93,12 +121,39 @@ class Population(BaseModel):
         return f"{self.name} ({self.model}, {self.subjects} subjects)"
 
     def check(self, parameters: ParameterSet, experiment: str | None = None) -> None:
-        """Refuse (one line) a model whose parameters are not this population's, or another experiment."""
+        """Refuse (one line) a model whose parameters are not this population's, another
+        experiment, or implausible group parameters (:meth:`implausible`)."""
         if experiment is not None and experiment != self.experiment:
             raise PopulationError(f"population {self.name} is of experiment {self.experiment}, not {experiment}")
         if set(parameters.names) != set(self.mu):
             raise PopulationError(f"population {self.name} is of model {self.model} ({', '.join(self.mu)}); "
                                   f"the study's model has {', '.join(parameters.names)}")
+        reason = self.implausible(parameters)
+        if reason:
+            raise PopulationError(f"population {self.name}: {reason}")
+
+    def implausible(self, parameters: ParameterSet) -> str | None:
+        """Why a group parameter is implausible (None: none is): the posterior median of
+        ``{p}_mu`` puts the population median, on the natural scale, outside the parameter's range
+        or onto one of its bounds (μ = 1e6 puts every subject at a bound), named by its field."""
+        for p in parameters:
+            mu = float(np.median(np.asarray(self.mu[p.name], float)))
+            with np.errstate(over="ignore"):
+                median = float(p.to_constrained(mu))
+            if not (math.isfinite(median) and p.lower < median < p.upper):
+                return (f"field mu.{p.name}: posterior median {mu:.6g} (unconstrained) puts the population median "
+                        f"at {median:.6g}, {'outside' if not p.lower <= median <= p.upper else 'on a bound of'} "
+                        f"{p.name}'s range [{p.lower:g}, {p.upper:g}]: not a population to simulate from")
+        return None
+
+    def gate_warning(self) -> str | None:
+        """The one warning line of a population whose fit fails :data:`POPULATION_GATE` (None: passes)."""
+        failed = gate_failures(self.fit)
+        if not failed:
+            return None
+        allowed = " (built with --allow-unconverged)" if self.fit.get("unconverged_allowed") else ""
+        return (f"population {self.name} fails the population gate ({POPULATION_GATE}): {'; '.join(failed)}"
+                f"{allowed}; its draws are used as they are")
 
     def draw(self, rng: np.random.Generator) -> int:
         """One posterior draw's index, uniformly."""
@@ -166,7 +221,8 @@ class Population(BaseModel):
         return out
 
     def sample_estimates(self) -> dict[str, np.ndarray]:
-        """The fitted sample's per-subject MLE (NaN where a subject was not identified); refused in
+        """The fitted sample's per-subject MLE, every subject whatever its estimate (NaN only where
+        the fit gave no finite value); refused in
         one line for a population saved without them."""
         if not self.estimates:
             raise PopulationError(f"population {self.name} carries no per-subject estimates of its sample: rebuild it "
@@ -198,9 +254,22 @@ def shipped_populations() -> list[str]:
     return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
 
 
-def load_population(source: str | os.PathLike[str] | Population) -> Population:
+def load_population(source: str | os.PathLike[str] | Population, use: bool = False) -> Population:
     """A population: as given, ``human:NAME`` (a shipped one; a unique prefix of its name is
-    enough, e.g. ``human:cogbench``) or the path of a saved population's JSON."""
+    enough, e.g. ``human:cogbench``) or the path of a saved population's JSON.  A malformed file is
+    refused naming the field.  ``use``: it is about to be simulated from: one
+    :class:`PopulationWarning` line where its fit fails :data:`POPULATION_GATE`."""
+    pop = _read_population(source)
+    if use:
+        import warnings
+
+        message = pop.gate_warning()
+        if message:
+            warnings.warn(message, PopulationWarning, stacklevel=2)
+    return pop
+
+
+def _read_population(source: str | os.PathLike[str] | Population) -> Population:
     if isinstance(source, Population):
         return source
     text = str(source)
@@ -212,8 +281,17 @@ def load_population(source: str | os.PathLike[str] | Population) -> Population:
             names = ", ".join(f"{PREFIX}{n}" for n in shipped_populations()) or "none"
             raise PopulationError(f"no population {text!r}: give {PREFIX}NAME (shipped: {names}) or the path of a "
                                   "population file")
+    from pydantic import ValidationError
+
     try:
         return Population.model_validate_json(path.read_text())
+    except ValidationError as exc:
+        first: dict[str, Any] = dict(exc.errors()[0]) if exc.errors() else {}
+        inner = (first.get("ctx") or {}).get("error")
+        if isinstance(inner, InputError):  # a validator's own refusal names what is wrong
+            raise DataError(f"{path} is not a population file: {inner}") from None
+        field = ".".join(str(x) for x in first.get("loc", ())) or "(the file)"
+        raise DataError(f"{path} is not a population file: field {field}: {first.get('msg', exc)}") from None
     except ValueError as exc:
         if isinstance(exc, InputError):
             raise
@@ -239,17 +317,11 @@ def population_from_fit(fit: Any, *, name: str, experiment: str, model: Any, tri
     parameter's ``{p}_mu`` and ``{p}_sigma`` (thinned evenly to ``keep``), and, with ``trials`` (the
     fitted trial table), each subject's per-subject MLE and the median trials per subject.
 
-    Refuses a fit whose max R-hat exceeds 1.01 or that had divergent transitions (or has no R-hat:
-    one chain) unless ``allow_unconverged``; the fit's diagnostics are kept either way."""
-    from cogtestbed.inference.hierarchical import RHAT_MAX
-
+    Refuses a fit that fails :data:`POPULATION_GATE` (max R-hat above 1.01, divergent
+    transitions, or no R-hat: one chain) unless ``allow_unconverged``; the fit's diagnostics are
+    kept either way."""
     diag = fit.diagnostics
-    problems = []
-    if diag.max_rhat is None or diag.max_rhat > RHAT_MAX:
-        rhat = "none" if diag.max_rhat is None else f"{diag.max_rhat:.3f}"
-        problems.append(f"max R-hat {rhat} (must be <= {RHAT_MAX})")
-    if diag.divergences:
-        problems.append(f"{diag.divergences} divergent transitions (must be 0)")
+    problems = gate_failures({"max_rhat": diag.max_rhat, "divergences": diag.divergences})
     if problems and not allow_unconverged:
         raise PopulationError(f"the fit of {getattr(model, 'name', model)} is not a population to plan with: "
                               f"{'; '.join(problems)} (sample longer, or pass allow_unconverged / "

@@ -27,6 +27,7 @@ from cogtestbed.validation.design.plan import PlanResult, describe_target
 from cogtestbed.validation.design.power_sims import verdict
 from cogtestbed.validation.design.pricing import Pricer, tokens_source
 from cogtestbed.validation.design.space import sessions_per_llm, study_at
+from cogtestbed.validation.studies.conditional import conditional_section, conditional_words
 from cogtestbed.validation.studies.study_data import design_for_trials
 from cogtestbed.validation.studies.study_kinds import ModelStudy, PlannedStudy
 
@@ -175,6 +176,9 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
         "pilot": None if pilot is None else pilot.as_dict(),
         "run": run_section(result, pricer, exp, max_cost),
         "study": study_at(result.spec, chosen.point, chosen.estimate.sims).model_dump(mode="json"),
+        # issue 68: an LLM against people, conditional on the population's real participants
+        "power_conditional": conditional_section(study_at(result.spec, chosen.point, chosen.estimate.sims),
+                                                 chosen.estimate.sims),
         "searched": result.searched,
         "notes": list(result.notes),
         "warnings": recovery_warnings(result.recovery),
@@ -270,7 +274,8 @@ def summary_line(payload: dict[str, Any]) -> str:
             f"{payload['target']['power']:.0%} power for {payload['target']['what']}: "
             f"{c['design']} ({sessions}) — {cost['calls']:,} calls, "
             f"{cost['prompt_tokens']:,} prompt + {cost['completion_tokens']:,} completion tokens (max), "
-            f"{dollars} on {llms}; power {rate_text(p['rate'], p['sims'])}" + _hierarchical_words(payload))
+            f"{dollars} on {llms}; power {rate_text(p['rate'], p['sims'])}" + _hierarchical_words(payload)
+            + conditional_words(payload.get("power_conditional")))
 
 
 def _batch_wall(cost: Mapping[str, Any]) -> str:

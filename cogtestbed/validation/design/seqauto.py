@@ -52,6 +52,7 @@ from cogtestbed.validation.design.seqfair import (
     critical_at,
     fair_fixed,
     fixed_reject_rate,
+    joint_saving,
     saving_estimate,
     smoothed_comparator,
     toward,
@@ -275,6 +276,7 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
         smooth = smoothed_comparator(eff.z[:, fcols], pooled, fixed_sizes, dirn, max(chosen.null.rate, 1e-4), target,
                                      spec.seed)
         smooth["fresh_type1"] = _comparator_fresh(smooth, conf_sims.c_fixed, fixed_sizes, dirn, level)
+        smooth["paths"] = {"effect": eff.z[:, fcols], "null": pooled}  # the joint resampling's (not in plan.json)
         fair["smoothed"] = smooth
         extra["robustness"] = robustness(chosen.bounds, spec, null, sim, null_sims, dirn, binding, level, say)
         subjects += extra["robustness"].pop("_subjects", 0)
@@ -620,10 +622,19 @@ def honest_figures(seq: dict[str, Any], auto: AutoResult, res: SequentialResult,
         return
     unit_cost = money(result.chosen.cost) / getattr(result.chosen.point, result.size_name)
     est = saving_estimate(smooth, unit_cost, [money(c) for c in res.chosen.cost], res.chosen.effect.stop_look, seed)
+    joint = joint_saving(smooth["paths"], res.chosen.null.rejected, res.chosen.effect.stop_look,
+                         [money(c) for c in res.chosen.cost], unit_cost, smooth["sizes"], direction(result.spec),
+                         level, result.target, seed)
+    est = {**est, "interval": joint["at_level"]["interval"], "interval_method": joint["method"],
+           "effect_only_interval": est["interval"]}
     seq["saving"]["estimate"] = {**est, "fixed_type1": smooth.get("fresh_type1"), "method": smooth["method"],
                                  "cost": "costs linear in units at the plan's trials (per unit: the fixed plan's "
                                          "priced design)"}
-    seq["auto"]["fair_fixed"]["smoothed"] = {k: v for k, v in smooth.items() if k != "boot_sizes"}
+    seq["saving"]["nominal"] = {**joint["nominal"], "method": joint["method"],
+                                "comparator": "the fixed test at nominal alpha (critical value z_(1-alpha/2)), the "
+                                              "fixed plan a researcher would run; its size from the same probit "
+                                              "power curve"}
+    seq["auto"]["fair_fixed"]["smoothed"] = {k: v for k, v in smooth.items() if k not in ("boot_sizes", "paths")}
 
 
 def auto_lines(seq: Mapping[str, Any]) -> list[str]:
@@ -653,7 +664,14 @@ def auto_lines(seq: Mapping[str, Any]) -> list[str]:
                    f"against the fixed test at the sequential design's measured type-I {est['level']:.4f}: "
                    f"{est['fixed_size']:.1f} [{est['fixed_size_interval'][0]:.1f}, "
                    f"{est['fixed_size_interval'][1]:.1f}] units from a probit power curve"
-                   + (f"; its own fresh {type1_words(ft)} at {ft['size']} units" if ft else ""))
+                   + (f"; its own fresh {type1_words(ft)} at {ft['size']} units" if ft else "")
+                   + (" (interval: joint resampling of null and effect studies)" if est.get("interval_method") else ""))
+    nominal = seq.get("saving", {}).get("nominal")
+    if nominal:
+        out.append(f"  saving against the fixed plan at nominal alpha {nominal['alpha']:g} (critical "
+                   f"{nominal['critical']:.3f}, {nominal['fixed_size']:.1f} [{nominal['fixed_size_interval'][0]:.1f}, "
+                   f"{nominal['fixed_size_interval'][1]:.1f}] units): {nominal['percent']:.1f}% "
+                   f"[95% {nominal['interval'][0]:.1f}, {nominal['interval'][1]:.1f}]")
     for line in seq.get("assumptions", []):
         out.append(f"  model: {line}")
     rob = seq.get("robustness")

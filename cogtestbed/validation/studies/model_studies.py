@@ -48,13 +48,26 @@ from cogtestbed.validation.studies.study_kinds import (
 
 
 def _estimates_mle(model: CognitiveModel, trials: pd.DataFrame) -> pd.DataFrame:
-    """Long per-(subject, parameter) estimates, each with whether the subject's estimate is
-    identified and why not (:meth:`CognitiveModel.fit_mle` with ``identify``)."""
+    """Long per-(subject, parameter) estimates, each with its likelihood-ratio 95 % interval
+    (``lo95``, ``hi95``) and whether the data pin that parameter and why not (:meth:`CognitiveModel.fit_mle`
+    with ``identify``: the subject's fit failed, or this parameter's interval is unbounded;
+    ``subject_identified``: every parameter of the subject pinned)."""
+    from cogtestbed.inference.identification import FIT_FAILED, parameter_flag
+
     fits = model.fit_mle(trials, identify=True)
-    long = fits.melt(id_vars=["subject", "identified", "unidentified_reason"],
-                     value_vars=list(model.parameters.names), var_name="parameter", value_name="estimate")
-    order = {s: i for i, s in enumerate(fits["subject"])}
-    return long.assign(_o=long["subject"].map(order)).sort_values(["_o"], kind="stable").drop(columns="_o")
+    failed = [r if isinstance(r, str) and r.startswith(FIT_FAILED) else None for r in fits["unidentified_reason"]]
+    parts = []
+    for p in model.parameters:
+        lo, hi = fits[f"{p.name}_lo95"].to_numpy(float), fits[f"{p.name}_hi95"].to_numpy(float)
+        reasons = [f or parameter_flag(p, a, b) for f, a, b in zip(failed, lo, hi, strict=True)]
+        parts.append(pd.DataFrame({"subject": fits["subject"].to_numpy(), "parameter": p.name,
+                                   "estimate": fits[p.name].to_numpy(float), "lo95": lo, "hi95": hi,
+                                   "identified": [r is None for r in reasons],
+                                   "unidentified_reason": pd.Series(reasons, dtype=object),
+                                   "subject_identified": fits["identified"].to_numpy(bool),
+                                   "_o": np.arange(len(fits))}))
+    long = pd.concat(parts, ignore_index=True)
+    return long.sort_values(["_o"], kind="stable").drop(columns="_o").reset_index(drop=True)
 
 
 def _fit_bayes(model: CognitiveModel, trials: pd.DataFrame, spec: ModelStudy, seed: int) -> Any:
@@ -75,15 +88,21 @@ def _with_contrasts(df: pd.DataFrame, model: CognitiveModel, cols: Iterable[str]
         return df
     wide = df.pivot_table(index="subject", columns="parameter", values=list(cols), aggfunc="first")
     extra = []
-    # a contrast is identified where its subject's estimate is
-    per_subject = df.drop_duplicates("subject").set_index("subject") if "identified" in df.columns else None
+    # a contrast is pinned where every parameter of its subject is
+    per_subject = (df.drop_duplicates("subject").set_index("subject") if "subject_identified" in df.columns
+                   else None)
     for name in model.contrasts:
         row = pd.DataFrame({"subject": wide.index, "parameter": name})
         for c in cols:
             row[c] = np.asarray(model.contrast(name, {p: wide[(c, p)] for p in model.parameters.names}))
         if per_subject is not None:
-            row["identified"] = per_subject.loc[wide.index, "identified"].to_numpy(dtype=bool)
-            row["unidentified_reason"] = per_subject.loc[wide.index, "unidentified_reason"].to_numpy(dtype=object)
+            ok = per_subject.loc[wide.index, "subject_identified"].to_numpy(dtype=bool)
+            flagged = df[~df["identified"].astype(bool)].drop_duplicates("subject")
+            why = flagged.set_index("subject")["unidentified_reason"]
+            row["identified"] = ok
+            row["unidentified_reason"] = pd.Series(
+                [None if k else why.get(s) for s, k in zip(wide.index, ok, strict=True)], dtype=object)
+            row["subject_identified"] = ok
         extra.append(row)
     return pd.concat([df, *extra], ignore_index=True)
 
@@ -115,7 +134,7 @@ def task_recovery(spec: RecoveryStudy, exp: ExperimentSpec, task: Mapping[str, A
     fit = None
     if spec.method == "mle":
         est = _estimates_mle(fitter, trials)
-        cols = ["true", "estimate", "identified", "unidentified_reason"]
+        cols = ["true", "estimate", "lo95", "hi95", "identified", "unidentified_reason", "subject_identified"]
     else:
         fit = _fit_bayes(fitter, trials, spec, fit_seed)
         est = _estimates_bayes(fitter, fit)
@@ -299,6 +318,13 @@ def reference_sample(model: CognitiveModel, effect: str, trials: pd.DataFrame, s
     on the test's scale, and the median of each parameter's estimates as the simulated group's base."""
     fits = model.fit_mle(trials)
     return _reference(model, effect, {p: fits[p].to_numpy(float) for p in model.parameters.names}, source)
+
+
+def reference_from_estimates(model: CognitiveModel, effect: str, estimates: Mapping[str, np.ndarray],
+                             source: str) -> ReferenceSample:
+    """A fixed first group from per-subject estimates already made (a population's own
+    participants, :mod:`cogtestbed.validation.studies.conditional`)."""
+    return _reference(model, effect, estimates, source)
 
 
 def _reference(model: CognitiveModel, effect: str, estimates: Mapping[str, np.ndarray], source: str) -> ReferenceSample:

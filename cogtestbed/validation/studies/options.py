@@ -227,12 +227,16 @@ def with_population(spec: Any, population: Any, first_group: bool = True) -> Any
     if population is None:
         return spec
     from cogtestbed.inference.population import load_population
+    from cogtestbed.registry import get_experiment
     from cogtestbed.validation.studies.study_kinds import PowerStudy
 
     if not isinstance(spec, PowerStudy):
         raise InputError("--population draws a model's parameters: it goes with --model M --effect NAME=SIZE (a "
                          "metric or test target simulates agents, not a model's population)")
-    pop = load_population(population)
+    pop = load_population(population, use=True)
+    exp = get_experiment(pop.experiment)
+    if pop.model in exp.models:  # implausible group parameters refused before any simulation
+        pop.check(exp.model(pop.model).parameters)
     fields = spec.model_dump(exclude={"from_population", "reference"})
     people = {"people": pop.subjects, "people_trials": pop.trials} \
         if spec.groups == 2 and spec.reference is None and first_group else {}

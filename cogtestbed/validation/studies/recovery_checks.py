@@ -8,7 +8,9 @@
 * ``at_bound`` — the share of estimates at a bound of the parameter or of the fitter's search box
   (a β stuck at 1e5 for a true β of 5 drags its mean to thousands): flagged in the verdict
   whenever it exceeds :data:`BOUND_SHARE_FLAG`;
-* ``mean_true`` / ``mean_estimate`` (natural scale).
+* ``mean_true`` / ``mean_estimate`` / ``median_estimate`` (natural scale, over every subject), and
+  the default summary ``summary_estimate`` (``summary_kind``: the median of a log-scale parameter,
+  the mean of another: :func:`~cogtestbed.inference.base.default_summary`).
 
 "Recovered well" is then said only where the user's criterion holds (``meets``); without one the
 verdict says which convention it used (r ≥ 0.8) and that no tolerance was given.
@@ -24,12 +26,17 @@ import pandas as pd
 
 from cogtestbed.errors import InputError
 from cogtestbed.formatting import wilson
+from cogtestbed.inference.base import default_summary, summary_kind
 from cogtestbed.inference.identification import BOUND_RTOL as BOUND_RTOL
 from cogtestbed.inference.identification import at_bound as at_bound
 from cogtestbed.inference.identification import bounds_of as bounds_of
 
 #: A parameter with more than this share of its estimates at a bound is flagged.
 BOUND_SHARE_FLAG = 0.05
+
+
+def _none_if_nan(value: float) -> float | None:
+    return None if value != value else value
 
 
 def add_recovery_checks(result: Any, precision: Mapping[str, float], assurance: float) -> None:
@@ -53,6 +60,9 @@ def add_recovery_checks(result: Any, precision: Mapping[str, float], assurance: 
             true, est = g["true"].to_numpy(float), g["estimate"].to_numpy(float)
             entry["mean_true"] = float(np.nanmean(true)) if true.size else None
             entry["mean_estimate"] = float(np.nanmean(est)) if est.size else None
+            entry["median_estimate"] = float(np.nanmedian(est)) if est.size else None
+            entry["summary_kind"] = summary_kind(model.parameters[name])
+            entry["summary_estimate"] = _none_if_nan(default_summary(est, model.parameters[name]))
             entry["at_bound"] = float(at_bound(est, model.parameters[name]).mean()) if est.size else None
             if name in precision:
                 h = float(precision[name])

@@ -19,8 +19,8 @@ from cogtestbed.validation.studies.labels import design_name, runs_text
 from cogtestbed.validation.studies.plots import plots
 
 #: Columns of a recovery table, in order (those present).
-RECOVERY_COLUMNS = ("r", "rmse", "bias", "mean_true", "mean_estimate", "coverage90", "at_bound", "r_identified",
-                    "n_identified", "n_unidentified")
+RECOVERY_COLUMNS = ("r", "rmse", "bias", "mean_true", "summary_kind", "summary_estimate", "median_estimate",
+                    "mean_estimate", "coverage90", "coverage95", "at_bound", "flagged", "r_identified")
 
 
 def _recovery_frame(params: dict[str, Any]) -> pd.DataFrame:

@@ -54,14 +54,17 @@ def recovery_summary(table: pd.DataFrame) -> dict[str, Any]:
 
 
 def _recovery_entry(g: pd.DataFrame) -> dict[str, Any]:
-    """r, bias, RMSE (and coverage) of one cell's parameter over every subject; where the table
-    says which estimates are identified (MLE: :mod:`cogtestbed.inference.identification`), the
-    same over the identified ones (``identified``), their count and the reasons of the others."""
+    """r, bias, RMSE (and coverage) of one cell's parameter over every subject, whatever its
+    estimate (issue 68: nothing drops a subject because of its estimate); where the table says which
+    estimates the data pin (MLE: :mod:`cogtestbed.inference.identification`), the share flagged
+    (``flagged``) and the flags' reasons beside them, and — a labelled secondary figure — the same
+    statistics over the pinned ones only (``identified``, ``r_identified``)."""
     entry = _recovery_stats(g)
     if "identified" in g.columns and g["identified"].notna().all():
         ok = g["identified"].astype(bool).to_numpy()
         kinds = pd.Series([str(r).partition(":")[0] for r in g.loc[~ok, "unidentified_reason"]], dtype=object)
         entry.update({"n_identified": int(ok.sum()), "n_unidentified": int((~ok).sum()),
+                      "flagged": float((~ok).mean()) if ok.size else None,
                       "unidentified_reasons": {str(k): int(v) for k, v in kinds.value_counts().items()}})
         sub = _recovery_stats(g[ok])
         entry["identified"] = {k: _none_if_nan(sub[k]) for k in ("r", "bias", "rmse", "n", "n_finite", "r_note")
@@ -93,8 +96,12 @@ def _recovery_stats(g: pd.DataFrame) -> dict[str, Any]:
                              "n_finite": n_ok}
     if r_note:
         entry["r_note"] = r_note
+    t_nat = g["true"].to_numpy(float)
+    if "lo95" in g and g["lo95"].notna().any():  # the MLE's likelihood-ratio intervals
+        lo, hi = g["lo95"].to_numpy(float), g["hi95"].to_numpy(float)
+        has = ~np.isnan(lo)
+        entry["coverage95"] = float(((t_nat >= lo) & (t_nat <= hi))[has].mean())
     if "lo90" in g and g["lo90"].notna().any():
-        t_nat = g["true"].to_numpy(float)
         for q in (50, 90):
             lo, hi = g[f"lo{q}"].to_numpy(float), g[f"hi{q}"].to_numpy(float)
             has = ~np.isnan(lo)

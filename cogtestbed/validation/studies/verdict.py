@@ -52,28 +52,27 @@ def _verdict_recovery(result: Any) -> str:
 
 
 def _param_stats(name: str, v: dict[str, Any]) -> str:
-    """One parameter's r, RMSE, bias, share within the tolerance, coverage and share at a bound."""
+    """One parameter's r, RMSE, bias (over every subject), share within the tolerance, coverage,
+    share at a bound and the subjects whose data cannot pin it (flagged, by kind of reason; the
+    statistics over the pinned ones only are in the summary table, never in the verdict)."""
     scale = " (log scale)" if v.get("scale") == "log" else ""
     bits = [f"r {num(v['r'], 2)}" if not v.get("r_note") else v["r_note"],
             f"RMSE {num(v['rmse'])}{scale}", f"bias {num(v['bias'])}"]
-    if v.get("mean_estimate") is not None:
-        bits.append(f"mean estimate {num(v['mean_estimate'])} for mean truth {num(v['mean_true'])}")
+    if v.get("summary_estimate") is not None:
+        bits.append(f"{v['summary_kind']} estimate {num(v['summary_estimate'])} for mean truth {num(v['mean_true'])}")
     within = v.get("within")
     if within:
         lo, hi = within["interval95"]
         bits.append(f"{num(within['share'], 2)} within ±{within['halfwidth']:g} [{num(lo, 2)}, {num(hi, 2)}]")
     if "coverage90" in v:
         bits.append(f"90% interval coverage {num(v['coverage90'], 2)}")
+    if "coverage95" in v:
+        bits.append(f"LR 95% interval coverage {num(v['coverage95'], 2)}")
     if v.get("at_bound"):
-        flag = " — FLAG: estimates at a bound" if v["at_bound"] > BOUND_SHARE_FLAG else ""
-        bits.append(f"{v['at_bound']:.0%} of estimates at a bound{flag}")
+        bits.append(f"{v['at_bound']:.0%} at a bound")
     if v.get("n_unidentified"):
         why = ", ".join(f"{n} {k}" for k, n in v["unidentified_reasons"].items())
-        ident = v["identified"]
-        on = f"r {num(ident['r'], 2)}" if not ident.get("r_note") else ident["r_note"]
-        on += f", RMSE {num(ident['rmse'])}"
-        bits.append(f"{v['n_unidentified']} of {v['n']} estimates NOT identified ({why}); on the "
-                    f"{v['n_identified']} identified: {on}")
+        bits.append(f"{v['n_unidentified']}/{v['n']} flagged ({why})")
     return f"{name}: " + ", ".join(bits)
 
 
@@ -83,7 +82,8 @@ def _recovery_call(params: dict[str, Any], criterion: dict[str, Any]) -> str:
            else _recovery_by_r(params))
     flagged = [k for k, v in params.items() if (v.get("at_bound") or 0) > BOUND_SHARE_FLAG]
     if flagged:
-        txt += f" Flagged: {', '.join(flagged)} estimates pile up at a bound (means and RMSE are distorted)."
+        txt += (f" Note: {', '.join(flagged)} estimates pile up at a bound (each reported with its interval; means "
+                "and RMSE are distorted there, medians are not).")
     return txt
 
 

@@ -1,0 +1,54 @@
+"""Issue 68: does an LLM-against-people test hold its level when the groups differ in trials per subject?
+
+Under the null (the LLM's subjects and the people drawn from one population, no effect) the plan's
+two-group test (per-subject MLE; a Welch t-test, or the Brunner–Munzel rank test where estimates sit at
+a bound) compares per-subject estimates of unequal precision when the LLM plays more trials than the
+people did.  For LLM:people trial ratios 1, 2 and 4 this prints the null rejection rate over
+``--studies`` simulated studies with its one-sided 95 % Clopper–Pearson upper bound and whether it is
+<= alpha (the people: ``--people`` drawn afresh from the population per study at its own trial count;
+the LLM: ``--llm-subjects`` at ratio x that count).
+
+    python benchmarks/studies/unequal_trials_level.py --studies 1000 --workers 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from cogtestbed.inference.population import load_population
+from cogtestbed.validation.design.seqfair import type1_check, type1_words
+from cogtestbed.validation.studies.driver import run_study
+from cogtestbed.validation.studies.study_kinds import study_spec
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--population", default="human:cogbench-instrumental")
+    parser.add_argument("--effect", default="optimism_bias")
+    parser.add_argument("--studies", type=int, default=1000)
+    parser.add_argument("--people", type=int, default=30)
+    parser.add_argument("--llm-subjects", type=int, default=30)
+    parser.add_argument("--ratios", default="1,2,4")
+    parser.add_argument("--level", type=float, default=0.05)
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+    pop = load_population(args.population)
+    people_trials = int(pop.trials or 96)
+    print(f"null rejection of the LLM-against-people test, population {pop.name} ({pop.model}), effect {args.effect}, "
+          f"{args.people} people x {people_trials} trials vs {args.llm_subjects} LLM subjects, {args.studies} studies")
+    for ratio in (int(r) for r in args.ratios.split(",")):
+        t0 = time.perf_counter()
+        spec = study_spec(kind="power", experiment=pop.experiment, models=(pop.model,), effect=args.effect,
+                          effect_size=0.0, groups=2, from_population=pop, people=args.people,
+                          people_trials=people_trials, subjects=(args.llm_subjects,), trials=(ratio * people_trials,),
+                          reps=args.studies, seed=68, level=args.level)
+        table = run_study(spec, workers=args.workers).table
+        hits = int(table["detected"].astype(bool).sum())
+        check = type1_check(hits, len(table), args.level)
+        print(f"  ratio {ratio} ({ratio * people_trials} LLM trials): {type1_words(check)}; test: "
+              f"{table['test'].iloc[0].split('(')[0].strip()}; {time.perf_counter() - t0:.0f} s wall", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Summaries of a table of per-subject maximum-likelihood fits over every fitted subject (issue 68).
+
+A summary never selects on the estimate: every fitted subject counts, whatever its estimate, and
+the share of subjects whose data cannot pin their estimate (flagged: :mod:`cogtestbed.inference.identification`)
+and the flags' reasons stand beside it.  Figures over the pinned subjects only appear as a
+labelled secondary figure (``median_pinned_only``).  Which statistic summarises a parameter is
+:func:`summary_kind` (the median of a log-scale parameter, the mean of another: measured by
+``benchmarks/studies/summary_bias.py``, docs/studies.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cogtestbed.parameters import Parameter, ParameterSet
+
+
+def summary_kind(p: Parameter) -> str:
+    """Which all-subject statistic summarises ``p``'s per-subject estimates (issue 68): the median
+    for a log-scale parameter, whose estimates at a far end of its range (β = 1e5, k = 1e-12) drag
+    a mean without limit; the mean for a parameter on a bounded linear or logit scale, whose
+    estimates cannot drag it far and whose median shifts towards a pile-up at a bound (measured:
+    ``benchmarks/studies/summary_bias.py``, docs/studies.md)."""
+    return "median" if p.transform == "log" else "mean"
+
+
+def default_summary(values: np.ndarray, p: Parameter) -> float:
+    """:func:`summary_kind`'s statistic of the finite ``values`` (NaN where there is none)."""
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return float("nan")
+    return float(np.median(v) if summary_kind(p) == "median" else np.mean(v))
+
+
+def flag_kinds(reasons: Iterable[Any]) -> dict[str, int]:
+    """How many flags of each kind (the text before a reason's first colon), most common first."""
+    kinds = pd.Series([str(r).partition(":")[0] for r in reasons if r is not None], dtype=object)
+    return {str(k): int(v) for k, v in kinds.value_counts().items()}
+
+
+def _over(rows: pd.DataFrame, names: Sequence[str], stat: str) -> dict[str, float | None]:
+    """``stat`` (median or mean) of every parameter over ``rows`` (None where there is no row)."""
+    return {p: float(getattr(rows[p], stat)()) if len(rows) else None for p in names}
+
+
+def _information(fitted: pd.DataFrame) -> dict[str, float | None]:
+    """Summed AIC and BIC of the fitted subjects (None where none is)."""
+    return {k: float(fitted[k].sum()) if len(fitted) else None for k in ("aic", "bic")}
+
+
+def mle_summary(fits: pd.DataFrame, names: Sequence[str], parameters: ParameterSet | None = None) -> dict[str, Any]:
+    """The summary of an MLE table (:meth:`CognitiveModel.fit_identified`), over every fitted
+    subject whatever its estimate (issue 68: a summary never selects on the estimate): each
+    parameter's default summary (``summary``, with ``summary_kind``: :func:`default_summary`, where
+    ``parameters`` are given), its median and mean beside it,
+    summed AIC / BIC (null, with the reason, where no subject is fitted), the share of fitted
+    subjects flagged and the flags' reasons (``flagged``, ``flag_reasons``), and — a labelled
+    secondary figure only — the median over the subjects the data pin (``median_pinned_only``).
+    Flags name the subjects whose answers identify no model (not fitted) and those whose fit failed
+    or whose interval is unbounded."""
+    fitted = fits[fits[list(names)].notna().all(axis=1)]
+    ok = fitted[fitted["identified"].astype(bool)]
+    ridge = fitted[~fitted["identified"].astype(bool)]
+    out: dict[str, Any] = {
+        "median": _over(fitted, names, "median"), "mean": _over(fitted, names, "mean"),
+        **_information(fitted),
+        "n_units": len(fits), "n_fitted": len(fitted), "n_identified": len(ok),
+        "flagged": (len(ridge) / len(fitted)) if len(fitted) else None,
+        "flag_reasons": flag_kinds(ridge["null_reason"]) if len(ridge) else {},
+        "median_pinned_only": _over(ok, names, "median"), "flags": []}
+    if parameters is not None and len(fitted):
+        out["summary"] = {p.name: default_summary(fitted[p.name].to_numpy(float), p) for p in parameters}
+        out["summary_kind"] = {p.name: summary_kind(p) for p in parameters}
+    unfitted = fits[~fits.index.isin(fitted.index)]
+    if len(unfitted):
+        from cogtestbed.no_data import unfitted_flag
+
+        out["flags"].append(unfitted_flag(dict(zip(unfitted["subject"], unfitted["null_reason"], strict=True))))
+    if len(ridge):
+        named = ", ".join(str(s) for s in list(ridge["subject"])[:10]) + (" …" if len(ridge) > 10 else "")
+        why = ", ".join(f"{n} {k}" for k, n in out["flag_reasons"].items())
+        out["flags"].append(f"{len(ridge)} of {len(fitted)} fitted subject(s) ({named}) flagged: the data cannot "
+                            f"pin their estimate ({why}); they stay in the medians, each with its interval")
+    if not len(fitted):
+        reason = str(fits["null_reason"].iloc[0])
+        out["null_reasons"] = dict.fromkeys(("summary", "median", "mean", "aic", "bic", "median_pinned_only"), reason)
+    elif not len(ok):
+        out["null_reasons"] = {"median_pinned_only": "no fitted subject is pinned by its data"}
+    return out
+
+
+__all__ = ["default_summary", "flag_kinds", "mle_summary", "summary_kind"]

@@ -40,6 +40,17 @@ def check_memory(need: int, what: str, hint: str = "use fewer subjects") -> None
                                f"{format_bytes(available)} is available: {hint}")
 
 
+def check_disk(need: int, where: str | os.PathLike[str], what: str, hint: str = "use fewer subjects") -> None:
+    """Refuse (:class:`MemoryLimitError`, with the estimate) a file of about ``need`` bytes that the
+    folder ``where`` has no room for now (a streamed simulation's memory stays flat, its file does not)."""
+    import shutil
+
+    free = int(shutil.disk_usage(os.fspath(where)).free)
+    if need > free:
+        raise MemoryLimitError(f"{what} needs about {format_bytes(need)} of disk and {format_bytes(free)} is "
+                               f"free in {os.fspath(where)}: {hint}")
+
+
 #: Largest published file an importer reads without being asked (MiB); the environment variable
 #: ``COGTESTBED_MAX_INPUT_MB`` raises (or lowers) it.  A named default.
 MAX_INPUT_MB = 50.0

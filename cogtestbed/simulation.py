@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Literal, cast, get_args
@@ -28,7 +29,7 @@ from cogtestbed.environments.forms import FORM_COLUMN, OFFSET_PREFIX, FormDesign
 from cogtestbed.errors import InputError
 from cogtestbed.interpreted import AGREES_WITH_COMPILED, interpreting
 from cogtestbed.lapse import INVALID, NORMAL, RANDOM, Lapse, LapseDraws, draw_lapses, lapse_rng
-from cogtestbed.memory import MEMORY_COPIES, check_memory
+from cogtestbed.memory import MEMORY_COPIES, check_disk, check_memory
 from cogtestbed.parameters import per_subject
 from cogtestbed.registry import Experiment, get_experiment
 from cogtestbed.subject_draws import Call, NotChunkable, chunk_bounds, chunk_draws, draw_plan
@@ -439,6 +440,28 @@ def simulate_chunks(
                                 done, draws.rows(start, stop), draws.lapses(start, stop), draws.agent_rng)
         table["subject"] = table["subject"].to_numpy() + start
         yield table if drawn is None else with_form_columns(table, drawn)
+
+
+def streams_sessions(experiment: str | Experiment, design: Design | None = None) -> bool:
+    """Whether :func:`simulate_chunks` draws the environment's sessions a chunk at a time (uniforms with a
+    subject axis first); otherwise they are drawn for every subject up front, and memory grows with them."""
+    exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
+    design = design if design is not None else exp.env_cls.design_cls()
+    return draw_plan(lambda m, rng: exp.env_cls.sample_sessions(design, m, rng)) is not None
+
+
+def check_streamed_simulation(experiment: str | Experiment, agent: str, n_sessions: int, chunk: int,
+                              where: str | os.PathLike[str], params: Mapping[str, Any] | None = None,
+                              design: Design | None = None, method: Path = "batch") -> None:
+    """Refuse at once a streamed simulation (:func:`simulate_chunks` to a file in ``where``) that cannot
+    finish: a chunk's memory, or every session's where the environment draws its sessions up front
+    (:func:`streams_sessions`), and the file's size on disk, bounded above by the table's size in memory."""
+    exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
+    streamed = streams_sessions(exp, design)
+    check_simulation_memory(exp, agent, chunk if streamed else n_sessions, params, design, method=method)
+    fixed = {k: v for k, v in dict(params or {}).items() if not np.ndim(v)}
+    check_disk(session_bytes(exp, agent, fixed, design, method) * int(n_sessions), where,
+               f"writing {n_sessions} simulated {exp.name} sessions (the table's size in memory, an upper bound)")
 
 
 def chunk_subjects(experiment: str | Experiment, agent: str, params: Mapping[str, Any] | None = None,

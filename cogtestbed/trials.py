@@ -117,7 +117,7 @@ def chunks_to_parquet(frames: Iterable[pd.DataFrame], where: str | os.PathLike[s
         if writer is not None:
             writer.close()
     if writer is None:
-        raise ValueError("no chunk to write")
+        raise InputError("no subjects to write: the simulation gave no chunk")
     return rows
 
 

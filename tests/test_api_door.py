@@ -19,7 +19,7 @@ from cogtestbed.api import checks
 #: Arguments a public function reads from disk (a missing one is a DataError) ...
 INPUT_PATHS = {"table_or_path", "path", "paths", "pilot", "run_dir", "data_dir", "plan", "prices", "transcripts"}
 #: ... and those it writes to (need not exist).
-OUTPUT_PATHS = {"output", "directory", "cache"}
+OUTPUT_PATHS = {"output", "directory", "cache", "checkpoint"}
 #: Valid values of the required arguments (so that only the argument under test is bad).
 REQUIRED: dict[str, Any] = {
     "experiment": "instrumental-learning", "agent": "rw-pm", "model": "rw-pm", "spec_or_name": "instrumental-learning",

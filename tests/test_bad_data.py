@@ -211,7 +211,7 @@ def test_recovery_from_too_few_points_is_not_judged():
     assert "r >= 0.8 convention alpha tracks the truth" in judged and "recovered well" not in judged
     flat = _recovery_table(12, np.random.default_rng(1)).assign(true=0.5)
     entry = recovery_summary(flat)["1x96"]["parameters"]["alpha"]
-    assert np.isnan(entry["r"]) and entry["r_note"] == "r undefined: true values constant"
+    assert np.isnan(entry["r"]) and entry["r_note"] == "r undefined: no variation in the truth"
 
 
 # ------------------------------------------------------------------ 6. effect 0 is the type-I error rate

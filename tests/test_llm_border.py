@@ -90,7 +90,7 @@ def test_dry_run_of_an_unpriced_model_exits_2_naming_prices(capsys: pytest.Captu
 
 def test_plan_of_an_unpriced_model_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     code = run_cli(["plan", "instrumental-learning", "--llm", "anthropic:claude-x", "--model", "rw-pm",
-                    "--effect", "alpha=0.2", "--subjects", "10:12"])
+                    "--effect", "alpha_pos=0.2", "--subjects", "10:12"])
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no price for anthropic:claude-x" in err[0] and "--prices" in err[0]

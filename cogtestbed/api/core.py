@@ -292,10 +292,17 @@ def _simulate_streamed(exp: ExperimentSpec, agent: str, subjects: int, seed: int
     """The simulation of :func:`simulate` written to ``out`` in chunks of subjects (a chunk's memory
     checked first), kept only where ``keep``: (the table or None, its rows)."""
     from cogtestbed.registry import write_trial_chunks
-    from cogtestbed.simulation import check_simulation_memory, chunk_subjects, simulate_chunks
+    from cogtestbed.simulation import (
+        check_simulation_memory,
+        check_streamed_simulation,
+        chunk_subjects,
+        simulate_chunks,
+    )
 
     chunk = min(subjects, chunk_subjects(exp, agent, given, design_obj, method))
-    check_simulation_memory(exp, agent, subjects if keep else chunk, given, design_obj, method=method)
+    check_streamed_simulation(exp, agent, subjects, chunk, out.parent, given, design_obj, method=method)
+    if keep:
+        check_simulation_memory(exp, agent, subjects, given, design_obj, method=method)
     chunks = simulate_chunks(exp, agent, subjects, seed, given, design=design_obj, method=method,
                              on_subject_done=on_subject_done, lapse=lapse if lapse.active else None,
                              forms=form_design, chunk=chunk)

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cogtestbed.errors import InputError
+
 #: Truncation of the bets (Waudby-Smith & Ramdas 2023, Sec. 5: c ∈ (0, 1), 1/2 their default).
 TRUNCATION = 0.5
 #: Points of the grid over [0, 1] on which a confidence sequence is computed.
@@ -42,7 +44,7 @@ CS_GRID = 401
 def rescale(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """``x`` in ``[lo, hi]`` mapped to [0, 1]; NaN stays NaN (no observation)."""
     if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise ValueError(f"a betting e-process needs finite bounds lo < hi, got [{lo}, {hi}]")
+        raise InputError(f"a betting e-process needs finite bounds lo < hi, got [{lo}, {hi}]")
     return (np.asarray(x, float) - lo) / (hi - lo)
 
 
@@ -75,7 +77,7 @@ def log_capital(y: np.ndarray, m: float, c: float = TRUNCATION, planned: float |
     (:func:`planned_bet`); the e-process is then the average of the hedged aGRAPA process and the planned
     bet's own (an average of test martingales is one), which grows faster where the plan's effect is right."""
     if not 0.0 < m < 1.0:
-        raise ValueError(f"the null mean must lie inside (0, 1) on the rescaled scale, got {m}")
+        raise InputError(f"the null mean must lie inside (0, 1) on the rescaled scale, got {m}")
     y = np.asarray(y, float)
     mean, var = _running(y)
     lam = (mean - m) / (var + (mean - m) ** 2)

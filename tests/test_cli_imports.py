@@ -114,13 +114,14 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 #: Modules a fitting call on a CogBench file must not import: statsmodels (the horizon regressions
-#: run statsmodels' Newton fit without it), scipy.optimize / scipy.stats (the fits are numba's),
-#: pandera (the schema fast path), scipy.special (imported where a simulation uses it), the study
+#: run statsmodels' Newton fit without it), scipy.stats (the fits are numba's; scipy.optimize, and with it
+#: scipy.special, is imported for the profile-likelihood intervals' root finder, issue 68),
+#: pandera (the schema fast path), the study
 #: machinery and typer's pydantic adapters (plain values skip them, ``cogtestbed.cli.coercion``);
 #: the environments and agents (an experiment names them lazily: the table's schema, the importer,
 #: the metrics and the models need none), hence gymnasium and pydantic (the designs), the simulation
 #: layer, rich (only JSON is printed) and Parquet's file layer (a CSV is read).
-NOT_ON_THE_FIT_PATH = ("statsmodels", "scipy.optimize", "scipy.stats", "scipy.special", "pandera",
+NOT_ON_THE_FIT_PATH = ("statsmodels", "scipy.stats", "pandera",
                        "cogtestbed.validation.studies.driver", "typer._adapters", "cogtestbed.environments",
                        "cogtestbed.simulation", "gymnasium", "pydantic", "rich", "pyarrow.parquet")
 #: The one agent module a fitting call may import: the lapse kernels every model's likelihood uses.

@@ -123,7 +123,8 @@ def test_simulate_on_a_full_disk_is_one_line_and_leaves_nothing(tiny_disk, capsy
     out = mount / "h.parquet"
     assert run_cli(["simulate", "horizon", "-a", "info-bonus", "--subjects", "200", "-o", str(out)]) == 2
     line = _one_error_line(capsys)
-    assert f"cannot write {out}" in line and "No space left on device" in line
+    # refused before anything is written: the streamed table's size is checked against the free space
+    assert "200 simulated horizon sessions" in line and "of disk" in line and f"is free in {mount}" in line
     assert list(mount.iterdir()) == []  # no half file, no temporary file
 
 

@@ -151,7 +151,19 @@ PROPERTY = settings(max_examples=3, deadline=None, derandomize=True, database=No
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@pytest.mark.parametrize("experiment", [_cell(e, "fit-mle", alone=True) for e in EXPERIMENTS])
+#: Experiments whose drawn MLE fits leave the default suite: revealed-belief's dissonant model pays its
+#: profile-likelihood intervals (issue 68) at ~25 s CPU a subject, 500 s in this test (``make test-slow`` runs it).
+SLOW_FIT_CELLS = frozenset({"revealed-belief"})
+
+
+def _fit_cell(experiment: str) -> Any:
+    cell = _cell(experiment, "fit-mle", alone=True)
+    if experiment not in SLOW_FIT_CELLS:
+        return cell
+    return pytest.param(*cell.values, marks=[*cell.marks, pytest.mark.slow], id=cell.id)
+
+
+@pytest.mark.parametrize("experiment", [_fit_cell(e) for e in EXPERIMENTS])
 def test_mle_fits_of_drawn_parameters_never_crash(experiment: str) -> None:
     @PROPERTY
     @given(case=model_cases(experiment))

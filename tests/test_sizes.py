@@ -234,7 +234,7 @@ def test_a_searched_field_reaches_every_part_of_a_design_point() -> None:
     from cogtestbed.validation.studies.driver import study_spec
 
     exp = get_experiment("belief-coherence")
-    spec = study_spec(kind="metric-power", experiment=exp.name, agent="leak", metric="t1_cmi_isotonic",
+    spec = study_spec(kind="metric-power", experiment=exp.name, agent="leak", metric="t1_cmi",
                       compare=({"leak": 0.0}, {"leak": 0.3}), design={"network": "asia", "n_contexts": 10})
     size, others = design_axes(spec, exp, None, "2:8", None, Axis("n_reps", (1, 4)))
     assert size.name == "runs" and [a.name for a in others] == ["n_reps"]

@@ -29,10 +29,11 @@ PILOT = HiddenTokens({"all": KindTokens(6.0, 4.0, 8.0, 30), "text": KindTokens(6
                      "(in-process))", None, "hf:tiny-random (in-process)")
 
 
-def _dry_run_of_block(tmp: Path, block: dict, llm: str) -> dict:
-    """``cogtestbed run --plan FILE --llm LLM --dry-run``'s report of a plan holding ``block``."""
+def _dry_run_of_block(tmp: Path, block: dict, llm: str, plan: dict | None = None) -> dict:
+    """``cogtestbed run --plan FILE --llm LLM --dry-run``'s report of a plan holding ``block`` (or of ``plan``,
+    the whole payload a plan writes)."""
     path = tmp / "plan.json"
-    path.write_text(json.dumps({"plan_version": PLAN_VERSION, "run": block}))
+    path.write_text(json.dumps(plan or {"plan_version": PLAN_VERSION, "run": block}))
     opts = {"plan": path, "experiment": None, "subjects": 1, "seed": 0, "design": None, "temperature": None,
             "max_calls": None, "max_cost": None, "batch": False, "base_url": None, "mode": "auto", "stop": None,
             "top_logprobs": None, "cache": None, "share_cache": False, "concurrency": 1, "rpm": None, "tpm": None,
@@ -125,7 +126,7 @@ def test_an_adaptive_plan_price_is_the_dry_run_price_of_its_run_block(name: str,
         # the run block states the exact design priced: the adaptive arm's sessions and trials, adaptive fields set
         assert p["adaptive"]["trials"] == trials and block["design"]["trials"] == trials and block["subjects"] == 20
         assert list(block["design"]["adaptive"]) == [adaptive] and block["llms"] == [llm]
-        dry = _dry_run_of_block(tmp_path, block, llm)
+        dry = _dry_run_of_block(tmp_path, block, llm, plan=p)  # the adaptive.json the plan writes, as it is
         assert p["adaptive"]["cost_usd"] == cost["expected_dollars"] > 0.01
         assert round(dry["expected_cost_usd"], 2) == round(cost["expected_dollars"], 2)
         assert dry["expected_cost_usd"] == pytest.approx(cost["expected_dollars"], abs=1e-4)

@@ -124,7 +124,7 @@ def adaptive_run(pricer: Any, exp: Any, payload: Mapping[str, Any], max_cost: fl
     """The ``cost`` and ``run`` blocks of the adaptive arm where it reaches the target (else nothing): the
     sessions and the exact design priced (adaptive fields, trials), so ``run --dry-run --plan`` of the plan
     gives its dollars to the cent (its cost range too, where completion tokens per call are measured or assumed)."""
-    from cogtestbed.validation.design.plan_report import run_block
+    from cogtestbed.validation.design.plan_report import PLAN_VERSION, run_block
     from cogtestbed.validation.design.pricing import tokens_source
 
     arm = payload["adaptive"]
@@ -132,7 +132,7 @@ def adaptive_run(pricer: Any, exp: Any, payload: Mapping[str, Any], max_cost: fl
         return {}
     design = session_design(exp, int(arm["trials"]), payload["targets"])
     cost = pricer.exact(design, payload["sessions"])
-    return {"cost": {**cost.as_dict(), **tokens_source(pricer)},
+    return {"plan_version": PLAN_VERSION, "cost": {**cost.as_dict(), **tokens_source(pricer)},
             "run": run_block(pricer, exp, design, payload["sessions"], cost.per_llm[0], max_cost)}
 
 

@@ -29,10 +29,11 @@ PILOT = HiddenTokens({"all": KindTokens(6.0, 4.0, 8.0, 30), "text": KindTokens(6
                      "(in-process))", None, "hf:tiny-random (in-process)")
 
 
-def _dry_run_of_block(tmp: Path, block: dict, llm: str) -> dict:
-    """``cogtestbed run --plan FILE --llm LLM --dry-run``'s report of a plan holding ``block``."""
+def _dry_run_of_block(tmp: Path, block: dict, llm: str, plan: dict | None = None) -> dict:
+    """``cogtestbed run --plan FILE --llm LLM --dry-run``'s report of a plan holding ``block`` (or of ``plan``,
+    the whole payload a plan writes)."""
     path = tmp / "plan.json"
-    path.write_text(json.dumps({"plan_version": PLAN_VERSION, "run": block}))
+    path.write_text(json.dumps(plan or {"plan_version": PLAN_VERSION, "run": block}))
     opts = {"plan": path, "experiment": None, "subjects": 1, "seed": 0, "design": None, "temperature": None,
             "max_calls": None, "max_cost": None, "batch": False, "base_url": None, "mode": "auto", "stop": None,
             "top_logprobs": None, "cache": None, "share_cache": False, "concurrency": 1, "rpm": None, "tpm": None,
@@ -108,3 +109,32 @@ def test_a_pilot_of_the_same_design_gives_calls_and_prompts_per_session_and_a_pr
 
     price = PriceTable().lookup("openai:o3")
     assert report["expected_cost_usd"] == pytest.approx(round(price.cost(3600, 27 * 300), 4), abs=1e-4)
+
+
+@pytest.mark.parametrize(("name", "adaptive", "precision", "trials"), [("magnitude", "w_prior", "w_prior=0.05", 3),
+                                                                       ("temporal-discounting", "k", "k=0.03", 9)])
+def test_an_adaptive_plan_price_is_the_dry_run_price_of_its_run_block(name: str, adaptive: str, precision: str,
+                                                                      trials: int, tmp_path: Path) -> None:
+    import cogtestbed as ct
+
+    for llm, assume in (("openai:gpt-4o", None), ("openai:o3", "500:3000")):
+        extra = {} if assume is None else {"assume_reasoning_tokens": assume}
+        plan = ct.plan(name, adaptive=adaptive, precision=precision, assurance=0.8, llm=llm, subjects=20,
+                       trials="1:10", adaptive_sims=6, seed=2, **extra)
+        p = plan.payload
+        block, cost = p["run"], p["cost"]
+        # the run block states the exact design priced: the adaptive arm's sessions and trials, adaptive fields set
+        assert p["adaptive"]["trials"] == trials and block["design"]["trials"] == trials and block["subjects"] == 20
+        assert list(block["design"]["adaptive"]) == [adaptive] and block["llms"] == [llm]
+        dry = _dry_run_of_block(tmp_path, block, llm, plan=p)  # the adaptive.json the plan writes, as it is
+        assert p["adaptive"]["cost_usd"] == cost["expected_dollars"] > 0.01
+        assert round(dry["expected_cost_usd"], 2) == round(cost["expected_dollars"], 2)
+        assert dry["expected_cost_usd"] == pytest.approx(cost["expected_dollars"], abs=1e-4)
+        assert dry["calls"] == cost["calls"] == p["adaptive"]["calls"]
+        if assume is None:
+            assert cost["dollars_range"] is None and "cost range:" not in "\n".join(plan.lines())
+        else:
+            low, high = cost["dollars_range"]
+            assert low < cost["expected_dollars"] < high and dry["expected_cost_usd_range"] == [low, high]
+            text = "\n".join(plan.lines())
+            assert f"cost range: ${low:.3f} to ${high:.3f}" in text and "--assume-reasoning-tokens 500:3000" in text

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -168,7 +168,7 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, sizes: Plan
                                               "workers": workers})
     check_request_values("plan", req, paths=("pilot", "prices", "human"))
     exp = get_experiment(experiment)
-    kind, planned = plan_request(exp, req, PlanContext(read_table, _dry_run_price, say))
+    kind, planned = plan_request(exp, req, PlanContext(read_table, say=say))
     return Plan({**planned.payload, "request": request_block(req)}, planned.size_name, kind=kind.name)
 
 
@@ -190,23 +190,3 @@ def check_request_values(function: str, req: Any, paths: tuple[str, ...] = ()) -
         check_argument(function, leaf.name, given, leaf.hint)
         if leaf.name in paths:
             check_path(function, leaf.name, given)
-
-
-def _dry_run_price(exp: Any, llm: str, sessions: int, seed: int, prices: str | os.PathLike[str] | None,
-                   allow_unpriced: bool) -> Callable[[int, Sequence[str]], tuple[int, float | None]]:
-    """``price(trials, targets)``: the calls and cost of ``llm``'s dry run of ``sessions`` adaptive sessions
-    (of the design the comparison simulates: the spec's ``AdaptiveDecl.study_design``)."""
-    import tempfile
-
-    from cogtestbed.api.run import LLMRun, estimate_run
-
-    def price(trials: int, targets: Sequence[str]) -> tuple[int, float | None]:
-        with tempfile.TemporaryDirectory() as tmp:
-            est = estimate_run(LLMRun(experiment=exp.name, llm=llm, output=Path(tmp) / "dry", subjects=sessions,
-                                          seed=seed, adaptive=",".join(targets), trials=trials,
-                                          design_fields=dict(getattr(exp.adaptive, "study_design", ())),
-                                          prices=None if prices is None else Path(prices),
-                                          allow_unpriced=allow_unpriced))
-        return est["calls"], est.get("estimated_cost_usd")
-
-    return price

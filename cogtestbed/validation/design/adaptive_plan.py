@@ -68,18 +68,72 @@ def adaptive_target(exp: Any, precision: Mapping[str, float] | str | None, assur
 
 def run_adaptive(exp: Any, req: Any, ctx: Any) -> Any:
     """The ``adaptive`` plan kind (``adaptive`` with ``precision``): :func:`plan_adaptive`, each arm's
-    trials per session priced by the first LLM's dry run (``ctx.dry_run``) of the sessions asked."""
+    trials per session priced by the first LLM's dry run of the sessions asked, through the
+    :class:`~cogtestbed.validation.design.pricing.Pricer` the power plans price with (one price, issue 67)."""
     from cogtestbed.validation.design.kinds import Planned
 
     ad, tg, lm = req.adaptive_sessions, req.target, req.llms
     target = adaptive_target(exp, tg.precision, tg.assurance, req.sizes.trials, req.sizes.subjects, ad.adaptive_sims)
     llms = [lm.llm] if isinstance(lm.llm, str) else list(lm.llm or [])
-    price = None
-    if llms and ctx.dry_run is not None:
-        price = ctx.dry_run(exp, llms[0], target.sessions, req.seed, lm.prices, lm.allow_unpriced)
-    payload = plan_adaptive(exp, ad.adaptive, target, ad.adaptive_sims, req.seed, llms[0] if llms else None, price,
-                            ctx.say)
+    pricer = adaptive_pricer(exp, llms[0], req) if llms else None
+    payload = plan_adaptive(exp, ad.adaptive, target, ad.adaptive_sims, req.seed, llms[0] if llms else None,
+                            None if pricer is None else session_price(pricer, target.sessions), ctx.say)
+    if pricer is not None:
+        payload.update(adaptive_run(pricer, exp, payload, lm.max_cost))
     return Planned(payload, "trials")
+
+
+def adaptive_pricer(exp: Any, llm: str, req: Any) -> Any:
+    """The :class:`~cogtestbed.validation.design.pricing.Pricer` of ``llm`` for an adaptive plan: the request's
+    prices, answer settings, reasoning controls and completion tokens per call (``assume_reasoning_tokens``)."""
+    from pathlib import Path
+
+    from cogtestbed.experiments.spec import resolve_temperature
+    from cogtestbed.validation.design.pricing import Pricer
+    from cogtestbed.validation.design.request import hidden_tokens
+
+    lm = req.llms
+    hidden = hidden_tokens([llm], None, lm.assume_reasoning_tokens, lm.thinking_budget, exp.name)
+    return Pricer(exp, (llm,), seed=req.seed, max_tokens=lm.max_tokens,
+                  temperature=resolve_temperature(exp.decoding, lm.temperature)[0], reask=lm.reask,
+                  prices=None if lm.prices is None else Path(lm.prices),
+                  allow_unpriced=lm.allow_unpriced, reasoning_effort=lm.reasoning_effort,
+                  thinking_budget=lm.thinking_budget, hidden=hidden)
+
+
+def session_design(exp: Any, trials: int, targets: Sequence[str]) -> Any:
+    """The design of one adaptive session of ``trials`` trials choosing on ``targets``: the spec's
+    ``AdaptiveDecl.study_design`` (the design the comparison simulates) with the adaptive fields set."""
+    from cogtestbed.experiments._adaptive import adaptive_fields
+
+    fields = {**dict(getattr(exp.adaptive, "study_design", ())), **adaptive_fields(exp, list(targets), trials)}
+    return exp.design_cls(**fields)
+
+
+def session_price(pricer: Any, sessions: int) -> Price:
+    """``price(trials, targets)``: the calls and expected dollars of ``pricer``'s dry run of ``sessions``
+    adaptive sessions of :func:`session_design` (``expected_cost_usd``, the one price ``run --dry-run`` gives)."""
+    def price(trials: int, targets: Sequence[str]) -> tuple[int, float | None]:
+        cost = pricer.exact(session_design(pricer.exp, trials, targets), sessions)
+        return cost.calls, cost.expected_dollars
+
+    return price
+
+
+def adaptive_run(pricer: Any, exp: Any, payload: Mapping[str, Any], max_cost: float | None) -> dict[str, Any]:
+    """The ``cost`` and ``run`` blocks of the adaptive arm where it reaches the target (else nothing): the
+    sessions and the exact design priced (adaptive fields, trials), so ``run --dry-run --plan`` of the plan
+    gives its dollars to the cent (its cost range too, where completion tokens per call are measured or assumed)."""
+    from cogtestbed.validation.design.plan_report import PLAN_VERSION, run_block
+    from cogtestbed.validation.design.pricing import tokens_source
+
+    arm = payload["adaptive"]
+    if arm["calls"] is None:
+        return {}
+    design = session_design(exp, int(arm["trials"]), payload["targets"])
+    cost = pricer.exact(design, payload["sessions"])
+    return {"plan_version": PLAN_VERSION, "cost": {**cost.as_dict(), **tokens_source(pricer)},
+            "run": run_block(pricer, exp, design, payload["sessions"], cost.per_llm[0], max_cost)}
 
 
 def _check_parameter(exp: Any, parameter: str) -> None:
@@ -190,7 +244,7 @@ def _priced_arm(reached: dict[str, float], sessions: int, targets: Sequence[str]
     arm: dict[str, Any] = dict(reached)
     n = arm["trials"]
     arm["calls"] = None if math.isnan(n) else int(n) * sessions
-    arm["cost_usd"] = None
+    arm["cost_usd"] = None  # the expected dollars (``run --dry-run``'s ``expected_cost_usd``)
     if price is not None and not math.isnan(n):
         arm["calls"], arm["cost_usd"] = price(int(n), targets)
     return arm
@@ -225,7 +279,25 @@ def adaptive_line(payload: Mapping[str, Any]) -> str:
                      f"{interval(payload.get('trials_ratio_interval'))} (95 % bootstrap over subjects)")
     for arm, sizes in (payload.get("searched") or {}).items():
         lines.append(f"{arm} trial counts: {_runs(sizes)}")
+    lines += _priced_lines(payload)
     return "\n".join(lines)
+
+
+def _priced_lines(payload: Mapping[str, Any]) -> list[str]:
+    """The adaptive arm's run (sessions, trials, the design ``run --plan`` executes) and its cost range where
+    completion tokens per call are measured or assumed (issue 67)."""
+    from cogtestbed.validation.design.pricing import cost_range_line
+
+    run = payload.get("run")
+    if run is None:
+        return []
+    cost = payload.get("cost") or {}
+    dollars = cost.get("expected_dollars")
+    out = [f"run block: {run['subjects']} adaptive session(s) of {run['design'].get('trials')} trials "
+           f"(adaptive {','.join(payload['targets'])}){'' if dollars is None else f', expected ${dollars:.4f}'}: "
+           "cogtestbed run --plan PLAN.json [--dry-run]"]
+    line = cost_range_line(cost)
+    return out + ([] if line is None else line.splitlines())
 
 
 def _runs(sizes: Sequence[Mapping[str, Any]]) -> str:

@@ -29,9 +29,10 @@ class PlanContext:
     layer imports nothing above it) and the progress lines' receiver.
 
     ``read_table(exp, table_or_path, source, sessions)`` → ``(table, source)`` reads a trial table of the
-    experiment (:func:`cogtestbed.api.core.read_table`); ``dry_run(exp, llm, sessions, seed, prices,
-    allow_unpriced)`` → ``price(trials, targets)`` prices adaptive sessions by ``run --dry-run``;
-    ``say``: progress lines (None: silence)."""
+    experiment (:func:`cogtestbed.api.core.read_table`); ``dry_run``: kept for plug-in kinds
+    (the package's own kinds, the adaptive one included, price through
+    :class:`~cogtestbed.validation.design.pricing.Pricer`: one price, issue 67); ``say``: progress lines
+    (None: silence)."""
 
     read_table: Callable[..., Any]
     dry_run: Callable[..., Any] | None = None

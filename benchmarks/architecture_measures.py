@@ -332,8 +332,11 @@ def table_rows(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
     return "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def measured(argv: list[str] | None, description: str,
+             measure_root: Any) -> tuple[argparse.Namespace, dict[str, Any], dict[str, Any] | None] | int:
+    """(the options, ``measure_root`` of ``--ref``, of ``--table``'s commit or None) of a measures script's
+    command line (this one's and ``house_metrics.py``'s), or exit status 2 with one line for an unreadable commit."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--ref", help="a commit to measure (default: the working tree)")
     parser.add_argument("--json", action="store_true", help="print the measures as JSON")
     parser.add_argument("--table", metavar="BEFORE", help="print the markdown rows comparing commit BEFORE with "
@@ -341,12 +344,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as tmp_before:
         try:
-            m = measure(checkout(args.ref, Path(tmp)))
-            before = measure(checkout(args.table, Path(tmp_before))) if args.table else None
+            after = measure_root(checkout(args.ref, Path(tmp)))
+            before = measure_root(checkout(args.table, Path(tmp_before))) if args.table else None
         except subprocess.CalledProcessError as exc:
             print(f"error: cannot read commit {args.ref or args.table!r}: {exc.stderr.decode().strip()}",
                   file=sys.stderr)
             return 2
+    return args, after, before
+
+
+def main(argv: list[str] | None = None) -> int:
+    got = measured(argv, __doc__.split("\n\n")[0], measure)
+    if isinstance(got, int):
+        return got
+    args, m, before = got
     if before is not None:
         print(table_rows(before, m))
     else:

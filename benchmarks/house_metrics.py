@@ -22,13 +22,11 @@ command line reports (``benchmarks/cli_options.py`` run on the commit's package 
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import os
 import subprocess
 import sys
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -36,21 +34,7 @@ from typing import Any
 from radon import complexity as radon_complexity
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from architecture_measures import HERE, load_graph_test  # noqa: E402
-
-
-def checkout(ref: str | None, into: Path) -> Path:
-    """The repository root holding ``cogtestbed/`` and ``tests/`` at ``ref`` (None: this working tree)."""
-    import io
-    import tarfile
-
-    if ref is None:
-        return HERE
-    data = subprocess.run(["git", "-C", str(HERE), "archive", ref, "cogtestbed", "tests/test_import_graph.py"],  # noqa: S607
-                          check=True, capture_output=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        tar.extractall(into, filter="data")
-    return into
+from architecture_measures import HERE, load_graph_test, measured  # noqa: E402
 
 
 def _blocks(source: str) -> list[Any]:
@@ -125,20 +109,10 @@ def table(before: dict[str, Any], after: dict[str, Any], ref: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--ref", help="a commit to measure (default: the working tree)")
-    parser.add_argument("--json", action="store_true", help="print the measures as JSON")
-    parser.add_argument("--table", metavar="BEFORE", help="markdown rows: commit BEFORE against --ref (default: "
-                        "the working tree)")
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as tmp_before:
-        try:
-            after = measure(checkout(args.ref, Path(tmp)))
-            before = measure(checkout(args.table, Path(tmp_before))) if args.table else None
-        except subprocess.CalledProcessError as exc:
-            print(f"error: cannot read commit {args.ref or args.table!r}: {exc.stderr.decode().strip()}",
-                  file=sys.stderr)
-            return 2
+    got = measured(argv, __doc__.split("\n\n")[0], measure)
+    if isinstance(got, int):
+        return got
+    args, after, before = got
     if before is not None:
         print(table(before, after, args.table))
     elif args.json:

@@ -39,6 +39,21 @@ def _unknown(what: str) -> Callable[[str, list[str]], Exception]:
     return make
 
 
+def named_instance(what: str, cls: type[T]) -> Callable[[str, Any], T]:
+    """A :class:`Registry`'s check for values that are ``cls`` instances carrying their own ``name``: the
+    loaded value itself, refused when of another type (TypeError) or named otherwise than registered."""
+
+    def check(name: str, loaded: Any) -> T:
+        if not isinstance(loaded, cls):
+            raise TypeError(f"{what} {name!r} is not a {cls.__name__} (got {type(loaded).__name__})")
+        own = getattr(loaded, "name", None)
+        if own != name:
+            raise InputError(f"{what} registered as {name!r} is named {own!r}")
+        return loaded
+
+    return check
+
+
 class Registry(Generic[T]):
     """Named things of one sort (``what``: ``"experiment"``, ``"LLM backend"``, ``"plan kind"``).
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cogtestbed.plugins import named_instance
+
 #: The entry-point group through which other distributions register samplers.
 ENTRY_POINT_GROUP = "cogtestbed.samplers"
 
@@ -99,13 +101,8 @@ def _commit() -> str | None:
     return done.stdout.strip() or None
 
 
-def as_sampler(name: str, loaded: Any) -> SamplerKind:
-    """A loaded entry point (or registered value) checked: a :class:`SamplerKind` named ``name``."""
-    if not isinstance(loaded, SamplerKind):
-        raise TypeError(f"sampler {name!r} is not a SamplerKind (got {type(loaded).__name__})")
-    if loaded.name != name:
-        raise TypeError(f"sampler registered as {name!r} is named {loaded.name!r}")
-    return loaded
+#: A loaded entry point (or registered value) checked: a :class:`SamplerKind` named as registered.
+as_sampler = named_instance("sampler", SamplerKind)
 
 
 def provenance_of(idata: Any) -> dict[str, str]:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.errors import InputError
-from cogtestbed.plugins import Registry
+from cogtestbed.plugins import Registry, named_instance
 from cogtestbed.request import leaves, value
 from cogtestbed.validation.design.kinds import PlanContext, PlanKind, Planned
 from cogtestbed.validation.design.plan_options import PLAN_FORMS_OPTIONS, PlanRequest
@@ -146,17 +146,10 @@ def _itself(kind: PlanKind) -> PlanKind:
     return kind
 
 
-def _as_kind(name: str, loaded: Any) -> PlanKind:
-    if not isinstance(loaded, PlanKind):
-        raise TypeError(f"plan kind {name!r} is not a PlanKind (got {type(loaded).__name__})")
-    if loaded.name != name:
-        raise InputError(f"plan kind entry point {name!r} declares a kind named {loaded.name!r}")
-    return loaded
-
-
 #: Every plan kind: the package's own, the plug-ins' and those registered in this process.
 PLAN_KINDS: Registry[PlanKind] = Registry(
-    "plan kind", ENTRY_POINT_GROUP, lambda: {k.name: functools.partial(_itself, k) for k in BUILTIN}, _as_kind,
+    "plan kind", ENTRY_POINT_GROUP, lambda: {k.name: functools.partial(_itself, k) for k in BUILTIN},
+    named_instance("plan kind", PlanKind),
     unknown=lambda name, names: InputError(f"`question` {name!r} is no plan kind: choose one of {', '.join(names)}"))
 
 

@@ -332,6 +332,15 @@ def test_every_reasoning_row_of_the_capability_table_has_an_output_bound_with_it
         assert cap.thinking_min is None or cap.thinking_min < cap.max_output
 
 
+def test_sonnet_4_6_has_its_own_larger_output_bound_and_sonnet_4_5_keeps_64000() -> None:
+    """Sonnet 4.6 allowed 128,000 output tokens but fell under claude-sonnet-4*'s 64,000 (re-check of 2026-11-27)."""
+    from cogtestbed.llm_adapters.clients.capabilities import capability_of
+
+    assert capability_of("anthropic:claude-sonnet-4-6").max_output == 128000
+    assert capability_of("anthropic:claude-sonnet-4-5-20250929").max_output == 64000
+    assert capability_of("anthropic:claude-opus-4-1").max_output == 32000
+
+
 # ----------------------------------------------------------------- 6. type refusals in words, 400s
 def test_a_table_with_nullable_columns_exports_and_reads_back_unchanged(small_table, tmp_path: Path) -> None:
     import pandas as pd

@@ -10,13 +10,16 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cogtestbed.errors import BudgetError, InputError
 from cogtestbed.llm_adapters.clients.prices import Price
+
+if TYPE_CHECKING:
+    from aiolimiter import AsyncLimiter
 
 
 class BudgetExhausted(BudgetError, RuntimeError):
@@ -29,34 +32,16 @@ class BudgetExhausted(BudgetError, RuntimeError):
 DEFAULT_MAX_SERVICE_REQUESTS = 10_000
 
 
-class _Bucket:
-    """Token bucket refilled at ``rate_per_min / 60`` per second holding one second's worth.
+def _bucket(rate_per_min: float) -> AsyncLimiter:
+    """A leaky bucket (aiolimiter) draining ``rate_per_min / 60`` per second and holding one second's
+    worth (at least 1): calls are spread evenly instead of a whole minute's quota bursting at the start."""
+    from aiolimiter import AsyncLimiter  # the llm extra's, as the backends that need a limit are
 
-    Holding only a second's worth (not a minute's) spreads calls evenly instead of bursting a
-    whole minute's quota at the start.
-    """
-
-    def __init__(self, rate_per_min: float) -> None:
-        if rate_per_min <= 0:
-            raise InputError("rate limits must be positive")
-        self.rate = rate_per_min / 60.0
-        self.capacity = max(1.0, self.rate)
-        self.level = self.capacity
-        self.stamp = time.monotonic()
-
-    def _refill(self) -> None:
-        now = time.monotonic()
-        self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
-        self.stamp = now
-
-    async def take(self, amount: float) -> None:
-        amount = min(amount, self.capacity)  # one request larger than the bucket still goes
-        while True:
-            self._refill()
-            if self.level >= amount:
-                self.level -= amount
-                return
-            await asyncio.sleep((amount - self.level) / self.rate)
+    if rate_per_min <= 0:
+        raise InputError("rate limits must be positive")
+    per_second = rate_per_min / 60.0
+    capacity = max(1.0, per_second)
+    return AsyncLimiter(capacity, capacity / per_second)
 
 
 class RateLimiter:
@@ -64,15 +49,16 @@ class RateLimiter:
 
     def __init__(self, requests_per_min: float | None = None,
                  tokens_per_min: float | None = None) -> None:
-        self._requests = _Bucket(requests_per_min) if requests_per_min else None
-        self._tokens = _Bucket(tokens_per_min) if tokens_per_min else None
+        self._requests = _bucket(requests_per_min) if requests_per_min else None
+        self._tokens = _bucket(tokens_per_min) if tokens_per_min else None
 
     async def acquire(self, tokens: int) -> None:
-        """Wait until one request of about ``tokens`` tokens fits both limits."""
+        """Wait until one request of about ``tokens`` tokens fits both limits (a request larger than
+        the bucket still goes, once the bucket is empty)."""
         if self._requests is not None:
-            await self._requests.take(1)
+            await self._requests.acquire(1)
         if self._tokens is not None:
-            await self._tokens.take(tokens)
+            await self._tokens.acquire(min(tokens, self._tokens.max_rate))
 
 
 #: Share of a subject's simulated worst-case prompt tokens added when it is admitted: the

@@ -45,7 +45,8 @@ from cogtestbed.environments.base import Design, Outcomes, Sessions
 from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.clients.base import GenerateRequest, LLMClient
 from cogtestbed.llm_adapters.clients.logprob_probe import PROBE_REQUESTS, probe_scoring
-from cogtestbed.llm_adapters.middleware.cache import CURRENT_SUBJECT, CachedClient, SubjectTicket
+from cogtestbed.llm_adapters.middleware.cache import CachedClient
+from cogtestbed.llm_adapters.middleware.layers import CURRENT_SUBJECT, SubjectTicket
 from cogtestbed.llm_adapters.middleware.limits import Budget, BudgetExhausted, Need
 from cogtestbed.llm_adapters.runs.agent import Attempt, ScoringLog
 from cogtestbed.llm_adapters.runs.config import (

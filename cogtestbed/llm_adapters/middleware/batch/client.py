@@ -196,7 +196,8 @@ class BatchClient(LLMClient):
     # -- generating ------------------------------------------------------------------------------
     async def agenerate(self, request: GenerateRequest) -> Generation:
         """Queue ``request`` for the next wave; its answer when that batch ends."""
-        from cogtestbed.llm_adapters.middleware.cache import CURRENT_SUBJECT, cache_key
+        from cogtestbed.llm_adapters.middleware.cache import cache_key
+        from cogtestbed.llm_adapters.middleware.layers import CURRENT_SUBJECT
 
         if self.attached is None:
             raise RuntimeError("a BatchClient answers inside a run (attach() first)")

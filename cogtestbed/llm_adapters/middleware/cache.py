@@ -208,36 +208,16 @@ async def retried(call: Callable[[], Awaitable[T]]) -> tuple[T, list[str]]:
         RETRY_LOG.reset(log)
 
 
-def stack(inner: LLMClient, cache: ResponseCache, budget: Budget, limiter: RateLimiter,
-          shared: bool = False) -> Cached:
-    """The one place the wrappers are composed, outermost first: the cache (:class:`Cached`: a cached
-    answer costs nothing and waits for nothing), the subject's admission (:class:`~.layers.Admission`),
-    each request's booking (:class:`~.layers.Booked`), the rate limits (:class:`~.layers.RateLimited`),
-    then ``inner``, the backend."""
-    return Cached(Admission(Booked(RateLimited(inner, limiter), budget), budget), cache, shared)
-
-
-class CachedClient(Layer):
-    """The client a run talks to: ``inner`` (the backend, :attr:`inner`) behind the wrappers of
-    :func:`stack`, with the run's handles on them (:attr:`cache`, :attr:`budget`, :attr:`limiter`)."""
+class CachedClient(Cached):
+    """The client a run talks to, and the one place its wrappers are composed, outermost first: the
+    cache (a cached answer costs nothing and waits for nothing), the subject's admission
+    (:class:`~.layers.Admission`), each request's booking in ``budget`` (:class:`~.layers.Booked`),
+    the rate limits (:class:`~.layers.RateLimited`), then ``inner``, the backend (:attr:`base`)."""
 
     def __init__(self, inner: LLMClient, cache: ResponseCache, budget: Budget | None = None,
                  limiter: RateLimiter | None = None, shared: bool = False) -> None:
-        super().__init__(inner)
         self.budget, self.limiter = budget or Budget(), limiter or RateLimiter()
-        self.cache, self.shared = cache, shared
-        self.stack = stack(inner, cache, self.budget, self.limiter, shared)
-
-    @property
-    def hits(self) -> int:
-        """Calls answered from the cache."""
-        return self.stack.hits
-
-    async def agenerate(self, request: GenerateRequest) -> Generation:
-        return await self.stack.agenerate(request)
-
-    async def ascore(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
-        return await self.stack.ascore(context, continuations, raw)
+        super().__init__(Admission(Booked(RateLimited(inner, self.limiter), self.budget), self.budget), cache, shared)
 
 
 def refuse_nonfinite(result: ScoreResult) -> None:

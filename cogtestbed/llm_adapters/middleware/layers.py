@@ -2,7 +2,7 @@
 everything to the wrapped client), :class:`Admission` (a subject's worst case held before its first new
 call), :class:`Booked` (each request booked in the :class:`~.limits.Budget` and settled at the usage
 it reports) and :class:`RateLimited` (each request waits for the :class:`~.limits.RateLimiter`).  The
-response cache is the outermost one (:class:`~.cache.Cached`); :func:`~.cache.stack` composes them.
+response cache is the outermost one (:class:`~.cache.Cached`); :class:`~.cache.CachedClient` composes them.
 
 A wrapper that acts on requests acts on every HTTP request of a hosted backend (the first try and
 each retry, through :data:`~.retry.REQUEST_GATE`, inside the gates of the wrappers above it), on the
@@ -77,6 +77,12 @@ class Layer(LLMClient):
 
     def check_images(self, n_images: int) -> None:
         self.inner.check_images(n_images)
+
+    def check_ready(self) -> None:
+        self.inner.check_ready()
+
+    async def apreflight(self) -> None:
+        await self.inner.apreflight()
 
     async def agenerate(self, request: GenerateRequest) -> Generation:
         return await self.inner.agenerate(request)

@@ -283,24 +283,11 @@ class Budget:
         (recorded in the ledger; they are billed as the completion tokens they are part of)."""
         if not (prompt_tokens >= 0 and completion_tokens >= 0):  # NaN fails too
             prompt_tokens, completion_tokens = self._worst_tokens(booking)
-        known = isinstance(reasoning_tokens, int) and reasoning_tokens >= 0
-        hidden = reasoning_tokens if succeeded and known and reasoning_tokens is not None else 0
-        unknown = int(succeeded and not known)
         self.booked = (self.booked - booking.worst).clip()
         real = Need(1.0, self.call_cost(prompt_tokens, completion_tokens)) if succeeded else Need()
-        if succeeded:
-            self.calls += 1
-            self.prompt_tokens += prompt_tokens
-            self.completion_tokens += completion_tokens
-            self.reasoning_tokens += hidden
-            self.reasoning_unknown += unknown
-            self.cost += real.usd
-            self.spent.calls += 1
-            self.spent.prompt_tokens += prompt_tokens
-            self.spent.completion_tokens += completion_tokens
-            self.spent.reasoning_tokens += hidden
-            self.spent.reasoning_unknown += unknown
-            self.spent.cost += real.usd
+        for totals in (self, self.spent):
+            totals.calls += int(succeeded)
+            totals.cost += real.usd
         if real.usd > booking.worst.usd + 1e-12:
             self.stopped = (f"overrun: a call cost ${real.usd:.6f}, above its booked worst case "
                             f"${booking.worst.usd:.6f} (the server reported more tokens than the bound)")
@@ -309,12 +296,8 @@ class Budget:
             back = Need(min(booking.held.calls, (booking.worst - real).clip().calls),
                         min(booking.held.usd, (booking.worst - real).clip().usd))
             self.held[booking.subject] = self.held[booking.subject] + back
-        self._log({"id": booking.ledger_id, "settle_usd": real.usd, "calls": int(real.calls),
-                   "prompt_tokens": prompt_tokens if succeeded else 0,
-                   "completion_tokens": completion_tokens if succeeded else 0,
-                   **({"reasoning_tokens": hidden} if hidden else {}),
-                   **({"reasoning_unknown": 1} if unknown else {}),
-                   "answered": int(succeeded and prompt_tokens + completion_tokens > 0)})
+        self._settled(booking.ledger_id, real.usd, succeeded, prompt_tokens, completion_tokens, reasoning_tokens,
+                      int(succeeded and prompt_tokens + completion_tokens > 0), self, self.spent)
 
     def settle_orphan(self, ledger_id: str, worst_usd: float, prompt_tokens: int, completion_tokens: int,
                       billed: bool, reasoning_tokens: int | None = None) -> None:
@@ -326,19 +309,25 @@ class Budget:
         self.spent.cost += real - worst_usd
         self.spent.calls -= 0 if billed else 1
         self.spent.answered -= 0 if billed else 1
+        self._settled(ledger_id, real, billed, prompt_tokens, completion_tokens, reasoning_tokens, int(billed),
+                      self.spent)
+
+    def _settled(self, ledger_id: str, usd: float, billed: bool, prompt_tokens: int, completion_tokens: int,
+                 reasoning_tokens: int | None, answered: int, *totals: Budget | Spend) -> None:
+        """Add a billed call's tokens to ``totals`` and write its settlement to the ledger."""
         known = isinstance(reasoning_tokens, int) and reasoning_tokens >= 0
         hidden = reasoning_tokens if billed and known and reasoning_tokens is not None else 0
         unknown = int(billed and not known)
-        if billed:
-            self.spent.prompt_tokens += prompt_tokens
-            self.spent.completion_tokens += completion_tokens
-            self.spent.reasoning_tokens += hidden
-            self.spent.reasoning_unknown += unknown
-        self._log({"id": ledger_id, "settle_usd": real, "calls": int(billed),
+        for t in totals if billed else ():
+            t.prompt_tokens += prompt_tokens
+            t.completion_tokens += completion_tokens
+            t.reasoning_tokens += hidden
+            t.reasoning_unknown += unknown
+        self._log({"id": ledger_id, "settle_usd": usd, "calls": int(billed),
                    "prompt_tokens": prompt_tokens if billed else 0,
                    "completion_tokens": completion_tokens if billed else 0,
                    **({"reasoning_tokens": hidden} if hidden else {}),
-                   **({"reasoning_unknown": 1} if unknown else {}), "answered": int(billed)})
+                   **({"reasoning_unknown": 1} if unknown else {}), "answered": answered})
 
     def _worst_tokens(self, booking: Booking) -> tuple[int, int]:
         """Tokens that cost the booking's worst case (all of it as output where the model has a price)."""

@@ -249,7 +249,7 @@ def test_resume_finds_a_batch_created_before_its_id_was_recorded(tmp_path: Path,
     cache.close()
 
     class _Plain:  # a run directory with batches in flight is not resumed without --batch
-        inner = object()
+        base = object()
 
     BatchRecord(tmp_path / "batches.jsonl").write({"event": "submit", "wave": 1, "tag": "t", "lines": []})
 

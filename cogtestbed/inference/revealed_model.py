@@ -50,7 +50,6 @@ NOISE_FLOOR = 1e-6
 #: Concentration of the Dirichlet a random distribution-valued answer (a lapse) is drawn from: 1,
 #: the flat Dirichlet, uniform on the simplex (as :func:`uniform_simplex_logprobs` draws it).
 LAPSE_DIRICHLET = 1.0
-N_LINEAR = 9  # tau, 5 betas, kappa, theta, beta_pos
 #: Start values of κ for the MLE (see :meth:`DissonantModel.start_grid`): a ladder through the
 #: identifiable range κ ≲ :data:`KAPPA_IDENTIFIED` plus one start on the plateau beyond it.
 KAPPA_STARTS = (1.0, 3.0, 5.0, 7.0, 9.0, 11.0, 13.0, 30.0)

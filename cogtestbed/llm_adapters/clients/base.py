@@ -206,13 +206,6 @@ class GenerateRequest:
         """Images the prompt carries (0 for text)."""
         return 0 if isinstance(self.prompt, str) else sum(len(message_images(m)) for m in self.prompt)
 
-    @property
-    def prompt_text(self) -> str:
-        """All prompt text concatenated (for token estimates)."""
-        if isinstance(self.prompt, str):
-            return self.prompt
-        return "\n".join(str(m["content"]) for m in self.prompt)
-
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["prompt"] = self.prompt if isinstance(self.prompt, str) else [

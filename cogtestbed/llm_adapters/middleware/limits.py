@@ -10,13 +10,16 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cogtestbed.errors import BudgetError, InputError
 from cogtestbed.llm_adapters.clients.prices import Price
+
+if TYPE_CHECKING:
+    from aiolimiter import AsyncLimiter
 
 
 class BudgetExhausted(BudgetError, RuntimeError):
@@ -29,34 +32,16 @@ class BudgetExhausted(BudgetError, RuntimeError):
 DEFAULT_MAX_SERVICE_REQUESTS = 10_000
 
 
-class _Bucket:
-    """Token bucket refilled at ``rate_per_min / 60`` per second holding one second's worth.
+def _bucket(rate_per_min: float) -> AsyncLimiter:
+    """A leaky bucket (aiolimiter) draining ``rate_per_min / 60`` per second and holding one second's
+    worth (at least 1): calls are spread evenly instead of a whole minute's quota bursting at the start."""
+    from aiolimiter import AsyncLimiter  # the llm extra's, as the backends that need a limit are
 
-    Holding only a second's worth (not a minute's) spreads calls evenly instead of bursting a
-    whole minute's quota at the start.
-    """
-
-    def __init__(self, rate_per_min: float) -> None:
-        if rate_per_min <= 0:
-            raise InputError("rate limits must be positive")
-        self.rate = rate_per_min / 60.0
-        self.capacity = max(1.0, self.rate)
-        self.level = self.capacity
-        self.stamp = time.monotonic()
-
-    def _refill(self) -> None:
-        now = time.monotonic()
-        self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
-        self.stamp = now
-
-    async def take(self, amount: float) -> None:
-        amount = min(amount, self.capacity)  # one request larger than the bucket still goes
-        while True:
-            self._refill()
-            if self.level >= amount:
-                self.level -= amount
-                return
-            await asyncio.sleep((amount - self.level) / self.rate)
+    if rate_per_min <= 0:
+        raise InputError("rate limits must be positive")
+    per_second = rate_per_min / 60.0
+    capacity = max(1.0, per_second)
+    return AsyncLimiter(capacity, capacity / per_second)
 
 
 class RateLimiter:
@@ -64,15 +49,16 @@ class RateLimiter:
 
     def __init__(self, requests_per_min: float | None = None,
                  tokens_per_min: float | None = None) -> None:
-        self._requests = _Bucket(requests_per_min) if requests_per_min else None
-        self._tokens = _Bucket(tokens_per_min) if tokens_per_min else None
+        self._requests = _bucket(requests_per_min) if requests_per_min else None
+        self._tokens = _bucket(tokens_per_min) if tokens_per_min else None
 
     async def acquire(self, tokens: int) -> None:
-        """Wait until one request of about ``tokens`` tokens fits both limits."""
+        """Wait until one request of about ``tokens`` tokens fits both limits (a request larger than
+        the bucket still goes, once the bucket is empty)."""
         if self._requests is not None:
-            await self._requests.take(1)
+            await self._requests.acquire(1)
         if self._tokens is not None:
-            await self._tokens.take(tokens)
+            await self._tokens.acquire(min(tokens, self._tokens.max_rate))
 
 
 #: Share of a subject's simulated worst-case prompt tokens added when it is admitted: the
@@ -297,24 +283,11 @@ class Budget:
         (recorded in the ledger; they are billed as the completion tokens they are part of)."""
         if not (prompt_tokens >= 0 and completion_tokens >= 0):  # NaN fails too
             prompt_tokens, completion_tokens = self._worst_tokens(booking)
-        known = isinstance(reasoning_tokens, int) and reasoning_tokens >= 0
-        hidden = reasoning_tokens if succeeded and known and reasoning_tokens is not None else 0
-        unknown = int(succeeded and not known)
         self.booked = (self.booked - booking.worst).clip()
         real = Need(1.0, self.call_cost(prompt_tokens, completion_tokens)) if succeeded else Need()
-        if succeeded:
-            self.calls += 1
-            self.prompt_tokens += prompt_tokens
-            self.completion_tokens += completion_tokens
-            self.reasoning_tokens += hidden
-            self.reasoning_unknown += unknown
-            self.cost += real.usd
-            self.spent.calls += 1
-            self.spent.prompt_tokens += prompt_tokens
-            self.spent.completion_tokens += completion_tokens
-            self.spent.reasoning_tokens += hidden
-            self.spent.reasoning_unknown += unknown
-            self.spent.cost += real.usd
+        for totals in (self, self.spent):
+            totals.calls += int(succeeded)
+            totals.cost += real.usd
         if real.usd > booking.worst.usd + 1e-12:
             self.stopped = (f"overrun: a call cost ${real.usd:.6f}, above its booked worst case "
                             f"${booking.worst.usd:.6f} (the server reported more tokens than the bound)")
@@ -323,12 +296,8 @@ class Budget:
             back = Need(min(booking.held.calls, (booking.worst - real).clip().calls),
                         min(booking.held.usd, (booking.worst - real).clip().usd))
             self.held[booking.subject] = self.held[booking.subject] + back
-        self._log({"id": booking.ledger_id, "settle_usd": real.usd, "calls": int(real.calls),
-                   "prompt_tokens": prompt_tokens if succeeded else 0,
-                   "completion_tokens": completion_tokens if succeeded else 0,
-                   **({"reasoning_tokens": hidden} if hidden else {}),
-                   **({"reasoning_unknown": 1} if unknown else {}),
-                   "answered": int(succeeded and prompt_tokens + completion_tokens > 0)})
+        self._settled(booking.ledger_id, real.usd, succeeded, prompt_tokens, completion_tokens, reasoning_tokens,
+                      int(succeeded and prompt_tokens + completion_tokens > 0), self, self.spent)
 
     def settle_orphan(self, ledger_id: str, worst_usd: float, prompt_tokens: int, completion_tokens: int,
                       billed: bool, reasoning_tokens: int | None = None) -> None:
@@ -340,19 +309,25 @@ class Budget:
         self.spent.cost += real - worst_usd
         self.spent.calls -= 0 if billed else 1
         self.spent.answered -= 0 if billed else 1
+        self._settled(ledger_id, real, billed, prompt_tokens, completion_tokens, reasoning_tokens, int(billed),
+                      self.spent)
+
+    def _settled(self, ledger_id: str, usd: float, billed: bool, prompt_tokens: int, completion_tokens: int,
+                 reasoning_tokens: int | None, answered: int, *totals: Budget | Spend) -> None:
+        """Add a billed call's tokens to ``totals`` and write its settlement to the ledger."""
         known = isinstance(reasoning_tokens, int) and reasoning_tokens >= 0
         hidden = reasoning_tokens if billed and known and reasoning_tokens is not None else 0
         unknown = int(billed and not known)
-        if billed:
-            self.spent.prompt_tokens += prompt_tokens
-            self.spent.completion_tokens += completion_tokens
-            self.spent.reasoning_tokens += hidden
-            self.spent.reasoning_unknown += unknown
-        self._log({"id": ledger_id, "settle_usd": real, "calls": int(billed),
+        for t in totals if billed else ():
+            t.prompt_tokens += prompt_tokens
+            t.completion_tokens += completion_tokens
+            t.reasoning_tokens += hidden
+            t.reasoning_unknown += unknown
+        self._log({"id": ledger_id, "settle_usd": usd, "calls": int(billed),
                    "prompt_tokens": prompt_tokens if billed else 0,
                    "completion_tokens": completion_tokens if billed else 0,
                    **({"reasoning_tokens": hidden} if hidden else {}),
-                   **({"reasoning_unknown": 1} if unknown else {}), "answered": int(billed)})
+                   **({"reasoning_unknown": 1} if unknown else {}), "answered": answered})
 
     def _worst_tokens(self, booking: Booking) -> tuple[int, int]:
         """Tokens that cost the booking's worst case (all of it as output where the model has a price)."""

@@ -46,7 +46,6 @@ CONFIG_FILE, LEDGER_FILE, LOCK_FILE = "run.json", "spend.jsonl", ".lock"
 #: Settings that say how calls travel, not which calls a run makes: changing them on ``--resume``
 #: changes no answer (the cache key holds none of them).
 TRANSPORT_FIELDS = ("base_url", "timeout", "concurrency", "rpm", "tpm", "retry_for")
-STATUSES = ("running", "complete", "stopped", "failed")
 
 
 class RunDirError(CogtestbedError, ValueError):

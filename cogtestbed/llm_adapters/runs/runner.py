@@ -45,7 +45,8 @@ from cogtestbed.environments.base import Design, Outcomes, Sessions
 from cogtestbed.errors import InputError
 from cogtestbed.llm_adapters.clients.base import GenerateRequest, LLMClient
 from cogtestbed.llm_adapters.clients.logprob_probe import PROBE_REQUESTS, probe_scoring
-from cogtestbed.llm_adapters.middleware.cache import CURRENT_SUBJECT, CachedClient, SubjectTicket
+from cogtestbed.llm_adapters.middleware.cache import CachedClient
+from cogtestbed.llm_adapters.middleware.layers import CURRENT_SUBJECT, SubjectTicket
 from cogtestbed.llm_adapters.middleware.limits import Budget, BudgetExhausted, Need
 from cogtestbed.llm_adapters.runs.agent import Attempt, ScoringLog
 from cogtestbed.llm_adapters.runs.config import (
@@ -213,7 +214,7 @@ async def send_ahead(exp: Experiment, design: Design, client: CachedClient, conf
     """Batch mode: where no prompt depends on an answer (``answer_independent``), every first ask of
     the run goes out in one batch before the subjects play (:meth:`BatchClient.fetch_ahead`)."""
     if exp.env_cls.independent_of_answers(design):
-        sent = await client.inner.fetch_ahead(  # type: ignore[attr-defined]
+        sent = await client.base.fetch_ahead(  # type: ignore[attr-defined]
             first_requests(exp, design, client, config, limit))
         logger.info("batch mode: %d requests that depend on no answer sent ahead in one batch", sent)
 
@@ -230,9 +231,9 @@ async def decide_scoring(exp: Experiment, design: Design, client: CachedClient) 
         return None
     if not client.can_score:
         why = ("batch mode: the batch APIs serve no echo + logprobs scoring requests"
-               if getattr(client.inner, "books_itself", False) else "the backend cannot score (a chat endpoint)")
+               if getattr(client.base, "books_itself", False) else "the backend cannot score (a chat endpoint)")
         return {"method": "sampled", "probe": None, "reason": why}
-    if not client.inner.http:
+    if not client.base.http:
         return {"method": "exact", "probe": None}
     try:
         probe = await probe_scoring(client)
@@ -241,7 +242,7 @@ async def decide_scoring(exp: Experiment, design: Design, client: CachedClient) 
                          f"requests): {exc}") from None
     retries = {"probe_retries": len(probe.retries), "probe_retry_log": probe.retries}
     if not probe.ok:
-        client.can_score = client.inner.can_score = False
+        client.can_score = client.base.can_score = False
         logger.warning("%s", f"exact scoring refused, every scored step is sampled instead: {probe.reason}")
         return {"method": "sampled", "probe": probe.reason, "reason": "the server's log-probabilities failed "
                 "the scoring probe (cogtestbed.llm_adapters.clients.logprob_probe)", "probe_checks": probe.checks,
@@ -320,9 +321,9 @@ async def run_experiment(
     """
     try:
         if exp.env_cls.uses_images(design):  # fail before any call, not at the first picture
-            client.inner.check_images(1)
-        await client.inner.apreflight()
-        endpoint = client.inner.endpoint_identity()
+            client.base.check_images(1)
+        await client.base.apreflight()
+        endpoint = client.base.endpoint_identity()
         rundir = RunDir.open(run_dir, config.as_json(), resume=resume,
                              transport={**config.transport(), "concurrency": concurrency, **(transport or {})},
                              endpoint=None if endpoint is None else {**endpoint, "shared_cache": client.shared},
@@ -368,7 +369,7 @@ async def run_experiment(
             **({"scoring": scoring} if scoring is not None else {}), **(extra_manifest or {}),
         }
         if batching:
-            rundir.manifest["batch"] = client.inner.manifest_entry()  # type: ignore[attr-defined]
+            rundir.manifest["batch"] = client.base.manifest_entry()  # type: ignore[attr-defined]
         commit_tables(rundir, table, calls, manifest, status, stop, spec=exp)
     except BaseException as exc:
         rundir.fail(exc)
@@ -410,7 +411,7 @@ def note_fingerprints(rundir: RunDir, client: CachedClient, warnings: list[dict[
     ``endpoint``; where the run had recorded others, a warning (one stderr line, and in ``warnings``):
     OpenAI documents a new fingerprint as a change of the serving configuration that may change answers."""
     endpoint = rundir.manifest.get("endpoint")
-    seen: set[str] = set(getattr(client.inner, "system_fingerprints", ()))
+    seen: set[str] = set(getattr(client.base, "system_fingerprints", ()))
     if endpoint is None or not seen:
         return
     before = set(endpoint.get("system_fingerprints") or [])
@@ -432,7 +433,7 @@ async def _start_batches(client: CachedClient, rundir: RunDir, budget: Budget) -
     from cogtestbed.llm_adapters.middleware.batch.record import unfinished_batches
     from cogtestbed.llm_adapters.runs.rundir import LEDGER_FILE
 
-    inner = client.inner
+    inner = client.base
     if not isinstance(inner, BatchClient):
         left = unfinished_batches(rundir.path)
         if left:

@@ -33,8 +33,6 @@ from cogtestbed.llm_adapters.runs.psych201_eval import Prepared, score_texts
 
 #: The measures :func:`score_records` computes.
 MEASURE_NAMES = ("psych201", "choice")
-#: Columns of the per-choice rows (besides the identity columns the caller adds).
-PSYCH201_COLUMNS = ("psych201_nll", "psych201_tokens", "psych201_null_reason")
 #: Seconds between progress lines off a terminal.
 PROGRESS_EVERY = 30.0
 

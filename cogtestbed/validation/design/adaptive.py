@@ -204,12 +204,6 @@ def summarise(result: AdaptiveComparison, parameter: str, boot: int = 200, seed:
     return out
 
 
-def trials_for_precision(result: AdaptiveComparison, parameter: str, target_sd: float) -> dict[str, float]:
-    """Trials per session each arm needs for a mean posterior SD of ``parameter`` ≤ ``target_sd``
-    (NaN where the simulated length does not reach it)."""
-    return {arm: trials_to_reach(result.curves[arm][parameter].sd.mean(axis=0), target_sd) for arm in ARMS}
-
-
 def within(result: AdaptiveComparison, parameter: str, halfwidth: float) -> dict[str, np.ndarray]:
     """Per arm and trial count: the share of subjects whose posterior mean lies within ``halfwidth``
     of the truth (unconstrained scale)."""

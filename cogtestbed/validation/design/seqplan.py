@@ -238,15 +238,6 @@ class SequentialResult:
     fair: dict[str, Any] | None = None
 
 
-def simulate_hypothesis(spec: PlannedStudy, trials: int | None, runs: int, n_top: int, sizes: Sequence[int],
-                        sims: int, workers: int) -> tuple[np.ndarray, np.ndarray]:
-    """``sims`` replicates' whole (Z, estimate) paths to ``n_top`` units, in a fork pool of ``workers``."""
-    from cogtestbed.validation.design.seqsim import Simulator
-
-    (paths,) = Simulator(trials, runs, n_top, tuple(sizes), sims, spec.seed, workers).run([(spec, 0, None)])
-    return paths.z, paths.est
-
-
 def candidate_maxima(lo: int, hi: int, fixed_size: int) -> list[int]:
     """The maximum sizes a sequential plan simulates: ``lo`` to ``hi`` in steps of
     :data:`MAX_GRID_STEP` of the fixed size (at least 1), with ``hi`` and the fixed size itself."""

@@ -114,22 +114,6 @@ def check_output_dir(out: Path) -> Path:
     return out
 
 
-def check_output_target(out: Path) -> Path:
-    """Refuse, before any computation, an output folder that could not be written, without creating
-    it (a command that is interrupted or fails then leaves no folder behind): ``out`` must be a
-    writable folder, or not exist under a writable existing folder."""
-    import os
-
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"output {out} exists and is not a folder")
-    here = out.absolute()
-    while not here.exists():
-        here = here.parent
-    if not here.is_dir() or not os.access(here, os.W_OK | os.X_OK):
-        raise InputError(f"cannot write to output folder {out}: {here} is not a writable folder")
-    return out
-
-
 def resolved(spec: Any) -> list[dict[str, Any]]:
     """Every design the study played, every field with its default (and its label, trials per run)."""
     from cogtestbed.registry import get_experiment

@@ -32,10 +32,6 @@ MODEL_KINDS = ("recovery", "model-recovery", "sbc", "power")
 #: design, not by which random numbers each size drew (monotone in size up to Monte-Carlo error),
 #: as the planner's designs always did (one cell each, index = repetition).
 CRN_KINDS = ("power", "metric-power", "test-size", "test-power")
-METRIC_KINDS = ("metric-validity", "metric-power", "test-size", "test-power")
-#: Metric-level kinds that sweep ``parameter`` over ``values`` when given (an agent parameter or a
-#: design field, such as the samples per item of a sampling-only backend).
-SWEPT_KINDS = ("metric-power", "test-size", "test-power")
 #: A task: its index (= seed stream) and the design cell and repetition it runs.
 Task = dict[str, Any]
 

@@ -25,6 +25,7 @@ from cogtestbed.llm_adapters.clients.base import (
 )
 from cogtestbed.llm_adapters.middleware.batch.protocol import MAX_SUBMISSIONS, BatchStatus, LineOutcome, Provider
 from cogtestbed.llm_adapters.middleware.batch.record import BATCH_FILE, BatchRecord, open_ledger_ids
+from cogtestbed.llm_adapters.middleware.layers import Layer
 from cogtestbed.llm_adapters.middleware.limits import Booking, Budget, BudgetExhausted
 
 logger = logging.getLogger(__name__)
@@ -74,7 +75,7 @@ class _Attached:
     shared: bool = False
 
 
-class BatchClient(LLMClient):
+class BatchClient(Layer):
     """A hosted client whose generations travel in batches (see module docstring).
 
     It books its own requests (:attr:`books_itself`: the response cache leaves the booking to it),
@@ -83,15 +84,13 @@ class BatchClient(LLMClient):
     are sampled (the run says so).
     """
 
-    books_itself = True
-
     def __init__(self, inner: LLMClient, *, poll: float = DEFAULT_POLL_SECONDS,
                  linger: float = DEFAULT_LINGER_SECONDS) -> None:
         if not poll > 0 or not linger > 0:
             raise InputError(f"--poll-every must be a positive number of seconds, got {poll:g}")
-        self.inner, self.provider = inner, provider_for(inner)
-        self.backend, self.model, self.chat, self.vision = inner.backend, inner.model, inner.chat, inner.vision
-        self.can_score = False
+        super().__init__(inner)
+        self.provider = provider_for(inner)
+        self.can_score, self.http, self.books_itself = False, False, True
         self.poll, self.linger = poll, linger
         self.pending: list[_Pending] = []
         self.live = 0
@@ -103,32 +102,15 @@ class BatchClient(LLMClient):
         #: Cache keys of answers :meth:`fetch_ahead` stored, not yet read by the play.
         self.fetched_ahead: set[str] = set()
 
-    # -- delegated ---------------------------------------------------------------------------
+    # -- delegated (the rest: :class:`~cogtestbed.llm_adapters.middleware.layers.Layer`) ----------------------
     @property
-    def fingerprint(self) -> str:
-        return self.inner.fingerprint
-
-    def endpoint_identity(self) -> dict[str, Any] | None:
-        return self.inner.endpoint_identity()
+    def base(self) -> LLMClient:
+        """This client, the backend of a run's wrappers (what it wraps is the provider's)."""
+        return self
 
     @property
     def system_fingerprints(self) -> set[str]:
         return set(getattr(self.inner, "system_fingerprints", ()))
-
-    def check_ready(self) -> None:
-        self.inner.check_ready()
-
-    async def apreflight(self) -> None:
-        await self.inner.apreflight()
-
-    def count_tokens(self, text: str) -> tuple[int, bool]:
-        return self.inner.count_tokens(text)
-
-    def billed_prompt_tokens(self, prompt: Prompt) -> tuple[int, bool]:
-        return self.inner.billed_prompt_tokens(prompt)
-
-    def prompt_token_bound(self, prompt: Prompt) -> int:
-        return self.inner.prompt_token_bound(prompt)
 
     @property
     def token_source(self) -> str | None:
@@ -136,9 +118,6 @@ class BatchClient(LLMClient):
 
     async def ascore(self, context: Prompt, continuations: Any, raw: bool = False) -> Any:
         raise ScoringNotSupported("batch mode sends no echo + logprobs scoring requests")
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
     # -- the run's hooks -----------------------------------------------------------------------
     def attach(self, run_dir: Path, cache: Any, budget: Budget, ledger: Path, shared: bool = False) -> None:
@@ -196,7 +175,8 @@ class BatchClient(LLMClient):
     # -- generating ------------------------------------------------------------------------------
     async def agenerate(self, request: GenerateRequest) -> Generation:
         """Queue ``request`` for the next wave; its answer when that batch ends."""
-        from cogtestbed.llm_adapters.middleware.cache import CURRENT_SUBJECT, cache_key
+        from cogtestbed.llm_adapters.middleware.cache import cache_key
+        from cogtestbed.llm_adapters.middleware.layers import CURRENT_SUBJECT
 
         if self.attached is None:
             raise RuntimeError("a BatchClient answers inside a run (attach() first)")

@@ -92,7 +92,8 @@ def test_the_table_puts_the_designs_side_by_side() -> None:
     lines = design_table({"monitor": mon, "chosen": {"subjects": 26, "dollars": 0.27, "power": 0.82, "mc_se": 0.03}})
     assert lines[2].split()[:4] == ["fixed", "26", "26", "26"]
     assert lines[3].split()[0] == "monitor" and "70" in lines[3].split() and "0.0000≤0.0015" in lines[3]
-    assert "-112.6%" in lines[4]
+    assert "under the effect -112.6% (95% interval -128.3% to -96.9%)" in lines[5]
+    assert "under the null -" in lines[5]  # no null saving given: a dash, not a number
     assert design_table({"monitor": {"reason": "none"}}) == ["monitor: none"]
 
 

@@ -143,15 +143,20 @@ def upper_bound(rate: float, se: float, n: int) -> float:
 
 
 def operate(eff: np.ndarray, eff_which: np.ndarray, nul: np.ndarray, nul_which: np.ndarray, lo: float, hi: float,
-            level: float, power: float, planned: float | None = None) -> dict[str, Any]:
+            level: float, power: float, planned: float | None = None, halfwidth: float = 0.0,
+            scale: float | None = None) -> dict[str, Any]:
     """The monitor's operating characteristics on simulated studies (rows; every subject a look): the cap
     (smallest size with power ≥ ``power`` under the effect, else the largest simulated), power, the null's
-    rejection rate at every look up to the cap and beyond (one-sided 95 % upper bound), expected sizes."""
-    from cogtestbed.validation.design.eprocess import first_crossing, log_capital, rescale
+    rejection rate at every look up to the cap and beyond (one-sided 95 % upper bound), expected sizes.
+    The test: the mean's (null 0 ± ``halfwidth``) on ``[lo, hi]``, or with ``scale`` symmetry about 0
+    (:func:`~cogtestbed.validation.design.eprocess.tested_scale`), with the ``planned`` bet."""
+    from cogtestbed.validation.design.eprocess import first_crossing, log_capital, tested_scale
 
-    m0 = (0.0 - lo) / (hi - lo)
-    t_eff = first_crossing(log_capital(rescale(eff, lo, hi), m0, planned=planned), level)
-    t_nul = first_crossing(log_capital(rescale(nul, lo, hi), m0, planned=planned), level)
+    def crossing(x: np.ndarray) -> np.ndarray:
+        y, m, width = tested_scale(x, lo, hi, halfwidth, scale)
+        return first_crossing(log_capital(y, m, planned=planned, halfwidth=width), level)
+
+    t_eff, t_nul = crossing(eff), crossing(nul)
     length = eff.shape[1]
     by_size = np.array([((t_eff > 0) & (t_eff <= n)).mean() for n in range(1, length + 1)])
     reached = np.flatnonzero(by_size >= power)
@@ -197,36 +202,79 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
     outside = int(((finite < lo - 1e-9) | (finite > hi + 1e-9)).sum())
     eff, eff_which = studies(eff_pool, sims, length, rng)
     nul, nul_which = studies(nul_pool, sims, length, rng)
-    bet = _planned(eff_pool, spec, lo, hi)
-    ops = operate(eff, eff_which, nul, nul_which, lo, hi, spec.level, power, bet)
+    test = choose_test(eff_pool, nul_pool, lo, hi, spec.groups)
+    ops = operate(eff, eff_which, nul, nul_which, lo, hi, spec.level, power, test["planned_bet"],
+                  test["halfwidth"], test["symmetry_scale"])
     per_unit = float(chosen["dollars"]) / n_fix if chosen.get("dollars") is not None else None
     saving = 1.0 - ops["expected_effect"] / n_fix
-    return {"method": "betting e-process (Waudby-Smith & Ramdas 2023: the hedged aGRAPA process, c = 1/2, averaged "
-                      "with the plan's fixed Kelly bet), every subject a look; confidence sequence "
-                      "{m: K_t(m) < 1/alpha}",
+    return {"method": test["method"],
             "statistic": f"per-{'pair difference of the' if spec.groups == 2 else 'subject'} MLE of {spec.effect}"
                          f" ({scale} scale) less its null value", "unit": "pair" if spec.groups == 2 else "subject",
-            "bounds": [lo, hi], "null": 0.0, "planned_bet": bet, "level": spec.level, "target_power": power,
-            "property": f"every observation lies in [{lo:g}, {hi:g}] (the parameters' declared bounds); "
-                        f"{outside} of {finite.size} simulated estimates outside",
+            "bounds": [lo, hi], "null": 0.0, **test, "level": spec.level, "target_power": power,
+            "property": test["property"] + f"; {outside} of {finite.size} simulated estimates outside [{lo:g}, {hi:g}]",
             "outside": outside, "pool_mean_null": float(np.nanmean(nul_pool)),
             "missing": float(np.mean(~np.isfinite(np.concatenate([eff_pool, nul_pool])))),
             "trials": trials, "runs": runs, **ops, "fixed_subjects": n_fix, "dollars_per_unit": per_unit,
             "dollars_effect": None if per_unit is None else per_unit * ops["expected_effect"],
             "dollars_null": None if per_unit is None else per_unit * ops["expected_null"],
             "dollars_cap": None if per_unit is None else per_unit * ops["cap"],
-            "saving": saving, "saving_se": ops["expected_effect_se"] / n_fix}
+            "saving": saving, "saving_se": ops["expected_effect_se"] / n_fix,
+            "saving_null": 1.0 - ops["expected_null"] / n_fix, "saving_null_se": ops["expected_null_se"] / n_fix}
 
 
-def _planned(pool: np.ndarray, spec: Any, lo: float, hi: float) -> float:
-    """The bet fixed by the plan (:func:`~cogtestbed.validation.design.eprocess.planned_bet`): the planned
-    effect's direction and the simulated statistic's mean shift and SD under it, rescaled (the plan's
-    simulation, not the run's data, so it is fixed before the first subject)."""
-    from cogtestbed.validation.design.eprocess import planned_bet
+#: Candidate scales of the symmetry test's transform, as quantiles of the simulated |statistic| under the effect.
+SCALE_QUANTILES = (0.3, 0.5, 0.7, 0.85, 0.95)
+#: Normal quantile of the bias bound of a one-LLM statistic's null mean (two-sided 95 %).
+BIAS_Z = 1.96
 
-    y = (pool[np.isfinite(pool)] - lo) / (hi - lo)
-    m0 = -lo / (hi - lo)
-    return planned_bet(float(y.mean() - m0), float(y.std()), m0)
+
+def choose_test(eff_pool: np.ndarray, nul_pool: np.ndarray, lo: float, hi: float, groups: int) -> dict[str, Any]:
+    """The test the plan fixes before any data, from its simulation (``eff_pool``, ``nul_pool``: the statistic
+    under the effect and the null):
+
+    * **two LLMs** (a pair's difference): the test of symmetry about 0 — under the null the two LLMs are
+      exchangeable, so ``D = X_B − X_A`` and ``−D`` have one distribution and every odd bounded function of
+      ``D`` has conditional mean 0, exactly, with no bound on ``D`` and no estimator bias (it cancels);
+      :func:`~cogtestbed.validation.design.eprocess.symmetric_unit` at the scale (:data:`SCALE_QUANTILES` of
+      ``|D|``) whose Kelly bet grows fastest under the effect;
+    * **one LLM**: the mean test on ``[lo, hi]`` against the null interval ``0 ± δ``, ``δ`` the per-subject
+      MLE's bias under the null as simulated (``|mean| + 1.96 SE`` of ``nul_pool``): the estimator is not
+      unbiased at a finite design, and a Kelly-sized bet against exactly 0 would turn that bias into false
+      rejections (the premise "conditional mean 0 under H0" would not hold).
+
+    Each with the exact Kelly bet on the simulated effect (:func:`~cogtestbed.validation.design.eprocess.
+    kelly_bet`) mixed with the hedged aGRAPA process."""
+    from cogtestbed.validation.design.eprocess import HEDGE_WEIGHT, kelly_bet, symmetric_unit, tested_scale
+
+    eff, nul = eff_pool[np.isfinite(eff_pool)], nul_pool[np.isfinite(nul_pool)]
+    mean, se = float(nul.mean()), float(nul.std(ddof=1) / math.sqrt(nul.size))
+    mix = (f"the exact Kelly bet on the plan's simulated effect ({1 - HEDGE_WEIGHT:g}) mixed with the hedged "
+           f"aGRAPA process ({HEDGE_WEIGHT:g}; Waudby-Smith & Ramdas 2023, c = 1/2), every subject a look; "
+           "confidence sequence {m: K_t(m) < 1/alpha} of the mean")
+    if groups == 2:
+        best = (-math.inf, 1.0, 0.0)
+        for q in SCALE_QUANTILES:
+            s = float(np.quantile(np.abs(eff), q))
+            y = symmetric_unit(eff, s)
+            bet = kelly_bet(y, 0.5)
+            best = max(best, (float(np.mean(np.log1p(bet * (y - 0.5)))), s, bet))
+        g = 2 * symmetric_unit(nul, best[1]) - 1
+        return {"test": "symmetry", "symmetry_scale": best[1], "halfwidth": 0.0, "planned_bet": best[2], "growth": best[0],
+                "method": f"betting e-process for symmetry about 0 on clip(D/{best[1]:.3g}, -1, 1): {mix}",
+                "property": f"under the null the two LLMs are exchangeable, so the pair difference D is symmetric "
+                            f"about 0 and clip(D/s, -1, 1) has conditional mean 0 exactly (no bounds needed); "
+                            f"simulated null: its mean {g.mean():+.4f} ± {g.std(ddof=1) / math.sqrt(g.size):.4f}, "
+                            f"mean of D {mean:+.4f} ± {se:.4f}"}
+    width = abs(mean) + BIAS_Z * se
+    y, m, w = tested_scale(eff, lo, hi, width)
+    bet = kelly_bet(y, m, w)
+    faced = m + w if bet >= 0 else m - w
+    return {"test": "mean", "symmetry_scale": None, "halfwidth": width, "planned_bet": bet,
+            "growth": float(np.mean(np.log1p(bet * (y - faced)))),
+            "method": f"betting e-process for the mean against the null interval 0 ± {width:.4f}: {mix}",
+            "property": f"every observation lies in [{lo:g}, {hi:g}] (the parameters' declared bounds) and under "
+                        f"the null its mean lies in 0 ± {width:.4f} (the per-subject MLE's simulated null mean "
+                        f"{mean:+.4f} ± {se:.4f}, widened by {BIAS_Z} SE)"}
 
 
 def _null(spec: Any, model: Any) -> float:
@@ -270,7 +318,7 @@ def run_settings(run: Mapping[str, Any], mon: Mapping[str, Any], spec: Any,
     design = {"experiment": spec.experiment, "model": model.name, "effect": spec.effect,
               "scale": effect_scale(model, spec.effect), "null_value": _null(spec, model),
               "lapse_fit": spec.lapse_fit, "bounds": list(mon["bounds"]), "level": mon["level"], "cap": cap,
-              "planned_bet": mon["planned_bet"]}
+              "planned_bet": mon["planned_bet"], "halfwidth": mon.get("halfwidth", 0.0), "symmetry_scale": mon.get("symmetry_scale")}
     kept = {k: v for k, v in run.items() if k != "sequential"}  # the run executes the monitor, not the looks
     return {**kept, "subjects": cap, "max_calls": None if per is None else per * cap, "monitor": design}
 
@@ -306,13 +354,22 @@ def design_table(payload: Mapping[str, Any]) -> list[str]:
                 f"{_money(mon['dollars_null']):>10} {mon['power']:>7.3f}±{mon['power_se']:.3f} "
                 f"{mon['null_rejection']:>8.4f}≤{mon['null_upper']:.4f}")
     rows.append(f"  monitor: {mon['method']}; stops at K_t >= {1 / mon['level']:g} or at the cap {mon['cap']} "
-                f"(futility{'' if mon['reached'] else ': target power not reached by ' + str(mon['longest'])}); "
-                f"expected saving under the effect {100 * mon['saving']:.1f}% ± {100 * mon['saving_se']:.1f}% of "
-                f"the fixed {unit}s")
+                f"(futility{'' if mon['reached'] else ': target power not reached by ' + str(mon['longest'])})")
+    rows.append("  expected saving against the fixed design: " + _saving(mon, "effect") + "; " + _saving(mon, "null"))
     rows.append(f"  validity needs only: {mon['property']}; null rejection at any look to {mon['longest']} "
                 f"{mon['null_rejection_any']:.4f} (upper {mon['null_upper_any']:.4f}; {mon['null_studies']} null "
                 f"studies); mean of the null pool {mon['pool_mean_null']:+.4f}")
     return rows
+
+
+def _saving(mon: Mapping[str, Any], under: str) -> str:
+    """The expected saving under the effect or the null, in % of the fixed design, with its 95 % MC interval
+    (negative: the monitor is dearer)."""
+    key = "saving" if under == "effect" else "saving_null"
+    if key not in mon:
+        return f"under the {under} -"
+    x, se = 100 * mon[key], 100 * mon[key + "_se"]
+    return f"under the {under} {x:+.1f}% (95% interval {x - 1.96 * se:+.1f}% to {x + 1.96 * se:+.1f}%)"
 
 
 def _sequential_row(seq: Any) -> list[str]:

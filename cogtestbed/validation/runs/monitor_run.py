@@ -61,7 +61,8 @@ def steps(design: Mapping[str, Any], observations: Sequence[float]) -> list[dict
 
     lo, hi = (float(b) for b in design["bounds"])
     path = monitor_path(list(observations), lo, hi, 0.0, float(design["level"]),
-                        planned=design.get("planned_bet"))
+                        planned=design.get("planned_bet"), halfwidth=float(design.get("halfwidth") or 0.0),
+                        scale=design.get("symmetry_scale"))
     out = []
     for obs, st in zip(observations, path, strict=True):
         decision = "efficacy" if st.rejected else "futility" if st.subjects >= int(design["cap"]) else "continue"

@@ -31,6 +31,10 @@ CASES = {
     "two": ("RW± optimism bias difference 0.4 between two LLMs (gpt-4o, gpt-4o-mini)", "instrumental-learning",
             {"model": "rw-pm", "effect": {"optimism_bias": 0.4}, "llm": ["openai:gpt-4o", "openai:gpt-4o-mini"],
              "subjects": "14", "trials": "96"}),
+    "metric": ("CogBench temporal-discounting score, hyperbolic k 0.005 vs 0.8, between two LLMs (gpt-4o, "
+               "gpt-4o-mini)", "temporal-discounting",
+               {"metric": "score", "compare": ("hyperbolic:k=0.005", "hyperbolic:k=0.8"),
+                "llm": ["openai:gpt-4o", "openai:gpt-4o-mini"], "runs": "22"}),
 }
 
 

@@ -133,7 +133,7 @@ def log_capital(y: np.ndarray, m: float, c: float = TRUNCATION, planned: float |
     nearly the Kelly rate where the plan's effect is right and keeps ``hedge`` of its capital on the adaptive
     bets where it is not (a wrong direction, another size)."""
     down_m, up_m = m - halfwidth, m + halfwidth
-    if not (halfwidth >= 0.0 and 0.0 < down_m and up_m < 1.0):
+    if not (halfwidth >= 0.0 and down_m > 0.0 and up_m < 1.0):
         raise InputError(f"the null mean ± its half-width must lie inside (0, 1) on the rescaled scale, got {m} ± "
                          f"{halfwidth}")
     y = np.asarray(y, float)

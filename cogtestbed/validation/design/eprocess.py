@@ -16,10 +16,24 @@ intersected over time.  The bets are the approximate GRAPA rule (their Sec. 5.3,
 (μ̂_{i−1} − m) / (σ̂²_{i−1} + (μ̂_{i−1} − m)²)`` with ``μ̂_0 = 1/2`` and ``σ̂²_0 = 1/4``, its positive part
 betting for a larger mean and its negative part for a smaller one.
 
-**The one property it needs**: each observation lies in ``[lo, hi]`` (and, under the null, has
-conditional mean ``m``).  No normality, no variance assumption: a per-subject MLE bounded by its
-parameter's declared range, skewed, piled at a bound, is covered.  A missing estimate (a subject
-without a valid trial) is no observation: it is skipped, as the fixed plan's test drops it.
+**What a plan adds** (:func:`log_capital`'s ``planned``, ``halfwidth``): the hedged process alone learns the
+bet from the data and so bets small for the first tens of subjects, when a plan's stopping decisions are
+made.  A plan knows the statistic's simulated distribution under its effect, so it fixes the exact
+log-optimal constant bet on it (:func:`kelly_bet`; Kelly 1956) before the first subject and bets
+``1 − HEDGE_WEIGHT`` of the capital on it, the rest on the hedged process (a mixture of test
+(super)martingales is one, so validity is untouched).  A null interval ``m ± halfwidth`` makes it a test of
+the composite null "the mean lies in the interval": each bet faces the interval's end on its side, every
+factor's expectation is ≤ 1 for every mean inside, and the process is a non-negative supermartingale under
+all of them (a per-subject MLE is biased at a finite design: its null mean is not exactly the parameter's).
+For a statistic symmetric about 0 under the null (a pair difference of two exchangeable LLMs),
+:func:`symmetric_unit` bets on an odd bounded transform instead: every odd function of a symmetric variable
+has conditional mean 0, so no bounds on the statistic are needed at all.
+
+**The property validity needs**: each observation lies in ``[lo, hi]`` and, under the null, its conditional
+mean lies in the null interval — or, for the symmetry test, is symmetric about 0 given the past.  No
+normality, no variance assumption: a per-subject MLE bounded by its parameter's declared range, skewed, piled
+at a bound, is covered.  A missing estimate (a subject without a valid trial) is no observation: it is
+skipped, as the fixed plan's test drops it.
 
 Why no library: savvi (PyPI, the only installable candidate checked on CPython 3.11) covers linear
 regression and multinomial tests and pulls in cvxpy; confseq (the authors' own, C++/Boost) has no wheel for

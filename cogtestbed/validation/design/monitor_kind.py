@@ -3,10 +3,13 @@ priced beside the fixed design (and the group-sequential one, with ``looks``) at
 
 The statistic is the one the fixed plan tests: each subject's MLE of the effect on the test's scale, less
 its value before the effect (one LLM), or a pair's difference, the second group's subject less the first's
-(two LLMs: subjects enter in pairs, one per group).  The monitor is the betting e-process of
-:mod:`~cogtestbed.validation.design.eprocess`, valid whenever each observation lies in known bounds: here the
-range the parameter's declared bounds give the contrast (:func:`statistic_bounds`; a log-scale parameter
-bounded at 0 has none, so it is refused).  It is looked at after every subject; it stops when
+(two LLMs: subjects enter in pairs, one per group); for a metric difference between two settings (two LLMs),
+a pair of units' difference of the metric's per-unit values (:func:`metric_pool`).  The test
+(:func:`choose_test`, fixed from the plan's simulation before any data) is a betting e-process of
+:mod:`~cogtestbed.validation.design.eprocess`: for one LLM the mean test on the range the parameter's declared
+bounds give the contrast (:func:`statistic_bounds`; a log-scale parameter bounded at 0 has none, so it is
+refused) against a null interval covering the MLE's simulated bias; for two LLMs the test of symmetry about 0,
+exact when the two are exchangeable and needing no bounds.  It is looked at after every unit; it stops when
 ``K_t ≥ 1/α`` (efficacy) or at the cap (futility), the smallest size at which it reaches the target power.
 
 Validation (:func:`operate`): per hypothesis a pool of simulated subjects at the fixed plan's design

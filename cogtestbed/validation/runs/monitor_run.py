@@ -1,4 +1,4 @@
-"""A monitored run (issue 74): ``run --plan PLAN`` of a ``plan --monitor`` plan plays one subject at a time,
+"""A monitored run (issue 74): ``run --monitor PLAN`` (or ``run --plan PLAN``) of a ``plan --monitor`` plan plays one subject at a time,
 and after each fits that subject (the plan's per-subject MLE of the effect, on its scale, less its null
 value), updates the betting e-process and its confidence sequence
 (:func:`~cogtestbed.validation.design.eprocess.monitor_path`), appends the step to :data:`MONITOR_FILE`, and

@@ -81,3 +81,68 @@ def test_the_planned_bet_keeps_the_martingale_and_grows_faster_where_right():
     plain = first_crossing(log_capital(y, 0.5), 0.05)
     planned = first_crossing(log_capital(y, 0.5, planned=planned_bet(0.1, y.std(), 0.5)), 0.05)
     assert (planned > 0).mean() > (plain > 0).mean()
+
+
+def test_kelly_bet_is_kellys_fraction_on_a_bernoulli_sample():
+    # Kelly (1956): on a binary outcome with win probability p against a fair price m, the log-optimal
+    # fraction is (p - m) / (m (1 - m)); our bet on y - m is exactly that
+    from cogtestbed.validation.design.eprocess import kelly_bet
+
+    y = np.r_[np.ones(70), np.zeros(30)]
+    assert kelly_bet(y, 0.5) == pytest.approx((0.7 - 0.5) / 0.25, abs=1e-5)
+    assert kelly_bet(y, 0.6) == pytest.approx((0.7 - 0.6) / 0.24, abs=1e-5)
+    assert kelly_bet(1 - y, 0.5) == pytest.approx(-0.8, abs=1e-5)  # betting down
+    assert kelly_bet(y, 0.5, halfwidth=0.25) == 0.0  # the mean 0.7 lies inside the null interval 0.5 ± 0.25
+    # against the interval's end it faces: Kelly's fraction at m = 0.6
+    assert kelly_bet(y, 0.5, halfwidth=0.1) == pytest.approx((0.7 - 0.6) / 0.24, abs=1e-5)
+
+
+def test_a_constant_bet_is_the_bernoulli_likelihood_ratio():
+    # Shafer & Vovk: betting lam on a binary y against m is the likelihood ratio of Bernoulli(q) to Bernoulli(m),
+    # q = m (1 + lam (1 - m)); with the hedge weight 0 the e-process is that ratio exactly
+    y = np.array([1.0, 0, 1, 1, 0, 1, 1, 1])
+    m, lam = 0.4, 1.2
+    q = m * (1 + lam * (1 - m))
+    k = np.cumsum(y)
+    t = np.arange(1, 9)
+    lr = k * np.log(q / m) + (t - k) * np.log((1 - q) / (1 - m))
+    np.testing.assert_allclose(log_capital(y, m, planned=lam, hedge=1e-300), lr, rtol=1e-9)
+
+
+@pytest.mark.parametrize("mean", [0.35, 0.4, 0.45])
+def test_the_composite_null_is_a_supermartingale_everywhere_inside(mean):
+    # every Bernoulli(mean) sequence of 8 with mean anywhere in 0.4 ± 0.05: E[K_t] <= 1 at every t, equal at no end
+    seqs = np.array(list(itertools.product([0.0, 1.0], repeat=8)))
+    prob = np.prod(np.where(seqs == 1.0, mean, 1 - mean), axis=1)
+    ek = prob @ np.exp(log_capital(seqs, 0.4, planned=1.5, halfwidth=0.05))
+    assert np.all(ek <= 1 + 1e-12) and ek[-1] < 1 - 1e-3
+    # outside the interval it is not: the test has power
+    prob = np.prod(np.where(seqs == 1.0, 0.7, 0.3), axis=1)
+    assert (prob @ np.exp(log_capital(seqs, 0.4, planned=1.5, halfwidth=0.05)))[-1] > 2.0
+
+
+def test_a_small_null_bias_breaks_a_kelly_sized_bet_and_the_null_interval_restores_it():
+    # a statistic on [-1, 1] whose null mean is 0.02, not 0 (an MLE's bias): a Kelly bet against exactly 0
+    # rejects far above alpha over 300 looks; against 0 ± 0.03 it stays below
+    rng = np.random.default_rng(6)
+    x = np.clip(rng.normal(0.02, 0.15, (2000, 300)), -1, 1)
+    x += 0.02 - x.mean()
+    y = rescale(x, -1, 1)
+    bet = 2 * 0.9  # x-scale bet 0.9 on the rescaled scale
+    naive = (first_crossing(log_capital(y, 0.5, planned=bet), 0.05) > 0).mean()
+    widened = (first_crossing(log_capital(y, 0.5, planned=bet, halfwidth=0.03 / 2), 0.05) > 0).mean()
+    assert naive > 0.2 and widened <= 0.05
+
+
+def test_the_symmetry_test_is_a_martingale_on_any_symmetric_law():
+    # unbounded tails are fine: every sign pattern of 6 draws from {±0.1, ±5} (a symmetric law) enumerated
+    from cogtestbed.validation.design.eprocess import symmetric_unit
+
+    vals = np.array([-5.0, -0.1, 0.1, 5.0])
+    seqs = np.array(list(itertools.product(vals, repeat=6)))
+    y = symmetric_unit(seqs, 0.5)
+    k = np.exp(log_capital(y, 0.5, planned=1.6))
+    np.testing.assert_allclose(k.mean(axis=0), np.ones(6), rtol=1e-12)
+    assert k[:, -1].max() > 5.0
+    with pytest.raises(ValueError, match="positive finite scale"):
+        symmetric_unit(seqs, 0.0)

@@ -52,7 +52,7 @@ def test_monitor_claims_its_request_before_sequential() -> None:
      ["--model", "hyperbolic", "--effect", "k=0.1"], "needs a bounded statistic"),
     ("two-step", {"metric": "model_basedness", "compare": ("hybrid:w=0.2", "hybrid:w=0.8"), "llm": [LLM, LLM]},
      ["--metric", "model_basedness", "--compare", "hybrid:w=0.2", "hybrid:w=0.8", "--llm", LLM, "--llm", LLM],
-     "needs `model` and `effect`"),
+     "one pooled estimate with a standard error"),
     ("instrumental-learning", {"model": "rw-pm", "effect": {"optimism_bias": 0.2}, "adaptive_sims": 5},
      ["--model", "rw-pm", "--effect", "optimism_bias=0.2", "--adaptive-sims", "5"], "does not take `adaptive_sims`"),
 ])
@@ -92,7 +92,8 @@ def test_the_table_puts_the_designs_side_by_side() -> None:
     lines = design_table({"monitor": mon, "chosen": {"subjects": 26, "dollars": 0.27, "power": 0.82, "mc_se": 0.03}})
     assert lines[2].split()[:4] == ["fixed", "26", "26", "26"]
     assert lines[3].split()[0] == "monitor" and "70" in lines[3].split() and "0.0000≤0.0015" in lines[3]
-    assert "-112.6%" in lines[4]
+    assert "under the effect -112.6% (95% interval -128.3% to -96.9%)" in lines[5]
+    assert "under the null -" in lines[5]  # no null saving given: a dash, not a number
     assert design_table({"monitor": {"reason": "none"}}) == ["monitor: none"]
 
 
@@ -106,3 +107,39 @@ def test_plan_monitor_rw_optimism_bias(tmp_path: Any) -> None:
     assert mon["power"] >= 0.8 - 2 * mon["power_se"] and mon["cap"] >= 1
     plan.save(tmp_path)
     assert json.loads((tmp_path / "monitor.json").read_text())["cap"] == mon["cap"]
+
+
+def test_the_test_is_chosen_from_the_simulation_before_any_data() -> None:
+    from cogtestbed.validation.design.monitor_kind import choose_test
+
+    rng = np.random.default_rng(7)
+    # one LLM: an estimator biased by +0.03 under the null -> the null interval covers the bias
+    nul = np.clip(rng.normal(0.03, 0.25, 3000), -1, 1)
+    eff = np.clip(rng.normal(0.2, 0.25, 3000), -1, 1)
+    one = choose_test(eff, nul, -1.0, 1.0, 1)
+    assert one["test"] == "mean" and one["symmetry_scale"] is None
+    assert 0.03 < one["halfwidth"] < 0.03 + 4 * 0.25 / np.sqrt(3000)
+    assert 0 < one["planned_bet"] <= 0.99 / (0.5 + one["halfwidth"] / 2) and one["growth"] > 0
+    # two LLMs: the symmetry test, its scale inside the effect's spread, no half-width (exact under exchangeability)
+    two = choose_test(eff - rng.normal(0, 0.25, 3000), rng.normal(0, 0.35, 3000), -2.0, 2.0, 2)
+    assert two["test"] == "symmetry" and two["halfwidth"] == 0.0 and 0.05 < two["symmetry_scale"] < 1.0
+    assert two["planned_bet"] > 0 and "exchangeable" in two["property"]
+
+
+def test_per_unit_values_are_alignedunit_array_id() -> None:
+    from cogtestbed.validation.design.monitor_kind import unit_array
+
+    rows = [{"run": 2, "score": 7.0}, {"run": 0, "score": 9.0}, {"run": 1, "score": None}, {"run": 5, "score": 1.0}]
+    np.testing.assert_array_equal(unit_array(rows, "score", 4), [9.0, np.nan, 7.0, np.nan])
+
+
+@pytest.mark.slow
+def test_plan_monitor_of_a_metric_difference_between_two_llms() -> None:
+    """The issue's second case: a CogBench metric difference between two LLMs, the symmetry test per pair of
+    runs, its null rejection's upper bound <= alpha over 2,000 null studies."""
+    plan = ct.plan("temporal-discounting", metric="score", compare=("hyperbolic:k=0.005", "hyperbolic:k=0.8"),
+                   llm=["openai:gpt-4o", LLM], runs="22", monitor=True, seed=0)
+    mon = plan.payload["monitor"]
+    assert mon["test"] == "symmetry" and mon["unit"] == "pair of runs" and mon["null_studies"] == 2000
+    assert mon["null_upper"] <= 0.05 and mon["power"] >= 0.8 - 2 * mon["power_se"]
+    assert any(line.lstrip().startswith("monitor ") for line in plan.lines())

@@ -77,7 +77,8 @@ def test_monitored_run_stops_at_the_boundary_and_looks_reproduces_it(tmp_path, s
 
     monkeypatch.setattr(monitor_run, "subject_values", shifted)
     plan, out = _plan(tmp_path / "plan", 12, 0.0, (-0.2, 1.0)), tmp_path / "run"
-    assert run_cli(["run", "--plan", str(plan), "-o", str(out), "--mode", "completions", "--base-url", url]) == 0
+    # `run --monitor PLAN`, the issue's spelling of `run --plan PLAN`
+    assert run_cli(["run", "--monitor", str(plan), "-o", str(out), "--mode", "completions", "--base-url", url]) == 0
     steps = _steps(out)
     assert [s["subject"] for s in steps] == list(range(1, len(steps) + 1))
     assert steps[-1]["decision"] == "efficacy" and len(steps) < 12 and steps[-1]["e_value"] >= 20
@@ -133,6 +134,11 @@ def test_steps_decide_and_a_torn_last_line_is_dropped(tmp_path):
     first = next(i for i, s in enumerate(rising) if s["decision"] != "continue")
     assert rising[first]["decision"] == "efficacy" and rising[first]["e_value"] >= 20 > rising[first - 1]["e_value"]
     assert all(a["e_value"] < b["e_value"] for a, b in zip(rising, rising[1:], strict=False))
+    # the plan's Kelly bet against a null interval 0 ± 0.1: the same data are weaker evidence against it
+    wide = steps({**design, "planned_bet": 1.5, "halfwidth": 0.1}, [0.6] * 12)
+    narrow = steps({**design, "planned_bet": 1.5, "halfwidth": 0.0}, [0.6] * 12)
+    assert narrow[3]["e_value"] > wide[3]["e_value"] > 1.0
+    assert narrow[3]["lower"] == wide[3]["lower"]  # the confidence sequence is the mean's, whatever the null
     flat = steps(design, [float("nan")] * 12)
     assert [s["decision"] for s in flat] == ["continue"] * 11 + ["futility"] and flat[-1]["e_value"] == 1.0
     (tmp_path / "monitor.jsonl").write_text("".join(json.dumps(s) + "\n" for s in rising[:2]) + '{"subj')

@@ -3,7 +3,9 @@ e-process looked at after every subject, its futility cap, power, expected subje
 effect and the null, and its null rejection rate with a one-sided 95 % upper bound, each with its MC SE.
 
 Each case is ``ct.plan(..., monitor=True)`` at the fixed design the full plan chose (its subjects and
-trials given as single points, so the fixed search is not repeated; the full searches are in docs/plan.md):
+trials given as single points, so the fixed search is not repeated; the full searches are in docs/plan.md),
+with the group-sequential design of 3 looks beside it where the planner makes one (one LLM; a model
+difference between two LLMs is planned as a fixed design):
 the fixed plan's power at that design, then :func:`~cogtestbed.validation.design.monitor_kind.monitor_section`
 (simulated subjects reused across studies: each study a random ordering of one of 10 disjoint sub-pools).
 
@@ -27,10 +29,14 @@ from cogtestbed.validation.design.monitor_kind import design_table  # noqa: E402
 CASES = {
     "one": ("RW± optimism bias 0.2, one LLM (gpt-4o-mini)", "instrumental-learning",
             {"model": "rw-pm", "effect": {"optimism_bias": 0.2}, "llm": ["openai:gpt-4o-mini"], "subjects": "26",
-             "trials": "96"}),
+             "trials": "96", "looks": 3, "seq_sims": 300}),
     "two": ("RW± optimism bias difference 0.4 between two LLMs (gpt-4o, gpt-4o-mini)", "instrumental-learning",
             {"model": "rw-pm", "effect": {"optimism_bias": 0.4}, "llm": ["openai:gpt-4o", "openai:gpt-4o-mini"],
              "subjects": "14", "trials": "96"}),
+    "metric": ("CogBench temporal-discounting score, hyperbolic k 0.005 vs 0.8, between two LLMs (gpt-4o, "
+               "gpt-4o-mini)", "temporal-discounting",
+               {"metric": "score", "compare": ("hyperbolic:k=0.005", "hyperbolic:k=0.8"),
+                "llm": ["openai:gpt-4o", "openai:gpt-4o-mini"], "runs": "22"}),
 }
 
 

@@ -3,10 +3,13 @@ priced beside the fixed design (and the group-sequential one, with ``looks``) at
 
 The statistic is the one the fixed plan tests: each subject's MLE of the effect on the test's scale, less
 its value before the effect (one LLM), or a pair's difference, the second group's subject less the first's
-(two LLMs: subjects enter in pairs, one per group).  The monitor is the betting e-process of
-:mod:`~cogtestbed.validation.design.eprocess`, valid whenever each observation lies in known bounds: here the
-range the parameter's declared bounds give the contrast (:func:`statistic_bounds`; a log-scale parameter
-bounded at 0 has none, so it is refused).  It is looked at after every subject; it stops when
+(two LLMs: subjects enter in pairs, one per group); for a metric difference between two settings (two LLMs),
+a pair of units' difference of the metric's per-unit values (:func:`metric_pool`).  The test
+(:func:`choose_test`, fixed from the plan's simulation before any data) is a betting e-process of
+:mod:`~cogtestbed.validation.design.eprocess`: for one LLM the mean test on the range the parameter's declared
+bounds give the contrast (:func:`statistic_bounds`; a log-scale parameter bounded at 0 has none, so it is
+refused) against a null interval covering the MLE's simulated bias; for two LLMs the test of symmetry about 0,
+exact when the two are exchangeable and needing no bounds.  It is looked at after every unit; it stops when
 ``K_t ≥ 1/α`` (efficacy) or at the cap (futility), the smallest size at which it reaches the target power.
 
 Validation (:func:`operate`): per hypothesis a pool of simulated subjects at the fixed plan's design
@@ -55,20 +58,28 @@ def statistic_bounds(model: Any, effect: str, scale: str) -> tuple[float, float]
 
 
 def check_monitor(exp: Any, req: Any) -> None:
-    """Refusals from the request alone: a model effect with one or two LLMs (no people, no metric or test
-    target, no hierarchical fit), a bounded statistic."""
+    """Refusals from the request alone: a model effect with one or two LLMs (no people, no test target, no
+    hierarchical fit) whose statistic is bounded, or a metric difference between two settings (two LLMs)
+    whose metric has per-unit values (a pooled metric with only a standard error has no unit to look at)."""
     from cogtestbed.validation.design.request import check_target
     from cogtestbed.validation.design.sizes import Effect
     from cogtestbed.validation.studies.model_studies import effect_scale
 
     check_target(exp, req)
     t = req.target
+    if t.metric is not None and t.compare is not None:
+        how = exp.metrics.comparability(t.metric)
+        if how.test == "z":
+            raise InputError(f"a monitor plan looks at a metric after every unit: {exp.name}'s {t.metric!r} is one "
+                             "pooled estimate with a standard error, without per-unit values to monitor")
+        return
     if t.model is None or t.effect is None:
-        raise InputError("a monitor plan needs `model` and `effect` (a model parameter's effect; a metric or a test "
-                         "target has no declared bounds for a betting e-process yet)")
-    for name in ("human", "population", "metric", "test", "precision"):
+        raise InputError("a monitor plan needs `model` and `effect` (a model parameter's effect) or `metric` with "
+                         "`compare` (a metric difference between two settings); a test target is not monitored")
+    for name in ("human", "population", "test", "precision"):
         if getattr(t, name) is not None:
-            raise InputError(f"a monitor plan does not take `{name}`: it monitors a model effect of one or two LLMs")
+            raise InputError(f"a monitor plan does not take `{name}`: it monitors a model effect of one or two LLMs "
+                             "or a metric difference between two")
     if req.analysis.fit != "mle":
         raise InputError("a monitor plan monitors the per-subject MLE: drop `fit`")
     model = exp.model(t.model)
@@ -143,15 +154,20 @@ def upper_bound(rate: float, se: float, n: int) -> float:
 
 
 def operate(eff: np.ndarray, eff_which: np.ndarray, nul: np.ndarray, nul_which: np.ndarray, lo: float, hi: float,
-            level: float, power: float, planned: float | None = None) -> dict[str, Any]:
+            level: float, power: float, planned: float | None = None, halfwidth: float = 0.0,
+            scale: float | None = None) -> dict[str, Any]:
     """The monitor's operating characteristics on simulated studies (rows; every subject a look): the cap
     (smallest size with power ≥ ``power`` under the effect, else the largest simulated), power, the null's
-    rejection rate at every look up to the cap and beyond (one-sided 95 % upper bound), expected sizes."""
-    from cogtestbed.validation.design.eprocess import first_crossing, log_capital, rescale
+    rejection rate at every look up to the cap and beyond (one-sided 95 % upper bound), expected sizes.
+    The test: the mean's (null 0 ± ``halfwidth``) on ``[lo, hi]``, or with ``scale`` symmetry about 0
+    (:func:`~cogtestbed.validation.design.eprocess.tested_scale`), with the ``planned`` bet."""
+    from cogtestbed.validation.design.eprocess import first_crossing, log_capital, tested_scale
 
-    m0 = (0.0 - lo) / (hi - lo)
-    t_eff = first_crossing(log_capital(rescale(eff, lo, hi), m0, planned=planned), level)
-    t_nul = first_crossing(log_capital(rescale(nul, lo, hi), m0, planned=planned), level)
+    def crossing(x: np.ndarray) -> np.ndarray:
+        y, m, width = tested_scale(x, lo, hi, halfwidth, scale)
+        return first_crossing(log_capital(y, m, planned=planned, halfwidth=width), level)
+
+    t_eff, t_nul = crossing(eff), crossing(nul)
     length = eff.shape[1]
     by_size = np.array([((t_eff > 0) & (t_eff <= n)).mean() for n in range(1, length + 1)])
     reached = np.flatnonzero(by_size >= power)
@@ -174,59 +190,163 @@ def operate(eff: np.ndarray, eff_which: np.ndarray, nul: np.ndarray, nul_which: 
 def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: int, seed: int,
                     say: Any = None) -> dict[str, Any]:
     """The ``monitor`` section of a plan: bounds, the rule, its operating characteristics at the fixed
-    design's trials, expected subjects and dollars beside the fixed design's, the saving with its MC SE."""
+    design's trials, expected subjects and dollars beside the fixed design's, the saving with its MC SE.
+    ``spec``: the fixed plan's study, a model effect (:func:`hypothesis_pool`) or a metric difference between
+    two settings (:func:`metric_pool`: per-unit pair differences, the symmetry test)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.model_studies import effect_scale
 
-    exp = get_experiment(spec.experiment)
-    model = exp.model(spec.models[0])
-    scale = effect_scale(model, spec.effect)
-    lo, hi = statistic_bounds(model, spec.effect, scale)
-    lo, hi = (lo - hi, hi - lo) if spec.groups == 2 else (lo - _null(spec, model), hi - _null(spec, model))
-    n_fix, trials, runs = int(chosen["subjects"]), chosen.get("trials"), int(chosen.get("runs") or 1)
+    metric = getattr(spec, "metric", None) is not None
+    n_fix = int(chosen["runs"] if metric else chosen["subjects"])
+    trials, runs = chosen.get("trials"), 1 if metric else int(chosen.get("runs") or 1)
     length = max(4, math.ceil(MAX_FACTOR * n_fix))
     pool_n = BATCHES * POOL_FACTOR * length
+    groups = 2 if metric else spec.groups
+    unit = "pair of runs" if metric else "pair" if groups == 2 else "subject"
     if say is not None:
-        say(f"monitor: {2 * pool_n * spec.groups} simulated subjects at the fixed design's trials, {sims} studies "
-            f"per hypothesis looked at after every subject up to {length}")
+        say(f"monitor: {2 * pool_n * groups} simulated {'runs' if metric else 'subjects'} at the fixed design's "
+            f"trials, {sims} studies per hypothesis looked at after every {unit} up to {length}")
     rng = np.random.default_rng(np.random.SeedSequence([seed, 7_474]))
-    eff_pool = hypothesis_pool(spec, trials, runs, pool_n, seed + 74_001, True)
-    nul_pool = hypothesis_pool(spec, trials, runs, pool_n, seed + 74_101, False)
+    if metric:
+        lo, hi = -math.inf, math.inf
+        label = f"per-unit {spec.metric} of {spec.agent} {_setting(spec.compare[1])} less {_setting(spec.compare[0])}"
+        eff_pool, nul_pool = (metric_pool(spec, trials, pool_n, seed + 74_001 + 100 * k, k == 0) for k in (0, 1))
+    else:
+        lo, hi, label = _model_statistic(spec)
+        eff_pool = hypothesis_pool(spec, trials, runs, pool_n, seed + 74_001, True)
+        nul_pool = hypothesis_pool(spec, trials, runs, pool_n, seed + 74_101, False)
     finite = np.concatenate([eff_pool, nul_pool])
     finite = finite[np.isfinite(finite)]
     outside = int(((finite < lo - 1e-9) | (finite > hi + 1e-9)).sum())
     eff, eff_which = studies(eff_pool, sims, length, rng)
     nul, nul_which = studies(nul_pool, sims, length, rng)
-    bet = _planned(eff_pool, spec, lo, hi)
-    ops = operate(eff, eff_which, nul, nul_which, lo, hi, spec.level, power, bet)
+    test = choose_test(eff_pool, nul_pool, lo, hi, groups)
+    ops = operate(eff, eff_which, nul, nul_which, lo, hi, spec.level, power, test["planned_bet"],
+                  test["halfwidth"], test["symmetry_scale"])
     per_unit = float(chosen["dollars"]) / n_fix if chosen.get("dollars") is not None else None
     saving = 1.0 - ops["expected_effect"] / n_fix
-    return {"method": "betting e-process (Waudby-Smith & Ramdas 2023: the hedged aGRAPA process, c = 1/2, averaged "
-                      "with the plan's fixed Kelly bet), every subject a look; confidence sequence "
-                      "{m: K_t(m) < 1/alpha}",
-            "statistic": f"per-{'pair difference of the' if spec.groups == 2 else 'subject'} MLE of {spec.effect}"
-                         f" ({scale} scale) less its null value", "unit": "pair" if spec.groups == 2 else "subject",
-            "bounds": [lo, hi], "null": 0.0, "planned_bet": bet, "level": spec.level, "target_power": power,
-            "property": f"every observation lies in [{lo:g}, {hi:g}] (the parameters' declared bounds); "
-                        f"{outside} of {finite.size} simulated estimates outside",
+    bounded = math.isfinite(lo)
+    fixed_test = get_experiment(spec.experiment).metrics.comparability(spec.metric).test if metric else "t-test"
+    return {"method": test["method"], "statistic": label, "unit": unit, "fixed_test": fixed_test,
+            "bounds": [lo, hi] if bounded else None, "null": 0.0, **test, "level": spec.level, "target_power": power,
+            "property": test["property"] + (f"; {outside} of {finite.size} simulated estimates outside "
+                                            f"[{lo:g}, {hi:g}]" if bounded else ""),
             "outside": outside, "pool_mean_null": float(np.nanmean(nul_pool)),
             "missing": float(np.mean(~np.isfinite(np.concatenate([eff_pool, nul_pool])))),
             "trials": trials, "runs": runs, **ops, "fixed_subjects": n_fix, "dollars_per_unit": per_unit,
             "dollars_effect": None if per_unit is None else per_unit * ops["expected_effect"],
             "dollars_null": None if per_unit is None else per_unit * ops["expected_null"],
             "dollars_cap": None if per_unit is None else per_unit * ops["cap"],
-            "saving": saving, "saving_se": ops["expected_effect_se"] / n_fix}
+            "saving": saving, "saving_se": ops["expected_effect_se"] / n_fix,
+            "saving_null": 1.0 - ops["expected_null"] / n_fix, "saving_null_se": ops["expected_null_se"] / n_fix}
 
 
-def _planned(pool: np.ndarray, spec: Any, lo: float, hi: float) -> float:
-    """The bet fixed by the plan (:func:`~cogtestbed.validation.design.eprocess.planned_bet`): the planned
-    effect's direction and the simulated statistic's mean shift and SD under it, rescaled (the plan's
-    simulation, not the run's data, so it is fixed before the first subject)."""
-    from cogtestbed.validation.design.eprocess import planned_bet
+def _model_statistic(spec: Any) -> tuple[float, float, str]:
+    """A model effect's statistic: its bounds (a pair difference's, or less the null value) and its label."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.studies.model_studies import effect_scale
 
-    y = (pool[np.isfinite(pool)] - lo) / (hi - lo)
-    m0 = -lo / (hi - lo)
-    return planned_bet(float(y.mean() - m0), float(y.std()), m0)
+    model = get_experiment(spec.experiment).model(spec.models[0])
+    scale = effect_scale(model, spec.effect)
+    lo, hi = statistic_bounds(model, spec.effect, scale)
+    lo, hi = (lo - hi, hi - lo) if spec.groups == 2 else (lo - _null(spec, model), hi - _null(spec, model))
+    return lo, hi, (f"per-{'pair difference of the' if spec.groups == 2 else 'subject'} MLE of {spec.effect} "
+                    f"({scale} scale) less its null value")
+
+
+def _setting(setting: Mapping[str, float]) -> str:
+    return ",".join(f"{k}={v:g}" for k, v in setting.items()) or "(base)"
+
+
+def metric_pool(spec: Any, trials: int | None, n: int, seed: int, effect: bool) -> np.ndarray:
+    """``n`` pair differences of a metric per unit (run or subject, :func:`~cogtestbed.validation.studies.
+    metric_studies.comparison_result`, the fixed plan's own per-unit values): unit ``i`` of the second setting
+    less unit ``i`` of the first (``effect``), or of a second, independent simulation of the first setting (the
+    null: two exchangeable LLMs).  NaN where either unit has no value.  ``spec``: a metric-power study."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.studies.metric_studies import comparison_result
+    from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_runs
+
+    exp = get_experiment(spec.experiment)
+    design = design_for_trials(exp, trials, spec.design)
+    values = []
+    settings = (spec.compare[0], spec.compare[1] if effect else spec.compare[0])
+    for seq, setting in zip(np.random.SeedSequence(seed).spawn(2), settings, strict=True):
+        table = simulate_runs(exp, spec.agent, n, seed_of(seq), {**spec.params, **setting}, design, lapse=spec.lapse)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = comparison_result(exp, spec.metric, table, spec.metric_options)
+        values.append(unit_array(result.get(exp.metrics.unit) or [], spec.metric, n))
+    return values[1] - values[0]
+
+
+def unit_array(rows: Any, metric: str, n: int) -> np.ndarray:
+    """The metric of units 0..n−1 from a metrics result's per-unit rows (their ``run``/``subject`` id, else
+    their order); NaN where a unit has none."""
+    out = np.full(n, np.nan)
+    for i, row in enumerate(rows):
+        k = int(row.get("run", row.get("subject", i)))
+        v = row.get(metric)
+        if 0 <= k < n and isinstance(v, (int, float)) and math.isfinite(v):
+            out[k] = float(v)
+    return out
+
+
+#: Candidate scales of the symmetry test's transform, as quantiles of the simulated |statistic| under the effect.
+SCALE_QUANTILES = (0.3, 0.5, 0.7, 0.85, 0.95)
+#: Normal quantile of the bias bound of a one-LLM statistic's null mean (two-sided 95 %).
+BIAS_Z = 1.96
+
+
+def choose_test(eff_pool: np.ndarray, nul_pool: np.ndarray, lo: float, hi: float, groups: int) -> dict[str, Any]:
+    """The test the plan fixes before any data, from its simulation (``eff_pool``, ``nul_pool``: the statistic
+    under the effect and the null):
+
+    * **two LLMs** (a pair's difference): the test of symmetry about 0 — under the null the two LLMs are
+      exchangeable, so ``D = X_B − X_A`` and ``−D`` have one distribution and every odd bounded function of
+      ``D`` has conditional mean 0, exactly, with no bound on ``D`` and no estimator bias (it cancels);
+      :func:`~cogtestbed.validation.design.eprocess.symmetric_unit` at the scale (:data:`SCALE_QUANTILES` of
+      ``|D|``) whose Kelly bet grows fastest under the effect;
+    * **one LLM**: the mean test on ``[lo, hi]`` against the null interval ``0 ± δ``, ``δ`` the per-subject
+      MLE's bias under the null as simulated (``|mean| + 1.96 SE`` of ``nul_pool``): the estimator is not
+      unbiased at a finite design, and a Kelly-sized bet against exactly 0 would turn that bias into false
+      rejections (the premise "conditional mean 0 under H0" would not hold).
+
+    Each with the exact Kelly bet on the simulated effect (:func:`~cogtestbed.validation.design.eprocess.
+    kelly_bet`) mixed with the hedged aGRAPA process."""
+    from cogtestbed.validation.design.eprocess import HEDGE_WEIGHT, kelly_bet, symmetric_unit, tested_scale
+
+    eff, nul = eff_pool[np.isfinite(eff_pool)], nul_pool[np.isfinite(nul_pool)]
+    mean, se = float(nul.mean()), float(nul.std(ddof=1) / math.sqrt(nul.size))
+    mix = (f"the exact Kelly bet on the plan's simulated effect ({1 - HEDGE_WEIGHT:g}) mixed with the hedged "
+           f"aGRAPA process ({HEDGE_WEIGHT:g}; Waudby-Smith & Ramdas 2023, c = 1/2), every unit a look"
+           + ("; confidence sequence {m: K_t(m) < 1/alpha} of the mean" if math.isfinite(hi - lo) else ""))
+    if groups == 2:
+        best = (-math.inf, 1.0, 0.0)
+        for q in SCALE_QUANTILES:
+            s = float(np.quantile(np.abs(eff), q))
+            if not s > 0:
+                continue
+            y = symmetric_unit(eff, s)
+            bet = kelly_bet(y, 0.5)
+            best = max(best, (float(np.mean(np.log1p(bet * (y - 0.5)))), s, bet))
+        g = 2 * symmetric_unit(nul, best[1]) - 1
+        return {"test": "symmetry", "symmetry_scale": best[1], "halfwidth": 0.0, "planned_bet": best[2],
+                "growth": best[0],
+                "method": f"betting e-process for symmetry about 0 on clip(D/{best[1]:.3g}, -1, 1): {mix}",
+                "property": f"under the null the two LLMs are exchangeable, so the pair difference D is symmetric "
+                            f"about 0 and clip(D/s, -1, 1) has conditional mean 0 exactly (no bounds needed); "
+                            f"simulated null: its mean {g.mean():+.4f} ± {g.std(ddof=1) / math.sqrt(g.size):.4f}, "
+                            f"mean of D {mean:+.4f} ± {se:.4f}"}
+    width = abs(mean) + BIAS_Z * se
+    y, m, w = tested_scale(eff, lo, hi, width)
+    bet = kelly_bet(y, m, w)
+    faced = m + w if bet >= 0 else m - w
+    return {"test": "mean", "symmetry_scale": None, "halfwidth": width, "planned_bet": bet,
+            "growth": float(np.mean(np.log1p(bet * (y - faced)))),
+            "method": f"betting e-process for the mean against the null interval 0 ± {width:.4f}: {mix}",
+            "property": f"every observation lies in [{lo:g}, {hi:g}] (the parameters' declared bounds) and under "
+                        f"the null its mean lies in 0 ± {width:.4f} (the per-subject MLE's simulated null mean "
+                        f"{mean:+.4f} ± {se:.4f}, widened by {BIAS_Z} SE)"}
 
 
 def _null(spec: Any, model: Any) -> float:
@@ -244,13 +364,14 @@ def run_monitor(exp: Any, req: Any, ctx: PlanContext) -> Planned:
     planned = (run_sequential if req.sequential.looks is not None else run_power)(exp, req, ctx)
     payload = dict(planned.payload)
     chosen = payload.get("chosen")
-    if not chosen or planned.size_name != "subjects":
-        payload["monitor"] = {"reason": "no fixed design reached the target power on the subjects axis"}
+    spec: Any = load_study(json.dumps(payload["study"])) if chosen else None
+    axis = "runs" if getattr(spec, "metric", None) is not None else "subjects"
+    if not chosen or planned.size_name != axis:
+        payload["monitor"] = {"reason": f"no fixed design reached the target power on the {axis} axis"}
         return Planned(payload, planned.size_name)
-    spec: Any = load_study(json.dumps(payload["study"]))
     payload["monitor"] = monitor_section(spec, chosen, req.target.power, req.sequential.monitor_sims, req.seed,
                                          ctx.say)
-    if spec.groups == 1 and isinstance(payload.get("run"), dict):
+    if axis == "subjects" and spec.groups == 1 and isinstance(payload.get("run"), dict):
         payload["run"] = run_settings(payload["run"], payload["monitor"], spec, chosen)
     return Planned(payload, planned.size_name)
 
@@ -270,7 +391,8 @@ def run_settings(run: Mapping[str, Any], mon: Mapping[str, Any], spec: Any,
     design = {"experiment": spec.experiment, "model": model.name, "effect": spec.effect,
               "scale": effect_scale(model, spec.effect), "null_value": _null(spec, model),
               "lapse_fit": spec.lapse_fit, "bounds": list(mon["bounds"]), "level": mon["level"], "cap": cap,
-              "planned_bet": mon["planned_bet"]}
+              "planned_bet": mon["planned_bet"], "halfwidth": mon.get("halfwidth", 0.0),
+              "symmetry_scale": mon.get("symmetry_scale")}
     kept = {k: v for k, v in run.items() if k != "sequential"}  # the run executes the monitor, not the looks
     return {**kept, "subjects": cap, "max_calls": None if per is None else per * cap, "monitor": design}
 
@@ -293,26 +415,38 @@ def design_table(payload: Mapping[str, Any]) -> list[str]:
     mon, chosen = payload.get("monitor") or {}, payload.get("chosen") or {}
     if "cap" not in mon:
         return [f"monitor: {mon.get('reason', 'not planned')}"]
-    unit, n = mon["unit"], chosen["subjects"]
-    rows = [f"designs at equal power (target {mon['target_power']:.2f}), {unit}s at "
-            f"{mon['trials']} trials; every row's dollars priced by the fixed plan's dry run:",
+    unit, n = mon["unit"], mon.get("fixed_subjects", chosen.get("subjects"))
+    units = "pairs of runs" if unit == "pair of runs" else unit + "s"
+    at = chosen.get("design") or f"{mon['trials']} trials"
+    fixed_test = "(" + mon.get("fixed_test", "t-test") + ")"
+    rows = [f"designs at equal power (target {mon['target_power']:.2f}) in {units}, at the fixed design's "
+            f"{at}; every row's dollars priced by the fixed plan's dry run:",
             f"  {'design':<16} {'E[n] effect':>14} {'E[n] null':>12} {'max':>5} {'$ effect':>10} {'$ null':>10} "
             f"{'power':>13} {'type-I':>16}",
             f"  {'fixed':<16} {n:>14} {n:>12} {n:>5} {_money(chosen.get('dollars')):>10} "
-            f"{_money(chosen.get('dollars')):>10} {chosen['power']:>7.3f}±{chosen['mc_se']:.3f} {'(t-test)':>16}"]
+            f"{_money(chosen.get('dollars')):>10} {chosen['power']:>7.3f}±{chosen['mc_se']:.3f} {fixed_test:>16}"]
     rows += _sequential_row(payload.get("sequential"))
     rows.append(f"  {'monitor':<16} {mon['expected_effect']:>8.1f}±{mon['expected_effect_se']:<5.1f} "
                 f"{mon['expected_null']:>12.1f} {mon['cap']:>5} {_money(mon['dollars_effect']):>10} "
                 f"{_money(mon['dollars_null']):>10} {mon['power']:>7.3f}±{mon['power_se']:.3f} "
                 f"{mon['null_rejection']:>8.4f}≤{mon['null_upper']:.4f}")
     rows.append(f"  monitor: {mon['method']}; stops at K_t >= {1 / mon['level']:g} or at the cap {mon['cap']} "
-                f"(futility{'' if mon['reached'] else ': target power not reached by ' + str(mon['longest'])}); "
-                f"expected saving under the effect {100 * mon['saving']:.1f}% ± {100 * mon['saving_se']:.1f}% of "
-                f"the fixed {unit}s")
+                f"(futility{'' if mon['reached'] else ': target power not reached by ' + str(mon['longest'])})")
+    rows.append("  expected saving against the fixed design: " + _saving(mon, "effect") + "; " + _saving(mon, "null"))
     rows.append(f"  validity needs only: {mon['property']}; null rejection at any look to {mon['longest']} "
                 f"{mon['null_rejection_any']:.4f} (upper {mon['null_upper_any']:.4f}; {mon['null_studies']} null "
                 f"studies); mean of the null pool {mon['pool_mean_null']:+.4f}")
     return rows
+
+
+def _saving(mon: Mapping[str, Any], under: str) -> str:
+    """The expected saving under the effect or the null, in % of the fixed design, with its 95 % MC interval
+    (negative: the monitor is dearer)."""
+    key = "saving" if under == "effect" else "saving_null"
+    if key not in mon:
+        return f"under the {under} -"
+    x, se = 100 * mon[key], 100 * mon[key + "_se"]
+    return f"under the {under} {x:+.1f}% (95% interval {x - 1.96 * se:+.1f}% to {x + 1.96 * se:+.1f}%)"
 
 
 def _sequential_row(seq: Any) -> list[str]:

@@ -1,6 +1,6 @@
-"""A monitored run (issue 74): ``run --plan PLAN`` of a ``plan --monitor`` plan plays one subject at a time,
-and after each fits that subject (the plan's per-subject MLE of the effect, on its scale, less its null
-value), updates the betting e-process and its confidence sequence
+"""A monitored run (issue 74): ``run --monitor PLAN`` (or ``run --plan PLAN``) of a ``plan --monitor`` plan
+plays one subject at a time, and after each fits that subject (the plan's per-subject MLE of the effect, on
+its scale, less its null value), updates the betting e-process and its confidence sequence
 (:func:`~cogtestbed.validation.design.eprocess.monitor_path`), appends the step to :data:`MONITOR_FILE`, and
 stops buying calls when ``K_t ≥ 1/α`` (efficacy) or at the plan's cap (futility).  ``--resume`` goes on from
 the last recorded step (the run's own resume finishes a subject a kill interrupted); ``cogtestbed looks RUN``
@@ -61,7 +61,8 @@ def steps(design: Mapping[str, Any], observations: Sequence[float]) -> list[dict
 
     lo, hi = (float(b) for b in design["bounds"])
     path = monitor_path(list(observations), lo, hi, 0.0, float(design["level"]),
-                        planned=design.get("planned_bet"))
+                        planned=design.get("planned_bet"), halfwidth=float(design.get("halfwidth") or 0.0),
+                        scale=design.get("symmetry_scale"))
     out = []
     for obs, st in zip(observations, path, strict=True):
         decision = "efficacy" if st.rejected else "futility" if st.subjects >= int(design["cap"]) else "continue"

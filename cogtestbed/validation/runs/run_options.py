@@ -155,9 +155,10 @@ class RunRequest:
     experiment: Any = option(None, record=as_name, cli_type=str | None, argument=True,
                              help="Experiment name, e.g. instrumental-learning (optional with --plan).")
     plan: str | os.PathLike[str] | None = option(
-        None, cli_type=Path | None,
+        None, cli_type=Path | None, flags=("--plan", "--monitor"),
         help="plan.json of `cogtestbed plan`: its experiment, design, subjects, seed, answer settings and limits; "
-             "--llm chooses or replaces its LLM(s).")
+             "--llm chooses or replaces its LLM(s). `--monitor PLAN` is the same option, named for a `plan "
+             "--monitor` plan: its run stops at the e-process's boundary or its cap.")
     progress_every: int = option(
         PROGRESS_EVERY, min=1, help="When stderr is not a terminal: a progress line per this many subjects.")
     llms: RunLLMs = group(RunLLMs, "LLMs")

@@ -24,8 +24,8 @@ def _bench() -> ModuleType:
 @pytest.mark.slow
 def test_recovery_memory_is_flat_in_subjects() -> None:
     bench = _bench()
-    # 100 subjects (9,600 rows) a chunk; 6,000 subjects' table is about 60 MB in pandas, so a recovery
-    # that held it (or grew with it) would peak tens of MB above the 1,000-subject run.
+    # 100 subjects (9,600 rows) a chunk; 6,000 subjects' table is 79 MiB in pandas (576,000 rows × 20
+    # columns), so a recovery that held it (or grew with it) would peak far above the 1,000-subject run.
     small = bench.run(1_000, batch_rows=9_600, report=False)
     large = bench.run(6_000, batch_rows=9_600, report=False)
     assert small["fitted"] == 1_000 and large["fitted"] == 6_000

@@ -544,6 +544,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--mass-matrix-from-gradients", action="store_true",
                         help="the package's nutpie fits adapt the mass matrix from draws and gradients (nutpie's "
                              "default; cogtestbed's is the draws alone: MASS_MATRIX_FROM_GRADIENTS)")
+    parser.add_argument("--low-rank-mass-matrix", action="store_true",
+                        help="the package's nutpie fits use nutpie's low-rank mass matrix on every case (the "
+                             "model's low_rank_mass_matrix attribute set on its class for this process)")
     parser.add_argument("--first-data-set", type=int, default=0, metavar="K",
                         help="with --package-only: fit data sets K … K + reps − 1 (seed = data set), e.g. fresh "
                              "data sets for a comparison chosen on data sets 0 … K − 1; data set K is then the "
@@ -577,8 +580,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from cogtestbed.inference import hierarchical_sampling
 
         hierarchical_sampling.MASS_MATRIX_FROM_GRADIENTS = True
+    if args.low_rank_mass_matrix:
+        from cogtestbed.registry import get_experiment
+
+        for name in names:  # the class, so every instance the fit builds has it
+            type(get_experiment(CASES[name].experiment).model(CASES[name].model)).low_rank_mass_matrix = True
     print(json.dumps({"load_average": os.getloadavg(), "cases": names,
-                      "mass_matrix_from_gradients": args.mass_matrix_from_gradients}), flush=True)
+                      "mass_matrix_from_gradients": args.mass_matrix_from_gradients,
+                      "low_rank_mass_matrix": args.low_rank_mass_matrix}), flush=True)
     rows = [row for name in names for row in run_case(name, CASES[name], args, args.numpyro_python)]
     if not (args.check_only or args.package_only):
         print(table(rows))

@@ -1,16 +1,19 @@
 """Peak memory of simulating and recovering many RW subjects, streamed in chunks (issue 71, item 5).
 
-Two child processes, each measured by its own peak resident memory (``resource.getrusage`` of the
-children, after each): (1) ``ct.simulate_file`` writes ``--subjects`` instrumental-learning RW subjects
-(96 trials each, per-subject α and β drawn from ``--seed``) to Parquet, a chunk of subjects at a time;
-(2) the table is read back a row group at a time and the first ``--recover`` subjects (default: all) are
-fitted by per-subject MLE, chunk by chunk, their estimates kept (two floats a subject) and correlated
-with the truth.  Target: each peak < 1 GB at any subject count, time linear in subjects.
+Two child processes, each measured by its own peak resident memory (``resource.getrusage``):
+(1) ``ct.simulate_file`` writes ``--subjects`` instrumental-learning RW subjects (96 trials each,
+per-subject α and β drawn from ``--seed``) to Parquet, a chunk of subjects at a time; (2) the table is
+read back a row group at a time and the first ``--recover`` subjects (default: all) are fitted by
+per-subject MLE, chunk by chunk, their estimates kept (two floats a subject) and correlated with the
+truth.  Target: each peak < 1 GB at any subject count, time linear in subjects.
 
     python benchmarks/bench_stream_memory.py --subjects 1000000            # the issue's figure (hours of MLE)
     python benchmarks/bench_stream_memory.py --subjects 100000 --recover 5000
 
-Not part of the test suite (slow); ``tests/test_simulate_chunks.py`` holds the fast checks.
+Each step's peak is its own process's (``ru_maxrss``); the recovery keeps two floats a subject and one chunk
+of table (a Parquet row group, or ``--batch-rows`` rows), so its memory is flat in the subject count:
+``tests/test_stream_memory.py`` (slow) holds that at 1,000 against 6,000 subjects; the fast checks of the
+streamed simulation are in ``tests/test_simulate_chunks.py``.
 """
 
 from __future__ import annotations
@@ -25,31 +28,40 @@ import time
 from pathlib import Path
 
 SIMULATE = """
-import sys, numpy as np, cogtestbed as ct
+import sys, resource, numpy as np, cogtestbed as ct
 from cogtestbed.api.core import simulate_file
 n, seed, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 rng = np.random.default_rng(seed)
 params = {"alpha": rng.uniform(0.05, 0.95, n), "beta": rng.uniform(0.5, 8.0, n)}
-print(simulate_file("instrumental-learning", "rw", subjects=n, seed=seed, params=params, output=out))
+rows = simulate_file("instrumental-learning", "rw", subjects=n, seed=seed, params=params, output=out)
+print(rows, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)
 """
 
 RECOVER = """
-import sys, json, numpy as np, pandas as pd, pyarrow.parquet as pq, cogtestbed as ct
-path, limit = sys.argv[1], int(sys.argv[2])
-truth, est = [], []
+import sys, json, resource, time, numpy as np, pandas as pd, pyarrow.parquet as pq, cogtestbed as ct
+path, limit, batch_rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+truth, est = [], []  # two floats a subject each: 32 MB at 10**6
+t0, done = time.process_time(), 0
 
 def fit(table):
+    global done
     table = table[table["subject"] < limit]
     if len(table):
         got = ct.fit("instrumental-learning", table, "rw", unit="subject")
         true = table.groupby("subject")[["param_alpha", "param_beta"]].first().loc[got["subject"]]
         truth.append(true.to_numpy()); est.append(got[["alpha", "beta"]].to_numpy())
+        if len(est) % 20 == 0 or done == 0:
+            print(f"{sum(map(len, est)):,} fitted, CPU {time.process_time() - t0:.0f} s, peak RSS "
+                  f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.3f} GiB", file=sys.stderr, flush=True)
+        done += 1
 
 file, left = pq.ParquetFile(path), None
-for i in range(file.num_row_groups):
-    part = file.read_row_group(i).to_pandas()
+batches = file.iter_batches(batch_size=batch_rows) if batch_rows else \
+    (file.read_row_group(i) for i in range(file.num_row_groups))
+for batch in batches:
+    part = batch.to_pandas()
     part = part if left is None else pd.concat([left, part], ignore_index=True)
-    last = part["subject"].iloc[-1]  # a subject may go on in the next row group
+    last = part["subject"].iloc[-1]  # a subject may go on in the next chunk
     left = part[part["subject"] == last]
     fit(part[part["subject"] != last])
     if last >= limit:
@@ -60,19 +72,47 @@ if left is not None:
 t, e = np.concatenate(truth), np.concatenate(est)
 ok = np.isfinite(e).all(axis=1)
 print(json.dumps({"fitted": len(e), "r_alpha": float(np.corrcoef(t[ok, 0], e[ok, 0])[0, 1]),
-                  "r_beta": float(np.corrcoef(np.log(t[ok, 1]), np.log(e[ok, 1]))[0, 1])}))
+                  "r_beta": float(np.corrcoef(np.log(t[ok, 1]), np.log(e[ok, 1]))[0, 1]),
+                  "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}))
 """
 
 
 def child(code: str, *args: str) -> tuple[str, float, float, float]:
-    """(stdout, wall s, CPU s, peak resident GiB) of ``python -c code args`` (the peak of every child so
-    far: run the smaller step first)."""
+    """(last line of stdout, wall s, CPU s, peak resident GiB of every child so far) of ``python -c code
+    args``; each step prints its own peak."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, "-c", code, *args], check=True, stdout=subprocess.PIPE, text=True).stdout
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return out.strip().splitlines()[-1], time.perf_counter() - t0, cpu, after.ru_maxrss / 2**20
+
+
+def run(subjects: int, recover: int | None = None, seed: int = 71, batch_rows: int = 0,
+        report: bool = True) -> dict[str, float]:
+    """Simulate ``subjects`` RW subjects to Parquet and recover the first ``recover`` (default all), each
+    step in its own process; returns each step's wall, CPU and peak RSS (GiB, the process's own) and the
+    recovery's correlations.  ``batch_rows``: the recovery reads that many rows at a time (0: a Parquet row
+    group at a time, about 48 MiB of table)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "trials.parquet")
+        out, wall, cpu, _ = child(SIMULATE, str(subjects), str(seed), path)
+        rows, peak = int(out.split()[0]), float(out.split()[1])
+        if report:
+            print(f"simulate {subjects:,} subjects ({rows:,} trials): wall {wall:.1f} s, CPU {cpu:.1f} s, "
+                  f"peak RSS {peak:.2f} GiB", flush=True)
+        limit = subjects if recover is None else recover
+        result, wall2, cpu2, _ = child(RECOVER, path, str(limit), str(batch_rows))
+    r = json.loads(result)
+    if report:
+        how = f"{batch_rows:,} rows at a time" if batch_rows else "by row group"
+        print(f"recover {r['fitted']:,} subjects (per-subject MLE, streamed {how}): "
+              f"wall {wall2:.1f} s, CPU {cpu2:.1f} s ({1000 * cpu2 / max(1, r['fitted']):.1f} ms a subject), "
+              f"peak RSS {r['peak_gib']:.2f} GiB; r(alpha) {r['r_alpha']:.3f}, r(log beta) {r['r_beta']:.3f}")
+        print("peak < 1 GB:", max(peak, r["peak_gib"]) * 2**30 < 1e9)
+    return {"simulate_wall": wall, "simulate_cpu": cpu, "simulate_peak_gib": peak, "recover_wall": wall2,
+            "recover_cpu": cpu2, "recover_peak_gib": r["peak_gib"], "fitted": r["fitted"],
+            "r_alpha": r["r_alpha"], "r_beta": r["r_beta"]}
 
 
 def main() -> None:
@@ -80,19 +120,9 @@ def main() -> None:
     ap.add_argument("--subjects", type=int, default=1_000_000)
     ap.add_argument("--recover", type=int, default=None, help="fit only the first N subjects (default: all)")
     ap.add_argument("--seed", type=int, default=71)
+    ap.add_argument("--batch-rows", type=int, default=0, help="rows the recovery reads at a time (0: a row group)")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = str(Path(tmp) / "trials.parquet")
-        rows, wall, cpu, peak = child(SIMULATE, str(args.subjects), str(args.seed), path)
-        print(f"simulate {args.subjects:,} subjects ({int(rows):,} trials): wall {wall:.1f} s, CPU {cpu:.1f} s, "
-              f"peak RSS {peak:.2f} GiB")
-        limit = args.subjects if args.recover is None else args.recover
-        result, wall, cpu, peak2 = child(RECOVER, path, str(limit))
-        r = json.loads(result)
-        print(f"recover {r['fitted']:,} subjects (per-subject MLE, streamed by row group): wall {wall:.1f} s, "
-              f"CPU {cpu:.1f} s ({1000 * cpu / max(1, r['fitted']):.1f} ms a subject), peak RSS {peak2:.2f} GiB "
-              f"(largest child so far); r(alpha) {r['r_alpha']:.3f}, r(log beta) {r['r_beta']:.3f}")
-        print("peak < 1 GB:", max(peak, peak2) * 2**30 < 1e9)
+    run(args.subjects, args.recover, args.seed, args.batch_rows)
 
 
 if __name__ == "__main__":

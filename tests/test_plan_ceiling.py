@@ -35,9 +35,12 @@ def test_a_reachable_target_is_not_stopped() -> None:
 
 
 def test_noisy_looks_near_the_target_are_not_enough_to_stop() -> None:
-    # the measured λ + 0.5 ladder against 30 people at 24-48 simulations a size: ceiling ~0.66, not yet shown
+    # the measured λ + 0.5 ladder against 30 people at 24-48 simulations a size: ceiling ~0.66, not yet
+    # shown at 80 LLM subjects; shown once 160 gives 0.667 of 48
     got = people_ceiling(SIZES, [11, 10, 14, 30], [24, 24, 24, 48], 0.8)
     assert got is not None and 0.6 < got.rate < 0.72 and not got.below
+    more = people_ceiling([*SIZES, 160], [11, 10, 14, 30, 32], [24, 24, 24, 48, 48], 0.8)
+    assert more is not None and more.below and more.sizes == 5
 
 
 def test_fewer_than_three_sizes_give_no_ceiling() -> None:
@@ -45,16 +48,16 @@ def test_fewer_than_three_sizes_give_no_ceiling() -> None:
 
 
 @pytest.mark.slow
-def test_false_stops_stay_rare_when_the_ceiling_reaches_the_target() -> None:
-    """Simulated ladders whose true ceiling is the target itself (A = A_target): stopped at most 2 % of
-    the time (one-sided 1 % per test)."""
+def test_false_stops_stay_rare_when_the_ceiling_is_above_the_target() -> None:
+    """Simulated ladders (10-80 LLM subjects, 24-48 simulations a size) whose true ceiling is 0.9, the target
+    0.8: stopped at most 5 % of the time."""
     z = stats.norm.ppf(0.975)
-    a = 1 / (stats.norm.ppf(0.8) + z) ** 2
+    a = 1 / (stats.norm.ppf(0.9) + z) ** 2
     p = curve(a, 3.0, SIZES)
     rng = np.random.default_rng(5)
     stops = sum(bool(getattr(people_ceiling(SIZES, rng.binomial([24, 24, 48, 48], p), [24, 24, 48, 48], 0.8),
                              "below", False)) for _ in range(200))
-    assert stops <= 4
+    assert stops <= 10
 
 
 def _planner(people: int | None, looks: dict[Point, Estimate]) -> Planner:
@@ -73,5 +76,6 @@ def test_the_search_stops_for_fixed_people_only_and_says_why() -> None:
     fixed = _planner(30, looks)
     assert fixed.people_limited({}) and fixed.ceiling is not None
     assert "against the fixed 30 people the power levels off at about 0.61" in fixed.ceiling.words(30, 0.8)
+    assert "at 5 %" in fixed.ceiling.words(30, 0.8)
     two_llms = _planner(None, looks)
     assert not two_llms.people_limited({}) and two_llms.ceiling is None

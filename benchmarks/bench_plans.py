@@ -2,10 +2,14 @@
 
 Each command of a fenced code block (backslash continuations joined) runs as a child process with its
 ``-o`` replaced by a temporary folder; printed per plan: exit status, wall and CPU seconds (the child's
-``resource.getrusage``), the slowest step of its plan.json (the largest ``seconds`` it records, by path),
+``resource.getrusage``, or its process tree polled every 0.5 s where that is more: a plan stopped at
+``--limit`` has its pool workers' CPU counted too), the seconds its processes waited on a run queue for a
+CPU (``/proc/PID/schedstat``: on a loaded machine, what wall holds beyond CPU), the slowest step of its
+plan.json (the largest ``seconds`` it records, by path),
 and whether the plan's own estimate line ("a look of N-M simulations takes X to Y") contains the measured
 time of a look (the search's seconds over the designs it searched).  A command whose files are not here (a
-``--pilot runs/pilot``) or that elides its arguments (``…``) is listed as skipped.
+``--pilot runs/pilot``) or that elides its arguments (``…``) is listed as skipped; a plan that exits with
+an error prints its last line.
 
     python benchmarks/bench_plans.py                      # every plan, each stopped at --limit s
     python benchmarks/bench_plans.py --list; python benchmarks/bench_plans.py --pick 1,9,13 --limit 600

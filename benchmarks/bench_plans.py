@@ -141,7 +141,7 @@ def run(command: str, limit: float) -> dict[str, Any]:
                                "main_queued": seen.get(child.pid, (0.0, 0.0))[1],
                                "processes": len(seen)}
         if status != "0":
-            out["last"] = (err.strip().splitlines() or [""])[-1][:300]
+            out["last"] = (err.strip().splitlines() or [""])[-1][:800]
         plan_json = Path(tmp) / "plan" / "plan.json"
         payload = json.loads(plan_json.read_text()) if plan_json.exists() else None
     if payload is not None:

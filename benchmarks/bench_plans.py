@@ -2,10 +2,14 @@
 
 Each command of a fenced code block (backslash continuations joined) runs as a child process with its
 ``-o`` replaced by a temporary folder; printed per plan: exit status, wall and CPU seconds (the child's
-``resource.getrusage``), the slowest step of its plan.json (the largest ``seconds`` it records, by path),
+``resource.getrusage``, or its process tree polled every 0.5 s where that is more: a plan stopped at
+``--limit`` has its pool workers' CPU counted too), the seconds its processes waited on a run queue for a
+CPU (``/proc/PID/schedstat``: on a loaded machine, what wall holds beyond CPU), the slowest step of its
+plan.json (the largest ``seconds`` it records, by path),
 and whether the plan's own estimate line ("a look of N-M simulations takes X to Y") contains the measured
 time of a look (the search's seconds over the designs it searched).  A command whose files are not here (a
-``--pilot runs/pilot``) or that elides its arguments (``…``) is listed as skipped.
+``--pilot runs/pilot``) or that elides its arguments (``…``) is listed as skipped; a plan that exits with
+an error prints its last line.
 
     python benchmarks/bench_plans.py                      # every plan, each stopped at --limit s
     python benchmarks/bench_plans.py --list; python benchmarks/bench_plans.py --pick 1,9,13 --limit 600
@@ -14,6 +18,7 @@ time of a look (the search's seconds over the designs it searched).  A command w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import resource
@@ -21,9 +26,12 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 LOOK = re.compile(r"a look of [\d,]+-[\d,]+ simulations takes (?P<lo>[^ ]+(?: [^ ]+)*?) to (?P<hi>.+?) before")
@@ -32,7 +40,7 @@ LOOK = re.compile(r"a look of [\d,]+-[\d,]+ simulations takes (?P<lo>[^ ]+(?: [^
 def documented_plans() -> list[tuple[str, str]]:
     """(file, command) of every ``cogtestbed plan`` command in a fenced block of README.md and docs/*.md
     (a pipe after it dropped)."""
-    out = []
+    out: list[tuple[str, str]] = []
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         fenced, lines = False, []
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -73,6 +81,21 @@ def slowest(payload: Any, path: str = "") -> tuple[str, float]:
     return best
 
 
+def watch(pid: int, seen: dict[int, tuple[float, float]]) -> None:
+    """Record, for ``pid`` and every descendant, its CPU seconds (user + system, its own) and the seconds it
+    has waited on a run queue for a CPU (``/proc/PID/schedstat``'s second field): on a loaded machine the
+    waits are what wall time holds beyond CPU time."""
+    try:
+        procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return
+    for proc in procs:
+        with contextlib.suppress(psutil.Error, OSError, ValueError, IndexError):
+            t = proc.cpu_times()
+            queued = int(Path(f"/proc/{proc.pid}/schedstat").read_text().split()[1]) / 1e9
+            seen[proc.pid] = (t.user + t.system, queued)
+
+
 def run(command: str, limit: float) -> dict[str, Any]:
     """Run one documented plan; its figures."""
     argv = shlex.split(command)[1:]
@@ -90,17 +113,35 @@ def run(command: str, limit: float) -> dict[str, Any]:
             argv += ["-o", str(Path(tmp) / "plan")]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        try:
-            done = subprocess.run([sys.executable, "-m", "cogtestbed", *argv], capture_output=True, text=True,
-                                  cwd=ROOT, timeout=limit)
-            status, err = str(done.returncode), done.stderr
-        except subprocess.TimeoutExpired as exc:
-            status, err = f"> {limit:.0f} s", (exc.stderr or b"").decode() if isinstance(exc.stderr, bytes) \
-                else (exc.stderr or "")
+        child = subprocess.Popen([sys.executable, "-m", "cogtestbed", *argv], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        seen: dict[int, tuple[float, float]] = {}
+        err_parts: list[str] = []
+        reader = threading.Thread(target=lambda: err_parts.append(child.stderr.read() if child.stderr else ""))
+        reader.start()
+        while child.poll() is None and time.perf_counter() - t0 < limit:
+            watch(child.pid, seen)
+            time.sleep(0.5)
+        status = str(child.returncode) if child.returncode is not None else f"> {limit:.0f} s"
+        if child.returncode is None:
+            watch(child.pid, seen)
+            with contextlib.suppress(psutil.Error):
+                for proc in [*psutil.Process(child.pid).children(recursive=True), psutil.Process(child.pid)]:
+                    with contextlib.suppress(psutil.Error):
+                        proc.kill()
+        child.wait()
+        reader.join()
+        err = "".join(err_parts)
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        out: dict[str, Any] = {"status": status, "wall": wall,
-                               "cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime}
+        waited = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        polled = sum(cpu for cpu, _ in seen.values())
+        out: dict[str, Any] = {"status": status, "wall": wall, "cpu": max(waited, polled),
+                               "queued": sum(q for _, q in seen.values()),
+                               "main_queued": seen.get(child.pid, (0.0, 0.0))[1],
+                               "processes": len(seen)}
+        if status != "0":
+            out["last"] = (err.strip().splitlines() or [""])[-1][:800]
         plan_json = Path(tmp) / "plan" / "plan.json"
         payload = json.loads(plan_json.read_text()) if plan_json.exists() else None
     if payload is not None:
@@ -135,7 +176,9 @@ def main() -> None:
             print(f"{i:2d} {where}: {command}")
             continue
         r = run(command, args.limit)
-        wall = f"{r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU" if "wall" in r else ""
+        wall = "" if "wall" not in r else (
+            f"{r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU, {r['queued']:.1f} s waiting for a CPU "
+            f"({r['main_queued']:.1f} s of it the main process's; {r['processes']} processes)")
         slow = f"; slowest step {r['slowest'][0]} {r['slowest'][1]:.1f} s" if r.get("slowest", ("", -1))[1] >= 0 \
             else ""
         est = ""
@@ -144,7 +187,8 @@ def main() -> None:
             if "look" in r:
                 est += f", measured look {r['look']:.1f} s: {'inside' if r['inside'] else 'OUTSIDE'}"
         over = " (over 120 s)" if r.get("wall", 0) > 120 else ""
-        print(f"{i:2d} [{r['status']}] {wall}{over}{slow}{est} | {where}: {command}", flush=True)
+        last = f"; said: {r['last']}" if r.get("last") else ""
+        print(f"{i:2d} [{r['status']}] {wall}{over}{slow}{est}{last} | {where}: {command}", flush=True)
 
 
 if __name__ == "__main__":

@@ -167,6 +167,7 @@ def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path):
     from cogtestbed.validation.design.plan_report import summary_line
 
     assert 0 < cond["power"]["mc_se"] < 0.2 and "conditional on the real 12 participants" in summary_line(payload)
+    assert "(unconditional: new people in every simulated study); conditional on the real" in summary_line(payload)
     with pytest.raises(InputError, match="`population` is planned with the per-subject MLE"):
         ct.plan(EXP, llm="openai:gpt-4o-mini", model="rw-pm", effect={"optimism_bias": 0.4}, population=path,
                 fit="hierarchical")

@@ -55,6 +55,7 @@ from scipy import stats
 from cogtestbed.errors import CogtestbedError, InputError
 from cogtestbed.formatting import rate_text
 from cogtestbed.timings import cpu_seconds
+from cogtestbed.validation.design.ceiling import Ceiling, people_ceiling
 from cogtestbed.validation.design.power_sims import DECIDE_MAX_SIMS, DECIDE_Z, Estimate, PowerEvaluator, decided
 from cogtestbed.validation.design.pricing import Cost, Pricer, cost_key
 from cogtestbed.validation.design.recovery import recovery_at
@@ -154,6 +155,8 @@ class Planner:
         #: The size axis may grow to this top (None: the range given is searched as it is).
         self.extend_to = extend_to
         self.notes: list[str] = []
+        #: The power ceiling of a fixed group of people, once shown below the target (:mod:`.ceiling`).
+        self.ceiling: Ceiling | None = None
 
     # -- points and prices ---------------------------------------------------------------
     def point(self, size: int, combo: Mapping[str, int]) -> Point:
@@ -228,7 +231,7 @@ class Planner:
         x = values[0]
         while not self.passes(self.point(x, combo)):
             fail = x
-            if x >= values[-1]:
+            if x >= values[-1] or self.people_limited(combo):
                 return None
             x = self.next_rung(combo, values, x)
         passing = x
@@ -241,6 +244,34 @@ class Planner:
                 break
             fail = guess
         return passing
+
+    def fixed_people(self) -> int | None:
+        """The number of people of a two-group plan whose first group is a fixed number of people
+        (``--population``'s or the ``--human`` sample), else None."""
+        spec = self.spec
+        if not isinstance(spec, PowerStudy) or spec.groups != 2:
+            return None
+        if spec.people is not None:
+            return int(spec.people)
+        return len(spec.reference.values) if spec.reference is not None else None
+
+    def people_limited(self, combo: Mapping[str, int]) -> bool:
+        """Whether the fixed people's power ceiling (:func:`~cogtestbed.validation.design.ceiling.people_ceiling`,
+        fitted to every size of ``combo`` simulated so far) is shown below the target; it then holds for
+        every LLM design (:attr:`ceiling`), and the search stops."""
+        people = self.fixed_people()
+        if people is None or self.ceiling is not None:
+            return self.ceiling is not None
+        looks = [(getattr(p, self.size.name), self.power.estimate(p)) for p in self.power.done
+                 if self._in_combo(p, combo)]
+        level = float(getattr(self.spec, "level", 0.05))
+        found = people_ceiling([n for n, _ in looks], [e.hits for _, e in looks], [e.sims for _, e in looks],
+                               self.target, level)
+        if found is None or not found.below:
+            return False
+        self.ceiling = found
+        self.say(f"the target is out of reach: {found.words(people, self.target)}")
+        return True
 
     def next_rung(self, combo: Mapping[str, int], values: Sequence[int], x: int) -> int:
         """The size looked at after ``x`` failed: double it, or, once two sizes have failed, the
@@ -285,6 +316,9 @@ class Planner:
     def search_combo(self, combo: Mapping[str, int]) -> None:
         hi = self.affordable(combo)
         label = ", ".join(f"{k}={v}" for k, v in combo.items()) or "the design"
+        if self.ceiling is not None:
+            self.pruned.append({**combo, "reason": "the fixed people's power ceiling is below the target"})
+            return
         if hi < self.size.values[0]:
             self.pruned.append({**combo, "reason": "its smallest size costs more than the best design so far"
                                 if self.best else "its smallest size costs more than --max-cost"})
@@ -293,7 +327,7 @@ class Planner:
         size = self.smallest_passing(combo, hi)
         if size is None:
             self.pruned.append({**combo, "reason": f"no size up to {hi} reaches the target",
-                                "at_top": hi >= self.size.values[-1]})
+                                "at_top": hi >= self.size.values[-1] and self.ceiling is None})
             return
         point = self.point(size, combo)
         cost = cost_key(self.exact_cost(point))
@@ -461,6 +495,10 @@ class Planner:
                  f"{best.estimate.rate:.2f} ± {best.estimate.mc_se:.2f}") if best is not None else ""
         hint = "raise --max-cost, widen the ranges or lower --power" if self.max_cost is not None else \
             "widen the ranges or lower --power"
+        people = self.fixed_people()
+        if self.ceiling is not None and people is not None:
+            where += f"; {self.ceiling.words(people, self.target)}"
+            hint = "lower --power, test a larger effect or compare with more people"
         return (f"no design{budget} reaches {self.target:.0%} power for {describe_target(self.spec)} "
                 f"(sizes {self.size.values[0]}-{self.size.values[-1]} {self.size.name}){where}: {hint}")
 

@@ -274,8 +274,15 @@ def summary_line(payload: dict[str, Any]) -> str:
             f"{payload['target']['power']:.0%} power for {payload['target']['what']}: "
             f"{c['design']} ({sessions}) — {cost['calls']:,} calls, "
             f"{cost['prompt_tokens']:,} prompt + {cost['completion_tokens']:,} completion tokens (max), "
-            f"{dollars} on {llms}; power {rate_text(p['rate'], p['sims'])}" + _hierarchical_words(payload)
-            + conditional_words(payload.get("power_conditional")))
+            f"{dollars} on {llms}; power {rate_text(p['rate'], p['sims'])}" + _unconditional(payload)
+            + _hierarchical_words(payload) + conditional_words(payload.get("power_conditional")))
+
+
+def _unconditional(payload: Mapping[str, Any]) -> str:
+    """`` (unconditional: new people in every simulated study)`` beside the power of a plan that also
+    reports its power conditional on the real participants (issue 68), else ''."""
+    return " (unconditional: new people in every simulated study)" \
+        if (payload.get("power_conditional") or {}).get("power") else ""
 
 
 def _batch_wall(cost: Mapping[str, Any]) -> str:

@@ -50,4 +50,5 @@ def test_a_plans_calibrated_section_is_for_people_and_says_when_too_few_null_stu
     short = calibrated_section(spec, 10, -0.02)
     assert "cannot calibrate" in short["reason"] and calibrated_words(short) == ""
     words = calibrated_words({"critical_p": 0.0312, "null_sims": 300, "power": {"rate": 0.81, "mc_se": 0.02}})
-    assert words == "; calibrated test (critical p 0.0312 from 300 null studies at these trial counts): power 0.810 ± 0.020"
+    assert words == ("; calibrated test (critical p 0.0312 from 300 null studies at these trial counts): "
+                     "power 0.810 ± 0.020")

@@ -547,6 +547,7 @@ class CognitiveModel(ABC):
         profile fits per parameter (the ends of its range,
         :class:`~cogtestbed.inference.identification.SubjectProfile`); an interval two root findings on
         the profile, each a handful of profile fits: ask only for the intervals a row must show."""
+        from cogtestbed.inference.identification import continued_fit
         from cogtestbed.progress import unit_phase, unit_tick
 
         data = self.subject_data(trials)
@@ -557,6 +558,7 @@ class CognitiveModel(ABC):
         unit_phase(f"{self.name} fitted by maximum likelihood to each unit", len(keys))
         for key in keys:
             fit = self.fit_subject(data[key], n_starts=n_starts)
+            fit = continued_fit(self, data[key], fit) if identify else fit  # judged where it stops: a bound
             unit_tick()
             row: dict[str, Any] = {"subject": key, **fit.params, "nll": fit.nll, "aic": fit.aic, "bic": fit.bic,
                    "n_obs": fit.n_obs, "converged": fit.converged}

@@ -360,6 +360,35 @@ def heading_to_a_bound(model: CognitiveModel, fit: MLEResult) -> bool:
     return False
 
 
+#: Rounds of :func:`continued_fit` (each a fresh BFGS of :data:`~cogtestbed.inference.optim.MAX_ITER`
+#: iterations from where the last stopped).
+CONTINUE_ROUNDS = 20
+
+
+def continued_fit(model: CognitiveModel, data: Any, fit: MLEResult) -> MLEResult:
+    """A fit that stopped unconverged, continued from where it stopped until the search converges
+    (at a stationary point, or at a bound of the search box where the likelihood still rises:
+    α → 0, β → its cap on RW±'s ridge) or :data:`CONTINUE_ROUNDS` rounds pass; the continued fit
+    where its NLL is no higher, else ``fit`` (a converged fit, or one with a NaN estimate, as it is).
+    A ridge the first search was still climbing is then judged by its interval, as an estimate at
+    a bound is (issue 68), not called a failed fit because the search ran out of iterations."""
+    names = model.parameters.names
+    if fit.converged or not all(math.isfinite(fit.params[q]) for q in names):
+        return fit
+    z = model.to_search(np.array([fit.params[q] for q in names], float))
+    args = model.objective_args(data)
+    value, converged = fit.nll, False
+    for _ in range(CONTINUE_ROUNDS):
+        z, value, converged = mle_driver(model._kernel())(np.ascontiguousarray(z[None, :]), args, MAX_ITER, GTOL,
+                                                         FTOL, np.inf)
+        z = np.asarray(z, float)
+        if converged:
+            break
+    if not value <= fit.nll:
+        return fit
+    return model._result(model.to_natural(z), float(value), bool(converged), data)
+
+
 def unidentified_reason(model: CognitiveModel, data: Any, fit: MLEResult, n_starts: int = PROFILE_GRID_STARTS,
                         intervals: Mapping[str, ProfileInterval] | None = None,
                         profile: SubjectProfile | None = None) -> str | None:
@@ -414,6 +443,6 @@ def shared_estimates(model: CognitiveModel, estimates: Mapping[Hashable, Sequenc
 
 
 __all__ = ["FIT_FAILED", "LR_HALF_CHI2", "UNBOUNDED", "ProfileInterval", "SubjectProfile", "at_bound", "bounds_of",
-           "interval_reason", "parameter_flag", "profile_interval", "profile_intervals", "profile_nll",
+           "continued_fit", "interval_reason", "parameter_flag", "profile_interval", "profile_intervals", "profile_nll",
            "shared_estimates",
            "unidentified_reason"]

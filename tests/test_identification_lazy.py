@@ -103,3 +103,18 @@ def test_a_flagged_subjects_reason_is_the_eager_one() -> None:
     reason = unidentified_reason(model, data[2], fit, profile=prof)
     assert reason is not None and reason.startswith("unbounded interval: ")
     assert reason == interval_reason(model, SubjectProfile(model, data[2], fit).intervals())
+
+
+def test_an_unconverged_fit_is_continued_to_where_its_search_converges() -> None:
+    """RW±'s ridge (issue 68): a search that stopped short is continued, its NLL no higher, converged."""
+    from cogtestbed.inference.base import MLEResult
+    from cogtestbed.inference.identification import continued_fit
+
+    model, trials = _rw_subjects(1)
+    data = model.subject_data(trials)[0]
+    fit = model.fit_subject(data)
+    start = {"alpha_pos": 0.5, "alpha_neg": 0.5, "beta": 1.0}  # where a search might have stopped
+    stopped = MLEResult(start, model.nll(model.parameters.vector(start), data), fit.n_obs, False, 3)
+    more = continued_fit(model, data, stopped)
+    assert more.converged and more.nll <= stopped.nll and more.nll == pytest.approx(fit.nll, abs=1e-4)
+    assert continued_fit(model, data, fit) is fit  # a converged fit stays as it is

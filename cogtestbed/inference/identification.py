@@ -369,12 +369,13 @@ def continued_fit(model: CognitiveModel, data: Any, fit: MLEResult) -> MLEResult
     """A fit that stopped unconverged, continued from where it stopped until the search converges
     (at a stationary point, or at a bound of the search box where the likelihood still rises:
     α → 0, β → its cap on RW±'s ridge) or :data:`CONTINUE_ROUNDS` rounds pass; the continued fit
-    where its NLL is no higher, else ``fit`` (a converged fit, or one with a NaN estimate, as it is).
+    where its NLL is no higher, else ``fit`` (a converged fit, one with a NaN estimate or one already
+    at a bound, :func:`heading_to_a_bound`, as it is).
     A ridge the first search was still climbing is then judged by its interval, as an estimate at
     a bound is (issue 68), not called a failed fit because the search ran out of iterations."""
     names = model.parameters.names
-    if fit.converged or not all(math.isfinite(fit.params[q]) for q in names):
-        return fit
+    if fit.converged or not all(math.isfinite(fit.params[q]) for q in names) or heading_to_a_bound(model, fit):
+        return fit  # only a fit the flag would call failed is continued
     z = model.to_search(np.array([fit.params[q] for q in names], float))
     args = model.objective_args(data)
     value, converged = fit.nll, False

@@ -8,7 +8,13 @@ people did.  For LLM:people trial ratios 1, 2 and 4 this prints the null rejecti
 <= alpha (the people: ``--people`` drawn afresh from the population per study at its own trial count;
 the LLM: ``--llm-subjects`` at ratio x that count).
 
-    python benchmarks/studies/unequal_trials_level.py --studies 1000 --workers 2
+The test is the calibrated one (issue 68, :mod:`cogtestbed.validation.studies.people_level`): its
+critical p-value comes from ``--calibration`` null studies of the same design seeded apart, at α less
+the calibration's noise margin (:func:`~cogtestbed.validation.design.seqauto.calibration_level`); the
+fresh ``--studies`` then measure its level.  Each line also gives the nominal test's rejection rate
+(p < α) on the same fresh studies, the uncorrected figure.
+
+    python benchmarks/studies/unequal_trials_level.py --studies 1000 --calibration 400 --workers 2
 """
 
 from __future__ import annotations
@@ -16,9 +22,13 @@ from __future__ import annotations
 import argparse
 import time
 
+import numpy as np
+
 from cogtestbed.inference.population import load_population
+from cogtestbed.validation.design.seqauto import calibration_level
 from cogtestbed.validation.design.seqfair import type1_check, type1_words
 from cogtestbed.validation.studies.driver import run_study
+from cogtestbed.validation.studies.people_level import calibrate_people_test
 from cogtestbed.validation.studies.study_kinds import study_spec
 
 
@@ -27,6 +37,7 @@ def main() -> None:
     parser.add_argument("--population", default="human:cogbench-instrumental")
     parser.add_argument("--effect", default="optimism_bias")
     parser.add_argument("--studies", type=int, default=1000)
+    parser.add_argument("--calibration", type=int, default=400, help="null studies calibrating the critical p-value")
     parser.add_argument("--people", type=int, default=30)
     parser.add_argument("--llm-subjects", type=int, default=30)
     parser.add_argument("--ratios", default="1,2,4")
@@ -43,11 +54,17 @@ def main() -> None:
                           effect_size=0.0, groups=2, from_population=pop, people=args.people,
                           people_trials=people_trials, subjects=(args.llm_subjects,), trials=(ratio * people_trials,),
                           reps=args.studies, seed=68, level=args.level)
-        table = run_study(spec, workers=args.workers).table
+        cal = calibrate_people_test(spec, args.calibration, calibration_level(args.level, args.calibration),
+                                    workers=args.workers)
+        table = run_study(spec.model_copy(update={"critical_p": cal["critical_p"]}), workers=args.workers).table
         hits = int(table["detected"].astype(bool).sum())
         check = type1_check(hits, len(table), args.level)
-        print(f"  ratio {ratio} ({ratio * people_trials} LLM trials): {type1_words(check)}; test: "
-              f"{table['test'].iloc[0].split('(')[0].strip()}; {time.perf_counter() - t0:.0f} s wall", flush=True)
+        nominal = type1_check(int((np.asarray(table["p_value"], float) < args.level).sum()), len(table), args.level)
+        print(f"  ratio {ratio} ({ratio * people_trials} LLM trials): calibrated critical p {cal['critical_p']:.4f} "
+              f"(target {cal['target']:.4f} on {cal['null_sims']} null studies, {cal['nominal_rejected']} of them "
+              f"p < {args.level:g}); fresh studies, calibrated test: {type1_words(check)}; nominal test: "
+              f"{type1_words(nominal)}; test: {table['test'].iloc[0].split('(')[0].strip()}; "
+              f"{time.perf_counter() - t0:.0f} s wall", flush=True)
 
 
 if __name__ == "__main__":

@@ -533,46 +533,73 @@ class CognitiveModel(ABC):
 
     def fit_mle(
         self, trials: pd.DataFrame, n_starts: int | None = None, subjects: Iterable[Hashable] | None = None,
-        identify: bool = False,
+        identify: bool = False, intervals: bool | Iterable[str] = True,
     ) -> pd.DataFrame:
         """Fit every subject; one row per subject with estimates, NLL, AIC, BIC, convergence (each
         fit counted on a long computation's progress line, :func:`cogtestbed.progress.unit_progress`).
 
-        ``identify``: also give each parameter its likelihood-ratio 95 % interval (columns
-        ``{name}_lo95`` and ``{name}_hi95``: :func:`~cogtestbed.inference.identification.profile_interval`)
-        and say whether the data pin the estimate (:mod:`cogtestbed.inference.identification`:
-        the fit failed, or an interval is unbounded within the parameter's declared range):
-        columns ``identified`` and ``unidentified_reason`` (None where pinned).  It costs two
-        root findings on the profile per parameter and subject."""
-        from cogtestbed.inference.identification import profile_intervals, shared_estimates, unidentified_reason
+        ``identify``: also say whether the data pin the estimate (:mod:`cogtestbed.inference.identification`:
+        the fit failed, or a likelihood-ratio interval is unbounded within the parameter's declared
+        range): columns ``identified`` and ``unidentified_reason`` (None where pinned), and give the
+        parameters named by ``intervals`` (True: every one; False: none) their likelihood-ratio 95 %
+        interval (columns ``{name}_lo95`` and ``{name}_hi95``:
+        :func:`~cogtestbed.inference.identification.profile_interval`).  The flag costs one or two
+        profile fits per parameter (the ends of its range,
+        :class:`~cogtestbed.inference.identification.SubjectProfile`); an interval two root findings on
+        the profile, each a handful of profile fits: ask only for the intervals a row must show."""
+        from cogtestbed.inference.identification import continued_fit
         from cogtestbed.progress import unit_phase, unit_tick
 
         data = self.subject_data(trials)
         self.require_observations(data)
         keys = list(data) if subjects is None else list(subjects)
+        shown = self._interval_names(intervals) if identify else []
         rows = []
         unit_phase(f"{self.name} fitted by maximum likelihood to each unit", len(keys))
         for key in keys:
             fit = self.fit_subject(data[key], n_starts=n_starts)
+            fit = continued_fit(self, data[key], fit) if identify else fit  # judged where it stops: a bound
             unit_tick()
             row: dict[str, Any] = {"subject": key, **fit.params, "nll": fit.nll, "aic": fit.aic, "bic": fit.bic,
                    "n_obs": fit.n_obs, "converged": fit.converged}
             if identify:
-                intervals = profile_intervals(self, data[key], fit)  # a failed fit's too: every row has one
-                for p in self.parameters.names:
-                    iv = intervals.get(p)
-                    row[f"{p}_lo95"] = iv.lower if iv is not None else float("nan")
-                    row[f"{p}_hi95"] = iv.upper if iv is not None else float("nan")
-                row["unidentified_reason"] = unidentified_reason(self, data[key], fit, intervals=intervals)
+                row.update(self._judged(data[key], fit, shown))
             rows.append(row)
         out = pd.DataFrame(rows)
         if identify:
+            from cogtestbed.inference.identification import shared_estimates
+
             names = list(self.parameters.names)
             shared = shared_estimates(self, {r["subject"]: [r[n] for n in names] for r in rows}, data)
             reasons = [r["unidentified_reason"] or shared.get(r["subject"]) for r in rows]
             out["unidentified_reason"] = pd.Series(reasons, index=out.index, dtype=object)
             out["identified"] = out["unidentified_reason"].isna()
         return out
+
+    def _interval_names(self, intervals: bool | Iterable[str]) -> list[str]:
+        """The parameters whose intervals a fit's rows show (``intervals`` of :meth:`fit_mle`)."""
+        if isinstance(intervals, bool):
+            return list(self.parameters.names) if intervals else []
+        wanted = set(intervals)
+        unknown = wanted - set(self.parameters.names)
+        if unknown:
+            raise ValueError(f"no parameter {sorted(unknown)} in model {self.name!r}")
+        return [p for p in self.parameters.names if p in wanted]
+
+    def _judged(self, data: Any, fit: MLEResult, shown: Sequence[str]) -> dict[str, Any]:
+        """One subject's flag (``unidentified_reason``) and the intervals of ``shown`` (NaN where an
+        estimate is NaN), from one lazy profile (:class:`~cogtestbed.inference.identification.SubjectProfile`)."""
+        from cogtestbed.inference.identification import SubjectProfile, unidentified_reason
+
+        profile = SubjectProfile(self, data, fit)
+        intervals = profile.intervals(shown)  # a failed fit's too: every row shows them
+        row: dict[str, Any] = {}
+        for p in shown:
+            iv = intervals.get(p)
+            row[f"{p}_lo95"] = iv.lower if iv is not None else float("nan")
+            row[f"{p}_hi95"] = iv.upper if iv is not None else float("nan")
+        row["unidentified_reason"] = unidentified_reason(self, data, fit, profile=profile)
+        return row
 
     def degenerate_subjects(self, trials: pd.DataFrame) -> dict[Any, str]:
         """The subjects of ``trials`` whose valid answers take fewer than
@@ -584,7 +611,8 @@ class CognitiveModel(ABC):
 
         return degenerate_units(trials, self.min_distinct_answers)
 
-    def fit_identified(self, trials: pd.DataFrame, n_starts: int | None = None) -> pd.DataFrame:
+    def fit_identified(self, trials: pd.DataFrame, n_starts: int | None = None,
+                       intervals: bool | Iterable[str] = True) -> pd.DataFrame:
         """:meth:`fit_mle` under the rule for degenerate answers (:mod:`cogtestbed.no_data`) and
         with each estimate judged (``identify``): a subject whose valid answers take fewer than
         :attr:`min_distinct_answers` values is not fitted (its parameters, NLL, AIC and BIC are NaN,
@@ -593,12 +621,14 @@ class CognitiveModel(ABC):
         declared range keeps its values but is flagged (:mod:`cogtestbed.inference.identification`).
         Every row says whether the data pin it (``identified``) and, where they do not, why
         (``null_reason``).  What ``cogtestbed fit`` and :func:`cogtestbed.fit` report; summaries
-        are over every fitted subject, the flags beside them (:func:`mle_summary`)."""
+        are over every fitted subject, the flags beside them (:func:`mle_summary`).  ``intervals``:
+        the parameters whose intervals the rows show (True: every one, what the fit reports; False:
+        none, the flags alone, computed from the ends of each profile: :meth:`fit_mle`)."""
         data = self.subject_data(trials)
         self.require_observations(data)
         degenerate = self.degenerate_subjects(trials)
         keys = [k for k in data if k not in degenerate]
-        fits = (self.fit_mle(trials, n_starts=n_starts, subjects=keys, identify=True) if keys
+        fits = (self.fit_mle(trials, n_starts=n_starts, subjects=keys, identify=True, intervals=intervals) if keys
                 else pd.DataFrame())
         nan = float("nan")
         skipped = pd.DataFrame([{"subject": k, **dict.fromkeys(self.parameters.names, nan), "nll": nan, "aic": nan,

@@ -24,8 +24,12 @@ An estimate at a bound with a bounded interval (a learning rate of 1.0 whose int
 first reason that applies to one subject (None: every parameter pinned).  The 95 % level and "an
 end of the search range" are this project's rule, not a paper's.
 
-Cost: two root findings per parameter, each a handful of profile fits warm-started from the
-estimate (:data:`PROFILE_GRID_STARTS` grid starts besides); measured in ``docs/studies.md``.
+Cost, paid only for what is asked (:class:`SubjectProfile`, computed lazily and once per subject): a
+flag needs the profile at the ends of each parameter's range alone (one profile fit per end, at most
+two per parameter); an interval two root findings per parameter, each a handful of profile fits
+warm-started from the estimate (:data:`PROFILE_GRID_STARTS` grid starts besides), run only where a
+row shows it (``intervals`` of :meth:`~cogtestbed.inference.base.CognitiveModel.fit_mle`); measured by
+``benchmarks/bench_identification.py`` (``docs/studies.md``).
 """
 
 from __future__ import annotations
@@ -144,41 +148,158 @@ class ProfileInterval:
                 or (self.reaches_lower and math.isinf(p.lower)))
 
 
-def _interval_end(model: CognitiveModel, data: Any, fit: MLEResult, j: int, side: int, n_starts: int,
-                  warm0: np.ndarray | None, nodes: np.ndarray | None) -> tuple[float, bool]:
-    """(search-scale end, whether it is the end of the search range) of one side of the interval."""
-    from scipy.optimize import brentq
-
-    p = model.parameters.parameters[j]
-    ends = p.search_bounds()
-    end = ends[1] if side > 0 else ends[0]
-    start = _search_coordinate(p, fit.params[p.name])
-    xtol = PROFILE_XTOL * (ends[1] - ends[0])
-    if abs(end - start) <= xtol:
-        return end, True
-    state: dict[str, np.ndarray | None] = {"warm": warm0}
-
-    def rise(u: float) -> float:
-        if u == start:
-            return -LR_HALF_CHI2
-        last = state["warm"]
-        warm = None if warm0 is None else np.vstack([warm0, warm0 if last is None else last])
-        nll, z = profile_nll(model, data, j, p.from_search(u), n_starts, warm, nodes)
-        state["warm"] = z
-        return nll - fit.nll - LR_HALF_CHI2
-
-    if rise(end) <= 0.0:
-        return end, True
-    state["warm"] = warm0
-    lo, hi = min(start, end), max(start, end)
-    return float(brentq(rise, lo, hi, xtol=xtol, rtol=1e-6, maxiter=50)), False
-
-
 def best_nodes(model: CognitiveModel, data: Any) -> np.ndarray:
     """The :data:`PROFILE_NODES` start-grid rows of lowest NLL for ``data``: the grid starts a
     profile fit draws from (one grid evaluation per subject, not one per profile point)."""
     grid_nll = model.nll_many(model.start_grid(), data)
     return np.argsort(grid_nll, kind="stable")[:PROFILE_NODES]
+
+
+def _distinct_rows(starts: np.ndarray) -> np.ndarray:
+    """``starts`` (2-D) without rows equal to an earlier row: BFGS from a repeated start repeats the
+    same optimum, which never replaces the first (the driver keeps the first of equal optima)."""
+    keep = [i for i in range(len(starts)) if not any(np.array_equal(starts[i], starts[m]) for m in range(i))]
+    return starts[keep]
+
+
+class SubjectProfile:
+    """One fitted subject's profile likelihood, each piece computed when first asked for and only
+    once (issue 68): the profile at each end of a parameter's search range (:meth:`reaches`), each
+    parameter's interval (:meth:`interval`) and the subject's flag (:meth:`reason`).
+
+    A flag needs only the ends: a parameter is unbounded where the profile stays within
+    χ²₁(0.95)/2 of the minimum at the ends its declared range requires (both ends of a bounded
+    range; the end of an unbounded side), one profile fit per end, at most two per parameter; the
+    root findings of an interval run only where its ends are asked for (a subject row or a
+    coverage), reusing the end's fit.  Every value is the one :func:`profile_interval` of the
+    eager computation gave: the same profile fits from the same starts in the same order."""
+
+    def __init__(self, model: CognitiveModel, data: Any, fit: MLEResult, n_starts: int = PROFILE_GRID_STARTS,
+                 nodes: np.ndarray | None = None) -> None:
+        self.model, self.data, self.fit, self.n_starts = model, data, fit, n_starts
+        self.finite = all(math.isfinite(fit.params[q]) for q in model.parameters.names)
+        self._nodes = None if nodes is None else np.asarray(nodes)  # :func:`best_nodes` where None
+        self._ends: dict[tuple[int, int], tuple[float, np.ndarray | None] | None] = {}
+        self._sides: dict[tuple[int, int], tuple[float, bool]] = {}
+        self._intervals: dict[int, ProfileInterval] = {}
+        self.profile_fits = 0  # profile fits run so far (the cost: measured in benchmarks/bench_identification.py)
+
+    def _param(self, j: int) -> Parameter:
+        return self.model.parameters.parameters[j]
+
+    def _nodes_of(self) -> np.ndarray:
+        if self._nodes is None:
+            self._nodes = best_nodes(self.model, self.data)
+        return self._nodes
+
+    def _warm0(self, j: int) -> np.ndarray | None:
+        """The other parameters' estimate on the search scale (None for a one-parameter model)."""
+        if len(self.model.parameters) == 1:
+            return None
+        theta = np.array([self.fit.params[q] for q in self.model.parameters.names], float)
+        return np.delete(self.model.to_search(theta), j)
+
+    def _geometry(self, j: int, side: int) -> tuple[float, float, float]:
+        """(start, end, xtol) of one side of parameter ``j``'s interval on its search scale."""
+        p = self._param(j)
+        ends = p.search_bounds()
+        xtol = PROFILE_XTOL * (ends[1] - ends[0])
+        return _search_coordinate(p, self.fit.params[p.name]), ends[1] if side > 0 else ends[0], xtol
+
+    def _rise(self, j: int, u: float, warm: np.ndarray | None) -> tuple[float, np.ndarray | None]:
+        """Profile NLL − NLL − χ²₁(0.95)/2 at search coordinate ``u`` of parameter ``j``, and where
+        the other parameters' optimum lies."""
+        self.profile_fits += 1
+        nll, z = profile_nll(self.model, self.data, j, self._param(j).from_search(u), self.n_starts,
+                             None if warm is None else _distinct_rows(np.atleast_2d(warm)), self._nodes_of())
+        return nll - self.fit.nll - LR_HALF_CHI2, z
+
+    def _end_rise(self, j: int, side: int) -> tuple[float, np.ndarray | None] | None:
+        """The rise at the end of the search range on ``side`` (None where the estimate is within the
+        root-finding tolerance of that end: it reaches it unevaluated)."""
+        key = (j, side)
+        if key not in self._ends:
+            start, end, xtol = self._geometry(j, side)
+            warm0 = self._warm0(j)
+            self._ends[key] = (None if abs(end - start) <= xtol
+                               else self._rise(j, end, None if warm0 is None else np.vstack([warm0, warm0])))
+        return self._ends[key]
+
+    def reaches(self, j: int, side: int) -> bool:
+        """Whether parameter ``j``'s interval reaches the end of its search range on ``side`` (−1
+        lower, +1 upper): the profile stays within χ²₁(0.95)/2 of the minimum there."""
+        r = self._end_rise(j, side)
+        return r is None or r[0] <= 0.0
+
+    def _side(self, j: int, side: int) -> tuple[float, bool]:
+        """(search-scale end, whether it is the end of the search range) of one side of the interval:
+        the end where :meth:`reaches`, else the root of the rise between the estimate and the end
+        (Brent's method, each profile fit warm-started from the estimate and the previous point's
+        optimum)."""
+        key = (j, side)
+        if key in self._sides:
+            return self._sides[key]
+        from scipy.optimize import brentq
+
+        start, end, xtol = self._geometry(j, side)
+        if self.reaches(j, side):
+            self._sides[key] = (end, True)
+            return self._sides[key]
+        warm0 = self._warm0(j)
+        at_end = self._end_rise(j, side)
+        state: dict[str, np.ndarray | None] = {"warm": warm0}
+
+        def rise(u: float) -> float:
+            if u == start:
+                return -LR_HALF_CHI2
+            last = state["warm"]
+            if u == end and last is warm0 and at_end is not None:  # Brent's first look at the end: the fit made
+                value, state["warm"] = at_end
+                return value
+            value, state["warm"] = self._rise(j, u, None if warm0 is None
+                                              else np.vstack([warm0, warm0 if last is None else last]))
+            return value
+
+        lo, hi = min(start, end), max(start, end)
+        self._sides[key] = (float(brentq(rise, lo, hi, xtol=xtol, rtol=1e-6, maxiter=50)), False)
+        return self._sides[key]
+
+    def interval(self, j: int) -> ProfileInterval:
+        """Parameter ``j``'s likelihood-ratio 95 % interval (:func:`profile_interval`)."""
+        if j not in self._intervals:
+            p = self._param(j)
+            lo, lo_end = self._side(j, -1)
+            hi, hi_end = self._side(j, +1)
+            self._intervals[j] = ProfileInterval(p.lower if lo_end and math.isfinite(p.lower) else p.from_search(lo),
+                                                 p.upper if hi_end else p.from_search(hi), lo_end, hi_end)
+        return self._intervals[j]
+
+    def unbounded(self, j: int) -> bool:
+        """Whether parameter ``j``'s interval is unbounded within its declared range
+        (:meth:`ProfileInterval.unbounded`), from the ends alone."""
+        p = self._param(j)
+        if math.isinf(p.upper) and self.reaches(j, +1):
+            return True
+        if math.isinf(p.lower) and self.reaches(j, -1):
+            return True
+        return self.reaches(j, -1) and self.reaches(j, +1)
+
+    def intervals(self, names: Sequence[str] | None = None) -> dict[str, ProfileInterval]:
+        """The intervals of ``names`` (every parameter where None; empty where an estimate is NaN)."""
+        if not self.finite:
+            return {}
+        wanted = self.model.parameters.names if names is None else names
+        return {p.name: self.interval(j) for j, p in enumerate(self.model.parameters) if p.name in wanted}
+
+    def reason(self) -> str | None:
+        """The flag of the first parameter whose interval is unbounded within its declared range
+        (:func:`interval_reason_of`; None where every one is bounded or an estimate is NaN)."""
+        if not self.finite:
+            return None
+        for j, p in enumerate(self.model.parameters):
+            if self.unbounded(j):
+                return interval_reason_of(p, self.interval(j))
+        return None
 
 
 def profile_interval(model: CognitiveModel, data: Any, fit: MLEResult, j: int,
@@ -187,23 +308,14 @@ def profile_interval(model: CognitiveModel, data: Any, fit: MLEResult, j: int,
     end the root of profile NLL − NLL − χ²₁(0.95)/2 between the estimate and the end of the search
     range (Brent's method), or that end where the profile stays within the threshold there.
     ``nodes``: the start-grid rows its profile fits may start from (:func:`best_nodes`; all where None)."""
-    p = model.parameters.parameters[j]
-    theta = np.array([fit.params[q] for q in model.parameters.names], float)
-    z_hat = model.to_search(theta)
-    warm = None if len(model.parameters) == 1 else np.delete(z_hat, j)
-    lo, lo_end = _interval_end(model, data, fit, j, -1, n_starts, warm, nodes)
-    hi, hi_end = _interval_end(model, data, fit, j, +1, n_starts, warm, nodes)
-    return ProfileInterval(p.lower if lo_end and math.isfinite(p.lower) else p.from_search(lo),
-                           p.upper if hi_end else p.from_search(hi), lo_end, hi_end)
+    rows = np.arange(len(model.start_grid())) if nodes is None else nodes
+    return SubjectProfile(model, data, fit, n_starts, rows).interval(j)
 
 
 def profile_intervals(model: CognitiveModel, data: Any, fit: MLEResult,
                       n_starts: int = PROFILE_GRID_STARTS) -> dict[str, ProfileInterval]:
     """:func:`profile_interval` of every parameter (empty where the fit has a NaN estimate)."""
-    if not all(math.isfinite(fit.params[q]) for q in model.parameters.names):
-        return {}
-    nodes = best_nodes(model, data)
-    return {p.name: profile_interval(model, data, fit, j, n_starts, nodes) for j, p in enumerate(model.parameters)}
+    return SubjectProfile(model, data, fit, n_starts).intervals()
 
 
 def parameter_flag(p: Parameter, lower: float, upper: float) -> str | None:
@@ -248,19 +360,54 @@ def heading_to_a_bound(model: CognitiveModel, fit: MLEResult) -> bool:
     return False
 
 
+#: Rounds of :func:`continued_fit` (each a fresh BFGS of :data:`~cogtestbed.inference.optim.MAX_ITER`
+#: iterations from where the last stopped).
+CONTINUE_ROUNDS = 20
+
+
+def continued_fit(model: CognitiveModel, data: Any, fit: MLEResult) -> MLEResult:
+    """A fit that stopped unconverged, continued from where it stopped until the search converges
+    (at a stationary point, or at a bound of the search box where the likelihood still rises:
+    α → 0, β → its cap on RW±'s ridge) or :data:`CONTINUE_ROUNDS` rounds pass; the continued fit
+    where its NLL is no higher, else ``fit`` (a converged fit, one with a NaN estimate or one already
+    at a bound, :func:`heading_to_a_bound`, as it is).
+    A ridge the first search was still climbing is then judged by its interval, as an estimate at
+    a bound is (issue 68), not called a failed fit because the search ran out of iterations."""
+    names = model.parameters.names
+    if fit.converged or not all(math.isfinite(fit.params[q]) for q in names) or heading_to_a_bound(model, fit):
+        return fit  # only a fit the flag would call failed is continued
+    z = model.to_search(np.array([fit.params[q] for q in names], float))
+    args = model.objective_args(data)
+    value, converged = fit.nll, False
+    for _ in range(CONTINUE_ROUNDS):
+        z, value, converged = mle_driver(model._kernel())(np.ascontiguousarray(z[None, :]), args, MAX_ITER, GTOL,
+                                                         FTOL, np.inf)
+        z = np.asarray(z, float)
+        if converged:
+            break
+    if not value <= fit.nll:
+        return fit
+    return model._result(model.to_natural(z), float(value), bool(converged), data)
+
+
 def unidentified_reason(model: CognitiveModel, data: Any, fit: MLEResult, n_starts: int = PROFILE_GRID_STARTS,
-                        intervals: Mapping[str, ProfileInterval] | None = None) -> str | None:
+                        intervals: Mapping[str, ProfileInterval] | None = None,
+                        profile: SubjectProfile | None = None) -> str | None:
     """Why the data cannot pin one subject's fitted estimate: the fit failed (no convergence, away
     from every bound: :func:`heading_to_a_bound`), or
     a parameter's likelihood-ratio interval is unbounded within its declared range; None where
     every parameter is pinned.  A fit with NaN estimates (no valid answer) is left to the caller's
-    own reason.  ``intervals``: the subject's :func:`profile_intervals`, where already computed."""
+    own reason.  ``intervals``: the subject's :func:`profile_intervals`, where already computed;
+    ``profile``: its :class:`SubjectProfile` (the ends alone decide; an interval is computed only for
+    the reason's text of a flagged parameter)."""
     if not all(math.isfinite(fit.params[p.name]) for p in model.parameters):
         return None
     if not fit.converged and not heading_to_a_bound(model, fit):
         return (f"{FIT_FAILED}: the search did not converge (no stationary point; the likelihood is still changing "
                 "there)")
-    return interval_reason(model, profile_intervals(model, data, fit, n_starts) if intervals is None else intervals)
+    if intervals is not None:
+        return interval_reason(model, intervals)
+    return (SubjectProfile(model, data, fit, n_starts) if profile is None else profile).reason()
 
 
 def data_digest(model: CognitiveModel, data: Any) -> bytes:
@@ -296,7 +443,7 @@ def shared_estimates(model: CognitiveModel, estimates: Mapping[Hashable, Sequenc
     return out
 
 
-__all__ = ["FIT_FAILED", "LR_HALF_CHI2", "UNBOUNDED", "ProfileInterval", "at_bound", "bounds_of",
-           "interval_reason", "parameter_flag", "profile_interval", "profile_intervals", "profile_nll",
+__all__ = ["FIT_FAILED", "LR_HALF_CHI2", "UNBOUNDED", "ProfileInterval", "SubjectProfile", "at_bound", "bounds_of",
+           "continued_fit", "interval_reason", "parameter_flag", "profile_interval", "profile_intervals", "profile_nll",
            "shared_estimates",
            "unidentified_reason"]

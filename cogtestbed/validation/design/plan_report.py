@@ -26,8 +26,10 @@ from cogtestbed.trials import package_versions
 from cogtestbed.validation.design.plan import PlanResult, describe_target
 from cogtestbed.validation.design.power_sims import verdict
 from cogtestbed.validation.design.pricing import Pricer, tokens_source
+from cogtestbed.validation.design.seqauto import calibration_level
 from cogtestbed.validation.design.space import sessions_per_llm, study_at
 from cogtestbed.validation.studies.conditional import conditional_section, conditional_words
+from cogtestbed.validation.studies.people_level import calibrated_section, calibrated_words
 from cogtestbed.validation.studies.study_data import design_for_trials
 from cogtestbed.validation.studies.study_kinds import ModelStudy, PlannedStudy
 
@@ -179,6 +181,10 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
         # issue 68: an LLM against people, conditional on the population's real participants
         "power_conditional": conditional_section(study_at(result.spec, chosen.point, chosen.estimate.sims),
                                                  chosen.estimate.sims),
+        # issue 68: the test's critical p calibrated at the people's and the LLM's trial counts
+        "calibrated_test": calibrated_section(study_at(result.spec, chosen.point, chosen.estimate.sims),
+                                              chosen.estimate.sims,
+                                              calibration_level(result.spec.level, chosen.estimate.sims)),
         "searched": result.searched,
         "notes": list(result.notes),
         "warnings": recovery_warnings(result.recovery),
@@ -275,7 +281,8 @@ def summary_line(payload: dict[str, Any]) -> str:
             f"{c['design']} ({sessions}) — {cost['calls']:,} calls, "
             f"{cost['prompt_tokens']:,} prompt + {cost['completion_tokens']:,} completion tokens (max), "
             f"{dollars} on {llms}; power {rate_text(p['rate'], p['sims'])}" + _unconditional(payload)
-            + _hierarchical_words(payload) + conditional_words(payload.get("power_conditional")))
+            + _hierarchical_words(payload) + conditional_words(payload.get("power_conditional"))
+            + calibrated_words(payload.get("calibrated_test")))
 
 
 def _unconditional(payload: Mapping[str, Any]) -> str:

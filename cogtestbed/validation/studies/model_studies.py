@@ -523,7 +523,9 @@ def task_power_groups(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, 
         direction = estimate
     return pd.DataFrame([{"effect": spec.effect, "effect_size": spec.effect_size, "estimate": estimate,
                           "p_value": p_value, "lo": lo, "hi": hi,
-                          "detected": detected(p_value, direction, spec.effect_size, spec.level), "test": test}])
+                          "detected": detected(p_value, direction, spec.effect_size,
+                                               spec.level if spec.critical_p is None else spec.critical_p),
+                          "test": test}])
 
 
 def task_power(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,

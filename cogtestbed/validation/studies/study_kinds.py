@@ -283,6 +283,10 @@ class PowerStudy(ModelStudy):
     base: dict[str, float] = Field(default_factory=dict)
     sd_between: float = Field(0.5, ge=0)
     level: float = Field(0.05, gt=0, lt=1)
+    #: A calibrated critical p-value of the two-group MLE test (an LLM against people playing fewer
+    #: trials: :func:`~cogtestbed.validation.studies.people_level.calibrated_critical_p`): a study
+    #: detects where p < ``critical_p`` instead of p < ``level`` (None: ``level``).
+    critical_p: float | None = Field(None, gt=0, lt=1)
     #: Model parameters held fixed at these values.
     fixed: dict[str, float] = Field(default_factory=dict)
 

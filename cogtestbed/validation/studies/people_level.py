@@ -1,0 +1,102 @@
+"""An LLM against people: the two-group test's critical p-value calibrated at the planned trial
+counts (issue 68).
+
+The two-group MLE test of an LLM against people (:func:`~cogtestbed.validation.studies.model_studies.task_power_groups`)
+compares per-subject estimates.  Its nominal level is exact only where both groups' estimates share
+one distribution; an LLM usually plays more trials than the people did, and then its per-subject MLE
+differ from the people's in spread, skew and finite-sample bias even where the two populations are
+one (CogBench's α⁺ − α⁻ at 384 : 96 trials: SD 0.26 vs 0.32, skew −1.38 vs −0.38), so Welch's test
+(or Brunner–Munzel's, which tests P(B > A) = ½, not equal populations) rejects at a rate that
+depends on the design.  Even where the test is exact, a fresh estimate of its level from 1,000
+studies bounds it above α (an exact 0.05 gives a one-sided 95 % upper bound ≈ 0.062).
+
+The correction: simulate ``null_sims`` studies of the planned design under no effect (the same
+population draws, people and people's trials, LLM trials and sizes; a seed of their own) and
+take as the critical p-value the largest one that rejects at most ``target`` of them
+(:func:`calibrated_critical_p`); ``target`` is α less a margin for the calibration's own Monte-Carlo
+noise (the sequential plan's rule, :func:`~cogtestbed.validation.design.seqauto.calibration_level`),
+so that fresh null studies reject at most α with their upper bound.  It assumes what the plan
+assumes: the population (its posterior) generates both groups' data, the LLM's under no effect
+as the people's; the calibration holds the level under that model, not under another.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from cogtestbed.errors import InputError
+from cogtestbed.validation.studies.study_kinds import PowerStudy
+
+#: Added to a study's seed for its calibration null studies (independent of the studies it calibrates).
+CALIBRATION_SEED_OFFSET = 6_800_001
+
+
+def calibrated_critical_p(p_values: Any, target: float) -> float:
+    """The largest critical p-value c such that ``p < c`` holds for at most ``target`` of
+    ``p_values`` (a NaN p-value, a study without a test, rejects nothing and counts in the
+    denominator): the ⌊target·n⌋+1-th smallest p-value, or 1 where fewer are finite."""
+    p = np.asarray(p_values, float)
+    if not p.size or not 0.0 < target < 1.0:
+        raise InputError(f"calibration needs null p-values and a target level in (0, 1), got {p.size} and {target}")
+    allowed = math.floor(target * p.size)
+    finite = np.sort(p[np.isfinite(p)])
+    return float(finite[allowed]) if allowed < finite.size else 1.0
+
+
+def calibrate_people_test(spec: PowerStudy, null_sims: int, target: float, workers: int | None = 1) -> dict[str, Any]:
+    """The calibrated critical p-value of ``spec``'s two-group test (an LLM against people, or two
+    groups) at its planned design: ``null_sims`` studies of ``spec`` with no effect, seeded apart
+    (:data:`CALIBRATION_SEED_OFFSET`), and :func:`calibrated_critical_p` of their p-values at
+    ``target``.  Returns ``critical_p``, ``target``, ``null_sims``, the calibration's rejections at
+    ``critical_p`` (``rejected``) and at the nominal level (``nominal_rejected``)."""
+    from cogtestbed.validation.studies.driver import run_study
+
+    if spec.groups != 2 or spec.method != "mle":
+        raise InputError("the calibrated critical p-value is of the two-group MLE test: groups=2, method='mle'")
+    null = spec.model_copy(update={"effect_size": 0.0, "reps": int(null_sims), "critical_p": None,
+                                   "seed": spec.seed + CALIBRATION_SEED_OFFSET})
+    p = np.asarray(run_study(null, workers=workers).table["p_value"], float)
+    critical = calibrated_critical_p(p, target)
+    return {"critical_p": critical, "target": target, "null_sims": int(p.size),
+            "rejected": int(np.sum(p < critical)), "nominal_rejected": int(np.sum(p < spec.level))}
+
+
+def calibrated_section(spec: Any, sims: int, target: float, workers: int | None = None) -> dict[str, Any] | None:
+    """A plan's ``calibrated_test`` (issue 68) where ``spec`` is an LLM against a population's
+    people by MLE; None otherwise: :func:`calibrate_people_test` at the chosen design with ``sims``
+    null studies and ``target``, and the power of the calibrated test on ``sims`` effect studies
+    (the plan's own seed: its studies, each detected at p < the calibrated critical p), with its
+    MC SE, and what the calibration assumes (``assumes``).  Where ``target`` is not above 0 (too
+    few null studies to calibrate below α with a margin), the reason instead."""
+    from cogtestbed.validation.studies.driver import run_study
+
+    if not (isinstance(spec, PowerStudy) and spec.people is not None and spec.method == "mle" and spec.groups == 2):
+        return None
+    if target <= 0.0:
+        return {"reason": f"{sims} null studies cannot calibrate the test below alpha {spec.level:g} with its "
+                          "margin: plan with a smaller --mc-se"}
+    out = calibrate_people_test(spec, sims, target, workers)
+    hits = np.asarray(run_study(spec.model_copy(update={"critical_p": out["critical_p"], "reps": int(sims)}),
+                                workers=workers).table["detected"], bool)
+    p = float(hits.mean()) if hits.size else float("nan")
+    out["power"] = {"rate": p, "mc_se": float(np.sqrt(p * (1 - p) / hits.size)) if hits.size else float("nan"),
+                    "sims": int(hits.size)}
+    out["assumes"] = ("the population generates both groups' data (the LLM's under no effect as the people's); the "
+                      "critical p-value is calibrated on null studies of this design, people's and LLM's trial counts")
+    return out
+
+
+def calibrated_words(section: dict[str, Any] | None) -> str:
+    """``; calibrated test (critical p C from N null studies at these trial counts): power P ± SE`` ('' where none)."""
+    if not section or "power" not in section:
+        return ""
+    p = section["power"]
+    return (f"; calibrated test (critical p {section['critical_p']:.4g} from {section['null_sims']} null studies at "
+            f"these trial counts): power {p['rate']:.3f} ± {p['mc_se']:.3f}")
+
+
+__all__ = ["CALIBRATION_SEED_OFFSET", "calibrate_people_test", "calibrated_critical_p", "calibrated_section",
+           "calibrated_words"]

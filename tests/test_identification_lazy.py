@@ -1,0 +1,120 @@
+"""Issue 68's hot path: a fit's flag and intervals from one lazy profile, computed only where a row
+needs them, with the values of the eager computation (benchmarks/bench_identification.py)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+import cogtestbed as ct
+from cogtestbed.inference.identification import (
+    LR_HALF_CHI2,
+    PROFILE_XTOL,
+    SubjectProfile,
+    best_nodes,
+    interval_reason,
+    profile_nll,
+    unidentified_reason,
+)
+from cogtestbed.registry import get_experiment
+
+
+def _eager_interval(model: Any, data: Any, fit: Any, j: int) -> tuple[float, float]:
+    """The interval as the eager code found it (before the lazy profile): each side's end checked,
+    then Brent's method on the profile from the estimate, every profile fit warm-started from the
+    estimate and the previous point's optimum (the end evaluated again on Brent's first look)."""
+    from scipy.optimize import brentq
+
+    p = model.parameters.parameters[j]
+    theta = np.array([fit.params[q] for q in model.parameters.names], float)
+    warm0 = np.delete(model.to_search(theta), j)
+    nodes = best_nodes(model, data)
+    ends = p.search_bounds()
+    start = min(max(p.to_search(fit.params[p.name]), ends[0]), ends[1])
+    out = []
+    for end, declared in zip(ends, (p.lower, p.upper), strict=True):
+        state = {"warm": warm0}
+
+        def rise(u: float, end: float = end, state: dict = state) -> float:
+            if u == start:
+                return -LR_HALF_CHI2
+            nll, state["warm"] = profile_nll(model, data, j, p.from_search(u), 2, np.vstack([warm0, state["warm"]]),
+                                             nodes)
+            return nll - fit.nll - LR_HALF_CHI2
+
+        xtol = PROFILE_XTOL * (ends[1] - ends[0])
+        if abs(end - start) <= xtol or rise(end) <= 0.0:  # reported as the declared bound there
+            out.append(declared if math.isfinite(declared) else p.from_search(end))
+            continue
+        state["warm"] = warm0
+        out.append(p.from_search(brentq(rise, min(start, end), max(start, end), xtol=xtol, rtol=1e-6, maxiter=50)))
+    return out[0], out[1]
+
+
+def _rw_subjects(n: int) -> tuple[Any, Any]:
+    model = get_experiment("instrumental-learning").model("rw-pm")
+    trials = ct.simulate("instrumental-learning", "rw-pm", subjects=n, seed=3,
+                         params={"alpha_pos": [0.4, 0.9, 0.05][:n], "alpha_neg": 0.2, "beta": [5.0, 2.0, 0.3][:n]})
+    return model, trials
+
+
+def test_the_lazy_profile_gives_the_eager_intervals_exactly_with_fewer_profile_fits() -> None:
+    model, trials = _rw_subjects(3)
+    data = model.subject_data(trials)
+    for key in data:
+        fit = model.fit_subject(data[key])
+        flag_only = SubjectProfile(model, data[key], fit)
+        reason = flag_only.reason()
+        full = SubjectProfile(model, data[key], fit)
+        intervals = full.intervals()
+        assert reason == full.reason() == interval_reason(model, intervals)
+        for j, p in enumerate(model.parameters):
+            lo, hi = _eager_interval(model, data[key], fit, j)
+            assert (intervals[p.name].lower, intervals[p.name].upper) == (lo, hi)
+        assert flag_only.profile_fits <= 2 * len(model.parameters) < full.profile_fits
+        if reason is None:  # a bounded interval is settled at its first end: one profile fit a parameter
+            assert flag_only.profile_fits <= len(model.parameters) + sum(
+                math.isinf(p.upper) or math.isinf(p.lower) for p in model.parameters)
+
+
+def test_a_fit_shows_the_intervals_asked_for_and_the_same_flags_without_them() -> None:
+    model, trials = _rw_subjects(3)
+    full = model.fit_identified(trials)
+    bare = model.fit_identified(trials, intervals=False)
+    beta_only = model.fit_identified(trials, intervals=["beta"])
+    assert list(full["null_reason"]) == list(bare["null_reason"]) == list(beta_only["null_reason"])
+    assert list(full["identified"]) == list(bare["identified"])
+    assert not [c for c in bare.columns if c.endswith("95")]
+    assert [c for c in beta_only.columns if c.endswith("95")] == ["beta_lo95", "beta_hi95"]
+    assert beta_only["beta_lo95"].tolist() == full["beta_lo95"].tolist()
+    with pytest.raises(ValueError, match="no parameter"):
+        model.fit_identified(trials, intervals=["gamma"])
+
+
+def test_a_flagged_subjects_reason_is_the_eager_one() -> None:
+    """β = 0.3 with α⁺ = 0.05: α⁺'s interval covers [0, 1], flagged from its two ends alone."""
+    model, trials = _rw_subjects(3)
+    data = model.subject_data(trials)
+    fit = model.fit_subject(data[2])
+    prof = SubjectProfile(model, data[2], fit)
+    reason = unidentified_reason(model, data[2], fit, profile=prof)
+    assert reason is not None and reason.startswith("unbounded interval: ")
+    assert reason == interval_reason(model, SubjectProfile(model, data[2], fit).intervals())
+
+
+def test_an_unconverged_fit_is_continued_to_where_its_search_converges() -> None:
+    """RW±'s ridge (issue 68): a search that stopped short is continued, its NLL no higher, converged."""
+    from cogtestbed.inference.base import MLEResult
+    from cogtestbed.inference.identification import continued_fit
+
+    model, trials = _rw_subjects(1)
+    data = model.subject_data(trials)[0]
+    fit = model.fit_subject(data)
+    start = {"alpha_pos": 0.5, "alpha_neg": 0.5, "beta": 1.0}  # where a search might have stopped
+    stopped = MLEResult(start, model.nll(model.parameters.vector(start), data), fit.n_obs, False, 3)
+    more = continued_fit(model, data, stopped)
+    assert more.converged and more.nll <= stopped.nll and more.nll == pytest.approx(fit.nll, abs=1e-4)
+    assert continued_fit(model, data, fit) is fit  # a converged fit stays as it is

@@ -1,0 +1,54 @@
+"""Issue 68 item 4: the LLM-against-people test's critical p-value calibrated at the planned trial
+counts (the study that measures its level, 1,000 studies at three ratios, is
+``benchmarks/studies/unequal_trials_level.py``: an hour on two cores, not a test)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cogtestbed.errors import InputError
+from cogtestbed.inference.population import load_population
+from cogtestbed.validation.studies.driver import run_study
+from cogtestbed.validation.studies.people_level import calibrated_critical_p, calibrated_section, calibrated_words
+from cogtestbed.validation.studies.study_kinds import study_spec
+
+
+def test_the_critical_p_rejects_at_most_the_target_share_of_null_studies() -> None:
+    p = np.arange(1, 1001) / 1000
+    crit = calibrated_critical_p(p, 0.03)
+    assert crit == pytest.approx(0.031) and int((p < crit).sum()) == 30
+    ties = np.r_[np.full(50, 0.01), np.linspace(0.2, 1, 950)]  # 5 % tied at 0.01: none may pass at 3 %
+    assert int((ties < calibrated_critical_p(ties, 0.03)).sum()) == 0
+    with_nan = np.r_[p[:500], np.full(500, np.nan)]  # a study without a test rejects nothing, still counts
+    assert int((with_nan < calibrated_critical_p(with_nan, 0.03)).sum()) == 30
+    assert calibrated_critical_p(np.full(10, np.nan), 0.3) == 1.0
+    with pytest.raises(InputError, match="target level"):
+        calibrated_critical_p(p, -0.01)
+
+
+def _people_spec(reps: int = 3, **kw):
+    pop = load_population("human:cogbench-instrumental")
+    return study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="alpha_pos",
+                      effect_size=0.3, groups=2, from_population=pop, people=3, people_trials=48, subjects=(3,),
+                      trials=(96,), reps=reps, seed=5, **kw)
+
+
+def test_a_study_detects_at_its_critical_p_not_at_its_level() -> None:
+    plain = run_study(_people_spec(), workers=1).table
+    strict = run_study(_people_spec(critical_p=1e-300), workers=1).table
+    loose = run_study(_people_spec(critical_p=0.999999), workers=1).table
+    assert np.array_equal(plain["p_value"].to_numpy(), strict["p_value"].to_numpy())  # the same studies
+    assert not strict["detected"].any()
+    expect = (loose["p_value"] < 0.999999) & (np.sign(loose["estimate"]) == 1)
+    assert loose["detected"].tolist() == expect.tolist() and loose["detected"].sum() >= plain["detected"].sum()
+
+
+def test_a_plans_calibrated_section_is_for_people_and_says_when_too_few_null_studies() -> None:
+    spec = _people_spec()
+    assert calibrated_section(spec.model_copy(update={"people": None, "from_population": None}), 10, 0.03) is None
+    short = calibrated_section(spec, 10, -0.02)
+    assert "cannot calibrate" in short["reason"] and calibrated_words(short) == ""
+    words = calibrated_words({"critical_p": 0.0312, "null_sims": 300, "power": {"rate": 0.81, "mc_se": 0.02}})
+    assert words == ("; calibrated test (critical p 0.0312 from 300 null studies at these trial counts): "
+                     "power 0.810 ± 0.020")

@@ -36,8 +36,6 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 #: The evaluation's maximum text length in characters (``eval.py``'s ``--max-seq-length``).
 MAX_LENGTH = 32768
 #: The token texts that open and close a response span (``eval.py``: ``" <<"`` and ``">>"``).
@@ -104,6 +102,24 @@ class Prepared:
     offsets: list[tuple[int, int]]
     spans: list[tuple[int, int]]
     nll: list[float] = field(default_factory=list)
+    #: Further rows this participant's pass gathers (row -> tokens; another measure's, such as the
+    #: per-choice NLL's :func:`~cogtestbed.llm_adapters.runs.transcript.choice_rows`), and after
+    #: the pass every gathered row's log-probabilities (row -> token -> log p(token | tokens 0..row)).
+    extra: dict[int, set[int]] = field(default_factory=dict)
+    rows: dict[int, dict[int, float]] = field(default_factory=dict)
+
+    def needs(self) -> dict[int, set[int]]:
+        """Every row the pass gathers, with its tokens: each span token's (row ``t - 1``) and :attr:`extra`."""
+        out = {r: set(toks) for r, toks in self.extra.items()}
+        for a, e in self.spans:
+            for t in range(a, e):
+                out.setdefault(t - 1, set()).add(self.ids[t])
+        return out
+
+    def feed(self) -> list[int]:
+        """The tokens the pass reads: up to the last row gathered (nothing after it changes a value)."""
+        rows = self.needs()
+        return self.ids[:max(rows) + 1] if rows else []
 
     def choice_of_span(self) -> list[int]:
         """The index of the marked choice (its ``<<``, counted in the text) each span belongs to."""
@@ -157,21 +173,27 @@ def prefix_groups(seqs: Sequence[Sequence[int]], batch_tokens: int, min_shared: 
 
 
 # ----------------------------------------------------------------------------- forward passes
-def _log_probs(model: Any, torch: Any, hidden: Any, rows: Sequence[int], targets: Sequence[int]) -> np.ndarray:
-    """log p(target | row's context) for each (row of ``hidden``, target token)."""
-    if not rows:
-        return np.zeros(0)
+#: Rows of the final hidden state put through the output layer at once (bounds the float64
+#: log-softmax: rows x vocabulary x 8 bytes).
+HEAD_ROWS = 256
+
+
+def _gather(model: Any, torch: Any, hidden: Any, needs: dict[int, set[int]], offset: int,
+            into: dict[int, dict[int, float]]) -> None:
+    """For each row ``r`` of ``needs`` (hidden row ``r - offset``), log p(token | row's context) of
+    its tokens (softmax over the whole vocabulary, in float64) into ``into[r]``."""
+    rows = sorted(needs)
     head = model.get_output_embeddings()
-    logits = head(hidden[list(rows)]).double()
     cap = getattr(model.config, "final_logit_softcapping", None)
-    if cap:
-        logits = torch.tanh(logits / cap) * cap
-    lp = torch.log_softmax(logits, dim=-1)
-    return lp[torch.arange(len(rows)), torch.tensor(list(targets))].cpu().numpy()
-
-
-def _span_positions(p: Prepared) -> list[int]:
-    return [t for a, e in p.spans for t in range(a, e)]
+    for k in range(0, len(rows), HEAD_ROWS):
+        chunk = rows[k:k + HEAD_ROWS]
+        logits = head(hidden[[r - offset for r in chunk]]).double()
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        lp = torch.log_softmax(logits, dim=-1)
+        for j, r in enumerate(chunk):
+            toks = sorted(needs[r])
+            into[r] = dict(zip(toks, lp[j, toks].tolist(), strict=True))
 
 
 def _cache_kw(base: Any, cache: Any) -> dict[str, Any]:
@@ -184,64 +206,58 @@ def _cache_kw(base: Any, cache: Any) -> dict[str, Any]:
     return {"cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values": cache}
 
 
-def _shared_length(group: list[Prepared]) -> int:
+def _shared_length(feeds: list[list[int]]) -> int:
     """Tokens every member shares at its start (at least one token of each left over); 0 alone."""
-    if len(group) == 1:
+    if len(feeds) == 1:
         return 0
-    return min(min(_common(group[0].ids, g.ids) for g in group), *(len(g.ids) - 1 for g in group))
-
-
-def _fill(model: Any, torch: Any, hidden: Any, p: Prepared, positions: list[int], offset: int,
-          into: dict[int, float]) -> None:
-    """log p(token t) for each span position ``t`` into ``into``, from ``hidden``'s row t - 1 - offset."""
-    values = _log_probs(model, torch, hidden, [t - 1 - offset for t in positions], [p.ids[t] for t in positions])
-    for t, v in zip(positions, values, strict=True):
-        into[t] = float(v)
+    return min(min(_common(feeds[0], f) for f in feeds), *(len(f) - 1 for f in feeds))
 
 
 def _score_group(model: Any, torch: Any, device: str, group: list[Prepared]) -> None:
-    """Fill each member's ``nll`` (one value per span): the shared prefix once, the remainders
-    batched over its key-value cache."""
+    """Fill each member's :attr:`~Prepared.rows` and ``nll`` (one value per span): the shared
+    prefix once, the remainders batched over its key-value cache."""
     base = model.get_decoder() if hasattr(model, "get_decoder") else model.base_model
-    shared = _shared_length(group)
-    logp: list[dict[int, float]] = [{} for _ in group]
+    feeds = [p.feed() for p in group]
+    needs = [p.needs() for p in group]
+    shared = _shared_length(feeds)
     cache = None
     if shared > 0:
-        out = base(input_ids=torch.tensor([group[0].ids[:shared]], device=device), use_cache=True)
+        out = base(input_ids=torch.tensor([feeds[0][:shared]], device=device), use_cache=True)
         cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
-        for k, p in enumerate(group):  # span tokens predicted from a prefix row
-            _fill(model, torch, out.last_hidden_state[0], p, [t for t in _span_positions(p) if t <= shared], 0,
-                  logp[k])
+        for p, need in zip(group, needs, strict=True):  # rows inside the prefix
+            _gather(model, torch, out.last_hidden_state[0], {r: v for r, v in need.items() if r < shared}, 0,
+                    p.rows)
         if cache is not None and len(group) > 1:
             cache.batch_repeat_interleave(len(group))
-    rest = [p.ids[shared:] for p in group]
+    rest = [f[shared:] for f in feeds]
     width = max(len(r) for r in rest)
     ids = torch.tensor([r + [0] * (width - len(r)) for r in rest], device=device)
     mask = torch.tensor([[1] * (shared + len(r)) + [0] * (width - len(r)) for r in rest], device=device)
-    out = base(input_ids=ids, attention_mask=mask, use_cache=cache is not None, **_cache_kw(base, cache))
-    for k, p in enumerate(group):
-        _fill(model, torch, out.last_hidden_state[k], p, [t for t in _span_positions(p) if t > shared], shared,
-              logp[k])
-    for k, p in enumerate(group):
-        p.nll = [-sum(logp[k][t] for t in range(a, e)) for a, e in p.spans]
+    out = base(input_ids=ids, attention_mask=mask if len(group) > 1 or shared else None,
+               use_cache=cache is not None, **_cache_kw(base, cache))
+    for k, (p, need) in enumerate(zip(group, needs, strict=True)):
+        _gather(model, torch, out.last_hidden_state[k], {r: v for r, v in need.items() if r >= shared}, shared,
+                p.rows)
+        p.nll = [-sum(p.rows[t - 1][p.ids[t]] for t in range(a, e)) for a, e in p.spans]
 
 
 def score_texts(client: Any, texts: Sequence[str], *, max_length: int = MAX_LENGTH, batch_tokens: int = 16384,
-                share_prefix: bool = True, done: Callable[[list[int], list[Prepared]], None] | None = None
-                ) -> list[Prepared]:
+                share_prefix: bool = True, done: Callable[[list[int], list[Prepared]], None] | None = None,
+                jobs: Sequence[Prepared] | None = None) -> list[Prepared]:
     """Psych-201's measure of ``client``'s model on each text (module docstring): each text's
     :class:`Prepared` with ``nll``, one summed token NLL per response span.  ``batch_tokens``
     bounds a group's padded tokens (memory); ``share_prefix`` False runs every text on its own
     (one plain pass each, as the script does); ``done(indices, prepared)`` is called after each
-    group."""
-    prepared = [prepare(client.tokenizer, t, max_length) for t in texts]
-    groups = (prefix_groups([p.ids for p in prepared], batch_tokens) if share_prefix
+    group.  ``jobs``: the texts prepared already (:func:`prepare`; with :attr:`~Prepared.extra`
+    rows to gather in the same pass) instead of ``texts``."""
+    prepared = [prepare(client.tokenizer, t, max_length) for t in texts] if jobs is None else list(jobs)
+    groups = (prefix_groups([p.feed() for p in prepared], batch_tokens) if share_prefix
               else [[i] for i in range(len(prepared))])
     torch = client.torch
     guard: Callable[[], AbstractContextManager[Any]] = getattr(client, "_forward", nullcontext)  # the model's lock
     for g in groups:
         members = [prepared[i] for i in g]
-        todo = [p for p in members if p.spans]
+        todo = [p for p in members if p.spans or p.extra]
         if todo:
             with guard(), torch.inference_mode():
                 _score_group(client.hf_model, torch, client.device, todo)

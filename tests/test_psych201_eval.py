@@ -178,6 +178,64 @@ def test_progress_and_resuming_after_a_kill(tiny: Any, tmp_path: Path, monkeypat
     assert "logp_raw" not in full.columns  # only the measure asked
 
 
+def _options(text: str, chosen: list[str]) -> list[tuple[str, ...]]:
+    """J or K at every choice, and a third option of several tokens at the first (its own pass)."""
+    return [("J", "K", "JKJ K") if k == 0 else ("J", "K") for k in range(len(chosen))]
+
+
+def test_one_pass_per_participant_gives_every_measure_as_the_original_path(tiny: Any, tmp_path: Path) -> None:
+    """Issue 70, item 5: the three measures from one forward pass per participant (the original
+    per-choice path ran a pass of its own besides the evaluation's), values as the original path's."""
+    from cogtestbed.llm_adapters.runs.transcript import transcript_nll as original
+
+    texts = _texts(np.random.default_rng(5), 4)
+    path = _file(tmp_path, texts, ["d/e"] * 4, ["1", "2", "3", "4"])
+    calls: list[int] = []
+    hook = tiny.hf_model.get_decoder().register_forward_hook(lambda m, a, kw, out: calls.append(1), with_kwargs=True)
+    try:
+        choices = ct.transcript_nll(tiny, path, options=None, share_prefix=False)
+        assert len(calls) == 4  # one pass each, every measure
+        calls.clear()
+        with_options = ct.transcript_nll(tiny, path, options=_options, share_prefix=True)
+        # the shared opening, the three remainders batched, the one alone; the option of several tokens
+        # one pass per participant (as the original path gives it)
+        assert len(calls) == 3 + 4
+    finally:
+        hook.remove()
+    for table, opts in ((choices, None), (with_options, _options)):
+        for k, text in enumerate(texts):
+            ref = original(tiny, text, options=opts)
+            ours = table[table["participant"] == str(k + 1)].reset_index(drop=True)
+            np.testing.assert_allclose(ours["logp_raw"], ref["logp_raw"], rtol=0, atol=1e-9)
+            np.testing.assert_allclose(ours["logp_norm"], ref["logp_norm"], rtol=0, atol=1e-9, equal_nan=True)
+            assert ours["context_tokens"].tolist() == ref["context_tokens"].tolist()
+            spans = independent_span_nll(tiny.hf_model, tiny.tokenizer, text, 32768)
+            np.testing.assert_allclose(ours["psych201_nll"], spans, rtol=0, atol=1e-9)
+    assert with_options["logp_norm"].notna().all() and choices["logp_norm"].isna().all()
+    # the evaluation's text cut short: the choices past the cut get a pass of their own, same values
+    cut = ct.transcript_nll(tiny, path, options=None, max_length=150, participants=["1"])
+    np.testing.assert_allclose(cut["logp_raw"], original(tiny, texts[0])["logp_raw"], rtol=0, atol=1e-9)
+    assert cut["psych201_nll"].isna().sum() > 0
+
+
+def test_onednn_kernels_give_the_same_values(tiny: Any, tmp_path: Path) -> None:
+    import copy
+
+    from cogtestbed.llm_adapters.clients.hf import HFClient
+
+    texts = _texts(np.random.default_rng(6), 3)
+    path = _file(tmp_path, texts, ["d/e"] * 3, ["1", "2", "3"])
+    with pytest.raises(ct.errors.InputError, match="onednn needs a float32 model on the CPU"):
+        ct.transcript_nll(tiny, path, onednn=True)  # the float64 model of the exact tests
+    tiny32 = HFClient(copy.deepcopy(tiny.hf_model).float(), tiny.tokenizer, "tiny-random-float32", chat=False)
+    plain = ct.participant_nll(ct.transcript_nll(tiny32, path))
+    fast = ct.participant_nll(ct.transcript_nll(tiny32, path, onednn=True))
+    for col in ("psych201_nll", "centaur_nll", "nll_raw"):
+        np.testing.assert_allclose(fast[col], plain[col], rtol=0, atol=1e-4)
+        assert (fast[col] > 0).all()
+    assert "forward" not in vars(tiny32.hf_model.get_decoder().layers[0].mlp.up_proj)  # restored after
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["franke2024bayesian", "thoma2025problearn", "spektor2019contexteffects"])
 def test_smollm2_equals_the_independent_implementation_on_real_data_sets(smollm2: Any, name: str) -> None:

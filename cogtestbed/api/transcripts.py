@@ -68,7 +68,9 @@ def transcript_nll(llm: Any, transcripts: str | Path | Sequence[Any], **kwargs: 
     records share, naming them).  ``measures``: ``psych201`` (Psych-201's evaluation: the summed
     token NLL of each response span, the text cut to ``max_length`` characters without an unclosed
     mark, :mod:`cogtestbed.llm_adapters.runs.psych201_eval`; participants that share their opening
-    tokens batched over one key-value cache, ``batch_tokens``, ``share_prefix``) and ``choice``
+    tokens batched over one key-value cache, ``batch_tokens``, ``share_prefix``; ``onednn``: the
+    linear layers through oneDNN's float32 kernels,
+    :func:`~cogtestbed.llm_adapters.runs.psych201_eval.onednn_linears`) and ``choice``
     (the per-choice ``logp_raw``/``logp_norm``: ``options`` ``"auto"`` takes the option sets declared
     for the data set in :data:`~cogtestbed.llm_adapters.runs.transcript.OPTION_SETS`; ``overflow``,
     ``window``, ``min_context``: :func:`cogtestbed.llm_adapters.runs.transcript.transcript_nll`).
@@ -99,10 +101,12 @@ def transcript_nll(llm: Any, transcripts: str | Path | Sequence[Any], **kwargs: 
                             window=window, min_context=min_context)
 
     settings = {"options": options if isinstance(options, str) else repr(options), "overflow": overflow,
-                "window": window, "min_context": min_context, "max_length": req.max_length}
+                "window": window, "min_context": min_context, "max_length": req.max_length,
+                **({"onednn": True} if req.onednn else {})}
     parts, seconds = score_records(client, records, measures=list(req.measures), choice_planner=per_choice,
                                    max_length=req.max_length, batch_tokens=req.batch_tokens,
-                                   share_prefix=req.share_prefix, checkpoint=req.checkpoint, settings=settings)
+                                   share_prefix=req.share_prefix, checkpoint=req.checkpoint, settings=settings,
+                                   onednn=req.onednn)
     parts = [t.assign(participant=r.participant, record=r.experiment, data_set=r.data_set)
              for t, r in zip(parts, records, strict=True)]
     out = pd.concat(parts, ignore_index=True)

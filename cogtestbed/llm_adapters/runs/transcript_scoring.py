@@ -145,12 +145,14 @@ def _job(client: Any, rec: Record, cp: ChoicePlan | None, psych201: bool, max_le
 
 def score_records(client: Any, records: Sequence[Record], *, measures: Sequence[str],
                   choice_planner: Callable[[Record], ChoicePlan], max_length: int, batch_tokens: int,
-                  share_prefix: bool, checkpoint: str | os.PathLike[str] | None, settings: Mapping[str, Any]
-                  ) -> tuple[list[pd.DataFrame], dict[str, float]]:
+                  share_prefix: bool, checkpoint: str | os.PathLike[str] | None, settings: Mapping[str, Any],
+                  onednn: bool = False) -> tuple[list[pd.DataFrame], dict[str, float]]:
     """Each record's per-choice rows (the measures asked; module docstring) in ``records``' order,
     and the seconds each took (its group's time shared among its members); finished participants
     are read from and appended to ``checkpoint``.  ``choice_planner``: a record's per-choice plan
-    (:func:`~cogtestbed.llm_adapters.runs.transcript.plan_choices`, with the caller's options)."""
+    (:func:`~cogtestbed.llm_adapters.runs.transcript.plan_choices`, with the caller's options);
+    ``onednn``: the shared passes' linear layers through
+    :func:`~cogtestbed.llm_adapters.runs.psych201_eval.onednn_linears`."""
     unknown = [m for m in measures if m not in MEASURE_NAMES]
     if unknown or not measures:
         raise InputError(f"measures are {', '.join(MEASURE_NAMES)}, got {', '.join(unknown) or 'none'}")
@@ -182,5 +184,5 @@ def score_records(client: Any, records: Sequence[Record], *, measures: Sequence[
 
     if todo:
         score_texts(client, [], max_length=max_length, batch_tokens=batch_tokens, share_prefix=share_prefix,
-                    done=done, jobs=[j for j, _ in jobs])
+                    done=done, jobs=[j for j, _ in jobs], onednn=onednn)
     return [pd.DataFrame(store.rows[k]) for k in keys], seconds

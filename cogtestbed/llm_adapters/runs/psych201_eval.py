@@ -254,6 +254,21 @@ def _shared_length(feeds: list[list[int]]) -> int:
     return min(min(_common(feeds[0], f) for f in feeds), *(len(f) - 1 for f in feeds))
 
 
+def _prefix_pass(base: Any, model: Any, torch: Any, device: str, group: list[Prepared], feeds: list[list[int]],
+                 needs: list[dict[int, set[int]]], shared: int) -> Any:
+    """The shared prefix's pass: its rows gathered into each member, its key-value cache repeated
+    for the members (None where nothing is shared)."""
+    if shared == 0:
+        return None
+    out = base(input_ids=torch.tensor([feeds[0][:shared]], device=device), use_cache=True)
+    cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+    for p, need in zip(group, needs, strict=True):
+        _gather(model, torch, out.last_hidden_state[0], {r: v for r, v in need.items() if r < shared}, 0, p.rows)
+    if cache is not None and len(group) > 1:
+        cache.batch_repeat_interleave(len(group))
+    return cache
+
+
 def _score_group(model: Any, torch: Any, device: str, group: list[Prepared]) -> None:
     """Fill each member's :attr:`~Prepared.rows` and ``nll`` (one value per span): the shared
     prefix once, the remainders batched over its key-value cache."""
@@ -261,15 +276,7 @@ def _score_group(model: Any, torch: Any, device: str, group: list[Prepared]) -> 
     feeds = [p.feed() for p in group]
     needs = [p.needs() for p in group]
     shared = _shared_length(feeds)
-    cache = None
-    if shared > 0:
-        out = base(input_ids=torch.tensor([feeds[0][:shared]], device=device), use_cache=True)
-        cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
-        for p, need in zip(group, needs, strict=True):  # rows inside the prefix
-            _gather(model, torch, out.last_hidden_state[0], {r: v for r, v in need.items() if r < shared}, 0,
-                    p.rows)
-        if cache is not None and len(group) > 1:
-            cache.batch_repeat_interleave(len(group))
+    cache = _prefix_pass(base, model, torch, device, group, feeds, needs, shared)
     rest = [f[shared:] for f in feeds]
     width = max(len(r) for r in rest)
     ids = torch.tensor([r + [0] * (width - len(r)) for r in rest], device=device)

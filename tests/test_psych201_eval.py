@@ -99,10 +99,15 @@ def _texts(rng: np.random.Generator, n: int) -> list[str]:
     return out
 
 
-def test_batched_cached_scoring_equals_the_independent_implementation(tiny: Any) -> None:
+def test_batched_cached_scoring_equals_the_independent_implementation(tiny: Any,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import cogtestbed.llm_adapters.runs.psych201_eval as evaluation
+
     rng = np.random.default_rng(70)
     texts = _texts(rng, 4)
     ids = [tiny.tokenizer(t)["input_ids"] for t in texts]
+    assert sorted(len(g) for g in prefix_groups(ids, 10_000)) == [1, 1, 1, 1]  # shared openings too short
+    monkeypatch.setattr(evaluation, "MIN_SHARED_FRACTION", 0.0)
     groups = prefix_groups(ids, 10_000)
     assert sorted(len(g) for g in groups) == [1, 3]  # three share the instructions: one prefix pass
     for share in (True, False):
@@ -183,11 +188,14 @@ def _options(text: str, chosen: list[str]) -> list[tuple[str, ...]]:
     return [("J", "K", "JKJ K") if k == 0 else ("J", "K") for k in range(len(chosen))]
 
 
-def test_one_pass_per_participant_gives_every_measure_as_the_original_path(tiny: Any, tmp_path: Path) -> None:
+def test_one_pass_per_participant_gives_every_measure_as_the_original_path(tiny: Any, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 70, item 5: the three measures from one forward pass per participant (the original
     per-choice path ran a pass of its own besides the evaluation's), values as the original path's."""
+    import cogtestbed.llm_adapters.runs.psych201_eval as evaluation
     from cogtestbed.llm_adapters.runs.transcript import transcript_nll as original
 
+    monkeypatch.setattr(evaluation, "MIN_SHARED_FRACTION", 0.0)  # the shared opening's path too
     texts = _texts(np.random.default_rng(5), 4)
     path = _file(tmp_path, texts, ["d/e"] * 4, ["1", "2", "3", "4"])
     calls: list[int] = []
@@ -240,8 +248,11 @@ def test_onednn_kernels_give_the_same_values(tiny: Any, tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["franke2024bayesian", "thoma2025problearn", "spektor2019contexteffects"])
 def test_smollm2_equals_the_independent_implementation_on_real_data_sets(smollm2: Any, name: str) -> None:
     """SmolLM2-135M, two participants of each data set, the text cut at 1,500 characters (the
-    evaluation's own parameter; keeps the test short): per participant within 1e-4 nats."""
+    evaluation's own parameter; keeps the test short): per participant within 1e-4 nats, every
+    measure from one pass (issue 70, item 5) — the evaluation's as the plain implementation, the
+    per-choice NLL as the original per-choice path."""
     from cogtestbed.data.psych201 import read_records
+    from cogtestbed.llm_adapters.runs.transcript import transcript_nll as original
 
     path = PSYCH201 / name / "prompts.jsonl.zip"
     if not path.is_file():
@@ -255,6 +266,11 @@ def test_smollm2_equals_the_independent_implementation_on_real_data_sets(smollm2
         row = summary[summary["participant"] == rec.participant].iloc[0]
         assert row["n_spans"] == len(ref) > 0
         assert abs(row["psych201_nll"] - sum(ref)) < 1e-4
+    cut = [(r.participant, safe_truncate(r.text, 1500)) for r in records]
+    one = ct.participant_nll(ct.transcript_nll(smollm2, cut, options=None, max_length=1500))
+    for (participant, text), row in zip(cut, one.itertuples(), strict=True):
+        assert row.participant == participant and row.n_scored_raw > 0
+        assert abs(row.nll_raw - -original(smollm2, text)["logp_raw"].mean()) < 1e-4
 
 
 def test_the_command_selects_by_record_and_writes_the_scores_back(tmp_path: Path,

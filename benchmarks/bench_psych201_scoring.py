@@ -11,7 +11,7 @@ same transcripts (issue 70, item 5):
   float32 kernels (``onednn=True``).
 
 The paths alternate within each round (the order flips every round), on the same participants.
-Per data set and path it prints one JSON line (seconds per participant, wall clock) and at the end
+Per data set and path it prints one JSON line (seconds per participant, wall clock and process CPU) and at the end
 the ratio original / new per round and data set (mean, min, max), the projected time for 300
 participants, the largest difference per participant between the paths' per-choice NLL (nats) and,
 with ``--check-plain``, between the Psych-201 measure and a plain one-pass implementation of the
@@ -81,17 +81,21 @@ def main() -> None:
     common = {"bench": "psych201 scoring, SmolLM2-135M, CPU", "torch_threads": client.threads,
               "load_1min_at_start": round(os.getloadavg()[0], 1)}
     seconds: dict[tuple[str, str], list[float]] = {}
+    cpu_seconds: dict[tuple[str, str], list[float]] = {}
     results: dict[tuple[str, str], Any] = {}
     for r in range(args.rounds):
         for d, records in data.items():
             for path in (paths if r % 2 == 0 else paths[::-1]):
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 results[d, path] = (_original(client, records) if path == "original" else
                                     _one_pass(client, records, args.max_length, path.endswith("onednn")))
                 per = (time.perf_counter() - start) / len(records)
+                per_cpu = (time.process_time() - cpu) / len(records)
                 seconds.setdefault((d, path), []).append(per)
+                cpu_seconds.setdefault((d, path), []).append(per_cpu)
                 print(json.dumps({**common, "round": r, "data_set": d, "path": path, "participants": len(records),
                                   "seconds_per_participant": round(per, 3),
+                                  "cpu_seconds_per_participant": round(per_cpu, 3),
                                   "load_1min": round(os.getloadavg()[0], 1)}), flush=True)
     summary: dict[str, Any] = {**common, "load_1min_at_end": round(os.getloadavg()[0], 1), "data_sets": {}}
     for d, records in data.items():
@@ -103,7 +107,9 @@ def main() -> None:
             per = sum(seconds[d, path]) / len(seconds[d, path])
             table = results[d, path]
             diff = max(abs(table.loc[k, "nll_raw"] - v) for k, v in results[d, "original"].items())
+            cpu_ratios = [b / n for b, n in zip(cpu_seconds[d, "original"], cpu_seconds[d, path], strict=True)]
             row[path] = {"seconds_per_participant": round(per, 3), "ratio": _spread(ratios),
+                         "cpu_ratio": _spread(cpu_ratios),
                          "minutes_for_300": round(300 * per / 60, 1), "max_abs_diff_nll_raw": float(diff)}
             if args.check_plain:
                 sys.path.insert(0, str(ROOT / "tests"))

@@ -13,7 +13,8 @@ same transcripts (issue 70, item 5):
 The paths alternate within each round (the order flips every round), on the same participants.
 Per data set and path it prints one JSON line (seconds per participant, wall clock and process CPU) and at the end
 the ratio original / new per round and data set (mean, min, max), the projected time for 300
-participants, the largest difference per participant between the paths' per-choice NLL (nats) and,
+participants, the largest difference per participant between the paths' per-choice NLL (nats), between
+``--onednn``'s Psych-201 measure and the default's, and,
 with ``--check-plain``, between the Psych-201 measure and a plain one-pass implementation of the
 evaluation script (tests/test_psych201_eval.py).  CPU; say the load (printed) with any figure.
 
@@ -111,6 +112,9 @@ def main() -> None:
             row[path] = {"seconds_per_participant": round(per, 3), "ratio": _spread(ratios),
                          "cpu_ratio": _spread(cpu_ratios),
                          "minutes_for_300": round(300 * per / 60, 1), "max_abs_diff_nll_raw": float(diff)}
+            if path != "one_pass":  # the same measure, other kernels
+                row[path]["max_abs_diff_psych201_vs_one_pass"] = float(
+                    (table["psych201_nll"] - results[d, "one_pass"]["psych201_nll"]).abs().max())
             if args.check_plain:
                 sys.path.insert(0, str(ROOT / "tests"))
                 from test_psych201_eval import independent_span_nll

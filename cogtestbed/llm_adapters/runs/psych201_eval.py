@@ -19,13 +19,14 @@ language model with human participants as follows; this module computes exactly 
 
 Centaur's "per-response average" is the mean of those span NLLs (:data:`MEASURES`).
 
-**Speed** (:func:`score_texts`): participants whose token sequences share a prefix (the
-instructions, where a data set does not randomise their letters) are run as one group: the shared
-prefix once, its key-value cache reused by every member, the members' remainders batched (right
-padding, attention mask).  Only the rows of the final hidden state that predict a span token go
-through the output layer.  ``done`` is called after each group, so a caller can save what is
-finished and resume after a kill (:func:`cogtestbed.api.transcripts.transcript_nll`'s
-``checkpoint``).
+**Speed** (:func:`score_texts`): one pass per participant, stopped at the last row read, gives
+every row asked (the spans' and, through :attr:`Prepared.extra`, the per-choice measure's); only
+those rows of the final hidden state go through the output layer.  Participants whose token
+sequences share at least :data:`MIN_SHARED_FRACTION` of their tokens at the start are run as one
+group: the shared prefix once, its key-value cache reused by every member, the members' remainders
+batched (right padding, attention mask).  ``onednn``: :func:`onednn_linears`.  ``done`` is called
+after each group, so a caller can save what is finished and resume after a kill
+(:func:`cogtestbed.api.transcripts.transcript_nll`'s ``checkpoint``).
 """
 
 from __future__ import annotations

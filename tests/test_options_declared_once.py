@@ -242,7 +242,7 @@ KEYWORDS_BEFORE: dict[str, dict[str, object]] = {
     "metrics": {"source": "auto", "sessions": None},
     "transcript_nll": {"participants": None, "options": "auto", "overflow": "refuse", "window": None,
                        "min_context": None, "measures": ("psych201", "choice"), "max_length": 32768,
-                       "batch_tokens": 16384, "share_prefix": True, "checkpoint": None},
+                       "batch_tokens": 16384, "share_prefix": True, "onednn": False, "checkpoint": None},
     "validate": {"max_length": 32768},
     "heldout_nll": {"model": REQUIRED, "test": REQUIRED, "seed": 0, "n_starts": None},
 }

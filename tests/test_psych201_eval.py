@@ -99,10 +99,15 @@ def _texts(rng: np.random.Generator, n: int) -> list[str]:
     return out
 
 
-def test_batched_cached_scoring_equals_the_independent_implementation(tiny: Any) -> None:
+def test_batched_cached_scoring_equals_the_independent_implementation(tiny: Any,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import cogtestbed.llm_adapters.runs.psych201_eval as evaluation
+
     rng = np.random.default_rng(70)
     texts = _texts(rng, 4)
     ids = [tiny.tokenizer(t)["input_ids"] for t in texts]
+    assert sorted(len(g) for g in prefix_groups(ids, 10_000)) == [1, 1, 1, 1]  # shared openings too short
+    monkeypatch.setattr(evaluation, "MIN_SHARED_FRACTION", 0.0)
     groups = prefix_groups(ids, 10_000)
     assert sorted(len(g) for g in groups) == [1, 3]  # three share the instructions: one prefix pass
     for share in (True, False):
@@ -167,7 +172,7 @@ def test_progress_and_resuming_after_a_kill(tiny: Any, tmp_path: Path, monkeypat
     real = scoring.score_texts
 
     def counted(client: Any, texts: list[str], **kwargs: Any) -> Any:
-        scored.extend(texts)
+        scored.extend(texts or [job.text for job in kwargs["jobs"]])
         return real(client, texts, **kwargs)
 
     monkeypatch.setattr(scoring, "score_texts", counted)
@@ -178,12 +183,76 @@ def test_progress_and_resuming_after_a_kill(tiny: Any, tmp_path: Path, monkeypat
     assert "logp_raw" not in full.columns  # only the measure asked
 
 
+def _options(text: str, chosen: list[str]) -> list[tuple[str, ...]]:
+    """J or K at every choice, and a third option of several tokens at the first (its own pass)."""
+    return [("J", "K", "JKJ K") if k == 0 else ("J", "K") for k in range(len(chosen))]
+
+
+def test_one_pass_per_participant_gives_every_measure_as_the_original_path(tiny: Any, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 70, item 5: the three measures from one forward pass per participant (the original
+    per-choice path ran a pass of its own besides the evaluation's), values as the original path's."""
+    import cogtestbed.llm_adapters.runs.psych201_eval as evaluation
+    from cogtestbed.llm_adapters.runs.transcript import transcript_nll as original
+
+    monkeypatch.setattr(evaluation, "MIN_SHARED_FRACTION", 0.0)  # the shared opening's path too
+    texts = _texts(np.random.default_rng(5), 4)
+    path = _file(tmp_path, texts, ["d/e"] * 4, ["1", "2", "3", "4"])
+    calls: list[int] = []
+    hook = tiny.hf_model.get_decoder().register_forward_hook(lambda m, a, kw, out: calls.append(1), with_kwargs=True)
+    try:
+        choices = ct.transcript_nll(tiny, path, options=None, share_prefix=False)
+        assert len(calls) == 4  # one pass each, every measure
+        calls.clear()
+        with_options = ct.transcript_nll(tiny, path, options=_options, share_prefix=True)
+        # the shared opening, the three remainders batched, the one alone; the option of several tokens
+        # one pass per participant (as the original path gives it)
+        assert len(calls) == 3 + 4
+    finally:
+        hook.remove()
+    for table, opts in ((choices, None), (with_options, _options)):
+        for k, text in enumerate(texts):
+            ref = original(tiny, text, options=opts)
+            ours = table[table["participant"] == str(k + 1)].reset_index(drop=True)
+            np.testing.assert_allclose(ours["logp_raw"], ref["logp_raw"], rtol=0, atol=1e-9)
+            np.testing.assert_allclose(ours["logp_norm"], ref["logp_norm"], rtol=0, atol=1e-9, equal_nan=True)
+            assert ours["context_tokens"].tolist() == ref["context_tokens"].tolist()
+            spans = independent_span_nll(tiny.hf_model, tiny.tokenizer, text, 32768)
+            np.testing.assert_allclose(ours["psych201_nll"], spans, rtol=0, atol=1e-9)
+    assert with_options["logp_norm"].notna().all() and choices["logp_norm"].isna().all()
+    # the evaluation's text cut short: the choices past the cut get a pass of their own, same values
+    cut = ct.transcript_nll(tiny, path, options=None, max_length=150, participants=["1"])
+    np.testing.assert_allclose(cut["logp_raw"], original(tiny, texts[0])["logp_raw"], rtol=0, atol=1e-9)
+    assert cut["psych201_nll"].isna().sum() > 0
+
+
+def test_onednn_kernels_give_the_same_values(tiny: Any, tmp_path: Path) -> None:
+    import copy
+
+    from cogtestbed.llm_adapters.clients.hf import HFClient
+
+    texts = _texts(np.random.default_rng(6), 3)
+    path = _file(tmp_path, texts, ["d/e"] * 3, ["1", "2", "3"])
+    with pytest.raises(ct.errors.InputError, match="onednn needs a float32 model on the CPU"):
+        ct.transcript_nll(tiny, path, onednn=True)  # the float64 model of the exact tests
+    tiny32 = HFClient(copy.deepcopy(tiny.hf_model).float(), tiny.tokenizer, "tiny-random-float32", chat=False)
+    plain = ct.participant_nll(ct.transcript_nll(tiny32, path))
+    fast = ct.participant_nll(ct.transcript_nll(tiny32, path, onednn=True))
+    for col in ("psych201_nll", "centaur_nll", "nll_raw"):
+        np.testing.assert_allclose(fast[col], plain[col], rtol=0, atol=1e-4)
+        assert (fast[col] > 0).all()
+    assert "forward" not in vars(tiny32.hf_model.get_decoder().layers[0].mlp.up_proj)  # restored after
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["franke2024bayesian", "thoma2025problearn", "spektor2019contexteffects"])
 def test_smollm2_equals_the_independent_implementation_on_real_data_sets(smollm2: Any, name: str) -> None:
     """SmolLM2-135M, two participants of each data set, the text cut at 1,500 characters (the
-    evaluation's own parameter; keeps the test short): per participant within 1e-4 nats."""
+    evaluation's own parameter; keeps the test short): per participant within 1e-4 nats, every
+    measure from one pass (issue 70, item 5) — the evaluation's as the plain implementation, the
+    per-choice NLL as the original per-choice path."""
     from cogtestbed.data.psych201 import read_records
+    from cogtestbed.llm_adapters.runs.transcript import transcript_nll as original
 
     path = PSYCH201 / name / "prompts.jsonl.zip"
     if not path.is_file():
@@ -197,6 +266,11 @@ def test_smollm2_equals_the_independent_implementation_on_real_data_sets(smollm2
         row = summary[summary["participant"] == rec.participant].iloc[0]
         assert row["n_spans"] == len(ref) > 0
         assert abs(row["psych201_nll"] - sum(ref)) < 1e-4
+    cut = [(r.participant, safe_truncate(r.text, 1500)) for r in records]
+    one = ct.participant_nll(ct.transcript_nll(smollm2, cut, options=None, max_length=1500))
+    for (participant, text), row in zip(cut, one.itertuples(), strict=True):
+        assert row.participant == participant and row.n_scored_raw > 0
+        assert abs(row.nll_raw - -original(smollm2, text)["logp_raw"].mean()) < 1e-4
 
 
 def test_the_command_selects_by_record_and_writes_the_scores_back(tmp_path: Path,

@@ -68,7 +68,9 @@ def transcript_nll(llm: Any, transcripts: str | Path | Sequence[Any], **kwargs: 
     records share, naming them).  ``measures``: ``psych201`` (Psych-201's evaluation: the summed
     token NLL of each response span, the text cut to ``max_length`` characters without an unclosed
     mark, :mod:`cogtestbed.llm_adapters.runs.psych201_eval`; participants that share their opening
-    tokens batched over one key-value cache, ``batch_tokens``, ``share_prefix``) and ``choice``
+    tokens batched over one key-value cache, ``batch_tokens``, ``share_prefix``; ``onednn``: the
+    linear layers through oneDNN's float32 kernels,
+    :func:`~cogtestbed.llm_adapters.runs.psych201_eval.onednn_linears`) and ``choice``
     (the per-choice ``logp_raw``/``logp_norm``: ``options`` ``"auto"`` takes the option sets declared
     for the data set in :data:`~cogtestbed.llm_adapters.runs.transcript.OPTION_SETS`; ``overflow``,
     ``window``, ``min_context``: :func:`cogtestbed.llm_adapters.runs.transcript.transcript_nll`).
@@ -81,8 +83,7 @@ def transcript_nll(llm: Any, transcripts: str | Path | Sequence[Any], **kwargs: 
     ``data_set`` first; the seconds each participant took are in ``attrs["seconds"]`` (under
     ``RECORD:ID``).  Summarise with :func:`participant_nll`.
     """
-    from cogtestbed.llm_adapters.runs.transcript import OPTION_SETS, OVERFLOWS
-    from cogtestbed.llm_adapters.runs.transcript import transcript_nll as score
+    from cogtestbed.llm_adapters.runs.transcript import OPTION_SETS, OVERFLOWS, ChoicePlan, plan_choices
     from cogtestbed.llm_adapters.runs.transcript_scoring import score_records
 
     req = build(TranscriptNllRequest, {**kwargs, "llm": llm})
@@ -94,16 +95,18 @@ def transcript_nll(llm: Any, transcripts: str | Path | Sequence[Any], **kwargs: 
         records = select_records(records, req.participants)
     client = _client(llm)
 
-    def per_choice(rec: Any) -> pd.DataFrame:
+    def per_choice(rec: Any) -> ChoicePlan:
         opts = OPTION_SETS.get(rec.data_set) if isinstance(options, str) and options == AUTO else options
-        return score(client, rec.text, options=opts, overflow=overflow,  # type: ignore[arg-type]
-                     window=window, min_context=min_context)
+        return plan_choices(client, rec.text, options=opts, overflow=overflow,  # type: ignore[arg-type]
+                            window=window, min_context=min_context)
 
     settings = {"options": options if isinstance(options, str) else repr(options), "overflow": overflow,
-                "window": window, "min_context": min_context, "max_length": req.max_length}
-    parts, seconds = score_records(client, records, measures=list(req.measures), choice_scorer=per_choice,
+                "window": window, "min_context": min_context, "max_length": req.max_length,
+                **({"onednn": True} if req.onednn else {})}
+    parts, seconds = score_records(client, records, measures=list(req.measures), choice_planner=per_choice,
                                    max_length=req.max_length, batch_tokens=req.batch_tokens,
-                                   share_prefix=req.share_prefix, checkpoint=req.checkpoint, settings=settings)
+                                   share_prefix=req.share_prefix, checkpoint=req.checkpoint, settings=settings,
+                                   onednn=req.onednn)
     parts = [t.assign(participant=r.participant, record=r.experiment, data_set=r.data_set)
              for t, r in zip(parts, records, strict=True)]
     out = pd.concat(parts, ignore_index=True)

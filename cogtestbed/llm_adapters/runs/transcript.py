@@ -227,15 +227,21 @@ def _log_rows(model: Any, torch: Any, ids: Sequence[int], rows: Sequence[int], d
     return {int(r): lp[j] for j, r in enumerate(keep.tolist())}
 
 
+#: log p(token | row's context) by window row and token: a row's full log-softmax (a tensor), or
+#: the values a shared pass gathered for the tokens asked (:func:`choice_rows`).
+LogRows = dict[int, Any]
+
+
 def _score_window(model: Any, torch: Any, device: str, plan: _Plan, win: tuple[int, int, int],
-                  todo: list[int], out: list[dict[str, Any]]) -> None:
+                  todo: list[int], out: list[dict[str, Any]], lp: LogRows | None = None) -> None:
     """Fill ``out`` for the choices ``todo`` whose tokens lie in ``win``'s scored range: one pass
-    over the window, plus one per option of several tokens that was not chosen."""
+    over the window (none where ``lp`` holds its rows already), plus one per option of several
+    tokens that was not chosen."""
     start, _, hi = win
     spans = {i: s for i in todo if (s := plan.spans[i]) is not None}
-    rows = [t - 1 - start for first, last in spans.values() for t in range(first, last)]
-
-    lp = _log_rows(model, torch, plan.ids[start:hi], rows, device)
+    if lp is None:
+        rows = [t - 1 - start for first, last in spans.values() for t in range(first, last)]
+        lp = _log_rows(model, torch, plan.ids[start:hi], rows, device)
     for i, (first, last) in spans.items():
         chosen = plan.ids[first:last]
         raw = float(sum(lp[t - 1 - start][plan.ids[t]] for t in range(first, last)))
@@ -278,22 +284,31 @@ def _window_size(client: Any, window: int | None) -> int:
     return int(size)
 
 
-def transcript_nll(client: Any, text: str, *, options: OptionSets | Sequence[Sequence[str] | None] | None = None,
-                   overflow: Overflow = "refuse", window: int | None = None,
-                   min_context: int | None = None) -> pd.DataFrame:
-    """Per-choice log-likelihood of ``client``'s model on one marked transcript (module docstring).
+@dataclass
+class ChoicePlan:
+    """One transcript's per-choice scoring laid out before any forward pass: its tokens, choices,
+    windows and the rows of the table (:func:`plan_choices`; scored by :func:`score_choices`)."""
 
-    ``client``: an in-process model with a tokenizer and teacher-forced logits
-    (:class:`~cogtestbed.llm_adapters.clients.hf.HFClient`: ``hf:smollm2-135m``, ``hf:tiny-random``, any
-    local ``transformers`` causal LM).  ``options``: the option set of each choice (a list, or a
-    function of the text and the chosen strings), for ``logp_norm``; without it only ``logp_raw``
-    (Centaur's) is computed.  ``window``: tokens per forward pass (the model's context length by
-    default); ``overflow`` and ``min_context``: what a longer transcript gets.
+    plan: _Plan
+    windows: list[tuple[int, int, int]]
+    size: int
+    out: list[dict[str, Any]]
 
-    Returns one row per marked choice (:data:`COLUMNS`): ``logp_raw``/``logp_norm`` are natural
-    log-probabilities (the choice's negative log-likelihood is their negation); NaN with a
-    ``null_reason`` where a choice cannot be scored.
-    """
+    @property
+    def ids(self) -> list[int]:
+        """The transcript's tokens."""
+        return self.plan.ids
+
+    def todo(self, win: tuple[int, int, int]) -> list[int]:
+        """The aligned choices scored in window ``win``."""
+        return [i for i, s in enumerate(self.plan.spans) if s is not None and win[1] <= s[0] and s[1] <= win[2]]
+
+
+def plan_choices(client: Any, text: str, *, options: OptionSets | Sequence[Sequence[str] | None] | None = None,
+                 overflow: Overflow = "refuse", window: int | None = None,
+                 min_context: int | None = None) -> ChoicePlan:
+    """:func:`transcript_nll`'s tokens, aligned choices, option tokens and windows, no forward pass
+    (its refusals: an overflow with ``"refuse"``, options that do not hold the choice)."""
     if overflow not in OVERFLOWS:
         raise InputError(f"overflow must be one of {', '.join(OVERFLOWS)}, got {overflow!r}")
     choices = marked_choices(text)
@@ -308,17 +323,64 @@ def transcript_nll(client: Any, text: str, *, options: OptionSets | Sequence[Seq
          "logp_norm": math.nan, "context_tokens": -1, "window_start": -1, "null_reason": plan.reasons[i],
          "norm_null_reason": plan.reasons[i] or _norm_reason(plan, i)}
         for i, c in enumerate(choices)]
+    return ChoicePlan(plan, wins, size, out)
+
+
+def choice_rows(cp: ChoicePlan) -> dict[int, set[int]]:
+    """The rows of the first window (the text's start) its choices read, each with the tokens read
+    there (the chosen tokens; the first token of each single-token option): what a shared forward
+    pass over the same tokens gathers for :func:`score_choices`'s ``first``.  Empty where the first
+    window scores no choice."""
+    win = cp.windows[0]
+    need: dict[int, set[int]] = {}
+    for i in cp.todo(win):
+        first, last = cp.plan.spans[i] or (0, 0)
+        for t in range(first, last):
+            need.setdefault(t - 1 - win[0], set()).add(cp.plan.ids[t])
+        for toks in cp.plan.option_ids[i] or ():
+            if len(toks) == 1:
+                need.setdefault(first - 1 - win[0], set()).add(toks[0])
+    return need
+
+
+def score_choices(client: Any, cp: ChoicePlan, first: LogRows | None = None) -> pd.DataFrame:
+    """The per-choice table of a :class:`ChoicePlan` (:func:`transcript_nll`): a forward pass per
+    window, except the first where ``first`` holds its rows (:func:`choice_rows`, gathered by a
+    pass over the same tokens)."""
+    plan = cp.plan
     guard: Callable[[], AbstractContextManager[Any]] = getattr(client, "_forward", nullcontext)
     with guard():
-        for win in wins:
-            todo = [i for i, s in enumerate(plan.spans) if s is not None and win[1] <= s[0] and s[1] <= win[2]]
+        for k, win in enumerate(cp.windows):
+            todo = cp.todo(win)
             if todo:
-                _score_window(client.hf_model, client.torch, client.device, plan, win, todo, out)
+                _score_window(client.hf_model, client.torch, client.device, plan, win, todo, cp.out,
+                              first if k == 0 else None)
     for i, s in enumerate(plan.spans):
-        if s is not None and out[i]["window_start"] < 0:
-            out[i]["null_reason"] = out[i]["norm_null_reason"] = (
-                f"beyond the model's context of {size} tokens (overflow 'truncate')")
-    return pd.DataFrame(out, columns=list(COLUMNS))
+        if s is not None and cp.out[i]["window_start"] < 0:
+            cp.out[i]["null_reason"] = cp.out[i]["norm_null_reason"] = (
+                f"beyond the model's context of {cp.size} tokens (overflow 'truncate')")
+    return pd.DataFrame(cp.out, columns=list(COLUMNS))
+
+
+def transcript_nll(client: Any, text: str, *, options: OptionSets | Sequence[Sequence[str] | None] | None = None,
+                   overflow: Overflow = "refuse", window: int | None = None,
+                   min_context: int | None = None) -> pd.DataFrame:
+    """Per-choice log-likelihood of ``client``'s model on one marked transcript (module docstring).
+
+    ``client``: an in-process model with a tokenizer and teacher-forced logits
+    (:class:`~cogtestbed.llm_adapters.clients.hf.HFClient`: ``hf:smollm2-135m``, ``hf:tiny-random``, any
+    local ``transformers`` causal LM).  ``options``: the option set of each choice (a list, or a
+    function of the text and the chosen strings), for ``logp_norm``; without it only ``logp_raw``
+    (Centaur's) is computed.  ``window``: tokens per forward pass (the model's context length by
+    default); ``overflow`` and ``min_context``: what a longer transcript gets.
+
+    Returns one row per marked choice (:data:`COLUMNS`): ``logp_raw``/``logp_norm`` are natural
+    log-probabilities (the choice's negative log-likelihood is their negation); NaN with a
+    ``null_reason`` where a choice cannot be scored.  One transcript, a pass of its own per window;
+    a whole data set shares passes (:mod:`cogtestbed.llm_adapters.runs.transcript_scoring`).
+    """
+    return score_choices(client, plan_choices(client, text, options=options, overflow=overflow, window=window,
+                                              min_context=min_context))
 
 
 # ----------------------------------------------------------------------------- option sets

@@ -10,6 +10,12 @@ Per participant (a :class:`~cogtestbed.data.psych201.Record`, identity (record, 
 * ``choice`` — the per-choice log-probabilities ``logp_raw``/``logp_norm``
   (:func:`cogtestbed.llm_adapters.runs.transcript.transcript_nll`).
 
+**One pass for both** (issue 70, item 5): a participant's tokens go through the model once; the
+rows of its final hidden state that the response spans and the choices read (those of the choices'
+first window, where its tokens are the evaluation's) go through the output layer together.  Only
+a later window of ``overflow="window"`` and an option of several tokens get passes of their own,
+as :func:`~cogtestbed.llm_adapters.runs.transcript.transcript_nll` gives them.
+
 The ``checkpoint`` file holds one JSON line per finished participant (its rows, under a key made of
 the model, the settings and the text): a rerun reads them back and scores only the others.
 """
@@ -29,7 +35,8 @@ import pandas as pd
 
 from cogtestbed.data.psych201 import CHOICE, Record
 from cogtestbed.errors import InputError
-from cogtestbed.llm_adapters.runs.psych201_eval import Prepared, score_texts
+from cogtestbed.llm_adapters.runs.psych201_eval import Prepared, prepare, score_texts
+from cogtestbed.llm_adapters.runs.transcript import ChoicePlan, choice_rows, score_choices
 
 #: The measures :func:`score_records` computes.
 MEASURE_NAMES = ("psych201", "choice")
@@ -115,13 +122,35 @@ class _Progress:
         report(f"transcript-nll: {self.done}/{self.total} participants scored ({now - self.start:,.0f} s{eta})", final)
 
 
+def _job(client: Any, rec: Record, cp: ChoicePlan | None, psych201: bool, max_length: int) -> tuple[Prepared, bool]:
+    """The participant's one pass (a :class:`Prepared`: the evaluation's tokens and spans where
+    ``psych201``, the choices' rows added where their tokens are the same), and whether the
+    choices' first window is read from it."""
+    job = prepare(client.tokenizer, rec.text, max_length) if psych201 else Prepared(rec.text, [], [], [])
+    if cp is None or cp.windows[0][0] != 0:
+        return job, False
+    need = choice_rows(cp)
+    if not need:
+        return job, False
+    last = max(need)
+    if not psych201:
+        job.ids = cp.ids[:last + 1]
+    if last >= len(job.ids) or job.ids[:last + 1] != cp.ids[:last + 1]:
+        return job, False  # the evaluation's cut text tokenizes otherwise: a pass of its own
+    job.extra = need
+    return job, True
+
+
 def score_records(client: Any, records: Sequence[Record], *, measures: Sequence[str],
-                  choice_scorer: Callable[[Record], pd.DataFrame], max_length: int, batch_tokens: int,
-                  share_prefix: bool, checkpoint: str | os.PathLike[str] | None, settings: Mapping[str, Any]
-                  ) -> tuple[list[pd.DataFrame], dict[str, float]]:
+                  choice_planner: Callable[[Record], ChoicePlan], max_length: int, batch_tokens: int,
+                  share_prefix: bool, checkpoint: str | os.PathLike[str] | None, settings: Mapping[str, Any],
+                  onednn: bool = False) -> tuple[list[pd.DataFrame], dict[str, float]]:
     """Each record's per-choice rows (the measures asked; module docstring) in ``records``' order,
     and the seconds each took (its group's time shared among its members); finished participants
-    are read from and appended to ``checkpoint``."""
+    are read from and appended to ``checkpoint``.  ``choice_planner``: a record's per-choice plan
+    (:func:`~cogtestbed.llm_adapters.runs.transcript.plan_choices`, with the caller's options);
+    ``onednn``: the shared passes' linear layers through
+    :func:`~cogtestbed.llm_adapters.runs.psych201_eval.onednn_linears`."""
     unknown = [m for m in measures if m not in MEASURE_NAMES]
     if unknown or not measures:
         raise InputError(f"measures are {', '.join(MEASURE_NAMES)}, got {', '.join(unknown) or 'none'}")
@@ -129,35 +158,29 @@ def score_records(client: Any, records: Sequence[Record], *, measures: Sequence[
     model = str(getattr(client, "model", ""))
     keys = [_key(model, {**settings, "measures": sorted(measures)}, r) for r in records]
     todo = [i for i, k in enumerate(keys) if k not in store.rows]
+    plans = [choice_planner(records[i]) if "choice" in measures else None for i in todo]  # refusals first
+    jobs = [_job(client, records[i], cp, "psych201" in measures, max_length) for i, cp in zip(todo, plans, strict=True)]
     progress = _Progress(len(records), len(records) - len(todo))
     seconds: dict[str, float] = {}
+    clock = [time.perf_counter()]
 
-    def finish(indices: Sequence[int], prepared: Sequence[Prepared | None], spent: float) -> None:
-        for i, prep in zip(indices, prepared, strict=True):
-            rec = records[i]
+    def done(group: list[int], prepared: list[Prepared]) -> None:
+        spent = (time.perf_counter() - clock[0]) / len(group)
+        for g, prep in zip(group, prepared, strict=True):
+            rec, cp, (_, shared) = records[todo[g]], plans[g], jobs[g]
             start = time.perf_counter()
             n = len(CHOICE.findall(rec.text))
-            table = choice_scorer(rec) if "choice" in measures else pd.DataFrame(
+            table = score_choices(client, cp, prep.rows if shared else None) if cp is not None else pd.DataFrame(
                 {"choice": range(n), "chosen": CHOICE.findall(rec.text)})
-            extra = _psych201_rows(rec, prep, n, max_length) if "psych201" in measures else None
             rows = table.to_dict(orient="records")
-            if extra is not None:
-                rows = [{**r, **e} for r, e in zip(rows, extra, strict=True)]
-            seconds[rec.label] = spent / len(indices) + time.perf_counter() - start
-            store.add(keys[i], rows)
-        progress.tick(len(indices))
+            if "psych201" in measures:
+                rows = [{**r, **e} for r, e in zip(rows, _psych201_rows(rec, prep, n, max_length), strict=True)]
+            seconds[rec.label] = spent + time.perf_counter() - start
+            store.add(keys[todo[g]], rows)
+        progress.tick(len(group))
+        clock[0] = time.perf_counter()
 
-    if "psych201" in measures and todo:
-        clock = [time.perf_counter()]
-
-        def done(group: list[int], prepared: list[Prepared]) -> None:
-            spent = time.perf_counter() - clock[0]
-            finish([todo[g] for g in group], prepared, spent)
-            clock[0] = time.perf_counter()
-
-        score_texts(client, [records[i].text for i in todo], max_length=max_length, batch_tokens=batch_tokens,
-                    share_prefix=share_prefix, done=done)
-    else:
-        for i in todo:
-            finish([i], [None], 0.0)
+    if todo:
+        score_texts(client, [], max_length=max_length, batch_tokens=batch_tokens, share_prefix=share_prefix,
+                    done=done, jobs=[j for j, _ in jobs], onednn=onednn)
     return [pd.DataFrame(store.rows[k]) for k in keys], seconds

@@ -156,7 +156,7 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, sizes: Plan
     from cogtestbed.api.core import get_experiment, read_table
     from cogtestbed.request import api_leaves, build_grouped
     from cogtestbed.validation.design.kinds import PlanContext
-    from cogtestbed.validation.design.plan_kinds import plan_request
+    from cogtestbed.validation.design.plan_kinds import check_before_import, plan_request
 
     known = {leaf.name for leaf in api_leaves(PlanRequest)}
     unknown = sorted(set(options) - known)
@@ -167,6 +167,7 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, sizes: Plan
     req = build_grouped(PlanRequest, groups, {**options, "experiment": experiment, "mc_se": mc_se, "seed": seed,
                                               "workers": workers})
     check_request_values("plan", req, paths=("pilot", "prices", "human"))
+    check_before_import(experiment, req)  # a refusal in well under a second, before the experiment is imported
     exp = get_experiment(experiment)
     kind, planned = plan_request(exp, req, PlanContext(read_table, say=say))
     return Plan({**planned.payload, "request": request_block(req)}, planned.size_name, kind=kind.name)

@@ -25,11 +25,12 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal
 
 from cogtestbed.errors import InputError
+
+if TYPE_CHECKING:  # numpy is imported where used: a plan's refusal reads this module without it
+    import numpy as np
 
 FormKind = Literal["verbatim", "paraphrase", "option-order", "cover-story"]
 FORM_KINDS: tuple[str, ...] = ("verbatim", "paraphrase", "option-order", "cover-story")
@@ -156,6 +157,8 @@ def numbers_in(prompt: Any) -> list[str]:
 def resolve_forms(declared: Sequence[PromptForm], request: int | Sequence[int] | str | None) -> tuple[int, ...]:
     """The form ids a request names: ``K`` (an int or ``"K"``) is forms 0..K-1, a list (or
     ``"0,2,3"``) those ids; ``None`` is form 0 alone.  Refuses unknown ids, repeats and K out of range."""
+    import numpy as np
+
     ids = [f.id for f in declared]
     if request is None:
         return (0,)
@@ -182,12 +185,16 @@ def resolve_forms(declared: Sequence[PromptForm], request: int | Sequence[int] |
 
 def forms_rng(seed: int) -> np.random.Generator:
     """The forms stream of a simulation or run seeded with ``seed``."""
+    import numpy as np
+
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(FORMS_STREAM,)))
 
 
 def assign_forms(n_units: int, form_ids: Sequence[int], rng: np.random.Generator) -> np.ndarray:
     """The form of each of ``n_units`` subjects (or runs), balanced and seeded: each form is given
     ``n // K`` units and ``n % K`` forms (chosen at random) one more, in a random order."""
+    import numpy as np
+
     ids = np.asarray(list(form_ids), dtype=np.int64)
     if ids.size == 0:
         raise FormError("no prompt form to assign")
@@ -240,6 +247,8 @@ class FormDesign:
     sd: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        import numpy as np
+
         if not self.ids:
             raise FormError("a form design needs at least one form")
         if len(set(self.ids)) != len(self.ids):
@@ -266,6 +275,8 @@ class FormDraw:
 
     def subject_offsets(self, name: str) -> np.ndarray:
         """Each subject's true offset of parameter ``name`` (its form's)."""
+        import numpy as np
+
         index = {f: i for i, f in enumerate(self.ids)}
         return self.offsets[name][np.array([index[int(f)] for f in self.form], dtype=np.int64)]
 

@@ -117,20 +117,21 @@ def comparable_metrics(exp: Any) -> list[str]:
 
 def check_metric_target(exp: Any, metric: str) -> None:
     """Refuse, before any simulation, a metric two groups cannot be compared in (with why, and the metrics
-    that can be): a declared one by :meth:`~cogtestbed.experiments.spec.MetricsSpec.check_comparable` (the
-    refusal ``power --metric`` gives), an undeclared one by the probe (:func:`comparisons`)."""
-    resolved = exp.metrics.resolve(metric) if hasattr(exp.metrics, "resolve") else metric
-    how = comparisons(exp).get(resolved)
-    can = ", ".join(comparable_metrics(exp)) or "none"
+    that can be), from :func:`comparisons` (a declared comparison first,
+    :attr:`~cogtestbed.experiments.spec.MetricsSpec.comparisons`: the refusal ``power --metric`` gives) as
+    :func:`~cogtestbed.validation.design.facts.facts_of` holds it: ``exp`` a loaded experiment or its shipped
+    facts (the check then runs before the experiment is imported)."""
+    from cogtestbed.validation.design.facts import facts_of
+
+    facts = facts_of(exp)
+    how = facts.comparisons.get(facts.resolve(metric))
+    can = ", ".join(facts.comparable())
     if how is None:
-        raise InputError(f"`metric` {metric!r} is no headline metric of {exp.name}: the metrics two groups can be "
-                         f"compared in are {can}")
-    if resolved in (getattr(exp.metrics, "comparisons", None) or {}):
-        exp.metrics.check_comparable(metric, exp.name)
-        return
+        raise InputError(f"`metric` {metric!r} is no headline metric of {facts.name}: the metrics two groups can be "
+                         f"compared in are {can or 'none'}")
     if "why" in how:
-        raise InputError(f"`metric` {metric!r} cannot be compared between two groups ({how['why']}); {exp.name}'s "
-                         f"metrics that can: {can}")
+        raise InputError(f"`metric` {metric!r} of {facts.name} cannot be compared between two groups: {how['why']}; "
+                         + (f"comparable: {can}" if can else "none of its metrics can be"))
 
 
 def forms_parameters(exp: Any) -> dict[str, list[str]]:

@@ -169,20 +169,35 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
 
 
 def check_target(exp: Any, req: PlanRequest) -> None:
-    """A power or precision kind's refusals reachable from the target alone, before any simulation: a metric
-    two groups cannot be compared in (:func:`~cogtestbed.validation.design.capabilities.check_metric_target`),
-    a model the experiment lacks, an effect or a precision target on no parameter or contrast of the model
-    (each with the targets that can be planned)."""
+    """A power or precision kind's refusals reachable from the request alone, before any simulation: a size range
+    too large to simulate (:meth:`~cogtestbed.validation.design.sizes.Sizes.of`), a mix of targets and groups no
+    plan answers, a metric two groups cannot be compared in
+    (:func:`~cogtestbed.validation.design.capabilities.check_metric_target`), a model the experiment lacks, an
+    effect or a precision target on no parameter or contrast of the model (each with the targets that can be
+    planned), an effect the base cannot carry.  ``exp``: the experiment, or its shipped facts
+    (:mod:`~cogtestbed.validation.design.facts`: checked before the experiment is imported)."""
+    from cogtestbed.validation.design.facts import facts_of
+
+    facts = facts_of(exp)
     tg = req.target
+    for name in ("subjects", "runs", "trials"):
+        given = getattr(req.sizes, name)
+        if given is not None:
+            Sizes.of(given, name)
     if tg.metric is not None and tg.compare is not None:
         from cogtestbed.validation.design.capabilities import check_metric_target
 
-        check_metric_target(exp, tg.metric)
+        check_metric_target(facts, tg.metric)
+    llms = [req.llms.llm] if isinstance(req.llms.llm, str) else list(req.llms.llm or [])
+    people = "`human`" if tg.human is not None else (
+        "`population`" if tg.population is not None and tg.precision is None and len(llms) == 1 else None)
+    _target(llms, tg.model, Effect.of(tg.effect, "effect"), tg.metric, tg.test, Effect.of(tg.precision, "precision"),
+            people)
     if tg.model is None:
         return
-    if tg.model not in exp.models:
-        raise InputError(f"`model` {tg.model!r} is no model of {exp.name}: choose one of {', '.join(exp.models)}")
-    model = exp.model(tg.model)
+    if tg.model not in facts.models:
+        raise InputError(f"`model` {tg.model!r} is no model of {facts.name}: choose one of {', '.join(facts.models)}")
+    model = facts.model(tg.model)
     names = list(model.parameters.names)
     allowed = names + list(model.contrasts)
     for field, given in (("effect", tg.effect), ("precision", tg.precision)):

@@ -178,6 +178,12 @@ def leaves(cls: type[Any]) -> tuple[Leaf, ...]:
     return _LEAVES[cls]
 
 
+def declared_requests() -> tuple[type[Any], ...]:
+    """The request classes whose options have been listed in this process (every command's, once the command
+    line is built)."""
+    return tuple(_LEAVES)
+
+
 def _leaves(cls: type[Any]) -> tuple[Leaf, ...]:
     out = list(_walk(cls, (), None))
     seen: dict[str, Leaf] = {}
@@ -429,5 +435,6 @@ def derived_names(func: Callable[..., Any]) -> set[str]:
 
 
 __all__ = ["Group", "Leaf", "Opt", "api_leaves", "api_signature", "api_values", "as_items", "as_list", "as_name",
-           "as_text", "build", "build_grouped", "cli_leaves", "leaf_group", "sub_objects", "derive_api",
+           "as_text", "build", "build_grouped", "cli_leaves", "declared_requests", "leaf_group", "sub_objects",
+           "derive_api",
            "flat", "from_cli", "group", "keyword", "leaves", "option", "options_doc", "request_block", "value"]

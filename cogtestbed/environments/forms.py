@@ -165,12 +165,12 @@ def resolve_forms(declared: Sequence[PromptForm], request: int | Sequence[int] |
     if isinstance(request, str):
         parts = [p.strip() for p in request.split(",") if p.strip()]
         if not parts or not all(p.isdigit() for p in parts):
-            raise FormError(f"--forms takes a count K or a list of form ids, got {request!r}")
+            raise FormError(f"`forms` takes a count K or a list of form ids, got {request!r}")
         request = int(parts[0]) if len(parts) == 1 else [int(p) for p in parts]
     if isinstance(request, (int, np.integer)):
         k = int(request)
         if not 1 <= k <= len(ids):
-            raise FormError(f"--forms {k}: this experiment declares {len(ids)} prompt forms (0..{len(ids) - 1})")
+            raise FormError(f"`forms` {k}: this experiment declares {len(ids)} prompt forms (0..{len(ids) - 1})")
         return tuple(ids[:k])
     chosen = tuple(int(i) for i in request)
     unknown = [i for i in chosen if i not in ids]
@@ -179,7 +179,7 @@ def resolve_forms(declared: Sequence[PromptForm], request: int | Sequence[int] |
     if len(set(chosen)) != len(chosen):
         raise FormError(f"prompt forms repeat: {list(chosen)}")
     if not chosen:
-        raise FormError("--forms names no form")
+        raise FormError("`forms` names no form")
     return chosen
 
 
@@ -225,7 +225,7 @@ def parse_form_sd(items: Sequence[str] | None) -> dict[str, float]:
         except ValueError:
             sd = float("nan")
         if not sep or not name.strip() or not 0 <= sd <= MAX_FORM_SD:  # NaN fails too
-            raise FormError(f"--form-sd takes PARAM=SD with 0 <= SD <= {MAX_FORM_SD:g} (an SD on the unconstrained "
+            raise FormError(f"`form_sd` takes PARAM=SD with 0 <= SD <= {MAX_FORM_SD:g} (an SD on the unconstrained "
                             f"scale), got {item!r}")
         out[name.strip()] = sd
     return out

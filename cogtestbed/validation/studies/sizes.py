@@ -55,7 +55,7 @@ def split_design(exp: ExperimentSpec, items: list[str] | None) -> tuple[dict[str
         name, sep, value = item.partition("=")
         name = name.strip()
         if not sep or not name:
-            raise InputError(f"--design expects NAME=VALUE, got {item!r}")
+            raise InputError(f"`design` expects NAME=VALUE, got {item!r}")
         if _is_list(exp, item):
             swept = _sweep(exp, name, value)
             continue
@@ -67,7 +67,7 @@ def split_design(exp: ExperimentSpec, items: list[str] | None) -> tuple[dict[str
         return fixed, (None,)
     assert exp.trials_field is not None
     if exp.trials_field in fixed:
-        raise InputError(f"--design sets {exp.trials_field} twice (a value and a list); give it once")
+        raise InputError(f"`design` sets {exp.trials_field} twice (a value and a list); give it once")
     base = design_for_trials(exp, None, fixed)
     step = trials_step(base, exp.trials_field)
     return fixed, tuple(v * step for v in swept)
@@ -103,7 +103,7 @@ def plan_design(exp: ExperimentSpec, items: list[str] | None
         rest = [item for item in items or [] if not _is_list(exp, item)]
         fixed, _ = split_design(exp, rest)
         if sweep.name in fixed:
-            raise InputError(f"--design sets {sweep.name} twice (a value and a list); give it once") from None
+            raise InputError(f"`design` sets {sweep.name} twice (a value and a list); give it once") from None
         return fixed, (None,), (sweep.name, sweep.values)
     return fixed, trials, None
 
@@ -126,13 +126,13 @@ def _sweep(exp: ExperimentSpec, name: str, text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(x) for x in text.split(","))
     except ValueError:
-        raise InputError(f"--design {name} expects comma-separated integers, got {text!r}") from None
+        raise InputError(f"`design` {name} expects comma-separated integers, got {text!r}") from None
     if any(v < 1 for v in values):
-        raise InputError(f"--design {name} values must be at least 1, got {text!r}")
+        raise InputError(f"`design` {name} values must be at least 1, got {text!r}")
     values = tuple(sorted(set(values)))
     if name != exp.trials_field:
         if name not in integer_fields(exp):
-            raise InputError(f"--design {name}=a,b,c: {name} is not an integer field of {exp.name}")
+            raise InputError(f"`design` {name}=a,b,c: {name} is not an integer field of {exp.name}")
         raise DesignSweep(exp, name, values)
     return values
 

@@ -188,6 +188,9 @@ def check_target(exp: Any, req: PlanRequest) -> None:
         from cogtestbed.validation.design.capabilities import check_metric_target
 
         check_metric_target(facts, tg.metric)
+    seq = req.sequential
+    check_sequential_options(looks_option(seq.looks), seq.spending, seq.futility, seq.null, seq.seq_sims,
+                             Effect.of(tg.precision, "precision"), tg.test, seq.null_sims, seq.binding_futility)
     llms = [req.llms.llm] if isinstance(req.llms.llm, str) else list(req.llms.llm or [])
     people = "`human`" if tg.human is not None else (
         "`population`" if tg.population is not None and tg.precision is None and len(llms) == 1 else None)

@@ -346,3 +346,26 @@ def test_an_effect_a_fitted_base_cannot_carry_names_the_largest_it_can() -> None
         carried(model, "optimism_bias", 0.3, moved, "the pilot's fitted base")
     carried(model, "optimism_bias", 0.1, {k: v + shift_of(model, "optimism_bias", 0.1).get(k, 0.0)
                                           for k, v in fitted.items()}, "the pilot's fitted base")  # carried: no error
+
+
+def test_typed_groups_reach_the_kind_unchanged() -> None:
+    """``People`` and ``Pricing`` (issue 67) are typed groups: ``ct.plan`` passes the very objects given to the kind
+    (nothing rebuilt from text); a flat keyword of a group also given is refused."""
+    from cogtestbed.validation.design.plan_options import People, Pricing
+
+    seen: dict[str, Any] = {}
+
+    def run(exp: Any, req: Any, ctx: PlanContext) -> Planned:
+        seen["req"] = req
+        return Planned({"chosen": {"experiment": exp.name}})
+
+    register_plan_kind(PlanKind("typed", "a test's kind reading the typed groups", run))
+    try:
+        people = People(population="human:someone")
+        pricing = Pricing(llm=["openai:gpt-4o"], batch=True, assume_reasoning_tokens="500:3000")
+        ct.plan("instrumental-learning", question="typed", people=people, llms=pricing)
+        assert seen["req"].people is people and seen["req"].llms is pricing
+        with pytest.raises(ct.InputError, match="batch given twice"):
+            ct.plan("instrumental-learning", question="typed", llms=pricing, batch=False)
+    finally:
+        unregister_plan_kind("typed")

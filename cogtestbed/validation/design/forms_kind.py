@@ -60,7 +60,7 @@ def check_forms(exp: Any, req: Any) -> None:
 
     facts = facts_of(exp)
     tg = req.target
-    if tg.population is not None:
+    if req.people.population is not None:
         raise InputError("`forms` plans prompt forms around the model's medians; `population` is not planned with "
                          "forms yet: drop one")
     forms_counts(req.prompt_forms.forms)

@@ -66,8 +66,9 @@ def check_monitor(exp: Any, req: Any) -> None:
     if t.model is None or t.effect is None:
         raise InputError("a monitor plan needs `model` and `effect` (a model parameter's effect; a metric or a test "
                          "target has no declared bounds for a betting e-process yet)")
-    for name in ("human", "population", "metric", "test", "precision"):
-        if getattr(t, name) is not None:
+    for group, name in ((req.people, "human"), (req.people, "population"), (t, "metric"), (t, "test"),
+                        (t, "precision")):
+        if getattr(group, name) is not None:
             raise InputError(f"a monitor plan does not take `{name}`: it monitors a model effect of one or two LLMs")
     if req.analysis.fit != "mle":
         raise InputError("a monitor plan monitors the per-subject MLE: drop `fit`")

@@ -38,16 +38,6 @@ class PlanTarget:
         None, record=assignment_items, cli_type=str | None,
         help="NAME=SIZE: a model parameter or contrast (with two --llm or --human: the difference of the second "
              "group's median over the first's).")
-    human: Any = option(
-        None, cli_type=Path | None,
-        help="A trial table of people (Parquet/CSV, or a file the experiment imports): with one --llm, --model and "
-             "--effect, plan the parameter's difference between the LLM and this sample (fitted once per subject).")
-    population: Any = option(
-        None, cli_type=str | None,
-        help="human:NAME (shipped; `cogtestbed population list`) or a population file: the simulated subjects "
-             "drawn from it (one posterior draw of the people's group parameters per study); with one --llm, "
-             "--model and --effect, plan the parameter's difference between the LLM and these people (their "
-             "per-subject MLE, their number fixed).")
     metric: str | None = option(None, help="Headline metric whose difference is detected.")
     compare: tuple[str, str] | None = option(
         None, help="Two settings of one agent, AGENT:p=v,... AGENT:p=v,... (with --metric).")
@@ -60,6 +50,23 @@ class PlanTarget:
     assurance: float = option(0.9, help="Assurance Q of a --precision target.")
     power: float = option(0.8, help="Target power.")
     level: float = option(0.05, help="Test level alpha (two-sided).")
+
+
+@dataclass(frozen=True)
+class People:
+    """The people an LLM is compared with (issue 67: one typed group, passed unchanged to the plan kind): a
+    sample of people's trials (``human``) or a population of people (``population``); neither: LLMs alone."""
+
+    human: Any = option(
+        None, cli_type=Path | None,
+        help="A trial table of people (Parquet/CSV, or a file the experiment imports): with one --llm, --model and "
+             "--effect, plan the parameter's difference between the LLM and this sample (fitted once per subject).")
+    population: Any = option(
+        None, cli_type=str | None,
+        help="human:NAME (shipped; `cogtestbed population list`) or a population file: the simulated subjects "
+             "drawn from it (one posterior draw of the people's group parameters per study); with one --llm, "
+             "--model and --effect, plan the parameter's difference between the LLM and these people (their "
+             "per-subject MLE, their number fixed).")
 
 
 @dataclass(frozen=True)
@@ -106,8 +113,9 @@ class PlanSubjects:
 
 
 @dataclass(frozen=True)
-class PlanLLMs:
-    """The LLMs priced, their prices and their answer settings (as run)."""
+class Pricing:
+    """How a plan prices its design (issue 67: one typed group, passed unchanged to the plan kind): the LLMs
+    priced, their prices, batch pricing, the reasoning-token assumption and the answer settings (as run)."""
 
     llm: str | Sequence[str] | None = option(
         None, record=as_list, cli_type=list[str] | None, flags=("--llm",),
@@ -135,6 +143,10 @@ class PlanLLMs:
     assume_reasoning_tokens: str | None = option(
         None, help="A reasoning model's completion tokens per call, hidden ones included: N (priced from N/2 to 2N) "
                    "or LOW:HIGH; without it (or a --pilot of the model) a plan for a reasoning model is refused.")
+
+
+#: The former name of :class:`Pricing`.
+PlanLLMs = Pricing
 
 
 @dataclass(frozen=True)
@@ -218,8 +230,9 @@ class PlanRequest:
 
     experiment: Any = option(cli_type=str, argument=True, record=as_name,
                              help="Experiment name, e.g. instrumental-learning.")
-    llms: PlanLLMs = group(PlanLLMs, "LLMs and prices")
+    llms: Pricing = group(Pricing, "LLMs and prices")
     target: PlanTarget = group(PlanTarget, "Target")
+    people: People = group(People, "Target")
     sizes: PlanSizes = group(PlanSizes, "Sizes")
     simulated: PlanSubjects = group(PlanSubjects, "Simulated subjects")
     mc_se: float = option(0.03, help="Largest Monte-Carlo SE of the chosen design's power.")

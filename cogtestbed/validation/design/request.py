@@ -144,8 +144,9 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
     check_sequential_options(looks, seq.spending, seq.futility, seq.null, seq.seq_sims, precision, tg.test,
                              seq.null_sims, seq.binding_futility)
     llms = [lm.llm] if isinstance(lm.llm, str) else list(lm.llm or [])
-    people = "`human`" if tg.human is not None else (
-        "`population`" if tg.population is not None and precision is None and len(llms) == 1 else None)
+    pp = req.people
+    people = "`human`" if pp.human is not None else (
+        "`population`" if pp.population is not None and precision is None and len(llms) == 1 else None)
     effect, target = _target(llms, tg.model, effect, tg.metric, tg.test, precision, people)
     given_base, given_params = assignments(sim.base, "base"), assignments(sim.params, "params")
     fixed, trials, field_axis = _searched(exp, assignment_items(sz.design) or None, trials)
@@ -155,9 +156,9 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
                               "chains": 2}
     common.update(_groups(effect, target, llms, people, looks, req.analysis.fit))
     spec = _power_study(exp, tg.model, effect, tg.metric, tg.compare, tg.test, tg.agent, common)
-    if tg.human is not None:
-        spec = _with_human(spec, exp, tg.human, given_base, tg.population is None, read_table)
-    spec = _with_population(spec, tg.population, people == "`population`")
+    if pp.human is not None:
+        spec = _with_human(spec, exp, pp.human, given_base, pp.population is None, read_table)
+    spec = _with_population(spec, pp.population, people == "`population`")
     spec = _with_lapse_fit(spec, sim.lapse_fit)
     _check_fit_option(req.analysis.fit, req.analysis.fit_sims, spec, looks, precision is not None)
     reasoning = {"reasoning_effort": lm.reasoning_effort, "thinking_budget": lm.thinking_budget,
@@ -192,8 +193,9 @@ def check_target(exp: Any, req: PlanRequest) -> None:
     check_sequential_options(looks_option(seq.looks), seq.spending, seq.futility, seq.null, seq.seq_sims,
                              Effect.of(tg.precision, "precision"), tg.test, seq.null_sims, seq.binding_futility)
     llms = [req.llms.llm] if isinstance(req.llms.llm, str) else list(req.llms.llm or [])
-    people = "`human`" if tg.human is not None else (
-        "`population`" if tg.population is not None and tg.precision is None and len(llms) == 1 else None)
+    pp = req.people
+    people = "`human`" if pp.human is not None else (
+        "`population`" if pp.population is not None and tg.precision is None and len(llms) == 1 else None)
     _target(llms, tg.model, Effect.of(tg.effect, "effect"), tg.metric, tg.test, Effect.of(tg.precision, "precision"),
             people)
     if tg.model is None:
@@ -209,7 +211,7 @@ def check_target(exp: Any, req: PlanRequest) -> None:
             raise InputError(f"`{field}` {target.name}: model {tg.model} can plan {', '.join(allowed)}")
     effect = Effect.of(tg.effect, "effect")
     sim = req.simulated
-    if effect is not None and sim.pilot is None and tg.human is None and tg.population is None:
+    if effect is not None and sim.pilot is None and pp.human is None and pp.population is None:
         given = assignments(sim.base, "base")
         base = {p.name: float(given.get(p.name, p.default)) for p in model.parameters}
         shift = shift_of(model, effect.name, effect.size)

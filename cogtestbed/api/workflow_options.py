@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from cogtestbed.option_groups import MaxLength, Sessions
 from cogtestbed.request import option
-from cogtestbed.validation.studies.study_options import SESSIONS_HELP
 
 if TYPE_CHECKING:
     from cogtestbed.experiments.spec import ExperimentSpec
@@ -61,16 +61,15 @@ class ExportRequest:
 
 
 @dataclass(frozen=True)
-class MetricsRequest:
+class MetricsRequest(Sessions):
     """What is read for the metrics, as :func:`cogtestbed.metrics` takes it (the experiment and the
     table positional, the experiment's own metrics options as further keywords)."""
 
     source: str = option("auto", flags=("--from",), help="auto (detect), trials, or an importer such as cogbench.")
-    sessions: str | None = option(None, flags=("--sessions",), help=SESSIONS_HELP)
 
 
 @dataclass(frozen=True)
-class TranscriptNllRequest:
+class TranscriptNllRequest(MaxLength):
     """A model's per-choice log-likelihood on transcripts, as :func:`cogtestbed.transcript_nll` takes
     it (the model and the transcripts positional; the command line reads one Psych-201 file)."""
 
@@ -93,7 +92,6 @@ class TranscriptNllRequest:
         ("psych201", "choice"), cli_type=list[str], flags=("--measure",),
         help="What to compute; repeatable: psych201 (Psych-201's evaluation: summed token NLL per response span, "
              "text cut to --max-length; with Centaur's per-response average) and choice (the per-choice NLL).")
-    max_length: int = option(32768, help="The evaluation's maximum text length in characters (Psych-201 eval.py).")
     batch_tokens: int = option(16384, help="psych201 measure: padded tokens per batch of participants that share "
                                            "their opening tokens (memory).")
     share_prefix: bool = option(True, help="psych201 measure: run a shared opening once and reuse its key-value "
@@ -104,12 +102,10 @@ class TranscriptNllRequest:
 
 
 @dataclass(frozen=True)
-class ValidateRequest:
+class ValidateRequest(MaxLength):
     """A Psych-201 file checked for every defect, as :func:`cogtestbed.validate` takes it (the file
     positional)."""
 
-    max_length: int = option(32768, flags=("--max-length",),
-                             help="The evaluation's maximum text length in characters (Psych-201 eval.py).")
 
 
 @dataclass(frozen=True)

@@ -115,25 +115,6 @@ def comparable_metrics(exp: Any) -> list[str]:
     return [m for m, how in comparisons(exp).items() if "test" in how]
 
 
-def check_metric_target(exp: Any, metric: str) -> None:
-    """Refuse, before any simulation, a metric two groups cannot be compared in (with why, and the metrics
-    that can be), from :func:`comparisons` (a declared comparison first,
-    :attr:`~cogtestbed.experiments.spec.MetricsSpec.comparisons`: the refusal ``power --metric`` gives) as
-    :func:`~cogtestbed.validation.design.facts.facts_of` holds it: ``exp`` a loaded experiment or its shipped
-    facts (the check then runs before the experiment is imported)."""
-    from cogtestbed.validation.design.facts import facts_of
-
-    facts = facts_of(exp)
-    how = facts.comparisons.get(facts.resolve(metric))
-    can = ", ".join(facts.comparable())
-    if how is None:
-        raise InputError(f"`metric` {metric!r} is no headline metric of {facts.name}: the metrics two groups can be "
-                         f"compared in are {can or 'none'}")
-    if "why" in how:
-        raise InputError(f"`metric` {metric!r} of {facts.name} cannot be compared between two groups: {how['why']}; "
-                         + (f"comparable: {can}" if can else "none of its metrics can be"))
-
-
 def forms_parameters(exp: Any) -> dict[str, list[str]]:
     """``{MODEL: [the parameters a forms plan can shift]}``: those its simulated agent takes by the same name."""
     out: dict[str, list[str]] = {}

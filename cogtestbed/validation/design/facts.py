@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cogtestbed.errors import InputError
+
 #: The shipped facts of every package experiment (:func:`write_shipped`).
 SHIPPED = Path(__file__).with_name("plan_facts.json")
 
@@ -127,6 +129,23 @@ def facts_of(exp: Any) -> ExperimentFacts:
                            aliases)
 
 
+def check_metric_target(exp: Any, metric: str) -> None:
+    """Refuse, before any simulation, a metric two groups cannot be compared in (with why, and the metrics
+    that can be), from :func:`~cogtestbed.validation.design.capabilities.comparisons` (a declared comparison first,
+    :attr:`~cogtestbed.experiments.spec.MetricsSpec.comparisons`: the refusal ``power --metric`` gives) as
+    :func:`facts_of` holds it: ``exp`` a loaded experiment or its shipped
+    facts (the check then runs before the experiment is imported)."""
+    facts = facts_of(exp)
+    how = facts.comparisons.get(facts.resolve(metric))
+    can = ", ".join(facts.comparable())
+    if how is None:
+        raise InputError(f"`metric` {metric!r} is no headline metric of {facts.name}: the metrics two groups can be "
+                         f"compared in are {can or 'none'}")
+    if "why" in how:
+        raise InputError(f"`metric` {metric!r} of {facts.name} cannot be compared between two groups: {how['why']}; "
+                         + (f"comparable: {can}" if can else "none of its metrics can be"))
+
+
 @functools.cache
 def _shipped() -> dict[str, Any]:
     return dict(json.loads(SHIPPED.read_text(encoding="utf-8"))) if SHIPPED.exists() else {}
@@ -156,8 +175,8 @@ def write_shipped() -> Path:
     return SHIPPED
 
 
-__all__ = ["SHIPPED", "ExperimentFacts", "ModelFacts", "ParamFact", "ParamFacts", "facts_of", "shipped_facts",
-           "shipped_names", "write_shipped"]
+__all__ = ["SHIPPED", "ExperimentFacts", "ModelFacts", "ParamFact", "ParamFacts", "check_metric_target", "facts_of",
+           "shipped_facts", "shipped_names", "write_shipped"]
 
 
 if __name__ == "__main__":  # pragma: no cover - the release step that rewrites the shipped facts

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cogtestbed.option_groups import Assured, BetweenSubjects, Compared, Level, Workers
 from cogtestbed.request import as_list, as_name, group, option
 from cogtestbed.validation.studies.options import assignment_items, size_text
 
@@ -27,7 +28,7 @@ def _text(value: Any) -> str:
 
 
 @dataclass(frozen=True)
-class PlanTarget:
+class PlanTarget(Compared, Assured, Level):
     """What the plan must detect or estimate, and how surely."""
 
     question: str | None = option(
@@ -39,17 +40,13 @@ class PlanTarget:
         help="NAME=SIZE: a model parameter or contrast (with two --llm or --human: the difference of the second "
              "group's median over the first's).")
     metric: str | None = option(None, help="Headline metric whose difference is detected.")
-    compare: tuple[str, str] | None = option(
-        None, help="Two settings of one agent, AGENT:p=v,... AGENT:p=v,... (with --metric).")
     test: str | None = option(None, help="Key of the metrics result holding a test.")
     agent: str | None = option(None, help="AGENT[:p=v,...] under which --test runs.")
     precision: Mapping[str, float] | str | None = option(
         None, record=assignment_items, cli_type=str | None,
         help="PARAM=HALFWIDTH (with --model): plan for precision instead of power, the cheapest design where "
              "P(|estimate - truth| <= HALFWIDTH) >= --assurance for one subject's MLE of PARAM. Default: none.")
-    assurance: float = option(0.9, help="Assurance Q of a --precision target.")
     power: float = option(0.8, help="Target power.")
-    level: float = option(0.05, help="Test level alpha (two-sided).")
 
 
 @dataclass(frozen=True)
@@ -91,13 +88,12 @@ class PlanSizes:
 
 
 @dataclass(frozen=True)
-class PlanSubjects:
+class PlanSubjects(BetweenSubjects):
     """The simulated subjects: their parameters, their lapses, a pilot run's measurements."""
 
     base: Mapping[str, float] | Sequence[str] | None = option(
         None, record=assignment_items, cli_type=list[str] | None, flags=("--base",),
         help="Population median NAME=VALUE.")
-    sd_between: float = option(0.5, help="Between-subject SD, unconstrained scale.")
     params: Mapping[str, float] | Sequence[str] | None = option(
         None, record=assignment_items, cli_type=list[str] | None, flags=("--param",),
         help="Agent parameter NAME=VALUE.")
@@ -224,7 +220,7 @@ class PlanAdaptive:
 
 
 @dataclass(frozen=True)
-class PlanRequest:
+class PlanRequest(Workers):
     """A fixed, sequential, precision or adaptive plan, as ``cogtestbed plan`` and :func:`cogtestbed.plan`
     take it; read and checked by :func:`~cogtestbed.validation.design.request.run_plan`."""
 
@@ -237,7 +233,6 @@ class PlanRequest:
     simulated: PlanSubjects = group(PlanSubjects, "Simulated subjects")
     mc_se: float = option(0.03, help="Largest Monte-Carlo SE of the chosen design's power.")
     seed: int = option(0, help="Seed of the simulations and of the planned run.")
-    workers: int | None = option(None, help="Local worker processes (default: CPUs).")
     dask: str | None = option(None, flags=("--dask",), json=False,
                               help="Dask scheduler address: the plan's simulated studies run there (as a study's "
                                    "--dask); the plan is the local one.")

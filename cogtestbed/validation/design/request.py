@@ -173,31 +173,15 @@ def check_target(exp: Any, req: PlanRequest) -> None:
     """A power or precision kind's refusals reachable from the request alone, before any simulation: a size range
     too large to simulate (:meth:`~cogtestbed.validation.design.sizes.Sizes.of`), a mix of targets and groups no
     plan answers, a metric two groups cannot be compared in
-    (:func:`~cogtestbed.validation.design.capabilities.check_metric_target`), a model the experiment lacks, an
+    (:func:`~cogtestbed.validation.design.facts.check_metric_target`), a model the experiment lacks, an
     effect or a precision target on no parameter or contrast of the model (each with the targets that can be
     planned), an effect the base cannot carry.  ``exp``: the experiment, or its shipped facts
     (:mod:`~cogtestbed.validation.design.facts`: checked before the experiment is imported)."""
     from cogtestbed.validation.design.facts import facts_of
 
     facts = facts_of(exp)
-    tg = req.target
-    for name in ("subjects", "runs", "trials"):
-        given = getattr(req.sizes, name)
-        if given is not None:
-            Sizes.of(given, name)
-    if tg.metric is not None and tg.compare is not None:
-        from cogtestbed.validation.design.capabilities import check_metric_target
-
-        check_metric_target(facts, tg.metric)
-    seq = req.sequential
-    check_sequential_options(looks_option(seq.looks), seq.spending, seq.futility, seq.null, seq.seq_sims,
-                             Effect.of(tg.precision, "precision"), tg.test, seq.null_sims, seq.binding_futility)
-    llms = [req.llms.llm] if isinstance(req.llms.llm, str) else list(req.llms.llm or [])
-    pp = req.people
-    people = "`human`" if pp.human is not None else (
-        "`population`" if pp.population is not None and tg.precision is None and len(llms) == 1 else None)
-    _target(llms, tg.model, Effect.of(tg.effect, "effect"), tg.metric, tg.test, Effect.of(tg.precision, "precision"),
-            people)
+    tg, pp = req.target, req.people
+    _check_request_alone(facts, req)
     if tg.model is None:
         return
     if tg.model not in facts.models:
@@ -216,6 +200,29 @@ def check_target(exp: Any, req: PlanRequest) -> None:
         base = {p.name: float(given.get(p.name, p.default)) for p in model.parameters}
         shift = shift_of(model, effect.name, effect.size)
         carried(model, effect.name, effect.size, {k: v + shift.get(k, 0.0) for k, v in base.items()}, "the base")
+
+
+def _check_request_alone(facts: Any, req: PlanRequest) -> None:
+    """The part of :func:`check_target` that reads no model: the sizes, the metric compared, the sequential
+    options and the mix of targets and groups."""
+    tg = req.target
+    for name in ("subjects", "runs", "trials"):
+        given = getattr(req.sizes, name)
+        if given is not None:
+            Sizes.of(given, name)
+    if tg.metric is not None and tg.compare is not None:
+        from cogtestbed.validation.design.facts import check_metric_target
+
+        check_metric_target(facts, tg.metric)
+    seq = req.sequential
+    check_sequential_options(looks_option(seq.looks), seq.spending, seq.futility, seq.null, seq.seq_sims,
+                             Effect.of(tg.precision, "precision"), tg.test, seq.null_sims, seq.binding_futility)
+    llms = [req.llms.llm] if isinstance(req.llms.llm, str) else list(req.llms.llm or [])
+    pp = req.people
+    people = "`human`" if pp.human is not None else (
+        "`population`" if pp.population is not None and tg.precision is None and len(llms) == 1 else None)
+    _target(llms, tg.model, Effect.of(tg.effect, "effect"), tg.metric, tg.test, Effect.of(tg.precision, "precision"),
+            people)
 
 
 def check_carried(spec: Any, exp: Any, source: str) -> None:

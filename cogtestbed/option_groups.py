@@ -10,13 +10,24 @@ its shrinking allowlist.  Imports nothing heavy.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from cogtestbed.request import option
+from cogtestbed.request import as_items, as_name, option
 
 #: The help of ``sessions`` (every reader of published files).
 SESSIONS_HELP = ("refuse (default) or split: a run of a file without trial key (CogBench probabilistic reasoning) "
                  "that judges a condition again is refused, or numbered as the run's next session.")
+
+#: The help of ``population`` (every command drawing simulated subjects from people).
+POPULATION_HELP = ("Draw the subjects' parameters from a population: human:NAME (shipped; `cogtestbed population "
+                   "list`) or a population file (`cogtestbed population build`): one posterior draw of the people's "
+                   "group parameters per simulated data set, subjects scattered by its SDs; in a plan with one --llm, "
+                   "--model and --effect, the parameter's difference between the LLM and these people (their "
+                   "per-subject MLE, their number fixed).")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,5 +89,53 @@ class MaxLength:
                              help="The evaluation's maximum text length in characters (Psych-201 eval.py).")
 
 
-__all__ = ["SESSIONS_HELP", "Assured", "BetweenSubjects", "Compared", "LapseTerm", "Level", "MaxLength", "Sessions",
+@dataclass(frozen=True, kw_only=True)
+class Overwrite:
+    """Whether a command may overwrite what it writes."""
+
+    force: bool = option(False, flags=("--force",), help="Overwrite the output files (or folder) where they exist.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class JsonOutput:
+    """Whether a command prints JSON (the command line's own option)."""
+
+    as_json: bool = option(False, flags=("--json",), api=False, json=False, help="Print the result as one JSON object.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PriceTable:
+    """The price table of an LLM run or plan."""
+
+    prices: str | os.PathLike[str] | None = option(None, cli_type=Path | None,
+                                                   help="Price table (TOML) overriding the defaults.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DaskScheduler:
+    """Where simulated studies run (not recorded: an address is the machine's, not the request's)."""
+
+    dask: str | None = option(None, flags=("--dask",), json=False,
+                              help="Dask scheduler address: the simulated studies run there.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Base:
+    """The population medians of simulated subjects."""
+
+    base: Mapping[str, float] | Sequence[str] | None = option(
+        None, record=as_items, cli_type=list[str] | None, flags=("--base",),
+        help="Population median NAME=VALUE before the effect (repeatable).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PopulationSource:
+    """The population simulated subjects are drawn from."""
+
+    population: Any = option(None, record=as_name, cli_type=str | None, flags=("--population",),
+                             help=POPULATION_HELP)
+
+
+__all__ = ["POPULATION_HELP", "SESSIONS_HELP", "Assured", "Base", "BetweenSubjects", "Compared", "DaskScheduler",
+           "JsonOutput", "LapseTerm", "Level", "MaxLength", "Overwrite", "PopulationSource", "PriceTable", "Sessions",
            "Workers"]

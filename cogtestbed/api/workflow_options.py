@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from cogtestbed.option_groups import MaxLength, Sessions
+from cogtestbed.option_groups import MaxLength, Overwrite, Sessions
 from cogtestbed.request import option
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class CheckRequest:
 
 
 @dataclass(frozen=True)
-class ExportRequest:
+class ExportRequest(Overwrite):
     """A trial table written in another format, as :func:`cogtestbed.export` takes it (the table
     positional); the command line requires ``--to`` and ``--output``."""
 
@@ -57,7 +57,6 @@ class ExportRequest:
         None, cli_type=str | None, flags=("--experiment",),
         help="Experiment of the table (default: its experiment column, or the importer's).")
     source: str = option("auto", flags=("--from",), help="auto (detect), trials, or an importer.")
-    force: bool = option(False, flags=("--force",), help="Overwrite the output file.")
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from cogtestbed.cli.app import app, console, print_json
 from cogtestbed.cli.options import request_command
+from cogtestbed.option_groups import JsonOutput
 from cogtestbed.request import option
 
 if TYPE_CHECKING:
@@ -91,11 +92,10 @@ def _print_planning(plan: dict[str, Any]) -> None:
 
 
 @dataclass(frozen=True)
-class ListRequest:
+class ListRequest(JsonOutput):
     """What ``cogtestbed list`` shows (its options, declared once: :mod:`cogtestbed.request`)."""
 
     experiment: str | None = option(None, argument=True, help="Experiment to describe (omit to list them).")
-    as_json: bool = option(False, flags=("--json",), api=False, help="Print one JSON object.")
 
 
 @request_command(app, ListRequest, name="list")

@@ -16,7 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cogtestbed.option_groups import Assured, BetweenSubjects, Compared, Level, Workers
+from cogtestbed.option_groups import (
+    Assured,
+    Base,
+    BetweenSubjects,
+    Compared,
+    DaskScheduler,
+    Level,
+    PopulationSource,
+    PriceTable,
+    Workers,
+)
 from cogtestbed.request import as_list, as_name, group, option
 from cogtestbed.validation.studies.options import assignment_items, size_text
 
@@ -50,7 +60,7 @@ class PlanTarget(Compared, Assured, Level):
 
 
 @dataclass(frozen=True)
-class People:
+class People(PopulationSource):
     """The people an LLM is compared with (issue 67: one typed group, passed unchanged to the plan kind): a
     sample of people's trials (``human``) or a population of people (``population``); neither: LLMs alone."""
 
@@ -58,12 +68,6 @@ class People:
         None, cli_type=Path | None,
         help="A trial table of people (Parquet/CSV, or a file the experiment imports): with one --llm, --model and "
              "--effect, plan the parameter's difference between the LLM and this sample (fitted once per subject).")
-    population: Any = option(
-        None, cli_type=str | None,
-        help="human:NAME (shipped; `cogtestbed population list`) or a population file: the simulated subjects "
-             "drawn from it (one posterior draw of the people's group parameters per study); with one --llm, "
-             "--model and --effect, plan the parameter's difference between the LLM and these people (their "
-             "per-subject MLE, their number fixed).")
 
 
 @dataclass(frozen=True)
@@ -88,12 +92,9 @@ class PlanSizes:
 
 
 @dataclass(frozen=True)
-class PlanSubjects(BetweenSubjects):
+class PlanSubjects(BetweenSubjects, Base):
     """The simulated subjects: their parameters, their lapses, a pilot run's measurements."""
 
-    base: Mapping[str, float] | Sequence[str] | None = option(
-        None, record=assignment_items, cli_type=list[str] | None, flags=("--base",),
-        help="Population median NAME=VALUE.")
     params: Mapping[str, float] | Sequence[str] | None = option(
         None, record=assignment_items, cli_type=list[str] | None, flags=("--param",),
         help="Agent parameter NAME=VALUE.")
@@ -109,7 +110,7 @@ class PlanSubjects(BetweenSubjects):
 
 
 @dataclass(frozen=True)
-class Pricing:
+class Pricing(PriceTable):
     """How a plan prices its design (issue 67: one typed group, passed unchanged to the plan kind): the LLMs
     priced, their prices, batch pricing, the reasoning-token assumption and the answer settings (as run)."""
 
@@ -118,8 +119,6 @@ class Pricing:
         help="BACKEND:MODEL whose prices and tokenizer cost the design (twice for a difference between two LLMs: in "
              "a metric, or with --model/--effect in a model parameter). Required for a power target; optional with "
              "--precision (default: cost in trials).")
-    prices: str | os.PathLike[str] | None = option(None, cli_type=Path | None,
-                                                   help="Price table (TOML) overriding the defaults.")
     allow_unpriced: bool = option(False, flags=("--allow-unpriced",),
                                   help="Plan a model without a price in calls and tokens only (without it such a "
                                        "plan is refused).")
@@ -220,7 +219,7 @@ class PlanAdaptive:
 
 
 @dataclass(frozen=True)
-class PlanRequest(Workers):
+class PlanRequest(Workers, DaskScheduler):
     """A fixed, sequential, precision or adaptive plan, as ``cogtestbed plan`` and :func:`cogtestbed.plan`
     take it; read and checked by :func:`~cogtestbed.validation.design.request.run_plan`."""
 
@@ -233,9 +232,6 @@ class PlanRequest(Workers):
     simulated: PlanSubjects = group(PlanSubjects, "Simulated subjects")
     mc_se: float = option(0.03, help="Largest Monte-Carlo SE of the chosen design's power.")
     seed: int = option(0, help="Seed of the simulations and of the planned run.")
-    dask: str | None = option(None, flags=("--dask",), json=False,
-                              help="Dask scheduler address: the plan's simulated studies run there (as a study's "
-                                   "--dask); the plan is the local one.")
     sequential: PlanSequential = group(PlanSequential, "Sequential plan")
     analysis: PlanFit = group(PlanFit, "Fit")
     prompt_forms: PlanForms = group(PlanForms, "Prompt forms")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cogtestbed.option_groups import PriceTable
 from cogtestbed.redact import redact_url
 from cogtestbed.request import as_items, as_list, as_name, group, option
 
@@ -111,7 +112,7 @@ class RunTransport:
 
 
 @dataclass(frozen=True)
-class RunBudget:
+class RunBudget(PriceTable):
     """The run's budget and prices, its dry run and its resumption."""
 
     max_calls: int | None = option(None, min=0, help="Total new calls of the run directory, over every --resume.")
@@ -121,8 +122,6 @@ class RunBudget:
     add_budget: Sequence[str] | None = option(
         None, cli_type=list[str] | None, flags=("--add-budget",),
         help="With --resume: raise the run's totals, calls=N and/or usd=X (repeatable).")
-    prices: str | os.PathLike[str] | None = option(None, cli_type=Path | None,
-                                                   help="Price table (TOML) overriding the defaults.")
     allow_unpriced: bool = option(
         False, flags=("--allow-unpriced",),
         help="--dry-run of a model without a price: count calls and tokens only (without it such a dry run is "

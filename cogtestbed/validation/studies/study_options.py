@@ -17,13 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from cogtestbed.option_groups import (  # noqa: F401 - SESSIONS_HELP: its former home
-    SESSIONS_HELP,
+from cogtestbed.option_groups import (
     Assured,
+    Base,
     BetweenSubjects,
     Compared,
+    DaskScheduler,
+    JsonOutput,
     LapseTerm,
     Level,
+    Overwrite,
+    PopulationSource,
     Sessions,
     Workers,
 )
@@ -52,23 +56,15 @@ FORMS_HELP = ("Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigne
               "(cogtestbed list EXP shows the forms).")
 FORM_SD_HELP = ("PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD) offset on its unconstrained scale "
                 "(synthetic subjects; needs --forms).")
-POPULATION_HELP = ("Draw the subjects' parameters from a population: human:NAME (shipped; `cogtestbed population "
-                   "list`) or a population file (`cogtestbed population build`): one posterior draw of the people's "
-                   "group parameters per simulated data set, subjects scattered by its SDs.")
-
 
 @dataclass(frozen=True)
-class StudyRun(Workers):
+class StudyRun(Workers, Overwrite, JsonOutput, DaskScheduler):
     """Where and how a study runs, and where it is written (every study command's own options)."""
 
     seed: int = option(0, help="Seed of the whole study.")
-    dask: str | None = option(None, flags=("--dask",), help="Dask scheduler address.")
-    as_json: bool = option(False, flags=("--json",), api=False, json=False,
-                           help="Print one JSON object (the summary).")
     output: str | os.PathLike[str] | None = option(
         None, cli_type=Path | None, flags=("--output", "-o"),
         help="Write results.parquet, summary.json, plots and report.html here.")
-    force: bool = option(False, flags=("--force",), help="Overwrite existing output files.")
 
 
 @dataclass(frozen=True)
@@ -96,7 +92,7 @@ class RecoverSizes:
 
 
 @dataclass(frozen=True)
-class RecoverFit(LapseTerm, Assured):
+class RecoverFit(LapseTerm, Assured, PopulationSource):
     """How the true parameters are drawn and the model fitted."""
 
     method: str = option("mle", help="mle or hierarchical.")
@@ -112,7 +108,6 @@ class RecoverFit(LapseTerm, Assured):
         help="PARAM=HALFWIDTH (repeatable): the tolerance a recovered estimate must meet; the verdict calls PARAM "
              "recovered well only where a share >= --assurance of the estimates lies within it. Default: none (r, "
              "RMSE and bias reported, r >= 0.8 convention named).")
-    population: Any = option(None, record=as_name, cli_type=str | None, flags=("--population",), help=POPULATION_HELP)
 
 
 @dataclass(frozen=True)
@@ -226,16 +221,13 @@ class PowerSizes:
 
 
 @dataclass(frozen=True)
-class PowerSubjects(BetweenSubjects):
+class PowerSubjects(BetweenSubjects, Base, PopulationSource):
     """The simulated subjects and their fit."""
 
     method: str = option("mle", help="mle or hierarchical.")
-    base: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--base",),
-                               help="Population median NAME=VALUE before the effect (repeatable).")
     params: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
     draws: int = option(500, min=1, help="Posterior draws per chain (hierarchical).")
     chains: int = option(2, min=1, help="Chains (hierarchical).")
-    population: Any = option(None, record=as_name, cli_type=str | None, flags=("--population",), help=POPULATION_HELP)
 
 
 @dataclass(frozen=True)
@@ -335,7 +327,7 @@ class FitUnits(Sessions):
 
 
 @dataclass(frozen=True)
-class FitRequest:
+class FitRequest(Overwrite, JsonOutput):
     """A fit written to a folder, as ``cogtestbed fit`` and :func:`cogtestbed.fit_and_save` take it."""
 
     model: str = option(argument=True, help="Model name, e.g. rw-pm.")
@@ -348,9 +340,6 @@ class FitRequest:
     units: FitUnits = group(FitUnits, "Data and units")
     sampling: FitSampling = group(FitSampling, "Sampling")
     posterior: PosteriorFile = group(PosteriorFile, "Sampling")
-    as_json: bool = option(False, flags=("--json",), api=False, json=False,
-                           help="Print one JSON object (the summary).")
-    force: bool = option(False, flags=("--force",), help="Overwrite existing output files.")
 
 
 @dataclass(frozen=True)

@@ -136,6 +136,53 @@ class PopulationSource:
                              help=POPULATION_HELP)
 
 
-__all__ = ["POPULATION_HELP", "SESSIONS_HELP", "Assured", "Base", "BetweenSubjects", "Compared", "DaskScheduler",
-           "JsonOutput", "LapseTerm", "Level", "MaxLength", "Overwrite", "PopulationSource", "PriceTable", "Sessions",
-           "Workers"]
+@dataclass(frozen=True, kw_only=True)
+class ReasoningSettings:
+    """A reasoning model's settings (a run sends them; a plan prices the run they make)."""
+
+    reasoning_effort: str | None = option(
+        None, help="A reasoning model's reasoning_effort (OpenAI: low | medium | high; gpt-5 also minimal): the "
+                   "values each model takes are in the capability table (docs/llm-runs.md).")
+    thinking_budget: int | None = option(
+        None, help="Hidden tokens a reasoning model may spend per call before its answer: Anthropic's extended "
+                   "thinking on with this budget_tokens (>= 1024); for OpenAI's reasoning models the tokens reserved "
+                   "(default 8192). The completion limit is this plus --max-tokens.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerSettings:
+    """How each answer is asked for (a run sends them; a plan prices the run they make)."""
+
+    max_tokens: int | None = option(
+        None, min=1, help="Tokens per answer. Default: the experiment's (8 for a one-line answer; belief-coherence "
+                          "64).")
+    temperature: float | None = option(
+        None, min=0.0, help="Sampling temperature; default: the experiment's paper's (magnitude 0.7, CogBench and "
+                            "collider 0), else 0 (greedy); the run's manifest records which.")
+    reask: int = option(0, min=0, help="Re-asks after an unparseable answer.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unpriced:
+    """What a model without a price may do."""
+
+    allow_unpriced: bool = option(
+        False, flags=("--allow-unpriced",),
+        help="A model without a price: count calls and tokens only (a plan ranks its designs by tokens, a --dry-run "
+             "reports no dollars); without it such a plan or dry run is refused.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchMode:
+    """The provider's batch API (a run sends through it; a plan prices its runs at its price)."""
+
+    batch: bool = option(
+        False, flags=("--batch",),
+        help="Send the requests through the provider's batch API (OpenAI Batch API, Anthropic Message Batches) at its "
+             "batch price; sessions play in parallel waves, one batch per step. A plan prices its runs so (the "
+             "table's batch_discount off, the standard price shown beside it).")
+
+
+__all__ = ["POPULATION_HELP", "SESSIONS_HELP", "AnswerSettings", "Assured", "Base", "BatchMode", "BetweenSubjects",
+           "Compared", "DaskScheduler", "JsonOutput", "LapseTerm", "Level", "MaxLength", "Overwrite",
+           "PopulationSource", "PriceTable", "ReasoningSettings", "Sessions", "Unpriced", "Workers"]

@@ -17,14 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.option_groups import (
+    AnswerSettings,
     Assured,
     Base,
+    BatchMode,
     BetweenSubjects,
     Compared,
     DaskScheduler,
     Level,
     PopulationSource,
     PriceTable,
+    ReasoningSettings,
+    Unpriced,
     Workers,
 )
 from cogtestbed.request import as_list, as_name, group, option
@@ -110,7 +114,7 @@ class PlanSubjects(BetweenSubjects, Base):
 
 
 @dataclass(frozen=True)
-class Pricing(PriceTable):
+class Pricing(PriceTable, ReasoningSettings, AnswerSettings, Unpriced, BatchMode):
     """How a plan prices its design (issue 67: one typed group, passed unchanged to the plan kind): the LLMs
     priced, their prices, batch pricing, the reasoning-token assumption and the answer settings (as run)."""
 
@@ -119,22 +123,7 @@ class Pricing(PriceTable):
         help="BACKEND:MODEL whose prices and tokenizer cost the design (twice for a difference between two LLMs: in "
              "a metric, or with --model/--effect in a model parameter). Required for a power target; optional with "
              "--precision (default: cost in trials).")
-    allow_unpriced: bool = option(False, flags=("--allow-unpriced",),
-                                  help="Plan a model without a price in calls and tokens only (without it such a "
-                                       "plan is refused).")
-    batch: bool = option(False, flags=("--batch",),
-                         help="Price the runs in the provider's batch mode (run --batch): the table's batch_discount "
-                              "off, the standard price shown beside it.")
     max_cost: float | None = option(None, min=0.0, help="Refuse designs costing more (USD).")
-    max_tokens: int | None = option(None, min=1, show_default="the experiment's own answer setting, as run",
-                                    help="Most tokens per answer (as run).")
-    reask: int = option(0, min=0, help="Re-asks after an unparseable answer (as run).")
-    temperature: float | None = option(
-        None, min=0.0, help="Sampling temperature of the run (default: the experiment's paper's, else 0).")
-    reasoning_effort: str | None = option(
-        None, help="A reasoning model's reasoning_effort, as run (capability table: docs/llm-runs.md).")
-    thinking_budget: int | None = option(
-        None, help="A reasoning model's thinking budget, as run (run --thinking-budget).")
     assume_reasoning_tokens: str | None = option(
         None, help="A reasoning model's completion tokens per call, hidden ones included: N (priced from N/2 to 2N) "
                    "or LOW:HIGH; without it (or a --pilot of the model) a plan for a reasoning model is refused.")

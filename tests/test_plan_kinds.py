@@ -369,3 +369,22 @@ def test_typed_groups_reach_the_kind_unchanged() -> None:
             ct.plan("instrumental-learning", question="typed", llms=pricing, batch=False)
     finally:
         unregister_plan_kind("typed")
+
+
+def test_a_typed_design_is_searched_as_its_text_is() -> None:
+    """``design={FIELD: [a, b]}`` (typed, issue 67) plans the same search as ``--design FIELD=a,b``, without being
+    written as text: the trials field's list is the trials axis, another integer field's the searched axis."""
+    from cogtestbed.validation.design.request import _searched
+
+    il, td = ct.get_experiment("instrumental-learning"), ct.get_experiment("temporal-discounting")
+    assert _searched(il, {"visits_per_casino": [6, 12]}, None) == _searched(il, ["visits_per_casino=6,12"], None)
+    assert _searched(il, {"visits_per_casino": [6, 12]}, None)[1].values() == (24, 48)
+    typed = _searched(td, {"base_pay": 2, "trials": range(10, 31, 10)}, None)
+    assert typed == _searched(td, ["base_pay=2", "trials=10,20,30"], None)
+    assert typed[2].name == "trials" and typed[2].values == (10, 20, 30) and typed[0] == {"base_pay": 2}
+    with pytest.raises(ct.InputError, match="`design` trials expects integers"):
+        _searched(td, {"trials": [5, "x"]}, None)
+    with pytest.raises(ct.InputError, match="one design field at a time"):
+        _searched(td, {"trials": [5], "base_pay": [1, 2]}, None)
+    source = (ROOT / "validation/design/request.py").read_text(encoding="utf-8")
+    assert "sz.design if isinstance(sz.design, Mapping) else (assignment_items(sz.design)" in source  # typed: as given

@@ -149,7 +149,8 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
         "`population`" if pp.population is not None and precision is None and len(llms) == 1 else None)
     effect, target = _target(llms, tg.model, effect, tg.metric, tg.test, precision, people)
     given_base, given_params = assignments(sim.base, "base"), assignments(sim.params, "params")
-    fixed, trials, field_axis = _searched(exp, assignment_items(sz.design) or None, trials)
+    design = sz.design if isinstance(sz.design, Mapping) else (assignment_items(sz.design) or None)
+    fixed, trials, field_axis = _searched(exp, design, trials)
     common: dict[str, Any] = {"subjects": (1,), "runs": (1,), "trials": (None,), "design": fixed,
                               "reps": 1, "seed": req.seed, "level": tg.level, "method": "mle", "base": given_base,
                               "sd_between": sim.sd_between, "params": given_params, "draws": 500, "tune": 500,
@@ -391,14 +392,18 @@ def _with_lapse_fit(spec: Any, lapse_fit: str | None) -> Any:
     return spec.model_copy(update={"lapse_fit": lapse_option(lapse_fit)})
 
 
-def _searched(exp: Any, design: list[str] | None, trials: Sizes | None) -> tuple[dict[str, Any], Sizes | None, Any]:
-    """(fixed design fields, the trials searched, the searched design field's
-    axis or None) of ``--design`` and ``--trials`` (:func:`~cogtestbed.validation.studies.sizes.plan_design`)."""
+def _searched(exp: Any, design: list[str] | Mapping[str, Any] | None, trials: Sizes | None
+              ) -> tuple[dict[str, Any], Sizes | None, Any]:
+    """(fixed design fields, the trials searched, the searched design field's axis or None) of ``design`` and
+    ``trials``: ``design`` typed (``{FIELD: VALUE}``, a list of integers on the field searched:
+    :func:`~cogtestbed.validation.studies.sizes.plan_design_fields`) or the command line's ``NAME=VALUE`` items
+    (:func:`~cogtestbed.validation.studies.sizes.plan_design`)."""
     from cogtestbed.validation.design.space import Axis
-    from cogtestbed.validation.studies.sizes import plan_design
+    from cogtestbed.validation.studies.sizes import plan_design, plan_design_fields
 
-    fixed, swept, searched = plan_design(exp, design)
-    if swept != (None,):  # --design TRIALS_FIELD=a,b,c: the trial counts searched
+    fixed, swept, searched = (plan_design_fields(exp, design) if isinstance(design, Mapping)
+                              else plan_design(exp, design))
+    if swept != (None,):  # a list on the trials field: the trial counts searched
         if trials is not None:
             raise InputError("`trials` and a `design` list both size the run; give one of them")
         trials = Sizes.of(list(swept), "trials")

@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-
 from cogtestbed.errors import InputError
 
-if TYPE_CHECKING:  # pydantic is imported when values are first validated (a fit never does)
+if TYPE_CHECKING:  # pydantic is imported when values are first validated (a fit never does); numpy where used
+    import numpy as np
     from pydantic import BaseModel
 
 Transform = Literal["logit", "log", "identity"]
@@ -69,6 +68,8 @@ class Parameter:
 
     def to_unconstrained(self, x: np.ndarray | float) -> np.ndarray:
         """Map values inside the bounds to the real line (the fitter's scale)."""
+        import numpy as np
+
         x = np.asarray(x, dtype=np.float64)
         if self.transform == "logit":
             u = (x - self.lower) / (self.upper - self.lower)
@@ -80,6 +81,8 @@ class Parameter:
 
     def to_constrained(self, z: np.ndarray | float) -> np.ndarray:
         """Inverse of :meth:`to_unconstrained` (scipy's stable logistic ``expit`` / exp)."""
+        import numpy as np
+
         z = np.asarray(z, dtype=np.float64)
         if self.transform == "logit":
             from scipy.special import expit  # imported on use: scipy.special costs a fitting process 0.3 s
@@ -95,6 +98,8 @@ class Parameter:
         parameter (a log-transformed parameter with a finite upper bound maps the whole real line
         to (lower, inf), so its draws beyond the upper bound are set to it; this project's rule,
         not a paper's)."""
+        import numpy as np
+
         return np.clip(np.asarray(x, dtype=np.float64), self.lower, self.upper)
 
     # -- the MLE search scale: box-bounded, linear for [a, b] parameters, log for (0, inf) ---
@@ -178,6 +183,8 @@ class ParameterSet:
 
     def validate_array(self, values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Vectorised bound check for per-subject parameter arrays."""
+        import numpy as np
+
         unknown = set(values) - set(self.names)
         if unknown:
             raise ParameterError(
@@ -206,6 +213,8 @@ class ParameterSet:
 
     def vector(self, values: Mapping[str, float]) -> np.ndarray:
         """Values in parameter order as a float array."""
+        import numpy as np
+
         return np.array([values[n] for n in self.names], dtype=np.float64)
 
 
@@ -214,6 +223,8 @@ def per_subject(values: Any, n: int) -> np.ndarray:
     (a scalar or a one-element array), or ``n`` values as given (not copied where they already are
     such an array).  No broadcast view is built (building one costs more than filling a few thousand
     values)."""
+    import numpy as np
+
     array = np.asarray(values, dtype=np.float64)
     if array.shape == (n,):
         return np.ascontiguousarray(array)
@@ -236,7 +247,7 @@ def parse_assignments(items: Sequence[str], option: str = "") -> dict[str, float
             number = float(value)
         except ValueError:
             raise ParameterError(f"{flag}value of {name!r} is not a number: {value!r}") from None
-        if not np.isfinite(number):
+        if not math.isfinite(number):
             raise ParameterError(f"{flag}value of {name!r} must be a finite number, got {value.strip()!r}")
         if name in out:
             raise ParameterError(f"{flag}sets {name} twice ({out[name]:g} and {number:g}); give it once")

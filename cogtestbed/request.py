@@ -178,6 +178,12 @@ def leaves(cls: type[Any]) -> tuple[Leaf, ...]:
     return _LEAVES[cls]
 
 
+def declared_requests() -> tuple[type[Any], ...]:
+    """The request classes whose options have been listed in this process (every command's, once the command
+    line is built)."""
+    return tuple(_LEAVES)
+
+
 def _leaves(cls: type[Any]) -> tuple[Leaf, ...]:
     out = list(_walk(cls, (), None))
     seen: dict[str, Leaf] = {}
@@ -192,7 +198,7 @@ def _leaves(cls: type[Any]) -> tuple[Leaf, ...]:
 def _walk(cls: type[Any], path: tuple[str, ...], panel: str | None,
           defaults: Mapping[str, Any] | None = None) -> Iterable[Leaf]:
     hints = _hints(cls)
-    for f in dataclasses.fields(cls):
+    for f in _own_first(cls):
         if GROUP in f.metadata:
             sub = f.metadata[GROUP]
             yield from _walk(hints[f.name], (*path, f.name), panel if sub.panel is None else sub.panel, sub.defaults)
@@ -201,6 +207,13 @@ def _walk(cls: type[Any], path: tuple[str, ...], panel: str | None,
         if opt is None:
             raise TypeError(f"{cls.__name__}.{f.name} is neither an option() nor a group()")
         yield Leaf(opt.name or f.name, (*path, f.name), hints[f.name], _default(f, defaults), opt, panel)
+
+
+def _own_first(cls: type[Any]) -> list[dataclasses.Field[Any]]:
+    """The fields of ``cls``: its own in declaration order, then those it inherits from shared option groups
+    (:mod:`cogtestbed.option_groups`), so a shared option keeps its place at the end of each request's list."""
+    own = set(vars(cls).get("__annotations__", {}))
+    return sorted(dataclasses.fields(cls), key=lambda f: f.name not in own)
 
 
 def build(cls: type[R], values: Mapping[str, Any]) -> R:
@@ -429,5 +442,6 @@ def derived_names(func: Callable[..., Any]) -> set[str]:
 
 
 __all__ = ["Group", "Leaf", "Opt", "api_leaves", "api_signature", "api_values", "as_items", "as_list", "as_name",
-           "as_text", "build", "build_grouped", "cli_leaves", "leaf_group", "sub_objects", "derive_api",
+           "as_text", "build", "build_grouped", "cli_leaves", "declared_requests", "leaf_group", "sub_objects",
+           "derive_api",
            "flat", "from_cli", "group", "keyword", "leaves", "option", "options_doc", "request_block", "value"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from cogtestbed.option_groups import Overwrite, PopulationSource
 from cogtestbed.request import as_items, as_name, as_text, group, option
 
 if TYPE_CHECKING:  # a type only: the command line's help imports no environment
@@ -25,7 +26,7 @@ Method = Literal["auto", "batch", "interpreted", "step"]
 
 
 @dataclass(frozen=True)
-class SimulatedSubjects:
+class SimulatedSubjects(PopulationSource):
     """Who is simulated: how many, with which parameters."""
 
     params: Mapping[str, Any] | Sequence[str] | None = option(
@@ -33,11 +34,6 @@ class SimulatedSubjects:
         help="Agent parameter NAME=VALUE (repeatable); defaults otherwise.")
     subjects: int = option(10, min=1, help="Number of simulated subjects.")
     seed: int = option(0, help="Seed of the whole simulation.")
-    population: Any = option(
-        None, record=as_name, cli_type=str | None, flags=("--population",),
-        help="Draw the subjects' parameters from a population: human:NAME (shipped; `cogtestbed population list`) "
-             "or a population file (`cogtestbed population build`): one posterior draw of the people's group "
-             "parameters per simulated data set, subjects scattered by its SDs.")
 
 
 @dataclass(frozen=True)
@@ -80,7 +76,7 @@ class SimulatedSessions:
 
 
 @dataclass(frozen=True)
-class SimulateRequest:
+class SimulateRequest(Overwrite):
     """A simulation, as ``cogtestbed simulate`` and :func:`cogtestbed.simulate` take it."""
 
     experiment: Any = option(cli_type=str, argument=True, record=as_name,
@@ -88,7 +84,6 @@ class SimulateRequest:
     agent: str = option(flags=("--agent", "-a"), help="Synthetic agent, e.g. rw-pm.")
     output: str | os.PathLike[str] | None = option(None, cli_type=Path, cli_required=True, flags=("--output", "-o"),
                                                    help="Trial table to write (.parquet).")
-    force: bool = option(False, flags=("--force",), help="Overwrite an existing output file.")
     who: SimulatedSubjects = group(SimulatedSubjects, "Subjects")
     sessions: SimulatedSessions = group(SimulatedSessions, "Sessions")
     lapses: Lapses = group(Lapses, "Lapses")

@@ -536,14 +536,14 @@ def shifted_params(agent_cls: type[SyntheticAgent], per_subject: dict[str, np.nd
     out = dict(per_subject)
     for name in drawn.offsets:
         if name not in agent_cls.parameters.names:
-            raise FormError(f"--form-sd {name}: agent {agent_cls.name!r} has no parameter {name!r} "
+            raise FormError(f"`form_sd` {name}: agent {agent_cls.name!r} has no parameter {name!r} "
                             f"(it has {', '.join(agent_cls.parameters.names)})")
         p = agent_cls.parameters[name]
         z = np.asarray(p.to_unconstrained(per_subject[name]), dtype=np.float64) + drawn.subject_offsets(name)
         out[name] = np.asarray(p.to_constrained(z), dtype=np.float64)
         outside = ~np.isfinite(out[name]) | (out[name] < p.lower) | (out[name] > p.upper)
         if outside.any():
-            raise FormError(f"--form-sd {name}: a form's offset takes {name} to {float(out[name][outside][0]):g}, "
+            raise FormError(f"`form_sd` {name}: a form's offset takes {name} to {float(out[name][outside][0]):g}, "
                             f"outside its bounds [{p.lower:g}, {p.upper:g}] ({_how_shifted(p)}): use a smaller SD or a "
                             "base value further inside")
     return out

@@ -158,7 +158,7 @@ def test_run_prices_an_adaptive_session_and_refuses_batch(tmp_path: Path) -> Non
     risky = ct.run("risky-choice", llm="openai:gpt-4o-mini", output=tmp_path / "r", subjects=2, adaptive="lambda",
                    trials=6, dry_run=True)
     assert risky["calls"] == 12 and risky["prompts_are_the_runs"] is False and risky["answer_independent"] is False
-    with pytest.raises(InputError, match="--batch refused for an adaptive session"):
+    with pytest.raises(InputError, match="`batch` refused for an adaptive session"):
         ct.run("temporal-discounting", llm="openai:gpt-4o-mini", output=tmp_path / "b", subjects=1,
                adaptive="k", trials=5, dry_run=True, batch=True)
     with pytest.raises(InputError, match="two-step: `adaptive` refused"):

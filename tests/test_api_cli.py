@@ -53,7 +53,7 @@ def test_fit_refuses_in_one_line_with_the_same_check_as_ct_fit(table_file: Path,
     err = capsys.readouterr().err
     assert err == "error: --method must be mle or hierarchical, got 'bayes'\n"
     assert not (tmp_path / "o").exists()
-    with pytest.raises(ct.InputError, match="--method must be mle or hierarchical, got 'bayes'"):
+    with pytest.raises(ct.InputError, match="`method` must be mle or hierarchical, got 'bayes'"):
         ct.fit(EXP, table_file, model="rw-pm", method="bayes")  # type: ignore[arg-type]
 
 
@@ -143,5 +143,5 @@ def test_plan_forms_prints_the_plan_ct_plan_forms_returns(tmp_path: Path, capsys
                              base={"alpha_pos": 0.5, "alpha_neg": 0.5})
     assert_close(printed, json.loads(json.dumps(returned, default=str)), rtol=1e-9, where="forms plan")
     assert [row["forms"] for row in printed["designs"]] == [2, 4] and "one_form" in printed
-    with pytest.raises(ct.FormError, match="needs --model and --effect"):
+    with pytest.raises(ct.FormError, match="needs `model` and `effect`"):
         ct.plan_forms(EXP, forms="1,2", model=None, effect=None)

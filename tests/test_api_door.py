@@ -110,7 +110,7 @@ def test_a_bad_argument_is_a_documented_error_in_one_line(tmp_path: Path, name: 
     with pytest.raises(ct.CogtestbedError) as info:
         func(**kwargs)
     message = str(info.value)
-    assert "\n" not in message and message.startswith(f"{name}(): {param}"), message
+    assert "\n" not in message and message.startswith((f"{name}(): {param}", f"{name}(): `{param}`")), message
     expected = {"missing path": ct.DataError, "empty table": ct.DataError}.get(what, ct.InputError)
     assert isinstance(info.value, expected)
 
@@ -127,16 +127,16 @@ def test_a_bad_argument_is_a_documented_error_in_one_line(tmp_path: Path, name: 
      "value of 'optimism_bias' must be a finite number, got 'nan'"),
     (lambda: ct.power("rw-pm", effect={"optimism_bias": float("nan")}), ct.InputError, "must be a finite number"),
     (lambda: ct.power("rw-pm", effect="optimism_bias=0.2", sd_between=-1), ct.InputError,
-     "sd_between (--sd-between) must be in [0, 20], got -1"),
+     "`sd_between` must be in [0, 20], got -1"),
     (lambda: ct.plan("instrumental-learning", model="rw-pm", precision="optimism_bias=0.1", assurance=2),
-     ct.InputError, "assurance (--assurance) must be in (0, 1), got 2"),
-    (lambda: ct.recover("rw-pm", workers=-1), ct.InputError, "workers (--workers) must be in [1, inf), got -1"),
+     ct.InputError, "`assurance` must be in (0, 1), got 2"),
+    (lambda: ct.recover("rw-pm", workers=-1), ct.InputError, "`workers` must be in [1, inf), got -1"),
     (lambda: ct.run("instrumental-learning", llm="openai:x", output="o", max_tokens=10**8), ct.InputError,
-     "run(): max_tokens (--max-tokens) must be in [1, 1e+06], got 1e+08"),
+     "run(): `max_tokens` must be in [1, 1e+06], got 1e+08"),
     (lambda: ct.run("instrumental-learning", llm="openai:x", output="o", max_cost=-1), ct.InputError,
-     "run(): max_cost (--max-cost) must be in [0, inf), got -1"),
+     "run(): `max_cost` must be in [0, inf), got -1"),
     (lambda: ct.simulate("instrumental-learning", "rw-pm", forms="2", form_sd={"alpha_pos": 1e308}),
-     ct.InputError, "form_sd (--form-sd) must be in [0, 20], got 1e+308"),
+     ct.InputError, "`form_sd` must be in [0, 20], got 1e+308"),
     (lambda: ct.simulate("instrumental-learning", "rw-pm", subjects=2, unknown=1), ct.InputError,
      "simulate(): got an unexpected keyword argument 'unknown'"),
 ])

@@ -65,7 +65,7 @@ def test_the_error_kinds_are_documented_on_the_api_page() -> None:
 
 
 def test_a_bad_option_of_the_api_is_an_input_error() -> None:
-    with pytest.raises(ct.InputError, match="--method must be mle or hierarchical"):  # before the file is read
+    with pytest.raises(ct.InputError, match="`method` must be mle or hierarchical"):  # before the file is read
         ct.fit("instrumental-learning", __file__, model="rw-pm", method="bayes")  # type: ignore[arg-type]
     with pytest.raises(ct.DataError, match="fit\\(\\): table_or_path: no such file or folder: nothing.parquet"):
         ct.fit("instrumental-learning", "nothing.parquet", model="rw-pm")
@@ -76,7 +76,7 @@ def test_the_api_raises_its_typed_input_error_for_a_bad_plan_or_fit_option() -> 
     with pytest.raises(ct.InputError, match="`model` goes with `effect`"):
         ct.plan("instrumental-learning", model="rw-pm", llm=["openai:gpt-4o-mini"])
     table = ct.simulate("instrumental-learning", "rw-pm", subjects=2, seed=1)
-    with pytest.raises(ct.InputError, match="--form-effects needs a table run across two or more prompt forms"):
+    with pytest.raises(ct.InputError, match="`form_effects` needs a table run across two or more prompt forms"):
         ct.fit("instrumental-learning", table, model="rw-pm", method="hierarchical", form_effects=["alpha_pos"])
 
 

@@ -78,7 +78,7 @@ def test_runs_of_one_agent_are_pooled_where_the_experiment_says_and_only_then() 
     assert len(ct.fit("temporal-discounting", same, model="hyperbolic", separate_runs=True)) == 6
     with pytest.raises(ct.InputError, match="never pooled"):
         ct.fit("temporal-discounting", trials, model="hyperbolic", unit="agent")
-    with pytest.raises(ct.InputError, match="--unit"):
+    with pytest.raises(ct.InputError, match="`unit`"):
         ct.fit("temporal-discounting", trials, model="hyperbolic", unit="everything")
     # an experiment that fits subjects: auto is subject; session splits a subject's sessions
     rw = ct.simulate("instrumental-learning", "rw", subjects=3, seed=0)

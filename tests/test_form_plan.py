@@ -62,7 +62,7 @@ def test_pilot_scales_from_a_table_across_forms() -> None:
 def test_plan_refuses_bad_grids() -> None:
     with pytest.raises(FormError, match="counts of forms"):
         plan_forms_study("instrumental-learning", "rw-pm", ("optimism_bias", 0.2), (1, 16), {"alpha_pos": 0.1})
-    with pytest.raises(FormError, match="--form-sd"):
+    with pytest.raises(FormError, match="`form_sd`"):
         plan_forms_study("instrumental-learning", "rw-pm", ("optimism_bias", 0.2), (2, 4), {})
 
 

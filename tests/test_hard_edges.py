@@ -170,7 +170,7 @@ def test_the_untouched_plan_runs_dry(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("option", "named"), [
     (["--rpm", "0"], "--rpm must be a positive number, got 0"),
-    (["--rpm", "nan"], "(--rpm) must be a finite number, got nan"),  # the ct. door's refusal, naming the option
+    (["--rpm", "nan"], "run(): --rpm must be a finite number, got nan"),  # the ct. door's refusal, naming the option
     (["--tpm", "-1"], "--tpm must be a positive number"),
     (["--top-logprobs", "-3"], "--top-logprobs must be a count >= 0, got -3"),
 ])

@@ -376,3 +376,51 @@ def test_metrics_takes_the_experiments_own_options_too() -> None:
         ct.metrics("instrumental-learning", table, no_such_metric_option=1)
     with pytest.raises(ct.InputError, match="sessions applies to published files"):  # the request's option read
         ct.metrics("instrumental-learning", table, sessions="split")
+
+
+#: Option names still declared in more than one request class (issue 73, item 5): each is to become one
+#: declaration in a shared group (:mod:`cogtestbed.option_groups`) every request inherits.  It only shrinks:
+#: a name declared once again must leave it, a new name declared twice fails.  Its goal is empty.
+DECLARED_IN_SEVERAL = {
+    "adaptive", "agent", "allow_unconverged", "chains", "design", "draws", "effect", "experiment", "fit", "form_sd",
+    "forms", "llm", "max_cost", "max_draws", "method", "metric", "model", "name", "output", "params", "path",
+    "precision", "reps", "runs", "sampler", "seed", "source", "subjects", "table_or_path", "test", "trials",
+}
+
+
+def _declarations() -> dict[str, set[str]]:
+    """Option name -> the classes declaring it (``name: T = option(...)`` in a class body), over the package."""
+    import ast
+
+    out: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for item in node.body:
+                if (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+                        and isinstance(item.value, ast.Call) and ast.unparse(item.value.func).endswith("option")):
+                    out.setdefault(item.target.id, set()).add(f"{path.relative_to(PACKAGE).as_posix()}:{node.name}")
+    return out
+
+
+def test_no_option_name_is_declared_in_two_request_classes() -> None:
+    several = {name for name, classes in _declarations().items() if len(classes) > 1}
+    new = sorted(several - DECLARED_IN_SEVERAL)
+    assert not new, f"declared in two request classes (declare it once in cogtestbed/option_groups.py): {new}"
+    done = sorted(DECLARED_IN_SEVERAL - several)
+    assert not done, f"declared once now: take {done} off DECLARED_IN_SEVERAL"
+
+
+def test_a_shared_option_is_one_declaration_every_request_reads() -> None:
+    """``level`` is declared once (:class:`cogtestbed.option_groups.Level`): ``plan`` and ``power`` take it with
+    the same help, default and flag, as their own option (``ct.power(level=...)``, ``--level``)."""
+    from cogtestbed.option_groups import Level
+    from cogtestbed.validation.design.plan_options import PlanRequest
+    from cogtestbed.validation.studies.study_options import PowerRequest
+
+    plan = {leaf.name: leaf for leaf in leaves(PlanRequest)}["level"]
+    power = {leaf.name: leaf for leaf in leaves(PowerRequest)}["level"]
+    assert plan.opt is power.opt and plan.default == power.default == 0.05 and plan.flags == ("--level",)
+    assert _declarations()["level"] == {"option_groups.py:Level"} and issubclass(Level, object)
+    assert build(PlanRequest, {"experiment": "x", "level": 0.01}).target.level == 0.01

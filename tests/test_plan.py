@@ -145,9 +145,9 @@ def test_run_plan_checks_what_it_is_given(small_plan):
     _, out = small_plan
     settings = plan_run_settings(out / "plan.json", None, "openai:gpt-4o-mini", 1, 0, None)
     assert settings["llm"] == "openai:gpt-4o-mini"  # --llm replaces the plan's LLM
-    with pytest.raises(ValueError, match="--plan is for"):
+    with pytest.raises(ValueError, match="`plan` is for"):
         plan_run_settings(out / "plan.json", "two-step", None, 1, 0, None)
-    with pytest.raises(ValueError, match="drop --subjects"):
+    with pytest.raises(ValueError, match="drop `subjects`"):
         plan_run_settings(out / "plan.json", None, None, 999, 0, None)
     with pytest.raises(ValueError, match="not a cogtestbed plan"):
         (out / "bad.json").write_text("{}")

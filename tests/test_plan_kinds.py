@@ -346,3 +346,45 @@ def test_an_effect_a_fitted_base_cannot_carry_names_the_largest_it_can() -> None
         carried(model, "optimism_bias", 0.3, moved, "the pilot's fitted base")
     carried(model, "optimism_bias", 0.1, {k: v + shift_of(model, "optimism_bias", 0.1).get(k, 0.0)
                                           for k, v in fitted.items()}, "the pilot's fitted base")  # carried: no error
+
+
+def test_typed_groups_reach_the_kind_unchanged() -> None:
+    """``People`` and ``Pricing`` (issue 67) are typed groups: ``ct.plan`` passes the very objects given to the kind
+    (nothing rebuilt from text); a flat keyword of a group also given is refused."""
+    from cogtestbed.validation.design.plan_options import People, Pricing
+
+    seen: dict[str, Any] = {}
+
+    def run(exp: Any, req: Any, ctx: PlanContext) -> Planned:
+        seen["req"] = req
+        return Planned({"chosen": {"experiment": exp.name}})
+
+    register_plan_kind(PlanKind("typed", "a test's kind reading the typed groups", run))
+    try:
+        people = People(population="human:someone")
+        pricing = Pricing(llm=["openai:gpt-4o"], batch=True, assume_reasoning_tokens="500:3000")
+        ct.plan("instrumental-learning", question="typed", people=people, llms=pricing)
+        assert seen["req"].people is people and seen["req"].llms is pricing
+        with pytest.raises(ct.InputError, match="batch given twice"):
+            ct.plan("instrumental-learning", question="typed", llms=pricing, batch=False)
+    finally:
+        unregister_plan_kind("typed")
+
+
+def test_a_typed_design_is_searched_as_its_text_is() -> None:
+    """``design={FIELD: [a, b]}`` (typed, issue 67) plans the same search as ``--design FIELD=a,b``, without being
+    written as text: the trials field's list is the trials axis, another integer field's the searched axis."""
+    from cogtestbed.validation.design.request import _searched
+
+    il, td = ct.get_experiment("instrumental-learning"), ct.get_experiment("temporal-discounting")
+    assert _searched(il, {"visits_per_casino": [6, 12]}, None) == _searched(il, ["visits_per_casino=6,12"], None)
+    assert _searched(il, {"visits_per_casino": [6, 12]}, None)[1].values() == (24, 48)
+    typed = _searched(td, {"base_pay": 2, "trials": range(10, 31, 10)}, None)
+    assert typed == _searched(td, ["base_pay=2", "trials=10,20,30"], None)
+    assert typed[2].name == "trials" and typed[2].values == (10, 20, 30) and typed[0] == {"base_pay": 2}
+    with pytest.raises(ct.InputError, match="`design` trials expects integers"):
+        _searched(td, {"trials": [5, "x"]}, None)
+    with pytest.raises(ct.InputError, match="one design field at a time"):
+        _searched(td, {"trials": [5], "base_pay": [1, 2]}, None)
+    source = (ROOT / "validation/design/request.py").read_text(encoding="utf-8")
+    assert "sz.design if isinstance(sz.design, Mapping) else (assignment_items(sz.design)" in source  # typed: as given

@@ -141,7 +141,7 @@ def test_power_and_recover_take_a_population(tmp_path):
         ct.power("rw-pm", effect={"optimism_bias": 0.3}, population=path, base={"beta": 3}, subjects=(6,), sims=2)
     with pytest.raises(InputError, match="is of model rw-pm"):
         ct.power("rw", effect={"alpha": 0.1}, experiment=EXP, population=path, subjects=(6,), sims=2)
-    with pytest.raises(InputError, match="--population draws a model's parameters"):
+    with pytest.raises(InputError, match="`population` draws a model's parameters"):
         ct.power(EXP, metric="optimism_bias", compare=("rw-pm:alpha_pos=0.3", "rw-pm:alpha_pos=0.4"),
                  population=path, sims=2)
 

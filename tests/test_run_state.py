@@ -332,7 +332,7 @@ def test_the_cli_retry_default_is_the_library_one():
     assert run_cli.DEFAULT_RETRY_WINDOW == DEFAULT_RETRY_WINDOW
     assert run_cli.parse_add_budget(["calls=5,usd=0.5", "usd=0.25"]) == (5, 0.75)
     for bad in ("calls=-1", "usd=abc", "dollars=3", "5"):
-        with pytest.raises(ValueError, match="--add-budget"):
+        with pytest.raises(ValueError, match="`add_budget`"):
             run_cli.parse_add_budget([bad])
 
 

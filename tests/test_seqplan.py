@@ -24,9 +24,9 @@ def test_look_sizes_and_refusals():
     with pytest.raises(ValueError, match="at least 8 units"):
         look_sizes(7, 4)
     for bad in (0, 1, 21):
-        with pytest.raises(ValueError, match="--looks must be an integer from 2 to 20"):
+        with pytest.raises(ValueError, match="`looks` must be an integer from 2 to 20"):
             check_looks(bad, "pocock")
-    with pytest.raises(ValueError, match="--spending must be one of"):
+    with pytest.raises(ValueError, match="`spending` must be one of"):
         check_looks(3, "haybittle")
 
 
@@ -214,7 +214,7 @@ def test_test_target_sequential_plan_tiny():
     (decl,) = [d for d in exp.studies_of("test-power") if d.test == "t1_lr"]
     spec = study_spec(kind="test-power", experiment=exp.name, agent=decl.agent, test="t1_lr",
                       params={**decl.params, decl.parameter: max(decl.values)}, design=dict(decl.design), seed=2)
-    with pytest.raises(ValueError, match="needs --null"):
+    with pytest.raises(ValueError, match="needs `null`"):
         plan_sequential(spec, 4, None, 1, 2, "pocock", False, 0.8, sims=2, workers=1, max_factor=1.0)
     res = plan_sequential(spec, 4, None, 1, 2, "pocock", False, 0.8, sims=2, workers=1, max_factor=1.0,
                           null_agent=f"{decl.agent}:{decl.parameter}=0", null_sims=2)

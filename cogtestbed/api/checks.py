@@ -208,11 +208,11 @@ def check_argument(function: str, name: str, value: Any, hint: Any = Any) -> Non
         raise InputError(f"{where} must be {_hint_text(hint)}, got {_shown(value)}")
     numbers = _numbers(value)
     if any(not math.isfinite(x) for x in numbers):
-        raise InputError(f"{where} (--{name.replace('_', '-')}) must be a finite number, got {_one_line(repr(value))}")
+        raise InputError(f"{function}(): `{name}` must be a finite number, got {_one_line(repr(value))}")
     allowed = RANGES.get(name)
     bad = [x for x in numbers if allowed is not None and not allowed.holds(x)]
-    if allowed is not None and bad:  # the command-line option named too (the command line calls this function)
-        raise InputError(f"{where} (--{name.replace('_', '-')}) must be in {allowed.text()}, got {bad[0]:g}")
+    if allowed is not None and bad:  # a field: the command line (which calls this function) names its flag
+        raise InputError(f"{function}(): `{name}` must be in {allowed.text()}, got {bad[0]:g}")
     if type(value).__name__ == "DataFrame":
         if getattr(value, "empty", False):
             raise DataError(f"{where} is an empty table (no rows or no columns)")

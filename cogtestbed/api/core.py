@@ -92,7 +92,7 @@ def design_overrides(items: Sequence[str]) -> dict[str, str | None]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep:
-            raise InputError(f"expected NAME=VALUE for --design, got {item!r}")
+            raise InputError(f"expected NAME=VALUE for `design`, got {item!r}")
         out[name.strip()] = None if value.strip() == "null" else value.strip()
     return out
 
@@ -162,7 +162,7 @@ def _simulate_request(experiment: str | ExperimentSpec, agent: str, options: Map
     design_obj = with_adaptive(exp, design_of(exp, cast("Design | Mapping[str, Any] | None", fields)), adaptive,
                                trials)
     if forms is None and form_sd:
-        raise FormError("--form-sd needs --forms (the forms whose offsets it draws)")
+        raise FormError("`form_sd` needs `forms` (the forms whose offsets it draws)")
     form_ids = forms if isinstance(forms, str) or forms is None else ",".join(str(int(f)) for f in forms)
     form_design = None if form_ids is None else FormDesign(resolve_forms(exp.prompt_forms, form_ids),
                                                            dict(form_sd or {}))
@@ -258,7 +258,7 @@ def population_params(exp: ExperimentSpec, agent: str, population: Any, subjects
     drawn = gen.agent_params(subj)
     clash = sorted(set(given) & set(subj) | set(given) & set(drawn) - set(gen.fixed))
     if clash:
-        raise InputError(f"population {pop.name} draws {', '.join(clash)}: drop --param for "
+        raise InputError(f"population {pop.name} draws {', '.join(clash)}: drop `params` for "
                          f"{'it' if len(clash) == 1 else 'them'}")
     record = {"name": pop.name, "model": pop.model, "source": pop.source,
               **{k: v for k, v in values.items() if k.endswith("_pop")}}
@@ -477,7 +477,7 @@ def sample_hierarchical(cog: Any, table: pd.DataFrame, form_effects: Sequence[st
 
     forms = has_forms(table)
     if form_effects and not forms:
-        raise InputError("--form-effects needs a table run across two or more prompt forms (its 'form' column)")
+        raise InputError("`form_effects` needs a table run across two or more prompt forms (its 'form' column)")
 
     def sample(kept: pd.DataFrame) -> Any:
         if on_start is not None:
@@ -497,9 +497,9 @@ def fit_model(exp: ExperimentSpec, model: str, method: str, lapse: str = "none")
 
     cog = with_lapse(exp.model(model), lapse_option(lapse))
     if method not in ("mle", "hierarchical"):
-        raise InputError(f"--method must be mle or hierarchical, got {method!r}")
+        raise InputError(f"`method` must be mle or hierarchical, got {method!r}")
     if method == "hierarchical" and not cog.has_pymc:
-        raise InputError(f"model {cog.name} has no PyMC version: use --method mle")
+        raise InputError(f"model {cog.name} has no PyMC version: use `method` mle")
     return cog
 
 

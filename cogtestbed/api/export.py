@@ -48,7 +48,7 @@ def export(table_or_path: pd.DataFrame | str | os.PathLike[str], **options: Any)
     req = build(ExportRequest, options)
     to, output, experiment, source, force = req.to, req.output, req.experiment, req.source, req.force
     if to not in EXPORT_FORMATS:
-        raise InputError(f"--to must be one of {', '.join(EXPORT_FORMATS)}, got {to!r}")
+        raise InputError(f"`to` must be one of {', '.join(EXPORT_FORMATS)}, got {to!r}")
     out = None if output is None else Path(output)
     if out is not None:
         if out.suffix.lower() not in (".jsonl", ".zip"):

@@ -82,11 +82,11 @@ def choose_units(exp: ExperimentSpec, table: pd.DataFrame, unit: str = "auto",
     import pandas as pd
 
     if unit not in FIT_UNITS:
-        raise InputError(f"--unit must be one of {', '.join(FIT_UNITS)}, got {unit!r}")
+        raise InputError(f"`unit` must be one of {', '.join(FIT_UNITS)}, got {unit!r}")
     if separate_runs:
         if unit not in ("auto", "subject"):
-            raise InputError(f"--separate-runs fits each run (subject of the table) on its own; it contradicts "
-                             f"--unit {unit}")
+            raise InputError(f"`separate_runs` fits each run (subject of the table) on its own; it contradicts "
+                             f"`unit` {unit}")
         unit = "subject"
     pools = exp.pooling_unit == "session"
     mixed = differing_truth(table) if unit in ("auto", "agent") else None  # read only for those two
@@ -100,8 +100,8 @@ def choose_units(exp: ExperimentSpec, table: pd.DataFrame, unit: str = "auto",
             unit, reason = "subject", "each subject on its own with all its sessions (the experiment's unit)"
     elif unit == "agent":
         if mixed is not None:
-            raise InputError(f"--unit agent would pool {mixed.removesuffix(' are never pooled')}: simulated "
-                             "subjects with different true parameters are never pooled; fit them with --unit subject")
+            raise InputError(f"`unit` agent would pool {mixed.removesuffix(' are never pooled')}: simulated "
+                             "subjects with different true parameters are never pooled; fit them with `unit` subject")
         reason = "the runs of each agent pooled as one participant (as asked)"
     elif unit == "subject":
         reason = "each subject on its own with all its sessions (as asked)"

@@ -53,9 +53,9 @@ def phenotype(paths: Sequence[str | os.PathLike[str]], **options: Any) -> Phenot
     agents, experiment, kind, normalisation = req.agents, req.experiment, req.kind, req.normalisation
     output, force, sessions = req.output, req.force, req.sessions
     if kind not in ("behaviour", "performance", "all"):
-        raise InputError(f"--kind must be behaviour, performance or all, got {kind!r}")
+        raise InputError(f"`kind` must be behaviour, performance or all, got {kind!r}")
     if normalisation not in ("signed", "absolute"):
-        raise InputError(f"--normalisation must be signed or absolute, got {normalisation!r}")
+        raise InputError(f"`normalisation` must be signed or absolute, got {normalisation!r}")
     kinds = ("behaviour", "performance") if kind == "all" else (kind,)
     out = None if output is None else Path(output)
     with output_dir(out, force):

@@ -25,15 +25,16 @@ from cogtestbed.api.checks import public
 from cogtestbed.errors import InputError
 from cogtestbed.request import options_doc, request_block
 from cogtestbed.validation.design.plan_options import (
+    People,
     PlanAdaptive,
     PlanFit,
     PlanForms,
-    PlanLLMs,
     PlanRequest,
     PlanSequential,
     PlanSizes,
     PlanSubjects,
     PlanTarget,
+    Pricing,
 )
 
 if TYPE_CHECKING:
@@ -113,14 +114,15 @@ class Plan:
 
 
 @public(paths=("pilot", "prices"))
-def plan(experiment: str | Any, *, target: PlanTarget | None = None, sizes: PlanSizes | None = None,
-         simulated: PlanSubjects | None = None, llms: PlanLLMs | None = None, sequential: PlanSequential | None = None,
-         analysis: PlanFit | None = None, prompt_forms: PlanForms | None = None,
-         adaptive_sessions: PlanAdaptive | None = None, mc_se: float = 0.03, seed: int = 0, workers: int | None = None,
-         say: Say = None, **options: Any) -> Plan:
+def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: People | None = None,
+         sizes: PlanSizes | None = None, simulated: PlanSubjects | None = None, llms: Pricing | None = None,
+         sequential: PlanSequential | None = None, analysis: PlanFit | None = None,
+         prompt_forms: PlanForms | None = None, adaptive_sessions: PlanAdaptive | None = None, mc_se: float = 0.03,
+         seed: int = 0, workers: int | None = None, say: Say = None, **options: Any) -> Plan:
     """Plan a study (``cogtestbed plan``): the cheapest design that answers one question, priced in calls,
     tokens and dollars.  The request comes in typed groups (:class:`~cogtestbed.validation.design.plan_options.
-    PlanTarget`, :class:`~cogtestbed.validation.design.plan_options.PlanSizes`, ...; each left out takes its
+    PlanTarget`, :class:`~cogtestbed.validation.design.plan_options.People`, :class:`~cogtestbed.validation.design.
+    plan_options.PlanSizes`, :class:`~cogtestbed.validation.design.plan_options.Pricing`, ...; each left out takes its
     defaults), or, as a shortcut building the same request, as flat keywords (``llm=``, ``model=``,
     ``effect=``, ...: every option listed below); a keyword whose option lies in a group also given is refused.
 
@@ -156,17 +158,19 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, sizes: Plan
     from cogtestbed.api.core import get_experiment, read_table
     from cogtestbed.request import api_leaves, build_grouped
     from cogtestbed.validation.design.kinds import PlanContext
-    from cogtestbed.validation.design.plan_kinds import plan_request
+    from cogtestbed.validation.design.plan_kinds import check_before_import, plan_request
 
     known = {leaf.name for leaf in api_leaves(PlanRequest)}
     unknown = sorted(set(options) - known)
     if unknown:
         raise InputError(f"plan(): got an unexpected keyword argument {unknown[0]!r}")
-    groups = {"target": target, "sizes": sizes, "simulated": simulated, "llms": llms, "sequential": sequential,
+    groups = {"target": target, "people": people,
+              "sizes": sizes, "simulated": simulated, "llms": llms, "sequential": sequential,
               "analysis": analysis, "prompt_forms": prompt_forms, "adaptive_sessions": adaptive_sessions}
     req = build_grouped(PlanRequest, groups, {**options, "experiment": experiment, "mc_se": mc_se, "seed": seed,
                                               "workers": workers})
     check_request_values("plan", req, paths=("pilot", "prices", "human"))
+    check_before_import(experiment, req)  # a refusal in well under a second, before the experiment is imported
     exp = get_experiment(experiment)
     kind, planned = plan_request(exp, req, PlanContext(read_table, say=say))
     return Plan({**planned.payload, "request": request_block(req)}, planned.size_name, kind=kind.name)

@@ -60,10 +60,10 @@ def parse_add_budget(items: list[str]) -> tuple[int, float]:
                 usd += amount_usd
                 amount = 1 if amount_usd > 0 else -1
         except ValueError:
-            raise InputError(f"--add-budget {item!r}: expected calls=N or usd=X, X a finite number (e.g. usd=0.5)"
+            raise InputError(f"`add_budget` {item!r}: expected calls=N or usd=X, X a finite number (e.g. usd=0.5)"
                              ) from None
         if amount <= 0:
-            raise InputError(f"--add-budget {item!r}: the amount must be positive")
+            raise InputError(f"`add_budget` {item!r}: the amount must be positive")
     return calls, usd
 
 
@@ -162,7 +162,7 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[LLMRu
         o["max_calls"] = o["max_calls"] if o["max_calls"] is not None else p["max_calls"]
         o["max_cost"] = o["max_cost"] if o["max_cost"] is not None else p["max_cost"]
     if o["experiment"] is None:
-        raise InputError("run needs an EXPERIMENT (or --plan)")
+        raise InputError("run needs an EXPERIMENT (or `plan`)")
     request = LLMRun(
         experiment=o["experiment"], llm=llm, output=output, subjects=o["subjects"], seed=o["seed"],
         forms=o.get("forms"),
@@ -210,9 +210,9 @@ def check_request(request: LLMRun) -> None:
     non_negative("--retry-for", request.retry_for)
     non_negative("--temperature", request.temperature)
     if request.top_logprobs is not None and request.top_logprobs < 0:
-        raise InputError(f"--top-logprobs must be a count >= 0, got {request.top_logprobs}")
+        raise InputError(f"`top_logprobs` must be a count >= 0, got {request.top_logprobs}")
     if request.subjects < 1:
-        raise InputError(f"--subjects must be at least 1, got {request.subjects}")
+        raise InputError(f"`subjects` must be at least 1, got {request.subjects}")
 
 
 def _client_and_config(request: LLMRun) -> tuple[Any, Any, Any, Any]:
@@ -231,13 +231,13 @@ def _client_and_config(request: LLMRun) -> tuple[Any, Any, Any, Any]:
     design_obj = exp.env_cls.design_cls(**{**request.design_fields, **design_overrides(request.design)})
     design_obj = with_adaptive(exp, design_obj, request.adaptive, request.trials)
     if request.batch and is_adaptive(design_obj):
-        raise InputError("--batch refused for an adaptive session: its trials are chosen one at a time from the "
+        raise InputError("`batch` refused for an adaptive session: its trials are chosen one at a time from the "
                          "answers so far, so no step can be sent in a batch ahead of the previous answer; run "
-                         "without --batch")
+                         "without `batch`")
     answer = exp.env_cls.answer_defaults(design_obj)
     stops = tuple(codecs.decode(s, "unicode_escape") for s in request.stop) if request.stop else answer.stop
     if not request.timeout > 0:
-        raise InputError(f"--timeout must be a positive number of seconds, got {request.timeout:g}")
+        raise InputError(f"`timeout` must be a positive number of seconds, got {request.timeout:g}")
     options: dict[str, Any] = {} if not get_backend(backend).remote else {  # a local model has no transport
         "timeout": request.timeout, "retry": RetryPolicy(window=request.retry_for)}
     client = make_client(request.llm, base_url=request.base_url, mode=request.mode, **options)
@@ -353,7 +353,7 @@ def execute_run(request: LLMRun) -> Any:
 
     add_calls, add_usd = parse_add_budget(request.add_budget)
     if (add_calls or add_usd) and not request.resume:
-        raise InputError("--add-budget raises the budget of an existing run: use it with --resume")
+        raise InputError("`add_budget` raises the budget of an existing run: use it with `resume`")
     check_request(request)
     check_run_dir(request.output, request.resume)  # before a model is loaded or anything is called
     exp, design_obj, client, config = _client_and_config(request)
@@ -532,7 +532,7 @@ def _run_one(llm: str, output: Path, opts: dict[str, Any]) -> Any:
 
 def _two_llms(llms: list[str]) -> None:
     if len(llms) != 2 or llms[0] == llms[1]:
-        raise InputError(f"--llm takes one model, or two different models to pair; got {llms}")
+        raise InputError(f"`llm` takes one model, or two different models to pair; got {llms}")
 
 
 def _run_sequential_pair(llms: list[str], output: Path, opts: dict[str, Any]) -> Any:

@@ -296,7 +296,7 @@ def recover(experiment: str | ExperimentSpec | None, model: str, **options: Any)
         from cogtestbed.inference.population import load_population
 
         if sampler not in ("prior", "population"):
-            raise InputError(f"--population is where the true parameters come from; drop --sampler {sampler}")
+            raise InputError(f"`population` is where the true parameters come from; drop `sampler` {sampler}")
         population, sampler = load_population(population, use=True), "population"
         _refuse_implausible(population)
     spec = _spec(kind="recovery", experiment=name, models=(model,), method=method, from_population=population,
@@ -470,9 +470,9 @@ def form_study(experiment: str | ExperimentSpec | None, model: str, **options: A
     form_design = FormDesign(resolve_forms(exp.prompt_forms, ids), sd)
     sizes = _sizes(subjects, (50,))
     if len(sizes) != 1:
-        raise InputError("--subjects takes one total with --forms (it is split over the forms)")
+        raise InputError("`subjects` takes one total with `forms` (it is split over the forms)")
     if trials is not None:
-        raise InputError("--trials with --forms: give the design's trials field with --design FIELD=N")
+        raise InputError("`trials` with `forms`: give the design's trials field with `design` FIELD=N")
     fields = _sized(name, design, None).get("design") or {}
     design_obj = exp.design_cls(**fields) if fields else None
     item = one_assignment(effect)

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from cogtestbed.option_groups import MaxLength, Overwrite, Sessions
 from cogtestbed.request import option
-from cogtestbed.validation.studies.study_options import SESSIONS_HELP
 
 if TYPE_CHECKING:
     from cogtestbed.experiments.spec import ExperimentSpec
@@ -45,7 +45,7 @@ class CheckRequest:
 
 
 @dataclass(frozen=True)
-class ExportRequest:
+class ExportRequest(Overwrite):
     """A trial table written in another format, as :func:`cogtestbed.export` takes it (the table
     positional); the command line requires ``--to`` and ``--output``."""
 
@@ -57,20 +57,18 @@ class ExportRequest:
         None, cli_type=str | None, flags=("--experiment",),
         help="Experiment of the table (default: its experiment column, or the importer's).")
     source: str = option("auto", flags=("--from",), help="auto (detect), trials, or an importer.")
-    force: bool = option(False, flags=("--force",), help="Overwrite the output file.")
 
 
 @dataclass(frozen=True)
-class MetricsRequest:
+class MetricsRequest(Sessions):
     """What is read for the metrics, as :func:`cogtestbed.metrics` takes it (the experiment and the
     table positional, the experiment's own metrics options as further keywords)."""
 
     source: str = option("auto", flags=("--from",), help="auto (detect), trials, or an importer such as cogbench.")
-    sessions: str | None = option(None, flags=("--sessions",), help=SESSIONS_HELP)
 
 
 @dataclass(frozen=True)
-class TranscriptNllRequest:
+class TranscriptNllRequest(MaxLength):
     """A model's per-choice log-likelihood on transcripts, as :func:`cogtestbed.transcript_nll` takes
     it (the model and the transcripts positional; the command line reads one Psych-201 file)."""
 
@@ -93,7 +91,6 @@ class TranscriptNllRequest:
         ("psych201", "choice"), cli_type=list[str], flags=("--measure",),
         help="What to compute; repeatable: psych201 (Psych-201's evaluation: summed token NLL per response span, "
              "text cut to --max-length; with Centaur's per-response average) and choice (the per-choice NLL).")
-    max_length: int = option(32768, help="The evaluation's maximum text length in characters (Psych-201 eval.py).")
     batch_tokens: int = option(16384, help="psych201 measure: padded tokens per batch of participants that share "
                                            "their opening tokens (memory).")
     share_prefix: bool = option(True, help="psych201 measure: run a shared opening once and reuse its key-value "
@@ -107,12 +104,10 @@ class TranscriptNllRequest:
 
 
 @dataclass(frozen=True)
-class ValidateRequest:
+class ValidateRequest(MaxLength):
     """A Psych-201 file checked for every defect, as :func:`cogtestbed.validate` takes it (the file
     positional)."""
 
-    max_length: int = option(32768, flags=("--max-length",),
-                             help="The evaluation's maximum text length in characters (Psych-201 eval.py).")
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from cogtestbed.cli import simulate as _simulate  # noqa: F401,E402
 from cogtestbed.cli import studies as _studies  # noqa: F401,E402
 from cogtestbed.cli import transcripts as _transcripts  # noqa: F401,E402
 from cogtestbed.cli.app import app, console_err, is_user_error
+from cogtestbed.cli.options import as_flags
 from cogtestbed.errors import one_line, printable
 from cogtestbed.redact import redact
 
@@ -111,7 +112,7 @@ def _run_app(argv: Sequence[str] | None) -> int:
             return 2
         if not is_user_error(exc):
             raise
-        _error(one_line(exc))
+        _error(as_flags(one_line(exc), ()))  # the library names fields (`level`), the command line its flags
         return 2
     return rv if isinstance(rv, int) else 0
 

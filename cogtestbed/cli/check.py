@@ -9,6 +9,7 @@ import typer
 from cogtestbed.api.workflow_options import CheckRequest
 from cogtestbed.cli.app import app, console, console_err, print_json
 from cogtestbed.cli.options import request_command
+from cogtestbed.option_groups import JsonOutput
 from cogtestbed.request import api_values, option
 
 #: Status colours of the check table.
@@ -16,13 +17,12 @@ STYLES = {"passed": "green", "failed": "bold red", "xpass": "bold red", "xfail":
 
 
 @dataclass(frozen=True)
-class CheckCommand:
+class CheckCommand(JsonOutput):
     """``cogtestbed check``'s own options (its options shared with :func:`cogtestbed.check`:
     :class:`~cogtestbed.api.workflow_options.CheckRequest`)."""
 
     experiment: str = option(argument=True, help="Experiment name.")
     full: bool = option(False, flags=("--full",), help="Full mode: the designs of the declared studies.")
-    as_json: bool = option(False, flags=("--json",), help="Print one JSON object.")
 
 
 @request_command(app, CheckRequest, CheckCommand)

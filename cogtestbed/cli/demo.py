@@ -8,18 +8,17 @@ from pathlib import Path
 
 from cogtestbed.cli.app import app
 from cogtestbed.cli.options import request_command
+from cogtestbed.option_groups import Overwrite, Workers
 from cogtestbed.request import option
 
 
 @dataclass(frozen=True)
-class DemoRequest:
+class DemoRequest(Workers, Overwrite):
     """What ``cogtestbed demo`` runs (its options, declared once: :mod:`cogtestbed.request`)."""
 
     output: Path = option(Path("demo_output"), flags=("--output", "-o"), help="Folder for the outputs.")
     subjects: int = option(50, min=2, help="Simulated subjects.")
     seed: int = option(1, help="Seed.")
-    workers: int | None = option(None, min=1, help="Worker processes for the studies.")
-    force: bool = option(False, flags=("--force",), help="Overwrite the files of an earlier demo.")
     real_model: bool = option(
         True, flags=("--real-model/--no-real-model",),
         help="Also run a real local model (hf:smollm2-135m, offline) through the same environments, and plan from "

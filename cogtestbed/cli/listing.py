@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from cogtestbed.cli.app import app, console, print_json
 from cogtestbed.cli.options import request_command
+from cogtestbed.option_groups import JsonOutput
 from cogtestbed.request import option
 
 if TYPE_CHECKING:
@@ -71,11 +72,19 @@ def _print(info: dict[str, Any]) -> None:
         f"model {adaptive['model']} ({', '.join(adaptive['parameters'])}); {adaptive['space']}"), highlight=False)
 
 
+def _flags(text: str) -> str:
+    """The library's fields (`` `model` ``) in ``text`` as ``plan``'s flags (``--model``)."""
+    from cogtestbed.cli.options import as_flags
+    from cogtestbed.validation.design.plan_options import PlanRequest
+
+    return as_flags(text, (PlanRequest,))
+
+
 def _print_planning(plan: dict[str, Any]) -> None:
     """What ``plan`` can plan for the experiment (issue 67): metrics between groups, parameters forms can shift."""
     console.print(_table("planning (cogtestbed plan): each headline metric between two groups (--metric M --compare "
                          "A B, two --llm)", ["metric", "compared between groups"],
-                         [[m["metric"], m.get("test") or f"no: {m['why']}"] for m in plan["metrics"]]))
+                         [[m["metric"], m.get("test") or f"no: {_flags(m['why'])}"] for m in plan["metrics"]]))
     console.print(_table("planning with prompt forms (plan --forms --model M --effect P=SIZE --form-sd P=SD)",
                          ["model", "parameters forms can shift"],
                          [[model, ", ".join(params) or "none (its agent takes other parameters)"]
@@ -83,11 +92,10 @@ def _print_planning(plan: dict[str, Any]) -> None:
 
 
 @dataclass(frozen=True)
-class ListRequest:
+class ListRequest(JsonOutput):
     """What ``cogtestbed list`` shows (its options, declared once: :mod:`cogtestbed.request`)."""
 
     experiment: str | None = option(None, argument=True, help="Experiment to describe (omit to list them).")
-    as_json: bool = option(False, flags=("--json",), api=False, help="Print one JSON object.")
 
 
 @request_command(app, ListRequest, name="list")

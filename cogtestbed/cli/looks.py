@@ -10,16 +10,16 @@ import typer
 
 from cogtestbed.cli.app import app, console, print_json
 from cogtestbed.cli.options import request_command
+from cogtestbed.option_groups import JsonOutput
 from cogtestbed.request import option
 
 
 @dataclass(frozen=True)
-class LooksRequest:
+class LooksRequest(JsonOutput):
     """The run whose looks ``cogtestbed looks`` reproduces (its options, declared once:
     :mod:`cogtestbed.request`)."""
 
     run_dir: Path = option(argument=True, help="Run directory of a sequential `run --plan`.")
-    as_json: bool = option(False, flags=("--json",), api=False, help="Print the looks as JSON.")
 
 
 @request_command(app, LooksRequest)

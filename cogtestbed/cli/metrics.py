@@ -12,6 +12,7 @@ from cogtestbed.api.workflow_options import MetricsRequest
 from cogtestbed.cli.app import app, console, console_err, print_json, stderr_is_terminal
 from cogtestbed.cli.options import request_command
 from cogtestbed.errors import InputError
+from cogtestbed.option_groups import JsonOutput
 from cogtestbed.request import api_values, option
 
 
@@ -36,7 +37,7 @@ def metric_option_args(args: list[str]) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class MetricsCommand:
+class MetricsCommand(JsonOutput):
     """``cogtestbed metrics``'s own options (those shared with :func:`cogtestbed.metrics`:
     :class:`~cogtestbed.api.workflow_options.MetricsRequest`; the experiment's own options follow as
     extra ``--NAME VALUE`` arguments)."""
@@ -45,7 +46,6 @@ class MetricsCommand:
         argument=True, help="Experiment name; may be left out (metrics PATH): then the table's experiment column, "
                             "or the experiment whose importer recognises the file.")
     path: Path | None = option(None, argument=True, help="Trial table (.parquet) or published data file.")
-    as_json: bool = option(False, flags=("--json",), help="Print one JSON object.")
 
 
 @request_command(app, MetricsRequest, MetricsCommand, context=True,

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cogtestbed.errors import InputError
+from cogtestbed.cli.app import is_user_error
 from cogtestbed.request import Leaf, cli_leaves, from_cli, leaves
 
 
@@ -59,11 +59,15 @@ def command_signature(*classes: type[Any]) -> inspect.Signature:
 
 
 def as_flags(text: str, classes: Sequence[type[Any]]) -> str:
-    """A library message's fields (written `` `name` ``, issue 67) as the command line's flags (``--name``) of the
-    requests ``classes``; a quoted word no request declares stays as it is."""
+    """A library message's fields (written `` `name` ``, issue 67) as the command line's flags (``--name``): those
+    of the requests ``classes`` first, then those of any other request the command line declares (a message
+    naming an option of another command); a quoted word no request declares stays as it is."""
     import re
 
-    flags = {leaf.name: leaf.flags[0] for cls in classes for leaf in leaves(cls)}
+    from cogtestbed.request import declared_requests
+
+    flags = {leaf.name: leaf.flags[0] for cls in declared_requests() for leaf in leaves(cls) if not leaf.opt.argument}
+    flags.update({leaf.name: leaf.flags[0] for cls in classes for leaf in leaves(cls) if not leaf.opt.argument})
     return re.sub(r"`(\w+)`", lambda m: flags.get(m.group(1), m.group(0)), text)
 
 
@@ -80,8 +84,9 @@ def request_command(app: typer.Typer, *classes: type[Any], name: str | None = No
             ctx = (values.pop("ctx"),) if context else ()
             try:
                 return body(*ctx, *(from_cli(cls, values) for cls in classes))
-            except InputError as exc:  # the library names fields (`effect`); the command line names its flags
-                exc.args = (as_flags(str(exc), classes), *exc.args[1:])
+            except Exception as exc:  # the library names fields (`effect`); the command line names its flags
+                if is_user_error(exc) and exc.args and isinstance(exc.args[0], str):
+                    exc.args = (as_flags(exc.args[0], classes), *exc.args[1:])
                 raise
 
         del command.__wrapped__  # typer reads the signature below, not the body's

@@ -17,20 +17,18 @@ from pathlib import Path
 
 from cogtestbed.cli.app import app, console, console_err, print_json
 from cogtestbed.cli.options import request_command
+from cogtestbed.option_groups import JsonOutput, Overwrite
 from cogtestbed.request import option
 from cogtestbed.validation.design.plan_options import PlanRequest
 
 
 @dataclass(frozen=True)
-class PlanOutput:
+class PlanOutput(Overwrite, JsonOutput):
     """Where and how ``cogtestbed plan`` puts its plan (the command line's own options)."""
 
-    as_json: bool = option(False, flags=("--json",), api=False, help="Print the plan as one JSON object.")
     output: Path | None = option(None, flags=("--output", "-o"), api=False,
                                  help="Write the plan's files (plan.json and report.html, or precision.json, ...) "
                                       "here.")
-    force: bool = option(False, flags=("--force",), api=False,
-                         help="Overwrite the files of a non-empty --output folder.")
 
 
 @request_command(app, PlanRequest, PlanOutput)

@@ -10,6 +10,7 @@ import typer
 
 from cogtestbed.cli.app import LightGroup, app, console_err, print_json
 from cogtestbed.cli.options import request_command
+from cogtestbed.option_groups import JsonOutput
 from cogtestbed.request import option
 from cogtestbed.validation.studies.population_options import BuildPopulationRequest as BuildRequest
 
@@ -30,11 +31,10 @@ def list_populations() -> None:
 
 
 @dataclass(frozen=True)
-class ShowRequest:
+class ShowRequest(JsonOutput):
     """What ``cogtestbed population show`` shows (its options, declared once: :mod:`cogtestbed.request`)."""
 
     name: str = option(argument=True, help="human:NAME or a population file.")
-    as_json: bool = option(False, flags=("--json",), help="Print the population's summary as JSON.")
 
 
 @request_command(population_app, ShowRequest, name="show")

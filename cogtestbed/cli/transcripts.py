@@ -9,11 +9,12 @@ from pathlib import Path
 from cogtestbed.api.workflow_options import TranscriptNllRequest, ValidateRequest
 from cogtestbed.cli.app import app, console_err, print_json
 from cogtestbed.cli.options import request_command
+from cogtestbed.option_groups import Overwrite
 from cogtestbed.request import api_values, option
 
 
 @dataclass(frozen=True)
-class TranscriptNllCommand:
+class TranscriptNllCommand(Overwrite):
     """``cogtestbed transcript-nll``'s own options (those shared with :func:`cogtestbed.transcript_nll`:
     :class:`~cogtestbed.api.workflow_options.TranscriptNllRequest`)."""
 
@@ -22,7 +23,6 @@ class TranscriptNllCommand:
         None, flags=("--output", "-o"),
         help="Write the per-choice table (.csv or .parquet), or the transcripts with their scores as Psych-201 "
              "(.jsonl or .zip: each scored record gains cogtestbed_scores).")
-    force: bool = option(False, flags=("--force",), help="Overwrite an existing output file.")
 
 
 #: Output suffixes of ``transcript-nll -o``: tables, and Psych-201 files with the scores as metadata.

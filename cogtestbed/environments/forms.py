@@ -25,11 +25,12 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal
 
 from cogtestbed.errors import InputError
+
+if TYPE_CHECKING:  # numpy is imported where used: a plan's refusal reads this module without it
+    import numpy as np
 
 FormKind = Literal["verbatim", "paraphrase", "option-order", "cover-story"]
 FORM_KINDS: tuple[str, ...] = ("verbatim", "paraphrase", "option-order", "cover-story")
@@ -156,18 +157,20 @@ def numbers_in(prompt: Any) -> list[str]:
 def resolve_forms(declared: Sequence[PromptForm], request: int | Sequence[int] | str | None) -> tuple[int, ...]:
     """The form ids a request names: ``K`` (an int or ``"K"``) is forms 0..K-1, a list (or
     ``"0,2,3"``) those ids; ``None`` is form 0 alone.  Refuses unknown ids, repeats and K out of range."""
+    import numpy as np
+
     ids = [f.id for f in declared]
     if request is None:
         return (0,)
     if isinstance(request, str):
         parts = [p.strip() for p in request.split(",") if p.strip()]
         if not parts or not all(p.isdigit() for p in parts):
-            raise FormError(f"--forms takes a count K or a list of form ids, got {request!r}")
+            raise FormError(f"`forms` takes a count K or a list of form ids, got {request!r}")
         request = int(parts[0]) if len(parts) == 1 else [int(p) for p in parts]
     if isinstance(request, (int, np.integer)):
         k = int(request)
         if not 1 <= k <= len(ids):
-            raise FormError(f"--forms {k}: this experiment declares {len(ids)} prompt forms (0..{len(ids) - 1})")
+            raise FormError(f"`forms` {k}: this experiment declares {len(ids)} prompt forms (0..{len(ids) - 1})")
         return tuple(ids[:k])
     chosen = tuple(int(i) for i in request)
     unknown = [i for i in chosen if i not in ids]
@@ -176,18 +179,22 @@ def resolve_forms(declared: Sequence[PromptForm], request: int | Sequence[int] |
     if len(set(chosen)) != len(chosen):
         raise FormError(f"prompt forms repeat: {list(chosen)}")
     if not chosen:
-        raise FormError("--forms names no form")
+        raise FormError("`forms` names no form")
     return chosen
 
 
 def forms_rng(seed: int) -> np.random.Generator:
     """The forms stream of a simulation or run seeded with ``seed``."""
+    import numpy as np
+
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(FORMS_STREAM,)))
 
 
 def assign_forms(n_units: int, form_ids: Sequence[int], rng: np.random.Generator) -> np.ndarray:
     """The form of each of ``n_units`` subjects (or runs), balanced and seeded: each form is given
     ``n // K`` units and ``n % K`` forms (chosen at random) one more, in a random order."""
+    import numpy as np
+
     ids = np.asarray(list(form_ids), dtype=np.int64)
     if ids.size == 0:
         raise FormError("no prompt form to assign")
@@ -218,7 +225,7 @@ def parse_form_sd(items: Sequence[str] | None) -> dict[str, float]:
         except ValueError:
             sd = float("nan")
         if not sep or not name.strip() or not 0 <= sd <= MAX_FORM_SD:  # NaN fails too
-            raise FormError(f"--form-sd takes PARAM=SD with 0 <= SD <= {MAX_FORM_SD:g} (an SD on the unconstrained "
+            raise FormError(f"`form_sd` takes PARAM=SD with 0 <= SD <= {MAX_FORM_SD:g} (an SD on the unconstrained "
                             f"scale), got {item!r}")
         out[name.strip()] = sd
     return out
@@ -240,6 +247,8 @@ class FormDesign:
     sd: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        import numpy as np
+
         if not self.ids:
             raise FormError("a form design needs at least one form")
         if len(set(self.ids)) != len(self.ids):
@@ -266,6 +275,8 @@ class FormDraw:
 
     def subject_offsets(self, name: str) -> np.ndarray:
         """Each subject's true offset of parameter ``name`` (its form's)."""
+        import numpy as np
+
         index = {f: i for i, f in enumerate(self.ids)}
         return self.offsets[name][np.array([index[int(f)] for f in self.form], dtype=np.int64)]
 

@@ -23,7 +23,7 @@ from cogtestbed.tables.magnitude import SCHEMA
 
 #: Magnitude's headline mappings (one value per task, condition or parameter) are not one number to compare.
 _NESTED = {name: MetricComparison("none", f"{name} is a mapping of values (per task or condition), not one number: "
-                                  "compare bcs, or a model parameter (--model --effect)")
+                                  "compare bcs, or a model parameter (`model` `effect`)")
            for name in ("nrmse", "bcs_per_task", "w_prior", "factor_evidence", "rre", "bayesbench", "bias_variance",
                         "image_weight")}
 

@@ -24,7 +24,7 @@ SPEC = ExperimentSpec(
     generators=same_name_generators(MODELS),
     metrics=MetricsSpec(risky_metrics, unit="per_subject", headline=HEADLINE, unidentified=MODEL_KEYS, comparisons={
         "loss_aversion": MetricComparison("none", "loss_aversion is the median of the per-subject λ (no per-subject "
-                                          "value, no standard error): compare λ with --model prospect-theory --effect "
+                                          "value, no standard error): compare λ with `model` prospect-theory `effect` "
                                           "lambda=D")}),
     importers=psych201_importer(EXPERIMENT, {DATA_SET: parse_spektor2024}),
     pooling_unit="subject",

@@ -242,7 +242,7 @@ class MetricsSpec:
         if how.comparable:
             return
         can = [m for m in self.headline if self.comparability(m).comparable]
-        raise InputError(f"metric {metric!r} of {experiment} cannot be compared between two groups: {how.reason}; "
+        raise InputError(f"`metric` {metric!r} of {experiment} cannot be compared between two groups: {how.reason}; "
                          + (f"comparable: {', '.join(can)}" if can else "none of its metrics can be"))
 
     def __post_init__(self) -> None:

@@ -115,24 +115,6 @@ def comparable_metrics(exp: Any) -> list[str]:
     return [m for m, how in comparisons(exp).items() if "test" in how]
 
 
-def check_metric_target(exp: Any, metric: str) -> None:
-    """Refuse, before any simulation, a metric two groups cannot be compared in (with why, and the metrics
-    that can be): a declared one by :meth:`~cogtestbed.experiments.spec.MetricsSpec.check_comparable` (the
-    refusal ``power --metric`` gives), an undeclared one by the probe (:func:`comparisons`)."""
-    resolved = exp.metrics.resolve(metric) if hasattr(exp.metrics, "resolve") else metric
-    how = comparisons(exp).get(resolved)
-    can = ", ".join(comparable_metrics(exp)) or "none"
-    if how is None:
-        raise InputError(f"`metric` {metric!r} is no headline metric of {exp.name}: the metrics two groups can be "
-                         f"compared in are {can}")
-    if resolved in (getattr(exp.metrics, "comparisons", None) or {}):
-        exp.metrics.check_comparable(metric, exp.name)
-        return
-    if "why" in how:
-        raise InputError(f"`metric` {metric!r} cannot be compared between two groups ({how['why']}); {exp.name}'s "
-                         f"metrics that can: {can}")
-
-
 def forms_parameters(exp: Any) -> dict[str, list[str]]:
     """``{MODEL: [the parameters a forms plan can shift]}``: those its simulated agent takes by the same name."""
     out: dict[str, list[str]] = {}

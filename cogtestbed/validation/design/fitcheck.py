@@ -80,20 +80,20 @@ MIN_SIZE, MAX_SIZE = 3, MAX_EXTENDED_SIZE
 def check_fit(fit: str, spec: PlannedStudy, looks: int | str | None, sims: int | None) -> None:
     """Refuse a fitter ``plan`` cannot plan with (one line)."""
     if fit not in FIT_METHODS:
-        raise InputError(f"--fit must be one of {', '.join(FIT_METHODS)}, got {fit!r}")
+        raise InputError(f"`fit` must be one of {', '.join(FIT_METHODS)}, got {fit!r}")
     if sims is not None and fit != "hierarchical":
-        raise InputError("--fit-sims sets how many studies --fit hierarchical fits: add --fit hierarchical "
+        raise InputError("`fit_sims` sets how many studies `fit` hierarchical fits: add `fit` hierarchical "
                          "(or drop it)")
     if sims is not None and sims < 2:
-        raise InputError(f"--fit-sims must be at least 2 (a power and a bias need several studies), got {sims}")
+        raise InputError(f"`fit_sims` must be at least 2 (a power and a bias need several studies), got {sims}")
     if fit == "mle":
         return
     if not isinstance(spec, PowerStudy):
-        raise InputError("--fit hierarchical plans a model target's fit: it goes with --model and --effect (a metric "
+        raise InputError("`fit` hierarchical plans a model target's fit: it goes with `model` and `effect` (a metric "
                          "or test target fits no model)")
     if looks is not None:
-        raise InputError("--fit hierarchical plans a fixed design; a sequential plan's looks test per-subject MLEs "
-                         "(drop --looks or --fit hierarchical)")
+        raise InputError("`fit` hierarchical plans a fixed design; a sequential plan's looks test per-subject MLEs "
+                         "(drop `looks` or `fit` hierarchical)")
 
 
 def population_effect(spec: PowerStudy, model: Any) -> float:

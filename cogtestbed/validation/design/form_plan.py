@@ -121,7 +121,7 @@ def pilot_scales(spec: FormStudySpec, table: pd.DataFrame, level: float = 0.95) 
     τ by :data:`~cogtestbed.inference.form_effects.FORM_SD_ESTIMATOR` with its F interval at
     ``level``, σ the pooled within-form SD."""
     if FORM_COLUMN not in table.columns:
-        raise InputError("the pilot table has no 'form' column: run the pilot with --forms")
+        raise InputError("the pilot table has no 'form' column: run the pilot with `forms`")
     model = get_experiment(spec.experiment).model(spec.model)
     fits = model.fit_mle(table)
     forms = table.groupby("subject", sort=True)[FORM_COLUMN].first().loc[fits["subject"]].to_numpy(dtype=np.int64)
@@ -194,7 +194,7 @@ def plan_forms(effect: float, scales: EffectScales, forms_grid: Sequence[int], t
     one_form: dict[str, Any] | None = None
     for k in sorted(set(int(x) for x in forms_grid)):
         if k < 1:
-            raise InputError(f"--forms grid: a count of forms must be >= 1, got {k}")
+            raise InputError(f"`forms` grid: a count of forms must be >= 1, got {k}")
         if k == 1:
             n_naive = naive_subjects(effect, scales.sigma, target, alpha)
             one_form = {"forms": 1, "reachable": False,
@@ -238,10 +238,10 @@ def plan_forms_study(experiment: str, model: str, effect: tuple[str, float], for
     grid = sorted(set(int(k) for k in forms_grid))
     declared = len(exp.prompt_forms)
     if not grid or grid[0] < 1 or grid[-1] > declared:
-        raise FormError(f"--forms {','.join(map(str, grid))}: counts of forms from 1 to the {declared} "
+        raise FormError(f"`forms` {','.join(map(str, grid))}: counts of forms from 1 to the {declared} "
                         f"{exp.name} declares")
     if pilot is None and not form_sd:
-        raise FormError("a forms plan needs --form-sd PARAM=SD (the wording effect to plan for) or --pilot")
+        raise FormError("a forms plan needs `form_sd` PARAM=SD (the wording effect to plan for) or `pilot`")
     k_max = max(2, grid[-1])
     spec = form_study_spec(experiment, model, FormDesign(tuple(range(k_max)), form_sd), 2 * k_max, params,
                            effect, design, alpha)

@@ -38,7 +38,7 @@ def forms_effect(model: str | None, effect: Any) -> tuple[str, float]:
 
     given = dict(effect) if isinstance(effect, Mapping) else parse_assignments(_items(effect), "`effect`")
     if model is None or not given:
-        raise FormError("plan --forms needs --model and --effect NAME=SIZE")
+        raise FormError("`forms` needs `model` and `effect` NAME=SIZE")
     if len(given) != 1:
         raise InputError(f"`effect` takes one NAME=SIZE, got {len(given)}")
     name, size = next(iter(given.items()))
@@ -54,18 +54,22 @@ def form_sd_of(form_sd: Any) -> dict[str, float]:
 
 def check_forms(exp: Any, req: Any) -> None:
     """The refusals of a forms plan reachable from its request alone (before any simulation): counts, the
-    effect, the model and every parameter ``effect`` and ``form_sd`` name (the model's parameters listed)."""
+    effect, the model and every parameter ``effect`` and ``form_sd`` name (the model's parameters listed).
+    ``exp``: the experiment, or its shipped facts (:mod:`~cogtestbed.validation.design.facts`)."""
+    from cogtestbed.validation.design.facts import facts_of
+
+    facts = facts_of(exp)
     tg = req.target
-    if tg.population is not None:
-        raise InputError("--forms plans prompt forms around the model's medians; --population is not planned with "
+    if req.people.population is not None:
+        raise InputError("`forms` plans prompt forms around the model's medians; `population` is not planned with "
                          "forms yet: drop one")
     forms_counts(req.prompt_forms.forms)
     name, _ = forms_effect(tg.model, tg.effect)
-    if tg.model not in exp.models:
-        raise InputError(f"`model` {tg.model!r} is no model of {exp.name}: choose one of {', '.join(exp.models)}")
-    model = exp.model(tg.model)
+    if tg.model not in facts.models:
+        raise InputError(f"`model` {tg.model!r} is no model of {facts.name}: choose one of {', '.join(facts.models)}")
+    model = facts.model(tg.model)
     names = list(model.parameters.names)
-    contrasts = list(getattr(model, "contrasts", {}) or {})
+    contrasts = list(model.contrasts)
     if name not in names + contrasts:
         raise InputError(f"`effect` {name}: model {tg.model} has parameters {', '.join(names)}"
                          + (f" and contrasts {', '.join(contrasts)}" if contrasts else ""))
@@ -74,22 +78,22 @@ def check_forms(exp: Any, req: Any) -> None:
     if unknown:
         raise InputError(f"`form_sd` {', '.join(unknown)}: model {tg.model} has parameters {', '.join(names)} (a form "
                          "shifts a parameter of the model, not a contrast)")
-    _check_agent(exp, tg.model, model, [*form_sd, *([name] if name in names else [])])
+    _check_agent(facts, tg.model, [*form_sd, *([name] if name in names else [])])
 
 
-def _check_agent(exp: Any, model_name: str, model: Any, wanted: list[str]) -> None:
+def _check_agent(facts: Any, model_name: str, wanted: list[str]) -> None:
     """A forms plan shifts the simulated agent's parameters by the model's names: refuse a parameter the
     model's generator does not pass to its agent under that name (belief-coherence's ``mnl``)."""
-    generator = exp.generators.get(model_name)
-    if generator is None:
-        raise InputError(f"`model` {model_name}: {exp.name} simulates no agent for it, so prompt forms cannot be "
+    model = facts.model(model_name)
+    if model.agent_params is None:
+        raise InputError(f"`model` {model_name}: {facts.name} simulates no agent for it, so prompt forms cannot be "
                          "planned for it")
-    agent = set(generator.agent_params({p.name: p.default for p in model.parameters}))
-    missing = [p for p in dict.fromkeys(wanted) if p not in agent]
+    missing = [p for p in dict.fromkeys(wanted) if p not in model.agent_params]
     if missing:
-        raise InputError(f"`form_sd` {', '.join(missing)}: model {model_name}'s simulated agent ({generator.agent}) "
-                         f"takes {', '.join(sorted(agent))}, not the model's {', '.join(missing)}; a forms plan shifts "
-                         f"the agent's parameters by the model's names, so {model_name} cannot be planned with forms")
+        raise InputError(f"`form_sd` {', '.join(missing)}: model {model_name}'s simulated agent ({model.agent}) "
+                         f"takes {', '.join(model.agent_params)}, not the model's {', '.join(missing)}; a forms plan "
+                         f"shifts the agent's parameters by the model's names, so {model_name} cannot be planned with "
+                         "forms")
 
 
 def run_forms(exp: Any, req: Any, ctx: PlanContext) -> Planned:

@@ -71,7 +71,10 @@ class PlanKind:
     line, before anything is simulated; ``accepts``: the options (flat keywords of
     :class:`~cogtestbed.validation.design.plan_options.PlanRequest`) it reads, any other given refused in
     one line (None: every option); ``write(payload, folder)`` → the files written; ``lines(payload,
-    size_name)``: the plan as text; ``frontier``: whether its payload has a cost-power frontier to plot."""
+    size_name)``: the plan as text; ``frontier``: whether its payload has a cost-power frontier to plot;
+    ``facts``: whether ``check`` reads no more of the experiment than its
+    :class:`~cogtestbed.validation.design.facts.ExperimentFacts` (it then runs on the shipped facts of a package
+    experiment before the experiment is imported, and again on the experiment)."""
 
     name: str
     question: str
@@ -83,6 +86,7 @@ class PlanKind:
     write: Callable[[Mapping[str, Any], Path], dict[str, Path]] | None = None
     lines: Callable[[Mapping[str, Any], str], list[str]] = _json_lines
     frontier: bool = False
+    facts: bool = False
 
     def save(self, payload: Mapping[str, Any], out: Path) -> dict[str, Path]:
         """Write ``payload`` into the folder ``out`` (``write``, else ``NAME.json``)."""

@@ -76,8 +76,8 @@ def check_monitor(exp: Any, req: Any) -> None:
     if t.model is None or t.effect is None:
         raise InputError("a monitor plan needs `model` and `effect` (a model parameter's effect) or `metric` with "
                          "`compare` (a metric difference between two settings); a test target is not monitored")
-    for name in ("human", "population", "test", "precision"):
-        if getattr(t, name) is not None:
+    for group, name in ((req.people, "human"), (req.people, "population"), (t, "test"), (t, "precision")):
+        if getattr(group, name) is not None:
             raise InputError(f"a monitor plan does not take `{name}`: it monitors a model effect of one or two LLMs "
                              "or a metric difference between two")
     if req.analysis.fit != "mle":

@@ -140,9 +140,9 @@ class Planner:
                  max_cost: float | None = None, mc_se: float = DEFAULT_MC_SE, workers: int = 1,
                  on_progress: Callable[[str], None] | None = None, extend_to: int | None = None) -> None:
         if not 0 < target < 1:
-            raise InputError(f"--power must be in (0, 1), got {target}")
+            raise InputError(f"`power` must be in (0, 1), got {target}")
         if not 0 < mc_se < 0.5:
-            raise InputError(f"--mc-se must be in (0, 0.5), got {mc_se}")
+            raise InputError(f"`mc_se` must be in (0, 0.5), got {mc_se}")
         self.exp = check_study(spec)
         self.spec, self.pricer, self.size, self.others = spec, pricer, size, list(others)
         self.target, self.max_cost, self.mc_se = target, max_cost, mc_se

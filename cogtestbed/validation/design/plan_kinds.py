@@ -109,31 +109,30 @@ BUILTIN: tuple[PlanKind, ...] = (
     PlanKind("forms", "forms x subjects chosen jointly by dollars for one model effect across prompt forms",
              _run("cogtestbed.validation.design.forms_kind", "run_forms"), claims=lambda r: r.prompt_forms.forms
              is not None, check=_check("cogtestbed.validation.design.forms_kind", "check_forms"),
-             accepts=frozenset(PLAN_FORMS_OPTIONS), order=10, lines=_lines("forms_lines")),
+             accepts=frozenset(PLAN_FORMS_OPTIONS), order=10, lines=_lines("forms_lines"), facts=True),
     PlanKind("adaptive", "the trials per session adaptive and fixed sessions need for one precision target",
              _run("cogtestbed.validation.design.adaptive_plan", "run_adaptive"),
              claims=lambda r: bool(r.adaptive_sessions.adaptive),
              accepts=_ADAPTIVE_ONLY | {"precision", "assurance", "subjects", "trials", "llm", "prices",
                                        "allow_unpriced", "model", "assume_reasoning_tokens", "reasoning_effort",
                                        "thinking_budget", "max_tokens", "temperature", "reask", "max_cost"},
-             order=20, lines=_lines("adaptive_lines")),
+             order=20, lines=_lines("adaptive_lines"), facts=True),
     PlanKind("precision", "the cheapest design whose one-subject MLE of a parameter lies within a half-width",
              _run(_REQUEST, "run_precision"), claims=lambda r: r.target.precision is not None, accepts=_POWERISH,
              check=_check(_REQUEST, "check_target"),
-             order=30, lines=_lines("precision_lines")),
+             order=30, lines=_lines("precision_lines"), facts=True),
     PlanKind("sequential", "a group-sequential design (looks, spending, futility) for a target power",
              _run(_REQUEST, "run_sequential"), claims=lambda r: r.sequential.looks is not None, accepts=_POWERISH,
              check=_check(_REQUEST, "check_target"),
-             order=40, write=_write_plan, lines=_lines("plan_lines"), frontier=True),
+             order=40, write=_write_plan, lines=_lines("plan_lines"), frontier=True, facts=True),
     PlanKind("hierarchical", "the size a target power needs with the hierarchical fit the researcher reports",
              _run(_REQUEST, "run_hierarchical"), claims=lambda r: r.analysis.fit == "hierarchical", accepts=_POWERISH,
              check=_check(_REQUEST, "check_target"),
-             order=50, write=_write_plan, lines=_lines("plan_lines"), frontier=True),
+             order=50, write=_write_plan, lines=_lines("plan_lines"), frontier=True, facts=True),
     PlanKind("power", "the cheapest fixed design reaching a target power: a model parameter (one LLM, two LLMs, an "
              "LLM against people), a metric difference or a reported test", _run(_REQUEST, "run_power"),
              claims=lambda r: True, accepts=_POWERISH, check=_check(_REQUEST, "check_target"),
-             order=1000, write=_write_plan, lines=_lines("plan_lines"),
-             frontier=True),
+             order=1000, write=_write_plan, lines=_lines("plan_lines"), frontier=True, facts=True),
     PlanKind("monitor", "an anytime-valid monitor (betting e-process, every subject a look) beside the fixed and the "
              "group-sequential design at equal power", _run(_MONITOR, "run_monitor"),
              claims=lambda r: r.sequential.monitor, accepts=_POWERISH | _MONITOR_ONLY,
@@ -212,6 +211,20 @@ def check_request(kind: PlanKind, exp: Any, req: PlanRequest) -> None:
                          f"(`question`: {', '.join(plan_kind_names())})")
 
 
+def check_before_import(experiment: Any, req: PlanRequest) -> None:
+    """The refusals reachable from ``req`` alone, on the shipped facts of the package experiment ``experiment``
+    (:func:`~cogtestbed.validation.design.facts.shipped_facts`), before the experiment's module and its
+    numerical libraries are imported: a refused request comes in well under a second from a cold command line.
+    A kind whose check reads more than the facts (:attr:`~cogtestbed.validation.design.kinds.PlanKind.facts`
+    false), or an experiment whose facts are not shipped, is checked by :func:`plan_request` alone."""
+    from cogtestbed.validation.design.facts import shipped_facts
+
+    kind = choose_kind(req)
+    facts = shipped_facts(experiment) if kind.facts else None
+    if facts is not None:
+        check_request(kind, facts, req)
+
+
 def plan_request(exp: Any, req: PlanRequest, ctx: PlanContext) -> tuple[PlanKind, Planned]:
     """The plan ``req`` asks for, through the registry: its kind chosen (:func:`choose_kind`), its request
     checked (:func:`check_request`), then run: its simulated studies on the Dask scheduler ``req.dask`` where
@@ -224,5 +237,6 @@ def plan_request(exp: Any, req: PlanRequest, ctx: PlanContext) -> tuple[PlanKind
         return kind, kind.run(exp, req, ctx)
 
 
-__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "PLAN_KINDS", "check_request", "choose_kind", "get_plan_kind",
-           "given_options", "plan_kind_names", "plan_request", "register_plan_kind", "unregister_plan_kind"]
+__all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "PLAN_KINDS", "check_before_import", "check_request", "choose_kind",
+           "get_plan_kind", "given_options", "plan_kind_names", "plan_request", "register_plan_kind",
+           "unregister_plan_kind"]

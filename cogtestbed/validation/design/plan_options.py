@@ -16,6 +16,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cogtestbed.option_groups import (
+    AnswerSettings,
+    Assured,
+    Base,
+    BatchMode,
+    BetweenSubjects,
+    Compared,
+    DaskScheduler,
+    Level,
+    PopulationSource,
+    PriceTable,
+    ReasoningSettings,
+    Unpriced,
+    Workers,
+)
 from cogtestbed.request import as_list, as_name, group, option
 from cogtestbed.validation.studies.options import assignment_items, size_text
 
@@ -27,7 +42,7 @@ def _text(value: Any) -> str:
 
 
 @dataclass(frozen=True)
-class PlanTarget:
+class PlanTarget(Compared, Assured, Level):
     """What the plan must detect or estimate, and how surely."""
 
     question: str | None = option(
@@ -38,28 +53,25 @@ class PlanTarget:
         None, record=assignment_items, cli_type=str | None,
         help="NAME=SIZE: a model parameter or contrast (with two --llm or --human: the difference of the second "
              "group's median over the first's).")
-    human: Any = option(
-        None, cli_type=Path | None,
-        help="A trial table of people (Parquet/CSV, or a file the experiment imports): with one --llm, --model and "
-             "--effect, plan the parameter's difference between the LLM and this sample (fitted once per subject).")
-    population: Any = option(
-        None, cli_type=str | None,
-        help="human:NAME (shipped; `cogtestbed population list`) or a population file: the simulated subjects "
-             "drawn from it (one posterior draw of the people's group parameters per study); with one --llm, "
-             "--model and --effect, plan the parameter's difference between the LLM and these people (their "
-             "per-subject MLE, their number fixed).")
     metric: str | None = option(None, help="Headline metric whose difference is detected.")
-    compare: tuple[str, str] | None = option(
-        None, help="Two settings of one agent, AGENT:p=v,... AGENT:p=v,... (with --metric).")
     test: str | None = option(None, help="Key of the metrics result holding a test.")
     agent: str | None = option(None, help="AGENT[:p=v,...] under which --test runs.")
     precision: Mapping[str, float] | str | None = option(
         None, record=assignment_items, cli_type=str | None,
         help="PARAM=HALFWIDTH (with --model): plan for precision instead of power, the cheapest design where "
              "P(|estimate - truth| <= HALFWIDTH) >= --assurance for one subject's MLE of PARAM. Default: none.")
-    assurance: float = option(0.9, help="Assurance Q of a --precision target.")
     power: float = option(0.8, help="Target power.")
-    level: float = option(0.05, help="Test level alpha (two-sided).")
+
+
+@dataclass(frozen=True)
+class People(PopulationSource):
+    """The people an LLM is compared with (issue 67: one typed group, passed unchanged to the plan kind): a
+    sample of people's trials (``human``) or a population of people (``population``); neither: LLMs alone."""
+
+    human: Any = option(
+        None, cli_type=Path | None,
+        help="A trial table of people (Parquet/CSV, or a file the experiment imports): with one --llm, --model and "
+             "--effect, plan the parameter's difference between the LLM and this sample (fitted once per subject).")
 
 
 @dataclass(frozen=True)
@@ -84,13 +96,9 @@ class PlanSizes:
 
 
 @dataclass(frozen=True)
-class PlanSubjects:
+class PlanSubjects(BetweenSubjects, Base):
     """The simulated subjects: their parameters, their lapses, a pilot run's measurements."""
 
-    base: Mapping[str, float] | Sequence[str] | None = option(
-        None, record=assignment_items, cli_type=list[str] | None, flags=("--base",),
-        help="Population median NAME=VALUE.")
-    sd_between: float = option(0.5, help="Between-subject SD, unconstrained scale.")
     params: Mapping[str, float] | Sequence[str] | None = option(
         None, record=assignment_items, cli_type=list[str] | None, flags=("--param",),
         help="Agent parameter NAME=VALUE.")
@@ -106,35 +114,23 @@ class PlanSubjects:
 
 
 @dataclass(frozen=True)
-class PlanLLMs:
-    """The LLMs priced, their prices and their answer settings (as run)."""
+class Pricing(PriceTable, ReasoningSettings, AnswerSettings, Unpriced, BatchMode):
+    """How a plan prices its design (issue 67: one typed group, passed unchanged to the plan kind): the LLMs
+    priced, their prices, batch pricing, the reasoning-token assumption and the answer settings (as run)."""
 
     llm: str | Sequence[str] | None = option(
         None, record=as_list, cli_type=list[str] | None, flags=("--llm",),
         help="BACKEND:MODEL whose prices and tokenizer cost the design (twice for a difference between two LLMs: in "
              "a metric, or with --model/--effect in a model parameter). Required for a power target; optional with "
              "--precision (default: cost in trials).")
-    prices: str | os.PathLike[str] | None = option(None, cli_type=Path | None,
-                                                   help="Price table (TOML) overriding the defaults.")
-    allow_unpriced: bool = option(False, flags=("--allow-unpriced",),
-                                  help="Plan a model without a price in calls and tokens only (without it such a "
-                                       "plan is refused).")
-    batch: bool = option(False, flags=("--batch",),
-                         help="Price the runs in the provider's batch mode (run --batch): the table's batch_discount "
-                              "off, the standard price shown beside it.")
     max_cost: float | None = option(None, min=0.0, help="Refuse designs costing more (USD).")
-    max_tokens: int | None = option(None, min=1, show_default="the experiment's own answer setting, as run",
-                                    help="Most tokens per answer (as run).")
-    reask: int = option(0, min=0, help="Re-asks after an unparseable answer (as run).")
-    temperature: float | None = option(
-        None, min=0.0, help="Sampling temperature of the run (default: the experiment's paper's, else 0).")
-    reasoning_effort: str | None = option(
-        None, help="A reasoning model's reasoning_effort, as run (capability table: docs/llm-runs.md).")
-    thinking_budget: int | None = option(
-        None, help="A reasoning model's thinking budget, as run (run --thinking-budget).")
     assume_reasoning_tokens: str | None = option(
         None, help="A reasoning model's completion tokens per call, hidden ones included: N (priced from N/2 to 2N) "
                    "or LOW:HIGH; without it (or a --pilot of the model) a plan for a reasoning model is refused.")
+
+
+#: The former name of :class:`Pricing`.
+PlanLLMs = Pricing
 
 
 @dataclass(frozen=True)
@@ -213,22 +209,19 @@ class PlanAdaptive:
 
 
 @dataclass(frozen=True)
-class PlanRequest:
+class PlanRequest(Workers, DaskScheduler):
     """A fixed, sequential, precision or adaptive plan, as ``cogtestbed plan`` and :func:`cogtestbed.plan`
     take it; read and checked by :func:`~cogtestbed.validation.design.request.run_plan`."""
 
     experiment: Any = option(cli_type=str, argument=True, record=as_name,
                              help="Experiment name, e.g. instrumental-learning.")
-    llms: PlanLLMs = group(PlanLLMs, "LLMs and prices")
+    llms: Pricing = group(Pricing, "LLMs and prices")
     target: PlanTarget = group(PlanTarget, "Target")
+    people: People = group(People, "Target")
     sizes: PlanSizes = group(PlanSizes, "Sizes")
     simulated: PlanSubjects = group(PlanSubjects, "Simulated subjects")
     mc_se: float = option(0.03, help="Largest Monte-Carlo SE of the chosen design's power.")
     seed: int = option(0, help="Seed of the simulations and of the planned run.")
-    workers: int | None = option(None, help="Local worker processes (default: CPUs).")
-    dask: str | None = option(None, flags=("--dask",), json=False,
-                              help="Dask scheduler address: the plan's simulated studies run there (as a study's "
-                                   "--dask); the plan is the local one.")
     sequential: PlanSequential = group(PlanSequential, "Sequential plan")
     analysis: PlanFit = group(PlanFit, "Fit")
     prompt_forms: PlanForms = group(PlanForms, "Prompt forms")

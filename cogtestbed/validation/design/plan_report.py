@@ -72,11 +72,11 @@ def read_pilot(path: Path, exp: ExperimentSpec, spec: PlannedStudy) -> Pilot:
 
     trials_path = path / TRIALS_FILE
     if not trials_path.exists():
-        raise FileNotFoundError(f"--pilot: no {TRIALS_FILE} in {path} (run `cogtestbed run ... -o {path}` first)")
+        raise FileNotFoundError(f"`pilot`: no {TRIALS_FILE} in {path} (run `cogtestbed run ... -o {path}` first)")
     manifest = read_manifest(trials_path)
     config = manifest.get("config", {})
     if config.get("experiment") not in (None, exp.name):
-        raise InputError(f"--pilot: {path} is a run of {config.get('experiment')}, not of {exp.name}")
+        raise InputError(f"`pilot`: {path} is a run of {config.get('experiment')}, not of {exp.name}")
     table = read_trials(trials_path, user_file=True)
     calls = pd.read_parquet(path / CALLS_FILE) if (path / CALLS_FILE).exists() else pd.DataFrame()
     valid = table["valid"].to_numpy(bool) if "valid" in table else np.ones(len(table), bool)
@@ -434,13 +434,13 @@ def load_plan(path: Path) -> dict[str, Any]:
     if path.is_dir():
         path = path / PLAN_FILE
     if not path.exists():
-        raise FileNotFoundError(f"--plan: no plan at {path} (write one with `cogtestbed plan ... -o DIR`)")
+        raise FileNotFoundError(f"`plan`: no plan at {path} (write one with `cogtestbed plan ... -o DIR`)")
     try:
         payload = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise InputError(f"--plan: {path} is not JSON ({exc.msg})") from None
+        raise InputError(f"`plan`: {path} is not JSON ({exc.msg})") from None
     if not isinstance(payload, dict) or payload.get("plan_version") != PLAN_VERSION or "run" not in payload:
-        raise InputError(f"--plan: {path} is not a cogtestbed plan (version {PLAN_VERSION})")
+        raise InputError(f"`plan`: {path} is not a cogtestbed plan (version {PLAN_VERSION})")
     return checked_run_section(payload["run"], path)
 
 
@@ -457,7 +457,7 @@ def checked_run_section(run: Any, path: Path) -> dict[str, Any]:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in ("run", *err["loc"]))
         got = f" (got {err['input']!r})" if "input" in err and not isinstance(err["input"], dict) else ""
-        raise InputError(f"--plan: {path}: {where}: {err['msg']}{got}") from None
+        raise InputError(f"`plan`: {path}: {where}: {err['msg']}{got}") from None
     if out.get("sequential") is not None:  # looks, bounds and statistic checked before any call
         from cogtestbed.validation.design.seqpaths import checked_sequential
 
@@ -502,14 +502,14 @@ def plan_run_settings(path: Path, experiment: str | None, llm: str | None, subje
     """
     run = load_plan(path)
     if experiment is not None and experiment != run["experiment"]:
-        raise InputError(f"--plan is for {run['experiment']}, not {experiment}")
+        raise InputError(f"`plan` is for {run['experiment']}, not {experiment}")
     if subjects != 1 and subjects != run["subjects"]:
-        raise InputError(f"--plan runs {run['subjects']} subjects; drop --subjects {subjects}")
+        raise InputError(f"`plan` runs {run['subjects']} subjects; drop `subjects` {subjects}")
     if seed != 0 and seed != run["seed"]:
-        raise InputError(f"--plan runs seed {run['seed']}; drop --seed {seed}")
+        raise InputError(f"`plan` runs seed {run['seed']}; drop `seed` {seed}")
     if design:
-        raise InputError("--plan fixes the design; drop --design")
+        raise InputError("`plan` fixes the design; drop `design`")
     llms = list(dict.fromkeys(run["llms"]))
     if llm is None and len(llms) > 1:
-        raise InputError(f"--plan compares {' and '.join(llms)}: run it once per LLM with --llm")
+        raise InputError(f"`plan` compares {' and '.join(llms)}: run it once per LLM with `llm`")
     return {**run, "llm": llm or llms[0]}

@@ -116,9 +116,9 @@ class PrecisionPlanner:
                  trials: Axis, runs: Axis, pricer: Pricer | None = None,
                  on_progress: Callable[[str], None] | None = None) -> None:
         if not halfwidth > 0:
-            raise InputError(f"--precision halfwidth must be positive, got {halfwidth}")
+            raise InputError(f"`precision` halfwidth must be positive, got {halfwidth}")
         if not 0 < assurance < 1:
-            raise InputError(f"--assurance must be in (0, 1), got {assurance}")
+            raise InputError(f"`assurance` must be in (0, 1), got {assurance}")
         self.spec, self.exp, self.parameter = spec, exp, parameter
         self.halfwidth, self.assurance = halfwidth, assurance
         self.trials, self.runs, self.pricer = trials, runs, pricer
@@ -244,7 +244,7 @@ class PrecisionPlanner:
             raise PlanInfeasible(
                 f"no design searched reaches P(|{self.parameter} error| ≤ {self.halfwidth:g}) ≥ {self.assurance:g}; "
                 f"the best, {self.label(best[0])}, gives {best[1].rate:.2f}: widen the range searched "
-                f"(--design {self.searched}=...) or the runs")
+                f"(`design` {self.searched}=...) or the runs")
         costed = [(self.cost(p), p) for p in candidates]
         cost, chosen = min(costed, key=lambda cp: (cp[0]["key"], cp[1].runs, cp[1].trials or 0, cp[1].fields))
         return PrecisionResult(self.parameter, self.halfwidth, self.assurance, chosen, self.shares[chosen],

@@ -144,20 +144,22 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
     check_sequential_options(looks, seq.spending, seq.futility, seq.null, seq.seq_sims, precision, tg.test,
                              seq.null_sims, seq.binding_futility)
     llms = [lm.llm] if isinstance(lm.llm, str) else list(lm.llm or [])
-    people = "`human`" if tg.human is not None else (
-        "`population`" if tg.population is not None and precision is None and len(llms) == 1 else None)
+    pp = req.people
+    people = "`human`" if pp.human is not None else (
+        "`population`" if pp.population is not None and precision is None and len(llms) == 1 else None)
     effect, target = _target(llms, tg.model, effect, tg.metric, tg.test, precision, people)
     given_base, given_params = assignments(sim.base, "base"), assignments(sim.params, "params")
-    fixed, trials, field_axis = _searched(exp, assignment_items(sz.design) or None, trials)
+    design = sz.design if isinstance(sz.design, Mapping) else (assignment_items(sz.design) or None)
+    fixed, trials, field_axis = _searched(exp, design, trials)
     common: dict[str, Any] = {"subjects": (1,), "runs": (1,), "trials": (None,), "design": fixed,
                               "reps": 1, "seed": req.seed, "level": tg.level, "method": "mle", "base": given_base,
                               "sd_between": sim.sd_between, "params": given_params, "draws": 500, "tune": 500,
                               "chains": 2}
     common.update(_groups(effect, target, llms, people, looks, req.analysis.fit))
     spec = _power_study(exp, tg.model, effect, tg.metric, tg.compare, tg.test, tg.agent, common)
-    if tg.human is not None:
-        spec = _with_human(spec, exp, tg.human, given_base, tg.population is None, read_table)
-    spec = _with_population(spec, tg.population, people == "`population`")
+    if pp.human is not None:
+        spec = _with_human(spec, exp, pp.human, given_base, pp.population is None, read_table)
+    spec = _with_population(spec, pp.population, people == "`population`")
     spec = _with_lapse_fit(spec, sim.lapse_fit)
     _check_fit_option(req.analysis.fit, req.analysis.fit_sims, spec, looks, precision is not None)
     reasoning = {"reasoning_effort": lm.reasoning_effort, "thinking_budget": lm.thinking_budget,
@@ -169,20 +171,23 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
 
 
 def check_target(exp: Any, req: PlanRequest) -> None:
-    """A power or precision kind's refusals reachable from the target alone, before any simulation: a metric
-    two groups cannot be compared in (:func:`~cogtestbed.validation.design.capabilities.check_metric_target`),
-    a model the experiment lacks, an effect or a precision target on no parameter or contrast of the model
-    (each with the targets that can be planned)."""
-    tg = req.target
-    if tg.metric is not None and tg.compare is not None:
-        from cogtestbed.validation.design.capabilities import check_metric_target
+    """A power or precision kind's refusals reachable from the request alone, before any simulation: a size range
+    too large to simulate (:meth:`~cogtestbed.validation.design.sizes.Sizes.of`), a mix of targets and groups no
+    plan answers, a metric two groups cannot be compared in
+    (:func:`~cogtestbed.validation.design.facts.check_metric_target`), a model the experiment lacks, an
+    effect or a precision target on no parameter or contrast of the model (each with the targets that can be
+    planned), an effect the base cannot carry.  ``exp``: the experiment, or its shipped facts
+    (:mod:`~cogtestbed.validation.design.facts`: checked before the experiment is imported)."""
+    from cogtestbed.validation.design.facts import facts_of
 
-        check_metric_target(exp, tg.metric)
+    facts = facts_of(exp)
+    tg, pp = req.target, req.people
+    _check_request_alone(facts, req)
     if tg.model is None:
         return
-    if tg.model not in exp.models:
-        raise InputError(f"`model` {tg.model!r} is no model of {exp.name}: choose one of {', '.join(exp.models)}")
-    model = exp.model(tg.model)
+    if tg.model not in facts.models:
+        raise InputError(f"`model` {tg.model!r} is no model of {facts.name}: choose one of {', '.join(facts.models)}")
+    model = facts.model(tg.model)
     names = list(model.parameters.names)
     allowed = names + list(model.contrasts)
     for field, given in (("effect", tg.effect), ("precision", tg.precision)):
@@ -191,11 +196,34 @@ def check_target(exp: Any, req: PlanRequest) -> None:
             raise InputError(f"`{field}` {target.name}: model {tg.model} can plan {', '.join(allowed)}")
     effect = Effect.of(tg.effect, "effect")
     sim = req.simulated
-    if effect is not None and sim.pilot is None and tg.human is None and tg.population is None:
+    if effect is not None and sim.pilot is None and pp.human is None and pp.population is None:
         given = assignments(sim.base, "base")
         base = {p.name: float(given.get(p.name, p.default)) for p in model.parameters}
         shift = shift_of(model, effect.name, effect.size)
         carried(model, effect.name, effect.size, {k: v + shift.get(k, 0.0) for k, v in base.items()}, "the base")
+
+
+def _check_request_alone(facts: Any, req: PlanRequest) -> None:
+    """The part of :func:`check_target` that reads no model: the sizes, the metric compared, the sequential
+    options and the mix of targets and groups."""
+    tg = req.target
+    for name in ("subjects", "runs", "trials"):
+        given = getattr(req.sizes, name)
+        if given is not None:
+            Sizes.of(given, name)
+    if tg.metric is not None and tg.compare is not None:
+        from cogtestbed.validation.design.facts import check_metric_target
+
+        check_metric_target(facts, tg.metric)
+    seq = req.sequential
+    check_sequential_options(looks_option(seq.looks), seq.spending, seq.futility, seq.null, seq.seq_sims,
+                             Effect.of(tg.precision, "precision"), tg.test, seq.null_sims, seq.binding_futility)
+    llms = [req.llms.llm] if isinstance(req.llms.llm, str) else list(req.llms.llm or [])
+    pp = req.people
+    people = "`human`" if pp.human is not None else (
+        "`population`" if pp.population is not None and tg.precision is None and len(llms) == 1 else None)
+    _target(llms, tg.model, Effect.of(tg.effect, "effect"), tg.metric, tg.test, Effect.of(tg.precision, "precision"),
+            people)
 
 
 def check_carried(spec: Any, exp: Any, source: str) -> None:
@@ -364,14 +392,18 @@ def _with_lapse_fit(spec: Any, lapse_fit: str | None) -> Any:
     return spec.model_copy(update={"lapse_fit": lapse_option(lapse_fit)})
 
 
-def _searched(exp: Any, design: list[str] | None, trials: Sizes | None) -> tuple[dict[str, Any], Sizes | None, Any]:
-    """(fixed design fields, the trials searched, the searched design field's
-    axis or None) of ``--design`` and ``--trials`` (:func:`~cogtestbed.validation.studies.sizes.plan_design`)."""
+def _searched(exp: Any, design: list[str] | Mapping[str, Any] | None, trials: Sizes | None
+              ) -> tuple[dict[str, Any], Sizes | None, Any]:
+    """(fixed design fields, the trials searched, the searched design field's axis or None) of ``design`` and
+    ``trials``: ``design`` typed (``{FIELD: VALUE}``, a list of integers on the field searched:
+    :func:`~cogtestbed.validation.studies.sizes.plan_design_fields`) or the command line's ``NAME=VALUE`` items
+    (:func:`~cogtestbed.validation.studies.sizes.plan_design`)."""
     from cogtestbed.validation.design.space import Axis
-    from cogtestbed.validation.studies.sizes import plan_design
+    from cogtestbed.validation.studies.sizes import plan_design, plan_design_fields
 
-    fixed, swept, searched = plan_design(exp, design)
-    if swept != (None,):  # --design TRIALS_FIELD=a,b,c: the trial counts searched
+    fixed, swept, searched = (plan_design_fields(exp, design) if isinstance(design, Mapping)
+                              else plan_design(exp, design))
+    if swept != (None,):  # a list on the trials field: the trial counts searched
         if trials is not None:
             raise InputError("`trials` and a `design` list both size the run; give one of them")
         trials = Sizes.of(list(swept), "trials")

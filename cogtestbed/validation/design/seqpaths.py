@@ -343,7 +343,7 @@ def check_same_design(recorded: Mapping[str, Any], planned: Mapping[str, Any], w
     look sizes, statistic, effect or spending differ from the recorded design's."""
     diff = design_differences(recorded, planned)
     if diff:
-        raise ResumeMismatch(f"--resume: the plan differs from the sequential design recorded in {where} "
+        raise ResumeMismatch(f"`resume`: the plan differs from the sequential design recorded in {where} "
                          f"({'; '.join(diff[:3])}{'; …' if len(diff) > 3 else ''}): its looks would not be the "
                          "planned procedure; resume with the recorded plan or start a new run directory")
 

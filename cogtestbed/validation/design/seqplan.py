@@ -98,7 +98,7 @@ MAX_LOOKS = 20
 def check_looks(looks: int, spending: str) -> None:
     """Refuse a look count or spending function the design cannot use (one line)."""
     if not 2 <= looks <= MAX_LOOKS:
-        raise InputError(f"--looks must be an integer from 2 to {MAX_LOOKS} (a sequential design looks at least "
+        raise InputError(f"`looks` must be an integer from 2 to {MAX_LOOKS} (a sequential design looks at least "
                          f"twice), got {looks}")
     check_spending(spending)
 
@@ -125,7 +125,7 @@ def null_spec(spec: PlannedStudy, null_agent: str | None = None) -> PlannedStudy
     if isinstance(spec, MetricPowerStudy):
         return spec.model_copy(update={"compare": (spec.compare[0], spec.compare[0])})
     if null_agent is None:
-        raise InputError("a sequential plan of a test needs --null AGENT[:p=v,...]: the agent under which the test's "
+        raise InputError("a sequential plan of a test needs `null` AGENT[:p=v,...]: the agent under which the test's "
                          "null holds (its type-I error is measured there)")
     from cogtestbed.parameters import parse_agent
 

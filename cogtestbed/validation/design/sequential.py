@@ -67,7 +67,7 @@ def check_spending(spending: str) -> str:
     """``spending`` if it names a spending function, else ValueError (one line)."""
     if spending in ("obrien-fleming", "pocock") or hsd_gamma(spending) is not None:
         return spending
-    raise InputError(f"--spending must be one of {', '.join(SPENDING_FUNCTIONS)}, got {spending!r}")
+    raise InputError(f"`spending` must be one of {', '.join(SPENDING_FUNCTIONS)}, got {spending!r}")
 
 #: Grid points per unit of Z in the recursive integration (odd total for Simpson's rule); with
 #: 60 points per unit the bounds agree with published tables to 1e-4.

@@ -95,19 +95,19 @@ def design_axes(spec: PlannedStudy, exp: ExperimentSpec, subjects: Any = None, r
     if size_name == "subjects":
         size = Axis("subjects", parse_range(subjects, DEFAULT_SIZE, "subjects") or ())
         if runs is not None and not pooled:
-            raise InputError(f"experiment {exp.name} pools subjects, not sessions: --runs needs an experiment "
+            raise InputError(f"experiment {exp.name} pools subjects, not sessions: `runs` needs an experiment "
                              "whose pooling unit is the session")
     else:
         if subjects is not None:
-            raise InputError("--subjects sizes a model-level target; a metric or test target is sized in --runs")
+            raise InputError("`subjects` sizes a model-level target; a metric or test target is sized in `runs`")
         size = Axis("runs", parse_range(runs, DEFAULT_SIZE, "runs") or ())
     others: list[Axis] = []
     if pooled:
         others.append(Axis("runs", parse_range(runs, None, "runs") or declared_runs(spec, exp)))
     if field is not None:
         if trials is not None:
-            raise InputError(f"--trials and --design {field.name}=a,b,c: plan searches one size of the design at a "
-                             f"time; fix the trials field with --design {exp.trials_field}=N")
+            raise InputError(f"`trials` and `design` {field.name}=a,b,c: plan searches one size of the design at a "
+                             f"time; fix the trials field with `design` {exp.trials_field}=N")
         others.append(field)
     elif exp.trials_field is not None:
         others.append(Axis("trials", trials_values(spec, exp, trials)))

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cogtestbed.option_groups import JsonOutput, Overwrite, Sessions
 from cogtestbed.request import option
-from cogtestbed.validation.studies.study_options import SESSIONS_HELP
 
 
 @dataclass(frozen=True)
-class PhenotypeRequest:
+class PhenotypeRequest(Sessions, Overwrite, JsonOutput):
     """A phenotype, as ``cogtestbed phenotype`` and :func:`cogtestbed.phenotype` take it."""
 
     paths: Sequence[str | os.PathLike[str]] = option(
@@ -30,6 +30,3 @@ class PhenotypeRequest:
     output: str | os.PathLike[str] | None = option(
         None, cli_type=Path | None, flags=("--output", "-o"),
         help="Folder for phenotype.csv, phenotype.json and the PNG figures.")
-    as_json: bool = option(False, flags=("--json",), api=False, help="Print one JSON object.")
-    force: bool = option(False, flags=("--force",), help="Overwrite existing output files.")
-    sessions: str | None = option(None, flags=("--sessions",), help=SESSIONS_HELP)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cogtestbed.option_groups import AnswerSettings, BatchMode, PriceTable, ReasoningSettings, Unpriced
 from cogtestbed.redact import redact_url
 from cogtestbed.request import as_items, as_list, as_name, group, option
 
@@ -29,7 +30,7 @@ PROGRESS_EVERY = 10
 
 
 @dataclass(frozen=True)
-class RunLLMs:
+class RunLLMs(ReasoningSettings):
     """The LLM(s) run and how they are reached."""
 
     llm: str | Sequence[str] | None = option(
@@ -42,13 +43,6 @@ class RunLLMs:
         help="OpenAI-compatible or Anthropic endpoint (vLLM, Ollama, llama.cpp, LM Studio...); part of the response "
              "cache's key and checked by --resume (see --share-cache).")
     mode: str = option("auto", help="chat | completions (raw prompt, no chat template) | auto.")
-    reasoning_effort: str | None = option(
-        None, help="A reasoning model's reasoning_effort (OpenAI: low | medium | high; gpt-5 also minimal): the "
-                   "values each model takes are in the capability table (docs/llm-runs.md).")
-    thinking_budget: int | None = option(
-        None, help="Hidden tokens a reasoning model may spend per call before its answer: Anthropic's extended "
-                   "thinking on with this budget_tokens (>= 1024); for OpenAI's reasoning models the tokens reserved "
-                   "(default 8192). The completion limit is this plus --max-tokens.")
 
 
 @dataclass(frozen=True)
@@ -72,20 +66,13 @@ class RunSessions:
 
 
 @dataclass(frozen=True)
-class RunAnswers:
+class RunAnswers(AnswerSettings):
     """What each answer may be (the experiment's own settings by default)."""
 
-    max_tokens: int | None = option(
-        None, min=1, help="Tokens per answer. Default: the experiment's (8 for a one-line answer; belief-coherence "
-                          "64).")
-    temperature: float | None = option(
-        None, min=0.0, help="Sampling temperature; default: the experiment's paper's (magnitude 0.7, CogBench and "
-                            "collider 0), else 0 (greedy); the run's manifest records which.")
     stop: Sequence[str] | None = option(
         None, cli_type=list[str] | None,
         help="Stop string (repeatable; backslash escapes such as \\n work). Default: the experiment's (a newline; "
              "belief-coherence's multi-line answers: a blank line).")
-    reask: int = option(0, min=0, help="Re-asks after an unparseable answer.")
     top_logprobs: int | None = option(None, help="Also request the top-k log-probabilities of each answer token.")
 
 
@@ -111,7 +98,7 @@ class RunTransport:
 
 
 @dataclass(frozen=True)
-class RunBudget:
+class RunBudget(PriceTable, Unpriced):
     """The run's budget and prices, its dry run and its resumption."""
 
     max_calls: int | None = option(None, min=0, help="Total new calls of the run directory, over every --resume.")
@@ -121,24 +108,14 @@ class RunBudget:
     add_budget: Sequence[str] | None = option(
         None, cli_type=list[str] | None, flags=("--add-budget",),
         help="With --resume: raise the run's totals, calls=N and/or usd=X (repeatable).")
-    prices: str | os.PathLike[str] | None = option(None, cli_type=Path | None,
-                                                   help="Price table (TOML) overriding the defaults.")
-    allow_unpriced: bool = option(
-        False, flags=("--allow-unpriced",),
-        help="--dry-run of a model without a price: count calls and tokens only (without it such a dry run is "
-             "refused).")
     dry_run: bool = option(False, flags=("--dry-run",), help="Report calls, tokens and cost; call nothing.")
     resume: bool = option(False, flags=("--resume",), help="Continue the run in --output.")
 
 
 @dataclass(frozen=True)
-class RunBatch:
+class RunBatch(BatchMode):
     """The provider's batch API (``--batch``)."""
 
-    batch: bool = option(
-        False, flags=("--batch",),
-        help="Send the requests through the provider's batch API (OpenAI Batch API, Anthropic Message Batches) at its "
-             "batch price; sessions play in parallel waves, one batch per step.")
     poll_every: float = option(30.0, help="With --batch: seconds between polls of a batch.")
     max_service_requests: int = option(
         DEFAULT_MAX_SERVICE_REQUESTS, min=0,

@@ -80,7 +80,7 @@ def sized(experiment: str, design: list[str] | None, trials: str | None) -> dict
     fixed, swept = split_design(get_experiment(experiment), design)
     given = ints(trials, (None,), "--trials")
     if swept != (None,) and given != (None,):
-        raise InputError("--trials and a --design list both size the run; give one of them")
+        raise InputError("`trials` and a `design` list both size the run; give one of them")
     return {"design": fixed, "trials": swept if swept != (None,) else given}
 
 
@@ -103,10 +103,10 @@ def parse_metric_assignments(experiment: str, items: list[str] | None) -> dict[s
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise InputError(f"--option expected NAME=VALUE, got {item!r}")
+            raise InputError(f"`option` expected NAME=VALUE, got {item!r}")
         option = exp.metric_option(name.strip().replace("-", "_"))
         if option.name in out:
-            raise InputError(f"--option sets {option.name} twice; give it once")
+            raise InputError(f"`option` sets {option.name} twice; give it once")
         out[option.name] = option.convert(value.strip())
     return out
 
@@ -120,12 +120,12 @@ def power_spec(target: str, experiment: str | None, effect: str | tuple[str, flo
     values each get a rate (a test's rate at a leak of 0 is its false-positive rate)."""
     forms = [name for name, given in (("--effect", effect), ("--metric", metric), ("--test", test)) if given]
     if len(forms) != 1:
-        raise InputError("power needs exactly one of --effect NAME=SIZE (model parameter), --metric M --compare A B, "
-                         f"or --test KEY --agent A; got {', '.join(forms) or 'none'}")
+        raise InputError("power needs exactly one of `effect` NAME=SIZE (model parameter), `metric` M `compare` A B, "
+                         f"or `test` KEY `agent` A; got {', '.join(forms) or 'none'}")
     if effect is not None:
         if compare is not None or agent is not None or options or sweep:
-            raise InputError("--compare, --agent, --option and --sweep belong to metric and test power, not to "
-                             "--effect")
+            raise InputError("`compare`, `agent`, `option` and `sweep` belong to metric and test power, not to "
+                             "`effect`")
         (name, size), = ((effect[0], effect[1]),) if isinstance(effect, tuple) else \
             parse_assignments([effect], "--effect").items()
         from cogtestbed.registry import experiment_of
@@ -134,7 +134,7 @@ def power_spec(target: str, experiment: str | None, effect: str | tuple[str, flo
                          effect=name, effect_size=size, **common)
     if experiment is not None and experiment != target:
         raise InputError(f"metric and test power take the experiment as argument; got {target!r} and "
-                         f"--experiment {experiment!r}")
+                         f"`experiment` {experiment!r}")
     base, common = _behaviour_power_common(target, common, options, sweep)
     if metric is not None:
         return _metric_power_spec(target, metric, compare, agent, base, common)
@@ -146,8 +146,8 @@ def _behaviour_power_common(target: str, common: dict[str, Any], options: list[s
     """The agent's base parameters, and the study fields metric and test power share (no model-fit
     fields; the metrics options and the ``--sweep`` parameter and values)."""
     if common.get("groups", 1) != 1:
-        raise InputError("two groups compare a model parameter (--effect); a metric difference is --metric M "
-                         "--compare A B")
+        raise InputError("two groups compare a model parameter (`effect`); a metric difference is `metric` M "
+                         "`compare` A B")
     common = {k: v for k, v in common.items()
               if k not in ("subjects", "base", "sd_between", "method", "draws", "tune", "chains", "groups",
                            "reference")}
@@ -156,7 +156,7 @@ def _behaviour_power_common(target: str, common: dict[str, Any], options: list[s
     if sweep is not None:
         swept, sep, values = sweep.partition("=")
         if not sep or not swept.strip():
-            raise InputError(f"--sweep expects NAME=a,b,c, got {sweep!r}")
+            raise InputError(f"`sweep` expects NAME=a,b,c, got {sweep!r}")
         common.update(parameter=swept.strip(), values=floats(values))
     return base, common
 
@@ -165,11 +165,11 @@ def _metric_power_spec(target: str, metric: str, compare: tuple[str, str] | None
                        base: dict[str, Any], common: dict[str, Any]) -> StudySpec:
     """Metric power: the metric's difference between two settings of one agent (``--compare``)."""
     if compare is None or agent is not None:
-        raise InputError("metric power takes --compare AGENT:p=v AGENT:p=v (and no --agent)")
+        raise InputError("metric power takes `compare` AGENT:p=v AGENT:p=v (and no `agent`)")
     from cogtestbed.parameters import parse_agent
     (name_a, a), (name_b, b) = parse_agent(compare[0]), parse_agent(compare[1])
     if name_a != name_b:
-        raise InputError(f"--compare takes two settings of one agent, got {name_a!r} and {name_b!r}")
+        raise InputError(f"`compare` takes two settings of one agent, got {name_a!r} and {name_b!r}")
     from cogtestbed.registry import get_experiment
 
     get_experiment(target).metrics.check_comparable(metric, target)  # before anything is simulated
@@ -181,7 +181,7 @@ def _test_power_spec(target: str, test: str | None, compare: tuple[str, str] | N
                      base: dict[str, Any], common: dict[str, Any]) -> StudySpec:
     """Test power: the rejection rate of the experiment's test ``test`` under ``--agent``."""
     if agent is None or compare is not None:
-        raise InputError("test power takes --agent AGENT[:p=v,...] (and no --compare)")
+        raise InputError("test power takes `agent` AGENT[:p=v,...] (and no `compare`)")
     from cogtestbed.parameters import parse_agent
     name, params = parse_agent(agent)
     if test is not None:  # the paper's name of a test (T1c) is an alias of its key (t1_lr)
@@ -231,7 +231,7 @@ def with_population(spec: Any, population: Any, first_group: bool = True) -> Any
     from cogtestbed.validation.studies.study_kinds import PowerStudy
 
     if not isinstance(spec, PowerStudy):
-        raise InputError("--population draws a model's parameters: it goes with --model M --effect NAME=SIZE (a "
+        raise InputError("`population` draws a model's parameters: it goes with `model` M `effect` NAME=SIZE (a "
                          "metric or test target simulates agents, not a model's population)")
     pop = load_population(population, use=True)
     exp = get_experiment(pop.experiment)

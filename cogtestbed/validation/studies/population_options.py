@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from cogtestbed.option_groups import Overwrite
 from cogtestbed.request import option
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ TABLE_HELP = "Trial table of people (Parquet/CSV, or a file an importer of the e
 
 
 @dataclass(frozen=True)
-class BuildPopulationRequest:
+class BuildPopulationRequest(Overwrite):
     """A population fitted and written, as ``cogtestbed population build`` and
     :func:`cogtestbed.build_population` take it (the command line's ``TABLE`` is the function's
     ``table_or_path``)."""
@@ -54,7 +55,6 @@ class BuildPopulationRequest:
         "Metropolis-within-Gibbs with per-subject HMC and mode jumps, every parameter centred (for subjects with "
         "two posterior modes).")
     allow_unconverged: bool = option(False, flags=("--allow-unconverged",), help=UNCONVERGED_HELP)
-    force: bool = option(False, flags=("--force",), help="Overwrite an existing output file.")
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ def split_design(exp: ExperimentSpec, items: list[str] | None) -> tuple[dict[str
         name, sep, value = item.partition("=")
         name = name.strip()
         if not sep or not name:
-            raise InputError(f"--design expects NAME=VALUE, got {item!r}")
+            raise InputError(f"`design` expects NAME=VALUE, got {item!r}")
         if _is_list(exp, item):
             swept = _sweep(exp, name, value)
             continue
@@ -67,7 +67,7 @@ def split_design(exp: ExperimentSpec, items: list[str] | None) -> tuple[dict[str
         return fixed, (None,)
     assert exp.trials_field is not None
     if exp.trials_field in fixed:
-        raise InputError(f"--design sets {exp.trials_field} twice (a value and a list); give it once")
+        raise InputError(f"`design` sets {exp.trials_field} twice (a value and a list); give it once")
     base = design_for_trials(exp, None, fixed)
     step = trials_step(base, exp.trials_field)
     return fixed, tuple(v * step for v in swept)
@@ -103,7 +103,7 @@ def plan_design(exp: ExperimentSpec, items: list[str] | None
         rest = [item for item in items or [] if not _is_list(exp, item)]
         fixed, _ = split_design(exp, rest)
         if sweep.name in fixed:
-            raise InputError(f"--design sets {sweep.name} twice (a value and a list); give it once") from None
+            raise InputError(f"`design` sets {sweep.name} twice (a value and a list); give it once") from None
         return fixed, (None,), (sweep.name, sweep.values)
     return fixed, trials, None
 
@@ -126,15 +126,49 @@ def _sweep(exp: ExperimentSpec, name: str, text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(x) for x in text.split(","))
     except ValueError:
-        raise InputError(f"--design {name} expects comma-separated integers, got {text!r}") from None
+        raise InputError(f"`design` {name} expects comma-separated integers, got {text!r}") from None
+    return _swept(exp, name, values, repr(text))
+
+
+def _swept(exp: ExperimentSpec, name: str, values: tuple[int, ...], shown: str) -> tuple[int, ...]:
+    """The sizes ``values`` of the design field ``name`` searched, checked (the trials field's are returned; another
+    integer field raises :class:`DesignSweep`)."""
     if any(v < 1 for v in values):
-        raise InputError(f"--design {name} values must be at least 1, got {text!r}")
+        raise InputError(f"`design` {name} values must be at least 1, got {shown}")
     values = tuple(sorted(set(values)))
     if name != exp.trials_field:
         if name not in integer_fields(exp):
-            raise InputError(f"--design {name}=a,b,c: {name} is not an integer field of {exp.name}")
+            raise InputError(f"`design` {name}=a,b,c: {name} is not an integer field of {exp.name}")
         raise DesignSweep(exp, name, values)
     return values
+
+
+def plan_design_fields(exp: ExperimentSpec, fields: Mapping[str, Any]
+                       ) -> tuple[dict[str, Any], tuple[int | None, ...], tuple[str, tuple[int, ...]] | None]:
+    """A typed ``design`` of ``plan`` (``{FIELD: VALUE}``, a list, tuple or range of integers on the one field
+    searched) → what :func:`plan_design` makes of the same fields as text, without writing them as text."""
+    lists = [name for name, v in fields.items() if isinstance(v, (list, tuple, range))]
+    if len(lists) > 1:
+        raise InputError(f"plan searches one design field at a time: `design` {' and '.join(lists)} are both lists; "
+                         "fix all but one")
+    fixed = {k: v for k, v in fields.items() if k not in lists}
+    if not lists:
+        return fixed, (None,), None
+    name, given = lists[0], tuple(fields[lists[0]])
+    if name not in exp.design_cls.model_fields:
+        raise InputError(f"{name!r} is not a design field of {exp.name}; valid: "
+                         f"{', '.join(exp.design_cls.model_fields)}")
+    if not given or not all(isinstance(v, int) and not isinstance(v, bool) for v in given):
+        raise InputError(f"`design` {name} expects integers, got {list(given)!r}")
+    try:
+        values = _swept(exp, name, given, repr(list(given)))
+    except DesignSweep as sweep:
+        return fixed, (None,), (sweep.name, sweep.values)
+    assert exp.trials_field is not None
+    if exp.trials_field in fixed:
+        raise InputError(f"`design` sets {exp.trials_field} twice (a value and a list); give it once")
+    step = trials_step(design_for_trials(exp, None, fixed), exp.trials_field)
+    return fixed, tuple(v * step for v in values), None
 
 
 def size_fields(exp: ExperimentSpec, design: Any) -> dict[str, int]:

@@ -17,6 +17,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from cogtestbed.option_groups import (
+    Assured,
+    Base,
+    BetweenSubjects,
+    Compared,
+    DaskScheduler,
+    JsonOutput,
+    LapseTerm,
+    Level,
+    Overwrite,
+    PopulationSource,
+    Sessions,
+    Workers,
+)
 from cogtestbed.request import as_items, as_name, as_text, group, option
 from cogtestbed.simulate_options import Lapses
 
@@ -42,24 +56,15 @@ FORMS_HELP = ("Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigne
               "(cogtestbed list EXP shows the forms).")
 FORM_SD_HELP = ("PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD) offset on its unconstrained scale "
                 "(synthetic subjects; needs --forms).")
-POPULATION_HELP = ("Draw the subjects' parameters from a population: human:NAME (shipped; `cogtestbed population "
-                   "list`) or a population file (`cogtestbed population build`): one posterior draw of the people's "
-                   "group parameters per simulated data set, subjects scattered by its SDs.")
-
 
 @dataclass(frozen=True)
-class StudyRun:
+class StudyRun(Workers, Overwrite, JsonOutput, DaskScheduler):
     """Where and how a study runs, and where it is written (every study command's own options)."""
 
     seed: int = option(0, help="Seed of the whole study.")
-    workers: int | None = option(None, min=1, help="Local worker processes (default: CPUs).")
-    dask: str | None = option(None, flags=("--dask",), help="Dask scheduler address.")
-    as_json: bool = option(False, flags=("--json",), api=False, json=False,
-                           help="Print one JSON object (the summary).")
     output: str | os.PathLike[str] | None = option(
         None, cli_type=Path | None, flags=("--output", "-o"),
         help="Write results.parquet, summary.json, plots and report.html here.")
-    force: bool = option(False, flags=("--force",), help="Overwrite existing output files.")
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,7 @@ class RecoverSizes:
 
 
 @dataclass(frozen=True)
-class RecoverFit:
+class RecoverFit(LapseTerm, Assured, PopulationSource):
     """How the true parameters are drawn and the model fitted."""
 
     method: str = option("mle", help="mle or hierarchical.")
@@ -98,15 +103,11 @@ class RecoverFit:
     params: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
     draws: int = option(1000, min=1, help="Posterior draws per chain (hierarchical).")
     chains: int = option(4, min=1, help="Chains (hierarchical).")
-    lapse: str = option("none", flags=("--lapse",),
-                        help="Lapse term of the fitted model: none, fit (rate fitted) or fixed=E.")
     precision: Assignments = option(
         None, record=as_items, cli_type=list[str] | None, flags=("--precision",),
         help="PARAM=HALFWIDTH (repeatable): the tolerance a recovered estimate must meet; the verdict calls PARAM "
              "recovered well only where a share >= --assurance of the estimates lies within it. Default: none (r, "
              "RMSE and bias reported, r >= 0.8 convention named).")
-    assurance: float = option(0.9, min=0.0, max=1.0, help="Assurance Q of --precision.")
-    population: Any = option(None, record=as_name, cli_type=str | None, flags=("--population",), help=POPULATION_HELP)
 
 
 @dataclass(frozen=True)
@@ -181,21 +182,18 @@ class SbcRequest:
 
 
 @dataclass(frozen=True)
-class PowerTarget:
+class PowerTarget(Compared, Level):
     """What the study must detect: a model parameter or contrast, a metric difference or a declared test."""
 
     effect: Mapping[str, float] | str | None = option(
         None, record=as_items, cli_type=str | None,
         help="NAME=SIZE, a model parameter or contrast, e.g. optimism_bias=0.2 (0: the type-I error rate).")
     metric: str | None = option(None, help="Headline metric whose difference is detected.")
-    compare: tuple[str, str] | None = option(
-        None, help="Two settings of one agent, AGENT:p=v,... AGENT:p=v,... (with --metric).")
     test: str | None = option(None, help="Key of the metrics result holding a test (p_value/reject).")
     agent: str | None = option(None, help="AGENT[:p=v,...] under which --test runs.")
     sweep: str | None = option(
         None, help="NAME=a,b,c: an agent parameter (or design field) whose values each get a rate (with --test or "
                    "--metric), e.g. leak=0,0.1: at 0 the false-positive rate, above it the power. Default: none.")
-    level: float = option(0.05, help="Test level alpha (two-sided).")
     groups: int = option(
         1, min=1, max=2,
         help="With --effect: 1 tests the effect against 0 in one group; 2 tests the parameter's difference between "
@@ -223,17 +221,13 @@ class PowerSizes:
 
 
 @dataclass(frozen=True)
-class PowerSubjects:
+class PowerSubjects(BetweenSubjects, Base, PopulationSource):
     """The simulated subjects and their fit."""
 
     method: str = option("mle", help="mle or hierarchical.")
-    base: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--base",),
-                               help="Population median NAME=VALUE before the effect (repeatable).")
-    sd_between: float = option(0.5, help="Between-subject SD, unconstrained scale.")
     params: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
     draws: int = option(500, min=1, help="Posterior draws per chain (hierarchical).")
     chains: int = option(2, min=1, help="Chains (hierarchical).")
-    population: Any = option(None, record=as_name, cli_type=str | None, flags=("--population",), help=POPULATION_HELP)
 
 
 @dataclass(frozen=True)
@@ -281,9 +275,6 @@ class DeclaredStudyRequest:
 
 
 #: ``--sessions`` of a command that imports published files.
-SESSIONS_HELP = ("refuse (default) or split: a run of a file without trial key (CogBench probabilistic reasoning) "
-                 "that judges a condition again is refused, or numbered as the run's next session.")
-
 
 @dataclass(frozen=True)
 class FitSampling:
@@ -309,12 +300,10 @@ class PosteriorFile:
 
 
 @dataclass(frozen=True)
-class FitTerms:
+class FitTerms(LapseTerm):
     """The fitted model's method and terms (among the command's own options)."""
 
     method: Literal["mle", "hierarchical"] = option("mle", cli_type=str, help="mle or hierarchical.")
-    lapse: str = option("none", flags=("--lapse",),
-                        help="Lapse term of the fitted model: none, fit (rate fitted) or fixed=E.")
     form_effects: Sequence[str] | str | None = option(
         None, cli_type=str | None, flags=("--form-effects",),
         help="P1,P2,...: the parameters given a prompt-form effect when the table has a 'form' column "
@@ -322,7 +311,7 @@ class FitTerms:
 
 
 @dataclass(frozen=True)
-class FitUnits:
+class FitUnits(Sessions):
     """What is read and what one fitted unit is."""
 
     source: str = option("auto", flags=("--from",), help="auto, trials or an importer.")
@@ -335,11 +324,10 @@ class FitUnits:
         False, flags=("--separate-runs",),
         help="Fit every run (subject of the file) on its own, even where the experiment pools an agent's runs into "
              "one fitted unit (= --unit subject).")
-    sessions: str | None = option(None, flags=("--sessions",), help=SESSIONS_HELP)
 
 
 @dataclass(frozen=True)
-class FitRequest:
+class FitRequest(Overwrite, JsonOutput):
     """A fit written to a folder, as ``cogtestbed fit`` and :func:`cogtestbed.fit_and_save` take it."""
 
     model: str = option(argument=True, help="Model name, e.g. rw-pm.")
@@ -352,9 +340,6 @@ class FitRequest:
     units: FitUnits = group(FitUnits, "Data and units")
     sampling: FitSampling = group(FitSampling, "Sampling")
     posterior: PosteriorFile = group(PosteriorFile, "Sampling")
-    as_json: bool = option(False, flags=("--json",), api=False, json=False,
-                           help="Print one JSON object (the summary).")
-    force: bool = option(False, flags=("--force",), help="Overwrite existing output files.")
 
 
 @dataclass(frozen=True)
@@ -368,7 +353,7 @@ class FitTableRequest:
 
 
 @dataclass(frozen=True)
-class FormStudyRequest:
+class FormStudyRequest(Level):
     """A study across prompt forms, as :func:`cogtestbed.form_study` takes it (``recover --forms`` and
     ``power --forms`` call it with their options): the forms' options are :class:`StudyForms`, as on
     the command line."""
@@ -385,7 +370,6 @@ class FormStudyRequest:
     design: Design = option(None, record=as_items, cli=False, help=DESIGN_HELP)
     trials: Sizes = option(None, record=as_text, cli=False,
                            help="Refused across forms: the design's trials field is set with design.")
-    level: float = option(0.05, cli=False, help="Test level alpha (two-sided).")
     seed: int = option(0, cli=False, help="Seed of the whole study.")
     forms: StudyForms = group(StudyForms, "Prompt forms")
 

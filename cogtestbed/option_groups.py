@@ -1,0 +1,188 @@
+"""Options shared by several requests, declared once (issue 73, item 5): each a small frozen dataclass that a
+request's sub-object inherits, so the option, its help, default, flags and limits exist in one place and every
+command and ``ct.`` function taking it reads the same declaration (:mod:`cogtestbed.request`).
+
+Their fields are keyword-only (a request's own fields may lack defaults); the command line, the ``ct.``
+functions and the ``request`` block of an output file see them as the request's own options.
+``tests/test_options_declared_once.py`` fails when an option name is declared in two request classes outside
+its shrinking allowlist.  Imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cogtestbed.request import as_items, as_name, option
+
+#: The help of ``sessions`` (every reader of published files).
+SESSIONS_HELP = ("refuse (default) or split: a run of a file without trial key (CogBench probabilistic reasoning) "
+                 "that judges a condition again is refused, or numbered as the run's next session.")
+
+#: The help of ``population`` (every command drawing simulated subjects from people).
+POPULATION_HELP = ("Draw the subjects' parameters from a population: human:NAME (shipped; `cogtestbed population "
+                   "list`) or a population file (`cogtestbed population build`): one posterior draw of the people's "
+                   "group parameters per simulated data set, subjects scattered by its SDs; in a plan with one --llm, "
+                   "--model and --effect, the parameter's difference between the LLM and these people (their "
+                   "per-subject MLE, their number fixed).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Level:
+    """The test level of a power target."""
+
+    level: float = option(0.05, help="Test level alpha (two-sided).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Compared:
+    """Two settings of one agent whose metric difference is detected."""
+
+    compare: tuple[str, str] | None = option(
+        None, help="Two settings of one agent, AGENT:p=v,... AGENT:p=v,... (with --metric).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Assured:
+    """The assurance of a precision target."""
+
+    assurance: float = option(0.9, min=0.0, max=1.0, help="Assurance Q of a --precision target.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BetweenSubjects:
+    """The spread of simulated subjects around the population median."""
+
+    sd_between: float = option(0.5, help="Between-subject SD, unconstrained scale.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LapseTerm:
+    """The lapse term of a fitted model."""
+
+    lapse: str = option("none", flags=("--lapse",), help="Lapse term of the fitted model: none, fit (rate fitted) or "
+                                                         "fixed=E.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sessions:
+    """How a published file's repeated judgements become sessions."""
+
+    sessions: str | None = option(None, flags=("--sessions",), help=SESSIONS_HELP)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workers:
+    """The local worker processes of simulated studies."""
+
+    workers: int | None = option(None, min=1, help="Local worker processes (default: CPUs).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxLength:
+    """The evaluation's text length (Psych-201)."""
+
+    max_length: int = option(32768, flags=("--max-length",),
+                             help="The evaluation's maximum text length in characters (Psych-201 eval.py).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Overwrite:
+    """Whether a command may overwrite what it writes."""
+
+    force: bool = option(False, flags=("--force",), help="Overwrite the output files (or folder) where they exist.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class JsonOutput:
+    """Whether a command prints JSON (the command line's own option)."""
+
+    as_json: bool = option(False, flags=("--json",), api=False, json=False, help="Print the result as one JSON object.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PriceTable:
+    """The price table of an LLM run or plan."""
+
+    prices: str | os.PathLike[str] | None = option(None, cli_type=Path | None,
+                                                   help="Price table (TOML) overriding the defaults.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DaskScheduler:
+    """Where simulated studies run (not recorded: an address is the machine's, not the request's)."""
+
+    dask: str | None = option(None, flags=("--dask",), json=False,
+                              help="Dask scheduler address: the simulated studies run there.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Base:
+    """The population medians of simulated subjects."""
+
+    base: Mapping[str, float] | Sequence[str] | None = option(
+        None, record=as_items, cli_type=list[str] | None, flags=("--base",),
+        help="Population median NAME=VALUE before the effect (repeatable).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PopulationSource:
+    """The population simulated subjects are drawn from."""
+
+    population: Any = option(None, record=as_name, cli_type=str | None, flags=("--population",),
+                             help=POPULATION_HELP)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReasoningSettings:
+    """A reasoning model's settings (a run sends them; a plan prices the run they make)."""
+
+    reasoning_effort: str | None = option(
+        None, help="A reasoning model's reasoning_effort (OpenAI: low | medium | high; gpt-5 also minimal): the "
+                   "values each model takes are in the capability table (docs/llm-runs.md).")
+    thinking_budget: int | None = option(
+        None, help="Hidden tokens a reasoning model may spend per call before its answer: Anthropic's extended "
+                   "thinking on with this budget_tokens (>= 1024); for OpenAI's reasoning models the tokens reserved "
+                   "(default 8192). The completion limit is this plus --max-tokens.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerSettings:
+    """How each answer is asked for (a run sends them; a plan prices the run they make)."""
+
+    max_tokens: int | None = option(
+        None, min=1, help="Tokens per answer. Default: the experiment's (8 for a one-line answer; belief-coherence "
+                          "64).")
+    temperature: float | None = option(
+        None, min=0.0, help="Sampling temperature; default: the experiment's paper's (magnitude 0.7, CogBench and "
+                            "collider 0), else 0 (greedy); the run's manifest records which.")
+    reask: int = option(0, min=0, help="Re-asks after an unparseable answer.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unpriced:
+    """What a model without a price may do."""
+
+    allow_unpriced: bool = option(
+        False, flags=("--allow-unpriced",),
+        help="A model without a price: count calls and tokens only (a plan ranks its designs by tokens, a --dry-run "
+             "reports no dollars); without it such a plan or dry run is refused.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchMode:
+    """The provider's batch API (a run sends through it; a plan prices its runs at its price)."""
+
+    batch: bool = option(
+        False, flags=("--batch",),
+        help="Send the requests through the provider's batch API (OpenAI Batch API, Anthropic Message Batches) at its "
+             "batch price; sessions play in parallel waves, one batch per step. A plan prices its runs so (the "
+             "table's batch_discount off, the standard price shown beside it).")
+
+
+__all__ = ["POPULATION_HELP", "SESSIONS_HELP", "AnswerSettings", "Assured", "Base", "BatchMode", "BetweenSubjects",
+           "Compared", "DaskScheduler", "JsonOutput", "LapseTerm", "Level", "MaxLength", "Overwrite",
+           "PopulationSource", "PriceTable", "ReasoningSettings", "Sessions", "Unpriced", "Workers"]

@@ -1,0 +1,97 @@
+"""A plan refused from its request alone is refused at once from a cold command line (issue 67, item 3): the
+check reads the experiment's shipped facts (:mod:`cogtestbed.validation.design.facts`), so the refusal comes
+before the experiment's module and the numerical libraries (numpy, pandas, scipy, numba, pymc, torch) are
+imported; the shipped facts are those the loaded experiments give."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import cogtestbed as ct
+from cogtestbed.validation.design.facts import ExperimentFacts, facts_of, shipped_facts, shipped_names
+
+ROOT = Path(__file__).resolve().parents[1]
+LLMS = ["openai:gpt-4o", "openai:gpt-4o-mini"]
+#: The issue's refused commands (and their neighbours): each must come before anything heavy is imported.
+REFUSED = [
+    ["belief-coherence", "--metric", "t1_cmi", "--compare", "logit-rum:scale=6", "logit-rum:scale=3", "--llm", LLMS[0],
+     "--llm", LLMS[1], "--subjects", "10:99999999999"],
+    ["belief-coherence", "--metric", "t2", "--compare", "logit-rum:scale=6", "logit-rum:scale=3", "--llm", LLMS[0],
+     "--llm", LLMS[1]],
+    ["belief-coherence", "--model", "mnl", "--effect", "slope_yes=-6", "--forms", "1,2,4", "--form-sd",
+     "slope_yes=0.2", "--llm", LLMS[0], "--llm", LLMS[1]],
+    ["instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.2", "--llm", LLMS[1], "--subjects",
+     "10:99999999999"],
+    ["instrumental-learning", "--model", "rw-pm", "--effect", "nope=0.2", "--llm", LLMS[1]],
+    ["instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.95", "--llm", LLMS[1]],
+    ["two-step", "--metric", "nope", "--compare", "hybrid:w=0.2", "hybrid:w=0.8", "--llm", LLMS[0], "--llm", LLMS[1]],
+    ["belief-coherence", "--precision", "nope=0.05", "--model", "mnl"],
+    ["instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.2", "--forms", "1,2", "--form-sd",
+     "nope=0.2"],
+]
+HEAVY = ("numpy", "pandas", "scipy", "numba", "pymc", "torch", "pytensor", "sklearn", "cogtestbed.simulation",
+         "cogtestbed.experiments.spec")
+
+_PROBE = """
+import io, json, sys, contextlib
+from cogtestbed.cli import run_cli
+codes, errs = [], []
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        codes.append(run_cli(["plan", *argv]))
+    errs.append(err.getvalue())
+heavy = sorted(m for m in json.loads(sys.argv[2]) if m in sys.modules)
+print(json.dumps({"codes": codes, "errs": errs, "heavy": heavy}))
+"""
+
+
+def _cold(code: str, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``code`` run by a fresh interpreter; (its result, the CPU seconds it used)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return done, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def test_the_refusals_import_nothing_heavy() -> None:
+    """Every refusal above: exit 2, one ``error:`` line, and not one numerical library imported by the time the
+    last is refused (deterministic, whatever the machine's load)."""
+    done, _ = _cold(_PROBE, json.dumps(REFUSED), json.dumps(HEAVY))
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert out["codes"] == [2] * len(REFUSED)
+    for err in out["errs"]:
+        assert [line.startswith("error:") for line in err.splitlines()] == [True], err
+    assert out["heavy"] == []
+
+
+def test_a_cold_refusal_takes_well_under_a_second_of_cpu() -> None:
+    """One refusal in a fresh process: under 1 s of CPU (the machine's load stretches the wall clock, not the
+    CPU); before the shipped facts it imported the experiment (numba, scipy, pandas: 0.6 s of CPU on its own,
+    2-4 s of wall under load)."""
+    code = "import sys; from cogtestbed.cli import run_cli; sys.exit(run_cli(sys.argv[1:]))"
+    done, cpu = _cold(code, "plan", *REFUSED[2])
+    assert done.returncode == 2 and "cannot be planned with forms" in done.stderr
+    assert cpu < 1.0, cpu
+
+
+@pytest.mark.parametrize("name", list(ct.experiments()))
+def test_the_shipped_facts_are_the_loaded_experiments(name: str) -> None:
+    """``plan_facts.json`` holds what the refusals read from each package experiment
+    (``python -m cogtestbed.validation.design.facts`` rewrites it)."""
+    shipped = shipped_facts(name)
+    assert shipped is not None, f"no shipped facts for {name}: python -m cogtestbed.validation.design.facts"
+    live = facts_of(ct.get_experiment(name))
+    assert shipped == ExperimentFacts.from_dict(name, live.to_dict()), (
+        f"{name}'s facts changed: python -m cogtestbed.validation.design.facts")
+    assert set(shipped_names()) == set(ct.experiments())

@@ -48,13 +48,14 @@ def test_monitor_claims_its_request_before_sequential() -> None:
 
 
 @pytest.mark.parametrize(("experiment", "api", "cli", "message"), [
-    ("temporal-discounting", {"model": "hyperbolic", "effect": {"k": 0.1}},
-     ["--model", "hyperbolic", "--effect", "k=0.1"], "needs a bounded statistic"),
+    ("temporal-discounting", {"model": "hyperbolic", "effect": {"k": 0.1}, "llm": [LLM]},
+     ["--model", "hyperbolic", "--effect", "k=0.1", "--llm", LLM], "needs a bounded statistic"),
     ("two-step", {"metric": "model_basedness", "compare": ("hybrid:w=0.2", "hybrid:w=0.8"), "llm": [LLM, LLM]},
      ["--metric", "model_basedness", "--compare", "hybrid:w=0.2", "hybrid:w=0.8", "--llm", LLM, "--llm", LLM],
      "one pooled estimate with a standard error"),
-    ("instrumental-learning", {"model": "rw-pm", "effect": {"optimism_bias": 0.2}, "adaptive_sims": 5},
-     ["--model", "rw-pm", "--effect", "optimism_bias=0.2", "--adaptive-sims", "5"], "does not take `adaptive_sims`"),
+    ("instrumental-learning", {"model": "rw-pm", "effect": {"optimism_bias": 0.2}, "adaptive_sims": 5, "llm": [LLM]},
+     ["--model", "rw-pm", "--effect", "optimism_bias=0.2", "--adaptive-sims", "5", "--llm", LLM],
+     "does not take `adaptive_sims`"),
 ])
 def test_refusals_come_before_simulating(no_simulation: None, experiment: str, api: dict[str, Any], cli: list[str],
                                          message: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -52,3 +52,22 @@ def test_a_plans_calibrated_section_is_for_people_and_says_when_too_few_null_stu
     words = calibrated_words({"critical_p": 0.0312, "null_sims": 300, "power": {"rate": 0.81, "mc_se": 0.02}})
     assert words == ("; calibrated test (critical p 0.0312 from 300 null studies at these trial counts): "
                      "power 0.810 ± 0.020")
+
+
+def test_a_plan_against_a_population_refuses_other_trials_than_the_peoples_before_simulating(monkeypatch) -> None:
+    """Unequal trials per subject are refused (the calibrated test did not hold its level at 2x and 4x the
+    people's trials); the people's own count is accepted and searched alone."""
+    import cogtestbed as ct
+    from cogtestbed.validation.design import plan as planner
+
+    def never(*_a, **_k):
+        raise AssertionError("simulated before refusing")
+
+    monkeypatch.setattr(planner.Planner, "plan", never)
+    kw = {"model": "rw-pm", "effect": {"alpha_pos": 0.1}, "llm": ["openai:gpt-4o-mini"],
+          "population": "human:cogbench-instrumental"}
+    for trials in (192, "96:384", [96, 192]):
+        with pytest.raises(InputError, match="`trials` must be the people's own 96 trials"):
+            ct.plan("instrumental-learning", trials=trials, **kw)
+    with pytest.raises(AssertionError, match="simulated before refusing"):  # 96 passes every check
+        ct.plan("instrumental-learning", trials=96, **kw)

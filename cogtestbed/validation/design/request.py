@@ -160,6 +160,7 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
     if pp.human is not None:
         spec = _with_human(spec, exp, pp.human, given_base, pp.population is None, read_table)
     spec = _with_population(spec, pp.population, people == "`population`")
+    trials = _people_trials(spec, trials)
     spec = _with_lapse_fit(spec, sim.lapse_fit)
     _check_fit_option(req.analysis.fit, req.analysis.fit_sims, spec, looks, precision is not None)
     reasoning = {"reasoning_effort": lm.reasoning_effort, "thinking_budget": lm.thinking_budget,
@@ -278,6 +279,23 @@ def _groups(effect: Effect | None, target: Any, llms: list[str], people: str | N
         return {}
     _check_two_groups(looks, fit, people)
     return {"groups": 2}
+
+
+def _people_trials(spec: Any, trials: Sizes | None) -> Sizes | None:
+    """The trials an LLM-against-people study searches: the people's own count, and nothing else (issue 68).
+
+    The test compares per-subject estimates of the two groups; at unequal trials per subject their precision
+    differs and its null rejection exceeded alpha even with a calibrated critical value (0.057 at 2x the people's
+    trials, 0.064 at 4x; ``benchmarks/studies/unequal_trials_level.py``), so such designs are refused before any
+    simulation, and a search without ``trials`` keeps the people's count.  Other studies: ``trials`` as given."""
+    n = getattr(spec, "people_trials", None)
+    if not getattr(spec, "people", None) or n is None:
+        return trials
+    if trials is not None and (trials.lo != n or trials.hi != n):
+        raise InputError(f"`trials` must be the people's own {n} trials per subject in a plan against a population's "
+                         "people: with unequal trials the per-subject estimates differ in precision and the "
+                         "two-group test does not hold its level (docs/human-data.md)")
+    return Sizes.of(n, "trials")
 
 
 def _with_population(spec: Any, population: Any, first_group: bool) -> Any:

@@ -14,7 +14,8 @@ the block):
 
 * ``<!-- doc: checked BY -->``: ``BY``, a test, checks it against the command's output;
 * ``<!-- doc: generated -->``: ``make docs-figures`` (``--write``) writes it: an output block is replaced by
-  what the ``bash`` block above it prints (stdout; ``<!-- doc: generated 2>&1 -->``: stdout and stderr), a
+  what the ``bash`` block above it prints on stdout (``<!-- doc: generated SHELL -->``: through ``{ BLOCK; }
+  SHELL``, e.g. ``2>&1 | grep -v ETA``: stderr too, less its progress lines), a
   picture is redrawn by the command its marker names (``<!-- doc: generated python benchmarks/... -->``) or
   else by the nearest ``bash`` block above it that names the picture's file;
 * ``<!-- doc: record DATE WHAT -->``: a historical record, a dated measurement of an earlier version
@@ -178,21 +179,22 @@ def _targets(page: Path) -> list[tuple[Block, Block | None, str]]:
 
 
 def regenerate(page: Path, timeout: float = 7200) -> list[str]:
-    """Rerun the command of every ``generated`` figure of ``page`` (in a folder of its own that looks like the
-    repository's root, the data at ``../shared``) and write each output block's new text into the page;
-    returns the failures (``page:line: why``)."""
-    failures = []
-    for command, output, options in reversed(_targets(page)):  # bottom up: the lines above keep their numbers
-        with tempfile.TemporaryDirectory() as tmp:
-            done = run_bash(command, Path(tmp) / "repo", timeout)
-        where = f"{command.id}"
-        if done.returncode != 0:
-            failures.append(f"{where}: exited {done.returncode}: {done.stderr.strip()[-500:]}")
-            continue
-        if output is None:
-            continue
-        printed = (done.stdout + done.stderr) if "2>&1" in options else done.stdout
-        _replace(page, output, printed.rstrip("\n") + "\n")
+    """Rerun the command of every ``generated`` figure of ``page``, in the page's order and in one folder that
+    looks like the repository's root (the data at ``../shared``; so a command may read what the one above it
+    wrote: a pilot, then its plan), and write each output block's new text into the page; returns the failures
+    (``page:line: why``)."""
+    failures, written = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for command, output, options in _targets(page):
+            source = f"{{\n{command.source}\n}} {options}" if options and output is not None else command.source
+            wide = Block(command.page, "bash", "export COLUMNS=120\n" + source, command.line, "slow", "")
+            done = run_bash(wide, Path(tmp) / "repo", timeout)
+            if done.returncode != 0:
+                failures.append(f"{command.id}: exited {done.returncode}: {done.stderr.strip()[-500:]}")
+            elif output is not None:
+                written.append((output, done.stdout.rstrip("\n") + "\n"))
+    for output, text in reversed(written):  # bottom up: the lines above keep their numbers
+        _replace(page, output, text)
     return failures
 
 

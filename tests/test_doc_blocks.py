@@ -158,3 +158,26 @@ def test_the_readme_size_answers_are_the_generated_ones_of_docs_sizes() -> None:
     assert len(readme) == 3 and len(outputs) == 4
     printed = _numbers("\n".join(outputs))
     assert {f.text: sorted(_numbers(f.text) - printed) for f in readme} == {f.text: [] for f in readme}
+
+
+def test_a_record_needs_a_date_and_a_block_marker_holds_its_results() -> None:
+    from docs_figures import Figure, is_checked
+
+    result = Figure("docs/x.md", 5, "result", "#  -> 1.67 ms CPU", block=4)
+    page = ["", "<!-- doc: record 25 Nov 2026 (load 13): timings -->", "```bash", "python x.py", "#  -> 1.67 ms CPU"]
+    assert is_checked(result, page, {})
+    undated = ["", "<!-- doc: record timings of some day -->", "```bash", "python x.py", "#  -> 1.67 ms CPU"]
+    assert not is_checked(result, undated, {})
+    generated = ["```bash", "x", "```", "<!-- doc: generated | tail -n 1 -->", "```", "power 0.83", "```"]
+    assert is_checked(Figure("docs/x.md", 6, "output", "power 0.83"), generated, {})
+    assert not is_checked(Figure("docs/x.md", 6, "output", "power 0.83"), [*generated[:3], "", *generated[4:]], {})
+
+
+def test_make_docs_figures_writes_a_generated_output_block(tmp_path: Path) -> None:
+    import docs_figures
+
+    page = tmp_path / "p.md"
+    page.write_text("# p\n\n```bash\necho one; echo 0.5 >&2\n```\n<!-- doc: generated 2>&1 | tail -n 1 -->\n"
+                    "```\nstale 0.4\n```\n\n```bash\nprintf 'a\\nb\\n'\n```\n<!-- doc: generated -->\n```\nold\n```\n")
+    assert docs_figures.regenerate(page) == []
+    assert page.read_text().split("```")[3:8:4] == ["\n0.5\n", "\na\nb\n"]

@@ -178,14 +178,16 @@ def _targets(page: Path) -> list[tuple[Block, Block | None, str]]:
     return out
 
 
-def regenerate(page: Path, timeout: float = 7200) -> list[str]:
+def regenerate(page: Path, timeout: float = 7200, match: str = "") -> list[str]:
     """Rerun the command of every ``generated`` figure of ``page``, in the page's order and in one folder that
     looks like the repository's root (the data at ``../shared``; so a command may read what the one above it
     wrote: a pilot, then its plan), and write each output block's new text into the page; returns the failures
-    (``page:line: why``)."""
+    (``page:line: why``).  ``match``: only the figures whose command holds that text."""
     failures, written = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for command, output, options in _targets(page):
+            if match not in command.source:
+                continue
             source = f"{{\n{command.source}\n}} {options}" if options and output is not None else command.source
             wide = Block(command.page, "bash", "export COLUMNS=120\n" + source, command.line, "slow", "")
             done = run_bash(wide, Path(tmp) / "repo", timeout)
@@ -214,12 +216,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the list as JSON")
     parser.add_argument("--write", nargs="*", metavar="PAGE", default=None,
                         help="first regenerate the generated figures of these pages (none named: of every page)")
+    parser.add_argument("--match", default="", help="with --write: only the figures whose command holds this text")
     args = parser.parse_args(argv)
     status = 0
     if args.write is not None:
         pages = [Path(p).resolve() for p in args.write] or BLOCK_PAGES
         for page in pages:
-            for failure in regenerate(page):
+            for failure in regenerate(page, match=args.match):
                 print(f"failed: {failure}", file=sys.stderr)
                 status = 1
     found = unchecked()

@@ -138,8 +138,11 @@ def unchecked() -> list[Figure]:
     for page in BLOCK_PAGES:
         text = page.read_text(encoding="utf-8").splitlines()
         outputs = {b.line: b.source for b in blocks(page, ("", "text", "console"))}
+        made = {line for *_, line in _targets(page)}
         for figure in figures(page):
-            if not is_checked(figure, text, tests, outputs.get(figure.line, "")):
+            if figure.line not in made and _generated(text, figure.line) is not None:
+                out.append(figure)  # marked generated, but no command above it writes it
+            elif not is_checked(figure, text, tests, outputs.get(figure.line, "")):
                 out.append(figure)
     return out
 
@@ -154,27 +157,27 @@ def _generated(page_text: list[str], line: int) -> str | None:
     return None
 
 
-def _targets(page: Path) -> list[tuple[Block, Block | None, str]]:
+def _targets(page: Path) -> list[tuple[Block, Block | None, str, int]]:
     """The ``generated`` figures of ``page``: (the bash block that makes it, the output block it is or None
-    for a picture, the marker's options), in the page's order."""
+    for a picture, the marker's options, the figure's line), in the page's order."""
     text = page.read_text(encoding="utf-8").splitlines()
     fenced = blocks(page, ("bash", "", "text", "console"))
     out = []
     for prev, block in zip([None, *fenced], fenced, strict=False):
         options = _generated(text, block.line)
         if block.language != "bash" and prev is not None and prev.language == "bash" and options is not None:
-            out.append((prev, block, options))
+            out.append((prev, block, options, block.line))
     for i, line in enumerate(text):
         options = _generated(text, i + 1)
         name = re.search(r"!\[[^\]]*\]\(([^)]+)\)", line)
         if options is None or name is None:
             continue
         if COMMAND.match(options):  # the marker names the command that draws it
-            out.append((Block(page, "bash", options + "\n", i + 1, "slow", ""), None, ""))
+            out.append((Block(page, "bash", options + "\n", i + 1, "slow", ""), None, "", i + 1))
             continue
         above = [b for b in fenced if b.language == "bash" and b.line < i + 1 and Path(name[1]).name in b.source]
         if above:  # the nearest bash block above that names the picture's file
-            out.append((above[-1], None, options))
+            out.append((above[-1], None, options, i + 1))
     return out
 
 
@@ -185,7 +188,7 @@ def regenerate(page: Path, timeout: float = 7200, match: str = "") -> list[str]:
     (``page:line: why``).  ``match``: only the figures whose command holds that text."""
     failures, written = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for command, output, options in _targets(page):
+        for command, output, options, _ in _targets(page):
             if match not in command.source:
                 continue
             source = f"{{\n{command.source}\n}} {options}" if options and output is not None else command.source

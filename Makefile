@@ -86,10 +86,12 @@ docs-cli: venv-test
 docs-api: venv-test
 	$(PY) benchmarks/docs_reference.py
 
-## docs-figures: list the figures of README.md and docs/ printed beside a command that no test checks or
-## regenerates (benchmarks/docs_figures.py)
+## docs-figures: regenerate the figures of README.md and docs/ marked <!-- doc: generated --> (each output block
+## from the command above it, each picture from its command: hours in all; PAGES=docs/sizes.md for some pages),
+## then list the figures beside a command that no test checks or regenerates (benchmarks/docs_figures.py)
+PAGES ?=
 docs-figures: venv-test
-	$(PY) benchmarks/docs_figures.py
+	$(PY) benchmarks/docs_figures.py --write $(PAGES)
 
 ## test: the default suite (slow studies excluded), on both cores of a 2-core machine (pytest-xdist; worksteal:
 ## a worker that runs out of tests takes the other's queued ones, so the long tests do not leave one core idle at the end)

@@ -8,10 +8,25 @@ A *figure* here is what a page shows as a command's result:
 * a result in a ``bash`` block: a comment line holding a decimal number, after a command of the block
   (``#  -> 80 trials per session; P = 0.912``, ``# complete: ... $0.0132``).
 
-A figure counts as *checked* when the line before it carries ``<!-- doc: checked BY -->`` (``BY``: the test
-or script that checks or regenerates it), when the picture's file name appears in ``tests/``, or when a test
-that names the page also holds most of the figure's decimal numbers (``0.912``, ``1.21``...).  Prints one line
-per unchecked figure (``page:line: text``) and their count; ``--json`` prints them as JSON; exit status 0.
+A figure counts as *checked* when a marker says what holds it, on the line before it (an output block: before
+its fence) or on the comment lines right above the fence of the ``bash`` block it is in (every figure of
+the block):
+
+* ``<!-- doc: checked BY -->``: ``BY``, a test, checks it against the command's output;
+* ``<!-- doc: generated -->``: ``make docs-figures`` (``--write``) writes it: an output block is replaced by
+  what the ``bash`` block above it prints on stdout (``<!-- doc: generated SHELL -->``: through ``{ BLOCK; }
+  SHELL``, e.g. ``2>&1 | grep -v ETA``: stderr too, less its progress lines), a
+  picture is redrawn by the command its marker names (``<!-- doc: generated python benchmarks/... -->``) or
+  else by the nearest ``bash`` block above it that names the picture's file;
+* ``<!-- doc: record DATE WHAT -->``: a historical record, a dated measurement of an earlier version
+  (timings, a run of a given commit); it counts only with a date (``2026-11-24`` or ``24 Nov 2026``), and
+  never stands for a claim about what the command prints today.
+
+A figure also counts as checked when the picture's file name appears in ``tests/``, or when a test that names
+the page also holds most of the figure's decimal numbers (``0.912``, ``1.21``...).  Prints one line per
+unchecked figure (``page:line: text``) and their count; ``--json`` prints them as JSON; ``--write [PAGE ...]``
+first regenerates the ``generated`` figures (of the pages named, else of every page: an hour or more); exit
+status 0, or 1 when a command that writes a figure fails.
 """
 
 from __future__ import annotations
@@ -20,16 +35,18 @@ import argparse
 import json
 import re
 import sys
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from doc_blocks import BLOCK_PAGES, blocks  # noqa: E402
+from doc_blocks import BLOCK_PAGES, Block, blocks, run_bash  # noqa: E402
 
 #: Lines between a picture and the command it stands beside.
 NEAR = 15
-CHECKED = re.compile(r"<!--\s*doc:\s*checked\b")
+CHECKED = re.compile(r"<!--\s*doc:\s*(checked|generated|record)\b\s*(.*?)\s*-->")
+DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2}|\d{1,2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* \d{4})\b")
 COMMAND = re.compile(r"(^|`|\s)(cogtestbed |python benchmarks/|make )")
 NUMBER = re.compile(r"(?<![\w.])\d+\.\d+")
 
@@ -42,6 +59,7 @@ class Figure:
     line: int
     kind: str
     text: str
+    block: int = 0  # a result's: the first line of its bash block (its fence is the line before)
 
 
 def _tests_text() -> dict[str, str]:
@@ -68,7 +86,7 @@ def figures(page: Path) -> list[Figure]:
                 if src.strip() and not src.lstrip().startswith("#"):
                     seen_command = True
                 elif seen_command and NUMBER.search(comment):  # a printed number the page shows as a comment
-                    out.append(Figure(rel, block.line + offset, "result", src.strip()))
+                    out.append(Figure(rel, block.line + offset, "result", src.strip(), block.line))
         elif prev is not None and prev.language == "bash" and \
                 block.line - (prev.line + prev.source.count("\n")) <= 4:
             first = next((s for s in block.source.splitlines() if s.strip()), "")
@@ -78,9 +96,8 @@ def figures(page: Path) -> list[Figure]:
 
 def is_checked(figure: Figure, page_text: list[str], tests: dict[str, str], block_source: str = "") -> bool:
     """Whether a test checks or regenerates ``figure`` (see the module's docstring)."""
-    for back in (2, 3):  # the marker on the line before the figure (an output block: before its fence)
-        if figure.line - back >= 0 and CHECKED.search(page_text[figure.line - back]):
-            return True
+    if any(_holds(line) for line in _marker_lines(figure, page_text)):
+        return True
     if figure.kind == "picture":
         name = re.search(r"\(([^)]+)\)", figure.text)
         return bool(name) and any(Path(name[1]).name in t for t in tests.values())  # type: ignore[index]
@@ -91,6 +108,29 @@ def is_checked(figure: Figure, page_text: list[str], tests: dict[str, str], bloc
     return bool(numbers) and any(sum(n in t for n in numbers) >= need for t in naming)
 
 
+def _holds(line: str) -> bool:
+    found = CHECKED.search(line)
+    return found is not None and (found[1] != "record" or DATE.search(found[2]) is not None)
+
+
+def _comments_above(page_text: list[str], index: int) -> list[str]:
+    """The HTML comment lines that end right above line ``index`` (0-based)."""
+    out = []
+    while index >= 0 and page_text[index].strip().startswith("<!--") and page_text[index].strip().endswith("-->"):
+        out.append(page_text[index])
+        index -= 1
+    return out
+
+
+def _marker_lines(figure: Figure, page_text: list[str]) -> list[str]:
+    """The lines whose marker holds ``figure``: the line before it (an output block: before its fence) and
+    the comment lines above the fence of the bash block a result is in."""
+    lines = [page_text[figure.line - back] for back in (2, 3) if 0 <= figure.line - back < len(page_text)]
+    if figure.block:
+        lines += _comments_above(page_text, figure.block - 3)
+    return lines
+
+
 def unchecked() -> list[Figure]:
     """Every figure of README.md and docs/ beside a command that no test checks or regenerates."""
     tests = _tests_text()
@@ -98,16 +138,96 @@ def unchecked() -> list[Figure]:
     for page in BLOCK_PAGES:
         text = page.read_text(encoding="utf-8").splitlines()
         outputs = {b.line: b.source for b in blocks(page, ("", "text", "console"))}
+        made = {line for *_, line in _targets(page)}
         for figure in figures(page):
-            if not is_checked(figure, text, tests, outputs.get(figure.line, "")):
+            if figure.line not in made and _generated(text, figure.line) is not None:
+                out.append(figure)  # marked generated, but no command above it writes it
+            elif not is_checked(figure, text, tests, outputs.get(figure.line, "")):
                 out.append(figure)
     return out
+
+
+def _generated(page_text: list[str], line: int) -> str | None:
+    """The ``generated`` marker's options for the figure at ``line`` (1-based; an output block: its first line),
+    or None where it has none."""
+    for back in (2, 3):
+        found = CHECKED.search(page_text[line - back]) if line - back >= 0 else None
+        if found is not None and found[1] == "generated":
+            return found[2]
+    return None
+
+
+def _targets(page: Path) -> list[tuple[Block, Block | None, str, int]]:
+    """The ``generated`` figures of ``page``: (the bash block that makes it, the output block it is or None
+    for a picture, the marker's options, the figure's line), in the page's order."""
+    text = page.read_text(encoding="utf-8").splitlines()
+    fenced = blocks(page, ("bash", "", "text", "console"))
+    out = []
+    for prev, block in zip([None, *fenced], fenced, strict=False):
+        options = _generated(text, block.line)
+        if block.language != "bash" and prev is not None and prev.language == "bash" and options is not None:
+            out.append((prev, block, options, block.line))
+    for i, line in enumerate(text):
+        options = _generated(text, i + 1)
+        name = re.search(r"!\[[^\]]*\]\(([^)]+)\)", line)
+        if options is None or name is None:
+            continue
+        if COMMAND.match(options):  # the marker names the command that draws it
+            out.append((Block(page, "bash", options + "\n", i + 1, "slow", ""), None, "", i + 1))
+            continue
+        above = [b for b in fenced if b.language == "bash" and b.line < i + 1 and Path(name[1]).name in b.source]
+        if above:  # the nearest bash block above that names the picture's file
+            out.append((above[-1], None, options, i + 1))
+    return out
+
+
+def regenerate(page: Path, timeout: float = 7200, match: str = "") -> list[str]:
+    """Rerun the command of every ``generated`` figure of ``page``, in the page's order and in one folder that
+    looks like the repository's root (the data at ``../shared``; so a command may read what the one above it
+    wrote: a pilot, then its plan), and write each output block's new text into the page; returns the failures
+    (``page:line: why``).  ``match``: only the figures whose command holds that text."""
+    failures, written = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for command, output, options, _ in _targets(page):
+            if match not in command.source:
+                continue
+            source = f"{{\n{command.source}\n}} {options}" if options and output is not None else command.source
+            wide = Block(command.page, "bash", "export COLUMNS=120\n" + source, command.line, "slow", "")
+            done = run_bash(wide, Path(tmp) / "repo", timeout)
+            if done.returncode != 0:
+                failures.append(f"{command.id}: exited {done.returncode}: {done.stderr.strip()[-500:]}")
+            elif output is not None:
+                written.append((output, done.stdout.rstrip("\n") + "\n"))
+    for output, text in reversed(written):  # bottom up: the lines above keep their numbers
+        _replace(page, output, text)
+    return failures
+
+
+def _replace(page: Path, output: Block, new: str) -> None:
+    """Replace the text of the output block ``output`` of ``page`` by ``new``."""
+    lines = page.read_text(encoding="utf-8").splitlines(keepends=True)
+    start = output.line - 1
+    end = start
+    while not lines[end].lstrip().startswith("```"):
+        end += 1
+    lines[start:end] = [new]
+    page.write_text("".join(lines), encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the list as JSON")
+    parser.add_argument("--write", nargs="*", metavar="PAGE", default=None,
+                        help="first regenerate the generated figures of these pages (none named: of every page)")
+    parser.add_argument("--match", default="", help="with --write: only the figures whose command holds this text")
     args = parser.parse_args(argv)
+    status = 0
+    if args.write is not None:
+        pages = [Path(p).resolve() for p in args.write] or BLOCK_PAGES
+        for page in pages:
+            for failure in regenerate(page, match=args.match):
+                print(f"failed: {failure}", file=sys.stderr)
+                status = 1
     found = unchecked()
     if args.json:
         print(json.dumps({"unchecked": [asdict(f) for f in found], "count": len(found)}))
@@ -115,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     for f in found:
         print(f"{f.page}:{f.line}: {f.kind}: {f.text}")
     print(f"{len(found)} figures beside a command, neither checked nor regenerated by a test")
-    return 0
+    return status
 
 
 if __name__ == "__main__":

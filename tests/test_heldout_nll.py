@@ -151,8 +151,22 @@ def test_the_centaur_nll_study_scores_model_and_hybrid_on_the_same_choices(
     tokenizer = build_tiny_random()[1]
     vocab = len(tokenizer)
 
+    class Decoder(torch.nn.Module):
+        def forward(self, input_ids, attention_mask=None, use_cache=False, **_):  # noqa: ANN001, ANN003, ANN201, ARG002
+            return SimpleNamespace(last_hidden_state=torch.zeros((*input_ids.shape, 1), dtype=torch.float64))
+
     class Uniform(torch.nn.Module):
         config = SimpleNamespace(max_position_embeddings=65536)
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.decoder = Decoder()
+
+        def get_decoder(self):  # noqa: ANN201
+            return self.decoder
+
+        def get_output_embeddings(self):  # noqa: ANN201
+            return lambda hidden: torch.zeros((hidden.shape[0], vocab), dtype=torch.float64)
 
         def forward(self, input_ids, use_cache=False, logits_to_keep=None):  # noqa: ANN001, ANN201, ARG002
             return SimpleNamespace(logits=torch.zeros((1, input_ids.shape[1], vocab), dtype=torch.float64))

@@ -450,9 +450,9 @@ def test_a_changed_system_fingerprint_is_a_warning_and_run_json_keeps_both() -> 
 
     rundir = SimpleNamespace(manifest={"endpoint": {"url": "api.openai.com", "system_fingerprints": ["fp_a"]}})
     warnings: list[dict[str, str]] = []
-    note_fingerprints(rundir, SimpleNamespace(inner=SimpleNamespace(system_fingerprints={"fp_a"})), warnings)
+    note_fingerprints(rundir, SimpleNamespace(base=SimpleNamespace(system_fingerprints={"fp_a"})), warnings)
     assert warnings == [] and rundir.manifest["endpoint"]["system_fingerprints"] == ["fp_a"]
-    note_fingerprints(rundir, SimpleNamespace(inner=SimpleNamespace(system_fingerprints={"fp_b", "fp_a"})), warnings)
+    note_fingerprints(rundir, SimpleNamespace(base=SimpleNamespace(system_fingerprints={"fp_b", "fp_a"})), warnings)
     assert rundir.manifest["endpoint"]["system_fingerprints"] == ["fp_a", "fp_b"]  # both values kept
     assert len(warnings) == 1 and warnings[0]["kind"] == "system_fingerprint"
     assert "fp_a before" in warnings[0]["message"] and "fp_b now" in warnings[0]["message"]

@@ -583,7 +583,7 @@ class CognitiveModel(ABC):
         wanted = set(intervals)
         unknown = wanted - set(self.parameters.names)
         if unknown:
-            raise ValueError(f"no parameter {sorted(unknown)} in model {self.name!r}")
+            raise InputError(f"no parameter {sorted(unknown)} in model {self.name!r}")
         return [p for p in self.parameters.names if p in wanted]
 
     def _judged(self, data: Any, fit: MLEResult, shown: Sequence[str]) -> dict[str, Any]:

@@ -91,7 +91,7 @@ def test_plan_into_a_non_empty_folder_is_refused_before_simulating(tmp_path: Pat
     code = run_cli(["plan", "instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.3",
                     "--llm", "openai:gpt-4o-mini", "--subjects", "4,8", "-o", str(out)])
     err = capsys.readouterr().err
-    assert code == 2 and "is not empty; pass `force`" in err and time.monotonic() - t0 < 30
+    assert code == 2 and "is not empty; pass --force" in err and time.monotonic() - t0 < 30
     assert json.loads((out / "plan.json").read_text()) == {"an": "earlier plan"}
 
 

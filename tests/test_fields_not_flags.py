@@ -25,7 +25,11 @@ LLMS = ["openai:gpt-4o", "openai:gpt-4o-mini"]
     (lambda: ct.power("rw-pm", effect={"optimism_bias": 0.2}, sd_between=-1), "`sd_between`"),
     (lambda: ct.plan("instrumental-learning", model="rw-pm", effect={"optimism_bias": 0.2}, forms="1,2"), "`form_sd`"),
     (lambda: ct.fit("instrumental-learning", __file__, model="rw-pm", method="bayes"), "`method`"),
-], ids=["comparison", "form_sd", "forms", "door", "forms-plan", "fit"])
+    (lambda: ct.recover("instrumental-learning", "rw-pm", subjects="4,,8"), "`subjects` expects"),
+    (lambda: ct.recover("instrumental-learning", "rw-pm", subjects=4, params=["alpha_pos"]), "`params` expected"),
+    (lambda: ct.simulate("instrumental-learning", "rw-pm", subjects=2, adaptive=["alpha_pos"], trials=10),
+     "`adaptive` refused"),
+], ids=["comparison", "form_sd", "forms", "door", "forms-plan", "fit", "sizes", "assignments", "adaptive"])
 def test_a_python_caller_reads_fields(call, field: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ct.InputError) as refused:
         call()
@@ -40,6 +44,9 @@ def test_the_command_line_reads_its_flags(tmp_path: Path, capsys: pytest.Capture
                     "--llm", LLMS[1]]) == 2
     err = capsys.readouterr().err
     assert "--metric 'loss_aversion'" in err and "--model prospect-theory --effect lambda=D" in err and "`" not in err
+    assert run_cli(["recover", "rw-pm", "--subjects", "4,,8", "-o", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err.strip() == ("error: --subjects expects comma-separated integers, got '4,,8' "
+                                               "(an empty item)")
 
 
 def test_no_declared_or_shipped_comparison_names_a_flag() -> None:

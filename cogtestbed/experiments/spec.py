@@ -649,8 +649,7 @@ class ExperimentSpec:
         try:
             return self.metrics.options[name]
         except KeyError:
-            flags = {o.flag: o for o in self.metrics.options.values()}
-            raise UnknownNameError("metrics option", f"--{name.replace('_', '-')}", flags, self.name) from None
+            raise UnknownNameError("metrics option", name, self.metrics.options, self.name) from None
 
     def agent(self, name: str) -> type[SyntheticAgent]:
         try:

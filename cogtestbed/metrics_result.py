@@ -141,20 +141,25 @@ class MetricOption:
     def flag(self) -> str:
         return f"--{self.name.replace('_', '-')}"
 
+    @property
+    def field(self) -> str:
+        """The option as a library message names it (`` `name` ``; the command line reads its :attr:`flag`)."""
+        return f"`{self.name}`"
+
     def convert(self, raw: str) -> Any:
         if self.choices is not None and raw not in self.choices:
-            raise InputError(f"{self.flag} must be one of {', '.join(self.choices)}, got {raw!r}")
+            raise InputError(f"{self.field} must be one of {', '.join(self.choices)}, got {raw!r}")
         try:
             value = self.type(raw)
         except (TypeError, ValueError, OverflowError):
-            raise InputError(f"{self.flag}: cannot read {raw!r}") from None
+            raise InputError(f"{self.field}: cannot read {raw!r}") from None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if not math.isfinite(value):
-                raise InputError(f"{self.flag} must be a finite number, got {raw!r}")
+                raise InputError(f"{self.field} must be a finite number, got {raw!r}")
             if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
                 lo = "-inf" if self.low is None else f"{self.low:g}"
                 hi = "inf" if self.high is None else f"{self.high:g}"
-                raise InputError(f"{self.flag} must lie in [{lo}, {hi}], got {raw}")
+                raise InputError(f"{self.field} must lie in [{lo}, {hi}], got {raw}")
         return value
 
 

@@ -146,7 +146,7 @@ def check_output_file(path: Path, force: bool = False, suffix: str | None = None
     if suffix is not None and path.suffix != suffix:
         raise OutputError(f"output must end in {suffix}, got {path}")
     if path.exists() and not force:
-        raise OutputError(f"output {path} exists; pass --force to overwrite it")
+        raise OutputError(f"output {path} exists; pass `force` to overwrite it")
     _probe_folder(_nearest_existing(path.parent), f"output {path}")
     return path
 
@@ -200,7 +200,7 @@ def claim_folder(path: Path, force: bool = False) -> Iterator[Path]:
     Re-entrant within one process; the marker is removed at the end."""
     with _claimed(path / CLAIM_FILE) as ours:
         if ours and not force and any(p.name != CLAIM_FILE for p in path.iterdir()):
-            raise OutputError(f"output folder {path} is not empty; pass --force to overwrite its files")
+            raise OutputError(f"output folder {path} is not empty; pass `force` to overwrite its files")
         yield path
 
 
@@ -220,7 +220,7 @@ def claim_file(path: Path, force: bool = False) -> Iterator[Path]:
     try:
         with _claimed(path.with_name(f".{path.name}{CLAIM_FILE}")) as ours:
             if ours and not force and path.exists():
-                raise OutputError(f"output {path} exists; pass --force to overwrite it")
+                raise OutputError(f"output {path} exists; pass `force` to overwrite it")
             yield path
     except BaseException:
         for folder in created:  # innermost first

@@ -235,7 +235,7 @@ def per_subject(values: Any, n: int) -> np.ndarray:
 
 def parse_assignments(items: Sequence[str], option: str = "") -> dict[str, float]:
     """Parse CLI ``name=value`` pairs into a dict (one clear error per bad item; a name given twice
-    is an error, since which value would win is a guess).  ``option`` names the flag in messages."""
+    is an error, since which value would win is a guess).  ``option`` names the field (`` `name` ``) in messages."""
     out: dict[str, float] = {}
     flag = f"{option} " if option else ""
     for item in items:

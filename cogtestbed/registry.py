@@ -270,7 +270,7 @@ def experiment_of(given: str | None = None, path: str | os.PathLike[str] | None 
         if len(found) == 1:
             return found[0]
         if len(found) > 1:
-            raise InputError(f"{where} holds several experiments ({', '.join(found)}); name one with --experiment")
+            raise InputError(f"{where} holds several experiments ({', '.join(found)}); name one with `experiment`")
     if model is not None:
         return _owner_of(model, refuse_unknown=where is None, where=where)
     raise _cannot_tell(where, model)
@@ -295,7 +295,7 @@ def _owner_of(model: str, refuse_unknown: bool, where: Path | None = None) -> st
     if len(owners) == 1:
         return owners[0]
     if len(owners) > 1:
-        raise InputError(f"model {model!r} is declared by {', '.join(owners)}; name one with --experiment")
+        raise InputError(f"model {model!r} is declared by {', '.join(owners)}; name one with `experiment`")
     if refuse_unknown:
         models = sorted({m for name in experiment_names() for m in get_experiment(name).models})
         raise InputError(f"unknown model {model!r}: choose one of: {', '.join(models)}")

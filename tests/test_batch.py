@@ -256,7 +256,7 @@ def test_resume_finds_a_batch_created_before_its_id_was_recorded(tmp_path: Path,
     class _Dir:
         path = tmp_path
 
-    with pytest.raises(ValueError, match="batch\\(es\\) in flight: resume it with --batch"):
+    with pytest.raises(ValueError, match="batch\\(es\\) in flight: resume it with `batch`"):
         asyncio.run(_start_batches(_Plain(), _Dir(), budget))  # type: ignore[arg-type]
 
 
@@ -312,8 +312,8 @@ def test_every_batch_api_request_is_counted_against_a_bounded_budget(tmp_path: P
         stopped = _one_batched_answer(client, tmp_path / "b", budget)
     assert isinstance(stopped, BudgetExhausted), stopped
     assert sum(emulator.tally.http.values()) == 3 == budget.service_requests  # upload, create, one poll; no 4th
-    assert "--max-service-requests 3" in str(stopped) and "batch poll" in str(stopped)
-    with pytest.raises(ValueError, match="max-service-requests"):
+    assert "`max_service_requests` 3" in str(stopped) and "batch poll" in str(stopped)
+    with pytest.raises(ValueError, match="`max_service_requests`"):
         Budget(max_service_requests=-1)
 
 
@@ -343,7 +343,7 @@ def test_a_run_stopped_by_its_service_request_bound_exits_3_and_resumes(tmp_path
         assert sum(emulator.tally.http.values()) == 3  # upload, create, one poll; the 4th never sent
         stopped = json.loads((out / "run.json").read_text())
         assert stopped["status"] == "stopped", stopped["status"]
-        assert "--max-service-requests 3" in json.dumps(stopped)
+        assert "`max_service_requests` 3" in json.dumps(stopped)
         assert study.cli([*args, "--resume"])[0] == 0
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "complete" and run["stats"]["subjects_complete"] == 2

@@ -466,7 +466,7 @@ def test_power_cli_passes_metric_options_to_the_test():
     spec = _power_spec("belief-coherence", None, None, None, None, "t2", "nonmono-defer:bump=4", dict(common),
                        ["t2_bins=7", "holm=yes"])
     assert spec.metric_options == {"t2_bins": 7, "holm": "yes"} and spec.trials == (50, 100)
-    with pytest.raises(ValueError, match="t2-bins"):
+    with pytest.raises(ValueError, match="`t2_bins`"):
         _power_spec("belief-coherence", None, None, None, None, "t2", "nonmono-defer", dict(common), ["t2_bins=x"])
     with pytest.raises(ValueError, match="not to `effect`"):
         _power_spec("mnl", None, "slope_yes=1", None, None, None, None, dict(common), ["t2_bins=3"])

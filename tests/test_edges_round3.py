@@ -197,7 +197,7 @@ def test_the_experiment_is_read_from_the_table_or_the_model(tmp_path: Path, caps
     assert experiment_of(None, GPT4) == "instrumental-learning"
     assert experiment_of(None, model="cbn-3p") == "collider"
     assert experiment_of("horizon", path) == "horizon"
-    with pytest.raises(ValueError, match="declared by magnitude, restless-bandit; name one with --experiment"):
+    with pytest.raises(ValueError, match="declared by magnitude, restless-bandit; name one with `experiment`"):
         experiment_of(None, model="kalman")
     assert run_cli(["fit", "cbn-3p", str(path), "--method", "mle", "-o", str(tmp_path / "fit"), "--json"]) == 0
     assert run_cli(["metrics", str(path), "--json"]) == 0

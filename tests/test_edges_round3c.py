@@ -109,7 +109,7 @@ def test_a_table_without_an_identified_subject_is_refused_not_fitted_to_its_prio
     assert str(caught.value) == ("rw-pm: no subject's answers identify the model: degenerate answers: all 288 valid "
                                  "answers are 1; a model of them is not identified (its parameters and fit are null); "
                                  "a hierarchical posterior would reflect only its prior, so none is sampled "
-                                 "(--method mle reports each subject null with its reason)")
+                                 "(`method` mle reports each subject null with its reason)")
     path = tmp_path / "t.parquet"
     table.to_parquet(path)
     assert run_cli(["fit", "rw-pm", str(path), "-o", str(tmp_path / "fit"), "--method", "hierarchical"]) == 2

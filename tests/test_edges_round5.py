@@ -422,6 +422,6 @@ def test_a_plans_assumed_reasoning_tokens_stay_within_the_row(assumed: str, refu
     if not refused:
         assert hidden_tokens(["openai:gpt-4o", "openai:o3"], None, assumed, None).kinds["all"].calls == 0
         return
-    with pytest.raises(InputError, match=r"^--assume-reasoning-tokens [\d,]+: openai:o3 answers at most 100,000 "
+    with pytest.raises(InputError, match=r"^`assume_reasoning_tokens` [\d,]+: openai:o3 answers at most 100,000 "
                                          r"completion tokens .*capability table row 'openai:o3\*': max_output"):
         hidden_tokens(["openai:gpt-4o", "openai:o3"], None, assumed, None)

@@ -193,13 +193,13 @@ def test_metric_options_are_bounded_and_finite() -> None:
     boot = MetricOption("bootstrap", "rounds", 30, None, int, low=1, high=10_000)
     level = MetricOption("level", "a level", 0.5, None, float, low=0.0, high=1.0)
     assert bins.convert("2") == 2 and boot.convert("10000") == 10_000 and level.convert("0.25") == 0.25
-    for option, raw, named in [(bins, "1", "--t2-bins must lie in [2, 1000], got 1"),
-                               (bins, "0", "--t2-bins must lie in [2, 1000]"),
-                               (boot, "-1", "--bootstrap must lie in [1, 10000], got -1"),
-                               (boot, "1000000000", "--bootstrap must lie in [1, 10000]"),
-                               (level, "nan", "--level must be a finite number"),
-                               (level, "inf", "--level must be a finite number"),
-                               (boot, "abc", "--bootstrap: cannot read 'abc'")]:
+    for option, raw, named in [(bins, "1", "`t2_bins` must lie in [2, 1000], got 1"),
+                               (bins, "0", "`t2_bins` must lie in [2, 1000]"),
+                               (boot, "-1", "`bootstrap` must lie in [1, 10000], got -1"),
+                               (boot, "1000000000", "`bootstrap` must lie in [1, 10000]"),
+                               (level, "nan", "`level` must be a finite number"),
+                               (level, "inf", "`level` must be a finite number"),
+                               (boot, "abc", "`bootstrap`: cannot read 'abc'")]:
         with pytest.raises(ValueError, match=named.replace("[", r"\[").replace("]", r"\]")):
             option.convert(raw)
 

@@ -23,7 +23,7 @@ def test_lapse_option_parses_and_rejects() -> None:
     assert lapse_option("fit") == "fit"
     assert lapse_option("fixed=0.05") == 0.05
     for bad in ("fixed=1.2", "fixed=x", "sometimes"):
-        with pytest.raises(ValueError, match="--lapse"):
+        with pytest.raises(ValueError, match="`lapse`"):
             lapse_option(bad)
 
 

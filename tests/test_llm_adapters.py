@@ -295,7 +295,7 @@ def test_budget_stops_cleanly_and_resume_finishes_identically(tmp_path, tiny):
     assert resumed.status == "complete" and resumed.stats["new_calls"] == 16 - 8
     assert resumed.stats["total_calls"] == 16 and resumed.stats["max_calls"] == 16
     pd.testing.assert_frame_equal(resumed.trials, reference.trials)
-    with pytest.raises(ValueError, match="--resume"):
+    with pytest.raises(ValueError, match="`resume`"):
         run_in_process(tmp_path, tiny, design=design)
     with pytest.raises(ValueError, match="seed"):
         run_in_process(tmp_path, tiny, design=design, seed=4, resume=True)

@@ -70,7 +70,7 @@ def test_the_packaged_table_prices_every_model_family_the_docs_name() -> None:
 
 def test_an_unpriced_model_is_refused_by_one_function_unless_allowed() -> None:
     table = PriceTable()
-    with pytest.raises(UnpricedModel, match="no price for openai:my-local-model .* --prices FILE .* --allow-unpriced"):
+    with pytest.raises(UnpricedModel, match="no price for openai:my-local-model .* `prices` FILE .* `allow_unpriced`"):
         require_price(table, "openai:my-local-model")
     assert require_price(table, "openai:my-local-model", allow_unpriced=True) is None
     assert require_price(table, "hf:tiny-random") == Price(0.0, 0.0)

@@ -63,7 +63,7 @@ def test_a_second_session_of_the_same_block_is_refused(table: pd.DataFrame) -> N
 
 @pytest.mark.parametrize("rounds", [-1, 1_000_000_000])
 def test_bootstrap_rounds_are_bounded(table: pd.DataFrame, rounds: int) -> None:
-    with pytest.raises(ValueError, match="--bootstrap must be 0 .* to 100,000 rounds"):
+    with pytest.raises(ValueError, match="`bootstrap` must be 0 .* to 100,000 rounds"):
         magnitude_metrics(table, bootstrap=rounds)
 
 

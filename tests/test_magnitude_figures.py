@@ -68,7 +68,7 @@ def test_forest_is_opt_in_and_bounded(observer: dict) -> None:
     fit = res["per_subject"][0]["combiner_fit"]["line-ratio"]
     assert set(fit) == {"n", "random_forest", "linear_regression", "bayes_oracle"}
     assert res["choices"]["forest"] == {"trees": 20, "folds": 5, "seed": 0}
-    with pytest.raises(ValueError, match="--forest-trees must be 0"):
+    with pytest.raises(ValueError, match="`forest_trees` must be 0"):
         magnitude_metrics(table, forest_trees=-1)
 
 

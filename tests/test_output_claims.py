@@ -50,7 +50,7 @@ def test_two_writers_into_one_folder_at_once_one_wins_the_other_is_refused(tmp_p
     winner = "ab"[outs.index("won")]
     assert (out / "plan.json").read_text() == winner  # the winner's file, never overwritten
     refusal = next(o for o in outs if o != "won")
-    assert "being written by another command" in refusal or "is not empty; pass --force" in refusal
+    assert "being written by another command" in refusal or "is not empty; pass `force`" in refusal
     assert not (out / CLAIM_FILE).exists()
 
 
@@ -75,7 +75,7 @@ def test_a_non_empty_folder_is_refused_without_force_and_the_claim_released(tmp_
     out = tmp_path / "o"
     out.mkdir()
     (out / "old.json").write_text("{}")
-    with pytest.raises(ct.OutputError, match="not empty; pass --force"), output_dir(out):
+    with pytest.raises(ct.OutputError, match="not empty; pass `force`"), output_dir(out):
         pass
     assert not (out / CLAIM_FILE).exists()
     with output_dir(out, force=True), output_dir(out, force=True):  # re-entrant in one process
@@ -132,5 +132,5 @@ def test_a_simulation_file_being_written_by_another_command_is_refused(tmp_path:
     assert not out.exists()
     ct.simulate("instrumental-learning", "rw-pm", subjects=1, output=out, design={"visits_per_casino": 2})
     assert out.exists() and not out.with_name(f".{out.name}{CLAIM_FILE}").exists()
-    with pytest.raises(ct.OutputError, match="exists; pass --force"):
+    with pytest.raises(ct.OutputError, match="exists; pass `force`"):
         ct.simulate("instrumental-learning", "rw-pm", subjects=1, output=out)

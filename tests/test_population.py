@@ -120,7 +120,7 @@ def test_simulate_draws_from_a_population_and_refuses_another_agent_or_a_drawn_p
     from cogtestbed.trials import read_manifest
 
     assert read_manifest(out)["population"]["name"] == "stand-in"
-    with pytest.raises(InputError, match="use --agent rw-pm"):
+    with pytest.raises(InputError, match="use `agent` rw-pm"):
         ct.simulate(EXP, "rw", subjects=2, population=str(path))
     with pytest.raises(InputError, match="population stand-in draws beta"):
         ct.simulate(EXP, "rw-pm", subjects=2, population=str(path), params={"beta": 3.0})
@@ -137,7 +137,7 @@ def test_power_and_recover_take_a_population(tmp_path):
     assert two.spec.people == 12 and two.spec.people_trials == 96  # the people's number is fixed: all 12
     rec = ct.recover("rw-pm", population=path, subjects=5, reps=2, seed=1, workers=1)
     assert rec.spec.sampler == "population" and rec.table["true"].notna().all()
-    with pytest.raises(InputError, match="drop --base"):
+    with pytest.raises(InputError, match="drop `base`"):
         ct.power("rw-pm", effect={"optimism_bias": 0.3}, population=path, base={"beta": 3}, subjects=(6,), sims=2)
     with pytest.raises(InputError, match="is of model rw-pm"):
         ct.power("rw", effect={"alpha": 0.1}, experiment=EXP, population=path, subjects=(6,), sims=2)

@@ -374,7 +374,7 @@ def test_a_psych201_file_two_experiments_parsers_claim_is_refused_in_one_line(
     with pytest.raises(InputError) as err:
         registry.experiment_of(path=path)
     assert str(err.value) == (f"{path} holds several experiments (risky-choice, two-step); "
-                              "name one with --experiment")
+                              "name one with `experiment`")
     assert run_cli(["metrics", str(path)]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "holds several experiments (risky-choice, two-step)" in lines[0]

@@ -176,7 +176,7 @@ def test_a_plan_for_a_reasoning_model_needs_a_pilot_or_an_assumption() -> None:
     from cogtestbed.validation.design.pricing import Pricer
 
     exp = get_experiment("instrumental-learning")
-    with pytest.raises(InputError, match=r"^openai:o3 is a reasoning model: .*--assume-reasoning-tokens"):
+    with pytest.raises(InputError, match=r"^openai:o3 is a reasoning model: .*`assume_reasoning_tokens`"):
         Pricer(exp, ("openai:o3",), seed=0)
     pricer = Pricer(exp, ("openai:o3",), seed=0, hidden=from_assumption("400"))
     cost = pricer.exact(exp.env_cls.design_cls(visits_per_casino=2), 2)

@@ -205,7 +205,7 @@ def _given_params(params: Mapping[str, Any] | Sequence[str] | None) -> dict[str,
         return dict(params or {})
     from cogtestbed.parameters import parse_assignments
 
-    return parse_assignments(list(params), "--param")
+    return parse_assignments(list(params), "`params`")
 
 
 def _cost_params(agent_cls: Any, given: Mapping[str, Any], form_sd: Mapping[str, float]) -> dict[str, Any]:
@@ -252,7 +252,7 @@ def population_params(exp: ExperimentSpec, agent: str, population: Any, subjects
     gen = exp.generator(pop.model)
     if agent != gen.agent:
         raise InputError(f"population {pop.name} is of model {pop.model}, simulated by agent {gen.agent}: use "
-                         f"--agent {gen.agent}")
+                         f"`agent` {gen.agent}")
     rng = np.random.default_rng(np.random.SeedSequence([seed, 52]))
     values, subj = pop.sample(model.parameters, subjects, rng)
     drawn = gen.agent_params(subj)

@@ -46,7 +46,7 @@ def _real_client() -> Any:
 
         return make_client(f"hf:{SMOLLM2}")
     except BackendUnavailable as exc:
-        raise BackendUnavailable(f"{exc} (or run the demo with --no-real-model)") from None
+        raise BackendUnavailable(f"{exc} (or run the demo without the real model)") from None
 
 
 def _demo(output: Path, subjects: int, seed: int, workers: int | None, client: Any = None) -> None:

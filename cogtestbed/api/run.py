@@ -200,15 +200,15 @@ def check_request(request: LLMRun) -> None:
         if value is not None and not (math.isfinite(value) and value >= 0):
             raise InputError(f"{name} must be a finite number >= 0, got {value:g}")
 
-    positive("--rpm", request.rpm)
-    positive("--tpm", request.tpm)
-    positive("--timeout", request.timeout)
-    positive("--poll-every", request.poll_every)
-    non_negative("--max-cost", request.max_cost)
-    non_negative("--max-calls", request.max_calls)
-    non_negative("--max-service-requests", request.max_service_requests)
-    non_negative("--retry-for", request.retry_for)
-    non_negative("--temperature", request.temperature)
+    positive("`rpm`", request.rpm)
+    positive("`tpm`", request.tpm)
+    positive("`timeout`", request.timeout)
+    positive("`poll_every`", request.poll_every)
+    non_negative("`max_cost`", request.max_cost)
+    non_negative("`max_calls`", request.max_calls)
+    non_negative("`max_service_requests`", request.max_service_requests)
+    non_negative("`retry_for`", request.retry_for)
+    non_negative("`temperature`", request.temperature)
     if request.top_logprobs is not None and request.top_logprobs < 0:
         raise InputError(f"`top_logprobs` must be a count >= 0, got {request.top_logprobs}")
     if request.subjects < 1:

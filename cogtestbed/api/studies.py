@@ -135,7 +135,7 @@ class Study:
         return f"Study({self.spec.kind}: {self.verdict})"
 
 
-def _sizes(value: Sizes | str, default: tuple[Any, ...], option: str = "--subjects") -> tuple[Any, ...]:
+def _sizes(value: Sizes | str, default: tuple[Any, ...], option: str = "`subjects`") -> tuple[Any, ...]:
     """A size, a list of sizes or a comma list as the command line spells it (``"10,20"``)."""
     from cogtestbed.validation.studies.options import ints
 
@@ -164,7 +164,7 @@ def _sized(experiment: str, design: Design, trials: Sizes | str) -> dict[str, An
     from cogtestbed.validation.studies.options import sized
 
     if isinstance(design, Mapping):
-        return {"design": dict(design), "trials": _sizes(trials, (None,), "--trials")}
+        return {"design": dict(design), "trials": _sizes(trials, (None,), "`trials`")}
     if isinstance(trials, int) or (trials is not None and not isinstance(trials, str)):
         trials = ",".join(str(int(t)) for t in ([trials] if isinstance(trials, int) else trials))
     return sized(experiment, list(design or []), trials)
@@ -244,7 +244,7 @@ def run_spec(spec: StudySpec, *, workers: int | None = None, dask: str | None = 
         if spec.kind == "recovery":  # the user's tolerance, estimates at a bound
             from cogtestbed.validation.studies.recovery_checks import add_recovery_checks
 
-            add_recovery_checks(result, _assignments(precision, "--precision"), assurance)
+            add_recovery_checks(result, _assignments(precision, "`precision`"), assurance)
         if request is not None:
             result.request = request_block(request)
         files = write_study(result, out) if out is not None else {}
@@ -301,10 +301,10 @@ def recover(experiment: str | ExperimentSpec | None, model: str, **options: Any)
         _refuse_implausible(population)
     spec = _spec(kind="recovery", experiment=name, models=(model,), method=method, from_population=population,
                  subjects=_sizes(subjects, (50,)), **_sized(name, design, trials),
-                 runs=_sizes(runs, (1,), "--runs"), reps=reps, seed=seed, sampler=sampler,
-                 fixed=_assignments(fix, "--fix"), params=_assignments(params, "--param"), draws=draws, tune=draws,
+                 runs=_sizes(runs, (1,), "`runs`"), reps=reps, seed=seed, sampler=sampler,
+                 fixed=_assignments(fix, "`fix`"), params=_assignments(params, "`params`"), draws=draws, tune=draws,
                  chains=chains, lapse=_lapse(lapse_invalid, lapse_random), lapse_fit=lapse_fit(lapse))
-    precision = _assignments(precision, "--precision")
+    precision = _assignments(precision, "`precision`")
     return run_spec(spec, workers=workers, dask=dask, output=output, force=force, precision=precision,
                     assurance=assurance, watch=watch, request=req)
 
@@ -326,7 +326,7 @@ def model_recovery(experiment: str | ExperimentSpec | None, models: Sequence[str
     name = _experiment_name(experiment, models[0])
     spec = _spec(kind="model-recovery", experiment=name, models=tuple(models),
                  method=method, subjects=(subjects,), runs=(runs,), reps=reps, **_sized(name, design, trials),
-                 seed=seed, params=_assignments(params, "--param"), draws=draws, tune=draws, chains=chains)
+                 seed=seed, params=_assignments(params, "`params`"), draws=draws, tune=draws, chains=chains)
     return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch, request=req)
 
 
@@ -344,7 +344,7 @@ def sbc(experiment: str | ExperimentSpec | None, model: str, **options: Any) -> 
     name = _experiment_name(experiment, model)
     spec = _spec(kind="sbc", experiment=name, models=(model,), method="hierarchical",
                  subjects=(subjects,), runs=(runs,), reps=reps, seed=seed, **_sized(name, design, trials),
-                 params=_assignments(params, "--param"), draws=draws, tune=draws, chains=chains,
+                 params=_assignments(params, "`params`"), draws=draws, tune=draws, chains=chains,
                  sampler_backend=backend)
     return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch, request=req)
 
@@ -384,10 +384,10 @@ def power(experiment: str | ExperimentSpec | None, target: str, **options: Any) 
     exp_name = _experiment_name(given, target) if effect_item is not None and metric is None and test is None \
         else target
     default_runs = (10,) if metric is not None else (1,)
-    common: dict[str, Any] = {"subjects": _sizes(subjects, (10,)), "runs": _sizes(runs, default_runs, "--runs"),
+    common: dict[str, Any] = {"subjects": _sizes(subjects, (10,)), "runs": _sizes(runs, default_runs, "`runs`"),
                               **_sized(exp_name, design, trials), "reps": sims, "seed": seed, "level": level,
-                              "method": method, "base": _assignments(base, "--base"), "sd_between": sd_between,
-                              "params": _assignments(params, "--param"), "draws": draws, "tune": draws,
+                              "method": method, "base": _assignments(base, "`base`"), "sd_between": sd_between,
+                              "params": _assignments(params, "`params`"), "draws": draws, "tune": draws,
                               "chains": chains, "lapse": _lapse(lapse_invalid, lapse_random), "groups": groups}
     spec = power_spec(target, given, effect_item, metric, compare, test, agent, common, assignment_items(option),
                       sweep)
@@ -415,7 +415,7 @@ def metric_validity(experiment: str | ExperimentSpec, **options: Any) -> Study:
     agent_name, params = parse_agent(agent)
     spec = _spec(kind="metric-validity", experiment=name, agent=agent_name, params=params, metric=metric,
                  parameter=parameter, values=floats(values) if isinstance(values, str) else tuple(values),
-                 direction=direction, runs=_sizes(runs, (10,), "--runs"), **_sized(name, design, trials), reps=reps,
+                 direction=direction, runs=_sizes(runs, (10,), "`runs`"), **_sized(name, design, trials), reps=reps,
                  seed=seed)
     return run_spec(spec, workers=workers, dask=dask, output=output, force=force, watch=watch, request=req)
 
@@ -476,8 +476,8 @@ def form_study(experiment: str | ExperimentSpec | None, model: str, **options: A
     fields = _sized(name, design, None).get("design") or {}
     design_obj = exp.design_cls(**fields) if fields else None
     item = one_assignment(effect)
-    eff = None if item is None else next(iter(parse_assignments([item], "--effect").items()))
-    spec = form_study_spec(name, model, form_design, int(sizes[0]), _assignments(params, "--param"), eff,
+    eff = None if item is None else next(iter(parse_assignments([item], "`effect`").items()))
+    spec = form_study_spec(name, model, form_design, int(sizes[0]), _assignments(params, "`params`"), eff,
                            design_obj, level)
     summary = summarise_form_study(spec, run_form_study(spec, reps, seed))
     return {"experiment": name, "model": model, **form_design.as_json(), **summary}

@@ -58,15 +58,26 @@ def command_signature(*classes: type[Any]) -> inspect.Signature:
     return inspect.Signature([parameter(leaf) for leaf in ordered])
 
 
+def metrics_flags() -> dict[str, str]:
+    """The flag of every experiment's metrics options by name (``bootstrap``: ``--bootstrap``)."""
+    from cogtestbed.registry import experiment_names, get_experiment
+
+    return {name: option.flag for exp in experiment_names()
+            for name, option in get_experiment(exp).metrics.options.items()}
+
+
 def as_flags(text: str, classes: Sequence[type[Any]]) -> str:
     """A library message's fields (written `` `name` ``, issue 67) as the command line's flags (``--name``): those
     of the requests ``classes`` first, then those of any other request the command line declares (a message
-    naming an option of another command); a quoted word no request declares stays as it is."""
+    naming an option of another command), then an experiment's metrics options; a quoted word none declares stays
+    as it is."""
     import re
 
     from cogtestbed.request import declared_requests
 
     flags = {leaf.name: leaf.flags[0] for cls in declared_requests() for leaf in leaves(cls) if not leaf.opt.argument}
+    if set(re.findall(r"`(\w+)`", text)) - set(flags):  # an experiment's metrics option (`bootstrap`: --bootstrap)
+        flags = {**metrics_flags(), **flags}
     flags.update({leaf.name: leaf.flags[0] for cls in classes for leaf in leaves(cls) if not leaf.opt.argument})
     return re.sub(r"`(\w+)`", lambda m: flags.get(m.group(1), m.group(0)), text)
 

@@ -52,7 +52,7 @@ SESSIONS_OVERRIDE = "sessions='split' (--sessions split)"
 def check_sessions_mode(sessions: str) -> str:
     """``sessions`` if it is one of :data:`SESSIONS_MODES`; else one line naming them."""
     if sessions not in SESSIONS_MODES:
-        raise InputError(f"--sessions must be {' or '.join(SESSIONS_MODES)}, got {sessions!r}")
+        raise InputError(f"`sessions` must be {' or '.join(SESSIONS_MODES)}, got {sessions!r}")
     return sessions
 
 

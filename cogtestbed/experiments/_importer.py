@@ -51,7 +51,7 @@ class Importer:
 
         check_sessions_mode(sessions)
         if not self.repeat_key:
-            raise InputError(f"--sessions applies to files without a trial key; the {self.source!r} importer "
+            raise InputError(f"`sessions` applies to files without a trial key; the {self.source!r} importer "
                              + (f"identifies rows by {', '.join(self.key)} and refuses disagreeing copies"
                                 if self.key else "has no repeated judgements to number"))
         return self.load(path, sessions=sessions)

@@ -627,7 +627,7 @@ class ExperimentSpec:
             raise FileNotFoundError(f"no such file: {path}")
         if source == "trials" or (source == "auto" and path.suffix == ".parquet"):
             if sessions is not None:
-                raise InputError(f"--sessions applies to published files read through an importer, not to the "
+                raise InputError(f"`sessions` applies to published files read through an importer, not to the "
                                  f"trial table {path.name} (its sessions are its own)")
             with reading_input(path):  # a large file: refused in one line with its estimate, or its progress shown
                 table = read_trial_file(path)
@@ -638,7 +638,7 @@ class ExperimentSpec:
             if found is None:
                 raise TrialTableError(
                     f"cannot tell what {path} is: not a .parquet trial table and no importer of "
-                    f"{self.name} ({', '.join(readers) or 'none'}) recognises it; pass --from")
+                    f"{self.name} ({', '.join(readers) or 'none'}) recognises it; pass `source`")
             source = found.source
         importer = self.importer(source)
         with reading_input(path):
@@ -649,8 +649,7 @@ class ExperimentSpec:
         try:
             return self.metrics.options[name]
         except KeyError:
-            flags = {o.flag: o for o in self.metrics.options.values()}
-            raise UnknownNameError("metrics option", f"--{name.replace('_', '-')}", flags, self.name) from None
+            raise UnknownNameError("metrics option", name, self.metrics.options, self.name) from None
 
     def agent(self, name: str) -> type[SyntheticAgent]:
         try:

@@ -234,7 +234,7 @@ class AdaptiveDesigner:
         names = tuple(self.model.parameters.names)
         unknown = [t for t in self.targets if t not in names]
         if unknown:
-            raise InputError(f"--adaptive {','.join(unknown)}: model {self.model.name!r} has no such parameter "
+            raise InputError(f"`adaptive` {','.join(unknown)}: model {self.model.name!r} has no such parameter "
                              f"(it has {', '.join(names)})")
         self.targets = tuple(t for t in names if t in self.targets) or names
         self.table = likelihood_table(self.model, self.space, self.points)

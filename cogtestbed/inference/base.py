@@ -750,7 +750,7 @@ def lapse_option(text: str) -> float | None | str:
             eps = float("nan")
         if 0.0 <= eps < 1.0:
             return eps
-    raise InputError(f"--lapse must be none, fit or fixed=E with E in [0, 1), got {text!r}")
+    raise InputError(f"`lapse` must be none, fit or fixed=E with E in [0, 1), got {text!r}")
 
 
 def invalid_rate(trials: pd.DataFrame) -> dict[str, float]:

@@ -275,7 +275,7 @@ def t1_cmi(table: pd.DataFrame, level: float = LEVEL, k: int = CMI_K, n_boot: in
     if len(rows) < 2:
         return null_result(f"{name}: {len(rows)} valid pairs of a π0 belief and a decision (needs 2)", level, k=k)
     if k > len(rows) - 1:
-        raise BeliefTableError(f"--k {k} exceeds the data: {len(rows)} paired rows allow k <= {len(rows) - 1}")
+        raise BeliefTableError(f"`k` {k} exceeds the data: {len(rows)} paired rows allow k <= {len(rows) - 1}")
     r = t1_cmi_arrays(rows["a"].to_numpy(), rows["p"].to_numpy(), rows["theta"].to_numpy(),
                       rows["group"].to_numpy(), k=k, n_boot=n_boot, n_perm=n_perm, seed=seed, level=level,
                       calibrate=calibrate)
@@ -294,7 +294,7 @@ def classifier(backend: str, seed: int) -> Any:
         try:
             from catboost import CatBoostClassifier
         except ImportError:
-            raise BeliefTableError("--backend catboost (T1b's paper learner) needs the catboost package: "
+            raise BeliefTableError("`backend` catboost (T1b's paper learner) needs the catboost package: "
                                    "pip install 'cogtestbed[catboost]'") from None
         return CatBoostClassifier(depth=6, iterations=1000, verbose=False, random_seed=seed, thread_count=1,
                                   allow_writing_files=False)  # no catboost_info/ in the working directory

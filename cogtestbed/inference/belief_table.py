@@ -88,7 +88,7 @@ def check_options(level: float = LEVEL, k: int = CMI_K, n_boot: int = N_BOOT, n_
     is checked by T1a); 1 ≤ n_boot, n_perm ≤ :data:`MAX_RESAMPLES`; 2 ≤ t2_bins ≤ :data:`MAX_T2_BINS`;
     2 ≤ t1b_placebos ≤ :data:`MAX_PLACEBOS`; seed ≥ 0."""
     if not 0.0 < float(level) < 1.0:
-        raise BeliefTableError(f"--level must lie in (0, 1), got {level}")
+        raise BeliefTableError(f"`level` must lie in (0, 1), got {level}")
     bounds = {"k": (k, 1, None), "n_boot": (n_boot, 1, MAX_RESAMPLES), "n_perm": (n_perm, 1, MAX_RESAMPLES),
               "t2_bins": (t2_bins, 2, MAX_T2_BINS), "t1b_placebos": (t1b_placebos, 2, MAX_PLACEBOS),
               "seed": (seed, 0, None)}

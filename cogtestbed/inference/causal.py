@@ -423,7 +423,7 @@ def collider_metrics(trials: pd.DataFrame, scheme: str = "auto", aggregate: str 
     single subject's row is the pooled fit; the rows are empty when subjects are not fitted.
     """
     if scheme not in ("3p", "4p", "auto"):
-        raise InputError(f"--scheme must be 3p, 4p or auto, got {scheme!r}")
+        raise InputError(f"`scheme` must be 3p, 4p or auto, got {scheme!r}")
     if aggregate not in ("auto", "cells", "rows"):
         raise InputError(f"aggregate must be auto, cells or rows, got {aggregate!r}")
     valid = valid_judgments(trials)

@@ -51,7 +51,7 @@ def resolve_form_parameters(model: Any, requested: Sequence[str] | None = None) 
     chosen = tuple(dict.fromkeys(str(p).strip() for p in requested if str(p).strip()))
     unknown = [p for p in chosen if p not in names]
     if unknown or not chosen:
-        raise InputError(f"--form-effects {','.join(chosen) or '(none)'}: give parameters of {model.name} "
+        raise InputError(f"`form_effects` {','.join(chosen) or '(none)'}: give parameters of {model.name} "
                          f"({', '.join(names)})")
     return chosen
 
@@ -96,7 +96,7 @@ def fit_forms_hierarchical(model: Any, table: pd.DataFrame, form_parameters: Seq
     ``form_effects`` each form's posterior mean effect."""
     if not has_forms(table):
         raise InputError("a fit with form effects needs a table run across two or more prompt forms "
-                         "(its 'form' column; simulate or run with --forms)")
+                         "(its 'form' column; simulate or run with `forms`)")
     params = resolve_form_parameters(model, form_parameters)
     target = max(FORM_TARGET_ACCEPT, float(getattr(model, "target_accept", None) or 0.0))
     fit = fit_hierarchical(forms_pymc_model(model, table, params), table, draws=draws,

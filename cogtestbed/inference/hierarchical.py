@@ -232,7 +232,7 @@ def forms_pymc_model(model: Any, trials: pd.DataFrame, form_parameters: Sequence
     import pytensor.tensor as pt
 
     if "form" not in trials.columns:
-        raise InputError("a forms model needs the table's 'form' column (simulate or run with --forms)")
+        raise InputError("a forms model needs the table's 'form' column (simulate or run with `forms`)")
     unknown = [p for p in form_parameters if p not in model.parameters.names]
     if unknown or not form_parameters:
         raise InputError(f"form effects on {list(form_parameters)}: give parameters of {model.name} "

@@ -63,7 +63,7 @@ def on_identified_subjects(model: Any, trials: pd.DataFrame, sample: Callable[[p
             f"each of the {len(degenerate)} subjects' valid answers is degenerate ({next(iter(degenerate.values()))})")
         raise DegenerateAnswers(f"{getattr(model, 'name', 'model')}: no subject's answers identify the model: "
                                 f"{reason}; a hierarchical posterior would reflect only its prior, so none is "
-                                "sampled (--method mle reports each subject null with its reason)")
+                                "sampled (`method` mle reports each subject null with its reason)")
     fit = sample(kept)
     fit.unidentified = dict(degenerate)
     fit.flags.append(unfitted_flag(degenerate) + f"; the posterior (population included) is of the other "

@@ -165,7 +165,7 @@ def check_cube_memory(trials: pd.DataFrame, bootstrap_rounds: int) -> None:
 def check_bootstrap(rounds: int, n_subjects: int) -> None:
     """Bootstrap rounds: 0 (none) to :data:`BOOTSTRAP_MAX` (a time bound; Sec. 3.6 uses 30)."""
     if not 0 <= rounds <= BOOTSTRAP_MAX:
-        raise InputError(f"--bootstrap must be 0 (no bootstrap) to {BOOTSTRAP_MAX:,} rounds (the paper uses "
+        raise InputError(f"`bootstrap` must be 0 (no bootstrap) to {BOOTSTRAP_MAX:,} rounds (the paper uses "
                          f"{BOOTSTRAP_ROUNDS}; each round refits every cell of each of the {n_subjects} "
                          f"subject(s), ~3.5 ms each), got {rounds}")
 
@@ -602,7 +602,7 @@ def _check_metrics_options(trials: pd.DataFrame, bootstrap: int, variance: str, 
         raise InputError(f"not a magnitude trial table: missing columns {', '.join(missing)}")
     check_bootstrap(bootstrap, int(trials["subject"].nunique()))
     if not 0 <= forest_trees <= FOREST_MAX_TREES:
-        raise InputError(f"--forest-trees must be 0 (no forest) to {FOREST_MAX_TREES}, got {forest_trees}")
+        raise InputError(f"`forest_trees` must be 0 (no forest) to {FOREST_MAX_TREES}, got {forest_trees}")
 
 
 def _coverage_flags(trials: pd.DataFrame, per: list[dict[str, Any]], headline: dict[str, Any], n_invalid: int,

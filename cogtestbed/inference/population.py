@@ -325,7 +325,7 @@ def population_from_fit(fit: Any, *, name: str, experiment: str, model: Any, tri
     if problems and not allow_unconverged:
         raise PopulationError(f"the fit of {getattr(model, 'name', model)} is not a population to plan with: "
                               f"{'; '.join(problems)} (sample longer, or pass allow_unconverged / "
-                              "--allow-unconverged to keep it anyway)")
+                              "`allow_unconverged` to keep it anyway)")
     post = fit.idata.posterior
     params = model.parameters
     missing = [v for p in params.names for v in (f"{p}_mu", f"{p}_sigma") if v not in post]

@@ -70,7 +70,7 @@ class AnthropicClient(LLMClient):
         except ImportError as exc:  # pragma: no cover - exercised only without the extra
             raise BackendUnavailable("the anthropic backend needs: pip install 'cogtestbed[llm]'") from exc
         if not timeout > 0:
-            raise InputError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+            raise InputError(f"`timeout` must be a positive number of seconds, got {timeout:g}")
         self._anthropic = anthropic
         self.model = model
         self.base_url = base_url

@@ -60,7 +60,7 @@ class Backend:
     def client(self, model: str, *, base_url: str | None = None, mode: str = "auto", **options: Any) -> LLMClient:
         """The client of ``model`` on this backend."""
         if base_url is not None and not self.remote:
-            raise InputError(f"--base-url is for hosted backends; a local {self.name} model has none"
+            raise InputError(f"`base_url` is for hosted backends; a local {self.name} model has none"
                              + (f" ({self.local_hint})" if self.local_hint else ""))
         return self.factory(model, base_url=base_url, mode=mode, **options)
 
@@ -169,7 +169,7 @@ def parse_spec(spec: str) -> tuple[str, str]:
     must be registered (the package's own, a plug-in's or one of this process)."""
     backend, sep, model = spec.partition(":")
     if not sep or not model or not _known(backend):
-        raise InputError(f"--llm must be BACKEND:MODEL with BACKEND one of {', '.join(backend_names())} "
+        raise InputError(f"`llm` must be BACKEND:MODEL with BACKEND one of {', '.join(backend_names())} "
                          f"(e.g. hf:tiny-random, openai:gpt-4o-mini), got {spec!r}")
     return backend, model
 

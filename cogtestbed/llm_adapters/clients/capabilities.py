@@ -114,21 +114,21 @@ def check_reasoning(spec: str, cap: Capability | None, effort: str | None, budge
     where = "no row of the capability table" if cap is None else f"capability table row {cap.pattern!r}"
     kind = "none" if cap is None else cap.reasoning
     if effort is not None and kind != "effort":
-        raise InputError(f"--reasoning-effort: {spec} takes no reasoning_effort ({where}: reasoning {kind}); "
-                         + ("use --thinking-budget" if kind == "thinking" else "drop it"))
+        raise InputError(f"`reasoning_effort`: {spec} takes no reasoning_effort ({where}: reasoning {kind}); "
+                         + ("use `thinking_budget`" if kind == "thinking" else "drop it"))
     if effort is not None and cap is not None and effort not in cap.efforts:
-        raise InputError(f"--reasoning-effort {effort!r}: {spec} takes {', '.join(cap.efforts)} ({where}, "
+        raise InputError(f"`reasoning_effort` {effort!r}: {spec} takes {', '.join(cap.efforts)} ({where}, "
                          f"checked {cap.checked})")
     if budget is None:
         return
     if kind == "none":
-        raise InputError(f"--thinking-budget: {spec} is not a reasoning model ({where}); drop it")
+        raise InputError(f"`thinking_budget`: {spec} is not a reasoning model ({where}); drop it")
     if budget < 1:
-        raise InputError(f"--thinking-budget must be a positive number of tokens, got {budget}")
+        raise InputError(f"`thinking_budget` must be a positive number of tokens, got {budget}")
     if cap is not None and cap.thinking_min is not None and budget < cap.thinking_min:
-        raise InputError(f"--thinking-budget {budget}: {spec} takes a thinking budget of at least "
+        raise InputError(f"`thinking_budget` {budget}: {spec} takes a thinking budget of at least "
                          f"{cap.thinking_min} tokens ({where}, checked {cap.checked})")
-    check_allowance("--thinking-budget", spec, cap, budget)
+    check_allowance("`thinking_budget`", spec, cap, budget)
 
 
 def check_allowance(option: str, spec: str, cap: Capability | None, tokens: float) -> None:

@@ -98,7 +98,7 @@ class OpenAIClient(LLMClient):
         if mode not in ("chat", "completions"):
             raise InputError(f"mode must be 'chat' or 'completions', got {mode!r}")
         if not timeout > 0:
-            raise InputError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+            raise InputError(f"`timeout` must be a positive number of seconds, got {timeout:g}")
         self._openai = openai
         self.model = model
         self.base_url = base_url
@@ -133,7 +133,7 @@ class OpenAIClient(LLMClient):
     def check_ready(self) -> None:
         if not os.environ.get(self.api_key_env) and self.base_url is None:
             raise BackendUnavailable(f"set {self.api_key_env} in the environment for OpenAI "
-                                     "(or pass --base-url for a local server)")
+                                     "(or pass `base_url` for a local server)")
 
     def _client(self) -> Any:
         return self._sdk.get()
@@ -160,7 +160,7 @@ class OpenAIClient(LLMClient):
         except BackendError as exc:
             hint = ""
             if exc.status in (400, 404) and self.mode == "chat" and "chat" in str(exc).lower():
-                hint = " (a base model without a chat template needs --mode completions)"
+                hint = " (a base model without a chat template needs `mode` completions)"
             raise BackendError(f"{self.spec} at {self.where}: {exc}{hint}", exc.status) from exc.__cause__
 
     async def apreflight(self) -> None:

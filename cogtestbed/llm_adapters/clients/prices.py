@@ -138,8 +138,8 @@ def require_price(table: PriceTable, spec: str, allow_unpriced: bool = False) ->
     price = table.lookup(spec)
     if price is None and not allow_unpriced:
         raise UnpricedModel(
-            f"no price for {spec} in the price table ({', '.join(table.sources)}): give one with --prices FILE "
-            f"(TOML: [\"{spec}\"] input = USD, output = USD per million tokens) or pass --allow-unpriced to "
+            f"no price for {spec} in the price table ({', '.join(table.sources)}): give one with `prices` FILE "
+            f"(TOML: [\"{spec}\"] input = USD, output = USD per million tokens) or pass `allow_unpriced` to "
             "count calls and tokens only")
     return price
 

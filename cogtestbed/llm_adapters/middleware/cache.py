@@ -100,7 +100,7 @@ class ResponseCache:
         """The error of an unreadable row ``key`` (``why``): names the file and how to rebuild it."""
         return CacheCorrupt(
             f"the response cache {self.path} has an unreadable row (key {key[:12]}…: {why}); rebuild it by "
-            f"deleting that file (its responses are asked again) or give another with --cache")
+            f"deleting that file (its responses are asked again) or give another with `cache`")
 
     def _execute(self, sql: str, args: tuple[Any, ...]) -> sqlite3.Cursor:
         """``db.execute``; a disk that refuses the write is WriteFailed naming the cache file."""

@@ -151,10 +151,10 @@ class Budget:
                  ledger: Callable[[dict[str, object]], None] | None = None,
                  max_service_requests: int | None = DEFAULT_MAX_SERVICE_REQUESTS) -> None:
         if max_service_requests is not None and max_service_requests < 0:
-            raise InputError(f"--max-service-requests must be a count >= 0, got {max_service_requests}")
+            raise InputError(f"`max_service_requests` must be a count >= 0, got {max_service_requests}")
         if max_cost is not None and price is None:
-            raise InputError("--max-cost needs a price for the model: add it to the price table "
-                             "(--prices FILE)")
+            raise InputError("`max_cost` needs a price for the model: add it to the price table "
+                             "(`prices` FILE)")
         self.max_calls, self.max_cost, self.price = max_calls, max_cost, price
         self.spent = spent or Spend()
         self.ledger = ledger
@@ -344,7 +344,7 @@ class Budget:
         (the run stops, resumable) where it would exceed ``max_service_requests``."""
         if self.max_service_requests is not None and self.service_requests >= self.max_service_requests:
             self.stopped = (f"the run made {self.service_requests} service requests (the batch API's uploads, "
-                            f"polls and downloads), its limit --max-service-requests {self.max_service_requests}; "
+                            f"polls and downloads), its limit `max_service_requests` {self.max_service_requests}; "
                             f"the next ({what}) was not sent")
             raise BudgetExhausted(self.stopped)
         self.service_requests += 1

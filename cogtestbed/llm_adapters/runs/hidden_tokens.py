@@ -215,19 +215,19 @@ def from_pilot(path: str | Path, llm: str | None = None, experiment: str | None 
 
     path = Path(path)
     if not (path / CALLS_FILE).exists():
-        raise InputError(f"--pilot: no {CALLS_FILE} in {path} (run `cogtestbed run ... -o {path}` first)")
+        raise InputError(f"`pilot`: no {CALLS_FILE} in {path} (run `cogtestbed run ... -o {path}` first)")
     manifest = json.loads((path / CONFIG_FILE).read_text()) if (path / CONFIG_FILE).exists() else {}
     ran = manifest.get("config", {}).get("llm")
     played = manifest.get("config", {}).get("experiment")
     if experiment is not None and played is not None and played != experiment:
-        raise InputError(f"--pilot: {path} is a run of {played}, not of {experiment}: tokens per call are the "
+        raise InputError(f"`pilot`: {path} is a run of {played}, not of {experiment}: tokens per call are the "
                          "experiment's own")
     if llm is not None and ran is not None and ran != llm:
-        raise InputError(f"--pilot: {path} ran {ran}; a reasoning model's hidden tokens are its own: pilot {llm}")
+        raise InputError(f"`pilot`: {path} ran {ran}; a reasoning model's hidden tokens are its own: pilot {llm}")
     calls = pd.read_parquet(path / CALLS_FILE)
     calls = calls[~calls["cached"].astype(bool) & calls["completion_tokens"].notna()]
     if calls.empty:
-        raise InputError(f"--pilot: {path} has no answered call with a reported usage to measure hidden tokens from")
+        raise InputError(f"`pilot`: {path} has no answered call with a reported usage to measure hidden tokens from")
     reasoning = calls["reasoning_tokens"] if "reasoning_tokens" in calls else pd.Series([float("nan")] * len(calls))
     kinds = {"all": _kind_tokens(calls["completion_tokens"], reasoning)}
     for kind, group in calls.groupby("kind", sort=True):
@@ -299,7 +299,7 @@ def from_assumption(text: str) -> HiddenTokens:
         low, high = parts
         mid = (low + high) / 2
     else:
-        raise InputError(f"--assume-reasoning-tokens must be N or LOW:HIGH completion tokens per call (hidden ones "
+        raise InputError(f"`assume_reasoning_tokens` must be N or LOW:HIGH completion tokens per call (hidden ones "
                          f"included), positive, got {text!r}")
     row = KindTokens(mid, low, high, 0)
     return HiddenTokens({"all": row}, f"assumption --assume-reasoning-tokens {text}"
@@ -318,5 +318,5 @@ def reasons(llm: str, thinking_budget: int | None) -> bool:
 def refusal(llm: str) -> str:
     """The one line a plan for a reasoning model without a measurement or an assumption is refused with."""
     return (f"{llm} is a reasoning model: it bills hidden reasoning tokens as output, often many times the answer's, "
-            "so its cost cannot be priced from the prompts; give --pilot DIR (a run of it: its tokens per call are "
-            "measured) or --assume-reasoning-tokens N (or LOW:HIGH) completion tokens per call")
+            "so its cost cannot be priced from the prompts; give `pilot` DIR (a run of it: its tokens per call are "
+            "measured) or `assume_reasoning_tokens` N (or LOW:HIGH) completion tokens per call")

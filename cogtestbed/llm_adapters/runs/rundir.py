@@ -58,10 +58,10 @@ def check_run_dir(path: Path, resume: bool) -> None:
         raise RunDirError(f"-o {path}: exists and is not a directory")
     config = path / CONFIG_FILE
     if resume and not config.exists():
-        raise RunDirError(f"--resume: no run in {path} (no {CONFIG_FILE})")
+        raise RunDirError(f"`resume`: no run in {path} (no {CONFIG_FILE})")
     if not resume and config.exists():
         status = _read_json(config).get("status")
-        raise RunDirError(f"{path} already holds a run (status {status}); pass --resume to continue it "
+        raise RunDirError(f"{path} already holds a run (status {status}); pass `resume` to continue it "
                           "(answers come from the cache) or choose another directory")
     existing = next(p for p in (path, *path.parents) if p.exists())
     if not os.access(existing, os.W_OK | os.X_OK):
@@ -94,10 +94,10 @@ def endpoint_change(mine: Mapping[str, Any] | None, stored: Mapping[str, Any] | 
         return None
     if bool(mine.get("shared_cache")) != bool(stored.get("shared_cache")):
         return ("was started " + ("with" if stored.get("shared_cache") else "without")
-                + " --share-cache; give it (or leave it out) as then")
+                + " `share_cache`; give it (or leave it out) as then")
     if not mine.get("shared_cache") and mine.get("url") != stored.get("url"):
         return (f"was run against {stored.get('url')}, this invocation reaches {mine.get('url')}; its cached "
-                "answers are that server's (--share-cache, given when a run starts, lets another address "
+                "answers are that server's (`share_cache`, given when a run starts, lets another address "
                 "serve the same model)")
     before, now = stored.get("served_model"), mine.get("served_model")
     if before and now and before != now:
@@ -145,11 +145,11 @@ class RunDir:
                 self.manifest = dict(self.stored)
                 diff = identity_differences(config, self.stored.get("config", {}))
                 if diff:
-                    raise ResumeMismatch(f"--resume: {path} was run with different settings ({', '.join(diff)}); "
+                    raise ResumeMismatch(f"`resume`: {path} was run with different settings ({', '.join(diff)}); "
                                       f"only {', '.join(TRANSPORT_FIELDS)} may change")
                 why = endpoint_change(endpoint, self.stored.get("endpoint"))
                 if why is not None:
-                    raise ResumeMismatch(f"--resume: {path} {why}")
+                    raise ResumeMismatch(f"`resume`: {path} {why}")
             self.manifest.update(config=dict(config), transport=dict(transport or {}), status="running",
                                  error=None, versions=package_versions())  # of this (latest) invocation
             if request is not None:
@@ -174,12 +174,12 @@ class RunDir:
                                        ("max_cost", max_cost, add_usd, "usd")):
             old = stored.get(name)
             if self.stored is not None and old is not None and given is not None and given != old:
-                raise RunDirError(f"--{name.replace('_', '-')} {given}: this run's total is {old}; "
-                                  f"raise it with --add-budget {flag}=AMOUNT")
+                raise RunDirError(f"`{name}` {given}: this run's total is {old}; "
+                                  f"raise it with `add_budget` {flag}=AMOUNT")
             total = old if old is not None else given
             if add:
                 if total is None:
-                    raise RunDirError(f"--add-budget {flag}=...: the run has no --{name.replace('_', '-')} "
+                    raise RunDirError(f"`add_budget` {flag}=...: the run has no `{name}` "
                                       "limit to raise")
                 total = total + add
             limits.append(total)

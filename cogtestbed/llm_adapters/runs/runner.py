@@ -386,7 +386,7 @@ def _open_budget(budget: Budget, rundir: RunDir, add_budget: Need | None) -> Bud
     add = add_budget or Need()
     budget.max_calls, budget.max_cost = rundir.budget_limits(budget.max_calls, budget.max_cost, int(add.calls), add.usd)
     if budget.max_cost is not None and budget.price is None:
-        raise InputError("--max-cost needs a price for the model: add it to the price table (--prices FILE)")
+        raise InputError("`max_cost` needs a price for the model: add it to the price table (`prices` FILE)")
     budget.spent = rundir.spent()
     budget.ledger = rundir.ledger_writer()
     return budget
@@ -437,7 +437,7 @@ async def _start_batches(client: CachedClient, rundir: RunDir, budget: Budget) -
     if not isinstance(inner, BatchClient):
         left = unfinished_batches(rundir.path)
         if left:
-            raise InputError(f"{rundir.path} has {left} batch(es) in flight: resume it with --batch")
+            raise InputError(f"{rundir.path} has {left} batch(es) in flight: resume it with `batch`")
         return False
     inner.attach(rundir.path, client.cache, budget, rundir.path / LEDGER_FILE, client.shared)
     await inner.recover()

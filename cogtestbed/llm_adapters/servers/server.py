@@ -295,11 +295,11 @@ def fault_injector(fail_rate: float = 0.0, status: int | None = None, drop: bool
     ``delay`` seconds.  ``None`` without a ``fail_rate``.  Raises :class:`~cogtestbed.errors.InputError` on
     a rate outside [0, 1], a status outside 400-599 or more than one kind of fault."""
     if not 0.0 <= fail_rate <= 1.0:
-        raise InputError(f"--fail-rate must be in [0, 1], got {fail_rate:g}")
+        raise InputError(f"`fail_rate` must be in [0, 1], got {fail_rate:g}")
     if status is not None and not 400 <= status <= 599:
-        raise InputError(f"--status must be an HTTP error status (400-599), got {status}")
+        raise InputError(f"`status` must be an HTTP error status (400-599), got {status}")
     if sum((status is not None, drop, delay is not None)) > 1:
-        raise InputError("--status, --drop and --delay are different faults: give one of them")
+        raise InputError("`status`, `drop` and `delay` are different faults: give one of them")
     if fail_rate <= 0:
         return None
     if drop:
@@ -327,9 +327,9 @@ def run_server(models: Sequence[str], host: str = "127.0.0.1", port: int = 8000,
     import uvicorn
 
     if not models:
-        raise InputError("give at least one --model")
+        raise InputError("give at least one `model`")
     if max_body < 1 or not 0 < max_seconds < float("inf") or max_queue < 1:
-        raise InputError("--max-body, --max-seconds and --max-queue must be positive (and finite)")
+        raise InputError("`max_body`, `max_seconds` and `max_queue` must be positive (and finite)")
     clients = {name: HFClient.from_pretrained(name) for name in models}
     first = clients[models[0]]
     clients.update({alias: first for alias in reasoning_as})

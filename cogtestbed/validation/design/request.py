@@ -339,7 +339,7 @@ def hidden_tokens(llms: Sequence[str], pilot: str | os.PathLike[str] | None, ass
         assumed = ht.from_assumption(assumption)
         row = assumed.kinds["all"]
         for llm in llms:  # the tokens assumed per call stay within the model's output limit (its row)
-            check_allowance("--assume-reasoning-tokens", llm, capability_of(llm), row.high if ":" in assumption
+            check_allowance("`assume_reasoning_tokens`", llm, capability_of(llm), row.high if ":" in assumption
                             else row.mean)
         return assumed
     if pilot is None:

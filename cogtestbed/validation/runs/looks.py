@@ -62,10 +62,10 @@ def run_sequential(request: Any, design: dict[str, Any], execute_run: Callable[[
     from cogtestbed.validation.design.runlooks import SEQUENTIAL_FILE
 
     if design["statistic"]["kind"] == "metric-power":
-        raise InputError("--plan: a sequential plan of a metric difference compares two LLMs: run it with both "
-                         "(no --llm, or --llm A --llm B)")
+        raise InputError("`plan`: a sequential plan of a metric difference compares two LLMs: run it with both "
+                         "(no `llm`, or both in `llm`)")
     if int(design.get("runs_per_subject", 1)) != 1:
-        raise InputError("--plan: a sequential plan with several sessions per subject is not executed by run")
+        raise InputError("`plan`: a sequential plan with several sessions per subject is not executed by run")
     exp = get_experiment(request.experiment)
     if request.resume:
         _check_recorded_design(request.output, design)
@@ -107,13 +107,13 @@ def run_sequential_pair(requests: Sequence[Any], output: Path, design: dict[str,
     from cogtestbed.validation.design.runlooks import SEQUENTIAL_FILE
 
     if int(design.get("runs_per_subject", 1)) != 1:
-        raise InputError("--plan: a sequential plan with several sessions per subject is not executed by run")
+        raise InputError("`plan`: a sequential plan with several sessions per subject is not executed by run")
     resume = bool(requests[0].resume)
     if resume:
         _check_recorded_design(output, design)
     done = recorded_looks(output) if resume else []
     if not resume and (output / SEQUENTIAL_FILE).exists():
-        raise InputError(f"{output} already holds a sequential run; pass --resume to continue it")
+        raise InputError(f"{output} already holds a sequential run; pass `resume` to continue it")
     if _stopped(done, say):
         return None
     exp = get_experiment(requests[0].experiment)
@@ -224,7 +224,7 @@ def replay_looks(run_dir: Path) -> tuple[list[dict[str, Any]], bool, str]:
     path = run_dir / SEQUENTIAL_FILE
     if not path.exists():
         raise InputError(f"{run_dir} holds no sequential run ({SEQUENTIAL_FILE} missing): run one with "
-                         "`cogtestbed run --plan PLAN` of a `plan --looks` plan")
+                         "a run of a plan with `looks` (its `plan`)")
     try:
         raw = json.loads(path.read_text())
     except json.JSONDecodeError as exc:

@@ -116,7 +116,7 @@ def experiment_for_csv(path: Path, forced: str | None = None) -> str:
     if len(matches) == 1:
         return matches[0]
     what = "no registered experiment" if not matches else f"several experiments ({', '.join(matches)})"
-    raise InputError(f"{path}: {what} recognise this CSV; pass --experiment")
+    raise InputError(f"{path}: {what} recognise this CSV; pass `experiment`")
 
 
 def collect_files(paths: Sequence[Path]) -> list[Path]:

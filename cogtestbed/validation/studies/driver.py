@@ -165,7 +165,7 @@ def check_study_memory(spec: StudySpec, exp: ExperimentSpec, concurrent: int = 1
     per = max(session_bytes(exp, agent, params, design_for_trials(exp, t, spec.design)) for t in spec.trials)
     need = per * sessions * MEMORY_COPIES * concurrent
     check_memory(need, f"this study ({sessions} sessions per task, {concurrent} task(s) at once)",
-                 "use fewer subjects, runs or trials, or fewer --workers")
+                 "use fewer subjects, runs or trials, or fewer `workers`")
     return need
 
 
@@ -183,7 +183,7 @@ def _check_model_settings(spec: ModelStudy, exp: ExperimentSpec, model: Cognitiv
             _check_names(getattr(spec, setting, {}), names, f"model {model.name}")
     if isinstance(spec, RecoveryStudy) and names <= set(spec.fixed):
         raise InputError(f"every parameter of {model.name} is fixed ({', '.join(sorted(names))}): nothing is left "
-                         "to recover; drop a --fix")
+                         "to recover; drop a `fix`")
     if isinstance(spec, PowerStudy):
         model.contrast(spec.effect, {p: 0.0 for p in model.parameters.names})
     if spec.method == "hierarchical" and not model.has_pymc:
@@ -415,7 +415,7 @@ def _run_pool(payload: str, tasks: list[dict[str, Any]], workers: int,
                 first = futs[fut][0]["index"]
                 raise WorkerDied(
                     f"a worker process died while running tasks {first}-{first + len(futs[fut]) - 1} "
-                    "(killed, or out of memory); rerun with --workers 1 to see the error") from None
+                    "(killed, or out of memory); rerun with `workers` 1 to see the error") from None
             tick(len(futs[fut]))
     except BaseException:
         stop_pool(pool)

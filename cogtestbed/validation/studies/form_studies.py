@@ -221,11 +221,11 @@ def form_study_spec(experiment: str, model: str, forms: FormDesign, subjects: in
     exp = get_experiment(experiment)
     m = exp.model(model)
     if subjects < 2 * forms.k:
-        raise InputError(f"--subjects {subjects}: a forms study needs at least 2 subjects per form "
+        raise InputError(f"`subjects` {subjects}: a forms study needs at least 2 subjects per form "
                          f"({2 * forms.k} for {forms.k} forms)")
     unknown = [p for p in forms.sd if p not in m.parameters.names]
     if unknown:
-        raise InputError(f"--form-sd {', '.join(unknown)}: not a parameter of model {model!r} "
+        raise InputError(f"`form_sd` {', '.join(unknown)}: not a parameter of model {model!r} "
                          f"({', '.join(m.parameters.names)})")
     values = {**{p.name: p.default for p in m.parameters}, **dict(params or {})}
     contrast = parameter = None
@@ -241,7 +241,7 @@ def form_study_spec(experiment: str, model: str, forms: FormDesign, subjects: in
             parameter, null = name, float(values[name])
             values[name] = values[name] + size
         else:
-            raise InputError(f"--effect {name}: not a contrast ({', '.join(m.contrasts) or 'none'}) or parameter "
+            raise InputError(f"`effect` {name}: not a contrast ({', '.join(m.contrasts) or 'none'}) or parameter "
                              f"of model {model!r}")
     m.parameters.validate(values)
     generator = exp.generators[model]

@@ -22,7 +22,7 @@ def parse_assignments(items: list[str], option: str = "") -> dict[str, float]:
     return parse(items, option)
 
 
-def ints(text: str | None, default: tuple[Any, ...], option: str = "--subjects") -> tuple[Any, ...]:
+def ints(text: str | None, default: tuple[Any, ...], option: str = "`subjects`") -> tuple[Any, ...]:
     """A comma list of positive integers (``10,20,40``); an empty item, a non-integer or a value
     below 1 is one clear error naming ``option``."""
     if text is None:
@@ -40,9 +40,10 @@ def ints(text: str | None, default: tuple[Any, ...], option: str = "--subjects")
     return values
 
 
-#: CLI options whose name differs from the :class:`StudySpec` field they set.
-OPTION_OF_FIELD = {"models": "MODEL", "reps": "--reps/--sims", "fixed": "--fix", "params": "--param",
-                   "sampler_backend": "--backend", "effect": "--effect", "tune": "--draws", "lapse_fit": "--lapse"}
+#: The request fields (written `` `name` ``, the command line's flags by :func:`~cogtestbed.cli.options.as_flags`) of
+#: the :class:`StudySpec` fields whose name differs.
+OPTION_OF_FIELD = {"models": "`model`", "reps": "`reps`", "fixed": "`fix`", "params": "`params`",
+                   "sampler_backend": "`backend`", "effect": "`effect`", "tune": "`draws`", "lapse_fit": "`lapse`"}
 
 
 def lapse_fit(text: str) -> float | str | None:
@@ -65,7 +66,7 @@ def study_spec_of(**fields: Any) -> StudySpec:
         first = exc.errors(include_url=False)[0]
         loc = first["loc"][1:] if first["loc"][:1] == (fields.get("kind"),) else first["loc"]  # the kind's class
         name = str(loc[0]) if loc else ""
-        option = OPTION_OF_FIELD.get(name, "--" + name.replace("_", "-")) if name else ""
+        option = OPTION_OF_FIELD.get(name, f"`{name}`") if name else ""
         got = f" (got {first['input']!r})" if name else ""
         msg = str(first["msg"]).removeprefix("Value error, ")
         raise InputError(f"{option + ': ' if option else ''}{msg}{got}") from None
@@ -78,7 +79,7 @@ def sized(experiment: str, design: list[str] | None, trials: str | None) -> dict
     from cogtestbed.validation.studies.sizes import split_design
 
     fixed, swept = split_design(get_experiment(experiment), design)
-    given = ints(trials, (None,), "--trials")
+    given = ints(trials, (None,), "`trials`")
     if swept != (None,) and given != (None,):
         raise InputError("`trials` and a `design` list both size the run; give one of them")
     return {"design": fixed, "trials": swept if swept != (None,) else given}
@@ -118,7 +119,7 @@ def power_spec(target: str, experiment: str | None, effect: str | tuple[str, flo
 
     ``sweep`` (``NAME=a,b,c``, metric and test forms): an agent parameter or design field whose
     values each get a rate (a test's rate at a leak of 0 is its false-positive rate)."""
-    forms = [name for name, given in (("--effect", effect), ("--metric", metric), ("--test", test)) if given]
+    forms = [name for name, given in (("`effect`", effect), ("`metric`", metric), ("`test`", test)) if given]
     if len(forms) != 1:
         raise InputError("power needs exactly one of `effect` NAME=SIZE (model parameter), `metric` M `compare` A B, "
                          f"or `test` KEY `agent` A; got {', '.join(forms) or 'none'}")
@@ -127,7 +128,7 @@ def power_spec(target: str, experiment: str | None, effect: str | tuple[str, flo
             raise InputError("`compare`, `agent`, `option` and `sweep` belong to metric and test power, not to "
                              "`effect`")
         (name, size), = ((effect[0], effect[1]),) if isinstance(effect, tuple) else \
-            parse_assignments([effect], "--effect").items()
+            parse_assignments([effect], "`effect`").items()
         from cogtestbed.registry import experiment_of
 
         return study_spec_of(kind="power", experiment=experiment_of(experiment, model=target), models=(target,),

@@ -47,7 +47,7 @@ def add_recovery_checks(result: Any, precision: Mapping[str, float], assurance: 
     model = get_experiment(spec.experiment).model(spec.models[0])
     unknown = sorted(set(precision) - set(model.parameters.names))
     if unknown:
-        raise InputError(f"--precision names {', '.join(unknown)}, not a parameter of {model.name}; valid: "
+        raise InputError(f"`precision` names {', '.join(unknown)}, not a parameter of {model.name}; valid: "
                          f"{', '.join(model.parameters.names)}")
     table: pd.DataFrame = result.table
     for cell in result.summary.values():

@@ -79,7 +79,7 @@ class DesignSweep(ValueError):
 
     def __init__(self, exp: ExperimentSpec, name: str, values: tuple[int, ...]) -> None:
         field_ = exp.trials_field or "(none: its trial count is fixed)"
-        super().__init__(f"--design {name}=a,b,c: a comma list sweeps {exp.name}'s trials field {field_} here; the "
+        super().__init__(f"`design` {name}=a,b,c: a comma list sweeps {exp.name}'s trials field {field_} here; the "
                          f"study commands (recover, power, ...) run one study per value of {name}; plan searches it")
         self.name, self.values = name, values
 
@@ -95,7 +95,7 @@ def plan_design(exp: ExperimentSpec, items: list[str] | None
     """
     lists = [item for item in items or [] if _is_list(exp, item)]
     if len(lists) > 1:
-        names = " and ".join(f"--design {item.partition('=')[0].strip()}=..." for item in lists)
+        names = " and ".join(f"`design` {item.partition('=')[0].strip()}=..." for item in lists)
         raise InputError(f"plan searches one design field at a time: {names} are both lists; fix all but one")
     try:
         fixed, trials = split_design(exp, items)

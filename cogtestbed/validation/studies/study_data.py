@@ -59,8 +59,8 @@ def design_for_trials(exp: ExperimentSpec, trials: int | None, extra: Mapping[st
     per = trials_step(base, field_)
     if per < 1 or trials % per:
         raise InputError(f"cannot make one run of {exp.name}'s design {trials} trials long: {field_} scales a run "
-                         f"in steps of {per} trials (--trials counts the whole run; set the field itself with "
-                         f"--design {field_}=N)")
+                         f"in steps of {per} trials (`trials` counts the whole run; set the field itself with "
+                         f"`design` {field_}=N)")
     return cls(**{**extra, field_: trials // per})
 
 

@@ -136,7 +136,7 @@ class ModelStudy(Study):
         pop = self.from_population
         if pop is not None and kind != "model-recovery" and self.models[0] != pop.model:
             raise InputError(f"population {pop.name} is of model {pop.model}: its parameters are not "
-                             f"{self.models[0]}'s (use --model {pop.model})")
+                             f"{self.models[0]}'s (use `model` {pop.model})")
         if pop is not None and pop.experiment != self.experiment:
             raise InputError(f"population {pop.name} is of experiment {pop.experiment}, not {self.experiment}")
         return self
@@ -172,7 +172,7 @@ class SampledStudy(ModelStudy):
     @model_validator(mode="after")
     def _population_sampler(self) -> SampledStudy:
         if (self.sampler == "population") != (self.from_population is not None):
-            raise InputError("sampler 'population' draws from a population: give both (--population NAME sets it)")
+            raise InputError("sampler 'population' draws from a population: give both (`population` NAME sets it)")
         if self.from_population is not None and self.kind == "model-recovery":
             raise InputError("model recovery draws each candidate model's parameters from its prior; a population "
                              "is of one model")
@@ -302,7 +302,7 @@ class PowerStudy(ModelStudy):
             raise InputError("people drawn from a population are the first of two groups: they need groups=2, a "
                              "population, no reference sample and method='mle'")
         if self.from_population is not None and self.base:
-            raise InputError(f"population {self.from_population.name} gives the population medians: drop --base "
+            raise InputError(f"population {self.from_population.name} gives the population medians: drop `base` "
                              f"({', '.join(self.base)})")
         return self
 

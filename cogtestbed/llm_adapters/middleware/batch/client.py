@@ -44,7 +44,7 @@ def provider_for(client: LLMClient) -> Provider:
     one line for a backend without one)."""
     factory = batch_api(client.backend)
     if factory is None:
-        raise InputError(f"--batch needs a hosted backend with a batch API (openai:, anthropic:), not {client.spec}")
+        raise InputError(f"`batch` needs a hosted backend with a batch API (openai:, anthropic:), not {client.spec}")
     provider: Provider = factory(client)
     return provider
 
@@ -87,7 +87,7 @@ class BatchClient(Layer):
     def __init__(self, inner: LLMClient, *, poll: float = DEFAULT_POLL_SECONDS,
                  linger: float = DEFAULT_LINGER_SECONDS) -> None:
         if not poll > 0 or not linger > 0:
-            raise InputError(f"--poll-every must be a positive number of seconds, got {poll:g}")
+            raise InputError(f"`poll_every` must be a positive number of seconds, got {poll:g}")
         super().__init__(inner)
         self.provider = provider_for(inner)
         self.can_score, self.http, self.books_itself = False, False, True
@@ -345,7 +345,7 @@ class BatchClient(Layer):
         if outcome.conflict is not None:
             self.stats["errored"] += 1
             p.future.set_exception(DataError(f"{self.spec}: batch results refused: {outcome.conflict}; "
-                                             "--resume asks it again"))
+                                             "`resume` asks it again"))
             return
         if outcome.retry is None:
             self.stats["errored"] += 1
@@ -356,7 +356,7 @@ class BatchClient(Layer):
         if p.submissions >= MAX_SUBMISSIONS:
             p.future.set_exception(BackendError(
                 f"{self.spec}: a batch request failed {p.submissions} times (last: {outcome.retry}); "
-                "--resume asks it again"))
+                "`resume` asks it again"))
             return
         self.stats["reasked"] += 1
         p.in_flight = False  # booked and sent again with the next wave

@@ -17,7 +17,7 @@ def batch_price(price: Price | None, spec: str) -> Price:
     """The price of ``spec`` in batch mode; ValueError (one line) where the table gives none."""
     batched = None if price is None else price.batch()
     if batched is None:
-        raise InputError(f"--batch: the price table has no batch_discount for {spec} (add one with --prices FILE)")
+        raise InputError(f"`batch`: the price table has no batch_discount for {spec} (add one with `prices` FILE)")
     return batched
 
 

@@ -119,8 +119,8 @@ class Provider(ABC):
         except BackendError as exc:
             if exc.status not in (404, 405):
                 raise
-            raise InputError(f"--batch: the server at {self.client.where} has no batch API ({route} answered "
-                             f"HTTP {exc.status}); run without --batch") from None
+            raise InputError(f"`batch`: the server at {self.client.where} has no batch API ({route} answered "
+                             f"HTTP {exc.status}); run without `batch`") from None
 
     @abstractmethod
     def connection_errors(self) -> tuple[type[BaseException], ...]: ...

@@ -105,9 +105,16 @@ def comparisons(exp: Any) -> dict[str, dict[str, str]]:
     return {**_probed(exp), **declared}
 
 
-@functools.cache
+#: Probes made in this process, by (experiment name, :func:`fingerprint`): an experiment spec holds dicts and
+#: does not hash.
+_PROBED: dict[tuple[str, str], dict[str, dict[str, str]]] = {}
+
+
 def _probed(exp: Any) -> dict[str, dict[str, str]]:
-    return probe_comparisons(exp)
+    key = (exp.name, fingerprint(exp))
+    if key not in _PROBED:
+        _PROBED[key] = probe_comparisons(exp)
+    return _PROBED[key]
 
 
 def comparable_metrics(exp: Any) -> list[str]:

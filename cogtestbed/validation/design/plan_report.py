@@ -158,6 +158,7 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
     """Everything the plan found (the body of ``plan.json`` and of ``--json``)."""
     chosen = result.chosen
     assert chosen.cost is not None
+    at_chosen = study_at(result.spec, chosen.point, chosen.estimate.sims)
     cost = {**chosen.cost.as_dict(), **tokens_source(pricer)}
     if pilot is not None and pilot.completion_tokens_per_call is not None:
         cost["expected_completion_tokens"] = round(pilot.completion_tokens_per_call * chosen.cost.calls)
@@ -177,13 +178,11 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
         "lapse": None if result.spec.lapse is None else _lapse_dict(result.spec.lapse),
         "pilot": None if pilot is None else pilot.as_dict(),
         "run": run_section(result, pricer, exp, max_cost),
-        "study": study_at(result.spec, chosen.point, chosen.estimate.sims).model_dump(mode="json"),
+        "study": at_chosen.model_dump(mode="json"),
         # issue 68: an LLM against people, conditional on the population's real participants
-        "power_conditional": conditional_section(study_at(result.spec, chosen.point, chosen.estimate.sims),
-                                                 chosen.estimate.sims),
+        "power_conditional": conditional_section(at_chosen, chosen.estimate.sims),
         # issue 68: the test's critical p calibrated at the people's and the LLM's trial counts
-        "calibrated_test": calibrated_section(study_at(result.spec, chosen.point, chosen.estimate.sims),
-                                              chosen.estimate.sims,
+        "calibrated_test": calibrated_section(at_chosen, chosen.estimate.sims,
                                               calibration_level(result.spec.level, chosen.estimate.sims)),
         "searched": result.searched,
         "notes": list(result.notes),

@@ -5,12 +5,18 @@ counts (the study that measures its level, 1,000 studies at three ratios, is
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from cogtestbed.errors import InputError
 from cogtestbed.inference.population import load_population
 from cogtestbed.validation.studies.driver import run_study
-from cogtestbed.validation.studies.people_level import calibrated_critical_p, calibrated_section, calibrated_words
+from cogtestbed.validation.studies.people_level import (
+    calibrated_critical_p,
+    calibrated_power,
+    calibrated_section,
+    calibrated_words,
+)
 from cogtestbed.validation.studies.study_kinds import study_spec
 
 
@@ -34,6 +40,20 @@ def _people_spec(reps: int = 3, **kw):
                       trials=(96,), reps=reps, seed=5, **kw)
 
 
+def test_the_calibrated_power_rejudges_given_studies_at_the_critical_p_in_the_effects_direction() -> None:
+    """The plan's calibrated power is read off its fresh studies (no study re-run): p < critical p and the
+    direction statistic's sign (the rank test's relative effect, not the Hodges-Lehmann shift) the effect's."""
+    rows = pd.DataFrame({"p_value": [0.001, 0.01, 0.02, 0.04, 0.2, 0.003],
+                         "estimate": [0.3, 0.2, 0.0, 0.1, 0.4, 0.2],  # a tied-median shift of 0, detected
+                         "direction": [0.3, 0.2, 0.1, 0.1, 0.4, -0.2]})  # a wrong-sign rejection, not
+    out = calibrated_power(rows, 0.03, 0.5)
+    assert out == {"rate": pytest.approx(3 / 6), "mc_se": pytest.approx(np.sqrt(0.25 / 6)), "sims": 6}
+    assert calibrated_power(rows, 0.03, 0.0)["rate"] == pytest.approx(4 / 6)  # at no effect every rejection counts
+    assert calibrated_power(rows.drop(columns="direction"), 0.03, 0.5)["rate"] == pytest.approx(3 / 6)
+    table = run_study(_people_spec(reps=4), workers=1).table  # the power table carries the direction
+    assert calibrated_power(table, 0.05, 0.3)["rate"] == pytest.approx(table["detected"].mean())
+
+
 def test_a_study_detects_at_its_critical_p_not_at_its_level() -> None:
     plain = run_study(_people_spec(), workers=1).table
     strict = run_study(_people_spec(critical_p=1e-300), workers=1).table
@@ -46,9 +66,11 @@ def test_a_study_detects_at_its_critical_p_not_at_its_level() -> None:
 
 def test_a_plans_calibrated_section_is_for_people_and_says_when_too_few_null_studies() -> None:
     spec = _people_spec()
-    assert calibrated_section(spec.model_copy(update={"people": None, "from_population": None}), 10, 0.03) is None
-    short = calibrated_section(spec, 10, -0.02)
-    assert "cannot calibrate" in short["reason"] and calibrated_words(short) == ""
+    rows = pd.DataFrame({"p_value": np.full(10, 0.5), "direction": np.ones(10)})
+    assert calibrated_section(spec.model_copy(update={"people": None, "from_population": None}), rows, 0.03) is None
+    short = calibrated_section(spec, rows, -0.02)
+    assert "10 null studies cannot calibrate" in short["reason"] and calibrated_words(short) == ""
+    assert "no fresh studies" in calibrated_section(spec, None, 0.03)["reason"]
     words = calibrated_words({"critical_p": 0.0312, "null_sims": 300, "power": {"rate": 0.81, "mc_se": 0.02}})
     assert words == ("; calibrated test (critical p 0.0312 from 300 null studies at these trial counts): "
                      "power 0.810 ± 0.020")

@@ -146,17 +146,44 @@ def test_power_and_recover_take_a_population(tmp_path):
                  population=path, sims=2)
 
 
-def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path):
+def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path, monkeypatch):
     """``plan(..., population=...)`` with one LLM: the people (their number fixed, drawn afresh from
     the population) are the first group, the LLM's subjects drawn from it moved by the effect; one
     LLM priced."""
     # 12 people (not 40) and an effect of 0.45 on 2:12 subjects: every simulated study fits people and
     # LLM subjects alike, so this halves the fits; the people's number is still the population file's,
     # fixed through the search (a plan that drew or searched it would say another number below).
+    from cogtestbed.validation.design.plan import Planner
+    from cogtestbed.validation.studies import driver
+    from cogtestbed.validation.studies.conditional import CONDITIONAL_SEED_OFFSET
+    from cogtestbed.validation.studies.people_level import CALIBRATION_SEED_OFFSET, calibrated_power
+
     path = str(_population(subjects=12).save(tmp_path / "pop.json"))
+    seen: dict[str, object] = {"effect_studies": 0, "seeds": set()}
+    fresh_table, run_study = Planner.fresh_table, driver.run_study
+
+    def recording_fresh(self, chosen):  # the fresh studies and the search's own at the chosen design
+        seen["fresh"], seen["selecting"] = fresh_table(self, chosen), self.power.table(chosen.point)
+        return seen["fresh"]
+
+    def counting_run_study(spec, *a, **k):  # the calibration's null studies; the people's effect studies not re-run
+        seen["effect_studies"] += int(spec.effect_size != 0 and spec.people is not None)
+        seen["seeds"].add(spec.seed)
+        return run_study(spec, *a, **k)
+
+    monkeypatch.setattr(Planner, "fresh_table", recording_fresh)
+    monkeypatch.setattr(driver, "run_study", counting_run_study)
     plan = ct.plan(EXP, llm="openai:gpt-4o-mini", model="rw-pm", effect={"optimism_bias": 0.45}, population=path,
                    subjects="2:12", trials="96", mc_se=0.2, seed=1, workers=1)
     payload = plan.to_dict()
+    # issue 68: the calibrated test's power is measured on the fresh studies, not on those that chose the design
+    cal, fresh, selecting = payload["calibrated_test"], seen["fresh"], seen["selecting"]
+    assert len(fresh) == len(selecting) == cal["power"]["sims"] == cal["null_sims"] == payload["power"]["sims"]
+    assert not np.isin(fresh["p_value"].to_numpy(), selecting["p_value"].to_numpy()).any()
+    assert cal["power"]["rate"] == calibrated_power(fresh, cal["critical_p"], 0.45)["rate"]
+    assert seen["effect_studies"] == 0 and "fresh studies" in cal["power"]["studies"]
+    # the calibration's null studies and the conditional studies each on seeds of their own, not the search's 1
+    assert seen["seeds"] == {1 + CALIBRATION_SEED_OFFSET, 1 + CONDITIONAL_SEED_OFFSET}
     assert payload["target"]["what"].startswith("a difference in optimism_bias of 0.45 between an LLM and 12 people "
                                                 "of population stand-in")
     assert len(payload["cost"]["per_llm"]) == 1 and payload["power"]["rate"] >= 0.8
@@ -168,6 +195,8 @@ def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path):
 
     assert 0 < cond["power"]["mc_se"] < 0.2 and "conditional on the real 12 participants" in summary_line(payload)
     assert "(unconditional: new people in every simulated study); conditional on the real" in summary_line(payload)
+    assert f"calibrated test (critical p {cal['critical_p']:.4g} from {cal['null_sims']} null studies" in \
+        summary_line(payload) and f"power {cal['power']['rate']:.3f}" in summary_line(payload)
     with pytest.raises(InputError, match="`population` is planned with the per-subject MLE"):
         ct.plan(EXP, llm="openai:gpt-4o-mini", model="rw-pm", effect={"optimism_bias": 0.4}, population=path,
                 fit="hierarchical")

@@ -131,6 +131,9 @@ class PlanResult:
     notes: list[str]
     #: The design axis searched besides the size: ``trials`` or another integer design field (None: neither).
     searched: str | None = "trials"
+    #: The fresh studies at the chosen design (:meth:`Planner.fresh_table`): the recovery's and the
+    #: calibrated test's power (issue 68), not the studies that chose the design (None: none simulated).
+    fresh: pd.DataFrame | None = None
 
 
 class Planner:
@@ -372,7 +375,8 @@ class Planner:
             self.extend_sizes()
             chosen = self.finalise()
             self.notes.extend(self.edge_notes(chosen.point))
-            recovery = recovery_at(self.spec, self.exp, chosen.point, self.fresh_table(chosen))
+            fresh = self.fresh_table(chosen)
+            recovery = recovery_at(self.spec, self.exp, chosen.point, fresh)
         except BaseException:  # an interrupt (SIGTERM, Ctrl-C) or an error: the workers end now
             self.power.close(abort=True)
             raise
@@ -380,12 +384,13 @@ class Planner:
         evaluated = self.evaluated()
         return PlanResult(self.spec, self.target, self.size.name, chosen, evaluated, pareto(evaluated), recovery,
                           time.perf_counter() - start, cpu_seconds() - cpu0, self.power.simulations, self.pruned,
-                          self.notes, next((a.name for a in self.others if a.name != "runs"), None))
+                          self.notes, next((a.name for a in self.others if a.name != "runs"), None), fresh)
 
     def fresh_table(self, chosen: Evaluated) -> pd.DataFrame:
         """As many simulated studies at the chosen design as chose it, on seeds of their own
-        (:data:`FRESH_SEED_OFFSET`): the effect bias and coverage are measured on studies other than
-        those whose power picked the design (which favour designs whose estimates ran high)."""
+        (:data:`FRESH_SEED_OFFSET`): the effect bias and coverage, and an LLM-against-people plan's
+        calibrated test's power, are measured on studies other than those whose power picked the
+        design (which favour designs whose estimates ran high)."""
         fresh = PowerEvaluator(self.spec.model_copy(update={"seed": self.spec.seed + FRESH_SEED_OFFSET}),
                                self.power.workers, "fixed plan: fresh studies for the recovery at")
         fresh.ensure_and_close(chosen.point, chosen.estimate.sims)

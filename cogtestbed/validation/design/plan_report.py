@@ -182,7 +182,8 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
         # issue 68: an LLM against people, conditional on the population's real participants
         "power_conditional": conditional_section(at_chosen, chosen.estimate.sims),
         # issue 68: the test's critical p calibrated at the people's and the LLM's trial counts
-        "calibrated_test": calibrated_section(at_chosen, chosen.estimate.sims,
+        # (its power on the plan's fresh studies at the design, not on those that chose it)
+        "calibrated_test": calibrated_section(at_chosen, result.fresh,
                                               calibration_level(result.spec.level, chosen.estimate.sims)),
         "searched": result.searched,
         "notes": list(result.notes),

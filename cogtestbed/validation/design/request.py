@@ -367,8 +367,8 @@ def _hierarchical_plan(payload: dict[str, Any], result: Any, planner: Any, exp: 
     found = search_hierarchical(result.spec, exp, start, result.size_name, result.target, sims or HIERARCHICAL_SIMS,
                                 workers, price=planner.exact_cost, top=top)
     chosen = Evaluated(found.point, found.estimate, planner.exact_cost(found.point))
-    out = plan_payload(dataclasses.replace(result, chosen=chosen, spec=found.spec), planner.pricer, exp, max_cost,
-                       pilot)
+    out = plan_payload(dataclasses.replace(result, chosen=chosen, spec=found.spec, fresh=None), planner.pricer, exp,
+                       max_cost, pilot)
     out["mle_chosen"] = {k: payload[k] for k in ("chosen", "cost", "power")}
     out["fit_check"] = found.check
     out["warnings"] = recovery_warnings(out["recovery"], found.check)

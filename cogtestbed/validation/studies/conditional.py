@@ -19,6 +19,11 @@ import numpy as np
 from cogtestbed.errors import InputError
 from cogtestbed.validation.studies.study_kinds import PowerStudy
 
+#: Added to a plan's seed for its conditional studies: the LLM's group of a study at the chosen design
+#: would otherwise be the very group drawn in the search's study of the same seed (the studies whose
+#: power chose the design, which favour it).
+CONDITIONAL_SEED_OFFSET = 6_800_002
+
 
 def participants_reference(spec: PowerStudy) -> Any:
     """The population's own participants as the fixed first group of ``spec`` (their per-subject
@@ -63,13 +68,15 @@ def conditional_on_sample(spec: PowerStudy, sims: int | None = None, workers: in
 
 def conditional_section(spec: Any, sims: int, workers: int | None = None) -> dict[str, Any] | None:
     """The plan's ``power_conditional`` (:func:`conditional_on_sample` at the chosen design ``spec``,
-    ``sims`` studies each) where ``spec`` is an LLM against a population's people; None otherwise
-    (and, with the reason, where the population carries no per-subject estimates)."""
+    ``sims`` studies each, on seeds of their own: :data:`CONDITIONAL_SEED_OFFSET`) where ``spec`` is an
+    LLM against a population's people; None otherwise (and, with the reason, where the population
+    carries no per-subject estimates)."""
     if not (isinstance(spec, PowerStudy) and spec.people is not None and spec.from_population is not None):
         return None
     if not spec.from_population.estimates:
         return {"reason": f"population {spec.from_population.name} carries no per-subject estimates of its sample"}
-    return conditional_on_sample(spec, sims=sims, workers=workers)
+    return conditional_on_sample(spec.model_copy(update={"seed": spec.seed + CONDITIONAL_SEED_OFFSET}), sims=sims,
+                                 workers=workers)
 
 
 def conditional_words(section: dict[str, Any] | None) -> str:
@@ -81,4 +88,5 @@ def conditional_words(section: dict[str, Any] | None) -> str:
             f"{p['mc_se']:.3f}, null rejection {n['rate']:.3f} ± {n['mc_se']:.3f} ({p['sims']} studies each)")
 
 
-__all__ = ["conditional_on_sample", "conditional_section", "conditional_words", "participants_reference"]
+__all__ = ["CONDITIONAL_SEED_OFFSET", "conditional_on_sample", "conditional_section", "conditional_words",
+           "participants_reference"]

@@ -521,8 +521,10 @@ def task_power_groups(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, 
         test = (f"{100 * (1 - spec.level):.0f}% posterior interval of the difference of two groups' population "
                 "values excludes 0")
         direction = estimate
+    # ``direction``: the signed statistic a rejection's direction is read from (the estimate; the rank
+    # test's relative effect), so a detection can be re-judged at another critical p (people_level)
     return pd.DataFrame([{"effect": spec.effect, "effect_size": spec.effect_size, "estimate": estimate,
-                          "p_value": p_value, "lo": lo, "hi": hi,
+                          "p_value": p_value, "lo": lo, "hi": hi, "direction": float(direction),
                           "detected": detected(p_value, direction, spec.effect_size,
                                                spec.level if spec.critical_p is None else spec.critical_p),
                           "test": test}])

@@ -64,26 +64,42 @@ def calibrate_people_test(spec: PowerStudy, null_sims: int, target: float, worke
             "rejected": int(np.sum(p < critical)), "nominal_rejected": int(np.sum(p < spec.level))}
 
 
-def calibrated_section(spec: Any, sims: int, target: float, workers: int | None = None) -> dict[str, Any] | None:
-    """A plan's ``calibrated_test`` (issue 68) where ``spec`` is an LLM against a population's
-    people by MLE; None otherwise: :func:`calibrate_people_test` at the chosen design with ``sims``
-    null studies and ``target``, and the power of the calibrated test on ``sims`` effect studies
-    (the plan's own seed: its studies, each detected at p < the calibrated critical p), with its
-    MC SE, and what the calibration assumes (``assumes``).  Where ``target`` is not above 0 (too
-    few null studies to calibrate below α with a margin), the reason instead."""
-    from cogtestbed.validation.studies.driver import run_study
+def calibrated_power(rows: Any, critical_p: float, effect_size: float) -> dict[str, Any]:
+    """The power of the two-group test at ``critical_p`` over simulated studies ``rows`` (a power
+    study's table: ``p_value`` and ``direction``, the signed statistic whose sign is the rejection's
+    direction; ``estimate`` where a table has no ``direction``): a study detects where
+    p < ``critical_p`` in the effect's direction (any direction at effect 0), as
+    :func:`~cogtestbed.validation.studies.model_studies.detected` judges it at the level.  Returns
+    ``rate``, ``mc_se`` and ``sims``."""
+    p = np.asarray(rows["p_value"], float)
+    sign = np.sign(np.asarray(rows["direction" if "direction" in rows else "estimate"], float))
+    hits = (p < critical_p) & ((sign == np.sign(effect_size)) | (effect_size == 0))
+    rate = float(hits.mean()) if hits.size else float("nan")
+    return {"rate": rate, "mc_se": float(np.sqrt(rate * (1 - rate) / hits.size)) if hits.size else float("nan"),
+            "sims": int(hits.size)}
 
+
+def calibrated_section(spec: Any, fresh: Any, target: float, workers: int | None = None) -> dict[str, Any] | None:
+    """A plan's ``calibrated_test`` (issue 68) where ``spec`` is an LLM against a population's
+    people by MLE; None otherwise: :func:`calibrate_people_test` at the chosen design with as many
+    null studies as ``fresh`` has rows, at ``target``, and the power of the calibrated test
+    (:func:`calibrated_power`) on ``fresh``: the plan's fresh studies at the chosen design
+    (:meth:`~cogtestbed.validation.design.plan.Planner.fresh_table`, seeds no search simulation
+    used), not the studies whose power chose the design (they favour it) and without simulating
+    effect studies again; with its MC SE and what the calibration assumes (``assumes``).  Where
+    ``target`` is not above 0 (too few null studies to calibrate below α with a margin) or there are
+    no fresh studies, the reason instead."""
     if not (isinstance(spec, PowerStudy) and spec.people is not None and spec.method == "mle" and spec.groups == 2):
         return None
+    sims = 0 if fresh is None else len(fresh)
+    if not sims:
+        return {"reason": "no fresh studies at the chosen design to measure the calibrated test's power on"}
     if target <= 0.0:
         return {"reason": f"{sims} null studies cannot calibrate the test below alpha {spec.level:g} with its "
                           "margin: plan with a smaller --mc-se"}
     out = calibrate_people_test(spec, sims, target, workers)
-    hits = np.asarray(run_study(spec.model_copy(update={"critical_p": out["critical_p"], "reps": int(sims)}),
-                                workers=workers).table["detected"], bool)
-    p = float(hits.mean()) if hits.size else float("nan")
-    out["power"] = {"rate": p, "mc_se": float(np.sqrt(p * (1 - p) / hits.size)) if hits.size else float("nan"),
-                    "sims": int(hits.size)}
+    out["power"] = {**calibrated_power(fresh, out["critical_p"], spec.effect_size),
+                    "studies": "fresh studies at the chosen design (not those whose power chose it)"}
     out["assumes"] = ("the population generates both groups' data (the LLM's under no effect as the people's); the "
                       "critical p-value is calibrated on null studies of this design, people's and LLM's trial counts")
     return out
@@ -98,5 +114,5 @@ def calibrated_words(section: dict[str, Any] | None) -> str:
             f"these trial counts): power {p['rate']:.3f} ± {p['mc_se']:.3f}")
 
 
-__all__ = ["CALIBRATION_SEED_OFFSET", "calibrate_people_test", "calibrated_critical_p", "calibrated_section",
-           "calibrated_words"]
+__all__ = ["CALIBRATION_SEED_OFFSET", "calibrate_people_test", "calibrated_critical_p", "calibrated_power",
+           "calibrated_section", "calibrated_words"]

@@ -93,3 +93,37 @@ def test_a_plan_against_a_population_refuses_other_trials_than_the_peoples_befor
             ct.plan("instrumental-learning", trials=trials, **kw)
     with pytest.raises(AssertionError, match="simulated before refusing"):  # 96 passes every check
         ct.plan("instrumental-learning", trials=96, **kw)
+
+
+def test_a_plan_against_a_human_table_refuses_other_trials_than_the_samples_before_fitting(tmp_path, monkeypatch,
+                                                                                           capsys) -> None:
+    """``human=TABLE`` (a fixed sample of people) is held to the same rule: the LLM plays the sample's own trials
+    per subject (its most common count); other trials are refused in one line before the sample is fitted or any
+    study simulated, through ``ct.plan`` and the command line alike (exit 2)."""
+    import cogtestbed as ct
+    from cogtestbed.cli import run_cli
+    from cogtestbed.registry import write_trials
+    from cogtestbed.validation.design import plan as planner
+    from cogtestbed.validation.design.request import human_trials
+    from cogtestbed.validation.studies import model_studies
+
+    people = ct.simulate("instrumental-learning", agent="rw", subjects=4, seed=4, params={"alpha": 0.3, "beta": 5.0})
+    assert human_trials(people) == 96 and human_trials(people.iloc[:-10]) == 96  # one subject short: still 96
+    path = write_trials(people, tmp_path / "people.parquet", {"source": "a stand-in for people"})
+
+    def never(*_a, **_k):
+        raise AssertionError("fitted or simulated before refusing")
+
+    monkeypatch.setattr(planner.Planner, "plan", never)
+    monkeypatch.setattr(model_studies, "reference_sample", never)
+    kw = {"model": "rw", "effect": {"alpha": 0.1}, "llm": "openai:gpt-4o-mini", "human": path}
+    for trials in (192, "96:384", [48, 96]):
+        with pytest.raises(InputError, match="`trials` must be the people's own 96 trials per subject in a plan "
+                                             "against the `human` sample"):
+            ct.plan("instrumental-learning", trials=trials, **kw)
+    with pytest.raises(AssertionError, match="fitted or simulated before refusing"):  # 96, or none, passes
+        ct.plan("instrumental-learning", **kw)
+    code = run_cli(["plan", "instrumental-learning", "--model", "rw", "--effect", "alpha=0.1", "--llm",
+                    "openai:gpt-4o-mini", "--human", str(path), "--trials", "192", "-o", str(tmp_path / "p")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: --trials must be the people's own 96 trials")

@@ -158,7 +158,7 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
     common.update(_groups(effect, target, llms, people, looks, req.analysis.fit))
     spec = _power_study(exp, tg.model, effect, tg.metric, tg.compare, tg.test, tg.agent, common)
     if pp.human is not None:
-        spec = _with_human(spec, exp, pp.human, given_base, pp.population is None, read_table)
+        spec, trials = _with_human(spec, exp, pp.human, given_base, pp.population is None, read_table, trials)
     spec = _with_population(spec, pp.population, people == "`population`")
     trials = _people_trials(spec, trials)
     spec = _with_lapse_fit(spec, sim.lapse_fit)
@@ -291,11 +291,25 @@ def _people_trials(spec: Any, trials: Sizes | None) -> Sizes | None:
     n = getattr(spec, "people_trials", None)
     if not getattr(spec, "people", None) or n is None:
         return trials
+    return equal_trials(trials, n, "a population's people")
+
+
+def equal_trials(trials: Sizes | None, n: int, people: str) -> Sizes:
+    """``trials`` where it is the people's own ``n`` trials per subject (``None``: ``n``); else refused in one
+    line naming the field (the two-group test of per-subject estimates at unequal trials: :func:`_people_trials`)."""
     if trials is not None and (trials.lo != n or trials.hi != n):
-        raise InputError(f"`trials` must be the people's own {n} trials per subject in a plan against a population's "
-                         "people: with unequal trials the per-subject estimates differ in precision and the "
-                         "two-group test does not hold its level (docs/human-data.md)")
+        raise InputError(f"`trials` must be the people's own {n} trials per subject in a plan against {people}: "
+                         "with unequal trials the per-subject estimates differ in precision and the two-group test "
+                         "does not hold its level (docs/human-data.md)")
     return Sizes.of(n, "trials")
+
+
+def human_trials(table: Any) -> int:
+    """The human sample's trials per subject: the most common number of rows a subject has in ``table``
+    (the largest where several are as common)."""
+    counts = table.groupby("subject", sort=False).size()
+    modes = counts.mode()
+    return int(modes.max()) if len(modes) else 0
 
 
 def _with_population(spec: Any, population: Any, first_group: bool) -> Any:
@@ -551,19 +565,22 @@ def _check_two_groups(looks: int | str | None, fit: str, people: str | None) -> 
 
 
 def _with_human(spec: Any, exp: Any, human: Any, given_base: Mapping[str, float], as_base: bool,
-                read_table: ReadTable) -> Any:
-    """The two-group study with its first group the fixed sample ``human`` (a trial table of the
+                read_table: ReadTable, trials: Sizes | None) -> tuple[Any, Sizes]:
+    """(the two-group study with its first group the fixed sample ``human`` (a trial table of the
     experiment, or a path to one), fitted once; its fitted medians the simulated LLM's base
-    (``--base`` overrides them) unless ``as_base`` is false (a ``--population`` gives the base).
+    (``--base`` overrides them) unless ``as_base`` is false (a ``--population`` gives the base), the
+    trials searched: the sample's own trials per subject, :func:`human_trials`; other ``trials`` are
+    refused before the sample is fitted, as a population's people refuse them, :func:`equal_trials`).
     ``read_table(exp, human, source, sessions)``: :func:`cogtestbed.api.core.read_table`."""
     from cogtestbed.validation.studies.model_studies import reference_sample
 
     table, _ = read_table(exp, human, "auto", None)  # each subject of the sample one unit: never pooled
     source = str(human) if isinstance(human, (str, os.PathLike)) else "the human sample"
+    trials = equal_trials(trials, human_trials(table), f"the `human` sample {source}")
     ref = reference_sample(exp.model(spec.models[0]), spec.effect, table, source)
     if not as_base:
-        return spec.model_copy(update={"reference": ref})
-    return spec.model_copy(update={"reference": ref, "base": {**ref.medians, **given_base}})
+        return spec.model_copy(update={"reference": ref}), trials
+    return spec.model_copy(update={"reference": ref, "base": {**ref.medians, **given_base}}), trials
 
 
 def _target(llm: list[str], model: str | None, effect: Effect | None, metric: str | None, test: str | None,

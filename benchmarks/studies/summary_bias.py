@@ -106,7 +106,19 @@ def rep_summaries(g: pd.DataFrame) -> dict[str, float]:
             "truth": float(stat(t)), "median": float(stat(e[ok]))}
 
 
-def report(name: str, table: pd.DataFrame) -> None:
+#: The contrast a plan of the model tests (its parameter of interest) and the parameters it is made of: a
+#: subject's contrast is unpinned where either part is flagged.
+PLANNED_CONTRAST = {"rw-pm": ("optimism_bias (alpha_pos - alpha_neg)", ("alpha_pos", "alpha_neg"))}
+
+
+def contrast_flag_share(table: pd.DataFrame, parts: tuple[str, ...]) -> float:
+    """The share of subjects with any of ``parts`` flagged."""
+    sub = table[table["parameter"].isin(parts)]
+    sub = sub.assign(s=sub.groupby(["rep", "parameter"]).cumcount())
+    return float(sub.groupby(["rep", "s"])["flagged"].any().mean())
+
+
+def report(name: str, table: pd.DataFrame, model_name: str = "") -> None:
     per_rep = table.groupby("rep")["parameter"].size().iloc[0] // table["parameter"].nunique()
     print(f"\n{name}: {table['rep'].nunique()} reps x {per_rep} subjects")
     print(f"  {'parameter (default)':<22}{'truth':>9}{'default summary':>18}{'bias ± MC SE':>20}{'mean bias ± SE':>20}"
@@ -131,6 +143,10 @@ def report(name: str, table: pd.DataFrame) -> None:
           "flags per parameter by kind: " + "; ".join(
               f"{p} " + ", ".join(f"{n} {k}" for k, n in g["kind"].value_counts().items())
               for p, g in table.groupby("parameter", sort=False) if g["kind"].notna().any()))
+    if model_name in PLANNED_CONTRAST:
+        what, parts = PLANNED_CONTRAST[model_name]
+        print(f"  the plan's parameter of interest, {what}: {contrast_flag_share(table, parts):.1%} of subjects "
+              "flagged (either part)")
 
 
 def spektor() -> None:
@@ -166,7 +182,7 @@ def main() -> None:
         t0 = time.process_time()
         parts = [one_rep(experiment, model, agent, draw(model, args.subjects, rng), args.subjects,
                          args.seed * 1000 + rep).assign(rep=rep) for rep in range(args.reps)]
-        report(name, pd.concat(parts, ignore_index=True))
+        report(name, pd.concat(parts, ignore_index=True), model_name)
         cpu = time.process_time() - t0
         print(f"  {cpu:.0f} s CPU, {1000 * cpu / (args.reps * args.subjects):.0f} ms per subject (fit + intervals)")
     if args.spektor:

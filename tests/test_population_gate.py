@@ -72,3 +72,35 @@ def test_a_malformed_population_file_is_refused_naming_the_field(tmp_path: Path)
     data = json.loads(SHIPPED.read_text())
     with pytest.raises((InputError, DataError), match=r"field sigma\.alpha: a population SD draw is negative"):
         load_population(_edited(tmp_path, "neg", sigma={**data["sigma"], "alpha": [-1.0] * pop_draws(data)}))
+
+
+def test_simulate_recover_power_and_plan_from_a_failing_population_each_warn_once_naming_the_diagnostic(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The four commands that use a population (issue 68 item 5) print one warning line naming the failed
+    diagnostic: through the command line, each stopped cheaply after the population is read (a refusal, or
+    one tiny study)."""
+    from cogtestbed.cli import run_cli
+
+    data = json.loads(SHIPPED.read_text())
+    path = str(_edited(tmp_path, "rhat", fit={**data["fit"], "max_rhat": 1.641, "unconverged_allowed": True}))
+    commands = {
+        "simulate": ["simulate", "risky-choice", "--agent", "prospect-theory", "--population", path, "--subjects",
+                     "2", "-o", str(tmp_path / "sim.parquet")],
+        "recover": ["recover", "prospect-theory", "--population", path, "--subjects", "-1", "--reps", "1"],
+        "power": ["power", "prospect-theory", "--effect", "lambda=0.5", "--population", path, "--subjects", "2",
+                  "--sims", "1", "--workers", "1"],
+        "plan": ["plan", "risky-choice", "--model", "prospect-theory", "--effect", "lambda=1", "--llm",
+                 "openai:gpt-4o-mini", "--population", path, "--trials", "196", "-o", str(tmp_path / "p")],
+    }
+    from cogtestbed.cli import warning_line
+
+    for name, argv in commands.items():
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            code = run_cli(argv)
+        err = capsys.readouterr().err  # recover and plan stop at a refusal after reading the population
+        gate = [w for w in seen if w.category is PopulationWarning]
+        assert len(gate) == 1 and code == (0 if name in ("simulate", "power") else 2), (name, code, err)
+        printed = warning_line(gate[0].message, PopulationWarning, "", 0)  # as the command line prints it
+        assert printed.count("\n") == 1 and printed.startswith("warning: PopulationWarning: population "), name
+        assert "fails the population gate" in printed and "max R-hat 1.641 (must be <= 1.01)" in printed, name

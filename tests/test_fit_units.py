@@ -181,6 +181,13 @@ def test_recovery_reports_flags_and_coverage_beside_all_subject_statistics() -> 
     assert k["flagged"] == pytest.approx(k["n_unidentified"] / 180)
     assert 0.8 <= k["coverage95"] <= 1.0
     assert "NOT identified" not in study.verdict and "LR 95% interval coverage" in study.verdict
+    # issue 68: each parameter's flags once, counted by kind (not every subject's reason, as make demo's text was)
+    params = next(iter(study.summary.values()))["parameters"]
+    counted = [f"{v['n_unidentified']}/{v['n']} flagged (" + ", ".join(f"{n} {why}" for why, n in
+                                                                     v["unidentified_reasons"].items()) + ")"
+               for v in params.values() if v.get("n_unidentified")]
+    assert counted and all(study.verdict.count(c) == 1 for c in counted)
+    assert "likelihood-ratio 95% interval covers" not in study.verdict and "search range" not in study.verdict
 
 
 def test_plot_recovery_draws_every_subject_on_its_declared_scale(tmp_path: Path) -> None:

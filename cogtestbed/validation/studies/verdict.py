@@ -101,7 +101,7 @@ def _recovery_by_r(params: dict[str, Any]) -> str:
     good = [k for k, v in judged.items() if v["r"] >= R_GOOD]
     poor = [k for k, v in judged.items() if not v["r"] >= R_POOR]
     txt = (f"No tolerance stated (recover --precision PARAM=HALFWIDTH): by the r >= {R_GOOD} convention "
-           f"{', '.join(good) or 'no parameter'} {'tracks' if len(good) == 1 else 'track'} the truth")
+           f"{', '.join(good) or 'no parameter'} {'tracks' if len(good) <= 1 else 'track'} the truth")
     return txt + (f"; {', '.join(poor)} poorly (r < {R_POOR}) — do not interpret individual estimates."
                   if poor else ".")
 

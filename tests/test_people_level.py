@@ -127,3 +127,26 @@ def test_a_plan_against_a_human_table_refuses_other_trials_than_the_samples_befo
                     "openai:gpt-4o-mini", "--human", str(path), "--trials", "192", "-o", str(tmp_path / "p")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("error: --trials must be the people's own 96 trials")
+
+
+def test_a_plan_against_people_of_a_session_pooling_experiment_pools_one_session_per_llm_subject(
+        monkeypatch) -> None:
+    """Two-step pools sessions per subject (its declared power study: 20): against Shahar's people (317 trials
+    each) every LLM subject plays one session of their trials, not 20 (20x the people's trials: unequal
+    precision); other ``runs`` are refused before simulating."""
+    import cogtestbed as ct
+    from cogtestbed.validation.design import plan as planner
+
+    seen = {}
+
+    def axes(self):
+        seen.update({a.name: a.values for a in self.others})
+        raise AssertionError("simulated")
+
+    monkeypatch.setattr(planner.Planner, "plan", axes)
+    kw = {"model": "hybrid", "effect": {"w": 0.2}, "llm": "openai:gpt-4o-mini", "population": "human:shahar2019"}
+    with pytest.raises(AssertionError, match="simulated"):
+        ct.plan("two-step", **kw)
+    assert tuple(seen["runs"]) == (1,) and len(seen["trials"]) == 1
+    with pytest.raises(InputError, match="`runs` must be 1 in a plan against people"):
+        ct.plan("two-step", runs="1:20", **kw)

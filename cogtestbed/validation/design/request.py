@@ -161,6 +161,7 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
         spec, trials = _with_human(spec, exp, pp.human, given_base, pp.population is None, read_table, trials)
     spec = _with_population(spec, pp.population, people == "`population`")
     trials = _people_trials(spec, trials)
+    runs = people_runs(spec, exp, runs)
     spec = _with_lapse_fit(spec, sim.lapse_fit)
     _check_fit_option(req.analysis.fit, req.analysis.fit_sims, spec, looks, precision is not None)
     reasoning = {"reasoning_effort": lm.reasoning_effort, "thinking_budget": lm.thinking_budget,
@@ -302,6 +303,20 @@ def equal_trials(trials: Sizes | None, n: int, people: str) -> Sizes:
                          "with unequal trials the per-subject estimates differ in precision and the two-group test "
                          "does not hold its level (docs/human-data.md)")
     return Sizes.of(n, "trials")
+
+
+def people_runs(spec: Any, exp: Any, runs: Sizes | None) -> Sizes | None:
+    """The sessions pooled per LLM subject in a plan against people (a population's or a ``human`` table) of an
+    experiment that pools sessions: one, so that each LLM subject plays the people's own trials per subject
+    (:func:`equal_trials`); other ``runs`` refused in one line.  Other plans: ``runs`` as given."""
+    people = getattr(spec, "people", None) and getattr(spec, "people_trials", None) is not None
+    if not (people or getattr(spec, "reference", None) is not None) or exp.pooling_unit != "session":
+        return runs
+    if runs is not None and (runs.lo != 1 or runs.hi != 1):
+        raise InputError("`runs` must be 1 in a plan against people: each LLM subject plays the people's own trials "
+                         "per subject in one session (with more, the per-subject estimates differ in precision and "
+                         "the two-group test does not hold its level; docs/human-data.md)")
+    return Sizes.of(1, "runs")
 
 
 def human_trials(table: Any) -> int:

@@ -75,6 +75,13 @@ class Sessions:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Importer:
+    """How a table or published data file is read."""
+
+    source: str = option("auto", flags=("--from",), help="auto (detect), trials, or an importer such as cogbench.")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Workers:
     """The local worker processes of simulated studies."""
 
@@ -184,5 +191,5 @@ class BatchMode:
 
 
 __all__ = ["POPULATION_HELP", "SESSIONS_HELP", "AnswerSettings", "Assured", "Base", "BatchMode", "BetweenSubjects",
-           "Compared", "DaskScheduler", "JsonOutput", "LapseTerm", "Level", "MaxLength", "Overwrite",
+           "Compared", "DaskScheduler", "Importer", "JsonOutput", "LapseTerm", "Level", "MaxLength", "Overwrite",
            "PopulationSource", "PriceTable", "ReasoningSettings", "Sessions", "Unpriced", "Workers"]

@@ -108,6 +108,41 @@ def group(cls: type[Any], panel: str | None, *, defaults: Mapping[str, Any] | No
     return dataclasses.field(default_factory=lambda: cls(**given), metadata={GROUP: Group(panel, given)})
 
 
+def variant(cls: type[R], *, defaults: Mapping[str, Any] | None = None,
+            helps: Mapping[str, str] | None = None) -> type[R]:
+    """The shared option group ``cls`` (:mod:`cogtestbed.option_groups`) as one request takes it: the same
+    options, each still declared once (its type, flags, limits and record are the group's), with this
+    request's ``defaults`` (``dataclasses.MISSING``: required here) and ``helps`` (its help text here) in place
+    of the group's.  A request inherits the variant as it would the group (``class FitSampling(variant(Seed,
+    helps={"seed": ...}))``); :func:`group`'s ``defaults`` do the same for a sub-object's options."""
+    given_defaults, given_helps = dict(defaults or {}), dict(helps or {})
+    fields = {f.name: f for f in dataclasses.fields(typing.cast(Any, cls))}
+    unknown = (set(given_defaults) | set(given_helps)) - set(fields)
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no option {sorted(unknown)}")
+    namespace: dict[str, Any] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                                 "__doc__": cls.__doc__, "__annotations__": {}}
+    for name, f in fields.items():
+        if name not in given_defaults and name not in given_helps:
+            continue
+        opt = f.metadata[OPTION]
+        meta = {OPTION: dataclasses.replace(opt, help=given_helps[name]) if name in given_helps else opt}
+        namespace["__annotations__"][name] = f.type
+        if name in given_defaults:
+            namespace[name] = dataclasses.field(default=given_defaults[name], metadata=meta)
+        elif f.default_factory is not dataclasses.MISSING:
+            namespace[name] = dataclasses.field(default_factory=f.default_factory, metadata=meta)
+        else:
+            namespace[name] = dataclasses.field(default=f.default, metadata=meta)
+    made = type(cls.__name__, (cls,), namespace)
+    return typing.cast("type[R]", dataclass(frozen=True, kw_only=True)(made))
+
+
+def declared_option(leaf: Leaf) -> Opt:
+    """The declaration of ``leaf``'s option, whatever help text a request gives it (:func:`variant`)."""
+    return dataclasses.replace(leaf.opt, help="")
+
+
 @dataclass(frozen=True)
 class Leaf:
     """One option of a request: its flat keyword ``name``, the attribute ``path`` holding it, its
@@ -133,21 +168,25 @@ class Leaf:
 
 
 def _hints(cls: type[Any]) -> dict[str, Any]:
-    """The field types of ``cls`` resolved in its module; a type naming what the module imports
-    only for type checking (``ExperimentSpec``, ``pd.DataFrame``) stays its text: the ``ct.``
-    function's door reads it in the function's module (:func:`cogtestbed.api.checks.public`), the
-    command line parses the option's ``cli_type``."""
-    module = sys.modules[cls.__module__].__dict__
-    try:
-        return typing.get_type_hints(cls, globalns=module)
-    except NameError:
-        out = {}
-        for f in dataclasses.fields(cls):
-            try:
-                out[f.name] = typing.get_type_hints(_Field(f.type), globalns=module)["hint"]
-            except NameError:
-                out[f.name] = f.type
-        return out
+    """The field types of ``cls``, each resolved in the module of the class declaring it (a shared option
+    group's in :mod:`cogtestbed.option_groups`); a type naming what the module imports only for type checking
+    (``ExperimentSpec``, ``pd.DataFrame``) stays its text: the ``ct.`` function's door reads it in the
+    function's module (:func:`cogtestbed.api.checks.public`), the command line parses the option's
+    ``cli_type``."""
+    if cls not in _HINTS:
+        out: dict[str, Any] = {}
+        for base in reversed(cls.__mro__):
+            module = getattr(sys.modules.get(base.__module__), "__dict__", {})
+            for name, hint in vars(base).get("__annotations__", {}).items():
+                try:
+                    out[name] = typing.get_type_hints(_Field(hint), globalns=module)["hint"]
+                except NameError:
+                    out[name] = hint
+        _HINTS[cls] = out
+    return _HINTS[cls]
+
+
+_HINTS: dict[type[Any], dict[str, Any]] = {}
 
 
 class _Field:
@@ -329,7 +368,8 @@ def _json(x: Any) -> Any:
 
 def request_block(request: Any) -> dict[str, Any]:
     """The request as an output file records it: ``{SUB_OBJECT: {OPTION: VALUE}}`` (an option
-    outside any sub-object at the top), values JSON-able; options marked ``json=False`` left out."""
+    outside any sub-object at the top; an option by its keyword, :attr:`Opt.name`, where its field is named
+    otherwise), values JSON-able; options marked ``json=False`` left out."""
     out: dict[str, Any] = {}
     for leaf in leaves(type(request)):
         if not leaf.opt.json:
@@ -338,8 +378,8 @@ def request_block(request: Any) -> dict[str, Any]:
         for attr in leaf.path[:-1]:
             where = where.setdefault(attr, {})
         given = value(request, leaf)
-        where[leaf.path[-1]] = _json(leaf.opt.record(given) if leaf.opt.record is not None and given is not None
-                                     else given)
+        recorded = leaf.opt.record(given) if leaf.opt.record is not None and given is not None else given
+        where[leaf.opt.name or leaf.path[-1]] = _json(recorded)
     return out
 
 
@@ -443,5 +483,5 @@ def derived_names(func: Callable[..., Any]) -> set[str]:
 
 __all__ = ["Group", "Leaf", "Opt", "api_leaves", "api_signature", "api_values", "as_items", "as_list", "as_name",
            "as_text", "build", "build_grouped", "cli_leaves", "declared_requests", "leaf_group", "sub_objects",
-           "derive_api",
-           "flat", "from_cli", "group", "keyword", "leaves", "option", "options_doc", "request_block", "value"]
+           "declared_option", "derive_api", "flat", "from_cli", "group", "keyword", "leaves", "option", "options_doc",
+           "request_block", "value", "variant"]

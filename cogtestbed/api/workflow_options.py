@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from cogtestbed.option_groups import MaxLength, Overwrite, Sessions
+from cogtestbed.option_groups import Importer, MaxLength, Overwrite, Sessions
 from cogtestbed.request import option
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class CheckRequest:
 
 
 @dataclass(frozen=True)
-class ExportRequest(Overwrite):
+class ExportRequest(Importer, Overwrite):
     """A trial table written in another format, as :func:`cogtestbed.export` takes it (the table
     positional); the command line requires ``--to`` and ``--output``."""
 
@@ -56,15 +56,12 @@ class ExportRequest(Overwrite):
     experiment: str | ExperimentSpec | None = option(
         None, cli_type=str | None, flags=("--experiment",),
         help="Experiment of the table (default: its experiment column, or the importer's).")
-    source: str = option("auto", flags=("--from",), help="auto (detect), trials, or an importer.")
 
 
 @dataclass(frozen=True)
-class MetricsRequest(Sessions):
+class MetricsRequest(Sessions, Importer):
     """What is read for the metrics, as :func:`cogtestbed.metrics` takes it (the experiment and the
     table positional, the experiment's own metrics options as further keywords)."""
-
-    source: str = option("auto", flags=("--from",), help="auto (detect), trials, or an importer such as cogbench.")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from cogtestbed.option_groups import Overwrite
-from cogtestbed.request import option
+from cogtestbed.request import option, variant
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,20 +29,29 @@ UNCONVERGED_HELP = "Keep a fit with R-hat > 1.01 or divergences (refused without
 TABLE_HELP = "Trial table of people (Parquet/CSV, or a file an importer of the experiment reads)."
 
 
+@dataclass(frozen=True, kw_only=True)
+class PopulationKept:
+    """What a population keeps of its people and their fit (every way of making one): the fitted table, the
+    model, the population's name, where the data came from and whether an unconverged fit may be kept."""
+
+    table_or_path: pd.DataFrame | str | os.PathLike[str] | None = option(cli_type=Path, argument=True,
+                                                                         cli_name="table", help=TABLE_HELP)
+    model: str = option(help=MODEL_HELP)
+    name: str = option(help=NAME_HELP)
+    #: ``source``: a population's provenance (``--source``), not the importer of a table (``--from``)
+    provenance: str = option("", flags=("--source",), name="source", help=SOURCE_HELP)
+    allow_unconverged: bool = option(False, flags=("--allow-unconverged",), help=UNCONVERGED_HELP)
+
+
 @dataclass(frozen=True)
-class BuildPopulationRequest(Overwrite):
+class BuildPopulationRequest(PopulationKept, Overwrite):
     """A population fitted and written, as ``cogtestbed population build`` and
     :func:`cogtestbed.build_population` take it (the command line's ``TABLE`` is the function's
     ``table_or_path``)."""
 
     experiment: Any = option(cli_type=str, argument=True, help="Experiment of the trial table, e.g. two-step.")
-    table_or_path: pd.DataFrame | str | os.PathLike[str] = option(cli_type=Path, argument=True, cli_name="table",
-                                                                  help=TABLE_HELP)
-    model: str = option(help=MODEL_HELP)
-    name: str = option(help=NAME_HELP)
     output: str | os.PathLike[str] | None = option(None, cli_type=Path, cli_required=True, flags=("--output", "-o"),
                                                    help="Population file to write (.json).")
-    source: str = option("", flags=("--source",), help=SOURCE_HELP)
     from_source: str = option("auto", flags=("--from",), help="Importer of the table (auto: detected).")
     draws: int = option(1000, min=1, help="Draws per chain (as many tuning steps unless --tune).")
     tune: int | None = option(None, cli_type=int, min=1, help="Tuning steps per chain (default: as many as the draws).")
@@ -54,20 +63,16 @@ class BuildPopulationRequest(Overwrite):
         "auto", cli_type=str, help="auto (nutpie where installed), nutpie, pymc, or gibbs (experimental): "
         "Metropolis-within-Gibbs with per-subject HMC and mode jumps, every parameter centred (for subjects with "
         "two posterior modes).")
-    allow_unconverged: bool = option(False, flags=("--allow-unconverged",), help=UNCONVERGED_HELP)
 
 
 @dataclass(frozen=True)
-class PopulationFromFitRequest:
+class PopulationFromFitRequest(variant(PopulationKept, defaults={"table_or_path": None}, helps={  # type: ignore[misc]
+        "model": "The fitted model.",
+        "table_or_path": "The fitted table (or its path): each subject's MLE is kept too, which a plan of an LLM "
+                         "against these people compares with."})):
     """A population kept from a hierarchical fit one already has, as :func:`cogtestbed.population_from_fit`
     takes it (no command: ``population build`` fits and keeps in one go)."""
 
-    fit: Any = option(argument=True, cli=False, help="A hierarchical fit of the model (BayesFit).")
+    #: ``fit``: the fit object (the function's positional argument), not a plan's choice of fit (``--fit``)
+    bayes_fit: Any = option(argument=True, cli=False, name="fit", help="A hierarchical fit of the model (BayesFit).")
     experiment: str | ExperimentSpec = option(cli=False, help="The fitted table's experiment.")
-    model: str = option(cli=False, help="The fitted model.")
-    name: str = option(cli=False, help=NAME_HELP)
-    table_or_path: pd.DataFrame | str | os.PathLike[str] | None = option(
-        None, cli=False, help="The fitted table (or its path): each subject's MLE is kept too, which a plan of an "
-                              "LLM against these people compares with.")
-    source: str = option("", cli=False, help=SOURCE_HELP)
-    allow_unconverged: bool = option(False, cli=False, help=UNCONVERGED_HELP)

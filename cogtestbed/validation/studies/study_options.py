@@ -23,6 +23,7 @@ from cogtestbed.option_groups import (
     BetweenSubjects,
     Compared,
     DaskScheduler,
+    Importer,
     JsonOutput,
     LapseTerm,
     Level,
@@ -268,8 +269,9 @@ class DeclaredStudyRequest:
     """A study the experiment declares, as ``cogtestbed study`` and :func:`cogtestbed.study` take it."""
 
     experiment: Any = option(record=as_name, cli_type=str, argument=True, help="Experiment name.")
-    name: str | None = option(None, argument=True, help="Declared study (omit to list them), e.g. metric-power or "
-                                                        "recovery:1.")
+    #: ``NAME``: a declared study, not a population's name (``population build --name``)
+    study: str | None = option(None, argument=True, name="name",
+                               help="Declared study (omit to list them), e.g. metric-power or recovery:1.")
     reps: int = option(20, min=1, help="Replications.")
     run: StudyRun = group(StudyRun, "Run and output")
 
@@ -311,10 +313,9 @@ class FitTerms(LapseTerm):
 
 
 @dataclass(frozen=True)
-class FitUnits(Sessions):
+class FitUnits(Sessions, Importer):
     """What is read and what one fitted unit is."""
 
-    source: str = option("auto", flags=("--from",), help="auto, trials or an importer.")
     unit: str = option(
         "auto", flags=("--unit",),
         help="What one fitted unit is: subject (each subject of the file with its sessions), session, agent (the "

@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from cogtestbed.request import as_items, as_name, option
 
@@ -72,6 +72,38 @@ class Sessions:
     """How a published file's repeated judgements become sessions."""
 
     sessions: str | None = option(None, flags=("--sessions",), help=SESSIONS_HELP)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Seed:
+    """The seed of what a request draws at random (a study, a simulation, a sampler's chains)."""
+
+    seed: int = option(0, help="Seed of the whole study.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FitMethod:
+    """The fit of a model: per-subject maximum likelihood or the hierarchical model."""
+
+    method: Literal["mle", "hierarchical"] = option("mle", cli_type=str, help="mle or hierarchical.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Chains:
+    """A hierarchical fit's MCMC draws and chains."""
+
+    draws: int = option(1000, min=1, help="Posterior draws per chain (hierarchical).")
+    chains: int = option(4, min=1, help="Chains (hierarchical).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxDraws:
+    """How far a hierarchical fit failing only its ESS or R-hat checks samples again."""
+
+    max_draws: int | None = option(
+        None, flags=("--max-draws",), min=1,
+        help="Where a run fails only its ESS or R-hat checks (no divergences), sample again with twice the draws per "
+             "chain, up to this many.")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -191,5 +223,6 @@ class BatchMode:
 
 
 __all__ = ["POPULATION_HELP", "SESSIONS_HELP", "AnswerSettings", "Assured", "Base", "BatchMode", "BetweenSubjects",
-           "Compared", "DaskScheduler", "Importer", "JsonOutput", "LapseTerm", "Level", "MaxLength", "Overwrite",
-           "PopulationSource", "PriceTable", "ReasoningSettings", "Sessions", "Unpriced", "Workers"]
+           "Chains", "Compared", "DaskScheduler", "FitMethod", "Importer", "JsonOutput", "LapseTerm", "Level",
+           "MaxDraws", "MaxLength", "Overwrite", "PopulationSource", "PriceTable", "ReasoningSettings", "Seed",
+           "Sessions", "Unpriced", "Workers"]

@@ -108,25 +108,29 @@ def group(cls: type[Any], panel: str | None, *, defaults: Mapping[str, Any] | No
     return dataclasses.field(default_factory=lambda: cls(**given), metadata={GROUP: Group(panel, given)})
 
 
-def variant(cls: type[R], *, defaults: Mapping[str, Any] | None = None,
-            helps: Mapping[str, str] | None = None) -> type[R]:
+def variant(cls: type[R], *, defaults: Mapping[str, Any] | None = None, helps: Mapping[str, str] | None = None,
+            limits: Mapping[str, tuple[float | None, float | None]] | None = None) -> type[R]:
     """The shared option group ``cls`` (:mod:`cogtestbed.option_groups`) as one request takes it: the same
     options, each still declared once (its type, flags, limits and record are the group's), with this
-    request's ``defaults`` (``dataclasses.MISSING``: required here) and ``helps`` (its help text here) in place
-    of the group's.  A request inherits the variant as it would the group (``class FitSampling(variant(Seed,
-    helps={"seed": ...}))``); :func:`group`'s ``defaults`` do the same for a sub-object's options."""
-    given_defaults, given_helps = dict(defaults or {}), dict(helps or {})
+    request's ``defaults`` (``dataclasses.MISSING``: required here), ``helps`` (its help text here) and
+    ``limits`` (``(min, max)`` the command line enforces here) in place of the group's.  A request inherits
+    the variant as it would the group (``class FitSampling(variant(Seed, helps={"seed": ...}))``);
+    :func:`group`'s ``defaults`` do the same for a sub-object's options."""
+    given_defaults, given_helps, given_limits = dict(defaults or {}), dict(helps or {}), dict(limits or {})
     fields = {f.name: f for f in dataclasses.fields(typing.cast(Any, cls))}
-    unknown = (set(given_defaults) | set(given_helps)) - set(fields)
+    unknown = (set(given_defaults) | set(given_helps) | set(given_limits)) - set(fields)
     if unknown:
         raise TypeError(f"{cls.__name__} has no option {sorted(unknown)}")
     namespace: dict[str, Any] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
                                  "__doc__": cls.__doc__, "__annotations__": {}}
     for name, f in fields.items():
-        if name not in given_defaults and name not in given_helps:
+        if name not in given_defaults and name not in given_helps and name not in given_limits:
             continue
         opt = f.metadata[OPTION]
-        meta = {OPTION: dataclasses.replace(opt, help=given_helps[name]) if name in given_helps else opt}
+        opt = dataclasses.replace(opt, help=given_helps[name]) if name in given_helps else opt
+        if name in given_limits:
+            opt = dataclasses.replace(opt, min=given_limits[name][0], max=given_limits[name][1])
+        meta = {OPTION: opt}
         namespace["__annotations__"][name] = f.type
         if name in given_defaults:
             namespace[name] = dataclasses.field(default=given_defaults[name], metadata=meta)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from cogtestbed.option_groups import Overwrite, PopulationSource
-from cogtestbed.request import as_items, as_name, as_text, group, option
+from cogtestbed.option_groups import Overwrite, PopulationSource, Seed
+from cogtestbed.request import as_items, as_name, as_text, group, option, variant
 
 if TYPE_CHECKING:  # a type only: the command line's help imports no environment
     from cogtestbed.environments.designs import Design
@@ -26,14 +26,13 @@ Method = Literal["auto", "batch", "interpreted", "step"]
 
 
 @dataclass(frozen=True)
-class SimulatedSubjects(PopulationSource):
+class SimulatedSubjects(PopulationSource, variant(Seed, helps={"seed": "Seed of the whole simulation."})):  # type: ignore[misc]
     """Who is simulated: how many, with which parameters."""
 
     params: Mapping[str, Any] | Sequence[str] | None = option(
         None, record=as_items, cli_type=list[str] | None, flags=("--param", "-p"),
         help="Agent parameter NAME=VALUE (repeatable); defaults otherwise.")
     subjects: int = option(10, min=1, help="Number of simulated subjects.")
-    seed: int = option(0, help="Seed of the whole simulation.")
 
 
 @dataclass(frozen=True)
@@ -52,10 +51,12 @@ class Lapses:
 class SimulatedSessions:
     """The sessions they play: the design, the prompt forms, adaptive trials."""
 
-    method: Method = option("auto", help="batch: numba kernels; interpreted: the same kernels as plain Python (no "
-                                         "compilation); step: gymnasium reset/step loop; auto: interpreted for the "
-                                         "first run of a process estimated at most 1.0 s of Python, else batch "
-                                         "(identical output).")
+    #: ``method``: the simulation's path, not a model's fit (``--method mle``)
+    simulation: Method = option(
+        "auto", name="method",
+        help="batch: numba kernels; interpreted: the same kernels as plain Python (no compilation); step: gymnasium "
+             "reset/step loop; auto: interpreted for the first run of a process estimated at most 1.0 s of Python, "
+             "else batch (identical output).")
     design: Design | Mapping[str, Any] | Sequence[str] | None = option(
         None, record=as_items, cli_type=list[str] | None, flags=("--design",),
         help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48.")

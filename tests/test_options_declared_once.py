@@ -382,9 +382,8 @@ def test_metrics_takes_the_experiments_own_options_too() -> None:
 #: declaration in a shared group (:mod:`cogtestbed.option_groups`) every request inherits.  It only shrinks:
 #: a name declared once again must leave it, a new name declared twice fails.  Its goal is empty.
 DECLARED_IN_SEVERAL = {
-    "adaptive", "agent", "chains", "design", "draws", "effect", "experiment", "form_sd", "forms", "llm", "max_cost",
-    "max_draws", "method", "metric", "model", "output", "params", "path", "precision", "reps", "runs", "sampler",
-    "seed", "subjects", "test", "trials",
+    "adaptive", "agent", "design", "effect", "experiment", "form_sd", "forms", "llm", "max_cost", "metric", "model",
+    "output", "params", "path", "precision", "reps", "runs", "subjects", "test", "trials",
 }
 
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from cogtestbed.option_groups import Importer, MaxLength, Overwrite, Sessions
-from cogtestbed.request import option
+from cogtestbed.option_groups import Importer, MaxLength, Overwrite, Seed, Sessions
+from cogtestbed.request import option, variant
 
 if TYPE_CHECKING:
     from cogtestbed.experiments.spec import ExperimentSpec
@@ -108,13 +108,12 @@ class ValidateRequest(MaxLength):
 
 
 @dataclass(frozen=True)
-class HeldoutRequest:
+class HeldoutRequest(variant(Seed, helps={"seed": "Seed of the held-out draw (test a count)."})):  # type: ignore[misc]
     """A cognitive model fitted on training subjects and scored on held-out ones, as
     :func:`cogtestbed.heldout_nll` takes it (the experiment and the trials positional; no command)."""
 
     model: str = option(cli=False, help="The experiment's model to fit, e.g. rw-pm.")
     test: Sequence[Hashable] | int = option(
         cli=False, help="The held-out subjects: their ids, or how many to draw (seeded by seed).")
-    seed: int = option(0, cli=False, help="Seed of the held-out draw (test a count).")
     n_starts: int | None = option(None, cli=False,
                                   help="Optimizer starts of the pooled fit (default: the model's own).")

@@ -8,17 +8,16 @@ from pathlib import Path
 
 from cogtestbed.cli.app import app
 from cogtestbed.cli.options import request_command
-from cogtestbed.option_groups import Overwrite, Workers
-from cogtestbed.request import option
+from cogtestbed.option_groups import Overwrite, Seed, Workers
+from cogtestbed.request import option, variant
 
 
 @dataclass(frozen=True)
-class DemoRequest(Workers, Overwrite):
+class DemoRequest(Workers, Overwrite, variant(Seed, defaults={"seed": 1}, helps={"seed": "Seed."})):  # type: ignore[misc]
     """What ``cogtestbed demo`` runs (its options, declared once: :mod:`cogtestbed.request`)."""
 
     output: Path = option(Path("demo_output"), flags=("--output", "-o"), help="Folder for the outputs.")
     subjects: int = option(50, min=2, help="Simulated subjects.")
-    seed: int = option(1, help="Seed.")
     real_model: bool = option(
         True, flags=("--real-model/--no-real-model",),
         help="Also run a real local model (hf:smollm2-135m, offline) through the same environments, and plan from "

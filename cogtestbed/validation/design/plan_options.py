@@ -28,10 +28,11 @@ from cogtestbed.option_groups import (
     PopulationSource,
     PriceTable,
     ReasoningSettings,
+    Seed,
     Unpriced,
     Workers,
 )
-from cogtestbed.request import as_list, as_name, group, option
+from cogtestbed.request import as_list, as_name, group, option, variant
 from cogtestbed.validation.studies.options import assignment_items, size_text
 
 
@@ -209,7 +210,8 @@ class PlanAdaptive:
 
 
 @dataclass(frozen=True)
-class PlanRequest(Workers, DaskScheduler):
+class PlanRequest(Workers, DaskScheduler,
+                  variant(Seed, helps={"seed": "Seed of the simulations and of the planned run."})):  # type: ignore[misc]
     """A fixed, sequential, precision or adaptive plan, as ``cogtestbed plan`` and :func:`cogtestbed.plan`
     take it; read and checked by :func:`~cogtestbed.validation.design.request.run_plan`."""
 
@@ -221,7 +223,6 @@ class PlanRequest(Workers, DaskScheduler):
     sizes: PlanSizes = group(PlanSizes, "Sizes")
     simulated: PlanSubjects = group(PlanSubjects, "Simulated subjects")
     mc_se: float = option(0.03, help="Largest Monte-Carlo SE of the chosen design's power.")
-    seed: int = option(0, help="Seed of the simulations and of the planned run.")
     sequential: PlanSequential = group(PlanSequential, "Sequential plan")
     analysis: PlanFit = group(PlanFit, "Fit")
     prompt_forms: PlanForms = group(PlanForms, "Prompt forms")

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cogtestbed.option_groups import AnswerSettings, BatchMode, PriceTable, ReasoningSettings, Unpriced
+from cogtestbed.option_groups import AnswerSettings, BatchMode, PriceTable, ReasoningSettings, Seed, Unpriced
 from cogtestbed.redact import redact_url
-from cogtestbed.request import as_items, as_list, as_name, group, option
+from cogtestbed.request import as_items, as_list, as_name, group, option, variant
 
 #: Default ``--retry-for`` in seconds; equal to the library's ``DEFAULT_RETRY_WINDOW`` (not imported
 #: here: the command line builds its help from this module without the library).
@@ -46,11 +46,10 @@ class RunLLMs(ReasoningSettings):
 
 
 @dataclass(frozen=True)
-class RunSessions:
+class RunSessions(variant(Seed, helps={"seed": "Seed: the same sessions as `simulate --seed`."})):  # type: ignore[misc]
     """The sessions played: how many, which design, which prompt forms."""
 
     subjects: int = option(1, min=1, help="Independent subjects (sessions).")
-    seed: int = option(0, help="Seed: the same sessions as `simulate --seed`.")
     design: Mapping[str, Any] | Sequence[str] | None = option(
         None, record=as_items, cli_type=list[str] | None, flags=("--design",),
         help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=6.")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from cogtestbed.option_groups import Overwrite
+from cogtestbed.option_groups import Chains, MaxDraws, Overwrite, Seed
 from cogtestbed.request import option, variant
 
 if TYPE_CHECKING:
@@ -44,7 +44,13 @@ class PopulationKept:
 
 
 @dataclass(frozen=True)
-class BuildPopulationRequest(PopulationKept, Overwrite):
+class BuildPopulationRequest(
+        PopulationKept, Overwrite,
+        variant(Chains, limits={"chains": (2, None)}, helps={  # type: ignore[misc]
+            "draws": "Draws per chain (as many tuning steps unless --tune).", "chains": "Chains."}),
+        variant(MaxDraws, defaults={"max_draws": 8000}, helps={  # type: ignore[misc]
+            "max_draws": "Draws per chain are doubled up to this while only R-hat or ESS fail."}),
+        variant(Seed, helps={"seed": "Sampler seed."})):  # type: ignore[misc]
     """A population fitted and written, as ``cogtestbed population build`` and
     :func:`cogtestbed.build_population` take it (the command line's ``TABLE`` is the function's
     ``table_or_path``)."""
@@ -53,12 +59,7 @@ class BuildPopulationRequest(PopulationKept, Overwrite):
     output: str | os.PathLike[str] | None = option(None, cli_type=Path, cli_required=True, flags=("--output", "-o"),
                                                    help="Population file to write (.json).")
     from_source: str = option("auto", flags=("--from",), help="Importer of the table (auto: detected).")
-    draws: int = option(1000, min=1, help="Draws per chain (as many tuning steps unless --tune).")
     tune: int | None = option(None, cli_type=int, min=1, help="Tuning steps per chain (default: as many as the draws).")
-    chains: int = option(4, min=2, help="Chains.")
-    max_draws: int | None = option(8000, cli_type=int, min=1,
-                                   help="Draws per chain are doubled up to this while only R-hat or ESS fail.")
-    seed: int = option(0, help="Sampler seed.")
     sampler: Literal["auto", "nutpie", "pymc", "gibbs"] = option(
         "auto", cli_type=str, help="auto (nutpie where installed), nutpie, pymc, or gibbs (experimental): "
         "Metropolis-within-Gibbs with per-subject HMC and mode jumps, every parameter centred (for subjects with "

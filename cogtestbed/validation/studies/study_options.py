@@ -15,24 +15,28 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from cogtestbed.option_groups import (
     Assured,
     Base,
     BetweenSubjects,
+    Chains,
     Compared,
     DaskScheduler,
+    FitMethod,
     Importer,
     JsonOutput,
     LapseTerm,
     Level,
+    MaxDraws,
     Overwrite,
     PopulationSource,
+    Seed,
     Sessions,
     Workers,
 )
-from cogtestbed.request import as_items, as_name, as_text, group, option
+from cogtestbed.request import as_items, as_name, as_text, group, option, variant
 from cogtestbed.simulate_options import Lapses
 
 #: Sizes as :func:`cogtestbed.recover` takes them: a count, a list of counts, or the command line's text.
@@ -59,10 +63,9 @@ FORM_SD_HELP = ("PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD
                 "(synthetic subjects; needs --forms).")
 
 @dataclass(frozen=True)
-class StudyRun(Workers, Overwrite, JsonOutput, DaskScheduler):
+class StudyRun(Seed, Workers, Overwrite, JsonOutput, DaskScheduler):
     """Where and how a study runs, and where it is written (every study command's own options)."""
 
-    seed: int = option(0, help="Seed of the whole study.")
     output: str | os.PathLike[str] | None = option(
         None, cli_type=Path | None, flags=("--output", "-o"),
         help="Write results.parquet, summary.json, plots and report.html here.")
@@ -93,17 +96,15 @@ class RecoverSizes:
 
 
 @dataclass(frozen=True)
-class RecoverFit(LapseTerm, Assured, PopulationSource):
+class RecoverFit(FitMethod, Chains, LapseTerm, Assured, PopulationSource):
     """How the true parameters are drawn and the model fitted."""
 
-    method: str = option("mle", help="mle or hierarchical.")
-    sampler: str = option("prior", help="prior (hierarchical prior) or uniform (--population: the population's "
-                                        "draws).")
+    #: ``sampler``: how the true parameters are drawn, not an MCMC sampler (``population build --sampler``)
+    truth_sampler: str = option(
+        "prior", name="sampler", help="prior (hierarchical prior) or uniform (--population: the population's draws).")
     fix: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--fix",),
                               help="Hold model parameter NAME=VALUE fixed.")
     params: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
-    draws: int = option(1000, min=1, help="Posterior draws per chain (hierarchical).")
-    chains: int = option(4, min=1, help="Chains (hierarchical).")
     precision: Assignments = option(
         None, record=as_items, cli_type=list[str] | None, flags=("--precision",),
         help="PARAM=HALFWIDTH (repeatable): the tolerance a recovered estimate must meet; the verdict calls PARAM "
@@ -137,23 +138,20 @@ class ModelRecoverySizes:
 
 
 @dataclass(frozen=True)
-class HierarchicalFit:
+class HierarchicalFit(variant(Chains, defaults={"draws": 500, "chains": 2})):  # type: ignore[misc]
     """The fit (the hierarchical one's draws and chains)."""
 
     params: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
-    draws: int = option(500, min=1, help="Posterior draws per chain (hierarchical).")
-    chains: int = option(2, min=1, help="Chains (hierarchical).")
 
 
 @dataclass(frozen=True)
-class ModelRecoveryRequest:
+class ModelRecoveryRequest(FitMethod):
     """Model recovery, as ``cogtestbed model-recovery`` and :func:`cogtestbed.model_recovery` take it."""
 
     models: Sequence[str] = option(cli_type=list[str], argument=True, help="Candidate models, e.g. rw rw-pm.")
     experiment: Any = option(None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
                              help=EXPERIMENT_HELP)
     sizes: ModelRecoverySizes = group(ModelRecoverySizes, "Sizes")
-    method: str = option("mle", help="mle or hierarchical.")
     fit: HierarchicalFit = group(HierarchicalFit, "Fit")
     run: StudyRun = group(StudyRun, "Run and output")
 
@@ -222,13 +220,8 @@ class PowerSizes:
 
 
 @dataclass(frozen=True)
-class PowerSubjects(BetweenSubjects, Base, PopulationSource):
+class PowerSubjects(HierarchicalFit, FitMethod, BetweenSubjects, Base, PopulationSource):
     """The simulated subjects and their fit."""
-
-    method: str = option("mle", help="mle or hierarchical.")
-    params: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
-    draws: int = option(500, min=1, help="Posterior draws per chain (hierarchical).")
-    chains: int = option(2, min=1, help="Chains (hierarchical).")
 
 
 @dataclass(frozen=True)
@@ -279,17 +272,9 @@ class DeclaredStudyRequest:
 #: ``--sessions`` of a command that imports published files.
 
 @dataclass(frozen=True)
-class FitSampling:
+class FitSampling(Chains, MaxDraws, variant(Seed, helps={  # type: ignore[misc]
+        "seed": "Seed of the hierarchical sampler's chains (the MLE starts from a fixed grid and uses none)."})):
     """The hierarchical fit's sampling."""
-
-    draws: int = option(1000, min=1, help="Posterior draws per chain (hierarchical).")
-    max_draws: int | None = option(
-        None, flags=("--max-draws",), min=1,
-        help="Where a run fails only its ESS or R-hat checks (no divergences), sample again with twice the draws per "
-             "chain, up to this many.")
-    chains: int = option(4, min=1, help="Chains (hierarchical).")
-    seed: int = option(0, help="Seed of the hierarchical sampler's chains (the MLE starts from a fixed grid and "
-                               "uses none).")
 
 
 @dataclass(frozen=True)
@@ -302,10 +287,8 @@ class PosteriorFile:
 
 
 @dataclass(frozen=True)
-class FitTerms(LapseTerm):
+class FitTerms(LapseTerm, FitMethod):
     """The fitted model's method and terms (among the command's own options)."""
-
-    method: Literal["mle", "hierarchical"] = option("mle", cli_type=str, help="mle or hierarchical.")
     form_effects: Sequence[str] | str | None = option(
         None, cli_type=str | None, flags=("--form-effects",),
         help="P1,P2,...: the parameters given a prompt-form effect when the table has a 'form' column "
@@ -354,7 +337,7 @@ class FitTableRequest:
 
 
 @dataclass(frozen=True)
-class FormStudyRequest(Level):
+class FormStudyRequest(Level, Seed):
     """A study across prompt forms, as :func:`cogtestbed.form_study` takes it (``recover --forms`` and
     ``power --forms`` call it with their options): the forms' options are :class:`StudyForms`, as on
     the command line."""
@@ -371,7 +354,6 @@ class FormStudyRequest(Level):
     design: Design = option(None, record=as_items, cli=False, help=DESIGN_HELP)
     trials: Sizes = option(None, record=as_text, cli=False,
                            help="Refused across forms: the design's trials field is set with design.")
-    seed: int = option(0, cli=False, help="Seed of the whole study.")
     forms: StudyForms = group(StudyForms, "Prompt forms")
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from cogtestbed.request import as_items, as_name, option
+from cogtestbed.request import as_items, as_list, as_name, option
 
 #: The help of ``sessions`` (every reader of published files).
 SESSIONS_HELP = ("refuse (default) or split: a run of a file without trial key (CogBench probabilistic reasoning) "
@@ -104,6 +104,55 @@ class MaxDraws:
         None, flags=("--max-draws",), min=1,
         help="Where a run fails only its ESS or R-hat checks (no divergences), sample again with twice the draws per "
              "chain, up to this many.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeadlineMetric:
+    """The metric a target or a validity study reads."""
+
+    metric: str | None = option(None, help="Headline metric whose difference is detected.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetricTest:
+    """A declared test of the metrics result."""
+
+    test: str | None = option(None, help="Key of the metrics result holding a test (p_value/reject).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentSetting:
+    """A synthetic agent and its parameter setting."""
+
+    agent: str | None = option(None, help="AGENT[:p=v,...] under which --test runs.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Effect:
+    """The effect a model-level target detects."""
+
+    effect: Mapping[str, float] | str | None = option(
+        None, record=as_items, cli_type=str | None,
+        help="NAME=SIZE: a model parameter or contrast (with two --llm or --human: the difference of the second "
+             "group's median over the first's).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxCost:
+    """The dollars an LLM run may cost."""
+
+    max_cost: float | None = option(None, min=0.0, help="Refuse designs costing more (USD).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LLMs:
+    """The LLM(s) a run or a plan names."""
+
+    llm: str | Sequence[str] | None = option(
+        None, record=as_list, cli_type=list[str] | None, flags=("--llm",),
+        help="BACKEND:MODEL — hf:smollm2-135m (a real model, offline), hf:tiny-random, hf:<hub id or path>, "
+             "openai:gpt-4o-mini, anthropic:claude-...; keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY.  Give it "
+             "twice (base and instruct, say) to run both on the same sessions and write a paired report.")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -222,7 +271,8 @@ class BatchMode:
              "table's batch_discount off, the standard price shown beside it).")
 
 
-__all__ = ["POPULATION_HELP", "SESSIONS_HELP", "AnswerSettings", "Assured", "Base", "BatchMode", "BetweenSubjects",
-           "Chains", "Compared", "DaskScheduler", "FitMethod", "Importer", "JsonOutput", "LapseTerm", "Level",
-           "MaxDraws", "MaxLength", "Overwrite", "PopulationSource", "PriceTable", "ReasoningSettings", "Seed",
-           "Sessions", "Unpriced", "Workers"]
+__all__ = ["POPULATION_HELP", "SESSIONS_HELP", "AgentSetting", "AnswerSettings", "Assured", "Base", "BatchMode",
+           "BetweenSubjects", "Chains", "Compared", "DaskScheduler", "Effect", "FitMethod", "HeadlineMetric",
+           "Importer", "JsonOutput", "LLMs", "LapseTerm", "Level", "MaxCost", "MaxDraws", "MaxLength", "MetricTest",
+           "Overwrite", "PopulationSource", "PriceTable", "ReasoningSettings", "Seed", "Sessions", "Unpriced",
+           "Workers"]

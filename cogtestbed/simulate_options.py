@@ -82,7 +82,8 @@ class SimulateRequest(Overwrite):
 
     experiment: Any = option(cli_type=str, argument=True, record=as_name,
                              help="Experiment name, e.g. instrumental-learning.")
-    agent: str = option(flags=("--agent", "-a"), help="Synthetic agent, e.g. rw-pm.")
+    #: ``agent``: the agent simulated, by name (its parameters ``--param``), not ``AGENT[:p=v,...]`` of a target
+    agent_name: str = option(flags=("--agent", "-a"), name="agent", help="Synthetic agent, e.g. rw-pm.")
     output: str | os.PathLike[str] | None = option(None, cli_type=Path, cli_required=True, flags=("--output", "-o"),
                                                    help="Trial table to write (.parquet).")
     who: SimulatedSubjects = group(SimulatedSubjects, "Subjects")

@@ -69,7 +69,8 @@ class TranscriptNllRequest(MaxLength):
     """A model's per-choice log-likelihood on transcripts, as :func:`cogtestbed.transcript_nll` takes
     it (the model and the transcripts positional; the command line reads one Psych-201 file)."""
 
-    llm: Any = option("hf:smollm2-135m", cli_type=str, help="An in-process model (hf:...).")
+    #: ``llm``: one in-process model scored (the function's positional argument), not the LLMs run (``--llm``)
+    scored_llm: Any = option("hf:smollm2-135m", cli_type=str, name="llm", help="An in-process model (hf:...).")
     participants: Sequence[str] | None = option(
         None, cli_type=list[str] | None, flags=("--participant", "-p"),
         help="Only this participant id; repeatable (default: every participant).")
@@ -113,7 +114,8 @@ class HeldoutRequest(variant(Seed, helps={"seed": "Seed of the held-out draw (te
     :func:`cogtestbed.heldout_nll` takes it (the experiment and the trials positional; no command)."""
 
     model: str = option(cli=False, help="The experiment's model to fit, e.g. rw-pm.")
-    test: Sequence[Hashable] | int = option(
-        cli=False, help="The held-out subjects: their ids, or how many to draw (seeded by seed).")
+    #: ``test``: the held-out subjects, not a metrics result's test (``--test``)
+    held_out: Sequence[Hashable] | int = option(
+        cli=False, name="test", help="The held-out subjects: their ids, or how many to draw (seeded by seed).")
     n_starts: int | None = option(None, cli=False,
                                   help="Optimizer starts of the pooled fit (default: the model's own).")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.option_groups import (
+    AgentSetting,
     AnswerSettings,
     Assured,
     Base,
@@ -24,7 +25,12 @@ from cogtestbed.option_groups import (
     BetweenSubjects,
     Compared,
     DaskScheduler,
+    Effect,
+    HeadlineMetric,
     Level,
+    LLMs,
+    MaxCost,
+    MetricTest,
     PopulationSource,
     PriceTable,
     ReasoningSettings,
@@ -32,7 +38,7 @@ from cogtestbed.option_groups import (
     Unpriced,
     Workers,
 )
-from cogtestbed.request import as_list, as_name, group, option, variant
+from cogtestbed.request import as_name, group, option, variant
 from cogtestbed.validation.studies.options import assignment_items, size_text
 
 
@@ -43,20 +49,13 @@ def _text(value: Any) -> str:
 
 
 @dataclass(frozen=True)
-class PlanTarget(Compared, Assured, Level):
+class PlanTarget(Effect, HeadlineMetric, MetricTest, AgentSetting, Compared, Assured, Level):
     """What the plan must detect or estimate, and how surely."""
 
     question: str | None = option(
         None, help="The plan kind answering the question (power, sequential, hierarchical, precision, adaptive, "
                    "forms, or a registered one; `cogtestbed plan --help`). Default: chosen from the other options.")
     model: str | None = option(None, help="Model of an --effect target, e.g. rw-pm.")
-    effect: Mapping[str, float] | str | None = option(
-        None, record=assignment_items, cli_type=str | None,
-        help="NAME=SIZE: a model parameter or contrast (with two --llm or --human: the difference of the second "
-             "group's median over the first's).")
-    metric: str | None = option(None, help="Headline metric whose difference is detected.")
-    test: str | None = option(None, help="Key of the metrics result holding a test.")
-    agent: str | None = option(None, help="AGENT[:p=v,...] under which --test runs.")
     precision: Mapping[str, float] | str | None = option(
         None, record=assignment_items, cli_type=str | None,
         help="PARAM=HALFWIDTH (with --model): plan for precision instead of power, the cheapest design where "
@@ -115,16 +114,14 @@ class PlanSubjects(BetweenSubjects, Base):
 
 
 @dataclass(frozen=True)
-class Pricing(PriceTable, ReasoningSettings, AnswerSettings, Unpriced, BatchMode):
+class Pricing(PriceTable, ReasoningSettings, AnswerSettings, Unpriced, BatchMode, MaxCost,
+              variant(LLMs, helps={  # type: ignore[misc]
+                  "llm": "BACKEND:MODEL whose prices and tokenizer cost the design (twice for a difference between two "
+                         "LLMs: in a metric, or with --model/--effect in a model parameter). Required for a power "
+                         "target; optional with --precision (default: cost in trials)."})):
     """How a plan prices its design (issue 67: one typed group, passed unchanged to the plan kind): the LLMs
     priced, their prices, batch pricing, the reasoning-token assumption and the answer settings (as run)."""
 
-    llm: str | Sequence[str] | None = option(
-        None, record=as_list, cli_type=list[str] | None, flags=("--llm",),
-        help="BACKEND:MODEL whose prices and tokenizer cost the design (twice for a difference between two LLMs: in "
-             "a metric, or with --model/--effect in a model parameter). Required for a power target; optional with "
-             "--precision (default: cost in trials).")
-    max_cost: float | None = option(None, min=0.0, help="Refuse designs costing more (USD).")
     assume_reasoning_tokens: str | None = option(
         None, help="A reasoning model's completion tokens per call, hidden ones included: N (priced from N/2 to 2N) "
                    "or LOW:HIGH; without it (or a --pilot of the model) a plan for a reasoning model is refused.")

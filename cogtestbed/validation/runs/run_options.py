@@ -15,9 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cogtestbed.option_groups import AnswerSettings, BatchMode, PriceTable, ReasoningSettings, Seed, Unpriced
+from cogtestbed.option_groups import (
+    AnswerSettings,
+    BatchMode,
+    LLMs,
+    MaxCost,
+    PriceTable,
+    ReasoningSettings,
+    Seed,
+    Unpriced,
+)
 from cogtestbed.redact import redact_url
-from cogtestbed.request import as_items, as_list, as_name, group, option, variant
+from cogtestbed.request import as_items, as_name, group, option, variant
 
 #: Default ``--retry-for`` in seconds; equal to the library's ``DEFAULT_RETRY_WINDOW`` (not imported
 #: here: the command line builds its help from this module without the library).
@@ -30,14 +39,9 @@ PROGRESS_EVERY = 10
 
 
 @dataclass(frozen=True)
-class RunLLMs(ReasoningSettings):
+class RunLLMs(ReasoningSettings, LLMs):
     """The LLM(s) run and how they are reached."""
 
-    llm: str | Sequence[str] | None = option(
-        None, record=as_list, cli_type=list[str] | None, flags=("--llm",),
-        help="BACKEND:MODEL — hf:smollm2-135m (a real model, offline), hf:tiny-random, hf:<hub id or path>, "
-             "openai:gpt-4o-mini, anthropic:claude-...; keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY.  Give it "
-             "twice (base and instruct, say) to run both on the same sessions and write a paired report.")
     base_url: str | None = option(
         None, record=redact_url,
         help="OpenAI-compatible or Anthropic endpoint (vLLM, Ollama, llama.cpp, LM Studio...); part of the response "
@@ -97,13 +101,12 @@ class RunTransport:
 
 
 @dataclass(frozen=True)
-class RunBudget(PriceTable, Unpriced):
+class RunBudget(PriceTable, Unpriced, variant(MaxCost, helps={  # type: ignore[misc]
+        "max_cost": "Total spend of the run directory in USD, over every --resume; never exceeded (each call books its "
+                    "worst case first; a subject starts only if its whole worst case fits)."})):
     """The run's budget and prices, its dry run and its resumption."""
 
     max_calls: int | None = option(None, min=0, help="Total new calls of the run directory, over every --resume.")
-    max_cost: float | None = option(
-        None, min=0.0, help="Total spend of the run directory in USD, over every --resume; never exceeded (each call "
-                            "books its worst case first; a subject starts only if its whole worst case fits).")
     add_budget: Sequence[str] | None = option(
         None, cli_type=list[str] | None, flags=("--add-budget",),
         help="With --resume: raise the run's totals, calls=N and/or usd=X (repeatable).")

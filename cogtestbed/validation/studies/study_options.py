@@ -13,23 +13,27 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import Any
 
 from cogtestbed.option_groups import (
+    AgentSetting,
     Assured,
     Base,
     BetweenSubjects,
     Chains,
     Compared,
     DaskScheduler,
+    Effect,
     FitMethod,
+    HeadlineMetric,
     Importer,
     JsonOutput,
     LapseTerm,
     Level,
     MaxDraws,
+    MetricTest,
     Overwrite,
     PopulationSource,
     Seed,
@@ -105,8 +109,9 @@ class RecoverFit(FitMethod, Chains, LapseTerm, Assured, PopulationSource):
     fix: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--fix",),
                               help="Hold model parameter NAME=VALUE fixed.")
     params: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
-    precision: Assignments = option(
-        None, record=as_items, cli_type=list[str] | None, flags=("--precision",),
+    #: ``precision``: a recovery's tolerance on each parameter, not a plan's precision target (``plan --precision``)
+    tolerance: Assignments = option(
+        None, name="precision", record=as_items, cli_type=list[str] | None, flags=("--precision",),
         help="PARAM=HALFWIDTH (repeatable): the tolerance a recovered estimate must meet; the verdict calls PARAM "
              "recovered well only where a share >= --assurance of the estimates lies within it. Default: none (r, "
              "RMSE and bias reported, r >= 0.8 convention named).")
@@ -181,15 +186,12 @@ class SbcRequest:
 
 
 @dataclass(frozen=True)
-class PowerTarget(Compared, Level):
+class PowerTarget(
+        variant(Effect, helps={  # type: ignore[misc]
+            "effect": "NAME=SIZE, a model parameter or contrast, e.g. optimism_bias=0.2 (0: the type-I error rate)."}),
+        HeadlineMetric, MetricTest, AgentSetting, Compared, Level):
     """What the study must detect: a model parameter or contrast, a metric difference or a declared test."""
 
-    effect: Mapping[str, float] | str | None = option(
-        None, record=as_items, cli_type=str | None,
-        help="NAME=SIZE, a model parameter or contrast, e.g. optimism_bias=0.2 (0: the type-I error rate).")
-    metric: str | None = option(None, help="Headline metric whose difference is detected.")
-    test: str | None = option(None, help="Key of the metrics result holding a test (p_value/reject).")
-    agent: str | None = option(None, help="AGENT[:p=v,...] under which --test runs.")
     sweep: str | None = option(
         None, help="NAME=a,b,c: an agent parameter (or design field) whose values each get a rate (with --test or "
                    "--metric), e.g. leak=0,0.1: at 0 the false-positive rate, above it the power. Default: none.")
@@ -240,12 +242,13 @@ class PowerRequest:
 
 
 @dataclass(frozen=True)
-class MetricValidityRequest:
+class MetricValidityRequest(
+        variant(HeadlineMetric, defaults={"metric": MISSING}, helps={"metric": "Headline metric."}),  # type: ignore[misc]
+        variant(AgentSetting, defaults={"agent": MISSING},  # type: ignore[misc]
+                helps={"agent": "AGENT[:p=v,...]: the agent and its base setting."})):
     """A metric's validity, as ``cogtestbed metric-validity`` and :func:`cogtestbed.metric_validity` take it."""
 
     experiment: Any = option(record=as_name, cli_type=str, argument=True, help="Experiment name.")
-    metric: str = option(help="Headline metric.")
-    agent: str = option(help="AGENT[:p=v,...]: the agent and its base setting.")
     parameter: str = option(help="Agent parameter swept.")
     values: Sequence[float] | str = option(record=as_text, cli_type=str, help="Values of the parameter (comma list).")
     direction: str = option("any", help="increasing, decreasing or any.")
@@ -337,7 +340,9 @@ class FitTableRequest:
 
 
 @dataclass(frozen=True)
-class FormStudyRequest(Level, Seed):
+class FormStudyRequest(Level, Seed, variant(Effect, helps={  # type: ignore[misc]
+        "effect": "NAME=SIZE: the forms-aware test's rejection rate beside the naive test's (0: the type-I error "
+                  "rate); without it the recovery of the form SD and its interval's coverage."})):
     """A study across prompt forms, as :func:`cogtestbed.form_study` takes it (``recover --forms`` and
     ``power --forms`` call it with their options): the forms' options are :class:`StudyForms`, as on
     the command line."""
@@ -347,10 +352,6 @@ class FormStudyRequest(Level, Seed):
     subjects: int | str = option(50, cli=False, help="Subjects in all, split over the forms.")
     reps: int = option(100, cli=False, help="Simulated studies.")
     params: Assignments = option(None, record=as_items, cli=False, help=PARAM_HELP)
-    effect: Mapping[str, float] | str | None = option(
-        None, record=as_items, cli=False,
-        help="NAME=SIZE: the forms-aware test's rejection rate beside the naive test's (0: the type-I error rate); "
-             "without it the recovery of the form SD and its interval's coverage.")
     design: Design = option(None, record=as_items, cli=False, help=DESIGN_HELP)
     trials: Sizes = option(None, record=as_text, cli=False,
                            help="Refused across forms: the design's trials field is set with design.")

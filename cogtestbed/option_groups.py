@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from cogtestbed.request import as_items, as_list, as_name, option
+from cogtestbed.request import as_items, as_list, as_name, as_text, option
 
 #: The help of ``sessions`` (every reader of published files).
 SESSIONS_HELP = ("refuse (default) or split: a run of a file without trial key (CogBench probabilistic reasoning) "
@@ -156,6 +156,46 @@ class LLMs:
 
 
 @dataclass(frozen=True, kw_only=True)
+class AgentParams:
+    """A synthetic agent's parameter settings."""
+
+    params: Mapping[str, Any] | Sequence[str] | None = option(
+        None, record=as_items, cli_type=list[str] | None, flags=("--param",),
+        help="Agent parameter NAME=VALUE (repeatable): settings the model lacks, or the agent's base.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PromptForms:
+    """The prompt forms subjects are assigned to."""
+
+    #: ``forms``: the forms used (K or ids), not the counts of forms a plan searches (``plan --forms``)
+    assigned_forms: str | Sequence[int] | None = option(
+        None, name="forms", record=as_text, cli_type=str | None, flags=("--forms",),
+        help="Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigned to them, balanced and seeded "
+             "(cogtestbed list EXP shows the forms).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FormSD:
+    """How far each prompt form shifts a parameter (synthetic subjects)."""
+
+    form_sd: Mapping[str, float] | Sequence[str] | None = option(
+        None, record=as_items, cli_type=list[str] | None, flags=("--form-sd",),
+        help="PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD) offset on its unconstrained scale "
+             "(synthetic subjects; needs --forms).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Adaptive:
+    """The parameters an adaptive session's trials are chosen for."""
+
+    adaptive: str | Sequence[str] | None = option(
+        None, record=as_text, cli_type=str | None, flags=("--adaptive",),
+        help="PARAM[,PARAM] or all: an adaptive session, each next trial chosen to maximise the expected information "
+             "on these parameters of the experiment's model (needs --trials).")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Importer:
     """How a table or published data file is read."""
 
@@ -271,8 +311,8 @@ class BatchMode:
              "table's batch_discount off, the standard price shown beside it).")
 
 
-__all__ = ["POPULATION_HELP", "SESSIONS_HELP", "AgentSetting", "AnswerSettings", "Assured", "Base", "BatchMode",
-           "BetweenSubjects", "Chains", "Compared", "DaskScheduler", "Effect", "FitMethod", "HeadlineMetric",
-           "Importer", "JsonOutput", "LLMs", "LapseTerm", "Level", "MaxCost", "MaxDraws", "MaxLength", "MetricTest",
-           "Overwrite", "PopulationSource", "PriceTable", "ReasoningSettings", "Seed", "Sessions", "Unpriced",
-           "Workers"]
+__all__ = ["POPULATION_HELP", "SESSIONS_HELP", "Adaptive", "AgentParams", "AgentSetting", "AnswerSettings", "Assured",
+           "Base", "BatchMode", "BetweenSubjects", "Chains", "Compared", "DaskScheduler", "Effect",
+           "FitMethod", "FormSD", "HeadlineMetric", "Importer", "JsonOutput", "LLMs", "LapseTerm", "Level", "MaxCost",
+           "MaxDraws", "MaxLength", "MetricTest", "Overwrite", "PopulationSource", "PriceTable", "PromptForms",
+           "ReasoningSettings", "Seed", "Sessions", "Unpriced", "Workers"]

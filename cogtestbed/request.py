@@ -108,29 +108,40 @@ def group(cls: type[Any], panel: str | None, *, defaults: Mapping[str, Any] | No
     return dataclasses.field(default_factory=lambda: cls(**given), metadata={GROUP: Group(panel, given)})
 
 
+#: What a request may choose of a shared option's presentation (:func:`variant`): not its type, parsing or record.
+PRESENTATION = frozenset({"help", "flags", "min", "max", "show_default", "cli", "api", "argument", "cli_required",
+                          "cli_name"})
+
+
 def variant(cls: type[R], *, defaults: Mapping[str, Any] | None = None, helps: Mapping[str, str] | None = None,
-            limits: Mapping[str, tuple[float | None, float | None]] | None = None) -> type[R]:
+            limits: Mapping[str, tuple[float | None, float | None]] | None = None,
+            present: Mapping[str, Mapping[str, Any]] | None = None) -> type[R]:
     """The shared option group ``cls`` (:mod:`cogtestbed.option_groups`) as one request takes it: the same
-    options, each still declared once (its type, flags, limits and record are the group's), with this
-    request's ``defaults`` (``dataclasses.MISSING``: required here), ``helps`` (its help text here) and
-    ``limits`` (``(min, max)`` the command line enforces here) in place of the group's.  A request inherits
-    the variant as it would the group (``class FitSampling(variant(Seed, helps={"seed": ...}))``);
-    :func:`group`'s ``defaults`` do the same for a sub-object's options."""
-    given_defaults, given_helps, given_limits = dict(defaults or {}), dict(helps or {}), dict(limits or {})
+    options, each still declared once (its name, type, command-line type and record are the group's), with this
+    request's ``defaults`` (``dataclasses.MISSING``: required here), ``helps`` (its help text here), ``limits``
+    (``(min, max)`` the command line enforces here) and ``present`` (``{option: {attribute: value}}`` for the
+    other attributes of :data:`PRESENTATION`: its flags, a positional argument, the faces taking it) in place
+    of the group's.  A request inherits the variant as it would the group (``class FitSampling(variant(Seed,
+    helps={"seed": ...}))``); :func:`group`'s ``defaults`` do the same for a sub-object's options."""
+    changes: dict[str, dict[str, Any]] = {name: dict(attrs) for name, attrs in (present or {}).items()}
+    for name, text in (helps or {}).items():
+        changes.setdefault(name, {})["help"] = text
+    for name, (low, high) in (limits or {}).items():
+        changes.setdefault(name, {}).update(min=low, max=high)
+    given_defaults = dict(defaults or {})
     fields = {f.name: f for f in dataclasses.fields(typing.cast(Any, cls))}
-    unknown = (set(given_defaults) | set(given_helps) | set(given_limits)) - set(fields)
+    unknown = (set(given_defaults) | set(changes)) - set(fields)
     if unknown:
         raise TypeError(f"{cls.__name__} has no option {sorted(unknown)}")
+    not_presentation = {k for attrs in changes.values() for k in attrs} - PRESENTATION
+    if not_presentation:
+        raise TypeError(f"a request may not change {sorted(not_presentation)} of a shared option: declare another")
     namespace: dict[str, Any] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
                                  "__doc__": cls.__doc__, "__annotations__": {}}
     for name, f in fields.items():
-        if name not in given_defaults and name not in given_helps and name not in given_limits:
+        if name not in given_defaults and name not in changes:
             continue
-        opt = f.metadata[OPTION]
-        opt = dataclasses.replace(opt, help=given_helps[name]) if name in given_helps else opt
-        if name in given_limits:
-            opt = dataclasses.replace(opt, min=given_limits[name][0], max=given_limits[name][1])
-        meta = {OPTION: opt}
+        meta = {OPTION: dataclasses.replace(f.metadata[OPTION], **changes.get(name, {}))}
         namespace["__annotations__"][name] = f.type
         if name in given_defaults:
             namespace[name] = dataclasses.field(default=given_defaults[name], metadata=meta)
@@ -143,8 +154,10 @@ def variant(cls: type[R], *, defaults: Mapping[str, Any] | None = None, helps: M
 
 
 def declared_option(leaf: Leaf) -> Opt:
-    """The declaration of ``leaf``'s option, whatever help text a request gives it (:func:`variant`)."""
-    return dataclasses.replace(leaf.opt, help="")
+    """The declaration of ``leaf``'s option without what a request may present otherwise (:func:`variant`):
+    its name, command-line type, record and the rest."""
+    blank: dict[str, Any] = dict.fromkeys(PRESENTATION)
+    return dataclasses.replace(leaf.opt, **blank)
 
 
 @dataclass(frozen=True)
@@ -485,7 +498,7 @@ def derived_names(func: Callable[..., Any]) -> set[str]:
     return {p.name for p in inspect.signature(func).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY}
 
 
-__all__ = ["Group", "Leaf", "Opt", "api_leaves", "api_signature", "api_values", "as_items", "as_list", "as_name",
-           "as_text", "build", "build_grouped", "cli_leaves", "declared_requests", "leaf_group", "sub_objects",
-           "declared_option", "derive_api", "flat", "from_cli", "group", "keyword", "leaves", "option", "options_doc",
-           "request_block", "value", "variant"]
+__all__ = ["PRESENTATION", "Group", "Leaf", "Opt", "api_leaves", "api_signature", "api_values", "as_items", "as_list",
+           "as_name", "as_text", "build", "build_grouped", "cli_leaves", "declared_option", "declared_requests",
+           "derive_api", "flat", "from_cli", "group", "keyword", "leaf_group", "leaves", "option", "options_doc",
+           "request_block", "sub_objects", "value", "variant"]

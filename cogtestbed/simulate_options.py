@@ -14,8 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from cogtestbed.option_groups import Overwrite, PopulationSource, Seed
-from cogtestbed.request import as_items, as_name, as_text, group, option, variant
+from cogtestbed.option_groups import (
+    Adaptive,
+    AgentParams,
+    FormSD,
+    Overwrite,
+    PopulationSource,
+    PromptForms,
+    Seed,
+)
+from cogtestbed.request import as_items, as_name, group, option, variant
 
 if TYPE_CHECKING:  # a type only: the command line's help imports no environment
     from cogtestbed.environments.designs import Design
@@ -25,13 +33,25 @@ if TYPE_CHECKING:  # a type only: the command line's help imports no environment
 Method = Literal["auto", "batch", "interpreted", "step"]
 
 
+@dataclass(frozen=True, kw_only=True)
+class DesignFields:
+    """The design's fields set (the experiment's defaults otherwise): a shared option group (as those of
+    :mod:`cogtestbed.option_groups`), here because its type names a design, which this layer may know."""
+
+    design: Design | Mapping[str, Any] | Sequence[str] | None = option(
+        None, record=as_items, cli_type=list[str] | None, flags=("--design",),
+        help="Design field NAME=VALUE (repeatable), e.g. network=alarm; NAME=a,b,c on the experiment's trials field "
+             "(n_contexts, trials_per_session, ...) sweeps it. Default: the design's defaults (cogtestbed list "
+             "EXPERIMENT).")
+
+
 @dataclass(frozen=True)
-class SimulatedSubjects(PopulationSource, variant(Seed, helps={"seed": "Seed of the whole simulation."})):  # type: ignore[misc]
+class SimulatedSubjects(
+        variant(AgentParams, present={"params": {"flags": ("--param", "-p")}},  # type: ignore[misc]
+                helps={"params": "Agent parameter NAME=VALUE (repeatable); defaults otherwise."}),
+        PopulationSource, variant(Seed, helps={"seed": "Seed of the whole simulation."})):  # type: ignore[misc]
     """Who is simulated: how many, with which parameters."""
 
-    params: Mapping[str, Any] | Sequence[str] | None = option(
-        None, record=as_items, cli_type=list[str] | None, flags=("--param", "-p"),
-        help="Agent parameter NAME=VALUE (repeatable); defaults otherwise.")
     subjects: int = option(10, min=1, help="Number of simulated subjects.")
 
 
@@ -48,7 +68,9 @@ class Lapses:
 
 
 @dataclass(frozen=True)
-class SimulatedSessions:
+class SimulatedSessions(
+        variant(DesignFields, helps={"design": "Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48."}),  # type: ignore[misc]
+        PromptForms, FormSD, Adaptive):
     """The sessions they play: the design, the prompt forms, adaptive trials."""
 
     #: ``method``: the simulation's path, not a model's fit (``--method mle``)
@@ -57,21 +79,6 @@ class SimulatedSessions:
         help="batch: numba kernels; interpreted: the same kernels as plain Python (no compilation); step: gymnasium "
              "reset/step loop; auto: interpreted for the first run of a process estimated at most 1.0 s of Python, "
              "else batch (identical output).")
-    design: Design | Mapping[str, Any] | Sequence[str] | None = option(
-        None, record=as_items, cli_type=list[str] | None, flags=("--design",),
-        help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48.")
-    forms: str | Sequence[int] | None = option(
-        None, record=as_text, cli_type=str | None, flags=("--forms",),
-        help="Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigned to them, balanced and seeded "
-             "(cogtestbed list EXP shows the forms).")
-    form_sd: Mapping[str, float] | Sequence[str] | None = option(
-        None, record=as_items, cli_type=list[str] | None, flags=("--form-sd",),
-        help="PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD) offset on its unconstrained scale "
-             "(synthetic subjects; needs --forms).")
-    adaptive: Sequence[str] | str | None = option(
-        None, record=as_text, cli_type=str | None, flags=("--adaptive",),
-        help="PARAM[,PARAM] or all: an adaptive session, each next trial chosen to maximise the expected information "
-             "on these parameters of the experiment's model (needs --trials).")
     trials: int | None = option(None, flags=("--trials",), min=1,
                                 help="Trials of an adaptive session (with --adaptive).")
 

@@ -148,7 +148,7 @@ def _simulate_request(experiment: str | ExperimentSpec, agent: str, options: Map
     who, ses = req.who, req.sessions
     subjects, seed, params, population, output, force = who.subjects, who.seed, who.params, who.population, \
         req.output, req.force
-    design, method, adaptive, trials, forms = ses.design, ses.simulation, ses.adaptive, ses.trials, ses.forms
+    design, method, adaptive, trials, forms = ses.design, ses.simulation, ses.adaptive, ses.trials, ses.assigned_forms
     lapse_invalid, lapse_random, form_sd = req.lapses.lapse_invalid, req.lapses.lapse_random, _form_sds(ses.form_sd)
     on_subject_done = options.get("on_subject_done")
     exp = get_experiment(experiment)

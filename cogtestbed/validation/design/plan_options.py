@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.option_groups import (
+    Adaptive,
+    AgentParams,
     AgentSetting,
     AnswerSettings,
     Assured,
@@ -26,6 +28,7 @@ from cogtestbed.option_groups import (
     Compared,
     DaskScheduler,
     Effect,
+    FormSD,
     HeadlineMetric,
     Level,
     LLMs,
@@ -39,6 +42,7 @@ from cogtestbed.option_groups import (
     Workers,
 )
 from cogtestbed.request import as_name, group, option, variant
+from cogtestbed.simulate_options import DesignFields
 from cogtestbed.validation.studies.options import assignment_items, size_text
 
 
@@ -75,7 +79,10 @@ class People(PopulationSource):
 
 
 @dataclass(frozen=True)
-class PlanSizes:
+class PlanSizes(variant(DesignFields, helps={  # type: ignore[misc]
+        "design": "Design field NAME=VALUE (repeatable); NAME=a,b,c on an integer field (n_contexts, "
+                  "trials_per_session, n_reps, ...) gives the values searched: one list at a time, the other fields "
+                  "fixed. Default: the design's defaults."})):
     """The sizes searched and the design fields fixed."""
 
     subjects: Any = option(None, record=size_text, cli_type=str | None,
@@ -88,20 +95,13 @@ class PlanSizes:
         help="Range of trials in one run of the whole design (its n_trials), LO:HI or a comma list, reached through "
              "the experiment's trials field (default: the design's count to 5x). The same in the design's terms: "
              "--design FIELD=a,b,c.")
-    design: Mapping[str, Any] | Sequence[str] | None = option(
-        None, record=assignment_items, cli_type=list[str] | None, flags=("--design",),
-        help="Design field NAME=VALUE (repeatable); NAME=a,b,c on an integer field (n_contexts, trials_per_session, "
-             "n_reps, ...) gives the values searched: one list at a time, the other fields fixed. Default: the "
-             "design's defaults.")
 
 
 @dataclass(frozen=True)
-class PlanSubjects(BetweenSubjects, Base):
+class PlanSubjects(BetweenSubjects, Base,
+                   variant(AgentParams, helps={"params": "Agent parameter NAME=VALUE."})):  # type: ignore[misc]
     """The simulated subjects: their parameters, their lapses, a pilot run's measurements."""
 
-    params: Mapping[str, float] | Sequence[str] | None = option(
-        None, record=assignment_items, cli_type=list[str] | None, flags=("--param",),
-        help="Agent parameter NAME=VALUE.")
     invalid_rate: float | None = option(None, min=0.0, max=1.0,
                                         help="Expected share of invalid answers (simulated as lapses).")
     random_rate: float = option(0.0, min=0.0, max=1.0, help="Expected share of random answers.")
@@ -174,17 +174,13 @@ class PlanFit:
 
 
 @dataclass(frozen=True)
-class PlanForms:
+class PlanForms(FormSD):
     """A plan over prompt forms (the ``forms`` plan kind)."""
 
     forms: str | Sequence[int] | None = option(
         None, cli_type=str | None, flags=("--forms",), record=_text,
         help="Counts of prompt forms to plan over, e.g. 1,2,4,8 (with --model, --effect and --form-sd or --pilot): "
              "forms x subjects chosen jointly by dollars.")
-    form_sd: Mapping[str, float] | Sequence[str] | None = option(
-        None, cli_type=list[str] | None, flags=("--form-sd",), record=assignment_items,
-        help="PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD) offset on its unconstrained scale "
-             "(synthetic subjects; needs --forms).")
 
 
 #: The options of a plan over prompt forms: what ``plan --forms`` reads, the keywords of
@@ -195,14 +191,12 @@ PLAN_FORMS_OPTIONS = ("forms", "model", "effect", "form_sd", "llm", "pilot", "pa
 
 
 @dataclass(frozen=True)
-class PlanAdaptive:
+class PlanAdaptive(variant(Adaptive, present={"adaptive": {"flags": ()}}, helps={  # type: ignore[misc]
+        "adaptive": "PARAM[,PARAM] or all: with --precision PARAM=HALFWIDTH, the trials per session adaptive sessions "
+                    "and fixed ones of the same design space need (posterior mean within HALFWIDTH of the truth, "
+                    "unconstrained scale, with probability --assurance), each priced by --llm."})):
     """Adaptive sessions against fixed ones (``--adaptive``, with ``--precision``)."""
 
-    adaptive: str | Sequence[str] | None = option(
-        None, record=_text, cli_type=str | None,
-        help="PARAM[,PARAM] or all: with --precision PARAM=HALFWIDTH, the trials per session adaptive sessions and "
-             "fixed ones of the same design space need (posterior mean within HALFWIDTH of the truth, unconstrained "
-             "scale, with probability --assurance), each priced by --llm.")
     adaptive_sims: int = option(200, min=2, help="Subjects drawn from the prior that plan --adaptive simulates.")
 
 

@@ -10,23 +10,26 @@ nothing heavy: the command line builds its help from here.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cogtestbed.option_groups import (
+    Adaptive,
     AnswerSettings,
     BatchMode,
     LLMs,
     MaxCost,
     PriceTable,
+    PromptForms,
     ReasoningSettings,
     Seed,
     Unpriced,
 )
 from cogtestbed.redact import redact_url
-from cogtestbed.request import as_items, as_name, group, option, variant
+from cogtestbed.request import as_name, group, option, variant
+from cogtestbed.simulate_options import DesignFields
 
 #: Default ``--retry-for`` in seconds; equal to the library's ``DEFAULT_RETRY_WINDOW`` (not imported
 #: here: the command line builds its help from this module without the library).
@@ -50,20 +53,13 @@ class RunLLMs(ReasoningSettings, LLMs):
 
 
 @dataclass(frozen=True)
-class RunSessions(variant(Seed, helps={"seed": "Seed: the same sessions as `simulate --seed`."})):  # type: ignore[misc]
+class RunSessions(
+        variant(Seed, helps={"seed": "Seed: the same sessions as `simulate --seed`."}),  # type: ignore[misc]
+        variant(DesignFields, helps={"design": "Design field NAME=VALUE (repeatable), e.g. visits_per_casino=6."}),  # type: ignore[misc]
+        PromptForms, Adaptive):
     """The sessions played: how many, which design, which prompt forms."""
 
     subjects: int = option(1, min=1, help="Independent subjects (sessions).")
-    design: Mapping[str, Any] | Sequence[str] | None = option(
-        None, record=as_items, cli_type=list[str] | None, flags=("--design",),
-        help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=6.")
-    forms: str | None = option(
-        None, flags=("--forms",), help="Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigned to them, "
-                                       "balanced and seeded (cogtestbed list EXP shows the forms).")
-    adaptive: str | None = option(
-        None, flags=("--adaptive",),
-        help="PARAM[,PARAM] or all: an adaptive session, each next trial chosen to maximise the expected information "
-             "on these parameters of the experiment's model (needs --trials).")
     trials: int | None = option(None, flags=("--trials",), min=1,
                                 help="Trials of an adaptive session (with --adaptive).")
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.option_groups import (
+    AgentParams,
     AgentSetting,
     Assured,
     Base,
@@ -27,6 +28,7 @@ from cogtestbed.option_groups import (
     DaskScheduler,
     Effect,
     FitMethod,
+    FormSD,
     HeadlineMetric,
     Importer,
     JsonOutput,
@@ -36,12 +38,13 @@ from cogtestbed.option_groups import (
     MetricTest,
     Overwrite,
     PopulationSource,
+    PromptForms,
     Seed,
     Sessions,
     Workers,
 )
 from cogtestbed.request import as_items, as_name, as_text, group, option, variant
-from cogtestbed.simulate_options import Lapses
+from cogtestbed.simulate_options import DesignFields, Lapses
 
 #: Sizes as :func:`cogtestbed.recover` takes them: a count, a list of counts, or the command line's text.
 Sizes = int | Sequence[int] | str | None
@@ -76,23 +79,18 @@ class StudyRun(Seed, Workers, Overwrite, JsonOutput, DaskScheduler):
 
 
 @dataclass(frozen=True)
-class StudyForms:
+class StudyForms(variant(PromptForms, present={"assigned_forms": {"api": False}}),  # type: ignore[misc]
+                 variant(FormSD, present={"form_sd": {"api": False}})):  # type: ignore[misc]
     """A study across prompt forms: the command line's ``--forms`` of ``recover`` and ``power``, and
     :func:`cogtestbed.form_study`'s (:class:`FormStudyRequest`)."""
 
-    forms: str | Sequence[int] | None = option(None, record=as_text, cli_type=str | None, flags=("--forms",), api=False,
-                                               help=FORMS_HELP)
-    form_sd: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--form-sd",), api=False,
-                                  help=FORM_SD_HELP)
-
 
 @dataclass(frozen=True)
-class RecoverSizes:
+class RecoverSizes(DesignFields):
     """The simulated data sets."""
 
     subjects: Sizes = option("50", record=as_text, cli_type=str, help="Subjects per data set (comma list).")
     trials: Sizes = option(None, record=as_text, cli_type=str | None, help=TRIALS_HELP)
-    design: Design = option(None, record=as_items, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
     runs: Sizes = option("1", record=as_text, cli_type=str,
                          help="Sessions each subject plays, pooled in the fit (comma list; experiments that pool "
                               "sessions).")
@@ -100,7 +98,7 @@ class RecoverSizes:
 
 
 @dataclass(frozen=True)
-class RecoverFit(FitMethod, Chains, LapseTerm, Assured, PopulationSource):
+class RecoverFit(AgentParams, FitMethod, Chains, LapseTerm, Assured, PopulationSource):
     """How the true parameters are drawn and the model fitted."""
 
     #: ``sampler``: how the true parameters are drawn, not an MCMC sampler (``population build --sampler``)
@@ -108,7 +106,6 @@ class RecoverFit(FitMethod, Chains, LapseTerm, Assured, PopulationSource):
         "prior", name="sampler", help="prior (hierarchical prior) or uniform (--population: the population's draws).")
     fix: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--fix",),
                               help="Hold model parameter NAME=VALUE fixed.")
-    params: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
     #: ``precision``: a recovery's tolerance on each parameter, not a plan's precision target (``plan --precision``)
     tolerance: Assignments = option(
         None, name="precision", record=as_items, cli_type=list[str] | None, flags=("--precision",),
@@ -132,21 +129,19 @@ class RecoverRequest:
 
 
 @dataclass(frozen=True)
-class ModelRecoverySizes:
+class ModelRecoverySizes(DesignFields):
     """The simulated data sets."""
 
     subjects: int = option(30, min=1, help="")
     trials: Sizes = option(None, record=as_text, cli_type=int | None, help=ONE_TRIALS_HELP)
-    design: Design = option(None, record=as_items, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
     runs: int = option(1, min=1, help="Sessions per subject (experiments that pool sessions).")
     reps: int = option(50, min=1, help="")
 
 
 @dataclass(frozen=True)
-class HierarchicalFit(variant(Chains, defaults={"draws": 500, "chains": 2})):  # type: ignore[misc]
+class HierarchicalFit(AgentParams, variant(Chains, defaults={"draws": 500, "chains": 2})):  # type: ignore[misc]
     """The fit (the hierarchical one's draws and chains)."""
 
-    params: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
 
 
 @dataclass(frozen=True)
@@ -162,12 +157,11 @@ class ModelRecoveryRequest(FitMethod):
 
 
 @dataclass(frozen=True)
-class SbcSizes:
+class SbcSizes(DesignFields):
     """The simulated data sets (prior draws)."""
 
     subjects: int = option(20, min=1, help="")
     trials: Sizes = option(None, record=as_text, cli_type=int | None, help=ONE_TRIALS_HELP)
-    design: Design = option(None, record=as_items, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
     runs: int = option(1, min=1, help="Sessions per subject (experiments that pool sessions).")
     reps: int = option(100, min=1, help="Simulated data sets (prior draws).")
 
@@ -207,7 +201,7 @@ class PowerTarget(
 
 
 @dataclass(frozen=True)
-class PowerSizes:
+class PowerSizes(DesignFields):
     """The sizes each get a rate, and the simulated studies per size."""
 
     subjects: Sizes = option("10,20,40,80", record=as_text, cli_type=str, help="Subjects grid (comma list; --effect).")
@@ -217,7 +211,6 @@ class PowerSizes:
              "design each simulated study computes the test over, pooled (--test; default 1: one subject) or per "
              "setting (--metric; default 10).")
     trials: Sizes = option(None, record=as_text, cli_type=str | None, help=TRIALS_HELP)
-    design: Design = option(None, record=as_items, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
     sims: int = option(200, min=1, help="Simulated studies per cell.")
 
 
@@ -243,6 +236,7 @@ class PowerRequest:
 
 @dataclass(frozen=True)
 class MetricValidityRequest(
+        DesignFields,
         variant(HeadlineMetric, defaults={"metric": MISSING}, helps={"metric": "Headline metric."}),  # type: ignore[misc]
         variant(AgentSetting, defaults={"agent": MISSING},  # type: ignore[misc]
                 helps={"agent": "AGENT[:p=v,...]: the agent and its base setting."})):
@@ -255,7 +249,6 @@ class MetricValidityRequest(
     runs: Sizes = option("10", record=as_text, cli_type=str,
                          help="Runs (units) the metric is computed over (comma list).")
     trials: Sizes = option(None, record=as_text, cli_type=str | None, help=TRIALS_HELP)
-    design: Design = option(None, record=as_items, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
     reps: int = option(20, min=1, help="Replications per value.")
     run: StudyRun = group(StudyRun, "Run and output")
 
@@ -340,7 +333,7 @@ class FitTableRequest:
 
 
 @dataclass(frozen=True)
-class FormStudyRequest(Level, Seed, variant(Effect, helps={  # type: ignore[misc]
+class FormStudyRequest(Level, Seed, AgentParams, DesignFields, variant(Effect, helps={  # type: ignore[misc]
         "effect": "NAME=SIZE: the forms-aware test's rejection rate beside the naive test's (0: the type-I error "
                   "rate); without it the recovery of the form SD and its interval's coverage."})):
     """A study across prompt forms, as :func:`cogtestbed.form_study` takes it (``recover --forms`` and
@@ -351,8 +344,6 @@ class FormStudyRequest(Level, Seed, variant(Effect, helps={  # type: ignore[misc
     experiment: Any = option(None, record=as_name, cli=False, help=EXPERIMENT_HELP)
     subjects: int | str = option(50, cli=False, help="Subjects in all, split over the forms.")
     reps: int = option(100, cli=False, help="Simulated studies.")
-    params: Assignments = option(None, record=as_items, cli=False, help=PARAM_HELP)
-    design: Design = option(None, record=as_items, cli=False, help=DESIGN_HELP)
     trials: Sizes = option(None, record=as_text, cli=False,
                            help="Refused across forms: the design's trials field is set with design.")
     forms: StudyForms = group(StudyForms, "Prompt forms")

@@ -196,6 +196,23 @@ class Adaptive:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SubjectCount:
+    """How many subjects are simulated or run."""
+
+    #: ``subjects``: one count, not a grid of counts (``recover``, ``power``) or a range a plan searches
+    subject_count: int = option(10, name="subjects", min=1, help="Number of simulated subjects.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionTrials:
+    """The length of an adaptive session."""
+
+    #: ``trials``: an adaptive session's length, not the trials of a whole design (a study's or a plan's)
+    session_trials: int | None = option(None, name="trials", flags=("--trials",), min=1,
+                                        help="Trials of an adaptive session (with --adaptive).")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Importer:
     """How a table or published data file is read."""
 
@@ -312,7 +329,7 @@ class BatchMode:
 
 
 __all__ = ["POPULATION_HELP", "SESSIONS_HELP", "Adaptive", "AgentParams", "AgentSetting", "AnswerSettings", "Assured",
-           "Base", "BatchMode", "BetweenSubjects", "Chains", "Compared", "DaskScheduler", "Effect",
-           "FitMethod", "FormSD", "HeadlineMetric", "Importer", "JsonOutput", "LLMs", "LapseTerm", "Level", "MaxCost",
-           "MaxDraws", "MaxLength", "MetricTest", "Overwrite", "PopulationSource", "PriceTable", "PromptForms",
-           "ReasoningSettings", "Seed", "Sessions", "Unpriced", "Workers"]
+           "Base", "BatchMode", "BetweenSubjects", "Chains", "Compared", "DaskScheduler", "Effect", "FitMethod",
+           "FormSD", "HeadlineMetric", "Importer", "JsonOutput", "LLMs", "LapseTerm", "Level", "MaxCost", "MaxDraws",
+           "MaxLength", "MetricTest", "Overwrite", "PopulationSource", "PriceTable", "PromptForms",
+           "ReasoningSettings", "Seed", "SessionTrials", "Sessions", "SubjectCount", "Unpriced", "Workers"]

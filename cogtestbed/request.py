@@ -108,16 +108,17 @@ def group(cls: type[Any], panel: str | None, *, defaults: Mapping[str, Any] | No
     return dataclasses.field(default_factory=lambda: cls(**given), metadata={GROUP: Group(panel, given)})
 
 
-#: What a request may choose of a shared option's presentation (:func:`variant`): not its type, parsing or record.
-PRESENTATION = frozenset({"help", "flags", "min", "max", "show_default", "cli", "api", "argument", "cli_required",
-                          "cli_name"})
+#: What a request may choose of a shared option's presentation (:func:`variant`): not its name, type or record.
+#: ``cli_type``: one count where another command takes a comma list of them (the same type in Python).
+PRESENTATION = frozenset({"help", "flags", "cli_type", "min", "max", "show_default", "cli", "api", "argument",
+                          "cli_required", "cli_name"})
 
 
 def variant(cls: type[R], *, defaults: Mapping[str, Any] | None = None, helps: Mapping[str, str] | None = None,
             limits: Mapping[str, tuple[float | None, float | None]] | None = None,
             present: Mapping[str, Mapping[str, Any]] | None = None) -> type[R]:
     """The shared option group ``cls`` (:mod:`cogtestbed.option_groups`) as one request takes it: the same
-    options, each still declared once (its name, type, command-line type and record are the group's), with this
+    options, each still declared once (its name, type and record are the group's), with this
     request's ``defaults`` (``dataclasses.MISSING``: required here), ``helps`` (its help text here), ``limits``
     (``(min, max)`` the command line enforces here) and ``present`` (``{option: {attribute: value}}`` for the
     other attributes of :data:`PRESENTATION`: its flags, a positional argument, the faces taking it) in place

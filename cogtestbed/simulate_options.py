@@ -22,6 +22,8 @@ from cogtestbed.option_groups import (
     PopulationSource,
     PromptForms,
     Seed,
+    SessionTrials,
+    SubjectCount,
 )
 from cogtestbed.request import as_items, as_name, group, option, variant
 
@@ -49,10 +51,8 @@ class DesignFields:
 class SimulatedSubjects(
         variant(AgentParams, present={"params": {"flags": ("--param", "-p")}},  # type: ignore[misc]
                 helps={"params": "Agent parameter NAME=VALUE (repeatable); defaults otherwise."}),
-        PopulationSource, variant(Seed, helps={"seed": "Seed of the whole simulation."})):  # type: ignore[misc]
+        PopulationSource, SubjectCount, variant(Seed, helps={"seed": "Seed of the whole simulation."})):  # type: ignore[misc]
     """Who is simulated: how many, with which parameters."""
-
-    subjects: int = option(10, min=1, help="Number of simulated subjects.")
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class Lapses:
 @dataclass(frozen=True)
 class SimulatedSessions(
         variant(DesignFields, helps={"design": "Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48."}),  # type: ignore[misc]
-        PromptForms, FormSD, Adaptive):
+        PromptForms, FormSD, Adaptive, SessionTrials):
     """The sessions they play: the design, the prompt forms, adaptive trials."""
 
     #: ``method``: the simulation's path, not a model's fit (``--method mle``)
@@ -79,8 +79,6 @@ class SimulatedSessions(
         help="batch: numba kernels; interpreted: the same kernels as plain Python (no compilation); step: gymnasium "
              "reset/step loop; auto: interpreted for the first run of a process estimated at most 1.0 s of Python, "
              "else batch (identical output).")
-    trials: int | None = option(None, flags=("--trials",), min=1,
-                                help="Trials of an adaptive session (with --adaptive).")
 
 
 @dataclass(frozen=True)

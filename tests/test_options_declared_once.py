@@ -382,7 +382,7 @@ def test_metrics_takes_the_experiments_own_options_too() -> None:
 #: declaration in a shared group (:mod:`cogtestbed.option_groups`) every request inherits.  It only shrinks:
 #: a name declared once again must leave it, a new name declared twice fails.  Its goal is empty.
 DECLARED_IN_SEVERAL = {
-    "experiment", "model", "output", "path", "reps", "runs", "subjects", "trials",
+    "experiment", "model", "output", "path",
 }
 
 

@@ -462,8 +462,8 @@ def form_study(experiment: str | ExperimentSpec | None, model: str, **options: A
 
     req = build(FormStudyRequest, {**options, "experiment": experiment, "model": model})
     forms, form_sd, subjects, reps, params, effect, design, trials, level, seed = (
-        req.forms.assigned_forms, req.forms.form_sd, req.subjects, req.reps, req.params, req.effect, req.design,
-        req.trials, req.level, req.seed)
+        req.forms.assigned_forms, req.forms.form_sd, req.subject_grid, req.reps, req.params, req.effect,
+        req.design, req.design_trials, req.level, req.seed)
     name = _experiment_name(experiment, model)
     exp = get_experiment(name)
     if forms is None:

@@ -213,8 +213,8 @@ def recover(req: RecoverRequest, watch: Any) -> Study | None:
         sz = req.sizes
         with console_err.status(f"{sz.reps} forms studies of {req.model}"):
             summary = form_study(req.experiment, req.model, forms=req.forms.assigned_forms, form_sd=req.forms.form_sd,
-                                 subjects=str(sz.subjects), reps=sz.reps, params=req.fit.params, design=sz.design,
-                                 trials=sz.trials, seed=req.run.seed)
+                                 subjects=str(sz.subject_grid), reps=sz.reps, params=req.fit.params, design=sz.design,
+                                 trials=sz.design_trials, seed=req.run.seed)
         _print_form_study(summary, req.run.as_json)
         return None
     return recovery(**api_values(req), watch=watch)
@@ -252,8 +252,8 @@ def power(req: PowerRequest, watch: Any) -> Study | None:
             raise InputError("power --forms tests one group's effect across prompt forms: drop --groups")
         with console_err.status(f"{sz.sims} forms studies of {req.target}"):
             summary = form_study(req.experiment, req.target, forms=req.forms.assigned_forms, form_sd=req.forms.form_sd,
-                                 subjects=str(sz.subjects), reps=sz.sims, params=req.subjects_fit.params,
-                                 effect=goal.effect, design=sz.design, trials=sz.trials, level=goal.level,
+                                 subjects=str(sz.subject_grid), reps=sz.sims, params=req.subjects_fit.params,
+                                 effect=goal.effect, design=sz.design, trials=sz.design_trials, level=goal.level,
                                  seed=req.run.seed)
         _print_form_study(summary, req.run.as_json)
         return None

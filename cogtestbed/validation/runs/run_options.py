@@ -25,6 +25,8 @@ from cogtestbed.option_groups import (
     PromptForms,
     ReasoningSettings,
     Seed,
+    SessionTrials,
+    SubjectCount,
     Unpriced,
 )
 from cogtestbed.redact import redact_url
@@ -56,12 +58,11 @@ class RunLLMs(ReasoningSettings, LLMs):
 class RunSessions(
         variant(Seed, helps={"seed": "Seed: the same sessions as `simulate --seed`."}),  # type: ignore[misc]
         variant(DesignFields, helps={"design": "Design field NAME=VALUE (repeatable), e.g. visits_per_casino=6."}),  # type: ignore[misc]
-        PromptForms, Adaptive):
+        PromptForms, Adaptive, SessionTrials,
+        variant(SubjectCount, defaults={"subject_count": 1},  # type: ignore[misc]
+                helps={"subject_count": "Independent subjects (sessions)."})):
     """The sessions played: how many, which design, which prompt forms."""
 
-    subjects: int = option(1, min=1, help="Independent subjects (sessions).")
-    trials: int | None = option(None, flags=("--trials",), min=1,
-                                help="Trials of an adaptive session (with --adaptive).")
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from cogtestbed.option_groups import (
     PromptForms,
     Seed,
     Sessions,
+    SubjectCount,
     Workers,
 )
 from cogtestbed.request import as_items, as_name, as_text, group, option, variant
@@ -69,6 +70,55 @@ FORMS_HELP = ("Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigne
 FORM_SD_HELP = ("PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD) offset on its unconstrained scale "
                 "(synthetic subjects; needs --forms).")
 
+@dataclass(frozen=True, kw_only=True)
+class SubjectGrid:
+    """The subjects of each simulated data set: a grid of counts."""
+
+    #: ``subjects``: a grid of counts, not one count (``simulate``, ``run``) or a range a plan searches
+    subject_grid: Sizes = option("50", name="subjects", record=as_text, cli_type=str,
+                                 help="Subjects per data set (comma list).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DesignTrials:
+    """The trials of one run of the whole design: a grid of counts."""
+
+    #: ``trials``: a design's trials (a grid), not an adaptive session's length or a range a plan searches
+    design_trials: Sizes = option(None, name="trials", record=as_text, cli_type=str | None, help=TRIALS_HELP)
+
+
+@dataclass(frozen=True, kw_only=True)
+class OneDesignTrials(variant(DesignTrials, present={"design_trials": {"cli_type": int | None}},  # type: ignore[misc]
+                              helps={"design_trials": ONE_TRIALS_HELP})):
+    """The trials of one run of the whole design, one count on the command line (model recovery, SBC)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunsGrid:
+    """The runs of the design each simulated data set holds: a grid of counts."""
+
+    #: ``runs``: a grid of counts, not one count of sessions (``sbc``, ``model-recovery``) or a plan's range
+    runs_grid: Sizes = option("1", name="runs", record=as_text, cli_type=str,
+                              help="Sessions each subject plays, pooled in the fit (comma list; experiments that pool "
+                                   "sessions).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionsPerSubject:
+    """The sessions each simulated subject plays: one count."""
+
+    #: ``runs``: one count of sessions, not a grid of runs (``recover``, ``power``) or a plan's range
+    sessions_per_subject: int = option(1, name="runs", min=1,
+                                       help="Sessions per subject (experiments that pool sessions).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reps:
+    """The simulated data sets (replications) of a study."""
+
+    reps: int = option(100, min=1, help="Simulated data sets.")
+
+
 @dataclass(frozen=True)
 class StudyRun(Seed, Workers, Overwrite, JsonOutput, DaskScheduler):
     """Where and how a study runs, and where it is written (every study command's own options)."""
@@ -86,15 +136,8 @@ class StudyForms(variant(PromptForms, present={"assigned_forms": {"api": False}}
 
 
 @dataclass(frozen=True)
-class RecoverSizes(DesignFields):
+class RecoverSizes(SubjectGrid, DesignTrials, DesignFields, RunsGrid, Reps):
     """The simulated data sets."""
-
-    subjects: Sizes = option("50", record=as_text, cli_type=str, help="Subjects per data set (comma list).")
-    trials: Sizes = option(None, record=as_text, cli_type=str | None, help=TRIALS_HELP)
-    runs: Sizes = option("1", record=as_text, cli_type=str,
-                         help="Sessions each subject plays, pooled in the fit (comma list; experiments that pool "
-                              "sessions).")
-    reps: int = option(100, min=1, help="Simulated data sets.")
 
 
 @dataclass(frozen=True)
@@ -129,13 +172,11 @@ class RecoverRequest:
 
 
 @dataclass(frozen=True)
-class ModelRecoverySizes(DesignFields):
+class ModelRecoverySizes(
+        variant(SubjectCount, defaults={"subject_count": 30}, helps={"subject_count": ""}),  # type: ignore[misc]
+        OneDesignTrials,
+        DesignFields, SessionsPerSubject, variant(Reps, defaults={"reps": 50}, helps={"reps": ""})):  # type: ignore[misc]
     """The simulated data sets."""
-
-    subjects: int = option(30, min=1, help="")
-    trials: Sizes = option(None, record=as_text, cli_type=int | None, help=ONE_TRIALS_HELP)
-    runs: int = option(1, min=1, help="Sessions per subject (experiments that pool sessions).")
-    reps: int = option(50, min=1, help="")
 
 
 @dataclass(frozen=True)
@@ -157,13 +198,11 @@ class ModelRecoveryRequest(FitMethod):
 
 
 @dataclass(frozen=True)
-class SbcSizes(DesignFields):
+class SbcSizes(
+        variant(SubjectCount, defaults={"subject_count": 20}, helps={"subject_count": ""}),  # type: ignore[misc]
+        OneDesignTrials,
+        DesignFields, SessionsPerSubject, variant(Reps, helps={"reps": "Simulated data sets (prior draws)."})):  # type: ignore[misc]
     """The simulated data sets (prior draws)."""
-
-    subjects: int = option(20, min=1, help="")
-    trials: Sizes = option(None, record=as_text, cli_type=int | None, help=ONE_TRIALS_HELP)
-    runs: int = option(1, min=1, help="Sessions per subject (experiments that pool sessions).")
-    reps: int = option(100, min=1, help="Simulated data sets (prior draws).")
 
 
 @dataclass(frozen=True)
@@ -201,16 +240,16 @@ class PowerTarget(
 
 
 @dataclass(frozen=True)
-class PowerSizes(DesignFields):
+class PowerSizes(
+        variant(SubjectGrid, defaults={"subject_grid": "10,20,40,80"},  # type: ignore[misc]
+                helps={"subject_grid": "Subjects grid (comma list; --effect)."}),
+        variant(RunsGrid, defaults={"runs_grid": None}, present={"runs_grid": {"cli_type": str | None}}, helps={  # type: ignore[misc]
+            "runs_grid": "Runs grid (comma list): sessions per subject, pooled in its fit (--effect; default 1), or "
+                         "runs of the design each simulated study computes the test over, pooled (--test; default 1: "
+                         "one subject) or per setting (--metric; default 10)."}),
+        DesignTrials, DesignFields):
     """The sizes each get a rate, and the simulated studies per size."""
 
-    subjects: Sizes = option("10,20,40,80", record=as_text, cli_type=str, help="Subjects grid (comma list; --effect).")
-    runs: Sizes = option(
-        None, record=as_text, cli_type=str | None,
-        help="Runs grid (comma list): sessions per subject, pooled in its fit (--effect; default 1), or runs of the "
-             "design each simulated study computes the test over, pooled (--test; default 1: one subject) or per "
-             "setting (--metric; default 10).")
-    trials: Sizes = option(None, record=as_text, cli_type=str | None, help=TRIALS_HELP)
     sims: int = option(200, min=1, help="Simulated studies per cell.")
 
 
@@ -236,7 +275,9 @@ class PowerRequest:
 
 @dataclass(frozen=True)
 class MetricValidityRequest(
-        DesignFields,
+        variant(RunsGrid, defaults={"runs_grid": "10"},  # type: ignore[misc]
+                helps={"runs_grid": "Runs (units) the metric is computed over (comma list)."}),
+        DesignTrials, DesignFields, variant(Reps, defaults={"reps": 20}, helps={"reps": "Replications per value."}),  # type: ignore[misc]
         variant(HeadlineMetric, defaults={"metric": MISSING}, helps={"metric": "Headline metric."}),  # type: ignore[misc]
         variant(AgentSetting, defaults={"agent": MISSING},  # type: ignore[misc]
                 helps={"agent": "AGENT[:p=v,...]: the agent and its base setting."})):
@@ -246,22 +287,17 @@ class MetricValidityRequest(
     parameter: str = option(help="Agent parameter swept.")
     values: Sequence[float] | str = option(record=as_text, cli_type=str, help="Values of the parameter (comma list).")
     direction: str = option("any", help="increasing, decreasing or any.")
-    runs: Sizes = option("10", record=as_text, cli_type=str,
-                         help="Runs (units) the metric is computed over (comma list).")
-    trials: Sizes = option(None, record=as_text, cli_type=str | None, help=TRIALS_HELP)
-    reps: int = option(20, min=1, help="Replications per value.")
     run: StudyRun = group(StudyRun, "Run and output")
 
 
 @dataclass(frozen=True)
-class DeclaredStudyRequest:
+class DeclaredStudyRequest(variant(Reps, defaults={"reps": 20}, helps={"reps": "Replications."})):  # type: ignore[misc]
     """A study the experiment declares, as ``cogtestbed study`` and :func:`cogtestbed.study` take it."""
 
     experiment: Any = option(record=as_name, cli_type=str, argument=True, help="Experiment name.")
     #: ``NAME``: a declared study, not a population's name (``population build --name``)
     study: str | None = option(None, argument=True, name="name",
                                help="Declared study (omit to list them), e.g. metric-power or recovery:1.")
-    reps: int = option(20, min=1, help="Replications.")
     run: StudyRun = group(StudyRun, "Run and output")
 
 
@@ -333,7 +369,13 @@ class FitTableRequest:
 
 
 @dataclass(frozen=True)
-class FormStudyRequest(Level, Seed, AgentParams, DesignFields, variant(Effect, helps={  # type: ignore[misc]
+class FormStudyRequest(
+        variant(SubjectGrid, defaults={"subject_grid": 50},  # type: ignore[misc]
+                helps={"subject_grid": "Subjects in all, split over the forms."}),
+        variant(Reps, helps={"reps": "Simulated studies."}),  # type: ignore[misc]
+        variant(DesignTrials, helps={"design_trials": "Refused across forms: the design's trials field is set with "  # type: ignore[misc]
+                                                      "design."}),
+        Level, Seed, AgentParams, DesignFields, variant(Effect, helps={  # type: ignore[misc]
         "effect": "NAME=SIZE: the forms-aware test's rejection rate beside the naive test's (0: the type-I error "
                   "rate); without it the recovery of the form SD and its interval's coverage."})):
     """A study across prompt forms, as :func:`cogtestbed.form_study` takes it (``recover --forms`` and
@@ -342,10 +384,6 @@ class FormStudyRequest(Level, Seed, AgentParams, DesignFields, variant(Effect, h
 
     model: str = option(argument=True, cli=False, help="Model name, e.g. rw-pm.")
     experiment: Any = option(None, record=as_name, cli=False, help=EXPERIMENT_HELP)
-    subjects: int | str = option(50, cli=False, help="Subjects in all, split over the forms.")
-    reps: int = option(100, cli=False, help="Simulated studies.")
-    trials: Sizes = option(None, record=as_text, cli=False,
-                           help="Refused across forms: the design's trials field is set with design.")
     forms: StudyForms = group(StudyForms, "Prompt forms")
 
 

@@ -213,6 +213,30 @@ class SessionTrials:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Output:
+    """Where a command writes what it makes."""
+
+    output: str | os.PathLike[str] | None = option(
+        None, cli_type=Path | None, flags=("--output", "-o"),
+        help="Write results.parquet, summary.json, plots and report.html here.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class InputPath:
+    """The file a command reads."""
+
+    path: str | os.PathLike[str] = option(cli_type=Path, argument=True,
+                                          help="Trial table (.parquet) or published data file.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CognitiveModel:
+    """The cognitive model fitted, recovered or planned for."""
+
+    model: str | None = option(None, help="Model of an --effect target, e.g. rw-pm.")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Importer:
     """How a table or published data file is read."""
 
@@ -329,7 +353,8 @@ class BatchMode:
 
 
 __all__ = ["POPULATION_HELP", "SESSIONS_HELP", "Adaptive", "AgentParams", "AgentSetting", "AnswerSettings", "Assured",
-           "Base", "BatchMode", "BetweenSubjects", "Chains", "Compared", "DaskScheduler", "Effect", "FitMethod",
-           "FormSD", "HeadlineMetric", "Importer", "JsonOutput", "LLMs", "LapseTerm", "Level", "MaxCost", "MaxDraws",
-           "MaxLength", "MetricTest", "Overwrite", "PopulationSource", "PriceTable", "PromptForms",
-           "ReasoningSettings", "Seed", "SessionTrials", "Sessions", "SubjectCount", "Unpriced", "Workers"]
+           "Base", "BatchMode", "BetweenSubjects", "Chains", "CognitiveModel", "Compared", "DaskScheduler", "Effect",
+           "FitMethod", "FormSD", "HeadlineMetric", "Importer", "InputPath", "JsonOutput", "LLMs", "LapseTerm",
+           "Level", "MaxCost", "MaxDraws", "MaxLength", "MetricTest", "Output", "Overwrite", "PopulationSource",
+           "PriceTable", "PromptForms", "ReasoningSettings", "Seed", "SessionTrials", "Sessions", "SubjectCount",
+           "Unpriced", "Workers"]

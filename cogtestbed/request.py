@@ -116,14 +116,16 @@ PRESENTATION = frozenset({"help", "flags", "cli_type", "min", "max", "show_defau
 
 def variant(cls: type[R], *, defaults: Mapping[str, Any] | None = None, helps: Mapping[str, str] | None = None,
             limits: Mapping[str, tuple[float | None, float | None]] | None = None,
-            present: Mapping[str, Mapping[str, Any]] | None = None) -> type[R]:
+            present: Mapping[str, Mapping[str, Any]] | None = None, positional: bool = False) -> type[R]:
     """The shared option group ``cls`` (:mod:`cogtestbed.option_groups`) as one request takes it: the same
     options, each still declared once (its name, type and record are the group's), with this
     request's ``defaults`` (``dataclasses.MISSING``: required here), ``helps`` (its help text here), ``limits``
     (``(min, max)`` the command line enforces here) and ``present`` (``{option: {attribute: value}}`` for the
     other attributes of :data:`PRESENTATION`: its flags, a positional argument, the faces taking it) in place
-    of the group's.  A request inherits the variant as it would the group (``class FitSampling(variant(Seed,
-    helps={"seed": ...}))``); :func:`group`'s ``defaults`` do the same for a sub-object's options."""
+    of the group's; ``positional``: the options it changes are positional in Python too
+    (``PlanRequest(EXPERIMENT, ...)``; a required one only).  A request inherits the variant as it would the
+    group (``class FitSampling(variant(Seed, helps={"seed": ...}))``); :func:`group`'s ``defaults`` do the same
+    for a sub-object's options."""
     changes: dict[str, dict[str, Any]] = {name: dict(attrs) for name, attrs in (present or {}).items()}
     for name, text in (helps or {}).items():
         changes.setdefault(name, {})["help"] = text
@@ -151,7 +153,7 @@ def variant(cls: type[R], *, defaults: Mapping[str, Any] | None = None, helps: M
         else:
             namespace[name] = dataclasses.field(default=f.default, metadata=meta)
     made = type(cls.__name__, (cls,), namespace)
-    return typing.cast("type[R]", dataclass(frozen=True, kw_only=True)(made))
+    return typing.cast("type[R]", dataclass(frozen=True, kw_only=not positional)(made))
 
 
 def declared_option(leaf: Leaf) -> Opt:
@@ -267,10 +269,18 @@ def _walk(cls: type[Any], path: tuple[str, ...], panel: str | None,
 
 
 def _own_first(cls: type[Any]) -> list[dataclasses.Field[Any]]:
-    """The fields of ``cls``: its own in declaration order, then those it inherits from shared option groups
-    (:mod:`cogtestbed.option_groups`), so a shared option keeps its place at the end of each request's list."""
+    """The fields of ``cls``: the positional arguments it inherits from shared option groups
+    (:mod:`cogtestbed.option_groups`: ``EXPERIMENT`` before a command's own ``NAME``), then its own fields in
+    declaration order, then the other options it inherits, so a shared option keeps its place at the end of each
+    request's list."""
     own = set(vars(cls).get("__annotations__", {}))
-    return sorted(dataclasses.fields(cls), key=lambda f: f.name not in own)
+
+    def place(f: dataclasses.Field[Any]) -> int:
+        if f.name in own:
+            return 1
+        return 0 if OPTION in f.metadata and f.metadata[OPTION].argument else 2
+
+    return sorted(dataclasses.fields(cls), key=place)
 
 
 def build(cls: type[R], values: Mapping[str, Any]) -> R:

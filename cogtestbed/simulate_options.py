@@ -8,9 +8,8 @@ Imports nothing heavy: the command line builds its help from here.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -18,6 +17,7 @@ from cogtestbed.option_groups import (
     Adaptive,
     AgentParams,
     FormSD,
+    Output,
     Overwrite,
     PopulationSource,
     PromptForms,
@@ -27,12 +27,29 @@ from cogtestbed.option_groups import (
 )
 from cogtestbed.request import as_items, as_name, group, option, variant
 
-if TYPE_CHECKING:  # a type only: the command line's help imports no environment
+if TYPE_CHECKING:  # types only: the command line's help imports no environment and no experiment
     from cogtestbed.environments.designs import Design
+    from cogtestbed.experiments.spec import ExperimentSpec
 
 #: The simulation paths (the values of ``cogtestbed.simulation.Method``, repeated here so that the
 #: command line's help imports no numerical package; a test keeps them equal).
 Method = Literal["auto", "batch", "interpreted", "step"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentName:
+    """The experiment a request is about: a shared option group (as those of :mod:`cogtestbed.option_groups`),
+    here because its type names an experiment spec, which this layer may know."""
+
+    experiment: str | ExperimentSpec | None = option(
+        None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
+        help="Experiment name. Default: the table's experiment column, else the one experiment declaring the model.")
+
+
+#: :class:`ExperimentName` as the command's first positional argument (``run [EXPERIMENT]``), and required
+#: (``simulate EXPERIMENT``; with ``defaults={"experiment": MISSING}``).
+OPTIONAL_EXPERIMENT_ARGUMENT = {"experiment": {"argument": True, "flags": ()}}
+EXPERIMENT_ARGUMENT = {"experiment": {"argument": True, "flags": (), "cli_type": str}}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,15 +99,15 @@ class SimulatedSessions(
 
 
 @dataclass(frozen=True)
-class SimulateRequest(Overwrite):
+class SimulateRequest(
+        Overwrite, variant(Output, present={"output": {"cli_type": Path, "cli_required": True}},  # type: ignore[misc]
+                           helps={"output": "Trial table to write (.parquet)."}),
+        variant(ExperimentName, defaults={"experiment": MISSING}, present=EXPERIMENT_ARGUMENT,  # type: ignore[misc]
+                helps={"experiment": "Experiment name, e.g. instrumental-learning."})):
     """A simulation, as ``cogtestbed simulate`` and :func:`cogtestbed.simulate` take it."""
 
-    experiment: Any = option(cli_type=str, argument=True, record=as_name,
-                             help="Experiment name, e.g. instrumental-learning.")
     #: ``agent``: the agent simulated, by name (its parameters ``--param``), not ``AGENT[:p=v,...]`` of a target
     agent_name: str = option(flags=("--agent", "-a"), name="agent", help="Synthetic agent, e.g. rw-pm.")
-    output: str | os.PathLike[str] | None = option(None, cli_type=Path, cli_required=True, flags=("--output", "-o"),
-                                                   help="Trial table to write (.parquet).")
     who: SimulatedSubjects = group(SimulatedSubjects, "Subjects")
     sessions: SimulatedSessions = group(SimulatedSessions, "Sessions")
     lapses: Lapses = group(Lapses, "Lapses")

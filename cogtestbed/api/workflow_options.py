@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from cogtestbed.option_groups import Importer, MaxLength, Overwrite, Seed, Sessions
+from cogtestbed.option_groups import CognitiveModel, Importer, MaxLength, Output, Overwrite, Seed, Sessions
 from cogtestbed.request import option, variant
+from cogtestbed.simulate_options import ExperimentName
 
 if TYPE_CHECKING:
-    from cogtestbed.experiments.spec import ExperimentSpec
+    pass
 
 #: ``options="auto"`` of :func:`cogtestbed.transcript_nll`: the option sets declared for the record's
 #: Psych-201 data set, if any.
@@ -45,17 +46,16 @@ class CheckRequest:
 
 
 @dataclass(frozen=True)
-class ExportRequest(Importer, Overwrite):
+class ExportRequest(Importer, Overwrite, variant(  # type: ignore[misc]
+        Output, present={"output": {"cli_type": Path, "cli_required": True}},
+        helps={"output": "File to write (.jsonl, or .zip holding one)."}),
+        variant(ExperimentName, present={"experiment": {"flags": ("--experiment",)}}, helps={  # type: ignore[misc]
+            "experiment": "Experiment of the table (default: its experiment column, or the importer's)."})):
     """A trial table written in another format, as :func:`cogtestbed.export` takes it (the table
     positional); the command line requires ``--to`` and ``--output``."""
 
     to: Literal["psych201"] = option("psych201", cli_type=str, cli_required=True, flags=("--to",),
                                      help="Format: psych201 (JSON Lines, one record per subject).")
-    output: str | os.PathLike[str] | None = option(None, cli_type=Path, cli_required=True, flags=("--output", "-o"),
-                                                   help="File to write (.jsonl, or .zip holding one).")
-    experiment: str | ExperimentSpec | None = option(
-        None, cli_type=str | None, flags=("--experiment",),
-        help="Experiment of the table (default: its experiment column, or the importer's).")
 
 
 @dataclass(frozen=True)
@@ -109,11 +109,12 @@ class ValidateRequest(MaxLength):
 
 
 @dataclass(frozen=True)
-class HeldoutRequest(variant(Seed, helps={"seed": "Seed of the held-out draw (test a count)."})):  # type: ignore[misc]
+class HeldoutRequest(variant(Seed, helps={"seed": "Seed of the held-out draw (test a count)."}),  # type: ignore[misc]
+                     variant(CognitiveModel, defaults={"model": MISSING},  # type: ignore[misc]
+                             helps={"model": "The experiment's model to fit, e.g. rw-pm."})):
     """A cognitive model fitted on training subjects and scored on held-out ones, as
     :func:`cogtestbed.heldout_nll` takes it (the experiment and the trials positional; no command)."""
 
-    model: str = option(cli=False, help="The experiment's model to fit, e.g. rw-pm.")
     #: ``test``: the held-out subjects, not a metrics result's test (``--test``)
     held_out: Sequence[Hashable] | int = option(
         cli=False, name="test", help="The held-out subjects: their ids, or how many to draw (seeded by seed).")

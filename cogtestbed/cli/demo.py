@@ -8,17 +8,18 @@ from pathlib import Path
 
 from cogtestbed.cli.app import app
 from cogtestbed.cli.options import request_command
-from cogtestbed.option_groups import Overwrite, Seed, SubjectCount, Workers
+from cogtestbed.option_groups import Output, Overwrite, Seed, SubjectCount, Workers
 from cogtestbed.request import option, variant
 
 
 @dataclass(frozen=True)
-class DemoRequest(Workers, Overwrite, variant(Seed, defaults={"seed": 1}, helps={"seed": "Seed."}),  # type: ignore[misc]
+class DemoRequest(variant(Output, defaults={"output": Path("demo_output")}, present={"output": {"cli_type": Path}},  # type: ignore[misc]
+                          helps={"output": "Folder for the outputs."}),
+                  Workers, Overwrite, variant(Seed, defaults={"seed": 1}, helps={"seed": "Seed."}),  # type: ignore[misc]
                   variant(SubjectCount, defaults={"subject_count": 50}, limits={"subject_count": (2, None)},  # type: ignore[misc]
                           helps={"subject_count": "Simulated subjects."})):
     """What ``cogtestbed demo`` runs (its options, declared once: :mod:`cogtestbed.request`)."""
 
-    output: Path = option(Path("demo_output"), flags=("--output", "-o"), help="Folder for the outputs.")
     real_model: bool = option(
         True, flags=("--real-model/--no-real-model",),
         help="Also run a real local model (hf:smollm2-135m, offline) through the same environments, and plan from "

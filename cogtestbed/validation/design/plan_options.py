@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from cogtestbed.option_groups import (
     Base,
     BatchMode,
     BetweenSubjects,
+    CognitiveModel,
     Compared,
     DaskScheduler,
     Effect,
@@ -41,8 +42,8 @@ from cogtestbed.option_groups import (
     Unpriced,
     Workers,
 )
-from cogtestbed.request import as_name, group, option, variant
-from cogtestbed.simulate_options import DesignFields
+from cogtestbed.request import group, option, variant
+from cogtestbed.simulate_options import EXPERIMENT_ARGUMENT, DesignFields, ExperimentName
 from cogtestbed.validation.studies.options import assignment_items, size_text
 
 
@@ -53,13 +54,12 @@ def _text(value: Any) -> str:
 
 
 @dataclass(frozen=True)
-class PlanTarget(Effect, HeadlineMetric, MetricTest, AgentSetting, Compared, Assured, Level):
+class PlanTarget(Compared, Assured, Level, AgentSetting, MetricTest, HeadlineMetric, Effect, CognitiveModel):
     """What the plan must detect or estimate, and how surely."""
 
     question: str | None = option(
         None, help="The plan kind answering the question (power, sequential, hierarchical, precision, adaptive, "
                    "forms, or a registered one; `cogtestbed plan --help`). Default: chosen from the other options.")
-    model: str | None = option(None, help="Model of an --effect target, e.g. rw-pm.")
     precision: Mapping[str, float] | str | None = option(
         None, record=assignment_items, cli_type=str | None,
         help="PARAM=HALFWIDTH (with --model): plan for precision instead of power, the cheapest design where "
@@ -201,13 +201,13 @@ class PlanAdaptive(variant(Adaptive, present={"adaptive": {"flags": ()}}, helps=
 
 
 @dataclass(frozen=True)
-class PlanRequest(Workers, DaskScheduler,
+class PlanRequest(variant(ExperimentName, defaults={"experiment": MISSING}, present=EXPERIMENT_ARGUMENT,  # type: ignore[misc]
+                          helps={"experiment": "Experiment name, e.g. instrumental-learning."}, positional=True),
+                  Workers, DaskScheduler,
                   variant(Seed, helps={"seed": "Seed of the simulations and of the planned run."})):  # type: ignore[misc]
     """A fixed, sequential, precision or adaptive plan, as ``cogtestbed plan`` and :func:`cogtestbed.plan`
     take it; read and checked by :func:`~cogtestbed.validation.design.request.run_plan`."""
 
-    experiment: Any = option(cli_type=str, argument=True, record=as_name,
-                             help="Experiment name, e.g. instrumental-learning.")
     llms: Pricing = group(Pricing, "LLMs and prices")
     target: PlanTarget = group(PlanTarget, "Target")
     people: People = group(People, "Target")

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from pathlib import Path
-from typing import Any
 
 from cogtestbed.option_groups import (
     Adaptive,
@@ -21,6 +20,7 @@ from cogtestbed.option_groups import (
     BatchMode,
     LLMs,
     MaxCost,
+    Output,
     PriceTable,
     PromptForms,
     ReasoningSettings,
@@ -30,8 +30,8 @@ from cogtestbed.option_groups import (
     Unpriced,
 )
 from cogtestbed.redact import redact_url
-from cogtestbed.request import as_name, group, option, variant
-from cogtestbed.simulate_options import DesignFields
+from cogtestbed.request import group, option, variant
+from cogtestbed.simulate_options import OPTIONAL_EXPERIMENT_ARGUMENT, DesignFields, ExperimentName
 
 #: Default ``--retry-for`` in seconds; equal to the library's ``DEFAULT_RETRY_WINDOW`` (not imported
 #: here: the command line builds its help from this module without the library).
@@ -123,13 +123,13 @@ class RunBatch(BatchMode):
 
 
 @dataclass(frozen=True)
-class RunRequest:
+class RunRequest(variant(Output, defaults={"output": MISSING}, present={"output": {"cli_type": Path}},  # type: ignore[misc]
+                         helps={"output": "Run directory."}),
+                 variant(ExperimentName, present=OPTIONAL_EXPERIMENT_ARGUMENT, helps={  # type: ignore[misc]
+                     "experiment": "Experiment name, e.g. instrumental-learning (optional with --plan)."})):
     """An LLM run, as ``cogtestbed run`` and :func:`cogtestbed.run` take it (each LLM's settings, a plan's
     applied, are then one :class:`cogtestbed.api.run.LLMRun`)."""
 
-    output: str | os.PathLike[str] = option(cli_type=Path, flags=("--output", "-o"), help="Run directory.")
-    experiment: Any = option(None, record=as_name, cli_type=str | None, argument=True,
-                             help="Experiment name, e.g. instrumental-learning (optional with --plan).")
     plan: str | os.PathLike[str] | None = option(
         None, cli_type=Path | None, flags=("--plan", "--monitor"),
         help="plan.json of `cogtestbed plan`: its experiment, design, subjects, seed, answer settings and limits; "

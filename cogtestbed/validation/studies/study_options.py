@@ -24,6 +24,7 @@ from cogtestbed.option_groups import (
     Base,
     BetweenSubjects,
     Chains,
+    CognitiveModel,
     Compared,
     DaskScheduler,
     Effect,
@@ -31,11 +32,13 @@ from cogtestbed.option_groups import (
     FormSD,
     HeadlineMetric,
     Importer,
+    InputPath,
     JsonOutput,
     LapseTerm,
     Level,
     MaxDraws,
     MetricTest,
+    Output,
     Overwrite,
     PopulationSource,
     PromptForms,
@@ -44,9 +47,11 @@ from cogtestbed.option_groups import (
     SubjectCount,
     Workers,
 )
-from cogtestbed.request import as_items, as_name, as_text, group, option, variant
-from cogtestbed.simulate_options import DesignFields, Lapses
+from cogtestbed.request import as_items, as_text, group, option, variant
+from cogtestbed.simulate_options import EXPERIMENT_ARGUMENT, DesignFields, ExperimentName, Lapses
 
+#: :class:`~cogtestbed.option_groups.CognitiveModel` as the command's positional argument (``recover MODEL``).
+MODEL_ARGUMENT = {"model": {"argument": True}}
 #: Sizes as :func:`cogtestbed.recover` takes them: a count, a list of counts, or the command line's text.
 Sizes = int | Sequence[int] | str | None
 #: ``NAME=VALUE`` settings: a mapping, or the command line's items.
@@ -120,12 +125,8 @@ class Reps:
 
 
 @dataclass(frozen=True)
-class StudyRun(Seed, Workers, Overwrite, JsonOutput, DaskScheduler):
+class StudyRun(Seed, Workers, Overwrite, JsonOutput, DaskScheduler, Output):
     """Where and how a study runs, and where it is written (every study command's own options)."""
-
-    output: str | os.PathLike[str] | None = option(
-        None, cli_type=Path | None, flags=("--output", "-o"),
-        help="Write results.parquet, summary.json, plots and report.html here.")
 
 
 @dataclass(frozen=True)
@@ -158,12 +159,12 @@ class RecoverFit(AgentParams, FitMethod, Chains, LapseTerm, Assured, PopulationS
 
 
 @dataclass(frozen=True)
-class RecoverRequest:
+class RecoverRequest(
+        ExperimentName,
+        variant(CognitiveModel, defaults={"model": MISSING}, present=MODEL_ARGUMENT,  # type: ignore[misc]
+                helps={"model": "Model name, e.g. rw-pm or cbn-3p."})):
     """Parameter recovery, as ``cogtestbed recover`` and :func:`cogtestbed.recover` take it."""
 
-    model: str = option(argument=True, help="Model name, e.g. rw-pm or cbn-3p.")
-    experiment: Any = option(None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
-                             help=EXPERIMENT_HELP)
     sizes: RecoverSizes = group(RecoverSizes, "Sizes")
     fit: RecoverFit = group(RecoverFit, "Truth and fit")
     lapses: Lapses = group(Lapses, "Lapses")
@@ -186,12 +187,10 @@ class HierarchicalFit(AgentParams, variant(Chains, defaults={"draws": 500, "chai
 
 
 @dataclass(frozen=True)
-class ModelRecoveryRequest(FitMethod):
+class ModelRecoveryRequest(FitMethod, ExperimentName):
     """Model recovery, as ``cogtestbed model-recovery`` and :func:`cogtestbed.model_recovery` take it."""
 
     models: Sequence[str] = option(cli_type=list[str], argument=True, help="Candidate models, e.g. rw rw-pm.")
-    experiment: Any = option(None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
-                             help=EXPERIMENT_HELP)
     sizes: ModelRecoverySizes = group(ModelRecoverySizes, "Sizes")
     fit: HierarchicalFit = group(HierarchicalFit, "Fit")
     run: StudyRun = group(StudyRun, "Run and output")
@@ -206,12 +205,12 @@ class SbcSizes(
 
 
 @dataclass(frozen=True)
-class SbcRequest:
+class SbcRequest(
+        ExperimentName,
+        variant(CognitiveModel, defaults={"model": MISSING}, present=MODEL_ARGUMENT,  # type: ignore[misc]
+                helps={"model": "Model with a PyMC version, e.g. rw-pm or cbn-3p."})):
     """Simulation-based calibration, as ``cogtestbed sbc`` and :func:`cogtestbed.sbc` take it."""
 
-    model: str = option(argument=True, help="Model with a PyMC version, e.g. rw-pm or cbn-3p.")
-    experiment: Any = option(None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
-                             help=EXPERIMENT_HELP)
     sizes: SbcSizes = group(SbcSizes, "Sizes")
     fit: HierarchicalFit = group(HierarchicalFit, "Fit")
     backend: str = option("auto", help="NUTS implementation: auto, nutpie or pymc.")
@@ -259,12 +258,10 @@ class PowerSubjects(HierarchicalFit, FitMethod, BetweenSubjects, Base, Populatio
 
 
 @dataclass(frozen=True)
-class PowerRequest:
+class PowerRequest(variant(ExperimentName, helps={"experiment": "Experiment (with --effect)."})):  # type: ignore[misc]
     """A power study, as ``cogtestbed power`` and :func:`cogtestbed.power` take it."""
 
     target: str = option(argument=True, help="Model (with --effect) or experiment (with --metric / --test).")
-    experiment: Any = option(None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
-                             help="Experiment (with --effect).")
     goal: PowerTarget = group(PowerTarget, "Target")
     sizes: PowerSizes = group(PowerSizes, "Sizes")
     subjects_fit: PowerSubjects = group(PowerSubjects, "Simulated subjects and fit")
@@ -275,6 +272,8 @@ class PowerRequest:
 
 @dataclass(frozen=True)
 class MetricValidityRequest(
+        variant(ExperimentName, defaults={"experiment": MISSING}, present=EXPERIMENT_ARGUMENT,  # type: ignore[misc]
+                helps={"experiment": "Experiment name."}),
         variant(RunsGrid, defaults={"runs_grid": "10"},  # type: ignore[misc]
                 helps={"runs_grid": "Runs (units) the metric is computed over (comma list)."}),
         DesignTrials, DesignFields, variant(Reps, defaults={"reps": 20}, helps={"reps": "Replications per value."}),  # type: ignore[misc]
@@ -283,7 +282,6 @@ class MetricValidityRequest(
                 helps={"agent": "AGENT[:p=v,...]: the agent and its base setting."})):
     """A metric's validity, as ``cogtestbed metric-validity`` and :func:`cogtestbed.metric_validity` take it."""
 
-    experiment: Any = option(record=as_name, cli_type=str, argument=True, help="Experiment name.")
     parameter: str = option(help="Agent parameter swept.")
     values: Sequence[float] | str = option(record=as_text, cli_type=str, help="Values of the parameter (comma list).")
     direction: str = option("any", help="increasing, decreasing or any.")
@@ -291,10 +289,12 @@ class MetricValidityRequest(
 
 
 @dataclass(frozen=True)
-class DeclaredStudyRequest(variant(Reps, defaults={"reps": 20}, helps={"reps": "Replications."})):  # type: ignore[misc]
+class DeclaredStudyRequest(
+        variant(Reps, defaults={"reps": 20}, helps={"reps": "Replications."}),  # type: ignore[misc]
+        variant(ExperimentName, defaults={"experiment": MISSING}, present=EXPERIMENT_ARGUMENT,  # type: ignore[misc]
+                helps={"experiment": "Experiment name."})):
     """A study the experiment declares, as ``cogtestbed study`` and :func:`cogtestbed.study` take it."""
 
-    experiment: Any = option(record=as_name, cli_type=str, argument=True, help="Experiment name.")
     #: ``NAME``: a declared study, not a population's name (``population build --name``)
     study: str | None = option(None, argument=True, name="name",
                                help="Declared study (omit to list them), e.g. metric-power or recovery:1.")
@@ -343,15 +343,12 @@ class FitUnits(Sessions, Importer):
 
 
 @dataclass(frozen=True)
-class FitRequest(Overwrite, JsonOutput):
+class FitRequest(Overwrite, JsonOutput, variant(Output, defaults={"output": MISSING}, present={  # type: ignore[misc]
+        "output": {"cli_type": Path}}, helps={"output": "Output directory."}), InputPath, ExperimentName,
+        variant(CognitiveModel, defaults={"model": MISSING}, present=MODEL_ARGUMENT,  # type: ignore[misc]
+                helps={"model": "Model name, e.g. rw-pm."})):
     """A fit written to a folder, as ``cogtestbed fit`` and :func:`cogtestbed.fit_and_save` take it."""
 
-    model: str = option(argument=True, help="Model name, e.g. rw-pm.")
-    path: str | os.PathLike[str] = option(cli_type=Path, argument=True,
-                                          help="Trial table (.parquet) or published data file.")
-    output: str | os.PathLike[str] = option(cli_type=Path, flags=("--output", "-o"), help="Output directory.")
-    experiment: Any = option(None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
-                             help=EXPERIMENT_HELP)
     terms: FitTerms = group(FitTerms, None, defaults={"method": "hierarchical"})
     units: FitUnits = group(FitUnits, "Data and units")
     sampling: FitSampling = group(FitSampling, "Sampling")
@@ -370,6 +367,8 @@ class FitTableRequest:
 
 @dataclass(frozen=True)
 class FormStudyRequest(
+        ExperimentName, variant(CognitiveModel, defaults={"model": MISSING}, present=MODEL_ARGUMENT,  # type: ignore[misc]
+                helps={"model": "Model name, e.g. rw-pm."}),
         variant(SubjectGrid, defaults={"subject_grid": 50},  # type: ignore[misc]
                 helps={"subject_grid": "Subjects in all, split over the forms."}),
         variant(Reps, helps={"reps": "Simulated studies."}),  # type: ignore[misc]
@@ -382,8 +381,6 @@ class FormStudyRequest(
     ``power --forms`` call it with their options): the forms' options are :class:`StudyForms`, as on
     the command line."""
 
-    model: str = option(argument=True, cli=False, help="Model name, e.g. rw-pm.")
-    experiment: Any = option(None, record=as_name, cli=False, help=EXPERIMENT_HELP)
     forms: StudyForms = group(StudyForms, "Prompt forms")
 
 

@@ -29,6 +29,7 @@ import sys
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -108,15 +109,17 @@ def group(cls: type[Any], panel: str | None, *, defaults: Mapping[str, Any] | No
     return dataclasses.field(default_factory=lambda: cls(**given), metadata={GROUP: Group(panel, given)})
 
 
+#: No changes (:func:`variant`'s default).
+_NONE: Mapping[str, Any] = MappingProxyType({})
 #: What a request may choose of a shared option's presentation (:func:`variant`): not its name, type or record.
 #: ``cli_type``: one count where another command takes a comma list of them (the same type in Python).
 PRESENTATION = frozenset({"help", "flags", "cli_type", "min", "max", "show_default", "cli", "api", "argument",
                           "cli_required", "cli_name"})
 
 
-def variant(cls: type[R], *, defaults: Mapping[str, Any] | None = None, helps: Mapping[str, str] | None = None,
-            limits: Mapping[str, tuple[float | None, float | None]] | None = None,
-            present: Mapping[str, Mapping[str, Any]] | None = None, positional: bool = False) -> type[R]:
+def variant(cls: type[R], *, defaults: Mapping[str, Any] = _NONE, helps: Mapping[str, str] = _NONE,
+            limits: Mapping[str, tuple[float | None, float | None]] = _NONE,
+            present: Mapping[str, Mapping[str, Any]] = _NONE, positional: bool = False) -> type[R]:
     """The shared option group ``cls`` (:mod:`cogtestbed.option_groups`) as one request takes it: the same
     options, each still declared once (its name, type and record are the group's), with this
     request's ``defaults`` (``dataclasses.MISSING``: required here), ``helps`` (its help text here), ``limits``
@@ -126,34 +129,46 @@ def variant(cls: type[R], *, defaults: Mapping[str, Any] | None = None, helps: M
     (``PlanRequest(EXPERIMENT, ...)``; a required one only).  A request inherits the variant as it would the
     group (``class FitSampling(variant(Seed, helps={"seed": ...}))``); :func:`group`'s ``defaults`` do the same
     for a sub-object's options."""
-    changes: dict[str, dict[str, Any]] = {name: dict(attrs) for name, attrs in (present or {}).items()}
-    for name, text in (helps or {}).items():
-        changes.setdefault(name, {})["help"] = text
-    for name, (low, high) in (limits or {}).items():
-        changes.setdefault(name, {}).update(min=low, max=high)
-    given_defaults = dict(defaults or {})
+    changes, given_defaults = _changes(helps, limits, present), dict(defaults)
     fields = {f.name: f for f in dataclasses.fields(typing.cast(Any, cls))}
     unknown = (set(given_defaults) | set(changes)) - set(fields)
     if unknown:
         raise TypeError(f"{cls.__name__} has no option {sorted(unknown)}")
+    namespace: dict[str, Any] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                                 "__doc__": cls.__doc__, "__annotations__": {}}
+    for name in [n for n in fields if n in given_defaults or n in changes]:
+        namespace["__annotations__"][name] = fields[name].type
+        namespace[name] = _redeclared(fields[name], changes.get(name, {}), given_defaults.get(name, _KEEP))
+    made = type(cls.__name__, (cls,), namespace)
+    return typing.cast("type[R]", dataclass(frozen=True, kw_only=not positional)(made))
+
+
+#: :func:`variant`'s mark of an option whose default the request keeps.
+_KEEP = object()
+
+
+def _changes(helps: Mapping[str, str], limits: Mapping[str, tuple[float | None, float | None]],
+             present: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """:func:`variant`'s changes of each option's :class:`Opt`, refused beyond :data:`PRESENTATION`."""
+    changes: dict[str, dict[str, Any]] = {name: dict(attrs) for name, attrs in present.items()}
+    for name, text in helps.items():
+        changes.setdefault(name, {})["help"] = text
+    for name, (low, high) in limits.items():
+        changes.setdefault(name, {}).update(min=low, max=high)
     not_presentation = {k for attrs in changes.values() for k in attrs} - PRESENTATION
     if not_presentation:
         raise TypeError(f"a request may not change {sorted(not_presentation)} of a shared option: declare another")
-    namespace: dict[str, Any] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
-                                 "__doc__": cls.__doc__, "__annotations__": {}}
-    for name, f in fields.items():
-        if name not in given_defaults and name not in changes:
-            continue
-        meta = {OPTION: dataclasses.replace(f.metadata[OPTION], **changes.get(name, {}))}
-        namespace["__annotations__"][name] = f.type
-        if name in given_defaults:
-            namespace[name] = dataclasses.field(default=given_defaults[name], metadata=meta)
-        elif f.default_factory is not dataclasses.MISSING:
-            namespace[name] = dataclasses.field(default_factory=f.default_factory, metadata=meta)
-        else:
-            namespace[name] = dataclasses.field(default=f.default, metadata=meta)
-    made = type(cls.__name__, (cls,), namespace)
-    return typing.cast("type[R]", dataclass(frozen=True, kw_only=not positional)(made))
+    return changes
+
+
+def _redeclared(f: dataclasses.Field[Any], changes: Mapping[str, Any], default: Any) -> Any:
+    """The field ``f`` of a shared group as a :func:`variant` presents it (its default unless ``_KEEP``)."""
+    meta = {OPTION: dataclasses.replace(f.metadata[OPTION], **changes)}
+    if default is not _KEEP:
+        return dataclasses.field(default=default, metadata=meta)
+    if f.default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=f.default_factory, metadata=meta)
+    return dataclasses.field(default=f.default, metadata=meta)
 
 
 def declared_option(leaf: Leaf) -> Opt:
